@@ -1,0 +1,129 @@
+# Airlock top-level build.  See README.md; `make help` lists the targets.
+
+BUILD ?= build
+B := $(BUILD)
+
+-include $(B)/config.mk
+
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(WARN) $(OPT) -Ipolicy $(LIB_CFLAGS)
+
+POLICY_SRCS := $(sort $(wildcard policy/*.c))
+POLICY_OBJS := $(POLICY_SRCS:%.c=$(B)/%.o)
+POLICY_HDRS := $(wildcard policy/*.h)
+LIB := $(B)/libairlock.a
+
+CTL_SRCS := $(sort $(wildcard tools/airlockctl/*.c))
+CTL := $(B)/airlockctl
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
+UNIT_TESTS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%.t)
+
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
+FUZZ_TIME ?= 600
+
+MOD_SRCS := $(wildcard modules/*.c modules/*.h) modules/config
+MOD_SO := $(B)/modules/ngx_http_airlock_module.so
+
+PROVE ?= prove
+PROVE_FLAGS ?= -r
+
+.PHONY: all deps lib ctl modules unit test asan fuzz fuzz-build \
+        bench bench-match clean help
+
+all: lib ctl modules unit
+
+help:
+	@echo "make            build libairlock, airlockctl, the nginx module"
+	@echo "make deps       install the Debian packages (root), or say which"
+	@echo "make test       install what is missing, build, run every suite"
+	@echo "make asan       the same suite built with ASan+UBSan (build-asan/)"
+	@echo "make fuzz       run each libFuzzer target FUZZ_TIME seconds"
+	@echo "make bench      run the benchmarks"
+	@echo "make clean      remove build directories"
+
+deps:
+	@auto/deps
+
+$(B)/config.mk: auto/configure auto/deps
+	@auto/deps
+	@SAN=$(SAN) CC=$(or $(CONFIG_CC),cc) auto/configure $(B)
+
+lib: $(LIB)
+ctl: $(CTL)
+modules: $(MOD_SO)
+unit: $(UNIT_TESTS)
+
+$(B)/policy/%.o: policy/%.c $(POLICY_HDRS) $(B)/config.mk
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(LIB): $(POLICY_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(CTL): $(CTL_SRCS) $(wildcard tools/airlockctl/*.h) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(CTL_SRCS) -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+
+$(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests/unit $< -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+
+# The module is built by nginx's own build system from Debian's nginx-dev
+# sources, configured with Debian's flags so the .so loads into the
+# packaged nginx (--with-compat).
+NGX_CC_OPT = $(WARN) -Wno-unused-parameter -Wno-shadow -Wno-format-nonliteral \
+             -I$(CURDIR)/policy $(LIB_CFLAGS) $(filter -fsanitize=%,$(OPT))
+NGX_LD_OPT = $(LDFLAGS)
+
+$(B)/nginx/Makefile: $(B)/config.mk modules/config
+	@rm -rf $(B)/nginx
+	@mkdir -p $(B)
+	cp -r $(NGX_SRC) $(B)/nginx
+	cd $(B)/nginx && AIRLOCK_LIB="$(CURDIR)/$(LIB)" \
+	    AIRLOCK_LIBS="$(LIB_LIBS)" ./configure $(NGX_CONF_FLAGS) \
+	    --add-dynamic-module=$(CURDIR)/modules \
+	    --with-cc-opt="$(NGX_CC_OPT)" --with-ld-opt="$(NGX_LD_OPT)" \
+	    > configure.log 2>&1 || { tail -20 configure.log; exit 1; }
+
+$(MOD_SO): $(B)/nginx/Makefile $(MOD_SRCS) $(LIB)
+	$(MAKE) -s -C $(B)/nginx -f objs/Makefile modules
+	@mkdir -p $(@D)
+	cp $(B)/nginx/objs/ngx_http_airlock_module.so $@
+
+# Fuzzing: clang + libFuzzer, ASan and UBSan, policy sources built in.
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ipolicy $(LIB_CFLAGS) \
+              -fsanitize=fuzzer,address,undefined
+$(B)/fuzz/%: tests/fuzz/%.c $(POLICY_SRCS) $(POLICY_HDRS) $(B)/config.mk
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) $< $(POLICY_SRCS) -o $@ $(LIB_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@for f in $(FUZZ_BINS); do \
+	    n=$$(basename $$f); mkdir -p $(B)/fuzz/corpus/$$n; \
+	    echo "== $$n for $(FUZZ_TIME)s"; \
+	    $$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+	        $(B)/fuzz/corpus/$$n tests/fuzz/seeds/$$n 2>&1 \
+	        | grep -E '^(stat::|#[0-9]+ +DONE|==[0-9]+==ERROR)' ; \
+	done
+
+test: all fuzz-build
+	AIRLOCK_BUILD=$(CURDIR)/$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 test
+
+$(B)/bench/%: tests/bench/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $< -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+
+bench-match: $(B)/bench/bench_match
+	$(B)/bench/bench_match
+
+bench: bench-match
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,477 @@
+/*
+ * libairlock: the Airlock policy library.
+ *
+ * Reads a policy file (YAML, schema v1, see docs/policy.md), validates it,
+ * and compiles it into an immutable al_policy_t: clients, sealed secrets,
+ * upstreams, the named-route table (a segment trie), LLM providers and the
+ * alerting settings.  The nginx modules and airlockctl both link this
+ * library, so a request is decided by exactly the same code in both.
+ *
+ * Nothing here depends on nginx, and nothing here blocks on the network.
+ * Files are only read at load time, which happens at nginx configuration
+ * time or in the CLI.
+ */
+
+#ifndef AIRLOCK_H
+#define AIRLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <netinet/in.h>
+
+
+#define AL_VERSION              "0.1.0"
+
+#define AL_ERR_MAX              512
+#define AL_PATH_MAX             4096    /* raw request path, bytes */
+#define AL_SEGMENTS_MAX         64
+#define AL_QUERY_MAX            4096    /* raw query string, bytes */
+#define AL_QUERY_PARAMS_MAX     32
+#define AL_URI_MAX              8192    /* upstream URI we build */
+#define AL_DETAIL_MAX           256
+#define AL_JSON_DEPTH_MAX       32
+#define AL_POLICY_FILE_MAX      (16 * 1024 * 1024)
+
+
+typedef struct {
+    const char  *data;
+    size_t       len;
+} al_str_t;
+
+
+/*
+ * Errors are values.  line and column are 1-based; 0 means the error is
+ * not tied to a place in a file.
+ */
+typedef struct {
+    char         file[256];
+    unsigned     line;
+    unsigned     column;
+    char         msg[AL_ERR_MAX];
+} al_error_t;
+
+/* "file:line:column: msg" (or "file: msg"); returns strlen of the result */
+size_t al_error_format(const al_error_t *err, char *buf, size_t size);
+void al_error_set(al_error_t *err, const char *file, unsigned line,
+    unsigned column, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+
+/*
+ * Request paths and queries (al_path.c).
+ *
+ * One normalizer for the whole appliance.  The route decision is made on
+ * the decoded segments below and the upstream URI is re-encoded from the
+ * same segments, so what was matched is what is forwarded.  Anything that
+ * could be read two ways is refused, not interpreted: encoded '/', '\' and
+ * '%', dot segments, empty segments, ';', control bytes, raw non-ASCII,
+ * invalid or overlong UTF-8.
+ */
+
+typedef struct {
+    char         buf[AL_PATH_MAX];          /* decoded segments, each
+                                               NUL-terminated */
+    al_str_t     seg[AL_SEGMENTS_MAX];
+    size_t       nseg;                       /* "/" has none */
+} al_path_t;
+
+typedef struct {
+    al_str_t     name;                       /* decoded */
+    al_str_t     value;                      /* decoded, '+' is a space */
+} al_query_param_t;
+
+typedef struct {
+    char              buf[AL_QUERY_MAX + AL_QUERY_PARAMS_MAX * 2];
+    al_query_param_t  param[AL_QUERY_PARAMS_MAX];
+    size_t            nparam;
+} al_query_t;
+
+/*
+ * Splits an origin-form request target ("/path?query") and parses both
+ * parts.  Returns 0, or -1 with *why set to a static, human-readable
+ * reason ("encoded slash", "dot segment", ...).
+ */
+int al_target_parse(const char *target, size_t len, al_path_t *path,
+    al_query_t *query, const char **why);
+int al_path_parse(al_path_t *path, const char *raw, size_t len,
+    const char **why);
+int al_query_parse(al_query_t *query, const char *raw, size_t len,
+    const char **why);
+
+/*
+ * Percent-encodes s for a path segment (query == 0) or a query name or
+ * value (query == 1).  Unreserved bytes are kept, everything else becomes
+ * %XX.  Writes at most cap bytes to out and returns the length the full
+ * encoding needs (as snprintf does), so callers can detect truncation.
+ */
+size_t al_uri_escape(char *out, size_t cap, const char *s, size_t len,
+    int query);
+
+
+/* Regular expressions: PCRE2, always anchored at both ends (al_regex.c). */
+
+typedef struct al_regex_s  al_regex_t;
+
+al_regex_t *al_regex_compile(const char *pattern, size_t len, char *err,
+    size_t errsize);
+int al_regex_match(const al_regex_t *re, const char *s, size_t len);
+void al_regex_free(al_regex_t *re);
+
+
+/* Sealed secrets (al_secret.c), libsodium sealed boxes to an X25519 key. */
+
+typedef struct al_keyring_s  al_keyring_t;
+
+/* writes the private key to path (0600, refuses to overwrite) and the
+   public key to path.pub */
+int al_keygen(const char *path, al_error_t *err);
+al_keyring_t *al_keyring_load(const char *path, al_error_t *err);
+void al_keyring_free(al_keyring_t *kr);
+
+/* seals msg to the public key in pubpath; *out is malloc'ed base64 */
+int al_seal(const char *pubpath, const unsigned char *msg, size_t len,
+    char **out, al_error_t *err);
+
+/* opens a base64 sealed box into guarded memory (al_secure_free it) */
+int al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
+    unsigned char **out, size_t *outlen, const char **why);
+
+/* guarded memory: sodium_malloc'ed, wiped on free */
+void *al_secure_alloc(size_t size);
+void al_secure_free(void *p);
+
+/* standard base64 with padding; returns the encoded length */
+size_t al_base64_encode(char *out, size_t cap, const unsigned char *in,
+    size_t len);
+
+
+/* The compiled policy. */
+
+typedef enum {
+    AL_REASON_NONE = 0,
+    AL_REASON_CLIENT_UNKNOWN,
+    AL_REASON_NO_ROUTE,
+    AL_REASON_METHOD,
+    AL_REASON_PATH,
+    AL_REASON_PARAM,
+    AL_REASON_QUERY,
+    AL_REASON_BODY,
+    AL_REASON_BODY_TOO_LARGE,
+    AL_REASON_QUARANTINED,
+    AL_REASON_REQUEST,          /* framing, hop headers, method override */
+    AL_REASON_MODEL,
+    AL_REASON_BUDGET,
+    AL_REASON_MAX
+} al_reason_t;
+
+const char *al_reason_name(al_reason_t reason);
+
+enum {
+    AL_METHOD_GET     = 0x01,
+    AL_METHOD_HEAD    = 0x02,
+    AL_METHOD_POST    = 0x04,
+    AL_METHOD_PUT     = 0x08,
+    AL_METHOD_PATCH   = 0x10,
+    AL_METHOD_DELETE  = 0x20,
+    AL_METHOD_OPTIONS = 0x40
+};
+
+/* exact, case-sensitive: "get" is not GET; returns 0 when unknown */
+unsigned al_method_bit(const char *name, size_t len);
+const char *al_method_name(unsigned bit);
+
+
+typedef struct {
+    uint8_t          addr[16];              /* IPv4 as ::ffff:a.b.c.d */
+    unsigned         prefix;                /* over the 128 bits */
+} al_cidr_t;
+
+typedef struct {
+    al_str_t         name;
+    unsigned         index;
+    unsigned         line;
+    uid_t           *uids;
+    size_t           nuids;
+    gid_t           *gids;
+    size_t           ngids;
+    al_cidr_t       *cidrs;
+    size_t           ncidrs;
+    uint8_t        (*tokens)[32];           /* SHA-256 of the token */
+    size_t           ntokens;
+} al_client_t;
+
+/* what the transport knows about the peer */
+typedef struct {
+    unsigned         unix_peer:1;           /* uid/gid are valid */
+    unsigned         has_addr:1;
+    uid_t            uid;
+    gid_t            gid;
+    uint8_t          addr[16];              /* IPv4 as ::ffff:a.b.c.d */
+} al_peer_t;
+
+typedef struct {
+    al_str_t         name;
+    unsigned         line;
+    unsigned         sealed:1;              /* else file: */
+    al_str_t         source;                /* the sealed box or the path */
+    unsigned char   *value;                 /* guarded memory, NUL-ended;
+                                               NULL until opened */
+    size_t           len;
+} al_secret_t;
+
+typedef struct {
+    al_str_t         name;
+    unsigned         line;
+    al_str_t         url;                   /* as written, no trailing / */
+    unsigned         https:1;
+    al_str_t         host;                  /* for Host: name[:port] */
+    al_str_t         hostname;
+    unsigned         port;
+    al_str_t         base_path;             /* "" or "/v1" */
+} al_upstream_t;
+
+typedef struct {
+    al_str_t         name;
+    al_str_t         pattern;
+    al_regex_t      *re;
+} al_param_t;
+
+/*
+ * JSON body constraints, a tree that mirrors the constrained part of the
+ * document.  Objects that have constrained members refuse members that are
+ * not listed unless additional is set.
+ */
+typedef enum {
+    AL_JSON_ANY = 0,
+    AL_JSON_STRING,
+    AL_JSON_INTEGER,
+    AL_JSON_NUMBER,
+    AL_JSON_BOOLEAN,
+    AL_JSON_OBJECT,
+    AL_JSON_ARRAY,
+    AL_JSON_NULL
+} al_json_type_t;
+
+typedef struct al_json_rule_s  al_json_rule_t;
+
+struct al_json_rule_s {
+    al_str_t         name;                  /* member name; "" at the root */
+    al_json_type_t   type;
+    unsigned         required:1;
+    unsigned         additional:1;          /* objects: unlisted members ok */
+    al_regex_t      *re;                    /* strings only */
+    al_str_t         pattern;
+    al_json_rule_t  *members;               /* objects */
+    size_t           nmembers;
+};
+
+typedef struct {
+    al_str_t         name;                  /* header name */
+    al_str_t         tmpl;                  /* "Bearer {github_pr}" */
+    unsigned char   *value;                 /* rendered, guarded; NULL when
+                                               secrets are not open */
+    size_t           len;
+} al_inject_t;
+
+typedef struct {
+    al_str_t         name;
+    unsigned         index;
+    unsigned         line;
+    unsigned         methods;               /* AL_METHOD_* */
+    al_str_t         path;                  /* template as written */
+    al_str_t        *segs;                  /* literal, or param name */
+    uint8_t         *seg_is_param;
+    size_t           nsegs;
+    al_param_t      *params;                /* path params, in path order */
+    size_t           nparams;
+    uint8_t         *client_ok;             /* [policy->nclients] */
+    const al_upstream_t  *upstream;
+    al_str_t         to;                    /* target path template */
+    al_str_t        *to_parts;              /* literal or param name, */
+    int             *to_param;              /* -1 or index into params */
+    size_t           nto_parts;
+
+    al_str_t        *query_allow;
+    uint8_t         *query_required;
+    al_param_t      *query_patterns;        /* [nquery_allow], re may be
+                                               NULL */
+    size_t           nquery_allow;
+
+    unsigned         has_body:1;
+    unsigned         allow_cookies:1;
+    size_t           body_max;              /* bytes; 0 = no body allowed */
+    al_str_t         content_type;          /* "" = any */
+    al_json_rule_t  *json;                  /* NULL = body not JSON-checked */
+
+    al_inject_t     *inject;
+    size_t           ninject;
+} al_route_t;
+
+typedef enum {
+    AL_LLM_OPENAI = 0,
+    AL_LLM_OPENAI_COMPATIBLE,
+    AL_LLM_ANTHROPIC
+} al_llm_kind_t;
+
+typedef struct {
+    const al_client_t  *client;
+    al_str_t        *models;                /* NULL: the provider's list */
+    size_t           nmodels;
+    uint64_t         tokens_per_minute;     /* 0 = unlimited */
+    uint64_t         tokens_per_day;
+    uint64_t         max_tokens;            /* 0 = no cap */
+    unsigned         clamp:1;               /* else reject over max_tokens */
+} al_llm_client_t;
+
+typedef struct {
+    al_str_t         name;
+    unsigned         line;
+    al_str_t         prefix;                /* "/v1/proxy/openai" */
+    al_llm_kind_t    kind;
+    al_upstream_t    upstream;
+    const al_secret_t  *secret;
+    al_str_t        *models;
+    size_t           nmodels;
+    al_llm_client_t *clients;
+    size_t           nclients;
+    unsigned         include_usage:1;       /* stream_options.include_usage */
+    size_t           body_max;
+} al_llm_t;
+
+typedef enum {
+    AL_SINK_WEBHOOK = 0,
+    AL_SINK_ALERTMANAGER
+} al_sink_kind_t;
+
+typedef struct {
+    al_sink_kind_t   kind;
+    al_str_t         url;
+    const al_secret_t  *hmac;               /* webhooks */
+} al_sink_t;
+
+typedef struct {
+    unsigned         threshold;
+    unsigned         window;                /* seconds */
+    unsigned         duration;              /* quarantine only, seconds */
+} al_threshold_t;
+
+typedef struct al_trie_s  al_trie_t;
+
+typedef struct {
+    al_str_t         file;
+    unsigned         version;
+    al_client_t     *clients;
+    size_t           nclients;
+    al_secret_t     *secrets;
+    size_t           nsecrets;
+    unsigned         secrets_open:1;
+    al_upstream_t   *upstreams;
+    size_t           nupstreams;
+    al_route_t      *routes;
+    size_t           nroutes;
+    al_llm_t        *llm;
+    size_t           nllm;
+    al_threshold_t   deny;                  /* threshold 0 = off */
+    al_threshold_t   quarantine;
+    al_sink_t       *sinks;
+    size_t           nsinks;
+    al_trie_t       *trie;
+    void            *pool;
+} al_policy_t;
+
+
+/*
+ * Loading.  With a keyring, sealed and file: secrets are opened and the
+ * inject templates rendered; without one (airlockctl check), everything
+ * else is validated and values stay NULL.
+ */
+al_policy_t *al_policy_load(const char *path, const al_keyring_t *kr,
+    al_error_t *err);
+al_policy_t *al_policy_parse(const char *name, const char *buf, size_t len,
+    const al_keyring_t *kr, al_error_t *err);
+void al_policy_free(al_policy_t *p);
+
+const al_client_t *al_policy_client(const al_policy_t *p, const char *name,
+    size_t len);
+const al_route_t *al_policy_route(const al_policy_t *p, const char *name,
+    size_t len);
+
+/*
+ * Identifies the client from the transport peer and, when one was sent,
+ * a bearer token.  A token that matches no client is unknown (it never
+ * falls back to the address); two identities naming different clients
+ * are ambiguous.  Tokens are hashed and compared in constant time.
+ */
+const al_client_t *al_client_identify(const al_policy_t *p,
+    const al_peer_t *peer, const char *token, size_t token_len,
+    const char **why);
+
+
+/* Decisions (al_match.c). */
+
+typedef struct {
+    const char          *method;
+    size_t               method_len;
+    const char          *target;            /* origin-form, raw */
+    size_t               target_len;
+    const al_client_t   *client;
+} al_request_t;
+
+typedef struct {
+    al_reason_t          reason;            /* NONE = allowed so far */
+    const al_route_t    *route;             /* set once a path matched */
+    char                 detail[AL_DETAIL_MAX];
+    al_path_t            path;
+    al_query_t           query;
+    char                 uri[AL_URI_MAX];   /* upstream path?query */
+    size_t               uri_len;
+} al_decision_t;
+
+/*
+ * Decides everything that can be decided from the request line: path,
+ * method, client, path params and query.  On success the upstream URI is
+ * built from the validated form.  Returns d->reason.
+ */
+al_reason_t al_decide(const al_policy_t *p, const al_request_t *req,
+    al_decision_t *d);
+
+/* the body half of the decision, for routes with has_body */
+al_reason_t al_decide_body(const al_route_t *route, const char *ctype,
+    size_t ctype_len, const unsigned char *body, size_t len,
+    al_decision_t *d);
+
+/*
+ * Checks a JSON document against a rule tree (al_json.c).  Duplicate keys,
+ * trailing data, depth over AL_JSON_DEPTH_MAX, NUL in strings and numbers
+ * that do not fit are refused.  Returns 0, or -1 with a reason in detail.
+ */
+int al_json_check(const al_json_rule_t *rule, const unsigned char *body,
+    size_t len, char *detail, size_t detail_size);
+
+
+/* The route trie (al_trie.c). */
+
+al_trie_t *al_trie_create(void);
+void al_trie_free(al_trie_t *t);
+
+/* returns 0, or -1 and the route it conflicts with in *conflict */
+int al_trie_insert(al_trie_t *t, const al_route_t *route,
+    const al_route_t **conflict);
+
+/*
+ * Looks up a path.  *route is the route that matches path and method;
+ * when the path matches only under other methods, *route is NULL and
+ * *other is one of those routes.
+ */
+void al_trie_lookup(const al_trie_t *t, const al_path_t *path,
+    unsigned method, const al_route_t **route, const al_route_t **other);
+
+
+/* Semantic diff (al_diff.c): calls out() per line, returns the number of
+   changes that grant something OLD did not. */
+int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
+    void (*out)(void *data, const char *line), void *data);
+
+
+#endif /* AIRLOCK_H */

@@ -1,0 +1,101 @@
+/*
+ * Anchored regular expressions for path params, query values and JSON
+ * strings.  Every pattern must match the whole value (PCRE2_ANCHORED |
+ * PCRE2_ENDANCHORED), whatever the operator wrote, and every match runs
+ * under match and depth limits so a pattern cannot be made to spin.
+ */
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <pcre2.h>
+
+#include "airlock.h"
+
+
+#define AL_REGEX_MATCH_LIMIT   100000
+#define AL_REGEX_DEPTH_LIMIT   1000
+
+
+struct al_regex_s {
+    pcre2_code           *code;
+    pcre2_match_context  *mctx;
+};
+
+
+al_regex_t *
+al_regex_compile(const char *pattern, size_t len, char *err, size_t errsize)
+{
+    int          rc;
+    PCRE2_SIZE   off;
+    al_regex_t  *re;
+    PCRE2_UCHAR  msg[256];
+
+    re = calloc(1, sizeof(al_regex_t));
+    if (re == NULL) {
+        snprintf(err, errsize, "out of memory");
+        return NULL;
+    }
+
+    re->code = pcre2_compile((PCRE2_SPTR) pattern, len,
+                             PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_UTF
+                             | PCRE2_NEVER_BACKSLASH_C,
+                             &rc, &off, NULL);
+    if (re->code == NULL) {
+        pcre2_get_error_message(rc, msg, sizeof(msg));
+        snprintf(err, errsize, "invalid regular expression at offset %zu: "
+                 "%s", (size_t) off, (char *) msg);
+        free(re);
+        return NULL;
+    }
+
+    (void) pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE);
+
+    re->mctx = pcre2_match_context_create(NULL);
+    if (re->mctx == NULL) {
+        pcre2_code_free(re->code);
+        free(re);
+        snprintf(err, errsize, "out of memory");
+        return NULL;
+    }
+
+    pcre2_set_match_limit(re->mctx, AL_REGEX_MATCH_LIMIT);
+    pcre2_set_depth_limit(re->mctx, AL_REGEX_DEPTH_LIMIT);
+
+    return re;
+}
+
+
+/* 1 on a match; 0 on no match and on any error (limits, bad UTF-8) */
+
+int
+al_regex_match(const al_regex_t *re, const char *s, size_t len)
+{
+    int                rc;
+    pcre2_match_data  *md;
+
+    md = pcre2_match_data_create_from_pattern(re->code, NULL);
+    if (md == NULL) {
+        return 0;
+    }
+
+    rc = pcre2_match(re->code, (PCRE2_SPTR) s, len, 0, 0, md, re->mctx);
+
+    pcre2_match_data_free(md);
+
+    return rc >= 0;
+}
+
+
+void
+al_regex_free(al_regex_t *re)
+{
+    if (re == NULL) {
+        return;
+    }
+
+    pcre2_match_context_free(re->mctx);
+    pcre2_code_free(re->code);
+    free(re);
+}

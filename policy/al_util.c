@@ -1,0 +1,124 @@
+/*
+ * Small shared pieces: error values, reason and method names.
+ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "airlock.h"
+
+
+static const char *al_reasons[AL_REASON_MAX] = {
+    "none",
+    "client_unknown",
+    "no_route",
+    "method",
+    "path",
+    "param",
+    "query",
+    "body",
+    "body_too_large",
+    "quarantined",
+    "request",
+    "model",
+    "budget"
+};
+
+
+static const struct {
+    const char  *name;
+    size_t       len;
+    unsigned     bit;
+} al_methods[] = {
+    { "GET", 3, AL_METHOD_GET },
+    { "HEAD", 4, AL_METHOD_HEAD },
+    { "POST", 4, AL_METHOD_POST },
+    { "PUT", 3, AL_METHOD_PUT },
+    { "PATCH", 5, AL_METHOD_PATCH },
+    { "DELETE", 6, AL_METHOD_DELETE },
+    { "OPTIONS", 7, AL_METHOD_OPTIONS }
+};
+
+
+void
+al_error_set(al_error_t *err, const char *file, unsigned line,
+    unsigned column, const char *fmt, ...)
+{
+    va_list  ap;
+
+    if (err == NULL) {
+        return;
+    }
+
+    snprintf(err->file, sizeof(err->file), "%s", file ? file : "");
+    err->line = line;
+    err->column = column;
+
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+}
+
+
+size_t
+al_error_format(const al_error_t *err, char *buf, size_t size)
+{
+    int  n;
+
+    if (err->line) {
+        n = snprintf(buf, size, "%s:%u:%u: %s", err->file, err->line,
+                     err->column, err->msg);
+
+    } else if (err->file[0]) {
+        n = snprintf(buf, size, "%s: %s", err->file, err->msg);
+
+    } else {
+        n = snprintf(buf, size, "%s", err->msg);
+    }
+
+    return n < 0 ? 0 : (size_t) n;
+}
+
+
+const char *
+al_reason_name(al_reason_t reason)
+{
+    if ((unsigned) reason >= AL_REASON_MAX) {
+        return "unknown";
+    }
+
+    return al_reasons[reason];
+}
+
+
+unsigned
+al_method_bit(const char *name, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(al_methods) / sizeof(al_methods[0]); i++) {
+        if (al_methods[i].len == len
+            && memcmp(al_methods[i].name, name, len) == 0)
+        {
+            return al_methods[i].bit;
+        }
+    }
+
+    return 0;
+}
+
+
+const char *
+al_method_name(unsigned bit)
+{
+    size_t  i;
+
+    for (i = 0; i < sizeof(al_methods) / sizeof(al_methods[0]); i++) {
+        if (al_methods[i].bit == bit) {
+            return al_methods[i].name;
+        }
+    }
+
+    return "?";
+}
