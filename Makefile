@@ -7,12 +7,12 @@ B := $(BUILD)
 
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(WARN) $(OPT) -Ipolicy $(LIB_CFLAGS)
 
-POLICY_SRCS := $(sort $(wildcard policy/*.c))
+POLICY_SRCS := $(sort $(wildcard policy/al_*.c))
 POLICY_OBJS := $(POLICY_SRCS:%.c=$(B)/%.o)
 POLICY_HDRS := $(wildcard policy/*.h)
 LIB := $(B)/libairlock.a
 
-CTL_SRCS := $(sort $(wildcard tools/airlockctl/*.c))
+CTL_SRCS := policy/airlockctl.c
 CTL := $(B)/airlockctl
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
@@ -62,7 +62,7 @@ $(LIB): $(POLICY_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(CTL): $(CTL_SRCS) $(wildcard tools/airlockctl/*.h) $(LIB)
+$(CTL): $(CTL_SRCS) $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(CTL_SRCS) -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
 

@@ -36,11 +36,9 @@ tap_ok(int cond, const char *name)
 
 
 static inline void
-tap_diag(const char *fmt, const char *a, const char *b)
+tap_diag(const char *label, const char *value)
 {
-    printf("# ");
-    printf(fmt, a, b);
-    printf("\n");
+    printf("# %s%s\n", label, value ? value : "(null)");
 }
 
 
@@ -52,8 +50,8 @@ tap_is_str(const char *got, const char *want, const char *name)
     ok = (got != NULL && want != NULL && strcmp(got, want) == 0)
          || (got == NULL && want == NULL);
     if (!tap_ok(ok, name)) {
-        tap_diag("got:      '%s'%s", got ? got : "(null)", "");
-        tap_diag("expected: '%s'%s", want ? want : "(null)", "");
+        printf("# got:      '%s'\n", got ? got : "(null)");
+        printf("# expected: '%s'\n", want ? want : "(null)");
     }
     return ok;
 }

@@ -1,0 +1,741 @@
+/*
+ * Semantic policy diff.  Lines start with '+' for a change that grants
+ * something the old policy did not (a new route, client, method, a looser
+ * constraint, a weaker alert), '-' for one that takes something away and
+ * '~' for one that does neither.  The return value counts the '+' lines so
+ * CI can gate a policy change against a known-good baseline.
+ *
+ * Patterns are compared as text: a changed pattern is reported as a grant
+ * because whether it widens cannot be decided in general.
+ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "airlock.h"
+
+
+typedef struct {
+    void       (*out)(void *data, const char *line);
+    void        *data;
+    int          grants;
+} al_diff_t;
+
+
+static void al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int al_str_eq(const al_str_t *a, const al_str_t *b);
+static void al_diff_clients(al_diff_t *df, const al_policy_t *o,
+    const al_policy_t *n);
+static void al_diff_route(al_diff_t *df, const al_policy_t *o,
+    const al_route_t *a, const al_policy_t *n, const al_route_t *b);
+static void al_diff_json(al_diff_t *df, const char *route, const char *path,
+    const al_json_rule_t *a, const al_json_rule_t *b);
+static void al_diff_llm(al_diff_t *df, const al_llm_t *a,
+    const al_llm_t *b);
+static void al_diff_alerts(al_diff_t *df, const al_policy_t *o,
+    const al_policy_t *n);
+static void al_diff_methods(char *buf, size_t size, unsigned methods);
+static const al_llm_client_t *al_llm_client(const al_llm_t *l,
+    const al_str_t *name);
+
+
+int
+al_policy_diff(const al_policy_t *o, const al_policy_t *n,
+    void (*out)(void *data, const char *line), void *data)
+{
+    size_t            i, j;
+    char              m[64];
+    al_diff_t         df;
+    const al_route_t  *a, *b;
+
+    df.out = out;
+    df.data = data;
+    df.grants = 0;
+
+    al_diff_clients(&df, o, n);
+
+    for (i = 0; i < n->nupstreams; i++) {
+        for (j = 0; j < o->nupstreams; j++) {
+            if (al_str_eq(&n->upstreams[i].name, &o->upstreams[j].name)) {
+                break;
+            }
+        }
+        if (j < o->nupstreams
+            && !al_str_eq(&n->upstreams[i].url, &o->upstreams[j].url))
+        {
+            al_diff_emit(&df, '+', "upstream %s: url %s -> %s",
+                         n->upstreams[i].name.data, o->upstreams[j].url.data,
+                         n->upstreams[i].url.data);
+        }
+    }
+
+    for (i = 0; i < n->nsecrets; i++) {
+        for (j = 0; j < o->nsecrets; j++) {
+            if (al_str_eq(&n->secrets[i].name, &o->secrets[j].name)) {
+                break;
+            }
+        }
+        if (j == o->nsecrets) {
+            al_diff_emit(&df, '~', "secret %s added",
+                         n->secrets[i].name.data);
+
+        } else if (!al_str_eq(&n->secrets[i].source, &o->secrets[j].source)) {
+            al_diff_emit(&df, '~', "secret %s changed (rotated)",
+                         n->secrets[i].name.data);
+        }
+    }
+
+    for (i = 0; i < o->nroutes; i++) {
+        a = &o->routes[i];
+        if (al_policy_route(n, a->name.data, a->name.len) == NULL) {
+            al_diff_methods(m, sizeof(m), a->methods);
+            al_diff_emit(&df, '-', "route %s removed (%s %s)", a->name.data,
+                         m, a->path.data);
+        }
+    }
+
+    for (i = 0; i < n->nroutes; i++) {
+        b = &n->routes[i];
+        a = al_policy_route(o, b->name.data, b->name.len);
+        al_diff_route(&df, o, a, n, b);
+    }
+
+    for (i = 0; i < o->nllm; i++) {
+        for (j = 0; j < n->nllm; j++) {
+            if (al_str_eq(&o->llm[i].name, &n->llm[j].name)) {
+                break;
+            }
+        }
+        if (j == n->nllm) {
+            al_diff_emit(&df, '-', "llm %s removed", o->llm[i].name.data);
+        }
+    }
+
+    for (i = 0; i < n->nllm; i++) {
+        for (j = 0; j < o->nllm; j++) {
+            if (al_str_eq(&o->llm[j].name, &n->llm[i].name)) {
+                break;
+            }
+        }
+        al_diff_llm(&df, j < o->nllm ? &o->llm[j] : NULL, &n->llm[i]);
+    }
+
+    al_diff_alerts(&df, o, n);
+
+    return df.grants;
+}
+
+
+static void
+al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
+{
+    char     line[1024];
+    va_list  ap;
+
+    line[0] = kind;
+    line[1] = ' ';
+
+    va_start(ap, fmt);
+    vsnprintf(line + 2, sizeof(line) - 2, fmt, ap);
+    va_end(ap);
+
+    if (kind == '+') {
+        df->grants++;
+    }
+
+    df->out(df->data, line);
+}
+
+
+static int
+al_str_eq(const al_str_t *a, const al_str_t *b)
+{
+    return a->len == b->len && (a->len == 0
+                                || memcmp(a->data, b->data, a->len) == 0);
+}
+
+
+static void
+al_diff_methods(char *buf, size_t size, unsigned methods)
+{
+    size_t    n;
+    unsigned  bit;
+
+    buf[0] = '\0';
+    n = 0;
+
+    for (bit = 1; bit <= AL_METHOD_OPTIONS; bit <<= 1) {
+        if ((methods & bit) && n < size) {
+            n += snprintf(buf + n, size - n, "%s%s", n ? "," : "",
+                          al_method_name(bit));
+        }
+    }
+}
+
+
+static void
+al_diff_clients(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
+{
+    size_t              i, k, l;
+    const al_client_t  *a, *b;
+
+    for (i = 0; i < o->nclients; i++) {
+        a = &o->clients[i];
+        if (al_policy_client(n, a->name.data, a->name.len) == NULL) {
+            al_diff_emit(df, '-', "client %s removed", a->name.data);
+        }
+    }
+
+    for (i = 0; i < n->nclients; i++) {
+        b = &n->clients[i];
+        a = al_policy_client(o, b->name.data, b->name.len);
+
+        if (a == NULL) {
+            al_diff_emit(df, '~', "client %s added", b->name.data);
+            continue;
+        }
+
+        /* identities the client did not have: more peers act as it */
+        for (k = 0; k < b->nuids; k++) {
+            for (l = 0; l < a->nuids && a->uids[l] != b->uids[k]; l++) {
+                /* void */
+            }
+            if (l == a->nuids) {
+                al_diff_emit(df, '+', "client %s: new unix_uid %u",
+                             b->name.data, (unsigned) b->uids[k]);
+            }
+        }
+
+        for (k = 0; k < b->ngids; k++) {
+            for (l = 0; l < a->ngids && a->gids[l] != b->gids[k]; l++) {
+                /* void */
+            }
+            if (l == a->ngids) {
+                al_diff_emit(df, '+', "client %s: new unix_gid %u",
+                             b->name.data, (unsigned) b->gids[k]);
+            }
+        }
+
+        for (k = 0; k < b->ncidrs; k++) {
+            for (l = 0; l < a->ncidrs; l++) {
+                if (a->cidrs[l].prefix == b->cidrs[k].prefix
+                    && memcmp(a->cidrs[l].addr, b->cidrs[k].addr, 16) == 0)
+                {
+                    break;
+                }
+            }
+            if (l == a->ncidrs) {
+                al_diff_emit(df, '+', "client %s: new cidr", b->name.data);
+            }
+        }
+
+        for (k = 0; k < b->ntokens; k++) {
+            for (l = 0; l < a->ntokens; l++) {
+                if (memcmp(a->tokens[l], b->tokens[k], 32) == 0) {
+                    break;
+                }
+            }
+            if (l == a->ntokens) {
+                al_diff_emit(df, '+', "client %s: new token",
+                             b->name.data);
+            }
+        }
+
+        if (b->nuids + b->ngids + b->ncidrs + b->ntokens
+            < a->nuids + a->ngids + a->ncidrs + a->ntokens)
+        {
+            al_diff_emit(df, '-', "client %s: identities removed",
+                         b->name.data);
+        }
+    }
+}
+
+
+static void
+al_diff_route(al_diff_t *df, const al_policy_t *o, const al_route_t *a,
+    const al_policy_t *n, const al_route_t *b)
+{
+    char                ma[64], mb[64], path[64];
+    size_t              i, k;
+    const char         *name;
+    const al_client_t  *c, *oc;
+
+    name = b->name.data;
+
+    if (a == NULL) {
+        al_diff_methods(mb, sizeof(mb), b->methods);
+        al_diff_emit(df, '+', "route %s added (%s %s -> %s%s)", name, mb,
+                     b->path.data, b->upstream->url.data, b->to.data);
+        return;
+    }
+
+    if (a->methods != b->methods) {
+        al_diff_methods(ma, sizeof(ma), a->methods);
+        al_diff_methods(mb, sizeof(mb), b->methods);
+        al_diff_emit(df, (b->methods & ~a->methods) ? '+' : '-',
+                     "route %s: methods %s -> %s", name, ma, mb);
+    }
+
+    if (!al_str_eq(&a->path, &b->path)) {
+        al_diff_emit(df, '+', "route %s: path %s -> %s", name, a->path.data,
+                     b->path.data);
+    }
+
+    for (i = 0; i < n->nclients; i++) {
+        c = &n->clients[i];
+        oc = al_policy_client(o, c->name.data, c->name.len);
+
+        if (b->client_ok[i] && (oc == NULL || !a->client_ok[oc->index])) {
+            al_diff_emit(df, '+', "route %s: client %s added", name,
+                         c->name.data);
+        }
+    }
+
+    for (i = 0; i < o->nclients; i++) {
+        oc = &o->clients[i];
+        c = al_policy_client(n, oc->name.data, oc->name.len);
+
+        if (a->client_ok[i] && (c == NULL || !b->client_ok[c->index])) {
+            al_diff_emit(df, '-', "route %s: client %s removed", name,
+                         oc->name.data);
+        }
+    }
+
+    if (!al_str_eq(&a->upstream->url, &b->upstream->url)) {
+        al_diff_emit(df, '+', "route %s: upstream %s -> %s", name,
+                     a->upstream->url.data, b->upstream->url.data);
+    }
+
+    if (!al_str_eq(&a->to, &b->to)) {
+        al_diff_emit(df, '+', "route %s: to %s -> %s", name, a->to.data,
+                     b->to.data);
+    }
+
+    for (i = 0; i < b->nparams; i++) {
+        for (k = 0; k < a->nparams; k++) {
+            if (al_str_eq(&a->params[k].name, &b->params[i].name)) {
+                break;
+            }
+        }
+        if (k < a->nparams
+            && !al_str_eq(&a->params[k].pattern, &b->params[i].pattern))
+        {
+            al_diff_emit(df, '+', "route %s: param %s pattern %s -> %s",
+                         name, b->params[i].name.data,
+                         a->params[k].pattern.data,
+                         b->params[i].pattern.data);
+        }
+    }
+
+    /* query */
+    for (i = 0; i < b->nquery_allow; i++) {
+        for (k = 0; k < a->nquery_allow; k++) {
+            if (al_str_eq(&a->query_allow[k], &b->query_allow[i])) {
+                break;
+            }
+        }
+
+        if (k == a->nquery_allow) {
+            al_diff_emit(df, '+', "route %s: query parameter %s allowed",
+                         name, b->query_allow[i].data);
+            continue;
+        }
+
+        if (a->query_required[k] && !b->query_required[i]) {
+            al_diff_emit(df, '+', "route %s: query parameter %s no longer "
+                         "required", name, b->query_allow[i].data);
+
+        } else if (!a->query_required[k] && b->query_required[i]) {
+            al_diff_emit(df, '-', "route %s: query parameter %s now "
+                         "required", name, b->query_allow[i].data);
+        }
+
+        if (!al_str_eq(&a->query_patterns[k].pattern,
+                       &b->query_patterns[i].pattern))
+        {
+            al_diff_emit(df, b->query_patterns[i].re == NULL
+                                 || a->query_patterns[k].re != NULL
+                             ? '+' : '-',
+                         "route %s: query parameter %s pattern \"%s\" -> "
+                         "\"%s\"", name, b->query_allow[i].data,
+                         a->query_patterns[k].pattern.len
+                             ? a->query_patterns[k].pattern.data : "",
+                         b->query_patterns[i].pattern.len
+                             ? b->query_patterns[i].pattern.data : "");
+        }
+    }
+
+    for (k = 0; k < a->nquery_allow; k++) {
+        for (i = 0; i < b->nquery_allow; i++) {
+            if (al_str_eq(&a->query_allow[k], &b->query_allow[i])) {
+                break;
+            }
+        }
+        if (i == b->nquery_allow) {
+            al_diff_emit(df, '-', "route %s: query parameter %s no longer "
+                         "allowed", name, a->query_allow[k].data);
+        }
+    }
+
+    /* body */
+    if (!a->has_body && b->has_body) {
+        al_diff_emit(df, '+', "route %s: request body allowed (max_bytes "
+                     "%zu)", name, b->body_max);
+
+    } else if (a->has_body && !b->has_body) {
+        al_diff_emit(df, '-', "route %s: request body no longer allowed",
+                     name);
+
+    } else if (a->body_max != b->body_max) {
+        al_diff_emit(df, b->body_max > a->body_max ? '+' : '-',
+                     "route %s: body max_bytes %zu -> %zu", name,
+                     a->body_max, b->body_max);
+    }
+
+    if (!al_str_eq(&a->content_type, &b->content_type)) {
+        al_diff_emit(df, '+', "route %s: body content_type \"%s\" -> \"%s\"",
+                     name, a->content_type.len ? a->content_type.data : "",
+                     b->content_type.len ? b->content_type.data : "");
+    }
+
+    snprintf(path, sizeof(path), "body");
+    al_diff_json(df, name, path, a->json, b->json);
+
+    /* credentials sent */
+    for (i = 0; i < b->ninject; i++) {
+        for (k = 0; k < a->ninject; k++) {
+            if (al_str_eq(&a->inject[k].name, &b->inject[i].name)) {
+                break;
+            }
+        }
+        if (k == a->ninject) {
+            al_diff_emit(df, '+', "route %s: injects %s: %s", name,
+                         b->inject[i].name.data, b->inject[i].tmpl.data);
+
+        } else if (!al_str_eq(&a->inject[k].tmpl, &b->inject[i].tmpl)) {
+            al_diff_emit(df, '+', "route %s: injects %s: %s -> %s", name,
+                         b->inject[i].name.data, a->inject[k].tmpl.data,
+                         b->inject[i].tmpl.data);
+        }
+    }
+
+    for (k = 0; k < a->ninject; k++) {
+        for (i = 0; i < b->ninject; i++) {
+            if (al_str_eq(&a->inject[k].name, &b->inject[i].name)) {
+                break;
+            }
+        }
+        if (i == b->ninject) {
+            al_diff_emit(df, '-', "route %s: no longer injects %s", name,
+                         a->inject[k].name.data);
+        }
+    }
+
+    if (a->allow_cookies != b->allow_cookies) {
+        al_diff_emit(df, b->allow_cookies ? '+' : '-', "route %s: cookies "
+                     "%s", name, b->allow_cookies ? "allowed" : "stripped");
+    }
+}
+
+
+static void
+al_diff_json(al_diff_t *df, const char *route, const char *path,
+    const al_json_rule_t *a, const al_json_rule_t *b)
+{
+    char                   sub[256];
+    size_t                 i, k;
+    const al_json_rule_t  *am, *bm;
+
+    if (a == NULL && b == NULL) {
+        return;
+    }
+
+    if (a != NULL && b == NULL) {
+        al_diff_emit(df, '+', "route %s: %s no longer checked", route, path);
+        return;
+    }
+
+    if (a == NULL) {
+        al_diff_emit(df, '-', "route %s: %s now checked", route, path);
+        return;
+    }
+
+    if (a->type != b->type) {
+        al_diff_emit(df, b->type == AL_JSON_ANY ? '+' : '~',
+                     "route %s: %s type changed", route, path);
+        if (b->type == AL_JSON_ANY) {
+            return;
+        }
+    }
+
+    if (a->required && !b->required) {
+        al_diff_emit(df, '+', "route %s: %s no longer required", route,
+                     path);
+
+    } else if (!a->required && b->required) {
+        al_diff_emit(df, '-', "route %s: %s now required", route, path);
+    }
+
+    if (!al_str_eq(&a->pattern, &b->pattern)) {
+        al_diff_emit(df, b->re == NULL || a->re != NULL ? '+' : '-',
+                     "route %s: %s pattern \"%s\" -> \"%s\"", route, path,
+                     a->pattern.len ? a->pattern.data : "",
+                     b->pattern.len ? b->pattern.data : "");
+    }
+
+    if (!a->additional && b->additional) {
+        al_diff_emit(df, '+', "route %s: %s accepts unlisted fields", route,
+                     path);
+
+    } else if (a->additional && !b->additional) {
+        al_diff_emit(df, '-', "route %s: %s refuses unlisted fields", route,
+                     path);
+    }
+
+    for (i = 0; i < b->nmembers; i++) {
+        bm = &b->members[i];
+        am = NULL;
+
+        for (k = 0; k < a->nmembers; k++) {
+            if (al_str_eq(&a->members[k].name, &bm->name)) {
+                am = &a->members[k];
+                break;
+            }
+        }
+
+        snprintf(sub, sizeof(sub), "%s.%s", path, bm->name.data);
+
+        if (am == NULL) {
+            al_diff_emit(df, b->additional && !bm->required ? '-' : '+',
+                         "route %s: %s field added", route, sub);
+            continue;
+        }
+
+        al_diff_json(df, route, sub, am, bm);
+    }
+
+    for (k = 0; k < a->nmembers; k++) {
+        for (i = 0; i < b->nmembers; i++) {
+            if (al_str_eq(&a->members[k].name, &b->members[i].name)) {
+                break;
+            }
+        }
+        if (i == b->nmembers) {
+            snprintf(sub, sizeof(sub), "%s.%s", path, a->members[k].name.data);
+            al_diff_emit(df, '+', "route %s: %s no longer checked", route,
+                         sub);
+        }
+    }
+}
+
+
+static const al_llm_client_t *
+al_llm_client(const al_llm_t *l, const al_str_t *name)
+{
+    size_t  i;
+
+    for (i = 0; i < l->nclients; i++) {
+        if (al_str_eq(&l->clients[i].client->name, name)) {
+            return &l->clients[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* a limit of 0 is "unlimited", the widest of all */
+
+static int
+al_limit_wider(uint64_t old, uint64_t new)
+{
+    if (old == new) {
+        return 0;
+    }
+
+    return new == 0 || (old != 0 && new > old) ? 1 : -1;
+}
+
+
+static void
+al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
+{
+    int                     w;
+    size_t                  i, k;
+    const char             *name;
+    const al_llm_client_t  *ac, *bc;
+
+    name = b->name.data;
+
+    if (a == NULL) {
+        al_diff_emit(df, '+', "llm %s added (%s -> %s)", name,
+                     b->prefix.data, b->upstream.url.data);
+        return;
+    }
+
+    if (!al_str_eq(&a->prefix, &b->prefix)) {
+        al_diff_emit(df, '+', "llm %s: prefix %s -> %s", name, a->prefix.data,
+                     b->prefix.data);
+    }
+
+    if (!al_str_eq(&a->upstream.url, &b->upstream.url)) {
+        al_diff_emit(df, '+', "llm %s: upstream %s -> %s", name,
+                     a->upstream.url.data, b->upstream.url.data);
+    }
+
+    if (a->kind != b->kind) {
+        al_diff_emit(df, '~', "llm %s: provider changed", name);
+    }
+
+    if (b->body_max > a->body_max) {
+        al_diff_emit(df, '+', "llm %s: max_body_bytes %zu -> %zu", name,
+                     a->body_max, b->body_max);
+    }
+
+    for (i = 0; i < b->nmodels; i++) {
+        for (k = 0; k < a->nmodels; k++) {
+            if (al_str_eq(&a->models[k], &b->models[i])) {
+                break;
+            }
+        }
+        if (k == a->nmodels) {
+            al_diff_emit(df, '+', "llm %s: model %s added", name,
+                         b->models[i].data);
+        }
+    }
+
+    for (i = 0; i < b->nclients; i++) {
+        bc = &b->clients[i];
+        ac = al_llm_client(a, &bc->client->name);
+
+        if (ac == NULL) {
+            al_diff_emit(df, '+', "llm %s: client %s added", name,
+                         bc->client->name.data);
+            continue;
+        }
+
+        w = al_limit_wider(ac->tokens_per_minute, bc->tokens_per_minute);
+        if (w) {
+            al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s "
+                         "tokens_per_minute %llu -> %llu (0 = unlimited)",
+                         name, bc->client->name.data,
+                         (unsigned long long) ac->tokens_per_minute,
+                         (unsigned long long) bc->tokens_per_minute);
+        }
+
+        w = al_limit_wider(ac->tokens_per_day, bc->tokens_per_day);
+        if (w) {
+            al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s "
+                         "tokens_per_day %llu -> %llu (0 = unlimited)",
+                         name, bc->client->name.data,
+                         (unsigned long long) ac->tokens_per_day,
+                         (unsigned long long) bc->tokens_per_day);
+        }
+
+        w = al_limit_wider(ac->max_tokens, bc->max_tokens);
+        if (w) {
+            al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s "
+                         "max_tokens %llu -> %llu (0 = no cap)", name,
+                         bc->client->name.data,
+                         (unsigned long long) ac->max_tokens,
+                         (unsigned long long) bc->max_tokens);
+        }
+
+        if (ac->nmodels && bc->nmodels == 0) {
+            al_diff_emit(df, '+', "llm %s: client %s may use every provider "
+                         "model", name, bc->client->name.data);
+        }
+
+        for (k = 0; ac->nmodels && k < bc->nmodels; k++) {
+            size_t  j;
+
+            for (j = 0; j < ac->nmodels; j++) {
+                if (al_str_eq(&ac->models[j], &bc->models[k])) {
+                    break;
+                }
+            }
+            if (j == ac->nmodels) {
+                al_diff_emit(df, '+', "llm %s: client %s model %s added",
+                             name, bc->client->name.data,
+                             bc->models[k].data);
+            }
+        }
+    }
+
+    for (i = 0; i < a->nclients; i++) {
+        if (al_llm_client(b, &a->clients[i].client->name) == NULL) {
+            al_diff_emit(df, '-', "llm %s: client %s removed", name,
+                         a->clients[i].client->name.data);
+        }
+    }
+}
+
+
+static void
+al_diff_alerts(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
+{
+    size_t  i, k;
+
+    if (n->deny.threshold > o->deny.threshold
+        || n->deny.window < o->deny.window)
+    {
+        al_diff_emit(df, '+', "alerts.deny weakened: %u in %us -> %u in %us",
+                     o->deny.threshold, o->deny.window, n->deny.threshold,
+                     n->deny.window);
+
+    } else if (n->deny.threshold != o->deny.threshold
+               || n->deny.window != o->deny.window)
+    {
+        al_diff_emit(df, '-', "alerts.deny tightened: %u in %us -> %u in "
+                     "%us", o->deny.threshold, o->deny.window,
+                     n->deny.threshold, n->deny.window);
+    }
+
+    if (o->quarantine.threshold && n->quarantine.threshold == 0) {
+        al_diff_emit(df, '+', "alerts.quarantine removed");
+
+    } else if (o->quarantine.threshold == 0 && n->quarantine.threshold) {
+        al_diff_emit(df, '-', "alerts.quarantine added");
+
+    } else if (n->quarantine.threshold > o->quarantine.threshold
+               || n->quarantine.window < o->quarantine.window
+               || n->quarantine.duration < o->quarantine.duration)
+    {
+        al_diff_emit(df, '+', "alerts.quarantine weakened");
+
+    } else if (memcmp(&n->quarantine, &o->quarantine,
+                      sizeof(al_threshold_t)) != 0)
+    {
+        al_diff_emit(df, '-', "alerts.quarantine tightened");
+    }
+
+    for (i = 0; i < o->nsinks; i++) {
+        for (k = 0; k < n->nsinks; k++) {
+            if (o->sinks[i].kind == n->sinks[k].kind
+                && al_str_eq(&o->sinks[i].url, &n->sinks[k].url))
+            {
+                break;
+            }
+        }
+        if (k == n->nsinks) {
+            al_diff_emit(df, '+', "alert sink %s removed: alerts no longer "
+                         "reach it", o->sinks[i].url.data);
+        }
+    }
+
+    for (k = 0; k < n->nsinks; k++) {
+        for (i = 0; i < o->nsinks; i++) {
+            if (o->sinks[i].kind == n->sinks[k].kind
+                && al_str_eq(&o->sinks[i].url, &n->sinks[k].url))
+            {
+                break;
+            }
+        }
+        if (i == o->nsinks) {
+            al_diff_emit(df, '-', "alert sink %s added",
+                         n->sinks[k].url.data);
+        }
+    }
+}

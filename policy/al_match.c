@@ -1,0 +1,406 @@
+/*
+ * Request decisions: who is calling, which named route a request is, and
+ * whether every constraint of that route holds.  The nginx module and
+ * `airlockctl explain` both call these, so what explain says is what the
+ * proxy does.
+ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sodium.h>
+
+#include "airlock.h"
+
+
+static int al_peer_in_cidr(const al_peer_t *peer, const al_cidr_t *c);
+static al_reason_t al_deny(al_decision_t *d, al_reason_t reason,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int al_build_uri(const al_route_t *route, al_decision_t *d,
+    const size_t *param_seg);
+static int al_media_type_is(const char *ctype, size_t len,
+    const al_str_t *want);
+
+
+const al_client_t *
+al_client_identify(const al_policy_t *p, const al_peer_t *peer,
+    const char *token, size_t token_len, const char **why)
+{
+    size_t              i, k;
+    uint8_t             hash[32];
+    unsigned            hit;
+    const al_client_t  *c, *by_token, *by_peer;
+
+    by_token = NULL;
+    by_peer = NULL;
+
+    if (token != NULL) {
+        crypto_hash_sha256(hash, (const unsigned char *) token, token_len);
+
+        /* every token is compared, so timing says nothing about which */
+        for (i = 0; i < p->nclients; i++) {
+            c = &p->clients[i];
+            for (k = 0; k < c->ntokens; k++) {
+                hit = (sodium_memcmp(hash, c->tokens[k], 32) == 0);
+                if (hit && by_token == NULL) {
+                    by_token = c;
+                }
+            }
+        }
+
+        sodium_memzero(hash, sizeof(hash));
+
+        if (by_token == NULL) {
+            *why = "token matches no client";
+            return NULL;
+        }
+    }
+
+    for (i = 0; peer != NULL && i < p->nclients; i++) {
+        c = &p->clients[i];
+        hit = 0;
+
+        for (k = 0; peer->unix_peer && k < c->nuids; k++) {
+            hit |= (c->uids[k] == peer->uid);
+        }
+
+        for (k = 0; peer->unix_peer && k < c->ngids; k++) {
+            hit |= (c->gids[k] == peer->gid);
+        }
+
+        for (k = 0; peer->has_addr && k < c->ncidrs; k++) {
+            hit |= al_peer_in_cidr(peer, &c->cidrs[k]);
+        }
+
+        if (!hit) {
+            continue;
+        }
+
+        if (by_peer != NULL && by_peer != c) {
+            *why = "peer matches more than one client";
+            return NULL;
+        }
+
+        by_peer = c;
+    }
+
+    if (by_token != NULL && by_peer != NULL && by_token != by_peer) {
+        *why = "token and peer name different clients";
+        return NULL;
+    }
+
+    if (by_token != NULL) {
+        return by_token;
+    }
+
+    if (by_peer == NULL) {
+        *why = token ? "token matches no client" : "no client matches the "
+               "peer";
+        return NULL;
+    }
+
+    return by_peer;
+}
+
+
+static int
+al_peer_in_cidr(const al_peer_t *peer, const al_cidr_t *c)
+{
+    unsigned  i, bytes, bits;
+
+    bytes = c->prefix / 8;
+    bits = c->prefix % 8;
+
+    if (memcmp(peer->addr, c->addr, bytes) != 0) {
+        return 0;
+    }
+
+    if (bits == 0) {
+        return 1;
+    }
+
+    i = bytes;
+
+    return ((peer->addr[i] ^ c->addr[i]) & (0xff00 >> bits)) == 0;
+}
+
+
+static al_reason_t
+al_deny(al_decision_t *d, al_reason_t reason, const char *fmt, ...)
+{
+    va_list  ap;
+
+    d->reason = reason;
+
+    va_start(ap, fmt);
+    vsnprintf(d->detail, sizeof(d->detail), fmt, ap);
+    va_end(ap);
+
+    return reason;
+}
+
+
+al_reason_t
+al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
+{
+    size_t              i, k, np;
+    size_t              param_seg[AL_SEGMENTS_MAX];
+    unsigned            method;
+    const char         *why;
+    const al_str_t     *v;
+    const al_route_t   *r, *other;
+    const al_param_t   *qp;
+    al_query_param_t   *q;
+
+    d->reason = AL_REASON_NONE;
+    d->route = NULL;
+    d->detail[0] = '\0';
+    d->uri_len = 0;
+    d->uri[0] = '\0';
+
+    if (al_target_parse(req->target, req->target_len, &d->path, &d->query,
+                        &why) != 0)
+    {
+        return al_deny(d, AL_REASON_PATH, "request target refused: %s", why);
+    }
+
+    method = al_method_bit(req->method, req->method_len);
+    if (method == 0) {
+        return al_deny(d, AL_REASON_METHOD, "method \"%.*s\" is never "
+                       "allowed", (int) (req->method_len > 16
+                                         ? 16 : req->method_len),
+                       req->method);
+    }
+
+    al_trie_lookup(p->trie, &d->path, method, &r, &other);
+
+    if (r == NULL) {
+        if (other != NULL) {
+            d->route = other;
+            return al_deny(d, AL_REASON_METHOD, "route \"%s\" does not "
+                           "allow %s", other->name.data,
+                           al_method_name(method));
+        }
+        return al_deny(d, AL_REASON_NO_ROUTE, "no route matches this "
+                       "path");
+    }
+
+    d->route = r;
+
+    if (req->client == NULL) {
+        return al_deny(d, AL_REASON_CLIENT_UNKNOWN, "unknown client");
+    }
+
+    if (!r->client_ok[req->client->index]) {
+        return al_deny(d, AL_REASON_NO_ROUTE, "route \"%s\" does not list "
+                       "client \"%s\"", r->name.data, req->client->name.data);
+    }
+
+    /* path params, in path order */
+    np = 0;
+    for (i = 0; i < r->nsegs; i++) {
+        if (!r->seg_is_param[i]) {
+            continue;
+        }
+        if (!al_regex_match(r->params[np].re, d->path.seg[i].data,
+                            d->path.seg[i].len))
+        {
+            return al_deny(d, AL_REASON_PARAM, "param \"%s\" does not match "
+                           "%s", r->params[np].name.data,
+                           r->params[np].pattern.data);
+        }
+        param_seg[np++] = i;
+    }
+
+    /* query: every name allowed and matching, every required one given */
+    for (i = 0; i < d->query.nparam; i++) {
+        q = &d->query.param[i];
+        qp = NULL;
+
+        for (k = 0; k < r->nquery_allow; k++) {
+            v = &r->query_allow[k];
+            if (v->len == q->name.len
+                && memcmp(v->data, q->name.data, v->len) == 0)
+            {
+                qp = &r->query_patterns[k];
+                break;
+            }
+        }
+
+        if (qp == NULL) {
+            return al_deny(d, AL_REASON_QUERY, "query parameter \"%.*s\" is "
+                           "not allowed", (int) (q->name.len > 64
+                                                 ? 64 : q->name.len),
+                           q->name.data);
+        }
+
+        if (qp->re != NULL
+            && !al_regex_match(qp->re, q->value.data, q->value.len))
+        {
+            return al_deny(d, AL_REASON_QUERY, "query parameter \"%s\" does "
+                           "not match %s", qp->name.data, qp->pattern.data);
+        }
+    }
+
+    for (k = 0; k < r->nquery_allow; k++) {
+        if (!r->query_required[k]) {
+            continue;
+        }
+        for (i = 0; i < d->query.nparam; i++) {
+            q = &d->query.param[i];
+            if (q->name.len == r->query_allow[k].len
+                && memcmp(q->name.data, r->query_allow[k].data, q->name.len)
+                   == 0)
+            {
+                break;
+            }
+        }
+        if (i == d->query.nparam) {
+            return al_deny(d, AL_REASON_QUERY, "query parameter \"%s\" is "
+                           "required", r->query_allow[k].data);
+        }
+    }
+
+    if (al_build_uri(r, d, param_seg) != 0) {
+        return al_deny(d, AL_REASON_PATH, "upstream URI too long");
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+/*
+ * The upstream URI is written from the decoded, validated segments and
+ * query pairs, re-encoded one way, never from the client's bytes.
+ */
+
+static int
+al_build_uri(const al_route_t *r, al_decision_t *d, const size_t *param_seg)
+{
+    size_t                   i, n, cap;
+    char                    *out;
+    const al_str_t          *seg;
+    const al_query_param_t  *q;
+
+    out = d->uri;
+    cap = sizeof(d->uri) - 1;
+    n = 0;
+
+#define AL_PUT(s, l)                                                         \
+    do {                                                                     \
+        if (n + (l) > cap) {                                                 \
+            return -1;                                                       \
+        }                                                                    \
+        memcpy(out + n, (s), (l));                                           \
+        n += (l);                                                            \
+    } while (0)
+
+#define AL_ESC(s, l, query)                                                  \
+    do {                                                                     \
+        size_t  need;                                                        \
+        need = al_uri_escape(out + n, cap - n, (s), (l), (query));           \
+        if (need > cap - n) {                                                \
+            return -1;                                                       \
+        }                                                                    \
+        n += need;                                                           \
+    } while (0)
+
+    AL_PUT(r->upstream->base_path.data, r->upstream->base_path.len);
+
+    for (i = 0; i < r->nto_parts; i++) {
+        if (r->to_param[i] < 0) {
+            AL_PUT(r->to_parts[i].data, r->to_parts[i].len);
+            continue;
+        }
+        seg = &d->path.seg[param_seg[r->to_param[i]]];
+        AL_ESC(seg->data, seg->len, 0);
+    }
+
+    if (n == 0) {
+        AL_PUT("/", 1);
+    }
+
+    for (i = 0; i < d->query.nparam; i++) {
+        q = &d->query.param[i];
+        AL_PUT(i == 0 ? "?" : "&", 1);
+        AL_ESC(q->name.data, q->name.len, 1);
+        AL_PUT("=", 1);
+        AL_ESC(q->value.data, q->value.len, 1);
+    }
+
+#undef AL_PUT
+#undef AL_ESC
+
+    out[n] = '\0';
+    d->uri_len = n;
+
+    return 0;
+}
+
+
+al_reason_t
+al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
+    const unsigned char *body, size_t len, al_decision_t *d)
+{
+    if (!route->has_body) {
+        if (len > 0) {
+            return al_deny(d, AL_REASON_BODY_TOO_LARGE, "route \"%s\" takes "
+                           "no request body", route->name.data);
+        }
+        return AL_REASON_NONE;
+    }
+
+    if (len > route->body_max) {
+        return al_deny(d, AL_REASON_BODY_TOO_LARGE, "body of %zu bytes is "
+                       "over the route's max_bytes %zu", len,
+                       route->body_max);
+    }
+
+    if (route->content_type.len
+        && !al_media_type_is(ctype, ctype_len, &route->content_type))
+    {
+        return al_deny(d, AL_REASON_BODY, "content type must be %s",
+                       route->content_type.data);
+    }
+
+    if (route->json != NULL
+        && al_json_check(route->json, body, len, d->detail,
+                         sizeof(d->detail)) != 0)
+    {
+        d->reason = AL_REASON_BODY;
+        return AL_REASON_BODY;
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+/* "application/json; charset=utf-8" is application/json */
+
+static int
+al_media_type_is(const char *ctype, size_t len, const al_str_t *want)
+{
+    size_t  n;
+
+    if (ctype == NULL) {
+        return 0;
+    }
+
+    for (n = 0; n < len && ctype[n] != ';' && ctype[n] != ' '
+                && ctype[n] != '\t'; n++)
+    {
+        /* void */
+    }
+
+    if (n != want->len || strncasecmp(ctype, want->data, n) != 0) {
+        return 0;
+    }
+
+    /* only parameters may follow */
+    while (n < len && (ctype[n] == ' ' || ctype[n] == '\t')) {
+        n++;
+    }
+
+    return n == len || ctype[n] == ';';
+}

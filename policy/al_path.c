@@ -1,0 +1,589 @@
+/*
+ * The request-target normalizer.  Every route decision is made on the
+ * decoded segments and query parameters produced here, and the upstream
+ * URI is re-encoded from them with al_uri_escape(), so what was matched is
+ * what is forwarded.
+ *
+ * The rule throughout: a byte sequence that some server, framework or
+ * proxy between us and the upstream could read differently from us is
+ * refused, never interpreted.  So percent-decoding happens exactly once,
+ * and whatever would need a second opinion after it (an encoded '/', '\'
+ * or '%', a dot segment, a control byte, raw non-ASCII, invalid or
+ * overlong UTF-8, ';' path parameters, empty segments, duplicate query
+ * names) ends the parse with a short reason in *why.
+ */
+
+#include <string.h>
+
+#include "airlock.h"
+
+
+static int al_unreserved(unsigned c);
+static int al_path_char(unsigned c);
+static int al_query_char(unsigned c);
+static const char *al_raw_refusal(unsigned c);
+static int al_hex(unsigned c);
+static int al_decode(const unsigned char *p, size_t len, int query,
+    unsigned char *out, size_t *outlen, const char **why);
+static int al_utf8_valid(const unsigned char *p, size_t len);
+static int al_escape_keep(unsigned c, int query);
+
+
+static const char  al_hex_upper[] = "0123456789ABCDEF";
+
+
+int
+al_target_parse(const char *target, size_t len, al_path_t *path,
+    al_query_t *query, const char **why)
+{
+    size_t       plen;
+    const char  *q;
+
+    path->nseg = 0;
+    query->nparam = 0;
+
+    if (target == NULL || len == 0 || target[0] != '/') {
+        *why = "not origin-form";
+        return -1;
+    }
+
+    if (memchr(target, '#', len) != NULL) {
+        *why = "fragment";
+        return -1;
+    }
+
+    q = memchr(target, '?', len);
+    plen = (q != NULL) ? (size_t) (q - target) : len;
+
+    if (plen > AL_PATH_MAX) {
+        *why = "path too long";
+        return -1;
+    }
+
+    if (q != NULL && len - plen - 1 > AL_QUERY_MAX) {
+        *why = "query too long";
+        return -1;
+    }
+
+    if (al_path_parse(path, target, plen, why) != 0) {
+        return -1;
+    }
+
+    if (q == NULL) {
+        return 0;
+    }
+
+    if (al_query_parse(query, q + 1, len - plen - 1, why) != 0) {
+        path->nseg = 0;
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+al_path_parse(al_path_t *path, const char *raw, size_t len,
+    const char **why)
+{
+    size_t                used, dlen;
+    const unsigned char  *p, *end, *s, *e;
+    unsigned char        *d;
+
+    path->nseg = 0;
+
+    if (raw == NULL || len == 0 || raw[0] != '/') {
+        *why = "not origin-form";
+        return -1;
+    }
+
+    if (len > AL_PATH_MAX) {
+        *why = "path too long";
+        return -1;
+    }
+
+    if (len == 1) {
+        return 0;
+    }
+
+    p = (const unsigned char *) raw;
+    end = p + len;
+    used = 0;
+
+    /* p is at a '/' on every iteration */
+
+    while (p < end) {
+        s = p + 1;
+
+        if (s == end || *s == '/') {
+            *why = "empty segment";
+            goto failed;
+        }
+
+        e = memchr(s, '/', (size_t) (end - s));
+        if (e == NULL) {
+            e = end;
+        }
+
+        if (path->nseg == AL_SEGMENTS_MAX) {
+            *why = "too many segments";
+            goto failed;
+        }
+
+        /* decoding never grows a segment; the NUL takes the '/' place */
+
+        if ((size_t) (e - s) + 1 > sizeof(path->buf) - used) {
+            *why = "path too long";
+            goto failed;
+        }
+
+        d = (unsigned char *) path->buf + used;
+
+        if (al_decode(s, (size_t) (e - s), 0, d, &dlen, why) != 0) {
+            goto failed;
+        }
+
+        if ((dlen == 1 && d[0] == '.')
+            || (dlen == 2 && d[0] == '.' && d[1] == '.'))
+        {
+            *why = "dot segment";
+            goto failed;
+        }
+
+        d[dlen] = '\0';
+
+        path->seg[path->nseg].data = (const char *) d;
+        path->seg[path->nseg].len = dlen;
+        path->nseg++;
+
+        used += dlen + 1;
+        p = e;
+    }
+
+    return 0;
+
+failed:
+
+    path->nseg = 0;
+    return -1;
+}
+
+
+int
+al_query_parse(al_query_t *query, const char *raw, size_t len,
+    const char **why)
+{
+    size_t                used, nlen, vlen, i;
+    const unsigned char  *p, *end, *e, *eq, *nend;
+    unsigned char        *name, *value;
+    al_query_param_t     *qp;
+
+    query->nparam = 0;
+
+    if (len == 0) {
+        return 0;
+    }
+
+    if (raw == NULL) {
+        *why = "invalid query";
+        return -1;
+    }
+
+    if (len > AL_QUERY_MAX) {
+        *why = "query too long";
+        return -1;
+    }
+
+    p = (const unsigned char *) raw;
+    end = p + len;
+    used = 0;
+
+    for ( ;; ) {
+        if (p == end || *p == '&') {
+            *why = "empty query item";
+            goto failed;
+        }
+
+        e = memchr(p, '&', (size_t) (end - p));
+        if (e == NULL) {
+            e = end;
+        }
+
+        if (query->nparam == AL_QUERY_PARAMS_MAX) {
+            *why = "too many query parameters";
+            goto failed;
+        }
+
+        eq = memchr(p, '=', (size_t) (e - p));
+        if (eq == p) {
+            *why = "empty parameter name";
+            goto failed;
+        }
+
+        /* two NULs; decoding never grows the item */
+
+        if ((size_t) (e - p) + 2 > sizeof(query->buf) - used) {
+            *why = "query too long";
+            goto failed;
+        }
+
+        name = (unsigned char *) query->buf + used;
+        nend = (eq != NULL) ? eq : e;
+
+        if (al_decode(p, (size_t) (nend - p), 1, name, &nlen, why) != 0) {
+            goto failed;
+        }
+
+        name[nlen] = '\0';
+        value = name + nlen + 1;
+        vlen = 0;
+
+        if (eq != NULL) {
+            if (al_decode(eq + 1, (size_t) (e - eq - 1), 1, value, &vlen,
+                          why)
+                != 0)
+            {
+                goto failed;
+            }
+        }
+
+        value[vlen] = '\0';
+
+        for (i = 0; i < query->nparam; i++) {
+            if (query->param[i].name.len == nlen
+                && memcmp(query->param[i].name.data, name, nlen) == 0)
+            {
+                *why = "duplicate query parameter";
+                goto failed;
+            }
+        }
+
+        qp = &query->param[query->nparam++];
+        qp->name.data = (const char *) name;
+        qp->name.len = nlen;
+        qp->value.data = (const char *) value;
+        qp->value.len = vlen;
+
+        used += nlen + vlen + 2;
+
+        if (e == end) {
+            break;
+        }
+
+        p = e + 1;
+    }
+
+    return 0;
+
+failed:
+
+    query->nparam = 0;
+    return -1;
+}
+
+
+size_t
+al_uri_escape(char *out, size_t cap, const char *s, size_t len, int query)
+{
+    char      esc[3];
+    size_t    n, i, k, j;
+    unsigned  c;
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) s[i];
+
+        if (al_escape_keep(c, query)) {
+            esc[0] = (char) c;
+            k = 1;
+
+        } else {
+            esc[0] = '%';
+            esc[1] = al_hex_upper[c >> 4];
+            esc[2] = al_hex_upper[c & 0x0f];
+            k = 3;
+        }
+
+        /* like snprintf: the output is a prefix of the full encoding */
+
+        for (j = 0; j < k; j++, n++) {
+            if (n < cap) {
+                out[n] = esc[j];
+            }
+        }
+    }
+
+    return n;
+}
+
+
+/*
+ * Decodes one path segment or one query name or value into out, which has
+ * room for at least len bytes.  Raw bytes are checked against the set the
+ * context allows, escapes are decoded once, and the decoded bytes are
+ * checked for what a second decoder or a different parser would read
+ * otherwise.
+ */
+
+static int
+al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
+    size_t *outlen, const char **why)
+{
+    int       hi, lo;
+    size_t    i, n;
+    unsigned  c;
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        c = p[i];
+
+        if (c != '%') {
+            if (query ? !al_query_char(c) : !al_path_char(c)) {
+                *why = al_raw_refusal(c);
+                return -1;
+            }
+
+            out[n++] = (unsigned char) ((query && c == '+') ? ' ' : c);
+            continue;
+        }
+
+        if (len - i < 3) {
+            *why = "invalid percent escape";
+            return -1;
+        }
+
+        hi = al_hex(p[i + 1]);
+        lo = al_hex(p[i + 2]);
+
+        if (hi < 0 || lo < 0) {
+            *why = "invalid percent escape";
+            return -1;
+        }
+
+        c = (unsigned) (hi << 4 | lo);
+        i += 2;
+
+        if (c < 0x20 || c == 0x7f) {
+            *why = "control character";
+            return -1;
+        }
+
+        if (c == '%') {
+            *why = "double encoding";
+            return -1;
+        }
+
+        if (!query && c == '/') {
+            *why = "encoded slash";
+            return -1;
+        }
+
+        if (!query && c == '\\') {
+            *why = "encoded backslash";
+            return -1;
+        }
+
+        out[n++] = (unsigned char) c;
+    }
+
+    if (!al_utf8_valid(out, n)) {
+        *why = "invalid utf-8";
+        return -1;
+    }
+
+    *outlen = n;
+
+    return 0;
+}
+
+
+/* RFC 3986 unreserved */
+
+static int
+al_unreserved(unsigned c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+           || (c >= '0' && c <= '9')
+           || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+
+/* pchar without ';' and without '%', which is handled by the caller */
+
+static int
+al_path_char(unsigned c)
+{
+    if (al_unreserved(c)) {
+        return 1;
+    }
+
+    switch (c) {
+    case '!': case '$': case '&': case '\'': case '(': case ')':
+    case '*': case '+': case ',': case '=': case ':': case '@':
+        return 1;
+    }
+
+    return 0;
+}
+
+
+/* query chars inside one item: '&' separates items, ';' is refused */
+
+static int
+al_query_char(unsigned c)
+{
+    if (al_unreserved(c)) {
+        return 1;
+    }
+
+    switch (c) {
+    case '!': case '$': case '\'': case '(': case ')': case '*':
+    case '+': case ',': case '=': case ':': case '@': case '/':
+    case '?':
+        return 1;
+    }
+
+    return 0;
+}
+
+
+static const char *
+al_raw_refusal(unsigned c)
+{
+    if (c < 0x20 || c == 0x7f) {
+        return "control character";
+    }
+
+    if (c >= 0x80) {
+        return "non-ascii byte";
+    }
+
+    switch (c) {
+    case '\\':
+        return "backslash";
+    case ';':
+        return "semicolon";
+    case '#':
+        return "fragment";
+    }
+
+    return "invalid character";
+}
+
+
+static int
+al_hex(unsigned c)
+{
+    if (c >= '0' && c <= '9') {
+        return (int) (c - '0');
+    }
+
+    if (c >= 'a' && c <= 'f') {
+        return (int) (c - 'a' + 10);
+    }
+
+    if (c >= 'A' && c <= 'F') {
+        return (int) (c - 'A' + 10);
+    }
+
+    return -1;
+}
+
+
+/*
+ * Well-formed UTF-8 as in RFC 3629, table 3-7 of Unicode: no overlong
+ * forms, no surrogates, nothing above U+10FFFF, no truncated sequences.
+ */
+
+static int
+al_utf8_valid(const unsigned char *p, size_t len)
+{
+    size_t    i, n, k;
+    unsigned  c, lo, hi;
+
+    i = 0;
+
+    while (i < len) {
+        c = p[i];
+
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+
+        lo = 0x80;
+        hi = 0xbf;
+
+        if (c >= 0xc2 && c <= 0xdf) {
+            n = 1;
+
+        } else if (c >= 0xe0 && c <= 0xef) {
+            n = 2;
+            if (c == 0xe0) {
+                lo = 0xa0;
+            } else if (c == 0xed) {
+                hi = 0x9f;
+            }
+
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            n = 3;
+            if (c == 0xf0) {
+                lo = 0x90;
+            } else if (c == 0xf4) {
+                hi = 0x8f;
+            }
+
+        } else {
+            return 0;
+        }
+
+        if (len - i - 1 < n) {
+            return 0;
+        }
+
+        /* the first continuation byte carries the extra bounds */
+
+        if (p[i + 1] < lo || p[i + 1] > hi) {
+            return 0;
+        }
+
+        for (k = 2; k <= n; k++) {
+            if (p[i + k] < 0x80 || p[i + k] > 0xbf) {
+                return 0;
+            }
+        }
+
+        i += n + 1;
+    }
+
+    return 1;
+}
+
+
+/*
+ * A path segment keeps exactly what al_path_char() accepts raw, so a
+ * re-encoded segment parses back to itself.  A query name or value also
+ * escapes '&', '=', '+' and ';', which would otherwise change its meaning.
+ */
+
+static int
+al_escape_keep(unsigned c, int query)
+{
+    if (!query) {
+        return al_path_char(c);
+    }
+
+    if (al_unreserved(c)) {
+        return 1;
+    }
+
+    switch (c) {
+    case '!': case '$': case '\'': case '(': case ')': case '*':
+    case ',': case ':': case '@': case '/': case '?':
+        return 1;
+    }
+
+    return 0;
+}

@@ -1,0 +1,3000 @@
+/*
+ * Policy schema v1: YAML node tree -> validated, compiled al_policy_t.
+ *
+ * Every error names the file, line and column, what was found and what
+ * was expected.  Unknown keys are errors with the nearest known key
+ * suggested.  Nothing an operator would want to see is defaulted: a path
+ * param without a pattern, a route without a target, a plaintext secret
+ * are all errors.  docs/policy.md is the reference for what is accepted.
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "al_internal.h"
+
+
+#define AL_SECRET_MAX       65536
+#define AL_BODY_MAX         (16 * 1024 * 1024)
+#define AL_LLM_BODY_DEFAULT (4 * 1024 * 1024)
+
+
+typedef struct {
+    al_pool_t           *pool;
+    const char          *file;
+    al_error_t          *err;
+    al_policy_t         *p;
+    const al_keyring_t  *kr;
+} al_cc_t;
+
+
+static int al_cc_error(al_cc_t *cc, const al_ynode_t *node,
+    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static const al_ynode_t *al_cc_get(const al_ynode_t *map, const char *key);
+static int al_cc_keys(al_cc_t *cc, const al_ynode_t *map, const char *what,
+    const char *const *known);
+static int al_cc_need(al_cc_t *cc, const al_ynode_t *map, const char *key,
+    const char *what, const al_ynode_t **out);
+static int al_cc_type(al_cc_t *cc, const al_ynode_t *node,
+    al_ynode_type_t type, const char *what);
+static int al_cc_string(al_cc_t *cc, const al_ynode_t *node,
+    const char *what, al_str_t *out);
+static int al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    al_str_t *out);
+static int al_cc_uint(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    uint64_t min, uint64_t max, uint64_t *out);
+static int al_cc_bool(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    unsigned *out);
+static int al_cc_duration(al_cc_t *cc, const al_ynode_t *node,
+    const char *what, unsigned *out);
+static int al_cc_list(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    const al_ynode_t ***items, size_t *n);
+static int al_cc_regex(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    al_param_t *param);
+static int al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    al_upstream_t *u);
+
+static int al_cc_clients(al_cc_t *cc, const al_ynode_t *node);
+static int al_cc_client(al_cc_t *cc, const al_ynode_t *key,
+    const al_ynode_t *val, al_client_t *c);
+static int al_cc_cidr(al_cc_t *cc, const al_ynode_t *node, al_cidr_t *out);
+static int al_cc_client_overlaps(al_cc_t *cc, const al_ynode_t *node);
+static int al_cc_secrets(al_cc_t *cc, const al_ynode_t *node);
+static int al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node,
+    al_secret_t *s);
+static int al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node);
+static int al_cc_routes(al_cc_t *cc, const al_ynode_t *node);
+static int al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node,
+    uint8_t **ok);
+static int al_cc_methods(al_cc_t *cc, const al_ynode_t *node,
+    unsigned *methods);
+static int al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_json_members(al_cc_t *cc, const al_ynode_t *node,
+    al_json_rule_t *obj);
+static int al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_render(al_cc_t *cc, const al_ynode_t *node,
+    al_inject_t *inj);
+static int al_cc_llms(al_cc_t *cc, const al_ynode_t *node);
+static int al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l);
+static int al_cc_alerts(al_cc_t *cc, const al_ynode_t *node);
+static int al_cc_threshold(al_cc_t *cc, const al_ynode_t *node,
+    const char *what, int quarantine, al_threshold_t *t);
+static int al_cc_prefix_conflicts(al_cc_t *cc, const al_ynode_t *node);
+static const al_secret_t *al_cc_secret_ref(al_cc_t *cc,
+    const al_ynode_t *node, const char *name, size_t len);
+static int al_cc_segment_chars(const char *s, size_t len);
+static const char *al_cc_suggest(const char *s, size_t len,
+    const char *const *known, size_t nknown);
+static void al_cc_regex_free(void *data);
+static void al_cc_secure_free(void *data);
+
+
+static const char *const al_top_keys[] = {
+    "version", "clients", "secrets", "upstreams", "routes", "llm", "alerts",
+    NULL
+};
+
+static const char *const al_client_keys[] = {
+    "unix_uid", "unix_gid", "cidr", "token_sha256", "description", NULL
+};
+
+static const char *const al_secret_keys[] = {
+    "sealed", "file", "description", NULL
+};
+
+static const char *const al_upstream_keys[] = {
+    "url", "description", NULL
+};
+
+static const char *const al_route_keys[] = {
+    "name", "description", "clients", "match", "params", "upstream", "to",
+    "query", "body", "inject", "cookies", NULL
+};
+
+static const char *const al_match_keys[] = {
+    "method", "path", NULL
+};
+
+static const char *const al_query_keys[] = {
+    "allow", "require", "patterns", NULL
+};
+
+static const char *const al_body_keys[] = {
+    "max_bytes", "content_type", "json", "additional", NULL
+};
+
+static const char *const al_field_keys[] = {
+    "type", "pattern", "required", "fields", "additional", NULL
+};
+
+static const char *const al_llm_keys[] = {
+    "name", "description", "prefix", "provider", "upstream", "secret",
+    "models", "clients", "include_usage", "max_body_bytes", NULL
+};
+
+static const char *const al_llm_client_keys[] = {
+    "models", "tokens_per_minute", "tokens_per_day", "max_tokens",
+    "over_max_tokens", NULL
+};
+
+static const char *const al_alert_keys[] = {
+    "deny", "quarantine", "sinks", NULL
+};
+
+static const char *const al_deny_keys[] = {
+    "threshold", "window", NULL
+};
+
+static const char *const al_quarantine_keys[] = {
+    "threshold", "window", "for", NULL
+};
+
+static const char *const al_sink_kinds[] = {
+    "webhook", "alertmanager", NULL
+};
+
+static const char *const al_webhook_keys[] = {
+    "url", "hmac_secret", NULL
+};
+
+static const char *const al_alertmanager_keys[] = {
+    "url", NULL
+};
+
+static const char *const al_json_types[] = {
+    "any", "string", "integer", "number", "boolean", "object", "array",
+    "null", NULL
+};
+
+static const char *const al_providers[] = {
+    "openai", "openai-compatible", "anthropic", NULL
+};
+
+/* headers a route may not set: framing, hop-by-hop, routing */
+static const char *const al_inject_forbidden[] = {
+    "host", "content-length", "transfer-encoding", "connection", "upgrade",
+    "te", "trailer", "keep-alive", "proxy-connection", "expect", NULL
+};
+
+
+al_policy_t *
+al_policy_load(const char *path, const al_keyring_t *kr, al_error_t *err)
+{
+    int           fd;
+    char         *buf;
+    ssize_t       n;
+    size_t        len;
+    struct stat   st;
+    al_policy_t  *p;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        al_error_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+
+    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+        al_error_set(err, path, 0, 0, "not a regular file");
+        close(fd);
+        return NULL;
+    }
+
+    if (st.st_size > AL_POLICY_FILE_MAX) {
+        al_error_set(err, path, 0, 0, "file is larger than %d bytes",
+                     AL_POLICY_FILE_MAX);
+        close(fd);
+        return NULL;
+    }
+
+    buf = malloc((size_t) st.st_size + 1);
+    if (buf == NULL) {
+        al_error_set(err, path, 0, 0, "out of memory");
+        close(fd);
+        return NULL;
+    }
+
+    len = 0;
+    while (len < (size_t) st.st_size) {
+        n = read(fd, buf + len, (size_t) st.st_size - len);
+        if (n <= 0) {
+            if (n == -1 && errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        len += (size_t) n;
+    }
+
+    close(fd);
+
+    p = al_policy_parse(path, buf, len, kr, err);
+
+    free(buf);
+
+    return p;
+}
+
+
+al_policy_t *
+al_policy_parse(const char *name, const char *buf, size_t len,
+    const al_keyring_t *kr, al_error_t *err)
+{
+    uint64_t           version;
+    al_cc_t            cc;
+    al_pool_t         *pool;
+    al_policy_t       *p;
+    const al_ynode_t  *root, *v;
+
+    if (len > AL_POLICY_FILE_MAX) {
+        al_error_set(err, name, 0, 0, "policy is larger than %d bytes",
+                     AL_POLICY_FILE_MAX);
+        return NULL;
+    }
+
+    if (memchr(buf, '\0', len) != NULL) {
+        al_error_set(err, name, 0, 0, "policy contains a NUL byte");
+        return NULL;
+    }
+
+    pool = al_pool_create();
+    if (pool == NULL) {
+        al_error_set(err, name, 0, 0, "out of memory");
+        return NULL;
+    }
+
+    p = al_palloc(pool, sizeof(al_policy_t));
+    if (p == NULL) {
+        al_pool_destroy(pool);
+        al_error_set(err, name, 0, 0, "out of memory");
+        return NULL;
+    }
+
+    p->pool = pool;
+    p->file.data = al_pstrndup(pool, name, strlen(name));
+    p->file.len = strlen(name);
+
+    cc.pool = pool;
+    cc.file = p->file.data;
+    cc.err = err;
+    cc.p = p;
+    cc.kr = kr;
+
+    root = al_yaml_parse(pool, cc.file, buf, len, err);
+    if (root == NULL) {
+        goto failed;
+    }
+
+    if (al_cc_type(&cc, root, AL_Y_MAP, "the policy") != 0
+        || al_cc_keys(&cc, root, "the policy", al_top_keys) != 0
+        || al_cc_need(&cc, root, "version", "the policy", &v) != 0
+        || al_cc_uint(&cc, v, "version", 1, 1000, &version) != 0)
+    {
+        goto failed;
+    }
+
+    if (version != 1) {
+        al_cc_error(&cc, v, "unsupported policy version %u; this Airlock "
+                    "reads version 1", (unsigned) version);
+        goto failed;
+    }
+
+    p->version = 1;
+
+    if (al_cc_need(&cc, root, "clients", "the policy", &v) != 0
+        || al_cc_clients(&cc, v) != 0)
+    {
+        goto failed;
+    }
+
+    v = al_cc_get(root, "secrets");
+    if (v != NULL && al_cc_secrets(&cc, v) != 0) {
+        goto failed;
+    }
+
+    p->secrets_open = (kr != NULL);
+
+    v = al_cc_get(root, "upstreams");
+    if (v != NULL && al_cc_upstreams(&cc, v) != 0) {
+        goto failed;
+    }
+
+    p->trie = al_trie_create();
+    if (p->trie == NULL
+        || al_pool_cleanup(pool, (void (*)(void *)) al_trie_free, p->trie))
+    {
+        al_error_set(err, cc.file, 0, 0, "out of memory");
+        goto failed;
+    }
+
+    v = al_cc_get(root, "routes");
+    if (v != NULL && al_cc_routes(&cc, v) != 0) {
+        goto failed;
+    }
+
+    v = al_cc_get(root, "llm");
+    if (v != NULL && (al_cc_llms(&cc, v) != 0
+                      || al_cc_prefix_conflicts(&cc, v) != 0))
+    {
+        goto failed;
+    }
+
+    if (al_cc_need(&cc, root, "alerts", "the policy", &v) != 0
+        || al_cc_alerts(&cc, v) != 0)
+    {
+        goto failed;
+    }
+
+    return p;
+
+failed:
+
+    al_pool_destroy(pool);
+    return NULL;
+}
+
+
+void
+al_policy_free(al_policy_t *p)
+{
+    if (p != NULL) {
+        al_pool_destroy(p->pool);
+    }
+}
+
+
+const al_client_t *
+al_policy_client(const al_policy_t *p, const char *name, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < p->nclients; i++) {
+        if (p->clients[i].name.len == len
+            && memcmp(p->clients[i].name.data, name, len) == 0)
+        {
+            return &p->clients[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+const al_route_t *
+al_policy_route(const al_policy_t *p, const char *name, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < p->nroutes; i++) {
+        if (p->routes[i].name.len == len
+            && memcmp(p->routes[i].name.data, name, len) == 0)
+        {
+            return &p->routes[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* generic node helpers */
+
+static int
+al_cc_error(al_cc_t *cc, const al_ynode_t *node, const char *fmt, ...)
+{
+    va_list  ap;
+    char     msg[AL_ERR_MAX];
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+
+    al_error_set(cc->err, cc->file, node ? node->line : 0,
+                 node ? node->column : 0, "%s", msg);
+
+    return -1;
+}
+
+
+static const al_ynode_t *
+al_cc_get(const al_ynode_t *map, const char *key)
+{
+    size_t             i, len;
+    const al_ynode_t  *k;
+
+    if (map->type != AL_Y_MAP) {
+        return NULL;
+    }
+
+    len = strlen(key);
+
+    for (i = 0; i < map->n; i++) {
+        k = map->items[i * 2];
+        if (k->scalar.len == len && memcmp(k->scalar.data, key, len) == 0) {
+            return map->items[i * 2 + 1];
+        }
+    }
+
+    return NULL;
+}
+
+
+static const char *
+al_cc_suggest(const char *s, size_t len, const char *const *known,
+    size_t nknown)
+{
+    size_t       i, d, best_d, klen;
+    const char  *best;
+
+    best = NULL;
+    best_d = (size_t) -1;
+
+    for (i = 0; i < nknown && known[i] != NULL; i++) {
+        klen = strlen(known[i]);
+        d = al_edit_distance(s, len, known[i], klen);
+        if (d < best_d) {
+            best_d = d;
+            best = known[i];
+        }
+    }
+
+    if (best != NULL && best_d <= (len < 6 ? 2 : len / 3 + 1)) {
+        return best;
+    }
+
+    return NULL;
+}
+
+
+static int
+al_cc_keys(al_cc_t *cc, const al_ynode_t *map, const char *what,
+    const char *const *known)
+{
+    size_t             i, j, off;
+    char               list[256];
+    const char        *hint;
+    const al_ynode_t  *k;
+
+    for (i = 0; i < map->n; i++) {
+        k = map->items[i * 2];
+
+        for (j = 0; known[j] != NULL; j++) {
+            if (strlen(known[j]) == k->scalar.len
+                && memcmp(known[j], k->scalar.data, k->scalar.len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (known[j] != NULL) {
+            continue;
+        }
+
+        hint = al_cc_suggest(k->scalar.data, k->scalar.len, known, 64);
+        if (hint != NULL) {
+            return al_cc_error(cc, k, "unknown key \"%s\" in %s (did you "
+                               "mean \"%s\"?)", k->scalar.data, what, hint);
+        }
+
+        off = 0;
+        list[0] = '\0';
+        for (j = 0; known[j] != NULL && off < sizeof(list); j++) {
+            off += snprintf(list + off, sizeof(list) - off, "%s%s",
+                            j ? ", " : "", known[j]);
+        }
+
+        return al_cc_error(cc, k, "unknown key \"%s\" in %s; expected one "
+                           "of: %s", k->scalar.data, what, list);
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_need(al_cc_t *cc, const al_ynode_t *map, const char *key,
+    const char *what, const al_ynode_t **out)
+{
+    *out = al_cc_get(map, key);
+    if (*out == NULL) {
+        return al_cc_error(cc, map, "%s is missing the required key \"%s\"",
+                           what, key);
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_type(al_cc_t *cc, const al_ynode_t *node, al_ynode_type_t type,
+    const char *what)
+{
+    static const char *names[] = { "a scalar", "a list", "a mapping" };
+
+    if (node->type != type) {
+        return al_cc_error(cc, node, "%s must be %s, found %s", what,
+                           names[type], al_ynode_type_name(node));
+    }
+
+    if (type == AL_Y_SCALAR && node->plain && node->scalar.len == 0) {
+        return al_cc_error(cc, node, "%s is empty", what);
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_string(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    al_str_t *out)
+{
+    if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
+        return -1;
+    }
+
+    if (node->scalar.len == 0) {
+        return al_cc_error(cc, node, "%s is empty", what);
+    }
+
+    *out = node->scalar;
+
+    return 0;
+}
+
+
+static int
+al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    al_str_t *out)
+{
+    size_t       i;
+    const char  *s;
+
+    if (al_cc_string(cc, node, what, out) != 0) {
+        return -1;
+    }
+
+    s = out->data;
+
+    for (i = 0; i < out->len; i++) {
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
+              || (s[i] >= '0' && s[i] <= '9')
+              || (i > 0 && (s[i] == '-' || s[i] == '_' || s[i] == '.'))))
+        {
+            return al_cc_error(cc, node, "%s \"%s\" is not a valid name: "
+                               "use letters, digits, '-', '_' and '.', "
+                               "starting with a letter or digit", what, s);
+        }
+    }
+
+    if (out->len > 64) {
+        return al_cc_error(cc, node, "%s is longer than 64 characters",
+                           what);
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_uint(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    uint64_t min, uint64_t max, uint64_t *out)
+{
+    size_t       i;
+    uint64_t     v;
+    const char  *s;
+
+    if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
+        return -1;
+    }
+
+    s = node->scalar.data;
+    v = 0;
+
+    if (!node->plain || node->scalar.len == 0 || node->scalar.len > 19) {
+        goto invalid;
+    }
+
+    for (i = 0; i < node->scalar.len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            goto invalid;
+        }
+        v = v * 10 + (uint64_t) (s[i] - '0');
+    }
+
+    if (v < min || v > max) {
+        return al_cc_error(cc, node, "%s must be between %llu and %llu, "
+                           "found %s", what, (unsigned long long) min,
+                           (unsigned long long) max, s);
+    }
+
+    *out = v;
+
+    return 0;
+
+invalid:
+
+    return al_cc_error(cc, node, "%s must be a whole number, found \"%s\"",
+                       what, s);
+}
+
+
+static int
+al_cc_bool(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    unsigned *out)
+{
+    if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
+        return -1;
+    }
+
+    if (node->plain && strcmp(node->scalar.data, "true") == 0) {
+        *out = 1;
+        return 0;
+    }
+
+    if (node->plain && strcmp(node->scalar.data, "false") == 0) {
+        *out = 0;
+        return 0;
+    }
+
+    return al_cc_error(cc, node, "%s must be true or false, found \"%s\"",
+                       what, node->scalar.data);
+}
+
+
+static int
+al_cc_duration(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    unsigned *out)
+{
+    size_t       i, len;
+    uint64_t     v, unit;
+    const char  *s;
+
+    if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
+        return -1;
+    }
+
+    s = node->scalar.data;
+    len = node->scalar.len;
+    v = 0;
+
+    for (i = 0; i + 1 < len && i < 9; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            goto invalid;
+        }
+        v = v * 10 + (uint64_t) (s[i] - '0');
+    }
+
+    if (len < 2 || i != len - 1) {
+        goto invalid;
+    }
+
+    switch (s[len - 1]) {
+    case 's':
+        unit = 1;
+        break;
+    case 'm':
+        unit = 60;
+        break;
+    case 'h':
+        unit = 3600;
+        break;
+    case 'd':
+        unit = 86400;
+        break;
+    default:
+        goto invalid;
+    }
+
+    v *= unit;
+
+    if (v == 0 || v > 366 * 86400) {
+        return al_cc_error(cc, node, "%s must be between 1s and 366d, "
+                           "found \"%s\"", what, s);
+    }
+
+    *out = (unsigned) v;
+
+    return 0;
+
+invalid:
+
+    return al_cc_error(cc, node, "%s must be a duration such as 30s, 10m, "
+                       "1h or 1d, found \"%s\"", what, s);
+}
+
+
+static int
+al_cc_list(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    const al_ynode_t ***items, size_t *n)
+{
+    size_t  i;
+
+    if (node->type == AL_Y_SCALAR) {
+        if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
+            return -1;
+        }
+        *items = al_palloc(cc->pool, sizeof(al_ynode_t *));
+        if (*items == NULL) {
+            return al_cc_error(cc, node, "out of memory");
+        }
+        (*items)[0] = node;
+        *n = 1;
+        return 0;
+    }
+
+    if (node->type != AL_Y_SEQ) {
+        return al_cc_error(cc, node, "%s must be a name or a list of names, "
+                           "found %s", what, al_ynode_type_name(node));
+    }
+
+    for (i = 0; i < node->n; i++) {
+        if (al_cc_type(cc, node->items[i], AL_Y_SCALAR, what) != 0) {
+            return -1;
+        }
+    }
+
+    *items = (const al_ynode_t **) node->items;
+    *n = node->n;
+
+    return 0;
+}
+
+
+static int
+al_cc_regex(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    al_param_t *param)
+{
+    char  msg[256];
+
+    if (al_cc_string(cc, node, what, &param->pattern) != 0) {
+        return -1;
+    }
+
+    param->re = al_regex_compile(node->scalar.data, node->scalar.len, msg,
+                                 sizeof(msg));
+    if (param->re == NULL) {
+        return al_cc_error(cc, node, "%s: %s", what, msg);
+    }
+
+    if (al_pool_cleanup(cc->pool, al_cc_regex_free, param->re) != 0) {
+        al_regex_free(param->re);
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    return 0;
+}
+
+
+static void
+al_cc_regex_free(void *data)
+{
+    al_regex_free(data);
+}
+
+
+static void
+al_cc_secure_free(void *data)
+{
+    al_secure_free(data);
+}
+
+
+/*
+ * http[s]://host[:port][/base/path]: no credentials, query or fragment in
+ * the URL; credentials belong in secrets.
+ */
+
+static int
+al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    al_upstream_t *u)
+{
+    size_t       i, hlen;
+    uint64_t     port;
+    const char  *s, *end, *h, *hend, *colon;
+
+    if (al_cc_string(cc, node, what, &u->url) != 0) {
+        return -1;
+    }
+
+    s = u->url.data;
+    end = s + u->url.len;
+
+    if (u->url.len > 7 && strncmp(s, "http://", 7) == 0) {
+        h = s + 7;
+        u->https = 0;
+        port = 80;
+
+    } else if (u->url.len > 8 && strncmp(s, "https://", 8) == 0) {
+        h = s + 8;
+        u->https = 1;
+        port = 443;
+
+    } else {
+        return al_cc_error(cc, node, "%s must start with http:// or "
+                           "https://, found \"%s\"", what, s);
+    }
+
+    for (hend = h; hend < end && *hend != '/'; hend++) {
+        if (*hend == '@') {
+            return al_cc_error(cc, node, "%s must not carry credentials; "
+                               "put them in secrets and inject them", what);
+        }
+        if (*hend == '?' || *hend == '#') {
+            break;
+        }
+    }
+
+    if (memchr(s, '?', u->url.len) || memchr(s, '#', u->url.len)) {
+        return al_cc_error(cc, node, "%s must not have a query or a "
+                           "fragment", what);
+    }
+
+    colon = NULL;
+    if (*h == '[') {
+        for (i = 1; h + i < hend && h[i] != ']'; i++) { /* void */ }
+        if (h + i == hend) {
+            return al_cc_error(cc, node, "%s: unterminated IPv6 address",
+                               what);
+        }
+        if (h + i + 1 < hend) {
+            if (h[i + 1] != ':') {
+                return al_cc_error(cc, node, "%s: invalid host", what);
+            }
+            colon = h + i + 1;
+        }
+
+    } else {
+        colon = memchr(h, ':', (size_t) (hend - h));
+    }
+
+    hlen = (size_t) ((colon ? colon : hend) - h);
+    if (hlen == 0) {
+        return al_cc_error(cc, node, "%s has no host", what);
+    }
+
+    for (i = 0; i < hlen && *h != '['; i++) {
+        if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z')
+              || (h[i] >= '0' && h[i] <= '9') || h[i] == '-' || h[i] == '.'))
+        {
+            return al_cc_error(cc, node, "%s: invalid character in host "
+                               "name", what);
+        }
+    }
+
+    if (colon != NULL) {
+        port = 0;
+        if (colon + 1 == hend || hend - colon > 6) {
+            return al_cc_error(cc, node, "%s: invalid port", what);
+        }
+        for (s = colon + 1; s < hend; s++) {
+            if (*s < '0' || *s > '9') {
+                return al_cc_error(cc, node, "%s: invalid port", what);
+            }
+            port = port * 10 + (uint64_t) (*s - '0');
+        }
+        if (port == 0 || port > 65535) {
+            return al_cc_error(cc, node, "%s: port out of range", what);
+        }
+    }
+
+    u->port = (unsigned) port;
+    u->hostname.data = al_pstrndup(cc->pool, h, hlen);
+    u->hostname.len = hlen;
+    u->host.data = al_pstrndup(cc->pool, h, (size_t) (hend - h));
+    u->host.len = (size_t) (hend - h);
+
+    /* the base path, without a trailing slash */
+    s = hend;
+    while (end > s && end[-1] == '/') {
+        end--;
+    }
+
+    if (s < end && al_cc_segment_chars(s, (size_t) (end - s)) != 0) {
+        return al_cc_error(cc, node, "%s: the path may only use letters, "
+                           "digits and -._~!$&'()*+,=:@/", what);
+    }
+
+    u->base_path.data = al_pstrndup(cc->pool, s, (size_t) (end - s));
+    u->base_path.len = (size_t) (end - s);
+    u->url.len = (size_t) (end - u->url.data);
+    u->url.data = al_pstrndup(cc->pool, u->url.data, u->url.len);
+
+    if (u->hostname.data == NULL || u->host.data == NULL
+        || u->base_path.data == NULL || u->url.data == NULL)
+    {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    return 0;
+}
+
+
+/*
+ * Characters that may stand unencoded in a path we write ourselves: the
+ * unreserved set, sub-delims but ';', ':', '@' and '/'.  No '%': what the
+ * policy says is what is sent.
+ */
+
+static int
+al_cc_segment_chars(const char *s, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < len; i++) {
+        if ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')
+            || (s[i] >= '0' && s[i] <= '9')
+            || strchr("-._~!$&'()*+,=:@/", s[i]) != NULL)
+        {
+            if (s[i] != '\0') {
+                continue;
+            }
+        }
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* clients */
+
+static int
+al_cc_clients(al_cc_t *cc, const al_ynode_t *node)
+{
+    size_t  i;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "clients") != 0) {
+        return -1;
+    }
+
+    cc->p->clients = al_palloc(cc->pool, (node->n + 1) * sizeof(al_client_t));
+    if (cc->p->clients == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        if (al_cc_client(cc, node->items[i * 2], node->items[i * 2 + 1],
+                         &cc->p->clients[i]) != 0)
+        {
+            return -1;
+        }
+        cc->p->clients[i].index = (unsigned) i;
+        cc->p->nclients++;
+    }
+
+    return al_cc_client_overlaps(cc, node);
+}
+
+
+static int
+al_cc_client(al_cc_t *cc, const al_ynode_t *key, const al_ynode_t *val,
+    al_client_t *c)
+{
+    char               what[128], buf[4096];
+    size_t             i, j, n;
+    uint64_t           id;
+    struct group       gr, *grp;
+    struct passwd      pw, *pwp;
+    const al_ynode_t  *v, **items;
+
+    if (al_cc_name(cc, key, "client name", &c->name) != 0) {
+        return -1;
+    }
+
+    c->line = key->line;
+    snprintf(what, sizeof(what), "client \"%s\"", c->name.data);
+
+    if (al_cc_type(cc, val, AL_Y_MAP, what) != 0
+        || al_cc_keys(cc, val, what, al_client_keys) != 0)
+    {
+        return -1;
+    }
+
+    v = al_cc_get(val, "unix_uid");
+    if (v != NULL) {
+        if (al_cc_list(cc, v, "unix_uid", &items, &n) != 0) {
+            return -1;
+        }
+        c->uids = al_palloc(cc->pool, n * sizeof(uid_t));
+        if (c->uids == NULL) {
+            return al_cc_error(cc, v, "out of memory");
+        }
+        for (i = 0; i < n; i++) {
+            if (items[i]->scalar.data[0] >= '0'
+                && items[i]->scalar.data[0] <= '9')
+            {
+                if (al_cc_uint(cc, items[i], "unix_uid", 0, 0xfffffffe, &id)
+                    != 0)
+                {
+                    return -1;
+                }
+                c->uids[i] = (uid_t) id;
+                continue;
+            }
+            if (getpwnam_r(items[i]->scalar.data, &pw, buf, sizeof(buf),
+                           &pwp) != 0 || pwp == NULL)
+            {
+                return al_cc_error(cc, items[i], "no such user \"%s\" on "
+                                   "this system (create it, or give the "
+                                   "numeric uid)", items[i]->scalar.data);
+            }
+            c->uids[i] = pw.pw_uid;
+        }
+        c->nuids = n;
+    }
+
+    v = al_cc_get(val, "unix_gid");
+    if (v != NULL) {
+        if (al_cc_list(cc, v, "unix_gid", &items, &n) != 0) {
+            return -1;
+        }
+        c->gids = al_palloc(cc->pool, n * sizeof(gid_t));
+        if (c->gids == NULL) {
+            return al_cc_error(cc, v, "out of memory");
+        }
+        for (i = 0; i < n; i++) {
+            if (items[i]->scalar.data[0] >= '0'
+                && items[i]->scalar.data[0] <= '9')
+            {
+                if (al_cc_uint(cc, items[i], "unix_gid", 0, 0xfffffffe, &id)
+                    != 0)
+                {
+                    return -1;
+                }
+                c->gids[i] = (gid_t) id;
+                continue;
+            }
+            if (getgrnam_r(items[i]->scalar.data, &gr, buf, sizeof(buf),
+                           &grp) != 0 || grp == NULL)
+            {
+                return al_cc_error(cc, items[i], "no such group \"%s\" on "
+                                   "this system (create it, or give the "
+                                   "numeric gid)", items[i]->scalar.data);
+            }
+            c->gids[i] = gr.gr_gid;
+        }
+        c->ngids = n;
+    }
+
+    v = al_cc_get(val, "cidr");
+    if (v != NULL) {
+        if (al_cc_list(cc, v, "cidr", &items, &n) != 0) {
+            return -1;
+        }
+        c->cidrs = al_palloc(cc->pool, n * sizeof(al_cidr_t));
+        if (c->cidrs == NULL) {
+            return al_cc_error(cc, v, "out of memory");
+        }
+        for (i = 0; i < n; i++) {
+            if (al_cc_cidr(cc, items[i], &c->cidrs[i]) != 0) {
+                return -1;
+            }
+        }
+        c->ncidrs = n;
+    }
+
+    v = al_cc_get(val, "token_sha256");
+    if (v != NULL) {
+        if (al_cc_list(cc, v, "token_sha256", &items, &n) != 0) {
+            return -1;
+        }
+        c->tokens = al_palloc(cc->pool, n * 32);
+        if (c->tokens == NULL) {
+            return al_cc_error(cc, v, "out of memory");
+        }
+        for (i = 0; i < n; i++) {
+            if (items[i]->scalar.len != 64) {
+                return al_cc_error(cc, items[i], "token_sha256 must be 64 "
+                                   "hex digits (the SHA-256 of the token: "
+                                   "printf %%s TOKEN | sha256sum)");
+            }
+            for (j = 0; j < 32; j++) {
+                if (sscanf(items[i]->scalar.data + j * 2, "%2hhx",
+                           &c->tokens[i][j]) != 1
+                    || !strchr("0123456789abcdefABCDEF",
+                               items[i]->scalar.data[j * 2])
+                    || !strchr("0123456789abcdefABCDEF",
+                               items[i]->scalar.data[j * 2 + 1]))
+                {
+                    return al_cc_error(cc, items[i], "token_sha256 must be "
+                                       "64 hex digits");
+                }
+            }
+        }
+        c->ntokens = n;
+    }
+
+    if (c->nuids + c->ngids + c->ncidrs + c->ntokens == 0) {
+        return al_cc_error(cc, val, "%s has no identity: give unix_uid, "
+                           "unix_gid, cidr or token_sha256", what);
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_cidr(al_cc_t *cc, const al_ynode_t *node, al_cidr_t *out)
+{
+    char           addr[64];
+    size_t         len, i;
+    uint64_t       prefix;
+    const char    *s, *slash;
+    struct in_addr   a4;
+
+    s = node->scalar.data;
+    len = node->scalar.len;
+    slash = memchr(s, '/', len);
+
+    if (slash == NULL || (size_t) (slash - s) >= sizeof(addr)) {
+        return al_cc_error(cc, node, "cidr must be ADDRESS/PREFIX such as "
+                           "10.0.0.0/8 or fd00::/8, found \"%s\"", s);
+    }
+
+    memcpy(addr, s, (size_t) (slash - s));
+    addr[slash - s] = '\0';
+
+    prefix = 0;
+    if (slash[1] == '\0' || strlen(slash + 1) > 3) {
+        goto invalid;
+    }
+    for (i = 1; slash[i] != '\0'; i++) {
+        if (slash[i] < '0' || slash[i] > '9') {
+            goto invalid;
+        }
+        prefix = prefix * 10 + (uint64_t) (slash[i] - '0');
+    }
+
+    memset(out, 0, sizeof(al_cidr_t));
+
+    if (inet_pton(AF_INET, addr, &a4) == 1) {
+        if (prefix > 32) {
+            goto invalid;
+        }
+        out->addr[10] = 0xff;
+        out->addr[11] = 0xff;
+        memcpy(&out->addr[12], &a4, 4);
+        out->prefix = (unsigned) prefix + 96;
+
+    } else if (inet_pton(AF_INET6, addr, out->addr) == 1) {
+        if (prefix > 128) {
+            goto invalid;
+        }
+        out->prefix = (unsigned) prefix;
+
+    } else {
+        goto invalid;
+    }
+
+    for (i = out->prefix; i < 128; i++) {
+        if (out->addr[i / 8] & (0x80 >> (i % 8))) {
+            return al_cc_error(cc, node, "cidr \"%s\" has bits set past "
+                               "the prefix length", s);
+        }
+    }
+
+    return 0;
+
+invalid:
+
+    return al_cc_error(cc, node, "invalid cidr \"%s\"", s);
+}
+
+
+static int
+al_cidr_overlap(const al_cidr_t *a, const al_cidr_t *b)
+{
+    unsigned  i, bits;
+
+    bits = a->prefix < b->prefix ? a->prefix : b->prefix;
+
+    for (i = 0; i < bits; i++) {
+        if ((a->addr[i / 8] ^ b->addr[i / 8]) & (0x80 >> (i % 8))) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* one identity, one client: overlapping identities are config errors */
+
+static int
+al_cc_client_overlaps(al_cc_t *cc, const al_ynode_t *node)
+{
+    size_t              i, j, k, l;
+    const al_client_t  *a, *b;
+
+    for (i = 0; i < cc->p->nclients; i++) {
+        a = &cc->p->clients[i];
+
+        for (j = i; j < cc->p->nclients; j++) {
+            b = &cc->p->clients[j];
+
+            for (k = 0; k < a->nuids; k++) {
+                for (l = (i == j ? k + 1 : 0); l < b->nuids; l++) {
+                    if (a->uids[k] == b->uids[l]) {
+                        goto overlap;
+                    }
+                }
+            }
+
+            for (k = 0; k < a->ngids; k++) {
+                for (l = (i == j ? k + 1 : 0); l < b->ngids; l++) {
+                    if (a->gids[k] == b->gids[l]) {
+                        goto overlap;
+                    }
+                }
+            }
+
+            for (k = 0; k < a->ncidrs; k++) {
+                for (l = (i == j ? k + 1 : 0); l < b->ncidrs; l++) {
+                    if (al_cidr_overlap(&a->cidrs[k], &b->cidrs[l])) {
+                        goto overlap;
+                    }
+                }
+            }
+
+            for (k = 0; k < a->ntokens; k++) {
+                for (l = (i == j ? k + 1 : 0); l < b->ntokens; l++) {
+                    if (memcmp(a->tokens[k], b->tokens[l], 32) == 0) {
+                        goto overlap;
+                    }
+                }
+            }
+
+            continue;
+
+        overlap:
+
+            if (i == j) {
+                return al_cc_error(cc, node, "client \"%s\" (line %u) lists "
+                                   "the same identity twice", a->name.data,
+                                   a->line);
+            }
+
+            return al_cc_error(cc, node, "clients \"%s\" (line %u) and "
+                               "\"%s\" (line %u) share an identity (uid, "
+                               "gid, overlapping cidr or token); a request "
+                               "must name exactly one client", a->name.data,
+                               a->line, b->name.data, b->line);
+        }
+    }
+
+    return 0;
+}
+
+
+/* secrets */
+
+static int
+al_cc_secrets(al_cc_t *cc, const al_ynode_t *node)
+{
+    char               what[128];
+    size_t             i, j;
+    al_secret_t       *s;
+    const al_ynode_t  *key, *val, *sealed, *file;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "secrets") != 0) {
+        return -1;
+    }
+
+    cc->p->secrets = al_palloc(cc->pool, (node->n + 1) * sizeof(al_secret_t));
+    if (cc->p->secrets == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        key = node->items[i * 2];
+        val = node->items[i * 2 + 1];
+        s = &cc->p->secrets[i];
+
+        if (al_cc_name(cc, key, "secret name", &s->name) != 0) {
+            return -1;
+        }
+
+        for (j = 0; j < s->name.len; j++) {
+            if (s->name.data[j] == '|' || s->name.data[j] == '-'
+                || s->name.data[j] == '.')
+            {
+                return al_cc_error(cc, key, "secret names may use letters, "
+                                   "digits and '_' only");
+            }
+        }
+
+        s->line = key->line;
+        snprintf(what, sizeof(what), "secret \"%s\"", s->name.data);
+
+        if (val->type == AL_Y_SCALAR) {
+            return al_cc_error(cc, val, "%s is written in plain text; "
+                               "secrets must be {sealed: ...} (airlockctl "
+                               "seal) or {file: PATH}", what);
+        }
+
+        if (al_cc_type(cc, val, AL_Y_MAP, what) != 0
+            || al_cc_keys(cc, val, what, al_secret_keys) != 0)
+        {
+            return -1;
+        }
+
+        sealed = al_cc_get(val, "sealed");
+        file = al_cc_get(val, "file");
+
+        if ((sealed == NULL) == (file == NULL)) {
+            return al_cc_error(cc, val, "%s needs exactly one of \"sealed\" "
+                               "or \"file\"", what);
+        }
+
+        if (sealed != NULL) {
+            if (al_cc_string(cc, sealed, "sealed", &s->source) != 0) {
+                return -1;
+            }
+            s->sealed = 1;
+
+        } else {
+            if (al_cc_string(cc, file, "file", &s->source) != 0) {
+                return -1;
+            }
+            if (s->source.data[0] != '/') {
+                return al_cc_error(cc, file, "file must be an absolute "
+                                   "path");
+            }
+        }
+
+        cc->p->nsecrets++;
+
+        if (al_cc_secret_open(cc, sealed ? sealed : file, s) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
+{
+    int             fd;
+    size_t          i;
+    ssize_t         n;
+    const char     *why;
+    unsigned char  *buf;
+
+    if (cc->kr == NULL) {
+        /* validated for shape only; opened where the key lives */
+        for (i = 0; s->sealed && i < s->source.len; i++) {
+            if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                        "0123456789+/=", s->source.data[i]))
+            {
+                return al_cc_error(cc, node, "sealed secret \"%s\" is not "
+                                   "base64", s->name.data);
+            }
+        }
+        return 0;
+    }
+
+    if (s->sealed) {
+        if (al_unseal(cc->kr, s->source.data, s->source.len, &s->value,
+                      &s->len, &why) != 0)
+        {
+            return al_cc_error(cc, node, "secret \"%s\" %s", s->name.data,
+                               why);
+        }
+
+    } else {
+        fd = open(s->source.data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd == -1) {
+            return al_cc_error(cc, node, "secret \"%s\": cannot open %s: %s",
+                               s->name.data, s->source.data,
+                               strerror(errno));
+        }
+
+        buf = al_secure_alloc(AL_SECRET_MAX + 1);
+        if (buf == NULL) {
+            close(fd);
+            return al_cc_error(cc, node, "out of memory");
+        }
+
+        s->len = 0;
+        while (s->len <= AL_SECRET_MAX) {
+            n = read(fd, buf + s->len, AL_SECRET_MAX + 1 - s->len);
+            if (n <= 0) {
+                if (n == -1 && errno == EINTR) {
+                    continue;
+                }
+                break;
+            }
+            s->len += (size_t) n;
+        }
+
+        close(fd);
+
+        if (s->len > AL_SECRET_MAX) {
+            al_secure_free(buf);
+            return al_cc_error(cc, node, "secret \"%s\": %s is larger than "
+                               "%d bytes", s->name.data, s->source.data,
+                               AL_SECRET_MAX);
+        }
+
+        /* the one trailing newline an editor or echo adds */
+        if (s->len > 0 && buf[s->len - 1] == '\n') {
+            s->len--;
+            if (s->len > 0 && buf[s->len - 1] == '\r') {
+                s->len--;
+            }
+        }
+
+        buf[s->len] = '\0';
+        s->value = buf;
+    }
+
+    if (al_pool_cleanup(cc->pool, al_cc_secure_free, s->value) != 0) {
+        al_secure_free(s->value);
+        s->value = NULL;
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    if (s->len == 0) {
+        return al_cc_error(cc, node, "secret \"%s\" is empty", s->name.data);
+    }
+
+    return 0;
+}
+
+
+static const al_secret_t *
+al_cc_secret_ref(al_cc_t *cc, const al_ynode_t *node, const char *name,
+    size_t len)
+{
+    size_t             i;
+    const char        *known[64], *hint;
+    const al_secret_t  *s;
+
+    for (i = 0; i < cc->p->nsecrets; i++) {
+        s = &cc->p->secrets[i];
+        if (s->name.len == len && memcmp(s->name.data, name, len) == 0) {
+            return s;
+        }
+        if (i < 63) {
+            known[i] = s->name.data;
+        }
+    }
+
+    known[i < 63 ? i : 63] = NULL;
+    hint = al_cc_suggest(name, len, known, 64);
+
+    al_cc_error(cc, node, "unknown secret \"%.*s\"%s%s%s", (int) len, name,
+                hint ? " (did you mean \"" : "", hint ? hint : "",
+                hint ? "\"?)" : "");
+
+    return NULL;
+}
+
+
+/* upstreams */
+
+static int
+al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
+{
+    char               what[128];
+    size_t             i;
+    al_upstream_t     *u;
+    const al_ynode_t  *key, *val, *url;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "upstreams") != 0) {
+        return -1;
+    }
+
+    cc->p->upstreams = al_palloc(cc->pool,
+                                 (node->n + 1) * sizeof(al_upstream_t));
+    if (cc->p->upstreams == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        key = node->items[i * 2];
+        val = node->items[i * 2 + 1];
+        u = &cc->p->upstreams[i];
+
+        if (al_cc_name(cc, key, "upstream name", &u->name) != 0) {
+            return -1;
+        }
+
+        u->line = key->line;
+        snprintf(what, sizeof(what), "upstream \"%s\"", u->name.data);
+
+        if (al_cc_type(cc, val, AL_Y_MAP, what) != 0
+            || al_cc_keys(cc, val, what, al_upstream_keys) != 0
+            || al_cc_need(cc, val, "url", what, &url) != 0
+            || al_cc_url(cc, url, "url", u) != 0)
+        {
+            return -1;
+        }
+
+        cc->p->nupstreams++;
+    }
+
+    return 0;
+}
+
+
+/* routes */
+
+static int
+al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
+{
+    size_t             i, j;
+    al_route_t        *r;
+    const al_route_t  *other;
+
+    if (al_cc_type(cc, node, AL_Y_SEQ, "routes") != 0) {
+        return -1;
+    }
+
+    cc->p->routes = al_palloc(cc->pool, (node->n + 1) * sizeof(al_route_t));
+    if (cc->p->routes == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        r = &cc->p->routes[i];
+        r->index = (unsigned) i;
+
+        if (al_cc_route(cc, node->items[i], r) != 0) {
+            return -1;
+        }
+
+        for (j = 0; j < i; j++) {
+            if (cc->p->routes[j].name.len == r->name.len
+                && memcmp(cc->p->routes[j].name.data, r->name.data,
+                          r->name.len) == 0)
+            {
+                return al_cc_error(cc, node->items[i], "route name \"%s\" "
+                                   "is already used at line %u",
+                                   r->name.data, cc->p->routes[j].line);
+            }
+        }
+
+        if (al_trie_insert(cc->p->trie, r, &other) != 0) {
+            if (other == NULL) {
+                return al_cc_error(cc, node->items[i], "out of memory");
+            }
+            return al_cc_error(cc, node->items[i], "route \"%s\" (%s) can "
+                               "match the same requests as route \"%s\" "
+                               "(%s, line %u); make the paths or methods "
+                               "distinct", r->name.data, r->path.data,
+                               other->name.data, other->path.data,
+                               other->line);
+        }
+
+        cc->p->nroutes++;
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
+{
+    char               what[128];
+    size_t             i;
+    unsigned           cookies;
+    const al_ynode_t  *v, *match, *m;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "a route") != 0
+        || al_cc_keys(cc, node, "a route", al_route_keys) != 0
+        || al_cc_need(cc, node, "name", "a route", &v) != 0
+        || al_cc_name(cc, v, "route name", &r->name) != 0)
+    {
+        return -1;
+    }
+
+    r->line = node->line;
+    snprintf(what, sizeof(what), "route \"%s\"", r->name.data);
+
+    if (al_cc_need(cc, node, "clients", what, &v) != 0
+        || al_cc_route_clients(cc, v, &r->client_ok) != 0)
+    {
+        return -1;
+    }
+
+    if (al_cc_need(cc, node, "match", what, &match) != 0
+        || al_cc_type(cc, match, AL_Y_MAP, "match") != 0
+        || al_cc_keys(cc, match, "match", al_match_keys) != 0
+        || al_cc_need(cc, match, "method", "match", &m) != 0
+        || al_cc_methods(cc, m, &r->methods) != 0
+        || al_cc_need(cc, match, "path", "match", &m) != 0
+        || al_cc_path(cc, m, r) != 0)
+    {
+        return -1;
+    }
+
+    /* every path param has a pattern, every pattern a param */
+    v = al_cc_get(node, "params");
+    if (v != NULL) {
+        if (al_cc_type(cc, v, AL_Y_MAP, "params") != 0) {
+            return -1;
+        }
+        for (i = 0; i < v->n; i++) {
+            size_t  k;
+
+            for (k = 0; k < r->nparams; k++) {
+                if (r->params[k].name.len == v->items[i * 2]->scalar.len
+                    && memcmp(r->params[k].name.data,
+                              v->items[i * 2]->scalar.data,
+                              r->params[k].name.len) == 0)
+                {
+                    break;
+                }
+            }
+            if (k == r->nparams) {
+                return al_cc_error(cc, v->items[i * 2], "params names "
+                                   "\"%s\", which is not a {param} of path "
+                                   "%s", v->items[i * 2]->scalar.data,
+                                   r->path.data);
+            }
+            if (al_cc_regex(cc, v->items[i * 2 + 1], "param pattern",
+                            &r->params[k]) != 0)
+            {
+                return -1;
+            }
+        }
+    }
+
+    for (i = 0; i < r->nparams; i++) {
+        if (r->params[i].re == NULL) {
+            return al_cc_error(cc, v ? v : node, "%s: path param {%s} has "
+                               "no pattern; add params: { %s: \"^...$\" }",
+                               what, r->params[i].name.data,
+                               r->params[i].name.data);
+        }
+    }
+
+    if (al_cc_need(cc, node, "upstream", what, &v) != 0
+        || al_cc_type(cc, v, AL_Y_SCALAR, "upstream") != 0)
+    {
+        return -1;
+    }
+
+    for (i = 0; i < cc->p->nupstreams; i++) {
+        if (cc->p->upstreams[i].name.len == v->scalar.len
+            && memcmp(cc->p->upstreams[i].name.data, v->scalar.data,
+                      v->scalar.len) == 0)
+        {
+            r->upstream = &cc->p->upstreams[i];
+            break;
+        }
+    }
+
+    if (r->upstream == NULL) {
+        return al_cc_error(cc, v, "%s names upstream \"%s\", which is not "
+                           "defined in upstreams", what, v->scalar.data);
+    }
+
+    if (al_cc_need(cc, node, "to", what, &v) != 0 || al_cc_to(cc, v, r) != 0)
+    {
+        return -1;
+    }
+
+    v = al_cc_get(node, "query");
+    if (v != NULL && al_cc_query(cc, v, r) != 0) {
+        return -1;
+    }
+
+    v = al_cc_get(node, "body");
+    if (v != NULL && al_cc_body(cc, v, r) != 0) {
+        return -1;
+    }
+
+    v = al_cc_get(node, "inject");
+    if (v != NULL && al_cc_inject(cc, v, r) != 0) {
+        return -1;
+    }
+
+    v = al_cc_get(node, "cookies");
+    if (v != NULL) {
+        if (al_cc_bool(cc, v, "cookies", &cookies) != 0) {
+            return -1;
+        }
+        r->allow_cookies = cookies;
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node, uint8_t **ok)
+{
+    size_t              i, j, n;
+    const char         *known[64], *hint;
+    const al_ynode_t  **items;
+    const al_client_t  *c;
+
+    if (al_cc_list(cc, node, "clients", &items, &n) != 0) {
+        return -1;
+    }
+
+    if (n == 0) {
+        return al_cc_error(cc, node, "clients is empty: name at least one "
+                           "client");
+    }
+
+    *ok = al_palloc(cc->pool, cc->p->nclients + 1);
+    if (*ok == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        c = al_policy_client(cc->p, items[i]->scalar.data,
+                             items[i]->scalar.len);
+        if (c == NULL) {
+            for (j = 0; j < cc->p->nclients && j < 63; j++) {
+                known[j] = cc->p->clients[j].name.data;
+            }
+            known[j] = NULL;
+            hint = al_cc_suggest(items[i]->scalar.data, items[i]->scalar.len,
+                                 known, 64);
+            return al_cc_error(cc, items[i], "unknown client \"%s\"%s%s%s",
+                               items[i]->scalar.data,
+                               hint ? " (did you mean \"" : "",
+                               hint ? hint : "", hint ? "\"?)" : "");
+        }
+        (*ok)[c->index] = 1;
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_methods(al_cc_t *cc, const al_ynode_t *node, unsigned *methods)
+{
+    size_t              i, j, n;
+    unsigned            bit;
+    const char         *s;
+    const al_ynode_t  **items;
+
+    if (al_cc_list(cc, node, "method", &items, &n) != 0) {
+        return -1;
+    }
+
+    *methods = 0;
+
+    for (i = 0; i < n; i++) {
+        s = items[i]->scalar.data;
+        bit = al_method_bit(s, items[i]->scalar.len);
+
+        if (bit == 0) {
+            char  upper[16];
+
+            for (j = 0; j < sizeof(upper) - 1 && s[j]; j++) {
+                upper[j] = (s[j] >= 'a' && s[j] <= 'z') ? s[j] - 32 : s[j];
+            }
+            upper[j] = '\0';
+
+            if (al_method_bit(upper, j) != 0) {
+                return al_cc_error(cc, items[i], "methods are upper case: "
+                                   "write %s, not %s", upper, s);
+            }
+
+            return al_cc_error(cc, items[i], "method \"%s\" is not allowed; "
+                               "use GET, HEAD, POST, PUT, PATCH, DELETE or "
+                               "OPTIONS", s);
+        }
+
+        if (*methods & bit) {
+            return al_cc_error(cc, items[i], "method %s is listed twice", s);
+        }
+
+        *methods |= bit;
+    }
+
+    if (*methods == 0) {
+        return al_cc_error(cc, node, "method is empty");
+    }
+
+    return 0;
+}
+
+
+/* "/logs/{service}": literal segments and whole-segment {params} */
+
+static int
+al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
+{
+    size_t       i, k, n, len, seglen;
+    const char  *s, *seg, *end;
+
+    if (al_cc_string(cc, node, "path", &r->path) != 0) {
+        return -1;
+    }
+
+    s = r->path.data;
+    len = r->path.len;
+
+    if (s[0] != '/') {
+        return al_cc_error(cc, node, "path must start with '/', found "
+                           "\"%s\"", s);
+    }
+
+    n = 0;
+    for (i = 1; i < len; i++) {
+        n += (s[i] == '/');
+    }
+    n = (len == 1) ? 0 : n + 1;
+
+    if (n > AL_SEGMENTS_MAX) {
+        return al_cc_error(cc, node, "path has more than %d segments",
+                           AL_SEGMENTS_MAX);
+    }
+
+    r->segs = al_palloc(cc->pool, (n + 1) * sizeof(al_str_t));
+    r->seg_is_param = al_palloc(cc->pool, n + 1);
+    r->params = al_palloc(cc->pool, (n + 1) * sizeof(al_param_t));
+    if (r->segs == NULL || r->seg_is_param == NULL || r->params == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    seg = s + 1;
+    end = s + len;
+
+    for (i = 0; i < n; i++) {
+        const char  *slash;
+
+        slash = memchr(seg, '/', (size_t) (end - seg));
+        seglen = (size_t) ((slash ? slash : end) - seg);
+
+        if (seglen == 0) {
+            return al_cc_error(cc, node, "path \"%s\" has an empty segment "
+                               "(\"//\" or a trailing '/'); requests with "
+                               "those are refused, so the route could "
+                               "never match", s);
+        }
+
+        if (seg[0] == '{') {
+            if (seglen < 3 || seg[seglen - 1] != '}') {
+                return al_cc_error(cc, node, "path \"%s\": a param must be "
+                                   "a whole segment like {name}", s);
+            }
+            for (k = 1; k < seglen - 1; k++) {
+                if (!((seg[k] >= 'a' && seg[k] <= 'z') || seg[k] == '_'
+                      || (k > 1 && seg[k] >= '0' && seg[k] <= '9')))
+                {
+                    return al_cc_error(cc, node, "path \"%s\": param names "
+                                       "use a-z, 0-9 and '_'", s);
+                }
+            }
+
+            r->seg_is_param[i] = 1;
+            r->segs[i].data = al_pstrndup(cc->pool, seg + 1, seglen - 2);
+            r->segs[i].len = seglen - 2;
+
+            for (k = 0; k < r->nparams; k++) {
+                if (r->params[k].name.len == r->segs[i].len
+                    && memcmp(r->params[k].name.data, r->segs[i].data,
+                              r->segs[i].len) == 0)
+                {
+                    return al_cc_error(cc, node, "path \"%s\" uses param "
+                                       "{%s} twice", s, r->segs[i].data);
+                }
+            }
+
+            r->params[r->nparams++].name = r->segs[i];
+
+        } else {
+            if (al_cc_segment_chars(seg, seglen) != 0
+                || memchr(seg, '{', seglen) || memchr(seg, '}', seglen))
+            {
+                return al_cc_error(cc, node, "path \"%s\": literal segments "
+                                   "may only use letters, digits and "
+                                   "-._~!$&'()*+,=:@", s);
+            }
+            if ((seglen == 1 && seg[0] == '.')
+                || (seglen == 2 && seg[0] == '.' && seg[1] == '.'))
+            {
+                return al_cc_error(cc, node, "path \"%s\" has a dot "
+                                   "segment", s);
+            }
+
+            r->segs[i].data = al_pstrndup(cc->pool, seg, seglen);
+            r->segs[i].len = seglen;
+        }
+
+        if (r->segs[i].data == NULL) {
+            return al_cc_error(cc, node, "out of memory");
+        }
+
+        seg += seglen + 1;
+    }
+
+    r->nsegs = n;
+
+    return 0;
+}
+
+
+/* "/repos/acme/{repo}/pulls": literal text and whole-segment {params} */
+
+static int
+al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
+{
+    size_t       i, k, n, len, seglen;
+    const char  *s, *seg, *end, *slash;
+
+    if (al_cc_string(cc, node, "to", &r->to) != 0) {
+        return -1;
+    }
+
+    s = r->to.data;
+    len = r->to.len;
+
+    if (s[0] != '/') {
+        return al_cc_error(cc, node, "to must start with '/', found \"%s\"",
+                           s);
+    }
+
+    n = 1;
+    for (i = 0; i < len; i++) {
+        n += (s[i] == '/');
+    }
+
+    /* parts alternate literal text and params; at most 2n + 1 of them */
+    r->to_parts = al_palloc(cc->pool, (2 * n + 1) * sizeof(al_str_t));
+    r->to_param = al_palloc(cc->pool, (2 * n + 1) * sizeof(int));
+    if (r->to_parts == NULL || r->to_param == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    seg = s;
+    end = s + len;
+    r->nto_parts = 0;
+
+    while (seg < end) {
+        /* seg points at a '/' */
+        seg++;
+        slash = memchr(seg, '/', (size_t) (end - seg));
+        seglen = (size_t) ((slash ? slash : end) - seg);
+
+        if (seglen > 0 && seg[0] == '{') {
+            if (seglen < 3 || seg[seglen - 1] != '}') {
+                return al_cc_error(cc, node, "to \"%s\": a param must be a "
+                                   "whole segment like {name}", s);
+            }
+
+            for (k = 0; k < r->nparams; k++) {
+                if (r->params[k].name.len == seglen - 2
+                    && memcmp(r->params[k].name.data, seg + 1, seglen - 2)
+                       == 0)
+                {
+                    break;
+                }
+            }
+
+            if (k == r->nparams) {
+                return al_cc_error(cc, node, "to \"%s\" uses {%.*s}, which "
+                                   "is not a param of path %s", s,
+                                   (int) (seglen - 2), seg + 1,
+                                   r->path.data);
+            }
+
+            r->to_parts[r->nto_parts].data = "/";
+            r->to_parts[r->nto_parts].len = 1;
+            r->to_param[r->nto_parts++] = -1;
+            r->to_parts[r->nto_parts] = r->params[k].name;
+            r->to_param[r->nto_parts++] = (int) k;
+
+        } else {
+            if (al_cc_segment_chars(seg, seglen) != 0
+                || memchr(seg, '{', seglen) || memchr(seg, '}', seglen))
+            {
+                return al_cc_error(cc, node, "to \"%s\": literal text may "
+                                   "only use letters, digits and "
+                                   "-._~!$&'()*+,=:@", s);
+            }
+            if ((seglen == 1 && seg[0] == '.')
+                || (seglen == 2 && seg[0] == '.' && seg[1] == '.'))
+            {
+                return al_cc_error(cc, node, "to \"%s\" has a dot segment",
+                                   s);
+            }
+
+            /* "/" + the literal segment */
+            r->to_parts[r->nto_parts].data = seg - 1;
+            r->to_parts[r->nto_parts].len = seglen + 1;
+            r->to_param[r->nto_parts++] = -1;
+        }
+
+        seg += seglen;
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
+{
+    size_t              i, j, n;
+    const al_ynode_t   *v, **items;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "query") != 0
+        || al_cc_keys(cc, node, "query", al_query_keys) != 0
+        || al_cc_need(cc, node, "allow", "query", &v) != 0
+        || al_cc_list(cc, v, "allow", &items, &n) != 0)
+    {
+        return -1;
+    }
+
+    r->query_allow = al_palloc(cc->pool, (n + 1) * sizeof(al_str_t));
+    r->query_required = al_palloc(cc->pool, n + 1);
+    r->query_patterns = al_palloc(cc->pool, (n + 1) * sizeof(al_param_t));
+    if (r->query_allow == NULL || r->query_required == NULL
+        || r->query_patterns == NULL)
+    {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < i; j++) {
+            if (r->query_allow[j].len == items[i]->scalar.len
+                && memcmp(r->query_allow[j].data, items[i]->scalar.data,
+                          items[i]->scalar.len) == 0)
+            {
+                return al_cc_error(cc, items[i], "query parameter \"%s\" is "
+                                   "listed twice", items[i]->scalar.data);
+            }
+        }
+        r->query_allow[i] = items[i]->scalar;
+        r->query_patterns[i].name = items[i]->scalar;
+    }
+
+    r->nquery_allow = n;
+
+    v = al_cc_get(node, "require");
+    if (v != NULL) {
+        if (al_cc_list(cc, v, "require", &items, &n) != 0) {
+            return -1;
+        }
+        for (i = 0; i < n; i++) {
+            for (j = 0; j < r->nquery_allow; j++) {
+                if (r->query_allow[j].len == items[i]->scalar.len
+                    && memcmp(r->query_allow[j].data, items[i]->scalar.data,
+                              items[i]->scalar.len) == 0)
+                {
+                    break;
+                }
+            }
+            if (j == r->nquery_allow) {
+                return al_cc_error(cc, items[i], "required query parameter "
+                                   "\"%s\" is not in allow",
+                                   items[i]->scalar.data);
+            }
+            r->query_required[j] = 1;
+        }
+    }
+
+    v = al_cc_get(node, "patterns");
+    if (v != NULL) {
+        if (al_cc_type(cc, v, AL_Y_MAP, "patterns") != 0) {
+            return -1;
+        }
+        for (i = 0; i < v->n; i++) {
+            for (j = 0; j < r->nquery_allow; j++) {
+                if (r->query_allow[j].len == v->items[i * 2]->scalar.len
+                    && memcmp(r->query_allow[j].data,
+                              v->items[i * 2]->scalar.data,
+                              r->query_allow[j].len) == 0)
+                {
+                    break;
+                }
+            }
+            if (j == r->nquery_allow) {
+                return al_cc_error(cc, v->items[i * 2], "pattern for query "
+                                   "parameter \"%s\", which is not in allow",
+                                   v->items[i * 2]->scalar.data);
+            }
+            if (al_cc_regex(cc, v->items[i * 2 + 1], "query pattern",
+                            &r->query_patterns[j]) != 0)
+            {
+                return -1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
+{
+    uint64_t           max;
+    unsigned           additional;
+    const al_ynode_t  *v;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "body") != 0
+        || al_cc_keys(cc, node, "body", al_body_keys) != 0
+        || al_cc_need(cc, node, "max_bytes", "body", &v) != 0
+        || al_cc_uint(cc, v, "max_bytes", 1, AL_BODY_MAX, &max) != 0)
+    {
+        return -1;
+    }
+
+    r->has_body = 1;
+    r->body_max = (size_t) max;
+
+    v = al_cc_get(node, "content_type");
+    if (v != NULL && al_cc_string(cc, v, "content_type", &r->content_type)
+                     != 0)
+    {
+        return -1;
+    }
+
+    v = al_cc_get(node, "json");
+    if (v != NULL) {
+        if (al_cc_type(cc, v, AL_Y_MAP, "json") != 0) {
+            return -1;
+        }
+
+        r->json = al_palloc(cc->pool, sizeof(al_json_rule_t));
+        if (r->json == NULL) {
+            return al_cc_error(cc, v, "out of memory");
+        }
+
+        r->json->type = AL_JSON_OBJECT;
+        r->json->required = 1;
+
+        if (al_cc_json_members(cc, v, r->json) != 0) {
+            return -1;
+        }
+
+        if (r->content_type.len == 0) {
+            r->content_type.data = "application/json";
+            r->content_type.len = sizeof("application/json") - 1;
+        }
+
+        v = al_cc_get(node, "additional");
+        if (v != NULL) {
+            if (al_cc_bool(cc, v, "additional", &additional) != 0) {
+                return -1;
+            }
+            r->json->additional = additional;
+        }
+
+    } else if (al_cc_get(node, "additional") != NULL) {
+        return al_cc_error(cc, al_cc_get(node, "additional"),
+                           "additional only applies together with json");
+    }
+
+    return 0;
+}
+
+
+/*
+ * json: { head: "^remediation/...$", draft: { type: boolean,
+ * required: false }, user: { type: object, fields: { ... } } }
+ */
+
+static int
+al_cc_json_members(al_cc_t *cc, const al_ynode_t *node, al_json_rule_t *obj)
+{
+    size_t             i, t;
+    unsigned           flag;
+    al_param_t         re;
+    al_json_rule_t    *m;
+    const al_ynode_t  *key, *val, *v;
+
+    obj->members = al_palloc(cc->pool,
+                             (node->n + 1) * sizeof(al_json_rule_t));
+    if (obj->members == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        key = node->items[i * 2];
+        val = node->items[i * 2 + 1];
+        m = &obj->members[i];
+
+        m->name = key->scalar;
+        m->required = 1;
+
+        if (val->type == AL_Y_SCALAR) {
+            m->type = AL_JSON_STRING;
+            if (al_cc_regex(cc, val, "field pattern", &re) != 0) {
+                return -1;
+            }
+            m->re = re.re;
+            m->pattern = re.pattern;
+            continue;
+        }
+
+        if (al_cc_type(cc, val, AL_Y_MAP, "a JSON field rule") != 0
+            || al_cc_keys(cc, val, "a JSON field rule", al_field_keys) != 0
+            || al_cc_need(cc, val, "type", "a JSON field rule", &v) != 0
+            || al_cc_type(cc, v, AL_Y_SCALAR, "type") != 0)
+        {
+            return -1;
+        }
+
+        for (t = 0; al_json_types[t] != NULL; t++) {
+            if (strcmp(al_json_types[t], v->scalar.data) == 0) {
+                break;
+            }
+        }
+
+        if (al_json_types[t] == NULL) {
+            return al_cc_error(cc, v, "unknown JSON type \"%s\"; use any, "
+                               "string, integer, number, boolean, object, "
+                               "array or null", v->scalar.data);
+        }
+
+        m->type = (al_json_type_t) t;
+
+        v = al_cc_get(val, "required");
+        if (v != NULL) {
+            if (al_cc_bool(cc, v, "required", &flag) != 0) {
+                return -1;
+            }
+            m->required = flag;
+        }
+
+        v = al_cc_get(val, "pattern");
+        if (v != NULL) {
+            if (m->type != AL_JSON_STRING) {
+                return al_cc_error(cc, v, "pattern only applies to type "
+                                   "string");
+            }
+            if (al_cc_regex(cc, v, "field pattern", &re) != 0) {
+                return -1;
+            }
+            m->re = re.re;
+            m->pattern = re.pattern;
+        }
+
+        v = al_cc_get(val, "fields");
+        if (v != NULL) {
+            if (m->type != AL_JSON_OBJECT) {
+                return al_cc_error(cc, v, "fields only applies to type "
+                                   "object");
+            }
+            if (al_cc_type(cc, v, AL_Y_MAP, "fields") != 0
+                || al_cc_json_members(cc, v, m) != 0)
+            {
+                return -1;
+            }
+
+        } else if (m->type == AL_JSON_OBJECT) {
+            /* an object without listed fields is opaque */
+            m->additional = 1;
+        }
+
+        v = al_cc_get(val, "additional");
+        if (v != NULL) {
+            if (m->type != AL_JSON_OBJECT) {
+                return al_cc_error(cc, v, "additional only applies to type "
+                                   "object");
+            }
+            if (al_cc_bool(cc, v, "additional", &flag) != 0) {
+                return -1;
+            }
+            m->additional = flag;
+        }
+    }
+
+    obj->nmembers = node->n;
+
+    return 0;
+}
+
+
+static int
+al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
+{
+    size_t             i, j, k;
+    char               lower[64];
+    al_inject_t       *inj;
+    const al_ynode_t  *key, *val;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "inject") != 0) {
+        return -1;
+    }
+
+    r->inject = al_palloc(cc->pool, (node->n + 1) * sizeof(al_inject_t));
+    if (r->inject == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        key = node->items[i * 2];
+        val = node->items[i * 2 + 1];
+        inj = &r->inject[i];
+
+        inj->name = key->scalar;
+
+        if (inj->name.len == 0 || inj->name.len >= sizeof(lower)) {
+            return al_cc_error(cc, key, "invalid header name");
+        }
+
+        for (j = 0; j < inj->name.len; j++) {
+            char  c = inj->name.data[j];
+
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+                  || (c >= '0' && c <= '9') || c == '-'))
+            {
+                return al_cc_error(cc, key, "invalid header name \"%s\": "
+                                   "use letters, digits and '-'",
+                                   inj->name.data);
+            }
+            lower[j] = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+        }
+        lower[j] = '\0';
+
+        for (k = 0; al_inject_forbidden[k] != NULL; k++) {
+            if (strcmp(lower, al_inject_forbidden[k]) == 0
+                || strncmp(lower, "proxy-", 6) == 0)
+            {
+                return al_cc_error(cc, key, "header \"%s\" cannot be "
+                                   "injected: it is set by the proxy itself",
+                                   inj->name.data);
+            }
+        }
+
+        for (k = 0; k < i; k++) {
+            if (strcasecmp(r->inject[k].name.data, inj->name.data) == 0) {
+                return al_cc_error(cc, key, "header \"%s\" is injected "
+                                   "twice", inj->name.data);
+            }
+        }
+
+        if (al_cc_string(cc, val, "an injected header", &inj->tmpl) != 0
+            || al_cc_render(cc, val, inj) != 0)
+        {
+            return -1;
+        }
+    }
+
+    r->ninject = node->n;
+
+    return 0;
+}
+
+
+/*
+ * Renders "Bearer {name}" or "Basic {name|base64}".  Every reference is
+ * checked; values are rendered only when the secrets are open.
+ */
+
+static int
+al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
+{
+    int                 pass, b64;
+    size_t              i, len, nlen, out;
+    const char         *s, *close;
+    unsigned char      *buf;
+    const al_secret_t  *sec;
+
+    s = inj->tmpl.data;
+    len = inj->tmpl.len;
+    buf = NULL;
+
+    for (pass = 0; pass < 2; pass++) {
+        out = 0;
+
+        for (i = 0; i < len; i++) {
+            if (s[i] == '}') {
+                return al_cc_error(cc, node, "unbalanced '}' in \"%s\"", s);
+            }
+
+            if (s[i] != '{') {
+                if ((unsigned char) s[i] < 0x20 || s[i] == 0x7f) {
+                    return al_cc_error(cc, node, "control character in "
+                                       "header template");
+                }
+                if (buf) {
+                    buf[out] = (unsigned char) s[i];
+                }
+                out++;
+                continue;
+            }
+
+            close = memchr(s + i, '}', len - i);
+            if (close == NULL) {
+                return al_cc_error(cc, node, "unterminated '{' in \"%s\"",
+                                   s);
+            }
+
+            nlen = (size_t) (close - (s + i + 1));
+            b64 = 0;
+            if (nlen > 7 && memcmp(close - 7, "|base64", 7) == 0) {
+                b64 = 1;
+                nlen -= 7;
+            }
+
+            sec = al_cc_secret_ref(cc, node, s + i + 1, nlen);
+            if (sec == NULL) {
+                return -1;
+            }
+
+            i = (size_t) (close - s);
+
+            if (sec->value == NULL) {
+                continue;
+            }
+
+            if (memchr(sec->value, '\r', sec->len)
+                || memchr(sec->value, '\n', sec->len)
+                || memchr(sec->value, '\0', sec->len))
+            {
+                return al_cc_error(cc, node, "secret \"%s\" contains a line "
+                                   "break or NUL and cannot be used in a "
+                                   "header", sec->name.data);
+            }
+
+            if (b64) {
+                out += al_base64_encode(buf ? (char *) buf + out : NULL,
+                                        buf ? (sec->len + 2) / 3 * 4 + 1 : 0,
+                                        sec->value, sec->len);
+            } else {
+                if (buf) {
+                    memcpy(buf + out, sec->value, sec->len);
+                }
+                out += sec->len;
+            }
+        }
+
+        if (!cc->p->secrets_open && cc->kr == NULL) {
+            return 0;
+        }
+
+        if (pass == 0) {
+            buf = al_secure_alloc(out + 1);
+            if (buf == NULL
+                || al_pool_cleanup(cc->pool, al_cc_secure_free, buf) != 0)
+            {
+                return al_cc_error(cc, node, "out of memory");
+            }
+        }
+    }
+
+    buf[out] = '\0';
+    inj->value = buf;
+    inj->len = out;
+
+    return 0;
+}
+
+
+/* llm providers */
+
+static int
+al_cc_llms(al_cc_t *cc, const al_ynode_t *node)
+{
+    size_t  i, j;
+
+    if (al_cc_type(cc, node, AL_Y_SEQ, "llm") != 0) {
+        return -1;
+    }
+
+    cc->p->llm = al_palloc(cc->pool, (node->n + 1) * sizeof(al_llm_t));
+    if (cc->p->llm == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        if (al_cc_llm(cc, node->items[i], &cc->p->llm[i]) != 0) {
+            return -1;
+        }
+
+        for (j = 0; j < i; j++) {
+            if (cc->p->llm[j].name.len == cc->p->llm[i].name.len
+                && memcmp(cc->p->llm[j].name.data, cc->p->llm[i].name.data,
+                          cc->p->llm[i].name.len) == 0)
+            {
+                return al_cc_error(cc, node->items[i], "llm name \"%s\" is "
+                                   "already used at line %u",
+                                   cc->p->llm[i].name.data,
+                                   cc->p->llm[j].line);
+            }
+        }
+
+        cc->p->nllm++;
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
+{
+    char                what[128];
+    size_t              i, j, k, n;
+    uint64_t            v64;
+    unsigned            flag;
+    al_str_t            s;
+    al_llm_client_t    *lc;
+    const al_ynode_t   *v, *key, *val, *w, **items;
+    const al_client_t  *c;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "an llm provider") != 0
+        || al_cc_keys(cc, node, "an llm provider", al_llm_keys) != 0
+        || al_cc_need(cc, node, "name", "an llm provider", &v) != 0
+        || al_cc_name(cc, v, "llm name", &l->name) != 0)
+    {
+        return -1;
+    }
+
+    l->line = node->line;
+    snprintf(what, sizeof(what), "llm \"%s\"", l->name.data);
+
+    if (al_cc_need(cc, node, "prefix", what, &v) != 0
+        || al_cc_string(cc, v, "prefix", &l->prefix) != 0)
+    {
+        return -1;
+    }
+
+    if (l->prefix.data[0] != '/' || l->prefix.len < 2
+        || l->prefix.data[l->prefix.len - 1] == '/'
+        || al_cc_segment_chars(l->prefix.data, l->prefix.len) != 0
+        || strstr(l->prefix.data, "//") || strstr(l->prefix.data, "/./")
+        || strstr(l->prefix.data, "/../"))
+    {
+        return al_cc_error(cc, v, "prefix must be a path such as "
+                           "/v1/proxy/openai (no trailing '/')");
+    }
+
+    if (al_cc_need(cc, node, "provider", what, &v) != 0
+        || al_cc_type(cc, v, AL_Y_SCALAR, "provider") != 0)
+    {
+        return -1;
+    }
+
+    for (i = 0; al_providers[i] != NULL; i++) {
+        if (strcmp(al_providers[i], v->scalar.data) == 0) {
+            break;
+        }
+    }
+
+    if (al_providers[i] == NULL) {
+        return al_cc_error(cc, v, "unknown provider \"%s\"; use openai, "
+                           "openai-compatible or anthropic", v->scalar.data);
+    }
+
+    l->kind = (al_llm_kind_t) i;
+    l->include_usage = (l->kind != AL_LLM_ANTHROPIC);
+    l->body_max = AL_LLM_BODY_DEFAULT;
+
+    if (al_cc_need(cc, node, "upstream", what, &v) != 0
+        || al_cc_type(cc, v, AL_Y_SCALAR, "upstream") != 0)
+    {
+        return -1;
+    }
+
+    if (strstr(v->scalar.data, "://") != NULL) {
+        if (al_cc_url(cc, v, "upstream", &l->upstream) != 0) {
+            return -1;
+        }
+
+    } else {
+        for (i = 0; i < cc->p->nupstreams; i++) {
+            if (strcmp(cc->p->upstreams[i].name.data, v->scalar.data) == 0) {
+                l->upstream = cc->p->upstreams[i];
+                break;
+            }
+        }
+        if (i == cc->p->nupstreams) {
+            return al_cc_error(cc, v, "%s: upstream \"%s\" is neither a URL "
+                               "nor defined in upstreams", what,
+                               v->scalar.data);
+        }
+    }
+
+    if (al_cc_need(cc, node, "secret", what, &v) != 0
+        || al_cc_string(cc, v, "secret", &s) != 0)
+    {
+        return -1;
+    }
+
+    l->secret = al_cc_secret_ref(cc, v, s.data, s.len);
+    if (l->secret == NULL) {
+        return -1;
+    }
+
+    if (l->secret->value != NULL
+        && (memchr(l->secret->value, '\r', l->secret->len)
+            || memchr(l->secret->value, '\n', l->secret->len)
+            || memchr(l->secret->value, '\0', l->secret->len)))
+    {
+        return al_cc_error(cc, v, "secret \"%s\" contains a line break or "
+                           "NUL and cannot be used as an API key", s.data);
+    }
+
+    if (al_cc_need(cc, node, "models", what, &v) != 0
+        || al_cc_list(cc, v, "models", &items, &n) != 0)
+    {
+        return -1;
+    }
+
+    if (n == 0) {
+        return al_cc_error(cc, v, "models is empty: list the models "
+                           "clients may use");
+    }
+
+    l->models = al_palloc(cc->pool, n * sizeof(al_str_t));
+    if (l->models == NULL) {
+        return al_cc_error(cc, v, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        l->models[i] = items[i]->scalar;
+    }
+    l->nmodels = n;
+
+    v = al_cc_get(node, "include_usage");
+    if (v != NULL) {
+        if (al_cc_bool(cc, v, "include_usage", &flag) != 0) {
+            return -1;
+        }
+        if (l->kind == AL_LLM_ANTHROPIC) {
+            return al_cc_error(cc, v, "include_usage applies to OpenAI-style "
+                               "providers; Anthropic streams always carry "
+                               "usage");
+        }
+        l->include_usage = flag;
+    }
+
+    v = al_cc_get(node, "max_body_bytes");
+    if (v != NULL) {
+        if (al_cc_uint(cc, v, "max_body_bytes", 1, AL_BODY_MAX, &v64) != 0) {
+            return -1;
+        }
+        l->body_max = (size_t) v64;
+    }
+
+    if (al_cc_need(cc, node, "clients", what, &v) != 0
+        || al_cc_type(cc, v, AL_Y_MAP, "clients") != 0)
+    {
+        return -1;
+    }
+
+    if (v->n == 0) {
+        return al_cc_error(cc, v, "clients is empty: name at least one "
+                           "client");
+    }
+
+    l->clients = al_palloc(cc->pool, v->n * sizeof(al_llm_client_t));
+    if (l->clients == NULL) {
+        return al_cc_error(cc, v, "out of memory");
+    }
+
+    for (i = 0; i < v->n; i++) {
+        key = v->items[i * 2];
+        val = v->items[i * 2 + 1];
+        lc = &l->clients[i];
+
+        c = al_policy_client(cc->p, key->scalar.data, key->scalar.len);
+        if (c == NULL) {
+            return al_cc_error(cc, key, "unknown client \"%s\"",
+                               key->scalar.data);
+        }
+        lc->client = c;
+
+        if (al_cc_type(cc, val, AL_Y_MAP, "an llm client") != 0
+            || al_cc_keys(cc, val, "an llm client", al_llm_client_keys) != 0)
+        {
+            return -1;
+        }
+
+        w = al_cc_get(val, "models");
+        if (w != NULL) {
+            if (al_cc_list(cc, w, "models", &items, &n) != 0) {
+                return -1;
+            }
+            lc->models = al_palloc(cc->pool, (n + 1) * sizeof(al_str_t));
+            if (lc->models == NULL) {
+                return al_cc_error(cc, w, "out of memory");
+            }
+            for (j = 0; j < n; j++) {
+                for (k = 0; k < l->nmodels; k++) {
+                    if (strcmp(l->models[k].data, items[j]->scalar.data)
+                        == 0)
+                    {
+                        break;
+                    }
+                }
+                if (k == l->nmodels) {
+                    return al_cc_error(cc, items[j], "model \"%s\" is not in "
+                                       "the provider's models",
+                                       items[j]->scalar.data);
+                }
+                lc->models[j] = items[j]->scalar;
+            }
+            lc->nmodels = n;
+        }
+
+        w = al_cc_get(val, "tokens_per_minute");
+        if (w != NULL && al_cc_uint(cc, w, "tokens_per_minute", 1,
+                                    UINT32_MAX, &lc->tokens_per_minute) != 0)
+        {
+            return -1;
+        }
+
+        w = al_cc_get(val, "tokens_per_day");
+        if (w != NULL && al_cc_uint(cc, w, "tokens_per_day", 1,
+                                    UINT64_C(1) << 40, &lc->tokens_per_day)
+                         != 0)
+        {
+            return -1;
+        }
+
+        w = al_cc_get(val, "max_tokens");
+        if (w != NULL && al_cc_uint(cc, w, "max_tokens", 1, 10000000,
+                                    &lc->max_tokens) != 0)
+        {
+            return -1;
+        }
+
+        w = al_cc_get(val, "over_max_tokens");
+        if (w != NULL) {
+            if (lc->max_tokens == 0) {
+                return al_cc_error(cc, w, "over_max_tokens needs "
+                                   "max_tokens");
+            }
+            if (al_cc_type(cc, w, AL_Y_SCALAR, "over_max_tokens") != 0) {
+                return -1;
+            }
+            if (strcmp(w->scalar.data, "clamp") == 0) {
+                lc->clamp = 1;
+
+            } else if (strcmp(w->scalar.data, "reject") != 0) {
+                return al_cc_error(cc, w, "over_max_tokens must be clamp or "
+                                   "reject, found \"%s\"", w->scalar.data);
+            }
+
+        } else if (lc->max_tokens) {
+            return al_cc_error(cc, val, "max_tokens needs over_max_tokens: "
+                               "clamp or reject");
+        }
+
+        for (j = 0; j < i; j++) {
+            if (l->clients[j].client == c) {
+                return al_cc_error(cc, key, "client \"%s\" is listed twice",
+                                   key->scalar.data);
+            }
+        }
+    }
+
+    l->nclients = v->n;
+
+    return 0;
+}
+
+
+/* an LLM prefix is its own namespace: no route or other prefix inside it */
+
+static int
+al_cc_prefix_conflicts(al_cc_t *cc, const al_ynode_t *node)
+{
+    size_t             i, j, k, n, seglen;
+    const char        *s, *end, *slash;
+    const al_llm_t    *l;
+    const al_route_t  *r;
+
+    for (i = 0; i < cc->p->nllm; i++) {
+        l = &cc->p->llm[i];
+
+        for (j = 0; j < cc->p->nllm; j++) {
+            const al_llm_t  *o = &cc->p->llm[j];
+
+            if (i != j && o->prefix.len >= l->prefix.len
+                && memcmp(o->prefix.data, l->prefix.data, l->prefix.len) == 0
+                && (o->prefix.len == l->prefix.len
+                    || o->prefix.data[l->prefix.len] == '/'))
+            {
+                return al_cc_error(cc, node->items[j], "llm prefix %s is "
+                                   "inside llm prefix %s (line %u)",
+                                   o->prefix.data, l->prefix.data, l->line);
+            }
+        }
+
+        for (j = 0; j < cc->p->nroutes; j++) {
+            r = &cc->p->routes[j];
+            s = l->prefix.data + 1;
+            end = l->prefix.data + l->prefix.len;
+
+            for (k = 0, n = 0; s < end; k++) {
+                slash = memchr(s, '/', (size_t) (end - s));
+                seglen = (size_t) ((slash ? slash : end) - s);
+
+                if (k >= r->nsegs) {
+                    break;
+                }
+                if (!r->seg_is_param[k]
+                    && (r->segs[k].len != seglen
+                        || memcmp(r->segs[k].data, s, seglen) != 0))
+                {
+                    break;
+                }
+
+                n++;
+                s += seglen + (slash != NULL);
+                if (slash == NULL) {
+                    break;
+                }
+            }
+
+            if (s >= end && n > 0 && n <= r->nsegs) {
+                return al_cc_error(cc, node->items[i], "route \"%s\" (%s, "
+                                   "line %u) is inside llm prefix %s",
+                                   r->name.data, r->path.data, r->line,
+                                   l->prefix.data);
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/* alerts */
+
+static int
+al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
+{
+    size_t             i;
+    al_sink_t         *sink;
+    al_str_t           s = { NULL, 0 };
+    al_upstream_t      u;
+    const al_ynode_t  *v, *k, *val, *w;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "alerts") != 0
+        || al_cc_keys(cc, node, "alerts", al_alert_keys) != 0
+        || al_cc_need(cc, node, "deny", "alerts", &v) != 0
+        || al_cc_threshold(cc, v, "alerts.deny", 0, &cc->p->deny) != 0)
+    {
+        return -1;
+    }
+
+    v = al_cc_get(node, "quarantine");
+    if (v != NULL && al_cc_threshold(cc, v, "alerts.quarantine", 1,
+                                     &cc->p->quarantine) != 0)
+    {
+        return -1;
+    }
+
+    v = al_cc_get(node, "sinks");
+    if (v == NULL) {
+        return 0;
+    }
+
+    if (al_cc_type(cc, v, AL_Y_SEQ, "sinks") != 0) {
+        return -1;
+    }
+
+    cc->p->sinks = al_palloc(cc->pool, (v->n + 1) * sizeof(al_sink_t));
+    if (cc->p->sinks == NULL) {
+        return al_cc_error(cc, v, "out of memory");
+    }
+
+    for (i = 0; i < v->n; i++) {
+        w = v->items[i];
+        sink = &cc->p->sinks[i];
+
+        if (al_cc_type(cc, w, AL_Y_MAP, "a sink") != 0
+            || al_cc_keys(cc, w, "a sink", al_sink_kinds) != 0)
+        {
+            return -1;
+        }
+
+        if (w->n != 1) {
+            return al_cc_error(cc, w, "a sink is either webhook: {...} or "
+                               "alertmanager: {...}");
+        }
+
+        k = w->items[0];
+        val = w->items[1];
+
+        if (strcmp(k->scalar.data, "webhook") == 0) {
+            sink->kind = AL_SINK_WEBHOOK;
+            if (al_cc_type(cc, val, AL_Y_MAP, "webhook") != 0
+                || al_cc_keys(cc, val, "webhook", al_webhook_keys) != 0
+                || al_cc_need(cc, val, "hmac_secret", "webhook", &w) != 0
+                || al_cc_string(cc, w, "hmac_secret", &s) != 0)
+            {
+                return -1;
+            }
+            sink->hmac = al_cc_secret_ref(cc, w, s.data, s.len);
+            if (sink->hmac == NULL) {
+                return -1;
+            }
+
+        } else {
+            sink->kind = AL_SINK_ALERTMANAGER;
+            if (al_cc_type(cc, val, AL_Y_MAP, "alertmanager") != 0
+                || al_cc_keys(cc, val, "alertmanager", al_alertmanager_keys)
+                   != 0)
+            {
+                return -1;
+            }
+        }
+
+        memset(&u, 0, sizeof(u));
+        if (al_cc_need(cc, val, "url", k->scalar.data, &w) != 0
+            || al_cc_url(cc, w, "url", &u) != 0)
+        {
+            return -1;
+        }
+
+        sink->url = u.url;
+        cc->p->nsinks++;
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_threshold(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    int quarantine, al_threshold_t *t)
+{
+    uint64_t           n;
+    const al_ynode_t  *v;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, what) != 0
+        || al_cc_keys(cc, node, what,
+                      quarantine ? al_quarantine_keys : al_deny_keys) != 0
+        || al_cc_need(cc, node, "threshold", what, &v) != 0
+        || al_cc_uint(cc, v, "threshold", 1, 1000000, &n) != 0
+        || al_cc_need(cc, node, "window", what, &v) != 0
+        || al_cc_duration(cc, v, "window", &t->window) != 0)
+    {
+        return -1;
+    }
+
+    t->threshold = (unsigned) n;
+
+    if (quarantine
+        && (al_cc_need(cc, node, "for", what, &v) != 0
+            || al_cc_duration(cc, v, "for", &t->duration) != 0))
+    {
+        return -1;
+    }
+
+    return 0;
+}

@@ -1,0 +1,637 @@
+/*
+ * Sealed secrets: libsodium sealed boxes to the appliance's X25519 key.
+ *
+ * The operator seals a credential to the public key (al_seal, from
+ * "path.pub"); only the proxy, holding the private key, can open it
+ * (al_unseal).  Key files are one text line, "airlock-secret-key-v1
+ * <base64>" or "airlock-public-key-v1 <base64>".  The private key is
+ * refused when other users can reach it or when it is a symbolic link,
+ * and once loaded it lives in guarded, read-only sodium memory.  Opened
+ * secrets live in guarded memory too (al_secure_alloc), wiped on free.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "airlock.h"
+
+
+#define AL_KEY_SECRET_HEADER   "airlock-secret-key-v1"
+#define AL_KEY_PUBLIC_HEADER   "airlock-public-key-v1"
+#define AL_KEY_FILE_MAX        256
+#define AL_SEAL_MAX            (64 * 1024)
+#define AL_B64_VARIANT         sodium_base64_VARIANT_ORIGINAL
+
+
+struct al_keyring_s {
+    unsigned char   *sk;            /* sodium_malloc'ed, read-only */
+    unsigned char    pk[crypto_box_PUBLICKEYBYTES];
+};
+
+
+static int al_sodium_init(al_error_t *err, const char *path);
+static int al_key_write(const char *path, mode_t mode, const char *data,
+    size_t len, al_error_t *err);
+static void al_fsync_dir(const char *path);
+static int al_key_read(const char *path, int secret, unsigned char *key,
+    al_error_t *err);
+static int al_key_parse(const char *path, int secret, const char *buf,
+    size_t n, unsigned char *key, al_error_t *err);
+
+
+static const char  al_b64_chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+
+static int
+al_sodium_init(al_error_t *err, const char *path)
+{
+    if (sodium_init() < 0) {
+        al_error_set(err, path, 0, 0, "libsodium failed to initialize");
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+al_keygen(const char *path, al_error_t *err)
+{
+    int            rc;
+    char          *pubpath;
+    size_t         plen;
+    unsigned char  pk[crypto_box_PUBLICKEYBYTES];
+    unsigned char  sk[crypto_box_SECRETKEYBYTES];
+    char           b64[sodium_base64_ENCODED_LEN(crypto_box_SECRETKEYBYTES,
+                                                 AL_B64_VARIANT)];
+    char           line[sizeof(AL_KEY_SECRET_HEADER) + sizeof(b64) + 2];
+
+    if (al_sodium_init(err, path) != 0) {
+        return -1;
+    }
+
+    plen = strlen(path);
+    pubpath = malloc(plen + sizeof(".pub"));
+    if (pubpath == NULL) {
+        al_error_set(err, path, 0, 0, "out of memory");
+        return -1;
+    }
+
+    memcpy(pubpath, path, plen);
+    memcpy(pubpath + plen, ".pub", sizeof(".pub"));
+
+    crypto_box_keypair(pk, sk);
+
+    sodium_bin2base64(b64, sizeof(b64), sk, sizeof(sk), AL_B64_VARIANT);
+    rc = snprintf(line, sizeof(line), "%s %s\n", AL_KEY_SECRET_HEADER, b64);
+
+    rc = al_key_write(path, 0600, line, (size_t) rc, err);
+
+    sodium_memzero(sk, sizeof(sk));
+    sodium_memzero(b64, sizeof(b64));
+    sodium_memzero(line, sizeof(line));
+
+    if (rc != 0) {
+        free(pubpath);
+        return -1;
+    }
+
+    sodium_bin2base64(b64, sizeof(b64), pk, sizeof(pk), AL_B64_VARIANT);
+    rc = snprintf(line, sizeof(line), "%s %s\n", AL_KEY_PUBLIC_HEADER, b64);
+
+    if (al_key_write(pubpath, 0644, line, (size_t) rc, err) != 0) {
+        (void) unlink(path);
+        free(pubpath);
+        return -1;
+    }
+
+    al_fsync_dir(path);
+    free(pubpath);
+
+    return 0;
+}
+
+
+/*
+ * Creates path (never replacing anything already there), writes data,
+ * fsyncs and closes it; on any failure the half-written file is removed.
+ */
+
+static int
+al_key_write(const char *path, mode_t mode, const char *data, size_t len,
+    al_error_t *err)
+{
+    int          fd;
+    ssize_t      n;
+    size_t       done;
+    const char  *what;
+
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              mode);
+    if (fd == -1) {
+        if (errno == EEXIST) {
+            al_error_set(err, path, 0, 0, "refusing to overwrite existing "
+                         "%s; move it away or choose another path", path);
+
+        } else {
+            al_error_set(err, path, 0, 0, "cannot create key file: %s",
+                         strerror(errno));
+        }
+
+        return -1;
+    }
+
+    /* the umask may have taken bits away; the mode must be exact */
+
+    what = "set the mode of";
+    if (fchmod(fd, mode) == -1) {
+        goto failed;
+    }
+
+    what = "write";
+    for (done = 0; done < len; done += (size_t) n) {
+        n = write(fd, data + done, len - done);
+        if (n == -1) {
+            if (errno == EINTR) {
+                n = 0;
+                continue;
+            }
+
+            goto failed;
+        }
+    }
+
+    what = "fsync";
+    if (fsync(fd) == -1) {
+        goto failed;
+    }
+
+    what = "close";
+    if (close(fd) == -1) {
+        fd = -1;
+        goto failed;
+    }
+
+    return 0;
+
+failed:
+
+    al_error_set(err, path, 0, 0, "cannot %s key file: %s", what,
+                 strerror(errno));
+
+    if (fd != -1) {
+        (void) close(fd);
+    }
+
+    (void) unlink(path);
+
+    return -1;
+}
+
+
+/* makes the new directory entries durable; best effort */
+
+static void
+al_fsync_dir(const char *path)
+{
+    int          fd;
+    char        *dir;
+    const char  *slash;
+
+    slash = strrchr(path, '/');
+    if (slash == NULL) {
+        dir = strdup(".");
+
+    } else if (slash == path) {
+        dir = strdup("/");
+
+    } else {
+        dir = strndup(path, (size_t) (slash - path));
+    }
+
+    if (dir == NULL) {
+        return;
+    }
+
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd != -1) {
+        (void) fsync(fd);
+        (void) close(fd);
+    }
+
+    free(dir);
+}
+
+
+al_keyring_t *
+al_keyring_load(const char *path, al_error_t *err)
+{
+    al_keyring_t  *kr;
+
+    if (al_sodium_init(err, path) != 0) {
+        return NULL;
+    }
+
+    kr = calloc(1, sizeof(al_keyring_t));
+    if (kr == NULL) {
+        al_error_set(err, path, 0, 0, "out of memory");
+        return NULL;
+    }
+
+    kr->sk = sodium_malloc(crypto_box_SECRETKEYBYTES);
+    if (kr->sk == NULL) {
+        al_error_set(err, path, 0, 0, "cannot allocate guarded memory for "
+                     "the key: %s", strerror(errno));
+        free(kr);
+        return NULL;
+    }
+
+    if (al_key_read(path, 1, kr->sk, err) != 0) {
+        sodium_free(kr->sk);
+        free(kr);
+        return NULL;
+    }
+
+    if (crypto_scalarmult_base(kr->pk, kr->sk) != 0
+        || sodium_mprotect_readonly(kr->sk) != 0)
+    {
+        al_error_set(err, path, 0, 0, "cannot set up the key");
+        sodium_free(kr->sk);
+        free(kr);
+        return NULL;
+    }
+
+    return kr;
+}
+
+
+void
+al_keyring_free(al_keyring_t *kr)
+{
+    if (kr == NULL) {
+        return;
+    }
+
+    sodium_free(kr->sk);
+    sodium_memzero(kr, sizeof(al_keyring_t));
+    free(kr);
+}
+
+
+/*
+ * Reads a key file into key (32 bytes).  The private key file must be a
+ * regular file, not a symbolic link, reachable by its owner only.
+ */
+
+static int
+al_key_read(const char *path, int secret, unsigned char *key,
+    al_error_t *err)
+{
+    int          fd, flags, rc;
+    char         buf[AL_KEY_FILE_MAX];
+    size_t       n;
+    ssize_t      r;
+    struct stat  st;
+
+    /* O_NONBLOCK: a FIFO put in place of the key must not hang us */
+
+    flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+    if (secret) {
+        flags |= O_NOFOLLOW;
+    }
+
+    fd = open(path, flags);
+    if (fd == -1) {
+        if (errno == ELOOP && secret) {
+            al_error_set(err, path, 0, 0, "private key file is a symbolic "
+                         "link; refusing to follow it, use the real path");
+
+        } else {
+            al_error_set(err, path, 0, 0, "cannot open key file: %s",
+                         strerror(errno));
+        }
+
+        return -1;
+    }
+
+    if (fstat(fd, &st) == -1) {
+        al_error_set(err, path, 0, 0, "cannot stat key file: %s",
+                     strerror(errno));
+        (void) close(fd);
+        return -1;
+    }
+
+    if (!S_ISREG(st.st_mode)) {
+        al_error_set(err, path, 0, 0, "key file is not a regular file");
+        (void) close(fd);
+        return -1;
+    }
+
+    if (secret && (st.st_mode & 077)) {
+        al_error_set(err, path, 0, 0, "private key file is readable by "
+                     "others (mode %04o); chmod 600 it",
+                     (unsigned) (st.st_mode & 07777));
+        (void) close(fd);
+        return -1;
+    }
+
+    n = 0;
+
+    while (n < sizeof(buf)) {
+        r = read(fd, buf + n, sizeof(buf) - n);
+        if (r == 0) {
+            break;
+        }
+
+        if (r == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+
+            al_error_set(err, path, 0, 0, "cannot read key file: %s",
+                         strerror(errno));
+            sodium_memzero(buf, sizeof(buf));
+            (void) close(fd);
+            return -1;
+        }
+
+        n += (size_t) r;
+    }
+
+    (void) close(fd);
+
+    if (n == sizeof(buf)) {
+        al_error_set(err, path, 0, 0, "file is too large to be an Airlock "
+                     "key file");
+        sodium_memzero(buf, sizeof(buf));
+        return -1;
+    }
+
+    rc = al_key_parse(path, secret, buf, n, key, err);
+
+    sodium_memzero(buf, sizeof(buf));
+
+    return rc;
+}
+
+
+/* "header <base64 of 32 bytes>", one optional trailing LF */
+
+static int
+al_key_parse(const char *path, int secret, const char *buf, size_t n,
+    unsigned char *key, al_error_t *err)
+{
+    size_t         hlen, binlen;
+    const char    *header, *other, *kind;
+    unsigned char  bin[AL_KEY_FILE_MAX];
+
+    header = secret ? AL_KEY_SECRET_HEADER : AL_KEY_PUBLIC_HEADER;
+    other = secret ? AL_KEY_PUBLIC_HEADER : AL_KEY_SECRET_HEADER;
+    kind = secret ? "private" : "public";
+    hlen = strlen(header);
+
+    if (n <= hlen || memcmp(buf, header, hlen) != 0 || buf[hlen] != ' ') {
+        if (n > hlen && memcmp(buf, other, hlen) == 0) {
+            al_error_set(err, path, 0, 0, "this is the %s key; give the "
+                         "%s key file instead",
+                         secret ? "public" : "private", kind);
+
+        } else {
+            al_error_set(err, path, 0, 0, "not an Airlock %s key file "
+                         "(expected a line starting \"%s \")", kind,
+                         header);
+        }
+
+        return -1;
+    }
+
+    buf += hlen + 1;
+    n -= hlen + 1;
+
+    if (n > 0 && buf[n - 1] == '\n') {
+        n--;
+    }
+
+    if (sodium_base642bin(bin, sizeof(bin), buf, n, NULL, &binlen, NULL,
+                          AL_B64_VARIANT)
+        != 0)
+    {
+        al_error_set(err, path, 0, 0, "%s key is not valid base64 "
+                     "(damaged file?)", kind);
+        sodium_memzero(bin, sizeof(bin));
+        return -1;
+    }
+
+    if (binlen != crypto_box_SECRETKEYBYTES) {
+        al_error_set(err, path, 0, 0, "%s key is %zu bytes, expected %d "
+                     "(truncated or damaged file?)", kind, binlen,
+                     (int) crypto_box_SECRETKEYBYTES);
+        sodium_memzero(bin, sizeof(bin));
+        return -1;
+    }
+
+    memcpy(key, bin, crypto_box_SECRETKEYBYTES);
+    sodium_memzero(bin, sizeof(bin));
+
+    return 0;
+}
+
+
+int
+al_seal(const char *pubpath, const unsigned char *msg, size_t len,
+    char **out, al_error_t *err)
+{
+    char           *b64;
+    size_t          clen, blen;
+    unsigned char  *c;
+    unsigned char   pk[crypto_box_PUBLICKEYBYTES];
+
+    *out = NULL;
+
+    if (len > AL_SEAL_MAX) {
+        al_error_set(err, pubpath, 0, 0, "secret is %zu bytes; at most %d "
+                     "can be sealed", len, AL_SEAL_MAX);
+        return -1;
+    }
+
+    if (al_sodium_init(err, pubpath) != 0) {
+        return -1;
+    }
+
+    if (al_key_read(pubpath, 0, pk, err) != 0) {
+        return -1;
+    }
+
+    clen = len + crypto_box_SEALBYTES;
+    blen = sodium_base64_ENCODED_LEN(clen, AL_B64_VARIANT);
+
+    c = malloc(clen);
+    b64 = malloc(blen);
+
+    if (c == NULL || b64 == NULL) {
+        al_error_set(err, pubpath, 0, 0, "out of memory");
+        free(c);
+        free(b64);
+        return -1;
+    }
+
+    /* crypto_box_seal() reads no bytes of msg when len is 0 */
+
+    if (crypto_box_seal(c, len ? msg : (const unsigned char *) "", len, pk)
+        != 0)
+    {
+        al_error_set(err, pubpath, 0, 0, "cannot seal to this public key");
+        free(c);
+        free(b64);
+        return -1;
+    }
+
+    sodium_bin2base64(b64, blen, c, clen, AL_B64_VARIANT);
+    free(c);
+
+    *out = b64;
+
+    return 0;
+}
+
+
+int
+al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
+    unsigned char **out, size_t *outlen, const char **why)
+{
+    size_t          binmax, binlen, mlen;
+    unsigned char  *bin, *m;
+
+    *out = NULL;
+    *outlen = 0;
+
+    if (b64len > sodium_base64_ENCODED_LEN(AL_SEAL_MAX + crypto_box_SEALBYTES,
+                                           AL_B64_VARIANT))
+    {
+        *why = "too long to be a sealed secret";
+        return -1;
+    }
+
+    binmax = b64len / 4 * 3 + 3;
+
+    bin = malloc(binmax);
+    if (bin == NULL) {
+        *why = "out of memory";
+        return -1;
+    }
+
+    /* no ignore set: whitespace and line breaks are not base64 */
+
+    if (sodium_base642bin(bin, binmax, b64, b64len, NULL, &binlen, NULL,
+                          AL_B64_VARIANT)
+        != 0)
+    {
+        *why = "not valid base64";
+        free(bin);
+        return -1;
+    }
+
+    if (binlen < crypto_box_SEALBYTES) {
+        *why = "too short to be a sealed box";
+        sodium_memzero(bin, binmax);
+        free(bin);
+        return -1;
+    }
+
+    mlen = binlen - crypto_box_SEALBYTES;
+
+    m = al_secure_alloc(mlen + 1);
+    if (m == NULL) {
+        *why = "cannot allocate guarded memory";
+        sodium_memzero(bin, binmax);
+        free(bin);
+        return -1;
+    }
+
+    if (crypto_box_seal_open(m, bin, binlen, kr->pk, kr->sk) != 0) {
+        *why = "cannot be opened with this key (tampered, or sealed to "
+               "another key)";
+        al_secure_free(m);
+        sodium_memzero(bin, binmax);
+        free(bin);
+        return -1;
+    }
+
+    m[mlen] = '\0';
+
+    sodium_memzero(bin, binmax);
+    free(bin);
+
+    *out = m;
+    *outlen = mlen;
+
+    return 0;
+}
+
+
+void *
+al_secure_alloc(size_t size)
+{
+    if (sodium_init() < 0) {
+        return NULL;
+    }
+
+    return sodium_malloc(size);
+}
+
+
+void
+al_secure_free(void *p)
+{
+    /* sodium_free() wipes, and accepts NULL */
+
+    sodium_free(p);
+}
+
+
+/*
+ * Writes the encoding, then a NUL if there is room for one: a result
+ * below cap means out holds all of it, NUL-terminated.
+ */
+
+size_t
+al_base64_encode(char *out, size_t cap, const unsigned char *in, size_t len)
+{
+    char      q[4];
+    size_t    i, k, need, o;
+    uint32_t  v;
+
+    need = (len / 3 + (len % 3 != 0)) * 4;
+    o = 0;
+
+    for (i = 0; i < len && o < cap; i += 3) {
+        v = (uint32_t) in[i] << 16;
+        if (i + 1 < len) {
+            v |= (uint32_t) in[i + 1] << 8;
+        }
+        if (i + 2 < len) {
+            v |= in[i + 2];
+        }
+
+        q[0] = al_b64_chars[(v >> 18) & 0x3f];
+        q[1] = al_b64_chars[(v >> 12) & 0x3f];
+        q[2] = (i + 1 < len) ? al_b64_chars[(v >> 6) & 0x3f] : '=';
+        q[3] = (i + 2 < len) ? al_b64_chars[v & 0x3f] : '=';
+
+        for (k = 0; k < 4 && o < cap; k++) {
+            out[o++] = q[k];
+        }
+    }
+
+    if (need < cap) {
+        out[need] = '\0';
+    }
+
+    return need;
+}

@@ -1,0 +1,413 @@
+/*
+ * The route table: a trie over path segments.  Literal edges live in one
+ * open-addressing hash table keyed by (parent node, segment), so a lookup
+ * costs one probe per segment whether the policy has ten routes or ten
+ * thousand.  A node has at most one {param} child.  Each node that ends a
+ * route keeps one route per method.
+ *
+ * Two routes that could match the same request are refused at insert
+ * time: a literal segment can always be matched by a {param} (patterns are
+ * not compared), so the check walks both kinds of edge.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock.h"
+
+
+#define AL_TRIE_METHODS  7
+
+
+typedef struct al_tnode_s  al_tnode_t;
+
+struct al_tnode_s {
+    uint32_t             id;
+    al_tnode_t          *param;
+    al_tnode_t          *child;             /* literal children, listed */
+    al_tnode_t          *next;
+    al_str_t             seg;               /* the edge into this node */
+    const al_route_t   **routes;            /* [AL_TRIE_METHODS] or NULL */
+};
+
+typedef struct {
+    uint64_t             hash;
+    al_tnode_t          *node;              /* NULL: empty slot */
+    uint32_t             parent;
+} al_tedge_t;
+
+struct al_trie_s {
+    al_tnode_t          *root;
+    al_tedge_t          *edges;
+    size_t               nedges;
+    size_t               cap;               /* power of two */
+    uint32_t             next_id;
+    al_tnode_t         **nodes;             /* for freeing */
+    size_t               nnodes;
+    size_t               nodes_cap;
+};
+
+
+static uint64_t al_trie_hash(uint32_t parent, const char *s, size_t len);
+static al_tnode_t *al_trie_node(al_trie_t *t, const char *seg, size_t len);
+static al_tnode_t *al_trie_edge(const al_trie_t *t, const al_tnode_t *parent,
+    const char *s, size_t len);
+static int al_trie_edge_add(al_trie_t *t, al_tnode_t *parent,
+    al_tnode_t *child);
+static int al_trie_grow(al_trie_t *t);
+static const al_route_t *al_trie_overlap(const al_trie_t *t,
+    const al_tnode_t *node, const al_route_t *route, size_t depth);
+static const al_tnode_t *al_trie_walk(const al_trie_t *t,
+    const al_tnode_t *node, const al_path_t *path, size_t depth,
+    unsigned method, const al_route_t **other);
+static unsigned al_trie_method_index(unsigned bit);
+
+
+al_trie_t *
+al_trie_create(void)
+{
+    al_trie_t  *t;
+
+    t = calloc(1, sizeof(al_trie_t));
+    if (t == NULL) {
+        return NULL;
+    }
+
+    t->cap = 64;
+    t->edges = calloc(t->cap, sizeof(al_tedge_t));
+    t->root = al_trie_node(t, "", 0);
+
+    if (t->edges == NULL || t->root == NULL) {
+        al_trie_free(t);
+        return NULL;
+    }
+
+    return t;
+}
+
+
+void
+al_trie_free(al_trie_t *t)
+{
+    size_t  i;
+
+    if (t == NULL) {
+        return;
+    }
+
+    for (i = 0; i < t->nnodes; i++) {
+        free(t->nodes[i]->routes);
+        free(t->nodes[i]);
+    }
+
+    free(t->nodes);
+    free(t->edges);
+    free(t);
+}
+
+
+static uint64_t
+al_trie_hash(uint32_t parent, const char *s, size_t len)
+{
+    size_t    i;
+    uint64_t  h;
+
+    /* FNV-1a over the parent id and the segment */
+    h = 0xcbf29ce484222325ULL ^ parent;
+    h *= 0x100000001b3ULL;
+
+    for (i = 0; i < len; i++) {
+        h ^= (unsigned char) s[i];
+        h *= 0x100000001b3ULL;
+    }
+
+    return h ^ (h >> 29);
+}
+
+
+static al_tnode_t *
+al_trie_node(al_trie_t *t, const char *seg, size_t len)
+{
+    size_t       ncap;
+    al_tnode_t  *n, **nodes;
+
+    if (t->nnodes == t->nodes_cap) {
+        ncap = t->nodes_cap ? t->nodes_cap * 2 : 64;
+        nodes = realloc(t->nodes, ncap * sizeof(al_tnode_t *));
+        if (nodes == NULL) {
+            return NULL;
+        }
+        t->nodes = nodes;
+        t->nodes_cap = ncap;
+    }
+
+    n = calloc(1, sizeof(al_tnode_t));
+    if (n == NULL) {
+        return NULL;
+    }
+
+    n->id = t->next_id++;
+    n->seg.data = seg;
+    n->seg.len = len;
+    t->nodes[t->nnodes++] = n;
+
+    return n;
+}
+
+
+static al_tnode_t *
+al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
+    size_t len)
+{
+    size_t             i, mask;
+    uint64_t           h;
+    const al_tedge_t  *e;
+
+    h = al_trie_hash(parent->id, s, len);
+    mask = t->cap - 1;
+
+    for (i = h & mask; ; i = (i + 1) & mask) {
+        e = &t->edges[i];
+
+        if (e->node == NULL) {
+            return NULL;
+        }
+
+        if (e->hash == h && e->parent == parent->id
+            && e->node->seg.len == len
+            && memcmp(e->node->seg.data, s, len) == 0)
+        {
+            return e->node;
+        }
+    }
+}
+
+
+static int
+al_trie_edge_add(al_trie_t *t, al_tnode_t *parent, al_tnode_t *child)
+{
+    size_t       i, mask;
+    uint64_t     h;
+
+    if ((t->nedges + 1) * 2 > t->cap && al_trie_grow(t) != 0) {
+        return -1;
+    }
+
+    h = al_trie_hash(parent->id, child->seg.data, child->seg.len);
+    mask = t->cap - 1;
+
+    for (i = h & mask; t->edges[i].node != NULL; i = (i + 1) & mask) {
+        /* void */
+    }
+
+    t->edges[i].hash = h;
+    t->edges[i].parent = parent->id;
+    t->edges[i].node = child;
+    t->nedges++;
+
+    child->next = parent->child;
+    parent->child = child;
+
+    return 0;
+}
+
+
+static int
+al_trie_grow(al_trie_t *t)
+{
+    size_t       i, j, ncap, mask;
+    al_tedge_t  *edges;
+
+    ncap = t->cap * 2;
+    edges = calloc(ncap, sizeof(al_tedge_t));
+    if (edges == NULL) {
+        return -1;
+    }
+
+    mask = ncap - 1;
+
+    for (i = 0; i < t->cap; i++) {
+        if (t->edges[i].node == NULL) {
+            continue;
+        }
+        for (j = t->edges[i].hash & mask; edges[j].node != NULL;
+             j = (j + 1) & mask)
+        {
+            /* void */
+        }
+        edges[j] = t->edges[i];
+    }
+
+    free(t->edges);
+    t->edges = edges;
+    t->cap = ncap;
+
+    return 0;
+}
+
+
+static unsigned
+al_trie_method_index(unsigned bit)
+{
+    unsigned  i;
+
+    for (i = 0; i < AL_TRIE_METHODS; i++) {
+        if (bit == (1u << i)) {
+            return i;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+al_trie_insert(al_trie_t *t, const al_route_t *route,
+    const al_route_t **conflict)
+{
+    size_t       i;
+    unsigned     m;
+    al_tnode_t  *node, *next;
+
+    *conflict = al_trie_overlap(t, t->root, route, 0);
+    if (*conflict != NULL) {
+        return -1;
+    }
+
+    node = t->root;
+
+    for (i = 0; i < route->nsegs; i++) {
+        if (route->seg_is_param[i]) {
+            if (node->param == NULL) {
+                node->param = al_trie_node(t, "", 0);
+                if (node->param == NULL) {
+                    return -1;
+                }
+            }
+            node = node->param;
+            continue;
+        }
+
+        next = al_trie_edge(t, node, route->segs[i].data, route->segs[i].len);
+        if (next == NULL) {
+            next = al_trie_node(t, route->segs[i].data, route->segs[i].len);
+            if (next == NULL || al_trie_edge_add(t, node, next) != 0) {
+                return -1;
+            }
+        }
+        node = next;
+    }
+
+    if (node->routes == NULL) {
+        node->routes = calloc(AL_TRIE_METHODS, sizeof(al_route_t *));
+        if (node->routes == NULL) {
+            return -1;
+        }
+    }
+
+    for (m = 0; m < AL_TRIE_METHODS; m++) {
+        if (route->methods & (1u << m)) {
+            node->routes[m] = route;
+        }
+    }
+
+    return 0;
+}
+
+
+/* any route already in the trie that shares a method and a request */
+
+static const al_route_t *
+al_trie_overlap(const al_trie_t *t, const al_tnode_t *node,
+    const al_route_t *route, size_t depth)
+{
+    unsigned            m;
+    const al_tnode_t   *c;
+    const al_route_t   *r;
+
+    if (depth == route->nsegs) {
+        if (node->routes == NULL) {
+            return NULL;
+        }
+        for (m = 0; m < AL_TRIE_METHODS; m++) {
+            if ((route->methods & (1u << m)) && node->routes[m] != NULL) {
+                return node->routes[m];
+            }
+        }
+        return NULL;
+    }
+
+    if (node->param != NULL) {
+        r = al_trie_overlap(t, node->param, route, depth + 1);
+        if (r != NULL) {
+            return r;
+        }
+    }
+
+    if (!route->seg_is_param[depth]) {
+        c = al_trie_edge(t, node, route->segs[depth].data,
+                         route->segs[depth].len);
+        return c ? al_trie_overlap(t, c, route, depth + 1) : NULL;
+    }
+
+    /* a {param} here overlaps every literal sibling */
+    for (c = node->child; c != NULL; c = c->next) {
+        r = al_trie_overlap(t, c, route, depth + 1);
+        if (r != NULL) {
+            return r;
+        }
+    }
+
+    return NULL;
+}
+
+
+void
+al_trie_lookup(const al_trie_t *t, const al_path_t *path, unsigned method,
+    const al_route_t **route, const al_route_t **other)
+{
+    const al_tnode_t  *node;
+
+    *other = NULL;
+    node = al_trie_walk(t, t->root, path, 0, method, other);
+    *route = node ? node->routes[al_trie_method_index(method)] : NULL;
+}
+
+
+static const al_tnode_t *
+al_trie_walk(const al_trie_t *t, const al_tnode_t *node,
+    const al_path_t *path, size_t depth, unsigned method,
+    const al_route_t **other)
+{
+    unsigned           m;
+    const al_tnode_t  *next, *found;
+
+    if (depth == path->nseg) {
+        if (node->routes == NULL) {
+            return NULL;
+        }
+        if (node->routes[al_trie_method_index(method)] != NULL
+            && method != 0)
+        {
+            return node;
+        }
+        for (m = 0; m < AL_TRIE_METHODS && *other == NULL; m++) {
+            *other = node->routes[m];
+        }
+        return NULL;
+    }
+
+    next = al_trie_edge(t, node, path->seg[depth].data, path->seg[depth].len);
+    if (next != NULL) {
+        found = al_trie_walk(t, next, path, depth + 1, method, other);
+        if (found != NULL) {
+            return found;
+        }
+    }
+
+    if (node->param != NULL) {
+        return al_trie_walk(t, node->param, path, depth + 1, method, other);
+    }
+
+    return NULL;
+}

@@ -1,0 +1,272 @@
+/*
+ * libFuzzer target for the request-target normalizer (al_path.c).
+ *
+ * Arbitrary bytes go to al_target_parse().  When they are accepted, the
+ * decoded form is checked against the rules on its own (no '/', '\', '%',
+ * control bytes or dot segments in a segment, well-formed UTF-8) and then
+ * re-encoded with al_uri_escape() and parsed again: it must come back as
+ * the identical segments and parameters.  That round trip is what makes
+ * "what is matched is what is forwarded" hold.
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock.h"
+
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_decoded(const char *s, size_t len, int query);
+static int utf8_valid(const unsigned char *p, size_t len);
+static size_t put(char *out, size_t cap, size_t n, const char *s,
+    size_t len, int query);
+static int same(const al_str_t *a, const al_str_t *b);
+
+
+static al_path_t   path, path2;
+static al_query_t  query, query2;
+static char        uri[4 * AL_URI_MAX];
+
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t       i, n;
+    const char  *why;
+
+    why = NULL;
+
+    if (al_target_parse((const char *) data, size, &path, &query, &why)
+        != 0)
+    {
+        if (why == NULL || path.nseg != 0 || query.nparam != 0) {
+            abort();
+        }
+
+        return 0;
+    }
+
+    if (path.nseg > AL_SEGMENTS_MAX || query.nparam > AL_QUERY_PARAMS_MAX) {
+        abort();
+    }
+
+    for (i = 0; i < path.nseg; i++) {
+        check_decoded(path.seg[i].data, path.seg[i].len, 0);
+    }
+
+    for (i = 0; i < query.nparam; i++) {
+        if (query.param[i].name.len == 0) {
+            abort();
+        }
+
+        check_decoded(query.param[i].name.data, query.param[i].name.len, 1);
+        check_decoded(query.param[i].value.data, query.param[i].value.len,
+                      1);
+    }
+
+    /* the path alone: re-encoding never makes it longer, so it must parse */
+
+    n = 0;
+
+    for (i = 0; i < path.nseg; i++) {
+        n = put(uri, sizeof(uri), n, "/", 1, -1);
+        n = put(uri, sizeof(uri), n, path.seg[i].data, path.seg[i].len, 0);
+    }
+
+    if (n == 0) {
+        n = put(uri, sizeof(uri), n, "/", 1, -1);
+    }
+
+    if (n > sizeof(uri) || n > size) {
+        abort();
+    }
+
+    why = NULL;
+
+    if (al_path_parse(&path2, uri, n, &why) != 0
+        || path2.nseg != path.nseg)
+    {
+        abort();
+    }
+
+    for (i = 0; i < path.nseg; i++) {
+        if (!same(&path.seg[i], &path2.seg[i])) {
+            abort();
+        }
+    }
+
+    /*
+     * The query: '=', '+' and a missing '=' may grow when re-encoded, so
+     * only a result that still fits AL_QUERY_MAX has to parse back.
+     */
+
+    n = 0;
+
+    for (i = 0; i < query.nparam; i++) {
+        if (i > 0) {
+            n = put(uri, sizeof(uri), n, "&", 1, -1);
+        }
+
+        n = put(uri, sizeof(uri), n, query.param[i].name.data,
+                query.param[i].name.len, 1);
+        n = put(uri, sizeof(uri), n, "=", 1, -1);
+        n = put(uri, sizeof(uri), n, query.param[i].value.data,
+                query.param[i].value.len, 1);
+    }
+
+    if (n > AL_QUERY_MAX) {
+        return 0;
+    }
+
+    why = NULL;
+
+    if (al_query_parse(&query2, uri, n, &why) != 0
+        || query2.nparam != query.nparam)
+    {
+        abort();
+    }
+
+    for (i = 0; i < query.nparam; i++) {
+        if (!same(&query.param[i].name, &query2.param[i].name)
+            || !same(&query.param[i].value, &query2.param[i].value))
+        {
+            abort();
+        }
+    }
+
+    return 0;
+}
+
+
+/* what a decoded segment (query == 0) or name or value may hold */
+
+static void
+check_decoded(const char *s, size_t len, int query)
+{
+    size_t         i;
+    unsigned char  c;
+
+    if (s[len] != '\0') {
+        abort();
+    }
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) s[i];
+
+        if (c < 0x20 || c == 0x7f || c == '%') {
+            abort();
+        }
+
+        if (!query && (c == '/' || c == '\\')) {
+            abort();
+        }
+    }
+
+    if (!query && (len == 0 || (len == 1 && s[0] == '.')
+                   || (len == 2 && s[0] == '.' && s[1] == '.')))
+    {
+        abort();
+    }
+
+    if (!utf8_valid((const unsigned char *) s, len)) {
+        abort();
+    }
+}
+
+
+/*
+ * An independent UTF-8 check: decode each sequence to a code point and
+ * refuse overlong forms, surrogates and anything above U+10FFFF.
+ */
+
+static int
+utf8_valid(const unsigned char *p, size_t len)
+{
+    size_t    i, k, n;
+    uint32_t  cp, min;
+
+    i = 0;
+
+    while (i < len) {
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+
+        if ((p[i] & 0xe0) == 0xc0) {
+            n = 1;
+            cp = p[i] & 0x1f;
+            min = 0x80;
+
+        } else if ((p[i] & 0xf0) == 0xe0) {
+            n = 2;
+            cp = p[i] & 0x0f;
+            min = 0x800;
+
+        } else if ((p[i] & 0xf8) == 0xf0) {
+            n = 3;
+            cp = p[i] & 0x07;
+            min = 0x10000;
+
+        } else {
+            return 0;
+        }
+
+        if (len - i <= n) {
+            return 0;
+        }
+
+        for (k = 1; k <= n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80) {
+                return 0;
+            }
+
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            return 0;
+        }
+
+        i += n + 1;
+    }
+
+    return 1;
+}
+
+
+/* appends s at out + n, escaped (query 0 or 1) or as is (query -1) */
+
+static size_t
+put(char *out, size_t cap, size_t n, const char *s, size_t len, int query)
+{
+    if (n > cap) {
+        abort();
+    }
+
+    if (query < 0) {
+        if (len > cap - n) {
+            abort();
+        }
+
+        memcpy(out + n, s, len);
+        return n + len;
+    }
+
+    n += al_uri_escape(out + n, cap - n, s, len, query);
+
+    if (n > cap) {
+        abort();
+    }
+
+    return n;
+}
+
+
+static int
+same(const al_str_t *a, const al_str_t *b)
+{
+    return a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
+}

@@ -1,0 +1,946 @@
+package Airlock::Test;
+
+# Test harness for the nginx-facing tests, in the nginx-tests tradition: a
+# .t file writes an nginx.conf into a temporary prefix, starts nginx with -p,
+# sends raw HTTP and asserts on the answers, and ends by checking the error
+# log for alerts and sanitizer reports.
+#
+#   use FindBin;
+#   use lib "$FindBin::Bin/../lib";
+#   use Test::More;
+#   use Airlock::Test;
+#
+#   my $t = Airlock::Test->new;
+#   $t->require_module;                 # skip_all unless the .so is built
+#   $t->start_echo(8081);
+#   $t->write_file_expand('nginx.conf', <<'EOF');
+#   %%TEST_GLOBALS%%
+#   http {
+#       %%TEST_GLOBALS_HTTP%%
+#       server {
+#           listen 127.0.0.1:%%PORT_8080%%;
+#           location / { proxy_pass http://127.0.0.1:%%PORT_8081%%; }
+#       }
+#   }
+#   EOF
+#   $t->run;
+#   plan tests => 2;
+#   like(http_get('/'), qr/ 200 /, 'proxied');
+#   is($t->error_log_check, '', 'no alerts');
+#
+# Ports are written as %%PORT_n%% and mapped to free loopback ports at run
+# time; every method that takes a port takes that n.  %%TEST_GLOBALS%% is the
+# main-context header (conf_header) and must come first: it holds daemon off,
+# pid, error_log, load_module and events {}.  %%TEST_GLOBALS_HTTP%% keeps the
+# access log and temp paths inside the prefix.
+#
+# Environment: AIRLOCK_BUILD (build directory, default <top>/build),
+# AIRLOCK_NGINX (nginx binary), AIRLOCK_KEEP=1 (keep the prefix),
+# AIRLOCK_LOG_LEVEL (error_log level, default debug).
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use Exporter qw(import);
+use File::Basename qw(dirname);
+use File::Path qw(make_path);
+use File::Temp qw(tempdir);
+use IO::Handle;
+use IO::Select;
+use IO::Socket::INET;
+use IO::Socket::IP;
+use IO::Socket::UNIX;
+use JSON::PP;
+use MIME::Base64 qw(decode_base64);
+use POSIX qw(WNOHANG setpgid);
+use Scalar::Util qw(blessed refaddr weaken);
+use Test::More ();
+use Time::HiRes qw(sleep time);
+
+our @EXPORT = qw(http http_get http_post parse_response header_lines
+                 echo_json);
+
+my $TOP = abs_path(dirname(__FILE__) . '/../../..');
+
+# The last object created; the exported HTTP functions map ports through it.
+our $CURRENT;
+
+# Every live object, so END and fatal signals can stop what they started.
+my %LIVE;
+
+
+sub new {
+    my ($class) = @_;
+    my $keep = $ENV{AIRLOCK_KEEP};
+    my $dir = tempdir('airlock-test-XXXXXX', TMPDIR => 1, CLEANUP => !$keep);
+
+    # nginx workers and helper daemons may run as another user.
+    chmod 0755, $dir;
+
+    my $build = $ENV{AIRLOCK_BUILD} // "$TOP/build";
+    my $self = bless {
+        testdir => $dir,
+        top     => $TOP,
+        build   => $build,
+        module  => "$build/modules/ngx_http_airlock_module.so",
+        nginx   => $ENV{AIRLOCK_NGINX} // _config_mk($build, 'NGINX_BIN')
+                   // '/usr/sbin/nginx',
+        owner   => $$,
+        ports   => {},
+        used    => {},
+        daemons => [],
+        echo    => {},
+        use_module => 0,
+    }, $class;
+
+    Test::More::diag("AIRLOCK_KEEP: prefix is $dir") if $keep;
+
+    $LIVE{refaddr $self} = $self;
+    weaken($LIVE{refaddr $self});
+    $CURRENT = $self;
+    weaken($CURRENT);
+    _install_signal_handlers();
+
+    return $self;
+}
+
+
+sub testdir { $_[0]{testdir} }
+sub module_path { $_[0]{module} }
+
+
+sub has_module {
+    my ($self) = @_;
+    return -f $self->{module};
+}
+
+
+sub require_module {
+    my ($self) = @_;
+    Test::More::plan(skip_all => "module not built: $self->{module}")
+        unless $self->has_module;
+    $self->{use_module} = 1;
+    return $self;
+}
+
+
+sub port {
+    my ($self, $n) = @_;
+    return $self->{ports}{$n} //= $self->_free_port;
+}
+
+
+sub _free_port {
+    my ($self) = @_;
+
+    for (1 .. 100) {
+        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
+                                      LocalPort => 0, Proto => 'tcp')
+            or die "cannot bind a loopback port: $!";
+        my $p = $s->sockport;
+        close $s;
+        return $p unless $self->{used}{$p}++;
+    }
+
+    die "no free loopback port";
+}
+
+
+# ---- configuration ---------------------------------------------------------
+
+sub conf_header {
+    my ($self, %opt) = @_;
+    my $d = $self->{testdir};
+    my $level = $opt{log_level} // $ENV{AIRLOCK_LOG_LEVEL} // 'debug';
+    my $module = $opt{module} // $self->{use_module};
+
+    my $h = "daemon off;\n"
+          . "worker_processes " . ($opt{workers} // 1) . ";\n"
+          . "pid $d/nginx.pid;\n"
+          . "error_log $d/error.log $level;\n";
+
+    # As root, nginx would hand the workers to nobody; keep them able to
+    # read and write whatever a test puts in the prefix.
+    $h .= "user root;\n" if $> == 0;
+
+    # load_module must precede events {}: nginx refuses it "too late".
+    $h .= "load_module $self->{module};\n" if $module;
+
+    $h .= "events {\n    worker_connections 1024;\n}\n";
+
+    return $h;
+}
+
+
+sub http_defaults {
+    my ($self) = @_;
+    my $d = $self->{testdir};
+
+    # Debian's compiled-in temp paths live in /var/lib/nginx.
+    return join '', map { "$_\n" }
+        "access_log $d/access.log;",
+        "client_body_temp_path $d/client_body_temp;",
+        "proxy_temp_path $d/proxy_temp;",
+        "fastcgi_temp_path $d/fastcgi_temp;",
+        "uwsgi_temp_path $d/uwsgi_temp;",
+        "scgi_temp_path $d/scgi_temp;";
+}
+
+
+sub expand {
+    my ($self, $s) = @_;
+
+    $s =~ s/^([ \t]*)%%TEST_GLOBALS%%/_indent($1, $self->conf_header)/gme;
+    $s =~ s/^([ \t]*)%%TEST_GLOBALS_HTTP%%/_indent($1, $self->http_defaults)/gme;
+    $s =~ s/%%PORT_(\d+)%%/$self->port($1)/ge;
+    $s =~ s/%%TESTDIR%%/$self->{testdir}/g;
+    $s =~ s/%%MODULE%%/$self->{module}/g;
+    $s =~ s/%%TOP%%/$self->{top}/g;
+
+    die "unknown placeholder $1" if $s =~ /(%%[A-Z0-9_]+%%)/;
+
+    return $s;
+}
+
+
+sub _indent {
+    my ($pad, $text) = @_;
+    chomp $text;
+    $text =~ s/^/$pad/gm;
+    return $text;
+}
+
+
+sub write_file {
+    my ($self, $name, $content) = @_;
+    my $path = "$self->{testdir}/$name";
+
+    make_path(dirname($path));
+    open(my $fh, '>:raw', $path) or die "write $path: $!";
+    print $fh $content;
+    close $fh or die "write $path: $!";
+
+    return $path;
+}
+
+
+sub write_file_expand {
+    my ($self, $name, $content) = @_;
+    return $self->write_file($name, $self->expand($content));
+}
+
+
+sub read_file {
+    my ($self, $name) = @_;
+    return _slurp($name =~ m{^/} ? $name : "$self->{testdir}/$name");
+}
+
+
+sub _slurp {
+    my ($path) = @_;
+    open(my $fh, '<:raw', $path) or return undef;
+    local $/;
+    my $s = <$fh>;
+    return $s // '';
+}
+
+
+# ---- nginx -----------------------------------------------------------------
+
+sub run {
+    my ($self) = @_;
+    my $d = $self->{testdir};
+
+    die "nginx already running" if $self->{pid};
+    die "no nginx.conf in $d" unless -f "$d/nginx.conf";
+
+    $self->{pid} = $self->{pgid} = $self->_spawn("$d/stderr.log", $self->_nginx_env,
+                                 $self->{nginx}, '-p', "$d/",
+                                 '-c', 'nginx.conf', '-e', "$d/error.log");
+
+    $self->_wait_listen(10)
+        or die "nginx did not start\n" . $self->_log_tail;
+
+    return $self;
+}
+
+
+sub stop {
+    my ($self) = @_;
+    local ($?, $!, $@);
+
+    # A forked child carries a copy of the object; only the owner stops.
+    return $self if $$ != $self->{owner};
+
+    if (my $pid = delete $self->{pid}) {
+        kill 'QUIT', $pid;
+        kill 'KILL', -$pid unless _reap($pid, 5);
+        _reap($pid, 5);
+    }
+
+    # Workers orphaned by a crashed master keep the process group.
+    if (my $pgid = delete $self->{pgid}) {
+        kill 'KILL', -$pgid;
+    }
+
+    $self->stop_daemons;
+
+    return $self;
+}
+
+
+sub stop_daemons {
+    my ($self) = @_;
+    local ($?, $!, $@);
+
+    return $self if $$ != $self->{owner};
+
+    # The echo upstream forks per connection: signal the whole group.
+    kill 'TERM', -$_ for @{$self->{daemons}};
+    for my $pid (@{$self->{daemons}}) {
+        kill 'KILL', -$pid unless _reap($pid, 5);
+        _reap($pid, 1);
+        kill 'KILL', -$pid;
+    }
+    $self->{daemons} = [];
+
+    return $self;
+}
+
+
+sub reload {
+    my ($self, %opt) = @_;
+    my $pid = $self->{pid} or die "nginx is not running";
+    my $log = "$self->{testdir}/error.log";
+    my $offset = -s $log // 0;
+    my %old = map { $_->[0] => 1 } $self->_workers;
+    my $deadline = time + ($opt{timeout} // 10);
+    my $why;
+
+    kill 'HUP', $pid;
+
+    # Done when a new generation of workers exists and every old worker has
+    # either exited or closed its listening sockets ("shutting down").
+    for (;;) {
+        my @w = $self->_workers;
+        my @new = grep { !$old{$_->[0]} } @w;
+        my @accepting = grep { $old{$_->[0]} && $_->[1] !~ /shutting down/ }
+                        @w;
+
+        last if @new && !@accepting;
+
+        my $tail = substr(_slurp($log) // '', $offset);
+        if (my @e = $tail =~ /^(.*\[emerg\].*)$/mg) {
+            $why = join "\n", @e;
+            last;
+        }
+
+        if (!$self->_alive) {
+            $why = "nginx exited\n" . $self->_log_tail;
+            last;
+        }
+
+        if (time > $deadline) {
+            $why = "no new worker processes\n" . $self->_log_tail;
+            last;
+        }
+
+        sleep 0.02;
+    }
+
+    if (!defined $why && !$self->_wait_listen(10)) {
+        $why = "listen sockets not ready\n" . $self->_log_tail;
+    }
+
+    return 1 unless defined $why;
+    die "reload failed: $why\n" unless $opt{allow_fail};
+    return wantarray ? (0, $why) : 0;
+}
+
+
+sub reload_test {
+    my ($self) = @_;
+    my $d = $self->{testdir};
+
+    # A separate -e log: the expected [emerg] must not reach error.log.
+    my ($status, $out) = $self->_capture($self->_nginx_env,
+        $self->{nginx}, '-t', '-p', "$d/", '-c', 'nginx.conf',
+        '-e', "$d/test-error.log");
+
+    return ($status >> 8, $out);
+}
+
+
+sub nginx_pid { $_[0]{pid} }
+
+
+sub error_log_check {
+    my ($self, @ignore) = @_;
+    my @bad;
+
+    for my $name (qw(error.log stderr.log)) {
+        my $text = $self->read_file($name) // next;
+
+        for my $line (split /\n/, $text) {
+            next if grep { $line =~ $_ } @ignore;
+
+            if ($line =~ m{^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d \[(\w+)\]}) {
+                push @bad, $line if $1 =~ /^(?:alert|emerg|crit)$/;
+
+            } elsif ($line =~ /Sanitizer|runtime error:/) {
+                push @bad, $line;
+            }
+        }
+    }
+
+    return join "\n", @bad;
+}
+
+
+sub _nginx_env {
+    my ($self) = @_;
+
+    return {} unless (_config_mk($self->{build}, 'SAN') // '') eq '1';
+
+    # An ASan-built module loads only with the runtime already in place.
+    my $cc = _config_mk($self->{build}, 'CC') // 'cc';
+    my $asan = `$cc -print-file-name=libasan.so 2>/dev/null` // '';
+    chomp $asan;
+
+    return {
+        ($asan =~ m{^/} ? (LD_PRELOAD => $asan) : ()),
+        ASAN_OPTIONS => $ENV{ASAN_OPTIONS} // 'detect_leaks=0',
+        UBSAN_OPTIONS => $ENV{UBSAN_OPTIONS} // 'print_stacktrace=1',
+    };
+}
+
+
+sub _alive {
+    my ($self) = @_;
+    my $pid = $self->{pid} or return 0;
+
+    return 1 if waitpid($pid, WNOHANG) == 0;
+
+    delete $self->{pid};
+    return 0;
+}
+
+
+# [pid, command line] of the master's worker processes, from /proc.
+sub _workers {
+    my ($self) = @_;
+    my $master = $self->{pid} or return;
+    my @w;
+
+    opendir(my $dh, '/proc') or return;
+
+    for my $p (grep { /^\d+$/ } readdir $dh) {
+        my $stat = _slurp("/proc/$p/stat") // next;
+        $stat =~ /^\d+ \(.*\) \S+ (\d+)/s or next;
+        next unless $1 == $master;
+
+        my $cmd = _slurp("/proc/$p/cmdline") // next;
+        $cmd =~ tr/\0/ /;
+        push @w, [$p, $cmd] if $cmd =~ /worker process/;
+    }
+
+    return @w;
+}
+
+
+# Every listen address in nginx.conf and the files it includes.
+sub _listens {
+    my ($self) = @_;
+    my $d = $self->{testdir};
+    my @files = ("$d/nginx.conf");
+    my (%seen, @out);
+
+    while (defined(my $f = shift @files)) {
+        next if $seen{$f}++;
+        my $text = _slurp($f) // next;
+        $text =~ s/#[^\n]*//g;
+
+        while ($text =~ /(?:^|[\s;{}])include\s+([^\s;]+)\s*;/g) {
+            my $inc = $1;
+            push @files, glob($inc =~ m{^/} ? $inc : "$d/$inc");
+        }
+
+        while ($text =~ /(?:^|[\s;{}])listen\s+([^\s;]+)([^;]*);/g) {
+            my ($addr, $params) = ($1, $2);
+            next if $params =~ /\budp\b/;
+
+            if ($addr =~ /^unix:(.+)$/) {
+                push @out, { unix => $1 };
+            } elsif ($addr =~ /^\[(.*)\]:(\d+)$/) {
+                push @out, { host => $1 eq '::' ? '::1' : $1, port => $2 };
+            } elsif ($addr =~ /^(\d+)$/) {
+                push @out, { host => '127.0.0.1', port => $1 };
+            } elsif ($addr =~ /^(.+):(\d+)$/) {
+                my $h = $1 =~ /^(?:\*|0\.0\.0\.0)$/ ? '127.0.0.1' : $1;
+                push @out, { host => $h, port => $2 };
+            } else {
+                push @out, { host => $addr, port => 80 };
+            }
+        }
+    }
+
+    return @out;
+}
+
+
+sub _wait_listen {
+    my ($self, $timeout) = @_;
+    my @todo = $self->_listens;
+    my $deadline = time + $timeout;
+
+    # Without listen sockets, the pid file marks a finished configuration.
+    my $pidfile = "$self->{testdir}/nginx.pid";
+
+    while (time < $deadline) {
+        return 0 unless $self->_alive;
+
+        @todo = grep { !_connectable($_) } @todo;
+        return 1 if !@todo && -s $pidfile;
+
+        sleep 0.02;
+    }
+
+    return 0;
+}
+
+
+sub _connectable {
+    my ($l) = @_;
+    my $s = $l->{unix}
+        ? IO::Socket::UNIX->new(Peer => $l->{unix})
+        : IO::Socket::IP->new(PeerHost => $l->{host}, PeerPort => $l->{port},
+                              Timeout => 1);
+    return 0 unless $s;
+    close $s;
+    return 1;
+}
+
+
+sub _log_tail {
+    my ($self) = @_;
+    my $out = '';
+
+    for my $name (qw(error.log stderr.log)) {
+        my @lines = grep { !/\[debug\]/ } split /\n/,
+                    $self->read_file($name) // '';
+        next unless @lines;
+        splice @lines, 0, -20;
+        $out .= "--- $name:\n" . join("\n", @lines) . "\n";
+    }
+
+    return $out;
+}
+
+
+# ---- helper processes ------------------------------------------------------
+
+sub run_daemon {
+    my ($self, @cmd) = @_;
+    my $n = @{$self->{daemons}};
+    my $pid = $self->_spawn("$self->{testdir}/daemon-$n.log", {}, @cmd);
+
+    push @{$self->{daemons}}, $pid;
+    $self->{daemon_log}{$pid} = "daemon-$n.log";
+
+    return $pid;
+}
+
+
+sub wait_for_port {
+    my ($self, $n, $timeout) = @_;
+    my $l = $n =~ m{^(?:unix:)?(/.*)$} ? { unix => $1 }
+          : { host => '127.0.0.1', port => $self->port($n) };
+    my $deadline = time + ($timeout // 10);
+
+    while (time < $deadline) {
+        return 1 if _connectable($l);
+        sleep 0.02;
+    }
+
+    return 0;
+}
+
+
+sub start_echo {
+    my ($self, $n) = @_;
+    my $log = "$self->{testdir}/echo-$n.log";
+
+    # The log exists from the start, so "no line" means "no request".
+    $self->write_file("echo-$n.log", '');
+
+    my $pid = $self->run_daemon($^X, "$TOP/tests/lib/echo-upstream.pl",
+                                $self->port($n), '--log', $log);
+    $self->{echo}{$n} = $log;
+
+    $self->wait_for_port($n)
+        or die "echo upstream on %%PORT_$n%% did not start:\n"
+               . ($self->read_file($self->{daemon_log}{$pid}) // '');
+
+    return $pid;
+}
+
+
+sub echo_requests {
+    my ($self, $n) = @_;
+    my $log = $self->{echo}{$n} or die "no echo upstream on %%PORT_$n%%";
+
+    return map { _echo_normalize(decode_json($_)) }
+           grep { length } split /\n/, _slurp($log) // '';
+}
+
+
+sub _spawn {
+    my ($self, $log, $env, @cmd) = @_;
+
+    # Unflushed test output would otherwise be written twice.
+    STDOUT->flush;
+    STDERR->flush;
+
+    my $pid = fork // die "fork: $!";
+
+    if ($pid == 0) {
+        setpgid(0, 0);
+        open(STDIN, '<', '/dev/null');
+        open(STDOUT, '>>', $log) or POSIX::_exit(127);
+        open(STDERR, '>&', \*STDOUT);
+        @ENV{keys %$env} = values %$env;
+        exec { $cmd[0] } @cmd
+            or print STDERR "exec $cmd[0]: $!\n";
+        POSIX::_exit(127);
+    }
+
+    # Set it on both sides so a signal sent right away finds the group.
+    setpgid($pid, $pid);
+
+    return $pid;
+}
+
+
+sub _capture {
+    my ($self, $env, @cmd) = @_;
+
+    STDOUT->flush;
+    STDERR->flush;
+
+    my $pid = open(my $fh, '-|') // die "fork: $!";
+
+    if ($pid == 0) {
+        open(STDERR, '>&', \*STDOUT);
+        @ENV{keys %$env} = values %$env;
+        exec { $cmd[0] } @cmd
+            or print "exec $cmd[0]: $!\n";
+        POSIX::_exit(127);
+    }
+
+    local $/;
+    my $out = <$fh> // '';
+    close $fh;
+
+    return ($?, $out);
+}
+
+
+sub _reap {
+    my ($pid, $timeout) = @_;
+    my $deadline = time + $timeout;
+
+    for (;;) {
+        my $r = waitpid($pid, WNOHANG);
+        return 1 if $r == $pid || $r == -1;
+        return 0 if time > $deadline;
+        sleep 0.02;
+    }
+}
+
+
+sub _config_mk {
+    my ($build, $key) = @_;
+    my $text = _slurp("$build/config.mk") // return undef;
+    return $text =~ /^\Q$key\E\s*=\s*(.*?)\s*$/m ? $1 : undef;
+}
+
+
+sub DESTROY {
+    my ($self) = @_;
+    $self->stop;
+}
+
+
+END {
+    $_->stop for grep { defined } values %LIVE;
+}
+
+
+my $signals_installed;
+
+sub _install_signal_handlers {
+    return if $signals_installed++;
+
+    # exit runs END, which stops nginx and the helpers.
+    for my $sig (qw(INT TERM HUP)) {
+        next if defined $SIG{$sig} && $SIG{$sig} ne 'DEFAULT';
+        $SIG{$sig} = sub { exit 1 };
+    }
+}
+
+
+# ---- HTTP client -----------------------------------------------------------
+
+# Functions below work both as $t->http(...) and as plain http(...), which
+# maps ports through the most recently created object.
+sub _self {
+    my ($args) = @_;
+    return shift @$args if blessed $args->[0] && $args->[0]->isa(__PACKAGE__);
+    return $CURRENT;
+}
+
+
+sub http {
+    my $self = _self(\@_);
+    my ($req, %o) = @_;
+    my $timeout = $o{timeout} // 5;
+    my $deadline = time + $timeout;
+
+    local $SIG{PIPE} = 'IGNORE';
+
+    my $s = $o{socket} // _connect($self, %o);
+    if (!$s) {
+        Test::More::note("http: connect failed: $!");
+        return undef;
+    }
+
+    my @parts = !defined $req ? () : ref $req ? @$req : ($req);
+    for my $i (0 .. $#parts) {
+        sleep($o{pause} // 0.1) if $i;
+        _write_all($s, $parts[$i], $deadline) or last;
+    }
+
+    return $s if $o{start};
+
+    my $head = defined $req && !ref $req && $req =~ /^HEAD /;
+    my $raw = _read($s, $deadline, $o{one}, $head);
+
+    close $s unless $o{socket} || $o{one};
+
+    return $raw;
+}
+
+
+sub _connect {
+    my ($self, %o) = @_;
+
+    return IO::Socket::UNIX->new(Peer => $o{unix}) if $o{unix};
+
+    my $n = $o{port} // 8080;
+    return IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                 PeerPort => $self ? $self->port($n) : $n,
+                                 Proto => 'tcp', Timeout => 5);
+}
+
+
+sub _write_all {
+    my ($s, $data, $deadline) = @_;
+    my $sel = IO::Select->new($s);
+    my $off = 0;
+
+    while ($off < length $data) {
+        return 0 unless $sel->can_write($deadline - time);
+        my $n = syswrite($s, $data, length($data) - $off, $off);
+        return 0 unless $n;
+        $off += $n;
+    }
+
+    return 1;
+}
+
+
+sub _read {
+    my ($s, $deadline, $one, $head) = @_;
+    my $sel = IO::Select->new($s);
+    my $buf = '';
+
+    for (;;) {
+        return $buf if $one && _complete($buf, $head);
+
+        my $left = $deadline - time;
+        if ($left <= 0 || !$sel->can_read($left)) {
+            Test::More::note('http: timeout, returning '
+                             . length($buf) . ' bytes');
+            return $buf;
+        }
+
+        my $n = sysread($s, $buf, 65536, length $buf);
+        return $buf unless $n;
+    }
+}
+
+
+# True once $buf holds one whole response, so a keep-alive socket can be
+# reused; a response delimited by close is only complete at EOF.
+sub _complete {
+    my ($buf, $head) = @_;
+    my $r = parse_response($buf);
+
+    return 0 unless defined $r->{status};
+    return 1 if $head || $r->{status} =~ /^(?:1\d\d|204|304)$/;
+    return $r->{complete};
+}
+
+
+sub http_get {
+    my $self = _self(\@_);
+    my ($uri, %o) = @_;
+    my $h = _headers(delete $o{headers});
+
+    my $req = "GET $uri HTTP/1.0\r\n"
+            . ($h =~ /^host:/im ? '' : "Host: localhost\r\n")
+            . $h . "\r\n";
+
+    return http($self ? $self : (), $req, %o);
+}
+
+
+sub http_post {
+    my $self = _self(\@_);
+    my ($uri, $body, %o) = @_;
+    my $h = _headers(delete $o{headers});
+
+    my $req = "POST $uri HTTP/1.0\r\n"
+            . ($h =~ /^host:/im ? '' : "Host: localhost\r\n")
+            . "Content-Length: " . length($body) . "\r\n"
+            . $h . "\r\n" . $body;
+
+    return http($self ? $self : (), $req, %o);
+}
+
+
+# headers: a hash ref, an array ref of name/value pairs (kept in order),
+# or a string of ready "Name: value\r\n" lines.
+sub _headers {
+    my ($h) = @_;
+
+    return '' unless defined $h;
+    return $h unless ref $h;
+
+    my @kv = ref $h eq 'HASH' ? map { $_ => $h->{$_} } sort keys %$h : @$h;
+    my $out = '';
+
+    while (my ($k, $v) = splice @kv, 0, 2) {
+        $out .= "$k: $v\r\n";
+    }
+
+    return $out;
+}
+
+
+sub parse_response {
+    shift if blessed $_[0];
+    my ($raw) = @_;
+    my %r = (status => undef, headers => {}, header_list => [],
+             raw_headers => [], body => undef, complete => 0, rest => '');
+
+    return \%r unless defined $raw && $raw =~ /\r?\n\r?\n/;
+
+    my $rest = substr($raw, $+[0]);
+    my ($status_line, @lines) = split /\r?\n/, substr($raw, 0, $-[0]);
+
+    @r{qw(status_line raw_headers)} = ($status_line, [@lines]);
+    @r{qw(version status reason)} =
+        ($status_line // '') =~ m{^(HTTP/\d\.\d)\s+(\d{3})(?:\s+(.*))?$};
+
+    for my $line (@lines) {
+        my ($k, $v) = $line =~ /^([^:]+):[ \t]*(.*?)[ \t]*$/ or next;
+        push @{$r{header_list}}, [$k, $v];
+        $k = lc $k;
+        $r{headers}{$k} = exists $r{headers}{$k}
+                        ? "$r{headers}{$k}, $v" : $v;
+    }
+
+    my $te = $r{headers}{'transfer-encoding'} // '';
+    my $cl = $r{headers}{'content-length'};
+
+    if ($te =~ /chunked/i) {
+        @r{qw(body complete rest chunks)} = _dechunk($rest);
+
+    } elsif (defined $cl && $cl =~ /^\d+$/) {
+        $r{body} = substr($rest, 0, $cl);
+        $r{rest} = length $rest > $cl ? substr($rest, $cl) : '';
+        $r{complete} = length $rest >= $cl;
+
+    } else {
+        $r{body} = $rest;
+    }
+
+    return \%r;
+}
+
+
+sub _dechunk {
+    my ($data) = @_;
+    my ($body, @sizes) = ('');
+
+    for (;;) {
+        $data =~ /\G([0-9a-fA-F]+)[^\r\n]*\r\n/gc
+            or return ($body, 0, '', \@sizes);
+        my $size = hex $1;
+
+        if ($size == 0) {
+            # trailer fields end with an empty line
+            $data =~ /\G(?:[^\r\n]+\r\n)*\r\n/gc
+                or return ($body, 0, '', \@sizes);
+            return ($body, 1, substr($data, pos $data), \@sizes);
+        }
+
+        my $at = pos $data;
+        return ($body . substr($data, $at), 0, '', \@sizes)
+            if length($data) < $at + $size + 2;
+
+        $body .= substr($data, $at, $size);
+        push @sizes, $size;
+        pos($data) = $at + $size + 2;
+    }
+}
+
+
+sub header_lines {
+    shift if blessed $_[0];
+    my ($raw) = @_;
+    return @{parse_response($raw)->{raw_headers}};
+}
+
+
+# The echo upstream's JSON, from a raw response or a bare body, with every
+# field as bytes: body decoded from base64 or UTF-8 as the upstream sent it.
+sub echo_json {
+    shift if blessed $_[0];
+    my ($raw) = @_;
+    return undef unless defined $raw;
+    my $body = $raw =~ m{^HTTP/} ? parse_response($raw)->{body} : $raw;
+    my $j = eval { decode_json($body) };
+
+    return $j ? _echo_normalize($j) : undef;
+}
+
+
+sub _echo_normalize {
+    my ($j) = @_;
+
+    if (defined $j->{body}) {
+        if (delete $j->{body_b64}) {
+            $j->{body} = decode_base64($j->{body});
+        } else {
+            utf8::encode($j->{body});
+        }
+    }
+
+    return $j;
+}
+
+
+1;

@@ -1,0 +1,671 @@
+/*
+ * al_path.c: the request-target normalizer.  Hostile targets must be
+ * refused with the reason an operator will see in the log; good targets
+ * must decode to exactly the expected segments and parameters; and the
+ * re-encoding must parse back to the same thing.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "airlock.h"
+
+#include "tap.h"
+
+
+typedef struct {
+    const char  *target;
+    size_t       len;                       /* 0: strlen(target) */
+    const char  *why;
+} bad_t;
+
+typedef struct {
+    const char  *target;
+    size_t       nseg;
+    const char  *seg[6];
+} good_path_t;
+
+typedef struct {
+    const char  *target;
+    size_t       nparam;
+    const char  *kv[8];                     /* name, value, ... */
+} good_query_t;
+
+typedef struct {
+    const char  *in;
+    size_t       len;                       /* 0: strlen(in) */
+    int          query;
+    const char  *out;
+} escape_t;
+
+
+static const char *printable(const char *s, size_t len);
+static void test_bad_targets(void);
+static void test_good_paths(void);
+static void test_good_queries(void);
+static void test_limits(void);
+static void test_direct(void);
+static void test_escape(void);
+static void test_round_trip(void);
+
+
+static al_path_t   path;
+static al_query_t  query;
+
+
+static const bad_t  bad[] = {
+
+    /* dot segments, raw and encoded, in every case combination */
+    { "/.", 0, "dot segment" },
+    { "/..", 0, "dot segment" },
+    { "/a/./b", 0, "dot segment" },
+    { "/a/../b", 0, "dot segment" },
+    { "/a/..", 0, "dot segment" },
+    { "/%2e", 0, "dot segment" },
+    { "/%2E", 0, "dot segment" },
+    { "/a/%2e%2e/b", 0, "dot segment" },
+    { "/a/%2E%2E/b", 0, "dot segment" },
+    { "/a/%2e%2E/b", 0, "dot segment" },
+    { "/a/%2E%2e/b", 0, "dot segment" },
+    { "/a/.%2e/b", 0, "dot segment" },
+    { "/a/.%2E/b", 0, "dot segment" },
+    { "/a/%2e./b", 0, "dot segment" },
+    { "/a/%2E./b", 0, "dot segment" },
+    { "/a/%2e?x=1", 0, "dot segment" },
+
+    /* encoded separators and double encoding */
+    { "/a%2Fb", 0, "encoded slash" },
+    { "/a%2fb", 0, "encoded slash" },
+    { "/..%2f..%2fetc/passwd", 0, "encoded slash" },
+    { "/a%5Cb", 0, "encoded backslash" },
+    { "/a%5cb", 0, "encoded backslash" },
+    { "/a\\b", 0, "backslash" },
+    { "/..\\..\\etc", 0, "backslash" },
+    { "/%252e%252e/x", 0, "double encoding" },
+    { "/a%25", 0, "double encoding" },
+    { "/a%252Fb", 0, "double encoding" },
+
+    /* control bytes, encoded and raw */
+    { "/a%00b", 0, "control character" },
+    { "/a%0d%0aSet-Cookie:x", 0, "control character" },
+    { "/a%0D%0A", 0, "control character" },
+    { "/a%09", 0, "control character" },
+    { "/a%7f", 0, "control character" },
+    { "/a\0b", 4, "control character" },
+    { "/a\rb", 0, "control character" },
+    { "/a\nb", 0, "control character" },
+    { "/a\x7f", 0, "control character" },
+
+    /* UTF-8 */
+    { "/%C0%AE%C0%AE/x", 0, "invalid utf-8" },
+    { "/a%C0%AFb", 0, "invalid utf-8" },
+    { "/a%c1%bf", 0, "invalid utf-8" },
+    { "/%E0%80%AE", 0, "invalid utf-8" },
+    { "/%E0%80%AF", 0, "invalid utf-8" },
+    { "/%F0%80%80%AF", 0, "invalid utf-8" },
+    { "/%ED%A0%80", 0, "invalid utf-8" },
+    { "/%ED%BF%BF", 0, "invalid utf-8" },
+    { "/%F4%90%80%80", 0, "invalid utf-8" },
+    { "/%F5%80%80%80", 0, "invalid utf-8" },
+    { "/%FF", 0, "invalid utf-8" },
+    { "/%C3", 0, "invalid utf-8" },
+    { "/%C3/x", 0, "invalid utf-8" },
+    { "/%E2%82", 0, "invalid utf-8" },
+    { "/%C3%28", 0, "invalid utf-8" },
+    { "/%80", 0, "invalid utf-8" },
+    { "/%E2%28%A1", 0, "invalid utf-8" },
+    { "/caf\xc3\xa9", 0, "non-ascii byte" },
+    { "/a\x80", 0, "non-ascii byte" },
+    { "/\xff", 0, "non-ascii byte" },
+
+    /* path params, empty segments, shape */
+    { "/a;b", 0, "semicolon" },
+    { "/a;jsessionid=1/b", 0, "semicolon" },
+    { "/a/;/b", 0, "semicolon" },
+    { "//", 0, "empty segment" },
+    { "//a", 0, "empty segment" },
+    { "/a//b", 0, "empty segment" },
+    { "/a/", 0, "empty segment" },
+    { "/a/?x=1", 0, "empty segment" },
+    { "", 0, "not origin-form" },
+    { "a/b", 0, "not origin-form" },
+    { "http://x/y", 0, "not origin-form" },
+    { "*", 0, "not origin-form" },
+    { "?a=1", 0, "not origin-form" },
+    { " /a", 0, "not origin-form" },
+    { "/a#b", 0, "fragment" },
+    { "/a?x=1#b", 0, "fragment" },
+    { "/a#", 0, "fragment" },
+
+    /* escapes */
+    { "/%zz", 0, "invalid percent escape" },
+    { "/%4", 0, "invalid percent escape" },
+    { "/a%", 0, "invalid percent escape" },
+    { "/%4g", 0, "invalid percent escape" },
+    { "/%%41", 0, "invalid percent escape" },
+    { "/%4/b", 0, "invalid percent escape" },
+    { "/% 4", 0, "invalid percent escape" },
+
+    /* characters that must be escaped */
+    { "/a b", 0, "invalid character" },
+    { "/a\"b", 0, "invalid character" },
+    { "/a<b", 0, "invalid character" },
+    { "/a>b", 0, "invalid character" },
+    { "/a^b", 0, "invalid character" },
+    { "/a`b", 0, "invalid character" },
+    { "/{x}", 0, "invalid character" },
+    { "/a|b", 0, "invalid character" },
+    { "/a}", 0, "invalid character" },
+    { "/a[0]", 0, "invalid character" },
+
+    /* queries */
+    { "/a?x=1&x=2", 0, "duplicate query parameter" },
+    { "/a?x=1&y=2&x", 0, "duplicate query parameter" },
+    { "/a?x=1&%78=2", 0, "duplicate query parameter" },
+    { "/a?a+b=1&a%20b=2", 0, "duplicate query parameter" },
+    { "/a?x=1%0d%0aHost:%20evil", 0, "control character" },
+    { "/a?x=%00", 0, "control character" },
+    { "/a?x%0a=1", 0, "control character" },
+    { "/a?x=\r\n", 0, "control character" },
+    { "/a?x=1&&y=2", 0, "empty query item" },
+    { "/a?&x=1", 0, "empty query item" },
+    { "/a?x=1&", 0, "empty query item" },
+    { "/a?&", 0, "empty query item" },
+    { "/a?=1", 0, "empty parameter name" },
+    { "/a?x=1&=2", 0, "empty parameter name" },
+    { "/a?x=%252e", 0, "double encoding" },
+    { "/a?x=%25", 0, "double encoding" },
+    { "/a?x=1;y=2", 0, "semicolon" },
+    { "/a?x=a b", 0, "invalid character" },
+    { "/a?x=<script>", 0, "invalid character" },
+    { "/a?x={}", 0, "invalid character" },
+    { "/a?x=a\\b", 0, "backslash" },
+    { "/a?x=\xc3\xa9", 0, "non-ascii byte" },
+    { "/a?x=%C0%AF", 0, "invalid utf-8" },
+    { "/a?x=%ED%A0%80", 0, "invalid utf-8" },
+    { "/a?x=%zz", 0, "invalid percent escape" },
+    { "/a?x=%4", 0, "invalid percent escape" },
+    { "/a%2f?x=1", 0, "encoded slash" }
+};
+
+
+static const good_path_t  good_paths[] = {
+    { "/", 0, { NULL } },
+    { "/a", 1, { "a" } },
+    { "/repos/acme/widgets/pulls", 4,
+      { "repos", "acme", "widgets", "pulls" } },
+    { "/caf%C3%A9", 1, { "caf\xc3\xa9" } },
+    { "/caf%c3%a9", 1, { "caf\xc3\xa9" } },
+    { "/%E2%82%AC/%F0%9F%98%80", 2, { "\xe2\x82\xac", "\xf0\x9f\x98\x80" } },
+    { "/%EF%BF%BD", 1, { "\xef\xbf\xbd" } },
+    { "/%F4%8F%BF%BF", 1, { "\xf4\x8f\xbf\xbf" } },
+    { "/a%3Bb", 1, { "a;b" } },
+    { "/a%20b/c%3Fd%23e", 2, { "a b", "c?d#e" } },
+    { "/%41%62c", 1, { "Abc" } },
+    { "/.../...a/a..", 3, { "...", "...a", "a.." } },
+    { "/.a/a.", 2, { ".a", "a." } },
+    { "/v1/chat:completions", 2, { "v1", "chat:completions" } },
+    { "/user@host/!$&'()*+,=", 2, { "user@host", "!$&'()*+,=" } },
+    { "/-._~", 1, { "-._~" } },
+    { "/a?", 1, { "a" } },
+    { "/a/b?x=1", 2, { "a", "b" } }
+};
+
+
+static const good_query_t  good_queries[] = {
+    { "/a", 0, { NULL } },
+    { "/a?", 0, { NULL } },
+    { "/a?x=1", 1, { "x", "1" } },
+    { "/a?x=1&y=two", 2, { "x", "1", "y", "two" } },
+    { "/a?q=hello+world", 1, { "q", "hello world" } },
+    { "/a?q=a%2Bb", 1, { "q", "a+b" } },
+    { "/a?flag", 1, { "flag", "" } },
+    { "/a?x=", 1, { "x", "" } },
+    { "/a?x=a=b", 1, { "x", "a=b" } },
+    { "/a?path=/x/y?z", 1, { "path", "/x/y?z" } },
+    { "/a?x=%3B%26%3D", 1, { "x", ";&=" } },
+    { "/a?x=%2F%5C", 1, { "x", "/\\" } },
+    { "/a?n=caf%C3%A9", 1, { "n", "caf\xc3\xa9" } },
+    { "/a?a%20b=1&a+c=2", 2, { "a b", "1", "a c", "2" } },
+    { "/a?X=1&x=2", 2, { "X", "1", "x", "2" } }
+};
+
+
+static const escape_t  escapes[] = {
+    { "abcXYZ019-._~", 0, 0, "abcXYZ019-._~" },
+    { "abcXYZ019-._~", 0, 1, "abcXYZ019-._~" },
+    { "!$&'()*+,=:@", 0, 0, "!$&'()*+,=:@" },
+    { "!$&'()*+,=:@", 0, 1, "!$%26'()*%2B,%3D:@" },
+    { "/?", 0, 0, "%2F%3F" },
+    { "/?", 0, 1, "/?" },
+    { ";", 0, 0, "%3B" },
+    { ";", 0, 1, "%3B" },
+    { "a b", 0, 0, "a%20b" },
+    { "a b", 0, 1, "a%20b" },
+    { "%#\\", 0, 0, "%25%23%5C" },
+    { "caf\xc3\xa9", 0, 0, "caf%C3%A9" },
+    { "\0\x7f\xff", 3, 1, "%00%7F%FF" },
+    { "", 0, 0, "" }
+};
+
+
+static const char *
+printable(const char *s, size_t len)
+{
+    size_t         i, n;
+    unsigned char  c;
+    static char    buf[128];
+
+    n = 0;
+
+    for (i = 0; i < len && n + 5 < sizeof(buf); i++) {
+        c = (unsigned char) s[i];
+
+        if (c < 0x20 || c >= 0x7f || c == '#') {
+            n += (size_t) snprintf(buf + n, sizeof(buf) - n, "\\x%02x", c);
+
+        } else {
+            buf[n++] = (char) c;
+        }
+    }
+
+    if (i < len) {
+        buf[n++] = '.';
+        buf[n++] = '.';
+    }
+
+    buf[n] = '\0';
+
+    return buf;
+}
+
+
+static void
+test_bad_targets(void)
+{
+    int          rc;
+    char         name[256];
+    size_t       i, len;
+    const char  *why;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        len = bad[i].len ? bad[i].len : strlen(bad[i].target);
+        why = NULL;
+
+        rc = al_target_parse(bad[i].target, len, &path, &query, &why);
+
+        snprintf(name, sizeof(name), "refused: %s",
+                 printable(bad[i].target, len));
+
+        if (rc != -1) {
+            tap_ok(0, name);
+            continue;
+        }
+
+        tap_is_str(why, bad[i].why, name);
+    }
+}
+
+
+static void
+test_good_paths(void)
+{
+    int          ok;
+    char         name[256];
+    size_t       i, k, len;
+    const char  *why, *t;
+
+    for (i = 0; i < sizeof(good_paths) / sizeof(good_paths[0]); i++) {
+        t = good_paths[i].target;
+        len = strlen(t);
+        why = NULL;
+
+        snprintf(name, sizeof(name), "path: %s", printable(t, len));
+
+        if (al_target_parse(t, len, &path, &query, &why) != 0) {
+            tap_ok(0, name);
+            tap_diag("why: ", why);
+            continue;
+        }
+
+        ok = (path.nseg == good_paths[i].nseg);
+
+        for (k = 0; ok && k < path.nseg; k++) {
+            ok = path.seg[k].len == strlen(good_paths[i].seg[k])
+                 && memcmp(path.seg[k].data, good_paths[i].seg[k],
+                           path.seg[k].len) == 0
+                 && path.seg[k].data[path.seg[k].len] == '\0';
+        }
+
+        tap_ok(ok, name);
+    }
+}
+
+
+static void
+test_good_queries(void)
+{
+    int          ok;
+    char         name[256];
+    size_t       i, k, len;
+    const char  *why, *t, *n, *v;
+
+    for (i = 0; i < sizeof(good_queries) / sizeof(good_queries[0]); i++) {
+        t = good_queries[i].target;
+        len = strlen(t);
+        why = NULL;
+
+        snprintf(name, sizeof(name), "query: %s", printable(t, len));
+
+        if (al_target_parse(t, len, &path, &query, &why) != 0) {
+            tap_ok(0, name);
+            tap_diag("why: ", why);
+            continue;
+        }
+
+        ok = (query.nparam == good_queries[i].nparam);
+
+        for (k = 0; ok && k < query.nparam; k++) {
+            n = good_queries[i].kv[2 * k];
+            v = good_queries[i].kv[2 * k + 1];
+
+            ok = query.param[k].name.len == strlen(n)
+                 && memcmp(query.param[k].name.data, n, strlen(n)) == 0
+                 && query.param[k].value.len == strlen(v)
+                 && memcmp(query.param[k].value.data, v, strlen(v)) == 0
+                 && query.param[k].name.data[strlen(n)] == '\0'
+                 && query.param[k].value.data[strlen(v)] == '\0';
+        }
+
+        tap_ok(ok, name);
+    }
+}
+
+
+static void
+test_limits(void)
+{
+    int          rc;
+    size_t       i, n;
+    const char  *why;
+    static char  buf[2 * AL_PATH_MAX + 2 * AL_QUERY_MAX];
+
+    /* a path of exactly AL_PATH_MAX bytes is fine, one more is not */
+
+    buf[0] = '/';
+    memset(buf + 1, 'a', AL_PATH_MAX - 1);
+
+    rc = al_target_parse(buf, AL_PATH_MAX, &path, &query, &why);
+    tap_is_int(rc, 0, "path of AL_PATH_MAX bytes");
+    tap_is_int((long) path.seg[0].len, AL_PATH_MAX - 1,
+               "one long segment kept whole");
+
+    buf[AL_PATH_MAX] = 'a';
+    why = NULL;
+    rc = al_target_parse(buf, AL_PATH_MAX + 1, &path, &query, &why);
+    tap_ok(rc == -1, "path of AL_PATH_MAX + 1 bytes refused");
+    tap_is_str(why, "path too long", "path too long");
+
+    why = NULL;
+    rc = al_path_parse(&path, buf, AL_PATH_MAX + 1, &why);
+    tap_is_str(why, "path too long", "al_path_parse: path too long");
+
+    /* the longest path of single-byte segments fills buf exactly */
+
+    for (i = 0; i < AL_SEGMENTS_MAX; i++) {
+        buf[2 * i] = '/';
+        buf[2 * i + 1] = (char) ('a' + i % 26);
+    }
+
+    rc = al_target_parse(buf, 2 * AL_SEGMENTS_MAX, &path, &query, &why);
+    tap_is_int(rc, 0, "AL_SEGMENTS_MAX segments");
+    tap_is_int((long) path.nseg, AL_SEGMENTS_MAX, "all segments kept");
+
+    buf[2 * AL_SEGMENTS_MAX] = '/';
+    buf[2 * AL_SEGMENTS_MAX + 1] = 'z';
+    why = NULL;
+    rc = al_target_parse(buf, 2 * AL_SEGMENTS_MAX + 2, &path, &query, &why);
+    tap_ok(rc == -1 && path.nseg == 0, "AL_SEGMENTS_MAX + 1 refused");
+    tap_is_str(why, "too many segments", "too many segments");
+
+    /* the query: AL_QUERY_MAX bytes, then one more */
+
+    memcpy(buf, "/a?x=", 5);
+    memset(buf + 5, 'v', AL_QUERY_MAX - 2);
+
+    rc = al_target_parse(buf, 3 + AL_QUERY_MAX, &path, &query, &why);
+    tap_is_int(rc, 0, "query of AL_QUERY_MAX bytes");
+    tap_is_int((long) query.param[0].value.len, AL_QUERY_MAX - 2,
+               "long value kept whole");
+
+    buf[3 + AL_QUERY_MAX] = 'v';
+    why = NULL;
+    rc = al_target_parse(buf, 4 + AL_QUERY_MAX, &path, &query, &why);
+    tap_ok(rc == -1, "query of AL_QUERY_MAX + 1 bytes refused");
+    tap_is_str(why, "query too long", "query too long");
+
+    /* AL_QUERY_PARAMS_MAX one-letter params, then one more */
+
+    n = 3;
+    memcpy(buf, "/a?", 3);
+
+    for (i = 0; i < AL_QUERY_PARAMS_MAX; i++) {
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%sp%zu",
+                               i ? "&" : "", i);
+    }
+
+    rc = al_target_parse(buf, n, &path, &query, &why);
+    tap_is_int(rc, 0, "AL_QUERY_PARAMS_MAX params");
+    tap_is_int((long) query.nparam, AL_QUERY_PARAMS_MAX, "all params kept");
+
+    n += (size_t) snprintf(buf + n, sizeof(buf) - n, "&extra");
+    why = NULL;
+    rc = al_target_parse(buf, n, &path, &query, &why);
+    tap_ok(rc == -1 && query.nparam == 0, "AL_QUERY_PARAMS_MAX + 1 refused");
+    tap_is_str(why, "too many query parameters", "too many query parameters");
+
+    /* a full query of many items fits query->buf */
+
+    n = 0;
+
+    for (i = 0; i < AL_QUERY_PARAMS_MAX; i++) {
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%sq%02zu=",
+                               i ? "&" : "", i);
+    }
+
+    memset(buf + n, 'w', AL_QUERY_MAX - n);
+    rc = al_query_parse(&query, buf, AL_QUERY_MAX, &why);
+    tap_is_int(rc, 0, "query buffer holds a full query");
+    tap_is_int((long) query.param[AL_QUERY_PARAMS_MAX - 1].value.len,
+               (long) (AL_QUERY_MAX - n), "last value kept whole");
+}
+
+
+static void
+test_direct(void)
+{
+    int          rc;
+    const char  *why;
+
+    why = NULL;
+    rc = al_path_parse(&path, "/", 1, &why);
+    tap_ok(rc == 0 && path.nseg == 0, "al_path_parse: / has no segments");
+
+    rc = al_path_parse(&path, "a", 1, &why);
+    tap_is_str(why, "not origin-form", "al_path_parse: no leading slash");
+
+    why = NULL;
+    rc = al_path_parse(&path, "/a?b", 4, &why);
+    tap_is_str(why, "invalid character", "al_path_parse: raw ? refused");
+
+    why = NULL;
+    rc = al_path_parse(&path, "/a#b", 4, &why);
+    tap_is_str(why, "fragment", "al_path_parse: raw # refused");
+
+    /* a failed parse leaves nothing behind to be matched by mistake */
+
+    rc = al_path_parse(&path, "/a/b/%2e%2e", 11, &why);
+    tap_ok(rc == -1 && path.nseg == 0, "failed parse clears segments");
+
+    why = NULL;
+    rc = al_query_parse(&query, "", 0, &why);
+    tap_ok(rc == 0 && query.nparam == 0, "al_query_parse: empty query");
+
+    rc = al_query_parse(&query, "a=1&b=2", 7, &why);
+    tap_ok(rc == 0 && query.nparam == 2, "al_query_parse: two params");
+
+    rc = al_query_parse(&query, "a=1&a=2", 7, &why);
+    tap_ok(rc == -1 && query.nparam == 0, "failed parse clears params");
+
+    why = NULL;
+    rc = al_query_parse(&query, "a=1#", 4, &why);
+    tap_is_str(why, "fragment", "al_query_parse: raw # refused");
+
+    /* a query parse failure fails the whole target */
+
+    rc = al_target_parse("/a/b?x=1&x=1", 12, &path, &query, &why);
+    tap_ok(rc == -1 && path.nseg == 0, "bad query clears the path too");
+}
+
+
+static void
+test_escape(void)
+{
+    char         out[64], name[128];
+    size_t       i, n, len, want;
+    const char  *s;
+
+    for (i = 0; i < sizeof(escapes) / sizeof(escapes[0]); i++) {
+        s = escapes[i].in;
+        len = escapes[i].len ? escapes[i].len : strlen(s);
+        want = strlen(escapes[i].out);
+
+        memset(out, 'X', sizeof(out));
+        n = al_uri_escape(out, sizeof(out), s, len, escapes[i].query);
+
+        snprintf(name, sizeof(name), "escape %s: %s",
+                 escapes[i].query ? "query" : "path", printable(s, len));
+
+        tap_ok(n == want && memcmp(out, escapes[i].out, want) == 0
+               && out[want] == 'X', name);
+    }
+
+    /* truncation: a prefix of the full encoding, never past cap */
+
+    want = strlen("a%20b%C3%A9");
+
+    for (i = 0; i <= want + 1; i++) {
+        memset(out, 'X', sizeof(out));
+        n = al_uri_escape(out, i, "a b\xc3\xa9", 5, 0);
+
+        if (n != want
+            || memcmp(out, "a%20b%C3%A9", i < want ? i : want) != 0
+            || out[i < want ? i : want] != 'X')
+        {
+            break;
+        }
+    }
+
+    tap_is_int((long) i, (long) want + 2,
+               "truncated escape is a prefix, stops at cap, full length");
+
+    n = al_uri_escape(NULL, 0, "%%%", 3, 1);
+    tap_is_int((long) n, 9, "cap 0 with NULL out returns the length");
+}
+
+
+/*
+ * Every good target, re-encoded from its decoded form, must parse back to
+ * the same segments and parameters.
+ */
+
+static void
+test_round_trip(void)
+{
+    int                ok;
+    char               uri[AL_URI_MAX], name[256];
+    size_t             i, k, n, cap;
+    al_path_t          path2;
+    al_query_t         query2;
+    const char        *why, *t;
+    static const char  *targets[] = {
+        "/",
+        "/caf%C3%A9/a%3Bb/%41",
+        "/a%20b/c%3Fd%23e/!$&'()*+,=:@",
+        "/x?q=hello+world&a%2Bb=c%3D%26d&flag",
+        "/x?path=/a/b?c&n=%E2%82%AC&e="
+    };
+
+    for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+        t = targets[i];
+        snprintf(name, sizeof(name), "round trip: %s", t);
+
+        if (al_target_parse(t, strlen(t), &path, &query, &why) != 0) {
+            tap_ok(0, name);
+            continue;
+        }
+
+        n = 0;
+        cap = sizeof(uri);
+
+        if (path.nseg == 0) {
+            uri[n++] = '/';
+        }
+
+        for (k = 0; k < path.nseg; k++) {
+            uri[n++] = '/';
+            n += al_uri_escape(uri + n, cap - n, path.seg[k].data,
+                               path.seg[k].len, 0);
+        }
+
+        for (k = 0; k < query.nparam; k++) {
+            uri[n++] = k ? '&' : '?';
+            n += al_uri_escape(uri + n, cap - n, query.param[k].name.data,
+                               query.param[k].name.len, 1);
+            uri[n++] = '=';
+            n += al_uri_escape(uri + n, cap - n, query.param[k].value.data,
+                               query.param[k].value.len, 1);
+        }
+
+        if (al_target_parse(uri, n, &path2, &query2, &why) != 0) {
+            tap_ok(0, name);
+            continue;
+        }
+
+        ok = path2.nseg == path.nseg && query2.nparam == query.nparam;
+
+        for (k = 0; ok && k < path.nseg; k++) {
+            ok = path2.seg[k].len == path.seg[k].len
+                 && memcmp(path2.seg[k].data, path.seg[k].data,
+                           path.seg[k].len) == 0;
+        }
+
+        for (k = 0; ok && k < query.nparam; k++) {
+            ok = query2.param[k].name.len == query.param[k].name.len
+                 && query2.param[k].value.len == query.param[k].value.len
+                 && memcmp(query2.param[k].name.data,
+                           query.param[k].name.data,
+                           query.param[k].name.len) == 0
+                 && memcmp(query2.param[k].value.data,
+                           query.param[k].value.data,
+                           query.param[k].value.len) == 0;
+        }
+
+        tap_ok(ok, name);
+    }
+}
+
+
+int
+main(void)
+{
+    test_bad_targets();
+    test_good_paths();
+    test_good_queries();
+    test_limits();
+    test_direct();
+    test_escape();
+    test_round_trip();
+
+    return tap_done();
+}
