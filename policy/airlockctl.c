@@ -1,0 +1,820 @@
+/*
+ * airlockctl: the operator's tool for Airlock policies.
+ *
+ *   check FILE             validate a policy (exit 0 ok, 1 invalid)
+ *   explain FILE ...       what the proxy does with one request
+ *   routes FILE            the compiled route table
+ *   diff OLD NEW           semantic diff; exit 1 when NEW grants more
+ *   keygen PATH            the appliance keypair (PATH, PATH.pub)
+ *   seal --pub PATH.pub    seal a secret read from standard input
+ *
+ * explain runs the same library calls as the nginx module, so its answer
+ * is the proxy's answer.  Exit status 2 means the tool was misused or an
+ * input could not be read.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sodium.h>
+#include <unistd.h>
+
+#include "airlock.h"
+
+
+#define AL_CTL_BODY_MAX  (16 * 1024 * 1024)
+#define AL_CTL_SEAL_MAX  65536
+
+
+typedef struct {
+    const char  *name;
+    int        (*run)(int argc, char **argv);
+    const char  *usage;
+    const char  *help;
+} al_ctl_cmd_t;
+
+
+static int al_ctl_check(int argc, char **argv);
+static int al_ctl_explain(int argc, char **argv);
+static int al_ctl_routes(int argc, char **argv);
+static int al_ctl_diff(int argc, char **argv);
+static int al_ctl_keygen(int argc, char **argv);
+static int al_ctl_seal(int argc, char **argv);
+static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
+static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
+static al_policy_t *al_ctl_load(const char *path, const char *key);
+static unsigned char *al_ctl_read(int fd, size_t max, size_t *len,
+    int secure);
+static void al_ctl_methods(char *buf, size_t size, unsigned methods);
+static void al_ctl_print_line(void *data, const char *line);
+
+
+static const al_ctl_cmd_t  al_ctl_cmds[] = {
+
+    { "check", al_ctl_check,
+      "check FILE [--key PRIVATE_KEY]",
+      "Validates a policy file.  Prints \"FILE: ok\" and a summary, or the\n"
+      "first error as FILE:LINE:COLUMN: message.  With --key, sealed and\n"
+      "file: secrets are opened too, as nginx will open them.\n"
+      "Exit status: 0 valid, 1 invalid, 2 usage error." },
+
+    { "explain", al_ctl_explain,
+      "explain FILE (--client NAME | [--uid N] [--gid N] [--addr IP]\n"
+      "              [--token TOKEN]) METHOD TARGET\n"
+      "              [--body FILE] [--content-type TYPE]",
+      "Shows what the proxy does with one request: the route it matches\n"
+      "and the upstream request it sends, or the deny reason.  The client\n"
+      "is named directly with --client, or identified from a peer uid,\n"
+      "gid, address and token exactly as the proxy identifies it.  TARGET\n"
+      "is the raw request target, e.g. '/logs/api?since=5m'.\n"
+      "Exit status: 0 allowed, 1 denied, 2 usage error." },
+
+    { "routes", al_ctl_routes,
+      "routes FILE",
+      "Prints the compiled route table and the LLM providers." },
+
+    { "diff", al_ctl_diff,
+      "diff OLD NEW",
+      "Compares two policies by meaning.  Lines start with '+' for what NEW\n"
+      "grants that OLD did not, '-' for what it takes away and '~' for\n"
+      "other changes.  Exit status: 0 when NEW grants nothing new, 1 when\n"
+      "it does, 2 when a policy cannot be read.  Use it in CI to gate\n"
+      "policy changes against a known-good baseline." },
+
+    { "keygen", al_ctl_keygen,
+      "keygen PATH",
+      "Writes a new X25519 keypair for sealing secrets: the private key to\n"
+      "PATH (mode 0600) and the public key to PATH.pub.  Refuses to\n"
+      "overwrite an existing file." },
+
+    { "seal", al_ctl_seal,
+      "seal --pub PUBLIC_KEY [--keep-newline] < SECRET",
+      "Reads a secret from standard input (never from the command line),\n"
+      "seals it to the public key and prints the sealed value to put in\n"
+      "the policy as secrets: { NAME: { sealed: \"...\" } }.  One trailing\n"
+      "newline is dropped unless --keep-newline is given." },
+
+    { NULL, NULL, NULL, NULL }
+};
+
+
+int
+main(int argc, char **argv)
+{
+    const al_ctl_cmd_t  *cmd;
+
+    if (argc < 2 || strcmp(argv[1], "--help") == 0
+        || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0)
+    {
+        if (argc >= 3 && strcmp(argv[1], "help") == 0) {
+            for (cmd = al_ctl_cmds; cmd->name != NULL; cmd++) {
+                if (strcmp(cmd->name, argv[2]) == 0) {
+                    al_ctl_usage(stdout, cmd);
+                    printf("\n%s\n", cmd->help);
+                    return 0;
+                }
+            }
+        }
+
+        printf("usage: airlockctl COMMAND [ARGS]\n\ncommands:\n");
+        for (cmd = al_ctl_cmds; cmd->name != NULL; cmd++) {
+            printf("  %s\n", cmd->usage);
+        }
+        printf("\n'airlockctl COMMAND --help' describes one command.\n");
+        return argc < 2 ? 2 : 0;
+    }
+
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("airlockctl %s\n", AL_VERSION);
+        return 0;
+    }
+
+    if (sodium_init() < 0) {
+        fprintf(stderr, "airlockctl: libsodium failed to initialize\n");
+        return 2;
+    }
+
+    for (cmd = al_ctl_cmds; cmd->name != NULL; cmd++) {
+        if (strcmp(cmd->name, argv[1]) == 0) {
+            return cmd->run(argc - 1, argv + 1);
+        }
+    }
+
+    fprintf(stderr, "airlockctl: unknown command \"%s\"; see airlockctl "
+            "--help\n", argv[1]);
+
+    return 2;
+}
+
+
+static int
+al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd)
+{
+    fprintf(f, "usage: airlockctl %s\n", cmd->usage);
+    return 2;
+}
+
+
+static const al_ctl_cmd_t *
+al_ctl_cmd(const char *name)
+{
+    const al_ctl_cmd_t  *cmd;
+
+    for (cmd = al_ctl_cmds; cmd->name != NULL; cmd++) {
+        if (strcmp(cmd->name, name) == 0) {
+            return cmd;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* --help anywhere prints the command's help; returns 1 if it did */
+
+static int
+al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd)
+{
+    int  i;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            al_ctl_usage(stdout, cmd);
+            printf("\n%s\n", cmd->help);
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static al_policy_t *
+al_ctl_load(const char *path, const char *key)
+{
+    char           msg[AL_ERR_MAX + 300];
+    al_error_t     err;
+    al_policy_t   *p;
+    al_keyring_t  *kr;
+
+    kr = NULL;
+
+    if (key != NULL) {
+        kr = al_keyring_load(key, &err);
+        if (kr == NULL) {
+            al_error_format(&err, msg, sizeof(msg));
+            fprintf(stderr, "%s\n", msg);
+            return NULL;
+        }
+    }
+
+    p = al_policy_load(path, kr, &err);
+
+    al_keyring_free(kr);
+
+    if (p == NULL) {
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "%s\n", msg);
+        return NULL;
+    }
+
+    return p;
+}
+
+
+static int
+al_ctl_check(int argc, char **argv)
+{
+    int                  i;
+    const char          *file, *key;
+    al_policy_t         *p;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("check");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    file = NULL;
+    key = NULL;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
+            key = argv[++i];
+
+        } else if (argv[i][0] == '-' || file != NULL) {
+            return al_ctl_usage(stderr, cmd);
+
+        } else {
+            file = argv[i];
+        }
+    }
+
+    if (file == NULL) {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    p = al_ctl_load(file, key);
+    if (p == NULL) {
+        return 1;
+    }
+
+    printf("%s: ok (%zu clients, %zu routes, %zu llm providers, %zu secrets"
+           "%s, %zu alert sinks)\n", file, p->nclients, p->nroutes, p->nllm,
+           p->nsecrets, key ? " opened" : "", p->nsinks);
+
+    al_policy_free(p);
+
+    return 0;
+}
+
+
+static int
+al_ctl_explain(int argc, char **argv)
+{
+    int                  i, rc, have_peer;
+    char                 m[64];
+    size_t               body_len, k;
+    uint64_t             v;
+    const char          *file, *client, *token, *method, *target, *why;
+    const char          *body_file, *ctype;
+    al_peer_t            peer;
+    al_policy_t         *p;
+    al_request_t         req;
+    al_decision_t       *d;
+    unsigned char       *body;
+    const al_route_t    *r;
+    const al_llm_t      *l;
+    const al_ctl_cmd_t  *cmd;
+    struct in_addr       a4;
+
+    cmd = al_ctl_cmd("explain");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    file = client = token = method = target = body_file = ctype = NULL;
+    memset(&peer, 0, sizeof(peer));
+    have_peer = 0;
+
+    for (i = 1; i < argc; i++) {
+        const char  *a = argv[i];
+
+        if (a[0] == '-' && a[1] == '-' && i + 1 >= argc) {
+            return al_ctl_usage(stderr, cmd);
+        }
+
+        if (strcmp(a, "--client") == 0) {
+            client = argv[++i];
+
+        } else if (strcmp(a, "--token") == 0) {
+            token = argv[++i];
+
+        } else if (strcmp(a, "--uid") == 0 || strcmp(a, "--gid") == 0) {
+            char  *end;
+
+            errno = 0;
+            v = strtoull(argv[++i], &end, 10);
+            if (errno || *end || end == argv[i] || v > 0xfffffffe) {
+                fprintf(stderr, "airlockctl: %s needs a number\n", a);
+                return 2;
+            }
+            peer.unix_peer = 1;
+            if (a[2] == 'u') {
+                peer.uid = (uid_t) v;
+            } else {
+                peer.gid = (gid_t) v;
+            }
+            have_peer = 1;
+
+        } else if (strcmp(a, "--addr") == 0) {
+            i++;
+            if (inet_pton(AF_INET, argv[i], &a4) == 1) {
+                peer.addr[10] = 0xff;
+                peer.addr[11] = 0xff;
+                memcpy(&peer.addr[12], &a4, 4);
+
+            } else if (inet_pton(AF_INET6, argv[i], peer.addr) != 1) {
+                fprintf(stderr, "airlockctl: invalid address \"%s\"\n",
+                        argv[i]);
+                return 2;
+            }
+            peer.has_addr = 1;
+            have_peer = 1;
+
+        } else if (strcmp(a, "--body") == 0) {
+            body_file = argv[++i];
+
+        } else if (strcmp(a, "--content-type") == 0) {
+            ctype = argv[++i];
+
+        } else if (a[0] == '-' && a[1] == '-') {
+            fprintf(stderr, "airlockctl: unknown option \"%s\"\n", a);
+            return al_ctl_usage(stderr, cmd);
+
+        } else if (file == NULL) {
+            file = a;
+
+        } else if (method == NULL) {
+            method = a;
+
+        } else if (target == NULL) {
+            target = a;
+
+        } else {
+            return al_ctl_usage(stderr, cmd);
+        }
+    }
+
+    if (file == NULL || method == NULL || target == NULL
+        || (client != NULL && (have_peer || token != NULL))
+        || (client == NULL && !have_peer && token == NULL))
+    {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    p = al_ctl_load(file, NULL);
+    if (p == NULL) {
+        return 2;
+    }
+
+    d = calloc(1, sizeof(al_decision_t));
+    if (d == NULL) {
+        al_policy_free(p);
+        return 2;
+    }
+
+    memset(&req, 0, sizeof(req));
+    req.method = method;
+    req.method_len = strlen(method);
+    req.target = target;
+    req.target_len = strlen(target);
+    rc = 1;
+    body = NULL;
+    body_len = 0;
+
+    if (client != NULL) {
+        req.client = al_policy_client(p, client, strlen(client));
+        if (req.client == NULL) {
+            fprintf(stderr, "airlockctl: the policy has no client \"%s\"\n",
+                    client);
+            rc = 2;
+            goto done;
+        }
+
+    } else {
+        req.client = al_client_identify(p, have_peer ? &peer : NULL, token,
+                                        token ? strlen(token) : 0, &why);
+        if (req.client == NULL) {
+            printf("deny: client_unknown (%s)\n", why);
+            goto done;
+        }
+        printf("client: %s\n", req.client->name.data);
+    }
+
+    for (k = 0; k < p->nllm; k++) {
+        l = &p->llm[k];
+        if (strncmp(target, l->prefix.data, l->prefix.len) == 0
+            && (target[l->prefix.len] == '/' || target[l->prefix.len] == '?'
+                || target[l->prefix.len] == '\0'))
+        {
+            size_t  c;
+
+            for (c = 0; c < l->nclients; c++) {
+                if (l->clients[c].client == req.client) {
+                    break;
+                }
+            }
+
+            if (c == l->nclients) {
+                printf("deny: client_unknown (llm provider \"%s\" does not "
+                       "list client \"%s\")\n", l->name.data,
+                       req.client->name.data);
+                goto done;
+            }
+
+            printf("llm: provider \"%s\" (line %u) handles %s; upstream %s\n",
+                   l->name.data, l->line, l->prefix.data, l->upstream.url.data);
+            rc = 0;
+            goto done;
+        }
+    }
+
+    if (al_decide(p, &req, d) != AL_REASON_NONE) {
+        printf("deny: %s (%s)\n", al_reason_name(d->reason), d->detail);
+        if (d->route != NULL) {
+            printf("route: %s (line %u)\n", d->route->name.data,
+                   d->route->line);
+        }
+        goto done;
+    }
+
+    r = d->route;
+
+    if (body_file != NULL) {
+        int  fd;
+
+        fd = strcmp(body_file, "-") == 0
+             ? 0 : open(body_file, O_RDONLY | O_CLOEXEC);
+        if (fd == -1) {
+            fprintf(stderr, "airlockctl: cannot open %s: %s\n", body_file,
+                    strerror(errno));
+            rc = 2;
+            goto done;
+        }
+        body = al_ctl_read(fd, AL_CTL_BODY_MAX, &body_len, 0);
+        if (fd != 0) {
+            close(fd);
+        }
+        if (body == NULL) {
+            fprintf(stderr, "airlockctl: cannot read %s\n", body_file);
+            rc = 2;
+            goto done;
+        }
+    }
+
+    if (al_decide_body(r, ctype, ctype ? strlen(ctype) : 0, body, body_len,
+                       d) != AL_REASON_NONE)
+    {
+        printf("deny: %s (%s)\nroute: %s (line %u)\n",
+               al_reason_name(d->reason), d->detail, r->name.data, r->line);
+        goto done;
+    }
+
+    al_ctl_methods(m, sizeof(m), r->methods);
+
+    printf("allow: route \"%s\" (line %u)\n", r->name.data, r->line);
+    printf("  upstream: %s (%s)\n", r->upstream->name.data,
+           r->upstream->url.data);
+    printf("  forward:  %s %.*s%s\n", method,
+           (int) (r->upstream->url.len - r->upstream->base_path.len),
+           r->upstream->url.data, d->uri);
+    printf("  host:     %s\n", r->upstream->host.data);
+
+    for (k = 0; k < r->ninject; k++) {
+        printf("  inject:   %s: %s\n", r->inject[k].name.data,
+               r->inject[k].tmpl.data);
+    }
+
+    if (body_len) {
+        printf("  body:     %zu bytes, checked\n", body_len);
+    }
+
+    rc = 0;
+
+done:
+
+    free(body);
+    free(d);
+    al_policy_free(p);
+
+    return rc;
+}
+
+
+static void
+al_ctl_methods(char *buf, size_t size, unsigned methods)
+{
+    size_t    n;
+    unsigned  bit;
+
+    buf[0] = '\0';
+    n = 0;
+
+    for (bit = 1; bit <= AL_METHOD_OPTIONS; bit <<= 1) {
+        if ((methods & bit) && n < size) {
+            n += snprintf(buf + n, size - n, "%s%s", n ? "," : "",
+                          al_method_name(bit));
+        }
+    }
+}
+
+
+static int
+al_ctl_routes(int argc, char **argv)
+{
+    char                 m[64], clients[256], body[32];
+    size_t               i, k, n;
+    al_policy_t         *p;
+    const al_route_t    *r;
+    const al_llm_t      *l;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("routes");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    if (argc != 2) {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    p = al_ctl_load(argv[1], NULL);
+    if (p == NULL) {
+        return 2;
+    }
+
+    printf("%-24s %-10s %-32s %-20s %-8s %s\n", "ROUTE", "METHODS", "PATH",
+           "CLIENTS", "BODY", "FORWARDS TO");
+
+    for (i = 0; i < p->nroutes; i++) {
+        r = &p->routes[i];
+
+        al_ctl_methods(m, sizeof(m), r->methods);
+
+        n = 0;
+        clients[0] = '\0';
+        for (k = 0; k < p->nclients && n < sizeof(clients); k++) {
+            if (r->client_ok[k]) {
+                n += snprintf(clients + n, sizeof(clients) - n, "%s%s",
+                              n ? "," : "", p->clients[k].name.data);
+            }
+        }
+
+        if (r->has_body) {
+            snprintf(body, sizeof(body), "%zu%s", r->body_max,
+                     r->json ? "+json" : "");
+        } else {
+            snprintf(body, sizeof(body), "-");
+        }
+
+        printf("%-24s %-10s %-32s %-20s %-8s %s%s\n", r->name.data, m,
+               r->path.data, clients, body, r->upstream->url.data,
+               r->to.data);
+    }
+
+    if (p->nllm) {
+        printf("\n%-24s %-18s %-32s %s\n", "LLM", "PROVIDER", "PREFIX",
+               "CLIENTS (tokens/min, tokens/day, max_tokens)");
+    }
+
+    for (i = 0; i < p->nllm; i++) {
+        l = &p->llm[i];
+
+        printf("%-24s %-18s %-32s", l->name.data,
+               l->kind == AL_LLM_ANTHROPIC ? "anthropic"
+               : l->kind == AL_LLM_OPENAI ? "openai" : "openai-compatible",
+               l->prefix.data);
+
+        for (k = 0; k < l->nclients; k++) {
+            printf("%s%s(%llu,%llu,%llu)", k ? " " : " ",
+                   l->clients[k].client->name.data,
+                   (unsigned long long) l->clients[k].tokens_per_minute,
+                   (unsigned long long) l->clients[k].tokens_per_day,
+                   (unsigned long long) l->clients[k].max_tokens);
+        }
+        printf("\n");
+    }
+
+    al_policy_free(p);
+
+    return 0;
+}
+
+
+static void
+al_ctl_print_line(void *data, const char *line)
+{
+    (void) data;
+    printf("%s\n", line);
+}
+
+
+static int
+al_ctl_diff(int argc, char **argv)
+{
+    int                  grants;
+    al_policy_t         *o, *n;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("diff");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    if (argc != 3) {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    o = al_ctl_load(argv[1], NULL);
+    if (o == NULL) {
+        return 2;
+    }
+
+    n = al_ctl_load(argv[2], NULL);
+    if (n == NULL) {
+        al_policy_free(o);
+        return 2;
+    }
+
+    grants = al_policy_diff(o, n, al_ctl_print_line, NULL);
+
+    if (grants) {
+        printf("%d change%s grant%s access the old policy did not\n", grants,
+               grants == 1 ? "" : "s", grants == 1 ? "s" : "");
+    }
+
+    al_policy_free(o);
+    al_policy_free(n);
+
+    return grants ? 1 : 0;
+}
+
+
+static int
+al_ctl_keygen(int argc, char **argv)
+{
+    char                 msg[AL_ERR_MAX + 300];
+    al_error_t           err;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("keygen");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    if (argc != 2 || argv[1][0] == '-') {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    if (al_keygen(argv[1], &err) != 0) {
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "airlockctl: %s\n", msg);
+        return 1;
+    }
+
+    fprintf(stderr, "wrote %s (private, 0600) and %s.pub\n", argv[1],
+            argv[1]);
+
+    return 0;
+}
+
+
+static int
+al_ctl_seal(int argc, char **argv)
+{
+    int                  i, keep;
+    char                 msg[AL_ERR_MAX + 300], *out;
+    size_t               len;
+    al_error_t           err;
+    const char          *pub;
+    unsigned char       *secret;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("seal");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    pub = NULL;
+    keep = 0;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--pub") == 0 && i + 1 < argc) {
+            pub = argv[++i];
+
+        } else if (strcmp(argv[i], "--keep-newline") == 0) {
+            keep = 1;
+
+        } else {
+            /* a secret on the command line would sit in ps and history */
+            fprintf(stderr, "airlockctl: seal reads the secret from "
+                    "standard input only\n");
+            return al_ctl_usage(stderr, cmd);
+        }
+    }
+
+    if (pub == NULL) {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    if (isatty(0)) {
+        fprintf(stderr, "enter the secret, then Ctrl-D:\n");
+    }
+
+    secret = al_ctl_read(0, AL_CTL_SEAL_MAX, &len, 1);
+    if (secret == NULL) {
+        fprintf(stderr, "airlockctl: cannot read the secret (more than %d "
+                "bytes?)\n", AL_CTL_SEAL_MAX);
+        return 2;
+    }
+
+    if (!keep && len > 0 && secret[len - 1] == '\n') {
+        len--;
+        if (len > 0 && secret[len - 1] == '\r') {
+            len--;
+        }
+    }
+
+    if (len == 0) {
+        al_secure_free(secret);
+        fprintf(stderr, "airlockctl: the secret is empty\n");
+        return 2;
+    }
+
+    if (al_seal(pub, secret, len, &out, &err) != 0) {
+        al_secure_free(secret);
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "airlockctl: %s\n", msg);
+        return 1;
+    }
+
+    al_secure_free(secret);
+
+    printf("%s\n", out);
+    free(out);
+
+    return 0;
+}
+
+
+/* reads at most max bytes; NULL when there are more or on error */
+
+static unsigned char *
+al_ctl_read(int fd, size_t max, size_t *len, int secure)
+{
+    ssize_t         n;
+    unsigned char  *buf;
+
+    buf = secure ? al_secure_alloc(max + 1) : malloc(max + 1);
+    if (buf == NULL) {
+        return NULL;
+    }
+
+    *len = 0;
+
+    for ( ;; ) {
+        n = read(fd, buf + *len, max + 1 - *len);
+        if (n == 0) {
+            break;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            goto failed;
+        }
+        *len += (size_t) n;
+        if (*len > max) {
+            goto failed;
+        }
+    }
+
+    buf[*len] = '\0';
+
+    return buf;
+
+failed:
+
+    if (secure) {
+        al_secure_free(buf);
+    } else {
+        free(buf);
+    }
+
+    return NULL;
+}
