@@ -28,12 +28,25 @@
 #define AL_LLM_BODY_DEFAULT (4 * 1024 * 1024)
 
 
+#define AL_RE_BUCKETS       1024
+
+
+typedef struct al_cc_re_s  al_cc_re_t;
+
+/* compiled patterns by their text: routes that share one share the code */
+struct al_cc_re_s {
+    al_cc_re_t          *next;
+    al_str_t             pattern;
+    al_regex_t          *re;
+};
+
 typedef struct {
     al_pool_t           *pool;
     const char          *file;
     al_error_t          *err;
     al_policy_t         *p;
     const al_keyring_t  *kr;
+    al_cc_re_t          *re[AL_RE_BUCKETS];
 } al_cc_t;
 
 
@@ -286,6 +299,7 @@ al_policy_parse(const char *name, const char *buf, size_t len,
     p->file.data = al_pstrndup(pool, name, strlen(name));
     p->file.len = strlen(name);
 
+    memset(&cc, 0, sizeof(cc));
     cc.pool = pool;
     cc.file = p->file.data;
     cc.err = err;
@@ -776,10 +790,28 @@ static int
 al_cc_regex(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_param_t *param)
 {
-    char  msg[256];
+    char         msg[256];
+    size_t       i;
+    uint32_t     h;
+    al_cc_re_t  *e;
 
     if (al_cc_string(cc, node, what, &param->pattern) != 0) {
         return -1;
+    }
+
+    h = 2166136261u;
+    for (i = 0; i < param->pattern.len; i++) {
+        h = (h ^ (unsigned char) param->pattern.data[i]) * 16777619u;
+    }
+
+    for (e = cc->re[h % AL_RE_BUCKETS]; e != NULL; e = e->next) {
+        if (e->pattern.len == param->pattern.len
+            && memcmp(e->pattern.data, param->pattern.data,
+                      param->pattern.len) == 0)
+        {
+            param->re = e->re;
+            return 0;
+        }
     }
 
     param->re = al_regex_compile(node->scalar.data, node->scalar.len, msg,
@@ -792,6 +824,16 @@ al_cc_regex(al_cc_t *cc, const al_ynode_t *node, const char *what,
         al_regex_free(param->re);
         return al_cc_error(cc, node, "out of memory");
     }
+
+    e = al_palloc(cc->pool, sizeof(al_cc_re_t));
+    if (e == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    e->pattern = param->pattern;
+    e->re = param->re;
+    e->next = cc->re[h % AL_RE_BUCKETS];
+    cc->re[h % AL_RE_BUCKETS] = e;
 
     return 0;
 }

@@ -21,6 +21,8 @@
 struct al_regex_s {
     pcre2_code           *code;
     pcre2_match_context  *mctx;
+    pcre2_match_data     *md;              /* reused: callers are single
+                                               threaded, like a worker */
 };
 
 
@@ -53,9 +55,9 @@ al_regex_compile(const char *pattern, size_t len, char *err, size_t errsize)
     (void) pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE);
 
     re->mctx = pcre2_match_context_create(NULL);
-    if (re->mctx == NULL) {
-        pcre2_code_free(re->code);
-        free(re);
+    re->md = pcre2_match_data_create(1, NULL);
+    if (re->mctx == NULL || re->md == NULL) {
+        al_regex_free(re);
         snprintf(err, errsize, "out of memory");
         return NULL;
     }
@@ -72,17 +74,11 @@ al_regex_compile(const char *pattern, size_t len, char *err, size_t errsize)
 int
 al_regex_match(const al_regex_t *re, const char *s, size_t len)
 {
-    int                rc;
-    pcre2_match_data  *md;
+    int  rc;
 
-    md = pcre2_match_data_create_from_pattern(re->code, NULL);
-    if (md == NULL) {
-        return 0;
-    }
-
-    rc = pcre2_match(re->code, (PCRE2_SPTR) s, len, 0, 0, md, re->mctx);
-
-    pcre2_match_data_free(md);
+    /* pcre2_match() runs the JIT code when there is some, after checking
+       the subject is valid UTF-8, which pcre2_jit_match() would skip */
+    rc = pcre2_match(re->code, (PCRE2_SPTR) s, len, 0, 0, re->md, re->mctx);
 
     return rc >= 0;
 }
@@ -95,6 +91,7 @@ al_regex_free(al_regex_t *re)
         return;
     }
 
+    pcre2_match_data_free(re->md);
     pcre2_match_context_free(re->mctx);
     pcre2_code_free(re->code);
     free(re);

@@ -17,6 +17,7 @@
 
 
 #define AL_TRIE_METHODS  7
+#define AL_TRIE_BLOCK    256               /* nodes per allocation */
 
 
 typedef struct al_tnode_s  al_tnode_t;
@@ -27,7 +28,17 @@ struct al_tnode_s {
     al_tnode_t          *child;             /* literal children, listed */
     al_tnode_t          *next;
     al_str_t             seg;               /* the edge into this node */
-    const al_route_t   **routes;            /* [AL_TRIE_METHODS] or NULL */
+    unsigned             ends:1;            /* some route ends here */
+    const al_route_t    *routes[AL_TRIE_METHODS];
+};
+
+typedef struct al_tblock_s  al_tblock_t;
+
+/* nodes come in blocks, so a walk touches memory allocated together */
+struct al_tblock_s {
+    al_tblock_t         *next;
+    size_t               used;
+    al_tnode_t           node[AL_TRIE_BLOCK];
 };
 
 typedef struct {
@@ -42,9 +53,7 @@ struct al_trie_s {
     size_t               nedges;
     size_t               cap;               /* power of two */
     uint32_t             next_id;
-    al_tnode_t         **nodes;             /* for freeing */
-    size_t               nnodes;
-    size_t               nodes_cap;
+    al_tblock_t         *blocks;
 };
 
 
@@ -89,18 +98,17 @@ al_trie_create(void)
 void
 al_trie_free(al_trie_t *t)
 {
-    size_t  i;
+    al_tblock_t  *b, *next;
 
     if (t == NULL) {
         return;
     }
 
-    for (i = 0; i < t->nnodes; i++) {
-        free(t->nodes[i]->routes);
-        free(t->nodes[i]);
+    for (b = t->blocks; b != NULL; b = next) {
+        next = b->next;
+        free(b);
     }
 
-    free(t->nodes);
     free(t->edges);
     free(t);
 }
@@ -128,28 +136,24 @@ al_trie_hash(uint32_t parent, const char *s, size_t len)
 static al_tnode_t *
 al_trie_node(al_trie_t *t, const char *seg, size_t len)
 {
-    size_t       ncap;
-    al_tnode_t  *n, **nodes;
+    al_tnode_t   *n;
+    al_tblock_t  *b;
 
-    if (t->nnodes == t->nodes_cap) {
-        ncap = t->nodes_cap ? t->nodes_cap * 2 : 64;
-        nodes = realloc(t->nodes, ncap * sizeof(al_tnode_t *));
-        if (nodes == NULL) {
+    b = t->blocks;
+
+    if (b == NULL || b->used == AL_TRIE_BLOCK) {
+        b = calloc(1, sizeof(al_tblock_t));
+        if (b == NULL) {
             return NULL;
         }
-        t->nodes = nodes;
-        t->nodes_cap = ncap;
+        b->next = t->blocks;
+        t->blocks = b;
     }
 
-    n = calloc(1, sizeof(al_tnode_t));
-    if (n == NULL) {
-        return NULL;
-    }
-
+    n = &b->node[b->used++];
     n->id = t->next_id++;
     n->seg.data = seg;
     n->seg.len = len;
-    t->nodes[t->nnodes++] = n;
 
     return n;
 }
@@ -298,12 +302,7 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
         node = next;
     }
 
-    if (node->routes == NULL) {
-        node->routes = calloc(AL_TRIE_METHODS, sizeof(al_route_t *));
-        if (node->routes == NULL) {
-            return -1;
-        }
-    }
+    node->ends = 1;
 
     for (m = 0; m < AL_TRIE_METHODS; m++) {
         if (route->methods & (1u << m)) {
@@ -326,7 +325,7 @@ al_trie_overlap(const al_trie_t *t, const al_tnode_t *node,
     const al_route_t   *r;
 
     if (depth == route->nsegs) {
-        if (node->routes == NULL) {
+        if (!node->ends) {
             return NULL;
         }
         for (m = 0; m < AL_TRIE_METHODS; m++) {
@@ -383,7 +382,7 @@ al_trie_walk(const al_trie_t *t, const al_tnode_t *node,
     const al_tnode_t  *next, *found;
 
     if (depth == path->nseg) {
-        if (node->routes == NULL) {
+        if (!node->ends) {
             return NULL;
         }
         if (node->routes[al_trie_method_index(method)] != NULL

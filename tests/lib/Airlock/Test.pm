@@ -669,6 +669,7 @@ sub _config_mk {
 sub DESTROY {
     my ($self) = @_;
     $self->stop;
+    delete $LIVE{refaddr $self};
 }
 
 
@@ -696,7 +697,7 @@ sub _install_signal_handlers {
 # maps ports through the most recently created object.
 sub _self {
     my ($args) = @_;
-    return shift @$args if blessed $args->[0] && $args->[0]->isa(__PACKAGE__);
+    return shift @$args if blessed($args->[0]) && $args->[0]->isa(__PACKAGE__);
     return $CURRENT;
 }
 
