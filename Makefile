@@ -15,6 +15,9 @@ LIB := $(B)/libairlock.a
 CTL_SRCS := policy/airlockctl.c
 CTL := $(B)/airlockctl
 
+ALERTD_SRCS := $(sort $(wildcard alertd/*.c))
+ALERTD := $(B)/airlock-alertd
+
 UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
 UNIT_TESTS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%.t)
 
@@ -28,10 +31,10 @@ MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 PROVE ?= prove
 PROVE_FLAGS ?= -r
 
-.PHONY: all deps lib ctl modules unit test asan fuzz fuzz-build \
+.PHONY: all deps lib ctl alertd modules unit test asan fuzz fuzz-build \
         bench bench-match clean help
 
-all: lib ctl modules unit
+all: lib ctl alertd modules unit
 
 help:
 	@echo "make            build libairlock, airlockctl, the nginx module"
@@ -51,6 +54,7 @@ $(B)/config.mk: auto/configure auto/deps
 
 lib: $(LIB)
 ctl: $(CTL)
+alertd: $(if $(ALERTD_SRCS),$(ALERTD))
 modules: $(MOD_SO)
 unit: $(UNIT_TESTS)
 
@@ -65,6 +69,11 @@ $(LIB): $(POLICY_OBJS)
 $(CTL): $(CTL_SRCS) $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(CTL_SRCS) -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+
+$(ALERTD): $(ALERTD_SRCS) $(wildcard alertd/*.h) $(POLICY_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Ialertd $(ALERTD_SRCS) -o $@ $(LIB) $(LDFLAGS) \
+	    $(LIB_LIBS)
 
 $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
 	@mkdir -p $(@D)
