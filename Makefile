@@ -32,7 +32,7 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match clean help
+        bench bench-match bench-proxy clean help
 
 all: lib ctl alertd modules unit
 
@@ -132,7 +132,10 @@ $(B)/bench/%: tests/bench/%.c $(LIB)
 bench-match: $(B)/bench/bench_match
 	$(B)/bench/bench_match
 
-bench: bench-match
+bench-proxy: all
+	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/proxy.pl
+
+bench: bench-match bench-proxy
 
 clean:
 	rm -rf build build-asan
