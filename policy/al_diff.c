@@ -394,8 +394,10 @@ al_diff_route(al_diff_t *df, const al_policy_t *o, const al_route_t *a,
                      a->body_max, b->body_max);
     }
 
+    /* "" is any media type: setting one where there was none narrows */
     if (!al_str_eq(&a->content_type, &b->content_type)) {
-        al_diff_emit(df, '+', "route %s: body content_type \"%s\" -> \"%s\"",
+        al_diff_emit(df, a->content_type.len == 0 ? '-' : '+',
+                     "route %s: body content_type \"%s\" -> \"%s\"",
                      name, a->content_type.len ? a->content_type.data : "",
                      b->content_type.len ? b->content_type.data : "");
     }
@@ -462,8 +464,14 @@ al_diff_json(al_diff_t *df, const char *route, const char *path,
         return;
     }
 
+    /*
+     * A new type accepts values the old one refused, unless it is a
+     * subset of it: anything is a subset of any, integer of number.
+     */
     if (a->type != b->type) {
-        al_diff_emit(df, b->type == AL_JSON_ANY ? '+' : '~',
+        al_diff_emit(df, a->type == AL_JSON_ANY
+                         || (a->type == AL_JSON_NUMBER
+                             && b->type == AL_JSON_INTEGER) ? '-' : '+',
                      "route %s: %s type changed", route, path);
         if (b->type == AL_JSON_ANY) {
             return;
@@ -494,6 +502,11 @@ al_diff_json(al_diff_t *df, const char *route, const char *path,
                      path);
     }
 
+    /* members only mean something when both sides are objects */
+    if (a->type != AL_JSON_OBJECT || b->type != AL_JSON_OBJECT) {
+        return;
+    }
+
     for (i = 0; i < b->nmembers; i++) {
         bm = &b->members[i];
         am = NULL;
@@ -507,8 +520,10 @@ al_diff_json(al_diff_t *df, const char *route, const char *path,
 
         snprintf(sub, sizeof(sub), "%s.%s", path, bm->name.data);
 
+        /* a field an open object already took with any value narrows;
+           one a closed object refused is now accepted */
         if (am == NULL) {
-            al_diff_emit(df, b->additional && !bm->required ? '-' : '+',
+            al_diff_emit(df, a->additional ? '-' : '+',
                          "route %s: %s field added", route, sub);
             continue;
         }
@@ -522,10 +537,13 @@ al_diff_json(al_diff_t *df, const char *route, const char *path,
                 break;
             }
         }
+        /* an open object now takes it with any value; a closed one
+           refuses it, which widens only if it was required */
         if (i == b->nmembers) {
             snprintf(sub, sizeof(sub), "%s.%s", path, a->members[k].name.data);
-            al_diff_emit(df, '+', "route %s: %s no longer checked", route,
-                         sub);
+            al_diff_emit(df, b->additional || a->members[k].required
+                             ? '+' : '-',
+                         "route %s: %s no longer checked", route, sub);
         }
     }
 }
@@ -589,8 +607,9 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
         al_diff_emit(df, '~', "llm %s: provider changed", name);
     }
 
-    if (b->body_max > a->body_max) {
-        al_diff_emit(df, '+', "llm %s: max_body_bytes %zu -> %zu", name,
+    if (b->body_max != a->body_max) {
+        al_diff_emit(df, b->body_max > a->body_max ? '+' : '-',
+                     "llm %s: max_body_bytes %zu -> %zu", name,
                      a->body_max, b->body_max);
     }
 
@@ -641,6 +660,15 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
                          bc->client->name.data,
                          (unsigned long long) ac->max_tokens,
                          (unsigned long long) bc->max_tokens);
+        }
+
+        /* clamp lets through what reject refused */
+        if (ac->clamp != bc->clamp) {
+            al_diff_emit(df, bc->clamp ? '+' : '-', "llm %s: client %s "
+                         "over_max_tokens %s -> %s", name,
+                         bc->client->name.data,
+                         ac->clamp ? "clamp" : "reject",
+                         bc->clamp ? "clamp" : "reject");
         }
 
         if (ac->nmodels && bc->nmodels == 0) {

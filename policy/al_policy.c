@@ -109,10 +109,12 @@ static int al_cc_prefix_conflicts(al_cc_t *cc, const al_ynode_t *node);
 static const al_secret_t *al_cc_secret_ref(al_cc_t *cc,
     const al_ynode_t *node, const char *name, size_t len);
 static int al_cc_segment_chars(const char *s, size_t len);
+static int al_cc_clean_path(const char *s, size_t len);
 static const char *al_cc_suggest(const char *s, size_t len,
     const char *const *known, size_t nknown);
 static void al_cc_regex_free(void *data);
 static void al_cc_secure_free(void *data);
+static void al_cc_trie_free(void *data);
 
 
 static const char *const al_top_keys[] = {
@@ -347,8 +349,9 @@ al_policy_parse(const char *name, const char *buf, size_t len,
 
     p->trie = al_trie_create();
     if (p->trie == NULL
-        || al_pool_cleanup(pool, (void (*)(void *)) al_trie_free, p->trie))
+        || al_pool_cleanup(pool, al_cc_trie_free, p->trie) != 0)
     {
+        al_trie_free(p->trie);
         al_error_set(err, cc.file, 0, 0, "out of memory");
         goto failed;
     }
@@ -853,6 +856,15 @@ al_cc_secure_free(void *data)
 }
 
 
+/* cleanups are called as void (*)(void *); no calls through a cast */
+
+static void
+al_cc_trie_free(void *data)
+{
+    al_trie_free(data);
+}
+
+
 /*
  * http[s]://host[:port][/base/path]: no credentials, query or fragment in
  * the URL; credentials belong in secrets.
@@ -862,9 +874,11 @@ static int
 al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_upstream_t *u)
 {
-    size_t       i, hlen;
-    uint64_t     port;
-    const char  *s, *end, *h, *hend, *colon;
+    char             a6[INET6_ADDRSTRLEN];
+    size_t           i, hlen;
+    uint64_t         port;
+    const char      *s, *end, *h, *hend, *colon;
+    struct in6_addr  in6;
 
     if (al_cc_string(cc, node, what, &u->url) != 0) {
         return -1;
@@ -909,6 +923,14 @@ al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
         if (h + i == hend) {
             return al_cc_error(cc, node, "%s: unterminated IPv6 address",
                                what);
+        }
+        if (i - 1 >= sizeof(a6)) {
+            return al_cc_error(cc, node, "%s: invalid IPv6 address", what);
+        }
+        memcpy(a6, h + 1, i - 1);
+        a6[i - 1] = '\0';
+        if (inet_pton(AF_INET6, a6, &in6) != 1) {
+            return al_cc_error(cc, node, "%s: invalid IPv6 address", what);
         }
         if (h + i + 1 < hend) {
             if (h[i + 1] != ':') {
@@ -968,6 +990,11 @@ al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
                            "digits and -._~!$&'()*+,=:@/", what);
     }
 
+    if (s < end && al_cc_clean_path(s, (size_t) (end - s)) != 0) {
+        return al_cc_error(cc, node, "%s: the path has an empty or a dot "
+                           "segment", what);
+    }
+
     u->base_path.data = al_pstrndup(cc->pool, s, (size_t) (end - s));
     u->base_path.len = (size_t) (end - s);
     u->url.len = (size_t) (end - u->url.data);
@@ -1004,6 +1031,39 @@ al_cc_segment_chars(const char *s, size_t len)
             }
         }
         return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * "/a/b": no empty segment and no "." or ".." segment anywhere, the last
+ * one included; what an upstream would collapse is not written.
+ */
+
+static int
+al_cc_clean_path(const char *s, size_t len)
+{
+    size_t       seglen;
+    const char  *end, *slash;
+
+    end = s + len;
+
+    while (s < end) {
+        /* s points at a '/' */
+        s++;
+        slash = memchr(s, '/', (size_t) (end - s));
+        seglen = (size_t) ((slash ? slash : end) - s);
+
+        if (seglen == 0
+            || (seglen == 1 && s[0] == '.')
+            || (seglen == 2 && s[0] == '.' && s[1] == '.'))
+        {
+            return -1;
+        }
+
+        s += seglen;
     }
 
     return 0;
@@ -1322,17 +1382,20 @@ al_cc_client_overlaps(al_cc_t *cc, const al_ynode_t *node)
 
         overlap:
 
+            /* point at the client that repeats the identity */
+
             if (i == j) {
-                return al_cc_error(cc, node, "client \"%s\" (line %u) lists "
-                                   "the same identity twice", a->name.data,
-                                   a->line);
+                return al_cc_error(cc, node->items[i * 2], "client \"%s\" "
+                                   "(line %u) lists the same identity "
+                                   "twice", a->name.data, a->line);
             }
 
-            return al_cc_error(cc, node, "clients \"%s\" (line %u) and "
-                               "\"%s\" (line %u) share an identity (uid, "
-                               "gid, overlapping cidr or token); a request "
-                               "must name exactly one client", a->name.data,
-                               a->line, b->name.data, b->line);
+            return al_cc_error(cc, node->items[j * 2], "clients \"%s\" "
+                               "(line %u) and \"%s\" (line %u) share an "
+                               "identity (uid, gid, overlapping cidr or "
+                               "token); a request must name exactly one "
+                               "client", a->name.data, a->line, b->name.data,
+                               b->line);
         }
     }
 
@@ -1960,9 +2023,11 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             r->params[r->nparams++].name = r->segs[i];
 
         } else {
-            if (al_cc_segment_chars(seg, seglen) != 0
-                || memchr(seg, '{', seglen) || memchr(seg, '}', seglen))
-            {
+            if (memchr(seg, '{', seglen) || memchr(seg, '}', seglen)) {
+                return al_cc_error(cc, node, "path \"%s\": a param must be "
+                                   "a whole segment like {name}", s);
+            }
+            if (al_cc_segment_chars(seg, seglen) != 0) {
                 return al_cc_error(cc, node, "path \"%s\": literal segments "
                                    "may only use letters, digits and "
                                    "-._~!$&'()*+,=:@", s);
@@ -2526,9 +2591,11 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
 
         if (pass == 0) {
             buf = al_secure_alloc(out + 1);
-            if (buf == NULL
-                || al_pool_cleanup(cc->pool, al_cc_secure_free, buf) != 0)
-            {
+            if (buf == NULL) {
+                return al_cc_error(cc, node, "out of memory");
+            }
+            if (al_pool_cleanup(cc->pool, al_cc_secure_free, buf) != 0) {
+                al_secure_free(buf);
                 return al_cc_error(cc, node, "out of memory");
             }
         }
@@ -2614,8 +2681,7 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
     if (l->prefix.data[0] != '/' || l->prefix.len < 2
         || l->prefix.data[l->prefix.len - 1] == '/'
         || al_cc_segment_chars(l->prefix.data, l->prefix.len) != 0
-        || strstr(l->prefix.data, "//") || strstr(l->prefix.data, "/./")
-        || strstr(l->prefix.data, "/../"))
+        || al_cc_clean_path(l->prefix.data, l->prefix.len) != 0)
     {
         return al_cc_error(cc, v, "prefix must be a path such as "
                            "/v1/proxy/openai (no trailing '/')");
@@ -2767,6 +2833,13 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         if (w != NULL) {
             if (al_cc_list(cc, w, "models", &items, &n) != 0) {
                 return -1;
+            }
+            /* an empty list reads as "none", the gateway takes it as
+               "all": refuse it rather than guess */
+            if (n == 0) {
+                return al_cc_error(cc, w, "models is empty: list the "
+                                   "models this client may use, or leave "
+                                   "models out for all of the provider's");
             }
             lc->models = al_palloc(cc->pool, (n + 1) * sizeof(al_str_t));
             if (lc->models == NULL) {

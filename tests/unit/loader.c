@@ -1,0 +1,1138 @@
+/*
+ * The policy loader: a full schema v1 policy compiles into the expected
+ * tables, and every class of mistake is refused with the file, line and
+ * column of the node at fault and a message that says what to do.
+ *
+ * Error cases mark the place the error must point at with a backtick,
+ * which is removed before the text is parsed.  Unix identities use uid 0
+ * and the user "root" so the tests run on any machine.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "airlock.h"
+#include "tap.h"
+
+
+/* sha256("test") */
+#define TOK  "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+#define HEAD                                                                 \
+    "version: 1\n"                                                           \
+    "clients:\n"                                                             \
+    "  agent: { unix_uid: 0 }\n"                                             \
+    "  tools: { token_sha256: \"" TOK "\" }\n"
+
+#define SECRETS                                                              \
+    "secrets:\n"                                                             \
+    "  github_pr: { sealed: \"AAAA\" }\n"                                    \
+    "  openai_key: { file: /run/credentials/airlock.service/openai_key }\n"
+
+#define UPS                                                                  \
+    "upstreams:\n"                                                           \
+    "  prom: { url: \"http://127.0.0.1:9090\" }\n"
+
+#define ALERTS                                                               \
+    "alerts:\n"                                                              \
+    "  deny: { threshold: 3, window: 60s }\n"
+
+/* one route; the caller appends its own keys */
+#define ROUTE                                                                \
+    "routes:\n"                                                              \
+    "  - name: q\n"                                                          \
+    "    clients: [agent]\n"                                                 \
+    "    match: { method: GET, path: /q }\n"                                 \
+    "    upstream: prom\n"                                                   \
+    "    to: /api/q\n"
+
+#define LLM                                                                  \
+    "llm:\n"                                                                 \
+    "  - name: openai\n"                                                     \
+    "    prefix: /v1/proxy/openai\n"                                         \
+    "    provider: openai\n"                                                 \
+    "    upstream: https://api.openai.com/v1\n"                              \
+    "    secret: openai_key\n"                                               \
+    "    models: [gpt-4o-mini]\n"
+
+
+static void refuse(const char *name, const char *yaml, const char *want);
+static al_policy_t *load(const char *yaml, al_error_t *err);
+static int str_is(const al_str_t *s, const char *want);
+static void test_full(void);
+static void test_syntax(void);
+static void test_types(void);
+static void test_clients(void);
+static void test_secrets(void);
+static void test_upstreams(void);
+static void test_routes(void);
+static void test_query_body(void);
+static void test_inject(void);
+static void test_llm(void);
+static void test_alerts(void);
+static void test_open_secrets(void);
+
+
+static const char  full[] =
+    "# every top-level key and most fields\n"
+    "version: 1\n"
+    "clients:\n"
+    "  agent: { unix_uid: root }\n"
+    "  worker: { unix_uid: [1001, 1002], description: sandbox runner }\n"
+    "  ops: { unix_gid: 0 }\n"
+    "  net: { cidr: [10.0.0.0/8, \"fd00::/8\"] }\n"
+    "  tools: { token_sha256: \"" TOK "\" }\n"
+    "secrets:\n"
+    "  prom_basic: { sealed: \"c2VhbGVk\" }\n"
+    "  github_pr: { file: /run/credentials/airlock.service/github_pr }\n"
+    "  openai_key: { sealed: \"AAAA\", description: the API key }\n"
+    "  alert_hmac: { file: /run/credentials/airlock.service/alert_hmac }\n"
+    "upstreams:\n"
+    "  prometheus: { url: \"http://127.0.0.1:9090/\" }\n"
+    "  github: { url: \"https://api.github.com:8443/base/\" }\n"
+    "routes:\n"
+    "  - name: prometheus-query\n"
+    "    description: instant queries\n"
+    "    clients: [agent, worker, tools]\n"
+    "    match: { method: [GET, HEAD], path: /prometheus/query }\n"
+    "    upstream: prometheus\n"
+    "    to: /api/v1/query\n"
+    "    query:\n"
+    "      allow: [query, time]\n"
+    "      require: [query]\n"
+    "      patterns: { time: '^[0-9]+$' }\n"
+    "    inject: { Authorization: \"Basic {prom_basic|base64}\" }\n"
+    "  - name: logs\n"
+    "    clients: agent\n"
+    "    match: { method: GET, path: \"/logs/{service}/{day}\" }\n"
+    "    params: { service: '^[a-z0-9-]{1,63}$', day: '^[0-9]{8}$' }\n"
+    "    upstream: prometheus\n"
+    "    to: \"/svc/{day}/{service}\"\n"
+    "    cookies: true\n"
+    "  - name: github-pull-request\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /github/pull-request }\n"
+    "    upstream: github\n"
+    "    to: /repos/acme/infra/pulls\n"
+    "    body:\n"
+    "      max_bytes: 65536\n"
+    "      json:\n"
+    "        head: '^remediation/[A-Za-z0-9._/-]+$'\n"
+    "        draft: { type: boolean, required: false }\n"
+    "        meta: { type: object }\n"
+    "        user:\n"
+    "          type: object\n"
+    "          fields:\n"
+    "            login: { type: string, pattern: '^[a-z]+$' }\n"
+    "          additional: true\n"
+    "    inject:\n"
+    "      Authorization: \"Bearer {github_pr}\"\n"
+    "      Accept: application/vnd.github+json\n"
+    "llm:\n"
+    "  - name: openai\n"
+    "    prefix: /v1/proxy/openai\n"
+    "    provider: openai\n"
+    "    upstream: https://api.openai.com/v1\n"
+    "    secret: openai_key\n"
+    "    models: [gpt-4o-mini, gpt-4o]\n"
+    "    max_body_bytes: 1048576\n"
+    "    clients:\n"
+    "      agent:\n"
+    "        tokens_per_minute: 20000\n"
+    "        tokens_per_day: 2000000\n"
+    "        max_tokens: 4096\n"
+    "        over_max_tokens: clamp\n"
+    "      worker:\n"
+    "        models: [gpt-4o-mini]\n"
+    "        max_tokens: 1024\n"
+    "        over_max_tokens: reject\n"
+    "  - name: local\n"
+    "    prefix: /v1/proxy/ollama\n"
+    "    provider: openai-compatible\n"
+    "    upstream: prometheus\n"
+    "    secret: openai_key\n"
+    "    models: llama3\n"
+    "    include_usage: false\n"
+    "    clients:\n"
+    "      tools: {}\n"
+    "  - name: claude\n"
+    "    prefix: /v1/proxy/anthropic\n"
+    "    provider: anthropic\n"
+    "    upstream: https://api.anthropic.com\n"
+    "    secret: openai_key\n"
+    "    models: [claude-sonnet-4]\n"
+    "    clients: { agent: { tokens_per_day: 100000 } }\n"
+    "alerts:\n"
+    "  deny: { threshold: 3, window: 60s }\n"
+    "  quarantine: { threshold: 20, window: 1m, for: 10m }\n"
+    "  sinks:\n"
+    "    - webhook: { url: \"http://127.0.0.1:9099/airlock\",\n"
+    "                 hmac_secret: alert_hmac }\n"
+    "    - alertmanager: { url: \"http://127.0.0.1:9093\" }\n";
+
+
+int
+main(void)
+{
+    test_full();
+    test_syntax();
+    test_types();
+    test_clients();
+    test_secrets();
+    test_upstreams();
+    test_routes();
+    test_query_body();
+    test_inject();
+    test_llm();
+    test_alerts();
+    test_open_secrets();
+
+    return tap_done();
+}
+
+
+static al_policy_t *
+load(const char *yaml, al_error_t *err)
+{
+    memset(err, 0, sizeof(al_error_t));
+
+    return al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, err);
+}
+
+
+static int
+str_is(const al_str_t *s, const char *want)
+{
+    return s->data != NULL && s->len == strlen(want)
+           && memcmp(s->data, want, s->len) == 0 && s->data[s->len] == '\0';
+}
+
+
+/*
+ * Four assertions: refused, the line and the column of the backtick, and
+ * the message.
+ */
+
+static void
+refuse(const char *name, const char *yaml, const char *want)
+{
+    char          buf[8192], label[256];
+    size_t        i, n;
+    unsigned      line, col, l, c;
+    al_error_t    err;
+    al_policy_t  *p;
+
+    line = 0;
+    col = 0;
+    l = 1;
+    c = 1;
+    n = 0;
+
+    for (i = 0; yaml[i] != '\0' && n < sizeof(buf) - 1; i++) {
+        if (yaml[i] == '`') {
+            line = l;
+            col = c;
+            continue;
+        }
+
+        buf[n++] = yaml[i];
+
+        if (yaml[i] == '\n') {
+            l++;
+            c = 1;
+
+        } else {
+            c++;
+        }
+    }
+
+    buf[n] = '\0';
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", buf, n, NULL, &err);
+
+    snprintf(label, sizeof(label), "%s: refused", name);
+    if (!tap_ok(p == NULL, label)) {
+        al_policy_free(p);
+    }
+
+    snprintf(label, sizeof(label), "%s: line", name);
+    tap_is_int(err.line, line, label);
+
+    snprintf(label, sizeof(label), "%s: column", name);
+    tap_is_int(err.column, col, label);
+
+    snprintf(label, sizeof(label), "%s: says \"%s\"", name, want);
+    if (!tap_ok(strstr(err.msg, want) != NULL, label)) {
+        tap_diag("message: ", err.msg);
+    }
+}
+
+
+static void
+test_full(void)
+{
+    const al_llm_t     *l;
+    const al_route_t   *r;
+    const al_client_t  *c;
+    al_error_t          err;
+    al_policy_t        *p;
+
+    p = load(full, &err);
+    if (!tap_ok(p != NULL, "full policy loads")) {
+        tap_diag("error: ", err.msg);
+        exit(tap_done());
+    }
+
+    tap_is_int(p->version, 1, "version 1");
+    tap_is_int(p->nclients, 5, "5 clients");
+    tap_is_int(p->nsecrets, 4, "4 secrets");
+    tap_is_int(p->nupstreams, 2, "2 upstreams");
+    tap_is_int(p->nroutes, 3, "3 routes");
+    tap_is_int(p->nllm, 3, "3 llm providers");
+    tap_is_int(p->nsinks, 2, "2 sinks");
+    tap_ok(!p->secrets_open, "no keyring: secrets stay closed");
+
+    /* clients, in file order */
+    c = al_policy_client(p, "agent", 5);
+    tap_ok(c == &p->clients[0] && c->nuids == 1 && c->uids[0] == 0,
+           "agent: user root is uid 0");
+    c = al_policy_client(p, "worker", 6);
+    tap_ok(c != NULL && c->nuids == 2 && c->uids[1] == 1002,
+           "worker: list of numeric uids");
+    c = al_policy_client(p, "ops", 3);
+    tap_ok(c != NULL && c->ngids == 1 && c->gids[0] == 0 && c->index == 2,
+           "ops: gid 0, index 2");
+    c = al_policy_client(p, "net", 3);
+    tap_ok(c != NULL && c->ncidrs == 2 && c->cidrs[0].prefix == 104
+           && c->cidrs[0].addr[10] == 0xff && c->cidrs[0].addr[12] == 10,
+           "net: IPv4 cidr stored as ::ffff:10.0.0.0/104");
+    tap_ok(c != NULL && c->cidrs[1].prefix == 8
+           && c->cidrs[1].addr[0] == 0xfd, "net: IPv6 cidr fd00::/8");
+    c = al_policy_client(p, "tools", 5);
+    tap_ok(c != NULL && c->ntokens == 1 && c->tokens[0][0] == 0x9f
+           && c->tokens[0][31] == 0x08, "tools: token hash decoded");
+    tap_ok(al_policy_client(p, "nobody", 6) == NULL, "unknown client: NULL");
+
+    /* secrets */
+    tap_ok(p->secrets[0].sealed && str_is(&p->secrets[0].source, "c2VhbGVk"),
+           "sealed secret keeps its box");
+    tap_ok(!p->secrets[1].sealed && str_is(&p->secrets[1].source,
+           "/run/credentials/airlock.service/github_pr"),
+           "file secret keeps its path");
+    tap_ok(p->secrets[1].value == NULL, "file secret not read without keys");
+
+    /* upstreams */
+    tap_ok(str_is(&p->upstreams[0].url, "http://127.0.0.1:9090"),
+           "upstream url: trailing slash dropped");
+    tap_ok(p->upstreams[0].port == 9090 && !p->upstreams[0].https
+           && str_is(&p->upstreams[0].host, "127.0.0.1:9090")
+           && str_is(&p->upstreams[0].hostname, "127.0.0.1")
+           && p->upstreams[0].base_path.len == 0,
+           "upstream http: host, port, no base path");
+    tap_ok(p->upstreams[1].https && p->upstreams[1].port == 8443
+           && str_is(&p->upstreams[1].base_path, "/base")
+           && str_is(&p->upstreams[1].url, "https://api.github.com:8443/base"),
+           "upstream https with port and base path");
+
+    /* route 1: methods, query, inject */
+    r = al_policy_route(p, "prometheus-query", 16);
+    tap_ok(r == &p->routes[0], "route found by name");
+    tap_is_int(r->methods, AL_METHOD_GET | AL_METHOD_HEAD,
+               "methods [GET, HEAD] bitmask");
+    tap_ok(r->nsegs == 2 && str_is(&r->segs[0], "prometheus")
+           && !r->seg_is_param[1], "literal path segments");
+    tap_ok(r->client_ok[0] && r->client_ok[1] && !r->client_ok[2]
+           && !r->client_ok[3] && r->client_ok[4], "client_ok per client");
+    tap_is_int(r->nquery_allow, 2, "query allow: 2 names");
+    tap_ok(r->query_required[0] && !r->query_required[1],
+           "query require marks query only");
+    tap_ok(r->query_patterns[0].re == NULL && r->query_patterns[1].re != NULL
+           && str_is(&r->query_patterns[1].pattern, "^[0-9]+$"),
+           "query pattern for time only");
+    tap_ok(r->ninject == 1 && str_is(&r->inject[0].name, "Authorization")
+           && str_is(&r->inject[0].tmpl, "Basic {prom_basic|base64}")
+           && r->inject[0].value == NULL, "inject template kept, not rendered");
+    tap_ok(!r->has_body && r->json == NULL && !r->allow_cookies,
+           "no body, no cookies by default");
+    tap_ok(r->upstream == &p->upstreams[0], "route upstream resolved");
+
+    /* route 2: params and the to template */
+    r = &p->routes[1];
+    tap_ok(r->nparams == 2 && str_is(&r->params[0].name, "service")
+           && str_is(&r->params[1].name, "day") && r->params[1].re != NULL,
+           "path params in path order, with patterns");
+    tap_ok(r->seg_is_param[1] && r->seg_is_param[2]
+           && str_is(&r->segs[2], "day"), "param segments carry the name");
+    tap_is_int(r->nto_parts, 5, "to: 5 parts");
+    tap_ok(r->to_param[0] == -1 && r->to_parts[0].len == 4
+           && memcmp(r->to_parts[0].data, "/svc", 4) == 0
+           && r->to_param[2] == 1 && r->to_param[4] == 0,
+           "to: literal, then {day} (param 1), then {service} (param 0)");
+    tap_ok(r->allow_cookies, "cookies: true");
+    tap_ok(r->client_ok[0] && !r->client_ok[1], "clients: a single name");
+
+    /* route 3: body and json rules */
+    r = &p->routes[2];
+    tap_ok(r->has_body && r->body_max == 65536, "body max_bytes");
+    tap_ok(str_is(&r->content_type, "application/json"),
+           "json implies content_type application/json");
+    tap_ok(r->json != NULL && r->json->type == AL_JSON_OBJECT
+           && r->json->nmembers == 4 && !r->json->additional,
+           "json root: closed object with 4 fields");
+    tap_ok(r->json->members[0].type == AL_JSON_STRING
+           && r->json->members[0].required && r->json->members[0].re != NULL
+           && str_is(&r->json->members[0].name, "head"),
+           "scalar shorthand: required string with pattern");
+    tap_ok(r->json->members[1].type == AL_JSON_BOOLEAN
+           && !r->json->members[1].required, "draft: optional boolean");
+    tap_ok(r->json->members[2].type == AL_JSON_OBJECT
+           && r->json->members[2].additional
+           && r->json->members[2].nmembers == 0,
+           "object without fields is opaque");
+    tap_ok(r->json->members[3].nmembers == 1 && r->json->members[3].additional
+           && r->json->members[3].members[0].re != NULL
+           && str_is(&r->json->members[3].members[0].pattern, "^[a-z]+$"),
+           "nested fields, additional: true");
+    tap_ok(r->ninject == 2 && str_is(&r->inject[1].tmpl,
+                                     "application/vnd.github+json"),
+           "inject: a literal header value");
+
+    /* llm */
+    l = &p->llm[0];
+    tap_ok(l->kind == AL_LLM_OPENAI && str_is(&l->prefix, "/v1/proxy/openai")
+           && l->upstream.https && str_is(&l->upstream.base_path, "/v1"),
+           "llm openai: prefix and upstream URL");
+    tap_ok(l->secret == &p->secrets[2] && l->nmodels == 2,
+           "llm: secret and models");
+    tap_ok(l->include_usage && l->body_max == 1048576,
+           "llm: include_usage default on, max_body_bytes");
+    tap_ok(l->nclients == 2 && l->clients[0].client == &p->clients[0]
+           && l->clients[0].tokens_per_minute == 20000
+           && l->clients[0].tokens_per_day == 2000000
+           && l->clients[0].max_tokens == 4096 && l->clients[0].clamp
+           && l->clients[0].models == NULL,
+           "llm client agent: budgets, clamp, every model");
+    tap_ok(l->clients[1].nmodels == 1 && !l->clients[1].clamp
+           && l->clients[1].max_tokens == 1024
+           && l->clients[1].tokens_per_minute == 0,
+           "llm client worker: one model, reject, no budget");
+    l = &p->llm[1];
+    tap_ok(l->kind == AL_LLM_OPENAI_COMPATIBLE && !l->include_usage
+           && l->body_max == 4 * 1024 * 1024 && l->nmodels == 1
+           && str_is(&l->upstream.url, "http://127.0.0.1:9090"),
+           "llm by upstream name, include_usage false, default body max");
+    tap_ok(p->llm[2].kind == AL_LLM_ANTHROPIC
+           && p->llm[2].clients[0].tokens_per_day == 100000,
+           "llm anthropic");
+
+    /* alerts */
+    tap_ok(p->deny.threshold == 3 && p->deny.window == 60,
+           "deny: 3 in 60s");
+    tap_ok(p->quarantine.threshold == 20 && p->quarantine.window == 60
+           && p->quarantine.duration == 600,
+           "quarantine: 20 in 1m for 10m");
+    tap_ok(p->sinks[0].kind == AL_SINK_WEBHOOK
+           && p->sinks[0].hmac == &p->secrets[3]
+           && str_is(&p->sinks[0].url, "http://127.0.0.1:9099/airlock"),
+           "webhook sink with hmac secret");
+    tap_ok(p->sinks[1].kind == AL_SINK_ALERTMANAGER
+           && p->sinks[1].hmac == NULL, "alertmanager sink");
+
+    al_policy_free(p);
+
+    /* the smallest policy: version, clients, alerts */
+    p = load(HEAD ALERTS, &err);
+    tap_ok(p != NULL && p->nroutes == 0 && p->nllm == 0
+           && p->quarantine.threshold == 0, "minimal policy loads");
+    al_policy_free(p);
+}
+
+
+static void
+test_syntax(void)
+{
+    char         buf[512];
+    al_error_t   err;
+    al_policy_t *p;
+
+    refuse("invalid YAML", HEAD "routes: [ { name: q }\n`" ALERTS,
+           "invalid YAML");
+    refuse("tab indentation", "version: 1\nclients:\n`\tagent: 1\n",
+           "invalid YAML");
+    refuse("empty file", "`", "the policy file is empty");
+    refuse("only comments", "`# nothing here\n", "empty");
+    refuse("YAML anchor",
+           "version: 1\nclients:\n  agent: `&a { unix_uid: 0 }\n" ALERTS,
+           "YAML anchors (&a) are not supported");
+    refuse("YAML alias",
+           "version: 1\nclients:\n  agent: `*a\n" ALERTS,
+           "aliases");
+    refuse("YAML tag", "version: `!!int 1\n", "YAML tags");
+    refuse("two documents", HEAD ALERTS "`---\nversion: 1\n",
+           "only one YAML document");
+    refuse("duplicate key", HEAD ALERTS "`version: 1\n",
+           "duplicate key \"version\" (first given at line 1)");
+    refuse("non-scalar key", "version: 1\n`[a]: 1\n",
+           "mapping keys must be plain names");
+
+    p = load("version: 1\n  bad\n", &err);
+    tap_ok(p == NULL && al_error_format(&err, buf, sizeof(buf)) > 0
+           && strncmp(buf, "policy.yaml:", 12) == 0,
+           "al_error_format: file:line:column: message");
+
+    p = al_policy_parse("policy.yaml", "version: 1\0", 11, NULL, &err);
+    tap_ok(p == NULL && strstr(err.msg, "NUL") != NULL, "NUL byte refused");
+}
+
+
+static void
+test_types(void)
+{
+    refuse("unknown key with suggestion",
+           "version: 1\n`clinets:\n  agent: { unix_uid: 0 }\n" ALERTS,
+           "unknown key \"clinets\" in the policy (did you mean "
+           "\"clients\"?)");
+    refuse("unknown key without suggestion",
+           HEAD ALERTS "`frobnicate: 1\n",
+           "expected one of: version, clients, secrets, upstreams, routes, "
+           "llm, alerts");
+    refuse("list where a mapping is expected",
+           "version: 1\nclients: `[agent]\n" ALERTS,
+           "clients must be a mapping, found a list");
+    refuse("mapping where a scalar is expected",
+           HEAD UPS ROUTE "    cookies: `{ a: 1 }\n" ALERTS,
+           "cookies must be a scalar, found a mapping");
+    refuse("routes not a list", HEAD UPS "routes: `{ q: 1 }\n" ALERTS,
+           "routes must be a list");
+    refuse("policy not a mapping", "`- version: 1\n",
+           "the policy must be a mapping");
+    refuse("missing required key", "`version: 1\n" ALERTS,
+           "the policy is missing the required key \"clients\"");
+    refuse("missing alerts", "`" HEAD, "missing the required key \"alerts\"");
+    refuse("version 2", "version: `2\n", "unsupported policy version 2");
+    refuse("version empty", "version:` \nclients: {}\n", "version is empty");
+    refuse("bad number", HEAD "alerts:\n  deny: { threshold: `3x, "
+           "window: 60s }\n", "threshold must be a whole number");
+    refuse("quoted number", HEAD "alerts:\n  deny: { threshold: `\"3\", "
+           "window: 60s }\n", "threshold must be a whole number");
+    refuse("number out of range", HEAD "alerts:\n  deny: { threshold: `0, "
+           "window: 60s }\n", "threshold must be between 1 and 1000000");
+    refuse("bool yes", HEAD UPS ROUTE "    cookies: `yes\n" ALERTS,
+           "cookies must be true or false, found \"yes\"");
+    refuse("bool quoted", HEAD UPS ROUTE "    cookies: `\"true\"\n" ALERTS,
+           "cookies must be true or false");
+    refuse("duration without unit", HEAD "alerts:\n  deny: { threshold: 3, "
+           "window: `60 }\n", "window must be a duration such as 30s");
+    refuse("duration unknown unit", HEAD "alerts:\n  deny: { threshold: 3, "
+           "window: `5w }\n", "must be a duration");
+    refuse("zero duration", HEAD "alerts:\n  deny: { threshold: 3, "
+           "window: `0s }\n", "window must be between 1s and 366d");
+    refuse("name with bad characters",
+           "version: 1\nclients:\n  `\"bad name!\": { unix_uid: 0 }\n"
+           ALERTS, "client name \"bad name!\" is not a valid name");
+    refuse("name starting with '-'",
+           HEAD UPS "routes:\n  - name: `-q\n" ALERTS,
+           "route name \"-q\" is not a valid name");
+}
+
+
+static void
+test_clients(void)
+{
+    refuse("unknown client in route",
+           HEAD UPS "routes:\n  - name: q\n    clients: [`agnet]\n"
+           "    match: { method: GET, path: /q }\n" ALERTS,
+           "unknown client \"agnet\" (did you mean \"agent\"?)");
+    refuse("route with no clients",
+           HEAD UPS "routes:\n  - name: q\n    clients: `[]\n" ALERTS,
+           "clients is empty");
+    refuse("client with no identity",
+           "version: 1\nclients:\n  agent: `{ description: nothing }\n"
+           ALERTS, "client \"agent\" has no identity");
+    refuse("unknown user name",
+           "version: 1\nclients:\n  agent: { unix_uid: "
+           "`no-such-user-airlock-test }\n" ALERTS,
+           "no such user \"no-such-user-airlock-test\"");
+    refuse("unknown group name",
+           "version: 1\nclients:\n  agent: { unix_gid: "
+           "[0, `no-such-group-airlock-test] }\n" ALERTS,
+           "no such group");
+    refuse("cidr without prefix",
+           "version: 1\nclients:\n  net: { cidr: `10.0.0.0 }\n" ALERTS,
+           "cidr must be ADDRESS/PREFIX");
+    refuse("cidr prefix too long",
+           "version: 1\nclients:\n  net: { cidr: `10.0.0.0/33 }\n" ALERTS,
+           "invalid cidr \"10.0.0.0/33\"");
+    refuse("cidr not an address",
+           "version: 1\nclients:\n  net: { cidr: `10.0.0/8 }\n" ALERTS,
+           "invalid cidr");
+    refuse("cidr with host bits",
+           "version: 1\nclients:\n  net: { cidr: `10.0.0.1/8 }\n" ALERTS,
+           "has bits set past the prefix length");
+    refuse("IPv6 cidr with host bits",
+           "version: 1\nclients:\n  net: { cidr: `\"fd00::1/64\" }\n"
+           ALERTS, "has bits set past the prefix length");
+    refuse("overlapping cidrs",
+           "version: 1\nclients:\n  a: { cidr: 10.0.0.0/8 }\n"
+           "  `b: { cidr: 10.1.0.0/16 }\n" ALERTS,
+           "clients \"a\" (line 3) and \"b\" (line 4) share an identity");
+    refuse("IPv4-mapped IPv6 overlaps IPv4",
+           "version: 1\nclients:\n  a: { cidr: 10.0.0.0/8 }\n"
+           "  `b: { cidr: \"::ffff:0:0/96\" }\n" ALERTS,
+           "share an identity");
+    refuse("duplicate uid across clients",
+           "version: 1\nclients:\n  a: { unix_uid: 0 }\n"
+           "  `b: { unix_uid: root }\n" ALERTS,
+           "clients \"a\" (line 3) and \"b\" (line 4) share an identity");
+    refuse("duplicate uid in one client",
+           "version: 1\nclients:\n  `a: { unix_uid: [0, root] }\n" ALERTS,
+           "client \"a\" (line 3) lists the same identity twice");
+    refuse("duplicate token",
+           "version: 1\nclients:\n  a: { token_sha256: \"" TOK "\" }\n"
+           "  `b: { token_sha256: \"" TOK "\" }\n" ALERTS,
+           "share an identity");
+    refuse("token_sha256 too short",
+           "version: 1\nclients:\n  a: { token_sha256: `abc }\n" ALERTS,
+           "token_sha256 must be 64 hex digits");
+    refuse("token_sha256 not hex",
+           "version: 1\nclients:\n  a: { token_sha256: "
+           "`9g86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+           " }\n" ALERTS, "token_sha256 must be 64 hex digits");
+    refuse("identity of the wrong type",
+           "version: 1\nclients:\n  a: { unix_uid: `{ x: 1 } }\n" ALERTS,
+           "unix_uid must be a name or a list of names");
+}
+
+
+static void
+test_secrets(void)
+{
+    refuse("plaintext secret",
+           HEAD "secrets:\n  github_pr: `hunter2\n" ALERTS,
+           "secret \"github_pr\" is written in plain text");
+    refuse("secret with sealed and file",
+           HEAD "secrets:\n  s: `{ sealed: AAAA, file: /run/s }\n" ALERTS,
+           "needs exactly one of \"sealed\" or \"file\"");
+    refuse("secret with neither",
+           HEAD "secrets:\n  s: `{ description: x }\n" ALERTS,
+           "needs exactly one of");
+    refuse("relative file path",
+           HEAD "secrets:\n  s: { file: `creds/s }\n" ALERTS,
+           "file must be an absolute path");
+    refuse("sealed secret not base64",
+           HEAD "secrets:\n  s: { sealed: `\"not base64!\" }\n" ALERTS,
+           "is not base64");
+    refuse("secret name with '-'",
+           HEAD "secrets:\n  `github-pr: { sealed: AAAA }\n" ALERTS,
+           "secret names may use letters, digits and '_' only");
+    refuse("unknown key in a secret",
+           HEAD "secrets:\n  s: { `seal: AAAA }\n" ALERTS,
+           "did you mean \"sealed\"?");
+}
+
+
+static void
+test_upstreams(void)
+{
+    al_error_t    err;
+    al_policy_t  *p;
+
+    refuse("url scheme",
+           HEAD "upstreams:\n  u: { url: `ftp://example.com }\n" ALERTS,
+           "url must start with http:// or https://");
+    refuse("credentials in url",
+           HEAD "upstreams:\n  u: { url: `\"https://u:p@example.com\" }\n"
+           ALERTS, "must not carry credentials");
+    refuse("query in url",
+           HEAD "upstreams:\n  u: { url: `\"https://example.com/a?b=c\" }\n"
+           ALERTS, "must not have a query or a fragment");
+    refuse("port out of range",
+           HEAD "upstreams:\n  u: { url: `\"http://example.com:99999\" }\n"
+           ALERTS, "port out of range");
+    refuse("port not a number",
+           HEAD "upstreams:\n  u: { url: `\"http://example.com:8o\" }\n"
+           ALERTS, "invalid port");
+    refuse("no host", HEAD "upstreams:\n  u: { url: `\"http:///x\" }\n"
+           ALERTS, "has no host");
+    refuse("bad host", HEAD "upstreams:\n  u: { url: `\"http://a_b/\" }\n"
+           ALERTS, "invalid character in host name");
+    refuse("dot segment in the base path",
+           HEAD "upstreams:\n  u: { url: `\"http://example.com/v1/..\" }\n"
+           ALERTS, "the path has an empty or a dot segment");
+    refuse("invalid IPv6 host",
+           HEAD "upstreams:\n  u: { url: `\"http://[fd00::zz]:80/\" }\n"
+           ALERTS, "invalid IPv6 address");
+    refuse("upstream without url",
+           HEAD "upstreams:\n  u: `{ description: x }\n" ALERTS,
+           "upstream \"u\" is missing the required key \"url\"");
+
+    p = load(HEAD "upstreams:\n"
+             "  v6: { url: \"https://[fd00::10]:8200/v1/\" }\n" ALERTS, &err);
+    tap_ok(p != NULL && p->upstreams[0].port == 8200
+           && str_is(&p->upstreams[0].hostname, "[fd00::10]")
+           && str_is(&p->upstreams[0].host, "[fd00::10]:8200")
+           && str_is(&p->upstreams[0].base_path, "/v1"),
+           "IPv6 upstream: host, port and base path");
+    al_policy_free(p);
+}
+
+
+static void
+test_routes(void)
+{
+    al_error_t    err;
+    al_policy_t  *p;
+
+    refuse("route missing upstream",
+           HEAD UPS "routes:\n  - `name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: /q }\n    to: /q\n" ALERTS,
+           "route \"q\" is missing the required key \"upstream\"");
+    refuse("route missing to",
+           HEAD UPS "routes:\n  - `name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: /q }\n    upstream: prom\n"
+           ALERTS, "route \"q\" is missing the required key \"to\"");
+    refuse("route missing match",
+           HEAD UPS "routes:\n  - `name: q\n    clients: [agent]\n" ALERTS,
+           "missing the required key \"match\"");
+    refuse("unknown upstream",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: /q }\n    upstream: `prometheus\n"
+           "    to: /q\n" ALERTS,
+           "names upstream \"prometheus\", which is not defined");
+    refuse("lower-case method",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: [GET, `post], path: /q }\n" ALERTS,
+           "methods are upper case: write POST, not post");
+    refuse("CONNECT",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: `CONNECT, path: /q }\n" ALERTS,
+           "method \"CONNECT\" is not allowed");
+    refuse("method twice",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: [GET, `GET], path: /q }\n" ALERTS,
+           "listed twice");
+    refuse("path without '/'",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `q/r }\n" ALERTS,
+           "path must start with '/'");
+    refuse("trailing slash",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `/q/ }\n" ALERTS,
+           "has an empty segment");
+    refuse("empty segment",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `/a//b }\n" ALERTS,
+           "has an empty segment");
+    refuse("dot segment in path",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `/a/../b }\n" ALERTS,
+           "dot segment");
+    refuse("param not a whole segment",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `\"/logs/{service}.json\" }\n"
+           ALERTS, "a param must be a whole segment");
+    refuse("param inside a literal",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `\"/logs/x{service}\" }\n"
+           ALERTS, "a param must be a whole segment");
+    refuse("param used twice",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `\"/{a}/{a}\" }\n" ALERTS,
+           "uses param {a} twice");
+    refuse("param without pattern",
+           HEAD UPS "routes:\n  - `name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/logs/{service}\" }\n"
+           "    upstream: prom\n    to: /q\n" ALERTS,
+           "path param {service} has no pattern");
+    refuse("params key not a path param",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/logs/{service}\" }\n"
+           "    params: { service: '^[a-z]+$', `svc: '^x$' }\n" ALERTS,
+           "params names \"svc\", which is not a {param} of path");
+    refuse("invalid regex",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/logs/{service}\" }\n"
+           "    params: { service: `'^[a-z$' }\n" ALERTS,
+           "param pattern: invalid regular expression at offset");
+    refuse("to uses an unknown param",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/logs/{service}\" }\n"
+           "    params: { service: '^[a-z]+$' }\n    upstream: prom\n"
+           "    to: `\"/svc/{svc}\"\n" ALERTS,
+           "uses {svc}, which is not a param of path /logs/{service}");
+    refuse("to without '/'",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: /q }\n    upstream: prom\n"
+           "    to: `api/q\n" ALERTS, "to must start with '/'");
+    refuse("two conflicting routes",
+           HEAD UPS "routes:\n"
+           "  - name: logs\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/logs/{s}\" }\n"
+           "    params: { s: '^[a-z]+$' }\n"
+           "    upstream: prom\n    to: /q\n"
+           "  - `name: errors\n    clients: [agent]\n"
+           "    match: { method: [POST, GET], path: /logs/errors }\n"
+           "    upstream: prom\n    to: /e\n" ALERTS,
+           "route \"errors\" (/logs/errors) can match the same requests as "
+           "route \"logs\" (/logs/{s}, line 8)");
+    refuse("duplicate route name",
+           HEAD UPS ROUTE
+           "  - `name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: /r }\n"
+           "    upstream: prom\n    to: /r\n" ALERTS,
+           "route name \"q\" is already used at line 8");
+    refuse("unknown key in a route",
+           HEAD UPS ROUTE "    `cookie: true\n" ALERTS,
+           "did you mean \"cookies\"?");
+
+    p = load(HEAD UPS "routes:\n"
+             "  - name: read\n    clients: [agent]\n"
+             "    match: { method: GET, path: \"/logs/{s}\" }\n"
+             "    params: { s: '^[a-z]+$' }\n"
+             "    upstream: prom\n    to: /q\n"
+             "  - name: write\n    clients: [agent]\n"
+             "    match: { method: POST, path: /logs/errors }\n"
+             "    upstream: prom\n    to: /e\n"
+             "  - name: delete\n    clients: [agent]\n"
+             "    match: { method: DELETE, path: \"/logs/{s}\" }\n"
+             "    params: { s: '^[a-z]+$' }\n"
+             "    upstream: prom\n    to: /d\n" ALERTS, &err);
+    if (!tap_ok(p != NULL && p->nroutes == 3,
+                "same paths with different methods load")) {
+        tap_diag("error: ", err.msg);
+    }
+    al_policy_free(p);
+}
+
+
+static void
+test_query_body(void)
+{
+    refuse("query require not in allow",
+           HEAD UPS ROUTE "    query: { allow: [a], require: [a, `b] }\n"
+           ALERTS, "required query parameter \"b\" is not in allow");
+    refuse("pattern for a query param not allowed",
+           HEAD UPS ROUTE "    query: { allow: [a], patterns: { `b: '^x$' } }\n"
+           ALERTS, "pattern for query parameter \"b\", which is not in allow");
+    refuse("query without allow",
+           HEAD UPS ROUTE "    query: `{ require: [a] }\n" ALERTS,
+           "query is missing the required key \"allow\"");
+    refuse("query name twice",
+           HEAD UPS ROUTE "    query: { allow: [a, `a] }\n" ALERTS,
+           "query parameter \"a\" is listed twice");
+    refuse("body without max_bytes",
+           HEAD UPS ROUTE "    body: `{ content_type: text/plain }\n" ALERTS,
+           "body is missing the required key \"max_bytes\"");
+    refuse("max_bytes too large",
+           HEAD UPS ROUTE "    body: { max_bytes: `16777217 }\n" ALERTS,
+           "max_bytes must be between 1 and 16777216");
+    refuse("json field rule bad type",
+           HEAD UPS ROUTE "    body:\n      max_bytes: 100\n"
+           "      json: { draft: { type: `bool } }\n" ALERTS,
+           "unknown JSON type \"bool\"");
+    refuse("json field rule without type",
+           HEAD UPS ROUTE "    body:\n      max_bytes: 100\n"
+           "      json: { draft: `{ required: false } }\n" ALERTS,
+           "a JSON field rule is missing the required key \"type\"");
+    refuse("pattern on a non-string",
+           HEAD UPS ROUTE "    body:\n      max_bytes: 100\n"
+           "      json: { n: { type: integer, pattern: `'^1$' } }\n" ALERTS,
+           "pattern only applies to type string");
+    refuse("fields on a non-object",
+           HEAD UPS ROUTE "    body:\n      max_bytes: 100\n"
+           "      json: { n: { type: array, fields: `{ a: x } } }\n" ALERTS,
+           "fields only applies to type object");
+    refuse("bad regex in a json field",
+           HEAD UPS ROUTE "    body:\n      max_bytes: 100\n"
+           "      json: { head: `'(' }\n" ALERTS,
+           "field pattern: invalid regular expression");
+    refuse("additional without json",
+           HEAD UPS ROUTE "    body: { max_bytes: 100, additional: `true }\n"
+           ALERTS, "additional only applies together with json");
+}
+
+
+static void
+test_inject(void)
+{
+    refuse("inject Host",
+           HEAD SECRETS UPS ROUTE "    inject: { `Host: example.com }\n"
+           ALERTS, "header \"Host\" cannot be injected");
+    refuse("inject Content-Length",
+           HEAD SECRETS UPS ROUTE "    inject: { `content-length: \"1\" }\n"
+           ALERTS, "cannot be injected");
+    refuse("inject Proxy-Authorization",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { `Proxy-Authorization: \"Bearer {github_pr}\" }\n"
+           ALERTS, "cannot be injected");
+    refuse("inject Transfer-Encoding",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { `Transfer-Encoding: chunked }\n" ALERTS,
+           "cannot be injected");
+    refuse("inject a bad header name",
+           HEAD SECRETS UPS ROUTE "    inject: { `\"X Auth\": a }\n" ALERTS,
+           "invalid header name \"X Auth\"");
+    refuse("inject unknown secret",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { Authorization: `\"Bearer {githb_pr}\" }\n" ALERTS,
+           "unknown secret \"githb_pr\" (did you mean \"github_pr\"?)");
+    refuse("inject unknown secret with base64",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { Authorization: `\"Basic {nope|base64}\" }\n"
+           ALERTS, "unknown secret \"nope\"");
+    refuse("unbalanced '}'",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { Authorization: `\"Bearer github_pr}\" }\n" ALERTS,
+           "unbalanced '}'");
+    refuse("unterminated '{'",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { Authorization: `\"Bearer {github_pr\" }\n" ALERTS,
+           "unterminated '{'");
+    refuse("header injected twice",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { Accept: a, `accept: b }\n" ALERTS,
+           "injected twice");
+}
+
+
+static void
+test_llm(void)
+{
+    refuse("llm unknown provider",
+           HEAD SECRETS "llm:\n  - name: x\n    prefix: /v1/x\n"
+           "    provider: `gemini\n" ALERTS,
+           "unknown provider \"gemini\"");
+    refuse("llm prefix with trailing slash",
+           HEAD SECRETS "llm:\n  - name: x\n    prefix: `/v1/proxy/openai/\n"
+           ALERTS, "no trailing '/'");
+    refuse("llm prefix ending in a dot segment",
+           HEAD SECRETS "llm:\n  - name: x\n    prefix: `/v1/..\n" ALERTS,
+           "prefix must be a path");
+    refuse("llm prefix with an empty segment",
+           HEAD SECRETS "llm:\n  - name: x\n    prefix: `/v1//x\n" ALERTS,
+           "prefix must be a path");
+    refuse("llm unknown upstream name",
+           HEAD SECRETS "llm:\n  - name: x\n    prefix: /v1/x\n"
+           "    provider: openai\n    upstream: `openai\n" ALERTS,
+           "upstream \"openai\" is neither a URL nor defined");
+    refuse("llm unknown secret",
+           HEAD SECRETS "llm:\n  - name: x\n    prefix: /v1/x\n"
+           "    provider: openai\n    upstream: https://a.example\n"
+           "    secret: `openai_kye\n" ALERTS,
+           "unknown secret \"openai_kye\" (did you mean \"openai_key\"?)");
+    refuse("llm without models",
+           HEAD SECRETS "llm:\n  - name: x\n    prefix: /v1/x\n"
+           "    provider: openai\n    upstream: https://a.example\n"
+           "    secret: openai_key\n    models: `[]\n" ALERTS,
+           "models is empty");
+    refuse("route inside an llm prefix",
+           HEAD SECRETS UPS "routes:\n"
+           "  - name: chat\n    clients: [agent]\n"
+           "    match: { method: POST, path: /v1/proxy/openai/chat }\n"
+           "    upstream: prom\n    to: /chat\n"
+           "    body: { max_bytes: 100 }\n"
+           "llm:\n  - `name: openai\n    prefix: /v1/proxy/openai\n"
+           "    provider: openai\n    upstream: https://api.openai.com/v1\n"
+           "    secret: openai_key\n    models: [gpt-4o-mini]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "route \"chat\" (/v1/proxy/openai/chat, line 11) is inside llm "
+           "prefix /v1/proxy/openai");
+    refuse("route with a param inside an llm prefix",
+           HEAD SECRETS UPS "routes:\n"
+           "  - name: chat\n    clients: [agent]\n"
+           "    match: { method: POST, path: \"/v1/{p}/openai\" }\n"
+           "    params: { p: '^[a-z]+$' }\n"
+           "    upstream: prom\n    to: /chat\n"
+           "llm:\n  - `name: openai\n    prefix: /v1/proxy/openai\n"
+           "    provider: openai\n    upstream: https://api.openai.com/v1\n"
+           "    secret: openai_key\n    models: [gpt-4o-mini]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "is inside llm prefix");
+    refuse("llm prefix inside another",
+           HEAD SECRETS "llm:\n"
+           "  - name: a\n    prefix: /v1/proxy\n"
+           "    provider: openai\n    upstream: https://api.openai.com/v1\n"
+           "    secret: openai_key\n    models: [m]\n"
+           "    clients: { agent: {} }\n"
+           "  - `name: b\n    prefix: /v1/proxy/b\n"
+           "    provider: openai\n    upstream: https://api.openai.com/v1\n"
+           "    secret: openai_key\n    models: [m]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "llm prefix /v1/proxy/b is inside llm prefix /v1/proxy");
+    refuse("llm client model not in provider models",
+           HEAD SECRETS LLM
+           "    clients: { agent: { models: [`gpt-5] } }\n" ALERTS,
+           "model \"gpt-5\" is not in the provider's models");
+    refuse("llm client with an empty model list",
+           HEAD SECRETS LLM "    clients: { agent: { models: `[] } }\n"
+           ALERTS, "models is empty");
+    refuse("llm unknown client",
+           HEAD SECRETS LLM "    clients: { `agnet: {} }\n" ALERTS,
+           "unknown client \"agnet\"");
+    refuse("max_tokens without over_max_tokens",
+           HEAD SECRETS LLM "    clients: { agent: `{ max_tokens: 100 } }\n"
+           ALERTS, "max_tokens needs over_max_tokens: clamp or reject");
+    refuse("over_max_tokens without max_tokens",
+           HEAD SECRETS LLM
+           "    clients: { agent: { over_max_tokens: `clamp } }\n" ALERTS,
+           "over_max_tokens needs max_tokens");
+    refuse("over_max_tokens bad value",
+           HEAD SECRETS LLM "    clients: { agent: { max_tokens: 100, "
+           "over_max_tokens: `truncate } }\n" ALERTS,
+           "over_max_tokens must be clamp or reject");
+    refuse("include_usage on anthropic",
+           HEAD SECRETS "llm:\n  - name: c\n    prefix: /v1/c\n"
+           "    provider: anthropic\n    upstream: https://api.anthropic.com\n"
+           "    secret: openai_key\n    models: [m]\n"
+           "    include_usage: `true\n" ALERTS,
+           "include_usage applies to OpenAI-style providers");
+    refuse("duplicate llm name",
+           HEAD SECRETS LLM "    clients: { agent: {} }\n"
+           "  - `name: openai\n    prefix: /v1/other\n"
+           "    provider: openai\n    upstream: https://api.openai.com/v1\n"
+           "    secret: openai_key\n    models: [m]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "llm name \"openai\" is already used at line 9");
+}
+
+
+static void
+test_alerts(void)
+{
+    refuse("alerts missing deny",
+           HEAD "alerts:\n  `quarantine: { threshold: 20, window: 1m, "
+           "for: 10m }\n", "alerts is missing the required key \"deny\"");
+    refuse("quarantine without for",
+           HEAD "alerts:\n  deny: { threshold: 3, window: 60s }\n"
+           "  quarantine: `{ threshold: 20, window: 1m }\n",
+           "alerts.quarantine is missing the required key \"for\"");
+    refuse("for on deny",
+           HEAD "alerts:\n  deny: { threshold: 3, window: 60s, `for: 1m }\n",
+           "unknown key \"for\" in alerts.deny");
+    refuse("sink with unknown kind",
+           HEAD ALERTS "  sinks:\n    - { `slack: { url: \"http://x\" } }\n",
+           "unknown key \"slack\" in a sink; expected one of: webhook, "
+           "alertmanager");
+    refuse("sink with two kinds",
+           HEAD SECRETS ALERTS "  sinks:\n"
+           "    - `{ alertmanager: { url: \"http://x\" },\n"
+           "        webhook: { url: \"http://y\", hmac_secret: github_pr } }\n",
+           "a sink is either webhook");
+    refuse("webhook without hmac_secret",
+           HEAD ALERTS "  sinks:\n    - webhook: `{ url: \"http://x\" }\n",
+           "webhook is missing the required key \"hmac_secret\"");
+    refuse("webhook with unknown hmac secret",
+           HEAD SECRETS ALERTS "  sinks:\n    - webhook: { url: \"http://x\", "
+           "hmac_secret: `alert_hmac }\n", "unknown secret \"alert_hmac\"");
+    refuse("alertmanager without url",
+           HEAD ALERTS "  sinks:\n    - alertmanager: `{}\n",
+           "alertmanager is missing the required key \"url\"");
+    refuse("alertmanager bad url",
+           HEAD ALERTS "  sinks:\n"
+           "    - alertmanager: { url: `localhost:9093 }\n",
+           "url must start with http:// or https://");
+}
+
+
+/*
+ * With a keyring, file: secrets are read (one trailing newline dropped),
+ * sealed ones opened and inject templates rendered.
+ */
+
+static void
+test_open_secrets(void)
+{
+    int            fd;
+    char           dir[] = "/tmp/airlock-loader-XXXXXX";
+    char           key[128], pub[128], file[128], yaml[4096];
+    char          *sealed;
+    al_error_t     err;
+    al_policy_t   *p;
+    al_keyring_t  *kr;
+
+    if (mkdtemp(dir) == NULL) {
+        tap_ok(0, "mkdtemp");
+        return;
+    }
+
+    snprintf(key, sizeof(key), "%s/airlock.key", dir);
+    snprintf(pub, sizeof(pub), "%s/airlock.key.pub", dir);
+    snprintf(file, sizeof(file), "%s/token", dir);
+
+    fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd == -1 || write(fd, "s3cret\n", 7) != 7) {
+        tap_ok(0, "write the secret file");
+    }
+    if (fd != -1) {
+        close(fd);
+    }
+
+    sealed = NULL;
+    kr = NULL;
+
+    if (!tap_ok(al_keygen(key, &err) == 0
+                && (kr = al_keyring_load(key, &err)) != NULL
+                && al_seal(pub, (const unsigned char *) "user:pw", 7, &sealed,
+                           &err) == 0, "keygen, load, seal"))
+    {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    snprintf(yaml, sizeof(yaml),
+             HEAD
+             "secrets:\n"
+             "  basic: { sealed: \"%s\" }\n"
+             "  token: { file: %s }\n"
+             UPS ROUTE
+             "    inject:\n"
+             "      Authorization: \"Basic {basic|base64}\"\n"
+             "      X-Token: \"t={token};u={basic}\"\n"
+             ALERTS, sealed, file);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    if (!tap_ok(p != NULL && p->secrets_open, "policy opens with keys")) {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    tap_ok(p->secrets[0].len == 7
+           && memcmp(p->secrets[0].value, "user:pw", 7) == 0,
+           "sealed secret opened");
+    tap_ok(p->secrets[1].len == 6
+           && strcmp((char *) p->secrets[1].value, "s3cret") == 0,
+           "file secret: one trailing newline stripped");
+    tap_ok(p->routes[0].inject[0].len == 18
+           && strcmp((char *) p->routes[0].inject[0].value,
+                     "Basic dXNlcjpwdw==") == 0,
+           "{secret|base64} rendered");
+    tap_ok(strcmp((char *) p->routes[0].inject[1].value,
+                  "t=s3cret;u=user:pw") == 0,
+           "two references in one template");
+
+    al_policy_free(p);
+
+    /* a missing file is an error only when secrets are opened */
+    snprintf(yaml, sizeof(yaml), HEAD
+             "secrets:\n  gone: { file: %s/missing }\n" ALERTS, dir);
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    tap_ok(p == NULL && strstr(err.msg, "cannot open") != NULL
+           && err.line == 6, "missing secret file refused with keys");
+    al_policy_free(p);
+
+done:
+
+    free(sealed);
+    al_keyring_free(kr);
+    unlink(file);
+    unlink(key);
+    unlink(pub);
+    rmdir(dir);
+}

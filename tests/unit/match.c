@@ -1,0 +1,586 @@
+/*
+ * Decisions on a loaded policy: which route a request is (literal before
+ * {param}, with backtracking), method, client, params and query checks,
+ * the upstream URI built from the validated form, the body half of the
+ * decision, client identification, and the trie on its own.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sodium.h>
+
+#include "airlock.h"
+#include "tap.h"
+
+
+#define TOOLS_TOKEN  "tools-token-0123456789"
+
+
+static const char *const  policy_fmt =
+    "version: 1\n"
+    "clients:\n"
+    "  agent: { unix_uid: 0 }\n"
+    "  worker: { unix_uid: 1001 }\n"
+    "  ops: { unix_gid: 4242 }\n"
+    "  net: { cidr: [10.0.0.0/8, \"fd00::/8\"] }\n"
+    "  tools: { token_sha256: \"%s\" }\n"
+    "upstreams:\n"
+    "  prom: { url: \"http://127.0.0.1:9090/base/\" }\n"
+    "  gh: { url: \"https://api.github.com\" }\n"
+    "routes:\n"
+    "  - name: abc\n"
+    "    clients: [agent]\n"
+    "    match: { method: GET, path: /a/b/c }\n"
+    "    upstream: prom\n"
+    "    to: /abc\n"
+    "  - name: axd\n"
+    "    clients: [agent, worker]\n"
+    "    match: { method: GET, path: \"/a/{x}/d\" }\n"
+    "    params: { x: '[a-z ]+' }\n"
+    "    upstream: prom\n"
+    "    to: \"/x/{x}/d\"\n"
+    "  - name: ab-post\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /a/b }\n"
+    "    upstream: prom\n"
+    "    to: /ab\n"
+    "  - name: a-any\n"
+    "    clients: [agent]\n"
+    "    match: { method: [GET, HEAD], path: \"/a/{y}\" }\n"
+    "    params: { y: '^[a-z]+$' }\n"
+    "    upstream: prom\n"
+    "    to: \"/any/{y}\"\n"
+    "  - name: prom-query\n"
+    "    clients: [agent, tools, net]\n"
+    "    match: { method: GET, path: /prometheus/query }\n"
+    "    upstream: prom\n"
+    "    to: /api/v1/query\n"
+    "    query:\n"
+    "      allow: [query, time, step]\n"
+    "      require: [query]\n"
+    "      patterns: { time: '[0-9]+' }\n"
+    "  - name: logs\n"
+    "    clients: [agent, ops]\n"
+    "    match: { method: GET, path: \"/logs/{service}/{day}\" }\n"
+    "    params: { service: '^[a-z0-9-]{1,63}$', day: '^[0-9]{8}$' }\n"
+    "    upstream: gh\n"
+    "    to: \"/svc/{day}/{service}/logs\"\n"
+    "  - name: pr\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /github/pull-request }\n"
+    "    upstream: gh\n"
+    "    to: /repos/acme/infra/pulls\n"
+    "    body:\n"
+    "      max_bytes: 128\n"
+    "      json:\n"
+    "        head: '^remediation/[a-z-]+$'\n"
+    "        draft: { type: boolean, required: false }\n"
+    "  - name: upload\n"
+    "    clients: [agent]\n"
+    "    match: { method: PUT, path: \"/files/{name}\" }\n"
+    "    params: { name: '^[a-z.]+$' }\n"
+    "    upstream: gh\n"
+    "    to: \"/{name}\"\n"
+    "    body: { max_bytes: 10, content_type: text/plain }\n"
+    "alerts:\n"
+    "  deny: { threshold: 3, window: 60s }\n";
+
+
+static al_policy_t        *p;
+static const al_client_t  *agent, *worker, *ops, *net, *tools;
+static al_decision_t       d;
+
+
+static al_reason_t decide(const char *method, const char *target,
+    const al_client_t *client);
+static void allow(const char *method, const char *target,
+    const al_client_t *client, const char *route, const char *uri);
+static void deny(const char *method, const char *target,
+    const al_client_t *client, al_reason_t want, const char *detail);
+static al_reason_t body(const al_route_t *route, const char *ctype,
+    const char *s);
+static void test_routes(void);
+static void test_params_query(void);
+static void test_normalize(void);
+static void test_body(void);
+static void test_identify(void);
+static void test_trie(void);
+
+
+int
+main(void)
+{
+    char           yaml[8192];
+    char           hex[65];
+    unsigned char  hash[32];
+    al_error_t     err;
+
+    if (sodium_init() < 0) {
+        printf("Bail out! sodium_init\n");
+        return 1;
+    }
+
+    crypto_hash_sha256(hash, (const unsigned char *) TOOLS_TOKEN,
+                       strlen(TOOLS_TOKEN));
+    sodium_bin2hex(hex, sizeof(hex), hash, sizeof(hash));
+    snprintf(yaml, sizeof(yaml), policy_fmt, hex);
+
+    p = al_policy_parse("match.yaml", yaml, strlen(yaml), NULL, &err);
+    if (p == NULL) {
+        printf("Bail out! %s:%u:%u: %s\n", err.file, err.line, err.column,
+               err.msg);
+        return 1;
+    }
+
+    agent = al_policy_client(p, "agent", 5);
+    worker = al_policy_client(p, "worker", 6);
+    ops = al_policy_client(p, "ops", 3);
+    net = al_policy_client(p, "net", 3);
+    tools = al_policy_client(p, "tools", 5);
+
+    test_routes();
+    test_params_query();
+    test_normalize();
+    test_body();
+    test_identify();
+    test_trie();
+
+    al_policy_free(p);
+
+    return tap_done();
+}
+
+
+static al_reason_t
+decide(const char *method, const char *target, const al_client_t *client)
+{
+    al_request_t  req;
+
+    req.method = method;
+    req.method_len = strlen(method);
+    req.target = target;
+    req.target_len = strlen(target);
+    req.client = client;
+
+    return al_decide(p, &req, &d);
+}
+
+
+/* two assertions: allowed as route, and the upstream URI */
+
+static void
+allow(const char *method, const char *target, const al_client_t *client,
+    const char *route, const char *uri)
+{
+    char         label[512];
+    al_reason_t  r;
+
+    r = decide(method, target, client);
+
+    snprintf(label, sizeof(label), "%s %s (%s): allowed by %s", method,
+             target, client ? client->name.data : "-", route);
+    if (!tap_ok(r == AL_REASON_NONE && d.route != NULL
+                && strcmp(d.route->name.data, route) == 0, label))
+    {
+        printf("# reason %s, route %s, detail: %s\n", al_reason_name(r),
+               d.route ? d.route->name.data : "(none)", d.detail);
+    }
+
+    snprintf(label, sizeof(label), "%s %s: upstream URI", method, target);
+    tap_is_str(r == AL_REASON_NONE ? d.uri : NULL, uri, label);
+    tap_is_int(r == AL_REASON_NONE ? (long) d.uri_len : -1,
+               (long) strlen(uri), "uri_len");
+}
+
+
+/* two assertions: the reason, and a phrase of the detail */
+
+static void
+deny(const char *method, const char *target, const al_client_t *client,
+    al_reason_t want, const char *detail)
+{
+    char         label[512];
+    al_reason_t  r;
+
+    r = decide(method, target, client);
+
+    snprintf(label, sizeof(label), "%s %s (%s): %s", method, target,
+             client ? client->name.data : "-", al_reason_name(want));
+    tap_is_str(al_reason_name(r), al_reason_name(want), label);
+
+    snprintf(label, sizeof(label), "%s %s: detail has \"%s\"", method, target,
+             detail);
+    if (!tap_ok(strstr(d.detail, detail) != NULL, label)) {
+        tap_diag("detail: ", d.detail);
+    }
+}
+
+
+static void
+test_routes(void)
+{
+    /* literal first, then the {param}, backtracking out of dead ends */
+    allow("GET", "/a/b/c", agent, "abc", "/base/abc");
+    allow("GET", "/a/b/d", agent, "axd", "/base/x/b/d");
+    allow("GET", "/a/zz/d", agent, "axd", "/base/x/zz/d");
+    allow("GET", "/a/b", agent, "a-any", "/base/any/b");
+    allow("POST", "/a/b", agent, "ab-post", "/base/ab");
+    deny("GET", "/a/b/e", agent, AL_REASON_NO_ROUTE, "no route matches");
+    deny("GET", "/a/b/c/d", agent, AL_REASON_NO_ROUTE, "no route");
+    deny("GET", "/a", agent, AL_REASON_NO_ROUTE, "no route");
+    deny("GET", "/", agent, AL_REASON_NO_ROUTE, "no route");
+
+    /* methods */
+    deny("POST", "/a/b/c", agent, AL_REASON_METHOD,
+         "route \"abc\" does not allow POST");
+    tap_ok(d.route != NULL && strcmp(d.route->name.data, "abc") == 0,
+           "method mismatch names the route");
+    deny("HEAD", "/a/b/c", agent, AL_REASON_METHOD, "does not allow HEAD");
+    allow("HEAD", "/a/q", agent, "a-any", "/base/any/q");
+    deny("DELETE", "/a/b", agent, AL_REASON_METHOD, "does not allow DELETE");
+    deny("get", "/a/b/c", agent, AL_REASON_METHOD, "is never allowed");
+    deny("CONNECT", "/a/b/c", agent, AL_REASON_METHOD, "is never allowed");
+    deny("TRACE", "/a/b/c", agent, AL_REASON_METHOD, "is never allowed");
+
+    /* clients */
+    allow("GET", "/a/b/d", worker, "axd", "/base/x/b/d");
+    deny("GET", "/a/b/c", worker, AL_REASON_NO_ROUTE,
+         "route \"abc\" does not list client \"worker\"");
+    tap_ok(d.route != NULL && strcmp(d.route->name.data, "abc") == 0,
+           "client not listed: the route is still named");
+    deny("GET", "/a/b/c", NULL, AL_REASON_CLIENT_UNKNOWN, "unknown client");
+}
+
+
+static void
+test_params_query(void)
+{
+    /* params: anchored patterns, decoded values, re-encoded in the URI */
+    allow("GET", "/a/b%20c/d", agent, "axd", "/base/x/b%20c/d");
+    deny("GET", "/a/B/d", agent, AL_REASON_PARAM,
+         "param \"x\" does not match [a-z ]+");
+    deny("GET", "/a/b1/d", agent, AL_REASON_PARAM,
+         "param \"x\" does not match");
+    allow("GET", "/logs/api-gw/20250101", ops, "logs",
+          "/svc/20250101/api-gw/logs");
+    deny("GET", "/logs/api-gw/2025", ops, AL_REASON_PARAM,
+         "param \"day\" does not match ^[0-9]{8}$");
+    deny("GET", "/logs/API/20250101", ops, AL_REASON_PARAM,
+         "param \"service\"");
+
+    /* query: allow, require, anchored patterns, canonical form */
+    allow("GET", "/prometheus/query?query=up", agent, "prom-query",
+          "/base/api/v1/query?query=up");
+    allow("GET", "/prometheus/query?time=17&query=up", tools, "prom-query",
+          "/base/api/v1/query?time=17&query=up");
+    allow("GET", "/prometheus/query?query=sum+by+(job)", agent,
+          "prom-query", "/base/api/v1/query?query=sum%20by%20(job)");
+    allow("GET", "/prometheus/query?query=a%2Bb%26c%3Dd", agent,
+          "prom-query", "/base/api/v1/query?query=a%2Bb%26c%3Dd");
+    allow("GET", "/prometheus/query?query=up&step", agent, "prom-query",
+          "/base/api/v1/query?query=up&step=");
+    allow("GET", "/prometheus/query?query=%7Bjob%3D%22x%22%7D", agent,
+          "prom-query", "/base/api/v1/query?query=%7Bjob%3D%22x%22%7D");
+    deny("GET", "/prometheus/query", agent, AL_REASON_QUERY,
+         "query parameter \"query\" is required");
+    deny("GET", "/prometheus/query?time=1", agent, AL_REASON_QUERY,
+         "is required");
+    deny("GET", "/prometheus/query?query=up&debug=1", agent, AL_REASON_QUERY,
+         "query parameter \"debug\" is not allowed");
+    deny("GET", "/prometheus/query?query=up&time=now", agent, AL_REASON_QUERY,
+         "query parameter \"time\" does not match [0-9]+");
+    deny("GET", "/prometheus/query?query=up&time=1x", agent, AL_REASON_QUERY,
+         "does not match");
+    deny("GET", "/prometheus/query?query=a&query=b", agent, AL_REASON_PATH,
+         "duplicate query parameter");
+    deny("GET", "/a/b/c?x=1", agent, AL_REASON_QUERY,
+         "query parameter \"x\" is not allowed");
+}
+
+
+static void
+test_normalize(void)
+{
+    deny("GET", "/a/b%2Fc/d", agent, AL_REASON_PATH, "encoded slash");
+    deny("GET", "/a/b%5Cc/d", agent, AL_REASON_PATH, "encoded backslash");
+    deny("GET", "/a/%252F/d", agent, AL_REASON_PATH, "double encoding");
+    deny("GET", "/a/./b/c", agent, AL_REASON_PATH, "dot segment");
+    deny("GET", "/a/x/../b/c", agent, AL_REASON_PATH, "dot segment");
+    deny("GET", "/a/%2e%2e/b/c", agent, AL_REASON_PATH, "dot segment");
+    deny("GET", "/a//b/c", agent, AL_REASON_PATH, "empty segment");
+    deny("GET", "/a/b/c/", agent, AL_REASON_PATH, "empty segment");
+    deny("GET", "/a/b;x=1/c", agent, AL_REASON_PATH, "semicolon");
+    deny("GET", "/a/b%00/d", agent, AL_REASON_PATH, "control character");
+    deny("GET", "/a/\xc3\xa9/d", agent, AL_REASON_PATH, "non-ascii byte");
+    deny("GET", "/a/%C0%AF/d", agent, AL_REASON_PATH, "invalid utf-8");
+    deny("GET", "/a/b/c#frag", agent, AL_REASON_PATH, "fragment");
+    deny("GET", "a/b/c", agent, AL_REASON_PATH, "not origin-form");
+
+    /* what matched is what is forwarded: %61 is "a" */
+    allow("GET", "/%61/b/c", agent, "abc", "/base/abc");
+}
+
+
+static al_reason_t
+body(const al_route_t *route, const char *ctype, const char *s)
+{
+    size_t  len;
+
+    len = (ctype != NULL) ? strlen(ctype) : 0;
+
+    return al_decide_body(route, ctype, len, (const unsigned char *) s,
+                          strlen(s), &d);
+}
+
+
+static void
+test_body(void)
+{
+    const al_route_t  *pr, *up, *abc;
+
+    pr = al_policy_route(p, "pr", 2);
+    up = al_policy_route(p, "upload", 6);
+    abc = al_policy_route(p, "abc", 3);
+
+    memset(&d, 0, sizeof(d));
+    tap_is_int(body(pr, "application/json",
+                    "{\"head\":\"remediation/fix-x\"}"),
+               AL_REASON_NONE, "json body allowed");
+    tap_is_int(body(pr, "application/json; charset=utf-8",
+                    "{\"head\":\"remediation/a\",\"draft\":true}"),
+               AL_REASON_NONE, "media type parameters and optional field");
+    tap_is_int(body(pr, "Application/JSON",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_NONE, "media type is case-insensitive");
+    tap_is_int(body(pr, "text/plain", "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "wrong content type");
+    tap_ok(strstr(d.detail, "content type must be application/json") != NULL,
+           "content type detail");
+    tap_is_int(body(pr, NULL, "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "missing content type");
+    tap_is_int(body(pr, "application/jsonx", "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "content type prefix is not enough");
+    tap_is_int(body(pr, "application/json", "{\"head\":\"main\"}"),
+               AL_REASON_BODY, "json pattern mismatch");
+    tap_ok(strstr(d.detail, "field \"head\"") != NULL, "detail names field");
+    tap_is_int(body(pr, "application/json", "{\"draft\":false}"),
+               AL_REASON_BODY, "missing required field");
+    tap_is_int(body(pr, "application/json",
+                    "{\"head\":\"remediation/a\",\"base\":\"x\"}"),
+               AL_REASON_BODY, "unlisted field refused");
+    tap_ok(strstr(d.detail, "unexpected field \"base\"") != NULL,
+           "detail names the unlisted field");
+    tap_is_int(body(pr, "application/json",
+                    "{\"head\":\"remediation/a\",\"draft\":\"yes\"}"),
+               AL_REASON_BODY, "wrong field type");
+    tap_is_int(body(pr, "application/json",
+                    "{\"head\":\"remediation/a\",\"head\":\"remediation/b\"}"),
+               AL_REASON_BODY, "duplicate JSON key");
+    tap_is_int(body(pr, "application/json",
+                    "{\"head\":\"remediation/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}"),
+               AL_REASON_BODY_TOO_LARGE, "body over max_bytes");
+
+    tap_is_int(body(up, "text/plain", "0123456789"), AL_REASON_NONE,
+               "body of exactly max_bytes");
+    tap_is_int(body(up, "text/plain", "0123456789a"),
+               AL_REASON_BODY_TOO_LARGE, "one byte over max_bytes");
+    tap_is_int(body(up, "text/plain;charset=utf-8", "x"), AL_REASON_NONE,
+               "text/plain with a parameter");
+    tap_is_int(body(up, "application/octet-stream", "x"), AL_REASON_BODY,
+               "text/plain route refuses other types");
+    tap_is_int(body(abc, NULL, ""), AL_REASON_NONE,
+               "no-body route: empty body ok");
+    tap_is_int(body(abc, "text/plain", "x"), AL_REASON_BODY_TOO_LARGE,
+               "no-body route: any body refused");
+}
+
+
+static void
+test_identify(void)
+{
+    const char         *why;
+    al_peer_t           peer;
+    al_policy_t        *amb;
+    al_error_t          err;
+    const al_client_t  *c;
+
+    static const char  ambiguous[] =
+        "version: 1\n"
+        "clients:\n"
+        "  a: { unix_uid: 0 }\n"
+        "  b: { unix_gid: 0 }\n"
+        "  c: { cidr: 192.168.0.0/16 }\n"
+        "alerts:\n"
+        "  deny: { threshold: 3, window: 60s }\n";
+
+    memset(&peer, 0, sizeof(peer));
+    peer.unix_peer = 1;
+    peer.uid = 0;
+    peer.gid = 100;
+    why = NULL;
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == agent,
+           "uid 0 is agent");
+
+    peer.uid = 1001;
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == worker,
+           "uid 1001 is worker");
+
+    peer.uid = 5000;
+    peer.gid = 4242;
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == ops,
+           "gid 4242 is ops");
+
+    peer.gid = 5000;
+    why = NULL;
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == NULL
+           && why != NULL && strstr(why, "no client matches") != NULL,
+           "unknown uid and gid: no client");
+
+    memset(&peer, 0, sizeof(peer));
+    peer.has_addr = 1;
+    peer.addr[10] = 0xff;
+    peer.addr[11] = 0xff;
+    inet_pton(AF_INET, "10.20.30.40", &peer.addr[12]);
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == net,
+           "IPv4 10.20.30.40 is net");
+
+    inet_pton(AF_INET, "11.0.0.1", &peer.addr[12]);
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == NULL,
+           "IPv4 outside the cidr: no client");
+
+    inet_pton(AF_INET6, "fd12:3456::1", peer.addr);
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == net,
+           "IPv6 fd12:3456::1 is net");
+
+    inet_pton(AF_INET6, "fe80::1", peer.addr);
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == NULL,
+           "IPv6 outside fd00::/8: no client");
+
+    /* a unix peer's uid is not an address, and the other way round */
+    memset(&peer, 0, sizeof(peer));
+    peer.uid = 0;
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == NULL,
+           "uid ignored unless the peer is a unix peer");
+
+    /* tokens */
+    tap_ok(al_client_identify(p, NULL, TOOLS_TOKEN, strlen(TOOLS_TOKEN), &why)
+           == tools, "token identifies tools");
+    tap_ok(al_client_identify(p, NULL, TOOLS_TOKEN, strlen(TOOLS_TOKEN) - 1,
+                              &why) == NULL, "a prefix of the token is not it");
+
+    memset(&peer, 0, sizeof(peer));
+    peer.has_addr = 1;
+    peer.addr[10] = 0xff;
+    peer.addr[11] = 0xff;
+    inet_pton(AF_INET, "10.0.0.7", &peer.addr[12]);
+    why = NULL;
+    tap_ok(al_client_identify(p, &peer, "wrong", 5, &why) == NULL
+           && why != NULL && strcmp(why, "token matches no client") == 0,
+           "unknown token does not fall back to the cidr");
+    tap_ok(al_client_identify(p, &peer, NULL, 0, &why) == net,
+           "the same peer without a token is net");
+    why = NULL;
+    tap_ok(al_client_identify(p, &peer, TOOLS_TOKEN, strlen(TOOLS_TOKEN),
+                              &why) == NULL && why != NULL
+           && strstr(why, "different clients") != NULL,
+           "token and peer naming different clients: refused");
+
+    /* two identities of one peer naming two clients */
+    amb = al_policy_parse("amb.yaml", ambiguous, sizeof(ambiguous) - 1, NULL,
+                          &err);
+    if (!tap_ok(amb != NULL, "uid and gid on different clients load")) {
+        return;
+    }
+
+    memset(&peer, 0, sizeof(peer));
+    peer.unix_peer = 1;
+    peer.uid = 0;
+    peer.gid = 0;
+    why = NULL;
+    tap_ok(al_client_identify(amb, &peer, NULL, 0, &why) == NULL
+           && why != NULL && strstr(why, "more than one client") != NULL,
+           "ambiguous peer (uid names a, gid names b): refused");
+
+    peer.gid = 1;
+    c = al_client_identify(amb, &peer, NULL, 0, &why);
+    tap_ok(c != NULL && strcmp(c->name.data, "a") == 0,
+           "uid 0 with another gid is a");
+
+    peer.has_addr = 1;
+    peer.addr[10] = 0xff;
+    peer.addr[11] = 0xff;
+    inet_pton(AF_INET, "192.168.1.1", &peer.addr[12]);
+    why = NULL;
+    tap_ok(al_client_identify(amb, &peer, NULL, 0, &why) == NULL
+           && why != NULL && strstr(why, "more than one client") != NULL,
+           "ambiguous peer (uid names a, address names c): refused");
+
+    al_policy_free(amb);
+}
+
+
+/* the trie on its own, with routes built by hand */
+
+static void
+test_trie(void)
+{
+    const char         *why;
+    al_path_t           path;
+    al_query_t          query;
+    al_trie_t          *t;
+    const al_route_t   *r, *other, *conflict;
+
+    static al_str_t     s_abc[] = { { "a", 1 }, { "b", 1 }, { "c", 1 } };
+    static al_str_t     s_axd[] = { { "a", 1 }, { "x", 1 }, { "d", 1 } };
+    static al_str_t     s_axc[] = { { "a", 1 }, { "x", 1 }, { "c", 1 } };
+    static uint8_t      p_lit[] = { 0, 0, 0 };
+    static uint8_t      p_mid[] = { 0, 1, 0 };
+    static al_route_t   abc = { .name = { "abc", 3 }, .methods = 0x01,
+                                .segs = s_abc, .seg_is_param = p_lit,
+                                .nsegs = 3 };
+    static al_route_t   axd = { .name = { "axd", 3 }, .methods = 0x01,
+                                .segs = s_axd, .seg_is_param = p_mid,
+                                .nsegs = 3 };
+    static al_route_t   axc_get = { .name = { "axc-get", 7 },
+                                    .methods = 0x01 | 0x04, .segs = s_axc,
+                                    .seg_is_param = p_mid, .nsegs = 3 };
+    static al_route_t   axc_put = { .name = { "axc-put", 7 },
+                                    .methods = 0x08, .segs = s_axc,
+                                    .seg_is_param = p_mid, .nsegs = 3 };
+    static al_route_t   root = { .name = { "root", 4 }, .methods = 0x01,
+                                 .nsegs = 0 };
+
+    t = al_trie_create();
+    if (!tap_ok(t != NULL, "trie created")) {
+        return;
+    }
+
+    tap_ok(al_trie_insert(t, &abc, &conflict) == 0
+           && al_trie_insert(t, &axd, &conflict) == 0,
+           "/a/b/c and /a/{x}/d do not overlap");
+    tap_ok(al_trie_insert(t, &axc_get, &conflict) == -1 && conflict == &abc,
+           "GET /a/{x}/c overlaps GET /a/b/c");
+    tap_ok(al_trie_insert(t, &axc_put, &conflict) == 0,
+           "PUT /a/{x}/c does not");
+    tap_ok(al_trie_insert(t, &root, &conflict) == 0, "GET / inserted");
+
+    al_path_parse(&path, "/a/b/d", 6, &why);
+    al_trie_lookup(t, &path, AL_METHOD_GET, &r, &other);
+    tap_ok(r == &axd, "lookup backtracks from b to {x}");
+
+    al_path_parse(&path, "/a/b/c", 6, &why);
+    al_trie_lookup(t, &path, AL_METHOD_PUT, &r, &other);
+    tap_ok(r == &axc_put, "PUT /a/b/c is the param route");
+    al_trie_lookup(t, &path, AL_METHOD_POST, &r, &other);
+    tap_ok(r == NULL && other != NULL, "POST /a/b/c: other methods only");
+
+    al_target_parse("/", 1, &path, &query, &why);
+    al_trie_lookup(t, &path, AL_METHOD_GET, &r, &other);
+    tap_ok(r == &root, "GET / matches the root route");
+
+    al_trie_free(t);
+}
