@@ -474,4 +474,25 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
     void (*out)(void *data, const char *line), void *data);
 
 
+/*
+ * Scrub lists (al_scrub.c): the strings a response on a route must never
+ * carry back to its client.  For every injected header whose template uses
+ * a secret: the rendered value, the part after an auth scheme ("Bearer x"
+ * gives "x"), and each secret it uses, raw and in base64.  The strings live
+ * in guarded memory, longest first, without duplicates.  Returns NULL with
+ * *why set when memory runs out or secrets are not open; a route that
+ * injects no secret gets a list with n == 0.
+ */
+
+typedef struct {
+    al_str_t        *str;
+    size_t           n;
+    size_t           maxlen;
+} al_scrub_t;
+
+al_scrub_t *al_scrub_collect(const al_policy_t *p, const al_route_t *route,
+    const char **why);
+void al_scrub_free(al_scrub_t *s);
+
+
 #endif /* AIRLOCK_H */

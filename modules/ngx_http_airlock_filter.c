@@ -1,0 +1,719 @@
+
+/*
+ * Airlock response scrubbing.
+ *
+ * On routes that inject credentials, any scrub string of the route (see
+ * al_scrub_collect()) in a response header or in the body reaches the
+ * client as "[REDACTED]".  The body is scrubbed as it streams: nothing is
+ * buffered but the few bytes at the end of a buffer that could begin a
+ * match, which wait for the next buffer (or the last one) to decide.
+ * Encoded bodies cannot be searched and are refused with 502.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_module.h"
+
+
+#define NGX_HTTP_AIRLOCK_REDACTED   "[REDACTED]"
+#define NGX_HTTP_AIRLOCK_BUF_SIZE   8192
+
+#define NGX_HTTP_AIRLOCK_NONE       0
+#define NGX_HTTP_AIRLOCK_FULL       1
+#define NGX_HTTP_AIRLOCK_PARTIAL    2
+
+
+static ngx_int_t ngx_http_airlock_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static ngx_int_t ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_scrub_str(ngx_http_request_t *r,
+    ngx_http_airlock_route_t *rc, ngx_str_t *s);
+static size_t ngx_http_airlock_scrub_len(ngx_http_airlock_route_t *rc,
+    u_char *src, size_t len, ngx_uint_t *matches);
+static u_char *ngx_http_airlock_scrub_copy(ngx_http_airlock_route_t *rc,
+    u_char *dst, u_char *src, size_t len);
+static ngx_int_t ngx_http_airlock_scrub(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, u_char *p, size_t len, ngx_uint_t final);
+static ngx_uint_t ngx_http_airlock_match(ngx_http_airlock_route_t *rc,
+    u_char *s, size_t avail, ngx_uint_t final, size_t *len);
+static u_char *ngx_http_airlock_next(ngx_http_airlock_route_t *rc,
+    u_char *p, u_char *last);
+static ngx_int_t ngx_http_airlock_emit(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, u_char *data, size_t len);
+static ngx_int_t ngx_http_airlock_get_buf(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static void ngx_http_airlock_scrubbed(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+ngx_int_t
+ngx_http_airlock_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_airlock_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_airlock_body_filter;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
+    ngx_http_airlock_route_t *rc, al_scrub_t *scrub)
+{
+    u_char      c;
+    ngx_uint_t  i;
+
+    rc->first = ngx_pcalloc(cf->pool, 256);
+    if (rc->first == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < scrub->n; i++) {
+        c = (u_char) scrub->str[i].data[0];
+
+        if (!rc->first[c]) {
+            rc->first[c] = 1;
+            rc->first1 = c;
+            rc->nfirst++;
+        }
+    }
+
+    rc->scrub = scrub;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_header_filter(ngx_http_request_t *r)
+{
+    size_t                     max;
+    ngx_table_elt_t           *ce;
+    ngx_http_airlock_ctx_t    *ctx;
+    ngx_http_airlock_route_t  *rc;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || !ctx->allowed || ctx->rconf == NULL
+        || ctx->rconf->scrub == NULL)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    rc = ctx->rconf;
+
+    if (ngx_http_airlock_scrub_headers(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (r->method == NGX_HTTP_HEAD
+        || r->headers_out.status == NGX_HTTP_NO_CONTENT
+        || r->headers_out.status == NGX_HTTP_NOT_MODIFIED)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ce = r->headers_out.content_encoding;
+
+    if (ce != NULL && ce->hash != 0 && ce->value.len
+        && !(ce->value.len == sizeof("identity") - 1
+             && ngx_strncasecmp(ce->value.data, (u_char *) "identity",
+                                ce->value.len) == 0))
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: upstream sent a \"%V\" encoded response on "
+                      "route \"%s\", which cannot be scrubbed",
+                      &ce->value, ctx->route->name.data);
+
+        return ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
+                                                NGX_HTTP_BAD_GATEWAY);
+    }
+
+    max = rc->scrub->maxlen;
+
+    ctx->carry = ngx_pnalloc(r->pool, 3 * max);
+    if (ctx->carry == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->join = ctx->carry + max;
+    ctx->carry_len = 0;
+    ctx->out = NULL;
+    ctx->last_out = &ctx->out;
+    ctx->buf = NULL;
+    ctx->scrub_body = 1;
+
+    /* the body changes size: it goes chunked */
+
+    ngx_http_clear_content_length(r);
+    ngx_http_clear_accept_ranges(r);
+    ngx_http_weak_etag(r);
+
+    r->filter_need_in_memory = 1;
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+static ngx_int_t
+ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_int_t                  rv;
+    ngx_uint_t                 i, matches;
+    ngx_list_part_t           *part;
+    ngx_table_elt_t           *h;
+    ngx_http_airlock_route_t  *rc;
+
+    rc = ctx->rconf;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        /* a name cannot hold "[REDACTED]": such a header goes */
+
+        (void) ngx_http_airlock_scrub_len(rc, h[i].key.data, h[i].key.len,
+                                          &matches);
+
+        if (matches) {
+            h[i].hash = 0;
+            ngx_http_airlock_scrubbed(r, ctx);
+            continue;
+        }
+
+        rv = ngx_http_airlock_scrub_str(r, rc, &h[i].value);
+
+        if (rv == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
+        if (rv == NGX_OK) {
+            ngx_http_airlock_scrubbed(r, ctx);
+        }
+    }
+
+    rv = ngx_http_airlock_scrub_str(r, rc, &r->headers_out.content_type);
+
+    if (rv == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rv == NGX_OK) {
+        r->headers_out.content_type_len = r->headers_out.content_type.len;
+        r->headers_out.content_type_lowcase = NULL;
+        ngx_str_null(&r->headers_out.charset);
+        ngx_http_airlock_scrubbed(r, ctx);
+    }
+
+    rv = ngx_http_airlock_scrub_str(r, rc, &r->headers_out.status_line);
+
+    if (rv == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rv == NGX_OK) {
+        ngx_http_airlock_scrubbed(r, ctx);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Replaces every scrub string in *s with "[REDACTED]".  Returns NGX_OK when
+ * something was replaced, NGX_DECLINED when there was nothing to replace.
+ */
+
+static ngx_int_t
+ngx_http_airlock_scrub_str(ngx_http_request_t *r,
+    ngx_http_airlock_route_t *rc, ngx_str_t *s)
+{
+    u_char      *p, *last;
+    size_t       len;
+    ngx_uint_t   matches;
+
+    len = ngx_http_airlock_scrub_len(rc, s->data, s->len, &matches);
+
+    if (matches == 0) {
+        return NGX_DECLINED;
+    }
+
+    p = ngx_pnalloc(r->pool, len + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    last = ngx_http_airlock_scrub_copy(rc, p, s->data, s->len);
+    *last = '\0';
+
+    s->data = p;
+    s->len = last - p;
+
+    return NGX_OK;
+}
+
+
+static size_t
+ngx_http_airlock_scrub_len(ngx_http_airlock_route_t *rc, u_char *src,
+    size_t len, ngx_uint_t *matches)
+{
+    u_char  *s, *last;
+    size_t   n, plen;
+
+    *matches = 0;
+    n = len;
+    last = src + len;
+
+    for (s = src; s < last; /* void */) {
+        s = ngx_http_airlock_next(rc, s, last);
+        if (s == NULL) {
+            break;
+        }
+
+        if (ngx_http_airlock_match(rc, s, last - s, 1, &plen)
+            == NGX_HTTP_AIRLOCK_FULL)
+        {
+            (*matches)++;
+            n = n - plen + sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1;
+            s += plen;
+            continue;
+        }
+
+        s++;
+    }
+
+    return n;
+}
+
+
+static u_char *
+ngx_http_airlock_scrub_copy(ngx_http_airlock_route_t *rc, u_char *dst,
+    u_char *src, size_t len)
+{
+    u_char  *s, *run, *last;
+    size_t   plen;
+
+    last = src + len;
+    run = src;
+
+    for (s = src; s < last; /* void */) {
+        s = ngx_http_airlock_next(rc, s, last);
+        if (s == NULL) {
+            break;
+        }
+
+        if (ngx_http_airlock_match(rc, s, last - s, 1, &plen)
+            == NGX_HTTP_AIRLOCK_FULL)
+        {
+            dst = ngx_cpymem(dst, run, s - run);
+            dst = ngx_cpymem(dst, NGX_HTTP_AIRLOCK_REDACTED,
+                             sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1);
+            s += plen;
+            run = s;
+            continue;
+        }
+
+        s++;
+    }
+
+    return ngx_cpymem(dst, run, last - run);
+}
+
+
+static ngx_int_t
+ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_int_t                rc;
+    ngx_buf_t               *b, *ob;
+    ngx_uint_t               final;
+    ngx_chain_t             *cl;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
+
+    if (ctx == NULL || !ctx->scrub_body) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+        final = b->last_buf || b->last_in_chain;
+
+        if (ngx_buf_in_memory(b)) {
+            if (b->last > b->pos || (final && ctx->carry_len)) {
+                if (ngx_http_airlock_scrub(r, ctx, b->pos, b->last - b->pos,
+                                           final)
+                    != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
+            }
+
+            b->pos = b->last;
+
+        } else if (b->in_file) {
+            /* filter_need_in_memory makes this impossible */
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "airlock: file buffer in the scrub filter");
+            return NGX_ERROR;
+
+        } else if (final && ctx->carry_len) {
+            if (ngx_http_airlock_scrub(r, ctx, NULL, 0, 1) != NGX_OK) {
+                return NGX_ERROR;
+            }
+        }
+
+        if (b->in_file) {
+            b->file_pos = b->file_last;
+        }
+
+        if (!(b->flush || b->sync || b->last_buf || b->last_in_chain)) {
+            continue;
+        }
+
+        /* flags go on the last buffer written, or on an empty one */
+
+        if (ctx->buf == NULL && ngx_http_airlock_get_buf(r, ctx) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        ob = ctx->buf;
+
+        if (ob->pos == ob->last) {
+            ob->temporary = 0;
+        }
+
+        ob->flush = b->flush;
+        ob->sync = b->sync;
+        ob->last_buf = b->last_buf;
+        ob->last_in_chain = b->last_in_chain;
+
+        ctx->buf = NULL;
+    }
+
+    /* a buffer that went down the chain is not written to again */
+    ctx->buf = NULL;
+
+    rc = ngx_http_next_body_filter(r, ctx->out);
+
+    ngx_chain_update_chains(r->pool, &ctx->free, &ctx->busy, &ctx->out,
+                            (ngx_buf_tag_t) &ngx_http_airlock_module);
+
+    ctx->last_out = &ctx->out;
+
+    return rc;
+}
+
+
+/*
+ * Scrubs the stream "carry, then p", writing what is decided and keeping
+ * in the carry the tail that could still begin a match.  The carry is
+ * shorter than the longest scrub string, so a match starting in it ends
+ * within the first maxlen - 1 bytes of p: only those are joined to it.
+ */
+
+static ngx_int_t
+ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    u_char *p, size_t len, ngx_uint_t final)
+{
+    u_char                    *join, *s, *run, *last;
+    size_t                     i, jlen, clen, plen, skip, max;
+    ngx_uint_t                 m;
+    ngx_http_airlock_route_t  *rc;
+
+    rc = ctx->rconf;
+    max = rc->scrub->maxlen;
+    skip = 0;
+
+    if (ctx->carry_len) {
+        clen = ctx->carry_len;
+        join = ctx->join;
+
+        jlen = ngx_min(len, max - 1);
+        ngx_memcpy(join, ctx->carry, clen);
+        if (jlen) {
+            ngx_memcpy(join + clen, p, jlen);
+        }
+        jlen += clen;
+
+        ctx->carry_len = 0;
+        run = join;
+        i = 0;
+
+        while (i < clen) {
+            if (!rc->first[join[i]]) {
+                i++;
+                continue;
+            }
+
+            m = ngx_http_airlock_match(rc, join + i, jlen - i, final, &plen);
+
+            if (m == NGX_HTTP_AIRLOCK_FULL) {
+                if (ngx_http_airlock_emit(r, ctx, run, join + i - run)
+                    != NGX_OK
+                    || ngx_http_airlock_emit(r, ctx,
+                                        (u_char *) NGX_HTTP_AIRLOCK_REDACTED,
+                                        sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1)
+                       != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
+
+                ngx_http_airlock_scrubbed(r, ctx);
+
+                i += plen;
+                run = join + i;
+                continue;
+            }
+
+            if (m == NGX_HTTP_AIRLOCK_PARTIAL) {
+                /* all of p is in join, and still undecided */
+
+                if (ngx_http_airlock_emit(r, ctx, run, join + i - run)
+                    != NGX_OK)
+                {
+                    return NGX_ERROR;
+                }
+
+                ctx->carry_len = jlen - i;
+                ngx_memcpy(ctx->carry, join + i, ctx->carry_len);
+
+                return NGX_OK;
+            }
+
+            i++;
+        }
+
+        if (run < join + clen
+            && ngx_http_airlock_emit(r, ctx, run, join + clen - run)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        skip = i - clen;
+    }
+
+    if (len == 0) {
+        return NGX_OK;
+    }
+
+    s = p + skip;
+    last = p + len;
+    run = s;
+
+    while (s < last) {
+        s = ngx_http_airlock_next(rc, s, last);
+        if (s == NULL) {
+            break;
+        }
+
+        m = ngx_http_airlock_match(rc, s, last - s, final, &plen);
+
+        if (m == NGX_HTTP_AIRLOCK_FULL) {
+            if (ngx_http_airlock_emit(r, ctx, run, s - run) != NGX_OK
+                || ngx_http_airlock_emit(r, ctx,
+                                        (u_char *) NGX_HTTP_AIRLOCK_REDACTED,
+                                        sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1)
+                   != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            ngx_http_airlock_scrubbed(r, ctx);
+
+            s += plen;
+            run = s;
+            continue;
+        }
+
+        if (m == NGX_HTTP_AIRLOCK_PARTIAL) {
+            if (ngx_http_airlock_emit(r, ctx, run, s - run) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            ctx->carry_len = last - s;
+            ngx_memcpy(ctx->carry, s, ctx->carry_len);
+
+            return NGX_OK;
+        }
+
+        s++;
+    }
+
+    return ngx_http_airlock_emit(r, ctx, run, last - run);
+}
+
+
+/*
+ * Whether a scrub string starts at s: FULL with its length (the longest
+ * one), PARTIAL when the avail bytes are a proper prefix of one and more
+ * may follow, which wins over a shorter FULL match.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
+    ngx_uint_t final, size_t *len)
+{
+    ngx_uint_t   i, partial;
+    al_str_t    *str;
+
+    *len = 0;
+    partial = 0;
+
+    for (i = 0; i < rc->scrub->n; i++) {
+        str = &rc->scrub->str[i];
+
+        if ((u_char) str->data[0] != *s) {
+            continue;
+        }
+
+        if (str->len <= avail) {
+            if (*len == 0 && ngx_memcmp(s, str->data, str->len) == 0) {
+                *len = str->len;
+            }
+
+        } else if (!final && ngx_memcmp(s, str->data, avail) == 0) {
+            partial = 1;
+        }
+    }
+
+    if (partial) {
+        return NGX_HTTP_AIRLOCK_PARTIAL;
+    }
+
+    return *len ? NGX_HTTP_AIRLOCK_FULL : NGX_HTTP_AIRLOCK_NONE;
+}
+
+
+static u_char *
+ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char *p, u_char *last)
+{
+    if (rc->nfirst == 1) {
+        return ngx_strlchr(p, last, rc->first1);
+    }
+
+    for ( /* void */ ; p < last; p++) {
+        if (rc->first[*p]) {
+            return p;
+        }
+    }
+
+    return NULL;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_emit(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    u_char *data, size_t len)
+{
+    size_t      n;
+    ngx_buf_t  *b;
+
+    while (len) {
+        b = ctx->buf;
+
+        if (b == NULL || b->last == b->end) {
+            if (ngx_http_airlock_get_buf(r, ctx) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            b = ctx->buf;
+        }
+
+        n = ngx_min(len, (size_t) (b->end - b->last));
+        b->last = ngx_cpymem(b->last, data, n);
+
+        data += n;
+        len -= n;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_get_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    u_char       *start, *end;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    b = cl->buf;
+    start = b->start;
+    end = b->end;
+
+    if (start == NULL) {
+        start = ngx_palloc(r->pool, NGX_HTTP_AIRLOCK_BUF_SIZE);
+        if (start == NULL) {
+            return NGX_ERROR;
+        }
+
+        end = start + NGX_HTTP_AIRLOCK_BUF_SIZE;
+    }
+
+    ngx_memzero(b, sizeof(ngx_buf_t));
+
+    b->start = start;
+    b->end = end;
+    b->pos = start;
+    b->last = start;
+    b->temporary = 1;
+    b->tag = (ngx_buf_tag_t) &ngx_http_airlock_module;
+
+    *ctx->last_out = cl;
+    ctx->last_out = &cl->next;
+    ctx->buf = b;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_airlock_scrubbed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    ctx->scrubbed = 1;
+
+    if (ctx->scrub_logged) {
+        return;
+    }
+
+    ctx->scrub_logged = 1;
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "airlock: scrubbed an injected credential from the "
+                  "response on route \"%s\"", ctx->route->name.data);
+}

@@ -1,0 +1,1595 @@
+
+/*
+ * ngx_http_airlock_module: the Airlock egress gateway in nginx.
+ *
+ * Every request in a location with "airlock on" is decided by libairlock
+ * against the policy loaded at configuration time: who the client is (unix
+ * peer credentials, source address or a bearer token), which named route
+ * the raw request target is, and whether the route's path, query and body
+ * constraints hold.  A denied request is answered 403 with a JSON reason and
+ * logged as one JSON line; it never reaches an upstream.  An allowed request
+ * loses every client header outside a short allowlist, gains the route's
+ * injected credentials, and leaves through nginx's own proxy module, which
+ * reads the upstream URL from $airlock_upstream$airlock_uri.  Responses on
+ * routes that inject credentials are scrubbed (ngx_http_airlock_filter.c).
+ *
+ * The decision runs in the preaccess phase, so "satisfy any" and the
+ * access-phase modules cannot skip it.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_module.h"
+
+
+static ngx_int_t ngx_http_airlock_handler(ngx_http_request_t *r);
+static ngx_http_airlock_ctx_t *ngx_http_airlock_create_ctx(
+    ngx_http_request_t *r);
+static void ngx_http_airlock_ctx_cleanup(void *data);
+static al_reason_t ngx_http_airlock_decide(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, const char **detail);
+static al_reason_t ngx_http_airlock_check_request(ngx_http_request_t *r,
+    ngx_str_t *token, const char **detail);
+static void ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer);
+static ngx_int_t ngx_http_airlock_read_body(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
+static al_reason_t ngx_http_airlock_check_body(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, const char **detail);
+static ngx_int_t ngx_http_airlock_allow(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_deny(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, al_reason_t reason, const char *detail);
+static ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static ngx_uint_t ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
+    ngx_http_airlock_ctx_t *ctx);
+static void ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r);
+static ngx_table_elt_t *ngx_http_airlock_find_header(ngx_list_t *headers,
+    ngx_str_t *name, ngx_table_elt_t *after);
+static ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
+    ngx_uint_t status, const char *error, const char *reason);
+static ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
+
+static char *ngx_http_airlock_policy(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_airlock_keyring(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_airlock_error_json(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_airlock_load(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf);
+static char *ngx_http_airlock_load_route(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
+    ngx_http_airlock_route_t *rc);
+static void ngx_http_airlock_policy_cleanup(void *data);
+static void ngx_http_airlock_scrub_cleanup(void *data);
+
+static void *ngx_http_airlock_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_airlock_init_main_conf(ngx_conf_t *cf, void *conf);
+static void *ngx_http_airlock_create_srv_conf(ngx_conf_t *cf);
+static char *ngx_http_airlock_merge_srv_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static void *ngx_http_airlock_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_airlock_init(ngx_conf_t *cf);
+
+
+/* client headers that reach an upstream; all others are removed */
+static ngx_str_t  ngx_http_airlock_allowed_headers[] = {
+    ngx_string("accept"),
+    ngx_string("accept-language"),
+    ngx_string("content-type"),
+    ngx_string("user-agent"),
+    ngx_string("if-none-match"),
+    ngx_string("if-modified-since"),
+    ngx_string("cache-control"),
+    ngx_null_string
+};
+
+
+/* headers that would make an upstream read a method other than the one
+   that was decided */
+static ngx_str_t  ngx_http_airlock_override_headers[] = {
+    ngx_string("x-http-method-override"),
+    ngx_string("x-http-method"),
+    ngx_string("x-method-override"),
+    ngx_null_string
+};
+
+
+static ngx_command_t  ngx_http_airlock_commands[] = {
+
+    { ngx_string("airlock_policy"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_airlock_policy,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_keyring"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_http_airlock_keyring,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock"),
+      NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_airlock_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("airlock_deny_log"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_http_airlock_deny_log,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_error_json"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_airlock_error_json,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_airlock_module_ctx = {
+    ngx_http_airlock_add_variables,        /* preconfiguration */
+    ngx_http_airlock_init,                 /* postconfiguration */
+
+    ngx_http_airlock_create_main_conf,     /* create main configuration */
+    ngx_http_airlock_init_main_conf,       /* init main configuration */
+
+    ngx_http_airlock_create_srv_conf,      /* create server configuration */
+    ngx_http_airlock_merge_srv_conf,       /* merge server configuration */
+
+    ngx_http_airlock_create_loc_conf,      /* create location configuration */
+    ngx_http_airlock_merge_loc_conf        /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_airlock_module = {
+    NGX_MODULE_V1,
+    &ngx_http_airlock_module_ctx,          /* module context */
+    ngx_http_airlock_commands,             /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_int_t
+ngx_http_airlock_handler(ngx_http_request_t *r)
+{
+    const char                   *detail;
+    al_reason_t                   reason;
+    ngx_http_airlock_ctx_t       *ctx;
+    ngx_http_airlock_loc_conf_t  *alcf;
+
+    alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
+
+    if (!alcf->enable) {
+        return NGX_DECLINED;
+    }
+
+    if (r != r->main) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: subrequest to \"%V\" refused", &r->uri);
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx != NULL) {
+        /* an internal redirect: the request was decided once */
+
+        if (ctx->reading_body) {
+            return NGX_AGAIN;
+        }
+
+        return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
+    }
+
+    ctx = ngx_http_airlock_create_ctx(r);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    reason = ngx_http_airlock_decide(r, ctx, &detail);
+
+    if (reason == AL_REASON_MAX) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (reason != AL_REASON_NONE) {
+        return ngx_http_airlock_deny(r, ctx, reason, detail);
+    }
+
+    return ngx_http_airlock_read_body(r, ctx);
+}
+
+
+/*
+ * The context survives internal redirects (error_page, named locations):
+ * it is found again through the request pool cleanup, as realip does.
+ */
+
+ngx_http_airlock_ctx_t *
+ngx_http_airlock_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
+
+    if (ctx != NULL || !(r->internal || r->filter_finalize)) {
+        return ctx;
+    }
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_airlock_ctx_cleanup) {
+            ctx = cln->data;
+
+            if (ctx->request == r) {
+                ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
+                return ctx;
+            }
+        }
+    }
+
+    return NULL;
+}
+
+
+static ngx_http_airlock_ctx_t *
+ngx_http_airlock_create_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_airlock_ctx_cleanup;
+    cln->data = ctx;
+
+    ctx->request = r;
+    ctx->reason = AL_REASON_NONE;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
+
+    return ctx;
+}
+
+
+static void
+ngx_http_airlock_ctx_cleanup(void *data)
+{
+    ngx_http_airlock_ctx_t  *ctx = data;
+
+    ctx->request = NULL;
+}
+
+
+/*
+ * Everything the request line and headers can decide.  The raw target
+ * (r->unparsed_uri) is what libairlock sees: nginx has already decoded and
+ * merged r->uri, and deciding on that would let "%2F" or "//" pass.
+ */
+
+static al_reason_t
+ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    const char **detail)
+{
+    off_t                          clen;
+    al_peer_t                      peer;
+    ngx_str_t                      token;
+    ngx_uint_t                     chunked;
+    const char                    *why;
+    al_reason_t                    reason;
+    al_request_t                   req;
+    al_decision_t                 *d;
+    const al_route_t              *route;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+
+    d = ngx_palloc(r->pool, sizeof(al_decision_t));
+    if (d == NULL) {
+        return AL_REASON_MAX;
+    }
+
+    d->reason = AL_REASON_NONE;
+    d->route = NULL;
+    d->detail[0] = '\0';
+    ctx->decision = d;
+
+    reason = ngx_http_airlock_check_request(r, &token, detail);
+
+    if (reason == AL_REASON_CLIENT_UNKNOWN) {
+        return reason;
+    }
+
+    ngx_http_airlock_peer(r, &peer);
+
+    why = "";
+    ctx->client = al_client_identify(amcf->policy, &peer,
+                                     token.len ? (char *) token.data : NULL,
+                                     token.len, &why);
+
+    if (reason != AL_REASON_NONE) {
+        return reason;
+    }
+
+    req.method = (char *) r->method_name.data;
+    req.method_len = r->method_name.len;
+    req.target = (char *) r->unparsed_uri.data;
+    req.target_len = r->unparsed_uri.len;
+    req.client = ctx->client;
+
+    reason = al_decide(amcf->policy, &req, d);
+
+    ctx->route = d->route;
+
+    /* an unknown client learns nothing about the route table */
+
+    if (ctx->client == NULL) {
+        *detail = why;
+        return AL_REASON_CLIENT_UNKNOWN;
+    }
+
+    if (reason != AL_REASON_NONE) {
+        *detail = d->detail;
+        return reason;
+    }
+
+    route = d->route;
+    ctx->rconf = &amcf->routes[route - amcf->policy->routes];
+
+    /* framing: refuse before reading what cannot be accepted */
+
+    clen = r->headers_in.content_length_n;
+    chunked = r->headers_in.chunked;
+
+    if (!route->has_body && (clen > 0 || chunked)) {
+        ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                     "route \"%s\" takes no request body%Z",
+                     route->name.data);
+        *detail = d->detail;
+        return AL_REASON_BODY_TOO_LARGE;
+    }
+
+    if (route->has_body && clen > (off_t) route->body_max) {
+        ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                     "Content-Length %O is over the route's max_bytes "
+                     "%uz%Z", clen, route->body_max);
+        *detail = d->detail;
+        return AL_REASON_BODY_TOO_LARGE;
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+static al_reason_t
+ngx_http_airlock_check_request(ngx_http_request_t *r, ngx_str_t *token,
+    const char **detail)
+{
+    u_char           *p, *last;
+    ngx_str_t        *name;
+    ngx_uint_t        i, nauth, nctype;
+    const char       *bad;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *auth;
+
+    ngx_str_null(token);
+
+    /* a request refused as such still names its client in the log */
+
+    bad = NULL;
+
+    if (r->schema_start != NULL || r->host_start != NULL) {
+        bad = "absolute-form request target";
+    }
+
+    nauth = 0;
+    nctype = 0;
+    auth = NULL;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        for (name = ngx_http_airlock_override_headers; name->len; name++) {
+            if (h[i].key.len == name->len
+                && ngx_strncmp(h[i].lowcase_key, name->data, name->len) == 0)
+            {
+                bad = "method override header";
+            }
+        }
+
+        if (h[i].key.len == sizeof("proxy-authorization") - 1
+            && ngx_strncmp(h[i].lowcase_key, "proxy-authorization",
+                           sizeof("proxy-authorization") - 1) == 0)
+        {
+            auth = &h[i];
+            nauth++;
+        }
+
+        if (h[i].key.len == sizeof("content-type") - 1
+            && ngx_strncmp(h[i].lowcase_key, "content-type",
+                           sizeof("content-type") - 1) == 0)
+        {
+            nctype++;
+        }
+    }
+
+    if (nauth > 1) {
+        *detail = "more than one Proxy-Authorization header";
+        return AL_REASON_REQUEST;
+    }
+
+    if (nctype > 1) {
+        bad = "more than one Content-Type header";
+    }
+
+    if (auth == NULL) {
+        goto done;
+    }
+
+    p = auth->value.data;
+    last = p + auth->value.len;
+
+    if (last - p < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0) {
+        *detail = "Proxy-Authorization is not a Bearer token";
+        return AL_REASON_CLIENT_UNKNOWN;
+    }
+
+    for (p += 7; p < last && *p == ' '; p++) { /* void */ }
+
+    if (p == last) {
+        *detail = "empty Bearer token";
+        return AL_REASON_CLIENT_UNKNOWN;
+    }
+
+    token->data = p;
+    token->len = last - p;
+
+done:
+
+    if (bad != NULL) {
+        *detail = bad;
+        return AL_REASON_REQUEST;
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+static void
+ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer)
+{
+    ngx_connection_t     *c;
+    struct sockaddr_in   *sin;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6  *sin6;
+#endif
+#if (NGX_HAVE_UNIX_DOMAIN && defined SO_PEERCRED)
+    socklen_t             len;
+    struct ucred          cred;
+#endif
+
+    ngx_memzero(peer, sizeof(al_peer_t));
+
+    c = r->connection;
+
+    switch (c->sockaddr->sa_family) {
+
+#if (NGX_HAVE_UNIX_DOMAIN && defined SO_PEERCRED)
+    case AF_UNIX:
+        len = sizeof(struct ucred);
+
+        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+            ngx_log_error(NGX_LOG_ERR, c->log, ngx_socket_errno,
+                          "airlock: getsockopt(SO_PEERCRED) failed");
+            return;
+        }
+
+        peer->unix_peer = 1;
+        peer->uid = cred.uid;
+        peer->gid = cred.gid;
+        break;
+#endif
+
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        sin6 = (struct sockaddr_in6 *) c->sockaddr;
+        ngx_memcpy(peer->addr, sin6->sin6_addr.s6_addr, 16);
+        peer->has_addr = 1;
+        break;
+#endif
+
+    case AF_INET:
+        sin = (struct sockaddr_in *) c->sockaddr;
+        peer->addr[10] = 0xff;
+        peer->addr[11] = 0xff;
+        ngx_memcpy(&peer->addr[12], &sin->sin_addr.s_addr, 4);
+        peer->has_addr = 1;
+        break;
+
+    default:
+        break;
+    }
+}
+
+
+/*
+ * A body is read without blocking, into one memory buffer, checked, and
+ * then forwarded as those very bytes: the proxy module reuses
+ * r->request_body.
+ */
+
+static ngx_int_t
+ngx_http_airlock_read_body(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    const char   *detail;
+    ngx_int_t     rc;
+    al_reason_t   reason;
+
+    if (!ctx->route->has_body) {
+        return ngx_http_airlock_allow(r, ctx);
+    }
+
+    if (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked) {
+        reason = ngx_http_airlock_check_body(r, ctx, &detail);
+
+        if (reason != AL_REASON_NONE) {
+            return ngx_http_airlock_deny(r, ctx, reason, detail);
+        }
+
+        return ngx_http_airlock_allow(r, ctx);
+    }
+
+    r->request_body_in_single_buf = 1;
+    r->request_body_in_file_only = 0;
+    r->request_body_in_persistent_file = 0;
+    r->request_body_in_clean_file = 0;
+    r->request_body_no_buffering = 0;
+
+    ctx->reading_body = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_airlock_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        ctx->reading_body = 0;
+        return rc;
+    }
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_airlock_body_handler(ngx_http_request_t *r)
+{
+    const char              *detail;
+    ngx_int_t                rc;
+    al_reason_t              reason;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
+
+    ctx->reading_body = 0;
+
+    reason = ngx_http_airlock_check_body(r, ctx, &detail);
+
+    if (reason == AL_REASON_MAX) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    if (reason != AL_REASON_NONE) {
+        (void) ngx_http_airlock_deny(r, ctx, reason, detail);
+        return;
+    }
+
+    rc = ngx_http_airlock_allow(r, ctx);
+
+    if (rc != NGX_DECLINED) {
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+    r->phase_handler++;
+    ngx_http_core_run_phases(r);
+}
+
+
+static al_reason_t
+ngx_http_airlock_check_body(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, const char **detail)
+{
+    u_char                   *body, *p;
+    size_t                    len, ctype_len;
+    ngx_buf_t                *b, *data;
+    ngx_uint_t                n;
+    const char               *ctype;
+    ngx_chain_t              *cl;
+    al_reason_t               reason;
+    al_decision_t            *d;
+    const al_route_t         *route;
+    ngx_http_request_body_t  *rb;
+
+    d = ctx->decision;
+    route = ctx->route;
+    rb = r->request_body;
+
+    len = 0;
+    n = 0;
+    data = NULL;
+
+    for (cl = rb ? rb->bufs : NULL; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!ngx_buf_in_memory(b)) {
+            if (b->in_file) {
+                /* client_body_buffer_size is checked to hold body_max */
+                ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                             "body is over the route's max_bytes %uz%Z",
+                             route->body_max);
+                *detail = d->detail;
+                return AL_REASON_BODY_TOO_LARGE;
+            }
+
+            continue;
+        }
+
+        if (b->last > b->pos) {
+            len += b->last - b->pos;
+            data = b;
+            n++;
+        }
+    }
+
+    if (len > route->body_max) {
+        ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                     "body of %uz bytes is over the route's max_bytes %uz%Z",
+                     len, route->body_max);
+        *detail = d->detail;
+        return AL_REASON_BODY_TOO_LARGE;
+    }
+
+    if (n > 1) {
+        /* one buffer: what is checked is what is forwarded */
+
+        body = ngx_pnalloc(r->pool, len);
+        if (body == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        p = body;
+
+        for (cl = rb->bufs; cl; cl = cl->next) {
+            if (ngx_buf_in_memory(cl->buf)) {
+                p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+            }
+        }
+
+        b = ngx_calloc_buf(r->pool);
+        if (b == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        b->temporary = 1;
+        b->start = body;
+        b->pos = body;
+        b->last = body + len;
+        b->end = body + len;
+        b->last_buf = 1;
+        b->last_in_chain = 1;
+
+        cl = ngx_alloc_chain_link(r->pool);
+        if (cl == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        cl->buf = b;
+        cl->next = NULL;
+        rb->bufs = cl;
+
+    } else if (n == 1) {
+        body = data->pos;
+
+    } else {
+        body = (u_char *) "";
+    }
+
+    if (r->headers_in.content_type) {
+        ctype = (char *) r->headers_in.content_type->value.data;
+        ctype_len = r->headers_in.content_type->value.len;
+
+    } else {
+        ctype = NULL;
+        ctype_len = 0;
+    }
+
+    reason = al_decide_body(route, ctype, ctype_len, body, len, d);
+
+    *detail = d->detail;
+
+    return reason;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    al_decision_t  *d;
+
+    d = ctx->decision;
+
+    ctx->uri.data = ngx_pnalloc(r->pool, d->uri_len);
+    if (ctx->uri.data == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(ctx->uri.data, d->uri, d->uri_len);
+    ctx->uri.len = d->uri_len;
+
+    if (ngx_http_airlock_rewrite_headers(r, ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->decided = 1;
+    ctx->allowed = 1;
+    ctx->reason = AL_REASON_NONE;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "airlock: client \"%s\" route \"%s\" to \"%V\"",
+                   ctx->client->name.data, ctx->route->name.data, &ctx->uri);
+
+    ngx_pfree(r->pool, d);
+    ctx->decision = NULL;
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * Answers 403 itself, with the JSON body, and finalizes the request: the
+ * phase engine only knows how to answer with nginx's own error pages.
+ */
+
+static ngx_int_t
+ngx_http_airlock_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    al_reason_t reason, const char *detail)
+{
+    ngx_int_t  rc;
+
+    ctx->decided = 1;
+    ctx->allowed = 0;
+    ctx->reason = reason;
+
+    ngx_http_airlock_log_deny(r, ctx, detail);
+
+    if (ctx->decision != NULL) {
+        ngx_pfree(r->pool, ctx->decision);
+        ctx->decision = NULL;
+    }
+
+    rc = ngx_http_airlock_send_json(r, NGX_HTTP_FORBIDDEN, "forbidden",
+                                    al_reason_name(reason));
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    const char *error, const char *reason)
+{
+    size_t        len;
+    ngx_buf_t    *b;
+    ngx_str_t     id;
+    ngx_int_t     rc;
+    ngx_chain_t   out;
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    if (ngx_http_airlock_request_id(r, &id) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    len = sizeof("{\"error\":\"\",\"request_id\":\"\"}" CRLF) - 1
+          + ngx_strlen(error) + id.len;
+
+    if (reason != NULL) {
+        len += sizeof(",\"reason\":\"\"") - 1 + ngx_strlen(reason);
+    }
+
+    b = ngx_create_temp_buf(r->pool, len);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (reason != NULL) {
+        b->last = ngx_sprintf(b->last, "{\"error\":\"%s\",\"reason\":\"%s\","
+                              "\"request_id\":\"%V\"}" CRLF,
+                              error, reason, &id);
+
+    } else {
+        b->last = ngx_sprintf(b->last, "{\"error\":\"%s\","
+                              "\"request_id\":\"%V\"}" CRLF, error, &id);
+    }
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+    ngx_str_null(&r->headers_out.charset);
+
+    if (r->headers_out.content_length) {
+        r->headers_out.content_length->hash = 0;
+        r->headers_out.content_length = NULL;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/*
+ * Only allowlisted client headers survive, then the route's credentials
+ * are added.  The header list is rebuilt, and the r->headers_in shortcuts
+ * are pointed at what is left, so no module sees a removed header through
+ * them ($remote_user, auth_basic, $http_authorization).
+ */
+
+static ngx_int_t
+ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_uint_t                 i;
+    ngx_list_t                 old;
+    ngx_list_part_t           *part;
+    ngx_table_elt_t           *h, *nh;
+    ngx_http_airlock_route_t  *rc;
+
+    rc = ctx->rconf;
+    old = r->headers_in.headers;
+
+    if (ngx_list_init(&r->headers_in.headers, r->pool, 8 + rc->ninject,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    part = &old.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0 || !ngx_http_airlock_header_allowed(&h[i], ctx))
+        {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "airlock: removed header \"%V\"", &h[i].key);
+            continue;
+        }
+
+        nh = ngx_list_push(&r->headers_in.headers);
+        if (nh == NULL) {
+            return NGX_ERROR;
+        }
+
+        *nh = h[i];
+    }
+
+    ngx_http_airlock_fix_shortcuts(r);
+
+    /* injected headers get no shortcut: $http_authorization and
+       $remote_user must not read a credential */
+
+    for (i = 0; i < rc->ninject; i++) {
+        nh = ngx_list_push(&r->headers_in.headers);
+        if (nh == NULL) {
+            return NGX_ERROR;
+        }
+
+        *nh = rc->inject[i];
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
+    ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_str_t                 *name;
+    ngx_uint_t                 i;
+    ngx_table_elt_t           *inj;
+    ngx_http_airlock_route_t  *rc;
+
+    /* an injected header replaces the client's */
+
+    rc = ctx->rconf;
+
+    for (i = 0; i < rc->ninject; i++) {
+        inj = &rc->inject[i];
+
+        if (h->key.len == inj->key.len
+            && ngx_strncmp(h->lowcase_key, inj->lowcase_key, h->key.len) == 0)
+        {
+            return 0;
+        }
+    }
+
+    for (name = ngx_http_airlock_allowed_headers; name->len; name++) {
+        if (h->key.len == name->len
+            && ngx_strncmp(h->lowcase_key, name->data, name->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    if (ctx->route->allow_cookies
+        && h->key.len == sizeof("cookie") - 1
+        && ngx_strncmp(h->lowcase_key, "cookie", sizeof("cookie") - 1) == 0)
+    {
+        return 1;
+    }
+
+    return 0;
+}
+
+
+static void
+ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
+{
+    ngx_array_t         *a;
+    ngx_table_elt_t    **ph, *h;
+    ngx_http_header_t   *hh;
+
+    for (hh = ngx_http_headers_in; hh->name.len; hh++) {
+
+        /* the body framing stays as nginx parsed it; the proxy module
+           writes its own Content-Length */
+
+        if (hh->offset == 0
+            || hh->offset == offsetof(ngx_http_headers_in_t, content_length)
+            || hh->offset == offsetof(ngx_http_headers_in_t,
+                                      transfer_encoding))
+        {
+            continue;
+        }
+
+        if (hh->offset == offsetof(ngx_http_headers_in_t, cookies)
+#if (NGX_HTTP_X_FORWARDED_FOR)
+            || hh->offset == offsetof(ngx_http_headers_in_t, x_forwarded_for)
+#endif
+            )
+        {
+            a = (ngx_array_t *) ((char *) &r->headers_in + hh->offset);
+            a->nelts = 0;
+
+            for (h = ngx_http_airlock_find_header(&r->headers_in.headers,
+                                                  &hh->name, NULL);
+                 h;
+                 h = ngx_http_airlock_find_header(&r->headers_in.headers,
+                                                  &hh->name, h))
+            {
+                if (a->nalloc == 0
+                    && ngx_array_init(a, r->pool, 1, sizeof(ngx_table_elt_t *))
+                       != NGX_OK)
+                {
+                    break;
+                }
+
+                ph = ngx_array_push(a);
+                if (ph == NULL) {
+                    break;
+                }
+
+                *ph = h;
+            }
+
+            continue;
+        }
+
+        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
+        *ph = ngx_http_airlock_find_header(&r->headers_in.headers, &hh->name,
+                                           NULL);
+    }
+
+    /* "" marks Basic credentials as looked for and absent */
+    ngx_str_set(&r->headers_in.user, "");
+    ngx_str_null(&r->headers_in.passwd);
+}
+
+
+/* the first header named name after "after" (NULL: from the start) */
+
+static ngx_table_elt_t *
+ngx_http_airlock_find_header(ngx_list_t *headers, ngx_str_t *name,
+    ngx_table_elt_t *after)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &headers->part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return NULL;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (after != NULL) {
+            if (&h[i] == after) {
+                after = NULL;
+            }
+
+            continue;
+        }
+
+        if (h[i].key.len == name->len
+            && ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
+        {
+            return &h[i];
+        }
+    }
+}
+
+
+/*
+ * airlock_error_json: the content of an error_page location.  Answers the
+ * status of the error with {"error":"bad_gateway","request_id":"..."}, and
+ * nothing about the upstream.
+ */
+
+static ngx_int_t
+ngx_http_airlock_error_handler(ngx_http_request_t *r)
+{
+    ngx_int_t    rc;
+    ngx_uint_t   status;
+    const char  *error;
+
+    status = r->err_status ? r->err_status : NGX_HTTP_INTERNAL_SERVER_ERROR;
+
+    switch (status) {
+    case NGX_HTTP_BAD_REQUEST:
+        error = "bad_request";
+        break;
+    case NGX_HTTP_FORBIDDEN:
+        error = "forbidden";
+        break;
+    case NGX_HTTP_NOT_FOUND:
+        error = "not_found";
+        break;
+    case NGX_HTTP_REQUEST_TIME_OUT:
+        error = "request_timeout";
+        break;
+    case NGX_HTTP_REQUEST_ENTITY_TOO_LARGE:
+        error = "body_too_large";
+        break;
+    case NGX_HTTP_TOO_MANY_REQUESTS:
+        error = "too_many_requests";
+        break;
+    case NGX_HTTP_BAD_GATEWAY:
+        error = "bad_gateway";
+        break;
+    case NGX_HTTP_SERVICE_UNAVAILABLE:
+        error = "service_unavailable";
+        break;
+    case NGX_HTTP_GATEWAY_TIME_OUT:
+        error = "gateway_timeout";
+        break;
+    default:
+        error = (status >= 500) ? "internal_error" : "error";
+        break;
+    }
+
+    rc = ngx_http_airlock_send_json(r, status, error, NULL);
+
+    return rc;
+}
+
+
+static char *
+ngx_http_airlock_policy(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_airlock_main_conf_t  *amcf = conf;
+
+    ngx_str_t  *value;
+
+    if (amcf->policy_file.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    amcf->policy_file = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &amcf->policy_file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    amcf->policy_conf = cf->conf_file->file.name;
+    amcf->policy_line = cf->conf_file->line;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_airlock_keyring(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_airlock_main_conf_t  *amcf = conf;
+
+    ngx_str_t  *value;
+
+    if (amcf->keyring_file.data) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    amcf->keyring_file = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &amcf->keyring_file, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_airlock_error_json(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_airlock_error_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The policy is loaded once both http-level directives are known, so
+ * their order does not matter.  Each configuration cycle owns its policy:
+ * a reload that fails keeps the old cycle, and with it the old policy.
+ */
+
+static char *
+ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
+{
+    char                *rv;
+    size_t               i;
+    al_error_t           err;
+    al_policy_t         *p;
+    al_keyring_t        *kr;
+    ngx_pool_cleanup_t  *cln;
+    u_char               msg[sizeof(al_error_t) + 16];
+
+    kr = NULL;
+
+    if (amcf->keyring_file.len) {
+        kr = al_keyring_load((char *) amcf->keyring_file.data, &err);
+
+        if (kr == NULL) {
+            al_error_format(&err, (char *) msg, sizeof(msg));
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s in %V:%ui", msg,
+                          &amcf->policy_conf, amcf->policy_line);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    p = al_policy_load((char *) amcf->policy_file.data, kr, &err);
+
+    /* the private key is not needed once the secrets are open */
+    al_keyring_free(kr);
+
+    if (p == NULL) {
+        al_error_format(&err, (char *) msg, sizeof(msg));
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s in %V:%ui", msg,
+                      &amcf->policy_conf, amcf->policy_line);
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        al_policy_free(p);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_airlock_policy_cleanup;
+    cln->data = p;
+
+    amcf->policy = p;
+
+    if (p->nsecrets > 0 && kr == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "policy \"%V\" has secrets but no \"airlock_keyring\" "
+                      "is set to open them in %V:%ui", &amcf->policy_file,
+                      &amcf->policy_conf, amcf->policy_line);
+        return NGX_CONF_ERROR;
+    }
+
+    amcf->routes = ngx_pcalloc(cf->pool,
+                               (p->nroutes + 1)
+                               * sizeof(ngx_http_airlock_route_t));
+    if (amcf->routes == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; i < p->nroutes; i++) {
+        rv = ngx_http_airlock_load_route(cf, amcf, &p->routes[i],
+                                         &amcf->routes[i]);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_airlock_load_route(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
+    ngx_http_airlock_route_t *rc)
+{
+    size_t                len;
+    ngx_uint_t            i;
+    const char           *why;
+    al_scrub_t           *scrub;
+    ngx_table_elt_t      *h;
+    al_inject_t          *inj;
+    ngx_pool_cleanup_t   *cln;
+    const al_upstream_t  *u;
+
+    u = route->upstream;
+
+    len = sizeof("https://") - 1 + u->host.len;
+
+    rc->upstream.data = ngx_pnalloc(cf->pool, len);
+    if (rc->upstream.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    rc->upstream.len = ngx_sprintf(rc->upstream.data, "%s://%*s",
+                                   u->https ? "https" : "http",
+                                   u->host.len, u->host.data)
+                       - rc->upstream.data;
+
+    if (route->has_body && route->body_max > amcf->body_max) {
+        amcf->body_max = route->body_max;
+    }
+
+    if (route->ninject == 0) {
+        return NGX_CONF_OK;
+    }
+
+    rc->inject = ngx_pcalloc(cf->pool,
+                             route->ninject * sizeof(ngx_table_elt_t));
+    if (rc->inject == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; i < route->ninject; i++) {
+        inj = &route->inject[i];
+        h = &rc->inject[i];
+
+        if (inj->value == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "route \"%s\" injects \"%s\" but no "
+                          "\"airlock_keyring\" is set to render it in %V:%ui",
+                          route->name.data, inj->name.data,
+                          &amcf->policy_conf, amcf->policy_line);
+            return NGX_CONF_ERROR;
+        }
+
+        h->key.data = (u_char *) inj->name.data;
+        h->key.len = inj->name.len;
+
+        /* the value stays in the library's guarded memory */
+        h->value.data = inj->value;
+        h->value.len = inj->len;
+
+        h->lowcase_key = ngx_pnalloc(cf->pool, h->key.len);
+        if (h->lowcase_key == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+        h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+    }
+
+    rc->ninject = route->ninject;
+
+    scrub = al_scrub_collect(amcf->policy, route, &why);
+    if (scrub == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "route \"%s\": cannot build its scrub list: %s",
+                      route->name.data, why);
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        al_scrub_free(scrub);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_airlock_scrub_cleanup;
+    cln->data = scrub;
+
+    if (scrub->n == 0) {
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_http_airlock_route_scrub_init(cf, rc, scrub) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_airlock_policy_cleanup(void *data)
+{
+    al_policy_free(data);
+}
+
+
+static void
+ngx_http_airlock_scrub_cleanup(void *data)
+{
+    al_scrub_free(data);
+}
+
+
+static void *
+ngx_http_airlock_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    amcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_airlock_main_conf_t));
+    if (amcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     amcf->policy_file = { 0, NULL };
+     *     amcf->keyring_file = { 0, NULL };
+     *     amcf->policy = NULL;
+     *     amcf->routes = NULL;
+     *     amcf->body_max = 0;
+     */
+
+    amcf->request_id_index = NGX_ERROR;
+
+    return amcf;
+}
+
+
+static char *
+ngx_http_airlock_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_airlock_main_conf_t  *amcf = conf;
+
+    ngx_str_t  name = ngx_string("request_id");
+
+    amcf->request_id_index = ngx_http_get_variable_index(cf, &name);
+    if (amcf->request_id_index == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (amcf->policy_file.len == 0) {
+        if (amcf->keyring_file.len) {
+            ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                          "\"airlock_keyring\" is set without "
+                          "\"airlock_policy\"");
+        }
+
+        return NGX_CONF_OK;
+    }
+
+    return ngx_http_airlock_load(cf, amcf);
+}
+
+
+static void *
+ngx_http_airlock_create_srv_conf(ngx_conf_t *cf)
+{
+    ngx_http_airlock_srv_conf_t  *ascf;
+
+    ascf = ngx_pcalloc(cf->pool, sizeof(ngx_http_airlock_srv_conf_t));
+    if (ascf == NULL) {
+        return NULL;
+    }
+
+    ascf->deny_log = NGX_CONF_UNSET_PTR;
+
+    return ascf;
+}
+
+
+static char *
+ngx_http_airlock_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_airlock_srv_conf_t  *prev = parent;
+    ngx_http_airlock_srv_conf_t  *conf = child;
+
+    ngx_conf_merge_ptr_value(conf->deny_log, prev->deny_log, NULL);
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_airlock_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_airlock_loc_conf_t  *alcf;
+
+    alcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_airlock_loc_conf_t));
+    if (alcf == NULL) {
+        return NULL;
+    }
+
+    alcf->enable = NGX_CONF_UNSET;
+
+    return alcf;
+}
+
+
+static char *
+ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_airlock_loc_conf_t  *prev = parent;
+    ngx_http_airlock_loc_conf_t  *conf = child;
+
+    ngx_http_core_loc_conf_t      *clcf;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+
+    if (!conf->enable) {
+        return NGX_CONF_OK;
+    }
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (amcf->policy == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"airlock on\" in location \"%V\" needs "
+                      "\"airlock_policy\" at the http level", &clcf->name);
+        return NGX_CONF_ERROR;
+    }
+
+    /* bodies are checked and forwarded from one memory buffer */
+
+    if (clcf->client_body_buffer_size < amcf->body_max) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"client_body_buffer_size\" %uz in location \"%V\" "
+                      "is smaller than the largest route body max_bytes "
+                      "%uz; airlock reads request bodies into memory",
+                      clcf->client_body_buffer_size, &clcf->name,
+                      amcf->body_max);
+        return NGX_CONF_ERROR;
+    }
+
+    if (clcf->client_max_body_size
+        && clcf->client_max_body_size < (off_t) amcf->body_max)
+    {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "\"client_max_body_size\" %O in location \"%V\" is "
+                      "smaller than the largest route body max_bytes %uz; "
+                      "larger bodies get nginx's 413",
+                      clcf->client_max_body_size, &clcf->name,
+                      amcf->body_max);
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_airlock_handler;
+
+    return ngx_http_airlock_filter_init(cf);
+}

@@ -1,0 +1,102 @@
+
+/*
+ * Airlock: shared declarations of ngx_http_airlock_module.
+ */
+
+
+#ifndef _NGX_HTTP_AIRLOCK_MODULE_H_INCLUDED_
+#define _NGX_HTTP_AIRLOCK_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "airlock.h"
+
+
+/* what a route needs at request time, built at configuration time */
+typedef struct {
+    ngx_str_t                    upstream;      /* "https://host[:port]" */
+    ngx_table_elt_t             *inject;        /* headers to add */
+    ngx_uint_t                   ninject;
+    al_scrub_t                  *scrub;         /* NULL: nothing to scrub */
+    u_char                      *first;         /* [256] first bytes of the
+                                                   scrub strings */
+    ngx_uint_t                   nfirst;
+    u_char                       first1;        /* the only first byte */
+} ngx_http_airlock_route_t;
+
+
+typedef struct {
+    ngx_str_t                    policy_file;
+    ngx_str_t                    policy_conf;   /* where the directive was */
+    ngx_uint_t                   policy_line;
+    ngx_str_t                    keyring_file;
+    al_policy_t                 *policy;
+    ngx_http_airlock_route_t    *routes;        /* [policy->nroutes] */
+    size_t                       body_max;      /* largest route max_bytes */
+    ngx_int_t                    request_id_index;
+} ngx_http_airlock_main_conf_t;
+
+
+typedef struct {
+    ngx_open_file_t             *deny_log;      /* NULL: off */
+} ngx_http_airlock_srv_conf_t;
+
+
+typedef struct {
+    ngx_flag_t                   enable;
+} ngx_http_airlock_loc_conf_t;
+
+
+typedef struct {
+    ngx_http_request_t          *request;
+    const al_client_t           *client;
+    const al_route_t            *route;
+    ngx_http_airlock_route_t    *rconf;
+    al_reason_t                  reason;
+    ngx_str_t                    uri;           /* upstream path?query */
+    al_decision_t               *decision;      /* while the body is read */
+
+    /* response scrubbing */
+    u_char                      *carry;         /* a possible match start */
+    size_t                       carry_len;
+    u_char                      *join;          /* carry + next bytes */
+    ngx_chain_t                 *out;
+    ngx_chain_t                **last_out;
+    ngx_buf_t                   *buf;           /* being written */
+    ngx_chain_t                 *free;
+    ngx_chain_t                 *busy;
+
+    unsigned                     decided:1;
+    unsigned                     allowed:1;
+    unsigned                     reading_body:1;
+    unsigned                     scrub_body:1;
+    unsigned                     scrubbed:1;
+    unsigned                     scrub_logged:1;
+} ngx_http_airlock_ctx_t;
+
+
+ngx_http_airlock_ctx_t *ngx_http_airlock_get_ctx(ngx_http_request_t *r);
+
+ngx_int_t ngx_http_airlock_filter_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
+    ngx_http_airlock_route_t *rc, al_scrub_t *scrub);
+
+char *ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_http_airlock_log_deny(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, const char *detail);
+u_char *ngx_http_airlock_json_escape(u_char *dst, u_char *src, size_t len);
+size_t ngx_http_airlock_json_escape_len(u_char *src, size_t len);
+ngx_int_t ngx_http_airlock_request_id(ngx_http_request_t *r,
+    ngx_str_t *id);
+
+ngx_int_t ngx_http_airlock_add_variables(ngx_conf_t *cf);
+
+
+extern ngx_module_t  ngx_http_airlock_module;
+
+
+#endif /* _NGX_HTTP_AIRLOCK_MODULE_H_INCLUDED_ */

@@ -1,0 +1,259 @@
+
+/*
+ * Airlock variables: what the decision found, for proxy_pass,
+ * proxy_set_header and log_format.
+ *
+ *   $airlock_upstream    "https://api.github.com" (scheme://host[:port])
+ *   $airlock_uri         the upstream path and query, built by libairlock
+ *                        from the normalized request
+ *   $airlock_host        the upstream's Host header value
+ *   $airlock_client      client name
+ *   $airlock_route       route name
+ *   $airlock_reason      deny reason; not found when allowed
+ *   $airlock_request_id  the request id in the JSON answers ($request_id)
+ *   $airlock_scrubbed    "1" once a credential was scrubbed, else "0"
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_module.h"
+
+
+static ngx_int_t ngx_http_airlock_upstream_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_uri_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_client_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_route_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_reason_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_request_id_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_scrubbed_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static void ngx_http_airlock_set(ngx_http_variable_value_t *v, u_char *data,
+    size_t len);
+
+
+static ngx_http_variable_t  ngx_http_airlock_vars[] = {
+
+    { ngx_string("airlock_upstream"), NULL,
+      ngx_http_airlock_upstream_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("airlock_uri"), NULL,
+      ngx_http_airlock_uri_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("airlock_host"), NULL,
+      ngx_http_airlock_host_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("airlock_client"), NULL,
+      ngx_http_airlock_client_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("airlock_route"), NULL,
+      ngx_http_airlock_route_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("airlock_reason"), NULL,
+      ngx_http_airlock_reason_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("airlock_request_id"), NULL,
+      ngx_http_airlock_request_id_variable, 0, 0, 0 },
+
+    { ngx_string("airlock_scrubbed"), NULL,
+      ngx_http_airlock_scrubbed_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+ngx_int_t
+ngx_http_airlock_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_airlock_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_upstream_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || !ctx->allowed) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set(v, ctx->rconf->upstream.data,
+                         ctx->rconf->upstream.len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_uri_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || !ctx->allowed) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set(v, ctx->uri.data, ctx->uri.len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_host_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || !ctx->allowed) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set(v, (u_char *) ctx->route->upstream->host.data,
+                         ctx->route->upstream->host.len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_client_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || ctx->client == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set(v, (u_char *) ctx->client->name.data,
+                         ctx->client->name.len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_route_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || ctx->route == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set(v, (u_char *) ctx->route->name.data,
+                         ctx->route->name.len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_reason_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    const char              *name;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || !ctx->decided || ctx->reason == AL_REASON_NONE) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    name = al_reason_name(ctx->reason);
+
+    ngx_http_airlock_set(v, (u_char *) name, ngx_strlen(name));
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_request_id_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_str_t  id;
+
+    if (ngx_http_airlock_request_id(r, &id) != NGX_OK) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set(v, id.data, id.len);
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_scrubbed_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set(v, (u_char *) (ctx->scrubbed ? "1" : "0"), 1);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_airlock_set(ngx_http_variable_value_t *v, u_char *data, size_t len)
+{
+    v->len = len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->data = data;
+}

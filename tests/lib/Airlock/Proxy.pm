@@ -1,0 +1,184 @@
+package Airlock::Proxy;
+
+# Helpers for the ngx_http_airlock_module tests (tests/nginx/1*.t), on top
+# of Airlock::Test: a keyring and sealed secrets made with airlockctl, a
+# policy file in the test prefix, the usual airlock nginx.conf, and checks
+# on the deny log and the echo upstream.
+#
+#   my $t = Airlock::Test->new;
+#   my $p = Airlock::Proxy->new($t);     # skip_all without module/airlockctl
+#   $p->keygen;
+#   my $sealed = $p->seal('s3cret');
+#   $t->write_file_expand('policy.yaml', ...);
+#   $t->write_file_expand('nginx.conf', $p->conf(locations => '...'));
+
+use strict;
+use warnings;
+
+use Digest::SHA qw(sha256_hex);
+use Exporter qw(import);
+use JSON::PP;
+use Test::More ();
+
+our @EXPORT = qw(json_body deny_json);
+
+
+sub new {
+    my ($class, $t, %opt) = @_;
+    my $ctl = "$t->{build}/airlockctl";
+
+    $t->require_module;
+
+    Test::More::plan(skip_all => "airlockctl not built: $ctl")
+        unless -x $ctl;
+
+    return bless { t => $t, ctl => $ctl }, $class;
+}
+
+
+sub ctl { $_[0]{ctl} }
+
+
+# keygen NAME: NAME and NAME.pub in the prefix
+sub keygen {
+    my ($self, $name) = @_;
+    my $d = $self->{t}->testdir;
+    $name //= 'airlock.key';
+
+    unlink "$d/$name", "$d/$name.pub";
+    my $out = qx{$self->{ctl} keygen $d/$name 2>&1};
+    die "airlockctl keygen: $out" if $?;
+
+    $self->{key} = "$d/$name";
+    return "$d/$name";
+}
+
+
+sub seal {
+    my ($self, $secret, $pub) = @_;
+    $pub //= "$self->{key}.pub";
+
+    my $in = $self->{t}->write_file('seal.in', $secret);
+    my $out = qx{$self->{ctl} seal --pub $pub < $in 2>&1};
+    die "airlockctl seal: $out" if $?;
+    unlink $in;
+
+    chomp $out;
+    return $out;
+}
+
+
+sub token_sha256 {
+    my ($self, $token) = @_;
+    return sha256_hex($token);
+}
+
+
+# The http{} of a typical airlock proxy.  Options: http (extra http-level
+# lines), server (extra server lines), location (extra lines in
+# "location /"), locations (extra location blocks), listen (extra listen
+# lines), policy (file name), key (0 to leave out airlock_keyring).
+sub conf {
+    my ($self, %o) = @_;
+    my $policy = $o{policy} // 'policy.yaml';
+    my $key = exists $o{key} ? $o{key} : $self->{key};
+    my $keyline = $key ? "airlock_keyring $key;" : '';
+    my $http = $o{http} // '';
+    my $server = $o{server} // '';
+    my $loc = $o{location} // '';
+    my $locs = $o{locations} // '';
+    my $listen = $o{listen} // '';
+
+    return <<"EOF";
+%%TEST_GLOBALS%%
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    log_format airlock '\$airlock_client \$airlock_route \$airlock_reason '
+                       '\$airlock_request_id \$airlock_scrubbed \$status';
+
+    airlock_policy $policy;
+    $keyline
+    airlock_deny_log %%TESTDIR%%/deny.log;
+
+    $http
+
+    server {
+        listen 127.0.0.1:%%PORT_8080%%;
+        $listen
+        server_name localhost;
+
+        access_log %%TESTDIR%%/airlock.log airlock;
+
+        $server
+
+        location / {
+            airlock on;
+
+            proxy_pass \$airlock_upstream\$airlock_uri;
+            proxy_set_header Host \$airlock_host;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_redirect off;
+            proxy_connect_timeout 2s;
+            proxy_read_timeout 5s;
+
+            error_page 502 504 \@airlock_error;
+
+            $loc
+        }
+
+        location \@airlock_error {
+            airlock_error_json;
+        }
+
+        $locs
+    }
+}
+EOF
+}
+
+
+# The deny log, one decoded JSON object per line.
+sub deny_log {
+    my ($self) = @_;
+    my $text = $self->{t}->read_file('deny.log') // '';
+    return map { decode_json($_) } grep { length } split /\n/, $text;
+}
+
+
+sub deny_count {
+    my ($self) = @_;
+    my @l = $self->deny_log;
+    return scalar @l;
+}
+
+
+sub echo_count {
+    my ($self, $n) = @_;
+    my @r = $self->{t}->echo_requests($n // 8081);
+    return scalar @r;
+}
+
+
+# The decoded JSON body of a raw response, or undef.
+sub json_body {
+    my ($raw) = @_;
+    return undef unless defined $raw;
+    my $r = Airlock::Test::parse_response($raw);
+    return undef unless defined $r->{body};
+    return eval { JSON::PP->new->utf8->decode($r->{body}) };
+}
+
+
+# [status, reason] of a deny answer (or [status, undef])
+sub deny_json {
+    my ($raw) = @_;
+    my $r = Airlock::Test::parse_response($raw);
+    my $j = json_body($raw);
+    return [ $r->{status}, $j ? $j->{reason} : undef ];
+}
+
+
+1;

@@ -1,0 +1,239 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_module: response scrubbing.  An upstream that echoes the
+# injected credential (in a header, in the body, split across buffers, raw
+# or base64) hands the client "[REDACTED]" instead.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use MIME::Base64 qw(encode_base64);
+use Test::More;
+use Airlock::Test;
+use Airlock::Proxy;
+
+# nginx's own debug log prints upstream request headers, credentials too
+local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
+
+my $t = Airlock::Test->new;
+my $p = Airlock::Proxy->new($t);
+
+$p->keygen;
+
+my $tok = 's3cr3t-token-XYZ-0123456789';
+my $basic = 'svc-user:pa55word-long';
+my $b64 = encode_base64($basic, '');
+my $tok64 = encode_base64($tok, '');
+my $sealed_tok = $p->seal($tok);
+my $sealed_basic = $p->seal($basic);
+
+$t->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+  local: { cidr: [127.0.0.1/32] }
+secrets:
+  tok: { sealed: "$sealed_tok" }
+  prom: { sealed: "$sealed_basic" }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: bearer
+    clients: [local]
+    match: { method: GET, path: /bearer }
+    upstream: echo
+    to: /bearer
+    inject: { Authorization: "Bearer {tok}" }
+  - name: basic
+    clients: [local]
+    match: { method: GET, path: /basic }
+    upstream: echo
+    to: /basic
+    inject: { Authorization: "Basic {prom|base64}" }
+  - name: reflect
+    clients: [local]
+    match: { method: GET, path: /reflect }
+    upstream: echo
+    to: /__reflect-headers
+    inject: { Authorization: "Bearer {tok}" }
+  - name: chunks
+    clients: [local]
+    match: { method: GET, path: /chunks }
+    upstream: echo
+    to: /chunks
+    inject: { Authorization: "Bearer {tok}" }
+  - name: big
+    clients: [local]
+    match: { method: GET, path: /big }
+    upstream: echo
+    to: /big
+    inject: { Authorization: "Bearer {tok}" }
+  - name: gzip
+    clients: [local]
+    match: { method: GET, path: /gzip }
+    upstream: echo
+    to: /gzip
+    inject: { Authorization: "Bearer {tok}" }
+  - name: plain
+    clients: [local]
+    match: { method: GET, path: /plain }
+    upstream: echo
+    to: /plain
+alerts:
+  deny: { threshold: 3, window: 60s }
+EOF
+
+my $loc = <<'EOF';
+            airlock on;
+            proxy_pass $airlock_upstream$airlock_uri;
+            proxy_set_header Host $airlock_host;
+            error_page 502 504 @airlock_error;
+EOF
+
+$t->write_file_expand('nginx.conf', $p->conf(locations => <<"EOF"));
+        location = /chunks {
+$loc
+            proxy_buffering off;
+            proxy_set_header X-Echo-Chunked 1;
+            proxy_set_header X-Echo-Chunk-Size 3;
+            proxy_set_header X-Echo-Delay-Ms 1;
+        }
+
+        location = /big {
+$loc
+            proxy_set_header X-Echo-Size 300000;
+        }
+
+        location = /gzip {
+$loc
+            proxy_set_header X-Echo-Header "Content-Encoding: gzip";
+        }
+EOF
+
+$t->start_echo(8081);
+$t->run;
+
+plan tests => 36;
+
+my ($r, $raw);
+
+sub get11 {
+    my ($uri, @h) = @_;
+    my $h = '';
+    while (my ($k, $v) = splice @h, 0, 2) {
+        $h .= "$k: $v\r\n";
+    }
+    return http("GET $uri HTTP/1.1\r\nHost: localhost\r\n$h"
+                . "Connection: close\r\n\r\n");
+}
+
+sub leaks {
+    my ($raw) = @_;
+    return scalar grep { index($raw, $_) >= 0 } $tok, $basic, $b64, $tok64;
+}
+
+# the body
+
+$raw = get11('/bearer');
+$r = parse_response($raw);
+is($r->{status}, 200, 'bearer: 200');
+is(leaks($raw), 0, 'bearer: no secret in the response');
+like($r->{body}, qr/"Authorization","\[REDACTED\]"/,
+     'bearer: "Bearer x" redacted as a whole');
+ok(!exists $r->{headers}{'content-length'}, 'bearer: no Content-Length');
+like($r->{headers}{'transfer-encoding'} // '', qr/chunked/i,
+     'bearer: chunked');
+ok($r->{complete}, 'bearer: complete chunked body');
+
+my @seen = $t->echo_requests(8081);
+is((grep { $_->[0] eq 'Authorization' } @{$seen[-1]{headers}})[0][1],
+   "Bearer $tok", 'the upstream did get the credential');
+
+$raw = get11('/basic');
+is(leaks($raw), 0, 'basic: no secret in the response');
+like(parse_response($raw)->{body}, qr/"\[REDACTED\]"/, 'basic: redacted');
+
+# the secret alone, raw or base64, wherever it comes from
+
+$raw = get11('/basic', 'User-Agent' => "ua $basic ua");
+is(leaks($raw), 0, 'raw secret value scrubbed');
+like($raw, qr/"ua \[REDACTED\] ua"/, 'raw secret value: in place');
+
+$raw = get11('/basic', 'User-Agent' => "x${b64}x");
+is(leaks($raw), 0, 'base64 form scrubbed');
+
+$raw = get11('/bearer', 'User-Agent' => "$tok$tok");
+like($raw, qr/"\[REDACTED\]\[REDACTED\]"/, 'adjacent matches');
+
+$raw = get11('/bearer', 'User-Agent' => substr($tok, 0, 10));
+like($raw, qr/"\Q@{[substr($tok, 0, 10)]}\E"/, 'a prefix alone is kept');
+
+# headers
+
+$raw = get11('/reflect', 'User-Agent' => "ua $tok");
+$r = parse_response($raw);
+is(leaks($raw), 0, 'reflected headers: no secret');
+is($r->{headers}{'x-echo-authorization'}, '[REDACTED]',
+   'reflected header value redacted');
+is($r->{headers}{'x-echo-user-agent'}, 'ua [REDACTED]',
+   'occurrence in a header value redacted');
+
+# split across buffers: 3-byte pieces, unbuffered
+
+$raw = get11('/chunks', 'User-Agent' => "$tok|$tok64|" . substr($tok, 0, 5));
+$r = parse_response($raw);
+is($r->{status}, 200, 'chunks: 200');
+ok(@{$r->{chunks} // []} > 10, 'chunks: the body went through in pieces')
+    or diag(scalar @{$r->{chunks} // []});
+is(leaks($raw), 0, 'chunks: no secret across buffer boundaries');
+like($r->{body}, qr/"\[REDACTED\]\|\[REDACTED\]\|\Q@{[substr($tok, 0, 5)]}\E"/,
+     'chunks: redacted in place, the undecided tail kept');
+my $j = eval { echo_json($r->{body}) };
+ok($j && $j->{path} eq '/chunks', 'chunks: body still valid JSON');
+
+# big bodies stream through unchanged
+
+$r = parse_response(get11('/big'));
+is(length $r->{body}, 300000, 'big: length unchanged');
+is($r->{body}, substr(('0123456789abcdefghijklmnopqrstuvwxyz'
+                       . 'ABCDEFGHIJKLMNOPQRSTUVWXYZ-_') x 4700, 0, 300000),
+   'big: bytes unchanged');
+
+# HTTP/1.0 clients get a close-delimited body
+
+$raw = http_get('/bearer');
+is(leaks($raw), 0, 'HTTP/1.0: no secret');
+like($raw, qr/\[REDACTED\]/, 'HTTP/1.0: redacted');
+
+# routes without credentials are not touched
+
+$r = parse_response(get11('/plain'));
+is($r->{headers}{'content-length'}, length $r->{body},
+   'plain: Content-Length kept');
+is(echo_json($r->{body})->{path}, '/plain', 'plain: body as sent');
+
+# an encoded body cannot be searched: 502
+
+$raw = get11('/gzip');
+$r = parse_response($raw);
+is($r->{status}, 502, 'encoded body refused: 502');
+is(json_body($raw) && json_body($raw)->{error}, 'bad_gateway',
+   'encoded body refused: JSON error');
+is(leaks($raw), 0, 'encoded body refused: no secret');
+
+# logs
+
+my $access = $t->read_file('airlock.log');
+like($access, qr/^local bearer - [0-9a-f]{32} 1 200$/m,
+     '$airlock_scrubbed is 1');
+like($access, qr/^local plain - [0-9a-f]{32} 0 200$/m,
+     '$airlock_scrubbed is 0');
+
+my $log = $t->read_file('error.log');
+like($log, qr/\[warn\].*airlock: scrubbed an injected credential from the (?#
+              )response on route "bearer"/, 'warn line names the route');
+is(leaks($log), 0, 'the error log holds no secret');
+
+is($t->error_log_check, '', 'no alerts');

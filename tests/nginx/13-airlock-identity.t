@@ -1,0 +1,160 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_module: who the client is.  Unix-socket peers by
+# SO_PEERCRED, TCP peers by address, and bearer tokens from
+# Proxy-Authorization, which never reaches an upstream.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use POSIX ();
+use Test::More;
+use Airlock::Test;
+use Airlock::Proxy;
+
+my $t = Airlock::Test->new;
+my $p = Airlock::Proxy->new($t);
+
+plan(skip_all => 'needs root for unix_uid 0 and a second uid') if $> != 0;
+
+$p->keygen;
+my $tools = $p->token_sha256('tools-token-1');
+my $more = $p->token_sha256('more-token-2');
+
+$t->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+  agent: { unix_uid: 0 }
+  nobody: { unix_uid: 65534 }
+  tools: { token_sha256: "$tools" }
+  more: { token_sha256: ["$more"] }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: agent
+    clients: [agent]
+    match: { method: GET, path: /agent }
+    upstream: echo
+    to: /agent
+  - name: nobody
+    clients: [nobody]
+    match: { method: GET, path: /nobody }
+    upstream: echo
+    to: /nobody
+  - name: tools
+    clients: [tools, more]
+    match: { method: GET, path: /tools }
+    upstream: echo
+    to: /tools
+alerts:
+  deny: { threshold: 3, window: 60s }
+EOF
+
+$t->write_file_expand('nginx.conf', $p->conf(
+    listen => 'listen unix:%%TESTDIR%%/airlock.sock;'));
+
+$t->start_echo(8081);
+$t->run;
+
+plan tests => 21;
+
+my $sock = $t->testdir . '/airlock.sock';
+my ($r, $j);
+
+sub status { parse_response($_[0])->{status} }
+sub reason { my $b = json_body($_[0]); $b ? $b->{reason} : undef }
+
+sub upstream_headers {
+    my @all = $t->echo_requests(8081);
+    return map { lc $_->[0] } @{$all[-1]{headers}};
+}
+
+# unix socket: uid 0 is client "agent"
+
+$r = http_get('/agent', unix => $sock);
+is(status($r), 200, 'unix peer uid 0: agent allowed');
+is(reason(http_get('/nobody', unix => $sock)), 'no_route',
+   'unix peer uid 0: not the route of another client');
+is(reason(http_get('/agent')), 'client_unknown',
+   'TCP peer without a client: client_unknown');
+
+# a peer with another uid, through the same socket
+
+SKIP: {
+    my $pid = open(my $fh, '-|') // die "fork: $!";
+
+    if ($pid == 0) {
+        POSIX::setgid(65534);
+        POSIX::setuid(65534) or POSIX::_exit(1);
+        print http_get('/nobody', unix => $sock) // '';
+        print "\n---\n";
+        print http_get('/agent', unix => $sock) // '';
+        POSIX::_exit(0);
+    }
+
+    local $/;
+    my $out = <$fh>;
+    close $fh;
+    my ($nobody, $agent) = split /\n---\n/, $out;
+
+    skip 'could not connect as uid 65534', 2 unless $nobody;
+
+    is(status($nobody), 200, 'unix peer uid 65534: nobody allowed');
+    is(reason($agent), 'no_route', 'unix peer uid 65534: not agent');
+}
+
+# tokens
+
+$r = http_get('/tools', headers => {
+    'Proxy-Authorization' => 'Bearer tools-token-1' });
+is(status($r), 200, 'token client allowed');
+ok(!grep({ $_ eq 'proxy-authorization' } upstream_headers()),
+   'Proxy-Authorization not forwarded');
+
+is(status(http_get('/tools', headers => {
+    'Proxy-Authorization' => 'bearer   more-token-2' })), 200,
+   'scheme is case-insensitive, spaces skipped');
+
+is(reason(http_get('/agent', headers => {
+    'Proxy-Authorization' => 'Bearer tools-token-1' })), 'no_route',
+   'token client: route of another client');
+
+is(reason(http_get('/tools', headers => {
+    'Proxy-Authorization' => 'Bearer tools-token-x' })), 'client_unknown',
+   'unknown token');
+is(reason(http_get('/tools', headers => {
+    'Proxy-Authorization' => 'Basic dG9vbHM6eA==' })), 'client_unknown',
+   'not a bearer token');
+is(reason(http_get('/tools', headers => {
+    'Proxy-Authorization' => 'Bearer ' })), 'client_unknown',
+   'empty token');
+is(reason(http_get('/tools', headers => [
+    'Proxy-Authorization' => 'Bearer tools-token-1',
+    'Proxy-Authorization' => 'Bearer more-token-2' ])), 'request',
+   'two Proxy-Authorization headers');
+
+# a token never falls back to the peer, and both must agree
+
+is(reason(http_get('/agent', unix => $sock, headers => {
+    'Proxy-Authorization' => 'Bearer wrong' })), 'client_unknown',
+   'unix peer with an unknown token');
+is(reason(http_get('/tools', unix => $sock, headers => {
+    'Proxy-Authorization' => 'Bearer tools-token-1' })), 'client_unknown',
+   'token and peer name different clients');
+
+# the deny line and the variables name the client
+
+my @log = $p->deny_log;
+is($log[0]{client}, 'agent', 'deny line: unix client');
+is($log[1]{client}, undef, 'deny line: unknown client is null');
+ok(!grep({ ($_->{detail} // '') =~ /tools-token/ } @log),
+   'deny lines hold no token');
+
+my $access = $t->read_file('airlock.log');
+like($access, qr/^agent agent - \S+ 0 200$/m, '$airlock_client: agent');
+like($access, qr/^tools tools - \S+ 0 200$/m, '$airlock_client: tools');
+
+is($t->error_log_check, '', 'no alerts');
