@@ -42,7 +42,7 @@ static ngx_int_t ngx_http_airlock_scrub(ngx_http_request_t *r,
 static ngx_uint_t ngx_http_airlock_match(ngx_http_airlock_route_t *rc,
     u_char *s, size_t avail, ngx_uint_t final, size_t *len);
 static u_char *ngx_http_airlock_next(ngx_http_airlock_route_t *rc,
-    u_char *p, u_char *last);
+    u_char **next, u_char *p, u_char *last);
 static ngx_int_t ngx_http_airlock_emit(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *data, size_t len);
 static ngx_int_t ngx_http_airlock_get_buf(ngx_http_request_t *r,
@@ -85,7 +85,9 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 
         if (!rc->first[c]) {
             rc->first[c] = 1;
-            rc->first1 = c;
+            if (rc->nfirst < sizeof(rc->firsts)) {
+                rc->firsts[rc->nfirst] = c;
+            }
             rc->nfirst++;
         }
     }
@@ -285,15 +287,17 @@ static size_t
 ngx_http_airlock_scrub_len(ngx_http_airlock_route_t *rc, u_char *src,
     size_t len, ngx_uint_t *matches)
 {
-    u_char  *s, *last;
+    u_char  *next[8], *s, *last;
     size_t   n, plen;
 
     *matches = 0;
     n = len;
     last = src + len;
 
+    ngx_memzero(next, sizeof(next));
+
     for (s = src; s < last; /* void */) {
-        s = ngx_http_airlock_next(rc, s, last);
+        s = ngx_http_airlock_next(rc, next, s, last);
         if (s == NULL) {
             break;
         }
@@ -318,14 +322,16 @@ static u_char *
 ngx_http_airlock_scrub_copy(ngx_http_airlock_route_t *rc, u_char *dst,
     u_char *src, size_t len)
 {
-    u_char  *s, *run, *last;
+    u_char  *next[8], *s, *run, *last;
     size_t   plen;
 
     last = src + len;
     run = src;
 
+    ngx_memzero(next, sizeof(next));
+
     for (s = src; s < last; /* void */) {
-        s = ngx_http_airlock_next(rc, s, last);
+        s = ngx_http_airlock_next(rc, next, s, last);
         if (s == NULL) {
             break;
         }
@@ -444,7 +450,7 @@ static ngx_int_t
 ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     u_char *p, size_t len, ngx_uint_t final)
 {
-    u_char                    *join, *s, *run, *last;
+    u_char                    *join, *s, *run, *last, *next[8];
     size_t                     i, jlen, clen, plen, skip, max;
     ngx_uint_t                 m;
     ngx_http_airlock_route_t  *rc;
@@ -530,8 +536,12 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     last = p + len;
     run = s;
 
+    for (i = 0; i < sizeof(next) / sizeof(next[0]); i++) {
+        next[i] = NULL;
+    }
+
     while (s < last) {
-        s = ngx_http_airlock_next(rc, s, last);
+        s = ngx_http_airlock_next(rc, next, s, last);
         if (s == NULL) {
             break;
         }
@@ -614,20 +624,46 @@ ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
 }
 
 
+/*
+ * The next byte at or after p that starts a scrub string.  With up to 8
+ * distinct first bytes, memchr() (vectorized) finds each one's next
+ * occurrence and next[] remembers them, so each byte value is scanned for
+ * once per buffer, not once per candidate.
+ */
+
 static u_char *
-ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char *p, u_char *last)
+ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
+    u_char *last)
 {
-    if (rc->nfirst == 1) {
-        return ngx_strlchr(p, last, rc->first1);
+    u_char      *min;
+    ngx_uint_t   i;
+
+    if (rc->nfirst > sizeof(rc->firsts)) {
+        for ( /* void */ ; p < last; p++) {
+            if (rc->first[*p]) {
+                return p;
+            }
+        }
+
+        return NULL;
     }
 
-    for ( /* void */ ; p < last; p++) {
-        if (rc->first[*p]) {
-            return p;
+    min = last;
+
+    for (i = 0; i < rc->nfirst; i++) {
+        if (next[i] == NULL || (next[i] < p && next[i] != last)) {
+            next[i] = memchr(p, rc->firsts[i], last - p);
+            if (next[i] == NULL) {
+                next[i] = last;
+            }
+        }
+
+        if (next[i] < min) {
+            min = next[i];
         }
     }
 
-    return NULL;
+    return min == last ? NULL : min;
 }
 
 

@@ -24,7 +24,8 @@ typedef struct {
     u_char                      *first;         /* [256] first bytes of the
                                                    scrub strings */
     ngx_uint_t                   nfirst;
-    u_char                       first1;        /* the only first byte */
+    u_char                       firsts[8];     /* the first bytes, when
+                                                   there are at most 8 */
 } ngx_http_airlock_route_t;
 
 

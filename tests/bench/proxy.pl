@@ -28,6 +28,9 @@ my $markdown = 0;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
            'markdown' => \$markdown) or die "bad options\n";
 
+# debug logging (Debian's nginx is built --with-debug) would be measured
+$ENV{AIRLOCK_LOG_LEVEL} = 'warn';
+
 my $top = "$FindBin::Bin/../..";
 my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
 my $ctl = "$build/airlockctl";
