@@ -31,7 +31,7 @@ MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 PROVE ?= prove
 PROVE_FLAGS ?= -r
 
-.PHONY: all deps lib ctl alertd modules unit test asan fuzz fuzz-build \
+.PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
         bench bench-match bench-proxy clean help
 
 all: lib ctl alertd modules unit
@@ -39,6 +39,7 @@ all: lib ctl alertd modules unit
 help:
 	@echo "make            build libairlock, airlockctl, the nginx module"
 	@echo "make deps       install the Debian packages (root), or say which"
+	@echo "make demo       install what is missing, build, run the demo"
 	@echo "make test       install what is missing, build, run every suite"
 	@echo "make asan       the same suite built with ASan+UBSan (build-asan/)"
 	@echo "make fuzz       run each libFuzzer target FUZZ_TIME seconds"
@@ -118,6 +119,10 @@ fuzz: fuzz-build
 	        $(B)/fuzz/corpus/$$n tests/fuzz/seeds/$$n 2>&1 \
 	        | grep -E '^(stat::|#[0-9]+ +DONE|==[0-9]+==ERROR)' ; \
 	done
+
+demo: all
+	@auto/deps --demo
+	AIRLOCK_BUILD=$(CURDIR)/$(B) conf/demo/run.sh
 
 test: all fuzz-build
 	AIRLOCK_BUILD=$(CURDIR)/$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests

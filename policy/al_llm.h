@@ -1,0 +1,572 @@
+/*
+ * The LLM token gateway core (al_llm*.c).
+ *
+ * Clients call /v1/proxy/<name>/... exactly as they would call the
+ * provider; the gateway decides the endpoint, checks and rewrites the JSON
+ * body, swaps in the real key (the module does that part), and counts the
+ * tokens on the way back, streaming included.  Everything here is plain C
+ * over byte buffers: no nginx, no I/O, no clocks (callers pass "now"), no
+ * global state.  Parsers are incremental and bounded, so the nginx filters
+ * can feed them buffers as they arrive and never wait.
+ *
+ *   al_llm_route()          method + target after the prefix -> endpoint
+ *                           and the upstream URI (al_llm.c)
+ *   al_llm_request()        the JSON body: model allowlist, stream,
+ *                           max tokens cap, stream_options.include_usage;
+ *                           a rewritten body only when one is needed
+ *   al_llm_resp_*()         usage from a non-streaming JSON response,
+ *                           incremental (al_llm_usage.c)
+ *   al_llm_sse_*()          usage from a text/event-stream response, and
+ *                           the byte ranges to drop from it (al_llm_sse.c)
+ *   al_llm_record_format()  the JSON usage log line
+ *   al_llm_budget_*()       minute and day token windows (al_llm_budget.c)
+ *   al_llm_error_body()     provider-native 4xx bodies
+ *
+ * Paths: the policy's upstream URL carries the API version
+ * (https://api.openai.com/v1, https://api.anthropic.com/v1), so the part
+ * after the prefix is "/chat/completions" or "/messages", never
+ * "/v1/messages".  The upstream URI is the upstream's base path followed by
+ * the re-encoded, normalized suffix.
+ *
+ * Nothing here ever sees the provider key, so no detail or error body can
+ * carry it.  Client text that reaches a detail (a model name) is cut to a
+ * few dozen bytes of printable ASCII.
+ */
+
+#ifndef AL_LLM_H
+#define AL_LLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "airlock.h"
+
+
+#define AL_LLM_MODEL_MAX        256     /* model name, with its NUL */
+#define AL_LLM_EVENT_MAX        (1024 * 1024)  /* one SSE event, raw bytes */
+#define AL_LLM_USAGE_MAX        4096    /* a captured "usage" value */
+#define AL_LLM_RECORD_MAX       2560    /* always enough for a usage line */
+#define AL_LLM_ERROR_MAX        2560    /* always enough for an error body */
+#define AL_LLM_RECORD_STR_MAX   64      /* id, client, provider bytes kept */
+#define AL_LLM_N_MAX            128     /* "n", choices per request */
+#define AL_LLM_ATTACHMENT_TOKENS  1000  /* estimate for an image or file */
+#define AL_LLM_COMPLETIONS_DEFAULT  16  /* legacy /completions max_tokens */
+
+
+/* Endpoints (al_llm.c). */
+
+typedef enum {
+    AL_LLM_EP_NONE = 0,             /* not allowed */
+    AL_LLM_EP_CHAT,                 /* POST /chat/completions */
+    AL_LLM_EP_COMPLETIONS,          /* POST /completions */
+    AL_LLM_EP_EMBEDDINGS,           /* POST /embeddings */
+    AL_LLM_EP_RESPONSES,            /* POST /responses */
+    AL_LLM_EP_MESSAGES,             /* POST /messages (Anthropic) */
+    AL_LLM_EP_MODELS,               /* GET /models */
+    AL_LLM_EP_MODEL                 /* GET /models/{id} */
+} al_llm_endpoint_t;
+
+/*
+ * The table, per provider kind:
+ *
+ *   openai, openai-compatible   POST /chat/completions, /completions,
+ *                               /embeddings, /responses;
+ *                               GET /models, /models/{id}
+ *   anthropic                   POST /messages (query: beta);
+ *                               GET /models (query: limit, before_id,
+ *                               after_id), /models/{id}
+ *
+ * Everything else is refused: no files, batches, fine-tuning, assistants,
+ * audio or images.  Only the listed query parameters pass, re-encoded.
+ */
+
+const char *al_llm_endpoint_name(al_llm_endpoint_t ep);
+
+/* 1 for the endpoints that take a JSON body (al_llm_request()) */
+int al_llm_endpoint_has_body(al_llm_endpoint_t ep);
+
+/*
+ * Classifies a parsed suffix.  Returns the endpoint, or AL_LLM_EP_NONE with
+ * *reason set: AL_REASON_NO_ROUTE when no endpoint has that path,
+ * AL_REASON_METHOD when one does under another method.
+ */
+al_llm_endpoint_t al_llm_endpoint(al_llm_kind_t kind, unsigned method,
+    const al_path_t *suffix, al_reason_t *reason);
+
+typedef struct {
+    al_reason_t          reason;        /* NONE = allowed so far */
+    al_llm_endpoint_t    endpoint;
+    char                 detail[AL_DETAIL_MAX];
+    al_path_t            path;          /* the suffix, decoded */
+    al_query_t           query;
+    al_str_t             model;         /* GET /models/{id}: the id */
+    char                 uri[AL_URI_MAX];   /* upstream path?query */
+    size_t               uri_len;
+} al_llm_route_t;
+
+/*
+ * Decides a request on an LLM prefix from its request line.  target is the
+ * raw origin-form target with the prefix removed ("/chat/completions",
+ * "/models?limit=5").  The path goes through al_target_parse(), so the
+ * same refusals as for named routes apply (AL_REASON_PATH); then the
+ * endpoint table (NO_ROUTE, METHOD), the query allowlist (QUERY) and, for
+ * GET /models/{id}, the client's model allowlist (MODEL; lc may be NULL
+ * for the provider's list).  Returns rt->reason.
+ */
+al_reason_t al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
+    unsigned method, const char *target, size_t len, al_llm_route_t *rt);
+
+/* the client's entry in llm->clients, or NULL */
+const al_llm_client_t *al_llm_find_client(const al_llm_t *llm,
+    const al_client_t *client);
+
+/* model allowlist: lc->models when lc has any, else llm->models */
+int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
+    const char *model, size_t len);
+
+
+/*
+ * The request body (al_llm.c).
+ *
+ * Parsed strictly (al_json_check(): duplicate keys, trailing data, depth,
+ * NUL are refused), bounded by llm->body_max, and must be an object with a
+ * string "model" in the allowlist.  "stream" must be a boolean (or null).
+ *
+ * Output caps, when the client has max_tokens:
+ *   chat         max_completion_tokens and max_tokens, each clamped or
+ *                refused; when neither is sent, max_completion_tokens
+ *                (openai) or max_tokens (openai-compatible: Ollama and
+ *                older vLLM only know that one) is added with the cap
+ *   completions  max_tokens; absent means the API's default of 16, so the
+ *                cap is added only when it is below 16
+ *   responses    max_output_tokens; added when absent
+ *   messages     max_tokens, which Anthropic requires: absent is refused
+ *                even without a cap, with Anthropic's own wording
+ *   embeddings   nothing to cap
+ * A null value counts as absent.  Values must be non-negative integers.
+ * lc->clamp rewrites a value over the cap to the cap; otherwise the
+ * request is refused (AL_REASON_BODY).
+ *
+ * Usage in streams: for OpenAI-style chat and completions with stream
+ * true and llm->include_usage, stream_options.include_usage is set to
+ * true.  When the client had not set it itself, hide_usage says so and the
+ * SSE parser drops the usage-only chunk the client did not ask for.
+ *
+ * The body is re-serialized (key order kept, compact, numbers exact) only
+ * when one of the rewrites above happened; otherwise body is NULL and the
+ * original bytes are forwarded untouched.
+ */
+
+typedef struct {
+    al_reason_t      reason;            /* NONE, BODY, BODY_TOO_LARGE,
+                                           MODEL */
+    char             detail[AL_DETAIL_MAX];
+    char             model[AL_LLM_MODEL_MAX];
+    size_t           model_len;
+    unsigned         stream:1;
+    unsigned         client_usage:1;    /* client set include_usage */
+    unsigned         hide_usage:1;      /* we set it: hide the chunk */
+    unsigned         clamped:1;         /* a value was lowered to the cap */
+    unsigned         capped:1;          /* the cap was added */
+    uint64_t         max_output;        /* output tokens the request may
+                                           produce (cap x n); 0: unknown */
+    uint64_t         prompt_estimate;   /* input tokens, roughly */
+    char            *body;              /* rewritten (malloc), or NULL */
+    size_t           body_len;
+} al_llm_req_t;
+
+/*
+ * ctype is the request's Content-Type (NULL: not checked); it must be
+ * application/json, parameters allowed.  Returns req->reason.  Call
+ * al_llm_request_free() in every case.
+ */
+al_reason_t al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
+    const unsigned char *body, size_t len, al_llm_req_t *req);
+void al_llm_request_free(al_llm_req_t *req);
+
+/* what a budget pre-check should reserve: prompt estimate + max_output */
+uint64_t al_llm_request_need(const al_llm_req_t *req);
+
+
+/*
+ * Usage, normalized across providers (al_llm_usage.c):
+ *   prompt_tokens      every input token, cached ones included (Anthropic:
+ *                      input_tokens + cache_read + cache_creation)
+ *   completion_tokens  output (OpenAI completion_tokens, Responses and
+ *                      Anthropic output_tokens; 0 for embeddings)
+ *   cached_tokens      input read from the prompt cache
+ *   cache_write_tokens input written to the cache (Anthropic)
+ *   total_tokens       the provider's total, else prompt + completion;
+ *                      this is what budgets are charged
+ */
+
+typedef struct {
+    uint64_t         prompt_tokens;
+    uint64_t         completion_tokens;
+    uint64_t         cached_tokens;
+    uint64_t         cache_write_tokens;
+    uint64_t         total_tokens;
+} al_llm_usage_t;
+
+typedef enum {
+    AL_LLM_SOURCE_RESPONSE = 0,         /* a JSON response's "usage" */
+    AL_LLM_SOURCE_STREAM,               /* a complete stream's usage */
+    AL_LLM_SOURCE_ESTIMATED             /* anything less */
+} al_llm_source_t;
+
+const char *al_llm_source_name(al_llm_source_t source);
+
+
+/*
+ * A non-streaming JSON response, fed in pieces.  A small scanner follows
+ * the top-level object only and captures the raw values of "usage" (up to
+ * AL_LLM_USAGE_MAX bytes) and "model"; everything else streams past, so a
+ * 100 MB embeddings response costs no memory.  The captures are parsed at
+ * the end.  The struct is plain data: embed it, no free needed.
+ */
+
+typedef struct {
+    al_llm_kind_t        kind;
+    al_llm_endpoint_t    endpoint;
+
+    /* private */
+    unsigned             state;
+    unsigned             depth;
+    unsigned             in_str:1;
+    unsigned             esc:1;
+    unsigned             is_key:1;
+    unsigned             key_over:1;
+    unsigned             cap_over:1;
+    unsigned             capture;       /* 0, or which value */
+    char                 key[16];
+    size_t               key_len;
+    char                 cap[AL_LLM_USAGE_MAX];
+    size_t               cap_len;
+    char                 usage[AL_LLM_USAGE_MAX];
+    size_t               usage_len;
+    char                 model[AL_LLM_MODEL_MAX + 8];
+    size_t               model_len;
+} al_llm_resp_t;
+
+void al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
+    al_llm_endpoint_t ep);
+void al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len);
+
+/*
+ * Returns 0 with *u filled when the response carried a usage object, -1
+ * when not (an error body, a cut connection: estimate).  model (may be
+ * NULL) gets the response's "model", or "" when there was none.
+ */
+int al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u,
+    char *model, size_t model_size);
+
+/* the same for a whole body at once */
+int al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    const unsigned char *body, size_t len, al_llm_usage_t *u, char *model,
+    size_t model_size);
+
+
+/*
+ * Streaming responses (al_llm_sse.c): an incremental text/event-stream
+ * parser that extracts usage and says which bytes to drop.
+ *
+ * Bytes are grouped into blocks: a block is every byte from the end of the
+ * previous block up to and including the blank line that ends it, so the
+ * blocks of a stream are contiguous and cover it exactly.  A block holding
+ * "data:" lines dispatches one event when it ends; comments (":..."),
+ * "event:", "id:" and "retry:" lines belong to their block too.  Lines end
+ * with LF, CRLF or CR (the CRLF pair may be split between slices; a block
+ * ending in CR completes only once the next byte shows whether an LF
+ * belongs to it).  Offsets are absolute: bytes since the stream began,
+ * counted over every slice fed.
+ *
+ * What is read:
+ *   openai chat, completions
+ *                 "data: [DONE]" ends the stream; a chunk with "usage"
+ *                 (an object) gives the usage; one whose "choices" is []
+ *                 and has usage is the usage-only chunk, dropped when
+ *                 hide_usage; choices[].delta and .text strings are
+ *                 counted for estimates
+ *   openai responses
+ *                 response.completed / .incomplete / .failed end the
+ *                 stream, response.usage gives the usage, "*.delta"
+ *                 strings are counted
+ *   anthropic     message_start: model and input usage (+ cache fields);
+ *                 message_delta: usage.output_tokens, CUMULATIVE, so it
+ *                 replaces (as do input and cache fields when present);
+ *                 content_block_delta strings are counted; message_stop
+ *                 ends the stream
+ *
+ * A block over AL_LLM_EVENT_MAX raw bytes stops the parser for good: the
+ * usage becomes estimated, nothing more is dropped, and every byte from
+ * then on is settled as soon as it is fed.
+ *
+ * The bytes must be the body as the provider sent it, without content
+ * coding: the module asks the upstream for identity (no Accept-Encoding)
+ * and treats a coded stream as unparsed (usage estimated).
+ *
+ * Driving it.  Without filtering (hide_usage 0) the caller passes every
+ * buffer on unchanged and only calls al_llm_sse_observe() on it.  With
+ * filtering, a block can be dropped only as a whole and only once its end
+ * has been seen, so the caller holds back the bytes of the block still
+ * open at the end of each slice (at most AL_LLM_EVENT_MAX + 1 bytes; SSE
+ * clients act on an event only at its blank line, so holding it delays
+ * nothing they could see).  With "pending" the offset of the first byte
+ * not yet emitted or dropped, and "held" a copy of [pending, A) where A is
+ * the offset of the slice p[0..len):
+ *
+ *     off = 0;
+ *     while (off < len) {
+ *         if (al_llm_sse_feed(s, p + off, len - off, &used, &blk) == 1
+ *             && blk.drop)
+ *         {
+ *             emit [pending, blk.start);  -- held bytes first, then p
+ *             pending = blk.end;          -- the held copy is done with
+ *         }
+ *         off += used;
+ *     }
+ *     settled = al_llm_sse_settled(s);
+ *     emit [pending, settled); pending = settled;
+ *     held = copy of [pending, A + len);  -- the open block only
+ *
+ * and at the end of the stream al_llm_sse_finish() (same drop handling for
+ * the block it may complete) and emit the rest.  Every "emit" of a range
+ * inside p is a pointer into p: complete events are never copied, only the
+ * tail of an event that spans slices.  al_llm_sse_feed() may return a
+ * block with *used == 0 (a CR-ended block learning that no LF follows);
+ * the loop above handles that.
+ */
+
+typedef struct {
+    uint64_t         start;             /* first byte, absolute */
+    uint64_t         end;               /* one past the blank line */
+    unsigned         drop:1;            /* remove it from the client stream */
+    unsigned         event:1;           /* it dispatched an event */
+} al_llm_sse_block_t;
+
+typedef struct {
+    /* results, valid at any time */
+    al_llm_usage_t   usage;             /* as reported so far */
+    char             model[AL_LLM_MODEL_MAX];
+    uint64_t         delta_bytes;       /* generated text seen */
+    uint64_t         events;
+    uint64_t         dropped;           /* blocks dropped */
+    unsigned         done:1;            /* the stream's end marker */
+    unsigned         usage_seen:1;      /* final usage reported */
+    unsigned         error:1;           /* an error event */
+    unsigned         stopped:1;         /* an event was over the bound */
+    unsigned         nomem:1;           /* ... or memory ran out */
+
+    /* private */
+    unsigned         proto;
+    unsigned         hide_usage:1;
+    unsigned         cr:1;              /* last byte ended a line with CR */
+    unsigned         cr_block:1;        /* a block ended with CR */
+    unsigned         block_drop:1;
+    unsigned         block_event:1;
+    unsigned         event_over:1;
+    unsigned         started:1;         /* Anthropic message_start */
+    unsigned         ended:1;           /* al_llm_sse_finish() ran */
+    unsigned         state;
+    unsigned         target;
+    uint64_t         offset;
+    uint64_t         block_start;
+    char             field[8];
+    size_t           field_len;
+    char             event_name[64];
+    size_t           event_len;
+    unsigned char   *data;
+    size_t           data_len;
+    size_t           data_cap;
+    size_t           data_lines;
+    uint64_t         in, cache_read, cache_write, out;
+} al_llm_sse_t;
+
+/*
+ * The parser for a response of endpoint ep from a provider of this kind;
+ * hide_usage is al_llm_req_t.hide_usage.  The event buffer is malloc'ed as
+ * events need it (at most AL_LLM_EVENT_MAX + 1 bytes): al_llm_sse_free()
+ * it.
+ */
+void al_llm_sse_init(al_llm_sse_t *s, al_llm_kind_t kind,
+    al_llm_endpoint_t ep, unsigned hide_usage);
+void al_llm_sse_free(al_llm_sse_t *s);
+
+/*
+ * Consumes p[0..len) up to and including the end of the next block.
+ * Returns 1 when a block ended, with *blk filled and *used the bytes of p
+ * consumed (possibly 0, see above); 0 when all len bytes were consumed
+ * without a block ending.
+ */
+int al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
+    size_t *used, al_llm_sse_block_t *blk);
+
+/* feeds all of p, ignoring blocks: for callers that never drop */
+void al_llm_sse_observe(al_llm_sse_t *s, const unsigned char *p,
+    size_t len);
+
+/* bytes before this offset can no longer be dropped */
+uint64_t al_llm_sse_settled(const al_llm_sse_t *s);
+
+/* bytes fed so far */
+uint64_t al_llm_sse_offset(const al_llm_sse_t *s);
+
+/*
+ * End of the stream.  Returns 1 when a CR-ended block completes here,
+ * with *blk filled; an unfinished block is not dispatched (as an SSE
+ * client would not) and is settled.
+ */
+int al_llm_sse_finish(al_llm_sse_t *s, al_llm_sse_block_t *blk);
+
+/*
+ * The usage to record and charge.  STREAM when the end marker and the
+ * final usage were both seen and the parser never stopped; otherwise
+ * ESTIMATED with what was seen: reported numbers where there are some,
+ * completion tokens at least delta_bytes / 4, and prompt_estimate (from
+ * al_llm_req_t) when no prompt count arrived.
+ */
+al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
+    uint64_t prompt_estimate, al_llm_usage_t *u);
+
+
+/*
+ * The usage log line (al_llm_usage.c), one JSON object, no newline:
+ * {"time","request_id","client","provider","model","prompt_tokens",
+ *  "completion_tokens","cached_tokens","total_tokens","status",
+ *  "latency_ms","ttfb_ms","stream","usage_source"}
+ * time is RFC 3339 UTC with milliseconds.  Strings are escaped; NUL and
+ * invalid UTF-8 become U+FFFD.  request_id, client and provider are cut to
+ * AL_LLM_RECORD_STR_MAX bytes and model to AL_LLM_MODEL_MAX / 2, so the
+ * line always fits AL_LLM_RECORD_MAX.  Returns the length of the line, as
+ * snprintf does.
+ */
+
+typedef struct {
+    int64_t          time_ms;           /* Unix time, milliseconds */
+    al_str_t         request_id;
+    al_str_t         client;
+    al_str_t         provider;          /* the llm entry's name */
+    al_str_t         model;
+    al_llm_usage_t   usage;
+    unsigned         status;
+    uint64_t         latency_ms;
+    uint64_t         ttfb_ms;
+    unsigned         stream:1;
+    al_llm_source_t  source;
+} al_llm_record_t;
+
+size_t al_llm_record_format(const al_llm_record_t *rec, char *buf,
+    size_t size);
+
+
+/*
+ * Token budgets (al_llm_budget.c): fixed windows, the current UTC minute
+ * and the current UTC day, as one small plain struct the module keeps in
+ * shared memory (under its mutex; these functions do not lock).  now is
+ * Unix time in seconds.  A zero limit is unlimited.
+ *
+ * The module reserves what a request may use before sending it
+ * (al_llm_budget_reserve() with al_llm_request_need()), so concurrent
+ * requests cannot all pass one check, and settles the reservation with the
+ * real usage at the end (al_llm_budget_settle()).
+ */
+
+typedef struct {
+    int64_t          minute;            /* start of the minute window */
+    uint64_t         minute_used;
+    int64_t          day;               /* start of the UTC day */
+    uint64_t         day_used;
+} al_llm_budget_t;
+
+typedef struct {
+    uint64_t         minute_limit;      /* 0: unlimited */
+    uint64_t         minute_remaining;  /* UINT64_MAX when unlimited */
+    unsigned         minute_reset;      /* seconds until the window rolls */
+    uint64_t         day_limit;
+    uint64_t         day_remaining;
+    unsigned         day_reset;
+    unsigned         retry_after;       /* seconds; 0 when allowed */
+    unsigned         over_minute:1;     /* the minute window refused */
+    unsigned         over_day:1;        /* the day window refused */
+    unsigned         too_large:1;       /* need exceeds a whole window */
+} al_llm_quota_t;
+
+/* starts new windows when now has left the current ones */
+void al_llm_budget_roll(al_llm_budget_t *b, int64_t now);
+
+/*
+ * Rolls, then says whether need tokens fit both windows.  Returns 0 or -1;
+ * q (may be NULL) gets the limits, what remains, the resets and, when
+ * refused, retry_after: the wait until the refusing window rolls (the day
+ * window when both refuse).  A need larger than a whole window can never
+ * fit: too_large is set and retry_after is 0.
+ */
+int al_llm_budget_check(al_llm_budget_t *b, const al_llm_client_t *lc,
+    int64_t now, uint64_t need, al_llm_quota_t *q);
+
+/* check, and on success charge need at once */
+int al_llm_budget_reserve(al_llm_budget_t *b, const al_llm_client_t *lc,
+    int64_t now, uint64_t need, al_llm_quota_t *q);
+
+/* adds tokens to both windows (saturating) */
+void al_llm_budget_charge(al_llm_budget_t *b, int64_t now, uint64_t tokens);
+
+/*
+ * Replaces a reservation of `reserved` tokens made at `at` with the actual
+ * usage: windows still current give back the reservation and take the
+ * actual; windows that rolled since take the actual only.
+ */
+void al_llm_budget_settle(al_llm_budget_t *b, int64_t now, int64_t at,
+    uint64_t reserved, uint64_t actual);
+
+/* "token budget exhausted: ... retry in 23s", for error bodies and logs */
+size_t al_llm_quota_message(const al_llm_quota_t *q, uint64_t need,
+    char *buf, size_t size);
+
+
+/*
+ * Error bodies in the provider's own format, so SDKs raise their usual
+ * exceptions (al_llm_budget.c).
+ *
+ *                 status  openai type / code                 anthropic
+ *   RATE_LIMIT    429     tokens / rate_limit_exceeded       rate_limit_error
+ *   QUOTA         429     insufficient_quota / same          rate_limit_error
+ *   MODEL         403     invalid_request_error /            permission_error
+ *                         model_not_allowed, param "model"
+ *   ENDPOINT      403     invalid_request_error /            permission_error
+ *                         endpoint_not_allowed
+ *   INVALID       400     invalid_request_error /            invalid_request_
+ *                         invalid_request_body                 error
+ *   TOO_LARGE     413     invalid_request_error /            request_too_large
+ *                         request_too_large
+ *   DENIED        403     permission_denied / same           permission_error
+ *
+ * OpenAI: {"error":{"message","type","param","code"}}; the request id is
+ * appended to the message.  Anthropic: {"type":"error","error":{"type",
+ * "message"},"request_id"}.  message NULL gives a default text.  The
+ * message is cut to AL_DETAIL_MAX bytes and the request id to 64, so the
+ * body always fits AL_LLM_ERROR_MAX.
+ */
+
+typedef enum {
+    AL_LLM_ERR_RATE_LIMIT = 0,
+    AL_LLM_ERR_QUOTA,
+    AL_LLM_ERR_MODEL,
+    AL_LLM_ERR_ENDPOINT,
+    AL_LLM_ERR_INVALID,
+    AL_LLM_ERR_TOO_LARGE,
+    AL_LLM_ERR_DENIED
+} al_llm_error_t;
+
+/* reason -> error; q decides RATE_LIMIT or QUOTA for AL_REASON_BUDGET */
+al_llm_error_t al_llm_error_from_reason(al_reason_t reason,
+    const al_llm_quota_t *q);
+unsigned al_llm_error_status(al_llm_error_t err);
+
+/* returns the length needed, as snprintf does */
+size_t al_llm_error_body(al_llm_kind_t kind, al_llm_error_t err,
+    const char *message, const char *request_id, char *buf, size_t size);
+
+
+#endif /* AL_LLM_H */

@@ -1,0 +1,57 @@
+/*
+ * Private to the al_llm*.c files: a bounded output writer, usage objects
+ * from jansson values, and the raw-bytes depth scan.
+ */
+
+#ifndef AL_LLM_INTERNAL_H
+#define AL_LLM_INTERNAL_H
+
+#include <jansson.h>
+
+#include "al_llm.h"
+
+
+/*
+ * A bounded writer: appends what fits, always keeps buf NUL-terminated,
+ * and counts in len what the whole output needs, as snprintf does.
+ */
+typedef struct {
+    char            *buf;
+    size_t           size;
+    size_t           len;
+} al_llm_out_t;
+
+void al_llm_out_init(al_llm_out_t *o, char *buf, size_t size);
+void al_llm_out_raw(al_llm_out_t *o, const char *s, size_t n);
+void al_llm_out_cstr(al_llm_out_t *o, const char *s);
+void al_llm_out_u64(al_llm_out_t *o, uint64_t v);
+
+/* a JSON string, quotes included; NUL and invalid UTF-8 become \ufffd */
+void al_llm_out_json(al_llm_out_t *o, const char *s, size_t n);
+
+
+/* usage objects as each API reports them, into the normalized form */
+void al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u);
+void al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u);
+void al_llm_usage_anthropic(uint64_t in, uint64_t cache_read,
+    uint64_t cache_write, uint64_t out, al_llm_usage_t *u);
+
+/* a non-negative integer member, else 0; *found says whether it was one */
+uint64_t al_llm_json_u64(const json_t *obj, const char *key,
+    unsigned *found);
+
+/* nesting of '[' and '{' outside strings is at most AL_JSON_DEPTH_MAX */
+int al_llm_depth_ok(const unsigned char *p, size_t len);
+
+/* printable ASCII copy of client text for a detail, "..." when cut */
+size_t al_llm_show(char *dst, size_t cap, const char *src, size_t len,
+    size_t max);
+
+/* copies a string value into a NUL-terminated buffer; 0 or -1 if cut */
+int al_llm_copy_str(const json_t *v, char *dst, size_t size);
+
+/* the total byte length of string values under v, skipping some keys */
+uint64_t al_llm_text_bytes(const json_t *v, unsigned depth);
+
+
+#endif /* AL_LLM_INTERNAL_H */

@@ -1,0 +1,832 @@
+/*
+ * LLM gateway: token usage from non-streaming responses, the usage log
+ * line, and the small helpers the al_llm*.c files share.
+ *
+ * A non-streaming response may be large (embeddings) and arrives in
+ * pieces, so it is never buffered: a byte scanner follows the nesting of
+ * the top-level object, recognizes its member names, and copies only the
+ * raw values of "usage" and "model" (each bounded).  jansson parses those
+ * two small captures at the end.  The scanner is not a validator: on bytes
+ * that are not JSON it captures nothing usable and the usage is estimated.
+ */
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "al_llm_internal.h"
+
+
+enum {
+    AL_LLM_R_START = 0,
+    AL_LLM_R_KEY,                       /* expecting a member name */
+    AL_LLM_R_COLON,
+    AL_LLM_R_VALUE,
+    AL_LLM_R_DONE
+};
+
+enum {
+    AL_LLM_CAP_NONE = 0,
+    AL_LLM_CAP_USAGE,
+    AL_LLM_CAP_MODEL
+};
+
+
+static void al_llm_resp_end_value(al_llm_resp_t *r);
+static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
+    size_t n);
+static int al_llm_utf8_len(const unsigned char *p, size_t n);
+static void al_llm_out_field(al_llm_out_t *o, const char *name,
+    const al_str_t *s, size_t max);
+
+
+static const char *const  al_llm_sources[] = {
+    "response", "stream", "estimated"
+};
+
+/* not generated text: left out of delta byte counts */
+static const char *const  al_llm_meta_keys[] = {
+    "type", "role", "id", "index", "signature", "model", "object", NULL
+};
+
+
+const char *
+al_llm_source_name(al_llm_source_t source)
+{
+    if ((unsigned) source > AL_LLM_SOURCE_ESTIMATED) {
+        return "unknown";
+    }
+
+    return al_llm_sources[source];
+}
+
+
+void
+al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
+    al_llm_endpoint_t ep)
+{
+    memset(r, 0, sizeof(*r));
+
+    r->kind = kind;
+    r->endpoint = ep;
+    r->state = AL_LLM_R_START;
+}
+
+
+void
+al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
+{
+    size_t         i, j;
+    unsigned char  c;
+
+    for (i = 0; i < len && r->state != AL_LLM_R_DONE; i++) {
+        c = p[i];
+
+        if (r->state == AL_LLM_R_START) {
+            if (c == '{') {
+                r->depth = 1;
+                r->state = AL_LLM_R_KEY;
+
+            } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+                r->state = AL_LLM_R_DONE;
+            }
+
+            continue;
+        }
+
+        if (r->in_str) {
+
+            /* a run of plain string bytes at once */
+
+            for (j = i; j < len && p[j] != '"' && p[j] != '\\'; j++) {
+                /* void */
+            }
+
+            if (r->esc && j == i) {
+                j = i + 1;
+            }
+
+            if (j > i) {
+                if (r->capture) {
+                    al_llm_resp_capture(r, p + i, j - i);
+                }
+
+                if (r->is_key) {
+                    if (r->key_len + (j - i) <= sizeof(r->key)) {
+                        memcpy(r->key + r->key_len, p + i, j - i);
+                        r->key_len += j - i;
+                    } else {
+                        r->key_over = 1;
+                    }
+                }
+
+                r->esc = 0;
+                i = j - 1;
+                continue;
+            }
+
+            /* c is '"' or '\\', not escaped */
+
+            if (r->capture) {
+                al_llm_resp_capture(r, &c, 1);
+            }
+
+            if (c == '\\') {
+                r->esc = 1;
+                r->key_over |= r->is_key;       /* escaped names: ignored */
+                continue;
+            }
+
+            r->in_str = 0;
+
+            if (r->is_key) {
+                r->is_key = 0;
+                r->state = AL_LLM_R_COLON;
+            }
+
+            continue;
+        }
+
+        if (r->depth == 1 && (c == ',' || c == '}')) {
+            al_llm_resp_end_value(r);
+            r->state = (c == ',') ? AL_LLM_R_KEY : AL_LLM_R_DONE;
+            continue;
+        }
+
+        if (r->capture) {
+            al_llm_resp_capture(r, &c, 1);
+        }
+
+        switch (c) {
+
+        case '"':
+            r->in_str = 1;
+            r->esc = 0;
+
+            if (r->depth == 1 && r->state == AL_LLM_R_KEY) {
+                r->is_key = 1;
+                r->key_len = 0;
+                r->key_over = 0;
+            }
+            break;
+
+        case '{':
+        case '[':
+            if (r->depth < UINT32_MAX) {
+                r->depth++;
+            }
+            break;
+
+        case '}':
+        case ']':
+            r->depth--;
+
+            if (r->depth == 0) {
+                r->state = AL_LLM_R_DONE;
+            }
+            break;
+
+        case ':':
+            if (r->depth == 1 && r->state == AL_LLM_R_COLON) {
+                r->state = AL_LLM_R_VALUE;
+                r->cap_len = 0;
+                r->cap_over = 0;
+
+                if (!r->key_over && r->key_len == 5
+                    && memcmp(r->key, "usage", 5) == 0)
+                {
+                    r->capture = AL_LLM_CAP_USAGE;
+
+                } else if (!r->key_over && r->key_len == 5
+                           && memcmp(r->key, "model", 5) == 0)
+                {
+                    r->capture = AL_LLM_CAP_MODEL;
+                }
+            }
+            break;
+
+        default:
+            break;
+        }
+    }
+}
+
+
+/* a top-level member's value ended: keep it if it was one we want */
+
+static void
+al_llm_resp_end_value(al_llm_resp_t *r)
+{
+    if (r->capture == AL_LLM_CAP_USAGE && !r->cap_over) {
+        memcpy(r->usage, r->cap, r->cap_len);
+        r->usage_len = r->cap_len;
+
+    } else if (r->capture == AL_LLM_CAP_MODEL && !r->cap_over
+               && r->cap_len <= sizeof(r->model))
+    {
+        memcpy(r->model, r->cap, r->cap_len);
+        r->model_len = r->cap_len;
+    }
+
+    r->capture = AL_LLM_CAP_NONE;
+    r->cap_len = 0;
+}
+
+
+static void
+al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
+{
+    if (r->cap_over || n > sizeof(r->cap) - r->cap_len) {
+        r->cap_over = 1;
+        return;
+    }
+
+    memcpy(r->cap + r->cap_len, p, n);
+    r->cap_len += n;
+}
+
+
+int
+al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
+    size_t model_size)
+{
+    int           rc;
+    json_t       *v;
+    json_error_t  err;
+
+    memset(u, 0, sizeof(*u));
+
+    if (model != NULL && model_size > 0) {
+        model[0] = '\0';
+
+        if (r->model_len > 0) {
+            v = json_loadb(r->model, r->model_len, JSON_DECODE_ANY, &err);
+            if (v != NULL) {
+                (void) al_llm_copy_str(v, model, model_size);
+                json_decref(v);
+            }
+        }
+    }
+
+    if (r->usage_len == 0
+        || !al_llm_depth_ok((const unsigned char *) r->usage, r->usage_len))
+    {
+        return -1;
+    }
+
+    v = json_loadb(r->usage, r->usage_len, 0, &err);
+    if (v == NULL) {
+        return -1;
+    }
+
+    rc = -1;
+
+    if (json_is_object(v)) {
+        rc = 0;
+
+        if (r->kind == AL_LLM_ANTHROPIC) {
+            al_llm_usage_anthropic(
+                al_llm_json_u64(v, "input_tokens", NULL),
+                al_llm_json_u64(v, "cache_read_input_tokens", NULL),
+                al_llm_json_u64(v, "cache_creation_input_tokens", NULL),
+                al_llm_json_u64(v, "output_tokens", NULL), u);
+
+        } else if (r->endpoint == AL_LLM_EP_RESPONSES) {
+            al_llm_usage_responses(v, u);
+
+        } else {
+            al_llm_usage_openai(v, u);
+        }
+    }
+
+    json_decref(v);
+
+    return rc;
+}
+
+
+int
+al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    const unsigned char *body, size_t len, al_llm_usage_t *u, char *model,
+    size_t model_size)
+{
+    al_llm_resp_t  r;
+
+    al_llm_resp_init(&r, kind, ep);
+    al_llm_resp_feed(&r, body, len);
+
+    return al_llm_resp_usage(&r, u, model, model_size);
+}
+
+
+/* {prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details} */
+
+void
+al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u)
+{
+    json_t  *d;
+
+    memset(u, 0, sizeof(*u));
+
+    u->prompt_tokens = al_llm_json_u64(usage, "prompt_tokens", NULL);
+    u->completion_tokens = al_llm_json_u64(usage, "completion_tokens",
+                                           NULL);
+    u->total_tokens = al_llm_json_u64(usage, "total_tokens", NULL);
+
+    d = json_object_get(usage, "prompt_tokens_details");
+    if (d != NULL && json_is_object(d)) {
+        u->cached_tokens = al_llm_json_u64(d, "cached_tokens", NULL);
+    }
+
+    if (u->total_tokens == 0) {
+        u->total_tokens = u->prompt_tokens + u->completion_tokens;
+    }
+}
+
+
+/* {input_tokens, output_tokens, total_tokens, input_tokens_details} */
+
+void
+al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u)
+{
+    json_t  *d;
+
+    memset(u, 0, sizeof(*u));
+
+    u->prompt_tokens = al_llm_json_u64(usage, "input_tokens", NULL);
+    u->completion_tokens = al_llm_json_u64(usage, "output_tokens", NULL);
+    u->total_tokens = al_llm_json_u64(usage, "total_tokens", NULL);
+
+    d = json_object_get(usage, "input_tokens_details");
+    if (d != NULL && json_is_object(d)) {
+        u->cached_tokens = al_llm_json_u64(d, "cached_tokens", NULL);
+    }
+
+    if (u->total_tokens == 0) {
+        u->total_tokens = u->prompt_tokens + u->completion_tokens;
+    }
+}
+
+
+/*
+ * Anthropic's input_tokens leaves out what was read from or written to the
+ * cache; all three are input the request consumed.
+ */
+
+void
+al_llm_usage_anthropic(uint64_t in, uint64_t cache_read,
+    uint64_t cache_write, uint64_t out, al_llm_usage_t *u)
+{
+    memset(u, 0, sizeof(*u));
+
+    u->prompt_tokens = in + cache_read + cache_write;
+    u->completion_tokens = out;
+    u->cached_tokens = cache_read;
+    u->cache_write_tokens = cache_write;
+    u->total_tokens = u->prompt_tokens + u->completion_tokens;
+}
+
+
+uint64_t
+al_llm_json_u64(const json_t *obj, const char *key, unsigned *found)
+{
+    json_t      *v;
+    json_int_t   i;
+
+    if (found != NULL) {
+        *found = 0;
+    }
+
+    v = json_object_get(obj, key);
+    if (v == NULL || !json_is_integer(v)) {
+        return 0;
+    }
+
+    i = json_integer_value(v);
+    if (i < 0) {
+        return 0;
+    }
+
+    if (found != NULL) {
+        *found = 1;
+    }
+
+    /* no count is near 2^40; this keeps sums far from wrapping */
+    return (uint64_t) i > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
+                                             : (uint64_t) i;
+}
+
+
+int
+al_llm_copy_str(const json_t *v, char *dst, size_t size)
+{
+    size_t  len;
+
+    if (size == 0) {
+        return -1;
+    }
+
+    dst[0] = '\0';
+
+    if (v == NULL || !json_is_string(v)) {
+        return -1;
+    }
+
+    len = json_string_length(v);
+    if (len >= size) {
+        return -1;
+    }
+
+    memcpy(dst, json_string_value(v), len);
+    dst[len] = '\0';
+
+    return 0;
+}
+
+
+uint64_t
+al_llm_text_bytes(const json_t *v, unsigned depth)
+{
+    size_t       i, k;
+    json_t      *m;
+    uint64_t     n;
+    const char  *key;
+
+    if (v == NULL || depth > AL_JSON_DEPTH_MAX) {
+        return 0;
+    }
+
+    n = 0;
+
+    switch (json_typeof(v)) {
+
+    case JSON_STRING:
+        return json_string_length(v);
+
+    case JSON_ARRAY:
+        json_array_foreach(v, i, m) {
+            n += al_llm_text_bytes(m, depth + 1);
+        }
+        return n;
+
+    case JSON_OBJECT:
+        json_object_foreach((json_t *) v, key, m) {
+            for (k = 0; al_llm_meta_keys[k] != NULL; k++) {
+                if (strcmp(key, al_llm_meta_keys[k]) == 0) {
+                    break;
+                }
+            }
+
+            if (al_llm_meta_keys[k] == NULL) {
+                n += al_llm_text_bytes(m, depth + 1);
+            }
+        }
+        return n;
+
+    default:
+        return 0;
+    }
+}
+
+
+/*
+ * The same scan as al_json.c's: counts '[' and '{' outside strings, so
+ * jansson's recursive parser never goes deeper than AL_JSON_DEPTH_MAX.
+ */
+
+int
+al_llm_depth_ok(const unsigned char *p, size_t len)
+{
+    size_t    i, depth;
+    unsigned  instr;
+
+    depth = 0;
+    instr = 0;
+
+    for (i = 0; i < len; i++) {
+
+        if (instr) {
+            if (p[i] == '\\') {
+                i++;
+
+            } else if (p[i] == '"') {
+                instr = 0;
+            }
+
+            continue;
+        }
+
+        switch (p[i]) {
+
+        case '"':
+            instr = 1;
+            break;
+
+        case '[':
+        case '{':
+            if (++depth > AL_JSON_DEPTH_MAX) {
+                return 0;
+            }
+            break;
+
+        case ']':
+        case '}':
+            if (depth > 0) {
+                depth--;
+            }
+            break;
+
+        default:
+            break;
+        }
+    }
+
+    return 1;
+}
+
+
+size_t
+al_llm_show(char *dst, size_t cap, const char *src, size_t len, size_t max)
+{
+    size_t         i;
+    unsigned char  c;
+
+    if (cap == 0) {
+        return 0;
+    }
+
+    if (max > cap - 1) {
+        max = cap - 1;
+    }
+
+    for (i = 0; i < len && i < max; i++) {
+        c = (unsigned char) src[i];
+        dst[i] = (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+                 ? (char) c : '?';
+    }
+
+    if (i < len && i >= 3) {
+        memcpy(dst + i - 3, "...", 3);
+    }
+
+    dst[i] = '\0';
+
+    return i;
+}
+
+
+size_t
+al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
+{
+    int64_t        secs, ms;
+    time_t         t;
+    struct tm      tm;
+    al_llm_out_t   o;
+    uint64_t       total;
+    char           ts[64];
+
+    al_llm_out_init(&o, buf, size);
+
+    secs = rec->time_ms / 1000;
+    ms = rec->time_ms % 1000;
+    if (ms < 0) {
+        ms += 1000;
+        secs--;
+    }
+
+    t = (time_t) secs;
+
+    if (gmtime_r(&t, &tm) == NULL) {
+        memset(&tm, 0, sizeof(tm));
+        tm.tm_year = 70;
+        tm.tm_mday = 1;
+    }
+
+    (void) snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                    tm.tm_hour, tm.tm_min, tm.tm_sec, (int) ms);
+
+    total = rec->usage.total_tokens;
+    if (total == 0) {
+        total = rec->usage.prompt_tokens + rec->usage.completion_tokens;
+    }
+
+    al_llm_out_cstr(&o, "{\"time\":\"");
+    al_llm_out_cstr(&o, ts);
+    al_llm_out_cstr(&o, "\"");
+    al_llm_out_field(&o, ",\"request_id\":", &rec->request_id,
+                     AL_LLM_RECORD_STR_MAX);
+    al_llm_out_field(&o, ",\"client\":", &rec->client,
+                     AL_LLM_RECORD_STR_MAX);
+    al_llm_out_field(&o, ",\"provider\":", &rec->provider,
+                     AL_LLM_RECORD_STR_MAX);
+    al_llm_out_field(&o, ",\"model\":", &rec->model, AL_LLM_MODEL_MAX / 2);
+    al_llm_out_cstr(&o, ",\"prompt_tokens\":");
+    al_llm_out_u64(&o, rec->usage.prompt_tokens);
+    al_llm_out_cstr(&o, ",\"completion_tokens\":");
+    al_llm_out_u64(&o, rec->usage.completion_tokens);
+    al_llm_out_cstr(&o, ",\"cached_tokens\":");
+    al_llm_out_u64(&o, rec->usage.cached_tokens);
+    al_llm_out_cstr(&o, ",\"total_tokens\":");
+    al_llm_out_u64(&o, total);
+    al_llm_out_cstr(&o, ",\"status\":");
+    al_llm_out_u64(&o, rec->status);
+    al_llm_out_cstr(&o, ",\"latency_ms\":");
+    al_llm_out_u64(&o, rec->latency_ms);
+    al_llm_out_cstr(&o, ",\"ttfb_ms\":");
+    al_llm_out_u64(&o, rec->ttfb_ms);
+    al_llm_out_cstr(&o, ",\"stream\":");
+    al_llm_out_cstr(&o, rec->stream ? "true" : "false");
+    al_llm_out_cstr(&o, ",\"usage_source\":\"");
+    al_llm_out_cstr(&o, al_llm_source_name(rec->source));
+    al_llm_out_cstr(&o, "\"}");
+
+    return o.len;
+}
+
+
+static void
+al_llm_out_field(al_llm_out_t *o, const char *name, const al_str_t *s,
+    size_t max)
+{
+    al_llm_out_cstr(o, name);
+    al_llm_out_json(o, s->data, s->len < max ? s->len : max);
+}
+
+
+void
+al_llm_out_init(al_llm_out_t *o, char *buf, size_t size)
+{
+    o->buf = buf;
+    o->size = size;
+    o->len = 0;
+
+    if (buf != NULL && size > 0) {
+        buf[0] = '\0';
+    }
+}
+
+
+void
+al_llm_out_raw(al_llm_out_t *o, const char *s, size_t n)
+{
+    size_t  room;
+
+    if (o->buf != NULL && o->size > 0 && o->len < o->size - 1) {
+        room = o->size - 1 - o->len;
+        if (room > n) {
+            room = n;
+        }
+        memcpy(o->buf + o->len, s, room);
+        o->buf[o->len + room] = '\0';
+    }
+
+    o->len += n;
+}
+
+
+void
+al_llm_out_cstr(al_llm_out_t *o, const char *s)
+{
+    al_llm_out_raw(o, s, strlen(s));
+}
+
+
+void
+al_llm_out_u64(al_llm_out_t *o, uint64_t v)
+{
+    int   n;
+    char  tmp[24];
+
+    n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long) v);
+    if (n > 0) {
+        al_llm_out_raw(o, tmp, (size_t) n);
+    }
+}
+
+
+void
+al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
+{
+    int                   k;
+    size_t                i;
+    unsigned char         c;
+    const unsigned char  *p;
+    char                  esc[8];
+
+    static const char  hex[] = "0123456789abcdef";
+
+    p = (const unsigned char *) s;
+
+    al_llm_out_raw(o, "\"", 1);
+
+    for (i = 0; s != NULL && i < n; /* void */) {
+        c = p[i];
+
+        if (c >= 0x80) {
+            k = al_llm_utf8_len(p + i, n - i);
+
+            if (k == 0) {
+                al_llm_out_raw(o, "\\ufffd", 6);
+                i++;
+
+            } else {
+                al_llm_out_raw(o, s + i, (size_t) k);
+                i += (size_t) k;
+            }
+
+            continue;
+        }
+
+        switch (c) {
+
+        case '"':
+            al_llm_out_raw(o, "\\\"", 2);
+            break;
+
+        case '\\':
+            al_llm_out_raw(o, "\\\\", 2);
+            break;
+
+        case '\n':
+            al_llm_out_raw(o, "\\n", 2);
+            break;
+
+        case '\r':
+            al_llm_out_raw(o, "\\r", 2);
+            break;
+
+        case '\t':
+            al_llm_out_raw(o, "\\t", 2);
+            break;
+
+        case '\0':
+            /* valid JSON, but many readers (jansson, jsonb) refuse it */
+            al_llm_out_raw(o, "\\ufffd", 6);
+            break;
+
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 0xf];
+                al_llm_out_raw(o, esc, 6);
+
+            } else {
+                al_llm_out_raw(o, s + i, 1);
+            }
+            break;
+        }
+
+        i++;
+    }
+
+    al_llm_out_raw(o, "\"", 1);
+}
+
+
+/* the length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0 */
+
+static int
+al_llm_utf8_len(const unsigned char *p, size_t n)
+{
+    int       k, i;
+    uint32_t  cp, min;
+
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        k = 2;
+        cp = p[0] & 0x1f;
+        min = 0x80;
+
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        k = 3;
+        cp = p[0] & 0x0f;
+        min = 0x800;
+
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        k = 4;
+        cp = p[0] & 0x07;
+        min = 0x10000;
+
+    } else {
+        return 0;
+    }
+
+    if ((size_t) k > n) {
+        return 0;
+    }
+
+    for (i = 1; i < k; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+
+    return k;
+}

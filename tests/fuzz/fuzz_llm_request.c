@@ -1,0 +1,332 @@
+/*
+ * libFuzzer target for the LLM gateway's request side and its small
+ * formatters: al_llm_request(), al_llm_route(), the non-streaming usage
+ * scanner, al_llm_error_body() and al_llm_record_format().
+ *
+ * Input: byte 0 picks the provider, the client and the endpoint, byte 1 a
+ * split point and a method; the rest is the body (and, as text, a target,
+ * a response, a message).  Checked besides the sanitizers:
+ *
+ *   - reasons are among those documented, details are terminated
+ *     printable ASCII and empty exactly when the request is allowed;
+ *   - a rewritten body is strict JSON, and deciding it again is allowed
+ *     and needs no rewrite (the rewrite is a fixed point);
+ *   - max_output never exceeds the client's cap times n when clamping;
+ *   - an allowed route has a URI under the upstream's base path;
+ *   - the response scanner gives the same usage however it is split;
+ *   - error bodies and usage lines are valid JSON for any message.
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "airlock.h"
+#include "al_llm.h"
+
+
+#define S(s)  { s, sizeof(s) - 1 }
+
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+static void fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_endpoint_t ep, const uint8_t *body, size_t len);
+static void fuzz_route(const al_llm_t *llm, const al_llm_client_t *lc,
+    unsigned method, const uint8_t *s, size_t len);
+static void fuzz_response(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    const uint8_t *s, size_t len, size_t cut);
+static void fuzz_format(al_llm_kind_t kind, const uint8_t *s, size_t len);
+static void fuzz_detail(const char *detail, size_t size, int allowed);
+static void fuzz_valid_json(const char *buf, size_t n, size_t size);
+
+
+static al_client_t  c_agent = { .name = S("agent") };
+static al_client_t  c_worker = { .name = S("worker") };
+
+static al_str_t  models[] = {
+    S("gpt-4o-mini"), S("gpt-4o"), S("claude-sonnet-4-5"), S("m")
+};
+
+static al_str_t  worker_models[] = { S("m") };
+
+static al_llm_client_t  clients[] = {
+    { .client = &c_agent, .max_tokens = 1000, .clamp = 1,
+      .tokens_per_minute = 20000 },
+    { .client = &c_worker, .models = worker_models, .nmodels = 1,
+      .max_tokens = 8 },
+    { .client = &c_agent, .max_tokens = 5, .clamp = 1 }
+};
+
+static al_llm_t  llms[] = {
+    { .name = S("openai"), .kind = AL_LLM_OPENAI,
+      .upstream = { .base_path = S("/v1") }, .models = models,
+      .nmodels = 4, .clients = clients, .nclients = 2,
+      .include_usage = 1, .body_max = 1 << 20 },
+    { .name = S("vllm"), .kind = AL_LLM_OPENAI_COMPATIBLE,
+      .upstream = { .base_path = S("/v1") }, .models = models,
+      .nmodels = 4, .clients = clients, .nclients = 2,
+      .include_usage = 1, .body_max = 1 << 20 },
+    { .name = S("anthropic"), .kind = AL_LLM_ANTHROPIC,
+      .upstream = { .base_path = S("/v1") }, .models = models,
+      .nmodels = 4, .clients = clients, .nclients = 2,
+      .body_max = 1 << 20 }
+};
+
+static const al_llm_endpoint_t  eps[] = {
+    AL_LLM_EP_CHAT, AL_LLM_EP_COMPLETIONS, AL_LLM_EP_EMBEDDINGS,
+    AL_LLM_EP_RESPONSES, AL_LLM_EP_MESSAGES, AL_LLM_EP_MODELS,
+    AL_LLM_EP_MODEL, AL_LLM_EP_CHAT
+};
+
+static const unsigned  methods[] = {
+    AL_METHOD_GET, AL_METHOD_POST, AL_METHOD_PUT, AL_METHOD_DELETE
+};
+
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t                  len;
+    const uint8_t          *s;
+    const al_llm_t         *llm;
+    const al_llm_client_t  *lc;
+    al_llm_endpoint_t       ep;
+
+    if (size < 2) {
+        return 0;
+    }
+
+    llm = &llms[(data[0] & 0x03) % 3];
+    ep = eps[(data[0] >> 2) & 0x07];
+    lc = ((data[0] >> 5) & 0x03) == 3 ? NULL
+                                      : &clients[(data[0] >> 5) & 0x03];
+    s = data + 2;
+    len = size - 2;
+
+    fuzz_request(llm, lc, ep, s, len);
+    fuzz_route(llm, lc, methods[data[1] & 0x03], s, len);
+    fuzz_response(llm->kind, ep, s, len, len ? data[1] % (len + 1) : 0);
+    fuzz_format(llm->kind, s, len);
+
+    return 0;
+}
+
+
+static void
+fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_endpoint_t ep, const uint8_t *body, size_t len)
+{
+    json_t        *j;
+    al_reason_t    r;
+    al_llm_req_t   req, again;
+    json_error_t   err;
+
+    r = al_llm_request(llm, lc, ep, NULL, 0, body, len, &req);
+
+    if (r != req.reason
+        || (r != AL_REASON_NONE && r != AL_REASON_BODY
+            && r != AL_REASON_BODY_TOO_LARGE && r != AL_REASON_MODEL))
+    {
+        abort();
+    }
+
+    fuzz_detail(req.detail, sizeof(req.detail), r == AL_REASON_NONE);
+
+    if (r != AL_REASON_NONE) {
+        if (req.body != NULL) {
+            abort();
+        }
+        al_llm_request_free(&req);
+        return;
+    }
+
+    if (req.model_len != strlen(req.model)
+        || (req.hide_usage && req.client_usage)
+        || (req.hide_usage && req.body == NULL)
+        || ((req.clamped || req.capped) && req.body == NULL))
+    {
+        abort();
+    }
+
+    if (lc != NULL && lc->max_tokens != 0 && lc->clamp
+        && req.max_output > lc->max_tokens * AL_LLM_N_MAX
+        && req.max_output != AL_LLM_COMPLETIONS_DEFAULT * AL_LLM_N_MAX)
+    {
+        abort();
+    }
+
+    if (req.body == NULL) {
+        al_llm_request_free(&req);
+        return;
+    }
+
+    j = json_loadb(req.body, req.body_len, JSON_REJECT_DUPLICATES, &err);
+    if (j == NULL || !json_is_object(j)) {
+        abort();
+    }
+    json_decref(j);
+
+    /* the rewrite is a fixed point */
+
+    r = al_llm_request(llm, lc, ep, NULL, 0,
+                       (const unsigned char *) req.body, req.body_len,
+                       &again);
+
+    if (r != AL_REASON_NONE || again.body != NULL
+        || again.max_output != req.max_output
+        || again.stream != req.stream
+        || strcmp(again.model, req.model) != 0
+        || (req.hide_usage && !again.client_usage))
+    {
+        abort();
+    }
+
+    al_llm_request_free(&again);
+    al_llm_request_free(&req);
+}
+
+
+static void
+fuzz_route(const al_llm_t *llm, const al_llm_client_t *lc,
+    unsigned method, const uint8_t *s, size_t len)
+{
+    al_reason_t             r;
+    static al_llm_route_t   rt;
+
+    r = al_llm_route(llm, lc, method, (const char *) s, len, &rt);
+
+    fuzz_detail(rt.detail, sizeof(rt.detail), r == AL_REASON_NONE);
+
+    if (r == AL_REASON_NONE) {
+        if (rt.endpoint == AL_LLM_EP_NONE
+            || rt.uri_len != strlen(rt.uri)
+            || strncmp(rt.uri, "/v1/", 4) != 0)
+        {
+            abort();
+        }
+
+    } else if (r != AL_REASON_PATH && r != AL_REASON_NO_ROUTE
+               && r != AL_REASON_METHOD && r != AL_REASON_QUERY
+               && r != AL_REASON_MODEL)
+    {
+        abort();
+    }
+}
+
+
+static void
+fuzz_response(al_llm_kind_t kind, al_llm_endpoint_t ep, const uint8_t *s,
+    size_t len, size_t cut)
+{
+    int             rc1, rc2;
+    size_t          i;
+    al_llm_resp_t  *r;
+    al_llm_usage_t  u1, u2;
+    char            m1[AL_LLM_MODEL_MAX], m2[AL_LLM_MODEL_MAX];
+
+    r = malloc(sizeof(al_llm_resp_t));
+    if (r == NULL) {
+        abort();
+    }
+
+    rc1 = al_llm_usage_parse(kind, ep, s, len, &u1, m1, sizeof(m1));
+
+    al_llm_resp_init(r, kind, ep);
+    al_llm_resp_feed(r, s, cut);
+    al_llm_resp_feed(r, s + cut, len - cut);
+    rc2 = al_llm_resp_usage(r, &u2, m2, sizeof(m2));
+
+    if (rc1 != rc2 || memcmp(&u1, &u2, sizeof(u1)) != 0
+        || strcmp(m1, m2) != 0)
+    {
+        abort();
+    }
+
+    if (len < 512) {
+        al_llm_resp_init(r, kind, ep);
+        for (i = 0; i < len; i++) {
+            al_llm_resp_feed(r, s + i, 1);
+        }
+        rc2 = al_llm_resp_usage(r, &u2, m2, sizeof(m2));
+
+        if (rc1 != rc2 || memcmp(&u1, &u2, sizeof(u1)) != 0
+            || strcmp(m1, m2) != 0)
+        {
+            abort();
+        }
+    }
+
+    free(r);
+}
+
+
+static void
+fuzz_format(al_llm_kind_t kind, const uint8_t *s, size_t len)
+{
+    size_t           n, i;
+    al_llm_record_t  rec;
+    char             msg[300], buf[AL_LLM_RECORD_MAX];
+
+    n = len < sizeof(msg) - 1 ? len : sizeof(msg) - 1;
+    memcpy(msg, s, n);
+    msg[n] = '\0';
+
+    for (i = 0; i <= AL_LLM_ERR_DENIED; i++) {
+        n = al_llm_error_body(kind, (al_llm_error_t) i, msg, msg, buf,
+                              sizeof(buf));
+        fuzz_valid_json(buf, n, sizeof(buf));
+    }
+
+    memset(&rec, 0, sizeof(rec));
+    rec.time_ms = (int64_t) len * 1000003;
+    rec.model.data = (const char *) s;
+    rec.model.len = len;
+    rec.client.data = msg;
+    rec.client.len = strlen(msg);
+    rec.provider = rec.client;
+    rec.request_id = rec.model;
+    rec.usage.prompt_tokens = len;
+    rec.source = (al_llm_source_t) (len % 3);
+
+    n = al_llm_record_format(&rec, buf, sizeof(buf));
+    fuzz_valid_json(buf, n, sizeof(buf));
+}
+
+
+static void
+fuzz_detail(const char *detail, size_t size, int allowed)
+{
+    size_t         i;
+    unsigned char  c;
+
+    for (i = 0; i < size && detail[i] != '\0'; i++) {
+        c = (unsigned char) detail[i];
+        if (c < 0x20 || c >= 0x7f) {
+            abort();
+        }
+    }
+
+    if (i == size || (allowed && i != 0) || (!allowed && i == 0)) {
+        abort();
+    }
+}
+
+
+static void
+fuzz_valid_json(const char *buf, size_t n, size_t size)
+{
+    json_t        *j;
+    json_error_t   err;
+
+    if (n >= size || strlen(buf) != n) {
+        abort();
+    }
+
+    j = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &err);
+    if (j == NULL || !json_is_object(j)) {
+        abort();
+    }
+
+    json_decref(j);
+}

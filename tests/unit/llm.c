@@ -1,0 +1,1106 @@
+/*
+ * The LLM gateway core: the endpoint table, the request body policy
+ * (models, output caps, include_usage), usage from JSON responses, the
+ * usage log line, budgets and the provider-native error bodies.  The
+ * streaming parser has its own file, sse.c.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "airlock.h"
+#include "al_llm.h"
+#include "tap.h"
+
+
+#define S(s)  { s, sizeof(s) - 1 }
+
+
+static const al_llm_req_t *req(const al_llm_t *llm,
+    const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *body);
+static json_t *req_json(void);
+static json_int_t req_int(const char *key);
+static const al_llm_route_t *route(const al_llm_t *llm, unsigned method,
+    const char *target);
+static int has(const char *s, const char *sub);
+static void test_endpoints(void);
+static void test_models(void);
+static void test_caps(void);
+static void test_usage_option(void);
+static void test_bodies(void);
+static void test_estimate(void);
+static void test_usage(void);
+static void test_record(void);
+static void test_budget(void);
+static void test_errors(void);
+
+
+static al_client_t  c_agent = { .name = S("agent") };
+static al_client_t  c_worker = { .name = S("worker") };
+static al_client_t  c_tools = { .name = S("tools") };
+static al_client_t  c_small = { .name = S("small") };
+static al_client_t  c_other = { .name = S("other") };
+
+static al_str_t  oai_models[] = {
+    S("gpt-4o-mini"), S("gpt-4o"), S("text-embedding-3-small"),
+    S("ft:gpt-4o-mini:acme::x1")
+};
+
+static al_str_t  worker_models[] = { S("gpt-4o-mini") };
+
+static al_llm_client_t  oai_clients[] = {
+    { .client = &c_agent, .max_tokens = 1000, .clamp = 1,
+      .tokens_per_minute = 20000, .tokens_per_day = 2000000 },
+    { .client = &c_worker, .models = worker_models, .nmodels = 1,
+      .max_tokens = 500 },
+    { .client = &c_tools },
+    { .client = &c_small, .max_tokens = 10, .clamp = 1 }
+};
+
+static al_llm_t  oai = {
+    .name = S("openai"), .prefix = S("/v1/proxy/openai"),
+    .kind = AL_LLM_OPENAI, .upstream = { .base_path = S("/v1") },
+    .models = oai_models, .nmodels = 4, .clients = oai_clients,
+    .nclients = 4, .include_usage = 1, .body_max = 4096
+};
+
+static al_llm_t  compat = {
+    .name = S("ollama"), .prefix = S("/v1/proxy/ollama"),
+    .kind = AL_LLM_OPENAI_COMPATIBLE, .upstream = { .base_path = S("/v1") },
+    .models = oai_models, .nmodels = 4, .clients = oai_clients,
+    .nclients = 4, .include_usage = 1, .body_max = 4096
+};
+
+static al_llm_t  oai_plain = {
+    .name = S("openai"), .prefix = S("/v1/proxy/openai"),
+    .kind = AL_LLM_OPENAI, .upstream = { .base_path = S("/v1") },
+    .models = oai_models, .nmodels = 4, .clients = oai_clients,
+    .nclients = 4, .include_usage = 0, .body_max = 4096
+};
+
+static al_str_t  ant_models[] = {
+    S("claude-3-5-haiku-latest"), S("claude-sonnet-4-5")
+};
+
+static al_llm_client_t  ant_clients[] = {
+    { .client = &c_agent, .max_tokens = 1000, .clamp = 1 }
+};
+
+static al_llm_t  ant = {
+    .name = S("anthropic"), .prefix = S("/v1/proxy/anthropic"),
+    .kind = AL_LLM_ANTHROPIC, .upstream = { .base_path = S("/v1") },
+    .models = ant_models, .nmodels = 2, .clients = ant_clients,
+    .nclients = 1, .body_max = 4096
+};
+
+#define AGENT   (&oai_clients[0])
+#define WORKER  (&oai_clients[1])
+#define TOOLS   (&oai_clients[2])
+#define SMALL   (&oai_clients[3])
+
+static al_llm_req_t    rq;
+static al_llm_route_t  rt;
+
+
+int
+main(void)
+{
+    test_endpoints();
+    test_models();
+    test_caps();
+    test_usage_option();
+    test_bodies();
+    test_estimate();
+    test_usage();
+    test_record();
+    test_budget();
+    test_errors();
+
+    al_llm_request_free(&rq);
+
+    return tap_done();
+}
+
+
+static const al_llm_req_t *
+req(const al_llm_t *llm, const al_llm_client_t *lc, al_llm_endpoint_t ep,
+    const char *body)
+{
+    al_llm_request_free(&rq);
+    (void) al_llm_request(llm, lc, ep, "application/json", 16,
+                          (const unsigned char *) body, strlen(body), &rq);
+    return &rq;
+}
+
+
+/* the rewritten body, parsed */
+
+static json_t *
+req_json(void)
+{
+    json_error_t  err;
+
+    if (rq.body == NULL) {
+        return NULL;
+    }
+
+    return json_loadb(rq.body, rq.body_len, JSON_REJECT_DUPLICATES, &err);
+}
+
+
+static json_int_t
+req_int(const char *key)
+{
+    json_t      *j, *v;
+    json_int_t   i;
+
+    j = req_json();
+    if (j == NULL) {
+        return -1;
+    }
+
+    v = json_object_get(j, key);
+    i = (v != NULL && json_is_integer(v)) ? json_integer_value(v) : -1;
+    json_decref(j);
+
+    return i;
+}
+
+
+static const al_llm_route_t *
+route(const al_llm_t *llm, unsigned method, const char *target)
+{
+    (void) al_llm_route(llm, AGENT, method, target, strlen(target), &rt);
+    return &rt;
+}
+
+
+static int
+has(const char *s, const char *sub)
+{
+    return s != NULL && strstr(s, sub) != NULL;
+}
+
+
+static void
+test_endpoints(void)
+{
+    size_t  i;
+
+    static const struct {
+        const al_llm_t     *llm;
+        unsigned            method;
+        const char         *target;
+        al_llm_endpoint_t   ep;
+        al_reason_t         reason;
+        const char         *uri;
+    } t[] = {
+        { &oai, AL_METHOD_POST, "/chat/completions", AL_LLM_EP_CHAT,
+          AL_REASON_NONE, "/v1/chat/completions" },
+        { &oai, AL_METHOD_POST, "/completions", AL_LLM_EP_COMPLETIONS,
+          AL_REASON_NONE, "/v1/completions" },
+        { &oai, AL_METHOD_POST, "/embeddings", AL_LLM_EP_EMBEDDINGS,
+          AL_REASON_NONE, "/v1/embeddings" },
+        { &oai, AL_METHOD_POST, "/responses", AL_LLM_EP_RESPONSES,
+          AL_REASON_NONE, "/v1/responses" },
+        { &oai, AL_METHOD_GET, "/models", AL_LLM_EP_MODELS,
+          AL_REASON_NONE, "/v1/models" },
+        { &oai, AL_METHOD_GET, "/models/gpt-4o", AL_LLM_EP_MODEL,
+          AL_REASON_NONE, "/v1/models/gpt-4o" },
+        { &oai, AL_METHOD_GET, "/models/ft:gpt-4o-mini:acme::x1",
+          AL_LLM_EP_MODEL, AL_REASON_NONE,
+          "/v1/models/ft:gpt-4o-mini:acme::x1" },
+        { &oai, AL_METHOD_GET, "/models/gpt-5", AL_LLM_EP_MODEL,
+          AL_REASON_MODEL, "" },
+        { &compat, AL_METHOD_POST, "/chat/completions", AL_LLM_EP_CHAT,
+          AL_REASON_NONE, "/v1/chat/completions" },
+        { &ant, AL_METHOD_POST, "/messages", AL_LLM_EP_MESSAGES,
+          AL_REASON_NONE, "/v1/messages" },
+        { &ant, AL_METHOD_POST, "/messages?beta=true", AL_LLM_EP_MESSAGES,
+          AL_REASON_NONE, "/v1/messages?beta=true" },
+        { &ant, AL_METHOD_GET, "/models?limit=5&after_id=m%201",
+          AL_LLM_EP_MODELS, AL_REASON_NONE,
+          "/v1/models?limit=5&after_id=m%201" },
+
+        /* refusals */
+        { &oai, AL_METHOD_GET, "/chat/completions", AL_LLM_EP_CHAT,
+          AL_REASON_METHOD, "" },
+        { &oai, AL_METHOD_POST, "/files", AL_LLM_EP_NONE,
+          AL_REASON_NO_ROUTE, "" },
+        { &oai, AL_METHOD_POST, "/messages", AL_LLM_EP_NONE,
+          AL_REASON_NO_ROUTE, "" },
+        { &ant, AL_METHOD_POST, "/chat/completions", AL_LLM_EP_NONE,
+          AL_REASON_NO_ROUTE, "" },
+        { &ant, AL_METHOD_POST, "/v1/messages", AL_LLM_EP_NONE,
+          AL_REASON_NO_ROUTE, "" },
+        { &oai, AL_METHOD_POST, "/chat/completions?api-version=1",
+          AL_LLM_EP_CHAT, AL_REASON_QUERY, "" },
+        { &ant, AL_METHOD_GET, "/models?cursor=1", AL_LLM_EP_MODELS,
+          AL_REASON_QUERY, "" },
+        { &oai, AL_METHOD_POST, "/chat/../completions", AL_LLM_EP_NONE,
+          AL_REASON_PATH, "" },
+        { &oai, AL_METHOD_POST, "/chat%2Fcompletions", AL_LLM_EP_NONE,
+          AL_REASON_PATH, "" },
+        { &oai, AL_METHOD_POST, "/chat/completions/", AL_LLM_EP_NONE,
+          AL_REASON_PATH, "" },
+        { &oai, AL_METHOD_POST, "//chat/completions", AL_LLM_EP_NONE,
+          AL_REASON_PATH, "" },
+        { &oai, AL_METHOD_POST, "/chat/%63ompletions", AL_LLM_EP_CHAT,
+          AL_REASON_NONE, "/v1/chat/completions" },
+        { &oai, AL_METHOD_POST, "", AL_LLM_EP_NONE, AL_REASON_PATH, "" },
+        { &oai, AL_METHOD_POST, "/", AL_LLM_EP_NONE, AL_REASON_NO_ROUTE,
+          "" },
+        { &oai, AL_METHOD_GET, "/models/gpt-4o/extra", AL_LLM_EP_NONE,
+          AL_REASON_NO_ROUTE, "" }
+    };
+
+    char  name[256];
+    int   ok;
+
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        route(t[i].llm, t[i].method, t[i].target);
+
+        ok = rt.reason == t[i].reason
+             && (t[i].reason == AL_REASON_NONE || rt.detail[0] != '\0')
+             && (t[i].reason != AL_REASON_NONE
+                 || (rt.endpoint == t[i].ep
+                     && strcmp(rt.uri, t[i].uri) == 0));
+
+        snprintf(name, sizeof(name), "%s %s %s -> %s %s",
+                 t[i].llm->name.data, al_method_name(t[i].method),
+                 t[i].target, al_reason_name(t[i].reason),
+                 al_llm_endpoint_name(t[i].ep));
+
+        if (!tap_ok(ok, name)) {
+            printf("# reason %s endpoint %s uri '%s' detail '%s'\n",
+                   al_reason_name(rt.reason),
+                   al_llm_endpoint_name(rt.endpoint), rt.uri, rt.detail);
+        }
+    }
+
+    route(&oai, AL_METHOD_GET, "/models/gpt-4o");
+    tap_ok(rt.model.len == 6 && memcmp(rt.model.data, "gpt-4o", 6) == 0,
+           "GET /models/{id} reports the id");
+
+    tap_ok(al_llm_endpoint_has_body(AL_LLM_EP_CHAT)
+           && al_llm_endpoint_has_body(AL_LLM_EP_MESSAGES)
+           && !al_llm_endpoint_has_body(AL_LLM_EP_MODELS)
+           && !al_llm_endpoint_has_body(AL_LLM_EP_NONE),
+           "which endpoints take a body");
+
+    tap_ok(al_llm_find_client(&oai, &c_worker) == WORKER
+           && al_llm_find_client(&oai, &c_other) == NULL
+           && al_llm_find_client(&oai, NULL) == NULL,
+           "al_llm_find_client");
+}
+
+
+static void
+test_models(void)
+{
+    const char  *mini, *big;
+
+    mini = "{\"model\":\"gpt-4o-mini\",\"messages\":[]}";
+    big = "{\"model\":\"gpt-4o\",\"messages\":[]}";
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT, big)->reason,
+               AL_REASON_NONE, "agent may use gpt-4o (provider list)");
+    req(&oai, TOOLS, AL_LLM_EP_CHAT, big);
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL
+           && strcmp(rq.model, "gpt-4o") == 0
+           && rq.model_len == 6,
+           "an unchanged body is forwarded as is; model reported");
+
+    tap_is_int(req(&oai, WORKER, AL_LLM_EP_CHAT, big)->reason,
+               AL_REASON_MODEL, "worker may not use gpt-4o (own list)");
+    tap_ok(has(rq.detail, "\"gpt-4o\" is not allowed"), "detail names it");
+
+    tap_is_int(req(&oai, WORKER, AL_LLM_EP_CHAT, mini)->reason,
+               AL_REASON_NONE, "worker may use gpt-4o-mini");
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-5\",\"messages\":[]}")->reason,
+               AL_REASON_MODEL, "a model on no list is refused");
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"GPT-4o\",\"messages\":[]}")->reason,
+               AL_REASON_MODEL, "model names are case-sensitive");
+
+    tap_is_int(req(&oai, NULL, AL_LLM_EP_CHAT, big)->reason,
+               AL_REASON_NONE, "no client entry: the provider's list");
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"messages\":[]}")->reason,
+               AL_REASON_BODY, "missing model is refused");
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":[\"gpt-4o\"]}")->reason,
+               AL_REASON_BODY, "a model that is not a string is refused");
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"\\u0001\\\"<script>\"}")->reason,
+               AL_REASON_MODEL, "odd model name refused");
+    tap_ok(strchr(rq.detail, '<') != NULL && strchr(rq.detail, 1) == NULL
+           && strstr(rq.detail, "\\\"") == NULL,
+           "detail shows only printable, quote-free client text");
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_EMBEDDINGS,
+                   "{\"model\":\"text-embedding-3-small\","
+                   "\"input\":\"hello world\"}")->reason,
+               AL_REASON_NONE, "embeddings: model checked, nothing capped");
+    tap_ok(rq.body == NULL && rq.max_output == 0,
+           "embeddings: no rewrite, no output");
+}
+
+
+static void
+test_caps(void)
+{
+    json_t  *j;
+
+    /* clamp */
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":5000,\"temperature\":0.7,"
+        "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.clamped && rq.body != NULL,
+           "max_tokens over the cap is clamped");
+    tap_is_int(req_int("max_tokens"), 1000, "to the cap");
+    tap_ok(rq.body != NULL
+           && strncmp(rq.body, "{\"model\":\"gpt-4o\",\"max_tokens\":1000,"
+                      "\"temperature\":0.7,\"messages\":", 58) == 0,
+           "key order kept, compact, 0.7 printed as 0.7");
+    tap_is_int((long) rq.max_output, 1000, "max_output is the cap");
+    tap_ok(req_int("max_completion_tokens") == -1,
+           "nothing else added when the client sent one");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":2000}");
+    tap_is_int(req_int("max_completion_tokens"), 1000,
+               "max_completion_tokens clamped too");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":800}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL
+           && rq.max_output == 800 && !rq.clamped,
+           "under the cap: untouched");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":800,\"n\":3}");
+    tap_is_int((long) rq.max_output, 2400, "n multiplies max_output");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[]}");
+    tap_ok(rq.capped && !rq.clamped && req_int("max_completion_tokens")
+           == 1000 && req_int("max_tokens") == -1,
+           "absent: openai gets max_completion_tokens = cap");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[]}");
+    tap_ok(rq.capped && req_int("max_tokens") == 1000
+           && req_int("max_completion_tokens") == -1,
+           "absent: openai-compatible gets max_tokens = cap");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":null}");
+    tap_ok(rq.capped && req_int("max_tokens") == 1000,
+           "null counts as absent; the null member gets the cap");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\"}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL
+           && rq.max_output == 0,
+           "no cap, none sent: untouched, max_output unknown");
+
+    /* reject */
+
+    req(&oai, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"max_tokens\":600}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "over the cap, reject mode");
+    tap_ok(has(rq.detail, "600") && has(rq.detail, "500"),
+           "detail gives the value and the limit");
+
+    req(&oai, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"max_tokens\":500}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL,
+           "at the cap, reject mode: fine");
+
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"max_tokens\":-1}")->reason,
+               AL_REASON_BODY, "negative max_tokens refused");
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"max_tokens\":\"100\"}")->reason,
+               AL_REASON_BODY, "string max_tokens refused");
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"max_tokens\":10.5}")->reason,
+               AL_REASON_BODY, "real max_tokens refused");
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"n\":0}")->reason,
+               AL_REASON_BODY, "n = 0 refused");
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"n\":1000}")->reason,
+               AL_REASON_BODY, "n over 128 refused");
+
+    /* the other APIs */
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"max_output_tokens\":9000}");
+    tap_ok(rq.clamped && req_int("max_output_tokens") == 1000,
+           "responses: max_output_tokens clamped");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\"}");
+    tap_ok(rq.capped && req_int("max_output_tokens") == 1000
+           && req_int("max_tokens") == -1,
+           "responses: max_output_tokens added");
+
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"hi\"}");
+    tap_ok(rq.body == NULL && rq.max_output == 16,
+           "completions: absent means 16, no rewrite");
+
+    req(&oai, SMALL, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"hi\"}");
+    tap_ok(rq.capped && req_int("max_tokens") == 10 && rq.max_output == 10,
+           "completions: a cap under 16 is added");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":4096,"
+        "\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}");
+    tap_ok(rq.clamped && req_int("max_tokens") == 1000,
+           "anthropic: max_tokens clamped");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"messages\":[]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "max_tokens: Field required"),
+           "anthropic: max_tokens is required");
+
+    req(&ant, NULL, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":64000,"
+        "\"stream\":true}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL && rq.stream
+           && !rq.hide_usage && rq.max_output == 64000,
+           "anthropic without cap: untouched, no usage option");
+
+    j = NULL;
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":5000,\"logit_bias\":"
+        "{\"50256\":-100},\"top_p\":0.1,\"x\":[1e-7,123456.789,"
+        "0.30000000000000004,2.5e300]}");
+    j = req_json();
+    tap_ok(j != NULL
+           && json_real_value(json_object_get(j, "top_p")) == 0.1
+           && json_real_value(json_array_get(json_object_get(j, "x"), 2))
+              == 0.30000000000000004
+           && json_real_value(json_array_get(json_object_get(j, "x"), 3))
+              == 2.5e300
+           && has(rq.body, "\"logit_bias\":{\"50256\":-100}"),
+           "rewritten reals read back exactly");
+    json_decref(j);
+}
+
+
+static void
+test_usage_option(void)
+{
+    json_t  *j, *so;
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,\"messages\":[]}");
+    j = req_json();
+    so = (j != NULL) ? json_object_get(j, "stream_options") : NULL;
+    tap_ok(rq.stream && rq.hide_usage && !rq.client_usage && so != NULL
+           && json_is_true(json_object_get(so, "include_usage")),
+           "stream without stream_options: include_usage added, hidden");
+    json_decref(j);
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,"
+        "\"stream_options\":{\"include_usage\":true}}");
+    tap_ok(rq.body == NULL && rq.client_usage && !rq.hide_usage,
+           "client asked itself: untouched, not hidden");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,"
+        "\"stream_options\":{\"include_usage\":false,\"x\":1}}");
+    tap_ok(rq.hide_usage && !rq.client_usage
+           && has(rq.body, "\"stream_options\":{\"include_usage\":true,"
+                  "\"x\":1}"),
+           "include_usage false: set true in place, hidden");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,\"stream_options\":null,"
+        "\"n\":1}");
+    tap_ok(rq.hide_usage
+           && has(rq.body, "\"stream_options\":{\"include_usage\":true},"
+                  "\"n\":1}"),
+           "stream_options null: replaced in place");
+
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"stream\":true,"
+                   "\"stream_options\":\"yes\"}")->reason,
+               AL_REASON_BODY, "stream_options not an object: refused");
+
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"stream\":true,"
+                   "\"stream_options\":{\"include_usage\":1}}")->reason,
+               AL_REASON_BODY, "include_usage not a boolean: refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":false}");
+    tap_ok(rq.body == NULL && !rq.stream && !rq.hide_usage,
+           "stream false: nothing added");
+
+    req(&oai_plain, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true}");
+    tap_ok(rq.body == NULL && !rq.hide_usage && !rq.client_usage,
+           "include_usage off in policy: nothing added");
+
+    req(&oai_plain, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,"
+        "\"stream_options\":{\"include_usage\":true}}");
+    tap_ok(rq.body == NULL && rq.client_usage && !rq.hide_usage,
+           "include_usage off in policy: the client's own is noted");
+
+    req(&oai, TOOLS, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"stream\":true,\"prompt\":\"x\"}");
+    tap_ok(rq.hide_usage && has(rq.body, "\"include_usage\":true"),
+           "legacy completions get include_usage too");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"stream\":true,\"input\":\"x\"}");
+    tap_ok(rq.body == NULL && !rq.hide_usage,
+           "responses streams carry usage already: untouched");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,\"max_tokens\":99999}");
+    j = req_json();
+    tap_ok(rq.clamped && rq.hide_usage && j != NULL
+           && json_integer_value(json_object_get(j, "max_tokens")) == 1000
+           && json_object_get(j, "stream_options") != NULL,
+           "clamp and include_usage in one rewrite");
+    json_decref(j);
+
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"stream\":\"yes\"}")->reason,
+               AL_REASON_BODY, "stream not a boolean: refused");
+}
+
+
+static void
+test_bodies(void)
+{
+    char         *big;
+    al_reason_t   r;
+
+    big = malloc(5000);
+    if (big == NULL) {
+        abort();
+    }
+    memset(big, ' ', 4999);
+    memcpy(big, "{\"model\":\"gpt-4o\"}", 18);
+    big[4999] = '\0';
+
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT, big)->reason,
+               AL_REASON_BODY_TOO_LARGE, "over max_body_bytes");
+    big[4096] = '\0';
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT, big)->reason,
+               AL_REASON_NONE, "exactly max_body_bytes is fine");
+    free(big);
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"model\":\"gpt-5\"}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "duplicate"),
+           "duplicate keys refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream_options\":{\"a\":1,\"a\":2}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "duplicate"),
+           "nested duplicate keys refused");
+
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",}")->reason,
+               AL_REASON_BODY, "invalid JSON refused");
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\"} {}")->reason,
+               AL_REASON_BODY, "trailing data refused");
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "[{\"model\":\"gpt-4o\"}]")->reason,
+               AL_REASON_BODY, "a top-level array refused");
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT, "")->reason,
+               AL_REASON_BODY, "empty body refused");
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"x\":\"a\\u0000b\"}")->reason,
+               AL_REASON_BODY, "NUL in a string refused");
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_CHAT,
+                   "{\"model\":\"gpt-4o\",\"x\":[[[[[[[[[[[[[[[[[[[[[[[["
+                   "[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
+                   "]]]]}")->reason,
+               AL_REASON_BODY, "nesting over the bound refused");
+
+    r = al_llm_request(&oai, TOOLS, AL_LLM_EP_CHAT, "text/plain", 10,
+                       (const unsigned char *) "{\"model\":\"gpt-4o\"}", 18,
+                       &rq);
+    tap_is_int(r, AL_REASON_BODY, "content type must be JSON");
+
+    r = al_llm_request(&oai, TOOLS, AL_LLM_EP_CHAT,
+                       "Application/JSON; charset=utf-8", 31,
+                       (const unsigned char *) "{\"model\":\"gpt-4o\"}", 18,
+                       &rq);
+    tap_is_int(r, AL_REASON_NONE, "JSON with parameters is fine");
+
+    r = al_llm_request(&oai, TOOLS, AL_LLM_EP_CHAT, "application/jsonx", 17,
+                       (const unsigned char *) "{\"model\":\"gpt-4o\"}", 18,
+                       &rq);
+    tap_is_int(r, AL_REASON_BODY, "application/jsonx is not JSON");
+
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_MODELS, "{}")->reason,
+               AL_REASON_BODY_TOO_LARGE, "GET /models takes no body");
+    tap_is_int(req(&oai, TOOLS, AL_LLM_EP_MODELS, "")->reason,
+               AL_REASON_NONE, "GET /models without a body");
+}
+
+
+static void
+test_estimate(void)
+{
+    char  body[1024];
+
+    snprintf(body, sizeof(body),
+             "{\"model\":\"gpt-4o\",\"max_tokens\":100,\"messages\":["
+             "{\"role\":\"system\",\"content\":\"%0400d\"},"
+             "{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+             "\"text\":\"%0396d\"},{\"type\":\"image_url\",\"image_url\":"
+             "{\"url\":\"data:image/png;base64,AAAA\"}}]}]}", 0, 0);
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT, body);
+    tap_ok(rq.reason == AL_REASON_NONE
+           && rq.prompt_estimate >= 200
+           && rq.prompt_estimate < 200 + 10 + AL_LLM_ATTACHMENT_TOKENS,
+           "prompt estimate: text bytes / 4 plus a flat image estimate");
+    tap_is_int((long) al_llm_request_need(&rq),
+               (long) (rq.prompt_estimate + 100), "need = prompt + output");
+
+    req(&oai, TOOLS, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"text-embedding-3-small\",\"input\":[[1,2,3,4]]}");
+    tap_is_int((long) rq.prompt_estimate, 4,
+               "token-array input: one per token");
+}
+
+
+static void
+test_usage(void)
+{
+    int             rc, bad;
+    size_t          i, len;
+    char            model[AL_LLM_MODEL_MAX];
+    al_llm_usage_t  u, u2;
+    al_llm_resp_t   r;
+    const char     *body;
+
+    body = "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\","
+           "\"created\":1720000000,\"model\":\"gpt-4o-mini-2024-07-18\","
+           "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+           "\"content\":\"{\\\"usage\\\": {\\\"prompt_tokens\\\": 1}}\"},"
+           "\"extra\":{\"usage\":{\"prompt_tokens\":7}},"
+           "\"finish_reason\":\"stop\"}],"
+           "\"usage\":{\"prompt_tokens\":19,\"completion_tokens\":10,"
+           "\"total_tokens\":29,\"prompt_tokens_details\":"
+           "{\"cached_tokens\":3,\"audio_tokens\":0}},"
+           "\"system_fingerprint\":\"fp_1\"}";
+    len = strlen(body);
+
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, len, &u, model,
+                            sizeof(model));
+    tap_ok(rc == 0 && u.prompt_tokens == 19 && u.completion_tokens == 10
+           && u.total_tokens == 29 && u.cached_tokens == 3,
+           "openai chat usage; nested and quoted \"usage\" ignored");
+    tap_is_str(model, "gpt-4o-mini-2024-07-18", "openai response model");
+
+    bad = 0;
+    for (i = 0; i <= len; i++) {
+        al_llm_resp_init(&r, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+        al_llm_resp_feed(&r, (const unsigned char *) body, i);
+        al_llm_resp_feed(&r, (const unsigned char *) body + i, len - i);
+        if (al_llm_resp_usage(&r, &u2, NULL, 0) != 0
+            || memcmp(&u, &u2, sizeof(u)) != 0)
+        {
+            bad++;
+        }
+    }
+    tap_is_int(bad, 0, "the same usage at every split point");
+
+    al_llm_resp_init(&r, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+    for (i = 0; i < len; i++) {
+        al_llm_resp_feed(&r, (const unsigned char *) body + i, 1);
+    }
+    tap_ok(al_llm_resp_usage(&r, &u2, NULL, 0) == 0
+           && memcmp(&u, &u2, sizeof(u)) == 0, "fed a byte at a time");
+
+    body = "{\"id\":\"resp_1\",\"object\":\"response\",\"model\":\"gpt-4o\","
+           "\"output\":[],\"usage\":{\"input_tokens\":36,"
+           "\"input_tokens_details\":{\"cached_tokens\":5},"
+           "\"output_tokens\":87,\"output_tokens_details\":"
+           "{\"reasoning_tokens\":20},\"total_tokens\":123}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
+                            (const unsigned char *) body, strlen(body), &u,
+                            model, sizeof(model));
+    tap_ok(rc == 0 && u.prompt_tokens == 36 && u.completion_tokens == 87
+           && u.cached_tokens == 5 && u.total_tokens == 123
+           && strcmp(model, "gpt-4o") == 0, "responses API usage");
+
+    body = "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\","
+           "\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\","
+           "\"text\":\"Hi\"}],\"stop_reason\":\"end_turn\","
+           "\"usage\":{\"input_tokens\":25,\"cache_creation_input_tokens\":"
+           "100,\"cache_read_input_tokens\":2000,\"output_tokens\":12}}";
+    rc = al_llm_usage_parse(AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+                            (const unsigned char *) body, strlen(body), &u,
+                            model, sizeof(model));
+    tap_ok(rc == 0 && u.prompt_tokens == 2125 && u.completion_tokens == 12
+           && u.cached_tokens == 2000 && u.cache_write_tokens == 100
+           && u.total_tokens == 2137
+           && strcmp(model, "claude-sonnet-4-5") == 0,
+           "anthropic usage: input includes cache reads and writes");
+
+    body = "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\","
+           "\"index\":0,\"embedding\":[0.1,-0.2,0.3]}],"
+           "\"model\":\"text-embedding-3-small\","
+           "\"usage\":{\"prompt_tokens\":8,\"total_tokens\":8}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_EMBEDDINGS,
+                            (const unsigned char *) body, strlen(body), &u,
+                            model, sizeof(model));
+    tap_ok(rc == 0 && u.prompt_tokens == 8 && u.completion_tokens == 0
+           && u.total_tokens == 8, "embeddings usage");
+
+    body = "{\"error\":{\"message\":\"bad\","
+           "\"type\":\"invalid_request_error\",\"param\":null,"
+           "\"code\":null}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            model, sizeof(model));
+    tap_ok(rc == -1 && model[0] == '\0' && u.total_tokens == 0,
+           "an error body has no usage");
+
+    body = "{\"model\":\"gpt-4o\",\"usage\":{\"prompt_tokens\":19,";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_is_int(rc, -1, "a cut response has no usage");
+
+    body = "{\"usage\":{\"prompt_tokens\":-5,\"completion_tokens\":\"7\","
+           "\"total_tokens\":1.5}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_ok(rc == 0 && u.prompt_tokens == 0 && u.completion_tokens == 0
+           && u.total_tokens == 0, "nonsense counts read as 0");
+
+    body = "[1,2,{\"usage\":{\"prompt_tokens\":1}}]";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_is_int(rc, -1, "not an object: no usage");
+}
+
+
+static void
+test_record(void)
+{
+    size_t           n, small;
+    json_t          *j;
+    al_llm_record_t  rec;
+    json_error_t     err;
+    char             buf[AL_LLM_RECORD_MAX], junk[1000];
+
+    memset(&rec, 0, sizeof(rec));
+    rec.time_ms = 1720000000123LL;
+    rec.request_id.data = "4f9c2a";
+    rec.request_id.len = 6;
+    rec.client.data = "agent";
+    rec.client.len = 5;
+    rec.provider.data = "openai";
+    rec.provider.len = 6;
+    rec.model.data = "gpt-4o\"\n\xff\xc3\xa9";
+    rec.model.len = 11;
+    rec.usage.prompt_tokens = 19;
+    rec.usage.completion_tokens = 10;
+    rec.usage.cached_tokens = 3;
+    rec.status = 200;
+    rec.latency_ms = 1234;
+    rec.ttfb_ms = 321;
+    rec.stream = 1;
+    rec.source = AL_LLM_SOURCE_STREAM;
+
+    n = al_llm_record_format(&rec, buf, sizeof(buf));
+    j = json_loads(buf, JSON_REJECT_DUPLICATES, &err);
+
+    tap_ok(n == strlen(buf) && j != NULL, "the usage line is valid JSON");
+    tap_ok(j != NULL
+           && strcmp(json_string_value(json_object_get(j, "time")),
+                     "2024-07-03T09:46:40.123Z") == 0
+           && json_integer_value(json_object_get(j, "total_tokens")) == 29
+           && json_integer_value(json_object_get(j, "cached_tokens")) == 3
+           && json_integer_value(json_object_get(j, "status")) == 200
+           && json_integer_value(json_object_get(j, "ttfb_ms")) == 321
+           && json_is_true(json_object_get(j, "stream"))
+           && strcmp(json_string_value(json_object_get(j, "usage_source")),
+                     "stream") == 0,
+           "fields and values");
+    tap_ok(j != NULL
+           && strcmp(json_string_value(json_object_get(j, "model")),
+                     "gpt-4o\"\n\xef\xbf\xbd\xc3\xa9") == 0,
+           "strings escaped, invalid UTF-8 replaced, valid kept");
+    tap_ok(strncmp(buf, "{\"time\":", 8) == 0
+           && strstr(buf, "\"usage_source\":\"stream\"}") != NULL
+           && strchr(buf, '\n') == NULL, "field order; one line");
+    json_decref(j);
+
+    {
+        memset(junk, 1, sizeof(junk));
+        rec.model.data = junk;
+        rec.model.len = sizeof(junk);
+        rec.client = rec.model;
+        rec.provider = rec.model;
+        rec.request_id = rec.model;
+        rec.time_ms = INT64_MAX;
+
+        n = al_llm_record_format(&rec, buf, sizeof(buf));
+        j = json_loads(buf, 0, &err);
+        tap_ok(n < sizeof(buf) && j != NULL,
+               "worst-case strings still fit AL_LLM_RECORD_MAX");
+        json_decref(j);
+
+        junk[sizeof(junk) - 1] = '\0';
+        n = al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_INVALID, junk, junk,
+                              buf, sizeof(buf));
+        j = json_loads(buf, 0, &err);
+        tap_ok(n < AL_LLM_ERROR_MAX && j != NULL,
+               "worst-case openai error body fits AL_LLM_ERROR_MAX");
+        json_decref(j);
+
+        n = al_llm_error_body(AL_LLM_ANTHROPIC, AL_LLM_ERR_INVALID, junk,
+                              junk, buf, sizeof(buf));
+        j = json_loads(buf, 0, &err);
+        tap_ok(n < AL_LLM_ERROR_MAX && j != NULL,
+               "worst-case anthropic error body fits AL_LLM_ERROR_MAX");
+        json_decref(j);
+    }
+
+    rec.model.data = "gpt-4o";
+    rec.model.len = 6;
+    small = 40;
+    n = al_llm_record_format(&rec, buf, small);
+    tap_ok(n > small && strlen(buf) == small - 1,
+           "a short buffer: cut, terminated, needed length returned");
+}
+
+
+static void
+test_budget(void)
+{
+    int              rc;
+    int64_t          t0, at;
+    al_llm_budget_t  b;
+    al_llm_quota_t   q;
+    al_llm_client_t  lc;
+
+    memset(&b, 0, sizeof(b));
+    memset(&lc, 0, sizeof(lc));
+    lc.tokens_per_minute = 1000;
+    lc.tokens_per_day = 5000;
+
+    t0 = 1719999980;                        /* 20 s into a minute */
+
+    rc = al_llm_budget_check(&b, &lc, t0, 400, &q);
+    tap_ok(rc == 0 && q.minute_remaining == 1000 && q.day_remaining == 5000
+           && q.minute_reset == 40 && q.retry_after == 0,
+           "fresh budget: all remaining, reset in 40 s");
+
+    al_llm_budget_charge(&b, t0, 700);
+    rc = al_llm_budget_check(&b, &lc, t0 + 5, 400, &q);
+    tap_ok(rc == -1 && q.over_minute && !q.over_day && !q.too_large
+           && q.minute_remaining == 300 && q.retry_after == 35,
+           "over the minute window: retry when it rolls");
+
+    rc = al_llm_budget_check(&b, &lc, t0 + 5, 300, &q);
+    tap_is_int(rc, 0, "exactly the remainder fits");
+
+    rc = al_llm_budget_check(&b, &lc, t0 + 40, 400, &q);
+    tap_ok(rc == 0 && q.minute_remaining == 1000 && q.day_remaining == 4300
+           && b.minute_used == 0 && b.day_used == 700,
+           "the minute rolled; the day did not");
+
+    rc = al_llm_budget_check(&b, &lc, t0 + 40, 1001, &q);
+    tap_ok(rc == -1 && q.too_large && q.retry_after == 0,
+           "more than a whole minute window can never fit");
+
+    rc = al_llm_budget_reserve(&b, &lc, t0 + 40, 900, &q);
+    tap_ok(rc == 0 && b.minute_used == 900 && b.day_used == 1600
+           && q.minute_remaining == 100, "reserve charges at once");
+
+    rc = al_llm_budget_reserve(&b, &lc, t0 + 41, 200, &q);
+    tap_ok(rc == -1 && b.minute_used == 900,
+           "a second reservation does not fit; nothing charged");
+
+    at = t0 + 40;
+    al_llm_budget_settle(&b, t0 + 45, at, 900, 250);
+    tap_ok(b.minute_used == 250 && b.day_used == 950,
+           "settle gives back the reservation, charges the actual");
+
+    al_llm_budget_reserve(&b, &lc, t0 + 50, 500, &q);
+    al_llm_budget_settle(&b, t0 + 100, t0 + 50, 500, 120);
+    tap_ok(b.minute_used == 120 && b.day_used == 950 + 120,
+           "settled after the minute rolled: actual in the new window");
+
+    b.day_used = 4900;
+    rc = al_llm_budget_check(&b, &lc, t0 + 70, 200, &q);
+    tap_ok(rc == -1 && q.over_day && q.retry_after == q.day_reset
+           && q.day_reset == (unsigned) (86400 - (t0 + 70) % 86400),
+           "over the day: retry at the next UTC day");
+
+    rc = al_llm_budget_check(&b, &lc, t0 + 86400, 200, &q);
+    tap_ok(rc == 0 && b.day_used == 0, "the day rolled");
+
+    al_llm_budget_charge(&b, t0 + 86400, 10);
+    rc = al_llm_budget_check(&b, &lc, t0 + 86400 - 3600, 10, &q);
+    tap_ok(b.day_used == 10 && b.minute_used == 10,
+           "a clock stepping back keeps the current windows");
+
+    rc = al_llm_budget_check(&b, NULL, t0, UINT64_MAX, &q);
+    tap_ok(rc == 0 && q.minute_remaining == UINT64_MAX
+           && q.day_remaining == UINT64_MAX, "no limits: unlimited");
+
+    al_llm_budget_charge(&b, t0 + 86400, UINT64_MAX);
+    tap_ok(b.day_used == UINT64_MAX, "charges saturate");
+}
+
+
+static void
+test_errors(void)
+{
+    size_t          n, i, k;
+    json_t         *j, *e;
+    al_llm_quota_t  q;
+    json_error_t    err;
+    char            buf[AL_LLM_ERROR_MAX], msg[256], name[128];
+    int             ok;
+
+    static const al_llm_kind_t  kinds[] = {
+        AL_LLM_OPENAI, AL_LLM_OPENAI_COMPATIBLE, AL_LLM_ANTHROPIC
+    };
+
+    static const unsigned  statuses[] = { 429, 429, 403, 403, 400, 413, 403 };
+
+    for (k = 0; k < 3; k++) {
+        ok = 1;
+
+        for (i = 0; i <= AL_LLM_ERR_DENIED; i++) {
+            n = al_llm_error_body(kinds[k], (al_llm_error_t) i,
+                                  "a \"quoted\" message", "req-1", buf,
+                                  sizeof(buf));
+            j = json_loads(buf, JSON_REJECT_DUPLICATES, &err);
+
+            if (n != strlen(buf) || j == NULL
+                || al_llm_error_status((al_llm_error_t) i) != statuses[i])
+            {
+                ok = 0;
+                json_decref(j);
+                continue;
+            }
+
+            e = json_object_get(j, "error");
+
+            if (kinds[k] == AL_LLM_ANTHROPIC) {
+                ok &= strcmp(json_string_value(json_object_get(j, "type")),
+                             "error") == 0
+                      && json_is_string(json_object_get(e, "type"))
+                      && strcmp(json_string_value(
+                                    json_object_get(e, "message")),
+                                "a \"quoted\" message") == 0
+                      && strcmp(json_string_value(
+                                    json_object_get(j, "request_id")),
+                                "req-1") == 0;
+            } else {
+                ok &= json_object_size(j) == 1
+                      && json_is_string(json_object_get(e, "type"))
+                      && json_is_string(json_object_get(e, "code"))
+                      && json_object_get(e, "param") != NULL
+                      && has(json_string_value(
+                                 json_object_get(e, "message")),
+                             "a \"quoted\" message (request id req-1)");
+            }
+
+            json_decref(j);
+        }
+
+        snprintf(name, sizeof(name), "error bodies are valid JSON in the "
+                 "%s format", kinds[k] == AL_LLM_ANTHROPIC ? "anthropic"
+                                                           : "openai");
+        tap_ok(ok, name);
+    }
+
+    al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_RATE_LIMIT, NULL, NULL, buf,
+                      sizeof(buf));
+    tap_is_str(buf, "{\"error\":{\"message\":\"token rate limit reached for "
+               "this client\",\"type\":\"tokens\",\"param\":null,"
+               "\"code\":\"rate_limit_exceeded\"}}", "openai 429");
+
+    al_llm_error_body(AL_LLM_ANTHROPIC, AL_LLM_ERR_RATE_LIMIT, "slow down",
+                      NULL, buf, sizeof(buf));
+    tap_is_str(buf, "{\"type\":\"error\",\"error\":{\"type\":"
+               "\"rate_limit_error\",\"message\":\"slow down\"}}",
+               "anthropic 429");
+
+    al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_QUOTA, "x", NULL, buf,
+                      sizeof(buf));
+    tap_ok(has(buf, "\"type\":\"insufficient_quota\""),
+           "openai quota: insufficient_quota");
+
+    al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_MODEL, "x", NULL, buf,
+                      sizeof(buf));
+    tap_ok(has(buf, "\"param\":\"model\",\"code\":\"model_not_allowed\""),
+           "openai 403 model names the param");
+
+    al_llm_error_body(AL_LLM_ANTHROPIC, AL_LLM_ERR_MODEL, "x", NULL, buf,
+                      sizeof(buf));
+    tap_ok(has(buf, "\"type\":\"permission_error\""),
+           "anthropic 403 is a permission_error");
+
+    al_llm_error_body(AL_LLM_ANTHROPIC, AL_LLM_ERR_INVALID, "x", NULL, buf,
+                      sizeof(buf));
+    tap_ok(has(buf, "\"type\":\"invalid_request_error\""),
+           "anthropic 400 is an invalid_request_error");
+
+    n = al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_INVALID, "x", NULL, buf,
+                          10);
+    tap_ok(n > 10 && strlen(buf) == 9, "short buffer: cut and terminated");
+
+    memset(&q, 0, sizeof(q));
+    tap_is_int(al_llm_error_from_reason(AL_REASON_MODEL, NULL),
+               AL_LLM_ERR_MODEL, "reason model -> MODEL");
+    tap_is_int(al_llm_error_from_reason(AL_REASON_METHOD, NULL),
+               AL_LLM_ERR_ENDPOINT, "reason method -> ENDPOINT");
+    tap_is_int(al_llm_error_from_reason(AL_REASON_BODY_TOO_LARGE, NULL),
+               AL_LLM_ERR_TOO_LARGE, "reason body_too_large -> TOO_LARGE");
+    tap_is_int(al_llm_error_from_reason(AL_REASON_BUDGET, &q),
+               AL_LLM_ERR_RATE_LIMIT, "budget, minute -> RATE_LIMIT");
+    q.over_day = 1;
+    tap_is_int(al_llm_error_from_reason(AL_REASON_BUDGET, &q),
+               AL_LLM_ERR_QUOTA, "budget, day -> QUOTA");
+    tap_is_int(al_llm_error_from_reason(AL_REASON_QUARANTINED, NULL),
+               AL_LLM_ERR_DENIED, "anything else -> DENIED");
+
+    memset(&q, 0, sizeof(q));
+    q.over_minute = 1;
+    q.minute_limit = 20000;
+    q.minute_remaining = 150;
+    q.retry_after = 23;
+    al_llm_quota_message(&q, 1200, msg, sizeof(msg));
+    tap_is_str(msg, "token rate limit reached: 150 of 20000 tokens per "
+               "minute left, request needs about 1200; retry in 23s",
+               "quota message");
+}

@@ -1,0 +1,1131 @@
+/*
+ * al_llm_sse_*: the streaming usage parser and filter.  Recorded-style
+ * OpenAI, Responses and Anthropic streams are fed whole, split at every
+ * byte boundary, a byte at a time and at random points, in LF, CRLF and CR
+ * form; the usage and the bytes kept for the client must come out the
+ * same every time, and the kept bytes must be exactly the stream minus
+ * the usage-only chunk when the client did not ask for it.
+ *
+ * The driver below is the algorithm al_llm.h describes for the nginx body
+ * filter, written against plain buffers.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock.h"
+#include "al_llm.h"
+#include "tap.h"
+
+
+typedef struct {
+    al_llm_kind_t        kind;
+    al_llm_endpoint_t    ep;
+    unsigned             hide;
+} cfg_t;
+
+/* what one run produced */
+typedef struct {
+    char                *kept;
+    size_t               kept_len;
+    size_t               kept_cap;
+    size_t               held_max;
+    al_llm_usage_t       usage;
+    al_llm_source_t      source;
+    char                 model[AL_LLM_MODEL_MAX];
+    uint64_t             dropped;
+    unsigned             done:1;
+    unsigned             stopped:1;
+    unsigned             error:1;
+} run_t;
+
+/* the filter's state, as the nginx module would keep it */
+typedef struct {
+    run_t               *out;
+    char                *held;              /* bytes [pending, A) */
+    size_t               held_len;
+    size_t               held_cap;
+    uint64_t             pending;
+} filt_t;
+
+
+static void run(const cfg_t *cfg, const char *s, size_t len,
+    const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
+static void filt_slice(al_llm_sse_t *sse, filt_t *f, const char *p,
+    size_t len);
+static void filt_emit(filt_t *f, const char *p, uint64_t a, uint64_t to);
+static void filt_hold(filt_t *f, const char *p, uint64_t a, size_t len);
+static void put(run_t *r, const char *p, size_t n);
+static void run_free(run_t *r);
+static int same(const run_t *a, const run_t *b);
+static char *join(const char *const *blocks, size_t n, size_t skip,
+    const char *eol, size_t *len);
+static int every_split(const cfg_t *cfg, const char *s, size_t len,
+    const run_t *want);
+static int byte_at_a_time(const cfg_t *cfg, const char *s, size_t len,
+    const run_t *want);
+static int random_splits(const cfg_t *cfg, const char *s, size_t len,
+    const run_t *want, unsigned rounds);
+static uint32_t rnd(void);
+static void test_openai(void);
+static void test_line_ends(void);
+static void test_anthropic(void);
+static void test_responses(void);
+static void test_fields(void);
+static void test_oversized(void);
+static void test_interrupted(void);
+static void test_observe(void);
+
+
+#define NOSKIP  ((size_t) -1)
+
+static uint32_t  rnd_state = 2463534242u;
+
+
+/* chat.completions, stream: true, include_usage: blocks, LF form */
+
+static const char *const  openai_blocks[] = {
+    "data: {\"id\":\"chatcmpl-9x\",\"object\":\"chat.completion.chunk\","
+    "\"created\":1720000000,\"model\":\"gpt-4o-mini-2024-07-18\","
+    "\"system_fingerprint\":\"fp_0ba0d124f1\",\"choices\":[{\"index\":0,"
+    "\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null},"
+    "\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n",
+
+    "data: {\"id\":\"chatcmpl-9x\",\"object\":\"chat.completion.chunk\","
+    "\"created\":1720000000,\"model\":\"gpt-4o-mini-2024-07-18\","
+    "\"system_fingerprint\":\"fp_0ba0d124f1\",\"choices\":[{\"index\":0,"
+    "\"delta\":{\"content\":\"Hello\"},\"logprobs\":null,"
+    "\"finish_reason\":null}],\"usage\":null}\n\n",
+
+    ": keep-alive\n\n",
+
+    "data: {\"id\":\"chatcmpl-9x\",\"object\":\"chat.completion.chunk\","
+    "\"created\":1720000000,\"model\":\"gpt-4o-mini-2024-07-18\","
+    "\"system_fingerprint\":\"fp_0ba0d124f1\",\"choices\":[{\"index\":0,"
+    "\"delta\":{\"content\":\" there\"},\"logprobs\":null,"
+    "\"finish_reason\":null}],\"usage\":null}\n\n",
+
+    "data: {\"id\":\"chatcmpl-9x\",\"object\":\"chat.completion.chunk\","
+    "\"created\":1720000000,\"model\":\"gpt-4o-mini-2024-07-18\","
+    "\"system_fingerprint\":\"fp_0ba0d124f1\",\"choices\":[{\"index\":0,"
+    "\"delta\":{\"content\":\", how can I help?\"},\"logprobs\":null,"
+    "\"finish_reason\":null}],\"usage\":null}\n\n",
+
+    "data: {\"id\":\"chatcmpl-9x\",\"object\":\"chat.completion.chunk\","
+    "\"created\":1720000000,\"model\":\"gpt-4o-mini-2024-07-18\","
+    "\"system_fingerprint\":\"fp_0ba0d124f1\",\"choices\":[{\"index\":0,"
+    "\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"}],"
+    "\"usage\":null}\n\n",
+
+    /* the usage-only chunk */
+    "data: {\"id\":\"chatcmpl-9x\",\"object\":\"chat.completion.chunk\","
+    "\"created\":1720000000,\"model\":\"gpt-4o-mini-2024-07-18\","
+    "\"system_fingerprint\":\"fp_0ba0d124f1\",\"choices\":[],"
+    "\"usage\":{\"prompt_tokens\":19,\"completion_tokens\":10,"
+    "\"total_tokens\":29,\"prompt_tokens_details\":{\"cached_tokens\":0,"
+    "\"audio_tokens\":0},\"completion_tokens_details\":"
+    "{\"reasoning_tokens\":0,\"audio_tokens\":0,"
+    "\"accepted_prediction_tokens\":0,"
+    "\"rejected_prediction_tokens\":0}}}\n\n",
+
+    "data: [DONE]\n\n"
+};
+
+#define OPENAI_N      (sizeof(openai_blocks) / sizeof(openai_blocks[0]))
+#define OPENAI_USAGE  6
+#define OPENAI_DONE   7
+
+/* "Hello" + " there" + ", how can I help?" */
+#define OPENAI_DELTA  28
+
+
+/* /v1/messages, stream: true */
+
+static const char *const  anthropic_blocks[] = {
+    "event: message_start\n"
+    "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01X\","
+    "\"type\":\"message\",\"role\":\"assistant\",\"content\":[],"
+    "\"model\":\"claude-sonnet-4-5-20250929\",\"stop_reason\":null,"
+    "\"stop_sequence\":null,\"usage\":{\"input_tokens\":25,"
+    "\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":2000,"
+    "\"output_tokens\":1}}}\n\n",
+
+    "event: content_block_start\n"
+    "data: {\"type\":\"content_block_start\",\"index\":0,"
+    "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+
+    "event: ping\n"
+    "data: {\"type\": \"ping\"}\n\n",
+
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,"
+    "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}\n\n",
+
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,"
+    "\"delta\":{\"type\":\"text_delta\","
+    "\"text\":\"! How can I help \\u00e9?\"}}"
+    "\n\n",
+
+    "event: content_block_stop\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+
+    "event: message_delta\n"
+    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+    "\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":"
+    "7}}\n\n",
+
+    "event: message_delta\n"
+    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+    "\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":"
+    "12}}\n\n",
+
+    "event: message_stop\n"
+    "data: {\"type\":\"message_stop\"}\n\n"
+};
+
+#define ANTHROPIC_N                                                           \
+    (sizeof(anthropic_blocks) / sizeof(anthropic_blocks[0]))
+#define ANTHROPIC_STOP  8
+
+
+/* /v1/responses, stream: true */
+
+static const char *const  responses_blocks[] = {
+    "event: response.created\n"
+    "data: {\"type\":\"response.created\",\"sequence_number\":0,"
+    "\"response\":{\"id\":\"resp_1\",\"object\":\"response\","
+    "\"status\":\"in_progress\",\"model\":\"gpt-4o-2024-08-06\","
+    "\"output\":[],\"usage\":null}}\n\n",
+
+    "event: response.output_text.delta\n"
+    "data: {\"type\":\"response.output_text.delta\",\"sequence_number\":4,"
+    "\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,"
+    "\"delta\":\"Hi\"}\n\n",
+
+    "event: response.output_text.delta\n"
+    "data: {\"type\":\"response.output_text.delta\",\"sequence_number\":5,"
+    "\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,"
+    "\"delta\":\" there, friend\"}\n\n",
+
+    "event: response.completed\n"
+    "data: {\"type\":\"response.completed\",\"sequence_number\":9,"
+    "\"response\":{\"id\":\"resp_1\",\"object\":\"response\","
+    "\"status\":\"completed\",\"model\":\"gpt-4o-2024-08-06\","
+    "\"output\":[],\"usage\":{\"input_tokens\":36,\"input_tokens_details\":"
+    "{\"cached_tokens\":4},\"output_tokens\":87,\"output_tokens_details\":"
+    "{\"reasoning_tokens\":0},\"total_tokens\":123}}}\n\n"
+};
+
+#define RESPONSES_N  (sizeof(responses_blocks) / sizeof(responses_blocks[0]))
+
+
+static const cfg_t  openai_hide = {
+    AL_LLM_OPENAI, AL_LLM_EP_CHAT, 1
+};
+static const cfg_t  openai_keep = {
+    AL_LLM_OPENAI, AL_LLM_EP_CHAT, 0
+};
+static const cfg_t  anthropic_cfg = {
+    AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES, 1
+};
+static const cfg_t  responses_cfg = {
+    AL_LLM_OPENAI, AL_LLM_EP_RESPONSES, 1
+};
+
+
+int
+main(void)
+{
+    test_openai();
+    test_line_ends();
+    test_anthropic();
+    test_responses();
+    test_fields();
+    test_oversized();
+    test_interrupted();
+    test_observe();
+
+    return tap_done();
+}
+
+
+/*
+ * One stream through the filter, cut at cuts[] (ascending offsets), then
+ * al_llm_sse_finish() and al_llm_sse_result().
+ */
+
+static void
+run(const cfg_t *cfg, const char *s, size_t len, const size_t *cuts,
+    size_t ncuts, uint64_t prompt, run_t *r)
+{
+    size_t              i, from, to;
+    filt_t              f;
+    al_llm_sse_t        sse;
+    al_llm_sse_block_t  blk;
+
+    memset(r, 0, sizeof(*r));
+    memset(&f, 0, sizeof(f));
+    f.out = r;
+
+    al_llm_sse_init(&sse, cfg->kind, cfg->ep, cfg->hide);
+
+    from = 0;
+
+    for (i = 0; i <= ncuts; i++) {
+        to = (i < ncuts) ? cuts[i] : len;
+        filt_slice(&sse, &f, s + from, to - from);
+        from = to;
+    }
+
+    if (al_llm_sse_finish(&sse, &blk) == 1 && blk.drop) {
+        filt_emit(&f, NULL, al_llm_sse_offset(&sse), blk.start);
+        f.held_len = 0;
+        f.pending = blk.end;
+    }
+
+    filt_emit(&f, NULL, al_llm_sse_offset(&sse), al_llm_sse_offset(&sse));
+
+    r->source = al_llm_sse_result(&sse, prompt, &r->usage);
+    memcpy(r->model, sse.model, sizeof(r->model));
+    r->dropped = sse.dropped;
+    r->done = sse.done;
+    r->stopped = sse.stopped;
+    r->error = sse.error;
+
+    al_llm_sse_free(&sse);
+    free(f.held);
+}
+
+
+/* the body filter's work on one buffer */
+
+static void
+filt_slice(al_llm_sse_t *sse, filt_t *f, const char *p, size_t len)
+{
+    size_t              off, used;
+    uint64_t            a;
+    al_llm_sse_block_t  blk;
+
+    a = al_llm_sse_offset(sse);
+    off = 0;
+
+    while (off < len) {
+        if (al_llm_sse_feed(sse, (const unsigned char *) p + off, len - off,
+                            &used, &blk) == 1
+            && blk.drop)
+        {
+            filt_emit(f, p, a, blk.start);
+            f->held_len = 0;
+            f->pending = blk.end;
+        }
+
+        off += used;
+    }
+
+    filt_emit(f, p, a, al_llm_sse_settled(sse));
+    filt_hold(f, p, a, len);
+}
+
+
+/*
+ * Emits [pending, to): held bytes cover [pending, a), the slice p covers
+ * [a, a + len).  Consumes what it emits.
+ */
+
+static void
+filt_emit(filt_t *f, const char *p, uint64_t a, uint64_t to)
+{
+    size_t  n;
+
+    if (to <= f->pending) {
+        return;
+    }
+
+    if (f->pending < a) {
+        n = (size_t) ((to < a ? to : a) - f->pending);
+        put(f->out, f->held, n);
+        memmove(f->held, f->held + n, f->held_len - n);
+        f->held_len -= n;
+        f->pending += n;
+    }
+
+    if (to > f->pending) {
+        put(f->out, p + (f->pending - a), (size_t) (to - f->pending));
+        f->pending = to;
+    }
+}
+
+
+/* keeps [pending, a + len) for the next slice */
+
+static void
+filt_hold(filt_t *f, const char *p, uint64_t a, size_t len)
+{
+    size_t  from, n;
+
+    if (f->pending >= a) {
+        f->held_len = 0;
+        from = (size_t) (f->pending - a);
+
+    } else {
+        from = 0;
+    }
+
+    n = len - from;
+
+    if (n == 0) {
+        return;
+    }
+
+    if (f->held_len + n > f->held_cap) {
+        f->held_cap = (f->held_len + n) * 2;
+        f->held = realloc(f->held, f->held_cap);
+        if (f->held == NULL) {
+            abort();
+        }
+    }
+
+    memcpy(f->held + f->held_len, p + from, n);
+    f->held_len += n;
+
+    if (f->held_len > f->out->held_max) {
+        f->out->held_max = f->held_len;
+    }
+}
+
+
+static void
+put(run_t *r, const char *p, size_t n)
+{
+    if (n == 0) {
+        return;
+    }
+
+    if (r->kept_len + n > r->kept_cap) {
+        r->kept_cap = (r->kept_len + n) * 2 + 64;
+        r->kept = realloc(r->kept, r->kept_cap);
+        if (r->kept == NULL) {
+            abort();
+        }
+    }
+
+    memcpy(r->kept + r->kept_len, p, n);
+    r->kept_len += n;
+}
+
+
+static void
+run_free(run_t *r)
+{
+    free(r->kept);
+    r->kept = NULL;
+}
+
+
+static int
+same(const run_t *a, const run_t *b)
+{
+    return a->kept_len == b->kept_len
+           && (a->kept_len == 0
+               || memcmp(a->kept, b->kept, a->kept_len) == 0)
+           && memcmp(&a->usage, &b->usage, sizeof(a->usage)) == 0
+           && a->source == b->source
+           && strcmp(a->model, b->model) == 0
+           && a->dropped == b->dropped
+           && a->done == b->done
+           && a->stopped == b->stopped;
+}
+
+
+/* the blocks, line ends replaced by eol, leaving out blocks[skip] */
+
+static char *
+join(const char *const *blocks, size_t n, size_t skip, const char *eol,
+    size_t *len)
+{
+    char        *out;
+    size_t       i, cap, el;
+    const char  *p;
+
+    el = strlen(eol);
+    cap = 1;
+
+    for (i = 0; i < n; i++) {
+        cap += strlen(blocks[i]) * el;
+    }
+
+    out = malloc(cap);
+    if (out == NULL) {
+        abort();
+    }
+
+    *len = 0;
+
+    for (i = 0; i < n; i++) {
+        if (i == skip) {
+            continue;
+        }
+
+        for (p = blocks[i]; *p != '\0'; p++) {
+            if (*p == '\n') {
+                memcpy(out + *len, eol, el);
+                *len += el;
+            } else {
+                out[(*len)++] = *p;
+            }
+        }
+    }
+
+    out[*len] = '\0';
+
+    return out;
+}
+
+
+static int
+every_split(const cfg_t *cfg, const char *s, size_t len, const run_t *want)
+{
+    int     bad;
+    size_t  i;
+    run_t   r;
+
+    bad = 0;
+
+    for (i = 0; i <= len; i++) {
+        run(cfg, s, len, &i, 1, 0, &r);
+        if (!same(&r, want)) {
+            if (bad == 0) {
+                printf("# first mismatch at split %zu\n", i);
+            }
+            bad++;
+        }
+        run_free(&r);
+    }
+
+    return bad == 0;
+}
+
+
+static int
+byte_at_a_time(const cfg_t *cfg, const char *s, size_t len,
+    const run_t *want)
+{
+    int      ok;
+    size_t   i, *cuts;
+    run_t    r;
+
+    cuts = malloc((len + 1) * sizeof(size_t));
+    if (cuts == NULL) {
+        abort();
+    }
+
+    for (i = 0; i < len; i++) {
+        cuts[i] = i + 1;
+    }
+
+    run(cfg, s, len, cuts, len > 0 ? len - 1 : 0, 0, &r);
+    ok = same(&r, want);
+
+    run_free(&r);
+    free(cuts);
+
+    return ok;
+}
+
+
+static int
+random_splits(const cfg_t *cfg, const char *s, size_t len,
+    const run_t *want, unsigned rounds)
+{
+    int       bad;
+    size_t    i, j, n, t, cuts[16];
+    unsigned  k;
+    run_t     r;
+
+    bad = 0;
+
+    for (k = 0; k < rounds; k++) {
+        n = 1 + rnd() % 15;
+
+        for (i = 0; i < n; i++) {
+            cuts[i] = rnd() % (len + 1);
+        }
+
+        for (i = 1; i < n; i++) {
+            for (j = i; j > 0 && cuts[j - 1] > cuts[j]; j--) {
+                t = cuts[j];
+                cuts[j] = cuts[j - 1];
+                cuts[j - 1] = t;
+            }
+        }
+
+        run(cfg, s, len, cuts, n, 0, &r);
+        bad += !same(&r, want);
+        run_free(&r);
+    }
+
+    return bad == 0;
+}
+
+
+static uint32_t
+rnd(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 17;
+    rnd_state ^= rnd_state << 5;
+
+    return rnd_state;
+}
+
+
+static void
+test_openai(void)
+{
+    char    *s, *without;
+    size_t   len, wlen;
+    run_t    whole, keep;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+    without = join(openai_blocks, OPENAI_N, OPENAI_USAGE, "\n", &wlen);
+
+    run(&openai_hide, s, len, NULL, 0, 0, &whole);
+
+    tap_ok(whole.source == AL_LLM_SOURCE_STREAM && whole.done,
+           "openai: complete stream, usage from the stream");
+    tap_ok(whole.usage.prompt_tokens == 19
+           && whole.usage.completion_tokens == 10
+           && whole.usage.total_tokens == 29
+           && whole.usage.cached_tokens == 0, "openai: usage numbers");
+    tap_is_str(whole.model, "gpt-4o-mini-2024-07-18", "openai: model");
+    tap_ok(whole.kept_len == wlen && memcmp(whole.kept, without, wlen) == 0
+           && whole.dropped == 1,
+           "hidden: kept bytes are the stream without the usage chunk");
+    tap_ok(whole.held_max < strlen(openai_blocks[OPENAI_USAGE]),
+           "a whole stream in one slice holds back nothing beyond a block");
+
+    tap_ok(every_split(&openai_hide, s, len, &whole),
+           "openai hidden: same result split at every byte boundary");
+    tap_ok(byte_at_a_time(&openai_hide, s, len, &whole),
+           "openai hidden: same result fed a byte at a time");
+    tap_ok(random_splits(&openai_hide, s, len, &whole, 2000),
+           "openai hidden: same result at 2000 random multi-splits");
+
+    run(&openai_keep, s, len, NULL, 0, 0, &keep);
+    tap_ok(keep.kept_len == len && memcmp(keep.kept, s, len) == 0
+           && keep.dropped == 0,
+           "client asked for usage: every byte kept");
+    tap_ok(memcmp(&keep.usage, &whole.usage, sizeof(keep.usage)) == 0,
+           "and the same usage");
+    tap_ok(every_split(&openai_keep, s, len, &keep),
+           "openai kept: same result at every split");
+
+    run_free(&keep);
+    run_free(&whole);
+    free(without);
+    free(s);
+}
+
+
+static void
+test_line_ends(void)
+{
+    char    *s, *without;
+    size_t   len, wlen, i;
+    run_t    r;
+    int      ok;
+
+    static const char *const  eols[] = { "\r\n", "\r" };
+    static const char *const  names[] = { "CRLF", "CR" };
+
+    for (i = 0; i < 2; i++) {
+        s = join(openai_blocks, OPENAI_N, NOSKIP, eols[i], &len);
+        without = join(openai_blocks, OPENAI_N, OPENAI_USAGE, eols[i], &wlen);
+
+        run(&openai_hide, s, len, NULL, 0, 0, &r);
+
+        ok = r.source == AL_LLM_SOURCE_STREAM
+             && r.usage.total_tokens == 29
+             && r.kept_len == wlen && memcmp(r.kept, without, wlen) == 0;
+        tap_ok(ok, names[i]);
+
+        tap_ok(every_split(&openai_hide, s, len, &r),
+               i == 0 ? "CRLF: same result at every split"
+                      : "CR: same result at every split");
+        tap_ok(byte_at_a_time(&openai_hide, s, len, &r),
+               i == 0 ? "CRLF: byte at a time" : "CR: byte at a time");
+
+        run_free(&r);
+        free(without);
+        free(s);
+    }
+
+    /* a stream ending in a CR blank line: completed by finish */
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\r", &len);
+    without = join(openai_blocks, OPENAI_N - 1, OPENAI_USAGE, "\r", &wlen);
+
+    run(&openai_hide, s, len - strlen(openai_blocks[OPENAI_DONE]), NULL, 0,
+        0, &r);
+    tap_ok(r.kept_len == wlen && memcmp(r.kept, without, wlen) == 0
+           && r.dropped == 1 && !r.done,
+           "CR: a usage block ending the input is dropped at finish");
+    run_free(&r);
+
+    free(without);
+    free(s);
+
+    /* mixed: CRLF in one block, LF in the next, CR in a third */
+
+    {
+        static const char *const  mixed[] = {
+            "data: {\"choices\":[{\"delta\":{\"content\":\"abcd\"}}]}"
+            "\r\n\r\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,"
+            "\"completion_tokens\":1,\"total_tokens\":4}}\n\n",
+            ": c\r\r",
+            "data: [DONE]\r\n\n"
+        };
+
+        s = join(mixed, 4, NOSKIP, "\n", &len);
+        without = join(mixed, 4, 1, "\n", &wlen);
+
+        run(&openai_hide, s, len, NULL, 0, 0, &r);
+        ok = r.source == AL_LLM_SOURCE_STREAM && r.usage.total_tokens == 4
+             && r.kept_len == wlen && memcmp(r.kept, without, wlen) == 0;
+        tap_ok(ok, "mixed line ends");
+        tap_ok(every_split(&openai_hide, s, len, &r),
+               "mixed line ends: every split");
+        run_free(&r);
+        free(without);
+        free(s);
+    }
+}
+
+
+static void
+test_anthropic(void)
+{
+    char    *s;
+    size_t   len;
+    run_t    r;
+
+    s = join(anthropic_blocks, ANTHROPIC_N, NOSKIP, "\n", &len);
+
+    run(&anthropic_cfg, s, len, NULL, 0, 0, &r);
+
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM && r.done,
+           "anthropic: complete stream");
+    tap_ok(r.usage.prompt_tokens == 2125 && r.usage.cached_tokens == 2000
+           && r.usage.cache_write_tokens == 100,
+           "anthropic: input from message_start, cache fields included");
+    tap_is_int((long) r.usage.completion_tokens, 12,
+               "anthropic: message_delta output_tokens replaces (12, "
+               "not 1 + 7 + 12)");
+    tap_is_int((long) r.usage.total_tokens, 2137, "anthropic: total");
+    tap_is_str(r.model, "claude-sonnet-4-5-20250929", "anthropic: model");
+    tap_ok(r.kept_len == len && memcmp(r.kept, s, len) == 0,
+           "anthropic: nothing dropped");
+
+    tap_ok(every_split(&anthropic_cfg, s, len, &r),
+           "anthropic: same result at every split");
+    tap_ok(byte_at_a_time(&anthropic_cfg, s, len, &r),
+           "anthropic: byte at a time");
+    tap_ok(random_splits(&anthropic_cfg, s, len, &r, 1000),
+           "anthropic: 1000 random multi-splits");
+
+    run_free(&r);
+    free(s);
+
+    s = join(anthropic_blocks, ANTHROPIC_N, NOSKIP, "\r\n", &len);
+    run(&anthropic_cfg, s, len, NULL, 0, 0, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM && r.usage.total_tokens == 2137
+           && every_split(&anthropic_cfg, s, len, &r),
+           "anthropic CRLF: same usage at every split");
+    run_free(&r);
+    free(s);
+
+    /* message_delta that also restates input (newer API versions) */
+
+    s = "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":\"c\","
+        "\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n"
+        "event: message_delta\n"
+        "data: {\"type\":\"message_delta\",\"usage\":{\"input_tokens\":11,"
+        "\"cache_read_input_tokens\":5,\"output_tokens\":3}}\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n";
+    run(&anthropic_cfg, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.usage.prompt_tokens == 16 && r.usage.completion_tokens == 3
+           && r.usage.cached_tokens == 5 && r.source == AL_LLM_SOURCE_STREAM,
+           "anthropic: fields restated in message_delta replace");
+    run_free(&r);
+
+    /* data without "type": the event name decides */
+
+    s = "event: message_start\n"
+        "data: {\"message\":{\"usage\":{\"input_tokens\":4}}}\n\n"
+        "event: message_delta\n"
+        "data: {\"usage\":{\"output_tokens\":2}}\n\n"
+        "event: message_stop\n"
+        "data: {}\n\n";
+    run(&anthropic_cfg, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.usage.total_tokens == 6 && r.source == AL_LLM_SOURCE_STREAM,
+           "anthropic: the event: field names the event");
+    run_free(&r);
+
+    s = "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":\"c\","
+        "\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n"
+        "event: error\n"
+        "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+        "\"message\":\"Overloaded\"}}\n\n";
+    run(&anthropic_cfg, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.error && r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.prompt_tokens == 10 && r.usage.completion_tokens == 1,
+           "anthropic: an error event ends it, estimated");
+    run_free(&r);
+}
+
+
+static void
+test_responses(void)
+{
+    char    *s;
+    size_t   len;
+    run_t    r;
+
+    s = join(responses_blocks, RESPONSES_N, NOSKIP, "\n", &len);
+
+    run(&responses_cfg, s, len, NULL, 0, 0, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM && r.usage.prompt_tokens == 36
+           && r.usage.completion_tokens == 87 && r.usage.cached_tokens == 4
+           && r.usage.total_tokens == 123,
+           "responses: usage from response.completed");
+    tap_is_str(r.model, "gpt-4o-2024-08-06", "responses: model");
+    tap_ok(r.kept_len == len && r.dropped == 0,
+           "responses: nothing dropped, even with hide set");
+    tap_ok(every_split(&responses_cfg, s, len, &r),
+           "responses: every split");
+    run_free(&r);
+
+    run(&responses_cfg, s, len - strlen(responses_blocks[RESPONSES_N - 1]),
+        NULL, 0, 50, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED && r.usage.prompt_tokens == 50
+           && r.usage.completion_tokens == 4,
+           "responses cut before completed: estimated from the deltas");
+    run_free(&r);
+
+    free(s);
+}
+
+
+static void
+test_fields(void)
+{
+    const char  *s;
+    size_t       len;
+    run_t        r;
+
+    /* multi-line data joined with "\n", comments, id and retry lines */
+
+    s = ": hello\n"
+        "retry: 1000\n"
+        "id: 7\n"
+        "data: {\"choices\":[],\n"
+        ": a comment inside the event\n"
+        "data:\"usage\":{\"prompt_tokens\":5,\n"
+        "data:  \"completion_tokens\":6,\"total_tokens\":11}}\n"
+        "\n"
+        "data:[DONE]\n\n";
+    len = strlen(s);
+
+    run(&openai_hide, s, len, NULL, 0, 0, &r);
+    tap_ok(r.usage.total_tokens == 11 && r.source == AL_LLM_SOURCE_STREAM
+           && r.dropped == 1 && r.kept_len == 13
+           && memcmp(r.kept, "data:[DONE]\n\n", 13) == 0,
+           "multi-line data, comments, no space after the colon");
+    tap_ok(every_split(&openai_hide, s, len, &r),
+           "multi-line data: every split");
+    run_free(&r);
+
+    /* the comment-only block before it is its own block: kept */
+
+    s = ": ping\n\n"
+        "data: {\"choices\":[],\"usage\":{\"total_tokens\":2}}\n\n"
+        "data: [DONE]\n\n";
+    len = strlen(s);
+    run(&openai_hide, s, len, NULL, 0, 0, &r);
+    tap_ok(r.kept_len == 8 + 14 && memcmp(r.kept, ": ping\n\n", 8) == 0
+           && memcmp(r.kept + 8, "data: [DONE]\n\n", 14) == 0,
+           "dropped range is exactly the usage block");
+    run_free(&r);
+
+    /* chunks with choices and usage (vLLM continuous usage) are kept */
+
+    s = "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}],"
+        "\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1,"
+        "\"total_tokens\":3}}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"y\"}}],"
+        "\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":2,"
+        "\"total_tokens\":4}}\n\n"
+        "data: [DONE]\n\n";
+    len = strlen(s);
+    run(&openai_hide, s, len, NULL, 0, 0, &r);
+    tap_ok(r.kept_len == len && r.usage.total_tokens == 4
+           && r.source == AL_LLM_SOURCE_STREAM,
+           "usage on content chunks: kept, last one wins");
+    run_free(&r);
+
+    /* junk that is not JSON, an unknown field, a long field name */
+
+    s = "data: {not json\n\n"
+        "foo: bar\n"
+        "averyveryverylongfieldname: x\n"
+        "data\n"
+        "data\n\n"
+        "data: {\"choices\":[],\"usage\":{\"total_tokens\":9}}\n\n"
+        "data: [DONE]\n\n";
+    len = strlen(s);
+    run(&openai_hide, s, len, NULL, 0, 0, &r);
+    tap_ok(r.usage.total_tokens == 9 && r.source == AL_LLM_SOURCE_STREAM
+           && r.dropped == 1, "junk events are skipped, not fatal");
+    tap_ok(every_split(&openai_hide, s, len, &r), "junk: every split");
+    run_free(&r);
+
+    /* an OpenAI error chunk mid-stream */
+
+    s = "data: {\"error\":{\"message\":\"server error\",\"type\":"
+        "\"server_error\"}}\n\n";
+    run(&openai_hide, s, strlen(s), NULL, 0, 7, &r);
+    tap_ok(r.error && r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.prompt_tokens == 7 && r.kept_len == strlen(s),
+           "openai error chunk: estimated, kept");
+    run_free(&r);
+}
+
+
+static void
+test_oversized(void)
+{
+    char    *s, *p, *tail;
+    size_t   len, n, head;
+    run_t    r, r2;
+    size_t   cuts[3];
+
+    head = strlen(openai_blocks[1]);
+    n = AL_LLM_EVENT_MAX + 100;
+    tail = join(openai_blocks + OPENAI_USAGE, 2, NOSKIP, "\n", &len);
+
+    s = malloc(head + n + len + 16);
+    if (s == NULL) {
+        abort();
+    }
+
+    p = s;
+    memcpy(p, openai_blocks[1], head);
+    p += head;
+    memcpy(p, "data: \"", 7);
+    memset(p + 7, 'x', n - 7);
+    p += n;
+    memcpy(p, "\"\n\n", 3);
+    p += 3;
+    memcpy(p, tail, len);
+    p += len;
+    len = (size_t) (p - s);
+
+    run(&openai_hide, s, len, NULL, 0, 40, &r);
+    tap_ok(r.stopped && r.source == AL_LLM_SOURCE_ESTIMATED,
+           "an event over 1 MiB stops the parser: estimated");
+    tap_ok(r.kept_len == len && memcmp(r.kept, s, len) == 0
+           && r.dropped == 0,
+           "and every byte passes, the usage chunk after it too");
+    tap_ok(r.usage.completion_tokens == 2 && r.usage.prompt_tokens == 40,
+           "estimate from what was seen before it");
+    tap_ok(r.held_max <= AL_LLM_EVENT_MAX + 1,
+           "held bytes never exceed the event bound");
+
+    cuts[0] = head + 10;
+    cuts[1] = head + AL_LLM_EVENT_MAX / 2;
+    cuts[2] = head + AL_LLM_EVENT_MAX + 50;
+    run(&openai_hide, s, len, cuts, 3, 40, &r2);
+    tap_ok(same(&r, &r2), "oversized: the same when split");
+    run_free(&r2);
+    run_free(&r);
+
+    /* exactly at the bound: still parsed */
+
+    n = AL_LLM_EVENT_MAX - 2 - 7 - 1;
+    p = s;
+    memcpy(p, "data: \"", 7);
+    memset(p + 7, 'y', n);
+    p += 7 + n;
+    memcpy(p, "\"\n\n", 3);
+    p += 3;
+    tap_ok((size_t) (p - s) == AL_LLM_EVENT_MAX, "fixture is the bound");
+    memcpy(p, openai_blocks[OPENAI_USAGE], strlen(openai_blocks[6]));
+    p += strlen(openai_blocks[OPENAI_USAGE]);
+    memcpy(p, "data: [DONE]\n\n", 14);
+    p += 14;
+    len = (size_t) (p - s);
+
+    run(&openai_hide, s, len, NULL, 0, 0, &r);
+    tap_ok(!r.stopped && r.dropped == 1 && r.usage.total_tokens == 29
+           && r.source == AL_LLM_SOURCE_STREAM,
+           "an event of exactly AL_LLM_EVENT_MAX bytes is parsed");
+    run_free(&r);
+
+    /* one byte more: stopped */
+
+    p = s;
+    memcpy(p, "data: \"", 7);
+    memset(p + 7, 'y', n + 1);
+    p += 7 + n + 1;
+    memcpy(p, "\"\n\n", 3);
+    p += 3;
+    memcpy(p, openai_blocks[OPENAI_USAGE], strlen(openai_blocks[6]));
+    p += strlen(openai_blocks[OPENAI_USAGE]);
+    len = (size_t) (p - s);
+
+    run(&openai_hide, s, len, NULL, 0, 0, &r);
+    tap_ok(r.stopped && r.dropped == 0 && r.kept_len == len,
+           "one byte over AL_LLM_EVENT_MAX stops it");
+    run_free(&r);
+
+    /* a comment line that never ends */
+
+    memset(s, ':', AL_LLM_EVENT_MAX + 2);
+    run(&openai_hide, s, AL_LLM_EVENT_MAX + 2, NULL, 0, 0, &r);
+    tap_ok(r.stopped && r.kept_len == AL_LLM_EVENT_MAX + 2,
+           "an endless comment line is bounded too");
+    run_free(&r);
+
+    free(tail);
+    free(s);
+}
+
+
+static void
+test_interrupted(void)
+{
+    char    *s;
+    size_t   len;
+    run_t    r;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+
+    /* cut before the usage chunk */
+
+    run(&openai_hide, s, 0, NULL, 0, 0, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED && r.kept_len == 0
+           && r.usage.total_tokens == 0, "an empty stream: estimated, 0");
+    run_free(&r);
+
+    len = 0;
+    len += strlen(openai_blocks[0]) + strlen(openai_blocks[1])
+           + strlen(openai_blocks[2]) + strlen(openai_blocks[3])
+           + strlen(openai_blocks[4]) + strlen(openai_blocks[5]);
+
+    run(&openai_hide, s, len, NULL, 0, 120, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED && !r.done,
+           "no usage, no [DONE]: estimated");
+    tap_ok(r.usage.completion_tokens == (OPENAI_DELTA + 3) / 4
+           && r.usage.prompt_tokens == 120
+           && r.usage.total_tokens == 120 + (OPENAI_DELTA + 3) / 4,
+           "completion from delta bytes / 4, prompt from the request");
+    run_free(&r);
+
+    /* cut in the middle of the usage chunk: its bytes are passed */
+
+    run(&openai_hide, s, len + 40, NULL, 0, 120, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED && r.kept_len == len + 40
+           && r.dropped == 0,
+           "a cut event is not dispatched; its bytes reach the client");
+    run_free(&r);
+
+    /* usage seen, [DONE] missing */
+
+    len += strlen(openai_blocks[OPENAI_USAGE]);
+    run(&openai_hide, s, len, NULL, 0, 120, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.prompt_tokens == 19 && r.usage.completion_tokens == 10,
+           "usage but no [DONE]: estimated, the reported numbers kept");
+    run_free(&r);
+
+    /* [DONE] but no usage (include_usage off) */
+
+    {
+        char    *t;
+        size_t   tlen;
+
+        t = join(openai_blocks, OPENAI_N, OPENAI_USAGE, "\n", &tlen);
+        run(&openai_keep, t, tlen, NULL, 0, 33, &r);
+        tap_ok(r.done && r.source == AL_LLM_SOURCE_ESTIMATED
+               && r.usage.prompt_tokens == 33
+               && r.usage.completion_tokens == 7,
+               "[DONE] without usage: estimated");
+        run_free(&r);
+        free(t);
+    }
+
+    free(s);
+
+    /* anthropic cut after some deltas */
+
+    s = join(anthropic_blocks, 5, NOSKIP, "\n", &len);
+    run(&anthropic_cfg, s, len, NULL, 0, 999, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.prompt_tokens == 2125
+           && r.usage.completion_tokens == (5 + 20 + 3) / 4,
+           "anthropic cut: input from message_start, output estimated");
+    run_free(&r);
+    free(s);
+
+    s = join(anthropic_blocks, ANTHROPIC_STOP, NOSKIP, "\n", &len);
+    run(&anthropic_cfg, s, len, NULL, 0, 0, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.completion_tokens == 12,
+           "anthropic without message_stop: estimated, reported kept");
+    run_free(&r);
+    free(s);
+}
+
+
+static void
+test_observe(void)
+{
+    char                *s;
+    size_t               len, i;
+    al_llm_sse_t         sse;
+    al_llm_usage_t       u;
+    al_llm_source_t      src;
+    al_llm_sse_block_t   blk;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\r\n", &len);
+
+    al_llm_sse_init(&sse, AL_LLM_OPENAI, AL_LLM_EP_CHAT, 0);
+
+    for (i = 0; i < len; i += 7) {
+        al_llm_sse_observe(&sse, (const unsigned char *) s + i,
+                           len - i < 7 ? len - i : 7);
+    }
+
+    tap_ok(al_llm_sse_settled(&sse) == len && al_llm_sse_offset(&sse) == len,
+           "observe: everything settled at a block end");
+
+    (void) al_llm_sse_finish(&sse, &blk);
+    src = al_llm_sse_result(&sse, 0, &u);
+    tap_ok(src == AL_LLM_SOURCE_STREAM && u.total_tokens == 29
+           && sse.dropped == 0 && sse.events == 7,
+           "observe: usage without filtering");
+
+    al_llm_sse_observe(&sse, (const unsigned char *) "data: x\n\n", 9);
+    tap_ok(sse.events == 7 && al_llm_sse_offset(&sse) == len + 9,
+           "after finish bytes are only counted");
+
+    al_llm_sse_free(&sse);
+    free(s);
+}
