@@ -1,0 +1,486 @@
+/*
+ * Alerts: journal lines in, webhook and Alertmanager bodies out.
+ *
+ * The nginx module writes one JSON object per journal line.  Lines of
+ * type "alert" become an ad_alert_t; "deny" lines, objects of other types
+ * or of none are skipped quietly; lines that are not JSON objects, and
+ * alert lines we cannot use, are malformed.
+ * Only what an alert needs is required (id, time, kind, reason); count,
+ * window, severity and sample have defaults, so an alert is not dropped
+ * over a field it could do without.  Every string is bounded.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "alertd.h"
+
+
+static int ad_json_string(const json_t *o, const char *name, int required,
+    int nullable, char *buf, size_t size, int *present, char *why,
+    size_t whysize);
+static int ad_json_uint(const json_t *o, const char *name, int64_t *v,
+    char *why, size_t whysize);
+static int ad_id_valid(const char *id);
+static size_t ad_utf8_cut(const char *s, size_t len, size_t max);
+static int ad_set(json_t *o, const char *name, json_t *v);
+
+
+ad_line_t
+ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
+    size_t whysize)
+{
+    json_t        *o, *t;
+    ad_line_t      rc;
+    const char    *type;
+    json_error_t   jerr;
+
+    o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (o == NULL) {
+        (void) snprintf(why, whysize, "not JSON: %s at column %d",
+                        jerr.text, jerr.column);
+        return AD_LINE_BAD;
+    }
+
+    if (!json_is_object(o)) {
+        (void) snprintf(why, whysize, "not a JSON object");
+        json_decref(o);
+        return AD_LINE_BAD;
+    }
+
+    t = json_object_get(o, "type");
+    type = json_string_value(t);
+
+    if (type == NULL) {
+        /* a deny line from a module that does not tag its lines */
+        (void) snprintf(why, whysize, "no type");
+        rc = AD_LINE_OTHER;
+
+    } else if (strcmp(type, "alert") == 0) {
+        rc = AD_LINE_ALERT;
+        if (ad_alert_from_json(o, a, why, whysize) != 0) {
+            rc = AD_LINE_BAD;
+
+        } else if (strlen(a->id) > AD_ID_MAX) {
+            (void) snprintf(why, whysize, "\"id\" is longer than %d bytes",
+                            AD_ID_MAX);
+            rc = AD_LINE_BAD;
+        }
+
+    } else if (strcmp(type, "deny") == 0) {
+        rc = AD_LINE_DENY;
+
+    } else {
+        (void) snprintf(why, whysize, "type \"%.32s\"", type);
+        rc = AD_LINE_OTHER;
+    }
+
+    json_decref(o);
+
+    return rc;
+}
+
+
+int
+ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
+    size_t whysize)
+{
+    int          present;
+    char         buf[32];
+    size_t       n;
+    const char  *s;
+    json_t      *v;
+
+    memset(a, 0, sizeof(ad_alert_t));
+
+    if (ad_json_string(o, "id", 1, 0, a->id, sizeof(a->id), &present,
+                       why, whysize) != 0)
+    {
+        return -1;
+    }
+
+    if (!ad_id_valid(a->id)) {
+        (void) snprintf(why, whysize, "\"id\" may hold letters, digits, "
+                        "'_', '-' and '.' only");
+        return -1;
+    }
+
+    if (ad_json_string(o, "time", 1, 0, a->time, sizeof(a->time), &present,
+                       why, whysize) != 0)
+    {
+        return -1;
+    }
+
+    if (ad_time_parse(a->time, &a->time_ms) != 0) {
+        (void) snprintf(why, whysize, "\"time\" is not an RFC 3339 time");
+        return -1;
+    }
+
+    if (ad_json_string(o, "kind", 1, 0, buf, sizeof(buf), &present, why,
+                       whysize) != 0)
+    {
+        return -1;
+    }
+
+    if (strcmp(buf, "deny_threshold") == 0) {
+        a->kind = AD_KIND_DENY_THRESHOLD;
+    } else if (strcmp(buf, "quarantine") == 0) {
+        a->kind = AD_KIND_QUARANTINE;
+    } else {
+        (void) snprintf(why, whysize, "unknown \"kind\" \"%s\"", buf);
+        return -1;
+    }
+
+    if (ad_json_string(o, "severity", 0, 0, buf, sizeof(buf), &present,
+                       why, whysize) != 0)
+    {
+        return -1;
+    }
+
+    if (!present) {
+        a->critical = (a->kind == AD_KIND_QUARANTINE);
+    } else if (strcmp(buf, "critical") == 0) {
+        a->critical = 1;
+    } else if (strcmp(buf, "warning") != 0) {
+        (void) snprintf(why, whysize, "\"severity\" is neither warning "
+                        "nor critical");
+        return -1;
+    }
+
+    if (ad_json_string(o, "client", 0, 1, a->client, sizeof(a->client),
+                       &present, why, whysize) != 0)
+    {
+        return -1;
+    }
+    a->has_client = present;
+
+    if (ad_json_string(o, "reason", 1, 0, a->reason, sizeof(a->reason),
+                       &present, why, whysize) != 0)
+    {
+        return -1;
+    }
+
+    if (ad_json_string(o, "route", 0, 1, a->route, sizeof(a->route),
+                       &present, why, whysize) != 0)
+    {
+        return -1;
+    }
+    a->has_route = present;
+
+    if (ad_json_uint(o, "count", &a->count, why, whysize) != 0
+        || ad_json_uint(o, "window", &a->window, why, whysize) != 0)
+    {
+        return -1;
+    }
+
+    /* a long sample is cut, not refused: the alert matters more */
+    v = json_object_get(o, "sample");
+    if (v != NULL && !json_is_null(v)) {
+        s = json_string_value(v);
+        if (s == NULL) {
+            (void) snprintf(why, whysize, "\"sample\" is not a string");
+            return -1;
+        }
+        n = ad_utf8_cut(s, json_string_length(v), AD_SAMPLE_MAX);
+        memcpy(a->sample, s, n);
+        a->sample[n] = '\0';
+    }
+
+    if (ad_json_string(o, "quarantine_until", 0, 1, a->until,
+                       sizeof(a->until), &present, why, whysize) != 0)
+    {
+        return -1;
+    }
+    a->has_until = present;
+
+    v = json_object_get(o, "folded");
+    if (v != NULL && !json_is_boolean(v)) {
+        (void) snprintf(why, whysize, "\"folded\" is not a boolean");
+        return -1;
+    }
+    a->folded = json_is_true(v);
+
+    return 0;
+}
+
+
+/*
+ * A string member: absent (unless required), null (when nullable, which
+ * counts as absent) or a string that fits buf with its NUL.
+ */
+
+static int
+ad_json_string(const json_t *o, const char *name, int required,
+    int nullable, char *buf, size_t size, int *present, char *why,
+    size_t whysize)
+{
+    size_t   len;
+    json_t  *v;
+
+    *present = 0;
+    buf[0] = '\0';
+
+    v = json_object_get(o, name);
+
+    if (v == NULL || (nullable && json_is_null(v))) {
+        if (required) {
+            (void) snprintf(why, whysize, "no \"%s\"", name);
+            return -1;
+        }
+        return 0;
+    }
+
+    if (!json_is_string(v)) {
+        (void) snprintf(why, whysize, "\"%s\" is not a string", name);
+        return -1;
+    }
+
+    len = json_string_length(v);
+
+    if (len >= size) {
+        (void) snprintf(why, whysize, "\"%s\" is longer than %zu bytes",
+                        name, size - 1);
+        return -1;
+    }
+
+    if (len == 0 && required) {
+        (void) snprintf(why, whysize, "\"%s\" is empty", name);
+        return -1;
+    }
+
+    memcpy(buf, json_string_value(v), len);
+    buf[len] = '\0';
+    *present = 1;
+
+    return 0;
+}
+
+
+static int
+ad_json_uint(const json_t *o, const char *name, int64_t *v, char *why,
+    size_t whysize)
+{
+    json_t  *j;
+
+    *v = 0;
+
+    j = json_object_get(o, name);
+    if (j == NULL || json_is_null(j)) {
+        return 0;
+    }
+
+    if (!json_is_integer(j) || json_integer_value(j) < 0) {
+        (void) snprintf(why, whysize, "\"%s\" is not a whole number",
+                        name);
+        return -1;
+    }
+
+    *v = (int64_t) json_integer_value(j);
+
+    return 0;
+}
+
+
+/* ids become file names: [A-Za-z0-9][A-Za-z0-9_.-]* */
+
+static int
+ad_id_valid(const char *id)
+{
+    size_t  i;
+    char    c;
+
+    for (i = 0; id[i] != '\0'; i++) {
+        c = id[i];
+
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+            || (c >= '0' && c <= '9'))
+        {
+            continue;
+        }
+
+        if (i > 0 && (c == '_' || c == '-' || c == '.')) {
+            continue;
+        }
+
+        return 0;
+    }
+
+    return i > 0;
+}
+
+
+/* how much of s fits max bytes without splitting a UTF-8 sequence */
+
+static size_t
+ad_utf8_cut(const char *s, size_t len, size_t max)
+{
+    size_t  n;
+
+    if (len <= max) {
+        return len;
+    }
+
+    n = max;
+    while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80) {
+        n--;
+    }
+
+    return n;
+}
+
+
+const char *
+ad_alert_kind_name(ad_kind_t kind)
+{
+    return (kind == AD_KIND_QUARANTINE) ? "quarantine" : "deny_threshold";
+}
+
+
+static int
+ad_set(json_t *o, const char *name, json_t *v)
+{
+    /* json_object_set_new() takes v even when it fails */
+    return (v == NULL) ? -1 : json_object_set_new(o, name, v);
+}
+
+
+json_t *
+ad_alert_to_json(const ad_alert_t *a)
+{
+    int      rc;
+    json_t  *o;
+
+    o = json_object();
+    if (o == NULL) {
+        return NULL;
+    }
+
+    rc = ad_set(o, "id", json_string(a->id))
+         | ad_set(o, "time", json_string(a->time))
+         | ad_set(o, "kind", json_string(ad_alert_kind_name(a->kind)))
+         | ad_set(o, "severity",
+                  json_string(a->critical ? "critical" : "warning"))
+         | ad_set(o, "client",
+                  a->has_client ? json_string(a->client) : json_null())
+         | ad_set(o, "reason", json_string(a->reason))
+         | ad_set(o, "route",
+                  a->has_route ? json_string(a->route) : json_null())
+         | ad_set(o, "count", json_integer(a->count))
+         | ad_set(o, "window", json_integer(a->window))
+         | ad_set(o, "sample", json_string(a->sample));
+
+    if (a->has_until) {
+        rc |= ad_set(o, "quarantine_until", json_string(a->until));
+    }
+
+    if (a->folded) {
+        rc |= ad_set(o, "folded", json_true());
+    }
+
+    rc |= ad_set(o, "source", json_string("airlock"));
+
+    if (rc != 0) {
+        json_decref(o);
+        return NULL;
+    }
+
+    return o;
+}
+
+
+/*
+ * Alertmanager API v2: POST /api/v2/alerts takes an array of alerts.  The
+ * labels name the alert (Alertmanager deduplicates on them), so a folded
+ * repeat updates the alert its first one opened.  endsAt is two repeat
+ * intervals out: a storm that goes on keeps the alert firing with each
+ * folded repeat, and one that stops resolves by itself.
+ */
+
+json_t *
+ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
+{
+    int          rc;
+    char         who[AD_FIELD_MAX + 16];
+    char         summary[AD_FIELD_MAX * 2 + 128];
+    char         starts[AD_TIME_MAX], ends[AD_TIME_MAX];
+    json_t      *arr, *alert, *labels, *ann;
+
+    if (a->has_client) {
+        (void) snprintf(who, sizeof(who), "client %s", a->client);
+    } else {
+        (void) snprintf(who, sizeof(who), "an unidentified client");
+    }
+
+    if (a->folded) {
+        (void) snprintf(summary, sizeof(summary),
+                        "%s: %lld more %s alerts in %llds (%s)", who,
+                        (long long) a->count,
+                        a->kind == AD_KIND_QUARANTINE ? "quarantine"
+                                                      : "deny",
+                        (long long) a->window, a->reason);
+
+    } else if (a->kind == AD_KIND_QUARANTINE) {
+        (void) snprintf(summary, sizeof(summary),
+                        "%s quarantined%s%s after %lld denials in %llds "
+                        "(%s)", who, a->has_until ? " until " : "",
+                        a->has_until ? a->until : "", (long long) a->count,
+                        (long long) a->window, a->reason);
+
+    } else {
+        (void) snprintf(summary, sizeof(summary),
+                        "%s denied %lld times in %llds (%s)", who,
+                        (long long) a->count, (long long) a->window,
+                        a->reason);
+    }
+
+    ad_time_format(starts, sizeof(starts), a->time_ms);
+    ad_time_format(ends, sizeof(ends), a->time_ms + 2 * repeat_ms);
+
+    arr = json_array();
+    alert = json_object();
+    labels = json_object();
+    ann = json_object();
+
+    if (arr == NULL || alert == NULL || labels == NULL || ann == NULL) {
+        json_decref(arr);
+        json_decref(alert);
+        json_decref(labels);
+        json_decref(ann);
+        return NULL;
+    }
+
+    rc = ad_set(labels, "alertname",
+                json_string(a->kind == AD_KIND_QUARANTINE
+                            ? "AirlockQuarantine" : "AirlockDenied"))
+         | ad_set(labels, "client",
+                  json_string(a->has_client ? a->client : ""))
+         | ad_set(labels, "route",
+                  json_string(a->has_route ? a->route : ""))
+         | ad_set(labels, "reason", json_string(a->reason))
+         | ad_set(labels, "severity",
+                  json_string(a->critical ? "critical" : "warning"))
+         | ad_set(labels, "source", json_string("airlock"));
+
+    rc |= ad_set(ann, "summary", json_string(summary))
+          | ad_set(ann, "sample", json_string(a->sample))
+          | ad_set(ann, "id", json_string(a->id));
+
+    if (a->has_until) {
+        rc |= ad_set(ann, "quarantine_until", json_string(a->until));
+    }
+
+    rc |= ad_set(alert, "labels", labels)
+          | ad_set(alert, "annotations", ann)
+          | ad_set(alert, "startsAt", json_string(starts))
+          | ad_set(alert, "endsAt", json_string(ends));
+
+    /* the array takes alert even when it fails, as ad_set() does */
+    rc |= json_array_append_new(arr, alert);
+
+    if (rc != 0) {
+        json_decref(arr);
+        return NULL;
+    }
+
+    return arr;
+}

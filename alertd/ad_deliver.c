@@ -1,0 +1,945 @@
+/*
+ * Delivery: sinks, Standard Webhooks signing, HTTP, retries.
+ *
+ * One thread drives every transfer through the libcurl multi interface,
+ * polled together with the journal's inotify fd and the signal fd
+ * (curl_multi_poll with extra fds).  A sink that is down or slow only
+ * holds its own transfer, which its own timeouts bound (AD_CONNECT_TIMEOUT,
+ * AD_ATTEMPT_TIMEOUT); the other sinks' transfers run beside it.  Threads
+ * per sink would do the same with locks around the outbox, the groups
+ * and the reload; one loop needs none of them.
+ *
+ * Each sink has at most one attempt in flight and sends its entries in
+ * queue order.  When a sink is unreachable, times out, or answers 5xx,
+ * 408 or 429, the sink waits (exponential backoff from AD_BACKOFF_BASE,
+ * doubling to AD_BACKOFF_CAP, full jitter; Retry-After is honoured up to
+ * the cap).  Any other non-2xx is about that one alert: it alone waits,
+ * with the same backoff, the sink goes on with the rest, and the answer
+ * is logged as an error since only the receiver's operator can fix it.
+ * Nothing is ever dropped.
+ *
+ * Webhooks are signed per Standard Webhooks: webhook-id (the alert id,
+ * the same on every attempt), webhook-timestamp (this attempt) and
+ * webhook-signature "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>".
+ * The key is the secret's bytes, or, for a secret written "whsec_<base64>"
+ * as Standard Webhooks tooling generates them, the decoded base64.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <sodium.h>
+
+#include "alertd.h"
+
+
+#define AD_SIG_MAX      (3 + 64)        /* "v1," + base64 of 32 bytes */
+#define AD_RESP_MAX     160             /* of an error answer, logged */
+#define AD_JITTER_MIN   50              /* ms */
+
+
+struct ad_xfer_s {
+    ad_xfer_t          *next;
+    CURL               *easy;
+    ad_entry_t         *entry;
+    char                key[AD_KEY_HEX + 1];
+    char                label[AD_LABEL_MAX];
+    struct curl_slist  *headers;
+    char               *url;
+    char               *body;
+    int64_t             started;
+    size_t              resp_len;
+    char                resp[AD_RESP_MAX + 1];
+    char                errbuf[CURL_ERROR_SIZE];
+};
+
+
+static int ad_hmac_key(const al_secret_t *sec, ad_sink_t *s, char *err,
+    size_t errsize);
+static ad_sink_t *ad_sink_find(ad_deliver_t *d, const char *key);
+static int ad_xfer_start(ad_deliver_t *d, ad_sink_t *s, ad_entry_t *e);
+static int ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x);
+static void ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res);
+static void ad_xfer_free(ad_deliver_t *d, ad_xfer_t *x);
+static void ad_sign(const ad_sink_t *s, const char *id, const char *ts,
+    const char *body, size_t len, char *out, size_t size);
+static size_t ad_xfer_write(char *ptr, size_t size, size_t nmemb,
+    void *data);
+static int64_t ad_backoff(unsigned n);
+static const char *ad_kind_word(al_sink_kind_t kind);
+
+
+static const char *
+ad_kind_word(al_sink_kind_t kind)
+{
+    return (kind == AL_SINK_WEBHOOK) ? "webhook" : "alertmanager";
+}
+
+
+/* a short stable name for (kind, url): outbox file names start with it */
+
+void
+ad_sink_key(al_sink_kind_t kind, const char *url, char *key)
+{
+    size_t                     i;
+    unsigned char              h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_state   st;
+    static const char          hex[] = "0123456789abcdef";
+
+    crypto_hash_sha256_init(&st);
+    crypto_hash_sha256_update(&st, (const unsigned char *) ad_kind_word(kind),
+                              strlen(ad_kind_word(kind)));
+    crypto_hash_sha256_update(&st, (const unsigned char *) "\n", 1);
+    crypto_hash_sha256_update(&st, (const unsigned char *) url, strlen(url));
+    crypto_hash_sha256_final(&st, h);
+
+    for (i = 0; i < AD_KEY_HEX / 2; i++) {
+        key[2 * i] = hex[h[i] >> 4];
+        key[2 * i + 1] = hex[h[i] & 0xf];
+    }
+
+    key[AD_KEY_HEX] = '\0';
+}
+
+
+int
+ad_sinks_from_policy(const al_policy_t *p, ad_sink_t **sinks, size_t *n,
+    char *err, size_t errsize)
+{
+    size_t            i, k;
+    ad_sink_t        *v, *s;
+    const al_sink_t  *ps;
+
+    *sinks = NULL;
+    *n = 0;
+
+    if (p->nsinks == 0) {
+        return 0;
+    }
+
+    v = calloc(p->nsinks, sizeof(ad_sink_t));
+    if (v == NULL) {
+        (void) snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < p->nsinks; i++) {
+        ps = &p->sinks[i];
+        s = &v[i];
+
+        s->kind = ps->kind;
+        s->url = strndup(ps->url.data, ps->url.len);
+        if (s->url == NULL) {
+            (void) snprintf(err, errsize, "out of memory");
+            goto failed;
+        }
+
+        ad_sink_key(s->kind, s->url, s->key);
+        ad_url_label(s->label, sizeof(s->label), s->url);
+
+        for (k = 0; k < i; k++) {
+            if (strcmp(v[k].key, s->key) == 0) {
+                (void) snprintf(err, errsize, "%s: alerts.sinks lists the "
+                                "%s %s twice", p->file.data,
+                                ad_kind_word(s->kind), s->label);
+                goto failed;
+            }
+        }
+
+        if (s->kind == AL_SINK_WEBHOOK
+            && ad_hmac_key(ps->hmac, s, err, errsize) != 0)
+        {
+            goto failed;
+        }
+    }
+
+    *sinks = v;
+    *n = p->nsinks;
+
+    return 0;
+
+failed:
+
+    ad_sinks_free(v, p->nsinks);
+
+    return -1;
+}
+
+
+static int
+ad_hmac_key(const al_secret_t *sec, ad_sink_t *s, char *err,
+    size_t errsize)
+{
+    size_t       len;
+    const char  *v;
+
+    if (sec == NULL || sec->value == NULL) {
+        (void) snprintf(err, errsize, "webhook %s: its hmac_secret could "
+                        "not be opened", s->label);
+        return -1;
+    }
+
+    v = (const char *) sec->value;
+
+    if (sec->len == 0) {
+        (void) snprintf(err, errsize, "webhook %s: secret \"%s\" is empty",
+                        s->label, sec->name.data);
+        return -1;
+    }
+
+    s->hmac = al_secure_alloc(sec->len);
+    if (s->hmac == NULL) {
+        (void) snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+
+    if (sec->len > 6 && memcmp(v, "whsec_", 6) == 0) {
+        if (sodium_base642bin(s->hmac, sec->len, v + 6, sec->len - 6, NULL,
+                              &len, NULL, sodium_base64_VARIANT_ORIGINAL)
+            != 0
+            && sodium_base642bin(s->hmac, sec->len, v + 6, sec->len - 6,
+                                 NULL, &len, NULL,
+                                 sodium_base64_VARIANT_ORIGINAL_NO_PADDING)
+               != 0)
+        {
+            (void) snprintf(err, errsize, "webhook %s: secret \"%s\" starts "
+                            "with whsec_ but the rest is not base64",
+                            s->label, sec->name.data);
+            return -1;
+        }
+
+    } else {
+        memcpy(s->hmac, v, sec->len);
+        len = sec->len;
+    }
+
+    if (len == 0) {
+        (void) snprintf(err, errsize, "webhook %s: secret \"%s\" is empty",
+                        s->label, sec->name.data);
+        return -1;
+    }
+
+    if (len < 16) {
+        ad_log(AD_LOG_WARN, "webhook %s: secret \"%s\" is only %zu bytes; "
+               "use 24 to 64 random bytes", s->label, sec->name.data, len);
+    }
+
+    s->hmac_len = len;
+
+    return 0;
+}
+
+
+void
+ad_sinks_free(ad_sink_t *sinks, size_t n)
+{
+    size_t  i;
+
+    if (sinks == NULL) {
+        return;
+    }
+
+    for (i = 0; i < n; i++) {
+        free(sinks[i].url);
+        al_secure_free(sinks[i].hmac);
+    }
+
+    free(sinks);
+}
+
+
+int
+ad_deliver_init(ad_deliver_t *d, ad_outbox_t *ob, int64_t repeat_ms,
+    int once, char *err, size_t errsize)
+{
+    memset(d, 0, sizeof(ad_deliver_t));
+
+    d->outbox = ob;
+    d->repeat_ms = repeat_ms;
+    d->once = once;
+
+    d->multi = curl_multi_init();
+    if (d->multi == NULL) {
+        (void) snprintf(err, errsize, "libcurl: cannot create a multi "
+                        "handle");
+        return -1;
+    }
+
+    return 0;
+}
+
+
+void
+ad_deliver_free(ad_deliver_t *d)
+{
+    ad_deliver_abort(d);
+
+    if (d->multi != NULL) {
+        curl_multi_cleanup(d->multi);
+        d->multi = NULL;
+    }
+
+    ad_sinks_free(d->sinks, d->nsinks);
+    d->sinks = NULL;
+    d->nsinks = 0;
+}
+
+
+/* takes sinks; a sink that was there before keeps its backoff */
+
+void
+ad_deliver_set_sinks(ad_deliver_t *d, ad_sink_t *sinks, size_t n)
+{
+    size_t      i;
+    ad_sink_t  *old;
+
+    for (i = 0; i < n; i++) {
+        old = ad_sink_find(d, sinks[i].key);
+        if (old != NULL) {
+            sinks[i].failures = old->failures;
+            sinks[i].next_ms = old->next_ms;
+            sinks[i].busy = old->busy;
+        }
+    }
+
+    ad_sinks_free(d->sinks, d->nsinks);
+
+    d->sinks = sinks;
+    d->nsinks = n;
+}
+
+
+static ad_sink_t *
+ad_sink_find(ad_deliver_t *d, const char *key)
+{
+    size_t  i;
+
+    for (i = 0; i < d->nsinks; i++) {
+        if (strcmp(d->sinks[i].key, key) == 0) {
+            return &d->sinks[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* says, once per sink, which queued alerts have no sink any more */
+
+void
+ad_deliver_orphans(ad_deliver_t *d)
+{
+    size_t       n;
+    ad_entry_t  *e, *f;
+    char         label[AD_LABEL_MAX];
+
+    for (e = d->outbox->head; e != NULL; e = e->next) {
+        if (ad_sink_find(d, e->key) != NULL) {
+            continue;
+        }
+
+        for (f = d->outbox->head; f != e; f = f->next) {
+            if (strcmp(f->key, e->key) == 0) {
+                break;
+            }
+        }
+
+        if (f != e) {
+            continue;       /* told already */
+        }
+
+        n = 0;
+        for (f = e; f != NULL; f = f->next) {
+            n += (strcmp(f->key, e->key) == 0);
+        }
+
+        ad_url_label(label, sizeof(label), e->url);
+        ad_log(AD_LOG_WARN, "%zu alert(s) queued for %s %s, which is not "
+               "in the policy: kept in the outbox and sent if it comes "
+               "back (to drop them: rm STATE/outbox/%s-*)", n,
+               ad_kind_word(e->kind), label, e->key);
+    }
+}
+
+
+void
+ad_deliver_start(ad_deliver_t *d)
+{
+    size_t       i;
+    int64_t      now;
+    ad_sink_t   *s;
+    ad_entry_t  *e;
+
+    if (d->stopping) {
+        return;
+    }
+
+    now = ad_mono_ms();
+
+    for (i = 0; i < d->nsinks; i++) {
+        s = &d->sinks[i];
+
+        if (s->busy || s->failed || (!d->once && now < s->next_ms)) {
+            continue;
+        }
+
+        for (e = d->outbox->head; e != NULL; e = e->next) {
+            if (e->busy || strcmp(e->key, s->key) != 0) {
+                continue;
+            }
+
+            if (d->once ? e->tried : (now < e->next_ms)) {
+                continue;
+            }
+
+            if (ad_xfer_start(d, s, e) != 0) {
+                /* out of memory or libcurl refused: do not spin */
+                s->failures++;
+                s->next_ms = now + ad_backoff(s->failures);
+                s->failed = d->once;
+            }
+
+            break;
+        }
+    }
+}
+
+
+static int
+ad_xfer_start(ad_deliver_t *d, ad_sink_t *s, ad_entry_t *e)
+{
+    ad_xfer_t  *x;
+
+    x = calloc(1, sizeof(ad_xfer_t));
+    if (x == NULL) {
+        ad_log(AD_LOG_ERR, "cannot send alert %s: out of memory",
+               e->alert.id);
+        return -1;
+    }
+
+    x->entry = e;
+    (void) snprintf(x->key, sizeof(x->key), "%s", s->key);
+    (void) snprintf(x->label, sizeof(x->label), "%s", s->label);
+
+    if (ad_xfer_prepare(d, s, x) != 0) {
+        ad_xfer_free(d, x);
+        return -1;
+    }
+
+    if (curl_multi_add_handle(d->multi, x->easy) != CURLM_OK) {
+        ad_log(AD_LOG_ERR, "cannot send alert %s: libcurl refused the "
+               "transfer", e->alert.id);
+        ad_xfer_free(d, x);
+        return -1;
+    }
+
+    x->started = ad_mono_ms();
+    x->next = d->xfers;
+    d->xfers = x;
+    d->busy++;
+
+    e->busy = 1;
+    e->tried = 1;
+    s->busy = 1;
+
+    ad_log(AD_LOG_DEBUG, "sending alert %s to %s %s (attempt %u)",
+           e->alert.id, ad_kind_word(s->kind), s->label, e->attempts + 1);
+
+    return 0;
+}
+
+
+static int
+ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x)
+{
+    int                 rc;
+    char                line[AD_FID_MAX + AD_SIG_MAX + 32];
+    char                ts[32], sig[AD_SIG_MAX + 1];
+    size_t              len;
+    json_t             *o;
+    CURLcode            c;
+    ad_entry_t         *e;
+    struct curl_slist  *h;
+
+    e = x->entry;
+
+    if (s->kind == AL_SINK_WEBHOOK) {
+        o = ad_alert_to_json(&e->alert);
+        x->url = strdup(s->url);
+
+    } else {
+        o = ad_alert_to_alertmanager(&e->alert, d->repeat_ms);
+        len = strlen(s->url) + sizeof("/api/v2/alerts");
+        x->url = malloc(len);
+        if (x->url != NULL) {
+            (void) snprintf(x->url, len, "%s/api/v2/alerts", s->url);
+        }
+    }
+
+    x->body = (o == NULL) ? NULL : json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+
+    if (x->body == NULL || x->url == NULL) {
+        ad_log(AD_LOG_ERR, "cannot send alert %s: out of memory",
+               e->alert.id);
+        return -1;
+    }
+
+    h = curl_slist_append(NULL, "Content-Type: application/json");
+    x->headers = h;
+
+    /* no "Expect: 100-continue" round trip before the body */
+    h = (h == NULL) ? NULL : curl_slist_append(h, "Expect:");
+
+    if (h != NULL && s->kind == AL_SINK_WEBHOOK) {
+        (void) snprintf(ts, sizeof(ts), "%lld", (long long) time(NULL));
+        ad_sign(s, e->alert.id, ts, x->body, strlen(x->body), sig,
+                sizeof(sig));
+
+        (void) snprintf(line, sizeof(line), "webhook-id: %s", e->alert.id);
+        h = curl_slist_append(h, line);
+
+        if (h != NULL) {
+            (void) snprintf(line, sizeof(line), "webhook-timestamp: %s", ts);
+            h = curl_slist_append(h, line);
+        }
+
+        if (h != NULL) {
+            (void) snprintf(line, sizeof(line), "webhook-signature: %s",
+                            sig);
+            h = curl_slist_append(h, line);
+        }
+
+        sodium_memzero(sig, sizeof(sig));
+    }
+
+    if (h == NULL) {
+        ad_log(AD_LOG_ERR, "cannot send alert %s: out of memory",
+               e->alert.id);
+        return -1;
+    }
+
+    x->easy = curl_easy_init();
+    if (x->easy == NULL) {
+        ad_log(AD_LOG_ERR, "cannot send alert %s: libcurl cannot create a "
+               "handle", e->alert.id);
+        return -1;
+    }
+
+    rc = 0;
+
+    /*
+     * Proxies from the environment are ignored: alertd talks to the
+     * sinks in the policy and nothing else.
+     */
+
+    c = curl_easy_setopt(x->easy, CURLOPT_URL, x->url);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_PROXY, "");
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE,
+                         (long) strlen(x->body));
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->body);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->headers);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_USERAGENT,
+                         AD_NAME "/" AL_VERSION);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
+                         (long) AD_CONNECT_TIMEOUT);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS,
+                         (long) AD_ATTEMPT_TIMEOUT);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, ad_xfer_write);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->errbuf);
+    rc |= (c != CURLE_OK);
+    c = curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+    rc |= (c != CURLE_OK);
+
+    if (rc != 0) {
+        ad_log(AD_LOG_ERR, "cannot send alert %s: libcurl refused an "
+               "option", e->alert.id);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static void
+ad_sign(const ad_sink_t *s, const char *id, const char *ts,
+    const char *body, size_t len, char *out, size_t size)
+{
+    unsigned char                  mac[crypto_auth_hmacsha256_BYTES];
+    crypto_auth_hmacsha256_state   st;
+
+    crypto_auth_hmacsha256_init(&st, s->hmac, s->hmac_len);
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *) id,
+                                  strlen(id));
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *) ".", 1);
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *) ts,
+                                  strlen(ts));
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *) ".", 1);
+    crypto_auth_hmacsha256_update(&st, (const unsigned char *) body, len);
+    crypto_auth_hmacsha256_final(&st, mac);
+
+    (void) snprintf(out, size, "v1,");
+    (void) al_base64_encode(out + 3, size - 3, mac, sizeof(mac));
+
+    sodium_memzero(&st, sizeof(st));
+    sodium_memzero(mac, sizeof(mac));
+}
+
+
+/* keeps the start of the answer for the log, drops the rest */
+
+static size_t
+ad_xfer_write(char *ptr, size_t size, size_t nmemb, void *data)
+{
+    size_t      n, i;
+    ad_xfer_t  *x;
+
+    x = data;
+    n = size * nmemb;
+
+    for (i = 0; i < n && x->resp_len < AD_RESP_MAX; i++) {
+        x->resp[x->resp_len++] = (ptr[i] >= 0x20 && ptr[i] < 0x7f) ? ptr[i]
+                                                                   : ' ';
+    }
+
+    x->resp[x->resp_len] = '\0';
+
+    return n;
+}
+
+
+void
+ad_deliver_collect(ad_deliver_t *d)
+{
+    int         left;
+    CURLMsg    *msg;
+    ad_xfer_t  *x;
+
+    for ( ;; ) {
+        msg = curl_multi_info_read(d->multi, &left);
+        if (msg == NULL) {
+            break;
+        }
+
+        if (msg->msg != CURLMSG_DONE) {
+            continue;
+        }
+
+        x = NULL;
+        (void) curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &x);
+        if (x == NULL) {
+            continue;
+        }
+
+        ad_xfer_done(d, x, msg->data.result);
+    }
+}
+
+
+static void
+ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
+{
+    long         code;
+    int64_t      now, delay, took;
+    ad_sink_t   *s;
+    ad_entry_t  *e;
+    curl_off_t   after;
+    char         why[CURL_ERROR_SIZE + 32];
+
+    e = x->entry;
+    s = ad_sink_find(d, x->key);
+    now = ad_mono_ms();
+    took = now - x->started;
+
+    code = 0;
+    after = 0;
+    (void) curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+    (void) curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &after);
+
+    e->busy = 0;
+    e->attempts++;
+
+    if (s != NULL) {
+        s->busy = 0;
+    }
+
+    if (res == CURLE_OK && code >= 200 && code <= 299) {
+        ad_log(AD_LOG_INFO, "delivered alert %s to %s %s (HTTP %ld, "
+               "attempt %u, %lld ms)", e->alert.id,
+               ad_kind_word(e->kind), x->label, code, e->attempts,
+               (long long) took);
+
+        if (s != NULL) {
+            s->failures = 0;
+            s->next_ms = 0;
+        }
+
+        ad_outbox_done(d->outbox, e);
+        ad_xfer_free(d, x);
+        return;
+    }
+
+    if (res == CURLE_OK && code != 408 && code != 429 && code < 500) {
+        /* the receiver is up and refuses this alert: it alone waits */
+
+        while (x->resp_len > 0 && x->resp[x->resp_len - 1] == ' ') {
+            x->resp[--x->resp_len] = '\0';
+        }
+
+        delay = ad_backoff(e->attempts);
+        e->next_ms = now + delay;
+
+        if (s != NULL) {
+            s->failures = 0;
+            s->next_ms = 0;
+        }
+
+        ad_log(AD_LOG_ERR, "%s %s refused alert %s with HTTP %ld%s%s%s "
+               "(attempt %u); retrying it in %.1f s: fix the receiver, or "
+               "rm STATE/outbox/%s to drop it", ad_kind_word(e->kind),
+               x->label, e->alert.id, code,
+               (code >= 300 && code < 400) ? " (redirects are not "
+                                             "followed)" : "",
+               x->resp_len > 0 ? ": " : "", x->resp, e->attempts,
+               (double) delay / 1000, e->name);
+
+        ad_xfer_free(d, x);
+        return;
+    }
+
+    /* the sink is down, slow or overloaded: the whole sink waits */
+
+    if (res != CURLE_OK) {
+        (void) snprintf(why, sizeof(why), "%s",
+                        x->errbuf[0] != '\0' ? x->errbuf
+                                             : curl_easy_strerror(res));
+    } else {
+        (void) snprintf(why, sizeof(why), "HTTP %ld", code);
+    }
+
+    if (s != NULL) {
+        s->failures++;
+        delay = ad_backoff(s->failures);
+
+        if (after > 0 && after * 1000 > delay) {
+            delay = (after * 1000 < AD_BACKOFF_CAP) ? after * 1000
+                                                     : AD_BACKOFF_CAP;
+        }
+
+        s->next_ms = now + delay;
+        s->failed = d->once;
+
+    } else {
+        delay = ad_backoff(e->attempts);
+        e->next_ms = now + delay;
+    }
+
+    ad_log(AD_LOG_WARN, "%s %s: alert %s not delivered: %s (attempt %u, "
+           "%lld ms); retrying in %.1f s", ad_kind_word(e->kind), x->label,
+           e->alert.id, why, e->attempts, (long long) took,
+           (double) delay / 1000);
+
+    ad_xfer_free(d, x);
+}
+
+
+static void
+ad_xfer_free(ad_deliver_t *d, ad_xfer_t *x)
+{
+    ad_xfer_t  **pp;
+
+    for (pp = &d->xfers; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == x) {
+            *pp = x->next;
+            d->busy--;
+            break;
+        }
+    }
+
+    if (x->easy != NULL) {
+        (void) curl_multi_remove_handle(d->multi, x->easy);
+        curl_easy_cleanup(x->easy);
+    }
+
+    curl_slist_free_all(x->headers);
+    free(x->url);
+    free(x->body);
+    free(x);
+}
+
+
+/* an interrupted attempt is not a failure: the entry just stays queued */
+
+void
+ad_deliver_abort(ad_deliver_t *d)
+{
+    ad_sink_t  *s;
+
+    while (d->xfers != NULL) {
+        ad_log(AD_LOG_INFO, "alert %s to %s: attempt cut short by the "
+               "shutdown; it stays queued", d->xfers->entry->alert.id,
+               d->xfers->label);
+
+        d->xfers->entry->busy = 0;
+
+        s = ad_sink_find(d, d->xfers->key);
+        if (s != NULL) {
+            s->busy = 0;
+        }
+
+        ad_xfer_free(d, d->xfers);
+    }
+}
+
+
+static int64_t
+ad_backoff(unsigned n)
+{
+    int64_t   max;
+    unsigned  i;
+
+    max = AD_BACKOFF_BASE;
+
+    for (i = 1; i < n && max < AD_BACKOFF_CAP; i++) {
+        max *= 2;
+    }
+
+    if (max > AD_BACKOFF_CAP) {
+        max = AD_BACKOFF_CAP;
+    }
+
+    /*
+     * Full jitter: anywhere up to max, so that many retries spread out;
+     * the small floor only keeps a zero from spinning the loop.
+     */
+
+    return AD_JITTER_MIN
+           + (int64_t) randombytes_uniform((uint32_t) (max - AD_JITTER_MIN
+                                                       + 1));
+}
+
+
+int64_t
+ad_deliver_next(const ad_deliver_t *d)
+{
+    size_t             i;
+    int64_t            next, t;
+    const ad_sink_t   *s;
+    const ad_entry_t  *e;
+
+    next = -1;
+
+    for (i = 0; i < d->nsinks; i++) {
+        s = &d->sinks[i];
+
+        if (s->busy || s->failed) {
+            continue;
+        }
+
+        for (e = d->outbox->head; e != NULL; e = e->next) {
+            if (e->busy || (d->once && e->tried)
+                || strcmp(e->key, s->key) != 0)
+            {
+                continue;
+            }
+
+            t = (e->next_ms > s->next_ms) ? e->next_ms : s->next_ms;
+
+            if (next == -1 || t < next) {
+                next = t;
+            }
+
+            if (e->next_ms <= s->next_ms) {
+                break;      /* none after it is sooner */
+            }
+        }
+    }
+
+    return next;
+}
+
+
+int
+ad_deliver_poll(ad_deliver_t *d, int *fds, size_t nfds, int *ready,
+    int timeout_ms)
+{
+    int                  running, numfds;
+    size_t               i;
+    CURLMcode            mc;
+    struct curl_waitfd   w[4];
+
+    if (nfds > sizeof(w) / sizeof(w[0])) {
+        nfds = sizeof(w) / sizeof(w[0]);
+    }
+
+    for (i = 0; i < nfds; i++) {
+        w[i].fd = fds[i];
+        w[i].events = CURL_WAIT_POLLIN;
+        w[i].revents = 0;
+    }
+
+    mc = curl_multi_poll(d->multi, w, (unsigned) nfds, timeout_ms, &numfds);
+    if (mc != CURLM_OK) {
+        ad_log(AD_LOG_ERR, "libcurl: %s", curl_multi_strerror(mc));
+        return -1;
+    }
+
+    for (i = 0; i < nfds; i++) {
+        ready[i] = (w[i].revents & CURL_WAIT_POLLIN) != 0;
+    }
+
+    mc = curl_multi_perform(d->multi, &running);
+    if (mc != CURLM_OK) {
+        ad_log(AD_LOG_ERR, "libcurl: %s", curl_multi_strerror(mc));
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* --once: nothing in flight and nothing left to try in this run */
+
+int
+ad_deliver_idle(const ad_deliver_t *d)
+{
+    size_t             i;
+    const ad_entry_t  *e;
+
+    if (d->busy > 0) {
+        return 0;
+    }
+
+    for (i = 0; i < d->nsinks; i++) {
+        if (d->sinks[i].failed) {
+            continue;
+        }
+
+        for (e = d->outbox->head; e != NULL; e = e->next) {
+            if (!e->tried && strcmp(e->key, d->sinks[i].key) == 0) {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}

@@ -1,0 +1,331 @@
+/*
+ * Grouping: repeats of one (kind, client, reason) are folded.
+ *
+ * The first alert of a group is sent at once and opens a window of one
+ * repeat interval.  Alerts of the same group inside the window are only
+ * counted.  When the window ends with a count, ONE folded alert is sent
+ * (id "<first id>-<n>", count = alerts folded) and the next window
+ * opens; a window that ends empty closes the group, so the next repeat
+ * is sent at once again.  A storm thus gives one alert at its start and
+ * one per interval while it lasts.
+ *
+ * Windows are measured in alert time (the journal's "time"), so a
+ * backlog read after a restart folds exactly as it would have live.
+ * The kind is part of the key: a quarantine is news even right after a
+ * deny alert for the same client and reason.
+ *
+ * Every change to a group is made only after the alert it implies was
+ * emitted, so a failed emit (disk full) leaves the table as it was and
+ * the same journal line can be applied again.  The table is saved with
+ * the journal offset in one file (ad_state.c): a line is never folded
+ * twice.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alertd.h"
+
+
+#define AD_CLOCK_SLACK   5000   /* ms an alert may be ahead of our clock */
+
+
+static ssize_t ad_group_find(const ad_groups_t *gs, const ad_alert_t *a);
+static int ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit,
+    void *data, int *removed);
+static void ad_group_remove(ad_groups_t *gs, size_t i);
+static int ad_group_append(ad_groups_t *gs, const ad_alert_t *a,
+    int64_t t);
+
+
+static ssize_t
+ad_group_find(const ad_groups_t *gs, const ad_alert_t *a)
+{
+    size_t             i;
+    const ad_alert_t  *b;
+
+    for (i = 0; i < gs->n; i++) {
+        b = &gs->g[i].last;
+
+        if (b->kind == a->kind && b->has_client == a->has_client
+            && strcmp(b->client, a->client) == 0
+            && strcmp(b->reason, a->reason) == 0)
+        {
+            return (ssize_t) i;
+        }
+    }
+
+    return -1;
+}
+
+
+int
+ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
+    ad_emit_pt emit, void *data)
+{
+    int       removed;
+    int64_t   t;
+    ssize_t   i;
+
+    t = a->time_ms;
+    if (t > now_ms + AD_CLOCK_SLACK) {
+        t = now_ms;
+    }
+
+    i = ad_group_find(gs, a);
+
+    while (i >= 0 && t >= gs->g[i].end_ms) {
+        if (ad_group_close(gs, (size_t) i, emit, data, &removed) != 0) {
+            return -1;
+        }
+
+        if (removed) {
+            i = -1;
+        }
+    }
+
+    if (i >= 0) {
+        gs->g[i].count++;
+        gs->g[i].last = *a;
+        return 0;
+    }
+
+    if (emit(data, a) != 0) {
+        return -1;
+    }
+
+    if (ad_group_append(gs, a, t) != 0) {
+        ad_log(AD_LOG_WARN, "%zu alert groups open: alert %s is not "
+               "grouped, its repeats will be sent one by one", gs->n,
+               a->id);
+    }
+
+    return 0;
+}
+
+
+static int
+ad_group_append(ad_groups_t *gs, const ad_alert_t *a, int64_t t)
+{
+    size_t       cap;
+    ad_group_t  *g;
+
+    if (gs->n == gs->cap) {
+        if (gs->cap >= AD_GROUPS_MAX) {
+            return -1;
+        }
+
+        cap = (gs->cap == 0) ? 16 : gs->cap * 2;
+        g = realloc(gs->g, cap * sizeof(ad_group_t));
+        if (g == NULL) {
+            return -1;
+        }
+
+        gs->g = g;
+        gs->cap = cap;
+    }
+
+    g = &gs->g[gs->n++];
+    memset(g, 0, sizeof(ad_group_t));
+
+    g->last = *a;
+    memcpy(g->first_id, a->id, sizeof(g->first_id));
+    g->start_ms = t;
+    g->end_ms = t + gs->interval_ms;
+
+    return 0;
+}
+
+
+/* ends the window of group i */
+
+static int
+ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit, void *data,
+    int *removed)
+{
+    ad_alert_t   f;
+    ad_group_t  *g;
+
+    g = &gs->g[i];
+
+    if (g->count == 0) {
+        ad_group_remove(gs, i);
+        *removed = 1;
+        return 0;
+    }
+
+    f = g->last;
+    (void) snprintf(f.id, sizeof(f.id), "%.*s-%u", AD_ID_MAX, g->first_id,
+                    g->seq + 1);
+    f.count = g->count;
+    f.window = (gs->interval_ms + 999) / 1000;
+    f.folded = 1;
+
+    if (emit(data, &f) != 0) {
+        return -1;
+    }
+
+    g->seq++;
+    g->count = 0;
+    g->start_ms = g->end_ms;
+    g->end_ms += gs->interval_ms;
+    *removed = 0;
+
+    return 0;
+}
+
+
+static void
+ad_group_remove(ad_groups_t *gs, size_t i)
+{
+    gs->n--;
+
+    if (i != gs->n) {
+        gs->g[i] = gs->g[gs->n];
+    }
+}
+
+
+int
+ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
+    void *data)
+{
+    int     removed;
+    size_t  i;
+
+    i = 0;
+
+    while (i < gs->n) {
+        if (now_ms < gs->g[i].end_ms) {
+            i++;
+            continue;
+        }
+
+        if (ad_group_close(gs, i, emit, data, &removed) != 0) {
+            return -1;
+        }
+
+        if (!removed) {
+            i++;
+        }
+    }
+
+    return 0;
+}
+
+
+int64_t
+ad_group_next(const ad_groups_t *gs)
+{
+    size_t   i;
+    int64_t  next;
+
+    next = -1;
+
+    for (i = 0; i < gs->n; i++) {
+        if (next == -1 || gs->g[i].end_ms < next) {
+            next = gs->g[i].end_ms;
+        }
+    }
+
+    return next;
+}
+
+
+json_t *
+ad_group_to_json(const ad_groups_t *gs)
+{
+    size_t             i;
+    json_t            *arr, *o, *last;
+    const ad_group_t  *g;
+
+    arr = json_array();
+    if (arr == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < gs->n; i++) {
+        g = &gs->g[i];
+
+        last = ad_alert_to_json(&g->last);
+        if (last == NULL) {
+            json_decref(arr);
+            return NULL;
+        }
+
+        o = json_pack("{s:s, s:i, s:I, s:I, s:I, s:o}",
+                      "first_id", g->first_id, "seq", (int) g->seq,
+                      "start", (json_int_t) g->start_ms,
+                      "end", (json_int_t) g->end_ms,
+                      "count", (json_int_t) g->count, "last", last);
+
+        if (o == NULL || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+
+    return arr;
+}
+
+
+int
+ad_group_from_json(ad_groups_t *gs, const json_t *a, char *why,
+    size_t whysize)
+{
+    int          seq;
+    size_t       i;
+    json_t      *o, *last;
+    json_int_t   start, end, count;
+    const char  *first;
+    ad_alert_t   alert;
+    char         w[256];
+
+    gs->n = 0;
+
+    if (!json_is_array(a)) {
+        (void) snprintf(why, whysize, "\"groups\" is not an array");
+        return -1;
+    }
+
+    json_array_foreach(a, i, o) {
+        if (json_unpack(o, "{s:s, s:i, s:I, s:I, s:I, s:o}",
+                        "first_id", &first, "seq", &seq, "start", &start,
+                        "end", &end, "count", &count, "last", &last) != 0
+            || seq < 0 || count < 0 || strlen(first) > AD_ID_MAX)
+        {
+            (void) snprintf(why, whysize, "group %zu is malformed", i);
+            return -1;
+        }
+
+        if (ad_alert_from_json(last, &alert, w, sizeof(w)) != 0) {
+            (void) snprintf(why, whysize, "group %zu: %s", i, w);
+            return -1;
+        }
+
+        if (ad_group_append(gs, &alert, 0) != 0) {
+            (void) snprintf(why, whysize, "too many groups");
+            return -1;
+        }
+
+        (void) snprintf(gs->g[gs->n - 1].first_id, AD_FID_MAX + 1, "%s",
+                        first);
+        gs->g[gs->n - 1].seq = (unsigned) seq;
+        gs->g[gs->n - 1].start_ms = start;
+        gs->g[gs->n - 1].end_ms = end;
+        gs->g[gs->n - 1].count = count;
+    }
+
+    return 0;
+}
+
+
+void
+ad_group_free(ad_groups_t *gs)
+{
+    free(gs->g);
+    gs->g = NULL;
+    gs->n = 0;
+    gs->cap = 0;
+}

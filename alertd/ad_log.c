@@ -1,0 +1,350 @@
+/*
+ * Logging and time.
+ *
+ * One line per event on stderr.  Under systemd (JOURNAL_STREAM names our
+ * stderr) each line starts with a "<N>" syslog priority, which journald
+ * strips and files as the priority; elsewhere it starts with the time and
+ * the level in words.  Nothing secret is ever passed in: URLs go through
+ * ad_url_label() first, which drops userinfo and the query.
+ */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alertd.h"
+
+
+#define AD_LOG_LINE_MAX  2048
+
+
+static int ad_journal_stream(void);
+static int ad_digits(const char **p, int n, int *v);
+
+
+static int  ad_log_verbose;
+static int  ad_log_journald;
+
+
+void
+ad_log_init(int verbose)
+{
+    ad_log_verbose = verbose;
+    ad_log_journald = ad_journal_stream();
+}
+
+
+/* JOURNAL_STREAM is "dev:ino" of the stream journald gave us */
+
+static int
+ad_journal_stream(void)
+{
+    const char          *s;
+    struct stat          st;
+    unsigned long long   dev, ino;
+
+    s = getenv("JOURNAL_STREAM");
+    if (s == NULL || sscanf(s, "%llu:%llu", &dev, &ino) != 2) {
+        return 0;
+    }
+
+    if (fstat(STDERR_FILENO, &st) != 0) {
+        return 0;
+    }
+
+    return (unsigned long long) st.st_dev == dev
+           && (unsigned long long) st.st_ino == ino;
+}
+
+
+void
+ad_log(int level, const char *fmt, ...)
+{
+    int          saved;
+    size_t       n;
+    va_list      ap;
+    const char  *name;
+    char         line[AD_LOG_LINE_MAX];
+    char         now[AD_TIME_MAX];
+
+    if (level == AD_LOG_DEBUG && !ad_log_verbose) {
+        return;
+    }
+
+    saved = errno;
+
+    switch (level) {
+    case AD_LOG_ERR:
+        name = "error";
+        break;
+    case AD_LOG_WARN:
+        name = "warning";
+        break;
+    case AD_LOG_INFO:
+        name = "info";
+        break;
+    default:
+        name = "debug";
+        break;
+    }
+
+    if (ad_log_journald) {
+        n = (size_t) snprintf(line, sizeof(line), "<%d>", level);
+
+    } else {
+        ad_time_format(now, sizeof(now), ad_now_ms());
+        n = (size_t) snprintf(line, sizeof(line), "%s %s[%ld] %s: ", now,
+                              AD_NAME, (long) getpid(), name);
+    }
+
+    if (n < sizeof(line)) {
+        va_start(ap, fmt);
+        (void) vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+        va_end(ap);
+    }
+
+    /*
+     * One event, one line: no newline, and no other control byte, from
+     * anywhere (a client name comes from the journal).
+     */
+
+    for (n = 0; line[n] != '\0'; n++) {
+        if ((unsigned char) line[n] < 0x20 || line[n] == 0x7f) {
+            line[n] = ' ';
+        }
+    }
+
+    if (n + 1 < sizeof(line)) {
+        line[n++] = '\n';
+    } else {
+        line[sizeof(line) - 2] = '\n';
+        n = sizeof(line) - 1;
+    }
+
+    /* a single write keeps lines from interleaving */
+    if (write(STDERR_FILENO, line, n) < 0) {
+        /* nowhere left to say it */
+    }
+
+    errno = saved;
+}
+
+
+void
+ad_url_label(char *buf, size_t size, const char *url)
+{
+    size_t       n;
+    const char  *scheme, *auth, *at, *end;
+
+    scheme = strstr(url, "://");
+    auth = (scheme != NULL) ? scheme + 3 : url;
+
+    end = auth + strcspn(auth, "/?#");
+    at = memrchr(auth, '@', (size_t) (end - auth));
+    if (at != NULL) {
+        auth = at + 1;
+    }
+
+    end = auth + strcspn(auth, "?#");
+
+    n = (scheme != NULL) ? (size_t) (scheme + 3 - url) : 0;
+
+    (void) snprintf(buf, size, "%.*s%.*s%s", (int) n, url,
+                    (int) (end - auth), auth, (*end != '\0') ? "?..." : "");
+}
+
+
+int64_t
+ad_now_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+int64_t
+ad_mono_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+static int
+ad_digits(const char **p, int n, int *v)
+{
+    int  i;
+
+    *v = 0;
+
+    for (i = 0; i < n; i++) {
+        if ((*p)[i] < '0' || (*p)[i] > '9') {
+            return -1;
+        }
+        *v = *v * 10 + ((*p)[i] - '0');
+    }
+
+    *p += n;
+
+    return 0;
+}
+
+
+/* RFC 3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM) */
+
+int
+ad_time_parse(const char *s, int64_t *ms)
+{
+    int          y, mo, d, h, mi, sec, frac, scale, oh, om, sign;
+    time_t       t;
+    struct tm    tm;
+    const char  *p;
+
+    p = s;
+
+    if (ad_digits(&p, 4, &y) != 0 || *p++ != '-'
+        || ad_digits(&p, 2, &mo) != 0 || *p++ != '-'
+        || ad_digits(&p, 2, &d) != 0)
+    {
+        return -1;
+    }
+
+    if (*p != 'T' && *p != 't') {
+        return -1;
+    }
+
+    p++;
+
+    if (ad_digits(&p, 2, &h) != 0 || *p++ != ':'
+        || ad_digits(&p, 2, &mi) != 0 || *p++ != ':'
+        || ad_digits(&p, 2, &sec) != 0)
+    {
+        return -1;
+    }
+
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23
+        || mi > 59 || sec > 60)
+    {
+        return -1;
+    }
+
+    frac = 0;
+
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9') {
+            return -1;
+        }
+
+        for (scale = 100; *p >= '0' && *p <= '9'; p++, scale /= 10) {
+            frac += (*p - '0') * scale;
+        }
+    }
+
+    oh = 0;
+    om = 0;
+    sign = 0;
+
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+
+    } else if (*p == '+' || *p == '-') {
+        sign = (*p == '-') ? -1 : 1;
+        p++;
+        if (ad_digits(&p, 2, &oh) != 0 || *p++ != ':'
+            || ad_digits(&p, 2, &om) != 0 || oh > 23 || om > 59)
+        {
+            return -1;
+        }
+
+    } else {
+        return -1;
+    }
+
+    if (*p != '\0') {
+        return -1;
+    }
+
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+
+    t = timegm(&tm);
+    if (t == (time_t) -1) {
+        return -1;
+    }
+
+    *ms = ((int64_t) t - (int64_t) sign * (oh * 3600 + om * 60)) * 1000
+          + frac;
+
+    return 0;
+}
+
+
+void
+ad_time_format(char *buf, size_t size, int64_t ms)
+{
+    time_t     t;
+    struct tm  tm;
+
+    t = (time_t) (ms / 1000);
+
+    if (gmtime_r(&t, &tm) == NULL) {
+        (void) snprintf(buf, size, "1970-01-01T00:00:00.000Z");
+        return;
+    }
+
+    (void) snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                    tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (ms % 1000));
+}
+
+
+int
+ad_duration_parse(const char *s, int64_t *ms)
+{
+    char                *end;
+    int64_t              unit;
+    unsigned long long   v;
+
+    if (*s < '0' || *s > '9') {
+        return -1;
+    }
+
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || v > 1000000000ULL) {
+        return -1;
+    }
+
+    if (strcmp(end, "ms") == 0) {
+        unit = 1;
+    } else if (*end == '\0' || strcmp(end, "s") == 0) {
+        unit = 1000;
+    } else if (strcmp(end, "m") == 0) {
+        unit = 60 * 1000;
+    } else if (strcmp(end, "h") == 0) {
+        unit = 3600 * 1000;
+    } else {
+        return -1;
+    }
+
+    *ms = (int64_t) v * unit;
+
+    return 0;
+}

@@ -1,0 +1,350 @@
+/*
+ * The state directory.
+ *
+ *   STATE/lock      flock()ed while a daemon runs: one alertd per state
+ *   STATE/offset    the journal position (device, inode, offset) and the
+ *                   open groups, one JSON object
+ *   STATE/outbox/   one file per pending (alert, sink), see ad_outbox.c
+ *
+ * Files are replaced atomically: written to ".tmp-NAME", fsync()ed,
+ * renamed over NAME, and the directory fsync()ed by the caller once per
+ * batch.  A crash leaves the old file or the new one, never a mix.  The
+ * position and the groups share one file so that a journal line is never
+ * folded twice or lost between two writes.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alertd.h"
+
+
+#define AD_STATE_VERSION  1
+
+
+static int ad_write_all(int fd, const char *data, size_t len);
+
+
+int
+ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
+{
+    st->path = path;
+    st->lock = -1;
+
+    st->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (st->fd == -1 && errno == ENOENT) {
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            (void) snprintf(err, errsize, "cannot create the state "
+                            "directory %s: %s", path, strerror(errno));
+            return -1;
+        }
+
+        st->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+
+    if (st->fd == -1) {
+        (void) snprintf(err, errsize, "cannot open the state directory "
+                        "%s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    st->lock = openat(st->fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC
+                                      | O_NOFOLLOW, 0600);
+    if (st->lock == -1) {
+        (void) snprintf(err, errsize, "cannot write in the state directory "
+                        "%s: %s", path, strerror(errno));
+        ad_state_close(st);
+        return -1;
+    }
+
+    if (flock(st->lock, LOCK_EX | LOCK_NB) != 0) {
+        (void) snprintf(err, errsize, "another airlock-alertd is using the "
+                        "state directory %s", path);
+        ad_state_close(st);
+        return -1;
+    }
+
+    if (mkdirat(st->fd, "outbox", 0700) != 0 && errno != EEXIST) {
+        (void) snprintf(err, errsize, "cannot create %s/outbox: %s", path,
+                        strerror(errno));
+        ad_state_close(st);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+void
+ad_state_close(ad_state_t *st)
+{
+    if (st->lock != -1) {
+        (void) close(st->lock);
+        st->lock = -1;
+    }
+
+    if (st->fd != -1) {
+        (void) close(st->fd);
+        st->fd = -1;
+    }
+}
+
+
+static int
+ad_write_all(int fd, const char *data, size_t len)
+{
+    ssize_t  n;
+
+    while (len > 0) {
+        n = write(fd, data, len);
+
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+
+        data += n;
+        len -= (size_t) n;
+    }
+
+    return 0;
+}
+
+
+int
+ad_file_replace(int dirfd, const char *name, const char *data, size_t len)
+{
+    int   fd, saved;
+    char  tmp[AD_NAME_MAX + 8];
+
+    if ((size_t) snprintf(tmp, sizeof(tmp), ".tmp-%s", name) >= sizeof(tmp))
+    {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+
+    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
+                            | O_NOFOLLOW, 0600);
+    if (fd == -1) {
+        return -1;
+    }
+
+    if (ad_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+        saved = errno;
+        (void) close(fd);
+        (void) unlinkat(dirfd, tmp, 0);
+        errno = saved;
+        return -1;
+    }
+
+    if (close(fd) != 0 || renameat(dirfd, tmp, dirfd, name) != 0) {
+        saved = errno;
+        (void) unlinkat(dirfd, tmp, 0);
+        errno = saved;
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+ad_file_read(int dirfd, const char *name, size_t max, char **buf,
+    size_t *len)
+{
+    int       fd, saved;
+    char     *b;
+    size_t    n;
+    ssize_t   r;
+
+    fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd == -1) {
+        return -1;
+    }
+
+    b = malloc(max + 1);
+    if (b == NULL) {
+        (void) close(fd);
+        errno = ENOMEM;
+        return -1;
+    }
+
+    n = 0;
+
+    while (n <= max) {
+        r = read(fd, b + n, max + 1 - n);
+
+        if (r == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            saved = errno;
+            free(b);
+            (void) close(fd);
+            errno = saved;
+            return -1;
+        }
+
+        if (r == 0) {
+            break;
+        }
+
+        n += (size_t) r;
+    }
+
+    (void) close(fd);
+
+    if (n > max) {
+        free(b);
+        errno = EFBIG;
+        return -1;
+    }
+
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+
+    return 0;
+}
+
+
+int
+ad_fsync_dir(int dirfd)
+{
+    return fsync(dirfd);
+}
+
+
+int
+ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
+    ad_groups_t *gs, char *err, size_t errsize)
+{
+    int            version;
+    char          *buf;
+    size_t         len;
+    json_t        *o, *groups;
+    json_int_t     dev, ino, off;
+    const char    *path;
+    json_error_t   jerr;
+    char           why[256];
+
+    memset(pos, 0, sizeof(ad_pos_t));
+    gs->n = 0;
+
+    if (ad_file_read(st->fd, "offset", AD_STATE_FILE_MAX, &buf, &len) != 0)
+    {
+        if (errno == ENOENT) {
+            return 0;
+        }
+
+        (void) snprintf(err, errsize, "cannot read %s/offset: %s",
+                        st->path, strerror(errno));
+        return -1;
+    }
+
+    o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    free(buf);
+
+    if (o == NULL) {
+        (void) snprintf(why, sizeof(why), "%s", jerr.text);
+        goto bad;
+    }
+
+    if (json_unpack(o, "{s:i, s:s, s:I, s:I, s:I, s:o}",
+                    "version", &version, "journal", &path, "dev", &dev,
+                    "ino", &ino, "offset", &off, "groups", &groups) != 0
+        || off < 0)
+    {
+        (void) snprintf(why, sizeof(why), "a member is missing or has the "
+                        "wrong type");
+        goto bad;
+    }
+
+    if (version != AD_STATE_VERSION) {
+        (void) snprintf(why, sizeof(why), "version %d, expected %d",
+                        version, AD_STATE_VERSION);
+        goto bad;
+    }
+
+    if (ad_group_from_json(gs, groups, why, sizeof(why)) != 0) {
+        goto bad;
+    }
+
+    if (strcmp(path, journal) != 0) {
+        ad_log(AD_LOG_WARN, "the saved position is for the journal %s, "
+               "not %s: reading %s from its start", path, journal,
+               journal);
+
+    } else {
+        pos->dev = (uint64_t) dev;
+        pos->ino = (uint64_t) ino;
+        pos->off = off;
+        pos->valid = 1;
+    }
+
+    json_decref(o);
+
+    return 0;
+
+bad:
+
+    json_decref(o);
+    gs->n = 0;
+    (void) snprintf(err, errsize, "%s/offset is not a valid state file "
+                    "(%s); move it away to start over: the journal is then "
+                    "read from its start and alerts sent before are sent "
+                    "again, with their ids", st->path, why);
+
+    return -1;
+}
+
+
+int
+ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
+    const ad_groups_t *gs)
+{
+    int      rc;
+    char    *s;
+    json_t  *o, *groups;
+
+    groups = ad_group_to_json(gs);
+    if (groups == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:o}",
+                  "version", AD_STATE_VERSION, "journal", journal,
+                  "dev", (json_int_t) pos->dev, "ino", (json_int_t) pos->ino,
+                  "offset", (json_int_t) pos->off, "groups", groups);
+    if (o == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+
+    if (s == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    rc = ad_file_replace(st->fd, "offset", s, strlen(s));
+    free(s);
+
+    if (rc != 0 || ad_fsync_dir(st->fd) != 0) {
+        return -1;
+    }
+
+    return 0;
+}

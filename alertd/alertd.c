@@ -1,0 +1,928 @@
+/*
+ * airlock-alertd: delivers Airlock's alerts to the operator's systems.
+ *
+ * The nginx module never waits on a webhook: when a client crosses a deny
+ * or quarantine threshold it appends an "alert" line to its journal and
+ * goes on.  This daemon follows that journal (ad_journal.c), folds
+ * repeats (ad_group.c), queues every alert durably for every sink in the
+ * policy's alerts.sinks (ad_outbox.c) and delivers it: signed Standard
+ * Webhooks POSTs and Alertmanager API v2 posts, retried with backoff
+ * until the sink takes them (ad_deliver.c).
+ *
+ * Nothing is lost, whatever stops us when: an alert's outbox file is on
+ * disk before the journal offset past its line is saved, and it is
+ * removed only after a 2xx.  A crash can make us send an alert twice,
+ * always with the same webhook-id, never not at all.
+ *
+ * One thread, one loop: curl_multi_poll() waits on the transfers, the
+ * inotify fd and a signalfd at once, with a timeout that is the nearest
+ * of the next retry, the end of a group window and the journal tick.
+ *
+ *   airlock-alertd --policy FILE --keyring FILE --journal FILE --state DIR
+ *
+ * See --help, and docs/alerts.md for the payloads, the state directory
+ * and the systemd unit.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <sodium.h>
+
+#include "alertd.h"
+
+
+#define AD_SAVE_LAZY     5000       /* ms an offset past deny lines only
+                                       may wait before it is saved */
+#define AD_REPEAT_MIN    1000
+#define AD_REPEAT_MAX    (24 * 3600 * 1000)
+#define AD_ERR_MAX       (AL_ERR_MAX + 512)
+
+
+typedef struct {
+    char             policy[PATH_MAX];
+    char             keyring[PATH_MAX];
+    char             journal_path[PATH_MAX];
+    char             state_path[PATH_MAX];
+    int64_t          repeat_ms;
+    unsigned         once:1;
+    unsigned         foreground:1;
+    unsigned         verbose:1;
+
+    ad_state_t       state;
+    ad_outbox_t      outbox;
+    ad_groups_t      groups;
+    ad_journal_t    *journal;
+    ad_deliver_t     deliver;
+    int              sfd;
+
+    unsigned         changed:1;         /* alerts or groups: save now */
+    unsigned         moved:1;           /* offset moved past other lines */
+    unsigned         stopping:1;
+    int64_t          saved_at;          /* monotonic */
+    int64_t          blocked_until;     /* monotonic: queueing failed */
+    int64_t          stop_at;
+} ad_ctx_t;
+
+
+static int ad_options(ad_ctx_t *ctx, int argc, char **argv);
+static void ad_usage(FILE *f);
+static int ad_absolute(char *buf, size_t size, const char *path,
+    const char *what);
+static int ad_daemonize(int *notify, int *code);
+static int ad_init(ad_ctx_t *ctx);
+static int ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n,
+    char *err, size_t errsize);
+static void ad_reload(ad_ctx_t *ctx);
+static int ad_loop(ad_ctx_t *ctx);
+static void ad_signals(ad_ctx_t *ctx);
+static void ad_stop(ad_ctx_t *ctx, const char *why);
+static void ad_work(ad_ctx_t *ctx);
+static int ad_on_line(void *data, const char *line, size_t len,
+    int64_t off);
+static int ad_emit(void *data, const ad_alert_t *a);
+static int ad_persist(ad_ctx_t *ctx, int force);
+static void ad_cleanup(ad_ctx_t *ctx);
+static int ad_timeout(ad_ctx_t *ctx);
+
+
+static const struct option  ad_long_options[] = {
+    { "policy",          required_argument, NULL, 'p' },
+    { "keyring",         required_argument, NULL, 'k' },
+    { "journal",         required_argument, NULL, 'j' },
+    { "state",           required_argument, NULL, 's' },
+    { "repeat-interval", required_argument, NULL, 'r' },
+    { "once",            no_argument,       NULL, 'o' },
+    { "foreground",      no_argument,       NULL, 'f' },
+    { "verbose",         no_argument,       NULL, 'v' },
+    { "help",            no_argument,       NULL, 'h' },
+    { "version",         no_argument,       NULL, 'V' },
+    { NULL, 0, NULL, 0 }
+};
+
+
+int
+main(int argc, char **argv)
+{
+    int        rc, code, notify;
+    ad_ctx_t  *ctx;
+
+    ctx = calloc(1, sizeof(ad_ctx_t));
+    if (ctx == NULL) {
+        (void) fprintf(stderr, "%s: out of memory\n", AD_NAME);
+        return 1;
+    }
+
+    ctx->sfd = -1;
+    ctx->state.fd = -1;
+    ctx->state.lock = -1;
+    ctx->outbox.fd = -1;
+
+    rc = ad_options(ctx, argc, argv);
+    if (rc >= 0) {
+        free(ctx);
+        return rc;
+    }
+
+    notify = -1;
+
+    if (!ctx->foreground && !ctx->once) {
+        if (ad_daemonize(&notify, &code) != 0) {
+            free(ctx);
+            return code;
+        }
+    }
+
+    ad_log_init(ctx->verbose);
+
+    rc = ad_init(ctx);
+
+    if (notify != -1) {
+        /* the parent waits for this byte, or for our exit status */
+        if (rc == 0 && write(notify, "1", 1) != 1) {
+            ad_log(AD_LOG_ERR, "cannot tell the starting process we run: "
+                   "%s", strerror(errno));
+            rc = 1;
+        }
+        (void) close(notify);
+    }
+
+    if (rc == 0) {
+        rc = ad_loop(ctx);
+    }
+
+    ad_cleanup(ctx);
+    free(ctx);
+
+    return rc;
+}
+
+
+/* returns the exit status when we are done, -1 to run */
+
+static int
+ad_options(ad_ctx_t *ctx, int argc, char **argv)
+{
+    int          c;
+    const char  *policy, *keyring, *journal, *state, *repeat;
+
+    policy = NULL;
+    keyring = NULL;
+    journal = NULL;
+    state = NULL;
+    repeat = "5m";
+
+    opterr = 0;
+
+    for ( ;; ) {
+        c = getopt_long(argc, argv, ":vh", ad_long_options, NULL);
+        if (c == -1) {
+            break;
+        }
+
+        switch (c) {
+        case 'p':
+            policy = optarg;
+            break;
+        case 'k':
+            keyring = optarg;
+            break;
+        case 'j':
+            journal = optarg;
+            break;
+        case 's':
+            state = optarg;
+            break;
+        case 'r':
+            repeat = optarg;
+            break;
+        case 'o':
+            ctx->once = 1;
+            break;
+        case 'f':
+            ctx->foreground = 1;
+            break;
+        case 'v':
+            ctx->verbose = 1;
+            break;
+        case 'h':
+            ad_usage(stdout);
+            return 0;
+        case 'V':
+            (void) printf("%s %s\n", AD_NAME, AL_VERSION);
+            return 0;
+        case ':':
+            (void) fprintf(stderr, "%s: %s needs a value (see --help)\n",
+                           AD_NAME, argv[optind - 1]);
+            return 2;
+        default:
+            (void) fprintf(stderr, "%s: unknown option \"%s\" (see "
+                           "--help)\n", AD_NAME, argv[optind - 1]);
+            return 2;
+        }
+    }
+
+    if (optind < argc) {
+        (void) fprintf(stderr, "%s: unexpected argument \"%s\" (see "
+                       "--help)\n", AD_NAME, argv[optind]);
+        return 2;
+    }
+
+    if (policy == NULL || keyring == NULL || journal == NULL
+        || state == NULL)
+    {
+        (void) fprintf(stderr, "%s: --%s is required (see --help)\n",
+                       AD_NAME, policy == NULL ? "policy"
+                                : keyring == NULL ? "keyring"
+                                : journal == NULL ? "journal" : "state");
+        return 2;
+    }
+
+    if (ad_duration_parse(repeat, &ctx->repeat_ms) != 0
+        || ctx->repeat_ms < AD_REPEAT_MIN || ctx->repeat_ms > AD_REPEAT_MAX)
+    {
+        (void) fprintf(stderr, "%s: --repeat-interval \"%s\" is not a "
+                       "duration from 1s to 24h (like 90s, 5m, 1h)\n",
+                       AD_NAME, repeat);
+        return 2;
+    }
+
+    if (ad_absolute(ctx->policy, sizeof(ctx->policy), policy, "--policy")
+        != 0
+        || ad_absolute(ctx->keyring, sizeof(ctx->keyring), keyring,
+                       "--keyring") != 0
+        || ad_absolute(ctx->journal_path, sizeof(ctx->journal_path),
+                       journal, "--journal") != 0
+        || ad_absolute(ctx->state_path, sizeof(ctx->state_path), state,
+                       "--state") != 0)
+    {
+        return 2;
+    }
+
+    return -1;
+}
+
+
+static void
+ad_usage(FILE *f)
+{
+    (void) fprintf(f,
+"usage: airlock-alertd --policy FILE --keyring FILE --journal FILE\n"
+"                      --state DIR [--repeat-interval 5m] [--once]\n"
+"                      [--foreground] [-v]\n"
+"\n"
+"Delivers the alerts the Airlock nginx module writes to its journal to\n"
+"the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
+"the sink's hmac_secret) and Alertmanager (API v2).  Every alert is\n"
+"queued on disk before it is sent and retried until the sink takes it.\n"
+"\n"
+"  --policy FILE           the Airlock policy (alerts.sinks, secrets)\n"
+"  --keyring FILE          the appliance private key, to open secrets\n"
+"  --journal FILE          the journal nginx appends deny and alert\n"
+"                          lines to\n"
+"  --state DIR             read position, open groups and the outbox\n"
+"  --repeat-interval DUR   repeats of an alert (same kind, client and\n"
+"                          reason) within DUR are sent as one folded\n"
+"                          alert when DUR ends; 1s to 24h, default 5m\n"
+"  --once                  read the journal to its end, try each queued\n"
+"                          alert once and exit: 0 if none is left, 1 if\n"
+"                          some are (they stay queued)\n"
+"  --foreground            do not detach (systemd, tests)\n"
+"  -v, --verbose           also log each attempt and each skipped line\n"
+"  -h, --help              this text\n"
+"      --version           the version\n"
+"\n"
+"Signals: HUP reloads the policy and the keyring (a bad one is logged\n"
+"and the running one kept); TERM and INT stop after the attempts in\n"
+"flight, waiting at most %d s.\n"
+"\n"
+"Exit status: 0 done, 1 runtime failure (or --once with alerts left),\n"
+"2 usage or configuration error.  Logs go to standard error, one line\n"
+"per event.  See docs/alerts.md.\n", AD_STOP_GRACE / 1000);
+}
+
+
+static int
+ad_absolute(char *buf, size_t size, const char *path, const char *what)
+{
+    char  cwd[PATH_MAX];
+
+    if (path[0] == '\0') {
+        (void) fprintf(stderr, "%s: %s is empty\n", AD_NAME, what);
+        return -1;
+    }
+
+    if (path[0] == '/') {
+        if ((size_t) snprintf(buf, size, "%s", path) >= size) {
+            goto long_path;
+        }
+        return 0;
+    }
+
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        (void) fprintf(stderr, "%s: %s %s: cannot tell the current "
+                       "directory: %s\n", AD_NAME, what, path,
+                       strerror(errno));
+        return -1;
+    }
+
+    if ((size_t) snprintf(buf, size, "%s/%s", cwd, path) >= size) {
+        goto long_path;
+    }
+
+    return 0;
+
+long_path:
+
+    (void) fprintf(stderr, "%s: %s is too long\n", AD_NAME, what);
+
+    return -1;
+}
+
+
+/*
+ * Detaches.  The parent waits until the child says it is running, so a
+ * configuration error still reaches the terminal and the exit status.
+ * Returns 0 in the child, -1 in the parent (or on failure) with *code.
+ */
+
+static int
+ad_daemonize(int *notify, int *code)
+{
+    int      p[2], status, fd;
+    char     c;
+    pid_t    pid;
+    ssize_t  n;
+
+    *code = 1;
+
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        (void) fprintf(stderr, "%s: pipe: %s\n", AD_NAME, strerror(errno));
+        return -1;
+    }
+
+    pid = fork();
+
+    if (pid == -1) {
+        (void) fprintf(stderr, "%s: fork: %s\n", AD_NAME, strerror(errno));
+        return -1;
+    }
+
+    if (pid > 0) {
+        (void) close(p[1]);
+
+        do {
+            n = read(p[0], &c, 1);
+        } while (n == -1 && errno == EINTR);
+
+        if (n == 1) {
+            *code = 0;
+            return -1;
+        }
+
+        if (waitpid(pid, &status, 0) == pid && WIFEXITED(status)) {
+            *code = WEXITSTATUS(status);
+        }
+
+        return -1;
+    }
+
+    (void) close(p[0]);
+    (void) setsid();
+
+    if (chdir("/") != 0) {
+        /* our paths are absolute: the directory does not matter */
+    }
+
+    fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (fd != -1) {
+        (void) dup2(fd, STDIN_FILENO);
+        (void) dup2(fd, STDOUT_FILENO);
+        if (fd > STDERR_FILENO) {
+            (void) close(fd);
+        }
+    }
+
+    *notify = p[1];
+
+    return 0;
+}
+
+
+static int
+ad_init(ad_ctx_t *ctx)
+{
+    size_t      n, nsinks;
+    sigset_t    set;
+    ad_pos_t    pos;
+    ad_sink_t  *sinks;
+    char        err[AD_ERR_MAX];
+
+    /*
+     * Signals arrive on a signalfd, read in the loop like any event;
+     * they are blocked before libcurl can start a resolver thread.
+     */
+
+    (void) signal(SIGPIPE, SIG_IGN);
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
+        ad_log(AD_LOG_ERR, "sigprocmask: %s", strerror(errno));
+        return 1;
+    }
+
+    ctx->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (ctx->sfd == -1) {
+        ad_log(AD_LOG_ERR, "signalfd: %s", strerror(errno));
+        return 1;
+    }
+
+    if (sodium_init() < 0) {
+        ad_log(AD_LOG_ERR, "libsodium failed to initialize");
+        return 1;
+    }
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        ad_log(AD_LOG_ERR, "libcurl failed to initialize");
+        return 1;
+    }
+
+    if (ad_load_sinks(ctx, &sinks, &nsinks, err, sizeof(err)) != 0) {
+        ad_log(AD_LOG_ERR, "%s", err);
+        return 2;
+    }
+
+    ctx->groups.interval_ms = ctx->repeat_ms;
+
+    if (ad_state_open(&ctx->state, ctx->state_path, err, sizeof(err)) != 0
+        || ad_state_load(&ctx->state, ctx->journal_path, &pos, &ctx->groups,
+                         err, sizeof(err)) != 0
+        || ad_outbox_open(&ctx->outbox, ctx->state.fd, err, sizeof(err))
+           != 0)
+    {
+        ad_sinks_free(sinks, nsinks);
+        ad_log(AD_LOG_ERR, "%s", err);
+        return 2;
+    }
+
+    ctx->journal = malloc(sizeof(ad_journal_t));
+    if (ctx->journal == NULL) {
+        ad_sinks_free(sinks, nsinks);
+        ad_log(AD_LOG_ERR, "out of memory");
+        return 1;
+    }
+
+    if (ad_journal_open(ctx->journal, ctx->journal_path, !ctx->once, &pos,
+                        err, sizeof(err)) != 0)
+    {
+        free(ctx->journal);
+        ctx->journal = NULL;
+        ad_sinks_free(sinks, nsinks);
+        ad_log(AD_LOG_ERR, "%s", err);
+        return 2;
+    }
+
+    if (ad_deliver_init(&ctx->deliver, &ctx->outbox, ctx->repeat_ms,
+                        ctx->once, err, sizeof(err)) != 0)
+    {
+        ad_sinks_free(sinks, nsinks);
+        ad_log(AD_LOG_ERR, "%s", err);
+        return 1;
+    }
+
+    ad_deliver_set_sinks(&ctx->deliver, sinks, nsinks);
+
+    if (nsinks == 0) {
+        ad_log(AD_LOG_WARN, "%s has no alerts.sinks: alerts stay in the "
+               "journal and are not delivered", ctx->policy);
+    }
+
+    for (n = 0; n < nsinks; n++) {
+        ad_log(AD_LOG_INFO, "sink %zu: %s %s", n + 1,
+               sinks[n].kind == AL_SINK_WEBHOOK ? "webhook" : "alertmanager",
+               sinks[n].label);
+    }
+
+    ad_log(AD_LOG_INFO, "started %s: journal %s at offset %lld, state %s, "
+           "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s",
+           AL_VERSION, ctx->journal_path, (long long) pos.off,
+           ctx->state_path, ctx->outbox.n, ctx->groups.n,
+           (long long) (ctx->repeat_ms / 1000));
+
+    ad_deliver_orphans(&ctx->deliver);
+
+    ctx->saved_at = ad_mono_ms();
+
+    return 0;
+}
+
+
+/*
+ * Reads the keyring and the policy and takes what alertd needs from them:
+ * copies of the sink URLs and the HMAC keys, in guarded memory.  The
+ * policy and the keyring are freed at once, so no other secret stays
+ * in this process.
+ */
+
+static int
+ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n, char *err,
+    size_t errsize)
+{
+    int            rc;
+    al_error_t     e;
+    al_policy_t   *p;
+    al_keyring_t  *kr;
+
+    kr = al_keyring_load(ctx->keyring, &e);
+    if (kr == NULL) {
+        (void) al_error_format(&e, err, errsize);
+        return -1;
+    }
+
+    p = al_policy_load(ctx->policy, kr, &e);
+    al_keyring_free(kr);
+
+    if (p == NULL) {
+        (void) al_error_format(&e, err, errsize);
+        return -1;
+    }
+
+    rc = ad_sinks_from_policy(p, sinks, n, err, errsize);
+    al_policy_free(p);
+
+    return rc;
+}
+
+
+static void
+ad_reload(ad_ctx_t *ctx)
+{
+    size_t      n;
+    ad_sink_t  *sinks;
+    char        err[AD_ERR_MAX];
+
+    if (ad_load_sinks(ctx, &sinks, &n, err, sizeof(err)) != 0) {
+        ad_log(AD_LOG_ERR, "reload failed, the running policy is kept: %s",
+               err);
+        return;
+    }
+
+    ad_deliver_set_sinks(&ctx->deliver, sinks, n);
+    ad_log(n > 0 ? AD_LOG_INFO : AD_LOG_WARN, "reloaded %s: %zu sink(s)%s",
+           ctx->policy, n, n > 0 ? "" : "; alerts stay in the journal and "
+                                        "are not delivered");
+    ad_deliver_orphans(&ctx->deliver);
+}
+
+
+static int
+ad_loop(ad_ctx_t *ctx)
+{
+    int      fds[2], ready[2], rc;
+    int64_t  tick;
+
+    rc = 0;
+    tick = ad_mono_ms() + AD_TICK;
+
+    ad_work(ctx);
+    ad_deliver_start(&ctx->deliver);
+
+    for ( ;; ) {
+        if (ctx->stopping
+            && (ctx->deliver.busy == 0 || ad_mono_ms() >= ctx->stop_at))
+        {
+            break;
+        }
+
+        if (ctx->once && !ctx->stopping && ad_deliver_idle(&ctx->deliver)) {
+            break;
+        }
+
+        fds[0] = ctx->sfd;
+        fds[1] = ctx->journal->ifd;
+        ready[0] = 0;
+        ready[1] = 0;
+
+        if (ad_deliver_poll(&ctx->deliver, fds, ctx->journal->ifd != -1
+                                                ? 2 : 1,
+                            ready, ad_timeout(ctx)) != 0)
+        {
+            rc = 1;
+            break;
+        }
+
+        if (ready[0]) {
+            ad_signals(ctx);
+        }
+
+        if (ready[1]) {
+            ad_journal_events(ctx->journal);
+        }
+
+        if (ad_mono_ms() >= tick) {
+            ctx->journal->check = 1;
+            tick = ad_mono_ms() + AD_TICK;
+        }
+
+        ad_deliver_collect(&ctx->deliver);
+
+        if (!ctx->stopping && !ctx->once) {
+            ad_work(ctx);
+        }
+
+        ad_deliver_start(&ctx->deliver);
+    }
+
+    ad_deliver_abort(&ctx->deliver);
+
+    if (ad_persist(ctx, 1) != 0 && rc == 0) {
+        rc = 1;
+    }
+
+    if (rc == 0 && ctx->once && ctx->outbox.n > 0) {
+        ad_log(AD_LOG_WARN, "%zu alert(s) still queued; the next run tries "
+               "them again", ctx->outbox.n);
+        rc = 1;
+    }
+
+    ad_log(AD_LOG_INFO, "stopped: %zu alert(s) queued, %zu group(s) open",
+           ctx->outbox.n, ctx->groups.n);
+
+    return rc;
+}
+
+
+/* the nearest of: a retry, a group window's end, the journal tick */
+
+static int
+ad_timeout(ad_ctx_t *ctx)
+{
+    int64_t  now, wall, t, timeout;
+
+    now = ad_mono_ms();
+    wall = ad_now_ms();
+    timeout = AD_TICK;
+
+    t = ad_deliver_next(&ctx->deliver);
+    if (t != -1 && !ctx->stopping && t - now < timeout) {
+        timeout = t - now;
+    }
+
+    t = ad_group_next(&ctx->groups);
+    if (t != -1 && !ctx->once && t - wall < timeout) {
+        timeout = t - wall;
+    }
+
+    t = ad_journal_next(ctx->journal);
+    if (t != -1 && t - now < timeout) {
+        timeout = t - now;
+    }
+
+    if (ctx->blocked_until != 0 && ctx->blocked_until - now < timeout) {
+        timeout = ctx->blocked_until - now;
+    }
+
+    if (ctx->stopping && ctx->stop_at - now < timeout) {
+        timeout = ctx->stop_at - now;
+    }
+
+    return (timeout < 0) ? 0 : (int) timeout;
+}
+
+
+static void
+ad_signals(ad_ctx_t *ctx)
+{
+    ssize_t                   n;
+    struct signalfd_siginfo   si;
+
+    for ( ;; ) {
+        n = read(ctx->sfd, &si, sizeof(si));
+        if (n != (ssize_t) sizeof(si)) {
+            break;
+        }
+
+        switch (si.ssi_signo) {
+        case SIGHUP:
+            if (!ctx->stopping) {
+                ad_log(AD_LOG_INFO, "SIGHUP: reloading %s", ctx->policy);
+                ad_reload(ctx);
+            }
+            break;
+
+        case SIGTERM:
+            ad_stop(ctx, "SIGTERM");
+            break;
+
+        default:
+            ad_stop(ctx, "SIGINT");
+            break;
+        }
+    }
+}
+
+
+static void
+ad_stop(ad_ctx_t *ctx, const char *why)
+{
+    if (ctx->stopping) {
+        return;
+    }
+
+    ctx->stopping = 1;
+    ctx->deliver.stopping = 1;
+    ctx->stop_at = ad_mono_ms() + AD_STOP_GRACE;
+
+    ad_log(AD_LOG_INFO, "%s: stopping, %zu attempt(s) in flight get up to "
+           "%d ms", why, ctx->deliver.busy, AD_STOP_GRACE);
+}
+
+
+/* the journal, then the group windows, then the state on disk */
+
+static void
+ad_work(ad_ctx_t *ctx)
+{
+    int64_t  now;
+
+    now = ad_mono_ms();
+
+    if (ctx->blocked_until != 0) {
+        if (now < ctx->blocked_until) {
+            return;
+        }
+        ctx->blocked_until = 0;
+    }
+
+    if (ad_journal_read(ctx->journal, ad_on_line, ctx) != 0
+        || ad_group_expire(&ctx->groups, ad_now_ms(), ad_emit, ctx) != 0)
+    {
+        /* queueing failed (logged): what was read stays unread */
+        ctx->blocked_until = now + AD_TICK;
+    }
+
+    if (ad_persist(ctx, 0) != 0) {
+        ctx->blocked_until = now + AD_TICK;
+    }
+}
+
+
+static int
+ad_on_line(void *data, const char *line, size_t len, int64_t off)
+{
+    ad_ctx_t    *ctx;
+    ad_alert_t   a;
+    char         why[256];
+
+    ctx = data;
+
+    switch (ad_alert_parse_line(line, len, &a, why, sizeof(why))) {
+
+    case AD_LINE_ALERT:
+        a.folded = 0;
+
+        ad_log(AD_LOG_DEBUG, "journal offset %lld: alert %s", (long long) off,
+               a.id);
+
+        if (ad_group_add(&ctx->groups, &a, ad_now_ms(), ad_emit, ctx) != 0)
+        {
+            return -1;
+        }
+
+        ctx->changed = 1;
+        break;
+
+    case AD_LINE_DENY:
+        break;
+
+    case AD_LINE_OTHER:
+        ad_log(AD_LOG_DEBUG, "journal offset %lld: skipped a line of %s",
+               (long long) off, why);
+        break;
+
+    default:
+        ad_log(AD_LOG_WARN, "journal %s offset %lld: skipped a malformed "
+               "line: %s", ctx->journal_path, (long long) off, why);
+        break;
+    }
+
+    ctx->moved = 1;
+
+    return 0;
+}
+
+
+static int
+ad_emit(void *data, const ad_alert_t *a)
+{
+    size_t            i;
+    ad_ctx_t         *ctx;
+    const ad_sink_t  *s;
+
+    ctx = data;
+
+    for (i = 0; i < ctx->deliver.nsinks; i++) {
+        s = &ctx->deliver.sinks[i];
+
+        if (ad_outbox_add(&ctx->outbox, a, s->kind, s->key, s->url) != 0) {
+            return -1;
+        }
+    }
+
+    ctx->changed = 1;
+
+    ad_log(AD_LOG_INFO, "%s %salert %s: %s, client %s, reason %s, "
+           "count %lld", ctx->deliver.nsinks > 0 ? "queued" : "no sinks for",
+           a->folded ? "folded " : "", a->id, ad_alert_kind_name(a->kind),
+           a->has_client ? a->client : "(none)", a->reason,
+           (long long) a->count);
+
+    return 0;
+}
+
+
+/*
+ * The outbox files are made durable first, then the offset past their
+ * lines is saved.  An offset moved past deny lines only is saved lazily:
+ * reading them again after a crash costs nothing.
+ */
+
+static int
+ad_persist(ad_ctx_t *ctx, int force)
+{
+    ad_pos_t  pos;
+
+    if (ctx->journal == NULL) {
+        return 0;
+    }
+
+    if (ad_outbox_sync(&ctx->outbox) != 0) {
+        ad_log(AD_LOG_ERR, "cannot sync %s/outbox: %s; the journal "
+               "position is saved once it works", ctx->state_path,
+               strerror(errno));
+        return -1;
+    }
+
+    if (!ctx->changed
+        && !(ctx->moved
+             && (force || ad_mono_ms() - ctx->saved_at >= AD_SAVE_LAZY)))
+    {
+        return 0;
+    }
+
+    ad_journal_pos(ctx->journal, &pos);
+
+    if (ad_state_save(&ctx->state, ctx->journal_path, &pos, &ctx->groups)
+        != 0)
+    {
+        ad_log(AD_LOG_ERR, "cannot save %s/offset: %s", ctx->state_path,
+               strerror(errno));
+        return -1;
+    }
+
+    ctx->changed = 0;
+    ctx->moved = 0;
+    ctx->saved_at = ad_mono_ms();
+
+    return 0;
+}
+
+
+static void
+ad_cleanup(ad_ctx_t *ctx)
+{
+    if (ctx->deliver.multi != NULL) {
+        ad_deliver_free(&ctx->deliver);
+    }
+
+    if (ctx->journal != NULL) {
+        ad_journal_close(ctx->journal);
+        free(ctx->journal);
+        ctx->journal = NULL;
+    }
+
+    ad_outbox_close(&ctx->outbox);
+    ad_group_free(&ctx->groups);
+    ad_state_close(&ctx->state);
+
+    if (ctx->sfd != -1) {
+        (void) close(ctx->sfd);
+        ctx->sfd = -1;
+    }
+
+    curl_global_cleanup();
+}

@@ -1,0 +1,313 @@
+/*
+ * airlock-alertd internals: the types and calls its files share.
+ *
+ *   alertd.c      command line, the event loop, signals, reload
+ *   ad_log.c      one line per event on stderr; time helpers
+ *   ad_alert.c    journal lines in, webhook and Alertmanager bodies out
+ *   ad_group.c    folding repeats of one (kind, client, reason)
+ *   ad_journal.c  following the journal across rotation and truncation
+ *   ad_state.c    the state directory: lock, atomic files, offset
+ *   ad_outbox.c   one durable file per pending (alert, sink)
+ *   ad_deliver.c  sinks, signing, libcurl multi transfers, backoff
+ *
+ * See docs/alerts.md for what goes over the wire and what is on disk.
+ */
+
+#ifndef ALERTD_H
+#define ALERTD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "airlock.h"
+
+
+#define AD_NAME                "airlock-alertd"
+
+#define AD_ID_MAX              64       /* alert id from the journal */
+#define AD_FID_MAX             (AD_ID_MAX + 12)     /* "<id>-<seq>" */
+#define AD_FIELD_MAX           128      /* client, reason, route */
+#define AD_SAMPLE_MAX          512      /* longer samples are cut */
+#define AD_TIME_MAX            40       /* RFC 3339 text */
+#define AD_READ_MAX            65536    /* one journal read; a longer
+                                           line is malformed */
+#define AD_STATE_FILE_MAX      (16 * 1024 * 1024)
+#define AD_ENTRY_FILE_MAX      (64 * 1024)
+#define AD_GROUPS_MAX          4096
+#define AD_NAME_MAX            128      /* outbox file name */
+#define AD_KEY_HEX             16       /* sink key: hex chars */
+#define AD_LABEL_MAX           512      /* a URL as logged */
+
+#define AD_BACKOFF_BASE        1000     /* ms */
+#define AD_BACKOFF_CAP         300000   /* ms, 5 minutes */
+#define AD_CONNECT_TIMEOUT     5000     /* ms */
+#define AD_ATTEMPT_TIMEOUT     10000    /* ms, connect included */
+#define AD_STOP_GRACE          3000     /* ms an in-flight attempt gets
+                                           after SIGTERM */
+#define AD_ROTATE_GRACE        5000     /* ms a rotated journal is still
+                                           read for late lines */
+#define AD_TICK                1000     /* ms between journal checks */
+
+
+/* logging and time (ad_log.c) */
+
+enum {
+    AD_LOG_ERR = 3,
+    AD_LOG_WARN = 4,
+    AD_LOG_INFO = 6,
+    AD_LOG_DEBUG = 7
+};
+
+void ad_log_init(int verbose);
+void ad_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* the URL without userinfo, query and fragment: safe to log */
+void ad_url_label(char *buf, size_t size, const char *url);
+
+int64_t ad_now_ms(void);                    /* wall clock */
+int64_t ad_mono_ms(void);                   /* monotonic */
+
+/* "2026-11-30T03:40:00.123Z", "...+01:00"; returns 0 or -1 */
+int ad_time_parse(const char *s, int64_t *ms);
+void ad_time_format(char *buf, size_t size, int64_t ms);
+
+/* "5m", "90s", "1h", "250ms", "30" (seconds); returns 0 or -1 */
+int ad_duration_parse(const char *s, int64_t *ms);
+
+
+/* alerts (ad_alert.c) */
+
+typedef enum {
+    AD_KIND_DENY_THRESHOLD = 0,
+    AD_KIND_QUARANTINE
+} ad_kind_t;
+
+typedef struct {
+    char             id[AD_FID_MAX + 1];
+    char             time[AD_TIME_MAX];     /* as written */
+    int64_t          time_ms;
+    ad_kind_t        kind;
+    unsigned         critical:1;            /* else warning */
+    unsigned         has_client:1;
+    unsigned         has_route:1;
+    unsigned         has_until:1;
+    unsigned         folded:1;
+    char             client[AD_FIELD_MAX + 1];
+    char             reason[AD_FIELD_MAX + 1];
+    char             route[AD_FIELD_MAX + 1];
+    int64_t          count;
+    int64_t          window;                /* seconds */
+    char             sample[AD_SAMPLE_MAX + 1];
+    char             until[AD_TIME_MAX];
+} ad_alert_t;
+
+typedef enum {
+    AD_LINE_ALERT = 0,
+    AD_LINE_DENY,
+    AD_LINE_OTHER,                          /* a type we do not deliver */
+    AD_LINE_BAD
+} ad_line_t;
+
+ad_line_t ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a,
+    char *why, size_t whysize);
+int ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
+    size_t whysize);
+
+/* the webhook body; also how an alert is kept on disk */
+json_t *ad_alert_to_json(const ad_alert_t *a);
+json_t *ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms);
+const char *ad_alert_kind_name(ad_kind_t kind);
+
+
+/* grouping (ad_group.c) */
+
+typedef struct {
+    ad_alert_t       last;                  /* the latest alert seen */
+    char             first_id[AD_FID_MAX + 1];
+    unsigned         seq;                   /* folded alerts sent */
+    int64_t          start_ms;              /* window, alert time */
+    int64_t          end_ms;
+    int64_t          count;                 /* folded in this window */
+} ad_group_t;
+
+typedef struct {
+    ad_group_t      *g;
+    size_t           n;
+    size_t           cap;
+    int64_t          interval_ms;
+} ad_groups_t;
+
+/* called for each alert to send now; returns 0, or -1 to stop */
+typedef int (*ad_emit_pt)(void *data, const ad_alert_t *a);
+
+int ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
+    ad_emit_pt emit, void *data);
+int ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
+    void *data);
+int64_t ad_group_next(const ad_groups_t *gs);   /* -1: none */
+json_t *ad_group_to_json(const ad_groups_t *gs);
+int ad_group_from_json(ad_groups_t *gs, const json_t *a, char *why,
+    size_t whysize);
+void ad_group_free(ad_groups_t *gs);
+
+
+/* the state directory (ad_state.c) */
+
+typedef struct {
+    uint64_t         dev;
+    uint64_t         ino;
+    int64_t          off;
+    unsigned         valid:1;
+} ad_pos_t;
+
+typedef struct {
+    const char      *path;
+    int              fd;                    /* the directory */
+    int              lock;
+} ad_state_t;
+
+int ad_state_open(ad_state_t *st, const char *path, char *err,
+    size_t errsize);
+void ad_state_close(ad_state_t *st);
+int ad_file_replace(int dirfd, const char *name, const char *data,
+    size_t len);
+int ad_file_read(int dirfd, const char *name, size_t max, char **buf,
+    size_t *len);
+int ad_fsync_dir(int dirfd);
+
+int ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
+    ad_groups_t *gs, char *err, size_t errsize);
+int ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
+    const ad_groups_t *gs);
+
+
+/* the journal (ad_journal.c) */
+
+typedef struct {
+    int              fd;
+    uint64_t         dev;
+    uint64_t         ino;
+    int64_t          off;                   /* first unconsumed byte */
+    int              wd;
+    unsigned         skipping:1;            /* inside an over-long line */
+} ad_jfile_t;
+
+typedef struct {
+    char             path[4096];
+    char             dir[4096];
+    char             base[256];
+    int              ifd;                   /* inotify; -1 with --once */
+    int              dwd;
+    ad_jfile_t       cur;
+    ad_jfile_t       old;                   /* rotated away, read a
+                                               while longer */
+    int64_t          old_until;             /* monotonic ms */
+    int              open_errno;            /* last open() failure */
+    unsigned         check:1;               /* the name may point to a
+                                               new file */
+    char             buf[AD_READ_MAX];
+} ad_journal_t;
+
+/* returns 0, or -1 to stop reading (the line is read again later) */
+typedef int (*ad_line_pt)(void *data, const char *line, size_t len,
+    int64_t off);
+
+int ad_journal_open(ad_journal_t *j, const char *path, int watch,
+    const ad_pos_t *saved, char *err, size_t errsize);
+void ad_journal_close(ad_journal_t *j);
+void ad_journal_events(ad_journal_t *j);
+int ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data);
+void ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos);
+int64_t ad_journal_next(const ad_journal_t *j);
+
+
+/* the outbox (ad_outbox.c) */
+
+typedef struct ad_entry_s  ad_entry_t;
+
+struct ad_entry_s {
+    ad_entry_t      *next;
+    ad_entry_t      *prev;
+    char             name[AD_NAME_MAX];     /* file in STATE/outbox */
+    char             key[AD_KEY_HEX + 1];   /* the sink */
+    al_sink_kind_t   kind;
+    char            *url;                   /* as queued, for orphans */
+    ad_alert_t       alert;
+    int64_t          queued_ms;
+    uint64_t         seq;
+    unsigned         attempts;
+    int64_t          next_ms;               /* monotonic; not before */
+    unsigned         busy:1;
+    unsigned         tried:1;               /* --once */
+};
+
+typedef struct {
+    ad_entry_t      *head;
+    ad_entry_t      *tail;
+    size_t           n;
+    int              fd;                    /* STATE/outbox */
+    uint64_t         seq;
+    unsigned         dirty:1;               /* added since the last sync */
+} ad_outbox_t;
+
+int ad_outbox_open(ad_outbox_t *ob, int statefd, char *err, size_t errsize);
+void ad_outbox_close(ad_outbox_t *ob);
+int ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
+    const char *key, const char *url);
+int ad_outbox_sync(ad_outbox_t *ob);
+void ad_outbox_done(ad_outbox_t *ob, ad_entry_t *e);
+
+
+/* delivery (ad_deliver.c) */
+
+typedef struct ad_xfer_s  ad_xfer_t;
+
+typedef struct {
+    al_sink_kind_t   kind;
+    char            *url;
+    char             key[AD_KEY_HEX + 1];
+    char             label[AD_LABEL_MAX];   /* loggable URL */
+    unsigned char   *hmac;                  /* guarded memory */
+    size_t           hmac_len;
+    unsigned         failures;              /* in a row */
+    int64_t          next_ms;               /* monotonic; not before */
+    unsigned         busy:1;
+    unsigned         failed:1;              /* --once: stop for this run */
+} ad_sink_t;
+
+typedef struct {
+    void            *multi;                 /* CURLM */
+    ad_sink_t       *sinks;
+    size_t           nsinks;
+    ad_outbox_t     *outbox;
+    ad_xfer_t       *xfers;                 /* running */
+    size_t           busy;
+    int64_t          repeat_ms;
+    unsigned         once:1;
+    unsigned         stopping:1;
+} ad_deliver_t;
+
+void ad_sink_key(al_sink_kind_t kind, const char *url, char *key);
+int ad_sinks_from_policy(const al_policy_t *p, ad_sink_t **sinks,
+    size_t *n, char *err, size_t errsize);
+void ad_sinks_free(ad_sink_t *sinks, size_t n);
+
+int ad_deliver_init(ad_deliver_t *d, ad_outbox_t *ob, int64_t repeat_ms,
+    int once, char *err, size_t errsize);
+void ad_deliver_free(ad_deliver_t *d);
+void ad_deliver_set_sinks(ad_deliver_t *d, ad_sink_t *sinks, size_t n);
+void ad_deliver_orphans(ad_deliver_t *d);
+void ad_deliver_start(ad_deliver_t *d);
+void ad_deliver_collect(ad_deliver_t *d);
+int64_t ad_deliver_next(const ad_deliver_t *d);   /* monotonic, -1 */
+int ad_deliver_poll(ad_deliver_t *d, int *fds, size_t nfds, int *ready,
+    int timeout_ms);
+void ad_deliver_abort(ad_deliver_t *d);
+int ad_deliver_idle(const ad_deliver_t *d);       /* --once: done */
+
+
+#endif /* ALERTD_H */

@@ -1,0 +1,472 @@
+package AlertdTest;
+
+# Helpers for the airlock-alertd tests: a temporary directory with a
+# keyring, secrets and a policy; the webhook receiver fixture
+# (tests/lib/webhook-receiver.py); airlock-alertd itself; journal lines
+# written the way the nginx module writes them (one JSON object per line,
+# appended).  No nginx is involved.
+#
+#   my $t = AlertdTest->new;             # skips unless alertd is built
+#   my $r = $t->receiver(secret => $t->secret('hook', 'whsec_...'));
+#   $t->policy({ webhook => $r->{url}, secret => 'hook' });
+#   $t->alertd;                          # --foreground, its log in alertd.log
+#   my $id = $t->alert(client => 'agent');
+#   ok($t->wait_for(sub { $t->delivered($r, $id) }, 2));
+#
+# Environment: AIRLOCK_BUILD (default <top>/build), AIRLOCK_KEEP=1 keeps
+# the directory.
+
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use Exporter qw(import);
+use File::Basename qw(dirname);
+use File::Temp qw(tempdir);
+use IO::Handle;
+use IO::Socket::INET;
+use JSON::PP;
+use POSIX qw(WNOHANG);
+use Test::More ();
+use Time::HiRes qw(sleep time);
+
+our @EXPORT_OK = qw(uniq);
+
+my $TOP = abs_path(dirname(__FILE__) . '/../../..');
+my $JSON = JSON::PP->new->canonical->utf8;
+my @LIVE;
+
+
+sub new {
+    my ($class) = @_;
+    my $build = $ENV{AIRLOCK_BUILD} // "$TOP/build";
+    my $keep = $ENV{AIRLOCK_KEEP};
+
+    for my $bin ("$build/airlock-alertd", "$build/airlockctl") {
+        Test::More::plan(skip_all => "$bin not built") unless -x $bin;
+    }
+
+    my $dir = tempdir('alertd-test-XXXXXX', TMPDIR => 1,
+                      CLEANUP => !$keep);
+    Test::More::diag("AIRLOCK_KEEP: test directory is $dir") if $keep;
+
+    my $self = bless {
+        dir     => $dir,
+        top     => $TOP,
+        build   => $build,
+        bin     => "$build/airlock-alertd",
+        ctl     => "$build/airlockctl",
+        journal => "$dir/journal/airlock.journal",
+        state   => "$dir/state",
+        keyring => "$dir/keyring",
+        pids    => {},
+        n       => 0,
+        seq     => 0,
+        owner   => $$,
+    }, $class;
+
+    mkdir "$dir/journal" or die "mkdir: $!";
+
+    my $out = `\Q$self->{ctl}\E keygen \Q$self->{keyring}\E 2>&1`;
+    die "airlockctl keygen failed: $out" if $?;
+
+    push @LIVE, $self;
+
+    return $self;
+}
+
+
+sub dir { $_[0]{dir} }
+sub journal { $_[0]{journal} }
+sub state { $_[0]{state} }
+sub keyring { $_[0]{keyring} }
+sub bin { $_[0]{bin} }
+
+
+sub write_file {
+    my ($self, $name, $content) = @_;
+    my $path = $name =~ m{^/} ? $name : "$self->{dir}/$name";
+
+    open(my $fh, '>:raw', "$path.tmp") or die "write $path: $!";
+    print $fh $content;
+    close $fh or die "write $path: $!";
+    rename "$path.tmp", $path or die "rename $path: $!";
+
+    return $path;
+}
+
+
+sub read_file {
+    my ($self, $name) = @_;
+    my $path = $name =~ m{^/} ? $name : "$self->{dir}/$name";
+
+    open(my $fh, '<:raw', $path) or return '';
+    local $/;
+    my $s = <$fh>;
+
+    return $s // '';
+}
+
+
+# a secret file named NAME holding VALUE; the policy calls it NAME
+sub secret {
+    my ($self, $name, $value) = @_;
+    $self->{secrets}{$name} = $self->write_file("$name.secret", $value);
+    return $self->{secrets}{$name};
+}
+
+
+# sinks: { webhook => URL, secret => NAME } or { alertmanager => URL }
+sub policy {
+    my ($self, @sinks) = @_;
+    my $y = "version: 1\n"
+          . "clients:\n"
+          . "  agent: { cidr: 127.0.0.1/32 }\n";
+
+    if (%{$self->{secrets} // {}}) {
+        $y .= "secrets:\n";
+        for my $name (sort keys %{$self->{secrets}}) {
+            $y .= "  $name: { file: \"$self->{secrets}{$name}\" }\n";
+        }
+    }
+
+    $y .= "alerts:\n"
+        . "  deny: { threshold: 3, window: 60s }\n"
+        . "  quarantine: { threshold: 20, window: 60s, for: 10m }\n";
+
+    if (@sinks) {
+        $y .= "  sinks:\n";
+        for my $s (@sinks) {
+            if ($s->{webhook}) {
+                $y .= "    - webhook: { url: \"$s->{webhook}\", "
+                    . "hmac_secret: $s->{secret} }\n";
+            } else {
+                $y .= "    - alertmanager: { url: \"$s->{alertmanager}\" }\n";
+            }
+        }
+    }
+
+    return $self->write_file('policy.yaml', $y);
+}
+
+
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Proto => 'tcp', ReuseAddr => 1)
+        or die "cannot bind a loopback port: $!";
+    my $p = $s->sockport;
+    close $s;
+    return $p;
+}
+
+
+sub spawn {
+    my ($self, $name, @cmd) = @_;
+    my $log = "$self->{dir}/$name.log";
+
+    STDOUT->flush;
+    STDERR->flush;
+
+    my $pid = fork // die "fork: $!";
+
+    if ($pid == 0) {
+        open(STDIN, '<', '/dev/null');
+        open(STDOUT, '>>', $log) or POSIX::_exit(127);
+        open(STDERR, '>&', \*STDOUT);
+        exec { $cmd[0] } @cmd or print STDERR "exec $cmd[0]: $!\n";
+        POSIX::_exit(127);
+    }
+
+    $self->{pids}{$pid} = $name;
+
+    return $pid;
+}
+
+
+# waits for pid; returns its wait status, or undef when it did not end
+sub reap {
+    my ($self, $pid, $timeout) = @_;
+    my $deadline = time + ($timeout // 10);
+
+    for (;;) {
+        my $r = waitpid($pid, WNOHANG);
+        if ($r == $pid) {
+            delete $self->{pids}{$pid};
+            return $?;
+        }
+        if ($r == -1) {
+            delete $self->{pids}{$pid};
+            return undef;
+        }
+        return undef if time > $deadline;
+        sleep 0.02;
+    }
+}
+
+
+sub stop {
+    my ($self, $pid, $sig, $timeout) = @_;
+
+    kill $sig // 'TERM', $pid;
+    my $st = $self->reap($pid, $timeout // 10);
+
+    unless (defined $st) {
+        kill 'KILL', $pid;
+        $self->reap($pid, 5);
+    }
+
+    return $st;
+}
+
+
+# options: secret (a path), fail, fail_until, fail_mode, delay, port
+sub receiver {
+    my ($self, %opt) = @_;
+    my $n = ++$self->{n};
+    my $log = "$self->{dir}/receiver-$n.jsonl";
+    my $port_file = "$self->{dir}/receiver-$n.port";
+
+    $self->write_file($log, '');
+
+    my @cmd = ('python3', "$TOP/tests/lib/webhook-receiver.py",
+               '--port', $opt{port} // 0, '--port-file', $port_file,
+               '--secret-file', $opt{secret}, '--log', $log);
+    push @cmd, '--fail', $opt{fail} if $opt{fail};
+    push @cmd, '--fail-until', $opt{fail_until} if $opt{fail_until};
+    push @cmd, '--fail-mode', $opt{fail_mode} if $opt{fail_mode};
+    push @cmd, '--delay', $opt{delay} if $opt{delay};
+
+    my $pid = $self->spawn("receiver-$n", @cmd);
+
+    $self->wait_for(sub { -s $port_file }, 10)
+        or die "webhook receiver did not start:\n"
+               . $self->read_file("receiver-$n.log");
+
+    my $port = $self->read_file($port_file);
+    chomp $port;
+
+    return {
+        pid  => $pid,
+        port => $port,
+        log  => $log,
+        url  => "http://127.0.0.1:$port/hook",
+        name => "receiver-$n",
+    };
+}
+
+
+# the receiver's records, oldest first
+sub records {
+    my ($self, $r) = @_;
+    my @rec;
+
+    for my $line (split /\n/, $self->read_file($r->{log})) {
+        next unless length $line;
+        push @rec, $JSON->decode($line);
+    }
+
+    return @rec;
+}
+
+
+# records answered 2xx and verified
+sub accepted {
+    my ($self, $r) = @_;
+    return grep { $_->{verified} && $_->{status} =~ /^2\d\d$/ }
+           $self->records($r);
+}
+
+
+sub delivered {
+    my ($self, $r, @ids) = @_;
+    my %got = map { $_->{id} => 1 } $self->accepted($r);
+    return !grep { !$got{$_} } @ids;
+}
+
+
+sub alertd {
+    my ($self, @args) = @_;
+    my @cmd = ($self->{bin}, '--policy', "$self->{dir}/policy.yaml",
+               '--keyring', $self->{keyring}, '--journal', $self->{journal},
+               '--state', $self->{state}, '--foreground', @args);
+
+    # "started" is logged once the journal is watched: wait for it
+    my $before = () = $self->alertd_log =~ /\binfo: started /g;
+
+    $self->{alertd} = $self->spawn('alertd', @cmd);
+
+    $self->wait_for(sub {
+        my $n = () = $self->alertd_log =~ /\binfo: started /g;
+        $n > $before;
+    }, 10) or Test::More::diag("alertd did not start:\n" . $self->alertd_log);
+
+    return $self->{alertd};
+}
+
+
+sub alertd_pid { $_[0]{alertd} }
+sub alertd_log { $_[0]->read_file('alertd.log') }
+
+
+# waits up to timeout seconds for alertd's log to match re
+sub log_has {
+    my ($self, $re, $timeout) = @_;
+    return $self->wait_for(sub { $self->alertd_log =~ $re }, $timeout);
+}
+
+
+# runs alertd to completion: (exit status, its stderr)
+sub run_alertd {
+    my ($self, @args) = @_;
+    my $out = "$self->{dir}/run.err";
+
+    STDOUT->flush;
+    STDERR->flush;
+
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open(STDIN, '<', '/dev/null');
+        open(STDOUT, '>', '/dev/null');
+        open(STDERR, '>', $out) or POSIX::_exit(127);
+        exec { $self->{bin} } $self->{bin}, @args or POSIX::_exit(127);
+    }
+
+    my $st = $self->reap($pid, 20);
+    return (defined $st ? $st >> 8 : -1, $self->read_file($out));
+}
+
+
+# an alert line; returns its id.  Fields default to a deny_threshold
+# alert for client agent, reason no_route, now.
+sub alert_line {
+    my ($self, %f) = @_;
+    my %a = (
+        type     => 'alert',
+        id       => $self->new_id,
+        time     => now_rfc3339(),
+        kind     => 'deny_threshold',
+        severity => 'warning',
+        client   => 'agent',
+        reason   => 'no_route',
+        route    => undef,
+        count    => 5,
+        window   => 60,
+        sample   => 'GET /x',
+        %f,
+    );
+
+    return ($a{id}, $JSON->encode(\%a) . "\n");
+}
+
+
+sub alert {
+    my ($self, %f) = @_;
+    my ($id, $line) = $self->alert_line(%f);
+    $self->append($line);
+    return $id;
+}
+
+
+sub deny_line {
+    my ($self) = @_;
+    return $JSON->encode({
+        type => 'deny', time => now_rfc3339(),
+        request_id => $self->new_id, client => 'agent', method => 'GET',
+        path => '/x', route => undef, reason => 'no_route',
+        detail => 'no route matches GET /x',
+    }) . "\n";
+}
+
+
+sub append {
+    my ($self, $text, $path) = @_;
+    open(my $fh, '>>:raw', $path // $self->{journal}) or die "append: $!";
+    print $fh $text;
+    close $fh;
+}
+
+
+sub new_id {
+    my ($self) = @_;
+    $self->{seq}++;
+    return sprintf('%08x%08x%08x%08x', $$, $self->{seq},
+                   int(rand(2**32)), int(time * 1000) & 0xffffffff);
+}
+
+
+sub now_rfc3339 {
+    my ($t) = @_;
+    $t //= time;
+    my @g = gmtime(int $t);
+    return sprintf('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', $g[5] + 1900,
+                   $g[4] + 1, @g[3, 2, 1, 0], int(($t - int $t) * 1000));
+}
+
+
+sub wait_for {
+    my ($self, $cond, $timeout) = @_;
+    my $deadline = time + $timeout;
+
+    for (;;) {
+        return 1 if $cond->();
+        return 0 if time > $deadline;
+        sleep 0.05;
+    }
+}
+
+
+sub outbox {
+    my ($self) = @_;
+    opendir(my $d, "$self->{state}/outbox") or return ();
+    my @f = sort grep { /\.json$/ } readdir $d;
+    return @f;
+}
+
+
+# stops what is still running, checks every log for sanitizer reports
+# (an ASan/UBSan build of alertd), and ends the plan
+sub done {
+    my ($self) = @_;
+
+    $self->cleanup;
+
+    opendir(my $d, $self->{dir}) or die;
+    my @bad;
+    for my $f (sort grep { /\.(log|err)$/ } readdir $d) {
+        my $text = $self->read_file($f);
+        my $re = qr/AddressSanitizer|LeakSanitizer|runtime error:/;
+        push @bad, "$f: $1" while $text =~ /^(.*(?:$re).*)$/mg;
+    }
+
+    Test::More::is(join("\n", @bad), '', 'no sanitizer reports');
+    Test::More::done_testing();
+}
+
+
+sub uniq {
+    my %s;
+    return grep { !$s{$_}++ } @_;
+}
+
+
+sub cleanup {
+    my ($self) = @_;
+    return if $$ != $self->{owner};
+    for my $pid (keys %{$self->{pids}}) {
+        kill 'TERM', $pid;
+    }
+    for my $pid (keys %{$self->{pids}}) {
+        $self->reap($pid, 5) // do { kill 'KILL', $pid; $self->reap($pid, 2) };
+    }
+}
+
+
+sub DESTROY { $_[0]->cleanup }
+
+END {
+    local $?;
+    $_->cleanup for grep { defined } @LIVE;
+}
+
+
+1;
