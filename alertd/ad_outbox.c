@@ -92,12 +92,16 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, char *err, size_t errsize)
         }
 
         len = strlen(de->d_name);
-        if (len < 5 || strcmp(de->d_name + len - 5, ".json") != 0) {
+        if (len < 5 || strcmp(de->d_name + len - 5, ".json") != 0
+            || len >= AD_NAME_MAX)
+        {
+            /* not a name the outbox writes */
             continue;
         }
 
         if (ad_outbox_load(ob, de->d_name, &e, why, sizeof(why)) != 0) {
-            (void) snprintf(bad, sizeof(bad), "%s.bad", de->d_name);
+            (void) snprintf(bad, sizeof(bad), "%.*s.bad",
+                            (int) (sizeof(bad) - 5), de->d_name);
             ad_log(AD_LOG_ERR, "%s is not an outbox entry (%s): renamed "
                    "to %s, it is not sent", de->d_name, why, bad);
             (void) renameat(ob->fd, de->d_name, ob->fd, bad);
@@ -217,7 +221,8 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
         goto failed;
     }
 
-    (void) snprintf(e->name, sizeof(e->name), "%s", name);
+    (void) snprintf(e->name, sizeof(e->name), "%.*s",
+                    (int) (sizeof(e->name) - 1), name);
     ad_sink_key(e->kind, e->url, e->key);
     e->queued_ms = queued;
     e->seq = (uint64_t) seq;
@@ -399,7 +404,8 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
 
     ob->dirty = 1;
 
-    (void) snprintf(e->name, sizeof(e->name), "%s", name);
+    (void) snprintf(e->name, sizeof(e->name), "%.*s",
+                    (int) (sizeof(e->name) - 1), name);
     (void) snprintf(e->key, sizeof(e->key), "%s", key);
     e->kind = kind;
     e->alert = *a;
