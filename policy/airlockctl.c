@@ -49,7 +49,6 @@ static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key);
 static unsigned char *al_ctl_read(int fd, size_t max, size_t *len,
     int secure);
-static void al_ctl_methods(char *buf, size_t size, unsigned methods);
 static void al_ctl_print_line(void *data, const char *line);
 
 
@@ -485,7 +484,7 @@ al_ctl_explain(int argc, char **argv)
         goto done;
     }
 
-    al_ctl_methods(m, sizeof(m), r->methods);
+    al_methods_format(m, sizeof(m), r->methods);
 
     printf("allow: route \"%s\" (line %u)\n", r->name.data, r->line);
     printf("  upstream: %s (%s)\n", r->upstream->name.data,
@@ -513,24 +512,6 @@ done:
     al_policy_free(p);
 
     return rc;
-}
-
-
-static void
-al_ctl_methods(char *buf, size_t size, unsigned methods)
-{
-    size_t    n;
-    unsigned  bit;
-
-    buf[0] = '\0';
-    n = 0;
-
-    for (bit = 1; bit <= AL_METHOD_OPTIONS; bit <<= 1) {
-        if ((methods & bit) && n < size) {
-            n += snprintf(buf + n, size - n, "%s%s", n ? "," : "",
-                          al_method_name(bit));
-        }
-    }
 }
 
 
@@ -564,7 +545,7 @@ al_ctl_routes(int argc, char **argv)
     for (i = 0; i < p->nroutes; i++) {
         r = &p->routes[i];
 
-        al_ctl_methods(m, sizeof(m), r->methods);
+        al_methods_format(m, sizeof(m), r->methods);
 
         n = 0;
         clients[0] = '\0';

@@ -36,7 +36,6 @@ static void al_diff_llm(al_diff_t *df, const al_llm_t *a,
     const al_llm_t *b);
 static void al_diff_alerts(al_diff_t *df, const al_policy_t *o,
     const al_policy_t *n);
-static void al_diff_methods(char *buf, size_t size, unsigned methods);
 static const al_llm_client_t *al_llm_client(const al_llm_t *l,
     const al_str_t *name);
 
@@ -90,7 +89,7 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
     for (i = 0; i < o->nroutes; i++) {
         a = &o->routes[i];
         if (al_policy_route(n, a->name.data, a->name.len) == NULL) {
-            al_diff_methods(m, sizeof(m), a->methods);
+            al_methods_format(m, sizeof(m), a->methods);
             al_diff_emit(&df, '-', "route %s removed (%s %s)", a->name.data,
                          m, a->path.data);
         }
@@ -154,24 +153,6 @@ al_str_eq(const al_str_t *a, const al_str_t *b)
 {
     return a->len == b->len && (a->len == 0
                                 || memcmp(a->data, b->data, a->len) == 0);
-}
-
-
-static void
-al_diff_methods(char *buf, size_t size, unsigned methods)
-{
-    size_t    n;
-    unsigned  bit;
-
-    buf[0] = '\0';
-    n = 0;
-
-    for (bit = 1; bit <= AL_METHOD_OPTIONS; bit <<= 1) {
-        if ((methods & bit) && n < size) {
-            n += snprintf(buf + n, size - n, "%s%s", n ? "," : "",
-                          al_method_name(bit));
-        }
-    }
 }
 
 
@@ -265,15 +246,15 @@ al_diff_route(al_diff_t *df, const al_policy_t *o, const al_route_t *a,
     name = b->name.data;
 
     if (a == NULL) {
-        al_diff_methods(mb, sizeof(mb), b->methods);
+        al_methods_format(mb, sizeof(mb), b->methods);
         al_diff_emit(df, '+', "route %s added (%s %s -> %s%s)", name, mb,
                      b->path.data, b->upstream->url.data, b->to.data);
         return;
     }
 
     if (a->methods != b->methods) {
-        al_diff_methods(ma, sizeof(ma), a->methods);
-        al_diff_methods(mb, sizeof(mb), b->methods);
+        al_methods_format(ma, sizeof(ma), a->methods);
+        al_methods_format(mb, sizeof(mb), b->methods);
         al_diff_emit(df, (b->methods & ~a->methods) ? '+' : '-',
                      "route %s: methods %s -> %s", name, ma, mb);
     }

@@ -25,7 +25,6 @@
 #define AL_JSON_PATH_MAX   AL_DETAIL_MAX
 
 
-static int al_json_depth_ok(const unsigned char *p, size_t len);
 static int al_json_value(const al_json_rule_t *rule, json_t *v, char *path,
     size_t plen, char *detail, size_t size);
 static int al_json_object(const al_json_rule_t *rule, json_t *obj,
@@ -91,7 +90,7 @@ al_json_check(const al_json_rule_t *rule, const unsigned char *body,
  * so the depth seen here bounds the depth jansson can reach.
  */
 
-static int
+int
 al_json_depth_ok(const unsigned char *p, size_t len)
 {
     size_t    i, depth;

@@ -41,7 +41,6 @@ uint64_t al_llm_json_u64(const json_t *obj, const char *key,
     unsigned *found);
 
 /* nesting of '[' and '{' outside strings is at most AL_JSON_DEPTH_MAX */
-int al_llm_depth_ok(const unsigned char *p, size_t len);
 
 /* printable ASCII copy of client text for a detail, "..." when cut */
 size_t al_llm_show(char *dst, size_t cap, const char *src, size_t len,

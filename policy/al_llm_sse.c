@@ -533,7 +533,7 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
             s->done = 1;
 
         } else if (s->data_len > 0
-                   && al_llm_depth_ok(s->data, s->data_len))
+                   && al_json_depth_ok(s->data, s->data_len))
         {
             root = json_loadb((const char *) s->data, s->data_len, 0, &err);
 

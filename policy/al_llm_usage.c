@@ -270,7 +270,8 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     }
 
     if (r->usage_len == 0
-        || !al_llm_depth_ok((const unsigned char *) r->usage, r->usage_len))
+        || !al_json_depth_ok((const unsigned char *) r->usage,
+                             r->usage_len))
     {
         return -1;
     }
@@ -487,62 +488,6 @@ al_llm_text_bytes(const json_t *v, unsigned depth)
     default:
         return 0;
     }
-}
-
-
-/*
- * The same scan as al_json.c's: counts '[' and '{' outside strings, so
- * jansson's recursive parser never goes deeper than AL_JSON_DEPTH_MAX.
- */
-
-int
-al_llm_depth_ok(const unsigned char *p, size_t len)
-{
-    size_t    i, depth;
-    unsigned  instr;
-
-    depth = 0;
-    instr = 0;
-
-    for (i = 0; i < len; i++) {
-
-        if (instr) {
-            if (p[i] == '\\') {
-                i++;
-
-            } else if (p[i] == '"') {
-                instr = 0;
-            }
-
-            continue;
-        }
-
-        switch (p[i]) {
-
-        case '"':
-            instr = 1;
-            break;
-
-        case '[':
-        case '{':
-            if (++depth > AL_JSON_DEPTH_MAX) {
-                return 0;
-            }
-            break;
-
-        case ']':
-        case '}':
-            if (depth > 0) {
-                depth--;
-            }
-            break;
-
-        default:
-            break;
-        }
-    }
-
-    return 1;
 }
 
 

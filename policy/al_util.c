@@ -122,3 +122,25 @@ al_method_name(unsigned bit)
 
     return "?";
 }
+
+
+void
+al_methods_format(char *buf, size_t size, unsigned methods)
+{
+    size_t    n;
+    unsigned  bit;
+
+    if (size == 0) {
+        return;
+    }
+
+    buf[0] = '\0';
+    n = 0;
+
+    for (bit = 1; bit <= AL_METHOD_OPTIONS; bit <<= 1) {
+        if ((methods & bit) && n < size) {
+            n += snprintf(buf + n, size - n, "%s%s", n ? "," : "",
+                          al_method_name(bit));
+        }
+    }
+}
