@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/socket.h>
 #include <netinet/in.h>
 
 
@@ -180,6 +181,8 @@ enum {
 /* exact, case-sensitive: "get" is not GET; returns 0 when unknown */
 unsigned al_method_bit(const char *name, size_t len);
 const char *al_method_name(unsigned bit);
+/* "GET,HEAD" */
+void al_methods_format(char *buf, size_t size, unsigned methods);
 
 
 typedef struct {
@@ -209,6 +212,14 @@ typedef struct {
     gid_t            gid;
     uint8_t          addr[16];              /* IPv4 as ::ffff:a.b.c.d */
 } al_peer_t;
+
+/*
+ * The peer of an accepted connection (al_peer.c): the credentials of a
+ * unix-socket peer (SO_PEERCRED), the address of an IPv4 or IPv6 one.  sa
+ * is the peer address accept() gave.  Returns 0, or -1 with errno set when
+ * a unix peer's credentials cannot be read (peer is then empty).
+ */
+int al_peer_from_socket(int fd, const struct sockaddr *sa, al_peer_t *peer);
 
 typedef struct {
     al_str_t         name;
@@ -449,6 +460,12 @@ al_reason_t al_decide_body(const al_route_t *route, const char *ctype,
 int al_json_check(const al_json_rule_t *rule, const unsigned char *body,
     size_t len, char *detail, size_t detail_size);
 
+/*
+ * 1 when no '[' or '{' nests deeper than AL_JSON_DEPTH_MAX, counted
+ * outside strings: run before jansson, whose parser recurses per level.
+ */
+int al_json_depth_ok(const unsigned char *p, size_t len);
+
 
 /* The route trie (al_trie.c). */
 
@@ -491,6 +508,11 @@ typedef struct {
 } al_scrub_t;
 
 al_scrub_t *al_scrub_collect(const al_policy_t *p, const al_route_t *route,
+    const char **why);
+
+/* the same for an llm entry: its key as sent ("Bearer k" to OpenAI-style
+   providers), raw, and in base64 */
+al_scrub_t *al_scrub_collect_llm(const al_policy_t *p, const al_llm_t *llm,
     const char **why);
 void al_scrub_free(al_scrub_t *s);
 
