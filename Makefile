@@ -32,7 +32,7 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match bench-proxy clean help
+        bench bench-match bench-proxy bench-deny clean help
 
 all: lib ctl alertd modules unit
 
@@ -140,7 +140,10 @@ bench-match: $(B)/bench/bench_match
 bench-proxy: all
 	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/proxy.pl
 
-bench: bench-match bench-proxy
+bench-deny: all
+	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/deny.pl
+
+bench: bench-match bench-proxy bench-deny
 
 clean:
 	rm -rf build build-asan

@@ -1,31 +1,92 @@
 
 /*
- * Airlock deny log: one JSON line per denied request.
+ * Airlock logs: the deny log and the journal, one JSON line per event.
+ *
+ * airlock_deny_log (per server), one line per denied request:
  *
  *   {"time":"2024-05-01T12:00:00+00:00","request_id":"...","client":"agent",
  *    "method":"GET","path":"/x","route":null,"reason":"no_route",
  *    "detail":"no route matches this path"}
  *
- * The file is opened like access_log files (ngx_conf_open_file), so it is
- * reopened on USR1, and each line is one write() to an O_APPEND file.
+ * airlock_journal (http), what airlock-alertd follows: the same deny lines
+ * with "type":"deny" and a UTC time in ms, and the alerts:
+ *
+ *   {"type":"alert","id":"...","time":"2026-11-30T03:40:00.123Z",
+ *    "kind":"deny_threshold","severity":"warning","client":"agent",
+ *    "reason":"no_route","route":null,"count":5,"window":60,
+ *    "sample":"GET /x","request_id":"..."}
+ *
+ * Files are opened like access_log files (ngx_conf_open_file), so they are
+ * reopened on USR1.  A line is built in a buffer of its own, at most
+ * NGX_HTTP_AIRLOCK_LINE_MAX bytes with every string field cut to fit, and
+ * written with one write() to an O_APPEND file: the lines of several
+ * workers never interleave.
+ *
+ * The journal may buffer deny lines the way access_log does (buffer=,
+ * flush=): whole lines gather in a per-worker buffer written with one
+ * write() when it fills, when the flush timer fires, before an alert,
+ * on USR1 and when the worker exits (nginx calls file->flush).  Alerts are
+ * never held: the buffer is written first, then the alert, so the journal
+ * keeps its order and alertd sees an alert at once.
  */
 
 
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
+#include <ngx_md5.h>
 
 #include "ngx_http_airlock_module.h"
 
 
-#define NGX_HTTP_AIRLOCK_PATH_MAX  256
+#define NGX_HTTP_AIRLOCK_LINE_MAX    4096
+#define NGX_HTTP_AIRLOCK_FIELD_MIN   32      /* room a field starts with */
+#define NGX_HTTP_AIRLOCK_PATH_MAX    256
+#define NGX_HTTP_AIRLOCK_METHOD_MAX  64
 
-/* U+2026 HORIZONTAL ELLIPSIS: the path was cut */
-#define NGX_HTTP_AIRLOCK_CUT       "\xe2\x80\xa6"
+/* U+2026 HORIZONTAL ELLIPSIS: a string was cut */
+#define NGX_HTTP_AIRLOCK_CUT         "\xe2\x80\xa6"
 
 
-static u_char *ngx_http_airlock_json_str(u_char *p, u_char *s, size_t len);
-static size_t ngx_http_airlock_json_str_len(u_char *s, size_t len);
+typedef struct {
+    u_char                      *start;
+    u_char                      *pos;
+    u_char                      *last;
+    ngx_event_t                 *event;
+    ngx_msec_t                   flush;
+} ngx_http_airlock_buf_t;
+
+
+typedef struct {
+    u_char                      *pos;
+    u_char                      *last;          /* less room for "}\n" */
+    ngx_uint_t                   fields;
+    ngx_uint_t                   full;
+    u_char                       buf[NGX_HTTP_AIRLOCK_LINE_MAX];
+} ngx_http_airlock_line_t;
+
+
+static void ngx_http_airlock_deny_line(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_str_t *id, const char *detail,
+    size_t dlen, ngx_uint_t journal, ngx_http_airlock_line_t *l);
+static void ngx_http_airlock_line_init(ngx_http_airlock_line_t *l);
+static ngx_uint_t ngx_http_airlock_line_key(ngx_http_airlock_line_t *l,
+    const char *key);
+static void ngx_http_airlock_line_str(ngx_http_airlock_line_t *l,
+    const char *key, u_char *s, size_t len, size_t max);
+static void ngx_http_airlock_line_esc(ngx_http_airlock_line_t *l, u_char *s,
+    size_t len, size_t max);
+static void ngx_http_airlock_line_uint(ngx_http_airlock_line_t *l,
+    const char *key, ngx_uint_t n);
+static void ngx_http_airlock_line_time(ngx_http_airlock_line_t *l,
+    const char *key, ngx_msec_t ms);
+static void ngx_http_airlock_line_write(ngx_http_airlock_line_t *l,
+    ngx_open_file_t *file, ngx_uint_t now, ngx_log_t *log);
+static void ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf,
+    size_t len, ngx_log_t *log);
+static void ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log);
+static void ngx_http_airlock_flush_handler(ngx_event_t *ev);
+static ngx_msec_t ngx_http_airlock_wall_ms(void);
 
 
 char *
@@ -57,19 +118,121 @@ ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+char *
+ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_airlock_main_conf_t  *amcf = conf;
+
+    ssize_t                  size;
+    ngx_str_t               *value, name, s;
+    ngx_msec_t               flush;
+    ngx_uint_t               i;
+    ngx_http_airlock_buf_t  *buf;
+
+    if (amcf->journal != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    name = value[1];
+    size = 0;
+    flush = 0;
+
+    for (i = 2; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "buffer=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            size = ngx_parse_size(&s);
+            if (size == NGX_ERROR || size < NGX_HTTP_AIRLOCK_LINE_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid buffer size \"%V\" (at least "
+                                   "4k)", &s);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "flush=", 6) == 0) {
+            s.data = value[i].data + 6;
+            s.len = value[i].len - 6;
+
+            flush = ngx_parse_time(&s, 0);
+            if (flush == (ngx_msec_t) NGX_ERROR || flush == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid flush time \"%V\"", &s);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (flush && size == 0) {
+        return "flush= needs buffer=";
+    }
+
+    amcf->journal = ngx_conf_open_file(cf->cycle, &name);
+    if (amcf->journal == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (size == 0) {
+        return NGX_CONF_OK;
+    }
+
+    if (amcf->journal->data != NULL) {
+        return "is buffered by another log using the same file";
+    }
+
+    buf = ngx_pcalloc(cf->pool, sizeof(ngx_http_airlock_buf_t));
+    if (buf == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    buf->start = ngx_pnalloc(cf->pool, size);
+    if (buf->start == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    buf->pos = buf->start;
+    buf->last = buf->start + size;
+    buf->flush = flush ? flush : 1000;
+
+    buf->event = ngx_pcalloc(cf->pool, sizeof(ngx_event_t));
+    if (buf->event == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    buf->event->data = amcf->journal;
+    buf->event->handler = ngx_http_airlock_flush_handler;
+    buf->event->log = &cf->cycle->new_log;
+    buf->event->cancelable = 1;
+
+    amcf->journal->flush = ngx_http_airlock_flush;
+    amcf->journal->data = buf;
+
+    return NGX_CONF_OK;
+}
+
+
 void
 ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     const char *detail)
 {
-    u_char                       *line, *p;
-    size_t                        len, plen, dlen;
-    ssize_t                       n;
-    ngx_str_t                     id, client, route, esc;
-    ngx_uint_t                    cut;
-    const char                   *reason;
-    ngx_open_file_t              *file;
-    ngx_http_airlock_srv_conf_t  *ascf;
-    u_char                        buf[AL_DETAIL_MAX * 6];
+    size_t                         dlen;
+    ngx_str_t                      id, client, route, esc;
+    const char                    *reason;
+    ngx_http_airlock_line_t        line;
+    ngx_http_airlock_srv_conf_t   *ascf;
+    ngx_http_airlock_main_conf_t  *amcf;
+    u_char                         buf[AL_DETAIL_MAX * 6];
 
     reason = al_reason_name(ctx->reason);
 
@@ -78,6 +241,10 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     }
 
     dlen = ngx_strlen(detail);
+
+    if (dlen > AL_DETAIL_MAX) {
+        dlen = AL_DETAIL_MAX;
+    }
 
     if (ctx->client != NULL) {
         client.data = (u_char *) ctx->client->name.data;
@@ -101,10 +268,6 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     /* the error log line: the detail never holds a secret */
 
-    if (dlen > AL_DETAIL_MAX) {
-        dlen = AL_DETAIL_MAX;
-    }
-
     esc.data = buf;
     esc.len = ngx_http_airlock_json_escape(buf, (u_char *) detail, dlen)
               - buf;
@@ -115,82 +278,446 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                   reason, &client, &route, &id, &esc);
 
     ascf = ngx_http_get_module_srv_conf(r, ngx_http_airlock_module);
-    file = ascf->deny_log;
 
-    if (file == NULL) {
+    if (ascf->deny_log != NULL) {
+        ngx_http_airlock_deny_line(r, ctx, &id, detail, dlen, 0, &line);
+        ngx_http_airlock_line_write(&line, ascf->deny_log, 1,
+                                    r->connection->log);
+    }
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+
+    if (amcf->journal != NULL) {
+        ngx_http_airlock_deny_line(r, ctx, &id, detail, dlen, 1, &line);
+        ngx_http_airlock_line_write(&line, amcf->journal, 0,
+                                    r->connection->log);
+    }
+}
+
+
+/* the deny log's line, or with journal the journal's */
+
+static void
+ngx_http_airlock_deny_line(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_str_t *id, const char *detail, size_t dlen, ngx_uint_t journal,
+    ngx_http_airlock_line_t *l)
+{
+    const char  *reason;
+
+    reason = al_reason_name(ctx->reason);
+
+    ngx_http_airlock_line_init(l);
+
+    if (journal) {
+        ngx_http_airlock_line_str(l, "type", (u_char *) "deny", 4, 4);
+        ngx_http_airlock_line_time(l, "time", ngx_http_airlock_wall_ms());
+
+    } else {
+        ngx_http_airlock_line_str(l, "time", ngx_cached_http_log_iso8601.data,
+                                  ngx_cached_http_log_iso8601.len,
+                                  ngx_cached_http_log_iso8601.len);
+    }
+
+    ngx_http_airlock_line_str(l, "request_id", id->data, id->len,
+                              NGX_HTTP_AIRLOCK_METHOD_MAX);
+
+    ngx_http_airlock_line_str(l, "client",
+                              ctx->client ? (u_char *) ctx->client->name.data
+                                          : NULL,
+                              ctx->client ? ctx->client->name.len : 0,
+                              NGX_HTTP_AIRLOCK_PATH_MAX);
+
+    ngx_http_airlock_line_str(l, "method", r->method_name.data,
+                              r->method_name.len,
+                              NGX_HTTP_AIRLOCK_METHOD_MAX);
+
+    ngx_http_airlock_line_str(l, "path", r->unparsed_uri.data,
+                              r->unparsed_uri.len, NGX_HTTP_AIRLOCK_PATH_MAX);
+
+    ngx_http_airlock_line_str(l, "route",
+                              ctx->route ? (u_char *) ctx->route->name.data
+                                         : NULL,
+                              ctx->route ? ctx->route->name.len : 0,
+                              NGX_HTTP_AIRLOCK_PATH_MAX);
+
+    ngx_http_airlock_line_str(l, "reason", (u_char *) reason,
+                              ngx_strlen(reason), NGX_HTTP_AIRLOCK_PATH_MAX);
+
+    ngx_http_airlock_line_str(l, "detail", (u_char *) detail, dlen,
+                              AL_DETAIL_MAX);
+}
+
+
+/*
+ * An alert: one line in the journal, one warning in the error log.  Its
+ * id is the MD5 of the kind and the request id: unique per alert, and the
+ * same each time the line is read.
+ */
+
+void
+ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_http_airlock_alert_t *alert)
+{
+    u_char                        *peer_end;
+    ngx_str_t                      id, client;
+    ngx_md5_t                      md5;
+    ngx_uint_t                     quarantine;
+    ngx_msec_t                     now;
+    const char                    *kind, *reason;
+    ngx_http_airlock_line_t        line;
+    ngx_http_airlock_main_conf_t  *amcf;
+    u_char                         hash[16], hex[32];
+    u_char                         peer[NGX_SOCKADDR_STRLEN];
+
+    quarantine = (alert->kind == NGX_HTTP_AIRLOCK_ALERT_QUARANTINE);
+    kind = quarantine ? "quarantine" : "deny_threshold";
+    reason = al_reason_name(ctx->reason);
+
+    if (ngx_http_airlock_request_id(r, &id) != NGX_OK) {
+        ngx_str_set(&id, "-");
+    }
+
+    ngx_md5_init(&md5);
+    ngx_md5_update(&md5, kind, ngx_strlen(kind));
+    ngx_md5_update(&md5, ":", 1);
+    ngx_md5_update(&md5, id.data, id.len);
+    ngx_md5_final(hash, &md5);
+
+    ngx_hex_dump(hex, hash, 16);
+
+    if (ctx->client != NULL) {
+        client.data = (u_char *) ctx->client->name.data;
+        client.len = ctx->client->name.len;
+        peer_end = peer;
+
+    } else {
+        ngx_str_set(&client, "-");
+        peer_end = ngx_http_airlock_peer_text(r, ctx, peer,
+                                              peer + sizeof(peer));
+    }
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "airlock: alert \"%s\", client \"%V\"%s%*s%s, "
+                  "reason \"%s\", %ui denials in %uis, id \"%*s\"",
+                  kind, &client,
+                  (peer_end > peer) ? " peer \"" : "",
+                  (size_t) (peer_end - peer), peer,
+                  (peer_end > peer) ? "\"" : "",
+                  reason, alert->count, alert->window,
+                  (size_t) 32, hex);
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+
+    if (amcf->journal == NULL) {
         return;
     }
 
-    plen = r->unparsed_uri.len;
+    now = ngx_http_airlock_wall_ms();
+
+    ngx_http_airlock_line_init(&line);
+
+    ngx_http_airlock_line_str(&line, "type", (u_char *) "alert", 5, 5);
+    ngx_http_airlock_line_str(&line, "id", hex, 32, 32);
+    ngx_http_airlock_line_time(&line, "time", now);
+    ngx_http_airlock_line_str(&line, "kind", (u_char *) kind,
+                              ngx_strlen(kind), NGX_HTTP_AIRLOCK_PATH_MAX);
+    ngx_http_airlock_line_str(&line, "severity",
+                              (u_char *) (quarantine ? "critical"
+                                                     : "warning"),
+                              quarantine ? 8 : 7, 8);
+
+    ngx_http_airlock_line_str(&line, "client",
+                              ctx->client ? client.data : NULL, client.len,
+                              NGX_HTTP_AIRLOCK_PATH_MAX);
+
+    ngx_http_airlock_line_str(&line, "reason", (u_char *) reason,
+                              ngx_strlen(reason), NGX_HTTP_AIRLOCK_PATH_MAX);
+
+    ngx_http_airlock_line_str(&line, "route",
+                              ctx->route ? (u_char *) ctx->route->name.data
+                                         : NULL,
+                              ctx->route ? ctx->route->name.len : 0,
+                              NGX_HTTP_AIRLOCK_PATH_MAX);
+
+    ngx_http_airlock_line_uint(&line, "count", alert->count);
+    ngx_http_airlock_line_uint(&line, "window", alert->window);
+
+    /* "GET /x": the request that crossed the threshold */
+
+    if (ngx_http_airlock_line_key(&line, "sample")) {
+        *line.pos++ = '"';
+        ngx_http_airlock_line_esc(&line, r->method_name.data,
+                                  r->method_name.len,
+                                  NGX_HTTP_AIRLOCK_METHOD_MAX);
+        ngx_http_airlock_line_esc(&line, (u_char *) " ", 1, 1);
+        ngx_http_airlock_line_esc(&line, r->unparsed_uri.data,
+                                  r->unparsed_uri.len,
+                                  NGX_HTTP_AIRLOCK_PATH_MAX);
+        *line.pos++ = '"';
+    }
+
+    if (quarantine) {
+        ngx_http_airlock_line_time(&line, "quarantine_until",
+                                   now + alert->left);
+    }
+
+    ngx_http_airlock_line_str(&line, "request_id", id.data, id.len,
+                              NGX_HTTP_AIRLOCK_METHOD_MAX);
+
+    if (ctx->client == NULL) {
+        ngx_http_airlock_line_str(&line, "peer", peer, peer_end - peer,
+                                  sizeof(peer));
+    }
+
+    ngx_http_airlock_line_write(&line, amcf->journal, 1, r->connection->log);
+}
+
+
+/* "2026-11-30T03:40:00.123Z" of a wall clock time in ms */
+
+u_char *
+ngx_http_airlock_time(u_char *p, ngx_msec_t ms)
+{
+    ngx_tm_t  tm;
+
+    ngx_gmtime((time_t) (ms / 1000), &tm);
+
+    return ngx_sprintf(p, "%4d-%02d-%02dT%02d:%02d:%02d.%03MZ",
+                       tm.ngx_tm_year, tm.ngx_tm_mon, tm.ngx_tm_mday,
+                       tm.ngx_tm_hour, tm.ngx_tm_min, tm.ngx_tm_sec,
+                       ms % 1000);
+}
+
+
+static ngx_msec_t
+ngx_http_airlock_wall_ms(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (ngx_msec_t) tp->sec * 1000 + tp->msec;
+}
+
+
+static void
+ngx_http_airlock_line_init(ngx_http_airlock_line_t *l)
+{
+    l->pos = l->buf;
+    l->last = l->buf + NGX_HTTP_AIRLOCK_LINE_MAX - 2;
+    l->fields = 0;
+    l->full = 0;
+
+    *l->pos++ = '{';
+}
+
+
+/*
+ * Starts a field, '"key":'.  A field starts only with room for at least
+ * a number, a time or a cut string's quotes and mark; past that point
+ * fields are left out, so the line stays valid JSON.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_line_key(ngx_http_airlock_line_t *l, const char *key)
+{
+    size_t  len;
+
+    len = ngx_strlen(key);
+
+    if (l->full
+        || (size_t) (l->last - l->pos) < len + NGX_HTTP_AIRLOCK_FIELD_MIN)
+    {
+        l->full = 1;
+        return 0;
+    }
+
+    if (l->fields++) {
+        *l->pos++ = ',';
+    }
+
+    *l->pos++ = '"';
+    l->pos = ngx_cpymem(l->pos, key, len);
+    *l->pos++ = '"';
+    *l->pos++ = ':';
+
+    return 1;
+}
+
+
+/* a JSON string, or null when s is NULL */
+
+static void
+ngx_http_airlock_line_str(ngx_http_airlock_line_t *l, const char *key,
+    u_char *s, size_t len, size_t max)
+{
+    if (!ngx_http_airlock_line_key(l, key)) {
+        return;
+    }
+
+    if (s == NULL) {
+        l->pos = ngx_cpymem(l->pos, "null", 4);
+        return;
+    }
+
+    *l->pos++ = '"';
+    ngx_http_airlock_line_esc(l, s, len, max);
+    *l->pos++ = '"';
+}
+
+
+/*
+ * The escaped bytes of s, cut at max bytes, or earlier where the line
+ * ends; a cut string ends with the mark.  What is left always holds the
+ * mark and the closing quote.
+ */
+
+static void
+ngx_http_airlock_line_esc(ngx_http_airlock_line_t *l, u_char *s, size_t len,
+    size_t max)
+{
+    size_t      room, i;
+    ngx_uint_t  cut;
+
+    if (l->full) {
+        return;
+    }
+
     cut = 0;
 
-    if (plen > NGX_HTTP_AIRLOCK_PATH_MAX) {
-        plen = NGX_HTTP_AIRLOCK_PATH_MAX;
+    if (len > max) {
+        len = max;
         cut = 1;
     }
 
-    len = sizeof("{\"time\":\"\",\"request_id\":\"\",\"client\":,"
-                 "\"method\":\"\",\"path\":\"\",\"route\":,"
-                 "\"reason\":\"\",\"detail\":\"\"}") - 1
-          + ngx_cached_http_log_iso8601.len
-          + ngx_http_airlock_json_escape_len(id.data, id.len)
-          + ngx_http_airlock_json_str_len(client.data, client.len)
-          + ngx_http_airlock_json_escape_len(r->method_name.data,
-                                             r->method_name.len)
-          + ngx_http_airlock_json_escape_len(r->unparsed_uri.data, plen)
-          + sizeof(NGX_HTTP_AIRLOCK_CUT) - 1
-          + ngx_http_airlock_json_str_len(route.data, route.len)
-          + ngx_strlen(reason)
-          + ngx_http_airlock_json_escape_len((u_char *) detail, dlen)
-          + 1;
+    room = l->last - l->pos;
 
-    line = ngx_pnalloc(r->pool, len);
-    if (line == NULL) {
+    if (room >= len * 6 + sizeof(NGX_HTTP_AIRLOCK_CUT) - 1 + 1) {
+        l->pos = ngx_http_airlock_json_escape(l->pos, s, len);
+
+    } else {
+        for (i = 0; i < len; i++) {
+            if ((size_t) (l->last - l->pos)
+                < 6 + sizeof(NGX_HTTP_AIRLOCK_CUT) - 1 + 1)
+            {
+                cut = 1;
+                l->full = 1;
+                break;
+            }
+
+            l->pos = ngx_http_airlock_json_escape(l->pos, &s[i], 1);
+        }
+    }
+
+    if (cut) {
+        l->pos = ngx_cpymem(l->pos, NGX_HTTP_AIRLOCK_CUT,
+                            sizeof(NGX_HTTP_AIRLOCK_CUT) - 1);
+    }
+}
+
+
+static void
+ngx_http_airlock_line_uint(ngx_http_airlock_line_t *l, const char *key,
+    ngx_uint_t n)
+{
+    if (ngx_http_airlock_line_key(l, key)) {
+        l->pos = ngx_sprintf(l->pos, "%ui", n);
+    }
+}
+
+
+static void
+ngx_http_airlock_line_time(ngx_http_airlock_line_t *l, const char *key,
+    ngx_msec_t ms)
+{
+    if (ngx_http_airlock_line_key(l, key)) {
+        *l->pos++ = '"';
+        l->pos = ngx_http_airlock_time(l->pos, ms);
+        *l->pos++ = '"';
+    }
+}
+
+
+/* a line to its file: through the file's buffer unless now is set */
+
+static void
+ngx_http_airlock_line_write(ngx_http_airlock_line_t *l, ngx_open_file_t *file,
+    ngx_uint_t now, ngx_log_t *log)
+{
+    size_t                   len;
+    ngx_http_airlock_buf_t  *b;
+
+    *l->pos++ = '}';
+    *l->pos++ = LF;
+
+    len = l->pos - l->buf;
+
+    b = (file->flush == ngx_http_airlock_flush) ? file->data : NULL;
+
+    if (b == NULL) {
+        ngx_http_airlock_write(file, l->buf, len, log);
         return;
     }
 
-    p = ngx_cpymem(line, "{\"time\":\"", sizeof("{\"time\":\"") - 1);
-    p = ngx_cpymem(p, ngx_cached_http_log_iso8601.data,
-                   ngx_cached_http_log_iso8601.len);
-
-    p = ngx_cpymem(p, "\",\"request_id\":\"",
-                   sizeof("\",\"request_id\":\"") - 1);
-    p = ngx_http_airlock_json_escape(p, id.data, id.len);
-
-    p = ngx_cpymem(p, "\",\"client\":", sizeof("\",\"client\":") - 1);
-    p = ngx_http_airlock_json_str(p, client.data, client.len);
-
-    p = ngx_cpymem(p, ",\"method\":\"", sizeof(",\"method\":\"") - 1);
-    p = ngx_http_airlock_json_escape(p, r->method_name.data,
-                                     r->method_name.len);
-
-    p = ngx_cpymem(p, "\",\"path\":\"", sizeof("\",\"path\":\"") - 1);
-    p = ngx_http_airlock_json_escape(p, r->unparsed_uri.data, plen);
-
-    if (cut) {
-        p = ngx_cpymem(p, NGX_HTTP_AIRLOCK_CUT,
-                       sizeof(NGX_HTTP_AIRLOCK_CUT) - 1);
+    if (now || len > (size_t) (b->last - b->pos)) {
+        ngx_http_airlock_flush(file, log);
     }
 
-    p = ngx_cpymem(p, "\",\"route\":", sizeof("\",\"route\":") - 1);
-    p = ngx_http_airlock_json_str(p, route.data, route.len);
+    if (now) {
+        ngx_http_airlock_write(file, l->buf, len, log);
+        return;
+    }
 
-    p = ngx_sprintf(p, ",\"reason\":\"%s\",\"detail\":\"", reason);
-    p = ngx_http_airlock_json_escape(p, (u_char *) detail, dlen);
-    p = ngx_cpymem(p, "\"}", 2);
-    *p++ = LF;
+    b->pos = ngx_cpymem(b->pos, l->buf, len);
 
-    n = ngx_write_fd(file->fd, line, p - line);
+    if (!b->event->timer_set) {
+        ngx_add_timer(b->event, b->flush);
+    }
+}
+
+
+static void
+ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
+    ngx_log_t *log)
+{
+    ssize_t  n;
+
+    n = ngx_write_fd(file->fd, buf, len);
 
     if (n == -1) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, ngx_errno,
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
                       ngx_write_fd_n " to \"%s\" failed", file->name.data);
 
-    } else if (n != p - line) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+    } else if ((size_t) n != len) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
                       ngx_write_fd_n " to \"%s\" was incomplete: %z of %uz",
-                      file->name.data, n, (size_t) (p - line));
+                      file->name.data, n, len);
     }
+}
+
+
+static void
+ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log)
+{
+    ngx_http_airlock_buf_t  *b;
+
+    b = file->data;
+
+    if (b->pos > b->start) {
+        ngx_http_airlock_write(file, b->start, b->pos - b->start, log);
+        b->pos = b->start;
+    }
+
+    if (b->event->timer_set) {
+        ngx_del_timer(b->event);
+    }
+}
+
+
+static void
+ngx_http_airlock_flush_handler(ngx_event_t *ev)
+{
+    ngx_http_airlock_flush(ev->data, ev->log);
 }
 
 
@@ -212,34 +739,6 @@ ngx_http_airlock_request_id(ngx_http_request_t *r, ngx_str_t *id)
     id->len = v->len;
 
     return NGX_OK;
-}
-
-
-/* a JSON string, or null when there is none */
-
-static u_char *
-ngx_http_airlock_json_str(u_char *p, u_char *s, size_t len)
-{
-    if (s == NULL) {
-        return ngx_cpymem(p, "null", 4);
-    }
-
-    *p++ = '"';
-    p = ngx_http_airlock_json_escape(p, s, len);
-    *p++ = '"';
-
-    return p;
-}
-
-
-static size_t
-ngx_http_airlock_json_str_len(u_char *s, size_t len)
-{
-    if (s == NULL) {
-        return 4;
-    }
-
-    return 2 + ngx_http_airlock_json_escape_len(s, len);
 }
 
 

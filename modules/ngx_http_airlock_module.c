@@ -139,6 +139,27 @@ static ngx_command_t  ngx_http_airlock_commands[] = {
       0,
       NULL },
 
+    { ngx_string("airlock_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE2,
+      ngx_http_airlock_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_journal"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE123,
+      ngx_http_airlock_journal,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_airlock_status,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -305,9 +326,9 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     const char **detail)
 {
     off_t                          clen;
-    al_peer_t                      peer;
     ngx_str_t                      token;
     ngx_uint_t                     chunked;
+    ngx_msec_t                     left;
     const char                    *why;
     al_reason_t                    reason;
     al_request_t                   req;
@@ -327,18 +348,30 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     d->detail[0] = '\0';
     ctx->decision = d;
 
+    /* an unknown client is counted under its peer */
+    ngx_http_airlock_peer(r, &ctx->peer);
+
     reason = ngx_http_airlock_check_request(r, &token, detail);
 
     if (reason == AL_REASON_CLIENT_UNKNOWN) {
         return reason;
     }
 
-    ngx_http_airlock_peer(r, &peer);
-
     why = "";
-    ctx->client = al_client_identify(amcf->policy, &peer,
+    ctx->client = al_client_identify(amcf->policy, &ctx->peer,
                                      token.len ? (char *) token.data : NULL,
                                      token.len, &why);
+
+    /* a quarantined client is refused whatever it asks */
+
+    left = ngx_http_airlock_quarantined(r, ctx);
+
+    if (left) {
+        ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                     "client is in quarantine for %M ms more%Z", left);
+        *detail = d->detail;
+        return AL_REASON_QUARANTINED;
+    }
 
     if (reason != AL_REASON_NONE) {
         return reason;
@@ -805,13 +838,21 @@ static ngx_int_t
 ngx_http_airlock_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     al_reason_t reason, const char *detail)
 {
-    ngx_int_t  rc;
+    ngx_int_t                 rc;
+    ngx_uint_t                i, n;
+    ngx_http_airlock_alert_t  alerts[2];
 
     ctx->decided = 1;
     ctx->allowed = 0;
     ctx->reason = reason;
 
+    n = ngx_http_airlock_count(r, ctx, alerts);
+
     ngx_http_airlock_log_deny(r, ctx, detail);
+
+    for (i = 0; i < n; i++) {
+        ngx_http_airlock_log_alert(r, ctx, &alerts[i]);
+    }
 
     if (ctx->decision != NULL) {
         ngx_pfree(r->pool, ctx->decision);
@@ -1535,12 +1576,29 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
 
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    /* the status belongs on an admin listener, never on the clients' */
+
+    if (conf->status && conf->enable) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"airlock_status\" in location \"%V\" cannot be "
+                      "used with \"airlock on\": put it on an admin "
+                      "listener", &clcf->name);
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->status && amcf->zone == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"airlock_status\" in location \"%V\" needs "
+                      "\"airlock_zone\" at the http level", &clcf->name);
+        return NGX_CONF_ERROR;
+    }
+
     if (!conf->enable) {
         return NGX_CONF_OK;
     }
-
-    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
     if (amcf->policy == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,

@@ -38,6 +38,9 @@ typedef struct {
     ngx_http_airlock_route_t    *routes;        /* [policy->nroutes] */
     size_t                       body_max;      /* largest route max_bytes */
     ngx_int_t                    request_id_index;
+    ngx_shm_zone_t              *zone;          /* airlock_zone; NULL: no
+                                                   counting */
+    ngx_open_file_t             *journal;       /* airlock_journal */
 } ngx_http_airlock_main_conf_t;
 
 
@@ -48,12 +51,14 @@ typedef struct {
 
 typedef struct {
     ngx_flag_t                   enable;
+    ngx_flag_t                   status;        /* airlock_status */
 } ngx_http_airlock_loc_conf_t;
 
 
 typedef struct {
     ngx_http_request_t          *request;
     const al_client_t           *client;
+    al_peer_t                    peer;
     const al_route_t            *route;
     ngx_http_airlock_route_t    *rconf;
     al_reason_t                  reason;
@@ -79,6 +84,23 @@ typedef struct {
 } ngx_http_airlock_ctx_t;
 
 
+/* an alert raised by a denial (ngx_http_airlock_zone.c) */
+typedef struct {
+    ngx_uint_t                   kind;          /* NGX_HTTP_AIRLOCK_ALERT_* */
+    ngx_uint_t                   count;
+    ngx_uint_t                   window;        /* seconds */
+    ngx_msec_t                   left;          /* of the quarantine, ms */
+} ngx_http_airlock_alert_t;
+
+
+#define NGX_HTTP_AIRLOCK_ALERT_DENY        0    /* deny_threshold */
+#define NGX_HTTP_AIRLOCK_ALERT_QUARANTINE  1
+
+/* "2026-11-30T03:40:00.123Z" */
+#define NGX_HTTP_AIRLOCK_TIME_LEN  (sizeof("1970-01-01T00:00:00.000Z") - 1)
+#define NGX_HTTP_AIRLOCK_REASON_LEN  32
+
+
 ngx_http_airlock_ctx_t *ngx_http_airlock_get_ctx(ngx_http_request_t *r);
 
 ngx_int_t ngx_http_airlock_filter_init(ngx_conf_t *cf);
@@ -87,14 +109,29 @@ ngx_int_t ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 
 char *ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+char *ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 void ngx_http_airlock_log_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char *detail);
+void ngx_http_airlock_log_alert(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_alert_t *alert);
+u_char *ngx_http_airlock_time(u_char *p, ngx_msec_t ms);
 u_char *ngx_http_airlock_json_escape(u_char *dst, u_char *src, size_t len);
 size_t ngx_http_airlock_json_escape_len(u_char *src, size_t len);
 ngx_int_t ngx_http_airlock_request_id(ngx_http_request_t *r,
     ngx_str_t *id);
 
 ngx_int_t ngx_http_airlock_add_variables(ngx_conf_t *cf);
+
+char *ngx_http_airlock_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+char *ngx_http_airlock_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_msec_t ngx_http_airlock_quarantined(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+ngx_uint_t ngx_http_airlock_count(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_alert_t *alerts);
+u_char *ngx_http_airlock_peer_text(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, u_char *p, u_char *last);
 
 
 extern ngx_module_t  ngx_http_airlock_module;

@@ -541,6 +541,8 @@ size_t al_llm_quota_message(const al_llm_quota_t *q, uint64_t need,
  *   TOO_LARGE     413     invalid_request_error /            request_too_large
  *                         request_too_large
  *   DENIED        403     permission_denied / same           permission_error
+ *   AUTH          401     invalid_request_error /            authentication_
+ *                         invalid_api_key                      error
  *
  * OpenAI: {"error":{"message","type","param","code"}}; the request id is
  * appended to the message.  Anthropic: {"type":"error","error":{"type",
@@ -556,10 +558,14 @@ typedef enum {
     AL_LLM_ERR_ENDPOINT,
     AL_LLM_ERR_INVALID,
     AL_LLM_ERR_TOO_LARGE,
-    AL_LLM_ERR_DENIED
+    AL_LLM_ERR_DENIED,
+    AL_LLM_ERR_AUTH
 } al_llm_error_t;
 
-/* reason -> error; q decides RATE_LIMIT or QUOTA for AL_REASON_BUDGET */
+/*
+ * reason -> error; q decides RATE_LIMIT or QUOTA for AL_REASON_BUDGET, and
+ * AL_REASON_CLIENT_UNKNOWN (a key that names no client) is AUTH
+ */
 al_llm_error_t al_llm_error_from_reason(al_reason_t reason,
     const al_llm_quota_t *q);
 unsigned al_llm_error_status(al_llm_error_t err);

@@ -46,7 +46,9 @@ static const al_llm_err_def_t  al_llm_errs[] = {
     { "invalid_request_error", "request_too_large", NULL,
       "request_too_large", 413, "request body too large" },
     { "permission_denied", "permission_denied", NULL, "permission_error",
-      403, "request denied by the gateway policy" }
+      403, "request denied by the gateway policy" },
+    { "invalid_request_error", "invalid_api_key", NULL,
+      "authentication_error", 401, "invalid or missing API key" }
 };
 
 
@@ -240,6 +242,9 @@ al_llm_error_from_reason(al_reason_t reason, const al_llm_quota_t *q)
         return (q != NULL && q->over_day && !q->too_large)
                ? AL_LLM_ERR_QUOTA : AL_LLM_ERR_RATE_LIMIT;
 
+    case AL_REASON_CLIENT_UNKNOWN:
+        return AL_LLM_ERR_AUTH;
+
     default:
         return AL_LLM_ERR_DENIED;
     }
@@ -249,7 +254,7 @@ al_llm_error_from_reason(al_reason_t reason, const al_llm_quota_t *q)
 unsigned
 al_llm_error_status(al_llm_error_t err)
 {
-    if ((unsigned) err > AL_LLM_ERR_DENIED) {
+    if ((unsigned) err > AL_LLM_ERR_AUTH) {
         return 403;
     }
 
@@ -266,7 +271,7 @@ al_llm_error_body(al_llm_kind_t kind, al_llm_error_t err,
     const al_llm_err_def_t  *e;
     char                     text[AL_DETAIL_MAX + 128];
 
-    if ((unsigned) err > AL_LLM_ERR_DENIED) {
+    if ((unsigned) err > AL_LLM_ERR_AUTH) {
         err = AL_LLM_ERR_DENIED;
     }
 

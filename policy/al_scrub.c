@@ -1,8 +1,9 @@
 /*
  * Scrub lists: what a response must not carry back to the client.  The
  * nginx module replaces each of these strings with "[REDACTED]" in the
- * response headers and body of routes that inject credentials, so an
- * upstream that echoes its request cannot hand a secret to the agent.
+ * response headers and body of routes that inject credentials, and of
+ * every LLM prefix, so an upstream that echoes its request cannot hand a
+ * secret to the agent.
  */
 
 #include <string.h>
@@ -21,8 +22,11 @@ typedef struct {
 static void al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len);
 static void al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
+static al_scrub_t *al_scrub_build(const al_policy_t *p,
+    const al_route_t *route, const al_llm_t *llm, const char **why);
 static void al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
     const al_inject_t *inj);
+static void al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm);
 static const al_secret_t *al_scrub_secret(const al_policy_t *p,
     const char *name, size_t len);
 static void al_scrub_finish(al_scrub_t *s);
@@ -31,6 +35,22 @@ static void al_scrub_finish(al_scrub_t *s);
 al_scrub_t *
 al_scrub_collect(const al_policy_t *p, const al_route_t *route,
     const char **why)
+{
+    return al_scrub_build(p, route, NULL, why);
+}
+
+
+al_scrub_t *
+al_scrub_collect_llm(const al_policy_t *p, const al_llm_t *llm,
+    const char **why)
+{
+    return al_scrub_build(p, NULL, llm, why);
+}
+
+
+static al_scrub_t *
+al_scrub_build(const al_policy_t *p, const al_route_t *route,
+    const al_llm_t *llm, const char **why)
 {
     size_t           i, size;
     al_scrub_t      *s;
@@ -45,8 +65,12 @@ al_scrub_collect(const al_policy_t *p, const al_route_t *route,
 
     memset(&sc, 0, sizeof(sc));
 
-    for (i = 0; i < route->ninject; i++) {
+    for (i = 0; route != NULL && i < route->ninject; i++) {
         al_scrub_inject(&sc, p, &route->inject[i]);
+    }
+
+    if (llm != NULL) {
+        al_scrub_llm(&sc, llm);
     }
 
     size = sizeof(al_scrub_t) + sc.n * sizeof(al_str_t) + sc.bytes + sc.n;
@@ -67,8 +91,12 @@ al_scrub_collect(const al_policy_t *p, const al_route_t *route,
     sc.scrub = s;
     sc.next = (char *) (s->str + sc.n);
 
-    for (i = 0; i < route->ninject; i++) {
+    for (i = 0; route != NULL && i < route->ninject; i++) {
         al_scrub_inject(&sc, p, &route->inject[i]);
+    }
+
+    if (llm != NULL) {
+        al_scrub_llm(&sc, llm);
     }
 
     al_scrub_finish(s);
@@ -144,6 +172,43 @@ al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
 
         i = (size_t) (close - t);
     }
+}
+
+
+/*
+ * The provider key as it is sent ("Bearer k" to OpenAI-style providers,
+ * "k" in x-api-key to Anthropic), raw and in base64.
+ */
+
+static void
+al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
+{
+    size_t              len;
+    const al_secret_t  *sec;
+
+    sec = llm->secret;
+
+    if (sec == NULL || sec->value == NULL || sec->len == 0) {
+        return;
+    }
+
+    if (llm->kind != AL_LLM_ANTHROPIC) {
+        len = sizeof("Bearer ") - 1 + sec->len;
+
+        if (sc->scrub == NULL) {
+            sc->n++;
+            sc->bytes += len;
+
+        } else {
+            /* built in place at the end of the block, as base64 is */
+            memcpy(sc->next, "Bearer ", sizeof("Bearer ") - 1);
+            memcpy(sc->next + sizeof("Bearer ") - 1, sec->value, sec->len);
+            al_scrub_add(sc, sc->next, len);
+        }
+    }
+
+    al_scrub_add(sc, (const char *) sec->value, sec->len);
+    al_scrub_add_base64(sc, sec->value, sec->len);
 }
 
 

@@ -272,7 +272,7 @@ fuzz_format(al_llm_kind_t kind, const uint8_t *s, size_t len)
     memcpy(msg, s, n);
     msg[n] = '\0';
 
-    for (i = 0; i <= AL_LLM_ERR_DENIED; i++) {
+    for (i = 0; i <= AL_LLM_ERR_AUTH; i++) {
         n = al_llm_error_body(kind, (al_llm_error_t) i, msg, msg, buf,
                               sizeof(buf));
         fuzz_valid_json(buf, n, sizeof(buf));

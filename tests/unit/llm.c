@@ -993,12 +993,14 @@ test_errors(void)
         AL_LLM_OPENAI, AL_LLM_OPENAI_COMPATIBLE, AL_LLM_ANTHROPIC
     };
 
-    static const unsigned  statuses[] = { 429, 429, 403, 403, 400, 413, 403 };
+    static const unsigned  statuses[] = {
+        429, 429, 403, 403, 400, 413, 403, 401
+    };
 
     for (k = 0; k < 3; k++) {
         ok = 1;
 
-        for (i = 0; i <= AL_LLM_ERR_DENIED; i++) {
+        for (i = 0; i <= AL_LLM_ERR_AUTH; i++) {
             n = al_llm_error_body(kinds[k], (al_llm_error_t) i,
                                   "a \"quoted\" message", "req-1", buf,
                                   sizeof(buf));
@@ -1093,6 +1095,19 @@ test_errors(void)
                AL_LLM_ERR_QUOTA, "budget, day -> QUOTA");
     tap_is_int(al_llm_error_from_reason(AL_REASON_QUARANTINED, NULL),
                AL_LLM_ERR_DENIED, "anything else -> DENIED");
+    tap_is_int(al_llm_error_from_reason(AL_REASON_CLIENT_UNKNOWN, NULL),
+               AL_LLM_ERR_AUTH, "reason client_unknown -> AUTH");
+
+    al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_AUTH, NULL, NULL, buf,
+                      sizeof(buf));
+    tap_ok(has(buf, "\"code\":\"invalid_api_key\"")
+           && al_llm_error_status(AL_LLM_ERR_AUTH) == 401,
+           "openai 401 invalid_api_key");
+
+    al_llm_error_body(AL_LLM_ANTHROPIC, AL_LLM_ERR_AUTH, NULL, NULL, buf,
+                      sizeof(buf));
+    tap_ok(has(buf, "\"type\":\"authentication_error\""),
+           "anthropic 401 is an authentication_error");
 
     memset(&q, 0, sizeof(q));
     q.over_minute = 1;

@@ -1,0 +1,851 @@
+
+/*
+ * Airlock LLM gateway: the response filters.
+ *
+ * The header filter turns proxy buffering off for event streams (each
+ * chunk the provider sends leaves as soon as it arrives), replaces the
+ * provider's rate-limit headers with the client's own remaining budget,
+ * and picks the usage reader: the JSON scanner (al_llm_resp_*) or the
+ * event-stream parser (al_llm_sse_*).
+ *
+ * The body filter feeds them.  Mostly it only watches: the buffers go on
+ * untouched.  When the gateway asked for stream usage on the client's
+ * behalf, the usage-only chunk the client did not ask for is dropped, the
+ * way al_llm.h describes: output buffers point into the provider's
+ * buffers (shadows, which keep those alive until they are sent), and only
+ * the tail of an event that is still open at the end of a buffer is copied
+ * and held; SSE clients act on an event only at its blank line, so holding
+ * it delays nothing they could see.
+ *
+ * This filter runs before ngx_http_airlock_module's, which scrubs the
+ * provider key from what it passes on.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_llm_module.h"
+
+
+#define NGX_HTTP_AIRLOCK_LLM_HELD_MIN  4096
+
+
+static ngx_int_t ngx_http_airlock_llm_header_filter(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_llm_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static void ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
+    const char *name, size_t len, uint64_t value, const char *suffix);
+static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
+static ngx_int_t ngx_http_airlock_llm_slice(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b);
+static ngx_int_t ngx_http_airlock_llm_finish(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_llm_emit(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b, uint64_t a,
+    uint64_t to);
+static ngx_int_t ngx_http_airlock_llm_hold(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b, uint64_t a,
+    size_t len);
+static ngx_buf_t *ngx_http_airlock_llm_held_buf(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, size_t size);
+static ngx_buf_t *ngx_http_airlock_llm_out(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b);
+static void ngx_http_airlock_llm_update(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+static void ngx_http_airlock_llm_ttfb(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+
+
+/* buffers pointing into others' memory, told apart from the held ones */
+static u_char  ngx_http_airlock_llm_shadow_tag;
+
+
+/*
+ * The provider's own limits describe its key, shared by every client, not
+ * the client.  (Its Retry-After on a 429 of its own passes: that wait is
+ * the client's too.)
+ */
+static ngx_str_t  ngx_http_airlock_llm_ratelimit_prefixes[] = {
+    ngx_string("x-ratelimit-"),
+    ngx_string("anthropic-ratelimit-"),
+    ngx_null_string
+};
+
+
+ngx_int_t
+ngx_http_airlock_llm_filter_init(ngx_conf_t *cf)
+{
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_airlock_llm_header_filter;
+
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_airlock_llm_body_filter;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
+{
+    ngx_msec_t                   now;
+    ngx_time_t                  *tp;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+
+    if (ctx == NULL || !ctx->allowed || ctx->header_seen || r != r->main
+        || r->upstream == NULL)
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    ctx->header_seen = 1;
+    ctx->status = r->headers_out.status;
+
+    tp = ngx_timeofday();
+    now = (ngx_msec_t) tp->sec * 1000 + tp->msec;
+    ctx->ttfb = now - ((ngx_msec_t) r->start_sec * 1000 + r->start_msec);
+
+    ngx_http_airlock_llm_ratelimit_headers(r, ctx);
+
+    if (r->header_only || r->method == NGX_HTTP_HEAD
+        || r->headers_out.status == NGX_HTTP_NO_CONTENT
+        || r->headers_out.status == NGX_HTTP_NOT_MODIFIED
+        || !al_llm_endpoint_has_body(ctx->endpoint))
+    {
+        return ngx_http_next_header_filter(r);
+    }
+
+    if (r->headers_out.status < NGX_HTTP_SPECIAL_RESPONSE
+        && ngx_http_airlock_llm_event_type(r))
+    {
+        /* each chunk leaves as it comes, whatever proxy_buffering says */
+        r->upstream->buffering = 0;
+
+        ctx->sse = ngx_palloc(r->pool, sizeof(al_llm_sse_t));
+        if (ctx->sse == NULL) {
+            return NGX_ERROR;
+        }
+
+        al_llm_sse_init(ctx->sse, ctx->provider->llm->kind, ctx->endpoint,
+                        ctx->hide_usage);
+
+        if (ctx->hide_usage) {
+            ctx->filter = 1;
+            ctx->last_out = &ctx->out;
+
+            ngx_http_clear_content_length(r);
+            ngx_http_clear_accept_ranges(r);
+            ngx_http_weak_etag(r);
+        }
+
+    } else {
+        ctx->resp = ngx_palloc(r->pool, sizeof(al_llm_resp_t));
+        if (ctx->resp == NULL) {
+            return NGX_ERROR;
+        }
+
+        al_llm_resp_init(ctx->resp, ctx->provider->llm->kind,
+                         ctx->endpoint);
+    }
+
+    /* buffers a temporary file holds are read back before they get here */
+    r->filter_need_in_memory = 1;
+
+    return ngx_http_next_header_filter(r);
+}
+
+
+/*
+ * On a 2xx answer to a client with a budget: what is left of it, in the
+ * provider's header names, for the tighter window.  OpenAI style:
+ * x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens,
+ * x-ratelimit-reset-tokens ("23s"); Anthropic: anthropic-ratelimit-
+ * tokens-limit, -remaining, -reset (RFC 3339).  The provider's own such
+ * headers are removed on every answer.
+ */
+
+static void
+ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    u_char           *p;
+    time_t            reset;
+    uint64_t          limit, remaining;
+    ngx_tm_t          tm;
+    ngx_str_t        *pre;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+    al_llm_quota_t   *q;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        for (pre = ngx_http_airlock_llm_ratelimit_prefixes; pre->len; pre++)
+        {
+            if (h[i].key.len >= pre->len
+                && ngx_strncasecmp(h[i].key.data, pre->data, pre->len) == 0)
+            {
+                h[i].hash = 0;
+                break;
+            }
+        }
+    }
+
+    if (!ctx->budget || r->headers_out.status >= NGX_HTTP_SPECIAL_RESPONSE)
+    {
+        return;
+    }
+
+    q = &ctx->quota;
+
+    if (q->minute_limit
+        && (q->day_limit == 0 || q->minute_remaining <= q->day_remaining))
+    {
+        limit = q->minute_limit;
+        remaining = q->minute_remaining;
+        reset = q->minute_reset;
+
+    } else {
+        limit = q->day_limit;
+        remaining = q->day_remaining;
+        reset = q->day_reset;
+    }
+
+    if (ctx->provider->llm->kind != AL_LLM_ANTHROPIC) {
+        (void) ngx_http_airlock_llm_add_header(r, "x-ratelimit-limit-tokens",
+                                 sizeof("x-ratelimit-limit-tokens") - 1,
+                                 limit, "");
+        (void) ngx_http_airlock_llm_add_header(r,
+                                 "x-ratelimit-remaining-tokens",
+                                 sizeof("x-ratelimit-remaining-tokens") - 1,
+                                 remaining, "");
+        (void) ngx_http_airlock_llm_add_header(r, "x-ratelimit-reset-tokens",
+                                 sizeof("x-ratelimit-reset-tokens") - 1,
+                                 (uint64_t) reset, "s");
+        return;
+    }
+
+    (void) ngx_http_airlock_llm_add_header(r,
+                            "anthropic-ratelimit-tokens-limit",
+                            sizeof("anthropic-ratelimit-tokens-limit") - 1,
+                            limit, "");
+    (void) ngx_http_airlock_llm_add_header(r,
+                            "anthropic-ratelimit-tokens-remaining",
+                            sizeof("anthropic-ratelimit-tokens-remaining") - 1,
+                            remaining, "");
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return;
+    }
+
+    p = ngx_pnalloc(r->pool, sizeof("1970-01-01T00:00:00Z") - 1);
+    if (p == NULL) {
+        h->hash = 0;
+        return;
+    }
+
+    ngx_gmtime(ngx_time() + reset, &tm);
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "anthropic-ratelimit-tokens-reset");
+    h->value.data = p;
+    h->value.len = ngx_sprintf(p, "%4d-%02d-%02dT%02d:%02d:%02dZ",
+                               tm.ngx_tm_year, tm.ngx_tm_mon,
+                               tm.ngx_tm_mday, tm.ngx_tm_hour,
+                               tm.ngx_tm_min, tm.ngx_tm_sec)
+                   - p;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
+    size_t len, uint64_t value, const char *suffix)
+{
+    u_char           *p;
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN + 2);
+    if (p == NULL) {
+        h->hash = 0;
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = len;
+    h->value.data = p;
+    h->value.len = ngx_sprintf(p, "%uL%s", value, suffix) - p;
+
+    return NGX_OK;
+}
+
+
+/* Content-Type: text/event-stream, parameters allowed */
+
+static ngx_int_t
+ngx_http_airlock_llm_event_type(ngx_http_request_t *r)
+{
+    ngx_str_t  *ct;
+
+    ct = &r->headers_out.content_type;
+
+    return ct->len >= sizeof("text/event-stream") - 1
+           && ngx_strncasecmp(ct->data, (u_char *) "text/event-stream",
+                              sizeof("text/event-stream") - 1) == 0
+           && (ct->len == sizeof("text/event-stream") - 1
+               || ct->data[sizeof("text/event-stream") - 1] == ';'
+               || ct->data[sizeof("text/event-stream") - 1] == ' ');
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_buf_t                   *b;
+    ngx_chain_t                 *cl;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+    al_llm_sse_block_t           blk;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+
+    if (ctx == NULL || (ctx->sse == NULL && ctx->resp == NULL)) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    if (!ctx->ttfb_set) {
+        for (cl = in; cl; cl = cl->next) {
+            if (ngx_buf_size(cl->buf) > 0) {
+                ngx_http_airlock_llm_ttfb(r, ctx);
+                break;
+            }
+        }
+    }
+
+    if (ctx->filter) {
+        return ngx_http_airlock_llm_filter_stream(r, ctx, in);
+    }
+
+    /* watch only: the buffers go on as they are */
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b) && b->last > b->pos && !ctx->ended) {
+            if (ctx->sse != NULL) {
+                al_llm_sse_observe(ctx->sse, b->pos, b->last - b->pos);
+
+            } else {
+                al_llm_resp_feed(ctx->resp, b->pos, b->last - b->pos);
+            }
+        }
+
+        if (b->last_buf && !ctx->ended) {
+            ctx->ended = 1;
+
+            if (ctx->sse != NULL) {
+                (void) al_llm_sse_finish(ctx->sse, &blk);
+            }
+        }
+    }
+
+    return ngx_http_next_body_filter(r, in);
+}
+
+
+static void
+ngx_http_airlock_llm_ttfb(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    ngx_msec_t   now;
+    ngx_time_t  *tp;
+
+    /* the first byte the provider sends of the body */
+
+    tp = ngx_timeofday();
+    now = (ngx_msec_t) tp->sec * 1000 + tp->msec;
+
+    ctx->ttfb = now - ((ngx_msec_t) r->start_sec * 1000 + r->start_msec);
+    ctx->ttfb_set = 1;
+}
+
+
+/*
+ * The stream with blocks dropped.  Every buffer is sliced per al_llm.h;
+ * the flags of the input (flush, last_buf) go on the last buffer written.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b, *ob;
+    ngx_uint_t    flush, last_buf, last_in_chain, sync;
+    ngx_chain_t  *cl;
+
+    flush = 0;
+    last_buf = 0;
+    last_in_chain = 0;
+    sync = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            if (b->last > b->pos && !ctx->ended) {
+                if (ngx_http_airlock_llm_slice(r, ctx, b) != NGX_OK) {
+                    return NGX_ERROR;
+                }
+
+            } else {
+                b->pos = b->last;
+            }
+
+        } else if (b->in_file) {
+            /* filter_need_in_memory makes this impossible */
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "airlock: file buffer in the llm stream filter");
+            return NGX_ERROR;
+        }
+
+        flush |= b->flush;
+        sync |= b->sync;
+        last_in_chain |= b->last_in_chain;
+
+        if (b->last_buf) {
+            last_buf = 1;
+
+            if (!ctx->ended) {
+                ctx->ended = 1;
+
+                if (ngx_http_airlock_llm_finish(r, ctx) != NGX_OK) {
+                    return NGX_ERROR;
+                }
+            }
+        }
+    }
+
+    if (last_buf || last_in_chain || sync || (flush && ctx->out != NULL)) {
+
+        /* flags go on the last buffer written, or on an empty one */
+
+        if (ctx->out == NULL
+            && ngx_http_airlock_llm_out(r, ctx, NULL) == NULL)
+        {
+            return NGX_ERROR;
+        }
+
+        for (cl = ctx->out; cl->next; cl = cl->next) { /* void */ }
+
+        ob = cl->buf;
+        ob->flush = flush;
+        ob->sync = sync;
+        ob->last_buf = last_buf;
+        ob->last_in_chain = last_in_chain;
+    }
+
+    rc = ngx_http_next_body_filter(r, ctx->out);
+
+    ngx_http_airlock_llm_update(r, ctx);
+
+    return rc;
+}
+
+
+/*
+ * One provider buffer, the loop of al_llm.h: blocks that end are emitted
+ * up to a dropped one, which is skipped; what is settled is emitted; the
+ * open block is held.  The buffer is consumed once the last output
+ * pointing into it has been sent (its shadow), or at once when nothing
+ * does.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_slice(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b)
+{
+    size_t               off, used, len;
+    uint64_t             a;
+    al_llm_sse_t        *sse;
+    al_llm_sse_block_t   blk;
+
+    sse = ctx->sse;
+    len = b->last - b->pos;
+    a = al_llm_sse_offset(sse);
+    off = 0;
+
+    ctx->last_shadow = NULL;
+
+    while (off < len) {
+        if (al_llm_sse_feed(sse, b->pos + off, len - off, &used, &blk) == 1
+            && blk.drop)
+        {
+            if (ngx_http_airlock_llm_emit(r, ctx, b, a, blk.start)
+                != NGX_OK)
+            {
+                return NGX_ERROR;
+            }
+
+            /* the held bytes, if any, were the dropped block's */
+            if (ctx->held != NULL) {
+                ctx->held->pos = ctx->held->start;
+                ctx->held->last = ctx->held->start;
+            }
+
+            ctx->pending = blk.end;
+        }
+
+        off += used;
+    }
+
+    if (ngx_http_airlock_llm_emit(r, ctx, b, a, al_llm_sse_settled(sse))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_airlock_llm_hold(r, ctx, b, a, len) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ctx->last_shadow != NULL) {
+        ctx->last_shadow->shadow = b;
+        ctx->last_shadow = NULL;
+
+    } else {
+        b->pos = b->last;
+    }
+
+    return NGX_OK;
+}
+
+
+/* the end of the stream: a block al_llm_sse_finish() completes, the rest */
+
+static ngx_int_t
+ngx_http_airlock_llm_finish(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    uint64_t            a;
+    al_llm_sse_block_t  blk;
+
+    a = al_llm_sse_offset(ctx->sse);
+
+    if (al_llm_sse_finish(ctx->sse, &blk) == 1 && blk.drop) {
+        if (ngx_http_airlock_llm_emit(r, ctx, NULL, a, blk.start) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        if (ctx->held != NULL) {
+            ctx->held->pos = ctx->held->start;
+            ctx->held->last = ctx->held->start;
+        }
+
+        ctx->pending = blk.end;
+    }
+
+    return ngx_http_airlock_llm_emit(r, ctx, NULL, a, a);
+}
+
+
+/*
+ * Emits [pending, to): the held bytes cover [pending, a), the buffer b
+ * covers [a, a + its length).  Held bytes leave in their own buffer,
+ * which is then no longer ours to write; bytes of b leave in a shadow.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_emit(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b, uint64_t a, uint64_t to)
+{
+    size_t      n, rest;
+    ngx_buf_t  *hb, *nb, *ob;
+
+    if (to <= ctx->pending) {
+        return NGX_OK;
+    }
+
+    if (ctx->pending < a) {
+        hb = ctx->held;
+        n = (size_t) (ngx_min(to, a) - ctx->pending);
+        rest = (hb->last - hb->pos) - n;
+
+        nb = NULL;
+
+        if (rest) {
+            nb = ngx_http_airlock_llm_held_buf(r, ctx, rest);
+            if (nb == NULL) {
+                return NGX_ERROR;
+            }
+
+            nb->last = ngx_cpymem(nb->pos, hb->pos + n, rest);
+        }
+
+        hb->last = hb->pos + n;
+
+        if (ngx_http_airlock_llm_out(r, ctx, hb) == NULL) {
+            return NGX_ERROR;
+        }
+
+        ctx->held = nb;
+        ctx->pending += n;
+    }
+
+    if (to > ctx->pending) {
+        ob = ngx_http_airlock_llm_out(r, ctx, NULL);
+        if (ob == NULL) {
+            return NGX_ERROR;
+        }
+
+        ob->pos = b->pos + (size_t) (ctx->pending - a);
+        ob->last = b->pos + (size_t) (to - a);
+        ob->temporary = b->temporary;
+        ob->memory = b->memory;
+        ob->mmap = b->mmap;
+        ob->tag = (ngx_buf_tag_t) &ngx_http_airlock_llm_shadow_tag;
+
+        ctx->last_shadow = ob;
+        ctx->pending = to;
+    }
+
+    return NGX_OK;
+}
+
+
+/* keeps [pending, a + len) for the next buffer: the open block */
+
+static ngx_int_t
+ngx_http_airlock_llm_hold(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b, uint64_t a, size_t len)
+{
+    size_t        from, n, have;
+    ngx_buf_t    *hb, *nb;
+    ngx_chain_t  *cl;
+
+    if (ctx->pending >= a) {
+        from = (size_t) (ctx->pending - a);
+
+        if (ctx->held != NULL) {
+            ctx->held->pos = ctx->held->start;
+            ctx->held->last = ctx->held->start;
+        }
+
+    } else {
+        from = 0;
+    }
+
+    if (from >= len) {
+        return NGX_OK;
+    }
+
+    n = len - from;
+    hb = ctx->held;
+    have = (hb != NULL) ? (size_t) (hb->last - hb->pos) : 0;
+
+    if (hb == NULL || (size_t) (hb->end - hb->last) < n) {
+        nb = ngx_http_airlock_llm_held_buf(r, ctx, 2 * (have + n));
+        if (nb == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (hb != NULL) {
+            nb->last = ngx_cpymem(nb->pos, hb->pos, have);
+
+            /* not in flight: held buffers are sent only as a whole */
+            hb->pos = hb->start;
+            hb->last = hb->start;
+        }
+
+        ctx->held = nb;
+
+        if (hb != NULL) {
+            /* the old storage is kept for a later hold */
+
+            cl = ngx_alloc_chain_link(r->pool);
+            if (cl == NULL) {
+                return NGX_ERROR;
+            }
+
+            cl->buf = hb;
+            cl->next = ctx->free_held;
+            ctx->free_held = cl;
+        }
+
+        hb = nb;
+    }
+
+    hb->last = ngx_cpymem(hb->last, b->pos + from, n);
+
+    return NGX_OK;
+}
+
+
+/* a buffer of our own with room for size bytes, reused when possible */
+
+static ngx_buf_t *
+ngx_http_airlock_llm_held_buf(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, size_t size)
+{
+    u_char       *p;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    cl = ctx->free_held;
+
+    if (cl != NULL && (size_t) (cl->buf->end - cl->buf->start) >= size) {
+        ctx->free_held = cl->next;
+        b = cl->buf;
+        ngx_free_chain(r->pool, cl);
+
+        b->pos = b->start;
+        b->last = b->start;
+        b->shadow = NULL;
+        b->flush = 0;
+        b->sync = 0;
+        b->last_buf = 0;
+        b->last_in_chain = 0;
+
+        return b;
+    }
+
+    size = ngx_max(size, NGX_HTTP_AIRLOCK_LLM_HELD_MIN);
+
+    p = ngx_palloc(r->pool, size);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NULL;
+    }
+
+    b->start = p;
+    b->pos = p;
+    b->last = p;
+    b->end = p + size;
+    b->temporary = 1;
+    b->tag = (ngx_buf_tag_t) &ngx_http_airlock_llm_module;
+
+    return b;
+}
+
+
+/*
+ * Appends b (a held buffer) to the output, or, with b NULL, a fresh
+ * buffer struct for a shadow or for flags only.
+ */
+
+static ngx_buf_t *
+ngx_http_airlock_llm_out(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b)
+{
+    ngx_chain_t  *cl;
+
+    if (b != NULL) {
+        cl = ngx_alloc_chain_link(r->pool);
+        if (cl == NULL) {
+            return NULL;
+        }
+
+        cl->buf = b;
+
+    } else {
+        cl = ngx_chain_get_free_buf(r->pool, &ctx->free_bufs);
+        if (cl == NULL) {
+            return NULL;
+        }
+
+        b = cl->buf;
+        ngx_memzero(b, sizeof(ngx_buf_t));
+        b->tag = (ngx_buf_tag_t) &ngx_http_airlock_llm_shadow_tag;
+    }
+
+    cl->next = NULL;
+    *ctx->last_out = cl;
+    ctx->last_out = &cl->next;
+
+    return b;
+}
+
+
+/*
+ * After the next filter: what it sent is done with.  A shadow's buffer
+ * is consumed (so the provider's buffer can be reused), held buffers go
+ * back to the free list.
+ */
+
+static void
+ngx_http_airlock_llm_update(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl, **ll;
+
+    for (ll = &ctx->busy; *ll; ll = &(*ll)->next) { /* void */ }
+
+    *ll = ctx->out;
+    ctx->out = NULL;
+    ctx->last_out = &ctx->out;
+
+    while (ctx->busy) {
+        cl = ctx->busy;
+        b = cl->buf;
+
+        if (ngx_buf_size(b) != 0) {
+            break;
+        }
+
+        if (b->shadow) {
+            b->shadow->pos = b->shadow->last;
+            b->shadow = NULL;
+        }
+
+        ctx->busy = cl->next;
+
+        if (b->tag == (ngx_buf_tag_t) &ngx_http_airlock_llm_module) {
+            cl->next = ctx->free_held;
+            ctx->free_held = cl;
+
+        } else {
+            cl->next = ctx->free_bufs;
+            ctx->free_bufs = cl;
+        }
+    }
+}

@@ -1,0 +1,1850 @@
+
+/*
+ * ngx_http_airlock_llm_module: the LLM token gateway.
+ *
+ * A location with "airlock_llm NAME" is the gateway for the policy's llm
+ * entry NAME.  Clients call it exactly as they would call the provider,
+ * with their own Airlock token as the API key.  Every request is decided
+ * in the preaccess phase:
+ *
+ *   1. the client, from its key (Authorization: Bearer, x-api-key,
+ *      Proxy-Authorization) or its unix peer credentials, must be one of
+ *      the entry's clients, and not in quarantine;
+ *   2. the raw target under the prefix must be an endpoint the gateway
+ *      serves (al_llm_route());
+ *   3. the JSON body is read into memory and checked and, when needed,
+ *      rewritten (model allowlist, max tokens, include_usage:
+ *      al_llm_request()); those exact bytes are what the provider gets;
+ *   4. the tokens the request may use are reserved from the client's
+ *      minute and day budgets, in shared memory;
+ *   5. the client's credentials and every header outside a short
+ *      allowlist are removed, and the provider key is added.
+ *
+ * A refused request is answered in the provider's own error format, so
+ * SDKs raise their usual exceptions, and logged to airlock_deny_log.  The
+ * request then leaves through nginx's proxy module
+ * (proxy_pass $airlock_llm_upstream$airlock_llm_uri).  On the way back the
+ * filters (ngx_http_airlock_llm_filter.c) count the tokens, JSON and event
+ * streams alike, without holding back anything a client could act on; the
+ * key is scrubbed by ngx_http_airlock_module's filter.  In the log phase
+ * the reservation is settled with the real usage, one JSON line goes to
+ * airlock_llm_log and the counters of airlock_llm_metrics are updated
+ * (ngx_http_airlock_llm_zone.c).
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_llm_module.h"
+
+
+static ngx_int_t ngx_http_airlock_llm_handler(ngx_http_request_t *r);
+static ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_create_ctx(
+    ngx_http_request_t *r, ngx_http_airlock_llm_loc_conf_t *llcf);
+static void ngx_http_airlock_llm_cleanup(void *data);
+static al_reason_t ngx_http_airlock_llm_decide(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t *err,
+    const char **detail);
+static al_reason_t ngx_http_airlock_llm_token(ngx_http_request_t *r,
+    ngx_str_t *token, const char **detail);
+static ngx_int_t ngx_http_airlock_llm_bearer(ngx_table_elt_t *h,
+    ngx_str_t *token);
+static al_reason_t ngx_http_airlock_llm_route(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const char **detail);
+static ngx_int_t ngx_http_airlock_llm_read_body(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+static void ngx_http_airlock_llm_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
+static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
+static ngx_int_t ngx_http_airlock_llm_deny(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_reason_t reason, al_llm_error_t err,
+    const char *detail, const char *message);
+static ngx_int_t ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t err,
+    const char *message);
+static ngx_int_t ngx_http_airlock_llm_rewrite_headers(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_llm_log_handler(ngx_http_request_t *r);
+static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+static void ngx_http_airlock_llm_write(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+static ngx_uint_t ngx_http_airlock_llm_status(ngx_http_request_t *r);
+static ngx_msec_t ngx_http_airlock_llm_now(void);
+
+static char *ngx_http_airlock_llm(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
+    ngx_http_airlock_llm_loc_conf_t *llcf,
+    ngx_http_airlock_llm_provider_t *prov);
+static void ngx_http_airlock_llm_free_secure(void *data);
+static void ngx_http_airlock_llm_free_scrub(void *data);
+
+static void *ngx_http_airlock_llm_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_airlock_llm_init_main_conf(ngx_conf_t *cf,
+    void *conf);
+static void *ngx_http_airlock_llm_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf,
+    void *parent, void *child);
+static ngx_int_t ngx_http_airlock_llm_init(ngx_conf_t *cf);
+
+
+/*
+ * Client headers that reach the provider; everything else goes, the
+ * client's credentials, Accept-Encoding (the streams are parsed and
+ * scrubbed as they pass) and OpenAI-Organization / OpenAI-Project (they
+ * belong to the provider key, not to the client) included.
+ */
+static ngx_str_t  ngx_http_airlock_llm_headers[] = {
+    ngx_string("accept"),
+    ngx_string("content-type"),
+    ngx_string("user-agent"),
+    ngx_string("openai-beta"),
+    ngx_string("anthropic-version"),
+    ngx_string("anthropic-beta"),
+    ngx_null_string
+};
+
+
+static ngx_command_t  ngx_http_airlock_llm_commands[] = {
+
+    { ngx_string("airlock_llm"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_airlock_llm,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_llm_log"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_airlock_llm_log,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_llm_zone"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE23,
+      ngx_http_airlock_llm_zone,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_llm_metrics"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_airlock_llm_metrics,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_airlock_llm_module_ctx = {
+    ngx_http_airlock_llm_add_variables,    /* preconfiguration */
+    ngx_http_airlock_llm_init,             /* postconfiguration */
+
+    ngx_http_airlock_llm_create_main_conf, /* create main configuration */
+    ngx_http_airlock_llm_init_main_conf,   /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_airlock_llm_create_loc_conf,  /* create location configuration */
+    ngx_http_airlock_llm_merge_loc_conf    /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_airlock_llm_module = {
+    NGX_MODULE_V1,
+    &ngx_http_airlock_llm_module_ctx,      /* module context */
+    ngx_http_airlock_llm_commands,         /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_int_t
+ngx_http_airlock_llm_handler(ngx_http_request_t *r)
+{
+    const char                       *detail;
+    al_reason_t                       reason;
+    al_llm_error_t                    err;
+    ngx_http_airlock_llm_ctx_t       *ctx;
+    ngx_http_airlock_llm_loc_conf_t  *llcf;
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_llm_module);
+
+    if (llcf->provider == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (r != r->main) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: subrequest to \"%V\" refused", &r->uri);
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    ctx = ngx_http_airlock_llm_get_ctx(r);
+
+    if (ctx != NULL) {
+        /* an internal redirect: the request was decided once */
+
+        if (ctx->reading_body) {
+            return NGX_AGAIN;
+        }
+
+        return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
+    }
+
+    ctx = ngx_http_airlock_llm_create_ctx(r, llcf);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    err = AL_LLM_ERR_DENIED;
+    detail = NULL;
+
+    reason = ngx_http_airlock_llm_decide(r, ctx, &err, &detail);
+
+    if (reason == AL_REASON_MAX) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (reason != AL_REASON_NONE) {
+        return ngx_http_airlock_llm_deny(r, ctx, reason, err, detail,
+                                         err == AL_LLM_ERR_AUTH ? NULL
+                                                                : detail);
+    }
+
+    return ngx_http_airlock_llm_read_body(r, ctx);
+}
+
+
+/* the context survives internal redirects, as ngx_http_airlock_module's */
+
+ngx_http_airlock_llm_ctx_t *
+ngx_http_airlock_llm_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t          *cln;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+
+    if (ctx != NULL || !(r->internal || r->filter_finalize)) {
+        return ctx;
+    }
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_airlock_llm_cleanup) {
+            ctx = cln->data;
+
+            if (ctx->request == r) {
+                ngx_http_set_ctx(r, ctx, ngx_http_airlock_llm_module);
+                return ctx;
+            }
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * Besides its own, a request gets a context of ngx_http_airlock_module:
+ * its response scrubbing, deny log, deny counting and quarantine work on
+ * that, and its variables ($airlock_client, $airlock_route: the provider)
+ * read it.
+ */
+
+static ngx_http_airlock_llm_ctx_t *
+ngx_http_airlock_llm_create_ctx(ngx_http_request_t *r,
+    ngx_http_airlock_llm_loc_conf_t *llcf)
+{
+    ngx_pool_cleanup_t          *cln;
+    ngx_http_airlock_ctx_t      *actx;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_llm_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    actx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_ctx_t));
+    if (actx == NULL) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_airlock_llm_cleanup;
+    cln->data = ctx;
+
+    ctx->request = r;
+    ctx->provider = llcf->provider;
+    ctx->log = llcf->log;
+    ctx->actx = actx;
+    ctx->endpoint = AL_LLM_EP_NONE;
+    ctx->source = AL_LLM_SOURCE_ESTIMATED;
+    ngx_str_set(&ctx->model, "");
+
+    actx->request = r;
+    actx->route = &llcf->provider->route;
+    actx->rconf = &llcf->provider->rconf;
+    actx->reason = AL_REASON_NONE;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_airlock_llm_module);
+    ngx_http_set_ctx(r, actx, ngx_http_airlock_module);
+
+    return ctx;
+}
+
+
+static void
+ngx_http_airlock_llm_cleanup(void *data)
+{
+    ngx_http_airlock_llm_ctx_t  *ctx = data;
+
+    al_llm_usage_t   u;
+    al_llm_source_t  source;
+
+    /* the log phase settles; this is for a request that never got there */
+
+    if (ctx->budget && !ctx->settled && ctx->request != NULL) {
+        ngx_http_airlock_llm_usage(ctx, &u, &source);
+        ngx_http_airlock_llm_settle(ctx->request, ctx,
+                                    u.total_tokens ? u.total_tokens
+                                    : u.prompt_tokens + u.completion_tokens);
+    }
+
+    if (ctx->sse != NULL) {
+        al_llm_sse_free(ctx->sse);
+        ctx->sse = NULL;
+    }
+
+    ctx->request = NULL;
+}
+
+
+/*
+ * Everything the request line and headers decide.  Returns the reason,
+ * with *err the provider error to answer and *detail the text for the deny
+ * log (and, except for AUTH, for the client).
+ */
+
+static al_reason_t
+ngx_http_airlock_llm_decide(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t *err,
+    const char **detail)
+{
+    ngx_str_t                      token;
+    ngx_msec_t                     left;
+    const char                    *why;
+    al_reason_t                    reason;
+    const al_llm_t                *llm;
+    ngx_http_airlock_ctx_t        *actx;
+    ngx_http_airlock_main_conf_t  *amcf;
+    u_char                        *p;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+    actx = ctx->actx;
+    llm = ctx->provider->llm;
+
+    if (al_peer_from_socket(r->connection->fd, r->connection->sockaddr,
+                            &actx->peer)
+        != 0)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, ngx_socket_errno,
+                      "airlock: getsockopt(SO_PEERCRED) failed");
+    }
+
+    reason = ngx_http_airlock_llm_token(r, &token, detail);
+
+    if (reason == AL_REASON_CLIENT_UNKNOWN) {
+        *err = AL_LLM_ERR_AUTH;
+        return reason;
+    }
+
+    why = "";
+    ctx->client = al_client_identify(amcf->policy, &actx->peer,
+                                     token.len ? (char *) token.data : NULL,
+                                     token.len, &why);
+    actx->client = ctx->client;
+
+    left = ngx_http_airlock_quarantined(r, actx);
+
+    if (left) {
+        p = ngx_pnalloc(r->pool, 64);
+        if (p == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        ngx_snprintf(p, 64, "client is in quarantine for %M ms more%Z",
+                     left);
+        *detail = (char *) p;
+        *err = AL_LLM_ERR_DENIED;
+        return AL_REASON_QUARANTINED;
+    }
+
+    if (reason != AL_REASON_NONE) {
+        *err = AL_LLM_ERR_INVALID;
+        return reason;
+    }
+
+    if (ctx->client == NULL) {
+        *detail = why;
+        *err = AL_LLM_ERR_AUTH;
+        return AL_REASON_CLIENT_UNKNOWN;
+    }
+
+    ctx->lc = al_llm_find_client(llm, ctx->client);
+
+    if (ctx->lc == NULL) {
+        /* logged as a named route would be: no route for this client */
+        *detail = "this client may not use this provider";
+        *err = AL_LLM_ERR_DENIED;
+        return AL_REASON_NO_ROUTE;
+    }
+
+    reason = ngx_http_airlock_llm_route(r, ctx, detail);
+
+    if (reason != AL_REASON_NONE) {
+        *err = al_llm_error_from_reason(reason, NULL);
+    }
+
+    return reason;
+}
+
+
+/*
+ * The client's key: "Authorization: Bearer k" (OpenAI SDKs), "x-api-key:
+ * k" (Anthropic SDKs) or "Proxy-Authorization: Bearer k".  Each header at
+ * most once, and two of them must carry the same key.  Also refuses what
+ * cannot be read one way: an absolute-form target, two Content-Types.
+ */
+
+static al_reason_t
+ngx_http_airlock_llm_token(ngx_http_request_t *r, ngx_str_t *token,
+    const char **detail)
+{
+    ngx_str_t         t;
+    ngx_uint_t        i, nauth, nproxy, nkey, nctype;
+    const char       *bad;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *auth, *proxy, *key;
+
+    ngx_str_null(token);
+
+    bad = NULL;
+
+    if (r->schema_start != NULL || r->host_start != NULL) {
+        bad = "absolute-form request target";
+    }
+
+    nauth = 0;
+    nproxy = 0;
+    nkey = 0;
+    nctype = 0;
+    auth = NULL;
+    proxy = NULL;
+    key = NULL;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        if (h[i].key.len == sizeof("authorization") - 1
+            && ngx_strncmp(h[i].lowcase_key, "authorization",
+                           sizeof("authorization") - 1) == 0)
+        {
+            auth = &h[i];
+            nauth++;
+
+        } else if (h[i].key.len == sizeof("proxy-authorization") - 1
+                   && ngx_strncmp(h[i].lowcase_key, "proxy-authorization",
+                                  sizeof("proxy-authorization") - 1) == 0)
+        {
+            proxy = &h[i];
+            nproxy++;
+
+        } else if (h[i].key.len == sizeof("x-api-key") - 1
+                   && ngx_strncmp(h[i].lowcase_key, "x-api-key",
+                                  sizeof("x-api-key") - 1) == 0)
+        {
+            key = &h[i];
+            nkey++;
+
+        } else if (h[i].key.len == sizeof("content-type") - 1
+                   && ngx_strncmp(h[i].lowcase_key, "content-type",
+                                  sizeof("content-type") - 1) == 0)
+        {
+            nctype++;
+        }
+    }
+
+    if (nauth > 1 || nproxy > 1 || nkey > 1) {
+        *detail = "more than one header with an API key";
+        return AL_REASON_CLIENT_UNKNOWN;
+    }
+
+    if (nctype > 1) {
+        bad = "more than one Content-Type header";
+    }
+
+    if (auth != NULL) {
+        if (ngx_http_airlock_llm_bearer(auth, token) != NGX_OK) {
+            *detail = "Authorization is not a Bearer token";
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+    }
+
+    if (proxy != NULL) {
+        if (ngx_http_airlock_llm_bearer(proxy, &t) != NGX_OK) {
+            *detail = "Proxy-Authorization is not a Bearer token";
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+
+        if (token->len
+            && (token->len != t.len
+                || ngx_memcmp(token->data, t.data, t.len) != 0))
+        {
+            *detail = "the request carries two different API keys";
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+
+        *token = t;
+    }
+
+    if (key != NULL) {
+        t = key->value;
+
+        while (t.len && t.data[0] == ' ') {
+            t.data++;
+            t.len--;
+        }
+
+        while (t.len && t.data[t.len - 1] == ' ') {
+            t.len--;
+        }
+
+        if (t.len == 0) {
+            *detail = "empty x-api-key";
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+
+        if (token->len
+            && (token->len != t.len
+                || ngx_memcmp(token->data, t.data, t.len) != 0))
+        {
+            *detail = "the request carries two different API keys";
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+
+        *token = t;
+    }
+
+    if (bad != NULL) {
+        *detail = bad;
+        return AL_REASON_REQUEST;
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_bearer(ngx_table_elt_t *h, ngx_str_t *token)
+{
+    u_char  *p, *last;
+
+    p = h->value.data;
+    last = p + h->value.len;
+
+    if (last - p < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0) {
+        return NGX_DECLINED;
+    }
+
+    for (p += 7; p < last && *p == ' '; p++) { /* void */ }
+
+    while (last > p && last[-1] == ' ') {
+        last--;
+    }
+
+    if (p == last) {
+        return NGX_DECLINED;
+    }
+
+    token->data = p;
+    token->len = last - p;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The raw target (r->unparsed_uri, not nginx's decoded and merged r->uri)
+ * must lie under the prefix; the rest is the endpoint.
+ */
+
+static al_reason_t
+ngx_http_airlock_llm_route(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const char **detail)
+{
+    off_t             clen;
+    size_t            plen;
+    u_char           *p;
+    unsigned          method;
+    al_reason_t       reason;
+    const al_llm_t   *llm;
+    al_llm_route_t   *rt;
+
+    llm = ctx->provider->llm;
+    plen = llm->prefix.len;
+
+    if (r->unparsed_uri.len <= plen
+        || ngx_strncmp(r->unparsed_uri.data, llm->prefix.data, plen) != 0
+        || r->unparsed_uri.data[plen] != '/')
+    {
+        *detail = "the request target is not under the provider's prefix";
+        return AL_REASON_NO_ROUTE;
+    }
+
+    rt = ngx_palloc(r->pool, sizeof(al_llm_route_t));
+    if (rt == NULL) {
+        return AL_REASON_MAX;
+    }
+
+    method = al_method_bit((char *) r->method_name.data, r->method_name.len);
+
+    reason = al_llm_route(llm, ctx->lc, method,
+                          (char *) r->unparsed_uri.data + plen,
+                          r->unparsed_uri.len - plen, rt);
+
+    if (reason != AL_REASON_NONE) {
+        p = ngx_pnalloc(r->pool, AL_DETAIL_MAX);
+        if (p == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        ngx_memcpy(p, rt->detail, AL_DETAIL_MAX);
+        *detail = (char *) p;
+
+        ngx_pfree(r->pool, rt);
+        return reason;
+    }
+
+    ctx->endpoint = rt->endpoint;
+
+    ctx->uri.data = ngx_pnalloc(r->pool, rt->uri_len);
+    if (ctx->uri.data == NULL) {
+        return AL_REASON_MAX;
+    }
+
+    ngx_memcpy(ctx->uri.data, rt->uri, rt->uri_len);
+    ctx->uri.len = rt->uri_len;
+
+    if (rt->model.len) {
+        ctx->model.data = ngx_pnalloc(r->pool, rt->model.len);
+        if (ctx->model.data == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        ngx_memcpy(ctx->model.data, rt->model.data, rt->model.len);
+        ctx->model.len = rt->model.len;
+    }
+
+    ngx_pfree(r->pool, rt);
+
+    /* framing: refuse before reading what cannot be accepted */
+
+    clen = r->headers_in.content_length_n;
+
+    if (!al_llm_endpoint_has_body(ctx->endpoint)) {
+        if (clen > 0 || r->headers_in.chunked) {
+            *detail = "this endpoint takes no request body";
+            return AL_REASON_BODY;
+        }
+
+        return AL_REASON_NONE;
+    }
+
+    if (clen > (off_t) llm->body_max) {
+        p = ngx_pnalloc(r->pool, AL_DETAIL_MAX);
+        if (p == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        ngx_snprintf(p, AL_DETAIL_MAX, "request body of %O bytes is over "
+                     "the limit of %uz bytes%Z", clen, llm->body_max);
+        *detail = (char *) p;
+        return AL_REASON_BODY_TOO_LARGE;
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+/*
+ * The body is read without blocking into one memory buffer, checked, and
+ * forwarded as those very bytes, or as the library's rewrite of them.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_read_body(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+    uint64_t   need;
+
+    if (!al_llm_endpoint_has_body(ctx->endpoint)) {
+        return ngx_http_airlock_llm_allow(r, ctx, 0);
+    }
+
+    if (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked) {
+        rc = ngx_http_airlock_llm_check_body(r, ctx, &need);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+
+        return ngx_http_airlock_llm_allow(r, ctx, need);
+    }
+
+    r->request_body_in_single_buf = 1;
+    r->request_body_in_file_only = 0;
+    r->request_body_in_persistent_file = 0;
+    r->request_body_in_clean_file = 0;
+    r->request_body_no_buffering = 0;
+
+    ctx->reading_body = 1;
+
+    rc = ngx_http_read_client_request_body(r,
+                                           ngx_http_airlock_llm_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        ctx->reading_body = 0;
+        return rc;
+    }
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_airlock_llm_body_handler(ngx_http_request_t *r)
+{
+    uint64_t                     need;
+    ngx_int_t                    rc;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+
+    ctx->reading_body = 0;
+
+    rc = ngx_http_airlock_llm_check_body(r, ctx, &need);
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_airlock_llm_allow(r, ctx, need);
+    }
+
+    if (rc == NGX_DONE) {
+        return;
+    }
+
+    if (rc != NGX_DECLINED) {
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+    r->phase_handler++;
+    ngx_http_core_run_phases(r);
+}
+
+
+/*
+ * Returns NGX_OK with *need the tokens to reserve, NGX_DONE when the
+ * request was refused (and answered), or a status.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need)
+{
+    u_char                   *body, *p;
+    size_t                    len, ctype_len;
+    ngx_buf_t                *b, *data;
+    ngx_int_t                 rc;
+    ngx_uint_t                n;
+    const char               *ctype;
+    ngx_chain_t              *cl;
+    al_reason_t               reason;
+    al_llm_req_t              req;
+    const al_llm_t           *llm;
+    ngx_http_request_body_t  *rb;
+
+    llm = ctx->provider->llm;
+    rb = r->request_body;
+
+    len = 0;
+    n = 0;
+    data = NULL;
+
+    for (cl = rb ? rb->bufs : NULL; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!ngx_buf_in_memory(b)) {
+            if (b->in_file) {
+                /* client_body_buffer_size is checked to hold body_max */
+                return ngx_http_airlock_llm_deny(r, ctx,
+                                           AL_REASON_BODY_TOO_LARGE,
+                                           AL_LLM_ERR_TOO_LARGE,
+                                           "request body is over the limit",
+                                           NULL);
+            }
+
+            continue;
+        }
+
+        if (b->last > b->pos) {
+            len += b->last - b->pos;
+            data = b;
+            n++;
+        }
+    }
+
+    if (len > llm->body_max) {
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY_TOO_LARGE,
+                                         AL_LLM_ERR_TOO_LARGE,
+                                         "request body is over the limit",
+                                         NULL);
+    }
+
+    if (n > 1) {
+        body = ngx_pnalloc(r->pool, len);
+        if (body == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        p = body;
+
+        for (cl = rb->bufs; cl; cl = cl->next) {
+            if (ngx_buf_in_memory(cl->buf)) {
+                p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+            }
+        }
+
+    } else if (n == 1) {
+        body = data->pos;
+
+    } else {
+        body = (u_char *) "";
+    }
+
+    if (r->headers_in.content_type) {
+        ctype = (char *) r->headers_in.content_type->value.data;
+        ctype_len = r->headers_in.content_type->value.len;
+
+    } else {
+        ctype = NULL;
+        ctype_len = 0;
+    }
+
+    reason = al_llm_request(llm, ctx->lc, ctx->endpoint, ctype, ctype_len,
+                            body, len, &req);
+
+    if (reason != AL_REASON_NONE) {
+        rc = ngx_http_airlock_llm_deny(r, ctx, reason,
+                                       al_llm_error_from_reason(reason, NULL),
+                                       req.detail, req.detail);
+        al_llm_request_free(&req);
+        return rc;
+    }
+
+    ctx->stream = req.stream;
+    ctx->hide_usage = req.hide_usage;
+    ctx->max_output = req.max_output;
+    ctx->prompt_estimate = req.prompt_estimate;
+
+    ctx->model.data = ngx_pnalloc(r->pool, req.model_len);
+    if (ctx->model.data == NULL) {
+        al_llm_request_free(&req);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(ctx->model.data, req.model, req.model_len);
+    ctx->model.len = req.model_len;
+
+    *need = al_llm_request_need(&req);
+
+    if (req.body != NULL) {
+        body = ngx_pnalloc(r->pool, req.body_len);
+        if (body == NULL) {
+            al_llm_request_free(&req);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_memcpy(body, req.body, req.body_len);
+        len = req.body_len;
+
+        n = 2;      /* a buffer of its own */
+    }
+
+    al_llm_request_free(&req);
+
+    if (n > 1) {
+        /* one buffer: what was checked (or rewritten) is what is sent */
+
+        b = ngx_calloc_buf(r->pool);
+        if (b == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        b->temporary = 1;
+        b->start = body;
+        b->pos = body;
+        b->last = body + len;
+        b->end = body + len;
+        b->last_buf = 1;
+        b->last_in_chain = 1;
+
+        cl = ngx_alloc_chain_link(r->pool);
+        if (cl == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        cl->buf = b;
+        cl->next = NULL;
+        rb->bufs = cl;
+    }
+
+    /* the proxy module writes Content-Length from this */
+    r->headers_in.content_length_n = len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Reserves the budget, rewrites the headers and lets the request go on.
+ * Returns NGX_DECLINED, NGX_DONE when refused, or a status.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_allow(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
+{
+    ngx_int_t                rc;
+    const al_llm_client_t   *lc;
+    ngx_http_airlock_ctx_t  *actx;
+    char                     msg[AL_DETAIL_MAX];
+
+    lc = ctx->lc;
+
+    if (al_llm_endpoint_has_body(ctx->endpoint)
+        && (lc->tokens_per_minute || lc->tokens_per_day))
+    {
+        rc = ngx_http_airlock_llm_reserve(r, ctx, need);
+
+        if (rc == NGX_ERROR) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        if (rc == NGX_DECLINED) {
+            (void) al_llm_quota_message(&ctx->quota, need, msg, sizeof(msg));
+
+            return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BUDGET,
+                                   al_llm_error_from_reason(AL_REASON_BUDGET,
+                                                            &ctx->quota),
+                                   msg, msg);
+        }
+    }
+
+    if (ngx_http_airlock_llm_rewrite_headers(r, ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ctx->allowed = 1;
+
+    actx = ctx->actx;
+    actx->decided = 1;
+    actx->allowed = 1;
+    actx->reason = AL_REASON_NONE;
+    actx->uri = ctx->uri;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "airlock: client \"%s\" llm \"%s\" model \"%V\" to "
+                   "\"%V\"", ctx->client->name.data,
+                   ctx->provider->llm->name.data, &ctx->model, &ctx->uri);
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * A refusal: logged and counted by ngx_http_airlock_module (budget
+ * refusals are logged, not counted: an agent that spends its budget is
+ * not attacking anything), answered in the provider's format.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_deny(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_reason_t reason, al_llm_error_t err,
+    const char *detail, const char *message)
+{
+    ngx_int_t                  rc;
+    ngx_uint_t                 i, n;
+    ngx_http_airlock_ctx_t    *actx;
+    ngx_http_airlock_alert_t   alerts[2];
+
+    actx = ctx->actx;
+    actx->decided = 1;
+    actx->allowed = 0;
+    actx->reason = reason;
+
+    ctx->allowed = 0;
+
+    n = (reason == AL_REASON_BUDGET) ? 0
+                                     : ngx_http_airlock_count(r, actx, alerts);
+
+    ngx_http_airlock_log_deny(r, actx, detail);
+
+    for (i = 0; i < n; i++) {
+        ngx_http_airlock_log_alert(r, actx, &alerts[i]);
+    }
+
+    rc = ngx_http_airlock_llm_send_error(r, ctx, err, message);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t err,
+    const char *message)
+{
+    size_t            len;
+    ngx_buf_t        *b;
+    ngx_str_t         id;
+    ngx_int_t         rc;
+    ngx_chain_t       out;
+    ngx_table_elt_t  *h;
+    char              rid[65];
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    rid[0] = '\0';
+
+    if (ngx_http_airlock_request_id(r, &id) == NGX_OK) {
+        len = ngx_min(id.len, sizeof(rid) - 1);
+        ngx_memcpy(rid, id.data, len);
+        rid[len] = '\0';
+    }
+
+    b = ngx_create_temp_buf(r->pool, AL_LLM_ERROR_MAX + 2);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    len = al_llm_error_body(ctx->provider->llm->kind, err, message, rid,
+                            (char *) b->pos, AL_LLM_ERROR_MAX);
+    len = ngx_min(len, AL_LLM_ERROR_MAX - 1);
+
+    b->last = b->pos + len;
+    *b->last++ = LF;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = al_llm_error_status(err);
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+    ngx_str_null(&r->headers_out.charset);
+
+    if (r->headers_out.content_length) {
+        r->headers_out.content_length->hash = 0;
+        r->headers_out.content_length = NULL;
+    }
+
+    if ((err == AL_LLM_ERR_RATE_LIMIT || err == AL_LLM_ERR_QUOTA)
+        && ctx->quota.retry_after)
+    {
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->value.data = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+        if (h->value.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Retry-After");
+        h->value.len = ngx_sprintf(h->value.data, "%ui",
+                                   (ngx_uint_t) ctx->quota.retry_after)
+                       - h->value.data;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/*
+ * Only allowlisted client headers survive, then the provider key (and for
+ * Anthropic a default anthropic-version) is added.  The list is rebuilt;
+ * the r->headers_in shortcuts that could read a client credential are
+ * cleared, so $remote_user or auth_basic never see one.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_rewrite_headers(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    ngx_str_t                        *name;
+    ngx_uint_t                        i, version;
+    ngx_list_t                        old;
+    ngx_list_part_t                  *part;
+    ngx_table_elt_t                  *h, *nh;
+    ngx_http_airlock_llm_provider_t  *prov;
+
+    prov = ctx->provider;
+    old = r->headers_in.headers;
+    version = 0;
+
+    if (ngx_list_init(&r->headers_in.headers, r->pool, 8,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    part = &old.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        for (name = ngx_http_airlock_llm_headers; name->len; name++) {
+            if (h[i].key.len == name->len
+                && ngx_strncmp(h[i].lowcase_key, name->data, name->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (name->len == 0) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "airlock: removed header \"%V\"", &h[i].key);
+            continue;
+        }
+
+        if (h[i].key.len == prov->version.key.len
+            && ngx_strncmp(h[i].lowcase_key, prov->version.lowcase_key,
+                           h[i].key.len) == 0)
+        {
+            version = 1;
+        }
+
+        nh = ngx_list_push(&r->headers_in.headers);
+        if (nh == NULL) {
+            return NGX_ERROR;
+        }
+
+        *nh = h[i];
+    }
+
+    /*
+     * The key goes in as a removed header: the proxy module sends every
+     * header of the list, while $http_authorization, $http_x_api_key and
+     * every other reader of the list skip a header whose hash is 0, so no
+     * log_format can print the key.
+     */
+
+    nh = ngx_list_push(&r->headers_in.headers);
+    if (nh == NULL) {
+        return NGX_ERROR;
+    }
+
+    *nh = prov->key;
+    nh->hash = 0;
+
+    if (prov->llm->kind == AL_LLM_ANTHROPIC && !version) {
+        nh = ngx_list_push(&r->headers_in.headers);
+        if (nh == NULL) {
+            return NGX_ERROR;
+        }
+
+        *nh = prov->version;
+    }
+
+    r->headers_in.authorization = NULL;
+
+#if (nginx_version < 1023000)
+    r->headers_in.cookies.nelts = 0;
+#else
+    r->headers_in.cookie = NULL;
+#endif
+
+    /* "" marks Basic credentials as looked for and absent */
+    ngx_str_set(&r->headers_in.user, "");
+    ngx_str_null(&r->headers_in.passwd);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The log phase: settle the reservation with the real usage, write the
+ * usage line, count.  It runs once per request, after internal redirects
+ * too (the context is found again).
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_log_handler(ngx_http_request_t *r)
+{
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_llm_get_ctx(r);
+
+    if (ctx == NULL || ctx->accounted) {
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_llm_account(r, ctx);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_airlock_llm_account(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    al_llm_sse_block_t  blk;
+
+    ctx->accounted = 1;
+    ctx->status = ngx_http_airlock_llm_status(r);
+
+    if (ctx->allowed) {
+        if (ctx->sse != NULL && !ctx->ended) {
+            /* cut short: what was seen is what there is */
+            (void) al_llm_sse_finish(ctx->sse, &blk);
+        }
+
+        ngx_http_airlock_llm_usage(ctx, &ctx->usage, &ctx->source);
+
+        if (ctx->budget) {
+            ngx_http_airlock_llm_settle(r, ctx,
+                                        ctx->usage.total_tokens
+                                        ? ctx->usage.total_tokens
+                                        : ctx->usage.prompt_tokens
+                                          + ctx->usage.completion_tokens);
+        }
+
+        if (ctx->log != NULL) {
+            ngx_http_airlock_llm_write(r, ctx);
+        }
+    }
+
+    ngx_http_airlock_llm_count(r, ctx);
+}
+
+
+/*
+ * The usage as known now.  Streams: the parser's result (estimated when
+ * the stream did not end with its usage).  JSON: the response's "usage".
+ * Without one, a 2xx answer is charged what was reserved for it (the
+ * prompt estimate and the output cap); errors and answers nginx made up
+ * count nothing.
+ */
+
+void
+ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u, al_llm_source_t *source)
+{
+    ngx_memzero(u, sizeof(al_llm_usage_t));
+    *source = AL_LLM_SOURCE_ESTIMATED;
+
+    if (!ctx->allowed) {
+        return;
+    }
+
+    if (ctx->sse != NULL) {
+        *source = al_llm_sse_result(ctx->sse, ctx->prompt_estimate, u);
+
+    } else if (ctx->resp != NULL && al_llm_resp_usage(ctx->resp, u, NULL, 0)
+                                    == 0)
+    {
+        *source = AL_LLM_SOURCE_RESPONSE;
+
+    } else if (ctx->header_seen && ctx->status < 300
+               && al_llm_endpoint_has_body(ctx->endpoint))
+    {
+        u->prompt_tokens = ctx->prompt_estimate;
+        u->completion_tokens = ctx->max_output;
+    }
+
+    if (u->total_tokens == 0) {
+        u->total_tokens = u->prompt_tokens + u->completion_tokens;
+    }
+}
+
+
+static void
+ngx_http_airlock_llm_write(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    size_t            n;
+    ssize_t           written;
+    ngx_str_t         id;
+    ngx_msec_t        now, start;
+    al_llm_record_t   rec;
+    u_char            buf[AL_LLM_RECORD_MAX + 1];
+
+    ngx_memzero(&rec, sizeof(al_llm_record_t));
+
+    now = ngx_http_airlock_llm_now();
+    start = (ngx_msec_t) r->start_sec * 1000 + r->start_msec;
+
+    if (ngx_http_airlock_request_id(r, &id) != NGX_OK) {
+        ngx_str_set(&id, "-");
+    }
+
+    rec.time_ms = (int64_t) now;
+    rec.request_id.data = (char *) id.data;
+    rec.request_id.len = id.len;
+    rec.client.data = ctx->client->name.data;
+    rec.client.len = ctx->client->name.len;
+    rec.provider.data = ctx->provider->llm->name.data;
+    rec.provider.len = ctx->provider->llm->name.len;
+    rec.model.data = (char *) ctx->model.data;
+    rec.model.len = ctx->model.len;
+    rec.usage = ctx->usage;
+    rec.status = ctx->status;
+    rec.latency_ms = (now > start) ? now - start : 0;
+    rec.ttfb_ms = ctx->ttfb_set ? ctx->ttfb : rec.latency_ms;
+    rec.stream = ctx->stream;
+    rec.source = ctx->source;
+
+    n = al_llm_record_format(&rec, (char *) buf, AL_LLM_RECORD_MAX);
+    n = ngx_min(n, AL_LLM_RECORD_MAX - 1);
+    buf[n++] = LF;
+
+    /* one write() to an O_APPEND file: lines of workers never mix */
+
+    written = ngx_write_fd(ctx->log->fd, buf, n);
+
+    if (written != (ssize_t) n) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log,
+                      written == -1 ? ngx_errno : 0,
+                      ngx_write_fd_n " to \"%s\" failed",
+                      ctx->log->name.data);
+    }
+}
+
+
+/* what $status says */
+
+static ngx_uint_t
+ngx_http_airlock_llm_status(ngx_http_request_t *r)
+{
+    if (r->err_status) {
+        return r->err_status;
+    }
+
+    return r->headers_out.status;
+}
+
+
+static ngx_msec_t
+ngx_http_airlock_llm_now(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (ngx_msec_t) tp->sec * 1000 + tp->msec;
+}
+
+
+static char *
+ngx_http_airlock_llm(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
+
+    ngx_str_t  *value;
+
+    if (llcf->name.data != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    llcf->name = value[1];
+    llcf->file = cf->conf_file->file.name;
+    llcf->line = cf->conf_file->line;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
+
+    ngx_str_t  *value, name;
+
+    if (llcf->log != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        llcf->log = NULL;
+        return NGX_CONF_OK;
+    }
+
+    name = value[1];
+
+    llcf->log = ngx_conf_open_file(cf->cycle, &name);
+    if (llcf->log == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * What the locations of one llm entry share, built once per configuration
+ * cycle: the key header (its value in guarded memory), the scrub list,
+ * the upstream in the form of $airlock_llm_upstream.
+ */
+
+static char *
+ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
+    ngx_http_airlock_llm_loc_conf_t *llcf,
+    ngx_http_airlock_llm_provider_t *prov)
+{
+    size_t                         len;
+    u_char                        *v;
+    const char                    *why;
+    al_scrub_t                    *scrub;
+    const al_llm_t                *llm;
+    ngx_table_elt_t               *h;
+    ngx_pool_cleanup_t            *cln;
+    const al_upstream_t           *u;
+    const al_secret_t             *sec;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    llm = prov->llm;
+    u = &llm->upstream;
+    sec = llm->secret;
+
+    if (sec == NULL || sec->value == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "llm \"%V\" needs its secret, but no "
+                      "\"airlock_keyring\" is set to open it in %V:%ui",
+                      &llcf->name, &llcf->file, llcf->line);
+        return NGX_CONF_ERROR;
+    }
+
+    len = sizeof("https://") - 1 + u->host.len;
+
+    prov->upstream.data = ngx_pnalloc(cf->pool, len);
+    if (prov->upstream.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    prov->upstream.len = ngx_sprintf(prov->upstream.data, "%s://%*s",
+                                     u->https ? "https" : "http",
+                                     u->host.len, u->host.data)
+                         - prov->upstream.data;
+
+    prov->host.data = (u_char *) u->host.data;
+    prov->host.len = u->host.len;
+
+    /* the key header: "Authorization: Bearer k" or "x-api-key: k" */
+
+    h = &prov->key;
+
+    if (llm->kind == AL_LLM_ANTHROPIC) {
+        ngx_str_set(&h->key, "x-api-key");
+
+        /* the value stays in the library's guarded memory */
+        h->value.data = sec->value;
+        h->value.len = sec->len;
+
+    } else {
+        ngx_str_set(&h->key, "Authorization");
+
+        len = sizeof("Bearer ") - 1 + sec->len;
+
+        v = al_secure_alloc(len + 1);
+        if (v == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        cln = ngx_pool_cleanup_add(cf->pool, 0);
+        if (cln == NULL) {
+            al_secure_free(v);
+            return NGX_CONF_ERROR;
+        }
+
+        cln->handler = ngx_http_airlock_llm_free_secure;
+        cln->data = v;
+
+        ngx_memcpy(v, "Bearer ", sizeof("Bearer ") - 1);
+        ngx_memcpy(v + sizeof("Bearer ") - 1, sec->value, sec->len);
+        v[len] = '\0';
+
+        h->value.data = v;
+        h->value.len = len;
+    }
+
+    h->lowcase_key = ngx_pnalloc(cf->pool, h->key.len);
+    if (h->lowcase_key == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+    h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+
+    h = &prov->version;
+    ngx_str_set(&h->key, "anthropic-version");
+    ngx_str_set(&h->value, NGX_HTTP_AIRLOCK_LLM_ANTHROPIC_VERSION);
+    h->lowcase_key = h->key.data;
+    h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+
+    /* how ngx_http_airlock_module sees the provider: a route by its name */
+
+    prov->route.name = llm->name;
+    prov->route.line = llm->line;
+    prov->route.upstream = u;
+    prov->rconf.upstream = prov->upstream;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+
+    scrub = al_scrub_collect_llm(amcf->policy, llm, &why);
+    if (scrub == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "llm \"%V\": cannot build its scrub list: %s in "
+                      "%V:%ui", &llcf->name, why, &llcf->file, llcf->line);
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        al_scrub_free(scrub);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_http_airlock_llm_free_scrub;
+    cln->data = scrub;
+
+    if (scrub->n
+        && ngx_http_airlock_route_scrub_init(cf, &prov->rconf, scrub)
+           != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    prov->ready = 1;
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_http_airlock_llm_free_secure(void *data)
+{
+    al_secure_free(data);
+}
+
+
+static void
+ngx_http_airlock_llm_free_scrub(void *data)
+{
+    al_scrub_free(data);
+}
+
+
+static void *
+ngx_http_airlock_llm_create_main_conf(ngx_conf_t *cf)
+{
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    lmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_airlock_llm_main_conf_t));
+    if (lmcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     lmcf->zone = NULL;
+     *     lmcf->providers = NULL;
+     *     lmcf->nproviders = 0;
+     */
+
+    return lmcf;
+}
+
+
+/* ngx_http_airlock_module's init_main_conf, which loads the policy, ran */
+
+static char *
+ngx_http_airlock_llm_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_airlock_llm_main_conf_t  *lmcf = conf;
+
+    ngx_uint_t                     i;
+    const al_policy_t             *p;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+    p = amcf->policy;
+
+    if (p == NULL || p->nllm == 0) {
+        return NGX_CONF_OK;
+    }
+
+    lmcf->providers = ngx_pcalloc(cf->pool, p->nllm
+                                  * sizeof(ngx_http_airlock_llm_provider_t));
+    if (lmcf->providers == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; i < p->nllm; i++) {
+        lmcf->providers[i].llm = &p->llm[i];
+    }
+
+    lmcf->nproviders = p->nllm;
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
+ngx_http_airlock_llm_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_airlock_llm_loc_conf_t  *llcf;
+
+    llcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_airlock_llm_loc_conf_t));
+    if (llcf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     llcf->name = { 0, NULL };
+     *     llcf->provider = NULL;
+     */
+
+    llcf->log = NGX_CONF_UNSET_PTR;
+
+    return llcf;
+}
+
+
+static char *
+ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child)
+{
+    ngx_http_airlock_llm_loc_conf_t  *prev = parent;
+    ngx_http_airlock_llm_loc_conf_t  *conf = child;
+
+    char                              *rv;
+    ngx_uint_t                         i;
+    const al_llm_t                    *llm;
+    ngx_http_core_loc_conf_t          *clcf;
+    ngx_http_airlock_main_conf_t      *amcf;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    ngx_conf_merge_ptr_value(conf->log, prev->log, NULL);
+
+    if (conf->name.data == NULL) {
+        conf->name = prev->name;
+        conf->file = prev->file;
+        conf->line = prev->line;
+        conf->provider = prev->provider;
+    }
+
+    if (conf->name.data == NULL || conf->provider != NULL) {
+        return NGX_CONF_OK;
+    }
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+    lmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_airlock_llm_module);
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (amcf->policy == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"airlock_llm\" needs \"airlock_policy\" at the http "
+                      "level in %V:%ui", &conf->file, conf->line);
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; i < lmcf->nproviders; i++) {
+        llm = lmcf->providers[i].llm;
+
+        if (llm->name.len == conf->name.len
+            && ngx_strncmp(llm->name.data, conf->name.data, conf->name.len)
+               == 0)
+        {
+            break;
+        }
+    }
+
+    if (i == lmcf->nproviders) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "unknown llm provider \"%V\": the policy has no llm "
+                      "entry of that name in %V:%ui",
+                      &conf->name, &conf->file, conf->line);
+        return NGX_CONF_ERROR;
+    }
+
+    if (lmcf->zone == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"airlock_llm\" needs \"airlock_llm_zone\" at the "
+                      "http level in %V:%ui", &conf->file, conf->line);
+        return NGX_CONF_ERROR;
+    }
+
+    if (!lmcf->providers[i].ready) {
+        rv = ngx_http_airlock_llm_prepare(cf, conf, &lmcf->providers[i]);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+    }
+
+    conf->provider = &lmcf->providers[i];
+    llm = conf->provider->llm;
+
+    /* bodies are checked and forwarded from one memory buffer */
+
+    if (clcf->client_body_buffer_size < llm->body_max) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"client_body_buffer_size\" %uz in location \"%V\" "
+                      "is smaller than the max_body_bytes %uz of llm "
+                      "\"%V\"; airlock_llm reads request bodies into memory "
+                      "in %V:%ui", clcf->client_body_buffer_size,
+                      &clcf->name, llm->body_max, &conf->name, &conf->file,
+                      conf->line);
+        return NGX_CONF_ERROR;
+    }
+
+    if (clcf->client_max_body_size
+        && clcf->client_max_body_size < (off_t) llm->body_max)
+    {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "\"client_max_body_size\" %O in location \"%V\" is "
+                      "smaller than the max_body_bytes %uz of llm \"%V\"; "
+                      "larger bodies get nginx's 413",
+                      clcf->client_max_body_size, &clcf->name,
+                      llm->body_max, &conf->name);
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The module comes after ngx_http_airlock_module in the .so, so its
+ * preaccess handler runs first (nginx runs a phase's handlers in reverse
+ * order of registration): an LLM location is decided here even under
+ * "airlock on", and ngx_http_airlock_module finds it decided.  Likewise
+ * its body filter sees the provider's bytes before the scrub filter.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_airlock_llm_handler;
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_airlock_llm_log_handler;
+
+    return ngx_http_airlock_llm_filter_init(cf);
+}

@@ -1,0 +1,139 @@
+
+/*
+ * Airlock: shared declarations of ngx_http_airlock_llm_module, the LLM
+ * token gateway (ngx_http_airlock_llm_*.c).
+ */
+
+
+#ifndef _NGX_HTTP_AIRLOCK_LLM_MODULE_H_INCLUDED_
+#define _NGX_HTTP_AIRLOCK_LLM_MODULE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "al_llm.h"
+#include "ngx_http_airlock_module.h"
+
+
+/* Anthropic requires the header; sent when the client did not */
+#define NGX_HTTP_AIRLOCK_LLM_ANTHROPIC_VERSION  "2023-06-01"
+
+#define NGX_HTTP_AIRLOCK_LLM_SERIES_MAX  1000   /* default series= */
+
+
+/* an llm entry of the policy, as its locations need it */
+typedef struct {
+    const al_llm_t                  *llm;
+    ngx_str_t                        upstream;  /* "https://host[:port]" */
+    ngx_str_t                        host;      /* Host: host[:port] */
+    ngx_table_elt_t                  key;       /* the header that carries
+                                                   the provider key */
+    ngx_table_elt_t                  version;   /* anthropic-version */
+    al_route_t                       route;     /* names the provider to
+                                                   ngx_http_airlock_module */
+    ngx_http_airlock_route_t         rconf;     /* its scrub list */
+    unsigned                         ready:1;
+} ngx_http_airlock_llm_provider_t;
+
+
+typedef struct {
+    ngx_shm_zone_t                  *zone;      /* airlock_llm_zone */
+    ngx_http_airlock_llm_provider_t *providers; /* [policy->nllm] */
+    ngx_uint_t                       nproviders;
+} ngx_http_airlock_llm_main_conf_t;
+
+
+typedef struct {
+    ngx_str_t                        name;      /* airlock_llm NAME */
+    ngx_str_t                        file;      /* where it was set */
+    ngx_uint_t                       line;
+    ngx_http_airlock_llm_provider_t *provider;
+    ngx_open_file_t                 *log;       /* airlock_llm_log; NULL:
+                                                   off */
+} ngx_http_airlock_llm_loc_conf_t;
+
+
+typedef struct {
+    ngx_http_request_t              *request;
+    ngx_http_airlock_llm_provider_t *provider;
+    ngx_http_airlock_ctx_t          *actx;      /* ngx_http_airlock_module's
+                                                   context: client, peer,
+                                                   scrubbing, deny log */
+    ngx_open_file_t                 *log;
+    const al_client_t               *client;
+    const al_llm_client_t           *lc;
+    al_llm_endpoint_t                endpoint;
+    ngx_str_t                        uri;       /* upstream path?query */
+    ngx_str_t                        model;     /* the allowed model asked
+                                                   for; "" for none */
+
+    /* the request, from al_llm_request() */
+    uint64_t                         max_output;
+    uint64_t                         prompt_estimate;
+
+    /* the budget */
+    uint64_t                         reserved;
+    time_t                           reserved_at;
+    al_llm_quota_t                   quota;
+
+    /* the response */
+    ngx_msec_t                       ttfb;      /* ms to the first body
+                                                   byte */
+    al_llm_resp_t                   *resp;      /* JSON usage scanner */
+    al_llm_sse_t                    *sse;       /* event-stream parser */
+
+    /* the event stream, when blocks are dropped */
+    uint64_t                         pending;   /* first byte not yet sent
+                                                   or dropped */
+    ngx_buf_t                       *held;      /* [pending, offset) */
+    ngx_chain_t                     *out;
+    ngx_chain_t                    **last_out;
+    ngx_buf_t                       *last_shadow;
+    ngx_chain_t                     *busy;
+    ngx_chain_t                     *free_held;
+    ngx_chain_t                     *free_bufs;
+
+    al_llm_usage_t                   usage;     /* once accounted */
+    al_llm_source_t                  source;
+    ngx_uint_t                       status;
+
+    unsigned                         allowed:1;
+    unsigned                         reading_body:1;
+    unsigned                         budget:1;     /* reserved[_at] hold */
+    unsigned                         stream:1;     /* the client asked */
+    unsigned                         hide_usage:1;
+    unsigned                         header_seen:1;
+    unsigned                         filter:1;     /* blocks are dropped */
+    unsigned                         ttfb_set:1;
+    unsigned                         ended:1;      /* the last buffer */
+    unsigned                         accounted:1;
+    unsigned                         settled:1;
+} ngx_http_airlock_llm_ctx_t;
+
+
+ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_get_ctx(
+    ngx_http_request_t *r);
+void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u, al_llm_source_t *source);
+
+ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_airlock_llm_add_variables(ngx_conf_t *cf);
+
+char *ngx_http_airlock_llm_zone(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+char *ngx_http_airlock_llm_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
+void ngx_http_airlock_llm_settle(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t actual);
+void ngx_http_airlock_llm_count(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
+
+
+extern ngx_module_t  ngx_http_airlock_llm_module;
+
+
+#endif /* _NGX_HTTP_AIRLOCK_LLM_MODULE_H_INCLUDED_ */

@@ -1,0 +1,965 @@
+
+/*
+ * Airlock LLM gateway: the shared zone, budgets and counters.
+ *
+ * "airlock_llm_zone NAME SIZE [series=N]" holds, in the manner of
+ * limit_req, a slab pool with one rbtree of two kinds of nodes:
+ *
+ *   budget  (provider, client): the minute and day windows of
+ *           al_llm_budget_t, so every worker reserves from the same
+ *           budget; an LRU queue lets a full zone drop budgets whose
+ *           windows have both passed (they hold nothing);
+ *   series  (provider, client, model, status): calls and tokens, what
+ *           airlock_llm_metrics exposes.  Labels come from the policy
+ *           (providers, clients, allowed models) and the status, so the
+ *           number of series is bounded; past N (default 1000) or when
+ *           the zone is full, updates of new series are counted in
+ *           airlock_llm_series_dropped_total instead.
+ *
+ * The zone is reused as it is across reloads (budgets and counters go
+ * on); a zone made by a module of another layout refuses the reload.  The
+ * mutex is held around one lookup and its update only.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_llm_module.h"
+
+
+#define NGX_HTTP_AIRLOCK_LLM_BUDGET    0
+#define NGX_HTTP_AIRLOCK_LLM_SERIES    1
+
+#define NGX_HTTP_AIRLOCK_LLM_KEY_MAX                                         \
+    (1 + 3 * (AL_LLM_RECORD_STR_MAX + 1) + AL_LLM_MODEL_MAX + 4)
+
+/* checked when a zone is reused: the layout of the nodes below */
+#define NGX_HTTP_AIRLOCK_LLM_MAGIC                                           \
+    (0x4c4c0000 + sizeof(ngx_http_airlock_llm_node_t))
+
+
+typedef struct {
+    u_char                        color;
+    u_char                        kind;
+    u_short                       len;          /* of data */
+    ngx_queue_t                   queue;        /* budgets only */
+    al_llm_budget_t               budget;
+    uint64_t                      requests;
+    uint64_t                      prompt;
+    uint64_t                      completion;
+    uint64_t                      cached;
+    u_char                        data[1];      /* kind, names, status */
+} ngx_http_airlock_llm_node_t;
+
+
+typedef struct {
+    ngx_rbtree_t                  rbtree;
+    ngx_rbtree_node_t             sentinel;
+    ngx_queue_t                   queue;        /* budgets, recent first */
+    ngx_uint_t                    magic;
+    ngx_uint_t                    series;
+    uint64_t                      dropped;
+} ngx_http_airlock_llm_shctx_t;
+
+
+typedef struct {
+    ngx_http_airlock_llm_shctx_t *sh;
+    ngx_slab_pool_t              *shpool;
+    ngx_uint_t                    series_max;
+    ngx_uint_t                    nomem;        /* this worker said so */
+} ngx_http_airlock_llm_zone_ctx_t;
+
+
+/* a series as the metrics handler copies it under the lock */
+typedef struct {
+    u_char                       *key;
+    size_t                        len;
+    uint64_t                      requests;
+    uint64_t                      prompt;
+    uint64_t                      completion;
+    uint64_t                      cached;
+} ngx_http_airlock_llm_snap_t;
+
+
+static ngx_int_t ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static void ngx_http_airlock_llm_rbtree_insert_value(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static ngx_http_airlock_llm_zone_ctx_t *ngx_http_airlock_llm_zone_ctx(
+    ngx_http_request_t *r);
+static size_t ngx_http_airlock_llm_key(u_char *key, ngx_uint_t kind,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status);
+static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_lookup(
+    ngx_http_airlock_llm_zone_ctx_t *zc, uint32_t hash, u_char *key,
+    size_t len);
+static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_get(
+    ngx_http_airlock_llm_zone_ctx_t *zc, u_char *key, size_t len,
+    time_t now);
+static void ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc,
+    time_t now);
+static void ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
+    ngx_http_airlock_llm_zone_ctx_t *zc, const char *what);
+static ngx_int_t ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r);
+static int ngx_libc_cdecl ngx_http_airlock_llm_snap_cmp(const void *one,
+    const void *two);
+static u_char *ngx_http_airlock_llm_labels(u_char *p,
+    ngx_http_airlock_llm_snap_t *s, ngx_uint_t status);
+static u_char *ngx_http_airlock_llm_label(u_char *p, const char *name,
+    u_char *v, size_t len);
+static u_char *ngx_http_airlock_llm_field(ngx_http_airlock_llm_snap_t *s,
+    ngx_uint_t n, size_t *len);
+
+
+char *
+ngx_http_airlock_llm_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_airlock_llm_main_conf_t  *lmcf = conf;
+
+    ssize_t                           size;
+    ngx_int_t                         n;
+    ngx_str_t                        *value;
+    ngx_shm_zone_t                   *shm_zone;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+
+    if (lmcf->zone != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    size = ngx_parse_size(&value[2]);
+
+    if (size == NGX_ERROR) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid zone size \"%V\"", &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (size < (ssize_t) (8 * ngx_pagesize)) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is too small", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    zc = ngx_pcalloc(cf->pool, sizeof(ngx_http_airlock_llm_zone_ctx_t));
+    if (zc == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    zc->series_max = NGX_HTTP_AIRLOCK_LLM_SERIES_MAX;
+
+    if (cf->args->nelts == 4) {
+        if (ngx_strncmp(value[3].data, "series=", 7) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"", &value[3]);
+            return NGX_CONF_ERROR;
+        }
+
+        n = ngx_atoi(value[3].data + 7, value[3].len - 7);
+
+        if (n <= 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"", &value[3]);
+            return NGX_CONF_ERROR;
+        }
+
+        zc->series_max = n;
+    }
+
+    shm_zone = ngx_shared_memory_add(cf, &value[1], size,
+                                     &ngx_http_airlock_llm_module);
+    if (shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (shm_zone->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is already in use", &value[1]);
+        return NGX_CONF_ERROR;
+    }
+
+    shm_zone->init = ngx_http_airlock_llm_init_zone;
+    shm_zone->data = zc;
+
+    lmcf->zone = shm_zone;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_airlock_llm_zone_ctx_t  *ozc = data;
+
+    size_t                            len;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+
+    zc = shm_zone->data;
+
+    if (ozc) {
+        if (ozc->sh->magic != NGX_HTTP_AIRLOCK_LLM_MAGIC) {
+            ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                          "airlock_llm_zone \"%V\" was made by another "
+                          "version of the module; restart nginx to "
+                          "replace it", &shm_zone->shm.name);
+            return NGX_ERROR;
+        }
+
+        zc->sh = ozc->sh;
+        zc->shpool = ozc->shpool;
+
+        return NGX_OK;
+    }
+
+    zc->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        zc->sh = zc->shpool->data;
+        return NGX_OK;
+    }
+
+    zc->sh = ngx_slab_alloc(zc->shpool, sizeof(ngx_http_airlock_llm_shctx_t));
+    if (zc->sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    zc->shpool->data = zc->sh;
+
+    ngx_rbtree_init(&zc->sh->rbtree, &zc->sh->sentinel,
+                    ngx_http_airlock_llm_rbtree_insert_value);
+
+    ngx_queue_init(&zc->sh->queue);
+
+    zc->sh->magic = NGX_HTTP_AIRLOCK_LLM_MAGIC;
+    zc->sh->series = 0;
+    zc->sh->dropped = 0;
+
+    len = sizeof(" in airlock_llm_zone \"\"") + shm_zone->shm.name.len;
+
+    zc->shpool->log_ctx = ngx_slab_alloc(zc->shpool, len);
+    if (zc->shpool->log_ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_sprintf(zc->shpool->log_ctx, " in airlock_llm_zone \"%V\"%Z",
+                &shm_zone->shm.name);
+
+    zc->shpool->log_nomem = 0;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_airlock_llm_rbtree_insert_value(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t            **p;
+    ngx_http_airlock_llm_node_t   *ln, *lnt;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else { /* node->key == temp->key */
+
+            ln = (ngx_http_airlock_llm_node_t *) &node->color;
+            lnt = (ngx_http_airlock_llm_node_t *) &temp->color;
+
+            p = (ngx_memn2cmp(ln->data, lnt->data, ln->len, lnt->len) < 0)
+                ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+static ngx_http_airlock_llm_zone_ctx_t *
+ngx_http_airlock_llm_zone_ctx(ngx_http_request_t *r)
+{
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    lmcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_llm_module);
+
+    return lmcf->zone != NULL ? lmcf->zone->data : NULL;
+}
+
+
+/*
+ * Reserves need tokens of the client's budget.  Returns NGX_OK (ctx->quota
+ * says what is left), NGX_DECLINED when the budget refuses (ctx->quota
+ * says why and until when), NGX_ERROR when the zone has no room.
+ */
+
+ngx_int_t
+ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
+{
+    int                               rc;
+    size_t                            len;
+    time_t                            now;
+    ngx_http_airlock_llm_node_t      *ln;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+    u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+    now = ngx_time();
+
+    len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_BUDGET, ctx, 0);
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    ln = ngx_http_airlock_llm_get(zc, key, len, now);
+
+    if (ln == NULL) {
+        ngx_shmtx_unlock(&zc->shpool->mutex);
+        ngx_http_airlock_llm_nomem(r, zc, "budget");
+        return NGX_ERROR;
+    }
+
+    rc = al_llm_budget_reserve(&ln->budget, ctx->lc, (int64_t) now, need,
+                               &ctx->quota);
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    if (rc != 0) {
+        return NGX_DECLINED;
+    }
+
+    ctx->budget = 1;
+    ctx->reserved = need;
+    ctx->reserved_at = now;
+
+    return NGX_OK;
+}
+
+
+/* replaces the reservation with what the call used */
+
+void
+ngx_http_airlock_llm_settle(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t actual)
+{
+    size_t                            len;
+    time_t                            now;
+    ngx_http_airlock_llm_node_t      *ln;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+    u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
+
+    if (!ctx->budget || ctx->settled) {
+        return;
+    }
+
+    ctx->settled = 1;
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+    now = ngx_time();
+
+    len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_BUDGET, ctx, 0);
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    ln = ngx_http_airlock_llm_get(zc, key, len, now);
+
+    if (ln != NULL) {
+        al_llm_budget_settle(&ln->budget, (int64_t) now,
+                             (int64_t) ctx->reserved_at, ctx->reserved,
+                             actual);
+    }
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    if (ln == NULL) {
+        ngx_http_airlock_llm_nomem(r, zc, "budget");
+    }
+}
+
+
+/* one call, and its tokens, in its series */
+
+void
+ngx_http_airlock_llm_count(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    size_t                            len;
+    uint32_t                          hash;
+    ngx_rbtree_node_t                *node;
+    ngx_http_airlock_llm_node_t      *ln;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+    u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+
+    if (zc == NULL) {
+        return;
+    }
+
+    len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_SERIES, ctx,
+                                   ctx->status);
+    hash = ngx_crc32_short(key, len);
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    ln = ngx_http_airlock_llm_lookup(zc, hash, key, len);
+
+    if (ln == NULL && zc->sh->series < zc->series_max) {
+        node = ngx_slab_alloc_locked(zc->shpool,
+                                     offsetof(ngx_rbtree_node_t, color)
+                                     + offsetof(ngx_http_airlock_llm_node_t,
+                                                data)
+                                     + len);
+        if (node != NULL) {
+            node->key = hash;
+
+            ln = (ngx_http_airlock_llm_node_t *) &node->color;
+            ngx_memzero(ln, offsetof(ngx_http_airlock_llm_node_t, data));
+
+            ln->kind = NGX_HTTP_AIRLOCK_LLM_SERIES;
+            ln->len = (u_short) len;
+            ngx_memcpy(ln->data, key, len);
+
+            ngx_rbtree_insert(&zc->sh->rbtree, node);
+            zc->sh->series++;
+        }
+    }
+
+    if (ln == NULL) {
+        zc->sh->dropped++;
+        ngx_shmtx_unlock(&zc->shpool->mutex);
+        ngx_http_airlock_llm_nomem(r, zc, "series");
+        return;
+    }
+
+    ln->requests++;
+    ln->prompt += ctx->usage.prompt_tokens;
+    ln->completion += ctx->usage.completion_tokens;
+    ln->cached += ctx->usage.cached_tokens;
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+}
+
+
+/*
+ * kind, provider NUL client NUL [model NUL status]; names are cut to the
+ * lengths the usage log keeps.
+ */
+
+static size_t
+ngx_http_airlock_llm_key(u_char *key, ngx_uint_t kind,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status)
+{
+    u_char          *p;
+    size_t           n;
+    const al_llm_t  *llm;
+
+    llm = ctx->provider->llm;
+    p = key;
+
+    *p++ = (u_char) kind;
+
+    n = ngx_min(llm->name.len, AL_LLM_RECORD_STR_MAX);
+    p = ngx_cpymem(p, llm->name.data, n);
+    *p++ = '\0';
+
+    if (ctx->client != NULL) {
+        n = ngx_min(ctx->client->name.len, AL_LLM_RECORD_STR_MAX);
+        p = ngx_cpymem(p, ctx->client->name.data, n);
+    }
+
+    *p++ = '\0';
+
+    if (kind == NGX_HTTP_AIRLOCK_LLM_BUDGET) {
+        return p - key;
+    }
+
+    /* only an allowed model is set: client text is never a label */
+
+    n = ngx_min(ctx->model.len, AL_LLM_MODEL_MAX);
+    p = ngx_cpymem(p, ctx->model.data, n);
+
+    *p++ = '\0';
+
+    p = ngx_sprintf(p, "%03ui", ngx_min(status, 999));
+
+    return p - key;
+}
+
+
+static ngx_http_airlock_llm_node_t *
+ngx_http_airlock_llm_lookup(ngx_http_airlock_llm_zone_ctx_t *zc,
+    uint32_t hash, u_char *key, size_t len)
+{
+    ngx_int_t                     rc;
+    ngx_rbtree_node_t            *node, *sentinel;
+    ngx_http_airlock_llm_node_t  *ln;
+
+    node = zc->sh->rbtree.root;
+    sentinel = zc->sh->rbtree.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash < node->key) {
+            node = node->left;
+            continue;
+        }
+
+        if (hash > node->key) {
+            node = node->right;
+            continue;
+        }
+
+        /* hash == node->key */
+
+        ln = (ngx_http_airlock_llm_node_t *) &node->color;
+
+        rc = ngx_memn2cmp(key, ln->data, len, (size_t) ln->len);
+
+        if (rc == 0) {
+            return ln;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+/* a budget node, made when missing; the zone is locked */
+
+static ngx_http_airlock_llm_node_t *
+ngx_http_airlock_llm_get(ngx_http_airlock_llm_zone_ctx_t *zc, u_char *key,
+    size_t len, time_t now)
+{
+    size_t                        size;
+    uint32_t                      hash;
+    ngx_rbtree_node_t            *node;
+    ngx_http_airlock_llm_node_t  *ln;
+
+    hash = ngx_crc32_short(key, len);
+
+    ln = ngx_http_airlock_llm_lookup(zc, hash, key, len);
+
+    if (ln != NULL) {
+        ngx_queue_remove(&ln->queue);
+        ngx_queue_insert_head(&zc->sh->queue, &ln->queue);
+        return ln;
+    }
+
+    size = offsetof(ngx_rbtree_node_t, color)
+           + offsetof(ngx_http_airlock_llm_node_t, data)
+           + len;
+
+    node = ngx_slab_alloc_locked(zc->shpool, size);
+
+    if (node == NULL) {
+        ngx_http_airlock_llm_expire(zc, now);
+
+        node = ngx_slab_alloc_locked(zc->shpool, size);
+        if (node == NULL) {
+            return NULL;
+        }
+    }
+
+    node->key = hash;
+
+    ln = (ngx_http_airlock_llm_node_t *) &node->color;
+    ngx_memzero(ln, offsetof(ngx_http_airlock_llm_node_t, data));
+
+    ln->kind = NGX_HTTP_AIRLOCK_LLM_BUDGET;
+    ln->len = (u_short) len;
+    ngx_memcpy(ln->data, key, len);
+
+    ngx_rbtree_insert(&zc->sh->rbtree, node);
+    ngx_queue_insert_head(&zc->sh->queue, &ln->queue);
+
+    return ln;
+}
+
+
+/* frees budgets, oldest first, whose minute and day have both passed */
+
+static void
+ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
+{
+    ngx_queue_t                  *q, *prev;
+    ngx_rbtree_node_t            *node;
+    al_llm_budget_t               b;
+    ngx_http_airlock_llm_node_t  *ln;
+
+    for (q = ngx_queue_last(&zc->sh->queue);
+         q != ngx_queue_sentinel(&zc->sh->queue);
+         q = prev)
+    {
+        prev = ngx_queue_prev(q);
+
+        ln = ngx_queue_data(q, ngx_http_airlock_llm_node_t, queue);
+
+        b = ln->budget;
+        al_llm_budget_roll(&b, (int64_t) now);
+
+        if (b.minute_used || b.day_used) {
+            continue;
+        }
+
+        ngx_queue_remove(q);
+
+        node = (ngx_rbtree_node_t *)
+                   ((u_char *) ln - offsetof(ngx_rbtree_node_t, color));
+
+        ngx_rbtree_delete(&zc->sh->rbtree, node);
+
+        ngx_slab_free_locked(zc->shpool, node);
+    }
+}
+
+
+static void
+ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
+    ngx_http_airlock_llm_zone_ctx_t *zc, const char *what)
+{
+    if (zc->nomem) {
+        return;
+    }
+
+    zc->nomem = 1;
+
+    ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                  "airlock: no room for a %s node%s (series=%ui); "
+                  "make the zone larger", what, zc->shpool->log_ctx,
+                  zc->series_max);
+}
+
+
+char *
+ngx_http_airlock_llm_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_airlock_llm_metrics_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The counters in the Prometheus text format:
+ *
+ *   airlock_llm_requests_total{provider,client,model,status}
+ *   airlock_llm_tokens_total{provider,client,model,kind}
+ *   airlock_llm_series_dropped_total
+ *
+ * The series are copied under the lock, then sorted and printed.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
+{
+    size_t                            size, len;
+    u_char                           *p, *keys, *p_status;
+    uint64_t                          dropped, sum[3];
+    ngx_int_t                         rc;
+    ngx_buf_t                        *b;
+    ngx_uint_t                        i, j, n, status;
+    ngx_chain_t                       out;
+    ngx_rbtree_node_t                *node, *root, *sentinel;
+    ngx_http_airlock_llm_node_t      *ln;
+    ngx_http_airlock_llm_snap_t      *snap, *s;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+
+    static const char  *kinds[] = { "prompt", "completion", "cached" };
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+
+    if (zc == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: \"airlock_llm_metrics\" needs "
+                      "\"airlock_llm_zone\"");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* the count can only grow while unlocked: take room for its cap */
+
+    n = zc->series_max;
+
+    snap = ngx_palloc(r->pool, n * sizeof(ngx_http_airlock_llm_snap_t));
+    keys = ngx_palloc(r->pool, n * NGX_HTTP_AIRLOCK_LLM_KEY_MAX);
+
+    if (snap == NULL || keys == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    i = 0;
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    dropped = zc->sh->dropped;
+    root = zc->sh->rbtree.root;
+    sentinel = zc->sh->rbtree.sentinel;
+
+    if (root != sentinel) {
+        for (node = ngx_rbtree_min(root, sentinel);
+             node != NULL && i < n;
+             node = ngx_rbtree_next(&zc->sh->rbtree, node))
+        {
+            ln = (ngx_http_airlock_llm_node_t *) &node->color;
+
+            if (ln->kind != NGX_HTTP_AIRLOCK_LLM_SERIES) {
+                continue;
+            }
+
+            s = &snap[i];
+            s->key = keys + i * NGX_HTTP_AIRLOCK_LLM_KEY_MAX;
+            s->len = ln->len;
+            ngx_memcpy(s->key, ln->data, ln->len);
+            s->requests = ln->requests;
+            s->prompt = ln->prompt;
+            s->completion = ln->completion;
+            s->cached = ln->cached;
+            i++;
+        }
+    }
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    n = i;
+
+    ngx_qsort(snap, n, sizeof(ngx_http_airlock_llm_snap_t),
+              ngx_http_airlock_llm_snap_cmp);
+
+    /* every value may need escaping: twice its length, and the labels */
+
+    size = sizeof("# HELP airlock_llm_requests_total LLM gateway calls, by "
+                  "provider, client, model and status.\n"
+                  "# TYPE airlock_llm_requests_total counter\n"
+                  "# HELP airlock_llm_tokens_total LLM tokens accounted, "
+                  "by provider, client, model and kind.\n"
+                  "# TYPE airlock_llm_tokens_total counter\n"
+                  "# HELP airlock_llm_series_dropped_total Calls not "
+                  "counted: the series cap or the zone was full.\n"
+                  "# TYPE airlock_llm_series_dropped_total counter\n"
+                  "airlock_llm_series_dropped_total \n")
+           + NGX_INT64_LEN;
+
+    for (i = 0; i < n; i++) {
+        len = sizeof("airlock_llm_tokens_total{provider=\"\",client=\"\","
+                     "model=\"\",kind=\"completion\"} \n")
+              + 2 * snap[i].len + NGX_INT64_LEN;
+        size += 4 * len;
+    }
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    p = b->last;
+
+    p = ngx_cpymem(p, "# HELP airlock_llm_requests_total LLM gateway calls, "
+                   "by provider, client, model and status.\n"
+                   "# TYPE airlock_llm_requests_total counter\n",
+                   sizeof("# HELP airlock_llm_requests_total LLM gateway "
+                          "calls, by provider, client, model and status.\n"
+                          "# TYPE airlock_llm_requests_total counter\n")
+                   - 1);
+
+    for (i = 0; i < n; i++) {
+        p_status = ngx_http_airlock_llm_field(&snap[i], 4, &len);
+        status = ngx_atoi(p_status, len);
+
+        p = ngx_cpymem(p, "airlock_llm_requests_total{",
+                       sizeof("airlock_llm_requests_total{") - 1);
+        p = ngx_http_airlock_llm_labels(p, &snap[i], status);
+        p = ngx_sprintf(p, "} %uL\n", snap[i].requests);
+    }
+
+    p = ngx_cpymem(p, "# HELP airlock_llm_tokens_total LLM tokens "
+                   "accounted, by provider, client, model and kind.\n"
+                   "# TYPE airlock_llm_tokens_total counter\n",
+                   sizeof("# HELP airlock_llm_tokens_total LLM tokens "
+                          "accounted, by provider, client, model and kind.\n"
+                          "# TYPE airlock_llm_tokens_total counter\n") - 1);
+
+    /* the series of one (provider, client, model) are adjacent: summed */
+
+    for (i = 0; i < n; i = j) {
+        sum[0] = 0;
+        sum[1] = 0;
+        sum[2] = 0;
+
+        for (j = i; j < n; j++) {
+            (void) ngx_http_airlock_llm_field(&snap[j], 4, &len);
+
+            if (snap[j].len != snap[i].len
+                || ngx_memcmp(snap[j].key, snap[i].key, snap[i].len - len)
+                   != 0)
+            {
+                break;
+            }
+
+            sum[0] += snap[j].prompt;
+            sum[1] += snap[j].completion;
+            sum[2] += snap[j].cached;
+        }
+
+        for (status = 0; status < 3; status++) {
+            p = ngx_cpymem(p, "airlock_llm_tokens_total{",
+                           sizeof("airlock_llm_tokens_total{") - 1);
+            p = ngx_http_airlock_llm_labels(p, &snap[i], 0);
+            p = ngx_sprintf(p, ",kind=\"%s\"} %uL\n", kinds[status],
+                            sum[status]);
+        }
+    }
+
+    p = ngx_sprintf(p, "# HELP airlock_llm_series_dropped_total Calls not "
+                    "counted: the series cap or the zone was full.\n"
+                    "# TYPE airlock_llm_series_dropped_total counter\n"
+                    "airlock_llm_series_dropped_total %uL\n", dropped);
+
+    b->last = p;
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    ngx_str_set(&r->headers_out.content_type,
+                "text/plain; version=0.0.4; charset=utf-8");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/* keys sort as (provider, client, model, status): NUL ends each field */
+
+static int ngx_libc_cdecl
+ngx_http_airlock_llm_snap_cmp(const void *one, const void *two)
+{
+    const ngx_http_airlock_llm_snap_t  *a = one;
+    const ngx_http_airlock_llm_snap_t  *b = two;
+
+    return ngx_memn2cmp(a->key, b->key, a->len, b->len);
+}
+
+
+/* provider="...",client="...",model="..."[,status="200"] */
+
+static u_char *
+ngx_http_airlock_llm_labels(u_char *p, ngx_http_airlock_llm_snap_t *s,
+    ngx_uint_t status)
+{
+    u_char  *v;
+    size_t   len;
+
+    v = ngx_http_airlock_llm_field(s, 1, &len);
+    p = ngx_http_airlock_llm_label(p, "provider=\"", v, len);
+
+    v = ngx_http_airlock_llm_field(s, 2, &len);
+    p = ngx_http_airlock_llm_label(p, ",client=\"", v, len);
+
+    v = ngx_http_airlock_llm_field(s, 3, &len);
+    p = ngx_http_airlock_llm_label(p, ",model=\"", v, len);
+
+    if (status) {
+        p = ngx_sprintf(p, ",status=\"%03ui\"", status);
+    }
+
+    return p;
+}
+
+
+/* a label value, escaped as the exposition format wants */
+
+static u_char *
+ngx_http_airlock_llm_label(u_char *p, const char *name, u_char *v,
+    size_t len)
+{
+    p = ngx_cpymem(p, name, ngx_strlen(name));
+
+    while (len--) {
+        if (*v == '\\' || *v == '"') {
+            *p++ = '\\';
+            *p++ = *v++;
+
+        } else if (*v == '\n') {
+            *p++ = '\\';
+            *p++ = 'n';
+            v++;
+
+        } else {
+            *p++ = *v++;
+        }
+    }
+
+    *p++ = '"';
+
+    return p;
+}
+
+
+/* field n of a series key: 1 provider, 2 client, 3 model, 4 status */
+
+static u_char *
+ngx_http_airlock_llm_field(ngx_http_airlock_llm_snap_t *s, ngx_uint_t n,
+    size_t *len)
+{
+    u_char  *p, *last, *start;
+
+    p = s->key + 1;
+    last = s->key + s->len;
+
+    for ( ;; ) {
+        start = p;
+
+        while (p < last && *p != '\0') {
+            p++;
+        }
+
+        if (--n == 0 || p == last) {
+            *len = p - start;
+            return start;
+        }
+
+        p++;
+    }
+}

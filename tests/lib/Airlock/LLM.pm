@@ -1,0 +1,419 @@
+package Airlock::LLM;
+
+# Helpers for the LLM gateway tests (tests/nginx/3*.t), on top of
+# Airlock::Test and Airlock::Proxy: the scripted provider
+# (tests/lib/llm-provider.py), a policy with an OpenAI and an Anthropic
+# entry, the usual gateway nginx.conf, the usage log, and a raw HTTP/1.1
+# client that timestamps what arrives.
+#
+#   my $t = Airlock::Test->new;
+#   my $l = Airlock::LLM->new($t);      # skip_all without module/airlockctl
+#   $l->setup(policy_extra => ..., http => ..., locations => ...);
+#   $t->run;
+#   $l->script({ status => 429 });      # the next provider answer
+#   my $r = $l->chat(model => 'gpt-4o-mini', token => $l->token('agent'));
+
+use strict;
+use warnings;
+
+use Exporter qw(import);
+use IO::Select;
+use IO::Socket::INET;
+use JSON::PP;
+use Test::More ();
+use Time::HiRes qw(time sleep);
+
+use Airlock::Test;
+use Airlock::Proxy;
+
+our @EXPORT = qw(jdecode);
+
+# The provider keys the gateway injects: the tests look for them (and
+# their base64) in every response and log line.
+our $OPENAI_KEY = 'sk-test-OPENAI-0123456789abcdefXYZ';
+our $ANTHROPIC_KEY = 'sk-ant-test-ANTHROPIC-9876543210zyx';
+
+my %TOKENS = (
+    agent  => 'al-agent-token-000111222333',
+    worker => 'al-worker-token-444555666777',
+    tight  => 'al-tight-token-888999000111',
+);
+
+
+sub new {
+    my ($class, $t, %opt) = @_;
+    my $p = Airlock::Proxy->new($t);
+
+    Test::More::plan(skip_all => 'python3 not found')
+        unless grep { -x "$_/python3" } split /:/, $ENV{PATH};
+
+    return bless { t => $t, p => $p }, $class;
+}
+
+
+sub t { $_[0]{t} }
+sub proxy { $_[0]{p} }
+sub token { $TOKENS{$_[1]} // die "no token for $_[1]" }
+
+
+sub jdecode {
+    my ($s) = @_;
+    return undef unless defined $s;
+    return eval { JSON::PP->new->utf8->decode($s) };
+}
+
+
+# The policy: agent (token, full access), worker (token, fewer models,
+# reject over max_tokens), tight (token, tiny budget), and the unix uid of
+# the test as client "local".  OpenAI entry "openai" and Anthropic entry
+# "anthropic", both at the scripted provider on %%PORT_8081%%.
+sub policy {
+    my ($self, %o) = @_;
+    my $p = $self->{p};
+    my $ok = $p->seal($OPENAI_KEY);
+    my $ak = $p->seal($ANTHROPIC_KEY);
+    my $tpm = $o{tight_tpm} // 60;
+    my $extra_clients = $o{clients} // '';
+    my $extra_openai = $o{openai_clients} // '';
+    my $alerts = $o{alerts} // '  deny: { threshold: 1000, window: 60s }';
+
+    my %sha = map { $_ => $p->token_sha256($TOKENS{$_}) } keys %TOKENS;
+
+    return <<"EOF";
+version: 1
+clients:
+  agent: { token_sha256: "$sha{agent}" }
+  worker: { token_sha256: "$sha{worker}" }
+  tight: { token_sha256: "$sha{tight}" }
+  local: { unix_uid: $> }
+$extra_clients
+secrets:
+  openai_key: { sealed: "$ok" }
+  anthropic_key: { sealed: "$ak" }
+llm:
+  - name: openai
+    prefix: /v1/proxy/openai
+    provider: openai
+    upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
+    secret: openai_key
+    models: [gpt-4o-mini, gpt-4o, text-embedding-3-small]
+    max_body_bytes: 65536
+    clients:
+      agent:
+        max_tokens: 100
+        over_max_tokens: clamp
+      worker:
+        models: [gpt-4o-mini]
+        max_tokens: 50
+        over_max_tokens: reject
+      tight:
+        tokens_per_minute: $tpm
+        tokens_per_day: 100000
+        max_tokens: 20
+        over_max_tokens: clamp
+      local: {}
+$extra_openai
+  - name: anthropic
+    prefix: /v1/proxy/anthropic
+    provider: anthropic
+    upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
+    secret: anthropic_key
+    models: [claude-3-5-haiku]
+    max_body_bytes: 65536
+    clients:
+      agent:
+        max_tokens: 1000
+        over_max_tokens: clamp
+      tight:
+        tokens_per_minute: $tpm
+        max_tokens: 20
+        over_max_tokens: clamp
+alerts:
+$alerts
+EOF
+}
+
+
+# nginx.conf: the gateway on %%PORT_8080%% (and a unix socket), the
+# metrics on %%PORT_8082%%.
+sub conf {
+    my ($self, %o) = @_;
+    my $d = $self->{t}->testdir;
+    my $http = $o{http} // '';
+    my $loc = $o{location} // '';
+    my $locs = $o{locations} // '';
+    my $zone = $o{zone} // 'airlock_llm_zone llm 1m;';
+
+    return <<"EOF";
+%%TEST_GLOBALS%%
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    log_format llm '\$airlock_llm_client \$airlock_llm_provider '
+                   '\$airlock_llm_model \$status '
+                   '\$airlock_llm_prompt_tokens \$airlock_llm_completion_tokens '
+                   '\$airlock_llm_usage_source \$http_authorization '
+                   '\$http_x_api_key';
+
+    airlock_policy policy.yaml;
+    airlock_keyring $self->{key};
+    airlock_deny_log %%TESTDIR%%/deny.log;
+
+    $zone
+    airlock_llm_log %%TESTDIR%%/usage.log;
+
+    client_body_buffer_size 64k;
+    client_max_body_size 1m;
+
+    $http
+
+    server {
+        listen 127.0.0.1:%%PORT_8080%%;
+        listen unix:%%TESTDIR%%/gw.sock;
+        server_name localhost;
+
+        access_log %%TESTDIR%%/access.log llm;
+
+        location /v1/proxy/openai/ {
+            airlock_llm openai;
+
+            proxy_pass \$airlock_llm_upstream\$airlock_llm_uri;
+            proxy_set_header Host \$airlock_llm_host;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_read_timeout 10s;
+            $loc
+        }
+
+        location /v1/proxy/anthropic/ {
+            airlock_llm anthropic;
+
+            proxy_pass \$airlock_llm_upstream\$airlock_llm_uri;
+            proxy_set_header Host \$airlock_llm_host;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_read_timeout 10s;
+            $loc
+        }
+
+        $locs
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_8082%%;
+
+        location = /metrics {
+            airlock_llm_metrics;
+        }
+    }
+}
+EOF
+}
+
+
+sub setup {
+    my ($self, %o) = @_;
+    my $t = $self->{t};
+
+    $self->{key} = $self->{p}->keygen;
+
+    $t->write_file_expand('policy.yaml', $self->policy(%o));
+    $t->write_file_expand('nginx.conf', $self->conf(%o));
+    $t->write_file('usage.log', '');
+
+    $self->start_provider(8081);
+
+    return $self;
+}
+
+
+sub start_provider {
+    my ($self, $n) = @_;
+    my $t = $self->{t};
+    my $d = $t->testdir;
+
+    $t->write_file("provider-$n.log", '');
+    $t->write_file("provider-$n.control", '');
+
+    my $pid = $t->run_daemon('python3', "$t->{top}/tests/lib/llm-provider.py",
+                             $t->port($n), '--log', "$d/provider-$n.log",
+                             '--control', "$d/provider-$n.control");
+
+    $t->wait_for_port($n)
+        or die "llm provider on %%PORT_$n%% did not start:\n"
+               . ($t->read_file($t->{daemon_log}{$pid}) // '');
+
+    $self->{provider} = $n;
+
+    return $pid;
+}
+
+
+# The next answers of the provider: one script each, or {} for plain ones;
+# script() without arguments resets.
+sub script {
+    my ($self, @s) = @_;
+    my $n = $self->{provider};
+    $self->{t}->write_file("provider-$n.control",
+                           @s ? encode_json(\@s) : '');
+}
+
+
+# Every script for every answer, until the next script() call.
+sub script_all {
+    my ($self, $s) = @_;
+    my $n = $self->{provider};
+    $self->{t}->write_file("provider-$n.control", encode_json($s));
+}
+
+
+sub provider_requests {
+    my ($self) = @_;
+    my $n = $self->{provider};
+    my $text = $self->{t}->read_file("provider-$n.log") // '';
+    return map { decode_json($_) } grep { length } split /\n/, $text;
+}
+
+
+sub last_provider_request {
+    my ($self) = @_;
+    my @r = $self->provider_requests;
+    return $r[-1];
+}
+
+
+sub usage_log {
+    my ($self) = @_;
+    my $text = $self->{t}->read_file('usage.log') // '';
+    return map { decode_json($_) } grep { length } split /\n/, $text;
+}
+
+
+# The usage line of the last call, waiting for it: the log phase runs
+# after the client has the response.
+sub last_usage {
+    my ($self, $count) = @_;
+    my $deadline = time + 5;
+
+    for (;;) {
+        my @l = $self->usage_log;
+        return $l[-1] if @l >= $count || time > $deadline;
+        sleep 0.02;
+    }
+}
+
+
+# A raw HTTP/1.1 request to the gateway; returns the parsed response.
+sub request {
+    my ($self, $method, $path, %o) = @_;
+    my $body = $o{body};
+    my $h = '';
+
+    $body = encode_json($body) if ref $body;
+
+    if (defined $o{token}) {
+        $h .= $o{anthropic} ? "x-api-key: $o{token}\r\n"
+                            : "Authorization: Bearer $o{token}\r\n";
+    }
+
+    for my $kv (@{$o{headers} // []}) {
+        $h .= "$kv->[0]: $kv->[1]\r\n";
+    }
+
+    if (defined $body) {
+        $h .= "Content-Type: application/json\r\n"
+            unless $h =~ /^content-type:/im;
+        $h .= "Content-Length: " . length($body) . "\r\n";
+    }
+
+    my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\n$h"
+            . "Connection: close\r\n\r\n" . ($body // '');
+
+    my $raw = $self->{t}->http($req, %{$o{http} // {}},
+                               timeout => $o{timeout} // 10);
+
+    my $r = parse_response($raw);
+    $r->{raw} = $raw;
+    $r->{json} = jdecode($r->{body});
+
+    return $r;
+}
+
+
+sub chat {
+    my ($self, %o) = @_;
+    my $body = $o{body} // {
+        model => $o{model} // 'gpt-4o-mini',
+        messages => [ { role => 'user', content => $o{prompt} // 'Hi' } ],
+        %{$o{fields} // {}},
+    };
+
+    return $self->request('POST', '/v1/proxy/openai/chat/completions',
+                          body => $body, %o);
+}
+
+
+sub messages {
+    my ($self, %o) = @_;
+    my $body = $o{body} // {
+        model => $o{model} // 'claude-3-5-haiku',
+        max_tokens => $o{max_tokens} // 100,
+        messages => [ { role => 'user', content => $o{prompt} // 'Hi' } ],
+        %{$o{fields} // {}},
+    };
+
+    return $self->request('POST', '/v1/proxy/anthropic/messages',
+                          body => $body, anthropic => 1, %o);
+}
+
+
+# Sends a request and reads the response as it arrives: returns the raw
+# bytes and [time, bytes] of every read, times relative to the send.
+sub timed {
+    my ($self, $req, %o) = @_;
+    my $t = $self->{t};
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $t->port(8080),
+                                  Proto => 'tcp', Timeout => 5)
+        or die "connect: $!";
+    my $sel = IO::Select->new($s);
+    my $start = time;
+    my $deadline = $start + ($o{timeout} // 15);
+    my ($raw, @reads) = ('');
+
+    syswrite($s, $req);
+
+    while (time < $deadline) {
+        last unless $sel->can_read($deadline - time);
+        my $buf;
+        my $n = sysread($s, $buf, 65536);
+        last unless $n;
+        $raw .= $buf;
+        push @reads, [time - $start, $buf];
+    }
+
+    close $s;
+
+    return ($raw, \@reads);
+}
+
+
+# Every occurrence of a provider key (raw, base64, "Bearer k") in $text.
+sub leaks {
+    my ($text) = @_;
+    return 0 unless defined $text;
+    require MIME::Base64;
+    my $n = 0;
+
+    for my $k ($OPENAI_KEY, $ANTHROPIC_KEY) {
+        for my $s ($k, MIME::Base64::encode_base64($k, '')) {
+            $n++ while $text =~ /\Q$s\E/g;
+        }
+    }
+
+    return $n;
+}
+
+
+1;

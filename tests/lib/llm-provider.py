@@ -1,0 +1,523 @@
+#!/usr/bin/env python3
+"""Scripted LLM provider for the gateway tests (Python 3 standard library).
+
+Speaks enough of two APIs, under any base path ("/v1/..." or "/..."):
+
+  OpenAI     POST chat/completions, completions, embeddings, responses;
+             GET models, models/{id}
+  Anthropic  POST messages; GET models (the same handler answers both
+             kinds; "messages" is Anthropic's)
+
+as JSON, or as text/event-stream when the body has "stream": true, sent
+chunked, one event per chunk, flushed:
+
+  chat/completions, completions
+      a role chunk, one chunk per piece of text, a finish chunk, and when
+      stream_options.include_usage is true the usage-only chunk
+      ("choices": [], "usage": {...}; the other chunks then carry
+      "usage": null, as OpenAI does), then "data: [DONE]"
+  responses
+      response.created, response.output_text.delta per piece,
+      response.completed with response.usage
+  messages
+      message_start (input usage), content_block_start, ping, one
+      content_block_delta per piece, content_block_stop, message_delta
+      (cumulative output_tokens), message_stop
+
+Usage is fixed unless scripted: prompt 11 (Anthropic: input 11), one
+completion token per piece of text (3 pieces: "Hello", " from",
+" fixture"), cached 0.
+
+Scripting.  A script is a JSON object; it comes from the request header
+X-Fixture (a gateway drops client headers, so that is for direct calls or
+proxy_set_header), else from the control file (--control): a JSON list is
+a queue, each request takes the first element (the file is rewritten);
+an object applies to every request; a missing or empty file means {}.
+Keys:
+
+  status        answer with this status and an error body in the API's
+                format (the error "message" echoes the Authorization and
+                x-api-key the request carried when "echo_auth" is true,
+                and so does an X-Echo-Auth response header)
+  echo_auth     also on a 200: the X-Echo-Auth header, and the key in the
+                JSON body's "echo_auth"
+  echo_b64      with echo_auth: the key in base64 as well
+  echo          the JSON answer gets "echo": {method, path, headers,
+                body} of the request as received
+  pieces        the text pieces (list of strings)
+  usage         {"prompt": n, "completion": n, "cached": n,
+                 "cache_write": n} instead of the defaults
+  no_usage      leave usage out (JSON and streams)
+  delay_first_ms  wait before the response headers
+  delay_ms      wait between stream events
+  pause_after, pause_ms
+                wait pause_ms after the first pause_after events only
+  cut_after     close the connection after this many stream events,
+                without the last chunk
+  cut_mid       with cut_after: first send half of the next event
+  split         send every event in pieces of this many bytes, each its
+                own chunk, split_delay_ms apart
+  split_delay_ms
+  sse_on_error  with status: answer the error as an event stream
+
+Every request is appended to --log as one JSON line: n, method, path,
+headers (lower-case names), body (parsed JSON, or the text), script,
+status.  It exits on SIGTERM or SIGINT, and when its parent goes away.
+"""
+
+import argparse
+import base64
+import json
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+BODY_MAX = 32 << 20
+PIECES = ["Hello", " from", " fixture"]
+PROMPT = 11
+
+lock = threading.Lock()
+counter = [0]
+args = None
+
+
+def load_script(header):
+    if header:
+        return json.loads(header)
+
+    if not args.control:
+        return {}
+
+    with lock:
+        try:
+            with open(args.control) as f:
+                text = f.read()
+        except OSError:
+            return {}
+
+        if not text.strip():
+            return {}
+
+        data = json.loads(text)
+
+        if isinstance(data, list):
+            if not data:
+                return {}
+            script = data.pop(0)
+            with open(args.control + ".tmp", "w") as f:
+                json.dump(data, f)
+            os.rename(args.control + ".tmp", args.control)
+            return script
+
+        return data
+
+
+def log_request(entry):
+    if not args.log:
+        return
+    with lock:
+        with open(args.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+def usage_numbers(script, pieces):
+    u = script.get("usage") or {}
+    return (u.get("prompt", PROMPT), u.get("completion", len(pieces)),
+            u.get("cached", 0), u.get("cache_write", 0))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "llm-provider/1"
+
+    def log_message(self, fmt, *a):
+        pass
+
+    # ---- request ---------------------------------------------------------
+
+    def do_GET(self):
+        self.handle_any()
+
+    def do_POST(self):
+        self.handle_any()
+
+    def handle_any(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(min(length, BODY_MAX)) if length else b""
+
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+
+        try:
+            script = load_script(self.headers.get("X-Fixture"))
+        except ValueError:
+            script = {}
+
+        with lock:
+            counter[0] += 1
+            n = counter[0]
+
+        self.req = {
+            "n": n,
+            "method": self.command,
+            "path": self.path,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "body": body,
+            "script": script,
+        }
+        self.script = script
+        self.body = body if isinstance(body, dict) else {}
+
+        path = self.path.split("?", 1)[0]
+        if path.startswith("/v1/"):
+            path = path[3:]
+
+        status = script.get("status")
+        self.req["status"] = status or 200
+        log_request(self.req)
+
+        if script.get("delay_first_ms"):
+            time.sleep(script["delay_first_ms"] / 1000.0)
+
+        try:
+            if status:
+                self.error(status, path)
+            elif self.command == "GET" and path == "/models":
+                self.models()
+            elif self.command == "GET" and path.startswith("/models/"):
+                self.send_json(200, {"id": path[8:], "object": "model",
+                                "type": "model", "owned_by": "fixture"})
+            elif self.command != "POST":
+                self.error(404, path)
+            elif path == "/chat/completions":
+                self.openai("chat")
+            elif path == "/completions":
+                self.openai("completions")
+            elif path == "/embeddings":
+                self.embeddings()
+            elif path == "/responses":
+                self.responses_api()
+            elif path == "/messages":
+                self.anthropic()
+            else:
+                self.error(404, path)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    # ---- answers -----------------------------------------------------------
+
+    def auth_seen(self):
+        auth = self.headers.get("Authorization")
+        key = self.headers.get("x-api-key")
+        seen = "authorization=%s x-api-key=%s" % (auth, key)
+        if self.script.get("echo_b64"):
+            raw = key or (auth or "").replace("Bearer ", "", 1)
+            seen += " b64=%s" % base64.b64encode(raw.encode()).decode()
+        return seen
+
+    def extra_headers(self):
+        h = {}
+        if self.script.get("echo_auth"):
+            h["X-Echo-Auth"] = self.auth_seen()
+        # a provider's own limits; the gateway replaces them
+        h["x-ratelimit-remaining-tokens"] = "999999"
+        h["anthropic-ratelimit-tokens-remaining"] = "999999"
+        return h
+
+    def send_json(self, status, obj):
+        if self.script.get("echo"):
+            obj["echo"] = {k: self.req[k]
+                           for k in ("method", "path", "headers", "body")}
+        if self.script.get("echo_auth"):
+            obj["echo_auth"] = self.auth_seen()
+
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in self.extra_headers().items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def error(self, status, path):
+        msg = "fixture error %d" % status
+        if self.script.get("echo_auth"):
+            msg += " (you sent %s)" % self.auth_seen()
+
+        if path == "/messages":
+            obj = {"type": "error",
+                   "error": {"type": "api_error", "message": msg}}
+        else:
+            obj = {"error": {"message": msg, "type": "server_error",
+                             "param": None, "code": None}}
+
+        if self.script.get("sse_on_error"):
+            self.start_stream(status)
+            self.event(None, json.dumps(obj))
+            self.end_stream()
+            return
+
+        self.send_json(status, obj)
+
+    def models(self):
+        self.send_json(200, {"object": "list", "has_more": False, "data": [
+            {"id": "gpt-4o-mini", "object": "model", "type": "model"},
+            {"id": "claude-3-5-haiku", "object": "model", "type": "model"},
+        ]})
+
+    def embeddings(self):
+        p, _, _, _ = usage_numbers(self.script, [])
+        vec = [0.1, 0.2, 0.3]
+        if self.body.get("encoding_format") == "base64":
+            # what the SDKs ask for by default: little-endian float32
+            vec = base64.b64encode(struct.pack("<3f", *vec)).decode()
+        obj = {"object": "list", "model": self.body.get("model"),
+               "data": [{"object": "embedding", "index": 0,
+                         "embedding": vec}]}
+        if not self.script.get("no_usage"):
+            obj["usage"] = {"prompt_tokens": p, "total_tokens": p}
+        self.send_json(200, obj)
+
+    def openai(self, kind):
+        pieces = self.script.get("pieces", PIECES)
+        p, c, cached, _ = usage_numbers(self.script, pieces)
+        model = self.body.get("model", "unknown")
+        usage = {"prompt_tokens": p, "completion_tokens": c,
+                 "total_tokens": p + c,
+                 "prompt_tokens_details": {"cached_tokens": cached}}
+
+        if not self.body.get("stream"):
+            if kind == "chat":
+                obj = {"id": "chatcmpl-1", "object": "chat.completion",
+                       "created": 1, "model": model, "choices": [
+                           {"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant",
+                                        "content": "".join(pieces)}}]}
+            else:
+                obj = {"id": "cmpl-1", "object": "text_completion",
+                       "created": 1, "model": model, "choices": [
+                           {"index": 0, "finish_reason": "stop",
+                            "text": "".join(pieces)}]}
+            if not self.script.get("no_usage"):
+                obj["usage"] = usage
+            self.send_json(200, obj)
+            return
+
+        opts = self.body.get("stream_options") or {}
+        include = bool(opts.get("include_usage"))
+
+        def chunk(choice, extra=None):
+            if kind == "chat":
+                obj = {"id": "chatcmpl-1", "object": "chat.completion.chunk",
+                       "created": 1, "model": model, "choices": choice}
+            else:
+                obj = {"id": "cmpl-1", "object": "text_completion",
+                       "created": 1, "model": model, "choices": choice}
+            if include:
+                obj["usage"] = None
+            if extra:
+                obj.update(extra)
+            return json.dumps(obj)
+
+        events = []
+        if kind == "chat":
+            events.append(chunk([{"index": 0, "finish_reason": None,
+                                  "delta": {"role": "assistant",
+                                            "content": ""}}]))
+            for t in pieces:
+                events.append(chunk([{"index": 0, "finish_reason": None,
+                                      "delta": {"content": t}}]))
+            events.append(chunk([{"index": 0, "finish_reason": "stop",
+                                  "delta": {}}]))
+        else:
+            for t in pieces:
+                events.append(chunk([{"index": 0, "finish_reason": None,
+                                      "text": t}]))
+            events.append(chunk([{"index": 0, "finish_reason": "stop",
+                                  "text": ""}]))
+
+        if include and not self.script.get("no_usage"):
+            events.append(chunk([], {"usage": usage}))
+
+        events.append("[DONE]")
+
+        self.stream([(None, e) for e in events])
+
+    def responses_api(self):
+        pieces = self.script.get("pieces", PIECES)
+        p, c, cached, _ = usage_numbers(self.script, pieces)
+        model = self.body.get("model", "unknown")
+        usage = {"input_tokens": p, "output_tokens": c, "total_tokens": p + c,
+                 "input_tokens_details": {"cached_tokens": cached}}
+        resp = {"id": "resp_1", "object": "response", "model": model,
+                "status": "completed", "output": [
+                    {"type": "message", "role": "assistant", "content": [
+                        {"type": "output_text", "text": "".join(pieces)}]}]}
+        if not self.script.get("no_usage"):
+            resp["usage"] = usage
+
+        if not self.body.get("stream"):
+            self.send_json(200, resp)
+            return
+
+        events = [("response.created", json.dumps(
+            {"type": "response.created",
+             "response": {"id": "resp_1", "object": "response",
+                          "model": model, "status": "in_progress"}}))]
+        for t in pieces:
+            events.append(("response.output_text.delta", json.dumps(
+                {"type": "response.output_text.delta", "item_id": "msg_1",
+                 "output_index": 0, "content_index": 0, "delta": t})))
+        events.append(("response.completed", json.dumps(
+            {"type": "response.completed", "response": resp})))
+
+        self.stream(events)
+
+    def anthropic(self):
+        pieces = self.script.get("pieces", PIECES)
+        p, c, cached, cache_write = usage_numbers(self.script, pieces)
+        model = self.body.get("model", "unknown")
+        usage = {"input_tokens": p - cached - cache_write, "output_tokens": c,
+                 "cache_read_input_tokens": cached,
+                 "cache_creation_input_tokens": cache_write}
+
+        if not self.body.get("stream"):
+            obj = {"id": "msg_1", "type": "message", "role": "assistant",
+                   "model": model, "stop_reason": "end_turn",
+                   "stop_sequence": None,
+                   "content": [{"type": "text", "text": "".join(pieces)}]}
+            if not self.script.get("no_usage"):
+                obj["usage"] = usage
+            self.send_json(200, obj)
+            return
+
+        start_usage = dict(usage, output_tokens=1)
+        message = {"id": "msg_1", "type": "message", "role": "assistant",
+                   "model": model, "content": [], "stop_reason": None,
+                   "stop_sequence": None}
+        if not self.script.get("no_usage"):
+            message["usage"] = start_usage
+
+        events = [
+            ("message_start", {"type": "message_start", "message": message}),
+            ("content_block_start", {"type": "content_block_start",
+                                     "index": 0,
+                                     "content_block": {"type": "text",
+                                                       "text": ""}}),
+            ("ping", {"type": "ping"}),
+        ]
+        for t in pieces:
+            events.append(("content_block_delta", {
+                "type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": t}}))
+        events.append(("content_block_stop", {"type": "content_block_stop",
+                                              "index": 0}))
+        delta = {"type": "message_delta",
+                 "delta": {"stop_reason": "end_turn",
+                           "stop_sequence": None}}
+        if not self.script.get("no_usage"):
+            delta["usage"] = {"output_tokens": c}
+        events.append(("message_delta", delta))
+        events.append(("message_stop", {"type": "message_stop"}))
+
+        self.stream([(n, json.dumps(e)) for n, e in events])
+
+    # ---- event streams -------------------------------------------------------
+
+    def start_stream(self, status=200):
+        self.send_response(status)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in self.extra_headers().items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.flush()
+
+    def chunk(self, data):
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def event(self, name, data):
+        text = ""
+        if name:
+            text += "event: %s\n" % name
+        text += "data: %s\n\n" % data
+        raw = text.encode()
+
+        split = self.script.get("split")
+        if not split:
+            self.chunk(raw)
+            return
+
+        for i in range(0, len(raw), split):
+            if i:
+                time.sleep(self.script.get("split_delay_ms", 0) / 1000.0)
+            self.chunk(raw[i:i + split])
+
+    def end_stream(self):
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def stream(self, events):
+        self.start_stream()
+
+        cut = self.script.get("cut_after")
+        delay = self.script.get("delay_ms", 0) / 1000.0
+
+        for i, (name, data) in enumerate(events):
+            if cut is not None and i >= cut:
+                if self.script.get("cut_mid"):
+                    raw = ("data: %s\n\n" % data).encode()
+                    self.chunk(raw[:len(raw) // 2])
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if i and delay:
+                time.sleep(delay)
+            if i and i == self.script.get("pause_after"):
+                time.sleep(self.script.get("pause_ms", 1000) / 1000.0)
+            self.event(name, data)
+
+        self.end_stream()
+
+
+def watch_parent():
+    parent = os.getppid()
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def main():
+    global args
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("port", type=int)
+    ap.add_argument("--log")
+    ap.add_argument("--control")
+    args = ap.parse_args()
+
+    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+    signal.signal(signal.SIGINT, lambda *a: os._exit(0))
+
+    threading.Thread(target=watch_parent, daemon=True).start()
+
+    ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.allow_reuse_address = True
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

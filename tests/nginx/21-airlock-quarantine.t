@@ -1,0 +1,166 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_module: quarantine.  alerts.quarantine denials of one
+# client within the window cut it off for "for": every request, allowed
+# routes included, is refused with reason "quarantined", and the start is a
+# critical "quarantine" alert in the journal.  Refusals during the
+# quarantine are logged but do not extend it.  Afterwards the client is let
+# back, with a fresh count.  Other clients and unknown peers are never
+# affected.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use Airlock::Test;
+use Airlock::Proxy;
+
+my $t = Airlock::Test->new;
+my $p = Airlock::Proxy->new($t);
+
+my %tok = map { $_ => "token-$_-0123456789" } qw(q r);
+my %sha = map { $_ => $p->token_sha256($tok{$_}) } keys %tok;
+
+$t->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+  q: { token_sha256: "$sha{q}" }
+  r: { token_sha256: "$sha{r}" }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: ok
+    clients: [q, r]
+    match: { method: GET, path: /ok }
+    upstream: echo
+    to: /ok
+alerts:
+  deny: { threshold: 100, window: 60s }
+  quarantine: { threshold: 3, window: 4s, for: 3s }
+EOF
+
+$t->write_file_expand('nginx.conf', $p->conf(http => <<'EOF'));
+    airlock_zone airlock 1m;
+    airlock_journal %%TESTDIR%%/journal.log;
+
+    server {
+        listen 127.0.0.1:%%PORT_8082%%;
+        location = /status {
+            airlock_status;
+        }
+    }
+EOF
+
+$t->start_echo(8081);
+$t->run;
+
+plan tests => 26;
+
+my $json = JSON::PP->new->utf8;
+
+sub get {
+    my ($who, $path) = @_;
+    my $h = $who ? { 'Proxy-Authorization' => "Bearer $tok{$who}" } : {};
+    return http_get($path, headers => $h);
+}
+
+sub journal {
+    my $text = $t->read_file('journal.log') // '';
+    return map { $json->decode($_) } grep { length } split /\n/, $text;
+}
+
+sub quarantines {
+    return grep { $_->{type} eq 'alert' && $_->{kind} eq 'quarantine' }
+           journal();
+}
+
+sub status { parse_response($_[0])->{status} }
+
+sub status_json {
+    return json_body(http_get('/status', port => 8082));
+}
+
+is(status(get('q', '/ok')), 200, 'q: allowed');
+
+get('q', '/nope');
+get('q', '/nope/2');
+is(status(get('q', '/ok')), 200, 'threshold - 1 denials: still allowed');
+is(scalar quarantines(), 0, 'no quarantine yet');
+
+my $t0 = time;
+get('q', '/nope/3');
+
+my @q = quarantines();
+is(scalar @q, 1, 'threshold-th denial: a quarantine alert');
+is($q[0]{client}, 'q', 'quarantine: client');
+is($q[0]{severity}, 'critical', 'quarantine: critical');
+is($q[0]{reason}, 'no_route', 'quarantine: the crossing reason');
+is($q[0]{count}, 3, 'quarantine: count');
+is($q[0]{window}, 4, 'quarantine: window');
+like($q[0]{id}, qr/^[0-9a-f]{32}$/, 'quarantine: id');
+
+my $until = iso_ms($q[0]{quarantine_until}) - iso_ms($q[0]{time});
+cmp_ok(abs($until - 3000), '<', 50, 'quarantine_until is "for" away');
+
+my $before = $p->echo_count;
+my $r = get('q', '/ok');
+is_deeply(deny_json($r), [ 403, 'quarantined' ],
+          'quarantined: an allowed route is refused');
+is($p->echo_count, $before, 'quarantined: the upstream saw nothing');
+is(status(get('r', '/ok')), 200, 'another client is not affected');
+
+my $s = status_json();
+is_deeply([ map { [ $_->{client}, $_->{reason} ] } @{$s->{quarantined}} ],
+          [ [ 'q', 'no_route' ] ], 'status: q quarantined for no_route');
+
+# refusals during the quarantine do not extend it
+
+for (1 .. 6) {
+    get('q', $_ % 2 ? '/ok' : '/nope');
+    sleep 0.25;
+}
+
+my @deny = grep { $_->{type} eq 'deny' && $_->{client} eq 'q' } journal();
+is(scalar(grep { $_->{reason} eq 'quarantined' } @deny), 7,
+   'refusals during the quarantine are logged');
+is(scalar quarantines(), 1, 'and start no new quarantine');
+
+my $left = 3.3 - (time - $t0);
+sleep $left if $left > 0;
+
+is(status(get('q', '/ok')), 200, 'after "for": let back');
+is(scalar @{status_json()->{quarantined}}, 0, 'status: none quarantined');
+
+# a fresh count: one denial does not quarantine again
+
+get('q', '/nope');
+is(status(get('q', '/ok')), 200, 'one denial after the quarantine: allowed');
+is(scalar quarantines(), 1, 'no new quarantine');
+
+get('q', '/nope') for 1 .. 2;
+is(deny_json(get('q', '/ok'))->[1], 'quarantined', 'three more: again');
+is(scalar quarantines(), 2, 'a second quarantine alert');
+
+# unknown clients are counted, never quarantined
+
+get(undef, '/nope') for 1 .. 4;
+is(scalar(grep { !defined $_->{client} } quarantines()), 0,
+   'an unknown peer is never quarantined');
+is(deny_json(get(undef, '/ok'))->[1], 'client_unknown',
+   'an unknown peer stays client_unknown');
+
+is($t->error_log_check, '', 'no alerts');
+
+
+sub iso_ms {
+    my ($s) = @_;
+    my ($y, $mo, $d, $h, $mi, $se, $ms) =
+        $s =~ /^(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)\.(\d+)Z$/ or return -1;
+    require Time::Local;
+    return Time::Local::timegm($se, $mi, $h, $d, $mo - 1, $y) * 1000 + $ms;
+}

@@ -1,0 +1,136 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_module: a zone that fills up.  A tiny airlock_zone and
+# many token clients, each quarantined on its first denial: live nodes are
+# freed by force to make room, running quarantines never are, and once
+# nothing can be freed the worker logs one ALERT and stops counting, while
+# every request is still answered.  When the windows and quarantines have
+# passed, old nodes expire and new denials are counted again.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use Airlock::Test;
+use Airlock::Proxy;
+
+my $t = Airlock::Test->new;
+my $p = Airlock::Proxy->new($t);
+
+my $n = 300;
+my @who = map { sprintf 'c%03d', $_ } 0 .. $n - 1;
+my %tok = map { $_ => "token-$_-0123456789" } @who;
+
+my $clients = join '', map {
+    "  $_: { token_sha256: \"" . $p->token_sha256($tok{$_}) . "\" }\n"
+} @who;
+
+$t->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+$clients
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: ok
+    clients: [@{[ join ', ', @who ]}]
+    match: { method: GET, path: /ok }
+    upstream: echo
+    to: /ok
+alerts:
+  deny: { threshold: 1, window: 5s }
+  quarantine: { threshold: 1, window: 5s, for: 5s }
+EOF
+
+# 8 pages: the smallest zone nginx accepts
+$t->write_file_expand('nginx.conf', $p->conf(http => <<'EOF'));
+    airlock_zone airlock 32k;
+    airlock_journal %%TESTDIR%%/journal.log;
+
+    server {
+        listen 127.0.0.1:%%PORT_8082%%;
+        location = /status {
+            airlock_status;
+        }
+    }
+EOF
+
+$t->start_echo(8081);
+$t->run;
+
+plan tests => 12;
+
+my $json = JSON::PP->new->utf8;
+
+sub get {
+    my ($who, $path) = @_;
+    my $h = { 'Proxy-Authorization' => "Bearer $tok{$who}" };
+    return http_get($path, headers => $h);
+}
+
+sub quarantined {
+    my $text = $t->read_file('journal.log') // '';
+    return map { $_->{client} }
+           grep { $_->{type} eq 'alert' && $_->{kind} eq 'quarantine' }
+           map { $json->decode($_) } grep { length } split /\n/, $text;
+}
+
+sub nomem {
+    my $log = $t->read_file('error.log') // '';
+    my @l = $log =~ /\[alert\].*could not allocate node in airlock_zone/g;
+    return scalar @l;
+}
+
+my $t0 = time;
+my $answered = 0;
+
+for my $w (@who) {
+    $answered++ if deny_json(get($w, '/nope'))->[0] == 403;
+}
+
+is($answered, $n, 'every denial answered while the zone fills');
+
+my @q = quarantined();
+cmp_ok(scalar @q, '<', $n, 'not every client could be counted');
+cmp_ok(scalar @q, '>', 8, 'but many were');
+is(nomem(), 1, 'one ALERT for the full zone');
+
+is(deny_json(get($q[0], '/ok'))->[1], 'quarantined',
+   'the first quarantine was not freed to make room');
+
+my $s = json_body(http_get('/status', port => 8082));
+is(scalar @{$s->{quarantined}}, $s->{zone}{nodes},
+   'status: the zone holds quarantines only');
+
+diag(sprintf '%d clients quarantined in a zone of %d pages, %.1fs',
+             scalar @q, $s->{zone}{pages}, time - $t0)
+    if $ENV{TEST_VERBOSE};
+
+# once quarantines and windows are over, old nodes expire
+
+my $left = 5.3 - (time - $t0);
+sleep $left if $left > 0;
+
+is(parse_response(get($q[0], '/ok'))->{status}, 200,
+   'after "for": let back');
+
+my $last = $who[-1];
+my $before = grep { $_ eq $last } @q;
+get($last, '/nope');
+is(scalar(grep { $_ eq $last } quarantined()), $before + 1,
+   'a new denial is counted again');
+is(nomem(), 1, 'still one ALERT');
+like($t->read_file('error.log'), qr/\[notice\].*room again in airlock_zone/,
+     'room again');
+
+$s = json_body(http_get('/status', port => 8082));
+is_deeply([ map { $_->{client} } @{$s->{quarantined}} ], [ $last ],
+          'status: only the new quarantine');
+
+is($t->error_log_check(qr/could not allocate node in airlock_zone/), '',
+   'no other alerts');
