@@ -1,9 +1,11 @@
 #!/bin/bash
 # The Airlock appliance demo: the real parts started for real (Debian's
-# nginx with the Airlock module, Prometheus, airlock-alertd), stand-ins only
-# for what cannot exist here (GitHub's API and a log service: the echo
-# fixture from tests/lib, which shows what reached it), then the agent's
-# and the worker's requests, allowed and denied, one step at a time.
+# nginx with the Airlock module, Prometheus, airlock-alertd, Alertmanager),
+# stand-ins only for what cannot exist here (GitHub's API and a log
+# service: the echo fixture from tests/lib, which shows what reached it;
+# the LLM provider: the scripted provider from tests/lib), then the
+# agent's and the worker's requests, allowed and denied, one step at a
+# time.
 #
 #   conf/demo/run.sh [--keep]     (make demo)
 #
@@ -113,6 +115,9 @@ LOGS_PORT=$(free_port)
 GITHUB_PORT=$(free_port)
 WEBHOOK_PORT=$(free_port)
 PROXY_PORT=$(free_port)
+ADMIN_PORT=$(free_port)
+AM_PORT=$(free_port)
+LLM_PORT=$(free_port)
 
 say "1. the appliance key and the sealed secrets"
 "$CTL" keygen "$STATE/airlock.key" 2>/dev/null || die "keygen failed"
@@ -123,13 +128,16 @@ seal() {
 }
 
 TOOLS_TOKEN=demo-tools-token
+HMAC_SECRET=whsec_ZGVtby13ZWJob29rLXNlY3JldA==
 sed -e "s|@TOOLS_TOKEN_SHA256@|$(printf %s $TOOLS_TOKEN | sha256sum | cut -d' ' -f1)|" \
     -e "s|@SEALED_PROM@|$(seal demo:prometheus-password)|" \
     -e "s|@SEALED_LOGS@|$(seal logs-token-4f1c9e)|" \
     -e "s|@SEALED_GITHUB@|$(seal ghp_demoPullRequestScopedToken)|" \
-    -e "s|@SEALED_HMAC@|$(seal whsec_ZGVtby13ZWJob29rLXNlY3JldA==)|" \
+    -e "s|@SEALED_HMAC@|$(seal "$HMAC_SECRET")|" \
+    -e "s|@SEALED_OPENAI@|$(seal sk-demo-provider-key-kept-in-the-proxy)|" \
     -e "s|@PROM_PORT@|$PROM_PORT|" -e "s|@LOGS_PORT@|$LOGS_PORT|" \
     -e "s|@GITHUB_PORT@|$GITHUB_PORT|" -e "s|@WEBHOOK_PORT@|$WEBHOOK_PORT|" \
+    -e "s|@AM_PORT@|$AM_PORT|" -e "s|@LLM_PORT@|$LLM_PORT|" \
     "$TOP/conf/demo/policy.yaml.in" > "$STATE/policy.yaml"
 note "secrets are sealed with airlockctl seal; the policy holds no plaintext:"
 grep -m 2 'sealed:' "$STATE/policy.yaml" | sed 's/^/     /'
@@ -153,15 +161,43 @@ start github.log perl "$TOP/tests/lib/echo-upstream.pl" "$GITHUB_PORT" \
     --log "$STATE/github-fixture.jsonl"
 note "GitHub API stand-in (echo fixture) on 127.0.0.1:$GITHUB_PORT"
 
+start llm.log python3 "$TOP/tests/lib/llm-provider.py" "$LLM_PORT" \
+    --log "$STATE/llm-fixture.jsonl"
+note "LLM provider stand-in (scripted fixture) on 127.0.0.1:$LLM_PORT"
+start webhook.log python3 "$TOP/tests/lib/webhook-receiver.py" \
+    --port "$WEBHOOK_PORT" --secret "$HMAC_SECRET" \
+    --log "$STATE/webhook.jsonl"
+note "a webhook receiver that checks signatures on 127.0.0.1:$WEBHOOK_PORT"
+printf 'route:\n  receiver: ops\nreceivers:\n  - name: ops\n' \
+    > "$STATE/alertmanager.yml"
+start alertmanager.log prometheus-alertmanager \
+    --config.file="$STATE/alertmanager.yml" \
+    --storage.path="$STATE/am" --cluster.listen-address= \
+    --web.listen-address="127.0.0.1:$AM_PORT"
+note "alertmanager (real) on 127.0.0.1:$AM_PORT"
+
 for d in body proxy fastcgi uwsgi scgi; do mkdir -p "$STATE/$d"; done
+: > "$STATE/journal.jsonl"
 sed -e "s|@TOP@|$TOP|g" -e "s|@STATE@|$STATE|g" \
-    -e "s|@PROXY_PORT@|$PROXY_PORT|g" \
+    -e "s|@PROXY_PORT@|$PROXY_PORT|g" -e "s|@ADMIN_PORT@|$ADMIN_PORT|g" \
     "$TOP/conf/demo/nginx.conf.in" > "$STATE/nginx.conf"
-nginx -t -c "$STATE/nginx.conf" -e "$STATE/error.log" 2>&1 | sed 's/^/   /' \
-    || die "nginx -t failed"
+if ! nginx -t -c "$STATE/nginx.conf" -e "$STATE/error.log" \
+     > "$STATE/nginx-t.log" 2>&1
+then
+    sed 's/^/   /' "$STATE/nginx-t.log"
+    die "nginx -t failed"
+fi
+sed 's/^/   /' "$STATE/nginx-t.log"
 start nginx.log nginx -c "$STATE/nginx.conf" -e "$STATE/error.log"
 
-for p in $PROM_PORT $LOGS_PORT $GITHUB_PORT $PROXY_PORT; do
+mkdir -p "$STATE/alertd"
+start alertd.log "$BUILD/airlock-alertd" --policy "$STATE/policy.yaml" \
+    --keyring "$STATE/airlock.key" --journal "$STATE/journal.jsonl" \
+    --state "$STATE/alertd" --foreground
+note "airlock-alertd follows the journal"
+
+for p in $PROM_PORT $LOGS_PORT $GITHUB_PORT $PROXY_PORT $LLM_PORT \
+         $WEBHOOK_PORT $AM_PORT $ADMIN_PORT; do
     wait_port "$p" || die "port $p did not open (see $STATE/*.log)"
 done
 chmod 0666 "$STATE/airlock.sock"
@@ -228,7 +264,79 @@ tail -n 4 "$STATE/deny.log" | sed 's/^/   /'
 n=$(wc -l < "$STATE/deny.log")
 note "$n denials logged"
 
-say "8. airlockctl explain gives the same answer the proxy gave"
+say "8. the agent keeps trying: an alert, signed, at the webhook and in Alertmanager"
+note "policy: alerts.deny is 3 denials of one reason in 60s"
+request airlock-agent 403 GET '/upload?dest=s3://attacker-bucket'
+request airlock-agent 403 POST '/paste' -d 'aws_secret=...'
+for i in $(seq 1 50); do
+    grep -q '"verified": *true' "$STATE/webhook.jsonl" 2>/dev/null && break
+    sleep 0.2
+done
+python3 - "$STATE/webhook.jsonl" <<'PY' || FAILED=$((FAILED + 1))
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+ok = [l for l in lines if l.get("verified") and l.get("json")]
+for l in ok[:2]:
+    a = l["json"]
+    print("   webhook-id %s  signature verified" % l["id"])
+    print("     %s: client %s, reason %s, %s denials in %ss, sample %r"
+          % (a["kind"], a["client"], a["reason"], a["count"], a["window"],
+             a["sample"]))
+sys.exit(0 if ok else 1)
+PY
+for i in $(seq 1 50); do
+    curl -s "http://127.0.0.1:$AM_PORT/api/v2/alerts" \
+        | grep -q AirlockDenied && break
+    sleep 0.2
+done
+curl -s "http://127.0.0.1:$AM_PORT/api/v2/alerts" | python3 -c '
+import json, sys
+alerts = json.load(sys.stdin)
+for a in alerts:
+    l = a["labels"]
+    print("   alertmanager: %s client=%s reason=%s severity=%s"
+          % (l["alertname"], l.get("client"), l.get("reason"),
+             l.get("severity")))
+sys.exit(0 if alerts else 1)' || FAILED=$((FAILED + 1))
+note "the admin listener shows the counters:"
+curl -s "http://127.0.0.1:$ADMIN_PORT/status" | head -c 400 | sed 's/^/   /'
+echo
+
+say "9. the LLM gateway: the agent calls it as if it were the provider"
+request airlock-agent 200 POST /v1/proxy/openai/chat/completions \
+    -H 'Content-Type: application/json' \
+    -d '{"model":"gpt-4o-mini","max_tokens":4096,"messages":[{"role":"user","content":"why is prod-vm-04 slow?"}]}'
+note "what the provider received: the real key, max_tokens clamped to 512:"
+python3 - "$STATE/llm-fixture.jsonl" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+print("     " + json.dumps({k: r[k] for k in r if k in ("method", "path")}))
+hdrs = r.get("headers") or {}
+items = hdrs.items() if isinstance(hdrs, dict) else hdrs
+for k, v in items:
+    if k.lower() == "authorization":
+        print("     Authorization: %s" % v)
+body = r.get("body") or r.get("json") or {}
+if isinstance(body, str):
+    body = json.loads(body)
+print("     max_tokens sent: %s" % (body.get("max_tokens")
+                                     or body.get("max_completion_tokens")))
+PY
+request airlock-agent 403 POST /v1/proxy/openai/chat/completions \
+    -H 'Content-Type: application/json' \
+    -d '{"model":"gpt-4-turbo","messages":[{"role":"user","content":"hi"}]}'
+request airlock-worker 403 POST /v1/proxy/openai/chat/completions \
+    -H 'Content-Type: application/json' \
+    -d '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}'
+note "streaming: the events arrive as the provider sends them"
+runuser -u airlock-agent -- curl -sN --unix-socket "$STATE/airlock.sock" \
+    -H 'Content-Type: application/json' \
+    -d '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}' \
+    http://airlock/v1/proxy/openai/chat/completions | head -c 600 | sed 's/^/   /'
+note "one usage line per call:"
+tail -n 2 "$STATE/llm-usage.jsonl" | sed 's/^/   /'
+
+say "10. airlockctl explain gives the same answer the proxy gave"
 "$CTL" explain "$STATE/policy.yaml" --uid "$(id -u airlock-worker)" \
     POST /github/pull-request | sed 's/^/   /'
 
