@@ -32,7 +32,7 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match bench-proxy bench-deny clean help
+        bench bench-match bench-proxy bench-llm bench-deny clean help
 
 all: lib ctl alertd modules unit
 
@@ -140,10 +140,13 @@ bench-match: $(B)/bench/bench_match
 bench-proxy: all
 	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/proxy.pl
 
+bench-llm: all
+	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/llm.pl
+
 bench-deny: all
 	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/deny.pl
 
-bench: bench-match bench-proxy bench-deny
+bench: bench-match bench-proxy bench-llm bench-deny
 
 clean:
 	rm -rf build build-asan

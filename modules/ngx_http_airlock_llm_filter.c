@@ -832,7 +832,7 @@ ngx_http_airlock_llm_update(ngx_http_request_t *r,
             break;
         }
 
-        if (b->shadow) {
+        if (b->shadow != NULL) {
             b->shadow->pos = b->shadow->last;
             b->shadow = NULL;
         }

@@ -874,7 +874,7 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
         body = (u_char *) "";
     }
 
-    if (r->headers_in.content_type) {
+    if (r->headers_in.content_type != NULL) {
         ctype = (char *) r->headers_in.content_type->value.data;
         ctype_len = r->headers_in.content_type->value.len;
 
@@ -1101,7 +1101,7 @@ ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
     r->headers_out.content_type_lowcase = NULL;
     ngx_str_null(&r->headers_out.charset);
 
-    if (r->headers_out.content_length) {
+    if (r->headers_out.content_length != NULL) {
         r->headers_out.content_length->hash = 0;
         r->headers_out.content_length = NULL;
     }
@@ -1705,6 +1705,7 @@ ngx_http_airlock_llm_create_loc_conf(ngx_conf_t *cf)
      *
      *     llcf->name = { 0, NULL };
      *     llcf->provider = NULL;
+     *     llcf->metrics = 0;
      */
 
     llcf->log = NGX_CONF_UNSET_PTR;
@@ -1729,6 +1730,17 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     ngx_conf_merge_ptr_value(conf->log, prev->log, NULL);
 
+    lmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_airlock_llm_module);
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    if (conf->metrics && lmcf->zone == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "\"airlock_llm_metrics\" in location \"%V\" needs "
+                      "\"airlock_llm_zone\" at the http level", &clcf->name);
+        return NGX_CONF_ERROR;
+    }
+
     if (conf->name.data == NULL) {
         conf->name = prev->name;
         conf->file = prev->file;
@@ -1741,9 +1753,6 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
     }
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
-    lmcf = ngx_http_conf_get_module_main_conf(cf,
-                                              ngx_http_airlock_llm_module);
-    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
 
     if (amcf->policy == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,

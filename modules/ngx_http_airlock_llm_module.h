@@ -52,6 +52,7 @@ typedef struct {
     ngx_http_airlock_llm_provider_t *provider;
     ngx_open_file_t                 *log;       /* airlock_llm_log; NULL:
                                                    off */
+    ngx_flag_t                       metrics;   /* airlock_llm_metrics */
 } ngx_http_airlock_llm_loc_conf_t;
 
 

@@ -174,7 +174,7 @@ ngx_http_airlock_llm_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (shm_zone->data) {
+    if (shm_zone->data != NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "zone \"%V\" is already in use", &value[1]);
         return NGX_CONF_ERROR;
@@ -199,7 +199,7 @@ ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     zc = shm_zone->data;
 
-    if (ozc) {
+    if (ozc != NULL) {
         if (ozc->sh->magic != NGX_HTTP_AIRLOCK_LLM_MAGIC) {
             ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                           "airlock_llm_zone \"%V\" was made by another "
@@ -652,7 +652,12 @@ ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
 char *
 ngx_http_airlock_llm_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
+    ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
+
     ngx_http_core_loc_conf_t  *clcf;
+
+    /* merge_loc_conf checks that the zone exists, once http{} is read */
+    llcf->metrics = 1;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_airlock_llm_metrics_handler;

@@ -25,7 +25,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 108;
+plan tests => 110;
 
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
@@ -312,6 +312,21 @@ $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                          . '"content":"' . ('x' x 70000) . '"}]}');
 is($r->{status}, 413, 'body over max_body_bytes: 413');
 is(oai_error($r)->{code}, 'request_too_large', '413: request_too_large');
+
+my $cbody = '{"model":"gpt-4o-mini","max_tokens":9000,'
+          . '"messages":[{"role":"user","content":"chunked"}]}';
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $agent,
+                 headers => [['Content-Type', 'application/json'],
+                             ['Transfer-Encoding', 'chunked']],
+                 raw_body => sprintf("%x\r\n%s\r\n0\r\n\r\n",
+                                     length $cbody, $cbody));
+is($r->{status}, 200, 'chunked request body: 200');
+$p = $l->last_provider_request;
+is_deeply([$p->{body}{max_tokens}, $p->{headers}{'content-length'},
+           $p->{headers}{'transfer-encoding'}],
+          [100, length($cbody) - 1, undef],
+          'chunked body: rewritten, sent with its own Content-Length');
 
 $r = $l->request('GET', '/v1/proxy/openai/models', token => $agent,
                  body => '{}');

@@ -25,7 +25,7 @@ $l->setup(location => 'airlock_llm_log off;');
 
 my $good = $t->read_file('nginx.conf');
 
-plan tests => 19;
+plan tests => 20;
 
 sub conf_test {
     my ($conf) = @_;
@@ -46,6 +46,11 @@ like($out, qr/unknown llm provider "opnai".* in \S+nginx\.conf:\d+/,
 ($status, $out) = conf_test($good =~ s/airlock_llm_zone llm 1m;//r);
 isnt($status, 0, 'no zone: nginx -t fails');
 like($out, qr/"airlock_llm" needs "airlock_llm_zone"/, 'no zone: says so');
+
+($status, $out) = conf_test($good =~ s/airlock_llm_zone llm 1m;//r
+                                =~ s/airlock_llm (openai|anthropic);//gr);
+like($out, qr/"airlock_llm_metrics" in location "\/metrics" needs "airlock_llm_zone"/,
+     'metrics without a zone: nginx -t fails');
 
 ($status, $out) = conf_test($good =~ s/client_body_buffer_size 64k;/client_body_buffer_size 8k;/r);
 isnt($status, 0, 'small client_body_buffer_size: nginx -t fails');

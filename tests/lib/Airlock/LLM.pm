@@ -328,7 +328,7 @@ sub request {
     }
 
     my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\n$h"
-            . "Connection: close\r\n\r\n" . ($body // '');
+            . "Connection: close\r\n\r\n" . ($body // $o{raw_body} // '');
 
     my $raw = $self->{t}->http($req, %{$o{http} // {}},
                                timeout => $o{timeout} // 10);
