@@ -1421,7 +1421,12 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
         }
 
         ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
-        h->hash = ngx_hash_key(h->lowcase_key, h->key.len);
+
+        /*
+         * hash 0: the proxy module still sends the header, but the
+         * $http_* variables skip it, so no log_format can print it
+         */
+        h->hash = 0;
     }
 
     rc->ninject = route->ninject;

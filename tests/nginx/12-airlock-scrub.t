@@ -92,7 +92,10 @@ my $loc = <<'EOF';
             error_page 502 504 @airlock_error;
 EOF
 
-$t->write_file_expand('nginx.conf', $p->conf(locations => <<"EOF"));
+$t->write_file_expand('nginx.conf', $p->conf(
+    http => "    log_format cred '\$http_authorization \$http_x_api_key';\n",
+    server => "access_log %%TESTDIR%%/cred.log cred;\n",
+    locations => <<"EOF"));
         location = /chunks {
 $loc
             proxy_buffering off;
@@ -115,7 +118,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 36;
+plan tests => 38;
 
 my ($r, $raw);
 
@@ -235,5 +238,10 @@ my $log = $t->read_file('error.log');
 like($log, qr/\[warn\].*airlock: scrubbed an injected credential from the (?#
               )response on route "bearer"/, 'warn line names the route');
 is(leaks($log), 0, 'the error log holds no secret');
+
+# an operator's log_format cannot print an injected credential
+my $cred = $t->read_file('cred.log') // '';
+ok(length $cred, 'a log_format with $http_authorization wrote lines');
+is(leaks($cred), 0, '$http_authorization never shows the injected value');
 
 is($t->error_log_check, '', 'no alerts');
