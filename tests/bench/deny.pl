@@ -112,7 +112,7 @@ for my $v (@variants) {
     $r->{status} == 403 && $r->{body} =~ /"no_route"/
         or die "$v: GET /nope answered $r->{status}: $r->{body}\n";
 }
-sleep 1.5;
+sleep 2.5;    # the buffered journal flushes after 1s
 for my $v (qw(sync on)) {
     $nginx{$v}->read_file('journal.log') =~ /"type":"deny"/
         or die "$v: no deny line in the journal\n";
