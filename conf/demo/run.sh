@@ -132,7 +132,7 @@ HMAC_SECRET=whsec_ZGVtby13ZWJob29rLXNlY3JldA==
 sed -e "s|@TOOLS_TOKEN_SHA256@|$(printf %s $TOOLS_TOKEN | sha256sum | cut -d' ' -f1)|" \
     -e "s|@SEALED_PROM@|$(seal demo:prometheus-password)|" \
     -e "s|@SEALED_LOGS@|$(seal logs-token-4f1c9e)|" \
-    -e "s|@SEALED_GITHUB@|$(seal ghp_demoPullRequestScopedToken)|" \
+    -e "s|@SEALED_GITHUB@|$(seal demo-github-pr-scoped-token)|" \
     -e "s|@SEALED_HMAC@|$(seal "$HMAC_SECRET")|" \
     -e "s|@SEALED_OPENAI@|$(seal sk-demo-provider-key-kept-in-the-proxy)|" \
     -e "s|@PROM_PORT@|$PROM_PORT|" -e "s|@LOGS_PORT@|$LOGS_PORT|" \
