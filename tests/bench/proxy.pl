@@ -11,7 +11,8 @@
 #   routes-1000  Airlock, a policy of 1,000 routes, requests spread over them
 #                by a wrk script; its baseline, plain-spread, sends the same
 #                requests through plain nginx (the script costs wrk time)
-#   plain-1m     plain proxy_pass of a 1 MiB response
+#   plain-1m     plain proxy_pass of a 1 MiB response, sent chunked like
+#                the scrubbed one (the scrubber drops Content-Length)
 #   scrub-1m     Airlock route that injects a secret: the 1 MiB response goes
 #                through the scrubber
 
@@ -136,6 +137,15 @@ EOF
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
+
+        # the scrubber's baseline: the same 1 MiB, also sent chunked (the
+        # scrubber drops Content-Length), so wrk parses the same framing
+        location = /big-chunked {
+            proxy_pass http://benchup/big;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_hide_header Content-Length;
+        }
 EOF
     return <<"EOF";
 %%TEST_GLOBALS%%
@@ -192,7 +202,7 @@ my @variants = (
       "$dir/spread.lua" ],
     [ 'routes-1000', 'many',    '/svc1/items/1?limit=10',
       "$dir/spread.lua" ],
-    [ 'plain-1m',    'plain',   '/big' ],
+    [ 'plain-1m',    'plain',   '/big-chunked' ],
     [ 'scrub-1m',    'example', '/big' ],
 );
 
