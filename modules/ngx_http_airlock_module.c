@@ -537,59 +537,18 @@ done:
 }
 
 
+/* one reading of the transport peer for both modules: al_peer.c */
+
 static void
 ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer)
 {
-    ngx_connection_t     *c;
-    struct sockaddr_in   *sin;
-#if (NGX_HAVE_INET6)
-    struct sockaddr_in6  *sin6;
-#endif
-#if (NGX_HAVE_UNIX_DOMAIN && defined SO_PEERCRED)
-    socklen_t             len;
-    struct ucred          cred;
-#endif
-
-    ngx_memzero(peer, sizeof(al_peer_t));
+    ngx_connection_t  *c;
 
     c = r->connection;
 
-    switch (c->sockaddr->sa_family) {
-
-#if (NGX_HAVE_UNIX_DOMAIN && defined SO_PEERCRED)
-    case AF_UNIX:
-        len = sizeof(struct ucred);
-
-        if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
-            ngx_log_error(NGX_LOG_ERR, c->log, ngx_socket_errno,
-                          "airlock: getsockopt(SO_PEERCRED) failed");
-            return;
-        }
-
-        peer->unix_peer = 1;
-        peer->uid = cred.uid;
-        peer->gid = cred.gid;
-        break;
-#endif
-
-#if (NGX_HAVE_INET6)
-    case AF_INET6:
-        sin6 = (struct sockaddr_in6 *) c->sockaddr;
-        ngx_memcpy(peer->addr, sin6->sin6_addr.s6_addr, 16);
-        peer->has_addr = 1;
-        break;
-#endif
-
-    case AF_INET:
-        sin = (struct sockaddr_in *) c->sockaddr;
-        peer->addr[10] = 0xff;
-        peer->addr[11] = 0xff;
-        ngx_memcpy(&peer->addr[12], &sin->sin_addr.s_addr, 4);
-        peer->has_addr = 1;
-        break;
-
-    default:
-        break;
+    if (al_peer_from_socket(c->fd, c->sockaddr, peer) != 0) {
+        ngx_log_error(NGX_LOG_ERR, c->log, ngx_socket_errno,
+                      "airlock: getsockopt(SO_PEERCRED) failed");
     }
 }
 
