@@ -82,9 +82,10 @@ $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
 
 # The module is built by nginx's own build system from Debian's nginx-dev
 # sources, configured with Debian's flags so the .so loads into the
-# packaged nginx (--with-compat).
+# packaged nginx (--with-compat).  Our OPT comes after nginx's own -O, so
+# the module is optimized like the library (and sanitized with it).
 NGX_CC_OPT = $(WARN) -Wno-unused-parameter -Wno-shadow -Wno-format-nonliteral \
-             -I$(CURDIR)/policy $(LIB_CFLAGS) $(filter -fsanitize=%,$(OPT))
+             -I$(CURDIR)/policy $(LIB_CFLAGS) $(OPT)
 NGX_LD_OPT = $(LDFLAGS)
 
 $(B)/nginx/Makefile: $(B)/config.mk modules/config

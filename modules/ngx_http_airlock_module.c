@@ -48,8 +48,8 @@ static ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
 static ngx_uint_t ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
     ngx_http_airlock_ctx_t *ctx);
 static void ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r);
-static ngx_table_elt_t *ngx_http_airlock_find_header(ngx_list_t *headers,
-    ngx_str_t *name, ngx_table_elt_t *after);
+static ngx_uint_t ngx_http_airlock_shortcut_kept(ngx_uint_t offset);
+static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
 static ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
     ngx_uint_t status, const char *error, const char *reason);
 static ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
@@ -321,6 +321,17 @@ ngx_http_airlock_ctx_cleanup(void *data)
  * merged r->uri, and deciding on that would let "%2F" or "//" pass.
  */
 
+/*
+ * The decision's parse buffers are large (path, query and URI, about
+ * 17 KB) and live only while al_decide() or al_decide_body() runs: a worker
+ * is one thread and both calls are synchronous, so one scratch decision per
+ * process serves every request.  What outlives the call (the route, the
+ * upstream URI, a deny's detail) is copied or used before the next event.
+ */
+
+static al_decision_t  ngx_http_airlock_scratch;
+
+
 static al_reason_t
 ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     const char **detail)
@@ -338,15 +349,11 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
-    d = ngx_palloc(r->pool, sizeof(al_decision_t));
-    if (d == NULL) {
-        return AL_REASON_MAX;
-    }
+    d = &ngx_http_airlock_scratch;
 
     d->reason = AL_REASON_NONE;
     d->route = NULL;
     d->detail[0] = '\0';
-    ctx->decision = d;
 
     /* an unknown client is counted under its peer */
     ngx_http_airlock_peer(r, &ctx->peer);
@@ -401,6 +408,16 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     route = d->route;
     ctx->rconf = &amcf->routes[route - amcf->policy->routes];
+
+    /* the scratch decision is reused while a body is read */
+
+    ctx->uri.data = ngx_pnalloc(r->pool, d->uri_len);
+    if (ctx->uri.data == NULL) {
+        return AL_REASON_MAX;
+    }
+
+    ngx_memcpy(ctx->uri.data, d->uri, d->uri_len);
+    ctx->uri.len = d->uri_len;
 
     /* framing: refuse before reading what cannot be accepted */
 
@@ -653,7 +670,11 @@ ngx_http_airlock_check_body(ngx_http_request_t *r,
     const al_route_t         *route;
     ngx_http_request_body_t  *rb;
 
-    d = ctx->decision;
+    d = &ngx_http_airlock_scratch;
+    d->reason = AL_REASON_NONE;
+    d->route = ctx->route;
+    d->detail[0] = '\0';
+
     route = ctx->route;
     rb = r->request_body;
 
@@ -757,18 +778,6 @@ ngx_http_airlock_check_body(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
-    al_decision_t  *d;
-
-    d = ctx->decision;
-
-    ctx->uri.data = ngx_pnalloc(r->pool, d->uri_len);
-    if (ctx->uri.data == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    ngx_memcpy(ctx->uri.data, d->uri, d->uri_len);
-    ctx->uri.len = d->uri_len;
-
     if (ngx_http_airlock_rewrite_headers(r, ctx) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -780,9 +789,6 @@ ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "airlock: client \"%s\" route \"%s\" to \"%V\"",
                    ctx->client->name.data, ctx->route->name.data, &ctx->uri);
-
-    ngx_pfree(r->pool, d);
-    ctx->decision = NULL;
 
     return NGX_DECLINED;
 }
@@ -811,11 +817,6 @@ ngx_http_airlock_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     for (i = 0; i < n; i++) {
         ngx_http_airlock_log_alert(r, ctx, &alerts[i]);
-    }
-
-    if (ctx->decision != NULL) {
-        ngx_pfree(r->pool, ctx->decision);
-        ctx->decision = NULL;
     }
 
     rc = ngx_http_airlock_send_json(r, NGX_HTTP_FORBIDDEN, "forbidden",
@@ -1013,62 +1014,85 @@ ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
 }
 
 
+/*
+ * The headers_in shortcuts (r->headers_in.host, .user_agent, ...) pointed
+ * into the list as the client sent it: each is pointed again at the first
+ * kept header of its name, or NULL, in one pass over the kept headers with
+ * nginx's own headers_in hash.
+ */
+
 static void
 ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
 {
-    ngx_array_t         *a;
-    ngx_table_elt_t    **ph, *h;
-    ngx_http_header_t   *hh;
+    ngx_uint_t                  i;
+    ngx_array_t                *a;
+    ngx_list_part_t            *part;
+    ngx_table_elt_t           **ph, *h;
+    ngx_http_header_t          *hh;
+    ngx_http_core_main_conf_t  *cmcf;
 
     for (hh = ngx_http_headers_in; hh->name.len; hh++) {
-
-        /* the body framing stays as nginx parsed it; the proxy module
-           writes its own Content-Length */
-
-        if (hh->offset == 0
-            || hh->offset == offsetof(ngx_http_headers_in_t, content_length)
-            || hh->offset == offsetof(ngx_http_headers_in_t,
-                                      transfer_encoding))
-        {
+        if (ngx_http_airlock_shortcut_kept(hh->offset)) {
             continue;
         }
 
-        if (hh->offset == offsetof(ngx_http_headers_in_t, cookies)
-#if (NGX_HTTP_X_FORWARDED_FOR)
-            || hh->offset == offsetof(ngx_http_headers_in_t, x_forwarded_for)
-#endif
-            )
-        {
+        if (ngx_http_airlock_shortcut_multi(hh->offset)) {
             a = (ngx_array_t *) ((char *) &r->headers_in + hh->offset);
             a->nelts = 0;
+            continue;
+        }
 
-            for (h = ngx_http_airlock_find_header(&r->headers_in.headers,
-                                                  &hh->name, NULL);
-                 h;
-                 h = ngx_http_airlock_find_header(&r->headers_in.headers,
-                                                  &hh->name, h))
+        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
+        *ph = NULL;
+    }
+
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        hh = ngx_hash_find(&cmcf->headers_in_hash, h[i].hash,
+                           h[i].lowcase_key, h[i].key.len);
+
+        if (hh == NULL || ngx_http_airlock_shortcut_kept(hh->offset)) {
+            continue;
+        }
+
+        if (ngx_http_airlock_shortcut_multi(hh->offset)) {
+            a = (ngx_array_t *) ((char *) &r->headers_in + hh->offset);
+
+            if (a->nalloc == 0
+                && ngx_array_init(a, r->pool, 1, sizeof(ngx_table_elt_t *))
+                   != NGX_OK)
             {
-                if (a->nalloc == 0
-                    && ngx_array_init(a, r->pool, 1, sizeof(ngx_table_elt_t *))
-                       != NGX_OK)
-                {
-                    break;
-                }
+                continue;
+            }
 
-                ph = ngx_array_push(a);
-                if (ph == NULL) {
-                    break;
-                }
-
-                *ph = h;
+            ph = ngx_array_push(a);
+            if (ph != NULL) {
+                *ph = &h[i];
             }
 
             continue;
         }
 
         ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
-        *ph = ngx_http_airlock_find_header(&r->headers_in.headers, &hh->name,
-                                           NULL);
+
+        if (*ph == NULL) {
+            *ph = &h[i];
+        }
     }
 
     /* "" marks Basic credentials as looked for and absent */
@@ -1077,45 +1101,30 @@ ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
 }
 
 
-/* the first header named name after "after" (NULL: from the start) */
+/*
+ * Shortcuts left as nginx set them: none at all (offset 0), and the body
+ * framing, which the proxy module reads to write its own Content-Length.
+ */
 
-static ngx_table_elt_t *
-ngx_http_airlock_find_header(ngx_list_t *headers, ngx_str_t *name,
-    ngx_table_elt_t *after)
+static ngx_uint_t
+ngx_http_airlock_shortcut_kept(ngx_uint_t offset)
 {
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    return offset == 0
+           || offset == offsetof(ngx_http_headers_in_t, content_length)
+           || offset == offsetof(ngx_http_headers_in_t, transfer_encoding);
+}
 
-    part = &headers->part;
-    h = part->elts;
 
-    for (i = 0; /* void */; i++) {
+/* nginx 1.22 keeps these as arrays of pointers */
 
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                return NULL;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (after != NULL) {
-            if (&h[i] == after) {
-                after = NULL;
-            }
-
-            continue;
-        }
-
-        if (h[i].key.len == name->len
-            && ngx_strncasecmp(h[i].key.data, name->data, name->len) == 0)
-        {
-            return &h[i];
-        }
-    }
+static ngx_uint_t
+ngx_http_airlock_shortcut_multi(ngx_uint_t offset)
+{
+    return offset == offsetof(ngx_http_headers_in_t, cookies)
+#if (NGX_HTTP_X_FORWARDED_FOR)
+           || offset == offsetof(ngx_http_headers_in_t, x_forwarded_for)
+#endif
+           ;
 }
 
 

@@ -63,7 +63,6 @@ typedef struct {
     ngx_http_airlock_route_t    *rconf;
     al_reason_t                  reason;
     ngx_str_t                    uri;           /* upstream path?query */
-    al_decision_t               *decision;      /* while the body is read */
 
     /* response scrubbing */
     u_char                      *carry;         /* a possible match start */
@@ -71,8 +70,13 @@ typedef struct {
     u_char                      *join;          /* carry + next bytes */
     ngx_chain_t                 *out;
     ngx_chain_t                **last_out;
-    ngx_buf_t                   *buf;           /* being written */
-    ngx_chain_t                 *free;
+    ngx_buf_t                   *tail;          /* last one in out */
+    ngx_buf_t                   *buf;           /* copy buffer being
+                                                   written, if the tail */
+    ngx_buf_t                   *ref;           /* last one pointing into
+                                                   the input buffer */
+    ngx_chain_t                 *free;          /* copy buffers */
+    ngx_chain_t                 *free_refs;     /* buffers without memory */
     ngx_chain_t                 *busy;
 
     unsigned                     decided:1;

@@ -86,7 +86,12 @@ alerts:
   deny: { threshold: 3, window: 60s }
 EOF
 
-$t->write_file_expand('nginx.conf', $p->conf(locations => <<'EOF'));
+$t->write_file_expand('nginx.conf', $p->conf(
+    http => "    log_format seen '\$http_user_agent|\$http_cookie|'\n"
+          . "                    '\$proxy_add_x_forwarded_for|\$http_accept|'\n"
+          . "                    '\$http_x_api_key';\n",
+    server => "access_log %%TESTDIR%%/seen.log seen;\n",
+    locations => <<'EOF'));
         location = /redirect {
             airlock on;
             proxy_pass $airlock_upstream$airlock_uri;
@@ -98,7 +103,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 75;
+plan tests => 76;
 
 my ($r, $j, @seen, $u);
 my $denies = 0;
@@ -205,6 +210,18 @@ for my $h ('Accept', 'Accept-Language', 'User-Agent', 'If-None-Match',
 {
     is(scalar @{hdr($u, $h)}, 1, "$h kept");
 }
+
+# nginx's own variables read what was kept: the shortcuts follow the
+# rewritten header list (X-Forwarded-For from the client is not resurrected
+# by $proxy_add_x_forwarded_for, a removed Cookie is not $http_cookie)
+
+http_get('/prometheus/query?query=up', headers => [
+    'User-Agent' => 'agent/2.0', 'Cookie' => 'session=abc',
+    'X-Forwarded-For' => '10.9.9.9', 'Accept' => 'text/plain',
+    'X-Api-Key' => 'client-key' ]);
+my @seen_log = split /\n/, $t->read_file('seen.log');
+is($seen_log[-1], 'agent/2.0|-|127.0.0.1|text/plain|-',
+   'variables see the kept headers only');
 
 # cookies only where the route allows them
 
