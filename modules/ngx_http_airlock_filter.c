@@ -8,6 +8,11 @@
  * buffered but the few bytes at the end of a buffer that could begin a
  * match, which wait for the next buffer (or the last one) to decide.
  * Encoded bodies cannot be searched and are refused with 502.
+ *
+ * Nothing else is copied: the bytes between matches go on in buffers that
+ * point into the upstream's own, which is given back (its pos moved to
+ * last) only once the last of them has been sent, as sub_filter does.
+ * Only the carried bytes and what joins them are copied.
  */
 
 
@@ -19,7 +24,7 @@
 
 
 #define NGX_HTTP_AIRLOCK_REDACTED   "[REDACTED]"
-#define NGX_HTTP_AIRLOCK_BUF_SIZE   8192
+#define NGX_HTTP_AIRLOCK_BUF_SIZE   1024    /* copies: carry and join */
 
 #define NGX_HTTP_AIRLOCK_NONE       0
 #define NGX_HTTP_AIRLOCK_FULL       1
@@ -45,8 +50,13 @@ static u_char *ngx_http_airlock_next(ngx_http_airlock_route_t *rc,
     u_char **next, u_char *p, u_char *last);
 static ngx_int_t ngx_http_airlock_emit(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *data, size_t len);
+static ngx_int_t ngx_http_airlock_emit_ref(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, u_char *data, size_t len, ngx_uint_t input);
 static ngx_int_t ngx_http_airlock_get_buf(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
+static ngx_buf_t *ngx_http_airlock_get_ref(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static void ngx_http_airlock_release(ngx_http_airlock_ctx_t *ctx);
 static void ngx_http_airlock_scrubbed(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 
@@ -154,7 +164,9 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     ctx->carry_len = 0;
     ctx->out = NULL;
     ctx->last_out = &ctx->out;
+    ctx->tail = NULL;
     ctx->buf = NULL;
+    ctx->ref = NULL;
     ctx->scrub_body = 1;
 
     /* the body changes size: it goes chunked */
@@ -372,6 +384,7 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
         final = b->last_buf || b->last_in_chain;
+        ctx->ref = NULL;
 
         if (ngx_buf_in_memory(b)) {
             if (b->last > b->pos || (final && ctx->carry_len)) {
@@ -383,7 +396,14 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                 }
             }
 
-            b->pos = b->last;
+            if (ctx->ref != NULL) {
+                /* given back in ngx_http_airlock_release() */
+                ctx->ref->shadow = b;
+                ctx->ref->recycled = b->recycled;
+
+            } else {
+                b->pos = b->last;
+            }
 
         } else if (b->in_file) {
             /* filter_need_in_memory makes this impossible */
@@ -397,45 +417,81 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             }
         }
 
-        if (b->in_file) {
-            b->file_pos = b->file_last;
-        }
-
         if (!(b->flush || b->sync || b->last_buf || b->last_in_chain)) {
             continue;
         }
 
         /* flags go on the last buffer written, or on an empty one */
 
-        if (ctx->buf == NULL && ngx_http_airlock_get_buf(r, ctx) != NGX_OK) {
+        if (ctx->tail == NULL && ngx_http_airlock_get_ref(r, ctx) == NULL) {
             return NGX_ERROR;
         }
 
-        ob = ctx->buf;
+        ob = ctx->tail;
 
-        if (ob->pos == ob->last) {
-            ob->temporary = 0;
-        }
+        ob->flush |= b->flush;
+        ob->sync |= b->sync;
+        ob->last_buf |= b->last_buf;
+        ob->last_in_chain |= b->last_in_chain;
 
-        ob->flush = b->flush;
-        ob->sync = b->sync;
-        ob->last_buf = b->last_buf;
-        ob->last_in_chain = b->last_in_chain;
-
+        /* nothing is written after the flags */
+        ctx->tail = NULL;
         ctx->buf = NULL;
     }
 
-    /* a buffer that went down the chain is not written to again */
-    ctx->buf = NULL;
-
     rc = ngx_http_next_body_filter(r, ctx->out);
 
-    ngx_chain_update_chains(r->pool, &ctx->free, &ctx->busy, &ctx->out,
-                            (ngx_buf_tag_t) &ngx_http_airlock_module);
-
-    ctx->last_out = &ctx->out;
+    ngx_http_airlock_release(ctx);
 
     return rc;
+}
+
+
+/*
+ * After the next filter: what it sent (a size of 0, in order) is free
+ * again, and an upstream buffer is given back with the last buffer that
+ * pointed into it.
+ */
+
+static void
+ngx_http_airlock_release(ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_buf_t     *b;
+    ngx_chain_t   *cl, **ll;
+
+    for (ll = &ctx->busy; *ll; ll = &(*ll)->next) { /* void */ }
+
+    *ll = ctx->out;
+
+    ctx->out = NULL;
+    ctx->last_out = &ctx->out;
+    ctx->tail = NULL;
+    ctx->buf = NULL;
+
+    while (ctx->busy) {
+        cl = ctx->busy;
+        b = cl->buf;
+
+        if (ngx_buf_size(b) != 0) {
+            break;
+        }
+
+        ctx->busy = cl->next;
+
+        if (b->shadow) {
+            b->shadow->pos = b->shadow->last;
+            b->shadow = NULL;
+        }
+
+        if (b->start) {
+            cl->next = ctx->free;
+            ctx->free = cl;
+
+        } else {
+            cl->next = ctx->free_refs;
+            ctx->free_refs = cl;
+        }
+    }
 }
 
 
@@ -485,9 +541,10 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
             if (m == NGX_HTTP_AIRLOCK_FULL) {
                 if (ngx_http_airlock_emit(r, ctx, run, join + i - run)
                     != NGX_OK
-                    || ngx_http_airlock_emit(r, ctx,
+                    || ngx_http_airlock_emit_ref(r, ctx,
                                         (u_char *) NGX_HTTP_AIRLOCK_REDACTED,
-                                        sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1)
+                                        sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1,
+                                        0)
                        != NGX_OK)
                 {
                     return NGX_ERROR;
@@ -549,10 +606,11 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         m = ngx_http_airlock_match(rc, s, last - s, final, &plen);
 
         if (m == NGX_HTTP_AIRLOCK_FULL) {
-            if (ngx_http_airlock_emit(r, ctx, run, s - run) != NGX_OK
-                || ngx_http_airlock_emit(r, ctx,
+            if (ngx_http_airlock_emit_ref(r, ctx, run, s - run, 1) != NGX_OK
+                || ngx_http_airlock_emit_ref(r, ctx,
                                         (u_char *) NGX_HTTP_AIRLOCK_REDACTED,
-                                        sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1)
+                                        sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1,
+                                        0)
                    != NGX_OK)
             {
                 return NGX_ERROR;
@@ -566,7 +624,7 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         }
 
         if (m == NGX_HTTP_AIRLOCK_PARTIAL) {
-            if (ngx_http_airlock_emit(r, ctx, run, s - run) != NGX_OK) {
+            if (ngx_http_airlock_emit_ref(r, ctx, run, s - run, 1) != NGX_OK) {
                 return NGX_ERROR;
             }
 
@@ -579,7 +637,7 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         s++;
     }
 
-    return ngx_http_airlock_emit(r, ctx, run, last - run);
+    return ngx_http_airlock_emit_ref(r, ctx, run, last - run, 1);
 }
 
 
@@ -628,8 +686,12 @@ ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
  * The next byte at or after p that starts a scrub string.  With up to 8
  * distinct first bytes, memchr() (vectorized) finds each one's next
  * occurrence and next[] remembers them, so each byte value is scanned for
- * once per buffer, not once per candidate.
+ * once per buffer, not once per candidate.  Short spans (header values,
+ * small bodies) are cheaper to walk once with the table than to hand to
+ * memchr() once per first byte.
  */
+
+#define NGX_HTTP_AIRLOCK_SHORT  64
 
 static u_char *
 ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
@@ -638,7 +700,9 @@ ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
     u_char      *min;
     ngx_uint_t   i;
 
-    if (rc->nfirst > sizeof(rc->firsts)) {
+    if (rc->nfirst > sizeof(rc->firsts)
+        || last - p < NGX_HTTP_AIRLOCK_SHORT)
+    {
         for ( /* void */ ; p < last; p++) {
             if (rc->first[*p]) {
                 return p;
@@ -666,6 +730,8 @@ ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
     return min == last ? NULL : min;
 }
 
+
+/* Copies: the carried bytes and those joined to them. */
 
 static ngx_int_t
 ngx_http_airlock_emit(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
@@ -695,6 +761,40 @@ ngx_http_airlock_emit(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     return NGX_OK;
 }
 
+
+/*
+ * Passes len bytes at data on without copying them: a part of the input
+ * buffer (input is set), or the static "[REDACTED]".
+ */
+
+static ngx_int_t
+ngx_http_airlock_emit_ref(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    u_char *data, size_t len, ngx_uint_t input)
+{
+    ngx_buf_t  *b;
+
+    if (len == 0) {
+        return NGX_OK;
+    }
+
+    b = ngx_http_airlock_get_ref(r, ctx);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->memory = 1;
+    b->pos = data;
+    b->last = data + len;
+
+    if (input) {
+        ctx->ref = b;
+    }
+
+    return NGX_OK;
+}
+
+
+/* A copy buffer at the end of out: its memory is reused, never freed. */
 
 static ngx_int_t
 ngx_http_airlock_get_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
@@ -732,9 +832,38 @@ ngx_http_airlock_get_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
     *ctx->last_out = cl;
     ctx->last_out = &cl->next;
+    ctx->tail = b;
     ctx->buf = b;
 
     return NGX_OK;
+}
+
+
+/* A buffer without memory of its own at the end of out, empty. */
+
+static ngx_buf_t *
+ngx_http_airlock_get_ref(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    cl = ngx_chain_get_free_buf(r->pool, &ctx->free_refs);
+    if (cl == NULL) {
+        return NULL;
+    }
+
+    b = cl->buf;
+
+    ngx_memzero(b, sizeof(ngx_buf_t));
+
+    b->tag = (ngx_buf_tag_t) &ngx_http_airlock_module;
+
+    *ctx->last_out = cl;
+    ctx->last_out = &cl->next;
+    ctx->tail = b;
+    ctx->buf = NULL;
+
+    return b;
 }
 
 

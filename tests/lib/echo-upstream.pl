@@ -22,6 +22,7 @@
 #   X-Echo-Redirect: URL      302 (unless X-Echo-Status) with Location: URL
 #   X-Echo-Header: Name: v    add "Name: v" to the response; repeatable
 #   X-Echo-Size: N            N bytes of a repeating 64-byte pattern instead
+#   X-Echo-Pattern: text      with X-Echo-Size, repeat text instead
 #   X-Echo-Chunked: 1         send the body in X-Echo-Chunk-Size (7) pieces,
 #                             chunked, or close-delimited to HTTP/1.0
 #   X-Echo-Delay-Ms: N        sleep N ms between pieces, or before a plain
@@ -298,11 +299,14 @@ sub respond {
         unshift @h, ['Content-Type', 'application/json'];
     }
 
+    my $unit = header($r, 'x-echo-pattern') // '';
+    $unit = $PATTERN if $unit eq '';
+
     my $piece = sub {
         my ($off, $len) = @_;
         return substr($body, $off, $len) if defined $body;
-        my $reps = int($len / length $PATTERN) + 2;
-        return substr($PATTERN x $reps, $off % length $PATTERN, $len);
+        my $reps = int($len / length $unit) + 2;
+        return substr($unit x $reps, $off % length $unit, $len);
     };
 
     my $keep = keep_alive($r);

@@ -1,0 +1,144 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_module: the scrubber passes the bytes between matches on
+# without copying them, pointing into nginx's upstream buffers, and gives
+# each buffer back only once all of it has been sent.  Large bodies with a
+# credential every few dozen bytes, through small proxy buffers and a
+# rate-limited (slow) writer, buffered, spooled to a temporary file, and
+# unbuffered: the client must get exactly the scrubbed bytes.  A buffer
+# given back too early would be refilled under the writer and show up as
+# corrupted bytes here.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Airlock::Test;
+use Airlock::Proxy;
+
+local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
+
+my $t = Airlock::Test->new;
+my $p = Airlock::Proxy->new($t);
+
+$p->keygen;
+
+my $tok = 's3cr3t-token-XYZ-0123456789';
+my $sealed = $p->seal($tok);
+
+# 13 + 27 + 5 + 34 + 11 + 20 = odd-sized unit: matches land on every offset
+# of every buffer boundary; "Bearer s3cr3t-t" is a prefix of the longer
+# scrub string that does not complete
+my $unit = 'abcdefghijklm' . $tok . 'nopqr' . "Bearer $tok"
+         . 'Bearer s3cr' . 'Q' x 20;
+my $size = 150001;
+
+my @names = qw(pattern small file unbuffered);
+
+my $routes = join '', map { <<"EOF" } @names;
+  - name: $_
+    clients: [local]
+    match: { method: GET, path: /$_ }
+    upstream: echo
+    to: /$_
+    inject: { Authorization: "Bearer {tok}" }
+EOF
+
+$t->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+  local: { cidr: [127.0.0.1/32] }
+secrets:
+  tok: { sealed: "$sealed" }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+$routes
+alerts:
+  deny: { threshold: 3, window: 60s }
+EOF
+
+my $loc = <<"EOF";
+            airlock on;
+            proxy_pass \$airlock_upstream\$airlock_uri;
+            proxy_set_header Host \$airlock_host;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header X-Echo-Size $size;
+            proxy_set_header X-Echo-Pattern "$unit";
+EOF
+
+my $small = <<'EOF';
+            proxy_buffer_size 1k;
+            proxy_buffers 4 1k;
+            proxy_busy_buffers_size 2k;
+            limit_rate 600k;
+EOF
+
+$t->write_file_expand('nginx.conf', $p->conf(locations => <<"EOF"));
+        location = /pattern {
+$loc
+        }
+
+        location = /small {
+$loc
+$small
+            proxy_max_temp_file_size 0;
+        }
+
+        location = /file {
+$loc
+$small
+            proxy_max_temp_file_size 1m;
+            proxy_temp_file_write_size 2k;
+        }
+
+        location = /unbuffered {
+$loc
+            proxy_buffering off;
+            proxy_buffer_size 1k;
+            limit_rate 600k;
+        }
+EOF
+
+$t->start_echo(8081);
+$t->run;
+
+plan tests => 6 * @names + 1;
+
+my $body = substr($unit x (int($size / length $unit) + 2), 0, $size);
+(my $want = $body) =~ s/(?:Bearer )?\Q$tok\E/[REDACTED]/g;
+my $matches = () = $body =~ /\Q$tok\E/g;
+
+for my $name (@names) {
+    my $raw = http("GET /$name HTTP/1.1\r\nHost: localhost\r\n"
+                   . "Connection: close\r\n\r\n");
+    my $r = parse_response($raw);
+
+    is($r->{status}, 200, "$name: 200");
+    ok($r->{complete}, "$name: complete chunked body");
+    is(index($raw, $tok), -1, "$name: no credential in the response");
+    is(length $r->{body}, length $want,
+       "$name: length is the scrubbed length");
+
+    # the first differing offset says more than two 150 KB strings
+    my $diff = -1;
+    if ($r->{body} ne $want) {
+        my $got = $r->{body};
+        for my $i (0 .. length $want) {
+            if (substr($got, $i, 1) ne substr($want, $i, 1)) {
+                $diff = $i;
+                last;
+            }
+        }
+    }
+    is($diff, -1, "$name: every byte as scrubbed ($matches matches)");
+
+    my $n = () = $r->{body} =~ /\[REDACTED\]/g;
+    is($n, $matches, "$name: one [REDACTED] per credential");
+}
+
+is($t->error_log_check, '', 'no alerts');
