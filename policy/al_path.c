@@ -18,18 +18,70 @@
 #include "airlock.h"
 
 
-static int al_unreserved(unsigned c);
-static int al_path_char(unsigned c);
-static int al_query_char(unsigned c);
 static const char *al_raw_refusal(unsigned c);
 static int al_hex(unsigned c);
 static int al_decode(const unsigned char *p, size_t len, int query,
     unsigned char *out, size_t *outlen, const char **why);
 static int al_utf8_valid(const unsigned char *p, size_t len);
-static int al_escape_keep(unsigned c, int query);
 
 
 static const char  al_hex_upper[] = "0123456789ABCDEF";
+
+
+/*
+ * Byte classes, one table built at compile time:
+ *   unreserved   RFC 3986 unreserved
+ *   path         pchar without ';' and '%' (the caller handles '%')
+ *   query        query chars inside one item: '&' separates items, ';'
+ *                is refused
+ *   query keep   what a re-encoded query name or value keeps raw: also
+ *                '&', '=', '+' and ';' are escaped, which would otherwise
+ *                change its meaning.  A path segment keeps exactly what
+ *                path accepts, so a re-encoded segment parses back to
+ *                itself.
+ */
+
+#define AL_UNRES(c)                                                       \
+    (((c) >= 'A' && (c) <= 'Z') || ((c) >= 'a' && (c) <= 'z')              \
+     || ((c) >= '0' && (c) <= '9')                                         \
+     || (c) == '-' || (c) == '.' || (c) == '_' || (c) == '~')
+
+#define AL_SUBQ(c)                                                        \
+    ((c) == '!' || (c) == '$' || (c) == '\'' || (c) == '(' || (c) == ')'   \
+     || (c) == '*' || (c) == ',' || (c) == ':' || (c) == '@')
+
+#define AL_PATHC(c)                                                       \
+    (AL_UNRES(c) || AL_SUBQ(c) || (c) == '&' || (c) == '+' || (c) == '=')
+
+#define AL_QUERYC(c)                                                      \
+    (AL_UNRES(c) || AL_SUBQ(c) || (c) == '+' || (c) == '=' || (c) == '/'   \
+     || (c) == '?')
+
+#define AL_QKEEP(c)                                                       \
+    (AL_UNRES(c) || AL_SUBQ(c) || (c) == '/' || (c) == '?')
+
+#define AL_C_UNRES   0x01
+#define AL_C_PATH    0x02
+#define AL_C_QUERY   0x04
+#define AL_C_QKEEP   0x08
+
+#define AL_CLASS(c)                                                       \
+    ((AL_UNRES(c) ? AL_C_UNRES : 0) | (AL_PATHC(c) ? AL_C_PATH : 0)       \
+     | (AL_QUERYC(c) ? AL_C_QUERY : 0) | (AL_QKEEP(c) ? AL_C_QKEEP : 0))
+
+#define AL_C4(c)    AL_CLASS(c), AL_CLASS(c + 1), AL_CLASS(c + 2),         \
+                    AL_CLASS(c + 3)
+#define AL_C16(c)   AL_C4(c), AL_C4(c + 4), AL_C4(c + 8), AL_C4(c + 12)
+#define AL_C64(c)   AL_C16(c), AL_C16(c + 16), AL_C16(c + 32), AL_C16(c + 48)
+
+static const unsigned char  al_class[256] = {
+    AL_C64(0), AL_C64(64), AL_C64(128), AL_C64(192)
+};
+
+#define al_path_char(c)      (al_class[(c) & 0xff] & AL_C_PATH)
+#define al_query_char(c)     (al_class[(c) & 0xff] & AL_C_QUERY)
+#define al_escape_keep(c, q)                                              \
+    (al_class[(c) & 0xff] & ((q) ? AL_C_QKEEP : AL_C_PATH))
 
 
 int
@@ -399,56 +451,6 @@ al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
 }
 
 
-/* RFC 3986 unreserved */
-
-static int
-al_unreserved(unsigned c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
-           || (c >= '0' && c <= '9')
-           || c == '-' || c == '.' || c == '_' || c == '~';
-}
-
-
-/* pchar without ';' and without '%', which is handled by the caller */
-
-static int
-al_path_char(unsigned c)
-{
-    if (al_unreserved(c)) {
-        return 1;
-    }
-
-    switch (c) {
-    case '!': case '$': case '&': case '\'': case '(': case ')':
-    case '*': case '+': case ',': case '=': case ':': case '@':
-        return 1;
-    }
-
-    return 0;
-}
-
-
-/* query chars inside one item: '&' separates items, ';' is refused */
-
-static int
-al_query_char(unsigned c)
-{
-    if (al_unreserved(c)) {
-        return 1;
-    }
-
-    switch (c) {
-    case '!': case '$': case '\'': case '(': case ')': case '*':
-    case '+': case ',': case '=': case ':': case '@': case '/':
-    case '?':
-        return 1;
-    }
-
-    return 0;
-}
-
-
 static const char *
 al_raw_refusal(unsigned c)
 {
@@ -562,28 +564,3 @@ al_utf8_valid(const unsigned char *p, size_t len)
 }
 
 
-/*
- * A path segment keeps exactly what al_path_char() accepts raw, so a
- * re-encoded segment parses back to itself.  A query name or value also
- * escapes '&', '=', '+' and ';', which would otherwise change its meaning.
- */
-
-static int
-al_escape_keep(unsigned c, int query)
-{
-    if (!query) {
-        return al_path_char(c);
-    }
-
-    if (al_unreserved(c)) {
-        return 1;
-    }
-
-    switch (c) {
-    case '!': case '$': case '\'': case '(': case ')': case '*':
-    case ',': case ':': case '@': case '/': case '?':
-        return 1;
-    }
-
-    return 0;
-}
