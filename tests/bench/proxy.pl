@@ -4,6 +4,7 @@
 # ratios to the plain baseline because the machine is shared and noisy.
 #
 #   perl tests/bench/proxy.pl [--rounds N] [--seconds S] [--markdown]
+#                             [--no-pin] [--only VARIANT,...]
 #
 # Variants (one nginx, one worker; upstream is a second nginx):
 #   plain        proxy_pass to the upstream, keepalive
@@ -13,8 +14,11 @@
 #                requests through plain nginx (the script costs wrk time)
 #   plain-1m     plain proxy_pass of a 1 MiB response, sent chunked like
 #                the scrubbed one (the scrubber drops Content-Length)
+#   route-1m     Airlock route with no credential: the same 1 MiB, chunked,
+#                not scrubbed
 #   scrub-1m     Airlock route that injects a secret: the 1 MiB response goes
 #                through the scrubber
+#   *-c4         the same small requests over 4 connections instead of 16
 
 use strict;
 use warnings;
@@ -22,14 +26,29 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Getopt::Long;
-use List::Util qw(sum);
 use Airlock::Test;
 
-my $rounds = 3;
-my $seconds = 4;
+my $rounds = 10;
+my $seconds = 3;
 my $markdown = 0;
+my $pin = 1;
+my $only;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
-           'markdown' => \$markdown) or die "bad options\n";
+           'markdown' => \$markdown, 'pin!' => \$pin, 'only=s' => \$only)
+    or die "usage: proxy.pl [--rounds N] [--seconds S] [--markdown]"
+         . " [--no-pin] [--only VARIANT,...]\n";
+
+# CPU placement, set before each run with taskset.  Small requests run
+# pinned: the proxy under test has CPU 1 to itself, wrk and the upstream
+# share CPU 0, so the scheduler does not put wrk in front of the proxy at
+# random (unpinned, requests/s moved by 20% between rounds).  The 1 MiB
+# responses run unpinned: pinned, every packet is a wake-up across CPUs and
+# their rounds swung between two speeds, 2x apart.  A variant and its
+# baseline always run the same way.
+my ($ncpu) = (`getconf _NPROCESSORS_ONLN` // '') =~ /(\d+)/;
+$ncpu //= 1;
+$pin = 0 if $ncpu < 2 || system('command -v taskset >/dev/null') != 0;
+my $all_cpus = '0-' . ($ncpu - 1);
 
 # debug logging (Debian's nginx is built --with-debug) would be measured
 $ENV{AIRLOCK_LOG_LEVEL} = 'warn';
@@ -99,6 +118,11 @@ routes:
     upstream: up
     to: /big
     inject: { Authorization: "Bearer {tok}" }
+  - name: big-unscrubbed
+    clients: [agent]
+    match: { method: GET, path: /big-unscrubbed }
+    upstream: up
+    to: /big
 EOF
 
 my $many = "routes:\n";
@@ -130,6 +154,16 @@ EOF
             proxy_set_header Host $airlock_host;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+        }
+
+        # a route with no credential is not scrubbed; sent chunked as well
+        location = /big-unscrubbed {
+            airlock on;
+            proxy_pass $airlock_upstream$airlock_uri;
+            proxy_set_header Host $airlock_host;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_hide_header Content-Length;
         }
 EOF
         location / {
@@ -195,28 +229,81 @@ request = function()
 end
 EOF
 
+# name, nginx, path, wrk script, pinned, connections.  16 connections
+# saturate the proxy: its requests/s is the cost per request, and its p99
+# is mostly how long the queue is.  4 connections keep it busy but not
+# saturated: the p99 there is the latency a request gets in steady load.
+my $spread = "$dir/spread.lua";
 my @variants = (
-    [ 'plain',       'plain',   '/api/v1/query?query=up' ],
-    [ 'example',     'example', '/prometheus/query?query=up' ],
-    [ 'plain-spread', 'plain',  '/svc1/items/1?limit=10',
-      "$dir/spread.lua" ],
-    [ 'routes-1000', 'many',    '/svc1/items/1?limit=10',
-      "$dir/spread.lua" ],
-    [ 'plain-1m',    'plain',   '/big-chunked' ],
-    [ 'scrub-1m',    'example', '/big' ],
+    [ 'plain',          'plain',   '/api/v1/query?query=up', undef, 1, 16 ],
+    [ 'example',        'example', '/prometheus/query?query=up',
+      undef, 1, 16 ],
+    [ 'plain-spread',   'plain',   '/svc1/items/1?limit=10', $spread, 1, 16 ],
+    [ 'routes-1000',    'many',    '/svc1/items/1?limit=10', $spread, 1, 16 ],
+    [ 'plain-c4',       'plain',   '/api/v1/query?query=up', undef, 1, 4 ],
+    [ 'example-c4',     'example', '/prometheus/query?query=up', undef, 1, 4 ],
+    [ 'plain-spread-c4', 'plain',  '/svc1/items/1?limit=10', $spread, 1, 4 ],
+    [ 'routes-1000-c4', 'many',    '/svc1/items/1?limit=10', $spread, 1, 4 ],
+    [ 'plain-1m',       'plain',   '/big-chunked', undef, 0, 16 ],
+    [ 'route-1m',       'example', '/big-unscrubbed', undef, 0, 16 ],
+    [ 'scrub-1m',       'example', '/big', undef, 0, 16 ],
 );
 
+sub workers {
+    my ($n) = @_;
+    my $master = $n->nginx_pid;
+    return split ' ', `pgrep -P $master` // '';
+}
+
+sub place {
+    my ($proxy, $pinned) = @_;
+    return unless $pin;
+    for my $pid (workers($proxy)) {
+        system("taskset -pc " . ($pinned ? 1 : $all_cpus) . " $pid >/dev/null");
+    }
+    for my $pid (workers($up)) {
+        system("taskset -pc " . ($pinned ? 0 : $all_cpus) . " $pid >/dev/null");
+    }
+}
+
 sub wrk {
-    my ($port, $path, $script) = @_;
+    my ($port, $path, $script, $pinned, $conns, $secs) = @_;
     my $s = $script ? "-s $script" : '';
-    my $out = `wrk -t1 -c16 -d${seconds}s --latency $s http://127.0.0.1:$port$path 2>&1`;
+    my $cmd = $pin && $pinned ? 'taskset -c 0 wrk' : 'wrk';
+    $secs //= $seconds;
+    my $out = `$cmd -t1 -c$conns -d${secs}s --latency $s http://127.0.0.1:$port$path 2>&1`;
     my ($rps) = $out =~ /Requests\/sec:\s+([\d.]+)/;
+    my ($total) = $out =~ /(\d+) requests in/;
     my ($p99, $unit) = $out =~ /\s99%\s+([\d.]+)(us|ms|s)/;
     my ($non2xx) = $out =~ /Non-2xx or 3xx responses:\s+(\d+)/;
     die "wrk failed:\n$out" unless defined $rps && defined $p99;
     die "errors during the run:\n$out" if $non2xx;
     $p99 *= { us => 0.001, ms => 1, s => 1000 }->{$unit};
-    return ($rps, $p99);
+    return ($rps, $p99, $total);
+}
+
+# CPU time (user + system, in clock ticks) of an nginx's workers so far
+my $hz = `getconf CLK_TCK` =~ /(\d+)/ ? $1 : 100;
+
+sub cpu_ticks {
+    my ($n) = @_;
+    my $ticks = 0;
+    for my $pid (workers($n)) {
+        open my $fh, '<', "/proc/$pid/stat" or next;
+        my $stat = <$fh>;
+        $stat =~ s/^.*\)\s+//;            # after "pid (comm)"
+        my @f = split ' ', $stat;
+        $ticks += $f[11] + $f[12];          # utime, stime
+    }
+    return $ticks;
+}
+
+if (defined $only) {
+    my %want = map { $_ => 1 } split /,/, $only;
+    @variants = grep { $want{$_->[0]} } @variants;
+    die "--only: no such variant (plain, example, plain-spread, routes-1000,"
+        . " plain-c4, example-c4, plain-spread-c4, routes-1000-c4,"
+        . " plain-1m, route-1m, scrub-1m)\n" unless @variants;
 }
 
 # a warm-up request per variant checks that it answers 200
@@ -227,15 +314,28 @@ for my $v (@variants) {
         or die "$name: GET $path answered $r->{status}: $r->{body}\n";
 }
 
+# one unmeasured second each: caches, upstream keepalive connections and
+# the pages of a 1,000-route policy are warm before the first round
+for my $v (@variants) {
+    my ($name, $n, $path, $script, $pinned, $conns) = @$v;
+    place($nginx{$n}, $pinned);
+    wrk($nginx{$n}->port(8080), $path, $script, $pinned, $conns, 1);
+}
+
 my %res;
 for my $round (1 .. $rounds) {
     for my $v (@variants) {
-        my ($name, $n, $path, $script) = @$v;
-        my ($rps, $p99) = wrk($nginx{$n}->port(8080), $path, $script);
+        my ($name, $n, $path, $script, $pinned, $conns) = @$v;
+        place($nginx{$n}, $pinned);
+        my $before = cpu_ticks($nginx{$n});
+        my ($rps, $p99, $total) = wrk($nginx{$n}->port(8080), $path,
+                                      $script, $pinned, $conns);
+        my $cpu = (cpu_ticks($nginx{$n}) - $before) / $hz * 1e6 / $total;
         push @{$res{$name}{rps}}, $rps;
         push @{$res{$name}{p99}}, $p99;
-        printf STDERR "round %d %-12s %10.0f req/s  p99 %.3f ms\n",
-            $round, $name, $rps, $p99;
+        push @{$res{$name}{cpu}}, $cpu;
+        printf STDERR "round %d %-15s %8.0f req/s  p99 %7.3f ms  "
+            . "proxy CPU %7.1f us/request\n", $round, $name, $rps, $p99, $cpu;
     }
 }
 
@@ -244,34 +344,55 @@ sub median {
     return $s[int(@s / 2)];
 }
 
-my %m = map {
-    $_ => { rps => median(@{$res{$_}{rps}}), p99 => median(@{$res{$_}{p99}}) }
-} keys %res;
+# the middle half of a list: its 25th and 75th percentiles
+sub quartiles {
+    my @s = sort { $a <=> $b } @_;
+    return ($s[int($#s / 4)], $s[int(3 * $#s / 4 + 0.5)]);
+}
+
+# Each round runs a variant right after its baseline, so a ratio is taken
+# within the round (the machine's speed drifts between rounds) and the
+# median of those is reported, with the middle half of them.
 
 my @rows = (
     [ 'example policy', 'example', 'plain' ],
     [ '1,000 routes', 'routes-1000', 'plain-spread' ],
+    [ 'example policy, 4 conns', 'example-c4', 'plain-c4' ],
+    [ '1,000 routes, 4 conns', 'routes-1000-c4', 'plain-spread-c4' ],
+    [ 'route, 1 MiB response', 'route-1m', 'plain-1m' ],
     [ 'scrubber, 1 MiB response', 'scrub-1m', 'plain-1m' ],
+    [ 'scrubber alone, 1 MiB', 'scrub-1m', 'route-1m' ],
 );
 
 printf "%s\n", $markdown
-    ? "| variant | req/s | baseline req/s | ratio | p99 ms | baseline p99 ms | p99 added |\n"
-      . "| --- | --- | --- | --- | --- | --- | --- |"
-    : sprintf("%-26s %10s %10s %7s %9s %9s %9s", 'variant', 'req/s',
-              'base', 'ratio', 'p99 ms', 'base', 'p99 +%');
+    ? "| variant | req/s | baseline req/s | ratio | middle half | p99 ms | baseline p99 ms | p99 added | middle half | proxy CPU per request |\n"
+      . "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    : sprintf("%-26s %8s %8s %6s %13s %7s %7s %7s %15s %8s", 'variant',
+              'req/s', 'base', 'ratio', '(middle half)', 'p99 ms', 'base',
+              'p99 +%', '(middle half)', 'CPU/req');
+
 for my $r (@rows) {
     my ($label, $v, $b) = @$r;
-    my $ratio = $m{$v}{rps} / $m{$b}{rps};
-    my $added = ($m{$v}{p99} / $m{$b}{p99} - 1) * 100;
+    next unless $res{$v} && $res{$b};
+    my (@ratio, @added, @cpu);
+    for my $i (0 .. $#{$res{$v}{rps}}) {
+        push @ratio, $res{$v}{rps}[$i] / $res{$b}{rps}[$i];
+        push @added, ($res{$v}{p99}[$i] / $res{$b}{p99}[$i] - 1) * 100;
+        push @cpu, $res{$v}{cpu}[$i] / $res{$b}{cpu}[$i];
+    }
+    my @f = (median(@{$res{$v}{rps}}), median(@{$res{$b}{rps}}),
+             median(@ratio), quartiles(@ratio),
+             median(@{$res{$v}{p99}}), median(@{$res{$b}{p99}}),
+             median(@added), quartiles(@added), median(@cpu));
     if ($markdown) {
-        printf "| %s | %.0f | %.0f | %.3f | %.3f | %.3f | %+.1f%% |\n",
-            $label, $m{$v}{rps}, $m{$b}{rps}, $ratio, $m{$v}{p99},
-            $m{$b}{p99}, $added;
+        printf "| %s | %.0f | %.0f | %.3f | %.3f-%.3f | %.3f | %.3f "
+             . "| %+.1f%% | %+.1f%% to %+.1f%% | %.3fx |\n", $label, @f;
     } else {
-        printf "%-26s %10.0f %10.0f %7.3f %9.3f %9.3f %+8.1f%%\n",
-            $label, $m{$v}{rps}, $m{$b}{rps}, $ratio, $m{$v}{p99},
-            $m{$b}{p99}, $added;
+        printf "%-26s %8.0f %8.0f %6.3f  (%.3f-%.3f) %7.3f %7.3f %+6.1f%% "
+             . " (%+.1f to %+.1f) %7.3fx\n", $label, @f;
     }
 }
-printf "(median of %d rounds of %ds, wrk -t1 -c16, one nginx worker each)\n",
-    $rounds, $seconds;
+printf "(%d rounds of %ds, wrk -t1 -c16 unless marked, one nginx worker each; "
+     . "medians of per-round ratios; CPU per request: the proxy worker's "
+     . "user + system time over requests served, as a ratio%s)\n", $rounds, $seconds,
+    $pin ? '; small requests with the proxy on a CPU of its own' : '';
