@@ -52,10 +52,8 @@ static ngx_int_t ngx_http_airlock_emit(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *data, size_t len);
 static ngx_int_t ngx_http_airlock_emit_ref(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *data, size_t len, ngx_uint_t input);
-static ngx_int_t ngx_http_airlock_get_buf(ngx_http_request_t *r,
-    ngx_http_airlock_ctx_t *ctx);
-static ngx_buf_t *ngx_http_airlock_get_ref(ngx_http_request_t *r,
-    ngx_http_airlock_ctx_t *ctx);
+static ngx_buf_t *ngx_http_airlock_out_buf(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_uint_t copy);
 static void ngx_http_airlock_release(ngx_http_airlock_ctx_t *ctx);
 static void ngx_http_airlock_scrubbed(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
@@ -423,7 +421,7 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
         /* flags go on the last buffer written, or on an empty one */
 
-        if (ctx->tail == NULL && ngx_http_airlock_get_ref(r, ctx) == NULL) {
+        if (ctx->tail == NULL && ngx_http_airlock_out_buf(r, ctx, 0) == NULL) {
             return NGX_ERROR;
         }
 
@@ -744,11 +742,10 @@ ngx_http_airlock_emit(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         b = ctx->buf;
 
         if (b == NULL || b->last == b->end) {
-            if (ngx_http_airlock_get_buf(r, ctx) != NGX_OK) {
+            b = ngx_http_airlock_out_buf(r, ctx, 1);
+            if (b == NULL) {
                 return NGX_ERROR;
             }
-
-            b = ctx->buf;
         }
 
         n = ngx_min(len, (size_t) (b->end - b->last));
@@ -777,7 +774,7 @@ ngx_http_airlock_emit_ref(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         return NGX_OK;
     }
 
-    b = ngx_http_airlock_get_ref(r, ctx);
+    b = ngx_http_airlock_out_buf(r, ctx, 0);
     if (b == NULL) {
         return NGX_ERROR;
     }
@@ -794,28 +791,33 @@ ngx_http_airlock_emit_ref(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 }
 
 
-/* A copy buffer at the end of out: its memory is reused, never freed. */
+/*
+ * An empty buffer at the end of out.  A copy buffer (copy set) keeps its
+ * memory from one use to the next; the others point at memory they do not
+ * own, or at none.
+ */
 
-static ngx_int_t
-ngx_http_airlock_get_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+static ngx_buf_t *
+ngx_http_airlock_out_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_uint_t copy)
 {
     u_char       *start, *end;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    cl = ngx_chain_get_free_buf(r->pool, &ctx->free);
+    cl = ngx_chain_get_free_buf(r->pool, copy ? &ctx->free : &ctx->free_refs);
     if (cl == NULL) {
-        return NGX_ERROR;
+        return NULL;
     }
 
     b = cl->buf;
     start = b->start;
     end = b->end;
 
-    if (start == NULL) {
+    if (copy && start == NULL) {
         start = ngx_palloc(r->pool, NGX_HTTP_AIRLOCK_BUF_SIZE);
         if (start == NULL) {
-            return NGX_ERROR;
+            return NULL;
         }
 
         end = start + NGX_HTTP_AIRLOCK_BUF_SIZE;
@@ -823,45 +825,20 @@ ngx_http_airlock_get_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
     ngx_memzero(b, sizeof(ngx_buf_t));
 
-    b->start = start;
-    b->end = end;
-    b->pos = start;
-    b->last = start;
-    b->temporary = 1;
-    b->tag = (ngx_buf_tag_t) &ngx_http_airlock_module;
-
-    *ctx->last_out = cl;
-    ctx->last_out = &cl->next;
-    ctx->tail = b;
-    ctx->buf = b;
-
-    return NGX_OK;
-}
-
-
-/* A buffer without memory of its own at the end of out, empty. */
-
-static ngx_buf_t *
-ngx_http_airlock_get_ref(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
-{
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
-
-    cl = ngx_chain_get_free_buf(r->pool, &ctx->free_refs);
-    if (cl == NULL) {
-        return NULL;
+    if (copy) {
+        b->start = start;
+        b->end = end;
+        b->pos = start;
+        b->last = start;
+        b->temporary = 1;
     }
 
-    b = cl->buf;
-
-    ngx_memzero(b, sizeof(ngx_buf_t));
-
     b->tag = (ngx_buf_tag_t) &ngx_http_airlock_module;
 
     *ctx->last_out = cl;
     ctx->last_out = &cl->next;
     ctx->tail = b;
-    ctx->buf = NULL;
+    ctx->buf = copy ? b : NULL;
 
     return b;
 }
