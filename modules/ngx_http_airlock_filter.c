@@ -4,15 +4,17 @@
  *
  * On routes that inject credentials, any scrub string of the route (see
  * al_scrub_collect()) in a response header or in the body reaches the
- * client as "[REDACTED]".  The body is scrubbed as it streams: nothing is
- * buffered but the few bytes at the end of a buffer that could begin a
- * match, which wait for the next buffer (or the last one) to decide.
- * Encoded bodies cannot be searched and are refused with 502.
+ * client as "[REDACTED]".  A body of known length up to 64 KB is held
+ * whole and sent with the Content-Length of what is sent.  Others are
+ * scrubbed as they stream: nothing is buffered but the few bytes at the end
+ * of a buffer that could begin a match, which wait for the next buffer (or
+ * the last one) to decide.  Encoded bodies cannot be searched and are
+ * refused with 502.
  *
- * Nothing else is copied: the bytes between matches go on in buffers that
- * point into the upstream's own, which is given back (its pos moved to
- * last) only once the last of them has been sent, as sub_filter does.
- * Only the carried bytes and what joins them are copied.
+ * In a stream nothing else is copied: the bytes between matches go on in
+ * buffers that point into the upstream's own, which is given back (its pos
+ * moved to last) only once the last of them has been sent, as sub_filter
+ * does.  Only the carried bytes and what joins them are copied.
  */
 
 
@@ -25,6 +27,8 @@
 
 #define NGX_HTTP_AIRLOCK_REDACTED   "[REDACTED]"
 #define NGX_HTTP_AIRLOCK_BUF_SIZE   1024    /* copies: carry and join */
+#define NGX_HTTP_AIRLOCK_HOLD_MAX   65536   /* held whole, Content-Length
+                                               kept */
 
 #define NGX_HTTP_AIRLOCK_NONE       0
 #define NGX_HTTP_AIRLOCK_FULL       1
@@ -55,6 +59,8 @@ static ngx_int_t ngx_http_airlock_emit_ref(ngx_http_request_t *r,
 static ngx_buf_t *ngx_http_airlock_out_buf(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_uint_t copy);
 static void ngx_http_airlock_release(ngx_http_airlock_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_hold(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_chain_t *in);
 static void ngx_http_airlock_scrubbed(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 
@@ -109,6 +115,7 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 static ngx_int_t
 ngx_http_airlock_header_filter(ngx_http_request_t *r)
 {
+    off_t                      len;
     size_t                     max;
     ngx_table_elt_t           *ce;
     ngx_http_airlock_ctx_t    *ctx;
@@ -151,6 +158,33 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
                                                 NGX_HTTP_BAD_GATEWAY);
     }
 
+    ngx_http_clear_accept_ranges(r);
+    ngx_http_weak_etag(r);
+
+    r->filter_need_in_memory = 1;
+
+    len = r->headers_out.content_length_n;
+
+    if (len == 0) {
+        return ngx_http_next_header_filter(r);
+    }
+
+    if (len > 0 && len <= NGX_HTTP_AIRLOCK_HOLD_MAX) {
+
+        /* small, of known length: held whole, scrubbed, then sent with
+           its Content-Length (ngx_http_airlock_hold()) */
+
+        ctx->held = ngx_create_temp_buf(r->pool, (size_t) len);
+        if (ctx->held == NULL) {
+            return NGX_ERROR;
+        }
+
+        ctx->scrub_body = 1;
+        ctx->hold = 1;
+
+        return NGX_OK;
+    }
+
     max = rc->scrub->maxlen;
 
     ctx->carry = ngx_pnalloc(r->pool, 3 * max);
@@ -167,13 +201,9 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     ctx->ref = NULL;
     ctx->scrub_body = 1;
 
-    /* the body changes size: it goes chunked */
+    /* the body may change size as it streams: it goes chunked */
 
     ngx_http_clear_content_length(r);
-    ngx_http_clear_accept_ranges(r);
-    ngx_http_weak_etag(r);
-
-    r->filter_need_in_memory = 1;
 
     return ngx_http_next_header_filter(r);
 }
@@ -379,6 +409,10 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         return ngx_http_next_body_filter(r, in);
     }
 
+    if (ctx->hold) {
+        return ngx_http_airlock_hold(r, ctx, in);
+    }
+
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
         final = b->last_buf || b->last_in_chain;
@@ -442,6 +476,104 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     ngx_http_airlock_release(ctx);
 
     return rc;
+}
+
+
+/*
+ * A held body: collected until its last buffer, scrubbed whole, then the
+ * header goes on with the exact Content-Length, and the body in one
+ * buffer.  The upstream's buffers are given back as they are copied.
+ */
+
+static ngx_int_t
+ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_chain_t *in)
+{
+    size_t                     n, len;
+    ngx_int_t                  rv;
+    ngx_buf_t                 *b, *held;
+    ngx_uint_t                 matches, last_buf, last;
+    ngx_chain_t               *cl, out;
+    ngx_http_airlock_route_t  *rc;
+
+    held = ctx->held;
+    last = 0;
+    last_buf = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b)) {
+            n = b->last - b->pos;
+
+            if (n > (size_t) (held->end - held->last)) {
+                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                              "airlock: upstream sent more than its "
+                              "Content-Length on route \"%s\"",
+                              ctx->route->name.data);
+                return NGX_ERROR;
+            }
+
+            held->last = ngx_cpymem(held->last, b->pos, n);
+            b->pos = b->last;
+
+        } else if (b->in_file) {
+            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                          "airlock: file buffer in the scrub filter");
+            return NGX_ERROR;
+        }
+
+        if (b->last_buf || b->last_in_chain) {
+            last = 1;
+            last_buf = b->last_buf;
+        }
+    }
+
+    if (!last) {
+        return NGX_OK;
+    }
+
+    ctx->hold = 0;
+    ctx->scrub_body = 0;
+
+    rc = ctx->rconf;
+    b = held;
+
+    len = ngx_http_airlock_scrub_len(rc, held->pos, held->last - held->pos,
+                                     &matches);
+
+    if (matches) {
+        b = ngx_create_temp_buf(r->pool, len);
+        if (b == NULL) {
+            return NGX_ERROR;
+        }
+
+        b->last = ngx_http_airlock_scrub_copy(rc, b->pos, held->pos,
+                                              held->last - held->pos);
+
+        ngx_http_airlock_scrubbed(r, ctx);
+    }
+
+    ngx_http_clear_content_length(r);
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    rv = ngx_http_next_header_filter(r);
+
+    if (rv == NGX_ERROR || rv > NGX_OK || r->header_only) {
+        return rv;
+    }
+
+    if (b->pos == b->last) {
+        b->temporary = 0;                   /* a special buffer */
+    }
+
+    b->last_buf = last_buf;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_next_body_filter(r, &out);
 }
 
 

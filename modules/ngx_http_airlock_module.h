@@ -75,6 +75,7 @@ typedef struct {
                                                    written, if the tail */
     ngx_buf_t                   *ref;           /* last one pointing into
                                                    the input buffer */
+    ngx_buf_t                   *held;          /* a small body */
     ngx_chain_t                 *free;          /* copy buffers */
     ngx_chain_t                 *free_refs;     /* buffers without memory */
     ngx_chain_t                 *busy;
@@ -83,6 +84,7 @@ typedef struct {
     unsigned                     allowed:1;
     unsigned                     reading_body:1;
     unsigned                     scrub_body:1;
+    unsigned                     hold:1;
     unsigned                     scrubbed:1;
     unsigned                     scrub_logged:1;
 } ngx_http_airlock_ctx_t;

@@ -118,7 +118,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 38;
+plan tests => 41;
 
 my ($r, $raw);
 
@@ -145,10 +145,12 @@ is($r->{status}, 200, 'bearer: 200');
 is(leaks($raw), 0, 'bearer: no secret in the response');
 like($r->{body}, qr/"Authorization","\[REDACTED\]"/,
      'bearer: "Bearer x" redacted as a whole');
-ok(!exists $r->{headers}{'content-length'}, 'bearer: no Content-Length');
-like($r->{headers}{'transfer-encoding'} // '', qr/chunked/i,
-     'bearer: chunked');
-ok($r->{complete}, 'bearer: complete chunked body');
+# a small body with a Content-Length is held, scrubbed, and sent with the
+# length of what is sent
+is($r->{headers}{'content-length'}, length $r->{body},
+   'bearer: Content-Length is the scrubbed length');
+ok(!exists $r->{headers}{'transfer-encoding'}, 'bearer: not chunked');
+ok($r->{complete}, 'bearer: complete body');
 
 my @seen = $t->echo_requests(8081);
 is((grep { $_->[0] eq 'Authorization' } @{$seen[-1]{headers}})[0][1],
@@ -196,9 +198,12 @@ like($r->{body}, qr/"\[REDACTED\]\|\[REDACTED\]\|\Q@{[substr($tok, 0, 5)]}\E"/,
 my $j = eval { echo_json($r->{body}) };
 ok($j && $j->{path} eq '/chunks', 'chunks: body still valid JSON');
 
-# big bodies stream through unchanged
+# big bodies stream through unchanged, chunked (the scrubber does not know
+# their length in advance)
 
 $r = parse_response(get11('/big'));
+ok(!exists $r->{headers}{'content-length'}, 'big: no Content-Length');
+like($r->{headers}{'transfer-encoding'} // '', qr/chunked/i, 'big: chunked');
 is(length $r->{body}, 300000, 'big: length unchanged');
 is($r->{body}, substr(('0123456789abcdefghijklmnopqrstuvwxyz'
                        . 'ABCDEFGHIJKLMNOPQRSTUVWXYZ-_') x 4700, 0, 300000),
@@ -209,6 +214,9 @@ is($r->{body}, substr(('0123456789abcdefghijklmnopqrstuvwxyz'
 $raw = http_get('/bearer');
 is(leaks($raw), 0, 'HTTP/1.0: no secret');
 like($raw, qr/\[REDACTED\]/, 'HTTP/1.0: redacted');
+$r = parse_response($raw);
+is($r->{headers}{'content-length'}, length $r->{body},
+   'HTTP/1.0: held body, exact Content-Length');
 
 # routes without credentials are not touched
 

@@ -38,7 +38,12 @@ my $size = 150001;
 
 my @names = qw(pattern small file unbuffered);
 
-my $routes = join '', map { <<"EOF" } @names;
+# bodies of up to 64 KB with a Content-Length are held whole, scrubbed and
+# sent with their new length; these cross many small proxy buffers too
+my $held = 60001;
+my @held = qw(held held-unbuffered);
+
+my $routes = join '', map { <<"EOF" } @names, @held;
   - name: $_
     clients: [local]
     match: { method: GET, path: /$_ }
@@ -67,7 +72,7 @@ my $loc = <<"EOF";
             proxy_set_header Host \$airlock_host;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
-            proxy_set_header X-Echo-Size $size;
+            proxy_set_header X-Echo-Size \$echo_size;
             proxy_set_header X-Echo-Pattern "$unit";
 EOF
 
@@ -81,16 +86,19 @@ EOF
 $t->write_file_expand('nginx.conf', $p->conf(locations => <<"EOF"));
         location = /pattern {
 $loc
+            set \$echo_size $size;
         }
 
         location = /small {
 $loc
+            set \$echo_size $size;
 $small
             proxy_max_temp_file_size 0;
         }
 
         location = /file {
 $loc
+            set \$echo_size $size;
 $small
             proxy_max_temp_file_size 1m;
             proxy_temp_file_write_size 2k;
@@ -98,28 +106,57 @@ $small
 
         location = /unbuffered {
 $loc
+            set \$echo_size $size;
             proxy_buffering off;
             proxy_buffer_size 1k;
             limit_rate 600k;
+        }
+
+        location = /held {
+$loc
+$small
+            proxy_max_temp_file_size 0;
+            set \$echo_size $held;
+        }
+
+        location = /held-unbuffered {
+$loc
+            proxy_buffering off;
+            proxy_buffer_size 1k;
+            set \$echo_size $held;
         }
 EOF
 
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 6 * @names + 1;
+plan tests => 7 * (@names + @held) + 1;
 
-my $body = substr($unit x (int($size / length $unit) + 2), 0, $size);
-(my $want = $body) =~ s/(?:Bearer )?\Q$tok\E/[REDACTED]/g;
-my $matches = () = $body =~ /\Q$tok\E/g;
+sub scrubbed {
+    my ($size) = @_;
+    my $body = substr($unit x (int($size / length $unit) + 2), 0, $size);
+    (my $want = $body) =~ s/(?:Bearer )?\Q$tok\E/[REDACTED]/g;
+    my $matches = () = $body =~ /\Q$tok\E/g;
+    return ($want, $matches);
+}
 
-for my $name (@names) {
+for my $name (@names, @held) {
+    my $is_held = grep { $_ eq $name } @held;
+    my ($want, $matches) = scrubbed($is_held ? $held : $size);
+
     my $raw = http("GET /$name HTTP/1.1\r\nHost: localhost\r\n"
                    . "Connection: close\r\n\r\n");
     my $r = parse_response($raw);
 
     is($r->{status}, 200, "$name: 200");
-    ok($r->{complete}, "$name: complete chunked body");
+    ok($r->{complete}, "$name: complete body");
+    if ($is_held) {
+        is($r->{headers}{'content-length'}, length $want,
+           "$name: Content-Length of the scrubbed body");
+    } else {
+        like($r->{headers}{'transfer-encoding'} // '', qr/chunked/i,
+             "$name: streamed, chunked");
+    }
     is(index($raw, $tok), -1, "$name: no credential in the response");
     is(length $r->{body}, length $want,
        "$name: length is the scrubbed length");
