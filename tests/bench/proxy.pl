@@ -18,6 +18,8 @@
 #                not scrubbed
 #   scrub-1m     Airlock route that injects a secret: the 1 MiB response goes
 #                through the scrubber
+#   plain-var    plain nginx, but proxy_pass with variables as Airlock's
+#                configuration has it: what that costs nginx itself
 #   *-c4         the same small requests over 4 connections instead of 16
 
 use strict;
@@ -172,6 +174,15 @@ EOF
             proxy_set_header Connection "";
         }
 
+        # nginx alone, with what Airlock's configuration costs nginx:
+        # proxy_pass with variables, evaluated per request
+        location = /var {
+            set $up http://benchup;
+            proxy_pass $up/api/v1/query;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+
         # the scrubber's baseline: the same 1 MiB, also sent chunked (the
         # scrubber drops Content-Length), so wrk parses the same framing
         location = /big-chunked {
@@ -238,10 +249,12 @@ my @variants = (
     [ 'plain',          'plain',   '/api/v1/query?query=up', undef, 1, 16 ],
     [ 'example',        'example', '/prometheus/query?query=up',
       undef, 1, 16 ],
+    [ 'plain-var',      'plain',   '/var?query=up', undef, 1, 16 ],
     [ 'plain-spread',   'plain',   '/svc1/items/1?limit=10', $spread, 1, 16 ],
     [ 'routes-1000',    'many',    '/svc1/items/1?limit=10', $spread, 1, 16 ],
     [ 'plain-c4',       'plain',   '/api/v1/query?query=up', undef, 1, 4 ],
     [ 'example-c4',     'example', '/prometheus/query?query=up', undef, 1, 4 ],
+    [ 'plain-var-c4',   'plain',   '/var?query=up', undef, 1, 4 ],
     [ 'plain-spread-c4', 'plain',  '/svc1/items/1?limit=10', $spread, 1, 4 ],
     [ 'routes-1000-c4', 'many',    '/svc1/items/1?limit=10', $spread, 1, 4 ],
     [ 'plain-1m',       'plain',   '/big-chunked', undef, 0, 16 ],
@@ -301,8 +314,9 @@ sub cpu_ticks {
 if (defined $only) {
     my %want = map { $_ => 1 } split /,/, $only;
     @variants = grep { $want{$_->[0]} } @variants;
-    die "--only: no such variant (plain, example, plain-spread, routes-1000,"
-        . " plain-c4, example-c4, plain-spread-c4, routes-1000-c4,"
+    die "--only: no such variant (plain, example, plain-var, plain-spread,"
+        . " routes-1000, plain-c4, example-c4, plain-var-c4, plain-spread-c4,"
+        . " routes-1000-c4,"
         . " plain-1m, route-1m, scrub-1m)\n" unless @variants;
 }
 
@@ -357,8 +371,10 @@ sub quartiles {
 my @rows = (
     [ 'example policy', 'example', 'plain' ],
     [ '1,000 routes', 'routes-1000', 'plain-spread' ],
+    [ 'nginx, proxy_pass $var', 'plain-var', 'plain' ],
     [ 'example policy, 4 conns', 'example-c4', 'plain-c4' ],
     [ '1,000 routes, 4 conns', 'routes-1000-c4', 'plain-spread-c4' ],
+    [ 'nginx, proxy_pass $var, 4 conns', 'plain-var-c4', 'plain-c4' ],
     [ 'route, 1 MiB response', 'route-1m', 'plain-1m' ],
     [ 'scrubber, 1 MiB response', 'scrub-1m', 'plain-1m' ],
     [ 'scrubber alone, 1 MiB', 'scrub-1m', 'route-1m' ],
@@ -367,7 +383,7 @@ my @rows = (
 printf "%s\n", $markdown
     ? "| variant | req/s | baseline req/s | ratio | middle half | p99 ms | baseline p99 ms | p99 added | middle half | proxy CPU per request |\n"
       . "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    : sprintf("%-26s %8s %8s %6s %13s %7s %7s %7s %15s %8s", 'variant',
+    : sprintf("%-32s %8s %8s %6s %13s %7s %7s %7s %15s %8s", 'variant',
               'req/s', 'base', 'ratio', '(middle half)', 'p99 ms', 'base',
               'p99 +%', '(middle half)', 'CPU/req');
 
@@ -388,7 +404,7 @@ for my $r (@rows) {
         printf "| %s | %.0f | %.0f | %.3f | %.3f-%.3f | %.3f | %.3f "
              . "| %+.1f%% | %+.1f%% to %+.1f%% | %.3fx |\n", $label, @f;
     } else {
-        printf "%-26s %8.0f %8.0f %6.3f  (%.3f-%.3f) %7.3f %7.3f %+6.1f%% "
+        printf "%-32s %8.0f %8.0f %6.3f  (%.3f-%.3f) %7.3f %7.3f %+6.1f%% "
              . " (%+.1f to %+.1f) %7.3fx\n", $label, @f;
     }
 }
