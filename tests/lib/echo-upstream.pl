@@ -23,6 +23,8 @@
 #   X-Echo-Header: Name: v    add "Name: v" to the response; repeatable
 #   X-Echo-Size: N            N bytes of a repeating 64-byte pattern instead
 #   X-Echo-Pattern: text      with X-Echo-Size, repeat text instead
+#   X-Echo-Truncate: N        send only the first N bytes of the body, then
+#                             close (the Content-Length promised more)
 #   X-Echo-Chunked: 1         send the body in X-Echo-Chunk-Size (7) pieces,
 #                             chunked, or close-delimited to HTTP/1.0
 #   X-Echo-Delay-Ms: N        sleep N ms between pieces, or before a plain
@@ -336,11 +338,13 @@ sub respond {
     return $keep if $no_body;
 
     if (!$pieces) {
-        for (my $off = 0; $off < $size; $off += 65536) {
-            my $len = $size - $off < 65536 ? $size - $off : 65536;
+        my $cut = header($r, 'x-echo-truncate') // '';
+        my $end = $cut =~ /^\d+$/ && $cut < $size ? $cut : $size;
+        for (my $off = 0; $off < $end; $off += 65536) {
+            my $len = $end - $off < 65536 ? $end - $off : 65536;
             write_all($c, $piece->($off, $len)) or return 0;
         }
-        return $keep;
+        return $end == $size ? $keep : 0;
     }
 
     for (my $off = 0; $off < $size; $off += $chunk) {

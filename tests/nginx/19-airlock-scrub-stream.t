@@ -43,7 +43,9 @@ my @names = qw(pattern small file unbuffered);
 my $held = 60001;
 my @held = qw(held held-unbuffered);
 
-my $routes = join '', map { <<"EOF" } @names, @held;
+my @cut = qw(held-cut stream-cut);
+
+my $routes = join '', map { <<"EOF" } @names, @held, @cut;
   - name: $_
     clients: [local]
     match: { method: GET, path: /$_ }
@@ -80,7 +82,7 @@ my $small = <<'EOF';
             proxy_buffer_size 1k;
             proxy_buffers 4 1k;
             proxy_busy_buffers_size 2k;
-            limit_rate 600k;
+            limit_rate 100k;
 EOF
 
 $t->write_file_expand('nginx.conf', $p->conf(locations => <<"EOF"));
@@ -109,7 +111,7 @@ $loc
             set \$echo_size $size;
             proxy_buffering off;
             proxy_buffer_size 1k;
-            limit_rate 600k;
+            limit_rate 100k;
         }
 
         location = /held {
@@ -117,6 +119,18 @@ $loc
 $small
             proxy_max_temp_file_size 0;
             set \$echo_size $held;
+        }
+
+        location = /held-cut {
+$loc
+            set \$echo_size $held;
+            proxy_set_header X-Echo-Truncate 30000;
+        }
+
+        location = /stream-cut {
+$loc
+            set \$echo_size $size;
+            proxy_set_header X-Echo-Truncate 100000;
         }
 
         location = /held-unbuffered {
@@ -130,7 +144,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 7 * (@names + @held) + 1;
+plan tests => 7 * (@names + @held) + 7;
 
 sub scrubbed {
     my ($size) = @_;
@@ -177,5 +191,24 @@ for my $name (@names, @held) {
     my $n = () = $r->{body} =~ /\[REDACTED\]/g;
     is($n, $matches, "$name: one [REDACTED] per credential");
 }
+
+# an upstream that closes before the length it announced: a held body is
+# never sent (not even its header), a streamed one stops without its last
+# chunk; either way the client cannot take it for complete
+
+my $raw = http("GET /held-cut HTTP/1.1\r\nHost: localhost\r\n"
+               . "Connection: close\r\n\r\n");
+is($raw, '', 'held-cut: nothing sent, the connection closed');
+
+$raw = http("GET /stream-cut HTTP/1.1\r\nHost: localhost\r\n"
+            . "Connection: close\r\n\r\n");
+my $r = parse_response($raw);
+is($r->{status}, 200, 'stream-cut: 200 sent before the upstream failed');
+ok(!$r->{complete}, 'stream-cut: no last chunk');
+ok(length $r->{body} < 100000, 'stream-cut: only what came');
+is(index($raw, $tok), -1, 'stream-cut: no credential');
+
+like($t->read_file('error.log'), qr/upstream prematurely closed/,
+     'the error log says why');
 
 is($t->error_log_check, '', 'no alerts');
