@@ -489,12 +489,12 @@ static ngx_int_t
 ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_chain_t *in)
 {
-    size_t                     n, len;
-    ngx_int_t                  rv;
-    ngx_buf_t                 *b, *held;
-    ngx_uint_t                 matches, last_buf, last;
-    ngx_chain_t               *cl, out;
-    ngx_http_airlock_route_t  *rc;
+    size_t        n;
+    ngx_int_t     rv;
+    ngx_str_t     body;
+    ngx_buf_t    *b, *held;
+    ngx_uint_t    last_buf, last;
+    ngx_chain_t  *cl, out;
 
     held = ctx->held;
     last = 0;
@@ -536,23 +536,26 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ctx->hold = 0;
     ctx->scrub_body = 0;
 
-    rc = ctx->rconf;
-    b = held;
+    /* scrubbed as a header value is: a copy only when something matched */
 
-    len = ngx_http_airlock_scrub_len(rc, held->pos, held->last - held->pos,
-                                     &matches);
+    body.data = held->pos;
+    body.len = held->last - held->pos;
 
-    if (matches) {
-        b = ngx_create_temp_buf(r->pool, len);
-        if (b == NULL) {
-            return NGX_ERROR;
-        }
+    rv = ngx_http_airlock_scrub_str(r, ctx->rconf, &body);
 
-        b->last = ngx_http_airlock_scrub_copy(rc, b->pos, held->pos,
-                                              held->last - held->pos);
+    if (rv == NGX_ERROR) {
+        return NGX_ERROR;
+    }
 
+    if (rv == NGX_OK) {
         ngx_http_airlock_scrubbed(r, ctx);
     }
+
+    b = held;
+    b->start = body.data;
+    b->pos = body.data;
+    b->last = body.data + body.len;
+    b->end = b->last;
 
     ngx_http_clear_content_length(r);
     r->headers_out.content_length_n = b->last - b->pos;

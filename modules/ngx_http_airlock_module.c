@@ -316,12 +316,6 @@ ngx_http_airlock_ctx_cleanup(void *data)
 
 
 /*
- * Everything the request line and headers can decide.  The raw target
- * (r->unparsed_uri) is what libairlock sees: nginx has already decoded and
- * merged r->uri, and deciding on that would let "%2F" or "//" pass.
- */
-
-/*
  * The decision's parse buffers are large (path, query and URI, about
  * 17 KB) and live only while al_decide() or al_decide_body() runs: a worker
  * is one thread and both calls are synchronous, so one scratch decision per
@@ -331,6 +325,12 @@ ngx_http_airlock_ctx_cleanup(void *data)
 
 static al_decision_t  ngx_http_airlock_scratch;
 
+
+/*
+ * Everything the request line and headers can decide.  The raw target
+ * (r->unparsed_uri) is what libairlock sees: nginx has already decoded and
+ * merged r->uri, and deciding on that would let "%2F" or "//" pass.
+ */
 
 static al_reason_t
 ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
