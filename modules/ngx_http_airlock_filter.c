@@ -59,6 +59,8 @@ static ngx_int_t ngx_http_airlock_emit_ref(ngx_http_request_t *r,
 static ngx_buf_t *ngx_http_airlock_out_buf(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_uint_t copy);
 static void ngx_http_airlock_release(ngx_http_airlock_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_hold_copy(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_buf_t *b);
 static ngx_int_t ngx_http_airlock_hold(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_chain_t *in);
 static void ngx_http_airlock_scrubbed(ngx_http_request_t *r,
@@ -94,8 +96,14 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
         return NGX_ERROR;
     }
 
+    rc->minlen = (size_t) -1;
+
     for (i = 0; i < scrub->n; i++) {
         c = (u_char) scrub->str[i].data[0];
+
+        if (scrub->str[i].len < rc->minlen) {
+            rc->minlen = scrub->str[i].len;
+        }
 
         if (!rc->first[c]) {
             rc->first[c] = 1;
@@ -174,11 +182,7 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
         /* small, of known length: held whole, scrubbed, then sent with
            its Content-Length (ngx_http_airlock_hold()) */
 
-        ctx->held = ngx_create_temp_buf(r->pool, (size_t) len);
-        if (ctx->held == NULL) {
-            return NGX_ERROR;
-        }
-
+        ctx->hold_len = (size_t) len;
         ctx->scrub_body = 1;
         ctx->hold = 1;
 
@@ -331,6 +335,11 @@ ngx_http_airlock_scrub_len(ngx_http_airlock_route_t *rc, u_char *src,
     size_t   n, plen;
 
     *matches = 0;
+
+    if (len < rc->minlen) {
+        return len;                         /* most header values */
+    }
+
     n = len;
     last = src + len;
 
@@ -481,8 +490,14 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 /*
  * A held body: collected until its last buffer, scrubbed whole, then the
- * header goes on with the exact Content-Length, and the body in one
- * buffer.  The upstream's buffers are given back as they are copied.
+ * header goes on with the exact Content-Length.  The usual body arrives in
+ * one buffer of exactly that length, before the upstream's last (empty)
+ * one.  When the upstream is buffered, that buffer is left where it is,
+ * unconsumed, and goes on as it came if it holds no scrub string: the
+ * upstream has nothing more to put in it, and nginx finishes a buffered
+ * upstream without waiting for its buffers to be sent.  (An unbuffered
+ * one waits: its last buffer would never come.)  Otherwise the body is
+ * copied, and the upstream's buffers are given back as they are copied.
  */
 
 static ngx_int_t
@@ -493,39 +508,41 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_int_t     rv;
     ngx_str_t     body;
     ngx_buf_t    *b, *held;
-    ngx_uint_t    last_buf, last;
+    ngx_uint_t    last_buf, last, matches;
     ngx_chain_t  *cl, out;
 
-    held = ctx->held;
     last = 0;
     last_buf = 0;
 
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
 
-        if (ngx_buf_in_memory(b)) {
-            n = b->last - b->pos;
+        if (b->last_buf || b->last_in_chain) {
+            last = 1;
+            last_buf = b->last_buf;
+        }
 
-            if (n > (size_t) (held->end - held->last)) {
-                ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                              "airlock: upstream sent more than its "
-                              "Content-Length on route \"%s\"",
-                              ctx->route->name.data);
-                return NGX_ERROR;
-            }
-
-            held->last = ngx_cpymem(held->last, b->pos, n);
-            b->pos = b->last;
-
-        } else if (b->in_file) {
+        if (b->in_file && !ngx_buf_in_memory(b)) {
             ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                           "airlock: file buffer in the scrub filter");
             return NGX_ERROR;
         }
 
-        if (b->last_buf || b->last_in_chain) {
-            last = 1;
-            last_buf = b->last_buf;
+        n = ngx_buf_in_memory(b) ? (size_t) (b->last - b->pos) : 0;
+
+        if (n == 0 || b == ctx->whole) {
+            continue;
+        }
+
+        if (ctx->held == NULL && ctx->whole == NULL && n == ctx->hold_len
+            && r->upstream != NULL && r->upstream->buffering)
+        {
+            ctx->whole = b;
+            continue;
+        }
+
+        if (ngx_http_airlock_hold_copy(r, ctx, b) != NGX_OK) {
+            return NGX_ERROR;
         }
     }
 
@@ -535,6 +552,50 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     ctx->hold = 0;
     ctx->scrub_body = 0;
+
+    b = ctx->whole;
+
+    if (b != NULL) {
+        (void) ngx_http_airlock_scrub_len(ctx->rconf, b->pos, b->last - b->pos,
+                                          &matches);
+
+        if (matches == 0) {
+            rv = ngx_http_next_header_filter(r);
+
+            if (rv == NGX_ERROR || rv > NGX_OK || r->header_only) {
+                return rv;
+            }
+
+            /* the buffer goes first unless it came with the last one */
+
+            for (cl = in; cl; cl = cl->next) {
+                if (cl->buf == b) {
+                    return ngx_http_next_body_filter(r, in);
+                }
+            }
+
+            out.buf = b;
+            out.next = in;
+
+            return ngx_http_next_body_filter(r, &out);
+        }
+
+        ctx->whole = NULL;
+
+        if (ngx_http_airlock_hold_copy(r, ctx, b) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    held = ctx->held;
+
+    if (held == NULL) {
+        /* the upstream sent less than it announced and closed */
+        held = ngx_calloc_buf(r->pool);
+        if (held == NULL) {
+            return NGX_ERROR;
+        }
+    }
 
     /* scrubbed as a header value is: a copy only when something matched */
 
@@ -577,6 +638,43 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     out.next = NULL;
 
     return ngx_http_next_body_filter(r, &out);
+}
+
+
+/* appends an upstream buffer to the held copy, and gives it back */
+
+static ngx_int_t
+ngx_http_airlock_hold_copy(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_buf_t *b)
+{
+    size_t      n;
+    ngx_buf_t  *held;
+
+    held = ctx->held;
+
+    if (held == NULL) {
+        held = ngx_create_temp_buf(r->pool, ctx->hold_len);
+        if (held == NULL) {
+            return NGX_ERROR;
+        }
+
+        ctx->held = held;
+    }
+
+    n = b->last - b->pos;
+
+    if (ctx->whole != NULL || n > (size_t) (held->end - held->last)) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: upstream sent more than its "
+                      "Content-Length on route \"%s\"",
+                      ctx->route->name.data);
+        return NGX_ERROR;
+    }
+
+    held->last = ngx_cpymem(held->last, b->pos, n);
+    b->pos = b->last;
+
+    return NGX_OK;
 }
 
 

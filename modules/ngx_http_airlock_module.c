@@ -50,6 +50,7 @@ static ngx_uint_t ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
 static void ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_airlock_shortcut_kept(ngx_uint_t offset);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
+static ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
     ngx_uint_t status, const char *error, const char *reason);
 static ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
@@ -899,33 +900,29 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
 
 /*
  * Only allowlisted client headers survive, then the route's credentials
- * are added.  The header list is rebuilt, and the r->headers_in shortcuts
- * are pointed at what is left, so no module sees a removed header through
- * them ($remote_user, auth_basic, $http_authorization).
+ * are added.  The kept headers are moved down in the list, in place, and
+ * the r->headers_in shortcuts are pointed at what is left, so no module
+ * sees a removed header through them ($remote_user, auth_basic,
+ * $http_authorization).
  */
 
 static ngx_int_t
 ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx)
 {
-    ngx_uint_t                 i;
-    ngx_list_t                 old;
-    ngx_list_part_t           *part;
+    ngx_uint_t                 i, n;
+    ngx_list_t                *list;
+    ngx_list_part_t           *part, *to;
     ngx_table_elt_t           *h, *nh;
     ngx_http_airlock_route_t  *rc;
 
     rc = ctx->rconf;
-    old = r->headers_in.headers;
+    list = &r->headers_in.headers;
 
-    if (ngx_list_init(&r->headers_in.headers, r->pool, 8 + rc->ninject,
-                      sizeof(ngx_table_elt_t))
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    part = &old.part;
+    part = &list->part;
     h = part->elts;
+    to = part;
+    n = 0;
 
     for (i = 0; /* void */; i++) {
 
@@ -946,13 +943,24 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
             continue;
         }
 
-        nh = ngx_list_push(&r->headers_in.headers);
-        if (nh == NULL) {
-            return NGX_ERROR;
+        /* the write position never passes the read position */
+
+        if (n == list->nalloc) {
+            to->nelts = n;
+            to = to->next;
+            n = 0;
         }
 
-        *nh = h[i];
+        nh = (ngx_table_elt_t *) to->elts + n++;
+
+        if (nh != &h[i]) {
+            *nh = h[i];
+        }
     }
+
+    to->nelts = n;
+    to->next = NULL;
+    list->last = to;
 
     ngx_http_airlock_fix_shortcuts(r);
 
@@ -960,7 +968,7 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
        $remote_user must not read a credential */
 
     for (i = 0; i < rc->ninject; i++) {
-        nh = ngx_list_push(&r->headers_in.headers);
+        nh = ngx_list_push(list);
         if (nh == NULL) {
             return NGX_ERROR;
         }
@@ -1018,8 +1026,14 @@ ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
  * The headers_in shortcuts (r->headers_in.host, .user_agent, ...) pointed
  * into the list as the client sent it: each is pointed again at the first
  * kept header of its name, or NULL, in one pass over the kept headers with
- * nginx's own headers_in hash.
+ * nginx's own headers_in hash.  Which shortcuts are cleared first is
+ * worked out once (ngx_http_airlock_shortcuts_init()).
  */
+
+static ngx_uint_t  ngx_http_airlock_clear[64];      /* offsets: pointers */
+static ngx_uint_t  ngx_http_airlock_nclear;
+static ngx_uint_t  ngx_http_airlock_clear_multi[4]; /* offsets: arrays */
+static ngx_uint_t  ngx_http_airlock_nclear_multi;
 
 static void
 ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
@@ -1031,19 +1045,16 @@ ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
     ngx_http_header_t          *hh;
     ngx_http_core_main_conf_t  *cmcf;
 
-    for (hh = ngx_http_headers_in; hh->name.len; hh++) {
-        if (ngx_http_airlock_shortcut_kept(hh->offset)) {
-            continue;
-        }
-
-        if (ngx_http_airlock_shortcut_multi(hh->offset)) {
-            a = (ngx_array_t *) ((char *) &r->headers_in + hh->offset);
-            a->nelts = 0;
-            continue;
-        }
-
-        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
+    for (i = 0; i < ngx_http_airlock_nclear; i++) {
+        ph = (ngx_table_elt_t **) ((char *) &r->headers_in
+                                   + ngx_http_airlock_clear[i]);
         *ph = NULL;
+    }
+
+    for (i = 0; i < ngx_http_airlock_nclear_multi; i++) {
+        a = (ngx_array_t *) ((char *) &r->headers_in
+                             + ngx_http_airlock_clear_multi[i]);
+        a->nelts = 0;
     }
 
     cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
@@ -1098,6 +1109,53 @@ ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
     /* "" marks Basic credentials as looked for and absent */
     ngx_str_set(&r->headers_in.user, "");
     ngx_str_null(&r->headers_in.passwd);
+}
+
+
+/* the offsets of the shortcuts fix_shortcuts() clears, by kind */
+
+static ngx_int_t
+ngx_http_airlock_shortcuts_init(ngx_conf_t *cf)
+{
+    ngx_http_header_t  *hh;
+
+    ngx_http_airlock_nclear = 0;
+    ngx_http_airlock_nclear_multi = 0;
+
+    for (hh = ngx_http_headers_in; hh->name.len; hh++) {
+        if (ngx_http_airlock_shortcut_kept(hh->offset)) {
+            continue;
+        }
+
+        if (ngx_http_airlock_shortcut_multi(hh->offset)) {
+            if (ngx_http_airlock_nclear_multi
+                == sizeof(ngx_http_airlock_clear_multi) / sizeof(ngx_uint_t))
+            {
+                goto full;
+            }
+
+            ngx_http_airlock_clear_multi[ngx_http_airlock_nclear_multi++] =
+                hh->offset;
+            continue;
+        }
+
+        if (ngx_http_airlock_nclear
+            == sizeof(ngx_http_airlock_clear) / sizeof(ngx_uint_t))
+        {
+            goto full;
+        }
+
+        ngx_http_airlock_clear[ngx_http_airlock_nclear++] = hh->offset;
+    }
+
+    return NGX_OK;
+
+full:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "airlock: nginx has more request header shortcuts "
+                       "than this module was built for");
+    return NGX_ERROR;
 }
 
 
@@ -1621,6 +1679,10 @@ ngx_http_airlock_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_airlock_handler;
+
+    if (ngx_http_airlock_shortcuts_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     return ngx_http_airlock_filter_init(cf);
 }

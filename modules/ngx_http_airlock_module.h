@@ -21,6 +21,7 @@ typedef struct {
     ngx_table_elt_t             *inject;        /* headers to add */
     ngx_uint_t                   ninject;
     al_scrub_t                  *scrub;         /* NULL: nothing to scrub */
+    size_t                       minlen;        /* its shortest string */
     u_char                      *first;         /* [256] first bytes of the
                                                    scrub strings */
     ngx_uint_t                   nfirst;
@@ -75,7 +76,11 @@ typedef struct {
                                                    written, if the tail */
     ngx_buf_t                   *ref;           /* last one pointing into
                                                    the input buffer */
-    ngx_buf_t                   *held;          /* a small body */
+    ngx_buf_t                   *held;          /* a small body, copied */
+    ngx_buf_t                   *whole;         /* or left where it came:
+                                                   the upstream's buffer
+                                                   holding all of it */
+    size_t                       hold_len;      /* its Content-Length */
     ngx_chain_t                 *free;          /* copy buffers */
     ngx_chain_t                 *free_refs;     /* buffers without memory */
     ngx_chain_t                 *busy;

@@ -78,8 +78,6 @@ static const unsigned char  al_class[256] = {
     AL_C64(0), AL_C64(64), AL_C64(128), AL_C64(192)
 };
 
-#define al_path_char(c)      (al_class[(c) & 0xff] & AL_C_PATH)
-#define al_query_char(c)     (al_class[(c) & 0xff] & AL_C_QUERY)
 #define al_escape_keep(c, q)                                              \
     (al_class[(c) & 0xff] & ((q) ? AL_C_QKEEP : AL_C_PATH))
 
@@ -338,7 +336,7 @@ size_t
 al_uri_escape(char *out, size_t cap, const char *s, size_t len, int query)
 {
     char      esc[3];
-    size_t    n, i, k, j;
+    size_t    n, i, j;
     unsigned  c;
 
     n = 0;
@@ -346,20 +344,22 @@ al_uri_escape(char *out, size_t cap, const char *s, size_t len, int query)
     for (i = 0; i < len; i++) {
         c = (unsigned char) s[i];
 
-        if (al_escape_keep(c, query)) {
-            esc[0] = (char) c;
-            k = 1;
-
-        } else {
-            esc[0] = '%';
-            esc[1] = al_hex_upper[c >> 4];
-            esc[2] = al_hex_upper[c & 0x0f];
-            k = 3;
-        }
-
         /* like snprintf: the output is a prefix of the full encoding */
 
-        for (j = 0; j < k; j++, n++) {
+        if (al_escape_keep(c, query)) {
+            if (n < cap) {
+                out[n] = (char) c;
+            }
+
+            n++;
+            continue;
+        }
+
+        esc[0] = '%';
+        esc[1] = al_hex_upper[c >> 4];
+        esc[2] = al_hex_upper[c & 0x0f];
+
+        for (j = 0; j < 3; j++, n++) {
             if (n < cap) {
                 out[n] = esc[j];
             }
@@ -384,20 +384,23 @@ al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
 {
     int       hi, lo;
     size_t    i, n;
-    unsigned  c;
+    unsigned  c, allowed, plus, high;
 
     n = 0;
+    allowed = query ? AL_C_QUERY : AL_C_PATH;
+    plus = query ? '+' : 0x100;             /* '+' is a space in a query */
+    high = 0;                               /* only escapes go above 0x7f */
 
     for (i = 0; i < len; i++) {
         c = p[i];
 
         if (c != '%') {
-            if (query ? !al_query_char(c) : !al_path_char(c)) {
+            if (!(al_class[c] & allowed)) {
                 *why = al_raw_refusal(c);
                 return -1;
             }
 
-            out[n++] = (unsigned char) ((query && c == '+') ? ' ' : c);
+            out[n++] = (unsigned char) (c == plus ? ' ' : c);
             continue;
         }
 
@@ -437,10 +440,11 @@ al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
             return -1;
         }
 
+        high |= c;
         out[n++] = (unsigned char) c;
     }
 
-    if (!al_utf8_valid(out, n)) {
+    if ((high & 0x80) && !al_utf8_valid(out, n)) {
         *why = "invalid utf-8";
         return -1;
     }

@@ -103,7 +103,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 76;
+plan tests => 78;
 
 my ($r, $j, @seen, $u);
 my $denies = 0;
@@ -210,6 +210,24 @@ for my $h ('Accept', 'Accept-Language', 'User-Agent', 'If-None-Match',
 {
     is(scalar @{hdr($u, $h)}, 1, "$h kept");
 }
+
+# the kept headers are moved down nginx's header list in place, across
+# the list's parts (20 headers each): 60 headers, 4 of them kept
+
+my @many = map { ("X-Pad-$_" => "v$_") } 1 .. 60;
+my %keep = (7 => 'Accept', 27 => 'User-Agent', 47 => 'Cache-Control',
+            59 => 'Accept-Language');
+$many[2 * ($_ - 1)] = $keep{$_} for keys %keep;
+http_get('/prometheus/query?query=up', headers => \@many);
+$u = upstream_last();
+my @kept = grep { $_->[0] !~ /^(host|authorization|connection)$/i }
+           @{$u->{headers}};
+is_deeply([ map { "$_->[0]: $_->[1]" } @kept ],
+          [ 'Accept: v7', 'User-Agent: v27', 'Cache-Control: v47',
+            'Accept-Language: v59' ],
+          'kept headers from three list parts, in order');
+is_deeply(hdr($u, 'Authorization'), [ "Bearer $secret" ],
+          'injected after a compacted list');
 
 # nginx's own variables read what was kept: the shortcuts follow the
 # rewritten header list (X-Forwarded-For from the client is not resurrected

@@ -45,7 +45,13 @@ my @held = qw(held held-unbuffered);
 
 my @cut = qw(held-cut stream-cut);
 
-my $routes = join '', map { <<"EOF" } @names, @held, @cut;
+# a small body usually comes in one buffer of exactly its length: left
+# where it is and passed on when it holds no credential, copied when it
+# does; buffered and not
+my $whole = 900;
+my @whole = qw(whole whole-unbuffered whole-match whole-match-unbuffered);
+
+my $routes = join '', map { <<"EOF" } @names, @held, @cut, @whole;
   - name: $_
     clients: [local]
     match: { method: GET, path: /$_ }
@@ -68,13 +74,15 @@ alerts:
   deny: { threshold: 3, window: 60s }
 EOF
 
-my $loc = <<"EOF";
+my $base = <<"EOF";
             airlock on;
             proxy_pass \$airlock_upstream\$airlock_uri;
             proxy_set_header Host \$airlock_host;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header X-Echo-Size \$echo_size;
+EOF
+my $loc = $base . <<"EOF";
             proxy_set_header X-Echo-Pattern "$unit";
 EOF
 
@@ -133,6 +141,30 @@ $loc
             proxy_set_header X-Echo-Truncate 100000;
         }
 
+        location = /whole {
+$base
+            set \$echo_size $whole;
+            proxy_set_header X-Echo-Pattern "clean-0123456789";
+        }
+
+        location = /whole-unbuffered {
+$base
+            set \$echo_size $whole;
+            proxy_set_header X-Echo-Pattern "clean-0123456789";
+            proxy_buffering off;
+        }
+
+        location = /whole-match {
+$loc
+            set \$echo_size $whole;
+        }
+
+        location = /whole-match-unbuffered {
+$loc
+            set \$echo_size $whole;
+            proxy_buffering off;
+        }
+
         location = /held-unbuffered {
 $loc
             proxy_buffering off;
@@ -144,7 +176,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 7 * (@names + @held) + 7;
+plan tests => 7 * (@names + @held) + 4 * @whole + 7;
 
 sub scrubbed {
     my ($size) = @_;
@@ -190,6 +222,23 @@ for my $name (@names, @held) {
 
     my $n = () = $r->{body} =~ /\[REDACTED\]/g;
     is($n, $matches, "$name: one [REDACTED] per credential");
+}
+
+for my $name (@whole) {
+    my $clean = $name !~ /match/;
+    my ($want) = $clean
+        ? (substr('clean-0123456789' x 100, 0, $whole))
+        : scrubbed($whole);
+
+    my $raw = http("GET /$name HTTP/1.1\r\nHost: localhost\r\n"
+                   . "Connection: close\r\n\r\n");
+    my $r = parse_response($raw);
+
+    is($r->{status}, 200, "$name: 200");
+    is($r->{headers}{'content-length'}, length $want,
+       "$name: Content-Length of what is sent");
+    is($r->{body}, $want, "$name: the body as it should be");
+    is(index($raw, $tok), -1, "$name: no credential in the response");
 }
 
 # an upstream that closes before the length it announced: a held body is
