@@ -23,6 +23,7 @@ struct al_regex_s {
     pcre2_match_context  *mctx;
     pcre2_match_data     *md;              /* reused: callers are single
                                                threaded, like a worker */
+    int                   jit;             /* JIT code was made */
 };
 
 
@@ -52,7 +53,7 @@ al_regex_compile(const char *pattern, size_t len, char *err, size_t errsize)
         return NULL;
     }
 
-    (void) pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE);
+    re->jit = (pcre2_jit_compile(re->code, PCRE2_JIT_COMPLETE) == 0);
 
     re->mctx = pcre2_match_context_create(NULL);
     re->md = pcre2_match_data_create(1, NULL);
@@ -74,11 +75,26 @@ al_regex_compile(const char *pattern, size_t len, char *err, size_t errsize)
 int
 al_regex_match(const al_regex_t *re, const char *s, size_t len)
 {
-    int  rc;
+    int     rc;
+    size_t  i;
 
     /* pcre2_match() runs the JIT code when there is some, after checking
-       the subject is valid UTF-8, which pcre2_jit_match() would skip */
-    rc = pcre2_match(re->code, (PCRE2_SPTR) s, len, 0, 0, re->md, re->mctx);
+       the subject is valid UTF-8; pcre2_jit_match() skips that check, so
+       it is called directly only for ASCII, which is always valid */
+
+    for (i = 0; i < len; i++) {
+        if ((unsigned char) s[i] >= 0x80) {
+            break;
+        }
+    }
+
+    if (re->jit && i == len) {
+        rc = pcre2_jit_match(re->code, (PCRE2_SPTR) s, len, 0, 0, re->md,
+                             re->mctx);
+    } else {
+        rc = pcre2_match(re->code, (PCRE2_SPTR) s, len, 0, 0, re->md,
+                         re->mctx);
+    }
 
     return rc >= 0;
 }

@@ -12,12 +12,13 @@
 #   routes-1000  Airlock, a policy of 1,000 routes, requests spread over them
 #                by a wrk script; its baseline, plain-spread, sends the same
 #                requests through plain nginx (the script costs wrk time)
-#   plain-1m     plain proxy_pass of a 1 MiB response, sent chunked like
-#                the scrubbed one (the scrubber drops Content-Length)
-#   route-1m     Airlock route with no credential: the same 1 MiB, chunked,
-#                not scrubbed
+#   plain-1m     plain proxy_pass of a 1 MiB response (with its
+#                Content-Length)
+#   route-1m     Airlock route with no credential: the same 1 MiB, not
+#                scrubbed, with its Content-Length
 #   scrub-1m     Airlock route that injects a secret: the 1 MiB response goes
-#                through the scrubber
+#                through the scrubber, which sends a body that long chunked
+#                (its length may change); that framing is part of its cost
 #   plain-var    plain nginx, but proxy_pass with variables as Airlock's
 #                configuration has it: what that costs nginx itself
 #   *-c4         the same small requests over 4 connections instead of 16
@@ -30,8 +31,8 @@ use lib "$FindBin::Bin/../lib";
 use Getopt::Long;
 use Airlock::Test;
 
-my $rounds = 10;
-my $seconds = 3;
+my $rounds = 20;
+my $seconds = 2;
 my $markdown = 0;
 my $pin = 1;
 my $only;
@@ -157,16 +158,6 @@ EOF
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
-
-        # a route with no credential is not scrubbed; sent chunked as well
-        location = /big-unscrubbed {
-            airlock on;
-            proxy_pass $airlock_upstream$airlock_uri;
-            proxy_set_header Host $airlock_host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_hide_header Content-Length;
-        }
 EOF
         location / {
             proxy_pass http://benchup;
@@ -181,15 +172,6 @@ EOF
             proxy_pass $up/api/v1/query;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
-        }
-
-        # the scrubber's baseline: the same 1 MiB, also sent chunked (the
-        # scrubber drops Content-Length), so wrk parses the same framing
-        location = /big-chunked {
-            proxy_pass http://benchup/big;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_hide_header Content-Length;
         }
 EOF
     return <<"EOF";
@@ -257,7 +239,7 @@ my @variants = (
     [ 'plain-var-c4',   'plain',   '/var?query=up', undef, 1, 4 ],
     [ 'plain-spread-c4', 'plain',  '/svc1/items/1?limit=10', $spread, 1, 4 ],
     [ 'routes-1000-c4', 'many',    '/svc1/items/1?limit=10', $spread, 1, 4 ],
-    [ 'plain-1m',       'plain',   '/big-chunked', undef, 0, 16 ],
+    [ 'plain-1m',       'plain',   '/big', undef, 0, 16 ],
     [ 'route-1m',       'example', '/big-unscrubbed', undef, 0, 16 ],
     [ 'scrub-1m',       'example', '/big', undef, 0, 16 ],
 );
@@ -295,20 +277,21 @@ sub wrk {
     return ($rps, $p99, $total);
 }
 
-# CPU time (user + system, in clock ticks) of an nginx's workers so far
+# CPU time (user and system, in clock ticks) of an nginx's workers so far
 my $hz = `getconf CLK_TCK` =~ /(\d+)/ ? $1 : 100;
 
 sub cpu_ticks {
     my ($n) = @_;
-    my $ticks = 0;
+    my ($user, $sys) = (0, 0);
     for my $pid (workers($n)) {
         open my $fh, '<', "/proc/$pid/stat" or next;
         my $stat = <$fh>;
         $stat =~ s/^.*\)\s+//;            # after "pid (comm)"
         my @f = split ' ', $stat;
-        $ticks += $f[11] + $f[12];          # utime, stime
+        $user += $f[11];                    # utime
+        $sys += $f[12];                     # stime
     }
-    return $ticks;
+    return ($user, $sys);
 }
 
 if (defined $only) {
@@ -337,25 +320,33 @@ for my $v (@variants) {
 }
 
 my %res;
+# The order is reversed every other round, so that neither a variant nor
+# its baseline always runs first (what runs first meets the machine as the
+# previous run left it).
 for my $round (1 .. $rounds) {
-    for my $v (@variants) {
+    for my $v ($round % 2 ? @variants : reverse @variants) {
         my ($name, $n, $path, $script, $pinned, $conns) = @$v;
         place($nginx{$n}, $pinned);
-        my $before = cpu_ticks($nginx{$n});
+        my @before = cpu_ticks($nginx{$n});
         my ($rps, $p99, $total) = wrk($nginx{$n}->port(8080), $path,
                                       $script, $pinned, $conns);
-        my $cpu = (cpu_ticks($nginx{$n}) - $before) / $hz * 1e6 / $total;
+        my @after = cpu_ticks($nginx{$n});
+        my ($user, $sys) = map { ($after[$_] - $before[$_]) / $hz * 1e6
+                                 / $total } 0, 1;
         push @{$res{$name}{rps}}, $rps;
         push @{$res{$name}{p99}}, $p99;
-        push @{$res{$name}{cpu}}, $cpu;
+        push @{$res{$name}{cpu}}, $user + $sys;
+        push @{$res{$name}{user}}, $user;
         printf STDERR "round %d %-15s %8.0f req/s  p99 %7.3f ms  "
-            . "proxy CPU %7.1f us/request\n", $round, $name, $rps, $p99, $cpu;
+            . "proxy CPU %6.1f us/request (user %5.1f, system %5.1f)\n",
+            $round, $name, $rps, $p99, $user + $sys, $user, $sys;
     }
 }
 
 sub median {
     my @s = sort { $a <=> $b } @_;
-    return $s[int(@s / 2)];
+    my $m = int(@s / 2);
+    return @s % 2 ? $s[$m] : ($s[$m - 1] + $s[$m]) / 2;
 }
 
 # the middle half of a list: its 25th and 75th percentiles
@@ -364,7 +355,7 @@ sub quartiles {
     return ($s[int($#s / 4)], $s[int(3 * $#s / 4 + 0.5)]);
 }
 
-# Each round runs a variant right after its baseline, so a ratio is taken
+# Each round runs a variant close to its baseline, so a ratio is taken
 # within the round (the machine's speed drifts between rounds) and the
 # median of those is reported, with the middle half of them.
 

@@ -107,6 +107,7 @@ static void test_normalize(void);
 static void test_body(void);
 static void test_identify(void);
 static void test_trie(void);
+static void test_regex(void);
 
 
 int
@@ -146,6 +147,7 @@ main(void)
     test_body();
     test_identify();
     test_trie();
+    test_regex();
 
     al_policy_free(p);
 
@@ -583,4 +585,49 @@ test_trie(void)
     tap_ok(r == &root, "GET / matches the root route");
 
     al_trie_free(t);
+}
+
+
+/*
+ * Regular expressions: anchored at both ends; ASCII subjects go straight to
+ * the JIT code, others through pcre2_match(), which checks UTF-8 first; a
+ * pattern that backtracks without end is stopped by the match limit.
+ */
+
+static void
+test_regex(void)
+{
+    char         err[256], subject[64];
+    al_regex_t  *re, *bad;
+
+    re = al_regex_compile("[a-z]+-[0-9]{2}", 15, err, sizeof(err));
+    if (!tap_ok(re != NULL, "regex compiled")) {
+        return;
+    }
+
+    tap_ok(al_regex_match(re, "api-42", 6), "ASCII subject matches");
+    tap_ok(!al_regex_match(re, "api-42x", 7), "anchored at the end");
+    tap_ok(!al_regex_match(re, "xapi-4", 6), "and at the start");
+    tap_ok(!al_regex_match(re, "api-4", 5), "too short");
+    tap_ok(al_regex_match(re, "ab-12\0zz", 5),
+           "the length is the subject, not the NUL");
+    tap_ok(!al_regex_match(re, "ab-12\0zz", 8), "an embedded NUL is seen");
+    tap_ok(!al_regex_match(re, "\xc3\xa9-12", 5), "UTF-8 letter not [a-z]");
+    tap_ok(!al_regex_match(re, "a\xff-12", 5), "invalid UTF-8 never matches");
+    al_regex_free(re);
+
+    re = al_regex_compile("\\w+", 3, err, sizeof(err));
+    if (tap_ok(re != NULL, "\\w+ compiled")) {
+        tap_ok(al_regex_match(re, "abc_1", 5), "\\w+ on ASCII");
+        tap_ok(!al_regex_match(re, "ab\xc3", 3), "\\w+ on truncated UTF-8");
+        al_regex_free(re);
+    }
+
+    bad = al_regex_compile("(a+)+b", 6, err, sizeof(err));
+    if (tap_ok(bad != NULL, "backtracking pattern compiled")) {
+        memset(subject, 'a', sizeof(subject));
+        tap_ok(!al_regex_match(bad, subject, sizeof(subject)),
+               "runaway backtracking stops at the match limit");
+        al_regex_free(bad);
+    }
 }
