@@ -4,11 +4,11 @@
  *
  * On routes that inject credentials, any scrub string of the route (see
  * al_scrub_collect()) in a response header or in the body reaches the
- * client as "[REDACTED]".  A body of known length up to 64 KB is held
- * whole and sent with the Content-Length of what is sent.  Others are
- * scrubbed as they stream: nothing is buffered but the few bytes at the end
- * of a buffer that could begin a match, which wait for the next buffer (or
- * the last one) to decide.  Encoded bodies cannot be searched and are
+ * client as "[REDACTED]".  A body of known length up to airlock_scrub_hold
+ * (64 KB) is held whole and sent with the Content-Length of what is sent.
+ * Others are scrubbed as they stream: nothing is buffered but the few
+ * bytes at the end of a buffer that could begin a match, which wait for
+ * the next buffer (or the last one) to decide.  Encoded bodies cannot be searched and are
  * refused with 502.
  *
  * In a stream nothing else is copied: the bytes between matches go on in
@@ -27,8 +27,6 @@
 
 #define NGX_HTTP_AIRLOCK_REDACTED   "[REDACTED]"
 #define NGX_HTTP_AIRLOCK_BUF_SIZE   1024    /* copies: carry and join */
-#define NGX_HTTP_AIRLOCK_HOLD_MAX   65536   /* held whole, Content-Length
-                                               kept */
 
 #define NGX_HTTP_AIRLOCK_NONE       0
 #define NGX_HTTP_AIRLOCK_FULL       1
@@ -123,11 +121,12 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 static ngx_int_t
 ngx_http_airlock_header_filter(ngx_http_request_t *r)
 {
-    off_t                      len;
-    size_t                     max;
-    ngx_table_elt_t           *ce;
-    ngx_http_airlock_ctx_t    *ctx;
-    ngx_http_airlock_route_t  *rc;
+    off_t                         len;
+    size_t                        max;
+    ngx_table_elt_t              *ce;
+    ngx_http_airlock_ctx_t       *ctx;
+    ngx_http_airlock_route_t     *rc;
+    ngx_http_airlock_loc_conf_t  *alcf;
 
     ctx = ngx_http_airlock_get_ctx(r);
 
@@ -177,7 +176,9 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    if (len > 0 && len <= NGX_HTTP_AIRLOCK_HOLD_MAX) {
+    alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
+
+    if (len > 0 && len <= (off_t) alcf->scrub_hold) {
 
         /* small, of known length: held whole, scrubbed, then sent with
            its Content-Length (ngx_http_airlock_hold()) */

@@ -103,6 +103,12 @@ static ngx_str_t  ngx_http_airlock_override_headers[] = {
 };
 
 
+/* a held body is request memory: up to 16 MB of it */
+static ngx_conf_num_bounds_t  ngx_http_airlock_scrub_hold_bounds = {
+    ngx_conf_check_num_bounds, 0, 16 * 1024 * 1024
+};
+
+
 static ngx_command_t  ngx_http_airlock_commands[] = {
 
     { ngx_string("airlock_policy"),
@@ -125,6 +131,13 @@ static ngx_command_t  ngx_http_airlock_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_airlock_loc_conf_t, enable),
       NULL },
+
+    { ngx_string("airlock_scrub_hold"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_airlock_loc_conf_t, scrub_hold),
+      &ngx_http_airlock_scrub_hold_bounds },
 
     { ngx_string("airlock_deny_log"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
@@ -1591,6 +1604,7 @@ ngx_http_airlock_create_loc_conf(ngx_conf_t *cf)
     }
 
     alcf->enable = NGX_CONF_UNSET;
+    alcf->scrub_hold = NGX_CONF_UNSET_SIZE;
 
     return alcf;
 }
@@ -1606,6 +1620,7 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_airlock_main_conf_t  *amcf;
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_size_value(conf->scrub_hold, prev->scrub_hold, 65536);
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);

@@ -53,6 +53,7 @@ typedef struct {
 typedef struct {
     ngx_flag_t                   enable;
     ngx_flag_t                   status;        /* airlock_status */
+    size_t                       scrub_hold;    /* airlock_scrub_hold */
 } ngx_http_airlock_loc_conf_t;
 
 

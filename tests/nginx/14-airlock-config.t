@@ -58,7 +58,7 @@ EOF
 $t->write_file_expand('policy.yaml', $policy);
 $t->write_file_expand('nginx.conf', $p->conf);
 
-plan tests => 24;
+plan tests => 27;
 
 sub conf_test {
     my ($conf, $pol) = @_;
@@ -129,6 +129,17 @@ like($out, qr/"client_body_buffer_size" \d+ in location "\/" is smaller/,
 ($status, $out) = conf_test($p->conf(http => 'client_body_buffer_size 1m;'),
                             $body_policy);
 is($status, 0, 'client_body_buffer_size 1m: passes') or diag($out);
+
+# airlock_scrub_hold is bounded: held bodies are request memory
+
+($status, $out) = conf_test($p->conf(http => 'airlock_scrub_hold 16m;'),
+                            $policy);
+is($status, 0, 'airlock_scrub_hold 16m: passes') or diag($out);
+($status, $out) = conf_test($p->conf(http => 'airlock_scrub_hold 17m;'),
+                            $policy);
+isnt($status, 0, 'airlock_scrub_hold 17m: fails');
+like($out, qr/must be between 0 and 16777216/,
+     'airlock_scrub_hold 17m: the bounds');
 
 # reload
 

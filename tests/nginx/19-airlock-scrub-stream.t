@@ -51,7 +51,14 @@ my @cut = qw(held-cut stream-cut);
 my $whole = 900;
 my @whole = qw(whole whole-unbuffered whole-match whole-match-unbuffered);
 
-my $routes = join '', map { <<"EOF" } @names, @held, @cut, @whole;
+# airlock_scrub_hold sets how long a body may be to be held: name, body
+# size, the location's hold size, whether it is held
+my @limit = ([ 'hold-1k-small', 900, '1k', 1 ],
+             [ 'hold-1k-long', 2000, '1k', 0 ],
+             [ 'hold-0', 900, '0', 0 ]);
+
+my @routes = (@names, @held, @cut, @whole, map { $_->[0] } @limit);
+my $routes = join '', map { <<"EOF" } @routes;
   - name: $_
     clients: [local]
     match: { method: GET, path: /$_ }
@@ -165,6 +172,24 @@ $loc
             proxy_buffering off;
         }
 
+        location = /hold-1k-small {
+$loc
+            set \$echo_size 900;
+            airlock_scrub_hold 1k;
+        }
+
+        location = /hold-1k-long {
+$loc
+            set \$echo_size 2000;
+            airlock_scrub_hold 1k;
+        }
+
+        location = /hold-0 {
+$loc
+            set \$echo_size 900;
+            airlock_scrub_hold 0;
+        }
+
         location = /held-unbuffered {
 $loc
             proxy_buffering off;
@@ -176,7 +201,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 7 * (@names + @held) + 4 * @whole + 7;
+plan tests => 7 * (@names + @held) + 4 * @whole + 4 * @limit + 7;
 
 sub scrubbed {
     my ($size) = @_;
@@ -239,6 +264,28 @@ for my $name (@whole) {
        "$name: Content-Length of what is sent");
     is($r->{body}, $want, "$name: the body as it should be");
     is(index($raw, $tok), -1, "$name: no credential in the response");
+}
+
+for my $l (@limit) {
+    my ($name, $size, $hold, $held) = @$l;
+    my ($want) = scrubbed($size);
+
+    my $raw = http("GET /$name HTTP/1.1\r\nHost: localhost\r\n"
+                   . "Connection: close\r\n\r\n");
+    my $r = parse_response($raw);
+
+    is($r->{body}, $want, "$name: the body as it should be");
+    is(index($raw, $tok), -1, "$name: no credential in the response");
+    if ($held) {
+        is($r->{headers}{'content-length'}, length $want,
+           "$name: $size bytes held under airlock_scrub_hold $hold");
+        ok(!exists $r->{headers}{'transfer-encoding'}, "$name: not chunked");
+    } else {
+        ok(!exists $r->{headers}{'content-length'},
+           "$name: $size bytes not held under airlock_scrub_hold $hold");
+        like($r->{headers}{'transfer-encoding'} // '', qr/chunked/i,
+             "$name: streamed, chunked");
+    }
 }
 
 # an upstream that closes before the length it announced: a held body is
