@@ -49,7 +49,8 @@ my @cut = qw(held-cut stream-cut);
 # where it is and passed on when it holds no credential, copied when it
 # does; buffered and not
 my $whole = 900;
-my @whole = qw(whole whole-unbuffered whole-match whole-match-unbuffered);
+my @whole = qw(whole whole-unbuffered whole-match whole-match-unbuffered
+               whole-accel);
 
 # airlock_scrub_hold sets how long a body may be to be held: name, body
 # size, the location's hold size, whether it is held
@@ -159,6 +160,14 @@ $base
             set \$echo_size $whole;
             proxy_set_header X-Echo-Pattern "clean-0123456789";
             proxy_buffering off;
+        }
+
+        # the upstream turns buffering off itself (X-Accel-Buffering)
+        location = /whole-accel {
+$base
+            set \$echo_size $whole;
+            proxy_set_header X-Echo-Pattern "clean-0123456789";
+            proxy_set_header X-Echo-Header "X-Accel-Buffering: no";
         }
 
         location = /whole-match {
