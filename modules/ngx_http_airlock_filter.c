@@ -8,8 +8,8 @@
  * (64 KB) is held whole and sent with the Content-Length of what is sent.
  * Others are scrubbed as they stream: nothing is buffered but the few
  * bytes at the end of a buffer that could begin a match, which wait for
- * the next buffer (or the last one) to decide.  Encoded bodies cannot be searched and are
- * refused with 502.
+ * the next buffer (or the last one) to decide.  Encoded bodies cannot be
+ * searched and are refused with 502.
  *
  * In a stream nothing else is copied: the bytes between matches go on in
  * buffers that point into the upstream's own, which is given back (its pos

@@ -50,7 +50,8 @@ static ngx_uint_t ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
 static void ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_airlock_shortcut_kept(ngx_uint_t offset);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
-static ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf);
 static ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
     ngx_uint_t status, const char *error, const char *reason);
 static ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
@@ -1040,33 +1041,29 @@ ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
  * into the list as the client sent it: each is pointed again at the first
  * kept header of its name, or NULL, in one pass over the kept headers with
  * nginx's own headers_in hash.  Which shortcuts are cleared first is
- * worked out once (ngx_http_airlock_shortcuts_init()).
+ * worked out at configuration (ngx_http_airlock_shortcuts_init()).
  */
-
-static ngx_uint_t  ngx_http_airlock_clear[64];      /* offsets: pointers */
-static ngx_uint_t  ngx_http_airlock_nclear;
-static ngx_uint_t  ngx_http_airlock_clear_multi[4]; /* offsets: arrays */
-static ngx_uint_t  ngx_http_airlock_nclear_multi;
 
 static void
 ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
 {
-    ngx_uint_t                  i;
-    ngx_array_t                *a;
-    ngx_list_part_t            *part;
-    ngx_table_elt_t           **ph, *h;
-    ngx_http_header_t          *hh;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_uint_t                     i;
+    ngx_array_t                   *a;
+    ngx_list_part_t               *part;
+    ngx_table_elt_t              **ph, *h;
+    ngx_http_header_t             *hh;
+    ngx_http_core_main_conf_t     *cmcf;
+    ngx_http_airlock_main_conf_t  *amcf;
 
-    for (i = 0; i < ngx_http_airlock_nclear; i++) {
-        ph = (ngx_table_elt_t **) ((char *) &r->headers_in
-                                   + ngx_http_airlock_clear[i]);
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+
+    for (i = 0; i < amcf->nclear; i++) {
+        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + amcf->clear[i]);
         *ph = NULL;
     }
 
-    for (i = 0; i < ngx_http_airlock_nclear_multi; i++) {
-        a = (ngx_array_t *) ((char *) &r->headers_in
-                             + ngx_http_airlock_clear_multi[i]);
+    for (i = 0; i < amcf->nclear_multi; i++) {
+        a = (ngx_array_t *) ((char *) &r->headers_in + amcf->clear_multi[i]);
         a->nelts = 0;
     }
 
@@ -1128,12 +1125,13 @@ ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
 /* the offsets of the shortcuts fix_shortcuts() clears, by kind */
 
 static ngx_int_t
-ngx_http_airlock_shortcuts_init(ngx_conf_t *cf)
+ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf)
 {
     ngx_http_header_t  *hh;
 
-    ngx_http_airlock_nclear = 0;
-    ngx_http_airlock_nclear_multi = 0;
+    amcf->nclear = 0;
+    amcf->nclear_multi = 0;
 
     for (hh = ngx_http_headers_in; hh->name.len; hh++) {
         if (ngx_http_airlock_shortcut_kept(hh->offset)) {
@@ -1141,24 +1139,21 @@ ngx_http_airlock_shortcuts_init(ngx_conf_t *cf)
         }
 
         if (ngx_http_airlock_shortcut_multi(hh->offset)) {
-            if (ngx_http_airlock_nclear_multi
-                == sizeof(ngx_http_airlock_clear_multi) / sizeof(ngx_uint_t))
+            if (amcf->nclear_multi
+                == sizeof(amcf->clear_multi) / sizeof(ngx_uint_t))
             {
                 goto full;
             }
 
-            ngx_http_airlock_clear_multi[ngx_http_airlock_nclear_multi++] =
-                hh->offset;
+            amcf->clear_multi[amcf->nclear_multi++] = hh->offset;
             continue;
         }
 
-        if (ngx_http_airlock_nclear
-            == sizeof(ngx_http_airlock_clear) / sizeof(ngx_uint_t))
-        {
+        if (amcf->nclear == sizeof(amcf->clear) / sizeof(ngx_uint_t)) {
             goto full;
         }
 
-        ngx_http_airlock_clear[ngx_http_airlock_nclear++] = hh->offset;
+        amcf->clear[amcf->nclear++] = hh->offset;
     }
 
     return NGX_OK;
@@ -1683,8 +1678,9 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 static ngx_int_t
 ngx_http_airlock_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_handler_pt           *h;
+    ngx_http_core_main_conf_t     *cmcf;
+    ngx_http_airlock_main_conf_t  *amcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
@@ -1695,7 +1691,9 @@ ngx_http_airlock_init(ngx_conf_t *cf)
 
     *h = ngx_http_airlock_handler;
 
-    if (ngx_http_airlock_shortcuts_init(cf) != NGX_OK) {
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+
+    if (ngx_http_airlock_shortcuts_init(cf, amcf) != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -42,6 +42,12 @@ typedef struct {
     ngx_shm_zone_t              *zone;          /* airlock_zone; NULL: no
                                                    counting */
     ngx_open_file_t             *journal;       /* airlock_journal */
+
+    /* the headers_in shortcuts a header rewrite clears, by offset */
+    ngx_uint_t                   clear[64];     /* pointers */
+    ngx_uint_t                   nclear;
+    ngx_uint_t                   clear_multi[4];    /* arrays */
+    ngx_uint_t                   nclear_multi;
 } ngx_http_airlock_main_conf_t;
 
 
