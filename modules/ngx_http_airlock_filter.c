@@ -591,7 +591,8 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     held = ctx->held;
 
     if (held == NULL) {
-        /* the upstream sent less than it announced and closed */
+        /* no body came before the last buffer (nginx ends a body cut
+           short with an error, not here): an empty one goes on */
         held = ngx_calloc_buf(r->pool);
         if (held == NULL) {
             return NGX_ERROR;

@@ -47,7 +47,9 @@ static ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_uint_t ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
     ngx_http_airlock_ctx_t *ctx);
-static void ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r);
+static void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
+static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
 static ngx_uint_t ngx_http_airlock_shortcut_kept(ngx_uint_t offset);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
 static ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
@@ -915,8 +917,8 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
 /*
  * Only allowlisted client headers survive, then the route's credentials
  * are added.  The kept headers are moved down in the list, in place, and
- * the r->headers_in shortcuts are pointed at what is left, so no module
- * sees a removed header through them ($remote_user, auth_basic,
+ * in the same pass the r->headers_in shortcuts are pointed at them, so no
+ * module sees a removed header through them ($remote_user, auth_basic,
  * $http_authorization).
  */
 
@@ -924,14 +926,18 @@ static ngx_int_t
 ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx)
 {
-    ngx_uint_t                 i, n;
-    ngx_list_t                *list;
-    ngx_list_part_t           *part, *to;
-    ngx_table_elt_t           *h, *nh;
-    ngx_http_airlock_route_t  *rc;
+    ngx_uint_t                  i, n;
+    ngx_list_t                 *list;
+    ngx_list_part_t            *part, *to;
+    ngx_table_elt_t            *h, *nh;
+    ngx_http_airlock_route_t   *rc;
+    ngx_http_core_main_conf_t  *cmcf;
 
     rc = ctx->rconf;
     list = &r->headers_in.headers;
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+
+    ngx_http_airlock_clear_shortcuts(r);
 
     part = &list->part;
     h = part->elts;
@@ -970,13 +976,13 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
         if (nh != &h[i]) {
             *nh = h[i];
         }
+
+        ngx_http_airlock_set_shortcut(r, cmcf, nh);
     }
 
     to->nelts = n;
     to->next = NULL;
     list->last = to;
-
-    ngx_http_airlock_fix_shortcuts(r);
 
     /* injected headers get no shortcut: $http_authorization and
        $remote_user must not read a credential */
@@ -1037,22 +1043,19 @@ ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
 
 
 /*
- * The headers_in shortcuts (r->headers_in.host, .user_agent, ...) pointed
- * into the list as the client sent it: each is pointed again at the first
- * kept header of its name, or NULL, in one pass over the kept headers with
- * nginx's own headers_in hash.  Which shortcuts are cleared first is
+ * The headers_in shortcuts (r->headers_in.host, .user_agent, ...) point
+ * into the list as the client sent it: all are cleared, then each is
+ * pointed at the first kept header of its name as the rewrite keeps it,
+ * found with nginx's own headers_in hash.  Which shortcuts are cleared is
  * worked out at configuration (ngx_http_airlock_shortcuts_init()).
  */
 
 static void
-ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
+ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
 {
     ngx_uint_t                     i;
     ngx_array_t                   *a;
-    ngx_list_part_t               *part;
-    ngx_table_elt_t              **ph, *h;
-    ngx_http_header_t             *hh;
-    ngx_http_core_main_conf_t     *cmcf;
+    ngx_table_elt_t              **ph;
     ngx_http_airlock_main_conf_t  *amcf;
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
@@ -1067,62 +1070,56 @@ ngx_http_airlock_fix_shortcuts(ngx_http_request_t *r)
         a->nelts = 0;
     }
 
-    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        hh = ngx_hash_find(&cmcf->headers_in_hash, h[i].hash,
-                           h[i].lowcase_key, h[i].key.len);
-
-        if (hh == NULL || ngx_http_airlock_shortcut_kept(hh->offset)) {
-            continue;
-        }
-
-        if (ngx_http_airlock_shortcut_multi(hh->offset)) {
-            a = (ngx_array_t *) ((char *) &r->headers_in + hh->offset);
-
-            if (a->nalloc == 0
-                && ngx_array_init(a, r->pool, 1, sizeof(ngx_table_elt_t *))
-                   != NGX_OK)
-            {
-                continue;
-            }
-
-            ph = ngx_array_push(a);
-            if (ph != NULL) {
-                *ph = &h[i];
-            }
-
-            continue;
-        }
-
-        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
-
-        if (*ph == NULL) {
-            *ph = &h[i];
-        }
-    }
-
     /* "" marks Basic credentials as looked for and absent */
     ngx_str_set(&r->headers_in.user, "");
     ngx_str_null(&r->headers_in.passwd);
 }
 
 
-/* the offsets of the shortcuts fix_shortcuts() clears, by kind */
+static void
+ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h)
+{
+    ngx_array_t         *a;
+    ngx_table_elt_t    **ph;
+    ngx_http_header_t   *hh;
+
+    hh = ngx_hash_find(&cmcf->headers_in_hash, h->hash, h->lowcase_key,
+                       h->key.len);
+
+    if (hh == NULL || ngx_http_airlock_shortcut_kept(hh->offset)) {
+        return;
+    }
+
+    if (ngx_http_airlock_shortcut_multi(hh->offset)) {
+        a = (ngx_array_t *) ((char *) &r->headers_in + hh->offset);
+
+        /* without memory the header is simply not seen through it */
+
+        if (a->nalloc == 0
+            && ngx_array_init(a, r->pool, 1, sizeof(ngx_table_elt_t *))
+               != NGX_OK)
+        {
+            return;
+        }
+
+        ph = ngx_array_push(a);
+        if (ph != NULL) {
+            *ph = h;
+        }
+
+        return;
+    }
+
+    ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
+
+    if (*ph == NULL) {
+        *ph = h;
+    }
+}
+
+
+/* the offsets of the shortcuts clear_shortcuts() clears, by kind */
 
 static ngx_int_t
 ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,

@@ -336,7 +336,6 @@ for my $round (1 .. $rounds) {
         push @{$res{$name}{rps}}, $rps;
         push @{$res{$name}{p99}}, $p99;
         push @{$res{$name}{cpu}}, $user + $sys;
-        push @{$res{$name}{user}}, $user;
         printf STDERR "round %d %-15s %8.0f req/s  p99 %7.3f ms  "
             . "proxy CPU %6.1f us/request (user %5.1f, system %5.1f)\n",
             $round, $name, $rps, $p99, $user + $sys, $user, $sys;
