@@ -1,9 +1,19 @@
 # Airlock top-level build.  See README.md; `make help` lists the targets.
 
 BUILD ?= build
-B := $(BUILD)
+# absolute, so that BUILD=/tmp/x and BUILD=build name the same things to
+# nginx's build, the tests and the sub-makes
+B := $(abspath $(BUILD))
 
+# auto/deps SET installs what a target needs (DEPS=true skips it: the
+# package build, a machine prepared by hand)
+DEPS ?= auto/deps
+
+# goals that need no configuration do not make one
+NOCONF_GOALS := help clean deps bench-deps
+ifneq ($(filter-out $(NOCONF_GOALS),$(or $(MAKECMDGOALS),all)),)
 -include $(B)/config.mk
+endif
 
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(WARN) $(OPT) -Ipolicy $(LIB_CFLAGS)
 
@@ -32,25 +42,36 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match bench-proxy bench-llm bench-deny clean help
+        bench bench-match bench-proxy bench-llm bench-deny bench-deps install deb \
+        clean help
 
 all: lib ctl alertd modules unit
 
 help:
-	@echo "make            build libairlock, airlockctl, the nginx module"
-	@echo "make deps       install the Debian packages (root), or say which"
-	@echo "make demo       install what is missing, build, run the demo"
-	@echo "make test       install what is missing, build, run every suite"
-	@echo "make asan       the same suite built with ASan+UBSan (build-asan/)"
-	@echo "make fuzz       run each libFuzzer target FUZZ_TIME seconds"
-	@echo "make bench      run the benchmarks"
-	@echo "make clean      remove build directories"
+	@echo "make, make all    build libairlock, airlockctl, airlock-alertd," \
+	      "the nginx module and the unit tests (nothing when up to date)"
+	@echo "make lib|ctl|alertd|modules|unit   one of those"
+	@echo "make deps         install the build packages (auto/deps build)"
+	@echo "make demo         install the demo's packages, build, run the demo"
+	@echo "make test         install the test packages, build, run every suite"
+	@echo "make asan         the same suite built with ASan+UBSan (build-asan/)"
+	@echo "make fuzz         run each libFuzzer target FUZZ_TIME seconds"
+	@echo "make fuzz-build   build the libFuzzer targets only"
+	@echo "make bench        run every benchmark below"
+	@echo "make bench-match|bench-proxy|bench-llm|bench-deny   one of them"
+	@echo "make bench-deps   install the benchmarks' packages (wrk)"
+	@echo "make install      install under DESTDIR (PREFIX=$(PREFIX))"
+	@echo "make deb          Debian packages in BUILD/deb (dpkg-buildpackage)"
+	@echo "make clean        remove build directories"
+	@echo "make help         this list"
+	@echo "BUILD=DIR (default build, relative or absolute), DEPS=true skips" \
+	      "auto/deps"
 
 deps:
-	@auto/deps
+	@$(DEPS) build
 
-$(B)/config.mk: auto/configure auto/deps
-	@auto/deps
+$(B)/config.mk: auto/configure
+	@$(DEPS) build
 	@SAN=$(SAN) CC=$(or $(CONFIG_CC),cc) auto/configure $(B)
 
 lib: $(LIB)
@@ -88,20 +109,30 @@ NGX_CC_OPT = $(WARN) -Wno-unused-parameter -Wno-shadow -Wno-format-nonliteral \
              -I$(CURDIR)/policy $(LIB_CFLAGS) $(OPT)
 NGX_LD_OPT = $(LDFLAGS)
 
-$(B)/nginx/Makefile: $(B)/config.mk modules/config
+# nginx's configure writes objs/Makefile (and no Makefile: Debian's
+# sources have none at the top).  It runs again only when the flags or the
+# addon's config change.
+NGX_OBJS := $(B)/nginx/objs
+
+$(NGX_OBJS)/Makefile: $(B)/config.mk modules/config
 	@rm -rf $(B)/nginx
 	@mkdir -p $(B)
 	cp -r $(NGX_SRC) $(B)/nginx
-	cd $(B)/nginx && AIRLOCK_LIB="$(CURDIR)/$(LIB)" \
+	cd $(B)/nginx && AIRLOCK_LIB="$(LIB)" \
 	    AIRLOCK_LIBS="$(LIB_LIBS)" ./configure $(NGX_CONF_FLAGS) \
 	    --add-dynamic-module=$(CURDIR)/modules \
 	    --with-cc-opt="$(NGX_CC_OPT)" --with-ld-opt="$(NGX_LD_OPT)" \
 	    > configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 
-$(MOD_SO): $(B)/nginx/Makefile $(MOD_SRCS) $(LIB)
+# nginx's objs/Makefile knows neither libairlock.a nor policy/airlock.h:
+# the .so is relinked whenever this rule runs, and the module's objects
+# are rebuilt when the library's headers changed.
+$(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(POLICY_HDRS) $(LIB)
+	$(if $(filter $(POLICY_HDRS),$?),rm -f $(NGX_OBJS)/addon/modules/*.o)
+	@rm -f $(NGX_OBJS)/ngx_http_airlock_module.so
 	$(MAKE) -s -C $(B)/nginx -f objs/Makefile modules
 	@mkdir -p $(@D)
-	cp $(B)/nginx/objs/ngx_http_airlock_module.so $@
+	cp $(NGX_OBJS)/ngx_http_airlock_module.so $@
 
 # Fuzzing: clang + libFuzzer, ASan and UBSan, policy sources built in.
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ipolicy $(LIB_CFLAGS) \
@@ -112,7 +143,9 @@ $(B)/fuzz/%: tests/fuzz/%.c $(POLICY_SRCS) $(POLICY_HDRS) $(B)/config.mk
 
 fuzz-build: $(FUZZ_BINS)
 
-fuzz: fuzz-build
+fuzz:
+	@$(DEPS) fuzz
+	@$(MAKE) --no-print-directory fuzz-build
 	@for f in $(FUZZ_BINS); do \
 	    n=$$(basename $$f); mkdir -p $(B)/fuzz/corpus/$$n; \
 	    echo "== $$n for $(FUZZ_TIME)s"; \
@@ -121,12 +154,16 @@ fuzz: fuzz-build
 	        | grep -E '^(stat::|#[0-9]+ +DONE|==[0-9]+==ERROR)' ; \
 	done
 
-demo: all
-	@auto/deps --demo
-	AIRLOCK_BUILD=$(CURDIR)/$(B) conf/demo/run.sh
+demo:
+	@$(DEPS) demo
+	@$(MAKE) --no-print-directory all
+	AIRLOCK_BUILD=$(B) conf/demo/run.sh
 
-test: all fuzz-build
-	AIRLOCK_BUILD=$(CURDIR)/$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests
+# the fuzz smoke test (tests/fuzz/smoke.t) runs each target on its seeds
+test:
+	@$(DEPS) test
+	@$(MAKE) --no-print-directory all fuzz-build
+	AIRLOCK_BUILD=$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 test
@@ -135,19 +172,67 @@ $(B)/bench/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $< -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
 
-bench-match: $(B)/bench/bench_match
+bench-deps:
+	@$(DEPS) bench
+
+bench-match: bench-deps
+	@$(MAKE) --no-print-directory $(B)/bench/bench_match
 	$(B)/bench/bench_match
 
-bench-proxy: all
-	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/proxy.pl
-
-bench-llm: all
-	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/llm.pl
-
-bench-deny: all
-	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/deny.pl
+bench-proxy bench-llm bench-deny: bench-deps
+	@$(MAKE) --no-print-directory all
+	AIRLOCK_BUILD=$(B) perl tests/bench/$(@:bench-%=%).pl
 
 bench: bench-match bench-proxy bench-llm bench-deny
 
+# Installation, as the packages lay it out.  A new program is one line:
+# INSTALL_BINS += $(B)/its-binary; a unit in conf/*.service comes with it.
+PREFIX ?= /usr
+DESTDIR ?=
+INSTALL_BINS := $(CTL) $(if $(ALERTD_SRCS),$(ALERTD))
+INSTALL_UNITS := $(wildcard conf/*.service)
+INSTALL_ETC := conf/policy.example.yaml $(wildcard conf/airlock-location.conf)
+INSTALL_DOCS := $(wildcard docs/*.md)
+SYSTEMD_DIR ?= /lib/systemd/system
+NGX_MOD_DIR ?= /usr/lib/nginx/modules
+NGX_MOD_CONF_DIR ?= /usr/share/nginx/modules-available
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(NGX_MOD_DIR) \
+	    $(DESTDIR)$(NGX_MOD_CONF_DIR) $(DESTDIR)$(SYSTEMD_DIR) \
+	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d \
+	    $(DESTDIR)/etc/airlock $(DESTDIR)/etc/logrotate.d \
+	    $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/var/log/airlock \
+	    $(DESTDIR)$(PREFIX)/share/doc/airlock
+	install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(MOD_SO) $(DESTDIR)$(NGX_MOD_DIR)/
+	echo 'load_module modules/ngx_http_airlock_module.so;' \
+	    > $(DESTDIR)$(NGX_MOD_CONF_DIR)/mod-http-airlock.conf
+	install -m 644 $(INSTALL_UNITS) $(DESTDIR)$(SYSTEMD_DIR)/
+	install -m 644 conf/nginx-credentials.conf \
+	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock.conf
+	install -m 644 conf/policy.example.yaml $(DESTDIR)/etc/airlock/policy.yaml
+	$(if $(wildcard conf/airlock-location.conf),install -m 644 \
+	    conf/airlock-location.conf $(DESTDIR)/etc/airlock/)
+	install -m 644 conf/airlock.logrotate $(DESTDIR)/etc/logrotate.d/airlock
+	install -m 644 conf/airlock.sysusers \
+	    $(DESTDIR)/usr/lib/sysusers.d/airlock.conf
+	install -m 644 $(INSTALL_DOCS) $(DESTDIR)$(PREFIX)/share/doc/airlock/
+	install -d -m 700 $(DESTDIR)/etc/airlock/credentials
+
+# Debian packages (debian/): built by dpkg-buildpackage from a copy of the
+# tracked and new files in BUILD/deb/src; the .debs land in BUILD/deb.
+DEB_DIR := $(B)/deb
+
+deb:
+	@$(DEPS) deb
+	@rm -rf $(DEB_DIR)
+	@mkdir -p $(DEB_DIR)/src
+	git ls-files -co --exclude-standard -z \
+	    | tar -c --null --ignore-failed-read -T - -f - | tar -x -C $(DEB_DIR)/src -f -
+	cd $(DEB_DIR)/src && dpkg-buildpackage -b -us -uc \
+	    > $(DEB_DIR)/build.log 2>&1 || { tail -30 $(DEB_DIR)/build.log; exit 1; }
+	@ls $(DEB_DIR)/*.deb
+
 clean:
-	rm -rf build build-asan
+	rm -rf $(B) $(abspath build-asan)

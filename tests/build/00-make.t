@@ -1,0 +1,168 @@
+#!/usr/bin/perl
+# The build itself: a second `make` with nothing changed does nothing (no
+# copy of nginx's sources, no configure, no relink), with BUILD given as an
+# absolute path; a changed module source rebuilds only the module, once;
+# `make help` names every target; auto/deps refuses what it does not know,
+# keeps each purpose's packages to itself, and leaves no system service of
+# the packages it lists enabled at boot.
+
+use strict;
+use warnings;
+use Cwd ();
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my $ci = $ENV{CI};
+
+sub run {
+    my ($cmd) = @_;
+    my $out = `$cmd 2>&1`;
+    return ($? >> 8, $out);
+}
+
+# a scratch copy of the tree, so touching a source changes nothing here
+my $tmp = tempdir(CLEANUP => 1);
+my $src = "$tmp/src";
+my $build = "$tmp/build";
+mkdir $src or die "mkdir $src: $!";
+
+my ($rc, $out);
+if (-e "$top/.git") {
+    ($rc, $out) = run("cd $top && git ls-files -co --exclude-standard -z "
+        . "| tar -c --null --ignore-failed-read -T - -f - "
+        . "| tar -x -C $src -f -");
+} else {
+    ($rc, $out) = run("cd $top && tar -c --exclude='./build*' -f - . "
+        . "| tar -x -C $src -f -");
+}
+is($rc, 0, 'scratch copy of the tree') or diag($out);
+
+# DEPS=true: the packages are auto/deps's business, tested below
+my $make = "make -C $src DEPS=true BUILD=$build";
+
+($rc, $out) = run("$make -j2 all");
+is($rc, 0, 'first make (BUILD is an absolute path outside the tree)')
+    or diag((split /\n/, $out)[-20 .. -1]);
+ok(-f "$build/modules/ngx_http_airlock_module.so", 'the module is built');
+ok(-f "$build/airlockctl", 'airlockctl is built');
+ok(!-e "$src/build", 'nothing is written into the tree');
+
+($rc, $out) = run("$make -q all");
+is($rc, 0, 'make -q: everything is up to date after one make');
+
+($rc, $out) = run("$make all");
+is($rc, 0, 'second make');
+like($out, qr/Nothing to be done/, 'second make says nothing to do');
+unlike($out, qr/configure|cp -r|\bcc\b|ar rcs/,
+       'second make copies, configures, compiles and links nothing')
+    or diag($out);
+
+# a module source changes: the module is rebuilt, then nothing again
+my $mod = "$src/modules/ngx_http_airlock_variables.c";
+utime(undef, undef, $mod) or die "touch $mod: $!";
+
+($rc, $out) = run("$make -q all");
+isnt($rc, 0, 'a touched module source makes the build out of date');
+
+($rc, $out) = run("$make all");
+is($rc, 0, 'make after touching a module source') or diag($out);
+like($out, qr/objs\/Makefile modules/, 'the module is rebuilt');
+unlike($out, qr/configure|cp -r/, 'nginx is not copied or reconfigured');
+
+($rc, $out) = run("$make -q all");
+is($rc, 0, 'and up to date again');
+
+# make help names every target
+($rc, $out) = run("make -s -C $src help");
+is($rc, 0, 'make help');
+my $mk = do { local (@ARGV, $/) = "$src/Makefile"; <> };
+my ($phony) = $mk =~ /^\.PHONY:\s*((?:.*\\\n)*.*)$/m;
+my @targets = grep { $_ ne '\\' } split /\s+/, $phony;
+ok(@targets > 10, scalar(@targets) . ' phony targets');
+for my $target (@targets) {
+    like($out, qr/(^|[\s|])\Q$target\E([\s|]|$)/m,
+         "make help lists $target");
+}
+
+# auto/deps: options and sets
+($rc, $out) = run("sh $top/auto/deps --frobnicate");
+is($rc, 2, 'auto/deps rejects an unknown option');
+like($out, qr/unknown option "--frobnicate"/, 'and names it');
+like($out, qr/usage:/, 'and prints its usage');
+
+($rc, $out) = run("sh $top/auto/deps tset");
+is($rc, 2, 'auto/deps rejects an unknown set');
+like($out, qr/unknown set "tset"/, 'and names it');
+
+my %list;
+for my $set (qw(build test demo bench fuzz deb all)) {
+    ($rc, $out) = run("sh $top/auto/deps --list $set");
+    is($rc, 0, "auto/deps --list $set");
+    $list{$set} = { map { $_ => 1 } split ' ', $out };
+}
+for my $p (qw(wrk clang prometheus lintian redis-server)) {
+    ok(!$list{build}{$p}, "the build set does not pull in $p");
+}
+ok($list{bench}{wrk}, 'the bench set has wrk');
+ok($list{fuzz}{clang}, 'the fuzz set has clang');
+ok($list{test}{python3} && $list{demo}{python3}, 'test and demo have python3');
+ok($list{deb}{lintian} && $list{deb}{debhelper}, 'the deb set has lintian');
+ok(!$list{test}{wrk} && !$list{test}{prometheus},
+   'the test set has neither wrk nor Prometheus');
+
+# auto/deps leaves no service of its packages enabled at boot
+SKIP: {
+    my $why = $> != 0 ? 'not root'
+        : !-x '/usr/bin/dpkg-query' ? 'not a Debian system'
+        : undef;
+    if ($why) {
+        fail("service check: $why") if $ci;
+        skip "service check: $why", 1;
+    }
+
+    ($rc, $out) = run("sh $top/auto/deps test");
+    is($rc, 0, 'auto/deps test') or diag($out);
+
+    my %pkgs;
+    for my $p (keys %{ $list{all} }) {
+        next unless `dpkg-query -W -f='\${db:Status-Status}' $p 2>/dev/null`
+            eq 'installed';
+        $pkgs{$p} = 1;
+        my $deps = `dpkg-query -W -f='\${Depends}' $p`;
+        for (split /[,|]/, $deps) {
+            s/^\s+//;
+            s/[\s(].*//s;
+            s/:any$//;
+            $pkgs{$_} = 1 if $_ ne '';
+        }
+    }
+
+    my @units;
+    for my $p (sort keys %pkgs) {
+        for (`dpkg-query -L $p 2>/dev/null`) {
+            chomp;
+            push @units, $1
+                if m{^(?:/usr)?/lib/systemd/system/([^/@]+\.(?:service|socket))$};
+        }
+    }
+    ok(@units, 'the listed packages bring services: '
+       . join(' ', @units));
+
+    my $systemctl = -x '/usr/bin/systemctl' || -x '/bin/systemctl';
+    for my $u (@units) {
+        (my $name = $u) =~ s/\.service$//;
+        if ($systemctl) {
+            my $state = `systemctl is-enabled $u 2>/dev/null`;
+            chomp $state;
+            isnt($state, 'enabled', "$u is not enabled ($state)");
+        }
+        my @wants = glob("/etc/systemd/system/*.wants/$u");
+        is("@wants", '', "no .wants link to $u");
+        my @rc = glob("/etc/rc[2-5].d/S[0-9][0-9]$name");
+        is("@rc", '', "no System V start link for $name");
+    }
+}
+
+done_testing();
