@@ -58,8 +58,8 @@ struct ad_xfer_s {
 };
 
 
-static int ad_hmac_key(const al_secret_t *sec, ad_sink_t *s, char *err,
-    size_t errsize);
+static int ad_hmac_key(const al_policy_t *p, const al_secret_t *sec,
+    const al_keyring_t *kr, ad_sink_t *s, char *err, size_t errsize);
 static ad_sink_t *ad_sink_find(ad_deliver_t *d, const char *key);
 static int ad_xfer_start(ad_deliver_t *d, ad_sink_t *s, ad_entry_t *e);
 static int ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x);
@@ -107,8 +107,8 @@ ad_sink_key(al_sink_kind_t kind, const char *url, char *key)
 
 
 int
-ad_sinks_from_policy(const al_policy_t *p, ad_sink_t **sinks, size_t *n,
-    char *err, size_t errsize)
+ad_sinks_from_policy(const al_policy_t *p, const al_keyring_t *kr,
+    ad_sink_t **sinks, size_t *n, char *err, size_t errsize)
 {
     size_t            i, k;
     ad_sink_t        *v, *s;
@@ -151,7 +151,7 @@ ad_sinks_from_policy(const al_policy_t *p, ad_sink_t **sinks, size_t *n,
         }
 
         if (s->kind == AL_SINK_WEBHOOK
-            && ad_hmac_key(ps->hmac, s, err, errsize) != 0)
+            && ad_hmac_key(p, ps->hmac, kr, s, err, errsize) != 0)
         {
             goto failed;
         }
@@ -170,57 +170,59 @@ failed:
 }
 
 
+/* opens the webhook's secret alone and derives its HMAC key */
+
 static int
-ad_hmac_key(const al_secret_t *sec, ad_sink_t *s, char *err,
-    size_t errsize)
+ad_hmac_key(const al_policy_t *p, const al_secret_t *sec,
+    const al_keyring_t *kr, ad_sink_t *s, char *err, size_t errsize)
 {
-    size_t       len;
-    const char  *v;
+    int             rc;
+    size_t          len, vlen;
+    unsigned char  *v;
 
-    if (sec == NULL || sec->value == NULL) {
-        (void) snprintf(err, errsize, "webhook %s: its hmac_secret could "
-                        "not be opened", s->label);
+    if (sec == NULL) {
+        (void) snprintf(err, errsize, "webhook %s: it names no hmac_secret",
+                        s->label);
         return -1;
     }
 
-    v = (const char *) sec->value;
-
-    if (sec->len == 0) {
-        (void) snprintf(err, errsize, "webhook %s: secret \"%s\" is empty",
-                        s->label, sec->name.data);
+    if (ad_secret_open(p, sec, kr, &v, &vlen, err, errsize) != 0) {
         return -1;
     }
 
-    s->hmac = al_secure_alloc(sec->len);
+    rc = -1;
+
+    s->hmac = al_secure_alloc(vlen);
     if (s->hmac == NULL) {
         (void) snprintf(err, errsize, "out of memory");
-        return -1;
+        goto done;
     }
 
-    if (sec->len > 6 && memcmp(v, "whsec_", 6) == 0) {
-        if (sodium_base642bin(s->hmac, sec->len, v + 6, sec->len - 6, NULL,
-                              &len, NULL, sodium_base64_VARIANT_ORIGINAL)
+    if (vlen > 6 && memcmp(v, "whsec_", 6) == 0) {
+        if (sodium_base642bin(s->hmac, vlen, (const char *) v + 6, vlen - 6,
+                              NULL, &len, NULL,
+                              sodium_base64_VARIANT_ORIGINAL)
             != 0
-            && sodium_base642bin(s->hmac, sec->len, v + 6, sec->len - 6,
-                                 NULL, &len, NULL,
+            && sodium_base642bin(s->hmac, vlen, (const char *) v + 6,
+                                 vlen - 6, NULL, &len, NULL,
                                  sodium_base64_VARIANT_ORIGINAL_NO_PADDING)
                != 0)
         {
             (void) snprintf(err, errsize, "webhook %s: secret \"%s\" starts "
                             "with whsec_ but the rest is not base64",
                             s->label, sec->name.data);
-            return -1;
+            goto done;
         }
 
     } else {
-        memcpy(s->hmac, v, sec->len);
-        len = sec->len;
+        memcpy(s->hmac, v, vlen);
+        len = vlen;
     }
 
     if (len == 0) {
         (void) snprintf(err, errsize, "webhook %s: secret \"%s\" is empty",
                         s->label, sec->name.data);
-        return -1;
+        goto done;
     }
 
     if (len < 16) {
@@ -229,8 +231,13 @@ ad_hmac_key(const al_secret_t *sec, ad_sink_t *s, char *err,
     }
 
     s->hmac_len = len;
+    rc = 0;
 
-    return 0;
+done:
+
+    al_secure_free(v);
+
+    return rc;
 }
 
 

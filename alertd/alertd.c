@@ -534,8 +534,9 @@ ad_init(ad_ctx_t *ctx)
 /*
  * Reads the keyring and the policy and takes what alertd needs from them:
  * copies of the sink URLs and the HMAC keys, in guarded memory.  The
- * policy and the keyring are freed at once, so no other secret stays
- * in this process.
+ * policy is loaded without the keyring, so none of its secrets is opened;
+ * only the sinks' own are (ad_secret.c).  The policy and the keyring are
+ * freed at once.
  */
 
 static int
@@ -553,15 +554,16 @@ ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n, char *err,
         return -1;
     }
 
-    p = al_policy_load(ctx->policy, kr, &e);
-    al_keyring_free(kr);
+    p = al_policy_load(ctx->policy, NULL, &e);
 
     if (p == NULL) {
+        al_keyring_free(kr);
         (void) al_error_format(&e, err, errsize);
         return -1;
     }
 
-    rc = ad_sinks_from_policy(p, sinks, n, err, errsize);
+    rc = ad_sinks_from_policy(p, kr, sinks, n, err, errsize);
+    al_keyring_free(kr);
     al_policy_free(p);
 
     return rc;

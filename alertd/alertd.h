@@ -40,6 +40,7 @@
 #define AD_NAME_MAX            128      /* outbox file name */
 #define AD_KEY_HEX             16       /* sink key: hex chars */
 #define AD_LABEL_MAX           512      /* a URL as logged */
+#define AD_SECRET_MAX          65536    /* a file: secret's bytes */
 
 #define AD_BACKOFF_BASE        1000     /* ms */
 #define AD_BACKOFF_CAP         300000   /* ms, 5 minutes */
@@ -292,9 +293,14 @@ typedef struct {
 } ad_deliver_t;
 
 void ad_sink_key(al_sink_kind_t kind, const char *url, char *key);
-int ad_sinks_from_policy(const al_policy_t *p, ad_sink_t **sinks,
-    size_t *n, char *err, size_t errsize);
+int ad_sinks_from_policy(const al_policy_t *p, const al_keyring_t *kr,
+    ad_sink_t **sinks, size_t *n, char *err, size_t errsize);
 void ad_sinks_free(ad_sink_t *sinks, size_t n);
+
+/* ad_secret.c: opens one secret of a policy loaded without a keyring */
+int ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
+    const al_keyring_t *kr, unsigned char **out, size_t *outlen, char *err,
+    size_t errsize);
 
 int ad_deliver_init(ad_deliver_t *d, ad_outbox_t *ob, int64_t repeat_ms,
     int once, char *err, size_t errsize);

@@ -1,0 +1,168 @@
+/*
+ * The secrets alertd opens: only those its sinks name (a webhook's
+ * hmac_secret), never the rest of the policy's.
+ *
+ * The policy is loaded without the keyring, so the library opens nothing;
+ * each sink's secret is opened here on its own: a sealed one with the
+ * appliance key, a file: one from its path.  Under systemd a file: secret
+ * usually names another unit's credential, nginx's
+ * /run/credentials/nginx.service/ID, which no other unit can read; when
+ * $CREDENTIALS_DIRECTORY is set (LoadCredential= in alertd's own unit),
+ * a path under /run/credentials/ is read from alertd's own copy,
+ * $CREDENTIALS_DIRECTORY/ID.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alertd.h"
+
+
+#define AD_CREDENTIALS_ROOT    "/run/credentials/"
+
+
+static int ad_secret_read(const char *path, unsigned char **out,
+    size_t *outlen, char *err, size_t errsize);
+
+
+int
+ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
+    const al_keyring_t *kr, unsigned char **out, size_t *outlen, char *err,
+    size_t errsize)
+{
+    int          n;
+    char         path[PATH_MAX], why[PATH_MAX + 128];
+    const char  *dir, *id, *reason;
+
+    *out = NULL;
+    *outlen = 0;
+
+    if (sec->sealed) {
+        if (kr == NULL) {
+            (void) snprintf(err, errsize, "%s:%u: secret \"%s\" is sealed "
+                            "and no keyring was given", p->file.data,
+                            sec->line, sec->name.data);
+            return -1;
+        }
+
+        if (al_unseal(kr, sec->source.data, sec->source.len, out, outlen,
+                      &reason)
+            != 0)
+        {
+            (void) snprintf(err, errsize, "%s:%u: secret \"%s\" %s",
+                            p->file.data, sec->line, sec->name.data, reason);
+            return -1;
+        }
+
+        return 0;
+    }
+
+    n = snprintf(path, sizeof(path), "%s", sec->source.data);
+
+    dir = getenv("CREDENTIALS_DIRECTORY");
+
+    if (dir != NULL && dir[0] == '/'
+        && strncmp(sec->source.data, AD_CREDENTIALS_ROOT,
+                   sizeof(AD_CREDENTIALS_ROOT) - 1) == 0)
+    {
+        id = strrchr(sec->source.data, '/') + 1;
+        n = snprintf(path, sizeof(path), "%s/%s", dir, id);
+    }
+
+    if (n < 0 || (size_t) n >= sizeof(path)) {
+        (void) snprintf(err, errsize, "%s:%u: secret \"%s\": its path is "
+                        "too long", p->file.data, sec->line, sec->name.data);
+        return -1;
+    }
+
+    if (ad_secret_read(path, out, outlen, why, sizeof(why)) != 0) {
+        (void) snprintf(err, errsize, "%s:%u: secret \"%s\": %s",
+                        p->file.data, sec->line, sec->name.data, why);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+ad_secret_read(const char *path, unsigned char **out, size_t *outlen,
+    char *err, size_t errsize)
+{
+    int             fd;
+    size_t          len;
+    ssize_t         n;
+    unsigned char  *buf;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd == -1) {
+        (void) snprintf(err, errsize, "cannot open %s: %s", path,
+                        strerror(errno));
+        return -1;
+    }
+
+    buf = al_secure_alloc(AD_SECRET_MAX + 1);
+    if (buf == NULL) {
+        close(fd);
+        (void) snprintf(err, errsize, "out of memory");
+        return -1;
+    }
+
+    len = 0;
+
+    while (len <= AD_SECRET_MAX) {
+        n = read(fd, buf + len, AD_SECRET_MAX + 1 - len);
+
+        if (n == -1 && errno == EINTR) {
+            continue;
+        }
+
+        if (n == -1) {
+            (void) snprintf(err, errsize, "cannot read %s: %s", path,
+                            strerror(errno));
+            close(fd);
+            al_secure_free(buf);
+            return -1;
+        }
+
+        if (n == 0) {
+            break;
+        }
+
+        len += (size_t) n;
+    }
+
+    close(fd);
+
+    if (len > AD_SECRET_MAX) {
+        (void) snprintf(err, errsize, "%s is larger than %d bytes", path,
+                        AD_SECRET_MAX);
+        al_secure_free(buf);
+        return -1;
+    }
+
+    /* the one trailing newline an editor or echo adds */
+    if (len > 0 && buf[len - 1] == '\n') {
+        len--;
+        if (len > 0 && buf[len - 1] == '\r') {
+            len--;
+        }
+    }
+
+    if (len == 0) {
+        (void) snprintf(err, errsize, "%s is empty", path);
+        al_secure_free(buf);
+        return -1;
+    }
+
+    buf[len] = '\0';
+    *out = buf;
+    *outlen = len;
+
+    return 0;
+}
