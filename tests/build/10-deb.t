@@ -1,0 +1,206 @@
+#!/usr/bin/perl
+# make deb: the two packages' contents, dependencies and maintainer
+# scripts; lintian finds no error; the packages would install here
+# (dpkg --dry-run); unpacked, the module loads into this machine's nginx
+# and airlockctl passes the packaged policy; the packaged policy's file:
+# secrets, the nginx.service drop-in and alertd's unit name the same
+# credentials.
+
+use strict;
+use warnings;
+use Cwd ();
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my $ci = $ENV{CI};
+
+for my $tool (qw(dpkg-buildpackage dh dpkg-deb)) {
+    next if system("command -v $tool >/dev/null 2>&1") == 0;
+    if ($ci) {
+        fail("$tool not installed (auto/deps test installs it)");
+        done_testing();
+        exit;
+    }
+    plan skip_all => "$tool not installed (auto/deps deb)";
+}
+
+sub run {
+    my ($cmd) = @_;
+    my $out = `$cmd 2>&1`;
+    return ($? >> 8, $out);
+}
+
+my $tmp = tempdir(CLEANUP => !$ENV{AIRLOCK_KEEP});
+my $build = "$tmp/build";
+my $deb = "$build/deb";
+
+my ($rc, $out) = run("make -s -C $top DEPS=true BUILD=$build deb");
+is($rc, 0, 'make deb') or diag($out);
+
+my ($mod) = glob("$deb/libnginx-mod-http-airlock_*.deb");
+my ($pkg) = glob("$deb/airlock_*.deb");
+ok($mod, 'libnginx-mod-http-airlock .deb built');
+ok($pkg, 'airlock .deb built');
+unless ($mod && $pkg) {
+    diag(`tail -40 $deb/build.log`);
+    done_testing();
+    exit;
+}
+
+sub field {
+    my ($file, $name) = @_;
+    my $v = `dpkg-deb -f $file $name`;
+    chomp $v;
+    return $v;
+}
+
+sub contents {
+    my ($file) = @_;
+    my %c;
+    for (`dpkg-deb -c $file`) {
+        my @f = split ' ';
+        (my $path = $f[5]) =~ s{^\.}{};
+        $path =~ s{/$}{} if $path ne '/';
+        $c{$path} = $f[0];
+    }
+    return \%c;
+}
+
+# the module package
+my ($abi) = `dpkg-query -W -f='\${Provides}' nginx` =~ /(nginx-abi-[\w.+~-]+)/;
+ok($abi, "this nginx provides $abi");
+my $dep = field($mod, 'Depends');
+like($dep, qr/(^|, )\Q$abi\E(,|$)/, "the module depends on $abi exactly");
+like($dep, qr/libsodium/, 'and on the libraries it links (shlibs)');
+
+my $c = contents($mod);
+is($c->{'/usr/lib/nginx/modules/ngx_http_airlock_module.so'}, '-rw-r--r--',
+   'the module in /usr/lib/nginx/modules');
+ok(exists $c->{'/usr/share/nginx/modules-available/mod-http-airlock.conf'},
+   'its load snippet in /usr/share/nginx/modules-available');
+
+my $ctl = "$tmp/ctl-mod";
+system("dpkg-deb -e $mod $ctl") == 0 or die "dpkg-deb -e failed";
+my $postinst = do { local (@ARGV, $/) = "$ctl/postinst"; <> } // '';
+like($postinst,
+     qr{mod-http-airlock\.conf:50-mod-http-airlock\.conf},
+     'postinst links it into /etc/nginx/modules-enabled (dh_nginx)');
+like($postinst, qr/nginx-reload/, 'and asks nginx to reload');
+
+# the airlock package
+$dep = field($pkg, 'Depends');
+my $version = field($pkg, 'Version');
+like($dep, qr/libnginx-mod-http-airlock \(= \Q$version\E\)/,
+     'airlock depends on the module of the same version');
+like($dep, qr/(^|, )nginx(,|$)/, 'and on nginx');
+like($dep, qr/systemd-sysusers/, 'and on something to create its users');
+
+$c = contents($pkg);
+for my $f ('/usr/bin/airlockctl', '/usr/bin/airlock-alertd') {
+    is($c->{$f}, '-rwxr-xr-x', "$f");
+}
+for my $f ('/lib/systemd/system/airlock-alertd.service',
+           '/lib/systemd/system/nginx.service.d/airlock.conf',
+           '/etc/airlock/policy.yaml',
+           '/etc/logrotate.d/airlock',
+           '/usr/lib/sysusers.d/airlock.conf',
+           '/usr/share/doc/airlock/copyright')
+{
+    is($c->{$f}, '-rw-r--r--', "$f");
+}
+ok(exists $c->{'/etc/airlock/airlock-location.conf'},
+   '/etc/airlock/airlock-location.conf') if -f "$top/conf/airlock-location.conf";
+ok(grep(m{^/usr/share/doc/airlock/policy\.md}, keys %$c), 'the docs');
+ok(!grep(m{^/usr/lib/debug|\.a$|/etc/airlock/credentials}, keys %$c),
+   'no debug files, static libraries or credentials directory');
+
+$ctl = "$tmp/ctl-airlock";
+system("dpkg-deb -e $pkg $ctl") == 0 or die "dpkg-deb -e failed";
+my $conffiles = do { local (@ARGV, $/) = "$ctl/conffiles"; <> } // '';
+like($conffiles, qr{^/etc/airlock/policy\.yaml$}m, 'the policy is a conffile');
+$postinst = do { local (@ARGV, $/) = "$ctl/postinst"; <> } // '';
+like($postinst, qr/systemd-sysusers.*airlock\.conf/, 'postinst adds the users');
+like($postinst, qr{install -d -m 0700 .*/etc/airlock/credentials},
+     'postinst makes the credentials directory, root only');
+unlike($postinst, qr/deb-systemd-invoke\s.*start/,
+       'and starts no unit');
+my @enable = $postinst =~ /^(.*)\n\s*deb-systemd-helper enable/mg;
+ok(!grep({ !/was-enabled/ } @enable),
+   'and enables one only where the admin had enabled it before');
+
+# lintian: no error
+SKIP: {
+    if (system('command -v lintian >/dev/null 2>&1') != 0) {
+        fail('lintian not installed (auto/deps test installs it)') if $ci;
+        skip 'lintian not installed', 1;
+    }
+    ($rc, $out) = run("lintian --suppress-tags running-with-root-privileges "
+                      . "$mod $pkg");
+    my @errors = grep { /^E: / } split /\n/, $out;
+    is("@errors", '', 'lintian reports no error');
+    diag("lintian: $_") for grep { /^[WE]: / } split /\n/, $out;
+}
+
+# it would install here
+SKIP: {
+    skip 'dpkg --dry-run needs root', 1 if $> != 0;
+    ($rc, $out) = run("dpkg --dry-run -i $mod $pkg");
+    is($rc, 0, 'dpkg --dry-run -i: dependencies are satisfiable here')
+        or diag($out);
+}
+
+# unpacked: the module loads into this nginx, the policy checks
+my $root = "$tmp/root";
+for ($mod, $pkg) {
+    system("dpkg-deb -x $_ $root") == 0 or die "dpkg-deb -x $_ failed";
+}
+
+my $nginx = `sh -c 'command -v nginx'` || '/usr/sbin/nginx';
+chomp $nginx;
+my $prefix = "$tmp/nginx";
+mkdir $prefix;
+mkdir "$prefix/logs";
+open(my $fh, '>', "$prefix/nginx.conf") or die "write: $!";
+print $fh "load_module $root/usr/lib/nginx/modules/ngx_http_airlock_module.so;\n"
+    . "error_log $prefix/logs/error.log;\n"
+    . "pid $prefix/logs/nginx.pid;\n"
+    . "events {}\n"
+    . "http { access_log off; }\n";
+close $fh;
+($rc, $out) = run("$nginx -t -p $prefix -c $prefix/nginx.conf "
+                  . "-g 'daemon off;'");
+is($rc, 0, 'the packaged module loads into this nginx (nginx -t)')
+    or diag($out);
+
+($rc, $out) = run("$root/usr/bin/airlockctl check $root/etc/airlock/policy.yaml");
+is($rc, 0, 'the packaged airlockctl passes the packaged policy') or diag($out);
+
+# one credentials story: policy paths, nginx drop-in, alertd unit
+my $policy = do { local (@ARGV, $/) = "$root/etc/airlock/policy.yaml"; <> };
+my $dropin = do {
+    local (@ARGV, $/) = "$root/lib/systemd/system/nginx.service.d/airlock.conf";
+    <>
+};
+my $alertd = do {
+    local (@ARGV, $/) = "$root/lib/systemd/system/airlock-alertd.service";
+    <>
+};
+
+my ($id, $src) = $dropin =~ /^LoadCredential=([\w.-]+):(\S+)$/m;
+ok($id && $src, "the drop-in loads the credentials directory $src as $id");
+my @paths = $policy =~ /\{\s*file:\s*"?([^\s"}]+)/g;
+ok(@paths, scalar(@paths) . ' file: secrets in the policy');
+for my $p (@paths) {
+    like($p, qr{^/run/credentials/nginx\.service/\Q$id\E_\w+$},
+         "$p is one of nginx.service's credentials from the drop-in");
+}
+my ($hmac) = $policy =~ /hmac_secret:\s*(\w+)/;
+my ($hpath) = $policy =~ /^\s*\Q$hmac\E:\s*\{\s*file:\s*"?([^\s"}]+)/m;
+(my $hid = $hpath) =~ s{.*/}{};
+(my $hfile = $hid) =~ s/^\Q$id\E_//;
+like($alertd, qr/^LoadCredential=\Q$hid\E:\Q$src\E\/\Q$hfile\E$/m,
+     "alertd's unit loads the webhook secret $hid from the same file");
+
+done_testing();
