@@ -16,6 +16,9 @@ use Test::More;
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 my $ci = $ENV{CI};
 
+# the make under test is not a sub-make of the one running the suite
+delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES)};
+
 sub run {
     my ($cmd) = @_;
     my $out = `$cmd 2>&1`;

@@ -16,6 +16,9 @@ use Test::More;
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 my $ci = $ENV{CI};
 
+# the make under test is not a sub-make of the one running the suite
+delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES)};
+
 for my $tool (qw(dpkg-buildpackage dh dpkg-deb)) {
     next if system("command -v $tool >/dev/null 2>&1") == 0;
     if ($ci) {
