@@ -129,7 +129,7 @@ like($postinst, qr{install -d -m 0700 .*/etc/airlock/credentials},
      'postinst makes the credentials directory, root only');
 unlike($postinst, qr/deb-systemd-invoke\s.*start/,
        'and starts no unit');
-my @enable = $postinst =~ /^(.*)\n\s*deb-systemd-helper enable/mg;
+my @enable = $postinst =~ /((?:.*\n){2})\s*deb-systemd-helper enable/g;
 ok(!grep({ !/was-enabled/ } @enable),
    'and enables one only where the admin had enabled it before');
 
