@@ -52,6 +52,12 @@ unless ($mod && $pkg) {
     exit;
 }
 
+sub tail_lines {
+    my ($text, $n) = @_;
+    my @l = split /\n/, $text;
+    return join("\n", @l > $n ? @l[-$n .. -1] : @l);
+}
+
 sub field {
     my ($file, $name) = @_;
     my $v = `dpkg-deb -f $file $name`;
@@ -152,6 +158,72 @@ SKIP: {
     ($rc, $out) = run("dpkg --dry-run -i $mod $pkg");
     is($rc, 0, 'dpkg --dry-run -i: dependencies are satisfiable here')
         or diag($out);
+}
+
+# installed with apt into a fresh root of this release (mmdebstrap, from
+# this machine's apt sources): users, module link, nginx -t with the
+# module, units that systemd accepts, nothing enabled; purge removes it
+SKIP: {
+    my $why = $> != 0 ? 'needs root'
+        : system('command -v mmdebstrap >/dev/null 2>&1') != 0
+            ? 'mmdebstrap not installed (auto/deps test installs it)'
+        : undef;
+    if ($why) {
+        fail("fresh root install: $why") if $ci;
+        skip "fresh root install: $why", 1;
+    }
+
+    my ($suite) = `sh -c '. /etc/os-release; echo \$VERSION_CODENAME'`
+        =~ /(\w+)/;
+    my @sources = glob('/etc/apt/sources.list.d/*.sources');
+    my $sources = @sources ? join(' ', @sources) : '/etc/apt/sources.list';
+    my $sep = @sources ? "printf '\\n';" : '';
+    my $feed = join('', map { "cat $_; $sep" } split ' ', $sources);
+
+    my $check = "$tmp/check.sh";
+    open(my $ch, '>', $check) or die "write $check: $!";
+    print $ch <<'SH';
+set -e
+id airlock-agent
+id airlock-worker
+ls -l /etc/nginx/modules-enabled/
+stat -c "credentials %a" /etc/airlock/credentials
+nginx -t 2>&1
+airlockctl check /etc/airlock/policy.yaml
+echo "enabled: $(systemctl is-enabled airlock-alertd || true)"
+systemd-analyze verify /lib/systemd/system/airlock-alertd.service \
+    /lib/systemd/system/nginx.service 2>&1 || true
+dpkg --purge airlock libnginx-mod-http-airlock
+echo "after purge: $(ls /etc/nginx/modules-enabled/)$(ls -d /etc/airlock \
+    /var/log/airlock 2>/dev/null)."
+SH
+    close $ch;
+
+    my $debs = join(' ', map { m{([^/]+)$} && "/tmp/debs/$1" } $mod, $pkg);
+    ($rc, $out) = run("($feed) | mmdebstrap --variant=apt --format=null "
+        . "--include=nginx,systemd "
+        . "--customize-hook='mkdir -p \"\$1/tmp/debs\"' "
+        . "--customize-hook='copy-in $mod $pkg $check /tmp/debs' "
+        . "--customize-hook='chroot \"\$1\" apt-get install -y -q "
+        . "--no-install-recommends $debs' "
+        . "--customize-hook='chroot \"\$1\" sh /tmp/debs/check.sh' "
+        . "$suite /dev/null -");
+    is($rc, 0, "mmdebstrap $suite, apt-get install of both packages")
+        or diag(tail_lines($out, 40));
+    like($out, qr/uid=\d+\(airlock-agent\)/, 'airlock-agent user created');
+    like($out, qr/uid=\d+\(airlock-worker\)/, 'airlock-worker user created');
+    like($out, qr{50-mod-http-airlock\.conf -> /usr/share/nginx/modules-available/mod-http-airlock\.conf},
+         'module enabled in /etc/nginx/modules-enabled');
+    like($out, qr/^credentials 700$/m, '/etc/airlock/credentials is 0700');
+    like($out, qr/nginx\.conf test is successful/,
+         'nginx -t passes with the module loaded');
+    like($out, qr{/etc/airlock/policy\.yaml: ok}, 'the policy checks');
+    like($out, qr/^enabled: disabled$/m, 'airlock-alertd is not enabled');
+    my @unit_errors = grep { /airlock/ && !/^I: / } grep { !/^\s*$/ }
+        ($out =~ /^(.*(?:airlock-alertd\.service|airlock\.conf):.*)$/mg);
+    is("@unit_errors", '', 'systemd-analyze verify: nothing about our units');
+    like($out, qr/^after purge: \.$/m,
+         'purge removes the module link, /etc/airlock and its logs');
 }
 
 # unpacked: the module loads into this nginx, the policy checks
