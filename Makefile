@@ -42,8 +42,8 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match bench-proxy bench-llm bench-deny bench-deps install deb \
-        clean help
+        bench bench-match bench-proxy bench-llm bench-deny bench-deps \
+        install deb clean help
 
 all: lib ctl alertd modules unit
 
@@ -229,7 +229,8 @@ deb:
 	@rm -rf $(DEB_DIR)
 	@mkdir -p $(DEB_DIR)/src
 	git ls-files -co --exclude-standard -z \
-	    | tar -c --null --ignore-failed-read -T - -f - | tar -x -C $(DEB_DIR)/src -f -
+	    | tar -c --null --ignore-failed-read -T - -f - \
+	    | tar -x -C $(DEB_DIR)/src -f -
 	cd $(DEB_DIR)/src && dpkg-buildpackage -b -us -uc \
 	    > $(DEB_DIR)/build.log 2>&1 || { tail -30 $(DEB_DIR)/build.log; exit 1; }
 	@ls $(DEB_DIR)/*.deb

@@ -146,8 +146,8 @@ SKIP: {
     for my $p (sort keys %pkgs) {
         for (`dpkg-query -L $p 2>/dev/null`) {
             chomp;
-            push @units, $1
-                if m{^(?:/usr)?/lib/systemd/system/([^/@]+\.(?:service|socket))$};
+            push @units, $1 if m{^(?:/usr)?/lib/systemd/system/
+                                   ([^/@]+\.(?:service|socket))$}x;
         }
     }
     ok(@units, 'the listed packages bring services: '

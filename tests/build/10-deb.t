@@ -120,7 +120,8 @@ for my $f ('/lib/systemd/system/airlock-alertd.service',
     is($c->{$f}, '-rw-r--r--', "$f");
 }
 ok(exists $c->{'/etc/airlock/airlock-location.conf'},
-   '/etc/airlock/airlock-location.conf') if -f "$top/conf/airlock-location.conf";
+   '/etc/airlock/airlock-location.conf')
+    if -f "$top/conf/airlock-location.conf";
 ok(grep(m{^/usr/share/doc/airlock/policy\.md}, keys %$c), 'the docs');
 ok(!grep(m{^/usr/lib/debug|\.a$|/etc/airlock/credentials}, keys %$c),
    'no debug files, static libraries or credentials directory');
@@ -212,7 +213,8 @@ SH
         or diag(tail_lines($out, 40));
     like($out, qr/uid=\d+\(airlock-agent\)/, 'airlock-agent user created');
     like($out, qr/uid=\d+\(airlock-worker\)/, 'airlock-worker user created');
-    like($out, qr{50-mod-http-airlock\.conf -> /usr/share/nginx/modules-available/mod-http-airlock\.conf},
+    like($out, qr{50-mod-http-airlock\.conf\ ->\ /usr/share/nginx/
+                  modules-available/mod-http-airlock\.conf}x,
          'module enabled in /etc/nginx/modules-enabled');
     like($out, qr/^credentials 700$/m, '/etc/airlock/credentials is 0700');
     like($out, qr/nginx\.conf test is successful/,
@@ -238,7 +240,8 @@ my $prefix = "$tmp/nginx";
 mkdir $prefix;
 mkdir "$prefix/logs";
 open(my $fh, '>', "$prefix/nginx.conf") or die "write: $!";
-print $fh "load_module $root/usr/lib/nginx/modules/ngx_http_airlock_module.so;\n"
+print $fh "load_module "
+    . "$root/usr/lib/nginx/modules/ngx_http_airlock_module.so;\n"
     . "error_log $prefix/logs/error.log;\n"
     . "pid $prefix/logs/nginx.pid;\n"
     . "events {}\n"
@@ -249,7 +252,8 @@ close $fh;
 is($rc, 0, 'the packaged module loads into this nginx (nginx -t)')
     or diag($out);
 
-($rc, $out) = run("$root/usr/bin/airlockctl check $root/etc/airlock/policy.yaml");
+($rc, $out) = run("$root/usr/bin/airlockctl check "
+                  . "$root/etc/airlock/policy.yaml");
 is($rc, 0, 'the packaged airlockctl passes the packaged policy') or diag($out);
 
 # one credentials story: policy paths, nginx drop-in, alertd unit
