@@ -170,6 +170,13 @@ static ngx_command_t  ngx_http_airlock_commands[] = {
       0,
       NULL },
 
+    { ngx_string("airlock_worker_dumpable"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_airlock_main_conf_t, dumpable),
+      NULL },
+
     { ngx_string("airlock_status"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_airlock_status,
@@ -203,7 +210,7 @@ ngx_module_t  ngx_http_airlock_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_airlock_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -571,19 +578,12 @@ done:
 }
 
 
-/* one reading of the transport peer for both modules: al_peer.c */
+/* one reading of the real peer for both modules: ngx_http_airlock_peer.c */
 
 static void
 ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer)
 {
-    ngx_connection_t  *c;
-
-    c = r->connection;
-
-    if (al_peer_from_socket(c->fd, c->sockaddr, peer) != 0) {
-        ngx_log_error(NGX_LOG_ERR, c->log, ngx_socket_errno,
-                      "airlock: getsockopt(SO_PEERCRED) failed");
-    }
+    (void) ngx_http_airlock_real_peer(r->connection, peer);
 }
 
 
@@ -1526,6 +1526,7 @@ ngx_http_airlock_create_main_conf(ngx_conf_t *cf)
      */
 
     amcf->request_id_index = NGX_ERROR;
+    amcf->dumpable = NGX_CONF_UNSET;
 
     return amcf;
 }
@@ -1542,6 +1543,8 @@ ngx_http_airlock_init_main_conf(ngx_conf_t *cf, void *conf)
     if (amcf->request_id_index == NGX_ERROR) {
         return NGX_CONF_ERROR;
     }
+
+    ngx_conf_init_value(amcf->dumpable, 0);
 
     if (amcf->policy_file.len == 0) {
         if (amcf->keyring_file.len) {
@@ -1668,7 +1671,8 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                       amcf->body_max);
     }
 
-    return NGX_CONF_OK;
+    /* what other modules' directives may not do here */
+    return ngx_http_airlock_conf_check(cf, clcf);
 }
 
 
