@@ -114,8 +114,13 @@ char *
 ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
 {
     ngx_str_t                        where;
+    ngx_http_airlock_srv_conf_t     *ascf;
     ngx_http_airlock_proxy_conf_t   *pcf;
     ngx_http_airlock_realip_conf_t  *rcf;
+
+    /* the server's refused requests are counted (ngx_http_airlock_refused.c) */
+    ascf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_airlock_module);
+    ascf->airlock = 1;
 
     if (clcf->name.len) {
         where = clcf->name;

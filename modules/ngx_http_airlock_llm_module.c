@@ -1465,7 +1465,7 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     name = value[1];
 
-    llcf->log = ngx_conf_open_file(cf->cycle, &name);
+    llcf->log = ngx_http_airlock_open_file(cf, &name);
     if (llcf->log == NULL) {
         return NGX_CONF_ERROR;
     }

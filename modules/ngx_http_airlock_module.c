@@ -106,6 +106,15 @@ static ngx_str_t  ngx_http_airlock_override_headers[] = {
 };
 
 
+static ngx_conf_enum_t  ngx_http_airlock_log_levels[] = {
+    { ngx_string("info"), NGX_LOG_INFO },
+    { ngx_string("notice"), NGX_LOG_NOTICE },
+    { ngx_string("warn"), NGX_LOG_WARN },
+    { ngx_string("error"), NGX_LOG_ERR },
+    { ngx_null_string, 0 }
+};
+
+
 /* a held body is request memory: up to 16 MB of it */
 static ngx_conf_num_bounds_t  ngx_http_airlock_scrub_hold_bounds = {
     ngx_conf_check_num_bounds, 0, 16 * 1024 * 1024
@@ -141,6 +150,13 @@ static ngx_command_t  ngx_http_airlock_commands[] = {
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_airlock_loc_conf_t, scrub_hold),
       &ngx_http_airlock_scrub_hold_bounds },
+
+    { ngx_string("airlock_log_level"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_airlock_loc_conf_t, log_level),
+      &ngx_http_airlock_log_levels },
 
     { ngx_string("airlock_deny_log"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
@@ -1600,6 +1616,7 @@ ngx_http_airlock_create_loc_conf(ngx_conf_t *cf)
 
     alcf->enable = NGX_CONF_UNSET;
     alcf->scrub_hold = NGX_CONF_UNSET_SIZE;
+    alcf->log_level = NGX_CONF_UNSET_UINT;
 
     return alcf;
 }
@@ -1616,6 +1633,7 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_size_value(conf->scrub_hold, prev->scrub_hold, 65536);
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
@@ -1691,6 +1709,15 @@ ngx_http_airlock_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_airlock_handler;
+
+    /* requests refused before the decision: ngx_http_airlock_refused.c */
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_airlock_refused_handler;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
 

@@ -54,6 +54,7 @@ typedef struct {
 
 typedef struct {
     ngx_open_file_t             *deny_log;      /* NULL: off */
+    ngx_flag_t                   airlock;       /* has Airlock locations */
 } ngx_http_airlock_srv_conf_t;
 
 
@@ -61,6 +62,7 @@ typedef struct {
     ngx_flag_t                   enable;
     ngx_flag_t                   status;        /* airlock_status */
     size_t                       scrub_hold;    /* airlock_scrub_hold */
+    ngx_uint_t                   log_level;     /* airlock_log_level */
 } ngx_http_airlock_loc_conf_t;
 
 
@@ -130,6 +132,7 @@ char *ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+ngx_open_file_t *ngx_http_airlock_open_file(ngx_conf_t *cf, ngx_str_t *name);
 void ngx_http_airlock_log_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char *detail);
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,
@@ -155,6 +158,7 @@ u_char *ngx_http_airlock_peer_text(ngx_http_request_t *r,
 char *ngx_http_airlock_conf_check(ngx_conf_t *cf,
     ngx_http_core_loc_conf_t *clcf);
 ngx_int_t ngx_http_airlock_init_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_airlock_refused_handler(ngx_http_request_t *r);
 
 ngx_int_t ngx_http_airlock_real_peer(ngx_connection_t *c, al_peer_t *peer);
 u_char *ngx_http_airlock_peer_addr_text(al_peer_t *peer, u_char *p,

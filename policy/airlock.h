@@ -163,6 +163,7 @@ typedef enum {
     AL_REASON_REQUEST,          /* framing, hop headers, method override */
     AL_REASON_MODEL,
     AL_REASON_BUDGET,
+    AL_REASON_REFUSED,          /* nginx refused it before the decision */
     AL_REASON_MAX
 } al_reason_t;
 
