@@ -42,6 +42,12 @@ ngx_http_airlock_real_peer(ngx_connection_t *c, al_peer_t *peer)
     if (getpeername(c->fd, &sa.sockaddr, &len) == -1) {
         /* no peer: the client can be known by its token only */
         ngx_memzero(peer, sizeof(al_peer_t));
+
+        if (ngx_socket_errno == NGX_ENOTCONN) {
+            /* the peer has already reset the connection */
+            return NGX_DECLINED;
+        }
+
         ngx_log_error(NGX_LOG_ERR, c->log, ngx_socket_errno,
                       "airlock: getpeername() failed");
         return NGX_ERROR;

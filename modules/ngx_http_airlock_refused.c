@@ -76,7 +76,19 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
 
     ctx->request = r;
 
-    (void) ngx_http_airlock_real_peer(r->connection, &ctx->peer);
+    /*
+     * A client refused this early may have reset the connection by now.
+     * Its accept() address is then the one to go by: realip runs in the
+     * post-read and preaccess phases, and not at all in a server with
+     * Airlock locations (where "nginx -t" refuses it).
+     */
+
+    if (ngx_http_airlock_real_peer(r->connection, &ctx->peer)
+        == NGX_DECLINED)
+    {
+        (void) al_peer_from_socket(r->connection->fd,
+                                   r->connection->sockaddr, &ctx->peer);
+    }
 
     ngx_http_airlock_refused_token(r, &token);
 
