@@ -1350,7 +1350,8 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
         }
     }
 
-    p = al_policy_load((char *) amcf->policy_file.data, kr, &err);
+    /* file: secrets open without a keyring; a sealed one needs it */
+    p = al_policy_load_open((char *) amcf->policy_file.data, kr, 1, &err);
 
     /* the private key is not needed once the secrets are open */
     al_keyring_free(kr);
@@ -1372,14 +1373,6 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
     cln->data = p;
 
     amcf->policy = p;
-
-    if (p->nsecrets > 0 && kr == NULL) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "policy \"%V\" has secrets but no \"airlock_keyring\" "
-                      "is set to open them in %V:%ui", &amcf->policy_file,
-                      &amcf->policy_conf, amcf->policy_line);
-        return NGX_CONF_ERROR;
-    }
 
     amcf->routes = ngx_pcalloc(cf->pool,
                                (p->nroutes + 1)
