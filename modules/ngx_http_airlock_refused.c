@@ -8,11 +8,14 @@
  * unknown Transfer-Encoding (501).  Framing attacks end there, and they
  * would never reach alerting or quarantine.  In the log phase, which every
  * request goes through, a request of a server with Airlock locations that
- * got one of these statuses without a decision is identified the way a
- * decided one is (the connection's real peer, the token headers it got
- * through); when it names a client of the policy, it is counted toward
- * that client's deny counters and logged as a deny line with reason
- * "refused".  Unknown peers are left out: they are refused everything.
+ * got one of these statuses before it left nginx's find-config phase (so
+ * before any location's handlers, Airlock's among them, ran) is identified
+ * the way a decided one is (the connection's real peer, the token headers
+ * it got through); when it names a client of the policy, it is counted
+ * toward that client's deny counters and logged as a deny line with
+ * reason "refused".  Unknown peers are left out: they are refused
+ * everything.  A request a location answers (405 from a static location,
+ * an upstream's 400) is not one of them.
  */
 
 
@@ -23,6 +26,7 @@
 #include "ngx_http_airlock_module.h"
 
 
+static ngx_uint_t ngx_http_airlock_refused_early(ngx_http_request_t *r);
 static void ngx_http_airlock_refused_token(ngx_http_request_t *r,
     ngx_str_t *token);
 
@@ -64,8 +68,10 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
         return NGX_OK;
     }
 
-    if (ngx_http_airlock_get_ctx(r) != NULL) {
-        /* decided: the decision was logged, or the request allowed */
+    if (ngx_http_airlock_get_ctx(r) != NULL
+        || !ngx_http_airlock_refused_early(r))
+    {
+        /* decided, or answered by a location (Airlock's or another) */
         return NGX_OK;
     }
 
@@ -118,6 +124,32 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * Whether the request ended before a location's phases: while its request
+ * line or headers were read (it never entered the phase engine), or in
+ * the find-config phase (client_max_body_size).
+ */
+
+static ngx_uint_t
+ngx_http_airlock_refused_early(ngx_http_request_t *r)
+{
+    ngx_uint_t                  n;
+    ngx_http_phase_handler_t   *ph;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+    ph = cmcf->phase_engine.handlers;
+
+    for (n = 0; ph[n].checker; n++) {
+        if (ph[n].checker == ngx_http_core_find_config_phase) {
+            return r->phase_handler <= (ngx_int_t) n;
+        }
+    }
+
+    return 0;
 }
 
 
