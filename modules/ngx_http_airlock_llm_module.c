@@ -366,13 +366,7 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
     actx = ctx->actx;
     llm = ctx->provider->llm;
 
-    if (al_peer_from_socket(r->connection->fd, r->connection->sockaddr,
-                            &actx->peer)
-        != 0)
-    {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, ngx_socket_errno,
-                      "airlock: getsockopt(SO_PEERCRED) failed");
-    }
+    (void) ngx_http_airlock_real_peer(r->connection, &actx->peer);
 
     reason = ngx_http_airlock_llm_token(r, &token, detail);
 
@@ -1471,7 +1465,7 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     name = value[1];
 
-    llcf->log = ngx_conf_open_file(cf->cycle, &name);
+    llcf->log = ngx_http_airlock_open_file(cf, &name);
     if (llcf->log == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -1748,8 +1742,12 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
         conf->provider = prev->provider;
     }
 
-    if (conf->name.data == NULL || conf->provider != NULL) {
+    if (conf->name.data == NULL) {
         return NGX_CONF_OK;
+    }
+
+    if (conf->provider != NULL) {
+        return ngx_http_airlock_conf_check(cf, clcf);
     }
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
@@ -1821,7 +1819,8 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
                       llm->body_max, &conf->name);
     }
 
-    return NGX_CONF_OK;
+    /* what other modules' directives may not do here */
+    return ngx_http_airlock_conf_check(cf, clcf);
 }
 
 

@@ -85,8 +85,72 @@ static void ngx_http_airlock_line_write(ngx_http_airlock_line_t *l,
 static void ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf,
     size_t len, ngx_log_t *log);
 static void ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log);
+static void ngx_http_airlock_create(ngx_open_file_t *file, ngx_log_t *log);
+static void ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_flush_handler(ngx_event_t *ev);
 static ngx_msec_t ngx_http_airlock_wall_ms(void);
+
+
+/*
+ * Airlock's files say who was refused what and how much each client
+ * spent: they are created 0640, not with nginx's 0644.  nginx opens them,
+ * and reopens them on USR1, itself; the file is created first, when the
+ * directive is read and from the file's flush handler, which nginx calls
+ * right before each reopen.  An existing file gets no more than 0640.
+ */
+
+ngx_open_file_t *
+ngx_http_airlock_open_file(ngx_conf_t *cf, ngx_str_t *name)
+{
+    ngx_open_file_t  *file;
+
+    file = ngx_conf_open_file(cf->cycle, name);
+    if (file == NULL) {
+        return NULL;
+    }
+
+    ngx_http_airlock_create(file, cf->log);
+
+    if (file->flush == NULL) {
+        file->flush = ngx_http_airlock_create;
+    }
+
+    return file;
+}
+
+
+static void
+ngx_http_airlock_create(ngx_open_file_t *file, ngx_log_t *log)
+{
+    int              fd;
+    ngx_file_info_t  fi;
+
+    if (file->name.len == 0) {
+        return;
+    }
+
+    /* O_NONBLOCK: a FIFO without a reader does not hang nginx -t */
+
+    fd = open((char *) file->name.data,
+              O_WRONLY|O_APPEND|O_CREAT|O_NONBLOCK|O_NOCTTY|O_CLOEXEC, 0640);
+    if (fd == -1) {
+        /* nginx's own open of the file says why */
+        return;
+    }
+
+    if (ngx_fd_info(fd, &fi) != NGX_FILE_ERROR
+        && ngx_is_file(&fi)
+        && (fi.st_mode & 0137))
+    {
+        if (fchmod(fd, fi.st_mode & 0640) == -1) {
+            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
+                          "airlock: fchmod(\"%V\", 0640) failed",
+                          &file->name);
+        }
+    }
+
+    (void) close(fd);
+}
 
 
 char *
@@ -109,7 +173,7 @@ ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     name = value[1];
 
-    ascf->deny_log = ngx_conf_open_file(cf->cycle, &name);
+    ascf->deny_log = ngx_http_airlock_open_file(cf, &name);
     if (ascf->deny_log == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -178,7 +242,7 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "flush= needs buffer=";
     }
 
-    amcf->journal = ngx_conf_open_file(cf->cycle, &name);
+    amcf->journal = ngx_http_airlock_open_file(cf, &name);
     if (amcf->journal == NULL) {
         return NGX_CONF_ERROR;
     }
@@ -215,7 +279,7 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     buf->event->log = &cf->cycle->new_log;
     buf->event->cancelable = 1;
 
-    amcf->journal->flush = ngx_http_airlock_flush;
+    amcf->journal->flush = ngx_http_airlock_reopen;
     amcf->journal->data = buf;
 
     return NGX_CONF_OK;
@@ -231,6 +295,7 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     const char                    *reason;
     ngx_http_airlock_line_t        line;
     ngx_http_airlock_srv_conf_t   *ascf;
+    ngx_http_airlock_loc_conf_t   *alcf;
     ngx_http_airlock_main_conf_t  *amcf;
     u_char                         buf[AL_DETAIL_MAX * 6];
 
@@ -272,7 +337,9 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     esc.len = ngx_http_airlock_json_escape(buf, (u_char *) detail, dlen)
               - buf;
 
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+    alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
+
+    ngx_log_error(alcf->log_level, r->connection->log, 0,
                   "airlock: denied, reason \"%s\", client \"%V\", "
                   "route \"%V\", request_id \"%V\": %V",
                   reason, &client, &route, &id, &esc);
@@ -652,7 +719,7 @@ ngx_http_airlock_line_write(ngx_http_airlock_line_t *l, ngx_open_file_t *file,
 
     len = l->pos - l->buf;
 
-    b = (file->flush == ngx_http_airlock_flush) ? file->data : NULL;
+    b = (file->flush == ngx_http_airlock_reopen) ? file->data : NULL;
 
     if (b == NULL) {
         ngx_http_airlock_write(file, l->buf, len, log);
@@ -711,6 +778,16 @@ ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log)
     if (b->event->timer_set) {
         ngx_del_timer(b->event);
     }
+}
+
+
+/* nginx's call before a reopen (and at exit): the buffer, then the file */
+
+static void
+ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log)
+{
+    ngx_http_airlock_flush(file, log);
+    ngx_http_airlock_create(file, log);
 }
 
 

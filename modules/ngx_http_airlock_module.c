@@ -106,6 +106,15 @@ static ngx_str_t  ngx_http_airlock_override_headers[] = {
 };
 
 
+static ngx_conf_enum_t  ngx_http_airlock_log_levels[] = {
+    { ngx_string("info"), NGX_LOG_INFO },
+    { ngx_string("notice"), NGX_LOG_NOTICE },
+    { ngx_string("warn"), NGX_LOG_WARN },
+    { ngx_string("error"), NGX_LOG_ERR },
+    { ngx_null_string, 0 }
+};
+
+
 /* a held body is request memory: up to 16 MB of it */
 static ngx_conf_num_bounds_t  ngx_http_airlock_scrub_hold_bounds = {
     ngx_conf_check_num_bounds, 0, 16 * 1024 * 1024
@@ -142,6 +151,13 @@ static ngx_command_t  ngx_http_airlock_commands[] = {
       offsetof(ngx_http_airlock_loc_conf_t, scrub_hold),
       &ngx_http_airlock_scrub_hold_bounds },
 
+    { ngx_string("airlock_log_level"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_airlock_loc_conf_t, log_level),
+      &ngx_http_airlock_log_levels },
+
     { ngx_string("airlock_deny_log"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
       ngx_http_airlock_deny_log,
@@ -168,6 +184,13 @@ static ngx_command_t  ngx_http_airlock_commands[] = {
       ngx_http_airlock_journal,
       NGX_HTTP_MAIN_CONF_OFFSET,
       0,
+      NULL },
+
+    { ngx_string("airlock_worker_dumpable"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_airlock_main_conf_t, dumpable),
       NULL },
 
     { ngx_string("airlock_status"),
@@ -203,7 +226,7 @@ ngx_module_t  ngx_http_airlock_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_airlock_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -571,19 +594,12 @@ done:
 }
 
 
-/* one reading of the transport peer for both modules: al_peer.c */
+/* one reading of the real peer for both modules: ngx_http_airlock_peer.c */
 
 static void
 ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer)
 {
-    ngx_connection_t  *c;
-
-    c = r->connection;
-
-    if (al_peer_from_socket(c->fd, c->sockaddr, peer) != 0) {
-        ngx_log_error(NGX_LOG_ERR, c->log, ngx_socket_errno,
-                      "airlock: getsockopt(SO_PEERCRED) failed");
-    }
+    (void) ngx_http_airlock_real_peer(r->connection, peer);
 }
 
 
@@ -1334,7 +1350,8 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
         }
     }
 
-    p = al_policy_load((char *) amcf->policy_file.data, kr, &err);
+    /* file: secrets open without a keyring; a sealed one needs it */
+    p = al_policy_load_open((char *) amcf->policy_file.data, kr, 1, &err);
 
     /* the private key is not needed once the secrets are open */
     al_keyring_free(kr);
@@ -1356,14 +1373,6 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
     cln->data = p;
 
     amcf->policy = p;
-
-    if (p->nsecrets > 0 && kr == NULL) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "policy \"%V\" has secrets but no \"airlock_keyring\" "
-                      "is set to open them in %V:%ui", &amcf->policy_file,
-                      &amcf->policy_conf, amcf->policy_line);
-        return NGX_CONF_ERROR;
-    }
 
     amcf->routes = ngx_pcalloc(cf->pool,
                                (p->nroutes + 1)
@@ -1526,6 +1535,7 @@ ngx_http_airlock_create_main_conf(ngx_conf_t *cf)
      */
 
     amcf->request_id_index = NGX_ERROR;
+    amcf->dumpable = NGX_CONF_UNSET;
 
     return amcf;
 }
@@ -1542,6 +1552,8 @@ ngx_http_airlock_init_main_conf(ngx_conf_t *cf, void *conf)
     if (amcf->request_id_index == NGX_ERROR) {
         return NGX_CONF_ERROR;
     }
+
+    ngx_conf_init_value(amcf->dumpable, 0);
 
     if (amcf->policy_file.len == 0) {
         if (amcf->keyring_file.len) {
@@ -1597,6 +1609,7 @@ ngx_http_airlock_create_loc_conf(ngx_conf_t *cf)
 
     alcf->enable = NGX_CONF_UNSET;
     alcf->scrub_hold = NGX_CONF_UNSET_SIZE;
+    alcf->log_level = NGX_CONF_UNSET_UINT;
 
     return alcf;
 }
@@ -1613,6 +1626,7 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_size_value(conf->scrub_hold, prev->scrub_hold, 65536);
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
@@ -1668,7 +1682,8 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                       amcf->body_max);
     }
 
-    return NGX_CONF_OK;
+    /* what other modules' directives may not do here */
+    return ngx_http_airlock_conf_check(cf, clcf);
 }
 
 
@@ -1687,6 +1702,15 @@ ngx_http_airlock_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_airlock_handler;
+
+    /* requests refused before the decision: ngx_http_airlock_refused.c */
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_airlock_refused_handler;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
 

@@ -42,6 +42,7 @@ typedef struct {
     ngx_shm_zone_t              *zone;          /* airlock_zone; NULL: no
                                                    counting */
     ngx_open_file_t             *journal;       /* airlock_journal */
+    ngx_flag_t                   dumpable;      /* airlock_worker_dumpable */
 
     /* the headers_in shortcuts a header rewrite clears, by offset */
     ngx_uint_t                   clear[64];     /* pointers */
@@ -53,6 +54,7 @@ typedef struct {
 
 typedef struct {
     ngx_open_file_t             *deny_log;      /* NULL: off */
+    ngx_flag_t                   airlock;       /* has Airlock locations */
 } ngx_http_airlock_srv_conf_t;
 
 
@@ -60,6 +62,7 @@ typedef struct {
     ngx_flag_t                   enable;
     ngx_flag_t                   status;        /* airlock_status */
     size_t                       scrub_hold;    /* airlock_scrub_hold */
+    ngx_uint_t                   log_level;     /* airlock_log_level */
 } ngx_http_airlock_loc_conf_t;
 
 
@@ -129,6 +132,7 @@ char *ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 char *ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+ngx_open_file_t *ngx_http_airlock_open_file(ngx_conf_t *cf, ngx_str_t *name);
 void ngx_http_airlock_log_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char *detail);
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,
@@ -150,6 +154,15 @@ ngx_uint_t ngx_http_airlock_count(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_alert_t *alerts);
 u_char *ngx_http_airlock_peer_text(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, u_char *last);
+
+char *ngx_http_airlock_conf_check(ngx_conf_t *cf,
+    ngx_http_core_loc_conf_t *clcf);
+ngx_int_t ngx_http_airlock_init_process(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_airlock_refused_handler(ngx_http_request_t *r);
+
+ngx_int_t ngx_http_airlock_real_peer(ngx_connection_t *c, al_peer_t *peer);
+u_char *ngx_http_airlock_peer_addr_text(al_peer_t *peer, u_char *p,
+    u_char *last);
 
 
 extern ngx_module_t  ngx_http_airlock_module;

@@ -514,18 +514,8 @@ u_char *
 ngx_http_airlock_peer_text(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, u_char *last)
 {
-    size_t             len;
-    ngx_connection_t  *c;
-
-    if (ctx->peer.unix_peer) {
-        return ngx_slprintf(p, last, "uid:%uD", (uint32_t) ctx->peer.uid);
-    }
-
-    c = r->connection;
-
-    len = ngx_min(c->addr_text.len, (size_t) (last - p));
-
-    return ngx_cpymem(p, c->addr_text.data, len);
+    /* the real peer, not c->addr_text: realip rewrites that */
+    return ngx_http_airlock_peer_addr_text(&ctx->peer, p, last);
 }
 
 

@@ -163,6 +163,7 @@ typedef enum {
     AL_REASON_REQUEST,          /* framing, hop headers, method override */
     AL_REASON_MODEL,
     AL_REASON_BUDGET,
+    AL_REASON_REFUSED,          /* nginx refused it before the decision */
     AL_REASON_MAX
 } al_reason_t;
 
@@ -395,12 +396,18 @@ typedef struct {
 /*
  * Loading.  With a keyring, sealed and file: secrets are opened and the
  * inject templates rendered; without one (airlockctl check), everything
- * else is validated and values stay NULL.
+ * else is validated and values stay NULL.  The _open forms say whether to
+ * open the secrets: with open_secrets and no keyring, file: secrets are
+ * opened and a sealed one is an error (nginx without airlock_keyring).
  */
 al_policy_t *al_policy_load(const char *path, const al_keyring_t *kr,
     al_error_t *err);
 al_policy_t *al_policy_parse(const char *name, const char *buf, size_t len,
     const al_keyring_t *kr, al_error_t *err);
+al_policy_t *al_policy_load_open(const char *path, const al_keyring_t *kr,
+    int open_secrets, al_error_t *err);
+al_policy_t *al_policy_parse_open(const char *name, const char *buf,
+    size_t len, const al_keyring_t *kr, int open_secrets, al_error_t *err);
 void al_policy_free(al_policy_t *p);
 
 const al_client_t *al_policy_client(const al_policy_t *p, const char *name,

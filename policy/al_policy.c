@@ -46,6 +46,7 @@ typedef struct {
     al_error_t          *err;
     al_policy_t         *p;
     const al_keyring_t  *kr;
+    int                  open;              /* open the secrets */
     al_cc_re_t          *re[AL_RE_BUCKETS];
 } al_cc_t;
 
@@ -208,6 +209,14 @@ static const char *const al_inject_forbidden[] = {
 al_policy_t *
 al_policy_load(const char *path, const al_keyring_t *kr, al_error_t *err)
 {
+    return al_policy_load_open(path, kr, kr != NULL, err);
+}
+
+
+al_policy_t *
+al_policy_load_open(const char *path, const al_keyring_t *kr, int open_secrets,
+    al_error_t *err)
+{
     int           fd;
     char         *buf;
     ssize_t       n;
@@ -255,7 +264,7 @@ al_policy_load(const char *path, const al_keyring_t *kr, al_error_t *err)
 
     close(fd);
 
-    p = al_policy_parse(path, buf, len, kr, err);
+    p = al_policy_parse_open(path, buf, len, kr, open_secrets, err);
 
     free(buf);
 
@@ -266,6 +275,14 @@ al_policy_load(const char *path, const al_keyring_t *kr, al_error_t *err)
 al_policy_t *
 al_policy_parse(const char *name, const char *buf, size_t len,
     const al_keyring_t *kr, al_error_t *err)
+{
+    return al_policy_parse_open(name, buf, len, kr, kr != NULL, err);
+}
+
+
+al_policy_t *
+al_policy_parse_open(const char *name, const char *buf, size_t len,
+    const al_keyring_t *kr, int open_secrets, al_error_t *err)
 {
     uint64_t           version;
     al_cc_t            cc;
@@ -307,6 +324,7 @@ al_policy_parse(const char *name, const char *buf, size_t len,
     cc.err = err;
     cc.p = p;
     cc.kr = kr;
+    cc.open = open_secrets;
 
     root = al_yaml_parse(pool, cc.file, buf, len, err);
     if (root == NULL) {
@@ -340,7 +358,7 @@ al_policy_parse(const char *name, const char *buf, size_t len,
         goto failed;
     }
 
-    p->secrets_open = (kr != NULL);
+    p->secrets_open = (cc.open != 0);
 
     v = al_cc_get(root, "upstreams");
     if (v != NULL && al_cc_upstreams(&cc, v) != 0) {
@@ -1499,7 +1517,7 @@ al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
     const char     *why;
     unsigned char  *buf;
 
-    if (cc->kr == NULL) {
+    if (!cc->open) {
         /* validated for shape only; opened where the key lives */
         for (i = 0; s->sealed && i < s->source.len; i++) {
             if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -1513,6 +1531,11 @@ al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
     }
 
     if (s->sealed) {
+        if (cc->kr == NULL) {
+            return al_cc_error(cc, node, "secret \"%s\" is sealed: the "
+                               "keyring is needed to open it", s->name.data);
+        }
+
         if (al_unseal(cc->kr, s->source.data, s->source.len, &s->value,
                       &s->len, &why) != 0)
         {
@@ -2585,7 +2608,7 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
             }
         }
 
-        if (!cc->p->secrets_open && cc->kr == NULL) {
+        if (!cc->p->secrets_open) {
             return 0;
         }
 

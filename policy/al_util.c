@@ -22,7 +22,8 @@ static const char *al_reasons[AL_REASON_MAX] = {
     "quarantined",
     "request",
     "model",
-    "budget"
+    "budget",
+    "refused"
 };
 
 

@@ -89,7 +89,7 @@ $alerting
         listen 127.0.0.1:%%PORT_8080%%;
         location / {
             airlock on;
-            proxy_pass \$airlock_upstream\$airlock_uri;
+            %%AIRLOCK_LOCATION%%
         }
     }
 }

@@ -137,10 +137,7 @@ EOF
     . "alerts:\n  deny: { threshold: 1000000, window: 1s }\n");
 
 my $loc = <<'EOF';
-            proxy_pass $airlock_llm_upstream$airlock_llm_uri;
-            proxy_set_header Host $airlock_llm_host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            %%AIRLOCK_LOCATION%%
 EOF
 
 $gw->write_file_expand('nginx.conf', <<"EOF");

@@ -153,10 +153,7 @@ EOF
     my $loc = $policy ? <<'EOF' : <<'EOF';
         location / {
             airlock on;
-            proxy_pass $airlock_upstream$airlock_uri;
-            proxy_set_header Host $airlock_host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            %%AIRLOCK_LOCATION%%
         }
 EOF
         location / {

@@ -94,8 +94,7 @@ $t->write_file_expand('nginx.conf', $p->conf(
     locations => <<'EOF'));
         location = /redirect {
             airlock on;
-            proxy_pass $airlock_upstream$airlock_uri;
-            proxy_redirect off;
+            %%AIRLOCK_LOCATION%%
             proxy_set_header X-Echo-Redirect "http://elsewhere.example/next";
         }
 EOF

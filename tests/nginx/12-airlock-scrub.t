@@ -87,8 +87,7 @@ EOF
 
 my $loc = <<'EOF';
             airlock on;
-            proxy_pass $airlock_upstream$airlock_uri;
-            proxy_set_header Host $airlock_host;
+            %%AIRLOCK_LOCATION%%
             error_page 502 504 @airlock_error;
 EOF
 

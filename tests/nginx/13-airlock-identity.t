@@ -2,7 +2,11 @@
 
 # ngx_http_airlock_module: who the client is.  Unix-socket peers by
 # SO_PEERCRED, TCP peers by address, and bearer tokens from
-# Proxy-Authorization, which never reaches an upstream.
+# Proxy-Authorization, which never reaches an upstream.  The address is the
+# socket's real peer: realip, which rewrites the connection's address from
+# a header, cannot choose it (here realip runs in a location without
+# Airlock that hands the request to an Airlock one; in an Airlock location
+# "nginx -t" refuses it, see 14-airlock-config.t).
 
 use strict;
 use warnings;
@@ -31,6 +35,7 @@ clients:
   nobody: { unix_uid: 65534 }
   tools: { token_sha256: "$tools" }
   more: { token_sha256: ["$more"] }
+  forwarded: { cidr: 10.9.9.9/32 }
 upstreams:
   echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
 routes:
@@ -49,17 +54,35 @@ routes:
     match: { method: GET, path: /tools }
     upstream: echo
     to: /tools
+  - name: forwarded
+    clients: [forwarded]
+    match: { method: GET, path: /r/forwarded }
+    upstream: echo
+    to: /forwarded
 alerts:
   deny: { threshold: 3, window: 60s }
 EOF
 
 $t->write_file_expand('nginx.conf', $p->conf(
-    listen => 'listen unix:%%TESTDIR%%/airlock.sock;'));
+    listen => 'listen unix:%%TESTDIR%%/airlock.sock;',
+    locations => <<'EOF'));
+        location /r/ {
+            set_real_ip_from 127.0.0.1;
+            set_real_ip_from unix:;
+            real_ip_header X-Forwarded-For;
+            try_files /nonexistent @airlocked;
+        }
+
+        location @airlocked {
+            airlock on;
+            %%AIRLOCK_LOCATION%%
+        }
+EOF
 
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 21;
+plan tests => 26;
 
 my $sock = $t->testdir . '/airlock.sock';
 my ($r, $j);
@@ -156,5 +179,24 @@ ok(!grep({ ($_->{detail} // '') =~ /tools-token/ } @log),
 my $access = $t->read_file('airlock.log');
 like($access, qr/^agent agent - \S+ 0 200$/m, '$airlock_client: agent');
 like($access, qr/^tools tools - \S+ 0 200$/m, '$airlock_client: tools');
+
+# realip: X-Forwarded-For names the cidr client 10.9.9.9/32
+
+my $echoed = $p->echo_count;
+
+$r = http_get('/r/forwarded', headers => {
+    'X-Forwarded-For' => '10.9.9.9' });
+is(reason($r), 'client_unknown',
+   'realip: X-Forwarded-For does not make a TCP peer a cidr client');
+is($p->echo_count, $echoed, 'realip: the upstream saw nothing');
+
+$r = http_get('/r/forwarded', unix => $sock, headers => {
+    'X-Forwarded-For' => '10.9.9.9' });
+is(reason($r), 'no_route',
+   'realip: a unix peer stays its uid (agent), not the forwarded address');
+
+@log = $p->deny_log;
+is($log[-2]{client}, undef, 'realip: deny line of the TCP peer: unknown');
+is($log[-1]{client}, 'agent', 'realip: deny line of the unix peer: agent');
 
 is($t->error_log_check, '', 'no alerts');

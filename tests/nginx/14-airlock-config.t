@@ -93,8 +93,9 @@ is($status, 0, 'keyring before policy: nginx -t passes') or diag($out);
 # missing or wrong pieces
 
 ($status, $out) = conf_test($p->conf(key => 0), $policy);
-isnt($status, 0, 'secrets without a keyring: fails');
-like($out, qr/no "airlock_keyring"/, 'secrets without a keyring: message');
+isnt($status, 0, 'a sealed secret without a keyring: fails');
+like($out, qr/secret "tok" is sealed: the keyring is needed to open it/,
+     'a sealed secret without a keyring: message');
 
 my $other = $p->keygen('other.key');
 ($status, $out) = conf_test($p->conf(key => $other), $policy);

@@ -66,7 +66,7 @@ EOF
     locations => <<'EOF'));
         location = /slow {
             airlock on;
-            proxy_pass $airlock_upstream$airlock_uri;
+            %%AIRLOCK_LOCATION%%
             proxy_read_timeout 1s;
             proxy_set_header X-Echo-Delay-Ms 3000;
             error_page 502 504 @airlock_error;

@@ -105,8 +105,6 @@ my $conf = $p->conf(http => <<'EOF', location => <<'EOF');
         location / { return 200 "sni=$ssl_server_name\n"; }
     }
 EOF
-            proxy_ssl_server_name on;
-            proxy_ssl_verify on;
             proxy_ssl_trusted_certificate %%TESTDIR%%/ca.pem;
 EOF
 $t->write_file_expand('nginx.conf', $conf);

@@ -4,8 +4,9 @@
 # without copying them, pointing into nginx's upstream buffers, and gives
 # each buffer back only once all of it has been sent.  Large bodies with a
 # credential every few dozen bytes, through small proxy buffers and a
-# rate-limited (slow) writer, buffered, spooled to a temporary file, and
-# unbuffered: the client must get exactly the scrubbed bytes.  A buffer
+# rate-limited (slow) writer, buffered and unbuffered (never spooled to a
+# temporary file: an Airlock location cannot have one), the client must get
+# exactly the scrubbed bytes.  A buffer
 # given back too early would be refilled under the writer and show up as
 # corrupted bytes here.
 
@@ -36,7 +37,7 @@ my $unit = 'abcdefghijklm' . $tok . 'nopqr' . "Bearer $tok"
          . 'Bearer s3cr' . 'Q' x 20;
 my $size = 150001;
 
-my @names = qw(pattern small file unbuffered);
+my @names = qw(pattern small unbuffered);
 
 # bodies of up to 64 KB with a Content-Length are held whole, scrubbed and
 # sent with their new length; these cross many small proxy buffers too
@@ -84,10 +85,7 @@ EOF
 
 my $base = <<"EOF";
             airlock on;
-            proxy_pass \$airlock_upstream\$airlock_uri;
-            proxy_set_header Host \$airlock_host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            %%AIRLOCK_LOCATION%%
             proxy_set_header X-Echo-Size \$echo_size;
 EOF
 my $loc = $base . <<"EOF";
@@ -111,15 +109,6 @@ $loc
 $loc
             set \$echo_size $size;
 $small
-            proxy_max_temp_file_size 0;
-        }
-
-        location = /file {
-$loc
-            set \$echo_size $size;
-$small
-            proxy_max_temp_file_size 1m;
-            proxy_temp_file_write_size 2k;
         }
 
         location = /unbuffered {
@@ -133,7 +122,6 @@ $loc
         location = /held {
 $loc
 $small
-            proxy_max_temp_file_size 0;
             set \$echo_size $held;
         }
 
@@ -162,7 +150,8 @@ $base
             proxy_buffering off;
         }
 
-        # the upstream turns buffering off itself (X-Accel-Buffering)
+        # the upstream asks for no buffering (X-Accel-Buffering), which
+        # the Airlock location body ignores
         location = /whole-accel {
 $base
             set \$echo_size $whole;

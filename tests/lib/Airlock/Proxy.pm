@@ -116,11 +116,8 @@ http {
         location / {
             airlock on;
 
-            proxy_pass \$airlock_upstream\$airlock_uri;
-            proxy_set_header Host \$airlock_host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_redirect off;
+            %%AIRLOCK_LOCATION%%
+
             proxy_connect_timeout 2s;
             proxy_read_timeout 5s;
 

@@ -32,7 +32,10 @@ package Airlock::Test;
 # time; every method that takes a port takes that n.  %%TEST_GLOBALS%% is the
 # main-context header (conf_header) and must come first: it holds daemon off,
 # pid, error_log, load_module and events {}.  %%TEST_GLOBALS_HTTP%% keeps the
-# access log and temp paths inside the prefix.
+# access log and temp paths inside the prefix and names the CAs upstream
+# certificates are checked against (a placeholder; TLS tests set their own).
+# %%AIRLOCK_LOCATION%% is the standard Airlock location body, the include
+# of conf/airlock-location.conf that every shipped configuration has.
 #
 # Environment: AIRLOCK_BUILD (build directory, default <top>/build),
 # AIRLOCK_NGINX (nginx binary), AIRLOCK_KEEP=1 (keep the prefix),
@@ -62,6 +65,23 @@ our @EXPORT = qw(http http_get http_post parse_response header_lines
                  echo_json);
 
 my $TOP = abs_path(dirname(__FILE__) . '/../../..');
+
+# A self-signed certificate whose key was thrown away: a trust anchor no
+# upstream can present, for configurations that verify nothing.
+my $TRUST_PEM = <<'EOF';
+-----BEGIN CERTIFICATE-----
+MIIBvjCCAWWgAwIBAgIUD0mcYuzIZfnq59BQ1bfPbtCAAEIwCgYIKoZIzj0EAwIw
+NDEyMDAGA1UEAwwpQWlybG9jayB0ZXN0IHBsYWNlaG9sZGVyIENBIChubyBrZXkg
+a2VwdCkwIBcNMjYxMjAxMTIyODI1WhgPMjEyNjExMDcxMjI4MjVaMDQxMjAwBgNV
+BAMMKUFpcmxvY2sgdGVzdCBwbGFjZWhvbGRlciBDQSAobm8ga2V5IGtlcHQpMFkw
+EwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEOw7SKPNcS34yIWB1pxMuXQuIWcA3wJVK
+xbjZz49Z3VW9yy3AXcVXDAi7zUDpzgwknhKRPOeBuW9PZLXWLWY2oqNTMFEwHQYD
+VR0OBBYEFG9GgjAkO5e48YU0rm6h7Vn9yZevMB8GA1UdIwQYMBaAFG9GgjAkO5e4
+8YU0rm6h7Vn9yZevMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDRwAwRAIg
+S+HQh9a9jUWpBn6WVffNH5QktgUuCh2V6SOh5ZPdACQCIGHTUF9mUqSbDps5wCzW
+TL4RkEKXMfzJJaXzbURkHsWk
+-----END CERTIFICATE-----
+EOF
 
 # The last object created; the exported HTTP functions map ports through it.
 our $CURRENT;
@@ -177,6 +197,10 @@ sub http_defaults {
     my ($self) = @_;
     my $d = $self->{testdir};
 
+    # The Airlock location body turns proxy_ssl_verify on, which needs a
+    # trusted certificate file at every level it is used.
+    $self->write_file('trust.pem', $TRUST_PEM) unless -f "$d/trust.pem";
+
     # Debian's compiled-in temp paths live in /var/lib/nginx.
     return join '', map { "$_\n" }
         "access_log $d/access.log;",
@@ -184,7 +208,15 @@ sub http_defaults {
         "proxy_temp_path $d/proxy_temp;",
         "fastcgi_temp_path $d/fastcgi_temp;",
         "uwsgi_temp_path $d/uwsgi_temp;",
-        "scgi_temp_path $d/scgi_temp;";
+        "scgi_temp_path $d/scgi_temp;",
+        "proxy_ssl_trusted_certificate $d/trust.pem;";
+}
+
+
+# The standard Airlock location body, as operators include it.
+sub airlock_location {
+    my ($self) = @_;
+    return "include $self->{top}/conf/airlock-location.conf;";
 }
 
 
@@ -193,6 +225,7 @@ sub expand {
 
     $s =~ s/^([ \t]*)%%TEST_GLOBALS%%/_indent($1, $self->conf_header)/gme;
     $s =~ s/^([ \t]*)%%TEST_GLOBALS_HTTP%%/_indent($1, $self->http_defaults)/gme;
+    $s =~ s/%%AIRLOCK_LOCATION%%/$self->airlock_location/ge;
     $s =~ s/%%PORT_(\d+)%%/$self->port($1)/ge;
     $s =~ s/%%TESTDIR%%/$self->{testdir}/g;
     $s =~ s/%%MODULE%%/$self->{module}/g;

@@ -1,0 +1,413 @@
+
+/*
+ * Airlock: what the rest of nginx's configuration may not do in an
+ * Airlock location (one with "airlock on" or "airlock_llm").
+ *
+ * The policy decides a request, but directives of other modules in the
+ * same location could still undo the decision without a word: a
+ * proxy_set_header that replaces the injected credential or passes the
+ * client's, a proxy_pass that ignores the URI the route built, realip
+ * choosing the client's address from a header, an upstream steering nginx
+ * with X-Accel-* headers, a response buffered to a temporary file with
+ * the credential an upstream echoed in it.  Each location of the two
+ * modules is checked when it is merged, after every static module (the
+ * proxy and realip modules among them) has merged its own configuration,
+ * and "nginx -t" refuses what would undo the policy, naming the location.
+ * Temporary files are not refused but made impossible: the location's
+ * proxy_max_temp_file_size is set to 0 unless the operator set another
+ * value, which is refused.
+ *
+ * The proxy module's location configuration is private to it before nginx
+ * 1.29.4 (ngx_http_proxy_module.h since); its head, the part read here,
+ * has the same layout from 1.22 to 1.29.3 and is declared below for those
+ * versions.  The realip module's location configuration starts with its
+ * "from" list in every version.
+ *
+ * The file also holds the worker's process hardening (init_process).
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <sys/prctl.h>
+
+#include "ngx_http_airlock_module.h"
+
+
+#if (nginx_version >= 1029004)
+
+#include <ngx_http_proxy_module.h>
+
+typedef ngx_http_proxy_loc_conf_t  ngx_http_airlock_proxy_conf_t;
+
+#elif (nginx_version >= 1022000)
+
+typedef struct {
+    ngx_array_t                   *flushes;
+    ngx_array_t                   *lengths;
+    ngx_array_t                   *values;
+    ngx_hash_t                     hash;
+} ngx_http_airlock_proxy_headers_t;
+
+
+/* the head of ngx_http_proxy_loc_conf_t, nginx 1.22.0 to 1.29.3 */
+typedef struct {
+    ngx_http_upstream_conf_t       upstream;
+
+    ngx_array_t                   *body_flushes;
+    ngx_array_t                   *body_lengths;
+    ngx_array_t                   *body_values;
+    ngx_str_t                      body_source;
+
+    ngx_http_airlock_proxy_headers_t  headers;
+#if (NGX_HTTP_CACHE)
+    ngx_http_airlock_proxy_headers_t  headers_cache;
+#endif
+    ngx_array_t                   *headers_source;
+
+    ngx_array_t                   *proxy_lengths;
+    ngx_array_t                   *proxy_values;
+} ngx_http_airlock_proxy_conf_t;
+
+#else
+#error "ngx_http_airlock_conf.c needs nginx 1.22 or later"
+#endif
+
+
+/* the head of ngx_http_realip_loc_conf_t */
+typedef struct {
+    ngx_array_t                   *from;        /* set_real_ip_from */
+} ngx_http_airlock_realip_conf_t;
+
+
+#define NGX_HTTP_AIRLOCK_IGN_XA  (NGX_HTTP_UPSTREAM_IGN_XA_REDIRECT       \
+                                  |NGX_HTTP_UPSTREAM_IGN_XA_EXPIRES       \
+                                  |NGX_HTTP_UPSTREAM_IGN_XA_LIMIT_RATE    \
+                                  |NGX_HTTP_UPSTREAM_IGN_XA_BUFFERING     \
+                                  |NGX_HTTP_UPSTREAM_IGN_XA_CHARSET)
+
+
+static void *ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name);
+static char *ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
+    ngx_http_airlock_proxy_conf_t *pcf);
+static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
+    ngx_str_t *name);
+static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
+    ngx_array_t *values);
+static ngx_uint_t ngx_http_airlock_conf_is_var(ngx_conf_t *cf,
+    ngx_uint_t index, const char *a, const char *b);
+
+
+/* client credential headers an Airlock location never sets itself */
+static ngx_str_t  ngx_http_airlock_conf_headers[] = {
+    ngx_string("authorization"),
+    ngx_string("proxy-authorization"),
+    ngx_string("cookie"),
+    ngx_string("x-api-key"),
+    ngx_null_string
+};
+
+
+char *
+ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
+{
+    ngx_str_t                        where;
+    ngx_http_airlock_srv_conf_t     *ascf;
+    ngx_http_airlock_proxy_conf_t   *pcf;
+    ngx_http_airlock_realip_conf_t  *rcf;
+
+    /* the server's refused requests are counted (ngx_http_airlock_refused.c) */
+    ascf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_airlock_module);
+    ascf->airlock = 1;
+
+    if (clcf->name.len) {
+        where = clcf->name;
+
+    } else {
+        ngx_str_set(&where, "(server level)");
+    }
+
+    rcf = ngx_http_airlock_conf_of(cf, "ngx_http_realip_module");
+
+    if (rcf != NULL && rcf->from != NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"set_real_ip_from\": "
+                      "realip would let a request header choose the client "
+                      "address; Airlock identifies clients by the "
+                      "connection", &where);
+        return NGX_CONF_ERROR;
+    }
+
+    pcf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
+
+    if (pcf == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    return ngx_http_airlock_conf_proxy(cf, &where, pcf);
+}
+
+
+/* another module's configuration of the location being merged, by name */
+
+static void *
+ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name)
+{
+    ngx_uint_t             i;
+    ngx_module_t          *m;
+    ngx_http_conf_ctx_t   *ctx;
+
+    for (i = 0; cf->cycle->modules[i]; i++) {
+        m = cf->cycle->modules[i];
+
+        if (m->type == NGX_HTTP_MODULE && ngx_strcmp(m->name, name) == 0) {
+            ctx = cf->ctx;
+            return ctx->loc_conf[m->ctx_index];
+        }
+    }
+
+    return NULL;
+}
+
+
+static char *
+ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
+    ngx_http_airlock_proxy_conf_t *pcf)
+{
+    ngx_uint_t                 i;
+    ngx_keyval_t              *kv;
+    ngx_http_upstream_conf_t  *ucf;
+
+    ucf = &pcf->upstream;
+
+    /* the layout assumed above, checked where it can be */
+
+    if ((pcf->headers_source != NULL
+         && pcf->headers_source->size != sizeof(ngx_keyval_t))
+        || (pcf->proxy_values != NULL && pcf->proxy_values->size != 1))
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock: the proxy module's configuration of "
+                      "location \"%V\" is not laid out as in nginx "
+                      NGINX_VERSION "'s sources", where);
+        return NGX_CONF_ERROR;
+    }
+
+    /*
+     * A response a slow client has not taken yet goes to a temporary file
+     * before any output filter, the scrubber included, has seen it.
+     */
+
+    if (ucf->max_temp_file_size_conf == NGX_CONF_UNSET_SIZE) {
+        ucf->max_temp_file_size = 0;
+
+    } else if (ucf->max_temp_file_size_conf != 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_max_temp_file_size "
+                      "%uz\": responses may carry a credential an upstream "
+                      "echoes, and must not be written to disk; leave it "
+                      "unset or 0", where, ucf->max_temp_file_size_conf);
+        return NGX_CONF_ERROR;
+    }
+
+#if (NGX_HTTP_CACHE)
+    if (ucf->cache > 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_cache\": cached "
+                      "responses are written to disk before they are "
+                      "scrubbed", where);
+        return NGX_CONF_ERROR;
+    }
+#endif
+
+    if (ucf->store > 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_store\": stored "
+                      "responses are written to disk before they are "
+                      "scrubbed", where);
+        return NGX_CONF_ERROR;
+    }
+
+    if (ucf->upstream == NULL && pcf->proxy_lengths == NULL) {
+        /* no proxy_pass: nothing is forwarded from here */
+        return NGX_CONF_OK;
+    }
+
+    if (pcf->headers_source != NULL) {
+        kv = pcf->headers_source->elts;
+
+        for (i = 0; i < pcf->headers_source->nelts; i++) {
+            if (ngx_http_airlock_conf_header_denied(cf, &kv[i].key)) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "airlock location \"%V\" has "
+                              "\"proxy_set_header %V\": Airlock removes "
+                              "client credentials and injects the route's; "
+                              "this header would undo that", where,
+                              &kv[i].key);
+                return NGX_CONF_ERROR;
+            }
+        }
+    }
+
+    if (!ngx_http_airlock_conf_proxy_pass(cf, pcf->proxy_values)) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" must forward with "
+                      "\"proxy_pass $airlock_upstream$airlock_uri\": any "
+                      "other target ignores the upstream and path the "
+                      "route decided", where);
+        return NGX_CONF_ERROR;
+    }
+
+    if ((ucf->ignore_headers & NGX_HTTP_AIRLOCK_IGN_XA)
+        != NGX_HTTP_AIRLOCK_IGN_XA)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" must have \"proxy_ignore_"
+                      "headers X-Accel-Redirect X-Accel-Expires "
+                      "X-Accel-Limit-Rate X-Accel-Buffering "
+                      "X-Accel-Charset\": an upstream must not steer nginx "
+                      "(include airlock-location.conf)", where);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The credential headers, and every header a route of the policy injects:
+ * proxy_set_header of one of those replaces the injected value, or sends
+ * it twice.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_conf_header_denied(ngx_conf_t *cf, ngx_str_t *name)
+{
+    size_t                         j;
+    ngx_str_t                     *h;
+    ngx_uint_t                     i;
+    const al_policy_t             *p;
+    const al_route_t              *route;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    for (h = ngx_http_airlock_conf_headers; h->len; h++) {
+        if (name->len == h->len
+            && ngx_strncasecmp(name->data, h->data, h->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+    p = amcf->policy;
+
+    if (p == NULL) {
+        return 0;
+    }
+
+    for (i = 0; i < p->nroutes; i++) {
+        route = &p->routes[i];
+
+        for (j = 0; j < route->ninject; j++) {
+            if (name->len == route->inject[j].name.len
+                && ngx_strncasecmp(name->data,
+                                   (u_char *) route->inject[j].name.data,
+                                   name->len)
+                   == 0)
+            {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * proxy_pass must be exactly an Airlock upstream variable followed by an
+ * Airlock URI variable: its compiled values script is two variable copies
+ * and the end mark (ngx_http_script_compile() with complete_values).
+ */
+
+static ngx_uint_t
+ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf, ngx_array_t *values)
+{
+    u_char                      *p;
+    ngx_http_script_var_code_t  *up, *uri;
+
+    if (values == NULL
+        || values->nelts != 2 * sizeof(ngx_http_script_var_code_t)
+                            + sizeof(uintptr_t))
+    {
+        return 0;
+    }
+
+    p = values->elts;
+
+    up = (ngx_http_script_var_code_t *) p;
+    uri = (ngx_http_script_var_code_t *)
+              (p + sizeof(ngx_http_script_var_code_t));
+
+    if (up->code != ngx_http_script_copy_var_code
+        || uri->code != ngx_http_script_copy_var_code
+        || *(uintptr_t *) (p + 2 * sizeof(ngx_http_script_var_code_t)) != 0)
+    {
+        return 0;
+    }
+
+    return ngx_http_airlock_conf_is_var(cf, up->index, "airlock_upstream",
+                                        "airlock_llm_upstream")
+           && ngx_http_airlock_conf_is_var(cf, uri->index, "airlock_uri",
+                                           "airlock_llm_uri");
+}
+
+
+static ngx_uint_t
+ngx_http_airlock_conf_is_var(ngx_conf_t *cf, ngx_uint_t index,
+    const char *a, const char *b)
+{
+    ngx_str_t  name;
+
+    name.data = (u_char *) a;
+    name.len = ngx_strlen(a);
+
+    if ((ngx_int_t) index == ngx_http_get_variable_index(cf, &name)) {
+        return 1;
+    }
+
+    name.data = (u_char *) b;
+    name.len = ngx_strlen(b);
+
+    return (ngx_int_t) index == ngx_http_get_variable_index(cf, &name);
+}
+
+
+/*
+ * A worker holds the decrypted credentials and builds every upstream
+ * request with them in its buffers: it is made not dumpable (no core
+ * file, no ptrace by the same user) unless "airlock_worker_dumpable on".
+ * nginx itself makes workers dumpable before modules' init_process.
+ */
+
+ngx_int_t
+ngx_http_airlock_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    amcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_airlock_module);
+
+    if (amcf != NULL && amcf->dumpable == 1) {
+        return NGX_OK;
+    }
+
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, ngx_errno,
+                      "airlock: prctl(PR_SET_DUMPABLE, 0) failed");
+    }
+
+    return NGX_OK;
+}

@@ -1,0 +1,226 @@
+
+/*
+ * Airlock: requests nginx refuses before Airlock's decision.
+ *
+ * nginx answers some requests itself before the preaccess phase, where the
+ * decision is made: a malformed request line or header (400), TRACE (405),
+ * a body over client_max_body_size (413), a target too long (414), an
+ * unknown Transfer-Encoding (501).  Framing attacks end there, and they
+ * would never reach alerting or quarantine.  In the log phase, which every
+ * request goes through, a request of a server with Airlock locations that
+ * got one of these statuses before it left nginx's find-config phase (so
+ * before any location's handlers, Airlock's among them, ran) is identified
+ * the way a decided one is (the connection's real peer, the token headers
+ * it got through); when it names a client of the policy, it is counted
+ * toward that client's deny counters and logged as a deny line with
+ * reason "refused".  Unknown peers are left out: they are refused
+ * everything.  A request a location answers (405 from a static location,
+ * an upstream's 400) is not one of them.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_module.h"
+
+
+static ngx_uint_t ngx_http_airlock_refused_early(ngx_http_request_t *r);
+static void ngx_http_airlock_refused_token(ngx_http_request_t *r,
+    ngx_str_t *token);
+
+
+ngx_int_t
+ngx_http_airlock_refused_handler(ngx_http_request_t *r)
+{
+    ngx_uint_t                     i, n, status;
+    ngx_str_t                      token;
+    const char                    *why;
+    u_char                         detail[64];
+    ngx_http_airlock_ctx_t        *ctx;
+    ngx_http_airlock_alert_t       alerts[2];
+    ngx_http_airlock_srv_conf_t   *ascf;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    status = r->err_status ? r->err_status : r->headers_out.status;
+
+    switch (status) {
+    case NGX_HTTP_BAD_REQUEST:
+    case NGX_HTTP_NOT_ALLOWED:
+    case NGX_HTTP_REQUEST_ENTITY_TOO_LARGE:
+    case NGX_HTTP_REQUEST_URI_TOO_LARGE:
+    case NGX_HTTP_REQUEST_HEADER_TOO_LARGE:
+    case NGX_HTTP_NOT_IMPLEMENTED:
+        break;
+    default:
+        return NGX_OK;
+    }
+
+    if (r != r->main) {
+        return NGX_OK;
+    }
+
+    ascf = ngx_http_get_module_srv_conf(r, ngx_http_airlock_module);
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+
+    if (ascf == NULL || !ascf->airlock || amcf->policy == NULL) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_airlock_get_ctx(r) != NULL
+        || !ngx_http_airlock_refused_early(r))
+    {
+        /* decided, or answered by a location (Airlock's or another) */
+        return NGX_OK;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_ctx_t));
+    if (ctx == NULL) {
+        return NGX_OK;
+    }
+
+    ctx->request = r;
+
+    /*
+     * A client refused this early may have reset the connection by now.
+     * Its accept() address is then the one to go by: realip runs in the
+     * post-read and preaccess phases, and not at all in a server with
+     * Airlock locations (where "nginx -t" refuses it).
+     */
+
+    if (ngx_http_airlock_real_peer(r->connection, &ctx->peer)
+        == NGX_DECLINED)
+    {
+        (void) al_peer_from_socket(r->connection->fd,
+                                   r->connection->sockaddr, &ctx->peer);
+    }
+
+    ngx_http_airlock_refused_token(r, &token);
+
+    why = "";
+    ctx->client = al_client_identify(amcf->policy, &ctx->peer,
+                                     token.len ? (char *) token.data : NULL,
+                                     token.len, &why);
+
+    if (ctx->client == NULL) {
+        return NGX_OK;
+    }
+
+    ctx->decided = 1;
+    ctx->reason = AL_REASON_REFUSED;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
+
+    ngx_snprintf(detail, sizeof(detail),
+                 "nginx answered %ui before the decision%Z", status);
+
+    n = ngx_http_airlock_count(r, ctx, alerts);
+
+    ngx_http_airlock_log_deny(r, ctx, (char *) detail);
+
+    for (i = 0; i < n; i++) {
+        ngx_http_airlock_log_alert(r, ctx, &alerts[i]);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Whether the request ended before a location's phases: while its request
+ * line or headers were read (it never entered the phase engine), or in
+ * the find-config phase (client_max_body_size).
+ */
+
+static ngx_uint_t
+ngx_http_airlock_refused_early(ngx_http_request_t *r)
+{
+    ngx_uint_t                  n;
+    ngx_http_phase_handler_t   *ph;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+    ph = cmcf->phase_engine.handlers;
+
+    for (n = 0; ph[n].checker; n++) {
+        if (ph[n].checker == ngx_http_core_find_config_phase) {
+            return r->phase_handler <= (ngx_int_t) n;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The client's token, from the headers read before nginx stopped: a
+ * Bearer token in Proxy-Authorization or Authorization, or x-api-key, the
+ * first of them; none when the request has none (or no headers at all).
+ */
+
+static void
+ngx_http_airlock_refused_token(ngx_http_request_t *r, ngx_str_t *token)
+{
+    u_char           *p, *last;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    ngx_str_null(token);
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0 || h[i].value.len == 0) {
+            continue;
+        }
+
+        p = h[i].value.data;
+        last = p + h[i].value.len;
+
+        if (h[i].key.len == sizeof("x-api-key") - 1
+            && ngx_strncmp(h[i].lowcase_key, "x-api-key",
+                           sizeof("x-api-key") - 1) == 0)
+        {
+            token->data = p;
+            token->len = last - p;
+            return;
+        }
+
+        if (!((h[i].key.len == sizeof("authorization") - 1
+               && ngx_strncmp(h[i].lowcase_key, "authorization",
+                              sizeof("authorization") - 1) == 0)
+              || (h[i].key.len == sizeof("proxy-authorization") - 1
+                  && ngx_strncmp(h[i].lowcase_key, "proxy-authorization",
+                                 sizeof("proxy-authorization") - 1) == 0)))
+        {
+            continue;
+        }
+
+        if (last - p < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0)
+        {
+            continue;
+        }
+
+        for (p += 7; p < last && *p == ' '; p++) { /* void */ }
+
+        if (p < last) {
+            token->data = p;
+            token->len = last - p;
+            return;
+        }
+    }
+}
