@@ -635,3 +635,66 @@ al_base64_encode(char *out, size_t cap, const unsigned char *in, size_t len)
 
     return need;
 }
+
+
+ssize_t
+al_base64_decode(unsigned char *out, const char *in, size_t len)
+{
+    int       c, pad;
+    size_t    i, n;
+    uint32_t  v, bits;
+
+    while (len > 0 && in[len - 1] == '=') {
+        len--;
+    }
+
+    pad = len % 4;
+
+    if (pad == 1) {
+        return -1;
+    }
+
+    n = 0;
+    v = 0;
+    bits = 0;
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) in[i];
+
+        if (c >= 'A' && c <= 'Z') {
+            c -= 'A';
+
+        } else if (c >= 'a' && c <= 'z') {
+            c = c - 'a' + 26;
+
+        } else if (c >= '0' && c <= '9') {
+            c = c - '0' + 52;
+
+        } else if (c == '+') {
+            c = 62;
+
+        } else if (c == '/') {
+            c = 63;
+
+        } else {
+            return -1;
+        }
+
+        v = (v << 6) | (uint32_t) c;
+        bits += 6;
+
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (unsigned char) (v >> bits);
+            v &= (1u << bits) - 1;
+        }
+    }
+
+    /* the last character's unused bits are zero in a canonical encoding */
+
+    if (v != 0) {
+        return -1;
+    }
+
+    return (ssize_t) n;
+}
