@@ -32,7 +32,8 @@ typedef struct {
 } al_scrub_ctx_t;
 
 
-static void al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len);
+static const char *al_scrub_add(al_scrub_ctx_t *sc, const char *s,
+    size_t len);
 static void al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
 static void al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len);
@@ -255,14 +256,17 @@ al_scrub_secret(const al_policy_t *p, const char *name, size_t len)
 }
 
 
-static void
+/* adds a string unless it is listed already; returns the listed copy */
+
+static const char *
 al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
 {
+    char        *d;
     size_t       i;
     al_scrub_t  *scrub;
 
     if (len == 0) {
-        return;
+        return NULL;
     }
 
     scrub = sc->scrub;
@@ -270,25 +274,29 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
     if (scrub == NULL) {
         sc->n++;
         sc->bytes += len;
-        return;
+        return NULL;
     }
 
     for (i = 0; i < scrub->n; i++) {
         if (scrub->str[i].len == len
             && memcmp(scrub->str[i].data, s, len) == 0)
         {
-            return;
+            return scrub->str[i].data;
         }
     }
 
-    memmove(sc->next, s, len);             /* s may be sc->next */
-    sc->next[len] = '\0';
+    d = sc->next;
 
-    scrub->str[scrub->n].data = sc->next;
+    memmove(d, s, len);                     /* s may be sc->next */
+    d[len] = '\0';
+
+    scrub->str[scrub->n].data = d;
     scrub->str[scrub->n].len = len;
     scrub->n++;
 
     sc->next += len + 1;
+
+    return d;
 }
 
 
@@ -337,22 +345,25 @@ al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 
 /*
  * "Basic t": t decoded is "user:password", which an upstream may echo
- * decoded, and the password alone is the credential.  (With a template
- * "Basic {s|base64}", "user:password" is the secret s, listed already.)
+ * decoded or encode again, and the password alone is the credential.
+ * (With a template "Basic {s|base64}", "user:password" is the secret s,
+ * listed already.)
  */
 
 static void
 al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
 {
-    char     *colon;
-    size_t    n;
-    ssize_t   d;
+    char        *colon;
+    size_t       n, poff;
+    ssize_t      d;
+    const char  *cred;
 
     n = len / 4 * 3 + 2;
 
     if (sc->scrub == NULL) {
         sc->n += 2;
         sc->bytes += 2 * n;
+        al_scrub_add_base64(sc, NULL, n);
         return;
     }
 
@@ -366,13 +377,15 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
         return;
     }
 
-    /* the password lies inside "user:password", where it stays whether
-       that is added (and sc->next moves past it) or dropped */
+    poff = (size_t) (colon + 1 - sc->next);
 
-    n = (size_t) (sc->next + d - (colon + 1));
+    /* the listed copy: the one just added, or the same string added
+       before; sc->next is past it either way */
 
-    al_scrub_add(sc, sc->next, (size_t) d);
-    al_scrub_add(sc, colon + 1, n);
+    cred = al_scrub_add(sc, sc->next, (size_t) d);
+
+    al_scrub_add(sc, cred + poff, (size_t) d - poff);
+    al_scrub_add_base64(sc, (const unsigned char *) cred, (size_t) d);
 }
 
 
