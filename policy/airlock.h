@@ -138,6 +138,17 @@ int al_seal(const char *pubpath, const unsigned char *msg, size_t len,
 int al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
     unsigned char **out, size_t *outlen, const char **why);
 
+/*
+ * Reads a file: secret into guarded memory (al_secure_free it), NUL-ended,
+ * one trailing newline ("\n" or "\r\n") dropped.  The file must be a
+ * regular file, not a symbolic link, not reachable by group or others
+ * (mode 0600 or 0400), and at most max bytes; it is opened non-blocking, so
+ * a FIFO is refused at once.  Returns 0, or -1 with why saying what is
+ * wrong with the file, naming it.
+ */
+int al_secret_read_file(const char *path, size_t max, unsigned char **out,
+    size_t *outlen, char *why, size_t whylen);
+
 /* guarded memory: sodium_malloc'ed, wiped on free */
 void *al_secure_alloc(size_t size);
 void al_secure_free(void *p);
