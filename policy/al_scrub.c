@@ -641,6 +641,14 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
                     cp = lo;
 
                     if (cp >= 0xd800 && cp <= 0xdbff) {
+
+                        /* a pair is 12 bytes for 4: only with 4 to come,
+                           so that no match spans more than 6 a byte */
+
+                        if (str->len - k < 4) {
+                            return AL_SCRUB_NONE;
+                        }
+
                         need = 12;
 
                     } else if (cp >= 0xdc00 && cp <= 0xdfff) {

@@ -526,6 +526,18 @@ test_utf8(void)
     m = al_scrub_match(&s, (const unsigned char *) "p\\u00E4\\u20ac\\uD83Dx",
                        20, 1, &n);
     tap_ok(m == AL_SCRUB_NONE, "utf8: a lone high surrogate is no match");
+
+    /* a pair stands for 4 bytes: with fewer to come it cannot match, and
+       waiting for it would hold more than maxspan bytes */
+
+    str[0].data = "ab";
+    str[0].len = 2;
+    s.maxlen = 2;
+    s.minlen = 2;
+    s.maxspan = 12;
+
+    m = al_scrub_match(&s, (const unsigned char *) "a\\uD83D\\u", 9, 0, &n);
+    tap_ok(m == AL_SCRUB_NONE, "utf8: no wait for a pair that cannot fit");
 }
 
 
