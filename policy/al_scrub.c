@@ -13,6 +13,7 @@
  */
 
 #include <string.h>
+#include <strings.h>
 
 #include "airlock.h"
 
