@@ -3,8 +3,9 @@
  * Airlock response scrubbing.
  *
  * On routes that inject credentials, any scrub string of the route (see
- * al_scrub_collect()) in a response header or in the body reaches the
- * client as "[REDACTED]".  A body of known length up to airlock_scrub_hold
+ * al_scrub_collect()) in a response header or in the body, raw,
+ * URL-encoded or JSON-escaped (al_scrub_match()), reaches the client as
+ * "[REDACTED]".  A body of known length up to airlock_scrub_hold
  * (64 KB) is held whole and sent with the Content-Length of what is sent.
  * Others are scrubbed as they stream: nothing is buffered but the few
  * bytes at the end of a buffer that could begin a match, which wait for
@@ -28,9 +29,9 @@
 #define NGX_HTTP_AIRLOCK_REDACTED   "[REDACTED]"
 #define NGX_HTTP_AIRLOCK_BUF_SIZE   1024    /* copies: carry and join */
 
-#define NGX_HTTP_AIRLOCK_NONE       0
-#define NGX_HTTP_AIRLOCK_FULL       1
-#define NGX_HTTP_AIRLOCK_PARTIAL    2
+#define NGX_HTTP_AIRLOCK_NONE       AL_SCRUB_NONE
+#define NGX_HTTP_AIRLOCK_FULL       AL_SCRUB_FULL
+#define NGX_HTTP_AIRLOCK_PARTIAL    AL_SCRUB_PARTIAL
 
 
 static ngx_int_t ngx_http_airlock_header_filter(ngx_http_request_t *r);
@@ -86,32 +87,28 @@ ngx_int_t
 ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
     ngx_http_airlock_route_t *rc, al_scrub_t *scrub)
 {
-    u_char      c;
-    ngx_uint_t  i;
+    ngx_uint_t  c;
 
     rc->first = ngx_pcalloc(cf->pool, 256);
     if (rc->first == NULL) {
         return NGX_ERROR;
     }
 
-    rc->minlen = (size_t) -1;
+    /* the bytes a string or one of its encoded forms can start with */
 
-    for (i = 0; i < scrub->n; i++) {
-        c = (u_char) scrub->str[i].data[0];
-
-        if (scrub->str[i].len < rc->minlen) {
-            rc->minlen = scrub->str[i].len;
+    for (c = 0; c < 256; c++) {
+        if (!scrub->first[c]) {
+            continue;
         }
 
-        if (!rc->first[c]) {
-            rc->first[c] = 1;
-            if (rc->nfirst < sizeof(rc->firsts)) {
-                rc->firsts[rc->nfirst] = c;
-            }
-            rc->nfirst++;
+        rc->first[c] = 1;
+        if (rc->nfirst < sizeof(rc->firsts)) {
+            rc->firsts[rc->nfirst] = (u_char) c;
         }
+        rc->nfirst++;
     }
 
+    rc->minlen = scrub->minlen;
     rc->scrub = scrub;
 
     return NGX_OK;
@@ -190,7 +187,8 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
         return NGX_OK;
     }
 
-    max = rc->scrub->maxlen;
+    /* the most bytes one match covers, in its longest encoded form */
+    max = rc->scrub->maxspan;
 
     ctx->carry = ngx_pnalloc(r->pool, 3 * max);
     if (ctx->carry == NULL) {
@@ -731,8 +729,9 @@ ngx_http_airlock_release(ngx_http_airlock_ctx_t *ctx)
 /*
  * Scrubs the stream "carry, then p", writing what is decided and keeping
  * in the carry the tail that could still begin a match.  The carry is
- * shorter than the longest scrub string, so a match starting in it ends
- * within the first maxlen - 1 bytes of p: only those are joined to it.
+ * shorter than the longest match (maxspan, a scrub string in its longest
+ * encoded form), so a match starting in it ends within the first
+ * maxspan - 1 bytes of p: only those are joined to it.
  */
 
 static ngx_int_t
@@ -745,7 +744,7 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_http_airlock_route_t  *rc;
 
     rc = ctx->rconf;
-    max = rc->scrub->maxlen;
+    max = rc->scrub->maxspan;
     skip = 0;
 
     if (ctx->carry_len) {
@@ -875,43 +874,16 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
 
 /*
- * Whether a scrub string starts at s: FULL with its length (the longest
- * one), PARTIAL when the avail bytes are a proper prefix of one and more
- * may follow, which wins over a shorter FULL match.
+ * Whether a scrub string starts at s, raw or encoded (al_scrub_match()):
+ * FULL with the length it covers, PARTIAL when the avail bytes may begin
+ * one and more may follow.
  */
 
 static ngx_uint_t
 ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
     ngx_uint_t final, size_t *len)
 {
-    ngx_uint_t   i, partial;
-    al_str_t    *str;
-
-    *len = 0;
-    partial = 0;
-
-    for (i = 0; i < rc->scrub->n; i++) {
-        str = &rc->scrub->str[i];
-
-        if ((u_char) str->data[0] != *s) {
-            continue;
-        }
-
-        if (str->len <= avail) {
-            if (*len == 0 && ngx_memcmp(s, str->data, str->len) == 0) {
-                *len = str->len;
-            }
-
-        } else if (!final && ngx_memcmp(s, str->data, avail) == 0) {
-            partial = 1;
-        }
-    }
-
-    if (partial) {
-        return NGX_HTTP_AIRLOCK_PARTIAL;
-    }
-
-    return *len ? NGX_HTTP_AIRLOCK_FULL : NGX_HTTP_AIRLOCK_NONE;
+    return (ngx_uint_t) al_scrub_match(rc->scrub, s, avail, final != 0, len);
 }
 
 

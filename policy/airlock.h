@@ -138,6 +138,17 @@ int al_seal(const char *pubpath, const unsigned char *msg, size_t len,
 int al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
     unsigned char **out, size_t *outlen, const char **why);
 
+/*
+ * Reads a file: secret into guarded memory (al_secure_free it), NUL-ended,
+ * one trailing newline ("\n" or "\r\n") dropped.  The file must be a
+ * regular file, not a symbolic link, not reachable by group or others
+ * (mode 0600 or 0400), and at most max bytes; it is opened non-blocking, so
+ * a FIFO is refused at once.  Returns 0, or -1 with why saying what is
+ * wrong with the file, naming it.
+ */
+int al_secret_read_file(const char *path, size_t max, unsigned char **out,
+    size_t *outlen, char *why, size_t whylen);
+
 /* guarded memory: sodium_malloc'ed, wiped on free */
 void *al_secure_alloc(size_t size);
 void al_secure_free(void *p);
@@ -145,6 +156,11 @@ void al_secure_free(void *p);
 /* standard base64 with padding; returns the encoded length */
 size_t al_base64_encode(char *out, size_t cap, const unsigned char *in,
     size_t len);
+
+/* standard base64, padding optional; returns the decoded length, or -1 for
+   a byte outside the alphabet, a bad length or bits left over; out holds
+   at least len / 4 * 3 + 2 bytes */
+ssize_t al_base64_decode(unsigned char *out, const char *in, size_t len);
 
 
 /* The compiled policy. */
@@ -502,17 +518,35 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * Scrub lists (al_scrub.c): the strings a response on a route must never
  * carry back to its client.  For every injected header whose template uses
  * a secret: the rendered value, the part after an auth scheme ("Bearer x"
- * gives "x"), and each secret it uses, raw and in base64.  The strings live
- * in guarded memory, longest first, without duplicates.  Returns NULL with
- * *why set when memory runs out or secrets are not open; a route that
- * injects no secret gets a list with n == 0.
+ * gives "x"), and each secret it uses, raw and in base64 (standard and
+ * URL-safe alphabets, each with and without padding).  For HTTP Basic
+ * ("Basic t", t the base64 of "user:password"), also "user:password" and
+ * the password alone.  The strings live in guarded memory, longest first,
+ * without duplicates.  Returns NULL with *why set when memory runs out or
+ * secrets are not open; a route that injects no secret gets a list with
+ * n == 0.
+ *
+ * al_scrub_match() finds each string in its encoded forms as well:
+ * raw, URL-encoded (any byte as %XX, hex digits in either case, "+" for a
+ * space) and JSON-escaped (\" \\ \/ \b \f \n \r \t and \uXXXX for any
+ * character, either case, surrogate pairs for 4-byte UTF-8).  A match is
+ * read in one form from its first byte to its last.
  */
 
 typedef struct {
     al_str_t        *str;
     size_t           n;
-    size_t           maxlen;
+    size_t           maxlen;                /* the longest string */
+    size_t           minlen;                /* the shortest, 0 when n == 0 */
+    size_t           maxspan;               /* most bytes one match covers
+                                               in a response: 6 a byte */
+    unsigned char    first[256];            /* 1: a byte a match can start
+                                               with */
 } al_scrub_t;
+
+#define AL_SCRUB_NONE     0
+#define AL_SCRUB_FULL     1
+#define AL_SCRUB_PARTIAL  2
 
 al_scrub_t *al_scrub_collect(const al_policy_t *p, const al_route_t *route,
     const char **why);
@@ -522,6 +556,15 @@ al_scrub_t *al_scrub_collect(const al_policy_t *p, const al_route_t *route,
 al_scrub_t *al_scrub_collect_llm(const al_policy_t *p, const al_llm_t *llm,
     const char **why);
 void al_scrub_free(al_scrub_t *s);
+
+/*
+ * Whether a scrub string, in one of its forms, starts at p: AL_SCRUB_FULL
+ * with *len the bytes it covers (the longest match), AL_SCRUB_PARTIAL when
+ * the avail bytes are a proper prefix of a form and more may follow (never
+ * when final is set), which wins over a FULL match, else AL_SCRUB_NONE.
+ */
+int al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
+    int final, size_t *len);
 
 
 #endif /* AIRLOCK_H */

@@ -1511,11 +1511,9 @@ al_cc_secrets(al_cc_t *cc, const al_ynode_t *node)
 static int
 al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
 {
-    int             fd;
     size_t          i;
-    ssize_t         n;
     const char     *why;
-    unsigned char  *buf;
+    char            why_buf[AL_ERR_MAX];
 
     if (!cc->open) {
         /* validated for shape only; opened where the key lives */
@@ -1544,50 +1542,13 @@ al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
         }
 
     } else {
-        fd = open(s->source.data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd == -1) {
-            return al_cc_error(cc, node, "secret \"%s\": cannot open %s: %s",
-                               s->name.data, s->source.data,
-                               strerror(errno));
+        if (al_secret_read_file(s->source.data, AL_SECRET_MAX, &s->value,
+                                &s->len, why_buf, sizeof(why_buf))
+            != 0)
+        {
+            return al_cc_error(cc, node, "secret \"%s\": %s", s->name.data,
+                               why_buf);
         }
-
-        buf = al_secure_alloc(AL_SECRET_MAX + 1);
-        if (buf == NULL) {
-            close(fd);
-            return al_cc_error(cc, node, "out of memory");
-        }
-
-        s->len = 0;
-        while (s->len <= AL_SECRET_MAX) {
-            n = read(fd, buf + s->len, AL_SECRET_MAX + 1 - s->len);
-            if (n <= 0) {
-                if (n == -1 && errno == EINTR) {
-                    continue;
-                }
-                break;
-            }
-            s->len += (size_t) n;
-        }
-
-        close(fd);
-
-        if (s->len > AL_SECRET_MAX) {
-            al_secure_free(buf);
-            return al_cc_error(cc, node, "secret \"%s\": %s is larger than "
-                               "%d bytes", s->name.data, s->source.data,
-                               AL_SECRET_MAX);
-        }
-
-        /* the one trailing newline an editor or echo adds */
-        if (s->len > 0 && buf[s->len - 1] == '\n') {
-            s->len--;
-            if (s->len > 0 && buf[s->len - 1] == '\r') {
-                s->len--;
-            }
-        }
-
-        buf[s->len] = '\0';
-        s->value = buf;
     }
 
     if (al_pool_cleanup(cc->pool, al_cc_secure_free, s->value) != 0) {

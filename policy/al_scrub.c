@@ -4,11 +4,25 @@
  * response headers and body of routes that inject credentials, and of
  * every LLM prefix, so an upstream that echoes its request cannot hand a
  * secret to the agent.
+ *
+ * The list holds the forms that need work to build (base64 in both
+ * alphabets, with and without padding; the Basic credential decoded).
+ * The forms a client decodes byte by byte (URL-encoding, JSON escapes, in
+ * any mix of hex case) are not listed, 2^n strings each: al_scrub_match()
+ * decodes them as it compares, so one string stands for all of them.
  */
 
 #include <string.h>
+#include <strings.h>
 
 #include "airlock.h"
+
+
+#define AL_SCRUB_SPAN   6               /* bytes of a JSON \u escape */
+
+#define AL_SCRUB_RAW    0
+#define AL_SCRUB_URL    1
+#define AL_SCRUB_JSON   2
 
 
 typedef struct {
@@ -19,9 +33,11 @@ typedef struct {
 } al_scrub_ctx_t;
 
 
-static void al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len);
+static const char *al_scrub_add(al_scrub_ctx_t *sc, const char *s,
+    size_t len);
 static void al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
+static void al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len);
 static al_scrub_t *al_scrub_build(const al_policy_t *p,
     const al_route_t *route, const al_llm_t *llm, const char **why);
 static void al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
@@ -30,6 +46,10 @@ static void al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm);
 static const al_secret_t *al_scrub_secret(const al_policy_t *p,
     const char *name, size_t len);
 static void al_scrub_finish(al_scrub_t *s);
+static int al_scrub_match_str(const al_str_t *str, const unsigned char *p,
+    size_t avail, int mode, size_t *len);
+static int al_scrub_hex(int c);
+static size_t al_scrub_utf8(unsigned char *out, uint32_t cp);
 
 
 al_scrub_t *
@@ -143,10 +163,18 @@ al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
     }
 
     if (i > 0 && i < inj->len && v[i] == ' ') {
+        nlen = i;
+
         while (i < inj->len && v[i] == ' ') {
             i++;
         }
         al_scrub_add(sc, v + i, inj->len - i);
+
+        if (nlen == sizeof("Basic") - 1
+            && strncasecmp(v, "Basic", sizeof("Basic") - 1) == 0)
+        {
+            al_scrub_basic(sc, v + i, inj->len - i);
+        }
     }
 
     for (i = 0; i < inj->tmpl.len; i++) {
@@ -229,14 +257,17 @@ al_scrub_secret(const al_policy_t *p, const char *name, size_t len)
 }
 
 
-static void
+/* adds a string unless it is listed already; returns the listed copy */
+
+static const char *
 al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
 {
+    char        *d;
     size_t       i;
     al_scrub_t  *scrub;
 
     if (len == 0) {
-        return;
+        return NULL;
     }
 
     scrub = sc->scrub;
@@ -244,48 +275,126 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
     if (scrub == NULL) {
         sc->n++;
         sc->bytes += len;
-        return;
+        return NULL;
     }
 
     for (i = 0; i < scrub->n; i++) {
         if (scrub->str[i].len == len
             && memcmp(scrub->str[i].data, s, len) == 0)
         {
-            return;
+            return scrub->str[i].data;
         }
     }
 
-    memmove(sc->next, s, len);             /* s may be sc->next */
-    sc->next[len] = '\0';
+    d = sc->next;
 
-    scrub->str[scrub->n].data = sc->next;
+    memmove(d, s, len);                     /* s may be sc->next */
+    d[len] = '\0';
+
+    scrub->str[scrub->n].data = d;
     scrub->str[scrub->n].len = len;
     scrub->n++;
 
     sc->next += len + 1;
+
+    return d;
 }
 
+
+/*
+ * Base64 of a value on its own, as an encoder given only the value writes
+ * it: the standard and the URL-safe alphabets ("-_" for "+/"), each with
+ * and without its padding.  (Inside a longer encoded blob, the value's
+ * encoding depends on where it starts and is not looked for.)
+ */
 
 static void
 al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 {
-    size_t  n;
+    size_t  i, n, k, pad;
 
     n = (len + 2) / 3 * 4;
 
     if (sc->scrub == NULL) {
-        sc->n++;
-        sc->bytes += n;
+        sc->n += 4;
+        sc->bytes += 4 * n;
         return;
     }
 
+    pad = (3 - len % 3) % 3;
+
     /* encode in place at the end of the block, then add (or drop) it */
-    al_base64_encode(sc->next, n, s, len);
-    al_scrub_add(sc, sc->next, n);
+
+    for (k = 0; k < 4; k++) {
+        al_base64_encode(sc->next, n, s, len);
+
+        if (k & 1) {
+            for (i = 0; i < n; i++) {
+                if (sc->next[i] == '+') {
+                    sc->next[i] = '-';
+
+                } else if (sc->next[i] == '/') {
+                    sc->next[i] = '_';
+                }
+            }
+        }
+
+        al_scrub_add(sc, sc->next, (k & 2) ? n - pad : n);
+    }
 }
 
 
-/* longest first, so that a match at one place takes the longest string */
+/*
+ * "Basic t": t decoded is "user:password", which an upstream may echo
+ * decoded or encode again, and the password alone is the credential.
+ * (With a template "Basic {s|base64}", "user:password" is the secret s,
+ * listed already.)
+ */
+
+static void
+al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
+{
+    char        *colon;
+    size_t       n, poff;
+    ssize_t      d;
+    const char  *cred;
+
+    n = len / 4 * 3 + 2;
+
+    if (sc->scrub == NULL) {
+        sc->n += 2;
+        sc->bytes += 2 * n;
+        al_scrub_add_base64(sc, NULL, n);
+        return;
+    }
+
+    d = al_base64_decode((unsigned char *) sc->next, v, len);
+    if (d <= 0) {
+        return;
+    }
+
+    colon = memchr(sc->next, ':', (size_t) d);
+    if (colon == NULL) {
+        return;
+    }
+
+    poff = (size_t) (colon + 1 - sc->next);
+
+    /* the listed copy: the one just added, or the same string added
+       before; sc->next is past it either way */
+
+    cred = al_scrub_add(sc, sc->next, (size_t) d);
+
+    al_scrub_add(sc, cred + poff, (size_t) d - poff);
+    al_scrub_add_base64(sc, (const unsigned char *) cred, (size_t) d);
+}
+
+
+/*
+ * Longest first, so that a raw match at one place takes the longest
+ * string; the first bytes a match can start with: a string's own, or the
+ * start of an escape.
+ */
 
 static void
 al_scrub_finish(al_scrub_t *s)
@@ -294,6 +403,8 @@ al_scrub_finish(al_scrub_t *s)
     al_str_t  tmp;
 
     s->maxlen = 0;
+    s->minlen = 0;
+    s->maxspan = 0;
 
     for (i = 1; i < s->n; i++) {
         tmp = s->str[i];
@@ -305,9 +416,313 @@ al_scrub_finish(al_scrub_t *s)
         s->str[j] = tmp;
     }
 
+    if (s->n == 0) {
+        return;
+    }
+
+    s->maxlen = s->str[0].len;
+    s->minlen = s->str[s->n - 1].len;
+    s->maxspan = AL_SCRUB_SPAN * s->maxlen;
+
+    s->first['%'] = 1;
+    s->first['\\'] = 1;
+
     for (i = 0; i < s->n; i++) {
-        if (s->str[i].len > s->maxlen) {
-            s->maxlen = s->str[i].len;
+        s->first[(unsigned char) s->str[i].data[0]] = 1;
+
+        if (s->str[i].data[0] == ' ') {
+            s->first['+'] = 1;
         }
     }
+}
+
+
+int
+al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
+    int final, size_t *len)
+{
+    int              m, mode, partial;
+    size_t           i, n;
+    unsigned char    c;
+    const al_str_t  *str;
+
+    *len = 0;
+    partial = 0;
+
+    if (avail == 0) {
+        return AL_SCRUB_NONE;
+    }
+
+    for (i = 0; i < s->n; i++) {
+        str = &s->str[i];
+        c = (unsigned char) str->data[0];
+
+        for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_JSON; mode++) {
+
+            /* what each form can start with */
+
+            if (p[0] != c
+                && !(mode == AL_SCRUB_URL
+                     && (p[0] == '%' || (p[0] == '+' && c == ' ')))
+                && !(mode == AL_SCRUB_JSON && p[0] == '\\'))
+            {
+                continue;
+            }
+
+            m = al_scrub_match_str(str, p, avail, mode, &n);
+
+            if (m == AL_SCRUB_FULL && n > *len) {
+                *len = n;
+
+            } else if (m == AL_SCRUB_PARTIAL && !final) {
+                partial = 1;
+            }
+        }
+    }
+
+    if (partial) {
+        *len = 0;
+        return AL_SCRUB_PARTIAL;
+    }
+
+    return *len ? AL_SCRUB_FULL : AL_SCRUB_NONE;
+}
+
+
+/*
+ * One string in one form: raw, URL-encoded or JSON-escaped.  Each form is
+ * read one way only: in URL-encoding "%" followed by two hex digits is an
+ * escape (an encoder writes a "%" of the value as "%25"), in JSON "\" is
+ * always one.
+ */
+
+static int
+al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
+    int mode, size_t *len)
+{
+    int                   h[4];
+    size_t                i, k, e, n, x, need;
+    uint32_t              cp, lo;
+    unsigned char         u[4];
+    const unsigned char  *v;
+
+    v = (const unsigned char *) str->data;
+
+    if (mode == AL_SCRUB_RAW) {
+        if (str->len <= avail) {
+            if (memcmp(p, v, str->len) == 0) {
+                *len = str->len;
+                return AL_SCRUB_FULL;
+            }
+
+            return AL_SCRUB_NONE;
+        }
+
+        return memcmp(p, v, avail) == 0 ? AL_SCRUB_PARTIAL : AL_SCRUB_NONE;
+    }
+
+    i = 0;
+    k = 0;
+
+    while (k < str->len) {
+
+        if (i == avail) {
+            return AL_SCRUB_PARTIAL;
+        }
+
+        if (mode == AL_SCRUB_URL) {
+
+            if (p[i] == '%' && (i + 1 == avail || al_scrub_hex(p[i + 1]) >= 0))
+            {
+                if (i + 2 >= avail) {
+                    return AL_SCRUB_PARTIAL;
+                }
+
+                h[0] = al_scrub_hex(p[i + 1]);
+                h[1] = al_scrub_hex(p[i + 2]);
+
+                if (h[1] < 0 || (unsigned) (h[0] << 4 | h[1]) != v[k]) {
+                    return AL_SCRUB_NONE;
+                }
+
+                i += 3;
+                k++;
+                continue;
+            }
+
+            if (p[i] == v[k] || (p[i] == '+' && v[k] == ' ')) {
+                i++;
+                k++;
+                continue;
+            }
+
+            return AL_SCRUB_NONE;
+        }
+
+        /* JSON */
+
+        if (p[i] != '\\') {
+            if (p[i] != v[k]) {
+                return AL_SCRUB_NONE;
+            }
+
+            i++;
+            k++;
+            continue;
+        }
+
+        if (i + 1 == avail) {
+            return AL_SCRUB_PARTIAL;
+        }
+
+        if (p[i + 1] != 'u') {
+            switch (p[i + 1]) {
+            case '"': case '\\': case '/':
+                cp = p[i + 1];
+                break;
+            case 'b':
+                cp = '\b';
+                break;
+            case 'f':
+                cp = '\f';
+                break;
+            case 'n':
+                cp = '\n';
+                break;
+            case 'r':
+                cp = '\r';
+                break;
+            case 't':
+                cp = '\t';
+                break;
+            default:
+                return AL_SCRUB_NONE;
+            }
+
+            if (cp != v[k]) {
+                return AL_SCRUB_NONE;
+            }
+
+            i += 2;
+            k++;
+            continue;
+        }
+
+        /* \uXXXX, and a second one after a high surrogate */
+
+        cp = 0;
+        need = 6;
+
+        for (e = 0; e < need; e++) {
+            if (i + e == avail) {
+                return AL_SCRUB_PARTIAL;
+            }
+
+            if (e == 6 && p[i + e] != '\\') {
+                return AL_SCRUB_NONE;
+            }
+
+            if (e == 7 && p[i + e] != 'u') {
+                return AL_SCRUB_NONE;
+            }
+
+            if ((e >= 2 && e < 6) || e >= 8) {
+                x = (e < 6) ? e - 2 : e - 8;
+
+                h[x] = al_scrub_hex(p[i + e]);
+                if (h[x] < 0) {
+                    return AL_SCRUB_NONE;
+                }
+            }
+
+            if (e == 5 || e == 11) {
+                lo = (uint32_t) (h[0] << 12 | h[1] << 8 | h[2] << 4 | h[3]);
+
+                if (e == 5) {
+                    cp = lo;
+
+                    if (cp >= 0xd800 && cp <= 0xdbff) {
+
+                        /* a pair is 12 bytes for 4: only with 4 to come,
+                           so that no match spans more than 6 a byte */
+
+                        if (str->len - k < 4) {
+                            return AL_SCRUB_NONE;
+                        }
+
+                        need = 12;
+
+                    } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+                        return AL_SCRUB_NONE;
+                    }
+
+                } else {
+                    if (lo < 0xdc00 || lo > 0xdfff) {
+                        return AL_SCRUB_NONE;
+                    }
+
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                }
+            }
+        }
+
+        n = al_scrub_utf8(u, cp);
+
+        if (n > str->len - k || memcmp(u, v + k, n) != 0) {
+            return AL_SCRUB_NONE;
+        }
+
+        i += need;
+        k += n;
+    }
+
+    *len = i;
+
+    return AL_SCRUB_FULL;
+}
+
+
+static int
+al_scrub_hex(int c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+
+    c |= 0x20;
+
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+
+    return -1;
+}
+
+
+static size_t
+al_scrub_utf8(unsigned char *out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        out[0] = (unsigned char) cp;
+        return 1;
+    }
+
+    if (cp < 0x800) {
+        out[0] = (unsigned char) (0xc0 | cp >> 6);
+        out[1] = (unsigned char) (0x80 | (cp & 0x3f));
+        return 2;
+    }
+
+    if (cp < 0x10000) {
+        out[0] = (unsigned char) (0xe0 | cp >> 12);
+        out[1] = (unsigned char) (0x80 | ((cp >> 6) & 0x3f));
+        out[2] = (unsigned char) (0x80 | (cp & 0x3f));
+        return 3;
+    }
+
+    out[0] = (unsigned char) (0xf0 | cp >> 18);
+    out[1] = (unsigned char) (0x80 | ((cp >> 12) & 0x3f));
+    out[2] = (unsigned char) (0x80 | ((cp >> 6) & 0x3f));
+    out[3] = (unsigned char) (0x80 | (cp & 0x3f));
+    return 4;
 }

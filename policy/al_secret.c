@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -575,6 +577,130 @@ al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
 }
 
 
+/*
+ * A file: secret gets the private key's checks.  O_NONBLOCK: a FIFO or a
+ * device put in place of the file must not hang the load (nginx -t, a
+ * reload); fstat() then refuses anything but a regular file before a byte
+ * is read.  A file other users can reach is refused, as a key is.
+ */
+
+int
+al_secret_read_file(const char *path, size_t max, unsigned char **out,
+    size_t *outlen, char *why, size_t whylen)
+{
+    int             fd;
+    size_t          len;
+    ssize_t         n;
+    struct stat     st;
+    unsigned char  *buf;
+
+    *out = NULL;
+    *outlen = 0;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd == -1) {
+        if (errno == ELOOP) {
+            snprintf(why, whylen, "%s is a symbolic link; refusing to "
+                     "follow it, use the real path", path);
+
+        } else {
+            snprintf(why, whylen, "cannot open %s: %s", path,
+                     strerror(errno));
+        }
+
+        return -1;
+    }
+
+    if (fstat(fd, &st) == -1) {
+        snprintf(why, whylen, "cannot stat %s: %s", path, strerror(errno));
+        (void) close(fd);
+        return -1;
+    }
+
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "%s is not a regular file (%s)", path,
+                 S_ISFIFO(st.st_mode) ? "a FIFO"
+                 : S_ISDIR(st.st_mode) ? "a directory"
+                 : S_ISSOCK(st.st_mode) ? "a socket"
+                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                 : "not a file");
+        (void) close(fd);
+        return -1;
+    }
+
+    if (st.st_mode & 077) {
+        snprintf(why, whylen, "%s can be reached by group or others (mode "
+                 "%04o); chmod 600 it (or 400)", path,
+                 (unsigned) (st.st_mode & 07777));
+        (void) close(fd);
+        return -1;
+    }
+
+    if ((uintmax_t) st.st_size > max) {
+        snprintf(why, whylen, "%s is larger than %zu bytes", path, max);
+        (void) close(fd);
+        return -1;
+    }
+
+    buf = al_secure_alloc(max + 1);
+    if (buf == NULL) {
+        snprintf(why, whylen, "out of memory reading %s", path);
+        (void) close(fd);
+        return -1;
+    }
+
+    /* bounded even if the file grows while it is read */
+
+    len = 0;
+
+    while (len <= max) {
+        n = read(fd, buf + len, max + 1 - len);
+
+        if (n == 0) {
+            break;
+        }
+
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+
+            snprintf(why, whylen, "cannot read %s: %s", path,
+                     strerror(errno));
+            al_secure_free(buf);
+            (void) close(fd);
+            return -1;
+        }
+
+        len += (size_t) n;
+    }
+
+    (void) close(fd);
+
+    if (len > max) {
+        snprintf(why, whylen, "%s is larger than %zu bytes", path, max);
+        al_secure_free(buf);
+        return -1;
+    }
+
+    /* the one trailing newline an editor or echo adds */
+
+    if (len > 0 && buf[len - 1] == '\n') {
+        len--;
+        if (len > 0 && buf[len - 1] == '\r') {
+            len--;
+        }
+    }
+
+    buf[len] = '\0';
+
+    *out = buf;
+    *outlen = len;
+
+    return 0;
+}
+
+
 void *
 al_secure_alloc(size_t size)
 {
@@ -634,4 +760,67 @@ al_base64_encode(char *out, size_t cap, const unsigned char *in, size_t len)
     }
 
     return need;
+}
+
+
+ssize_t
+al_base64_decode(unsigned char *out, const char *in, size_t len)
+{
+    int       c, pad;
+    size_t    i, n;
+    uint32_t  v, bits;
+
+    while (len > 0 && in[len - 1] == '=') {
+        len--;
+    }
+
+    pad = len % 4;
+
+    if (pad == 1) {
+        return -1;
+    }
+
+    n = 0;
+    v = 0;
+    bits = 0;
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) in[i];
+
+        if (c >= 'A' && c <= 'Z') {
+            c -= 'A';
+
+        } else if (c >= 'a' && c <= 'z') {
+            c = c - 'a' + 26;
+
+        } else if (c >= '0' && c <= '9') {
+            c = c - '0' + 52;
+
+        } else if (c == '+') {
+            c = 62;
+
+        } else if (c == '/') {
+            c = 63;
+
+        } else {
+            return -1;
+        }
+
+        v = (v << 6) | (uint32_t) c;
+        bits += 6;
+
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (unsigned char) (v >> bits);
+            v &= (1u << bits) - 1;
+        }
+    }
+
+    /* the last character's unused bits are zero in a canonical encoding */
+
+    if (v != 0) {
+        return -1;
+    }
+
+    return (ssize_t) n;
 }

@@ -34,6 +34,7 @@ my $hmac = 'whsec_' . 'ZTJlLXdlYmhvb2stc2VjcmV0LWtleQ==';
 
 $p->keygen;
 $t->write_file('hmac', $hmac);
+chmod 0600, "$d/hmac" or die "chmod: $!";
 
 $t->write_file_expand('policy.yaml', <<"EOF");
 version: 1

@@ -439,6 +439,144 @@ test_seal(void)
 }
 
 
+/*
+ * file: secrets get the private key's checks: a regular file, not a
+ * symbolic link, reachable by its owner only, bounded; a FIFO is refused
+ * at once instead of blocking the load.  Through the policy loader, the
+ * error names the secret and the file.
+ */
+
+static int
+read_secret(const char *name, size_t max, char *why, size_t whylen,
+    unsigned char **out, size_t *outlen)
+{
+    return al_secret_read_file(tmp(name), max, out, outlen, why, whylen);
+}
+
+
+static void
+test_secret_files(void)
+{
+    int             rc;
+    char            why[256], yaml[1024];
+    size_t          len;
+    al_error_t      err;
+    al_policy_t    *p;
+    al_keyring_t   *kr;
+    unsigned char  *v;
+
+    write_file("sec-ok", 0600, "tok-123\r\n");
+    rc = read_secret("sec-ok", 64, why, sizeof(why), &v, &len);
+    tap_ok(rc == 0 && len == 7 && strcmp((char *) v, "tok-123") == 0,
+           "file secret 0600: read, CRLF dropped");
+    al_secure_free(v);
+
+    write_file("sec-ro", 0400, "tok-456");
+    rc = read_secret("sec-ro", 64, why, sizeof(why), &v, &len);
+    tap_ok(rc == 0 && len == 7, "file secret 0400: read");
+    al_secure_free(v);
+
+    write_file("sec-644", 0644, "tok-789");
+    rc = read_secret("sec-644", 64, why, sizeof(why), &v, &len);
+    tap_ok(rc == -1 && v == NULL && strstr(why, tmp("sec-644")) != NULL
+           && strstr(why, "group or others (mode 0644)") != NULL
+           && strstr(why, "chmod 600") != NULL,
+           "file secret 0644: refused, naming the file and the mode");
+    tap_diag("why: ", why);
+
+    write_file("sec-640", 0640, "tok-789");
+    rc = read_secret("sec-640", 64, why, sizeof(why), &v, &len);
+    tap_ok(rc == -1 && strstr(why, "mode 0640") != NULL,
+           "file secret 0640: refused");
+
+    write_file("sec-big", 0600, "0123456789abcdefX");
+    rc = read_secret("sec-big", 16, why, sizeof(why), &v, &len);
+    tap_ok(rc == -1 && strstr(why, "larger than 16 bytes") != NULL,
+           "file secret over the bound: refused");
+
+    rc = read_secret("sec-none", 64, why, sizeof(why), &v, &len);
+    tap_ok(rc == -1 && strstr(why, "cannot open") != NULL,
+           "missing file secret: cannot open");
+
+    (void) unlink(tmp("sec-link"));
+    rc = symlink(tmp("sec-ok"), tmp("sec-link"));
+    rc = read_secret("sec-link", 64, why, sizeof(why), &v, &len);
+    tap_ok(rc == -1 && strstr(why, "symbolic link") != NULL,
+           "file secret through a symbolic link: refused");
+
+    rc = read_secret("", 64, why, sizeof(why), &v, &len);
+    tap_ok(rc == -1 && strstr(why, "a directory") != NULL,
+           "a directory: refused");
+
+    /* nobody writes to it: a blocking open would never return */
+
+    (void) unlink(tmp("sec-fifo"));
+    if (!tap_ok(mkfifo(tmp("sec-fifo"), 0600) == 0, "mkfifo")) {
+        return;
+    }
+
+    alarm(30);                              /* a safety net, not a test */
+    rc = read_secret("sec-fifo", 64, why, sizeof(why), &v, &len);
+    alarm(0);
+    tap_ok(rc == -1 && strstr(why, "not a regular file (a FIFO)") != NULL,
+           "a FIFO: refused without waiting for a writer");
+
+    /* the loader names the secret and the file */
+
+    kr = NULL;
+
+    if (al_keygen(tmp("sec-key"), &err) != 0
+        || (kr = al_keyring_load(tmp("sec-key"), &err)) == NULL)
+    {
+        tap_ok(0, "keygen for the loader");
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "clients:\n"
+             "  agent: { unix_uid: 0 }\n"
+             "secrets:\n"
+             "  ok: { file: %s }\n"
+             "  loose: { file: %s }\n"
+             "alerts:\n"
+             "  deny: { threshold: 3, window: 60s }\n",
+             tmp("sec-ok"), tmp("sec-644"));
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    tap_ok(p == NULL && err.line == 6
+           && strstr(err.msg, "secret \"loose\": ") != NULL
+           && strstr(err.msg, tmp("sec-644")) != NULL
+           && strstr(err.msg, "mode 0644") != NULL,
+           "loader: a 0644 file secret refused, naming secret and file");
+    tap_diag("error: ", err.msg);
+    al_policy_free(p);
+
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "clients:\n"
+             "  agent: { unix_uid: 0 }\n"
+             "secrets:\n"
+             "  pipe: { file: %s }\n"
+             "alerts:\n"
+             "  deny: { threshold: 3, window: 60s }\n",
+             tmp("sec-fifo"));
+
+    memset(&err, 0, sizeof(err));
+    alarm(30);
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    alarm(0);
+    tap_ok(p == NULL && strstr(err.msg, "secret \"pipe\": ") != NULL
+           && strstr(err.msg, "a FIFO") != NULL,
+           "loader: a FIFO file secret refused");
+    al_policy_free(p);
+
+    al_keyring_free(kr);
+}
+
+
 int
 main(void)
 {
@@ -446,7 +584,8 @@ main(void)
     const char  *files[] = {
         "key", "key.pub", "other", "other.pub", "link", "garbage",
         "wronghdr", "short", "badb64", "twolines", "empty", "nl",
-        "lone", "lone.pub"
+        "lone", "lone.pub", "sec-ok", "sec-ro", "sec-644", "sec-640",
+        "sec-big", "sec-link", "sec-fifo", "sec-key", "sec-key.pub"
     };
 
     snprintf(dir, sizeof(dir), "/tmp/airlock-secret-XXXXXX");
@@ -458,6 +597,7 @@ main(void)
     test_base64();
     test_keyfiles();
     test_seal();
+    test_secret_files();
 
     for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         (void) unlink(tmp(files[i]));

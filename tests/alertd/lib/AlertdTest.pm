@@ -112,6 +112,8 @@ sub read_file {
 sub secret {
     my ($self, $name, $value) = @_;
     $self->{secrets}{$name} = $self->write_file("$name.secret", $value);
+    # file: secrets must be reachable by their owner only
+    chmod 0600, $self->{secrets}{$name} or die "chmod: $!";
     return $self->{secrets}{$name};
 }
 

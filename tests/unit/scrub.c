@@ -1,0 +1,602 @@
+/*
+ * Scrub lists and the scrub matcher: the forms built when the policy loads
+ * (raw, after the scheme, base64 in both alphabets with and without
+ * padding, the Basic credential decoded and its password alone), and the
+ * forms al_scrub_match() decodes as it compares (URL-encoding in every
+ * hex case, JSON escapes), whole and fed a few bytes at a time.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "airlock.h"
+#include "tap.h"
+
+
+#define REDACTED  "[REDACTED]"
+
+/* base64 "czNjcjN0Lz4/fms=": a "/", one "=" */
+#define SECRET    "s3cr3t/>?~k"
+
+#define HEAD                                                                 \
+    "version: 1\n"                                                           \
+    "clients:\n"                                                             \
+    "  agent: { unix_uid: 0 }\n"
+
+#define ALERTS                                                               \
+    "alerts:\n"                                                              \
+    "  deny: { threshold: 3, window: 60s }\n"
+
+
+static int has(const al_scrub_t *s, const char *str);
+static size_t scrub_whole(const al_scrub_t *s, const char *in, size_t len,
+    char *out);
+static size_t scrub_pieces(const al_scrub_t *s, const char *in, size_t len,
+    size_t piece, char *out);
+static int redacted(const al_scrub_t *s, const char *in, const char *name);
+static void test_forms(al_keyring_t *kr, const char *pub);
+static void test_url(const al_scrub_t *s);
+static void test_json(const al_scrub_t *s);
+static void test_base64(const al_scrub_t *s);
+static void test_partial(const al_scrub_t *s);
+static void test_negative(const al_scrub_t *s);
+static void test_utf8(void);
+static void test_decode(void);
+
+
+static int
+has(const al_scrub_t *s, const char *str)
+{
+    size_t  i;
+
+    for (i = 0; i < s->n; i++) {
+        if (s->str[i].len == strlen(str)
+            && memcmp(s->str[i].data, str, s->str[i].len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* what the module does to a header value or a held body */
+
+static size_t
+scrub_whole(const al_scrub_t *s, const char *in, size_t len, char *out)
+{
+    size_t  i, o, n;
+
+    o = 0;
+
+    for (i = 0; i < len; /* void */) {
+        if (s->first[(unsigned char) in[i]]
+            && al_scrub_match(s, (const unsigned char *) in + i, len - i, 1,
+                              &n)
+               == AL_SCRUB_FULL)
+        {
+            memcpy(out + o, REDACTED, sizeof(REDACTED) - 1);
+            o += sizeof(REDACTED) - 1;
+            i += n;
+            continue;
+        }
+
+        out[o++] = in[i++];
+    }
+
+    out[o] = '\0';
+
+    return o;
+}
+
+
+/*
+ * What the module does to a stream: bytes arrive piece bytes at a time,
+ * and a byte is decided only with what has arrived so far; a PARTIAL match
+ * waits for the next piece.
+ */
+
+static size_t
+scrub_pieces(const al_scrub_t *s, const char *in, size_t len, size_t piece,
+    char *out)
+{
+    int     m, final;
+    size_t  have, i, o, n;
+
+    i = 0;
+    o = 0;
+
+    for (have = 0; have < len; /* void */) {
+        have = (have + piece < len) ? have + piece : len;
+        final = (have == len);
+
+        while (i < have) {
+            if (!s->first[(unsigned char) in[i]]) {
+                out[o++] = in[i++];
+                continue;
+            }
+
+            m = al_scrub_match(s, (const unsigned char *) in + i, have - i,
+                               final, &n);
+
+            if (m == AL_SCRUB_PARTIAL) {
+                if (n != 0 || have - i >= s->maxspan) {
+                    return (size_t) -1;     /* the carry would overflow */
+                }
+                break;
+            }
+
+            if (m == AL_SCRUB_FULL) {
+                memcpy(out + o, REDACTED, sizeof(REDACTED) - 1);
+                o += sizeof(REDACTED) - 1;
+                i += n;
+                continue;
+            }
+
+            out[o++] = in[i++];
+        }
+    }
+
+    out[o] = '\0';
+
+    return o;
+}
+
+
+/* "x<in>y" becomes "x[REDACTED]y", whole and in pieces of 1 to 7 bytes */
+
+static int
+redacted(const al_scrub_t *s, const char *in, const char *name)
+{
+    int     ok;
+    char    text[1024], out[2048];
+    size_t  piece;
+
+    snprintf(text, sizeof(text), "x%sy", in);
+
+    scrub_whole(s, text, strlen(text), out);
+    ok = (strcmp(out, "x" REDACTED "y") == 0);
+
+    for (piece = 1; ok && piece <= 7; piece++) {
+        ok = scrub_pieces(s, text, strlen(text), piece, out) != (size_t) -1
+             && strcmp(out, "x" REDACTED "y") == 0;
+    }
+
+    if (!tap_ok(ok, name)) {
+        tap_diag("input: ", text);
+        tap_diag("got:   ", out);
+    }
+
+    return ok;
+}
+
+
+static void
+test_forms(al_keyring_t *kr, const char *pub)
+{
+    char          *basic, *bearer, *pre;
+    char           yaml[8192];
+    al_error_t     err;
+    al_scrub_t    *s;
+    al_policy_t   *p;
+    const char    *why;
+
+    basic = bearer = pre = NULL;
+
+    /* "alice:hunter2-xyz", encoded by the operator */
+
+    if (!tap_ok(al_seal(pub, (const unsigned char *) "user:pw-Secret9", 15,
+                        &basic, &err) == 0
+                && al_seal(pub, (const unsigned char *) SECRET,
+                           sizeof(SECRET) - 1, &bearer, &err) == 0
+                && al_seal(pub, (const unsigned char *)
+                           "YWxpY2U6aHVudGVyMi14eXo=", 24, &pre, &err) == 0,
+                "seal the secrets"))
+    {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    snprintf(yaml, sizeof(yaml),
+             HEAD
+             "secrets:\n"
+             "  basic: { sealed: \"%s\" }\n"
+             "  tok: { sealed: \"%s\" }\n"
+             "  pre: { sealed: \"%s\" }\n"
+             "upstreams:\n"
+             "  up: { url: \"http://127.0.0.1:9090\" }\n"
+             "routes:\n"
+             "  - name: basic\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /basic }\n"
+             "    upstream: up\n"
+             "    to: /a\n"
+             "    inject: { Authorization: \"Basic {basic|base64}\" }\n"
+             "  - name: bearer\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /bearer }\n"
+             "    upstream: up\n"
+             "    to: /b\n"
+             "    inject: { Authorization: \"Bearer {tok}\" }\n"
+             "  - name: pre\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /pre }\n"
+             "    upstream: up\n"
+             "    to: /c\n"
+             "    inject: { Authorization: \"basic {pre}\" }\n"
+             "  - name: fixed\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /fixed }\n"
+             "    upstream: up\n"
+             "    to: /d\n"
+             "    inject: { Accept: \"application/json\" }\n"
+             ALERTS, basic, bearer, pre);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    if (!tap_ok(p != NULL && p->secrets_open, "policy opens with keys")) {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    /* Bearer */
+
+    s = al_scrub_collect(p, al_policy_route(p, "bearer", 6), &why);
+    if (tap_ok(s != NULL, "bearer: scrub list built")) {
+        tap_ok(has(s, "Bearer " SECRET), "bearer: the rendered value");
+        tap_ok(has(s, SECRET), "bearer: the secret");
+        tap_ok(has(s, "czNjcjN0Lz4/fms="), "bearer: base64");
+        tap_ok(has(s, "czNjcjN0Lz4/fms"), "bearer: base64 without padding");
+        tap_ok(has(s, "czNjcjN0Lz4_fms="), "bearer: base64url");
+        tap_ok(has(s, "czNjcjN0Lz4_fms"),
+               "bearer: base64url without padding");
+        tap_is_int((long) s->n, 6, "bearer: six strings, no duplicates");
+        tap_is_int((long) s->maxlen, 7 + sizeof(SECRET) - 1,
+                   "bearer: maxlen is the longest string");
+        tap_is_int((long) s->maxspan, 6 * (long) s->maxlen,
+                   "bearer: a match spans at most 6 bytes a byte");
+        tap_ok(s->first['B'] && s->first['s'] && s->first['c']
+               && s->first['%'] && s->first['\\'] && !s->first['x']
+               && !s->first['+'],
+               "bearer: first bytes: each string's, and the escapes");
+
+        test_url(s);
+        test_json(s);
+        test_base64(s);
+        test_partial(s);
+        test_negative(s);
+
+        al_scrub_free(s);
+    }
+
+    /* Basic with {secret|base64}: the password alone too */
+
+    s = al_scrub_collect(p, al_policy_route(p, "basic", 5), &why);
+    if (tap_ok(s != NULL, "basic: scrub list built")) {
+        tap_ok(has(s, "Basic dXNlcjpwdy1TZWNyZXQ5"),
+               "basic: the rendered value");
+        tap_ok(has(s, "dXNlcjpwdy1TZWNyZXQ5"), "basic: the credential");
+        tap_ok(has(s, "user:pw-Secret9"), "basic: user:password");
+        tap_ok(has(s, "pw-Secret9"), "basic: the password alone");
+        tap_ok(!has(s, "user"), "basic: not the user name alone");
+        redacted(s, "pw-Secret9", "basic: the password echoed");
+        redacted(s, "pw%2dSecret%39", "basic: the password URL-encoded");
+        redacted(s, "user%3Apw-Secret9", "basic: user%3Apassword");
+        al_scrub_free(s);
+    }
+
+    /* a secret that is the encoded credential already, scheme lower case */
+
+    s = al_scrub_collect(p, al_policy_route(p, "pre", 3), &why);
+    if (tap_ok(s != NULL, "pre-encoded basic: scrub list built")) {
+        tap_ok(has(s, "alice:hunter2-xyz"),
+               "pre-encoded basic: the credential decoded");
+        tap_ok(has(s, "hunter2-xyz"), "pre-encoded basic: the password");
+        tap_ok(has(s, "YWxpY2U6aHVudGVyMi14eXo"),
+               "pre-encoded basic: the secret without its padding");
+        al_scrub_free(s);
+    }
+
+    s = al_scrub_collect(p, al_policy_route(p, "fixed", 5), &why);
+    tap_ok(s != NULL && s->n == 0 && s->maxspan == 0,
+           "a constant header: nothing to scrub");
+    al_scrub_free(s);
+
+    al_policy_free(p);
+
+done:
+
+    free(basic);
+    free(bearer);
+    free(pre);
+}
+
+
+/* every case of every hex digit: the secret with each byte as %XX */
+
+static void
+test_url(const al_scrub_t *s)
+{
+    int         ok;
+    char        in[256], out[512], tmp[64];
+    size_t      i, o, bit, ncase;
+    const char  *v;
+    unsigned    mask, all;
+
+    v = SECRET;
+
+    /* the letters among the hex digits of SECRET fully encoded */
+
+    ncase = 0;
+    for (i = 0; v[i]; i++) {
+        snprintf(tmp, sizeof(tmp), "%02X", (unsigned char) v[i]);
+        ncase += (tmp[0] >= 'A') + (tmp[1] >= 'A');
+    }
+
+    all = 1u << ncase;
+    ok = 1;
+
+    for (mask = 0; ok && mask < all; mask++) {
+        o = 0;
+        bit = 0;
+
+        for (i = 0; v[i]; i++) {
+            snprintf(tmp, sizeof(tmp), "%%%02X", (unsigned char) v[i]);
+
+            if (tmp[1] >= 'A' && (mask >> bit++ & 1)) {
+                tmp[1] |= 0x20;
+            }
+            if (tmp[2] >= 'A' && (mask >> bit++ & 1)) {
+                tmp[2] |= 0x20;
+            }
+
+            memcpy(in + o, tmp, 3);
+            o += 3;
+        }
+
+        in[o] = '\0';
+
+        scrub_whole(s, in, o, out);
+        ok = (strcmp(out, REDACTED) == 0);
+    }
+
+    if (!tap_ok(ok && ncase > 0, "url: every byte as %XX, all hex cases")) {
+        tap_diag("input: ", in);
+        tap_diag("got:   ", out);
+    }
+
+    redacted(s, "s3cr3t%2F%3E%3F%7Ek", "url: encodeURIComponent");
+    redacted(s, "s3cr3t%2f%3e%3f%7ek", "url: lower-case hex");
+    redacted(s, "%73%33%63%72%33%74%2f%3E%3f%7e%6B",
+             "url: every byte, mixed case");
+    redacted(s, "Bearer+s3cr3t%2F%3E%3F~k", "url: form-encoded, + for space");
+    redacted(s, "Bearer%20s3cr3t/>?~k", "url: the space only");
+    redacted(s, "czNjcjN0Lz4%2Ffms%3D", "url: base64 URL-encoded");
+}
+
+
+static void
+test_json(const al_scrub_t *s)
+{
+    redacted(s, "s3cr3t\\/>?~k", "json: \\/");
+    redacted(s, "s3cr3t\\u002f\\u003E?~k", "json: \\u002f \\u003E");
+    redacted(s, "\\u0073\\u0033\\u0063\\u0072\\u0033\\u0074\\u002F\\u003e"
+             "\\u003F\\u007E\\u006b", "json: every byte as \\uXXXX");
+    redacted(s, "\\u0073\\u0033\\u0063\\u0072\\u0033\\u0074\\u002f\\u003E"
+             "\\u003f\\u007e\\u006B", "json: every byte, other cases");
+    redacted(s, "Bearer\\u0020s3cr3t\\/>?~k", "json: the rendered value");
+    redacted(s, "czNjcjN0Lz4\\/fms=", "json: base64 with \\/");
+}
+
+
+static void
+test_base64(const al_scrub_t *s)
+{
+    char  out[256];
+
+    redacted(s, "czNjcjN0Lz4/fms=", "base64: padded");
+    redacted(s, "czNjcjN0Lz4/fms", "base64: unpadded");
+    redacted(s, "czNjcjN0Lz4_fms=", "base64url: padded");
+    redacted(s, "czNjcjN0Lz4_fms", "base64url: unpadded");
+
+    /* the padding goes with the encoding, not left behind */
+    scrub_whole(s, "czNjcjN0Lz4_fms=,", 17, out);
+    tap_is_str(out, REDACTED ",", "base64url: the padding is redacted too");
+}
+
+
+/* a prefix of any form is PARTIAL, then NONE at the end of the stream */
+
+static void
+test_partial(const al_scrub_t *s)
+{
+    int          ok, m;
+    size_t       i, k, n;
+    const char  *forms[] = {
+        "Bearer " SECRET,
+        "s3cr3t%2f%3E%3f%7Ek",
+        "\\u0073\\u0033c\\u0072\\u0033t\\/\\u003e?~k",
+        "czNjcjN0Lz4_fms=",
+        NULL
+    };
+
+    ok = 1;
+
+    for (i = 0; forms[i] != NULL; i++) {
+        for (k = 1; k < strlen(forms[i]); k++) {
+            m = al_scrub_match(s, (const unsigned char *) forms[i], k, 0, &n);
+            if (m != AL_SCRUB_PARTIAL && m != AL_SCRUB_FULL) {
+                ok = 0;
+                tap_diag("not partial: ", forms[i]);
+                break;
+            }
+        }
+
+        m = al_scrub_match(s, (const unsigned char *) forms[i],
+                           strlen(forms[i]), 1, &n);
+        if (m != AL_SCRUB_FULL || n != strlen(forms[i])) {
+            ok = 0;
+            tap_diag("not full: ", forms[i]);
+        }
+    }
+
+    tap_ok(ok, "partial: every prefix of every form waits for more");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t%2", 8, 1, &n);
+    tap_ok(m == AL_SCRUB_NONE, "partial: at the end of the stream, none");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t\\u00", 10, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "partial: inside \\uXXXX");
+}
+
+
+static void
+test_negative(const al_scrub_t *s)
+{
+    char         out[256];
+    const char  *keep[] = {
+        "s3cr3t/>?~K",                  /* case matters outside escapes */
+        "s3cr3t%2F%3E%3F%7E",           /* one byte short */
+        "s3cr3t%2G>?~k",                /* not hex */
+        "s3cr3t\\x2f>?~k",              /* not a JSON escape */
+        "s3cr3t\\u002>?~k",             /* three hex digits */
+        "s3cr3t%252F>?~k",              /* encoded twice */
+        "s3cr3t%2F\\u003e?~k",          /* two encodings in one match */
+        "czNjcjN0Lz4+fms",              /* not an encoding of the secret */
+        "% \\ %% \\\\ plain text",
+        NULL
+    };
+    size_t       i;
+    int          ok;
+
+    ok = 1;
+
+    for (i = 0; keep[i] != NULL; i++) {
+        scrub_whole(s, keep[i], strlen(keep[i]), out);
+        if (strcmp(out, keep[i]) != 0) {
+            ok = 0;
+            tap_diag("changed: ", keep[i]);
+        }
+    }
+
+    tap_ok(ok, "near misses are left alone");
+}
+
+
+/* \uXXXX of non-ASCII characters compares with their UTF-8 bytes */
+
+static void
+test_utf8(void)
+{
+    int          m;
+    char         out[256];
+    size_t       n;
+    al_str_t     str[1];
+    al_scrub_t   s;
+    const char  *in;
+
+    /* "pä€😀x" */
+    str[0].data = "p\xc3\xa4\xe2\x82\xac\xf0\x9f\x98\x80x";
+    str[0].len = 11;
+
+    memset(&s, 0, sizeof(s));
+    s.str = str;
+    s.n = 1;
+    s.maxlen = 11;
+    s.minlen = 11;
+    s.maxspan = 66;
+    s.first['p'] = s.first['%'] = s.first['\\'] = 1;
+
+    in = "p\\u00E4\\u20ac\\uD83D\\ude00x";
+    scrub_whole(&s, in, strlen(in), out);
+    tap_is_str(out, REDACTED, "utf8: \\uXXXX, surrogate pair");
+
+    in = "\\u0070\xc3\xa4\\u20AC\xf0\x9f\x98\x80\\u0078";
+    scrub_whole(&s, in, strlen(in), out);
+    tap_is_str(out, REDACTED, "utf8: escaped and raw mixed");
+
+    in = "p%C3%a4%E2%82%AC%f0%9F%98%80x";
+    scrub_whole(&s, in, strlen(in), out);
+    tap_is_str(out, REDACTED, "utf8: URL-encoded bytes");
+
+    m = al_scrub_match(&s, (const unsigned char *) "p\\u00E4\\u20ac\\uD83D",
+                       19, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "utf8: a high surrogate waits");
+
+    m = al_scrub_match(&s, (const unsigned char *) "p\\u00E4\\u20ac\\uD83Dx",
+                       20, 1, &n);
+    tap_ok(m == AL_SCRUB_NONE, "utf8: a lone high surrogate is no match");
+
+    /* a pair stands for 4 bytes: with fewer to come it cannot match, and
+       waiting for it would hold more than maxspan bytes */
+
+    str[0].data = "ab";
+    str[0].len = 2;
+    s.maxlen = 2;
+    s.minlen = 2;
+    s.maxspan = 12;
+
+    m = al_scrub_match(&s, (const unsigned char *) "a\\uD83D\\u", 9, 0, &n);
+    tap_ok(m == AL_SCRUB_NONE, "utf8: no wait for a pair that cannot fit");
+}
+
+
+static void
+test_decode(void)
+{
+    unsigned char  out[64];
+    ssize_t        n;
+
+    n = al_base64_decode(out, "dXNlcjpwdw==", 12);
+    tap_ok(n == 7 && memcmp(out, "user:pw", 7) == 0, "decode: padded");
+
+    n = al_base64_decode(out, "dXNlcjpwdw", 10);
+    tap_ok(n == 7 && memcmp(out, "user:pw", 7) == 0, "decode: unpadded");
+
+    tap_ok(al_base64_decode(out, "dXNlc", 5) == -1, "decode: bad length");
+    tap_ok(al_base64_decode(out, "dXN-", 4) == -1, "decode: not the alphabet");
+    tap_ok(al_base64_decode(out, "dXNlcjpwdx==", 12) == -1,
+           "decode: bits left over");
+}
+
+
+int
+main(void)
+{
+    char           dir[] = "/tmp/airlock-scrub-XXXXXX";
+    char           key[128], pub[128];
+    al_error_t     err;
+    al_keyring_t  *kr;
+
+    if (mkdtemp(dir) == NULL) {
+        tap_ok(0, "mkdtemp");
+        return tap_done();
+    }
+
+    snprintf(key, sizeof(key), "%s/airlock.key", dir);
+    snprintf(pub, sizeof(pub), "%s/airlock.key.pub", dir);
+
+    kr = NULL;
+
+    if (tap_ok(al_keygen(key, &err) == 0
+               && (kr = al_keyring_load(key, &err)) != NULL, "keygen, load"))
+    {
+        test_forms(kr, pub);
+
+    } else {
+        tap_diag("error: ", err.msg);
+    }
+
+    test_utf8();
+    test_decode();
+
+    al_keyring_free(kr);
+    unlink(key);
+    unlink(pub);
+    rmdir(dir);
+
+    return tap_done();
+}
