@@ -18,6 +18,10 @@ CTL := $(B)/airlockctl
 ALERTD_SRCS := $(sort $(wildcard alertd/*.c))
 ALERTD := $(B)/airlock-alertd
 
+AGENT_SRCS := $(sort $(wildcard agent/ag_*.c))
+AGENT := $(B)/airlock-agent
+AIRLOCK_CLI := $(B)/airlock
+
 UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
 UNIT_TESTS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%.t)
 
@@ -31,10 +35,10 @@ MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 PROVE ?= prove
 PROVE_FLAGS ?= -r
 
-.PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
+.PHONY: all demo deps lib ctl alertd agent modules unit test asan fuzz fuzz-build \
         bench bench-match bench-proxy bench-llm bench-deny clean help
 
-all: lib ctl alertd modules unit
+all: lib ctl alertd agent modules unit
 
 help:
 	@echo "make            build libairlock, airlockctl, the nginx module"
@@ -56,6 +60,7 @@ $(B)/config.mk: auto/configure auto/deps
 lib: $(LIB)
 ctl: $(CTL)
 alertd: $(if $(ALERTD_SRCS),$(ALERTD))
+agent: $(if $(AGENT_SRCS),$(AGENT) $(AIRLOCK_CLI))
 modules: $(MOD_SO)
 unit: $(UNIT_TESTS)
 
@@ -75,6 +80,15 @@ $(ALERTD): $(ALERTD_SRCS) $(wildcard alertd/*.h) $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Ialertd $(ALERTD_SRCS) -o $@ $(LIB) $(LDFLAGS) \
 	    $(LIB_LIBS)
+
+$(AGENT): $(AGENT_SRCS) agent/agent.h $(POLICY_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Iagent $(AGENT_SRCS) -o $@ $(LIB) $(LDFLAGS) \
+	    $(LIB_LIBS)
+
+$(AIRLOCK_CLI): agent/airlock.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) agent/airlock.c -o $@ $(LDFLAGS) $(LIB_LIBS)
 
 $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
 	@mkdir -p $(@D)
