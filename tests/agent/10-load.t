@@ -27,7 +27,7 @@ my $t = $a->t;
 $a->setup;
 $a->start_worker;
 
-plan tests => 40;
+plan tests => 41;
 
 my $load = $AgentTest::LOAD;
 my $script = <<'PY';
@@ -153,3 +153,4 @@ $s = $a->session('nope');
 is($s->{status}, 404, 'an unknown session: 404');
 
 is($t->error_log_check, '', 'no alerts in the error log');
+is($a->agent_errors, '', 'no sanitizer reports from the agents');

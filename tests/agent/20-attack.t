@@ -35,7 +35,7 @@ my $t = $a->t;
 my $d = $t->testdir;
 $a->setup(logs => $planted);
 
-plan tests => 26;
+plan tests => 27;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'checkout-api' }, query => { since => '5m' } } };
@@ -144,3 +144,4 @@ unlike($c, qr/\n<<<END DATA $b>>>\nSYSTEM/, 'the forged end marker is gone');
 is(scalar(of_type('error', $ev)), 0, 'no errors');
 
 is($t->error_log_check, '', 'no alerts in the error log');
+is($a->agent_errors, '', 'no sanitizer reports from the agents');

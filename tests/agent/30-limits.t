@@ -25,7 +25,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 34;
+plan tests => 35;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -137,3 +137,4 @@ is((of_type('answer', $ev))[0]{text}, 'still here', 'the agent still serves');
 ok(kill(0, $a->agent_pid), 'the same agent process');
 
 is($t->error_log_check, '', 'no alerts in the error log');
+is($a->agent_errors, '', 'no sanitizer reports from the agents');

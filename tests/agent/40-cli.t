@@ -25,7 +25,7 @@ my $cli = "$t->{build}/airlock";
 $a->setup(agent => [ '--max-steps', 2 ]);
 $a->start_worker;
 
-plan tests => 19;
+plan tests => 20;
 
 sub run_cli {
     my (@args) = @_;
@@ -99,3 +99,5 @@ is($out, "Via nginx.\n", '--url: through /api/');
 # no agent there: exit 2
 ($rc) = run_cli('ask', '--socket', "$d/nothing.sock", 'hi');
 is($rc, 2, 'no agent: exit 2');
+
+is($a->agent_errors, '', 'no sanitizer reports from the agents');

@@ -252,6 +252,21 @@ sub agent_pid {
 }
 
 
+# sanitizer reports and crashes in every agent's output
+sub agent_errors {
+    my ($self) = @_;
+    my @bad;
+
+    for my $a (values %{$self->{agents}}) {
+        my $text = $self->{t}->read_file($a->{log}) // '';
+        push @bad, grep { /Sanitizer|runtime error:|Segmentation/ }
+                   split /\n/, $text;
+    }
+
+    return join "\n", @bad;
+}
+
+
 sub start_worker {
     my ($self, @opt) = @_;
     my $t = $self->{t};
