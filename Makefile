@@ -35,7 +35,7 @@ MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 PROVE ?= prove
 PROVE_FLAGS ?= -r
 
-.PHONY: all demo deps lib ctl alertd agent modules unit test asan fuzz fuzz-build \
+.PHONY: all demo demo-up down deps lib ctl alertd agent modules unit test asan fuzz fuzz-build \
         bench bench-match bench-proxy bench-llm bench-deny clean help
 
 all: lib ctl alertd agent modules unit
@@ -138,6 +138,13 @@ fuzz: fuzz-build
 demo: all
 	@auto/deps --demo
 	AIRLOCK_BUILD=$(CURDIR)/$(B) conf/demo/run.sh
+
+demo-up: all
+	@auto/deps --demo
+	AIRLOCK_BUILD=$(CURDIR)/$(B) conf/demo/run.sh --keep
+
+down:
+	@conf/demo/run.sh --down
 
 test: all fuzz-build
 	AIRLOCK_BUILD=$(CURDIR)/$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests
