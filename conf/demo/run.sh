@@ -99,6 +99,14 @@ start() {
     echo "$!" >> "$STATE/pids"
 }
 
+# the Python fixtures from tests/lib exit when their parent does; a shell
+# that waits for them stays their parent after run.sh --keep returns
+start_fixture() {
+    local log=$1
+    shift
+    start "$log" sh -c '"$@" & wait' sh "$@"
+}
+
 # request AS EXPECT METHOD PATH [curl args]: prints the exchange and checks
 # the status code
 request() {
@@ -206,10 +214,10 @@ start github.log perl "$TOP/tests/lib/echo-upstream.pl" "$GITHUB_PORT" \
 note "GitHub API stand-in (echo fixture) on 127.0.0.1:$GITHUB_PORT"
 
 : > "$STATE/llm.control"
-start llm.log python3 "$TOP/tests/lib/llm-provider.py" "$LLM_PORT" \
+start_fixture llm.log python3 "$TOP/tests/lib/llm-provider.py" "$LLM_PORT" \
     --log "$STATE/llm-fixture.jsonl" --control "$STATE/llm.control"
 note "LLM provider stand-in (scripted fixture) on 127.0.0.1:$LLM_PORT"
-start webhook.log python3 "$TOP/tests/lib/webhook-receiver.py" \
+start_fixture webhook.log python3 "$TOP/tests/lib/webhook-receiver.py" \
     --port "$WEBHOOK_PORT" --secret "$HMAC_SECRET" \
     --log "$STATE/webhook.jsonl"
 note "a webhook receiver that checks signatures on 127.0.0.1:$WEBHOOK_PORT"
