@@ -439,7 +439,8 @@ for i in $(seq 1 100); do
     [ -S "$STATE/agent/agent.sock" ] && break
     sleep 0.1
 done
-[ -S "$STATE/agent/agent.sock" ] || die "the agent did not start (see $STATE/agent.log)"
+[ -S "$STATE/agent/agent.sock" ] \
+    || die "the agent did not start (see $STATE/agent.log)"
 note "airlock-agent on unix:$STATE/agent/agent.sock, published at"
 note "http://127.0.0.1:$ADMIN_PORT/api/ by nginx; its tools are the policy's:"
 "$CTL" tools "$STATE/policy.yaml" --client agent \
@@ -538,8 +539,10 @@ sys.exit(0 if alerts else 1)' || FAILED=$((FAILED + 1))
 if [ $KEEP = 1 ]; then
     say "left running"
     echo "$STATE" > "$KEPT"
-    echo "   $STATE/bin/airlock ask --socket $STATE/agent/agent.sock 'why is the load high?'"
-    echo "   $STATE/bin/airlock ask --url http://127.0.0.1:$ADMIN_PORT/api/ 'hello'"
+    echo "   $STATE/bin/airlock ask \\"
+    echo "       --socket $STATE/agent/agent.sock 'why is the load high?'"
+    echo "   $STATE/bin/airlock ask \\"
+    echo "       --url http://127.0.0.1:$ADMIN_PORT/api/ 'hello'"
     echo "   (the scripted model answers from $STATE/llm.control)"
     echo "   curl --unix-socket $STATE/airlock.sock 'http://airlock/prometheus/query?query=up'"
     echo "   (as airlock-agent: runuser -u airlock-agent -- curl ...)"

@@ -55,7 +55,8 @@ like($raw, qr{^HTTP/1.1 200 .*\r\ncontent-type: text/event-stream}is,
 my @types = map { $_->{type} } @$ev;
 is($types[0], 'run', 'first event: run');
 is($types[-1], 'done', 'last event: done');
-is((of_type('done', $ev))[0]{outcome}, 'answer', 'the run ended with an answer');
+is((of_type('done', $ev))[0]{outcome}, 'answer',
+   'the run ended with an answer');
 is(scalar(of_type('step', $ev)), 3, 'three steps');
 
 my @calls = of_type('tool_call', $ev);
@@ -116,7 +117,8 @@ ok(ref $prov[0]{body}{tools} eq 'ARRAY', 'the model was offered tools');
 
 # tools from the policy: the same list airlockctl prints
 my $ctl = $a->proxy->ctl;
-my $list = decode_json(scalar qx{$ctl tools $t->{testdir}/policy.yaml --client agent});
+my $list = decode_json(scalar
+    qx{$ctl tools $t->{testdir}/policy.yaml --client agent});
 is_deeply($prov[0]{body}{tools}, $list,
           'the tools offered are airlockctl tools --client agent');
 
