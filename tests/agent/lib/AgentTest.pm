@@ -75,12 +75,15 @@ sub policy {
     my $logs = $p->seal($LOGS_TOKEN);
     my $wsha = $p->token_sha256($WORKER_TOKEN);
     my $uid = $>;
+    my $worker = $self->{worker_uid}
+        ? "{ unix_uid: airlock-worker }"
+        : "{ token_sha256: \"$wsha\" }";
 
     return <<"EOF";
 version: 1
 clients:
   agent: { unix_uid: $uid }
-  worker: { token_sha256: "$wsha" }
+  worker: $worker
 secrets:
   openai_key: { sealed: "$ok" }
   prom_basic: { sealed: "$prom" }
@@ -175,6 +178,7 @@ sub setup {
 
     $self->{key} = $self->{p}->keygen;
     $self->{l}{key} = $self->{key};
+    $self->{worker_uid} = $o{worker_uid};
 
     $t->write_file_expand('policy.yaml', $self->policy);
     $t->write_file_expand('nginx.conf', $self->conf);
@@ -205,6 +209,9 @@ sub setup {
                . ($t->read_file($t->{daemon_log}{$pid}) // '');
 
     $t->run;
+
+    # the worker fetches as its own user
+    chmod 0666, "$d/airlock.sock";
 
     $self->start_agent('a', @{$o{agent} // []});
 
