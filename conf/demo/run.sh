@@ -415,16 +415,22 @@ done
 note "redis-server on unix:$STATE/redis/redis.sock (sessions, jobs)"
 
 WORKER=0
-if [ -x "$BUILD/airlock-worker" ] && [ -f "$TOP/conf/demo/worker.conf.in" ]
-then
-    sed -e "s|@STATE@|$STATE|g" -e "s|@TOP@|$TOP|g" -e "s|@BUILD@|$BUILD|g" \
+WORKER_BIN=${AIRLOCK_WORKER_BIN:-$BUILD/airlock-worker}
+ROOTFS=${AIRLOCK_ROOTFS:-$BUILD/worker-rootfs}
+BACKEND=bwrap
+command -v runsc >/dev/null && BACKEND=gvisor
+if [ -x "$WORKER_BIN" ] && [ -x "$ROOTFS/usr/bin/python3" ]; then
+    mkdir -p "$STATE/work"
+    sed -e "s|@STATE@|$STATE|g" -e "s|@ROOTFS@|$ROOTFS|g" \
+        -e "s|@BACKEND@|$BACKEND|g" \
         "$TOP/conf/demo/worker.conf.in" > "$STATE/worker.conf"
-    start worker.log "$BUILD/airlock-worker" --config "$STATE/worker.conf"
+    start worker.log "$WORKER_BIN" -c "$STATE/worker.conf"
     WORKER=1
-    note "airlock-worker: jobs from Redis, data through Airlock, sandboxes"
+    note "airlock-worker: jobs from Redis, inputs through Airlock as the"
+    note "airlock-worker user, scripts in $BACKEND sandboxes"
 else
-    note "airlock-worker is not built here: the load question skips its"
-    note "run_python step (the agent's side of jobs is in tests/agent)"
+    note "airlock-worker or its sandbox rootfs is not built here (make,"
+    note "make worker-rootfs): the load question skips its run_python step"
 fi
 
 # the agent runs as airlock-agent, in a network namespace of its own: its
