@@ -349,9 +349,14 @@ ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta)
         while (json_array_size(res->tool_calls)
                <= (size_t) json_integer_value(idx))
         {
-            json_array_append_new(res->tool_calls,
-                json_pack("{s:s, s:s, s:s}", "id", "", "name", "",
-                          "arguments", ""));
+            if (json_array_append_new(res->tool_calls,
+                    json_pack("{s:s, s:s, s:s}", "id", "", "name", "",
+                              "arguments", "")) != 0)
+            {
+                snprintf(res->error, sizeof(res->error), "out of memory");
+                ctx->failed = 1;
+                return;
+            }
         }
 
         slot = json_array_get(res->tool_calls, json_integer_value(idx));

@@ -382,9 +382,11 @@ ag_serve(ag_conf_t *conf, int fd)
     ag_request_t     req;
     struct timeval   tv;
 
+    /* a client that stops reading ends its run instead of holding it */
     tv.tv_sec = 30;
     tv.tv_usec = 0;
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 
     if (ag_read_request(fd, &req, &why) != 0) {
         ag_respond_error(fd, 400, "bad_request", why);
