@@ -5,6 +5,7 @@
 # model answer (tool arguments that are not JSON, an unknown tool, a tool
 # for a route the agent is not granted, a gateway error) is an "error"
 # event, not a crash: the same agent process answers the next question.
+# A session takes one question at a time (409 while one runs).
 
 use strict;
 use warnings;
@@ -25,7 +26,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 35;
+plan tests => 37;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -122,6 +123,7 @@ is($err[0]{code}, 'model', 'a gateway error: an error event');
 is((of_type('done', $ev))[0]{outcome}, 'error', 'outcome error');
 
 # a bad request to the agent
+my $n_before_busy;
 my $raw = $t->http("POST /v1/sessions/bad%20id/ask HTTP/1.1\r\nHost: a\r\n"
                    . "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
                    unix => $a->{agents}{a}{sock});
@@ -130,6 +132,28 @@ $raw = $t->http("POST /v1/sessions/ok/ask HTTP/1.1\r\nHost: a\r\n"
                 . "Content-Length: 9\r\nConnection: close\r\n\r\n{\"x\": 1}\n",
                 unix => $a->{agents}{a}{sock});
 like($raw, qr/^HTTP\/1.1 400 .*bad_prompt/s, 'no prompt: 400');
+$n_before_busy = scalar $a->provider_requests;
+
+# one question at a time per session
+$a->script({ pieces => [ 'first' ], wait_file => "$t->{testdir}/go" });
+my $body = encode_json({ prompt => 'slow' });
+my $s1 = $t->http("POST /v1/sessions/busy/ask HTTP/1.1\r\nHost: a\r\n"
+                  . "Content-Length: " . length($body) . "\r\n\r\n$body",
+                  unix => $a->{agents}{a}{sock}, start => 1);
+for (1 .. 500) {
+    last if scalar($a->provider_requests) > $n_before_busy;
+    select(undef, undef, undef, 0.02);
+}
+$raw = $t->http("POST /v1/sessions/busy/ask HTTP/1.1\r\nHost: a\r\n"
+                . "Content-Length: " . length($body) . "\r\n"
+                . "Connection: close\r\n\r\n$body",
+                unix => $a->{agents}{a}{sock});
+like($raw, qr/^HTTP\/1.1 409 .*session_busy/s,
+     'a second question while one runs: 409');
+$t->write_file('go', '');
+my $first = '';
+while (sysread($s1, $first, 65536, length $first)) { }
+like($first, qr/"text":"first"/, 'the first question still answered');
 
 $a->script({ pieces => [ 'still here' ] });
 $ev = $a->ask('bad-3', 'alive?');
