@@ -10,7 +10,7 @@ B := $(abspath $(BUILD))
 DEPS ?= auto/deps
 
 # goals that need no configuration do not make one
-NOCONF_GOALS := help clean deps bench-deps
+NOCONF_GOALS := help clean deps bench-deps down
 ifneq ($(filter-out $(NOCONF_GOALS),$(or $(MAKECMDGOALS),all)),)
 -include $(B)/config.mk
 endif
@@ -28,6 +28,10 @@ CTL := $(B)/airlockctl
 ALERTD_SRCS := $(sort $(wildcard alertd/*.c))
 ALERTD := $(B)/airlock-alertd
 
+AGENT_SRCS := $(sort $(wildcard agent/ag_*.c))
+AGENT := $(B)/airlock-agent
+AIRLOCK_CLI := $(B)/airlock
+
 UNIT_SRCS := $(sort $(wildcard tests/unit/*.c))
 UNIT_TESTS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%.t)
 
@@ -41,18 +45,21 @@ MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 PROVE ?= prove
 PROVE_FLAGS ?= -r
 
-.PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match bench-proxy bench-llm bench-deny bench-deps \
+.PHONY: all demo demo-up down deps lib ctl alertd agent modules unit test \
+        asan fuzz fuzz-build bench bench-match bench-proxy bench-llm bench-deny bench-deps \
         install deb clean help
 
-all: lib ctl alertd modules unit
+all: lib ctl alertd agent modules unit
 
 help:
 	@echo "make, make all    build libairlock, airlockctl, airlock-alertd," \
-	      "the nginx module and the unit tests (nothing when up to date)"
-	@echo "make lib|ctl|alertd|modules|unit   one of those"
+	      "airlock-agent and the airlock CLI, the nginx module and the" \
+	      "unit tests (nothing when up to date)"
+	@echo "make lib|ctl|alertd|agent|modules|unit   one of those"
 	@echo "make deps         install the build packages (auto/deps build)"
 	@echo "make demo         install the demo's packages, build, run the demo"
+	@echo "make demo-up      the same demo, left running to try airlock ask"
+	@echo "make down         stop what make demo-up left running"
 	@echo "make test         install the test packages, build, run every suite"
 	@echo "make asan         the same suite built with ASan+UBSan (build-asan/)"
 	@echo "make fuzz         run each libFuzzer target FUZZ_TIME seconds"
@@ -77,6 +84,7 @@ $(B)/config.mk: auto/configure
 lib: $(LIB)
 ctl: $(CTL)
 alertd: $(if $(ALERTD_SRCS),$(ALERTD))
+agent: $(if $(AGENT_SRCS),$(AGENT) $(AIRLOCK_CLI))
 modules: $(MOD_SO)
 unit: $(UNIT_TESTS)
 
@@ -96,6 +104,15 @@ $(ALERTD): $(ALERTD_SRCS) $(wildcard alertd/*.h) $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Ialertd $(ALERTD_SRCS) -o $@ $(LIB) $(LDFLAGS) \
 	    $(LIB_LIBS)
+
+$(AGENT): $(AGENT_SRCS) agent/agent.h $(POLICY_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Iagent $(AGENT_SRCS) -o $@ $(LIB) $(LDFLAGS) \
+	    $(LIB_LIBS)
+
+$(AIRLOCK_CLI): agent/airlock.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) agent/airlock.c -o $@ $(LDFLAGS) $(LIB_LIBS)
 
 $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
 	@mkdir -p $(@D)
@@ -159,6 +176,14 @@ demo:
 	@$(MAKE) --no-print-directory all
 	AIRLOCK_BUILD=$(B) conf/demo/run.sh
 
+demo-up:
+	@$(DEPS) demo
+	@$(MAKE) --no-print-directory all
+	AIRLOCK_BUILD=$(B) conf/demo/run.sh --keep
+
+down:
+	@conf/demo/run.sh --down
+
 # the fuzz smoke test (tests/fuzz/smoke.t) runs each target on its seeds
 test:
 	@$(DEPS) test
@@ -190,6 +215,7 @@ bench: bench-match bench-proxy bench-llm bench-deny
 PREFIX ?= /usr
 DESTDIR ?=
 INSTALL_BINS := $(CTL) $(if $(ALERTD_SRCS),$(ALERTD))
+INSTALL_BINS += $(if $(AGENT_SRCS),$(AGENT) $(AIRLOCK_CLI))
 INSTALL_UNITS := $(wildcard conf/*.service)
 INSTALL_ETC := conf/policy.example.yaml $(wildcard conf/airlock-location.conf)
 INSTALL_DOCS := $(wildcard docs/*.md)

@@ -306,6 +306,7 @@ typedef struct {
     al_str_t         name;
     unsigned         index;
     unsigned         line;
+    al_str_t         description;           /* "" when not given */
     unsigned         methods;               /* AL_METHOD_* */
     al_str_t         path;                  /* template as written */
     al_str_t        *segs;                  /* literal, or param name */
@@ -565,6 +566,35 @@ void al_scrub_free(al_scrub_t *s);
  */
 int al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
     int final, size_t *len);
+
+
+/*
+ * Tool definitions (al_tools.c): every route granted to client becomes a
+ * tool named after the route, whose argument schema is built from the
+ * route's rules: {"params": {path params, with their patterns}, "query":
+ * {allowed query params, the required ones required}, "body": the JSON
+ * body rules}.  With a sandbox client, a run_python tool is added whose
+ * inputs name the routes that client may fetch.  The agent offers these
+ * to its model and airlockctl prints them.
+ */
+
+#define AL_TOOL_RUN_PYTHON      "run_python"
+#define AL_TOOL_INPUTS_MAX      16
+
+typedef enum {
+    AL_TOOLS_OPENAI = 0,                    /* [{"type": "function", ...}] */
+    AL_TOOLS_MCP                            /* {"tools": [{"name", ...}]} */
+} al_tools_format_t;
+
+/* malloc'ed JSON text (free() it), or NULL with err set */
+char *al_tools_json(const al_policy_t *p, const al_client_t *client,
+    const al_client_t *sandbox, al_tools_format_t fmt, al_error_t *err);
+
+/* the method a tool call uses on a route (one bit of AL_METHOD_*) */
+unsigned al_tool_method(const al_route_t *r);
+
+/* 1 when name is a valid tool name: 1-64 of [A-Za-z0-9_-] */
+int al_tool_name_ok(const char *name, size_t len);
 
 
 #endif /* AIRLOCK_H */

@@ -44,6 +44,7 @@ static int al_ctl_routes(int argc, char **argv);
 static int al_ctl_diff(int argc, char **argv);
 static int al_ctl_keygen(int argc, char **argv);
 static int al_ctl_seal(int argc, char **argv);
+static int al_ctl_tools(int argc, char **argv);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key);
@@ -96,6 +97,16 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "seals it to the public key and prints the sealed value to put in\n"
       "the policy as secrets: { NAME: { sealed: \"...\" } }.  One trailing\n"
       "newline is dropped unless --keep-newline is given." },
+
+    { "tools", al_ctl_tools,
+      "tools FILE --client NAME [--format openai|mcp] [--sandbox CLIENT]",
+      "Prints the tool definitions a model is offered for client NAME: one\n"
+      "tool per route granted to it, its argument schema built from the\n"
+      "route's path params, query and body rules, and run_python, whose\n"
+      "inputs are fetched as the sandbox client (\"worker\" by default when\n"
+      "the policy has it; --sandbox none leaves run_python out).  This is\n"
+      "what airlock-agent gives its model.  --format openai (default):\n"
+      "chat completions \"tools\"; mcp: an MCP tools/list result." },
 
     { NULL, NULL, NULL, NULL }
 };
@@ -798,4 +809,99 @@ failed:
     }
 
     return NULL;
+}
+
+
+static int
+al_ctl_tools(int argc, char **argv)
+{
+    int                  i;
+    char                *text, msg[AL_ERR_MAX + 300];
+    const char          *file, *client, *sandbox;
+    al_error_t           err;
+    al_policy_t         *p;
+    al_tools_format_t    fmt;
+    const al_client_t   *c, *sc;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("tools");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    file = NULL;
+    client = NULL;
+    sandbox = NULL;
+    fmt = AL_TOOLS_OPENAI;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--client") == 0 && i + 1 < argc) {
+            client = argv[++i];
+
+        } else if (strcmp(argv[i], "--sandbox") == 0 && i + 1 < argc) {
+            sandbox = argv[++i];
+
+        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "openai") == 0) {
+                fmt = AL_TOOLS_OPENAI;
+            } else if (strcmp(argv[i], "mcp") == 0) {
+                fmt = AL_TOOLS_MCP;
+            } else {
+                fprintf(stderr, "airlockctl tools: unknown format \"%s\" "
+                        "(openai or mcp)\n", argv[i]);
+                return 2;
+            }
+
+        } else if (argv[i][0] != '-' && file == NULL) {
+            file = argv[i];
+
+        } else {
+            return al_ctl_usage(stderr, cmd);
+        }
+    }
+
+    if (file == NULL || client == NULL) {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    p = al_ctl_load(file, NULL);
+    if (p == NULL) {
+        return 2;
+    }
+
+    c = al_policy_client(p, client, strlen(client));
+    if (c == NULL) {
+        fprintf(stderr, "airlockctl tools: %s has no client \"%s\"\n", file,
+                client);
+        al_policy_free(p);
+        return 1;
+    }
+
+    sc = NULL;
+    if (sandbox == NULL) {
+        sc = al_policy_client(p, "worker", 6);
+    } else if (strcmp(sandbox, "none") != 0) {
+        sc = al_policy_client(p, sandbox, strlen(sandbox));
+        if (sc == NULL) {
+            fprintf(stderr, "airlockctl tools: %s has no client \"%s\"\n",
+                    file, sandbox);
+            al_policy_free(p);
+            return 1;
+        }
+    }
+
+    text = al_tools_json(p, c, sc, fmt, &err);
+    al_policy_free(p);
+
+    if (text == NULL) {
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "%s\n", msg);
+        return 1;
+    }
+
+    printf("%s\n", text);
+    free(text);
+
+    return 0;
 }

@@ -1716,6 +1716,14 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
     r->line = node->line;
     snprintf(what, sizeof(what), "route \"%s\"", r->name.data);
 
+    v = al_cc_get(node, "description");
+    if (v != NULL
+        && al_cc_type(cc, v, AL_Y_SCALAR, "route description") != 0)
+    {
+        return -1;
+    }
+    r->description = (v != NULL) ? v->scalar : (al_str_t) { "", 0 };
+
     if (al_cc_need(cc, node, "clients", what, &v) != 0
         || al_cc_route_clients(cc, v, &r->client_ok) != 0)
     {

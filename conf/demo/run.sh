@@ -1,13 +1,17 @@
 #!/bin/bash
 # The Airlock appliance demo: the real parts started for real (Debian's
-# nginx with the Airlock module, Prometheus, airlock-alertd, Alertmanager),
-# stand-ins only for what cannot exist here (GitHub's API and a log
-# service: the echo fixture from tests/lib, which shows what reached it;
-# the LLM provider: the scripted provider from tests/lib), then the
-# agent's and the worker's requests, allowed and denied, one step at a
-# time.
+# nginx with the Airlock module, Prometheus behind basic auth scraping
+# this machine's node exporter, airlock-alertd, Alertmanager, Redis,
+# airlock-agent with no network, the worker when it is built), stand-ins
+# only for what cannot exist here (GitHub's API: the echo fixture from
+# tests/lib, which shows what reached it; a log service: log-service.py;
+# the LLM provider: the scripted provider from tests/lib, driven by the
+# scenario files here), then the agent's and the worker's requests,
+# allowed and denied, one step at a time, and the two assistant
+# scenarios asked with the airlock CLI.
 #
-#   conf/demo/run.sh [--keep]     (make demo)
+#   conf/demo/run.sh [--keep]     (make demo; --keep: make demo-up)
+#   conf/demo/run.sh --down       (make down: stop a kept demo)
 #
 # Every step says what it expects and checks it; the demo exits non-zero
 # if the appliance does anything else.  --keep leaves everything running
@@ -21,6 +25,26 @@ BUILD=${AIRLOCK_BUILD:-$TOP/build}
 CTL=$BUILD/airlockctl
 KEEP=0
 [ "${1:-}" = "--keep" ] && KEEP=1
+KEPT=/run/airlock-demo.state
+
+if [ "${1:-}" = "--down" ]; then
+    if [ ! -s "$KEPT" ]; then
+        echo "no demo is up"
+        exit 0
+    fi
+    state=$(cat "$KEPT")
+    # only the processes this demo started, by the pids it recorded
+    for p in $(cat "$state/pids" 2>/dev/null); do
+        kill "$p" 2>/dev/null
+    done
+    sleep 1
+    for p in $(cat "$state/pids" 2>/dev/null); do
+        kill -9 "$p" 2>/dev/null
+    done
+    rm -rf "$state" "$KEPT"
+    echo "demo stopped"
+    exit 0
+fi
 
 if [ "$(id -u)" != 0 ]; then
     echo "run the demo as root: it starts clients as other users" >&2
@@ -72,6 +96,15 @@ start() {
     shift
     "$@" >"$STATE/$log" 2>&1 &
     PIDS="$PIDS $!"
+    echo "$!" >> "$STATE/pids"
+}
+
+# the Python fixtures from tests/lib exit when their parent does; a shell
+# that waits for them stays their parent after run.sh --keep returns
+start_fixture() {
+    local log=$1
+    shift
+    start "$log" sh -c '"$@" & wait' sh "$@"
 }
 
 # request AS EXPECT METHOD PATH [curl args]: prints the exchange and checks
@@ -106,11 +139,19 @@ for b in "$CTL" "$BUILD/modules/ngx_http_airlock_module.so"; do
     [ -e "$b" ] || die "$b is missing: run make first"
 done
 command -v prometheus >/dev/null || die "prometheus missing (auto/deps --demo)"
+command -v prometheus-node-exporter >/dev/null \
+    || die "prometheus-node-exporter missing (auto/deps --demo)"
+command -v redis-server >/dev/null || die "redis-server missing (auto/deps)"
+[ -x "$BUILD/airlock-agent" ] || die "$BUILD/airlock-agent is missing: run make"
+if [ $KEEP = 1 ] && [ -s "$KEPT" ]; then
+    die "a demo is already up ($(cat "$KEPT")): make down first"
+fi
 for u in airlock-agent airlock-worker; do
     id "$u" >/dev/null 2>&1 || die "user $u missing (auto/deps)"
 done
 
 PROM_PORT=$(free_port)
+NODE_PORT=$(free_port)
 LOGS_PORT=$(free_port)
 GITHUB_PORT=$(free_port)
 WEBHOOK_PORT=$(free_port)
@@ -148,23 +189,35 @@ say "2. check the policy, as an operator does before every reload"
 "$CTL" routes "$STATE/policy.yaml"
 
 say "3. start the services"
-sed "s|@PROM_PORT@|$PROM_PORT|" "$TOP/conf/demo/prometheus.yml" \
+start node-exporter.log prometheus-node-exporter \
+    --web.listen-address="127.0.0.1:$NODE_PORT"
+note "prometheus-node-exporter (real, this machine) on 127.0.0.1:$NODE_PORT"
+sed "s|@NODE_PORT@|$NODE_PORT|" "$TOP/conf/demo/prometheus.yml" \
     > "$STATE/prometheus.yml"
+# basic auth on Prometheus's API: user demo, the password only Airlock has
+# (sealed in the policy as prom_basic); bcrypt through libc's crypt()
+PROM_HASH=$(perl -e 'my @c = ("a".."z", "A".."Z", 0..9, ".", "/");
+    print crypt($ARGV[0], q{$2b$10$} . join "", map { $c[rand @c] } 1..22)' \
+    prometheus-password)
+printf 'basic_auth_users:\n  demo: %s\n' "$PROM_HASH" > "$STATE/web.yml"
 start prometheus.log prometheus --config.file="$STATE/prometheus.yml" \
+    --web.config.file="$STATE/web.yml" \
     --storage.tsdb.path="$STATE/tsdb" \
     --web.listen-address="127.0.0.1:$PROM_PORT"
-note "prometheus (real) on 127.0.0.1:$PROM_PORT"
-start logs.log perl "$TOP/tests/lib/echo-upstream.pl" "$LOGS_PORT" \
+note "prometheus (real) on 127.0.0.1:$PROM_PORT, its API behind basic auth"
+start logs.log python3 "$TOP/conf/demo/log-service.py" "$LOGS_PORT" \
+    --token logs-token-4f1c9e --logs "$TOP/conf/demo/logs" \
     --log "$STATE/logs-fixture.jsonl"
-note "log service stand-in (echo fixture) on 127.0.0.1:$LOGS_PORT"
+note "log service stand-in on 127.0.0.1:$LOGS_PORT (conf/demo/logs/)"
 start github.log perl "$TOP/tests/lib/echo-upstream.pl" "$GITHUB_PORT" \
     --log "$STATE/github-fixture.jsonl"
 note "GitHub API stand-in (echo fixture) on 127.0.0.1:$GITHUB_PORT"
 
-start llm.log python3 "$TOP/tests/lib/llm-provider.py" "$LLM_PORT" \
-    --log "$STATE/llm-fixture.jsonl"
+: > "$STATE/llm.control"
+start_fixture llm.log python3 "$TOP/tests/lib/llm-provider.py" "$LLM_PORT" \
+    --log "$STATE/llm-fixture.jsonl" --control "$STATE/llm.control"
 note "LLM provider stand-in (scripted fixture) on 127.0.0.1:$LLM_PORT"
-start webhook.log python3 "$TOP/tests/lib/webhook-receiver.py" \
+start_fixture webhook.log python3 "$TOP/tests/lib/webhook-receiver.py" \
     --port "$WEBHOOK_PORT" --secret "$HMAC_SECRET" \
     --log "$STATE/webhook.jsonl"
 note "a webhook receiver that checks signatures on 127.0.0.1:$WEBHOOK_PORT"
@@ -196,26 +249,37 @@ start alertd.log "$BUILD/airlock-alertd" --policy "$STATE/policy.yaml" \
     --state "$STATE/alertd" --foreground
 note "airlock-alertd follows the journal"
 
-for p in $PROM_PORT $LOGS_PORT $GITHUB_PORT $PROXY_PORT $LLM_PORT \
+for p in $PROM_PORT $NODE_PORT $LOGS_PORT $GITHUB_PORT $PROXY_PORT $LLM_PORT \
          $WEBHOOK_PORT $AM_PORT $ADMIN_PORT; do
     wait_port "$p" || die "port $p did not open (see $STATE/*.log)"
 done
 chmod 0666 "$STATE/airlock.sock"
 note "nginx + Airlock on unix:$STATE/airlock.sock and 127.0.0.1:$PROXY_PORT"
 
-# until Prometheus has scraped itself once, "up" has no samples
-for i in $(seq 1 50); do
-    curl -s "http://127.0.0.1:$PROM_PORT/api/v1/query?query=up" \
+# until Prometheus has scraped the node exporter once, no samples
+for i in $(seq 1 100); do
+    curl -s -u demo:prometheus-password \
+        "http://127.0.0.1:$PROM_PORT/api/v1/query?query=node_load1" \
         | grep -q '"value"' && break
     sleep 0.2
 done
 
 say "4. the agent uses its named routes (identified by its unix uid)"
-request airlock-agent 200 GET '/prometheus/query?query=up'
+request airlock-agent 200 GET '/prometheus/query?query=node_load1'
+printf '%sroot%s curl http://127.0.0.1:%s/api/v1/query?query=node_load1\n' \
+    "$bold" "$off" "$PROM_PORT"
+code=$(curl -s -o /dev/null -w '%{http_code}' \
+       "http://127.0.0.1:$PROM_PORT/api/v1/query?query=node_load1")
+printf '   -> %s  (Prometheus directly, without the credential)\n' "$code"
+if [ "$code" = 401 ]; then
+    printf '   %sok: expected 401%s\n' "$green" "$off"
+else
+    printf '   %sUNEXPECTED: wanted 401%s\n' "$red" "$off"
+    FAILED=$((FAILED + 1))
+fi
 request airlock-agent 200 GET '/logs/checkout-api?since=5m'
-note "the fixture echoes what it got; the proxy scrubbed the credential out"
-note "of that reply ([REDACTED]).  What the log service received (the agent"
-note "sent no credential):"
+note "what the log service received (the agent sent no credential; the"
+note "proxy injected the token):"
 python3 - "$STATE/logs-fixture.jsonl" <<'PY'
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])][-1]
@@ -340,11 +404,155 @@ say "10. airlockctl explain gives the same answer the proxy gave"
 "$CTL" explain "$STATE/policy.yaml" --uid "$(id -u airlock-worker)" \
     POST /github/pull-request | sed 's/^/   /'
 
+say "11. the assistant: Redis, the worker, and airlock-agent with no network"
+mkdir -p "$STATE/redis" "$STATE/agent" "$STATE/bin"
+start redis.log redis-server --port 0 --unixsocket "$STATE/redis/redis.sock" \
+    --unixsocketperm 777 --save '' --appendonly no --dir "$STATE/redis"
+for i in $(seq 1 100); do
+    [ -S "$STATE/redis/redis.sock" ] && break
+    sleep 0.1
+done
+note "redis-server on unix:$STATE/redis/redis.sock (sessions, jobs)"
+
+WORKER=0
+WORKER_BIN=${AIRLOCK_WORKER_BIN:-$BUILD/airlock-worker}
+ROOTFS=${AIRLOCK_ROOTFS:-$BUILD/worker-rootfs}
+BACKEND=bwrap
+command -v runsc >/dev/null && BACKEND=gvisor
+if [ -x "$WORKER_BIN" ] && [ -x "$ROOTFS/usr/bin/python3" ]; then
+    mkdir -p "$STATE/work"
+    sed -e "s|@STATE@|$STATE|g" -e "s|@ROOTFS@|$ROOTFS|g" \
+        -e "s|@BACKEND@|$BACKEND|g" \
+        "$TOP/conf/demo/worker.conf.in" > "$STATE/worker.conf"
+    start worker.log "$WORKER_BIN" -c "$STATE/worker.conf"
+    WORKER=1
+    note "airlock-worker: jobs from Redis, inputs through Airlock as the"
+    note "airlock-worker user, scripts in $BACKEND sandboxes"
+else
+    note "airlock-worker or its sandbox rootfs is not built here (make,"
+    note "make worker-rootfs): the load question skips its run_python step"
+fi
+
+# the agent runs as airlock-agent, in a network namespace of its own: its
+# only ways out are the unix sockets of Airlock, Redis and its own
+cp "$BUILD/airlock-agent" "$BUILD/airlock" "$STATE/bin/"
+chown airlock-agent "$STATE/agent"
+start agent.log unshare -n runuser -u airlock-agent -- \
+    "$STATE/bin/airlock-agent" --listen "$STATE/agent/agent.sock" \
+    --gateway "$STATE/airlock.sock" --redis "unix:$STATE/redis/redis.sock" \
+    --policy "$STATE/policy.yaml" --max-denials 5
+for i in $(seq 1 100); do
+    [ -S "$STATE/agent/agent.sock" ] && break
+    sleep 0.1
+done
+[ -S "$STATE/agent/agent.sock" ] \
+    || die "the agent did not start (see $STATE/agent.log)"
+note "airlock-agent on unix:$STATE/agent/agent.sock, published at"
+note "http://127.0.0.1:$ADMIN_PORT/api/ by nginx; its tools are the policy's:"
+"$CTL" tools "$STATE/policy.yaml" --client agent \
+    | python3 -c 'import json, sys
+for t in json.load(sys.stdin):
+    print("     %-20s %s" % (t["function"]["name"],
+                             t["function"]["description"][:54]))'
+
+# scenario FILE: the scripted model's answers for the next question
+scenario() {
+    python3 - "$TOP/conf/demo/$1" "$WORKER" > "$STATE/llm.control" <<'PY'
+import json, sys
+steps = json.load(open(sys.argv[1]))
+out = []
+for s in steps:
+    if s.pop("needs_worker", False) and sys.argv[2] != "1":
+        continue
+    alt = s.pop("quote_no_worker", None)
+    if alt and sys.argv[2] != "1":
+        s["quote"] = alt
+    out.append(s)
+json.dump(out, sys.stdout)
+PY
+}
+
+# ask EXPECT_EXIT QUESTION: airlock ask, as a person would, shown
+ask() {
+    local expect=$1 q=$2 rc
+    printf '%s$ airlock ask %s%s\n' "$bold" "'$q'" "$off"
+    "$STATE/bin/airlock" ask --socket "$STATE/agent/agent.sock" \
+        --session "demo-$3" "$q" 2>&1 | sed 's/^/   /'
+    rc=${PIPESTATUS[0]}
+    "$STATE/bin/airlock" history --socket "$STATE/agent/agent.sock" \
+        "demo-$3" > "$STATE/history-$3.json"
+    if [ "$rc" = "$expect" ]; then
+        printf '   %sok: exit %s%s\n' "$green" "$rc" "$off"
+    else
+        printf '   %sUNEXPECTED: exit %s, wanted %s%s\n' "$red" "$rc" \
+            "$expect" "$off"
+        FAILED=$((FAILED + 1))
+    fi
+}
+
+say "12. scenario one: why is the load high on this host right now?"
+note "the model is scripted (conf/demo/scenario-load.json); the metrics are"
+note "this machine's, read by Prometheus, fetched through Airlock"
+scenario scenario-load.json
+ask 0 "why is the load high on this host right now?" load
+REAL=$(curl -s -u demo:prometheus-password \
+       "http://127.0.0.1:$PROM_PORT/api/v1/query?query=node_load1" \
+       | python3 -c 'import json, sys
+print(json.load(sys.stdin)["data"]["result"][0]["value"][1])')
+note "node_load1 asked of Prometheus directly, with the password: $REAL"
+python3 - "$STATE/history-load.json" <<'PY' || FAILED=$((FAILED + 1))
+import json, re, sys
+h = json.load(open(sys.argv[1]))
+ev = h["runs"][-1]["events"]
+answer = [e["text"] for e in ev if e["type"] == "answer"]
+calls = [e for e in ev if e["type"] == "tool_call"]
+ok = bool(answer) and re.search(r"[0-9]\.[0-9]", answer[0]) \
+     and any(c.get("route") == "prometheus-query" for c in calls)
+print("   %s: the answer quotes the number the route returned"
+      % ("ok" if ok else "UNEXPECTED"))
+sys.exit(0 if ok else 1)
+PY
+
+say "13. scenario two: a planted log line tells the assistant to fetch and run"
+note "conf/demo/logs/checkout-api.log carries the line; the scripted model"
+note "(conf/demo/scenario-attack.json) plays one that obeys it"
+grep -m 1 'AI ASSISTANT' "$TOP/conf/demo/logs/checkout-api.log" \
+    | cut -c 1-150 | sed 's/^/     /'
+scenario scenario-attack.json
+ask 0 "what is wrong with checkout-api?" attack
+note "the proxy's deny log:"
+grep -F 'evil.example' "$STATE/deny.log" | tail -n 3 | cut -c 1-160 \
+    | sed 's/^/   /'
+for i in $(seq 1 50); do
+    curl -s "http://127.0.0.1:$AM_PORT/api/v2/alerts" \
+        | grep -q '"reason":"query"' && break
+    sleep 0.2
+done
+curl -s "http://127.0.0.1:$AM_PORT/api/v2/alerts" | python3 -c '
+import json, sys
+alerts = [a for a in json.load(sys.stdin)
+          if a["labels"].get("client") == "agent"
+          and a["labels"].get("reason") == "query"]
+for a in alerts[:1]:
+    l = a["labels"]
+    print("   alertmanager: %s client=%s reason=%s severity=%s"
+          % (l["alertname"], l.get("client"), l.get("reason"),
+             l.get("severity")))
+print("   %s: the attack raised an alert"
+      % ("ok" if alerts else "UNEXPECTED"))
+sys.exit(0 if alerts else 1)' || FAILED=$((FAILED + 1))
+
 if [ $KEEP = 1 ]; then
     say "left running"
+    echo "$STATE" > "$KEPT"
+    echo "   $STATE/bin/airlock ask \\"
+    echo "       --socket $STATE/agent/agent.sock 'why is the load high?'"
+    echo "   $STATE/bin/airlock ask \\"
+    echo "       --url http://127.0.0.1:$ADMIN_PORT/api/ 'hello'"
+    echo "   (the scripted model answers from $STATE/llm.control)"
     echo "   curl --unix-socket $STATE/airlock.sock 'http://airlock/prometheus/query?query=up'"
     echo "   (as airlock-agent: runuser -u airlock-agent -- curl ...)"
-    echo "   stop: kill$PIDS"
+    echo "   stop: make down"
     trap - EXIT
 fi
 

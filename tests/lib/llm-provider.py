@@ -59,6 +59,15 @@ Keys:
                 own chunk, split_delay_ms apart
   split_delay_ms
   sse_on_error  with status: answer the error as an event stream
+  tool_calls    chat: the answer calls these tools, [{"name": ...,
+                "arguments": object (sent as JSON) or string (sent as
+                is, so it may be broken JSON), "id": optional}]; streamed
+                as OpenAI does (name first, the arguments in two pieces),
+                finish_reason "tool_calls"; pieces default to none
+  quote         a regular expression searched in the last "tool" message
+                of the request; "{{1}}" in pieces becomes its first group
+                (or "(no match)"): an answer that quotes real tool data
+  wait_file     before answering, wait (up to 60 s) until this file exists
 
 Every request is appended to --log as one JSON line: n, method, path,
 headers (lower-case names), body (parsed JSON, or the text), script,
@@ -287,8 +296,41 @@ class Handler(BaseHTTPRequestHandler):
             obj["usage"] = {"prompt_tokens": p, "total_tokens": p}
         self.send_json(200, obj)
 
+    def tool_call_list(self):
+        calls = []
+        for i, c in enumerate(self.script.get("tool_calls") or []):
+            args = c.get("arguments", {})
+            if not isinstance(args, str):
+                args = json.dumps(args)
+            calls.append({"index": i, "id": c.get("id", "call_%d_%d"
+                                                   % (self.req["n"], i)),
+                          "type": "function",
+                          "function": {"name": c.get("name", ""),
+                                       "arguments": args}})
+        return calls
+
+    def quoted_pieces(self, pieces):
+        rx = self.script.get("quote")
+        if not rx:
+            return pieces
+        import re
+        text = ""
+        for m in self.body.get("messages") or []:
+            if isinstance(m, dict) and m.get("role") == "tool":
+                text = str(m.get("content"))
+        found = re.search(rx, text)
+        value = found.group(1) if found else "(no match)"
+        return [p.replace("{{1}}", value) for p in pieces]
+
     def openai(self, kind):
-        pieces = self.script.get("pieces", PIECES)
+        if self.script.get("wait_file"):
+            for _ in range(6000):
+                if os.path.exists(self.script["wait_file"]):
+                    break
+                time.sleep(0.01)
+        calls = self.tool_call_list() if kind == "chat" else []
+        pieces = self.script.get("pieces", [] if calls else PIECES)
+        pieces = self.quoted_pieces(pieces)
         p, c, cached, _ = usage_numbers(self.script, pieces)
         model = self.body.get("model", "unknown")
         usage = {"prompt_tokens": p, "completion_tokens": c,
@@ -302,6 +344,14 @@ class Handler(BaseHTTPRequestHandler):
                            {"index": 0, "finish_reason": "stop",
                             "message": {"role": "assistant",
                                         "content": "".join(pieces)}}]}
+                if calls:
+                    c0 = obj["choices"][0]
+                    c0["finish_reason"] = "tool_calls"
+                    c0["message"]["tool_calls"] = [
+                        {k: v for k, v in c.items() if k != "index"}
+                        for c in calls]
+                    if not pieces:
+                        c0["message"]["content"] = None
             else:
                 obj = {"id": "cmpl-1", "object": "text_completion",
                        "created": 1, "model": model, "choices": [
@@ -336,7 +386,21 @@ class Handler(BaseHTTPRequestHandler):
             for t in pieces:
                 events.append(chunk([{"index": 0, "finish_reason": None,
                                       "delta": {"content": t}}]))
-            events.append(chunk([{"index": 0, "finish_reason": "stop",
+            for c in calls:
+                args = c["function"]["arguments"]
+                half = len(args) // 2
+                head = dict(c, function={"name": c["function"]["name"],
+                                         "arguments": ""})
+                events.append(chunk([{"index": 0, "finish_reason": None,
+                                      "delta": {"tool_calls": [head]}}]))
+                for part in (args[:half], args[half:]):
+                    events.append(chunk([{"index": 0, "finish_reason": None,
+                                          "delta": {"tool_calls": [
+                                              {"index": c["index"],
+                                               "function": {
+                                                   "arguments": part}}]}}]))
+            events.append(chunk([{"index": 0, "finish_reason":
+                                  "tool_calls" if calls else "stop",
                                   "delta": {}}]))
         else:
             for t in pieces:

@@ -1,0 +1,502 @@
+/*
+ * The agent's two kinds of HTTP request, both to Airlock's unix socket:
+ * the model (OpenAI chat completions through the LLM gateway, streamed,
+ * the answer's text and tool calls assembled from the deltas) and the
+ * named routes its tools map to.  No credential is sent: the proxy knows
+ * the agent by its unix uid and adds what the upstream needs.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "agent.h"
+
+
+typedef struct {
+    ag_run_t         *run;
+    ag_llm_result_t  *res;
+    CURL             *curl;
+    char             *line;                 /* the event being read */
+    size_t            line_len;
+    size_t            line_cap;
+    char             *raw;                  /* a non-200 answer */
+    size_t            raw_len;
+    unsigned          failed:1;
+} ag_llm_ctx_t;
+
+
+static size_t ag_llm_write(char *p, size_t size, size_t n, void *data);
+static void ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len);
+static void ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta);
+static size_t ag_http_write(char *p, size_t size, size_t n, void *data);
+static long ag_remaining(ag_run_t *run);
+
+
+typedef struct {
+    ag_http_t   *h;
+    size_t       max;
+} ag_http_ctx_t;
+
+
+static long
+ag_remaining(ag_run_t *run)
+{
+    int64_t  left;
+
+    left = run->deadline_ms - ag_now_ms();
+
+    return left > 1 ? (long) left : 1;
+}
+
+
+int
+ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
+{
+    int                 rc;
+    char                url[512], *body;
+    CURL               *curl;
+    CURLcode            cc;
+    ag_llm_ctx_t        ctx;
+    struct curl_slist  *hdrs;
+
+    memset(res, 0, sizeof(*res));
+    res->total_tokens = -1;
+    res->tool_calls = json_array();
+
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.run = run;
+    ctx.res = res;
+
+    body = json_dumps(request, JSON_COMPACT);
+    curl = curl_easy_init();
+
+    if (body == NULL || curl == NULL || res->tool_calls == NULL) {
+        snprintf(res->error, sizeof(res->error), "out of memory");
+        free(body);
+        curl_easy_cleanup(curl);
+        return -1;
+    }
+
+    ctx.curl = curl;
+
+    snprintf(url, sizeof(url), "http://airlock%s/chat/completions",
+             run->conf->llm_prefix);
+
+    hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    hdrs = curl_slist_append(hdrs, "Accept: text/event-stream");
+
+    curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, run->conf->gateway);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ag_llm_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ag_remaining(run));
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
+
+    cc = curl_easy_perform(curl);
+
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &res->status);
+
+    rc = 0;
+
+    if (ctx.line_len && !ctx.failed && res->status == 200) {
+        ag_llm_line(&ctx, ctx.line, ctx.line_len);
+    }
+
+    if (res->status != 200 && res->status != 0) {
+        snprintf(res->error, sizeof(res->error), "the gateway answered "
+                 "%ld: %.*s", res->status, (int) ctx.raw_len,
+                 ctx.raw != NULL ? ctx.raw : "");
+        rc = -1;
+
+    } else if (ctx.failed) {
+        if (res->error[0] == '\0') {
+            snprintf(res->error, sizeof(res->error), "the model's answer "
+                     "is malformed");
+        }
+        rc = -1;
+
+    } else if (cc != CURLE_OK) {
+        snprintf(res->error, sizeof(res->error), "%s%s",
+                 cc == CURLE_OPERATION_TIMEDOUT ? "timeout: " : "",
+                 curl_easy_strerror(cc));
+        rc = cc == CURLE_OPERATION_TIMEDOUT ? -2 : -1;
+    }
+
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(curl);
+    free(body);
+    free(ctx.line);
+    free(ctx.raw);
+
+    return rc;
+}
+
+
+void
+ag_llm_result_free(ag_llm_result_t *res)
+{
+    free(res->content);
+    json_decref(res->tool_calls);
+    memset(res, 0, sizeof(*res));
+}
+
+
+static size_t
+ag_llm_write(char *p, size_t size, size_t n, void *data)
+{
+    char          *nl, *nb;
+    size_t         len, take, cap;
+    long           status;
+    ag_llm_ctx_t  *ctx;
+
+    ctx = data;
+    len = size * n;
+
+    status = 0;
+    curl_easy_getinfo(ctx->curl, CURLINFO_RESPONSE_CODE, &status);
+
+    if (status != 200) {
+        /* keep the start of an error answer for the message */
+        take = AG_ERRBODY_MAX - 256 - ctx->raw_len;
+        take = len < take ? len : take;
+        if (take) {
+            nb = realloc(ctx->raw, ctx->raw_len + take + 1);
+            if (nb != NULL) {
+                memcpy(nb + ctx->raw_len, p, take);
+                ctx->raw = nb;
+                ctx->raw_len += take;
+                nb[ctx->raw_len] = '\0';
+            }
+        }
+        return len;
+    }
+
+    while (len) {
+        nl = memchr(p, '\n', len);
+        take = (nl != NULL) ? (size_t) (nl - p) : len;
+
+        if (ctx->line_len + take > AG_ARGS_MAX * 2) {
+            snprintf(ctx->res->error, sizeof(ctx->res->error),
+                     "an event from the model is over %d bytes",
+                     AG_ARGS_MAX * 2);
+            ctx->failed = 1;
+            return 0;
+        }
+
+        if (ctx->line_len + take + 1 > ctx->line_cap) {
+            cap = (ctx->line_len + take + 1) * 2;
+            nb = realloc(ctx->line, cap);
+            if (nb == NULL) {
+                ctx->failed = 1;
+                return 0;
+            }
+            ctx->line = nb;
+            ctx->line_cap = cap;
+        }
+
+        memcpy(ctx->line + ctx->line_len, p, take);
+        ctx->line_len += take;
+        ctx->line[ctx->line_len] = '\0';
+
+        if (nl == NULL) {
+            break;
+        }
+
+        ag_llm_line(ctx, ctx->line, ctx->line_len);
+        ctx->line_len = 0;
+
+        if (ctx->failed) {
+            return 0;
+        }
+
+        p = nl + 1;
+        len -= take + 1;
+    }
+
+    return size * n;
+}
+
+
+static void
+ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len)
+{
+    json_t        *j, *choices, *c0, *usage, *v;
+    json_error_t   jerr;
+
+    if (len && line[len - 1] == '\r') {
+        line[--len] = '\0';
+    }
+
+    if (len < 5 || strncmp(line, "data:", 5) != 0) {
+        return;                             /* event:, id:, comments */
+    }
+
+    line += 5;
+    len -= 5;
+    if (len && *line == ' ') {
+        line++;
+        len--;
+    }
+
+    if (len == 6 && strncmp(line, "[DONE]", 6) == 0) {
+        return;
+    }
+
+    j = json_loadb(line, len, 0, &jerr);
+    if (j == NULL || !json_is_object(j)) {
+        snprintf(ctx->res->error, sizeof(ctx->res->error), "the model's "
+                 "stream has an event that is not a JSON object: %s",
+                 j == NULL ? jerr.text : "not an object");
+        ctx->failed = 1;
+        json_decref(j);
+        return;
+    }
+
+    v = json_object_get(j, "error");
+    if (v != NULL && !json_is_null(v)) {
+        v = json_is_object(v) ? json_object_get(v, "message") : v;
+        snprintf(ctx->res->error, sizeof(ctx->res->error), "the model "
+                 "failed: %s", json_is_string(v) ? json_string_value(v)
+                                                  : "(no message)");
+        ctx->failed = 1;
+        json_decref(j);
+        return;
+    }
+
+    usage = json_object_get(j, "usage");
+    v = json_object_get(usage, "total_tokens");
+    if (json_is_integer(v)) {
+        ctx->res->total_tokens = (long) json_integer_value(v);
+    }
+
+    choices = json_object_get(j, "choices");
+    c0 = json_array_get(choices, 0);
+
+    if (c0 != NULL) {
+        v = json_object_get(c0, "finish_reason");
+        if (json_is_string(v)) {
+            snprintf(ctx->res->finish, sizeof(ctx->res->finish), "%s",
+                     json_string_value(v));
+        }
+
+        ag_llm_delta(ctx, json_object_get(c0, "delta"));
+    }
+
+    json_decref(j);
+}
+
+
+static void
+ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta)
+{
+    char              *nb;
+    size_t             i, len;
+    json_t            *calls, *tc, *fn, *slot, *v, *idx;
+    const char        *s;
+    ag_llm_result_t   *res;
+
+    res = ctx->res;
+
+    v = json_object_get(delta, "content");
+    if (json_is_string(v) && json_string_length(v)) {
+        s = json_string_value(v);
+        len = json_string_length(v);
+
+        if (res->content_len + len > AG_CONTENT_MAX) {
+            snprintf(res->error, sizeof(res->error), "the model's text "
+                     "is over %d bytes", AG_CONTENT_MAX);
+            ctx->failed = 1;
+            return;
+        }
+
+        nb = realloc(res->content, res->content_len + len + 1);
+        if (nb == NULL) {
+            ctx->failed = 1;
+            return;
+        }
+
+        memcpy(nb + res->content_len, s, len);
+        res->content = nb;
+        res->content_len += len;
+        nb[res->content_len] = '\0';
+
+        ag_event(ctx->run, "delta", json_pack("{s:s%}", "text", s, len));
+    }
+
+    calls = json_object_get(delta, "tool_calls");
+
+    for (i = 0; i < json_array_size(calls); i++) {
+        tc = json_array_get(calls, i);
+        idx = json_object_get(tc, "index");
+
+        if (!json_is_integer(idx) || json_integer_value(idx) < 0
+            || json_integer_value(idx) >= AG_CALLS_MAX)
+        {
+            snprintf(res->error, sizeof(res->error), "a tool call in the "
+                     "model's stream has no index from 0 to %d",
+                     AG_CALLS_MAX - 1);
+            ctx->failed = 1;
+            return;
+        }
+
+        while (json_array_size(res->tool_calls)
+               <= (size_t) json_integer_value(idx))
+        {
+            if (json_array_append_new(res->tool_calls,
+                    json_pack("{s:s, s:s, s:s}", "id", "", "name", "",
+                              "arguments", "")) != 0)
+            {
+                snprintf(res->error, sizeof(res->error), "out of memory");
+                ctx->failed = 1;
+                return;
+            }
+        }
+
+        slot = json_array_get(res->tool_calls, json_integer_value(idx));
+        fn = json_object_get(tc, "function");
+
+        v = json_object_get(tc, "id");
+        if (json_is_string(v)) {
+            json_object_set(slot, "id", v);
+        }
+
+        v = json_object_get(fn, "name");
+        if (json_is_string(v)) {
+            json_object_set(slot, "name", v);
+        }
+
+        v = json_object_get(fn, "arguments");
+        if (json_is_string(v) && json_string_length(v)) {
+            s = json_string_value(json_object_get(slot, "arguments"));
+            len = strlen(s);
+
+            if (len + json_string_length(v) > AG_ARGS_MAX) {
+                snprintf(res->error, sizeof(res->error), "a tool call's "
+                         "arguments are over %d bytes", AG_ARGS_MAX);
+                ctx->failed = 1;
+                return;
+            }
+
+            nb = malloc(len + json_string_length(v) + 1);
+            if (nb == NULL) {
+                ctx->failed = 1;
+                return;
+            }
+            memcpy(nb, s, len);
+            memcpy(nb + len, json_string_value(v), json_string_length(v));
+            nb[len + json_string_length(v)] = '\0';
+            json_object_set_new(slot, "arguments", json_string(nb));
+            free(nb);
+        }
+    }
+}
+
+
+int
+ag_route_call(ag_run_t *run, const char *method, const char *target,
+    const char *body, size_t max, ag_http_t *out)
+{
+    char                url[AL_URI_MAX + 64];
+    CURL               *curl;
+    CURLcode            cc;
+    ag_http_ctx_t       ctx;
+    struct curl_slist  *hdrs;
+
+    memset(out, 0, sizeof(*out));
+
+    curl = curl_easy_init();
+    if (curl == NULL) {
+        snprintf(out->error, sizeof(out->error), "out of memory");
+        return -1;
+    }
+
+    ctx.h = out;
+    ctx.max = max;
+
+    snprintf(url, sizeof(url), "http://airlock%s", target);
+
+    hdrs = NULL;
+    if (body != NULL) {
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
+    }
+
+    curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, run->conf->gateway);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ag_http_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ag_remaining(run));
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
+
+    cc = curl_easy_perform(curl);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+
+    if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && out->truncated)) {
+        snprintf(out->error, sizeof(out->error), "%s%s",
+                 cc == CURLE_OPERATION_TIMEDOUT ? "timeout: " : "",
+                 curl_easy_strerror(cc));
+    }
+
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(curl);
+
+    if (out->body == NULL) {
+        out->body = strdup("");
+    }
+
+    return out->error[0] ? -1 : 0;
+}
+
+
+void
+ag_http_free(ag_http_t *h)
+{
+    free(h->body);
+    h->body = NULL;
+}
+
+
+static size_t
+ag_http_write(char *p, size_t size, size_t n, void *data)
+{
+    char           *nb;
+    size_t          len, take;
+    ag_http_ctx_t  *ctx;
+
+    ctx = data;
+    len = size * n;
+
+    take = ctx->max - ctx->h->len;
+    if (len < take) {
+        take = len;
+    }
+
+    nb = realloc(ctx->h->body, ctx->h->len + take + 1);
+    if (nb == NULL) {
+        return 0;
+    }
+
+    memcpy(nb + ctx->h->len, p, take);
+    ctx->h->body = nb;
+    ctx->h->len += take;
+    nb[ctx->h->len] = '\0';
+
+    if (take < len) {
+        ctx->h->truncated = 1;
+        return 0;                           /* stop reading */
+    }
+
+    return len;
+}

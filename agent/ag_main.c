@@ -1,0 +1,814 @@
+/*
+ * airlock-agent: options, the unix-socket HTTP server, and the two
+ * endpoints.  One process per connection (forked): a run holds nothing
+ * another run needs, and whatever a run does, it cannot take the server
+ * down with it.
+ *
+ *   airlock-agent --listen PATH --gateway PATH --redis unix:PATH|HOST:PORT
+ *                 --policy FILE [options]     (--help lists them)
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <curl/curl.h>
+
+#include "agent.h"
+
+
+typedef struct {
+    char            *buf;
+    size_t           len;
+    char             method[16];
+    char             path[512];
+    char            *body;
+    size_t           body_len;
+} ag_request_t;
+
+
+static int ag_parse_options(int argc, char **argv, ag_conf_t *conf);
+static void ag_usage(FILE *f);
+static int ag_load_tools(ag_conf_t *conf);
+static int ag_listen(const char *path);
+static void ag_serve(ag_conf_t *conf, int fd);
+static int ag_read_request(int fd, ag_request_t *req, const char **why);
+static void ag_respond(int fd, int status, const char *ctype,
+    const char *body);
+static void ag_respond_error(int fd, int status, const char *code,
+    const char *message);
+static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
+    ag_request_t *req);
+static void ag_handle_session(ag_conf_t *conf, int fd, const char *session);
+static int ag_write_all(int fd, const char *p, size_t len);
+static long ag_long_option(const char *name, const char *v, long min,
+    long max);
+
+
+static const struct option  ag_options[] = {
+    { "listen",          required_argument, NULL, 'l' },
+    { "gateway",         required_argument, NULL, 'g' },
+    { "redis",           required_argument, NULL, 'r' },
+    { "policy",          required_argument, NULL, 'p' },
+    { "client",          required_argument, NULL, 'c' },
+    { "sandbox",         required_argument, NULL, 's' },
+    { "llm-prefix",      required_argument, NULL, 'L' },
+    { "model",           required_argument, NULL, 'm' },
+    { "system",          required_argument, NULL, 'S' },
+    { "max-steps",       required_argument, NULL, 1 },
+    { "max-tokens",      required_argument, NULL, 2 },
+    { "max-tool-bytes",  required_argument, NULL, 3 },
+    { "max-wall",        required_argument, NULL, 4 },
+    { "max-denials",     required_argument, NULL, 5 },
+    { "job-wall",        required_argument, NULL, 6 },
+    { "session-ttl",     required_argument, NULL, 7 },
+    { "help",            no_argument,       NULL, 'h' },
+    { "version",         no_argument,       NULL, 'V' },
+    { NULL, 0, NULL, 0 }
+};
+
+
+int
+main(int argc, char **argv)
+{
+    int                 lfd, cfd;
+    pid_t               pid;
+    ag_conf_t           conf;
+    struct sigaction    sa;
+
+    if (ag_parse_options(argc, argv, &conf) != 0) {
+        return 2;
+    }
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
+        fprintf(stderr, "airlock-agent: libcurl failed to initialize\n");
+        return 1;
+    }
+
+    if (ag_load_tools(&conf) != 0) {
+        return 1;
+    }
+
+    /* a connection's process is reaped by the kernel */
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sa.sa_flags = SA_NOCLDWAIT;
+    sigaction(SIGCHLD, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    lfd = ag_listen(conf.listen);
+    if (lfd == -1) {
+        return 1;
+    }
+
+    fprintf(stderr, "airlock-agent: listening on unix:%s, gateway "
+            "unix:%s, redis %s, %zu tools\n", conf.listen, conf.gateway,
+            conf.redis, json_array_size(conf.tools));
+
+    for ( ;; ) {
+        cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd == -1) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            }
+            fprintf(stderr, "airlock-agent: accept: %s\n", strerror(errno));
+            sleep(1);
+            continue;
+        }
+
+        pid = fork();
+
+        if (pid == 0) {
+            close(lfd);
+            ag_serve(&conf, cfd);
+            close(cfd);
+            _exit(0);
+        }
+
+        if (pid == -1) {
+            fprintf(stderr, "airlock-agent: fork: %s\n", strerror(errno));
+            ag_respond_error(cfd, 503, "busy", "cannot start a run now");
+        }
+
+        close(cfd);
+    }
+}
+
+
+static void
+ag_usage(FILE *f)
+{
+    fprintf(f,
+"usage: airlock-agent --listen PATH --gateway PATH --redis WHERE\n"
+"                     --policy FILE [options]\n"
+"\n"
+"  --listen PATH        our unix socket (HTTP; nginx publishes it at /api/)\n"
+"  --gateway PATH       Airlock's unix socket (LLM gateway, named routes)\n"
+"  --redis WHERE        unix:/path/redis.sock or host:port\n"
+"  --policy FILE        the policy: the tools are its routes for --client\n"
+"  --client NAME        the agent's policy client (agent)\n"
+"  --sandbox NAME       run_python's client (worker; none: no run_python)\n"
+"  --llm-prefix PATH    the gateway's prefix (/v1/proxy/openai)\n"
+"  --model NAME         the model (gpt-4o-mini)\n"
+"  --system TEXT        operator text added to the system prompt\n"
+"limits per question:\n"
+"  --max-steps N        model calls (8)\n"
+"  --max-tokens N       tokens, as the gateway reports them (20000)\n"
+"  --max-tool-bytes N   bytes of tool output (262144)\n"
+"  --max-wall MS        wall time (120000)\n"
+"  --max-denials N      proxy denials (3)\n"
+"  --job-wall MS        a sandbox job's wall time (10000)\n"
+"  --session-ttl S      how long an idle session is kept (86400)\n");
+}
+
+
+static long
+ag_long_option(const char *name, const char *v, long min, long max)
+{
+    long   n;
+    char  *end;
+
+    errno = 0;
+    n = strtol(v, &end, 10);
+
+    if (errno != 0 || *end != '\0' || end == v || n < min || n > max) {
+        fprintf(stderr, "airlock-agent: --%s wants a number from %ld to "
+                "%ld, not \"%s\"\n", name, min, max, v);
+        return -1;
+    }
+
+    return n;
+}
+
+
+static int
+ag_parse_options(int argc, char **argv, ag_conf_t *conf)
+{
+    int    c, idx;
+    long  *slot, n, max;
+
+    memset(conf, 0, sizeof(*conf));
+    conf->client = "agent";
+    conf->sandbox = "worker";
+    conf->llm_prefix = "/v1/proxy/openai";
+    conf->model = "gpt-4o-mini";
+    conf->max_steps = 8;
+    conf->max_tokens = 20000;
+    conf->max_tool_bytes = 256 * 1024;
+    conf->max_wall_ms = 120000;
+    conf->max_denials = 3;
+    conf->job_wall_ms = 10000;
+    conf->session_ttl = 86400;
+
+    for ( ;; ) {
+        idx = 0;
+        c = getopt_long(argc, argv, "", ag_options, &idx);
+        if (c == -1) {
+            break;
+        }
+
+        slot = NULL;
+        max = 1000000000L;
+
+        switch (c) {
+        case 'l': conf->listen = optarg; break;
+        case 'g': conf->gateway = optarg; break;
+        case 'r': conf->redis = optarg; break;
+        case 'p': conf->policy_file = optarg; break;
+        case 'c': conf->client = optarg; break;
+        case 's':
+            conf->sandbox = strcmp(optarg, "none") == 0 ? NULL : optarg;
+            break;
+        case 'L': conf->llm_prefix = optarg; break;
+        case 'm': conf->model = optarg; break;
+        case 'S': conf->system_prompt = optarg; break;
+        case 1: slot = &conf->max_steps; max = 1000; break;
+        case 2: slot = &conf->max_tokens; break;
+        case 3: slot = &conf->max_tool_bytes; max = 64L << 20; break;
+        case 4: slot = &conf->max_wall_ms; max = 3600000; break;
+        case 5: slot = &conf->max_denials; max = 1000; break;
+        case 6: slot = &conf->job_wall_ms; max = 3600000; break;
+        case 7: slot = &conf->session_ttl; max = 366L * 86400; break;
+        case 'h': ag_usage(stdout); exit(0);
+        case 'V': printf("airlock-agent %s\n", AL_VERSION); exit(0);
+        default: ag_usage(stderr); return -1;
+        }
+
+        if (slot != NULL) {
+            n = ag_long_option(ag_options[idx].name, optarg, 1, max);
+            if (n < 0) {
+                return -1;
+            }
+            *slot = n;
+        }
+    }
+
+    if (optind != argc || conf->listen == NULL || conf->gateway == NULL
+        || conf->redis == NULL || conf->policy_file == NULL)
+    {
+        fprintf(stderr, "airlock-agent: --listen, --gateway, --redis and "
+                "--policy are required\n");
+        ag_usage(stderr);
+        return -1;
+    }
+
+    if (strlen(conf->listen) >= sizeof(((struct sockaddr_un *) 0)->sun_path)
+        || strlen(conf->gateway)
+           >= sizeof(((struct sockaddr_un *) 0)->sun_path))
+    {
+        fprintf(stderr, "airlock-agent: a socket path is too long\n");
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+ag_load_tools(ag_conf_t *conf)
+{
+    char                msg[AL_ERR_MAX + 300], *text;
+    al_error_t          err;
+    json_error_t        jerr;
+    const al_client_t  *sandbox;
+
+    conf->policy = al_policy_load(conf->policy_file, NULL, &err);
+    if (conf->policy == NULL) {
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "airlock-agent: %s\n", msg);
+        return -1;
+    }
+
+    conf->pclient = al_policy_client(conf->policy, conf->client,
+                                     strlen(conf->client));
+    if (conf->pclient == NULL) {
+        fprintf(stderr, "airlock-agent: %s has no client \"%s\" (--client)\n",
+                conf->policy_file, conf->client);
+        return -1;
+    }
+
+    sandbox = NULL;
+    if (conf->sandbox != NULL) {
+        sandbox = al_policy_client(conf->policy, conf->sandbox,
+                                   strlen(conf->sandbox));
+        if (sandbox == NULL) {
+            fprintf(stderr, "airlock-agent: %s has no client \"%s\" "
+                    "(--sandbox; none for no run_python)\n",
+                    conf->policy_file, conf->sandbox);
+            return -1;
+        }
+    }
+
+    text = al_tools_json(conf->policy, conf->pclient, sandbox,
+                         AL_TOOLS_OPENAI, &err);
+    if (text == NULL) {
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "airlock-agent: %s\n", msg);
+        return -1;
+    }
+
+    conf->tools = json_loads(text, 0, &jerr);
+    free(text);
+
+    if (conf->tools == NULL) {
+        fprintf(stderr, "airlock-agent: tool definitions: %s\n", jerr.text);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+ag_listen(const char *path)
+{
+    int                 fd;
+    struct stat         st;
+    struct sockaddr_un  sun;
+
+    /* a stale socket from an earlier process; never anything else */
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            fprintf(stderr, "airlock-agent: %s exists and is not a socket\n",
+                    path);
+            return -1;
+        }
+        unlink(path);
+    }
+
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd == -1) {
+        fprintf(stderr, "airlock-agent: socket: %s\n", strerror(errno));
+        return -1;
+    }
+
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    memcpy(sun.sun_path, path, strlen(path));
+
+    if (bind(fd, (struct sockaddr *) &sun, sizeof(sun)) == -1
+        || listen(fd, 64) == -1)
+    {
+        fprintf(stderr, "airlock-agent: listen on %s: %s\n", path,
+                strerror(errno));
+        close(fd);
+        return -1;
+    }
+
+    /* nginx and the airlock CLI connect; the directory decides who may */
+    chmod(path, 0666);
+
+    return fd;
+}
+
+
+static void
+ag_serve(ag_conf_t *conf, int fd)
+{
+    char            *p, session[AG_ID_MAX + 1];
+    size_t           n;
+    const char      *why;
+    ag_request_t     req;
+    struct timeval   tv;
+
+    /* a client that stops reading ends its run instead of holding it */
+    tv.tv_sec = 30;
+    tv.tv_usec = 0;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+
+    if (ag_read_request(fd, &req, &why) != 0) {
+        ag_respond_error(fd, 400, "bad_request", why);
+        free(req.buf);
+        return;
+    }
+
+    if (strcmp(req.path, "/healthz") == 0) {
+        ag_respond(fd, 200, "text/plain", "ok\n");
+        free(req.buf);
+        return;
+    }
+
+    if (strncmp(req.path, "/v1/sessions/", 13) != 0) {
+        ag_respond_error(fd, 404, "not_found",
+                         "POST /v1/sessions/{id}/ask or "
+                         "GET /v1/sessions/{id}");
+        free(req.buf);
+        return;
+    }
+
+    p = req.path + 13;
+    n = strcspn(p, "/");
+
+    if (!ag_id_ok(p, n)) {
+        ag_respond_error(fd, 400, "bad_session",
+                         "a session id is 1 to 64 of A-Z a-z 0-9 _ -");
+        free(req.buf);
+        return;
+    }
+
+    memcpy(session, p, n);
+    session[n] = '\0';
+    p += n;
+
+    if (strcmp(p, "/ask") == 0 && strcmp(req.method, "POST") == 0) {
+        ag_handle_ask(conf, fd, session, &req);
+
+    } else if (*p == '\0' && strcmp(req.method, "GET") == 0) {
+        ag_handle_session(conf, fd, session);
+
+    } else if (strcmp(p, "/ask") == 0 || *p == '\0') {
+        ag_respond_error(fd, 405, "method", "ask is POST, a session GET");
+
+    } else {
+        ag_respond_error(fd, 404, "not_found",
+                         "POST /v1/sessions/{id}/ask or "
+                         "GET /v1/sessions/{id}");
+    }
+
+    free(req.buf);
+}
+
+
+static int
+ag_read_request(int fd, ag_request_t *req, const char **why)
+{
+    char     *end, *line, *h, *v, *q;
+    size_t    hlen, clen, want;
+    ssize_t   n;
+    int       chunked;
+
+    memset(req, 0, sizeof(*req));
+
+    req->buf = malloc(AG_REQUEST_MAX + 1);
+    if (req->buf == NULL) {
+        *why = "out of memory";
+        return -1;
+    }
+
+    end = NULL;
+
+    while (end == NULL) {
+        if (req->len == AG_REQUEST_MAX) {
+            *why = "request header too large";
+            return -1;
+        }
+
+        n = read(fd, req->buf + req->len, AG_REQUEST_MAX - req->len);
+        if (n <= 0) {
+            *why = "connection closed before the request ended";
+            return -1;
+        }
+
+        req->len += n;
+        req->buf[req->len] = '\0';
+        end = strstr(req->buf, "\r\n\r\n");
+    }
+
+    *end = '\0';
+    hlen = end + 4 - req->buf;
+
+    line = req->buf;
+    h = strstr(line, "\r\n");
+    if (h != NULL) {
+        *h = '\0';
+        h += 2;
+    }
+
+    if (sscanf(line, "%15s %511s HTTP/1.%*c", req->method, req->path) != 2) {
+        *why = "bad request line";
+        return -1;
+    }
+
+    q = strchr(req->path, '?');
+    if (q != NULL) {
+        *q = '\0';
+    }
+
+    clen = 0;
+    chunked = 0;
+
+    while (h != NULL && *h != '\0') {
+        line = h;
+        h = strstr(line, "\r\n");
+        if (h != NULL) {
+            *h = '\0';
+            h += 2;
+        }
+
+        v = strchr(line, ':');
+        if (v == NULL) {
+            *why = "bad header line";
+            return -1;
+        }
+        *v++ = '\0';
+        v += strspn(v, " \t");
+
+        if (strcasecmp(line, "Content-Length") == 0) {
+            clen = strtoul(v, NULL, 10);
+        } else if (strcasecmp(line, "Transfer-Encoding") == 0) {
+            chunked = 1;
+        }
+    }
+
+    if (chunked) {
+        *why = "send the body with a Content-Length";
+        return -1;
+    }
+
+    if (clen > AG_REQUEST_MAX - hlen) {
+        *why = "request body too large";
+        return -1;
+    }
+
+    want = hlen + clen;
+
+    while (req->len < want) {
+        n = read(fd, req->buf + req->len, want - req->len);
+        if (n <= 0) {
+            *why = "connection closed before the body ended";
+            return -1;
+        }
+        req->len += n;
+    }
+
+    req->buf[want] = '\0';
+    req->body = req->buf + hlen;
+    req->body_len = clen;
+
+    return 0;
+}
+
+
+static const char *
+ag_status_text(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 503: return "Service Unavailable";
+    default:  return "Error";
+    }
+}
+
+
+static void
+ag_respond(int fd, int status, const char *ctype, const char *body)
+{
+    char  head[256];
+    int   n;
+
+    n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                 status, ag_status_text(status), ctype, strlen(body));
+
+    if (ag_write_all(fd, head, n) == 0) {
+        ag_write_all(fd, body, strlen(body));
+    }
+}
+
+
+static void
+ag_respond_error(int fd, int status, const char *code, const char *message)
+{
+    char    *text;
+    json_t  *j;
+
+    j = json_pack("{s:s, s:s}", "error", code, "message", message);
+    text = (j != NULL) ? json_dumps(j, JSON_COMPACT) : NULL;
+
+    ag_respond(fd, status, "application/json",
+               text != NULL ? text : "{\"error\":\"internal\"}");
+
+    free(text);
+    json_decref(j);
+}
+
+
+static void
+ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
+    ag_request_t *req)
+{
+    char           err[256];
+    json_t        *body, *prompt;
+    ag_run_t       run;
+    json_error_t   jerr;
+    static const char  head[] =
+        "HTTP/1.1 200 OK\r\n"
+        "Content-Type: text/event-stream\r\n"
+        "Cache-Control: no-cache\r\n"
+        "X-Accel-Buffering: no\r\n"
+        "Connection: close\r\n\r\n";
+
+    body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES,
+                      &jerr);
+    prompt = (body != NULL) ? json_object_get(body, "prompt") : NULL;
+
+    if (!json_is_string(prompt) || json_string_length(prompt) == 0
+        || json_string_length(prompt) > AG_PROMPT_MAX)
+    {
+        ag_respond_error(fd, 400, "bad_prompt", "the body is {\"prompt\": "
+                         "\"...\"}, a prompt of 1 to 65536 bytes");
+        json_decref(body);
+        return;
+    }
+
+    memset(&run, 0, sizeof(run));
+    run.conf = conf;
+    run.fd = fd;
+    memcpy(run.session, session, strlen(session) + 1);
+
+    if (ag_random_hex(run.run_id, AG_BOUNDARY_LEN) != 0
+        || ag_random_hex(run.boundary, AG_BOUNDARY_LEN) != 0)
+    {
+        ag_respond_error(fd, 503, "random", "no random bytes");
+        json_decref(body);
+        return;
+    }
+
+    run.redis = ag_redis_connect(conf->redis, err, sizeof(err));
+    if (run.redis == NULL) {
+        ag_respond_error(fd, 503, "redis", err);
+        json_decref(body);
+        return;
+    }
+
+    if (ag_session_lock(run.redis, session, run.run_id,
+                        conf->max_wall_ms / 1000 + 60) != 0)
+    {
+        ag_respond_error(fd, 409, "session_busy",
+                         "another question is running in this session");
+        redisFree(run.redis);
+        json_decref(body);
+        return;
+    }
+
+    run.session_obj = ag_session_load(run.redis, session, err, sizeof(err));
+    if (run.session_obj == NULL) {
+        ag_respond_error(fd, 503, "redis", err);
+        ag_session_unlock(run.redis, session, run.run_id);
+        redisFree(run.redis);
+        json_decref(body);
+        return;
+    }
+
+    if (ag_write_all(fd, head, sizeof(head) - 1) != 0) {
+        run.client_gone = 1;
+    }
+
+    ag_run_ask(&run, json_string_value(prompt));
+
+    if (ag_session_store(run.redis, session, run.session_obj,
+                         conf->session_ttl, err, sizeof(err)) != 0)
+    {
+        fprintf(stderr, "airlock-agent: session %s not stored: %s\n",
+                session, err);
+    }
+
+    ag_session_unlock(run.redis, session, run.run_id);
+
+    redisFree(run.redis);
+    json_decref(run.session_obj);
+    json_decref(body);
+}
+
+
+static void
+ag_handle_session(ag_conf_t *conf, int fd, const char *session)
+{
+    char           err[256], *text;
+    redisContext  *c;
+    json_t        *s;
+
+    c = ag_redis_connect(conf->redis, err, sizeof(err));
+    if (c == NULL) {
+        ag_respond_error(fd, 503, "redis", err);
+        return;
+    }
+
+    s = ag_session_load(c, session, err, sizeof(err));
+    redisFree(c);
+
+    if (s == NULL) {
+        ag_respond_error(fd, 503, "redis", err);
+        return;
+    }
+
+    if (json_array_size(json_object_get(s, "messages")) == 0) {
+        ag_respond_error(fd, 404, "no_session", "no such session (or it "
+                         "expired)");
+        json_decref(s);
+        return;
+    }
+
+    text = json_dumps(s, JSON_COMPACT);
+    json_decref(s);
+
+    if (text == NULL) {
+        ag_respond_error(fd, 503, "memory", "out of memory");
+        return;
+    }
+
+    ag_respond(fd, 200, "application/json", text);
+    free(text);
+}
+
+
+static int
+ag_write_all(int fd, const char *p, size_t len)
+{
+    ssize_t  n;
+
+    while (len) {
+        n = write(fd, p, len);
+        if (n == -1 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        p += n;
+        len -= n;
+    }
+
+    return 0;
+}
+
+
+int
+ag_write_fd(int fd, const char *p, size_t len)
+{
+    return ag_write_all(fd, p, len);
+}
+
+
+int64_t
+ag_now_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+int
+ag_random_hex(char *out, size_t hexlen)
+{
+    size_t          i;
+    unsigned char   raw[64];
+    static const char  hex[] = "0123456789abcdef";
+
+    if (hexlen / 2 > sizeof(raw)
+        || getrandom(raw, hexlen / 2, 0) != (ssize_t) (hexlen / 2))
+    {
+        return -1;
+    }
+
+    for (i = 0; i < hexlen / 2; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 0x0f];
+    }
+
+    out[hexlen] = '\0';
+
+    return 0;
+}
+
+
+int
+ag_id_ok(const char *s, size_t len)
+{
+    size_t  i;
+    char    c;
+
+    if (len == 0 || len > AG_ID_MAX) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}

@@ -1,0 +1,331 @@
+/*
+ * What the agent keeps in Redis: sessions, and the sandbox jobs it hands
+ * to the workers.
+ *
+ *   airlock:session:<id>        {"id", "messages": [...], "runs": [...]}
+ *                               with a TTL, renewed on every question
+ *   airlock:session:<id>:lock   the run that holds the session, while it
+ *                               runs (SET NX EX)
+ *   airlock:jobs                the job stream (group airlock-workers)
+ *   result:<job> / response:<job>   a job's result, stored and published
+ *                               by the worker (docs/jobs.md)
+ *
+ * A job is awaited without a race: SUBSCRIBE response:<job> before the
+ * job is even added, then GET result:<job> (a result stored before the
+ * subscription took effect), then wait for the message.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+
+#define AG_STREAM  "airlock:jobs"
+#define AG_GROUP   "airlock-workers"
+
+
+static json_t *ag_job_result(const char *s, size_t len, char *err,
+    size_t size);
+
+
+redisContext *
+ag_redis_connect(const char *where, char *err, size_t size)
+{
+    char            host[256];
+    const char     *colon;
+    size_t          n;
+    long            port;
+    redisContext   *c;
+    struct timeval  tv;
+
+    tv.tv_sec = 5;
+    tv.tv_usec = 0;
+
+    if (strncmp(where, "unix:", 5) == 0) {
+        c = redisConnectUnixWithTimeout(where + 5, tv);
+
+    } else {
+        colon = strrchr(where, ':');
+        n = (colon != NULL) ? (size_t) (colon - where) : 0;
+        port = (colon != NULL) ? strtol(colon + 1, NULL, 10) : 0;
+
+        if (n == 0 || n >= sizeof(host) || port <= 0 || port > 65535) {
+            snprintf(err, size, "redis address \"%s\": want unix:/path or "
+                     "host:port", where);
+            return NULL;
+        }
+
+        memcpy(host, where, n);
+        host[n] = '\0';
+        c = redisConnectWithTimeout(host, (int) port, tv);
+    }
+
+    if (c == NULL || c->err) {
+        snprintf(err, size, "redis at %s: %s", where,
+                 c != NULL ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+
+    tv.tv_sec = 10;
+    redisSetTimeout(c, tv);
+
+    return c;
+}
+
+
+json_t *
+ag_session_load(redisContext *c, const char *id, char *err, size_t size)
+{
+    json_t        *s;
+    redisReply    *r;
+    json_error_t   jerr;
+
+    r = redisCommand(c, "GET airlock:session:%s", id);
+    if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, size, "redis GET: %s",
+                 r != NULL ? r->str : c->errstr);
+        freeReplyObject(r);
+        return NULL;
+    }
+
+    s = NULL;
+
+    if (r->type == REDIS_REPLY_STRING) {
+        s = json_loadb(r->str, r->len, 0, &jerr);
+        if (s != NULL && (!json_is_array(json_object_get(s, "messages"))
+                          || !json_is_array(json_object_get(s, "runs"))))
+        {
+            json_decref(s);
+            s = NULL;
+        }
+        if (s == NULL) {
+            fprintf(stderr, "airlock-agent: session %s is damaged; "
+                    "starting it again\n", id);
+        }
+    }
+
+    freeReplyObject(r);
+
+    if (s == NULL) {
+        s = json_pack("{s:s, s:[], s:[]}", "id", id, "messages", "runs");
+        if (s == NULL) {
+            snprintf(err, size, "out of memory");
+        }
+    }
+
+    return s;
+}
+
+
+int
+ag_session_store(redisContext *c, const char *id, json_t *session,
+    long ttl, char *err, size_t size)
+{
+    int          rc;
+    char        *text;
+    json_t      *runs;
+    redisReply  *r;
+
+    runs = json_object_get(session, "runs");
+    while (json_array_size(runs) > AG_RUNS_KEPT) {
+        json_array_remove(runs, 0);
+    }
+
+    text = json_dumps(session, JSON_COMPACT);
+    if (text == NULL) {
+        snprintf(err, size, "out of memory");
+        return -1;
+    }
+
+    r = redisCommand(c, "SET airlock:session:%s %b EX %ld", id, text,
+                     strlen(text), ttl);
+    free(text);
+
+    rc = (r != NULL && r->type == REDIS_REPLY_STATUS) ? 0 : -1;
+    if (rc != 0) {
+        snprintf(err, size, "redis SET: %s",
+                 r != NULL && r->str != NULL ? r->str : c->errstr);
+    }
+
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+int
+ag_session_lock(redisContext *c, const char *id, const char *owner,
+    long ttl)
+{
+    int          rc;
+    redisReply  *r;
+
+    r = redisCommand(c, "SET airlock:session:%s:lock %s NX EX %ld", id,
+                     owner, ttl);
+    rc = (r != NULL && r->type == REDIS_REPLY_STATUS) ? 0 : -1;
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+void
+ag_session_unlock(redisContext *c, const char *id, const char *owner)
+{
+    redisReply  *r;
+
+    /* only our own lock: a run that outlived its lock leaves the next
+       run's alone */
+    r = redisCommand(c, "EVAL %s 1 airlock:session:%s:lock %s",
+                     "if redis.call('get', KEYS[1]) == ARGV[1] then "
+                     "return redis.call('del', KEYS[1]) end return 0",
+                     id, owner);
+    freeReplyObject(r);
+}
+
+
+int
+ag_jobs_init(redisContext *c, char *err, size_t size)
+{
+    redisReply  *r;
+
+    /* from id 0: a job added before any worker started is not lost */
+    r = redisCommand(c, "XGROUP CREATE " AG_STREAM " " AG_GROUP
+                     " 0 MKSTREAM");
+    if (r == NULL
+        || (r->type == REDIS_REPLY_ERROR
+            && strncmp(r->str, "BUSYGROUP", 9) != 0))
+    {
+        snprintf(err, size, "redis XGROUP CREATE: %s",
+                 r != NULL ? r->str : c->errstr);
+        freeReplyObject(r);
+        return -1;
+    }
+
+    freeReplyObject(r);
+
+    return 0;
+}
+
+
+json_t *
+ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
+    long wait_ms, char *err, size_t size)
+{
+    char           *text;
+    json_t         *res;
+    redisReply     *r;
+    redisContext   *sub;
+    struct timeval  tv;
+
+    if (ag_jobs_init(run->redis, err, size) != 0) {
+        return NULL;
+    }
+
+    sub = ag_redis_connect(run->conf->redis, err, size);
+    if (sub == NULL) {
+        return NULL;
+    }
+
+    res = NULL;
+    text = NULL;
+
+    /* 1. subscribe */
+    r = redisCommand(sub, "SUBSCRIBE response:%s", job_id);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, size, "redis SUBSCRIBE: %s",
+                 r != NULL && r->str != NULL ? r->str : sub->errstr);
+        goto done;
+    }
+    freeReplyObject(r);
+
+    /* 2. the job */
+    text = json_dumps(envelope, JSON_COMPACT);
+    if (text == NULL) {
+        snprintf(err, size, "out of memory");
+        r = NULL;
+        goto done;
+    }
+
+    r = redisCommand(run->redis, "XADD " AG_STREAM " * job %b", text,
+                     strlen(text));
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        snprintf(err, size, "redis XADD: %s",
+                 r != NULL && r->str != NULL ? r->str : run->redis->errstr);
+        goto done;
+    }
+    freeReplyObject(r);
+
+    /* 3. a result stored before the subscription */
+    r = redisCommand(run->redis, "GET result:%s", job_id);
+    if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, size, "redis GET: %s",
+                 r != NULL ? r->str : run->redis->errstr);
+        goto done;
+    }
+
+    if (r->type == REDIS_REPLY_STRING) {
+        res = ag_job_result(r->str, r->len, err, size);
+        goto done;
+    }
+    freeReplyObject(r);
+
+    /* 4. the message */
+    if (wait_ms < 1) {
+        wait_ms = 1;
+    }
+    tv.tv_sec = wait_ms / 1000;
+    tv.tv_usec = (wait_ms % 1000) * 1000;
+    redisSetTimeout(sub, tv);
+
+    for ( ;; ) {
+        r = NULL;
+        if (redisGetReply(sub, (void **) &r) != REDIS_OK || r == NULL) {
+            snprintf(err, size, "timeout");
+            goto done;
+        }
+
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3
+            && r->element[2]->type == REDIS_REPLY_STRING
+            && strcmp(r->element[0]->str, "message") == 0)
+        {
+            res = ag_job_result(r->element[2]->str, r->element[2]->len,
+                                err, size);
+            goto done;
+        }
+
+        freeReplyObject(r);
+    }
+
+done:
+
+    freeReplyObject(r);
+    free(text);
+    redisFree(sub);
+
+    return res;
+}
+
+
+static json_t *
+ag_job_result(const char *s, size_t len, char *err, size_t size)
+{
+    json_t        *j;
+    json_error_t   jerr;
+
+    j = json_loadb(s, len, 0, &jerr);
+
+    if (j == NULL || !json_is_object(j)
+        || !json_is_string(json_object_get(j, "status")))
+    {
+        snprintf(err, size, "the job result is not a result object: %s",
+                 j == NULL ? jerr.text : "no status");
+        json_decref(j);
+        return NULL;
+    }
+
+    return j;
+}

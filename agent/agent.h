@@ -1,0 +1,143 @@
+/*
+ * airlock-agent: the reasoning loop, a plain client of the appliance.
+ *
+ * It serves HTTP on a unix socket only (nginx publishes it at /api/):
+ *
+ *   POST /v1/sessions/{id}/ask   {"prompt": "..."}  ->  text/event-stream
+ *   GET  /v1/sessions/{id}                          ->  the history (JSON)
+ *
+ * Each question is one run: the model is called through Airlock's LLM
+ * gateway on Airlock's unix socket (OpenAI chat completions, streaming,
+ * with tools), its tool calls go to the named routes on the same socket
+ * or become sandbox jobs on the Redis stream, and every result goes back
+ * to the model wrapped as untrusted data.  The agent holds no key and no
+ * route credential: the proxy knows it by its unix uid.  Sessions live in
+ * Redis with a TTL, so any agent process can continue any session.
+ */
+
+#ifndef AGENT_H
+#define AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <hiredis.h>
+
+#include "airlock.h"
+
+
+#define AG_ID_MAX            64
+#define AG_BOUNDARY_LEN      32             /* hex characters */
+#define AG_REQUEST_MAX       (256 * 1024)   /* an HTTP request to us */
+#define AG_PROMPT_MAX        (64 * 1024)
+#define AG_CONTENT_MAX       (1024 * 1024)  /* model text per step */
+#define AG_ARGS_MAX          (256 * 1024)   /* one tool call's arguments */
+#define AG_CALLS_MAX         16             /* tool calls per step */
+#define AG_SCRIPT_MAX        (64 * 1024)
+#define AG_ERRBODY_MAX       4096
+#define AG_RUNS_KEPT         50
+
+
+typedef struct {
+    const char      *listen;                /* our unix socket */
+    const char      *gateway;               /* Airlock's unix socket */
+    const char      *redis;                 /* unix:/path or host:port */
+    const char      *policy_file;
+    const char      *client;                /* the agent's policy client */
+    const char      *sandbox;               /* run_python's client, or NULL */
+    const char      *llm_prefix;            /* "/v1/proxy/openai" */
+    const char      *model;
+    const char      *system_prompt;         /* extra operator text */
+
+    long             max_steps;
+    long             max_tokens;
+    long             max_tool_bytes;
+    long             max_wall_ms;
+    long             max_denials;
+    long             job_wall_ms;
+    long             session_ttl;           /* seconds */
+
+    al_policy_t     *policy;
+    const al_client_t  *pclient;
+    json_t          *tools;                 /* OpenAI "tools" array */
+} ag_conf_t;
+
+
+typedef struct {
+    ag_conf_t       *conf;
+    int              fd;                    /* the asking client, SSE */
+    unsigned         client_gone:1;
+
+    char             session[AG_ID_MAX + 1];
+    char             run_id[AG_BOUNDARY_LEN + 1];
+    char             boundary[AG_BOUNDARY_LEN + 1];
+
+    json_t          *session_obj;           /* {"id", "messages", "runs"} */
+    json_t          *messages;              /* borrowed from session_obj */
+    json_t          *events;                /* this run's events */
+    json_t          *denied;                /* signatures of denied calls */
+
+    redisContext    *redis;
+
+    long             steps;
+    long             tokens;
+    long             tool_bytes;
+    long             denials;
+    int64_t          start_ms;
+    int64_t          deadline_ms;
+} ag_run_t;
+
+
+/* a finished HTTP exchange made with libcurl */
+typedef struct {
+    long             status;                /* 0: no answer */
+    char            *body;                  /* NUL-terminated, malloc'ed */
+    size_t           len;
+    unsigned         truncated:1;
+    char             error[256];            /* transport error, or "" */
+} ag_http_t;
+
+
+/* ag_main.c */
+int64_t ag_now_ms(void);
+int ag_random_hex(char *out, size_t hexlen);
+int ag_id_ok(const char *s, size_t len);
+int ag_write_fd(int fd, const char *p, size_t len);
+
+/* ag_run.c: one question, events written to run->fd */
+int ag_run_ask(ag_run_t *run, const char *prompt);
+void ag_event(ag_run_t *run, const char *type, json_t *data);
+char *ag_wrap(const char *boundary, const char *data, size_t len);
+
+/* ag_llm.c: the model through the gateway, and the named routes */
+typedef struct {
+    char            *content;
+    size_t           content_len;
+    json_t          *tool_calls;            /* [{id, name, arguments}] */
+    long             total_tokens;          /* -1: not reported */
+    char             finish[32];
+    long             status;
+    char             error[AG_ERRBODY_MAX];
+} ag_llm_result_t;
+
+int ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res);
+void ag_llm_result_free(ag_llm_result_t *res);
+int ag_route_call(ag_run_t *run, const char *method, const char *target,
+    const char *body, size_t max, ag_http_t *out);
+void ag_http_free(ag_http_t *h);
+
+/* ag_redis.c: sessions and sandbox jobs */
+redisContext *ag_redis_connect(const char *where, char *err, size_t size);
+json_t *ag_session_load(redisContext *c, const char *id, char *err,
+    size_t size);
+int ag_session_store(redisContext *c, const char *id, json_t *session,
+    long ttl, char *err, size_t size);
+int ag_session_lock(redisContext *c, const char *id, const char *owner,
+    long ttl);
+void ag_session_unlock(redisContext *c, const char *id, const char *owner);
+int ag_jobs_init(redisContext *c, char *err, size_t size);
+json_t *ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
+    long wait_ms, char *err, size_t size);
+
+#endif /* AGENT_H */

@@ -1,0 +1,552 @@
+/*
+ * airlock: the user's command line for the Airlock agent.
+ *
+ *   airlock ask [--session ID] [--json] [--socket PATH | --url URL] TEXT
+ *   airlock history ID [--socket PATH | --url URL]
+ *
+ * ask sends the question to airlock-agent (its unix socket, or nginx's
+ * /api/ over HTTP) and shows the run as it happens: each tool call with
+ * its route and status, sandbox jobs with exit status and time, denials
+ * in red, the answer at the end; --json prints the raw events instead.
+ * A progress line shows while the model is thinking.
+ *
+ * Exit status: 0 answered, 1 the run ended with an error, 3 a limit
+ * stopped it, 2 usage or the agent could not be reached.
+ */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+
+#define AIRLOCK_SOCKET   "/run/airlock/agent.sock"
+#define AIRLOCK_LINE_MAX (4 * 1024 * 1024)
+
+
+typedef struct {
+    int          json;
+    int          tty;
+    int          progress;                  /* a progress line is shown */
+    char        *line;
+    size_t       len;
+    size_t       cap;
+    const char  *outcome;
+    long         status;
+    CURL        *curl;
+    char        *errbody;
+    size_t       errlen;
+} airlock_ctx_t;
+
+
+static void airlock_usage(FILE *f);
+static int airlock_ask(int argc, char **argv);
+static int airlock_history(int argc, char **argv);
+static CURL *airlock_curl(const char *sock, const char *url,
+    const char *path, char *full, size_t size);
+static size_t airlock_write(char *p, size_t size, size_t n, void *data);
+static void airlock_event(airlock_ctx_t *ctx, const char *data);
+static void airlock_clear(airlock_ctx_t *ctx);
+static size_t airlock_collect(char *p, size_t size, size_t n, void *data);
+
+
+static const char  *airlock_red = "\033[31m";
+static const char  *airlock_green = "\033[32m";
+static const char  *airlock_dim = "\033[2m";
+static const char  *airlock_bold = "\033[1m";
+static const char  *airlock_off = "\033[0m";
+
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0
+        || strcmp(argv[1], "-h") == 0)
+    {
+        airlock_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+
+    if (!isatty(STDERR_FILENO) || getenv("NO_COLOR") != NULL) {
+        airlock_red = airlock_green = airlock_dim = airlock_bold =
+            airlock_off = "";
+    }
+
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    if (strcmp(argv[1], "ask") == 0) {
+        return airlock_ask(argc - 1, argv + 1);
+    }
+
+    if (strcmp(argv[1], "history") == 0) {
+        return airlock_history(argc - 1, argv + 1);
+    }
+
+    fprintf(stderr, "airlock: unknown command \"%s\"\n", argv[1]);
+    airlock_usage(stderr);
+
+    return 2;
+}
+
+
+static void
+airlock_usage(FILE *f)
+{
+    fprintf(f,
+"usage: airlock ask [--session ID] [--json] [--socket PATH | --url URL] TEXT\n"
+"       airlock history ID [--socket PATH | --url URL]\n"
+"\n"
+"  --socket PATH   the agent's unix socket ($AIRLOCK_AGENT_SOCKET, else\n"
+"                  " AIRLOCK_SOCKET ")\n"
+"  --url URL       the agent through nginx instead, e.g.\n"
+"                  http://airlock.internal/api ($AIRLOCK_URL)\n"
+"  --session ID    continue a session (a new one is made otherwise)\n"
+"  --json          print the raw events, one JSON object a line\n"
+"\n"
+"exit status: 0 answered, 1 error, 3 stopped by a limit, 2 usage or\n"
+"the agent could not be reached\n");
+}
+
+
+static const struct option  airlock_options[] = {
+    { "session", required_argument, NULL, 's' },
+    { "json",    no_argument,       NULL, 'j' },
+    { "socket",  required_argument, NULL, 'S' },
+    { "url",     required_argument, NULL, 'u' },
+    { "help",    no_argument,       NULL, 'h' },
+    { NULL, 0, NULL, 0 }
+};
+
+
+static int
+airlock_parse(int argc, char **argv, const char **session, int *json,
+    const char **sock, const char **url)
+{
+    int  c;
+
+    *sock = getenv("AIRLOCK_AGENT_SOCKET");
+    *url = getenv("AIRLOCK_URL");
+
+    for ( ;; ) {
+        c = getopt_long(argc, argv, "", airlock_options, NULL);
+        if (c == -1) {
+            break;
+        }
+
+        switch (c) {
+        case 's': *session = optarg; break;
+        case 'j': *json = 1; break;
+        case 'S': *sock = optarg; *url = NULL; break;
+        case 'u': *url = optarg; *sock = NULL; break;
+        case 'h': airlock_usage(stdout); exit(0);
+        default: return -1;
+        }
+    }
+
+    if (*sock == NULL && *url == NULL) {
+        *sock = AIRLOCK_SOCKET;
+    }
+
+    return 0;
+}
+
+
+static int
+airlock_ask(int argc, char **argv)
+{
+    int                 json, i;
+    char                sid[33], path[256], full[1024], *body;
+    long                status;
+    CURL               *curl;
+    CURLcode            cc;
+    json_t             *req;
+    const char         *session, *sock, *url;
+    airlock_ctx_t       ctx;
+    unsigned char       raw[8];
+    struct curl_slist  *hdrs;
+
+    session = NULL;
+    json = 0;
+
+    if (airlock_parse(argc, argv, &session, &json, &sock, &url) != 0
+        || optind != argc - 1 || argv[optind][0] == '\0')
+    {
+        airlock_usage(stderr);
+        return 2;
+    }
+
+    if (session == NULL) {
+        if (getrandom(raw, sizeof(raw), 0) != sizeof(raw)) {
+            fprintf(stderr, "airlock: no random bytes\n");
+            return 2;
+        }
+        for (i = 0; i < 8; i++) {
+            snprintf(sid + 2 * i, 3, "%02x", raw[i]);
+        }
+        session = sid;
+    }
+
+    snprintf(path, sizeof(path), "/v1/sessions/%s/ask", session);
+    curl = airlock_curl(sock, url, path, full, sizeof(full));
+    if (curl == NULL) {
+        return 2;
+    }
+
+    req = json_pack("{s:s}", "prompt", argv[optind]);
+    body = (req != NULL) ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+
+    if (body == NULL) {
+        fprintf(stderr, "airlock: out of memory\n");
+        return 2;
+    }
+
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.json = json;
+    ctx.tty = isatty(STDERR_FILENO);
+    ctx.curl = curl;
+
+    hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    hdrs = curl_slist_append(hdrs, "Accept: text/event-stream");
+
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, airlock_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
+
+    if (!json) {
+        fprintf(stderr, "%ssession %s%s\n", airlock_dim, session,
+                airlock_off);
+    }
+
+    cc = curl_easy_perform(curl);
+    airlock_clear(&ctx);
+
+    status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(curl);
+    free(body);
+    free(ctx.line);
+
+    if (cc != CURLE_OK && ctx.outcome == NULL) {
+        fprintf(stderr, "airlock: %s: %s\n", full, curl_easy_strerror(cc));
+        free(ctx.errbody);
+        return 2;
+    }
+
+    if (status != 200) {
+        fprintf(stderr, "airlock: the agent answered %ld: %.*s\n", status,
+                (int) ctx.errlen, ctx.errbody != NULL ? ctx.errbody : "");
+        free(ctx.errbody);
+        return 2;
+    }
+
+    free(ctx.errbody);
+
+    if (!json && ctx.outcome != NULL && strcmp(ctx.outcome, "answer") != 0)
+    {
+        fprintf(stderr, "(continue with: airlock ask --session %s ...)\n",
+                session);
+    }
+
+    if (ctx.outcome == NULL) {
+        fprintf(stderr, "airlock: the run's stream ended early\n");
+        return 1;
+    }
+
+    return strcmp(ctx.outcome, "answer") == 0 ? 0
+           : strcmp(ctx.outcome, "limit") == 0 ? 3 : 1;
+}
+
+
+static int
+airlock_history(int argc, char **argv)
+{
+    int             json;
+    char            path[256], full[1024];
+    long            status;
+    CURL           *curl;
+    CURLcode        cc;
+    const char     *session, *sock, *url;
+    airlock_ctx_t   ctx;
+
+    session = NULL;
+    json = 0;
+
+    if (airlock_parse(argc, argv, &session, &json, &sock, &url) != 0
+        || optind != argc - 1)
+    {
+        airlock_usage(stderr);
+        return 2;
+    }
+
+    snprintf(path, sizeof(path), "/v1/sessions/%.64s", argv[optind]);
+    curl = airlock_curl(sock, url, path, full, sizeof(full));
+    if (curl == NULL) {
+        return 2;
+    }
+
+    memset(&ctx, 0, sizeof(ctx));
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, airlock_collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
+
+    cc = curl_easy_perform(curl);
+    status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(curl);
+
+    if (cc != CURLE_OK) {
+        fprintf(stderr, "airlock: %s: %s\n", full, curl_easy_strerror(cc));
+        free(ctx.errbody);
+        return 2;
+    }
+
+    printf("%.*s\n", (int) ctx.errlen, ctx.errbody != NULL ? ctx.errbody
+                                                           : "");
+    free(ctx.errbody);
+
+    return status == 200 ? 0 : 1;
+}
+
+
+static CURL *
+airlock_curl(const char *sock, const char *url, const char *path,
+    char *full, size_t size)
+{
+    CURL  *curl;
+
+    curl = curl_easy_init();
+    if (curl == NULL) {
+        fprintf(stderr, "airlock: out of memory\n");
+        return NULL;
+    }
+
+    if (url != NULL) {
+        snprintf(full, size, "%s%s", url, path);
+        /* nginx publishes the agent at .../api/ */
+        if (strlen(url) && url[strlen(url) - 1] == '/') {
+            snprintf(full, size, "%.*s%s", (int) strlen(url) - 1, url, path);
+        }
+    } else {
+        snprintf(full, size, "http://agent%s", path);
+        curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, sock);
+    }
+
+    curl_easy_setopt(curl, CURLOPT_URL, full);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+
+    return curl;
+}
+
+
+static size_t
+airlock_collect(char *p, size_t size, size_t n, void *data)
+{
+    char           *nb;
+    airlock_ctx_t  *ctx;
+
+    ctx = data;
+
+    if (ctx->errlen + size * n > AIRLOCK_LINE_MAX) {
+        return 0;
+    }
+
+    nb = realloc(ctx->errbody, ctx->errlen + size * n + 1);
+    if (nb == NULL) {
+        return 0;
+    }
+
+    memcpy(nb + ctx->errlen, p, size * n);
+    ctx->errbody = nb;
+    ctx->errlen += size * n;
+    nb[ctx->errlen] = '\0';
+
+    return size * n;
+}
+
+
+static size_t
+airlock_write(char *p, size_t size, size_t n, void *data)
+{
+    char           *nl, *nb;
+    size_t          len, take;
+    long            status;
+    airlock_ctx_t  *ctx;
+
+    ctx = data;
+    len = size * n;
+
+    status = 0;
+    curl_easy_getinfo(ctx->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) {
+        return (ctx->errlen < 4096) ? airlock_collect(p, size, n, data)
+                                    : len;
+    }
+
+    while (len) {
+        nl = memchr(p, '\n', len);
+        take = (nl != NULL) ? (size_t) (nl - p) : len;
+
+        if (ctx->len + take + 1 > ctx->cap) {
+            if (ctx->len + take + 1 > AIRLOCK_LINE_MAX) {
+                return 0;
+            }
+            nb = realloc(ctx->line, (ctx->len + take + 1) * 2);
+            if (nb == NULL) {
+                return 0;
+            }
+            ctx->line = nb;
+            ctx->cap = (ctx->len + take + 1) * 2;
+        }
+
+        memcpy(ctx->line + ctx->len, p, take);
+        ctx->len += take;
+        ctx->line[ctx->len] = '\0';
+
+        if (nl == NULL) {
+            break;
+        }
+
+        if (strncmp(ctx->line, "data: ", 6) == 0) {
+            airlock_event(ctx, ctx->line + 6);
+        }
+
+        ctx->len = 0;
+        p = nl + 1;
+        len -= take + 1;
+    }
+
+    return size * n;
+}
+
+
+static void
+airlock_clear(airlock_ctx_t *ctx)
+{
+    if (ctx->progress) {
+        fprintf(stderr, "\r\033[K");
+        ctx->progress = 0;
+    }
+}
+
+
+static void
+airlock_event(airlock_ctx_t *ctx, const char *data)
+{
+    json_t      *e, *v;
+    const char  *type;
+
+    e = json_loads(data, 0, NULL);
+    type = json_string_value(json_object_get(e, "type"));
+
+    if (type == NULL) {
+        json_decref(e);
+        return;
+    }
+
+    if (strcmp(type, "done") == 0) {
+        v = json_object_get(e, "outcome");
+        ctx->outcome = json_is_string(v)
+                       ? (strcmp(json_string_value(v), "answer") == 0
+                          ? "answer"
+                          : strcmp(json_string_value(v), "limit") == 0
+                            ? "limit" : "error")
+                       : "error";
+    }
+
+    if (ctx->json) {
+        printf("%s\n", data);
+        fflush(stdout);
+        json_decref(e);
+        return;
+    }
+
+    if (strcmp(type, "delta") == 0) {
+        json_decref(e);
+        return;
+    }
+
+    airlock_clear(ctx);
+
+#define S(k)  (json_string_value(json_object_get(e, k)) != NULL \
+               ? json_string_value(json_object_get(e, k)) : "")
+#define I(k)  ((long long) json_integer_value(json_object_get(e, k)))
+
+    if (strcmp(type, "step") == 0) {
+        if (ctx->tty) {
+            fprintf(stderr, "%s... step %lld: waiting on the model%s",
+                    airlock_dim, I("n"), airlock_off);
+            ctx->progress = 1;
+        }
+
+    } else if (strcmp(type, "tool_call") == 0) {
+        if (strcmp(S("tool"), "run_python") == 0) {
+            fprintf(stderr, "-> run_python  job %s\n", S("job_id"));
+        } else {
+            fprintf(stderr, "-> %s%s%s  %s %s\n", airlock_bold, S("route"),
+                    airlock_off, S("method"), S("target"));
+        }
+
+    } else if (strcmp(type, "tool_result") == 0) {
+        fprintf(stderr, "   %s%lld%s  %lld bytes%s\n",
+                I("status") < 400 ? airlock_green : airlock_red,
+                I("status"), airlock_off, I("bytes"),
+                json_is_true(json_object_get(e, "truncated"))
+                ? " (cut at the limit)" : "");
+
+    } else if (strcmp(type, "denial") == 0) {
+        if (json_is_true(json_object_get(e, "repeated"))) {
+            fprintf(stderr, "   %sDENIED again: not sent%s\n", airlock_red,
+                    airlock_off);
+        } else {
+            fprintf(stderr, "   %sDENIED %lld (%s)%s  request %s\n",
+                    airlock_red, I("status"), S("reason"), airlock_off,
+                    S("request_id"));
+        }
+
+    } else if (strcmp(type, "job") == 0) {
+        v = json_object_get(e, "exit_code");
+        fprintf(stderr, "   job %s%s%s",
+                strcmp(S("status"), "ok") == 0 ? airlock_green : airlock_red,
+                S("status"), airlock_off);
+        if (json_is_integer(v)) {
+            fprintf(stderr, ", exit %lld", (long long) json_integer_value(v));
+        }
+        if (json_is_integer(json_object_get(e, "ms"))) {
+            fprintf(stderr, ", %lld ms", I("ms"));
+        }
+        if (S("backend")[0]) {
+            fprintf(stderr, " (%s)", S("backend"));
+        }
+        fprintf(stderr, "\n");
+
+    } else if (strcmp(type, "error") == 0) {
+        fprintf(stderr, "   %serror %s%s: %s\n", airlock_red, S("code"),
+                airlock_off, S("message"));
+
+    } else if (strcmp(type, "limit") == 0) {
+        fprintf(stderr, "%sstopped: the %s limit (%lld, at most %lld)%s\n",
+                airlock_red, S("limit"), I("value"), I("max"), airlock_off);
+
+    } else if (strcmp(type, "answer") == 0) {
+        printf("%s\n", S("text"));
+        fflush(stdout);
+
+    } else if (strcmp(type, "done") == 0) {
+        fprintf(stderr, "%s%s: %lld steps, %lld tokens, %lld ms%s\n",
+                airlock_dim, S("outcome"), I("steps"), I("tokens"), I("ms"),
+                airlock_off);
+    }
+
+#undef S
+#undef I
+
+    json_decref(e);
+}

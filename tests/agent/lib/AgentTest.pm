@@ -1,0 +1,375 @@
+package AgentTest;
+
+# The appliance around airlock-agent for tests/agent/*.t: real nginx with
+# the Airlock module (named routes, LLM gateway, /api/ publishing the
+# agent), redis-server on a unix socket, the scripted LLM provider
+# (tests/lib/llm-provider.py), upstream services that want the injected
+# credentials (lib/services.py), and the agent itself in a network
+# namespace of its own (unshare -n), so every byte it exchanges goes
+# through a unix socket.  The worker's side of the job contract is played
+# by lib/fake-worker.py.
+#
+#   my $a = AgentTest->new;
+#   $a->setup(agent => [ '--max-steps', 4 ]);
+#   $a->script({ tool_calls => [...] }, { pieces => [...] });
+#   my @ev = $a->ask('s1', 'why is the load high?');
+
+use strict;
+use warnings;
+
+use Exporter qw(import);
+use FindBin;
+use JSON::PP;
+use MIME::Base64 ();
+use Test::More ();
+use Time::HiRes qw(sleep time);
+
+use Airlock::Test;
+use Airlock::Proxy;
+use Airlock::LLM;
+
+our @EXPORT = qw(of_type);
+
+our $PROM_SECRET = 'demo:prom-pass-0451';
+our $LOGS_TOKEN = 'logs-token-4f1c9e77';
+our $WORKER_TOKEN = 'worker-token-0123456789abcdef';
+our $LOAD = '3.14159';
+
+my $HERE = "$FindBin::Bin/lib";
+
+
+sub new {
+    my ($class) = @_;
+    my $t = Airlock::Test->new;
+    my $l = Airlock::LLM->new($t);
+    my $self = bless { t => $t, l => $l, p => $l->proxy, agents => {} },
+                     $class;
+
+    for my $bin ('redis-server', 'unshare') {
+        next if grep { -x "$_/$bin" } split /:/, $ENV{PATH};
+        Test::More::plan(skip_all => "$bin not found") unless $ENV{CI};
+        die "$bin not found (auto/deps installs it)\n";
+    }
+
+    my $agent = "$t->{build}/airlock-agent";
+    if (!-x $agent) {
+        Test::More::plan(skip_all => "not built: $agent") unless $ENV{CI};
+        die "not built: $agent\n";
+    }
+    $self->{agent} = $agent;
+
+    return $self;
+}
+
+
+sub t { $_[0]{t} }
+sub llm { $_[0]{l} }
+sub proxy { $_[0]{p} }
+
+
+sub policy {
+    my ($self, %o) = @_;
+    my $p = $self->{p};
+    my $ok = $p->seal($Airlock::LLM::OPENAI_KEY);
+    my $prom = $p->seal($PROM_SECRET);
+    my $logs = $p->seal($LOGS_TOKEN);
+    my $wsha = $p->token_sha256($WORKER_TOKEN);
+    my $uid = $>;
+    my $worker = $self->{worker_uid}
+        ? "{ unix_uid: airlock-worker }"
+        : "{ token_sha256: \"$wsha\" }";
+
+    return <<"EOF";
+version: 1
+clients:
+  agent: { unix_uid: $uid }
+  worker: $worker
+secrets:
+  openai_key: { sealed: "$ok" }
+  prom_basic: { sealed: "$prom" }
+  logs_token: { sealed: "$logs" }
+upstreams:
+  svc: { url: "http://127.0.0.1:%%PORT_8082%%" }
+routes:
+  - name: prometheus-query
+    description: instant PromQL queries, read-only
+    clients: [agent, worker]
+    match: { method: GET, path: /prometheus/query }
+    upstream: svc
+    to: /api/v1/query
+    query:
+      allow: [query, time]
+      require: [query]
+      patterns: { time: '^[0-9]+(\\.[0-9]+)?\$' }
+    inject: { Authorization: "Basic {prom_basic|base64}" }
+  - name: logs
+    description: recent log lines of one service
+    clients: [agent, worker]
+    match: { method: GET, path: "/logs/{service}" }
+    params: { service: '^[a-z0-9][a-z0-9-]{0,62}\$' }
+    upstream: svc
+    to: "/api/v1/services/{service}/logs"
+    query:
+      allow: [since, limit]
+      patterns: { since: '^[0-9]{1,4}[smh]\$', limit: '^[0-9]{1,4}\$' }
+    inject: { Authorization: "Bearer {logs_token}" }
+  - name: queue-admin
+    description: the worker's own route; the agent lacks it
+    clients: [worker]
+    match: { method: GET, path: /internal/queue }
+    upstream: svc
+    to: /api/v1/queue
+llm:
+  - name: openai
+    prefix: /v1/proxy/openai
+    provider: openai
+    upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
+    secret: openai_key
+    models: [gpt-4o-mini]
+    max_body_bytes: 1048576
+    clients:
+      agent: {}
+alerts:
+  deny: { threshold: 1, window: 60s }
+EOF
+}
+
+
+sub conf {
+    my ($self) = @_;
+
+    return $self->{p}->conf(
+        listen => 'listen unix:%%TESTDIR%%/airlock.sock;',
+        http => <<'EOF',
+    airlock_zone airlock 1m;
+    airlock_journal %%TESTDIR%%/journal.log;
+    airlock_llm_zone llm 1m;
+    airlock_llm_log %%TESTDIR%%/usage.log;
+    client_body_buffer_size 1m;
+    client_max_body_size 1m;
+EOF
+        locations => <<'EOF');
+        location /v1/proxy/openai/ {
+            airlock_llm openai;
+
+            proxy_pass $airlock_llm_upstream$airlock_llm_uri;
+            proxy_set_header Host $airlock_llm_host;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_read_timeout 60s;
+        }
+
+        location /api/ {
+            proxy_pass http://unix:%%TESTDIR%%/agent-a.sock:/;
+            proxy_http_version 1.1;
+            proxy_buffering off;
+            proxy_read_timeout 120s;
+        }
+EOF
+}
+
+
+# policy, nginx, provider, services, redis, and agent "a" with the
+# options in $o{agent}
+sub setup {
+    my ($self, %o) = @_;
+    my $t = $self->{t};
+    my $d = $t->testdir;
+
+    $self->{key} = $self->{p}->keygen;
+    $self->{l}{key} = $self->{key};
+    $self->{worker_uid} = $o{worker_uid};
+
+    $t->write_file_expand('policy.yaml', $self->policy);
+    $t->write_file_expand('nginx.conf', $self->conf);
+    $t->write_file('usage.log', '');
+    $t->write_file('journal.log', '');
+    $t->write_file('services.log', '');
+    $t->write_file('service-logs.txt', $o{logs} // "12:00:01 api ok\n");
+    $t->write_file('jobs.log', '');
+
+    $self->{l}->start_provider(8081);
+
+    my $pid = $t->run_daemon('python3', "$HERE/services.py", $t->port(8082),
+        '--log', "$d/services.log",
+        '--prom-auth', 'Basic ' . MIME::Base64::encode_base64($PROM_SECRET,
+                                                              ''),
+        '--logs-auth', "Bearer $LOGS_TOKEN", '--load', $LOAD,
+        '--logs-file', "$d/service-logs.txt");
+    $t->wait_for_port(8082)
+        or die "services did not start\n"
+               . ($t->read_file($t->{daemon_log}{$pid}) // '');
+
+    $pid = $t->run_daemon('redis-server', '--port', '0', '--unixsocket',
+                          "$d/redis.sock", '--unixsocketperm', '777',
+                          '--save', '', '--appendonly', 'no',
+                          '--dir', $d);
+    $t->wait_for_port("unix:$d/redis.sock")
+        or die "redis did not start\n"
+               . ($t->read_file($t->{daemon_log}{$pid}) // '');
+
+    $t->run;
+
+    # the worker fetches as its own user
+    chmod 0666, "$d/airlock.sock";
+
+    $self->start_agent('a', @{$o{agent} // []});
+
+    return $self;
+}
+
+
+# an agent process in its own network namespace, listening on
+# agent-NAME.sock
+sub start_agent {
+    my ($self, $name, @opt) = @_;
+    my $t = $self->{t};
+    my $d = $t->testdir;
+    my $sock = "$d/agent-$name.sock";
+
+    unlink $sock;
+
+    my @ns = $> == 0 ? ('unshare', '-n') : ('unshare', '-r', '-n');
+    my $pid = $t->run_daemon(@ns, $self->{agent}, '--listen', $sock,
+                             '--gateway', "$d/airlock.sock",
+                             '--redis', "unix:$d/redis.sock",
+                             '--policy', "$d/policy.yaml", @opt);
+
+    $t->wait_for_port("unix:$sock", 20)
+        or die "agent $name did not start\n"
+               . ($t->read_file($t->{daemon_log}{$pid}) // '');
+
+    $self->{agents}{$name} = { pid => $pid, sock => $sock,
+                               log => $t->{daemon_log}{$pid} };
+
+    return $pid;
+}
+
+
+sub agent_log {
+    my ($self, $name) = @_;
+    return $self->{t}->read_file($self->{agents}{$name // 'a'}{log}) // '';
+}
+
+
+# The pid of the agent itself (unshare execs it, so the daemon's pid).
+sub agent_pid {
+    my ($self, $name) = @_;
+    return $self->{agents}{$name // 'a'}{pid};
+}
+
+
+# sanitizer reports and crashes in every agent's output
+sub agent_errors {
+    my ($self) = @_;
+    my @bad;
+
+    for my $a (values %{$self->{agents}}) {
+        my $text = $self->{t}->read_file($a->{log}) // '';
+        push @bad, grep { /Sanitizer|runtime error:|Segmentation/ }
+                   split /\n/, $text;
+    }
+
+    return join "\n", @bad;
+}
+
+
+sub start_worker {
+    my ($self, @opt) = @_;
+    my $t = $self->{t};
+    my $d = $t->testdir;
+
+    my $pid = $t->run_daemon('python3', "$HERE/fake-worker.py",
+                             '--redis', "$d/redis.sock",
+                             '--log', "$d/jobs.log",
+                             '--proxy', '127.0.0.1:' . $t->port(8080),
+                             '--token', $WORKER_TOKEN, @opt);
+    $self->{worker} = $pid;
+
+    return $pid;
+}
+
+
+sub script {
+    my ($self, @s) = @_;
+    $self->{l}->script(@s);
+}
+
+
+sub provider_requests {
+    my ($self) = @_;
+    return $self->{l}->provider_requests;
+}
+
+
+# Asks agent NAME (default a) a question; returns the events in order
+# (each a hash with "type"), and in list context the raw answer too.
+sub ask {
+    my ($self, $session, $prompt, %o) = @_;
+    my $t = $self->{t};
+    my $body = encode_json({ prompt => $prompt });
+    my $req = "POST /v1/sessions/$session/ask HTTP/1.1\r\nHost: agent\r\n"
+            . "Content-Type: application/json\r\n"
+            . "Content-Length: " . length($body) . "\r\n"
+            . "Connection: close\r\n\r\n$body";
+
+    my %to = $o{via_nginx} ? (port => 8080)
+           : (unix => $self->{agents}{$o{agent} // 'a'}{sock});
+    $req =~ s{^POST /}{POST /api/} if $o{via_nginx};
+
+    my $raw = $t->http($req, %to, timeout => $o{timeout} // 60) // '';
+    my @ev = events($raw);
+
+    return wantarray ? (\@ev, $raw) : \@ev;
+}
+
+
+sub events {
+    my ($raw) = @_;
+    my ($head, $body) = split /\r\n\r\n/, $raw, 2;
+    my @ev;
+
+    return () unless defined $body;
+
+    # nginx may have sent it chunked
+    if ($head =~ /^transfer-encoding:\s*chunked/im) {
+        my $r = Airlock::Test::parse_response($raw);
+        $body = $r->{body} // '';
+    }
+
+    for my $frame (split /\n\n/, $body) {
+        next unless $frame =~ /^data: (.*)$/m;
+        my $j = eval { JSON::PP->new->utf8->decode($1) } or next;
+        push @ev, $j;
+    }
+
+    return @ev;
+}
+
+
+sub of_type {
+    my ($type, $ev) = @_;
+    return grep { $_->{type} eq $type } @$ev;
+}
+
+
+sub session {
+    my ($self, $id, %o) = @_;
+    my $raw = $self->{t}->http("GET /v1/sessions/$id HTTP/1.1\r\n"
+                               . "Host: agent\r\nConnection: close\r\n\r\n",
+                               unix => $self->{agents}{$o{agent} // 'a'}
+                                            {sock}, timeout => 10);
+    my $r = Airlock::Test::parse_response($raw // '');
+    $r->{json} = eval { JSON::PP->new->utf8->decode($r->{body}) };
+    return $r;
+}
+
+
+sub jsonl {
+    my ($self, $name) = @_;
+    my $text = $self->{t}->read_file($name) // '';
+    return map { decode_json($_) } grep { length } split /\n/, $text;
+}
+
+
+1;
