@@ -152,10 +152,8 @@ EOF
         location /v1/proxy/openai/ {
             airlock_llm openai;
 
-            proxy_pass $airlock_llm_upstream$airlock_llm_uri;
-            proxy_set_header Host $airlock_llm_host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            %%AIRLOCK_LOCATION%%
+
             proxy_read_timeout 60s;
         }
 
