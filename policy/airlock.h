@@ -369,6 +369,16 @@ typedef struct {
 
 typedef struct al_trie_s  al_trie_t;
 
+/*
+ * A name index: open addressing over the position of each entry in its
+ * array (position + 1; 0 is an empty slot), so a lookup by name costs one
+ * hash whatever the number of entries.
+ */
+typedef struct {
+    uint32_t        *slot;
+    size_t           mask;                  /* slots - 1, a power of two */
+} al_names_t;
+
 typedef struct {
     al_str_t         file;
     unsigned         version;
@@ -388,6 +398,8 @@ typedef struct {
     al_sink_t       *sinks;
     size_t           nsinks;
     al_trie_t       *trie;
+    al_names_t       client_names;
+    al_names_t       route_names;
     void            *pool;
 } al_policy_t;
 

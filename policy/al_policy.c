@@ -30,6 +30,10 @@
 
 #define AL_RE_BUCKETS       1024
 
+/* rendered header values share guarded blocks of this size: each guarded
+   block is three mappings, and a process has at most 65530 */
+#define AL_SECURE_CHUNK     (64 * 1024)
+
 
 typedef struct al_cc_re_s  al_cc_re_t;
 
@@ -40,13 +44,30 @@ struct al_cc_re_s {
     al_regex_t          *re;
 };
 
+/*
+ * While a policy compiles, the YAML tree, lists and indexes live in tmp,
+ * which is freed when the load ends: the compiled policy keeps only what
+ * requests need, and strings that repeat (upstream and client names,
+ * patterns, header templates) are kept once.
+ */
 typedef struct {
     al_pool_t           *pool;
+    al_pool_t           *tmp;
     const char          *file;
     al_error_t          *err;
     al_policy_t         *p;
     const al_keyring_t  *kr;
     al_cc_re_t          *re[AL_RE_BUCKETS];
+    al_names_t           secret_names;
+    al_names_t           upstream_names;
+    al_str_t            *strs;              /* kept strings, by content */
+    size_t               strs_mask;
+    size_t               nstrs;
+    al_inject_t        **rendered;          /* rendered templates */
+    size_t               rendered_mask;
+    size_t               nrendered;
+    unsigned char       *secure;            /* guarded memory left */
+    size_t               secure_left;
 } al_cc_t;
 
 
@@ -59,6 +80,13 @@ static int al_cc_need(al_cc_t *cc, const al_ynode_t *map, const char *key,
     const char *what, const al_ynode_t **out);
 static int al_cc_type(al_cc_t *cc, const al_ynode_t *node,
     al_ynode_type_t type, const char *what);
+static uint32_t al_cc_hash(const char *s, size_t len);
+static int al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out);
+static int al_names_init(al_pool_t *pool, al_names_t *ix, size_t n);
+static const void *al_names_find(const al_names_t *ix, const void *base,
+    size_t stride, const char *s, size_t len);
+static const void *al_names_add(al_names_t *ix, const void *base,
+    size_t stride, size_t i);
 static int al_cc_string(al_cc_t *cc, const al_ynode_t *node,
     const char *what, al_str_t *out);
 static int al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
@@ -98,6 +126,9 @@ static int al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_json_members(al_cc_t *cc, const al_ynode_t *node,
     al_json_rule_t *obj);
 static int al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static al_inject_t *al_cc_rendered(al_cc_t *cc, const al_inject_t *inj,
+    int add);
+static unsigned char *al_cc_secure_alloc(al_cc_t *cc, size_t size);
 static int al_cc_render(al_cc_t *cc, const al_ynode_t *node,
     al_inject_t *inj);
 static int al_cc_llms(al_cc_t *cc, const al_ynode_t *node);
@@ -308,7 +339,13 @@ al_policy_parse(const char *name, const char *buf, size_t len,
     cc.p = p;
     cc.kr = kr;
 
-    root = al_yaml_parse(pool, cc.file, buf, len, err);
+    cc.tmp = al_pool_create();
+    if (cc.tmp == NULL) {
+        al_error_set(err, name, 0, 0, "out of memory");
+        goto failed;
+    }
+
+    root = al_yaml_parse(cc.tmp, cc.file, buf, len, err);
     if (root == NULL) {
         goto failed;
     }
@@ -374,10 +411,13 @@ al_policy_parse(const char *name, const char *buf, size_t len,
         goto failed;
     }
 
+    al_pool_destroy(cc.tmp);
+
     return p;
 
 failed:
 
+    al_pool_destroy(cc.tmp);
     al_pool_destroy(pool);
     return NULL;
 }
@@ -395,13 +435,70 @@ al_policy_free(al_policy_t *p)
 const al_client_t *
 al_policy_client(const al_policy_t *p, const char *name, size_t len)
 {
-    size_t  i;
+    return al_names_find(&p->client_names, p->clients, sizeof(al_client_t),
+                         name, len);
+}
 
-    for (i = 0; i < p->nclients; i++) {
-        if (p->clients[i].name.len == len
-            && memcmp(p->clients[i].name.data, name, len) == 0)
-        {
-            return &p->clients[i];
+
+const al_route_t *
+al_policy_route(const al_policy_t *p, const char *name, size_t len)
+{
+    return al_names_find(&p->route_names, p->routes, sizeof(al_route_t),
+                         name, len);
+}
+
+
+/* name indexes: every array they index starts its elements with a name */
+
+static uint32_t
+al_cc_hash(const char *s, size_t len)
+{
+    size_t    i;
+    uint32_t  h;
+
+    h = 2166136261u;
+    for (i = 0; i < len; i++) {
+        h = (h ^ (unsigned char) s[i]) * 16777619u;
+    }
+
+    return h ^ (h >> 15);
+}
+
+
+static int
+al_names_init(al_pool_t *pool, al_names_t *ix, size_t n)
+{
+    size_t  cap;
+
+    for (cap = 8; cap < 2 * n + 2; cap *= 2) {
+        /* void */
+    }
+
+    ix->slot = al_palloc(pool, cap * sizeof(uint32_t));
+    ix->mask = cap - 1;
+
+    return ix->slot ? 0 : -1;
+}
+
+
+static const void *
+al_names_find(const al_names_t *ix, const void *base, size_t stride,
+    const char *s, size_t len)
+{
+    size_t           i;
+    const al_str_t  *name;
+
+    if (ix->slot == NULL) {
+        return NULL;
+    }
+
+    for (i = al_cc_hash(s, len) & ix->mask; ix->slot[i] != 0;
+         i = (i + 1) & ix->mask)
+    {
+        name = (const al_str_t *) ((const char *) base
+                                   + (ix->slot[i] - 1) * stride);
+        if (name->len == len && memcmp(name->data, s, len) == 0) {
+            return name;
         }
     }
 
@@ -409,20 +506,90 @@ al_policy_client(const al_policy_t *p, const char *name, size_t len)
 }
 
 
-const al_route_t *
-al_policy_route(const al_policy_t *p, const char *name, size_t len)
-{
-    size_t  i;
+/* adds entry i; returns the entry that already has its name, or NULL */
 
-    for (i = 0; i < p->nroutes; i++) {
-        if (p->routes[i].name.len == len
-            && memcmp(p->routes[i].name.data, name, len) == 0)
+static const void *
+al_names_add(al_names_t *ix, const void *base, size_t stride, size_t i)
+{
+    size_t           k;
+    const al_str_t  *name, *other;
+
+    name = (const al_str_t *) ((const char *) base + i * stride);
+
+    for (k = al_cc_hash(name->data, name->len) & ix->mask; ix->slot[k] != 0;
+         k = (k + 1) & ix->mask)
+    {
+        other = (const al_str_t *) ((const char *) base
+                                    + (ix->slot[k] - 1) * stride);
+        if (other->len == name->len
+            && memcmp(other->data, name->data, name->len) == 0)
         {
-            return &p->routes[i];
+            return other;
         }
     }
 
+    ix->slot[k] = (uint32_t) (i + 1);
+
     return NULL;
+}
+
+
+/* a copy of a scalar in the policy, one per distinct content */
+
+static int
+al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out)
+{
+    size_t     i, k, cap;
+    uint32_t   h;
+    al_str_t  *strs, *e;
+
+    if (2 * (cc->nstrs + 1) > cc->strs_mask) {
+        cap = cc->strs ? 2 * (cc->strs_mask + 1) : 1024;
+        strs = al_palloc(cc->tmp, cap * sizeof(al_str_t));
+        if (strs == NULL) {
+            return al_cc_error(cc, node, "out of memory");
+        }
+        for (i = 0; cc->strs != NULL && i <= cc->strs_mask; i++) {
+            e = &cc->strs[i];
+            if (e->data == NULL) {
+                continue;
+            }
+            for (k = al_cc_hash(e->data, e->len) & (cap - 1);
+                 strs[k].data != NULL; k = (k + 1) & (cap - 1))
+            {
+                /* void */
+            }
+            strs[k] = *e;
+        }
+        cc->strs = strs;
+        cc->strs_mask = cap - 1;
+    }
+
+    h = al_cc_hash(node->scalar.data, node->scalar.len);
+
+    for (k = h & cc->strs_mask; cc->strs[k].data != NULL;
+         k = (k + 1) & cc->strs_mask)
+    {
+        e = &cc->strs[k];
+        if (e->len == node->scalar.len
+            && memcmp(e->data, node->scalar.data, e->len) == 0)
+        {
+            *out = *e;
+            return 0;
+        }
+    }
+
+    e = &cc->strs[k];
+    e->data = al_pstrndup(cc->pool, node->scalar.data, node->scalar.len);
+    if (e->data == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+    e->len = node->scalar.len;
+    cc->nstrs++;
+
+    *out = *e;
+
+    return 0;
 }
 
 
@@ -585,9 +752,7 @@ al_cc_string(al_cc_t *cc, const al_ynode_t *node, const char *what,
         return al_cc_error(cc, node, "%s is empty", what);
     }
 
-    *out = node->scalar;
-
-    return 0;
+    return al_cc_keep(cc, node, out);
 }
 
 
@@ -762,7 +927,7 @@ al_cc_list(al_cc_t *cc, const al_ynode_t *node, const char *what,
         if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
             return -1;
         }
-        *items = al_palloc(cc->pool, sizeof(al_ynode_t *));
+        *items = al_palloc(cc->tmp, sizeof(al_ynode_t *));
         if (*items == NULL) {
             return al_cc_error(cc, node, "out of memory");
         }
@@ -1082,7 +1247,9 @@ al_cc_clients(al_cc_t *cc, const al_ynode_t *node)
     }
 
     cc->p->clients = al_palloc(cc->pool, (node->n + 1) * sizeof(al_client_t));
-    if (cc->p->clients == NULL) {
+    if (cc->p->clients == NULL
+        || al_names_init(cc->pool, &cc->p->client_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1094,6 +1261,10 @@ al_cc_clients(al_cc_t *cc, const al_ynode_t *node)
         }
         cc->p->clients[i].index = (unsigned) i;
         cc->p->nclients++;
+
+        /* YAML keys are unique: the name is new */
+        (void) al_names_add(&cc->p->client_names, cc->p->clients,
+                            sizeof(al_client_t), i);
     }
 
     return al_cc_client_overlaps(cc, node);
@@ -1418,7 +1589,9 @@ al_cc_secrets(al_cc_t *cc, const al_ynode_t *node)
     }
 
     cc->p->secrets = al_palloc(cc->pool, (node->n + 1) * sizeof(al_secret_t));
-    if (cc->p->secrets == NULL) {
+    if (cc->p->secrets == NULL
+        || al_names_init(cc->tmp, &cc->secret_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1480,6 +1653,8 @@ al_cc_secrets(al_cc_t *cc, const al_ynode_t *node)
         }
 
         cc->p->nsecrets++;
+        (void) al_names_add(&cc->secret_names, cc->p->secrets,
+                            sizeof(al_secret_t), i);
 
         if (al_cc_secret_open(cc, sealed ? sealed : file, s) != 0) {
             return -1;
@@ -1589,14 +1764,14 @@ al_cc_secret_ref(al_cc_t *cc, const al_ynode_t *node, const char *name,
     const char        *known[64], *hint;
     const al_secret_t  *s;
 
-    for (i = 0; i < cc->p->nsecrets; i++) {
-        s = &cc->p->secrets[i];
-        if (s->name.len == len && memcmp(s->name.data, name, len) == 0) {
-            return s;
-        }
-        if (i < 63) {
-            known[i] = s->name.data;
-        }
+    s = al_names_find(&cc->secret_names, cc->p->secrets, sizeof(al_secret_t),
+                      name, len);
+    if (s != NULL) {
+        return s;
+    }
+
+    for (i = 0; i < cc->p->nsecrets && i < 63; i++) {
+        known[i] = cc->p->secrets[i].name.data;
     }
 
     known[i < 63 ? i : 63] = NULL;
@@ -1626,7 +1801,9 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
 
     cc->p->upstreams = al_palloc(cc->pool,
                                  (node->n + 1) * sizeof(al_upstream_t));
-    if (cc->p->upstreams == NULL) {
+    if (cc->p->upstreams == NULL
+        || al_names_init(cc->tmp, &cc->upstream_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1651,6 +1828,8 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
         }
 
         cc->p->nupstreams++;
+        (void) al_names_add(&cc->upstream_names, cc->p->upstreams,
+                            sizeof(al_upstream_t), i);
     }
 
     return 0;
@@ -1662,7 +1841,7 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
 static int
 al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
 {
-    size_t             i, j;
+    size_t             i;
     al_route_t        *r;
     const al_route_t  *other;
 
@@ -1671,7 +1850,9 @@ al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
     }
 
     cc->p->routes = al_palloc(cc->pool, (node->n + 1) * sizeof(al_route_t));
-    if (cc->p->routes == NULL) {
+    if (cc->p->routes == NULL
+        || al_names_init(cc->pool, &cc->p->route_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1683,15 +1864,12 @@ al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
             return -1;
         }
 
-        for (j = 0; j < i; j++) {
-            if (cc->p->routes[j].name.len == r->name.len
-                && memcmp(cc->p->routes[j].name.data, r->name.data,
-                          r->name.len) == 0)
-            {
-                return al_cc_error(cc, node->items[i], "route name \"%s\" "
-                                   "is already used at line %u",
-                                   r->name.data, cc->p->routes[j].line);
-            }
+        other = al_names_add(&cc->p->route_names, cc->p->routes,
+                             sizeof(al_route_t), i);
+        if (other != NULL) {
+            return al_cc_error(cc, node->items[i], "route name \"%s\" "
+                               "is already used at line %u",
+                               r->name.data, other->line);
         }
 
         if (al_trie_insert(cc->p->trie, r, &other) != 0) {
@@ -1796,15 +1974,9 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         return -1;
     }
 
-    for (i = 0; i < cc->p->nupstreams; i++) {
-        if (cc->p->upstreams[i].name.len == v->scalar.len
-            && memcmp(cc->p->upstreams[i].name.data, v->scalar.data,
-                      v->scalar.len) == 0)
-        {
-            r->upstream = &cc->p->upstreams[i];
-            break;
-        }
-    }
+    r->upstream = al_names_find(&cc->upstream_names, cc->p->upstreams,
+                                sizeof(al_upstream_t), v->scalar.data,
+                                v->scalar.len);
 
     if (r->upstream == NULL) {
         return al_cc_error(cc, v, "%s names upstream \"%s\", which is not "
@@ -2187,8 +2359,10 @@ al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    "listed twice", items[i]->scalar.data);
             }
         }
-        r->query_allow[i] = items[i]->scalar;
-        r->query_patterns[i].name = items[i]->scalar;
+        if (al_cc_keep(cc, items[i], &r->query_allow[i]) != 0) {
+            return -1;
+        }
+        r->query_patterns[i].name = r->query_allow[i];
     }
 
     r->nquery_allow = n;
@@ -2338,7 +2512,9 @@ al_cc_json_members(al_cc_t *cc, const al_ynode_t *node, al_json_rule_t *obj)
         val = node->items[i * 2 + 1];
         m = &obj->members[i];
 
-        m->name = key->scalar;
+        if (al_cc_keep(cc, key, &m->name) != 0) {
+            return -1;
+        }
         m->required = 1;
 
         if (val->type == AL_Y_SCALAR) {
@@ -2452,7 +2628,9 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         val = node->items[i * 2 + 1];
         inj = &r->inject[i];
 
-        inj->name = key->scalar;
+        if (al_cc_keep(cc, key, &inj->name) != 0) {
+            return -1;
+        }
 
         if (inj->name.len == 0 || inj->name.len >= sizeof(lower)) {
             return al_cc_error(cc, key, "invalid header name");
@@ -2514,6 +2692,7 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
     size_t              i, len, nlen, out;
     const char         *s, *close;
     unsigned char      *buf;
+    al_inject_t        *same;
     const al_secret_t  *sec;
 
     s = inj->tmpl.data;
@@ -2590,12 +2769,16 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
         }
 
         if (pass == 0) {
-            buf = al_secure_alloc(out + 1);
-            if (buf == NULL) {
-                return al_cc_error(cc, node, "out of memory");
+            /* routes with the same template share its rendered value */
+            same = al_cc_rendered(cc, inj, 0);
+            if (same != NULL) {
+                inj->value = same->value;
+                inj->len = same->len;
+                return 0;
             }
-            if (al_pool_cleanup(cc->pool, al_cc_secure_free, buf) != 0) {
-                al_secure_free(buf);
+
+            buf = al_cc_secure_alloc(cc, out + 1);
+            if (buf == NULL) {
                 return al_cc_error(cc, node, "out of memory");
             }
         }
@@ -2605,7 +2788,105 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
     inj->value = buf;
     inj->len = out;
 
+    if (al_cc_rendered(cc, inj, 1) == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
     return 0;
+}
+
+
+/* the inject rendered from the same template; add: remember inj */
+
+static al_inject_t *
+al_cc_rendered(al_cc_t *cc, const al_inject_t *inj, int add)
+{
+    size_t         i, k, cap;
+    al_inject_t  **tab, *e;
+
+    if (add && 2 * (cc->nrendered + 1) > cc->rendered_mask) {
+        cap = cc->rendered ? 2 * (cc->rendered_mask + 1) : 256;
+        tab = al_palloc(cc->tmp, cap * sizeof(al_inject_t *));
+        if (tab == NULL) {
+            return NULL;
+        }
+        for (i = 0; cc->rendered != NULL && i <= cc->rendered_mask; i++) {
+            e = cc->rendered[i];
+            if (e == NULL) {
+                continue;
+            }
+            for (k = al_cc_hash(e->tmpl.data, e->tmpl.len) & (cap - 1);
+                 tab[k] != NULL; k = (k + 1) & (cap - 1))
+            {
+                /* void */
+            }
+            tab[k] = e;
+        }
+        cc->rendered = tab;
+        cc->rendered_mask = cap - 1;
+    }
+
+    if (cc->rendered == NULL) {
+        return NULL;
+    }
+
+    for (k = al_cc_hash(inj->tmpl.data, inj->tmpl.len) & cc->rendered_mask;
+         cc->rendered[k] != NULL; k = (k + 1) & cc->rendered_mask)
+    {
+        e = cc->rendered[k];
+        if (e->tmpl.len == inj->tmpl.len
+            && memcmp(e->tmpl.data, inj->tmpl.data, e->tmpl.len) == 0)
+        {
+            return e;
+        }
+    }
+
+    if (!add) {
+        return NULL;
+    }
+
+    cc->rendered[k] = (al_inject_t *) inj;
+    cc->nrendered++;
+
+    return cc->rendered[k];
+}
+
+
+/* guarded memory for rendered values, carved from shared blocks */
+
+static unsigned char *
+al_cc_secure_alloc(al_cc_t *cc, size_t size)
+{
+    unsigned char  *p;
+
+    if (size > AL_SECURE_CHUNK / 4) {
+        p = al_secure_alloc(size);
+        if (p != NULL && al_pool_cleanup(cc->pool, al_cc_secure_free, p) != 0)
+        {
+            al_secure_free(p);
+            return NULL;
+        }
+        return p;
+    }
+
+    if (cc->secure == NULL || cc->secure_left < size) {
+        p = al_secure_alloc(AL_SECURE_CHUNK);
+        if (p == NULL) {
+            return NULL;
+        }
+        if (al_pool_cleanup(cc->pool, al_cc_secure_free, p) != 0) {
+            al_secure_free(p);
+            return NULL;
+        }
+        cc->secure = p;
+        cc->secure_left = AL_SECURE_CHUNK;
+    }
+
+    p = cc->secure;
+    cc->secure += size;
+    cc->secure_left -= size;
+
+    return p;
 }
 
 
@@ -2720,13 +3001,15 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         }
 
     } else {
-        for (i = 0; i < cc->p->nupstreams; i++) {
-            if (strcmp(cc->p->upstreams[i].name.data, v->scalar.data) == 0) {
-                l->upstream = cc->p->upstreams[i];
-                break;
-            }
-        }
-        if (i == cc->p->nupstreams) {
+        const al_upstream_t  *up;
+
+        up = al_names_find(&cc->upstream_names, cc->p->upstreams,
+                           sizeof(al_upstream_t), v->scalar.data,
+                           v->scalar.len);
+        if (up != NULL) {
+            l->upstream = *up;
+
+        } else {
             return al_cc_error(cc, v, "%s: upstream \"%s\" is neither a URL "
                                "nor defined in upstreams", what,
                                v->scalar.data);
@@ -2770,7 +3053,9 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
     }
 
     for (i = 0; i < n; i++) {
-        l->models[i] = items[i]->scalar;
+        if (al_cc_keep(cc, items[i], &l->models[i]) != 0) {
+            return -1;
+        }
     }
     l->nmodels = n;
 
@@ -2858,7 +3143,9 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
                                        "the provider's models",
                                        items[j]->scalar.data);
                 }
-                lc->models[j] = items[j]->scalar;
+                if (al_cc_keep(cc, items[j], &lc->models[j]) != 0) {
+                    return -1;
+                }
             }
             lc->nmodels = n;
         }
