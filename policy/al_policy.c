@@ -12,6 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,6 +85,8 @@ static int al_cc_type(al_cc_t *cc, const al_ynode_t *node,
     al_ynode_type_t type, const char *what);
 static uint32_t al_cc_hash(const char *s, size_t len);
 static int al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out);
+static int al_cc_keep_str(al_cc_t *cc, const char *s, size_t len,
+    al_str_t *out);
 static int al_names_init(al_pool_t *pool, al_names_t *ix, size_t n);
 static const void *al_names_find(const al_names_t *ix, const void *base,
     size_t stride, const char *s, size_t len);
@@ -121,6 +126,7 @@ static int al_cc_methods(al_cc_t *cc, const al_ynode_t *node,
     unsigned *methods);
 static int al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static void al_cc_to_literal(al_route_t *r, const char *s, size_t len);
 static int al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_json_members(al_cc_t *cc, const al_ynode_t *node,
@@ -413,6 +419,15 @@ al_policy_parse(const char *name, const char *buf, size_t len,
 
     al_pool_destroy(cc.tmp);
 
+#ifdef __GLIBC__
+    /*
+     * The YAML tree of a large policy is most of what the load allocated;
+     * give its pages back, or every nginx worker forked from this process
+     * starts with them.
+     */
+    malloc_trim(0);
+#endif
+
     return p;
 
 failed:
@@ -539,6 +554,17 @@ al_names_add(al_names_t *ix, const void *base, size_t stride, size_t i)
 static int
 al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out)
 {
+    if (al_cc_keep_str(cc, node->scalar.data, node->scalar.len, out) != 0) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_keep_str(al_cc_t *cc, const char *s, size_t len, al_str_t *out)
+{
     size_t     i, k, cap;
     uint32_t   h;
     al_str_t  *strs, *e;
@@ -547,7 +573,7 @@ al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out)
         cap = cc->strs ? 2 * (cc->strs_mask + 1) : 1024;
         strs = al_palloc(cc->tmp, cap * sizeof(al_str_t));
         if (strs == NULL) {
-            return al_cc_error(cc, node, "out of memory");
+            return -1;
         }
         for (i = 0; cc->strs != NULL && i <= cc->strs_mask; i++) {
             e = &cc->strs[i];
@@ -565,26 +591,24 @@ al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out)
         cc->strs_mask = cap - 1;
     }
 
-    h = al_cc_hash(node->scalar.data, node->scalar.len);
+    h = al_cc_hash(s, len);
 
     for (k = h & cc->strs_mask; cc->strs[k].data != NULL;
          k = (k + 1) & cc->strs_mask)
     {
         e = &cc->strs[k];
-        if (e->len == node->scalar.len
-            && memcmp(e->data, node->scalar.data, e->len) == 0)
-        {
+        if (e->len == len && memcmp(e->data, s, len) == 0) {
             *out = *e;
             return 0;
         }
     }
 
     e = &cc->strs[k];
-    e->data = al_pstrndup(cc->pool, node->scalar.data, node->scalar.len);
+    e->data = al_pstrndup(cc->pool, s, len);
     if (e->data == NULL) {
-        return al_cc_error(cc, node, "out of memory");
+        return -1;
     }
-    e->len = node->scalar.len;
+    e->len = len;
     cc->nstrs++;
 
     *out = *e;
@@ -2141,9 +2165,14 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                            AL_SEGMENTS_MAX);
     }
 
+    k = 0;
+    for (i = 0; i + 1 < len; i++) {
+        k += (s[i] == '/' && s[i + 1] == '{');
+    }
+
     r->segs = al_palloc(cc->pool, (n + 1) * sizeof(al_str_t));
     r->seg_is_param = al_palloc(cc->pool, n + 1);
-    r->params = al_palloc(cc->pool, (n + 1) * sizeof(al_param_t));
+    r->params = al_palloc(cc->pool, (k + 1) * sizeof(al_param_t));
     if (r->segs == NULL || r->seg_is_param == NULL || r->params == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }
@@ -2179,8 +2208,9 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             }
 
             r->seg_is_param[i] = 1;
-            r->segs[i].data = al_pstrndup(cc->pool, seg + 1, seglen - 2);
-            r->segs[i].len = seglen - 2;
+            if (al_cc_keep_str(cc, seg + 1, seglen - 2, &r->segs[i]) != 0) {
+                return al_cc_error(cc, node, "out of memory");
+            }
 
             for (k = 0; k < r->nparams; k++) {
                 if (r->params[k].name.len == r->segs[i].len
@@ -2211,12 +2241,9 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    "segment", s);
             }
 
-            r->segs[i].data = al_pstrndup(cc->pool, seg, seglen);
-            r->segs[i].len = seglen;
-        }
-
-        if (r->segs[i].data == NULL) {
-            return al_cc_error(cc, node, "out of memory");
+            if (al_cc_keep_str(cc, seg, seglen, &r->segs[i]) != 0) {
+                return al_cc_error(cc, node, "out of memory");
+            }
         }
 
         seg += seglen + 1;
@@ -2233,7 +2260,9 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 static int
 al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 {
+    int         *param;
     size_t       i, k, n, len, seglen;
+    al_str_t    *parts;
     const char  *s, *seg, *end, *slash;
 
     if (al_cc_string(cc, node, "to", &r->to) != 0) {
@@ -2253,9 +2282,10 @@ al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         n += (s[i] == '/');
     }
 
-    /* parts alternate literal text and params; at most 2n + 1 of them */
-    r->to_parts = al_palloc(cc->pool, (2 * n + 1) * sizeof(al_str_t));
-    r->to_param = al_palloc(cc->pool, (2 * n + 1) * sizeof(int));
+    /* parts alternate literal text and params; at most 2n + 1 of them,
+       built in tmp and kept exactly sized */
+    r->to_parts = al_palloc(cc->tmp, (2 * n + 1) * sizeof(al_str_t));
+    r->to_param = al_palloc(cc->tmp, (2 * n + 1) * sizeof(int));
     if (r->to_parts == NULL || r->to_param == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }
@@ -2292,9 +2322,7 @@ al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    r->path.data);
             }
 
-            r->to_parts[r->nto_parts].data = "/";
-            r->to_parts[r->nto_parts].len = 1;
-            r->to_param[r->nto_parts++] = -1;
+            al_cc_to_literal(r, seg - 1, 1);
             r->to_parts[r->nto_parts] = r->params[k].name;
             r->to_param[r->nto_parts++] = (int) k;
 
@@ -2314,15 +2342,45 @@ al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             }
 
             /* "/" + the literal segment */
-            r->to_parts[r->nto_parts].data = seg - 1;
-            r->to_parts[r->nto_parts].len = seglen + 1;
-            r->to_param[r->nto_parts++] = -1;
+            al_cc_to_literal(r, seg - 1, seglen + 1);
         }
 
         seg += seglen;
     }
 
+    parts = al_palloc(cc->pool, r->nto_parts * sizeof(al_str_t));
+    param = al_palloc(cc->pool, r->nto_parts * sizeof(int));
+    if (parts == NULL || param == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    memcpy(parts, r->to_parts, r->nto_parts * sizeof(al_str_t));
+    memcpy(param, r->to_param, r->nto_parts * sizeof(int));
+    r->to_parts = parts;
+    r->to_param = param;
+
     return 0;
+}
+
+
+/* literal text of to: joined to the part before when that is literal */
+
+static void
+al_cc_to_literal(al_route_t *r, const char *s, size_t len)
+{
+    al_str_t  *last;
+
+    if (r->nto_parts > 0 && r->to_param[r->nto_parts - 1] < 0) {
+        last = &r->to_parts[r->nto_parts - 1];
+        if (last->data + last->len == s) {
+            last->len += len;
+            return;
+        }
+    }
+
+    r->to_parts[r->nto_parts].data = s;
+    r->to_parts[r->nto_parts].len = len;
+    r->to_param[r->nto_parts++] = -1;
 }
 
 
@@ -2618,7 +2676,7 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         return -1;
     }
 
-    r->inject = al_palloc(cc->pool, (node->n + 1) * sizeof(al_inject_t));
+    r->inject = al_palloc(cc->pool, node->n * sizeof(al_inject_t));
     if (r->inject == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }

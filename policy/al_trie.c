@@ -22,14 +22,16 @@
 
 typedef struct al_tnode_s  al_tnode_t;
 
+typedef const al_route_t  *al_tends_t[AL_TRIE_METHODS];
+
 struct al_tnode_s {
     uint32_t             id;
     al_tnode_t          *param;
     al_tnode_t          *child;             /* literal children, listed */
     al_tnode_t          *next;
     al_str_t             seg;               /* the edge into this node */
-    unsigned             ends:1;            /* some route ends here */
-    const al_route_t    *routes[AL_TRIE_METHODS];
+    al_tends_t          *routes;            /* by method, where routes end;
+                                               NULL elsewhere */
 };
 
 typedef struct al_tblock_s  al_tblock_t;
@@ -39,6 +41,14 @@ struct al_tblock_s {
     al_tblock_t         *next;
     size_t               used;
     al_tnode_t           node[AL_TRIE_BLOCK];
+};
+
+typedef struct al_teblock_s  al_teblock_t;
+
+struct al_teblock_s {
+    al_teblock_t        *next;
+    size_t               used;
+    al_tends_t           ends[AL_TRIE_BLOCK];
 };
 
 typedef struct {
@@ -54,6 +64,7 @@ struct al_trie_s {
     size_t               cap;               /* power of two */
     uint32_t             next_id;
     al_tblock_t         *blocks;
+    al_teblock_t        *eblocks;
 };
 
 
@@ -98,7 +109,8 @@ al_trie_create(void)
 void
 al_trie_free(al_trie_t *t)
 {
-    al_tblock_t  *b, *next;
+    al_tblock_t   *b, *next;
+    al_teblock_t  *e, *enext;
 
     if (t == NULL) {
         return;
@@ -107,6 +119,11 @@ al_trie_free(al_trie_t *t)
     for (b = t->blocks; b != NULL; b = next) {
         next = b->next;
         free(b);
+    }
+
+    for (e = t->eblocks; e != NULL; e = enext) {
+        enext = e->next;
+        free(e);
     }
 
     free(t->edges);
@@ -269,9 +286,10 @@ int
 al_trie_insert(al_trie_t *t, const al_route_t *route,
     const al_route_t **conflict)
 {
-    size_t       i;
-    unsigned     m;
-    al_tnode_t  *node, *next;
+    size_t         i;
+    unsigned       m;
+    al_tnode_t    *node, *next;
+    al_teblock_t  *eb;
 
     *conflict = al_trie_overlap(t, t->root, route, 0);
     if (*conflict != NULL) {
@@ -302,11 +320,22 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
         node = next;
     }
 
-    node->ends = 1;
+    if (node->routes == NULL) {
+        eb = t->eblocks;
+        if (eb == NULL || eb->used == AL_TRIE_BLOCK) {
+            eb = calloc(1, sizeof(al_teblock_t));
+            if (eb == NULL) {
+                return -1;
+            }
+            eb->next = t->eblocks;
+            t->eblocks = eb;
+        }
+        node->routes = &eb->ends[eb->used++];
+    }
 
     for (m = 0; m < AL_TRIE_METHODS; m++) {
         if (route->methods & (1u << m)) {
-            node->routes[m] = route;
+            (*node->routes)[m] = route;
         }
     }
 
@@ -325,12 +354,12 @@ al_trie_overlap(const al_trie_t *t, const al_tnode_t *node,
     const al_route_t   *r;
 
     if (depth == route->nsegs) {
-        if (!node->ends) {
+        if (node->routes == NULL) {
             return NULL;
         }
         for (m = 0; m < AL_TRIE_METHODS; m++) {
-            if ((route->methods & (1u << m)) && node->routes[m] != NULL) {
-                return node->routes[m];
+            if ((route->methods & (1u << m)) && (*node->routes)[m] != NULL) {
+                return (*node->routes)[m];
             }
         }
         return NULL;
@@ -369,7 +398,7 @@ al_trie_lookup(const al_trie_t *t, const al_path_t *path, unsigned method,
 
     *other = NULL;
     node = al_trie_walk(t, t->root, path, 0, method, other);
-    *route = node ? node->routes[al_trie_method_index(method)] : NULL;
+    *route = node ? (*node->routes)[al_trie_method_index(method)] : NULL;
 }
 
 
@@ -382,16 +411,16 @@ al_trie_walk(const al_trie_t *t, const al_tnode_t *node,
     const al_tnode_t  *next, *found;
 
     if (depth == path->nseg) {
-        if (!node->ends) {
+        if (node->routes == NULL) {
             return NULL;
         }
-        if (node->routes[al_trie_method_index(method)] != NULL
+        if ((*node->routes)[al_trie_method_index(method)] != NULL
             && method != 0)
         {
             return node;
         }
         for (m = 0; m < AL_TRIE_METHODS && *other == NULL; m++) {
-            *other = node->routes[m];
+            *other = (*node->routes)[m];
         }
         return NULL;
     }
