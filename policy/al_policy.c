@@ -2170,9 +2170,9 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         k += (s[i] == '/' && s[i + 1] == '{');
     }
 
-    r->segs = al_palloc(cc->pool, (n + 1) * sizeof(al_str_t));
-    r->seg_is_param = al_palloc(cc->pool, n + 1);
-    r->params = al_palloc(cc->pool, (k + 1) * sizeof(al_param_t));
+    r->segs = al_palloc(cc->pool, n * sizeof(al_str_t));
+    r->seg_is_param = al_palloc(cc->pool, n);
+    r->params = al_palloc(cc->pool, k * sizeof(al_param_t));
     if (r->segs == NULL || r->seg_is_param == NULL || r->params == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }

@@ -52,9 +52,9 @@ struct al_teblock_s {
 };
 
 typedef struct {
-    uint64_t             hash;
-    al_tnode_t          *node;              /* NULL: empty slot */
+    uint32_t             hash;
     uint32_t             parent;
+    al_tnode_t          *node;              /* NULL: empty slot */
 } al_tedge_t;
 
 struct al_trie_s {
@@ -68,7 +68,7 @@ struct al_trie_s {
 };
 
 
-static uint64_t al_trie_hash(uint32_t parent, const char *s, size_t len);
+static uint32_t al_trie_hash(uint32_t parent, const char *s, size_t len);
 static al_tnode_t *al_trie_node(al_trie_t *t, const char *seg, size_t len);
 static al_tnode_t *al_trie_edge(const al_trie_t *t, const al_tnode_t *parent,
     const char *s, size_t len);
@@ -131,7 +131,7 @@ al_trie_free(al_trie_t *t)
 }
 
 
-static uint64_t
+static uint32_t
 al_trie_hash(uint32_t parent, const char *s, size_t len)
 {
     size_t    i;
@@ -146,7 +146,7 @@ al_trie_hash(uint32_t parent, const char *s, size_t len)
         h *= 0x100000001b3ULL;
     }
 
-    return h ^ (h >> 29);
+    return (uint32_t) (h ^ (h >> 32));
 }
 
 
@@ -181,7 +181,7 @@ al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
     size_t len)
 {
     size_t             i, mask;
-    uint64_t           h;
+    uint32_t           h;
     const al_tedge_t  *e;
 
     h = al_trie_hash(parent->id, s, len);
@@ -208,7 +208,7 @@ static int
 al_trie_edge_add(al_trie_t *t, al_tnode_t *parent, al_tnode_t *child)
 {
     size_t       i, mask;
-    uint64_t     h;
+    uint32_t     h;
 
     if ((t->nedges + 1) * 2 > t->cap && al_trie_grow(t) != 0) {
         return -1;
