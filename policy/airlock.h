@@ -290,6 +290,8 @@ typedef struct {
     unsigned         index;
     unsigned         line;
     unsigned         methods;               /* AL_METHOD_* */
+    unsigned         has_body:1;
+    unsigned         allow_cookies:1;
     al_str_t         path;                  /* template as written */
     al_str_t        *segs;                  /* literal, or param name */
     uint8_t         *seg_is_param;
@@ -309,8 +311,6 @@ typedef struct {
                                                NULL */
     size_t           nquery_allow;
 
-    unsigned         has_body:1;
-    unsigned         allow_cookies:1;
     size_t           body_max;              /* bytes; 0 = no body allowed */
     al_str_t         content_type;          /* "" = any */
     al_json_rule_t  *json;                  /* NULL = body not JSON-checked */

@@ -2043,6 +2043,7 @@ static int
 al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node, uint8_t **ok)
 {
     size_t              i, j, n;
+    al_str_t            kept;
     const char         *known[64], *hint;
     const al_ynode_t  **items;
     const al_client_t  *c;
@@ -2056,7 +2057,8 @@ al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node, uint8_t **ok)
                            "client");
     }
 
-    *ok = al_palloc(cc->pool, cc->p->nclients + 1);
+    /* built in tmp; routes with the same clients share one copy */
+    *ok = al_palloc(cc->tmp, cc->p->nclients + 1);
     if (*ok == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }
@@ -2078,6 +2080,13 @@ al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node, uint8_t **ok)
         }
         (*ok)[c->index] = 1;
     }
+
+    if (al_cc_keep_str(cc, (const char *) *ok, cc->p->nclients, &kept) != 0)
+    {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    *ok = (uint8_t *) kept.data;
 
     return 0;
 }
