@@ -32,7 +32,7 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match bench-proxy bench-llm bench-deny clean help
+        bench bench-match bench-proxy bench-llm bench-deny bench-load clean help
 
 all: lib ctl alertd modules unit
 
@@ -147,7 +147,10 @@ bench-llm: all
 bench-deny: all
 	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/deny.pl
 
-bench: bench-match bench-proxy bench-llm bench-deny
+bench-load: all
+	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/load.pl
+
+bench: bench-match bench-proxy bench-llm bench-deny bench-load
 
 clean:
 	rm -rf build build-asan
