@@ -96,13 +96,20 @@ SKIP: {
         skip 'module not built', 1;
     }
 
-    my $small = $l->worker_rss($p{10});
-    my $large = $l->worker_rss($p{20000});
-    my $per = ($large - $small) * 1024 / (20000 - 10);
+    my ($small, $large) = eval {
+        ($l->worker_rss($p{10}), $l->worker_rss($p{20000}));
+    };
 
-    ok($per <= 1024, sprintf("a route costs %.0f bytes of worker memory "
-                             . "(%d kB with 10 routes, %d kB with 20,000)",
-                             $per, $small, $large));
+    if (!defined $large) {
+        fail("nginx serves 20,000 routes: $@");
+
+    } else {
+        my $per = ($large - $small) * 1024 / (20000 - 10);
+
+        ok($per <= 1024, sprintf("a route costs %.0f bytes of worker "
+                                 . "memory (%d kB with 10 routes, %d kB "
+                                 . "with 20,000)", $per, $small, $large));
+    }
 }
 
 done_testing;
