@@ -75,6 +75,7 @@ static void test_inject(void);
 static void test_llm(void);
 static void test_alerts(void);
 static void test_open_secrets(void);
+static void test_many(void);
 
 
 static const char  full[] =
@@ -190,6 +191,7 @@ main(void)
     test_llm();
     test_alerts();
     test_open_secrets();
+    test_many();
 
     return tap_done();
 }
@@ -1137,4 +1139,94 @@ done:
     unlink(key);
     unlink(pub);
     rmdir(dir);
+}
+
+
+/*
+ * Large policies: names are found through indexes, duplicates among many
+ * are still found and located, and routes that share text share memory.
+ */
+
+static void
+test_many(void)
+{
+    char               *yaml, *p;
+    size_t              i, n, cap;
+    al_error_t          err;
+    al_policy_t        *pol;
+    const al_route_t   *r;
+
+    n = 3000;
+    cap = 256 + n * 200;
+    yaml = malloc(cap);
+    if (yaml == NULL) {
+        tap_ok(0, "memory for a large policy");
+        return;
+    }
+
+    /* 40 clients: a mapping past the size checked pairwise */
+    p = yaml + snprintf(yaml, cap, "version: 1\nclients:\n");
+    for (i = 0; i < 40; i++) {
+        p += sprintf(p, "  c%zu: { unix_uid: %zu }\n", i, 1000 + i);
+    }
+    p += sprintf(p, UPS "routes:\n");
+    for (i = 0; i < n; i++) {
+        p += sprintf(p, "  - { name: r%zu, clients: [c1, c39], match: "
+                     "{ method: GET, path: \"/s%zu/{id}\" }, params: "
+                     "{ id: '^[0-9]+$' }, upstream: prom, to: "
+                     "\"/a/%zu/{id}\" }\n", i, i, i);
+    }
+    sprintf(p, ALERTS);
+
+    pol = load(yaml, &err);
+    tap_ok(pol != NULL, "3000 routes and 40 clients load");
+
+    if (pol != NULL) {
+        r = al_policy_route(pol, "r2999", 5);
+        tap_ok(r == &pol->routes[2999], "the last route is found by name");
+        tap_ok(al_policy_route(pol, "r3000", 5) == NULL,
+               "a name no route has is not found");
+        tap_ok(al_policy_client(pol, "c39", 3) == &pol->clients[39],
+               "a client is found by name");
+        tap_ok(pol->routes[0].client_ok == pol->routes[2999].client_ok,
+               "routes with the same clients share one client table");
+        tap_ok(pol->routes[0].upstream->name.data
+               == pol->routes[2999].upstream->name.data
+               && pol->routes[0].params[0].pattern.data
+                  == pol->routes[2999].params[0].pattern.data,
+               "repeated strings are kept once");
+        tap_ok(pol->routes[7].nto_parts == 2
+               && pol->routes[7].to_parts[0].len == 5
+               && memcmp(pol->routes[7].to_parts[0].data, "/a/7/", 5) == 0,
+               "adjacent literal text of to is one part");
+        al_policy_free(pol);
+    }
+
+    /* the same name at the end of a long list */
+    sprintf(strstr(yaml, "name: r2999,"), "name: r1234, clients: [c1, c39], "
+            "match: { method: GET, path: \"/z/{id}\" }, params: { id: "
+            "'^[0-9]+$' }, upstream: prom, to: \"/b/{id}\" }\n" ALERTS);
+    pol = load(yaml, &err);
+    /* route i is on line 46 + i */
+    tap_ok(pol == NULL && err.line == 46 + 2999,
+           "a duplicate route name among 3000 is refused at the second");
+    tap_ok(strcmp(err.msg, "route name \"r1234\" is already used at line "
+                  "1280") == 0, err.msg);
+    al_policy_free(pol);
+
+    /* a duplicate key in a mapping of 40 */
+    p = yaml + snprintf(yaml, cap, "version: 1\nclients:\n");
+    for (i = 0; i < 40; i++) {
+        p += sprintf(p, "  c%zu: { unix_uid: %zu }\n", i == 33 ? 5 : i,
+                     1000 + i);
+    }
+    sprintf(p, ALERTS);
+    pol = load(yaml, &err);
+    tap_ok(pol == NULL && err.line == 36 && err.column == 3,
+           "a duplicate key in a large mapping is located at the second");
+    tap_ok(strcmp(err.msg, "duplicate key \"c5\" (first given at line 8)")
+           == 0, err.msg);
+    al_policy_free(pol);
+
+    free(yaml);
 }
