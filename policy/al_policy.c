@@ -1510,91 +1510,201 @@ invalid:
 }
 
 
-static int
-al_cidr_overlap(const al_cidr_t *a, const al_cidr_t *b)
+/*
+ * One identity, one client: overlapping identities are config errors.
+ * Exact identities (uid, gid, token) go through a hash table and CIDRs are
+ * sorted and swept, so many clients cost n log n, not n * n.  Of several
+ * overlaps, the one of the earliest client pair is reported.
+ */
+
+typedef struct {
+    const uint8_t       *v;                 /* NULL: empty slot */
+    unsigned             len;
+    unsigned             kind;
+    size_t               owner;
+} al_cc_ident_t;
+
+typedef struct {
+    const al_cidr_t     *cidr;
+    size_t               owner;
+} al_cc_net_t;
+
+
+static void
+al_cc_overlap_pair(size_t a, size_t b, size_t *pa, size_t *pb)
 {
-    unsigned  i, bits;
+    size_t  t;
 
-    bits = a->prefix < b->prefix ? a->prefix : b->prefix;
-
-    for (i = 0; i < bits; i++) {
-        if ((a->addr[i / 8] ^ b->addr[i / 8]) & (0x80 >> (i % 8))) {
-            return 0;
-        }
+    if (a > b) {
+        t = a;
+        a = b;
+        b = t;
     }
 
-    return 1;
+    if (a < *pa || (a == *pa && b < *pb)) {
+        *pa = a;
+        *pb = b;
+    }
 }
 
 
-/* one identity, one client: overlapping identities are config errors */
+static int
+al_cc_net_cmp(const void *x, const void *y)
+{
+    int                 n;
+    const al_cc_net_t  *a, *b;
+
+    a = x;
+    b = y;
+
+    n = memcmp(a->cidr->addr, b->cidr->addr, 16);
+    if (n != 0) {
+        return n;
+    }
+
+    /* the wider block first */
+    if (a->cidr->prefix != b->cidr->prefix) {
+        return a->cidr->prefix < b->cidr->prefix ? -1 : 1;
+    }
+
+    return a->owner < b->owner ? -1 : (a->owner > b->owner);
+}
+
+
+/* the last address of a block: its address with the host bits set */
+
+static void
+al_cc_net_end(const al_cidr_t *c, uint8_t *end)
+{
+    unsigned  i;
+
+    memcpy(end, c->addr, 16);
+
+    for (i = c->prefix; i < 128; i++) {
+        end[i / 8] |= (uint8_t) (0x80 >> (i % 8));
+    }
+}
+
 
 static int
 al_cc_client_overlaps(al_cc_t *cc, const al_ynode_t *node)
 {
-    size_t              i, j, k, l;
-    const al_client_t  *a, *b;
+    size_t               i, k, n, nnets, cap, a, b, slot;
+    uint8_t              end[16], top_end[16];
+    uint32_t             h;
+    al_cc_net_t         *nets, *top;
+    al_cc_ident_t       *tab, *e;
+    const al_client_t   *c;
+
+    n = 0;
+    nnets = 0;
+    for (i = 0; i < cc->p->nclients; i++) {
+        c = &cc->p->clients[i];
+        n += c->nuids + c->ngids + c->ntokens;
+        nnets += c->ncidrs;
+    }
+
+    for (cap = 16; cap < 2 * n + 2; cap *= 2) {
+        /* void */
+    }
+
+    tab = al_palloc(cc->tmp, cap * sizeof(al_cc_ident_t));
+    nets = al_palloc(cc->tmp, (nnets + 1) * sizeof(al_cc_net_t));
+    if (tab == NULL || nets == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    a = (size_t) -1;
+    b = (size_t) -1;
+    nnets = 0;
 
     for (i = 0; i < cc->p->nclients; i++) {
-        a = &cc->p->clients[i];
+        c = &cc->p->clients[i];
 
-        for (j = i; j < cc->p->nclients; j++) {
-            b = &cc->p->clients[j];
+        for (k = 0; k < c->nuids + c->ngids + c->ntokens; k++) {
+            al_cc_ident_t  id;
 
-            for (k = 0; k < a->nuids; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->nuids; l++) {
-                    if (a->uids[k] == b->uids[l]) {
-                        goto overlap;
-                    }
+            if (k < c->nuids) {
+                id.kind = 0;
+                id.v = (const uint8_t *) &c->uids[k];
+                id.len = sizeof(uid_t);
+
+            } else if (k < c->nuids + c->ngids) {
+                id.kind = 1;
+                id.v = (const uint8_t *) &c->gids[k - c->nuids];
+                id.len = sizeof(gid_t);
+
+            } else {
+                id.kind = 2;
+                id.v = c->tokens[k - c->nuids - c->ngids];
+                id.len = 32;
+            }
+
+            id.owner = i;
+
+            h = al_cc_hash((const char *) id.v, id.len) ^ id.kind;
+
+            for (slot = h & (cap - 1); tab[slot].v != NULL;
+                 slot = (slot + 1) & (cap - 1))
+            {
+                e = &tab[slot];
+                if (e->kind == id.kind && memcmp(e->v, id.v, id.len) == 0) {
+                    break;
                 }
             }
 
-            for (k = 0; k < a->ngids; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->ngids; l++) {
-                    if (a->gids[k] == b->gids[l]) {
-                        goto overlap;
-                    }
-                }
+            if (tab[slot].v != NULL) {
+                al_cc_overlap_pair(tab[slot].owner, i, &a, &b);
+                continue;
             }
 
-            for (k = 0; k < a->ncidrs; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->ncidrs; l++) {
-                    if (al_cidr_overlap(&a->cidrs[k], &b->cidrs[l])) {
-                        goto overlap;
-                    }
-                }
-            }
+            tab[slot] = id;
+        }
 
-            for (k = 0; k < a->ntokens; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->ntokens; l++) {
-                    if (memcmp(a->tokens[k], b->tokens[l], 32) == 0) {
-                        goto overlap;
-                    }
-                }
-            }
-
-            continue;
-
-        overlap:
-
-            /* point at the client that repeats the identity */
-
-            if (i == j) {
-                return al_cc_error(cc, node->items[i * 2], "client \"%s\" "
-                                   "(line %u) lists the same identity "
-                                   "twice", a->name.data, a->line);
-            }
-
-            return al_cc_error(cc, node->items[j * 2], "clients \"%s\" "
-                               "(line %u) and \"%s\" (line %u) share an "
-                               "identity (uid, gid, overlapping cidr or "
-                               "token); a request must name exactly one "
-                               "client", a->name.data, a->line, b->name.data,
-                               b->line);
+        for (k = 0; k < c->ncidrs; k++) {
+            nets[nnets].cidr = &c->cidrs[k];
+            nets[nnets].owner = i;
+            nnets++;
         }
     }
 
-    return 0;
+    /* blocks are aligned: two overlap only when one holds the other */
+    qsort(nets, nnets, sizeof(al_cc_net_t), al_cc_net_cmp);
+
+    top = NULL;
+
+    for (k = 0; k < nnets; k++) {
+        if (top != NULL && memcmp(nets[k].cidr->addr, top_end, 16) <= 0) {
+            al_cc_overlap_pair(top->owner, nets[k].owner, &a, &b);
+        }
+
+        al_cc_net_end(nets[k].cidr, end);
+
+        if (top == NULL || memcmp(end, top_end, 16) > 0) {
+            top = &nets[k];
+            memcpy(top_end, end, 16);
+        }
+    }
+
+    if (a == (size_t) -1) {
+        return 0;
+    }
+
+    /* point at the client that repeats the identity */
+
+    if (a == b) {
+        return al_cc_error(cc, node->items[a * 2], "client \"%s\" "
+                           "(line %u) lists the same identity twice",
+                           cc->p->clients[a].name.data,
+                           cc->p->clients[a].line);
+    }
+
+    return al_cc_error(cc, node->items[b * 2], "clients \"%s\" (line %u) "
+                       "and \"%s\" (line %u) share an identity (uid, gid, "
+                       "overlapping cidr or token); a request must name "
+                       "exactly one client", cc->p->clients[a].name.data,
+                       cc->p->clients[a].line, cc->p->clients[b].name.data,
+                       cc->p->clients[b].line);
 }
 
 

@@ -1228,5 +1228,18 @@ test_many(void)
            == 0, err.msg);
     al_policy_free(pol);
 
+    /* a wide block at the end holds the first of 40 narrow ones */
+    p = yaml + snprintf(yaml, cap, "version: 1\nclients:\n");
+    for (i = 0; i < 40; i++) {
+        p += sprintf(p, "  c%zu: { cidr: 10.0.%zu.0/24 }\n", i, 40 - i);
+    }
+    sprintf(p, "  wide: { cidr: [192.168.0.0/16, 10.0.0.0/18] }\n" ALERTS);
+    pol = load(yaml, &err);
+    tap_ok(pol == NULL && err.line == 43,
+           "overlapping cidrs among many clients are found");
+    tap_ok(strstr(err.msg, "clients \"c0\" (line 3) and \"wide\" (line 43) "
+                  "share an identity") != NULL, err.msg);
+    al_policy_free(pol);
+
     free(yaml);
 }
