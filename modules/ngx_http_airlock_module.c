@@ -25,6 +25,18 @@
 #include "ngx_http_airlock_module.h"
 
 
+/*
+ * While routes load: routes that inject the same headers (the library
+ * keeps each distinct name and rendered value once) share one inject
+ * table and scrub list, and routes to one upstream share its URL.
+ */
+typedef struct {
+    ngx_uint_t                  *slot;      /* route index + 1; 0: empty */
+    ngx_uint_t                   mask;
+    ngx_str_t                   *upstream;  /* [policy->nupstreams] */
+} ngx_http_airlock_load_t;
+
+
 static ngx_int_t ngx_http_airlock_handler(ngx_http_request_t *r);
 static ngx_http_airlock_ctx_t *ngx_http_airlock_create_ctx(
     ngx_http_request_t *r);
@@ -57,18 +69,6 @@ static ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
 static ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
     ngx_uint_t status, const char *error, const char *reason);
 static ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
-
-/*
- * While routes load: routes that inject the same headers (the library
- * keeps each distinct name and rendered value once) share one inject
- * table and scrub list, and routes to one upstream share its URL.
- */
-typedef struct {
-    ngx_uint_t                  *slot;      /* route index + 1; 0: empty */
-    ngx_uint_t                   mask;
-    ngx_str_t                   *upstream;  /* [policy->nupstreams] */
-} ngx_http_airlock_load_t;
-
 
 static char *ngx_http_airlock_policy(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
