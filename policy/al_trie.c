@@ -30,8 +30,9 @@ struct al_tnode_s {
     al_tnode_t          *child;             /* literal children, listed */
     al_tnode_t          *next;
     al_str_t             seg;               /* the edge into this node */
-    al_tends_t          *routes;            /* by method, where routes end;
-                                               NULL elsewhere */
+    const al_route_t    *route;             /* the one route ending here */
+    al_tends_t          *routes;            /* by method, where two or more
+                                               routes end; NULL elsewhere */
 };
 
 typedef struct al_tblock_s  al_tblock_t;
@@ -81,6 +82,7 @@ static const al_tnode_t *al_trie_walk(const al_trie_t *t,
     const al_tnode_t *node, const al_path_t *path, size_t depth,
     unsigned method, const al_route_t **other);
 static unsigned al_trie_method_index(unsigned bit);
+static const al_route_t *al_trie_at(const al_tnode_t *node, unsigned m);
 
 
 al_trie_t *
@@ -320,6 +322,12 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
         node = next;
     }
 
+    /* most paths end one route: a method table only for a second one */
+    if (node->route == NULL && node->routes == NULL) {
+        node->route = route;
+        return 0;
+    }
+
     if (node->routes == NULL) {
         eb = t->eblocks;
         if (eb == NULL || eb->used == AL_TRIE_BLOCK) {
@@ -331,6 +339,13 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
             t->eblocks = eb;
         }
         node->routes = &eb->ends[eb->used++];
+
+        for (m = 0; m < AL_TRIE_METHODS; m++) {
+            if (node->route->methods & (1u << m)) {
+                (*node->routes)[m] = node->route;
+            }
+        }
+        node->route = NULL;
     }
 
     for (m = 0; m < AL_TRIE_METHODS; m++) {
@@ -340,6 +355,23 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
     }
 
     return 0;
+}
+
+
+/* the route ending at node for method index m, or NULL */
+
+static const al_route_t *
+al_trie_at(const al_tnode_t *node, unsigned m)
+{
+    if (node->routes != NULL) {
+        return (*node->routes)[m];
+    }
+
+    if (node->route != NULL && (node->route->methods & (1u << m))) {
+        return node->route;
+    }
+
+    return NULL;
 }
 
 
@@ -354,12 +386,10 @@ al_trie_overlap(const al_trie_t *t, const al_tnode_t *node,
     const al_route_t   *r;
 
     if (depth == route->nsegs) {
-        if (node->routes == NULL) {
-            return NULL;
-        }
         for (m = 0; m < AL_TRIE_METHODS; m++) {
-            if ((route->methods & (1u << m)) && (*node->routes)[m] != NULL) {
-                return (*node->routes)[m];
+            if ((route->methods & (1u << m)) && al_trie_at(node, m) != NULL)
+            {
+                return al_trie_at(node, m);
             }
         }
         return NULL;
@@ -398,7 +428,7 @@ al_trie_lookup(const al_trie_t *t, const al_path_t *path, unsigned method,
 
     *other = NULL;
     node = al_trie_walk(t, t->root, path, 0, method, other);
-    *route = node ? (*node->routes)[al_trie_method_index(method)] : NULL;
+    *route = node ? al_trie_at(node, al_trie_method_index(method)) : NULL;
 }
 
 
@@ -411,16 +441,16 @@ al_trie_walk(const al_trie_t *t, const al_tnode_t *node,
     const al_tnode_t  *next, *found;
 
     if (depth == path->nseg) {
-        if (node->routes == NULL) {
+        if (node->route == NULL && node->routes == NULL) {
             return NULL;
         }
-        if ((*node->routes)[al_trie_method_index(method)] != NULL
+        if (al_trie_at(node, al_trie_method_index(method)) != NULL
             && method != 0)
         {
             return node;
         }
         for (m = 0; m < AL_TRIE_METHODS && *other == NULL; m++) {
-            *other = (*node->routes)[m];
+            *other = al_trie_at(node, m);
         }
         return NULL;
     }
