@@ -736,6 +736,10 @@ al_ctl_token(const char *env, int stdin_token)
     unsigned char  *buf;
 
     if (stdin_token) {
+        if (isatty(0)) {
+            fprintf(stderr, "enter the token, then Ctrl-D:\n");
+        }
+
         buf = al_ctl_read(0, AL_CTL_SEAL_MAX, &len, 1);
         if (buf == NULL) {
             fprintf(stderr, "airlockctl: cannot read the token from "
