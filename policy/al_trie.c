@@ -7,7 +7,14 @@
  *
  * Two routes that could match the same request are refused at insert
  * time: a literal segment can always be matched by a {param} (patterns are
- * not compared), so the check walks both kinds of edge.
+ * not compared), so the check walks both kinds of edge.  A {param} in the
+ * new route meets every literal sibling at its depth; so that many such
+ * routes next to many literal siblings do not cost their product, the
+ * table also records, for each node, which literal segments occur two
+ * levels below it through a literal child ("grand" edges, their parent id
+ * marked with AL_TRIE_GRAND), and whether any literal child has a {param}
+ * child.  When neither can continue the new route, no literal sibling
+ * can overlap it and they are not visited.
  */
 
 #include <stdlib.h>
@@ -18,6 +25,7 @@
 
 #define AL_TRIE_METHODS  7
 #define AL_TRIE_BLOCK    256               /* nodes per allocation */
+#define AL_TRIE_GRAND    0x80000000u       /* node ids stay below it */
 
 
 typedef struct al_tnode_s  al_tnode_t;
@@ -26,6 +34,10 @@ typedef const al_route_t  *al_tends_t[AL_TRIE_METHODS];
 
 struct al_tnode_s {
     uint32_t             id;
+    unsigned             literal:1;         /* a literal child of its
+                                               parent */
+    unsigned             param_below:1;     /* a literal child has a
+                                               {param} child */
     al_tnode_t          *param;
     al_tnode_t          *child;             /* literal children, listed */
     al_tnode_t          *next;
@@ -73,9 +85,12 @@ static uint32_t al_trie_hash(uint32_t parent, const char *s, size_t len);
 static al_tnode_t *al_trie_node(al_trie_t *t, const char *seg, size_t len);
 static al_tnode_t *al_trie_edge(const al_trie_t *t, const al_tnode_t *parent,
     const char *s, size_t len);
+static al_tnode_t *al_trie_edge_id(const al_trie_t *t, uint32_t parent,
+    const char *s, size_t len);
 static int al_trie_edge_add(al_trie_t *t, al_tnode_t *parent,
     al_tnode_t *child);
 static int al_trie_grow(al_trie_t *t);
+static int al_trie_put(al_trie_t *t, uint32_t parent, al_tnode_t *child);
 static const al_route_t *al_trie_overlap(const al_trie_t *t,
     const al_tnode_t *node, const al_route_t *route, size_t depth);
 static const al_tnode_t *al_trie_walk(const al_trie_t *t,
@@ -169,6 +184,10 @@ al_trie_node(al_trie_t *t, const char *seg, size_t len)
         t->blocks = b;
     }
 
+    if (t->next_id >= AL_TRIE_GRAND) {
+        return NULL;
+    }
+
     n = &b->node[b->used++];
     n->id = t->next_id++;
     n->seg.data = seg;
@@ -182,11 +201,19 @@ static al_tnode_t *
 al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
     size_t len)
 {
+    return al_trie_edge_id(t, parent->id, s, len);
+}
+
+
+static al_tnode_t *
+al_trie_edge_id(const al_trie_t *t, uint32_t parent, const char *s,
+    size_t len)
+{
     size_t             i, mask;
     uint32_t           h;
     const al_tedge_t  *e;
 
-    h = al_trie_hash(parent->id, s, len);
+    h = al_trie_hash(parent, s, len);
     mask = t->cap - 1;
 
     for (i = h & mask; ; i = (i + 1) & mask) {
@@ -196,7 +223,7 @@ al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
             return NULL;
         }
 
-        if (e->hash == h && e->parent == parent->id
+        if (e->hash == h && e->parent == parent
             && e->node->seg.len == len
             && memcmp(e->node->seg.data, s, len) == 0)
         {
@@ -209,6 +236,21 @@ al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
 static int
 al_trie_edge_add(al_trie_t *t, al_tnode_t *parent, al_tnode_t *child)
 {
+    if (al_trie_put(t, parent->id, child) != 0) {
+        return -1;
+    }
+
+    child->literal = 1;
+    child->next = parent->child;
+    parent->child = child;
+
+    return 0;
+}
+
+
+static int
+al_trie_put(al_trie_t *t, uint32_t parent, al_tnode_t *child)
+{
     size_t       i, mask;
     uint32_t     h;
 
@@ -216,7 +258,7 @@ al_trie_edge_add(al_trie_t *t, al_tnode_t *parent, al_tnode_t *child)
         return -1;
     }
 
-    h = al_trie_hash(parent->id, child->seg.data, child->seg.len);
+    h = al_trie_hash(parent, child->seg.data, child->seg.len);
     mask = t->cap - 1;
 
     for (i = h & mask; t->edges[i].node != NULL; i = (i + 1) & mask) {
@@ -224,12 +266,9 @@ al_trie_edge_add(al_trie_t *t, al_tnode_t *parent, al_tnode_t *child)
     }
 
     t->edges[i].hash = h;
-    t->edges[i].parent = parent->id;
+    t->edges[i].parent = parent;
     t->edges[i].node = child;
     t->nedges++;
-
-    child->next = parent->child;
-    parent->child = child;
 
     return 0;
 }
@@ -290,7 +329,7 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
 {
     size_t         i;
     unsigned       m;
-    al_tnode_t    *node, *next;
+    al_tnode_t    *node, *next, *prev;
     al_teblock_t  *eb;
 
     *conflict = al_trie_overlap(t, t->root, route, 0);
@@ -299,6 +338,7 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
     }
 
     node = t->root;
+    prev = NULL;
 
     for (i = 0; i < route->nsegs; i++) {
         if (route->seg_is_param[i]) {
@@ -307,7 +347,11 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
                 if (node->param == NULL) {
                     return -1;
                 }
+                if (node->literal) {
+                    prev->param_below = 1;
+                }
             }
+            prev = node;
             node = node->param;
             continue;
         }
@@ -318,7 +362,17 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
             if (next == NULL || al_trie_edge_add(t, node, next) != 0) {
                 return -1;
             }
+
+            /* the grand edge, once per segment under prev */
+            if (node->literal
+                && al_trie_edge_id(t, prev->id | AL_TRIE_GRAND, next->seg.data,
+                                   next->seg.len) == NULL
+                && al_trie_put(t, prev->id | AL_TRIE_GRAND, next) != 0)
+            {
+                return -1;
+            }
         }
+        prev = node;
         node = next;
     }
 
@@ -408,7 +462,20 @@ al_trie_overlap(const al_trie_t *t, const al_tnode_t *node,
         return c ? al_trie_overlap(t, c, route, depth + 1) : NULL;
     }
 
-    /* a {param} here overlaps every literal sibling */
+    /*
+     * A {param} here overlaps every literal sibling, unless none of them
+     * can continue with the next segment: a literal one that no literal
+     * child has under it, and no literal child has a {param} child.
+     */
+    if (depth + 1 < route->nsegs && !route->seg_is_param[depth + 1]
+        && !node->param_below
+        && al_trie_edge_id(t, node->id | AL_TRIE_GRAND,
+                           route->segs[depth + 1].data,
+                           route->segs[depth + 1].len) == NULL)
+    {
+        return NULL;
+    }
+
     for (c = node->child; c != NULL; c = c->next) {
         r = al_trie_overlap(t, c, route, depth + 1);
         if (r != NULL) {

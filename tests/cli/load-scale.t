@@ -11,6 +11,10 @@
 # room for an n log n step.  Both airlockctl check and nginx -t are
 # counted: the module does work of its own for every route.
 #
+# The same for a policy of {param} routes beside many literal siblings
+# (/{p}/yN next to /tN/x), whose overlap check once visited every sibling
+# for every {param} route.
+#
 # Memory: one worker's VmRSS with 20,000 routes against one with 10
 # routes, per added route.
 
@@ -88,6 +92,22 @@ for my $what (qw(check nginx-t)) {
                                 . "instructions (%s and %s)", $what, $ratio,
                                 $ir{1000} // '?', $ir{10000} // '?'));
     }
+}
+
+# {param} routes beside many literal siblings (/{p}/yN next to /tN/x)
+{
+    my %ir;
+    for my $n (500, 5000) {
+        my ($ir, $out) = instructions($l->ctl, 'check',
+                                      $l->policy_siblings($n));
+        defined $ir or diag($out);
+        $ir{$n} = $ir;
+    }
+    my $ratio = defined $ir{500} && defined $ir{5000} && $ir{500}
+        ? $ir{5000} / $ir{500} : 1e9;
+    ok($ratio < 13, sprintf("check, {param} routes beside literal siblings: "
+                            . "10x the routes cost %.1fx the instructions",
+                            $ratio));
 }
 
 SKIP: {

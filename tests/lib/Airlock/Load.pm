@@ -95,6 +95,30 @@ EOF
 }
 
 
+# $n routes /tN/x and $n routes /{p}/yN: {param} routes beside many literal
+# siblings, the shape whose overlap check once cost their product
+sub policy_siblings {
+    my ($self, $n) = @_;
+    my $path = "$self->{dir}/siblings-$n.yaml";
+
+    open my $fh, '>', $path or die "$path: $!\n";
+    print $fh "version: 1\nclients:\n  agent: { cidr: 127.0.0.0/8 }\n"
+            . "upstreams:\n  up: { url: \"http://127.0.0.1:9\" }\n"
+            . "routes:\n";
+    print $fh "- {name: a$_, clients: agent, match: {method: GET, "
+            . "path: \"/t$_/x\"}, upstream: up, to: /a}\n"
+        for 1 .. $n;
+    print $fh "- {name: b$_, clients: agent, match: {method: GET, "
+            . "path: \"/{p}/y$_\"}, params: {p: '^[a-z]+\$'}, upstream: up, "
+            . "to: /b}\n"
+        for 1 .. $n;
+    print $fh "alerts:\n  deny: { threshold: 3, window: 60s }\n";
+    close $fh;
+
+    return $path;
+}
+
+
 sub _conf {
     my ($self, $policy) = @_;
     my $d = $self->{dir};
