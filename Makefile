@@ -46,8 +46,8 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all demo demo-up down deps lib ctl alertd agent modules unit test \
-        asan fuzz fuzz-build bench bench-match bench-proxy bench-llm bench-deny bench-deps \
-        install deb clean help
+        asan fuzz fuzz-build bench bench-match bench-proxy bench-llm \
+        bench-deny bench-load bench-deps install deb clean help
 
 all: lib ctl alertd agent modules unit
 
@@ -65,7 +65,7 @@ help:
 	@echo "make fuzz         run each libFuzzer target FUZZ_TIME seconds"
 	@echo "make fuzz-build   build the libFuzzer targets only"
 	@echo "make bench        run every benchmark below"
-	@echo "make bench-match|bench-proxy|bench-llm|bench-deny   one of them"
+	@echo "make bench-match|bench-proxy|bench-llm|bench-deny|bench-load   one of them"
 	@echo "make bench-deps   install the benchmarks' packages (wrk)"
 	@echo "make install      install under DESTDIR (PREFIX=$(PREFIX))"
 	@echo "make deb          Debian packages in BUILD/deb (dpkg-buildpackage)"
@@ -208,7 +208,11 @@ bench-proxy bench-llm bench-deny: bench-deps
 	@$(MAKE) --no-print-directory all
 	AIRLOCK_BUILD=$(B) perl tests/bench/$(@:bench-%=%).pl
 
-bench: bench-match bench-proxy bench-llm bench-deny
+bench-load: bench-deps
+	@$(MAKE) --no-print-directory all
+	AIRLOCK_BUILD=$(B) perl tests/bench/load.pl
+
+bench: bench-match bench-proxy bench-llm bench-deny bench-load
 
 # Installation, as the packages lay it out.  A new program is one line:
 # INSTALL_BINS += $(B)/its-binary; a unit in conf/*.service comes with it.

@@ -25,6 +25,18 @@
 #include "ngx_http_airlock_module.h"
 
 
+/*
+ * While routes load: routes that inject the same headers (the library
+ * keeps each distinct name and rendered value once) share one inject
+ * table and scrub list, and routes to one upstream share its URL.
+ */
+typedef struct {
+    ngx_uint_t                  *slot;      /* route index + 1; 0: empty */
+    ngx_uint_t                   mask;
+    ngx_str_t                   *upstream;  /* [policy->nupstreams] */
+} ngx_http_airlock_load_t;
+
+
 static ngx_int_t ngx_http_airlock_handler(ngx_http_request_t *r);
 static ngx_http_airlock_ctx_t *ngx_http_airlock_create_ctx(
     ngx_http_request_t *r);
@@ -68,7 +80,10 @@ static char *ngx_http_airlock_load(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf);
 static char *ngx_http_airlock_load_route(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
-    ngx_http_airlock_route_t *rc);
+    ngx_http_airlock_route_t *rc, ngx_http_airlock_load_t *ld);
+static ngx_http_airlock_route_t *ngx_http_airlock_same_inject(
+    ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
+    ngx_http_airlock_load_t *ld);
 static void ngx_http_airlock_policy_cleanup(void *data);
 static void ngx_http_airlock_scrub_cleanup(void *data);
 
@@ -1329,13 +1344,14 @@ ngx_http_airlock_error_json(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
 {
-    char                *rv;
-    size_t               i;
-    al_error_t           err;
-    al_policy_t         *p;
-    al_keyring_t        *kr;
-    ngx_pool_cleanup_t  *cln;
-    u_char               msg[sizeof(al_error_t) + 16];
+    char                     *rv;
+    size_t                    i;
+    al_error_t                err;
+    al_policy_t              *p;
+    al_keyring_t             *kr;
+    ngx_pool_cleanup_t       *cln;
+    ngx_http_airlock_load_t   ld;
+    u_char                    msg[sizeof(al_error_t) + 16];
 
     kr = NULL;
 
@@ -1381,9 +1397,22 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
         return NGX_CONF_ERROR;
     }
 
+    for (ld.mask = 8; ld.mask < 2 * p->nroutes + 2; ld.mask *= 2) {
+        /* void */
+    }
+
+    ld.slot = ngx_pcalloc(cf->temp_pool, ld.mask * sizeof(ngx_uint_t));
+    ld.upstream = ngx_pcalloc(cf->temp_pool,
+                              (p->nupstreams + 1) * sizeof(ngx_str_t));
+    if (ld.slot == NULL || ld.upstream == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ld.mask--;
+
     for (i = 0; i < p->nroutes; i++) {
         rv = ngx_http_airlock_load_route(cf, amcf, &p->routes[i],
-                                         &amcf->routes[i]);
+                                         &amcf->routes[i], &ld);
         if (rv != NGX_CONF_OK) {
             return rv;
         }
@@ -1396,36 +1425,55 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
 static char *
 ngx_http_airlock_load_route(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
-    ngx_http_airlock_route_t *rc)
+    ngx_http_airlock_route_t *rc, ngx_http_airlock_load_t *ld)
 {
-    size_t                len;
-    ngx_uint_t            i;
-    const char           *why;
-    al_scrub_t           *scrub;
-    ngx_table_elt_t      *h;
-    al_inject_t          *inj;
-    ngx_pool_cleanup_t   *cln;
-    const al_upstream_t  *u;
+    size_t                     len;
+    ngx_uint_t                 i;
+    const char                *why;
+    al_scrub_t                *scrub;
+    ngx_table_elt_t           *h;
+    al_inject_t               *inj;
+    ngx_str_t                 *us;
+    ngx_pool_cleanup_t        *cln;
+    const al_upstream_t       *u;
+    ngx_http_airlock_route_t  *same;
 
     u = route->upstream;
+    us = &ld->upstream[u - amcf->policy->upstreams];
 
-    len = sizeof("https://") - 1 + u->host.len;
+    if (us->data == NULL) {
+        len = sizeof("https://") - 1 + u->host.len;
 
-    rc->upstream.data = ngx_pnalloc(cf->pool, len);
-    if (rc->upstream.data == NULL) {
-        return NGX_CONF_ERROR;
+        us->data = ngx_pnalloc(cf->pool, len);
+        if (us->data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        us->len = ngx_sprintf(us->data, "%s://%*s",
+                              u->https ? "https" : "http",
+                              u->host.len, u->host.data)
+                  - us->data;
     }
 
-    rc->upstream.len = ngx_sprintf(rc->upstream.data, "%s://%*s",
-                                   u->https ? "https" : "http",
-                                   u->host.len, u->host.data)
-                       - rc->upstream.data;
+    rc->upstream = *us;
 
     if (route->has_body && route->body_max > amcf->body_max) {
         amcf->body_max = route->body_max;
     }
 
     if (route->ninject == 0) {
+        return NGX_CONF_OK;
+    }
+
+    same = ngx_http_airlock_same_inject(amcf, route, ld);
+    if (same != NULL) {
+        rc->inject = same->inject;
+        rc->ninject = same->ninject;
+        rc->scrub = same->scrub;
+        rc->minlen = same->minlen;
+        rc->first = same->first;
+        rc->nfirst = same->nfirst;
+        ngx_memcpy(rc->firsts, same->firsts, sizeof(rc->firsts));
         return NGX_CONF_OK;
     }
 
@@ -1497,6 +1545,55 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The loaded route that injects exactly what route injects, or NULL after
+ * remembering route.  Equal names and rendered values are the same
+ * pointers in the library, so pointers are compared.
+ */
+
+static ngx_http_airlock_route_t *
+ngx_http_airlock_same_inject(ngx_http_airlock_main_conf_t *amcf,
+    const al_route_t *route, ngx_http_airlock_load_t *ld)
+{
+    ngx_uint_t         i, k;
+    uintptr_t          h;
+    const al_route_t  *o;
+
+    h = route->ninject;
+
+    for (i = 0; i < route->ninject; i++) {
+        h = h * 31 + (uintptr_t) route->inject[i].name.data;
+        h = h * 31 + (uintptr_t) route->inject[i].value;
+    }
+
+    h ^= h >> 17;
+
+    for (k = h & ld->mask; ld->slot[k] != 0; k = (k + 1) & ld->mask) {
+        o = &amcf->policy->routes[ld->slot[k] - 1];
+
+        if (o->ninject != route->ninject) {
+            continue;
+        }
+
+        for (i = 0; i < route->ninject; i++) {
+            if (o->inject[i].name.data != route->inject[i].name.data
+                || o->inject[i].value != route->inject[i].value)
+            {
+                break;
+            }
+        }
+
+        if (i == route->ninject) {
+            return &amcf->routes[ld->slot[k] - 1];
+        }
+    }
+
+    ld->slot[k] = route->index + 1;
+
+    return NULL;
 }
 
 

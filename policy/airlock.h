@@ -308,6 +308,8 @@ typedef struct {
     unsigned         line;
     al_str_t         description;           /* "" when not given */
     unsigned         methods;               /* AL_METHOD_* */
+    unsigned         has_body:1;
+    unsigned         allow_cookies:1;
     al_str_t         path;                  /* template as written */
     al_str_t        *segs;                  /* literal, or param name */
     uint8_t         *seg_is_param;
@@ -327,8 +329,6 @@ typedef struct {
                                                NULL */
     size_t           nquery_allow;
 
-    unsigned         has_body:1;
-    unsigned         allow_cookies:1;
     size_t           body_max;              /* bytes; 0 = no body allowed */
     al_str_t         content_type;          /* "" = any */
     al_json_rule_t  *json;                  /* NULL = body not JSON-checked */
@@ -387,6 +387,16 @@ typedef struct {
 
 typedef struct al_trie_s  al_trie_t;
 
+/*
+ * A name index: open addressing over the position of each entry in its
+ * array (position + 1; 0 is an empty slot), so a lookup by name costs one
+ * hash whatever the number of entries.
+ */
+typedef struct {
+    uint32_t        *slot;
+    size_t           mask;                  /* slots - 1, a power of two */
+} al_names_t;
+
 typedef struct {
     al_str_t         file;
     unsigned         version;
@@ -406,6 +416,8 @@ typedef struct {
     al_sink_t       *sinks;
     size_t           nsinks;
     al_trie_t       *trie;
+    al_names_t       client_names;
+    al_names_t       route_names;
     void            *pool;
 } al_policy_t;
 

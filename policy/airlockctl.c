@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "airlock.h"
+#include "al_llm.h"
 
 
 #define AL_CTL_BODY_MAX  (16 * 1024 * 1024)
@@ -47,7 +48,12 @@ static int al_ctl_seal(int argc, char **argv);
 static int al_ctl_tools(int argc, char **argv);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
-static al_policy_t *al_ctl_load(const char *path, const char *key);
+static al_policy_t *al_ctl_load(const char *path, const char *key,
+    int *rc);
+static int al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
+    const char *method, const char *target, const unsigned char *body,
+    size_t body_len, const char *ctype);
+static char *al_ctl_token(const char *env, int stdin_token);
 static unsigned char *al_ctl_read(int fd, size_t max, size_t *len,
     int secure);
 static void al_ctl_print_line(void *data, const char *line);
@@ -59,19 +65,27 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "check FILE [--key PRIVATE_KEY]",
       "Validates a policy file.  Prints \"FILE: ok\" and a summary, or the\n"
       "first error as FILE:LINE:COLUMN: message.  With --key, sealed and\n"
-      "file: secrets are opened too, as nginx will open them.\n"
-      "Exit status: 0 valid, 1 invalid, 2 usage error." },
+      "file: secrets are opened too, as nginx will open them; without it,\n"
+      "they are not, and check says so.\n"
+      "Exit status: 0 valid, 1 invalid, 2 usage error or a file that\n"
+      "cannot be read." },
 
     { "explain", al_ctl_explain,
       "explain FILE (--client NAME | [--uid N] [--gid N] [--addr IP]\n"
-      "              [--token TOKEN]) METHOD TARGET\n"
+      "              [--token-stdin | --token-env VAR]) METHOD TARGET\n"
       "              [--body FILE] [--content-type TYPE]",
-      "Shows what the proxy does with one request: the route it matches\n"
-      "and the upstream request it sends, or the deny reason.  The client\n"
-      "is named directly with --client, or identified from a peer uid,\n"
-      "gid, address and token exactly as the proxy identifies it.  TARGET\n"
-      "is the raw request target, e.g. '/logs/api?since=5m'.\n"
-      "Exit status: 0 allowed, 1 denied, 2 usage error." },
+      "Shows what the proxy does with one request: the route or LLM\n"
+      "provider it matches and the upstream request it sends, or the deny\n"
+      "reason.  The client is named directly with --client, or identified\n"
+      "from a peer uid, gid, address and token exactly as the proxy\n"
+      "identifies it.  The token is read from standard input\n"
+      "(--token-stdin) or from the environment variable VAR\n"
+      "(--token-env), never from the command line.  TARGET is the raw\n"
+      "request target, e.g. '/logs/api?since=5m'.  On an LLM prefix the\n"
+      "body (--body, '-' for standard input) is checked as the gateway\n"
+      "checks it: model, client permission, max_tokens clamp or reject.\n"
+      "Exit status: 0 allowed, 1 denied, 2 usage error or an input that\n"
+      "cannot be read." },
 
     { "routes", al_ctl_routes,
       "routes FILE",
@@ -203,15 +217,29 @@ al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd)
 }
 
 
+/*
+ * Loads a policy; on failure *rc is 2 when the policy or key file cannot
+ * be read at all, 1 when the policy is invalid.
+ */
+
 static al_policy_t *
-al_ctl_load(const char *path, const char *key)
+al_ctl_load(const char *path, const char *key, int *rc)
 {
+    int            fd;
     char           msg[AL_ERR_MAX + 300];
     al_error_t     err;
     al_policy_t   *p;
     al_keyring_t  *kr;
 
     kr = NULL;
+    *rc = 2;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    close(fd);
 
     if (key != NULL) {
         kr = al_keyring_load(key, &err);
@@ -221,6 +249,8 @@ al_ctl_load(const char *path, const char *key)
             return NULL;
         }
     }
+
+    *rc = 1;
 
     p = al_policy_load(path, kr, &err);
 
@@ -239,7 +269,8 @@ al_ctl_load(const char *path, const char *key)
 static int
 al_ctl_check(int argc, char **argv)
 {
-    int                  i;
+    int                  i, rc;
+    size_t               k, nsealed;
     const char          *file, *key;
     al_policy_t         *p;
     const al_ctl_cmd_t  *cmd;
@@ -268,14 +299,27 @@ al_ctl_check(int argc, char **argv)
         return al_ctl_usage(stderr, cmd);
     }
 
-    p = al_ctl_load(file, key);
+    p = al_ctl_load(file, key, &rc);
     if (p == NULL) {
-        return 1;
+        return rc;
     }
 
     printf("%s: ok (%zu clients, %zu routes, %zu llm providers, %zu secrets"
            "%s, %zu alert sinks)\n", file, p->nclients, p->nroutes, p->nllm,
            p->nsecrets, key ? " opened" : "", p->nsinks);
+
+    if (key == NULL && p->nsecrets > 0) {
+        nsealed = 0;
+        for (k = 0; k < p->nsecrets; k++) {
+            nsealed += p->secrets[k].sealed;
+        }
+
+        printf("secrets NOT opened: %zu sealed secret%s checked for shape "
+               "only, %zu file: secret%s not read; run check --key "
+               "PRIVATE_KEY to open them as nginx will\n", nsealed,
+               nsealed == 1 ? "" : "s", p->nsecrets - nsealed,
+               p->nsecrets - nsealed == 1 ? "" : "s");
+    }
 
     al_policy_free(p);
 
@@ -286,11 +330,11 @@ al_ctl_check(int argc, char **argv)
 static int
 al_ctl_explain(int argc, char **argv)
 {
-    int                  i, rc, have_peer;
-    char                 m[64];
+    int                  i, rc, have_peer, token_stdin;
+    char                 m[64], *token;
     size_t               body_len, k;
     uint64_t             v;
-    const char          *file, *client, *token, *method, *target, *why;
+    const char          *file, *client, *token_env, *method, *target, *why;
     const char          *body_file, *ctype;
     al_peer_t            peer;
     al_policy_t         *p;
@@ -307,12 +351,26 @@ al_ctl_explain(int argc, char **argv)
         return 0;
     }
 
-    file = client = token = method = target = body_file = ctype = NULL;
+    file = client = token_env = method = target = body_file = ctype = NULL;
     memset(&peer, 0, sizeof(peer));
     have_peer = 0;
+    token_stdin = 0;
 
     for (i = 1; i < argc; i++) {
         const char  *a = argv[i];
+
+        if (strcmp(a, "--token") == 0 || strncmp(a, "--token=", 8) == 0) {
+            /* a token in argv sits in ps and in the shell history */
+            fprintf(stderr, "airlockctl: explain does not take a token on "
+                    "the command line; use --token-stdin (and write it to "
+                    "standard input) or --token-env VAR\n");
+            return 2;
+        }
+
+        if (strcmp(a, "--token-stdin") == 0) {
+            token_stdin = 1;
+            continue;
+        }
 
         if (a[0] == '-' && a[1] == '-' && i + 1 >= argc) {
             return al_ctl_usage(stderr, cmd);
@@ -321,8 +379,8 @@ al_ctl_explain(int argc, char **argv)
         if (strcmp(a, "--client") == 0) {
             client = argv[++i];
 
-        } else if (strcmp(a, "--token") == 0) {
-            token = argv[++i];
+        } else if (strcmp(a, "--token-env") == 0) {
+            token_env = argv[++i];
 
         } else if (strcmp(a, "--uid") == 0 || strcmp(a, "--gid") == 0) {
             char  *end;
@@ -380,20 +438,43 @@ al_ctl_explain(int argc, char **argv)
         }
     }
 
+    if (token_stdin && token_env != NULL) {
+        fprintf(stderr, "airlockctl: --token-stdin and --token-env are "
+                "exclusive\n");
+        return 2;
+    }
+
+    if (token_stdin && body_file != NULL && strcmp(body_file, "-") == 0) {
+        fprintf(stderr, "airlockctl: the token and the body cannot both "
+                "come from standard input\n");
+        return 2;
+    }
+
     if (file == NULL || method == NULL || target == NULL
-        || (client != NULL && (have_peer || token != NULL))
-        || (client == NULL && !have_peer && token == NULL))
+        || (client != NULL && (have_peer || token_stdin || token_env))
+        || (client == NULL && !have_peer && !token_stdin && !token_env))
     {
         return al_ctl_usage(stderr, cmd);
     }
 
-    p = al_ctl_load(file, NULL);
+    token = NULL;
+
+    if (token_stdin || token_env != NULL) {
+        token = al_ctl_token(token_env, token_stdin);
+        if (token == NULL) {
+            return 2;
+        }
+    }
+
+    p = al_ctl_load(file, NULL, &rc);
     if (p == NULL) {
+        free(token);
         return 2;
     }
 
     d = calloc(1, sizeof(al_decision_t));
     if (d == NULL) {
+        free(token);
         al_policy_free(p);
         return 2;
     }
@@ -406,6 +487,28 @@ al_ctl_explain(int argc, char **argv)
     rc = 1;
     body = NULL;
     body_len = 0;
+
+    if (body_file != NULL) {
+        int  fd;
+
+        fd = strcmp(body_file, "-") == 0
+             ? 0 : open(body_file, O_RDONLY | O_CLOEXEC);
+        if (fd == -1) {
+            fprintf(stderr, "airlockctl: cannot open %s: %s\n", body_file,
+                    strerror(errno));
+            rc = 2;
+            goto done;
+        }
+        body = al_ctl_read(fd, AL_CTL_BODY_MAX, &body_len, 0);
+        if (fd != 0) {
+            close(fd);
+        }
+        if (body == NULL) {
+            fprintf(stderr, "airlockctl: cannot read %s\n", body_file);
+            rc = 2;
+            goto done;
+        }
+    }
 
     if (client != NULL) {
         req.client = al_policy_client(p, client, strlen(client));
@@ -432,24 +535,8 @@ al_ctl_explain(int argc, char **argv)
             && (target[l->prefix.len] == '/' || target[l->prefix.len] == '?'
                 || target[l->prefix.len] == '\0'))
         {
-            size_t  c;
-
-            for (c = 0; c < l->nclients; c++) {
-                if (l->clients[c].client == req.client) {
-                    break;
-                }
-            }
-
-            if (c == l->nclients) {
-                printf("deny: client_unknown (llm provider \"%s\" does not "
-                       "list client \"%s\")\n", l->name.data,
-                       req.client->name.data);
-                goto done;
-            }
-
-            printf("llm: provider \"%s\" (line %u) handles %s; upstream %s\n",
-                   l->name.data, l->line, l->prefix.data, l->upstream.url.data);
-            rc = 0;
+            rc = al_ctl_explain_llm(l, req.client, method, target, body,
+                                    body_len, ctype);
             goto done;
         }
     }
@@ -464,28 +551,6 @@ al_ctl_explain(int argc, char **argv)
     }
 
     r = d->route;
-
-    if (body_file != NULL) {
-        int  fd;
-
-        fd = strcmp(body_file, "-") == 0
-             ? 0 : open(body_file, O_RDONLY | O_CLOEXEC);
-        if (fd == -1) {
-            fprintf(stderr, "airlockctl: cannot open %s: %s\n", body_file,
-                    strerror(errno));
-            rc = 2;
-            goto done;
-        }
-        body = al_ctl_read(fd, AL_CTL_BODY_MAX, &body_len, 0);
-        if (fd != 0) {
-            close(fd);
-        }
-        if (body == NULL) {
-            fprintf(stderr, "airlockctl: cannot read %s\n", body_file);
-            rc = 2;
-            goto done;
-        }
-    }
 
     if (al_decide_body(r, ctype, ctype ? strlen(ctype) : 0, body, body_len,
                        d) != AL_REASON_NONE)
@@ -518,6 +583,10 @@ al_ctl_explain(int argc, char **argv)
 
 done:
 
+    if (token != NULL) {
+        al_secure_free(token);
+    }
+
     free(body);
     free(d);
     al_policy_free(p);
@@ -526,9 +595,208 @@ done:
 }
 
 
+/*
+ * An LLM prefix, decided by the gateway's own library calls in the
+ * gateway's order: the client's entry, the endpoint and query
+ * (al_llm_route()), then the body (al_llm_request()): model, stream,
+ * max_tokens clamp or reject.  Budgets depend on what was spent and are
+ * not decided here.  Returns 0 allowed, 1 denied.
+ */
+
+static int
+al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
+    const char *method, const char *target, const unsigned char *body,
+    size_t body_len, const char *ctype)
+{
+    int                     rc;
+    size_t                  tlen;
+    al_reason_t             reason;
+    al_llm_req_t            req;
+    al_llm_route_t         *rt;
+    const al_llm_client_t  *lc;
+
+    printf("llm: provider \"%s\" (line %u), prefix %s\n", l->name.data,
+           l->line, l->prefix.data);
+
+    lc = al_llm_find_client(l, client);
+    if (lc == NULL) {
+        printf("deny: %s (this client may not use this provider)\n",
+               al_reason_name(AL_REASON_NO_ROUTE));
+        return 1;
+    }
+
+    tlen = strlen(target);
+
+    if (target[l->prefix.len] != '/') {
+        printf("deny: %s (the request target is not under the provider's "
+               "prefix)\n", al_reason_name(AL_REASON_NO_ROUTE));
+        return 1;
+    }
+
+    rt = calloc(1, sizeof(al_llm_route_t));
+    if (rt == NULL) {
+        return 2;
+    }
+
+    reason = al_llm_route(l, lc, al_method_bit(method, strlen(method)),
+                          target + l->prefix.len, tlen - l->prefix.len, rt);
+    if (reason != AL_REASON_NONE) {
+        printf("deny: %s (%s)\n", al_reason_name(reason), rt->detail);
+        free(rt);
+        return 1;
+    }
+
+    rc = 1;
+
+    if (!al_llm_endpoint_has_body(rt->endpoint)) {
+        if (body_len > 0) {
+            printf("deny: %s (this endpoint takes no request body)\n",
+                   al_reason_name(AL_REASON_BODY));
+            goto done;
+        }
+
+        printf("allow: %s %s\n", method,
+               al_llm_endpoint_name(rt->endpoint));
+        printf("  forward:  %s %.*s%s\n", method,
+               (int) (l->upstream.url.len - l->upstream.base_path.len),
+               l->upstream.url.data, rt->uri);
+        printf("  inject:   the key of secret \"%s\"\n",
+               l->secret->name.data);
+        rc = 0;
+        goto done;
+    }
+
+    if (body_len > l->body_max) {
+        printf("deny: %s (request body of %zu bytes is over the limit of "
+               "%zu bytes)\n", al_reason_name(AL_REASON_BODY_TOO_LARGE),
+               body_len, l->body_max);
+        goto done;
+    }
+
+    memset(&req, 0, sizeof(req));
+
+    reason = al_llm_request(l, lc, rt->endpoint, ctype,
+                            ctype ? strlen(ctype) : 0,
+                            body ? body : (const unsigned char *) "",
+                            body_len, &req);
+
+    if (reason != AL_REASON_NONE) {
+        printf("deny: %s (%s)\n", al_reason_name(reason), req.detail);
+        if (body == NULL) {
+            printf("  (this endpoint takes a JSON body: give it with "
+                   "--body FILE and --content-type application/json)\n");
+        }
+        al_llm_request_free(&req);
+        goto done;
+    }
+
+    printf("allow: %s %s, model %.*s%s\n", method,
+           al_llm_endpoint_name(rt->endpoint), (int) req.model_len,
+           req.model, req.stream ? ", streamed" : "");
+    printf("  forward:  %s %.*s%s\n", method,
+           (int) (l->upstream.url.len - l->upstream.base_path.len),
+           l->upstream.url.data, rt->uri);
+    printf("  inject:   the key of secret \"%s\"\n", l->secret->name.data);
+
+    if (req.clamped) {
+        printf("  max_tokens: clamped to %llu (over_max_tokens: clamp)\n",
+               (unsigned long long) lc->max_tokens);
+    } else if (req.capped) {
+        printf("  max_tokens: %llu added (the client's cap)\n",
+               (unsigned long long) lc->max_tokens);
+    }
+
+    if (req.body != NULL) {
+        printf("  body:     rewritten: %.*s\n", (int) req.body_len,
+               req.body);
+    } else {
+        printf("  body:     %zu bytes, checked, forwarded as sent\n",
+               body_len);
+    }
+
+    if (lc->tokens_per_minute || lc->tokens_per_day) {
+        printf("  budget:   reserves %llu tokens against %llu/min, "
+               "%llu/day (0 = unlimited)\n",
+               (unsigned long long) al_llm_request_need(&req),
+               (unsigned long long) lc->tokens_per_minute,
+               (unsigned long long) lc->tokens_per_day);
+    }
+
+    al_llm_request_free(&req);
+    rc = 0;
+
+done:
+
+    free(rt);
+
+    return rc;
+}
+
+
+/*
+ * A bearer token from standard input (one line; its newline dropped) or
+ * from an environment variable, in guarded memory.  NULL after a message.
+ */
+
+static char *
+al_ctl_token(const char *env, int stdin_token)
+{
+    size_t          len;
+    char           *t;
+    const char     *e;
+    unsigned char  *buf;
+
+    if (stdin_token) {
+        if (isatty(0)) {
+            fprintf(stderr, "enter the token, then Ctrl-D:\n");
+        }
+
+        buf = al_ctl_read(0, AL_CTL_SEAL_MAX, &len, 1);
+        if (buf == NULL) {
+            fprintf(stderr, "airlockctl: cannot read the token from "
+                    "standard input\n");
+            return NULL;
+        }
+        if (len > 0 && buf[len - 1] == '\n') {
+            buf[--len] = '\0';
+            if (len > 0 && buf[len - 1] == '\r') {
+                buf[--len] = '\0';
+            }
+        }
+        if (len == 0) {
+            al_secure_free(buf);
+            fprintf(stderr, "airlockctl: the token on standard input is "
+                    "empty\n");
+            return NULL;
+        }
+        return (char *) buf;
+    }
+
+    e = getenv(env);
+    if (e == NULL || e[0] == '\0') {
+        fprintf(stderr, "airlockctl: the environment variable %s is not "
+                "set or empty\n", env);
+        return NULL;
+    }
+
+    len = strlen(e);
+
+    t = al_secure_alloc(len + 1);
+    if (t == NULL) {
+        fprintf(stderr, "airlockctl: out of memory\n");
+        return NULL;
+    }
+
+    memcpy(t, e, len + 1);
+
+    return t;
+}
+
+
 static int
 al_ctl_routes(int argc, char **argv)
 {
+    int                  rc;
     char                 m[64], clients[256], body[32];
     size_t               i, k, n;
     al_policy_t         *p;
@@ -545,7 +813,7 @@ al_ctl_routes(int argc, char **argv)
         return al_ctl_usage(stderr, cmd);
     }
 
-    p = al_ctl_load(argv[1], NULL);
+    p = al_ctl_load(argv[1], NULL, &rc);
     if (p == NULL) {
         return 2;
     }
@@ -619,7 +887,7 @@ al_ctl_print_line(void *data, const char *line)
 static int
 al_ctl_diff(int argc, char **argv)
 {
-    int                  grants;
+    int                  grants, rc;
     al_policy_t         *o, *n;
     const al_ctl_cmd_t  *cmd;
 
@@ -632,12 +900,12 @@ al_ctl_diff(int argc, char **argv)
         return al_ctl_usage(stderr, cmd);
     }
 
-    o = al_ctl_load(argv[1], NULL);
+    o = al_ctl_load(argv[1], NULL, &rc);
     if (o == NULL) {
         return 2;
     }
 
-    n = al_ctl_load(argv[2], NULL);
+    n = al_ctl_load(argv[2], NULL, &rc);
     if (n == NULL) {
         al_policy_free(o);
         return 2;

@@ -38,6 +38,7 @@ static void al_diff_alerts(al_diff_t *df, const al_policy_t *o,
     const al_policy_t *n);
 static const al_llm_client_t *al_llm_client(const al_llm_t *l,
     const al_str_t *name);
+static const char *al_diff_kind(al_llm_kind_t kind);
 
 
 int
@@ -61,12 +62,26 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
                 break;
             }
         }
-        if (j < o->nupstreams
-            && !al_str_eq(&n->upstreams[i].url, &o->upstreams[j].url))
-        {
+        if (j == o->nupstreams) {
+            al_diff_emit(&df, '~', "upstream %s added (%s)",
+                         n->upstreams[i].name.data, n->upstreams[i].url.data);
+
+        } else if (!al_str_eq(&n->upstreams[i].url, &o->upstreams[j].url)) {
             al_diff_emit(&df, '+', "upstream %s: url %s -> %s",
                          n->upstreams[i].name.data, o->upstreams[j].url.data,
                          n->upstreams[i].url.data);
+        }
+    }
+
+    for (j = 0; j < o->nupstreams; j++) {
+        for (i = 0; i < n->nupstreams; i++) {
+            if (al_str_eq(&n->upstreams[i].name, &o->upstreams[j].name)) {
+                break;
+            }
+        }
+        if (i == n->nupstreams) {
+            al_diff_emit(&df, '~', "upstream %s removed",
+                         o->upstreams[j].name.data);
         }
     }
 
@@ -80,9 +95,26 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
             al_diff_emit(&df, '~', "secret %s added",
                          n->secrets[i].name.data);
 
+        } else if (n->secrets[i].sealed != o->secrets[j].sealed) {
+            al_diff_emit(&df, '~', "secret %s: now %s", n->secrets[i].name.data,
+                         n->secrets[i].sealed ? "sealed" : "read from a file");
+
         } else if (!al_str_eq(&n->secrets[i].source, &o->secrets[j].source)) {
-            al_diff_emit(&df, '~', "secret %s changed (rotated)",
-                         n->secrets[i].name.data);
+            al_diff_emit(&df, '~', "secret %s changed (%s)",
+                         n->secrets[i].name.data,
+                         n->secrets[i].sealed ? "rotated" : "another file");
+        }
+    }
+
+    for (j = 0; j < o->nsecrets; j++) {
+        for (i = 0; i < n->nsecrets; i++) {
+            if (al_str_eq(&n->secrets[i].name, &o->secrets[j].name)) {
+                break;
+            }
+        }
+        if (i == n->nsecrets) {
+            al_diff_emit(&df, '~', "secret %s removed",
+                         o->secrets[j].name.data);
         }
     }
 
@@ -584,8 +616,22 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
                      a->upstream.url.data, b->upstream.url.data);
     }
 
+    /* another API: other endpoints and body rules apply */
     if (a->kind != b->kind) {
-        al_diff_emit(df, '~', "llm %s: provider changed", name);
+        al_diff_emit(df, '+', "llm %s: provider %s -> %s", name,
+                     al_diff_kind(a->kind), al_diff_kind(b->kind));
+    }
+
+    /* another key is sent: the provider sees another account */
+    if (!al_str_eq(&a->secret->name, &b->secret->name)) {
+        al_diff_emit(df, '+', "llm %s: secret %s -> %s", name,
+                     a->secret->name.data, b->secret->name.data);
+    }
+
+    if (a->include_usage != b->include_usage) {
+        al_diff_emit(df, '~', "llm %s: include_usage %s -> %s", name,
+                     a->include_usage ? "true" : "false",
+                     b->include_usage ? "true" : "false");
     }
 
     if (b->body_max != a->body_max) {
@@ -603,6 +649,18 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
         if (k == a->nmodels) {
             al_diff_emit(df, '+', "llm %s: model %s added", name,
                          b->models[i].data);
+        }
+    }
+
+    for (k = 0; k < a->nmodels; k++) {
+        for (i = 0; i < b->nmodels; i++) {
+            if (al_str_eq(&a->models[k], &b->models[i])) {
+                break;
+            }
+        }
+        if (i == b->nmodels) {
+            al_diff_emit(df, '-', "llm %s: model %s removed", name,
+                         a->models[k].data);
         }
     }
 
@@ -655,6 +713,26 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
         if (ac->nmodels && bc->nmodels == 0) {
             al_diff_emit(df, '+', "llm %s: client %s may use every provider "
                          "model", name, bc->client->name.data);
+
+        } else if (ac->nmodels == 0 && bc->nmodels) {
+            al_diff_emit(df, '-', "llm %s: client %s limited to %zu of the "
+                         "provider's models", name, bc->client->name.data,
+                         bc->nmodels);
+        }
+
+        for (k = 0; ac->nmodels && k < ac->nmodels; k++) {
+            size_t  j;
+
+            for (j = 0; j < bc->nmodels; j++) {
+                if (al_str_eq(&ac->models[k], &bc->models[j])) {
+                    break;
+                }
+            }
+            if (bc->nmodels && j == bc->nmodels) {
+                al_diff_emit(df, '-', "llm %s: client %s model %s removed",
+                             name, bc->client->name.data,
+                             ac->models[k].data);
+            }
         }
 
         for (k = 0; ac->nmodels && k < bc->nmodels; k++) {
@@ -712,12 +790,20 @@ al_diff_alerts(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
                || n->quarantine.window < o->quarantine.window
                || n->quarantine.duration < o->quarantine.duration)
     {
-        al_diff_emit(df, '+', "alerts.quarantine weakened");
+        al_diff_emit(df, '+', "alerts.quarantine weakened: %u in %us for "
+                     "%us -> %u in %us for %us", o->quarantine.threshold,
+                     o->quarantine.window, o->quarantine.duration,
+                     n->quarantine.threshold, n->quarantine.window,
+                     n->quarantine.duration);
 
     } else if (memcmp(&n->quarantine, &o->quarantine,
                       sizeof(al_threshold_t)) != 0)
     {
-        al_diff_emit(df, '-', "alerts.quarantine tightened");
+        al_diff_emit(df, '-', "alerts.quarantine tightened: %u in %us for "
+                     "%us -> %u in %us for %us", o->quarantine.threshold,
+                     o->quarantine.window, o->quarantine.duration,
+                     n->quarantine.threshold, n->quarantine.window,
+                     n->quarantine.duration);
     }
 
     for (i = 0; i < o->nsinks; i++) {
@@ -745,6 +831,34 @@ al_diff_alerts(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
         if (i == o->nsinks) {
             al_diff_emit(df, '-', "alert sink %s added",
                          n->sinks[k].url.data);
+            continue;
         }
+
+        /* another key signs the alerts: whoever holds it can forge them */
+        if ((o->sinks[i].hmac == NULL) != (n->sinks[k].hmac == NULL)
+            || (o->sinks[i].hmac != NULL
+                && !al_str_eq(&o->sinks[i].hmac->name,
+                              &n->sinks[k].hmac->name)))
+        {
+            al_diff_emit(df, '+', "alert sink %s: hmac_secret %s -> %s",
+                         n->sinks[k].url.data,
+                         o->sinks[i].hmac ? o->sinks[i].hmac->name.data : "-",
+                         n->sinks[k].hmac ? n->sinks[k].hmac->name.data
+                                          : "-");
+        }
+    }
+}
+
+
+static const char *
+al_diff_kind(al_llm_kind_t kind)
+{
+    switch (kind) {
+    case AL_LLM_OPENAI:
+        return "openai";
+    case AL_LLM_ANTHROPIC:
+        return "anthropic";
+    default:
+        return "openai-compatible";
     }
 }

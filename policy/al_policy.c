@@ -12,6 +12,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +33,10 @@
 
 #define AL_RE_BUCKETS       1024
 
+/* rendered header values share guarded blocks of this size: each guarded
+   block is three mappings, and a process has at most 65530 */
+#define AL_SECURE_CHUNK     (64 * 1024)
+
 
 typedef struct al_cc_re_s  al_cc_re_t;
 
@@ -40,14 +47,31 @@ struct al_cc_re_s {
     al_regex_t          *re;
 };
 
+/*
+ * While a policy compiles, the YAML tree, lists and indexes live in tmp,
+ * which is freed when the load ends: the compiled policy keeps only what
+ * requests need, and strings that repeat (upstream and client names,
+ * patterns, header templates) are kept once.
+ */
 typedef struct {
     al_pool_t           *pool;
+    al_pool_t           *tmp;
     const char          *file;
     al_error_t          *err;
     al_policy_t         *p;
     const al_keyring_t  *kr;
     int                  open;              /* open the secrets */
     al_cc_re_t          *re[AL_RE_BUCKETS];
+    al_names_t           secret_names;
+    al_names_t           upstream_names;
+    al_str_t            *strs;              /* kept strings, by content */
+    size_t               strs_mask;
+    size_t               nstrs;
+    al_inject_t        **rendered;          /* rendered templates */
+    size_t               rendered_mask;
+    size_t               nrendered;
+    unsigned char       *secure;            /* guarded memory left */
+    size_t               secure_left;
 } al_cc_t;
 
 
@@ -60,6 +84,15 @@ static int al_cc_need(al_cc_t *cc, const al_ynode_t *map, const char *key,
     const char *what, const al_ynode_t **out);
 static int al_cc_type(al_cc_t *cc, const al_ynode_t *node,
     al_ynode_type_t type, const char *what);
+static uint32_t al_cc_hash(const char *s, size_t len);
+static int al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out);
+static int al_cc_keep_str(al_cc_t *cc, const char *s, size_t len,
+    al_str_t *out);
+static int al_names_init(al_pool_t *pool, al_names_t *ix, size_t n);
+static const void *al_names_find(const al_names_t *ix, const void *base,
+    size_t stride, const char *s, size_t len);
+static const void *al_names_add(al_names_t *ix, const void *base,
+    size_t stride, size_t i);
 static int al_cc_string(al_cc_t *cc, const al_ynode_t *node,
     const char *what, al_str_t *out);
 static int al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
@@ -94,11 +127,15 @@ static int al_cc_methods(al_cc_t *cc, const al_ynode_t *node,
     unsigned *methods);
 static int al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static void al_cc_to_literal(al_route_t *r, const char *s, size_t len);
 static int al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_json_members(al_cc_t *cc, const al_ynode_t *node,
     al_json_rule_t *obj);
 static int al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static al_inject_t *al_cc_rendered(al_cc_t *cc, const al_inject_t *inj,
+    int add);
+static unsigned char *al_cc_secure_alloc(al_cc_t *cc, size_t size);
 static int al_cc_render(al_cc_t *cc, const al_ynode_t *node,
     al_inject_t *inj);
 static int al_cc_llms(al_cc_t *cc, const al_ynode_t *node);
@@ -326,7 +363,13 @@ al_policy_parse_open(const char *name, const char *buf, size_t len,
     cc.kr = kr;
     cc.open = open_secrets;
 
-    root = al_yaml_parse(pool, cc.file, buf, len, err);
+    cc.tmp = al_pool_create();
+    if (cc.tmp == NULL) {
+        al_error_set(err, name, 0, 0, "out of memory");
+        goto failed;
+    }
+
+    root = al_yaml_parse(cc.tmp, cc.file, buf, len, err);
     if (root == NULL) {
         goto failed;
     }
@@ -392,10 +435,22 @@ al_policy_parse_open(const char *name, const char *buf, size_t len,
         goto failed;
     }
 
+    al_pool_destroy(cc.tmp);
+
+#ifdef __GLIBC__
+    /*
+     * The YAML tree of a large policy is most of what the load allocated;
+     * give its pages back, or every nginx worker forked from this process
+     * starts with them.
+     */
+    malloc_trim(0);
+#endif
+
     return p;
 
 failed:
 
+    al_pool_destroy(cc.tmp);
     al_pool_destroy(pool);
     return NULL;
 }
@@ -413,13 +468,70 @@ al_policy_free(al_policy_t *p)
 const al_client_t *
 al_policy_client(const al_policy_t *p, const char *name, size_t len)
 {
-    size_t  i;
+    return al_names_find(&p->client_names, p->clients, sizeof(al_client_t),
+                         name, len);
+}
 
-    for (i = 0; i < p->nclients; i++) {
-        if (p->clients[i].name.len == len
-            && memcmp(p->clients[i].name.data, name, len) == 0)
-        {
-            return &p->clients[i];
+
+const al_route_t *
+al_policy_route(const al_policy_t *p, const char *name, size_t len)
+{
+    return al_names_find(&p->route_names, p->routes, sizeof(al_route_t),
+                         name, len);
+}
+
+
+/* name indexes: every array they index starts its elements with a name */
+
+static uint32_t
+al_cc_hash(const char *s, size_t len)
+{
+    size_t    i;
+    uint32_t  h;
+
+    h = 2166136261u;
+    for (i = 0; i < len; i++) {
+        h = (h ^ (unsigned char) s[i]) * 16777619u;
+    }
+
+    return h ^ (h >> 15);
+}
+
+
+static int
+al_names_init(al_pool_t *pool, al_names_t *ix, size_t n)
+{
+    size_t  cap;
+
+    for (cap = 8; cap < 2 * n + 2; cap *= 2) {
+        /* void */
+    }
+
+    ix->slot = al_palloc(pool, cap * sizeof(uint32_t));
+    ix->mask = cap - 1;
+
+    return ix->slot ? 0 : -1;
+}
+
+
+static const void *
+al_names_find(const al_names_t *ix, const void *base, size_t stride,
+    const char *s, size_t len)
+{
+    size_t           i;
+    const al_str_t  *name;
+
+    if (ix->slot == NULL) {
+        return NULL;
+    }
+
+    for (i = al_cc_hash(s, len) & ix->mask; ix->slot[i] != 0;
+         i = (i + 1) & ix->mask)
+    {
+        name = (const al_str_t *) ((const char *) base
+                                   + (ix->slot[i] - 1) * stride);
+        if (name->len == len && memcmp(name->data, s, len) == 0) {
+            return name;
         }
     }
 
@@ -427,20 +539,99 @@ al_policy_client(const al_policy_t *p, const char *name, size_t len)
 }
 
 
-const al_route_t *
-al_policy_route(const al_policy_t *p, const char *name, size_t len)
-{
-    size_t  i;
+/* adds entry i; returns the entry that already has its name, or NULL */
 
-    for (i = 0; i < p->nroutes; i++) {
-        if (p->routes[i].name.len == len
-            && memcmp(p->routes[i].name.data, name, len) == 0)
+static const void *
+al_names_add(al_names_t *ix, const void *base, size_t stride, size_t i)
+{
+    size_t           k;
+    const al_str_t  *name, *other;
+
+    name = (const al_str_t *) ((const char *) base + i * stride);
+
+    for (k = al_cc_hash(name->data, name->len) & ix->mask; ix->slot[k] != 0;
+         k = (k + 1) & ix->mask)
+    {
+        other = (const al_str_t *) ((const char *) base
+                                    + (ix->slot[k] - 1) * stride);
+        if (other->len == name->len
+            && memcmp(other->data, name->data, name->len) == 0)
         {
-            return &p->routes[i];
+            return other;
         }
     }
 
+    ix->slot[k] = (uint32_t) (i + 1);
+
     return NULL;
+}
+
+
+/* a copy of a scalar in the policy, one per distinct content */
+
+static int
+al_cc_keep(al_cc_t *cc, const al_ynode_t *node, al_str_t *out)
+{
+    if (al_cc_keep_str(cc, node->scalar.data, node->scalar.len, out) != 0) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    return 0;
+}
+
+
+static int
+al_cc_keep_str(al_cc_t *cc, const char *s, size_t len, al_str_t *out)
+{
+    size_t     i, k, cap;
+    uint32_t   h;
+    al_str_t  *strs, *e;
+
+    if (2 * (cc->nstrs + 1) > cc->strs_mask) {
+        cap = cc->strs ? 2 * (cc->strs_mask + 1) : 1024;
+        strs = al_palloc(cc->tmp, cap * sizeof(al_str_t));
+        if (strs == NULL) {
+            return -1;
+        }
+        for (i = 0; cc->strs != NULL && i <= cc->strs_mask; i++) {
+            e = &cc->strs[i];
+            if (e->data == NULL) {
+                continue;
+            }
+            for (k = al_cc_hash(e->data, e->len) & (cap - 1);
+                 strs[k].data != NULL; k = (k + 1) & (cap - 1))
+            {
+                /* void */
+            }
+            strs[k] = *e;
+        }
+        cc->strs = strs;
+        cc->strs_mask = cap - 1;
+    }
+
+    h = al_cc_hash(s, len);
+
+    for (k = h & cc->strs_mask; cc->strs[k].data != NULL;
+         k = (k + 1) & cc->strs_mask)
+    {
+        e = &cc->strs[k];
+        if (e->len == len && memcmp(e->data, s, len) == 0) {
+            *out = *e;
+            return 0;
+        }
+    }
+
+    e = &cc->strs[k];
+    e->data = al_pstrndup(cc->pool, s, len);
+    if (e->data == NULL) {
+        return -1;
+    }
+    e->len = len;
+    cc->nstrs++;
+
+    *out = *e;
+
+    return 0;
 }
 
 
@@ -603,9 +794,7 @@ al_cc_string(al_cc_t *cc, const al_ynode_t *node, const char *what,
         return al_cc_error(cc, node, "%s is empty", what);
     }
 
-    *out = node->scalar;
-
-    return 0;
+    return al_cc_keep(cc, node, out);
 }
 
 
@@ -780,7 +969,7 @@ al_cc_list(al_cc_t *cc, const al_ynode_t *node, const char *what,
         if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
             return -1;
         }
-        *items = al_palloc(cc->pool, sizeof(al_ynode_t *));
+        *items = al_palloc(cc->tmp, sizeof(al_ynode_t *));
         if (*items == NULL) {
             return al_cc_error(cc, node, "out of memory");
         }
@@ -1100,7 +1289,9 @@ al_cc_clients(al_cc_t *cc, const al_ynode_t *node)
     }
 
     cc->p->clients = al_palloc(cc->pool, (node->n + 1) * sizeof(al_client_t));
-    if (cc->p->clients == NULL) {
+    if (cc->p->clients == NULL
+        || al_names_init(cc->pool, &cc->p->client_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1112,6 +1303,10 @@ al_cc_clients(al_cc_t *cc, const al_ynode_t *node)
         }
         cc->p->clients[i].index = (unsigned) i;
         cc->p->nclients++;
+
+        /* YAML keys are unique: the name is new */
+        (void) al_names_add(&cc->p->client_names, cc->p->clients,
+                            sizeof(al_client_t), i);
     }
 
     return al_cc_client_overlaps(cc, node);
@@ -1333,91 +1528,201 @@ invalid:
 }
 
 
-static int
-al_cidr_overlap(const al_cidr_t *a, const al_cidr_t *b)
+/*
+ * One identity, one client: overlapping identities are config errors.
+ * Exact identities (uid, gid, token) go through a hash table and CIDRs are
+ * sorted and swept, so many clients cost n log n, not n * n.  Of several
+ * overlaps, the one of the earliest client pair is reported.
+ */
+
+typedef struct {
+    const uint8_t       *v;                 /* NULL: empty slot */
+    unsigned             len;
+    unsigned             kind;
+    size_t               owner;
+} al_cc_ident_t;
+
+typedef struct {
+    const al_cidr_t     *cidr;
+    size_t               owner;
+} al_cc_net_t;
+
+
+static void
+al_cc_overlap_pair(size_t a, size_t b, size_t *pa, size_t *pb)
 {
-    unsigned  i, bits;
+    size_t  t;
 
-    bits = a->prefix < b->prefix ? a->prefix : b->prefix;
-
-    for (i = 0; i < bits; i++) {
-        if ((a->addr[i / 8] ^ b->addr[i / 8]) & (0x80 >> (i % 8))) {
-            return 0;
-        }
+    if (a > b) {
+        t = a;
+        a = b;
+        b = t;
     }
 
-    return 1;
+    if (a < *pa || (a == *pa && b < *pb)) {
+        *pa = a;
+        *pb = b;
+    }
 }
 
 
-/* one identity, one client: overlapping identities are config errors */
+static int
+al_cc_net_cmp(const void *x, const void *y)
+{
+    int                 n;
+    const al_cc_net_t  *a, *b;
+
+    a = x;
+    b = y;
+
+    n = memcmp(a->cidr->addr, b->cidr->addr, 16);
+    if (n != 0) {
+        return n;
+    }
+
+    /* the wider block first */
+    if (a->cidr->prefix != b->cidr->prefix) {
+        return a->cidr->prefix < b->cidr->prefix ? -1 : 1;
+    }
+
+    return a->owner < b->owner ? -1 : (a->owner > b->owner);
+}
+
+
+/* the last address of a block: its address with the host bits set */
+
+static void
+al_cc_net_end(const al_cidr_t *c, uint8_t *end)
+{
+    unsigned  i;
+
+    memcpy(end, c->addr, 16);
+
+    for (i = c->prefix; i < 128; i++) {
+        end[i / 8] |= (uint8_t) (0x80 >> (i % 8));
+    }
+}
+
 
 static int
 al_cc_client_overlaps(al_cc_t *cc, const al_ynode_t *node)
 {
-    size_t              i, j, k, l;
-    const al_client_t  *a, *b;
+    size_t               i, k, n, nnets, cap, a, b, slot;
+    uint8_t              end[16], top_end[16];
+    uint32_t             h;
+    al_cc_net_t         *nets, *top;
+    al_cc_ident_t       *tab, *e;
+    const al_client_t   *c;
+
+    n = 0;
+    nnets = 0;
+    for (i = 0; i < cc->p->nclients; i++) {
+        c = &cc->p->clients[i];
+        n += c->nuids + c->ngids + c->ntokens;
+        nnets += c->ncidrs;
+    }
+
+    for (cap = 16; cap < 2 * n + 2; cap *= 2) {
+        /* void */
+    }
+
+    tab = al_palloc(cc->tmp, cap * sizeof(al_cc_ident_t));
+    nets = al_palloc(cc->tmp, (nnets + 1) * sizeof(al_cc_net_t));
+    if (tab == NULL || nets == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    a = (size_t) -1;
+    b = (size_t) -1;
+    nnets = 0;
 
     for (i = 0; i < cc->p->nclients; i++) {
-        a = &cc->p->clients[i];
+        c = &cc->p->clients[i];
 
-        for (j = i; j < cc->p->nclients; j++) {
-            b = &cc->p->clients[j];
+        for (k = 0; k < c->nuids + c->ngids + c->ntokens; k++) {
+            al_cc_ident_t  id;
 
-            for (k = 0; k < a->nuids; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->nuids; l++) {
-                    if (a->uids[k] == b->uids[l]) {
-                        goto overlap;
-                    }
+            if (k < c->nuids) {
+                id.kind = 0;
+                id.v = (const uint8_t *) &c->uids[k];
+                id.len = sizeof(uid_t);
+
+            } else if (k < c->nuids + c->ngids) {
+                id.kind = 1;
+                id.v = (const uint8_t *) &c->gids[k - c->nuids];
+                id.len = sizeof(gid_t);
+
+            } else {
+                id.kind = 2;
+                id.v = c->tokens[k - c->nuids - c->ngids];
+                id.len = 32;
+            }
+
+            id.owner = i;
+
+            h = al_cc_hash((const char *) id.v, id.len) ^ id.kind;
+
+            for (slot = h & (cap - 1); tab[slot].v != NULL;
+                 slot = (slot + 1) & (cap - 1))
+            {
+                e = &tab[slot];
+                if (e->kind == id.kind && memcmp(e->v, id.v, id.len) == 0) {
+                    break;
                 }
             }
 
-            for (k = 0; k < a->ngids; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->ngids; l++) {
-                    if (a->gids[k] == b->gids[l]) {
-                        goto overlap;
-                    }
-                }
+            if (tab[slot].v != NULL) {
+                al_cc_overlap_pair(tab[slot].owner, i, &a, &b);
+                continue;
             }
 
-            for (k = 0; k < a->ncidrs; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->ncidrs; l++) {
-                    if (al_cidr_overlap(&a->cidrs[k], &b->cidrs[l])) {
-                        goto overlap;
-                    }
-                }
-            }
+            tab[slot] = id;
+        }
 
-            for (k = 0; k < a->ntokens; k++) {
-                for (l = (i == j ? k + 1 : 0); l < b->ntokens; l++) {
-                    if (memcmp(a->tokens[k], b->tokens[l], 32) == 0) {
-                        goto overlap;
-                    }
-                }
-            }
-
-            continue;
-
-        overlap:
-
-            /* point at the client that repeats the identity */
-
-            if (i == j) {
-                return al_cc_error(cc, node->items[i * 2], "client \"%s\" "
-                                   "(line %u) lists the same identity "
-                                   "twice", a->name.data, a->line);
-            }
-
-            return al_cc_error(cc, node->items[j * 2], "clients \"%s\" "
-                               "(line %u) and \"%s\" (line %u) share an "
-                               "identity (uid, gid, overlapping cidr or "
-                               "token); a request must name exactly one "
-                               "client", a->name.data, a->line, b->name.data,
-                               b->line);
+        for (k = 0; k < c->ncidrs; k++) {
+            nets[nnets].cidr = &c->cidrs[k];
+            nets[nnets].owner = i;
+            nnets++;
         }
     }
 
-    return 0;
+    /* blocks are aligned: two overlap only when one holds the other */
+    qsort(nets, nnets, sizeof(al_cc_net_t), al_cc_net_cmp);
+
+    top = NULL;
+
+    for (k = 0; k < nnets; k++) {
+        if (top != NULL && memcmp(nets[k].cidr->addr, top_end, 16) <= 0) {
+            al_cc_overlap_pair(top->owner, nets[k].owner, &a, &b);
+        }
+
+        al_cc_net_end(nets[k].cidr, end);
+
+        if (top == NULL || memcmp(end, top_end, 16) > 0) {
+            top = &nets[k];
+            memcpy(top_end, end, 16);
+        }
+    }
+
+    if (a == (size_t) -1) {
+        return 0;
+    }
+
+    /* point at the client that repeats the identity */
+
+    if (a == b) {
+        return al_cc_error(cc, node->items[a * 2], "client \"%s\" "
+                           "(line %u) lists the same identity twice",
+                           cc->p->clients[a].name.data,
+                           cc->p->clients[a].line);
+    }
+
+    return al_cc_error(cc, node->items[b * 2], "clients \"%s\" (line %u) "
+                       "and \"%s\" (line %u) share an identity (uid, gid, "
+                       "overlapping cidr or token); a request must name "
+                       "exactly one client", cc->p->clients[a].name.data,
+                       cc->p->clients[a].line, cc->p->clients[b].name.data,
+                       cc->p->clients[b].line);
 }
 
 
@@ -1436,7 +1741,9 @@ al_cc_secrets(al_cc_t *cc, const al_ynode_t *node)
     }
 
     cc->p->secrets = al_palloc(cc->pool, (node->n + 1) * sizeof(al_secret_t));
-    if (cc->p->secrets == NULL) {
+    if (cc->p->secrets == NULL
+        || al_names_init(cc->tmp, &cc->secret_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1498,6 +1805,8 @@ al_cc_secrets(al_cc_t *cc, const al_ynode_t *node)
         }
 
         cc->p->nsecrets++;
+        (void) al_names_add(&cc->secret_names, cc->p->secrets,
+                            sizeof(al_secret_t), i);
 
         if (al_cc_secret_open(cc, sealed ? sealed : file, s) != 0) {
             return -1;
@@ -1573,14 +1882,14 @@ al_cc_secret_ref(al_cc_t *cc, const al_ynode_t *node, const char *name,
     const char        *known[64], *hint;
     const al_secret_t  *s;
 
-    for (i = 0; i < cc->p->nsecrets; i++) {
-        s = &cc->p->secrets[i];
-        if (s->name.len == len && memcmp(s->name.data, name, len) == 0) {
-            return s;
-        }
-        if (i < 63) {
-            known[i] = s->name.data;
-        }
+    s = al_names_find(&cc->secret_names, cc->p->secrets, sizeof(al_secret_t),
+                      name, len);
+    if (s != NULL) {
+        return s;
+    }
+
+    for (i = 0; i < cc->p->nsecrets && i < 63; i++) {
+        known[i] = cc->p->secrets[i].name.data;
     }
 
     known[i < 63 ? i : 63] = NULL;
@@ -1610,7 +1919,9 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
 
     cc->p->upstreams = al_palloc(cc->pool,
                                  (node->n + 1) * sizeof(al_upstream_t));
-    if (cc->p->upstreams == NULL) {
+    if (cc->p->upstreams == NULL
+        || al_names_init(cc->tmp, &cc->upstream_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1635,6 +1946,8 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
         }
 
         cc->p->nupstreams++;
+        (void) al_names_add(&cc->upstream_names, cc->p->upstreams,
+                            sizeof(al_upstream_t), i);
     }
 
     return 0;
@@ -1646,7 +1959,7 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
 static int
 al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
 {
-    size_t             i, j;
+    size_t             i;
     al_route_t        *r;
     const al_route_t  *other;
 
@@ -1655,7 +1968,9 @@ al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
     }
 
     cc->p->routes = al_palloc(cc->pool, (node->n + 1) * sizeof(al_route_t));
-    if (cc->p->routes == NULL) {
+    if (cc->p->routes == NULL
+        || al_names_init(cc->pool, &cc->p->route_names, node->n) != 0)
+    {
         return al_cc_error(cc, node, "out of memory");
     }
 
@@ -1667,15 +1982,12 @@ al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
             return -1;
         }
 
-        for (j = 0; j < i; j++) {
-            if (cc->p->routes[j].name.len == r->name.len
-                && memcmp(cc->p->routes[j].name.data, r->name.data,
-                          r->name.len) == 0)
-            {
-                return al_cc_error(cc, node->items[i], "route name \"%s\" "
-                                   "is already used at line %u",
-                                   r->name.data, cc->p->routes[j].line);
-            }
+        other = al_names_add(&cc->p->route_names, cc->p->routes,
+                             sizeof(al_route_t), i);
+        if (other != NULL) {
+            return al_cc_error(cc, node->items[i], "route name \"%s\" "
+                               "is already used at line %u",
+                               r->name.data, other->line);
         }
 
         if (al_trie_insert(cc->p->trie, r, &other) != 0) {
@@ -1788,15 +2100,9 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         return -1;
     }
 
-    for (i = 0; i < cc->p->nupstreams; i++) {
-        if (cc->p->upstreams[i].name.len == v->scalar.len
-            && memcmp(cc->p->upstreams[i].name.data, v->scalar.data,
-                      v->scalar.len) == 0)
-        {
-            r->upstream = &cc->p->upstreams[i];
-            break;
-        }
-    }
+    r->upstream = al_names_find(&cc->upstream_names, cc->p->upstreams,
+                                sizeof(al_upstream_t), v->scalar.data,
+                                v->scalar.len);
 
     if (r->upstream == NULL) {
         return al_cc_error(cc, v, "%s names upstream \"%s\", which is not "
@@ -1839,6 +2145,7 @@ static int
 al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node, uint8_t **ok)
 {
     size_t              i, j, n;
+    al_str_t            kept;
     const char         *known[64], *hint;
     const al_ynode_t  **items;
     const al_client_t  *c;
@@ -1852,7 +2159,8 @@ al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node, uint8_t **ok)
                            "client");
     }
 
-    *ok = al_palloc(cc->pool, cc->p->nclients + 1);
+    /* built in tmp; routes with the same clients share one copy */
+    *ok = al_palloc(cc->tmp, cc->p->nclients + 1);
     if (*ok == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }
@@ -1874,6 +2182,13 @@ al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node, uint8_t **ok)
         }
         (*ok)[c->index] = 1;
     }
+
+    if (al_cc_keep_str(cc, (const char *) *ok, cc->p->nclients, &kept) != 0)
+    {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    *ok = (uint8_t *) kept.data;
 
     return 0;
 }
@@ -1961,9 +2276,14 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                            AL_SEGMENTS_MAX);
     }
 
-    r->segs = al_palloc(cc->pool, (n + 1) * sizeof(al_str_t));
-    r->seg_is_param = al_palloc(cc->pool, n + 1);
-    r->params = al_palloc(cc->pool, (n + 1) * sizeof(al_param_t));
+    k = 0;
+    for (i = 0; i + 1 < len; i++) {
+        k += (s[i] == '/' && s[i + 1] == '{');
+    }
+
+    r->segs = al_palloc(cc->pool, n * sizeof(al_str_t));
+    r->seg_is_param = al_palloc(cc->pool, n);
+    r->params = al_palloc(cc->pool, k * sizeof(al_param_t));
     if (r->segs == NULL || r->seg_is_param == NULL || r->params == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }
@@ -1999,8 +2319,9 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             }
 
             r->seg_is_param[i] = 1;
-            r->segs[i].data = al_pstrndup(cc->pool, seg + 1, seglen - 2);
-            r->segs[i].len = seglen - 2;
+            if (al_cc_keep_str(cc, seg + 1, seglen - 2, &r->segs[i]) != 0) {
+                return al_cc_error(cc, node, "out of memory");
+            }
 
             for (k = 0; k < r->nparams; k++) {
                 if (r->params[k].name.len == r->segs[i].len
@@ -2031,12 +2352,9 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    "segment", s);
             }
 
-            r->segs[i].data = al_pstrndup(cc->pool, seg, seglen);
-            r->segs[i].len = seglen;
-        }
-
-        if (r->segs[i].data == NULL) {
-            return al_cc_error(cc, node, "out of memory");
+            if (al_cc_keep_str(cc, seg, seglen, &r->segs[i]) != 0) {
+                return al_cc_error(cc, node, "out of memory");
+            }
         }
 
         seg += seglen + 1;
@@ -2053,7 +2371,9 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 static int
 al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 {
+    int         *param;
     size_t       i, k, n, len, seglen;
+    al_str_t    *parts;
     const char  *s, *seg, *end, *slash;
 
     if (al_cc_string(cc, node, "to", &r->to) != 0) {
@@ -2073,9 +2393,10 @@ al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         n += (s[i] == '/');
     }
 
-    /* parts alternate literal text and params; at most 2n + 1 of them */
-    r->to_parts = al_palloc(cc->pool, (2 * n + 1) * sizeof(al_str_t));
-    r->to_param = al_palloc(cc->pool, (2 * n + 1) * sizeof(int));
+    /* parts alternate literal text and params; at most 2n + 1 of them,
+       built in tmp and kept exactly sized */
+    r->to_parts = al_palloc(cc->tmp, (2 * n + 1) * sizeof(al_str_t));
+    r->to_param = al_palloc(cc->tmp, (2 * n + 1) * sizeof(int));
     if (r->to_parts == NULL || r->to_param == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }
@@ -2112,9 +2433,7 @@ al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    r->path.data);
             }
 
-            r->to_parts[r->nto_parts].data = "/";
-            r->to_parts[r->nto_parts].len = 1;
-            r->to_param[r->nto_parts++] = -1;
+            al_cc_to_literal(r, seg - 1, 1);
             r->to_parts[r->nto_parts] = r->params[k].name;
             r->to_param[r->nto_parts++] = (int) k;
 
@@ -2134,15 +2453,45 @@ al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             }
 
             /* "/" + the literal segment */
-            r->to_parts[r->nto_parts].data = seg - 1;
-            r->to_parts[r->nto_parts].len = seglen + 1;
-            r->to_param[r->nto_parts++] = -1;
+            al_cc_to_literal(r, seg - 1, seglen + 1);
         }
 
         seg += seglen;
     }
 
+    parts = al_palloc(cc->pool, r->nto_parts * sizeof(al_str_t));
+    param = al_palloc(cc->pool, r->nto_parts * sizeof(int));
+    if (parts == NULL || param == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    memcpy(parts, r->to_parts, r->nto_parts * sizeof(al_str_t));
+    memcpy(param, r->to_param, r->nto_parts * sizeof(int));
+    r->to_parts = parts;
+    r->to_param = param;
+
     return 0;
+}
+
+
+/* literal text of to: joined to the part before when that is literal */
+
+static void
+al_cc_to_literal(al_route_t *r, const char *s, size_t len)
+{
+    al_str_t  *last;
+
+    if (r->nto_parts > 0 && r->to_param[r->nto_parts - 1] < 0) {
+        last = &r->to_parts[r->nto_parts - 1];
+        if (last->data + last->len == s) {
+            last->len += len;
+            return;
+        }
+    }
+
+    r->to_parts[r->nto_parts].data = s;
+    r->to_parts[r->nto_parts].len = len;
+    r->to_param[r->nto_parts++] = -1;
 }
 
 
@@ -2179,8 +2528,10 @@ al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    "listed twice", items[i]->scalar.data);
             }
         }
-        r->query_allow[i] = items[i]->scalar;
-        r->query_patterns[i].name = items[i]->scalar;
+        if (al_cc_keep(cc, items[i], &r->query_allow[i]) != 0) {
+            return -1;
+        }
+        r->query_patterns[i].name = r->query_allow[i];
     }
 
     r->nquery_allow = n;
@@ -2330,7 +2681,9 @@ al_cc_json_members(al_cc_t *cc, const al_ynode_t *node, al_json_rule_t *obj)
         val = node->items[i * 2 + 1];
         m = &obj->members[i];
 
-        m->name = key->scalar;
+        if (al_cc_keep(cc, key, &m->name) != 0) {
+            return -1;
+        }
         m->required = 1;
 
         if (val->type == AL_Y_SCALAR) {
@@ -2434,7 +2787,7 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         return -1;
     }
 
-    r->inject = al_palloc(cc->pool, (node->n + 1) * sizeof(al_inject_t));
+    r->inject = al_palloc(cc->pool, node->n * sizeof(al_inject_t));
     if (r->inject == NULL) {
         return al_cc_error(cc, node, "out of memory");
     }
@@ -2444,7 +2797,9 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         val = node->items[i * 2 + 1];
         inj = &r->inject[i];
 
-        inj->name = key->scalar;
+        if (al_cc_keep(cc, key, &inj->name) != 0) {
+            return -1;
+        }
 
         if (inj->name.len == 0 || inj->name.len >= sizeof(lower)) {
             return al_cc_error(cc, key, "invalid header name");
@@ -2506,6 +2861,7 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
     size_t              i, len, nlen, out;
     const char         *s, *close;
     unsigned char      *buf;
+    al_inject_t        *same;
     const al_secret_t  *sec;
 
     s = inj->tmpl.data;
@@ -2582,12 +2938,16 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
         }
 
         if (pass == 0) {
-            buf = al_secure_alloc(out + 1);
-            if (buf == NULL) {
-                return al_cc_error(cc, node, "out of memory");
+            /* routes with the same template share its rendered value */
+            same = al_cc_rendered(cc, inj, 0);
+            if (same != NULL) {
+                inj->value = same->value;
+                inj->len = same->len;
+                return 0;
             }
-            if (al_pool_cleanup(cc->pool, al_cc_secure_free, buf) != 0) {
-                al_secure_free(buf);
+
+            buf = al_cc_secure_alloc(cc, out + 1);
+            if (buf == NULL) {
                 return al_cc_error(cc, node, "out of memory");
             }
         }
@@ -2597,7 +2957,105 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
     inj->value = buf;
     inj->len = out;
 
+    if (al_cc_rendered(cc, inj, 1) == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
     return 0;
+}
+
+
+/* the inject rendered from the same template; add: remember inj */
+
+static al_inject_t *
+al_cc_rendered(al_cc_t *cc, const al_inject_t *inj, int add)
+{
+    size_t         i, k, cap;
+    al_inject_t  **tab, *e;
+
+    if (add && 2 * (cc->nrendered + 1) > cc->rendered_mask) {
+        cap = cc->rendered ? 2 * (cc->rendered_mask + 1) : 256;
+        tab = al_palloc(cc->tmp, cap * sizeof(al_inject_t *));
+        if (tab == NULL) {
+            return NULL;
+        }
+        for (i = 0; cc->rendered != NULL && i <= cc->rendered_mask; i++) {
+            e = cc->rendered[i];
+            if (e == NULL) {
+                continue;
+            }
+            for (k = al_cc_hash(e->tmpl.data, e->tmpl.len) & (cap - 1);
+                 tab[k] != NULL; k = (k + 1) & (cap - 1))
+            {
+                /* void */
+            }
+            tab[k] = e;
+        }
+        cc->rendered = tab;
+        cc->rendered_mask = cap - 1;
+    }
+
+    if (cc->rendered == NULL) {
+        return NULL;
+    }
+
+    for (k = al_cc_hash(inj->tmpl.data, inj->tmpl.len) & cc->rendered_mask;
+         cc->rendered[k] != NULL; k = (k + 1) & cc->rendered_mask)
+    {
+        e = cc->rendered[k];
+        if (e->tmpl.len == inj->tmpl.len
+            && memcmp(e->tmpl.data, inj->tmpl.data, e->tmpl.len) == 0)
+        {
+            return e;
+        }
+    }
+
+    if (!add) {
+        return NULL;
+    }
+
+    cc->rendered[k] = (al_inject_t *) inj;
+    cc->nrendered++;
+
+    return cc->rendered[k];
+}
+
+
+/* guarded memory for rendered values, carved from shared blocks */
+
+static unsigned char *
+al_cc_secure_alloc(al_cc_t *cc, size_t size)
+{
+    unsigned char  *p;
+
+    if (size > AL_SECURE_CHUNK / 4) {
+        p = al_secure_alloc(size);
+        if (p != NULL && al_pool_cleanup(cc->pool, al_cc_secure_free, p) != 0)
+        {
+            al_secure_free(p);
+            return NULL;
+        }
+        return p;
+    }
+
+    if (cc->secure == NULL || cc->secure_left < size) {
+        p = al_secure_alloc(AL_SECURE_CHUNK);
+        if (p == NULL) {
+            return NULL;
+        }
+        if (al_pool_cleanup(cc->pool, al_cc_secure_free, p) != 0) {
+            al_secure_free(p);
+            return NULL;
+        }
+        cc->secure = p;
+        cc->secure_left = AL_SECURE_CHUNK;
+    }
+
+    p = cc->secure;
+    cc->secure += size;
+    cc->secure_left -= size;
+
+    return p;
 }
 
 
@@ -2712,13 +3170,15 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         }
 
     } else {
-        for (i = 0; i < cc->p->nupstreams; i++) {
-            if (strcmp(cc->p->upstreams[i].name.data, v->scalar.data) == 0) {
-                l->upstream = cc->p->upstreams[i];
-                break;
-            }
-        }
-        if (i == cc->p->nupstreams) {
+        const al_upstream_t  *up;
+
+        up = al_names_find(&cc->upstream_names, cc->p->upstreams,
+                           sizeof(al_upstream_t), v->scalar.data,
+                           v->scalar.len);
+        if (up != NULL) {
+            l->upstream = *up;
+
+        } else {
             return al_cc_error(cc, v, "%s: upstream \"%s\" is neither a URL "
                                "nor defined in upstreams", what,
                                v->scalar.data);
@@ -2762,7 +3222,9 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
     }
 
     for (i = 0; i < n; i++) {
-        l->models[i] = items[i]->scalar;
+        if (al_cc_keep(cc, items[i], &l->models[i]) != 0) {
+            return -1;
+        }
     }
     l->nmodels = n;
 
@@ -2850,7 +3312,9 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
                                        "the provider's models",
                                        items[j]->scalar.data);
                 }
-                lc->models[j] = items[j]->scalar;
+                if (al_cc_keep(cc, items[j], &lc->models[j]) != 0) {
+                    return -1;
+                }
             }
             lc->nmodels = n;
         }

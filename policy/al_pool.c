@@ -79,6 +79,16 @@ al_palloc(al_pool_t *pool, size_t size)
     }
 
     ch = pool->chunks;
+
+    if (ch != NULL) {
+        /* after packed strings */
+        ch->used = (ch->used + sizeof(max_align_t) - 1)
+                   & ~(sizeof(max_align_t) - 1);
+        if (ch->used > ch->size) {
+            ch->used = ch->size;
+        }
+    }
+
     if (ch == NULL || ch->size - ch->used < want) {
         csize = want > AL_POOL_CHUNK ? want : AL_POOL_CHUNK;
         ch = malloc(sizeof(al_pool_chunk_t) + csize);
@@ -99,10 +109,23 @@ al_palloc(al_pool_t *pool, size_t size)
 }
 
 
+/* strings need no alignment: they are packed */
+
 char *
 al_pstrndup(al_pool_t *pool, const char *s, size_t len)
 {
-    char  *p;
+    char             *p;
+    al_pool_chunk_t  *ch;
+
+    ch = pool->chunks;
+
+    if (ch != NULL && len < ch->size - ch->used) {
+        p = (char *) ch->data + ch->used;
+        ch->used += len + 1;
+        memcpy(p, s, len);
+        p[len] = '\0';
+        return p;
+    }
 
     p = al_palloc(pool, len + 1);
     if (p == NULL) {

@@ -7,7 +7,14 @@
  *
  * Two routes that could match the same request are refused at insert
  * time: a literal segment can always be matched by a {param} (patterns are
- * not compared), so the check walks both kinds of edge.
+ * not compared), so the check walks both kinds of edge.  A {param} in the
+ * new route meets every literal sibling at its depth; so that many such
+ * routes next to many literal siblings do not cost their product, the
+ * table also records, for each node, which literal segments occur two
+ * levels below it through a literal child ("grand" edges, their parent id
+ * marked with AL_TRIE_GRAND), and whether any literal child has a {param}
+ * child.  When neither can continue the new route, no literal sibling
+ * can overlap it and they are not visited.
  */
 
 #include <stdlib.h>
@@ -18,18 +25,26 @@
 
 #define AL_TRIE_METHODS  7
 #define AL_TRIE_BLOCK    256               /* nodes per allocation */
+#define AL_TRIE_GRAND    0x80000000u       /* node ids stay below it */
 
 
 typedef struct al_tnode_s  al_tnode_t;
 
+typedef const al_route_t  *al_tends_t[AL_TRIE_METHODS];
+
 struct al_tnode_s {
     uint32_t             id;
+    unsigned             literal:1;         /* a literal child of its
+                                               parent */
+    unsigned             param_below:1;     /* a literal child has a
+                                               {param} child */
     al_tnode_t          *param;
     al_tnode_t          *child;             /* literal children, listed */
     al_tnode_t          *next;
     al_str_t             seg;               /* the edge into this node */
-    unsigned             ends:1;            /* some route ends here */
-    const al_route_t    *routes[AL_TRIE_METHODS];
+    const al_route_t    *route;             /* the one route ending here */
+    al_tends_t          *routes;            /* by method, where two or more
+                                               routes end; NULL elsewhere */
 };
 
 typedef struct al_tblock_s  al_tblock_t;
@@ -41,10 +56,18 @@ struct al_tblock_s {
     al_tnode_t           node[AL_TRIE_BLOCK];
 };
 
+typedef struct al_teblock_s  al_teblock_t;
+
+struct al_teblock_s {
+    al_teblock_t        *next;
+    size_t               used;
+    al_tends_t           ends[AL_TRIE_BLOCK];
+};
+
 typedef struct {
-    uint64_t             hash;
-    al_tnode_t          *node;              /* NULL: empty slot */
+    uint32_t             hash;
     uint32_t             parent;
+    al_tnode_t          *node;              /* NULL: empty slot */
 } al_tedge_t;
 
 struct al_trie_s {
@@ -54,22 +77,27 @@ struct al_trie_s {
     size_t               cap;               /* power of two */
     uint32_t             next_id;
     al_tblock_t         *blocks;
+    al_teblock_t        *eblocks;
 };
 
 
-static uint64_t al_trie_hash(uint32_t parent, const char *s, size_t len);
+static uint32_t al_trie_hash(uint32_t parent, const char *s, size_t len);
 static al_tnode_t *al_trie_node(al_trie_t *t, const char *seg, size_t len);
 static al_tnode_t *al_trie_edge(const al_trie_t *t, const al_tnode_t *parent,
+    const char *s, size_t len);
+static al_tnode_t *al_trie_edge_id(const al_trie_t *t, uint32_t parent,
     const char *s, size_t len);
 static int al_trie_edge_add(al_trie_t *t, al_tnode_t *parent,
     al_tnode_t *child);
 static int al_trie_grow(al_trie_t *t);
+static int al_trie_put(al_trie_t *t, uint32_t parent, al_tnode_t *child);
 static const al_route_t *al_trie_overlap(const al_trie_t *t,
     const al_tnode_t *node, const al_route_t *route, size_t depth);
 static const al_tnode_t *al_trie_walk(const al_trie_t *t,
     const al_tnode_t *node, const al_path_t *path, size_t depth,
     unsigned method, const al_route_t **other);
 static unsigned al_trie_method_index(unsigned bit);
+static const al_route_t *al_trie_at(const al_tnode_t *node, unsigned m);
 
 
 al_trie_t *
@@ -98,7 +126,8 @@ al_trie_create(void)
 void
 al_trie_free(al_trie_t *t)
 {
-    al_tblock_t  *b, *next;
+    al_tblock_t   *b, *next;
+    al_teblock_t  *e, *enext;
 
     if (t == NULL) {
         return;
@@ -109,12 +138,17 @@ al_trie_free(al_trie_t *t)
         free(b);
     }
 
+    for (e = t->eblocks; e != NULL; e = enext) {
+        enext = e->next;
+        free(e);
+    }
+
     free(t->edges);
     free(t);
 }
 
 
-static uint64_t
+static uint32_t
 al_trie_hash(uint32_t parent, const char *s, size_t len)
 {
     size_t    i;
@@ -129,7 +163,7 @@ al_trie_hash(uint32_t parent, const char *s, size_t len)
         h *= 0x100000001b3ULL;
     }
 
-    return h ^ (h >> 29);
+    return (uint32_t) (h ^ (h >> 32));
 }
 
 
@@ -150,6 +184,10 @@ al_trie_node(al_trie_t *t, const char *seg, size_t len)
         t->blocks = b;
     }
 
+    if (t->next_id >= AL_TRIE_GRAND) {
+        return NULL;
+    }
+
     n = &b->node[b->used++];
     n->id = t->next_id++;
     n->seg.data = seg;
@@ -163,11 +201,19 @@ static al_tnode_t *
 al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
     size_t len)
 {
+    return al_trie_edge_id(t, parent->id, s, len);
+}
+
+
+static al_tnode_t *
+al_trie_edge_id(const al_trie_t *t, uint32_t parent, const char *s,
+    size_t len)
+{
     size_t             i, mask;
-    uint64_t           h;
+    uint32_t           h;
     const al_tedge_t  *e;
 
-    h = al_trie_hash(parent->id, s, len);
+    h = al_trie_hash(parent, s, len);
     mask = t->cap - 1;
 
     for (i = h & mask; ; i = (i + 1) & mask) {
@@ -177,7 +223,7 @@ al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
             return NULL;
         }
 
-        if (e->hash == h && e->parent == parent->id
+        if (e->hash == h && e->parent == parent
             && e->node->seg.len == len
             && memcmp(e->node->seg.data, s, len) == 0)
         {
@@ -190,14 +236,29 @@ al_trie_edge(const al_trie_t *t, const al_tnode_t *parent, const char *s,
 static int
 al_trie_edge_add(al_trie_t *t, al_tnode_t *parent, al_tnode_t *child)
 {
+    if (al_trie_put(t, parent->id, child) != 0) {
+        return -1;
+    }
+
+    child->literal = 1;
+    child->next = parent->child;
+    parent->child = child;
+
+    return 0;
+}
+
+
+static int
+al_trie_put(al_trie_t *t, uint32_t parent, al_tnode_t *child)
+{
     size_t       i, mask;
-    uint64_t     h;
+    uint32_t     h;
 
     if ((t->nedges + 1) * 2 > t->cap && al_trie_grow(t) != 0) {
         return -1;
     }
 
-    h = al_trie_hash(parent->id, child->seg.data, child->seg.len);
+    h = al_trie_hash(parent, child->seg.data, child->seg.len);
     mask = t->cap - 1;
 
     for (i = h & mask; t->edges[i].node != NULL; i = (i + 1) & mask) {
@@ -205,12 +266,9 @@ al_trie_edge_add(al_trie_t *t, al_tnode_t *parent, al_tnode_t *child)
     }
 
     t->edges[i].hash = h;
-    t->edges[i].parent = parent->id;
+    t->edges[i].parent = parent;
     t->edges[i].node = child;
     t->nedges++;
-
-    child->next = parent->child;
-    parent->child = child;
 
     return 0;
 }
@@ -269,9 +327,10 @@ int
 al_trie_insert(al_trie_t *t, const al_route_t *route,
     const al_route_t **conflict)
 {
-    size_t       i;
-    unsigned     m;
-    al_tnode_t  *node, *next;
+    size_t         i;
+    unsigned       m;
+    al_tnode_t    *node, *next, *prev;
+    al_teblock_t  *eb;
 
     *conflict = al_trie_overlap(t, t->root, route, 0);
     if (*conflict != NULL) {
@@ -279,6 +338,7 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
     }
 
     node = t->root;
+    prev = NULL;
 
     for (i = 0; i < route->nsegs; i++) {
         if (route->seg_is_param[i]) {
@@ -287,7 +347,11 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
                 if (node->param == NULL) {
                     return -1;
                 }
+                if (node->literal) {
+                    prev->param_below = 1;
+                }
             }
+            prev = node;
             node = node->param;
             continue;
         }
@@ -298,19 +362,70 @@ al_trie_insert(al_trie_t *t, const al_route_t *route,
             if (next == NULL || al_trie_edge_add(t, node, next) != 0) {
                 return -1;
             }
+
+            /* the grand edge, once per segment under prev */
+            if (node->literal
+                && al_trie_edge_id(t, prev->id | AL_TRIE_GRAND, next->seg.data,
+                                   next->seg.len) == NULL
+                && al_trie_put(t, prev->id | AL_TRIE_GRAND, next) != 0)
+            {
+                return -1;
+            }
         }
+        prev = node;
         node = next;
     }
 
-    node->ends = 1;
+    /* most paths end one route: a method table only for a second one */
+    if (node->route == NULL && node->routes == NULL) {
+        node->route = route;
+        return 0;
+    }
+
+    if (node->routes == NULL) {
+        eb = t->eblocks;
+        if (eb == NULL || eb->used == AL_TRIE_BLOCK) {
+            eb = calloc(1, sizeof(al_teblock_t));
+            if (eb == NULL) {
+                return -1;
+            }
+            eb->next = t->eblocks;
+            t->eblocks = eb;
+        }
+        node->routes = &eb->ends[eb->used++];
+
+        for (m = 0; m < AL_TRIE_METHODS; m++) {
+            if (node->route->methods & (1u << m)) {
+                (*node->routes)[m] = node->route;
+            }
+        }
+        node->route = NULL;
+    }
 
     for (m = 0; m < AL_TRIE_METHODS; m++) {
         if (route->methods & (1u << m)) {
-            node->routes[m] = route;
+            (*node->routes)[m] = route;
         }
     }
 
     return 0;
+}
+
+
+/* the route ending at node for method index m, or NULL */
+
+static const al_route_t *
+al_trie_at(const al_tnode_t *node, unsigned m)
+{
+    if (node->routes != NULL) {
+        return (*node->routes)[m];
+    }
+
+    if (node->route != NULL && (node->route->methods & (1u << m))) {
+        return node->route;
+    }
+
+    return NULL;
 }
 
 
@@ -325,12 +440,10 @@ al_trie_overlap(const al_trie_t *t, const al_tnode_t *node,
     const al_route_t   *r;
 
     if (depth == route->nsegs) {
-        if (!node->ends) {
-            return NULL;
-        }
         for (m = 0; m < AL_TRIE_METHODS; m++) {
-            if ((route->methods & (1u << m)) && node->routes[m] != NULL) {
-                return node->routes[m];
+            if ((route->methods & (1u << m)) && al_trie_at(node, m) != NULL)
+            {
+                return al_trie_at(node, m);
             }
         }
         return NULL;
@@ -349,7 +462,20 @@ al_trie_overlap(const al_trie_t *t, const al_tnode_t *node,
         return c ? al_trie_overlap(t, c, route, depth + 1) : NULL;
     }
 
-    /* a {param} here overlaps every literal sibling */
+    /*
+     * A {param} here overlaps every literal sibling, unless none of them
+     * can continue with the next segment: a literal one that no literal
+     * child has under it, and no literal child has a {param} child.
+     */
+    if (depth + 1 < route->nsegs && !route->seg_is_param[depth + 1]
+        && !node->param_below
+        && al_trie_edge_id(t, node->id | AL_TRIE_GRAND,
+                           route->segs[depth + 1].data,
+                           route->segs[depth + 1].len) == NULL)
+    {
+        return NULL;
+    }
+
     for (c = node->child; c != NULL; c = c->next) {
         r = al_trie_overlap(t, c, route, depth + 1);
         if (r != NULL) {
@@ -369,7 +495,7 @@ al_trie_lookup(const al_trie_t *t, const al_path_t *path, unsigned method,
 
     *other = NULL;
     node = al_trie_walk(t, t->root, path, 0, method, other);
-    *route = node ? node->routes[al_trie_method_index(method)] : NULL;
+    *route = node ? al_trie_at(node, al_trie_method_index(method)) : NULL;
 }
 
 
@@ -382,16 +508,16 @@ al_trie_walk(const al_trie_t *t, const al_tnode_t *node,
     const al_tnode_t  *next, *found;
 
     if (depth == path->nseg) {
-        if (!node->ends) {
+        if (node->route == NULL && node->routes == NULL) {
             return NULL;
         }
-        if (node->routes[al_trie_method_index(method)] != NULL
+        if (al_trie_at(node, al_trie_method_index(method)) != NULL
             && method != 0)
         {
             return node;
         }
         for (m = 0; m < AL_TRIE_METHODS && *other == NULL; m++) {
-            *other = node->routes[m];
+            *other = al_trie_at(node, m);
         }
         return NULL;
     }

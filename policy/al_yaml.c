@@ -6,6 +6,7 @@
  */
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
@@ -14,12 +15,18 @@
 
 #define AL_YAML_DEPTH_MAX   64
 
+/* mappings with more keys are checked for duplicates by sorting them when
+   they end, so a large mapping costs n log n, not n * n */
+#define AL_YAML_KEYS_LINEAR 16
+
 
 typedef struct {
     al_pool_t     *pool;
     const char    *name;
     al_error_t    *err;
     al_ynode_t    *stack[AL_YAML_DEPTH_MAX];
+    al_ynode_t   **items[AL_YAML_DEPTH_MAX];    /* children so far, in
+                                                   scratch memory */
     size_t         cap[AL_YAML_DEPTH_MAX];
     size_t         cnt[AL_YAML_DEPTH_MAX];
     size_t         depth;
@@ -28,6 +35,8 @@ typedef struct {
 
 
 static int al_yaml_add(al_yaml_ctx_t *ctx, al_ynode_t *node);
+static int al_yaml_end(al_yaml_ctx_t *ctx);
+static int al_yaml_key_cmp(const void *a, const void *b);
 static al_ynode_t *al_yaml_node(al_yaml_ctx_t *ctx, al_ynode_type_t type,
     const yaml_mark_t *mark);
 static int al_yaml_event(al_yaml_ctx_t *ctx, yaml_event_t *ev);
@@ -52,6 +61,7 @@ al_yaml_parse(al_pool_t *pool, const char *name, const char *buf,
     size_t len, al_error_t *err)
 {
     int             done, rc;
+    size_t          i;
     yaml_event_t    ev;
     al_yaml_ctx_t   ctx;
     yaml_parser_t   parser;
@@ -93,6 +103,10 @@ al_yaml_parse(al_pool_t *pool, const char *name, const char *buf,
     }
 
     yaml_parser_delete(&parser);
+
+    for (i = 0; i < AL_YAML_DEPTH_MAX; i++) {
+        free(ctx.items[i]);
+    }
 
     if (rc != 0) {
         return NULL;
@@ -151,8 +165,7 @@ al_yaml_event(al_yaml_ctx_t *ctx, yaml_event_t *ev)
 
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
-        ctx->depth--;
-        return 0;
+        return al_yaml_end(ctx);
 
     default:
         return 0;
@@ -205,7 +218,6 @@ al_yaml_event(al_yaml_ctx_t *ctx, yaml_event_t *ev)
     }
 
     ctx->stack[ctx->depth] = node;
-    ctx->cap[ctx->depth] = 0;
     ctx->cnt[ctx->depth] = 0;
     ctx->depth++;
 
@@ -236,16 +248,17 @@ al_yaml_node(al_yaml_ctx_t *ctx, al_ynode_type_t type,
 static int
 al_yaml_add(al_yaml_ctx_t *ctx, al_ynode_t *node)
 {
-    size_t       i, count, ncap;
-    al_ynode_t  *parent, *key, **items;
+    size_t        i, d, count, ncap;
+    al_ynode_t   *parent, *key, **items;
 
     if (ctx->depth == 0) {
         ctx->root = node;
         return 0;
     }
 
-    parent = ctx->stack[ctx->depth - 1];
-    count = ctx->cnt[ctx->depth - 1];
+    d = ctx->depth - 1;
+    parent = ctx->stack[d];
+    count = ctx->cnt[d];
 
     if (parent->type == AL_Y_MAP && count % 2 == 0) {
         /* node is a key */
@@ -256,8 +269,8 @@ al_yaml_add(al_yaml_ctx_t *ctx, al_ynode_t *node)
             return -1;
         }
 
-        for (i = 0; i < parent->n; i++) {
-            key = parent->items[i * 2];
+        for (i = 0; i < count / 2 && i < AL_YAML_KEYS_LINEAR; i++) {
+            key = ctx->items[d][i * 2];
             if (key->scalar.len == node->scalar.len
                 && memcmp(key->scalar.data, node->scalar.data,
                           key->scalar.len) == 0)
@@ -270,23 +283,110 @@ al_yaml_add(al_yaml_ctx_t *ctx, al_ynode_t *node)
         }
     }
 
-    if (count == ctx->cap[ctx->depth - 1]) {
-        ncap = count ? count * 2 : 8;
-        items = al_palloc(ctx->pool, ncap * sizeof(al_ynode_t *));
+    /* the scratch list of a depth is reused by every container there */
+    if (count == ctx->cap[d]) {
+        ncap = count ? count * 2 : 16;
+        items = realloc(ctx->items[d], ncap * sizeof(al_ynode_t *));
         if (items == NULL) {
             al_error_set(ctx->err, ctx->name, 0, 0, "out of memory");
             return -1;
         }
-        if (count) {
-            memcpy(items, parent->items, count * sizeof(al_ynode_t *));
-        }
-        parent->items = items;
-        ctx->cap[ctx->depth - 1] = ncap;
+        ctx->items[d] = items;
+        ctx->cap[d] = ncap;
     }
 
-    parent->items[count] = node;
-    ctx->cnt[ctx->depth - 1] = ++count;
-    parent->n = parent->type == AL_Y_MAP ? count / 2 : count;
+    ctx->items[d][count] = node;
+    ctx->cnt[d] = count + 1;
 
     return 0;
+}
+
+
+/* a container ends: its children move to the pool, exactly sized */
+
+static int
+al_yaml_end(al_yaml_ctx_t *ctx)
+{
+    size_t        i, d, count;
+    al_ynode_t   *node, **keys;
+
+    d = --ctx->depth;
+    node = ctx->stack[d];
+    count = ctx->cnt[d];
+
+    node->n = node->type == AL_Y_MAP ? count / 2 : count;
+
+    if (count == 0) {
+        return 0;
+    }
+
+    node->items = al_palloc(ctx->pool, count * sizeof(al_ynode_t *));
+    if (node->items == NULL) {
+        al_error_set(ctx->err, ctx->name, 0, 0, "out of memory");
+        return -1;
+    }
+
+    memcpy(node->items, ctx->items[d], count * sizeof(al_ynode_t *));
+
+    if (node->type != AL_Y_MAP || node->n <= AL_YAML_KEYS_LINEAR) {
+        return 0;
+    }
+
+    keys = malloc(node->n * sizeof(al_ynode_t *));
+    if (keys == NULL) {
+        al_error_set(ctx->err, ctx->name, 0, 0, "out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < node->n; i++) {
+        keys[i] = node->items[i * 2];
+    }
+
+    qsort(keys, node->n, sizeof(al_ynode_t *), al_yaml_key_cmp);
+
+    for (i = 1; i < node->n; i++) {
+        if (keys[i]->scalar.len == keys[i - 1]->scalar.len
+            && memcmp(keys[i]->scalar.data, keys[i - 1]->scalar.data,
+                      keys[i]->scalar.len) == 0)
+        {
+            al_error_set(ctx->err, ctx->name, keys[i]->line,
+                         keys[i]->column,
+                         "duplicate key \"%s\" (first given at line %u)",
+                         keys[i]->scalar.data, keys[i - 1]->line);
+            free(keys);
+            return -1;
+        }
+    }
+
+    free(keys);
+
+    return 0;
+}
+
+
+/* keys by content, then in file order */
+
+static int
+al_yaml_key_cmp(const void *a, const void *b)
+{
+    int                n;
+    const al_ynode_t  *x, *y;
+
+    x = *(const al_ynode_t *const *) a;
+    y = *(const al_ynode_t *const *) b;
+
+    if (x->scalar.len != y->scalar.len) {
+        return x->scalar.len < y->scalar.len ? -1 : 1;
+    }
+
+    n = memcmp(x->scalar.data, y->scalar.data, x->scalar.len);
+    if (n != 0) {
+        return n;
+    }
+
+    if (x->line != y->line) {
+        return x->line < y->line ? -1 : 1;
+    }
+
+    return x->column < y->column ? -1 : (x->column > y->column);
 }

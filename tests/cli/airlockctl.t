@@ -77,8 +77,12 @@ like($err, qr/^\Q$bad\E:7:14: unknown key "metod" in match \(did you mean "metho
      'error has file:line:column and a suggestion');
 
 ($rc, undef, $err) = run('', 'check', "$dir/missing.yaml");
-is($rc, 1, 'a missing file fails check');
+is($rc, 2, 'a file that cannot be read exits 2, as the docs say');
 like($err, qr/cannot open: No such file/, 'missing file is reported');
+($rc, undef, $err) = run('', 'check', $example, '--key', "$dir/nokey");
+is($rc, 2, 'check: a key file that cannot be read exits 2');
+($rc) = run('', 'check', $example, 'extra');
+is($rc, 2, 'check: a second file is a usage error');
 
 # keygen and seal
 my $key = "$dir/airlock.key";
@@ -122,6 +126,12 @@ Y
 ($rc, $out) = run('', 'check', $sealed_policy, '--key', $key);
 is($rc, 0, 'check --key opens the sealed secret');
 like($out, qr/1 secrets opened/, 'and says it opened it');
+unlike($out, qr/NOT opened/, 'with --key, no warning');
+
+($rc, $out) = run('', 'check', $sealed_policy);
+is($rc, 0, 'check without --key passes a well-formed sealed secret');
+like($out, qr/^secrets NOT opened: 1 sealed secret checked for shape only, 0 file: secrets not read; run check --key PRIVATE_KEY/m,
+     'and says plainly that the sealed secret was not opened');
 
 my $other = "$dir/other.key";
 run('', 'keygen', $other);
@@ -132,7 +142,7 @@ like($err, qr/sealed\.yaml:5:\d+: secret "tok" cannot be opened/,
 
 chmod 0644, $key;
 ($rc, undef, $err) = run('', 'check', $sealed_policy, '--key', $key);
-is($rc, 1, 'a world-readable private key is refused');
+is($rc, 2, 'a world-readable private key is refused (exit 2: the key cannot be used)');
 like($err, qr/chmod 600/, 'with the fix in the message');
 chmod 0600, $key;
 
@@ -171,13 +181,71 @@ is($rc, 1, 'explain: duplicate JSON key denied');
 like($out, qr/deny: body \(duplicate key/, 'with the reason');
 
 my $token = 'test';   # sha256("test") is the tools token in the example
-($rc, $out) = run('', 'explain', $example, '--token', $token, 'GET',
+($rc, $out) = run("$token\n", 'explain', $example, '--token-stdin', 'GET',
                   '/prometheus/query?query=up');
-is($rc, 0, 'explain: a token identifies the tools client');
+is($rc, 0, 'explain: a token on standard input identifies the tools client');
 like($out, qr/client: tools/, 'and names it');
-($rc, $out) = run('', 'explain', $example, '--token', 'wrong', '--addr',
+{
+    local $ENV{AIRLOCK_TEST_TOKEN} = $token;
+    ($rc, $out) = run('', 'explain', $example, '--token-env',
+                      'AIRLOCK_TEST_TOKEN', 'GET', '/prometheus/query?query=up');
+    is($rc, 0, 'explain: a token from the environment identifies the client');
+    like($out, qr/client: tools/, 'and names it');
+}
+($rc, $out) = run("wrong\n", 'explain', $example, '--token-stdin', '--addr',
                   '10.1.2.3', 'GET', '/prometheus/query?query=up');
 like($out, qr/deny: client_unknown/, 'explain: an unknown token is refused');
+($rc, $out, $err) = run('', 'explain', $example, '--token', $token, 'GET',
+                        '/prometheus/query?query=up');
+is($rc, 2, 'explain: a token on the command line is refused');
+like($err, qr/does not take a token on the command line; use --token-stdin/,
+     'and the message says where the token goes');
+unlike($out, qr/client: tools/, 'and it is not used');
+($rc, undef, $err) = run('', 'explain', $example, '--token-env', 'NO_SUCH_VAR_X',
+                         'GET', '/x');
+is($rc, 2, 'explain: an unset token variable exits 2');
+like($err, qr/NO_SUCH_VAR_X is not set/, 'and names the variable');
+
+# explain on an LLM prefix: the gateway's decision, not "handled"
+my $chat = '/v1/proxy/openai/chat/completions';
+my $over = write_file('over.json', '{"model":"gpt-4o-mini","messages":'
+    . '[{"role":"user","content":"hi"}],"max_tokens":9000}');
+($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'POST', $chat,
+                  '--body', $over, '--content-type', 'application/json');
+is($rc, 0, 'explain llm: agent over max_tokens is allowed (clamp)');
+like($out, qr/max_tokens: clamped to 4096/, 'and clamped to its cap');
+like($out, qr/"max_tokens":4096/, 'the body forwarded carries the cap');
+($rc, $out) = run('', 'explain', $example, '--client', 'worker', 'POST', $chat,
+                  '--body', $over, '--content-type', 'application/json');
+is($rc, 1, 'explain llm: worker over max_tokens is denied (reject)');
+like($out, qr/deny: body \("max_tokens" 9000 is over this client's limit of 1024\)/,
+     'with the gateway\'s reason');
+my $emb = write_file('emb.json', '{"model":"text-embedding-3-small",'
+    . '"input":"x"}');
+($rc, $out) = run('', 'explain', $example, '--client', 'worker', 'POST',
+                  '/v1/proxy/openai/embeddings', '--body', $emb,
+                  '--content-type', 'application/json');
+is($rc, 1, 'explain llm: a model outside the client\'s list is denied');
+like($out, qr/deny: model/, 'as model');
+($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'POST',
+                  '/v1/proxy/openai/embeddings', '--body', $emb,
+                  '--content-type', 'application/json');
+is($rc, 0, 'explain llm: the same model for agent is allowed');
+($rc, $out) = run('', 'explain', $example, '--client', 'tools', 'GET',
+                  '/v1/proxy/openai/models');
+is($rc, 1, 'explain llm: a client the provider does not list is denied');
+like($out, qr/deny: no_route \(this client may not use this provider\)/,
+     'as the gateway denies it');
+($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'POST',
+                  '/v1/proxy/openai/files');
+is($rc, 1, 'explain llm: an endpoint the gateway does not serve is denied');
+like($out, qr/deny: no_route/, 'as no_route');
+($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'POST', $chat);
+is($rc, 1, 'explain llm: a chat request without a body is denied');
+($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'GET',
+                  '/v1/proxy/openai/models');
+is($rc, 0, 'explain llm: GET models is allowed');
+like($out, qr{forward:  GET https://api\.openai\.com/v1/models}, 'and forwarded');
 
 # routes
 ($rc, $out) = run('', 'routes', $example);
@@ -201,5 +269,33 @@ like($out, qr/^\+ route github-pull-request: client tools added$/m,
 is($rc, 0, 'diff exits 0 when the new policy only takes away');
 like($out, qr/^- route github-pull-request: client tools removed$/m,
      'diff names the narrowing');
+
+# exit status per command, as docs/airlockctl.md gives them
+($rc) = run('', 'explain', "$dir/missing.yaml", '--client', 'agent', 'GET', '/x');
+is($rc, 2, 'explain: a policy that cannot be read exits 2');
+($rc) = run('', 'explain', $bad, '--client', 'agent', 'GET', '/x');
+is($rc, 2, 'explain: an invalid policy exits 2');
+($rc) = run('', 'explain', $example, '--client', 'nobody', 'GET', '/x');
+is($rc, 2, 'explain: an unknown --client exits 2');
+($rc) = run('', 'explain', $example, '--client', 'agent', 'GET');
+is($rc, 2, 'explain: a missing target is a usage error');
+($rc) = run('', 'routes');
+is($rc, 2, 'routes: no file is a usage error');
+($rc) = run('', 'routes', $bad);
+is($rc, 2, 'routes: an invalid policy exits 2');
+($rc) = run('', 'diff', $example);
+is($rc, 2, 'diff: one file is a usage error');
+($rc) = run('', 'diff', $example, "$dir/missing.yaml");
+is($rc, 2, 'diff: a policy that cannot be read exits 2');
+($rc) = run('', 'diff', $bad, $example);
+is($rc, 2, 'diff: an invalid policy exits 2');
+($rc) = run('', 'keygen');
+is($rc, 2, 'keygen: no path is a usage error');
+($rc) = run('', 'seal');
+is($rc, 2, 'seal: no --pub is a usage error');
+($rc) = run('', 'seal', '--pub', "$key.pub");
+is($rc, 2, 'seal: an empty secret exits 2');
+($rc) = run("x\n", 'seal', '--pub', "$dir/missing.pub");
+is($rc, 1, 'seal: a public key that cannot be used exits 1');
 
 done_testing();

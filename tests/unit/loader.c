@@ -75,6 +75,7 @@ static void test_inject(void);
 static void test_llm(void);
 static void test_alerts(void);
 static void test_open_secrets(void);
+static void test_many(void);
 
 
 static const char  full[] =
@@ -190,6 +191,7 @@ main(void)
     test_llm();
     test_alerts();
     test_open_secrets();
+    test_many();
 
     return tap_done();
 }
@@ -368,10 +370,12 @@ test_full(void)
            "path params in path order, with patterns");
     tap_ok(r->seg_is_param[1] && r->seg_is_param[2]
            && str_is(&r->segs[2], "day"), "param segments carry the name");
-    tap_is_int(r->nto_parts, 5, "to: 5 parts");
-    tap_ok(r->to_param[0] == -1 && r->to_parts[0].len == 4
-           && memcmp(r->to_parts[0].data, "/svc", 4) == 0
-           && r->to_param[2] == 1 && r->to_param[4] == 0,
+    /* "/svc/{day}/{service}": adjacent literal text is one part */
+    tap_is_int(r->nto_parts, 4, "to: 4 parts");
+    tap_ok(r->to_param[0] == -1 && r->to_parts[0].len == 5
+           && memcmp(r->to_parts[0].data, "/svc/", 5) == 0
+           && r->to_param[1] == 1 && r->to_param[2] == -1
+           && r->to_param[3] == 0,
            "to: literal, then {day} (param 1), then {service} (param 0)");
     tap_ok(r->allow_cookies, "cookies: true");
     tap_ok(r->client_ok[0] && !r->client_ok[1], "clients: a single name");
@@ -1135,4 +1139,107 @@ done:
     unlink(key);
     unlink(pub);
     rmdir(dir);
+}
+
+
+/*
+ * Large policies: names are found through indexes, duplicates among many
+ * are still found and located, and routes that share text share memory.
+ */
+
+static void
+test_many(void)
+{
+    char               *yaml, *p;
+    size_t              i, n, cap;
+    al_error_t          err;
+    al_policy_t        *pol;
+    const al_route_t   *r;
+
+    n = 3000;
+    cap = 256 + n * 200;
+    yaml = malloc(cap);
+    if (yaml == NULL) {
+        tap_ok(0, "memory for a large policy");
+        return;
+    }
+
+    /* 40 clients: a mapping past the size checked pairwise */
+    p = yaml + snprintf(yaml, cap, "version: 1\nclients:\n");
+    for (i = 0; i < 40; i++) {
+        p += sprintf(p, "  c%zu: { unix_uid: %zu }\n", i, 1000 + i);
+    }
+    p += sprintf(p, UPS "routes:\n");
+    for (i = 0; i < n; i++) {
+        p += sprintf(p, "  - { name: r%zu, clients: [c1, c39], match: "
+                     "{ method: GET, path: \"/s%zu/{id}\" }, params: "
+                     "{ id: '^[0-9]+$' }, upstream: prom, to: "
+                     "\"/a/%zu/{id}\" }\n", i, i, i);
+    }
+    sprintf(p, ALERTS);
+
+    pol = load(yaml, &err);
+    tap_ok(pol != NULL, "3000 routes and 40 clients load");
+
+    if (pol != NULL) {
+        r = al_policy_route(pol, "r2999", 5);
+        tap_ok(r == &pol->routes[2999], "the last route is found by name");
+        tap_ok(al_policy_route(pol, "r3000", 5) == NULL,
+               "a name no route has is not found");
+        tap_ok(al_policy_client(pol, "c39", 3) == &pol->clients[39],
+               "a client is found by name");
+        tap_ok(pol->routes[0].client_ok == pol->routes[2999].client_ok,
+               "routes with the same clients share one client table");
+        tap_ok(pol->routes[0].upstream->name.data
+               == pol->routes[2999].upstream->name.data
+               && pol->routes[0].params[0].pattern.data
+                  == pol->routes[2999].params[0].pattern.data,
+               "repeated strings are kept once");
+        tap_ok(pol->routes[7].nto_parts == 2
+               && pol->routes[7].to_parts[0].len == 5
+               && memcmp(pol->routes[7].to_parts[0].data, "/a/7/", 5) == 0,
+               "adjacent literal text of to is one part");
+        al_policy_free(pol);
+    }
+
+    /* the same name at the end of a long list */
+    sprintf(strstr(yaml, "name: r2999,"), "name: r1234, clients: [c1, c39], "
+            "match: { method: GET, path: \"/z/{id}\" }, params: { id: "
+            "'^[0-9]+$' }, upstream: prom, to: \"/b/{id}\" }\n" ALERTS);
+    pol = load(yaml, &err);
+    /* route i is on line 46 + i */
+    tap_ok(pol == NULL && err.line == 46 + 2999,
+           "a duplicate route name among 3000 is refused at the second");
+    tap_ok(strcmp(err.msg, "route name \"r1234\" is already used at line "
+                  "1280") == 0, err.msg);
+    al_policy_free(pol);
+
+    /* a duplicate key in a mapping of 40 */
+    p = yaml + snprintf(yaml, cap, "version: 1\nclients:\n");
+    for (i = 0; i < 40; i++) {
+        p += sprintf(p, "  c%zu: { unix_uid: %zu }\n", i == 33 ? 5 : i,
+                     1000 + i);
+    }
+    sprintf(p, ALERTS);
+    pol = load(yaml, &err);
+    tap_ok(pol == NULL && err.line == 36 && err.column == 3,
+           "a duplicate key in a large mapping is located at the second");
+    tap_ok(strcmp(err.msg, "duplicate key \"c5\" (first given at line 8)")
+           == 0, err.msg);
+    al_policy_free(pol);
+
+    /* a wide block at the end holds the first of 40 narrow ones */
+    p = yaml + snprintf(yaml, cap, "version: 1\nclients:\n");
+    for (i = 0; i < 40; i++) {
+        p += sprintf(p, "  c%zu: { cidr: 10.0.%zu.0/24 }\n", i, 40 - i);
+    }
+    sprintf(p, "  wide: { cidr: [192.168.0.0/16, 10.0.0.0/18] }\n" ALERTS);
+    pol = load(yaml, &err);
+    tap_ok(pol == NULL && err.line == 43,
+           "overlapping cidrs among many clients are found");
+    tap_ok(strstr(err.msg, "clients \"c0\" (line 3) and \"wide\" (line 43) "
+                  "share an identity") != NULL, err.msg);
+    al_policy_free(pol);
+
+    free(yaml);
 }

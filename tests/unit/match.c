@@ -93,6 +93,15 @@ static const al_client_t  *agent, *worker, *ops, *net, *tools;
 static al_decision_t       d;
 
 
+/* "a/{x}/c" as a route with its own segment arrays (at most 8) */
+typedef struct {
+    al_route_t   r;
+    al_str_t     segs[8];
+    uint8_t      isp[8];
+    char         buf[128];
+} route_spec_t;
+
+
 static al_reason_t decide(const char *method, const char *target,
     const al_client_t *client);
 static void allow(const char *method, const char *target,
@@ -107,6 +116,9 @@ static void test_normalize(void);
 static void test_body(void);
 static void test_identify(void);
 static void test_trie(void);
+static void test_trie_siblings(void);
+static al_route_t *route_make(route_spec_t *rs, const char *name,
+    const char *spec);
 static void test_regex(void);
 
 
@@ -147,6 +159,7 @@ main(void)
     test_body();
     test_identify();
     test_trie();
+    test_trie_siblings();
     test_regex();
 
     al_policy_free(p);
@@ -630,4 +643,92 @@ test_regex(void)
                "runaway backtracking stops at the match limit");
         al_regex_free(bad);
     }
+}
+
+
+static al_route_t *
+route_make(route_spec_t *rs, const char *name, const char *spec)
+{
+    char    *save, *seg;
+    size_t   n;
+
+    memset(rs, 0, sizeof(route_spec_t));
+    snprintf(rs->buf, sizeof(rs->buf), "%s", spec);
+
+    n = 0;
+    for (seg = strtok_r(rs->buf, "/", &save); seg != NULL && n < 8;
+         seg = strtok_r(NULL, "/", &save))
+    {
+        rs->isp[n] = (seg[0] == '{');
+        rs->segs[n].data = seg;
+        rs->segs[n].len = strlen(seg);
+        n++;
+    }
+
+    rs->r.name.data = name;
+    rs->r.name.len = strlen(name);
+    rs->r.methods = AL_METHOD_GET;
+    rs->r.segs = rs->segs;
+    rs->r.seg_is_param = rs->isp;
+    rs->r.nsegs = n;
+
+    return &rs->r;
+}
+
+
+/*
+ * A {param} next to many literal siblings: they are skipped only when none
+ * of them can continue the route, and every overlap is still found.
+ */
+
+static void
+test_trie_siblings(void)
+{
+    char                name[16], spec[32];
+    size_t              i;
+    al_trie_t          *t;
+    route_spec_t        lit[50], rs[8];
+    const al_route_t   *conflict;
+
+    t = al_trie_create();
+    if (!tap_ok(t != NULL, "trie created")) {
+        return;
+    }
+
+    for (i = 0; i < 50; i++) {
+        snprintf(name, sizeof(name), "t%zu", i);
+        snprintf(spec, sizeof(spec), "t%zu/x", i);
+        if (al_trie_insert(t, route_make(&lit[i], "lit", spec), &conflict)
+            != 0)
+        {
+            break;
+        }
+    }
+    tap_ok(i == 50, "50 literal routes /tN/x");
+
+    tap_ok(al_trie_insert(t, route_make(&rs[0], "py", "{p}/y"), &conflict)
+           == 0, "/{p}/y does not overlap them");
+    tap_ok(al_trie_insert(t, route_make(&rs[1], "px", "{p}/x"), &conflict)
+           == -1 && conflict != NULL && conflict->nsegs == 2,
+           "/{p}/x overlaps /tN/x");
+
+    tap_ok(al_trie_insert(t, route_make(&rs[2], "uqk", "u/{q}/k"),
+                          &conflict) == 0, "/u/{q}/k inserted");
+    tap_ok(al_trie_insert(t, route_make(&rs[3], "pzk", "{p}/z/k"),
+                          &conflict) == -1 && conflict == &rs[2].r,
+           "/{p}/z/k overlaps /u/{q}/k: a literal sibling's {param} child");
+
+    tap_ok(al_trie_insert(t, route_make(&rs[4], "mn1", "m/n1"), &conflict)
+           == 0 && al_trie_insert(t, route_make(&rs[5], "mn2", "m/n2"),
+                                  &conflict) == 0,
+           "/m/n1 and /m/n2 inserted");
+    tap_ok(al_trie_insert(t, route_make(&rs[6], "pn2", "{p}/n2"), &conflict)
+           == -1 && conflict == &rs[5].r,
+           "/{p}/n2 overlaps /m/n2, the second child of an existing node");
+
+    tap_ok(al_trie_insert(t, route_make(&rs[7], "pyw", "{p}/y/w"),
+                          &conflict) == 0,
+           "/{p}/y/w does not overlap /{p}/y (another length)");
+
+    al_trie_free(t);
 }
