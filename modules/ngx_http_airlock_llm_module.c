@@ -1141,9 +1141,10 @@ ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
 
 /*
  * Only allowlisted client headers survive, then the provider key (and for
- * Anthropic a default anthropic-version) is added.  The list is rebuilt;
- * the r->headers_in shortcuts that could read a client credential are
- * cleared, so $remote_user or auth_basic never see one.
+ * Anthropic a default anthropic-version) is added.  The list is rebuilt,
+ * and the r->headers_in shortcuts are pointed at the kept headers or
+ * cleared, so no module sees a removed header through them ($remote_user,
+ * auth_basic, $http_referer, $content_length).
  */
 
 static ngx_int_t
@@ -1155,11 +1156,15 @@ ngx_http_airlock_llm_rewrite_headers(ngx_http_request_t *r,
     ngx_list_t                        old;
     ngx_list_part_t                  *part;
     ngx_table_elt_t                  *h, *nh;
+    ngx_http_core_main_conf_t        *cmcf;
     ngx_http_airlock_llm_provider_t  *prov;
 
     prov = ctx->provider;
     old = r->headers_in.headers;
     version = 0;
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+
+    ngx_http_airlock_clear_shortcuts(r);
 
     if (ngx_list_init(&r->headers_in.headers, r->pool, 8,
                       sizeof(ngx_table_elt_t))
@@ -1214,6 +1219,8 @@ ngx_http_airlock_llm_rewrite_headers(ngx_http_request_t *r,
         }
 
         *nh = h[i];
+
+        ngx_http_airlock_set_shortcut(r, cmcf, nh);
     }
 
     /*
@@ -1239,18 +1246,6 @@ ngx_http_airlock_llm_rewrite_headers(ngx_http_request_t *r,
 
         *nh = prov->version;
     }
-
-    r->headers_in.authorization = NULL;
-
-#if (nginx_version < 1023000)
-    r->headers_in.cookies.nelts = 0;
-#else
-    r->headers_in.cookie = NULL;
-#endif
-
-    /* "" marks Basic credentials as looked for and absent */
-    ngx_str_set(&r->headers_in.user, "");
-    ngx_str_null(&r->headers_in.passwd);
 
     return NGX_OK;
 }

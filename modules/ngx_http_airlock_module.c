@@ -47,9 +47,6 @@ static ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_uint_t ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
     ngx_http_airlock_ctx_t *ctx);
-static void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
-static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
-    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
 static ngx_uint_t ngx_http_airlock_shortcut_kept(ngx_uint_t offset);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
 static ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
@@ -1050,7 +1047,7 @@ ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
  * worked out at configuration (ngx_http_airlock_shortcuts_init()).
  */
 
-static void
+void
 ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
 {
     ngx_uint_t                     i;
@@ -1076,7 +1073,7 @@ ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
 }
 
 
-static void
+void
 ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
     ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h)
 {
@@ -1165,16 +1162,16 @@ full:
 
 
 /*
- * Shortcuts left as nginx set them: none at all (offset 0), and the body
- * framing, which the proxy module reads to write its own Content-Length.
+ * Headers without a shortcut (offset 0).  Every other shortcut is cleared,
+ * Content-Length and Transfer-Encoding too: once the list is rewritten
+ * their old slots hold other headers, an injected credential among them,
+ * and $content_length reads the pointer before r->headers_in.content_length_n.
  */
 
 static ngx_uint_t
 ngx_http_airlock_shortcut_kept(ngx_uint_t offset)
 {
-    return offset == 0
-           || offset == offsetof(ngx_http_headers_in_t, content_length)
-           || offset == offsetof(ngx_http_headers_in_t, transfer_encoding);
+    return offset == 0;
 }
 
 

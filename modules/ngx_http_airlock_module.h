@@ -120,6 +120,9 @@ typedef struct {
 
 
 ngx_http_airlock_ctx_t *ngx_http_airlock_get_ctx(ngx_http_request_t *r);
+void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
+void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
 
 ngx_int_t ngx_http_airlock_filter_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
