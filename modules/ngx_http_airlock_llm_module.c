@@ -56,6 +56,8 @@ static al_reason_t ngx_http_airlock_llm_route(ngx_http_request_t *r,
 static ngx_int_t ngx_http_airlock_llm_read_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_llm_body_error(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
@@ -204,7 +206,7 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
         /* an internal redirect: the request was decided once */
 
         if (ctx->reading_body) {
-            return NGX_AGAIN;
+            return ngx_http_airlock_llm_body_error(r, ctx);
         }
 
         return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
@@ -753,7 +755,7 @@ ngx_http_airlock_llm_read_body(ngx_http_request_t *r,
                                            ngx_http_airlock_llm_body_handler);
 
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        ctx->reading_body = 0;
+        /* reading_body stays set: the body was never read */
         return rc;
     }
 
@@ -792,6 +794,41 @@ ngx_http_airlock_llm_body_handler(ngx_http_request_t *r)
     r->write_event_handler = ngx_http_core_run_phases;
     r->phase_handler++;
     ngx_http_core_run_phases(r);
+}
+
+
+/*
+ * The body could not be read (over client_max_body_size, a bad chunk):
+ * nginx answers with its error page, and when that page leads back into
+ * the gateway's location, this handler runs again while the read it
+ * started will never end.  The error is answered here in the provider's
+ * format, and the connection is closed: the rest of the body is unread.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_body_error(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    ngx_int_t       rc;
+    al_llm_error_t  err;
+
+    ctx->reading_body = 0;
+
+    r->keepalive = 0;
+    r->lingering_close = 1;
+
+    err = (r->err_status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE)
+          ? AL_LLM_ERR_TOO_LARGE : AL_LLM_ERR_INVALID;
+
+    rc = ngx_http_airlock_llm_send_error(r, ctx, err,
+                                         err == AL_LLM_ERR_TOO_LARGE
+                                         ? NULL
+                                         : "the request body could not be "
+                                           "read");
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
 }
 
 

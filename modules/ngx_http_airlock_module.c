@@ -37,6 +37,8 @@ static void ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer);
 static ngx_int_t ngx_http_airlock_read_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_body_error(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
 static al_reason_t ngx_http_airlock_check_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail);
 static ngx_int_t ngx_http_airlock_allow(ngx_http_request_t *r,
@@ -235,7 +237,7 @@ ngx_http_airlock_handler(ngx_http_request_t *r)
         /* an internal redirect: the request was decided once */
 
         if (ctx->reading_body) {
-            return NGX_AGAIN;
+            return ngx_http_airlock_body_error(r, ctx);
         }
 
         return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
@@ -622,7 +624,7 @@ ngx_http_airlock_read_body(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
     rc = ngx_http_read_client_request_body(r, ngx_http_airlock_body_handler);
 
     if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        ctx->reading_body = 0;
+        /* reading_body stays set: the body was never read */
         return rc;
     }
 
@@ -666,6 +668,37 @@ ngx_http_airlock_body_handler(ngx_http_request_t *r)
     r->write_event_handler = ngx_http_core_run_phases;
     r->phase_handler++;
     ngx_http_core_run_phases(r);
+}
+
+
+/*
+ * The body could not be read (over client_max_body_size, a bad chunk):
+ * nginx answers with its error page, and when that location has
+ * "airlock on" too, this handler runs again while the read it started
+ * will never end.  The error is answered here as airlock_error_json
+ * would, and the connection is closed: the rest of the body is unread.
+ */
+
+static ngx_int_t
+ngx_http_airlock_body_error(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    ctx->reading_body = 0;
+
+    r->keepalive = 0;
+    r->lingering_close = 1;
+
+    if (r->err_status == 0) {
+        r->err_status = NGX_HTTP_BAD_REQUEST;
+    }
+
+    rc = ngx_http_airlock_error_handler(r);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
 }
 
 
