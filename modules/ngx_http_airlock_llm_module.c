@@ -1350,17 +1350,27 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
  * the stream did not end with its usage).  JSON: the response's "usage".
  * Without one, a 2xx answer is charged what was reserved for it (the
  * prompt estimate and the output cap); errors and answers nginx made up
- * count nothing.
+ * count nothing, a stream refused after its header was seen (the
+ * scrubber's 502) included.
  */
 
 void
 ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source)
 {
+    ngx_uint_t  status;
+
     ngx_memzero(u, sizeof(al_llm_usage_t));
     *source = AL_LLM_SOURCE_ESTIMATED;
 
     if (!ctx->allowed) {
+        return;
+    }
+
+    status = (ctx->request != NULL) ? ngx_http_airlock_llm_status(ctx->request)
+                                    : ctx->status;
+
+    if (status >= NGX_HTTP_SPECIAL_RESPONSE) {
         return;
     }
 
