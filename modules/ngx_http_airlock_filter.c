@@ -158,6 +158,13 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
                       "route \"%s\", which cannot be scrubbed",
                       &ce->value, ctx->route->name.data);
 
+        /*
+         * A request finalized from a filter leaves its connection marked
+         * as failed (c->error): kept alive, the client's next request on
+         * it would be dropped unanswered.  It is closed instead.
+         */
+        r->keepalive = 0;
+
         return ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
                                                 NGX_HTTP_BAD_GATEWAY);
     }

@@ -53,9 +53,10 @@ static ngx_int_t ngx_http_airlock_llm_bearer(ngx_table_elt_t *h,
     ngx_str_t *token);
 static al_reason_t ngx_http_airlock_llm_route(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const char **detail);
-static ngx_int_t ngx_http_airlock_llm_read_body(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx);
-static void ngx_http_airlock_llm_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *actx);
+static ngx_int_t ngx_http_airlock_llm_error(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *actx, ngx_uint_t status);
 static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
@@ -66,8 +67,6 @@ static ngx_int_t ngx_http_airlock_llm_deny(ngx_http_request_t *r,
 static ngx_int_t ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t err,
     const char *message);
-static ngx_int_t ngx_http_airlock_llm_rewrite_headers(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_llm_log_handler(ngx_http_request_t *r);
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
@@ -109,6 +108,13 @@ static ngx_str_t  ngx_http_airlock_llm_headers[] = {
     ngx_string("anthropic-version"),
     ngx_string("anthropic-beta"),
     ngx_null_string
+};
+
+
+/* what ngx_http_airlock_request.c calls back */
+static ngx_http_airlock_path_t  ngx_http_airlock_llm_path = {
+    ngx_http_airlock_llm_body_read,
+    ngx_http_airlock_llm_error
 };
 
 
@@ -180,6 +186,7 @@ ngx_module_t  ngx_http_airlock_llm_module = {
 static ngx_int_t
 ngx_http_airlock_llm_handler(ngx_http_request_t *r)
 {
+    ngx_int_t                         rc;
     const char                       *detail;
     al_reason_t                       reason;
     al_llm_error_t                    err;
@@ -192,22 +199,12 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    if (r != r->main) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "airlock: subrequest to \"%V\" refused", &r->uri);
-        return NGX_HTTP_FORBIDDEN;
-    }
-
     ctx = ngx_http_airlock_llm_get_ctx(r);
 
-    if (ctx != NULL) {
-        /* an internal redirect: the request was decided once */
+    rc = ngx_http_airlock_enter(r, ctx ? ctx->actx : NULL);
 
-        if (ctx->reading_body) {
-            return NGX_AGAIN;
-        }
-
-        return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     ctx = ngx_http_airlock_llm_create_ctx(r, llcf);
@@ -230,7 +227,8 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
                                                                 : detail);
     }
 
-    return ngx_http_airlock_llm_read_body(r, ctx);
+    return ngx_http_airlock_read_body(r, ctx->actx,
+                                      al_llm_endpoint_has_body(ctx->endpoint));
 }
 
 
@@ -239,27 +237,8 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
 ngx_http_airlock_llm_ctx_t *
 ngx_http_airlock_llm_get_ctx(ngx_http_request_t *r)
 {
-    ngx_pool_cleanup_t          *cln;
-    ngx_http_airlock_llm_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
-
-    if (ctx != NULL || !(r->internal || r->filter_finalize)) {
-        return ctx;
-    }
-
-    for (cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_airlock_llm_cleanup) {
-            ctx = cln->data;
-
-            if (ctx->request == r) {
-                ngx_http_set_ctx(r, ctx, ngx_http_airlock_llm_module);
-                return ctx;
-            }
-        }
-    }
-
-    return NULL;
+    return ngx_http_airlock_find_ctx(r, &ngx_http_airlock_llm_module,
+                                     ngx_http_airlock_llm_cleanup);
 }
 
 
@@ -283,7 +262,7 @@ ngx_http_airlock_llm_create_ctx(ngx_http_request_t *r,
         return NULL;
     }
 
-    actx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_ctx_t));
+    actx = ngx_http_airlock_create_ctx(r, &ngx_http_airlock_llm_path);
     if (actx == NULL) {
         return NULL;
     }
@@ -304,13 +283,10 @@ ngx_http_airlock_llm_create_ctx(ngx_http_request_t *r,
     ctx->source = AL_LLM_SOURCE_ESTIMATED;
     ngx_str_set(&ctx->model, "");
 
-    actx->request = r;
     actx->route = &llcf->provider->route;
     actx->rconf = &llcf->provider->rconf;
-    actx->reason = AL_REASON_NONE;
 
     ngx_http_set_ctx(r, ctx, ngx_http_airlock_llm_module);
-    ngx_http_set_ctx(r, actx, ngx_http_airlock_module);
 
     return ctx;
 }
@@ -710,55 +686,14 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
 
 
 /*
- * The body is read without blocking into one memory buffer, checked, and
- * forwarded as those very bytes, or as the library's rewrite of them.
+ * The body is read (or the endpoint takes none): checked, and when needed
+ * rewritten, then the budget is reserved and the request allowed, or it
+ * is refused.
  */
 
 static ngx_int_t
-ngx_http_airlock_llm_read_body(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx)
-{
-    ngx_int_t  rc;
-    uint64_t   need;
-
-    if (!al_llm_endpoint_has_body(ctx->endpoint)) {
-        return ngx_http_airlock_llm_allow(r, ctx, 0);
-    }
-
-    if (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked) {
-        rc = ngx_http_airlock_llm_check_body(r, ctx, &need);
-
-        if (rc != NGX_OK) {
-            return rc;
-        }
-
-        return ngx_http_airlock_llm_allow(r, ctx, need);
-    }
-
-    r->request_body_in_single_buf = 1;
-    r->request_body_in_file_only = 0;
-    r->request_body_in_persistent_file = 0;
-    r->request_body_in_clean_file = 0;
-    r->request_body_no_buffering = 0;
-
-    ctx->reading_body = 1;
-
-    rc = ngx_http_read_client_request_body(r,
-                                           ngx_http_airlock_llm_body_handler);
-
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        ctx->reading_body = 0;
-        return rc;
-    }
-
-    ngx_http_finalize_request(r, NGX_DONE);
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_http_airlock_llm_body_handler(ngx_http_request_t *r)
+ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *actx)
 {
     uint64_t                     need;
     ngx_int_t                    rc;
@@ -766,26 +701,39 @@ ngx_http_airlock_llm_body_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
 
-    ctx->reading_body = 0;
+    need = 0;
 
-    rc = ngx_http_airlock_llm_check_body(r, ctx, &need);
+    if (al_llm_endpoint_has_body(ctx->endpoint)) {
+        rc = ngx_http_airlock_llm_check_body(r, ctx, &need);
 
-    if (rc == NGX_OK) {
-        rc = ngx_http_airlock_llm_allow(r, ctx, need);
+        if (rc != NGX_OK) {
+            return rc;
+        }
     }
 
-    if (rc == NGX_DONE) {
-        return;
-    }
+    return ngx_http_airlock_llm_allow(r, ctx, need);
+}
 
-    if (rc != NGX_DECLINED) {
-        ngx_http_finalize_request(r, rc);
-        return;
-    }
 
-    r->write_event_handler = ngx_http_core_run_phases;
-    r->phase_handler++;
-    ngx_http_core_run_phases(r);
+/* a body nginx could not read, answered in the provider's format */
+
+static ngx_int_t
+ngx_http_airlock_llm_error(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *actx, ngx_uint_t status)
+{
+    al_llm_error_t               err;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_llm_get_ctx(r);
+
+    err = (status == NGX_HTTP_REQUEST_ENTITY_TOO_LARGE)
+          ? AL_LLM_ERR_TOO_LARGE : AL_LLM_ERR_INVALID;
+
+    return ngx_http_airlock_llm_send_error(r, ctx, err,
+                                           err == AL_LLM_ERR_TOO_LARGE
+                                           ? NULL
+                                           : "the request body could not "
+                                             "be read");
 }
 
 
@@ -798,87 +746,31 @@ static ngx_int_t
 ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need)
 {
-    u_char                   *body, *p;
-    size_t                    len, ctype_len;
-    ngx_buf_t                *b, *data;
+    u_char                   *data;
     ngx_int_t                 rc;
-    ngx_uint_t                n;
-    const char               *ctype;
-    ngx_chain_t              *cl;
     al_reason_t               reason;
     al_llm_req_t              req;
     const al_llm_t           *llm;
-    ngx_http_request_body_t  *rb;
+    ngx_http_airlock_body_t   body;
 
     llm = ctx->provider->llm;
-    rb = r->request_body;
 
-    len = 0;
-    n = 0;
-    data = NULL;
+    rc = ngx_http_airlock_body(r, llm->body_max, &body);
 
-    for (cl = rb ? rb->bufs : NULL; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (!ngx_buf_in_memory(b)) {
-            if (b->in_file) {
-                /* client_body_buffer_size is checked to hold body_max */
-                return ngx_http_airlock_llm_deny(r, ctx,
-                                           AL_REASON_BODY_TOO_LARGE,
-                                           AL_LLM_ERR_TOO_LARGE,
-                                           "request body is over the limit",
-                                           NULL);
-            }
-
-            continue;
-        }
-
-        if (b->last > b->pos) {
-            len += b->last - b->pos;
-            data = b;
-            n++;
-        }
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (len > llm->body_max) {
+    if (rc == NGX_DECLINED) {
         return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY_TOO_LARGE,
                                          AL_LLM_ERR_TOO_LARGE,
                                          "request body is over the limit",
                                          NULL);
     }
 
-    if (n > 1) {
-        body = ngx_pnalloc(r->pool, len);
-        if (body == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        p = body;
-
-        for (cl = rb->bufs; cl; cl = cl->next) {
-            if (ngx_buf_in_memory(cl->buf)) {
-                p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
-            }
-        }
-
-    } else if (n == 1) {
-        body = data->pos;
-
-    } else {
-        body = (u_char *) "";
-    }
-
-    if (r->headers_in.content_type != NULL) {
-        ctype = (char *) r->headers_in.content_type->value.data;
-        ctype_len = r->headers_in.content_type->value.len;
-
-    } else {
-        ctype = NULL;
-        ctype_len = 0;
-    }
-
-    reason = al_llm_request(llm, ctx->lc, ctx->endpoint, ctype, ctype_len,
-                            body, len, &req);
+    reason = al_llm_request(llm, ctx->lc, ctx->endpoint,
+                            (char *) body.ctype.data, body.ctype.len,
+                            body.data, body.len, &req);
 
     if (reason != AL_REASON_NONE) {
         rc = ngx_http_airlock_llm_deny(r, ctx, reason,
@@ -905,48 +797,32 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     *need = al_llm_request_need(&req);
 
     if (req.body != NULL) {
-        body = ngx_pnalloc(r->pool, req.body_len);
-        if (body == NULL) {
+        /* the rewrite is what is sent */
+
+        data = ngx_pnalloc(r->pool, req.body_len);
+        if (data == NULL) {
             al_llm_request_free(&req);
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
 
-        ngx_memcpy(body, req.body, req.body_len);
-        len = req.body_len;
+        ngx_memcpy(data, req.body, req.body_len);
 
-        n = 2;      /* a buffer of its own */
+        body.data = data;
+        body.len = req.body_len;
+
+        al_llm_request_free(&req);
+
+        if (ngx_http_airlock_body_set(r, body.data, body.len) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        return NGX_OK;
     }
 
     al_llm_request_free(&req);
 
-    if (n > 1) {
-        /* one buffer: what was checked (or rewritten) is what is sent */
-
-        b = ngx_calloc_buf(r->pool);
-        if (b == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        b->temporary = 1;
-        b->start = body;
-        b->pos = body;
-        b->last = body + len;
-        b->end = body + len;
-        b->last_buf = 1;
-        b->last_in_chain = 1;
-
-        cl = ngx_alloc_chain_link(r->pool);
-        if (cl == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        cl->buf = b;
-        cl->next = NULL;
-        rb->bufs = cl;
-    }
-
     /* the proxy module writes Content-Length from this */
-    r->headers_in.content_length_n = len;
+    r->headers_in.content_length_n = body.len;
 
     return NGX_OK;
 }
@@ -961,10 +837,12 @@ static ngx_int_t
 ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
 {
-    ngx_int_t                rc;
-    const al_llm_client_t   *lc;
-    ngx_http_airlock_ctx_t  *actx;
-    char                     msg[AL_DETAIL_MAX];
+    ngx_int_t                         rc;
+    const al_llm_client_t            *lc;
+    ngx_http_airlock_ctx_t           *actx;
+    ngx_http_airlock_headers_t        hs;
+    ngx_http_airlock_llm_provider_t  *prov;
+    char                              msg[AL_DETAIL_MAX];
 
     lc = ctx->lc;
 
@@ -987,16 +865,22 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
         }
     }
 
-    if (ngx_http_airlock_llm_rewrite_headers(r, ctx) != NGX_OK) {
+    prov = ctx->provider;
+
+    hs.keep = ngx_http_airlock_llm_headers;
+    hs.cookies = 0;
+    hs.inject = &prov->key;
+    hs.ninject = 1;
+    hs.defaults = &prov->version;
+    hs.ndefaults = (prov->llm->kind == AL_LLM_ANTHROPIC) ? 1 : 0;
+
+    actx = ctx->actx;
+
+    if (ngx_http_airlock_allowed(r, actx, &hs) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     ctx->allowed = 1;
-
-    actx = ctx->actx;
-    actx->decided = 1;
-    actx->allowed = 1;
-    actx->reason = AL_REASON_NONE;
     actx->uri = ctx->uri;
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -1019,26 +903,12 @@ ngx_http_airlock_llm_deny(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_reason_t reason, al_llm_error_t err,
     const char *detail, const char *message)
 {
-    ngx_int_t                  rc;
-    ngx_uint_t                 i, n;
-    ngx_http_airlock_ctx_t    *actx;
-    ngx_http_airlock_alert_t   alerts[2];
-
-    actx = ctx->actx;
-    actx->decided = 1;
-    actx->allowed = 0;
-    actx->reason = reason;
+    ngx_int_t  rc;
 
     ctx->allowed = 0;
 
-    n = (reason == AL_REASON_BUDGET) ? 0
-                                     : ngx_http_airlock_count(r, actx, alerts);
-
-    ngx_http_airlock_log_deny(r, actx, detail);
-
-    for (i = 0; i < n; i++) {
-        ngx_http_airlock_log_alert(r, actx, &alerts[i]);
-    }
+    ngx_http_airlock_refuse(r, ctx->actx, reason, detail,
+                            reason != AL_REASON_BUDGET);
 
     rc = ngx_http_airlock_llm_send_error(r, ctx, err, message);
 
@@ -1056,14 +926,8 @@ ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
     size_t            len;
     ngx_buf_t        *b;
     ngx_str_t         id;
-    ngx_int_t         rc;
-    ngx_chain_t       out;
     ngx_table_elt_t  *h;
     char              rid[65];
-
-    if (ngx_http_discard_request_body(r) != NGX_OK) {
-        r->keepalive = 0;
-    }
 
     rid[0] = '\0';
 
@@ -1084,21 +948,6 @@ ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
 
     b->last = b->pos + len;
     *b->last++ = LF;
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    r->headers_out.status = al_llm_error_status(err);
-    r->headers_out.content_length_n = b->last - b->pos;
-
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = NULL;
-    ngx_str_null(&r->headers_out.charset);
-
-    if (r->headers_out.content_length != NULL) {
-        r->headers_out.content_length->hash = 0;
-        r->headers_out.content_length = NULL;
-    }
 
     if ((err == AL_LLM_ERR_RATE_LIMIT || err == AL_LLM_ERR_QUOTA)
         && ctx->quota.retry_after)
@@ -1120,133 +969,7 @@ ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
                        - h->value.data;
     }
 
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
-}
-
-
-/*
- * Only allowlisted client headers survive, then the provider key (and for
- * Anthropic a default anthropic-version) is added.  The list is rebuilt;
- * the r->headers_in shortcuts that could read a client credential are
- * cleared, so $remote_user or auth_basic never see one.
- */
-
-static ngx_int_t
-ngx_http_airlock_llm_rewrite_headers(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx)
-{
-    ngx_str_t                        *name;
-    ngx_uint_t                        i, version;
-    ngx_list_t                        old;
-    ngx_list_part_t                  *part;
-    ngx_table_elt_t                  *h, *nh;
-    ngx_http_airlock_llm_provider_t  *prov;
-
-    prov = ctx->provider;
-    old = r->headers_in.headers;
-    version = 0;
-
-    if (ngx_list_init(&r->headers_in.headers, r->pool, 8,
-                      sizeof(ngx_table_elt_t))
-        != NGX_OK)
-    {
-        return NGX_ERROR;
-    }
-
-    part = &old.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
-            continue;
-        }
-
-        for (name = ngx_http_airlock_llm_headers; name->len; name++) {
-            if (h[i].key.len == name->len
-                && ngx_strncmp(h[i].lowcase_key, name->data, name->len) == 0)
-            {
-                break;
-            }
-        }
-
-        if (name->len == 0) {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                           "airlock: removed header \"%V\"", &h[i].key);
-            continue;
-        }
-
-        if (h[i].key.len == prov->version.key.len
-            && ngx_strncmp(h[i].lowcase_key, prov->version.lowcase_key,
-                           h[i].key.len) == 0)
-        {
-            version = 1;
-        }
-
-        nh = ngx_list_push(&r->headers_in.headers);
-        if (nh == NULL) {
-            return NGX_ERROR;
-        }
-
-        *nh = h[i];
-    }
-
-    /*
-     * The key goes in as a removed header: the proxy module sends every
-     * header of the list, while $http_authorization, $http_x_api_key and
-     * every other reader of the list skip a header whose hash is 0, so no
-     * log_format can print the key.
-     */
-
-    nh = ngx_list_push(&r->headers_in.headers);
-    if (nh == NULL) {
-        return NGX_ERROR;
-    }
-
-    *nh = prov->key;
-    nh->hash = 0;
-
-    if (prov->llm->kind == AL_LLM_ANTHROPIC && !version) {
-        nh = ngx_list_push(&r->headers_in.headers);
-        if (nh == NULL) {
-            return NGX_ERROR;
-        }
-
-        *nh = prov->version;
-    }
-
-    r->headers_in.authorization = NULL;
-
-#if (nginx_version < 1023000)
-    r->headers_in.cookies.nelts = 0;
-#else
-    r->headers_in.cookie = NULL;
-#endif
-
-    /* "" marks Basic credentials as looked for and absent */
-    ngx_str_set(&r->headers_in.user, "");
-    ngx_str_null(&r->headers_in.passwd);
-
-    return NGX_OK;
+    return ngx_http_airlock_send_json(r, al_llm_error_status(err), b);
 }
 
 
@@ -1312,17 +1035,27 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
  * the stream did not end with its usage).  JSON: the response's "usage".
  * Without one, a 2xx answer is charged what was reserved for it (the
  * prompt estimate and the output cap); errors and answers nginx made up
- * count nothing.
+ * count nothing, a stream refused after its header was seen (the
+ * scrubber's 502) included.
  */
 
 void
 ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source)
 {
+    ngx_uint_t  status;
+
     ngx_memzero(u, sizeof(al_llm_usage_t));
     *source = AL_LLM_SOURCE_ESTIMATED;
 
     if (!ctx->allowed) {
+        return;
+    }
+
+    status = (ctx->request != NULL) ? ngx_http_airlock_llm_status(ctx->request)
+                                    : ctx->status;
+
+    if (status >= NGX_HTTP_SPECIAL_RESPONSE) {
         return;
     }
 

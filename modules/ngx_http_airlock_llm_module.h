@@ -101,7 +101,6 @@ typedef struct {
     ngx_uint_t                       status;
 
     unsigned                         allowed:1;
-    unsigned                         reading_body:1;
     unsigned                         budget:1;     /* reserved[_at] hold */
     unsigned                         stream:1;     /* the client asked */
     unsigned                         hide_usage:1;

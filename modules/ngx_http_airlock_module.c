@@ -38,36 +38,22 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_airlock_handler(ngx_http_request_t *r);
-static ngx_http_airlock_ctx_t *ngx_http_airlock_create_ctx(
-    ngx_http_request_t *r);
-static void ngx_http_airlock_ctx_cleanup(void *data);
 static al_reason_t ngx_http_airlock_decide(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail);
 static al_reason_t ngx_http_airlock_check_request(ngx_http_request_t *r,
     ngx_str_t *token, const char **detail);
-static void ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer);
-static ngx_int_t ngx_http_airlock_read_body(ngx_http_request_t *r,
+static ngx_int_t ngx_http_airlock_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
-static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
 static al_reason_t ngx_http_airlock_check_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail);
 static ngx_int_t ngx_http_airlock_allow(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, al_reason_t reason, const char *detail);
-static ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
-    ngx_http_airlock_ctx_t *ctx);
-static ngx_uint_t ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
-    ngx_http_airlock_ctx_t *ctx);
-static void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
-static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
-    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
-static ngx_uint_t ngx_http_airlock_shortcut_kept(ngx_uint_t offset);
-static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
-static ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
-    ngx_http_airlock_main_conf_t *amcf);
-static ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
+static ngx_int_t ngx_http_airlock_answer(ngx_http_request_t *r,
     ngx_uint_t status, const char *error, const char *reason);
+static ngx_int_t ngx_http_airlock_error(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_uint_t status);
 static ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
 
 static char *ngx_http_airlock_policy(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -127,6 +113,13 @@ static ngx_conf_enum_t  ngx_http_airlock_log_levels[] = {
     { ngx_string("warn"), NGX_LOG_WARN },
     { ngx_string("error"), NGX_LOG_ERR },
     { ngx_null_string, 0 }
+};
+
+
+/* what ngx_http_airlock_request.c calls back */
+static ngx_http_airlock_path_t  ngx_http_airlock_path = {
+    ngx_http_airlock_body_read,
+    ngx_http_airlock_error
 };
 
 
@@ -253,6 +246,7 @@ ngx_module_t  ngx_http_airlock_module = {
 static ngx_int_t
 ngx_http_airlock_handler(ngx_http_request_t *r)
 {
+    ngx_int_t                     rc;
     const char                   *detail;
     al_reason_t                   reason;
     ngx_http_airlock_ctx_t       *ctx;
@@ -264,25 +258,15 @@ ngx_http_airlock_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    if (r != r->main) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "airlock: subrequest to \"%V\" refused", &r->uri);
-        return NGX_HTTP_FORBIDDEN;
-    }
-
     ctx = ngx_http_airlock_get_ctx(r);
 
-    if (ctx != NULL) {
-        /* an internal redirect: the request was decided once */
+    rc = ngx_http_airlock_enter(r, ctx);
 
-        if (ctx->reading_body) {
-            return NGX_AGAIN;
-        }
-
-        return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
+    if (rc != NGX_OK) {
+        return rc;
     }
 
-    ctx = ngx_http_airlock_create_ctx(r);
+    ctx = ngx_http_airlock_create_ctx(r, &ngx_http_airlock_path);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
@@ -297,76 +281,7 @@ ngx_http_airlock_handler(ngx_http_request_t *r)
         return ngx_http_airlock_deny(r, ctx, reason, detail);
     }
 
-    return ngx_http_airlock_read_body(r, ctx);
-}
-
-
-/*
- * The context survives internal redirects (error_page, named locations):
- * it is found again through the request pool cleanup, as realip does.
- */
-
-ngx_http_airlock_ctx_t *
-ngx_http_airlock_get_ctx(ngx_http_request_t *r)
-{
-    ngx_pool_cleanup_t      *cln;
-    ngx_http_airlock_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
-
-    if (ctx != NULL || !(r->internal || r->filter_finalize)) {
-        return ctx;
-    }
-
-    for (cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_airlock_ctx_cleanup) {
-            ctx = cln->data;
-
-            if (ctx->request == r) {
-                ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
-                return ctx;
-            }
-        }
-    }
-
-    return NULL;
-}
-
-
-static ngx_http_airlock_ctx_t *
-ngx_http_airlock_create_ctx(ngx_http_request_t *r)
-{
-    ngx_pool_cleanup_t      *cln;
-    ngx_http_airlock_ctx_t  *ctx;
-
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_ctx_t));
-    if (ctx == NULL) {
-        return NULL;
-    }
-
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NULL;
-    }
-
-    cln->handler = ngx_http_airlock_ctx_cleanup;
-    cln->data = ctx;
-
-    ctx->request = r;
-    ctx->reason = AL_REASON_NONE;
-
-    ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
-
-    return ctx;
-}
-
-
-static void
-ngx_http_airlock_ctx_cleanup(void *data)
-{
-    ngx_http_airlock_ctx_t  *ctx = data;
-
-    ctx->request = NULL;
+    return ngx_http_airlock_read_body(r, ctx, ctx->route->has_body);
 }
 
 
@@ -411,7 +326,7 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     d->detail[0] = '\0';
 
     /* an unknown client is counted under its peer */
-    ngx_http_airlock_peer(r, &ctx->peer);
+    (void) ngx_http_airlock_real_peer(r->connection, &ctx->peer);
 
     reason = ngx_http_airlock_check_request(r, &token, detail);
 
@@ -609,97 +524,31 @@ done:
 }
 
 
-/* one reading of the real peer for both modules: ngx_http_airlock_peer.c */
-
-static void
-ngx_http_airlock_peer(ngx_http_request_t *r, al_peer_t *peer)
-{
-    (void) ngx_http_airlock_real_peer(r->connection, peer);
-}
-
-
 /*
- * A body is read without blocking, into one memory buffer, checked, and
- * then forwarded as those very bytes: the proxy module reuses
- * r->request_body.
+ * The body is read (or there is none): checked against the route, then
+ * the request is allowed or refused.
  */
 
 static ngx_int_t
-ngx_http_airlock_read_body(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+ngx_http_airlock_body_read(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx)
 {
     const char   *detail;
-    ngx_int_t     rc;
     al_reason_t   reason;
 
-    if (!ctx->route->has_body) {
-        return ngx_http_airlock_allow(r, ctx);
-    }
-
-    if (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked) {
+    if (ctx->route->has_body) {
         reason = ngx_http_airlock_check_body(r, ctx, &detail);
+
+        if (reason == AL_REASON_MAX) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
 
         if (reason != AL_REASON_NONE) {
             return ngx_http_airlock_deny(r, ctx, reason, detail);
         }
-
-        return ngx_http_airlock_allow(r, ctx);
     }
 
-    r->request_body_in_single_buf = 1;
-    r->request_body_in_file_only = 0;
-    r->request_body_in_persistent_file = 0;
-    r->request_body_in_clean_file = 0;
-    r->request_body_no_buffering = 0;
-
-    ctx->reading_body = 1;
-
-    rc = ngx_http_read_client_request_body(r, ngx_http_airlock_body_handler);
-
-    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
-        ctx->reading_body = 0;
-        return rc;
-    }
-
-    ngx_http_finalize_request(r, NGX_DONE);
-
-    return NGX_DONE;
-}
-
-
-static void
-ngx_http_airlock_body_handler(ngx_http_request_t *r)
-{
-    const char              *detail;
-    ngx_int_t                rc;
-    al_reason_t              reason;
-    ngx_http_airlock_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
-
-    ctx->reading_body = 0;
-
-    reason = ngx_http_airlock_check_body(r, ctx, &detail);
-
-    if (reason == AL_REASON_MAX) {
-        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
-        return;
-    }
-
-    if (reason != AL_REASON_NONE) {
-        (void) ngx_http_airlock_deny(r, ctx, reason, detail);
-        return;
-    }
-
-    rc = ngx_http_airlock_allow(r, ctx);
-
-    if (rc != NGX_DECLINED) {
-        ngx_http_finalize_request(r, rc);
-        return;
-    }
-
-    r->write_event_handler = ngx_http_core_run_phases;
-    r->phase_handler++;
-    ngx_http_core_run_phases(r);
+    return ngx_http_airlock_allow(r, ctx);
 }
 
 
@@ -707,16 +556,11 @@ static al_reason_t
 ngx_http_airlock_check_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail)
 {
-    u_char                   *body, *p;
-    size_t                    len, ctype_len;
-    ngx_buf_t                *b, *data;
-    ngx_uint_t                n;
-    const char               *ctype;
-    ngx_chain_t              *cl;
+    ngx_int_t                 rc;
     al_reason_t               reason;
     al_decision_t            *d;
     const al_route_t         *route;
-    ngx_http_request_body_t  *rb;
+    ngx_http_airlock_body_t   body;
 
     d = &ngx_http_airlock_scratch;
     d->reason = AL_REASON_NONE;
@@ -724,98 +568,31 @@ ngx_http_airlock_check_body(ngx_http_request_t *r,
     d->detail[0] = '\0';
 
     route = ctx->route;
-    rb = r->request_body;
 
-    len = 0;
-    n = 0;
-    data = NULL;
+    rc = ngx_http_airlock_body(r, route->body_max, &body);
 
-    for (cl = rb ? rb->bufs : NULL; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (!ngx_buf_in_memory(b)) {
-            if (b->in_file) {
-                /* client_body_buffer_size is checked to hold body_max */
-                ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
-                             "body is over the route's max_bytes %uz%Z",
-                             route->body_max);
-                *detail = d->detail;
-                return AL_REASON_BODY_TOO_LARGE;
-            }
-
-            continue;
-        }
-
-        if (b->last > b->pos) {
-            len += b->last - b->pos;
-            data = b;
-            n++;
-        }
+    if (rc == NGX_ERROR) {
+        return AL_REASON_MAX;
     }
 
-    if (len > route->body_max) {
-        ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
-                     "body of %uz bytes is over the route's max_bytes %uz%Z",
-                     len, route->body_max);
+    if (rc == NGX_DECLINED) {
+        if (body.in_file) {
+            ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                         "body is over the route's max_bytes %uz%Z",
+                         route->body_max);
+
+        } else {
+            ngx_snprintf((u_char *) d->detail, sizeof(d->detail),
+                         "body of %uz bytes is over the route's max_bytes "
+                         "%uz%Z", body.len, route->body_max);
+        }
+
         *detail = d->detail;
         return AL_REASON_BODY_TOO_LARGE;
     }
 
-    if (n > 1) {
-        /* one buffer: what is checked is what is forwarded */
-
-        body = ngx_pnalloc(r->pool, len);
-        if (body == NULL) {
-            return AL_REASON_MAX;
-        }
-
-        p = body;
-
-        for (cl = rb->bufs; cl; cl = cl->next) {
-            if (ngx_buf_in_memory(cl->buf)) {
-                p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
-            }
-        }
-
-        b = ngx_calloc_buf(r->pool);
-        if (b == NULL) {
-            return AL_REASON_MAX;
-        }
-
-        b->temporary = 1;
-        b->start = body;
-        b->pos = body;
-        b->last = body + len;
-        b->end = body + len;
-        b->last_buf = 1;
-        b->last_in_chain = 1;
-
-        cl = ngx_alloc_chain_link(r->pool);
-        if (cl == NULL) {
-            return AL_REASON_MAX;
-        }
-
-        cl->buf = b;
-        cl->next = NULL;
-        rb->bufs = cl;
-
-    } else if (n == 1) {
-        body = data->pos;
-
-    } else {
-        body = (u_char *) "";
-    }
-
-    if (r->headers_in.content_type) {
-        ctype = (char *) r->headers_in.content_type->value.data;
-        ctype_len = r->headers_in.content_type->value.len;
-
-    } else {
-        ctype = NULL;
-        ctype_len = 0;
-    }
-
-    reason = al_decide_body(route, ctype, ctype_len, body, len, d);
+    reason = al_decide_body(route, (char *) body.ctype.data, body.ctype.len,
+                            body.data, body.len, d);
 
     *detail = d->detail;
 
@@ -826,13 +603,18 @@ ngx_http_airlock_check_body(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
-    if (ngx_http_airlock_rewrite_headers(r, ctx) != NGX_OK) {
+    ngx_http_airlock_headers_t  hs;
+
+    hs.keep = ngx_http_airlock_allowed_headers;
+    hs.cookies = ctx->route->allow_cookies;
+    hs.inject = ctx->rconf->inject;
+    hs.ninject = ctx->rconf->ninject;
+    hs.defaults = NULL;
+    hs.ndefaults = 0;
+
+    if (ngx_http_airlock_allowed(r, ctx, &hs) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
-
-    ctx->decided = 1;
-    ctx->allowed = 1;
-    ctx->reason = AL_REASON_NONE;
 
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "airlock: client \"%s\" route \"%s\" to \"%V\"",
@@ -851,24 +633,12 @@ static ngx_int_t
 ngx_http_airlock_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     al_reason_t reason, const char *detail)
 {
-    ngx_int_t                 rc;
-    ngx_uint_t                i, n;
-    ngx_http_airlock_alert_t  alerts[2];
+    ngx_int_t  rc;
 
-    ctx->decided = 1;
-    ctx->allowed = 0;
-    ctx->reason = reason;
+    ngx_http_airlock_refuse(r, ctx, reason, detail, 1);
 
-    n = ngx_http_airlock_count(r, ctx, alerts);
-
-    ngx_http_airlock_log_deny(r, ctx, detail);
-
-    for (i = 0; i < n; i++) {
-        ngx_http_airlock_log_alert(r, ctx, &alerts[i]);
-    }
-
-    rc = ngx_http_airlock_send_json(r, NGX_HTTP_FORBIDDEN, "forbidden",
-                                    al_reason_name(reason));
+    rc = ngx_http_airlock_answer(r, NGX_HTTP_FORBIDDEN, "forbidden",
+                                 al_reason_name(reason));
 
     ngx_http_finalize_request(r, rc);
 
@@ -876,19 +646,15 @@ ngx_http_airlock_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 }
 
 
+/* {"error":"...","reason":"...","request_id":"..."} */
+
 static ngx_int_t
-ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
+ngx_http_airlock_answer(ngx_http_request_t *r, ngx_uint_t status,
     const char *error, const char *reason)
 {
     size_t        len;
     ngx_buf_t    *b;
     ngx_str_t     id;
-    ngx_int_t     rc;
-    ngx_chain_t   out;
-
-    if (ngx_http_discard_request_body(r) != NGX_OK) {
-        r->keepalive = 0;
-    }
 
     if (ngx_http_airlock_request_id(r, &id) != NGX_OK) {
         return NGX_ERROR;
@@ -916,309 +682,19 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
                               "\"request_id\":\"%V\"}" CRLF, error, &id);
     }
 
-    b->last_buf = (r == r->main) ? 1 : 0;
-    b->last_in_chain = 1;
-
-    r->headers_out.status = status;
-    r->headers_out.content_length_n = b->last - b->pos;
-
-    ngx_str_set(&r->headers_out.content_type, "application/json");
-    r->headers_out.content_type_len = r->headers_out.content_type.len;
-    r->headers_out.content_type_lowcase = NULL;
-    ngx_str_null(&r->headers_out.charset);
-
-    if (r->headers_out.content_length) {
-        r->headers_out.content_length->hash = 0;
-        r->headers_out.content_length = NULL;
-    }
-
-    rc = ngx_http_send_header(r);
-
-    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
-        return rc;
-    }
-
-    out.buf = b;
-    out.next = NULL;
-
-    return ngx_http_output_filter(r, &out);
+    return ngx_http_airlock_send_json(r, status, b);
 }
 
 
-/*
- * Only allowlisted client headers survive, then the route's credentials
- * are added.  The kept headers are moved down in the list, in place, and
- * in the same pass the r->headers_in shortcuts are pointed at them, so no
- * module sees a removed header through them ($remote_user, auth_basic,
- * $http_authorization).
- */
+/* a body nginx could not read, answered as airlock_error_json would */
 
 static ngx_int_t
-ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
-    ngx_http_airlock_ctx_t *ctx)
+ngx_http_airlock_error(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_uint_t status)
 {
-    ngx_uint_t                  i, n;
-    ngx_list_t                 *list;
-    ngx_list_part_t            *part, *to;
-    ngx_table_elt_t            *h, *nh;
-    ngx_http_airlock_route_t   *rc;
-    ngx_http_core_main_conf_t  *cmcf;
+    r->err_status = status;
 
-    rc = ctx->rconf;
-    list = &r->headers_in.headers;
-    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
-
-    ngx_http_airlock_clear_shortcuts(r);
-
-    part = &list->part;
-    h = part->elts;
-    to = part;
-    n = 0;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0 || !ngx_http_airlock_header_allowed(&h[i], ctx))
-        {
-            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                           "airlock: removed header \"%V\"", &h[i].key);
-            continue;
-        }
-
-        /* the write position never passes the read position */
-
-        if (n == list->nalloc) {
-            to->nelts = n;
-            to = to->next;
-            n = 0;
-        }
-
-        nh = (ngx_table_elt_t *) to->elts + n++;
-
-        if (nh != &h[i]) {
-            *nh = h[i];
-        }
-
-        ngx_http_airlock_set_shortcut(r, cmcf, nh);
-    }
-
-    to->nelts = n;
-    to->next = NULL;
-    list->last = to;
-
-    /* injected headers get no shortcut: $http_authorization and
-       $remote_user must not read a credential */
-
-    for (i = 0; i < rc->ninject; i++) {
-        nh = ngx_list_push(list);
-        if (nh == NULL) {
-            return NGX_ERROR;
-        }
-
-        *nh = rc->inject[i];
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_uint_t
-ngx_http_airlock_header_allowed(ngx_table_elt_t *h,
-    ngx_http_airlock_ctx_t *ctx)
-{
-    ngx_str_t                 *name;
-    ngx_uint_t                 i;
-    ngx_table_elt_t           *inj;
-    ngx_http_airlock_route_t  *rc;
-
-    /* an injected header replaces the client's */
-
-    rc = ctx->rconf;
-
-    for (i = 0; i < rc->ninject; i++) {
-        inj = &rc->inject[i];
-
-        if (h->key.len == inj->key.len
-            && ngx_strncmp(h->lowcase_key, inj->lowcase_key, h->key.len) == 0)
-        {
-            return 0;
-        }
-    }
-
-    for (name = ngx_http_airlock_allowed_headers; name->len; name++) {
-        if (h->key.len == name->len
-            && ngx_strncmp(h->lowcase_key, name->data, name->len) == 0)
-        {
-            return 1;
-        }
-    }
-
-    if (ctx->route->allow_cookies
-        && h->key.len == sizeof("cookie") - 1
-        && ngx_strncmp(h->lowcase_key, "cookie", sizeof("cookie") - 1) == 0)
-    {
-        return 1;
-    }
-
-    return 0;
-}
-
-
-/*
- * The headers_in shortcuts (r->headers_in.host, .user_agent, ...) point
- * into the list as the client sent it: all are cleared, then each is
- * pointed at the first kept header of its name as the rewrite keeps it,
- * found with nginx's own headers_in hash.  Which shortcuts are cleared is
- * worked out at configuration (ngx_http_airlock_shortcuts_init()).
- */
-
-static void
-ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
-{
-    ngx_uint_t                     i;
-    ngx_array_t                   *a;
-    ngx_table_elt_t              **ph;
-    ngx_http_airlock_main_conf_t  *amcf;
-
-    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
-
-    for (i = 0; i < amcf->nclear; i++) {
-        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + amcf->clear[i]);
-        *ph = NULL;
-    }
-
-    for (i = 0; i < amcf->nclear_multi; i++) {
-        a = (ngx_array_t *) ((char *) &r->headers_in + amcf->clear_multi[i]);
-        a->nelts = 0;
-    }
-
-    /* "" marks Basic credentials as looked for and absent */
-    ngx_str_set(&r->headers_in.user, "");
-    ngx_str_null(&r->headers_in.passwd);
-}
-
-
-static void
-ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
-    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h)
-{
-    ngx_array_t         *a;
-    ngx_table_elt_t    **ph;
-    ngx_http_header_t   *hh;
-
-    hh = ngx_hash_find(&cmcf->headers_in_hash, h->hash, h->lowcase_key,
-                       h->key.len);
-
-    if (hh == NULL || ngx_http_airlock_shortcut_kept(hh->offset)) {
-        return;
-    }
-
-    if (ngx_http_airlock_shortcut_multi(hh->offset)) {
-        a = (ngx_array_t *) ((char *) &r->headers_in + hh->offset);
-
-        /* without memory the header is simply not seen through it */
-
-        if (a->nalloc == 0
-            && ngx_array_init(a, r->pool, 1, sizeof(ngx_table_elt_t *))
-               != NGX_OK)
-        {
-            return;
-        }
-
-        ph = ngx_array_push(a);
-        if (ph != NULL) {
-            *ph = h;
-        }
-
-        return;
-    }
-
-    ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
-
-    if (*ph == NULL) {
-        *ph = h;
-    }
-}
-
-
-/* the offsets of the shortcuts clear_shortcuts() clears, by kind */
-
-static ngx_int_t
-ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
-    ngx_http_airlock_main_conf_t *amcf)
-{
-    ngx_http_header_t  *hh;
-
-    amcf->nclear = 0;
-    amcf->nclear_multi = 0;
-
-    for (hh = ngx_http_headers_in; hh->name.len; hh++) {
-        if (ngx_http_airlock_shortcut_kept(hh->offset)) {
-            continue;
-        }
-
-        if (ngx_http_airlock_shortcut_multi(hh->offset)) {
-            if (amcf->nclear_multi
-                == sizeof(amcf->clear_multi) / sizeof(ngx_uint_t))
-            {
-                goto full;
-            }
-
-            amcf->clear_multi[amcf->nclear_multi++] = hh->offset;
-            continue;
-        }
-
-        if (amcf->nclear == sizeof(amcf->clear) / sizeof(ngx_uint_t)) {
-            goto full;
-        }
-
-        amcf->clear[amcf->nclear++] = hh->offset;
-    }
-
-    return NGX_OK;
-
-full:
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "airlock: nginx has more request header shortcuts "
-                       "than this module was built for");
-    return NGX_ERROR;
-}
-
-
-/*
- * Shortcuts left as nginx set them: none at all (offset 0), and the body
- * framing, which the proxy module reads to write its own Content-Length.
- */
-
-static ngx_uint_t
-ngx_http_airlock_shortcut_kept(ngx_uint_t offset)
-{
-    return offset == 0
-           || offset == offsetof(ngx_http_headers_in_t, content_length)
-           || offset == offsetof(ngx_http_headers_in_t, transfer_encoding);
-}
-
-
-/* nginx 1.22 keeps these as arrays of pointers */
-
-static ngx_uint_t
-ngx_http_airlock_shortcut_multi(ngx_uint_t offset)
-{
-    return offset == offsetof(ngx_http_headers_in_t, cookies)
-#if (NGX_HTTP_X_FORWARDED_FOR)
-           || offset == offsetof(ngx_http_headers_in_t, x_forwarded_for)
-#endif
-           ;
+    return ngx_http_airlock_error_handler(r);
 }
 
 
@@ -1270,7 +746,7 @@ ngx_http_airlock_error_handler(ngx_http_request_t *r)
         break;
     }
 
-    rc = ngx_http_airlock_send_json(r, status, error, NULL);
+    rc = ngx_http_airlock_answer(r, status, error, NULL);
 
     return rc;
 }

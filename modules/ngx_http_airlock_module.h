@@ -66,8 +66,54 @@ typedef struct {
 } ngx_http_airlock_loc_conf_t;
 
 
+typedef struct ngx_http_airlock_ctx_s  ngx_http_airlock_ctx_t;
+
+
+/* what a module adds to the request path (ngx_http_airlock_request.c) */
 typedef struct {
-    ngx_http_request_t          *request;
+    /* the body, if any, is read: check it, allow or refuse the request;
+       returns NGX_DECLINED to go on, NGX_DONE when answered, or a status */
+    ngx_int_t                  (*body)(ngx_http_request_t *r,
+                                       ngx_http_airlock_ctx_t *ctx);
+    /* answers an error status nginx chose (a body it could not read) in
+       the module's format; returns what ngx_http_output_filter() does */
+    ngx_int_t                  (*error)(ngx_http_request_t *r,
+                                        ngx_http_airlock_ctx_t *ctx,
+                                        ngx_uint_t status);
+} ngx_http_airlock_path_t;
+
+
+/* a request body read whole (ngx_http_airlock_body()) */
+typedef struct {
+    u_char                      *data;
+    size_t                       len;
+    ngx_str_t                    ctype;         /* Content-Type; data NULL:
+                                                   none */
+    unsigned                     in_file:1;     /* a part went to a file */
+} ngx_http_airlock_body_t;
+
+
+/* the request headers an upstream gets (ngx_http_airlock_rewrite_headers()) */
+typedef struct {
+    ngx_str_t                   *keep;          /* names of the client
+                                                   headers kept, lower case;
+                                                   a null string ends it */
+    ngx_uint_t                   cookies;       /* Cookie too */
+    ngx_table_elt_t             *inject;        /* the credentials: added,
+                                                   replacing a kept header
+                                                   of their name, read by
+                                                   no variable */
+    ngx_uint_t                   ninject;
+    ngx_table_elt_t             *defaults;      /* added when no kept
+                                                   header has their name */
+    ngx_uint_t                   ndefaults;
+} ngx_http_airlock_headers_t;
+
+
+struct ngx_http_airlock_ctx_s {
+    ngx_http_request_t          *request;       /* first, for
+                                                   ..._find_ctx() */
+    ngx_http_airlock_path_t     *path;
     const al_client_t           *client;
     al_peer_t                    peer;
     const al_route_t            *route;
@@ -102,7 +148,7 @@ typedef struct {
     unsigned                     hold:1;
     unsigned                     scrubbed:1;
     unsigned                     scrub_logged:1;
-} ngx_http_airlock_ctx_t;
+};
 
 
 /* an alert raised by a denial (ngx_http_airlock_zone.c) */
@@ -122,7 +168,30 @@ typedef struct {
 #define NGX_HTTP_AIRLOCK_REASON_LEN  32
 
 
+void *ngx_http_airlock_find_ctx(ngx_http_request_t *r, ngx_module_t *module,
+    ngx_pool_cleanup_pt handler);
 ngx_http_airlock_ctx_t *ngx_http_airlock_get_ctx(ngx_http_request_t *r);
+ngx_http_airlock_ctx_t *ngx_http_airlock_create_ctx(ngx_http_request_t *r,
+    ngx_http_airlock_path_t *path);
+ngx_int_t ngx_http_airlock_enter(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+ngx_int_t ngx_http_airlock_read_body(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_uint_t has_body);
+ngx_int_t ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
+    ngx_http_airlock_body_t *body);
+ngx_int_t ngx_http_airlock_body_set(ngx_http_request_t *r, u_char *data,
+    size_t len);
+void ngx_http_airlock_refuse(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, al_reason_t reason, const char *detail,
+    ngx_uint_t counted);
+ngx_int_t ngx_http_airlock_allowed(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_headers_t *hs);
+ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_buf_t *b);
+ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
+    ngx_http_airlock_headers_t *hs);
+ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf);
 
 ngx_int_t ngx_http_airlock_filter_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,

@@ -1083,7 +1083,7 @@ failed:
 static int
 al_ctl_tools(int argc, char **argv)
 {
-    int                  i;
+    int                  i, rc;
     char                *text, msg[AL_ERR_MAX + 300];
     const char          *file, *client, *sandbox;
     al_error_t           err;
@@ -1133,7 +1133,7 @@ al_ctl_tools(int argc, char **argv)
         return al_ctl_usage(stderr, cmd);
     }
 
-    p = al_ctl_load(file, NULL);
+    p = al_ctl_load(file, NULL, &rc);
     if (p == NULL) {
         return 2;
     }

@@ -1,0 +1,843 @@
+
+/*
+ * Airlock: the request path both modules share.
+ *
+ * ngx_http_airlock_module (named routes) and ngx_http_airlock_llm_module
+ * (the LLM gateway) each decide a request in their own way; everything
+ * around the decision is here, once:
+ *
+ *   - the per-request context, and how it is found again after an
+ *     internal redirect;
+ *   - what the preaccess handler does when it runs again for a request
+ *     (an error page, a named location), a body read that failed included;
+ *   - reading the body without blocking into one memory buffer, and going
+ *     on through the phases once it is read;
+ *   - the bookkeeping of a refusal (count, deny log, alerts) and of an
+ *     allowed request;
+ *   - sending a JSON answer;
+ *   - the header rewrite: only allowlisted client headers are kept, the
+ *     credentials are added, and every r->headers_in shortcut is pointed at
+ *     a kept header or cleared.
+ *
+ * A module hooks in through an ngx_http_airlock_path_t: what to do once
+ * the body is read, and how to answer an error in its own format.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_module.h"
+
+
+/*
+ * nginx 1.23 linked the request headers of one name through
+ * ngx_table_elt_t.next and made every shortcut a pointer to the first of
+ * them (r->headers_in.cookies, an array, became r->headers_in.cookie).
+ */
+#if (nginx_version >= 1023000)
+#define NGX_HTTP_AIRLOCK_LINKED_HEADERS  1
+#else
+#define NGX_HTTP_AIRLOCK_LINKED_HEADERS  0
+#endif
+
+
+static void ngx_http_airlock_ctx_cleanup(void *data);
+static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_body_error(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static ngx_uint_t ngx_http_airlock_header_kept(ngx_table_elt_t *h,
+    ngx_http_airlock_headers_t *hs);
+static ngx_uint_t ngx_http_airlock_header_in(ngx_table_elt_t *h,
+    ngx_table_elt_t *list, ngx_uint_t n);
+static ngx_uint_t ngx_http_airlock_header_listed(ngx_table_elt_t *h,
+    ngx_list_t *list);
+static ngx_int_t ngx_http_airlock_header_add(ngx_http_request_t *r,
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h, ngx_uint_t hidden);
+static void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
+static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
+static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
+
+
+/*
+ * The context survives internal redirects (error_page, named locations),
+ * which clear r->ctx: it is found again through the request pool cleanup
+ * that was registered with it, as realip does.  Both modules' contexts
+ * begin with the request they belong to.
+ */
+
+void *
+ngx_http_airlock_find_ctx(ngx_http_request_t *r, ngx_module_t *module,
+    ngx_pool_cleanup_pt handler)
+{
+    void                *ctx;
+    ngx_pool_cleanup_t  *cln;
+
+    ctx = r->ctx[module->ctx_index];
+
+    if (ctx != NULL || !(r->internal || r->filter_finalize)) {
+        return ctx;
+    }
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == handler
+            && *(ngx_http_request_t **) cln->data == r)
+        {
+            ngx_http_set_ctx(r, cln->data, (*module));
+            return cln->data;
+        }
+    }
+
+    return NULL;
+}
+
+
+ngx_http_airlock_ctx_t *
+ngx_http_airlock_get_ctx(ngx_http_request_t *r)
+{
+    return ngx_http_airlock_find_ctx(r, &ngx_http_airlock_module,
+                                     ngx_http_airlock_ctx_cleanup);
+}
+
+
+ngx_http_airlock_ctx_t *
+ngx_http_airlock_create_ctx(ngx_http_request_t *r,
+    ngx_http_airlock_path_t *path)
+{
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_airlock_ctx_cleanup;
+    cln->data = ctx;
+
+    ctx->request = r;
+    ctx->path = path;
+    ctx->reason = AL_REASON_NONE;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
+
+    return ctx;
+}
+
+
+static void
+ngx_http_airlock_ctx_cleanup(void *data)
+{
+    ngx_http_airlock_ctx_t  *ctx = data;
+
+    ctx->request = NULL;
+}
+
+
+/*
+ * The start of both preaccess handlers once the location is theirs.
+ * NGX_OK: a new request, to be decided.  Anything else is what the
+ * handler returns: a request is decided once, and an internal redirect
+ * finds the decision standing.
+ */
+
+ngx_int_t
+ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    if (r != r->main) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: subrequest to \"%V\" refused", &r->uri);
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    if (ctx == NULL) {
+        return NGX_OK;
+    }
+
+    if (ctx->reading_body) {
+        return ngx_http_airlock_body_error(r, ctx);
+    }
+
+    return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
+}
+
+
+/*
+ * A body is read without blocking, into one memory buffer; then the
+ * module's path->body() checks it and allows or refuses the request.  A
+ * request without a body goes there at once.  Returns what the preaccess
+ * handler returns.
+ */
+
+ngx_int_t
+ngx_http_airlock_read_body(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_uint_t has_body)
+{
+    ngx_int_t  rc;
+
+    if (!has_body
+        || (r->headers_in.content_length_n <= 0 && !r->headers_in.chunked))
+    {
+        return ctx->path->body(r, ctx);
+    }
+
+    r->request_body_in_single_buf = 1;
+    r->request_body_in_file_only = 0;
+    r->request_body_in_persistent_file = 0;
+    r->request_body_in_clean_file = 0;
+    r->request_body_no_buffering = 0;
+
+    ctx->reading_body = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_airlock_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        /* reading_body stays set: the body was never read */
+        return rc;
+    }
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_airlock_body_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                rc;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
+
+    ctx->reading_body = 0;
+
+    rc = ctx->path->body(r, ctx);
+
+    if (rc == NGX_DONE) {
+        return;
+    }
+
+    if (rc != NGX_DECLINED) {
+        ngx_http_finalize_request(r, rc);
+        return;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+    r->phase_handler++;
+    ngx_http_core_run_phases(r);
+}
+
+
+/*
+ * The body could not be read (over client_max_body_size, a bad chunk):
+ * nginx answers with its error page, and when that leads to a location
+ * of either module, the preaccess handler runs again while the read it
+ * started will never end.  The error is answered here, in the module's
+ * format, and the connection is closed: the rest of the body is unread.
+ */
+
+static ngx_int_t
+ngx_http_airlock_body_error(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    ctx->reading_body = 0;
+
+    r->keepalive = 0;
+    r->lingering_close = 1;
+
+    if (r->err_status == 0) {
+        r->err_status = NGX_HTTP_BAD_REQUEST;
+    }
+
+    rc = ctx->path->error(r, ctx, r->err_status);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * The body as read, in one buffer: several buffers are joined into one,
+ * which replaces them, so that what is checked is what is forwarded.
+ * NGX_DECLINED: it is over max (a part of it in a file is, too:
+ * client_body_buffer_size is checked to hold the largest body allowed).
+ */
+
+ngx_int_t
+ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
+    ngx_http_airlock_body_t *body)
+{
+    u_char                   *data, *p;
+    size_t                    len;
+    ngx_buf_t                *b, *one;
+    ngx_uint_t                n;
+    ngx_chain_t              *cl;
+    ngx_table_elt_t          *ct;
+    ngx_http_request_body_t  *rb;
+
+    ngx_memzero(body, sizeof(ngx_http_airlock_body_t));
+
+    ct = r->headers_in.content_type;
+
+    if (ct != NULL) {
+        body->ctype = ct->value;
+    }
+
+    rb = r->request_body;
+
+    len = 0;
+    n = 0;
+    one = NULL;
+
+    for (cl = rb ? rb->bufs : NULL; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!ngx_buf_in_memory(b)) {
+            if (b->in_file) {
+                body->in_file = 1;
+                return NGX_DECLINED;
+            }
+
+            continue;
+        }
+
+        if (b->last > b->pos) {
+            len += b->last - b->pos;
+            one = b;
+            n++;
+        }
+    }
+
+    body->len = len;
+
+    if (len > max) {
+        return NGX_DECLINED;
+    }
+
+    if (n == 0) {
+        body->data = (u_char *) "";
+        return NGX_OK;
+    }
+
+    if (n == 1) {
+        body->data = one->pos;
+        return NGX_OK;
+    }
+
+    data = ngx_pnalloc(r->pool, len);
+    if (data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = data;
+
+    for (cl = rb->bufs; cl; cl = cl->next) {
+        if (ngx_buf_in_memory(cl->buf)) {
+            p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+        }
+    }
+
+    if (ngx_http_airlock_body_set(r, data, len) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    body->data = data;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The body the proxy module forwards, in one buffer, with the
+ * Content-Length it writes.  data lives in the request pool.
+ */
+
+ngx_int_t
+ngx_http_airlock_body_set(ngx_http_request_t *r, u_char *data, size_t len)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    if (r->request_body == NULL) {
+        return NGX_ERROR;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->temporary = 1;
+    b->start = data;
+    b->pos = data;
+    b->last = data + len;
+    b->end = data + len;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    cl = ngx_alloc_chain_link(r->pool);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->buf = b;
+    cl->next = NULL;
+    r->request_body->bufs = cl;
+
+    r->headers_in.content_length_n = len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A refusal's bookkeeping: counted toward alerts and quarantine (unless
+ * it is not an attack: a spent budget), one deny log line, and a line
+ * per alert it raised.  The module answers it.
+ */
+
+void
+ngx_http_airlock_refuse(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    al_reason_t reason, const char *detail, ngx_uint_t counted)
+{
+    ngx_uint_t                i, n;
+    ngx_http_airlock_alert_t  alerts[2];
+
+    ctx->decided = 1;
+    ctx->allowed = 0;
+    ctx->reason = reason;
+
+    n = counted ? ngx_http_airlock_count(r, ctx, alerts) : 0;
+
+    ngx_http_airlock_log_deny(r, ctx, detail);
+
+    for (i = 0; i < n; i++) {
+        ngx_http_airlock_log_alert(r, ctx, &alerts[i]);
+    }
+}
+
+
+/* the headers are rewritten, and the request goes on */
+
+ngx_int_t
+ngx_http_airlock_allowed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_http_airlock_headers_t *hs)
+{
+    if (ngx_http_airlock_rewrite_headers(r, hs) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ctx->decided = 1;
+    ctx->allowed = 1;
+    ctx->reason = AL_REASON_NONE;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Sends b, a whole JSON document, as the answer with this status.  A body
+ * the client is still sending is discarded, or the connection closed.
+ */
+
+ngx_int_t
+ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_buf_t *b)
+{
+    ngx_int_t    rc;
+    ngx_chain_t  out;
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    r->headers_out.status = status;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    ngx_str_set(&r->headers_out.content_type, "application/json");
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.content_type_lowcase = NULL;
+    ngx_str_null(&r->headers_out.charset);
+
+    if (r->headers_out.content_length != NULL) {
+        r->headers_out.content_length->hash = 0;
+        r->headers_out.content_length = NULL;
+    }
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/*
+ * Only allowlisted client headers survive, then the credentials are
+ * added.  The list is built anew: a pointer into the client's list that
+ * some module kept reads the client's header, never a credential.  Every
+ * r->headers_in shortcut is cleared, then pointed at the kept header of
+ * its name, so no module sees a removed header through one ($remote_user,
+ * auth_basic, $http_referer, $content_length, $cookie_*).
+ */
+
+ngx_int_t
+ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
+    ngx_http_airlock_headers_t *hs)
+{
+    ngx_uint_t                  i;
+    ngx_list_t                  old;
+    ngx_list_part_t            *part;
+    ngx_table_elt_t            *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
+    old = r->headers_in.headers;
+
+    if (ngx_list_init(&r->headers_in.headers, r->pool, 16,
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    ngx_http_airlock_clear_shortcuts(r);
+
+    part = &old.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0 || !ngx_http_airlock_header_kept(&h[i], hs)) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "airlock: removed header \"%V\"", &h[i].key);
+            continue;
+        }
+
+        if (ngx_http_airlock_header_add(r, cmcf, &h[i], 0) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
+
+    for (i = 0; i < hs->ndefaults; i++) {
+        if (ngx_http_airlock_header_listed(&hs->defaults[i],
+                                           &r->headers_in.headers))
+        {
+            continue;
+        }
+
+        if (ngx_http_airlock_header_add(r, cmcf, &hs->defaults[i], 0)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    /*
+     * The credentials go in as removed headers: the proxy module sends
+     * every header of the list, while $http_authorization and every other
+     * reader of the list skip a header whose hash is 0, and no shortcut
+     * points at them, so no log_format can print them.
+     */
+
+    for (i = 0; i < hs->ninject; i++) {
+        if (ngx_http_airlock_header_add(r, cmcf, &hs->inject[i], 1)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+#if (NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+    /* fastcgi and the like link same-named headers again on their own */
+    r->headers_in.multi = 0;
+    r->headers_in.multi_linked = 0;
+#endif
+
+    return NGX_OK;
+}
+
+
+static ngx_uint_t
+ngx_http_airlock_header_kept(ngx_table_elt_t *h,
+    ngx_http_airlock_headers_t *hs)
+{
+    ngx_str_t  *name;
+
+    /* an injected header replaces the client's */
+
+    if (ngx_http_airlock_header_in(h, hs->inject, hs->ninject)) {
+        return 0;
+    }
+
+    for (name = hs->keep; name->len; name++) {
+        if (h->key.len == name->len
+            && ngx_strncmp(h->lowcase_key, name->data, name->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return hs->cookies
+           && h->key.len == sizeof("cookie") - 1
+           && ngx_strncmp(h->lowcase_key, "cookie", sizeof("cookie") - 1)
+              == 0;
+}
+
+
+/* whether one of list[n] has h's name */
+
+static ngx_uint_t
+ngx_http_airlock_header_in(ngx_table_elt_t *h, ngx_table_elt_t *list,
+    ngx_uint_t n)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (h->key.len == list[i].key.len
+            && ngx_strncmp(h->lowcase_key, list[i].lowcase_key, h->key.len)
+               == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_uint_t
+ngx_http_airlock_header_listed(ngx_table_elt_t *h, ngx_list_t *list)
+{
+    ngx_list_part_t  *part;
+
+    for (part = &list->part; part; part = part->next) {
+        if (ngx_http_airlock_header_in(h, part->elts, part->nelts)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_header_add(ngx_http_request_t *r,
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h, ngx_uint_t hidden)
+{
+    ngx_table_elt_t  *nh;
+
+    nh = ngx_list_push(&r->headers_in.headers);
+    if (nh == NULL) {
+        return NGX_ERROR;
+    }
+
+    *nh = *h;
+
+#if (NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+    nh->next = NULL;
+#endif
+
+    if (hidden) {
+        nh->hash = 0;
+        return NGX_OK;
+    }
+
+    ngx_http_airlock_set_shortcut(r, cmcf, nh);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Which shortcuts exist is worked out at configuration, from nginx's own
+ * table of them (ngx_http_airlock_shortcuts_init()).
+ */
+
+static void
+ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
+{
+    ngx_uint_t                     i;
+    ngx_table_elt_t              **ph;
+    ngx_http_airlock_main_conf_t  *amcf;
+#if !(NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+    ngx_array_t                   *a;
+#endif
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+
+    for (i = 0; i < amcf->nclear; i++) {
+        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + amcf->clear[i]);
+        *ph = NULL;
+    }
+
+#if !(NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+    for (i = 0; i < amcf->nclear_multi; i++) {
+        a = (ngx_array_t *) ((char *) &r->headers_in + amcf->clear_multi[i]);
+        a->nelts = 0;
+    }
+#endif
+
+    /* "" marks Basic credentials as looked for and absent */
+    ngx_str_set(&r->headers_in.user, "");
+    ngx_str_null(&r->headers_in.passwd);
+}
+
+
+/*
+ * Points the shortcut of h's name, found with nginx's own headers_in hash,
+ * at h as nginx's header parser would: the first of a unique header, all
+ * of a repeatable one (an array in 1.22, a list through .next in 1.23+).
+ */
+
+static void
+ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h)
+{
+    ngx_table_elt_t    **ph;
+    ngx_http_header_t   *hh;
+#if !(NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+    ngx_array_t         *a;
+#endif
+
+    hh = ngx_hash_find(&cmcf->headers_in_hash, h->hash, h->lowcase_key,
+                       h->key.len);
+
+    if (hh == NULL || hh->offset == 0) {
+        return;
+    }
+
+    ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
+
+#if (NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+
+    while (*ph) { ph = &(*ph)->next; }
+
+    *ph = h;
+
+#else
+
+    if (ngx_http_airlock_shortcut_multi(hh->offset)) {
+        a = (ngx_array_t *) ph;
+
+        /* without memory the header is simply not seen through it */
+
+        if (a->nalloc == 0
+            && ngx_array_init(a, r->pool, 1, sizeof(ngx_table_elt_t *))
+               != NGX_OK)
+        {
+            return;
+        }
+
+        ph = ngx_array_push(a);
+        if (ph != NULL) {
+            *ph = h;
+        }
+
+        return;
+    }
+
+    if (*ph == NULL) {
+        *ph = h;
+    }
+
+#endif
+}
+
+
+/* the offsets of the shortcuts clear_shortcuts() clears, by kind */
+
+ngx_int_t
+ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf)
+{
+    ngx_http_header_t  *hh;
+
+    amcf->nclear = 0;
+    amcf->nclear_multi = 0;
+
+    for (hh = ngx_http_headers_in; hh->name.len; hh++) {
+
+        /* a header nginx keeps no pointer for (Proxy-Connection) */
+
+        if (hh->offset == 0) {
+            continue;
+        }
+
+        if (ngx_http_airlock_shortcut_multi(hh->offset)) {
+            if (amcf->nclear_multi
+                == sizeof(amcf->clear_multi) / sizeof(ngx_uint_t))
+            {
+                goto full;
+            }
+
+            amcf->clear_multi[amcf->nclear_multi++] = hh->offset;
+            continue;
+        }
+
+        if (amcf->nclear == sizeof(amcf->clear) / sizeof(ngx_uint_t)) {
+            goto full;
+        }
+
+        amcf->clear[amcf->nclear++] = hh->offset;
+    }
+
+    return NGX_OK;
+
+full:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "airlock: nginx has more request header shortcuts "
+                       "than this module was built for");
+    return NGX_ERROR;
+}
+
+
+/* before nginx 1.23 these were arrays of pointers; since, all are lists */
+
+static ngx_uint_t
+ngx_http_airlock_shortcut_multi(ngx_uint_t offset)
+{
+#if (NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+
+    return 0;
+
+#else
+
+    return offset == offsetof(ngx_http_headers_in_t, cookies)
+#if (NGX_HTTP_X_FORWARDED_FOR)
+           || offset == offsetof(ngx_http_headers_in_t, x_forwarded_for)
+#endif
+           ;
+
+#endif
+}
