@@ -2034,7 +2034,10 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
     {
         return -1;
     }
-    r->description = (v != NULL) ? v->scalar : (al_str_t) { "", 0 };
+    r->description = (al_str_t) { "", 0 };
+    if (v != NULL && al_cc_keep(cc, v, &r->description) != 0) {
+        return -1;
+    }
 
     if (al_cc_need(cc, node, "clients", what, &v) != 0
         || al_cc_route_clients(cc, v, &r->client_ok) != 0)

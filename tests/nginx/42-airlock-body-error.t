@@ -61,8 +61,7 @@ http {
         client_body_buffer_size 1k;
 
         location / {
-            proxy_pass $airlock_upstream$airlock_uri;
-            proxy_set_header Host $airlock_host;
+            %%AIRLOCK_LOCATION%%
             error_page 400 413 /error;
         }
 
@@ -71,7 +70,7 @@ http {
         }
 
         location /named/ {
-            proxy_pass $airlock_upstream$airlock_uri;
+            %%AIRLOCK_LOCATION%%
             error_page 400 413 @error;
         }
 

@@ -66,10 +66,7 @@ EOF
 
 my $loc = <<'EOF';
             airlock on;
-            proxy_pass $airlock_upstream$airlock_uri;
-            proxy_set_header Host $airlock_host;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            %%AIRLOCK_LOCATION%%
             proxy_set_header X-Echo-Header "Content-Encoding: gzip";
 EOF
 
