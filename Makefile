@@ -25,6 +25,18 @@ FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 FUZZ_TIME ?= 600
 
+WORKER_SRCS := $(sort $(wildcard worker/*.c))
+WORKER := $(B)/airlock-worker
+# configuration paths are at most 512 bytes (aw_config.c) and every path
+# buffer is sized for that; snprintf still bounds each one
+
+# The sandbox root file system: Python 3 and what it links, nothing else
+# (no shell, no package manager run), from Debian's archive, built once.
+ROOTFS := $(B)/worker-rootfs
+ROOTFS_SUITE ?= bookworm
+ROOTFS_MIRROR ?= http://deb.debian.org/debian
+ROOTFS_PKGS = python3-minimal,libpython3.11-stdlib
+
 MOD_SRCS := $(wildcard modules/*.c modules/*.h) modules/config
 MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 
@@ -32,9 +44,10 @@ PROVE ?= prove
 PROVE_FLAGS ?= -r
 
 .PHONY: all demo deps lib ctl alertd modules unit test asan fuzz fuzz-build \
-        bench bench-match bench-proxy bench-llm bench-deny clean help
+        bench bench-match bench-proxy bench-llm bench-deny clean help \
+        worker worker-rootfs bench-worker
 
-all: lib ctl alertd modules unit
+all: lib ctl alertd modules unit worker
 
 help:
 	@echo "make            build libairlock, airlockctl, the nginx module"
@@ -58,6 +71,8 @@ ctl: $(CTL)
 alertd: $(if $(ALERTD_SRCS),$(ALERTD))
 modules: $(MOD_SO)
 unit: $(UNIT_TESTS)
+worker: $(WORKER)
+worker-rootfs: $(ROOTFS)/.built
 
 $(B)/policy/%.o: policy/%.c $(POLICY_HDRS) $(B)/config.mk
 	@mkdir -p $(@D)
@@ -75,6 +90,24 @@ $(ALERTD): $(ALERTD_SRCS) $(wildcard alertd/*.h) $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Ialertd $(ALERTD_SRCS) -o $@ $(LIB) $(LDFLAGS) \
 	    $(LIB_LIBS)
+
+$(WORKER): $(WORKER_SRCS) worker/aw.h $(POLICY_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Wno-format-truncation -Iworker $(WORKER_SRCS) \
+	    -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+
+# extract: the listed packages and their dependencies unpacked, no
+# maintainer script run; the mount points the sandboxes use are made here
+# because the root is mounted read-only.
+$(ROOTFS)/.built: Makefile
+	@rm -rf $(ROOTFS) $(ROOTFS).tmp
+	mmdebstrap --quiet --variant=extract --include=$(ROOTFS_PKGS) \
+	    $(ROOTFS_SUITE) $(ROOTFS).tmp $(ROOTFS_MIRROR)
+	cd $(ROOTFS).tmp && mkdir -p proc dev app/code app/data scratch tmp \
+	    && rm -rf var/cache/apt var/lib/apt/lists/* && chmod 755 . \
+	    && test -x usr/bin/python3
+	@touch $(ROOTFS).tmp/.built
+	@mv $(ROOTFS).tmp $(ROOTFS)
 
 $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
 	@mkdir -p $(@D)
@@ -125,7 +158,7 @@ demo: all
 	@auto/deps --demo
 	AIRLOCK_BUILD=$(CURDIR)/$(B) conf/demo/run.sh
 
-test: all fuzz-build
+test: all fuzz-build worker-rootfs
 	AIRLOCK_BUILD=$(CURDIR)/$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests
 
 asan:
@@ -147,7 +180,10 @@ bench-llm: all
 bench-deny: all
 	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/deny.pl
 
-bench: bench-match bench-proxy bench-llm bench-deny
+bench-worker: all worker-rootfs
+	AIRLOCK_BUILD=$(CURDIR)/$(B) perl tests/bench/worker.pl
+
+bench: bench-match bench-proxy bench-llm bench-deny bench-worker
 
 clean:
 	rm -rf build build-asan
