@@ -104,7 +104,8 @@ $(ROOTFS)/.built: Makefile
 	mmdebstrap --quiet --variant=extract --include=$(ROOTFS_PKGS) \
 	    $(ROOTFS_SUITE) $(ROOTFS).tmp $(ROOTFS_MIRROR)
 	cd $(ROOTFS).tmp && mkdir -p proc dev app/code app/data scratch tmp \
-	    && rm -rf var/cache/apt var/lib/apt/lists/* && chmod 755 . \
+	    && rm -rf var/cache/apt var/lib/apt/lists/* etc/resolv.conf \
+	       etc/hostname && chmod 755 . \
 	    && test -x usr/bin/python3
 	@touch $(ROOTFS).tmp/.built
 	@mv $(ROOTFS).tmp $(ROOTFS)

@@ -394,6 +394,25 @@ aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
 
     root = json_loadb(raw, len, JSON_REJECT_DUPLICATES, &je);
     if (root == NULL) {
+        /*
+         * Refused all the same; a job_id that can still be read (the
+         * fault is a duplicate key elsewhere) lets the answer reach the
+         * agent instead of only the dead-letter stream.
+         */
+        root = json_loadb(raw, len, 0, NULL);
+        jid = json_is_object(root) ? json_object_get(root, "job_id") : NULL;
+        if (json_is_string(jid) && aw_id_valid(json_string_value(jid))) {
+            snprintf(job->job_id, sizeof(job->job_id), "%s",
+                     json_string_value(jid));
+            sid = json_object_get(root, "session_id");
+            if (json_is_string(sid) && aw_id_valid(json_string_value(sid)))
+            {
+                snprintf(job->session_id, sizeof(job->session_id), "%s",
+                         json_string_value(sid));
+            }
+        }
+        json_decref(root);
+
         return aw_reject(code, codelen, err, errlen, "bad_envelope",
                          "invalid JSON at line %d, column %d: %s",
                          je.line, je.column, je.text);

@@ -28,7 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,12 +42,14 @@
 
 
 #define AW_GVISOR_OVERHEAD_MB  64       /* the sentry and gofer */
+#define AW_GVISOR_PIDS         64       /* their threads */
 
 
 typedef struct {
     char             slot[64];
     char             dir[2048];
-    char             cg[3][2048];       /* memory, pids, cpu (v1) */
+    char             cg[4][2048];       /* memory, pids, cpu, cpuacct
+                                           (v1); one (v2) */
     int              ncg;
     int              v2;
 } aw_box_t;
@@ -64,6 +71,8 @@ static int aw_cg_create(const aw_conf_t *conf, aw_box_t *box,
     const aw_limits_t *lim, char *err, size_t n);
 static void aw_cg_destroy(aw_box_t *box);
 static long aw_cg_oom_kills(const aw_box_t *box);
+static long aw_cg_cpu_ms(const aw_box_t *box);
+static long aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim);
 static int aw_cg_join(const aw_box_t *box, pid_t pid);
 static int aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job,
     const char *data, size_t len, aw_box_t *box, char *err, size_t n);
@@ -75,6 +84,40 @@ static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
+static size_t aw_seccomp_program(struct sock_filter *f, size_t cap);
+
+
+/*
+ * System calls refused inside every sandbox (EPERM), on top of what no
+ * capability already refuses: a script has no business debugging,
+ * mounting, entering or making namespaces, or loading kernel programs.
+ */
+static const struct {
+    const char  *name;
+    int          nr;
+} aw_denied[] = {
+    { "ptrace", __NR_ptrace },
+    { "mount", __NR_mount },
+    { "umount2", __NR_umount2 },
+    { "pivot_root", __NR_pivot_root },
+    { "unshare", __NR_unshare },
+    { "setns", __NR_setns },
+    { "keyctl", __NR_keyctl },
+    { "add_key", __NR_add_key },
+    { "request_key", __NR_request_key },
+    { "bpf", __NR_bpf },
+    { "perf_event_open", __NR_perf_event_open },
+    { "process_vm_readv", __NR_process_vm_readv },
+    { "process_vm_writev", __NR_process_vm_writev },
+    { "kexec_load", __NR_kexec_load },
+    { "init_module", __NR_init_module },
+    { "finit_module", __NR_finit_module },
+    { "open_by_handle_at", __NR_open_by_handle_at },
+    { "userfaultfd", __NR_userfaultfd },
+    { "chroot", __NR_chroot },
+};
+
+#define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
 
 
 static unsigned long  aw_seq;
@@ -153,7 +196,7 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
     int          i;
     long         mem;
     char         val[64], parent[2048], probe[2304];
-    const char  *ctl[3] = { "memory", "pids", "cpu" };
+    const char  *ctl[4] = { "memory", "pids", "cpu", "cpuacct" };
     struct stat  st;
 
     mem = lim->memory_mb;
@@ -192,8 +235,7 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
             return -1;
         }
 
-        snprintf(val, sizeof(val), "%ld",
-                 lim->pids + (conf->backend == AW_BACKEND_GVISOR ? 256 : 2));
+        snprintf(val, sizeof(val), "%ld", aw_host_pids(conf, lim));
         if (aw_cg_write(box->cg[0], "pids.max", val) != 0) {
             snprintf(err, n, "cannot set pids.max in %s", box->cg[0]);
             return -1;
@@ -203,7 +245,7 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
         return 0;
     }
 
-    for (i = 0; i < 3; i++) {
+    for (i = 0; i < 4; i++) {
         snprintf(parent, sizeof(parent), "%s/%s/%s", conf->cgroup_root,
                  ctl[i], conf->cgroup_name);
         if (mkdir(parent, 0755) != 0 && errno != EEXIST) {
@@ -235,12 +277,7 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
     /* no swap to spill into, where the kernel accounts it */
     (void) aw_cg_write(box->cg[0], "memory.memsw.limit_in_bytes", val);
 
-    /*
-     * gVisor's own threads live in the host cgroup too; the script's
-     * process count is held inside the sandbox by the spec's pids limit.
-     */
-    snprintf(val, sizeof(val), "%ld",
-             lim->pids + (conf->backend == AW_BACKEND_GVISOR ? 256 : 2));
+    snprintf(val, sizeof(val), "%ld", aw_host_pids(conf, lim));
     if (aw_cg_write(box->cg[1], "pids.max", val) != 0) {
         snprintf(err, n, "cannot set pids.max in %s", box->cg[1]);
         return -1;
@@ -289,6 +326,43 @@ aw_cg_oom_kills(const aw_box_t *box)
     }
 
     return v < 0 ? 0 : v;
+}
+
+
+/* CPU time the job's cgroup has used, all its processes together. */
+
+static long
+aw_cg_cpu_ms(const aw_box_t *box)
+{
+    long  v;
+
+    if (box->ncg == 0) {
+        return 0;
+    }
+
+    if (box->v2) {
+        v = aw_cg_read_key(box->cg[0], "cpu.stat", "usage_usec");
+        return v < 0 ? 0 : v / 1000;
+    }
+
+    v = aw_cg_read_key(box->cg[3], "cpuacct.usage", NULL);
+
+    return v < 0 ? 0 : v / 1000000;
+}
+
+
+/*
+ * The task count the host allows the job's cgroup.  gVisor's sentry and
+ * gofer threads live there too (about 35 when a script sleeps), and on
+ * the ptrace platform every process inside has a host stub: the limit is
+ * the job's plus a fixed allowance for the runtime.
+ */
+
+static long
+aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim)
+{
+    return lim->pids + (conf->backend == AW_BACKEND_GVISOR
+                        ? AW_GVISOR_PIDS : 2);
 }
 
 
@@ -416,6 +490,7 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     char        *s, path[2304], opt[64];
     long         cpu_s;
     json_t      *spec, *proc, *caps, *mounts, *m, *linux, *res, *ns, *rl;
+    json_t      *sc;
     const char  *capsets[5] = { "bounding", "effective", "inheritable",
                                 "permitted", "ambient" };
     const char  *nss[5] = { "pid", "network", "ipc", "uts", "mount" };
@@ -515,6 +590,17 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
                         "/proc/kcore", "/proc/keys", "/sys/firmware"));
     json_object_set_new(linux, "readonlyPaths", json_pack("[s,s]",
                         "/proc/sys", "/proc/sysrq-trigger"));
+    sc = json_array();
+    for (i = 0; i < (int) AW_NDENIED; i++) {
+        json_array_append_new(sc, json_string(aw_denied[i].name));
+    }
+    json_object_set_new(linux, "seccomp",
+        json_pack("{s:s,s:[s],s:[{s:o,s:s,s:I}]}",
+                  "defaultAction", "SCMP_ACT_ALLOW",
+                  "architectures", "SCMP_ARCH_X86_64",
+                  "syscalls", "names", sc, "action", "SCMP_ACT_ERRNO",
+                  "errnoRet", (json_int_t) EPERM));
+
     json_object_set_new(spec, "linux", linux);
 
     s = json_dumps(spec, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
@@ -533,6 +619,46 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
 }
 
 
+/* The classic BPF program bwrap loads: x86-64 only, aw_denied -> EPERM. */
+
+static size_t
+aw_seccomp_program(struct sock_filter *f, size_t cap)
+{
+    size_t  n, i;
+
+    if (cap < AW_NDENIED + 8) {
+        return 0;
+    }
+
+    n = 0;
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, arch));
+    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                 AUDIT_ARCH_X86_64, 1, 0);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_KILL_PROCESS);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, nr));
+
+    /* the x32 ABI numbers alias the same calls */
+    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
+                 0x40000000, (unsigned char) (AW_NDENIED + 1), 0);
+
+    for (i = 0; i < AW_NDENIED; i++) {
+        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                     (unsigned) aw_denied[i].nr,
+                     (unsigned char) (AW_NDENIED - i), 0);
+    }
+
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+
+    return n;
+}
+
+
 /* In the child: become the runtime.  Never returns. */
 
 static void
@@ -542,8 +668,11 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     int            fd;
     char           root[2304], code[2304], data[2304], size[32], uid[32];
     char           runsc_root[2304], platform[64];
+    int            sp[2];
     long           cpu_s;
+    size_t         nf;
     struct rlimit  rl;
+    struct sock_filter  filter[64];
 
     fd = open("/dev/null", O_RDONLY);
     if (fd < 0 || dup2(fd, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
@@ -562,8 +691,11 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
                  conf->platform);
         snprintf(root, sizeof(root), "--bundle=%s", box->dir);
 
+        /* nothing of the worker's (the Redis connection) goes along */
+        close_range(3, ~0U, 0);
+
         execl(conf->runsc, "runsc", runsc_root, platform, "--network=none",
-              "run", root, box->slot, (char *) NULL);
+              "--oci-seccomp", "run", root, box->slot, (char *) NULL);
         dprintf(2, "airlock-worker: exec %s: %s\n", conf->runsc,
                 strerror(errno));
         _exit(125);
@@ -595,6 +727,20 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         _exit(125);
     }
 
+    /* the seccomp program, on a pipe bwrap reads as fd 3 */
+
+    nf = aw_seccomp_program(filter, sizeof(filter) / sizeof(filter[0]));
+    if (nf == 0 || pipe(sp) != 0
+        || write(sp[1], filter, nf * sizeof(filter[0]))
+           != (ssize_t) (nf * sizeof(filter[0]))
+        || close(sp[1]) != 0 || dup2(sp[0], 3) != 3)
+    {
+        dprintf(2, "airlock-worker: cannot pass the seccomp program\n");
+        _exit(125);
+    }
+
+    close_range(4, ~0U, 0);
+
     snprintf(code, sizeof(code), "%s/code", box->dir);
     snprintf(data, sizeof(data), "%s/data", box->dir);
     snprintf(size, sizeof(size), "%ld", conf->scratch_mb << 20);
@@ -612,7 +758,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
           "--hostname", "sandbox",
           "--cap-drop", "ALL", "--clearenv",
           "--setenv", "PATH", "/usr/bin:/bin",
-          "--chdir", "/scratch",
+          "--chdir", "/scratch", "--seccomp", "3",
           "--", "/usr/bin/python3", "-I", "/app/code/script.py",
           (char *) NULL);
     dprintf(2, "airlock-worker: exec %s: %s\n", conf->bwrap,
@@ -748,8 +894,9 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     size_t data_len, aw_result_t *res)
 {
     int            op[2], ep[2], st, timed_out, killed, code, nfd, i;
+    int            cpu_out;
     char           err[AW_ERRLEN];
-    long           t0, t1, deadline, left, ooms;
+    long           t0, t1, deadline, left, ooms, pids_max;
     pid_t          pid, r;
     aw_box_t       box;
     aw_stream_t    s[2];
@@ -759,8 +906,10 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     memset(s, 0, sizeof(s));
     s[0].fd = s[1].fd = -1;
     timed_out = 0;
+    cpu_out = 0;
     killed = 0;
     pid = -1;
+    st = 0;
 
     t0 = aw_now_ms();
 
@@ -824,6 +973,12 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
             break;
         }
 
+        if (aw_cg_cpu_ms(&box) > job->limits.cpu_ms) {
+            cpu_out = 1;
+            killed = 1;
+            break;
+        }
+
         nfd = 0;
         for (i = 0; i < 2; i++) {
             if (s[i].fd >= 0) {
@@ -879,6 +1034,12 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
             continue;
         }
 
+        if (aw_cg_cpu_ms(&box) > job->limits.cpu_ms) {
+            cpu_out = 1;
+            killed = 1;
+            continue;
+        }
+
         usleep(2000);
     }
 
@@ -892,6 +1053,8 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
 
     code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     ooms = aw_cg_oom_kills(&box);
+    pids_max = box.ncg == 0 ? 0
+               : aw_cg_read_key(box.cg[box.v2 ? 0 : 1], "pids.events", "max");
 
     res->ran = 1;
     res->exit_code = code;
@@ -908,6 +1071,11 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                        "the script ran past its wall time of %ld ms",
                        job->limits.wall_ms);
 
+    } else if (cpu_out || code == 128 + SIGXCPU) {
+        aw_result_fail(res, AW_ST_TIMEOUT, "cpu_time",
+                       "the script used up its CPU time of %ld ms",
+                       job->limits.cpu_ms);
+
     } else if (killed) {
         aw_result_fail(res, AW_ST_KILLED, "worker_stopped",
                        "the worker stopped while the script ran");
@@ -917,13 +1085,13 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                        "the script went over its memory limit of %ld MiB",
                        job->limits.memory_mb);
 
-    } else if (code == 128 + SIGXCPU) {
-        aw_result_fail(res, AW_ST_TIMEOUT, "cpu_time",
-                       "the script used up its CPU time of %ld ms",
-                       job->limits.cpu_ms);
-
     } else if (code == 0) {
         res->status = AW_ST_OK;
+
+    } else if (pids_max > 0) {
+        aw_result_fail(res, AW_ST_KILLED, "pids",
+                       "the sandbox reached its process limit of %ld "
+                       "(exit code %d)", job->limits.pids, code);
 
     } else if (code > 128) {
         aw_result_fail(res, AW_ST_KILLED, "signal",
@@ -991,7 +1159,7 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
     aw_box_t        box;
     unsigned long   seq;
     struct dirent  *e;
-    const char     *ctl[3] = { "memory", "pids", "cpu" };
+    const char     *ctl[4] = { "memory", "pids", "cpu", "cpuacct" };
 
     snprintf(path, sizeof(path), "%s/jobs", conf->workdir);
     d = opendir(path);
@@ -1011,7 +1179,7 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
                  conf->cgroup_root);
         box.v2 = access(path, F_OK) == 0;
 
-        for (i = 0; i < (box.v2 ? 1 : 3); i++) {
+        for (i = 0; i < (box.v2 ? 1 : 4); i++) {
             if (box.v2) {
                 snprintf(box.cg[i], sizeof(box.cg[i]), "%s/%s/%s",
                          conf->cgroup_root, conf->cgroup_name, box.slot);
@@ -1021,7 +1189,7 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
                          box.slot);
             }
         }
-        box.ncg = box.v2 ? 1 : 3;
+        box.ncg = box.v2 ? 1 : 4;
 
         aw_log("notice", "removing %s, left by worker %d", box.slot, pid);
 
