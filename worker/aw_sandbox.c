@@ -120,6 +120,10 @@ static const struct {
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
 
 
+/* what a runtime is started with: nothing of the worker's environment */
+static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                         NULL };
+
 static unsigned long  aw_seq;
 static volatile sig_atomic_t  aw_interrupted;
 
@@ -355,14 +359,15 @@ aw_cg_cpu_ms(const aw_box_t *box)
  * The task count the host allows the job's cgroup.  gVisor's sentry and
  * gofer threads live there too (about 35 when a script sleeps), and on
  * the ptrace platform every process inside has a host stub: the limit is
- * the job's plus a fixed allowance for the runtime.
+ * the job's plus a fixed allowance for the runtime.  bwrap's own process
+ * (outside the sandbox's pid namespace) is the one extra there.
  */
 
 static long
 aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim)
 {
     return lim->pids + (conf->backend == AW_BACKEND_GVISOR
-                        ? AW_GVISOR_PIDS : 2);
+                        ? AW_GVISOR_PIDS : 1);
 }
 
 
@@ -694,8 +699,9 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         /* nothing of the worker's (the Redis connection) goes along */
         close_range(3, ~0U, 0);
 
-        execl(conf->runsc, "runsc", runsc_root, platform, "--network=none",
-              "--oci-seccomp", "run", root, box->slot, (char *) NULL);
+        execle(conf->runsc, "runsc", runsc_root, platform, "--network=none",
+               "--oci-seccomp", "run", root, box->slot, (char *) NULL,
+               aw_runtime_env);
         dprintf(2, "airlock-worker: exec %s: %s\n", conf->runsc,
                 strerror(errno));
         _exit(125);
@@ -746,8 +752,14 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     snprintf(size, sizeof(size), "%ld", conf->scratch_mb << 20);
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
 
-    execl(conf->bwrap, "bwrap",
+    /*
+     * The environment bwrap itself gets matters as much as the one it
+     * sets: its own processes are visible inside (/proc/<pid>/environ).
+     * --as-pid-1 leaves none of them in the sandbox's pid namespace.
+     */
+    execle(conf->bwrap, "bwrap",
           "--unshare-all", "--unshare-user", "--disable-userns",
+          "--as-pid-1",
           "--uid", uid, "--gid", uid,
           "--die-with-parent", "--new-session",
           "--ro-bind", conf->rootfs, "/",
@@ -760,7 +772,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
           "--setenv", "PATH", "/usr/bin:/bin",
           "--chdir", "/scratch", "--seccomp", "3",
           "--", "/usr/bin/python3", "-I", "/app/code/script.py",
-          (char *) NULL);
+          (char *) NULL, aw_runtime_env);
     dprintf(2, "airlock-worker: exec %s: %s\n", conf->bwrap,
             strerror(errno));
     _exit(125);
