@@ -70,6 +70,7 @@ static long aw_cg_read_key(const char *dir, const char *file,
 static int aw_cg_create(const aw_conf_t *conf, aw_box_t *box,
     const aw_limits_t *lim, char *err, size_t n);
 static void aw_cg_destroy(aw_box_t *box);
+static void aw_cg_sweep(const aw_conf_t *conf, const char *slot);
 static long aw_cg_oom_kills(const aw_box_t *box);
 static long aw_cg_cpu_ms(const aw_box_t *box);
 static long aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim);
@@ -408,6 +409,43 @@ aw_cg_destroy(aw_box_t *box)
     }
 
     box->ncg = 0;
+}
+
+
+/*
+ * runsc makes the job's cgroup in every v1 hierarchy it finds (cpuset,
+ * devices, freezer, ...) and removes them when it ends normally; after a
+ * crash they stay.  Whatever of the slot is under any hierarchy goes.
+ */
+
+static void
+aw_cg_sweep(const aw_conf_t *conf, const char *slot)
+{
+    DIR            *d;
+    aw_box_t        one;
+    struct dirent  *e;
+
+    d = opendir(conf->cgroup_root);
+    if (d == NULL) {
+        return;
+    }
+
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+
+        memset(&one, 0, sizeof(one));
+        snprintf(one.cg[0], sizeof(one.cg[0]), "%s/%s/%s/%s",
+                 conf->cgroup_root, e->d_name, conf->cgroup_name, slot);
+
+        if (access(one.cg[0], F_OK) == 0) {
+            one.ncg = 1;
+            aw_cg_destroy(&one);
+        }
+    }
+
+    closedir(d);
 }
 
 
@@ -863,6 +901,10 @@ aw_box_teardown(const aw_conf_t *conf, aw_box_t *box, int killed)
 
     aw_cg_destroy(box);
 
+    if (box->slot[0] != '\0') {
+        aw_cg_sweep(conf, box->slot);
+    }
+
     if (box->dir[0] != '\0' && aw_rmtree(box->dir) != 0) {
         aw_log("alert", "cannot remove %s: %s", box->dir, strerror(errno));
     }
@@ -1210,6 +1252,7 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
         }
 
         aw_cg_destroy(&box);
+        aw_cg_sweep(conf, box.slot);
         if (aw_rmtree(box.dir) != 0) {
             aw_log("alert", "cannot remove %s: %s", box.dir,
                    strerror(errno));

@@ -251,16 +251,17 @@ sub start_worker {
     my $n = $self->{nworker}++;
 
     # a secret in the worker's own environment, which no sandbox may see
-    local $ENV{AIRLOCK_WORKER_TEST_SECRET} = $SECRET;
-
-    my $pid = $t->run_daemon($self->{worker}, '-c', $conf);
-    $self->{workers}{$pid} = "daemon-" . (@{$t->{daemons}} - 1) . ".log";
+    my $log = "worker-$n.log";
+    my $pid = $t->_spawn("$t->{testdir}/$log",
+                         { AIRLOCK_WORKER_TEST_SECRET => $SECRET },
+                         $self->{worker}, '-c', $conf);
+    push @{$t->{daemons}}, $pid;
+    $self->{workers}{$pid} = $log;
     $self->{last_worker} = $pid;
 
     # ready once it has created the group (or named a problem)
-    my $log = "$t->{testdir}/$self->{workers}{$pid}";
     for (1 .. 400) {
-        my $l = _slurp($log) // '';
+        my $l = _slurp("$t->{testdir}/$log") // '';
         last if $l =~ /connected to redis|emerg/;
         sleep 0.025;
     }
