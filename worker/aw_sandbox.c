@@ -200,9 +200,12 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
 {
     int          i;
     long         mem;
-    char         val[64], parent[2048], probe[2304];
+    char         val[64], parent[2048], probe[2304], slot[64];
     const char  *ctl[4] = { "memory", "pids", "cpu", "cpuacct" };
     struct stat  st;
+
+    /* a copy: the compiler cannot see slot and cg[] do not overlap */
+    memcpy(slot, box->slot, sizeof(slot));
 
     mem = lim->memory_mb;
     if (conf->backend == AW_BACKEND_GVISOR) {
@@ -225,7 +228,7 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
                            "+memory +pids +cpu");
 
         snprintf(box->cg[0], sizeof(box->cg[0]), "%s/%s", parent,
-                 box->slot);
+                 slot);
         if (mkdir(box->cg[0], 0755) != 0) {
             snprintf(err, n, "mkdir %s: %s", box->cg[0], strerror(errno));
             return -1;
@@ -261,7 +264,7 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
         }
 
         snprintf(box->cg[i], sizeof(box->cg[i]), "%s/%s", parent,
-                 box->slot);
+                 slot);
         if (mkdir(box->cg[i], 0755) != 0) {
             snprintf(err, n, "mkdir %s: %s", box->cg[i], strerror(errno));
             return -1;
@@ -1236,11 +1239,11 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
         for (i = 0; i < (box.v2 ? 1 : 4); i++) {
             if (box.v2) {
                 snprintf(box.cg[i], sizeof(box.cg[i]), "%s/%s/%s",
-                         conf->cgroup_root, conf->cgroup_name, box.slot);
+                         conf->cgroup_root, conf->cgroup_name, e->d_name);
             } else {
                 snprintf(box.cg[i], sizeof(box.cg[i]), "%s/%s/%s/%s",
                          conf->cgroup_root, ctl[i], conf->cgroup_name,
-                         box.slot);
+                         e->d_name);
             }
         }
         box.ncg = box.v2 ? 1 : 4;
