@@ -27,7 +27,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(max_script_bytes => 2000, max_inputs => 4);
 
-plan tests => 50;
+plan tests => 51;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my ($r, $j);
@@ -209,4 +209,7 @@ like($w->worker_log, qr/job once already has a result/,
 is($w->result('once')->{stdout}, "first\n", 'the first result stays');
 
 is(join(' ', $w->leftovers), '', 'no job directory or cgroup left behind');
-unlike($w->all_worker_logs, qr/\b(alert|emerg)\b/, 'no alerts in the log');
+$w->kill_worker('TERM');
+like($w->worker_log, qr/stopping/, 'SIGTERM stops the worker');
+unlike($w->all_worker_logs, qr/\b(alert|emerg)\b|Sanitizer|runtime error/,
+       'no alerts or sanitizer reports in the log');
