@@ -76,6 +76,7 @@ typedef struct {
     char            *cgroup_name;
     long             scratch_mb;
     long             sandbox_uid;
+    long             cpus;              /* CFS quota in CPUs, 0 = none */
 
     aw_limits_t      defaults;
     aw_limits_t      maxima;

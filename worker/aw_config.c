@@ -73,6 +73,7 @@ static const aw_cf_key_t  aw_keys[] = {
     { "cgroup_name", AW_CF_STR, AW_OFF(cgroup_name), 0, 0 },
     { "scratch_mb", AW_CF_NUM, AW_OFF(scratch_mb), 1, 4096 },
     { "sandbox_uid", AW_CF_NUM, AW_OFF(sandbox_uid), 1000, 4000000 },
+    { "cpus", AW_CF_NUM, AW_OFF(cpus), 0, 256 },
 
     { "wall_ms", AW_CF_NUM, AW_OFF(defaults.wall_ms), 100, 3600000 },
     { "cpu_ms", AW_CF_NUM, AW_OFF(defaults.cpu_ms), 1000, 3600000 },
@@ -158,6 +159,7 @@ aw_conf_defaults(aw_conf_t *conf)
     conf->cgroup_name = aw_strdup("airlock-worker");
     conf->scratch_mb = 64;
     conf->sandbox_uid = 10001;
+    conf->cpus = 1;
 
     conf->defaults.wall_ms = 10000;
     conf->defaults.cpu_ms = 5000;

@@ -249,7 +249,10 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
             return -1;
         }
 
-        (void) aw_cg_write(box->cg[0], "cpu.max", "100000 100000");
+        if (conf->cpus > 0) {
+            snprintf(val, sizeof(val), "%ld 100000", conf->cpus * 100000);
+            (void) aw_cg_write(box->cg[0], "cpu.max", val);
+        }
         return 0;
     }
 
@@ -291,9 +294,12 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
         return -1;
     }
 
-    /* at most one CPU */
-    (void) aw_cg_write(box->cg[2], "cpu.cfs_period_us", "100000");
-    (void) aw_cg_write(box->cg[2], "cpu.cfs_quota_us", "100000");
+    /* at most conf->cpus CPUs at a time */
+    if (conf->cpus > 0) {
+        snprintf(val, sizeof(val), "%ld", conf->cpus * 100000);
+        (void) aw_cg_write(box->cg[2], "cpu.cfs_period_us", "100000");
+        (void) aw_cg_write(box->cg[2], "cpu.cfs_quota_us", val);
+    }
 
     return 0;
 }

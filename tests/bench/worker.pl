@@ -218,9 +218,9 @@ for my $i (1 .. 20) {
     if ($pid == 0) {
         close $rd;
         open STDOUT, '>&', $wr or POSIX::_exit(1);
-        exec '/usr/bin/runsc', "--root=$d/state", '--platform=ptrace',
-             '--network=none', 'create', "--bundle=$d/c$i", "c$i";
-        POSIX::_exit(127);
+        exec('/usr/bin/runsc', "--root=$d/state", '--platform=ptrace',
+             '--network=none', 'create', "--bundle=$d/c$i", "c$i")
+            or POSIX::_exit(127);
     }
     close $wr;
     waitpid($pid, 0);

@@ -21,7 +21,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker;
 
-plan tests => 55;
+plan tests => 57;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my $dir = $t->testdir;
@@ -259,6 +259,13 @@ is(join(' ', map { Airlock::Worker::_slurp("/proc/$_/cmdline") // $_ }
 my $mem = Airlock::Worker::_slurp("$cg[0]/memory.limit_in_bytes")
        // Airlock::Worker::_slurp("$cg[0]/memory.max") // 0;
 ok($mem > 0 && $mem <= (128 + 64) << 20, "memory limited in the cgroup ($mem)");
+(my $pcg = $cg[0]) =~ s{/memory/}{/pids/};
+my $pmax = Airlock::Worker::_slurp("$pcg/pids.max") // 0;
+ok($pmax >= 64 && $pmax <= 64 + 64, "pids limited in the cgroup ($pmax)");
+(my $ccg = $cg[0]) =~ s{/memory/}{/cpu/};
+my $quota = Airlock::Worker::_slurp("$ccg/cpu.cfs_quota_us")
+         // Airlock::Worker::_slurp("$ccg/cpu.max") // 0;
+is($quota + 0, 100000, 'one CPU at most (CFS quota)');
 $r = $w->wait_result('sleeper');
 is($r->{status}, 'ok', 'sleeper finished');
 
