@@ -159,7 +159,7 @@ aw_conf_defaults(aw_conf_t *conf)
     conf->cgroup_name = aw_strdup("airlock-worker");
     conf->scratch_mb = 64;
     conf->sandbox_uid = 10001;
-    conf->cpus = 1;
+    conf->cpus = 0;
 
     conf->defaults.wall_ms = 10000;
     conf->defaults.cpu_ms = 5000;

@@ -7,7 +7,7 @@
 # then start) would leave on the job's path.
 #
 #   perl tests/bench/worker.pl [--jobs N] [--burst N] [--workers N]
-#                              [--backends gvisor,bwrap]
+#                              [--backends gvisor,bwrap] [--cpus N]
 #
 # Latency: N jobs one after another, each awaited the way a client awaits
 # it (SUBSCRIBE response:<id>, then XADD, then the message).  Throughput:
@@ -33,8 +33,10 @@ my $jobs = 50;
 my $burst = 40;
 my $nworkers = 2;
 my $backends = 'gvisor,bwrap';
+my $cpus = 0;
 GetOptions('jobs=i' => \$jobs, 'burst=i' => \$burst,
-           'workers=i' => \$nworkers, 'backends=s' => \$backends)
+           'workers=i' => \$nworkers, 'backends=s' => \$backends,
+           'cpus=i' => \$cpus)
     or die "bad options\n";
 
 # Airlock::Worker reports missing prerequisites through Test::More
@@ -80,8 +82,8 @@ alerts:
   deny: { threshold: 100, window: 60s }
 EOF
     $w->start_redis;
-    my @pids = map { $w->start_worker(consumer => "b$_", block_ms => 1000) }
-               1 .. $nworkers;
+    my @pids = map { $w->start_worker(consumer => "b$_", block_ms => 1000,
+                                      cpus => $cpus) } 1 .. $nworkers;
 
     my $sub = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                     PeerPort => $w->{redis_port})
@@ -136,7 +138,7 @@ EOF
 }
 
 print "Round trip XADD -> PUBLISH, trivial script, ms ($nworkers workers "
-    . "for the throughput burst of $burst):\n\n";
+    . "for the throughput burst of $burst, cpus $cpus):\n\n";
 print "| backend | jobs | p50 | p90 | p99 | max | jobs/s |\n";
 print "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
 print "$_\n" for @rows;

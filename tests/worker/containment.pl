@@ -19,7 +19,7 @@ my $t = Airlock::Test->new;
 my $w = Airlock::Worker->new($t, backend => $BACKEND);
 $w->start_proxy;
 $w->start_redis;
-$w->start_worker;
+$w->start_worker(cpus => 1);
 
 plan tests => 57;
 
