@@ -166,7 +166,6 @@ int aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n);
 void aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job,
     const char *data, size_t data_len, aw_result_t *res);
 void aw_sandbox_cleanup_stale(const aw_conf_t *conf);
-void aw_sandbox_interrupt(void);
 
 /* aw_util.c */
 long aw_now_ms(void);

@@ -287,8 +287,12 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     }
 
     if (pid == 0) {
-        close(fds[0]);
-        aw_fetch_child(conf, job, fds[1]);
+        /* the fetch keeps nothing of the worker's (its Redis connection) */
+        if (dup2(fds[1], 3) != 3) {
+            _exit(2);
+        }
+        close_range(4, ~0U, 0);
+        aw_fetch_child(conf, job, 3);
         _exit(2);
     }
 

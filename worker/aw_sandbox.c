@@ -126,14 +126,6 @@ static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
                                          NULL };
 
 static unsigned long  aw_seq;
-static volatile sig_atomic_t  aw_interrupted;
-
-
-void
-aw_sandbox_interrupt(void)
-{
-    aw_interrupted = 1;
-}
 
 
 static int
@@ -1030,8 +1022,8 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
 
     while (s[0].fd >= 0 || s[1].fd >= 0) {
         left = deadline - aw_now_ms();
-        if (left <= 0 || aw_interrupted) {
-            timed_out = !aw_interrupted;
+        if (left <= 0) {
+            timed_out = 1;
             killed = 1;
             break;
         }
@@ -1138,10 +1130,6 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         aw_result_fail(res, AW_ST_TIMEOUT, "cpu_time",
                        "the script used up its CPU time of %ld ms",
                        job->limits.cpu_ms);
-
-    } else if (killed) {
-        aw_result_fail(res, AW_ST_KILLED, "worker_stopped",
-                       "the worker stopped while the script ran");
 
     } else if (ooms > 0) {
         aw_result_fail(res, AW_ST_OOM, "memory",
