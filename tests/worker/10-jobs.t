@@ -107,7 +107,7 @@ ok($ttl > 0 && $ttl <= 3600, "stored with a TTL ($ttl)");
 my $pend = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
 is($pend->[0], 0, 'acknowledged: nothing pending');
 
-# ---- a denied input ----------------------------------------------------------
+# ---- a denied input --------------------------------------------------------
 
 $r = $w->run_job(job_id => 'denied1', script => 'print(1)',
     blueprint => { inputs => [
@@ -124,7 +124,7 @@ $r = $w->run_job(job_id => 'denied2', script => 'print(1)',
 is($r->{error}{code}, 'route_denied', 'param refused by the proxy');
 like($r->{error}{message}, qr/denied by the proxy: \w+/, 'with its reason');
 
-# ---- bad envelopes -----------------------------------------------------------
+# ---- bad envelopes ---------------------------------------------------------
 
 sub rejected {
     my ($id, $raw, $code, $re, $name) = @_;
@@ -193,7 +193,7 @@ like($f1{error}, qr/job_id must be/, 'missing job_id named');
 my %f2 = @{$dead->[2][1]};
 like($f2{error}, qr/no "job" field/, 'entry without a job field named');
 
-# ---- one result per job ------------------------------------------------------
+# ---- one result per job ----------------------------------------------------
 
 $r = $w->run_job(job_id => 'once', script => 'print("first")');
 is($r->{stdout}, "first\n", 'first run');

@@ -29,7 +29,7 @@ my ($r, $p);
 
 like($w->worker_log, qr/backend $BACKEND/, "worker runs with $BACKEND");
 
-# ---- from inside -------------------------------------------------------------
+# ---- from inside -----------------------------------------------------------
 
 my $probe = <<'PY';
 import ctypes, json, os, signal, socket, sys, time
@@ -162,12 +162,14 @@ my %sub = (
     POLICY => "$dir/policy.yaml", TESTDIR => $dir, SECRET => $SECRET,
 );
 $sub{TERCES} = reverse $SECRET;
-$probe =~ s/\b(REDIS_PORT|ECHO_PORT|PROXY_SOCKET|KEYRING|POLICY|TESTDIR|TERCES)\b/$sub{$1}/g;
+my $names = join '|', keys %sub;
+$probe =~ s/\b($names)\b/$sub{$1}/g;
 
 $r = $w->run_job(job_id => 'probe', script => $probe,
     limits => { wall_ms => 60000, cpu_ms => 30000 },
     blueprint => { inputs => [
-        { name => 'logs', route => 'logs', params => { service => 'api' } } ] });
+        { name => 'logs', route => 'logs',
+          params => { service => 'api' } } ] });
 is($r->{status}, 'ok', 'probe ran') or diag explain $r;
 $p = eval { decode_json((split /\n/, $r->{stdout})[-1]) } // {};
 
@@ -230,7 +232,7 @@ ok(!grep({ $_ > 3 } @{$p->{fds} // [99]}),
    'no descriptor of the worker inherited: ' . join(',', @{$p->{fds} // []}));
 is($p->{cwd}, '/scratch', 'working directory /scratch');
 
-# ---- from the host, while a job runs ------------------------------------------
+# ---- from the host, while a job runs ---------------------------------------
 
 $w->add_job(job_id => 'sleeper', script => 'import time; time.sleep(4)');
 my (@cg, @pids);
@@ -240,7 +242,10 @@ for (1 .. 400) {
     if (@cg) {
         my $procs = Airlock::Worker::_slurp("$cg[0]/cgroup.procs") // '';
         @pids = grep { /\d/ } split /\n/, $procs;
-        last if @pids;
+        # the worker's child joins the cgroup just before it becomes the
+        # runtime: wait until it has
+        last if @pids && !grep { (Airlock::Worker::_slurp("/proc/$_/cmdline")
+                                  // '') =~ /airlock-worker/ } @pids;
     }
     sleep 0.025;
 }
@@ -269,7 +274,7 @@ is($quota + 0, 100000, 'one CPU at most (CFS quota)');
 $r = $w->wait_result('sleeper');
 is($r->{status}, 'ok', 'sleeper finished');
 
-# ---- limits ----------------------------------------------------------------------
+# ---- limits ----------------------------------------------------------------
 
 $r = $w->run_job(job_id => 'flood', script => <<'PY');
 a = []

@@ -9,7 +9,7 @@ package Airlock::Worker;
 #
 #   my $t = Airlock::Test->new;
 #   my $w = Airlock::Worker->new($t, backend => 'gvisor');
-#   $w->start_proxy;            # nginx + echo + policy (tests/worker/policy.yaml)
+#   $w->start_proxy;        # nginx + echo + tests/worker/policy.yaml
 #   $w->start_redis;
 #   $w->start_worker;
 #   my $r = $w->run_job({ job_id => 'j1', script => 'print(1)' });
