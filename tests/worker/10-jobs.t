@@ -104,7 +104,13 @@ is(ref $msg && $msg->[2], $w->redis('GET', 'result:happy1'),
 my $ttl = $w->redis('TTL', 'result:happy1');
 ok($ttl > 0 && $ttl <= 3600, "stored with a TTL ($ttl)");
 
-my $pend = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
+# (acknowledged right after the PUBLISH)
+my $pend;
+for (1 .. 200) {
+    $pend = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
+    last if $pend->[0] == 0;
+    sleep 0.05;
+}
 is($pend->[0], 0, 'acknowledged: nothing pending');
 
 # ---- a denied input --------------------------------------------------------

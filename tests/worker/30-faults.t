@@ -27,9 +27,16 @@ plan tests => 25;
 
 my $r;
 
+# the result is stored before the entry is acknowledged: wait a little
 sub pending {
-    my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
-    return ref $p ? $p->[0] : -1;
+    my $n = -1;
+    for (1 .. 200) {
+        my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
+        $n = ref $p ? $p->[0] : -1;
+        last if $n == 0;
+        sleep 0.05;
+    }
+    return $n;
 }
 
 # wait until a job of this worker is inside its sandbox
@@ -106,7 +113,6 @@ for my $i (1 .. 4) {
 }
 like($w->worker_log($b), qr/connected to redis.*\n(.*\n)*.*connected to redis/,
      'the worker reconnected');
-for (1 .. 200) { last if pending() == 0; sleep 0.05 }
 is(pending(), 0, 'every job acknowledged');
 ok(!grep({ count_results("r$_") != 1 } 1 .. 4), 'each ran once');
 $w->kill_worker('TERM', $b);

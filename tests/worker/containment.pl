@@ -21,7 +21,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(cpus => 1);
 
-plan tests => 57;
+plan tests => 58;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my $dir = $t->testdir;
@@ -77,7 +77,8 @@ attempt("write_data", lambda: write("/app/data/data.json", "a"))
 attempt("write_scratch", lambda: write("/scratch/ok"))
 
 for name, path in (("keyring", "KEYRING"), ("policy", "POLICY"),
-                   ("testdir", "TESTDIR"), ("shadow", "/etc/shadow"),
+                   ("testdir", "TESTDIR"), ("secret_file", "SECRET_FILE"),
+                   ("shadow", "/etc/shadow"),
                    ("host_root_home", "/root")):
     res["exists_" + name] = os.path.exists(path)
 
@@ -159,7 +160,8 @@ PY
 my %sub = (
     REDIS_PORT => $w->{redis_port}, ECHO_PORT => $t->port(8081),
     PROXY_SOCKET => $w->socket_path, KEYRING => "$dir/airlock.key",
-    POLICY => "$dir/policy.yaml", TESTDIR => $dir, SECRET => $SECRET,
+    POLICY => "$dir/policy.yaml", TESTDIR => $dir,
+    SECRET_FILE => "$dir/secret-file",
 );
 $sub{TERCES} = reverse $SECRET;
 my $names = join '|', keys %sub;
@@ -198,6 +200,7 @@ is($p->{write_scratch}, 'succeeded', '/scratch writable');
 ok(!$p->{exists_keyring}, 'the keyring is not visible');
 ok(!$p->{exists_policy}, 'the policy is not visible');
 ok(!$p->{exists_testdir}, "the host's directories are not visible");
+ok(!$p->{exists_secret_file}, "the policy's secret files are not visible");
 ok(!$p->{exists_shadow}, '/etc/shadow does not exist');
 ok(!$p->{exists_host_root_home}, '/root does not exist');
 is(join(',', grep { !/^(PATH|HOME|PWD)$/ } @{$p->{env} // ['?']}), '',

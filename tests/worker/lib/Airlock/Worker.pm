@@ -93,6 +93,10 @@ sub start_proxy {
     $self->{sealed} = $p->seal($SECRET);
     $self->{keyring} = "$t->{testdir}/airlock.key";
 
+    # a file: secret too, as systemd credentials are
+    $t->write_file('secret-file', "file-$SECRET");
+    chmod 0600, "$t->{testdir}/secret-file";
+
     my $policy = _slurp("$t->{top}/tests/worker/policy.yaml");
     $policy =~ s/%%SEALED%%/$self->{sealed}/g;
     $t->write_file_expand('policy.yaml', $policy);
