@@ -371,23 +371,31 @@ sub leftovers {
 }
 
 
+# The workers' cgroups (cgroup_name airlock-test-<pid> in every
+# hierarchy, runsc's included); only empty ones can go, so this never
+# touches a running job's.
 sub cleanup_cgroups {
-    my ($self) = @_;
-    for my $d (glob("/sys/fs/cgroup/*/airlock-test-$$/aw-*"),
-               glob("/sys/fs/cgroup/*/airlock-test-$$"),
-               glob("/sys/fs/cgroup/airlock-test-$$/aw-*"),
-               glob("/sys/fs/cgroup/airlock-test-$$")) {
+    my $owner = $$;
+    for my $d (glob("/sys/fs/cgroup/*/airlock-test-$owner/aw-*"),
+               glob("/sys/fs/cgroup/airlock-test-$owner/aw-*"),
+               glob("/sys/fs/cgroup/*/airlock-test-$owner"),
+               glob("/sys/fs/cgroup/airlock-test-$owner")) {
         rmdir $d;
     }
 }
 
 
-sub DESTROY {
-    my ($self) = @_;
-    local ($?, $!, $@);
-    return unless $self->{t};
-    $self->{t}->stop_daemons if $self->{t}{daemons};
-    $self->cleanup_cgroups;
+my $PARENT = $$;
+
+# after the tests, before global destruction: stop the workers first
+END {
+    if ($$ == $PARENT && $> == 0) {
+        local ($?, $!, $@);
+        for my $t (grep { defined } $Airlock::Test::CURRENT) {
+            $t->stop_daemons;
+        }
+        cleanup_cgroups();
+    }
 }
 
 
