@@ -39,6 +39,18 @@ FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 FUZZ_TIME ?= 600
 
+WORKER_SRCS := $(sort $(wildcard worker/*.c))
+WORKER := $(B)/airlock-worker
+# configuration paths are at most 512 bytes (aw_config.c) and every path
+# buffer is sized for that; snprintf still bounds each one
+
+# The sandbox root file system: Python 3 and what it links, nothing else
+# (no shell, no package manager run), from Debian's archive, built once.
+ROOTFS := $(B)/worker-rootfs
+ROOTFS_SUITE ?= bookworm
+ROOTFS_MIRROR ?= http://deb.debian.org/debian
+ROOTFS_PKGS = python3-minimal,libpython3.11-stdlib
+
 MOD_SRCS := $(wildcard modules/*.c modules/*.h) modules/config
 MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 
@@ -47,15 +59,18 @@ PROVE_FLAGS ?= -r
 
 .PHONY: all demo demo-up down deps lib ctl alertd agent modules unit test \
         asan fuzz fuzz-build bench bench-match bench-proxy bench-llm \
-        bench-deny bench-load bench-deps install deb clean help
+        bench-deny bench-load bench-deps install deb clean help \
+        worker worker-rootfs bench-worker
 
-all: lib ctl alertd agent modules unit
+all: lib ctl alertd agent worker modules unit
 
 help:
 	@echo "make, make all    build libairlock, airlockctl, airlock-alertd," \
-	      "airlock-agent and the airlock CLI, the nginx module and the" \
-	      "unit tests (nothing when up to date)"
-	@echo "make lib|ctl|alertd|agent|modules|unit   one of those"
+	      "airlock-agent, the airlock CLI, airlock-worker, the nginx module" \
+	      "and the unit tests (nothing when up to date)"
+	@echo "make lib|ctl|alertd|agent|worker|modules|unit   one of those"
+	@echo "make worker-rootfs  the sandboxes' root file system (mmdebstrap," \
+	      "Python 3 only, kept in BUILD/worker-rootfs)"
 	@echo "make deps         install the build packages (auto/deps build)"
 	@echo "make demo         install the demo's packages, build, run the demo"
 	@echo "make demo-up      the same demo, left running to try airlock ask"
@@ -65,7 +80,8 @@ help:
 	@echo "make fuzz         run each libFuzzer target FUZZ_TIME seconds"
 	@echo "make fuzz-build   build the libFuzzer targets only"
 	@echo "make bench        run every benchmark below"
-	@echo "make bench-match|bench-proxy|bench-llm|bench-deny|bench-load   one of them"
+	@echo "make bench-match|bench-proxy|bench-llm|bench-deny|bench-load|bench-worker" \
+	      "   one of them"
 	@echo "make bench-deps   install the benchmarks' packages (wrk)"
 	@echo "make install      install under DESTDIR (PREFIX=$(PREFIX))"
 	@echo "make deb          Debian packages in BUILD/deb (dpkg-buildpackage)"
@@ -85,6 +101,8 @@ lib: $(LIB)
 ctl: $(CTL)
 alertd: $(if $(ALERTD_SRCS),$(ALERTD))
 agent: $(if $(AGENT_SRCS),$(AGENT) $(AIRLOCK_CLI))
+worker: $(WORKER)
+worker-rootfs: $(ROOTFS)/.built
 modules: $(MOD_SO)
 unit: $(UNIT_TESTS)
 
@@ -113,6 +131,25 @@ $(AGENT): $(AGENT_SRCS) agent/agent.h $(POLICY_HDRS) $(LIB)
 $(AIRLOCK_CLI): agent/airlock.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) agent/airlock.c -o $@ $(LDFLAGS) $(LIB_LIBS)
+
+$(WORKER): $(WORKER_SRCS) worker/aw.h $(POLICY_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Wno-format-truncation -Iworker $(WORKER_SRCS) \
+	    -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+
+# extract: the listed packages and their dependencies unpacked, no
+# maintainer script run; the mount points the sandboxes use are made here
+# because the root is mounted read-only.
+$(ROOTFS)/.built: Makefile
+	@rm -rf $(ROOTFS) $(ROOTFS).tmp
+	mmdebstrap --quiet --variant=extract --include=$(ROOTFS_PKGS) \
+	    $(ROOTFS_SUITE) $(ROOTFS).tmp $(ROOTFS_MIRROR)
+	cd $(ROOTFS).tmp && mkdir -p proc dev app/code app/data scratch tmp \
+	    && rm -rf var/cache/apt var/lib/apt/lists/* etc/resolv.conf \
+	       etc/hostname && chmod 755 . \
+	    && test -x usr/bin/python3
+	@touch $(ROOTFS).tmp/.built
+	@mv $(ROOTFS).tmp $(ROOTFS)
 
 $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
 	@mkdir -p $(@D)
@@ -173,12 +210,12 @@ fuzz:
 
 demo:
 	@$(DEPS) demo
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all worker-rootfs
 	AIRLOCK_BUILD=$(B) conf/demo/run.sh
 
 demo-up:
 	@$(DEPS) demo
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all worker-rootfs
 	AIRLOCK_BUILD=$(B) conf/demo/run.sh --keep
 
 down:
@@ -187,7 +224,7 @@ down:
 # the fuzz smoke test (tests/fuzz/smoke.t) runs each target on its seeds
 test:
 	@$(DEPS) test
-	@$(MAKE) --no-print-directory all fuzz-build
+	@$(MAKE) --no-print-directory all fuzz-build worker-rootfs
 	AIRLOCK_BUILD=$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests
 
 asan:
@@ -212,7 +249,11 @@ bench-load: bench-deps
 	@$(MAKE) --no-print-directory all
 	AIRLOCK_BUILD=$(B) perl tests/bench/load.pl
 
-bench: bench-match bench-proxy bench-llm bench-deny bench-load
+bench-worker: bench-deps
+	@$(MAKE) --no-print-directory all worker-rootfs
+	AIRLOCK_BUILD=$(B) perl tests/bench/worker.pl
+
+bench: bench-match bench-proxy bench-llm bench-deny bench-load bench-worker
 
 # Installation, as the packages lay it out.  A new program is one line:
 # INSTALL_BINS += $(B)/its-binary; a unit in conf/*.service comes with it.
@@ -220,6 +261,7 @@ PREFIX ?= /usr
 DESTDIR ?=
 INSTALL_BINS := $(CTL) $(if $(ALERTD_SRCS),$(ALERTD))
 INSTALL_BINS += $(if $(AGENT_SRCS),$(AGENT) $(AIRLOCK_CLI))
+INSTALL_BINS += $(if $(WORKER_SRCS),$(WORKER))
 INSTALL_UNITS := $(wildcard conf/*.service)
 INSTALL_ETC := conf/policy.example.yaml $(wildcard conf/airlock-location.conf)
 INSTALL_DOCS := $(wildcard docs/*.md)

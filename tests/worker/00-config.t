@@ -1,0 +1,92 @@
+#!/usr/bin/perl
+
+# airlock-worker -t: the shipped conf/worker.conf is complete and valid,
+# and each kind of mistake is named with its file and line.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Airlock::Test;
+
+my $t = Airlock::Test->new;
+my $bin = "$t->{build}/airlock-worker";
+my $rootfs = $ENV{AIRLOCK_ROOTFS} // "$t->{build}/worker-rootfs";
+my $dir = $t->testdir;
+
+if (!-x $bin || !-x "$rootfs/usr/bin/python3"
+    || !defined getpwnam('airlock-worker'))
+{
+    my $why = "needs $bin, $rootfs and the airlock-worker user";
+    if ($ENV{CI}) {
+        plan tests => 1;
+        fail($why);
+        exit 1;
+    }
+    plan skip_all => $why;
+}
+
+plan tests => 9;
+
+$t->write_file('policy.yaml', <<'EOF');
+version: 1
+clients:
+  worker: { unix_uid: airlock-worker }
+upstreams:
+  up: { url: "http://127.0.0.1:9" }
+routes:
+  - name: r
+    clients: [worker]
+    match: { method: GET, path: /r }
+    upstream: up
+    to: /r
+alerts:
+  deny: { threshold: 3, window: 60s }
+EOF
+
+# the shipped example, pointed at this prefix
+my $example = do {
+    local $/;
+    open my $fh, '<', "$t->{top}/conf/worker.conf" or die $!;
+    <$fh>;
+};
+$example =~ s{^policy\s+\S+}{policy $dir/policy.yaml}m;
+$example =~ s{^rootfs\s+\S+}{rootfs $rootfs}m;
+$example =~ s{^workdir\s+\S+}{workdir $dir/work}m;
+
+sub check {
+    my ($text) = @_;
+    $t->write_file('w.conf', $text);
+    my $out = qx{$bin -c $dir/w.conf -t 2>&1};
+    return ($? >> 8, $out);
+}
+
+my ($rc, $out) = check($example);
+is($rc, 0, 'conf/worker.conf is valid') or diag $out;
+like($out, qr/backend gvisor platform ptrace/, 'backend and platform named');
+
+($rc, $out) = check("$example\nbogus 1\n");
+like($out, qr/w\.conf:\d+: unknown key "bogus"/, 'unknown key, with its line');
+
+($rc, $out) = check("$example\npids 3\n");
+like($out, qr/pids must be a number from 8 to 65536, not "3"/,
+     'number out of range');
+
+($rc, $out) = check("$example\nmemory_mb 1024\n");
+like($out, qr/memory_mb 1024 is above max_memory_mb 512/,
+     'a default above its maximum');
+
+($rc, $out) = check("$example\nbackend docker\n");
+like($out, qr/backend must be gvisor or bwrap/, 'unknown backend');
+
+($rc, $out) = check("$example\npolicy $dir/none.yaml\n");
+like($out, qr/policy: .*none\.yaml/, 'missing policy named');
+
+($rc, $out) = check("$example\nrootfs $dir\n");
+like($out, qr/no usr\/bin\/python3 \(make worker-rootfs/, 'empty rootfs named');
+
+($rc, $out) = check("$example\nuser nosuchuser-x\n");
+like($out, qr/user "nosuchuser-x" does not exist/, 'unknown user');

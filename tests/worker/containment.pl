@@ -1,0 +1,356 @@
+# The containment suite, run once per backend by 20-containment-gvisor.t
+# and 21-containment-bwrap.t: what a script can reach, read, write and
+# spend, asserted from inside the sandbox (a probe script reports what each
+# attempt did) and from the host (namespaces, cgroup limits, what is left
+# afterwards).
+
+use strict;
+use warnings;
+
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use Airlock::Test;
+use Airlock::Worker;
+
+our $BACKEND;
+
+my $t = Airlock::Test->new;
+my $w = Airlock::Worker->new($t, backend => $BACKEND);
+$w->start_proxy;
+$w->start_redis;
+$w->start_worker(cpus => 1);
+
+plan tests => 58;
+
+my $SECRET = $Airlock::Worker::SECRET;
+my $dir = $t->testdir;
+my ($r, $p);
+
+like($w->worker_log, qr/backend $BACKEND/, "worker runs with $BACKEND");
+
+# ---- from inside -----------------------------------------------------------
+
+my $probe = <<'PY';
+import ctypes, json, os, signal, socket, sys, time
+
+res = {}
+
+def attempt(name, fn):
+    try:
+        fn()
+        res[name] = "succeeded"
+    except BaseException as e:
+        res[name] = "%s: %s" % (type(e).__name__, e)
+
+def tcp(host, port, fam=socket.AF_INET):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(2)
+    s.connect((host, port))
+
+def udp(host, fam=socket.AF_INET):
+    # connect() on UDP sends nothing: it only asks for a route
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.connect((host, 9))
+
+def unix(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+
+attempt("tcp_redis", lambda: tcp("127.0.0.1", REDIS_PORT))
+attempt("tcp_echo", lambda: tcp("127.0.0.1", ECHO_PORT))
+attempt("udp_route_v4", lambda: udp("192.0.2.1"))
+attempt("udp_route_v6", lambda: udp("2001:db8::1", socket.AF_INET6))
+attempt("unix_proxy", lambda: unix("PROXY_SOCKET"))
+res["interfaces"] = sorted(n for _, n in socket.if_nameindex())
+
+def write(path, mode="w"):
+    with open(path, mode) as f:
+        f.write("x")
+
+attempt("write_root", lambda: write("/usr/lib/evil"))
+attempt("write_etc", lambda: write("/etc/passwd", "a"))
+attempt("mkdir_root", lambda: os.mkdir("/evil"))
+attempt("write_code", lambda: write("/app/code/script.py", "a"))
+attempt("new_code", lambda: write("/app/code/other.py"))
+attempt("write_data", lambda: write("/app/data/data.json", "a"))
+attempt("write_scratch", lambda: write("/scratch/ok"))
+
+for name, path in (("keyring", "KEYRING"), ("policy", "POLICY"),
+                   ("testdir", "TESTDIR"), ("secret_file", "SECRET_FILE"),
+                   ("shadow", "/etc/shadow"),
+                   ("host_root_home", "/root")):
+    res["exists_" + name] = os.path.exists(path)
+
+res["env"] = sorted(os.environ)
+
+def environ_1():
+    with open("/proc/1/environ", "rb") as f:
+        return f.read().decode("latin-1")
+try:
+    res["env_1"] = sorted(k.split("=")[0] for k in environ_1().split("\0") if k)
+except BaseException as e:
+    res["env_1"] = str(e)
+
+cmds = []
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            with open("/proc/%s/cmdline" % p, "rb") as f:
+                cmds.append(f.read().replace(b"\0", b" ").decode("latin-1"))
+        except OSError:
+            pass
+res["processes"] = cmds
+
+needle = "TERCES"[::-1].encode()
+leaks = []
+for top in ("/etc", "/app", "/scratch", "/tmp", "/run", "/var", "/home",
+            "/root", "/proc/self", "/proc/1"):
+    for root, dirs, files in os.walk(top):
+        if root.startswith("/proc/") and root.count("/") > 3:
+            dirs[:] = []
+        for fn in files:
+            p = os.path.join(root, fn)
+            try:
+                with open(p, "rb") as f:
+                    if needle in f.read(1 << 20):
+                        leaks.append(p)
+            except OSError:
+                pass
+res["secret_files"] = leaks
+
+attempt("setuid0", lambda: os.setuid(0))
+attempt("setgid0", lambda: os.setgid(0))
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+def call(fn, *args):
+    if fn(*args) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+attempt("ptrace_traceme", lambda: call(libc.ptrace, 0, 0, None, None))
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+attempt("ptrace_attach", lambda: call(libc.ptrace, 16, child, None, None))
+os.kill(child, signal.SIGKILL)
+os.waitpid(child, 0)
+attempt("mount", lambda: call(libc.mount, b"none", b"/scratch", b"tmpfs",
+                               0, None))
+attempt("unshare_user", lambda: call(libc.unshare, 0x10000000))
+attempt("unshare_mount", lambda: call(libc.unshare, 0x00020000))
+attempt("unshare_net", lambda: call(libc.unshare, 0x40000000))
+attempt("chroot", lambda: os.chroot("/scratch"))
+
+with open("/proc/self/status") as f:
+    st = dict(l.split(":", 1) for l in f if ":" in l)
+res["cap_eff"] = st["CapEff"].strip()
+res["cap_bnd"] = st["CapBnd"].strip()
+res["no_new_privs"] = str(libc.prctl(39, 0, 0, 0, 0))
+res["uid"] = os.getuid()
+res["fds"] = sorted(int(x) for x in os.listdir("/proc/self/fd"))
+res["hostname"] = socket.gethostname()
+res["cwd"] = os.getcwd()
+
+print(json.dumps(res))
+PY
+
+my %sub = (
+    REDIS_PORT => $w->{redis_port}, ECHO_PORT => $t->port(8081),
+    PROXY_SOCKET => $w->socket_path, KEYRING => "$dir/airlock.key",
+    POLICY => "$dir/policy.yaml", TESTDIR => $dir,
+    SECRET_FILE => "$dir/secret-file",
+);
+$sub{TERCES} = reverse $SECRET;
+my $names = join '|', keys %sub;
+$probe =~ s/\b($names)\b/$sub{$1}/g;
+
+$r = $w->run_job(job_id => 'probe', script => $probe,
+    limits => { wall_ms => 60000, cpu_ms => 30000 },
+    blueprint => { inputs => [
+        { name => 'logs', route => 'logs',
+          params => { service => 'api' } } ] });
+is($r->{status}, 'ok', 'probe ran') or diag explain $r;
+$p = eval { decode_json((split /\n/, $r->{stdout})[-1]) } // {};
+
+sub refused {
+    my ($k, $name) = @_;
+    ok(defined $p->{$k} && $p->{$k} ne 'succeeded', $name)
+        or diag "$k: " . ($p->{$k} // 'undef');
+}
+
+refused('tcp_redis', 'no TCP to the host loopback (redis)');
+refused('tcp_echo', 'no TCP to the host loopback (the upstream)');
+refused('udp_route_v4', 'no route to any IPv4 address');
+refused('udp_route_v6', 'no route to any IPv6 address');
+refused('unix_proxy', "the proxy's unix socket is not reachable");
+ok(!grep({ $_ ne 'lo' } @{$p->{interfaces} // ['?']}),
+   'no interface but loopback: ' . join(',', @{$p->{interfaces} // []}));
+
+refused('write_root', 'root file system not writable');
+refused('write_etc', '/etc/passwd not writable');
+refused('mkdir_root', 'no new directory in /');
+refused('write_code', 'script not writable');
+refused('new_code', 'no new file beside the script');
+refused('write_data', 'data.json not writable');
+is($p->{write_scratch}, 'succeeded', '/scratch writable');
+
+ok(!$p->{exists_keyring}, 'the keyring is not visible');
+ok(!$p->{exists_policy}, 'the policy is not visible');
+ok(!$p->{exists_testdir}, "the host's directories are not visible");
+ok(!$p->{exists_secret_file}, "the policy's secret files are not visible");
+ok(!$p->{exists_shadow}, '/etc/shadow does not exist');
+ok(!$p->{exists_host_root_home}, '/root does not exist');
+is(join(',', grep { !/^(PATH|HOME|PWD)$/ } @{$p->{env} // ['?']}), '',
+   'environment: PATH (and the runtime\'s HOME/PWD) only: '
+   . join(',', @{$p->{env} // []}));
+ok(!grep({ /AIRLOCK/ } @{ref $p->{env_1} ? $p->{env_1} : []}),
+   "pid 1's environment has nothing of the worker's");
+is(join('|', grep { /nginx|redis|airlock|echo-upstream|perl/ }
+                  @{$p->{processes} // ['?']}), '',
+   'no host process visible');
+ok(@{$p->{processes} // []} <= 3, 'only the sandbox\'s own processes: '
+   . join(' | ', @{$p->{processes} // []}));
+is(join(',', @{$p->{secret_files} // ['?']}), '',
+   'the credential is in no file the sandbox can read');
+unlike($r->{stdout} . $r->{stderr}, qr/\Q$SECRET\E/,
+       'nor in anything it printed');
+
+refused('setuid0', 'setuid(0) fails');
+refused('setgid0', 'setgid(0) fails');
+refused('ptrace_traceme', 'ptrace(TRACEME) fails');
+refused('ptrace_attach', 'ptrace(ATTACH) to its own child fails');
+refused('mount', 'mount fails');
+refused('unshare_user', 'unshare(user) fails');
+refused('unshare_mount', 'unshare(mount) fails');
+refused('unshare_net', 'unshare(net) fails');
+refused('chroot', 'chroot fails');
+is($p->{cap_eff}, '0000000000000000', 'no effective capabilities');
+is($p->{cap_bnd}, '0000000000000000', 'empty bounding set');
+is($p->{no_new_privs}, '1', 'no_new_privs set');
+is($p->{uid}, 10001, 'uid 10001');
+ok(!grep({ $_ > 3 } @{$p->{fds} // [99]}),
+   'no descriptor of the worker inherited: ' . join(',', @{$p->{fds} // []}));
+is($p->{cwd}, '/scratch', 'working directory /scratch');
+
+# ---- from the host, while a job runs ---------------------------------------
+
+$w->add_job(job_id => 'sleeper', script => 'import time; time.sleep(4)');
+my (@cg, @pids);
+for (1 .. 400) {
+    @cg = glob("/sys/fs/cgroup/memory/airlock-test-$$/aw-*"),
+          glob("/sys/fs/cgroup/airlock-test-$$/aw-*");
+    if (@cg) {
+        my $procs = Airlock::Worker::_slurp("$cg[0]/cgroup.procs") // '';
+        @pids = grep { /\d/ } split /\n/, $procs;
+        # the worker's child joins the cgroup just before it becomes the
+        # runtime: wait until it has
+        last if @pids && !grep { (Airlock::Worker::_slurp("/proc/$_/cmdline")
+                                  // '') =~ /airlock-worker/ } @pids;
+    }
+    sleep 0.025;
+}
+ok(scalar @pids, 'the running job has a cgroup with its processes');
+# The runtimes' host side (the runsc command waiting for the sandbox, the
+# gofer serving its files, the bwrap process that set the sandbox up) runs
+# none of the script's code; the sandbox (gVisor's sentry, the script under
+# bwrap) is in a network namespace of its own
+my $hostnet = readlink('/proc/self/ns/net');
+my @shared = grep { (readlink("/proc/$_/ns/net") // $hostnet) eq $hostnet
+                    && (Airlock::Worker::_slurp("/proc/$_/cmdline") // '')
+                       !~ /^(runsc(-gofer)?|bwrap)\0/ } @pids;
+is(join(' ', map { Airlock::Worker::_slurp("/proc/$_/cmdline") // $_ }
+             @shared), '',
+   'no process of the job in the host network namespace');
+my $mem = Airlock::Worker::_slurp("$cg[0]/memory.limit_in_bytes")
+       // Airlock::Worker::_slurp("$cg[0]/memory.max") // 0;
+ok($mem > 0 && $mem <= (128 + 64) << 20, "memory limited in the cgroup ($mem)");
+(my $pcg = $cg[0]) =~ s{/memory/}{/pids/};
+my $pmax = Airlock::Worker::_slurp("$pcg/pids.max") // 0;
+ok($pmax >= 64 && $pmax <= 64 + 64, "pids limited in the cgroup ($pmax)");
+(my $ccg = $cg[0]) =~ s{/memory/}{/cpu/};
+my $quota = Airlock::Worker::_slurp("$ccg/cpu.cfs_quota_us")
+         // Airlock::Worker::_slurp("$ccg/cpu.max") // 0;
+is($quota + 0, 100000, 'one CPU at most (CFS quota)');
+$r = $w->wait_result('sleeper');
+is($r->{status}, 'ok', 'sleeper finished');
+
+# ---- limits ----------------------------------------------------------------
+
+$r = $w->run_job(job_id => 'flood', script => <<'PY');
+a = []
+while True:
+    a.append(b"x" * (1 << 20))
+PY
+is($r->{status}, 'oom', 'memory flood ends as oom') or diag explain $r;
+
+$r = $w->run_job(job_id => 'bomb', limits => { pids => 32 }, script => <<'PY');
+import os, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(3)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print("fork refused after", n, e)
+PY
+# bwrap: fork fails inside; gVisor: the host's pids limit ends the sandbox
+ok(($r->{status} eq 'ok' && $r->{stdout} =~ /fork refused after (\d+)/
+     && $1 < 32)
+   || ($r->{status} eq 'killed' && $r->{error}{code} eq 'pids'),
+   "fork bomb held by pids: $r->{status} "
+   . ($r->{error}{code} // $r->{stdout}));
+
+$r = $w->run_job(job_id => 'loop', limits => { wall_ms => 2000 },
+                 script => "import time\nwhile True: time.sleep(0.1)\n");
+ok($r->{status} eq 'timeout' && $r->{error}{code} eq 'wall_time',
+   'sleeping loop ends as timeout (wall time)');
+
+$r = $w->run_job(job_id => 'spin', limits => { cpu_ms => 1000 },
+                 script => "while True: pass\n");
+ok($r->{status} eq 'timeout' && $r->{error}{code} eq 'cpu_time',
+   'busy loop ends as timeout (CPU time)') or diag explain $r;
+
+$r = $w->run_job(job_id => 'huge',
+                 limits => { stdout_bytes => 1000, stderr_bytes => 10 },
+                 script => "import sys\nsys.stdout.write('y' * 5000000)\n"
+                         . "sys.stderr.write('z' * 100)\n");
+ok($r->{status} eq 'ok' && length($r->{stdout}) == 1000
+   && $r->{stdout_truncated} && $r->{stderr} eq 'z' x 10
+   && $r->{stderr_truncated}, 'huge output truncated to the bounds, flagged');
+
+$r = $w->run_job(job_id => 'scratch', script => <<'PY');
+n = 0
+try:
+    with open("/scratch/fill", "wb") as f:
+        while True:
+            f.write(b"s" * (1 << 20))
+            f.flush()
+            n += 1
+except OSError as e:
+    print(n, e.errno)
+PY
+my ($mb, $errno) = split ' ', $r->{stdout} // '';
+ok($r->{status} eq 'ok' && defined $mb && $mb <= 64 && $errno == 28,
+   "/scratch bounded at 64 MiB (ENOSPC after $mb MiB)") or diag explain $r;
+
+$r = $w->run_job(job_id => 'exit3', script => "import sys\nsys.exit(3)\n");
+ok($r->{status} eq 'error' && $r->{exit_code} == 3
+   && $r->{error}{code} eq 'exit', 'exit code 3: error');
+
+# (the script is pid 1 of its namespace: only a fault kills it)
+$r = $w->run_job(job_id => 'segv',
+                 script => "import ctypes\nctypes.string_at(0)\n");
+ok($r->{status} eq 'killed' && $r->{exit_code} == 139
+   && $r->{error}{code} eq 'signal', 'SIGSEGV: killed') or diag explain $r;
+
+$r = $w->run_job(job_id => 'after', script => 'print("still fine")');
+is($r->{stdout}, "still fine\n", 'the next job runs normally');
+
+is(join(' ', $w->leftovers), '', 'nothing left on the host');
+
+1;

@@ -1,0 +1,412 @@
+package Airlock::Worker;
+
+# Helpers for the airlock-worker tests (tests/worker/*.t), on top of
+# Airlock::Test: a real redis-server in the test prefix, the real nginx
+# with the Airlock module listening on a unix socket (the worker's only
+# door), an echo upstream behind a named route with an injected
+# credential, and airlock-worker itself, started as root so it can start
+# sandboxes; it fetches as the airlock-worker user.
+#
+#   my $t = Airlock::Test->new;
+#   my $w = Airlock::Worker->new($t, backend => 'gvisor');
+#   $w->start_proxy;        # nginx + echo + tests/worker/policy.yaml
+#   $w->start_redis;
+#   $w->start_worker;
+#   my $r = $w->run_job({ job_id => 'j1', script => 'print(1)' });
+#
+# When CI is set, a missing prerequisite fails instead of skipping.
+
+use strict;
+use warnings;
+
+use IO::Select;
+use IO::Socket::INET;
+use JSON::PP;
+use POSIX qw(WNOHANG);
+use Test::More ();
+use Time::HiRes qw(sleep time);
+
+use Airlock::Test;
+use Airlock::Proxy;
+
+our $SECRET = 'wk-Secret-7f3a9c1e5b2d';
+
+
+sub _missing {
+    my ($why) = @_;
+
+    if ($ENV{CI}) {
+        Test::More::plan(tests => 1);
+        Test::More::fail("prerequisite: $why");
+        exit 1;
+    }
+
+    Test::More::plan(skip_all => $why);
+}
+
+
+sub new {
+    my ($class, $t, %opt) = @_;
+    my $backend = $opt{backend} // 'gvisor';
+    my $build = $t->{build};
+    my $self = bless {
+        t       => $t,
+        backend => $backend,
+        worker  => "$build/airlock-worker",
+        rootfs  => $ENV{AIRLOCK_ROOTFS} // "$build/worker-rootfs",
+        workers => {},
+        nworker => 0,
+    }, $class;
+
+    _missing('needs root to start sandboxes') if $> != 0;
+    _missing("airlock-worker not built: $self->{worker}")
+        unless -x $self->{worker};
+    _missing("sandbox rootfs not built: $self->{rootfs} (make worker-rootfs)")
+        unless -x "$self->{rootfs}/usr/bin/python3";
+    _missing('redis-server not installed (auto/deps)')
+        unless -x '/usr/bin/redis-server';
+    _missing('user airlock-worker missing (auto/deps)')
+        unless defined getpwnam('airlock-worker');
+
+    if ($backend eq 'gvisor') {
+        _missing('runsc not installed (auto/deps)') unless -x '/usr/bin/runsc';
+    } else {
+        _missing('bwrap not installed (auto/deps)') unless -x '/usr/bin/bwrap';
+    }
+
+    return $self;
+}
+
+
+sub t { $_[0]{t} }
+sub backend { $_[0]{backend} }
+
+
+# ---- the proxy -------------------------------------------------------------
+
+sub start_proxy {
+    my ($self) = @_;
+    my $t = $self->{t};
+    my $p = Airlock::Proxy->new($t);
+
+    $p->keygen;
+    $self->{sealed} = $p->seal($SECRET);
+    $self->{keyring} = "$t->{testdir}/airlock.key";
+
+    # a file: secret too, as systemd credentials are
+    $t->write_file('secret-file', "file-$SECRET");
+    chmod 0600, "$t->{testdir}/secret-file";
+
+    my $policy = _slurp("$t->{top}/tests/worker/policy.yaml");
+    $policy =~ s/%%SEALED%%/$self->{sealed}/g;
+    $t->write_file_expand('policy.yaml', $policy);
+    chmod 0644, "$t->{testdir}/policy.yaml";
+
+    $t->write_file_expand('nginx.conf', $p->conf(
+        listen => 'listen unix:%%TESTDIR%%/airlock.sock;'));
+
+    $t->start_echo(8081);
+    $t->run;
+
+    $self->{proxy} = $p;
+    return $self;
+}
+
+
+sub socket_path { "$_[0]{t}{testdir}/airlock.sock" }
+
+
+# ---- redis -----------------------------------------------------------------
+
+sub start_redis {
+    my ($self) = @_;
+    my $t = $self->{t};
+    my $d = "$t->{testdir}/redis";
+
+    mkdir $d;
+    $self->{redis_port} //= $t->port(6379);
+    $self->{redis_pid} = $t->run_daemon('/usr/bin/redis-server',
+        '--port', $self->{redis_port}, '--bind', '127.0.0.1',
+        '--dir', $d, '--appendonly', 'yes', '--appendfsync', 'always',
+        '--save', '', '--daemonize', 'no', '--logfile', "$d/redis.log");
+
+    $t->wait_for_port(6379)
+        or die "redis-server did not start: " . (_slurp("$d/redis.log") // '');
+
+    # answering PING, AOF loaded
+    for (1 .. 200) {
+        my $r = eval { $self->redis('PING') } // '';
+        last if $r eq 'PONG';
+        sleep 0.05;
+    }
+
+    return $self;
+}
+
+
+sub stop_redis {
+    my ($self, $sig) = @_;
+    my $pid = delete $self->{redis_pid} or return;
+
+    kill $sig // 'TERM', $pid;
+    for (1 .. 200) {
+        last if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.05;
+    }
+    $self->{t}{daemons} = [ grep { $_ != $pid } @{$self->{t}{daemons}} ];
+    delete $self->{redis};
+}
+
+
+# A minimal RESP client: one connection, commands as lists of strings.
+sub redis {
+    my ($self, @cmd) = @_;
+    my $s = $self->{redis} //= IO::Socket::INET->new(
+        PeerAddr => '127.0.0.1', PeerPort => $self->{redis_port},
+        Timeout => 5) or die "redis connect: $!";
+
+    my $req = '*' . @cmd . "\r\n";
+    $req .= '$' . length($_) . "\r\n$_\r\n" for @cmd;
+    my $ok = eval { print {$s} $req };
+    if (!$ok) {
+        delete $self->{redis};
+        die "redis write: $!";
+    }
+
+    my $r = eval { _resp_read($s) };
+    if ($@) {
+        delete $self->{redis};
+        die $@;
+    }
+
+    return $r;
+}
+
+
+sub _resp_line {
+    my ($s) = @_;
+    my $line = <$s>;
+    die "redis: connection closed\n" unless defined $line;
+    $line =~ s/\r\n\z//;
+    return $line;
+}
+
+
+sub _resp_read {
+    my ($s) = @_;
+    my $line = _resp_line($s);
+    my ($type, $rest) = (substr($line, 0, 1), substr($line, 1));
+
+    return $rest if $type eq '+';
+    return "ERR:$rest" if $type eq '-';
+    return 0 + $rest if $type eq ':';
+
+    if ($type eq '$') {
+        return undef if $rest < 0;
+        my $buf = '';
+        while (length $buf < $rest + 2) {
+            my $n = read($s, $buf, $rest + 2 - length $buf, length $buf);
+            die "redis: short read\n" unless $n;
+        }
+        return substr($buf, 0, $rest);
+    }
+
+    if ($type eq '*') {
+        return undef if $rest < 0;
+        return [ map { _resp_read($s) } 1 .. $rest ];
+    }
+
+    die "redis: unexpected reply '$line'\n";
+}
+
+
+# ---- the worker ------------------------------------------------------------
+
+sub write_conf {
+    my ($self, %o) = @_;
+    my $t = $self->{t};
+    my $name = delete $o{name} // 'worker.conf';
+    my %c = (
+        redis_port            => $self->{redis_port},
+        policy                => "$t->{testdir}/policy.yaml",
+        proxy_socket          => $self->socket_path,
+        rootfs                => $self->{rootfs},
+        workdir               => "$t->{testdir}/work",
+        backend               => $self->{backend},
+        cgroup_name           => "airlock-test-$$",
+        consumer              => 'c1',
+        block_ms              => 200,
+        visibility_timeout_ms => 60000,
+        %o,
+    );
+
+    my $text = join '', map { "$_ $c{$_}\n" } sort keys %c;
+    $t->write_file($name, $text);
+    $self->{conf}{$name} = \%c;
+
+    return "$t->{testdir}/$name";
+}
+
+
+sub start_worker {
+    my ($self, %o) = @_;
+    my $t = $self->{t};
+    my $conf = $self->write_conf(%o);
+    my $n = $self->{nworker}++;
+
+    # a secret in the worker's own environment, which no sandbox may see
+    my $log = "worker-$n.log";
+    my $pid = $t->_spawn("$t->{testdir}/$log",
+                         { AIRLOCK_WORKER_TEST_SECRET => $SECRET },
+                         $self->{worker}, '-c', $conf);
+    push @{$t->{daemons}}, $pid;
+    $self->{workers}{$pid} = $log;
+    $self->{last_worker} = $pid;
+
+    # ready once it has created the group (or named a problem)
+    for (1 .. 400) {
+        my $l = _slurp("$t->{testdir}/$log") // '';
+        last if $l =~ /connected to redis|emerg/;
+        sleep 0.025;
+    }
+
+    return $pid;
+}
+
+
+sub worker_log {
+    my ($self, $pid) = @_;
+    $pid //= $self->{last_worker};
+    return _slurp("$self->{t}{testdir}/$self->{workers}{$pid}") // '';
+}
+
+
+sub all_worker_logs {
+    my ($self) = @_;
+    return join '', map { $self->worker_log($_) } sort keys %{$self->{workers}};
+}
+
+
+sub kill_worker {
+    my ($self, $sig, $pid) = @_;
+    $pid //= $self->{last_worker};
+
+    kill $sig // 'KILL', $pid;
+    for (1 .. 400) {
+        last if waitpid($pid, WNOHANG) == $pid;
+        sleep 0.025;
+    }
+    $self->{t}{daemons} = [ grep { $_ != $pid } @{$self->{t}{daemons}} ];
+}
+
+
+# ---- jobs ------------------------------------------------------------------
+
+sub envelope {
+    my ($self, %j) = @_;
+
+    my %e = (
+        job_id     => $j{job_id},
+        session_id => $j{session_id} // 'sess-1',
+        script     => $j{script},
+        blueprint  => $j{blueprint} // { inputs => [] },
+    );
+    $e{limits} = $j{limits} if $j{limits};
+
+    return JSON::PP->new->canonical->encode(\%e);
+}
+
+
+sub add_raw {
+    my ($self, $raw, $field) = @_;
+    return $self->redis('XADD', 'airlock:jobs', '*', $field // 'job', $raw);
+}
+
+
+sub add_job {
+    my ($self, %j) = @_;
+    return $self->add_raw($self->envelope(%j));
+}
+
+
+sub result {
+    my ($self, $id) = @_;
+    my $r = $self->redis('GET', "result:$id");
+    return defined $r ? decode_json($r) : undef;
+}
+
+
+sub wait_result {
+    my ($self, $id, $timeout) = @_;
+    my $deadline = time + ($timeout // 120);
+
+    while (time < $deadline) {
+        my $r = eval { $self->result($id) };
+        return $r if $r;
+        sleep 0.05;
+    }
+
+    Test::More::diag("no result for $id; worker log:\n"
+                     . $self->all_worker_logs);
+    return undef;
+}
+
+
+sub run_job {
+    my ($self, %j) = @_;
+    $self->add_job(%j);
+    return $self->wait_result($j{job_id}, $j{timeout});
+}
+
+
+# What the worker leaves on the host after its jobs: job directories and
+# job cgroups (empty lists when clean).
+sub leftovers {
+    my ($self) = @_;
+    my $t = $self->{t};
+    my @dirs = glob("$t->{testdir}/work/jobs/*");
+    my @cg = grep { -d } glob("/sys/fs/cgroup/*/airlock-test-$$/aw-*"),
+                         glob("/sys/fs/cgroup/airlock-test-$$/aw-*");
+    return (@dirs, @cg);
+}
+
+
+# The workers' cgroups (cgroup_name airlock-test-<pid> in every
+# hierarchy, runsc's included); only empty ones can go, so this never
+# touches a running job's.
+sub cleanup_cgroups {
+    my $owner = $$;
+    for my $d (glob("/sys/fs/cgroup/*/airlock-test-$owner/aw-*"),
+               glob("/sys/fs/cgroup/airlock-test-$owner/aw-*"),
+               glob("/sys/fs/cgroup/*/airlock-test-$owner"),
+               glob("/sys/fs/cgroup/airlock-test-$owner")) {
+        rmdir $d;
+    }
+}
+
+
+my $PARENT = $$;
+
+# after the tests, before global destruction: stop the workers first
+END {
+    if ($$ == $PARENT && $> == 0) {
+        local ($?, $!, $@);
+        for my $t (grep { defined } $Airlock::Test::CURRENT) {
+            $t->stop_daemons;
+        }
+        cleanup_cgroups();
+    }
+}
+
+
+sub _slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or return undef;
+    local $/;
+    my $s = <$fh>;
+    close $fh;
+    return $s;
+}
+
+
+1;

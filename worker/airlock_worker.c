@@ -1,0 +1,746 @@
+/*
+ * airlock-worker: Redis-stream job consumer that fetches data through
+ * named routes and runs scripts in throw-away sandboxes.
+ *
+ *   airlock-worker -c /etc/airlock/worker.conf     run
+ *   airlock-worker -c worker.conf -t                check the configuration
+ *
+ * Jobs come from a stream read with a consumer group (XREADGROUP).  On
+ * start a worker first finishes the entries still pending for its own
+ * consumer name; entries left idle past the visibility timeout by another
+ * consumer are taken over with XAUTOCLAIM; an entry delivered more than
+ * max_deliveries times goes to the dead-letter stream with its last
+ * error.  Every job gets exactly one result: SET result:<job_id> NX EX,
+ * PUBLISH response:<job_id> with the stored value, then XACK.  When Redis
+ * goes away the worker reconnects with backoff and keeps the result it
+ * holds until it is stored.  docs/jobs.md is the contract.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <hiredis/hiredis.h>
+
+#include "airlock.h"
+#include "aw.h"
+
+
+typedef struct {
+    aw_conf_t       *conf;
+    al_policy_t     *policy;
+    redisContext    *redis;
+    long             backoff_ms;
+    int              own_done;
+    char             claim_cursor[64];
+} aw_worker_t;
+
+
+static void aw_on_signal(int sig);
+static void aw_sleep_ms(long ms);
+static int aw_connect(aw_worker_t *w);
+static void aw_disconnect(aw_worker_t *w);
+static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
+    const size_t *lens);
+static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
+    const size_t *lens);
+static int aw_next_entry(aw_worker_t *w, char *id, size_t idlen,
+    char **job, size_t *joblen);
+static int aw_entry_from(redisReply *entry, char *id, size_t idlen,
+    char **job, size_t *joblen);
+static long aw_deliveries(aw_worker_t *w, const char *id);
+static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
+    size_t len);
+static void aw_finish(aw_worker_t *w, const char *id, const char *job_id,
+    const char *result);
+static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
+    size_t len, const char *error, long deliveries);
+static void aw_usage(void);
+
+
+static volatile sig_atomic_t  aw_stop;
+
+
+static void
+aw_on_signal(int sig)
+{
+    (void) sig;
+    aw_stop = 1;
+}
+
+
+static void
+aw_sleep_ms(long ms)
+{
+    struct timespec  ts;
+
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000;
+    nanosleep(&ts, NULL);
+}
+
+
+static int
+aw_connect(aw_worker_t *w)
+{
+    aw_conf_t       *conf;
+    redisReply      *r;
+    struct timeval   tv;
+
+    conf = w->conf;
+
+    if (w->redis != NULL) {
+        return 0;
+    }
+
+    tv.tv_sec = 2;
+    tv.tv_usec = 0;
+
+    if (conf->redis_unix != NULL) {
+        w->redis = redisConnectUnixWithTimeout(conf->redis_unix, tv);
+
+    } else {
+        w->redis = redisConnectWithTimeout(conf->redis_host,
+                                           conf->redis_port, tv);
+    }
+
+    if (w->redis == NULL || w->redis->err) {
+        aw_log("error", "redis %s:%d: %s", conf->redis_unix
+               ? conf->redis_unix : conf->redis_host, conf->redis_port,
+               w->redis ? w->redis->errstr : "out of memory");
+        aw_disconnect(w);
+        return -1;
+    }
+
+    /* a blocked read returns within block_ms; anything slower is dead */
+    tv.tv_sec = (conf->block_ms + 10000) / 1000;
+    tv.tv_usec = 0;
+    redisSetTimeout(w->redis, tv);
+
+    r = redisCommand(w->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
+                     conf->stream, conf->group);
+    if (r == NULL) {
+        aw_log("error", "redis: %s", w->redis->errstr);
+        aw_disconnect(w);
+        return -1;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR
+        && strncmp(r->str, "BUSYGROUP", 9) != 0)
+    {
+        aw_log("error", "XGROUP CREATE %s %s: %s", conf->stream,
+               conf->group, r->str);
+        freeReplyObject(r);
+        aw_disconnect(w);
+        return -1;
+    }
+
+    freeReplyObject(r);
+
+    aw_log("notice", "connected to redis, stream %s group %s consumer %s",
+           conf->stream, conf->group, conf->consumer);
+
+    /* after a reconnect the server may be a new one: look again */
+    w->own_done = 0;
+    w->backoff_ms = 100;
+
+    return 0;
+}
+
+
+static void
+aw_disconnect(aw_worker_t *w)
+{
+    if (w->redis != NULL) {
+        redisFree(w->redis);
+        w->redis = NULL;
+    }
+}
+
+
+/* One command; NULL after a transport error (the connection is gone). */
+
+static redisReply *
+aw_cmd(aw_worker_t *w, int argc, const char **argv, const size_t *lens)
+{
+    redisReply  *r;
+
+    if (aw_connect(w) != 0) {
+        return NULL;
+    }
+
+    r = redisCommandArgv(w->redis, argc, argv, lens);
+    if (r == NULL) {
+        aw_log("error", "redis %s: %s", argv[0], w->redis->errstr);
+        aw_disconnect(w);
+        return NULL;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR) {
+        aw_log("error", "redis %s: %s", argv[0], r->str);
+    }
+
+    return r;
+}
+
+
+/*
+ * The same, retried with backoff until Redis answers: what the worker
+ * holds (a result, an acknowledgement) is never dropped for an outage.
+ */
+
+static redisReply *
+aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
+    const size_t *lens)
+{
+    redisReply  *r;
+
+    for ( ;; ) {
+        r = aw_cmd(w, argc, argv, lens);
+        if (r != NULL && r->type != REDIS_REPLY_ERROR) {
+            return r;
+        }
+
+        if (r != NULL) {
+            /* LOADING after a restart, or a refused write: retry too */
+            freeReplyObject(r);
+        }
+
+        aw_sleep_ms(w->backoff_ms);
+        if (w->backoff_ms < 5000) {
+            w->backoff_ms *= 2;
+        }
+    }
+}
+
+
+static int
+aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
+    size_t *joblen)
+{
+    size_t       i;
+    redisReply  *f;
+
+    if (entry->type != REDIS_REPLY_ARRAY || entry->elements < 2
+        || entry->element[0]->type != REDIS_REPLY_STRING)
+    {
+        return -1;
+    }
+
+    snprintf(id, idlen, "%s", entry->element[0]->str);
+    *job = NULL;
+    *joblen = 0;
+
+    f = entry->element[1];
+    if (f->type != REDIS_REPLY_ARRAY) {
+        /* deleted from the stream while pending */
+        return 0;
+    }
+
+    for (i = 0; i + 1 < f->elements; i += 2) {
+        if (f->element[i]->type == REDIS_REPLY_STRING
+            && strcmp(f->element[i]->str, "job") == 0
+            && f->element[i + 1]->type == REDIS_REPLY_STRING)
+        {
+            *joblen = f->element[i + 1]->len;
+            *job = malloc(*joblen + 1);
+            if (*job == NULL) {
+                return -1;
+            }
+            memcpy(*job, f->element[i + 1]->str, *joblen);
+            (*job)[*joblen] = '\0';
+            break;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The next entry to work on: our own pending ones first, then one idle
+ * past the visibility timeout, then a new one (blocking up to block_ms).
+ * Returns 1 with an entry, 0 with none, -1 when Redis is away.
+ */
+
+static int
+aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
+    size_t *joblen)
+{
+    int          rc;
+    char         idle[32], block[32];
+    aw_conf_t   *conf;
+    redisReply  *r, *entries;
+
+    conf = w->conf;
+
+    if (aw_connect(w) != 0) {
+        return -1;
+    }
+
+    rc = 0;
+
+    if (!w->own_done) {
+        const char  *argv[] = { "XREADGROUP", "GROUP", conf->group,
+                                conf->consumer, "COUNT", "1", "STREAMS",
+                                conf->stream, "0" };
+
+        r = aw_cmd(w, 9, argv, NULL);
+        if (r == NULL) {
+            return -1;
+        }
+
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1
+            && r->element[0]->elements == 2
+            && r->element[0]->element[1]->elements > 0)
+        {
+            rc = aw_entry_from(r->element[0]->element[1]->element[0], id,
+                               idlen, job, joblen) == 0;
+            aw_log("notice", "resuming own pending entry %s", id);
+
+        } else {
+            w->own_done = 1;
+        }
+
+        freeReplyObject(r);
+
+        if (rc) {
+            return 1;
+        }
+    }
+
+    {
+        const char  *argv[] = { "XAUTOCLAIM", conf->stream, conf->group,
+                                conf->consumer, idle, w->claim_cursor,
+                                "COUNT", "1" };
+
+        snprintf(idle, sizeof(idle), "%ld", conf->visibility_ms);
+        r = aw_cmd(w, 8, argv, NULL);
+        if (r == NULL) {
+            return -1;
+        }
+
+        if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
+            snprintf(w->claim_cursor, sizeof(w->claim_cursor), "%s",
+                     r->element[0]->str ? r->element[0]->str : "0-0");
+            entries = r->element[1];
+
+            if (entries->type == REDIS_REPLY_ARRAY && entries->elements > 0)
+            {
+                rc = aw_entry_from(entries->element[0], id, idlen, job,
+                                   joblen) == 0;
+                if (rc) {
+                    aw_log("notice", "claimed entry %s idle over %ld ms", id,
+                           conf->visibility_ms);
+                }
+            }
+        }
+
+        freeReplyObject(r);
+
+        if (rc) {
+            return 1;
+        }
+    }
+
+    {
+        const char  *argv[] = { "XREADGROUP", "GROUP", conf->group,
+                                conf->consumer, "COUNT", "1", "BLOCK", block,
+                                "STREAMS", conf->stream, ">" };
+
+        snprintf(block, sizeof(block), "%ld", conf->block_ms);
+        r = aw_cmd(w, 11, argv, NULL);
+        if (r == NULL) {
+            return -1;
+        }
+
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 1
+            && r->element[0]->elements == 2
+            && r->element[0]->element[1]->elements > 0)
+        {
+            rc = aw_entry_from(r->element[0]->element[1]->element[0], id,
+                               idlen, job, joblen) == 0;
+        }
+
+        freeReplyObject(r);
+    }
+
+    return rc;
+}
+
+
+static long
+aw_deliveries(aw_worker_t *w, const char *id)
+{
+    long          n;
+    redisReply   *r;
+    const char   *argv[] = { "XPENDING", w->conf->stream, w->conf->group,
+                             id, id, "1" };
+
+    r = aw_cmd_retry(w, 6, argv, NULL);
+    n = 1;
+
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1
+        && r->element[0]->elements == 4
+        && r->element[0]->element[3]->type == REDIS_REPLY_INTEGER)
+    {
+        n = (long) r->element[0]->element[3]->integer;
+    }
+
+    freeReplyObject(r);
+
+    return n;
+}
+
+
+/* Store (only if absent), publish what is stored, acknowledge. */
+
+static void
+aw_finish(aw_worker_t *w, const char *id, const char *job_id,
+    const char *result)
+{
+    char         key[128], chan[128], ttl[32];
+    const char  *stored;
+    redisReply  *r, *g;
+    aw_conf_t   *conf;
+
+    conf = w->conf;
+
+    snprintf(key, sizeof(key), "result:%s", job_id);
+    snprintf(chan, sizeof(chan), "response:%s", job_id);
+    snprintf(ttl, sizeof(ttl), "%ld", conf->result_ttl);
+
+    {
+        const char  *argv[] = { "SET", key, result, "NX", "EX", ttl };
+
+        r = aw_cmd_retry(w, 6, argv, NULL);
+    }
+
+    g = NULL;
+    stored = result;
+
+    if (r->type == REDIS_REPLY_NIL) {
+        const char  *argv[] = { "GET", key };
+
+        g = aw_cmd_retry(w, 2, argv, NULL);
+        if (g->type == REDIS_REPLY_STRING) {
+            stored = g->str;
+            aw_log("notice", "job %s already has a result; this one is "
+                   "dropped", job_id);
+        }
+    }
+
+    freeReplyObject(r);
+
+    {
+        const char  *argv[] = { "PUBLISH", chan, stored };
+
+        r = aw_cmd_retry(w, 3, argv, NULL);
+        freeReplyObject(r);
+    }
+
+    if (g != NULL) {
+        freeReplyObject(g);
+    }
+
+    {
+        const char  *argv[] = { "XACK", conf->stream, conf->group, id };
+
+        r = aw_cmd_retry(w, 4, argv, NULL);
+        freeReplyObject(r);
+    }
+
+    {
+        const char  *argv[] = { "HDEL", conf->errors_key, id };
+
+        r = aw_cmd_retry(w, 3, argv, NULL);
+        freeReplyObject(r);
+    }
+}
+
+
+static void
+aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
+    const char *error, long deliveries)
+{
+    char         n[32];
+    size_t       lens[11];
+    redisReply  *r;
+    const char  *argv[11];
+    int          i;
+
+    snprintf(n, sizeof(n), "%ld", deliveries);
+
+    argv[0] = "XADD";
+    argv[1] = w->conf->dead_letter;
+    argv[2] = "*";
+    argv[3] = "job";
+    argv[4] = raw ? raw : "";
+    argv[5] = "entry";
+    argv[6] = id;
+    argv[7] = "error";
+    argv[8] = error;
+    argv[9] = "deliveries";
+    argv[10] = n;
+
+    for (i = 0; i < 11; i++) {
+        lens[i] = strlen(argv[i]);
+    }
+    lens[4] = raw ? len : 0;
+
+    r = aw_cmd_retry(w, 11, argv, lens);
+    freeReplyObject(r);
+
+    aw_log("warn", "entry %s to %s: %s", id, w->conf->dead_letter, error);
+}
+
+
+static void
+aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
+{
+    int           ok;
+    char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
+    char         *json, *data, key[128];
+    long          deliveries, t0;
+    size_t        data_len;
+    aw_job_t      job;
+    aw_conf_t    *conf;
+    redisReply   *r;
+    aw_result_t   res;
+
+    conf = w->conf;
+    memset(&res, 0, sizeof(res));
+    t0 = aw_now_ms();
+
+    ok = aw_job_parse(conf, w->policy, raw ? raw : "", raw ? len : 0, &job,
+                      code, sizeof(code), err, sizeof(err)) == 0;
+    if (raw == NULL) {
+        snprintf(code, sizeof(code), "bad_envelope");
+        snprintf(err, sizeof(err), "the entry has no \"job\" field");
+        ok = 0;
+    }
+
+    deliveries = aw_deliveries(w, id);
+
+    if (job.job_id[0] == '\0') {
+        /* nothing to key a result on: the dead-letter stream says why */
+        const char  *argv[] = { "XACK", conf->stream, conf->group, id };
+
+        snprintf(last, sizeof(last), "%s: %s", code, err);
+        aw_dead_letter(w, id, raw, len, last, deliveries);
+        r = aw_cmd_retry(w, 4, argv, NULL);
+        freeReplyObject(r);
+        aw_job_free(&job);
+        return;
+    }
+
+    if (deliveries > conf->max_deliveries) {
+        const char  *argv[] = { "HGET", conf->errors_key, id };
+
+        r = aw_cmd_retry(w, 3, argv, NULL);
+        snprintf(last, sizeof(last), "delivered %ld times without a result;"
+                 " last: %s", deliveries,
+                 r->type == REDIS_REPLY_STRING ? r->str : "unknown");
+        freeReplyObject(r);
+
+        aw_dead_letter(w, id, raw, len, last, deliveries);
+        aw_result_fail(&res, AW_ST_ERROR, "dead_letter", "%s", last);
+        goto done;
+    }
+
+    if (!ok) {
+        aw_result_fail(&res, AW_ST_REJECTED, code, "%s", err);
+        aw_log("notice", "job %s rejected: %s", job.job_id, err);
+        goto done;
+    }
+
+    /* a result already stored: publish it again, never run twice */
+
+    snprintf(key, sizeof(key), "result:%s", job.job_id);
+    {
+        const char  *argv[] = { "EXISTS", key };
+
+        r = aw_cmd_retry(w, 2, argv, NULL);
+        ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        freeReplyObject(r);
+
+        if (ok) {
+            aw_log("notice", "job %s already has a result", job.job_id);
+            aw_finish(w, id, job.job_id, "");
+            aw_job_free(&job);
+            return;
+        }
+    }
+
+    snprintf(note, sizeof(note), "delivery %ld to consumer %s started and "
+             "did not finish (the worker died or lost Redis)", deliveries,
+             conf->consumer);
+    {
+        const char  *argv[] = { "HSET", conf->errors_key, id, note };
+
+        r = aw_cmd_retry(w, 4, argv, NULL);
+        freeReplyObject(r);
+    }
+
+    aw_log("info", "job %s (entry %s, delivery %ld): %zu input(s)",
+           job.job_id, id, deliveries, job.ninputs);
+
+    data = aw_fetch(conf, &job, &data_len, &res);
+    res.timing.fetch = aw_now_ms() - t0;
+
+    if (data != NULL) {
+        aw_sandbox_run(conf, &job, data, data_len, &res);
+        free(data);
+    }
+
+done:
+
+    res.timing.total = aw_now_ms() - t0;
+
+    json = aw_result_json(conf, job.job_id, job.session_id, &res);
+    if (json == NULL) {
+        aw_log("alert", "job %s: cannot build the result", job.job_id);
+        json = strdup("{\"status\":\"error\"}");
+    }
+
+    aw_log("info", "job %s: %s%s%s in %ld ms", job.job_id,
+           aw_status_name(res.status), res.code[0] ? " " : "", res.code,
+           res.timing.total);
+
+    aw_finish(w, id, job.job_id, json);
+
+    free(json);
+    aw_result_free(&res);
+    aw_job_free(&job);
+}
+
+
+static void
+aw_usage(void)
+{
+    fprintf(stderr, "usage: airlock-worker -c FILE [-t]\n"
+            "  -c FILE   configuration (see conf/worker.conf)\n"
+            "  -t        check the configuration and the sandbox, exit\n");
+}
+
+
+int
+main(int argc, char **argv)
+{
+    int               opt, test;
+    char              err[AW_ERRLEN], id[64], *job;
+    const char       *file;
+    size_t            joblen;
+    aw_conf_t         conf;
+    al_error_t        aerr;
+    aw_worker_t       w;
+    struct sigaction  sa;
+
+    file = NULL;
+    test = 0;
+
+    while ((opt = getopt(argc, argv, "c:th")) != -1) {
+        switch (opt) {
+        case 'c':
+            file = optarg;
+            break;
+        case 't':
+            test = 1;
+            break;
+        default:
+            aw_usage();
+            return 2;
+        }
+    }
+
+    if (file == NULL) {
+        aw_usage();
+        return 2;
+    }
+
+    aw_conf_defaults(&conf);
+
+    if (aw_conf_load(&conf, file, err, sizeof(err)) != 0) {
+        aw_log("emerg", "%s", err);
+        return 1;
+    }
+
+    memset(&w, 0, sizeof(w));
+    w.conf = &conf;
+    w.backoff_ms = 100;
+    snprintf(w.claim_cursor, sizeof(w.claim_cursor), "0-0");
+
+    /* route names and path templates only: no keyring, no secret */
+    w.policy = al_policy_load(conf.policy, NULL, &aerr);
+    if (w.policy == NULL) {
+        al_error_format(&aerr, err, sizeof(err));
+        aw_log("emerg", "policy: %s", err);
+        return 1;
+    }
+
+    if (aw_sandbox_check(&conf, err, sizeof(err)) != 0) {
+        aw_log("emerg", "sandbox: %s", err);
+        return 1;
+    }
+
+    aw_log("notice", "backend %s%s%s, rootfs %s, fetch as %s through %s",
+           aw_backend_name(conf.backend),
+           conf.backend == AW_BACKEND_GVISOR ? " platform " : "",
+           conf.backend == AW_BACKEND_GVISOR ? conf.platform : "",
+           conf.rootfs, conf.user, conf.proxy_socket);
+
+    if (test) {
+        printf("airlock-worker: %s is fine\n", file);
+        al_policy_free(w.policy);
+        aw_conf_free(&conf);
+        return 0;
+    }
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = aw_on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    aw_sandbox_cleanup_stale(&conf);
+
+    while (!aw_stop) {
+        job = NULL;
+
+        switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen)) {
+        case 1:
+            aw_handle(&w, id, job, joblen);
+            break;
+
+        case -1:
+            aw_sleep_ms(w.backoff_ms);
+            if (w.backoff_ms < 5000) {
+                w.backoff_ms *= 2;
+            }
+            break;
+
+        default:
+            break;
+        }
+
+        free(job);
+    }
+
+    aw_log("notice", "stopping");
+
+    aw_disconnect(&w);
+    curl_global_cleanup();
+    al_policy_free(w.policy);
+    aw_conf_free(&conf);
+
+    return 0;
+}

@@ -1,0 +1,177 @@
+/*
+ * airlock-worker: the one component allowed to start sandboxes.
+ *
+ * It takes job envelopes from a Redis stream (consumer group), fetches
+ * each blueprint input through Airlock's unix socket as its own client,
+ * runs the script in a fresh sandbox (gVisor `runsc run` on an OCI bundle,
+ * or bubblewrap), and hands back exactly one result per job.  docs/jobs.md
+ * describes the contract; this header is the whole internal API.
+ */
+
+#ifndef AW_H
+#define AW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+
+#define AW_ERRLEN        512
+#define AW_ID_MAX        64
+
+
+typedef enum {
+    AW_BACKEND_GVISOR = 0,
+    AW_BACKEND_BWRAP
+} aw_backend_e;
+
+
+typedef struct {
+    long             wall_ms;
+    long             cpu_ms;
+    long             memory_mb;
+    long             pids;
+    long             stdout_bytes;
+    long             stderr_bytes;
+} aw_limits_t;
+
+
+typedef struct {
+    /* Redis */
+    char            *redis_host;
+    int              redis_port;
+    char            *redis_unix;
+    char            *stream;
+    char            *group;
+    char            *consumer;
+    char            *dead_letter;
+    char            *errors_key;
+    long             visibility_ms;
+    long             block_ms;
+    long             max_deliveries;
+    long             result_ttl;
+
+    /* data */
+    char            *proxy_socket;
+    char            *policy;
+    char            *user;
+    uid_t            uid;
+    gid_t            gid;
+    long             fetch_timeout_ms;
+    long             fetch_max_bytes;
+    long             max_inputs;
+    long             max_script_bytes;
+    long             max_envelope_bytes;
+
+    /* sandboxes */
+    aw_backend_e     backend;
+    char            *runsc;
+    char            *platform;
+    char            *bwrap;
+    char            *rootfs;
+    char            *workdir;
+    char            *cgroup_root;
+    char            *cgroup_name;
+    long             scratch_mb;
+    long             sandbox_uid;
+    long             cpus;              /* CFS quota in CPUs, 0 = none */
+
+    aw_limits_t      defaults;
+    aw_limits_t      maxima;
+} aw_conf_t;
+
+
+typedef struct {
+    char             name[AW_ID_MAX + 1];
+    char            *path;              /* the request target, escaped */
+    const char      *method;
+    char            *body;              /* JSON text or NULL */
+} aw_input_t;
+
+
+typedef struct {
+    char             job_id[AW_ID_MAX + 1];
+    char             session_id[AW_ID_MAX + 1];
+    char            *script;
+    size_t           script_len;
+    aw_input_t      *inputs;
+    size_t           ninputs;
+    aw_limits_t      limits;
+} aw_job_t;
+
+
+typedef enum {
+    AW_ST_OK = 0,
+    AW_ST_ERROR,
+    AW_ST_TIMEOUT,
+    AW_ST_OOM,
+    AW_ST_KILLED,
+    AW_ST_REJECTED
+} aw_status_e;
+
+
+typedef struct {
+    long             fetch;
+    long             prepare;
+    long             start;
+    long             run;
+    long             teardown;
+    long             total;
+} aw_timing_t;
+
+
+typedef struct {
+    aw_status_e      status;
+    int              ran;
+    int              exit_code;
+    char            *out;
+    size_t           out_len;
+    int              out_trunc;
+    char            *err;
+    size_t           err_len;
+    int              err_trunc;
+    char             code[64];          /* error code, "" when ok */
+    char             message[AW_ERRLEN];
+    aw_timing_t      timing;
+} aw_result_t;
+
+
+/* aw_config.c */
+void aw_conf_defaults(aw_conf_t *conf);
+int aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n);
+void aw_conf_free(aw_conf_t *conf);
+const char *aw_backend_name(aw_backend_e b);
+
+/* aw_job.c: envelopes in, results out */
+int aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
+    size_t len, aw_job_t *job, char *code, size_t codelen, char *err,
+    size_t errlen);
+void aw_job_free(aw_job_t *job);
+json_t *aw_json_bytes(const char *s, size_t len);
+const char *aw_status_name(aw_status_e st);
+char *aw_result_json(const aw_conf_t *conf, const char *job_id,
+    const char *session_id, const aw_result_t *res);
+void aw_result_free(aw_result_t *res);
+void aw_result_fail(aw_result_t *res, aw_status_e st, const char *code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* aw_fetch.c: data.json through the proxy, as the worker user */
+char *aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
+    aw_result_t *res);
+
+/* aw_sandbox.c */
+int aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n);
+void aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job,
+    const char *data, size_t data_len, aw_result_t *res);
+void aw_sandbox_cleanup_stale(const aw_conf_t *conf);
+
+/* aw_util.c */
+long aw_now_ms(void);
+void aw_log(const char *level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int aw_rmtree(const char *path);
+int aw_write_file(const char *path, const void *buf, size_t len, int mode);
+
+#endif /* AW_H */

@@ -1,0 +1,353 @@
+/*
+ * The worker's configuration file: one "key value" per line, '#' starts a
+ * comment.  Every key has a default (conf/worker.conf lists them all); an
+ * unknown key, a bad number or a limit default above its maximum is an
+ * error naming the file and line.
+ */
+
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "aw.h"
+
+
+typedef enum {
+    AW_CF_STR = 0,
+    AW_CF_NUM,
+    AW_CF_INT
+} aw_cf_type_e;
+
+typedef struct {
+    const char      *key;
+    aw_cf_type_e     type;
+    size_t           off;
+    long             min;
+    long             max;
+} aw_cf_key_t;
+
+
+static int aw_conf_set(aw_conf_t *conf, const char *key, const char *val,
+    char *err, size_t n);
+static char *aw_strdup(const char *s);
+
+
+#define AW_OFF(f)  offsetof(aw_conf_t, f)
+
+static const aw_cf_key_t  aw_keys[] = {
+    { "redis_host", AW_CF_STR, AW_OFF(redis_host), 0, 0 },
+    { "redis_port", AW_CF_INT, AW_OFF(redis_port), 1, 65535 },
+    { "redis_unix", AW_CF_STR, AW_OFF(redis_unix), 0, 0 },
+    { "stream", AW_CF_STR, AW_OFF(stream), 0, 0 },
+    { "group", AW_CF_STR, AW_OFF(group), 0, 0 },
+    { "consumer", AW_CF_STR, AW_OFF(consumer), 0, 0 },
+    { "dead_letter", AW_CF_STR, AW_OFF(dead_letter), 0, 0 },
+    { "errors_key", AW_CF_STR, AW_OFF(errors_key), 0, 0 },
+    { "visibility_timeout_ms", AW_CF_NUM, AW_OFF(visibility_ms),
+      100, 86400000 },
+    { "block_ms", AW_CF_NUM, AW_OFF(block_ms), 10, 60000 },
+    { "max_deliveries", AW_CF_NUM, AW_OFF(max_deliveries), 1, 100 },
+    { "result_ttl", AW_CF_NUM, AW_OFF(result_ttl), 1, 86400 * 30 },
+    { "proxy_socket", AW_CF_STR, AW_OFF(proxy_socket), 0, 0 },
+    { "policy", AW_CF_STR, AW_OFF(policy), 0, 0 },
+    { "user", AW_CF_STR, AW_OFF(user), 0, 0 },
+    { "fetch_timeout_ms", AW_CF_NUM, AW_OFF(fetch_timeout_ms), 100, 600000 },
+    { "fetch_max_bytes", AW_CF_NUM, AW_OFF(fetch_max_bytes), 1024,
+      64L << 20 },
+    { "max_inputs", AW_CF_NUM, AW_OFF(max_inputs), 0, 64 },
+    { "max_script_bytes", AW_CF_NUM, AW_OFF(max_script_bytes), 1, 4L << 20 },
+    { "max_envelope_bytes", AW_CF_NUM, AW_OFF(max_envelope_bytes), 1024,
+      16L << 20 },
+    { "backend", AW_CF_STR, 0, 0, 0 },
+    { "runsc", AW_CF_STR, AW_OFF(runsc), 0, 0 },
+    { "runsc_platform", AW_CF_STR, AW_OFF(platform), 0, 0 },
+    { "bwrap", AW_CF_STR, AW_OFF(bwrap), 0, 0 },
+    { "rootfs", AW_CF_STR, AW_OFF(rootfs), 0, 0 },
+    { "workdir", AW_CF_STR, AW_OFF(workdir), 0, 0 },
+    { "cgroup_root", AW_CF_STR, AW_OFF(cgroup_root), 0, 0 },
+    { "cgroup_name", AW_CF_STR, AW_OFF(cgroup_name), 0, 0 },
+    { "scratch_mb", AW_CF_NUM, AW_OFF(scratch_mb), 1, 4096 },
+    { "sandbox_uid", AW_CF_NUM, AW_OFF(sandbox_uid), 1000, 4000000 },
+    { "cpus", AW_CF_NUM, AW_OFF(cpus), 0, 256 },
+
+    { "wall_ms", AW_CF_NUM, AW_OFF(defaults.wall_ms), 100, 3600000 },
+    { "cpu_ms", AW_CF_NUM, AW_OFF(defaults.cpu_ms), 1000, 3600000 },
+    { "memory_mb", AW_CF_NUM, AW_OFF(defaults.memory_mb), 16, 65536 },
+    { "pids", AW_CF_NUM, AW_OFF(defaults.pids), 8, 65536 },
+    { "stdout_bytes", AW_CF_NUM, AW_OFF(defaults.stdout_bytes), 0,
+      16L << 20 },
+    { "stderr_bytes", AW_CF_NUM, AW_OFF(defaults.stderr_bytes), 0,
+      16L << 20 },
+    { "max_wall_ms", AW_CF_NUM, AW_OFF(maxima.wall_ms), 100, 3600000 },
+    { "max_cpu_ms", AW_CF_NUM, AW_OFF(maxima.cpu_ms), 1000, 3600000 },
+    { "max_memory_mb", AW_CF_NUM, AW_OFF(maxima.memory_mb), 16, 65536 },
+    { "max_pids", AW_CF_NUM, AW_OFF(maxima.pids), 8, 65536 },
+    { "max_stdout_bytes", AW_CF_NUM, AW_OFF(maxima.stdout_bytes), 0,
+      16L << 20 },
+    { "max_stderr_bytes", AW_CF_NUM, AW_OFF(maxima.stderr_bytes), 0,
+      16L << 20 },
+    { NULL, 0, 0, 0, 0 }
+};
+
+
+const char *
+aw_backend_name(aw_backend_e b)
+{
+    return b == AW_BACKEND_BWRAP ? "bwrap" : "gvisor";
+}
+
+
+static char *
+aw_strdup(const char *s)
+{
+    char  *p;
+
+    p = strdup(s);
+    if (p == NULL) {
+        abort();
+    }
+
+    return p;
+}
+
+
+void
+aw_conf_defaults(aw_conf_t *conf)
+{
+    char  host[128];
+
+    memset(conf, 0, sizeof(*conf));
+
+    conf->redis_host = aw_strdup("127.0.0.1");
+    conf->redis_port = 6379;
+    conf->stream = aw_strdup("airlock:jobs");
+    conf->group = aw_strdup("airlock-workers");
+    conf->dead_letter = aw_strdup("airlock:jobs:dead");
+    conf->errors_key = aw_strdup("airlock:jobs:errors");
+    conf->visibility_ms = 60000;
+    conf->block_ms = 2000;
+    conf->max_deliveries = 3;
+    conf->result_ttl = 3600;
+
+    if (gethostname(host, sizeof(host) - 1) != 0) {
+        strcpy(host, "worker");
+    }
+    host[sizeof(host) - 1] = '\0';
+    conf->consumer = aw_strdup(host);
+
+    conf->proxy_socket = aw_strdup("/run/airlock/airlock.sock");
+    conf->policy = aw_strdup("/etc/airlock/policy.yaml");
+    conf->user = aw_strdup("airlock-worker");
+    conf->fetch_timeout_ms = 15000;
+    conf->fetch_max_bytes = 1L << 20;
+    conf->max_inputs = 16;
+    conf->max_script_bytes = 64L << 10;
+    conf->max_envelope_bytes = 1L << 20;
+
+    conf->backend = AW_BACKEND_GVISOR;
+    conf->runsc = aw_strdup("/usr/bin/runsc");
+    conf->platform = aw_strdup("ptrace");
+    conf->bwrap = aw_strdup("/usr/bin/bwrap");
+    conf->rootfs = aw_strdup("/usr/lib/airlock/sandbox-rootfs");
+    conf->workdir = aw_strdup("/var/lib/airlock-worker");
+    conf->cgroup_root = aw_strdup("/sys/fs/cgroup");
+    conf->cgroup_name = aw_strdup("airlock-worker");
+    conf->scratch_mb = 64;
+    conf->sandbox_uid = 10001;
+    conf->cpus = 0;
+
+    conf->defaults.wall_ms = 10000;
+    conf->defaults.cpu_ms = 5000;
+    conf->defaults.memory_mb = 128;
+    conf->defaults.pids = 64;
+    conf->defaults.stdout_bytes = 65536;
+    conf->defaults.stderr_bytes = 65536;
+
+    conf->maxima.wall_ms = 60000;
+    conf->maxima.cpu_ms = 30000;
+    conf->maxima.memory_mb = 512;
+    conf->maxima.pids = 256;
+    conf->maxima.stdout_bytes = 1L << 20;
+    conf->maxima.stderr_bytes = 1L << 20;
+}
+
+
+static int
+aw_conf_set(aw_conf_t *conf, const char *key, const char *val, char *err,
+    size_t n)
+{
+    char               *end, **sp;
+    long                v;
+    const aw_cf_key_t  *k;
+
+    for (k = aw_keys; k->key != NULL; k++) {
+        if (strcmp(k->key, key) == 0) {
+            break;
+        }
+    }
+
+    if (k->key == NULL) {
+        snprintf(err, n, "unknown key \"%s\"", key);
+        return -1;
+    }
+
+    if (strcmp(key, "backend") == 0) {
+        if (strcmp(val, "gvisor") == 0) {
+            conf->backend = AW_BACKEND_GVISOR;
+
+        } else if (strcmp(val, "bwrap") == 0) {
+            conf->backend = AW_BACKEND_BWRAP;
+
+        } else {
+            snprintf(err, n, "backend must be gvisor or bwrap, not \"%s\"",
+                     val);
+            return -1;
+        }
+
+        return 0;
+    }
+
+    if (k->type == AW_CF_STR) {
+        if (*val == '\0' || strlen(val) > 512) {
+            snprintf(err, n, "%s needs a value of 1 to 512 bytes", key);
+            return -1;
+        }
+
+        sp = (char **) ((char *) conf + k->off);
+        free(*sp);
+        *sp = aw_strdup(val);
+        return 0;
+    }
+
+    errno = 0;
+    v = strtol(val, &end, 10);
+    if (errno != 0 || end == val || *end != '\0' || v < k->min
+        || v > k->max)
+    {
+        snprintf(err, n, "%s must be a number from %ld to %ld, not \"%s\"",
+                 key, k->min, k->max, val);
+        return -1;
+    }
+
+    if (k->type == AW_CF_INT) {
+        *(int *) ((char *) conf + k->off) = (int) v;
+
+    } else {
+        *(long *) ((char *) conf + k->off) = v;
+    }
+
+    return 0;
+}
+
+
+int
+aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
+{
+    FILE           *f;
+    char            line[1024], msg[AW_ERRLEN], *p, *key, *val, *e;
+    unsigned        lineno;
+    size_t          len;
+    struct passwd  *pw;
+    long           *d, *m;
+    static const char  *lnames[] = { "wall_ms", "cpu_ms", "memory_mb",
+                                     "pids", "stdout_bytes", "stderr_bytes" };
+    int             i;
+
+    f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(err, n, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    lineno = 0;
+
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lineno++;
+        len = strlen(line);
+
+        if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+            snprintf(err, n, "%s:%u: line too long", path, lineno);
+            fclose(f);
+            return -1;
+        }
+
+        p = strchr(line, '#');
+        if (p != NULL) {
+            *p = '\0';
+        }
+
+        for (key = line; isspace((unsigned char) *key); key++) { }
+
+        if (*key == '\0') {
+            continue;
+        }
+
+        for (val = key; *val != '\0' && !isspace((unsigned char) *val);
+             val++)
+        { }
+
+        if (*val != '\0') {
+            *val++ = '\0';
+        }
+
+        while (isspace((unsigned char) *val)) {
+            val++;
+        }
+
+        e = val + strlen(val);
+        while (e > val && isspace((unsigned char) e[-1])) {
+            *--e = '\0';
+        }
+
+        if (aw_conf_set(conf, key, val, msg, sizeof(msg)) != 0) {
+            snprintf(err, n, "%s:%u: %s", path, lineno, msg);
+            fclose(f);
+            return -1;
+        }
+    }
+
+    fclose(f);
+
+    d = &conf->defaults.wall_ms;
+    m = &conf->maxima.wall_ms;
+
+    for (i = 0; i < 6; i++) {
+        if (d[i] > m[i]) {
+            snprintf(err, n, "%s: %s %ld is above max_%s %ld", path,
+                     lnames[i], d[i], lnames[i], m[i]);
+            return -1;
+        }
+    }
+
+    pw = getpwnam(conf->user);
+    if (pw == NULL) {
+        snprintf(err, n, "%s: user \"%s\" does not exist (auto/deps adds "
+                 "airlock-worker)", path, conf->user);
+        return -1;
+    }
+
+    conf->uid = pw->pw_uid;
+    conf->gid = pw->pw_gid;
+
+    return 0;
+}
+
+
+void
+aw_conf_free(aw_conf_t *conf)
+{
+    const aw_cf_key_t  *k;
+
+    for (k = aw_keys; k->key != NULL; k++) {
+        if (k->type == AW_CF_STR && k->off != 0) {
+            free(*(char **) ((char *) conf + k->off));
+        }
+    }
+
+    free(conf->redis_host);
+}

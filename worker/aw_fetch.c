@@ -1,0 +1,392 @@
+/*
+ * The data a script gets: each blueprint input fetched through Airlock's
+ * unix socket.  The fetch runs in a child that has dropped to the worker
+ * user, so the proxy identifies it by peer uid as the policy's worker
+ * client; the worker itself holds no credential.  The child writes one
+ * JSON document to a pipe: {"data": {...}} or {"error": {code, message}}.
+ */
+
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "aw.h"
+
+
+typedef struct {
+    char            *buf;
+    size_t           len;
+    size_t           max;
+    int              over;
+} aw_buf_t;
+
+
+static size_t aw_fetch_write(char *p, size_t size, size_t nmemb, void *data);
+static json_t *aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in,
+    char *code, size_t codelen, char *msg, size_t msglen);
+static void aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job,
+    int fd);
+static int aw_drop_privileges(const aw_conf_t *conf);
+
+
+static size_t
+aw_fetch_write(char *p, size_t size, size_t nmemb, void *data)
+{
+    char      *nb;
+    size_t     n;
+    aw_buf_t  *b;
+
+    b = data;
+    n = size * nmemb;
+
+    if (b->len + n > b->max) {
+        b->over = 1;
+        return 0;
+    }
+
+    nb = realloc(b->buf, b->len + n + 1);
+    if (nb == NULL) {
+        return 0;
+    }
+
+    memcpy(nb + b->len, p, n);
+    b->buf = nb;
+    b->len += n;
+    b->buf[b->len] = '\0';
+
+    return n;
+}
+
+
+static json_t *
+aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
+    size_t codelen, char *msg, size_t msglen)
+{
+    char                url[AW_ERRLEN + 8192], cerr[CURL_ERROR_SIZE];
+    long                status;
+    CURL               *c;
+    json_t             *out, *body, *reason, *rid;
+    CURLcode            rc;
+    aw_buf_t            b;
+    struct curl_slist  *hdrs;
+
+    c = curl_easy_init();
+    if (c == NULL) {
+        snprintf(code, codelen, "internal");
+        snprintf(msg, msglen, "curl_easy_init failed");
+        return NULL;
+    }
+
+    memset(&b, 0, sizeof(b));
+    b.max = (size_t) conf->fetch_max_bytes;
+    hdrs = NULL;
+    cerr[0] = '\0';
+
+    snprintf(url, sizeof(url), "http://localhost%s", in->path);
+
+    curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, conf->proxy_socket);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, in->method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, aw_fetch_write);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, conf->fetch_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
+
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+
+    if (in->body != NULL) {
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, in->body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long) strlen(in->body));
+    }
+
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+
+    rc = curl_easy_perform(c);
+    out = NULL;
+
+    if (b.over) {
+        snprintf(code, codelen, "fetch_too_large");
+        snprintf(msg, msglen, "input \"%s\": the response is larger than "
+                 "fetch_max_bytes %ld", in->name, conf->fetch_max_bytes);
+        goto done;
+    }
+
+    if (rc != CURLE_OK) {
+        snprintf(code, codelen, "fetch_failed");
+        snprintf(msg, msglen, "input \"%s\": %s %s through %s: %s",
+                 in->name, in->method, in->path, conf->proxy_socket,
+                 cerr[0] ? cerr : curl_easy_strerror(rc));
+        goto done;
+    }
+
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+
+    body = b.len ? json_loadb(b.buf, b.len, JSON_REJECT_DUPLICATES
+                              | JSON_DECODE_ANY, NULL)
+                 : NULL;
+
+    if (status == 403) {
+        reason = json_is_object(body) ? json_object_get(body, "reason")
+                                      : NULL;
+        if (json_is_string(reason)) {
+            rid = json_object_get(body, "request_id");
+            snprintf(code, codelen, "route_denied");
+            snprintf(msg, msglen, "input \"%s\": %s %s denied by the "
+                     "proxy: %.64s%s%.64s%s", in->name, in->method, in->path,
+                     json_string_value(reason),
+                     json_is_string(rid) ? " (request " : "",
+                     json_is_string(rid) ? json_string_value(rid) : "",
+                     json_is_string(rid) ? ")" : "");
+            json_decref(body);
+            goto done;
+        }
+    }
+
+    if (body == NULL) {
+        body = aw_json_bytes(b.buf ? b.buf : "", b.len);
+    }
+
+    out = json_object();
+    json_object_set_new(out, "status", json_integer(status));
+    json_object_set_new(out, "body", body);
+
+done:
+
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(c);
+    free(b.buf);
+
+    return out;
+}
+
+
+static int
+aw_drop_privileges(const aw_conf_t *conf)
+{
+    if (getuid() != 0 && geteuid() != 0) {
+        return 0;
+    }
+
+    if (setgroups(0, NULL) != 0 || setgid(conf->gid) != 0
+        || setuid(conf->uid) != 0)
+    {
+        return -1;
+    }
+
+    if (conf->uid != 0 && setuid(0) == 0) {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static void
+aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd)
+{
+    char     code[64], msg[AW_ERRLEN], *s;
+    size_t   i, len, off;
+    ssize_t  n;
+    json_t  *doc, *data, *one, *e;
+
+    doc = json_object();
+    data = json_object();
+
+    if (aw_drop_privileges(conf) != 0) {
+        snprintf(code, sizeof(code), "internal");
+        snprintf(msg, sizeof(msg), "cannot switch to user %s: %s",
+                 conf->user, strerror(errno));
+        goto fail;
+    }
+
+    for (i = 0; i < job->ninputs; i++) {
+        one = aw_fetch_one(conf, &job->inputs[i], code, sizeof(code), msg,
+                           sizeof(msg));
+        if (one == NULL) {
+            goto fail;
+        }
+
+        json_object_set_new(data, job->inputs[i].name, one);
+    }
+
+    json_object_set_new(doc, "data", data);
+    goto write;
+
+fail:
+
+    json_decref(data);
+    e = json_object();
+    json_object_set_new(e, "code", json_string(code));
+    json_object_set_new(e, "message", aw_json_bytes(msg, strlen(msg)));
+    json_object_set_new(doc, "error", e);
+
+write:
+
+    s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (s == NULL) {
+        _exit(2);
+    }
+
+    len = strlen(s);
+
+    for (off = 0; off < len; off += (size_t) n) {
+        n = write(fd, s + off, len - off);
+        if (n <= 0) {
+            _exit(2);
+        }
+    }
+
+    _exit(0);
+}
+
+
+char *
+aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
+    aw_result_t *res)
+{
+    int            fds[2], st;
+    char          *buf, *nb, *out;
+    pid_t          pid;
+    size_t         cap, n, max;
+    ssize_t        r;
+    long           deadline, left;
+    json_t        *doc, *data, *e;
+    struct pollfd  pfd;
+
+    if (job->ninputs == 0) {
+        *len = 2;
+        return strdup("{}");
+    }
+
+    if (pipe(fds) != 0) {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
+                       strerror(errno));
+        return NULL;
+    }
+
+    pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
+                       strerror(errno));
+        return NULL;
+    }
+
+    if (pid == 0) {
+        /* the fetch keeps nothing of the worker's (its Redis connection) */
+        if (dup2(fds[1], 3) != 3) {
+            _exit(2);
+        }
+        close_range(4, ~0U, 0);
+        aw_fetch_child(conf, job, 3);
+        _exit(2);
+    }
+
+    close(fds[1]);
+
+    /* whatever the child does, it gets a bounded time and output */
+
+    max = (size_t) conf->fetch_max_bytes * 6 * job->ninputs + 65536;
+    deadline = aw_now_ms() + conf->fetch_timeout_ms * (long) job->ninputs
+               + 5000;
+    cap = 0;
+    n = 0;
+    buf = NULL;
+    out = NULL;
+
+    for ( ;; ) {
+        left = deadline - aw_now_ms();
+        if (left <= 0) {
+            break;
+        }
+
+        pfd.fd = fds[0];
+        pfd.events = POLLIN;
+
+        if (poll(&pfd, 1, (int) left) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+
+        if (n + 65536 > cap) {
+            if (cap >= max) {
+                break;
+            }
+
+            cap = cap ? cap * 2 : 65536;
+            nb = realloc(buf, cap + 1);
+            if (nb == NULL) {
+                break;
+            }
+            buf = nb;
+        }
+
+        r = read(fds[0], buf + n, cap - n);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+
+        if (r <= 0) {
+            break;
+        }
+
+        n += (size_t) r;
+    }
+
+    close(fds[0]);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
+
+    doc = buf ? json_loadb(buf, n, 0, NULL) : NULL;
+    free(buf);
+
+    if (doc == NULL) {
+        aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                       "the fetch did not finish within %ld ms per input",
+                       conf->fetch_timeout_ms);
+        return NULL;
+    }
+
+    e = json_object_get(doc, "error");
+    data = json_object_get(doc, "data");
+
+    if (e != NULL || data == NULL) {
+        aw_result_fail(res, AW_ST_ERROR,
+                       json_string_value(json_object_get(e, "code"))
+                       ? json_string_value(json_object_get(e, "code"))
+                       : "fetch_failed", "%s",
+                       json_string_value(json_object_get(e, "message"))
+                       ? json_string_value(json_object_get(e, "message"))
+                       : "the fetch failed");
+        json_decref(doc);
+        return NULL;
+    }
+
+    out = json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+
+    if (out == NULL) {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "out of memory");
+        return NULL;
+    }
+
+    *len = strlen(out);
+
+    return out;
+}

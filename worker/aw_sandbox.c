@@ -1,0 +1,1264 @@
+/*
+ * Throw-away sandboxes.  Each job gets a directory under
+ * <workdir>/jobs/aw-<worker pid>-<n> holding the bundle (config.json for
+ * gVisor), code/script.py and data/data.json, and a cgroup of its own
+ * (<cgroup_root>/<controller>/<cgroup_name>/aw-<pid>-<n>) whose limits
+ * the worker writes itself before the runtime starts, so a limit is
+ * never left to a runtime's defaults.
+ *
+ *   gvisor  `runsc run` on the bundle: read-only root (the dedicated
+ *           rootfs), code and data bind-mounted read-only, /scratch a
+ *           bounded tmpfs, uid/gid 10001, no capabilities,
+ *           noNewPrivileges, PATH only, --network=none.
+ *   bwrap   bubblewrap started as uid 10001 in the job's cgroup, with
+ *           the same mounts, every namespace unshared (no network), no
+ *           further user namespaces, no capabilities.
+ *
+ * Whatever happens, the sandbox is deleted, the cgroup removed and the
+ * files wiped afterwards; a worker that starts removes what a crashed
+ * worker left (directories whose owner pid is gone).
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stddef.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "aw.h"
+
+
+#define AW_GVISOR_OVERHEAD_MB  64       /* the sentry and gofer */
+#define AW_GVISOR_PIDS         64       /* their threads */
+
+
+typedef struct {
+    char             slot[64];
+    char             dir[2048];
+    char             cg[4][2048];       /* memory, pids, cpu, cpuacct
+                                           (v1); one (v2) */
+    int              ncg;
+    int              v2;
+} aw_box_t;
+
+
+typedef struct {
+    char            *buf;
+    size_t           len;
+    size_t           max;
+    int              trunc;
+    int              fd;
+} aw_stream_t;
+
+
+static int aw_cg_write(const char *dir, const char *file, const char *val);
+static long aw_cg_read_key(const char *dir, const char *file,
+    const char *key);
+static int aw_cg_create(const aw_conf_t *conf, aw_box_t *box,
+    const aw_limits_t *lim, char *err, size_t n);
+static void aw_cg_destroy(aw_box_t *box);
+static void aw_cg_sweep(const aw_conf_t *conf, const char *slot);
+static long aw_cg_oom_kills(const aw_box_t *box);
+static long aw_cg_cpu_ms(const aw_box_t *box);
+static long aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim);
+static int aw_cg_join(const aw_box_t *box, pid_t pid);
+static int aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job,
+    const char *data, size_t len, aw_box_t *box, char *err, size_t n);
+static int aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
+    const aw_box_t *box);
+static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
+    const aw_box_t *box, int out, int err);
+static int aw_run_cmd(char *const argv[], long timeout_ms);
+static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
+    int killed);
+static void aw_stream_read(aw_stream_t *s);
+static size_t aw_seccomp_program(struct sock_filter *f, size_t cap);
+
+
+/*
+ * System calls refused inside every sandbox (EPERM), on top of what no
+ * capability already refuses: a script has no business debugging,
+ * mounting, entering or making namespaces, or loading kernel programs.
+ */
+static const struct {
+    const char  *name;
+    int          nr;
+} aw_denied[] = {
+    { "ptrace", __NR_ptrace },
+    { "mount", __NR_mount },
+    { "umount2", __NR_umount2 },
+    { "pivot_root", __NR_pivot_root },
+    { "unshare", __NR_unshare },
+    { "setns", __NR_setns },
+    { "keyctl", __NR_keyctl },
+    { "add_key", __NR_add_key },
+    { "request_key", __NR_request_key },
+    { "bpf", __NR_bpf },
+    { "perf_event_open", __NR_perf_event_open },
+    { "process_vm_readv", __NR_process_vm_readv },
+    { "process_vm_writev", __NR_process_vm_writev },
+    { "kexec_load", __NR_kexec_load },
+    { "init_module", __NR_init_module },
+    { "finit_module", __NR_finit_module },
+    { "open_by_handle_at", __NR_open_by_handle_at },
+    { "userfaultfd", __NR_userfaultfd },
+    { "chroot", __NR_chroot },
+};
+
+#define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
+
+
+/* what a runtime is started with: nothing of the worker's environment */
+static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                         NULL };
+
+static unsigned long  aw_seq;
+
+
+static int
+aw_cg_write(const char *dir, const char *file, const char *val)
+{
+    int      fd;
+    char     path[2304];
+    ssize_t  n;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+
+    fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+
+    n = write(fd, val, strlen(val));
+    close(fd);
+
+    return n == (ssize_t) strlen(val) ? 0 : -1;
+}
+
+
+static long
+aw_cg_read_key(const char *dir, const char *file, const char *key)
+{
+    long   v;
+    FILE  *f;
+    char   path[2304], line[256], name[128];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+
+    f = fopen(path, "re");
+    if (f == NULL) {
+        return -1;
+    }
+
+    v = -1;
+
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (key == NULL) {
+            v = strtol(line, NULL, 10);
+            break;
+        }
+
+        if (sscanf(line, "%127s %ld", name, &v) == 2
+            && strcmp(name, key) == 0)
+        {
+            break;
+        }
+
+        v = -1;
+    }
+
+    fclose(f);
+
+    return v;
+}
+
+
+static int
+aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
+    char *err, size_t n)
+{
+    int          i;
+    long         mem;
+    char         val[64], parent[2048], probe[2304], slot[64];
+    const char  *ctl[4] = { "memory", "pids", "cpu", "cpuacct" };
+    struct stat  st;
+
+    /* a copy: the compiler cannot see slot and cg[] do not overlap */
+    memcpy(slot, box->slot, sizeof(slot));
+
+    mem = lim->memory_mb;
+    if (conf->backend == AW_BACKEND_GVISOR) {
+        mem += AW_GVISOR_OVERHEAD_MB;
+    }
+
+    snprintf(probe, sizeof(probe), "%s/cgroup.controllers",
+             conf->cgroup_root);
+    box->v2 = stat(probe, &st) == 0;
+
+    if (box->v2) {
+        snprintf(parent, sizeof(parent), "%s/%s", conf->cgroup_root,
+                 conf->cgroup_name);
+        if (mkdir(parent, 0755) != 0 && errno != EEXIST) {
+            snprintf(err, n, "mkdir %s: %s", parent, strerror(errno));
+            return -1;
+        }
+
+        (void) aw_cg_write(parent, "cgroup.subtree_control",
+                           "+memory +pids +cpu");
+
+        snprintf(box->cg[0], sizeof(box->cg[0]), "%s/%s", parent,
+                 slot);
+        if (mkdir(box->cg[0], 0755) != 0) {
+            snprintf(err, n, "mkdir %s: %s", box->cg[0], strerror(errno));
+            return -1;
+        }
+        box->ncg = 1;
+
+        snprintf(val, sizeof(val), "%ld", mem << 20);
+        if (aw_cg_write(box->cg[0], "memory.max", val) != 0
+            || aw_cg_write(box->cg[0], "memory.swap.max", "0") != 0)
+        {
+            snprintf(err, n, "cannot set memory.max in %s", box->cg[0]);
+            return -1;
+        }
+
+        snprintf(val, sizeof(val), "%ld", aw_host_pids(conf, lim));
+        if (aw_cg_write(box->cg[0], "pids.max", val) != 0) {
+            snprintf(err, n, "cannot set pids.max in %s", box->cg[0]);
+            return -1;
+        }
+
+        if (conf->cpus > 0) {
+            snprintf(val, sizeof(val), "%ld 100000", conf->cpus * 100000);
+            (void) aw_cg_write(box->cg[0], "cpu.max", val);
+        }
+        return 0;
+    }
+
+    for (i = 0; i < 4; i++) {
+        snprintf(parent, sizeof(parent), "%s/%s/%s", conf->cgroup_root,
+                 ctl[i], conf->cgroup_name);
+        if (mkdir(parent, 0755) != 0 && errno != EEXIST) {
+            snprintf(err, n, "mkdir %s: %s (is the %s controller mounted "
+                     "under %s?)", parent, strerror(errno), ctl[i],
+                     conf->cgroup_root);
+            return -1;
+        }
+
+        snprintf(box->cg[i], sizeof(box->cg[i]), "%s/%s", parent,
+                 slot);
+        if (mkdir(box->cg[i], 0755) != 0) {
+            snprintf(err, n, "mkdir %s: %s", box->cg[i], strerror(errno));
+            return -1;
+        }
+        box->ncg = i + 1;
+    }
+
+    snprintf(val, sizeof(val), "%ld", mem << 20);
+    if (aw_cg_write(box->cg[0], "memory.limit_in_bytes", val) != 0
+        || aw_cg_read_key(box->cg[0], "memory.limit_in_bytes", NULL)
+           != (mem << 20))
+    {
+        snprintf(err, n, "cannot set memory.limit_in_bytes in %s",
+                 box->cg[0]);
+        return -1;
+    }
+
+    /* no swap to spill into, where the kernel accounts it */
+    (void) aw_cg_write(box->cg[0], "memory.memsw.limit_in_bytes", val);
+
+    snprintf(val, sizeof(val), "%ld", aw_host_pids(conf, lim));
+    if (aw_cg_write(box->cg[1], "pids.max", val) != 0) {
+        snprintf(err, n, "cannot set pids.max in %s", box->cg[1]);
+        return -1;
+    }
+
+    /* at most conf->cpus CPUs at a time */
+    if (conf->cpus > 0) {
+        snprintf(val, sizeof(val), "%ld", conf->cpus * 100000);
+        (void) aw_cg_write(box->cg[2], "cpu.cfs_period_us", "100000");
+        (void) aw_cg_write(box->cg[2], "cpu.cfs_quota_us", val);
+    }
+
+    return 0;
+}
+
+
+static int
+aw_cg_join(const aw_box_t *box, pid_t pid)
+{
+    int   i;
+    char  val[32];
+
+    snprintf(val, sizeof(val), "%d", (int) pid);
+
+    for (i = 0; i < box->ncg; i++) {
+        if (aw_cg_write(box->cg[i], "cgroup.procs", val) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+static long
+aw_cg_oom_kills(const aw_box_t *box)
+{
+    long  v;
+
+    if (box->ncg == 0) {
+        return 0;
+    }
+
+    if (box->v2) {
+        v = aw_cg_read_key(box->cg[0], "memory.events", "oom_kill");
+
+    } else {
+        v = aw_cg_read_key(box->cg[0], "memory.oom_control", "oom_kill");
+    }
+
+    return v < 0 ? 0 : v;
+}
+
+
+/* CPU time the job's cgroup has used, all its processes together. */
+
+static long
+aw_cg_cpu_ms(const aw_box_t *box)
+{
+    long  v;
+
+    if (box->ncg == 0) {
+        return 0;
+    }
+
+    if (box->v2) {
+        v = aw_cg_read_key(box->cg[0], "cpu.stat", "usage_usec");
+        return v < 0 ? 0 : v / 1000;
+    }
+
+    v = aw_cg_read_key(box->cg[3], "cpuacct.usage", NULL);
+
+    return v < 0 ? 0 : v / 1000000;
+}
+
+
+/*
+ * The task count the host allows the job's cgroup.  gVisor's sentry and
+ * gofer threads live there too (about 35 when a script sleeps), and on
+ * the ptrace platform every process inside has a host stub: the limit is
+ * the job's plus a fixed allowance for the runtime.  bwrap's own process
+ * (outside the sandbox's pid namespace) is the one extra there.
+ */
+
+static long
+aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim)
+{
+    return lim->pids + (conf->backend == AW_BACKEND_GVISOR
+                        ? AW_GVISOR_PIDS : 1);
+}
+
+
+static void
+aw_cg_destroy(aw_box_t *box)
+{
+    int    i, round, any;
+    long   pid;
+    FILE  *f;
+    char   path[2304], line[64];
+
+    for (i = box->ncg - 1; i >= 0; i--) {
+        for (round = 0; round < 50; round++) {
+            if (rmdir(box->cg[i]) == 0 || errno == ENOENT) {
+                break;
+            }
+
+            /* whatever is still in the cgroup is killed first */
+
+            snprintf(path, sizeof(path), "%s/cgroup.procs", box->cg[i]);
+            f = fopen(path, "re");
+            any = 0;
+
+            while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+                pid = strtol(line, NULL, 10);
+                if (pid > 1) {
+                    kill((pid_t) pid, SIGKILL);
+                    any = 1;
+                }
+            }
+
+            if (f != NULL) {
+                fclose(f);
+            }
+
+            usleep(any ? 20000 : 5000);
+        }
+    }
+
+    box->ncg = 0;
+}
+
+
+/*
+ * runsc makes the job's cgroup in every v1 hierarchy it finds (cpuset,
+ * devices, freezer, ...) and removes them when it ends normally; after a
+ * crash they stay.  Whatever of the slot is under any hierarchy goes.
+ */
+
+static void
+aw_cg_sweep(const aw_conf_t *conf, const char *slot)
+{
+    DIR            *d;
+    aw_box_t        one;
+    struct dirent  *e;
+
+    d = opendir(conf->cgroup_root);
+    if (d == NULL) {
+        return;
+    }
+
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+
+        memset(&one, 0, sizeof(one));
+        snprintf(one.cg[0], sizeof(one.cg[0]), "%s/%s/%s/%s",
+                 conf->cgroup_root, e->d_name, conf->cgroup_name, slot);
+
+        if (access(one.cg[0], F_OK) == 0) {
+            one.ncg = 1;
+            aw_cg_destroy(&one);
+        }
+    }
+
+    closedir(d);
+}
+
+
+static int
+aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, const char *data,
+    size_t len, aw_box_t *box, char *err, size_t n)
+{
+    char  path[2304];
+
+    snprintf(box->slot, sizeof(box->slot), "aw-%d-%lu", (int) getpid(),
+             ++aw_seq);
+    snprintf(box->dir, sizeof(box->dir), "%s/jobs/%s", conf->workdir,
+             box->slot);
+
+    snprintf(path, sizeof(path), "%s/jobs", conf->workdir);
+    if (mkdir(conf->workdir, 0711) != 0 && errno != EEXIST) {
+        snprintf(err, n, "mkdir %s: %s", conf->workdir, strerror(errno));
+        return -1;
+    }
+
+    if (mkdir(path, 0711) != 0 && errno != EEXIST) {
+        snprintf(err, n, "mkdir %s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    if (mkdir(box->dir, 0711) != 0) {
+        snprintf(err, n, "mkdir %s: %s", box->dir, strerror(errno));
+        return -1;
+    }
+
+    snprintf(path, sizeof(path), "%s/code", box->dir);
+    if (mkdir(path, 0755) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/code/script.py", box->dir);
+    if (aw_write_file(path, job->script, job->script_len, 0444) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/data", box->dir);
+    if (mkdir(path, 0755) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/data/data.json", box->dir);
+    if (aw_write_file(path, data, len, 0444) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/code", box->dir);
+    if (chmod(path, 0555) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/data", box->dir);
+    if (chmod(path, 0555) != 0) {
+        goto fail;
+    }
+
+    if (conf->backend == AW_BACKEND_GVISOR
+        && aw_bundle_write(conf, job, box) != 0)
+    {
+        snprintf(err, n, "cannot write the OCI bundle in %s: %s", box->dir,
+                 strerror(errno));
+        return -1;
+    }
+
+    return aw_cg_create(conf, box, &job->limits, err, n);
+
+fail:
+
+    snprintf(err, n, "%s: %s", path, strerror(errno));
+    return -1;
+}
+
+
+/* The OCI runtime spec gVisor runs (runtime-spec 1.0). */
+
+static int
+aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
+    const aw_box_t *box)
+{
+    int          rc;
+    char        *s, path[2304], opt[64];
+    long         cpu_s;
+    json_t      *spec, *proc, *caps, *mounts, *m, *linux, *res, *ns, *rl;
+    json_t      *sc;
+    const char  *capsets[5] = { "bounding", "effective", "inheritable",
+                                "permitted", "ambient" };
+    const char  *nss[5] = { "pid", "network", "ipc", "uts", "mount" };
+    int          i;
+
+    cpu_s = (job->limits.cpu_ms + 999) / 1000;
+
+    spec = json_object();
+    json_object_set_new(spec, "ociVersion", json_string("1.0.0"));
+
+    proc = json_object();
+    json_object_set_new(proc, "terminal", json_false());
+    json_object_set_new(proc, "user",
+                        json_pack("{s:I,s:I}", "uid",
+                                  (json_int_t) conf->sandbox_uid, "gid",
+                                  (json_int_t) conf->sandbox_uid));
+    json_object_set_new(proc, "args",
+                        json_pack("[s,s,s]", "/usr/bin/python3", "-I",
+                                  "/app/code/script.py"));
+    json_object_set_new(proc, "env", json_pack("[s]", "PATH=/usr/bin:/bin"));
+    json_object_set_new(proc, "cwd", json_string("/scratch"));
+
+    caps = json_object();
+    for (i = 0; i < 5; i++) {
+        json_object_set_new(caps, capsets[i], json_array());
+    }
+    json_object_set_new(proc, "capabilities", caps);
+
+    rl = json_array();
+    json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type",
+                                        "RLIMIT_CPU", "soft",
+                                        (json_int_t) cpu_s, "hard",
+                                        (json_int_t) cpu_s + 1));
+    json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type",
+                                        "RLIMIT_CORE", "soft",
+                                        (json_int_t) 0, "hard",
+                                        (json_int_t) 0));
+    json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type",
+                                        "RLIMIT_NOFILE", "soft",
+                                        (json_int_t) 256, "hard",
+                                        (json_int_t) 256));
+    json_object_set_new(proc, "rlimits", rl);
+    json_object_set_new(proc, "noNewPrivileges", json_true());
+    json_object_set_new(spec, "process", proc);
+
+    json_object_set_new(spec, "root",
+                        json_pack("{s:s,s:b}", "path", conf->rootfs,
+                                  "readonly", 1));
+    json_object_set_new(spec, "hostname", json_string("sandbox"));
+
+    mounts = json_array();
+    json_array_append_new(mounts,
+        json_pack("{s:s,s:s,s:s,s:[s,s,s]}", "destination", "/proc",
+                  "type", "proc", "source", "proc", "options", "nosuid",
+                  "noexec", "nodev"));
+    json_array_append_new(mounts,
+        json_pack("{s:s,s:s,s:s,s:[s,s,s]}", "destination", "/dev",
+                  "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
+                  "mode=755", "size=64k"));
+
+    snprintf(path, sizeof(path), "%s/code", box->dir);
+    json_array_append_new(mounts,
+        json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "destination", "/app/code",
+                  "type", "bind", "source", path, "options", "rbind", "ro",
+                  "nosuid", "nodev"));
+
+    snprintf(path, sizeof(path), "%s/data", box->dir);
+    json_array_append_new(mounts,
+        json_pack("{s:s,s:s,s:s,s:[s,s,s,s,s]}", "destination", "/app/data",
+                  "type", "bind", "source", path, "options", "rbind", "ro",
+                  "nosuid", "nodev", "noexec"));
+
+    snprintf(opt, sizeof(opt), "size=%ldm", conf->scratch_mb);
+    m = json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "destination", "/scratch",
+                  "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
+                  "nodev", "mode=1777", opt);
+    json_array_append_new(mounts, m);
+    json_object_set_new(spec, "mounts", mounts);
+
+    linux = json_object();
+    ns = json_array();
+    for (i = 0; i < 5; i++) {
+        json_array_append_new(ns, json_pack("{s:s}", "type", nss[i]));
+    }
+    json_object_set_new(linux, "namespaces", ns);
+
+    res = json_pack("{s:{s:I},s:{s:I}}",
+                    "memory", "limit",
+                    (json_int_t) job->limits.memory_mb << 20,
+                    "pids", "limit", (json_int_t) job->limits.pids);
+    json_object_set_new(linux, "resources", res);
+
+    /* the cgroup the worker made and limited (v1: one name in each) */
+    snprintf(path, sizeof(path), "/%s/%s", conf->cgroup_name, box->slot);
+    json_object_set_new(linux, "cgroupsPath", json_string(path));
+    json_object_set_new(linux, "maskedPaths", json_pack("[s,s,s]",
+                        "/proc/kcore", "/proc/keys", "/sys/firmware"));
+    json_object_set_new(linux, "readonlyPaths", json_pack("[s,s]",
+                        "/proc/sys", "/proc/sysrq-trigger"));
+    sc = json_array();
+    for (i = 0; i < (int) AW_NDENIED; i++) {
+        json_array_append_new(sc, json_string(aw_denied[i].name));
+    }
+    json_object_set_new(linux, "seccomp",
+        json_pack("{s:s,s:[s],s:[{s:o,s:s,s:I}]}",
+                  "defaultAction", "SCMP_ACT_ALLOW",
+                  "architectures", "SCMP_ARCH_X86_64",
+                  "syscalls", "names", sc, "action", "SCMP_ACT_ERRNO",
+                  "errnoRet", (json_int_t) EPERM));
+
+    json_object_set_new(spec, "linux", linux);
+
+    s = json_dumps(spec, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_decref(spec);
+
+    if (s == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    snprintf(path, sizeof(path), "%s/config.json", box->dir);
+    rc = aw_write_file(path, s, strlen(s), 0400);
+    free(s);
+
+    return rc;
+}
+
+
+/* The classic BPF program bwrap loads: x86-64 only, aw_denied -> EPERM. */
+
+static size_t
+aw_seccomp_program(struct sock_filter *f, size_t cap)
+{
+    size_t  n, i;
+
+    if (cap < AW_NDENIED + 8) {
+        return 0;
+    }
+
+    n = 0;
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, arch));
+    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                 AUDIT_ARCH_X86_64, 1, 0);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_KILL_PROCESS);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, nr));
+
+    /* the x32 ABI numbers alias the same calls */
+    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
+                 0x40000000, (unsigned char) (AW_NDENIED + 1), 0);
+
+    for (i = 0; i < AW_NDENIED; i++) {
+        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                     (unsigned) aw_denied[i].nr,
+                     (unsigned char) (AW_NDENIED - i), 0);
+    }
+
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+
+    return n;
+}
+
+
+/* In the child: become the runtime.  Never returns. */
+
+static void
+aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
+    const aw_box_t *box, int out, int err)
+{
+    int            fd;
+    char           root[2304], code[2304], data[2304], size[32], uid[32];
+    char           runsc_root[2304], platform[64];
+    int            sp[2];
+    long           cpu_s;
+    size_t         nf;
+    struct rlimit  rl;
+    struct sock_filter  filter[64];
+
+    fd = open("/dev/null", O_RDONLY);
+    if (fd < 0 || dup2(fd, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
+        _exit(125);
+    }
+
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    setsid();
+
+    if (conf->backend == AW_BACKEND_GVISOR) {
+        snprintf(runsc_root, sizeof(runsc_root), "--root=%s/runsc",
+                 conf->workdir);
+        snprintf(platform, sizeof(platform), "--platform=%s",
+                 conf->platform);
+        snprintf(root, sizeof(root), "--bundle=%s", box->dir);
+
+        /* nothing of the worker's (the Redis connection) goes along */
+        close_range(3, ~0U, 0);
+
+        execle(conf->runsc, "runsc", runsc_root, platform, "--network=none",
+               "--oci-seccomp", "run", root, box->slot, (char *) NULL,
+               aw_runtime_env);
+        dprintf(2, "airlock-worker: exec %s: %s\n", conf->runsc,
+                strerror(errno));
+        _exit(125);
+    }
+
+    /* bwrap: in the job's cgroup, with rlimits, as the sandbox user */
+
+    if (aw_cg_join(box, getpid()) != 0) {
+        dprintf(2, "airlock-worker: cannot join the job's cgroup\n");
+        _exit(125);
+    }
+
+    cpu_s = (job->limits.cpu_ms + 999) / 1000;
+    rl.rlim_cur = (rlim_t) cpu_s;
+    rl.rlim_max = (rlim_t) cpu_s + 1;
+    setrlimit(RLIMIT_CPU, &rl);
+    rl.rlim_cur = rl.rlim_max = 0;
+    setrlimit(RLIMIT_CORE, &rl);
+    rl.rlim_cur = rl.rlim_max = 256;
+    setrlimit(RLIMIT_NOFILE, &rl);
+
+    if (getuid() == 0
+        && (setgroups(0, NULL) != 0
+            || setgid((gid_t) conf->sandbox_uid) != 0
+            || setuid((uid_t) conf->sandbox_uid) != 0))
+    {
+        dprintf(2, "airlock-worker: cannot switch to uid %ld: %s\n",
+                conf->sandbox_uid, strerror(errno));
+        _exit(125);
+    }
+
+    /* the seccomp program, on a pipe bwrap reads as fd 3 */
+
+    nf = aw_seccomp_program(filter, sizeof(filter) / sizeof(filter[0]));
+    if (nf == 0 || pipe(sp) != 0
+        || write(sp[1], filter, nf * sizeof(filter[0]))
+           != (ssize_t) (nf * sizeof(filter[0]))
+        || close(sp[1]) != 0 || dup2(sp[0], 3) != 3)
+    {
+        dprintf(2, "airlock-worker: cannot pass the seccomp program\n");
+        _exit(125);
+    }
+
+    close_range(4, ~0U, 0);
+
+    snprintf(code, sizeof(code), "%s/code", box->dir);
+    snprintf(data, sizeof(data), "%s/data", box->dir);
+    snprintf(size, sizeof(size), "%ld", conf->scratch_mb << 20);
+    snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
+
+    /*
+     * The environment bwrap itself gets matters as much as the one it
+     * sets: its own processes are visible inside (/proc/<pid>/environ).
+     * --as-pid-1 leaves none of them in the sandbox's pid namespace.
+     */
+    execle(conf->bwrap, "bwrap",
+          "--unshare-all", "--unshare-user", "--disable-userns",
+          "--as-pid-1",
+          "--uid", uid, "--gid", uid,
+          "--die-with-parent", "--new-session",
+          "--ro-bind", conf->rootfs, "/",
+          "--ro-bind", code, "/app/code",
+          "--ro-bind", data, "/app/data",
+          "--size", size, "--perms", "1777", "--tmpfs", "/scratch",
+          "--proc", "/proc", "--dev", "/dev",
+          "--hostname", "sandbox",
+          "--cap-drop", "ALL", "--clearenv",
+          "--setenv", "PATH", "/usr/bin:/bin",
+          "--chdir", "/scratch", "--seccomp", "3",
+          "--", "/usr/bin/python3", "-I", "/app/code/script.py",
+          (char *) NULL, aw_runtime_env);
+    dprintf(2, "airlock-worker: exec %s: %s\n", conf->bwrap,
+            strerror(errno));
+    _exit(125);
+}
+
+
+/* Runs a helper command (runsc kill/delete) to completion, bounded. */
+
+static int
+aw_run_cmd(char *const argv[], long timeout_ms)
+{
+    int    st, fd;
+    long   deadline;
+    pid_t  pid, r;
+
+    pid = fork();
+    if (pid < 0) {
+        return -1;
+    }
+
+    if (pid == 0) {
+        fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0);
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+
+    deadline = aw_now_ms() + timeout_ms;
+
+    for ( ;; ) {
+        r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        }
+
+        if (r < 0 && errno != EINTR) {
+            return -1;
+        }
+
+        if (aw_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+
+        usleep(2000);
+    }
+}
+
+
+static void
+aw_runsc_delete(const aw_conf_t *conf, const char *slot, int kill_first)
+{
+    char   root[2304];
+    char  *kill_argv[] = { conf->runsc, root, "kill", (char *) slot,
+                           "KILL", NULL };
+    char  *del_argv[] = { conf->runsc, root, "delete", "-force",
+                          (char *) slot, NULL };
+
+    snprintf(root, sizeof(root), "--root=%s/runsc", conf->workdir);
+
+    if (kill_first) {
+        (void) aw_run_cmd(kill_argv, 10000);
+    }
+
+    (void) aw_run_cmd(del_argv, 10000);
+}
+
+
+static void
+aw_box_teardown(const aw_conf_t *conf, aw_box_t *box, int killed)
+{
+    char  state[2304];
+    struct stat  st;
+
+    if (conf->backend == AW_BACKEND_GVISOR && box->slot[0] != '\0') {
+        /* `runsc run` deletes what it ran; anything left is forced */
+        snprintf(state, sizeof(state), "%s/runsc/%s_sandbox:%s.state",
+                 conf->workdir, box->slot, box->slot);
+        if (killed || stat(state, &st) == 0) {
+            aw_runsc_delete(conf, box->slot, 1);
+        }
+    }
+
+    aw_cg_destroy(box);
+
+    if (box->slot[0] != '\0') {
+        aw_cg_sweep(conf, box->slot);
+    }
+
+    if (box->dir[0] != '\0' && aw_rmtree(box->dir) != 0) {
+        aw_log("alert", "cannot remove %s: %s", box->dir, strerror(errno));
+    }
+}
+
+
+static void
+aw_stream_read(aw_stream_t *s)
+{
+    char     tmp[16384];
+    size_t   keep;
+    ssize_t  n;
+
+    n = read(s->fd, tmp, sizeof(tmp));
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        return;
+    }
+
+    if (n <= 0) {
+        close(s->fd);
+        s->fd = -1;
+        return;
+    }
+
+    keep = (size_t) n;
+    if (s->len + keep > s->max) {
+        keep = s->max - s->len;
+        s->trunc = 1;
+    }
+
+    if (keep > 0) {
+        memcpy(s->buf + s->len, tmp, keep);
+        s->len += keep;
+    }
+}
+
+
+void
+aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
+    size_t data_len, aw_result_t *res)
+{
+    int            op[2], ep[2], st, timed_out, killed, code, nfd, i;
+    int            cpu_out;
+    char           err[AW_ERRLEN];
+    long           t0, t1, deadline, left, ooms, pids_max;
+    pid_t          pid, r;
+    aw_box_t       box;
+    aw_stream_t    s[2];
+    struct pollfd  pfd[2];
+
+    memset(&box, 0, sizeof(box));
+    memset(s, 0, sizeof(s));
+    s[0].fd = s[1].fd = -1;
+    timed_out = 0;
+    cpu_out = 0;
+    killed = 0;
+    pid = -1;
+    st = 0;
+
+    t0 = aw_now_ms();
+
+    if (aw_box_prepare(conf, job, data, data_len, &box, err, sizeof(err))
+        != 0)
+    {
+        aw_result_fail(res, AW_ST_ERROR, "sandbox", "%s", err);
+        goto teardown;
+    }
+
+    s[0].max = (size_t) job->limits.stdout_bytes;
+    s[1].max = (size_t) job->limits.stderr_bytes;
+    s[0].buf = malloc(s[0].max + 1);
+    s[1].buf = malloc(s[1].max + 1);
+
+    if (s[0].buf == NULL || s[1].buf == NULL
+        || pipe2(op, O_CLOEXEC) != 0)
+    {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "out of resources");
+        goto teardown;
+    }
+
+    if (pipe2(ep, O_CLOEXEC) != 0) {
+        close(op[0]);
+        close(op[1]);
+        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
+                       strerror(errno));
+        goto teardown;
+    }
+
+    t1 = aw_now_ms();
+    res->timing.prepare = t1 - t0;
+
+    pid = fork();
+    if (pid == 0) {
+        aw_runtime_exec(conf, job, &box, op[1], ep[1]);
+    }
+
+    close(op[1]);
+    close(ep[1]);
+
+    if (pid < 0) {
+        close(op[0]);
+        close(ep[0]);
+        aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
+                       strerror(errno));
+        goto teardown;
+    }
+
+    s[0].fd = op[0];
+    s[1].fd = ep[0];
+    deadline = t1 + job->limits.wall_ms;
+
+    /* read both streams until they close or the wall time is up */
+
+    while (s[0].fd >= 0 || s[1].fd >= 0) {
+        left = deadline - aw_now_ms();
+        if (left <= 0) {
+            timed_out = 1;
+            killed = 1;
+            break;
+        }
+
+        if (aw_cg_cpu_ms(&box) > job->limits.cpu_ms) {
+            cpu_out = 1;
+            killed = 1;
+            break;
+        }
+
+        nfd = 0;
+        for (i = 0; i < 2; i++) {
+            if (s[i].fd >= 0) {
+                pfd[nfd].fd = s[i].fd;
+                pfd[nfd].events = POLLIN;
+                pfd[nfd].revents = 0;
+                nfd++;
+            }
+        }
+
+        if (poll(pfd, (nfds_t) nfd, (int) (left < 200 ? left : 200)) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+
+        nfd = 0;
+        for (i = 0; i < 2; i++) {
+            if (s[i].fd >= 0) {
+                if (pfd[nfd].revents != 0) {
+                    aw_stream_read(&s[i]);
+                }
+                nfd++;
+            }
+        }
+    }
+
+    /*
+     * Both streams closed: the sandbox's processes are gone, the runtime
+     * is reaping; a runtime that hangs after that still meets the wall.
+     */
+
+    for ( ;; ) {
+        if (killed) {
+            if (conf->backend == AW_BACKEND_GVISOR) {
+                aw_runsc_delete(conf, box.slot, 1);
+            }
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
+            break;
+        }
+
+        r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            break;
+        }
+
+        if (aw_now_ms() > deadline) {
+            timed_out = 1;
+            killed = 1;
+            continue;
+        }
+
+        if (aw_cg_cpu_ms(&box) > job->limits.cpu_ms) {
+            cpu_out = 1;
+            killed = 1;
+            continue;
+        }
+
+        usleep(2000);
+    }
+
+    res->timing.run = aw_now_ms() - t1;
+
+    for (i = 0; i < 2; i++) {
+        if (s[i].fd >= 0) {
+            close(s[i].fd);
+        }
+    }
+
+    code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    ooms = aw_cg_oom_kills(&box);
+    pids_max = box.ncg == 0 ? 0
+               : aw_cg_read_key(box.cg[box.v2 ? 0 : 1], "pids.events", "max");
+
+    res->ran = 1;
+    res->exit_code = code;
+    res->out = s[0].buf;
+    res->out_len = s[0].len;
+    res->out_trunc = s[0].trunc;
+    res->err = s[1].buf;
+    res->err_len = s[1].len;
+    res->err_trunc = s[1].trunc;
+    s[0].buf = s[1].buf = NULL;
+
+    if (timed_out) {
+        aw_result_fail(res, AW_ST_TIMEOUT, "wall_time",
+                       "the script ran past its wall time of %ld ms",
+                       job->limits.wall_ms);
+
+    } else if (cpu_out || code == 128 + SIGXCPU) {
+        aw_result_fail(res, AW_ST_TIMEOUT, "cpu_time",
+                       "the script used up its CPU time of %ld ms",
+                       job->limits.cpu_ms);
+
+    } else if (ooms > 0) {
+        aw_result_fail(res, AW_ST_OOM, "memory",
+                       "the script went over its memory limit of %ld MiB",
+                       job->limits.memory_mb);
+
+    } else if (code == 0) {
+        res->status = AW_ST_OK;
+
+    } else if (pids_max > 0) {
+        aw_result_fail(res, AW_ST_KILLED, "pids",
+                       "the sandbox reached its process limit of %ld "
+                       "(exit code %d)", job->limits.pids, code);
+
+    } else if (code > 128) {
+        aw_result_fail(res, AW_ST_KILLED, "signal",
+                       "the script was killed by signal %d", code - 128);
+
+    } else if (code == 125 || code == 127) {
+        aw_result_fail(res, AW_ST_ERROR, "sandbox",
+                       "the sandbox could not start (exit code %d)", code);
+
+    } else {
+        aw_result_fail(res, AW_ST_ERROR, "exit",
+                       "the script exited with code %d", code);
+    }
+
+teardown:
+
+    t1 = aw_now_ms();
+    aw_box_teardown(conf, &box, killed);
+    res->timing.teardown = aw_now_ms() - t1;
+
+    free(s[0].buf);
+    free(s[1].buf);
+}
+
+
+int
+aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n)
+{
+    char         path[2304];
+    const char  *bin;
+
+    bin = conf->backend == AW_BACKEND_GVISOR ? conf->runsc : conf->bwrap;
+
+    if (access(bin, X_OK) != 0) {
+        snprintf(err, n, "%s: %s (apt-get install %s)", bin,
+                 strerror(errno),
+                 conf->backend == AW_BACKEND_GVISOR ? "runsc" : "bubblewrap");
+        return -1;
+    }
+
+    snprintf(path, sizeof(path), "%s/usr/bin/python3", conf->rootfs);
+    if (access(path, X_OK) != 0) {
+        snprintf(err, n, "rootfs %s has no usr/bin/python3 (make "
+                 "worker-rootfs builds one)", conf->rootfs);
+        return -1;
+    }
+
+    if (mkdir(conf->workdir, 0711) != 0 && errno != EEXIST) {
+        snprintf(err, n, "mkdir %s: %s", conf->workdir, strerror(errno));
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* What a worker that died left: directories, cgroups, runsc state. */
+
+void
+aw_sandbox_cleanup_stale(const aw_conf_t *conf)
+{
+    int             pid, i;
+    DIR            *d;
+    char            path[2304];
+    aw_box_t        box;
+    unsigned long   seq;
+    struct dirent  *e;
+    const char     *ctl[4] = { "memory", "pids", "cpu", "cpuacct" };
+
+    snprintf(path, sizeof(path), "%s/jobs", conf->workdir);
+    d = opendir(path);
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (sscanf(e->d_name, "aw-%d-%lu", &pid, &seq) != 2
+            || (pid != getpid() && (kill(pid, 0) == 0 || errno != ESRCH)))
+        {
+            continue;
+        }
+
+        memset(&box, 0, sizeof(box));
+        snprintf(box.slot, sizeof(box.slot), "%s", e->d_name);
+        snprintf(box.dir, sizeof(box.dir), "%s/%s", path, e->d_name);
+
+        snprintf(path, sizeof(path), "%s/cgroup.controllers",
+                 conf->cgroup_root);
+        box.v2 = access(path, F_OK) == 0;
+
+        for (i = 0; i < (box.v2 ? 1 : 4); i++) {
+            if (box.v2) {
+                snprintf(box.cg[i], sizeof(box.cg[i]), "%s/%s/%s",
+                         conf->cgroup_root, conf->cgroup_name, e->d_name);
+            } else {
+                snprintf(box.cg[i], sizeof(box.cg[i]), "%s/%s/%s/%s",
+                         conf->cgroup_root, ctl[i], conf->cgroup_name,
+                         e->d_name);
+            }
+        }
+        box.ncg = box.v2 ? 1 : 4;
+
+        aw_log("notice", "removing %s, left by worker %d", box.slot, pid);
+
+        if (conf->backend == AW_BACKEND_GVISOR) {
+            aw_runsc_delete(conf, box.slot, 1);
+        }
+
+        aw_cg_destroy(&box);
+        aw_cg_sweep(conf, box.slot);
+        if (aw_rmtree(box.dir) != 0) {
+            aw_log("alert", "cannot remove %s: %s", box.dir,
+                   strerror(errno));
+        }
+
+        snprintf(path, sizeof(path), "%s/jobs", conf->workdir);
+    }
+
+    if (d != NULL) {
+        closedir(d);
+    }
+}

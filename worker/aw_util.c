@@ -1,0 +1,137 @@
+/*
+ * Small helpers: a monotonic clock, the log line, removing a tree and
+ * writing a file whole.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aw.h"
+
+
+long
+aw_now_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+void
+aw_log(const char *level, const char *fmt, ...)
+{
+    char             buf[1024], ts[32];
+    va_list          ap;
+    time_t           now;
+    struct tm        tm;
+
+    now = time(NULL);
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+
+    fprintf(stderr, "%s airlock-worker[%d] %s: %s\n", ts, (int) getpid(),
+            level, buf);
+}
+
+
+int
+aw_rmtree(const char *path)
+{
+    int             rc;
+    DIR            *d;
+    char            sub[4096];
+    struct stat     st;
+    struct dirent  *e;
+
+    if (lstat(path, &st) != 0) {
+        return errno == ENOENT ? 0 : -1;
+    }
+
+    if (!S_ISDIR(st.st_mode)) {
+        return unlink(path);
+    }
+
+    d = opendir(path);
+    if (d == NULL) {
+        return -1;
+    }
+
+    rc = 0;
+
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+            continue;
+        }
+
+        if ((size_t) snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name)
+            >= sizeof(sub))
+        {
+            rc = -1;
+            continue;
+        }
+
+        if (aw_rmtree(sub) != 0) {
+            rc = -1;
+        }
+    }
+
+    closedir(d);
+
+    if (rmdir(path) != 0) {
+        rc = -1;
+    }
+
+    return rc;
+}
+
+
+int
+aw_write_file(const char *path, const void *buf, size_t len, int mode)
+{
+    int          fd;
+    size_t       off;
+    ssize_t      n;
+    const char  *p;
+
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+              mode);
+    if (fd < 0) {
+        return -1;
+    }
+
+    p = buf;
+
+    for (off = 0; off < len; off += (size_t) n) {
+        n = write(fd, p + off, len - off);
+        if (n < 0 && errno == EINTR) {
+            n = 0;
+            continue;
+        }
+
+        if (n <= 0) {
+            close(fd);
+            return -1;
+        }
+    }
+
+    if (fchmod(fd, mode) != 0) {
+        close(fd);
+        return -1;
+    }
+
+    return close(fd);
+}
