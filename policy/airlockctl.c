@@ -1525,7 +1525,7 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
 static int
 al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 {
-    int           rc, n;
+    int           rc, n, failed;
     al_policy_t  *p, *o;
     sigset_t      block, saved;
     struct stat   st;
@@ -1568,6 +1568,7 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
     sigprocmask(SIG_BLOCK, &block, &saved);
 
     rc = 2;
+    failed = 0;
 
     if (link(e->policy, e->old) == -1) {
         fprintf(stderr, "%s: cannot link to %s: %s\n", e->policy, e->old,
@@ -1586,17 +1587,23 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 
     fsync(e->dirfd);
 
-    if (al_ctl_sh("the nginx configuration test", e->test, NULL) != 0
-        || al_ctl_sh("the reload", e->reload, NULL) != 0)
-    {
+    if (al_ctl_sh("the nginx configuration test", e->test, NULL) != 0) {
+        fprintf(stderr, "airlockctl: nginx read %s at %s: the lines and "
+                "columns above are those of %s\n", candidate, e->policy,
+                candidate);
+        failed = 1;
+
+    } else if (al_ctl_sh("the reload", e->reload, NULL) != 0) {
+        failed = 1;
+    }
+
+    if (failed) {
         if (rename(e->old, e->policy) == -1) {
             fprintf(stderr, "airlockctl: CANNOT RESTORE %s from %s: %s\n",
                     e->policy, e->old, strerror(errno));
             goto done;
         }
         fsync(e->dirfd);
-        fprintf(stderr, "airlockctl: %s refused; the running policy is "
-                "unchanged\n", candidate);
         rc = 1;
         goto done;
     }
@@ -1632,6 +1639,7 @@ al_ctl_again(const char *question)
     fprintf(stderr, "%s [Y/n] ", question);
 
     if (fgets(line, sizeof(line), stdin) == NULL) {
+        fprintf(stderr, "\n");
         return 0;
     }
 
@@ -1704,6 +1712,11 @@ al_ctl_edit(int argc, char **argv)
             goto done;
         }
 
+        if (rc == 1) {
+            fprintf(stderr, "airlockctl: refused; the running policy is "
+                    "unchanged\n");
+        }
+
         if (rc != 1 || !al_ctl_again("edit again?")) {
             break;
         }
@@ -1745,6 +1758,11 @@ al_ctl_rollback(int argc, char **argv)
     }
 
     rc = al_ctl_install(&e, e.prev);
+
+    if (rc == 1) {
+        fprintf(stderr, "airlockctl: refused; the running policy is "
+                "unchanged\n");
+    }
 
     if (rc == 0) {
         printf("%s: rolled back and reloaded; the replaced policy is %s\n",
