@@ -46,7 +46,7 @@ $t->write_file_expand('nginx.conf', $p->conf(key => 0));
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 38;
+plan tests => 39;
 
 my $nginx = $t->{nginx};
 my $conf = "-p $d/ -c nginx.conf -e $d/test-error.log";
@@ -156,6 +156,12 @@ is($t->read_file('policy.yaml'), $before, 'the old policy is put back');
 is($t->read_file('policy.yaml.prev'), $prev, 'the previous one is untouched');
 ok(serves('/three', 200), 'the old policy keeps serving');
 unlink "$d/policy.yaml.edit";
+
+# a reload that fails puts the old file back too
+$before = $t->read_file('policy.yaml');
+($rc, undef, $err) = ctl(undef, 'rollback', @opts[0 .. 3], '--reload', 'false');
+ok($rc == 1 && $t->read_file('policy.yaml') eq $before,
+   'a failed reload is refused and the file put back') or diag($err);
 
 # rollback: back to the policy before the last edit
 ($rc, $out, $err) = ctl(undef, 'rollback', @opts);
