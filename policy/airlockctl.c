@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@ typedef struct {
     const char  *test;
     const char  *reload;
     int          dirfd;
+    char         real[PATH_MAX];                /* the policy, resolved */
     char         dir[AL_CTL_PATH_MAX];
     char         candidate[AL_CTL_PATH_MAX];    /* POLICY.edit */
     char         prev[AL_CTL_PATH_MAX];         /* POLICY.prev */
@@ -1291,6 +1293,14 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     size_t       len;
     struct stat  st;
 
+    /* a symbolic link is followed: the file nginx reads is replaced */
+
+    if (realpath(e->policy, e->real) == NULL) {
+        fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        return 2;
+    }
+
+    e->policy = e->real;
     len = strlen(e->policy);
 
     if (len == 0 || len + sizeof(".edit") > AL_CTL_PATH_MAX
