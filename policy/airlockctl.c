@@ -1480,8 +1480,9 @@ al_ctl_same(const char *a, const char *b)
 static int
 al_ctl_sh(const char *what, const char *cmd, const char *arg)
 {
-    int    status;
-    pid_t  pid;
+    int       status;
+    pid_t     pid;
+    sigset_t  none;
 
     fflush(stdout);
     fflush(stderr);
@@ -1493,6 +1494,10 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
     }
 
     if (pid == 0) {
+        /* install holds off fatal signals; the command gets them */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+
         if (arg != NULL) {
             /* "$0" "$1": CMD may carry its own arguments, ARG is quoted */
             execl("/bin/sh", "sh", "-c", "eval \"$0\" '\"$1\"'", cmd, arg,
