@@ -46,7 +46,7 @@ $t->write_file_expand('nginx.conf', $p->conf(key => 0));
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 39;
+plan tests => 44;
 
 my $nginx = $t->{nginx};
 my $conf = "-p $d/ -c nginx.conf -e $d/test-error.log";
@@ -98,9 +98,22 @@ sub files {
 
 ok(serves('/one', 200), 'the first policy serves /one');
 
+# usage
+my ($rc, $out, $err) = ctl(undef, 'edit', '--help');
+ok($rc == 0 && $out =~ /usage: airlockctl edit/, 'edit --help');
+($rc, $out) = ctl(undef, 'rollback', '--help');
+ok($rc == 0 && $out =~ /usage: airlockctl rollback/, 'rollback --help');
+($rc) = ctl(undef, 'edit', @opts, '--frobnicate', 'x');
+is($rc, 2, 'an unknown option is a usage error');
+($rc, undef, $err) = ctl(undef, 'rollback', @opts);
+ok($rc == 2 && $err =~ /no previous policy/,
+   'rollback without a previous policy exits 2');
+($rc) = ctl(undef, 'edit', '--policy', "$d/none.yaml");
+is($rc, 2, 'a policy that does not exist exits 2');
+
 # a good change
 my $good = editor('good.sh', "sed -i 's/one/two/g' \"\$1\"\n");
-my ($rc, $out, $err) = ctl($good, 'edit', @opts);
+($rc, $out, $err) = ctl($good, 'edit', @opts);
 is($rc, 0, 'a good change is installed') or diag($err);
 like($out, qr/installed and reloaded/, 'edit says it reloaded');
 ok(serves('/two', 200), 'the new route is served after the reload');
