@@ -162,17 +162,16 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
 
     { "edit", al_ctl_edit,
       "edit [--policy FILE] [--key PRIVATE_KEY] [--test CMD] [--reload CMD]",
-      "Opens a copy of the installed policy (FILE.edit, default\n"
-      "FILE " AL_CTL_POLICY ") in $EDITOR.  When the editor exits, the\n"
-      "copy is checked as check does (with --key, secrets are opened), then\n"
-      "installed in place atomically and tested with the real nginx\n"
-      "configuration (--test, default \"" AL_CTL_TEST "\"); if the test\n"
-      "fails the previous file is put back at once.  Then nginx is\n"
-      "reloaded (--reload, default \"" AL_CTL_RELOAD "\") and the\n"
+      "Opens FILE.edit, a copy of the installed policy FILE (default\n"
+      AL_CTL_POLICY "), in $VISUAL or $EDITOR.  When the editor\n"
+      "exits, the copy is checked as check does (--key opens secrets too),\n"
+      "put in place of FILE by rename and tested with the real nginx\n"
+      "configuration (--test, default \"" AL_CTL_TEST "\"), then nginx\n"
+      "is reloaded (--reload, default \"" AL_CTL_RELOAD "\").  The\n"
       "replaced policy is kept as FILE.prev for rollback.  On any error\n"
-      "the running policy stays, and on a terminal edit offers to reopen\n"
-      "the same copy; otherwise the copy is kept and the next edit resumes\n"
-      "it.  Exit status: 0 installed (or nothing changed), 1 refused,\n"
+      "FILE is put back as it was, and on a terminal edit offers to\n"
+      "reopen the same copy; otherwise the copy is kept and the next edit\n"
+      "resumes it.  Exit status: 0 installed (or no changes), 1 refused,\n"
       "2 usage error or a file that cannot be read or written." },
 
     { "rollback", al_ctl_rollback,
