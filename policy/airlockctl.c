@@ -7,6 +7,8 @@
  *   diff OLD NEW           semantic diff; exit 1 when NEW grants more
  *   keygen PATH            the appliance keypair (PATH, PATH.pub)
  *   seal --pub PATH.pub    seal a secret read from standard input
+ *   edit                   edit the installed policy, test, install, reload
+ *   rollback               reinstall the policy edit replaced
  *
  * explain runs the same library calls as the nginx module, so its answer
  * is the proxy's answer.  Exit status 2 means the tool was misused or an
@@ -16,12 +18,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <signal.h>
 #include <sodium.h>
 #include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "airlock.h"
 #include "al_llm.h"
@@ -29,6 +36,11 @@
 
 #define AL_CTL_BODY_MAX  (16 * 1024 * 1024)
 #define AL_CTL_SEAL_MAX  65536
+#define AL_CTL_PATH_MAX  4096
+
+#define AL_CTL_POLICY    "/etc/airlock/policy.yaml"
+#define AL_CTL_TEST      "nginx -t -q"
+#define AL_CTL_RELOAD    "nginx -s reload"
 
 
 typedef struct {
@@ -39,6 +51,21 @@ typedef struct {
 } al_ctl_cmd_t;
 
 
+typedef struct {
+    const char  *policy;
+    const char  *key;
+    const char  *test;
+    const char  *reload;
+    int          dirfd;
+    char         real[PATH_MAX];                /* the policy, resolved */
+    char         dir[AL_CTL_PATH_MAX];
+    char         candidate[AL_CTL_PATH_MAX];    /* POLICY.edit */
+    char         prev[AL_CTL_PATH_MAX];         /* POLICY.prev */
+    char         old[AL_CTL_PATH_MAX];          /* POLICY.old, transient */
+    char         next[AL_CTL_PATH_MAX];         /* POLICY.new, transient */
+} al_ctl_edit_t;
+
+
 static int al_ctl_check(int argc, char **argv);
 static int al_ctl_explain(int argc, char **argv);
 static int al_ctl_routes(int argc, char **argv);
@@ -46,6 +73,8 @@ static int al_ctl_diff(int argc, char **argv);
 static int al_ctl_keygen(int argc, char **argv);
 static int al_ctl_seal(int argc, char **argv);
 static int al_ctl_tools(int argc, char **argv);
+static int al_ctl_edit(int argc, char **argv);
+static int al_ctl_rollback(int argc, char **argv);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
@@ -57,6 +86,15 @@ static char *al_ctl_token(const char *env, int stdin_token);
 static unsigned char *al_ctl_read(int fd, size_t max, size_t *len,
     int secure);
 static void al_ctl_print_line(void *data, const char *line);
+static int al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
+    al_ctl_edit_t *e);
+static int al_ctl_edit_paths(al_ctl_edit_t *e);
+static int al_ctl_copy(const char *from, const char *to,
+    const struct stat *st);
+static int al_ctl_same(const char *a, const char *b);
+static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
+static int al_ctl_install(al_ctl_edit_t *e, const char *candidate);
+static int al_ctl_again(const char *question);
 
 
 static const al_ctl_cmd_t  al_ctl_cmds[] = {
@@ -121,6 +159,29 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "the policy has it; --sandbox none leaves run_python out).  This is\n"
       "what airlock-agent gives its model.  --format openai (default):\n"
       "chat completions \"tools\"; mcp: an MCP tools/list result." },
+
+    { "edit", al_ctl_edit,
+      "edit [--policy FILE] [--key PRIVATE_KEY] [--test CMD] [--reload CMD]",
+      "Opens FILE.edit, a copy of the installed policy FILE (default\n"
+      AL_CTL_POLICY "), in $VISUAL or $EDITOR.  When the editor\n"
+      "exits, the copy is checked as check does (--key opens secrets too),\n"
+      "put in place of FILE by rename and tested with the real nginx\n"
+      "configuration (--test, default \"" AL_CTL_TEST "\"), then nginx\n"
+      "is reloaded (--reload, default \"" AL_CTL_RELOAD "\").  The\n"
+      "replaced policy is kept as FILE.prev for rollback.  On any error\n"
+      "FILE is put back as it was, and on a terminal edit offers to\n"
+      "reopen the same copy; otherwise the copy is kept and the next edit\n"
+      "resumes it.  Exit status: 0 installed (or no changes), 1 refused,\n"
+      "2 usage error or a file that cannot be read or written." },
+
+    { "rollback", al_ctl_rollback,
+      "rollback [--policy FILE] [--key PRIVATE_KEY] [--test CMD] "
+      "[--reload CMD]",
+      "Reinstalls FILE.prev, the policy the last edit or rollback\n"
+      "replaced, with the same checks, test and reload as edit; the\n"
+      "replaced policy becomes FILE.prev, so a second rollback undoes the\n"
+      "first.  Exit status: 0 restored, 1 refused, 2 usage error or no\n"
+      "previous policy." },
 
     { NULL, NULL, NULL, NULL }
 };
@@ -1172,4 +1233,557 @@ al_ctl_tools(int argc, char **argv)
     free(text);
 
     return 0;
+}
+
+
+/*
+ * edit and rollback.  The policy is replaced only by rename(2) in its own
+ * directory, so nginx (and any reader) sees the old file or the new one,
+ * never a partial one.  "nginx -t" reads the policy from the path in the
+ * real configuration, so the candidate is put at that path for the test
+ * and the old file renamed back if the test fails; the old file is kept
+ * as a hard link (POLICY.old) for the whole time, fatal signals are held
+ * off and the directory is locked, so no other edit or rollback runs at
+ * the same time.
+ */
+
+static int
+al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
+    al_ctl_edit_t *e)
+{
+    int  i;
+
+    memset(e, 0, sizeof(al_ctl_edit_t));
+    e->policy = AL_CTL_POLICY;
+    e->test = AL_CTL_TEST;
+    e->reload = AL_CTL_RELOAD;
+    e->dirfd = -1;
+
+    for (i = 1; i < argc; i++) {
+        if (i + 1 >= argc) {
+            return al_ctl_usage(stderr, cmd);
+        }
+
+        if (strcmp(argv[i], "--policy") == 0) {
+            e->policy = argv[++i];
+
+        } else if (strcmp(argv[i], "--key") == 0) {
+            e->key = argv[++i];
+
+        } else if (strcmp(argv[i], "--test") == 0) {
+            e->test = argv[++i];
+
+        } else if (strcmp(argv[i], "--reload") == 0) {
+            e->reload = argv[++i];
+
+        } else {
+            return al_ctl_usage(stderr, cmd);
+        }
+    }
+
+    return al_ctl_edit_paths(e);
+}
+
+
+static int
+al_ctl_edit_paths(al_ctl_edit_t *e)
+{
+    char        *slash;
+    size_t       len;
+    struct stat  st;
+
+    /* a symbolic link is followed: the file nginx reads is replaced */
+
+    if (realpath(e->policy, e->real) == NULL) {
+        fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        return 2;
+    }
+
+    e->policy = e->real;
+    len = strlen(e->policy);
+
+    if (len == 0 || len + sizeof(".edit") > AL_CTL_PATH_MAX
+        || e->policy[len - 1] == '/')
+    {
+        fprintf(stderr, "airlockctl: invalid policy path \"%s\"\n",
+                e->policy);
+        return 2;
+    }
+
+    snprintf(e->dir, sizeof(e->dir), "%s", e->policy);
+    slash = strrchr(e->dir, '/');
+    if (slash == NULL) {
+        e->dir[0] = '.';
+        e->dir[1] = '\0';
+    } else if (slash == e->dir) {
+        e->dir[1] = '\0';
+    } else {
+        *slash = '\0';
+    }
+
+    snprintf(e->candidate, sizeof(e->candidate), "%s.edit", e->policy);
+    snprintf(e->prev, sizeof(e->prev), "%s.prev", e->policy);
+    snprintf(e->old, sizeof(e->old), "%s.old", e->policy);
+    snprintf(e->next, sizeof(e->next), "%s.new", e->policy);
+
+    errno = 0;
+
+    if (stat(e->policy, &st) == -1 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s: cannot open: %s\n", e->policy,
+                errno ? strerror(errno) : "not a regular file");
+        return 2;
+    }
+
+    e->dirfd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (e->dirfd == -1) {
+        fprintf(stderr, "%s: cannot open: %s\n", e->dir, strerror(errno));
+        return 2;
+    }
+
+    /* one edit or rollback at a time on this directory */
+
+    if (flock(e->dirfd, LOCK_EX | LOCK_NB) == -1) {
+        fprintf(stderr, "airlockctl: %s: another airlockctl edit or "
+                "rollback is running\n", e->dir);
+        close(e->dirfd);
+        e->dirfd = -1;
+        return 2;
+    }
+
+    /* left by an edit that was killed between two renames */
+
+    if (access(e->old, F_OK) == 0 || access(e->next, F_OK) == 0) {
+        fprintf(stderr, "airlockctl: %s or %s exists: an earlier edit was "
+                "interrupted; compare them with %s, keep the right one as "
+                "%s and remove them\n", e->old, e->next, e->policy,
+                e->policy);
+        close(e->dirfd);
+        e->dirfd = -1;
+        return 2;
+    }
+
+    return 0;
+}
+
+
+/* copies a file to a new file with the mode and owner of st */
+
+static int
+al_ctl_copy(const char *from, const char *to, const struct stat *st)
+{
+    int            in, out, rc;
+    char           buf[16384];
+    ssize_t        n, w, off;
+
+    in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in == -1) {
+        fprintf(stderr, "%s: cannot open: %s\n", from, strerror(errno));
+        return -1;
+    }
+
+    out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (out == -1) {
+        fprintf(stderr, "%s: cannot create: %s\n", to, strerror(errno));
+        close(in);
+        return -1;
+    }
+
+    rc = -1;
+
+    for ( ;; ) {
+        n = read(in, buf, sizeof(buf));
+        if (n == 0) {
+            break;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            fprintf(stderr, "%s: read: %s\n", from, strerror(errno));
+            goto done;
+        }
+        for (off = 0; off < n; off += w) {
+            w = write(out, buf + off, n - off);
+            if (w < 0) {
+                if (errno == EINTR) {
+                    w = 0;
+                    continue;
+                }
+                fprintf(stderr, "%s: write: %s\n", to, strerror(errno));
+                goto done;
+            }
+        }
+    }
+
+    if ((fchown(out, st->st_uid, st->st_gid) == -1 && geteuid() == 0)
+        || fchmod(out, st->st_mode & 07777) == -1)
+    {
+        fprintf(stderr, "%s: cannot set mode and owner: %s\n", to,
+                strerror(errno));
+        goto done;
+    }
+
+    if (fsync(out) == -1) {
+        fprintf(stderr, "%s: fsync: %s\n", to, strerror(errno));
+        goto done;
+    }
+
+    rc = 0;
+
+done:
+
+    close(in);
+    if (close(out) == -1 && rc == 0) {
+        fprintf(stderr, "%s: write: %s\n", to, strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) {
+        unlink(to);
+    }
+
+    return rc;
+}
+
+
+/* 1 when the two files have the same bytes */
+
+static int
+al_ctl_same(const char *a, const char *b)
+{
+    int             same, fa, fb;
+    size_t          la, lb;
+    unsigned char  *da, *db;
+
+    fa = open(a, O_RDONLY | O_CLOEXEC);
+    fb = open(b, O_RDONLY | O_CLOEXEC);
+    da = fa == -1 ? NULL : al_ctl_read(fa, AL_CTL_BODY_MAX, &la, 0);
+    db = fb == -1 ? NULL : al_ctl_read(fb, AL_CTL_BODY_MAX, &lb, 0);
+
+    same = da != NULL && db != NULL && la == lb && memcmp(da, db, la) == 0;
+
+    free(da);
+    free(db);
+    if (fa != -1) {
+        close(fa);
+    }
+    if (fb != -1) {
+        close(fb);
+    }
+
+    return same;
+}
+
+
+/* runs "CMD [ARG]" with /bin/sh; 0 when it exits 0 */
+
+static int
+al_ctl_sh(const char *what, const char *cmd, const char *arg)
+{
+    int       status;
+    pid_t     pid;
+    sigset_t  none;
+
+    fflush(stdout);
+    fflush(stderr);
+
+    pid = fork();
+    if (pid == -1) {
+        fprintf(stderr, "airlockctl: fork: %s\n", strerror(errno));
+        return -1;
+    }
+
+    if (pid == 0) {
+        /* install holds off fatal signals; the command gets them */
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+
+        if (arg != NULL) {
+            /* "$0" "$1": CMD may carry its own arguments, ARG is quoted */
+            execl("/bin/sh", "sh", "-c", "eval \"$0\" '\"$1\"'", cmd, arg,
+                  (char *) NULL);
+        } else {
+            execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
+        }
+        _exit(127);
+    }
+
+    while (waitpid(pid, &status, 0) == -1) {
+        if (errno != EINTR) {
+            fprintf(stderr, "airlockctl: waitpid: %s\n", strerror(errno));
+            return -1;
+        }
+    }
+
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        return 0;
+    }
+
+    if (WIFEXITED(status)) {
+        fprintf(stderr, "airlockctl: %s (%s) exited with status %d\n", what,
+                cmd, WEXITSTATUS(status));
+    } else {
+        fprintf(stderr, "airlockctl: %s (%s) was killed by signal %d\n",
+                what, cmd, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    }
+
+    return -1;
+}
+
+
+/*
+ * Checks candidate, puts it in place of the policy, runs the nginx test
+ * and the reload; the replaced policy becomes POLICY.prev.  On any error
+ * the policy file is what it was.  Returns 0, 1 refused, 2 broken.
+ */
+
+static int
+al_ctl_install(al_ctl_edit_t *e, const char *candidate)
+{
+    int           rc, n, failed;
+    al_policy_t  *p, *o;
+    sigset_t      block, saved;
+    struct stat   st;
+
+    p = al_ctl_load(candidate, e->key, &rc);
+    if (p == NULL) {
+        return rc;
+    }
+
+    o = al_ctl_load(e->policy, NULL, &rc);
+    if (o != NULL) {
+        n = al_policy_diff(o, p, al_ctl_print_line, NULL);
+        if (n) {
+            printf("%d change%s grant%s access the installed policy did "
+                   "not\n", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+        }
+        al_policy_free(o);
+    }
+
+    al_policy_free(p);
+
+    if (stat(e->policy, &st) == -1) {
+        fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        return 2;
+    }
+
+    /* a copy with the installed file's mode and owner: "POLICY.new" */
+
+    if (al_ctl_copy(candidate, e->next, &st) != 0) {
+        return 2;
+    }
+
+    /* no interruption between here and a consistent policy file */
+
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &block, &saved);
+
+    rc = 2;
+    failed = 0;
+
+    if (link(e->policy, e->old) == -1) {
+        fprintf(stderr, "%s: cannot link to %s: %s\n", e->policy, e->old,
+                strerror(errno));
+        unlink(e->next);
+        goto done;
+    }
+
+    if (rename(e->next, e->policy) == -1) {
+        fprintf(stderr, "%s: cannot rename to %s: %s\n", e->next,
+                e->policy, strerror(errno));
+        unlink(e->next);
+        unlink(e->old);
+        goto done;
+    }
+
+    fsync(e->dirfd);
+
+    if (al_ctl_sh("the nginx configuration test", e->test, NULL) != 0) {
+        fprintf(stderr, "airlockctl: nginx read %s at %s: the lines and "
+                "columns above are those of %s\n", candidate, e->policy,
+                candidate);
+        failed = 1;
+
+    } else if (al_ctl_sh("the reload", e->reload, NULL) != 0) {
+        failed = 1;
+    }
+
+    if (failed) {
+        if (rename(e->old, e->policy) == -1) {
+            fprintf(stderr, "airlockctl: CANNOT RESTORE %s from %s: %s\n",
+                    e->policy, e->old, strerror(errno));
+            goto done;
+        }
+        fsync(e->dirfd);
+        rc = 1;
+        goto done;
+    }
+
+    if (rename(e->old, e->prev) == -1) {
+        fprintf(stderr, "airlockctl: installed, but %s cannot be kept as "
+                "%s: %s\n", e->old, e->prev, strerror(errno));
+        goto done;
+    }
+
+    fsync(e->dirfd);
+    rc = 0;
+
+done:
+
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+
+    return rc;
+}
+
+
+/* asks on a terminal; 1 for yes */
+
+static int
+al_ctl_again(const char *question)
+{
+    char  line[64];
+
+    if (!isatty(0)) {
+        return 0;
+    }
+
+    fprintf(stderr, "%s [Y/n] ", question);
+
+    if (fgets(line, sizeof(line), stdin) == NULL) {
+        fprintf(stderr, "\n");
+        return 0;
+    }
+
+    return line[0] == '\n' || line[0] == 'y' || line[0] == 'Y';
+}
+
+
+static int
+al_ctl_edit(int argc, char **argv)
+{
+    int                  rc;
+    const char          *editor;
+    struct stat          st;
+    al_ctl_edit_t        e;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("edit");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    rc = al_ctl_edit_args(argc, argv, cmd, &e);
+    if (rc != 0) {
+        return rc;
+    }
+
+    editor = getenv("VISUAL");
+    if (editor == NULL || editor[0] == '\0') {
+        editor = getenv("EDITOR");
+    }
+    if (editor == NULL || editor[0] == '\0') {
+        editor = "vi";
+    }
+
+    if (access(e.candidate, F_OK) == 0) {
+        fprintf(stderr, "airlockctl: resuming the refused edit in %s "
+                "(remove it to start from %s)\n", e.candidate, e.policy);
+
+    } else {
+        if (stat(e.policy, &st) == -1
+            || al_ctl_copy(e.policy, e.candidate, &st) != 0)
+        {
+            rc = 2;
+            goto done;
+        }
+    }
+
+    for ( ;; ) {
+        if (al_ctl_sh("the editor", editor, e.candidate) != 0) {
+            fprintf(stderr, "airlockctl: nothing installed; your copy is "
+                    "in %s\n", e.candidate);
+            rc = 2;
+            goto done;
+        }
+
+        if (al_ctl_same(e.candidate, e.policy)) {
+            fprintf(stderr, "airlockctl: no changes\n");
+            unlink(e.candidate);
+            rc = 0;
+            goto done;
+        }
+
+        rc = al_ctl_install(&e, e.candidate);
+
+        if (rc == 0) {
+            unlink(e.candidate);
+            fsync(e.dirfd);
+            printf("%s: installed and reloaded; the previous policy is %s "
+                   "(airlockctl rollback)\n", e.policy, e.prev);
+            goto done;
+        }
+
+        if (rc == 1) {
+            fprintf(stderr, "airlockctl: refused; the running policy is "
+                    "unchanged\n");
+        }
+
+        if (rc != 1 || !al_ctl_again("edit again?")) {
+            break;
+        }
+    }
+
+    fprintf(stderr, "airlockctl: your copy is kept in %s; airlockctl edit "
+            "resumes it\n", e.candidate);
+
+done:
+
+    close(e.dirfd);
+
+    return rc;
+}
+
+
+static int
+al_ctl_rollback(int argc, char **argv)
+{
+    int                  rc;
+    al_ctl_edit_t        e;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("rollback");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    rc = al_ctl_edit_args(argc, argv, cmd, &e);
+    if (rc != 0) {
+        return rc;
+    }
+
+    if (access(e.prev, F_OK) != 0) {
+        fprintf(stderr, "%s: no previous policy to roll back to: %s\n",
+                e.prev, strerror(errno));
+        close(e.dirfd);
+        return 2;
+    }
+
+    rc = al_ctl_install(&e, e.prev);
+
+    if (rc == 1) {
+        fprintf(stderr, "airlockctl: refused; the running policy is "
+                "unchanged\n");
+    }
+
+    if (rc == 0) {
+        printf("%s: rolled back and reloaded; the replaced policy is %s\n",
+               e.policy, e.prev);
+    }
+
+    close(e.dirfd);
+
+    return rc;
 }
