@@ -45,7 +45,7 @@ my ($rc, $out, $err);
 ($rc, $out) = run('', '--help');
 is($rc, 0, '--help exits 0');
 like($out, qr/check FILE/, '--help lists the commands');
-for my $c (qw(check explain routes diff keygen seal)) {
+for my $c (qw(check explain routes diff tools keygen seal edit rollback)) {
     ($rc, $out) = run('', $c, '--help');
     ok($rc == 0 && $out =~ /usage: airlockctl \Q$c\E/, "$c --help");
 }
