@@ -181,7 +181,8 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
     u_char           *p;
-    time_t            reset;
+    time_t            reset, now;
+    int64_t           end, unit;
     uint64_t          limit, remaining;
     ngx_tm_t          tm;
     ngx_str_t        *pre;
@@ -232,13 +233,20 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     {
         limit = q->minute_limit;
         remaining = q->minute_remaining;
-        reset = q->minute_reset;
+        end = q->minute_end;
+        unit = AL_LLM_MINUTE;
 
     } else {
         limit = q->day_limit;
         remaining = q->day_remaining;
-        reset = q->day_reset;
+        end = q->day_end;
+        unit = AL_LLM_DAY;
     }
+
+    /* from the clock of the response: the provider took its time */
+
+    now = ngx_time();
+    reset = (time_t) al_llm_quota_reset(end, unit, (int64_t) now);
 
     if (ctx->provider->llm->kind != AL_LLM_ANTHROPIC) {
         (void) ngx_http_airlock_llm_add_header(r, "x-ratelimit-limit-tokens",
@@ -274,7 +282,7 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
         return;
     }
 
-    ngx_gmtime(ngx_time() + reset, &tm);
+    ngx_gmtime(now + reset, &tm);
 
     h->hash = 1;
     ngx_str_set(&h->key, "anthropic-ratelimit-tokens-reset");
