@@ -443,7 +443,8 @@ al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
 
 /*
  * The usage log line (al_llm_usage.c), one JSON object, no newline:
- * {"time","request_id","client","provider","model","prompt_tokens",
+ * {"time","request_id","client","provider","endpoint","model",
+ *  "prompt_tokens",
  *  "completion_tokens","cached_tokens","total_tokens","status",
  *  "latency_ms","ttfb_ms","stream","usage_source"}
  * time is RFC 3339 UTC with milliseconds.  Strings are escaped; NUL and
@@ -459,6 +460,7 @@ typedef struct {
     al_str_t         client;
     al_str_t         provider;          /* the llm entry's name */
     al_str_t         model;
+    al_llm_endpoint_t  endpoint;        /* "endpoint": chat, responses... */
     al_llm_usage_t   usage;
     unsigned         status;
     uint64_t         latency_ms;
