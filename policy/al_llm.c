@@ -227,6 +227,21 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
         return rt->reason;
     }
 
+    /*
+     * The official SDKs put the API version in the path themselves: the
+     * Anthropic SDK appends /v1/messages to its base URL, and an OpenAI
+     * base URL is often written with /v1 at the end.  A leading "v1"
+     * under the prefix is the same endpoint as without it.
+     */
+
+    if (rt->path.nseg > 1 && rt->path.seg[0].len == 2
+        && memcmp(rt->path.seg[0].data, "v1", 2) == 0)
+    {
+        memmove(&rt->path.seg[0], &rt->path.seg[1],
+                (rt->path.nseg - 1) * sizeof(al_str_t));
+        rt->path.nseg--;
+    }
+
     def = al_llm_ep_find(llm->kind, method, &rt->path, &reason);
 
     if (def == NULL) {
