@@ -119,6 +119,10 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
     ngx_http_airlock_llm_ratelimit_headers(r, ctx);
 
+    if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (r->header_only || r->method == NGX_HTTP_HEAD
         || r->headers_out.status == NGX_HTTP_NO_CONTENT
         || r->headers_out.status == NGX_HTTP_NOT_MODIFIED
@@ -181,7 +185,8 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
     u_char           *p;
-    time_t            reset;
+    time_t            reset, now;
+    int64_t           end, unit;
     uint64_t          limit, remaining;
     ngx_tm_t          tm;
     ngx_str_t        *pre;
@@ -232,13 +237,20 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     {
         limit = q->minute_limit;
         remaining = q->minute_remaining;
-        reset = q->minute_reset;
+        end = q->minute_end;
+        unit = AL_LLM_MINUTE;
 
     } else {
         limit = q->day_limit;
         remaining = q->day_remaining;
-        reset = q->day_reset;
+        end = q->day_end;
+        unit = AL_LLM_DAY;
     }
+
+    /* from the clock of the response: the provider took its time */
+
+    now = ngx_time();
+    reset = (time_t) al_llm_quota_reset(end, unit, (int64_t) now);
 
     if (ctx->provider->llm->kind != AL_LLM_ANTHROPIC) {
         (void) ngx_http_airlock_llm_add_header(r, "x-ratelimit-limit-tokens",
@@ -274,7 +286,7 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
         return;
     }
 
-    ngx_gmtime(ngx_time() + reset, &tm);
+    ngx_gmtime(now + reset, &tm);
 
     h->hash = 1;
     ngx_str_set(&h->key, "anthropic-ratelimit-tokens-reset");
@@ -284,6 +296,64 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
                                tm.ngx_tm_mday, tm.ngx_tm_hour,
                                tm.ngx_tm_min, tm.ngx_tm_sec)
                    - p;
+}
+
+
+/*
+ * x-request-id: the gateway's request id, as in the usage line, on every
+ * answer.  The provider's own x-request-id goes on as
+ * x-provider-request-id.
+ */
+
+ngx_int_t
+ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
+{
+    ngx_str_t         id;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    if (ngx_http_airlock_request_id(r, &id) != NGX_OK) {
+        return NGX_OK;
+    }
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0
+            || h[i].key.len != sizeof("x-request-id") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "x-request-id",
+                               sizeof("x-request-id") - 1)
+               != 0)
+        {
+            continue;
+        }
+
+        ngx_str_set(&h[i].key, "x-provider-request-id");
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "x-request-id");
+    h->value = id;
+
+    return NGX_OK;
 }
 
 

@@ -942,6 +942,10 @@ ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     len = al_llm_error_body(ctx->provider->llm->kind, err, message, rid,
                             (char *) b->pos, AL_LLM_ERROR_MAX);
     len = ngx_min(len, AL_LLM_ERROR_MAX - 1);
@@ -1109,6 +1113,7 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     rec.provider.len = ctx->provider->llm->name.len;
     rec.model.data = (char *) ctx->model.data;
     rec.model.len = ctx->model.len;
+    rec.endpoint = ctx->endpoint;
     rec.usage = ctx->usage;
     rec.status = ctx->status;
     rec.latency_ms = (now > start) ? now - start : 0;

@@ -119,6 +119,7 @@ void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source);
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_llm_add_variables(ngx_conf_t *cf);
 
 char *ngx_http_airlock_llm_zone(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -350,8 +350,13 @@ typedef struct {
     uint64_t         tokens_per_minute;     /* 0 = unlimited */
     uint64_t         tokens_per_day;
     uint64_t         max_tokens;            /* 0 = no cap */
+    uint64_t         default_max_tokens;    /* as set; 0 = not set, see
+                                               al_llm_default_max_tokens() */
     unsigned         clamp:1;               /* else reject over max_tokens */
 } al_llm_client_t;
+
+/* default_max_tokens of a client with a token budget and no output caps */
+#define AL_LLM_DEFAULT_MAX_TOKENS  4096
 
 typedef struct {
     al_str_t         name;

@@ -701,6 +701,15 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
                          (unsigned long long) bc->max_tokens);
         }
 
+        w = al_limit_wider(ac->default_max_tokens, bc->default_max_tokens);
+        if (w) {
+            al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s "
+                         "default_max_tokens %llu -> %llu (0 = none)", name,
+                         bc->client->name.data,
+                         (unsigned long long) ac->default_max_tokens,
+                         (unsigned long long) bc->default_max_tokens);
+        }
+
         /* clamp lets through what reject refused */
         if (ac->clamp != bc->clamp) {
             al_diff_emit(df, bc->clamp ? '+' : '-', "llm %s: client %s "

@@ -227,6 +227,21 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
         return rt->reason;
     }
 
+    /*
+     * The official SDKs put the API version in the path themselves: the
+     * Anthropic SDK appends /v1/messages to its base URL, and an OpenAI
+     * base URL is often written with /v1 at the end.  A leading "v1"
+     * under the prefix is the same endpoint as without it.
+     */
+
+    if (rt->path.nseg > 1 && rt->path.seg[0].len == 2
+        && memcmp(rt->path.seg[0].data, "v1", 2) == 0)
+    {
+        memmove(&rt->path.seg[0], &rt->path.seg[1],
+                (rt->path.nseg - 1) * sizeof(al_str_t));
+        rt->path.nseg--;
+    }
+
     def = al_llm_ep_find(llm->kind, method, &rt->path, &reason);
 
     if (def == NULL) {
@@ -621,7 +636,7 @@ al_llm_req_tokens(al_llm_rq_t *rq)
 {
     size_t             i, n;
     json_t            *v;
-    uint64_t           cap, val, max;
+    uint64_t           cap, val, max, dflt;
     unsigned           found;
     const char        *names[2], *add, *null_name;
     al_llm_req_t      *req;
@@ -726,14 +741,16 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             add = null_name;
         }
 
+        dflt = al_llm_default_max_tokens(rq->lc);
+
         if (rq->ep == AL_LLM_EP_COMPLETIONS
-            && (cap == 0 || cap >= AL_LLM_COMPLETIONS_DEFAULT))
+            && (dflt == 0 || dflt >= AL_LLM_COMPLETIONS_DEFAULT))
         {
             max = AL_LLM_COMPLETIONS_DEFAULT;
 
-        } else if (cap != 0) {
+        } else if (dflt != 0) {
             if (json_object_set_new(rq->root, add,
-                                    json_integer((json_int_t) cap))
+                                    json_integer((json_int_t) dflt))
                 != 0)
             {
                 req->reason = AL_REASON_BODY;
@@ -741,13 +758,36 @@ al_llm_req_tokens(al_llm_rq_t *rq)
                                    "out of memory");
             }
 
-            max = cap;
+            max = dflt;
             req->capped = 1;
             rq->rewrite = 1;
         }
     }
 
     req->max_output = max;
+
+    return 0;
+}
+
+
+uint64_t
+al_llm_default_max_tokens(const al_llm_client_t *lc)
+{
+    if (lc == NULL) {
+        return 0;
+    }
+
+    if (lc->default_max_tokens) {
+        return lc->default_max_tokens;
+    }
+
+    if (lc->max_tokens) {
+        return lc->max_tokens;
+    }
+
+    if (lc->tokens_per_minute || lc->tokens_per_day) {
+        return AL_LLM_DEFAULT_MAX_TOKENS;
+    }
 
     return 0;
 }

@@ -51,6 +51,8 @@
 #define AL_LLM_N_MAX            128     /* "n", choices per request */
 #define AL_LLM_ATTACHMENT_TOKENS  1000  /* estimate for an image or file */
 #define AL_LLM_COMPLETIONS_DEFAULT  16  /* legacy /completions max_tokens */
+#define AL_LLM_MINUTE           60      /* budget windows, seconds */
+#define AL_LLM_DAY              86400
 
 
 /* Endpoints (al_llm.c). */
@@ -120,6 +122,13 @@ al_reason_t al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
 const al_llm_client_t *al_llm_find_client(const al_llm_t *llm,
     const al_client_t *client);
 
+/*
+ * The output cap a request that names none gets, and is reserved for:
+ * lc->default_max_tokens, else lc->max_tokens, else
+ * AL_LLM_DEFAULT_MAX_TOKENS when lc has a token budget, else 0 (none).
+ */
+uint64_t al_llm_default_max_tokens(const al_llm_client_t *lc);
+
 /* model allowlist: lc->models when lc has any, else llm->models */
 int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
     const char *model, size_t len);
@@ -143,6 +152,8 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
  *   messages     max_tokens, which Anthropic requires: absent is refused
  *                even without a cap, with Anthropic's own wording
  *   embeddings   nothing to cap
+ * "The cap" added to a request that names none is
+ * al_llm_default_max_tokens(), which may be set without max_tokens.
  * A null value counts as absent.  Values must be non-negative integers.
  * lc->clamp rewrites a value over the cap to the cap; otherwise the
  * request is refused (AL_REASON_BODY).
@@ -432,7 +443,8 @@ al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
 
 /*
  * The usage log line (al_llm_usage.c), one JSON object, no newline:
- * {"time","request_id","client","provider","model","prompt_tokens",
+ * {"time","request_id","client","provider","endpoint","model",
+ *  "prompt_tokens",
  *  "completion_tokens","cached_tokens","total_tokens","status",
  *  "latency_ms","ttfb_ms","stream","usage_source"}
  * time is RFC 3339 UTC with milliseconds.  Strings are escaped; NUL and
@@ -448,6 +460,7 @@ typedef struct {
     al_str_t         client;
     al_str_t         provider;          /* the llm entry's name */
     al_str_t         model;
+    al_llm_endpoint_t  endpoint;        /* "endpoint": chat, responses... */
     al_llm_usage_t   usage;
     unsigned         status;
     uint64_t         latency_ms;
@@ -486,6 +499,8 @@ typedef struct {
     uint64_t         day_limit;
     uint64_t         day_remaining;
     unsigned         day_reset;
+    int64_t          minute_end;        /* when the windows roll, seconds */
+    int64_t          day_end;           /* since the epoch */
     unsigned         retry_after;       /* seconds; 0 when allowed */
     unsigned         over_minute:1;     /* the minute window refused */
     unsigned         over_day:1;        /* the day window refused */
@@ -504,6 +519,13 @@ void al_llm_budget_roll(al_llm_budget_t *b, int64_t now);
  */
 int al_llm_budget_check(al_llm_budget_t *b, const al_llm_client_t *lc,
     int64_t now, uint64_t need, al_llm_quota_t *q);
+
+/*
+ * Seconds from now until the window of q that ends at end rolls, 1 to
+ * unit: the reset as a response sent at now must say it, however long
+ * the provider took since q was filled in.
+ */
+unsigned al_llm_quota_reset(int64_t end, int64_t unit, int64_t now);
 
 /* check, and on success charge need at once */
 int al_llm_budget_reserve(al_llm_budget_t *b, const al_llm_client_t *lc,

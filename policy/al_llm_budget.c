@@ -14,8 +14,6 @@
 #include "al_llm_internal.h"
 
 
-#define AL_LLM_MINUTE   60
-#define AL_LLM_DAY      86400
 
 
 typedef struct {
@@ -95,6 +93,9 @@ al_llm_budget_check(al_llm_budget_t *b, const al_llm_client_t *lc,
 
     /* now may lag the window start after a clock step back */
 
+    q->minute_end = b->minute + AL_LLM_MINUTE;
+    q->day_end = b->day + AL_LLM_DAY;
+
     reset = b->minute + AL_LLM_MINUTE - now;
     q->minute_reset = (unsigned) (reset < 1 ? 1 : reset > AL_LLM_MINUTE
                                                 ? AL_LLM_MINUTE : reset);
@@ -122,6 +123,26 @@ al_llm_budget_check(al_llm_budget_t *b, const al_llm_client_t *lc,
     }
 
     return (q->over_minute || q->over_day) ? -1 : 0;
+}
+
+
+unsigned
+al_llm_quota_reset(int64_t end, int64_t unit, int64_t now)
+{
+    int64_t  reset;
+
+    if (unit <= 0) {
+        return 1;
+    }
+
+    reset = end - now;
+
+    if (reset < 1) {
+        /* the window rolled while the provider answered: the next one */
+        reset = unit - ((now - end) % unit);
+    }
+
+    return (unsigned) (reset > unit ? unit : reset);
 }
 
 

@@ -37,6 +37,7 @@ static void al_llm_resp_end_value(al_llm_resp_t *r);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
+static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static void al_llm_out_field(al_llm_out_t *o, const char *name,
     const al_str_t *s, size_t max);
 
@@ -566,6 +567,9 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
                      AL_LLM_RECORD_STR_MAX);
     al_llm_out_field(&o, ",\"provider\":", &rec->provider,
                      AL_LLM_RECORD_STR_MAX);
+    al_llm_out_cstr(&o, ",\"endpoint\":\"");
+    al_llm_out_cstr(&o, al_llm_record_endpoint(rec->endpoint));
+    al_llm_out_cstr(&o, "\"");
     al_llm_out_field(&o, ",\"model\":", &rec->model, AL_LLM_MODEL_MAX / 2);
     al_llm_out_cstr(&o, ",\"prompt_tokens\":");
     al_llm_out_u64(&o, rec->usage.prompt_tokens);
@@ -588,6 +592,38 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     al_llm_out_cstr(&o, "\"}");
 
     return o.len;
+}
+
+
+/* the endpoint as the usage line names it */
+
+static const char *
+al_llm_record_endpoint(al_llm_endpoint_t ep)
+{
+    switch (ep) {
+
+    case AL_LLM_EP_CHAT:
+        return "chat";
+
+    case AL_LLM_EP_COMPLETIONS:
+        return "completions";
+
+    case AL_LLM_EP_EMBEDDINGS:
+        return "embeddings";
+
+    case AL_LLM_EP_RESPONSES:
+        return "responses";
+
+    case AL_LLM_EP_MESSAGES:
+        return "messages";
+
+    case AL_LLM_EP_MODELS:
+    case AL_LLM_EP_MODEL:
+        return "models";
+
+    default:
+        return "none";
+    }
 }
 
 

@@ -200,7 +200,7 @@ static const char *const al_llm_keys[] = {
 
 static const char *const al_llm_client_keys[] = {
     "models", "tokens_per_minute", "tokens_per_day", "max_tokens",
-    "over_max_tokens", NULL
+    "over_max_tokens", "default_max_tokens", NULL
 };
 
 static const char *const al_alert_keys[] = {
@@ -3364,6 +3364,28 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         } else if (lc->max_tokens) {
             return al_cc_error(cc, val, "max_tokens needs over_max_tokens: "
                                "clamp or reject");
+        }
+
+        /*
+         * The output cap a request without one gets: what is reserved for
+         * it, so that concurrent calls cannot spend more than the budget.
+         */
+
+        w = al_cc_get(val, "default_max_tokens");
+        if (w != NULL) {
+            if (al_cc_uint(cc, w, "default_max_tokens", 1, 10000000,
+                           &lc->default_max_tokens)
+                != 0)
+            {
+                return -1;
+            }
+            if (lc->max_tokens && lc->default_max_tokens > lc->max_tokens) {
+                return al_cc_error(cc, w, "default_max_tokens %llu is over "
+                                   "max_tokens %llu",
+                                   (unsigned long long)
+                                   lc->default_max_tokens,
+                                   (unsigned long long) lc->max_tokens);
+            }
         }
 
         for (j = 0; j < i; j++) {

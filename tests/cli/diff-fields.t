@@ -74,7 +74,7 @@ llm:
     include_usage: true
     max_body_bytes: 5000
     clients:
-      agent: { models: [m1], tokens_per_minute: 100, tokens_per_day: 1000, max_tokens: 50, over_max_tokens: reject }
+      agent: { models: [m1], tokens_per_minute: 100, tokens_per_day: 1000, max_tokens: 50, over_max_tokens: reject, default_max_tokens: 40 }
 alerts:
   deny: { threshold: 3, window: 60s }
   quarantine: { threshold: 20, window: 60s, for: 10m }
@@ -140,6 +140,7 @@ my @rows = (
     ['llm:2:tokens_per_day', '+', sub { s/tokens_per_day: 1000/tokens_per_day: 2000/ }],
     ['llm:2:max_tokens', '+', sub { s/max_tokens: 50/max_tokens: 60/ }],
     ['llm:2:over_max_tokens', '+', sub { s/over_max_tokens: reject/over_max_tokens: clamp/ }],
+    ['llm:2:default_max_tokens', '+', sub { s/default_max_tokens: 40/default_max_tokens: 45/ }],
 
     ['alerts:1:deny', '-', sub { s/deny: \{ threshold: 3, window: 60s \}/deny: { threshold: 2, window: 60s }/ }],
     ['alerts:1:quarantine', '+', sub { s/  quarantine: .*\n// }],

@@ -68,6 +68,7 @@ Keys:
                 of the request; "{{1}}" in pieces becomes its first group
                 (or "(no match)"): an answer that quotes real tool data
   wait_file     before answering, wait (up to 60 s) until this file exists
+  request_id    send this as the answer's x-request-id, as OpenAI does
 
 Every request is appended to --log as one JSON line: n, method, path,
 headers (lower-case names), body (parsed JSON, or the text), script,
@@ -235,6 +236,8 @@ class Handler(BaseHTTPRequestHandler):
         h = {}
         if self.script.get("echo_auth"):
             h["X-Echo-Auth"] = self.auth_seen()
+        if self.script.get("request_id"):
+            h["x-request-id"] = self.script["request_id"]
         # a provider's own limits; the gateway replaces them
         h["x-ratelimit-remaining-tokens"] = "999999"
         h["anthropic-ratelimit-tokens-remaining"] = "999999"

@@ -220,6 +220,11 @@ test_endpoints(void)
           AL_REASON_NONE, "/v1/messages" },
         { &ant, AL_METHOD_POST, "/messages?beta=true", AL_LLM_EP_MESSAGES,
           AL_REASON_NONE, "/v1/messages?beta=true" },
+        /* the SDKs' own /v1 under the prefix (the Anthropic SDK's path) */
+        { &ant, AL_METHOD_POST, "/v1/messages?beta=true", AL_LLM_EP_MESSAGES,
+          AL_REASON_NONE, "/v1/messages?beta=true" },
+        { &oai, AL_METHOD_POST, "/v1/chat/completions", AL_LLM_EP_CHAT,
+          AL_REASON_NONE, "/v1/chat/completions" },
         { &ant, AL_METHOD_GET, "/models?limit=5&after_id=m%201",
           AL_LLM_EP_MODELS, AL_REASON_NONE,
           "/v1/models?limit=5&after_id=m%201" },
@@ -233,7 +238,7 @@ test_endpoints(void)
           AL_REASON_NO_ROUTE, "" },
         { &ant, AL_METHOD_POST, "/chat/completions", AL_LLM_EP_NONE,
           AL_REASON_NO_ROUTE, "" },
-        { &ant, AL_METHOD_POST, "/v1/messages", AL_LLM_EP_NONE,
+        { &ant, AL_METHOD_POST, "/v1/v1/messages", AL_LLM_EP_NONE,
           AL_REASON_NO_ROUTE, "" },
         { &oai, AL_METHOD_POST, "/chat/completions?api-version=1",
           AL_LLM_EP_CHAT, AL_REASON_QUERY, "" },
@@ -976,6 +981,37 @@ test_budget(void)
 
     al_llm_budget_charge(&b, t0 + 86400, UINT64_MAX);
     tap_ok(b.day_used == UINT64_MAX, "charges saturate");
+
+    /* the reset as the answer says it, after the provider took its time */
+
+    memset(&b, 0, sizeof(b));
+    rc = al_llm_budget_check(&b, &lc, t0, 10, &q);
+    tap_ok(rc == 0 && q.minute_end == t0 + 40 && q.day_end % 86400 == 0,
+           "the quota says when its windows end");
+    tap_is_int(al_llm_quota_reset(q.minute_end, AL_LLM_MINUTE, t0 + 15), 25,
+               "reset from the answer's clock: 40 s at admission, 25 s "
+               "when the answer leaves 15 s later");
+    tap_is_int(al_llm_quota_reset(q.minute_end, AL_LLM_MINUTE, t0 + 45), 55,
+               "the window rolled meanwhile: the next one's end");
+    tap_is_int(al_llm_quota_reset(q.minute_end, AL_LLM_MINUTE, t0 + 40), 60,
+               "at the very end: a whole window");
+
+    /* the output cap a request without one gets */
+
+    memset(&lc, 0, sizeof(lc));
+    tap_is_int((long) al_llm_default_max_tokens(&lc), 0,
+               "no budget, no caps: no default cap");
+    lc.tokens_per_day = 5000;
+    tap_is_int((long) al_llm_default_max_tokens(&lc),
+               AL_LLM_DEFAULT_MAX_TOKENS, "a budget: the built-in default");
+    lc.max_tokens = 300;
+    tap_is_int((long) al_llm_default_max_tokens(&lc), 300,
+               "max_tokens is the default");
+    lc.default_max_tokens = 30;
+    tap_is_int((long) al_llm_default_max_tokens(&lc), 30,
+               "default_max_tokens wins");
+    tap_is_int((long) al_llm_default_max_tokens(NULL), 0,
+               "no client entry: none");
 }
 
 

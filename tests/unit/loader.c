@@ -989,6 +989,10 @@ test_llm(void)
            HEAD SECRETS LLM "    clients: { agent: { max_tokens: 100, "
            "over_max_tokens: `truncate } }\n" ALERTS,
            "over_max_tokens must be clamp or reject");
+    refuse("default_max_tokens over max_tokens",
+           HEAD SECRETS LLM "    clients: { agent: { max_tokens: 100, "
+           "over_max_tokens: clamp, default_max_tokens: `200 } }\n" ALERTS,
+           "default_max_tokens 200 is over max_tokens 100");
     refuse("include_usage on anthropic",
            HEAD SECRETS "llm:\n  - name: c\n    prefix: /v1/c\n"
            "    provider: anthropic\n    upstream: https://api.anthropic.com\n"
