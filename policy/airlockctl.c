@@ -763,8 +763,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
         printf("  max_tokens: clamped to %llu (over_max_tokens: clamp)\n",
                (unsigned long long) lc->max_tokens);
     } else if (req.capped) {
-        printf("  max_tokens: %llu added (the client's cap)\n",
-               (unsigned long long) lc->max_tokens);
+        printf("  max_tokens: %llu added (the request named none)\n",
+               (unsigned long long) al_llm_default_max_tokens(lc));
     }
 
     if (req.body != NULL) {

@@ -215,6 +215,22 @@ my $over = write_file('over.json', '{"model":"gpt-4o-mini","messages":'
 is($rc, 0, 'explain llm: agent over max_tokens is allowed (clamp)');
 like($out, qr/max_tokens: clamped to 4096/, 'and clamped to its cap');
 like($out, qr/"max_tokens":4096/, 'the body forwarded carries the cap');
+# no max_tokens in the request: the client's default output cap is added
+my $nocap = write_file('nocap.json', '{"model":"gpt-4o-mini","messages":'
+    . '[{"role":"user","content":"hi"}]}');
+($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'POST', $chat,
+                  '--body', $nocap, '--content-type', 'application/json');
+is($rc, 0, 'explain llm: a request without max_tokens is allowed');
+like($out, qr/max_tokens: 4096 added/, 'with the client\'s cap added');
+my $ex = do { local (@ARGV, $/) = $example; <> };
+$ex =~ s/^(\s+)max_tokens: 4096\n/$1max_tokens: 4096\n$1default_max_tokens: 30\n/m
+    or die 'the example policy has no "max_tokens: 4096"';
+my $dflt = write_file('default-cap.yaml', $ex);
+($rc, $out) = run('', 'explain', $dflt, '--client', 'agent', 'POST', $chat,
+                  '--body', $nocap, '--content-type', 'application/json');
+is($rc, 0, 'explain llm: with default_max_tokens set');
+like($out, qr/max_tokens: 30 added/, 'the default cap is what is added');
+
 ($rc, $out) = run('', 'explain', $example, '--client', 'worker', 'POST', $chat,
                   '--body', $over, '--content-type', 'application/json');
 is($rc, 1, 'explain llm: worker over max_tokens is denied (reject)');
