@@ -296,6 +296,8 @@ install: all
 # tracked and new files in BUILD/deb/src; the .debs land in BUILD/deb.
 DEB_DIR := $(B)/deb
 
+# The packages are built as released, without a sanitizer, whatever this
+# make was given (make asan runs the package test too).
 deb:
 	@$(DEPS) deb
 	@rm -rf $(DEB_DIR)
@@ -303,7 +305,8 @@ deb:
 	git ls-files -co --exclude-standard -z \
 	    | tar -c --null --ignore-failed-read -T - -f - \
 	    | tar -x -C $(DEB_DIR)/src -f -
-	cd $(DEB_DIR)/src && dpkg-buildpackage -b -us -uc \
+	cd $(DEB_DIR)/src && env -u SAN -u BUILD -u MAKEFLAGS -u MFLAGS \
+	    -u MAKELEVEL dpkg-buildpackage -b -us -uc \
 	    > $(DEB_DIR)/build.log 2>&1 || { tail -30 $(DEB_DIR)/build.log; exit 1; }
 	@ls $(DEB_DIR)/*.deb
 
