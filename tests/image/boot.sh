@@ -116,7 +116,7 @@ if [ "$code" = 403 ]; then
 else
     not_ok "an unknown route gets 403 (got $code)"
 fi
-if grep -q '"reason"' "$body" 2>/dev/null; then
+if grep -q '"error":"forbidden"' "$body" 2>/dev/null; then
     ok "the 403 is Airlock's JSON deny body: $(head -c 200 "$body")"
 else
     not_ok "the 403 is Airlock's JSON deny body: $(head -c 200 "$body" 2>/dev/null)"
