@@ -68,19 +68,26 @@ out=$(cd "$out" && pwd)
 root=$out/root
 rm -rf "$root" "$out/airlock.raw"
 
-# Debian's packages, ours from the files (apt resolves their
-# dependencies), then the image's configuration (configure-root.sh).
+# Our packages' dependencies (first alternatives, without versions; not
+# the virtual nginx-abi, which nginx provides, nor each other) are
+# installed by mmdebstrap with the rest: the customize hook then installs
+# our two files with dpkg, with no network inside the root.
+deps=$(for d in "$mod" "$pkg"; do dpkg-deb -f "$d" Depends; done \
+    | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/ //g' \
+    | grep -v -e '^$' -e '^nginx-abi-' -e '^libnginx-mod-http-airlock$' \
+    | sort -u | tr '\n' ',')
+
 start=$(date +%s)
 log=$out/mmdebstrap.log
 echo "build.sh: mmdebstrap bookworm into $root (log: $log)"
 mmdebstrap --variant=minbase --format=directory \
     --include=systemd,systemd-sysv,udev,dbus,kmod,linux-image-amd64,\
 initramfs-tools,ca-certificates,iproute2,nftables,nginx,redis-server,runsc,\
-logrotate,procps,systemd-timesyncd,systemd-resolved,curl \
+logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
     --customize-hook='mkdir -p "$1/tmp/airlock-debs"' \
     --customize-hook="upload $mod /tmp/airlock-debs/libnginx-mod-http-airlock.deb" \
     --customize-hook="upload $pkg /tmp/airlock-debs/airlock.deb" \
-    --customize-hook='chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends /tmp/airlock-debs/libnginx-mod-http-airlock.deb /tmp/airlock-debs/airlock.deb' \
+    --customize-hook='chroot "$1" dpkg -i /tmp/airlock-debs/libnginx-mod-http-airlock.deb /tmp/airlock-debs/airlock.deb' \
     --customize-hook="$here/configure-root.sh \"\$1\" $here/root $top/conf" \
     bookworm "$root" "$mirror" > "$log" 2>&1 \
     || { tail -30 "$log"; die "mmdebstrap failed"; }
