@@ -43,7 +43,7 @@ rm -f "$root/etc/nginx/sites-enabled/default"
 
 chroot "$root" systemctl enable systemd-networkd systemd-resolved \
     nftables nginx redis-server airlock-firstboot airlock-credentials \
-    airlock-alertd airlock-ready
+    airlock-alertd airlock-ready airlock-selftest
 # the agent and the worker need the operator's model key and policy first
 chroot "$root" systemctl disable airlock-agent >/dev/null 2>&1 || true
 

@@ -49,7 +49,7 @@ qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 1024 \
     -display none -monitor none -no-reboot \
     -serial "file:$console" \
     -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img" \
-    -append "$(cat "$dir/cmdline")" \
+    -append "$(cat "$dir/cmdline") airlock.selftest" \
     -drive "file=$dir/airlock.qcow2,if=virtio,format=qcow2" -snapshot \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:3128" \
     -device virtio-net-pci,netdev=n0 &
@@ -106,6 +106,28 @@ if grep -aq 'airlock: appliance public key [A-Za-z0-9+/=]' "$console"; then
 else
     not_ok "first boot printed the appliance public key"
 fi
+
+# the agent's and the worker's units, run with a probe for a command
+# (airlock-selftest.service, only with airlock.selftest on the kernel
+# command line): loopback is their only interface
+while ! grep -aq 'airlock-selftest: done' "$console"; do
+    kill -0 "$qemu" 2>/dev/null || break
+    [ $(($(date +%s) - start)) -gt "$timeout" ] && break
+    sleep 2
+done
+for u in airlock-agent airlock-worker; do
+    line=$(grep -a -m1 "airlock-selftest $u:" "$console" | sed 's/.*airlock-selftest/airlock-selftest/')
+    case "$line" in
+    *": if=lo, "*) ok "$u's unit has no interface but loopback: $line" ;;
+    *) not_ok "$u's unit has no interface but loopback: $line" ;;
+    esac
+done
+line=$(grep -a -m1 "airlock-selftest airlock-agent:" "$console")
+case "$line" in
+*"user=airlock-agent capbnd=0000000000000000"*)
+    ok "airlock-agent runs as airlock-agent with no capability" ;;
+*) not_ok "airlock-agent runs as airlock-agent with no capability: $line" ;;
+esac
 
 # an unknown route, from the host through the forwarded port
 body=$tmp/body
