@@ -101,6 +101,11 @@ case "$ready" in
 *) not_ok "airlock-alertd is active" ;;
 esac
 
+case "$ready" in
+*nftables=active*) ok "the nftables ruleset is loaded" ;;
+*) not_ok "the nftables ruleset is loaded" ;;
+esac
+
 if grep -aq 'airlock: appliance public key [A-Za-z0-9+/=]' "$console"; then
     ok "first boot printed the appliance public key"
 else
