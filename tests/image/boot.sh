@@ -126,6 +126,10 @@ for u in airlock-agent airlock-worker; do
     *": if=lo, "*) ok "$u's unit has no interface but loopback: $line" ;;
     *) not_ok "$u's unit has no interface but loopback: $line" ;;
     esac
+    case "$line" in
+    *sockets=ww*) ok "$u reaches Airlock's and Redis's sockets" ;;
+    *) not_ok "$u reaches Airlock's and Redis's sockets: $line" ;;
+    esac
 done
 line=$(grep -a -m1 "airlock-selftest airlock-agent:" "$console")
 case "$line" in
