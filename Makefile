@@ -59,8 +59,8 @@ PROVE_FLAGS ?= -r
 
 .PHONY: all demo demo-up down deps lib ctl alertd agent modules unit test \
         asan fuzz fuzz-build bench bench-match bench-proxy bench-llm \
-        bench-deny bench-load bench-deps install deb clean help \
-        worker worker-rootfs bench-worker
+        bench-deny bench-load bench-deps install deb image image-test clean \
+        help worker worker-rootfs bench-worker
 
 all: lib ctl alertd agent worker modules unit
 
@@ -85,6 +85,10 @@ help:
 	@echo "make bench-deps   install the benchmarks' packages (wrk)"
 	@echo "make install      install under DESTDIR (PREFIX=$(PREFIX))"
 	@echo "make deb          Debian packages in BUILD/deb (dpkg-buildpackage)"
+	@echo "make image        the appliance image in BUILD/image (qcow2, kernel," \
+	      "initrd; mmdebstrap, needs the Debian archive)"
+	@echo "make image-test   boot BUILD/image (made first when absent) under" \
+	      "qemu (TCG) and check it; not part of make test"
 	@echo "make clean        remove build directories"
 	@echo "make help         this list"
 	@echo "BUILD=DIR (default build, relative or absolute), DEPS=true skips" \
@@ -309,6 +313,23 @@ deb:
 	    -u MAKELEVEL dpkg-buildpackage -b -us -uc \
 	    > $(DEB_DIR)/build.log 2>&1 || { tail -30 $(DEB_DIR)/build.log; exit 1; }
 	@ls $(DEB_DIR)/*.deb
+
+# The appliance image (appliance-image/): the packages above in a Debian 12
+# root made by mmdebstrap, as an ext4 file system in a qcow2 disk, with
+# the kernel and initrd to boot it.  image-test boots it under qemu with
+# software emulation: minutes, so it is not part of `make test`.
+IMAGE_DIR := $(B)/image
+
+image:
+	@$(DEPS) image
+	@$(MAKE) --no-print-directory deb
+	appliance-image/build.sh --debs $(DEB_DIR) --out $(IMAGE_DIR)
+
+image-test:
+	@$(DEPS) image
+	@test -f $(IMAGE_DIR)/airlock.qcow2 \
+	    || $(MAKE) --no-print-directory image
+	tests/image/boot.sh $(IMAGE_DIR)
 
 clean:
 	rm -rf $(B) $(abspath build-asan)

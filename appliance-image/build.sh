@@ -1,0 +1,118 @@
+#!/bin/sh
+# Builds the Airlock appliance image: a Debian 12 root made by mmdebstrap
+# (nginx, redis-server, runsc, nftables, our packages and their
+# configuration, a kernel and its initrd), written into an ext4 file system
+# by `mkfs.ext4 -d` and converted to qcow2.  No loop device, no mount of
+# the image, no container runtime.
+#
+#   appliance-image/build.sh --debs DIR [--out DIR] [--mirror URL]
+#                            [--free MB] [--keep-root]
+#
+#   --debs DIR     where make deb left libnginx-mod-http-airlock_*.deb and
+#                  airlock_*.deb (required)
+#   --out DIR      output directory (default build/image): airlock.qcow2,
+#                  vmlinuz, initrd.img, cmdline (the kernel command line)
+#   --mirror URL   Debian mirror (default http://deb.debian.org/debian)
+#   --free MB      free space left in the root file system (default 1024)
+#   --keep-root    keep the unpacked root (OUT/root) for inspection
+#
+# Boot it with the kernel and initrd beside it (tests/image/boot.sh does):
+#   qemu-system-x86_64 -m 1024 -kernel vmlinuz -initrd initrd.img \
+#       -append "$(cat cmdline)" -drive file=airlock.qcow2,if=virtio ...
+
+set -eu
+
+usage() {
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+die() {
+    echo "build.sh: $*" >&2
+    exit 1
+}
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+out=$top/build/image
+debs=""
+mirror=http://deb.debian.org/debian
+free=1024
+keep=0
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --debs) [ $# -ge 2 ] || { usage >&2; exit 2; }; debs=$2; shift ;;
+    --out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift ;;
+    --mirror) [ $# -ge 2 ] || { usage >&2; exit 2; }; mirror=$2; shift ;;
+    --free) [ $# -ge 2 ] || { usage >&2; exit 2; }; free=$2; shift ;;
+    --keep-root) keep=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "build.sh: unknown option \"$1\"" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+[ -n "$debs" ] || { echo "build.sh: --debs DIR is required" >&2; exit 2; }
+case "$free" in *[!0-9]*|'') die "--free wants a number of MB" ;; esac
+
+for t in mmdebstrap mkfs.ext4 qemu-img; do
+    command -v $t >/dev/null 2>&1 || die "$t is missing (auto/deps image)"
+done
+
+mod=$(ls "$debs"/libnginx-mod-http-airlock_*.deb 2>/dev/null | tail -1)
+pkg=$(ls "$debs"/airlock_*.deb 2>/dev/null | tail -1)
+[ -n "$mod" ] && [ -n "$pkg" ] || die "no Airlock packages in $debs (make deb)"
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+root=$out/root
+rm -rf "$root" "$out/airlock.raw"
+
+# Our packages' dependencies (first alternatives, without versions; not
+# the virtual nginx-abi, which nginx provides, nor each other) are
+# installed by mmdebstrap with the rest: the customize hook then installs
+# our two files with dpkg, with no network inside the root.
+deps=$(for d in "$mod" "$pkg"; do dpkg-deb -f "$d" Depends; done \
+    | tr ',' '\n' | sed 's/|.*//; s/(.*//; s/ //g' \
+    | grep -v -e '^$' -e '^nginx-abi-' -e '^libnginx-mod-http-airlock$' \
+    | sort -u | tr '\n' ',')
+
+start=$(date +%s)
+log=$out/mmdebstrap.log
+echo "build.sh: mmdebstrap bookworm into $root (log: $log)"
+mmdebstrap --variant=minbase --format=directory \
+    --include=systemd,systemd-sysv,udev,dbus,kmod,linux-image-amd64,\
+initramfs-tools,ca-certificates,iproute2,nftables,nginx,redis-server,runsc,\
+logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
+    --customize-hook='mkdir -p "$1/tmp/airlock-debs"' \
+    --customize-hook="upload $mod /tmp/airlock-debs/libnginx-mod-http-airlock.deb" \
+    --customize-hook="upload $pkg /tmp/airlock-debs/airlock.deb" \
+    --customize-hook='chroot "$1" dpkg -i /tmp/airlock-debs/libnginx-mod-http-airlock.deb /tmp/airlock-debs/airlock.deb' \
+    --customize-hook="$here/configure-root.sh \"\$1\" $here/root $top/conf" \
+    bookworm "$root" "$mirror" > "$log" 2>&1 \
+    || { tail -30 "$log"; die "mmdebstrap failed"; }
+
+# the kernel and initrd boot it from outside
+vmlinuz=$(ls "$root"/boot/vmlinuz-* | tail -1)
+initrd=$(ls "$root"/boot/initrd.img-* | tail -1)
+cp "$vmlinuz" "$out/vmlinuz"
+cp "$initrd" "$out/initrd.img"
+echo "root=LABEL=airlock-root rw console=ttyS0,115200 net.ifnames=0" \
+    > "$out/cmdline"
+
+# the file system: the root's size plus the free space asked for
+used=$(du -sm "$root" | cut -f1)
+size=$((used + used / 10 + free))
+echo "build.sh: ext4 of ${size} MB (root ${used} MB)"
+rm -f "$out/airlock.raw"
+mkfs.ext4 -q -F -L airlock-root -d "$root" "$out/airlock.raw" "${size}M" \
+    || die "mkfs.ext4 -d failed"
+qemu-img convert -f raw -O qcow2 "$out/airlock.raw" "$out/airlock.qcow2" \
+    || die "qemu-img convert failed"
+rm -f "$out/airlock.raw"
+[ $keep = 1 ] || rm -rf "$root"
+
+end=$(date +%s)
+echo "build.sh: $out/airlock.qcow2 $(du -m "$out/airlock.qcow2" | cut -f1) MB" \
+     "on disk ($(qemu-img info "$out/airlock.qcow2" | sed -n 's/^virtual size: \([^(]*\).*/\1/p'| tr -d ' ') virtual)," \
+     "built in $((end - start)) s"

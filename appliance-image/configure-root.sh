@@ -1,0 +1,59 @@
+#!/bin/sh
+# The appliance's configuration, applied by build.sh (an mmdebstrap
+# customize hook) to the unpacked root:
+#
+#   configure-root.sh ROOT OVERLAY CONFDIR
+#
+# OVERLAY (appliance-image/root) is copied over ROOT, root-owned; CONFDIR
+# (conf/) gives the nftables ruleset.  Then: host name, fstab, network by
+# DHCP (systemd-networkd), Redis on a unix socket with AOF, nginx without
+# Debian's default site, the services the appliance runs enabled and the
+# others left off.
+
+set -eu
+
+root=$1
+overlay=$2
+conf=$3
+
+[ -d "$root/etc" ] || { echo "configure-root.sh: $root is no root" >&2; exit 1; }
+
+rm -rf "$root/tmp/airlock-debs"
+
+(cd "$overlay" && tar -c --owner=0 --group=0 -f - .) | tar -x -C "$root" -f -
+install -m 0755 "$conf/nftables-airlock.conf" "$root/etc/nftables.conf"
+
+echo airlock > "$root/etc/hostname"
+printf '127.0.1.1\tairlock\n' >> "$root/etc/hosts"
+printf 'LABEL=airlock-root / ext4 defaults,errors=remount-ro 0 1\n' \
+    > "$root/etc/fstab"
+
+# Redis: a unix socket the agent and worker reach (group redis), no TCP
+# port, streams kept across restarts (AOF)
+rc=$root/etc/redis/redis.conf
+sed -i -e 's|^# *unixsocket .*|unixsocket /run/redis/redis.sock|' \
+       -e 's|^# *unixsocketperm .*|unixsocketperm 770|' \
+       -e 's|^port .*|port 0|' \
+       -e 's|^appendonly .*|appendonly yes|' "$rc"
+grep -q '^unixsocket /run/redis/redis.sock' "$rc" \
+    || { echo "configure-root.sh: redis.conf has no unixsocket line" >&2; exit 1; }
+
+# nginx: Airlock's servers only (conf.d/airlock.conf)
+rm -f "$root/etc/nginx/sites-enabled/default"
+
+chroot "$root" systemctl enable systemd-networkd systemd-resolved \
+    nftables nginx redis-server airlock-firstboot airlock-credentials \
+    airlock-alertd airlock-ready airlock-selftest
+# the agent and the worker need the operator's model key and policy first
+chroot "$root" systemctl disable airlock-agent >/dev/null 2>&1 || true
+
+# systemd-resolved's stub for nginx's resolver
+ln -sf /run/systemd/resolve/stub-resolv.conf "$root/etc/resolv.conf"
+
+# no root password: the console is for reading the key and the log; log
+# in as an operator account added by the site's own provisioning
+chroot "$root" passwd -l root >/dev/null
+
+# what mmdebstrap leaves of the build host
+rm -f "$root/etc/machine-id" "$root/var/lib/dbus/machine-id"
+: > "$root/etc/machine-id"

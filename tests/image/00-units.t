@@ -1,0 +1,152 @@
+#!/usr/bin/perl
+# The appliance's confinement, checked without booting it: the agent and
+# worker units pass `systemd-analyze verify` and carry the directives that
+# take their network, capabilities and file system away; the nftables
+# ruleset lets only nginx's user out; the image build script knows its
+# options.  The image itself is built and booted by `make image-test`
+# (tests/image/boot.sh), which is too slow for this suite.
+
+use strict;
+use warnings;
+use Cwd ();
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my $ci = $ENV{CI};
+
+sub slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or die "$f: $!";
+    local $/;
+    my $s = <$fh>;
+    $s =~ s/\\\n\s*/ /g;        # continuation lines
+    return $s;
+}
+
+sub directives {
+    my ($s) = @_;
+    my %d;
+    for (split /\n/, $s) {
+        next if /^\s*(#|;|\[|$)/;
+        my ($k, $v) = /^\s*([A-Za-z]+)=(.*)$/ or next;
+        push @{$d{$k}}, $v;
+    }
+    return \%d;
+}
+
+my %units = map { $_ => "$top/conf/airlock-$_.service" } qw(agent worker);
+
+# systemd-analyze verify, with the programs the units start stubbed out:
+# they need not be installed on the machine running the suite
+my $sa = `command -v systemd-analyze 2>/dev/null`;
+chomp $sa;
+SKIP: {
+    if (!$sa) {
+        fail("systemd-analyze is missing") if $ci;
+        skip "systemd-analyze is missing", 2 unless $ci;
+    }
+    for my $n (sort keys %units) {
+        my $out = `$sa verify $units{$n} 2>&1`;
+        my @bad = grep { !/Command \/usr\/bin\/airlock\S* is not executable/ }
+                  grep { /\S/ } split /\n/, $out;
+        ok(!@bad, "systemd-analyze verify airlock-$n.service")
+            or diag(join "\n", @bad);
+    }
+}
+
+my %common = (
+    PrivateNetwork => 'yes',
+    NoNewPrivileges => 'yes',
+    ProtectSystem => 'strict',
+    ProtectHome => 'yes',
+    PrivateTmp => 'yes',
+    TemporaryFileSystem => '/run',
+    AmbientCapabilities => '',
+);
+
+for my $n (sort keys %units) {
+    my $d = directives(slurp($units{$n}));
+    for my $k (sort keys %common) {
+        ok((grep { $_ eq $common{$k} } @{$d->{$k} || []}),
+           "airlock-$n: $k=$common{$k}");
+    }
+    my @bind = grep { !($n eq 'worker' && $_ eq '/run/runsc') }
+               @{$d->{BindPaths} || []};
+    is_deeply([sort @bind], ['/run/airlock', '/run/redis'],
+              "airlock-$n: only Airlock's and Redis's socket directories "
+              . "are bound into its /run");
+    my @rw = map { split ' ' } @{$d->{ReadWritePaths} || []};
+    ok(!(grep { m{^/(etc|usr|var|home|root)?(/|$)} && $_ ne '/sys/fs/cgroup' }
+         @rw), "airlock-$n: no writable system path");
+    my @af = map { split ' ' } @{$d->{RestrictAddressFamilies} || []};
+    ok(@af && !(grep { /AF_INET|AF_PACKET/ } @af),
+       "airlock-$n: no IP or packet sockets (@af)");
+    ok((grep { m{/etc/airlock/airlock.key} } @{$d->{InaccessiblePaths} || []}),
+       "airlock-$n: the appliance key is out of reach");
+}
+
+# the agent: its own user, no capability at all
+{
+    my $d = directives(slurp($units{agent}));
+    is($d->{User}[0], 'airlock-agent', 'agent runs as airlock-agent');
+    is($d->{CapabilityBoundingSet}[-1], '', 'agent: empty bounding set');
+    ok((grep { $_ eq 'yes' } @{$d->{RestrictNamespaces} || []}),
+       'agent: no namespaces of its own');
+}
+
+# the worker: root for runsc, but never the capabilities of the network,
+# modules, raw I/O, the clock or the audit log
+{
+    my $d = directives(slurp($units{worker}));
+    my @caps = map { split ' ' } @{$d->{CapabilityBoundingSet} || []};
+    ok(@caps, 'worker: a capability bounding set is given');
+    my @forbidden = grep { /^CAP_(NET_\w+|SYS_MODULE|SYS_RAWIO|SYS_TIME|
+                                  AUDIT_\w+|SYS_BOOT|MKNOD|BPF|
+                                  SYS_NICE|MAC_\w+|SETPCAP|LINUX_IMMUTABLE)$/x }
+                    @caps;
+    ok(!@forbidden, "worker: none of the forbidden capabilities")
+        or diag("@forbidden");
+}
+
+# nftables: output dropped by default, only www-data's sockets let out
+{
+    my $s = slurp("$top/conf/nftables-airlock.conf");
+    like($s, qr/hook output priority filter; policy drop;/,
+         'nftables: output policy drop');
+    my @accepts = grep { /meta skuid/ } split /\n/, $s;
+    ok((grep { /meta skuid "www-data" accept\s*$/ } @accepts),
+       'nftables: nginx\'s user may connect out');
+    ok(!(grep { /skuid "?(airlock|root|0\b)/ } @accepts),
+       'nftables: not the agent, the worker or root');
+    like($s, qr/hook forward priority filter; policy drop;/,
+         'nftables: no forwarding');
+}
+
+# the image build script: its options, without building anything
+{
+    my $build = "$top/appliance-image/build.sh";
+    ok(-x $build, 'appliance-image/build.sh is executable');
+    my $out = `$build --help 2>&1`;
+    is($? >> 8, 0, 'build.sh --help');
+    $out = `$build --no-such-option 2>&1`;
+    is($? >> 8, 2, 'build.sh refuses an unknown option');
+    my $fb = "$top/conf/airlock-firstboot.service";
+    my $d = directives(slurp($fb));
+    ok((grep { m{^!/etc/airlock/airlock.key$} }
+        @{$d->{ConditionPathExists} || []}),
+       'first boot unit runs only while the key is absent');
+    ok((grep { m{airlockctl keygen /etc/airlock/airlock.key} }
+        @{$d->{ExecStart} || []}), 'first boot unit runs airlockctl keygen');
+    like($d->{StandardOutput}[0] // '', qr/console/,
+         'first boot unit prints on the console');
+    if ($sa) {
+        my @bad = grep { !/Command \/usr\/bin\/airlock\S* is not executable/ }
+                  grep { /\S/ } split /\n/, `$sa verify $fb 2>&1`;
+        ok(!@bad, 'systemd-analyze verify airlock-firstboot.service')
+            or diag(join "\n", @bad);
+    }
+}
+
+done_testing();
