@@ -11,10 +11,12 @@ use AlertdTest;
 use HTTP::Tiny;
 use JSON::PP;
 use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent);
 use Time::HiRes qw(sleep time);
 
 my $am = $ENV{AIRLOCK_ALERTMANAGER} // '/usr/bin/prometheus-alertmanager';
-plan skip_all => "$am not installed" unless -x $am;
+absent("$am not installed") unless -x $am;
 
 my $t = AlertdTest->new;
 my $port = AlertdTest::free_port();

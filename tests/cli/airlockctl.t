@@ -7,6 +7,8 @@ use warnings;
 use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent);
 
 my $top = "$FindBin::Bin/../..";
 my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
@@ -14,7 +16,7 @@ my $ctl = "$build/airlockctl";
 my $example = "$top/conf/policy.example.yaml";
 my $dir = tempdir(CLEANUP => 1);
 
-plan skip_all => "$ctl not built" unless -x $ctl;
+absent("$ctl not built") unless -x $ctl;
 
 # runs airlockctl; returns (exit code, stdout, stderr)
 sub run {

@@ -14,6 +14,8 @@ use warnings;
 use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent);
 
 my $top = "$FindBin::Bin/../..";
 my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
@@ -21,7 +23,7 @@ my $ctl = "$build/airlockctl";
 my $doc = "$top/docs/policy.md";
 my $dir = tempdir(CLEANUP => 1);
 
-plan skip_all => "$ctl not built" unless -x $ctl;
+absent("$ctl not built") unless -x $ctl;
 
 my $base = <<'Y';
 version: 1

@@ -16,13 +16,14 @@ use lib "$FindBin::Bin/../lib";
 
 use POSIX ();
 use Test::More;
+use Airlock::Prereq qw(absent);
 use Airlock::Test;
 use Airlock::Proxy;
 
 my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 
-plan(skip_all => 'needs root for unix_uid 0 and a second uid') if $> != 0;
+absent('needs root for unix_uid 0 and a second uid') if $> != 0;
 
 $p->keygen;
 my $tools = $p->token_sha256('tools-token-1');

@@ -14,6 +14,7 @@ use lib "$FindBin::Bin/../lib";
 
 use JSON::PP;
 use Test::More;
+use Airlock::Prereq qw(absent);
 use Airlock::Test;
 use Airlock::Proxy;
 
@@ -21,7 +22,7 @@ my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 my $d = $t->testdir;
 
-plan skip_all => 'openssl not installed'
+absent('openssl not installed')
     unless system('command -v openssl >/dev/null') == 0;
 
 # a test CA, a certificate for upstream.test signed by it, and a

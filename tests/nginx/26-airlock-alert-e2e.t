@@ -15,6 +15,7 @@ use lib "$FindBin::Bin/../lib";
 
 use JSON::PP;
 use Test::More;
+use Airlock::Prereq qw(absent);
 use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::Proxy;
@@ -25,8 +26,8 @@ my $d = $t->testdir;
 my $alertd = "$t->{build}/airlock-alertd";
 my $am = '/usr/bin/prometheus-alertmanager';
 
-plan skip_all => "$alertd not built" unless -x $alertd;
-plan skip_all => "$am not installed" unless -x $am;
+absent("$alertd not built") unless -x $alertd;
+absent("$am not installed") unless -x $am;
 
 my $tok = 'token-agent-0123456789';
 my $sha = $p->token_sha256($tok);

@@ -18,16 +18,14 @@ use JSON::PP;
 use Test::More;
 use Airlock::Test;
 use Airlock::LLM;
+use Airlock::Prereq qw(absent need_cmd);
 
 local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
 
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
-for my $tool (qw(node npm)) {
-    plan(skip_all => "$tool not found")
-        unless grep { -x "$_/$tool" } split /:/, $ENV{PATH};
-}
+need_cmd(qw(node npm));
 
 # the package, installed as the lock file says, in the test prefix
 my $dir = $t->testdir . '/llm-client';
@@ -38,7 +36,7 @@ copy("$t->{top}/tests/lib/openai-client.mjs", "$dir/openai-client.mjs")
     or die "copy: $!";
 
 my $npm = `cd $dir && timeout 120 npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-plan(skip_all => "npm ci failed (no registry?): " . (split /\n/, $npm)[-1])
+absent("npm ci failed (no registry?): " . (split /\n/, $npm)[-1])
     if $? || !-d "$dir/node_modules/openai";
 
 $l->setup;

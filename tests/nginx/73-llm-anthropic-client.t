@@ -18,23 +18,12 @@ use JSON::PP;
 use Test::More;
 use Airlock::Test;
 use Airlock::LLM;
+use Airlock::Prereq qw(absent need_cmd);
 
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
-# a missing prerequisite skips, but fails under CI
-sub absent {
-    my ($why) = @_;
-    plan(skip_all => $why) unless $ENV{CI};
-    plan(tests => 1);
-    fail("prerequisite missing under CI: $why");
-    exit 1;
-}
-
-for my $tool (qw(node npm)) {
-    absent("$tool not found")
-        unless grep { -x "$_/$tool" } split /:/, $ENV{PATH};
-}
+need_cmd(qw(node npm));
 
 my $dir = $t->testdir . '/llm-client';
 mkdir $dir;

@@ -27,6 +27,7 @@ use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::Proxy;
 use Airlock::LLM;
+use Airlock::Prereq ();
 
 our @EXPORT = qw(of_type);
 
@@ -47,14 +48,12 @@ sub new {
 
     for my $bin ('redis-server', 'unshare') {
         next if grep { -x "$_/$bin" } split /:/, $ENV{PATH};
-        Test::More::plan(skip_all => "$bin not found") unless $ENV{CI};
-        die "$bin not found (auto/deps installs it)\n";
+        Airlock::Prereq::absent("$bin not found (auto/deps installs it)");
     }
 
     my $agent = "$t->{build}/airlock-agent";
     if (!-x $agent) {
-        Test::More::plan(skip_all => "not built: $agent") unless $ENV{CI};
-        die "not built: $agent\n";
+        Airlock::Prereq::absent("not built: $agent");
     }
     $self->{agent} = $agent;
 

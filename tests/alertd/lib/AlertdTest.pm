@@ -28,6 +28,9 @@ use IO::Socket::INET;
 use JSON::PP;
 use POSIX qw(WNOHANG);
 use Test::More ();
+
+use lib dirname(__FILE__) . "/../../lib";
+use Airlock::Prereq ();
 use Time::HiRes qw(sleep time);
 
 our @EXPORT_OK = qw(uniq);
@@ -43,7 +46,7 @@ sub new {
     my $keep = $ENV{AIRLOCK_KEEP};
 
     for my $bin ("$build/airlock-alertd", "$build/airlockctl") {
-        Test::More::plan(skip_all => "$bin not built") unless -x $bin;
+        Airlock::Prereq::absent("$bin not built") unless -x $bin;
     }
 
     my $dir = tempdir('alertd-test-XXXXXX', TMPDIR => 1,

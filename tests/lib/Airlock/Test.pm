@@ -138,7 +138,7 @@ sub has_module {
 
 sub require_module {
     my ($self) = @_;
-    Test::More::plan(skip_all => "module not built: $self->{module}")
+    Airlock::Prereq::absent("module not built: $self->{module}")
         unless $self->has_module;
     $self->{use_module} = 1;
     return $self;

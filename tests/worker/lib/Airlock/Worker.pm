@@ -28,21 +28,9 @@ use Time::HiRes qw(sleep time);
 
 use Airlock::Test;
 use Airlock::Proxy;
+use Airlock::Prereq ();
 
 our $SECRET = 'wk-Secret-7f3a9c1e5b2d';
-
-
-sub _missing {
-    my ($why) = @_;
-
-    if ($ENV{CI}) {
-        Test::More::plan(tests => 1);
-        Test::More::fail("prerequisite: $why");
-        exit 1;
-    }
-
-    Test::More::plan(skip_all => $why);
-}
 
 
 sub new {
@@ -58,20 +46,20 @@ sub new {
         nworker => 0,
     }, $class;
 
-    _missing('needs root to start sandboxes') if $> != 0;
-    _missing("airlock-worker not built: $self->{worker}")
+    Airlock::Prereq::absent('needs root to start sandboxes') if $> != 0;
+    Airlock::Prereq::absent("airlock-worker not built: $self->{worker}")
         unless -x $self->{worker};
-    _missing("sandbox rootfs not built: $self->{rootfs} (make worker-rootfs)")
+    Airlock::Prereq::absent("sandbox rootfs not built: $self->{rootfs} (make worker-rootfs)")
         unless -x "$self->{rootfs}/usr/bin/python3";
-    _missing('redis-server not installed (auto/deps)')
+    Airlock::Prereq::absent('redis-server not installed (auto/deps)')
         unless -x '/usr/bin/redis-server';
-    _missing('user airlock-worker missing (auto/deps)')
+    Airlock::Prereq::absent('user airlock-worker missing (auto/deps)')
         unless defined getpwnam('airlock-worker');
 
     if ($backend eq 'gvisor') {
-        _missing('runsc not installed (auto/deps)') unless -x '/usr/bin/runsc';
+        Airlock::Prereq::absent('runsc not installed (auto/deps)') unless -x '/usr/bin/runsc';
     } else {
-        _missing('bwrap not installed (auto/deps)') unless -x '/usr/bin/bwrap';
+        Airlock::Prereq::absent('bwrap not installed (auto/deps)') unless -x '/usr/bin/bwrap';
     }
 
     return $self;
