@@ -8,7 +8,7 @@
  * in the preaccess phase:
  *
  *   1. the client, from its key (Authorization: Bearer, x-api-key,
- *      Proxy-Authorization) or its unix peer credentials, must be one of
+ *      api-key, Proxy-Authorization) or its unix peer credentials, must be one of
  *      the entry's clients, and not in quarantine;
  *   2. the raw target under the prefix must be an endpoint the gateway
  *      serves (al_llm_route());
@@ -59,6 +59,8 @@ static ngx_int_t ngx_http_airlock_llm_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *actx, ngx_uint_t status);
 static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
+static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
 static ngx_int_t ngx_http_airlock_llm_deny(ngx_http_request_t *r,
@@ -282,6 +284,7 @@ ngx_http_airlock_llm_create_ctx(ngx_http_request_t *r,
     ctx->endpoint = AL_LLM_EP_NONE;
     ctx->source = AL_LLM_SOURCE_ESTIMATED;
     ngx_str_set(&ctx->model, "");
+    ngx_str_set(&ctx->alias, "");
 
     actx->route = &llcf->provider->route;
     actx->rconf = &llcf->provider->rconf;
@@ -404,7 +407,7 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
 
 /*
  * The client's key: "Authorization: Bearer k" (OpenAI SDKs), "x-api-key:
- * k" (Anthropic SDKs) or "Proxy-Authorization: Bearer k".  Each header at
+ * k" (Anthropic SDKs), "api-key: k" (the AzureOpenAI client) or "Proxy-Authorization: Bearer k".  Each header at
  * most once, and two of them must carry the same key.  Also refuses what
  * cannot be read one way: an absolute-form target, two Content-Types.
  */
@@ -468,10 +471,15 @@ ngx_http_airlock_llm_token(ngx_http_request_t *r, ngx_str_t *token,
             proxy = &h[i];
             nproxy++;
 
-        } else if (h[i].key.len == sizeof("x-api-key") - 1
-                   && ngx_strncmp(h[i].lowcase_key, "x-api-key",
-                                  sizeof("x-api-key") - 1) == 0)
+        } else if ((h[i].key.len == sizeof("x-api-key") - 1
+                    && ngx_strncmp(h[i].lowcase_key, "x-api-key",
+                                   sizeof("x-api-key") - 1) == 0)
+                   || (h[i].key.len == sizeof("api-key") - 1
+                       && ngx_strncmp(h[i].lowcase_key, "api-key",
+                                      sizeof("api-key") - 1) == 0))
         {
+            /* Anthropic's SDKs send x-api-key, the AzureOpenAI client
+               api-key: one of them, once */
             key = &h[i];
             nkey++;
 
@@ -529,7 +537,7 @@ ngx_http_airlock_llm_token(ngx_http_request_t *r, ngx_str_t *token,
         }
 
         if (t.len == 0) {
-            *detail = "empty x-api-key";
+            *detail = "empty x-api-key or api-key";
             return AL_REASON_CLIENT_UNKNOWN;
         }
 
@@ -654,6 +662,16 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
         ctx->model.len = rt->model.len;
     }
 
+    if (rt->alias.len) {
+        ctx->alias.data = ngx_pnalloc(r->pool, rt->alias.len);
+        if (ctx->alias.data == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        ngx_memcpy(ctx->alias.data, rt->alias.data, rt->alias.len);
+        ctx->alias.len = rt->alias.len;
+    }
+
     ngx_pfree(r->pool, rt);
 
     /* framing: refuse before reading what cannot be accepted */
@@ -768,6 +786,12 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
                                          NULL);
     }
 
+    rc = ngx_http_airlock_llm_map_model(r, ctx, &body);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
     reason = al_llm_request(llm, ctx->lc, ctx->endpoint,
                             (char *) body.ctype.data, body.ctype.len,
                             body.data, body.len, &req);
@@ -823,6 +847,82 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
 
     /* the proxy module writes Content-Length from this */
     r->headers_in.content_length_n = body.len;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Before the body is checked: an alias in "model" becomes the model it
+ * stands for, and on Azure deployment paths "model" becomes the
+ * deployment (al_llm_model_map()).  The result replaces the body, so the
+ * check reads what is sent.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body)
+{
+    u_char          *data;
+    al_str_t         dep, *force;
+    al_llm_map_t     m;
+    const al_llm_t  *llm;
+
+    llm = ctx->provider->llm;
+
+    force = NULL;
+
+    if (llm->kind == AL_LLM_AZURE && ctx->model.len) {
+        /* a deployment path: the route decided the model */
+        dep.data = (char *) ctx->model.data;
+        dep.len = ctx->model.len;
+        force = &dep;
+
+    } else if (llm->naliases == 0) {
+        return NGX_OK;
+    }
+
+    if (al_llm_model_map(llm, force, body->data, body->len, &m) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (m.body == NULL) {
+        return NGX_OK;
+    }
+
+    if (m.alias_len) {
+        ctx->alias.data = ngx_pnalloc(r->pool, m.alias_len);
+        if (ctx->alias.data == NULL) {
+            free(m.body);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_memcpy(ctx->alias.data, m.alias, m.alias_len);
+        ctx->alias.len = m.alias_len;
+    }
+
+    data = ngx_pnalloc(r->pool, m.body_len);
+    if (data == NULL) {
+        free(m.body);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(data, m.body, m.body_len);
+    free(m.body);
+
+    body->data = data;
+    body->len = m.body_len;
+
+    if (m.body_len > llm->body_max) {
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY_TOO_LARGE,
+                                         AL_LLM_ERR_TOO_LARGE,
+                                         "request body is over the limit",
+                                         NULL);
+    }
+
+    if (ngx_http_airlock_body_set(r, data, m.body_len) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
 
     return NGX_OK;
 }
@@ -1113,6 +1213,8 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     rec.provider.len = ctx->provider->llm->name.len;
     rec.model.data = (char *) ctx->model.data;
     rec.model.len = ctx->model.len;
+    rec.alias.data = (char *) ctx->alias.data;
+    rec.alias.len = ctx->alias.len;
     rec.endpoint = ctx->endpoint;
     rec.usage = ctx->usage;
     rec.status = ctx->status;
@@ -1261,12 +1363,20 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
     prov->host.data = (u_char *) u->host.data;
     prov->host.len = u->host.len;
 
-    /* the key header: "Authorization: Bearer k" or "x-api-key: k" */
+    /*
+     * the key header: "Authorization: Bearer k", "x-api-key: k"
+     * (anthropic) or "api-key: k" (azure)
+     */
 
     h = &prov->key;
 
-    if (llm->kind == AL_LLM_ANTHROPIC) {
-        ngx_str_set(&h->key, "x-api-key");
+    if (llm->kind == AL_LLM_ANTHROPIC || llm->kind == AL_LLM_AZURE) {
+        if (llm->kind == AL_LLM_AZURE) {
+            ngx_str_set(&h->key, "api-key");
+
+        } else {
+            ngx_str_set(&h->key, "x-api-key");
+        }
 
         /* the value stays in the library's guarded memory */
         h->value.data = sec->value;

@@ -69,6 +69,8 @@ typedef struct {
     ngx_str_t                        uri;       /* upstream path?query */
     ngx_str_t                        model;     /* the allowed model asked
                                                    for; "" for none */
+    ngx_str_t                        alias;     /* the alias the client
+                                                   named; "" for none */
 
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
