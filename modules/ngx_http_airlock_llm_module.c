@@ -129,6 +129,13 @@ static ngx_command_t  ngx_http_airlock_llm_commands[] = {
       0,
       NULL },
 
+    { ngx_string("airlock_llm_fallback"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_airlock_llm_fallback_conf,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("airlock_llm_log"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_airlock_llm_log,
@@ -196,6 +203,10 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     ngx_http_airlock_llm_loc_conf_t  *llcf;
 
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_llm_module);
+
+    if (llcf->fallback) {
+        return ngx_http_airlock_llm_fallback(r);
+    }
 
     if (llcf->provider == NULL) {
         return NGX_DECLINED;
@@ -967,12 +978,7 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
 
     prov = ctx->provider;
 
-    hs.keep = ngx_http_airlock_llm_headers;
-    hs.cookies = 0;
-    hs.inject = &prov->key;
-    hs.ninject = 1;
-    hs.defaults = &prov->version;
-    hs.ndefaults = (prov->llm->kind == AL_LLM_ANTHROPIC) ? 1 : 0;
+    ngx_http_airlock_llm_headers_of(prov, &hs);
 
     actx = ctx->actx;
 
@@ -989,6 +995,21 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
                    ctx->provider->llm->name.data, &ctx->model, &ctx->uri);
 
     return NGX_DECLINED;
+}
+
+
+/* the client headers kept and the key added for a call to prov */
+
+void
+ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
+    ngx_http_airlock_headers_t *hs)
+{
+    hs->keep = ngx_http_airlock_llm_headers;
+    hs->cookies = 0;
+    hs->inject = &prov->key;
+    hs->ninject = 1;
+    hs->defaults = &prov->version;
+    hs->ndefaults = (prov->llm->kind == AL_LLM_ANTHROPIC) ? 1 : 0;
 }
 
 
@@ -1211,6 +1232,14 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     rec.client.len = ctx->client->name.len;
     rec.provider.data = ctx->provider->llm->name.data;
     rec.provider.len = ctx->provider->llm->name.len;
+
+    if (ctx->served != NULL) {
+        rec.fallback_from = rec.provider;
+        rec.fallback_status = ctx->fallback_status;
+        rec.provider.data = ctx->served->llm->name.data;
+        rec.provider.len = ctx->served->llm->name.len;
+    }
+
     rec.model.data = (char *) ctx->model.data;
     rec.model.len = ctx->model.len;
     rec.alias.data = (char *) ctx->alias.data;
@@ -1590,6 +1619,20 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
         conf->provider = prev->provider;
     }
 
+    if (conf->fallback) {
+        if (conf->name.data != NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"airlock_llm_fallback\" and \"airlock_llm\" "
+                          "in one location \"%V\": the fallback location "
+                          "is the named location the gateway locations' "
+                          "error_page leads to", &clcf->name);
+            return NGX_CONF_ERROR;
+        }
+
+        /* what other modules' directives may not do here */
+        return ngx_http_airlock_conf_check(cf, clcf);
+    }
+
     if (conf->name.data == NULL) {
         return NGX_CONF_OK;
     }
@@ -1642,6 +1685,19 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     conf->provider = &lmcf->providers[i];
     llm = conf->provider->llm;
+
+    /* a call may go to the entry's fallback: its key and scrub list too */
+
+    for (i = 0; llm->fallback != NULL && i < lmcf->nproviders; i++) {
+        if (lmcf->providers[i].llm == llm->fallback
+            && !lmcf->providers[i].ready)
+        {
+            rv = ngx_http_airlock_llm_prepare(cf, conf, &lmcf->providers[i]);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+        }
+    }
 
     /* bodies are checked and forwarded from one memory buffer */
 

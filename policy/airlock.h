@@ -366,7 +366,7 @@ typedef struct {
     al_str_t         model;                 /* one of the entry's models */
 } al_llm_alias_t;
 
-typedef struct {
+typedef struct al_llm_s {
     al_str_t         name;
     unsigned         line;
     al_str_t         prefix;                /* "/v1/proxy/openai" */
@@ -383,6 +383,9 @@ typedef struct {
                                                sent upstream; "" otherwise */
     al_llm_alias_t  *aliases;
     size_t           naliases;
+    al_str_t         fallback_name;         /* "" when none */
+    const struct al_llm_s  *fallback;       /* the entry a failed call
+                                               goes to, or NULL */
 } al_llm_t;
 
 typedef enum {

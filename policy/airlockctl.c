@@ -79,6 +79,9 @@ static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
+static void al_ctl_explain_fallback(const al_llm_t *l,
+    const al_client_t *client, const al_llm_route_t *rt,
+    const al_llm_req_t *req);
 static int al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     const char *method, const char *target, const unsigned char *body,
     size_t body_len, const char *ctype);
@@ -815,6 +818,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                body_len);
     }
 
+    al_ctl_explain_fallback(l, client, rt, &req);
+
     if (lc->tokens_per_minute || lc->tokens_per_day) {
         printf("  budget:   reserves %llu tokens against %llu/min, "
                "%llu/day (0 = unlimited)\n",
@@ -832,6 +837,48 @@ done:
     free(rt);
 
     return rc;
+}
+
+
+/* where the call goes when the provider fails (al_llm_fallback_*()) */
+
+static void
+al_ctl_explain_fallback(const al_llm_t *l, const al_client_t *client,
+    const al_llm_route_t *rt, const al_llm_req_t *req)
+{
+    size_t                  len;
+    al_str_t                model;
+    const al_llm_t         *b;
+    const al_llm_client_t  *lc;
+    char                    uri[1024];
+
+    b = l->fallback;
+
+    if (b == NULL) {
+        return;
+    }
+
+    lc = al_llm_find_client(b, client);
+
+    if (lc == NULL
+        || al_llm_fallback_model(b, lc, req->model, req->model_len,
+                                 rt->alias.len ? rt->alias.data : "",
+                                 rt->alias.len, &model)
+           != 0
+        || al_llm_fallback_uri(b, rt->endpoint, &model, uri, sizeof(uri),
+                               &len)
+           != 0)
+    {
+        printf("  fallback: none for this call (llm \"%s\" does not serve "
+               "it to this client)\n", b->name.data);
+        return;
+    }
+
+    printf("  fallback: on 429, 5xx or no connection, llm \"%s\": POST "
+           "%.*s%.*s, model %.*s\n", b->name.data,
+           (int) (b->upstream.url.len - b->upstream.base_path.len),
+           b->upstream.url.data, (int) len, uri, (int) model.len,
+           model.data);
 }
 
 

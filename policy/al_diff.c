@@ -864,7 +864,8 @@ al_diff_alerts(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
 
 
 /*
- * What the provider is sent: the api-version (another API surface: '+'),
+ * What the provider is sent: the fallback (another provider may get the
+ * calls: '+'; none: '-'), the api-version (another API surface: '+'),
  * aliases (a name that reaches a model it did not reach before: '+').
  */
 
@@ -875,6 +876,14 @@ al_diff_llm_provider(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
     const char  *name;
 
     name = b->name.data;
+
+    /* calls may go to another provider, or no longer do */
+    if (!al_str_eq(&a->fallback_name, &b->fallback_name)) {
+        al_diff_emit(df, b->fallback_name.len ? '+' : '-',
+                     "llm %s: fallback %s -> %s", name,
+                     a->fallback_name.len ? a->fallback_name.data : "-",
+                     b->fallback_name.len ? b->fallback_name.data : "-");
+    }
 
     if (!al_str_eq(&a->api_version, &b->api_version)) {
         al_diff_emit(df, '+', "llm %s: api_version %s -> %s", name,

@@ -253,6 +253,21 @@ int al_llm_model_splice(const unsigned char *body, size_t len, size_t at,
 int al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
     const unsigned char *body, size_t len, al_llm_map_t *m);
 
+/*
+ * Fallback to entry b (llm->fallback) with lc, the client's entry in b.
+ * al_llm_fallback_model(): the model b gets for a call that asked for
+ * model (alias: the alias the client named, alen 0 for none): b's alias
+ * of that name, else model itself; 0 when lc may use it, else -1.
+ * al_llm_fallback_uri(): b's upstream path?query for endpoint ep and that
+ * model (azure: the deployment path and b's api-version); -1 for an
+ * endpoint b does not serve or a URI over size.
+ */
+int al_llm_fallback_model(const al_llm_t *b, const al_llm_client_t *lc,
+    const char *model, size_t mlen, const char *alias, size_t alen,
+    al_str_t *out);
+int al_llm_fallback_uri(const al_llm_t *b, al_llm_endpoint_t ep,
+    const al_str_t *model, char *out, size_t size, size_t *len);
+
 
 /*
  * Usage, normalized across providers (al_llm_usage.c):
@@ -498,12 +513,14 @@ al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
 /*
  * The usage log line (al_llm_usage.c), one JSON object, no newline:
  * {"time","request_id","client","provider","endpoint","model",
- *  ["alias",] "prompt_tokens",
+ *  ["alias",] ["fallback_from","fallback_status",] "prompt_tokens",
  *  "completion_tokens","cached_tokens","total_tokens","status",
  *  "latency_ms","ttfb_ms","stream","usage_source"}
  * time is RFC 3339 UTC with milliseconds.  "model" is the model the
  * provider was asked for; "alias", only when the client asked for an
- * alias, is that alias.  Strings are escaped; NUL and
+ * alias, is that alias.  After a fallback, "provider" is the entry that
+ * served the call and "fallback_from" the one that failed first, with
+ * the status it failed with.  Strings are escaped; NUL and
  * invalid UTF-8 become U+FFFD.  request_id, client, provider and alias
  * are cut to
  * AL_LLM_RECORD_STR_MAX bytes and model to AL_LLM_MODEL_MAX / 2, so the
@@ -518,6 +535,9 @@ typedef struct {
     al_str_t         provider;          /* the llm entry's name */
     al_str_t         model;
     al_str_t         alias;             /* "" when none */
+    al_str_t         fallback_from;     /* the entry that failed, or "" */
+    unsigned         fallback_status;   /* what it answered; 502: no
+                                           connection */
     al_llm_endpoint_t  endpoint;        /* "endpoint": chat, responses... */
     al_llm_usage_t   usage;
     unsigned         status;

@@ -22,6 +22,13 @@
  *   splices the JSON string value of the top-level "model" member; the
  *   rest of the body is not touched.
  *
+ *   Fallback.  A call the entry's provider answers 429 or 5xx, or that
+ *   cannot connect, may go once to the entry's "fallback" (the nginx
+ *   module decides when: before any byte of an answer reached the
+ *   client).  The fallback gets its own URI, key and model: the alias the
+ *   client asked for, by the fallback's own aliases, or the same model
+ *   when the fallback serves it.
+ *
  * The body scanner below reads the top-level object only far enough to
  * find "model"; it needs no memory and does not judge the document:
  * al_llm_request() parses and checks the result strictly, so a body the
@@ -43,6 +50,7 @@ static size_t al_llm_json_ws(const unsigned char *p, size_t len, size_t i);
 static size_t al_llm_json_str(const unsigned char *p, size_t len, size_t i);
 static size_t al_llm_json_skip(const unsigned char *p, size_t len, size_t i);
 static int al_llm_seg_is(const al_str_t *seg, const char *s);
+static const char *al_llm_fallback_path(al_llm_endpoint_t ep);
 
 
 const al_llm_alias_t *
@@ -481,4 +489,114 @@ al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
 
     return al_llm_model_splice(body, len, at, raw, alias->model.data,
                                alias->model.len, &m->body, &m->body_len);
+}
+
+
+/*
+ * Fallback.  The model the fallback entry b is asked for: the alias the
+ * client named, mapped by b's aliases; else the model the first entry
+ * was asked for, when b serves it.  Either way lc (the client's entry in
+ * b) must allow it.
+ */
+
+int
+al_llm_fallback_model(const al_llm_t *b, const al_llm_client_t *lc,
+    const char *model, size_t mlen, const char *alias, size_t alen,
+    al_str_t *out)
+{
+    const al_llm_alias_t  *a;
+
+    a = (alen > 0) ? al_llm_alias_find(b, alias, alen) : NULL;
+
+    if (a != NULL) {
+        *out = a->model;
+
+    } else {
+        a = al_llm_alias_find(b, model, mlen);
+
+        if (a != NULL) {
+            *out = a->model;
+
+        } else {
+            out->data = model;
+            out->len = mlen;
+        }
+    }
+
+    return al_llm_model_allowed(b, lc, out->data, out->len) ? 0 : -1;
+}
+
+
+/* the endpoint as a path under an OpenAI-style base */
+
+static const char *
+al_llm_fallback_path(al_llm_endpoint_t ep)
+{
+    switch (ep) {
+
+    case AL_LLM_EP_CHAT:
+        return "chat/completions";
+
+    case AL_LLM_EP_COMPLETIONS:
+        return "completions";
+
+    case AL_LLM_EP_EMBEDDINGS:
+        return "embeddings";
+
+    case AL_LLM_EP_RESPONSES:
+        return "responses";
+
+    case AL_LLM_EP_MESSAGES:
+        return "messages";
+
+    default:
+        return NULL;
+    }
+}
+
+
+int
+al_llm_fallback_uri(const al_llm_t *b, al_llm_endpoint_t ep,
+    const al_str_t *model, char *out, size_t size, size_t *len)
+{
+    int          n;
+    const char  *path;
+
+    path = al_llm_fallback_path(ep);
+
+    if (path == NULL
+        || (ep == AL_LLM_EP_MESSAGES) != (b->kind == AL_LLM_ANTHROPIC))
+    {
+        return -1;
+    }
+
+    if (b->kind != AL_LLM_AZURE) {
+        n = snprintf(out, size, "%.*s/%s", (int) b->upstream.base_path.len,
+                     b->upstream.base_path.data, path);
+
+    } else if (ep == AL_LLM_EP_RESPONSES) {
+        n = snprintf(out, size, "%.*s/openai/responses?api-version=%.*s",
+                     (int) b->upstream.base_path.len,
+                     b->upstream.base_path.data,
+                     (int) b->api_version.len, b->api_version.data);
+
+    } else {
+        if (!al_llm_azure_name(model->data, model->len)) {
+            return -1;
+        }
+
+        n = snprintf(out, size, "%.*s/openai/deployments/%.*s/%s"
+                     "?api-version=%.*s", (int) b->upstream.base_path.len,
+                     b->upstream.base_path.data, (int) model->len,
+                     model->data, path, (int) b->api_version.len,
+                     b->api_version.data);
+    }
+
+    if (n < 0 || (size_t) n >= size) {
+        return -1;
+    }
+
+    *len = (size_t) n;
+
+    return 0;
 }

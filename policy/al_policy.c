@@ -143,6 +143,8 @@ static int al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l);
 static int al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
 static int al_cc_same(const al_str_t *a, const al_str_t *b);
+static int al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node,
+    al_llm_t *l);
 static int al_cc_alerts(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_threshold(al_cc_t *cc, const al_ynode_t *node,
     const char *what, int quarantine, al_threshold_t *t);
@@ -199,7 +201,7 @@ static const char *const al_field_keys[] = {
 static const char *const al_llm_keys[] = {
     "name", "description", "prefix", "provider", "upstream", "secret",
     "models", "clients", "include_usage", "max_body_bytes", "api_version",
-    "aliases", NULL
+    "aliases", "fallback", NULL
 };
 
 static const char *const al_llm_client_keys[] = {
@@ -3102,6 +3104,80 @@ al_cc_llms(al_cc_t *cc, const al_ynode_t *node)
         cc->p->nllm++;
     }
 
+    for (i = 0; i < node->n; i++) {
+        if (al_cc_llm_fallback(cc, node->items[i], &cc->p->llm[i]) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * fallback names another entry of the same API (OpenAI-style or
+ * Anthropic) that lists every client of this one; a call goes there at
+ * most once, so the fallback's own fallback is not followed.
+ */
+
+static int
+al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
+{
+    size_t             i, j;
+    const al_llm_t    *b;
+    const al_ynode_t  *v;
+
+    if (l->fallback_name.len == 0) {
+        return 0;
+    }
+
+    v = al_cc_get(node, "fallback");
+
+    for (i = 0; i < cc->p->nllm; i++) {
+        if (al_cc_same(&cc->p->llm[i].name, &l->fallback_name)) {
+            break;
+        }
+    }
+
+    if (i == cc->p->nllm) {
+        return al_cc_error(cc, v, "fallback \"%s\" is not an llm entry",
+                           l->fallback_name.data);
+    }
+
+    b = &cc->p->llm[i];
+
+    if (b == l) {
+        return al_cc_error(cc, v, "llm \"%s\" cannot be its own fallback",
+                           l->name.data);
+    }
+
+    if ((b->kind == AL_LLM_ANTHROPIC) != (l->kind == AL_LLM_ANTHROPIC)) {
+        return al_cc_error(cc, v, "fallback \"%s\" speaks another API: "
+                           "an anthropic entry falls back to an anthropic "
+                           "entry, an OpenAI-style one (openai, "
+                           "openai-compatible, azure) to an OpenAI-style one",
+                           b->name.data);
+    }
+
+    for (i = 0; i < l->nclients; i++) {
+        for (j = 0; j < b->nclients; j++) {
+            if (b->clients[j].client == l->clients[i].client) {
+                break;
+            }
+        }
+
+        if (j == b->nclients) {
+            return al_cc_error(cc, v, "fallback \"%s\" does not list "
+                               "client \"%s\" of llm \"%s\"; list it "
+                               "there with the models it may use",
+                               b->name.data,
+                               l->clients[i].client->name.data,
+                               l->name.data);
+        }
+    }
+
+    l->fallback = b;
+
     return 0;
 }
 
@@ -3458,6 +3534,14 @@ al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
             return al_cc_error(cc, v, "api_version is longer than 32 "
                                "characters");
         }
+    }
+
+    v = al_cc_get(node, "fallback");
+
+    if (v != NULL
+        && al_cc_name(cc, v, "fallback", &l->fallback_name) != 0)
+    {
+        return -1;
     }
 
     v = al_cc_get(node, "aliases");

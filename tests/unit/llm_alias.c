@@ -1,7 +1,8 @@
 /*
- * Azure entries and model aliases (policy/al_llm_alias.c): the policy
- * fields and their errors, the Azure endpoint table and api-version, the
- * top-level "model" scanner, the splice, and the usage line's "alias".
+ * Azure entries, model aliases and fallback (policy/al_llm_alias.c): the
+ * policy fields and their errors, the Azure endpoint table and
+ * api-version, the top-level "model" scanner, the splice, the fallback's
+ * model and URI, and the usage line's "alias" and "fallback_from".
  */
 
 #include <stdio.h>
@@ -49,6 +50,7 @@ static void test_azure(void);
 static void test_locate(void);
 static void test_map(void);
 static void test_record(void);
+static void test_fallback(void);
 
 
 static al_policy_t     *pol;
@@ -64,6 +66,7 @@ main(void)
     test_locate();
     test_map();
     test_record();
+    test_fallback();
 
     al_policy_free(pol);
 
@@ -439,5 +442,125 @@ test_record(void)
 
     rec.alias.len = 0;
     (void) al_llm_record_format(&rec, buf, sizeof(buf));
-    tap_ok(strstr(buf, "\"alias\"") == NULL, "record: no alias, no field");
+    tap_ok(strstr(buf, "\"alias\"") == NULL
+           && strstr(buf, "fallback") == NULL,
+           "record: no alias, no fallback, no fields");
+
+    rec.provider.data = "backup";
+    rec.provider.len = 6;
+    rec.fallback_from.data = "primary";
+    rec.fallback_from.len = 7;
+    rec.fallback_status = 503;
+    (void) al_llm_record_format(&rec, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"provider\":\"backup\"") != NULL
+           && strstr(buf, "\"fallback_from\":\"primary\","
+                          "\"fallback_status\":503,") != NULL,
+           "record: the entry that served, the one that failed and how");
+}
+
+
+#define OAI                                                                  \
+    "  - name: oa\n"                                                         \
+    "    prefix: /v1/proxy/openai\n"                                         \
+    "    provider: openai\n"                                                 \
+    "    upstream: https://api.openai.com/v1\n"                              \
+    "    secret: k\n"                                                        \
+    "    models: [gpt-4o-mini, gpt-4o, embed]\n"                             \
+    "    aliases: { fast: gpt-4o-mini }\n"
+
+#define ANT                                                                  \
+    "  - name: an\n"                                                         \
+    "    prefix: /v1/proxy/anthropic\n"                                      \
+    "    provider: anthropic\n"                                              \
+    "    upstream: https://api.anthropic.com/v1\n"                           \
+    "    secret: k\n"                                                        \
+    "    models: [claude]\n"                                                 \
+    "    clients: { agent: {}, worker: {} }\n"
+
+
+static void
+test_fallback(void)
+{
+    char                    uri[256];
+    size_t                  len;
+    al_str_t                m;
+    const char             *yaml;
+    al_error_t              err;
+    al_policy_t            *p;
+    const al_llm_t         *oa, *az;
+    const al_llm_client_t  *lc;
+
+    refuse("fallback to no entry",
+           HEAD OAI "    fallback: `nope\n" CLIENTS,
+           "fallback \"nope\" is not an llm entry");
+
+    refuse("fallback to itself",
+           HEAD OAI "    fallback: `oa\n" CLIENTS,
+           "cannot be its own fallback");
+
+    refuse("fallback to another API",
+           HEAD OAI "    fallback: `an\n" CLIENTS ANT,
+           "speaks another API");
+
+    refuse("fallback without the client",
+           HEAD OAI "    fallback: `az\n" CLIENTS
+           AZURE "    api_version: \"2024-10-21\"\n"
+           "    clients: { agent: {} }\n",
+           "fallback \"az\" does not list client \"worker\" of llm \"oa\"");
+
+    yaml = HEAD OAI "    fallback: az\n" CLIENTS
+           AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: { fast: mini-prod }\n" CLIENTS;
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+
+    if (!tap_ok(p != NULL, "an openai entry with an azure fallback loads")) {
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    oa = &p->llm[0];
+    az = &p->llm[1];
+
+    tap_ok(oa->fallback == az && az->fallback == NULL,
+           "fallback: the entry it names");
+
+    lc = &az->clients[0];
+
+    tap_ok(al_llm_fallback_model(az, lc, "gpt-4o-mini", 11, "fast", 4, &m)
+           == 0 && m.len == 9 && memcmp(m.data, "mini-prod", 9) == 0,
+           "fallback model: the alias, by the fallback's aliases");
+    tap_ok(al_llm_fallback_model(az, lc, "gpt-4o", 6, "", 0, &m) == -1,
+           "fallback model: a model the fallback does not serve");
+    tap_ok(al_llm_fallback_model(az, lc, "embed", 5, "", 0, &m) == 0
+           && m.len == 5, "fallback model: the same name when served");
+    tap_ok(al_llm_fallback_model(az, &az->clients[1], "fast", 4, "", 0, &m)
+           == -1, "fallback model: the client's allowlist in the fallback");
+
+    m.data = "mini-prod";
+    m.len = 9;
+
+    tap_ok(al_llm_fallback_uri(az, AL_LLM_EP_CHAT, &m, uri, sizeof(uri),
+                               &len) == 0
+           && strcmp(uri, "/openai/deployments/mini-prod/chat/completions"
+                          "?api-version=2024-10-21") == 0
+           && len == strlen(uri), "fallback URI: azure deployment path");
+    tap_ok(al_llm_fallback_uri(az, AL_LLM_EP_RESPONSES, &m, uri,
+                               sizeof(uri), &len) == 0
+           && strcmp(uri, "/openai/responses?api-version=2024-10-21") == 0,
+           "fallback URI: azure responses");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_EMBEDDINGS, &m, uri,
+                               sizeof(uri), &len) == 0
+           && strcmp(uri, "/v1/embeddings") == 0,
+           "fallback URI: an OpenAI base path");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_MODELS, &m, uri, sizeof(uri),
+                               &len) == -1, "fallback URI: no GET endpoints");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_MESSAGES, &m, uri, sizeof(uri),
+                               &len) == -1,
+           "fallback URI: messages only on anthropic");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_CHAT, &m, uri, 5, &len) == -1,
+           "fallback URI: bounded");
+
+    al_policy_free(p);
 }
