@@ -75,12 +75,18 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
 
     ctx = ngx_http_airlock_llm_get_ctx(r);
 
+    if (ctx != NULL && ctx->actx->reading_body) {
+        /* nginx could not read the body: answered as the gateway does */
+        return ngx_http_airlock_enter(r, ctx->actx);
+    }
+
     if (ctx == NULL || !ctx->allowed) {
         /* not a call the gateway let through: nothing to fall back */
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "airlock: \"airlock_llm_fallback\" reached by a "
                       "request the LLM gateway did not allow");
-        return NGX_HTTP_FORBIDDEN;
+        return r->err_status ? (ngx_int_t) r->err_status
+                             : NGX_HTTP_FORBIDDEN;
     }
 
     if (ctx->served != NULL) {

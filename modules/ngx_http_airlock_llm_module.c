@@ -1371,9 +1371,9 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
 
     if (sec == NULL || sec->value == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "llm \"%V\" needs its secret, but no "
+                      "llm \"%s\" needs its secret, but no "
                       "\"airlock_keyring\" is set to open it in %V:%ui",
-                      &llcf->name, &llcf->file, llcf->line);
+                      llm->name.data, &llcf->file, llcf->line);
         return NGX_CONF_ERROR;
     }
 
@@ -1464,8 +1464,9 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
     scrub = al_scrub_collect_llm(amcf->policy, llm, &why);
     if (scrub == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "llm \"%V\": cannot build its scrub list: %s in "
-                      "%V:%ui", &llcf->name, why, &llcf->file, llcf->line);
+                      "llm \"%s\": cannot build its scrub list: %s in "
+                      "%V:%ui", llm->name.data, why, &llcf->file,
+                      llcf->line);
         return NGX_CONF_ERROR;
     }
 

@@ -81,7 +81,7 @@ static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
 static void al_ctl_explain_fallback(const al_llm_t *l,
     const al_client_t *client, const al_llm_route_t *rt,
-    const al_llm_req_t *req);
+    const al_llm_req_t *req, const char *alias, size_t alias_len);
 static int al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     const char *method, const char *target, const unsigned char *body,
     size_t body_len, const char *ctype);
@@ -818,7 +818,13 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                body_len);
     }
 
-    al_ctl_explain_fallback(l, client, rt, &req);
+    if (rt->alias.len) {
+        al_ctl_explain_fallback(l, client, rt, &req, rt->alias.data,
+                                rt->alias.len);
+    } else {
+        al_ctl_explain_fallback(l, client, rt, &req, map.alias,
+                                map.alias_len);
+    }
 
     if (lc->tokens_per_minute || lc->tokens_per_day) {
         printf("  budget:   reserves %llu tokens against %llu/min, "
@@ -844,7 +850,8 @@ done:
 
 static void
 al_ctl_explain_fallback(const al_llm_t *l, const al_client_t *client,
-    const al_llm_route_t *rt, const al_llm_req_t *req)
+    const al_llm_route_t *rt, const al_llm_req_t *req, const char *alias,
+    size_t alias_len)
 {
     size_t                  len;
     al_str_t                model;
@@ -862,8 +869,7 @@ al_ctl_explain_fallback(const al_llm_t *l, const al_client_t *client,
 
     if (lc == NULL
         || al_llm_fallback_model(b, lc, req->model, req->model_len,
-                                 rt->alias.len ? rt->alias.data : "",
-                                 rt->alias.len, &model)
+                                 alias, alias_len, &model)
            != 0
         || al_llm_fallback_uri(b, rt->endpoint, &model, uri, sizeof(uri),
                                &len)
