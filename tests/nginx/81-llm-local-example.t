@@ -53,7 +53,7 @@ my $d = $t->testdir;
 
 my $out = `$ctl check $d/merged.yaml 2>&1`;
 
-sub explain {
+sub explain_call {
     my $cmd = "$ctl explain $d/merged.yaml --client worker POST "
             . "/v1/proxy/ollama/chat/completions --body $d/req.json "
             . '--content-type application/json 2>&1';
@@ -64,7 +64,7 @@ is($?, 0, 'airlockctl check: the example with the entry is valid')
 
 $t->write_file('req.json', '{"model":"local","messages":'
                            . '[{"role":"user","content":"Hi"}]}');
-$out = explain();
+$out = explain_call();
 is($? >> 8, 0, 'airlockctl explain: allowed') or diag($out);
 like($out, qr{forward:\s+POST http://127\.0\.0\.1:11434/v1/chat/completions},
      'explain: to the local server');
@@ -73,7 +73,7 @@ like($out, qr{alias:\s+local -> model "llama3\.1:8b"},
 like($out, qr/"max_tokens":1024/, 'explain: the cap written for Ollama');
 
 $t->write_file('req.json', '{"model":"coder","messages":[]}');
-$out = explain();
+$out = explain_call();
 is($? >> 8, 1, 'explain: an alias to a model the client may not use: denied');
 like($out, qr/deny: model/, '... as model');
 
