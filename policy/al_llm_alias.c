@@ -51,6 +51,7 @@ static size_t al_llm_json_str(const unsigned char *p, size_t len, size_t i);
 static size_t al_llm_json_skip(const unsigned char *p, size_t len, size_t i);
 static int al_llm_seg_is(const al_str_t *seg, const char *s);
 static const char *al_llm_fallback_path(al_llm_endpoint_t ep);
+static int al_llm_plain(const unsigned char *p, size_t len);
 
 
 const al_llm_alias_t *
@@ -444,6 +445,27 @@ al_llm_model_splice(const unsigned char *body, size_t len, size_t at,
 }
 
 
+/* a JSON string token of printable ASCII without escapes */
+
+static int
+al_llm_plain(const unsigned char *p, size_t len)
+{
+    size_t  i;
+
+    if (len < 2 || p[0] != '"' || p[len - 1] != '"') {
+        return 0;
+    }
+
+    for (i = 1; i < len - 1; i++) {
+        if (p[i] < 0x20 || p[i] > 0x7e || p[i] == '\\' || p[i] == '"') {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 int
 al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
     const unsigned char *body, size_t len, al_llm_map_t *m)
@@ -456,8 +478,14 @@ al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
 
     rc = al_llm_model_locate(body, len, &at, &raw);
 
-    if (rc < 0 || rc == 2) {
-        /* not an object, or a model that is not a string: refused later */
+    if (rc < 0 || rc == 2 || (rc == 1 && !al_llm_plain(body + at, raw))) {
+        /*
+         * Not an object, a model that is not a string, or one with
+         * escapes or bytes outside printable ASCII: left as it is for
+         * the body check to judge.  Only a plain string is replaced, so
+         * a splice never turns a body that would be refused into one
+         * that passes.
+         */
         return 0;
     }
 

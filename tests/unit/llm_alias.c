@@ -399,6 +399,10 @@ test_map(void)
                "(unchanged)", "map: force, already the same");
     tap_is_str(map(l, "mini-prod", "[]"), "(unchanged)",
                "map: not an object, left for the body check");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"\\q\"}"), "(unchanged)",
+               "map: force leaves a bad escape for the body check");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"a\tb\"}"), "(unchanged)",
+               "map: force leaves a control byte for the body check");
 
     tap_ok(al_llm_model_splice((const unsigned char *) "{\"model\":\"x\"}",
                                13, 9, 3, "a\"b\\c", 5, &o, &n) == 0
