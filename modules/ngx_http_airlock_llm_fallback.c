@@ -353,6 +353,34 @@ ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
 }
 
 
+/*
+ * A gateway location of an entry with a fallback that does not intercept
+ * the provider's errors never falls back: "nginx -t" says so.
+ */
+
+void
+ngx_http_airlock_llm_fallback_check(ngx_conf_t *cf,
+    ngx_http_core_loc_conf_t *clcf, const al_llm_t *llm)
+{
+    ngx_http_upstream_conf_t  *ucf;
+
+    /* ngx_http_proxy_loc_conf_t begins with its upstream conf */
+    ucf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
+
+    if (ucf != NULL && ucf->intercept_errors && clcf->error_pages != NULL) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                  "llm \"%s\" has the fallback \"%s\", but location "
+                  "\"%V\" does not intercept the provider's errors, so its "
+                  "calls never fall back; add \"proxy_intercept_errors on;\" "
+                  "and \"error_page 429 500 502 503 504 = "
+                  "@airlock_llm_fallback;\"", llm->name.data,
+                  llm->fallback->name.data, &clcf->name);
+}
+
+
 char *
 ngx_http_airlock_llm_fallback_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf)

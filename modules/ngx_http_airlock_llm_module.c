@@ -1689,6 +1689,10 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     /* a call may go to the entry's fallback: its key and scrub list too */
 
+    if (llm->fallback != NULL) {
+        ngx_http_airlock_llm_fallback_check(cf, clcf, llm);
+    }
+
     for (i = 0; llm->fallback != NULL && i < lmcf->nproviders; i++) {
         if (lmcf->providers[i].llm == llm->fallback
             && !lmcf->providers[i].ready)

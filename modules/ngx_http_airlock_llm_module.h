@@ -130,6 +130,8 @@ void ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
 ngx_int_t ngx_http_airlock_llm_fallback(ngx_http_request_t *r);
 char *ngx_http_airlock_llm_fallback_conf(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+void ngx_http_airlock_llm_fallback_check(ngx_conf_t *cf,
+    ngx_http_core_loc_conf_t *clcf, const al_llm_t *llm);
 ngx_int_t ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_llm_add_variables(ngx_conf_t *cf);
 

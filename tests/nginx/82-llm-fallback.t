@@ -88,7 +88,7 @@ $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 42;
+plan tests => 46;
 
 # the scripted providers: 8081 primary, 8083 backup
 sub on {
@@ -247,6 +247,22 @@ SKIP: {
     is($rem1 - $rem2, 57,
        'budget: charged once, with the usage of the provider that served');
 }
+
+# nginx -t: a gateway location of an entry with a fallback that does not
+# intercept the provider's errors gets a warning
+
+my $conf = $t->read_file('nginx.conf');
+my ($status, $out) = $t->reload_test;
+is($status, 0, 'nginx -t: the configuration of this test passes');
+unlike($out, qr/does not intercept/, 'nginx -t: no warning with intercepts');
+
+(my $plain = $conf) =~ s/proxy_intercept_errors on;//;
+$t->write_file('nginx.conf', $plain);
+($status, $out) = $t->reload_test;
+$t->write_file('nginx.conf', $conf);
+is($status, 0, 'nginx -t: without the intercept it still passes');
+like($out, qr/\[warn\].*llm "primary" has the fallback "backup", but location "\/v1\/proxy\/primary\/" does not intercept/,
+     'nginx -t: and warns that calls there never fall back');
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');
 my $log = $t->read_file('error.log') // '';
