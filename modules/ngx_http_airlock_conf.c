@@ -89,7 +89,6 @@ typedef struct {
                                   |NGX_HTTP_UPSTREAM_IGN_XA_CHARSET)
 
 
-static void *ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name);
 static char *ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_airlock_proxy_conf_t *pcf);
 static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
@@ -152,7 +151,7 @@ ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
 
 /* another module's configuration of the location being merged, by name */
 
-static void *
+void *
 ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name)
 {
     ngx_uint_t             i;

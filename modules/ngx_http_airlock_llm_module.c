@@ -8,7 +8,7 @@
  * in the preaccess phase:
  *
  *   1. the client, from its key (Authorization: Bearer, x-api-key,
- *      Proxy-Authorization) or its unix peer credentials, must be one of
+ *      api-key, Proxy-Authorization) or its unix peer credentials, must be one of
  *      the entry's clients, and not in quarantine;
  *   2. the raw target under the prefix must be an endpoint the gateway
  *      serves (al_llm_route());
@@ -59,6 +59,8 @@ static ngx_int_t ngx_http_airlock_llm_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *actx, ngx_uint_t status);
 static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
+static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
 static ngx_int_t ngx_http_airlock_llm_deny(ngx_http_request_t *r,
@@ -123,6 +125,13 @@ static ngx_command_t  ngx_http_airlock_llm_commands[] = {
     { ngx_string("airlock_llm"),
       NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
       ngx_http_airlock_llm,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("airlock_llm_fallback"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_airlock_llm_fallback_conf,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
       NULL },
@@ -194,6 +203,10 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     ngx_http_airlock_llm_loc_conf_t  *llcf;
 
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_llm_module);
+
+    if (llcf->fallback) {
+        return ngx_http_airlock_llm_fallback(r);
+    }
 
     if (llcf->provider == NULL) {
         return NGX_DECLINED;
@@ -282,6 +295,7 @@ ngx_http_airlock_llm_create_ctx(ngx_http_request_t *r,
     ctx->endpoint = AL_LLM_EP_NONE;
     ctx->source = AL_LLM_SOURCE_ESTIMATED;
     ngx_str_set(&ctx->model, "");
+    ngx_str_set(&ctx->alias, "");
 
     actx->route = &llcf->provider->route;
     actx->rconf = &llcf->provider->rconf;
@@ -404,7 +418,7 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
 
 /*
  * The client's key: "Authorization: Bearer k" (OpenAI SDKs), "x-api-key:
- * k" (Anthropic SDKs) or "Proxy-Authorization: Bearer k".  Each header at
+ * k" (Anthropic SDKs), "api-key: k" (the AzureOpenAI client) or "Proxy-Authorization: Bearer k".  Each header at
  * most once, and two of them must carry the same key.  Also refuses what
  * cannot be read one way: an absolute-form target, two Content-Types.
  */
@@ -468,10 +482,15 @@ ngx_http_airlock_llm_token(ngx_http_request_t *r, ngx_str_t *token,
             proxy = &h[i];
             nproxy++;
 
-        } else if (h[i].key.len == sizeof("x-api-key") - 1
-                   && ngx_strncmp(h[i].lowcase_key, "x-api-key",
-                                  sizeof("x-api-key") - 1) == 0)
+        } else if ((h[i].key.len == sizeof("x-api-key") - 1
+                    && ngx_strncmp(h[i].lowcase_key, "x-api-key",
+                                   sizeof("x-api-key") - 1) == 0)
+                   || (h[i].key.len == sizeof("api-key") - 1
+                       && ngx_strncmp(h[i].lowcase_key, "api-key",
+                                      sizeof("api-key") - 1) == 0))
         {
+            /* Anthropic's SDKs send x-api-key, the AzureOpenAI client
+               api-key: one of them, once */
             key = &h[i];
             nkey++;
 
@@ -529,7 +548,7 @@ ngx_http_airlock_llm_token(ngx_http_request_t *r, ngx_str_t *token,
         }
 
         if (t.len == 0) {
-            *detail = "empty x-api-key";
+            *detail = "empty x-api-key or api-key";
             return AL_REASON_CLIENT_UNKNOWN;
         }
 
@@ -654,6 +673,16 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
         ctx->model.len = rt->model.len;
     }
 
+    if (rt->alias.len) {
+        ctx->alias.data = ngx_pnalloc(r->pool, rt->alias.len);
+        if (ctx->alias.data == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        ngx_memcpy(ctx->alias.data, rt->alias.data, rt->alias.len);
+        ctx->alias.len = rt->alias.len;
+    }
+
     ngx_pfree(r->pool, rt);
 
     /* framing: refuse before reading what cannot be accepted */
@@ -768,6 +797,12 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
                                          NULL);
     }
 
+    rc = ngx_http_airlock_llm_map_model(r, ctx, &body);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
     reason = al_llm_request(llm, ctx->lc, ctx->endpoint,
                             (char *) body.ctype.data, body.ctype.len,
                             body.data, body.len, &req);
@@ -829,6 +864,82 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
 
 
 /*
+ * Before the body is checked: an alias in "model" becomes the model it
+ * stands for, and on Azure deployment paths "model" becomes the
+ * deployment (al_llm_model_map()).  The result replaces the body, so the
+ * check reads what is sent.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body)
+{
+    u_char          *data;
+    al_str_t         dep, *force;
+    al_llm_map_t     m;
+    const al_llm_t  *llm;
+
+    llm = ctx->provider->llm;
+
+    force = NULL;
+
+    if (llm->kind == AL_LLM_AZURE && ctx->model.len) {
+        /* a deployment path: the route decided the model */
+        dep.data = (char *) ctx->model.data;
+        dep.len = ctx->model.len;
+        force = &dep;
+
+    } else if (llm->naliases == 0) {
+        return NGX_OK;
+    }
+
+    if (al_llm_model_map(llm, force, body->data, body->len, &m) != 0) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (m.body == NULL) {
+        return NGX_OK;
+    }
+
+    if (m.alias_len) {
+        ctx->alias.data = ngx_pnalloc(r->pool, m.alias_len);
+        if (ctx->alias.data == NULL) {
+            free(m.body);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_memcpy(ctx->alias.data, m.alias, m.alias_len);
+        ctx->alias.len = m.alias_len;
+    }
+
+    data = ngx_pnalloc(r->pool, m.body_len);
+    if (data == NULL) {
+        free(m.body);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_memcpy(data, m.body, m.body_len);
+    free(m.body);
+
+    body->data = data;
+    body->len = m.body_len;
+
+    if (m.body_len > llm->body_max) {
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY_TOO_LARGE,
+                                         AL_LLM_ERR_TOO_LARGE,
+                                         "request body is over the limit",
+                                         NULL);
+    }
+
+    if (ngx_http_airlock_body_set(r, data, m.body_len) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * Reserves the budget, rewrites the headers and lets the request go on.
  * Returns NGX_DECLINED, NGX_DONE when refused, or a status.
  */
@@ -867,12 +978,7 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
 
     prov = ctx->provider;
 
-    hs.keep = ngx_http_airlock_llm_headers;
-    hs.cookies = 0;
-    hs.inject = &prov->key;
-    hs.ninject = 1;
-    hs.defaults = &prov->version;
-    hs.ndefaults = (prov->llm->kind == AL_LLM_ANTHROPIC) ? 1 : 0;
+    ngx_http_airlock_llm_headers_of(prov, &hs);
 
     actx = ctx->actx;
 
@@ -889,6 +995,21 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
                    ctx->provider->llm->name.data, &ctx->model, &ctx->uri);
 
     return NGX_DECLINED;
+}
+
+
+/* the client headers kept and the key added for a call to prov */
+
+void
+ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
+    ngx_http_airlock_headers_t *hs)
+{
+    hs->keep = ngx_http_airlock_llm_headers;
+    hs->cookies = 0;
+    hs->inject = &prov->key;
+    hs->ninject = 1;
+    hs->defaults = &prov->version;
+    hs->ndefaults = (prov->llm->kind == AL_LLM_ANTHROPIC) ? 1 : 0;
 }
 
 
@@ -1111,8 +1232,18 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     rec.client.len = ctx->client->name.len;
     rec.provider.data = ctx->provider->llm->name.data;
     rec.provider.len = ctx->provider->llm->name.len;
+
+    if (ctx->served != NULL) {
+        rec.fallback_from = rec.provider;
+        rec.fallback_status = ctx->fallback_status;
+        rec.provider.data = ctx->served->llm->name.data;
+        rec.provider.len = ctx->served->llm->name.len;
+    }
+
     rec.model.data = (char *) ctx->model.data;
     rec.model.len = ctx->model.len;
+    rec.alias.data = (char *) ctx->alias.data;
+    rec.alias.len = ctx->alias.len;
     rec.endpoint = ctx->endpoint;
     rec.usage = ctx->usage;
     rec.status = ctx->status;
@@ -1240,9 +1371,9 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
 
     if (sec == NULL || sec->value == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "llm \"%V\" needs its secret, but no "
+                      "llm \"%s\" needs its secret, but no "
                       "\"airlock_keyring\" is set to open it in %V:%ui",
-                      &llcf->name, &llcf->file, llcf->line);
+                      llm->name.data, &llcf->file, llcf->line);
         return NGX_CONF_ERROR;
     }
 
@@ -1261,12 +1392,20 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
     prov->host.data = (u_char *) u->host.data;
     prov->host.len = u->host.len;
 
-    /* the key header: "Authorization: Bearer k" or "x-api-key: k" */
+    /*
+     * the key header: "Authorization: Bearer k", "x-api-key: k"
+     * (anthropic) or "api-key: k" (azure)
+     */
 
     h = &prov->key;
 
-    if (llm->kind == AL_LLM_ANTHROPIC) {
-        ngx_str_set(&h->key, "x-api-key");
+    if (llm->kind == AL_LLM_ANTHROPIC || llm->kind == AL_LLM_AZURE) {
+        if (llm->kind == AL_LLM_AZURE) {
+            ngx_str_set(&h->key, "api-key");
+
+        } else {
+            ngx_str_set(&h->key, "x-api-key");
+        }
 
         /* the value stays in the library's guarded memory */
         h->value.data = sec->value;
@@ -1325,8 +1464,9 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
     scrub = al_scrub_collect_llm(amcf->policy, llm, &why);
     if (scrub == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "llm \"%V\": cannot build its scrub list: %s in "
-                      "%V:%ui", &llcf->name, why, &llcf->file, llcf->line);
+                      "llm \"%s\": cannot build its scrub list: %s in "
+                      "%V:%ui", llm->name.data, why, &llcf->file,
+                      llcf->line);
         return NGX_CONF_ERROR;
     }
 
@@ -1480,6 +1620,20 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
         conf->provider = prev->provider;
     }
 
+    if (conf->fallback) {
+        if (conf->name.data != NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"airlock_llm_fallback\" and \"airlock_llm\" "
+                          "in one location \"%V\": the fallback location "
+                          "is the named location the gateway locations' "
+                          "error_page leads to", &clcf->name);
+            return NGX_CONF_ERROR;
+        }
+
+        /* what other modules' directives may not do here */
+        return ngx_http_airlock_conf_check(cf, clcf);
+    }
+
     if (conf->name.data == NULL) {
         return NGX_CONF_OK;
     }
@@ -1532,6 +1686,23 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
 
     conf->provider = &lmcf->providers[i];
     llm = conf->provider->llm;
+
+    /* a call may go to the entry's fallback: its key and scrub list too */
+
+    if (llm->fallback != NULL) {
+        ngx_http_airlock_llm_fallback_check(cf, clcf, llm);
+    }
+
+    for (i = 0; llm->fallback != NULL && i < lmcf->nproviders; i++) {
+        if (lmcf->providers[i].llm == llm->fallback
+            && !lmcf->providers[i].ready)
+        {
+            rv = ngx_http_airlock_llm_prepare(cf, conf, &lmcf->providers[i]);
+            if (rv != NGX_CONF_OK) {
+                return rv;
+            }
+        }
+    }
 
     /* bodies are checked and forwarded from one memory buffer */
 

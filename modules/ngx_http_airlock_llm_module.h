@@ -53,6 +53,7 @@ typedef struct {
     ngx_open_file_t                 *log;       /* airlock_llm_log; NULL:
                                                    off */
     ngx_flag_t                       metrics;   /* airlock_llm_metrics */
+    ngx_flag_t                       fallback;  /* airlock_llm_fallback */
 } ngx_http_airlock_llm_loc_conf_t;
 
 
@@ -69,6 +70,11 @@ typedef struct {
     ngx_str_t                        uri;       /* upstream path?query */
     ngx_str_t                        model;     /* the allowed model asked
                                                    for; "" for none */
+    ngx_str_t                        alias;     /* the alias the client
+                                                   named; "" for none */
+    ngx_http_airlock_llm_provider_t *served;    /* the fallback entry that
+                                                   took the call, or NULL */
+    ngx_uint_t                       fallback_status;   /* why */
 
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
@@ -119,6 +125,13 @@ void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source);
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
+void ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
+    ngx_http_airlock_headers_t *hs);
+ngx_int_t ngx_http_airlock_llm_fallback(ngx_http_request_t *r);
+char *ngx_http_airlock_llm_fallback_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+void ngx_http_airlock_llm_fallback_check(ngx_conf_t *cf,
+    ngx_http_core_loc_conf_t *clcf, const al_llm_t *llm);
 ngx_int_t ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_llm_add_variables(ngx_conf_t *cf);
 

@@ -132,7 +132,8 @@ ngx_http_airlock_llm_str_variable(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-        s = ctx->provider->upstream;
+        s = (ctx->served != NULL) ? ctx->served->upstream
+                                  : ctx->provider->upstream;
         break;
 
     case NGX_HTTP_AIRLOCK_LLM_VAR_URI:
@@ -150,7 +151,7 @@ ngx_http_airlock_llm_str_variable(ngx_http_request_t *r,
             return NGX_OK;
         }
 
-        s = ctx->provider->host;
+        s = (ctx->served != NULL) ? ctx->served->host : ctx->provider->host;
         break;
 
     case NGX_HTTP_AIRLOCK_LLM_VAR_PROVIDER:

@@ -224,6 +224,7 @@ ngx_uint_t ngx_http_airlock_count(ngx_http_request_t *r,
 u_char *ngx_http_airlock_peer_text(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, u_char *last);
 
+void *ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name);
 char *ngx_http_airlock_conf_check(ngx_conf_t *cf,
     ngx_http_core_loc_conf_t *clcf);
 ngx_int_t ngx_http_airlock_init_process(ngx_cycle_t *cycle);

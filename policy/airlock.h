@@ -340,7 +340,9 @@ typedef struct {
 typedef enum {
     AL_LLM_OPENAI = 0,
     AL_LLM_OPENAI_COMPATIBLE,
-    AL_LLM_ANTHROPIC
+    AL_LLM_ANTHROPIC,
+    AL_LLM_AZURE                            /* Azure OpenAI: api-key,
+                                               api-version, deployments */
 } al_llm_kind_t;
 
 typedef struct {
@@ -358,7 +360,13 @@ typedef struct {
 /* default_max_tokens of a client with a token budget and no output caps */
 #define AL_LLM_DEFAULT_MAX_TOKENS  4096
 
+/* a name clients ask for, and the entry's model it stands for */
 typedef struct {
+    al_str_t         name;                  /* "fast" */
+    al_str_t         model;                 /* one of the entry's models */
+} al_llm_alias_t;
+
+typedef struct al_llm_s {
     al_str_t         name;
     unsigned         line;
     al_str_t         prefix;                /* "/v1/proxy/openai" */
@@ -371,6 +379,13 @@ typedef struct {
     size_t           nclients;
     unsigned         include_usage:1;       /* stream_options.include_usage */
     size_t           body_max;
+    al_str_t         api_version;           /* azure: the api-version query
+                                               sent upstream; "" otherwise */
+    al_llm_alias_t  *aliases;
+    size_t           naliases;
+    al_str_t         fallback_name;         /* "" when none */
+    const struct al_llm_s  *fallback;       /* the entry a failed call
+                                               goes to, or NULL */
 } al_llm_t;
 
 typedef enum {

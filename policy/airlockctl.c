@@ -79,6 +79,9 @@ static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
+static void al_ctl_explain_fallback(const al_llm_t *l,
+    const al_client_t *client, const al_llm_route_t *rt,
+    const al_llm_req_t *req, const char *alias, size_t alias_len);
 static int al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     const char *method, const char *target, const unsigned char *body,
     size_t body_len, const char *ctype);
@@ -670,9 +673,10 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     size_t body_len, const char *ctype)
 {
     int                     rc;
-    size_t                  tlen;
+    size_t                  tlen, at, raw;
     al_reason_t             reason;
     al_llm_req_t            req;
+    al_llm_map_t            map;
     al_llm_route_t         *rt;
     const al_llm_client_t  *lc;
 
@@ -693,6 +697,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                "prefix)\n", al_reason_name(AL_REASON_NO_ROUTE));
         return 1;
     }
+
+    memset(&map, 0, sizeof(map));
 
     rt = calloc(1, sizeof(al_llm_route_t));
     if (rt == NULL) {
@@ -734,6 +740,39 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
         goto done;
     }
 
+    /* as the gateway does: the alias or the deployment into "model" */
+
+    if (al_llm_model_map(l, (l->kind == AL_LLM_AZURE && rt->model.len)
+                            ? &rt->model : NULL,
+                         body ? body : (const unsigned char *) "",
+                         body_len, &map)
+        != 0)
+    {
+        goto done;
+    }
+
+    if (rt->alias.len) {
+        printf("  alias:    %.*s -> deployment %.*s\n", (int) rt->alias.len,
+               rt->alias.data, (int) rt->model.len, rt->model.data);
+    }
+
+    if (map.body != NULL) {
+        if (map.alias_len) {
+            printf("  alias:    %s -> model ", map.alias);
+        } else {
+            printf("  model:    set to the deployment ");
+        }
+
+        if (al_llm_model_locate(map.body, map.body_len, &at, &raw) == 1) {
+            printf("%.*s", (int) raw, (const char *) map.body + at);
+        }
+
+        printf(" before the body is checked\n");
+
+        body = map.body;
+        body_len = map.body_len;
+    }
+
     memset(&req, 0, sizeof(req));
 
     reason = al_llm_request(l, lc, rt->endpoint, ctype,
@@ -757,7 +796,11 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     printf("  forward:  %s %.*s%s\n", method,
            (int) (l->upstream.url.len - l->upstream.base_path.len),
            l->upstream.url.data, rt->uri);
-    printf("  inject:   the key of secret \"%s\"\n", l->secret->name.data);
+    printf("  inject:   the key of secret \"%s\" as %s\n",
+           l->secret->name.data,
+           l->kind == AL_LLM_AZURE ? "api-key"
+           : l->kind == AL_LLM_ANTHROPIC ? "x-api-key"
+           : "Authorization: Bearer");
 
     if (req.clamped) {
         printf("  max_tokens: clamped to %llu (over_max_tokens: clamp)\n",
@@ -775,6 +818,14 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                body_len);
     }
 
+    if (rt->alias.len) {
+        al_ctl_explain_fallback(l, client, rt, &req, rt->alias.data,
+                                rt->alias.len);
+    } else {
+        al_ctl_explain_fallback(l, client, rt, &req, map.alias,
+                                map.alias_len);
+    }
+
     if (lc->tokens_per_minute || lc->tokens_per_day) {
         printf("  budget:   reserves %llu tokens against %llu/min, "
                "%llu/day (0 = unlimited)\n",
@@ -788,9 +839,52 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
 
 done:
 
+    free(map.body);
     free(rt);
 
     return rc;
+}
+
+
+/* where the call goes when the provider fails (al_llm_fallback_*()) */
+
+static void
+al_ctl_explain_fallback(const al_llm_t *l, const al_client_t *client,
+    const al_llm_route_t *rt, const al_llm_req_t *req, const char *alias,
+    size_t alias_len)
+{
+    size_t                  len;
+    al_str_t                model;
+    const al_llm_t         *b;
+    const al_llm_client_t  *lc;
+    char                    uri[1024];
+
+    b = l->fallback;
+
+    if (b == NULL) {
+        return;
+    }
+
+    lc = al_llm_find_client(b, client);
+
+    if (lc == NULL
+        || al_llm_fallback_model(b, lc, req->model, req->model_len,
+                                 alias, alias_len, &model)
+           != 0
+        || al_llm_fallback_uri(b, rt->endpoint, &model, uri, sizeof(uri),
+                               &len)
+           != 0)
+    {
+        printf("  fallback: none for this call (llm \"%s\" does not serve "
+               "it to this client)\n", b->name.data);
+        return;
+    }
+
+    printf("  fallback: on 429, 5xx or no connection, llm \"%s\": POST "
+           "%.*s%.*s, model %.*s\n", b->name.data,
+           (int) (b->upstream.url.len - b->upstream.base_path.len),
+           b->upstream.url.data, (int) len, uri, (int) model.len,
+           model.data);
 }
 
 
@@ -918,6 +1012,7 @@ al_ctl_routes(int argc, char **argv)
 
         printf("%-24s %-18s %-32s", l->name.data,
                l->kind == AL_LLM_ANTHROPIC ? "anthropic"
+               : l->kind == AL_LLM_AZURE ? "azure"
                : l->kind == AL_LLM_OPENAI ? "openai" : "openai-compatible",
                l->prefix.data);
 

@@ -39,6 +39,8 @@ static void al_diff_alerts(al_diff_t *df, const al_policy_t *o,
 static const al_llm_client_t *al_llm_client(const al_llm_t *l,
     const al_str_t *name);
 static const char *al_diff_kind(al_llm_kind_t kind);
+static void al_diff_llm_provider(al_diff_t *df, const al_llm_t *a,
+    const al_llm_t *b);
 
 
 int
@@ -640,6 +642,8 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
                      a->body_max, b->body_max);
     }
 
+    al_diff_llm_provider(df, a, b);
+
     for (i = 0; i < b->nmodels; i++) {
         for (k = 0; k < a->nmodels; k++) {
             if (al_str_eq(&a->models[k], &b->models[i])) {
@@ -859,6 +863,67 @@ al_diff_alerts(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
 }
 
 
+/*
+ * What the provider is sent: the fallback (another provider may get the
+ * calls: '+'; none: '-'), the api-version (another API surface: '+'),
+ * aliases (a name that reaches a model it did not reach before: '+').
+ */
+
+static void
+al_diff_llm_provider(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
+{
+    size_t       i, k;
+    const char  *name;
+
+    name = b->name.data;
+
+    /* calls may go to another provider, or no longer do */
+    if (!al_str_eq(&a->fallback_name, &b->fallback_name)) {
+        al_diff_emit(df, b->fallback_name.len ? '+' : '-',
+                     "llm %s: fallback %s -> %s", name,
+                     a->fallback_name.len ? a->fallback_name.data : "-",
+                     b->fallback_name.len ? b->fallback_name.data : "-");
+    }
+
+    if (!al_str_eq(&a->api_version, &b->api_version)) {
+        al_diff_emit(df, '+', "llm %s: api_version %s -> %s", name,
+                     a->api_version.len ? a->api_version.data : "-",
+                     b->api_version.len ? b->api_version.data : "-");
+    }
+
+    for (i = 0; i < b->naliases; i++) {
+        for (k = 0; k < a->naliases; k++) {
+            if (al_str_eq(&a->aliases[k].name, &b->aliases[i].name)) {
+                break;
+            }
+        }
+
+        if (k == a->naliases) {
+            al_diff_emit(df, '+', "llm %s: alias %s added (-> %s)", name,
+                         b->aliases[i].name.data, b->aliases[i].model.data);
+
+        } else if (!al_str_eq(&a->aliases[k].model, &b->aliases[i].model)) {
+            al_diff_emit(df, '+', "llm %s: alias %s %s -> %s", name,
+                         b->aliases[i].name.data, a->aliases[k].model.data,
+                         b->aliases[i].model.data);
+        }
+    }
+
+    for (k = 0; k < a->naliases; k++) {
+        for (i = 0; i < b->naliases; i++) {
+            if (al_str_eq(&a->aliases[k].name, &b->aliases[i].name)) {
+                break;
+            }
+        }
+
+        if (i == b->naliases) {
+            al_diff_emit(df, '-', "llm %s: alias %s removed", name,
+                         a->aliases[k].name.data);
+        }
+    }
+}
+
+
 static const char *
 al_diff_kind(al_llm_kind_t kind)
 {
@@ -867,6 +932,8 @@ al_diff_kind(al_llm_kind_t kind)
         return "openai";
     case AL_LLM_ANTHROPIC:
         return "anthropic";
+    case AL_LLM_AZURE:
+        return "azure";
     default:
         return "openai-compatible";
     }

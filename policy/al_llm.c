@@ -218,6 +218,8 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
     rt->detail[0] = '\0';
     rt->model.data = "";
     rt->model.len = 0;
+    rt->alias.data = "";
+    rt->alias.len = 0;
     rt->uri[0] = '\0';
     rt->uri_len = 0;
 
@@ -240,6 +242,18 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
         memmove(&rt->path.seg[0], &rt->path.seg[1],
                 (rt->path.nseg - 1) * sizeof(al_str_t));
         rt->path.nseg--;
+    }
+
+    if (llm->kind == AL_LLM_AZURE) {
+        if (al_llm_azure_route(llm, lc, method, rt) == AL_REASON_NONE
+            && al_llm_route_uri(llm, rt) != 0)
+        {
+            rt->reason = AL_REASON_PATH;
+            (void) al_llm_fail(rt->detail, sizeof(rt->detail),
+                               "upstream URI too long");
+        }
+
+        return rt->reason;
     }
 
     def = al_llm_ep_find(llm->kind, method, &rt->path, &reason);

@@ -45,7 +45,7 @@
 #define AL_LLM_MODEL_MAX        256     /* model name, with its NUL */
 #define AL_LLM_EVENT_MAX        (1024 * 1024)  /* one SSE event, raw bytes */
 #define AL_LLM_USAGE_MAX        4096    /* a captured "usage" value */
-#define AL_LLM_RECORD_MAX       2560    /* always enough for a usage line */
+#define AL_LLM_RECORD_MAX       3584    /* always enough for a usage line */
 #define AL_LLM_ERROR_MAX        2560    /* always enough for an error body */
 #define AL_LLM_RECORD_STR_MAX   64      /* id, client, provider bytes kept */
 #define AL_LLM_N_MAX            128     /* "n", choices per request */
@@ -77,6 +77,11 @@ typedef enum {
  *   anthropic                   POST /messages (query: beta);
  *                               GET /models (query: limit, before_id,
  *                               after_id), /models/{id}
+ *   azure                       POST /openai/deployments/{d}/chat/
+ *                               completions, .../completions,
+ *                               .../embeddings, /openai/responses
+ *                               (query: api-version, replaced;
+ *                               al_llm_alias.c)
  *
  * Everything else is refused: no files, batches, fine-tuning, assistants,
  * audio or images.  Only the listed query parameters pass, re-encoded.
@@ -101,7 +106,10 @@ typedef struct {
     char                 detail[AL_DETAIL_MAX];
     al_path_t            path;          /* the suffix, decoded */
     al_query_t           query;
-    al_str_t             model;         /* GET /models/{id}: the id */
+    al_str_t             model;         /* GET /models/{id}: the id;
+                                           azure: the deployment */
+    al_str_t             alias;         /* azure: the alias the path
+                                           named, or "" */
     char                 uri[AL_URI_MAX];   /* upstream path?query */
     size_t               uri_len;
 } al_llm_route_t;
@@ -198,6 +206,68 @@ void al_llm_request_free(al_llm_req_t *req);
 
 /* what a budget pre-check should reserve: prompt estimate + max_output */
 uint64_t al_llm_request_need(const al_llm_req_t *req);
+
+
+/*
+ * Azure OpenAI and model aliases (al_llm_alias.c).
+ *
+ * al_llm_azure_route() is al_llm_route() for an azure entry, on the
+ * parsed path: the endpoint, the deployment (an alias resolved, checked
+ * against the allowlist: rt->model, rt->alias), and the query replaced by
+ * the policy's api-version (a client's api-version is dropped, any other
+ * parameter refused).
+ *
+ * al_llm_model_locate() finds the top-level "model" member of a JSON
+ * object body: 1 with [*at, *at + *raw_len) its string value, quotes
+ * included; 0 when there is none (*at: just after the '{'); 2 when its
+ * value is not a string; -1 when the body is not an object it can read.
+ *
+ * al_llm_model_splice() writes body with that range replaced by model as
+ * a JSON string (raw_len 0: a "model" member inserted at at) into a
+ * malloc'ed buffer.  Returns 0 or -1 (no memory, a bad range).
+ *
+ * al_llm_model_map() is what the gateway calls before al_llm_request():
+ * with force (azure deployment paths: the deployment) the body's model
+ * becomes force, added when absent; otherwise a model naming one of the
+ * entry's aliases becomes the alias's model, and m->alias says which
+ * alias was asked for.  Only a plain string value (printable ASCII, no
+ * escapes) is replaced: a body the strict check would refuse stays one.  m->body is NULL when the body stays as it is;
+ * free() it.  Returns 0, or -1 when memory ran out.
+ */
+
+typedef struct {
+    char             alias[AL_LLM_MODEL_MAX];   /* "" when none */
+    size_t           alias_len;
+    unsigned char   *body;              /* malloc'ed, or NULL */
+    size_t           body_len;
+} al_llm_map_t;
+
+const al_llm_alias_t *al_llm_alias_find(const al_llm_t *llm,
+    const char *name, size_t len);
+al_reason_t al_llm_azure_route(const al_llm_t *llm,
+    const al_llm_client_t *lc, unsigned method, al_llm_route_t *rt);
+int al_llm_model_locate(const unsigned char *body, size_t len, size_t *at,
+    size_t *raw_len);
+int al_llm_model_splice(const unsigned char *body, size_t len, size_t at,
+    size_t raw_len, const char *model, size_t mlen, unsigned char **out,
+    size_t *out_len);
+int al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
+    const unsigned char *body, size_t len, al_llm_map_t *m);
+
+/*
+ * Fallback to entry b (llm->fallback) with lc, the client's entry in b.
+ * al_llm_fallback_model(): the model b gets for a call that asked for
+ * model (alias: the alias the client named, alen 0 for none): b's alias
+ * of that name, else model itself; 0 when lc may use it, else -1.
+ * al_llm_fallback_uri(): b's upstream path?query for endpoint ep and that
+ * model (azure: the deployment path and b's api-version); -1 for an
+ * endpoint b does not serve or a URI over size.
+ */
+int al_llm_fallback_model(const al_llm_t *b, const al_llm_client_t *lc,
+    const char *model, size_t mlen, const char *alias, size_t alen,
+    al_str_t *out);
+int al_llm_fallback_uri(const al_llm_t *b, al_llm_endpoint_t ep,
+    const al_str_t *model, char *out, size_t size, size_t *len);
 
 
 /*
@@ -444,11 +514,16 @@ al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
 /*
  * The usage log line (al_llm_usage.c), one JSON object, no newline:
  * {"time","request_id","client","provider","endpoint","model",
- *  "prompt_tokens",
+ *  ["alias",] ["fallback_from","fallback_status",] "prompt_tokens",
  *  "completion_tokens","cached_tokens","total_tokens","status",
  *  "latency_ms","ttfb_ms","stream","usage_source"}
- * time is RFC 3339 UTC with milliseconds.  Strings are escaped; NUL and
- * invalid UTF-8 become U+FFFD.  request_id, client and provider are cut to
+ * time is RFC 3339 UTC with milliseconds.  "model" is the model the
+ * provider was asked for; "alias", only when the client asked for an
+ * alias, is that alias.  After a fallback, "provider" is the entry that
+ * served the call and "fallback_from" the one that failed first, with
+ * the status it failed with.  Strings are escaped; NUL and
+ * invalid UTF-8 become U+FFFD.  request_id, client, provider and alias
+ * are cut to
  * AL_LLM_RECORD_STR_MAX bytes and model to AL_LLM_MODEL_MAX / 2, so the
  * line always fits AL_LLM_RECORD_MAX.  Returns the length of the line, as
  * snprintf does.
@@ -460,6 +535,10 @@ typedef struct {
     al_str_t         client;
     al_str_t         provider;          /* the llm entry's name */
     al_str_t         model;
+    al_str_t         alias;             /* "" when none */
+    al_str_t         fallback_from;     /* the entry that failed, or "" */
+    unsigned         fallback_status;   /* what it answered; 502: no
+                                           connection */
     al_llm_endpoint_t  endpoint;        /* "endpoint": chat, responses... */
     al_llm_usage_t   usage;
     unsigned         status;

@@ -571,6 +571,19 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     al_llm_out_cstr(&o, al_llm_record_endpoint(rec->endpoint));
     al_llm_out_cstr(&o, "\"");
     al_llm_out_field(&o, ",\"model\":", &rec->model, AL_LLM_MODEL_MAX / 2);
+
+    if (rec->alias.len) {
+        al_llm_out_field(&o, ",\"alias\":", &rec->alias,
+                         AL_LLM_RECORD_STR_MAX);
+    }
+
+    if (rec->fallback_from.len) {
+        al_llm_out_field(&o, ",\"fallback_from\":", &rec->fallback_from,
+                         AL_LLM_RECORD_STR_MAX);
+        al_llm_out_cstr(&o, ",\"fallback_status\":");
+        al_llm_out_u64(&o, rec->fallback_status);
+    }
+
     al_llm_out_cstr(&o, ",\"prompt_tokens\":");
     al_llm_out_u64(&o, rec->usage.prompt_tokens);
     al_llm_out_cstr(&o, ",\"completion_tokens\":");

@@ -140,6 +140,11 @@ static int al_cc_render(al_cc_t *cc, const al_ynode_t *node,
     al_inject_t *inj);
 static int al_cc_llms(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l);
+static int al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node,
+    al_llm_t *l);
+static int al_cc_same(const al_str_t *a, const al_str_t *b);
+static int al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node,
+    al_llm_t *l);
 static int al_cc_alerts(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_threshold(al_cc_t *cc, const al_ynode_t *node,
     const char *what, int quarantine, al_threshold_t *t);
@@ -195,7 +200,8 @@ static const char *const al_field_keys[] = {
 
 static const char *const al_llm_keys[] = {
     "name", "description", "prefix", "provider", "upstream", "secret",
-    "models", "clients", "include_usage", "max_body_bytes", NULL
+    "models", "clients", "include_usage", "max_body_bytes", "api_version",
+    "aliases", "fallback", NULL
 };
 
 static const char *const al_llm_client_keys[] = {
@@ -233,7 +239,7 @@ static const char *const al_json_types[] = {
 };
 
 static const char *const al_providers[] = {
-    "openai", "openai-compatible", "anthropic", NULL
+    "openai", "openai-compatible", "anthropic", "azure", NULL
 };
 
 /* headers a route may not set: framing, hop-by-hop, routing */
@@ -3098,6 +3104,80 @@ al_cc_llms(al_cc_t *cc, const al_ynode_t *node)
         cc->p->nllm++;
     }
 
+    for (i = 0; i < node->n; i++) {
+        if (al_cc_llm_fallback(cc, node->items[i], &cc->p->llm[i]) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * fallback names another entry of the same API (OpenAI-style or
+ * Anthropic) that lists every client of this one; a call goes there at
+ * most once, so the fallback's own fallback is not followed.
+ */
+
+static int
+al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
+{
+    size_t             i, j;
+    const al_llm_t    *b;
+    const al_ynode_t  *v;
+
+    if (l->fallback_name.len == 0) {
+        return 0;
+    }
+
+    v = al_cc_get(node, "fallback");
+
+    for (i = 0; i < cc->p->nllm; i++) {
+        if (al_cc_same(&cc->p->llm[i].name, &l->fallback_name)) {
+            break;
+        }
+    }
+
+    if (i == cc->p->nllm) {
+        return al_cc_error(cc, v, "fallback \"%s\" is not an llm entry",
+                           l->fallback_name.data);
+    }
+
+    b = &cc->p->llm[i];
+
+    if (b == l) {
+        return al_cc_error(cc, v, "llm \"%s\" cannot be its own fallback",
+                           l->name.data);
+    }
+
+    if ((b->kind == AL_LLM_ANTHROPIC) != (l->kind == AL_LLM_ANTHROPIC)) {
+        return al_cc_error(cc, v, "fallback \"%s\" speaks another API: "
+                           "an anthropic entry falls back to an anthropic "
+                           "entry, an OpenAI-style one (openai, "
+                           "openai-compatible, azure) to an OpenAI-style one",
+                           b->name.data);
+    }
+
+    for (i = 0; i < l->nclients; i++) {
+        for (j = 0; j < b->nclients; j++) {
+            if (b->clients[j].client == l->clients[i].client) {
+                break;
+            }
+        }
+
+        if (j == b->nclients) {
+            return al_cc_error(cc, v, "fallback \"%s\" does not list "
+                               "client \"%s\" of llm \"%s\"; list it "
+                               "there with the models it may use",
+                               b->name.data,
+                               l->clients[i].client->name.data,
+                               l->name.data);
+        }
+    }
+
+    l->fallback = b;
+
     return 0;
 }
 
@@ -3154,7 +3234,8 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
 
     if (al_providers[i] == NULL) {
         return al_cc_error(cc, v, "unknown provider \"%s\"; use openai, "
-                           "openai-compatible or anthropic", v->scalar.data);
+                           "openai-compatible, anthropic or azure",
+                           v->scalar.data);
     }
 
     l->kind = (al_llm_kind_t) i;
@@ -3250,6 +3331,10 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
             return -1;
         }
         l->body_max = (size_t) v64;
+    }
+
+    if (al_cc_llm_provider(cc, node, l) != 0) {
+        return -1;
     }
 
     if (al_cc_need(cc, node, "clients", what, &v) != 0
@@ -3399,6 +3484,136 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
     l->nclients = v->n;
 
     return 0;
+}
+
+
+/*
+ * The fields of an llm entry that choose what the provider is sent:
+ * api_version (azure only, and required there) and aliases.
+ */
+
+static int
+al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
+{
+    size_t             i, j, k;
+    const char        *s;
+    const al_ynode_t  *v, *key, *val;
+
+    v = al_cc_get(node, "api_version");
+
+    if (v == NULL) {
+        if (l->kind == AL_LLM_AZURE) {
+            return al_cc_error(cc, node, "llm \"%s\": an azure provider "
+                               "needs api_version, e.g. \"2024-10-21\"",
+                               l->name.data);
+        }
+
+    } else {
+        if (l->kind != AL_LLM_AZURE) {
+            return al_cc_error(cc, v, "api_version applies to azure "
+                               "providers only");
+        }
+
+        if (al_cc_string(cc, v, "api_version", &l->api_version) != 0) {
+            return -1;
+        }
+
+        s = l->api_version.data;
+
+        for (i = 0; i < l->api_version.len; i++) {
+            if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')
+                  || (i > 0 && s[i] == '-')))
+            {
+                return al_cc_error(cc, v, "api_version \"%s\" is not an "
+                                   "Azure API version such as 2024-10-21 "
+                                   "or 2025-04-01-preview", s);
+            }
+        }
+
+        if (l->api_version.len > 32) {
+            return al_cc_error(cc, v, "api_version is longer than 32 "
+                               "characters");
+        }
+    }
+
+    v = al_cc_get(node, "fallback");
+
+    if (v != NULL
+        && al_cc_name(cc, v, "fallback", &l->fallback_name) != 0)
+    {
+        return -1;
+    }
+
+    v = al_cc_get(node, "aliases");
+
+    if (v == NULL) {
+        return 0;
+    }
+
+    if (al_cc_type(cc, v, AL_Y_MAP, "aliases") != 0) {
+        return -1;
+    }
+
+    if (v->n == 0) {
+        return al_cc_error(cc, v, "aliases is empty: map names clients ask "
+                           "for to models, or leave aliases out");
+    }
+
+    l->aliases = al_palloc(cc->pool, v->n * sizeof(al_llm_alias_t));
+    if (l->aliases == NULL) {
+        return al_cc_error(cc, v, "out of memory");
+    }
+
+    for (i = 0; i < v->n; i++) {
+        key = v->items[i * 2];
+        val = v->items[i * 2 + 1];
+
+        if (al_cc_name(cc, key, "alias", &l->aliases[i].name) != 0
+            || al_cc_string(cc, val, "alias target", &l->aliases[i].model)
+               != 0)
+        {
+            return -1;
+        }
+
+        for (k = 0; k < l->nmodels; k++) {
+            if (al_cc_same(&l->models[k], &l->aliases[i].name)) {
+                return al_cc_error(cc, key, "alias \"%s\" is also one of "
+                                   "the provider's models; an alias must "
+                                   "be a name of its own",
+                                   key->scalar.data);
+            }
+        }
+
+        for (k = 0; k < l->nmodels; k++) {
+            if (al_cc_same(&l->models[k], &l->aliases[i].model)) {
+                break;
+            }
+        }
+
+        if (k == l->nmodels) {
+            return al_cc_error(cc, val, "alias \"%s\" names model \"%s\", "
+                               "which is not in the provider's models",
+                               key->scalar.data, val->scalar.data);
+        }
+
+        for (j = 0; j < i; j++) {
+            if (al_cc_same(&l->aliases[j].name, &l->aliases[i].name)) {
+                return al_cc_error(cc, key, "alias \"%s\" is listed twice",
+                                   key->scalar.data);
+            }
+        }
+    }
+
+    l->naliases = v->n;
+
+    return 0;
+}
+
+
+static int
+al_cc_same(const al_str_t *a, const al_str_t *b)
+{
+    return a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
 }
 
 

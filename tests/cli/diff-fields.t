@@ -75,8 +75,20 @@ llm:
     models: [m1, m2]
     include_usage: true
     max_body_bytes: 5000
+    aliases: { fast: m1 }
+    fallback: az
     clients:
       agent: { models: [m1], tokens_per_minute: 100, tokens_per_day: 1000, max_tokens: 50, over_max_tokens: reject, default_max_tokens: 40 }
+  - name: az
+    prefix: /v1/proxy/az
+    provider: azure
+    upstream: https://res.openai.azure.com
+    api_version: "2024-10-21"
+    secret: tok
+    models: [d1]
+    clients:
+      agent: {}
+      ops: {}
 alerts:
   deny: { threshold: 3, window: 60s }
   quarantine: { threshold: 20, window: 60s, for: 10m }
@@ -137,6 +149,9 @@ my @rows = (
     ['llm:1:clients', '+', sub { s/(      agent: \{ models: \[m1\].*\n)/$1      ops: {}\n/ }],
     ['llm:1:include_usage', '~', sub { s/include_usage: true/include_usage: false/ }],
     ['llm:1:max_body_bytes', '+', sub { s/max_body_bytes: 5000/max_body_bytes: 6000/ }],
+    ['llm:1:api_version', '+', sub { s/api_version: "2024-10-21"/api_version: "2025-04-01-preview"/ }],
+    ['llm:1:aliases', '+', sub { s/aliases: \{ fast: m1 \}/aliases: { fast: m2 }/ }],
+    ['llm:1:fallback', '-', sub { s/    fallback: az\n// }],
     ['llm:2:models', '+', sub { s/agent: \{ models: \[m1\]/agent: { models: [m1, m2]/ }],
     ['llm:2:tokens_per_minute', '+', sub { s/tokens_per_minute: 100/tokens_per_minute: 200/ }],
     ['llm:2:tokens_per_day', '+', sub { s/tokens_per_day: 1000/tokens_per_day: 2000/ }],

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Scripted LLM provider for the gateway tests (Python 3 standard library).
 
-Speaks enough of two APIs, under any base path ("/v1/..." or "/..."):
+Speaks enough of two APIs, under any base path ("/v1/..." or "/...", and
+Azure's "/openai/deployments/{d}/..." or "/openai/..."):
 
   OpenAI     POST chat/completions, completions, embeddings, responses;
              GET models, models/{id}
@@ -188,6 +189,12 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path.startswith("/v1/"):
             path = path[3:]
+        # Azure OpenAI: /openai/deployments/{d}/..., /openai/responses
+        parts = path.split("/")
+        if len(parts) > 4 and parts[1:3] == ["openai", "deployments"]:
+            path = "/" + "/".join(parts[4:])
+        elif len(parts) > 2 and parts[1] == "openai":
+            path = "/" + "/".join(parts[2:])
 
         status = script.get("status")
         self.req["status"] = status or 200
@@ -225,7 +232,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def auth_seen(self):
         auth = self.headers.get("Authorization")
-        key = self.headers.get("x-api-key")
+        key = self.headers.get("x-api-key") or self.headers.get("api-key")
         seen = "authorization=%s x-api-key=%s" % (auth, key)
         if self.script.get("echo_b64"):
             raw = key or (auth or "").replace("Bearer ", "", 1)

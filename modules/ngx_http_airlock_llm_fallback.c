@@ -1,0 +1,397 @@
+
+/*
+ * Airlock LLM gateway: ordered fallback to a second llm entry.
+ *
+ * A call whose provider answers 429 or 5xx, or cannot be reached, goes
+ * once to the entry's "fallback" (policy.md), provided nothing of the
+ * first answer has reached the client.  nginx's own machinery gives that
+ * guarantee: the gateway location intercepts those statuses
+ *
+ *     proxy_intercept_errors on;
+ *     error_page 429 500 502 503 504 = @airlock_llm_fallback;
+ *
+ * which happens only while the upstream's response header is being
+ * processed, before anything is sent; a stream that fails after its
+ * header went out just ends, as without a fallback.  The named location
+ *
+ *     location @airlock_llm_fallback {
+ *         airlock_llm_fallback;
+ *         include /etc/airlock/airlock-location.conf;
+ *     }
+ *
+ * runs the preaccess handler below: the request keeps its context (the
+ * client, the checked body in memory, the budget reservation), and gets
+ * the fallback entry's URI, key header, model ("model" spliced as for an
+ * alias), upstream and scrub list; then the same proxy_pass sends it.
+ * The first answer's body is discarded by nginx, unread by the client.
+ *
+ * The budget reservation stays where it was made, on the entry the
+ * client called, and is settled once with the usage the fallback
+ * reports.  The usage line names the entry that served and the one that
+ * failed ("fallback_from", "fallback_status").
+ *
+ * When the call cannot fall back (no fallback entry, one fallback done,
+ * a model the fallback does not serve for this client, an endpoint
+ * without a body, an answer already started), the client gets the first
+ * status with a short error body in the provider's format.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_airlock_llm_module.h"
+
+
+#define NGX_HTTP_AIRLOCK_LLM_FALLBACK_URI  1024
+
+
+static ngx_uint_t ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r);
+static const char *ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status);
+static ngx_http_airlock_llm_provider_t *ngx_http_airlock_llm_fallback_of(
+    ngx_http_request_t *r, const al_llm_t *llm);
+static ngx_int_t ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status, const char *why);
+
+
+/*
+ * The preaccess handler of a location with "airlock_llm_fallback".
+ * Returns NGX_DECLINED to let the proxy send the call to the fallback,
+ * NGX_DONE when the call was answered here, or a status.
+ */
+
+ngx_int_t
+ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
+{
+    const char                  *why;
+    ngx_uint_t                   status;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    if (r != r->main) {
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    ctx = ngx_http_airlock_llm_get_ctx(r);
+
+    if (ctx != NULL && ctx->actx->reading_body) {
+        /* nginx could not read the body: answered as the gateway does */
+        return ngx_http_airlock_enter(r, ctx->actx);
+    }
+
+    if (ctx == NULL || !ctx->allowed) {
+        /* not a call the gateway let through: nothing to fall back */
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: \"airlock_llm_fallback\" reached by a "
+                      "request the LLM gateway did not allow");
+        return r->err_status ? (ngx_int_t) r->err_status
+                             : NGX_HTTP_FORBIDDEN;
+    }
+
+    if (ctx->served != NULL) {
+        /* the fallback's own location phases, after the switch */
+        return NGX_DECLINED;
+    }
+
+    status = ngx_http_airlock_llm_fallback_status(r);
+
+    why = ngx_http_airlock_llm_fallback_to(r, ctx, status);
+
+    if (why != NULL) {
+        return ngx_http_airlock_llm_fallback_fail(r, ctx, status, why);
+    }
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "airlock: llm \"%s\" failed with %ui, the call goes to "
+                  "its fallback \"%s\" as model \"%V\"",
+                  ctx->provider->llm->name.data, status,
+                  ctx->served->llm->name.data, &ctx->model);
+
+    /* the fallback's answer is the answer, with its own status */
+    r->err_status = 0;
+
+    return NGX_DECLINED;
+}
+
+
+/* what the first provider did: its status, or 502/504 for no answer */
+
+static ngx_uint_t
+ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r)
+{
+    ngx_http_upstream_t  *u;
+
+    if (r->err_status) {
+        return r->err_status;
+    }
+
+    u = r->upstream;
+
+    if (u != NULL && u->headers_in.status_n) {
+        return u->headers_in.status_n;
+    }
+
+    if (u != NULL && u->state != NULL && u->state->status) {
+        return u->state->status;
+    }
+
+    return NGX_HTTP_BAD_GATEWAY;
+}
+
+
+/*
+ * Switches the call to the fallback entry.  Returns NULL, or why it
+ * cannot.
+ */
+
+static const char *
+ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status)
+{
+    u_char                           *p;
+    size_t                            len;
+    al_str_t                          model;
+    al_llm_map_t                      m;
+    const al_llm_t                   *a, *b;
+    const al_llm_client_t            *lc;
+    ngx_http_airlock_ctx_t           *actx;
+    ngx_http_airlock_body_t           body;
+    ngx_http_airlock_headers_t        hs;
+    ngx_http_airlock_llm_provider_t  *prov;
+    char                              uri[NGX_HTTP_AIRLOCK_LLM_FALLBACK_URI];
+
+    a = ctx->provider->llm;
+    b = a->fallback;
+    actx = ctx->actx;
+
+    if (status != NGX_HTTP_TOO_MANY_REQUESTS
+        && (status < NGX_HTTP_INTERNAL_SERVER_ERROR || status > 599))
+    {
+        return "not a status that falls back";
+    }
+
+    if (b == NULL) {
+        return "the llm entry has no fallback";
+    }
+
+    if (r->upstream == NULL || ctx->header_seen || r->header_sent) {
+        /* an answer already started, or the call never left */
+        return "the call cannot be sent again";
+    }
+
+    if (!al_llm_endpoint_has_body(ctx->endpoint)) {
+        return "only calls with a body fall back";
+    }
+
+    prov = ngx_http_airlock_llm_fallback_of(r, b);
+    if (prov == NULL) {
+        return "the fallback entry is not prepared";
+    }
+
+    lc = al_llm_find_client(b, ctx->client);
+    if (lc == NULL) {
+        return "the fallback does not list the client";
+    }
+
+    if (al_llm_fallback_model(b, lc, (char *) ctx->model.data,
+                              ctx->model.len, (char *) ctx->alias.data,
+                              ctx->alias.len, &model)
+        != 0)
+    {
+        return "the fallback does not serve that model to the client";
+    }
+
+    if (al_llm_fallback_uri(b, ctx->endpoint, &model, uri, sizeof(uri),
+                            &len)
+        != 0)
+    {
+        return "the fallback does not serve that endpoint";
+    }
+
+    /* the body: the checked bytes, with the fallback's model */
+
+    if (ngx_http_airlock_body(r, a->body_max, &body) != NGX_OK) {
+        return "the body is not in memory";
+    }
+
+    if (al_llm_model_map(b, &model, body.data, body.len, &m) != 0) {
+        return "out of memory";
+    }
+
+    if (m.body != NULL) {
+        p = ngx_pnalloc(r->pool, m.body_len);
+        if (p == NULL) {
+            free(m.body);
+            return "out of memory";
+        }
+
+        ngx_memcpy(p, m.body, m.body_len);
+        free(m.body);
+
+        if (ngx_http_airlock_body_set(r, p, m.body_len) != NGX_OK) {
+            return "out of memory";
+        }
+    }
+
+    p = ngx_pnalloc(r->pool, len);
+    if (p == NULL) {
+        return "out of memory";
+    }
+
+    ngx_memcpy(p, uri, len);
+
+    /* the first key goes, the fallback's comes in */
+
+    ngx_http_airlock_llm_headers_of(prov, &hs);
+
+    if (ngx_http_airlock_rewrite_headers(r, &hs) != NGX_OK) {
+        return "out of memory";
+    }
+
+    ctx->uri.data = p;
+    ctx->uri.len = len;
+    ctx->model.data = (u_char *) model.data;
+    ctx->model.len = model.len;
+    ctx->served = prov;
+    ctx->fallback_status = status;
+
+    actx->uri = ctx->uri;
+    actx->route = &prov->route;
+    actx->rconf = &prov->rconf;
+
+    return NULL;
+}
+
+
+/* the provider struct of an llm entry, prepared at configuration time */
+
+static ngx_http_airlock_llm_provider_t *
+ngx_http_airlock_llm_fallback_of(ngx_http_request_t *r, const al_llm_t *llm)
+{
+    ngx_uint_t                         i;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    lmcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_llm_module);
+
+    for (i = 0; i < lmcf->nproviders; i++) {
+        if (lmcf->providers[i].llm == llm && lmcf->providers[i].ready) {
+            return &lmcf->providers[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * No fallback: the first status, with an error body in the provider's
+ * format that says no more than the status (the first answer's body is
+ * gone, and the client must not see it anyway).
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status, const char *why)
+{
+    ngx_int_t    rc;
+    ngx_buf_t   *b;
+    ngx_str_t    id;
+    const char  *type;
+
+    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                  "airlock: llm \"%s\" failed with %ui and the call does "
+                  "not fall back: %s", ctx->provider->llm->name.data,
+                  status, why);
+
+    if (status < NGX_HTTP_BAD_REQUEST || status > 599) {
+        status = NGX_HTTP_BAD_GATEWAY;
+    }
+
+    if (ngx_http_airlock_request_id(r, &id) != NGX_OK) {
+        ngx_str_set(&id, "-");
+    }
+
+    id.len = ngx_min(id.len, 64);
+
+    b = ngx_create_temp_buf(r->pool, 512);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ctx->provider->llm->kind == AL_LLM_ANTHROPIC) {
+        type = (status == NGX_HTTP_TOO_MANY_REQUESTS) ? "rate_limit_error"
+               : (status == NGX_HTTP_SERVICE_UNAVAILABLE) ? "overloaded_error"
+               : "api_error";
+
+        b->last = ngx_snprintf(b->pos, 511, "{\"type\":\"error\",\"error\":"
+                               "{\"type\":\"%s\",\"message\":\"the provider "
+                               "answered %ui\"},\"request_id\":\"%V\"}\n",
+                               type, status, &id);
+
+    } else {
+        type = (status == NGX_HTTP_TOO_MANY_REQUESTS) ? "rate_limit_exceeded"
+                                                      : "server_error";
+
+        b->last = ngx_snprintf(b->pos, 511, "{\"error\":{\"message\":\"the "
+                               "provider answered %ui (request id %V)\","
+                               "\"type\":\"%s\",\"param\":null,"
+                               "\"code\":null}}\n", status, &id, type);
+    }
+
+    if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    r->err_status = 0;
+
+    rc = ngx_http_airlock_send_json(r, status, b);
+
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * A gateway location of an entry with a fallback that does not intercept
+ * the provider's errors never falls back: "nginx -t" says so.
+ */
+
+void
+ngx_http_airlock_llm_fallback_check(ngx_conf_t *cf,
+    ngx_http_core_loc_conf_t *clcf, const al_llm_t *llm)
+{
+    ngx_http_upstream_conf_t  *ucf;
+
+    /* ngx_http_proxy_loc_conf_t begins with its upstream conf */
+    ucf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
+
+    if (ucf != NULL && ucf->intercept_errors && clcf->error_pages != NULL) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                  "llm \"%s\" has the fallback \"%s\", but location "
+                  "\"%V\" does not intercept the provider's errors, so its "
+                  "calls never fall back; add \"proxy_intercept_errors on;\" "
+                  "and \"error_page 429 500 502 503 504 = "
+                  "@airlock_llm_fallback;\"", llm->name.data,
+                  llm->fallback->name.data, &clcf->name);
+}
+
+
+char *
+ngx_http_airlock_llm_fallback_conf(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
+
+    if (llcf->fallback) {
+        return "is duplicate";
+    }
+
+    llcf->fallback = 1;
+
+    return NGX_CONF_OK;
+}

@@ -1,0 +1,570 @@
+/*
+ * Azure entries, model aliases and fallback (policy/al_llm_alias.c): the
+ * policy fields and their errors, the Azure endpoint table and
+ * api-version, the top-level "model" scanner, the splice, the fallback's
+ * model and URI, and the usage line's "alias" and "fallback_from".
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock.h"
+#include "al_llm.h"
+#include "tap.h"
+
+
+#define HEAD                                                                 \
+    "version: 1\n"                                                           \
+    "clients:\n"                                                             \
+    "  agent: { unix_uid: 0 }\n"                                             \
+    "  worker: { unix_uid: 1 }\n"                                            \
+    "secrets:\n"                                                             \
+    "  k: { file: /run/credentials/airlock.service/k }\n"                    \
+    "alerts:\n"                                                              \
+    "  deny: { threshold: 3, window: 60s }\n"                                \
+    "llm:\n"
+
+#define AZURE                                                                \
+    "  - name: az\n"                                                         \
+    "    prefix: /v1/proxy/azure\n"                                          \
+    "    provider: azure\n"                                                  \
+    "    upstream: https://res.openai.azure.com\n"                           \
+    "    secret: k\n"                                                        \
+    "    models: [mini-prod, big-prod, embed]\n"
+
+#define CLIENTS                                                              \
+    "    clients:\n"                                                         \
+    "      agent: {}\n"                                                      \
+    "      worker: { models: [embed] }\n"
+
+
+static void refuse(const char *name, const char *yaml, const char *want);
+static const al_llm_route_t *route(const al_llm_t *llm,
+    const al_llm_client_t *lc, unsigned method, const char *target);
+static int locate(const char *body, size_t *at, size_t *raw);
+static const char *map(const al_llm_t *llm, const char *force,
+    const char *body);
+static void test_policy(void);
+static void test_azure(void);
+static void test_locate(void);
+static void test_map(void);
+static void test_record(void);
+static void test_fallback(void);
+
+
+static al_policy_t     *pol;
+static al_llm_route_t   rt;
+static char             out[1024];
+
+
+int
+main(void)
+{
+    test_policy();
+    test_azure();
+    test_locate();
+    test_map();
+    test_record();
+    test_fallback();
+
+    al_policy_free(pol);
+
+    return tap_done();
+}
+
+
+/* refused at the place marked with a backtick, saying want */
+
+static void
+refuse(const char *name, const char *yaml, const char *want)
+{
+    char          buf[4096], label[256];
+    size_t        i, n;
+    unsigned      line, col, l, c;
+    al_error_t    err;
+    al_policy_t  *p;
+
+    line = 0;
+    col = 0;
+    l = 1;
+    c = 1;
+    n = 0;
+
+    for (i = 0; yaml[i] != '\0' && n < sizeof(buf) - 1; i++) {
+        if (yaml[i] == '`') {
+            line = l;
+            col = c;
+            continue;
+        }
+
+        buf[n++] = yaml[i];
+
+        if (yaml[i] == '\n') {
+            l++;
+            c = 1;
+
+        } else {
+            c++;
+        }
+    }
+
+    buf[n] = '\0';
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", buf, n, NULL, &err);
+
+    snprintf(label, sizeof(label), "%s: refused", name);
+    if (!tap_ok(p == NULL, label)) {
+        al_policy_free(p);
+    }
+
+    snprintf(label, sizeof(label), "%s: at %u:%u", name, line, col);
+    tap_ok(err.line == line && err.column == col, label);
+
+    snprintf(label, sizeof(label), "%s: says \"%s\"", name, want);
+    if (!tap_ok(strstr(err.msg, want) != NULL, label)) {
+        tap_diag("message: ", err.msg);
+    }
+}
+
+
+static void
+test_policy(void)
+{
+    const char  *yaml;
+    al_error_t   err;
+    al_llm_t    *l;
+
+    refuse("azure without api_version",
+           HEAD "  - `name: az\n"
+           "    prefix: /v1/proxy/azure\n"
+           "    provider: azure\n"
+           "    upstream: https://res.openai.azure.com\n"
+           "    secret: k\n"
+           "    models: [mini-prod]\n" CLIENTS,
+           "an azure provider needs api_version");
+
+    refuse("api_version on openai",
+           HEAD "  - name: oa\n"
+           "    prefix: /v1/proxy/openai\n"
+           "    provider: openai\n"
+           "    upstream: https://api.openai.com/v1\n"
+           "    secret: k\n"
+           "    models: [embed]\n"
+           "    api_version: `x\n" CLIENTS,
+           "api_version applies to azure providers only");
+
+    refuse("api_version characters",
+           HEAD AZURE "    api_version: `\"2024/10\"\n" CLIENTS,
+           "is not an Azure API version");
+
+    refuse("alias to a model not listed",
+           HEAD AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: { fast: `gpt-5 }\n" CLIENTS,
+           "alias \"fast\" names model \"gpt-5\", which is not in the "
+           "provider's models");
+
+    refuse("alias that is a model",
+           HEAD AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: { `embed: mini-prod }\n" CLIENTS,
+           "is also one of the provider's models");
+
+    refuse("alias that is not a name",
+           HEAD AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: { `\"a b\": mini-prod }\n" CLIENTS,
+           "is not a valid name");
+
+    refuse("aliases empty",
+           HEAD AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: `{}\n" CLIENTS,
+           "aliases is empty");
+
+    refuse("aliases a list",
+           HEAD AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: `[fast]\n" CLIENTS,
+           "aliases");
+
+    yaml = HEAD AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: { fast: mini-prod, smart: big-prod }\n" CLIENTS;
+
+    memset(&err, 0, sizeof(err));
+    pol = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+
+    if (!tap_ok(pol != NULL && pol->nllm == 1, "an azure entry loads")) {
+        tap_diag("error: ", err.msg);
+        exit(tap_done());
+    }
+
+    l = &pol->llm[0];
+
+    tap_ok(l->kind == AL_LLM_AZURE && l->api_version.len == 10
+           && memcmp(l->api_version.data, "2024-10-21", 10) == 0,
+           "kind azure, api_version");
+    tap_ok(l->naliases == 2 && l->aliases[1].name.len == 5
+           && memcmp(l->aliases[1].model.data, "big-prod", 8) == 0,
+           "aliases: name -> model");
+}
+
+
+static const al_llm_route_t *
+route(const al_llm_t *llm, const al_llm_client_t *lc, unsigned method,
+    const char *target)
+{
+    (void) al_llm_route(llm, lc, method, target, strlen(target), &rt);
+    return &rt;
+}
+
+
+static void
+test_azure(void)
+{
+    const al_llm_t         *l;
+    const al_llm_route_t   *r;
+    const al_llm_client_t  *agent, *worker;
+
+    l = &pol->llm[0];
+    agent = &l->clients[0];
+    worker = &l->clients[1];
+
+    r = route(l, agent, AL_METHOD_POST,
+              "/openai/deployments/mini-prod/chat/completions"
+              "?api-version=2024-06-01");
+    tap_ok(r->reason == AL_REASON_NONE && r->endpoint == AL_LLM_EP_CHAT,
+           "azure: deployment chat/completions");
+    tap_is_str(r->uri, "/openai/deployments/mini-prod/chat/completions"
+               "?api-version=2024-10-21",
+               "azure: the client's api-version replaced by the policy's");
+    tap_ok(r->model.len == 9 && memcmp(r->model.data, "mini-prod", 9) == 0
+           && r->alias.len == 0, "azure: the deployment is the model");
+
+    r = route(l, agent, AL_METHOD_POST,
+              "/openai/deployments/fast/chat/completions");
+    tap_is_str(r->uri, "/openai/deployments/mini-prod/chat/completions"
+               "?api-version=2024-10-21",
+               "azure: an alias in the path becomes its deployment");
+    tap_ok(r->alias.len == 4 && memcmp(r->alias.data, "fast", 4) == 0,
+           "azure: the alias is kept for the usage line");
+
+    r = route(l, agent, AL_METHOD_POST, "/openai/deployments/embed/embeddings");
+    tap_ok(r->reason == AL_REASON_NONE && r->endpoint == AL_LLM_EP_EMBEDDINGS,
+           "azure: embeddings");
+
+    r = route(l, agent, AL_METHOD_POST, "/openai/deployments/embed/completions");
+    tap_ok(r->reason == AL_REASON_NONE
+           && r->endpoint == AL_LLM_EP_COMPLETIONS, "azure: completions");
+
+    r = route(l, agent, AL_METHOD_POST, "/openai/responses");
+    tap_ok(r->reason == AL_REASON_NONE && r->endpoint == AL_LLM_EP_RESPONSES
+           && r->model.len == 0, "azure: responses, the model in the body");
+    tap_is_str(r->uri, "/openai/responses?api-version=2024-10-21",
+               "azure: responses gets the api-version");
+
+    r = route(l, agent, AL_METHOD_POST,
+              "/openai/deployments/mini-prod/chat/completions?foo=1");
+    tap_ok(r->reason == AL_REASON_QUERY, "azure: another query refused");
+
+    r = route(l, agent, AL_METHOD_GET,
+              "/openai/deployments/mini-prod/chat/completions");
+    tap_ok(r->reason == AL_REASON_METHOD, "azure: GET refused (method)");
+
+    r = route(l, agent, AL_METHOD_POST, "/chat/completions");
+    tap_ok(r->reason == AL_REASON_NO_ROUTE, "azure: OpenAI paths refused");
+
+    r = route(l, agent, AL_METHOD_POST,
+              "/openai/deployments/other/chat/completions");
+    tap_ok(r->reason == AL_REASON_MODEL, "azure: unknown deployment refused");
+
+    r = route(l, worker, AL_METHOD_POST,
+              "/openai/deployments/mini-prod/chat/completions");
+    tap_ok(r->reason == AL_REASON_MODEL,
+           "azure: the client's allowlist applies to the deployment");
+
+    r = route(l, worker, AL_METHOD_POST,
+              "/openai/deployments/fast/chat/completions");
+    tap_ok(r->reason == AL_REASON_MODEL,
+           "azure: an alias does not widen the client's allowlist");
+
+    r = route(l, agent, AL_METHOD_POST,
+              "/openai/deployments/a%22b/chat/completions");
+    tap_ok(r->reason == AL_REASON_MODEL, "azure: a deployment name with '\"'");
+
+    r = route(l, agent, AL_METHOD_POST,
+              "/openai/deployments/mini-prod/chat/x");
+    tap_ok(r->reason == AL_REASON_NO_ROUTE, "azure: unknown endpoint");
+}
+
+
+static int
+locate(const char *body, size_t *at, size_t *raw)
+{
+    return al_llm_model_locate((const unsigned char *) body, strlen(body),
+                               at, raw);
+}
+
+
+static void
+test_locate(void)
+{
+    int          rc;
+    size_t       at, raw;
+    const char  *b;
+
+    b = "{\"model\":\"fast\",\"x\":1}";
+    rc = locate(b, &at, &raw);
+    tap_ok(rc == 1 && at == 9 && raw == 6, "locate: first member");
+
+    b = " {\n \"messages\": [{\"model\": \"no\"}], \"s\": \"\\\"model\\\":\","
+        " \"n\": -1.5e3, \"t\": true, \"o\": {\"a\": [1, {\"model\": 2}]},"
+        " \"model\" : \"fa\\\"st\" }";
+    rc = locate(b, &at, &raw);
+    tap_ok(rc == 1 && strncmp(b + at, "\"fa\\\"st\"", raw) == 0
+           && raw == 8, "locate: nested and quoted \"model\" skipped");
+
+    rc = locate("{\"messages\":[]}", &at, &raw);
+    tap_ok(rc == 0 && at == 1, "locate: absent, at after '{'");
+
+    rc = locate("{\"model\":null}", &at, &raw);
+    tap_is_int(rc, 2, "locate: not a string");
+
+    tap_is_int(locate("[1]", &at, &raw), -1, "locate: not an object");
+    tap_is_int(locate("{\"a\":\"x", &at, &raw), -1, "locate: cut short");
+    tap_is_int(locate("{\"modelx\":\"a\"}", &at, &raw), 0,
+               "locate: another key that starts the same");
+    tap_is_int(locate("", &at, &raw), -1, "locate: empty");
+}
+
+
+static const char *
+map(const al_llm_t *llm, const char *force, const char *body)
+{
+    al_str_t      f;
+    al_llm_map_t  m;
+
+    f.data = force;
+    f.len = force ? strlen(force) : 0;
+
+    if (al_llm_model_map(llm, force ? &f : NULL,
+                         (const unsigned char *) body, strlen(body), &m)
+        != 0)
+    {
+        return "(error)";
+    }
+
+    if (m.body == NULL) {
+        return "(unchanged)";
+    }
+
+    snprintf(out, sizeof(out), "%.*s%s%s", (int) m.body_len, m.body,
+             m.alias_len ? " alias=" : "", m.alias);
+    free(m.body);
+
+    return out;
+}
+
+
+static void
+test_map(void)
+{
+    const al_llm_t  *l;
+    al_llm_req_t     req;
+    unsigned char   *o;
+    size_t           n;
+    const char      *b;
+
+    l = &pol->llm[0];
+
+    tap_is_str(map(l, NULL, "{\"model\":\"fast\",\"stream\":false}"),
+               "{\"model\":\"mini-prod\",\"stream\":false} alias=fast",
+               "map: an alias becomes its model, nothing else moves");
+    tap_is_str(map(l, NULL, "{ \"a\": 1 ,\"model\" :\"smart\"}"),
+               "{ \"a\": 1 ,\"model\" :\"big-prod\"} alias=smart",
+               "map: spacing kept");
+    tap_is_str(map(l, NULL, "{\"model\":\"mini-prod\"}"), "(unchanged)",
+               "map: a model name is left alone");
+    tap_is_str(map(l, NULL, "{\"model\":\"f\\u0061st\"}"), "(unchanged)",
+               "map: an escaped alias is not one (the allowlist refuses)");
+    tap_is_str(map(l, NULL, "{\"messages\":[]}"), "(unchanged)",
+               "map: no model, no alias");
+
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"gpt-4o\",\"a\":1}"),
+               "{\"model\":\"mini-prod\",\"a\":1}",
+               "map: force replaces the model");
+    tap_is_str(map(l, "mini-prod", "{\"a\":1}"),
+               "{\"model\":\"mini-prod\",\"a\":1}",
+               "map: force adds a model");
+    tap_is_str(map(l, "mini-prod", " { } "), " {\"model\":\"mini-prod\" } ",
+               "map: force into an empty object");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"mini-prod\"}"),
+               "(unchanged)", "map: force, already the same");
+    tap_is_str(map(l, "mini-prod", "[]"), "(unchanged)",
+               "map: not an object, left for the body check");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"\\q\"}"), "(unchanged)",
+               "map: force leaves a bad escape for the body check");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"a\tb\"}"), "(unchanged)",
+               "map: force leaves a control byte for the body check");
+
+    tap_ok(al_llm_model_splice((const unsigned char *) "{\"model\":\"x\"}",
+                               13, 9, 3, "a\"b\\c", 5, &o, &n) == 0
+           && n == 19 && memcmp(o, "{\"model\":\"a\\\"b\\\\c\"}", n) == 0,
+           "splice: the new value is JSON-escaped");
+    free(o);
+
+    tap_ok(al_llm_model_splice((const unsigned char *) "{}", 2, 1, 5, "a",
+                               1, &o, &n) == -1 && o == NULL,
+           "splice: a range past the end is refused");
+
+    /* the spliced body is what al_llm_request() checks */
+
+    b = map(l, NULL, "{\"model\":\"fast\",\"model\":\"embed\"}");
+    tap_ok(strncmp(b, "{\"model\":\"mini-prod\",\"model\":\"embed\"}", 36)
+           == 0, "map: the first of two \"model\" keys");
+    (void) al_llm_request(l, &l->clients[0], AL_LLM_EP_CHAT, NULL, 0,
+                          (const unsigned char *) out, strlen(out) - 10,
+                          &req);
+    tap_ok(req.reason == AL_REASON_BODY,
+           "... and the duplicate is refused by the body check");
+    al_llm_request_free(&req);
+}
+
+
+static void
+test_record(void)
+{
+    char             buf[AL_LLM_RECORD_MAX];
+    al_llm_record_t  rec;
+
+    memset(&rec, 0, sizeof(rec));
+    rec.model.data = "mini-prod";
+    rec.model.len = 9;
+    rec.alias.data = "fast";
+    rec.alias.len = 4;
+
+    (void) al_llm_record_format(&rec, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"model\":\"mini-prod\",\"alias\":\"fast\",") != NULL,
+           "record: the real model, then the alias");
+
+    rec.alias.len = 0;
+    (void) al_llm_record_format(&rec, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"alias\"") == NULL
+           && strstr(buf, "fallback") == NULL,
+           "record: no alias, no fallback, no fields");
+
+    rec.provider.data = "backup";
+    rec.provider.len = 6;
+    rec.fallback_from.data = "primary";
+    rec.fallback_from.len = 7;
+    rec.fallback_status = 503;
+    (void) al_llm_record_format(&rec, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"provider\":\"backup\"") != NULL
+           && strstr(buf, "\"fallback_from\":\"primary\","
+                          "\"fallback_status\":503,") != NULL,
+           "record: the entry that served, the one that failed and how");
+}
+
+
+#define OAI                                                                  \
+    "  - name: oa\n"                                                         \
+    "    prefix: /v1/proxy/openai\n"                                         \
+    "    provider: openai\n"                                                 \
+    "    upstream: https://api.openai.com/v1\n"                              \
+    "    secret: k\n"                                                        \
+    "    models: [gpt-4o-mini, gpt-4o, embed]\n"                             \
+    "    aliases: { fast: gpt-4o-mini }\n"
+
+#define ANT                                                                  \
+    "  - name: an\n"                                                         \
+    "    prefix: /v1/proxy/anthropic\n"                                      \
+    "    provider: anthropic\n"                                              \
+    "    upstream: https://api.anthropic.com/v1\n"                           \
+    "    secret: k\n"                                                        \
+    "    models: [claude]\n"                                                 \
+    "    clients: { agent: {}, worker: {} }\n"
+
+
+static void
+test_fallback(void)
+{
+    char                    uri[256];
+    size_t                  len;
+    al_str_t                m;
+    const char             *yaml;
+    al_error_t              err;
+    al_policy_t            *p;
+    const al_llm_t         *oa, *az;
+    const al_llm_client_t  *lc;
+
+    refuse("fallback to no entry",
+           HEAD OAI "    fallback: `nope\n" CLIENTS,
+           "fallback \"nope\" is not an llm entry");
+
+    refuse("fallback to itself",
+           HEAD OAI "    fallback: `oa\n" CLIENTS,
+           "cannot be its own fallback");
+
+    refuse("fallback to another API",
+           HEAD OAI "    fallback: `an\n" CLIENTS ANT,
+           "speaks another API");
+
+    refuse("fallback without the client",
+           HEAD OAI "    fallback: `az\n" CLIENTS
+           AZURE "    api_version: \"2024-10-21\"\n"
+           "    clients: { agent: {} }\n",
+           "fallback \"az\" does not list client \"worker\" of llm \"oa\"");
+
+    yaml = HEAD OAI "    fallback: az\n" CLIENTS
+           AZURE "    api_version: \"2024-10-21\"\n"
+           "    aliases: { fast: mini-prod }\n" CLIENTS;
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+
+    if (!tap_ok(p != NULL, "an openai entry with an azure fallback loads")) {
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    oa = &p->llm[0];
+    az = &p->llm[1];
+
+    tap_ok(oa->fallback == az && az->fallback == NULL,
+           "fallback: the entry it names");
+
+    lc = &az->clients[0];
+
+    tap_ok(al_llm_fallback_model(az, lc, "gpt-4o-mini", 11, "fast", 4, &m)
+           == 0 && m.len == 9 && memcmp(m.data, "mini-prod", 9) == 0,
+           "fallback model: the alias, by the fallback's aliases");
+    tap_ok(al_llm_fallback_model(az, lc, "gpt-4o", 6, "", 0, &m) == -1,
+           "fallback model: a model the fallback does not serve");
+    tap_ok(al_llm_fallback_model(az, lc, "embed", 5, "", 0, &m) == 0
+           && m.len == 5, "fallback model: the same name when served");
+    tap_ok(al_llm_fallback_model(az, &az->clients[1], "fast", 4, "", 0, &m)
+           == -1, "fallback model: the client's allowlist in the fallback");
+
+    m.data = "mini-prod";
+    m.len = 9;
+
+    tap_ok(al_llm_fallback_uri(az, AL_LLM_EP_CHAT, &m, uri, sizeof(uri),
+                               &len) == 0
+           && strcmp(uri, "/openai/deployments/mini-prod/chat/completions"
+                          "?api-version=2024-10-21") == 0
+           && len == strlen(uri), "fallback URI: azure deployment path");
+    tap_ok(al_llm_fallback_uri(az, AL_LLM_EP_RESPONSES, &m, uri,
+                               sizeof(uri), &len) == 0
+           && strcmp(uri, "/openai/responses?api-version=2024-10-21") == 0,
+           "fallback URI: azure responses");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_EMBEDDINGS, &m, uri,
+                               sizeof(uri), &len) == 0
+           && strcmp(uri, "/v1/embeddings") == 0,
+           "fallback URI: an OpenAI base path");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_MODELS, &m, uri, sizeof(uri),
+                               &len) == -1, "fallback URI: no GET endpoints");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_MESSAGES, &m, uri, sizeof(uri),
+                               &len) == -1,
+           "fallback URI: messages only on anthropic");
+    tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_CHAT, &m, uri, 5, &len) == -1,
+           "fallback URI: bounded");
+
+    al_policy_free(p);
+}
