@@ -32,6 +32,7 @@
 
 #include "airlock.h"
 #include "al_llm.h"
+#include "al_llm_report.h"
 
 
 #define AL_CTL_BODY_MAX  (16 * 1024 * 1024)
@@ -75,6 +76,7 @@ static int al_ctl_seal(int argc, char **argv);
 static int al_ctl_tools(int argc, char **argv);
 static int al_ctl_edit(int argc, char **argv);
 static int al_ctl_rollback(int argc, char **argv);
+static int al_ctl_llm_usage(int argc, char **argv);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
@@ -182,6 +184,18 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "replaced policy becomes FILE.prev, so a second rollback undoes the\n"
       "first.  Exit status: 0 restored, 1 refused, 2 usage error or no\n"
       "previous policy." },
+
+    { "usage", al_ctl_llm_usage,
+      "usage LOG [--by client|model|day] [--json]",
+      "Summarises the LLM gateway's usage log (airlock_llm_log): requests,\n"
+      "errors (answers other than 2xx) and the statuses seen, prompt,\n"
+      "cached, completion and total tokens, and the cost in USD of the\n"
+      "calls to priced models (UNPRICED counts the others), in total or by\n"
+      "client, model or UTC day.  LOG is a file, or - for standard input;\n"
+      "it is read as a stream.  Lines that are not usage lines (cut short,\n"
+      "garbage) are skipped, counted and the first few named.  --json\n"
+      "prints one JSON object.  Exit status: 0 summarised, 2 usage error\n"
+      "or a log that cannot be read." },
 
     { NULL, NULL, NULL, NULL }
 };
@@ -1786,4 +1800,108 @@ al_ctl_rollback(int argc, char **argv)
     close(e.dirfd);
 
     return rc;
+}
+
+
+/* airlockctl usage: the reading and counting are al_llm_report.c's */
+
+static int
+al_ctl_llm_usage(int argc, char **argv)
+{
+    int                   i, json, rc;
+    FILE                 *f;
+    char                  msg[AL_ERR_MAX + 300];
+    const char           *path;
+    al_error_t            err;
+    al_llm_report_t      *rep;
+    al_llm_report_by_t    by;
+    const al_ctl_cmd_t   *cmd;
+
+    cmd = al_ctl_cmd("usage");
+
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    path = NULL;
+    json = 0;
+    by = AL_LLM_REPORT_BY_NONE;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+
+        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "client") == 0) {
+                by = AL_LLM_REPORT_BY_CLIENT;
+            } else if (strcmp(argv[i], "model") == 0) {
+                by = AL_LLM_REPORT_BY_MODEL;
+            } else if (strcmp(argv[i], "day") == 0) {
+                by = AL_LLM_REPORT_BY_DAY;
+            } else {
+                fprintf(stderr, "airlockctl usage: --by takes client, "
+                        "model or day, not \"%s\"\n", argv[i]);
+                return al_ctl_usage(stderr, cmd);
+            }
+
+        } else if (path == NULL
+                   && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
+        {
+            path = argv[i];
+
+        } else {
+            return al_ctl_usage(stderr, cmd);
+        }
+    }
+
+    if (path == NULL) {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    if (strcmp(path, "-") == 0) {
+        f = stdin;
+        path = "(stdin)";
+
+    } else {
+        f = fopen(path, "re");
+        if (f == NULL) {
+            fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+            return 2;
+        }
+    }
+
+    rep = al_llm_report_create(by);
+    if (rep == NULL) {
+        fprintf(stderr, "airlockctl usage: out of memory\n");
+        if (f != stdin) {
+            fclose(f);
+        }
+        return 2;
+    }
+
+    memset(&err, 0, sizeof(err));
+    rc = al_llm_report_read(rep, f, path, &err);
+
+    if (f != stdin) {
+        fclose(f);
+    }
+
+    if (rc != 0) {
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "%s\n", msg);
+        al_llm_report_free(rep);
+        return 2;
+    }
+
+    rc = al_llm_report_print(rep, stdout, json);
+
+    al_llm_report_free(rep);
+
+    if (rc != 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "airlockctl usage: cannot write the summary\n");
+        return 2;
+    }
+
+    return 0;
 }
