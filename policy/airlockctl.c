@@ -77,6 +77,9 @@ static int al_ctl_tools(int argc, char **argv);
 static int al_ctl_edit(int argc, char **argv);
 static int al_ctl_rollback(int argc, char **argv);
 static int al_ctl_llm_usage(int argc, char **argv);
+static void al_ctl_routes_limits(const al_llm_client_t *lc);
+static void al_ctl_explain_limits(const al_llm_t *l,
+    const al_llm_client_t *lc, const al_llm_req_t *req);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
@@ -737,6 +740,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                l->upstream.url.data, rt->uri);
         printf("  inject:   the key of secret \"%s\"\n",
                l->secret->name.data);
+        al_ctl_explain_limits(l, lc, NULL);
         rc = 0;
         goto done;
     }
@@ -796,6 +800,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                (unsigned long long) lc->tokens_per_minute,
                (unsigned long long) lc->tokens_per_day);
     }
+
+    al_ctl_explain_limits(l, lc, &req);
 
     al_llm_request_free(&req);
     rc = 0;
@@ -924,7 +930,7 @@ al_ctl_routes(int argc, char **argv)
 
     if (p->nllm) {
         printf("\n%-24s %-18s %-32s %s\n", "LLM", "PROVIDER", "PREFIX",
-               "CLIENTS (tokens/min, tokens/day, max_tokens)");
+               "CLIENTS (tokens/min, tokens/day, max_tokens[; limits])");
     }
 
     for (i = 0; i < p->nllm; i++) {
@@ -936,11 +942,13 @@ al_ctl_routes(int argc, char **argv)
                l->prefix.data);
 
         for (k = 0; k < l->nclients; k++) {
-            printf("%s%s(%llu,%llu,%llu)", k ? " " : " ",
+            printf("%s%s(%llu,%llu,%llu", k ? " " : " ",
                    l->clients[k].client->name.data,
                    (unsigned long long) l->clients[k].tokens_per_minute,
                    (unsigned long long) l->clients[k].tokens_per_day,
                    (unsigned long long) l->clients[k].max_tokens);
+            al_ctl_routes_limits(&l->clients[k]);
+            printf(")");
         }
         printf("\n");
     }
@@ -1904,4 +1912,96 @@ al_ctl_llm_usage(int argc, char **argv)
     }
 
     return 0;
+}
+
+
+/*
+ * What admission counts besides tokens: places in flight, the request
+ * rate and, for a request with a body, its price and the worst case a
+ * dollar budget reserves for it.
+ */
+
+static void
+al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
+    const al_llm_req_t *req)
+{
+    uint64_t               need;
+    const al_llm_price_t  *pr;
+    char                   a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX];
+    char                   c[AL_LLM_USD_MAX];
+
+    if (lc->max_concurrent || lc->requests_per_minute) {
+        printf("  requests: counts against %llu in flight, %llu/min "
+               "(0 = unlimited)\n",
+               (unsigned long long) lc->max_concurrent,
+               (unsigned long long) lc->requests_per_minute);
+    }
+
+    if (req == NULL) {
+        return;
+    }
+
+    pr = al_llm_price(l, req->model, req->model_len);
+
+    if (pr == NULL) {
+        printf("  price:    none for %.*s: cost_usd null in the usage "
+               "log\n", (int) req->model_len, req->model);
+        return;
+    }
+
+    /* microdollars per million tokens, shown as dollars */
+    (void) al_llm_usd_format(pr->input * 1000000, a, sizeof(a));
+    (void) al_llm_usd_format(pr->cached_input * 1000000, b, sizeof(b));
+    (void) al_llm_usd_format(pr->output * 1000000, c, sizeof(c));
+
+    printf("  price:    $%s input, $%s cached input, $%s output per "
+           "million tokens\n", a, b, c);
+
+    if (!al_llm_client_priced(lc)) {
+        return;
+    }
+
+    need = al_llm_cost_need(pr, req->prompt_estimate, req->max_output);
+
+    (void) al_llm_usd_format(need, a, sizeof(a));
+    (void) al_llm_usd_format(lc->cost_per_day, b, sizeof(b));
+    (void) al_llm_usd_format(lc->cost_per_month, c, sizeof(c));
+
+    printf("  cost:     reserves up to $%s against $%s/day, $%s/month "
+           "(0 = unlimited)\n", a, b, c);
+}
+
+
+/* ";60 req/min,4 in flight,$2.5/day,$40/month": the limits set */
+
+static void
+al_ctl_routes_limits(const al_llm_client_t *lc)
+{
+    char         usd[AL_LLM_USD_MAX];
+    const char  *sep;
+
+    sep = ";";
+
+    if (lc->requests_per_minute) {
+        printf("%s%llu req/min", sep,
+               (unsigned long long) lc->requests_per_minute);
+        sep = ",";
+    }
+
+    if (lc->max_concurrent) {
+        printf("%s%llu in flight", sep,
+               (unsigned long long) lc->max_concurrent);
+        sep = ",";
+    }
+
+    if (lc->cost_per_day) {
+        (void) al_llm_usd_format(lc->cost_per_day, usd, sizeof(usd));
+        printf("%s$%s/day", sep, usd);
+        sep = ",";
+    }
+
+    if (lc->cost_per_month) {
+        (void) al_llm_usd_format(lc->cost_per_month, usd, sizeof(usd));
+        printf("%s$%s/month", sep, usd);
+    }
 }
