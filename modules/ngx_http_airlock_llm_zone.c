@@ -1090,10 +1090,10 @@ ngx_http_airlock_llm_field(ngx_http_airlock_llm_snap_t *s, ngx_uint_t n,
 /*
  * Request rate-limit headers as the provider sends them, for a client
  * with requests_per_minute: on every answer to an admitted request and on
- * a refusal (the response filter adds the token ones to answers).  OpenAI: x-ratelimit-{limit,remaining,reset}-requests,
- * reset as "23s"; Anthropic: anthropic-ratelimit-requests-{limit,
- * remaining,reset}, reset in RFC 3339.  Resets are taken from the clock
- * now, not at admission.
+ * a refusal (the response filter adds the token ones to answers).
+ * OpenAI: x-ratelimit-{limit,remaining,reset}-requests, reset as "23s";
+ * Anthropic: anthropic-ratelimit-requests-{limit,remaining,reset}, reset
+ * in RFC 3339.  Resets are taken from the clock now, not at admission.
  */
 
 ngx_int_t
