@@ -60,7 +60,7 @@ $t->write_file('nginx.conf',
 
 $t->run;
 
-plan tests => 45;
+plan tests => 48;
 
 my $go = $t->testdir . '/go';
 
@@ -102,10 +102,10 @@ sub wait_provider {
 
 # a chat call left open: the socket, its request written
 sub open_call {
-    my ($who) = @_;
+    my ($who, %f) = @_;
     my $body = encode_json({ model => 'gpt-4o-mini',
                              messages => [ { role => 'user',
-                                             content => 'Hi' } ] });
+                                             content => 'Hi' } ], %f });
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                   PeerPort => $t->port(8080),
                                   Proto => 'tcp', Timeout => 5)
@@ -195,6 +195,22 @@ is(in_flight_is('conc', 0), 0, 'errors and redirects hold no places');
 $l->script_all({});
 $r = $l->chat(token => $tok{conc});
 is($r->{status}, 200, 'the client is served after them');
+
+# a stream the client leaves after its first event
+$l->script_all({ pause_after => 1, pause_ms => 2000 });
+my $st = open_call('conc', stream => JSON::PP::true);
+my $sel = IO::Select->new($st);
+my $got = '';
+my $until = time + 20;
+while ($got !~ /data:/ && time < $until && $sel->can_read(1)) {
+    sysread($st, my $buf, 65536) or last;
+    $got .= $buf;
+}
+like($got, qr/^HTTP\/1\.1 200.*data:/s, 'a stream starts');
+is(in_flight('conc'), 1, 'the stream holds a place');
+close $st;
+is(in_flight_is('conc', 0), 0, 'a stream left midway gives it back');
+$l->script_all({});
 
 # ---- requests_per_minute -----------------------------------------------------
 
