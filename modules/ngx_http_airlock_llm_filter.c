@@ -119,6 +119,11 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
     ngx_http_airlock_llm_ratelimit_headers(r, ctx);
 
+    if (ctx->admitted && ngx_http_airlock_llm_limit_headers(r, ctx) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
         return NGX_ERROR;
     }

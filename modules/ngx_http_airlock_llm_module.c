@@ -63,6 +63,8 @@ static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
+static ngx_int_t ngx_http_airlock_llm_admit(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
 static ngx_int_t ngx_http_airlock_llm_deny(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_reason_t reason, al_llm_error_t err,
     const char *detail, const char *message);
@@ -316,11 +318,9 @@ ngx_http_airlock_llm_cleanup(void *data)
 
     /* the log phase settles; this is for a request that never got there */
 
-    if (ctx->budget && !ctx->settled && ctx->request != NULL) {
+    if (ctx->admitted && !ctx->settled && ctx->request != NULL) {
         ngx_http_airlock_llm_usage(ctx, &u, &source);
-        ngx_http_airlock_llm_settle(ctx->request, ctx,
-                                    u.total_tokens ? u.total_tokens
-                                    : u.prompt_tokens + u.completion_tokens);
+        ngx_http_airlock_llm_settle(ctx->request, ctx, &u);
     }
 
     if (ctx->sse != NULL) {
@@ -730,6 +730,8 @@ ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
 
+    /* GET /models and the like: counted as requests, no tokens */
+
     need = 0;
 
     if (al_llm_endpoint_has_body(ctx->endpoint)) {
@@ -949,31 +951,14 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
 {
     ngx_int_t                         rc;
-    const al_llm_client_t            *lc;
     ngx_http_airlock_ctx_t           *actx;
     ngx_http_airlock_headers_t        hs;
     ngx_http_airlock_llm_provider_t  *prov;
-    char                              msg[AL_DETAIL_MAX];
 
-    lc = ctx->lc;
+    rc = ngx_http_airlock_llm_admit(r, ctx, need);
 
-    if (al_llm_endpoint_has_body(ctx->endpoint)
-        && (lc->tokens_per_minute || lc->tokens_per_day))
-    {
-        rc = ngx_http_airlock_llm_reserve(r, ctx, need);
-
-        if (rc == NGX_ERROR) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        if (rc == NGX_DECLINED) {
-            (void) al_llm_quota_message(&ctx->quota, need, msg, sizeof(msg));
-
-            return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BUDGET,
-                                   al_llm_error_from_reason(AL_REASON_BUDGET,
-                                                            &ctx->quota),
-                                   msg, msg);
-        }
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     prov = ctx->provider;
@@ -1010,6 +995,68 @@ ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
     hs->ninject = 1;
     hs->defaults = &prov->version;
     hs->ndefaults = (prov->llm->kind == AL_LLM_ANTHROPIC) ? 1 : 0;
+}
+
+
+/*
+ * Every limit of the client at once (ngx_http_airlock_llm_reserve()):
+ * requests in flight, requests per minute, the tokens and the worst-case
+ * cost of the request.  Returns NGX_OK, NGX_DONE when refused, or a
+ * status.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_admit(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
+{
+    ngx_int_t               rc;
+    al_llm_amount_t         amount;
+    const al_llm_client_t  *lc;
+    char                    msg[AL_DETAIL_MAX];
+
+    lc = ctx->lc;
+
+    ctx->price = al_llm_price(ctx->provider->llm, (char *) ctx->model.data,
+                              ctx->model.len);
+
+    if (!al_llm_client_limited(lc)) {
+        return NGX_OK;
+    }
+
+    amount.tokens = need;
+    amount.cost = 0;
+
+    if (al_llm_endpoint_has_body(ctx->endpoint)) {
+        if (ctx->price == NULL && al_llm_client_priced(lc)) {
+            /* the policy check prevents it; an unpriced model is free */
+            return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_MODEL,
+                                   AL_LLM_ERR_MODEL,
+                                   "this model has no price, and this "
+                                   "client has a dollar budget",
+                                   "this model has no price, and this "
+                                   "client has a dollar budget");
+        }
+
+        amount.cost = al_llm_cost_need(ctx->price, ctx->prompt_estimate,
+                                       ctx->max_output);
+    }
+
+    rc = ngx_http_airlock_llm_reserve(r, ctx, &amount);
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (rc == NGX_DECLINED) {
+        (void) al_llm_quota_message(&ctx->quota, need, msg, sizeof(msg));
+
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BUDGET,
+                               al_llm_error_from_reason(AL_REASON_BUDGET,
+                                                        &ctx->quota),
+                               msg, msg);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -1074,7 +1121,15 @@ ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
     b->last = b->pos + len;
     *b->last++ = LF;
 
-    if ((err == AL_LLM_ERR_RATE_LIMIT || err == AL_LLM_ERR_QUOTA)
+    if ((err == AL_LLM_ERR_RATE_LIMIT || err == AL_LLM_ERR_QUOTA
+         || err == AL_LLM_ERR_REQUESTS)
+        && ngx_http_airlock_llm_limit_headers(r, ctx) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if ((err == AL_LLM_ERR_RATE_LIMIT || err == AL_LLM_ERR_QUOTA
+         || err == AL_LLM_ERR_REQUESTS)
         && ctx->quota.retry_after)
     {
         h = ngx_list_push(&r->headers_out.headers);
@@ -1137,18 +1192,17 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
         }
 
         ngx_http_airlock_llm_usage(ctx, &ctx->usage, &ctx->source);
+        ctx->cost = al_llm_cost(ctx->price, &ctx->usage);
+    }
 
-        if (ctx->budget) {
-            ngx_http_airlock_llm_settle(r, ctx,
-                                        ctx->usage.total_tokens
-                                        ? ctx->usage.total_tokens
-                                        : ctx->usage.prompt_tokens
-                                          + ctx->usage.completion_tokens);
-        }
+    /* every admitted request gives back its place, allowed or not */
 
-        if (ctx->log != NULL) {
-            ngx_http_airlock_llm_write(r, ctx);
-        }
+    if (ctx->admitted) {
+        ngx_http_airlock_llm_settle(r, ctx, &ctx->usage);
+    }
+
+    if (ctx->allowed && ctx->log != NULL) {
+        ngx_http_airlock_llm_write(r, ctx);
     }
 
     ngx_http_airlock_llm_count(r, ctx);
@@ -1251,6 +1305,8 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     rec.ttfb_ms = ctx->ttfb_set ? ctx->ttfb : rec.latency_ms;
     rec.stream = ctx->stream;
     rec.source = ctx->source;
+    rec.priced = (ctx->price != NULL);
+    rec.cost = ctx->cost;
 
     n = al_llm_record_format(&rec, (char *) buf, AL_LLM_RECORD_MAX);
     n = ngx_min(n, AL_LLM_RECORD_MAX - 1);

@@ -85,6 +85,13 @@ typedef struct {
     time_t                           reserved_at;
     al_llm_quota_t                   quota;
 
+    /* admission and cost (ngx_http_airlock_llm_zone.c) */
+    const al_llm_price_t            *price;     /* the model's, or NULL */
+    uint64_t                         reserved_cost;   /* picodollars */
+    uint64_t                         cost;      /* once accounted */
+    unsigned                         admitted:1; /* in the zone:
+                                                   finished exactly once */
+
     /* the response */
     ngx_msec_t                       ttfb;      /* ms to the first body
                                                    byte */
@@ -140,9 +147,11 @@ char *ngx_http_airlock_llm_zone(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_airlock_llm_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_amount_t *need);
 void ngx_http_airlock_llm_settle(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, uint64_t actual);
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u);
+ngx_int_t ngx_http_airlock_llm_limit_headers(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
 void ngx_http_airlock_llm_count(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 

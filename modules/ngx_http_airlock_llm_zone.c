@@ -5,12 +5,13 @@
  * "airlock_llm_zone NAME SIZE [series=N]" holds, in the manner of
  * limit_req, a slab pool with one rbtree of two kinds of nodes:
  *
- *   budget  (provider, client): the minute and day windows of
- *           al_llm_budget_t, so every worker reserves from the same
- *           budget; an LRU queue lets a full zone drop budgets whose
- *           windows have both passed (they hold nothing);
- *   series  (provider, client, model, status): calls and tokens, what
- *           airlock_llm_metrics exposes.  Labels come from the policy
+ *   budget  (provider, client): al_llm_budget_t, the minute, day and
+ *           month windows and the requests in flight, so every worker
+ *           admits against the same limits (al_llm_admit()); an LRU
+ *           queue lets a full zone drop budgets that hold nothing (no
+ *           request in flight, every window passed);
+ *   series  (provider, client, model, status): calls, tokens and cost,
+ *           what airlock_llm_metrics exposes.  Labels come from the policy
  *           (providers, clients, allowed models) and the status, so the
  *           number of series is bounded; past N (default 1000) or when
  *           the zone is full, updates of new series are counted in
@@ -19,6 +20,13 @@
  * The zone is reused as it is across reloads (budgets and counters go
  * on); a zone made by a module of another layout refuses the reload.  The
  * mutex is held around one lookup and its update only.
+ *
+ * A request admitted holds a place in flight until
+ * ngx_http_airlock_llm_settle() gives it back, from the log phase or,
+ * for a request that never gets there, the request pool's cleanup: every
+ * end of a request passes one of the two, and ctx->settled makes the
+ * second a no-op.  Only a worker that dies mid-request loses its places
+ * (as limit_conn does); they come back with a restart.
  */
 
 
@@ -31,6 +39,16 @@
 
 #define NGX_HTTP_AIRLOCK_LLM_BUDGET    0
 #define NGX_HTTP_AIRLOCK_LLM_SERIES    1
+
+#define NGX_HTTP_AIRLOCK_LLM_COST_HELP                                       \
+    "# HELP airlock_llm_cost_usd_total LLM cost in USD, by provider, "      \
+    "client and model (priced models).\n"                                   \
+    "# TYPE airlock_llm_cost_usd_total counter\n"
+
+#define NGX_HTTP_AIRLOCK_LLM_FLIGHT_HELP                                     \
+    "# HELP airlock_llm_requests_in_flight LLM requests admitted and not "  \
+    "finished, by provider and client (clients with limits).\n"            \
+    "# TYPE airlock_llm_requests_in_flight gauge\n"
 
 #define NGX_HTTP_AIRLOCK_LLM_KEY_MAX                                         \
     (1 + 3 * (AL_LLM_RECORD_STR_MAX + 1) + AL_LLM_MODEL_MAX + 4)
@@ -50,6 +68,8 @@ typedef struct {
     uint64_t                      prompt;
     uint64_t                      completion;
     uint64_t                      cached;
+    uint64_t                      cost;         /* picodollars */
+    ngx_uint_t                    priced;       /* a priced model's */
     u_char                        data[1];      /* kind, names, status */
 } ngx_http_airlock_llm_node_t;
 
@@ -60,6 +80,7 @@ typedef struct {
     ngx_queue_t                   queue;        /* budgets, recent first */
     ngx_uint_t                    magic;
     ngx_uint_t                    series;
+    ngx_uint_t                    budgets;
     uint64_t                      dropped;
 } ngx_http_airlock_llm_shctx_t;
 
@@ -80,6 +101,9 @@ typedef struct {
     uint64_t                      prompt;
     uint64_t                      completion;
     uint64_t                      cached;
+    uint64_t                      cost;
+    uint64_t                      active;       /* budgets: in flight */
+    ngx_uint_t                    priced;
 } ngx_http_airlock_llm_snap_t;
 
 
@@ -110,6 +134,11 @@ static u_char *ngx_http_airlock_llm_label(u_char *p, const char *name,
     u_char *v, size_t len);
 static u_char *ngx_http_airlock_llm_field(ngx_http_airlock_llm_snap_t *s,
     ngx_uint_t n, size_t *len);
+static ngx_int_t ngx_http_airlock_llm_header(ngx_http_request_t *r,
+    const char *name, u_char *value, size_t len);
+static ngx_int_t ngx_http_airlock_llm_limit_pair(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const char *what, uint64_t limit,
+    uint64_t remaining, unsigned reset);
 
 
 char *
@@ -235,6 +264,7 @@ ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     zc->sh->magic = NGX_HTTP_AIRLOCK_LLM_MAGIC;
     zc->sh->series = 0;
+    zc->sh->budgets = 0;
     zc->sh->dropped = 0;
 
     len = sizeof(" in airlock_llm_zone \"\"") + shm_zone->shm.name.len;
@@ -304,14 +334,15 @@ ngx_http_airlock_llm_zone_ctx(ngx_http_request_t *r)
 
 
 /*
- * Reserves need tokens of the client's budget.  Returns NGX_OK (ctx->quota
- * says what is left), NGX_DECLINED when the budget refuses (ctx->quota
- * says why and until when), NGX_ERROR when the zone has no room.
+ * Admits the request against every limit of the client, reserving need
+ * (al_llm_admit()).  Returns NGX_OK (ctx->quota says what is left),
+ * NGX_DECLINED when a limit refuses (ctx->quota says which and until
+ * when), NGX_ERROR when the zone has no room.
  */
 
 ngx_int_t
 ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_amount_t *need)
 {
     int                               rc;
     size_t                            len;
@@ -335,8 +366,8 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    rc = al_llm_budget_reserve(&ln->budget, ctx->lc, (int64_t) now, need,
-                               &ctx->quota);
+    rc = al_llm_admit(&ln->budget, ctx->lc, (int64_t) now, need,
+                      &ctx->quota);
 
     ngx_shmtx_unlock(&zc->shpool->mutex);
 
@@ -344,31 +375,44 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
         return NGX_DECLINED;
     }
 
-    ctx->budget = 1;
-    ctx->reserved = need;
+    /* budget: the token headers of the filter have a budget to show */
+    ctx->budget = (ctx->lc->tokens_per_minute || ctx->lc->tokens_per_day);
+    ctx->admitted = 1;
+    ctx->reserved = need->tokens;
+    ctx->reserved_cost = need->cost;
     ctx->reserved_at = now;
 
     return NGX_OK;
 }
 
 
-/* replaces the reservation with what the call used */
+/*
+ * Ends an admitted request: gives back its place in flight and replaces
+ * the reservation with what the call used.  Once per request.
+ */
 
 void
 ngx_http_airlock_llm_settle(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, uint64_t actual)
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u)
 {
     size_t                            len;
     time_t                            now;
+    al_llm_amount_t                   reserved, actual;
     ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
     u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
 
-    if (!ctx->budget || ctx->settled) {
+    if (!ctx->admitted || ctx->settled) {
         return;
     }
 
     ctx->settled = 1;
+
+    reserved.tokens = ctx->reserved;
+    reserved.cost = ctx->reserved_cost;
+    actual.tokens = u->total_tokens ? u->total_tokens
+                                    : u->prompt_tokens + u->completion_tokens;
+    actual.cost = al_llm_cost(ctx->price, u);
 
     zc = ngx_http_airlock_llm_zone_ctx(r);
     now = ngx_time();
@@ -380,9 +424,8 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
     ln = ngx_http_airlock_llm_get(zc, key, len, now);
 
     if (ln != NULL) {
-        al_llm_budget_settle(&ln->budget, (int64_t) now,
-                             (int64_t) ctx->reserved_at, ctx->reserved,
-                             actual);
+        al_llm_finish(&ln->budget, (int64_t) now,
+                      (int64_t) ctx->reserved_at, &reserved, &actual, 1);
     }
 
     ngx_shmtx_unlock(&zc->shpool->mutex);
@@ -452,6 +495,12 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
     ln->prompt += ctx->usage.prompt_tokens;
     ln->completion += ctx->usage.completion_tokens;
     ln->cached += ctx->usage.cached_tokens;
+
+    if (ctx->price != NULL) {
+        ln->priced = 1;
+        ln->cost = (ln->cost > UINT64_MAX - ctx->cost) ? UINT64_MAX
+                                                       : ln->cost + ctx->cost;
+    }
 
     ngx_shmtx_unlock(&zc->shpool->mutex);
 }
@@ -590,19 +639,19 @@ ngx_http_airlock_llm_get(ngx_http_airlock_llm_zone_ctx_t *zc, u_char *key,
 
     ngx_rbtree_insert(&zc->sh->rbtree, node);
     ngx_queue_insert_head(&zc->sh->queue, &ln->queue);
+    zc->sh->budgets++;
 
     return ln;
 }
 
 
-/* frees budgets, oldest first, whose minute and day have both passed */
+/* frees budgets, oldest first, that hold nothing (al_llm_budget_idle()) */
 
 static void
 ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
 {
     ngx_queue_t                  *q, *prev;
     ngx_rbtree_node_t            *node;
-    al_llm_budget_t               b;
     ngx_http_airlock_llm_node_t  *ln;
 
     for (q = ngx_queue_last(&zc->sh->queue);
@@ -613,14 +662,12 @@ ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
 
         ln = ngx_queue_data(q, ngx_http_airlock_llm_node_t, queue);
 
-        b = ln->budget;
-        al_llm_budget_roll(&b, (int64_t) now);
-
-        if (b.minute_used || b.day_used) {
+        if (!al_llm_budget_idle(&ln->budget, (int64_t) now)) {
             continue;
         }
 
         ngx_queue_remove(q);
+        zc->sh->budgets--;
 
         node = (ngx_rbtree_node_t *)
                    ((u_char *) ln - offsetof(ngx_rbtree_node_t, color));
@@ -671,9 +718,12 @@ ngx_http_airlock_llm_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
  *
  *   airlock_llm_requests_total{provider,client,model,status}
  *   airlock_llm_tokens_total{provider,client,model,kind}
+ *   airlock_llm_cost_usd_total{provider,client,model}   priced models
+ *   airlock_llm_requests_in_flight{provider,client}     limited clients
  *   airlock_llm_series_dropped_total
  *
- * The series are copied under the lock, then sorted and printed.
+ * The series and budgets are copied under the lock, then sorted and
+ * printed.
  */
 
 static ngx_int_t
@@ -681,12 +731,15 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
 {
     size_t                            size, len;
     u_char                           *p, *keys, *p_status;
-    uint64_t                          dropped, sum[3];
+    uint64_t                          dropped, sum[3], cost;
+    ngx_uint_t                        priced, first;
+    u_char                            usd[AL_LLM_USD_MAX];
     ngx_int_t                         rc;
     ngx_buf_t                        *b;
     ngx_uint_t                        i, j, n, status;
     ngx_chain_t                       out;
     ngx_rbtree_node_t                *node, *root, *sentinel;
+    u_char                           *v;
     ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_snap_t      *snap, *s;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
@@ -712,9 +765,13 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* the count can only grow while unlocked: take room for its cap */
+    /*
+     * The series count can only grow while unlocked: room for its cap;
+     * budgets are as many as (provider, client) pairs of the policies
+     * seen, some more for a reload in between.
+     */
 
-    n = zc->series_max;
+    n = zc->series_max + zc->sh->budgets + 64;
 
     snap = ngx_palloc(r->pool, n * sizeof(ngx_http_airlock_llm_snap_t));
     keys = ngx_palloc(r->pool, n * NGX_HTTP_AIRLOCK_LLM_KEY_MAX);
@@ -738,10 +795,6 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
         {
             ln = (ngx_http_airlock_llm_node_t *) &node->color;
 
-            if (ln->kind != NGX_HTTP_AIRLOCK_LLM_SERIES) {
-                continue;
-            }
-
             s = &snap[i];
             s->key = keys + i * NGX_HTTP_AIRLOCK_LLM_KEY_MAX;
             s->len = ln->len;
@@ -750,6 +803,10 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
             s->prompt = ln->prompt;
             s->completion = ln->completion;
             s->cached = ln->cached;
+            s->cost = ln->cost;
+            s->priced = ln->priced;
+            s->active = (ln->kind == NGX_HTTP_AIRLOCK_LLM_BUDGET)
+                        ? ln->budget.active : 0;
             i++;
         }
     }
@@ -773,13 +830,15 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
                   "counted: the series cap or the zone was full.\n"
                   "# TYPE airlock_llm_series_dropped_total counter\n"
                   "airlock_llm_series_dropped_total \n")
+           + sizeof(NGX_HTTP_AIRLOCK_LLM_COST_HELP)
+           + sizeof(NGX_HTTP_AIRLOCK_LLM_FLIGHT_HELP)
            + NGX_INT64_LEN;
 
     for (i = 0; i < n; i++) {
         len = sizeof("airlock_llm_tokens_total{provider=\"\",client=\"\","
                      "model=\"\",kind=\"completion\"} \n")
-              + 2 * snap[i].len + NGX_INT64_LEN;
-        size += 4 * len;
+              + 2 * snap[i].len + NGX_INT64_LEN + AL_LLM_USD_MAX;
+        size += 5 * len;
     }
 
     b = ngx_create_temp_buf(r->pool, size);
@@ -797,7 +856,15 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
                           "# TYPE airlock_llm_requests_total counter\n")
                    - 1);
 
-    for (i = 0; i < n; i++) {
+    /* budgets sort first (kind 0): the series start at first */
+
+    for (first = 0; first < n; first++) {
+        if (snap[first].key[0] == NGX_HTTP_AIRLOCK_LLM_SERIES) {
+            break;
+        }
+    }
+
+    for (i = first; i < n; i++) {
         p_status = ngx_http_airlock_llm_field(&snap[i], 4, &len);
         status = ngx_atoi(p_status, len);
 
@@ -816,7 +883,7 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
 
     /* the series of one (provider, client, model) are adjacent: summed */
 
-    for (i = 0; i < n; i = j) {
+    for (i = first; i < n; i = j) {
         sum[0] = 0;
         sum[1] = 0;
         sum[2] = 0;
@@ -843,6 +910,56 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
             p = ngx_sprintf(p, ",kind=\"%s\"} %uL\n", kinds[status],
                             sum[status]);
         }
+    }
+
+    p = ngx_cpymem(p, NGX_HTTP_AIRLOCK_LLM_COST_HELP,
+                   sizeof(NGX_HTTP_AIRLOCK_LLM_COST_HELP) - 1);
+
+    for (i = first; i < n; i = j) {
+        cost = 0;
+        priced = 0;
+
+        for (j = i; j < n; j++) {
+            (void) ngx_http_airlock_llm_field(&snap[j], 4, &len);
+
+            if (snap[j].len != snap[i].len
+                || ngx_memcmp(snap[j].key, snap[i].key, snap[i].len - len)
+                   != 0)
+            {
+                break;
+            }
+
+            cost = (cost > UINT64_MAX - snap[j].cost) ? UINT64_MAX
+                                                      : cost + snap[j].cost;
+            priced |= snap[j].priced;
+        }
+
+        if (!priced) {
+            continue;
+        }
+
+        len = al_llm_usd_format(cost, (char *) usd, sizeof(usd));
+
+        p = ngx_cpymem(p, "airlock_llm_cost_usd_total{",
+                       sizeof("airlock_llm_cost_usd_total{") - 1);
+        p = ngx_http_airlock_llm_labels(p, &snap[i], 0);
+        p = ngx_sprintf(p, "} %*s\n", ngx_min(len, sizeof(usd) - 1), usd);
+    }
+
+    p = ngx_cpymem(p, NGX_HTTP_AIRLOCK_LLM_FLIGHT_HELP,
+                   sizeof(NGX_HTTP_AIRLOCK_LLM_FLIGHT_HELP) - 1);
+
+    for (i = 0; i < first; i++) {
+        p = ngx_cpymem(p, "airlock_llm_requests_in_flight{",
+                       sizeof("airlock_llm_requests_in_flight{") - 1);
+
+        v = ngx_http_airlock_llm_field(&snap[i], 1, &len);
+        p = ngx_http_airlock_llm_label(p, "provider=\"", v, len);
+
+        v = ngx_http_airlock_llm_field(&snap[i], 2, &len);
+        p = ngx_http_airlock_llm_label(p, ",client=\"", v, len);
+
+        p = ngx_sprintf(p, "} %uL\n", snap[i].active);
     }
 
     p = ngx_sprintf(p, "# HELP airlock_llm_series_dropped_total Calls not "
@@ -967,4 +1084,142 @@ ngx_http_airlock_llm_field(ngx_http_airlock_llm_snap_t *s, ngx_uint_t n,
 
         p++;
     }
+}
+
+
+/*
+ * Request rate-limit headers as the provider sends them, for a client
+ * with requests_per_minute: on every answer to an admitted request and on
+ * a refusal (the response filter adds the token ones to answers).
+ * OpenAI: x-ratelimit-{limit,remaining,reset}-requests, reset as "23s";
+ * Anthropic: anthropic-ratelimit-requests-{limit,remaining,reset}, reset
+ * in RFC 3339.  Resets are taken from the clock now, not at admission.
+ */
+
+ngx_int_t
+ngx_http_airlock_llm_limit_headers(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    time_t           now;
+    al_llm_quota_t  *q;
+
+    q = &ctx->quota;
+    now = ngx_time();
+
+    if (q->requests_limit) {
+        if (ngx_http_airlock_llm_limit_pair(r, ctx, "requests",
+                                 q->requests_limit, q->requests_remaining,
+                                 al_llm_quota_reset(q->minute_end,
+                                                    AL_LLM_MINUTE,
+                                                    (int64_t) now))
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* limit, remaining and reset of one kind ("requests", "tokens") */
+
+static ngx_int_t
+ngx_http_airlock_llm_limit_pair(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const char *what, uint64_t limit,
+    uint64_t remaining, unsigned reset)
+{
+    u_char     *p;
+    ngx_tm_t    tm;
+    ngx_int_t   rc;
+    u_char      name[64], v[NGX_INT64_LEN + 1];
+    u_char      ts[sizeof("1970-01-01T00:00:00Z")];
+
+    if (ctx->provider->llm->kind == AL_LLM_ANTHROPIC) {
+        p = ngx_sprintf(name, "anthropic-ratelimit-%s-limit%Z", what);
+        rc = ngx_http_airlock_llm_header(r, (char *) name, v,
+                                         ngx_sprintf(v, "%uL", limit) - v);
+
+        if (rc == NGX_OK) {
+            p = ngx_sprintf(name, "anthropic-ratelimit-%s-remaining%Z",
+                            what);
+            rc = ngx_http_airlock_llm_header(r, (char *) name, v,
+                                             ngx_sprintf(v, "%uL", remaining)
+                                             - v);
+        }
+
+        if (rc == NGX_OK) {
+            ngx_gmtime(ngx_time() + reset, &tm);
+            p = ngx_sprintf(ts, "%4d-%02d-%02dT%02d:%02d:%02dZ",
+                            tm.ngx_tm_year, tm.ngx_tm_mon, tm.ngx_tm_mday,
+                            tm.ngx_tm_hour, tm.ngx_tm_min, tm.ngx_tm_sec);
+            (void) ngx_sprintf(name, "anthropic-ratelimit-%s-reset%Z", what);
+            rc = ngx_http_airlock_llm_header(r, (char *) name, ts, p - ts);
+        }
+
+        return rc;
+    }
+
+    p = ngx_sprintf(name, "x-ratelimit-limit-%s%Z", what);
+    rc = ngx_http_airlock_llm_header(r, (char *) name, v,
+                                     ngx_sprintf(v, "%uL", limit) - v);
+
+    if (rc == NGX_OK) {
+        p = ngx_sprintf(name, "x-ratelimit-remaining-%s%Z", what);
+        rc = ngx_http_airlock_llm_header(r, (char *) name, v,
+                                         ngx_sprintf(v, "%uL", remaining)
+                                         - v);
+    }
+
+    if (rc == NGX_OK) {
+        p = ngx_sprintf(name, "x-ratelimit-reset-%s%Z", what);
+        rc = ngx_http_airlock_llm_header(r, (char *) name, v,
+                                         ngx_sprintf(v, "%ud", reset) - v);
+    }
+
+    (void) p;
+
+    return rc;
+}
+
+
+/* a response header; name and value are copied to the request pool */
+
+static ngx_int_t
+ngx_http_airlock_llm_header(ngx_http_request_t *r, const char *name,
+    u_char *value, size_t len)
+{
+    size_t            n;
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = ngx_strlen(name);
+
+    h->key.data = ngx_pnalloc(r->pool, n);
+    h->value.data = ngx_pnalloc(r->pool, len + 1);
+
+    if (h->key.data == NULL || h->value.data == NULL) {
+        h->hash = 0;
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(h->key.data, name, n);
+    h->key.len = n;
+
+    ngx_memcpy(h->value.data, value, len);
+    h->value.len = len;
+
+    /* OpenAI's reset is a duration: "23s" */
+    if (ngx_strncmp(name, "x-ratelimit-reset-", 18) == 0) {
+        h->value.data[len] = 's';
+        h->value.len++;
+    }
+
+    h->hash = 1;
+
+    return NGX_OK;
 }

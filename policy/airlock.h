@@ -355,7 +355,23 @@ typedef struct {
     uint64_t         default_max_tokens;    /* as set; 0 = not set, see
                                                al_llm_default_max_tokens() */
     unsigned         clamp:1;               /* else reject over max_tokens */
+    uint64_t         requests_per_minute;   /* 0 = unlimited */
+    uint64_t         max_concurrent;        /* requests in flight; 0 = any */
+    uint64_t         cost_per_day;          /* picodollars (1e-12 USD); */
+    uint64_t         cost_per_month;        /* 0 = unlimited */
 } al_llm_client_t;
+
+/*
+ * A model's price.  The policy gives USD per million tokens; stored as
+ * microdollars per million tokens, which is also picodollars per token, so
+ * costs are whole numbers of picodollars and sums never drift.
+ */
+typedef struct {
+    al_str_t         model;
+    uint64_t         input;
+    uint64_t         cached_input;
+    uint64_t         output;
+} al_llm_price_t;
 
 /* default_max_tokens of a client with a token budget and no output caps */
 #define AL_LLM_DEFAULT_MAX_TOKENS  4096
@@ -386,6 +402,8 @@ typedef struct al_llm_s {
     al_str_t         fallback_name;         /* "" when none */
     const struct al_llm_s  *fallback;       /* the entry a failed call
                                                goes to, or NULL */
+    al_llm_price_t  *prices;                /* NULL: no model priced */
+    size_t           nprices;
 } al_llm_t;
 
 typedef enum {

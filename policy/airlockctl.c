@@ -32,6 +32,7 @@
 
 #include "airlock.h"
 #include "al_llm.h"
+#include "al_llm_report.h"
 
 
 #define AL_CTL_BODY_MAX  (16 * 1024 * 1024)
@@ -75,6 +76,10 @@ static int al_ctl_seal(int argc, char **argv);
 static int al_ctl_tools(int argc, char **argv);
 static int al_ctl_edit(int argc, char **argv);
 static int al_ctl_rollback(int argc, char **argv);
+static int al_ctl_llm_usage(int argc, char **argv);
+static void al_ctl_routes_limits(const al_llm_client_t *lc);
+static void al_ctl_explain_limits(const al_llm_t *l,
+    const al_llm_client_t *lc, const al_llm_req_t *req);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
@@ -185,6 +190,18 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "replaced policy becomes FILE.prev, so a second rollback undoes the\n"
       "first.  Exit status: 0 restored, 1 refused, 2 usage error or no\n"
       "previous policy." },
+
+    { "usage", al_ctl_llm_usage,
+      "usage LOG [--by client|model|day] [--json]",
+      "Summarises the LLM gateway's usage log (airlock_llm_log): requests,\n"
+      "errors (answers other than 2xx) and the statuses seen, prompt,\n"
+      "cached, completion and total tokens, and the cost in USD of the\n"
+      "calls to priced models (UNPRICED counts the others), in total or by\n"
+      "client, model or UTC day.  LOG is a file, or - for standard input;\n"
+      "it is read as a stream.  Lines that are not usage lines (cut short,\n"
+      "garbage) are skipped, counted and the first few named.  --json\n"
+      "prints one JSON object.  Exit status: 0 summarised, 2 usage error\n"
+      "or a log that cannot be read." },
 
     { NULL, NULL, NULL, NULL }
 };
@@ -729,6 +746,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                l->upstream.url.data, rt->uri);
         printf("  inject:   the key of secret \"%s\"\n",
                l->secret->name.data);
+        al_ctl_explain_limits(l, lc, NULL);
         rc = 0;
         goto done;
     }
@@ -833,6 +851,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                (unsigned long long) lc->tokens_per_minute,
                (unsigned long long) lc->tokens_per_day);
     }
+
+    al_ctl_explain_limits(l, lc, &req);
 
     al_llm_request_free(&req);
     rc = 0;
@@ -1004,7 +1024,7 @@ al_ctl_routes(int argc, char **argv)
 
     if (p->nllm) {
         printf("\n%-24s %-18s %-32s %s\n", "LLM", "PROVIDER", "PREFIX",
-               "CLIENTS (tokens/min, tokens/day, max_tokens)");
+               "CLIENTS (tokens/min, tokens/day, max_tokens[; limits])");
     }
 
     for (i = 0; i < p->nllm; i++) {
@@ -1017,11 +1037,13 @@ al_ctl_routes(int argc, char **argv)
                l->prefix.data);
 
         for (k = 0; k < l->nclients; k++) {
-            printf("%s%s(%llu,%llu,%llu)", k ? " " : " ",
+            printf("%s%s(%llu,%llu,%llu", k ? " " : " ",
                    l->clients[k].client->name.data,
                    (unsigned long long) l->clients[k].tokens_per_minute,
                    (unsigned long long) l->clients[k].tokens_per_day,
                    (unsigned long long) l->clients[k].max_tokens);
+            al_ctl_routes_limits(&l->clients[k]);
+            printf(")");
         }
         printf("\n");
     }
@@ -1881,4 +1903,200 @@ al_ctl_rollback(int argc, char **argv)
     close(e.dirfd);
 
     return rc;
+}
+
+
+/* airlockctl usage: the reading and counting are al_llm_report.c's */
+
+static int
+al_ctl_llm_usage(int argc, char **argv)
+{
+    int                   i, json, rc;
+    FILE                 *f;
+    char                  msg[AL_ERR_MAX + 300];
+    const char           *path;
+    al_error_t            err;
+    al_llm_report_t      *rep;
+    al_llm_report_by_t    by;
+    const al_ctl_cmd_t   *cmd;
+
+    cmd = al_ctl_cmd("usage");
+
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    path = NULL;
+    json = 0;
+    by = AL_LLM_REPORT_BY_NONE;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+
+        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc) {
+            i++;
+            if (strcmp(argv[i], "client") == 0) {
+                by = AL_LLM_REPORT_BY_CLIENT;
+            } else if (strcmp(argv[i], "model") == 0) {
+                by = AL_LLM_REPORT_BY_MODEL;
+            } else if (strcmp(argv[i], "day") == 0) {
+                by = AL_LLM_REPORT_BY_DAY;
+            } else {
+                fprintf(stderr, "airlockctl usage: --by takes client, "
+                        "model or day, not \"%s\"\n", argv[i]);
+                return al_ctl_usage(stderr, cmd);
+            }
+
+        } else if (path == NULL
+                   && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
+        {
+            path = argv[i];
+
+        } else {
+            return al_ctl_usage(stderr, cmd);
+        }
+    }
+
+    if (path == NULL) {
+        return al_ctl_usage(stderr, cmd);
+    }
+
+    if (strcmp(path, "-") == 0) {
+        f = stdin;
+        path = "(stdin)";
+
+    } else {
+        f = fopen(path, "re");
+        if (f == NULL) {
+            fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+            return 2;
+        }
+    }
+
+    rep = al_llm_report_create(by);
+    if (rep == NULL) {
+        fprintf(stderr, "airlockctl usage: out of memory\n");
+        if (f != stdin) {
+            fclose(f);
+        }
+        return 2;
+    }
+
+    memset(&err, 0, sizeof(err));
+    rc = al_llm_report_read(rep, f, path, &err);
+
+    if (f != stdin) {
+        fclose(f);
+    }
+
+    if (rc != 0) {
+        al_error_format(&err, msg, sizeof(msg));
+        fprintf(stderr, "%s\n", msg);
+        al_llm_report_free(rep);
+        return 2;
+    }
+
+    rc = al_llm_report_print(rep, stdout, json);
+
+    al_llm_report_free(rep);
+
+    if (rc != 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "airlockctl usage: cannot write the summary\n");
+        return 2;
+    }
+
+    return 0;
+}
+
+
+/*
+ * What admission counts besides tokens: places in flight, the request
+ * rate and, for a request with a body, its price and the worst case a
+ * dollar budget reserves for it.
+ */
+
+static void
+al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
+    const al_llm_req_t *req)
+{
+    uint64_t               need;
+    const al_llm_price_t  *pr;
+    char                   a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX];
+    char                   c[AL_LLM_USD_MAX];
+
+    if (lc->max_concurrent || lc->requests_per_minute) {
+        printf("  requests: counts against %llu in flight, %llu/min "
+               "(0 = unlimited)\n",
+               (unsigned long long) lc->max_concurrent,
+               (unsigned long long) lc->requests_per_minute);
+    }
+
+    if (req == NULL) {
+        return;
+    }
+
+    pr = al_llm_price(l, req->model, req->model_len);
+
+    if (pr == NULL) {
+        printf("  price:    none for %.*s: cost_usd null in the usage "
+               "log\n", (int) req->model_len, req->model);
+        return;
+    }
+
+    /* microdollars per million tokens, shown as dollars */
+    (void) al_llm_usd_format(pr->input * 1000000, a, sizeof(a));
+    (void) al_llm_usd_format(pr->cached_input * 1000000, b, sizeof(b));
+    (void) al_llm_usd_format(pr->output * 1000000, c, sizeof(c));
+
+    printf("  price:    $%s input, $%s cached input, $%s output per "
+           "million tokens\n", a, b, c);
+
+    if (!al_llm_client_priced(lc)) {
+        return;
+    }
+
+    need = al_llm_cost_need(pr, req->prompt_estimate, req->max_output);
+
+    (void) al_llm_usd_format(need, a, sizeof(a));
+    (void) al_llm_usd_format(lc->cost_per_day, b, sizeof(b));
+    (void) al_llm_usd_format(lc->cost_per_month, c, sizeof(c));
+
+    printf("  cost:     reserves up to $%s against $%s/day, $%s/month "
+           "(0 = unlimited)\n", a, b, c);
+}
+
+
+/* ";60 req/min,4 in flight,$2.5/day,$40/month": the limits set */
+
+static void
+al_ctl_routes_limits(const al_llm_client_t *lc)
+{
+    char         usd[AL_LLM_USD_MAX];
+    const char  *sep;
+
+    sep = ";";
+
+    if (lc->requests_per_minute) {
+        printf("%s%llu req/min", sep,
+               (unsigned long long) lc->requests_per_minute);
+        sep = ",";
+    }
+
+    if (lc->max_concurrent) {
+        printf("%s%llu in flight", sep,
+               (unsigned long long) lc->max_concurrent);
+        sep = ",";
+    }
+
+    if (lc->cost_per_day) {
+        (void) al_llm_usd_format(lc->cost_per_day, usd, sizeof(usd));
+        printf("%s$%s/day", sep, usd);
+        sep = ",";
+    }
+
+    if (lc->cost_per_month) {
+        (void) al_llm_usd_format(lc->cost_per_month, usd, sizeof(usd));
+        printf("%s$%s/month", sep, usd);
+    }
 }

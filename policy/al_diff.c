@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "airlock.h"
+#include "al_llm.h"
 
 
 typedef struct {
@@ -41,6 +42,12 @@ static const al_llm_client_t *al_llm_client(const al_llm_t *l,
 static const char *al_diff_kind(al_llm_kind_t kind);
 static void al_diff_llm_provider(al_diff_t *df, const al_llm_t *a,
     const al_llm_t *b);
+static void al_diff_llm_limits(al_diff_t *df, const char *name,
+    const al_llm_client_t *ac, const al_llm_client_t *bc);
+static void al_diff_llm_prices(al_diff_t *df, const al_llm_t *a,
+    const al_llm_t *b);
+static void al_diff_usd(al_diff_t *df, const char *name,
+    const char *client, const char *field, uint64_t old, uint64_t new);
 
 
 int
@@ -668,6 +675,8 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
         }
     }
 
+    al_diff_llm_prices(df, a, b);
+
     for (i = 0; i < b->nclients; i++) {
         bc = &b->clients[i];
         ac = al_llm_client(a, &bc->client->name);
@@ -713,6 +722,8 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
                          (unsigned long long) ac->default_max_tokens,
                          (unsigned long long) bc->default_max_tokens);
         }
+
+        al_diff_llm_limits(df, name, ac, bc);
 
         /* clamp lets through what reject refused */
         if (ac->clamp != bc->clamp) {
@@ -919,6 +930,115 @@ al_diff_llm_provider(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
         if (i == b->naliases) {
             al_diff_emit(df, '-', "llm %s: alias %s removed", name,
                          a->aliases[k].name.data);
+        }
+    }
+}
+
+
+/* requests per minute, requests in flight, dollars: more grants */
+
+static void
+al_diff_llm_limits(al_diff_t *df, const char *name,
+    const al_llm_client_t *ac, const al_llm_client_t *bc)
+{
+    int  w;
+
+    w = al_limit_wider(ac->requests_per_minute, bc->requests_per_minute);
+    if (w) {
+        al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s "
+                     "requests_per_minute %llu -> %llu (0 = unlimited)",
+                     name, bc->client->name.data,
+                     (unsigned long long) ac->requests_per_minute,
+                     (unsigned long long) bc->requests_per_minute);
+    }
+
+    w = al_limit_wider(ac->max_concurrent, bc->max_concurrent);
+    if (w) {
+        al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s "
+                     "max_concurrent_requests %llu -> %llu (0 = unlimited)",
+                     name, bc->client->name.data,
+                     (unsigned long long) ac->max_concurrent,
+                     (unsigned long long) bc->max_concurrent);
+    }
+
+    al_diff_usd(df, name, bc->client->name.data, "usd_per_day",
+                ac->cost_per_day, bc->cost_per_day);
+    al_diff_usd(df, name, bc->client->name.data, "usd_per_month",
+                ac->cost_per_month, bc->cost_per_month);
+}
+
+
+static void
+al_diff_usd(al_diff_t *df, const char *name, const char *client,
+    const char *field, uint64_t old, uint64_t new)
+{
+    int   w;
+    char  a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX];
+
+    w = al_limit_wider(old, new);
+    if (w == 0) {
+        return;
+    }
+
+    (void) al_llm_usd_format(old, a, sizeof(a));
+    (void) al_llm_usd_format(new, b, sizeof(b));
+
+    al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s %s %s -> %s "
+                 "(0 = unlimited)", name, client, field, a, b);
+}
+
+
+/*
+ * A lower price lets a dollar budget buy more ('+'), a higher one less;
+ * a price added or removed only changes what is logged ('~': a client
+ * with a dollar budget needs prices for all its models).
+ */
+
+static void
+al_diff_llm_prices(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
+{
+    size_t                 i, k;
+    const char            *f;
+    uint64_t               x, y;
+    const al_llm_price_t  *pa, *pb;
+    char                   sa[AL_LLM_USD_MAX], sb[AL_LLM_USD_MAX];
+
+    for (i = 0; i < b->nprices; i++) {
+        pb = &b->prices[i];
+        pa = al_llm_price(a, pb->model.data, pb->model.len);
+
+        if (pa == NULL) {
+            al_diff_emit(df, '~', "llm %s: price of model %s added",
+                         b->name.data, pb->model.data);
+            continue;
+        }
+
+        for (k = 0; k < 3; k++) {
+            f = (k == 0) ? "input" : (k == 1) ? "cached_input" : "output";
+            x = (k == 0) ? pa->input : (k == 1) ? pa->cached_input
+                                                : pa->output;
+            y = (k == 0) ? pb->input : (k == 1) ? pb->cached_input
+                                                : pb->output;
+            if (x == y) {
+                continue;
+            }
+
+            /* microdollars per million tokens, shown as dollars */
+            (void) al_llm_usd_format(x * 1000000, sa, sizeof(sa));
+            (void) al_llm_usd_format(y * 1000000, sb, sizeof(sb));
+
+            al_diff_emit(df, y < x ? '+' : '-', "llm %s: model %s %s price "
+                         "%s -> %s USD per million tokens", b->name.data,
+                         pb->model.data, f, sa, sb);
+        }
+    }
+
+    for (i = 0; i < a->nprices; i++) {
+        pa = &a->prices[i];
+
+        if (al_llm_price(b, pa->model.data, pa->model.len) == NULL) {
+            al_diff_emit(df, '~', "llm %s: price of model %s removed",
+                         b->name.data, pa->model.data);
         }
     }
 }

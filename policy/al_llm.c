@@ -799,7 +799,9 @@ al_llm_default_max_tokens(const al_llm_client_t *lc)
         return lc->max_tokens;
     }
 
-    if (lc->tokens_per_minute || lc->tokens_per_day) {
+    if (lc->tokens_per_minute || lc->tokens_per_day || lc->cost_per_day
+        || lc->cost_per_month)
+    {
         return AL_LLM_DEFAULT_MAX_TOKENS;
     }
 

@@ -20,6 +20,9 @@
  *                           the byte ranges to drop from it (al_llm_sse.c)
  *   al_llm_record_format()  the JSON usage log line
  *   al_llm_budget_*()       minute and day token windows (al_llm_budget.c)
+ *   al_llm_admit()          every limit of a client at once: requests in
+ *                           flight, requests per minute, tokens, dollars
+ *   al_llm_cost*()          prices and costs in picodollars
  *   al_llm_error_body()     provider-native 4xx bodies
  *
  * Paths: the policy's upstream URL carries the API version
@@ -53,6 +56,8 @@
 #define AL_LLM_COMPLETIONS_DEFAULT  16  /* legacy /completions max_tokens */
 #define AL_LLM_MINUTE           60      /* budget windows, seconds */
 #define AL_LLM_DAY              86400
+#define AL_LLM_USD              UINT64_C(1000000000000)  /* picodollars */
+#define AL_LLM_USD_MAX          32      /* "18446744.073709551615", NUL */
 
 
 /* Endpoints (al_llm.c). */
@@ -516,14 +521,15 @@ al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
  * {"time","request_id","client","provider","endpoint","model",
  *  ["alias",] ["fallback_from","fallback_status",] "prompt_tokens",
  *  "completion_tokens","cached_tokens","total_tokens","status",
- *  "latency_ms","ttfb_ms","stream","usage_source"}
+ *  "latency_ms","ttfb_ms","stream","usage_source","cost_usd"}
  * time is RFC 3339 UTC with milliseconds.  "model" is the model the
  * provider was asked for; "alias", only when the client asked for an
  * alias, is that alias.  After a fallback, "provider" is the entry that
  * served the call and "fallback_from" the one that failed first, with
- * the status it failed with.  Strings are escaped; NUL and
- * invalid UTF-8 become U+FFFD.  request_id, client, provider and alias
- * are cut to
+ * the status it failed with.  cost_usd is a decimal number of dollars,
+ * exact (al_llm_usd_format()), or null when the model has no price.
+ * Strings are escaped; NUL and invalid UTF-8 become U+FFFD.  request_id,
+ * client, provider and alias are cut to
  * AL_LLM_RECORD_STR_MAX bytes and model to AL_LLM_MODEL_MAX / 2, so the
  * line always fits AL_LLM_RECORD_MAX.  Returns the length of the line, as
  * snprintf does.
@@ -546,6 +552,8 @@ typedef struct {
     uint64_t         ttfb_ms;
     unsigned         stream:1;
     al_llm_source_t  source;
+    unsigned         priced:1;          /* "cost_usd": cost, else null */
+    uint64_t         cost;              /* picodollars */
 } al_llm_record_t;
 
 size_t al_llm_record_format(const al_llm_record_t *rec, char *buf,
@@ -569,6 +577,11 @@ typedef struct {
     uint64_t         minute_used;
     int64_t          day;               /* start of the UTC day */
     uint64_t         day_used;
+    uint64_t         minute_requests;   /* admitted in the minute window */
+    uint64_t         day_cost;          /* picodollars in the day window */
+    int64_t          month;             /* start of the UTC month */
+    uint64_t         month_cost;
+    uint64_t         active;            /* admitted and not yet finished */
 } al_llm_budget_t;
 
 typedef struct {
@@ -584,6 +597,25 @@ typedef struct {
     unsigned         over_minute:1;     /* the minute window refused */
     unsigned         over_day:1;        /* the day window refused */
     unsigned         too_large:1;       /* need exceeds a whole window */
+
+    /* al_llm_admit() only; costs in picodollars */
+    uint64_t         requests_limit;    /* per minute; 0: unlimited */
+    uint64_t         requests_remaining;
+    unsigned         requests_reset;
+    uint64_t         concurrent_limit;  /* 0: unlimited */
+    uint64_t         concurrent_active; /* in flight, this one excluded */
+    uint64_t         cost_day_limit;
+    uint64_t         cost_day_remaining;
+    uint64_t         cost_month_limit;
+    uint64_t         cost_month_remaining;
+    unsigned         month_reset;
+    int64_t          month_end;
+    uint64_t         cost_need;
+    unsigned         over_concurrent:1;
+    unsigned         over_requests:1;
+    unsigned         over_cost_day:1;
+    unsigned         over_cost_month:1;
+    unsigned         cost_too_large:1;  /* cost need exceeds a budget */
 } al_llm_quota_t;
 
 /* starts new windows when now has left the current ones */
@@ -627,6 +659,85 @@ size_t al_llm_quota_message(const al_llm_quota_t *q, uint64_t need,
 
 
 /*
+ * Admission (al_llm_budget.c): every limit of lc in one step, under the
+ * module's lock.  A request is admitted when all of these have room:
+ *
+ *   max_concurrent       requests admitted and not yet finished
+ *   requests_per_minute  requests admitted in the current UTC minute
+ *   tokens_per_minute,   need->tokens, as al_llm_budget_check()
+ *   tokens_per_day
+ *   cost_per_day,        need->cost picodollars, the worst case (the
+ *   cost_per_month       input estimate and the output cap at their
+ *                        prices) in the UTC day and the UTC month
+ *
+ * and then all of them are charged at once; refused, nothing is.  q
+ * (may be NULL) gets every limit and what remains and, when refused,
+ * retry_after: the longest wait among the refusing limits (1 second for
+ * concurrency, which has no window; 0 when a need is larger than a whole
+ * budget and can never fit).  Returns 0 or -1.
+ *
+ * al_llm_finish() ends an admitted request: it gives back its place in
+ * flight (when slot), and replaces the reserved tokens and cost with the
+ * actual ones as al_llm_budget_settle() does.  It must run exactly once
+ * per admitted request, whatever became of it.
+ */
+
+typedef struct {
+    uint64_t         tokens;
+    uint64_t         cost;              /* picodollars */
+} al_llm_amount_t;
+
+int al_llm_admit(al_llm_budget_t *b, const al_llm_client_t *lc,
+    int64_t now, const al_llm_amount_t *need, al_llm_quota_t *q);
+void al_llm_finish(al_llm_budget_t *b, int64_t now, int64_t at,
+    const al_llm_amount_t *reserved, const al_llm_amount_t *actual,
+    unsigned slot);
+
+/* 1 when a budget holds nothing that time will not clear by now */
+int al_llm_budget_idle(const al_llm_budget_t *b, int64_t now);
+
+/* the start of the UTC month holding now; *end (may be NULL) its end */
+int64_t al_llm_month_start(int64_t now, int64_t *end);
+
+/* 1 when lc has any limit admission enforces */
+int al_llm_client_limited(const al_llm_client_t *lc);
+
+/* 1 when lc has a dollar budget */
+int al_llm_client_priced(const al_llm_client_t *lc);
+
+/* the price of a model (exact name), or NULL */
+const al_llm_price_t *al_llm_price(const al_llm_t *llm, const char *model,
+    size_t len);
+
+/*
+ * What a call costs, in picodollars, saturating: uncached input at the
+ * input price, cached input (cached_tokens) at the cached price, output
+ * at the output price.  Tokens written to a prompt cache count as input.
+ */
+uint64_t al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u);
+
+/* the worst case of a request: all input uncached, all output used */
+uint64_t al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
+    uint64_t output);
+
+/*
+ * Picodollars as a decimal number of dollars, exact, without trailing
+ * zeros ("0", "0.00015", "12.5").  Returns the length, as snprintf does;
+ * AL_LLM_USD_MAX bytes always suffice.
+ */
+size_t al_llm_usd_format(uint64_t pico, char *buf, size_t size);
+
+/*
+ * A non-negative decimal ("12", "0.15", "3.") into an integer in units of
+ * 10^-scale (scale 0 to 12): "0.15" with scale 6 is 150000.  Refuses
+ * signs, exponents, more fractional digits than scale (unless they are
+ * zeros) and values over max.  Returns 0 or -1.
+ */
+int al_llm_decimal_parse(const char *s, size_t len, unsigned scale,
+    uint64_t max, uint64_t *out);
+
+
+/*
  * Error bodies in the provider's own format, so SDKs raise their usual
  * exceptions (al_llm_budget.c).
  *
@@ -644,6 +755,7 @@ size_t al_llm_quota_message(const al_llm_quota_t *q, uint64_t need,
  *   DENIED        403     permission_denied / same           permission_error
  *   AUTH          401     invalid_request_error /            authentication_
  *                         invalid_api_key                      error
+ *   REQUESTS      429     requests / rate_limit_exceeded     rate_limit_error
  *
  * OpenAI: {"error":{"message","type","param","code"}}; the request id is
  * appended to the message.  Anthropic: {"type":"error","error":{"type",
@@ -660,11 +772,13 @@ typedef enum {
     AL_LLM_ERR_INVALID,
     AL_LLM_ERR_TOO_LARGE,
     AL_LLM_ERR_DENIED,
-    AL_LLM_ERR_AUTH
+    AL_LLM_ERR_AUTH,
+    AL_LLM_ERR_REQUESTS                 /* request rate or concurrency */
 } al_llm_error_t;
 
 /*
- * reason -> error; q decides RATE_LIMIT or QUOTA for AL_REASON_BUDGET, and
+ * reason -> error; q decides REQUESTS (requests per minute, concurrency),
+ * QUOTA (a day or month budget) or RATE_LIMIT for AL_REASON_BUDGET, and
  * AL_REASON_CLIENT_UNKNOWN (a key that names no client) is AUTH
  */
 al_llm_error_t al_llm_error_from_reason(al_reason_t reason,

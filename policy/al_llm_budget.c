@@ -1,11 +1,16 @@
 /*
- * LLM gateway: token budgets and the provider-native error bodies.
+ * LLM gateway: budgets, admission, costs and the provider-native error
+ * bodies.
  *
- * A budget is two fixed windows, the current UTC minute and the current
- * UTC day, each a start time and a count, so it can live in shared memory
- * as plain data and every operation is a few integer steps under the
- * module's lock.  Windows only move forward: a clock stepping back keeps
- * counting in the current window rather than handing out a fresh one.
+ * A budget is fixed windows, the current UTC minute, day and month, each
+ * a start time and counts (tokens and requests in the minute, tokens and
+ * dollars in the day, dollars in the month), and the number of requests
+ * in flight, so it can live in shared memory as plain data and every
+ * operation is a few integer steps under the module's lock.  Windows only
+ * move forward: a clock stepping back keeps counting in the current window
+ * rather than handing out a fresh one.  Money is whole picodollars
+ * (1e-12 USD): a price in USD per million tokens with six decimals is a
+ * whole number of picodollars per token, so costs add up exactly.
  */
 
 #include <stdio.h>
@@ -28,6 +33,10 @@ typedef struct {
 
 static int64_t al_llm_window(int64_t now, int64_t unit);
 static uint64_t al_llm_add(uint64_t a, uint64_t b);
+static uint64_t al_llm_mul(uint64_t a, uint64_t b);
+static uint64_t al_llm_sub(uint64_t a, uint64_t b);
+static int64_t al_llm_days_from_civil(int64_t y, unsigned m, unsigned d);
+static unsigned al_llm_reset(int64_t end, int64_t now, int64_t max);
 
 
 static const al_llm_err_def_t  al_llm_errs[] = {
@@ -46,7 +55,9 @@ static const al_llm_err_def_t  al_llm_errs[] = {
     { "permission_denied", "permission_denied", NULL, "permission_error",
       403, "request denied by the gateway policy" },
     { "invalid_request_error", "invalid_api_key", NULL,
-      "authentication_error", 401, "invalid or missing API key" }
+      "authentication_error", 401, "invalid or missing API key" },
+    { "requests", "rate_limit_exceeded", NULL, "rate_limit_error", 429,
+      "request rate limit reached for this client" }
 };
 
 
@@ -59,12 +70,20 @@ al_llm_budget_roll(al_llm_budget_t *b, int64_t now)
     if (w > b->minute) {
         b->minute = w;
         b->minute_used = 0;
+        b->minute_requests = 0;
     }
 
     w = al_llm_window(now, AL_LLM_DAY);
     if (w > b->day) {
         b->day = w;
         b->day_used = 0;
+        b->day_cost = 0;
+    }
+
+    w = al_llm_month_start(now, NULL);
+    if (w > b->month) {
+        b->month = w;
+        b->month_cost = 0;
     }
 }
 
@@ -203,7 +222,50 @@ size_t
 al_llm_quota_message(const al_llm_quota_t *q, uint64_t need, char *buf,
     size_t size)
 {
-    int  n;
+    int   n;
+    char  a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX], c[AL_LLM_USD_MAX];
+
+    if (q->over_concurrent) {
+        n = snprintf(buf, size, "too many requests in flight: this client "
+                     "may have %llu at once; retry in %us",
+                     (unsigned long long) q->concurrent_limit,
+                     q->retry_after);
+        return n < 0 ? 0 : (size_t) n;
+    }
+
+    if (q->over_requests) {
+        n = snprintf(buf, size, "request rate limit reached: %llu requests "
+                     "per minute; retry in %us",
+                     (unsigned long long) q->requests_limit, q->retry_after);
+        return n < 0 ? 0 : (size_t) n;
+    }
+
+    if (q->cost_too_large) {
+        (void) al_llm_usd_format(q->cost_need, a, sizeof(a));
+        (void) al_llm_usd_format((q->cost_day_limit
+                                  && q->cost_need > q->cost_day_limit)
+                                 ? q->cost_day_limit : q->cost_month_limit,
+                                 b, sizeof(b));
+        n = snprintf(buf, size, "request may cost up to $%s, more than this "
+                     "client may spend per %s ($%s)", a,
+                     (q->cost_day_limit && q->cost_need > q->cost_day_limit)
+                     ? "day" : "month", b);
+        return n < 0 ? 0 : (size_t) n;
+    }
+
+    if (q->over_cost_day || q->over_cost_month) {
+        (void) al_llm_usd_format(q->over_cost_month
+                                 ? q->cost_month_remaining
+                                 : q->cost_day_remaining, a, sizeof(a));
+        (void) al_llm_usd_format(q->over_cost_month ? q->cost_month_limit
+                                 : q->cost_day_limit, b, sizeof(b));
+        (void) al_llm_usd_format(q->cost_need, c, sizeof(c));
+        n = snprintf(buf, size, "%s dollar budget exhausted: $%s of $%s "
+                     "left, request may cost up to $%s; retry in %us",
+                     q->over_cost_month ? "monthly" : "daily", a, b, c,
+                     q->retry_after);
+        return n < 0 ? 0 : (size_t) n;
+    }
 
     if (q->too_large) {
         n = snprintf(buf, size, "request needs about %llu tokens, more "
@@ -260,6 +322,14 @@ al_llm_error_from_reason(al_reason_t reason, const al_llm_quota_t *q)
         return AL_LLM_ERR_TOO_LARGE;
 
     case AL_REASON_BUDGET:
+        if (q != NULL && (q->over_concurrent || q->over_requests)) {
+            return AL_LLM_ERR_REQUESTS;
+        }
+
+        if (q != NULL && (q->over_cost_day || q->over_cost_month)) {
+            return AL_LLM_ERR_QUOTA;
+        }
+
         return (q != NULL && q->over_day && !q->too_large)
                ? AL_LLM_ERR_QUOTA : AL_LLM_ERR_RATE_LIMIT;
 
@@ -275,7 +345,7 @@ al_llm_error_from_reason(al_reason_t reason, const al_llm_quota_t *q)
 unsigned
 al_llm_error_status(al_llm_error_t err)
 {
-    if ((unsigned) err > AL_LLM_ERR_AUTH) {
+    if ((unsigned) err > AL_LLM_ERR_REQUESTS) {
         return 403;
     }
 
@@ -292,7 +362,7 @@ al_llm_error_body(al_llm_kind_t kind, al_llm_error_t err,
     const al_llm_err_def_t  *e;
     char                     text[AL_DETAIL_MAX + 128];
 
-    if ((unsigned) err > AL_LLM_ERR_AUTH) {
+    if ((unsigned) err > AL_LLM_ERR_REQUESTS) {
         err = AL_LLM_ERR_DENIED;
     }
 
@@ -359,6 +429,390 @@ al_llm_error_body(al_llm_kind_t kind, al_llm_error_t err,
 }
 
 
+int
+al_llm_admit(al_llm_budget_t *b, const al_llm_client_t *lc, int64_t now,
+    const al_llm_amount_t *need, al_llm_quota_t *q)
+{
+    int             refused;
+    unsigned        wait;
+    uint64_t        dl, ml;
+    al_llm_quota_t  tmp;
+
+    if (q == NULL) {
+        q = &tmp;
+    }
+
+    /* rolls every window, fills the token part, memsets the rest */
+    refused = (al_llm_budget_check(b, lc, now, need->tokens, q) != 0);
+
+    wait = refused ? q->retry_after : 0;
+
+    if (lc == NULL) {
+        return refused ? -1 : 0;
+    }
+
+    q->concurrent_limit = lc->max_concurrent;
+    q->concurrent_active = b->active;
+
+    if (lc->max_concurrent && b->active >= lc->max_concurrent) {
+        q->over_concurrent = 1;
+        refused = 1;
+        wait = wait > 1 ? wait : 1;
+    }
+
+    q->requests_limit = lc->requests_per_minute;
+    q->requests_remaining = UINT64_MAX;
+    q->requests_reset = q->minute_reset;
+
+    if (lc->requests_per_minute) {
+        q->requests_remaining = al_llm_sub(lc->requests_per_minute,
+                                           b->minute_requests);
+
+        if (q->requests_remaining == 0) {
+            q->over_requests = 1;
+            refused = 1;
+            wait = wait > q->minute_reset ? wait : q->minute_reset;
+        }
+    }
+
+    dl = lc->cost_per_day;
+    ml = lc->cost_per_month;
+
+    q->cost_need = need->cost;
+    q->cost_day_limit = dl;
+    q->cost_month_limit = ml;
+    q->cost_day_remaining = dl ? al_llm_sub(dl, b->day_cost) : UINT64_MAX;
+    q->cost_month_remaining = ml ? al_llm_sub(ml, b->month_cost)
+                                 : UINT64_MAX;
+
+    (void) al_llm_month_start(now, &q->month_end);
+
+    if (q->month_end < b->month) {
+        /* a clock stepped back: the month counted is the newer one */
+        (void) al_llm_month_start(b->month, &q->month_end);
+    }
+
+    q->month_reset = al_llm_reset(q->month_end, now, 31 * AL_LLM_DAY);
+
+    q->cost_too_large = ((dl && need->cost > dl) || (ml && need->cost > ml));
+
+    if (need->cost > q->cost_day_remaining) {
+        q->over_cost_day = 1;
+        refused = 1;
+        wait = wait > q->day_reset ? wait : q->day_reset;
+    }
+
+    if (need->cost > q->cost_month_remaining) {
+        q->over_cost_month = 1;
+        refused = 1;
+        wait = wait > q->month_reset ? wait : q->month_reset;
+    }
+
+    if (!refused) {
+        q->retry_after = 0;
+
+        b->active++;
+        b->minute_requests = al_llm_add(b->minute_requests, 1);
+        b->minute_used = al_llm_add(b->minute_used, need->tokens);
+        b->day_used = al_llm_add(b->day_used, need->tokens);
+        b->day_cost = al_llm_add(b->day_cost, need->cost);
+        b->month_cost = al_llm_add(b->month_cost, need->cost);
+
+        if (q->minute_limit) {
+            q->minute_remaining -= need->tokens;
+        }
+        if (q->day_limit) {
+            q->day_remaining -= need->tokens;
+        }
+        if (q->requests_limit) {
+            q->requests_remaining--;
+        }
+        if (dl) {
+            q->cost_day_remaining -= need->cost;
+        }
+        if (ml) {
+            q->cost_month_remaining -= need->cost;
+        }
+
+        return 0;
+    }
+
+    q->retry_after = (q->too_large || q->cost_too_large) ? 0 : wait;
+
+    return -1;
+}
+
+
+void
+al_llm_finish(al_llm_budget_t *b, int64_t now, int64_t at,
+    const al_llm_amount_t *reserved, const al_llm_amount_t *actual,
+    unsigned slot)
+{
+    al_llm_budget_settle(b, now, at, reserved->tokens, actual->tokens);
+
+    if (al_llm_window(at, AL_LLM_DAY) == b->day) {
+        b->day_cost = al_llm_sub(b->day_cost, reserved->cost);
+    }
+
+    if (al_llm_month_start(at, NULL) == b->month) {
+        b->month_cost = al_llm_sub(b->month_cost, reserved->cost);
+    }
+
+    b->day_cost = al_llm_add(b->day_cost, actual->cost);
+    b->month_cost = al_llm_add(b->month_cost, actual->cost);
+
+    if (slot && b->active > 0) {
+        b->active--;
+    }
+}
+
+
+int
+al_llm_budget_idle(const al_llm_budget_t *b, int64_t now)
+{
+    al_llm_budget_t  c;
+
+    c = *b;
+    al_llm_budget_roll(&c, now);
+
+    return c.minute_used == 0 && c.day_used == 0 && c.minute_requests == 0
+           && c.day_cost == 0 && c.month_cost == 0 && c.active == 0;
+}
+
+
+int
+al_llm_client_limited(const al_llm_client_t *lc)
+{
+    return lc != NULL
+           && (lc->tokens_per_minute || lc->tokens_per_day
+               || lc->requests_per_minute || lc->max_concurrent
+               || lc->cost_per_day || lc->cost_per_month);
+}
+
+
+int
+al_llm_client_priced(const al_llm_client_t *lc)
+{
+    return lc != NULL && (lc->cost_per_day || lc->cost_per_month);
+}
+
+
+const al_llm_price_t *
+al_llm_price(const al_llm_t *llm, const char *model, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; llm != NULL && i < llm->nprices; i++) {
+        if (llm->prices[i].model.len == len
+            && memcmp(llm->prices[i].model.data, model, len) == 0)
+        {
+            return &llm->prices[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+uint64_t
+al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u)
+{
+    uint64_t  cached, uncached, c;
+
+    if (price == NULL) {
+        return 0;
+    }
+
+    cached = u->cached_tokens < u->prompt_tokens ? u->cached_tokens
+                                                 : u->prompt_tokens;
+    uncached = u->prompt_tokens - cached;
+
+    c = al_llm_mul(uncached, price->input);
+    c = al_llm_add(c, al_llm_mul(cached, price->cached_input));
+    c = al_llm_add(c, al_llm_mul(u->completion_tokens, price->output));
+
+    return c;
+}
+
+
+uint64_t
+al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
+    uint64_t output)
+{
+    if (price == NULL) {
+        return 0;
+    }
+
+    /* the cached price is never above the input price (the policy checks) */
+
+    return al_llm_add(al_llm_mul(input, price->input),
+                      al_llm_mul(output, price->output));
+}
+
+
+size_t
+al_llm_usd_format(uint64_t pico, char *buf, size_t size)
+{
+    int       n;
+    char      frac[16];
+    uint64_t  f;
+    size_t    len;
+
+    f = pico % AL_LLM_USD;
+
+    if (f == 0) {
+        n = snprintf(buf, size, "%llu",
+                     (unsigned long long) (pico / AL_LLM_USD));
+        return n < 0 ? 0 : (size_t) n;
+    }
+
+    (void) snprintf(frac, sizeof(frac), "%012llu", (unsigned long long) f);
+
+    len = 12;
+    while (len > 1 && frac[len - 1] == '0') {
+        len--;
+    }
+
+    n = snprintf(buf, size, "%llu.%.*s",
+                 (unsigned long long) (pico / AL_LLM_USD), (int) len, frac);
+
+    return n < 0 ? 0 : (size_t) n;
+}
+
+
+int
+al_llm_decimal_parse(const char *s, size_t len, unsigned scale,
+    uint64_t max, uint64_t *out)
+{
+    size_t    i, k;
+    unsigned  j;
+    uint64_t  v, d;
+
+    if (len == 0 || scale > 12 || s[0] < '0' || s[0] > '9') {
+        return -1;
+    }
+
+    v = 0;
+
+    for (i = 0; i < len && s[i] != '.'; i++) {
+        if (s[i] < '0' || s[i] > '9' || i >= 19) {
+            return -1;
+        }
+        v = v * 10 + (uint64_t) (s[i] - '0');
+    }
+
+    for (j = 0; j < scale; j++) {
+        if (v > UINT64_MAX / 10) {
+            return -1;
+        }
+        v *= 10;
+    }
+
+    /* the fraction: digits past the scale may only be zeros */
+
+    for (k = 1, i++; i < len; i++, k++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+
+        if (k > scale) {
+            if (s[i] != '0') {
+                return -1;
+            }
+            continue;
+        }
+
+        d = (uint64_t) (s[i] - '0');
+
+        for (j = (unsigned) k; j < scale; j++) {
+            d *= 10;
+        }
+
+        if (v > UINT64_MAX - d) {
+            return -1;
+        }
+
+        v += d;
+    }
+
+    if (v > max) {
+        return -1;
+    }
+
+    *out = v;
+
+    return 0;
+}
+
+
+int64_t
+al_llm_month_start(int64_t now, int64_t *end)
+{
+    int64_t   days, z, era, doe, yoe, y, doy, mp;
+    unsigned  m;
+
+    days = now / AL_LLM_DAY;
+    if (now % AL_LLM_DAY < 0) {
+        days--;
+    }
+
+    /* the civil date of a day count (proleptic Gregorian, UTC) */
+
+    z = days + 719468;
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = z - era * 146097;
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    y = yoe + era * 400;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    m = (unsigned) (mp < 10 ? mp + 3 : mp - 9);
+
+    if (m <= 2) {
+        y++;
+    }
+
+    if (end != NULL) {
+        *end = (m == 12) ? al_llm_days_from_civil(y + 1, 1, 1) * AL_LLM_DAY
+                         : al_llm_days_from_civil(y, m + 1, 1) * AL_LLM_DAY;
+    }
+
+    return al_llm_days_from_civil(y, m, 1) * AL_LLM_DAY;
+}
+
+
+/* the day count of a civil date */
+
+static int64_t
+al_llm_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    int64_t   era, yoe, doy, doe;
+
+    if (m <= 2) {
+        y--;
+    }
+
+    era = (y >= 0 ? y : y - 399) / 400;
+    yoe = y - era * 400;
+    doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+
+    return era * 146097 + doe - 719468;
+}
+
+
+/* seconds from now to end, 1 to max */
+
+static unsigned
+al_llm_reset(int64_t end, int64_t now, int64_t max)
+{
+    int64_t  r;
+
+    r = end - now;
+
+    return (unsigned) (r < 1 ? 1 : r > max ? max : r);
+}
+
+
 /* the start of the window of `unit` seconds that holds now */
 
 static int64_t
@@ -379,4 +833,18 @@ static uint64_t
 al_llm_add(uint64_t a, uint64_t b)
 {
     return (a > UINT64_MAX - b) ? UINT64_MAX : a + b;
+}
+
+
+static uint64_t
+al_llm_mul(uint64_t a, uint64_t b)
+{
+    return (b != 0 && a > UINT64_MAX / b) ? UINT64_MAX : a * b;
+}
+
+
+static uint64_t
+al_llm_sub(uint64_t a, uint64_t b)
+{
+    return (a > b) ? a - b : 0;
 }

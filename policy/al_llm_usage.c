@@ -529,8 +529,10 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     time_t         t;
     struct tm      tm;
     al_llm_out_t   o;
+    size_t         n;
     uint64_t       total;
     char           ts[64];
+    char           usd[AL_LLM_USD_MAX];
 
     al_llm_out_init(&o, buf, size);
 
@@ -602,7 +604,17 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     al_llm_out_cstr(&o, rec->stream ? "true" : "false");
     al_llm_out_cstr(&o, ",\"usage_source\":\"");
     al_llm_out_cstr(&o, al_llm_source_name(rec->source));
-    al_llm_out_cstr(&o, "\"}");
+    al_llm_out_cstr(&o, "\",\"cost_usd\":");
+
+    if (rec->priced) {
+        n = al_llm_usd_format(rec->cost, usd, sizeof(usd));
+        al_llm_out_raw(&o, usd, n < sizeof(usd) ? n : sizeof(usd) - 1);
+
+    } else {
+        al_llm_out_cstr(&o, "null");
+    }
+
+    al_llm_out_cstr(&o, "}");
 
     return o.len;
 }

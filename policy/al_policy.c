@@ -24,11 +24,14 @@
 #include <unistd.h>
 
 #include "al_internal.h"
+#include "al_llm.h"
 
 
 #define AL_SECRET_MAX       65536
 #define AL_BODY_MAX         (16 * 1024 * 1024)
 #define AL_LLM_BODY_DEFAULT (4 * 1024 * 1024)
+#define AL_LLM_PRICE_MAX    UINT64_C(10000000000)   /* $10000 per M */
+#define AL_LLM_BUDGET_USD_MAX  (UINT64_C(1000000) * AL_LLM_USD)  /* $1M */
 
 
 #define AL_RE_BUCKETS       1024
@@ -145,6 +148,12 @@ static int al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node,
 static int al_cc_same(const al_str_t *a, const al_str_t *b);
 static int al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
+static int al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node,
+    al_llm_t *l);
+static int al_cc_llm_limits(al_cc_t *cc, const al_ynode_t *node,
+    const al_llm_t *l, al_llm_client_t *lc);
+static int al_cc_usd(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    unsigned scale, uint64_t min, uint64_t max, uint64_t *out);
 static int al_cc_alerts(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_threshold(al_cc_t *cc, const al_ynode_t *node,
     const char *what, int quarantine, al_threshold_t *t);
@@ -201,12 +210,17 @@ static const char *const al_field_keys[] = {
 static const char *const al_llm_keys[] = {
     "name", "description", "prefix", "provider", "upstream", "secret",
     "models", "clients", "include_usage", "max_body_bytes", "api_version",
-    "aliases", "fallback", NULL
+    "aliases", "fallback", "prices", NULL
 };
 
 static const char *const al_llm_client_keys[] = {
     "models", "tokens_per_minute", "tokens_per_day", "max_tokens",
-    "over_max_tokens", "default_max_tokens", NULL
+    "over_max_tokens", "default_max_tokens", "requests_per_minute",
+    "max_concurrent_requests", "usd_per_day", "usd_per_month", NULL
+};
+
+static const char *const al_llm_price_keys[] = {
+    "input", "cached_input", "output", NULL
 };
 
 static const char *const al_alert_keys[] = {
@@ -3337,6 +3351,11 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         return -1;
     }
 
+    v = al_cc_get(node, "prices");
+    if (v != NULL && al_cc_llm_prices(cc, v, l) != 0) {
+        return -1;
+    }
+
     if (al_cc_need(cc, node, "clients", what, &v) != 0
         || al_cc_type(cc, v, AL_Y_MAP, "clients") != 0)
     {
@@ -3471,6 +3490,10 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
                                    lc->default_max_tokens,
                                    (unsigned long long) lc->max_tokens);
             }
+        }
+
+        if (al_cc_llm_limits(cc, val, l, lc) != 0) {
+            return -1;
         }
 
         for (j = 0; j < i; j++) {
@@ -3610,10 +3633,211 @@ al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
 }
 
 
+/*
+ * prices: model -> { input, cached_input, output }, USD per million
+ * tokens with at most six decimals, kept as microdollars per million
+ * tokens (picodollars per token).  cached_input defaults to input and may
+ * not be above it, so the worst case of a request is all input uncached.
+ */
+
+static int
+al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
+{
+    size_t              i, k;
+    al_llm_price_t     *pr;
+    const al_ynode_t   *key, *val, *w;
+
+    if (al_cc_type(cc, node, AL_Y_MAP, "prices") != 0) {
+        return -1;
+    }
+
+    if (node->n == 0) {
+        return al_cc_error(cc, node, "prices is empty: give the price of "
+                           "each model, or leave prices out");
+    }
+
+    l->prices = al_palloc(cc->pool, node->n * sizeof(al_llm_price_t));
+    if (l->prices == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < node->n; i++) {
+        key = node->items[i * 2];
+        val = node->items[i * 2 + 1];
+        pr = &l->prices[i];
+
+        for (k = 0; k < l->nmodels; k++) {
+            if (strcmp(l->models[k].data, key->scalar.data) == 0) {
+                break;
+            }
+        }
+
+        if (k == l->nmodels) {
+            return al_cc_error(cc, key, "prices: model \"%s\" is not in "
+                               "the provider's models", key->scalar.data);
+        }
+
+        if (al_cc_keep(cc, key, &pr->model) != 0
+            || al_cc_type(cc, val, AL_Y_MAP, "a model's prices") != 0
+            || al_cc_keys(cc, val, "a model's prices", al_llm_price_keys)
+               != 0)
+        {
+            return -1;
+        }
+
+        if (al_cc_need(cc, val, "input", "a model's prices", &w) != 0
+            || al_cc_usd(cc, w, "input", 6, 0, AL_LLM_PRICE_MAX, &pr->input)
+               != 0
+            || al_cc_need(cc, val, "output", "a model's prices", &w) != 0
+            || al_cc_usd(cc, w, "output", 6, 0, AL_LLM_PRICE_MAX,
+                         &pr->output)
+               != 0)
+        {
+            return -1;
+        }
+
+        pr->cached_input = pr->input;
+
+        w = al_cc_get(val, "cached_input");
+        if (w != NULL) {
+            if (al_cc_usd(cc, w, "cached_input", 6, 0, AL_LLM_PRICE_MAX,
+                          &pr->cached_input)
+                != 0)
+            {
+                return -1;
+            }
+
+            if (pr->cached_input > pr->input) {
+                return al_cc_error(cc, w, "cached_input is over input: "
+                                   "cached tokens cost at most as much as "
+                                   "the others");
+            }
+        }
+    }
+
+    l->nprices = node->n;
+
+    return 0;
+}
+
+
+/*
+ * A client's request and dollar limits.  A dollar budget needs a price
+ * for every model the client may use: an unpriced model would be free,
+ * and the budget a promise the gateway cannot keep.
+ */
+
+static int
+al_cc_llm_limits(al_cc_t *cc, const al_ynode_t *node, const al_llm_t *l,
+    al_llm_client_t *lc)
+{
+    size_t             i, n;
+    const al_str_t    *models;
+    const al_ynode_t  *w, *budget;
+
+    w = al_cc_get(node, "requests_per_minute");
+    if (w != NULL && al_cc_uint(cc, w, "requests_per_minute", 1, 1000000000,
+                                &lc->requests_per_minute) != 0)
+    {
+        return -1;
+    }
+
+    w = al_cc_get(node, "max_concurrent_requests");
+    if (w != NULL && al_cc_uint(cc, w, "max_concurrent_requests", 1,
+                                1000000, &lc->max_concurrent) != 0)
+    {
+        return -1;
+    }
+
+    budget = NULL;
+
+    w = al_cc_get(node, "usd_per_day");
+    if (w != NULL) {
+        if (al_cc_usd(cc, w, "usd_per_day", 12, 1, AL_LLM_BUDGET_USD_MAX,
+                      &lc->cost_per_day)
+            != 0)
+        {
+            return -1;
+        }
+        budget = w;
+    }
+
+    w = al_cc_get(node, "usd_per_month");
+    if (w != NULL) {
+        if (al_cc_usd(cc, w, "usd_per_month", 12, 1, AL_LLM_BUDGET_USD_MAX,
+                      &lc->cost_per_month)
+            != 0)
+        {
+            return -1;
+        }
+        budget = (budget != NULL) ? budget : w;
+    }
+
+    if (budget == NULL) {
+        return 0;
+    }
+
+    models = lc->models ? lc->models : l->models;
+    n = lc->models ? lc->nmodels : l->nmodels;
+
+    for (i = 0; i < n; i++) {
+        if (al_llm_price(l, models[i].data, models[i].len) == NULL) {
+            return al_cc_error(cc, budget, "%s has a dollar budget but "
+                               "model \"%s\" has no price: add it to the "
+                               "prices of llm \"%s\", or leave it out of "
+                               "this client's models",
+                               lc->client->name.data, models[i].data,
+                               l->name.data);
+        }
+    }
+
+    return 0;
+}
+
+
 static int
 al_cc_same(const al_str_t *a, const al_str_t *b)
 {
     return a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
+}
+
+
+/* dollars as a decimal with at most scale decimals, in 10^-scale units */
+
+static int
+al_cc_usd(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    unsigned scale, uint64_t min, uint64_t max, uint64_t *out)
+{
+    char      lo[AL_LLM_USD_MAX], hi[AL_LLM_USD_MAX];
+    uint64_t  f;
+
+    if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
+        return -1;
+    }
+
+    if (!node->plain
+        || al_llm_decimal_parse(node->scalar.data, node->scalar.len, scale,
+                                UINT64_MAX, out)
+           != 0)
+    {
+        return al_cc_error(cc, node, "%s must be a number of dollars with "
+                           "at most %u decimals, found \"%s\"", what,
+                           scale, node->scalar.data);
+    }
+
+    if (*out < min || *out > max) {
+        /* shown in dollars: a unit is 10^(12-scale) picodollars */
+        for (f = 1; scale < 12; scale++) {
+            f *= 10;
+        }
+        (void) al_llm_usd_format(min * f, lo, sizeof(lo));
+        (void) al_llm_usd_format(max * f, hi, sizeof(hi));
+
+        return al_cc_error(cc, node, "%s must be between %s and %s, found "
+                           "%s", what, lo, hi, node->scalar.data);
+    }
+
+    return 0;
 }
 
 

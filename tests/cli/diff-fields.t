@@ -77,8 +77,11 @@ llm:
     max_body_bytes: 5000
     aliases: { fast: m1 }
     fallback: az
+    prices:
+      m1: { input: 2.5, cached_input: 1.25, output: 10 }
+      m2: { input: 1, output: 2 }
     clients:
-      agent: { models: [m1], tokens_per_minute: 100, tokens_per_day: 1000, max_tokens: 50, over_max_tokens: reject, default_max_tokens: 40 }
+      agent: { models: [m1], tokens_per_minute: 100, tokens_per_day: 1000, max_tokens: 50, over_max_tokens: reject, default_max_tokens: 40, requests_per_minute: 10, max_concurrent_requests: 2, usd_per_day: 1.5, usd_per_month: 20 }
   - name: az
     prefix: /v1/proxy/az
     provider: azure
@@ -158,6 +161,14 @@ my @rows = (
     ['llm:2:max_tokens', '+', sub { s/max_tokens: 50/max_tokens: 60/ }],
     ['llm:2:over_max_tokens', '+', sub { s/over_max_tokens: reject/over_max_tokens: clamp/ }],
     ['llm:2:default_max_tokens', '+', sub { s/default_max_tokens: 40/default_max_tokens: 45/ }],
+    ['llm:1:prices', '~', sub { s/      m2: \{ input: 1, output: 2 \}\n// }],
+    ['llm:2:requests_per_minute', '+', sub { s/requests_per_minute: 10/requests_per_minute: 20/ }],
+    ['llm:2:max_concurrent_requests', '-', sub { s/max_concurrent_requests: 2/max_concurrent_requests: 1/ }],
+    ['llm:2:usd_per_day', '+', sub { s/usd_per_day: 1\.5/usd_per_day: 2/ }],
+    ['llm:2:usd_per_month', '-', sub { s/usd_per_month: 20/usd_per_month: 19.99/ }],
+    ['llm:3:input', '+', sub { s/input: 2\.5, cached_input: 1\.25/input: 2, cached_input: 1.25/ }],
+    ['llm:3:cached_input', '-', sub { s/cached_input: 1\.25/cached_input: 1.5/ }],
+    ['llm:3:output', '-', sub { s/output: 10 \}/output: 12 }/ }],
 
     ['alerts:1:deny', '-', sub { s/deny: \{ threshold: 3, window: 60s \}/deny: { threshold: 2, window: 60s }/ }],
     ['alerts:1:quarantine', '+', sub { s/  quarantine: .*\n// }],

@@ -36,6 +36,7 @@ my $entries = <<'Y';
     clients:
       agent: {}
       tight: { tokens_per_day: 100000, max_tokens: 20, over_max_tokens: clamp }
+      worker: { max_concurrent_requests: 1 }
   - name: dead
     prefix: /v1/proxy/dead
     max_body_bytes: 65536
@@ -58,6 +59,7 @@ my $entries = <<'Y';
     clients:
       agent: {}
       tight: {}
+      worker: {}
 Y
 
 my $locations = '';
@@ -88,7 +90,7 @@ $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 46;
+plan tests => 49;
 
 # the scripted providers: 8081 primary, 8083 backup
 sub on {
@@ -247,6 +249,16 @@ SKIP: {
     is($rem1 - $rem2, 57,
        'budget: charged once, with the usage of the provider that served');
 }
+
+# a call that fell back gives its place back: one request in flight at a
+# time, three calls in a row, each through the fallback
+
+on(8081, sub { $l->script({ status => 503 }) });
+for my $n (1 .. 3) {
+    $r = call('primary', client => 'worker');
+    is($r->{status}, 200, "in flight: call $n after a fallback is admitted");
+}
+on(8081, sub { $l->script() });
 
 # nginx -t: a gateway location of an entry with a fallback that does not
 # intercept the provider's errors gets a warning

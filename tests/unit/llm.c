@@ -860,7 +860,8 @@ test_record(void)
                      "gpt-4o\"\n\xef\xbf\xbd\xc3\xa9") == 0,
            "strings escaped, invalid UTF-8 replaced, valid kept");
     tap_ok(strncmp(buf, "{\"time\":", 8) == 0
-           && strstr(buf, "\"usage_source\":\"stream\"}") != NULL
+           && strstr(buf, "\"usage_source\":\"stream\","
+                     "\"cost_usd\":null}") != NULL
            && strchr(buf, '\n') == NULL, "field order; one line");
     json_decref(j);
 
@@ -872,6 +873,8 @@ test_record(void)
         rec.provider = rec.model;
         rec.request_id = rec.model;
         rec.time_ms = INT64_MAX;
+        rec.priced = 1;
+        rec.cost = UINT64_MAX;
 
         n = al_llm_record_format(&rec, buf, sizeof(buf));
         j = json_loads(buf, 0, &err);

@@ -25,6 +25,7 @@ use Time::HiRes qw(time sleep);
 
 use Airlock::Test;
 use Airlock::Proxy;
+use Airlock::Prereq ();
 
 our @EXPORT = qw(jdecode);
 
@@ -44,8 +45,7 @@ sub new {
     my ($class, $t, %opt) = @_;
     my $p = Airlock::Proxy->new($t);
 
-    Test::More::plan(skip_all => 'python3 not found')
-        unless grep { -x "$_/python3" } split /:/, $ENV{PATH};
+    Airlock::Prereq::need_cmd('python3');
 
     return bless { t => $t, p => $p }, $class;
 }
@@ -66,7 +66,9 @@ sub jdecode {
 # The policy: agent (token, full access), worker (token, fewer models,
 # reject over max_tokens), tight (token, tiny budget), and the unix uid of
 # the test as client "local".  OpenAI entry "openai" and Anthropic entry
-# "anthropic", both at the scripted provider on %%PORT_8081%%.
+# "anthropic", both at the scripted provider on %%PORT_8081%%.  Options add
+# YAML: clients, openai_clients, anthropic_clients (client entries),
+# openai_fields (fields of the openai entry, e.g. prices).
 sub policy {
     my ($self, %o) = @_;
     my $p = $self->{p};
@@ -75,6 +77,8 @@ sub policy {
     my $tpm = $o{tight_tpm} // 60;
     my $extra_clients = $o{clients} // '';
     my $extra_openai = $o{openai_clients} // '';
+    my $openai_fields = $o{openai_fields} // '';
+    my $extra_anthropic = $o{anthropic_clients} // '';
     my $alerts = $o{alerts} // '  deny: { threshold: 1000, window: 60s }';
 
     my %sha = map { $_ => $p->token_sha256($TOKENS{$_}) } keys %TOKENS;
@@ -98,6 +102,7 @@ llm:
     secret: openai_key
     models: [gpt-4o-mini, gpt-4o, text-embedding-3-small]
     max_body_bytes: 65536
+$openai_fields
     clients:
       agent:
         max_tokens: 100
@@ -128,6 +133,7 @@ $extra_openai
         tokens_per_minute: $tpm
         max_tokens: 20
         over_max_tokens: clamp
+$extra_anthropic
 alerts:
 $alerts
 EOF

@@ -11,7 +11,8 @@ package Airlock::Test;
 #   use Airlock::Test;
 #
 #   my $t = Airlock::Test->new;
-#   $t->require_module;                 # skip_all unless the .so is built
+#   $t->require_module;                 # skipped (failed under CI) unless
+#                                       # the .so is built
 #   $t->start_echo(8081);
 #   $t->write_file_expand('nginx.conf', <<'EOF');
 #   %%TEST_GLOBALS%%

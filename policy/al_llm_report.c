@@ -1,0 +1,855 @@
+/*
+ * "airlockctl usage": a summary of the LLM gateway's usage log.
+ *
+ * Lines are read through one fixed buffer (al_llm_report_read()), parsed
+ * one at a time and added to their group: the whole log, or one group per
+ * client, model or UTC day, found through a small open-addressing index.
+ * A line that does not parse as a usage line is counted and skipped.
+ * "cost_usd" is taken from its decimal text into picodollars, so sums are
+ * exact whatever their size (al_llm_decimal_parse()).
+ */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "al_llm_internal.h"
+#include "al_llm_report.h"
+
+
+#define AL_LLM_REPORT_STATUS_MAX  12    /* distinct statuses kept a group */
+#define AL_LLM_REPORT_OUT_MAX     4096  /* one group as JSON or text */
+
+
+typedef struct {
+    unsigned         status;
+    uint64_t         count;
+} al_llm_report_status_t;
+
+typedef struct {
+    char            *key;
+    size_t           key_len;
+    uint64_t         requests;
+    uint64_t         errors;            /* status not 2xx */
+    uint64_t         prompt;
+    uint64_t         completion;
+    uint64_t         cached;
+    uint64_t         total;
+    uint64_t         cost;              /* picodollars */
+    uint64_t         unpriced;          /* requests with cost_usd null */
+    al_llm_report_status_t  status[AL_LLM_REPORT_STATUS_MAX];
+    size_t           nstatus;
+    uint64_t         status_other;
+} al_llm_report_group_t;
+
+typedef struct {
+    uint64_t         line;
+    char             reason[64];
+} al_llm_report_bad_t;
+
+struct al_llm_report_s {
+    al_llm_report_by_t      by;
+    al_llm_report_group_t   all;
+    al_llm_report_group_t  *groups;
+    size_t                  ngroups;
+    size_t                  cap;
+    uint32_t               *index;      /* position + 1; 0 empty */
+    size_t                  mask;
+    al_llm_report_group_t  *other;      /* past AL_LLM_REPORT_GROUPS_MAX */
+    uint64_t                lines;      /* every line read */
+    uint64_t                blank;
+    uint64_t                counted;
+    uint64_t                skipped;
+    al_llm_report_bad_t     bad[AL_LLM_REPORT_BAD_KEPT];
+    unsigned                nomem:1;
+};
+
+
+static int al_llm_report_bad(al_llm_report_t *rep, const char *reason);
+static int al_llm_report_u64(const json_t *obj, const char *key,
+    uint64_t *out);
+static int al_llm_report_cost(const json_t *v, const char *line,
+    size_t len, uint64_t *out);
+static al_llm_report_group_t *al_llm_report_group(al_llm_report_t *rep,
+    const char *key, size_t len);
+static int al_llm_report_grow(al_llm_report_t *rep);
+static uint32_t al_llm_report_hash(const char *s, size_t len);
+static void al_llm_report_add(al_llm_report_group_t *g, unsigned status,
+    const uint64_t *tok, int priced, uint64_t cost);
+static int al_llm_report_cmp(const void *a, const void *b);
+static void al_llm_report_group_json(al_llm_out_t *o,
+    const al_llm_report_group_t *g, int with_key);
+static void al_llm_report_group_text(FILE *out,
+    const al_llm_report_group_t *g, const char *key, size_t width);
+static void al_llm_report_show(char *dst, size_t size, const char *src,
+    size_t len);
+static uint64_t al_llm_report_sum(uint64_t a, uint64_t b);
+
+
+al_llm_report_t *
+al_llm_report_create(al_llm_report_by_t by)
+{
+    al_llm_report_t  *rep;
+
+    rep = calloc(1, sizeof(al_llm_report_t));
+    if (rep == NULL) {
+        return NULL;
+    }
+
+    rep->by = by;
+
+    return rep;
+}
+
+
+void
+al_llm_report_free(al_llm_report_t *rep)
+{
+    size_t  i;
+
+    if (rep == NULL) {
+        return;
+    }
+
+    for (i = 0; i < rep->ngroups; i++) {
+        free(rep->groups[i].key);
+    }
+
+    if (rep->other != NULL) {
+        free(rep->other->key);
+        free(rep->other);
+    }
+
+    free(rep->groups);
+    free(rep->index);
+    free(rep);
+}
+
+
+int
+al_llm_report_line(al_llm_report_t *rep, const char *line, size_t len)
+{
+    int                     priced;
+    size_t                  klen;
+    json_t                 *j, *v;
+    uint64_t                tok[4], status, cost;
+    const char             *key, *time;
+    json_error_t            jerr;
+    al_llm_report_group_t  *g;
+
+    rep->lines++;
+
+    if (len > AL_LLM_REPORT_LINE_MAX) {
+        return al_llm_report_bad(rep, "longer than a usage line can be");
+    }
+
+    if (len > 0 && line[len - 1] == '\r') {
+        len--;
+    }
+
+    if (len == 0) {
+        rep->blank++;
+        return 0;
+    }
+
+    j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (j == NULL) {
+        return al_llm_report_bad(rep, "not JSON (cut short?)");
+    }
+
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return al_llm_report_bad(rep, "not a JSON object");
+    }
+
+    v = json_object_get(j, "time");
+    time = json_string_value(v);
+
+    if (time == NULL || json_string_length(v) < 10
+        || time[4] != '-' || time[7] != '-'
+        || strspn(time, "0123456789") != 4)
+    {
+        json_decref(j);
+        return al_llm_report_bad(rep, "no \"time\" as the gateway writes it");
+    }
+
+    if (json_string_value(json_object_get(j, "client")) == NULL
+        || json_string_value(json_object_get(j, "model")) == NULL)
+    {
+        json_decref(j);
+        return al_llm_report_bad(rep, "no \"client\" or \"model\" string");
+    }
+
+    if (al_llm_report_u64(j, "status", &status) != 0 || status < 100
+        || status > 999)
+    {
+        json_decref(j);
+        return al_llm_report_bad(rep, "no \"status\" between 100 and 999");
+    }
+
+    if (al_llm_report_u64(j, "prompt_tokens", &tok[0]) != 0
+        || al_llm_report_u64(j, "completion_tokens", &tok[1]) != 0
+        || al_llm_report_u64(j, "cached_tokens", &tok[2]) != 0
+        || al_llm_report_u64(j, "total_tokens", &tok[3]) != 0)
+    {
+        json_decref(j);
+        return al_llm_report_bad(rep, "a token count that is not a "
+                                 "non-negative integer");
+    }
+
+    if (tok[3] == 0) {
+        tok[3] = al_llm_report_sum(tok[0], tok[1]);
+    }
+
+    v = json_object_get(j, "cost_usd");
+    priced = (v != NULL && !json_is_null(v));
+    cost = 0;
+
+    if (priced && al_llm_report_cost(v, line, len, &cost) != 0) {
+        json_decref(j);
+        return al_llm_report_bad(rep, "\"cost_usd\" is not a number of "
+                                 "dollars");
+    }
+
+    g = NULL;
+
+    if (rep->by != AL_LLM_REPORT_BY_NONE) {
+        if (rep->by == AL_LLM_REPORT_BY_DAY) {
+            key = time;
+            klen = 10;
+
+        } else {
+            v = json_object_get(j, rep->by == AL_LLM_REPORT_BY_CLIENT
+                                   ? "client" : "model");
+            key = json_string_value(v);
+            klen = json_string_length(v);
+        }
+
+        g = al_llm_report_group(rep, key, klen);
+
+        if (g == NULL) {
+            json_decref(j);
+            rep->nomem = 1;
+            return al_llm_report_bad(rep, "out of memory");
+        }
+    }
+
+    json_decref(j);
+
+    al_llm_report_add(&rep->all, (unsigned) status, tok, priced, cost);
+
+    if (g != NULL) {
+        al_llm_report_add(g, (unsigned) status, tok, priced, cost);
+    }
+
+    rep->counted++;
+
+    return 0;
+}
+
+
+/*
+ * Lines through one buffer of AL_LLM_REPORT_LINE_MAX bytes: a longer
+ * line is skipped whole; a last line without a newline is read too (a
+ * line cut short by a crash fails to parse and is counted as skipped).
+ */
+
+int
+al_llm_report_read(al_llm_report_t *rep, FILE *f, const char *name,
+    al_error_t *err)
+{
+    int      too_long;
+    char    *buf, *chunk, *p, *end, *nl;
+    size_t   n, len, take;
+
+    buf = malloc(AL_LLM_REPORT_LINE_MAX + 65536);
+    if (buf == NULL) {
+        al_error_set(err, name, 0, 0, "out of memory");
+        return -1;
+    }
+
+    chunk = buf + AL_LLM_REPORT_LINE_MAX;
+    len = 0;
+    too_long = 0;
+
+    while ((n = fread(chunk, 1, 65536, f)) > 0) {
+        p = chunk;
+        end = chunk + n;
+
+        while (p < end) {
+            nl = memchr(p, '\n', end - p);
+            take = (nl != NULL ? nl : end) - p;
+
+            if (!too_long) {
+                if (len + take > AL_LLM_REPORT_LINE_MAX) {
+                    too_long = 1;
+
+                } else {
+                    memcpy(buf + len, p, take);
+                    len += take;
+                }
+            }
+
+            if (nl == NULL) {
+                break;
+            }
+
+            if (too_long) {
+                /* the whole line is skipped, however long */
+                (void) al_llm_report_line(rep, buf,
+                                          AL_LLM_REPORT_LINE_MAX + 1);
+            } else {
+                (void) al_llm_report_line(rep, buf, len);
+            }
+
+            len = 0;
+            too_long = 0;
+            p = nl + 1;
+        }
+    }
+
+    if (ferror(f)) {
+        al_error_set(err, name, 0, 0, "read failed");
+        free(buf);
+        return -1;
+    }
+
+    if (too_long) {
+        (void) al_llm_report_line(rep, buf, AL_LLM_REPORT_LINE_MAX + 1);
+
+    } else if (len > 0) {
+        (void) al_llm_report_line(rep, buf, len);
+    }
+
+    free(buf);
+
+    return 0;
+}
+
+
+int
+al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
+{
+    size_t                  i, width;
+    char                    key[AL_LLM_REPORT_KEY_MAX + 1];
+    char                    buf[AL_LLM_REPORT_OUT_MAX];
+    al_llm_out_t            o;
+    const char             *by, *head;
+    al_llm_report_group_t  *sorted;
+
+    static const char  *names[] = { "total", "client", "model", "day" };
+
+    by = names[rep->by];
+
+    sorted = NULL;
+
+    if (rep->ngroups) {
+        sorted = malloc(rep->ngroups * sizeof(al_llm_report_group_t));
+        if (sorted == NULL) {
+            return -1;
+        }
+
+        memcpy(sorted, rep->groups,
+               rep->ngroups * sizeof(al_llm_report_group_t));
+        qsort(sorted, rep->ngroups, sizeof(al_llm_report_group_t),
+              al_llm_report_cmp);
+    }
+
+    if (json) {
+        fprintf(out, "{\"by\":\"%s\",\"groups\":[", by);
+
+        for (i = 0; i < rep->ngroups + (rep->other != NULL); i++) {
+            al_llm_out_init(&o, buf, sizeof(buf));
+            al_llm_out_cstr(&o, i ? "," : "");
+            al_llm_report_group_json(&o, i < rep->ngroups ? &sorted[i]
+                                                          : rep->other, 1);
+            fwrite(buf, 1, o.len < sizeof(buf) ? o.len : sizeof(buf) - 1,
+                   out);
+        }
+
+        al_llm_out_init(&o, buf, sizeof(buf));
+        al_llm_out_cstr(&o, "],\"total\":");
+        al_llm_report_group_json(&o, &rep->all, 0);
+        fwrite(buf, 1, o.len < sizeof(buf) ? o.len : sizeof(buf) - 1, out);
+
+        fprintf(out, ",\"lines\":{\"read\":%llu,\"counted\":%llu,"
+                "\"blank\":%llu,\"skipped\":%llu,\"first_skipped\":[",
+                (unsigned long long) rep->lines,
+                (unsigned long long) rep->counted,
+                (unsigned long long) rep->blank,
+                (unsigned long long) rep->skipped);
+
+        for (i = 0; i < AL_LLM_REPORT_BAD_KEPT && i < rep->skipped; i++) {
+            fprintf(out, "%s{\"line\":%llu,\"reason\":", i ? "," : "",
+                    (unsigned long long) rep->bad[i].line);
+            al_llm_out_init(&o, buf, sizeof(buf));
+            al_llm_out_json(&o, rep->bad[i].reason,
+                            strlen(rep->bad[i].reason));
+            fprintf(out, "%s}", buf);
+        }
+
+        fprintf(out, "]}}\n");
+
+        free(sorted);
+
+        return ferror(out) ? -1 : 0;
+    }
+
+    head = (rep->by == AL_LLM_REPORT_BY_CLIENT) ? "CLIENT"
+           : (rep->by == AL_LLM_REPORT_BY_MODEL) ? "MODEL"
+           : (rep->by == AL_LLM_REPORT_BY_DAY) ? "DAY (UTC)" : "";
+
+    width = strlen(head) > 7 ? strlen(head) : 7;
+
+    for (i = 0; i < rep->ngroups; i++) {
+        if (sorted[i].key_len > width) {
+            width = sorted[i].key_len;
+        }
+    }
+
+    if (width > 40) {
+        width = 40;
+    }
+
+    fprintf(out, "%-*s %10s %8s %12s %12s %12s %12s %16s %8s\n",
+            (int) width, head, "REQUESTS", "ERRORS", "PROMPT", "CACHED",
+            "COMPLETION", "TOTAL", "COST_USD", "UNPRICED");
+
+    for (i = 0; i < rep->ngroups; i++) {
+        al_llm_report_show(key, sizeof(key), sorted[i].key,
+                           sorted[i].key_len);
+        al_llm_report_group_text(out, &sorted[i], key, width);
+    }
+
+    if (rep->other != NULL) {
+        al_llm_report_group_text(out, rep->other, "(other)", width);
+    }
+
+    al_llm_report_group_text(out, &rep->all, "total", width);
+
+    if (rep->all.nstatus || rep->all.status_other) {
+        fprintf(out, "\nstatus:");
+        for (i = 0; i < rep->all.nstatus; i++) {
+            fprintf(out, "%s %u: %llu", i ? "," : "",
+                    rep->all.status[i].status,
+                    (unsigned long long) rep->all.status[i].count);
+        }
+        if (rep->all.status_other) {
+            fprintf(out, "%s other: %llu", rep->all.nstatus ? "," : "",
+                    (unsigned long long) rep->all.status_other);
+        }
+        fprintf(out, "\n");
+    }
+
+    fprintf(out, "\nlines: %llu read, %llu counted, %llu skipped\n",
+            (unsigned long long) rep->lines,
+            (unsigned long long) rep->counted,
+            (unsigned long long) rep->skipped);
+
+    for (i = 0; i < AL_LLM_REPORT_BAD_KEPT && i < rep->skipped; i++) {
+        fprintf(out, "  line %llu: %s\n",
+                (unsigned long long) rep->bad[i].line, rep->bad[i].reason);
+    }
+
+    if (rep->skipped > AL_LLM_REPORT_BAD_KEPT) {
+        fprintf(out, "  and %llu more\n", (unsigned long long)
+                (rep->skipped - AL_LLM_REPORT_BAD_KEPT));
+    }
+
+    free(sorted);
+
+    return ferror(out) ? -1 : 0;
+}
+
+
+static int
+al_llm_report_bad(al_llm_report_t *rep, const char *reason)
+{
+    al_llm_report_bad_t  *b;
+
+    if (rep->skipped < AL_LLM_REPORT_BAD_KEPT) {
+        b = &rep->bad[rep->skipped];
+        b->line = rep->lines;
+        snprintf(b->reason, sizeof(b->reason), "%s", reason);
+    }
+
+    rep->skipped++;
+
+    return -1;
+}
+
+
+/* a non-negative integer member; absent is 0 */
+
+static int
+al_llm_report_u64(const json_t *obj, const char *key, uint64_t *out)
+{
+    json_t  *v;
+
+    v = json_object_get(obj, key);
+
+    if (v == NULL) {
+        *out = 0;
+        return 0;
+    }
+
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        return -1;
+    }
+
+    *out = (uint64_t) json_integer_value(v);
+
+    return 0;
+}
+
+
+/*
+ * The cost from its text: the number after the last "cost_usd" key of
+ * the line (the gateway writes it last; a string cannot hold the key's
+ * quotes unescaped).  A number in another form (an exponent) is taken
+ * from its double, rounded to the picodollar.
+ */
+
+static int
+al_llm_report_cost(const json_t *v, const char *line, size_t len,
+    uint64_t *out)
+{
+    double       d;
+    size_t       n;
+    const char  *p, *last, *end;
+
+    if (!json_is_number(v)) {
+        return -1;
+    }
+
+    last = NULL;
+    end = line + len;
+
+    for (p = line; p != NULL && p < end; p++) {
+        p = memmem(p, end - p, "\"cost_usd\"", 10);
+        if (p == NULL) {
+            break;
+        }
+        last = p;
+    }
+
+    if (last != NULL) {
+        p = last + 10;
+
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ':')) {
+            p++;
+        }
+
+        for (n = 0; p + n < end && ((p[n] >= '0' && p[n] <= '9')
+                                    || p[n] == '.');
+             n++)
+        {
+            /* void */
+        }
+
+        if (n > 0 && (p + n == end || p[n] == ',' || p[n] == '}'
+                      || p[n] == ' ')
+            && al_llm_decimal_parse(p, n, 12, UINT64_MAX, out) == 0)
+        {
+            return 0;
+        }
+    }
+
+    d = json_number_value(v);
+
+    if (!(d >= 0) || d > 1e7) {
+        return -1;
+    }
+
+    *out = (uint64_t) llround(d * 1e12);
+
+    return 0;
+}
+
+
+static al_llm_report_group_t *
+al_llm_report_group(al_llm_report_t *rep, const char *key, size_t len)
+{
+    size_t                  k;
+    uint32_t                pos;
+    al_llm_report_group_t  *g;
+
+    if (len > AL_LLM_REPORT_KEY_MAX) {
+        len = AL_LLM_REPORT_KEY_MAX;
+    }
+
+    if (rep->index != NULL) {
+        for (k = al_llm_report_hash(key, len) & rep->mask;
+             (pos = rep->index[k]) != 0;
+             k = (k + 1) & rep->mask)
+        {
+            g = &rep->groups[pos - 1];
+            if (g->key_len == len && memcmp(g->key, key, len) == 0) {
+                return g;
+            }
+        }
+    }
+
+    if (rep->ngroups >= AL_LLM_REPORT_GROUPS_MAX) {
+        if (rep->other == NULL) {
+            rep->other = calloc(1, sizeof(al_llm_report_group_t));
+        }
+        return rep->other;
+    }
+
+    if (rep->ngroups == rep->cap || 2 * (rep->ngroups + 1) > rep->mask) {
+        if (al_llm_report_grow(rep) != 0) {
+            return NULL;
+        }
+    }
+
+    g = &rep->groups[rep->ngroups];
+    memset(g, 0, sizeof(*g));
+
+    g->key = malloc(len + 1);
+    if (g->key == NULL) {
+        return NULL;
+    }
+
+    memcpy(g->key, key, len);
+    g->key[len] = '\0';
+    g->key_len = len;
+
+    rep->ngroups++;
+
+    for (k = al_llm_report_hash(key, len) & rep->mask; rep->index[k] != 0;
+         k = (k + 1) & rep->mask)
+    {
+        /* void */
+    }
+
+    rep->index[k] = (uint32_t) rep->ngroups;
+
+    return g;
+}
+
+
+/* doubles the groups and the index, and indexes again */
+
+static int
+al_llm_report_grow(al_llm_report_t *rep)
+{
+    size_t                  i, k, cap, slots;
+    uint32_t               *index;
+    al_llm_report_group_t  *groups;
+
+    cap = rep->cap ? rep->cap * 2 : 64;
+
+    if (cap > rep->cap && rep->ngroups == rep->cap) {
+        groups = realloc(rep->groups, cap * sizeof(al_llm_report_group_t));
+        if (groups == NULL) {
+            return -1;
+        }
+        rep->groups = groups;
+        rep->cap = cap;
+    }
+
+    slots = 4 * rep->cap;
+
+    index = calloc(slots, sizeof(uint32_t));
+    if (index == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < rep->ngroups; i++) {
+        for (k = al_llm_report_hash(rep->groups[i].key,
+                                    rep->groups[i].key_len) & (slots - 1);
+             index[k] != 0;
+             k = (k + 1) & (slots - 1))
+        {
+            /* void */
+        }
+        index[k] = (uint32_t) (i + 1);
+    }
+
+    free(rep->index);
+    rep->index = index;
+    rep->mask = slots - 1;
+
+    return 0;
+}
+
+
+/* FNV-1a */
+
+static uint32_t
+al_llm_report_hash(const char *s, size_t len)
+{
+    size_t    i;
+    uint32_t  h;
+
+    h = 2166136261u;
+
+    for (i = 0; i < len; i++) {
+        h ^= (unsigned char) s[i];
+        h *= 16777619u;
+    }
+
+    return h;
+}
+
+
+static void
+al_llm_report_add(al_llm_report_group_t *g, unsigned status,
+    const uint64_t *tok, int priced, uint64_t cost)
+{
+    size_t  i;
+
+    g->requests++;
+    g->errors += (status < 200 || status > 299);
+    g->prompt = al_llm_report_sum(g->prompt, tok[0]);
+    g->completion = al_llm_report_sum(g->completion, tok[1]);
+    g->cached = al_llm_report_sum(g->cached, tok[2]);
+    g->total = al_llm_report_sum(g->total, tok[3]);
+
+    if (priced) {
+        g->cost = al_llm_report_sum(g->cost, cost);
+    } else {
+        g->unpriced++;
+    }
+
+    for (i = 0; i < g->nstatus; i++) {
+        if (g->status[i].status == status) {
+            g->status[i].count++;
+            return;
+        }
+    }
+
+    if (g->nstatus == AL_LLM_REPORT_STATUS_MAX) {
+        g->status_other++;
+        return;
+    }
+
+    /* kept in order: a handful at most */
+
+    for (i = g->nstatus; i > 0 && g->status[i - 1].status > status; i--) {
+        g->status[i] = g->status[i - 1];
+    }
+
+    g->status[i].status = status;
+    g->status[i].count = 1;
+    g->nstatus++;
+}
+
+
+static int
+al_llm_report_cmp(const void *a, const void *b)
+{
+    const al_llm_report_group_t  *x = a;
+    const al_llm_report_group_t  *y = b;
+    int                           rc;
+
+    rc = memcmp(x->key, y->key, x->key_len < y->key_len ? x->key_len
+                                                        : y->key_len);
+    if (rc != 0) {
+        return rc;
+    }
+
+    return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+
+static void
+al_llm_report_group_json(al_llm_out_t *o, const al_llm_report_group_t *g,
+    int with_key)
+{
+    size_t  i;
+    char    usd[AL_LLM_USD_MAX];
+    char    num[32];
+
+    al_llm_out_cstr(o, "{");
+
+    if (with_key) {
+        al_llm_out_cstr(o, "\"key\":");
+        if (g->key != NULL) {
+            al_llm_out_json(o, g->key, g->key_len);
+        } else {
+            al_llm_out_cstr(o, "\"(other)\"");
+        }
+        al_llm_out_cstr(o, ",");
+    }
+
+    al_llm_out_cstr(o, "\"requests\":");
+    al_llm_out_u64(o, g->requests);
+    al_llm_out_cstr(o, ",\"errors\":");
+    al_llm_out_u64(o, g->errors);
+    al_llm_out_cstr(o, ",\"prompt_tokens\":");
+    al_llm_out_u64(o, g->prompt);
+    al_llm_out_cstr(o, ",\"cached_tokens\":");
+    al_llm_out_u64(o, g->cached);
+    al_llm_out_cstr(o, ",\"completion_tokens\":");
+    al_llm_out_u64(o, g->completion);
+    al_llm_out_cstr(o, ",\"total_tokens\":");
+    al_llm_out_u64(o, g->total);
+    al_llm_out_cstr(o, ",\"cost_usd\":");
+    (void) al_llm_usd_format(g->cost, usd, sizeof(usd));
+    al_llm_out_cstr(o, usd);
+    al_llm_out_cstr(o, ",\"unpriced_requests\":");
+    al_llm_out_u64(o, g->unpriced);
+    al_llm_out_cstr(o, ",\"status\":{");
+
+    for (i = 0; i < g->nstatus; i++) {
+        snprintf(num, sizeof(num), "%s\"%u\":", i ? "," : "",
+                 g->status[i].status);
+        al_llm_out_cstr(o, num);
+        al_llm_out_u64(o, g->status[i].count);
+    }
+
+    if (g->status_other) {
+        al_llm_out_cstr(o, g->nstatus ? ",\"other\":" : "\"other\":");
+        al_llm_out_u64(o, g->status_other);
+    }
+
+    al_llm_out_cstr(o, "}}");
+}
+
+
+static void
+al_llm_report_group_text(FILE *out, const al_llm_report_group_t *g,
+    const char *key, size_t width)
+{
+    char  usd[AL_LLM_USD_MAX];
+
+    if (g->unpriced == g->requests) {
+        snprintf(usd, sizeof(usd), "-");
+    } else {
+        (void) al_llm_usd_format(g->cost, usd, sizeof(usd));
+    }
+
+    fprintf(out, "%-*.*s %10llu %8llu %12llu %12llu %12llu %12llu %16s "
+            "%8llu\n", (int) width, (int) width, key,
+            (unsigned long long) g->requests,
+            (unsigned long long) g->errors,
+            (unsigned long long) g->prompt,
+            (unsigned long long) g->cached,
+            (unsigned long long) g->completion,
+            (unsigned long long) g->total, usd,
+            (unsigned long long) g->unpriced);
+}
+
+
+/* printable ASCII for a terminal: anything else becomes '?' */
+
+static void
+al_llm_report_show(char *dst, size_t size, const char *src, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < len && i + 1 < size; i++) {
+        dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
+    }
+
+    dst[i] = '\0';
+}
+
+
+static uint64_t
+al_llm_report_sum(uint64_t a, uint64_t b)
+{
+    return (a > UINT64_MAX - b) ? UINT64_MAX : a + b;
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/perl
+# airlockctl and the LLM client limits: check refuses a dollar budget
+# over an unpriced model with FILE:LINE:COLUMN, explain shows what
+# admission counts (requests in flight, the rate, the price and the worst
+# case a dollar budget reserves), routes lists the limits.
+
+use strict;
+use warnings;
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+
+my $top = "$FindBin::Bin/../..";
+my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
+my $ctl = "$build/airlockctl";
+my $dir = tempdir(CLEANUP => 1);
+
+if (!-x $ctl) {
+    plan skip_all => "$ctl not built" unless $ENV{CI};
+    fail("$ctl not built");
+    done_testing();
+    exit 1;
+}
+
+sub run {
+    my (@args) = @_;
+    my $cmd = join ' ', map { quotemeta } $ctl, @args;
+    my $out = `$cmd 2>&1 </dev/null`;
+    return ($? >> 8, $out);
+}
+
+sub write_file {
+    my ($name, $text) = @_;
+    open my $fh, '>', "$dir/$name" or die;
+    print $fh $text;
+    close $fh;
+    return "$dir/$name";
+}
+
+my $policy = <<'Y';
+version: 1
+clients:
+  agent: { unix_uid: 1000 }
+  cheap: { unix_uid: 1001 }
+secrets:
+  k: { file: /run/credentials/airlock/k }
+llm:
+  - name: oa
+    prefix: /v1/proxy/oa
+    provider: openai
+    upstream: https://api.openai.com/v1
+    secret: k
+    models: [gpt-4o-mini, gpt-4o]
+    prices:
+      gpt-4o-mini: { input: 0.15, cached_input: 0.075, output: 0.6 }
+    clients:
+      agent:
+        requests_per_minute: 60
+        max_concurrent_requests: 4
+      cheap:
+        models: [gpt-4o-mini]
+        usd_per_day: 2.5
+        usd_per_month: 40
+        default_max_tokens: 1000
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+
+my $p = write_file('policy.yaml', $policy);
+my ($rc, $out) = run('check', $p);
+is($rc, 0, 'a policy with limits and prices passes check') or diag($out);
+
+# cheap may use gpt-4o too: it has no price
+(my $bad = $policy) =~ s/        models: \[gpt-4o-mini\]\n//;
+($rc, $out) = run('check', write_file('bad.yaml', $bad));
+is($rc, 1, 'a dollar budget over an unpriced model: invalid');
+like($out, qr/^\Q$dir\E\/bad\.yaml:21:22: cheap has a dollar budget but model "gpt-4o" has no price/m,
+     'FILE:LINE:COLUMN at the budget, naming the model') or diag($out);
+
+($bad = $policy) =~ s/usd_per_day: 2\.5/usd_per_day: 2.5.1/;
+($rc, $out) = run('check', write_file('bad2.yaml', $bad));
+like($out, qr/bad2\.yaml:\d+:\d+: usd_per_day must be a number of dollars/,
+     'a malformed amount: FILE:LINE:COLUMN');
+
+my $body = write_file('chat.json', '{"model":"gpt-4o-mini","messages":'
+                      . '[{"role":"user","content":"hi"}]}');
+my $chat = '/v1/proxy/oa/chat/completions';
+
+($rc, $out) = run('explain', $p, '--client', 'agent', 'POST', $chat,
+                  '--body', $body, '--content-type', 'application/json');
+is($rc, 0, 'explain: agent allowed');
+like($out, qr/^  requests: counts against 4 in flight, 60\/min/m,
+     'explain: the request limits');
+like($out, qr/^  price:    \$0\.15 input, \$0\.075 cached input, \$0\.6 output per million tokens$/m,
+     'explain: the price');
+unlike($out, qr/^  cost:/m, 'explain: no cost reservation without a budget');
+
+($rc, $out) = run('explain', $p, '--client', 'cheap', 'POST', $chat,
+                  '--body', $body, '--content-type', 'application/json');
+is($rc, 0, 'explain: cheap allowed');
+like($out, qr/max_tokens: 1000 added/, 'explain: its default output cap');
+like($out, qr/^  cost:     reserves up to \$0\.0006\d* against \$2\.5\/day, \$40\/month/m,
+     'explain: the worst case reserved against the dollar budget')
+    or diag($out);
+
+my $b4o = write_file('chat4o.json', '{"model":"gpt-4o","messages":'
+                     . '[{"role":"user","content":"hi"}]}');
+($rc, $out) = run('explain', $p, '--client', 'agent', 'POST', $chat,
+                  '--body', $b4o, '--content-type', 'application/json');
+like($out, qr/^  price:    none for gpt-4o: cost_usd null/m,
+     'explain: an unpriced model');
+
+($rc, $out) = run('explain', $p, '--client', 'agent', 'GET',
+                  '/v1/proxy/oa/models');
+like($out, qr/^  requests: counts against 4 in flight/m,
+     'explain: GET models counts as a request too');
+
+($rc, $out) = run('routes', $p);
+like($out, qr/cheap\(\S*\$2\.5\/day,\$40\/month/, 'routes: dollar budgets')
+    or diag($out);
+like($out, qr/agent\(\S*60 req\/min,4 in flight/, 'routes: request limits')
+    or diag($out);
+
+done_testing();
