@@ -105,6 +105,7 @@ static ngx_str_t  ngx_http_airlock_conf_headers[] = {
     ngx_string("proxy-authorization"),
     ngx_string("cookie"),
     ngx_string("x-api-key"),
+    ngx_string("api-key"),
     ngx_null_string
 };
 

@@ -8,8 +8,8 @@
  * in the preaccess phase:
  *
  *   1. the client, from its key (Authorization: Bearer, x-api-key,
- *      api-key, Proxy-Authorization) or its unix peer credentials, must be one of
- *      the entry's clients, and not in quarantine;
+ *      api-key, Proxy-Authorization) or its unix peer credentials, must
+ *      be one of the entry's clients, and not in quarantine;
  *   2. the raw target under the prefix must be an endpoint the gateway
  *      serves (al_llm_route());
  *   3. the JSON body is read into memory and checked and, when needed,
@@ -47,10 +47,6 @@ static void ngx_http_airlock_llm_cleanup(void *data);
 static al_reason_t ngx_http_airlock_llm_decide(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t *err,
     const char **detail);
-static al_reason_t ngx_http_airlock_llm_token(ngx_http_request_t *r,
-    ngx_str_t *token, const char **detail);
-static ngx_int_t ngx_http_airlock_llm_bearer(ngx_table_elt_t *h,
-    ngx_str_t *token);
 static al_reason_t ngx_http_airlock_llm_route(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const char **detail);
 static ngx_int_t ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
@@ -333,6 +329,23 @@ ngx_http_airlock_llm_cleanup(void *data)
 
 
 /*
+ * The client's key: "Authorization: Bearer k" (OpenAI SDKs), "x-api-key:
+ * k" (Anthropic SDKs), "api-key: k" (the AzureOpenAI client) or
+ * "Proxy-Authorization: Bearer k".  Each header at
+ * most once, and two of them must carry the same key; read by
+ * ngx_http_airlock_token(), which also refuses what cannot be read one
+ * way: an absolute-form target, two Content-Types.
+ */
+
+static ngx_http_airlock_token_conf_t  ngx_http_airlock_llm_token_conf = {
+    NGX_HTTP_AIRLOCK_TOKEN_ANY,
+    AL_REASON_CLIENT_UNKNOWN,
+    NULL,
+    0
+};
+
+
+/*
  * Everything the request line and headers decide.  Returns the reason,
  * with *err the provider error to answer and *detail the text for the deny
  * log (and, except for AUTH, for the client).
@@ -358,7 +371,8 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
 
     (void) ngx_http_airlock_real_peer(r->connection, &actx->peer);
 
-    reason = ngx_http_airlock_llm_token(r, &token, detail);
+    reason = ngx_http_airlock_token(r, &ngx_http_airlock_llm_token_conf,
+                                    &token, detail);
 
     if (reason == AL_REASON_CLIENT_UNKNOWN) {
         *err = AL_LLM_ERR_AUTH;
@@ -413,191 +427,6 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
     }
 
     return reason;
-}
-
-
-/*
- * The client's key: "Authorization: Bearer k" (OpenAI SDKs), "x-api-key:
- * k" (Anthropic SDKs), "api-key: k" (the AzureOpenAI client) or "Proxy-Authorization: Bearer k".  Each header at
- * most once, and two of them must carry the same key.  Also refuses what
- * cannot be read one way: an absolute-form target, two Content-Types.
- */
-
-static al_reason_t
-ngx_http_airlock_llm_token(ngx_http_request_t *r, ngx_str_t *token,
-    const char **detail)
-{
-    ngx_str_t         t;
-    ngx_uint_t        i, nauth, nproxy, nkey, nctype;
-    const char       *bad;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *auth, *proxy, *key;
-
-    ngx_str_null(token);
-
-    bad = NULL;
-
-    if (r->schema_start != NULL || r->host_start != NULL) {
-        bad = "absolute-form request target";
-    }
-
-    nauth = 0;
-    nproxy = 0;
-    nkey = 0;
-    nctype = 0;
-    auth = NULL;
-    proxy = NULL;
-    key = NULL;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
-            continue;
-        }
-
-        if (h[i].key.len == sizeof("authorization") - 1
-            && ngx_strncmp(h[i].lowcase_key, "authorization",
-                           sizeof("authorization") - 1) == 0)
-        {
-            auth = &h[i];
-            nauth++;
-
-        } else if (h[i].key.len == sizeof("proxy-authorization") - 1
-                   && ngx_strncmp(h[i].lowcase_key, "proxy-authorization",
-                                  sizeof("proxy-authorization") - 1) == 0)
-        {
-            proxy = &h[i];
-            nproxy++;
-
-        } else if ((h[i].key.len == sizeof("x-api-key") - 1
-                    && ngx_strncmp(h[i].lowcase_key, "x-api-key",
-                                   sizeof("x-api-key") - 1) == 0)
-                   || (h[i].key.len == sizeof("api-key") - 1
-                       && ngx_strncmp(h[i].lowcase_key, "api-key",
-                                      sizeof("api-key") - 1) == 0))
-        {
-            /* Anthropic's SDKs send x-api-key, the AzureOpenAI client
-               api-key: one of them, once */
-            key = &h[i];
-            nkey++;
-
-        } else if (h[i].key.len == sizeof("content-type") - 1
-                   && ngx_strncmp(h[i].lowcase_key, "content-type",
-                                  sizeof("content-type") - 1) == 0)
-        {
-            nctype++;
-        }
-    }
-
-    if (nauth > 1 || nproxy > 1 || nkey > 1) {
-        *detail = "more than one header with an API key";
-        return AL_REASON_CLIENT_UNKNOWN;
-    }
-
-    if (nctype > 1) {
-        bad = "more than one Content-Type header";
-    }
-
-    if (auth != NULL) {
-        if (ngx_http_airlock_llm_bearer(auth, token) != NGX_OK) {
-            *detail = "Authorization is not a Bearer token";
-            return AL_REASON_CLIENT_UNKNOWN;
-        }
-    }
-
-    if (proxy != NULL) {
-        if (ngx_http_airlock_llm_bearer(proxy, &t) != NGX_OK) {
-            *detail = "Proxy-Authorization is not a Bearer token";
-            return AL_REASON_CLIENT_UNKNOWN;
-        }
-
-        if (token->len
-            && (token->len != t.len
-                || ngx_memcmp(token->data, t.data, t.len) != 0))
-        {
-            *detail = "the request carries two different API keys";
-            return AL_REASON_CLIENT_UNKNOWN;
-        }
-
-        *token = t;
-    }
-
-    if (key != NULL) {
-        t = key->value;
-
-        while (t.len && t.data[0] == ' ') {
-            t.data++;
-            t.len--;
-        }
-
-        while (t.len && t.data[t.len - 1] == ' ') {
-            t.len--;
-        }
-
-        if (t.len == 0) {
-            *detail = "empty x-api-key or api-key";
-            return AL_REASON_CLIENT_UNKNOWN;
-        }
-
-        if (token->len
-            && (token->len != t.len
-                || ngx_memcmp(token->data, t.data, t.len) != 0))
-        {
-            *detail = "the request carries two different API keys";
-            return AL_REASON_CLIENT_UNKNOWN;
-        }
-
-        *token = t;
-    }
-
-    if (bad != NULL) {
-        *detail = bad;
-        return AL_REASON_REQUEST;
-    }
-
-    return AL_REASON_NONE;
-}
-
-
-static ngx_int_t
-ngx_http_airlock_llm_bearer(ngx_table_elt_t *h, ngx_str_t *token)
-{
-    u_char  *p, *last;
-
-    p = h->value.data;
-    last = p + h->value.len;
-
-    if (last - p < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0) {
-        return NGX_DECLINED;
-    }
-
-    for (p += 7; p < last && *p == ' '; p++) { /* void */ }
-
-    while (last > p && last[-1] == ' ') {
-        last--;
-    }
-
-    if (p == last) {
-        return NGX_DECLINED;
-    }
-
-    token->data = p;
-    token->len = last - p;
-
-    return NGX_OK;
 }
 
 

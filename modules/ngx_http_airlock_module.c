@@ -40,8 +40,6 @@ typedef struct {
 static ngx_int_t ngx_http_airlock_handler(ngx_http_request_t *r);
 static al_reason_t ngx_http_airlock_decide(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail);
-static al_reason_t ngx_http_airlock_check_request(ngx_http_request_t *r,
-    ngx_str_t *token, const char **detail);
 static ngx_int_t ngx_http_airlock_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static al_reason_t ngx_http_airlock_check_body(ngx_http_request_t *r,
@@ -104,6 +102,18 @@ static ngx_str_t  ngx_http_airlock_override_headers[] = {
     ngx_string("x-http-method"),
     ngx_string("x-method-override"),
     ngx_null_string
+};
+
+
+/*
+ * A client's token is a Bearer token in Proxy-Authorization, the one
+ * header an upstream never needs; sent twice, the request is malformed.
+ */
+static ngx_http_airlock_token_conf_t  ngx_http_airlock_token_conf = {
+    NGX_HTTP_AIRLOCK_TOKEN_PROXY,
+    AL_REASON_REQUEST,
+    ngx_http_airlock_override_headers,
+    0
 };
 
 
@@ -328,7 +338,8 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     /* an unknown client is counted under its peer */
     (void) ngx_http_airlock_real_peer(r->connection, &ctx->peer);
 
-    reason = ngx_http_airlock_check_request(r, &token, detail);
+    reason = ngx_http_airlock_token(r, &ngx_http_airlock_token_conf, &token,
+                                    detail);
 
     if (reason == AL_REASON_CLIENT_UNKNOWN) {
         return reason;
@@ -408,116 +419,6 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                      "%uz%Z", clen, route->body_max);
         *detail = d->detail;
         return AL_REASON_BODY_TOO_LARGE;
-    }
-
-    return AL_REASON_NONE;
-}
-
-
-static al_reason_t
-ngx_http_airlock_check_request(ngx_http_request_t *r, ngx_str_t *token,
-    const char **detail)
-{
-    u_char           *p, *last;
-    ngx_str_t        *name;
-    ngx_uint_t        i, nauth, nctype;
-    const char       *bad;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *auth;
-
-    ngx_str_null(token);
-
-    /* a request refused as such still names its client in the log */
-
-    bad = NULL;
-
-    if (r->schema_start != NULL || r->host_start != NULL) {
-        bad = "absolute-form request target";
-    }
-
-    nauth = 0;
-    nctype = 0;
-    auth = NULL;
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
-            continue;
-        }
-
-        for (name = ngx_http_airlock_override_headers; name->len; name++) {
-            if (h[i].key.len == name->len
-                && ngx_strncmp(h[i].lowcase_key, name->data, name->len) == 0)
-            {
-                bad = "method override header";
-            }
-        }
-
-        if (h[i].key.len == sizeof("proxy-authorization") - 1
-            && ngx_strncmp(h[i].lowcase_key, "proxy-authorization",
-                           sizeof("proxy-authorization") - 1) == 0)
-        {
-            auth = &h[i];
-            nauth++;
-        }
-
-        if (h[i].key.len == sizeof("content-type") - 1
-            && ngx_strncmp(h[i].lowcase_key, "content-type",
-                           sizeof("content-type") - 1) == 0)
-        {
-            nctype++;
-        }
-    }
-
-    if (nauth > 1) {
-        *detail = "more than one Proxy-Authorization header";
-        return AL_REASON_REQUEST;
-    }
-
-    if (nctype > 1) {
-        bad = "more than one Content-Type header";
-    }
-
-    if (auth == NULL) {
-        goto done;
-    }
-
-    p = auth->value.data;
-    last = p + auth->value.len;
-
-    if (last - p < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0) {
-        *detail = "Proxy-Authorization is not a Bearer token";
-        return AL_REASON_CLIENT_UNKNOWN;
-    }
-
-    for (p += 7; p < last && *p == ' '; p++) { /* void */ }
-
-    if (p == last) {
-        *detail = "empty Bearer token";
-        return AL_REASON_CLIENT_UNKNOWN;
-    }
-
-    token->data = p;
-    token->len = last - p;
-
-done:
-
-    if (bad != NULL) {
-        *detail = bad;
-        return AL_REASON_REQUEST;
     }
 
     return AL_REASON_NONE;

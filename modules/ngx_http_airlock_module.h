@@ -110,6 +110,27 @@ typedef struct {
 } ngx_http_airlock_headers_t;
 
 
+/* where a client's token may be (ngx_http_airlock_token()) */
+#define NGX_HTTP_AIRLOCK_TOKEN_AUTHORIZATION  0x01  /* Bearer */
+#define NGX_HTTP_AIRLOCK_TOKEN_PROXY          0x02  /* Proxy-Authorization:
+                                                       Bearer */
+#define NGX_HTTP_AIRLOCK_TOKEN_API_KEY        0x04  /* x-api-key, api-key */
+#define NGX_HTTP_AIRLOCK_TOKEN_ANY            0x07
+
+
+/* how a module reads a client's token (ngx_http_airlock_token()) */
+typedef struct {
+    ngx_uint_t                   headers;       /* NGX_HTTP_AIRLOCK_TOKEN_* */
+    al_reason_t                  repeated;      /* one of them sent twice */
+    ngx_str_t                   *refuse;        /* method override headers
+                                                   refused, lower case, a
+                                                   null string ends it;
+                                                   NULL: none */
+    ngx_uint_t                   lenient;       /* the first token found;
+                                                   nothing refused */
+} ngx_http_airlock_token_conf_t;
+
+
 struct ngx_http_airlock_ctx_s {
     ngx_http_request_t          *request;       /* first, for
                                                    ..._find_ctx() */
@@ -188,6 +209,9 @@ ngx_int_t ngx_http_airlock_allowed(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
     ngx_uint_t status, ngx_buf_t *b);
+al_reason_t ngx_http_airlock_token(ngx_http_request_t *r,
+    ngx_http_airlock_token_conf_t *tc, ngx_str_t *token,
+    const char **detail);
 ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,

@@ -27,8 +27,20 @@
 
 
 static ngx_uint_t ngx_http_airlock_refused_early(ngx_http_request_t *r);
-static void ngx_http_airlock_refused_token(ngx_http_request_t *r,
-    ngx_str_t *token);
+
+
+/*
+ * The client's token, from the headers read before nginx stopped: a
+ * Bearer token in Proxy-Authorization or Authorization, or x-api-key or
+ * api-key, the first of them; none when the request has none (or no headers at all).
+ * Which module's location the request was for is not known yet.
+ */
+static ngx_http_airlock_token_conf_t  ngx_http_airlock_refused_token_conf = {
+    NGX_HTTP_AIRLOCK_TOKEN_ANY,
+    AL_REASON_NONE,
+    NULL,
+    1
+};
 
 
 ngx_int_t
@@ -96,7 +108,8 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
                                    r->connection->sockaddr, &ctx->peer);
     }
 
-    ngx_http_airlock_refused_token(r, &token);
+    (void) ngx_http_airlock_token(r, &ngx_http_airlock_refused_token_conf,
+                                  &token, &why);
 
     why = "";
     ctx->client = al_client_identify(amcf->policy, &ctx->peer,
@@ -150,77 +163,4 @@ ngx_http_airlock_refused_early(ngx_http_request_t *r)
     }
 
     return 0;
-}
-
-
-/*
- * The client's token, from the headers read before nginx stopped: a
- * Bearer token in Proxy-Authorization or Authorization, or x-api-key, the
- * first of them; none when the request has none (or no headers at all).
- */
-
-static void
-ngx_http_airlock_refused_token(ngx_http_request_t *r, ngx_str_t *token)
-{
-    u_char           *p, *last;
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    ngx_str_null(token);
-
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0 || h[i].value.len == 0) {
-            continue;
-        }
-
-        p = h[i].value.data;
-        last = p + h[i].value.len;
-
-        if (h[i].key.len == sizeof("x-api-key") - 1
-            && ngx_strncmp(h[i].lowcase_key, "x-api-key",
-                           sizeof("x-api-key") - 1) == 0)
-        {
-            token->data = p;
-            token->len = last - p;
-            return;
-        }
-
-        if (!((h[i].key.len == sizeof("authorization") - 1
-               && ngx_strncmp(h[i].lowcase_key, "authorization",
-                              sizeof("authorization") - 1) == 0)
-              || (h[i].key.len == sizeof("proxy-authorization") - 1
-                  && ngx_strncmp(h[i].lowcase_key, "proxy-authorization",
-                                 sizeof("proxy-authorization") - 1) == 0)))
-        {
-            continue;
-        }
-
-        if (last - p < 7 || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0)
-        {
-            continue;
-        }
-
-        for (p += 7; p < last && *p == ' '; p++) { /* void */ }
-
-        if (p < last) {
-            token->data = p;
-            token->len = last - p;
-            return;
-        }
-    }
 }

@@ -15,6 +15,8 @@
  *   - the bookkeeping of a refusal (count, deny log, alerts) and of an
  *     allowed request;
  *   - sending a JSON answer;
+ *   - reading the client's token from the request headers, strictly for
+ *     a decision and leniently for a request nginx refused first;
  *   - the header rewrite: only allowlisted client headers are kept, the
  *     credentials are added, and every r->headers_in shortcut is pointed at
  *     a kept header or cleared.
@@ -43,7 +45,21 @@
 #endif
 
 
+/* a header that may carry a client's token */
+typedef struct {
+    ngx_str_t                    name;          /* lower case */
+    ngx_uint_t                   kind;          /* NGX_HTTP_AIRLOCK_TOKEN_* */
+    ngx_uint_t                   bearer;        /* "Bearer <token>"; else
+                                                   the value is the token */
+    const char                  *repeated;
+    const char                  *malformed;     /* no Bearer scheme */
+    const char                  *empty;
+} ngx_http_airlock_token_header_t;
+
+
 static void ngx_http_airlock_ctx_cleanup(void *data);
+static ngx_int_t ngx_http_airlock_token_value(ngx_table_elt_t *h,
+    ngx_uint_t bearer, ngx_str_t *token);
 static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_body_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
@@ -59,6 +75,36 @@ static void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
 static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
     ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
+
+
+/* in the order a strict reading compares them */
+
+static ngx_http_airlock_token_header_t  ngx_http_airlock_token_headers[] = {
+
+    { ngx_string("authorization"), NGX_HTTP_AIRLOCK_TOKEN_AUTHORIZATION, 1,
+      "more than one Authorization header",
+      "Authorization is not a Bearer token",
+      "empty Bearer token in Authorization" },
+
+    { ngx_string("proxy-authorization"), NGX_HTTP_AIRLOCK_TOKEN_PROXY, 1,
+      "more than one Proxy-Authorization header",
+      "Proxy-Authorization is not a Bearer token",
+      "empty Bearer token in Proxy-Authorization" },
+
+    { ngx_string("x-api-key"), NGX_HTTP_AIRLOCK_TOKEN_API_KEY, 0,
+      "more than one x-api-key header",
+      NULL,
+      "empty x-api-key" },
+
+    { ngx_string("api-key"), NGX_HTTP_AIRLOCK_TOKEN_API_KEY, 0,
+      "more than one api-key header",
+      NULL,
+      "empty api-key" }
+};
+
+#define NGX_HTTP_AIRLOCK_NTOKEN_HEADERS                                       \
+    (sizeof(ngx_http_airlock_token_headers)                                   \
+     / sizeof(ngx_http_airlock_token_header_t))
 
 
 /*
@@ -488,6 +534,219 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
     out.next = NULL;
 
     return ngx_http_output_filter(r, &out);
+}
+
+
+/*
+ * The client's token, from the headers tc->headers names: a Bearer token
+ * in Authorization or Proxy-Authorization, or the value of x-api-key or
+ * api-key.
+ *
+ * Strictly (a decision): each of them at most once (tc->repeated is the
+ * reason otherwise), one of them without a token refuses the request as
+ * client_unknown, and two of them must carry the same token.  What cannot
+ * be read one way is refused in the same pass over the headers, after the
+ * token, so that the refusal still names its client: an absolute-form
+ * target, two Content-Types, and any header of tc->refuse (a null string
+ * ends it; NULL: none), detail "method override header".
+ *
+ * Leniently (tc->lenient: a request nginx refused before the decision,
+ * whose headers may be cut short): the first token found in the order
+ * the headers came, and nothing is refused.
+ */
+
+al_reason_t
+ngx_http_airlock_token(ngx_http_request_t *r,
+    ngx_http_airlock_token_conf_t *tc, ngx_str_t *token, const char **detail)
+{
+    ngx_str_t                         t, *name;
+    ngx_uint_t                        i, k, nctype;
+    ngx_uint_t                        n[NGX_HTTP_AIRLOCK_NTOKEN_HEADERS];
+    const char                       *bad;
+    ngx_list_part_t                  *part;
+    ngx_table_elt_t                  *h;
+    ngx_table_elt_t                  *found[NGX_HTTP_AIRLOCK_NTOKEN_HEADERS];
+    ngx_http_airlock_token_header_t  *th;
+
+    ngx_str_null(token);
+
+    bad = NULL;
+
+    if (!tc->lenient && (r->schema_start != NULL || r->host_start != NULL)) {
+        bad = "absolute-form request target";
+    }
+
+    ngx_memzero(n, sizeof(n));
+    ngx_memzero(found, sizeof(found));
+    nctype = 0;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        for (k = 0; k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; k++) {
+            th = &ngx_http_airlock_token_headers[k];
+
+            if ((tc->headers & th->kind)
+                && h[i].key.len == th->name.len
+                && ngx_strncmp(h[i].lowcase_key, th->name.data,
+                               th->name.len)
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS) {
+
+            if (tc->lenient) {
+                if (ngx_http_airlock_token_value(&h[i],
+                                                 th->bearer, &t)
+                    == NGX_OK
+                    && t.len)
+                {
+                    *token = t;
+                    return AL_REASON_NONE;
+                }
+
+                continue;
+            }
+
+            found[k] = &h[i];
+            n[k]++;
+            continue;
+        }
+
+        if (tc->lenient) {
+            continue;
+        }
+
+        if (h[i].key.len == sizeof("content-type") - 1
+            && ngx_strncmp(h[i].lowcase_key, "content-type",
+                           sizeof("content-type") - 1) == 0)
+        {
+            nctype++;
+            continue;
+        }
+
+        if (tc->refuse == NULL) {
+            continue;
+        }
+
+        for (name = tc->refuse; name->len; name++) {
+            if (h[i].key.len == name->len
+                && ngx_strncmp(h[i].lowcase_key, name->data, name->len) == 0)
+            {
+                bad = "method override header";
+            }
+        }
+    }
+
+    if (tc->lenient) {
+        return AL_REASON_NONE;
+    }
+
+    for (k = 0; k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; k++) {
+        if (n[k] > 1) {
+            *detail = ngx_http_airlock_token_headers[k].repeated;
+            return tc->repeated;
+        }
+    }
+
+    if (nctype > 1) {
+        bad = "more than one Content-Type header";
+    }
+
+    for (k = 0; k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; k++) {
+        if (found[k] == NULL) {
+            continue;
+        }
+
+        th = &ngx_http_airlock_token_headers[k];
+
+        if (ngx_http_airlock_token_value(found[k], th->bearer, &t) != NGX_OK)
+        {
+            *detail = th->malformed;
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+
+        if (t.len == 0) {
+            *detail = th->empty;
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+
+        if (token->len
+            && (token->len != t.len
+                || ngx_memcmp(token->data, t.data, t.len) != 0))
+        {
+            *detail = "the request carries two different tokens";
+            return AL_REASON_CLIENT_UNKNOWN;
+        }
+
+        *token = t;
+    }
+
+    if (bad != NULL) {
+        *detail = bad;
+        return AL_REASON_REQUEST;
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+/*
+ * The token in h's value, spaces around it skipped (possibly empty), after
+ * a case-insensitive "Bearer " when bearer is set.  NGX_DECLINED: the value
+ * has no Bearer scheme.
+ */
+
+static ngx_int_t
+ngx_http_airlock_token_value(ngx_table_elt_t *h, ngx_uint_t bearer,
+    ngx_str_t *token)
+{
+    u_char  *p, *last;
+
+    p = h->value.data;
+    last = p + h->value.len;
+
+    if (bearer) {
+        if (last - p < 7
+            || ngx_strncasecmp(p, (u_char *) "Bearer ", 7) != 0)
+        {
+            return NGX_DECLINED;
+        }
+
+        p += 7;
+    }
+
+    while (p < last && *p == ' ') {
+        p++;
+    }
+
+    while (last > p && last[-1] == ' ') {
+        last--;
+    }
+
+    token->data = p;
+    token->len = last - p;
+
+    return NGX_OK;
 }
 
 

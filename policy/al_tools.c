@@ -28,6 +28,8 @@ static json_t *al_tools_run_python(const al_policy_t *p,
     const al_client_t *sandbox, al_tools_format_t fmt);
 static json_t *al_tools_wrap(const char *name, const char *desc,
     json_t *schema, al_tools_format_t fmt);
+static json_t *al_tools_params(const al_param_t *params, size_t n,
+    const uint8_t *required, const char *desc, size_t *nrequired);
 static json_t *al_tools_json_rule(const al_json_rule_t *rule);
 static json_t *al_tools_strn(const al_str_t *s);
 static int al_tools_set(json_t *obj, const char *key, json_t *v);
@@ -158,8 +160,8 @@ static json_t *
 al_tools_route(const al_route_t *r, al_tools_format_t fmt)
 {
     char         desc[1024];
-    size_t       i, n;
-    json_t      *schema, *props, *required, *part, *pprops, *preq, *v;
+    size_t       n;
+    json_t      *schema, *props, *required, *part;
     const char  *method;
 
     method = al_method_name(al_tool_method(r));
@@ -181,98 +183,22 @@ al_tools_route(const al_route_t *r, al_tools_format_t fmt)
     }
 
     if (r->nparams) {
-        part = json_object();
-        pprops = json_object();
-        preq = json_array();
+        part = al_tools_params(r->params, r->nparams, NULL,
+                               "path parameters", &n);
 
-        if (part == NULL || pprops == NULL || preq == NULL
-            || al_tools_set(part, "type", json_string("object")) != 0
-            || al_tools_set(part, "description",
-                            json_string("path parameters")) != 0)
-        {
-            json_decref(part);
-            json_decref(pprops);
-            json_decref(preq);
-            goto failed;
-        }
-
-        for (i = 0; i < r->nparams; i++) {
-            v = json_pack("{s:s, s:o}", "type", "string", "pattern",
-                          al_tools_strn(&r->params[i].pattern));
-            if (v == NULL
-                || json_object_set_new(pprops, r->params[i].name.data, v)
-                   != 0
-                || json_array_append_new(preq,
-                       al_tools_strn(&r->params[i].name)) != 0)
-            {
-                json_decref(part);
-                json_decref(pprops);
-                json_decref(preq);
-                goto failed;
-            }
-        }
-
-        if (al_tools_set(part, "properties", pprops) != 0
-            || al_tools_set(part, "required", preq) != 0
-            || al_tools_set(part, "additionalProperties", json_false()) != 0
-            || al_tools_set(props, "params", part) != 0
-            || json_array_append_new(required, json_string("params")) != 0)
+        if (al_tools_set(props, "params", part) != 0
+            || (n && json_array_append_new(required, json_string("params"))
+                     != 0))
         {
             goto failed;
         }
     }
 
     if (r->nquery_allow) {
-        part = json_object();
-        pprops = json_object();
-        preq = json_array();
+        part = al_tools_params(r->query_patterns, r->nquery_allow,
+                               r->query_required, "query parameters", &n);
 
-        if (part == NULL || pprops == NULL || preq == NULL
-            || al_tools_set(part, "type", json_string("object")) != 0
-            || al_tools_set(part, "description",
-                            json_string("query parameters")) != 0)
-        {
-            json_decref(part);
-            json_decref(pprops);
-            json_decref(preq);
-            goto failed;
-        }
-
-        for (i = 0; i < r->nquery_allow; i++) {
-            v = json_pack("{s:s}", "type", "string");
-            if (v != NULL && r->query_patterns[i].re != NULL) {
-                json_object_set_new(v, "pattern",
-                    al_tools_strn(&r->query_patterns[i].pattern));
-            }
-
-            if (v == NULL
-                || json_object_set_new(pprops, r->query_allow[i].data, v)
-                   != 0)
-            {
-                json_decref(part);
-                json_decref(pprops);
-                json_decref(preq);
-                goto failed;
-            }
-
-            if (r->query_required[i]
-                && json_array_append_new(preq,
-                       al_tools_strn(&r->query_allow[i])) != 0)
-            {
-                json_decref(part);
-                json_decref(pprops);
-                json_decref(preq);
-                goto failed;
-            }
-        }
-
-        n = json_array_size(preq);
-
-        if (al_tools_set(part, "properties", pprops) != 0
-            || (n ? al_tools_set(part, "required", preq)
-                  : (json_decref(preq), 0)) != 0
-            || al_tools_set(part, "additionalProperties", json_false()) != 0
-            || al_tools_set(props, "query", part) != 0
+        if (al_tools_set(props, "query", part) != 0
             || (n && json_array_append_new(required, json_string("query"))
                      != 0))
         {
@@ -307,6 +233,81 @@ failed:
     json_decref(schema);
     json_decref(props);
     json_decref(required);
+
+    return NULL;
+}
+
+
+/*
+ * The schema of a route's path or query parameters: an object of strings,
+ * each with its pattern when it has one.  required[i] says which must be
+ * there (NULL: all of them); *nrequired is how many.  NULL: out of memory.
+ */
+
+static json_t *
+al_tools_params(const al_param_t *params, size_t n, const uint8_t *required,
+    const char *desc, size_t *nrequired)
+{
+    size_t   i;
+    json_t  *part, *props, *req, *v;
+
+    *nrequired = 0;
+
+    part = json_object();
+    props = json_object();
+    req = json_array();
+
+    if (part == NULL || props == NULL || req == NULL
+        || al_tools_set(part, "type", json_string("object")) != 0
+        || al_tools_set(part, "description", json_string(desc)) != 0)
+    {
+        goto failed;
+    }
+
+    for (i = 0; i < n; i++) {
+        v = json_pack("{s:s}", "type", "string");
+
+        if (v != NULL && params[i].re != NULL
+            && al_tools_set(v, "pattern", al_tools_strn(&params[i].pattern))
+               != 0)
+        {
+            json_decref(v);
+            goto failed;
+        }
+
+        if (v == NULL
+            || json_object_set_new(props, params[i].name.data, v) != 0)
+        {
+            goto failed;
+        }
+
+        if ((required == NULL || required[i])
+            && json_array_append_new(req, al_tools_strn(&params[i].name))
+               != 0)
+        {
+            goto failed;
+        }
+    }
+
+    *nrequired = json_array_size(req);
+
+    if (json_object_set(part, "properties", props) != 0
+        || (*nrequired && json_object_set(part, "required", req) != 0)
+        || al_tools_set(part, "additionalProperties", json_false()) != 0)
+    {
+        goto failed;
+    }
+
+    json_decref(props);
+    json_decref(req);
+
+    return part;
+
+failed:
+
+    json_decref(part);
+    json_decref(props);
+    json_decref(req);
 
     return NULL;
 }

@@ -5,6 +5,7 @@
 #
 #   perl tests/bench/proxy.pl [--rounds N] [--seconds S] [--markdown]
 #                             [--no-pin] [--only VARIANT,...]
+#                             [--compare BUILD]
 #
 # Variants (one nginx, one worker; upstream is a second nginx):
 #   plain        proxy_pass to the upstream, keepalive
@@ -22,6 +23,11 @@
 #   plain-var    plain nginx, but proxy_pass with variables as Airlock's
 #                configuration has it: what that costs nginx itself
 #   *-c4         the same small requests over 4 connections instead of 16
+#   *-cmp        with --compare BUILD: example and routes-1000 (and their
+#                -c4) again, with the module of another build directory
+#                (the code before a change), in the same rounds; the table
+#                gets their rows against plain nginx and this build's
+#                against them
 
 use strict;
 use warnings;
@@ -36,10 +42,15 @@ my $seconds = 2;
 my $markdown = 0;
 my $pin = 1;
 my $only;
+my $compare;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
-           'markdown' => \$markdown, 'pin!' => \$pin, 'only=s' => \$only)
+           'markdown' => \$markdown, 'pin!' => \$pin, 'only=s' => \$only,
+           'compare=s' => \$compare)
     or die "usage: proxy.pl [--rounds N] [--seconds S] [--markdown]"
-         . " [--no-pin] [--only VARIANT,...]\n";
+         . " [--no-pin] [--only VARIANT,...] [--compare BUILD]\n";
+die "--compare: no module in $compare/modules\n"
+    if defined $compare
+       && !-f "$compare/modules/ngx_http_airlock_module.so";
 
 # CPU placement, set before each run with taskset.  Small requests run
 # pinned: the proxy under test has CPU 1 to itself, wrk and the upstream
@@ -191,14 +202,18 @@ EOF
 
 my %nginx;
 for my $v (['plain', undef], ['example', 'example.yaml'],
-           ['many', 'many.yaml'])
+           ['many', 'many.yaml'],
+           $compare ? (['example-cmp', 'example.yaml'],
+                       ['many-cmp', 'many.yaml']) : ())
 {
     my ($name, $policy) = @$v;
     my $n = $name eq 'plain' ? Airlock::Test->new : $t;
-    if ($name eq 'many') {
+    if ($name ne 'plain' && $name ne 'example') {
+        # the module comes from the build directory named when it is made
+        local $ENV{AIRLOCK_BUILD} = $name =~ /-cmp$/ ? $compare : $build;
         $n = Airlock::Test->new;
         $n->require_module;
-        for my $f (qw(airlock.key many.yaml)) {
+        for my $f ('airlock.key', $policy) {
             $n->write_file($f, $t->read_file($f));
             chmod 0600, $n->testdir . "/$f";
         }
@@ -240,6 +255,16 @@ my @variants = (
     [ 'route-1m',       'example', '/big-unscrubbed', undef, 0, 16 ],
     [ 'scrub-1m',       'example', '/big', undef, 0, 16 ],
 );
+
+# --compare: each Airlock small-request variant is followed by the same
+# one on the other build's nginx, so that the two meet the machine alike
+if ($compare) {
+    @variants = map {
+        my $v = $_;
+        ($v, $v->[0] =~ /^(?:example|routes-1000)(?:-c4)?$/
+             ? ([ "$v->[0]-cmp", "$v->[1]-cmp", @$v[2 .. 5] ]) : ());
+    } @variants;
+}
 
 sub workers {
     my ($n) = @_;
@@ -293,7 +318,8 @@ sub cpu_ticks {
 
 if (defined $only) {
     my %want = map { $_ => 1 } split /,/, $only;
-    @variants = grep { $want{$_->[0]} } @variants;
+    @variants = grep { $want{$_->[0]}
+                       || ($_->[0] =~ /^(.+)-cmp$/ && $want{$1}) } @variants;
     die "--only: no such variant (plain, example, plain-var, plain-spread,"
         . " routes-1000, plain-c4, example-c4, plain-var-c4, plain-spread-c4,"
         . " routes-1000-c4,"
@@ -365,6 +391,17 @@ my @rows = (
     [ 'route, 1 MiB response', 'route-1m', 'plain-1m' ],
     [ 'scrubber, 1 MiB response', 'scrub-1m', 'plain-1m' ],
     [ 'scrubber alone, 1 MiB', 'scrub-1m', 'route-1m' ],
+    [ 'example policy, --compare', 'example-cmp', 'plain' ],
+    [ '1,000 routes, --compare', 'routes-1000-cmp', 'plain-spread' ],
+    [ 'example policy, 4 conns, --compare', 'example-c4-cmp', 'plain-c4' ],
+    [ '1,000 routes, 4 conns, --compare', 'routes-1000-c4-cmp',
+      'plain-spread-c4' ],
+    [ 'example policy against --compare', 'example', 'example-cmp' ],
+    [ '1,000 routes against --compare', 'routes-1000', 'routes-1000-cmp' ],
+    [ 'example policy, 4 conns, against --compare', 'example-c4',
+      'example-c4-cmp' ],
+    [ '1,000 routes, 4 conns, against --compare', 'routes-1000-c4',
+      'routes-1000-c4-cmp' ],
 );
 
 printf "%s\n", $markdown

@@ -6,7 +6,10 @@
 # socket's real peer: realip, which rewrites the connection's address from
 # a header, cannot choose it (here realip runs in a location without
 # Airlock that hands the request to an Airlock one; in an Airlock location
-# "nginx -t" refuses it, see 14-airlock-config.t).
+# "nginx -t" refuses it, see 14-airlock-config.t).  The kernel is asked
+# once per connection, by its first request; the requests after it on the
+# connection get the same peer (the error log's debug lines count the
+# asks).
 
 use strict;
 use warnings;
@@ -19,6 +22,9 @@ use Test::More;
 use Airlock::Prereq qw(absent);
 use Airlock::Test;
 use Airlock::Proxy;
+
+# the debug lines count how often the kernel is asked for a peer
+local $ENV{AIRLOCK_LOG_LEVEL} = 'debug';
 
 my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
@@ -83,7 +89,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 26;
+plan tests => 34;
 
 my $sock = $t->testdir . '/airlock.sock';
 my ($r, $j);
@@ -199,5 +205,52 @@ is(reason($r), 'no_route',
 @log = $p->deny_log;
 is($log[-2]{client}, undef, 'realip: deny line of the TCP peer: unknown');
 is($log[-1]{client}, 'agent', 'realip: deny line of the unix peer: agent');
+
+# one connection, several requests: the peer is read once, and realip on
+# the first request does not become the peer of the next
+
+sub peer_reads {
+    my @n = ($t->read_file('error.log') // '')
+        =~ /airlock: real peer of connection \d+ read/g;
+    return scalar @n;
+}
+
+sub pipelined {
+    my ($path, $n, %o) = @_;
+    my $xff = $o{xff} ? "X-Forwarded-For: $o{xff}\r\n" : '';
+    my $req = join '', map {
+        "GET $path HTTP/1.1\r\nHost: localhost\r\n$xff"
+        . ($_ == $n ? "Connection: close\r\n" : '') . "\r\n"
+    } 1 .. $n;
+    return $t->http($req, %o) // '';
+}
+
+sub count { my ($re, $s) = @_; my @m = $s =~ /$re/g; scalar @m }
+
+my $reads = peer_reads();
+
+$r = pipelined('/agent', 3, unix => $sock);
+is(count(qr{^HTTP/1\.1 200 }m, $r), 3,
+   'keepalive: three requests of the unix peer uid 0 allowed');
+is(peer_reads() - $reads, 1, 'keepalive: unix peer read once');
+
+$reads = peer_reads();
+$r = pipelined('/r/forwarded', 3, unix => $sock, xff => '10.9.9.9');
+is(count(qr/"reason":\s*"no_route"/, $r), 3,
+   'keepalive, realip: every request of the unix peer stays agent');
+is(peer_reads() - $reads, 1, 'keepalive, realip: unix peer read once');
+
+$reads = peer_reads();
+$echoed = $p->echo_count;
+$r = pipelined('/r/forwarded', 3, xff => '10.9.9.9');
+is(count(qr/"reason":\s*"client_unknown"/, $r), 3,
+   'keepalive, realip: every request of the TCP peer stays unknown');
+is($p->echo_count, $echoed, 'keepalive, realip: the upstream saw nothing');
+is(peer_reads() - $reads, 1, 'keepalive, realip: TCP peer read once');
+
+$reads = peer_reads();
+http_get('/agent', unix => $sock);
+http_get('/agent');
+is(peer_reads() - $reads, 2, 'a new connection reads its own peer');
 
 is($t->error_log_check, '', 'no alerts');

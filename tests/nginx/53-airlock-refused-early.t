@@ -76,7 +76,7 @@ my @refused = (
       501 ],
 );
 
-plan tests => 3 * @refused + 8;
+plan tests => 3 * @refused + 12;
 
 sub status { parse_response($_[0] // '')->{status} // 0 }
 
@@ -134,5 +134,20 @@ is(status(http("TRACE /ok HTTP/1.1\r\nHost: a\r\n"
 my @log = deny_lines_after($before);
 is(scalar(@log), $before + 1, 'unknown peer, a location\'s 405: no deny line');
 is($log[-1]{client}, 'tools', 'token client: deny line names it');
+
+# the token is read leniently: the first one found, a header without one
+# passed over (the location, and so which headers it reads, is not known)
+
+for my $h (["x-api-key: tools-token-1", 'x-api-key'],
+           ["Proxy-Authorization: Basic dG9vbHM6eA==\r\n"
+            . "Authorization: Bearer tools-token-1",
+            'Authorization after a Basic Proxy-Authorization'])
+{
+    $before = $p->deny_count;
+    is(status(http("TRACE /ok HTTP/1.1\r\nHost: a\r\n$h->[0]\r\n\r\n",
+                   unix => $sock)), 405, "$h->[1]: 405");
+    @log = deny_lines_after($before);
+    is($log[-1]{client}, 'tools', "$h->[1]: deny line names the client");
+}
 
 is($t->error_log_check(qr/client sent|client intended to send too large|too long|TRACE|unknown transfer|invalid host|duplicate|both "Content-Length"/), '', 'no alerts');
