@@ -428,9 +428,12 @@ typedef struct {
 
 /*
  * The parser for a response of endpoint ep from a provider of this kind;
- * hide_usage is al_llm_req_t.hide_usage.  The event buffer is malloc'ed as
- * events need it (at most AL_LLM_EVENT_MAX + 1 bytes): al_llm_sse_free()
- * it.
+ * hide_usage is al_llm_req_t.hide_usage.  Events are read where they lie
+ * in the slice; the event buffer (at most AL_LLM_EVENT_MAX + 1 bytes) is
+ * malloc'ed only for an event whose data spans slices or has several
+ * lines: al_llm_sse_free() it.  Only events that can carry usage, the
+ * end, an error or the model are parsed as JSON ("parsed" counts them);
+ * the text of the others is counted by a scan of their bytes.
  */
 void al_llm_sse_init(al_llm_sse_t *s, al_llm_kind_t kind,
     al_llm_endpoint_t ep, unsigned hide_usage);

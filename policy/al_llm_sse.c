@@ -1419,29 +1419,63 @@ al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x, unsigned char c)
 static void
 al_llm_scan_key(al_llm_sse_scan_t *x)
 {
-    size_t       i;
     const char  *k;
-
-    static const char *const  keys[] = {
-        NULL, "usage", "error", "choices", "delta", "text", "response",
-        "type", "model", "role", "id", "index", "signature", "object"
-    };
 
     x->key = AL_LLM_K_OTHER;
 
-    if (x->flags & AL_LLM_F_ESCAPED || x->key_len > sizeof(x->key_buf)) {
+    if (x->flags & AL_LLM_F_ESCAPED) {
         return;
     }
 
-    for (i = 1; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        k = keys[i];
+    k = x->key_buf;
 
-        if (strlen(k) == x->key_len && memcmp(k, x->key_buf, x->key_len) == 0)
-        {
-            x->key = (unsigned) i;
-            return;
-        }
+#define al_llm_key_is(name)                                                   \
+    (memcmp(k, name, sizeof(name) - 1) == 0)
+
+    switch (x->key_len) {
+
+    case 2:
+        x->key = al_llm_key_is("id") ? AL_LLM_K_ID : AL_LLM_K_OTHER;
+        break;
+
+    case 4:
+        x->key = al_llm_key_is("text") ? AL_LLM_K_TEXT
+               : al_llm_key_is("type") ? AL_LLM_K_TYPE
+               : al_llm_key_is("role") ? AL_LLM_K_ROLE : AL_LLM_K_OTHER;
+        break;
+
+    case 5:
+        x->key = al_llm_key_is("delta") ? AL_LLM_K_DELTA
+               : al_llm_key_is("usage") ? AL_LLM_K_USAGE
+               : al_llm_key_is("model") ? AL_LLM_K_MODEL
+               : al_llm_key_is("index") ? AL_LLM_K_INDEX
+               : al_llm_key_is("error") ? AL_LLM_K_ERROR : AL_LLM_K_OTHER;
+        break;
+
+    case 6:
+        x->key = al_llm_key_is("object") ? AL_LLM_K_OBJECT : AL_LLM_K_OTHER;
+        break;
+
+    case 7:
+        x->key = al_llm_key_is("choices") ? AL_LLM_K_CHOICES
+                                          : AL_LLM_K_OTHER;
+        break;
+
+    case 8:
+        x->key = al_llm_key_is("response") ? AL_LLM_K_RESPONSE
+                                           : AL_LLM_K_OTHER;
+        break;
+
+    case 9:
+        x->key = al_llm_key_is("signature") ? AL_LLM_K_SIGNATURE
+                                            : AL_LLM_K_OTHER;
+        break;
+
+    default:
+        break;
     }
+
+#undef al_llm_key_is
 }
 
 
