@@ -82,7 +82,8 @@ $gw->require_module;
 my $dir = $gw->testdir;
 
 system("$ctl keygen $dir/airlock.key 2>/dev/null") == 0 or die "keygen\n";
-my $sealed = `printf %s sk-stream-provider-key-0123456789 | $ctl seal --pub $dir/airlock.key.pub`;
+my $seal = "$ctl seal --pub $dir/airlock.key.pub";
+my $sealed = `printf %s sk-stream-provider-key-0123456789 | $seal`;
 chomp $sealed;
 my $sha = `printf %s $token | sha256sum`;
 $sha =~ s/\s.*//s;
