@@ -43,7 +43,7 @@ static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
 static ngx_int_t ngx_http_airlock_llm_slice(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b);
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b, ngx_uint_t defer);
 static ngx_int_t ngx_http_airlock_llm_finish(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_llm_emit(ngx_http_request_t *r,
@@ -482,6 +482,17 @@ ngx_http_airlock_llm_ttfb(ngx_http_request_t *r,
 /*
  * The stream with blocks dropped.  Every buffer is sliced per al_llm.h;
  * the flags of the input (flush, last_buf) go on the last buffer written.
+ *
+ * Dropping bytes means the answer goes out chunked.  When the provider's
+ * body is complete (the upstream's length is down to 0, unbuffered) the
+ * upstream module finalizes right after this call and sends the last
+ * buffer: the output waits for it, so the data and the last chunk leave
+ * in one write, as plain proxying sends a body with a Content-Length.  The
+ * provider's buffers are then consumed at once, which lets the upstream
+ * finalize; their memory is the request's and nothing is read into them
+ * any more, so the outputs that point into them stay valid.  Only when
+ * nothing of ours waits downstream: otherwise the call passes on, so a
+ * retry by the write event still pushes what is pending.
  */
 
 static ngx_int_t
@@ -490,7 +501,7 @@ ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
 {
     ngx_int_t     rc;
     ngx_buf_t    *b, *ob;
-    ngx_uint_t    flush, last_buf, last_in_chain, sync;
+    ngx_uint_t    flush, last_buf, last_in_chain, sync, defer;
     ngx_chain_t  *cl;
 
     flush = 0;
@@ -498,12 +509,16 @@ ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
     last_in_chain = 0;
     sync = 0;
 
+    defer = r->upstream != NULL && !r->upstream->buffering
+            && r->upstream->length == 0 && ctx->busy == NULL
+            && !r->connection->buffered;
+
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
 
         if (ngx_buf_in_memory(b)) {
             if (b->last > b->pos && !ctx->ended) {
-                if (ngx_http_airlock_llm_slice(r, ctx, b) != NGX_OK) {
+                if (ngx_http_airlock_llm_slice(r, ctx, b, defer) != NGX_OK) {
                     return NGX_ERROR;
                 }
 
@@ -533,6 +548,11 @@ ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
                 }
             }
         }
+    }
+
+    if (defer && !last_buf && !last_in_chain && !sync) {
+        /* the last buffer follows at once */
+        return NGX_OK;
     }
 
     if (last_buf || last_in_chain || sync || (flush && ctx->out != NULL)) {
@@ -567,12 +587,12 @@ ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
  * up to a dropped one, which is skipped; what is settled is emitted; the
  * open block is held.  The buffer is consumed once the last output
  * pointing into it has been sent (its shadow), or at once when nothing
- * does.
+ * does or the output is deferred (see above).
  */
 
 static ngx_int_t
 ngx_http_airlock_llm_slice(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b)
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_buf_t *b, ngx_uint_t defer)
 {
     size_t               off, used, len;
     uint64_t             a;
@@ -618,13 +638,14 @@ ngx_http_airlock_llm_slice(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (ctx->last_shadow != NULL) {
+    if (ctx->last_shadow != NULL && !defer) {
         ctx->last_shadow->shadow = b;
-        ctx->last_shadow = NULL;
 
     } else {
         b->pos = b->last;
     }
+
+    ctx->last_shadow = NULL;
 
     return NGX_OK;
 }

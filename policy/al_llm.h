@@ -431,6 +431,31 @@ typedef struct {
     unsigned         event:1;           /* it dispatched an event */
 } al_llm_sse_block_t;
 
+/*
+ * The scan of one event's data (al_llm_sse.c): where strings begin and
+ * end, the nesting, the few keys the parser acts on.  Private.
+ */
+typedef struct {
+    uint64_t         arrays;            /* bit d: level d is an array */
+    uint64_t         count;             /* text bytes counted */
+    unsigned         state;
+    unsigned         depth;
+    unsigned         expect;            /* key, value or neither next */
+    unsigned         role;              /* of the open string */
+    unsigned         key;               /* the last key read */
+    unsigned         choices;           /* depths of containers, 0: none */
+    unsigned         delta;
+    unsigned         skip;
+    unsigned         hex_left;
+    unsigned         hex;
+    unsigned         flags;
+    size_t           key_len;
+    size_t           type_len;
+    char             key_buf[10];
+    char             type[64];
+    char             type_tail[6];
+} al_llm_sse_scan_t;
+
 typedef struct {
     /* results, valid at any time */
     al_llm_usage_t   usage;             /* as reported so far */
@@ -438,6 +463,7 @@ typedef struct {
     uint64_t         delta_bytes;       /* generated text seen */
     uint64_t         events;
     uint64_t         dropped;           /* blocks dropped */
+    uint64_t         parsed;            /* events given to the JSON parser */
     unsigned         done:1;            /* the stream's end marker */
     unsigned         usage_seen:1;      /* final usage reported */
     unsigned         error:1;           /* an error event */
@@ -454,6 +480,7 @@ typedef struct {
     unsigned         event_over:1;
     unsigned         started:1;         /* Anthropic message_start */
     unsigned         ended:1;           /* al_llm_sse_finish() ran */
+    unsigned         parse_all:1;       /* tests: every event to jansson */
     unsigned         state;
     unsigned         target;
     uint64_t         offset;
@@ -462,18 +489,26 @@ typedef struct {
     size_t           field_len;
     char             event_name[64];
     size_t           event_len;
-    unsigned char   *data;
+    unsigned char    head[6];           /* the data's first bytes */
+    size_t           data_total;        /* the data's length, joined */
+    const unsigned char  *span;         /* its last piece, in the slice */
+    size_t           span_len;
+    unsigned char   *data;              /* the pieces before, copied */
     size_t           data_len;
     size_t           data_cap;
     size_t           data_lines;
+    al_llm_sse_scan_t  scan;
     uint64_t         in, cache_read, cache_write, out;
 } al_llm_sse_t;
 
 /*
  * The parser for a response of endpoint ep from a provider of this kind;
- * hide_usage is al_llm_req_t.hide_usage.  The event buffer is malloc'ed as
- * events need it (at most AL_LLM_EVENT_MAX + 1 bytes): al_llm_sse_free()
- * it.
+ * hide_usage is al_llm_req_t.hide_usage.  Events are read where they lie
+ * in the slice; the event buffer (at most AL_LLM_EVENT_MAX + 1 bytes) is
+ * malloc'ed only for an event whose data spans slices or has several
+ * lines: al_llm_sse_free() it.  Only events that can carry usage, the
+ * end, an error or the model are parsed as JSON ("parsed" counts them);
+ * the text of the others is counted by a scan of their bytes.
  */
 void al_llm_sse_init(al_llm_sse_t *s, al_llm_kind_t kind,
     al_llm_endpoint_t ep, unsigned hide_usage);

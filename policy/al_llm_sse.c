@@ -14,10 +14,21 @@
  * A UTF-8 BOM at the start is not stripped: providers do not send one,
  * and it would only turn the first line into an unknown field.
  *
- * Memory: only the data lines of the open event are kept, in a buffer that
- * grows to at most AL_LLM_EVENT_MAX + 1 bytes.  A block over that bound
- * stops the parser; from then on bytes are counted and settled, nothing
- * else.
+ * Most events are never parsed as JSON.  While an event's data arrives, a
+ * scan follows its strings and nesting (the same string rule as
+ * al_json_depth_ok(), so both agree on depth) and notes the few keys that
+ * matter: a "usage" object, an "error", the "type", the text of a
+ * "delta".  At the blank line that is enough to decide: an event that can
+ * report usage, end the stream, name the model or carry an error is
+ * parsed with jansson, exactly as before; any other event only adds the
+ * text bytes the scan counted (for estimates).  Keys written with escapes
+ * make an event parsed, so the scan never has to decode a key.
+ *
+ * Memory: the data of an event that lies in one piece of the slice being
+ * fed is read in place; only an event whose data spans slices, or has
+ * several data lines, is copied, into a buffer that grows to at most
+ * AL_LLM_EVENT_MAX + 1 bytes.  A block over that bound stops the parser;
+ * from then on bytes are counted and settled, nothing else.
  */
 
 #include <stdlib.h>
@@ -47,15 +58,72 @@ enum {
     AL_LLM_T_EVENT
 };
 
+/* the scan: where it is */
+enum {
+    AL_LLM_L_TOP = 0,                   /* before the top-level value */
+    AL_LLM_L_IN,                        /* inside it, outside strings */
+    AL_LLM_L_STR,
+    AL_LLM_L_ESC,                       /* after a backslash */
+    AL_LLM_L_HEX,                       /* in the digits of \uXXXX */
+    AL_LLM_L_END,                       /* after it: only blanks */
+    AL_LLM_L_DEAD                       /* nothing jansson would act on */
+};
+
+/* what comes next inside an object or array */
+enum {
+    AL_LLM_X_NONE = 0,
+    AL_LLM_X_KEY,
+    AL_LLM_X_VALUE
+};
+
+/* what the open string is */
+enum {
+    AL_LLM_R_NONE = 0,
+    AL_LLM_R_KEY,
+    AL_LLM_R_COUNT,                     /* generated text: count it */
+    AL_LLM_R_TYPE                       /* the top-level "type": keep it */
+};
+
+/* the keys the scan knows */
+enum {
+    AL_LLM_K_OTHER = 0,
+    AL_LLM_K_USAGE,
+    AL_LLM_K_ERROR,
+    AL_LLM_K_CHOICES,
+    AL_LLM_K_DELTA,
+    AL_LLM_K_TEXT,
+    AL_LLM_K_RESPONSE,
+    AL_LLM_K_TYPE,                      /* from here on: the keys */
+    AL_LLM_K_MODEL,                     /* al_llm_text_bytes() skips */
+    AL_LLM_K_ROLE,
+    AL_LLM_K_ID,
+    AL_LLM_K_INDEX,
+    AL_LLM_K_SIGNATURE,
+    AL_LLM_K_OBJECT
+};
+
+/* what the scan saw, for the decision at the blank line */
+#define AL_LLM_F_USAGE      0x01        /* top-level "usage": {...} */
+#define AL_LLM_F_ERROR      0x02        /* top-level "error", not null */
+#define AL_LLM_F_MODEL      0x04        /* top-level "model" */
+#define AL_LLM_F_RESPONSE   0x08        /* top-level "response": {...} */
+#define AL_LLM_F_ESCAPED    0x10        /* a key or the type has escapes */
+#define AL_LLM_F_TYPE       0x20        /* top-level "type" is a string */
+
 #define AL_LLM_DATA_MIN   4096
 
 
 static void al_llm_sse_field(al_llm_sse_t *s);
 static void al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
+static void al_llm_sse_keep(al_llm_sse_t *s);
 static int al_llm_sse_append(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
 static void al_llm_sse_dispatch(al_llm_sse_t *s);
+static int al_llm_sse_wanted(al_llm_sse_t *s);
+static void al_llm_sse_counted(al_llm_sse_t *s);
+static void al_llm_sse_parse(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
 static void al_llm_sse_block(al_llm_sse_t *s, al_llm_sse_block_t *blk);
 static void al_llm_sse_stop(al_llm_sse_t *s);
 static void al_llm_sse_chat(al_llm_sse_t *s, json_t *root);
@@ -64,6 +132,14 @@ static void al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root);
 static void al_llm_sse_model(al_llm_sse_t *s, const json_t *obj);
 static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
     size_t *len);
+static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
+static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
+    unsigned char c);
+static void al_llm_scan_key(al_llm_sse_scan_t *x);
+static int al_llm_scan_type(al_llm_sse_t *s, const char *name, size_t n);
+static int al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix,
+    size_t n);
+static size_t al_llm_utf8_len(unsigned cp);
 
 
 void
@@ -95,6 +171,8 @@ al_llm_sse_free(al_llm_sse_t *s)
     s->data = NULL;
     s->data_len = 0;
     s->data_cap = 0;
+    s->span = NULL;
+    s->span_len = 0;
 }
 
 
@@ -293,6 +371,9 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
         }
     }
 
+    /* the slice ends inside an event: what it had of the data is copied */
+    al_llm_sse_keep(s);
+
     s->offset = base + len;
     *used = len;
 
@@ -400,7 +481,19 @@ al_llm_sse_field(al_llm_sse_t *s)
         s->target = AL_LLM_T_DATA;
 
         if (s->data_lines > 0) {
-            (void) al_llm_sse_append(s, &nl, 1);
+            /* lines join with "\n": the data is no longer one piece */
+            al_llm_sse_keep(s);
+
+            if (s->scan.state != AL_LLM_L_DEAD || s->parse_all) {
+                (void) al_llm_sse_append(s, &nl, 1);
+            }
+
+            if (s->data_total < sizeof(s->head)) {
+                s->head[s->data_total] = nl;
+            }
+
+            s->data_total++;
+            al_llm_scan(s, &nl, 1);
         }
 
         s->data_lines++;
@@ -413,13 +506,37 @@ al_llm_sse_field(al_llm_sse_t *s)
 }
 
 
+/*
+ * A piece of a field's value.  Data is scanned where it lies; the piece
+ * is only remembered (span), and copied by al_llm_sse_keep() if another
+ * piece follows or the slice ends first.
+ */
+
 static void
 al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
+    size_t  k;
+
     switch (s->target) {
 
     case AL_LLM_T_DATA:
-        (void) al_llm_sse_append(s, p, n);
+        if (n == 0) {
+            break;
+        }
+
+        al_llm_sse_keep(s);
+
+        for (k = s->data_total; k < sizeof(s->head) && k - s->data_total < n;
+             k++)
+        {
+            s->head[k] = p[k - s->data_total];
+        }
+
+        s->data_total += n;
+        s->span = p;
+        s->span_len = n;
+
+        al_llm_scan(s, p, n);
         break;
 
     case AL_LLM_T_EVENT:
@@ -434,6 +551,27 @@ al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
     default:
         break;
     }
+}
+
+
+/*
+ * The remembered piece is about to go out of reach: copy it, unless the
+ * scan already knows the event will not be parsed.
+ */
+
+static void
+al_llm_sse_keep(al_llm_sse_t *s)
+{
+    if (s->span_len == 0) {
+        return;
+    }
+
+    if (s->scan.state != AL_LLM_L_DEAD || s->parse_all) {
+        (void) al_llm_sse_append(s, s->span, s->span_len);
+    }
+
+    s->span = NULL;
+    s->span_len = 0;
 }
 
 
@@ -520,52 +658,152 @@ al_llm_sse_stop(al_llm_sse_t *s)
 static void
 al_llm_sse_dispatch(al_llm_sse_t *s)
 {
-    json_t        *root;
-    json_error_t   err;
-
     if (s->data_lines > 0) {
         s->block_event = 1;
         s->events++;
 
-        if (s->proto == AL_LLM_P_CHAT && s->data_len == 6
-            && memcmp(s->data, "[DONE]", 6) == 0)
+        if (s->proto == AL_LLM_P_CHAT && s->data_total == 6
+            && memcmp(s->head, "[DONE]", 6) == 0)
         {
             s->done = 1;
 
-        } else if (s->data_len > 0
-                   && al_json_depth_ok(s->data, s->data_len))
-        {
-            root = json_loadb((const char *) s->data, s->data_len, 0, &err);
+        } else if (s->parse_all) {
+            al_llm_sse_keep(s);
+            al_llm_sse_parse(s, s->data, s->data_len);
 
-            if (root != NULL) {
-                if (json_is_object(root)) {
-                    switch (s->proto) {
+        } else if (s->scan.state == AL_LLM_L_END) {
 
-                    case AL_LLM_P_CHAT:
-                        al_llm_sse_chat(s, root);
-                        break;
+            /*
+             * One object and blanks.  Anything else jansson refuses or
+             * does not act on (valid JSON always ends the scan here).
+             */
 
-                    case AL_LLM_P_RESPONSES:
-                        al_llm_sse_responses(s, root);
-                        break;
+            if (!al_llm_sse_wanted(s)) {
+                al_llm_sse_counted(s);
 
-                    default:
-                        al_llm_sse_anthropic(s, root);
-                        break;
-                    }
-                }
+            } else if (s->data_len == 0) {
+                al_llm_sse_parse(s, s->span, s->span_len);
 
-                json_decref(root);
+            } else {
+                al_llm_sse_keep(s);
+                al_llm_sse_parse(s, s->data, s->data_len);
             }
         }
     }
 
     s->data_len = 0;
+    s->data_total = 0;
+    s->span = NULL;
+    s->span_len = 0;
     s->data_lines = 0;
     s->event_len = 0;
     s->event_over = 0;
     s->target = AL_LLM_T_NONE;
     s->state = AL_LLM_S_LINE;
+    memset(&s->scan, 0, sizeof(s->scan));
+}
+
+
+/*
+ * Does the event need the JSON parser: can it report usage, end the
+ * stream, carry an error or name the model still unknown?  Otherwise all
+ * it can give is text bytes, which the scan counted.
+ */
+
+static int
+al_llm_sse_wanted(al_llm_sse_t *s)
+{
+    unsigned  f;
+
+    f = s->scan.flags;
+
+    if (f & AL_LLM_F_ESCAPED) {
+        return 1;
+    }
+
+    switch (s->proto) {
+
+    case AL_LLM_P_CHAT:
+        return (f & (AL_LLM_F_USAGE | AL_LLM_F_ERROR))
+               || ((f & AL_LLM_F_MODEL) && s->model[0] == '\0');
+
+    case AL_LLM_P_RESPONSES:
+        return ((f & AL_LLM_F_RESPONSE) && s->model[0] == '\0')
+               || al_llm_scan_type(s, "response.completed", 18)
+               || al_llm_scan_type(s, "response.incomplete", 19)
+               || al_llm_scan_type(s, "response.failed", 15)
+               || al_llm_scan_type(s, "error", 5);
+
+    default:
+        return al_llm_scan_type(s, "message_start", 13)
+               || al_llm_scan_type(s, "message_delta", 13)
+               || al_llm_scan_type(s, "message_stop", 12)
+               || al_llm_scan_type(s, "error", 5);
+    }
+}
+
+
+/* an event not parsed: the text it carried, as the parser would count */
+
+static void
+al_llm_sse_counted(al_llm_sse_t *s)
+{
+    switch (s->proto) {
+
+    case AL_LLM_P_CHAT:
+        s->delta_bytes += s->scan.count;
+        break;
+
+    case AL_LLM_P_RESPONSES:
+        if (al_llm_scan_suffix(s, ".delta", 6)) {
+            s->delta_bytes += s->scan.count;
+        }
+        break;
+
+    default:
+        if (al_llm_scan_type(s, "content_block_delta", 19)) {
+            s->delta_bytes += s->scan.count;
+        }
+        break;
+    }
+}
+
+
+static void
+al_llm_sse_parse(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    json_t        *root;
+    json_error_t   err;
+
+    if (n == 0 || !al_json_depth_ok(p, n)) {
+        return;
+    }
+
+    s->parsed++;
+
+    root = json_loadb((const char *) p, n, 0, &err);
+    if (root == NULL) {
+        return;
+    }
+
+    if (json_is_object(root)) {
+        switch (s->proto) {
+
+        case AL_LLM_P_CHAT:
+            al_llm_sse_chat(s, root);
+            break;
+
+        case AL_LLM_P_RESPONSES:
+            al_llm_sse_responses(s, root);
+            break;
+
+        default:
+            al_llm_sse_anthropic(s, root);
+            break;
+        }
+    }
+
+    json_decref(root);
 }
 
 
@@ -798,4 +1036,518 @@ al_llm_sse_type(al_llm_sse_t *s, const json_t *root, size_t *len)
     }
 
     return NULL;
+}
+
+
+/*
+ * The scan of an event's data, fed piece by piece.  It keeps no bytes
+ * but a key being read (up to 10) and the top-level "type" (its first 64
+ * bytes and last 6), so it costs the same however the data is sliced.
+ * It is not a validator: on valid JSON it sees what jansson sees; on
+ * anything else jansson refuses the event, and all the scan may have done
+ * is count text bytes of an event that then adds nothing (a scan that
+ * does not end in L_END adds nothing either).
+ */
+
+static void
+al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    size_t              i, j;
+    unsigned            d;
+    unsigned char       c;
+    al_llm_sse_scan_t  *x;
+
+    x = &s->scan;
+
+    for (i = 0; i < n; i++) {
+        c = p[i];
+
+        switch (x->state) {
+
+        case AL_LLM_L_TOP:
+        case AL_LLM_L_END:
+
+            if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+                break;
+            }
+
+            if (c != '{' || x->state == AL_LLM_L_END) {
+                x->state = AL_LLM_L_DEAD;
+                return;
+            }
+
+            x->state = AL_LLM_L_IN;
+            x->depth = 1;
+            x->expect = AL_LLM_X_KEY;
+            break;
+
+        case AL_LLM_L_IN:
+
+            switch (c) {
+
+            case ' ': case '\t': case '\n': case '\r':
+                break;
+
+            case '"':
+                x->role = AL_LLM_R_NONE;
+
+                if (x->expect == AL_LLM_X_KEY) {
+                    x->role = AL_LLM_R_KEY;
+                    x->key_len = 0;
+
+                } else if (x->expect == AL_LLM_X_VALUE) {
+                    al_llm_scan_value(s, x, c);
+                }
+
+                x->expect = AL_LLM_X_NONE;
+                x->state = AL_LLM_L_STR;
+                break;
+
+            case '{':
+            case '[':
+                if (x->expect == AL_LLM_X_VALUE) {
+                    al_llm_scan_value(s, x, c);
+                }
+
+                /* as al_json_depth_ok() counts, whatever the grammar */
+
+                if (++x->depth > AL_JSON_DEPTH_MAX) {
+                    x->state = AL_LLM_L_DEAD;
+                    return;
+                }
+
+                if (c == '[') {
+                    x->arrays |= (uint64_t) 1 << x->depth;
+                    x->expect = AL_LLM_X_VALUE;
+
+                } else {
+                    x->arrays &= ~((uint64_t) 1 << x->depth);
+                    x->expect = AL_LLM_X_KEY;
+                }
+
+                x->key = AL_LLM_K_OTHER;
+                break;
+
+            case '}':
+            case ']':
+                d = x->depth;
+
+                if (x->skip == d) {
+                    x->skip = 0;
+                }
+
+                if (x->delta == d) {
+                    x->delta = 0;
+                }
+
+                if (x->choices == d) {
+                    x->choices = 0;
+                }
+
+                x->depth--;
+                x->expect = AL_LLM_X_NONE;
+
+                if (x->depth == 0) {
+                    x->state = AL_LLM_L_END;
+                }
+                break;
+
+            case ',':
+                x->expect = (x->arrays >> x->depth & 1) ? AL_LLM_X_VALUE
+                                                        : AL_LLM_X_KEY;
+                x->key = AL_LLM_K_OTHER;
+                break;
+
+            case ':':
+                x->expect = AL_LLM_X_VALUE;
+                break;
+
+            default:
+                /* a number, true, false, null: its first byte is enough */
+
+                if (x->expect == AL_LLM_X_VALUE) {
+                    al_llm_scan_value(s, x, c);
+                    x->expect = AL_LLM_X_NONE;
+                }
+                break;
+            }
+
+            break;
+
+        case AL_LLM_L_STR:
+
+            for (j = i; j < n && p[j] != '"' && p[j] != '\\'; j++) {
+                /* void */
+            }
+
+            switch (x->role) {
+
+            case AL_LLM_R_COUNT:
+                x->count += j - i;
+                break;
+
+            case AL_LLM_R_KEY:
+                if (x->key_len + (j - i) <= sizeof(x->key_buf)) {
+                    memcpy(x->key_buf + x->key_len, p + i, j - i);
+                    x->key_len += j - i;
+
+                } else {
+                    x->key_len = sizeof(x->key_buf) + 1;
+                }
+                break;
+
+            case AL_LLM_R_TYPE:
+                for ( /* void */ ; i < j; i++) {
+                    if (x->type_len < sizeof(x->type)) {
+                        x->type[x->type_len] = (char) p[i];
+                    }
+
+                    x->type_tail[x->type_len % sizeof(x->type_tail)] =
+                                                                (char) p[i];
+                    x->type_len++;
+                }
+                break;
+
+            default:
+                break;
+            }
+
+            i = j;
+
+            if (i == n) {
+                return;
+            }
+
+            if (p[i] == '\\') {
+                if (x->role == AL_LLM_R_KEY || x->role == AL_LLM_R_TYPE) {
+                    /* jansson decodes it; the event goes to jansson */
+                    x->flags |= AL_LLM_F_ESCAPED;
+                }
+
+                x->state = AL_LLM_L_ESC;
+                break;
+            }
+
+            if (x->role == AL_LLM_R_KEY) {
+                al_llm_scan_key(x);
+            }
+
+            x->role = AL_LLM_R_NONE;
+            x->state = AL_LLM_L_IN;
+            break;
+
+        case AL_LLM_L_ESC:
+
+            if (c == 'u') {
+                x->hex_left = 4;
+                x->hex = 0;
+                x->state = AL_LLM_L_HEX;
+                break;
+            }
+
+            if (x->role == AL_LLM_R_COUNT) {
+                x->count++;
+            }
+
+            x->state = AL_LLM_L_STR;
+            break;
+
+        case AL_LLM_L_HEX:
+
+            if (c >= '0' && c <= '9') {
+                x->hex = x->hex << 4 | (unsigned) (c - '0');
+
+            } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+                x->hex = x->hex << 4 | (unsigned) ((c | 0x20) - 'a' + 10);
+
+            } else {
+                /*
+                 * Invalid (jansson refuses it); the byte is read again as
+                 * part of the string, where al_json_depth_ok() reads it.
+                 */
+                x->state = AL_LLM_L_STR;
+                i--;
+                break;
+            }
+
+            if (--x->hex_left == 0) {
+                if (x->role == AL_LLM_R_COUNT) {
+                    x->count += al_llm_utf8_len(x->hex);
+                }
+
+                x->state = AL_LLM_L_STR;
+            }
+            break;
+
+        default:
+            return;
+        }
+    }
+}
+
+
+/*
+ * A value begins, with byte c, as a member of the container at the
+ * current depth (named by x->key when that is an object).  Decides what
+ * the value is to the parser: a flag, text to count, the type.
+ */
+
+static void
+al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x, unsigned char c)
+{
+    unsigned  d, key, open;
+
+    d = x->depth;
+    key = (x->arrays >> d & 1) ? AL_LLM_K_OTHER : x->key;
+    open = (c == '{' || c == '[');
+
+    x->key = AL_LLM_K_OTHER;
+
+    if (d == 1) {
+
+        switch (key) {
+
+        case AL_LLM_K_USAGE:
+            if (c == '{') {
+                x->flags |= AL_LLM_F_USAGE;
+            }
+            break;
+
+        case AL_LLM_K_ERROR:
+            if (c != 'n') {
+                x->flags |= AL_LLM_F_ERROR;
+            }
+            break;
+
+        case AL_LLM_K_MODEL:
+            x->flags |= AL_LLM_F_MODEL;
+            break;
+
+        case AL_LLM_K_RESPONSE:
+            if (c == '{') {
+                x->flags |= AL_LLM_F_RESPONSE;
+            }
+            break;
+
+        case AL_LLM_K_CHOICES:
+            if (s->proto == AL_LLM_P_CHAT && c == '[') {
+                x->choices = 2;
+            }
+            break;
+
+        case AL_LLM_K_TYPE:
+            if (s->proto == AL_LLM_P_CHAT) {
+                break;
+            }
+
+            /* the last "type" wins, as in jansson */
+
+            x->flags &= ~AL_LLM_F_TYPE;
+
+            if (c == '"') {
+                x->flags |= AL_LLM_F_TYPE;
+                x->role = AL_LLM_R_TYPE;
+                x->type_len = 0;
+            }
+            break;
+
+        case AL_LLM_K_DELTA:
+            if (s->proto == AL_LLM_P_CHAT) {
+                break;
+            }
+
+            /* the last "delta" wins too */
+
+            x->count = 0;
+
+            if (c == '"') {
+                x->role = AL_LLM_R_COUNT;
+
+            } else if (open && s->proto == AL_LLM_P_ANTHROPIC) {
+                x->delta = 2;
+            }
+            break;
+
+        default:
+            break;
+        }
+
+        return;
+    }
+
+    if (x->choices == 2 && d == 3 && !(x->arrays >> 3 & 1)) {
+
+        /* a member of choices[i]: its "delta" and (completions) "text" */
+
+        if (key == AL_LLM_K_DELTA) {
+            if (c == '"') {
+                x->role = AL_LLM_R_COUNT;
+
+            } else if (open) {
+                x->delta = 4;
+            }
+
+        } else if (key == AL_LLM_K_TEXT && c == '"') {
+            x->role = AL_LLM_R_COUNT;
+        }
+
+        return;
+    }
+
+    /* inside a delta: every string but those al_llm_text_bytes() skips */
+
+    if (x->delta == 0 || d < x->delta || (x->skip != 0 && d >= x->skip)) {
+        return;
+    }
+
+    if (key >= AL_LLM_K_TYPE) {
+        if (open) {
+            x->skip = d + 1;
+        }
+
+        return;
+    }
+
+    if (c == '"') {
+        x->role = AL_LLM_R_COUNT;
+    }
+}
+
+
+/* a key has been read: which one */
+
+static void
+al_llm_scan_key(al_llm_sse_scan_t *x)
+{
+    const char  *k;
+
+    x->key = AL_LLM_K_OTHER;
+
+    if (x->flags & AL_LLM_F_ESCAPED) {
+        return;
+    }
+
+    k = x->key_buf;
+
+#define al_llm_key_is(name)                                                   \
+    (memcmp(k, name, sizeof(name) - 1) == 0)
+
+    switch (x->key_len) {
+
+    case 2:
+        x->key = al_llm_key_is("id") ? AL_LLM_K_ID : AL_LLM_K_OTHER;
+        break;
+
+    case 4:
+        x->key = al_llm_key_is("text") ? AL_LLM_K_TEXT
+               : al_llm_key_is("type") ? AL_LLM_K_TYPE
+               : al_llm_key_is("role") ? AL_LLM_K_ROLE : AL_LLM_K_OTHER;
+        break;
+
+    case 5:
+        x->key = al_llm_key_is("delta") ? AL_LLM_K_DELTA
+               : al_llm_key_is("usage") ? AL_LLM_K_USAGE
+               : al_llm_key_is("model") ? AL_LLM_K_MODEL
+               : al_llm_key_is("index") ? AL_LLM_K_INDEX
+               : al_llm_key_is("error") ? AL_LLM_K_ERROR : AL_LLM_K_OTHER;
+        break;
+
+    case 6:
+        x->key = al_llm_key_is("object") ? AL_LLM_K_OBJECT : AL_LLM_K_OTHER;
+        break;
+
+    case 7:
+        x->key = al_llm_key_is("choices") ? AL_LLM_K_CHOICES
+                                          : AL_LLM_K_OTHER;
+        break;
+
+    case 8:
+        x->key = al_llm_key_is("response") ? AL_LLM_K_RESPONSE
+                                           : AL_LLM_K_OTHER;
+        break;
+
+    case 9:
+        x->key = al_llm_key_is("signature") ? AL_LLM_K_SIGNATURE
+                                            : AL_LLM_K_OTHER;
+        break;
+
+    default:
+        break;
+    }
+
+#undef al_llm_key_is
+}
+
+
+/*
+ * The event's type is name: the data's top-level "type" when it is a
+ * string, else the "event:" field, as al_llm_sse_type() decides.
+ */
+
+static int
+al_llm_scan_type(al_llm_sse_t *s, const char *name, size_t n)
+{
+    if (s->scan.flags & AL_LLM_F_TYPE) {
+        return s->scan.type_len == n && memcmp(s->scan.type, name, n) == 0;
+    }
+
+    return s->event_len == n && !s->event_over
+           && memcmp(s->event_name, name, n) == 0;
+}
+
+
+/* the type ends with suffix (n <= 6), and is longer than it */
+
+static int
+al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix, size_t n)
+{
+    size_t              k, len;
+    al_llm_sse_scan_t  *x;
+
+    x = &s->scan;
+
+    if (!(x->flags & AL_LLM_F_TYPE)) {
+        return s->event_len > n && !s->event_over
+               && memcmp(s->event_name + s->event_len - n, suffix, n) == 0;
+    }
+
+    len = x->type_len;
+
+    if (len <= n) {
+        return 0;
+    }
+
+    for (k = 0; k < n; k++) {
+        if (x->type_tail[(len - n + k) % sizeof(x->type_tail)] != suffix[k])
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/* bytes of a \uXXXX escape in UTF-8; a surrogate pair makes 4 in all */
+
+static size_t
+al_llm_utf8_len(unsigned cp)
+{
+    if (cp < 0x80) {
+        return 1;
+    }
+
+    if (cp < 0x800) {
+        return 2;
+    }
+
+    if (cp >= 0xd800 && cp <= 0xdbff) {
+        return 4;
+    }
+
+    if (cp >= 0xdc00 && cp <= 0xdfff) {
+        return 0;
+    }
+
+    return 3;
 }

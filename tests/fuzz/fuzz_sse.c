@@ -13,7 +13,10 @@
  *   - kept + dropped bytes account for every input byte exactly, and the
  *     kept bytes are the input with the dropped ranges cut out;
  *   - held-back bytes never exceed AL_LLM_EVENT_MAX + 1;
- *   - observing without filtering gives the same usage.
+ *   - observing without filtering gives the same usage;
+ *   - against the reference (parse_all: every event through jansson, as
+ *     before the scan decided which events need it): the same usage,
+ *     model, flags and kept bytes, and never fewer text bytes counted.
  */
 
 #include <stdint.h>
@@ -42,14 +45,15 @@ typedef struct {
     uint64_t             delta;
     unsigned             done;
     unsigned             stopped;
+    unsigned             error;
     char                 model[AL_LLM_MODEL_MAX];
 } fuzz_run_t;
 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep,
-    unsigned hide, const uint8_t *s, size_t len, const size_t *cuts,
-    size_t ncuts, fuzz_run_t *r);
+    unsigned hide, unsigned ref, const uint8_t *s, size_t len,
+    const size_t *cuts, size_t ncuts, fuzz_run_t *r);
 static void fuzz_slice(al_llm_sse_t *sse, fuzz_run_t *r, const uint8_t *p,
     size_t len);
 static void fuzz_block(fuzz_run_t *r, const al_llm_sse_block_t *blk,
@@ -57,6 +61,7 @@ static void fuzz_block(fuzz_run_t *r, const al_llm_sse_block_t *blk,
 static void fuzz_emit(fuzz_run_t *r, const uint8_t *p, uint64_t a,
     uint64_t to);
 static void fuzz_same(const fuzz_run_t *x, const fuzz_run_t *y);
+static void fuzz_like_ref(const fuzz_run_t *x, const fuzz_run_t *ref);
 
 
 static const al_llm_kind_t  fuzz_kinds[] = {
@@ -75,7 +80,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t              len, cuts[2], t;
     const uint8_t      *s;
     unsigned            hide;
-    fuzz_run_t          one, two, three;
+    fuzz_run_t          one, two, three, ref;
     al_llm_kind_t       kind;
     al_llm_endpoint_t   ep;
     al_llm_sse_t        sse;
@@ -102,12 +107,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cuts[1] = t;
     }
 
-    fuzz_run(kind, ep, hide, s, len, NULL, 0, &one);
-    fuzz_run(kind, ep, hide, s, len, cuts, 1, &two);
-    fuzz_run(kind, ep, hide, s, len, cuts, 2, &three);
+    fuzz_run(kind, ep, hide, 0, s, len, NULL, 0, &one);
+    fuzz_run(kind, ep, hide, 0, s, len, cuts, 1, &two);
+    fuzz_run(kind, ep, hide, 0, s, len, cuts, 2, &three);
+    fuzz_run(kind, ep, hide, 1, s, len, cuts, 1, &ref);
 
     fuzz_same(&one, &two);
     fuzz_same(&one, &three);
+    fuzz_like_ref(&one, &ref);
 
     /* without filtering: same usage, every byte */
 
@@ -130,6 +137,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(one.kept);
     free(two.kept);
     free(three.kept);
+    free(ref.kept);
 
     return 0;
 }
@@ -137,8 +145,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 static void
 fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
-    const uint8_t *s, size_t len, const size_t *cuts, size_t ncuts,
-    fuzz_run_t *r)
+    unsigned ref, const uint8_t *s, size_t len, const size_t *cuts,
+    size_t ncuts, fuzz_run_t *r)
 {
     size_t              i, from, to;
     uint64_t            end;
@@ -154,6 +162,7 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
     }
 
     al_llm_sse_init(&sse, kind, ep, hide);
+    sse.parse_all = ref;
 
     from = 0;
 
@@ -185,6 +194,7 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
     r->delta = sse.delta_bytes;
     r->done = sse.done;
     r->stopped = sse.stopped;
+    r->error = sse.error;
     memcpy(r->model, sse.model, sizeof(r->model));
 
     if (memchr(r->model, '\0', sizeof(r->model)) == NULL
@@ -336,6 +346,37 @@ fuzz_same(const fuzz_run_t *x, const fuzz_run_t *y)
         || x->done != y->done
         || x->stopped != y->stopped
         || strcmp(x->model, y->model) != 0)
+    {
+        abort();
+    }
+}
+
+
+/*
+ * The scan against the reference: all but the text count is the same;
+ * the count may only be higher (duplicate keys and events jansson refuses
+ * can add bytes the reference does not), and so may an estimate.
+ */
+
+static void
+fuzz_like_ref(const fuzz_run_t *x, const fuzz_run_t *ref)
+{
+    if (x->kept_len != ref->kept_len
+        || memcmp(x->kept, ref->kept, x->kept_len) != 0
+        || x->source != ref->source
+        || x->dropped != ref->dropped
+        || x->events != ref->events
+        || x->done != ref->done
+        || x->stopped != ref->stopped
+        || x->error != ref->error
+        || strcmp(x->model, ref->model) != 0
+        || x->delta < ref->delta
+        || x->usage.prompt_tokens != ref->usage.prompt_tokens
+        || x->usage.cached_tokens != ref->usage.cached_tokens
+        || x->usage.cache_write_tokens != ref->usage.cache_write_tokens
+        || x->usage.completion_tokens < ref->usage.completion_tokens
+        || (x->source == AL_LLM_SOURCE_STREAM
+            && memcmp(&x->usage, &ref->usage, sizeof(x->usage)) != 0))
     {
         abort();
     }

@@ -77,11 +77,21 @@ static void test_fields(void);
 static void test_oversized(void);
 static void test_interrupted(void);
 static void test_observe(void);
+static void test_scan_reference(void);
+static void test_scan_strings(void);
+static void test_scan_parsed(void);
+static void test_scan_copies(void);
+static void test_scan_counts(void);
+static void scan_stream(const cfg_t *cfg, const char *s, size_t len,
+    size_t cut, unsigned ref, al_llm_sse_t *sse);
 
 
 #define NOSKIP  ((size_t) -1)
 
 static uint32_t  rnd_state = 2463534242u;
+
+/* the parser's event buffer before the last scan_stream() finished */
+static size_t    scan_cap;
 
 
 /* chat.completions, stream: true, include_usage: blocks, LF form */
@@ -247,6 +257,11 @@ main(void)
     test_oversized();
     test_interrupted();
     test_observe();
+    test_scan_reference();
+    test_scan_strings();
+    test_scan_parsed();
+    test_scan_copies();
+    test_scan_counts();
 
     return tap_done();
 }
@@ -1128,4 +1143,450 @@ test_observe(void)
 
     al_llm_sse_free(&sse);
     free(s);
+}
+
+
+/*
+ * Feeds s in two slices cut at cut (len: one slice) and finishes; sse is
+ * left for inspection (al_llm_sse_free() it).  ref: every event through
+ * jansson, the reference the scan must agree with.
+ */
+
+static void
+scan_stream(const cfg_t *cfg, const char *s, size_t len, size_t cut,
+    unsigned ref, al_llm_sse_t *sse)
+{
+    al_llm_sse_block_t  blk;
+
+    al_llm_sse_init(sse, cfg->kind, cfg->ep, cfg->hide);
+    sse->parse_all = ref;
+
+    if (cut > len) {
+        cut = len;
+    }
+
+    al_llm_sse_observe(sse, (const unsigned char *) s, cut);
+    al_llm_sse_observe(sse, (const unsigned char *) s + cut, len - cut);
+
+    scan_cap = sse->data_cap;           /* finish frees the buffer */
+    (void) al_llm_sse_finish(sse, &blk);
+}
+
+
+/* the scan against every event through jansson: the same, to the byte */
+
+static int
+like_reference(const cfg_t *cfg, const char *s, size_t len)
+{
+    int           ok;
+    size_t        cut;
+    run_t         a, b;
+    al_llm_sse_t  x, y;
+
+    ok = 1;
+
+    for (cut = 0; cut <= len; cut += (len > 400 ? 7 : 1)) {
+        scan_stream(cfg, s, len, cut, 0, &x);
+        scan_stream(cfg, s, len, cut, 1, &y);
+
+        ok = ok && memcmp(&x.usage, &y.usage, sizeof(x.usage)) == 0
+             && strcmp(x.model, y.model) == 0
+             && x.delta_bytes == y.delta_bytes && x.events == y.events
+             && x.done == y.done && x.usage_seen == y.usage_seen
+             && x.error == y.error && x.parsed <= y.parsed;
+
+        al_llm_sse_free(&x);
+        al_llm_sse_free(&y);
+    }
+
+    /* and through the filter: the same bytes dropped */
+
+    run(cfg, s, len, NULL, 0, 3, &a);
+    memset(&b, 0, sizeof(b));
+    {
+        filt_t              f;
+        al_llm_sse_block_t  blk;
+
+        memset(&f, 0, sizeof(f));
+        f.out = &b;
+        al_llm_sse_init(&y, cfg->kind, cfg->ep, cfg->hide);
+        y.parse_all = 1;
+        filt_slice(&y, &f, s, len);
+
+        if (al_llm_sse_finish(&y, &blk) == 1 && blk.drop) {
+            filt_emit(&f, NULL, al_llm_sse_offset(&y), blk.start);
+            f.held_len = 0;
+            f.pending = blk.end;
+        }
+
+        filt_emit(&f, NULL, al_llm_sse_offset(&y), al_llm_sse_offset(&y));
+        b.source = al_llm_sse_result(&y, 3, &b.usage);
+        memcpy(b.model, y.model, sizeof(b.model));
+        b.dropped = y.dropped;
+        b.done = y.done;
+        b.stopped = y.stopped;
+        al_llm_sse_free(&y);
+        free(f.held);
+    }
+
+    ok = ok && same(&a, &b);
+
+    run_free(&a);
+    run_free(&b);
+
+    return ok;
+}
+
+
+static void
+test_scan_reference(void)
+{
+    char    *s;
+    size_t   len;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+    tap_ok(like_reference(&openai_hide, s, len),
+           "scan = reference: openai, every split");
+    free(s);
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\r\n", &len);
+    tap_ok(like_reference(&openai_keep, s, len),
+           "scan = reference: openai CRLF, usage kept");
+    free(s);
+
+    s = join(anthropic_blocks, ANTHROPIC_N, NOSKIP, "\n", &len);
+    tap_ok(like_reference(&anthropic_cfg, s, len),
+           "scan = reference: anthropic, every split");
+    free(s);
+
+    s = join(responses_blocks, RESPONSES_N, NOSKIP, "\n", &len);
+    tap_ok(like_reference(&responses_cfg, s, len),
+           "scan = reference: responses, every split");
+    free(s);
+
+    /* tool calls: names and arguments count, ids and types do not */
+
+    s = "data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{"
+        "\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,"
+        "\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":"
+        "\"get_weather\",\"arguments\":\"\"}}]}}]}\n\n"
+        "data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{"
+        "\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+        "\"{\\\"city\\\": \\\"Paris\\\"}\"}}]}}]}\n\n"
+        "data: {\"choices\":[{\"text\":\"legacy \\u00e9\\ud83d\\ude00\"},"
+        "{\"text\":5},[\"x\"],{\"delta\":\"plain\"}]}\n\n"
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+        "\"completion_tokens\":2,\"total_tokens\":3}}\n\n"
+        "data: [DONE]\n\n";
+    len = strlen(s);
+    tap_ok(like_reference(&openai_hide, s, len),
+           "scan = reference: tool calls, legacy text, odd choices");
+
+    /* anthropic thinking, tool input, signature skipped */
+
+    s = "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":\"c\","
+        "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+        "event: content_block_delta\n"
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"
+        "\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\n\n"
+        "event: content_block_delta\n"
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"
+        "\"type\":\"signature_delta\",\"signature\":\"c2lnbmF0dXJl\"}}\n\n"
+        "event: content_block_delta\n"
+        "data: {\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+        "\"partial_json\":\"{\\\"a\\\":1}\",\"more\":[{\"id\":\"x\","
+        "\"t\":\"yz\"}]}}\n\n"
+        "event: ping\n"
+        "data: {\"type\":\"ping\",\"delta\":\"not counted\"}\n\n";
+    len = strlen(s);
+    tap_ok(like_reference(&anthropic_cfg, s, len),
+           "scan = reference: anthropic thinking, tool input, signature");
+
+    /* responses: other deltas, a type after the delta, the event name */
+
+    s = "event: response.created\n"
+        "data: {\"type\":\"response.created\",\"response\":{\"model\":"
+        "\"gpt\",\"usage\":null}}\n\n"
+        "data: {\"delta\":\"args\",\"type\":"
+        "\"response.function_call_arguments.delta\"}\n\n"
+        "event: response.output_text.delta\n"
+        "data: {\"delta\":\"by name\"}\n\n"
+        "event: response.output_text.delta\n"
+        "data: {\"type\":\"response.output_text.done\",\"delta\":\"no\"}\n\n"
+        "data: {\"type\":\"response.reasoning_summary_text.delta.and.a."
+        "type.name.longer.than.sixty.four.bytes.delta\",\"delta\":\"l\"}"
+        "\n\n"
+        "data: {\"type\":\"response.output_text.delta\",\"delta\":[\"x\"]}"
+        "\n\n";
+    len = strlen(s);
+    tap_ok(like_reference(&responses_cfg, s, len),
+           "scan = reference: responses delta types, names, long type");
+}
+
+
+/* strings: what looks like a key inside one is text */
+
+static void
+test_scan_strings(void)
+{
+    const char    *s;
+    run_t          r;
+    al_llm_sse_t   x;
+
+    /* "usage" inside a content string is not usage */
+
+    s = "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":"
+        "\"usage\"}}],\"x\":\"usage\"}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":"
+        "\"\\\"usage\\\":{\\\"prompt_tokens\\\":99}\"}}]}\n\n"
+        "data: {\"choices\":[],\"note\":\"\\\"usage\\\":{}\"}\n\n"
+        "data: [DONE]\n\n";
+    run(&openai_hide, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.dropped == 0 && r.kept_len == strlen(s)
+           && r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.prompt_tokens == 0,
+           "\"usage\" inside strings: no usage, nothing dropped");
+    tap_ok(every_split(&openai_hide, s, strlen(s), &r),
+           "\"usage\" inside strings: every split");
+    run_free(&r);
+
+    scan_stream(&openai_hide, s, strlen(s), strlen(s), 0, &x);
+    tap_is_int((long) x.parsed, 1,
+               "\"usage\" inside strings: only the model event parsed");
+    tap_is_int((long) x.delta_bytes, 5 + 28,
+               "\"usage\" inside strings: counted as text, escapes "
+               "decoded");
+    al_llm_sse_free(&x);
+
+    /* escaped quotes and backslashes before the real usage */
+
+    s = "data: {\"choices\":[],\"a\":\"\\\\\",\"b\":\"\\\\\\\"\","
+        "\"c\":\"}]\\\"\",\"usage\":{\"prompt_tokens\":2,"
+        "\"completion_tokens\":1,\"total_tokens\":3}}\n\n"
+        "data: [DONE]\n\n";
+    run(&openai_hide, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.dropped == 1 && r.usage.total_tokens == 3
+           && r.source == AL_LLM_SOURCE_STREAM
+           && r.kept_len == 14,
+           "escaped quotes and backslashes: the usage after them found");
+    tap_ok(every_split(&openai_hide, s, strlen(s), &r),
+           "escaped quotes: every split");
+    run_free(&r);
+
+    /* a key written with escapes goes to jansson, which decodes it */
+
+    s = "data: {\"choices\":[],\"us\\u0061ge\":{\"prompt_tokens\":2,"
+        "\"completion_tokens\":1,\"total_tokens\":3}}\n\n"
+        "data: [DONE]\n\n";
+    run(&openai_hide, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.dropped == 1 && r.usage.total_tokens == 3
+           && r.source == AL_LLM_SOURCE_STREAM,
+           "a key with escapes: parsed, usage found");
+    run_free(&r);
+
+    /* the same key twice: jansson keeps the last */
+
+    s = "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+        "\"usage\":null}\n\n"
+        "data: [DONE]\n\n";
+    run(&openai_hide, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.dropped == 0 && r.source == AL_LLM_SOURCE_ESTIMATED,
+           "usage then usage null: no usage, kept");
+    run_free(&r);
+
+    /* usage null on every chunk (include_usage): none of them parsed */
+
+    s = "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":"
+        "\"ab\"}}],\"usage\":null}\n\n"
+        "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":"
+        "\"cd\"}}],\"usage\":null}\n\n"
+        "data: {\"model\":\"m\",\"choices\":[],\"usage\":{"
+        "\"prompt_tokens\":2,\"completion_tokens\":1,\"total_tokens\":3}}"
+        "\n\n"
+        "data: [DONE]\n\n";
+    scan_stream(&openai_hide, s, strlen(s), strlen(s), 0, &x);
+    tap_ok(x.parsed == 2 && x.usage.total_tokens == 3 && x.dropped == 1
+           && x.delta_bytes == 4,
+           "\"usage\":null chunks are not parsed; the model event and the "
+           "usage one are");
+    al_llm_sse_free(&x);
+
+    /* not one object: nothing, as jansson would give */
+
+    s = "data: {\"choices\":[],\"usage\":{\"total_tokens\":3}} {}\n\n"
+        "data: [{\"choices\":[],\"usage\":{\"total_tokens\":3}}]\n\n"
+        "data: {\"choices\":[],\"usage\":{\"total_tokens\":3}\n\n"
+        "data: [DONE]\n\n";
+    run(&openai_hide, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.dropped == 0 && r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.done && r.kept_len == strlen(s),
+           "trailing data, an array, an unclosed object: no usage");
+    run_free(&r);
+}
+
+
+/* which events go to jansson */
+
+static void
+test_scan_parsed(void)
+{
+    char          *s, *deep;
+    size_t         len, i;
+    al_llm_sse_t   x;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+    scan_stream(&openai_hide, s, len, len, 0, &x);
+    tap_ok(x.parsed == 2 && x.events == 7,
+           "openai: 2 of 7 events parsed (model, usage)");
+    al_llm_sse_free(&x);
+    free(s);
+
+    s = join(anthropic_blocks, ANTHROPIC_N, NOSKIP, "\n", &len);
+    scan_stream(&anthropic_cfg, s, len, len, 0, &x);
+    tap_ok(x.parsed == 4 && x.events == 9,
+           "anthropic: 4 of 9 events parsed (message_start, 2 "
+           "message_delta, message_stop)");
+    tap_is_int((long) x.delta_bytes, 5 + 20,
+               "anthropic: content_block_delta text counted, \\u00e9 as 2");
+    al_llm_sse_free(&x);
+    free(s);
+
+    s = join(responses_blocks, RESPONSES_N, NOSKIP, "\n", &len);
+    scan_stream(&responses_cfg, s, len, len, 0, &x);
+    tap_ok(x.parsed == 2 && x.events == 4 && x.delta_bytes == 16,
+           "responses: created (model) and completed parsed, deltas "
+           "counted");
+    al_llm_sse_free(&x);
+    free(s);
+
+    /* deeper than AL_JSON_DEPTH_MAX: not parsed, nothing counted */
+
+    deep = malloc(64 + 2 * 40 + 64);
+    if (deep == NULL) {
+        abort();
+    }
+
+    len = 0;
+    len += (size_t) sprintf(deep, "data: {\"choices\":[],\"usage\":{\"a\":");
+
+    for (i = 0; i < 40; i++) {
+        deep[len++] = '[';
+    }
+
+    for (i = 0; i < 40; i++) {
+        deep[len++] = ']';
+    }
+
+    len += (size_t) sprintf(deep + len, "}}\n\ndata: [DONE]\n\n");
+
+    scan_stream(&openai_hide, deep, len, 30, 0, &x);
+    tap_ok(x.parsed == 0 && !x.usage_seen && x.done,
+           "nesting over the bound: not parsed");
+    al_llm_sse_free(&x);
+    free(deep);
+}
+
+
+/* events in one piece are never copied */
+
+static void
+test_scan_copies(void)
+{
+    char          *s, *p;
+    size_t         len, n, head;
+    al_llm_sse_t   x;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+    scan_stream(&openai_hide, s, len, len, 0, &x);
+    tap_ok(scan_cap == 0 && x.usage_seen,
+           "a stream in one slice: no event copied");
+    al_llm_sse_free(&x);
+
+    scan_stream(&openai_hide, s, len, strlen(openai_blocks[0]) + 20, 0,
+                &x);
+    tap_ok(scan_cap > 0 && x.usage_seen,
+           "an event across slices: copied");
+    al_llm_sse_free(&x);
+    free(s);
+
+    /* a huge content event: scanned in place, counted, never copied */
+
+    n = 900 * 1024;
+    head = strlen("data: {\"choices\":[{\"delta\":{\"content\":\"");
+    s = malloc(head + n + 64);
+    if (s == NULL) {
+        abort();
+    }
+
+    p = s;
+    memcpy(p, "data: {\"choices\":[{\"delta\":{\"content\":\"", head);
+    p += head;
+    memset(p, 'z', n);
+    p += n;
+    memcpy(p, "\"}}]}\n\ndata: [DONE]\n\n", 21);
+    p += 21;
+    len = (size_t) (p - s);
+
+    scan_stream(&openai_hide, s, len, len, 0, &x);
+    tap_ok(scan_cap == 0 && x.delta_bytes == n && x.parsed == 0
+           && x.done && !x.stopped,
+           "a 900 KiB event in one slice: counted, not copied, not parsed");
+    al_llm_sse_free(&x);
+
+    scan_stream(&openai_hide, s, len, head + n / 2, 0, &x);
+    tap_ok(x.delta_bytes == n && x.parsed == 0 && x.done && !x.stopped,
+           "the same split in the middle: the same count");
+    al_llm_sse_free(&x);
+
+    /* a usage event behind a huge string: split, copied, parsed */
+
+    p = s;
+    memcpy(p, "data: {\"choices\":[],\"pad\":\"", 27);
+    p += 27;
+    memset(p, 'q', n);
+    p += n;
+    memcpy(p, "\",\"usage\":{\"total_tokens\":7}}\n\ndata: [DONE]\n\n", 45);
+    p += 45;
+    len = (size_t) (p - s);
+
+    scan_stream(&openai_hide, s, len, 27 + n / 3, 0, &x);
+    tap_ok(x.usage_seen && x.usage.total_tokens == 7 && x.dropped == 1
+           && x.parsed == 1 && scan_cap > 0,
+           "usage after 900 KiB, split: copied, found, dropped");
+    al_llm_sse_free(&x);
+
+    free(s);
+}
+
+
+/* text bytes as jansson decodes them */
+
+static void
+test_scan_counts(void)
+{
+    const char    *s;
+    al_llm_sse_t   x;
+
+    s = "data: {\"model\":\"m\",\"choices\":[]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"a\\n\\u00e9\\u20ac"
+        "\\ud83d\\ude00\\\\\"}}]}\n\n";
+    scan_stream(&openai_keep, s, strlen(s), 60, 0, &x);
+    tap_is_int((long) x.delta_bytes, 1 + 1 + 2 + 3 + 4 + 1,
+               "escapes count as their UTF-8 bytes");
+    al_llm_sse_free(&x);
+
+    /* multi-line data: joined with "\n", copied, counted once */
+
+    s = "data: {\"model\":\"m\",\"choices\":[]}\n\n"
+        "data: {\"choices\":[{\"delta\":\n"
+        "data: {\"content\":\"abc\"}}]}\n\n"
+        "data: {\"choices\":[],\n"
+        "data: \"usage\":{\"total_tokens\":4}}\n\n"
+        "data: [DONE]\n\n";
+    scan_stream(&openai_hide, s, strlen(s), strlen(s), 0, &x);
+    tap_ok(x.delta_bytes == 3 && x.usage.total_tokens == 4 && x.parsed == 2
+           && x.dropped == 1,
+           "multi-line data: scanned across the joins");
+    al_llm_sse_free(&x);
 }
