@@ -163,9 +163,18 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
  * true.  When the client had not set it itself, hide_usage says so and the
  * SSE parser drops the usage-only chunk the client did not ask for.
  *
- * The body is re-serialized (key order kept, compact, numbers exact) only
- * when one of the rewrites above happened; otherwise body is NULL and the
- * original bytes are forwarded untouched.
+ * A rewrite splices the body: a value over the cap is replaced by the
+ * cap, a null by the cap or by {"include_usage":true}, a false
+ * include_usage by true, and a member that is absent is added at the end
+ * of its object ("," and the member after the last value).  Every other
+ * byte is kept, so numbers, spacing and key order stay the client's.
+ * body is NULL when nothing was rewritten: the original bytes are
+ * forwarded untouched.
+ *
+ * model_at and model_raw_len locate the "model" value in the original
+ * body as raw JSON, its quotes included: replacing those bytes with
+ * another JSON string names another model.  body_model_at is where the
+ * same bytes are in body when it was rewritten (no splice touches them).
  */
 
 typedef struct {
@@ -184,6 +193,9 @@ typedef struct {
     uint64_t         prompt_estimate;   /* input tokens, roughly */
     char            *body;              /* rewritten (malloc), or NULL */
     size_t           body_len;
+    size_t           model_at;          /* "model" value in the original */
+    size_t           model_raw_len;     /* quotes included */
+    size_t           body_model_at;     /* the same bytes in body */
 } al_llm_req_t;
 
 /*
