@@ -246,7 +246,8 @@ const char *al_llm_source_name(al_llm_source_t source);
  * the top-level object only and captures the raw values of "usage" (up to
  * AL_LLM_USAGE_MAX bytes) and "model"; everything else streams past, so a
  * 100 MB embeddings response costs no memory.  The captures are parsed at
- * the end.  The struct is plain data: embed it, no free needed.
+ * the end.  The struct is plain data: embed it, no free needed; init
+ * writes its few state fields, not the capture buffers.
  */
 
 typedef struct {
@@ -264,8 +265,7 @@ typedef struct {
     unsigned             capture;       /* 0, or which value */
     char                 key[16];
     size_t               key_len;
-    char                 cap[AL_LLM_USAGE_MAX];
-    size_t               cap_len;
+    size_t               cap_len;       /* bytes of the value being taken */
     char                 usage[AL_LLM_USAGE_MAX];
     size_t               usage_len;
     char                 model[AL_LLM_MODEL_MAX + 8];

@@ -5,9 +5,11 @@
  * A non-streaming response may be large (embeddings) and arrives in
  * pieces, so it is never buffered: a byte scanner follows the nesting of
  * the top-level object, recognizes its member names, and copies only the
- * raw values of "usage" and "model" (each bounded).  jansson parses those
- * two small captures at the end.  The scanner is not a validator: on bytes
- * that are not JSON it captures nothing usable and the usage is estimated.
+ * raw values of "usage" and "model" (each bounded), once, straight where
+ * they are kept.  Inside other members it only looks for quotes and
+ * brackets.  jansson parses the two small captures at the end.  The
+ * scanner is not a validator: on bytes that are not JSON it captures
+ * nothing usable and the usage is estimated.
  */
 
 #include <stdio.h>
@@ -42,6 +44,11 @@ static void al_llm_out_field(al_llm_out_t *o, const char *name,
     const al_str_t *s, size_t max);
 
 
+/* bytes the response scanner stops at inside members it does not take */
+static const unsigned char  al_llm_resp_struct[256] = {
+    ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1
+};
+
 static const char *const  al_llm_sources[] = {
     "response", "stream", "estimated"
 };
@@ -67,11 +74,22 @@ void
 al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
     al_llm_endpoint_t ep)
 {
-    memset(r, 0, sizeof(*r));
+    /* the capture buffers are written before they are read */
 
     r->kind = kind;
     r->endpoint = ep;
     r->state = AL_LLM_R_START;
+    r->depth = 0;
+    r->in_str = 0;
+    r->esc = 0;
+    r->is_key = 0;
+    r->key_over = 0;
+    r->cap_over = 0;
+    r->capture = AL_LLM_CAP_NONE;
+    r->key_len = 0;
+    r->cap_len = 0;
+    r->usage_len = 0;
+    r->model_len = 0;
 }
 
 
@@ -82,9 +100,10 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
     unsigned char  c;
 
     for (i = 0; i < len && r->state != AL_LLM_R_DONE; i++) {
-        c = p[i];
 
         if (r->state == AL_LLM_R_START) {
+            c = p[i];
+
             if (c == '{') {
                 r->depth = 1;
                 r->state = AL_LLM_R_KEY;
@@ -127,7 +146,9 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                 continue;
             }
 
-            /* c is '"' or '\\', not escaped */
+            /* p[i] is '"' or '\\', not escaped */
+
+            c = p[i];
 
             if (r->capture) {
                 al_llm_resp_capture(r, &c, 1);
@@ -148,6 +169,23 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
             continue;
         }
+
+        if (r->depth > 1 && !r->capture) {
+
+            /* inside a member not taken: only quotes and brackets count */
+
+            for (j = i; j < len && !al_llm_resp_struct[p[j]]; j++) {
+                /* void */
+            }
+
+            if (j == len) {
+                break;
+            }
+
+            i = j;
+        }
+
+        c = p[i];
 
         if (r->depth == 1 && (c == ',' || c == '}')) {
             al_llm_resp_end_value(r);
@@ -198,11 +236,13 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                     && memcmp(r->key, "usage", 5) == 0)
                 {
                     r->capture = AL_LLM_CAP_USAGE;
+                    r->usage_len = 0;
 
                 } else if (!r->key_over && r->key_len == 5
                            && memcmp(r->key, "model", 5) == 0)
                 {
                     r->capture = AL_LLM_CAP_MODEL;
+                    r->model_len = 0;
                 }
             }
             break;
@@ -214,20 +254,19 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 }
 
 
-/* a top-level member's value ended: keep it if it was one we want */
+/*
+ * A top-level member's value ended: what was taken of it is kept, unless
+ * it did not fit.  A member named twice keeps the last value.
+ */
 
 static void
 al_llm_resp_end_value(al_llm_resp_t *r)
 {
-    if (r->capture == AL_LLM_CAP_USAGE && !r->cap_over) {
-        memcpy(r->usage, r->cap, r->cap_len);
-        r->usage_len = r->cap_len;
+    if (r->capture == AL_LLM_CAP_USAGE) {
+        r->usage_len = r->cap_over ? 0 : r->cap_len;
 
-    } else if (r->capture == AL_LLM_CAP_MODEL && !r->cap_over
-               && r->cap_len <= sizeof(r->model))
-    {
-        memcpy(r->model, r->cap, r->cap_len);
-        r->model_len = r->cap_len;
+    } else if (r->capture == AL_LLM_CAP_MODEL) {
+        r->model_len = r->cap_over ? 0 : r->cap_len;
     }
 
     r->capture = AL_LLM_CAP_NONE;
@@ -235,15 +274,29 @@ al_llm_resp_end_value(al_llm_resp_t *r)
 }
 
 
+/* straight into the buffer it is kept in */
+
 static void
 al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
 {
-    if (r->cap_over || n > sizeof(r->cap) - r->cap_len) {
+    char    *buf;
+    size_t   size;
+
+    if (r->capture == AL_LLM_CAP_USAGE) {
+        buf = r->usage;
+        size = sizeof(r->usage);
+
+    } else {
+        buf = r->model;
+        size = sizeof(r->model);
+    }
+
+    if (r->cap_over || n > size - r->cap_len) {
         r->cap_over = 1;
         return;
     }
 
-    memcpy(r->cap + r->cap_len, p, n);
+    memcpy(buf + r->cap_len, p, n);
     r->cap_len += n;
 }
 

@@ -12,7 +12,7 @@
 # (the version is pinned below) and started with portkey-shim.mjs, without
 # which it fails every streamed call on Node 20 (see that file);
 # --no-portkey leaves it out.  --perf FILE
-# records a call-graph profile (perf record -g) of the gateway worker
+# records a call-graph profile (perf record --call-graph dwarf) of the gateway worker
 # during the first JSON round.
 #
 # What it reports:
@@ -409,7 +409,8 @@ for my $round (1 .. $rounds) {
                 if ($perf_pid == 0) {
                     open(STDOUT, '>', '/dev/null');
                     open(STDERR, '>', '/dev/null');
-                    exec('perf', 'record', '-g', '-o', $perf, '-p',
+                    exec('perf', 'record', '-F', '1000', '--call-graph', 'dwarf',
+                         '-o', $perf, '-p',
                          $pid{gateway}, '--', 'sleep', $seconds)
                         or die "exec perf: $!";
                 }
