@@ -82,7 +82,7 @@ enum {
     AL_LLM_F_STREAM_OPTIONS,
     AL_LLM_F_N,
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX
+    AL_LLM_F_MAX = 12                   /* room for other specs */
 };
 
 typedef struct {
@@ -110,9 +110,26 @@ typedef struct {
     uint64_t             extra;         /* prompt tokens counted apart */
 } al_llm_body_t;
 
-/* 0, or -1 with detail set */
+/*
+ * What to record: the root object's members named in names go to
+ * f[index]; the one at index model (-1: none) is also unescaped into
+ * model[]; when the one at index nested is an object, its members named in
+ * nested_names go to f[nested_base + index].  prompt: count prompt text.
+ */
+typedef struct {
+    const char *const   *names;
+    int                  model;
+    int                  nested;
+    const char *const   *nested_names;
+    size_t               nested_base;
+    unsigned             prompt;
+} al_llm_scan_spec_t;
+
+/* 0, or -1 with detail set; a request body (AL_LLM_F_*) */
 int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
     char *detail, size_t size);
+int al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size);
 
 
 #endif /* AL_LLM_INTERNAL_H */

@@ -42,6 +42,7 @@ typedef struct {
     const unsigned char *p;
     size_t               len;
     size_t               pos;
+    const al_llm_scan_spec_t  *spec;
     al_llm_body_t       *b;
     char                *detail;
     size_t               size;
@@ -72,7 +73,7 @@ typedef struct {
 enum {
     AL_LLM_SK_OTHER = 0,
     AL_LLM_SK_ROOT,                     /* the body */
-    AL_LLM_SK_SO                        /* the body's stream_options */
+    AL_LLM_SK_SO                        /* spec->nested */
 };
 
 
@@ -94,7 +95,8 @@ static int al_llm_scan_key_eq(const unsigned char *p, const al_llm_key_t *a,
     const al_llm_sstr_t *b);
 static size_t al_llm_scan_unescape(const unsigned char *s, size_t len,
     char *dst);
-static int al_llm_scan_field(const char *name, size_t len);
+static int al_llm_scan_field(const char *const *names, const char *name,
+    size_t len);
 static int al_llm_scan_in(const char *const *list, const char *name,
     size_t len);
 static void al_llm_scan_ws(al_llm_sc_t *sc);
@@ -105,6 +107,13 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what);
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", NULL
+};
+
+static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
+
+static const al_llm_scan_spec_t  al_llm_scan_request = {
+    al_llm_scan_fields, AL_LLM_F_MODEL, AL_LLM_F_STREAM_OPTIONS,
+    al_llm_scan_so, AL_LLM_F_INCLUDE_USAGE, 1
 };
 
 /* where prompt text lives, per API; the estimate reads only these */
@@ -137,6 +146,14 @@ int
 al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
     char *detail, size_t size)
 {
+    return al_llm_json_scan(&al_llm_scan_request, p, len, b, detail, size);
+}
+
+
+int
+al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size)
+{
     int          rc;
     al_llm_sc_t  sc;
     al_llm_sv_t  sv;
@@ -151,6 +168,7 @@ al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
     sc.p = p;
     sc.len = len;
     sc.pos = 0;
+    sc.spec = spec;
     sc.b = b;
     sc.detail = detail;
     sc.size = size;
@@ -443,27 +461,28 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
             /* longer than any name looked for */
 
         } else if (sv->kind == AL_LLM_SK_ROOT) {
-            id = al_llm_scan_field(name, s.dlen);
+            id = al_llm_scan_field(sc->spec->names, name, s.dlen);
 
             if (id >= 0) {
                 child.field = &b->f[id];
 
-                if (id == AL_LLM_F_MODEL) {
+                if (id == sc->spec->model) {
                     child.dst = b->model;
                     child.cap = sizeof(b->model);
 
-                } else if (id == AL_LLM_F_STREAM_OPTIONS) {
+                } else if (id == sc->spec->nested) {
                     child.kind = AL_LLM_SK_SO;
                 }
             }
 
-            child.count = al_llm_scan_in(al_llm_scan_prompt, name, s.dlen);
+            child.count = sc->spec->prompt
+                          && al_llm_scan_in(al_llm_scan_prompt, name, s.dlen);
 
         } else if (sv->kind == AL_LLM_SK_SO) {
-            if (s.dlen == sizeof("include_usage") - 1
-                && memcmp(name, "include_usage", s.dlen) == 0)
-            {
-                child.field = &b->f[AL_LLM_F_INCLUDE_USAGE];
+            id = al_llm_scan_field(sc->spec->nested_names, name, s.dlen);
+
+            if (id >= 0) {
+                child.field = &b->f[sc->spec->nested_base + (size_t) id];
             }
 
         } else if (sv->count
@@ -1031,14 +1050,12 @@ al_llm_scan_key_eq(const unsigned char *p, const al_llm_key_t *a,
 
 
 static int
-al_llm_scan_field(const char *name, size_t len)
+al_llm_scan_field(const char *const *names, const char *name, size_t len)
 {
     int  i;
 
-    for (i = 0; al_llm_scan_fields[i] != NULL; i++) {
-        if (strlen(al_llm_scan_fields[i]) == len
-            && memcmp(al_llm_scan_fields[i], name, len) == 0)
-        {
+    for (i = 0; names != NULL && names[i] != NULL; i++) {
+        if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0) {
             return i;
         }
     }

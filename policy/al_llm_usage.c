@@ -38,6 +38,8 @@ enum {
 static void al_llm_resp_end_value(al_llm_resp_t *r);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
+static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
+static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static void al_llm_out_field(al_llm_out_t *o, const char *name,
@@ -47,6 +49,39 @@ static void al_llm_out_field(al_llm_out_t *o, const char *name,
 /* bytes the response scanner stops at inside members it does not take */
 static const unsigned char  al_llm_resp_struct[256] = {
     ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1
+};
+
+/*
+ * The members of a captured "usage" read, per API; f[4] is cached_tokens
+ * in the details object.
+ */
+static const char *const  al_llm_usage_details[] = { "cached_tokens", NULL };
+
+static const char *const  al_llm_usage_oai_names[] = {
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", NULL
+};
+
+static const char *const  al_llm_usage_resp_names[] = {
+    "input_tokens", "output_tokens", "total_tokens", "input_tokens_details",
+    NULL
+};
+
+static const char *const  al_llm_usage_ant_names[] = {
+    "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+    "output_tokens", NULL
+};
+
+static const al_llm_scan_spec_t  al_llm_usage_oai = {
+    al_llm_usage_oai_names, -1, 3, al_llm_usage_details, 4, 0
+};
+
+static const al_llm_scan_spec_t  al_llm_usage_resp = {
+    al_llm_usage_resp_names, -1, 3, al_llm_usage_details, 4, 0
+};
+
+static const al_llm_scan_spec_t  al_llm_usage_ant = {
+    al_llm_usage_ant_names, -1, -1, NULL, 0, 0
 };
 
 static const char *const  al_llm_sources[] = {
@@ -305,9 +340,11 @@ int
 al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
-    int           rc;
-    json_t       *v;
-    json_error_t  err;
+    json_t                    *v;
+    al_llm_body_t              b;
+    json_error_t               err;
+    const al_llm_scan_spec_t  *spec;
+    char                       detail[AL_DETAIL_MAX];
 
     memset(u, 0, sizeof(*u));
 
@@ -323,41 +360,58 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
         }
     }
 
-    if (r->usage_len == 0
-        || !al_json_depth_ok((const unsigned char *) r->usage,
-                             r->usage_len))
+    if (r->usage_len == 0) {
+        return -1;
+    }
+
+    /* the strict scanner, no tree: the usage object is a few integers */
+
+    spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
+           : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
+           : &al_llm_usage_oai;
+
+    if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
+                         r->usage_len, &b, detail, sizeof(detail))
+        != 0
+        || b.root.type != AL_LLM_JT_OBJECT)
     {
         return -1;
     }
 
-    v = json_loadb(r->usage, r->usage_len, 0, &err);
-    if (v == NULL) {
-        return -1;
+    if (r->kind == AL_LLM_ANTHROPIC) {
+        al_llm_usage_anthropic(al_llm_usage_u64(&b.f[0]),
+                               al_llm_usage_u64(&b.f[1]),
+                               al_llm_usage_u64(&b.f[2]),
+                               al_llm_usage_u64(&b.f[3]), u);
+        return 0;
     }
 
-    rc = -1;
+    /* openai chat, completions, embeddings; responses: the same places */
 
-    if (json_is_object(v)) {
-        rc = 0;
+    u->prompt_tokens = al_llm_usage_u64(&b.f[0]);
+    u->completion_tokens = al_llm_usage_u64(&b.f[1]);
+    u->total_tokens = al_llm_usage_u64(&b.f[2]);
+    u->cached_tokens = al_llm_usage_u64(&b.f[4]);
 
-        if (r->kind == AL_LLM_ANTHROPIC) {
-            al_llm_usage_anthropic(
-                al_llm_json_u64(v, "input_tokens", NULL),
-                al_llm_json_u64(v, "cache_read_input_tokens", NULL),
-                al_llm_json_u64(v, "cache_creation_input_tokens", NULL),
-                al_llm_json_u64(v, "output_tokens", NULL), u);
-
-        } else if (r->endpoint == AL_LLM_EP_RESPONSES) {
-            al_llm_usage_responses(v, u);
-
-        } else {
-            al_llm_usage_openai(v, u);
-        }
+    if (u->total_tokens == 0) {
+        u->total_tokens = u->prompt_tokens + u->completion_tokens;
     }
 
-    json_decref(v);
+    return 0;
+}
 
-    return rc;
+
+/* as al_llm_json_u64(): a non-negative integer, else 0; at most 2^48 */
+
+static uint64_t
+al_llm_usage_u64(const al_llm_jfield_t *f)
+{
+    if (f->type != AL_LLM_JT_INT || f->num < 0) {
+        return 0;
+    }
+
+    return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
+                                                  : (uint64_t) f->num;
 }
 
 
@@ -583,7 +637,6 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     struct tm      tm;
     al_llm_out_t   o;
     uint64_t       total;
-    char           ts[64];
 
     al_llm_out_init(&o, buf, size);
 
@@ -602,18 +655,29 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
         tm.tm_mday = 1;
     }
 
-    (void) snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                    tm.tm_hour, tm.tm_min, tm.tm_sec, (int) ms);
-
     total = rec->usage.total_tokens;
     if (total == 0) {
         total = rec->usage.prompt_tokens + rec->usage.completion_tokens;
     }
 
+    /* 2026-12-01T15:04:05.123Z, written digit by digit */
+
     al_llm_out_cstr(&o, "{\"time\":\"");
-    al_llm_out_cstr(&o, ts);
-    al_llm_out_cstr(&o, "\"");
+    al_llm_out_dec(&o, (uint64_t) (tm.tm_year + 1900 < 0
+                                   ? 0 : tm.tm_year + 1900), 4);
+    al_llm_out_raw(&o, "-", 1);
+    al_llm_out_dec(&o, (uint64_t) (tm.tm_mon + 1), 2);
+    al_llm_out_raw(&o, "-", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_mday, 2);
+    al_llm_out_raw(&o, "T", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_hour, 2);
+    al_llm_out_raw(&o, ":", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_min, 2);
+    al_llm_out_raw(&o, ":", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_sec, 2);
+    al_llm_out_raw(&o, ".", 1);
+    al_llm_out_dec(&o, (uint64_t) ms, 3);
+    al_llm_out_cstr(&o, "Z\"");
     al_llm_out_field(&o, ",\"request_id\":", &rec->request_id,
                      AL_LLM_RECORD_STR_MAX);
     al_llm_out_field(&o, ",\"client\":", &rec->client,
@@ -730,13 +794,26 @@ al_llm_out_cstr(al_llm_out_t *o, const char *s)
 void
 al_llm_out_u64(al_llm_out_t *o, uint64_t v)
 {
-    int   n;
-    char  tmp[24];
+    al_llm_out_dec(o, v, 1);
+}
 
-    n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long) v);
-    if (n > 0) {
-        al_llm_out_raw(o, tmp, (size_t) n);
-    }
+
+/* v in decimal, at least width digits (zeros in front); no printf */
+
+static void
+al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width)
+{
+    char   *p;
+    char    tmp[24];
+
+    p = tmp + sizeof(tmp);
+
+    do {
+        *--p = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v != 0 || (size_t) (tmp + sizeof(tmp) - p) < width);
+
+    al_llm_out_raw(o, p, (size_t) (tmp + sizeof(tmp) - p));
 }
 
 

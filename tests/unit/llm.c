@@ -1089,6 +1089,23 @@ test_usage(void)
     tap_ok(rc == 0 && u.prompt_tokens == 8 && u.completion_tokens == 0
            && u.total_tokens == 8, "embeddings usage");
 
+    body = "{\"choices\":[{\"message\":{\"usage\":{\"prompt_tokens\":999}}}],"
+           "\"usage\" : { \"prompt_\\u0074okens\" : 7 , \"completion_tokens\":"
+           "2,\"prompt_tokens_details\":{\"audio_tokens\":0,"
+           "\"cached_tokens\":4},\"x\":[1,{\"total_tokens\":50}]}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_ok(rc == 0 && u.prompt_tokens == 7 && u.completion_tokens == 2
+           && u.cached_tokens == 4 && u.total_tokens == 9,
+           "usage: escaped names, details, nested look-alikes ignored");
+
+    body = "{\"usage\":{\"prompt_tokens\":7,\"prompt_tokens\":1000}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_ok(rc == -1, "usage with a key twice is no usage (estimated)");
+
     body = "{\"error\":{\"message\":\"bad\","
            "\"type\":\"invalid_request_error\",\"param\":null,"
            "\"code\":null}}";
