@@ -609,11 +609,10 @@ if ($portkey) {
     }
     my $leads = $rss{gateway} < $rss{portkey};
     push @lead, 'RSS' unless $leads;
-    push @lines, sprintf($markdown ? "| both | RSS after the rounds | %d kB "
-                                     . "| %d kB | %s |"
+    push @lines, sprintf($markdown ? "| %s | %s | %d kB | %d kB | %s |"
                                    : "%-12s %-12s %7d kB %7d kB %s",
-                         'both', 'RSS', $rss{gateway}, $rss{portkey},
-                         $leads ? 'yes' : 'NO');
+                         'both', 'RSS after the rounds', $rss{gateway},
+                         $rss{portkey}, $leads ? 'yes' : 'NO');
     push @lines, '', @lead ? 'the gateway does not lead Portkey on: '
                              . join(', ', @lead)
                            : 'the gateway leads Portkey on every row';
