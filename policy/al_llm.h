@@ -137,9 +137,10 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
 /*
  * The request body (al_llm.c).
  *
- * Parsed strictly (al_json_check(): duplicate keys, trailing data, depth,
- * NUL are refused), bounded by llm->body_max, and must be an object with a
- * string "model" in the allowlist.  "stream" must be a boolean (or null).
+ * Read in one strict pass that builds no tree (al_llm_body_scan(): what
+ * al_json_check() refuses is refused, duplicate keys compared unescaped),
+ * bounded by llm->body_max, and must be an object with a string "model"
+ * in the allowlist.  "stream" must be a boolean (or null).
  *
  * Output caps, when the client has max_tokens:
  *   chat         max_completion_tokens and max_tokens, each clamped or

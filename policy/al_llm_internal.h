@@ -1,6 +1,6 @@
 /*
  * Private to the al_llm*.c files: a bounded output writer, usage objects
- * from jansson values, and the raw-bytes depth scan.
+ * from jansson values, and the strict one-pass JSON scanner.
  */
 
 #ifndef AL_LLM_INTERNAL_H
