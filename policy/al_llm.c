@@ -2,12 +2,12 @@
  * LLM gateway: which endpoints a provider prefix serves, and the policy on
  * request bodies (model allowlist, stream, output caps, usage in streams).
  *
- * The body is parsed once by al_json_check() for the refusals every route
- * shares (duplicate keys, depth, trailing data, NUL), then by jansson for
- * the fields read here.  A rewrite re-serializes the parsed document, so
- * what the upstream reads is exactly what was checked; reals are printed
- * with the fewest digits that give every one of them back unchanged, so
- * 0.7 stays 0.7.
+ * The body is read in one strict pass (al_llm_body_scan(): the refusals
+ * of al_json_check(), with the members read here located, no tree built).
+ * A rewrite splices the few byte ranges it changes (a value replaced, a
+ * member added at the end of an object) and keeps every other byte, so
+ * what the upstream reads is what was checked, numbers and spacing as the
+ * client wrote them.
  */
 
 #include <stdarg.h>
@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <jansson.h>
 
 #include "al_llm_internal.h"
 
@@ -26,6 +25,8 @@
 #define AL_LLM_K_ANT      (1u << AL_LLM_ANTHROPIC)
 
 #define AL_LLM_SHOW_MAX   64
+#define AL_LLM_EDITS      4             /* splices per body, at most */
+#define AL_LLM_EDIT_MAX   64            /* bytes one splice inserts */
 
 
 typedef struct {
@@ -37,13 +38,24 @@ typedef struct {
     const char *const   *query;         /* allowed names, or NULL */
 } al_llm_ep_def_t;
 
+/* one splice: del bytes at at are replaced by text */
+typedef struct {
+    size_t                  at;
+    size_t                  del;
+    size_t                  tlen;
+    char                    text[AL_LLM_EDIT_MAX];
+} al_llm_edit_t;
+
 typedef struct {
     const al_llm_t         *llm;
     const al_llm_client_t  *lc;
     al_llm_endpoint_t       ep;
-    json_t                 *root;
+    const unsigned char    *body;
+    size_t                  len;
+    al_llm_body_t          *b;
     al_llm_req_t           *req;
-    unsigned                rewrite:1;
+    size_t                  nedits;
+    al_llm_edit_t           edit[AL_LLM_EDITS];
 } al_llm_rq_t;
 
 
@@ -56,11 +68,11 @@ static int al_llm_req_stream(al_llm_rq_t *rq);
 static int al_llm_req_tokens(al_llm_rq_t *rq);
 static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
-static int al_llm_req_dump(al_llm_rq_t *rq);
-static void al_llm_estimate(const json_t *v, unsigned depth,
-    uint64_t *bytes, uint64_t *extra);
-static int al_llm_attachment_key(const char *key);
-static int al_llm_real_digits(const json_t *v, unsigned depth);
+static int al_llm_req_splice(al_llm_rq_t *rq);
+static int al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int al_llm_edit_member(al_llm_rq_t *rq, size_t last,
+    size_t nmembers, const char *name, const char *value);
 static int al_llm_fail(char *detail, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -95,19 +107,6 @@ static const char *const  al_llm_ep_names[] = {
     "none", "chat/completions", "completions", "embeddings", "responses",
     "messages", "models", "models/{id}"
 };
-
-/* where prompt text lives, per API; the estimate reads only these */
-static const char *const  al_llm_prompt_keys[] = {
-    "messages", "prompt", "input", "instructions", "system", "tools",
-    "functions", NULL
-};
-
-/* values that are images, audio or files: a flat estimate each */
-static const char *const  al_llm_attachment_keys[] = {
-    "image_url", "image", "source", "file", "file_data", "input_audio",
-    NULL
-};
-
 
 const char *
 al_llm_endpoint_name(al_llm_endpoint_t ep)
@@ -436,11 +435,8 @@ al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_llm_req_t *req)
 {
-    uint64_t      bytes, extra;
-    size_t        i;
-    json_t       *v;
-    al_llm_rq_t   rq;
-    json_error_t  err;
+    al_llm_rq_t    rq;
+    al_llm_body_t  b;
 
     memset(req, 0, sizeof(*req));
 
@@ -475,34 +471,32 @@ al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
         return req->reason;
     }
 
-    if (al_json_check(NULL, body, len, req->detail, sizeof(req->detail))
-        != 0)
+    if (al_llm_body_scan(body, len, &b, req->detail, sizeof(req->detail))
+        != 0
+        || (b.jansson
+            && al_json_check(NULL, body, len, req->detail,
+                             sizeof(req->detail))
+               != 0))
     {
         req->reason = AL_REASON_BODY;
+        return req->reason;
+    }
+
+    if (b.root.type != AL_LLM_JT_OBJECT) {
+        req->reason = AL_REASON_BODY;
+        (void) al_llm_fail(req->detail, sizeof(req->detail),
+                           "the body must be a JSON object");
         return req->reason;
     }
 
     rq.llm = llm;
     rq.lc = lc;
     rq.ep = ep;
+    rq.body = body;
+    rq.len = len;
+    rq.b = &b;
     rq.req = req;
-    rq.rewrite = 0;
-
-    rq.root = json_loadb((const char *) body, len, JSON_REJECT_DUPLICATES,
-                         &err);
-    if (rq.root == NULL) {
-        req->reason = AL_REASON_BODY;
-        (void) al_llm_fail(req->detail, sizeof(req->detail),
-                           "the body must be a JSON object");
-        return req->reason;
-    }
-
-    if (!json_is_object(rq.root)) {
-        req->reason = AL_REASON_BODY;
-        (void) al_llm_fail(req->detail, sizeof(req->detail),
-                           "the body must be a JSON object");
-        goto done;
-    }
+    rq.nedits = 0;
 
     if (al_llm_req_model(&rq) != 0
         || al_llm_req_stream(&rq) != 0
@@ -510,28 +504,14 @@ al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_n(&rq) != 0
         || al_llm_req_usage(&rq) != 0)
     {
-        goto done;
+        return req->reason;
     }
 
-    bytes = 0;
-    extra = 0;
+    req->prompt_estimate = (b.text_bytes + 3) / 4 + b.extra;
 
-    for (i = 0; al_llm_prompt_keys[i] != NULL; i++) {
-        v = json_object_get(rq.root, al_llm_prompt_keys[i]);
-        if (v != NULL) {
-            al_llm_estimate(v, 0, &bytes, &extra);
-        }
+    if (rq.nedits > 0) {
+        (void) al_llm_req_splice(&rq);
     }
-
-    req->prompt_estimate = (bytes + 3) / 4 + extra;
-
-    if (rq.rewrite) {
-        (void) al_llm_req_dump(&rq);
-    }
-
-done:
-
-    json_decref(rq.root);
 
     return req->reason;
 }
@@ -578,24 +558,46 @@ al_llm_ctype_json(const char *ctype, size_t len)
 static int
 al_llm_req_model(al_llm_rq_t *rq)
 {
-    size_t         len;
-    json_t        *v;
-    const char    *model;
-    al_llm_req_t  *req;
-    char           show[AL_LLM_SHOW_MAX + 4];
+    size_t                 len;
+    const char            *model;
+    al_llm_req_t          *req;
+    const al_llm_jfield_t *f;
+    char                   show[AL_LLM_SHOW_MAX + 4];
 
     req = rq->req;
+    f = &rq->b->f[AL_LLM_F_MODEL];
 
-    v = json_object_get(rq->root, "model");
-
-    if (v == NULL || !json_is_string(v)) {
+    if (f->type != AL_LLM_JT_STRING) {
         req->reason = AL_REASON_BODY;
         return al_llm_fail(req->detail, sizeof(req->detail),
                            "\"model\" must be a string");
     }
 
-    model = json_string_value(v);
-    len = json_string_length(v);
+    len = (size_t) f->num;
+    model = rq->b->model;
+
+    if (len >= sizeof(rq->b->model)) {
+        /*
+         * Longer than any name kept: an allowlist entry this long is
+         * compared with the name as written (when it has no escapes).
+         */
+
+        if (!f->esc
+            && al_llm_model_allowed(rq->llm, rq->lc,
+                                    (const char *) rq->body + f->at + 1,
+                                    len))
+        {
+            req->reason = AL_REASON_BODY;
+            return al_llm_fail(req->detail, sizeof(req->detail),
+                               "model name too long");
+        }
+
+        (void) al_llm_show(show, sizeof(show), model,
+                           sizeof(rq->b->model), AL_LLM_SHOW_MAX);
+        req->reason = AL_REASON_MODEL;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "model \"%s\" is not allowed", show);
+    }
 
     if (!al_llm_model_allowed(rq->llm, rq->lc, model, len)) {
         (void) al_llm_show(show, sizeof(show), model, len, AL_LLM_SHOW_MAX);
@@ -604,15 +606,12 @@ al_llm_req_model(al_llm_rq_t *rq)
                            "model \"%s\" is not allowed", show);
     }
 
-    if (len >= sizeof(req->model)) {
-        req->reason = AL_REASON_BODY;
-        return al_llm_fail(req->detail, sizeof(req->detail),
-                           "model name too long");
-    }
-
     memcpy(req->model, model, len);
     req->model[len] = '\0';
     req->model_len = len;
+    req->model_at = f->at;
+    req->model_raw_len = f->len;
+    req->body_model_at = f->at;
 
     return 0;
 }
@@ -621,25 +620,25 @@ al_llm_req_model(al_llm_rq_t *rq)
 static int
 al_llm_req_stream(al_llm_rq_t *rq)
 {
-    json_t  *v;
+    const al_llm_jfield_t  *f;
 
     if (rq->ep == AL_LLM_EP_EMBEDDINGS) {
         return 0;
     }
 
-    v = json_object_get(rq->root, "stream");
+    f = &rq->b->f[AL_LLM_F_STREAM];
 
-    if (v == NULL || json_is_null(v)) {
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
         return 0;
     }
 
-    if (!json_is_boolean(v)) {
+    if (f->type != AL_LLM_JT_TRUE && f->type != AL_LLM_JT_FALSE) {
         rq->req->reason = AL_REASON_BODY;
         return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
                            "\"stream\" must be a boolean");
     }
 
-    rq->req->stream = json_is_true(v);
+    rq->req->stream = (f->type == AL_LLM_JT_TRUE);
 
     return 0;
 }
@@ -648,14 +647,16 @@ al_llm_req_stream(al_llm_rq_t *rq)
 static int
 al_llm_req_tokens(al_llm_rq_t *rq)
 {
-    size_t             i, n;
-    json_t            *v;
-    uint64_t           cap, val, max, dflt;
-    unsigned           found;
-    const char        *names[2], *add, *null_name;
-    al_llm_req_t      *req;
+    size_t                  i, n;
+    uint64_t                cap, val, max, dflt;
+    unsigned                found;
+    const char             *names[2], *add, *null_name;
+    al_llm_req_t           *req;
+    al_llm_body_t          *b;
+    const al_llm_jfield_t  *f, *fields[2], *null_field;
 
     req = rq->req;
+    b = rq->b;
     cap = rq->lc != NULL ? rq->lc->max_tokens : 0;
     add = NULL;
     n = 1;
@@ -664,7 +665,9 @@ al_llm_req_tokens(al_llm_rq_t *rq)
 
     case AL_LLM_EP_CHAT:
         names[0] = "max_completion_tokens";
+        fields[0] = &b->f[AL_LLM_F_MAX_COMPLETION_TOKENS];
         names[1] = "max_tokens";
+        fields[1] = &b->f[AL_LLM_F_MAX_TOKENS];
         n = 2;
         add = (rq->llm->kind == AL_LLM_OPENAI) ? names[0] : names[1];
         break;
@@ -672,11 +675,13 @@ al_llm_req_tokens(al_llm_rq_t *rq)
     case AL_LLM_EP_COMPLETIONS:
     case AL_LLM_EP_MESSAGES:
         names[0] = "max_tokens";
+        fields[0] = &b->f[AL_LLM_F_MAX_TOKENS];
         add = names[0];
         break;
 
     case AL_LLM_EP_RESPONSES:
         names[0] = "max_output_tokens";
+        fields[0] = &b->f[AL_LLM_F_MAX_OUTPUT_TOKENS];
         add = names[0];
         break;
 
@@ -687,29 +692,31 @@ al_llm_req_tokens(al_llm_rq_t *rq)
     found = 0;
     max = 0;
     null_name = NULL;
+    null_field = NULL;
 
     for (i = 0; i < n; i++) {
-        v = json_object_get(rq->root, names[i]);
+        f = fields[i];
 
-        if (v == NULL) {
+        if (f->type == AL_LLM_JT_NONE) {
             continue;
         }
 
-        if (json_is_null(v)) {
+        if (f->type == AL_LLM_JT_NULL) {
             if (null_name == NULL) {
                 null_name = names[i];
+                null_field = f;
             }
             continue;
         }
 
-        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        if (f->type != AL_LLM_JT_INT || f->num < 0) {
             req->reason = AL_REASON_BODY;
             return al_llm_fail(req->detail, sizeof(req->detail),
                                "\"%s\" must be a non-negative integer",
                                names[i]);
         }
 
-        val = (uint64_t) json_integer_value(v);
+        val = (uint64_t) f->num;
 
         if (cap != 0 && val > cap) {
             if (!rq->lc->clamp) {
@@ -721,18 +728,15 @@ al_llm_req_tokens(al_llm_rq_t *rq)
                                    (unsigned long long) cap);
             }
 
-            if (json_object_set_new(rq->root, names[i],
-                                    json_integer((json_int_t) cap))
+            if (al_llm_edit(rq, f->at, f->len, "%llu",
+                            (unsigned long long) cap)
                 != 0)
             {
-                req->reason = AL_REASON_BODY;
-                return al_llm_fail(req->detail, sizeof(req->detail),
-                                   "out of memory");
+                return -1;
             }
 
             val = cap;
             req->clamped = 1;
-            rq->rewrite = 1;
         }
 
         found = 1;
@@ -751,10 +755,6 @@ al_llm_req_tokens(al_llm_rq_t *rq)
                                "max_tokens: Field required");
         }
 
-        if (null_name != NULL) {
-            add = null_name;
-        }
-
         dflt = al_llm_default_max_tokens(rq->lc);
 
         if (rq->ep == AL_LLM_EP_COMPLETIONS
@@ -763,18 +763,30 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             max = AL_LLM_COMPLETIONS_DEFAULT;
 
         } else if (dflt != 0) {
-            if (json_object_set_new(rq->root, add,
-                                    json_integer((json_int_t) dflt))
-                != 0)
+            char  num[24];
+
+            (void) snprintf(num, sizeof(num), "%llu",
+                            (unsigned long long) dflt);
+
+            /* a null member gets the cap in place, else one is added */
+
+            if (null_field != NULL) {
+                if (al_llm_edit(rq, null_field->at, null_field->len, "%s",
+                                num)
+                    != 0)
+                {
+                    return -1;
+                }
+
+            } else if (al_llm_edit_member(rq, b->root_last, b->root_members,
+                                          add, num)
+                       != 0)
             {
-                req->reason = AL_REASON_BODY;
-                return al_llm_fail(req->detail, sizeof(req->detail),
-                                   "out of memory");
+                return -1;
             }
 
             max = dflt;
             req->capped = 1;
-            rq->rewrite = 1;
         }
     }
 
@@ -812,20 +824,20 @@ al_llm_default_max_tokens(const al_llm_client_t *lc)
 static int
 al_llm_req_n(al_llm_rq_t *rq)
 {
-    json_t    *v;
-    json_int_t n;
+    int64_t                 n;
+    const al_llm_jfield_t  *f;
 
     if (rq->ep != AL_LLM_EP_CHAT && rq->ep != AL_LLM_EP_COMPLETIONS) {
         return 0;
     }
 
-    v = json_object_get(rq->root, "n");
+    f = &rq->b->f[AL_LLM_F_N];
 
-    if (v == NULL || json_is_null(v)) {
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
         return 0;
     }
 
-    n = json_is_integer(v) ? json_integer_value(v) : 0;
+    n = (f->type == AL_LLM_JT_INT) ? f->num : 0;
 
     if (n < 1 || n > AL_LLM_N_MAX) {
         rq->req->reason = AL_REASON_BODY;
@@ -843,11 +855,13 @@ al_llm_req_n(al_llm_rq_t *rq)
 static int
 al_llm_req_usage(al_llm_rq_t *rq)
 {
-    json_t        *so, *iu, *obj;
-    unsigned       asked;
-    al_llm_req_t  *req;
+    unsigned                asked;
+    al_llm_req_t           *req;
+    al_llm_body_t          *b;
+    const al_llm_jfield_t  *so, *iu;
 
     req = rq->req;
+    b = rq->b;
 
     if (rq->llm->kind == AL_LLM_ANTHROPIC
         || (rq->ep != AL_LLM_EP_CHAT && rq->ep != AL_LLM_EP_COMPLETIONS)
@@ -857,25 +871,26 @@ al_llm_req_usage(al_llm_rq_t *rq)
     }
 
     asked = 0;
-    so = json_object_get(rq->root, "stream_options");
+    so = &b->f[AL_LLM_F_STREAM_OPTIONS];
+    iu = &b->f[AL_LLM_F_INCLUDE_USAGE];
 
-    if (so != NULL && !json_is_null(so)) {
-        if (!json_is_object(so)) {
+    if (so->type != AL_LLM_JT_NONE && so->type != AL_LLM_JT_NULL) {
+        if (so->type != AL_LLM_JT_OBJECT) {
             req->reason = AL_REASON_BODY;
             return al_llm_fail(req->detail, sizeof(req->detail),
                                "\"stream_options\" must be an object");
         }
 
-        iu = json_object_get(so, "include_usage");
-
-        if (iu != NULL && !json_is_null(iu) && !json_is_boolean(iu)) {
+        if (iu->type != AL_LLM_JT_NONE && iu->type != AL_LLM_JT_NULL
+            && iu->type != AL_LLM_JT_TRUE && iu->type != AL_LLM_JT_FALSE)
+        {
             req->reason = AL_REASON_BODY;
             return al_llm_fail(req->detail, sizeof(req->detail),
                                "\"stream_options.include_usage\" must be a "
                                "boolean");
         }
 
-        asked = (iu != NULL && json_is_true(iu));
+        asked = (iu->type == AL_LLM_JT_TRUE);
     }
 
     req->client_usage = asked;
@@ -884,207 +899,153 @@ al_llm_req_usage(al_llm_rq_t *rq)
         return 0;
     }
 
-    if (so != NULL && json_is_object(so)) {
-        if (json_object_set_new(so, "include_usage", json_true()) != 0) {
-            goto nomem;
+    if (so->type == AL_LLM_JT_OBJECT) {
+        if (iu->type != AL_LLM_JT_NONE) {
+            /* false or null: true in place */
+            if (al_llm_edit(rq, iu->at, iu->len, "true") != 0) {
+                return -1;
+            }
+
+        } else if (al_llm_edit_member(rq, b->so_last, b->so_members,
+                                      "include_usage", "true")
+                   != 0)
+        {
+            return -1;
         }
 
-    } else {
-        obj = json_object();
-        if (obj == NULL) {
-            goto nomem;
+    } else if (so->type == AL_LLM_JT_NULL) {
+        if (al_llm_edit(rq, so->at, so->len, "{\"include_usage\":true}")
+            != 0)
+        {
+            return -1;
         }
 
-        if (json_object_set_new(obj, "include_usage", json_true()) != 0) {
-            json_decref(obj);
-            goto nomem;
-        }
-
-        /* replaces a null in place, or appends */
-        if (json_object_set_new(rq->root, "stream_options", obj) != 0) {
-            goto nomem;
-        }
+    } else if (al_llm_edit_member(rq, b->root_last, b->root_members,
+                                  "stream_options",
+                                  "{\"include_usage\":true}")
+               != 0)
+    {
+        return -1;
     }
 
     req->hide_usage = 1;
-    rq->rewrite = 1;
 
     return 0;
+}
 
-nomem:
 
-    req->reason = AL_REASON_BODY;
-    return al_llm_fail(req->detail, sizeof(req->detail), "out of memory");
+/*
+ * A member added at the end of an object: after its last value, or just
+ * inside '{' when it has none.  Names are ours, plain ASCII.
+ */
+
+static int
+al_llm_edit_member(al_llm_rq_t *rq, size_t last, size_t nmembers,
+    const char *name, const char *value)
+{
+    return al_llm_edit(rq, last, 0, "%s\"%s\":%s", nmembers ? "," : "",
+                       name, value);
 }
 
 
 static int
-al_llm_req_dump(al_llm_rq_t *rq)
+al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, const char *fmt, ...)
 {
-    int            digits;
-    char          *buf;
-    size_t         flags, size;
-    al_llm_req_t  *req;
+    int             n;
+    va_list         ap;
+    al_llm_edit_t  *e;
 
-    req = rq->req;
-
-    flags = JSON_PRESERVE_ORDER | JSON_COMPACT;
-
-    digits = al_llm_real_digits(rq->root, 0);
-    if (digits > 0) {
-        flags |= JSON_REAL_PRECISION(digits);
-    }
-
-    size = json_dumpb(rq->root, NULL, 0, flags);
-    if (size == 0) {
+    if (rq->nedits == AL_LLM_EDITS) {
         goto failed;
     }
 
-    buf = malloc(size);
-    if (buf == NULL) {
+    e = &rq->edit[rq->nedits];
+
+    va_start(ap, fmt);
+    n = vsnprintf(e->text, sizeof(e->text), fmt, ap);
+    va_end(ap);
+
+    if (n < 0 || (size_t) n >= sizeof(e->text)) {
         goto failed;
     }
 
-    if (json_dumpb(rq->root, buf, size, flags) != size) {
-        free(buf);
-        goto failed;
-    }
-
-    req->body = buf;
-    req->body_len = size;
+    e->at = at;
+    e->del = del;
+    e->tlen = (size_t) n;
+    rq->nedits++;
 
     return 0;
 
 failed:
 
-    req->reason = AL_REASON_BODY;
-    return al_llm_fail(req->detail, sizeof(req->detail),
-                       "cannot serialize the rewritten body");
+    rq->req->reason = AL_REASON_BODY;
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "cannot rewrite the body");
 }
 
 
 /*
- * Rough input tokens: bytes of text / 4, one per integer (token arrays),
- * a flat AL_LLM_ATTACHMENT_TOKENS per image, audio or file.  It only has
- * to be of the right size for a budget pre-check; the charge is the
- * provider's count.
+ * The body with the splices applied, in offset order (splices at the same
+ * offset in the order they were made; none overlaps another).
  */
 
-static void
-al_llm_estimate(const json_t *v, unsigned depth, uint64_t *bytes,
-    uint64_t *extra)
-{
-    size_t       i;
-    json_t      *m;
-    const char  *key;
-
-    if (depth > AL_JSON_DEPTH_MAX) {
-        return;
-    }
-
-    switch (json_typeof(v)) {
-
-    case JSON_STRING:
-        *bytes += json_string_length(v);
-        break;
-
-    case JSON_INTEGER:
-        *extra += 1;
-        break;
-
-    case JSON_ARRAY:
-        json_array_foreach(v, i, m) {
-            al_llm_estimate(m, depth + 1, bytes, extra);
-        }
-        break;
-
-    case JSON_OBJECT:
-        json_object_foreach((json_t *) v, key, m) {
-            if (al_llm_attachment_key(key)) {
-                *extra += AL_LLM_ATTACHMENT_TOKENS;
-                continue;
-            }
-            al_llm_estimate(m, depth + 1, bytes, extra);
-        }
-        break;
-
-    default:
-        break;
-    }
-}
-
-
 static int
-al_llm_attachment_key(const char *key)
+al_llm_req_splice(al_llm_rq_t *rq)
 {
-    size_t  i;
+    char           *buf, *p;
+    size_t          i, j, size, from;
+    al_llm_edit_t   t;
+    al_llm_req_t   *req;
 
-    for (i = 0; al_llm_attachment_keys[i] != NULL; i++) {
-        if (strcmp(key, al_llm_attachment_keys[i]) == 0) {
-            return 1;
+    req = rq->req;
+
+    for (i = 1; i < rq->nedits; i++) {
+        t = rq->edit[i];
+
+        for (j = i; j > 0 && rq->edit[j - 1].at > t.at; j--) {
+            rq->edit[j] = rq->edit[j - 1];
         }
+
+        rq->edit[j] = t;
     }
+
+    size = rq->len;
+
+    for (i = 0; i < rq->nedits; i++) {
+        size = size - rq->edit[i].del + rq->edit[i].tlen;
+    }
+
+    buf = malloc(size);
+    if (buf == NULL) {
+        req->reason = AL_REASON_BODY;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "out of memory");
+    }
+
+    p = buf;
+    from = 0;
+
+    for (i = 0; i < rq->nedits; i++) {
+        memcpy(p, rq->body + from, rq->edit[i].at - from);
+        p += rq->edit[i].at - from;
+
+        if (rq->edit[i].at < req->model_at) {
+            req->body_model_at += rq->edit[i].tlen;
+            req->body_model_at -= rq->edit[i].del;
+        }
+
+        memcpy(p, rq->edit[i].text, rq->edit[i].tlen);
+        p += rq->edit[i].tlen;
+
+        from = rq->edit[i].at + rq->edit[i].del;
+    }
+
+    memcpy(p, rq->body + from, rq->len - from);
+
+    req->body = buf;
+    req->body_len = size;
 
     return 0;
-}
-
-
-/*
- * The fewest significant digits (1..17) that print every real in v so that
- * it reads back as the same double; 0 when there are none.
- */
-
-static int
-al_llm_real_digits(const json_t *v, unsigned depth)
-{
-    int          d, max;
-    size_t       i;
-    double       x;
-    json_t      *m;
-    const char  *key;
-    char         buf[64];
-
-    if (depth > AL_JSON_DEPTH_MAX) {
-        return 17;
-    }
-
-    max = 0;
-
-    switch (json_typeof(v)) {
-
-    case JSON_REAL:
-        x = json_real_value(v);
-
-        for (d = 1; d < 17; d++) {
-            (void) snprintf(buf, sizeof(buf), "%.*g", d, x);
-            if (strtod(buf, NULL) == x) {
-                break;
-            }
-        }
-
-        return d;
-
-    case JSON_ARRAY:
-        json_array_foreach(v, i, m) {
-            d = al_llm_real_digits(m, depth + 1);
-            if (d > max) {
-                max = d;
-            }
-        }
-        return max;
-
-    case JSON_OBJECT:
-        json_object_foreach((json_t *) v, key, m) {
-            d = al_llm_real_digits(m, depth + 1);
-            if (d > max) {
-                max = d;
-            }
-        }
-        return max;
-
-    default:
-        return 0;
-    }
 }
 
 

@@ -150,9 +150,10 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
 /*
  * The request body (al_llm.c).
  *
- * Parsed strictly (al_json_check(): duplicate keys, trailing data, depth,
- * NUL are refused), bounded by llm->body_max, and must be an object with a
- * string "model" in the allowlist.  "stream" must be a boolean (or null).
+ * Read in one strict pass that builds no tree (al_llm_body_scan(): what
+ * al_json_check() refuses is refused, duplicate keys compared unescaped),
+ * bounded by llm->body_max, and must be an object with a string "model"
+ * in the allowlist.  "stream" must be a boolean (or null).
  *
  * Output caps, when the client has max_tokens:
  *   chat         max_completion_tokens and max_tokens, each clamped or
@@ -176,9 +177,18 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
  * true.  When the client had not set it itself, hide_usage says so and the
  * SSE parser drops the usage-only chunk the client did not ask for.
  *
- * The body is re-serialized (key order kept, compact, numbers exact) only
- * when one of the rewrites above happened; otherwise body is NULL and the
- * original bytes are forwarded untouched.
+ * A rewrite splices the body: a value over the cap is replaced by the
+ * cap, a null by the cap or by {"include_usage":true}, a false
+ * include_usage by true, and a member that is absent is added at the end
+ * of its object ("," and the member after the last value).  Every other
+ * byte is kept, so numbers, spacing and key order stay the client's.
+ * body is NULL when nothing was rewritten: the original bytes are
+ * forwarded untouched.
+ *
+ * model_at and model_raw_len locate the "model" value in the original
+ * body as raw JSON, its quotes included: replacing those bytes with
+ * another JSON string names another model.  body_model_at is where the
+ * same bytes are in body when it was rewritten (no splice touches them).
  */
 
 typedef struct {
@@ -197,6 +207,9 @@ typedef struct {
     uint64_t         prompt_estimate;   /* input tokens, roughly */
     char            *body;              /* rewritten (malloc), or NULL */
     size_t           body_len;
+    size_t           model_at;          /* "model" value in the original */
+    size_t           model_raw_len;     /* quotes included */
+    size_t           body_model_at;     /* the same bytes in body */
 } al_llm_req_t;
 
 /*
@@ -309,7 +322,8 @@ const char *al_llm_source_name(al_llm_source_t source);
  * the top-level object only and captures the raw values of "usage" (up to
  * AL_LLM_USAGE_MAX bytes) and "model"; everything else streams past, so a
  * 100 MB embeddings response costs no memory.  The captures are parsed at
- * the end.  The struct is plain data: embed it, no free needed.
+ * the end.  The struct is plain data: embed it, no free needed; init
+ * writes its few state fields, not the capture buffers.
  */
 
 typedef struct {
@@ -327,8 +341,7 @@ typedef struct {
     unsigned             capture;       /* 0, or which value */
     char                 key[16];
     size_t               key_len;
-    char                 cap[AL_LLM_USAGE_MAX];
-    size_t               cap_len;
+    size_t               cap_len;       /* bytes of the value being taken */
     char                 usage[AL_LLM_USAGE_MAX];
     size_t               usage_len;
     char                 model[AL_LLM_MODEL_MAX + 8];

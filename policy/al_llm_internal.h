@@ -1,6 +1,6 @@
 /*
  * Private to the al_llm*.c files: a bounded output writer, usage objects
- * from jansson values, and the raw-bytes depth scan.
+ * from jansson values, and the strict one-pass JSON scanner.
  */
 
 #ifndef AL_LLM_INTERNAL_H
@@ -51,6 +51,85 @@ int al_llm_copy_str(const json_t *v, char *dst, size_t size);
 
 /* the total byte length of string values under v, skipping some keys */
 uint64_t al_llm_text_bytes(const json_t *v, unsigned depth);
+
+
+/*
+ * One strict pass over a request body (al_llm_scan.c): validated as
+ * al_json_check() would, with the members al_llm_request() reads
+ * located, not parsed into a tree.  Spans are byte offsets into the body;
+ * a value's span is its raw JSON text (a string's quotes included).
+ */
+
+enum {
+    AL_LLM_JT_NONE = 0,                 /* absent */
+    AL_LLM_JT_NULL,
+    AL_LLM_JT_FALSE,
+    AL_LLM_JT_TRUE,
+    AL_LLM_JT_INT,
+    AL_LLM_JT_REAL,
+    AL_LLM_JT_STRING,
+    AL_LLM_JT_ARRAY,
+    AL_LLM_JT_OBJECT
+};
+
+/* the body's members al_llm_request() reads, and one of stream_options */
+enum {
+    AL_LLM_F_MODEL = 0,
+    AL_LLM_F_STREAM,
+    AL_LLM_F_MAX_TOKENS,
+    AL_LLM_F_MAX_COMPLETION_TOKENS,
+    AL_LLM_F_MAX_OUTPUT_TOKENS,
+    AL_LLM_F_STREAM_OPTIONS,
+    AL_LLM_F_N,
+    AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
+    AL_LLM_F_MAX = 12                   /* room for other specs */
+};
+
+typedef struct {
+    unsigned             type;          /* AL_LLM_JT_* */
+    unsigned             esc;           /* strings: has escapes */
+    size_t               at;            /* the value's raw span */
+    size_t               len;
+    int64_t              num;           /* integers; strings: unescaped
+                                           length */
+} al_llm_jfield_t;
+
+typedef struct {
+    al_llm_jfield_t      root;          /* the whole body */
+    al_llm_jfield_t      f[AL_LLM_F_MAX];
+    size_t               root_last;     /* after the last member's value,
+                                           or after '{' */
+    size_t               root_members;
+    size_t               so_last;       /* the same in stream_options */
+    size_t               so_members;
+    unsigned             jansson;       /* an object too large for the
+                                           duplicate check here: ask
+                                           al_json_check() */
+    char                 model[AL_LLM_MODEL_MAX];   /* unescaped, cut */
+    uint64_t             text_bytes;    /* prompt text, unescaped */
+    uint64_t             extra;         /* prompt tokens counted apart */
+} al_llm_body_t;
+
+/*
+ * What to record: the root object's members named in names go to
+ * f[index]; the one at index model (-1: none) is also unescaped into
+ * model[]; when the one at index nested is an object, its members named in
+ * nested_names go to f[nested_base + index].  prompt: count prompt text.
+ */
+typedef struct {
+    const char *const   *names;
+    int                  model;
+    int                  nested;
+    const char *const   *nested_names;
+    size_t               nested_base;
+    unsigned             prompt;
+} al_llm_scan_spec_t;
+
+/* 0, or -1 with detail set; a request body (AL_LLM_F_*) */
+int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
+    char *detail, size_t size);
+int al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size);
 
 
 #endif /* AL_LLM_INTERNAL_H */

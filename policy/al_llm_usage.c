@@ -5,9 +5,11 @@
  * A non-streaming response may be large (embeddings) and arrives in
  * pieces, so it is never buffered: a byte scanner follows the nesting of
  * the top-level object, recognizes its member names, and copies only the
- * raw values of "usage" and "model" (each bounded).  jansson parses those
- * two small captures at the end.  The scanner is not a validator: on bytes
- * that are not JSON it captures nothing usable and the usage is estimated.
+ * raw values of "usage" and "model" (each bounded), once, straight where
+ * they are kept.  Inside other members it only looks for quotes and
+ * brackets.  jansson parses the two small captures at the end.  The
+ * scanner is not a validator: on bytes that are not JSON it captures
+ * nothing usable and the usage is estimated.
  */
 
 #include <stdio.h>
@@ -36,11 +38,51 @@ enum {
 static void al_llm_resp_end_value(al_llm_resp_t *r);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
+static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
+static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static void al_llm_out_field(al_llm_out_t *o, const char *name,
     const al_str_t *s, size_t max);
 
+
+/* bytes the response scanner stops at inside members it does not take */
+static const unsigned char  al_llm_resp_struct[256] = {
+    ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1
+};
+
+/*
+ * The members of a captured "usage" read, per API; f[4] is cached_tokens
+ * in the details object.
+ */
+static const char *const  al_llm_usage_details[] = { "cached_tokens", NULL };
+
+static const char *const  al_llm_usage_oai_names[] = {
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", NULL
+};
+
+static const char *const  al_llm_usage_resp_names[] = {
+    "input_tokens", "output_tokens", "total_tokens", "input_tokens_details",
+    NULL
+};
+
+static const char *const  al_llm_usage_ant_names[] = {
+    "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+    "output_tokens", NULL
+};
+
+static const al_llm_scan_spec_t  al_llm_usage_oai = {
+    al_llm_usage_oai_names, -1, 3, al_llm_usage_details, 4, 0
+};
+
+static const al_llm_scan_spec_t  al_llm_usage_resp = {
+    al_llm_usage_resp_names, -1, 3, al_llm_usage_details, 4, 0
+};
+
+static const al_llm_scan_spec_t  al_llm_usage_ant = {
+    al_llm_usage_ant_names, -1, -1, NULL, 0, 0
+};
 
 static const char *const  al_llm_sources[] = {
     "response", "stream", "estimated"
@@ -67,11 +109,22 @@ void
 al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
     al_llm_endpoint_t ep)
 {
-    memset(r, 0, sizeof(*r));
+    /* the capture buffers are written before they are read */
 
     r->kind = kind;
     r->endpoint = ep;
     r->state = AL_LLM_R_START;
+    r->depth = 0;
+    r->in_str = 0;
+    r->esc = 0;
+    r->is_key = 0;
+    r->key_over = 0;
+    r->cap_over = 0;
+    r->capture = AL_LLM_CAP_NONE;
+    r->key_len = 0;
+    r->cap_len = 0;
+    r->usage_len = 0;
+    r->model_len = 0;
 }
 
 
@@ -82,9 +135,10 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
     unsigned char  c;
 
     for (i = 0; i < len && r->state != AL_LLM_R_DONE; i++) {
-        c = p[i];
 
         if (r->state == AL_LLM_R_START) {
+            c = p[i];
+
             if (c == '{') {
                 r->depth = 1;
                 r->state = AL_LLM_R_KEY;
@@ -127,7 +181,9 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                 continue;
             }
 
-            /* c is '"' or '\\', not escaped */
+            /* p[i] is '"' or '\\', not escaped */
+
+            c = p[i];
 
             if (r->capture) {
                 al_llm_resp_capture(r, &c, 1);
@@ -148,6 +204,23 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
             continue;
         }
+
+        if (r->depth > 1 && !r->capture) {
+
+            /* inside a member not taken: only quotes and brackets count */
+
+            for (j = i; j < len && !al_llm_resp_struct[p[j]]; j++) {
+                /* void */
+            }
+
+            if (j == len) {
+                break;
+            }
+
+            i = j;
+        }
+
+        c = p[i];
 
         if (r->depth == 1 && (c == ',' || c == '}')) {
             al_llm_resp_end_value(r);
@@ -198,11 +271,13 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                     && memcmp(r->key, "usage", 5) == 0)
                 {
                     r->capture = AL_LLM_CAP_USAGE;
+                    r->usage_len = 0;
 
                 } else if (!r->key_over && r->key_len == 5
                            && memcmp(r->key, "model", 5) == 0)
                 {
                     r->capture = AL_LLM_CAP_MODEL;
+                    r->model_len = 0;
                 }
             }
             break;
@@ -214,20 +289,19 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 }
 
 
-/* a top-level member's value ended: keep it if it was one we want */
+/*
+ * A top-level member's value ended: what was taken of it is kept, unless
+ * it did not fit.  A member named twice keeps the last value.
+ */
 
 static void
 al_llm_resp_end_value(al_llm_resp_t *r)
 {
-    if (r->capture == AL_LLM_CAP_USAGE && !r->cap_over) {
-        memcpy(r->usage, r->cap, r->cap_len);
-        r->usage_len = r->cap_len;
+    if (r->capture == AL_LLM_CAP_USAGE) {
+        r->usage_len = r->cap_over ? 0 : r->cap_len;
 
-    } else if (r->capture == AL_LLM_CAP_MODEL && !r->cap_over
-               && r->cap_len <= sizeof(r->model))
-    {
-        memcpy(r->model, r->cap, r->cap_len);
-        r->model_len = r->cap_len;
+    } else if (r->capture == AL_LLM_CAP_MODEL) {
+        r->model_len = r->cap_over ? 0 : r->cap_len;
     }
 
     r->capture = AL_LLM_CAP_NONE;
@@ -235,15 +309,29 @@ al_llm_resp_end_value(al_llm_resp_t *r)
 }
 
 
+/* straight into the buffer it is kept in */
+
 static void
 al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
 {
-    if (r->cap_over || n > sizeof(r->cap) - r->cap_len) {
+    char    *buf;
+    size_t   size;
+
+    if (r->capture == AL_LLM_CAP_USAGE) {
+        buf = r->usage;
+        size = sizeof(r->usage);
+
+    } else {
+        buf = r->model;
+        size = sizeof(r->model);
+    }
+
+    if (r->cap_over || n > size - r->cap_len) {
         r->cap_over = 1;
         return;
     }
 
-    memcpy(r->cap + r->cap_len, p, n);
+    memcpy(buf + r->cap_len, p, n);
     r->cap_len += n;
 }
 
@@ -252,9 +340,11 @@ int
 al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
-    int           rc;
-    json_t       *v;
-    json_error_t  err;
+    json_t                    *v;
+    al_llm_body_t              b;
+    json_error_t               err;
+    const al_llm_scan_spec_t  *spec;
+    char                       detail[AL_DETAIL_MAX];
 
     memset(u, 0, sizeof(*u));
 
@@ -270,41 +360,58 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
         }
     }
 
-    if (r->usage_len == 0
-        || !al_json_depth_ok((const unsigned char *) r->usage,
-                             r->usage_len))
+    if (r->usage_len == 0) {
+        return -1;
+    }
+
+    /* the strict scanner, no tree: the usage object is a few integers */
+
+    spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
+           : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
+           : &al_llm_usage_oai;
+
+    if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
+                         r->usage_len, &b, detail, sizeof(detail))
+        != 0
+        || b.root.type != AL_LLM_JT_OBJECT)
     {
         return -1;
     }
 
-    v = json_loadb(r->usage, r->usage_len, 0, &err);
-    if (v == NULL) {
-        return -1;
+    if (r->kind == AL_LLM_ANTHROPIC) {
+        al_llm_usage_anthropic(al_llm_usage_u64(&b.f[0]),
+                               al_llm_usage_u64(&b.f[1]),
+                               al_llm_usage_u64(&b.f[2]),
+                               al_llm_usage_u64(&b.f[3]), u);
+        return 0;
     }
 
-    rc = -1;
+    /* openai chat, completions, embeddings; responses: the same places */
 
-    if (json_is_object(v)) {
-        rc = 0;
+    u->prompt_tokens = al_llm_usage_u64(&b.f[0]);
+    u->completion_tokens = al_llm_usage_u64(&b.f[1]);
+    u->total_tokens = al_llm_usage_u64(&b.f[2]);
+    u->cached_tokens = al_llm_usage_u64(&b.f[4]);
 
-        if (r->kind == AL_LLM_ANTHROPIC) {
-            al_llm_usage_anthropic(
-                al_llm_json_u64(v, "input_tokens", NULL),
-                al_llm_json_u64(v, "cache_read_input_tokens", NULL),
-                al_llm_json_u64(v, "cache_creation_input_tokens", NULL),
-                al_llm_json_u64(v, "output_tokens", NULL), u);
-
-        } else if (r->endpoint == AL_LLM_EP_RESPONSES) {
-            al_llm_usage_responses(v, u);
-
-        } else {
-            al_llm_usage_openai(v, u);
-        }
+    if (u->total_tokens == 0) {
+        u->total_tokens = u->prompt_tokens + u->completion_tokens;
     }
 
-    json_decref(v);
+    return 0;
+}
 
-    return rc;
+
+/* as al_llm_json_u64(): a non-negative integer, else 0; at most 2^48 */
+
+static uint64_t
+al_llm_usage_u64(const al_llm_jfield_t *f)
+{
+    if (f->type != AL_LLM_JT_INT || f->num < 0) {
+        return 0;
+    }
+
+    return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
+                                                  : (uint64_t) f->num;
 }
 
 
@@ -531,7 +638,6 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     al_llm_out_t   o;
     size_t         n;
     uint64_t       total;
-    char           ts[64];
     char           usd[AL_LLM_USD_MAX];
 
     al_llm_out_init(&o, buf, size);
@@ -551,18 +657,29 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
         tm.tm_mday = 1;
     }
 
-    (void) snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                    tm.tm_hour, tm.tm_min, tm.tm_sec, (int) ms);
-
     total = rec->usage.total_tokens;
     if (total == 0) {
         total = rec->usage.prompt_tokens + rec->usage.completion_tokens;
     }
 
+    /* 2026-12-01T15:04:05.123Z, written digit by digit */
+
     al_llm_out_cstr(&o, "{\"time\":\"");
-    al_llm_out_cstr(&o, ts);
-    al_llm_out_cstr(&o, "\"");
+    al_llm_out_dec(&o, (uint64_t) (tm.tm_year + 1900 < 0
+                                   ? 0 : tm.tm_year + 1900), 4);
+    al_llm_out_raw(&o, "-", 1);
+    al_llm_out_dec(&o, (uint64_t) (tm.tm_mon + 1), 2);
+    al_llm_out_raw(&o, "-", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_mday, 2);
+    al_llm_out_raw(&o, "T", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_hour, 2);
+    al_llm_out_raw(&o, ":", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_min, 2);
+    al_llm_out_raw(&o, ":", 1);
+    al_llm_out_dec(&o, (uint64_t) tm.tm_sec, 2);
+    al_llm_out_raw(&o, ".", 1);
+    al_llm_out_dec(&o, (uint64_t) ms, 3);
+    al_llm_out_cstr(&o, "Z\"");
     al_llm_out_field(&o, ",\"request_id\":", &rec->request_id,
                      AL_LLM_RECORD_STR_MAX);
     al_llm_out_field(&o, ",\"client\":", &rec->client,
@@ -702,13 +819,26 @@ al_llm_out_cstr(al_llm_out_t *o, const char *s)
 void
 al_llm_out_u64(al_llm_out_t *o, uint64_t v)
 {
-    int   n;
-    char  tmp[24];
+    al_llm_out_dec(o, v, 1);
+}
 
-    n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long) v);
-    if (n > 0) {
-        al_llm_out_raw(o, tmp, (size_t) n);
-    }
+
+/* v in decimal, at least width digits (zeros in front); no printf */
+
+static void
+al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width)
+{
+    char   *p;
+    char    tmp[24];
+
+    p = tmp + sizeof(tmp);
+
+    do {
+        *--p = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v != 0 || (size_t) (tmp + sizeof(tmp) - p) < width);
+
+    al_llm_out_raw(o, p, (size_t) (tmp + sizeof(tmp) - p));
 }
 
 

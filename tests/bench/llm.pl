@@ -1,11 +1,19 @@
 #!/usr/bin/perl
 # LLM gateway benchmark: the Airlock gateway (airlock_llm) against plain
-# nginx proxy_pass to the same provider, same machine, same run; the
-# provider is a second nginx answering canned bodies, so what is measured
-# is the gateway, not a fixture.
+# nginx proxy_pass to the same provider, and against Portkey's open-source
+# gateway (the @portkey-ai/gateway npm package under Node), same machine,
+# same run; the provider is a second nginx answering canned bodies, so what
+# is measured is the gateways, not a fixture.
 #
 #   perl tests/bench/llm.pl [--rounds N] [--seconds S] [--calls N]
-#                           [--markdown]
+#                           [--markdown] [--no-portkey] [--perf FILE]
+#
+# Portkey is installed with npm into $AIRLOCK_BUILD/portkey the first time
+# (the version is pinned below) and started with portkey-shim.mjs, without
+# which it fails every streamed call on Node 20 (see that file);
+# --no-portkey leaves it out.  --perf FILE
+# records a call-graph profile (perf record --call-graph dwarf) of the gateway worker
+# during the first JSON round.
 #
 # What it reports:
 #   chat JSON   wrk (1 thread, 16 connections), POST chat/completions with a
@@ -18,6 +26,13 @@
 #               to the first byte of the body, p50 and p99, gateway vs plain
 #   memory      the gateway worker's RSS (/proc/PID/status) after 1,000,
 #               --calls / 2 and --calls (default 100,000) streamed calls
+#   CPU         the serving process's CPU time (/proc/PID/stat) per call
+#               during the rounds: on a shared machine requests/s move
+#               with the load, CPU per call much less
+#   Portkey     the same rounds against Portkey (one Node process, the
+#               provider given as x-portkey-provider: openai and
+#               x-portkey-custom-host): requests/s, p50, p99, CPU per call
+#               and resident memory after the rounds, beside the gateway
 
 use strict;
 use warnings;
@@ -26,6 +41,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Getopt::Long;
 use IO::Socket::INET;
+use POSIX ();
 use Time::HiRes qw(time);
 use Airlock::Test;
 
@@ -33,9 +49,15 @@ my $rounds = 3;
 my $seconds = 4;
 my $calls = 100_000;
 my $markdown = 0;
+my $portkey = 1;
+my $perf;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
-           'calls=i' => \$calls, 'markdown' => \$markdown)
+           'calls=i' => \$calls, 'markdown' => \$markdown,
+           'portkey!' => \$portkey, 'perf=s' => \$perf)
     or die "bad options\n";
+
+# the Portkey gateway release measured
+my $portkey_pkg = '@portkey-ai/gateway@1.15.2';
 
 $ENV{AIRLOCK_LOG_LEVEL} = 'warn';
 
@@ -206,6 +228,67 @@ $gw->run;
 $plain->run;
 
 my %nginx = (gateway => $gw, plain => $plain);
+my %pid = (gateway => ($gw->_workers)[0][0],
+           plain => ($plain->_workers)[0][0]);
+
+# ---- Portkey ------------------------------------------------------------------
+
+my ($pk_pid, $pk_port);
+
+if ($portkey) {
+    my $prefix = "$build/portkey";
+    my $server = "$prefix/node_modules/\@portkey-ai/gateway/build/"
+               . "start-server.js";
+
+    system('command -v node >/dev/null && command -v npm >/dev/null') == 0
+        or die "node and npm are needed for Portkey (apt-get install nodejs "
+             . "npm), or run with --no-portkey\n";
+
+    unless (-f $server && -f "$prefix/.version"
+            && `cat $prefix/.version` eq $portkey_pkg)
+    {
+        print STDERR "installing $portkey_pkg into $prefix\n";
+        system('mkdir', '-p', $prefix) == 0 or die "mkdir $prefix\n";
+        system("cd $prefix && npm install --no-audit --no-fund --silent "
+               . "--prefix $prefix $portkey_pkg >&2") == 0
+            or die "npm install $portkey_pkg failed\n";
+        open(my $fh, '>', "$prefix/.version") or die "$prefix/.version: $!";
+        print $fh $portkey_pkg;
+        close $fh;
+    }
+
+    $pk_port = $gw->port(8787);
+    my $log = "$dir/portkey.log";
+
+    $pk_pid = fork // die "fork: $!";
+    if ($pk_pid == 0) {
+        open(STDOUT, '>', $log) or die "$log: $!";
+        open(STDERR, '>&', \*STDOUT) or die "stderr: $!";
+        $ENV{NODE_ENV} = 'production';
+        exec('node', '--import', "$FindBin::Bin/portkey-shim.mjs", $server,
+             "--port=$pk_port", '--headless')
+            or die "exec node: $!";
+    }
+
+    my $up;
+    for (1 .. 300) {
+        $up = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                    PeerPort => $pk_port, Proto => 'tcp')
+            and last;
+        select(undef, undef, undef, 0.1);
+    }
+    $up or die "Portkey did not start:\n" . ($gw->read_file($log) // '');
+    close $up;
+
+    $pid{portkey} = $pk_pid;
+}
+
+END {
+    if ($pk_pid) {
+        kill 'TERM', $pk_pid;
+        waitpid($pk_pid, 0);
+    }
+}
 
 my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":'
          . '"Say hello to the benchmark"}]}';
@@ -219,12 +302,52 @@ wrk.body = '$b'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer $token"
 EOF
+
+    # Portkey is given the provider key and where the provider is
+    $gw->write_file("pk-$name.lua", <<"EOF");
+wrk.method = "POST"
+wrk.body = '$b'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer sk-bench-provider-key-0123456789"
+wrk.headers["x-portkey-provider"] = "openai"
+wrk.headers["x-portkey-custom-host"] = "http://127.0.0.1:$upport/$name/v1"
+EOF
+}
+
+# the URL and wrk script of a call to each server
+sub target {
+    my ($n, $name) = @_;
+    return ("http://127.0.0.1:$pk_port/v1/chat/completions",
+            "$dir/pk-$name.lua") if $n eq 'portkey';
+    return ('http://127.0.0.1:' . $nginx{$n}->port(8080)
+            . "/v1/proxy/$name/chat/completions", "$dir/$name.lua");
+}
+
+# user + system CPU time of a process, in seconds
+sub cpu {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/stat") or return 0;
+    my $stat = <$fh>;
+    close $fh;
+    $stat =~ s/^.*\) //s;
+    my @f = split / /, $stat;
+    return ($f[11] + $f[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK());
+}
+
+sub rss {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/status") or return 0;
+    local $/;
+    my $status = <$fh>;
+    close $fh;
+    return $status =~ /^VmRSS:\s+(\d+) kB/m ? $1 : 0;
 }
 
 sub wrk {
-    my ($port, $name, $secs) = @_;
+    my ($n, $name, $secs) = @_;
     $secs //= $seconds;
-    my $out = `wrk -t1 -c16 -d${secs}s --latency -s $dir/$name.lua http://127.0.0.1:$port/v1/proxy/$name/chat/completions 2>&1`;
+    my ($url, $lua) = target($n, $name);
+    my $out = `wrk -t1 -c16 -d${secs}s --latency -s $lua $url 2>&1`;
     my ($rps) = $out =~ /Requests\/sec:\s+([\d.]+)/;
     my %lat;
     for my $p (50, 99) {
@@ -253,21 +376,61 @@ for my $n (sort keys %nginx) {
     }
 }
 
+if ($portkey) {
+    for my $v (['json', $body], ['sse', $sbody]) {
+        my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $pk_port, Proto => 'tcp')
+            or die "connect to Portkey: $!";
+        print $s "POST /v1/chat/completions HTTP/1.0\r\n"
+            . "Host: localhost\r\nContent-Type: application/json\r\n"
+            . "Authorization: Bearer sk-bench-provider-key-0123456789\r\n"
+            . "x-portkey-provider: openai\r\n"
+            . "x-portkey-custom-host: http://127.0.0.1:$upport/$v->[0]/v1\r\n"
+            . "Content-Length: " . length($v->[1]) . "\r\n\r\n$v->[1]";
+        local $/;
+        my $raw = <$s>;
+        close $s;
+        my $r = parse_response($raw // '');
+        $r->{status} == 200 && $r->{body} =~ /Hello/
+            or die "portkey $v->[0]: answered $r->{status}: $r->{body}\n";
+    }
+}
+
 # ---- latency and throughput ----------------------------------------------------
 
+my @servers = ('plain', 'gateway', $portkey ? ('portkey') : ());
 my %res;
 for my $round (1 .. $rounds) {
     for my $name (qw(json sse)) {
-        for my $n (qw(plain gateway)) {
-            my ($rps, $p50, $p99) = wrk($nginx{$n}->port(8080), $name);
+        for my $n (@servers) {
+            my $perf_pid;
+            if ($perf && $round == 1 && $name eq 'json' && $n eq 'gateway') {
+                $perf_pid = fork // die "fork: $!";
+                if ($perf_pid == 0) {
+                    open(STDOUT, '>', '/dev/null');
+                    open(STDERR, '>', '/dev/null');
+                    exec('perf', 'record', '-F', '1000', '--call-graph', 'dwarf',
+                         '-o', $perf, '-p',
+                         $pid{gateway}, '--', 'sleep', $seconds)
+                        or die "exec perf: $!";
+                }
+            }
+            my $c0 = cpu($pid{$n});
+            my ($rps, $p50, $p99, $total) = wrk($n, $name);
+            my $us = (cpu($pid{$n}) - $c0) * 1e6 / ($total || 1);
+            waitpid($perf_pid, 0) if $perf_pid;
             push @{$res{$name}{$n}{rps}}, $rps;
             push @{$res{$name}{$n}{p50}}, $p50;
             push @{$res{$name}{$n}{p99}}, $p99;
+            push @{$res{$name}{$n}{cpu}}, $us;
             printf STDERR "round %d %-5s %-8s %9.0f req/s  p50 %.3f ms"
-                . "  p99 %.3f ms\n", $round, $name, $n, $rps, $p50, $p99;
+                . "  p99 %.3f ms  cpu %.1f us/call\n", $round, $name, $n,
+                $rps, $p50, $p99, $us;
         }
     }
 }
+
+my %rss = map { $_ => rss($pid{$_}) } @servers;
 
 sub median {
     my @s = sort { $a <=> $b } @_;
@@ -338,25 +501,17 @@ for (1 .. $rounds) {
 
 # ---- memory over many streamed calls --------------------------------------------
 
-sub worker_rss {
-    my ($n) = @_;
-    my @w = $nginx{$n}->_workers;
-    my $status = $nginx{$n}->read_file("/proc/$w[0][0]/status") // '';
-    return $status =~ /^VmRSS:\s+(\d+) kB/m ? $1 : 0;
-}
-
 my @rss;
 my $done = 0;
-my $port = $gw->port(8080);
 
 for my $mark (1_000, int($calls / 2), $calls) {
     while ($done < $mark) {
         my $left = $mark - $done;
         my $secs = $left > 20_000 ? 5 : 1;
-        my (undef, undef, undef, $total) = wrk($port, 'sse', $secs);
+        my (undef, undef, undef, $total) = wrk('gateway', 'sse', $secs);
         $done += $total;
     }
-    push @rss, [$done, worker_rss('gateway')];
+    push @rss, [$done, rss($pid{gateway})];
     printf STDERR "%d streamed calls: worker RSS %d kB\n", @{$rss[-1]};
 }
 
@@ -364,9 +519,9 @@ for my $mark (1_000, int($calls / 2), $calls) {
 
 my %m;
 for my $name (qw(json sse)) {
-    for my $n (qw(plain gateway)) {
+    for my $n (@servers) {
         $m{$name}{$n}{$_} = median(@{$res{$name}{$n}{$_}})
-            for qw(rps p50 p99);
+            for qw(rps p50 p99 cpu);
     }
 }
 
@@ -407,6 +562,65 @@ push @lines, $markdown
 push @lines, sprintf($markdown ? "| %d | %d kB |" : "%-14d %d kB", @$_)
     for @rss;
 
+# CPU per call, and the gateway against Portkey
+
+push @lines, '';
+push @lines, $markdown
+    ? "| call | plain cpu us/call | gateway cpu us/call | added |\n"
+      . "| --- | --- | --- | --- |"
+    : sprintf("%-12s %9s %9s %9s", 'cpu us/call', 'plain', 'gateway',
+              'added');
+for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
+    my ($label, $name) = @$v;
+    my ($p, $g) = ($m{$name}{plain}{cpu}, $m{$name}{gateway}{cpu});
+    push @lines, sprintf($markdown ? "| %s | %.1f | %.1f | %+.1f |"
+                                   : "%-12s %9.1f %9.1f %+9.1f",
+                         $label, $p, $g, $g - $p);
+}
+
+if ($portkey) {
+    my @lead;
+    push @lines, '';
+    push @lines, $markdown
+        ? "| call | metric | gateway | Portkey | gateway leads |\n"
+          . "| --- | --- | --- | --- | --- |"
+        : sprintf("%-12s %-12s %10s %10s %s", 'vs Portkey', 'metric',
+                  'gateway', 'Portkey', 'lead');
+    for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
+        my ($label, $name) = @$v;
+        my ($g, $k) = ($m{$name}{gateway}, $m{$name}{portkey});
+        for my $r (['req/s', 'rps', '%.0f', 1], ['p50 ms', 'p50', '%.3f', 0],
+                   ['p99 ms', 'p99', '%.3f', 0],
+                   ['cpu us/call', 'cpu', '%.1f', 0])
+        {
+            my ($metric, $key, $fmt, $more) = @$r;
+            my $leads = $more ? $g->{$key} > $k->{$key}
+                              : $g->{$key} < $k->{$key};
+            push @lead, "$label $metric" unless $leads;
+            my $x = $more ? $g->{$key} / ($k->{$key} || 1)
+                          : $k->{$key} / ($g->{$key} || 1);
+            (my $wfmt = $fmt) =~ s/%/%10/;
+            push @lines, sprintf($markdown
+                ? "| %s | %s | $fmt | $fmt | %s (%.2fx) |"
+                : "%-12s %-12s $wfmt $wfmt %s (%.2fx)",
+                $label, $metric, $g->{$key}, $k->{$key},
+                $leads ? 'yes' : 'NO', $x);
+        }
+    }
+    my $leads = $rss{gateway} < $rss{portkey};
+    push @lead, 'RSS' unless $leads;
+    push @lines, sprintf($markdown ? "| %s | %s | %d kB | %d kB | %s |"
+                                   : "%-12s %-12s %7d kB %7d kB %s",
+                         'both', 'RSS after the rounds', $rss{gateway},
+                         $rss{portkey}, $leads ? 'yes' : 'NO');
+    push @lines, '', @lead ? 'the gateway does not lead Portkey on: '
+                             . join(', ', @lead)
+                           : 'the gateway leads Portkey on every row';
+}
+
 print "$_\n" for @lines;
-printf "(wrk -t1 -c16, medians of %d rounds of %ds, one nginx worker each; "
-    . "TTFB over %d sequential calls)\n", $rounds, $seconds, 2000 * $rounds;
+my $node = $portkey ? `node --version` : '';
+chomp $node;
+printf "(wrk -t1 -c16, medians of %d rounds of %ds, one nginx worker each%s; "
+    . "TTFB over %d sequential calls)\n", $rounds, $seconds,
+    $portkey ? ", Portkey $portkey_pkg on Node $node" : '', 2000 * $rounds;

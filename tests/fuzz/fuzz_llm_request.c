@@ -9,6 +9,9 @@
  *
  *   - reasons are among those documented, details are terminated
  *     printable ASCII and empty exactly when the request is allowed;
+ *   - the body scanner accepts exactly what al_json_check() (jansson,
+ *     duplicates refused) accepts, and finds the members jansson finds,
+ *     with the same types, integers and model name;
  *   - a rewritten body is strict JSON, and deciding it again is allowed
  *     and needs no rewrite (the rewrite is a fixed point);
  *   - max_output never exceeds the client's cap times n when clamping;
@@ -24,6 +27,7 @@
 
 #include "airlock.h"
 #include "al_llm.h"
+#include "al_llm_internal.h"
 
 
 #define S(s)  { s, sizeof(s) - 1 }
@@ -32,6 +36,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const uint8_t *body, size_t len);
+static void fuzz_scan(const uint8_t *body, size_t len);
+static void fuzz_field(const al_llm_body_t *b, const uint8_t *body,
+    const al_llm_jfield_t *f, json_t *v);
 static void fuzz_route(const al_llm_t *llm, const al_llm_client_t *lc,
     unsigned method, const uint8_t *s, size_t len);
 static void fuzz_response(al_llm_kind_t kind, al_llm_endpoint_t ep,
@@ -104,6 +111,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s = data + 2;
     len = size - 2;
 
+    fuzz_scan(s, len);
     fuzz_request(llm, lc, ep, s, len);
     fuzz_route(llm, lc, methods[data[1] & 0x03], s, len);
     fuzz_response(llm->kind, ep, s, len, len ? data[1] % (len + 1) : 0);
@@ -184,6 +192,128 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
 
     al_llm_request_free(&again);
     al_llm_request_free(&req);
+}
+
+
+static void
+fuzz_scan(const uint8_t *body, size_t len)
+{
+    int             rc1, rc2;
+    size_t          i;
+    json_t         *j, *so;
+    al_llm_body_t   b;
+    json_error_t    err;
+    char            d1[AL_DETAIL_MAX], d2[AL_DETAIL_MAX];
+
+    static const char *const  names[] = {
+        "model", "stream", "max_tokens", "max_completion_tokens",
+        "max_output_tokens", "stream_options", "n"
+    };
+
+    rc1 = al_llm_body_scan(body, len, &b, d1, sizeof(d1));
+    rc2 = al_json_check(NULL, body, len, d2, sizeof(d2));
+
+    if (rc1 != 0) {
+        /*
+         * jansson drops a NUL byte that follows a number (its reader
+         * takes a NUL in its one-byte pushback for "read more"), so
+         * "1\0" passes al_json_check(); the scanner refuses it.
+         */
+        if (rc2 == 0 && memchr(body, '\0', len) == NULL) {
+            abort();                    /* refused what jansson reads */
+        }
+        return;
+    }
+
+    if (b.jansson) {
+        return;                         /* the caller asks jansson */
+    }
+
+    if (rc2 != 0) {
+        abort();                        /* accepted what jansson refuses */
+    }
+
+    j = json_loadb((const char *) body, len,
+                   JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    if (j == NULL) {
+        abort();
+    }
+
+    if (json_is_object(j) != (b.root.type == AL_LLM_JT_OBJECT)
+        || b.root.at + b.root.len > len)
+    {
+        abort();
+    }
+
+    if (json_is_object(j)) {
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            fuzz_field(&b, body, &b.f[i], json_object_get(j, names[i]));
+        }
+
+        so = json_object_get(j, "stream_options");
+        fuzz_field(&b, body, &b.f[AL_LLM_F_INCLUDE_USAGE],
+                   json_is_object(so)
+                   ? json_object_get(so, "include_usage") : NULL);
+
+        if (json_is_string(json_object_get(j, "model"))
+            && json_string_length(json_object_get(j, "model"))
+               < sizeof(b.model)
+            && memcmp(b.model, json_string_value(json_object_get(j, "model")),
+                      json_string_length(json_object_get(j, "model")))
+               != 0)
+        {
+            abort();
+        }
+    }
+
+    json_decref(j);
+}
+
+
+static void
+fuzz_field(const al_llm_body_t *b, const uint8_t *body,
+    const al_llm_jfield_t *f, json_t *v)
+{
+    unsigned  t;
+    json_t   *again;
+
+    (void) b;
+
+    if (v == NULL) {
+        if (f->type != AL_LLM_JT_NONE) {
+            abort();
+        }
+        return;
+    }
+
+    switch (json_typeof(v)) {
+    case JSON_NULL: t = AL_LLM_JT_NULL; break;
+    case JSON_FALSE: t = AL_LLM_JT_FALSE; break;
+    case JSON_TRUE: t = AL_LLM_JT_TRUE; break;
+    case JSON_INTEGER: t = AL_LLM_JT_INT; break;
+    case JSON_REAL: t = AL_LLM_JT_REAL; break;
+    case JSON_STRING: t = AL_LLM_JT_STRING; break;
+    case JSON_ARRAY: t = AL_LLM_JT_ARRAY; break;
+    default: t = AL_LLM_JT_OBJECT; break;
+    }
+
+    if (f->type != t
+        || (t == AL_LLM_JT_INT && f->num != json_integer_value(v))
+        || (t == AL_LLM_JT_STRING
+            && (size_t) f->num != json_string_length(v)))
+    {
+        abort();
+    }
+
+    /* the span is the value's whole text */
+
+    again = json_loadb((const char *) body + f->at, f->len,
+                       JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+    if (again == NULL || !json_equal(again, v)) {
+        abort();
+    }
+
+    json_decref(again);
 }
 
 

@@ -31,6 +31,12 @@ static void test_caps(void);
 static void test_usage_option(void);
 static void test_bodies(void);
 static void test_estimate(void);
+static void test_splice(void);
+static void test_strict(void);
+static int body_is(const char *want);
+static const al_llm_req_t *reqn(const al_llm_t *llm,
+    const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *body,
+    size_t len);
 static void test_usage(void);
 static void test_record(void);
 static void test_budget(void);
@@ -113,6 +119,8 @@ main(void)
     test_usage_option();
     test_bodies();
     test_estimate();
+    test_splice();
+    test_strict();
     test_usage();
     test_record();
     test_budget();
@@ -132,6 +140,42 @@ req(const al_llm_t *llm, const al_llm_client_t *lc, al_llm_endpoint_t ep,
     (void) al_llm_request(llm, lc, ep, "application/json", 16,
                           (const unsigned char *) body, strlen(body), &rq);
     return &rq;
+}
+
+
+static const al_llm_req_t *
+reqn(const al_llm_t *llm, const al_llm_client_t *lc, al_llm_endpoint_t ep,
+    const char *body, size_t len)
+{
+    al_llm_request_free(&rq);
+    (void) al_llm_request(llm, lc, ep, NULL, 0,
+                          (const unsigned char *) body, len, &rq);
+    return &rq;
+}
+
+
+/* the rewritten body is exactly want */
+
+static int
+body_is(const char *want)
+{
+    char  got[2048];
+
+    if (rq.reason != AL_REASON_NONE || rq.body == NULL) {
+        tap_diag("no rewrite: ", rq.detail);
+        return 0;
+    }
+
+    if (rq.body_len != strlen(want) || memcmp(rq.body, want, rq.body_len))
+    {
+        (void) snprintf(got, sizeof(got), "%.*s", (int) rq.body_len,
+                        rq.body);
+        tap_diag("got:  ", got);
+        tap_diag("want: ", want);
+        return 0;
+    }
+
+    return 1;
 }
 
 
@@ -695,6 +739,270 @@ test_estimate(void)
 }
 
 
+/*
+ * Rewrites splice the body: every byte outside the changed values stays
+ * as the client wrote it, whitespace and escapes included.
+ */
+
+static void
+test_splice(void)
+{
+    size_t       i, n;
+    char         big[2048];
+    const char  *b, *m;
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        " { \"model\" : \"gpt-4o\" ,\n \"max_tokens\" :\t5000 ,"
+        " \"temperature\" : 0.70 , \"messages\" : [ ] } \r\n");
+    tap_ok(rq.clamped && body_is(" { \"model\" : \"gpt-4o\" ,\n"
+                                 " \"max_tokens\" :\t1000 , \"temperature\""
+                                 " : 0.70 , \"messages\" : [ ] } \r\n"),
+           "clamp: the value replaced, whitespace and 0.70 kept");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":5000,"
+        "\"max_completion_tokens\":99999}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"max_tokens\":1000,"
+                   "\"max_completion_tokens\":1000}")
+           && rq.max_output == 1000,
+           "clamp: both names, values of other lengths");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{ \"model\": \"gpt-4o\" , \"messages\": [] \n}");
+    tap_ok(rq.capped && body_is("{ \"model\": \"gpt-4o\" , \"messages\": [],"
+                                "\"max_completion_tokens\":1000 \n}"),
+           "cap added after the last member");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\"}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"max_tokens\":1000}"),
+           "openai-compatible: max_tokens added");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\": null ,\"n\":2}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"max_tokens\": 1000 ,\"n\":2}")
+           && rq.max_output == 2000,
+           "a null cap replaced in place");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"max_output_tokens\":1e3}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "1e3 is a real: refused");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"max_output_tokens\":"
+        "9223372036854775807}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"input\":\"hi\","
+                   "\"max_output_tokens\":1000}"),
+           "responses: the largest integer clamped");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\",\"stream\":true}");
+    tap_ok(rq.capped && rq.hide_usage
+           && body_is("{\"model\":\"gpt-4o\",\"stream\":true,"
+                      "\"max_completion_tokens\":1000,"
+                      "\"stream_options\":{\"include_usage\":true}}"),
+           "cap and stream_options added, in that order");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,\"stream_options\":{ }}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"stream\":true,"
+                   "\"stream_options\":{\"include_usage\":true }}"),
+           "include_usage added to an empty stream_options");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"stream_options\":{\"x\":[1,{\"include_usage\":false}]},"
+        "\"model\":\"gpt-4o\",\"stream\":true}");
+    tap_ok(body_is("{\"stream_options\":{\"x\":[1,{\"include_usage\":false}]"
+                   ",\"include_usage\":true},\"model\":\"gpt-4o\","
+                   "\"stream\":true}"),
+           "include_usage added after the last member; nested ones "
+           "are not it");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,"
+        "\"stream_options\":{\"include_usage\" : null}}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"stream\":true,"
+                   "\"stream_options\":{\"include_usage\" : true}}"),
+           "include_usage null set true in place");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,"
+        "\"stream_options\":{\"include_\\u0075sage\":true}}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL
+           && rq.client_usage && !rq.hide_usage,
+           "include_usage named with an escape is the client's own");
+
+    /* names with escapes are the same names */
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"mo\\u0064el\":\"gpt-4o\",\"max_\\u0074okens\":5000}");
+    tap_ok(rq.clamped && strcmp(rq.model, "gpt-4o") == 0
+           && body_is("{\"mo\\u0064el\":\"gpt-4o\","
+                      "\"max_\\u0074okens\":1000}"),
+           "escaped member names are read and rewritten");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4\\u006F\"}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL
+           && strcmp(rq.model, "gpt-4o") == 0,
+           "an escaped model name is unescaped before the allowlist");
+    tap_ok(rq.model_at == 9 && rq.model_raw_len == 13,
+           "model_at and model_raw_len span the value as written");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4\\u00f6\"}");
+    tap_is_int(rq.reason, AL_REASON_MODEL,
+               "a different code point is a different model");
+
+    b = "{\"max_tokens\":99999 , \"model\" : \"gpt-4o\",\"n\":1}";
+    req(&oai, AGENT, AL_LLM_EP_CHAT, b);
+    m = strstr(b, "\"gpt-4o\"");
+    tap_ok(rq.body != NULL && rq.model_at == (size_t) (m - b)
+           && rq.model_raw_len == 8
+           && rq.body_model_at == rq.model_at - 1
+           && memcmp(rq.body + rq.body_model_at, "\"gpt-4o\"", 8) == 0,
+           "body_model_at follows the model past a shorter value");
+
+    b = "{\"model\":\"gpt-4o\",\"stream\":true}";
+    req(&oai, AGENT, AL_LLM_EP_CHAT, b);
+    tap_ok(rq.body != NULL && rq.body_model_at == rq.model_at
+           && memcmp(rq.body + rq.body_model_at, "\"gpt-4o\"", 8) == 0,
+           "members added after the model leave it where it was");
+
+    /* duplicates, compared unescaped */
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"mo\\u0064el\":\"gpt-5\"}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "duplicate key"),
+           "\"mo\\u0064el\" duplicates \"model\"");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"x\":{\"\\ud83d\\ude00\":1,"
+        "\"\xf0\x9f\x98\x80\":2}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "duplicate key"),
+           "a surrogate pair duplicates the same code point in UTF-8");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"x\":{\"\\u00e9\":1,\"\\u00E9\":2}}");
+    tap_ok(rq.reason == AL_REASON_BODY, "hex digits in either case");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"x\":{\"a\":1},\"y\":{\"a\":1},"
+        "\"z\":[{\"a\":1},{\"a\":2}]}");
+    tap_ok(rq.reason == AL_REASON_NONE,
+           "the same key in sibling objects is no duplicate");
+
+    /* objects too large to compare keys pairwise: jansson checks them */
+
+    n = (size_t) snprintf(big, sizeof(big), "{\"model\":\"gpt-4o\"");
+    for (i = 0; i < 80; i++) {
+        n += (size_t) snprintf(big + n, sizeof(big) - n, ",\"k%zu\":%zu",
+                               i, i);
+    }
+    (void) snprintf(big + n, sizeof(big) - n, "}");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT, big);
+    tap_ok(rq.reason == AL_REASON_NONE, "an object of 81 members");
+
+    (void) snprintf(big + n, sizeof(big) - n, ",\"k\\u0033\":1}");
+    req(&oai, TOOLS, AL_LLM_EP_CHAT, big);
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "duplicate"),
+           "a duplicate past the 64th member is still refused");
+
+    /* the estimate counts unescaped bytes, as before */
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":\"\\u00e9\\u00e9\\u00e9\\u00e9\\n\\n\\n\\n\"}]}");
+    tap_is_int((long) rq.prompt_estimate, 4,
+               "estimate: 4 + 8 + 4 unescaped bytes (role, content) / 4");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"content\":[{\"image_url\":"
+        "{\"url\":\"data:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}},"
+        "{\"text\":\"abcd\"}]}],\"prompt\":[1,2,3.5],\"other\":\"zzzzzzzz\"}");
+    tap_is_int((long) rq.prompt_estimate, 1 + AL_LLM_ATTACHMENT_TOKENS + 2,
+               "estimate: text, an attachment, integers; other keys not");
+}
+
+
+/* the refusals of al_json_check(), from the scanner */
+
+static void
+test_strict(void)
+{
+    size_t  i;
+
+    static const struct {
+        const char  *body;
+        const char  *what;
+    } bad[] = {
+        { "{\"model\":\"gpt-4o\",\"x\":\"\\ud800\"}", "a lone high surrogate" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\\udc00\"}", "a lone low surrogate" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\\ud800\\u0041\"}",
+          "a high surrogate before a non-surrogate" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\\x\"}", "an unknown escape" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\\u12g4\"}", "a bad hex digit" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\xff\"}", "byte 0xff" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\xc0\xaf\"}", "overlong UTF-8" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\xed\xa0\x80\"}",
+          "a surrogate in UTF-8" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\xf4\x90\x80\x80\"}",
+          "over U+10FFFF" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\xe2\x82\"}", "cut UTF-8" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"a\nb\"}", "a raw newline in a string" },
+        { "{\"model\":\"gpt-4o\",\"x\":9223372036854775808}",
+          "an integer over int64" },
+        { "{\"model\":\"gpt-4o\",\"x\":-9223372036854775809}",
+          "an integer under int64" },
+        { "{\"model\":\"gpt-4o\",\"x\":1e999}", "a real that overflows" },
+        { "{\"model\":\"gpt-4o\",\"x\":01}", "a leading zero" },
+        { "{\"model\":\"gpt-4o\",\"x\":1.}", "no digit after the point" },
+        { "{\"model\":\"gpt-4o\",\"x\":1e}", "no digit in the exponent" },
+        { "{\"model\":\"gpt-4o\",\"x\":-}", "a lone minus" },
+        { "{\"model\":\"gpt-4o\",\"x\":.5}", "no digit before the point" },
+        { "{\"model\":\"gpt-4o\",\"x\":+1}", "a plus sign" },
+        { "{\"model\":\"gpt-4o\",\"x\":[1,]}", "a trailing comma" },
+        { "{\"model\":\"gpt-4o\",\"x\":tru}", "a cut literal" },
+        { "{\"model\":\"gpt-4o\",\"x\":True}", "a literal in capitals" },
+        { "{\"model\":\"gpt-4o\"/* c */}", "a comment" },
+        { "{'model':'gpt-4o'}", "single quotes" },
+        { "{\"model\":\"gpt-4o\",\"x\":NaN}", "NaN" },
+        { "{\"model\" \"gpt-4o\"}", "no colon" },
+        { "{\"model\":\"gpt-4o\" \"n\":1}", "no comma" },
+        { "{\"model\":\"gpt-4o\"", "no closing brace" },
+        { "{\"model\":\"gpt-4o", "a cut string" },
+        { "{\"model\":\"gpt-4o\",\"x\":\"\\u00", "a cut escape" },
+        { "\xef\xbb\xbf{\"model\":\"gpt-4o\"}", "a byte order mark" },
+        { " \n\t ", "only whitespace" },
+        { "{\"model\":\"gpt-4o\"}\x0c", "a form feed after the body" },
+        { "\"gpt-4o\"", "a string at the top" }
+    };
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        req(&oai, TOOLS, AL_LLM_EP_CHAT, bad[i].body);
+        tap_ok(rq.reason == AL_REASON_BODY && rq.body == NULL
+               && rq.detail[0] != '\0', bad[i].what);
+    }
+
+    reqn(&oai, TOOLS, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\",\"n\":1\0}", 25);
+    tap_ok(rq.reason == AL_REASON_BODY,
+           "a NUL byte after a number is refused");
+    reqn(&oai, TOOLS, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\"}\0", 19);
+    tap_ok(rq.reason == AL_REASON_BODY, "a NUL byte after the body too");
+    reqn(&oai, TOOLS, AL_LLM_EP_CHAT, "{\"model\":\"gp\0t-4o\"}", 19);
+    tap_ok(rq.reason == AL_REASON_BODY, "a NUL byte in a string too");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"x\":[-0,0.5e-3,1E+2,-12.25,\"\\/\\b\\f\\r\\t"
+        "\\\"\\\\\",\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\",true,false,"
+        "null,{},[],\"\"],\"y\":1e-999}");
+    tap_ok(rq.reason == AL_REASON_NONE,
+           "every kind of value, escape and UTF-8 length is accepted");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"x\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]"
+        "]]]]]]]]]]]]]]]]]]]]]]]]}");
+    tap_ok(rq.reason == AL_REASON_NONE, "nesting of 32 is fine");
+}
+
+
 static void
 test_usage(void)
 {
@@ -780,6 +1088,23 @@ test_usage(void)
                             model, sizeof(model));
     tap_ok(rc == 0 && u.prompt_tokens == 8 && u.completion_tokens == 0
            && u.total_tokens == 8, "embeddings usage");
+
+    body = "{\"choices\":[{\"message\":{\"usage\":{\"prompt_tokens\":999}}}],"
+           "\"usage\" : { \"prompt_\\u0074okens\" : 7 , \"completion_tokens\":"
+           "2,\"prompt_tokens_details\":{\"audio_tokens\":0,"
+           "\"cached_tokens\":4},\"x\":[1,{\"total_tokens\":50}]}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_ok(rc == 0 && u.prompt_tokens == 7 && u.completion_tokens == 2
+           && u.cached_tokens == 4 && u.total_tokens == 9,
+           "usage: escaped names, details, nested look-alikes ignored");
+
+    body = "{\"usage\":{\"prompt_tokens\":7,\"prompt_tokens\":1000}}";
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_ok(rc == -1, "usage with a key twice is no usage (estimated)");
 
     body = "{\"error\":{\"message\":\"bad\","
            "\"type\":\"invalid_request_error\",\"param\":null,"

@@ -1,0 +1,1124 @@
+/*
+ * LLM gateway: one strict pass over a request body.
+ *
+ * The scanner validates the whole document as strictly as al_json_check()
+ * does (jansson with duplicate keys refused): JSON syntax, one value and
+ * nothing after it, UTF-8, escapes (no \u0000, no lone surrogate), no
+ * control character in a string, integers that fit in 64 bits, reals that
+ * do not overflow, nesting of at most AL_JSON_DEPTH_MAX, and no key twice
+ * in an object, compared after unescaping ("mo\u0064el" is "model").  It
+ * builds no tree: it records where the members al_llm_request() reads
+ * begin and end in the body, so a rewrite is a splice of a few byte
+ * ranges, and it counts the prompt text for the estimate on the way.
+ *
+ * Duplicate keys are found by comparing each key's hash with the keys
+ * before it in the same object.  An object of more than
+ * AL_LLM_SCAN_KEYS keys stops that (it would be quadratic) and asks the
+ * caller to run jansson's check over the body instead.
+ */
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "al_llm_internal.h"
+
+
+#define AL_LLM_SCAN_KEYS   64           /* keys compared per object */
+#define AL_LLM_SCAN_NAME   32           /* longest member name we look for */
+
+
+typedef struct {
+    uint32_t             hash;
+    unsigned             esc;           /* has backslash escapes */
+    size_t               at;            /* raw, between the quotes */
+    size_t               len;
+    size_t               dlen;          /* unescaped length */
+} al_llm_key_t;
+
+typedef struct {
+    const unsigned char *p;
+    size_t               len;
+    size_t               pos;
+    const al_llm_scan_spec_t  *spec;
+    al_llm_body_t       *b;
+    char                *detail;
+    size_t               size;
+    al_llm_key_t        *keys;          /* a stack: the open objects' keys */
+    size_t               nkeys;
+    size_t               nalloc;
+    al_llm_key_t         kbuf[AL_LLM_SCAN_KEYS];
+} al_llm_sc_t;
+
+/* a string as scanned */
+typedef struct {
+    size_t               at;            /* raw, between the quotes */
+    size_t               len;
+    size_t               dlen;          /* unescaped length */
+    uint32_t             hash;          /* of the unescaped bytes */
+    unsigned             esc;
+} al_llm_sstr_t;
+
+/* where a value is and what the caller wants of it */
+typedef struct {
+    unsigned             kind;          /* AL_LLM_SK_* */
+    unsigned             count;         /* prompt text: count it */
+    char                *dst;           /* strings: unescape here */
+    size_t               cap;
+    al_llm_jfield_t     *field;         /* record here, or NULL */
+} al_llm_sv_t;
+
+enum {
+    AL_LLM_SK_OTHER = 0,
+    AL_LLM_SK_ROOT,                     /* the body */
+    AL_LLM_SK_SO                        /* spec->nested */
+};
+
+
+static int al_llm_scan_value(al_llm_sc_t *sc, unsigned depth,
+    al_llm_sv_t *sv);
+static int al_llm_scan_object(al_llm_sc_t *sc, unsigned depth,
+    al_llm_sv_t *sv);
+static int al_llm_scan_array(al_llm_sc_t *sc, unsigned depth,
+    al_llm_sv_t *sv);
+static int al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
+    size_t cap);
+static int al_llm_scan_escape(al_llm_sc_t *sc, uint32_t *cp);
+static int al_llm_scan_hex4(al_llm_sc_t *sc, uint32_t *v);
+static uint32_t al_llm_scan_hexv(const unsigned char *s);
+static int al_llm_scan_number(al_llm_sc_t *sc, al_llm_jfield_t *f);
+static int al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first,
+    const al_llm_sstr_t *s);
+static int al_llm_scan_key_eq(const unsigned char *p, const al_llm_key_t *a,
+    const al_llm_sstr_t *b);
+static size_t al_llm_scan_unescape(const unsigned char *s, size_t len,
+    char *dst);
+static int al_llm_scan_field(const char *const *names, const char *name,
+    size_t len);
+static int al_llm_scan_in(const char *const *list, const char *name,
+    size_t len);
+static void al_llm_scan_ws(al_llm_sc_t *sc);
+static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what);
+
+
+/* the members of the body read by al_llm_request(), by AL_LLM_F_* */
+static const char *const  al_llm_scan_fields[] = {
+    "model", "stream", "max_tokens", "max_completion_tokens",
+    "max_output_tokens", "stream_options", "n", NULL
+};
+
+static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
+
+static const al_llm_scan_spec_t  al_llm_scan_request = {
+    al_llm_scan_fields, AL_LLM_F_MODEL, AL_LLM_F_STREAM_OPTIONS,
+    al_llm_scan_so, AL_LLM_F_INCLUDE_USAGE, 1
+};
+
+/* where prompt text lives, per API; the estimate reads only these */
+static const char *const  al_llm_scan_prompt[] = {
+    "messages", "prompt", "input", "instructions", "system", "tools",
+    "functions", NULL
+};
+
+/* values that are images, audio or files: a flat estimate each */
+static const char *const  al_llm_scan_attachment[] = {
+    "image_url", "image", "source", "file", "file_data", "input_audio",
+    NULL
+};
+
+/* 1: a string byte that needs no look (printable ASCII, not " or \) */
+static const unsigned char  al_llm_scan_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+    /* 0x80 and up: 0 */
+};
+
+
+int
+al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
+    char *detail, size_t size)
+{
+    return al_llm_json_scan(&al_llm_scan_request, p, len, b, detail, size);
+}
+
+
+int
+al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size)
+{
+    int          rc;
+    al_llm_sc_t  sc;
+    al_llm_sv_t  sv;
+
+    memset(b, 0, sizeof(*b));
+
+    if (len == 0) {
+        (void) snprintf(detail, size, "empty body");
+        return -1;
+    }
+
+    sc.p = p;
+    sc.len = len;
+    sc.pos = 0;
+    sc.spec = spec;
+    sc.b = b;
+    sc.detail = detail;
+    sc.size = size;
+    sc.keys = sc.kbuf;
+    sc.nkeys = 0;
+    sc.nalloc = AL_LLM_SCAN_KEYS;
+
+    sv.kind = AL_LLM_SK_ROOT;
+    sv.count = 0;
+    sv.dst = NULL;
+    sv.cap = 0;
+    sv.field = &b->root;
+
+    al_llm_scan_ws(&sc);
+
+    rc = al_llm_scan_value(&sc, 0, &sv);
+
+    if (rc == 0) {
+        al_llm_scan_ws(&sc);
+
+        if (sc.pos != sc.len) {
+            rc = al_llm_scan_fail(&sc, "end of file expected");
+        }
+    }
+
+    if (sc.keys != sc.kbuf) {
+        free(sc.keys);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The unescaped bytes of a string value the scanner accepted (raw, quotes
+ * excluded) into dst, which has room for len bytes; returns the length.
+ */
+
+static size_t
+al_llm_scan_unescape(const unsigned char *s, size_t len, char *dst)
+{
+    size_t    i, n;
+    uint32_t  cp, lo;
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+
+        if (s[i] != '\\') {
+            dst[n++] = (char) s[i];
+            continue;
+        }
+
+        i++;
+
+        switch (s[i]) {
+        case 'b': dst[n++] = '\b'; continue;
+        case 'f': dst[n++] = '\f'; continue;
+        case 'n': dst[n++] = '\n'; continue;
+        case 'r': dst[n++] = '\r'; continue;
+        case 't': dst[n++] = '\t'; continue;
+        case 'u': break;
+        default: dst[n++] = (char) s[i]; continue;
+        }
+
+        cp = al_llm_scan_hexv(s + i + 1);
+        i += 4;
+
+        if (cp >= 0xd800 && cp <= 0xdbff) {
+            lo = al_llm_scan_hexv(s + i + 3);
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            i += 6;
+        }
+
+        if (cp < 0x80) {
+            dst[n++] = (char) cp;
+
+        } else if (cp < 0x800) {
+            dst[n++] = (char) (0xc0 | (cp >> 6));
+            dst[n++] = (char) (0x80 | (cp & 0x3f));
+
+        } else if (cp < 0x10000) {
+            dst[n++] = (char) (0xe0 | (cp >> 12));
+            dst[n++] = (char) (0x80 | ((cp >> 6) & 0x3f));
+            dst[n++] = (char) (0x80 | (cp & 0x3f));
+
+        } else {
+            dst[n++] = (char) (0xf0 | (cp >> 18));
+            dst[n++] = (char) (0x80 | ((cp >> 12) & 0x3f));
+            dst[n++] = (char) (0x80 | ((cp >> 6) & 0x3f));
+            dst[n++] = (char) (0x80 | (cp & 0x3f));
+        }
+    }
+
+    return n;
+}
+
+
+static int
+al_llm_scan_value(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
+{
+    size_t            start, n;
+    al_llm_sstr_t     s;
+    al_llm_jfield_t   f;
+
+    if (sc->pos >= sc->len) {
+        return al_llm_scan_fail(sc, "premature end of input");
+    }
+
+    start = sc->pos;
+    f.at = start;
+    f.num = 0;
+
+    switch (sc->p[sc->pos]) {
+
+    case '{':
+        f.type = AL_LLM_JT_OBJECT;
+        if (al_llm_scan_object(sc, depth + 1, sv) != 0) {
+            return -1;
+        }
+        break;
+
+    case '[':
+        f.type = AL_LLM_JT_ARRAY;
+        if (al_llm_scan_array(sc, depth + 1, sv) != 0) {
+            return -1;
+        }
+        break;
+
+    case '"':
+        f.type = AL_LLM_JT_STRING;
+        if (al_llm_scan_string(sc, &s, sv->dst, sv->cap) != 0) {
+            return -1;
+        }
+
+        if (sv->count) {
+            sc->b->text_bytes += s.dlen;
+        }
+
+        f.num = (int64_t) s.dlen;
+        f.esc = s.esc;
+        break;
+
+    case 't':
+    case 'f':
+    case 'n':
+        if (sc->p[sc->pos] == 't') {
+            f.type = AL_LLM_JT_TRUE;
+            n = 4;
+
+        } else if (sc->p[sc->pos] == 'f') {
+            f.type = AL_LLM_JT_FALSE;
+            n = 5;
+
+        } else {
+            f.type = AL_LLM_JT_NULL;
+            n = 4;
+        }
+
+        if (sc->len - sc->pos < n
+            || memcmp(sc->p + sc->pos,
+                      f.type == AL_LLM_JT_TRUE ? "true"
+                      : f.type == AL_LLM_JT_FALSE ? "false" : "null", n)
+               != 0)
+        {
+            return al_llm_scan_fail(sc, "invalid token");
+        }
+
+        sc->pos += n;
+        break;
+
+    default:
+        if (al_llm_scan_number(sc, &f) != 0) {
+            return -1;
+        }
+
+        if (sv->count && f.type == AL_LLM_JT_INT) {
+            sc->b->extra++;
+        }
+        break;
+    }
+
+    f.len = sc->pos - start;
+
+    if (sv->field != NULL) {
+        *sv->field = f;
+    }
+
+    return 0;
+}
+
+
+static int
+al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
+{
+    int               id;
+    size_t            first, nmembers, last;
+    unsigned          tracked;
+    al_llm_sv_t       child;
+    al_llm_sstr_t     s;
+    al_llm_key_t     *k;
+    al_llm_body_t    *b;
+    char              name[AL_LLM_SCAN_NAME];
+
+    if (depth > AL_JSON_DEPTH_MAX) {
+        return al_llm_scan_fail(sc, NULL);
+    }
+
+    b = sc->b;
+    sc->pos++;                          /* '{' */
+    last = sc->pos;
+    first = sc->nkeys;
+    nmembers = 0;
+    tracked = 1;
+
+    al_llm_scan_ws(sc);
+
+    if (sc->pos < sc->len && sc->p[sc->pos] == '}') {
+        sc->pos++;
+        goto done;
+    }
+
+    for ( ;; ) {
+
+        if (sc->pos >= sc->len || sc->p[sc->pos] != '"') {
+            return al_llm_scan_fail(sc, "string or '}' expected");
+        }
+
+        if (al_llm_scan_string(sc, &s, name, sizeof(name)) != 0) {
+            return -1;
+        }
+
+        /* duplicate keys, compared unescaped */
+
+        if (tracked && nmembers == AL_LLM_SCAN_KEYS) {
+            tracked = 0;
+            b->jansson = 1;
+            sc->nkeys = first;
+        }
+
+        if (tracked) {
+            if (al_llm_scan_key_dup(sc, first, &s) != 0) {
+                return -1;
+            }
+
+            if (sc->nkeys == sc->nalloc) {
+                k = malloc(2 * sc->nalloc * sizeof(al_llm_key_t));
+                if (k == NULL) {
+                    return al_llm_scan_fail(sc, "out of memory");
+                }
+
+                memcpy(k, sc->keys, sc->nkeys * sizeof(al_llm_key_t));
+
+                if (sc->keys != sc->kbuf) {
+                    free(sc->keys);
+                }
+
+                sc->keys = k;
+                sc->nalloc *= 2;
+            }
+
+            k = &sc->keys[sc->nkeys++];
+            k->hash = s.hash;
+            k->esc = s.esc;
+            k->at = s.at;
+            k->len = s.len;
+            k->dlen = s.dlen;
+        }
+
+        nmembers++;
+
+        al_llm_scan_ws(sc);
+
+        if (sc->pos >= sc->len || sc->p[sc->pos] != ':') {
+            return al_llm_scan_fail(sc, "':' expected");
+        }
+
+        sc->pos++;
+        al_llm_scan_ws(sc);
+
+        /* what this member is to al_llm_request() */
+
+        child.kind = AL_LLM_SK_OTHER;
+        child.count = sv->count;
+        child.dst = NULL;
+        child.cap = 0;
+        child.field = NULL;
+
+        if (s.dlen > sizeof(name)) {
+            /* longer than any name looked for */
+
+        } else if (sv->kind == AL_LLM_SK_ROOT) {
+            id = al_llm_scan_field(sc->spec->names, name, s.dlen);
+
+            if (id >= 0) {
+                child.field = &b->f[id];
+
+                if (id == sc->spec->model) {
+                    child.dst = b->model;
+                    child.cap = sizeof(b->model);
+
+                } else if (id == sc->spec->nested) {
+                    child.kind = AL_LLM_SK_SO;
+                }
+            }
+
+            child.count = sc->spec->prompt
+                          && al_llm_scan_in(al_llm_scan_prompt, name, s.dlen);
+
+        } else if (sv->kind == AL_LLM_SK_SO) {
+            id = al_llm_scan_field(sc->spec->nested_names, name, s.dlen);
+
+            if (id >= 0) {
+                child.field = &b->f[sc->spec->nested_base + (size_t) id];
+            }
+
+        } else if (sv->count
+                   && al_llm_scan_in(al_llm_scan_attachment, name, s.dlen))
+        {
+            b->extra += AL_LLM_ATTACHMENT_TOKENS;
+            child.count = 0;
+        }
+
+        if (al_llm_scan_value(sc, depth, &child) != 0) {
+            return -1;
+        }
+
+        last = sc->pos;
+
+        al_llm_scan_ws(sc);
+
+        if (sc->pos < sc->len && sc->p[sc->pos] == ',') {
+            sc->pos++;
+            al_llm_scan_ws(sc);
+            continue;
+        }
+
+        if (sc->pos < sc->len && sc->p[sc->pos] == '}') {
+            sc->pos++;
+            break;
+        }
+
+        return al_llm_scan_fail(sc, "',' or '}' expected");
+    }
+
+done:
+
+    sc->nkeys = first;                  /* this object's keys are done */
+
+    if (sv->kind == AL_LLM_SK_ROOT) {
+        b->root_last = last;
+        b->root_members = nmembers;
+
+    } else if (sv->kind == AL_LLM_SK_SO) {
+        b->so_last = last;
+        b->so_members = nmembers;
+    }
+
+    return 0;
+}
+
+
+static int
+al_llm_scan_array(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
+{
+    al_llm_sv_t  child;
+
+    if (depth > AL_JSON_DEPTH_MAX) {
+        return al_llm_scan_fail(sc, NULL);
+    }
+
+    sc->pos++;                          /* '[' */
+
+    child.kind = AL_LLM_SK_OTHER;
+    child.count = sv->count;
+    child.dst = NULL;
+    child.cap = 0;
+    child.field = NULL;
+
+    al_llm_scan_ws(sc);
+
+    if (sc->pos < sc->len && sc->p[sc->pos] == ']') {
+        sc->pos++;
+        return 0;
+    }
+
+    for ( ;; ) {
+        if (al_llm_scan_value(sc, depth, &child) != 0) {
+            return -1;
+        }
+
+        al_llm_scan_ws(sc);
+
+        if (sc->pos < sc->len && sc->p[sc->pos] == ',') {
+            sc->pos++;
+            al_llm_scan_ws(sc);
+            continue;
+        }
+
+        if (sc->pos < sc->len && sc->p[sc->pos] == ']') {
+            sc->pos++;
+            return 0;
+        }
+
+        return al_llm_scan_fail(sc, "',' or ']' expected");
+    }
+}
+
+
+/*
+ * A string at sc->pos (the opening quote).  When dst is not NULL the
+ * unescaped bytes go there (at most cap) and are hashed; s->dlen is the
+ * whole unescaped length either way.
+ */
+
+static int
+al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
+    size_t cap)
+{
+    size_t          i, n, len, start;
+    uint32_t        cp, h;
+    unsigned char   c, u[4];
+    const unsigned char   *p;
+
+    p = sc->p;
+    len = sc->len;
+    i = sc->pos + 1;
+    start = i;
+    n = 0;
+    h = 2166136261u;
+    s->esc = 0;
+
+    for ( ;; ) {
+
+        /* the common case: a run of printable ASCII */
+
+        if (dst == NULL) {
+            while (i < len && al_llm_scan_plain[p[i]]) {
+                i++;
+                n++;
+            }
+
+        } else {
+            while (i < len && al_llm_scan_plain[p[i]]) {
+                if (n < cap) {
+                    dst[n] = (char) p[i];
+                }
+                h = (h ^ p[i]) * 16777619u;
+                i++;
+                n++;
+            }
+        }
+
+        if (i >= len) {
+            sc->pos = i;
+            return al_llm_scan_fail(sc, "premature end of input");
+        }
+
+        c = p[i];
+
+        if (c == '"') {
+            break;
+        }
+
+        if (c < 0x20) {
+            sc->pos = i;
+            return al_llm_scan_fail(sc, "control character in a string");
+        }
+
+        if (c == '\\') {
+            sc->pos = i;
+            if (al_llm_scan_escape(sc, &cp) != 0) {
+                return -1;
+            }
+            i = sc->pos;
+            s->esc = 1;
+
+        } else {
+            /* UTF-8: the shortest form, no surrogates, at most U+10FFFF */
+
+            sc->pos = i;
+
+            if (c >= 0xc2 && c <= 0xdf) {
+                if (len - i < 2 || (p[i + 1] & 0xc0) != 0x80) {
+                    return al_llm_scan_fail(sc, "invalid UTF-8");
+                }
+                cp = ((uint32_t) (c & 0x1f) << 6) | (p[i + 1] & 0x3f);
+                i += 2;
+
+            } else if (c >= 0xe0 && c <= 0xef) {
+                if (len - i < 3 || (p[i + 1] & 0xc0) != 0x80
+                    || (p[i + 2] & 0xc0) != 0x80)
+                {
+                    return al_llm_scan_fail(sc, "invalid UTF-8");
+                }
+                cp = ((uint32_t) (c & 0x0f) << 12)
+                     | ((uint32_t) (p[i + 1] & 0x3f) << 6)
+                     | (p[i + 2] & 0x3f);
+                if (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff)) {
+                    return al_llm_scan_fail(sc, "invalid UTF-8");
+                }
+                i += 3;
+
+            } else if (c >= 0xf0 && c <= 0xf4) {
+                if (len - i < 4 || (p[i + 1] & 0xc0) != 0x80
+                    || (p[i + 2] & 0xc0) != 0x80
+                    || (p[i + 3] & 0xc0) != 0x80)
+                {
+                    return al_llm_scan_fail(sc, "invalid UTF-8");
+                }
+                cp = ((uint32_t) (c & 0x07) << 18)
+                     | ((uint32_t) (p[i + 1] & 0x3f) << 12)
+                     | ((uint32_t) (p[i + 2] & 0x3f) << 6)
+                     | (p[i + 3] & 0x3f);
+                if (cp < 0x10000 || cp > 0x10ffff) {
+                    return al_llm_scan_fail(sc, "invalid UTF-8");
+                }
+                i += 4;
+
+            } else {
+                return al_llm_scan_fail(sc, "invalid UTF-8");
+            }
+        }
+
+        /* the code point, as the unescaped UTF-8 bytes */
+
+        if (cp < 0x80) {
+            u[0] = (unsigned char) cp;
+            c = 1;
+
+        } else if (cp < 0x800) {
+            u[0] = (unsigned char) (0xc0 | (cp >> 6));
+            u[1] = (unsigned char) (0x80 | (cp & 0x3f));
+            c = 2;
+
+        } else if (cp < 0x10000) {
+            u[0] = (unsigned char) (0xe0 | (cp >> 12));
+            u[1] = (unsigned char) (0x80 | ((cp >> 6) & 0x3f));
+            u[2] = (unsigned char) (0x80 | (cp & 0x3f));
+            c = 3;
+
+        } else {
+            u[0] = (unsigned char) (0xf0 | (cp >> 18));
+            u[1] = (unsigned char) (0x80 | ((cp >> 12) & 0x3f));
+            u[2] = (unsigned char) (0x80 | ((cp >> 6) & 0x3f));
+            u[3] = (unsigned char) (0x80 | (cp & 0x3f));
+            c = 4;
+        }
+
+        if (dst != NULL) {
+            for (cp = 0; cp < c; cp++) {
+                if (n + cp < cap) {
+                    dst[n + cp] = (char) u[cp];
+                }
+                h = (h ^ u[cp]) * 16777619u;
+            }
+        }
+
+        n += c;
+    }
+
+    s->at = start;
+    s->len = i - start;
+    s->dlen = n;
+    s->hash = h;
+
+    sc->pos = i + 1;
+
+    return 0;
+}
+
+
+/* at a backslash: one escape, a surrogate pair as one code point */
+
+static int
+al_llm_scan_escape(al_llm_sc_t *sc, uint32_t *cp)
+{
+    uint32_t  lo;
+
+    if (sc->len - sc->pos < 2) {
+        sc->pos = sc->len;
+        return al_llm_scan_fail(sc, "premature end of input");
+    }
+
+    switch (sc->p[sc->pos + 1]) {
+    case '"': *cp = '"'; break;
+    case '\\': *cp = '\\'; break;
+    case '/': *cp = '/'; break;
+    case 'b': *cp = '\b'; break;
+    case 'f': *cp = '\f'; break;
+    case 'n': *cp = '\n'; break;
+    case 'r': *cp = '\r'; break;
+    case 't': *cp = '\t'; break;
+
+    case 'u':
+        sc->pos += 2;
+
+        if (al_llm_scan_hex4(sc, cp) != 0) {
+            return -1;
+        }
+
+        if (*cp == 0) {
+            return al_llm_scan_fail(sc, "\\u0000 is not allowed");
+        }
+
+        if (*cp >= 0xdc00 && *cp <= 0xdfff) {
+            return al_llm_scan_fail(sc, "invalid Unicode escape");
+        }
+
+        if (*cp >= 0xd800 && *cp <= 0xdbff) {
+            if (sc->len - sc->pos < 2 || sc->p[sc->pos] != '\\'
+                || sc->p[sc->pos + 1] != 'u')
+            {
+                return al_llm_scan_fail(sc, "invalid Unicode escape");
+            }
+
+            sc->pos += 2;
+
+            if (al_llm_scan_hex4(sc, &lo) != 0) {
+                return -1;
+            }
+
+            if (lo < 0xdc00 || lo > 0xdfff) {
+                return al_llm_scan_fail(sc, "invalid Unicode escape");
+            }
+
+            *cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
+        }
+
+        return 0;
+
+    default:
+        return al_llm_scan_fail(sc, "invalid escape");
+    }
+
+    sc->pos += 2;
+
+    return 0;
+}
+
+
+static int
+al_llm_scan_hex4(al_llm_sc_t *sc, uint32_t *v)
+{
+    size_t         i;
+    unsigned char  c;
+
+    if (sc->len - sc->pos < 4) {
+        sc->pos = sc->len;
+        return al_llm_scan_fail(sc, "premature end of input");
+    }
+
+    *v = 0;
+
+    for (i = 0; i < 4; i++) {
+        c = sc->p[sc->pos + i];
+
+        if (c >= '0' && c <= '9') {
+            *v = (*v << 4) | (uint32_t) (c - '0');
+
+        } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+            *v = (*v << 4) | (uint32_t) ((c | 0x20) - 'a' + 10);
+
+        } else {
+            return al_llm_scan_fail(sc, "invalid escape");
+        }
+    }
+
+    sc->pos += 4;
+
+    return 0;
+}
+
+
+/*
+ * -? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?  An integer (no
+ * fraction, no exponent) must fit in int64_t, a real must not overflow a
+ * double: what jansson refuses.
+ */
+
+static int
+al_llm_scan_number(al_llm_sc_t *sc, al_llm_jfield_t *f)
+{
+    int             neg;
+    char           *copy, buf[64];
+    size_t          i, start, len;
+    double          d;
+    uint64_t        v, max;
+    const unsigned char   *p;
+
+    p = sc->p;
+    len = sc->len;
+    i = sc->pos;
+    start = i;
+    neg = 0;
+
+    if (i < len && p[i] == '-') {
+        neg = 1;
+        i++;
+    }
+
+    if (i >= len || p[i] < '0' || p[i] > '9') {
+        return al_llm_scan_fail(sc, "invalid token");
+    }
+
+    v = 0;
+    max = neg ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX;
+
+    if (p[i] == '0') {
+        i++;
+
+    } else {
+        while (i < len && p[i] >= '0' && p[i] <= '9') {
+            if (v > (max - (uint64_t) (p[i] - '0')) / 10) {
+                v = max + 1;            /* over; keep scanning */
+            } else {
+                v = v * 10 + (uint64_t) (p[i] - '0');
+            }
+            i++;
+        }
+    }
+
+    f->type = AL_LLM_JT_INT;
+
+    if (i < len && p[i] == '.') {
+        i++;
+        if (i >= len || p[i] < '0' || p[i] > '9') {
+            sc->pos = i;
+            return al_llm_scan_fail(sc, "invalid number");
+        }
+        while (i < len && p[i] >= '0' && p[i] <= '9') {
+            i++;
+        }
+        f->type = AL_LLM_JT_REAL;
+    }
+
+    if (i < len && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < len && (p[i] == '+' || p[i] == '-')) {
+            i++;
+        }
+        if (i >= len || p[i] < '0' || p[i] > '9') {
+            sc->pos = i;
+            return al_llm_scan_fail(sc, "invalid number");
+        }
+        while (i < len && p[i] >= '0' && p[i] <= '9') {
+            i++;
+        }
+        f->type = AL_LLM_JT_REAL;
+    }
+
+    if (f->type == AL_LLM_JT_INT) {
+        if (v > max) {
+            return al_llm_scan_fail(sc, neg ? "too big negative integer"
+                                            : "too big integer");
+        }
+
+        f->num = neg ? (int64_t) (0 - v) : (int64_t) v;
+
+        sc->pos = i;
+        return 0;
+    }
+
+    /* a real: only overflow is refused, as jansson does */
+
+    copy = buf;
+
+    if (i - start >= sizeof(buf)) {
+        copy = malloc(i - start + 1);
+        if (copy == NULL) {
+            return al_llm_scan_fail(sc, "out of memory");
+        }
+    }
+
+    memcpy(copy, p + start, i - start);
+    copy[i - start] = '\0';
+
+    errno = 0;
+    d = strtod(copy, NULL);
+
+    if (copy != buf) {
+        free(copy);
+    }
+
+    if ((d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE) {
+        return al_llm_scan_fail(sc, "real number overflow");
+    }
+
+    sc->pos = i;
+
+    return 0;
+}
+
+
+/* four hex digits the scanner accepted */
+
+static uint32_t
+al_llm_scan_hexv(const unsigned char *s)
+{
+    size_t    i;
+    uint32_t  v;
+
+    v = 0;
+
+    for (i = 0; i < 4; i++) {
+        v = (v << 4) | (uint32_t) (s[i] <= '9' ? s[i] - '0'
+                                               : (s[i] | 0x20) - 'a' + 10);
+    }
+
+    return v;
+}
+
+
+/* a key equal to one of this object's earlier keys is refused */
+
+static int
+al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, const al_llm_sstr_t *s)
+{
+    size_t              i;
+    const al_llm_key_t *k;
+    char                show[AL_DETAIL_MAX];
+
+    for (i = first; i < sc->nkeys; i++) {
+        k = &sc->keys[i];
+
+        if (k->hash != s->hash || k->dlen != s->dlen) {
+            continue;
+        }
+
+        switch (al_llm_scan_key_eq(sc->p, k, s)) {
+
+        case 0:
+            continue;
+
+        case 1:
+            (void) al_llm_show(show, sizeof(show),
+                               (const char *) sc->p + s->at - 1, s->len + 2,
+                               64);
+            (void) snprintf(sc->detail, sc->size, "duplicate key %s", show);
+            return -1;
+
+        default:
+            return al_llm_scan_fail(sc, "out of memory");
+        }
+    }
+
+    return 0;
+}
+
+
+/* 1 when equal unescaped, 0 when not, -1 out of memory */
+
+static int
+al_llm_scan_key_eq(const unsigned char *p, const al_llm_key_t *a,
+    const al_llm_sstr_t *b)
+{
+    int    eq;
+    char  *da, *db;
+
+    if (!a->esc && !b->esc) {
+        return a->len == b->len && memcmp(p + a->at, p + b->at, a->len) == 0;
+    }
+
+    da = malloc(a->len + b->len + 2);
+    if (da == NULL) {
+        return -1;
+    }
+
+    db = da + a->len + 1;
+
+    eq = al_llm_scan_unescape(p + a->at, a->len, da) == a->dlen
+         && al_llm_scan_unescape(p + b->at, b->len, db) == b->dlen
+         && memcmp(da, db, a->dlen) == 0;
+
+    free(da);
+
+    return eq;
+}
+
+
+static int
+al_llm_scan_field(const char *const *names, const char *name, size_t len)
+{
+    int  i;
+
+    for (i = 0; names != NULL && names[i] != NULL; i++) {
+        if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0) {
+            return i;
+        }
+    }
+
+    return -1;
+}
+
+
+static int
+al_llm_scan_in(const char *const *list, const char *name, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; list[i] != NULL; i++) {
+        if (strlen(list[i]) == len && memcmp(list[i], name, len) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+al_llm_scan_ws(al_llm_sc_t *sc)
+{
+    while (sc->pos < sc->len
+           && (sc->p[sc->pos] == ' ' || sc->p[sc->pos] == '\n'
+               || sc->p[sc->pos] == '\r' || sc->p[sc->pos] == '\t'))
+    {
+        sc->pos++;
+    }
+}
+
+
+/* what NULL means: the nesting bound */
+
+static int
+al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
+{
+    size_t  i, line, col;
+
+    if (what == NULL) {
+        (void) snprintf(sc->detail, sc->size, "nesting deeper than %d",
+                        AL_JSON_DEPTH_MAX);
+        return -1;
+    }
+
+    line = 1;
+    col = 1;
+
+    for (i = 0; i < sc->pos && i < sc->len; i++) {
+        if (sc->p[i] == '\n') {
+            line++;
+            col = 1;
+
+        } else {
+            col++;
+        }
+    }
+
+    (void) snprintf(sc->detail, sc->size, "invalid JSON at line %zu column "
+                    "%zu: %s", line, col, what);
+
+    return -1;
+}
