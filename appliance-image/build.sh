@@ -8,6 +8,7 @@
 #
 #   appliance-image/build.sh --debs DIR --rootfs DIR [--out DIR]
 #                            [--mirror URL] [--free MB] [--keep-root]
+#                            [--root-only]
 #
 #   --debs DIR     where make deb left libnginx-mod-http-airlock_*.deb and
 #                  airlock_*.deb (required)
@@ -19,6 +20,8 @@
 #   --mirror URL   Debian mirror (default http://deb.debian.org/debian)
 #   --free MB      free space left in the root file system (default 1024)
 #   --keep-root    keep the unpacked root (OUT/root) for inspection
+#   --root-only    only the root, in OUT/root: no disk, kernel or initrd
+#                  (tests/image/10-root.t checks it without booting)
 #
 # Boot it with the kernel and initrd beside it (tests/image/boot.sh does):
 #   qemu-system-x86_64 -m 1024 -kernel vmlinuz -initrd initrd.img \
@@ -27,7 +30,7 @@
 set -eu
 
 usage() {
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -43,6 +46,7 @@ rootfs=""
 mirror=http://deb.debian.org/debian
 free=1024
 keep=0
+root_only=0
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -52,6 +56,7 @@ while [ $# -gt 0 ]; do
     --mirror) [ $# -ge 2 ] || { usage >&2; exit 2; }; mirror=$2; shift ;;
     --free) [ $# -ge 2 ] || { usage >&2; exit 2; }; free=$2; shift ;;
     --keep-root) keep=1 ;;
+    --root-only) root_only=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown option \"$1\"" >&2; usage >&2; exit 2 ;;
     esac
@@ -62,7 +67,9 @@ done
 [ -n "$rootfs" ] || { echo "build.sh: --rootfs DIR is required" >&2; exit 2; }
 case "$free" in *[!0-9]*|'') die "--free wants a number of MB" ;; esac
 
-for t in mmdebstrap mkfs.ext4 qemu-img; do
+tools="mmdebstrap mkfs.ext4 qemu-img"
+[ $root_only = 1 ] && tools=mmdebstrap
+for t in $tools; do
     command -v $t >/dev/null 2>&1 || die "$t is missing (auto/deps image)"
 done
 
@@ -102,6 +109,11 @@ logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
     --customize-hook="$here/configure-root.sh \"\$1\" $here/root $top/conf" \
     bookworm "$root" "$mirror" > "$log" 2>&1 \
     || { tail -30 "$log"; die "mmdebstrap failed"; }
+
+if [ $root_only = 1 ]; then
+    echo "build.sh: root in $root, built in $(($(date +%s) - start)) s"
+    exit 0
+fi
 
 # the kernel and initrd boot it from outside
 vmlinuz=$(ls "$root"/boot/vmlinuz-* | tail -1)
