@@ -14,7 +14,8 @@
 #   `airlockctl edit` (EDITOR a script) answers after the reload; a broken
 #   edit is refused with FILE:LINE:COLUMN and the route keeps answering;
 #   a Python job runs in the worker's gVisor sandbox and its result comes
-#   back through Redis.
+#   back through Redis; a job past its wall time is killed and nothing of
+#   either job is left behind.
 #
 # TAP output.
 #
@@ -33,15 +34,16 @@ timeout=${AIRLOCK_BOOT_TIMEOUT:-1800}
 n=0
 failed=0
 
+# printf, not echo: dash's echo would expand the \n of the JSON quoted
 ok() {
     n=$((n + 1))
-    echo "ok $n - $1"
+    printf 'ok %s - %s\n' "$n" "$1"
 }
 
 not_ok() {
     n=$((n + 1))
     failed=$((failed + 1))
-    echo "not ok $n - $1"
+    printf 'not ok %s - %s\n' "$n" "$1"
 }
 
 for f in airlock.qcow2 vmlinuz initrd.img cmdline; do
@@ -80,6 +82,33 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# guest-check.sh's lines: "airlock-check: KEY REST"; check KEY waits
+# for the first one and prints REST (the serial console ends lines with
+# CR LF)
+check() {
+    while :; do
+        l=$(tr -d '\r' < "$console" | grep -a -m1 "airlock-check: $1\( \|\$\)")
+        if [ -n "$l" ]; then
+            printf '%s\n' "${l#*airlock-check: $1}" | sed 's/^ //'
+            return 0
+        fi
+        kill -0 "$qemu" 2>/dev/null || return 1
+        [ $(($(date +%s) - start)) -gt "$timeout" ] && return 1
+        sleep 2
+    done
+}
+
+# GET PATH [TOKEN]: the status code, the body in $tmp/body
+get() {
+    if [ -n "${2:-}" ]; then
+        set -- "$1" -H "Proxy-Authorization: Bearer $2"
+    fi
+    u=$1
+    shift
+    curl -s -o "$tmp/body" -w '%{http_code}' --max-time 120 "$@" \
+        "http://127.0.0.1:$port$u"
+}
+
 echo "# booting $dir/airlock.qcow2 under TCG (console: $console)"
 ready=""
 while :; do
@@ -116,7 +145,12 @@ case "$ready" in
 esac
 case "$ready" in
 *alertd=active*) ok "airlock-alertd is active" ;;
-*) not_ok "airlock-alertd is active" ;;
+*)
+    not_ok "airlock-alertd is active"
+    check alertd-log-end > /dev/null
+    tr -d '\r' < "$console" | grep -a 'airlock-check: alertd-log ' \
+        | sed 's/.*airlock-check: alertd-log /# /'
+    ;;
 esac
 
 case "$ready" in
@@ -159,32 +193,14 @@ case "$line" in
     ok "airlock-agent runs as airlock-agent with no capability" ;;
 *) not_ok "airlock-agent runs as airlock-agent with no capability: $line" ;;
 esac
-
-# guest-check.sh's lines: "airlock-check: KEY REST"; check KEY waits
-# for the first one and prints REST
-check() {
-    while :; do
-        l=$(grep -a -m1 "airlock-check: $1\( \|\$\)" "$console")
-        if [ -n "$l" ]; then
-            printf '%s\n' "${l#*airlock-check: $1}" | sed 's/^ //'
-            return 0
-        fi
-        kill -0 "$qemu" 2>/dev/null || return 1
-        [ $(($(date +%s) - start)) -gt "$timeout" ] && return 1
-        sleep 2
-    done
-}
-
-# GET PATH [TOKEN]: the status code, the body in $tmp/body
-get() {
-    if [ -n "${2:-}" ]; then
-        set -- "$1" -H "Proxy-Authorization: Bearer $2"
-    fi
-    u=$1
-    shift
-    curl -s -o "$tmp/body" -w '%{http_code}' --max-time 120 "$@" \
-        "http://127.0.0.1:$port$u"
-}
+# CAP_DAC_OVERRIDE (1), CAP_KILL (5), CAP_SETGID (6), CAP_SETUID (7),
+# CAP_SYS_CHROOT (18), CAP_SYS_ADMIN (21): conf/airlock-worker.service
+line=$(grep -a -m1 "airlock-selftest airlock-worker:" "$console")
+case "$line" in
+*"capbnd=00000000002400e2"*)
+    ok "airlock-worker's bounding set is the six capabilities its unit names" ;;
+*) not_ok "airlock-worker's bounding set is the six capabilities its unit names: $line" ;;
+esac
 
 # the example policy's tools client: sha256("test")
 token=test
@@ -254,7 +270,7 @@ else
 fi
 
 rc=$(check edit-broken)
-out=$(grep -a 'airlock-check: edit-broken-out' "$console" \
+out=$(tr -d '\r' < "$console" | grep -a 'airlock-check: edit-broken-out' \
     | sed 's/.*airlock-check: edit-broken-out //')
 if [ "$rc" = 1 ]; then
     ok "airlockctl edit refuses a broken policy (exit 1)"
@@ -290,7 +306,6 @@ fi
 # the sandbox job, through Redis, run by the worker unit under gVisor
 kernel=$(check worker | sed -n 's/.* kernel //p')
 res=$(check job-result)
-grep -a 'airlock-check: worker-log' "$console" | sed 's/.*airlock-check: worker-log/#/'
 case "$res" in
 *'"status":"ok"'*) ok "the worker's job ended ok: $(printf '%s' "$res" | head -c 400)" ;;
 *) not_ok "the worker's job ended ok: $res" ;;
@@ -310,6 +325,28 @@ if [ -n "$sandbox_kernel" ] && [ "$sandbox_kernel" != "$kernel" ]; then
     ok "the script saw gVisor's kernel ($sandbox_kernel), not the guest's ($kernel)"
 else
     not_ok "the script saw gVisor's kernel ($sandbox_kernel), not the guest's ($kernel)"
+fi
+
+res=$(check timeout-result)
+case "$res" in
+*'"status":"timeout"'*'"code":"wall_time"'*)
+    ok "a job past its wall time is killed: timeout, wall_time" ;;
+*) not_ok "a job past its wall time is killed: $res" ;;
+esac
+left=$(check left)
+case "$left" in
+"jobs= cgroups= runsc=0")
+    ok "nothing of the jobs is left (directories, cgroups, runsc)" ;;
+*) not_ok "nothing of the jobs is left: $left" ;;
+esac
+check end > /dev/null
+logs=$(tr -d '\r' < "$console" | grep -a 'airlock-check: worker-log' \
+    | sed 's/.*airlock-check: worker-log //')
+if [ -z "$logs" ]; then
+    ok "the worker logged no warning or error"
+else
+    not_ok "the worker logged no warning or error"
+    printf '%s\n' "$logs" | sed 's/^/# /'
 fi
 
 if check end > /dev/null; then

@@ -19,12 +19,16 @@
 #                      (policy-unchanged yes); host: the route still answers
 #   job-result JSON    a Python job run by airlock-worker under gVisor,
 #                      its result read back from Redis
+#   timeout-result JSON a job looping past its wall time
+#   left ...           job directories, cgroups, runsc processes left
+#   worker-log LINE    the worker's warnings and errors, if any
 #   end
 
 set -u
 
+# printf, not echo: dash's echo would turn the JSON's \n into newlines
 say() {
-    echo "airlock-check: $*"
+    printf 'airlock-check: %s\n' "$*"
 }
 
 # wait_for FILE PATTERN SECONDS: prints the first line of FILE matching
@@ -45,6 +49,14 @@ wait_for() {
 policy=/etc/airlock/policy.yaml
 tmp=$(mktemp -d)
 redis="redis-cli -s /run/redis/redis.sock"
+
+# the units the ready line names, when one is not running: why
+for u in nginx airlock-alertd airlock-worker; do
+    systemctl is-active -q "$u" && continue
+    journalctl -u "$u" --no-pager -o cat -n 15 \
+        | sed "s/^/airlock-check: ${u#airlock-}-log /"
+done
+say "alertd-log-end"
 
 # 1. an unknown route, asked by the host: the deny log's line
 say "ready-for-deny"
@@ -119,10 +131,29 @@ while [ "$i" -lt 900 ]; do
     i=$((i + 2))
 done
 say "job-result ${result:-none}"
-if [ -z "$result" ]; then
-    journalctl -u airlock-worker --no-pager -n 20 \
-        | sed 's/^/airlock-check: worker-log /'
-fi
+
+# 4. a job past its wall time: killed, and nothing of either job is left
+#    (job directories, cgroups, runsc processes)
+job='{"job_id":"airlock-check-2","session_id":"airlock-check",'
+job=$job'"script":"while True:\n    pass\n","blueprint":{"inputs":[]},'
+job=$job'"limits":{"wall_ms":15000,"cpu_ms":30000}}'
+$redis XADD airlock:jobs '*' job "$job" > /dev/null
+i=0
+timeout_result=""
+while [ "$i" -lt 900 ]; do
+    timeout_result=$($redis GET result:airlock-check-2)
+    [ -n "$timeout_result" ] && break
+    sleep 2
+    i=$((i + 2))
+done
+say "timeout-result ${timeout_result:-none}"
+sleep 2
+say "left jobs=$(ls /var/lib/airlock-worker/jobs 2>/dev/null | tr '\n' ' ')" \
+    "cgroups=$(cd /sys/fs/cgroup/airlock-worker 2>/dev/null && ls -d aw-* 2>/dev/null | tr '\n' ' ')" \
+    "runsc=$(pgrep -c -f runsc)"
+journalctl -u airlock-worker --no-pager -o cat \
+    | grep -E ' (alert|emerg|error|warn): ' \
+    | sed 's/^/airlock-check: worker-log /'
 
 rm -rf "$tmp"
 say "end"
