@@ -200,6 +200,7 @@ id airlock-worker
 ls -l /etc/nginx/modules-enabled/
 stat -c "credentials %a" /etc/airlock/credentials
 stat -c "run-airlock %a %U %G" /run/airlock
+stat -c "log-airlock %a %U %G" /var/log/airlock
 # every group a unit of ours joins exists
 for g in $(sed -n 's/^SupplementaryGroups=//p' /lib/systemd/system/airlock-*.service); do
     getent group "$g" >/dev/null && echo "group $g: yes" || echo "group $g: no"
@@ -236,6 +237,8 @@ SH
     like($out, qr/^credentials 700$/m, '/etc/airlock/credentials is 0700');
     like($out, qr/^run-airlock 775 root airlock-agent$/m,
          '/run/airlock made by the package (tmpfiles.d), 0775 root:airlock-agent');
+    like($out, qr/^log-airlock 2755 root airlock-log$/m,
+         '/var/log/airlock set-group-ID airlock-log (tmpfiles.d)');
     my %g = $out =~ /^group (\S+): (\w+)$/mg;
     ok(%g, 'our units join supplementary groups: ' . join(' ', sort keys %g));
     is(join(' ', grep { $g{$_} ne 'yes' } sort keys %g), '',

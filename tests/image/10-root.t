@@ -157,6 +157,9 @@ is(readlink("$root/etc/resolv.conf"), '/run/systemd/resolve/stub-resolv.conf',
 is($rc, 0, 'boot: /run/airlock (tmpfiles.d), key pair, placeholder '
    . 'credentials') or diag($out);
 ok(-d "$root/run/airlock", '/run/airlock made by the package\'s tmpfiles.d');
+($rc, $out) = in_root('stat -c "%a %U %G" /var/log/airlock');
+is($out, "2755 root airlock-log\n",
+   '/var/log/airlock set-group-ID airlock-log: alertd reads the journal');
 ($rc, $out) = in_root('nginx -t');
 is($rc, 0, 'nginx -t with the image\'s configuration and the module')
     or diag($out);
