@@ -322,7 +322,9 @@ deb:
 # The appliance image (appliance-image/): the packages above in a Debian 12
 # root made by mmdebstrap, as an ext4 file system in a qcow2 disk, with
 # the kernel and initrd to boot it.  image-test boots it under qemu with
-# software emulation: minutes, so it is not part of `make test`.
+# software emulation and checks it from the host: minutes, so it is not
+# part of `make test`, which checks the image's root without booting it
+# (tests/image/10-root.t).
 IMAGE_DIR := $(B)/image
 
 image:

@@ -349,11 +349,15 @@ else
     printf '%s\n' "$logs" | sed 's/^/# /'
 fi
 
-if check end > /dev/null; then
+if end=$(check end); then
     ok "the guest's check script ran to its end"
 else
     not_ok "the guest's check script ran to its end"
 fi
+case "$end" in
+*alertd=active*) ok "airlock-alertd is still active after the denials" ;;
+*) not_ok "airlock-alertd is still active after the denials: $end" ;;
+esac
 echo "# $(($(date +%s) - start)) s from qemu's start"
 
 echo "1..$n"

@@ -22,7 +22,7 @@
 #   timeout-result JSON a job looping past its wall time
 #   left ...           job directories, cgroups, runsc processes left
 #   worker-log LINE    the worker's warnings and errors, if any
-#   end
+#   end alertd=STATE   airlock-alertd after the denials it has read
 
 set -u
 
@@ -156,4 +156,4 @@ journalctl -u airlock-worker --no-pager -o cat \
     | sed 's/^/airlock-check: worker-log /'
 
 rm -rf "$tmp"
-say "end"
+say "end alertd=$(systemctl is-active airlock-alertd)"
