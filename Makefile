@@ -278,8 +278,8 @@ install: all
 	    $(DESTDIR)$(NGX_MOD_CONF_DIR) $(DESTDIR)$(SYSTEMD_DIR) \
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d \
 	    $(DESTDIR)/etc/airlock $(DESTDIR)/etc/logrotate.d \
-	    $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/var/log/airlock \
-	    $(DESTDIR)$(PREFIX)/share/doc/airlock
+	    $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d \
+	    $(DESTDIR)/var/log/airlock $(DESTDIR)$(PREFIX)/share/doc/airlock
 	install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(MOD_SO) $(DESTDIR)$(NGX_MOD_DIR)/
 	echo 'load_module modules/ngx_http_airlock_module.so;' \
@@ -288,11 +288,16 @@ install: all
 	install -m 644 conf/nginx-credentials.conf \
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock.conf
 	install -m 644 conf/policy.example.yaml $(DESTDIR)/etc/airlock/policy.yaml
+	$(if $(WORKER_SRCS),sed 's|^# *\(redis_unix  *[^ ]*\).*|\1|' \
+	    conf/worker.conf > $(DESTDIR)/etc/airlock/worker.conf \
+	    && grep -q '^redis_unix ' $(DESTDIR)/etc/airlock/worker.conf)
 	$(if $(wildcard conf/airlock-location.conf),install -m 644 \
 	    conf/airlock-location.conf $(DESTDIR)/etc/airlock/)
 	install -m 644 conf/airlock.logrotate $(DESTDIR)/etc/logrotate.d/airlock
 	install -m 644 conf/airlock.sysusers \
 	    $(DESTDIR)/usr/lib/sysusers.d/airlock.conf
+	install -m 644 conf/airlock.tmpfiles \
+	    $(DESTDIR)/usr/lib/tmpfiles.d/airlock.conf
 	install -m 644 $(INSTALL_DOCS) $(DESTDIR)$(PREFIX)/share/doc/airlock/
 	install -d -m 700 $(DESTDIR)/etc/airlock/credentials
 
@@ -317,13 +322,16 @@ deb:
 # The appliance image (appliance-image/): the packages above in a Debian 12
 # root made by mmdebstrap, as an ext4 file system in a qcow2 disk, with
 # the kernel and initrd to boot it.  image-test boots it under qemu with
-# software emulation: minutes, so it is not part of `make test`.
+# software emulation and checks it from the host: minutes, so it is not
+# part of `make test`, which checks the image's root without booting it
+# (tests/image/10-root.t).
 IMAGE_DIR := $(B)/image
 
 image:
 	@$(DEPS) image
-	@$(MAKE) --no-print-directory deb
-	appliance-image/build.sh --debs $(DEB_DIR) --out $(IMAGE_DIR)
+	@$(MAKE) --no-print-directory deb worker-rootfs
+	appliance-image/build.sh --debs $(DEB_DIR) --rootfs $(ROOTFS) \
+	    --out $(IMAGE_DIR)
 
 image-test:
 	@$(DEPS) image

@@ -1,20 +1,27 @@
 #!/bin/sh
 # Builds the Airlock appliance image: a Debian 12 root made by mmdebstrap
 # (nginx, redis-server, runsc, nftables, our packages and their
-# configuration, a kernel and its initrd), written into an ext4 file system
-# by `mkfs.ext4 -d` and converted to qcow2.  No loop device, no mount of
-# the image, no container runtime.
+# configuration, the sandboxes' root file system, a kernel and its
+# initrd), written into an ext4 file system by `mkfs.ext4 -d` and
+# converted to qcow2.  No loop device, no mount of the image, no
+# container runtime.
 #
-#   appliance-image/build.sh --debs DIR [--out DIR] [--mirror URL]
-#                            [--free MB] [--keep-root]
+#   appliance-image/build.sh --debs DIR --rootfs DIR [--out DIR]
+#                            [--mirror URL] [--free MB] [--keep-root]
+#                            [--root-only]
 #
 #   --debs DIR     where make deb left libnginx-mod-http-airlock_*.deb and
 #                  airlock_*.deb (required)
+#   --rootfs DIR   the worker's sandbox root file system, as make
+#                  worker-rootfs builds it (required); installed as
+#                  /usr/lib/airlock/sandbox-rootfs
 #   --out DIR      output directory (default build/image): airlock.qcow2,
 #                  vmlinuz, initrd.img, cmdline (the kernel command line)
 #   --mirror URL   Debian mirror (default http://deb.debian.org/debian)
 #   --free MB      free space left in the root file system (default 1024)
 #   --keep-root    keep the unpacked root (OUT/root) for inspection
+#   --root-only    only the root, in OUT/root: no disk, kernel or initrd
+#                  (tests/image/10-root.t checks it without booting)
 #
 # Boot it with the kernel and initrd beside it (tests/image/boot.sh does):
 #   qemu-system-x86_64 -m 1024 -kernel vmlinuz -initrd initrd.img \
@@ -23,7 +30,7 @@
 set -eu
 
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -35,17 +42,21 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 out=$top/build/image
 debs=""
+rootfs=""
 mirror=http://deb.debian.org/debian
 free=1024
 keep=0
+root_only=0
 
 while [ $# -gt 0 ]; do
     case "$1" in
     --debs) [ $# -ge 2 ] || { usage >&2; exit 2; }; debs=$2; shift ;;
+    --rootfs) [ $# -ge 2 ] || { usage >&2; exit 2; }; rootfs=$2; shift ;;
     --out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift ;;
     --mirror) [ $# -ge 2 ] || { usage >&2; exit 2; }; mirror=$2; shift ;;
     --free) [ $# -ge 2 ] || { usage >&2; exit 2; }; free=$2; shift ;;
     --keep-root) keep=1 ;;
+    --root-only) root_only=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown option \"$1\"" >&2; usage >&2; exit 2 ;;
     esac
@@ -53,15 +64,21 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$debs" ] || { echo "build.sh: --debs DIR is required" >&2; exit 2; }
+[ -n "$rootfs" ] || { echo "build.sh: --rootfs DIR is required" >&2; exit 2; }
 case "$free" in *[!0-9]*|'') die "--free wants a number of MB" ;; esac
 
-for t in mmdebstrap mkfs.ext4 qemu-img; do
+tools="mmdebstrap mkfs.ext4 qemu-img"
+[ $root_only = 1 ] && tools=mmdebstrap
+for t in $tools; do
     command -v $t >/dev/null 2>&1 || die "$t is missing (auto/deps image)"
 done
 
 mod=$(ls "$debs"/libnginx-mod-http-airlock_*.deb 2>/dev/null | tail -1)
 pkg=$(ls "$debs"/airlock_*.deb 2>/dev/null | tail -1)
 [ -n "$mod" ] && [ -n "$pkg" ] || die "no Airlock packages in $debs (make deb)"
+[ -x "$rootfs/usr/bin/python3" ] \
+    || die "$rootfs is no sandbox root file system (make worker-rootfs)"
+rootfs=$(cd "$rootfs" && pwd)
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -88,9 +105,15 @@ logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
     --customize-hook="upload $mod /tmp/airlock-debs/libnginx-mod-http-airlock.deb" \
     --customize-hook="upload $pkg /tmp/airlock-debs/airlock.deb" \
     --customize-hook='chroot "$1" dpkg -i /tmp/airlock-debs/libnginx-mod-http-airlock.deb /tmp/airlock-debs/airlock.deb' \
+    --customize-hook="mkdir -p \"\$1/usr/lib/airlock/sandbox-rootfs\" && cp -a $rootfs/. \"\$1/usr/lib/airlock/sandbox-rootfs/\" && rm -f \"\$1/usr/lib/airlock/sandbox-rootfs/.built\"" \
     --customize-hook="$here/configure-root.sh \"\$1\" $here/root $top/conf" \
     bookworm "$root" "$mirror" > "$log" 2>&1 \
     || { tail -30 "$log"; die "mmdebstrap failed"; }
+
+if [ $root_only = 1 ]; then
+    echo "build.sh: root in $root, built in $(($(date +%s) - start)) s"
+    exit 0
+fi
 
 # the kernel and initrd boot it from outside
 vmlinuz=$(ls "$root"/boot/vmlinuz-* | tail -1)

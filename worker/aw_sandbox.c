@@ -216,8 +216,15 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
             return -1;
         }
 
-        (void) aw_cg_write(parent, "cgroup.subtree_control",
-                           "+memory +pids +cpu");
+        /*
+         * One controller per write: a write enabling several fails
+         * whole when one is not available here (systemd enables cpu at
+         * the root only when some unit asks for CPU accounting); memory
+         * and pids are then checked by the limits' own writes.
+         */
+        (void) aw_cg_write(parent, "cgroup.subtree_control", "+memory");
+        (void) aw_cg_write(parent, "cgroup.subtree_control", "+pids");
+        (void) aw_cg_write(parent, "cgroup.subtree_control", "+cpu");
 
         snprintf(box->cg[0], sizeof(box->cg[0]), "%s/%s", parent,
                  slot);

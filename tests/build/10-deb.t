@@ -1,10 +1,11 @@
 #!/usr/bin/perl
 # make deb: the two packages' contents, dependencies and maintainer
 # scripts; lintian finds no error; the packages would install here
-# (dpkg --dry-run); unpacked, the module loads into this machine's nginx
-# and airlockctl passes the packaged policy; the packaged policy's file:
-# secrets, the nginx.service drop-in and alertd's unit name the same
-# credentials.
+# (dpkg --dry-run); installed into a fresh root of this release, its users,
+# groups and /run/airlock exist and nginx -t passes; unpacked, the module
+# loads into this machine's nginx and airlockctl passes the packaged
+# policy; the packaged policy's file: secrets, the nginx.service drop-in
+# and alertd's unit name the same credentials.
 
 use strict;
 use warnings;
@@ -105,6 +106,8 @@ like($dep, qr/libnginx-mod-http-airlock \(= \Q$version\E\)/,
      'airlock depends on the module of the same version');
 like($dep, qr/(^|, )nginx(,|$)/, 'and on nginx');
 like($dep, qr/systemd-sysusers/, 'and on something to create its users');
+like($dep, qr/(^|, )redis-server(,|$)/,
+     'and on redis-server (the agent and worker units join its group)');
 
 $c = contents($pkg);
 for my $f ('/usr/bin/airlockctl', '/usr/bin/airlock-alertd') {
@@ -115,6 +118,7 @@ for my $f ('/lib/systemd/system/airlock-alertd.service',
            '/etc/airlock/policy.yaml',
            '/etc/logrotate.d/airlock',
            '/usr/lib/sysusers.d/airlock.conf',
+           '/usr/lib/tmpfiles.d/airlock.conf',
            '/usr/share/doc/airlock/copyright')
 {
     is($c->{$f}, '-rw-r--r--', "$f");
@@ -122,6 +126,8 @@ for my $f ('/lib/systemd/system/airlock-alertd.service',
 ok(exists $c->{'/etc/airlock/airlock-location.conf'},
    '/etc/airlock/airlock-location.conf')
     if -f "$top/conf/airlock-location.conf";
+ok(exists $c->{'/etc/airlock/worker.conf'}, '/etc/airlock/worker.conf')
+    if glob("$top/worker/*.c");
 ok(grep(m{^/usr/share/doc/airlock/policy\.md}, keys %$c), 'the docs');
 ok(!grep(m{^/usr/lib/debug|\.a$|/etc/airlock/credentials}, keys %$c),
    'no debug files, static libraries or credentials directory');
@@ -132,6 +138,10 @@ my $conffiles = do { local (@ARGV, $/) = "$ctl/conffiles"; <> } // '';
 like($conffiles, qr{^/etc/airlock/policy\.yaml$}m, 'the policy is a conffile');
 $postinst = do { local (@ARGV, $/) = "$ctl/postinst"; <> } // '';
 like($postinst, qr/systemd-sysusers.*airlock\.conf/, 'postinst adds the users');
+like($postinst, qr/systemd-tmpfiles .*--create airlock\.conf/,
+     'postinst makes /run/airlock (tmpfiles.d)');
+like($postinst, qr/systemd-sysusers .*airlock\.conf.*systemd-tmpfiles /s,
+     'after the users, whose group /run/airlock has');
 like($postinst, qr{install -d -m 0700 .*/etc/airlock/credentials},
      'postinst makes the credentials directory, root only');
 unlike($postinst, qr/deb-systemd-invoke\s.*start/,
@@ -189,11 +199,19 @@ id airlock-agent
 id airlock-worker
 ls -l /etc/nginx/modules-enabled/
 stat -c "credentials %a" /etc/airlock/credentials
+stat -c "run-airlock %a %U %G" /run/airlock
+stat -c "log-airlock %a %U %G" /var/log/airlock
+# every group a unit of ours joins exists
+for g in $(sed -n 's/^SupplementaryGroups=//p' /lib/systemd/system/airlock-*.service); do
+    getent group "$g" >/dev/null && echo "group $g: yes" || echo "group $g: no"
+done
 nginx -t 2>&1
 airlockctl check /etc/airlock/policy.yaml
 echo "enabled: $(systemctl is-enabled airlock-alertd || true)"
-systemd-analyze verify /lib/systemd/system/airlock-alertd.service \
-    /lib/systemd/system/nginx.service 2>&1 || true
+for u in /lib/systemd/system/airlock-*.service; do
+    systemd-analyze verify "$u" 2>&1 || true
+done
+systemd-analyze verify /lib/systemd/system/nginx.service 2>&1 || true
 dpkg --purge airlock libnginx-mod-http-airlock
 echo "after purge: $(ls /etc/nginx/modules-enabled/)$(ls -d /etc/airlock \
     /var/log/airlock 2>/dev/null)."
@@ -217,12 +235,20 @@ SH
                   modules-available/mod-http-airlock\.conf}x,
          'module enabled in /etc/nginx/modules-enabled');
     like($out, qr/^credentials 700$/m, '/etc/airlock/credentials is 0700');
+    like($out, qr/^run-airlock 775 root airlock-agent$/m,
+         '/run/airlock made by the package (tmpfiles.d), 0775 root:airlock-agent');
+    like($out, qr/^log-airlock 2755 root airlock-log$/m,
+         '/var/log/airlock set-group-ID airlock-log (tmpfiles.d)');
+    my %g = $out =~ /^group (\S+): (\w+)$/mg;
+    ok(%g, 'our units join supplementary groups: ' . join(' ', sort keys %g));
+    is(join(' ', grep { $g{$_} ne 'yes' } sort keys %g), '',
+       'each of them exists once the package is installed');
     like($out, qr/nginx\.conf test is successful/,
          'nginx -t passes with the module loaded');
     like($out, qr{/etc/airlock/policy\.yaml: ok}, 'the policy checks');
     like($out, qr/^enabled: disabled$/m, 'airlock-alertd is not enabled');
     my @unit_errors = grep { /airlock/ && !/^I: / } grep { !/^\s*$/ }
-        ($out =~ /^(.*(?:airlock-alertd\.service|airlock\.conf):.*)$/mg);
+        ($out =~ /^(.*(?:airlock-[\w-]+\.service|airlock\.conf):.*)$/mg);
     is("@unit_errors", '', 'systemd-analyze verify: nothing about our units');
     like($out, qr/^after purge: \.$/m,
          'purge removes the module link, /etc/airlock and its logs');

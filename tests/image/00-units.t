@@ -72,8 +72,7 @@ for my $n (sort keys %units) {
         ok((grep { $_ eq $common{$k} } @{$d->{$k} || []}),
            "airlock-$n: $k=$common{$k}");
     }
-    my @bind = grep { !($n eq 'worker' && $_ eq '/run/runsc') }
-               @{$d->{BindPaths} || []};
+    my @bind = @{$d->{BindPaths} || []};
     is_deeply([sort @bind], ['/run/airlock', '/run/redis'],
               "airlock-$n: only Airlock's and Redis's socket directories "
               . "are bound into its /run");

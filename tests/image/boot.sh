@@ -1,32 +1,49 @@
 #!/bin/sh
 # make image-test: boots the appliance image under qemu with software
 # emulation (TCG: KVM is not assumed), waits for the ready line on the
-# serial console, and checks from the host, through a forwarded port, that
-# the first boot printed the appliance's public key and that a request for
-# an unknown route gets Airlock's 403.  TAP output.
+# serial console, and checks from the host, through a forwarded port and
+# the console:
+#
+# - the first boot printed the appliance's public key; nginx, alertd,
+#   nftables and the worker are active;
+# - the agent's and the worker's units have no interface but loopback
+#   (the image's airlock-selftest probe);
+# - with tests/image/guest-check.sh handed to the guest through qemu's
+#   firmware configuration (-fw_cfg): an unknown route gets Airlock's 403
+#   and the same request id is in the guest's deny log; a route added with
+#   `airlockctl edit` (EDITOR a script) answers after the reload; a broken
+#   edit is refused with FILE:LINE:COLUMN and the route keeps answering;
+#   a Python job runs in the worker's gVisor sandbox and its result comes
+#   back through Redis; a job past its wall time is killed and nothing of
+#   either job is left behind.
+#
+# TAP output.
 #
 #   tests/image/boot.sh IMAGE_DIR     (airlock.qcow2, vmlinuz, initrd.img,
 #                                      cmdline, as build.sh writes them)
 #
 # The disk is opened with -snapshot: the image is never changed.
 # AIRLOCK_BOOT_TIMEOUT (default 1800 s) is only a safety net.
+# AIRLOCK_KEEP_CONSOLE=FILE keeps a copy of the serial console there.
 
 set -u
 
 dir=${1:?usage: tests/image/boot.sh IMAGE_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
 timeout=${AIRLOCK_BOOT_TIMEOUT:-1800}
 n=0
 failed=0
 
+# printf, not echo: dash's echo would expand the \n of the JSON quoted
 ok() {
     n=$((n + 1))
-    echo "ok $n - $1"
+    printf 'ok %s - %s\n' "$n" "$1"
 }
 
 not_ok() {
     n=$((n + 1))
     failed=$((failed + 1))
-    echo "not ok $n - $1"
+    printf 'not ok %s - %s\n' "$n" "$1"
 }
 
 for f in airlock.qcow2 vmlinuz initrd.img cmdline; do
@@ -51,16 +68,46 @@ qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 1024 \
     -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img" \
     -append "$(cat "$dir/cmdline") airlock.selftest" \
     -drive "file=$dir/airlock.qcow2,if=virtio,format=qcow2" -snapshot \
+    -fw_cfg "name=opt/airlock/check,file=$here/guest-check.sh" \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:3128" \
-    -device virtio-net-pci,netdev=n0 &
+    -device virtio-net-pci,netdev=n0 \
+    -device virtio-rng-pci &
 qemu=$!
 
 cleanup() {
     kill "$qemu" 2>/dev/null
     wait "$qemu" 2>/dev/null
+    [ -n "${AIRLOCK_KEEP_CONSOLE:-}" ] && cp "$console" "$AIRLOCK_KEEP_CONSOLE"
     rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
+
+# guest-check.sh's lines: "airlock-check: KEY REST"; check KEY waits
+# for the first one and prints REST (the serial console ends lines with
+# CR LF)
+check() {
+    while :; do
+        l=$(tr -d '\r' < "$console" | grep -a -m1 "airlock-check: $1\( \|\$\)")
+        if [ -n "$l" ]; then
+            printf '%s\n' "${l#*airlock-check: $1}" | sed 's/^ //'
+            return 0
+        fi
+        kill -0 "$qemu" 2>/dev/null || return 1
+        [ $(($(date +%s) - start)) -gt "$timeout" ] && return 1
+        sleep 2
+    done
+}
+
+# GET PATH [TOKEN]: the status code, the body in $tmp/body
+get() {
+    if [ -n "${2:-}" ]; then
+        set -- "$1" -H "Proxy-Authorization: Bearer $2"
+    fi
+    u=$1
+    shift
+    curl -s -o "$tmp/body" -w '%{http_code}' --max-time 120 "$@" \
+        "http://127.0.0.1:$port$u"
+}
 
 echo "# booting $dir/airlock.qcow2 under TCG (console: $console)"
 ready=""
@@ -98,12 +145,21 @@ case "$ready" in
 esac
 case "$ready" in
 *alertd=active*) ok "airlock-alertd is active" ;;
-*) not_ok "airlock-alertd is active" ;;
+*)
+    not_ok "airlock-alertd is active"
+    check alertd-log-end > /dev/null
+    tr -d '\r' < "$console" | grep -a 'airlock-check: alertd-log ' \
+        | sed 's/.*airlock-check: alertd-log /# /'
+    ;;
 esac
 
 case "$ready" in
 *nftables=active*) ok "the nftables ruleset is loaded" ;;
 *) not_ok "the nftables ruleset is loaded" ;;
+esac
+case "$ready" in
+*worker=active*) ok "airlock-worker is active" ;;
+*) not_ok "airlock-worker is active" ;;
 esac
 
 if grep -aq 'airlock: appliance public key [A-Za-z0-9+/=]' "$console"; then
@@ -137,21 +193,172 @@ case "$line" in
     ok "airlock-agent runs as airlock-agent with no capability" ;;
 *) not_ok "airlock-agent runs as airlock-agent with no capability: $line" ;;
 esac
+# CAP_DAC_OVERRIDE (1), CAP_KILL (5), CAP_SETGID (6), CAP_SETUID (7),
+# CAP_SYS_CHROOT (18), CAP_SYS_ADMIN (21): conf/airlock-worker.service
+line=$(grep -a -m1 "airlock-selftest airlock-worker:" "$console")
+case "$line" in
+*"capbnd=00000000002400e2"*)
+    ok "airlock-worker's bounding set is the six capabilities its unit names" ;;
+*) not_ok "airlock-worker's bounding set is the six capabilities its unit names: $line" ;;
+esac
+
+# the example policy's tools client: sha256("test")
+token=test
+
+if ! check ready-for-deny > /dev/null; then
+    not_ok "the guest ran the check script"
+    tail -40 "$console" | sed 's/^/# /'
+    echo "1..$n"
+    exit 1
+fi
 
 # an unknown route, from the host through the forwarded port
-body=$tmp/body
-code=$(curl -s -o "$body" -w '%{http_code}' --max-time 120 \
-    "http://127.0.0.1:$port/no/such/route")
+code=$(get /airlock-check/unknown)
+body=$(head -c 300 "$tmp/body" 2>/dev/null)
 if [ "$code" = 403 ]; then
     ok "an unknown route gets 403"
 else
     not_ok "an unknown route gets 403 (got $code)"
 fi
-if grep -q '"error":"forbidden"' "$body" 2>/dev/null; then
-    ok "the 403 is Airlock's JSON deny body: $(head -c 200 "$body")"
+case "$body" in
+*'"error":"forbidden"'*) ok "the 403 is Airlock's JSON deny body: $body" ;;
+*) not_ok "the 403 is Airlock's JSON deny body: $body" ;;
+esac
+rid=$(printf '%s' "$body" | sed -n 's/.*"request_id":"\([^"]*\)".*/\1/p')
+line=$(check deny-line)
+case "$line" in
+*'"type":"deny"'*'"path":"/airlock-check/unknown"'*)
+    ok "a deny line in the guest's deny log: $line" ;;
+*'"path":"/airlock-check/unknown"'*)
+    ok "a deny line in the guest's deny log: $line" ;;
+*) not_ok "a deny line in the guest's deny log: $line" ;;
+esac
+if [ -n "$rid" ] && [ "${line#*$rid}" != "$line" ]; then
+    ok "the deny line has the 403's request id $rid"
 else
-    not_ok "the 403 is Airlock's JSON deny body: $(head -c 200 "$body" 2>/dev/null)"
+    not_ok "the deny line has the 403's request id ($rid)"
 fi
+
+# the edit cycle: a new route, then a refused edit
+rc=$(check edit-ok)
+grep -a 'airlock-check: edit-ok-out' "$console" \
+    | sed 's/.*airlock-check: edit-ok-out/#/'
+if [ "$rc" = 0 ]; then
+    ok "airlockctl edit installed the new route"
+else
+    not_ok "airlockctl edit installed the new route (exit $rc)"
+fi
+# the reload replaces nginx's workers: a few tries
+i=0
+while :; do
+    code=$(get /airlock-check/status $token)
+    [ "$code" = 200 ] && break
+    i=$((i + 1))
+    [ $i -ge 30 ] && break
+    sleep 2
+done
+if [ "$code" = 200 ] && grep -q '{' "$tmp/body"; then
+    ok "the new route answers after the reload: $(head -c 120 "$tmp/body")"
+else
+    not_ok "the new route answers after the reload (got $code: $(head -c 200 "$tmp/body"))"
+fi
+code=$(get /airlock-check/status)
+if [ "$code" = 403 ]; then
+    ok "and only for its client (no token: 403)"
+else
+    not_ok "and only for its client (no token: got $code)"
+fi
+
+rc=$(check edit-broken)
+out=$(tr -d '\r' < "$console" | grep -a 'airlock-check: edit-broken-out' \
+    | sed 's/.*airlock-check: edit-broken-out //')
+if [ "$rc" = 1 ]; then
+    ok "airlockctl edit refuses a broken policy (exit 1)"
+else
+    not_ok "airlockctl edit refuses a broken policy (exit $rc)"
+fi
+pos=$(printf '%s\n' "$out" \
+    | grep -m1 '^/etc/airlock/policy\.yaml\.edit:[0-9][0-9]*:[0-9][0-9]*: ')
+if [ -n "$pos" ]; then
+    ok "with file:line:column: $pos"
+else
+    not_ok "with file:line:column:"
+    printf '%s\n' "$out" | sed 's/^/# /'
+fi
+if [ "$(check policy-unchanged)" = yes ]; then
+    ok "the installed policy is unchanged"
+else
+    not_ok "the installed policy is unchanged"
+fi
+code=$(get /airlock-check/status $token)
+if [ "$code" = 200 ]; then
+    ok "the running policy keeps serving the route"
+else
+    not_ok "the running policy keeps serving the route (got $code)"
+fi
+code=$(get /airlock-check/unknown $token)
+if [ "$code" = 403 ]; then
+    ok "and keeps denying an unknown route"
+else
+    not_ok "and keeps denying an unknown route (got $code)"
+fi
+
+# the sandbox job, through Redis, run by the worker unit under gVisor
+kernel=$(check worker | sed -n 's/.* kernel //p')
+res=$(check job-result)
+case "$res" in
+*'"status":"ok"'*) ok "the worker's job ended ok: $(printf '%s' "$res" | head -c 400)" ;;
+*) not_ok "the worker's job ended ok: $res" ;;
+esac
+case "$res" in
+*'"backend":"gvisor"'*) ok "in the gVisor sandbox" ;;
+*) not_ok "in the gVisor sandbox" ;;
+esac
+sandbox_kernel=$(printf '%s' "$res" \
+    | sed -n 's/.*"stdout":"hello from the sandbox 42 \([^"\\]*\)\\n".*/\1/p')
+if [ -n "$sandbox_kernel" ]; then
+    ok "its output came back through Redis"
+else
+    not_ok "its output came back through Redis"
+fi
+if [ -n "$sandbox_kernel" ] && [ "$sandbox_kernel" != "$kernel" ]; then
+    ok "the script saw gVisor's kernel ($sandbox_kernel), not the guest's ($kernel)"
+else
+    not_ok "the script saw gVisor's kernel ($sandbox_kernel), not the guest's ($kernel)"
+fi
+
+res=$(check timeout-result)
+case "$res" in
+*'"status":"timeout"'*'"code":"wall_time"'*)
+    ok "a job past its wall time is killed: timeout, wall_time" ;;
+*) not_ok "a job past its wall time is killed: $res" ;;
+esac
+left=$(check left)
+case "$left" in
+"jobs= cgroups= runsc=0")
+    ok "nothing of the jobs is left (directories, cgroups, runsc)" ;;
+*) not_ok "nothing of the jobs is left: $left" ;;
+esac
+check end > /dev/null
+logs=$(tr -d '\r' < "$console" | grep -a 'airlock-check: worker-log' \
+    | sed 's/.*airlock-check: worker-log //')
+if [ -z "$logs" ]; then
+    ok "the worker logged no warning or error"
+else
+    not_ok "the worker logged no warning or error"
+    printf '%s\n' "$logs" | sed 's/^/# /'
+fi
+
+if end=$(check end); then
+    ok "the guest's check script ran to its end"
+else
+    not_ok "the guest's check script ran to its end"
+fi
+case "$end" in
+*alertd=active*) ok "airlock-alertd is still active after the denials" ;;
+*) not_ok "airlock-alertd is still active after the denials: $end" ;;
+esac
+echo "# $(($(date +%s) - start)) s from qemu's start"
 
 echo "1..$n"
 [ $failed = 0 ]

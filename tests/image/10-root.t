@@ -1,0 +1,180 @@
+#!/usr/bin/perl
+# The appliance image's root file system, built as make image builds it
+# (appliance-image/build.sh --root-only: mmdebstrap from Debian's archive,
+# our packages, the sandbox root file system, the image's configuration)
+# and checked without booting it: the packages and the services the image
+# runs, the worker's configuration and sandbox (airlock-worker -t, Python
+# in the sandbox root), nginx -t on the image's configuration with the
+# first boot's key and placeholder credentials, Redis on its socket, the
+# egress rule, and nothing of the tests in the image.  The boot itself is
+# make image-test (tests/image/boot.sh), too slow for this suite.
+#
+# Needs root (mmdebstrap, chroot) and Debian's archive; AIRLOCK_KEEP=1
+# keeps the root.
+
+use strict;
+use warnings;
+use Cwd ();
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my $ci = $ENV{CI};
+
+delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES)};
+
+my $why = $> != 0 ? 'needs root (mmdebstrap, chroot)' : undef;
+for my $tool (qw(mmdebstrap dpkg-buildpackage)) {
+    last if $why;
+    $why = "$tool not installed (auto/deps test installs it)"
+        if system("command -v $tool >/dev/null 2>&1") != 0;
+}
+if ($why) {
+    if ($ci) {
+        fail("image root: $why");
+        done_testing();
+        exit;
+    }
+    plan skip_all => "image root: $why";
+}
+
+sub run {
+    my ($cmd) = @_;
+    my $out = `$cmd 2>&1`;
+    return ($? >> 8, $out);
+}
+
+sub tail_lines {
+    my ($text, $n) = @_;
+    my @l = split /\n/, $text;
+    return join("\n", @l > $n ? @l[-$n .. -1] : @l);
+}
+
+my $tmp = tempdir(CLEANUP => !$ENV{AIRLOCK_KEEP});
+my $build = "$tmp/build";
+
+# the packages, and the sandbox root file system make test has built
+my $rootfs = ($ENV{AIRLOCK_BUILD} // "$top/build") . '/worker-rootfs';
+my $targets = -x "$rootfs/usr/bin/python3" ? 'deb' : 'deb worker-rootfs';
+$rootfs = "$build/worker-rootfs" if $targets ne 'deb';
+my ($rc, $out) = run("make -s -C $top DEPS=true BUILD=$build $targets");
+is($rc, 0, "make $targets") or diag(tail_lines($out, 30));
+
+($rc, $out) = run("$top/appliance-image/build.sh --debs $build/deb "
+                  . "--rootfs $rootfs --out $tmp/image --root-only");
+is($rc, 0, 'build.sh --root-only') or diag(tail_lines($out, 30));
+diag($_) for grep { /built in/ } split /\n/, $out;
+my $root = "$tmp/image/root";
+unless ($rc == 0 && -d "$root/etc") {
+    done_testing();
+    exit;
+}
+
+sub in_root {
+    my ($cmd) = @_;
+    return run("chroot $root /bin/sh -c '$cmd'");
+}
+
+sub slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or return '';
+    local $/;
+    return <$fh>;
+}
+
+# packages
+for my $p (qw(airlock libnginx-mod-http-airlock nginx redis-server runsc
+              nftables linux-image-amd64 systemd-resolved)) {
+    ($rc, $out) = in_root("dpkg-query -W -f=\\\${db:Status-Status} $p");
+    is($out, 'installed', "$p installed");
+}
+ok(-f (glob("$root/boot/vmlinuz-*"))[0] && -f (glob("$root/boot/initrd.img-*"))[0],
+   'a kernel and its initrd in /boot');
+
+# services: what the appliance runs at boot, what it leaves to the operator
+# (the root's own systemctl: the host needs no systemd)
+for my $u (qw(nginx redis-server nftables systemd-networkd systemd-resolved
+              airlock-firstboot airlock-credentials airlock-alertd
+              airlock-worker airlock-ready))
+{
+    ($rc, $out) = in_root("systemctl is-enabled $u.service");
+    is($out =~ s/\s+$//r, 'enabled', "$u enabled");
+}
+($rc, $out) = in_root('systemctl is-enabled airlock-agent.service');
+is($out =~ s/\s+$//r, 'disabled',
+   'airlock-agent disabled (it needs the operator\'s model key)');
+like(slurp("$root/etc/systemd/system/airlock-selftest.service"),
+     qr/^ConditionKernelCommandLine=airlock\.selftest$/m,
+     'the self-test runs only with airlock.selftest on the kernel command line');
+ok(!grep({ -e "$root$_" } '/usr/lib/airlock/guest-check.sh',
+                          '/run/airlock-check'),
+   'the host\'s check script is not in the image');
+
+# tmpfiles.d from the package, no copy of the image's own
+ok(-f "$root/usr/lib/tmpfiles.d/airlock.conf"
+   && !-e "$root/etc/tmpfiles.d/airlock.conf",
+   '/run/airlock comes from the package\'s tmpfiles.d');
+
+# the worker: its configuration, its sandbox root, a check by itself
+my $wc = slurp("$root/etc/airlock/worker.conf");
+like($wc, qr{^redis_unix\s+/run/redis/redis\.sock\s*$}m,
+     'worker.conf: Redis through its socket (the unit has no network)');
+like($wc, qr{^rootfs\s+/usr/lib/airlock/sandbox-rootfs\b}m,
+     'worker.conf: the sandbox root file system');
+($rc, $out) = in_root('airlock-worker -c /etc/airlock/worker.conf -t');
+is($rc, 0, 'airlock-worker -t: configuration, policy, runsc, rootfs')
+    or diag($out);
+($rc, $out) = run("chroot $root/usr/lib/airlock/sandbox-rootfs "
+                  . "/usr/bin/python3 -I -c 'print(6 * 7)'");
+is($out, "42\n", 'Python runs in the sandbox root file system');
+ok(!-e "$root/usr/lib/airlock/sandbox-rootfs/bin/sh"
+   && !-e "$root/usr/lib/airlock/sandbox-rootfs/usr/bin/sh",
+   'which has no shell');
+
+# Redis: a unix socket for group redis, no TCP port, AOF
+my $rconf = slurp("$root/etc/redis/redis.conf");
+like($rconf, qr{^unixsocket /run/redis/redis\.sock$}m, 'Redis: unix socket');
+like($rconf, qr{^unixsocketperm 770$}m, 'Redis: for its group only');
+like($rconf, qr{^port 0$}m, 'Redis: no TCP port');
+like($rconf, qr{^appendonly yes$}m, 'Redis: AOF');
+
+# the egress rule and name resolution
+is(slurp("$root/etc/nftables.conf"), slurp("$top/conf/nftables-airlock.conf"),
+   '/etc/nftables.conf is conf/nftables-airlock.conf');
+is(readlink("$root/etc/resolv.conf"), '/run/systemd/resolve/stub-resolv.conf',
+   'resolv.conf: systemd-resolved\'s stub');
+
+# nginx -t on the image's configuration, with what the boot makes
+# (systemd-tmpfiles, with a /proc of its own in a private mount
+# namespace) and what the first boot makes
+# (the key pair, placeholder credentials) and nginx.service's credentials
+# where its drop-in puts them
+($rc, $out) = run("unshare --mount --propagation private chroot $root "
+                  . "/bin/sh -c 'mount -t proc proc /proc "
+                  . "&& systemd-tmpfiles --create airlock.conf'");
+is($rc, 0, 'systemd-tmpfiles --create airlock.conf') or diag($out);
+($rc, $out) = in_root('airlockctl keygen /etc/airlock/airlock.key '
+                      . '&& /usr/lib/airlock/placeholder-credentials '
+                      . '&& mkdir -p /run/credentials/nginx.service '
+                      . '&& for f in /etc/airlock/credentials/*; do '
+                      . 'cp "$f" /run/credentials/nginx.service/'
+                      . 'airlock_${f##*/}; done');
+is($rc, 0, 'first boot: key pair, placeholder credentials') or diag($out);
+ok(-d "$root/run/airlock", '/run/airlock made by the package\'s tmpfiles.d');
+($rc, $out) = in_root('stat -c "%a %U %G" /var/log/airlock');
+is($out, "2755 root airlock-log\n",
+   '/var/log/airlock set-group-ID airlock-log: alertd reads the journal');
+($rc, $out) = in_root('nginx -t');
+is($rc, 0, 'nginx -t with the image\'s configuration and the module')
+    or diag($out);
+($rc, $out) = in_root('airlockctl check --key /etc/airlock/airlock.key '
+                      . '/etc/airlock/policy.yaml');
+is($rc, 0, 'airlockctl check --key: the policy and its secrets')
+    or diag($out);
+
+# first boot state: no machine id, no root password
+is(-s "$root/etc/machine-id", 0, 'an empty machine-id (made at first boot)');
+like(slurp("$root/etc/shadow"), qr/^root:!/m, 'root\'s password is locked');
+
+done_testing();

@@ -1,0 +1,159 @@
+#!/bin/sh
+# make image-test, the guest's half: tests/image/boot.sh hands this script
+# to the booted appliance through qemu's firmware configuration
+# (-fw_cfg name=opt/airlock/check); the image's airlock-selftest.service
+# runs it as root and its lines reach the serial console.  It is not part
+# of the image.
+#
+# Every line starts with "airlock-check: ".  The host answers some of them
+# with requests through the forwarded port; the guest sees those requests
+# in its own logs and goes on:
+#
+#   ready-for-deny     host: GET /airlock-check/unknown  -> 403
+#   deny-line LINE     the deny log's line for it
+#   edit-ok RC         airlockctl edit with an EDITOR that adds the route
+#                      airlock-check-status (the status endpoint, client
+#                      tools); host: GET /airlock-check/status -> 200
+#   edit-broken RC     airlockctl edit with an EDITOR that misspells a key:
+#                      refused (its output as edit-broken-out), policy unchanged
+#                      (policy-unchanged yes); host: the route still answers
+#   job-result JSON    a Python job run by airlock-worker under gVisor,
+#                      its result read back from Redis
+#   timeout-result JSON a job looping past its wall time
+#   left ...           job directories, cgroups, runsc processes left
+#   worker-log LINE    the worker's warnings and errors, if any
+#   end alertd=STATE   airlock-alertd after the denials it has read
+
+set -u
+
+# printf, not echo: dash's echo would turn the JSON's \n into newlines
+say() {
+    printf 'airlock-check: %s\n' "$*"
+}
+
+# wait_for FILE PATTERN SECONDS: prints the first line of FILE matching
+# PATTERN (grep -F), waiting for it at most SECONDS
+wait_for() {
+    i=0
+    while [ "$i" -lt "$3" ]; do
+        if line=$(grep -a -F -m1 -- "$2" "$1" 2>/dev/null); then
+            printf '%s\n' "$line"
+            return 0
+        fi
+        sleep 1
+        i=$((i + 1))
+    done
+    return 1
+}
+
+policy=/etc/airlock/policy.yaml
+tmp=$(mktemp -d)
+redis="redis-cli -s /run/redis/redis.sock"
+
+# the units the ready line names, when one is not running: why
+for u in nginx airlock-alertd airlock-worker; do
+    systemctl is-active -q "$u" && continue
+    journalctl -u "$u" --no-pager -o cat -n 15 \
+        | sed "s/^/airlock-check: ${u#airlock-}-log /"
+done
+say "alertd-log-end"
+
+# 1. an unknown route, asked by the host: the deny log's line
+say "ready-for-deny"
+if line=$(wait_for /var/log/airlock/deny.log /airlock-check/unknown 900); then
+    say "deny-line $line"
+else
+    say "deny-line none"
+fi
+
+# 2. the edit cycle, with an EDITOR that adds an upstream (the appliance's
+#    own status endpoint) and a route the tools client may call
+cat > "$tmp/add-route" <<'EOT'
+#!/bin/sh
+awk '{ print }
+/^upstreams:$/ {
+    print "  airlock-status: { url: \"http://127.0.0.1:9901\" }"
+}
+/^routes:$/ {
+    print "  - name: airlock-check-status"
+    print "    description: the status endpoint, added by make image-test"
+    print "    clients: [tools]"
+    print "    match: { method: GET, path: /airlock-check/status }"
+    print "    upstream: airlock-status"
+    print "    to: /airlock/status"
+}' "$1" > "$1.new" && cat "$1.new" > "$1" && rm -f "$1.new"
+EOT
+cat > "$tmp/break-key" <<'EOT'
+#!/bin/sh
+sed -i 's/^    upstream: airlock-status$/    upstrem: airlock-status/' "$1"
+EOT
+chmod 755 "$tmp/add-route" "$tmp/break-key"
+
+EDITOR=$tmp/add-route airlockctl edit < /dev/null > "$tmp/out" 2>&1
+rc=$?
+sed 's/^/airlock-check: edit-ok-out /' "$tmp/out"
+say "edit-ok $rc"
+
+if wait_for /var/log/nginx/airlock.log /airlock-check/status 900 \
+    > /dev/null
+then
+    say "route-used yes"
+else
+    say "route-used no"
+fi
+
+cp "$policy" "$tmp/before"
+EDITOR=$tmp/break-key airlockctl edit < /dev/null > "$tmp/out" 2>&1
+rc=$?
+sed 's/^/airlock-check: edit-broken-out /' "$tmp/out"
+say "edit-broken $rc"
+if cmp -s "$policy" "$tmp/before"; then
+    say "policy-unchanged yes"
+else
+    say "policy-unchanged no"
+fi
+# the refused copy is kept for the next edit; this one is done with it
+rm -f "$policy.edit"
+
+# 3. a sandbox job: Python under gVisor, by the worker unit as it runs
+say "worker $(systemctl is-active airlock-worker) kernel $(uname -r)"
+job='{"job_id":"airlock-check-1","session_id":"airlock-check",'
+job=$job'"script":"import platform\nprint(\"hello from the sandbox\",'
+job=$job' 6 * 7, platform.release())\n","blueprint":{"inputs":[]},'
+job=$job'"limits":{"wall_ms":60000,"cpu_ms":30000}}'
+$redis XADD airlock:jobs '*' job "$job" > /dev/null
+i=0
+result=""
+while [ "$i" -lt 900 ]; do
+    result=$($redis GET result:airlock-check-1)
+    [ -n "$result" ] && break
+    sleep 2
+    i=$((i + 2))
+done
+say "job-result ${result:-none}"
+
+# 4. a job past its wall time: killed, and nothing of either job is left
+#    (job directories, cgroups, runsc processes)
+job='{"job_id":"airlock-check-2","session_id":"airlock-check",'
+job=$job'"script":"while True:\n    pass\n","blueprint":{"inputs":[]},'
+job=$job'"limits":{"wall_ms":15000,"cpu_ms":30000}}'
+$redis XADD airlock:jobs '*' job "$job" > /dev/null
+i=0
+timeout_result=""
+while [ "$i" -lt 900 ]; do
+    timeout_result=$($redis GET result:airlock-check-2)
+    [ -n "$timeout_result" ] && break
+    sleep 2
+    i=$((i + 2))
+done
+say "timeout-result ${timeout_result:-none}"
+sleep 2
+say "left jobs=$(ls /var/lib/airlock-worker/jobs 2>/dev/null | tr '\n' ' ')" \
+    "cgroups=$(cd /sys/fs/cgroup/airlock-worker 2>/dev/null && ls -d aw-* 2>/dev/null | tr '\n' ' ')" \
+    "runsc=$(pgrep -c -f runsc)"
+journalctl -u airlock-worker --no-pager -o cat \
+    | grep -E ' (alert|emerg|error|warn): ' \
+    | sed 's/^/airlock-check: worker-log /'
+
+rm -rf "$tmp"
+say "end alertd=$(systemctl is-active airlock-alertd)"
