@@ -283,7 +283,9 @@ if ($portkey) {
     $pid{portkey} = $pk_pid;
 }
 
+# waitpid() sets $?, which an END block would make the script's exit status
 END {
+    local $?;
     if ($pk_pid) {
         kill 'TERM', $pk_pid;
         waitpid($pk_pid, 0);

@@ -13,28 +13,15 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use File::Copy qw(copy);
 use JSON::PP;
 use Test::More;
 use Airlock::Test;
 use Airlock::LLM;
-use Airlock::Prereq qw(absent need_cmd);
 
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
-need_cmd(qw(node npm));
-
-my $dir = $t->testdir . '/llm-client';
-mkdir $dir;
-copy("$t->{top}/tests/llm-client/$_", "$dir/$_") or die "copy $_: $!"
-    for qw(package.json package-lock.json);
-copy("$t->{top}/tests/lib/anthropic-client.mjs", "$dir/anthropic-client.mjs")
-    or die "copy: $!";
-
-my $npm = `cd $dir && timeout 120 npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-absent("npm ci failed (no registry?): " . ((split /\n/, $npm)[-1] // ''))
-    if $? || !-d "$dir/node_modules/\@anthropic-ai/sdk";
+my $dir = $l->sdk_install('anthropic-client.mjs', '@anthropic-ai/sdk');
 
 $l->setup;
 $t->run;
@@ -43,20 +30,11 @@ plan tests => 10;
 
 sub sdk {
     my ($token, @steps) = @_;
-    local $ENV{AIRLOCK_BASE_URL} = 'http://127.0.0.1:' . $t->port(8080)
-                                   . '/v1/proxy/anthropic';
-    local $ENV{AIRLOCK_API_KEY} = $token;
-    my $out = `cd $dir && timeout 60 node anthropic-client.mjs @steps 2>&1`;
-    my %r;
-
-    for (split /\n/, $out) {
-        my $j = eval { decode_json($_) } or next;
-        $r{$j->{step}} = $j;
-    }
-
-    diag($out) if keys %r != @steps;
-
-    return \%r;
+    return $l->sdk_run($dir, 'anthropic-client.mjs', {
+        AIRLOCK_BASE_URL => 'http://127.0.0.1:' . $t->port(8080)
+            . '/v1/proxy/anthropic',
+        AIRLOCK_API_KEY => $token,
+    }, @steps);
 }
 
 my $r = sdk($l->token('agent'), qw(messages stream bad-model));

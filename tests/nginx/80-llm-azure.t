@@ -15,7 +15,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use File::Copy qw(copy);
 use JSON::PP;
 use Test::More;
 use Airlock::Test;
@@ -26,29 +25,7 @@ local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
-sub absent {
-    my ($why) = @_;
-    plan(skip_all => $why) unless $ENV{CI};
-    plan(tests => 1);
-    fail("prerequisite missing under CI: $why");
-    exit 1;
-}
-
-for my $tool (qw(node npm)) {
-    absent("$tool not found")
-        unless grep { -x "$_/$tool" } split /:/, $ENV{PATH};
-}
-
-my $dir = $t->testdir . '/llm-client';
-mkdir $dir;
-copy("$t->{top}/tests/llm-client/$_", "$dir/$_") or die "copy $_: $!"
-    for qw(package.json package-lock.json);
-copy("$t->{top}/tests/lib/azure-client.mjs", "$dir/azure-client.mjs")
-    or die "copy: $!";
-
-my $npm = `cd $dir && timeout 120 npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-absent("npm ci failed (no registry?): " . ((split /\n/, $npm)[-1] // ''))
-    if $? || !-d "$dir/node_modules/openai";
+my $dir = $l->sdk_install('azure-client.mjs', 'openai');
 
 my $azure = <<'Y';
   - name: azure
@@ -80,20 +57,11 @@ plan tests => 39;
 
 sub sdk {
     my ($token, @steps) = @_;
-    local $ENV{AIRLOCK_ENDPOINT} = 'http://127.0.0.1:' . $t->port(8080)
-                                   . '/v1/proxy/azure';
-    local $ENV{AIRLOCK_API_KEY} = $token;
-    my $out = `cd $dir && timeout 60 node azure-client.mjs @steps 2>&1`;
-    my %r;
-
-    for (split /\n/, $out) {
-        my $j = eval { decode_json($_) } or next;
-        $r{$j->{step}} = $j;
-    }
-
-    diag($out) if keys %r != @steps;
-
-    return \%r;
+    return $l->sdk_run($dir, 'azure-client.mjs', {
+        AIRLOCK_ENDPOINT => 'http://127.0.0.1:' . $t->port(8080)
+            . '/v1/proxy/azure',
+        AIRLOCK_API_KEY => $token,
+    }, @steps);
 }
 
 sub provider_since {

@@ -17,6 +17,7 @@ use strict;
 use warnings;
 
 use Exporter qw(import);
+use File::Copy ();
 use IO::Select;
 use IO::Socket::INET;
 use JSON::PP;
@@ -417,5 +418,58 @@ sub leaks {
     return $n;
 }
 
+
+
+# The official SDKs (tests/llm-client/package-lock.json), installed with
+# npm ci in the test prefix, and a client script of tests/lib run with
+# them.  sdk_install() must come before the plan: without node, npm or the
+# registry the test is skipped (failed under CI).
+#
+#   my $dir = $l->sdk_install('openai-client.mjs', 'openai');
+#   my $r = $l->sdk_run($dir, 'openai-client.mjs',
+#                       { AIRLOCK_BASE_URL => ..., AIRLOCK_API_KEY => ... },
+#                       qw(chat stream));
+#   $r->{chat}{ok}, $r->{chat}{result}
+sub sdk_install {
+    my ($self, $script, $package) = @_;
+    my $t = $self->{t};
+    my $dir = $t->testdir . '/llm-client';
+
+    Airlock::Prereq::need_cmd(qw(node npm));
+
+    mkdir $dir;
+    for my $f ("llm-client/package.json", "llm-client/package-lock.json",
+               "lib/$script")
+    {
+        File::Copy::copy("$t->{top}/tests/$f", $dir)
+            or die "copy tests/$f: $!";
+    }
+
+    my $ci = 'timeout 120 npm ci --no-audit --no-fund --loglevel=error';
+    my $npm = `cd $dir && $ci 2>&1`;
+    Airlock::Prereq::absent('npm ci failed (no registry?): '
+                            . ((split /\n/, $npm)[-1] // ''))
+        if $? || !-d "$dir/node_modules/$package";
+
+    return $dir;
+}
+
+
+# runs the steps; each prints one JSON line {"step", "ok", "result"}
+sub sdk_run {
+    my ($self, $dir, $script, $env, @steps) = @_;
+    local @ENV{keys %$env} = values %$env;
+    my $out = `cd $dir && timeout 60 node $script @steps 2>&1`;
+    my %r;
+
+    for (split /\n/, $out) {
+        my $j = eval { decode_json($_) } or next;
+        $r{$j->{step}} = $j;
+    }
+
+    Test::More::diag($out) if keys %r != @steps;
+
+    return \%r;
+}
 
 1;
