@@ -32,7 +32,8 @@ static ngx_uint_t ngx_http_airlock_refused_early(ngx_http_request_t *r);
 /*
  * The client's token, from the headers read before nginx stopped: a
  * Bearer token in Proxy-Authorization or Authorization, or x-api-key or
- * api-key, the first of them; none when the request has none (or no headers at all).
+ * api-key, the first of them; none when the request has none (or no
+ * headers at all).
  * Which module's location the request was for is not known yet.
  */
 static ngx_http_airlock_token_conf_t  ngx_http_airlock_refused_token_conf = {

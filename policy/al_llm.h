@@ -249,8 +249,9 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * becomes force, added when absent; otherwise a model naming one of the
  * entry's aliases becomes the alias's model, and m->alias says which
  * alias was asked for.  Only a plain string value (printable ASCII, no
- * escapes) is replaced: a body the strict check would refuse stays one.  m->body is NULL when the body stays as it is;
- * free() it.  Returns 0, or -1 when memory ran out.
+ * escapes) is replaced: a body the strict check would refuse stays one.
+ * m->body is NULL when the body stays as it is; free() it.  Returns 0, or
+ * -1 when memory ran out.
  */
 
 typedef struct {

@@ -250,7 +250,8 @@ test_azure(void)
     tap_ok(r->reason == AL_REASON_NONE && r->endpoint == AL_LLM_EP_EMBEDDINGS,
            "azure: embeddings");
 
-    r = route(l, agent, AL_METHOD_POST, "/openai/deployments/embed/completions");
+    r = route(l, agent, AL_METHOD_POST,
+              "/openai/deployments/embed/completions");
     tap_ok(r->reason == AL_REASON_NONE
            && r->endpoint == AL_LLM_EP_COMPLETIONS, "azure: completions");
 
