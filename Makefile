@@ -155,7 +155,7 @@ $(ROOTFS)/.built: Makefile
 	@touch $(ROOTFS).tmp/.built
 	@mv $(ROOTFS).tmp $(ROOTFS)
 
-$(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h $(LIB)
+$(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h tests/unit/refuse.h $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests/unit $< -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
 

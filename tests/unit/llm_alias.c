@@ -12,6 +12,7 @@
 #include "airlock.h"
 #include "al_llm.h"
 #include "tap.h"
+#include "refuse.h"
 
 
 #define HEAD                                                                 \
@@ -39,7 +40,6 @@
     "      worker: { models: [embed] }\n"
 
 
-static void refuse(const char *name, const char *yaml, const char *want);
 static const al_llm_route_t *route(const al_llm_t *llm,
     const al_llm_client_t *lc, unsigned method, const char *target);
 static int locate(const char *body, size_t *at, size_t *raw);
@@ -71,61 +71,6 @@ main(void)
     al_policy_free(pol);
 
     return tap_done();
-}
-
-
-/* refused at the place marked with a backtick, saying want */
-
-static void
-refuse(const char *name, const char *yaml, const char *want)
-{
-    char          buf[4096], label[256];
-    size_t        i, n;
-    unsigned      line, col, l, c;
-    al_error_t    err;
-    al_policy_t  *p;
-
-    line = 0;
-    col = 0;
-    l = 1;
-    c = 1;
-    n = 0;
-
-    for (i = 0; yaml[i] != '\0' && n < sizeof(buf) - 1; i++) {
-        if (yaml[i] == '`') {
-            line = l;
-            col = c;
-            continue;
-        }
-
-        buf[n++] = yaml[i];
-
-        if (yaml[i] == '\n') {
-            l++;
-            c = 1;
-
-        } else {
-            c++;
-        }
-    }
-
-    buf[n] = '\0';
-
-    memset(&err, 0, sizeof(err));
-    p = al_policy_parse("policy.yaml", buf, n, NULL, &err);
-
-    snprintf(label, sizeof(label), "%s: refused", name);
-    if (!tap_ok(p == NULL, label)) {
-        al_policy_free(p);
-    }
-
-    snprintf(label, sizeof(label), "%s: at %u:%u", name, line, col);
-    tap_ok(err.line == line && err.column == col, label);
-
-    snprintf(label, sizeof(label), "%s: says \"%s\"", name, want);
-    if (!tap_ok(strstr(err.msg, want) != NULL, label)) {
-        tap_diag("message: ", err.msg);
-    }
 }
 
 

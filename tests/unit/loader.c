@@ -17,6 +17,7 @@
 
 #include "airlock.h"
 #include "tap.h"
+#include "refuse.h"
 
 
 /* sha256("test") */
@@ -60,7 +61,6 @@
     "    models: [gpt-4o-mini]\n"
 
 
-static void refuse(const char *name, const char *yaml, const char *want);
 static al_policy_t *load(const char *yaml, al_error_t *err);
 static int str_is(const al_str_t *s, const char *want);
 static void test_full(void);
@@ -211,67 +211,6 @@ str_is(const al_str_t *s, const char *want)
 {
     return s->data != NULL && s->len == strlen(want)
            && memcmp(s->data, want, s->len) == 0 && s->data[s->len] == '\0';
-}
-
-
-/*
- * Four assertions: refused, the line and the column of the backtick, and
- * the message.
- */
-
-static void
-refuse(const char *name, const char *yaml, const char *want)
-{
-    char          buf[8192], label[256];
-    size_t        i, n;
-    unsigned      line, col, l, c;
-    al_error_t    err;
-    al_policy_t  *p;
-
-    line = 0;
-    col = 0;
-    l = 1;
-    c = 1;
-    n = 0;
-
-    for (i = 0; yaml[i] != '\0' && n < sizeof(buf) - 1; i++) {
-        if (yaml[i] == '`') {
-            line = l;
-            col = c;
-            continue;
-        }
-
-        buf[n++] = yaml[i];
-
-        if (yaml[i] == '\n') {
-            l++;
-            c = 1;
-
-        } else {
-            c++;
-        }
-    }
-
-    buf[n] = '\0';
-
-    memset(&err, 0, sizeof(err));
-    p = al_policy_parse("policy.yaml", buf, n, NULL, &err);
-
-    snprintf(label, sizeof(label), "%s: refused", name);
-    if (!tap_ok(p == NULL, label)) {
-        al_policy_free(p);
-    }
-
-    snprintf(label, sizeof(label), "%s: line", name);
-    tap_is_int(err.line, line, label);
-
-    snprintf(label, sizeof(label), "%s: column", name);
-    tap_is_int(err.column, col, label);
-
-    snprintf(label, sizeof(label), "%s: says \"%s\"", name, want);
-    if (!tap_ok(strstr(err.msg, want) != NULL, label)) {
-        tap_diag("message: ", err.msg);
-    }
 }
 
 
