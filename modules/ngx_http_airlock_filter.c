@@ -895,12 +895,13 @@ ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
 
 
 /*
- * The next byte at or after p that starts a scrub string.  With up to 8
- * distinct first bytes, memchr() (vectorized) finds each one's next
- * occurrence and next[] remembers them, so each byte value is scanned for
- * once per buffer, not once per candidate.  Short spans (header values,
- * small bodies) are cheaper to walk once with the table than to hand to
- * memchr() once per first byte.
+ * The next byte at or after p that can start a scrub string: a first
+ * byte whose pair with the byte after it the list does not rule out
+ * (al_scrub_pair_out()).  With up to 8 distinct first bytes, memchr()
+ * (vectorized) finds each one's next occurrence and next[] remembers
+ * them, so each byte value is scanned for once per buffer, not once per
+ * candidate.  Short spans (header values, small bodies) are cheaper to
+ * walk once with the table than to hand to memchr() once per first byte.
  */
 
 #define NGX_HTTP_AIRLOCK_SHORT  64
@@ -916,7 +917,9 @@ ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
         || last - p < NGX_HTTP_AIRLOCK_SHORT)
     {
         for ( /* void */ ; p < last; p++) {
-            if (rc->first[*p]) {
+            if (rc->first[*p]
+                && (p + 1 == last || !al_scrub_pair_out(rc->scrub, p)))
+            {
                 return p;
             }
         }
@@ -924,22 +927,32 @@ ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
         return NULL;
     }
 
-    min = last;
+    for ( ;; ) {
+        min = last;
 
-    for (i = 0; i < rc->nfirst; i++) {
-        if (next[i] == NULL || (next[i] < p && next[i] != last)) {
-            next[i] = memchr(p, rc->firsts[i], last - p);
-            if (next[i] == NULL) {
-                next[i] = last;
+        for (i = 0; i < rc->nfirst; i++) {
+            if (next[i] == NULL || (next[i] < p && next[i] != last)) {
+                next[i] = memchr(p, rc->firsts[i], last - p);
+                if (next[i] == NULL) {
+                    next[i] = last;
+                }
+            }
+
+            if (next[i] < min) {
+                min = next[i];
             }
         }
 
-        if (next[i] < min) {
-            min = next[i];
+        if (min == last) {
+            return NULL;
         }
-    }
 
-    return min == last ? NULL : min;
+        if (min + 1 == last || !al_scrub_pair_out(rc->scrub, min)) {
+            return min;
+        }
+
+        p = min + 1;
+    }
 }
 
 

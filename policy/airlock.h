@@ -593,7 +593,28 @@ typedef struct {
                                                in a response: 6 a byte */
     unsigned char    first[256];            /* 1: a byte a match can start
                                                with */
+    unsigned char    no_pair[256];          /* bit AL_SCRUB_PAIR(a, b) set:
+                                               no match starts with the
+                                               bytes a b (0: ask) */
 } al_scrub_t;
+
+/* 2,048 bits: pairs that share a bit are asked about together */
+#define AL_SCRUB_PAIR(a, b)  ((((unsigned) (a) << 3) ^ (unsigned) (b)) & 2047)
+
+/* 1: no match starts at p, where two bytes are there to see */
+static inline int
+al_scrub_pair_out(const al_scrub_t *s, const unsigned char *p)
+{
+    unsigned  bit;
+
+    if (p[0] == '%' || p[0] == '\\' || p[0] == '+') {
+        return 0;
+    }
+
+    bit = AL_SCRUB_PAIR(p[0], p[1]);
+
+    return (s->no_pair[bit >> 3] >> (bit & 7)) & 1;
+}
 
 #define AL_SCRUB_NONE     0
 #define AL_SCRUB_FULL     1
@@ -607,6 +628,10 @@ al_scrub_t *al_scrub_collect(const al_policy_t *p, const al_route_t *route,
 al_scrub_t *al_scrub_collect_llm(const al_policy_t *p, const al_llm_t *llm,
     const char **why);
 void al_scrub_free(al_scrub_t *s);
+
+/* orders the n strings at str longest first and fills in the lengths and
+   the first-byte and pair tables (the collectors call it) */
+void al_scrub_index(al_scrub_t *s);
 
 /*
  * Whether a scrub string, in one of its forms, starts at p: AL_SCRUB_FULL

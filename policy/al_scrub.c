@@ -45,7 +45,7 @@ static void al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
 static void al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm);
 static const al_secret_t *al_scrub_secret(const al_policy_t *p,
     const char *name, size_t len);
-static void al_scrub_finish(al_scrub_t *s);
+static void al_scrub_pair_clear(al_scrub_t *s, unsigned a, unsigned b);
 static int al_scrub_match_str(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, size_t *len);
 static int al_scrub_hex(int c);
@@ -119,7 +119,7 @@ al_scrub_build(const al_policy_t *p, const al_route_t *route,
         al_scrub_llm(&sc, llm);
     }
 
-    al_scrub_finish(s);
+    al_scrub_index(s);
 
     return s;
 }
@@ -396,11 +396,12 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
  * start of an escape.
  */
 
-static void
-al_scrub_finish(al_scrub_t *s)
+void
+al_scrub_index(al_scrub_t *s)
 {
-    size_t    i, j;
-    al_str_t  tmp;
+    size_t         i, j;
+    al_str_t       tmp;
+    unsigned char  c;
 
     s->maxlen = 0;
     s->minlen = 0;
@@ -434,6 +435,43 @@ al_scrub_finish(al_scrub_t *s)
             s->first['+'] = 1;
         }
     }
+
+    /*
+     * The pairs a match can start with, when its first byte is raw: the
+     * second byte raw, or the start of an escape.  Every other pair is
+     * marked: al_scrub_match() turns it away after two loads.
+     */
+
+    memset(s->no_pair, 0xff, sizeof(s->no_pair));
+
+    for (i = 0; i < s->n; i++) {
+        c = (unsigned char) s->str[i].data[0];
+
+        if (s->str[i].len == 1) {
+            for (j = 0; j < 256; j++) {
+                al_scrub_pair_clear(s, c, j);
+            }
+            continue;
+        }
+
+        al_scrub_pair_clear(s, c, (unsigned char) s->str[i].data[1]);
+        al_scrub_pair_clear(s, c, '%');
+        al_scrub_pair_clear(s, c, '\\');
+
+        if (s->str[i].data[1] == ' ') {
+            al_scrub_pair_clear(s, c, '+');
+        }
+    }
+}
+
+
+static void
+al_scrub_pair_clear(al_scrub_t *s, unsigned a, unsigned b)
+{
+    unsigned  bit;
+
+    bit = AL_SCRUB_PAIR(a, b);
+    s->no_pair[bit >> 3] &= (unsigned char) ~(1u << (bit & 7));
 }
 
 
@@ -450,6 +488,13 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
     partial = 0;
 
     if (avail == 0) {
+        return AL_SCRUB_NONE;
+    }
+
+    /* most candidates end here: a first byte that is not an escape,
+       followed by a byte no string has there */
+
+    if (avail >= 2 && al_scrub_pair_out(s, p)) {
         return AL_SCRUB_NONE;
     }
 

@@ -42,6 +42,7 @@ static void test_json(const al_scrub_t *s);
 static void test_base64(const al_scrub_t *s);
 static void test_partial(const al_scrub_t *s);
 static void test_negative(const al_scrub_t *s);
+static void test_pairs(const al_scrub_t *s, const char *name);
 static void test_utf8(void);
 static void test_decode(void);
 
@@ -268,6 +269,7 @@ test_forms(al_keyring_t *kr, const char *pub)
         test_base64(s);
         test_partial(s);
         test_negative(s);
+        test_pairs(s, "bearer");
 
         al_scrub_free(s);
     }
@@ -285,6 +287,7 @@ test_forms(al_keyring_t *kr, const char *pub)
         redacted(s, "pw-Secret9", "basic: the password echoed");
         redacted(s, "pw%2dSecret%39", "basic: the password URL-encoded");
         redacted(s, "user%3Apw-Secret9", "basic: user%3Apassword");
+        test_pairs(s, "basic");
         al_scrub_free(s);
     }
 
@@ -487,6 +490,120 @@ test_negative(const al_scrub_t *s)
 
 
 /* \uXXXX of non-ASCII characters compares with their UTF-8 bytes */
+
+/*
+ * The pair filter turns a candidate away on its first two bytes: it must
+ * never turn away one that matches.  Every string, its second byte in
+ * each form (raw, %XX in both cases, \\u00XX, "+" for a space), and
+ * every pair of bytes followed by the rest of the string: the answer is
+ * the same with the filter as without it.
+ */
+
+static void
+test_pairs(const al_scrub_t *s, const char *name)
+{
+    int            m0, m1, final;
+    char           msg[128];
+    size_t         i, k, n0, n1, len, marked, wrong, missed;
+    unsigned       a, b;
+    al_scrub_t     asked;
+    unsigned char  in[256];
+    const al_str_t  *str;
+
+    static const char  hex[] = "0123456789ABCDEF0123456789abcdef";
+
+    asked = *s;
+    memset(asked.no_pair, 0, sizeof(asked.no_pair));
+
+    marked = 0;
+    for (i = 0; i < 2048; i++) {
+        marked += (s->no_pair[i >> 3] >> (i & 7)) & 1;
+    }
+
+    snprintf(msg, sizeof(msg), "%s: the filter marks most pairs", name);
+    tap_ok(marked > 1800, msg);
+
+    missed = 0;
+    wrong = 0;
+
+    for (i = 0; i < s->n; i++) {
+        str = &s->str[i];
+
+        if (str->len < 2 || str->len + 8 > sizeof(in)) {
+            continue;
+        }
+
+        for (k = 0; k < 4; k++) {
+            in[0] = (unsigned char) str->data[0];
+            b = (unsigned char) str->data[1];
+
+            switch (k) {
+            case 0:
+                in[1] = (unsigned char) b;
+                len = 2;
+                break;
+            case 1:
+            case 2:
+                in[1] = '%';
+                in[2] = (unsigned char) hex[(k - 1) * 16 + (b >> 4)];
+                in[3] = (unsigned char) hex[(k - 1) * 16 + (b & 15)];
+                len = 4;
+                break;
+            default:
+                if (b >= 0x80) {
+                    continue;
+                }
+                memcpy(in + 1, "\\u00", 4);
+                in[5] = (unsigned char) hex[b >> 4];
+                in[6] = (unsigned char) hex[b & 15];
+                len = 7;
+                break;
+            }
+
+            memcpy(in + len, str->data + 2, str->len - 2);
+            len += str->len - 2;
+
+            if (al_scrub_match(s, in, len, 1, &n0) != AL_SCRUB_FULL) {
+                missed++;
+            }
+        }
+
+        if (str->data[1] == ' ') {
+            in[0] = (unsigned char) str->data[0];
+            in[1] = '+';
+            memcpy(in + 2, str->data + 2, str->len - 2);
+
+            if (al_scrub_match(s, in, str->len, 1, &n0) != AL_SCRUB_FULL) {
+                missed++;
+            }
+        }
+
+        for (a = 0; a < 256; a++) {
+            for (b = 0; b < 256; b++) {
+                in[0] = (unsigned char) a;
+                in[1] = (unsigned char) b;
+                memcpy(in + 2, str->data + 2, str->len - 2);
+
+                for (final = 0; final <= 1; final++) {
+                    m0 = al_scrub_match(s, in, str->len, final, &n0);
+                    m1 = al_scrub_match(&asked, in, str->len, final, &n1);
+
+                    if (m0 != m1 || n0 != n1) {
+                        wrong++;
+                    }
+                }
+            }
+        }
+    }
+
+    snprintf(msg, sizeof(msg), "%s: a second byte in any form matches",
+             name);
+    tap_is_int((long) missed, 0, msg);
+    snprintf(msg, sizeof(msg), "%s: every pair: the same answer as "
+             "without the filter", name);
+    tap_is_int((long) wrong, 0, msg);
+}
+
 
 static void
 test_utf8(void)
