@@ -748,15 +748,31 @@ al_llm_decimal_parse(const char *s, size_t len, unsigned scale,
 int64_t
 al_llm_month_start(int64_t now, int64_t *end)
 {
-    int64_t   days, z, era, doe, yoe, y, doy, mp;
-    unsigned  m;
+    int64_t   days, y;
+    unsigned  m, d;
 
     days = now / AL_LLM_DAY;
     if (now % AL_LLM_DAY < 0) {
         days--;
     }
 
-    /* the civil date of a day count (proleptic Gregorian, UTC) */
+    al_llm_civil(days, &y, &m, &d);
+
+    if (end != NULL) {
+        *end = (m == 12) ? al_llm_days_from_civil(y + 1, 1, 1) * AL_LLM_DAY
+                         : al_llm_days_from_civil(y, m + 1, 1) * AL_LLM_DAY;
+    }
+
+    return al_llm_days_from_civil(y, m, 1) * AL_LLM_DAY;
+}
+
+
+/* the civil date of a day count since 1970-01-01 (proleptic Gregorian) */
+
+void
+al_llm_civil(int64_t days, int64_t *year, unsigned *month, unsigned *day)
+{
+    int64_t  z, era, doe, yoe, y, doy, mp;
 
     z = days + 719468;
     era = (z >= 0 ? z : z - 146096) / 146097;
@@ -765,18 +781,10 @@ al_llm_month_start(int64_t now, int64_t *end)
     y = yoe + era * 400;
     doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     mp = (5 * doy + 2) / 153;
-    m = (unsigned) (mp < 10 ? mp + 3 : mp - 9);
 
-    if (m <= 2) {
-        y++;
-    }
-
-    if (end != NULL) {
-        *end = (m == 12) ? al_llm_days_from_civil(y + 1, 1, 1) * AL_LLM_DAY
-                         : al_llm_days_from_civil(y, m + 1, 1) * AL_LLM_DAY;
-    }
-
-    return al_llm_days_from_civil(y, m, 1) * AL_LLM_DAY;
+    *day = (unsigned) (doy - (153 * mp + 2) / 5 + 1);
+    *month = (unsigned) (mp < 10 ? mp + 3 : mp - 9);
+    *year = (*month <= 2) ? y + 1 : y;
 }
 
 

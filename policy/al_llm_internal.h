@@ -42,6 +42,10 @@ uint64_t al_llm_json_u64(const json_t *obj, const char *key,
 
 /* nesting of '[' and '{' outside strings is at most AL_JSON_DEPTH_MAX */
 
+/* the civil date (UTC) of a day count since 1970-01-01 */
+void al_llm_civil(int64_t days, int64_t *year, unsigned *month,
+    unsigned *day);
+
 /* printable ASCII copy of client text for a detail, "..." when cut */
 size_t al_llm_show(char *dst, size_t cap, const char *src, size_t len,
     size_t max);

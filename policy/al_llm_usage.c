@@ -84,6 +84,19 @@ static const al_llm_scan_spec_t  al_llm_usage_ant = {
     al_llm_usage_ant_names, -1, -1, NULL, 0, 0
 };
 
+/* 1: a byte al_llm_out_json() copies as it is */
+static const unsigned char  al_llm_json_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0
+    /* 0x80 and up: 0 */
+};
+
 static const char *const  al_llm_sources[] = {
     "response", "stream", "estimated"
 };
@@ -632,9 +645,8 @@ al_llm_show(char *dst, size_t cap, const char *src, size_t len, size_t max)
 size_t
 al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
 {
-    int64_t        secs, ms;
-    time_t         t;
-    struct tm      tm;
+    int64_t        ms, days, sec, year;
+    unsigned       month, day;
     al_llm_out_t   o;
     size_t         n;
     uint64_t       total;
@@ -642,20 +654,17 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
 
     al_llm_out_init(&o, buf, size);
 
-    secs = rec->time_ms / 1000;
-    ms = rec->time_ms % 1000;
+    days = rec->time_ms / 86400000;
+    ms = rec->time_ms % 86400000;
     if (ms < 0) {
-        ms += 1000;
-        secs--;
+        ms += 86400000;
+        days--;
     }
 
-    t = (time_t) secs;
+    sec = ms / 1000;
+    ms %= 1000;
 
-    if (gmtime_r(&t, &tm) == NULL) {
-        memset(&tm, 0, sizeof(tm));
-        tm.tm_year = 70;
-        tm.tm_mday = 1;
-    }
+    al_llm_civil(days, &year, &month, &day);
 
     total = rec->usage.total_tokens;
     if (total == 0) {
@@ -665,18 +674,17 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     /* 2026-12-01T15:04:05.123Z, written digit by digit */
 
     al_llm_out_cstr(&o, "{\"time\":\"");
-    al_llm_out_dec(&o, (uint64_t) (tm.tm_year + 1900 < 0
-                                   ? 0 : tm.tm_year + 1900), 4);
+    al_llm_out_dec(&o, (uint64_t) (year < 0 ? 0 : year), 4);
     al_llm_out_raw(&o, "-", 1);
-    al_llm_out_dec(&o, (uint64_t) (tm.tm_mon + 1), 2);
+    al_llm_out_dec(&o, month, 2);
     al_llm_out_raw(&o, "-", 1);
-    al_llm_out_dec(&o, (uint64_t) tm.tm_mday, 2);
+    al_llm_out_dec(&o, day, 2);
     al_llm_out_raw(&o, "T", 1);
-    al_llm_out_dec(&o, (uint64_t) tm.tm_hour, 2);
+    al_llm_out_dec(&o, (uint64_t) (sec / 3600), 2);
     al_llm_out_raw(&o, ":", 1);
-    al_llm_out_dec(&o, (uint64_t) tm.tm_min, 2);
+    al_llm_out_dec(&o, (uint64_t) (sec / 60 % 60), 2);
     al_llm_out_raw(&o, ":", 1);
-    al_llm_out_dec(&o, (uint64_t) tm.tm_sec, 2);
+    al_llm_out_dec(&o, (uint64_t) (sec % 60), 2);
     al_llm_out_raw(&o, ".", 1);
     al_llm_out_dec(&o, (uint64_t) ms, 3);
     al_llm_out_cstr(&o, "Z\"");
@@ -858,6 +866,19 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
     al_llm_out_raw(o, "\"", 1);
 
     for (i = 0; s != NULL && i < n; /* void */) {
+
+        /* a run of printable ASCII that needs no escape, in one copy */
+
+        for (k = 0; i + k < n && al_llm_json_plain[p[i + k]]; k++) {
+            /* void */
+        }
+
+        if (k > 0) {
+            al_llm_out_raw(o, s + i, (size_t) k);
+            i += (size_t) k;
+            continue;
+        }
+
         c = p[i];
 
         if (c >= 0x80) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <jansson.h>
 
 #include "airlock.h"
@@ -1222,6 +1223,71 @@ test_record(void)
         tap_ok(n < AL_LLM_ERROR_MAX && j != NULL,
                "worst-case anthropic error body fits AL_LLM_ERROR_MAX");
         json_decref(j);
+    }
+
+    /* the time is written without gmtime(): the same as gmtime()'s */
+
+    {
+        int        i, same;
+        int64_t    ms;
+        time_t     t;
+        struct tm  tm;
+        char       want[64];
+        uint64_t   x;
+
+        static const int64_t  at[] = {
+            0, -1, 951782400000LL, 951868799999LL, 4107542400000LL,
+            4107456000000LL, 1735689599999LL, 253402300799999LL,
+            -62135596800000LL
+        };
+
+        rec.priced = 0;
+        rec.client.data = "agent";
+        rec.client.len = 5;
+        rec.provider = rec.client;
+        rec.request_id = rec.client;
+        rec.model = rec.client;
+
+        same = 0;
+        x = 88172645463325252ULL;
+
+        for (i = 0; i < 2000; i++) {
+            if (i < (int) (sizeof(at) / sizeof(at[0]))) {
+                ms = at[i];
+
+            } else {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ms = (int64_t) (x % 253402300800000ULL)
+                     - (int64_t) (i % 2) * 62135596800000LL;
+            }
+
+            t = (time_t) (ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000));
+            if (gmtime_r(&t, &tm) == NULL) {
+                continue;
+            }
+
+            snprintf(want, sizeof(want),
+                     "{\"time\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (int) (ms - (int64_t) t * 1000));
+
+            rec.time_ms = ms;
+            (void) al_llm_record_format(&rec, buf, sizeof(buf));
+
+            if (strncmp(buf, want, strlen(want)) == 0) {
+                same++;
+
+            } else if (same == i) {
+                tap_diag("time: ", buf);
+                tap_diag("want: ", want);
+            }
+        }
+
+        tap_is_int(same, 2000, "the time: as gmtime() writes it, years "
+                   "1 to 9999");
     }
 
     rec.model.data = "gpt-4o";
