@@ -380,9 +380,8 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
     }
 
     why = "";
-    ctx->client = al_client_identify(amcf->policy, &actx->peer,
-                                     token.len ? (char *) token.data : NULL,
-                                     token.len, &why);
+    ctx->client = ngx_http_airlock_identify(r->connection, amcf->policy,
+                                            &actx->peer, &token, &why);
     actx->client = ctx->client;
 
     left = ngx_http_airlock_quarantined(r, actx);

@@ -346,9 +346,8 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     }
 
     why = "";
-    ctx->client = al_client_identify(amcf->policy, &ctx->peer,
-                                     token.len ? (char *) token.data : NULL,
-                                     token.len, &why);
+    ctx->client = ngx_http_airlock_identify(r->connection, amcf->policy,
+                                            &ctx->peer, &token, &why);
 
     /* a quarantined client is refused whatever it asks */
 

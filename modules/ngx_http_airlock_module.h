@@ -255,6 +255,9 @@ ngx_int_t ngx_http_airlock_init_process(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_airlock_refused_handler(ngx_http_request_t *r);
 
 ngx_int_t ngx_http_airlock_real_peer(ngx_connection_t *c, al_peer_t *peer);
+const al_client_t *ngx_http_airlock_identify(ngx_connection_t *c,
+    const al_policy_t *p, const al_peer_t *peer, ngx_str_t *token,
+    const char **why);
 u_char *ngx_http_airlock_peer_addr_text(al_peer_t *peer, u_char *p,
     u_char *last);
 

@@ -113,9 +113,8 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
                                   &token, &why);
 
     why = "";
-    ctx->client = al_client_identify(amcf->policy, &ctx->peer,
-                                     token.len ? (char *) token.data : NULL,
-                                     token.len, &why);
+    ctx->client = ngx_http_airlock_identify(r->connection, amcf->policy,
+                                            &ctx->peer, &token, &why);
 
     if (ctx->client == NULL) {
         return NGX_OK;

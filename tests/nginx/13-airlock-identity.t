@@ -61,6 +61,11 @@ routes:
     match: { method: GET, path: /tools }
     upstream: echo
     to: /tools
+  - name: more
+    clients: [more]
+    match: { method: GET, path: /more }
+    upstream: echo
+    to: /more
   - name: forwarded
     clients: [forwarded]
     match: { method: GET, path: /r/forwarded }
@@ -89,7 +94,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 34;
+plan tests => 37;
 
 my $sock = $t->testdir . '/airlock.sock';
 my ($r, $j);
@@ -247,6 +252,32 @@ is(count(qr/"reason":\s*"client_unknown"/, $r), 3,
    'keepalive, realip: every request of the TCP peer stays unknown');
 is($p->echo_count, $echoed, 'keepalive, realip: the upstream saw nothing');
 is(peer_reads() - $reads, 1, 'keepalive, realip: TCP peer read once');
+
+# one connection, tokens changing from request to request: each request
+# is the client of its own token; the connection keeps its last answer
+# for the same token only
+
+sub kept {
+    my @n = ($t->read_file('error.log') // '')
+        =~ /airlock: client of connection \d+ kept/g;
+    return scalar @n;
+}
+
+my $kept = kept();
+my @tokens = ('tools-token-1', 'more-token-2', 'more-token-2',
+              'tools-token-1', 'wrong-token-3', 'more-token-2', undef);
+$r = $t->http(join('', map {
+        "GET /more HTTP/1.1\r\nHost: localhost\r\n"
+        . (defined $tokens[$_]
+           ? "Proxy-Authorization: Bearer $tokens[$_]\r\n" : '')
+        . ($_ == $#tokens ? "Connection: close\r\n" : '') . "\r\n"
+    } 0 .. $#tokens)) // '';
+is(join(' ', $r =~ m{^HTTP/1\.1 (\d+) }mg), '403 200 200 403 403 200 403',
+   'keepalive, tokens: each request is the client of its own token');
+is(join(' ', map { $_->{reason} // '' } ($p->deny_log)[-4 .. -1]),
+   'no_route no_route client_unknown client_unknown',
+   'keepalive, tokens: the refusals name the right reasons');
+is(kept() - $kept, 1, 'keepalive, tokens: only the repeated token is kept');
 
 $reads = peer_reads();
 http_get('/agent', unix => $sock);
