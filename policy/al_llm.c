@@ -69,8 +69,8 @@ static int al_llm_req_tokens(al_llm_rq_t *rq);
 static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_splice(al_llm_rq_t *rq);
-static int al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del,
-    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, ...)
+    __attribute__((sentinel));
 static int al_llm_edit_member(al_llm_rq_t *rq, size_t last,
     size_t nmembers, const char *name, const char *value);
 static int al_llm_fail(char *detail, size_t size, const char *fmt, ...)
@@ -651,9 +651,11 @@ al_llm_req_tokens(al_llm_rq_t *rq)
     uint64_t                cap, val, max, dflt;
     unsigned                found;
     const char             *names[2], *add, *null_name;
+    al_llm_out_t            num;
     al_llm_req_t           *req;
     al_llm_body_t          *b;
     const al_llm_jfield_t  *f, *fields[2], *null_field;
+    char                    cap_text[24];
 
     req = rq->req;
     b = rq->b;
@@ -728,10 +730,10 @@ al_llm_req_tokens(al_llm_rq_t *rq)
                                    (unsigned long long) cap);
             }
 
-            if (al_llm_edit(rq, f->at, f->len, "%llu",
-                            (unsigned long long) cap)
-                != 0)
-            {
+            al_llm_out_init(&num, cap_text, sizeof(cap_text));
+            al_llm_out_u64(&num, cap);
+
+            if (al_llm_edit(rq, f->at, f->len, cap_text, NULL) != 0) {
                 return -1;
             }
 
@@ -763,23 +765,21 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             max = AL_LLM_COMPLETIONS_DEFAULT;
 
         } else if (dflt != 0) {
-            char  num[24];
-
-            (void) snprintf(num, sizeof(num), "%llu",
-                            (unsigned long long) dflt);
+            al_llm_out_init(&num, cap_text, sizeof(cap_text));
+            al_llm_out_u64(&num, dflt);
 
             /* a null member gets the cap in place, else one is added */
 
             if (null_field != NULL) {
-                if (al_llm_edit(rq, null_field->at, null_field->len, "%s",
-                                num)
+                if (al_llm_edit(rq, null_field->at, null_field->len,
+                                cap_text, NULL)
                     != 0)
                 {
                     return -1;
                 }
 
             } else if (al_llm_edit_member(rq, b->root_last, b->root_members,
-                                          add, num)
+                                          add, cap_text)
                        != 0)
             {
                 return -1;
@@ -902,7 +902,7 @@ al_llm_req_usage(al_llm_rq_t *rq)
     if (so->type == AL_LLM_JT_OBJECT) {
         if (iu->type != AL_LLM_JT_NONE) {
             /* false or null: true in place */
-            if (al_llm_edit(rq, iu->at, iu->len, "true") != 0) {
+            if (al_llm_edit(rq, iu->at, iu->len, "true", NULL) != 0) {
                 return -1;
             }
 
@@ -914,7 +914,8 @@ al_llm_req_usage(al_llm_rq_t *rq)
         }
 
     } else if (so->type == AL_LLM_JT_NULL) {
-        if (al_llm_edit(rq, so->at, so->len, "{\"include_usage\":true}")
+        if (al_llm_edit(rq, so->at, so->len, "{\"include_usage\":true}",
+                        NULL)
             != 0)
         {
             return -1;
@@ -943,16 +944,19 @@ static int
 al_llm_edit_member(al_llm_rq_t *rq, size_t last, size_t nmembers,
     const char *name, const char *value)
 {
-    return al_llm_edit(rq, last, 0, "%s\"%s\":%s", nmembers ? "," : "",
-                       name, value);
+    return al_llm_edit(rq, last, 0, nmembers ? ",\"" : "\"", name, "\":",
+                       value, NULL);
 }
 
 
+/* a splice: del bytes at at replaced by the strings given, up to a NULL */
+
 static int
-al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, const char *fmt, ...)
+al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, ...)
 {
-    int             n;
     va_list         ap;
+    const char     *s;
+    al_llm_out_t    o;
     al_llm_edit_t  *e;
 
     if (rq->nedits == AL_LLM_EDITS) {
@@ -960,18 +964,23 @@ al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, const char *fmt, ...)
     }
 
     e = &rq->edit[rq->nedits];
+    al_llm_out_init(&o, e->text, sizeof(e->text));
 
-    va_start(ap, fmt);
-    n = vsnprintf(e->text, sizeof(e->text), fmt, ap);
+    va_start(ap, del);
+
+    while ((s = va_arg(ap, const char *)) != NULL) {
+        al_llm_out_cstr(&o, s);
+    }
+
     va_end(ap);
 
-    if (n < 0 || (size_t) n >= sizeof(e->text)) {
+    if (o.len >= sizeof(e->text)) {
         goto failed;
     }
 
     e->at = at;
     e->del = del;
-    e->tlen = (size_t) n;
+    e->tlen = o.len;
     rq->nedits++;
 
     return 0;

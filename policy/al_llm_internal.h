@@ -24,6 +24,8 @@ typedef struct {
 void al_llm_out_init(al_llm_out_t *o, char *buf, size_t size);
 void al_llm_out_raw(al_llm_out_t *o, const char *s, size_t n);
 void al_llm_out_cstr(al_llm_out_t *o, const char *s);
+/* a string literal, its length known when compiled */
+#define al_llm_out_lit(o, lit)  al_llm_out_raw(o, lit, sizeof(lit) - 1)
 void al_llm_out_u64(al_llm_out_t *o, uint64_t v);
 
 /* a JSON string, quotes included; NUL and invalid UTF-8 become \ufffd */

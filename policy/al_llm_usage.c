@@ -673,7 +673,7 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
 
     /* 2026-12-01T15:04:05.123Z, written digit by digit */
 
-    al_llm_out_cstr(&o, "{\"time\":\"");
+    al_llm_out_lit(&o, "{\"time\":\"");
     al_llm_out_dec(&o, (uint64_t) (year < 0 ? 0 : year), 4);
     al_llm_out_raw(&o, "-", 1);
     al_llm_out_dec(&o, month, 2);
@@ -687,16 +687,16 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     al_llm_out_dec(&o, (uint64_t) (sec % 60), 2);
     al_llm_out_raw(&o, ".", 1);
     al_llm_out_dec(&o, (uint64_t) ms, 3);
-    al_llm_out_cstr(&o, "Z\"");
+    al_llm_out_lit(&o, "Z\"");
     al_llm_out_field(&o, ",\"request_id\":", &rec->request_id,
                      AL_LLM_RECORD_STR_MAX);
     al_llm_out_field(&o, ",\"client\":", &rec->client,
                      AL_LLM_RECORD_STR_MAX);
     al_llm_out_field(&o, ",\"provider\":", &rec->provider,
                      AL_LLM_RECORD_STR_MAX);
-    al_llm_out_cstr(&o, ",\"endpoint\":\"");
+    al_llm_out_lit(&o, ",\"endpoint\":\"");
     al_llm_out_cstr(&o, al_llm_record_endpoint(rec->endpoint));
-    al_llm_out_cstr(&o, "\"");
+    al_llm_out_lit(&o, "\"");
     al_llm_out_field(&o, ",\"model\":", &rec->model, AL_LLM_MODEL_MAX / 2);
 
     if (rec->alias.len) {
@@ -707,39 +707,44 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     if (rec->fallback_from.len) {
         al_llm_out_field(&o, ",\"fallback_from\":", &rec->fallback_from,
                          AL_LLM_RECORD_STR_MAX);
-        al_llm_out_cstr(&o, ",\"fallback_status\":");
+        al_llm_out_lit(&o, ",\"fallback_status\":");
         al_llm_out_u64(&o, rec->fallback_status);
     }
 
-    al_llm_out_cstr(&o, ",\"prompt_tokens\":");
+    al_llm_out_lit(&o, ",\"prompt_tokens\":");
     al_llm_out_u64(&o, rec->usage.prompt_tokens);
-    al_llm_out_cstr(&o, ",\"completion_tokens\":");
+    al_llm_out_lit(&o, ",\"completion_tokens\":");
     al_llm_out_u64(&o, rec->usage.completion_tokens);
-    al_llm_out_cstr(&o, ",\"cached_tokens\":");
+    al_llm_out_lit(&o, ",\"cached_tokens\":");
     al_llm_out_u64(&o, rec->usage.cached_tokens);
-    al_llm_out_cstr(&o, ",\"total_tokens\":");
+    al_llm_out_lit(&o, ",\"total_tokens\":");
     al_llm_out_u64(&o, total);
-    al_llm_out_cstr(&o, ",\"status\":");
+    al_llm_out_lit(&o, ",\"status\":");
     al_llm_out_u64(&o, rec->status);
-    al_llm_out_cstr(&o, ",\"latency_ms\":");
+    al_llm_out_lit(&o, ",\"latency_ms\":");
     al_llm_out_u64(&o, rec->latency_ms);
-    al_llm_out_cstr(&o, ",\"ttfb_ms\":");
+    al_llm_out_lit(&o, ",\"ttfb_ms\":");
     al_llm_out_u64(&o, rec->ttfb_ms);
-    al_llm_out_cstr(&o, ",\"stream\":");
-    al_llm_out_cstr(&o, rec->stream ? "true" : "false");
-    al_llm_out_cstr(&o, ",\"usage_source\":\"");
+    al_llm_out_lit(&o, ",\"stream\":");
+    if (rec->stream) {
+        al_llm_out_lit(&o, "true");
+
+    } else {
+        al_llm_out_lit(&o, "false");
+    }
+    al_llm_out_lit(&o, ",\"usage_source\":\"");
     al_llm_out_cstr(&o, al_llm_source_name(rec->source));
-    al_llm_out_cstr(&o, "\",\"cost_usd\":");
+    al_llm_out_lit(&o, "\",\"cost_usd\":");
 
     if (rec->priced) {
         n = al_llm_usd_format(rec->cost, usd, sizeof(usd));
         al_llm_out_raw(&o, usd, n < sizeof(usd) ? n : sizeof(usd) - 1);
 
     } else {
-        al_llm_out_cstr(&o, "null");
+        al_llm_out_lit(&o, "null");
     }
 
-    al_llm_out_cstr(&o, "}");
+    al_llm_out_lit(&o, "}");
 
     return o.len;
 }
