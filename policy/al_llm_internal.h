@@ -6,6 +6,7 @@
 #ifndef AL_LLM_INTERNAL_H
 #define AL_LLM_INTERNAL_H
 
+#include <string.h>
 #include <jansson.h>
 
 #include "al_llm.h"
@@ -22,7 +23,22 @@ typedef struct {
 } al_llm_out_t;
 
 void al_llm_out_init(al_llm_out_t *o, char *buf, size_t size);
-void al_llm_out_raw(al_llm_out_t *o, const char *s, size_t n);
+/* al_llm_out_raw() where n bytes and the NUL do not all fit */
+void al_llm_out_cut(al_llm_out_t *o, const char *s, size_t n);
+
+static inline void
+al_llm_out_raw(al_llm_out_t *o, const char *s, size_t n)
+{
+    if (o->len + n < o->size) {
+        memcpy(o->buf + o->len, s, n);
+        o->len += n;
+        o->buf[o->len] = '\0';
+        return;
+    }
+
+    al_llm_out_cut(o, s, n);
+}
+
 void al_llm_out_cstr(al_llm_out_t *o, const char *s);
 /* a string literal, its length known when compiled */
 #define al_llm_out_lit(o, lit)  al_llm_out_raw(o, lit, sizeof(lit) - 1)

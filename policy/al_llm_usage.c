@@ -805,7 +805,7 @@ al_llm_out_init(al_llm_out_t *o, char *buf, size_t size)
 
 
 void
-al_llm_out_raw(al_llm_out_t *o, const char *s, size_t n)
+al_llm_out_cut(al_llm_out_t *o, const char *s, size_t n)
 {
     size_t  room;
 
