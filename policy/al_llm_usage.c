@@ -218,12 +218,17 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
             continue;
         }
 
-        if (r->depth > 1 && !r->capture) {
+        if (r->depth > 1) {
 
-            /* inside a member not taken: only quotes and brackets count */
+            /* inside a member: only quotes and brackets count; the bytes
+               between them go to the capture, if any, in one piece */
 
             for (j = i; j < len && !al_llm_resp_struct[p[j]]; j++) {
                 /* void */
+            }
+
+            if (r->capture && j > i) {
+                al_llm_resp_capture(r, p + i, j - i);
             }
 
             if (j == len) {
