@@ -7,6 +7,7 @@
 #
 #   perl tests/bench/llm.pl [--rounds N] [--seconds S] [--calls N]
 #                           [--markdown] [--no-portkey] [--perf FILE]
+#                           [--instructions N]
 #
 # Portkey is installed with npm into $AIRLOCK_BUILD/portkey the first time
 # (the version is pinned below) and started with portkey-shim.mjs, without
@@ -29,6 +30,11 @@
 #   CPU         the serving process's CPU time (/proc/PID/stat) per call
 #               during the rounds: on a shared machine requests/s move
 #               with the load, CPU per call much less
+#   instructions  N calls (default 500) to a copy of each nginx, plain and
+#               gateway, run in one process under callgrind: instructions
+#               per call, counted exactly, so the ratio does not move with
+#               the machine's load as requests/s do (--instructions 0
+#               leaves them out)
 #   Portkey     the same rounds against Portkey (one Node process, the
 #               provider given as x-portkey-provider: openai and
 #               x-portkey-custom-host): requests/s, p50, p99, CPU per call
@@ -51,9 +57,11 @@ my $calls = 100_000;
 my $markdown = 0;
 my $portkey = 1;
 my $perf;
+my $icalls = 500;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
            'calls=i' => \$calls, 'markdown' => \$markdown,
-           'portkey!' => \$portkey, 'perf=s' => \$perf)
+           'portkey!' => \$portkey, 'perf=s' => \$perf,
+           'instructions=i' => \$icalls)
     or die "bad options\n";
 
 # the Portkey gateway release measured
@@ -517,6 +525,96 @@ for my $mark (1_000, int($calls / 2), $calls) {
     printf STDERR "%d streamed calls: worker RSS %d kB\n", @{$rss[-1]};
 }
 
+# ---- instructions per call ---------------------------------------------------------
+
+# A copy of a server's configuration, one process (master_process off) on a
+# port of its own, under callgrind; its counters are zeroed after a warm-up
+# and dumped after the calls, so what is counted is the calls only.
+sub instructions {
+    my ($n, $name, $count) = @_;
+    my $t = $nginx{$n};
+    my $prefix = $t->testdir;
+    my $port = $t->port(8095);
+    my $out = "$prefix/callgrind-$name.out";
+
+    my $conf = $t->read_file('nginx.conf');
+    $conf =~ s/^daemon off;/daemon off;\nmaster_process off;/m
+        or die "no daemon line\n";
+    $conf =~ s{^pid \S+;}{pid $prefix/callgrind.pid;}m;
+    $conf =~ s/listen 127\.0\.0\.1:\d+;/listen 127.0.0.1:$port;/;
+    $t->write_file('callgrind.conf', $conf);
+    unlink glob("$out*");
+
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open(STDOUT, '>', "$prefix/callgrind.log");
+        open(STDERR, '>&', \*STDOUT);
+        exec('valgrind', '--tool=callgrind', "--callgrind-out-file=$out",
+             $ENV{AIRLOCK_NGINX} // '/usr/sbin/nginx', '-p', "$prefix/",
+             '-c', 'callgrind.conf', '-e', "$prefix/callgrind-error.log")
+            or die "exec valgrind: $!";
+    }
+
+    my $s;
+    for (1 .. 600) {
+        $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port,
+                                   Proto => 'tcp') and last;
+        select(undef, undef, undef, 0.1);
+    }
+    $s or die "$n under callgrind did not start\n";
+
+    my $b = $name eq 'sse' ? $sbody : $body;
+    my $req = "POST /v1/proxy/$name/chat/completions HTTP/1.1\r\n"
+            . "Host: localhost\r\nAuthorization: Bearer $token\r\n"
+            . "Content-Type: application/json\r\n"
+            . "Content-Length: " . length($b) . "\r\n\r\n$b";
+
+    my $call = sub {
+        syswrite($s, $req) or die "write: $!";
+        my $buf = '';
+        for (;;) {
+            sysread($s, $buf, 65536, length $buf)
+                or die "$n under callgrind: read: " . ($! || 'closed') . "\n";
+            my $r = parse_response($buf);
+            next unless $r->{complete};
+            $r->{status} == 200 or die "$n under callgrind: $r->{status}\n";
+            last;
+        }
+    };
+
+    $call->() for 1 .. 50;
+    system("callgrind_control -z $pid >/dev/null") == 0
+        or die "callgrind_control -z failed\n";
+    $call->() for 1 .. $count;
+    system("callgrind_control -d $pid >/dev/null") == 0
+        or die "callgrind_control -d failed\n";
+    close $s;
+    kill 'QUIT', $pid;
+    waitpid($pid, 0);
+
+    open(my $fh, '<', "$out.1") or die "$out.1: $!";
+    my ($ir) = map { /^summary: (\d+)/ ? $1 : () } <$fh>;
+    close $fh;
+    defined $ir or die "$out.1: no summary line\n";
+
+    return $ir / $count;
+}
+
+my %ins;
+if ($icalls) {
+    system('command -v valgrind >/dev/null') == 0
+        or die "valgrind is not installed (apt-get install valgrind), or run "
+             . "with --instructions 0\n";
+
+    for my $name (qw(json sse)) {
+        for my $n (qw(plain gateway)) {
+            $ins{$name}{$n} = instructions($n, $name, $icalls);
+            printf STDERR "%-5s %-8s %8.0f instructions per call\n", $name,
+                $n, $ins{$name}{$n};
+        }
+    }
+}
+
 # ---- report ------------------------------------------------------------------------
 
 my %m;
@@ -578,6 +676,22 @@ for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
     push @lines, sprintf($markdown ? "| %s | %.1f | %.1f | %+.1f |"
                                    : "%-12s %9.1f %9.1f %+9.1f",
                          $label, $p, $g, $g - $p);
+}
+
+if ($icalls) {
+    push @lines, '';
+    push @lines, $markdown
+        ? "| call | plain instructions/call | gateway instructions/call "
+          . "| ratio |\n| --- | --- | --- | --- |"
+        : sprintf("%-12s %9s %9s %9s", 'instr/call', 'plain', 'gateway',
+                  'ratio');
+    for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
+        my ($label, $name) = @$v;
+        my ($p, $g) = ($ins{$name}{plain}, $ins{$name}{gateway});
+        push @lines, sprintf($markdown ? "| %s | %.0f | %.0f | %.2f |"
+                                       : "%-12s %9.0f %9.0f %9.2f",
+                             $label, $p, $g, $g / $p);
+    }
 }
 
 if ($portkey) {
