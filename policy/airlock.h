@@ -584,6 +584,8 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * read in one form from its first byte to its last.
  */
 
+#define AL_SCRUB_PAIRS  8
+
 typedef struct {
     al_str_t        *str;
     size_t           n;
@@ -596,6 +598,11 @@ typedef struct {
     unsigned char    no_pair[256];          /* bit AL_SCRUB_PAIR(a, b) set:
                                                no match starts with the
                                                bytes a b (0: ask) */
+    unsigned char    pair[AL_SCRUB_PAIRS][2];  /* the strings' first two
+                                               bytes, each pair once */
+    size_t           npairs;                /* 0: more than AL_SCRUB_PAIRS,
+                                               or a string of one byte */
+    unsigned         plus;                  /* a string starts with ' ' */
 } al_scrub_t;
 
 /* 2,048 bits: pairs that share a bit are asked about together */

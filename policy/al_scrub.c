@@ -401,6 +401,7 @@ al_scrub_index(al_scrub_t *s)
 {
     size_t         i, j;
     al_str_t       tmp;
+    unsigned       many;
     unsigned char  c;
 
     s->maxlen = 0;
@@ -443,6 +444,9 @@ al_scrub_index(al_scrub_t *s)
      */
 
     memset(s->no_pair, 0xff, sizeof(s->no_pair));
+    s->npairs = 0;
+    s->plus = s->first['+'];
+    many = 0;
 
     for (i = 0; i < s->n; i++) {
         c = (unsigned char) s->str[i].data[0];
@@ -451,7 +455,30 @@ al_scrub_index(al_scrub_t *s)
             for (j = 0; j < 256; j++) {
                 al_scrub_pair_clear(s, c, j);
             }
+
+            many = 1;
             continue;
+        }
+
+        /* the distinct pairs, for a search that compares them all at once */
+
+        for (j = 0; j < s->npairs; j++) {
+            if (s->pair[j][0] == c
+                && s->pair[j][1] == (unsigned char) s->str[i].data[1])
+            {
+                break;
+            }
+        }
+
+        if (j == s->npairs) {
+            if (s->npairs == AL_SCRUB_PAIRS) {
+                many = 1;
+
+            } else {
+                s->pair[s->npairs][0] = c;
+                s->pair[s->npairs][1] = (unsigned char) s->str[i].data[1];
+                s->npairs++;
+            }
         }
 
         al_scrub_pair_clear(s, c, (unsigned char) s->str[i].data[1]);
@@ -461,6 +488,10 @@ al_scrub_index(al_scrub_t *s)
         if (s->str[i].data[1] == ' ') {
             al_scrub_pair_clear(s, c, '+');
         }
+    }
+
+    if (many) {
+        s->npairs = 0;
     }
 }
 

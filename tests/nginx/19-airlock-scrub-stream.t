@@ -37,7 +37,10 @@ my $unit = 'abcdefghijklm' . $tok . 'nopqr' . "Bearer $tok"
          . 'Bearer s3cr' . 'Q' x 20;
 my $size = 150001;
 
-my @names = qw(pattern small unbuffered);
+# "many": a route whose scrub list has more two-byte starts than the
+# search compares at once (four secrets), so the candidates are found by
+# their first bytes alone
+my @names = qw(pattern small unbuffered many);
 
 # bodies of up to 64 KB with a Content-Length are held whole, scrubbed and
 # sent with their new length; these cross many small proxy buffers too
@@ -66,7 +69,8 @@ my $routes = join '', map { <<"EOF" } @routes;
     match: { method: GET, path: /$_ }
     upstream: echo
     to: /$_
-    inject: { Authorization: "Bearer {tok}" }
+    inject: { Authorization: "Bearer {tok}"@{[ $_ eq 'many'
+        ? ', X-Two: "{two}", X-Three: "{three}", X-Four: "{four}"' : '' ]} }
 EOF
 
 $t->write_file_expand('policy.yaml', <<"EOF");
@@ -75,6 +79,9 @@ clients:
   local: { cidr: [127.0.0.1/32] }
 secrets:
   tok: { sealed: "$sealed" }
+  two: { sealed: "@{[ $p->seal('zz-second-secret-0002') ]}" }
+  three: { sealed: "@{[ $p->seal('yy-third-secret-0003') ]}" }
+  four: { sealed: "@{[ $p->seal('xx-fourth-secret-0004') ]}" }
 upstreams:
   echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
 routes:
@@ -101,6 +108,11 @@ EOF
 
 $t->write_file_expand('nginx.conf', $p->conf(locations => <<"EOF"));
         location = /pattern {
+$loc
+            set \$echo_size $size;
+        }
+
+        location = /many {
 $loc
             set \$echo_size $size;
         }

@@ -228,6 +228,14 @@ test_forms(al_keyring_t *kr, const char *pub)
              "    upstream: up\n"
              "    to: /c\n"
              "    inject: { Authorization: \"basic {pre}\" }\n"
+             "  - name: all\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /all }\n"
+             "    upstream: up\n"
+             "    to: /e\n"
+             "    inject: { Authorization: \"Bearer {tok}\",\n"
+             "              X-Basic: \"Basic {basic|base64}\",\n"
+             "              X-Pre: \"basic {pre}\" }\n"
              "  - name: fixed\n"
              "    clients: [agent]\n"
              "    match: { method: GET, path: /fixed }\n"
@@ -288,6 +296,18 @@ test_forms(al_keyring_t *kr, const char *pub)
         redacted(s, "pw%2dSecret%39", "basic: the password URL-encoded");
         redacted(s, "user%3Apw-Secret9", "basic: user%3Apassword");
         test_pairs(s, "basic");
+        al_scrub_free(s);
+    }
+
+    /* three secrets on one route: more pairs than a search compares */
+
+    s = al_scrub_collect(p, al_policy_route(p, "all", 3), &why);
+    if (tap_ok(s != NULL, "all: scrub list built")) {
+        tap_is_int((long) s->npairs, 0,
+                   "all: more than AL_SCRUB_PAIRS pairs: none listed");
+        redacted(s, "Bearer " SECRET, "all: the bearer token");
+        redacted(s, "pw-Secret9", "all: the password");
+        test_pairs(s, "all");
         al_scrub_free(s);
     }
 
@@ -595,6 +615,23 @@ test_pairs(const al_scrub_t *s, const char *name)
             }
         }
     }
+
+    for (i = 0, k = 0; i < s->n; i++) {
+        for (n0 = 0; n0 < s->npairs; n0++) {
+            if (s->pair[n0][0] == (unsigned char) s->str[i].data[0]
+                && s->pair[n0][1] == (unsigned char) s->str[i].data[1])
+            {
+                break;
+            }
+        }
+
+        k += (n0 == s->npairs);
+    }
+
+    snprintf(msg, sizeof(msg), "%s: every string's first two bytes are "
+             "among the %zu pairs (none: more than %d)", name, s->npairs,
+             AL_SCRUB_PAIRS);
+    tap_ok(s->npairs <= AL_SCRUB_PAIRS && (s->npairs == 0 || k == 0), msg);
 
     snprintf(msg, sizeof(msg), "%s: a second byte in any form matches",
              name);
