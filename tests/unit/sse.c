@@ -82,6 +82,11 @@ static void test_scan_strings(void);
 static void test_scan_parsed(void);
 static void test_scan_copies(void);
 static void test_scan_counts(void);
+static void test_strict(void);
+static void test_strict_anthropic(void);
+static void test_strict_responses(void);
+static int strict_case(const cfg_t *cfg, const char *s, const char *model,
+    uint64_t total, unsigned jansson);
 static void scan_stream(const cfg_t *cfg, const char *s, size_t len,
     size_t cut, unsigned ref, al_llm_sse_t *sse);
 
@@ -262,6 +267,9 @@ main(void)
     test_scan_parsed();
     test_scan_copies();
     test_scan_counts();
+    test_strict();
+    test_strict_anthropic();
+    test_strict_responses();
 
     return tap_done();
 }
@@ -1589,4 +1597,376 @@ test_scan_counts(void)
            && x.dropped == 1,
            "multi-line data: scanned across the joins");
     al_llm_sse_free(&x);
+}
+
+
+/*
+ * s against the reference at every split (like_reference()), then read
+ * whole: the model and total wanted, and how many events jansson read
+ * (the rest of those acted on went through the strict scanner).
+ */
+
+static int
+strict_case(const cfg_t *cfg, const char *s, const char *model,
+    uint64_t total, unsigned jansson)
+{
+    int           ok;
+    size_t        len;
+    al_llm_sse_t  x;
+
+    len = strlen(s);
+    ok = like_reference(cfg, s, len);
+
+    scan_stream(cfg, s, len, len, 0, &x);
+
+    if (strcmp(x.model, model) != 0 || x.usage.total_tokens != total
+        || x.jansson != jansson)
+    {
+        printf("# model \"%s\" total %llu jansson %llu\n", x.model,
+               (unsigned long long) x.usage.total_tokens,
+               (unsigned long long) x.jansson);
+        ok = 0;
+    }
+
+    al_llm_sse_free(&x);
+
+    return ok;
+}
+
+
+/* chat events read without jansson, and those that still need it */
+
+static void
+test_strict(void)
+{
+    char          *s, *p;
+    size_t         len, i;
+    al_llm_sse_t   x;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+    scan_stream(&openai_hide, s, len, 50, 0, &x);
+    tap_ok(x.parsed == 2 && x.jansson == 0 && x.usage.total_tokens == 29
+           && x.dropped == 1,
+           "openai: the model and usage events read without jansson");
+    al_llm_sse_free(&x);
+    free(s);
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"a\",\"model\":\"b\",\"choices\":[]}\n\n"
+               "data: {\"model\":\"c\",\"choices\":[],\"usage\":{"
+               "\"total_tokens\":4}}\n\n"
+               "data: [DONE]\n\n", "b", 4, 1),
+           "strict: a duplicate model goes to jansson, which keeps the last");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":"
+               "\"a\",\"content\":\"bb\"}}],\"usage\":{\"total_tokens\":4}}"
+               "\n\n"
+               "data: [DONE]\n\n", "m", 4, 1),
+           "strict: a duplicate key deep in choices, jansson's count");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,"
+               "\"total_tokens\":3,\"total_tokens\":9}}\n\n"
+               "data: [DONE]\n\n", "", 9, 1),
+           "strict: a duplicate usage member, the last");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"gpt\\u002d4\\u00e9\\ud83d\\ude00\\/x\","
+               "\"choices\":[]}\n\n"
+               "data: {\"model\":\"other\",\"choices\":[]}\n\n"
+               "data: [DONE]\n\n", "gpt-4\xc3\xa9\xf0\x9f\x98\x80/x", 0,
+               0),
+           "strict: a model written with escapes, unescaped");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":5,\"choices\":[]}\n\n"
+               "data: {\"model\":null,\"choices\":[]}\n\n"
+               "data: {\"model\":\"third\",\"choices\":[]}\n\n"
+               "data: [DONE]\n\n", "third", 0, 0),
+           "strict: models that are not strings are skipped");
+
+    /* a model of 255 bytes fits, 256 does not */
+
+    s = malloc(1024);
+    if (s == NULL) {
+        abort();
+    }
+
+    for (i = 255; i <= 256; i++) {
+        p = s;
+        p += sprintf(p, "data: {\"model\":\"");
+        memset(p, 'm', i);
+        p += i;
+        (void) sprintf(p, "\",\"choices\":[]}\n\n"
+                       "data: {\"model\":\"next\",\"choices\":[]}\n\n");
+        scan_stream(&openai_hide, s, strlen(s), 30, 0, &x);
+        tap_ok(like_reference(&openai_hide, s, strlen(s))
+               && strlen(x.model) == (i == 255 ? 255 : 4)
+               && x.jansson == 0,
+               i == 255 ? "strict: a model of 255 bytes kept"
+                        : "strict: a model of 256 bytes too long, skipped");
+        al_llm_sse_free(&x);
+    }
+
+    free(s);
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "9223372036854775807,\"completion_tokens\":-5,"
+               "\"total_tokens\":0}}\n\n"
+               "data: [DONE]\n\n", "", UINT64_C(1) << 48, 0),
+           "strict: INT64_MAX clamped to 2^48, negative as 0");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "9223372036854775808,\"total_tokens\":3}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "-9223372036854775809,\"total_tokens\":3}}\n\n"
+               "data: [DONE]\n\n", "", 0, 2),
+           "strict: integers over 64 bits refused, as jansson does");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "-9223372036854775808,\"completion_tokens\":2.0,"
+               "\"total_tokens\":1e2,\"x\":1e-400,\"y\":-0.5E+3}}\n\n"
+               "data: [DONE]\n\n", "", 0, 0),
+           "strict: reals and INT64_MIN read, none counted");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3,"
+               "\"x\":1e400}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3,"
+               "\"x\":01}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3,"
+               "\"x\":1.}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":tru}\n\n"
+               "data: [DONE]\n\n", "", 0, 4),
+           "strict: a real overflow, a leading zero, '1.', 'tru': refused");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\\u0000\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\\ud800\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\xc0\xaf\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\xed\xa0\x80\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"a\tb\"}\n\n"
+               "data: [DONE]\n\n", "", 0, 5),
+           "strict: \\u0000, a lone surrogate, bad UTF-8, a tab: refused");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":[{\"total_tokens\":3}]}\n\n"
+               "data: {\"choices\":[],\"usage\":\"x\"}\n\n"
+               "data: {\"choices\":[],\"usage\":3}\n\n"
+               "data: [DONE]\n\n", "", 0, 0),
+           "strict: usage not an object: no usage");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+               "\"completion_tokens\":5,\"prompt_tokens_details\":{"
+               "\"cached_tokens\":7,\"audio_tokens\":1,\"x\":{\"y\":[1]}}}}"
+               "\n\n"
+               "data: [DONE]\n\n", "", 15, 0),
+           "strict: usage details, cached tokens, total from the sum");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+               "\"completion_tokens\":5,\"total_tokens\":15,"
+               "\"prompt_tokens_details\":{\"cached_tokens\":7,"
+               "\"cached_tokens\":8}}}\n\n"
+               "data: [DONE]\n\n", "", 15, 1),
+           "strict: a duplicate in the details: jansson");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+               "\"total_tokens\":15,\"prompt_tokens_details\":[7],"
+               "\"cached_tokens\":9}}\n\n"
+               "data: [DONE]\n\n", "", 15, 0),
+           "strict: details not an object, cached_tokens at the wrong "
+           "level");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}],"
+               "\"error\":null,\"usage\":null}\n\n"
+               "data: {\"choices\":[],\"error\":{\"message\":\"x\"}}\n\n"
+               "data: [DONE]\n\n", "", 0, 0),
+           "strict: error null, then an error object");
+
+    tap_ok(strict_case(&openai_keep,
+               "data: {\"error\":false}\n\n", "", 0, 0),
+           "strict: error false is an error");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\": [ \n\t ] ,\"usage\":{\"total_tokens\":3}}"
+               "\n\n"
+               "data: {\"choices\":[{}],\"usage\":{\"total_tokens\":4}}\n\n"
+               "data: {\"choices\":{},\"usage\":{\"total_tokens\":5}}\n\n"
+               "data: [DONE]\n\n", "", 5, 0),
+           "strict: blanks in an empty choices dropped; others kept");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"m\",\"choices\":[{\"text\":\"abc\","
+               "\"delta\":{\"content\":\"d\\u00e9\",\"role\":\"x\","
+               "\"tool_calls\":[{\"id\":\"q\",\"function\":{\"arguments\":"
+               "\"{}\"}}]}},5,{\"text\":7}],\"usage\":{\"total_tokens\":3}}"
+               "\n\n"
+               "data: [DONE]\n\n", "m", 3, 0),
+           "strict: text bytes of a usage event, as jansson counts them");
+
+    /* an object of more than 64 keys: the duplicate check is jansson's */
+
+    s = malloc(4096);
+    if (s == NULL) {
+        abort();
+    }
+
+    p = s;
+    p += sprintf(p, "data: {\"model\":\"k\",\"choices\":[]");
+
+    for (i = 0; i < 70; i++) {
+        p += sprintf(p, ",\"k%zu\":%zu", i, i);
+    }
+
+    (void) sprintf(p, ",\"usage\":{\"total_tokens\":6}}\n\ndata: [DONE]\n\n");
+    tap_ok(strict_case(&openai_hide, s, "k", 6, 1),
+           "strict: 70 keys in one object: jansson");
+    free(s);
+
+    /* deep but within the bound: read; a key with escapes: jansson */
+
+    s = malloc(1024);
+    if (s == NULL) {
+        abort();
+    }
+
+    p = s;
+    p += sprintf(p, "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+                    "\"x\":");
+
+    for (i = 0; i < AL_JSON_DEPTH_MAX - 1; i++) {
+        *p++ = '[';
+    }
+
+    for (i = 0; i < AL_JSON_DEPTH_MAX - 1; i++) {
+        *p++ = ']';
+    }
+
+    (void) sprintf(p, "}\n\ndata: [DONE]\n\n");
+    tap_ok(strict_case(&openai_hide, s, "", 3, 0),
+           "strict: nesting at the bound read");
+    free(s);
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_\\u0074okens\":3}}"
+               "\n\n"
+               "data: [DONE]\n\n", "", 3, 1),
+           "strict: a key with escapes: jansson");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3}} \r\n"
+               "\n"
+               "data:  {\"choices\":[],\"usage\":{\"total_tokens\":4}}\t\n\n"
+               "data: [DONE]\n\n", "", 4, 0),
+           "strict: blanks around the object");
+}
+
+
+static void
+test_strict_anthropic(void)
+{
+    char          *s;
+    size_t         len;
+    al_llm_sse_t   x;
+
+    s = join(anthropic_blocks, ANTHROPIC_N, NOSKIP, "\n", &len);
+    scan_stream(&anthropic_cfg, s, len, 70, 0, &x);
+    tap_ok(x.parsed == 4 && x.jansson == 0 && x.done && x.started
+           && x.usage.total_tokens == 2125 + 12,
+           "anthropic: message_start, message_delta, message_stop read "
+           "without jansson");
+    al_llm_sse_free(&x);
+    free(s);
+
+    tap_ok(strict_case(&anthropic_cfg,
+               "event: message_start\n"
+               "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+               "\"cl\\u0061ude\",\"usage\":{\"input_tokens\":5}}}\n\n"
+               "data: {\"type\":\"message_delta\",\"usage\":{"
+               "\"output_tokens\":3,\"input_tokens\":-1,"
+               "\"cache_read_input_tokens\":2}}\n\n"
+               "data: {\"type\":\"message_stop\"}\n\n", "claude", 10, 1),
+           "strict anthropic: a model with escapes: jansson; delta members "
+           "replace");
+
+    tap_ok(strict_case(&anthropic_cfg,
+               "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+               "\"c\",\"usage\":7}}\n\n"
+               "data: {\"type\":\"message_start\",\"message\":[]}\n\n"
+               "event: message_delta\n"
+               "data: {\"usage\":{\"output_tokens\":4,"
+               "\"output_tokens\":6}}\n\n"
+               "event: message_delta\n"
+               "data: {\"usage\":[]}\n\n"
+               "event: message_stop\n"
+               "data: {}\n\n", "c", 6, 1),
+           "strict anthropic: usage not an object, by event name, "
+           "a duplicate");
+
+    tap_ok(strict_case(&anthropic_cfg,
+               "event: message_start\n"
+               "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+               "\"c\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1,"
+               "\"cache_creation_input_tokens\":2}}}\n\n"
+               "event: error\n"
+               "data: {\"type\":\"error\",\"error\":{\"type\":"
+               "\"overloaded_error\"}}\n\n"
+               "data: {\"type\":\"message_delta\",\"usage\":{"
+               "\"output_tokens\":1e2}}\n\n"
+               "data: {\"type\":\"message_stop\",\"x\":[1,]}\n\n",
+               "c", 4, 1),
+           "strict anthropic: an error, a real, an invalid stop");
+}
+
+
+static void
+test_strict_responses(void)
+{
+    char          *s;
+    size_t         len;
+    al_llm_sse_t   x;
+
+    s = join(responses_blocks, RESPONSES_N, NOSKIP, "\n", &len);
+    scan_stream(&responses_cfg, s, len, 90, 0, &x);
+    tap_ok(x.parsed == 2 && x.jansson == 0 && x.done
+           && x.usage.total_tokens == 123 && x.usage.cached_tokens == 4,
+           "responses: created and completed read without jansson");
+    al_llm_sse_free(&x);
+    free(s);
+
+    tap_ok(strict_case(&responses_cfg,
+               "data: {\"type\":\"response.created\",\"response\":{"
+               "\"model\":\"g\\u0070t\"}}\n\n"
+               "data: {\"type\":\"response.failed\",\"response\":{"
+               "\"usage\":{\"input_tokens\":3,\"output_tokens\":4,"
+               "\"input_tokens_details\":{\"cached_tokens\":1}}}}\n\n",
+               "gpt", 7, 1),
+           "strict responses: a model with escapes, a failed response");
+
+    tap_ok(strict_case(&responses_cfg,
+               "event: response.created\n"
+               "data: {\"response\":\"x\",\"model\":\"no\"}\n\n"
+               "event: response.in_progress\n"
+               "data: {\"response\":{\"model\":\"yes\"}}\n\n"
+               "event: error\n"
+               "data: {\"code\":1}\n\n"
+               "event: response.incomplete\n"
+               "data: {\"response\":{\"usage\":{\"total_tokens\":8,"
+               "\"total_tokens\":9}}}\n\n",
+               "yes", 9, 1),
+           "strict responses: by event name, an error, a duplicate");
 }
