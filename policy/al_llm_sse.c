@@ -20,9 +20,19 @@
  * matter: a "usage" object, an "error", the "type", the text of a
  * "delta".  At the blank line that is enough to decide: an event that can
  * report usage, end the stream, name the model or carry an error is
- * parsed with jansson, exactly as before; any other event only adds the
- * text bytes the scan counted (for estimates).  Keys written with escapes
- * make an event parsed, so the scan never has to decode a key.
+ * parsed; any other event only adds the text bytes the scan counted (for
+ * estimates).  Keys written with escapes make an event parsed, so the
+ * scan never has to decode a key.  The scan skips plain string bytes
+ * eight at a time.
+ *
+ * An event parsed is read by the strict one-pass scanner of al_llm_scan.c
+ * (no tree, no allocation), which accepts exactly what jansson accepts
+ * and finds the few members the handler reads; the text bytes are the
+ * scan's count.  What it refuses or cannot tell the way jansson would
+ * (duplicate keys, of which jansson keeps the last; invalid JSON; keys
+ * written with escapes) is parsed by jansson as before, so the result is
+ * jansson's on every input: the unit tests and fuzz_sse compare both with
+ * every event through jansson (parse_all).
  *
  * Memory: the data of an event that lies in one piece of the slice being
  * fed is read in place; only an event whose data spans slices, or has
@@ -113,6 +123,7 @@ enum {
 #define AL_LLM_DATA_MIN   4096
 
 
+static size_t al_llm_sse_eol(const unsigned char *p, size_t i, size_t len);
 static void al_llm_sse_field(al_llm_sse_t *s);
 static void al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
@@ -148,11 +159,33 @@ static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
 static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
+static size_t al_llm_scan_run(const unsigned char *p, size_t i, size_t n);
 static void al_llm_scan_key(al_llm_sse_scan_t *x);
 static int al_llm_scan_type(al_llm_sse_t *s, const char *name, size_t n);
 static int al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix,
     size_t n);
 static size_t al_llm_utf8_len(unsigned cp);
+
+
+/* 0: a byte the scan's switch inside an object or array acts on */
+static const unsigned char  al_llm_scan_other[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,   /* ' ' '"' ',' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1,   /* ':' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1,   /* '[' ']' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1,   /* '{' '}' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+};
 
 
 /*
@@ -440,9 +473,7 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
         case AL_LLM_S_VALUE:
         case AL_LLM_S_COMMENT:
 
-            for (j = i; j < len && p[j] != '\r' && p[j] != '\n'; j++) {
-                /* void */
-            }
+            j = al_llm_sse_eol(p, i, len);
 
             if (base + j + (j < len) - s->block_start > AL_LLM_EVENT_MAX) {
                 goto stop;
@@ -566,6 +597,23 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
     u->total_tokens = u->prompt_tokens + u->completion_tokens;
 
     return AL_LLM_SOURCE_ESTIMATED;
+}
+
+
+/* where the line at p[i] ends: its CR or LF, else len */
+
+static size_t
+al_llm_sse_eol(const unsigned char *p, size_t i, size_t len)
+{
+    size_t                n;
+    const unsigned char  *lf, *cr;
+
+    lf = memchr(p + i, '\n', len - i);
+    n = (lf != NULL) ? (size_t) (lf - p) : len;
+
+    cr = memchr(p + i, '\r', n - i);
+
+    return (cr != NULL) ? (size_t) (cr - p) : n;
 }
 
 
@@ -1577,7 +1625,14 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
                 x->expect = AL_LLM_X_NONE;
                 x->state = AL_LLM_L_STR;
-                break;
+
+                /* on into the string, without a turn of the loop */
+
+                if (++i == n) {
+                    return;
+                }
+
+                goto str;
 
             case '{':
             case '[':
@@ -1639,11 +1694,19 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 break;
 
             default:
-                /* a number, true, false, null: its first byte is enough */
+                /*
+                 * A number, true, false, null: its first byte is enough,
+                 * and the bytes up to the next one this switch names do
+                 * nothing here.
+                 */
 
                 if (x->expect == AL_LLM_X_VALUE) {
                     al_llm_scan_value(s, x, c);
                     x->expect = AL_LLM_X_NONE;
+                }
+
+                while (i + 1 < n && al_llm_scan_other[p[i + 1]]) {
+                    i++;
                 }
                 break;
             }
@@ -1651,10 +1714,9 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             break;
 
         case AL_LLM_L_STR:
+        str:
 
-            for (j = i; j < n && p[j] != '"' && p[j] != '\\'; j++) {
-                /* void */
-            }
+            j = al_llm_scan_run(p, i, n);
 
             switch (x->role) {
 
@@ -1887,6 +1949,47 @@ al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x, unsigned char c)
     if (c == '"') {
         x->role = AL_LLM_R_COUNT;
     }
+}
+
+
+/*
+ * The first '"' or backslash in p[i..n), else n.  Eight bytes at a time
+ * while none of them is either (a word has a zero byte exactly when
+ * (w - 0x01..) & ~w & 0x80.. is not 0), then byte by byte.
+ */
+
+#define AL_LLM_ONES   UINT64_C(0x0101010101010101)
+#define AL_LLM_HIGHS  UINT64_C(0x8080808080808080)
+
+static size_t
+al_llm_scan_run(const unsigned char *p, size_t i, size_t n)
+{
+    uint64_t  w, q, b, m;
+
+    while (n - i >= 8) {
+        memcpy(&w, p + i, 8);
+        q = w ^ (AL_LLM_ONES * '"');
+        b = w ^ (AL_LLM_ONES * '\\');
+        m = (((q - AL_LLM_ONES) & ~q) | ((b - AL_LLM_ONES) & ~b))
+            & AL_LLM_HIGHS;
+
+        if (m != 0) {
+#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* the lowest flag is exact: borrows only run upwards */
+            return i + (size_t) (__builtin_ctzll(m) >> 3);
+#else
+            break;
+#endif
+        }
+
+        i += 8;
+    }
+
+    while (i < n && p[i] != '"' && p[i] != '\\') {
+        i++;
+    }
+
+    return i;
 }
 
 

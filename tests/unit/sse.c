@@ -85,6 +85,7 @@ static void test_scan_counts(void);
 static void test_strict(void);
 static void test_strict_anthropic(void);
 static void test_strict_responses(void);
+static void test_scan_runs(void);
 static int strict_case(const cfg_t *cfg, const char *s, const char *model,
     uint64_t total, unsigned jansson);
 static void scan_stream(const cfg_t *cfg, const char *s, size_t len,
@@ -270,6 +271,7 @@ main(void)
     test_strict();
     test_strict_anthropic();
     test_strict_responses();
+    test_scan_runs();
 
     return tap_done();
 }
@@ -1969,4 +1971,52 @@ test_strict_responses(void)
                "\"total_tokens\":9}}}\n\n",
                "yes", 9, 1),
            "strict responses: by event name, an error, a duplicate");
+}
+
+
+/*
+ * The scan skips plain string bytes eight at a time and the rest of a
+ * number or literal at once: a quote or backslash at every offset of a
+ * word, bytes over 0x7f that differ from them by the high bit only, and
+ * literals next to brackets must count as before.
+ */
+
+static void
+test_scan_runs(void)
+{
+    int      ok;
+    char    *s, *p;
+    size_t   k, m;
+
+    s = malloc(4096);
+    if (s == NULL) {
+        abort();
+    }
+
+    ok = 1;
+
+    for (k = 0; k < 17 && ok; k++) {
+        for (m = 0; m < 3 && ok; m++) {
+            p = s;
+            p += sprintf(p, "data: {\"model\":\"m\",\"choices\":[]}\n\n"
+                            "data: {\"choices\":[{\"delta\":{\"content\":\"");
+            memset(p, 'a', k);
+            p += k;
+            p += sprintf(p, "%s", m == 0 ? "\\\"" : m == 1 ? "\\\\"
+                                  : "\xc2\xa2\xdc\x9c\xe2\x80\xa2");
+            memset(p, 'b', 16 - k);
+            p += 16 - k;
+            (void) sprintf(p, "\",\"x%.*s\":[1,true,null,-2.5e+3,{}]}}],"
+                              "\"created\":1720000000,\"n\":false}\n\n"
+                              "data: {\"choices\":[],\"usage\":{"
+                              "\"total_tokens\":3},\"p%.*s\":\"\\\\\"}\n\n"
+                              "data: [DONE]\n\n",
+                           (int) k, "kkkkkkkkkkkkkkkkk", (int) m, "qq");
+            ok = like_reference(&openai_hide, s, strlen(s));
+        }
+    }
+
+    tap_ok(ok, "scan: quotes, backslashes and high bytes at every offset, "
+               "literals, every split");
+    free(s);
 }
