@@ -1606,6 +1606,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             break;
 
         case AL_LLM_L_IN:
+        in:
 
             switch (c) {
 
@@ -1711,7 +1712,18 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 break;
             }
 
-            break;
+            /* still inside: on to the next byte without a turn */
+
+            if (x->state != AL_LLM_L_IN) {
+                break;
+            }
+
+            if (++i == n) {
+                return;
+            }
+
+            c = p[i];
+            goto in;
 
         case AL_LLM_L_STR:
         str:
@@ -1772,7 +1784,13 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
             x->role = AL_LLM_R_NONE;
             x->state = AL_LLM_L_IN;
-            break;
+
+            if (++i == n) {
+                return;
+            }
+
+            c = p[i];
+            goto in;
 
         case AL_LLM_L_ESC:
 
