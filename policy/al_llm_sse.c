@@ -26,13 +26,13 @@
  * eight at a time.
  *
  * An event parsed is read by the strict one-pass scanner of al_llm_scan.c
- * (no tree, no allocation), which accepts exactly what jansson accepts
- * and finds the few members the handler reads; the text bytes are the
- * scan's count.  What it refuses or cannot tell the way jansson would
- * (duplicate keys, of which jansson keeps the last; invalid JSON; keys
- * written with escapes) is parsed by jansson as before, so the result is
- * jansson's on every input: the unit tests and fuzz_sse compare both with
- * every event through jansson (parse_all).
+ * (no tree; for ordinary events no allocation), which accepts exactly
+ * what jansson accepts and finds the few members the handler reads; the
+ * text bytes are the scan's count.  What it refuses or cannot tell the
+ * way jansson would (duplicate keys, of which jansson keeps the last;
+ * invalid JSON; keys written with escapes) is parsed by jansson as
+ * before, so the result is jansson's on every input: the unit tests and
+ * fuzz_sse compare both with every event through jansson (parse_all).
  *
  * Memory: the data of an event that lies in one piece of the slice being
  * fed is read in place; only an event whose data spans slices, or has
