@@ -86,6 +86,11 @@ static void test_strict(void);
 static void test_strict_anthropic(void);
 static void test_strict_responses(void);
 static void test_scan_runs(void);
+static void test_random_events(void);
+static void gen_value(char **p, char *end, unsigned depth, unsigned dups);
+static void gen_object(char **p, char *end, unsigned depth, unsigned dups,
+    unsigned root);
+static void gen_put(char **p, char *end, const char *s);
 static int strict_case(const cfg_t *cfg, const char *s, const char *model,
     uint64_t total, unsigned jansson);
 static void scan_stream(const cfg_t *cfg, const char *s, size_t len,
@@ -272,6 +277,7 @@ main(void)
     test_strict_anthropic();
     test_strict_responses();
     test_scan_runs();
+    test_random_events();
 
     return tap_done();
 }
@@ -2018,5 +2024,212 @@ test_scan_runs(void)
 
     tap_ok(ok, "scan: quotes, backslashes and high bytes at every offset, "
                "literals, every split");
+    free(s);
+}
+
+
+/*
+ * Random events built from the names the parser reads and values at the
+ * edges of what jansson accepts: the normal mode (the strict scanner,
+ * jansson as fallback) against every event through jansson, streams cut
+ * at a random point.  In valid JSON without duplicate keys the text
+ * count must be equal too; otherwise only never lower (the scan counts
+ * both values of a key twice, or text in an event jansson refuses, when
+ * the event is not parsed).
+ */
+
+static const char *const  gen_keys[] = {
+    "model", "usage", "choices", "delta", "content", "text", "error",
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", "cached_tokens", "type", "role", "id",
+    "message", "response", "input_tokens", "output_tokens",
+    "cache_read_input_tokens", "cache_creation_input_tokens",
+    "input_tokens_details", "index", "x", "mo\\u0064el", "signature"
+};
+
+/* valid first; the last GEN_INVALID are what jansson refuses */
+static const char *const  gen_scalars[] = {
+    "0", "7", "-3", "12345678901234", "9223372036854775807",
+    "-9223372036854775808", "1.5", "-0", "2e-400", "true", "false",
+    "null", "\"\"", "\"gpt-4o\"", "\"a\\nb\\u00e9\"", "\"\\ud83d\\ude00\"",
+    "\"\xc3\xa9t\xc3\xa9\"", "\"q\\\"\\\\\"", "\"message_start\"",
+    "\"message_delta\"", "\"message_stop\"", "\"content_block_delta\"",
+    "\"error\"", "\"response.completed\"", "\"response.failed\"",
+    "\"response.output_text.delta\"", "\"response.created\"",
+    "9223372036854775808", "1e400", "01", "nul", "\"\\ud800\"",
+    "\"\\u0000\"", "\"\xc3\""
+};
+
+#define GEN_INVALID  7
+
+#define GEN_N(a)  (sizeof(a) / sizeof((a)[0]))
+
+
+static void
+gen_put(char **p, char *end, const char *s)
+{
+    size_t  n;
+
+    n = strlen(s);
+
+    if ((size_t) (end - *p) > n) {
+        memcpy(*p, s, n);
+        *p += n;
+    }
+}
+
+
+static void
+gen_value(char **p, char *end, unsigned depth, unsigned dups)
+{
+    uint32_t  r, k, n;
+
+    r = rnd() % 10;
+
+    if (depth < 4 && r < 3) {
+        gen_object(p, end, depth + 1, dups, 0);
+        return;
+    }
+
+    if (depth < 4 && r < 5) {
+        gen_put(p, end, "[");
+        n = rnd() % 4;
+
+        for (k = 0; k < n; k++) {
+            if (k > 0) {
+                gen_put(p, end, rnd() % 8 ? "," : " , ");
+            }
+            gen_value(p, end, depth + 1, dups);
+        }
+
+        gen_put(p, end, "]");
+        return;
+    }
+
+    /* dups bit 1: values jansson refuses too */
+
+    gen_put(p, end, gen_scalars[rnd() % (GEN_N(gen_scalars)
+                                         - ((dups & 2) ? 0 : GEN_INVALID))]);
+}
+
+
+static void
+gen_object(char **p, char *end, unsigned depth, unsigned dups,
+    unsigned root)
+{
+    uint32_t  k, n, key, used;
+
+    gen_put(p, end, "{");
+    n = rnd() % (root ? 6 : 4);
+    used = 0;
+
+    for (k = 0; k < n; k++) {
+        key = rnd() % GEN_N(gen_keys);
+
+        if (!(dups & 1) && (used >> key & 1)) {
+            continue;
+        }
+
+        if (used != 0) {
+            gen_put(p, end, rnd() % 8 ? "," : ",\n ");
+        }
+
+        used |= (uint32_t) 1 << key;
+        gen_put(p, end, "\"");
+        gen_put(p, end, gen_keys[key]);
+        gen_put(p, end, "\":");
+
+        if (rnd() % 3 == 0) {
+            gen_value(p, end, depth, dups);
+
+        } else if (strcmp(gen_keys[key], "choices") == 0) {
+            gen_put(p, end, rnd() % 3 ? "[{\"delta\":" : "[");
+            gen_value(p, end, depth + 2, dups);
+            gen_put(p, end, rnd() % 2 ? "}]" : ",{\"text\":\"ab\"}]");
+
+        } else if (strchr("umrd", gen_keys[key][0]) != NULL) {
+            gen_object(p, end, depth + 1, dups, 0);
+
+        } else {
+            gen_value(p, end, depth, dups);
+        }
+    }
+
+    gen_put(p, end, "}");
+}
+
+
+static void
+test_random_events(void)
+{
+    char          *s, *p, *end;
+    size_t         len, cut, bad, t, e, nev, fast, slow;
+    unsigned       dups;
+    al_llm_sse_t   x, y;
+
+    static const cfg_t  *cfgs[] = {
+        &openai_hide, &openai_keep, &anthropic_cfg, &responses_cfg
+    };
+
+    s = malloc(65536);
+    if (s == NULL) {
+        abort();
+    }
+
+    end = s + 65536 - 64;
+    bad = 0;
+    fast = 0;
+    slow = 0;
+
+    for (t = 0; t < 20000; t++) {
+        p = s;
+        dups = (t / 4) % 4;             /* 0: valid, no duplicate keys */
+        nev = 1 + rnd() % 6;
+
+        for (e = 0; e < nev; e++) {
+            if (rnd() % 4 == 0) {
+                gen_put(&p, end, rnd() % 2 ? "event: message_delta\n"
+                                           : "event: response.completed\n");
+            }
+
+            gen_put(&p, end, "data: ");
+            gen_object(&p, end, 1, dups, 1);
+            gen_put(&p, end, "\n\n");
+        }
+
+        gen_put(&p, end, "data: [DONE]\n\n");
+        len = (size_t) (p - s);
+        cut = rnd() % (len + 1);
+
+        scan_stream(cfgs[t % 4], s, len, cut, 0, &x);
+        scan_stream(cfgs[t % 4], s, len, cut, 1, &y);
+
+        if (memcmp(&x.usage, &y.usage, sizeof(x.usage)) != 0
+            || strcmp(x.model, y.model) != 0
+            || x.done != y.done || x.usage_seen != y.usage_seen
+            || x.error != y.error || x.started != y.started
+            || x.dropped != y.dropped || x.events != y.events
+            || (dups != 0 ? x.delta_bytes < y.delta_bytes
+                          : x.delta_bytes != y.delta_bytes))
+        {
+            if (bad++ == 0) {
+                printf("# differs from the reference: %.*s\n", (int) len,
+                       s);
+            }
+        }
+
+        fast += x.parsed - x.jansson;
+        slow += x.jansson;
+
+        al_llm_sse_free(&x);
+        al_llm_sse_free(&y);
+    }
+
+    printf("# random events: %zu read by the strict scanner, %zu by "
+           "jansson\n", fast, slow);
+
+    tap_ok(bad == 0 && fast > 2000 && slow > 2000,
+           "random events: the same as every event through jansson");
+
     free(s);
 }
