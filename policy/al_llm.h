@@ -477,7 +477,8 @@ typedef struct {
     uint64_t         delta_bytes;       /* generated text seen */
     uint64_t         events;
     uint64_t         dropped;           /* blocks dropped */
-    uint64_t         parsed;            /* events given to the JSON parser */
+    uint64_t         parsed;            /* events read as JSON */
+    uint64_t         jansson;           /* of those, read by jansson */
     unsigned         done:1;            /* the stream's end marker */
     unsigned         usage_seen:1;      /* final usage reported */
     unsigned         error:1;           /* an error event */
@@ -521,8 +522,10 @@ typedef struct {
  * in the slice; the event buffer (at most AL_LLM_EVENT_MAX + 1 bytes) is
  * malloc'ed only for an event whose data spans slices or has several
  * lines: al_llm_sse_free() it.  Only events that can carry usage, the
- * end, an error or the model are parsed as JSON ("parsed" counts them);
- * the text of the others is counted by a scan of their bytes.
+ * end, an error or the model are parsed as JSON ("parsed" counts them),
+ * by the strict one-pass scanner, or by jansson ("jansson" counts those)
+ * when the scanner cannot tell what jansson would read; the text of the
+ * others is counted by a scan of their bytes.
  */
 void al_llm_sse_init(al_llm_sse_t *s, al_llm_kind_t kind,
     al_llm_endpoint_t ep, unsigned hide_usage);

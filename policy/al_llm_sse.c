@@ -20,9 +20,19 @@
  * matter: a "usage" object, an "error", the "type", the text of a
  * "delta".  At the blank line that is enough to decide: an event that can
  * report usage, end the stream, name the model or carry an error is
- * parsed with jansson, exactly as before; any other event only adds the
- * text bytes the scan counted (for estimates).  Keys written with escapes
- * make an event parsed, so the scan never has to decode a key.
+ * parsed; any other event only adds the text bytes the scan counted (for
+ * estimates).  Keys written with escapes make an event parsed, so the
+ * scan never has to decode a key.  The scan skips plain string bytes
+ * eight at a time.
+ *
+ * An event parsed is read by the strict one-pass scanner of al_llm_scan.c
+ * (no tree; for ordinary events no allocation), which accepts exactly
+ * what jansson accepts and finds the few members the handler reads; the
+ * text bytes are the scan's count.  What it refuses or cannot tell the
+ * way jansson would (duplicate keys, of which jansson keeps the last;
+ * invalid JSON; keys written with escapes) is parsed by jansson as
+ * before, so the result is jansson's on every input: the unit tests and
+ * fuzz_sse compare both with every event through jansson (parse_all).
  *
  * Memory: the data of an event that lies in one piece of the slice being
  * fed is read in place; only an event whose data spans slices, or has
@@ -113,6 +123,7 @@ enum {
 #define AL_LLM_DATA_MIN   4096
 
 
+static size_t al_llm_sse_eol(const unsigned char *p, size_t i, size_t len);
 static void al_llm_sse_field(al_llm_sse_t *s);
 static void al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
@@ -122,6 +133,19 @@ static int al_llm_sse_append(al_llm_sse_t *s, const unsigned char *p,
 static void al_llm_sse_dispatch(al_llm_sse_t *s);
 static int al_llm_sse_wanted(al_llm_sse_t *s);
 static void al_llm_sse_counted(al_llm_sse_t *s);
+static void al_llm_sse_decode(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static int al_llm_sse_strict(const al_llm_scan_spec_t *spec,
+    const unsigned char *p, size_t n, al_llm_body_t *b);
+static int al_llm_sse_fast_chat(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static int al_llm_sse_fast_responses(al_llm_sse_t *s,
+    const unsigned char *p, size_t n);
+static int al_llm_sse_fast_anthropic(al_llm_sse_t *s,
+    const unsigned char *p, size_t n);
+static void al_llm_sse_fast_model(al_llm_sse_t *s, const unsigned char *p,
+    const al_llm_jfield_t *f);
+static uint64_t al_llm_sse_u64(const al_llm_jfield_t *f);
 static void al_llm_sse_parse(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
 static void al_llm_sse_block(al_llm_sse_t *s, al_llm_sse_block_t *blk);
@@ -135,11 +159,121 @@ static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
 static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
+static size_t al_llm_scan_run(const unsigned char *p, size_t i, size_t n);
 static void al_llm_scan_key(al_llm_sse_scan_t *x);
 static int al_llm_scan_type(al_llm_sse_t *s, const char *name, size_t n);
 static int al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix,
     size_t n);
 static size_t al_llm_utf8_len(unsigned cp);
+
+
+/* 0: a byte the scan's switch inside an object or array acts on */
+static const unsigned char  al_llm_scan_other[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,   /* ' ' '"' ',' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1,   /* ':' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1,   /* '[' ']' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1,   /* '{' '}' */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+};
+
+
+/*
+ * What the strict scanner (al_llm_json_scan()) records of the events that
+ * need more than the scan: by the index of each name in its list.
+ */
+
+static const char *const  al_llm_sse_none[] = { NULL };
+
+static const al_llm_scan_spec_t  al_llm_sse_plain = {
+    al_llm_sse_none, -1, -1, NULL, 0, 0
+};
+
+/* chat: model, error, usage (its members from 4 on), choices */
+
+enum {
+    AL_LLM_C_MODEL = 0,
+    AL_LLM_C_ERROR,
+    AL_LLM_C_USAGE,
+    AL_LLM_C_CHOICES,
+    AL_LLM_C_PROMPT,
+    AL_LLM_C_COMPLETION,
+    AL_LLM_C_TOTAL,
+    AL_LLM_C_DETAILS
+};
+
+static const char *const  al_llm_sse_chat_names[] = {
+    "model", "error", "usage", "choices", NULL
+};
+
+static const char *const  al_llm_sse_chat_usage[] = {
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", NULL
+};
+
+static const al_llm_scan_spec_t  al_llm_sse_chat_spec = {
+    al_llm_sse_chat_names, AL_LLM_C_MODEL, AL_LLM_C_USAGE,
+    al_llm_sse_chat_usage, AL_LLM_C_PROMPT, 0
+};
+
+static const char *const  al_llm_sse_cached[] = { "cached_tokens", NULL };
+
+static const al_llm_scan_spec_t  al_llm_sse_details_spec = {
+    al_llm_sse_cached, -1, -1, NULL, 0, 0
+};
+
+/* responses: response {model, usage}, then the usage object */
+
+static const char *const  al_llm_sse_resp_names[] = { "response", NULL };
+static const char *const  al_llm_sse_msg_names[] = { "message", NULL };
+
+static const char *const  al_llm_sse_model_usage[] = {
+    "model", "usage", NULL
+};
+
+static const al_llm_scan_spec_t  al_llm_sse_resp_spec = {
+    al_llm_sse_resp_names, -1, 0, al_llm_sse_model_usage, 1, 0
+};
+
+static const char *const  al_llm_sse_resp_usage[] = {
+    "input_tokens", "output_tokens", "total_tokens", "input_tokens_details",
+    NULL
+};
+
+static const al_llm_scan_spec_t  al_llm_sse_resp_usage_spec = {
+    al_llm_sse_resp_usage, -1, 3, al_llm_sse_cached, 4, 0
+};
+
+/* anthropic: message {model, usage}; usage; the usage members */
+
+static const al_llm_scan_spec_t  al_llm_sse_start_spec = {
+    al_llm_sse_msg_names, -1, 0, al_llm_sse_model_usage, 1, 0
+};
+
+static const char *const  al_llm_sse_usage_names[] = { "usage", NULL };
+
+static const char *const  al_llm_sse_ant_usage[] = {
+    "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+    "output_tokens", NULL
+};
+
+static const al_llm_scan_spec_t  al_llm_sse_mdelta_spec = {
+    al_llm_sse_usage_names, -1, 0, al_llm_sse_ant_usage, 1, 0
+};
+
+static const al_llm_scan_spec_t  al_llm_sse_ant_usage_spec = {
+    al_llm_sse_ant_usage, -1, -1, NULL, 0, 0
+};
 
 
 void
@@ -339,9 +473,7 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
         case AL_LLM_S_VALUE:
         case AL_LLM_S_COMMENT:
 
-            for (j = i; j < len && p[j] != '\r' && p[j] != '\n'; j++) {
-                /* void */
-            }
+            j = al_llm_sse_eol(p, i, len);
 
             if (base + j + (j < len) - s->block_start > AL_LLM_EVENT_MAX) {
                 goto stop;
@@ -465,6 +597,23 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
     u->total_tokens = u->prompt_tokens + u->completion_tokens;
 
     return AL_LLM_SOURCE_ESTIMATED;
+}
+
+
+/* where the line at p[i] ends: its CR or LF, else len */
+
+static size_t
+al_llm_sse_eol(const unsigned char *p, size_t i, size_t len)
+{
+    size_t                n;
+    const unsigned char  *lf, *cr;
+
+    lf = memchr(p + i, '\n', len - i);
+    n = (lf != NULL) ? (size_t) (lf - p) : len;
+
+    cr = memchr(p + i, '\r', n - i);
+
+    return (cr != NULL) ? (size_t) (cr - p) : n;
 }
 
 
@@ -682,11 +831,11 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
                 al_llm_sse_counted(s);
 
             } else if (s->data_len == 0) {
-                al_llm_sse_parse(s, s->span, s->span_len);
+                al_llm_sse_decode(s, s->span, s->span_len);
 
             } else {
                 al_llm_sse_keep(s);
-                al_llm_sse_parse(s, s->data, s->data_len);
+                al_llm_sse_decode(s, s->data, s->data_len);
             }
         }
     }
@@ -769,6 +918,380 @@ al_llm_sse_counted(al_llm_sse_t *s)
 }
 
 
+/*
+ * An event the parser acts on.  When the scan saw no key written with
+ * escapes, the strict scanner reads it in one pass, without a tree, and
+ * the text bytes are the scan's count; it accepts only what jansson
+ * accepts and reads the same values.  What it refuses or cannot tell
+ * (duplicate keys, of which jansson keeps the last; an object too large
+ * for its duplicate check; a model written with escapes below the top
+ * level; invalid JSON) goes to jansson, so the result is always the one
+ * jansson gives.
+ */
+
+static void
+al_llm_sse_decode(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    int  rc;
+
+    rc = -1;
+
+    if (!(s->scan.flags & AL_LLM_F_ESCAPED)) {
+        switch (s->proto) {
+
+        case AL_LLM_P_CHAT:
+            rc = al_llm_sse_fast_chat(s, p, n);
+            break;
+
+        case AL_LLM_P_RESPONSES:
+            rc = al_llm_sse_fast_responses(s, p, n);
+            break;
+
+        default:
+            rc = al_llm_sse_fast_anthropic(s, p, n);
+            break;
+        }
+    }
+
+    if (rc != 0) {
+        al_llm_sse_parse(s, p, n);
+    }
+}
+
+
+/* one object, valid as jansson reads it, duplicate keys checked */
+
+static int
+al_llm_sse_strict(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t n, al_llm_body_t *b)
+{
+    char  detail[128];
+
+    if (al_llm_json_scan(spec, p, n, b, detail, sizeof(detail)) != 0
+        || b->jansson || b->root.type != AL_LLM_JT_OBJECT)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * As al_llm_sse_chat(): each failure comes before the first change to s,
+ * so an event given to jansson after all is read once.
+ */
+
+static int
+al_llm_sse_fast_chat(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    size_t            i;
+    uint64_t          cached;
+    al_llm_body_t     b, d;
+    al_llm_usage_t   *u;
+    al_llm_jfield_t  *f;
+
+    if (al_llm_sse_strict(&al_llm_sse_chat_spec, p, n, &b) != 0) {
+        return -1;
+    }
+
+    cached = 0;
+    f = &b.f[AL_LLM_C_DETAILS];
+
+    if (b.f[AL_LLM_C_USAGE].type == AL_LLM_JT_OBJECT
+        && f->type == AL_LLM_JT_OBJECT)
+    {
+        if (al_llm_sse_strict(&al_llm_sse_details_spec, p + f->at, f->len,
+                              &d)
+            != 0)
+        {
+            return -1;
+        }
+
+        cached = al_llm_sse_u64(&d.f[0]);
+    }
+
+    s->parsed++;
+
+    f = &b.f[AL_LLM_C_MODEL];
+
+    if (s->model[0] == '\0' && f->type == AL_LLM_JT_STRING
+        && (uint64_t) f->num < sizeof(s->model))
+    {
+        memcpy(s->model, b.model, (size_t) f->num);
+        s->model[f->num] = '\0';
+    }
+
+    f = &b.f[AL_LLM_C_ERROR];
+
+    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL) {
+        s->error = 1;
+    }
+
+    if (b.f[AL_LLM_C_USAGE].type == AL_LLM_JT_OBJECT) {
+        u = &s->usage;
+        memset(u, 0, sizeof(*u));
+
+        u->prompt_tokens = al_llm_sse_u64(&b.f[AL_LLM_C_PROMPT]);
+        u->completion_tokens = al_llm_sse_u64(&b.f[AL_LLM_C_COMPLETION]);
+        u->total_tokens = al_llm_sse_u64(&b.f[AL_LLM_C_TOTAL]);
+        u->cached_tokens = cached;
+
+        if (u->total_tokens == 0) {
+            u->total_tokens = u->prompt_tokens + u->completion_tokens;
+        }
+
+        s->usage_seen = 1;
+    }
+
+    f = &b.f[AL_LLM_C_CHOICES];
+
+    if (f->type != AL_LLM_JT_ARRAY) {
+        return 0;
+    }
+
+    s->delta_bytes += s->scan.count;
+
+    if (!s->hide_usage || b.f[AL_LLM_C_USAGE].type != AL_LLM_JT_OBJECT) {
+        return 0;
+    }
+
+    /* "choices": [] (blanks inside the brackets only) */
+
+    for (i = 1; i + 1 < f->len; i++) {
+        if (p[f->at + i] != ' ' && p[f->at + i] != '\t'
+            && p[f->at + i] != '\n' && p[f->at + i] != '\r')
+        {
+            return 0;
+        }
+    }
+
+    s->block_drop = 1;
+
+    return 0;
+}
+
+
+/* as al_llm_sse_responses() */
+
+static int
+al_llm_sse_fast_responses(al_llm_sse_t *s, const unsigned char *p,
+    size_t n)
+{
+    unsigned          resp, final, usage;
+    al_llm_body_t     b, d;
+    al_llm_usage_t    u;
+    al_llm_jfield_t  *f;
+
+    if (al_llm_sse_strict(&al_llm_sse_resp_spec, p, n, &b) != 0) {
+        return -1;
+    }
+
+    resp = (b.f[0].type == AL_LLM_JT_OBJECT);
+
+    if (resp && s->model[0] == '\0' && b.f[1].type == AL_LLM_JT_STRING
+        && b.f[1].esc)
+    {
+        return -1;
+    }
+
+    final = al_llm_scan_type(s, "response.completed", 18)
+            || al_llm_scan_type(s, "response.incomplete", 19)
+            || al_llm_scan_type(s, "response.failed", 15);
+
+    usage = 0;
+    f = &b.f[2];
+
+    if (final && resp && f->type == AL_LLM_JT_OBJECT) {
+        if (al_llm_sse_strict(&al_llm_sse_resp_usage_spec, p + f->at,
+                              f->len, &d)
+            != 0)
+        {
+            return -1;
+        }
+
+        memset(&u, 0, sizeof(u));
+        u.prompt_tokens = al_llm_sse_u64(&d.f[0]);
+        u.completion_tokens = al_llm_sse_u64(&d.f[1]);
+        u.total_tokens = al_llm_sse_u64(&d.f[2]);
+        u.cached_tokens = al_llm_sse_u64(&d.f[4]);
+
+        if (u.total_tokens == 0) {
+            u.total_tokens = u.prompt_tokens + u.completion_tokens;
+        }
+
+        usage = 1;
+    }
+
+    s->parsed++;
+
+    if (resp) {
+        al_llm_sse_fast_model(s, p, &b.f[1]);
+    }
+
+    if (final) {
+        s->done = 1;
+
+        if (al_llm_scan_type(s, "response.failed", 15)) {
+            s->error = 1;
+        }
+
+        if (usage) {
+            s->usage = u;
+            s->usage_seen = 1;
+        }
+
+        return 0;
+    }
+
+    if (al_llm_scan_type(s, "error", 5)) {
+        s->error = 1;
+        return 0;
+    }
+
+    if (al_llm_scan_suffix(s, ".delta", 6)) {
+        s->delta_bytes += s->scan.count;
+    }
+
+    return 0;
+}
+
+
+/* as al_llm_sse_anthropic() */
+
+static int
+al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
+    size_t n)
+{
+    size_t            k;
+    uint64_t          v[4];
+    al_llm_body_t     b, d;
+    al_llm_jfield_t  *f;
+
+    if (al_llm_scan_type(s, "message_start", 13)) {
+        if (al_llm_sse_strict(&al_llm_sse_start_spec, p, n, &b) != 0) {
+            return -1;
+        }
+
+        if (b.f[0].type != AL_LLM_JT_OBJECT) {
+            s->parsed++;
+            return 0;
+        }
+
+        if (s->model[0] == '\0' && b.f[1].type == AL_LLM_JT_STRING
+            && b.f[1].esc)
+        {
+            return -1;
+        }
+
+        f = &b.f[2];
+
+        if (f->type == AL_LLM_JT_OBJECT
+            && al_llm_sse_strict(&al_llm_sse_ant_usage_spec, p + f->at,
+                                 f->len, &d)
+               != 0)
+        {
+            return -1;
+        }
+
+        s->parsed++;
+        al_llm_sse_fast_model(s, p, &b.f[1]);
+
+        if (f->type != AL_LLM_JT_OBJECT) {
+            return 0;
+        }
+
+        s->started = 1;
+        s->in = al_llm_sse_u64(&d.f[0]);
+        s->cache_read = al_llm_sse_u64(&d.f[1]);
+        s->cache_write = al_llm_sse_u64(&d.f[2]);
+        s->out = al_llm_sse_u64(&d.f[3]);
+
+    } else if (al_llm_scan_type(s, "message_delta", 13)) {
+        if (al_llm_sse_strict(&al_llm_sse_mdelta_spec, p, n, &b) != 0) {
+            return -1;
+        }
+
+        s->parsed++;
+
+        if (b.f[0].type != AL_LLM_JT_OBJECT) {
+            return 0;
+        }
+
+        /* present members replace; output_tokens is the final count */
+
+        for (k = 0; k < 4; k++) {
+            f = &b.f[1 + k];
+            v[k] = al_llm_sse_u64(f);
+
+            if (f->type != AL_LLM_JT_INT || f->num < 0) {
+                continue;
+            }
+
+            switch (k) {
+            case 0: s->in = v[k]; break;
+            case 1: s->cache_read = v[k]; break;
+            case 2: s->cache_write = v[k]; break;
+            default: s->out = v[k]; s->usage_seen = 1; break;
+            }
+        }
+
+    } else {
+        if (al_llm_sse_strict(&al_llm_sse_plain, p, n, &b) != 0) {
+            return -1;
+        }
+
+        s->parsed++;
+
+        if (al_llm_scan_type(s, "content_block_delta", 19)) {
+            s->delta_bytes += s->scan.count;
+
+        } else if (al_llm_scan_type(s, "message_stop", 12)) {
+            s->done = 1;
+
+        } else if (al_llm_scan_type(s, "error", 5)) {
+            s->error = 1;
+        }
+
+        return 0;
+    }
+
+    al_llm_usage_anthropic(s->in, s->cache_read, s->cache_write, s->out,
+                           &s->usage);
+
+    return 0;
+}
+
+
+/* the first "model" the stream names, a string without escapes */
+
+static void
+al_llm_sse_fast_model(al_llm_sse_t *s, const unsigned char *p,
+    const al_llm_jfield_t *f)
+{
+    if (s->model[0] == '\0' && f->type == AL_LLM_JT_STRING
+        && f->len - 2 < sizeof(s->model))
+    {
+        memcpy(s->model, p + f->at + 1, f->len - 2);
+        s->model[f->len - 2] = '\0';
+    }
+}
+
+
+/* as al_llm_json_u64(): a non-negative integer, else 0; at most 2^48 */
+
+static uint64_t
+al_llm_sse_u64(const al_llm_jfield_t *f)
+{
+    if (f->type != AL_LLM_JT_INT || f->num < 0) {
+        return 0;
+    }
+
+    return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
+                                                  : (uint64_t) f->num;
+}
+
+
 static void
 al_llm_sse_parse(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
@@ -780,6 +1303,7 @@ al_llm_sse_parse(al_llm_sse_t *s, const unsigned char *p, size_t n)
     }
 
     s->parsed++;
+    s->jansson++;
 
     root = json_loadb((const char *) p, n, 0, &err);
     if (root == NULL) {
@@ -1082,6 +1606,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             break;
 
         case AL_LLM_L_IN:
+        in:
 
             switch (c) {
 
@@ -1101,7 +1626,14 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
                 x->expect = AL_LLM_X_NONE;
                 x->state = AL_LLM_L_STR;
-                break;
+
+                /* on into the string, without a turn of the loop */
+
+                if (++i == n) {
+                    return;
+                }
+
+                goto str;
 
             case '{':
             case '[':
@@ -1163,22 +1695,40 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 break;
 
             default:
-                /* a number, true, false, null: its first byte is enough */
+                /*
+                 * A number, true, false, null: its first byte is enough,
+                 * and the bytes up to the next one this switch names do
+                 * nothing here.
+                 */
 
                 if (x->expect == AL_LLM_X_VALUE) {
                     al_llm_scan_value(s, x, c);
                     x->expect = AL_LLM_X_NONE;
                 }
+
+                while (i + 1 < n && al_llm_scan_other[p[i + 1]]) {
+                    i++;
+                }
                 break;
             }
 
-            break;
+            /* still inside: on to the next byte without a turn */
+
+            if (x->state != AL_LLM_L_IN) {
+                break;
+            }
+
+            if (++i == n) {
+                return;
+            }
+
+            c = p[i];
+            goto in;
 
         case AL_LLM_L_STR:
+        str:
 
-            for (j = i; j < n && p[j] != '"' && p[j] != '\\'; j++) {
-                /* void */
-            }
+            j = al_llm_scan_run(p, i, n);
 
             switch (x->role) {
 
@@ -1234,7 +1784,13 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
             x->role = AL_LLM_R_NONE;
             x->state = AL_LLM_L_IN;
-            break;
+
+            if (++i == n) {
+                return;
+            }
+
+            c = p[i];
+            goto in;
 
         case AL_LLM_L_ESC:
 
@@ -1411,6 +1967,47 @@ al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x, unsigned char c)
     if (c == '"') {
         x->role = AL_LLM_R_COUNT;
     }
+}
+
+
+/*
+ * The first '"' or backslash in p[i..n), else n.  Eight bytes at a time
+ * while none of them is either (a word has a zero byte exactly when
+ * (w - 0x01..) & ~w & 0x80.. is not 0), then byte by byte.
+ */
+
+#define AL_LLM_ONES   UINT64_C(0x0101010101010101)
+#define AL_LLM_HIGHS  UINT64_C(0x8080808080808080)
+
+static size_t
+al_llm_scan_run(const unsigned char *p, size_t i, size_t n)
+{
+    uint64_t  w, q, b, m;
+
+    while (n - i >= 8) {
+        memcpy(&w, p + i, 8);
+        q = w ^ (AL_LLM_ONES * '"');
+        b = w ^ (AL_LLM_ONES * '\\');
+        m = (((q - AL_LLM_ONES) & ~q) | ((b - AL_LLM_ONES) & ~b))
+            & AL_LLM_HIGHS;
+
+        if (m != 0) {
+#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            /* the lowest flag is exact: borrows only run upwards */
+            return i + (size_t) (__builtin_ctzll(m) >> 3);
+#else
+            break;
+#endif
+        }
+
+        i += 8;
+    }
+
+    while (i < n && p[i] != '"' && p[i] != '\\') {
+        i++;
+    }
+
+    return i;
 }
 
 

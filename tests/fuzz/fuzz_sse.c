@@ -15,8 +15,9 @@
  *   - held-back bytes never exceed AL_LLM_EVENT_MAX + 1;
  *   - observing without filtering gives the same usage;
  *   - against the reference (parse_all: every event through jansson, as
- *     before the scan decided which events need it): the same usage,
- *     model, flags and kept bytes, and never fewer text bytes counted.
+ *     before the scan decided which events need it, and before the strict
+ *     scanner read most of those): the same usage as reported, model,
+ *     flags and kept bytes, and never fewer text bytes counted.
  */
 
 #include <stdint.h>
@@ -39,6 +40,7 @@ typedef struct {
     uint64_t             next_block;    /* where the next block starts */
     uint64_t             dropped_bytes;
     al_llm_usage_t       usage;
+    al_llm_usage_t       raw;           /* as reported, before estimates */
     al_llm_source_t      source;
     uint64_t             dropped;
     uint64_t             events;
@@ -46,6 +48,8 @@ typedef struct {
     unsigned             done;
     unsigned             stopped;
     unsigned             error;
+    unsigned             usage_seen;
+    unsigned             started;
     char                 model[AL_LLM_MODEL_MAX];
 } fuzz_run_t;
 
@@ -195,6 +199,9 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
     r->done = sse.done;
     r->stopped = sse.stopped;
     r->error = sse.error;
+    r->raw = sse.usage;
+    r->usage_seen = sse.usage_seen;
+    r->started = sse.started;
     memcpy(r->model, sse.model, sizeof(r->model));
 
     if (memchr(r->model, '\0', sizeof(r->model)) == NULL
@@ -369,6 +376,9 @@ fuzz_like_ref(const fuzz_run_t *x, const fuzz_run_t *ref)
         || x->done != ref->done
         || x->stopped != ref->stopped
         || x->error != ref->error
+        || x->usage_seen != ref->usage_seen
+        || x->started != ref->started
+        || memcmp(&x->raw, &ref->raw, sizeof(x->raw)) != 0
         || strcmp(x->model, ref->model) != 0
         || x->delta < ref->delta
         || x->usage.prompt_tokens != ref->usage.prompt_tokens

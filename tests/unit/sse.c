@@ -82,6 +82,17 @@ static void test_scan_strings(void);
 static void test_scan_parsed(void);
 static void test_scan_copies(void);
 static void test_scan_counts(void);
+static void test_strict(void);
+static void test_strict_anthropic(void);
+static void test_strict_responses(void);
+static void test_scan_runs(void);
+static void test_random_events(void);
+static void gen_value(char **p, char *end, unsigned depth, unsigned dups);
+static void gen_object(char **p, char *end, unsigned depth, unsigned dups,
+    unsigned root);
+static void gen_put(char **p, char *end, const char *s);
+static int strict_case(const cfg_t *cfg, const char *s, const char *model,
+    uint64_t total, unsigned jansson);
 static void scan_stream(const cfg_t *cfg, const char *s, size_t len,
     size_t cut, unsigned ref, al_llm_sse_t *sse);
 
@@ -262,6 +273,11 @@ main(void)
     test_scan_parsed();
     test_scan_copies();
     test_scan_counts();
+    test_strict();
+    test_strict_anthropic();
+    test_strict_responses();
+    test_scan_runs();
+    test_random_events();
 
     return tap_done();
 }
@@ -1589,4 +1605,631 @@ test_scan_counts(void)
            && x.dropped == 1,
            "multi-line data: scanned across the joins");
     al_llm_sse_free(&x);
+}
+
+
+/*
+ * s against the reference at every split (like_reference()), then read
+ * whole: the model and total wanted, and how many events jansson read
+ * (the rest of those acted on went through the strict scanner).
+ */
+
+static int
+strict_case(const cfg_t *cfg, const char *s, const char *model,
+    uint64_t total, unsigned jansson)
+{
+    int           ok;
+    size_t        len;
+    al_llm_sse_t  x;
+
+    len = strlen(s);
+    ok = like_reference(cfg, s, len);
+
+    scan_stream(cfg, s, len, len, 0, &x);
+
+    if (strcmp(x.model, model) != 0 || x.usage.total_tokens != total
+        || x.jansson != jansson)
+    {
+        printf("# model \"%s\" total %llu jansson %llu\n", x.model,
+               (unsigned long long) x.usage.total_tokens,
+               (unsigned long long) x.jansson);
+        ok = 0;
+    }
+
+    al_llm_sse_free(&x);
+
+    return ok;
+}
+
+
+/* chat events read without jansson, and those that still need it */
+
+static void
+test_strict(void)
+{
+    char          *s, *p;
+    size_t         len, i;
+    al_llm_sse_t   x;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+    scan_stream(&openai_hide, s, len, 50, 0, &x);
+    tap_ok(x.parsed == 2 && x.jansson == 0 && x.usage.total_tokens == 29
+           && x.dropped == 1,
+           "openai: the model and usage events read without jansson");
+    al_llm_sse_free(&x);
+    free(s);
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"a\",\"model\":\"b\",\"choices\":[]}\n\n"
+               "data: {\"model\":\"c\",\"choices\":[],\"usage\":{"
+               "\"total_tokens\":4}}\n\n"
+               "data: [DONE]\n\n", "b", 4, 1),
+           "strict: a duplicate model goes to jansson, which keeps the last");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":"
+               "\"a\",\"content\":\"bb\"}}],\"usage\":{\"total_tokens\":4}}"
+               "\n\n"
+               "data: [DONE]\n\n", "m", 4, 1),
+           "strict: a duplicate key deep in choices, jansson's count");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,"
+               "\"total_tokens\":3,\"total_tokens\":9}}\n\n"
+               "data: [DONE]\n\n", "", 9, 1),
+           "strict: a duplicate usage member, the last");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"gpt\\u002d4\\u00e9\\ud83d\\ude00\\/x\","
+               "\"choices\":[]}\n\n"
+               "data: {\"model\":\"other\",\"choices\":[]}\n\n"
+               "data: [DONE]\n\n", "gpt-4\xc3\xa9\xf0\x9f\x98\x80/x", 0,
+               0),
+           "strict: a model written with escapes, unescaped");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":5,\"choices\":[]}\n\n"
+               "data: {\"model\":null,\"choices\":[]}\n\n"
+               "data: {\"model\":\"third\",\"choices\":[]}\n\n"
+               "data: [DONE]\n\n", "third", 0, 0),
+           "strict: models that are not strings are skipped");
+
+    /* a model of 255 bytes fits, 256 does not */
+
+    s = malloc(1024);
+    if (s == NULL) {
+        abort();
+    }
+
+    for (i = 255; i <= 256; i++) {
+        p = s;
+        p += sprintf(p, "data: {\"model\":\"");
+        memset(p, 'm', i);
+        p += i;
+        (void) sprintf(p, "\",\"choices\":[]}\n\n"
+                       "data: {\"model\":\"next\",\"choices\":[]}\n\n");
+        scan_stream(&openai_hide, s, strlen(s), 30, 0, &x);
+        tap_ok(like_reference(&openai_hide, s, strlen(s))
+               && strlen(x.model) == (i == 255 ? 255 : 4)
+               && x.jansson == 0,
+               i == 255 ? "strict: a model of 255 bytes kept"
+                        : "strict: a model of 256 bytes too long, skipped");
+        al_llm_sse_free(&x);
+    }
+
+    free(s);
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "9223372036854775807,\"completion_tokens\":-5,"
+               "\"total_tokens\":0}}\n\n"
+               "data: [DONE]\n\n", "", UINT64_C(1) << 48, 0),
+           "strict: INT64_MAX clamped to 2^48, negative as 0");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "9223372036854775808,\"total_tokens\":3}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "-9223372036854775809,\"total_tokens\":3}}\n\n"
+               "data: [DONE]\n\n", "", 0, 2),
+           "strict: integers over 64 bits refused, as jansson does");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
+               "-9223372036854775808,\"completion_tokens\":2.0,"
+               "\"total_tokens\":1e2,\"x\":1e-400,\"y\":-0.5E+3}}\n\n"
+               "data: [DONE]\n\n", "", 0, 0),
+           "strict: reals and INT64_MIN read, none counted");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3,"
+               "\"x\":1e400}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3,"
+               "\"x\":01}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3,"
+               "\"x\":1.}}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":tru}\n\n"
+               "data: [DONE]\n\n", "", 0, 4),
+           "strict: a real overflow, a leading zero, '1.', 'tru': refused");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\\u0000\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\\ud800\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\xc0\xaf\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"\xed\xa0\x80\"}\n\n"
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+               "\"x\":\"a\tb\"}\n\n"
+               "data: [DONE]\n\n", "", 0, 5),
+           "strict: \\u0000, a lone surrogate, bad UTF-8, a tab: refused");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":[{\"total_tokens\":3}]}\n\n"
+               "data: {\"choices\":[],\"usage\":\"x\"}\n\n"
+               "data: {\"choices\":[],\"usage\":3}\n\n"
+               "data: [DONE]\n\n", "", 0, 0),
+           "strict: usage not an object: no usage");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+               "\"completion_tokens\":5,\"prompt_tokens_details\":{"
+               "\"cached_tokens\":7,\"audio_tokens\":1,\"x\":{\"y\":[1]}}}}"
+               "\n\n"
+               "data: [DONE]\n\n", "", 15, 0),
+           "strict: usage details, cached tokens, total from the sum");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+               "\"completion_tokens\":5,\"total_tokens\":15,"
+               "\"prompt_tokens_details\":{\"cached_tokens\":7,"
+               "\"cached_tokens\":8}}}\n\n"
+               "data: [DONE]\n\n", "", 15, 1),
+           "strict: a duplicate in the details: jansson");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+               "\"total_tokens\":15,\"prompt_tokens_details\":[7],"
+               "\"cached_tokens\":9}}\n\n"
+               "data: [DONE]\n\n", "", 15, 0),
+           "strict: details not an object, cached_tokens at the wrong "
+           "level");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[{\"delta\":{\"content\":\"ab\"}}],"
+               "\"error\":null,\"usage\":null}\n\n"
+               "data: {\"choices\":[],\"error\":{\"message\":\"x\"}}\n\n"
+               "data: [DONE]\n\n", "", 0, 0),
+           "strict: error null, then an error object");
+
+    tap_ok(strict_case(&openai_keep,
+               "data: {\"error\":false}\n\n", "", 0, 0),
+           "strict: error false is an error");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\": [ \n\t ] ,\"usage\":{\"total_tokens\":3}}"
+               "\n\n"
+               "data: {\"choices\":[{}],\"usage\":{\"total_tokens\":4}}\n\n"
+               "data: {\"choices\":{},\"usage\":{\"total_tokens\":5}}\n\n"
+               "data: [DONE]\n\n", "", 5, 0),
+           "strict: blanks in an empty choices dropped; others kept");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"model\":\"m\",\"choices\":[{\"text\":\"abc\","
+               "\"delta\":{\"content\":\"d\\u00e9\",\"role\":\"x\","
+               "\"tool_calls\":[{\"id\":\"q\",\"function\":{\"arguments\":"
+               "\"{}\"}}]}},5,{\"text\":7}],\"usage\":{\"total_tokens\":3}}"
+               "\n\n"
+               "data: [DONE]\n\n", "m", 3, 0),
+           "strict: text bytes of a usage event, as jansson counts them");
+
+    /* an object of more than 64 keys: the duplicate check is jansson's */
+
+    s = malloc(4096);
+    if (s == NULL) {
+        abort();
+    }
+
+    p = s;
+    p += sprintf(p, "data: {\"model\":\"k\",\"choices\":[]");
+
+    for (i = 0; i < 70; i++) {
+        p += sprintf(p, ",\"k%zu\":%zu", i, i);
+    }
+
+    (void) sprintf(p, ",\"usage\":{\"total_tokens\":6}}\n\ndata: [DONE]\n\n");
+    tap_ok(strict_case(&openai_hide, s, "k", 6, 1),
+           "strict: 70 keys in one object: jansson");
+    free(s);
+
+    /* deep but within the bound: read; a key with escapes: jansson */
+
+    s = malloc(1024);
+    if (s == NULL) {
+        abort();
+    }
+
+    p = s;
+    p += sprintf(p, "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
+                    "\"x\":");
+
+    for (i = 0; i < AL_JSON_DEPTH_MAX - 1; i++) {
+        *p++ = '[';
+    }
+
+    for (i = 0; i < AL_JSON_DEPTH_MAX - 1; i++) {
+        *p++ = ']';
+    }
+
+    (void) sprintf(p, "}\n\ndata: [DONE]\n\n");
+    tap_ok(strict_case(&openai_hide, s, "", 3, 0),
+           "strict: nesting at the bound read");
+    free(s);
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_\\u0074okens\":3}}"
+               "\n\n"
+               "data: [DONE]\n\n", "", 3, 1),
+           "strict: a key with escapes: jansson");
+
+    tap_ok(strict_case(&openai_hide,
+               "data: {\"choices\":[],\"usage\":{\"total_tokens\":3}} \r\n"
+               "\n"
+               "data:  {\"choices\":[],\"usage\":{\"total_tokens\":4}}\t\n\n"
+               "data: [DONE]\n\n", "", 4, 0),
+           "strict: blanks around the object");
+}
+
+
+static void
+test_strict_anthropic(void)
+{
+    char          *s;
+    size_t         len;
+    al_llm_sse_t   x;
+
+    s = join(anthropic_blocks, ANTHROPIC_N, NOSKIP, "\n", &len);
+    scan_stream(&anthropic_cfg, s, len, 70, 0, &x);
+    tap_ok(x.parsed == 4 && x.jansson == 0 && x.done && x.started
+           && x.usage.total_tokens == 2125 + 12,
+           "anthropic: message_start, message_delta, message_stop read "
+           "without jansson");
+    al_llm_sse_free(&x);
+    free(s);
+
+    tap_ok(strict_case(&anthropic_cfg,
+               "event: message_start\n"
+               "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+               "\"cl\\u0061ude\",\"usage\":{\"input_tokens\":5}}}\n\n"
+               "data: {\"type\":\"message_delta\",\"usage\":{"
+               "\"output_tokens\":3,\"input_tokens\":-1,"
+               "\"cache_read_input_tokens\":2}}\n\n"
+               "data: {\"type\":\"message_stop\"}\n\n", "claude", 10, 1),
+           "strict anthropic: a model with escapes: jansson; delta members "
+           "replace");
+
+    tap_ok(strict_case(&anthropic_cfg,
+               "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+               "\"c\",\"usage\":7}}\n\n"
+               "data: {\"type\":\"message_start\",\"message\":[]}\n\n"
+               "event: message_delta\n"
+               "data: {\"usage\":{\"output_tokens\":4,"
+               "\"output_tokens\":6}}\n\n"
+               "event: message_delta\n"
+               "data: {\"usage\":[]}\n\n"
+               "event: message_stop\n"
+               "data: {}\n\n", "c", 6, 1),
+           "strict anthropic: usage not an object, by event name, "
+           "a duplicate");
+
+    tap_ok(strict_case(&anthropic_cfg,
+               "event: message_start\n"
+               "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+               "\"c\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1,"
+               "\"cache_creation_input_tokens\":2}}}\n\n"
+               "event: error\n"
+               "data: {\"type\":\"error\",\"error\":{\"type\":"
+               "\"overloaded_error\"}}\n\n"
+               "data: {\"type\":\"message_delta\",\"usage\":{"
+               "\"output_tokens\":1e2}}\n\n"
+               "data: {\"type\":\"message_stop\",\"x\":[1,]}\n\n",
+               "c", 4, 1),
+           "strict anthropic: an error, a real, an invalid stop");
+}
+
+
+static void
+test_strict_responses(void)
+{
+    char          *s;
+    size_t         len;
+    al_llm_sse_t   x;
+
+    s = join(responses_blocks, RESPONSES_N, NOSKIP, "\n", &len);
+    scan_stream(&responses_cfg, s, len, 90, 0, &x);
+    tap_ok(x.parsed == 2 && x.jansson == 0 && x.done
+           && x.usage.total_tokens == 123 && x.usage.cached_tokens == 4,
+           "responses: created and completed read without jansson");
+    al_llm_sse_free(&x);
+    free(s);
+
+    tap_ok(strict_case(&responses_cfg,
+               "data: {\"type\":\"response.created\",\"response\":{"
+               "\"model\":\"g\\u0070t\"}}\n\n"
+               "data: {\"type\":\"response.failed\",\"response\":{"
+               "\"usage\":{\"input_tokens\":3,\"output_tokens\":4,"
+               "\"input_tokens_details\":{\"cached_tokens\":1}}}}\n\n",
+               "gpt", 7, 1),
+           "strict responses: a model with escapes, a failed response");
+
+    tap_ok(strict_case(&responses_cfg,
+               "event: response.created\n"
+               "data: {\"response\":\"x\",\"model\":\"no\"}\n\n"
+               "event: response.in_progress\n"
+               "data: {\"response\":{\"model\":\"yes\"}}\n\n"
+               "event: error\n"
+               "data: {\"code\":1}\n\n"
+               "event: response.incomplete\n"
+               "data: {\"response\":{\"usage\":{\"total_tokens\":8,"
+               "\"total_tokens\":9}}}\n\n",
+               "yes", 9, 1),
+           "strict responses: by event name, an error, a duplicate");
+}
+
+
+/*
+ * The scan skips plain string bytes eight at a time and the rest of a
+ * number or literal at once: a quote or backslash at every offset of a
+ * word, bytes over 0x7f that differ from them by the high bit only, and
+ * literals next to brackets must count as before.
+ */
+
+static void
+test_scan_runs(void)
+{
+    int      ok;
+    char    *s, *p;
+    size_t   k, m;
+
+    s = malloc(4096);
+    if (s == NULL) {
+        abort();
+    }
+
+    ok = 1;
+
+    for (k = 0; k < 17 && ok; k++) {
+        for (m = 0; m < 3 && ok; m++) {
+            p = s;
+            p += sprintf(p, "data: {\"model\":\"m\",\"choices\":[]}\n\n"
+                            "data: {\"choices\":[{\"delta\":{\"content\":\"");
+            memset(p, 'a', k);
+            p += k;
+            p += sprintf(p, "%s", m == 0 ? "\\\"" : m == 1 ? "\\\\"
+                                  : "\xc2\xa2\xdc\x9c\xe2\x80\xa2");
+            memset(p, 'b', 16 - k);
+            p += 16 - k;
+            (void) sprintf(p, "\",\"x%.*s\":[1,true,null,-2.5e+3,{}]}}],"
+                              "\"created\":1720000000,\"n\":false}\n\n"
+                              "data: {\"choices\":[],\"usage\":{"
+                              "\"total_tokens\":3},\"p%.*s\":\"\\\\\"}\n\n"
+                              "data: [DONE]\n\n",
+                           (int) k, "kkkkkkkkkkkkkkkkk", (int) m, "qq");
+            ok = like_reference(&openai_hide, s, strlen(s));
+        }
+    }
+
+    tap_ok(ok, "scan: quotes, backslashes and high bytes at every offset, "
+               "literals, every split");
+    free(s);
+}
+
+
+/*
+ * Random events built from the names the parser reads and values at the
+ * edges of what jansson accepts: the normal mode (the strict scanner,
+ * jansson as fallback) against every event through jansson, streams cut
+ * at a random point.  In valid JSON without duplicate keys the text
+ * count must be equal too; otherwise only never lower (the scan counts
+ * both values of a key twice, or text in an event jansson refuses, when
+ * the event is not parsed).
+ */
+
+static const char *const  gen_keys[] = {
+    "model", "usage", "choices", "delta", "content", "text", "error",
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", "cached_tokens", "type", "role", "id",
+    "message", "response", "input_tokens", "output_tokens",
+    "cache_read_input_tokens", "cache_creation_input_tokens",
+    "input_tokens_details", "index", "x", "mo\\u0064el", "signature"
+};
+
+/* valid first; the last GEN_INVALID are what jansson refuses */
+static const char *const  gen_scalars[] = {
+    "0", "7", "-3", "12345678901234", "9223372036854775807",
+    "-9223372036854775808", "1.5", "-0", "2e-400", "true", "false",
+    "null", "\"\"", "\"gpt-4o\"", "\"a\\nb\\u00e9\"", "\"\\ud83d\\ude00\"",
+    "\"\xc3\xa9t\xc3\xa9\"", "\"q\\\"\\\\\"", "\"message_start\"",
+    "\"message_delta\"", "\"message_stop\"", "\"content_block_delta\"",
+    "\"error\"", "\"response.completed\"", "\"response.failed\"",
+    "\"response.output_text.delta\"", "\"response.created\"",
+    "9223372036854775808", "1e400", "01", "nul", "\"\\ud800\"",
+    "\"\\u0000\"", "\"\xc3\""
+};
+
+#define GEN_INVALID  7
+
+#define GEN_N(a)  (sizeof(a) / sizeof((a)[0]))
+
+
+static void
+gen_put(char **p, char *end, const char *s)
+{
+    size_t  n;
+
+    n = strlen(s);
+
+    if ((size_t) (end - *p) > n) {
+        memcpy(*p, s, n);
+        *p += n;
+    }
+}
+
+
+static void
+gen_value(char **p, char *end, unsigned depth, unsigned dups)
+{
+    uint32_t  r, k, n;
+
+    r = rnd() % 10;
+
+    if (depth < 4 && r < 3) {
+        gen_object(p, end, depth + 1, dups, 0);
+        return;
+    }
+
+    if (depth < 4 && r < 5) {
+        gen_put(p, end, "[");
+        n = rnd() % 4;
+
+        for (k = 0; k < n; k++) {
+            if (k > 0) {
+                gen_put(p, end, rnd() % 8 ? "," : " , ");
+            }
+            gen_value(p, end, depth + 1, dups);
+        }
+
+        gen_put(p, end, "]");
+        return;
+    }
+
+    /* dups bit 1: values jansson refuses too */
+
+    gen_put(p, end, gen_scalars[rnd() % (GEN_N(gen_scalars)
+                                         - ((dups & 2) ? 0 : GEN_INVALID))]);
+}
+
+
+static void
+gen_object(char **p, char *end, unsigned depth, unsigned dups,
+    unsigned root)
+{
+    uint32_t  k, n, key, used;
+
+    gen_put(p, end, "{");
+    n = rnd() % (root ? 6 : 4);
+    used = 0;
+
+    for (k = 0; k < n; k++) {
+        key = rnd() % GEN_N(gen_keys);
+
+        if (!(dups & 1) && (used >> key & 1)) {
+            continue;
+        }
+
+        if (used != 0) {
+            gen_put(p, end, rnd() % 8 ? "," : ",\n ");
+        }
+
+        used |= (uint32_t) 1 << key;
+        gen_put(p, end, "\"");
+        gen_put(p, end, gen_keys[key]);
+        gen_put(p, end, "\":");
+
+        if (rnd() % 3 == 0) {
+            gen_value(p, end, depth, dups);
+
+        } else if (strcmp(gen_keys[key], "choices") == 0) {
+            gen_put(p, end, rnd() % 3 ? "[{\"delta\":" : "[");
+            gen_value(p, end, depth + 2, dups);
+            gen_put(p, end, rnd() % 2 ? "}]" : ",{\"text\":\"ab\"}]");
+
+        } else if (strchr("umrd", gen_keys[key][0]) != NULL) {
+            gen_object(p, end, depth + 1, dups, 0);
+
+        } else {
+            gen_value(p, end, depth, dups);
+        }
+    }
+
+    gen_put(p, end, "}");
+}
+
+
+static void
+test_random_events(void)
+{
+    char          *s, *p, *end;
+    size_t         len, cut, bad, t, e, nev, fast, slow;
+    unsigned       dups;
+    al_llm_sse_t   x, y;
+
+    static const cfg_t  *cfgs[] = {
+        &openai_hide, &openai_keep, &anthropic_cfg, &responses_cfg
+    };
+
+    s = malloc(65536);
+    if (s == NULL) {
+        abort();
+    }
+
+    end = s + 65536 - 64;
+    bad = 0;
+    fast = 0;
+    slow = 0;
+
+    for (t = 0; t < 20000; t++) {
+        p = s;
+        dups = (t / 4) % 4;             /* 0: valid, no duplicate keys */
+        nev = 1 + rnd() % 6;
+
+        for (e = 0; e < nev; e++) {
+            if (rnd() % 4 == 0) {
+                gen_put(&p, end, rnd() % 2 ? "event: message_delta\n"
+                                           : "event: response.completed\n");
+            }
+
+            gen_put(&p, end, "data: ");
+            gen_object(&p, end, 1, dups, 1);
+            gen_put(&p, end, "\n\n");
+        }
+
+        gen_put(&p, end, "data: [DONE]\n\n");
+        len = (size_t) (p - s);
+        cut = rnd() % (len + 1);
+
+        scan_stream(cfgs[t % 4], s, len, cut, 0, &x);
+        scan_stream(cfgs[t % 4], s, len, cut, 1, &y);
+
+        if (memcmp(&x.usage, &y.usage, sizeof(x.usage)) != 0
+            || strcmp(x.model, y.model) != 0
+            || x.done != y.done || x.usage_seen != y.usage_seen
+            || x.error != y.error || x.started != y.started
+            || x.dropped != y.dropped || x.events != y.events
+            || (dups != 0 ? x.delta_bytes < y.delta_bytes
+                          : x.delta_bytes != y.delta_bytes))
+        {
+            if (bad++ == 0) {
+                printf("# differs from the reference: %.*s\n", (int) len,
+                       s);
+            }
+        }
+
+        fast += x.parsed - x.jansson;
+        slow += x.jansson;
+
+        al_llm_sse_free(&x);
+        al_llm_sse_free(&y);
+    }
+
+    printf("# random events: %zu read by the strict scanner, %zu by "
+           "jansson\n", fast, slow);
+
+    tap_ok(bad == 0 && fast > 2000 && slow > 2000,
+           "random events: the same as every event through jansson");
+
+    free(s);
 }
