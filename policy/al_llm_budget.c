@@ -74,11 +74,13 @@ al_llm_budget_roll(al_llm_budget_t *b, int64_t now)
     }
 
     w = al_llm_window(now, AL_LLM_DAY);
-    if (w > b->day) {
-        b->day = w;
-        b->day_used = 0;
-        b->day_cost = 0;
+    if (w <= b->day) {
+        return;                     /* a month begins with a day */
     }
+
+    b->day = w;
+    b->day_used = 0;
+    b->day_cost = 0;
 
     w = al_llm_month_start(now, NULL);
     if (w > b->month) {
@@ -485,14 +487,21 @@ al_llm_admit(al_llm_budget_t *b, const al_llm_client_t *lc, int64_t now,
     q->cost_month_remaining = ml ? al_llm_sub(ml, b->month_cost)
                                  : UINT64_MAX;
 
-    (void) al_llm_month_start(now, &q->month_end);
+    /* the month's end: only a monthly budget waits for it */
 
-    if (q->month_end < b->month) {
-        /* a clock stepped back: the month counted is the newer one */
-        (void) al_llm_month_start(b->month, &q->month_end);
+    q->month_end = 0;
+    q->month_reset = 0;
+
+    if (ml) {
+        (void) al_llm_month_start(now, &q->month_end);
+
+        if (q->month_end < b->month) {
+            /* a clock stepped back: the month counted is the newer one */
+            (void) al_llm_month_start(b->month, &q->month_end);
+        }
+
+        q->month_reset = al_llm_reset(q->month_end, now, 31 * AL_LLM_DAY);
     }
-
-    q->month_reset = al_llm_reset(q->month_end, now, 31 * AL_LLM_DAY);
 
     q->cost_too_large = ((dl && need->cost > dl) || (ml && need->cost > ml));
 
