@@ -150,6 +150,9 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         al_llm_sse_init(ctx->sse, ctx->provider->llm->kind, ctx->endpoint,
                         ctx->hide_usage);
 
+        /* the usage line names the model the request was checked for */
+        ctx->sse->no_model = 1;
+
         if (ctx->hide_usage) {
             ctx->filter = 1;
             ctx->last_out = &ctx->out;

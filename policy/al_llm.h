@@ -496,6 +496,8 @@ typedef struct {
     unsigned         started:1;         /* Anthropic message_start */
     unsigned         ended:1;           /* al_llm_sse_finish() ran */
     unsigned         parse_all:1;       /* tests: every event to jansson */
+    unsigned         no_model:1;        /* model not wanted: no event is
+                                           read in full only for it */
     unsigned         state;
     unsigned         target;
     uint64_t         offset;
@@ -525,7 +527,9 @@ typedef struct {
  * end, an error or the model are parsed as JSON ("parsed" counts them),
  * by the strict one-pass scanner, or by jansson ("jansson" counts those)
  * when the scanner cannot tell what jansson would read; the text of the
- * others is counted by a scan of their bytes.
+ * others is counted by a scan of their bytes.  A caller that does not read
+ * model sets no_model after this: the first event of a chat stream (and
+ * Responses' response.created) is then only scanned.
  */
 void al_llm_sse_init(al_llm_sse_t *s, al_llm_kind_t kind,
     al_llm_endpoint_t ep, unsigned hide_usage);

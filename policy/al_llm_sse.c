@@ -874,10 +874,12 @@ al_llm_sse_wanted(al_llm_sse_t *s)
 
     case AL_LLM_P_CHAT:
         return (f & (AL_LLM_F_USAGE | AL_LLM_F_ERROR))
-               || ((f & AL_LLM_F_MODEL) && s->model[0] == '\0');
+               || ((f & AL_LLM_F_MODEL) && s->model[0] == '\0'
+                   && !s->no_model);
 
     case AL_LLM_P_RESPONSES:
-        return ((f & AL_LLM_F_RESPONSE) && s->model[0] == '\0')
+        return ((f & AL_LLM_F_RESPONSE) && s->model[0] == '\0'
+                && !s->no_model)
                || al_llm_scan_type(s, "response.completed", 18)
                || al_llm_scan_type(s, "response.incomplete", 19)
                || al_llm_scan_type(s, "response.failed", 15)

@@ -51,6 +51,7 @@ typedef struct {
 } filt_t;
 
 
+static void test_no_model(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void filt_slice(al_llm_sse_t *sse, filt_t *f, const char *p,
@@ -278,6 +279,7 @@ main(void)
     test_strict_responses();
     test_scan_runs();
     test_random_events();
+    test_no_model();
 
     return tap_done();
 }
@@ -2232,4 +2234,63 @@ test_random_events(void)
            "random events: the same as every event through jansson");
 
     free(s);
+}
+
+
+/*
+ * no_model: the module does not read the model, so no event is read in
+ * full for it alone; everything else is as with the model wanted.
+ */
+
+static void
+test_no_model(void)
+{
+    size_t                i, k, len;
+    al_llm_sse_t          want, skip;
+    al_llm_usage_t        uw, us;
+    const char *const    *blocks;
+    char                  text[8192];
+
+    static const struct {
+        const char *const  *blocks;
+        size_t              n;
+        al_llm_endpoint_t   ep;
+        const char         *name;
+    }  streams[] = {
+        { openai_blocks, OPENAI_N, AL_LLM_EP_CHAT,
+          "no model: chat: no event read for it, the rest the same" },
+        { responses_blocks, RESPONSES_N, AL_LLM_EP_RESPONSES,
+          "no model: responses: no event read for it, the rest the same" }
+    };
+
+    for (k = 0; k < sizeof(streams) / sizeof(streams[0]); k++) {
+        blocks = streams[k].blocks;
+        len = 0;
+
+        for (i = 0; i < streams[k].n; i++) {
+            len += (size_t) snprintf(text + len, sizeof(text) - len, "%s",
+                                     blocks[i]);
+        }
+
+        al_llm_sse_init(&want, AL_LLM_OPENAI, streams[k].ep, 1);
+        al_llm_sse_init(&skip, AL_LLM_OPENAI, streams[k].ep, 1);
+        skip.no_model = 1;
+
+        al_llm_sse_observe(&want, (const unsigned char *) text, len);
+        al_llm_sse_observe(&skip, (const unsigned char *) text, len);
+
+        (void) al_llm_sse_result(&want, 0, &uw);
+        (void) al_llm_sse_result(&skip, 0, &us);
+
+        tap_ok(skip.parsed + 1 == want.parsed
+               && memcmp(&uw, &us, sizeof(uw)) == 0
+               && want.delta_bytes == skip.delta_bytes
+               && want.dropped == skip.dropped && want.done == skip.done
+               && want.usage_seen == skip.usage_seen
+               && want.error == skip.error,
+               streams[k].name);
+
+        al_llm_sse_free(&want);
+        al_llm_sse_free(&skip);
+    }
 }
