@@ -17,7 +17,9 @@
  *   - against the reference (parse_all: every event through jansson, as
  *     before the scan decided which events need it, and before the strict
  *     scanner read most of those): the same usage as reported, model,
- *     flags and kept bytes, and never fewer text bytes counted.
+ *     flags and kept bytes, and never fewer text bytes counted;
+ *   - without the model wanted (no_model, as the module runs it): the
+ *     same against the normal run, the model aside.
  */
 
 #include <stdint.h>
@@ -84,7 +86,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t              len, cuts[2], t;
     const uint8_t      *s;
     unsigned            hide;
-    fuzz_run_t          one, two, three, ref;
+    fuzz_run_t          one, two, three, ref, nomodel;
     al_llm_kind_t       kind;
     al_llm_endpoint_t   ep;
     al_llm_sse_t        sse;
@@ -115,10 +117,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_run(kind, ep, hide, 0, s, len, cuts, 1, &two);
     fuzz_run(kind, ep, hide, 0, s, len, cuts, 2, &three);
     fuzz_run(kind, ep, hide, 1, s, len, cuts, 1, &ref);
+    fuzz_run(kind, ep, hide, 2, s, len, cuts, 2, &nomodel);
 
     fuzz_same(&one, &two);
     fuzz_same(&one, &three);
     fuzz_like_ref(&one, &ref);
+
+    memcpy(nomodel.model, one.model, sizeof(one.model));
+    fuzz_like_ref(&nomodel, &one);
 
     /* without filtering: same usage, every byte */
 
@@ -142,10 +148,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(two.kept);
     free(three.kept);
     free(ref.kept);
+    free(nomodel.kept);
 
     return 0;
 }
 
+
+/* ref: 0 the parser as the module runs it but with the model wanted, 1
+   the reference (parse_all), 2 as the module runs it (no_model) */
 
 static void
 fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
@@ -166,7 +176,8 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
     }
 
     al_llm_sse_init(&sse, kind, ep, hide);
-    sse.parse_all = ref;
+    sse.parse_all = (ref == 1);
+    sse.no_model = (ref == 2);
 
     from = 0;
 
