@@ -1054,8 +1054,14 @@ al_llm_scan_field(const char *const *names, const char *name, size_t len)
 {
     int  i;
 
+    if (len == 0) {
+        return -1;                      /* no name looked for is empty */
+    }
+
     for (i = 0; names != NULL && names[i] != NULL; i++) {
-        if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0) {
+        if (names[i][0] == name[0] && strlen(names[i]) == len
+            && memcmp(names[i], name, len) == 0)
+        {
             return i;
         }
     }
@@ -1069,8 +1075,14 @@ al_llm_scan_in(const char *const *list, const char *name, size_t len)
 {
     size_t  i;
 
+    if (len == 0) {
+        return 0;
+    }
+
     for (i = 0; list[i] != NULL; i++) {
-        if (strlen(list[i]) == len && memcmp(list[i], name, len) == 0) {
+        if (list[i][0] == name[0] && strlen(list[i]) == len
+            && memcmp(list[i], name, len) == 0)
+        {
             return 1;
         }
     }
