@@ -147,6 +147,15 @@ typedef struct {
     unsigned             prompt;
 } al_llm_scan_spec_t;
 
+/* 1: a byte of a JSON string that needs no escape (printable ASCII but
+   '"' and '\\'; 0x7f included) */
+extern const unsigned char  al_llm_json_plain[256];
+
+/* Anthropic's usage object: input_tokens, cache_read_input_tokens,
+   cache_creation_input_tokens, output_tokens */
+extern const char *const  al_llm_usage_ant_names[];
+extern const al_llm_scan_spec_t  al_llm_usage_ant;
+
 /* 0, or -1 with detail set; a request body (AL_LLM_F_*) */
 int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
     char *detail, size_t size);

@@ -129,7 +129,7 @@ static const char *const  al_llm_scan_attachment[] = {
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
-static const unsigned char  al_llm_scan_plain[256] = {
+const unsigned char  al_llm_json_plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -606,13 +606,13 @@ al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
         /* the common case: a run of printable ASCII */
 
         if (dst == NULL) {
-            while (i < len && al_llm_scan_plain[p[i]]) {
+            while (i < len && al_llm_json_plain[p[i]]) {
                 i++;
                 n++;
             }
 
         } else {
-            while (i < len && al_llm_scan_plain[p[i]]) {
+            while (i < len && al_llm_json_plain[p[i]]) {
                 if (n < cap) {
                     dst[n] = (char) p[i];
                 }

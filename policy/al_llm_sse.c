@@ -262,17 +262,8 @@ static const al_llm_scan_spec_t  al_llm_sse_start_spec = {
 
 static const char *const  al_llm_sse_usage_names[] = { "usage", NULL };
 
-static const char *const  al_llm_sse_ant_usage[] = {
-    "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-    "output_tokens", NULL
-};
-
 static const al_llm_scan_spec_t  al_llm_sse_mdelta_spec = {
-    al_llm_sse_usage_names, -1, 0, al_llm_sse_ant_usage, 1, 0
-};
-
-static const al_llm_scan_spec_t  al_llm_sse_ant_usage_spec = {
-    al_llm_sse_ant_usage, -1, -1, NULL, 0, 0
+    al_llm_sse_usage_names, -1, 0, al_llm_usage_ant_names, 1, 0
 };
 
 
@@ -1189,7 +1180,7 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
         f = &b.f[2];
 
         if (f->type == AL_LLM_JT_OBJECT
-            && al_llm_sse_strict(&al_llm_sse_ant_usage_spec, p + f->at,
+            && al_llm_sse_strict(&al_llm_usage_ant, p + f->at,
                                  f->len, &d)
                != 0)
         {

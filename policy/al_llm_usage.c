@@ -67,7 +67,7 @@ static const char *const  al_llm_usage_resp_names[] = {
     NULL
 };
 
-static const char *const  al_llm_usage_ant_names[] = {
+const char *const  al_llm_usage_ant_names[] = {
     "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
     "output_tokens", NULL
 };
@@ -80,21 +80,8 @@ static const al_llm_scan_spec_t  al_llm_usage_resp = {
     al_llm_usage_resp_names, -1, 3, al_llm_usage_details, 4, 0
 };
 
-static const al_llm_scan_spec_t  al_llm_usage_ant = {
+const al_llm_scan_spec_t  al_llm_usage_ant = {
     al_llm_usage_ant_names, -1, -1, NULL, 0, 0
-};
-
-/* 1: a byte al_llm_out_json() copies as it is */
-static const unsigned char  al_llm_json_plain[256] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0
-    /* 0x80 and up: 0 */
 };
 
 static const char *const  al_llm_sources[] = {
@@ -879,7 +866,10 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 
         /* a run of printable ASCII that needs no escape, in one copy */
 
-        for (k = 0; i + k < n && al_llm_json_plain[p[i + k]]; k++) {
+        for (k = 0;
+             i + k < n && al_llm_json_plain[p[i + k]] && p[i + k] != 0x7f;
+             k++)
+        {
             /* void */
         }
 

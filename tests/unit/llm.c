@@ -1156,8 +1156,8 @@ test_record(void)
     rec.client.len = 5;
     rec.provider.data = "openai";
     rec.provider.len = 6;
-    rec.model.data = "gpt-4o\"\n\xff\xc3\xa9";
-    rec.model.len = 11;
+    rec.model.data = "gpt-4o\"\n\xff\xc3\xa9\x7f";
+    rec.model.len = 12;
     rec.usage.prompt_tokens = 19;
     rec.usage.completion_tokens = 10;
     rec.usage.cached_tokens = 3;
@@ -1184,8 +1184,9 @@ test_record(void)
            "fields and values");
     tap_ok(j != NULL
            && strcmp(json_string_value(json_object_get(j, "model")),
-                     "gpt-4o\"\n\xef\xbf\xbd\xc3\xa9") == 0,
-           "strings escaped, invalid UTF-8 replaced, valid kept");
+                     "gpt-4o\"\n\xef\xbf\xbd\xc3\xa9\x7f") == 0
+           && strstr(buf, "\\u007f\"") != NULL,
+           "strings escaped (DEL too), invalid UTF-8 replaced, valid kept");
     tap_ok(strncmp(buf, "{\"time\":", 8) == 0
            && strstr(buf, "\"usage_source\":\"stream\","
                      "\"cost_usd\":null}") != NULL
