@@ -134,7 +134,11 @@ ngx_http_airlock_identify(ngx_connection_t *c, const al_policy_t *p,
         kept->policy = p;
         kept->client = client;
         kept->token_len = token->len;
-        ngx_memcpy(kept->token, token->data, token->len);
+
+        if (token->len) {
+            /* no token: its data may be NULL, which memcpy() may not get */
+            ngx_memcpy(kept->token, token->data, token->len);
+        }
     }
 
     return client;
