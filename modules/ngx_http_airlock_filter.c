@@ -49,10 +49,8 @@ static ngx_int_t ngx_http_airlock_scrub(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, size_t len, ngx_uint_t final);
 static ngx_uint_t ngx_http_airlock_match(ngx_http_airlock_route_t *rc,
     u_char *s, size_t avail, ngx_uint_t final, size_t *len);
-static u_char *ngx_http_airlock_walk(ngx_http_airlock_route_t *rc,
-    u_char *p, u_char *end, u_char *last);
 static u_char *ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc,
-    u_char *p, u_char *end, u_char *last);
+    u_char *p, u_char *last);
 static u_char *ngx_http_airlock_next(ngx_http_airlock_route_t *rc,
     u_char **next, u_char *p, u_char *last);
 static ngx_int_t ngx_http_airlock_emit(ngx_http_request_t *r,
@@ -901,24 +899,31 @@ ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
 /*
  * The next byte at or after p that can start a scrub string: a first
  * byte whose pair with the byte after it the list does not rule out
- * (al_scrub_pair_out()).  In text the first bytes are common letters, and
- * most of them are turned away by the pair; the next
- * NGX_HTTP_AIRLOCK_WALK bytes are searched 16 at a time, each compared
- * with every first byte at once (ngx_http_airlock_walk()).  Past them,
- * memchr() finds each first byte's next occurrence and next[] remembers
- * them, so a sparse buffer is scanned once per first byte.
+ * (al_scrub_pair_out()).  A list with few distinct two-byte starts (all
+ * but routes with many secrets) is searched 16 bytes at a time
+ * (ngx_http_airlock_walk_pairs()).  Otherwise, with up to 8 distinct
+ * first bytes, memchr() finds each one's next occurrence and next[]
+ * remembers them, so each byte value is scanned for once per buffer;
+ * short spans are cheaper to walk once with the table.
  */
 
-#define NGX_HTTP_AIRLOCK_WALK  256
+#define NGX_HTTP_AIRLOCK_SHORT  64
 
 static u_char *
 ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
     u_char *last)
 {
-    u_char      *min, *end;
+    u_char      *min;
     ngx_uint_t   i;
 
-    if (rc->nfirst > sizeof(rc->firsts)) {
+    if (rc->scrub->npairs > 0) {
+        min = ngx_http_airlock_walk_pairs(rc, p, last);
+        return (min == last) ? NULL : min;
+    }
+
+    if (rc->nfirst > sizeof(rc->firsts)
+        || last - p < NGX_HTTP_AIRLOCK_SHORT)
+    {
         for ( /* void */ ; p < last; p++) {
             if (rc->first[*p]
                 && (p + 1 == last || !al_scrub_pair_out(rc->scrub, p)))
@@ -930,27 +935,7 @@ ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
         return NULL;
     }
 
-    if (rc->scrub->npairs > 0) {
-        /* few candidates pass the pairs: one walk to the end */
-        min = ngx_http_airlock_walk_pairs(rc, p, last, last);
-        return (min == last) ? NULL : min;
-    }
-
     for ( ;; ) {
-        end = (last - p <= NGX_HTTP_AIRLOCK_WALK)
-              ? last : p + NGX_HTTP_AIRLOCK_WALK;
-
-        min = ngx_http_airlock_walk(rc, p, end, last);
-
-        if (min != end) {
-            return min;
-        }
-
-        if (end == last) {
-            return NULL;
-        }
-
-        p = end;
         min = last;
 
         for (i = 0; i < rc->nfirst; i++) {
@@ -979,76 +964,22 @@ ngx_http_airlock_next(ngx_http_airlock_route_t *rc, u_char **next, u_char *p,
 }
 
 
-/*
- * The first candidate in [p, end), or end.  Sixteen bytes are compared
- * with each first byte in one vector operation (GCC's and clang's vector
- * extension: SSE2 on x86-64, NEON on arm64); the lanes that match are
- * then looked at one by one.
- */
-
 typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
 
-static u_char *
-ngx_http_airlock_walk(ngx_http_airlock_route_t *rc, u_char *p, u_char *end,
-    u_char *last)
-{
-    uint64_t                 w[2], bits;
-    ngx_uint_t               i, k;
-    ngx_http_airlock_v16_t   v, m, f[8];
-
-    for (i = 0; i < rc->nfirst; i++) {
-        f[i] = (ngx_http_airlock_v16_t) { 0 } + rc->firsts[i];
-    }
-
-    while (end - p >= 16) {
-        ngx_memcpy(&v, p, 16);
-
-        m = (ngx_http_airlock_v16_t) (v == f[0]);
-
-        for (i = 1; i < rc->nfirst; i++) {
-            m |= (ngx_http_airlock_v16_t) (v == f[i]);
-        }
-
-        ngx_memcpy(w, &m, 16);
-
-        for (k = 0; k < 2; k++) {
-            for (bits = w[k]; bits; /* void */) {
-                i = k * 8 + (ngx_uint_t) __builtin_ctzll(bits) / 8;
-                bits &= ~((uint64_t) 0xff << (i % 8 * 8));
-
-                if (p + i + 1 == last
-                    || !al_scrub_pair_out(rc->scrub, p + i))
-                {
-                    return p + i;
-                }
-            }
-        }
-
-        p += 16;
-    }
-
-    for ( /* void */ ; p < end; p++) {
-        if (rc->first[*p]
-            && (p + 1 == last || !al_scrub_pair_out(rc->scrub, p)))
-        {
-            return p;
-        }
-    }
-
-    return end;
-}
-
 
 /*
- * The same with the list's distinct two-byte starts: a lane is a
- * candidate when it and the byte after it are one of them, or the second
- * byte starts an escape, or the lane itself does ('%', '\\', '+').
- * Nearly every lane of text is turned away in the vector.
+ * The first candidate at or after p, or last, by the list's distinct
+ * two-byte starts: each 16-byte block and the block one byte on are
+ * compared with every start at once (GCC's and clang's vector extension:
+ * SSE2 on x86-64, NEON on arm64).  A lane is a candidate when it and the
+ * byte after it are a start, or the second byte begins an escape, or the
+ * lane itself does ('%', '\\', '+').  Nearly every lane of text is
+ * turned away in the vector.
  */
 
 static u_char *
 ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
-    u_char *end, u_char *last)
+    u_char *last)
 {
     uint64_t                 w[2];
     ngx_uint_t               i, k, n;
@@ -1064,7 +995,9 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
         b[i] = (ngx_http_airlock_v16_t) { 0 } + scrub->pair[i][1];
     }
 
-    while (end - p >= 16 && last - p >= 17) {
+    /* the block one byte on must lie within the buffer */
+
+    while (last - p >= 17) {
         ngx_memcpy(&v, p, 16);
         ngx_memcpy(&v1, p + 1, 16);
 
@@ -1096,7 +1029,7 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
         p += 16;
     }
 
-    for ( /* void */ ; p < end; p++) {
+    for ( /* void */ ; p < last; p++) {
         if (rc->first[*p]
             && (p + 1 == last || !al_scrub_pair_out(scrub, p)))
         {
@@ -1104,7 +1037,7 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
         }
     }
 
-    return end;
+    return last;
 }
 
 
