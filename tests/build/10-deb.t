@@ -13,6 +13,8 @@ use Cwd ();
 use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(need_cmd);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 my $ci = $ENV{CI};
@@ -20,15 +22,7 @@ my $ci = $ENV{CI};
 # the make under test is not a sub-make of the one running the suite
 delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES)};
 
-for my $tool (qw(dpkg-buildpackage dh dpkg-deb)) {
-    next if system("command -v $tool >/dev/null 2>&1") == 0;
-    if ($ci) {
-        fail("$tool not installed (auto/deps test installs it)");
-        done_testing();
-        exit;
-    }
-    plan skip_all => "$tool not installed (auto/deps deb)";
-}
+need_cmd(qw(dpkg-buildpackage dh dpkg-deb));
 
 sub run {
     my ($cmd) = @_;

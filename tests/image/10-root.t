@@ -18,26 +18,15 @@ use Cwd ();
 use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent need_cmd);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
-my $ci = $ENV{CI};
 
 delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES)};
 
-my $why = $> != 0 ? 'needs root (mmdebstrap, chroot)' : undef;
-for my $tool (qw(mmdebstrap dpkg-buildpackage)) {
-    last if $why;
-    $why = "$tool not installed (auto/deps test installs it)"
-        if system("command -v $tool >/dev/null 2>&1") != 0;
-}
-if ($why) {
-    if ($ci) {
-        fail("image root: $why");
-        done_testing();
-        exit;
-    }
-    plan skip_all => "image root: $why";
-}
+absent('image root: needs root (mmdebstrap, chroot)') if $> != 0;
+need_cmd(qw(mmdebstrap dpkg-buildpackage));
 
 sub run {
     my ($cmd) = @_;
