@@ -46,6 +46,27 @@ wait_for() {
     return 1
 }
 
+# run_job ID SCRIPT WALL_MS: queues a sandbox job for the worker and
+# prints its result from Redis ("none" after 15 minutes without one);
+# SCRIPT is JSON string text
+run_job() {
+    $redis XADD airlock:jobs '*' job "{\"job_id\":\"$1\",\
+\"session_id\":\"airlock-check\",\"script\":\"$2\",\
+\"blueprint\":{\"inputs\":[]},\
+\"limits\":{\"wall_ms\":$3,\"cpu_ms\":30000}}" > /dev/null
+    i=0
+    while [ "$i" -lt 900 ]; do
+        res=$($redis GET "result:$1")
+        if [ -n "$res" ]; then
+            printf '%s\n' "$res"
+            return 0
+        fi
+        sleep 2
+        i=$((i + 2))
+    done
+    printf 'none\n'
+}
+
 policy=/etc/airlock/policy.yaml
 tmp=$(mktemp -d)
 redis="redis-cli -s /run/redis/redis.sock"
@@ -117,36 +138,13 @@ rm -f "$policy.edit"
 
 # 3. a sandbox job: Python under gVisor, by the worker unit as it runs
 say "worker $(systemctl is-active airlock-worker) kernel $(uname -r)"
-job='{"job_id":"airlock-check-1","session_id":"airlock-check",'
-job=$job'"script":"import platform\nprint(\"hello from the sandbox\",'
-job=$job' 6 * 7, platform.release())\n","blueprint":{"inputs":[]},'
-job=$job'"limits":{"wall_ms":60000,"cpu_ms":30000}}'
-$redis XADD airlock:jobs '*' job "$job" > /dev/null
-i=0
-result=""
-while [ "$i" -lt 900 ]; do
-    result=$($redis GET result:airlock-check-1)
-    [ -n "$result" ] && break
-    sleep 2
-    i=$((i + 2))
-done
-say "job-result ${result:-none}"
+script='import platform\nprint(\"hello from the sandbox\", 6 * 7,'
+script="$script"' platform.release())\n'
+say "job-result $(run_job airlock-check-1 "$script" 60000)"
 
 # 4. a job past its wall time: killed, and nothing of either job is left
 #    (job directories, cgroups, runsc processes)
-job='{"job_id":"airlock-check-2","session_id":"airlock-check",'
-job=$job'"script":"while True:\n    pass\n","blueprint":{"inputs":[]},'
-job=$job'"limits":{"wall_ms":15000,"cpu_ms":30000}}'
-$redis XADD airlock:jobs '*' job "$job" > /dev/null
-i=0
-timeout_result=""
-while [ "$i" -lt 900 ]; do
-    timeout_result=$($redis GET result:airlock-check-2)
-    [ -n "$timeout_result" ] && break
-    sleep 2
-    i=$((i + 2))
-done
-say "timeout-result ${timeout_result:-none}"
+say "timeout-result $(run_job airlock-check-2 'while True:\n    pass\n' 15000)"
 sleep 2
 say "left jobs=$(ls /var/lib/airlock-worker/jobs 2>/dev/null | tr '\n' ' ')" \
     "cgroups=$(cd /sys/fs/cgroup/airlock-worker 2>/dev/null && ls -d aw-* 2>/dev/null | tr '\n' ' ')" \
