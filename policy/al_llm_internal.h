@@ -48,6 +48,45 @@ void al_llm_out_u64(al_llm_out_t *o, uint64_t v);
 void al_llm_out_json(al_llm_out_t *o, const char *s, size_t n);
 
 
+/*
+ * The first '"' or backslash in p[i..n), else n: where a run of plain
+ * JSON string bytes ends.  Eight bytes at a time while none of them is
+ * either (a word has a zero byte exactly when (w - 0x01..) & ~w & 0x80..
+ * is not 0; the lowest flag is exact, borrows only run upwards), then
+ * byte by byte.
+ */
+static inline size_t
+al_llm_str_run(const unsigned char *p, size_t i, size_t n)
+{
+    uint64_t  w, q, b, m;
+
+    while (n - i >= 8) {
+        memcpy(&w, p + i, 8);
+        q = w ^ UINT64_C(0x2222222222222222);           /* '"' */
+        b = w ^ UINT64_C(0x5c5c5c5c5c5c5c5c);           /* '\\' */
+        m = (((q - UINT64_C(0x0101010101010101)) & ~q)
+             | ((b - UINT64_C(0x0101010101010101)) & ~b))
+            & UINT64_C(0x8080808080808080);
+
+        if (m != 0) {
+#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + (size_t) (__builtin_ctzll(m) >> 3);
+#else
+            break;
+#endif
+        }
+
+        i += 8;
+    }
+
+    while (i < n && p[i] != '"' && p[i] != '\\') {
+        i++;
+    }
+
+    return i;
+}
+
+
 /* usage objects as each API reports them, into the normalized form */
 void al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u);
 void al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u);

@@ -134,33 +134,20 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
     size_t         i, j;
     unsigned char  c;
 
-    for (i = 0; i < len && r->state != AL_LLM_R_DONE; i++) {
+    i = 0;
 
-        if (r->state == AL_LLM_R_START) {
-            c = p[i];
-
-            if (c == '{') {
-                r->depth = 1;
-                r->state = AL_LLM_R_KEY;
-
-            } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-                r->state = AL_LLM_R_DONE;
-            }
-
-            continue;
-        }
+    while (i < len && r->state != AL_LLM_R_DONE) {
 
         if (r->in_str) {
 
-            /* a run of plain string bytes at once */
+            /*
+             * A run of string bytes at once: the byte after a backslash
+             * whatever it is, then up to the next quote or backslash.
+             */
 
-            for (j = i; j < len && p[j] != '"' && p[j] != '\\'; j++) {
-                /* void */
-            }
-
-            if (r->esc && j == i) {
-                j = i + 1;
-            }
+            j = i + r->esc;
+            r->esc = 0;
+            j = al_llm_str_run(p, j, len);
 
             if (j > i) {
                 if (r->capture) {
@@ -176,14 +163,16 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                     }
                 }
 
-                r->esc = 0;
-                i = j - 1;
-                continue;
+                i = j;
+
+                if (i == len) {
+                    break;
+                }
             }
 
             /* p[i] is '"' or '\\', not escaped */
 
-            c = p[i];
+            c = p[i++];
 
             if (r->capture) {
                 al_llm_resp_capture(r, &c, 1);
@@ -200,6 +189,20 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
             if (r->is_key) {
                 r->is_key = 0;
                 r->state = AL_LLM_R_COLON;
+            }
+
+            continue;
+        }
+
+        if (r->state == AL_LLM_R_START) {
+            c = p[i++];
+
+            if (c == '{') {
+                r->depth = 1;
+                r->state = AL_LLM_R_KEY;
+
+            } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+                r->state = AL_LLM_R_DONE;
             }
 
             continue;
@@ -225,7 +228,7 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
             i = j;
         }
 
-        c = p[i];
+        c = p[i++];
 
         if (r->depth == 1 && (c == ',' || c == '}')) {
             al_llm_resp_end_value(r);
@@ -241,7 +244,6 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
         case '"':
             r->in_str = 1;
-            r->esc = 0;
 
             if (r->depth == 1 && r->state == AL_LLM_R_KEY) {
                 r->is_key = 1;

@@ -39,6 +39,7 @@ static const al_llm_req_t *reqn(const al_llm_t *llm,
     const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *body,
     size_t len);
 static void test_usage(void);
+static void test_usage_runs(void);
 static void test_record(void);
 static void test_budget(void);
 static void test_errors(void);
@@ -123,6 +124,7 @@ main(void)
     test_splice();
     test_strict();
     test_usage();
+    test_usage_runs();
     test_record();
     test_budget();
     test_errors();
@@ -1136,6 +1138,63 @@ test_usage(void)
                             (const unsigned char *) body, strlen(body), &u,
                             NULL, 0);
     tap_is_int(rc, -1, "not an object: no usage");
+}
+
+
+/*
+ * The response scanner skips string bytes eight at a time: quotes and
+ * backslashes at every offset from a word's start, in a value before
+ * "model" and in the model itself, split at every point, read as when
+ * whole.
+ */
+
+static void
+test_usage_runs(void)
+{
+    int             bad;
+    size_t          k, i, len;
+    char            model[AL_LLM_MODEL_MAX], want[64], body[256];
+    al_llm_usage_t  u;
+    al_llm_resp_t   r;
+
+    bad = 0;
+
+    for (k = 0; k < 17; k++) {
+        len = (size_t) snprintf(body, sizeof(body),
+                                "{\"pad\":\"%.*s\\\"\\\\ \\\"x\","
+                                "\"m\\u006fdel\":\"no\","
+                                "\"model\":\"m\\\"%.*s\\\\\","
+                                "\"usage\":{\"prompt_tokens\":%zu}}",
+                                (int) k, "xxxxxxxxxxxxxxxxx",
+                                (int) k, "yyyyyyyyyyyyyyyyy", k + 1);
+        (void) snprintf(want, sizeof(want), "m\"%.*s\\",
+                        (int) k, "yyyyyyyyyyyyyyyyy");
+
+        for (i = 0; i <= len; i++) {
+            al_llm_resp_init(&r, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+            al_llm_resp_feed(&r, (const unsigned char *) body, i);
+            al_llm_resp_feed(&r, (const unsigned char *) body + i, len - i);
+
+            if (al_llm_resp_usage(&r, &u, model, sizeof(model)) != 0
+                || u.prompt_tokens != k + 1 || strcmp(model, want) != 0)
+            {
+                bad++;
+            }
+        }
+
+        al_llm_resp_init(&r, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+        for (i = 0; i < len; i++) {
+            al_llm_resp_feed(&r, (const unsigned char *) body + i, 1);
+        }
+
+        if (al_llm_resp_usage(&r, &u, model, sizeof(model)) != 0
+            || u.prompt_tokens != k + 1 || strcmp(model, want) != 0)
+        {
+            bad++;
+        }
+    }
+
+    tap_is_int(bad, 0, "escapes at every offset of a word, every split");
 }
 
 
