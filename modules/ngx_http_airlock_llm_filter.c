@@ -387,7 +387,14 @@ ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
     h->key.data = (u_char *) name;
     h->key.len = len;
     h->value.data = p;
-    h->value.len = ngx_sprintf(p, "%uL%s", value, suffix) - p;
+
+    p = ngx_http_airlock_llm_dec(p, value);
+
+    while (*suffix) {
+        *p++ = (u_char) *suffix++;
+    }
+
+    h->value.len = p - h->value.data;
 
     return NGX_OK;
 }

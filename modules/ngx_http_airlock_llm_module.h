@@ -23,6 +23,10 @@
 #define NGX_HTTP_AIRLOCK_LLM_SERIES_MAX  1000   /* default series= */
 
 
+/* a client's budget, or a series of counters, in airlock_llm_zone */
+typedef struct ngx_http_airlock_llm_node_s  ngx_http_airlock_llm_node_t;
+
+
 /* an llm entry of the policy, as its locations need it */
 typedef struct {
     const al_llm_t                  *llm;
@@ -83,6 +87,9 @@ typedef struct {
     /* the budget */
     uint64_t                         reserved;
     time_t                           reserved_at;
+    ngx_http_airlock_llm_node_t     *node;      /* where: an admitted
+                                                   request keeps its budget
+                                                   from expiring */
     al_llm_quota_t                   quota;
 
     /* admission and cost (ngx_http_airlock_llm_zone.c) */
@@ -124,6 +131,24 @@ typedef struct {
     unsigned                         accounted:1;
     unsigned                         settled:1;
 } ngx_http_airlock_llm_ctx_t;
+
+
+/* v in decimal at p, as "%uL" writes it; returns the end */
+
+static ngx_inline u_char *
+ngx_http_airlock_llm_dec(u_char *p, uint64_t v)
+{
+    u_char  *e, buf[NGX_INT64_LEN];
+
+    e = buf + sizeof(buf);
+
+    do {
+        *--e = (u_char) ('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+
+    return ngx_cpymem(p, e, buf + sizeof(buf) - e);
+}
 
 
 ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_get_ctx(

@@ -58,7 +58,7 @@
     (0x4c4c0000 + sizeof(ngx_http_airlock_llm_node_t))
 
 
-typedef struct {
+struct ngx_http_airlock_llm_node_s {
     u_char                        color;
     u_char                        kind;
     u_short                       len;          /* of data */
@@ -71,7 +71,7 @@ typedef struct {
     uint64_t                      cost;         /* picodollars */
     ngx_uint_t                    priced;       /* a priced model's */
     u_char                        data[1];      /* kind, names, status */
-} ngx_http_airlock_llm_node_t;
+};
 
 
 typedef struct {
@@ -381,6 +381,7 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     ctx->reserved = need->tokens;
     ctx->reserved_cost = need->cost;
     ctx->reserved_at = now;
+    ctx->node = ln;
 
     return NGX_OK;
 }
@@ -395,12 +396,9 @@ void
 ngx_http_airlock_llm_settle(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u)
 {
-    size_t                            len;
     time_t                            now;
     al_llm_amount_t                   reserved, actual;
-    ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
-    u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
 
     if (!ctx->admitted || ctx->settled) {
         return;
@@ -417,22 +415,17 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
     zc = ngx_http_airlock_llm_zone_ctx(r);
     now = ngx_time();
 
-    len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_BUDGET, ctx, 0);
+    /*
+     * The node admission found: its place in flight (al_llm_admit() counts
+     * every admitted request as active) keeps it from expiring until now.
+     */
 
     ngx_shmtx_lock(&zc->shpool->mutex);
 
-    ln = ngx_http_airlock_llm_get(zc, key, len, now);
-
-    if (ln != NULL) {
-        al_llm_finish(&ln->budget, (int64_t) now,
-                      (int64_t) ctx->reserved_at, &reserved, &actual, 1);
-    }
+    al_llm_finish(&ctx->node->budget, (int64_t) now,
+                  (int64_t) ctx->reserved_at, &reserved, &actual, 1);
 
     ngx_shmtx_unlock(&zc->shpool->mutex);
-
-    if (ln == NULL) {
-        ngx_http_airlock_llm_nomem(r, zc, "budget");
-    }
 }
 
 
@@ -546,7 +539,11 @@ ngx_http_airlock_llm_key(u_char *key, ngx_uint_t kind,
 
     *p++ = '\0';
 
-    p = ngx_sprintf(p, "%03ui", ngx_min(status, 999));
+    status = ngx_min(status, 999);
+
+    *p++ = (u_char) ('0' + status / 100);
+    *p++ = (u_char) ('0' + status / 10 % 10);
+    *p++ = (u_char) ('0' + status % 10);
 
     return p - key;
 }
