@@ -35,6 +35,8 @@ enum {
 };
 
 
+static size_t al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p,
+    size_t i, size_t len);
 static void al_llm_resp_end_value(al_llm_resp_t *r);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
@@ -208,6 +210,11 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
             continue;
         }
 
+        if (r->depth > 1 && !r->capture) {
+            i = al_llm_resp_skip(r, p, i, len);
+            continue;
+        }
+
         if (r->depth > 1) {
 
             /* inside a member: only quotes and brackets count; the bytes
@@ -293,6 +300,77 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
             break;
         }
     }
+}
+
+
+/*
+ * Inside a member that is not taken only the nesting counts: strings are
+ * skipped whole and brackets counted, without a turn of the byte loop
+ * each.  Returns where it stopped: the end of the slice (r->in_str and
+ * r->esc say where a string cut there stands), or the byte after the
+ * bracket that brought the scan back to the top-level object.
+ */
+
+static size_t
+al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p, size_t i,
+    size_t len)
+{
+    unsigned char  c;
+
+    while (i < len) {
+
+        while (!al_llm_resp_struct[p[i]]) {
+            if (++i == len) {
+                return len;
+            }
+        }
+
+        c = p[i++];
+
+        switch (c) {
+
+        case '"':
+            for ( ;; ) {
+                i = al_llm_str_run(p, i, len);
+
+                if (i == len) {
+                    r->in_str = 1;
+                    return len;
+                }
+
+                if (p[i] == '"') {
+                    i++;
+                    break;
+                }
+
+                /* a backslash: the byte after it belongs to the string */
+
+                if (i + 1 == len) {
+                    r->in_str = 1;
+                    r->esc = 1;
+                    return len;
+                }
+
+                i += 2;
+            }
+            break;
+
+        case '{':
+        case '[':
+            if (r->depth < UINT32_MAX) {
+                r->depth++;
+            }
+            break;
+
+        default:                                /* '}' or ']' */
+            if (--r->depth == 1) {
+                return i;
+            }
+            break;
+        }
+    }
+
+    return i;
 }
 
 

@@ -1144,7 +1144,8 @@ test_usage(void)
 /*
  * The response scanner skips string bytes eight at a time: quotes and
  * backslashes at every offset from a word's start, in a value before
- * "model" and in the model itself, split at every point, read as when
+ * "model", in a nested member (skipped whole, brackets in its strings not
+ * counted) and in the model itself, split at every point, read as when
  * whole.
  */
 
@@ -1162,10 +1163,12 @@ test_usage_runs(void)
     for (k = 0; k < 17; k++) {
         len = (size_t) snprintf(body, sizeof(body),
                                 "{\"pad\":\"%.*s\\\"\\\\ \\\"x\","
+                                "\"c\":[{\"t\":\"%.*s\\\"}]\\\\\"},[]],"
                                 "\"m\\u006fdel\":\"no\","
                                 "\"model\":\"m\\\"%.*s\\\\\","
                                 "\"usage\":{\"prompt_tokens\":%zu}}",
                                 (int) k, "xxxxxxxxxxxxxxxxx",
+                                (int) k, "zzzzzzzzzzzzzzzzz",
                                 (int) k, "yyyyyyyyyyyyyyyyy", k + 1);
         (void) snprintf(want, sizeof(want), "m\"%.*s\\",
                         (int) k, "yyyyyyyyyyyyyyyyy");
