@@ -42,6 +42,7 @@ static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
 static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
+static void al_llm_digits(char *p, unsigned v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static void al_llm_out_field(al_llm_out_t *o, const char *name,
@@ -723,6 +724,7 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     size_t         n;
     uint64_t       total;
     char           usd[AL_LLM_USD_MAX];
+    char           ts[23];              /* 2026-12-01T15:04:05.123 */
 
     al_llm_out_init(&o, buf, size);
 
@@ -746,19 +748,39 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     /* 2026-12-01T15:04:05.123Z, written digit by digit */
 
     al_llm_out_lit(&o, "{\"time\":\"");
-    al_llm_out_dec(&o, (uint64_t) (year < 0 ? 0 : year), 4);
-    al_llm_out_raw(&o, "-", 1);
-    al_llm_out_dec(&o, month, 2);
-    al_llm_out_raw(&o, "-", 1);
-    al_llm_out_dec(&o, day, 2);
-    al_llm_out_raw(&o, "T", 1);
-    al_llm_out_dec(&o, (uint64_t) (sec / 3600), 2);
-    al_llm_out_raw(&o, ":", 1);
-    al_llm_out_dec(&o, (uint64_t) (sec / 60 % 60), 2);
-    al_llm_out_raw(&o, ":", 1);
-    al_llm_out_dec(&o, (uint64_t) (sec % 60), 2);
-    al_llm_out_raw(&o, ".", 1);
-    al_llm_out_dec(&o, (uint64_t) ms, 3);
+
+    if (year >= 0 && year <= 9999) {
+        al_llm_digits(ts, (unsigned) year, 4);
+        ts[4] = '-';
+        al_llm_digits(ts + 5, month, 2);
+        ts[7] = '-';
+        al_llm_digits(ts + 8, day, 2);
+        ts[10] = 'T';
+        al_llm_digits(ts + 11, (unsigned) (sec / 3600), 2);
+        ts[13] = ':';
+        al_llm_digits(ts + 14, (unsigned) (sec / 60 % 60), 2);
+        ts[16] = ':';
+        al_llm_digits(ts + 17, (unsigned) (sec % 60), 2);
+        ts[19] = '.';
+        al_llm_digits(ts + 20, (unsigned) ms, 3);
+        al_llm_out_raw(&o, ts, sizeof(ts));
+
+    } else {
+        al_llm_out_dec(&o, (uint64_t) (year < 0 ? 0 : year), 4);
+        al_llm_out_raw(&o, "-", 1);
+        al_llm_out_dec(&o, month, 2);
+        al_llm_out_raw(&o, "-", 1);
+        al_llm_out_dec(&o, day, 2);
+        al_llm_out_raw(&o, "T", 1);
+        al_llm_out_dec(&o, (uint64_t) (sec / 3600), 2);
+        al_llm_out_raw(&o, ":", 1);
+        al_llm_out_dec(&o, (uint64_t) (sec / 60 % 60), 2);
+        al_llm_out_raw(&o, ":", 1);
+        al_llm_out_dec(&o, (uint64_t) (sec % 60), 2);
+        al_llm_out_raw(&o, ".", 1);
+        al_llm_out_dec(&o, (uint64_t) ms, 3);
+    }
+
     al_llm_out_lit(&o, "Z\"");
     al_llm_out_field(&o, ",\"request_id\":", &rec->request_id,
                      AL_LLM_RECORD_STR_MAX);
@@ -924,6 +946,18 @@ al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width)
     } while (v != 0 || (size_t) (tmp + sizeof(tmp) - p) < width);
 
     al_llm_out_raw(o, p, (size_t) (tmp + sizeof(tmp) - p));
+}
+
+
+/* the width lowest decimal digits of v, zero-padded, at p */
+
+static void
+al_llm_digits(char *p, unsigned v, size_t width)
+{
+    while (width-- > 0) {
+        p[width] = (char) ('0' + v % 10);
+        v /= 10;
+    }
 }
 
 
