@@ -180,6 +180,9 @@ my $wait = $r->{headers}{'retry-after'} // 60;
 sleep($wait + 0.5);
 
 $r = $l->chat(token => $tight);
-is($r->{status}, 200, "after Retry-After ($wait s): 200 again");
+is($r->{status}, 200, "after Retry-After ($wait s): 200 again")
+    or diag("answered $r->{status}: " . ($r->{body} // '') . "\n"
+            . join("\n", map { "$_: $r->{headers}{$_}" }
+                             sort keys %{ $r->{headers} }));
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');
