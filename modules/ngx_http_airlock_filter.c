@@ -1032,11 +1032,13 @@ static u_char *
 ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
     u_char *last)
 {
-    u_char                  *c;
     uint64_t                 w[2];
     ngx_uint_t               i, k;
     al_scrub_t              *scrub;
     ngx_http_airlock_v16_t   v, v1, m, a[AL_SCRUB_PAIRS], b[AL_SCRUB_PAIRS];
+#if (NGX_HTTP_AIRLOCK_AVX2)
+    u_char                  *c;
+#endif
 
     scrub = rc->scrub;
 
