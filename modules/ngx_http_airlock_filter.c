@@ -81,12 +81,12 @@ static void ngx_http_airlock_scrubbed(ngx_http_request_t *r,
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 
 #if (NGX_HTTP_AIRLOCK_AVX2)
 /* 1: the pair search takes 32 bytes at a time (set once, at start-up) */
 static ngx_uint_t  ngx_http_airlock_avx2;
 #endif
-static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 
 
 ngx_int_t
@@ -922,7 +922,7 @@ ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
  * The next byte at or after p that can start a scrub string: a first
  * byte whose pair with the byte after it the list does not rule out
  * (al_scrub_pair_out()).  A list with few distinct two-byte starts (all
- * but routes with many secrets) is searched 16 bytes at a time
+ * but routes with many secrets) is searched 16 or 32 bytes at a time
  * (ngx_http_airlock_walk_pairs()).  Otherwise, with up to 8 distinct
  * first bytes, memchr() finds each one's next occurrence and next[]
  * remembers them, so each byte value is scanned for once per buffer;
@@ -998,18 +998,18 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
  * '\\', '+').  A macro for the two vector widths.
  */
 
-#define ngx_http_airlock_pairs_mask(vt, m, v, v1, a, b, scrub)              \
+#define ngx_http_airlock_pairs_mask(vt, m, v, v1, a, b, scrub)                \
     do {                                                                      \
         ngx_uint_t  i_;                                                       \
         vt          e_, ep_;                                                  \
                                                                               \
-        m = (vt) ((v == '%') | (v == '\\'));                                   \
+        m = (vt) ((v == '%') | (v == '\\'));                                  \
                                                                               \
         if ((scrub)->plus) {                                                  \
             m |= (vt) (v == '+');                                             \
         }                                                                     \
                                                                               \
-        e_ = (vt) ((v1 == '%') | (v1 == '\\'));                                \
+        e_ = (vt) ((v1 == '%') | (v1 == '\\'));                               \
         ep_ = (vt) (v1 == '+');                                               \
                                                                               \
         for (i_ = 0; i_ < (scrub)->npairs; i_++) {                            \
@@ -1043,7 +1043,7 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
     scrub = rc->scrub;
 
 #if (NGX_HTTP_AIRLOCK_AVX2)
-    if (ngx_http_airlock_avx2) {
+    if (ngx_http_airlock_avx2 && last - p >= 33) {
         c = ngx_http_airlock_walk_pairs32(rc, &p, last);
 
         if (c != NULL) {

@@ -87,9 +87,10 @@ typedef struct {
     /* the budget */
     uint64_t                         reserved;
     time_t                           reserved_at;
-    ngx_http_airlock_llm_node_t     *node;      /* where: an admitted
-                                                   request keeps its budget
-                                                   from expiring */
+    ngx_http_airlock_llm_node_t     *node;      /* the budget reserved
+                                                   from; it cannot expire
+                                                   while the request is
+                                                   admitted */
     al_llm_quota_t                   quota;
 
     /* admission and cost (ngx_http_airlock_llm_zone.c) */

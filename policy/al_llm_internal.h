@@ -1,6 +1,7 @@
 /*
- * Private to the al_llm*.c files: a bounded output writer, usage objects
- * from jansson values, and the strict one-pass JSON scanner.
+ * Private to the al_llm*.c files: a bounded output writer, the run of
+ * plain JSON string bytes, usage objects from jansson values, and the
+ * strict one-pass JSON scanner.
  */
 
 #ifndef AL_LLM_INTERNAL_H

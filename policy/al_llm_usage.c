@@ -218,14 +218,14 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
         if (r->depth > 1) {
 
-            /* inside a member: only quotes and brackets count; the bytes
-               between them go to the capture, if any, in one piece */
+            /* inside the member taken: only quotes and brackets count;
+               the bytes between them go to the capture in one piece */
 
             for (j = i; j < len && !al_llm_resp_struct[p[j]]; j++) {
                 /* void */
             }
 
-            if (r->capture && j > i) {
+            if (j > i) {
                 al_llm_resp_capture(r, p + i, j - i);
             }
 
@@ -749,37 +749,29 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
 
     al_llm_out_lit(&o, "{\"time\":\"");
 
-    if (year >= 0 && year <= 9999) {
-        al_llm_digits(ts, (unsigned) year, 4);
-        ts[4] = '-';
-        al_llm_digits(ts + 5, month, 2);
-        ts[7] = '-';
-        al_llm_digits(ts + 8, day, 2);
-        ts[10] = 'T';
-        al_llm_digits(ts + 11, (unsigned) (sec / 3600), 2);
-        ts[13] = ':';
-        al_llm_digits(ts + 14, (unsigned) (sec / 60 % 60), 2);
-        ts[16] = ':';
-        al_llm_digits(ts + 17, (unsigned) (sec % 60), 2);
-        ts[19] = '.';
-        al_llm_digits(ts + 20, (unsigned) ms, 3);
-        al_llm_out_raw(&o, ts, sizeof(ts));
+    /* years past 9999 (only from nonsense clocks) take more digits */
+
+    if (year > 9999) {
+        al_llm_out_dec(&o, (uint64_t) year, 4);
 
     } else {
-        al_llm_out_dec(&o, (uint64_t) (year < 0 ? 0 : year), 4);
-        al_llm_out_raw(&o, "-", 1);
-        al_llm_out_dec(&o, month, 2);
-        al_llm_out_raw(&o, "-", 1);
-        al_llm_out_dec(&o, day, 2);
-        al_llm_out_raw(&o, "T", 1);
-        al_llm_out_dec(&o, (uint64_t) (sec / 3600), 2);
-        al_llm_out_raw(&o, ":", 1);
-        al_llm_out_dec(&o, (uint64_t) (sec / 60 % 60), 2);
-        al_llm_out_raw(&o, ":", 1);
-        al_llm_out_dec(&o, (uint64_t) (sec % 60), 2);
-        al_llm_out_raw(&o, ".", 1);
-        al_llm_out_dec(&o, (uint64_t) ms, 3);
+        al_llm_digits(ts, (unsigned) (year < 0 ? 0 : year), 4);
+        al_llm_out_raw(&o, ts, 4);
     }
+
+    ts[4] = '-';
+    al_llm_digits(ts + 5, month, 2);
+    ts[7] = '-';
+    al_llm_digits(ts + 8, day, 2);
+    ts[10] = 'T';
+    al_llm_digits(ts + 11, (unsigned) (sec / 3600), 2);
+    ts[13] = ':';
+    al_llm_digits(ts + 14, (unsigned) (sec / 60 % 60), 2);
+    ts[16] = ':';
+    al_llm_digits(ts + 17, (unsigned) (sec % 60), 2);
+    ts[19] = '.';
+    al_llm_digits(ts + 20, (unsigned) ms, 3);
+    al_llm_out_raw(&o, ts + 4, sizeof(ts) - 4);
 
     al_llm_out_lit(&o, "Z\"");
     al_llm_out_field(&o, ",\"request_id\":", &rec->request_id,

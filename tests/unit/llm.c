@@ -1145,8 +1145,9 @@ test_usage(void)
  * The response scanner skips string bytes eight at a time: quotes and
  * backslashes at every offset from a word's start, in a value before
  * "model", in a nested member (skipped whole, brackets in its strings not
- * counted) and in the model itself, split at every point, read as when
- * whole.
+ * counted) and in the model itself, with bytes over 0x7f beside them (no
+ * quote or backslash is found in them), split at every point, read as
+ * when whole.
  */
 
 static void
@@ -1162,15 +1163,17 @@ test_usage_runs(void)
 
     for (k = 0; k < 17; k++) {
         len = (size_t) snprintf(body, sizeof(body),
-                                "{\"pad\":\"%.*s\\\"\\\\ \\\"x\","
-                                "\"c\":[{\"t\":\"%.*s\\\"}]\\\\\"},[]],"
+                                "{\"pad\":\"%.*s\\\"\\\\ \\\"x\xff\","
+                                "\"c\":[{\"t\":\"%.*s\\\"}]\\\\"
+                                "\xc3\xa9\xe2\x82\xac\xff\x80\"},[]],"
                                 "\"m\\u006fdel\":\"no\","
-                                "\"model\":\"m\\\"%.*s\\\\\","
+                                "\"model\":\"m\\\"%.*s\\\\"
+                                "\xc3\xa9\xe2\x82\xac\","
                                 "\"usage\":{\"prompt_tokens\":%zu}}",
                                 (int) k, "xxxxxxxxxxxxxxxxx",
                                 (int) k, "zzzzzzzzzzzzzzzzz",
                                 (int) k, "yyyyyyyyyyyyyyyyy", k + 1);
-        (void) snprintf(want, sizeof(want), "m\"%.*s\\",
+        (void) snprintf(want, sizeof(want), "m\"%.*s\\\xc3\xa9\xe2\x82\xac",
                         (int) k, "yyyyyyyyyyyyyyyyy");
 
         for (i = 0; i <= len; i++) {
