@@ -25,6 +25,10 @@
 
 #include "ngx_http_airlock_module.h"
 
+#if (defined __x86_64__ && defined __SSE2__)
+#include <immintrin.h>
+#endif
+
 
 #define NGX_HTTP_AIRLOCK_REDACTED   "[REDACTED]"
 #define NGX_HTTP_AIRLOCK_BUF_SIZE   1024    /* copies: carry and join */
@@ -1032,10 +1036,15 @@ static u_char *
 ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
     u_char *last)
 {
-    uint64_t                 w[2];
-    ngx_uint_t               i, k;
+    ngx_uint_t               i;
     al_scrub_t              *scrub;
     ngx_http_airlock_v16_t   v, v1, m, a[AL_SCRUB_PAIRS], b[AL_SCRUB_PAIRS];
+#if (defined __x86_64__ && defined __SSE2__)
+    uint32_t                 bits;
+#else
+    uint64_t                 w[2];
+    ngx_uint_t               k;
+#endif
 #if (NGX_HTTP_AIRLOCK_AVX2)
     u_char                  *c;
 #endif
@@ -1066,6 +1075,13 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
         ngx_http_airlock_pairs_mask(ngx_http_airlock_v16_t, m, v, v1, a, b,
                                     scrub);
 
+#if (defined __x86_64__ && defined __SSE2__)
+        bits = (uint32_t) _mm_movemask_epi8((__m128i) m);
+
+        if (bits) {
+            return p + __builtin_ctz(bits);
+        }
+#else
         ngx_memcpy(w, &m, 16);
 
         for (k = 0; k < 2; k++) {
@@ -1073,6 +1089,7 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
                 return p + k * 8 + (ngx_uint_t) __builtin_ctzll(w[k]) / 8;
             }
         }
+#endif
 
         p += 16;
     }
@@ -1103,8 +1120,8 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     u_char *last)
 {
     u_char                  *p;
-    uint64_t                 w[4];
-    ngx_uint_t               i, k;
+    uint32_t                 bits;
+    ngx_uint_t               i;
     al_scrub_t              *scrub;
     ngx_http_airlock_v32_t   v, v1, m, a[AL_SCRUB_PAIRS], b[AL_SCRUB_PAIRS];
 
@@ -1123,12 +1140,11 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
         ngx_http_airlock_pairs_mask(ngx_http_airlock_v32_t, m, v, v1, a, b,
                                     scrub);
 
-        ngx_memcpy(w, &m, 32);
+        /* a bit a lane */
+        bits = (uint32_t) _mm256_movemask_epi8((__m256i) m);
 
-        for (k = 0; k < 4; k++) {
-            if (w[k]) {
-                return p + k * 8 + (ngx_uint_t) __builtin_ctzll(w[k]) / 8;
-            }
+        if (bits) {
+            return p + __builtin_ctz(bits);
         }
 
         p += 32;
