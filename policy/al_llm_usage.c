@@ -45,8 +45,14 @@ static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static void al_llm_digits(char *p, unsigned v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
-static void al_llm_out_field(al_llm_out_t *o, const char *name,
-    const al_str_t *s, size_t max);
+
+
+/* name (a literal: ,"key":) and the string s cut to max bytes */
+#define al_llm_out_field(o, name, s, max)                                     \
+    do {                                                                      \
+        al_llm_out_lit(o, name);                                              \
+        al_llm_out_json(o, (s)->data, (s)->len < (max) ? (s)->len : (max));   \
+    } while (0)
 
 
 /* bytes the response scanner stops at inside members it does not take */
@@ -868,13 +874,6 @@ al_llm_record_endpoint(al_llm_endpoint_t ep)
 }
 
 
-static void
-al_llm_out_field(al_llm_out_t *o, const char *name, const al_str_t *s,
-    size_t max)
-{
-    al_llm_out_cstr(o, name);
-    al_llm_out_json(o, s->data, s->len < max ? s->len : max);
-}
 
 
 void
