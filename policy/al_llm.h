@@ -498,6 +498,7 @@ typedef struct {
     unsigned         parse_all:1;       /* tests: every event to jansson */
     unsigned         no_model:1;        /* model not wanted: no event is
                                            read in full only for it */
+    unsigned         memo_try:1;        /* the scan may record memo */
     unsigned         state;
     unsigned         target;
     uint64_t         offset;
@@ -515,6 +516,9 @@ typedef struct {
     size_t           data_cap;
     size_t           data_lines;
     al_llm_sse_scan_t  scan;
+    al_llm_sse_scan_t  memo_scan;       /* the scan after memo_len bytes */
+    size_t           memo_len;          /* 0: no memo */
+    unsigned char    memo[256];         /* the start of an event's data */
     uint64_t         in, cache_read, cache_write, out;
 } al_llm_sse_t;
 

@@ -18,12 +18,14 @@
  * scan follows its strings and nesting (the same string rule as
  * al_json_depth_ok(), so both agree on depth) and notes the few keys that
  * matter: a "usage" object, an "error", the "type", the text of a
- * "delta".  At the blank line that is enough to decide: an event that can
- * report usage, end the stream, name the model or carry an error is
+ * "delta".  At the blank line that is enough to decide: an event that
+ * can report usage, end the stream, name the model or carry an error is
  * parsed; any other event only adds the text bytes the scan counted (for
  * estimates).  Keys written with escapes make an event parsed, so the
  * scan never has to decode a key.  The scan skips plain string bytes
- * eight at a time.
+ * eight at a time, and the envelope most events of a stream share before
+ * their text is compared with the one scanned before, not scanned again
+ * (al_llm_scan_first()).
  *
  * An event parsed is read by the strict one-pass scanner of al_llm_scan.c
  * (no tree; for ordinary events no allocation), which accepts exactly
@@ -156,6 +158,10 @@ static void al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root);
 static void al_llm_sse_model(al_llm_sse_t *s, const json_t *obj);
 static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
     size_t *len);
+static void al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
 static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
@@ -655,7 +661,8 @@ al_llm_sse_field(al_llm_sse_t *s)
 static void
 al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
-    size_t  k;
+    size_t    k;
+    unsigned  first;
 
     switch (s->target) {
 
@@ -665,6 +672,8 @@ al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
         }
 
         al_llm_sse_keep(s);
+
+        first = (s->data_total == 0);
 
         for (k = s->data_total; k < sizeof(s->head) && k - s->data_total < n;
              k++)
@@ -676,7 +685,12 @@ al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
         s->span = p;
         s->span_len = n;
 
-        al_llm_scan(s, p, n);
+        if (first) {
+            al_llm_scan_first(s, p, n);
+
+        } else {
+            al_llm_scan(s, p, n);
+        }
         break;
 
     case AL_LLM_T_EVENT:
@@ -1557,9 +1571,63 @@ al_llm_sse_type(al_llm_sse_t *s, const json_t *root, size_t *len)
 
 
 /*
+ * The first piece of an event's data.  The events of a stream mostly
+ * repeat one envelope before their text, as in
+ *
+ *     {"id":"c-1","object":"chat.completion.chunk","created":1,
+ *      "model":"m","choices":[{"index":0,"delta":{"content":"
+ *
+ * and the scan is a function of its bytes alone (and of the protocol,
+ * fixed for the stream): after a prefix it has scanned before, from the
+ * start of an event, its state is the one it had then.  So that prefix is
+ * compared (memcmp, many bytes a step), not scanned.  The prefix kept is
+ * an event's data up to the opening quote of its first counted string,
+ * recorded while the scan reads such an event from its first byte; an
+ * event that does not start with it records its own.  Only the cost
+ * depends on where slices end, never the result.
+ */
+
+static void
+al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    size_t  m;
+
+    m = s->memo_len;
+
+    if (m != 0 && n >= m && memcmp(p, s->memo, m) == 0) {
+        s->scan = s->memo_scan;
+        al_llm_scan(s, p + m, n - m);
+        return;
+    }
+
+    s->memo_try = 1;
+    al_llm_scan(s, p, n);
+    s->memo_try = 0;
+}
+
+
+/* the scan, from the event's first byte, has read p[0..n): remember it */
+
+static void
+al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    s->memo_try = 0;
+
+    if (n > sizeof(s->memo)) {
+        return;
+    }
+
+    memcpy(s->memo, p, n);
+    s->memo_len = n;
+    s->memo_scan = s->scan;
+}
+
+
+/*
  * The scan of an event's data, fed piece by piece.  It keeps no bytes
  * but a key being read (up to 10) and the top-level "type" (its first 64
- * bytes and last 6), so it costs the same however the data is sliced.
+ * bytes and last 6), so its result is the same however the data is
+ * sliced.
  * It is not a validator: on valid JSON it sees what jansson sees; on
  * anything else jansson refuses the event, and all the scan may have done
  * is count text bytes of an event that then adds nothing (a scan that
@@ -1619,6 +1687,10 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
                 x->expect = AL_LLM_X_NONE;
                 x->state = AL_LLM_L_STR;
+
+                if (s->memo_try && x->role == AL_LLM_R_COUNT) {
+                    al_llm_scan_memo(s, p, i + 1);
+                }
 
                 /* on into the string, without a turn of the loop */
 
