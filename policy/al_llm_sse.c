@@ -160,8 +160,10 @@ static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
     size_t *len);
 static void al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
-static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *p,
-    size_t n);
+static size_t al_llm_scan_common(const unsigned char *a,
+    const unsigned char *b, size_t n);
+static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end,
+    unsigned text);
 static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
@@ -277,7 +279,8 @@ void
 al_llm_sse_init(al_llm_sse_t *s, al_llm_kind_t kind, al_llm_endpoint_t ep,
     unsigned hide_usage)
 {
-    memset(s, 0, sizeof(*s));
+    /* the memo's points and bytes are read only once recorded */
+    memset(s, 0, offsetof(al_llm_sse_t, memo_point));
 
     if (kind == AL_LLM_ANTHROPIC) {
         s->proto = AL_LLM_P_ANTHROPIC;
@@ -675,10 +678,9 @@ al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
         first = (s->data_total == 0);
 
-        for (k = s->data_total; k < sizeof(s->head) && k - s->data_total < n;
-             k++)
-        {
-            s->head[k] = p[k - s->data_total];
+        if (s->data_total < sizeof(s->head)) {
+            k = sizeof(s->head) - s->data_total;
+            memcpy(s->head + s->data_total, p, n < k ? n : k);
         }
 
         s->data_total += n;
@@ -1578,48 +1580,123 @@ al_llm_sse_type(al_llm_sse_t *s, const json_t *root, size_t *len)
  *      "model":"m","choices":[{"index":0,"delta":{"content":"
  *
  * and the scan is a function of its bytes alone (and of the protocol,
- * fixed for the stream): after a prefix it has scanned before, from the
- * start of an event, its state is the one it had then.  So that prefix is
- * compared (memcmp, many bytes a step), not scanned.  The prefix kept is
- * an event's data up to the opening quote of its first counted string,
- * recorded while the scan reads such an event from its first byte; an
- * event that does not start with it records its own.  Only the cost
- * depends on where slices end, never the result.
+ * fixed for the stream): after bytes it has read before, from the start
+ * of an event, its state is the one it had then.  So a memo keeps the
+ * start of the last event scanned in one piece and the scan's state at a
+ * few points of it (after each '{' and '[', and at the opening quote of
+ * the first counted string, where recording ends): a new event is
+ * compared with it (8 bytes a step), the state at the last point inside
+ * the bytes both share is taken, and only the rest is scanned.  Points
+ * after the bytes shared are replaced by the new event's own.  Only the
+ * cost depends on where slices end, never the result.
  */
 
 static void
 al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
-    size_t  m;
+    size_t               d, k;
+    al_llm_sse_point_t  *pt;
 
-    m = s->memo_len;
+    d = al_llm_scan_common(p, s->memo, n < s->memo_len ? n : s->memo_len);
 
-    if (m != 0 && n >= m && memcmp(p, s->memo, m) == 0) {
-        s->scan = s->memo_scan;
-        al_llm_scan(s, p + m, n - m);
+    for (k = s->memo_points; k > 0 && s->memo_point[k - 1].at > d; k--) {
+        /* void */
+    }
+
+    /* the memo changes only when this event records a point */
+
+    s->memo_p = p;
+    s->memo_keep = k;
+
+    if (k == 0) {
+        s->memo_try = 1;
+        al_llm_scan(s, p, n);
+        s->memo_try = 0;
         return;
     }
 
-    s->memo_try = 1;
-    al_llm_scan(s, p, n);
+    pt = &s->memo_point[k - 1];
+    s->scan = pt->scan;
+    s->memo_try = (k < s->memo_points || !s->memo_full);
+
+    al_llm_scan(s, p + pt->at, n - pt->at);
+
     s->memo_try = 0;
 }
 
 
-/* the scan, from the event's first byte, has read p[0..n): remember it */
+/* how many bytes a and b share at their start, of the first n */
+
+static size_t
+al_llm_scan_common(const unsigned char *a, const unsigned char *b, size_t n)
+{
+    size_t    i;
+    uint64_t  x, y;
+
+    for (i = 0; n - i >= 8; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+
+        if (x != y) {
+#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + (size_t) (__builtin_ctzll(x ^ y) >> 3);
+#else
+            break;
+#endif
+        }
+    }
+
+    while (i < n && a[i] == b[i]) {
+        i++;
+    }
+
+    return i;
+}
+
+
+/*
+ * The scan, from the event's first byte, has read up to end: a point.
+ * When all are taken, the deepest replaces the last.  text: end is in
+ * counted text, which differs from event to event: the last point.
+ */
 
 static void
-al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *p, size_t n)
+al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end, unsigned text)
 {
-    s->memo_try = 0;
+    size_t               at;
+    al_llm_sse_point_t  *pt;
 
-    if (n > sizeof(s->memo)) {
+    at = (size_t) (end - s->memo_p);
+
+    if (at > sizeof(s->memo)) {
+        s->memo_try = 0;
         return;
     }
 
-    memcpy(s->memo, p, n);
-    s->memo_len = n;
-    s->memo_scan = s->scan;
+    if (s->memo_points > s->memo_keep) {
+        /* the points past the bytes shared give way to this event's */
+        s->memo_points = s->memo_keep;
+        s->memo_len = s->memo_keep ? s->memo_point[s->memo_keep - 1].at : 0;
+        s->memo_full = 0;
+    }
+
+    memcpy(s->memo + s->memo_len, s->memo_p + s->memo_len,
+           at - s->memo_len);
+    s->memo_len = at;
+
+    if (s->memo_points == AL_LLM_SSE_POINTS) {
+        s->memo_points--;
+    }
+
+    pt = &s->memo_point[s->memo_points++];
+    pt->at = at;
+    pt->scan = s->scan;
+    s->memo_keep = s->memo_points;
+
+    if (text) {
+        s->memo_full = 1;
+        s->memo_try = 0;
+    }
 }
 
 
@@ -1689,7 +1766,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 x->state = AL_LLM_L_STR;
 
                 if (s->memo_try && x->role == AL_LLM_R_COUNT) {
-                    al_llm_scan_memo(s, p, i + 1);
+                    al_llm_scan_memo(s, p + i + 1, 1);
                 }
 
                 /* on into the string, without a turn of the loop */
@@ -1723,6 +1800,10 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 }
 
                 x->key = AL_LLM_K_OTHER;
+
+                if (s->memo_try) {
+                    al_llm_scan_memo(s, p + i + 1, 0);
+                }
                 break;
 
             case '}':

@@ -186,7 +186,7 @@ fuzz_bytes(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
     (void) al_llm_sse_finish(&x, &blk);
     (void) al_llm_sse_finish(&y, &blk);
 
-    if (y.memo_len != 0
+    if (y.memo_points != 0
         || memcmp(&x.usage, &y.usage, sizeof(x.usage)) != 0
         || strcmp(x.model, y.model) != 0
         || x.delta_bytes != y.delta_bytes || x.events != y.events

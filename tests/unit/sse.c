@@ -2461,11 +2461,11 @@ test_memo_random(void)
             al_llm_sse_observe(&y, (const unsigned char *) s + k, 1);
         }
 
-        if (y.memo_len != 0) {
+        if (y.memo_points != 0) {
             abort();                    /* not the reference it should be */
         }
 
-        used += (x.memo_len != 0);
+        used += (x.memo_points != 0);
 
         if (!memo_same(&x, &y)) {
             if (bad++ == 0) {
