@@ -168,7 +168,8 @@ static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
 static size_t al_llm_scan_run(const unsigned char *p, size_t i, size_t n);
-static void al_llm_scan_key(al_llm_sse_scan_t *x);
+static void al_llm_scan_key(al_llm_sse_scan_t *x, const char *k,
+    size_t len);
 static int al_llm_scan_type(al_llm_sse_t *s, const char *name, size_t n);
 static int al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix,
     size_t n);
@@ -407,6 +408,29 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
 
                 i++;
                 s->state = AL_LLM_S_COMMENT;
+                break;
+            }
+
+            /*
+             * "data:" whole in the slice, the line of most events: what
+             * the field state does with it, without its byte loop.
+             */
+
+            if (c == 'd' && len - i >= 5 && memcmp(p + i, "data:", 5) == 0) {
+                if (base + i + 5 - s->block_start > AL_LLM_EVENT_MAX) {
+                    goto stop;
+                }
+
+                memcpy(s->field, "data", 4);
+                s->field_len = 4;
+                al_llm_sse_field(s);
+                i += 5;
+
+                if (s->stopped) {
+                    goto stop;
+                }
+
+                s->state = AL_LLM_S_VALUE_START;
                 break;
             }
 
@@ -1714,12 +1738,15 @@ al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end, unsigned text)
 static void
 al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
-    size_t              i, j;
+    size_t              i, j, klen;
     unsigned            d;
     unsigned char       c;
+    const char         *k;
     al_llm_sse_scan_t  *x;
 
     x = &s->scan;
+    k = NULL;
+    klen = 0;
 
     for (i = 0; i < n; i++) {
         c = p[i];
@@ -1883,6 +1910,13 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 break;
 
             case AL_LLM_R_KEY:
+                if (x->key_len == 0 && j < n && p[j] == '"') {
+                    /* all of the key is here: read where it lies */
+                    k = (const char *) p + i;
+                    klen = j - i;
+                    break;
+                }
+
                 if (x->key_len + (j - i) <= sizeof(x->key_buf)) {
                     memcpy(x->key_buf + x->key_len, p + i, j - i);
                     x->key_len += j - i;
@@ -1890,6 +1924,9 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 } else {
                     x->key_len = sizeof(x->key_buf) + 1;
                 }
+
+                k = x->key_buf;
+                klen = x->key_len;
                 break;
 
             case AL_LLM_R_TYPE:
@@ -1925,7 +1962,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             }
 
             if (x->role == AL_LLM_R_KEY) {
-                al_llm_scan_key(x);
+                al_llm_scan_key(x, k, klen);
             }
 
             x->role = AL_LLM_R_NONE;
@@ -2157,25 +2194,21 @@ al_llm_scan_run(const unsigned char *p, size_t i, size_t n)
 }
 
 
-/* a key has been read: which one */
+/* a key has been read, its len bytes at k (over 10: not one to know) */
 
 static void
-al_llm_scan_key(al_llm_sse_scan_t *x)
+al_llm_scan_key(al_llm_sse_scan_t *x, const char *k, size_t len)
 {
-    const char  *k;
-
     x->key = AL_LLM_K_OTHER;
 
     if (x->flags & AL_LLM_F_ESCAPED) {
         return;
     }
 
-    k = x->key_buf;
-
 #define al_llm_key_is(name)                                                   \
     (memcmp(k, name, sizeof(name) - 1) == 0)
 
-    switch (x->key_len) {
+    switch (len) {
 
     case 2:
         x->key = al_llm_key_is("id") ? AL_LLM_K_ID : AL_LLM_K_OTHER;
