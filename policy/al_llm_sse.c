@@ -880,7 +880,9 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
     s->event_over = 0;
     s->target = AL_LLM_T_NONE;
     s->state = AL_LLM_S_LINE;
-    memset(&s->scan, 0, sizeof(s->scan));
+
+    /* key_buf, type and type_tail are read only as far as written */
+    memset(&s->scan, 0, offsetof(al_llm_sse_scan_t, key_buf));
 }
 
 
