@@ -1620,13 +1620,20 @@ al_llm_sse_type(al_llm_sse_t *s, const json_t *root, size_t *len)
 static void
 al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
-    size_t               d, k;
+    size_t               d, k, m;
     al_llm_sse_point_t  *pt;
 
-    d = al_llm_scan_common(p, s->memo, n < s->memo_len ? n : s->memo_len);
+    m = s->memo_len;
+    k = s->memo_points;
 
-    for (k = s->memo_points; k > 0 && s->memo_point[k - 1].at > d; k--) {
-        /* void */
+    /* all of it, the usual case, by memcmp(); else how much */
+
+    if (k == 0 || n < m || memcmp(p, s->memo, m) != 0) {
+        d = al_llm_scan_common(p, s->memo, n < m ? n : m);
+
+        while (k > 0 && s->memo_point[k - 1].at > d) {
+            k--;
+        }
     }
 
     /* the memo changes only when this event records a point */
