@@ -529,6 +529,8 @@ typedef struct {
     size_t           memo_len;          /* bytes in memo */
     size_t           memo_points;
     size_t           memo_keep;         /* points kept when recording */
+    size_t           memo_misses;       /* events in a row that shared no
+                                           point with it */
     uint64_t         in, cache_read, cache_write, out;
 
     /* last: al_llm_sse_init() does not clear them */

@@ -2269,6 +2269,8 @@ test_random_events(void)
 static void
 test_memo(void)
 {
+    char         buf[8192];
+    size_t       e, n;
     const char  *s;
 
     s = MEMO_E "\"role\":\"assistant\",\"content\":\"\"" MEMO_T
@@ -2329,6 +2331,29 @@ test_memo(void)
         "\"total_tokens\":9}}}\n\n";
     tap_ok(like_reference(&responses_cfg, s, strlen(s)),
            "memo: responses deltas sharing their start, every split");
+
+    /*
+     * A counter early in each event: nothing shared for 40 events (the
+     * memo records on one in 16 after 4), then the same start again.
+     */
+
+    n = 0;
+
+    for (e = 0; e < 48; e++) {
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n,
+                               "data: {\"type\":\"response.output_text."
+                               "delta\",\"sequence_number\":%zu,\"delta\":"
+                               "\"w%zu\",\"x\":[1]}\n\n",
+                               e < 40 ? e : 99, e);
+    }
+
+    n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%s",
+                           "data: {\"type\":\"response.completed\","
+                           "\"response\":{\"model\":\"gpt\",\"usage\":{"
+                           "\"input_tokens\":4,\"output_tokens\":5,"
+                           "\"total_tokens\":9}}}\n\n");
+    tap_ok(n < sizeof(buf) && like_reference(&responses_cfg, buf, n),
+           "memo: events sharing nothing, then a start, every split");
 }
 
 
