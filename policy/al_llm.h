@@ -470,6 +470,14 @@ typedef struct {
     char             type_tail[6];
 } al_llm_sse_scan_t;
 
+/* the scan's state after the first at bytes of an event's data */
+#define AL_LLM_SSE_POINTS  6
+
+typedef struct {
+    size_t             at;
+    al_llm_sse_scan_t  scan;
+} al_llm_sse_point_t;
+
 typedef struct {
     /* results, valid at any time */
     al_llm_usage_t   usage;             /* as reported so far */
@@ -498,6 +506,8 @@ typedef struct {
     unsigned         parse_all:1;       /* tests: every event to jansson */
     unsigned         no_model:1;        /* model not wanted: no event is
                                            read in full only for it */
+    unsigned         memo_try:1;        /* the scan records points */
+    unsigned         memo_full:1;       /* the last point is in text */
     unsigned         state;
     unsigned         target;
     uint64_t         offset;
@@ -515,7 +525,17 @@ typedef struct {
     size_t           data_cap;
     size_t           data_lines;
     al_llm_sse_scan_t  scan;
+    const unsigned char  *memo_p;       /* the data, while recording */
+    size_t           memo_len;          /* bytes in memo */
+    size_t           memo_points;
+    size_t           memo_keep;         /* points kept when recording */
+    size_t           memo_misses;       /* events in a row that shared no
+                                           point with it */
     uint64_t         in, cache_read, cache_write, out;
+
+    /* last: al_llm_sse_init() does not clear them */
+    al_llm_sse_point_t  memo_point[AL_LLM_SSE_POINTS];
+    unsigned char    memo[256];         /* the start of an event's data */
 } al_llm_sse_t;
 
 /*

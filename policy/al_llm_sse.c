@@ -18,12 +18,14 @@
  * scan follows its strings and nesting (the same string rule as
  * al_json_depth_ok(), so both agree on depth) and notes the few keys that
  * matter: a "usage" object, an "error", the "type", the text of a
- * "delta".  At the blank line that is enough to decide: an event that can
- * report usage, end the stream, name the model or carry an error is
+ * "delta".  At the blank line that is enough to decide: an event that
+ * can report usage, end the stream, name the model or carry an error is
  * parsed; any other event only adds the text bytes the scan counted (for
  * estimates).  Keys written with escapes make an event parsed, so the
  * scan never has to decode a key.  The scan skips plain string bytes
- * eight at a time.
+ * eight at a time, and the envelope most events of a stream share before
+ * their text is compared with the one scanned before, not scanned again
+ * (al_llm_scan_first()).
  *
  * An event parsed is read by the strict one-pass scanner of al_llm_scan.c
  * (no tree; for ordinary events no allocation), which accepts exactly
@@ -156,11 +158,18 @@ static void al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root);
 static void al_llm_sse_model(al_llm_sse_t *s, const json_t *obj);
 static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
     size_t *len);
+static void al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static size_t al_llm_scan_common(const unsigned char *a,
+    const unsigned char *b, size_t n);
+static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end,
+    unsigned text);
 static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
 static size_t al_llm_scan_run(const unsigned char *p, size_t i, size_t n);
-static void al_llm_scan_key(al_llm_sse_scan_t *x);
+static void al_llm_scan_key(al_llm_sse_scan_t *x, const char *k,
+    size_t len);
 static int al_llm_scan_type(al_llm_sse_t *s, const char *name, size_t n);
 static int al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix,
     size_t n);
@@ -271,7 +280,8 @@ void
 al_llm_sse_init(al_llm_sse_t *s, al_llm_kind_t kind, al_llm_endpoint_t ep,
     unsigned hide_usage)
 {
-    memset(s, 0, sizeof(*s));
+    /* the memo's points and bytes are read only once recorded */
+    memset(s, 0, offsetof(al_llm_sse_t, memo_point));
 
     if (kind == AL_LLM_ANTHROPIC) {
         s->proto = AL_LLM_P_ANTHROPIC;
@@ -398,6 +408,29 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
 
                 i++;
                 s->state = AL_LLM_S_COMMENT;
+                break;
+            }
+
+            /*
+             * "data:" whole in the slice, the line of most events: what
+             * the field state does with it, without its byte loop.
+             */
+
+            if (c == 'd' && len - i >= 5 && memcmp(p + i, "data:", 5) == 0) {
+                if (base + i + 5 - s->block_start > AL_LLM_EVENT_MAX) {
+                    goto stop;
+                }
+
+                memcpy(s->field, "data", 4);
+                s->field_len = 4;
+                al_llm_sse_field(s);
+                i += 5;
+
+                if (s->stopped) {
+                    goto stop;
+                }
+
+                s->state = AL_LLM_S_VALUE_START;
                 break;
             }
 
@@ -655,7 +688,8 @@ al_llm_sse_field(al_llm_sse_t *s)
 static void
 al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
-    size_t  k;
+    size_t    k;
+    unsigned  first;
 
     switch (s->target) {
 
@@ -666,17 +700,23 @@ al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
         al_llm_sse_keep(s);
 
-        for (k = s->data_total; k < sizeof(s->head) && k - s->data_total < n;
-             k++)
-        {
-            s->head[k] = p[k - s->data_total];
+        first = (s->data_total == 0);
+
+        if (s->data_total < sizeof(s->head)) {
+            k = sizeof(s->head) - s->data_total;
+            memcpy(s->head + s->data_total, p, n < k ? n : k);
         }
 
         s->data_total += n;
         s->span = p;
         s->span_len = n;
 
-        al_llm_scan(s, p, n);
+        if (first) {
+            al_llm_scan_first(s, p, n);
+
+        } else {
+            al_llm_scan(s, p, n);
+        }
         break;
 
     case AL_LLM_T_EVENT:
@@ -840,7 +880,9 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
     s->event_over = 0;
     s->target = AL_LLM_T_NONE;
     s->state = AL_LLM_S_LINE;
-    memset(&s->scan, 0, sizeof(s->scan));
+
+    /* key_buf, type and type_tail are read only as far as written */
+    memset(&s->scan, 0, offsetof(al_llm_sse_scan_t, key_buf));
 }
 
 
@@ -1557,9 +1599,157 @@ al_llm_sse_type(al_llm_sse_t *s, const json_t *root, size_t *len)
 
 
 /*
+ * The first piece of an event's data.  The events of a stream mostly
+ * repeat one envelope before their text, as in
+ *
+ *     {"id":"c-1","object":"chat.completion.chunk","created":1,
+ *      "model":"m","choices":[{"index":0,"delta":{"content":"
+ *
+ * and the scan is a function of its bytes alone (and of the protocol,
+ * fixed for the stream): after bytes it has read before, from the start
+ * of an event, its state is the one it had then.  So a memo keeps the
+ * start of the last event scanned in one piece and the scan's state at a
+ * few points of it (after each '{' and '[', and at the opening quote of
+ * the first counted string, where recording ends): a new event is
+ * compared with it (8 bytes a step), the state at the last point inside
+ * the bytes both share is taken, and only the rest is scanned.  Points
+ * after the bytes shared are replaced by the new event's own.  Only the
+ * cost depends on where slices end, never the result.
+ */
+
+static void
+al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    size_t               d, k, m;
+    al_llm_sse_point_t  *pt;
+
+    m = s->memo_len;
+    k = s->memo_points;
+
+    /* all of it, the usual case, by memcmp(); else how much */
+
+    if (k == 0 || n < m || memcmp(p, s->memo, m) != 0) {
+        d = al_llm_scan_common(p, s->memo, n < m ? n : m);
+
+        while (k > 0 && s->memo_point[k - 1].at > d) {
+            k--;
+        }
+    }
+
+    /* the memo changes only when this event records a point */
+
+    s->memo_p = p;
+    s->memo_keep = k;
+
+    if (k == 0) {
+        /*
+         * When events keep sharing nothing with the one before (a
+         * counter early in each, as Responses' "sequence_number"),
+         * recording costs each of them a copy for nothing: after 4 in a
+         * row, only one in 16 records.
+         */
+
+        s->memo_misses++;
+        s->memo_try = (s->memo_misses <= 4 || s->memo_misses % 16 == 0);
+
+        al_llm_scan(s, p, n);
+
+        s->memo_try = 0;
+        return;
+    }
+
+    s->memo_misses = 0;
+
+    pt = &s->memo_point[k - 1];
+    s->scan = pt->scan;
+    s->memo_try = (k < s->memo_points || !s->memo_full);
+
+    al_llm_scan(s, p + pt->at, n - pt->at);
+
+    s->memo_try = 0;
+}
+
+
+/* how many bytes a and b share at their start, of the first n */
+
+static size_t
+al_llm_scan_common(const unsigned char *a, const unsigned char *b, size_t n)
+{
+    size_t    i;
+    uint64_t  x, y;
+
+    for (i = 0; n - i >= 8; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+
+        if (x != y) {
+#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + (size_t) (__builtin_ctzll(x ^ y) >> 3);
+#else
+            break;
+#endif
+        }
+    }
+
+    while (i < n && a[i] == b[i]) {
+        i++;
+    }
+
+    return i;
+}
+
+
+/*
+ * The scan, from the event's first byte, has read up to end: a point.
+ * When all are taken, the deepest replaces the last.  text: end is in
+ * counted text, which differs from event to event: the last point.
+ */
+
+static void
+al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end, unsigned text)
+{
+    size_t               at;
+    al_llm_sse_point_t  *pt;
+
+    at = (size_t) (end - s->memo_p);
+
+    if (at > sizeof(s->memo)) {
+        s->memo_try = 0;
+        return;
+    }
+
+    if (s->memo_points > s->memo_keep) {
+        /* the points past the bytes shared give way to this event's */
+        s->memo_points = s->memo_keep;
+        s->memo_len = s->memo_keep ? s->memo_point[s->memo_keep - 1].at : 0;
+        s->memo_full = 0;
+    }
+
+    memcpy(s->memo + s->memo_len, s->memo_p + s->memo_len,
+           at - s->memo_len);
+    s->memo_len = at;
+
+    if (s->memo_points == AL_LLM_SSE_POINTS) {
+        s->memo_points--;
+    }
+
+    pt = &s->memo_point[s->memo_points++];
+    pt->at = at;
+    pt->scan = s->scan;
+    s->memo_keep = s->memo_points;
+
+    if (text) {
+        s->memo_full = 1;
+        s->memo_try = 0;
+    }
+}
+
+
+/*
  * The scan of an event's data, fed piece by piece.  It keeps no bytes
  * but a key being read (up to 10) and the top-level "type" (its first 64
- * bytes and last 6), so it costs the same however the data is sliced.
+ * bytes and last 6), so its result is the same however the data is
+ * sliced.
  * It is not a validator: on valid JSON it sees what jansson sees; on
  * anything else jansson refuses the event, and all the scan may have done
  * is count text bytes of an event that then adds nothing (a scan that
@@ -1569,12 +1759,15 @@ al_llm_sse_type(al_llm_sse_t *s, const json_t *root, size_t *len)
 static void
 al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
-    size_t              i, j;
+    size_t              i, j, klen;
     unsigned            d;
     unsigned char       c;
+    const char         *k;
     al_llm_sse_scan_t  *x;
 
     x = &s->scan;
+    k = NULL;
+    klen = 0;
 
     for (i = 0; i < n; i++) {
         c = p[i];
@@ -1620,6 +1813,10 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 x->expect = AL_LLM_X_NONE;
                 x->state = AL_LLM_L_STR;
 
+                if (s->memo_try && x->role == AL_LLM_R_COUNT) {
+                    al_llm_scan_memo(s, p + i + 1, 1);
+                }
+
                 /* on into the string, without a turn of the loop */
 
                 if (++i == n) {
@@ -1651,6 +1848,10 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 }
 
                 x->key = AL_LLM_K_OTHER;
+
+                if (s->memo_try) {
+                    al_llm_scan_memo(s, p + i + 1, 0);
+                }
                 break;
 
             case '}':
@@ -1730,6 +1931,13 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 break;
 
             case AL_LLM_R_KEY:
+                if (x->key_len == 0 && j < n && p[j] == '"') {
+                    /* all of the key is here: read where it lies */
+                    k = (const char *) p + i;
+                    klen = j - i;
+                    break;
+                }
+
                 if (x->key_len + (j - i) <= sizeof(x->key_buf)) {
                     memcpy(x->key_buf + x->key_len, p + i, j - i);
                     x->key_len += j - i;
@@ -1737,6 +1945,9 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 } else {
                     x->key_len = sizeof(x->key_buf) + 1;
                 }
+
+                k = x->key_buf;
+                klen = x->key_len;
                 break;
 
             case AL_LLM_R_TYPE:
@@ -1772,7 +1983,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             }
 
             if (x->role == AL_LLM_R_KEY) {
-                al_llm_scan_key(x);
+                al_llm_scan_key(x, k, klen);
             }
 
             x->role = AL_LLM_R_NONE;
@@ -2004,25 +2215,21 @@ al_llm_scan_run(const unsigned char *p, size_t i, size_t n)
 }
 
 
-/* a key has been read: which one */
+/* a key has been read, its len bytes at k (over 10: not one to know) */
 
 static void
-al_llm_scan_key(al_llm_sse_scan_t *x)
+al_llm_scan_key(al_llm_sse_scan_t *x, const char *k, size_t len)
 {
-    const char  *k;
-
     x->key = AL_LLM_K_OTHER;
 
     if (x->flags & AL_LLM_F_ESCAPED) {
         return;
     }
 
-    k = x->key_buf;
-
 #define al_llm_key_is(name)                                                   \
     (memcmp(k, name, sizeof(name) - 1) == 0)
 
-    switch (x->key_len) {
+    switch (len) {
 
     case 2:
         x->key = al_llm_key_is("id") ? AL_LLM_K_ID : AL_LLM_K_OTHER;

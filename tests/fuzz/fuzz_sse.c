@@ -19,7 +19,9 @@
  *     scanner read most of those): the same usage as reported, model,
  *     flags and kept bytes, and never fewer text bytes counted;
  *   - without the model wanted (no_model, as the module runs it): the
- *     same against the normal run, the model aside.
+ *     same against the normal run, the model aside;
+ *   - fed a byte at a time, where the scan never uses its envelope memo:
+ *     the same as fed whole, to the counters.
  */
 
 #include <stdint.h>
@@ -68,6 +70,8 @@ static void fuzz_emit(fuzz_run_t *r, const uint8_t *p, uint64_t a,
     uint64_t to);
 static void fuzz_same(const fuzz_run_t *x, const fuzz_run_t *y);
 static void fuzz_like_ref(const fuzz_run_t *x, const fuzz_run_t *ref);
+static void fuzz_bytes(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    unsigned hide, const uint8_t *s, size_t len);
 
 
 static const al_llm_kind_t  fuzz_kinds[] = {
@@ -144,6 +148,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     al_llm_sse_free(&sse);
 
+    fuzz_bytes(kind, ep, hide, s, len);
+
     free(one.kept);
     free(two.kept);
     free(three.kept);
@@ -151,6 +157,46 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(nomodel.kept);
 
     return 0;
+}
+
+
+/*
+ * A first piece of one byte neither matches nor records the scan's memo
+ * of the envelope events share (al_llm_scan_first()), so the stream fed a
+ * byte at a time is scanned in full: the memo must change nothing.
+ */
+
+static void
+fuzz_bytes(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
+    const uint8_t *s, size_t len)
+{
+    size_t              i;
+    al_llm_sse_t        x, y;
+    al_llm_sse_block_t  blk;
+
+    al_llm_sse_init(&x, kind, ep, hide);
+    al_llm_sse_init(&y, kind, ep, hide);
+
+    al_llm_sse_observe(&x, s, len);
+
+    for (i = 0; i < len; i++) {
+        al_llm_sse_observe(&y, s + i, 1);
+    }
+
+    (void) al_llm_sse_finish(&x, &blk);
+    (void) al_llm_sse_finish(&y, &blk);
+
+    if (y.memo_points != 0
+        || memcmp(&x.usage, &y.usage, sizeof(x.usage)) != 0
+        || strcmp(x.model, y.model) != 0
+        || x.delta_bytes != y.delta_bytes || x.events != y.events
+        || x.dropped != y.dropped || x.parsed != y.parsed
+        || x.jansson != y.jansson || x.done != y.done
+        || x.usage_seen != y.usage_seen || x.error != y.error
+        || x.stopped != y.stopped || x.started != y.started)
+    {
+        abort();
+    }
 }
 
 

@@ -88,6 +88,9 @@ static void test_strict_anthropic(void);
 static void test_strict_responses(void);
 static void test_scan_runs(void);
 static void test_random_events(void);
+static void test_memo(void);
+static void test_memo_random(void);
+static int memo_same(const al_llm_sse_t *x, const al_llm_sse_t *y);
 static void gen_value(char **p, char *end, unsigned depth, unsigned dups);
 static void gen_object(char **p, char *end, unsigned depth, unsigned dups,
     unsigned root);
@@ -279,6 +282,8 @@ main(void)
     test_strict_responses();
     test_scan_runs();
     test_random_events();
+    test_memo();
+    test_memo_random();
     test_no_model();
 
     return tap_done();
@@ -2234,6 +2239,289 @@ test_random_events(void)
            "random events: the same as every event through jansson");
 
     free(s);
+}
+
+
+/*
+ * The envelope memo (al_llm_scan_first()): events that share their start
+ * with the one scanned before, and differ from it just after, at the memo's
+ * end or inside it; escapes, a key written with escapes and usage after
+ * the shared start; data lines joined; against the reference at every
+ * split, which also moves where the memo is recorded and whether it is
+ * used.
+ */
+
+#define MEMO_E                                                                \
+    "data: {\"id\":\"c-1\",\"object\":\"chat.completion.chunk\","           \
+    "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{"
+
+#define MEMO_T  "},\"finish_reason\":null}]}\n\n"
+
+#define MEMO_A                                                                \
+    "event: content_block_delta\n"                                            \
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"         \
+    "\"type\":\"text_delta\",\"text\":\""
+
+#define MEMO_R                                                                \
+    "data: {\"type\":\"response.output_text.delta\",\"item_id\":\"i\","      \
+    "\"output_index\":0,\"delta\":\""
+
+static void
+test_memo(void)
+{
+    char         buf[8192];
+    size_t       e, n;
+    const char  *s;
+
+    s = MEMO_E "\"role\":\"assistant\",\"content\":\"\"" MEMO_T
+        MEMO_E "\"content\":\"Hello\"" MEMO_T
+        MEMO_E "\"content\":\" w\\\"or\\\\\\u00e9\\ud83d\\ude00ld\"" MEMO_T
+        MEMO_E "\"content\":\"x\",\"\\u0074ext\":\"esc key\"" MEMO_T
+        MEMO_E "\"content\":\"two\"},\ndata: \"finish_reason\":null}]}\n\n"
+        MEMO_E "\"content\":\"\"" MEMO_T
+        MEMO_E "\"content\":5" MEMO_T
+        MEMO_E "\"content\":\"y\"}},{\"index\":1,\"delta\":{\"content\":"
+        "\"z\"}}]}\n\n"
+        "data: {\"id\":\"c-2\",\"object\":\"chat.completion.chunk\","
+        "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{"
+        "\"content\":\"again\"" MEMO_T
+        MEMO_E "\"content\":\"a\"},\"finish_reason\":null}],\"usage\":{"
+        "\"prompt_tokens\":5,\"completion_tokens\":6,\"total_tokens\":11}}"
+        "\n\n"
+        MEMO_E "\"content\":\"b\"}}]}\n\n"
+        MEMO_E "\"content\":\"c\"" MEMO_T
+        MEMO_E "}" MEMO_T
+        "data: {\"id\":\"c-1\",\"object\":\"chat.completion.chunk\","
+        "\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":{"
+        "\"prompt_tokens\":7,\"completion_tokens\":8,\"total_tokens\":15}}"
+        "\n\n"
+        "data: [DONE]\n\n";
+    tap_ok(like_reference(&openai_hide, s, strlen(s)),
+           "memo: chat events sharing an envelope, every split");
+    tap_ok(like_reference(&openai_keep, s, strlen(s)),
+           "memo: the same, usage kept");
+
+    s = "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":\"c\","
+        "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+        MEMO_A "Hi\"}}\n\n"
+        MEMO_A " there\\n\"}}\n\n"
+        MEMO_A "\"},\"x\":[\"not counted\"]}\n\n"
+        MEMO_A "a\",\"more\":{\"t\":\"counted\",\"id\":\"not\"}}}\n\n"
+        "event: content_block_delta\n"
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{"
+        "\"type\":\"text_delta\",\"text\":\"one\"}}\n\n"
+        MEMO_A "x\"},\"usage\":{\"output_tokens\":9}}\n\n"
+        "event: message_delta\n"
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n";
+    tap_ok(like_reference(&anthropic_cfg, s, strlen(s)),
+           "memo: anthropic deltas sharing their start, every split");
+
+    s = "data: {\"type\":\"response.created\",\"response\":{\"model\":"
+        "\"gpt\",\"usage\":null}}\n\n"
+        MEMO_R "one\"}\n\n"
+        MEMO_R "two\",\"type\":\"response.output_text.done\"}\n\n"
+        MEMO_R "three\"}\n\n"
+        MEMO_R "\\u0041\"}\n\n"
+        "data: {\"type\":\"response.completed\",\"response\":{\"model\":"
+        "\"gpt\",\"usage\":{\"input_tokens\":4,\"output_tokens\":5,"
+        "\"total_tokens\":9}}}\n\n";
+    tap_ok(like_reference(&responses_cfg, s, strlen(s)),
+           "memo: responses deltas sharing their start, every split");
+
+    /*
+     * A counter early in each event: nothing shared for 40 events (the
+     * memo records on one in 16 after 4), then the same start again.
+     */
+
+    n = 0;
+
+    for (e = 0; e < 48; e++) {
+        n += (size_t) snprintf(buf + n, sizeof(buf) - n,
+                               "data: {\"type\":\"response.output_text."
+                               "delta\",\"sequence_number\":%zu,\"delta\":"
+                               "\"w%zu\",\"x\":[1]}\n\n",
+                               e < 40 ? e : 99, e);
+    }
+
+    n += (size_t) snprintf(buf + n, sizeof(buf) - n, "%s",
+                           "data: {\"type\":\"response.completed\","
+                           "\"response\":{\"model\":\"gpt\",\"usage\":{"
+                           "\"input_tokens\":4,\"output_tokens\":5,"
+                           "\"total_tokens\":9}}}\n\n");
+    tap_ok(n < sizeof(buf) && like_reference(&responses_cfg, buf, n),
+           "memo: events sharing nothing, then a start, every split");
+}
+
+
+/*
+ * Random events derived from one object (a byte changed, cut and
+ * continued, split into two data lines), so most share a start: the
+ * stream fed whole, where the memo is used, against the stream fed a
+ * byte at a time, where it never is (a first piece of one byte records
+ * nothing and matches nothing): every result the same, to the counters.
+ */
+
+static void
+test_memo_random(void)
+{
+    char          *s, *p, *end, *base, *q;
+    size_t         len, blen, t, e, nev, at, k, bad, used;
+    unsigned       dups;
+    al_llm_sse_t   x, y;
+
+    static const cfg_t  *cfgs[] = {
+        &openai_hide, &openai_keep, &anthropic_cfg, &responses_cfg
+    };
+
+    static const char  subst[] = "\"\\{}[],: a1n\n";
+
+    /* a start with counted text, as each protocol's deltas have it */
+    static const char *const  starts[] = {
+        "{\"id\":\"i\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+        "\"ab\"}}]",
+        "{\"id\":\"i\",\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+        "\"ab\"}}]",
+        "{\"type\":\"content_block_delta\",\"delta\":{\"text\":\"ab\"}",
+        "{\"type\":\"response.output_text.delta\",\"delta\":\"a\\u00e9\""
+    };
+
+    s = malloc(65536);
+    base = malloc(4096);
+    if (s == NULL || base == NULL) {
+        abort();
+    }
+
+    end = s + 65536 - 64;
+    bad = 0;
+    used = 0;
+
+    for (t = 0; t < 20000; t++) {
+        dups = (t / 4) % 4;
+        q = base;
+
+        if (rnd() % 4 != 0) {
+            /* the start, then the members of a random object */
+            gen_put(&q, base + 4096 - 64, starts[t % 4]);
+            k = (size_t) (q - base);
+            gen_object(&q, base + 4096 - 64, 1, dups, 1);
+            base[k] = (q - base > (ptrdiff_t) k + 2) ? ',' : ' ';
+
+        } else {
+            gen_object(&q, base + 4096 - 64, 1, dups, 1);
+        }
+
+        blen = (size_t) (q - base);
+
+        p = s;
+        nev = 2 + rnd() % 6;
+
+        for (e = 0; e < nev; e++) {
+            gen_put(&p, end, "data: ");
+
+            if ((size_t) (end - p) < 2 * blen + 16) {
+                break;
+            }
+
+            at = rnd() % (blen + 1);
+
+            switch (rnd() % 5) {
+
+            case 0:                     /* the object as it is */
+                memcpy(p, base, blen);
+                p += blen;
+                break;
+
+            case 1:                     /* one byte changed */
+                memcpy(p, base, blen);
+
+                if (at < blen) {
+                    p[at] = rnd() % 2 ? 'a'
+                                      : subst[rnd() % (sizeof(subst) - 1)];
+                }
+
+                p += blen;
+                break;
+
+            case 2:                     /* cut, and another object's end */
+                memcpy(p, base, at);
+                p += at;
+                q = p;
+                gen_object(&p, end, 1, dups, 1);
+
+                for (k = 0; q + k < p && q[k] != '"'; k++) {
+                    /* void */
+                }
+
+                memmove(q, q + k, (size_t) (p - q) - k);
+                p -= k;
+                break;
+
+            default:                    /* two data lines */
+                memcpy(p, base, at);
+                p += at;
+                gen_put(&p, end, "\ndata: ");
+                memcpy(p, base + at, blen - at);
+                p += blen - at;
+                break;
+            }
+
+            gen_put(&p, end, "\n\n");
+        }
+
+        gen_put(&p, end, "data: [DONE]\n\n");
+        len = (size_t) (p - s);
+
+        al_llm_sse_init(&x, cfgs[t % 4]->kind, cfgs[t % 4]->ep,
+                        cfgs[t % 4]->hide);
+        al_llm_sse_init(&y, cfgs[t % 4]->kind, cfgs[t % 4]->ep,
+                        cfgs[t % 4]->hide);
+
+        al_llm_sse_observe(&x, (const unsigned char *) s, len);
+
+        for (k = 0; k < len; k++) {
+            al_llm_sse_observe(&y, (const unsigned char *) s + k, 1);
+        }
+
+        if (y.memo_points != 0) {
+            abort();                    /* not the reference it should be */
+        }
+
+        used += (x.memo_points != 0);
+
+        if (!memo_same(&x, &y)) {
+            if (bad++ == 0) {
+                printf("# memo: differs: %.*s\n", (int) len, s);
+            }
+        }
+
+        al_llm_sse_free(&x);
+        al_llm_sse_free(&y);
+    }
+
+    printf("# memo: recorded in %zu of 20000 random streams\n", used);
+
+    tap_ok(bad == 0 && used > 2000,
+           "memo: random events sharing a start, the same as without it");
+
+    free(base);
+    free(s);
+}
+
+
+static int
+memo_same(const al_llm_sse_t *x, const al_llm_sse_t *y)
+{
+    return memcmp(&x->usage, &y->usage, sizeof(x->usage)) == 0
+           && strcmp(x->model, y->model) == 0
+           && x->delta_bytes == y->delta_bytes && x->events == y->events
+           && x->dropped == y->dropped && x->parsed == y->parsed
+           && x->jansson == y->jansson && x->done == y->done
+           && x->usage_seen == y->usage_seen && x->error == y->error
+           && x->stopped == y->stopped && x->started == y->started;
 }
 
 
