@@ -167,7 +167,6 @@ static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end,
 static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
-static size_t al_llm_scan_run(const unsigned char *p, size_t i, size_t n);
 static void al_llm_scan_key(al_llm_sse_scan_t *x, const char *k,
     size_t len);
 static int al_llm_scan_type(al_llm_sse_t *s, const char *name, size_t n);
@@ -1922,7 +1921,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
         case AL_LLM_L_STR:
         str:
 
-            j = al_llm_scan_run(p, i, n);
+            j = al_llm_str_run(p, i, n);
 
             switch (x->role) {
 
@@ -2171,47 +2170,6 @@ al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x, unsigned char c)
     if (c == '"') {
         x->role = AL_LLM_R_COUNT;
     }
-}
-
-
-/*
- * The first '"' or backslash in p[i..n), else n.  Eight bytes at a time
- * while none of them is either (a word has a zero byte exactly when
- * (w - 0x01..) & ~w & 0x80.. is not 0), then byte by byte.
- */
-
-#define AL_LLM_ONES   UINT64_C(0x0101010101010101)
-#define AL_LLM_HIGHS  UINT64_C(0x8080808080808080)
-
-static size_t
-al_llm_scan_run(const unsigned char *p, size_t i, size_t n)
-{
-    uint64_t  w, q, b, m;
-
-    while (n - i >= 8) {
-        memcpy(&w, p + i, 8);
-        q = w ^ (AL_LLM_ONES * '"');
-        b = w ^ (AL_LLM_ONES * '\\');
-        m = (((q - AL_LLM_ONES) & ~q) | ((b - AL_LLM_ONES) & ~b))
-            & AL_LLM_HIGHS;
-
-        if (m != 0) {
-#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            /* the lowest flag is exact: borrows only run upwards */
-            return i + (size_t) (__builtin_ctzll(m) >> 3);
-#else
-            break;
-#endif
-        }
-
-        i += 8;
-    }
-
-    while (i < n && p[i] != '"' && p[i] != '\\') {
-        i++;
-    }
-
-    return i;
 }
 
 
