@@ -14,6 +14,8 @@
  *     with the same types, integers and model name;
  *   - a rewritten body is strict JSON, and deciding it again is allowed
  *     and needs no rewrite (the rewrite is a fixed point);
+ *   - al_llm_request_with() decides the same and writes the same bytes
+ *     into its caller's memory;
  *   - max_output never exceeds the client's cap times n when clamping;
  *   - an allowed route has a URI under the upstream's base path;
  *   - the response scanner gives the same usage however it is split;
@@ -36,6 +38,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const uint8_t *body, size_t len);
+static void fuzz_request_with(const al_llm_t *llm,
+    const al_llm_client_t *lc, al_llm_endpoint_t ep, const uint8_t *body,
+    size_t len, const al_llm_req_t *req);
+static void *fuzz_alloc(void *data, size_t size);
 static void fuzz_scan(const uint8_t *body, size_t len);
 static void fuzz_field(const al_llm_body_t *b, const uint8_t *body,
     const al_llm_jfield_t *f, json_t *v);
@@ -140,6 +146,7 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     }
 
     fuzz_detail(req.detail, sizeof(req.detail), r == AL_REASON_NONE);
+    fuzz_request_with(llm, lc, ep, body, len, &req);
 
     if (r != AL_REASON_NONE) {
         if (req.body != NULL) {
@@ -192,6 +199,61 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
 
     al_llm_request_free(&again);
     al_llm_request_free(&req);
+}
+
+
+/*
+ * al_llm_request_with() decides the same and writes the same bytes into
+ * memory of the caller's allocator (here: one block, freed here).
+ */
+
+static void
+fuzz_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_endpoint_t ep, const uint8_t *body, size_t len,
+    const al_llm_req_t *req)
+{
+    void          *block;
+    al_reason_t    r;
+    al_llm_req_t   with;
+
+    block = NULL;
+
+    r = al_llm_request_with(llm, lc, ep, NULL, 0, body, len, fuzz_alloc,
+                            &block, &with);
+
+    if (r != req->reason
+        || strcmp(with.detail, req->detail) != 0
+        || (with.body == NULL) != (req->body == NULL)
+        || (with.body != NULL
+            && (with.body != block || !with.body_theirs
+                || with.body_len != req->body_len
+                || memcmp(with.body, req->body, req->body_len) != 0
+                || with.body_model_at != req->body_model_at))
+        || with.max_output != req->max_output
+        || with.prompt_estimate != req->prompt_estimate
+        || with.hide_usage != req->hide_usage
+        || strcmp(with.model, req->model) != 0)
+    {
+        abort();
+    }
+
+    al_llm_request_free(&with);
+    free(block);
+}
+
+
+static void *
+fuzz_alloc(void *data, size_t size)
+{
+    void  **block = data;
+
+    if (*block != NULL) {
+        abort();                        /* one rewrite, one allocation */
+    }
+
+    *block = malloc(size);
+
+    return *block;
 }
 
 
