@@ -24,6 +24,7 @@
 #define AL_LLM_K_OAI      (AL_LLM_K_OPENAI | AL_LLM_K_COMPAT)
 #define AL_LLM_K_ANT      (1u << AL_LLM_ANTHROPIC)
 
+#define AL_LLM_LIT(s)     { s, sizeof(s) - 1 }
 #define AL_LLM_SHOW_MAX   64
 #define AL_LLM_EDITS      4             /* splices per body, at most */
 #define AL_LLM_EDIT_MAX   64            /* bytes one splice inserts */
@@ -33,7 +34,8 @@
 typedef struct {
     unsigned             kinds;
     unsigned             method;
-    const char          *seg[2];        /* NULL: one segment, the model */
+    al_str_t             seg[2];        /* NULL data: one segment, the
+                                           model */
     size_t               nseg;
     al_llm_endpoint_t    endpoint;
     const char *const   *query;         /* allowed names, or NULL */
@@ -64,7 +66,6 @@ typedef struct {
 
 static const al_llm_ep_def_t *al_llm_ep_find(al_llm_kind_t kind,
     unsigned method, const al_path_t *path, al_reason_t *reason);
-static int al_llm_seg_is(const char *lit, const al_str_t *seg);
 static int al_llm_route_uri(const al_llm_t *llm,
     const al_llm_ep_def_t *def, al_llm_route_t *rt);
 static int al_llm_ctype_json(const char *ctype, size_t len);
@@ -89,23 +90,24 @@ static const char *const  al_llm_q_list[] = {
 };
 
 static const al_llm_ep_def_t  al_llm_eps[] = {
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "chat", "completions" }, 2,
+    { AL_LLM_K_OAI, AL_METHOD_POST,
+      { AL_LLM_LIT("chat"), AL_LLM_LIT("completions") }, 2,
       AL_LLM_EP_CHAT, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "completions", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_POST, { AL_LLM_LIT("completions") }, 1,
       AL_LLM_EP_COMPLETIONS, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "embeddings", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_POST, { AL_LLM_LIT("embeddings") }, 1,
       AL_LLM_EP_EMBEDDINGS, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "responses", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_POST, { AL_LLM_LIT("responses") }, 1,
       AL_LLM_EP_RESPONSES, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_GET, { "models", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_GET, { AL_LLM_LIT("models") }, 1,
       AL_LLM_EP_MODELS, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_GET, { "models", NULL }, 2,
+    { AL_LLM_K_OAI, AL_METHOD_GET, { AL_LLM_LIT("models") }, 2,
       AL_LLM_EP_MODEL, NULL },
-    { AL_LLM_K_ANT, AL_METHOD_POST, { "messages", NULL }, 1,
+    { AL_LLM_K_ANT, AL_METHOD_POST, { AL_LLM_LIT("messages") }, 1,
       AL_LLM_EP_MESSAGES, al_llm_q_beta },
-    { AL_LLM_K_ANT, AL_METHOD_GET, { "models", NULL }, 1,
+    { AL_LLM_K_ANT, AL_METHOD_GET, { AL_LLM_LIT("models") }, 1,
       AL_LLM_EP_MODELS, al_llm_q_list },
-    { AL_LLM_K_ANT, AL_METHOD_GET, { "models", NULL }, 2,
+    { AL_LLM_K_ANT, AL_METHOD_GET, { AL_LLM_LIT("models") }, 2,
       AL_LLM_EP_MODEL, NULL }
 };
 
@@ -182,8 +184,10 @@ al_llm_ep_find(al_llm_kind_t kind, unsigned method, const al_path_t *path,
         }
 
         for (j = 0; j < def->nseg; j++) {
-            if (def->seg[j] != NULL
-                && !al_llm_seg_is(def->seg[j], &path->seg[j]))
+            if (def->seg[j].data != NULL
+                && (path->seg[j].len != def->seg[j].len
+                    || memcmp(path->seg[j].data, def->seg[j].data,
+                              def->seg[j].len) != 0))
             {
                 break;
             }
@@ -332,27 +336,6 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
 
 
 /*
- * 1 when the segment is the literal.  A decoded segment may hold a NUL
- * ("%00" is refused by the parser, but this does not rely on it): the
- * loop stops at the literal's end or at the first byte that differs.
- */
-
-static int
-al_llm_seg_is(const char *lit, const al_str_t *seg)
-{
-    size_t  i;
-
-    for (i = 0; i < seg->len; i++) {
-        if (lit[i] == '\0' || lit[i] != seg->data[i]) {
-            return 0;
-        }
-    }
-
-    return lit[i] == '\0';
-}
-
-
-/*
  * Base path, then the suffix and query re-encoded from the parsed form.
  * A segment that matched a literal of the endpoint table (def, NULL for
  * azure) is that literal, which has nothing to escape.
@@ -395,8 +378,8 @@ al_llm_route_uri(const al_llm_t *llm, const al_llm_ep_def_t *def,
         seg = &rt->path.seg[i];
         AL_PUT("/", 1);
 
-        if (def != NULL && i < 2 && def->seg[i] != NULL) {
-            AL_PUT(def->seg[i], seg->len);
+        if (def != NULL && i < 2 && def->seg[i].data != NULL) {
+            AL_PUT(def->seg[i].data, def->seg[i].len);
 
         } else {
             AL_ESC(seg->data, seg->len, 0);
@@ -485,7 +468,17 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_rq_t    rq;
     al_llm_body_t  b;
 
-    memset(req, 0, sizeof(*req));
+    /*
+     * Everything is zero but the two text buffers, which are written as C
+     * strings before anything reads them: clearing their 512 bytes was a
+     * good part of a small request's cost.
+     */
+
+    req->reason = AL_REASON_NONE;
+    req->detail[0] = '\0';
+    req->model[0] = '\0';
+    memset(&req->model_len, 0,
+           sizeof(*req) - offsetof(al_llm_req_t, model_len));
 
     if (!al_llm_endpoint_has_body(ep)) {
         if (ep == AL_LLM_EP_NONE) {

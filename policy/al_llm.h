@@ -194,9 +194,9 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
 typedef struct {
     al_reason_t      reason;            /* NONE, BODY, BODY_TOO_LARGE,
                                            MODEL */
-    char             detail[AL_DETAIL_MAX];
-    char             model[AL_LLM_MODEL_MAX];
-    size_t           model_len;
+    char             detail[AL_DETAIL_MAX];     /* C strings: bytes */
+    char             model[AL_LLM_MODEL_MAX];   /* after the NUL unset */
+    size_t           model_len;         /* this and all after: zeroed */
     unsigned         stream:1;
     unsigned         client_usage:1;    /* client set include_usage */
     unsigned         hide_usage:1;      /* we set it: hide the chunk */

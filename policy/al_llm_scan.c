@@ -11,10 +11,11 @@
  * begin and end in the body, so a rewrite is a splice of a few byte
  * ranges, and it counts the prompt text for the estimate on the way.
  *
- * Duplicate keys are found by comparing each key's hash with the keys
- * before it in the same object.  An object of more than
- * AL_LLM_SCAN_KEYS keys stops that (it would be quadratic) and asks the
- * caller to run jansson's check over the body instead.
+ * Duplicate keys are found by comparing each key with the keys before it
+ * in the same object: its unescaped length, then a hash, then the bytes.
+ * An object of more than AL_LLM_SCAN_KEYS keys stops that (it would be
+ * quadratic) and asks the caller to run jansson's check over the body
+ * instead.
  */
 
 #include <errno.h>
@@ -35,6 +36,7 @@
 
 typedef struct {
     uint32_t             hash;
+    unsigned             hashed;        /* hash is set */
     unsigned             esc;           /* has backslash escapes */
     size_t               at;            /* raw, between the quotes */
     size_t               len;
@@ -61,6 +63,7 @@ typedef struct {
     size_t               len;
     size_t               dlen;          /* unescaped length */
     uint32_t             hash;          /* of the unescaped bytes */
+    unsigned             hashed;        /* hash is set: when esc */
     unsigned             esc;
 } al_llm_sstr_t;
 
@@ -88,14 +91,17 @@ static int al_llm_scan_array(al_llm_sc_t *sc, unsigned depth,
     al_llm_sv_t *sv);
 static int al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
     size_t cap, unsigned hash);
-static size_t al_llm_scan_plain(const unsigned char *p, size_t i,
+static int al_llm_scan_string_any(al_llm_sc_t *sc, al_llm_sstr_t *s,
+    char *dst, size_t cap, unsigned hash);
+static inline size_t al_llm_scan_plain(const unsigned char *p, size_t i,
     size_t len);
 static int al_llm_scan_escape(al_llm_sc_t *sc, uint32_t *cp);
 static int al_llm_scan_hex4(al_llm_sc_t *sc, uint32_t *v);
 static uint32_t al_llm_scan_hexv(const unsigned char *s);
 static int al_llm_scan_number(al_llm_sc_t *sc, al_llm_jfield_t *f);
 static int al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first,
-    const al_llm_sstr_t *s);
+    al_llm_sstr_t *s);
+static uint32_t al_llm_scan_hash(const unsigned char *p, size_t len);
 static int al_llm_scan_key_eq(const unsigned char *p, const al_llm_key_t *a,
     const al_llm_sstr_t *b);
 static size_t al_llm_scan_unescape(const unsigned char *s, size_t len,
@@ -173,7 +179,12 @@ al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     al_llm_sc_t  sc;
     al_llm_sv_t  sv;
 
-    memset(b, 0, sizeof(*b));
+    /* all zero but model[], written as far as anyone reads it */
+
+    memset(b, 0, offsetof(al_llm_body_t, model));
+    b->model[0] = '\0';
+    memset(b->model + sizeof(b->model), 0,
+           sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
 
     if (len == 0) {
         (void) snprintf(detail, size, "empty body");
@@ -462,6 +473,7 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
             k = &sc->keys[sc->nkeys++];
             k->hash = s.hash;
+            k->hashed = s.hashed;
             k->esc = s.esc;
             k->at = s.at;
             k->len = s.len;
@@ -610,12 +622,53 @@ al_llm_scan_array(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
 /*
  * A string at sc->pos (the opening quote).  When dst is not NULL the
- * unescaped bytes go there (at most cap); with hash they are hashed (keys:
- * the duplicate check); s->dlen is the whole unescaped length either way.
+ * unescaped bytes go there (at most cap); s->dlen is the whole unescaped
+ * length either way.  With hash (keys: the duplicate check) a string with
+ * escapes is hashed as it is unescaped; one without is hashed only if the
+ * check needs it (al_llm_scan_key_dup()), from its raw bytes.
+ *
+ * Most strings are printable ASCII to the closing quote: they are done
+ * here, in a function small enough to cost little per string.  Anything
+ * else (an escape, UTF-8, an error) is read again from the start by
+ * al_llm_scan_string_any().
  */
 
 static int
 al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
+    size_t cap, unsigned hash)
+{
+    size_t                 i, j, n;
+    const unsigned char   *p;
+
+    p = sc->p;
+    i = sc->pos + 1;
+    j = al_llm_scan_plain(p, i, sc->len);
+
+    if (j == sc->len || p[j] != '"') {
+        return al_llm_scan_string_any(sc, s, dst, cap, hash);
+    }
+
+    n = j - i;
+
+    if (dst != NULL) {
+        memcpy(dst, p + i, n < cap ? n : cap);
+    }
+
+    s->at = i;
+    s->len = n;
+    s->dlen = n;
+    s->hash = 0;
+    s->hashed = 0;
+    s->esc = 0;
+
+    sc->pos = j + 1;
+
+    return 0;
+}
+
+
+static int
+al_llm_scan_string_any(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
     size_t cap, unsigned hash)
 {
     size_t          i, j, k, n, len, start;
@@ -763,6 +816,7 @@ al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
     s->len = i - start;
     s->dlen = n;
     s->hash = h;
+    s->hashed = hash;
 
     sc->pos = i + 1;
 
@@ -781,7 +835,7 @@ al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
  * the run.  Elsewhere, and for the last bytes of the body, byte by byte.
  */
 
-static size_t
+static inline size_t
 al_llm_scan_plain(const unsigned char *p, size_t i, size_t len)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -1057,19 +1111,38 @@ al_llm_scan_hexv(const unsigned char *s)
 }
 
 
-/* a key equal to one of this object's earlier keys is refused */
+/*
+ * A key equal to one of this object's earlier keys is refused.  Keys of
+ * another unescaped length differ; for the others the hashes are compared
+ * first, made now for keys without escapes (their raw bytes are their
+ * unescaped bytes), so most keys are never hashed at all.
+ */
 
 static int
-al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, const al_llm_sstr_t *s)
+al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, al_llm_sstr_t *s)
 {
-    size_t              i;
-    const al_llm_key_t *k;
-    char                show[AL_DETAIL_MAX];
+    size_t         i;
+    al_llm_key_t  *k;
+    char           show[AL_DETAIL_MAX];
 
     for (i = first; i < sc->nkeys; i++) {
         k = &sc->keys[i];
 
-        if (k->hash != s->hash || k->dlen != s->dlen) {
+        if (k->dlen != s->dlen) {
+            continue;
+        }
+
+        if (!k->hashed) {
+            k->hash = al_llm_scan_hash(sc->p + k->at, k->len);
+            k->hashed = 1;
+        }
+
+        if (!s->hashed) {
+            s->hash = al_llm_scan_hash(sc->p + s->at, s->len);
+            s->hashed = 1;
+        }
+
+        if (k->hash != s->hash) {
             continue;
         }
 
@@ -1091,6 +1164,24 @@ al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, const al_llm_sstr_t *s)
     }
 
     return 0;
+}
+
+
+/* FNV-1a of bytes: the hash al_llm_scan_string_any() makes as it goes */
+
+static uint32_t
+al_llm_scan_hash(const unsigned char *p, size_t len)
+{
+    size_t    i;
+    uint32_t  h;
+
+    h = 2166136261u;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 16777619u;
+    }
+
+    return h;
 }
 
 
@@ -1149,7 +1240,9 @@ al_llm_scan_in(const al_str_t *list, const char *name, size_t len)
     size_t  i;
 
     for (i = 0; list[i].data != NULL; i++) {
-        if (list[i].len == len && memcmp(list[i].data, name, len) == 0) {
+        if (list[i].len == len && list[i].data[0] == name[0]
+            && memcmp(list[i].data, name, len) == 0)
+        {
             return 1;
         }
     }
