@@ -11,7 +11,8 @@
  *     printable ASCII and empty exactly when the request is allowed;
  *   - the body scanner accepts exactly what al_json_check() (jansson,
  *     duplicates refused) accepts, and finds the members jansson finds,
- *     with the same types, integers and model name;
+ *     with the same types, integers and model name, and counts the same
+ *     prompt text;
  *   - a rewritten body is strict JSON, and deciding it again is allowed
  *     and needs no rewrite (the rewrite is a fixed point);
  *   - al_llm_request_with() decides the same and writes the same bytes
@@ -45,6 +46,9 @@ static void *fuzz_alloc(void *data, size_t size);
 static void fuzz_scan(const uint8_t *body, size_t len);
 static void fuzz_field(const al_llm_body_t *b, const uint8_t *body,
     const al_llm_jfield_t *f, json_t *v);
+static void fuzz_prompt(const al_llm_body_t *b, json_t *root);
+static void fuzz_count(json_t *v, uint64_t *text, uint64_t *extra);
+static int fuzz_in(const char *const *list, const char *key);
 static void fuzz_route(const al_llm_t *llm, const al_llm_client_t *lc,
     unsigned method, const uint8_t *s, size_t len);
 static void fuzz_response(al_llm_kind_t kind, al_llm_endpoint_t ep,
@@ -317,6 +321,8 @@ fuzz_scan(const uint8_t *body, size_t len)
                    json_is_object(so)
                    ? json_object_get(so, "include_usage") : NULL);
 
+        fuzz_prompt(&b, j);
+
         if (json_is_string(json_object_get(j, "model"))
             && json_string_length(json_object_get(j, "model"))
                < sizeof(b.model)
@@ -329,6 +335,101 @@ fuzz_scan(const uint8_t *body, size_t len)
     }
 
     json_decref(j);
+}
+
+
+/*
+ * The prompt estimate's counts, from jansson's tree by the scanner's
+ * rules: under the root members that hold prompt text, the unescaped
+ * length of every string and one per integer; a member named like an
+ * attachment counts a flat estimate instead of its value.
+ */
+
+static const char *const  fuzz_prompt_keys[] = {
+    "messages", "prompt", "input", "instructions", "system", "tools",
+    "functions", NULL
+};
+
+static const char *const  fuzz_attachment_keys[] = {
+    "image_url", "image", "source", "file", "file_data", "input_audio",
+    NULL
+};
+
+
+static void
+fuzz_prompt(const al_llm_body_t *b, json_t *root)
+{
+    json_t      *v;
+    uint64_t     text, extra;
+    const char  *key;
+
+    text = 0;
+    extra = 0;
+
+    json_object_foreach(root, key, v) {
+        if (fuzz_in(fuzz_prompt_keys, key)) {
+            fuzz_count(v, &text, &extra);
+        }
+    }
+
+    if (b->text_bytes != text || b->extra != extra) {
+        abort();
+    }
+}
+
+
+static void
+fuzz_count(json_t *v, uint64_t *text, uint64_t *extra)
+{
+    size_t       i;
+    json_t      *m;
+    const char  *key;
+
+    switch (json_typeof(v)) {
+
+    case JSON_STRING:
+        *text += json_string_length(v);
+        break;
+
+    case JSON_INTEGER:
+        (*extra)++;
+        break;
+
+    case JSON_ARRAY:
+        json_array_foreach(v, i, m) {
+            fuzz_count(m, text, extra);
+        }
+        break;
+
+    case JSON_OBJECT:
+        json_object_foreach(v, key, m) {
+            if (fuzz_in(fuzz_attachment_keys, key)) {
+                *extra += AL_LLM_ATTACHMENT_TOKENS;
+
+            } else {
+                fuzz_count(m, text, extra);
+            }
+        }
+        break;
+
+    default:
+        break;
+    }
+}
+
+
+static int
+fuzz_in(const char *const *list, const char *key)
+{
+    size_t  i;
+
+    for (i = 0; list[i] != NULL; i++) {
+        if (strcmp(list[i], key) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
