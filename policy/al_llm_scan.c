@@ -63,7 +63,8 @@ typedef struct {
     size_t               len;
     size_t               dlen;          /* unescaped length */
     uint32_t             hash;          /* of the unescaped bytes */
-    unsigned             hashed;        /* hash is set: when esc */
+    unsigned             hashed;        /* hash is set (escapes, UTF-8:
+                                           made as it was read) */
     unsigned             esc;
 } al_llm_sstr_t;
 
