@@ -55,6 +55,7 @@ static ngx_int_t ngx_http_airlock_llm_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *actx, ngx_uint_t status);
 static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
+static void *ngx_http_airlock_llm_body_alloc(void *pool, size_t size);
 static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
@@ -604,7 +605,6 @@ static ngx_int_t
 ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need)
 {
-    u_char                   *data;
     ngx_int_t                 rc;
     al_reason_t               reason;
     al_llm_req_t              req;
@@ -632,9 +632,13 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
         return rc;
     }
 
-    reason = al_llm_request(llm, ctx->lc, ctx->endpoint,
-                            (char *) body.ctype.data, body.ctype.len,
-                            body.data, body.len, &req);
+    /* a rewrite is spliced straight into the request pool: it is sent */
+
+    reason = al_llm_request_with(llm, ctx->lc, ctx->endpoint,
+                                 (char *) body.ctype.data, body.ctype.len,
+                                 body.data, body.len,
+                                 ngx_http_airlock_llm_body_alloc, r->pool,
+                                 &req);
 
     if (reason != AL_REASON_NONE) {
         rc = ngx_http_airlock_llm_deny(r, ctx, reason,
@@ -663,24 +667,11 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     if (req.body != NULL) {
         /* the rewrite is what is sent */
 
-        data = ngx_pnalloc(r->pool, req.body_len);
-        if (data == NULL) {
-            al_llm_request_free(&req);
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_memcpy(data, req.body, req.body_len);
-
-        body.data = data;
-        body.len = req.body_len;
-
+        rc = ngx_http_airlock_body_set(r, (u_char *) req.body,
+                                       req.body_len);
         al_llm_request_free(&req);
 
-        if (ngx_http_airlock_body_set(r, body.data, body.len) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        return NGX_OK;
+        return (rc == NGX_OK) ? NGX_OK : NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
     al_llm_request_free(&req);
@@ -689,6 +680,15 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     r->headers_in.content_length_n = body.len;
 
     return NGX_OK;
+}
+
+
+/* al_llm_request_with()'s allocator: the request pool */
+
+static void *
+ngx_http_airlock_llm_body_alloc(void *pool, size_t size)
+{
+    return ngx_pnalloc(pool, size);
 }
 
 

@@ -24,15 +24,18 @@
 #define AL_LLM_K_OAI      (AL_LLM_K_OPENAI | AL_LLM_K_COMPAT)
 #define AL_LLM_K_ANT      (1u << AL_LLM_ANTHROPIC)
 
+#define AL_LLM_LIT(s)     { s, sizeof(s) - 1 }
 #define AL_LLM_SHOW_MAX   64
 #define AL_LLM_EDITS      4             /* splices per body, at most */
 #define AL_LLM_EDIT_MAX   64            /* bytes one splice inserts */
+#define AL_LLM_USAGE_ON   "{\"include_usage\":true}"
 
 
 typedef struct {
     unsigned             kinds;
     unsigned             method;
-    const char          *seg[2];        /* NULL: one segment, the model */
+    al_str_t             seg[2];        /* NULL data: one segment, the
+                                           model */
     size_t               nseg;
     al_llm_endpoint_t    endpoint;
     const char *const   *query;         /* allowed names, or NULL */
@@ -54,6 +57,8 @@ typedef struct {
     size_t                  len;
     al_llm_body_t          *b;
     al_llm_req_t           *req;
+    al_llm_alloc_pt         alloc;          /* NULL: malloc() */
+    void                   *alloc_data;
     size_t                  nedits;
     al_llm_edit_t           edit[AL_LLM_EDITS];
 } al_llm_rq_t;
@@ -61,7 +66,8 @@ typedef struct {
 
 static const al_llm_ep_def_t *al_llm_ep_find(al_llm_kind_t kind,
     unsigned method, const al_path_t *path, al_reason_t *reason);
-static int al_llm_route_uri(const al_llm_t *llm, al_llm_route_t *rt);
+static int al_llm_route_uri(const al_llm_t *llm,
+    const al_llm_ep_def_t *def, al_llm_route_t *rt);
 static int al_llm_ctype_json(const char *ctype, size_t len);
 static int al_llm_req_model(al_llm_rq_t *rq);
 static int al_llm_req_stream(al_llm_rq_t *rq);
@@ -69,10 +75,11 @@ static int al_llm_req_tokens(al_llm_rq_t *rq);
 static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_splice(al_llm_rq_t *rq);
-static int al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, ...)
-    __attribute__((sentinel));
+static int al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del,
+    const char *text, size_t len);
 static int al_llm_edit_member(al_llm_rq_t *rq, size_t last,
-    size_t nmembers, const char *name, const char *value);
+    size_t nmembers, const char *name, const char *value, size_t vlen);
+static size_t al_llm_u64_text(char *buf, uint64_t v);
 static int al_llm_fail(char *detail, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -83,23 +90,24 @@ static const char *const  al_llm_q_list[] = {
 };
 
 static const al_llm_ep_def_t  al_llm_eps[] = {
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "chat", "completions" }, 2,
+    { AL_LLM_K_OAI, AL_METHOD_POST,
+      { AL_LLM_LIT("chat"), AL_LLM_LIT("completions") }, 2,
       AL_LLM_EP_CHAT, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "completions", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_POST, { AL_LLM_LIT("completions") }, 1,
       AL_LLM_EP_COMPLETIONS, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "embeddings", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_POST, { AL_LLM_LIT("embeddings") }, 1,
       AL_LLM_EP_EMBEDDINGS, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_POST, { "responses", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_POST, { AL_LLM_LIT("responses") }, 1,
       AL_LLM_EP_RESPONSES, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_GET, { "models", NULL }, 1,
+    { AL_LLM_K_OAI, AL_METHOD_GET, { AL_LLM_LIT("models") }, 1,
       AL_LLM_EP_MODELS, NULL },
-    { AL_LLM_K_OAI, AL_METHOD_GET, { "models", NULL }, 2,
+    { AL_LLM_K_OAI, AL_METHOD_GET, { AL_LLM_LIT("models") }, 2,
       AL_LLM_EP_MODEL, NULL },
-    { AL_LLM_K_ANT, AL_METHOD_POST, { "messages", NULL }, 1,
+    { AL_LLM_K_ANT, AL_METHOD_POST, { AL_LLM_LIT("messages") }, 1,
       AL_LLM_EP_MESSAGES, al_llm_q_beta },
-    { AL_LLM_K_ANT, AL_METHOD_GET, { "models", NULL }, 1,
+    { AL_LLM_K_ANT, AL_METHOD_GET, { AL_LLM_LIT("models") }, 1,
       AL_LLM_EP_MODELS, al_llm_q_list },
-    { AL_LLM_K_ANT, AL_METHOD_GET, { "models", NULL }, 2,
+    { AL_LLM_K_ANT, AL_METHOD_GET, { AL_LLM_LIT("models") }, 2,
       AL_LLM_EP_MODEL, NULL }
 };
 
@@ -176,10 +184,10 @@ al_llm_ep_find(al_llm_kind_t kind, unsigned method, const al_path_t *path,
         }
 
         for (j = 0; j < def->nseg; j++) {
-            if (def->seg[j] != NULL
-                && (path->seg[j].len != strlen(def->seg[j])
-                    || memcmp(path->seg[j].data, def->seg[j],
-                              path->seg[j].len) != 0))
+            if (def->seg[j].data != NULL
+                && (path->seg[j].len != def->seg[j].len
+                    || memcmp(path->seg[j].data, def->seg[j].data,
+                              def->seg[j].len) != 0))
             {
                 break;
             }
@@ -245,7 +253,7 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
 
     if (llm->kind == AL_LLM_AZURE) {
         if (al_llm_azure_route(llm, lc, method, rt) == AL_REASON_NONE
-            && al_llm_route_uri(llm, rt) != 0)
+            && al_llm_route_uri(llm, NULL, rt) != 0)
         {
             rt->reason = AL_REASON_PATH;
             (void) al_llm_fail(rt->detail, sizeof(rt->detail),
@@ -316,7 +324,7 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
         }
     }
 
-    if (al_llm_route_uri(llm, rt) != 0) {
+    if (al_llm_route_uri(llm, def, rt) != 0) {
         rt->reason = AL_REASON_PATH;
         (void) al_llm_fail(rt->detail, sizeof(rt->detail),
                            "upstream URI too long");
@@ -327,10 +335,15 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
 }
 
 
-/* base path, then the suffix and query re-encoded from the parsed form */
+/*
+ * Base path, then the suffix and query re-encoded from the parsed form.
+ * A segment that matched a literal of the endpoint table (def, NULL for
+ * azure) is that literal, which has nothing to escape.
+ */
 
 static int
-al_llm_route_uri(const al_llm_t *llm, al_llm_route_t *rt)
+al_llm_route_uri(const al_llm_t *llm, const al_llm_ep_def_t *def,
+    al_llm_route_t *rt)
 {
     size_t                   i, n, need, cap;
     char                    *out;
@@ -364,7 +377,13 @@ al_llm_route_uri(const al_llm_t *llm, al_llm_route_t *rt)
     for (i = 0; i < rt->path.nseg; i++) {
         seg = &rt->path.seg[i];
         AL_PUT("/", 1);
-        AL_ESC(seg->data, seg->len, 0);
+
+        if (def != NULL && i < 2 && def->seg[i].data != NULL) {
+            AL_PUT(def->seg[i].data, def->seg[i].len);
+
+        } else {
+            AL_ESC(seg->data, seg->len, 0);
+        }
     }
 
     for (i = 0; i < rt->query.nparam; i++) {
@@ -435,10 +454,31 @@ al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_llm_req_t *req)
 {
+    return al_llm_request_with(llm, lc, ep, ctype, ctype_len, body, len,
+                               NULL, NULL, req);
+}
+
+
+al_reason_t
+al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
+    const unsigned char *body, size_t len, al_llm_alloc_pt alloc,
+    void *data, al_llm_req_t *req)
+{
     al_llm_rq_t    rq;
     al_llm_body_t  b;
 
-    memset(req, 0, sizeof(*req));
+    /*
+     * Everything is zero but the two text buffers, which are written as C
+     * strings before anything reads them: clearing their 512 bytes was a
+     * good part of a small request's cost.
+     */
+
+    req->reason = AL_REASON_NONE;
+    req->detail[0] = '\0';
+    req->model[0] = '\0';
+    memset(&req->model_len, 0,
+           sizeof(*req) - offsetof(al_llm_req_t, model_len));
 
     if (!al_llm_endpoint_has_body(ep)) {
         if (ep == AL_LLM_EP_NONE) {
@@ -496,6 +536,8 @@ al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
     rq.len = len;
     rq.b = &b;
     rq.req = req;
+    rq.alloc = alloc;
+    rq.alloc_data = data;
     rq.nedits = 0;
 
     if (al_llm_req_model(&rq) != 0
@@ -520,7 +562,10 @@ al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
 void
 al_llm_request_free(al_llm_req_t *req)
 {
-    free(req->body);
+    if (!req->body_theirs) {
+        free(req->body);
+    }
+
     req->body = NULL;
     req->body_len = 0;
 }
@@ -647,11 +692,10 @@ al_llm_req_stream(al_llm_rq_t *rq)
 static int
 al_llm_req_tokens(al_llm_rq_t *rq)
 {
-    size_t                  i, n;
+    size_t                  i, n, tlen;
     uint64_t                cap, val, max, dflt;
     unsigned                found;
     const char             *names[2], *add, *null_name;
-    al_llm_out_t            num;
     al_llm_req_t           *req;
     al_llm_body_t          *b;
     const al_llm_jfield_t  *f, *fields[2], *null_field;
@@ -730,10 +774,9 @@ al_llm_req_tokens(al_llm_rq_t *rq)
                                    (unsigned long long) cap);
             }
 
-            al_llm_out_init(&num, cap_text, sizeof(cap_text));
-            al_llm_out_u64(&num, cap);
+            tlen = al_llm_u64_text(cap_text, cap);
 
-            if (al_llm_edit(rq, f->at, f->len, cap_text, NULL) != 0) {
+            if (al_llm_edit(rq, f->at, f->len, cap_text, tlen) != 0) {
                 return -1;
             }
 
@@ -765,21 +808,20 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             max = AL_LLM_COMPLETIONS_DEFAULT;
 
         } else if (dflt != 0) {
-            al_llm_out_init(&num, cap_text, sizeof(cap_text));
-            al_llm_out_u64(&num, dflt);
+            tlen = al_llm_u64_text(cap_text, dflt);
 
             /* a null member gets the cap in place, else one is added */
 
             if (null_field != NULL) {
                 if (al_llm_edit(rq, null_field->at, null_field->len,
-                                cap_text, NULL)
+                                cap_text, tlen)
                     != 0)
                 {
                     return -1;
                 }
 
             } else if (al_llm_edit_member(rq, b->root_last, b->root_members,
-                                          add, cap_text)
+                                          add, cap_text, tlen)
                        != 0)
             {
                 return -1;
@@ -902,28 +944,28 @@ al_llm_req_usage(al_llm_rq_t *rq)
     if (so->type == AL_LLM_JT_OBJECT) {
         if (iu->type != AL_LLM_JT_NONE) {
             /* false or null: true in place */
-            if (al_llm_edit(rq, iu->at, iu->len, "true", NULL) != 0) {
+            if (al_llm_edit(rq, iu->at, iu->len, "true", 4) != 0) {
                 return -1;
             }
 
         } else if (al_llm_edit_member(rq, b->so_last, b->so_members,
-                                      "include_usage", "true")
+                                      "include_usage", "true", 4)
                    != 0)
         {
             return -1;
         }
 
     } else if (so->type == AL_LLM_JT_NULL) {
-        if (al_llm_edit(rq, so->at, so->len, "{\"include_usage\":true}",
-                        NULL)
+        if (al_llm_edit(rq, so->at, so->len, AL_LLM_USAGE_ON,
+                        sizeof(AL_LLM_USAGE_ON) - 1)
             != 0)
         {
             return -1;
         }
 
     } else if (al_llm_edit_member(rq, b->root_last, b->root_members,
-                                  "stream_options",
-                                  "{\"include_usage\":true}")
+                                  "stream_options", AL_LLM_USAGE_ON,
+                                  sizeof(AL_LLM_USAGE_ON) - 1)
                != 0)
     {
         return -1;
@@ -942,54 +984,80 @@ al_llm_req_usage(al_llm_rq_t *rq)
 
 static int
 al_llm_edit_member(al_llm_rq_t *rq, size_t last, size_t nmembers,
-    const char *name, const char *value)
+    const char *name, const char *value, size_t vlen)
 {
-    return al_llm_edit(rq, last, 0, nmembers ? ",\"" : "\"", name, "\":",
-                       value, NULL);
+    char    text[AL_LLM_EDIT_MAX], *p;
+    size_t  nlen;
+
+    nlen = strlen(name);
+
+    if (nlen + vlen + 4 > sizeof(text)) {
+        rq->req->reason = AL_REASON_BODY;
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "cannot rewrite the body");
+    }
+
+    p = text;
+
+    if (nmembers) {
+        *p++ = ',';
+    }
+
+    *p++ = '"';
+    memcpy(p, name, nlen);
+    p += nlen;
+    *p++ = '"';
+    *p++ = ':';
+    memcpy(p, value, vlen);
+    p += vlen;
+
+    return al_llm_edit(rq, last, 0, text, (size_t) (p - text));
 }
 
 
-/* a splice: del bytes at at replaced by the strings given, up to a NULL */
+/* a splice: del bytes at at replaced by len bytes of text */
 
 static int
-al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, ...)
+al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del, const char *text,
+    size_t len)
 {
-    va_list         ap;
-    const char     *s;
-    al_llm_out_t    o;
     al_llm_edit_t  *e;
 
-    if (rq->nedits == AL_LLM_EDITS) {
-        goto failed;
+    if (rq->nedits == AL_LLM_EDITS || len >= sizeof(e->text)) {
+        rq->req->reason = AL_REASON_BODY;
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "cannot rewrite the body");
     }
 
-    e = &rq->edit[rq->nedits];
-    al_llm_out_init(&o, e->text, sizeof(e->text));
-
-    va_start(ap, del);
-
-    while ((s = va_arg(ap, const char *)) != NULL) {
-        al_llm_out_cstr(&o, s);
-    }
-
-    va_end(ap);
-
-    if (o.len >= sizeof(e->text)) {
-        goto failed;
-    }
-
+    e = &rq->edit[rq->nedits++];
+    memcpy(e->text, text, len);
     e->at = at;
     e->del = del;
-    e->tlen = o.len;
-    rq->nedits++;
+    e->tlen = len;
 
     return 0;
+}
 
-failed:
 
-    rq->req->reason = AL_REASON_BODY;
-    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                       "cannot rewrite the body");
+/* the decimal text of v, not terminated; buf has room for 20 bytes */
+
+static size_t
+al_llm_u64_text(char *buf, uint64_t v)
+{
+    char    tmp[20], *p;
+    size_t  n;
+
+    p = tmp + sizeof(tmp);
+
+    do {
+        *--p = (char) ('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+
+    n = (size_t) (tmp + sizeof(tmp) - p);
+    memcpy(buf, p, n);
+
+    return n;
 }
 
 
@@ -1024,7 +1092,8 @@ al_llm_req_splice(al_llm_rq_t *rq)
         size = size - rq->edit[i].del + rq->edit[i].tlen;
     }
 
-    buf = malloc(size);
+    buf = (rq->alloc != NULL) ? rq->alloc(rq->alloc_data, size)
+                              : malloc(size);
     if (buf == NULL) {
         req->reason = AL_REASON_BODY;
         return al_llm_fail(req->detail, sizeof(req->detail),
@@ -1053,6 +1122,7 @@ al_llm_req_splice(al_llm_rq_t *rq)
 
     req->body = buf;
     req->body_len = size;
+    req->body_theirs = (rq->alloc != NULL);
 
     return 0;
 }

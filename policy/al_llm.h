@@ -194,18 +194,20 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
 typedef struct {
     al_reason_t      reason;            /* NONE, BODY, BODY_TOO_LARGE,
                                            MODEL */
-    char             detail[AL_DETAIL_MAX];
-    char             model[AL_LLM_MODEL_MAX];
-    size_t           model_len;
+    char             detail[AL_DETAIL_MAX];     /* C strings: bytes */
+    char             model[AL_LLM_MODEL_MAX];   /* after the NUL unset */
+    size_t           model_len;         /* this and all after: zeroed */
     unsigned         stream:1;
     unsigned         client_usage:1;    /* client set include_usage */
     unsigned         hide_usage:1;      /* we set it: hide the chunk */
     unsigned         clamped:1;         /* a value was lowered to the cap */
     unsigned         capped:1;          /* the cap was added */
+    unsigned         body_theirs:1;     /* body from the caller's alloc */
     uint64_t         max_output;        /* output tokens the request may
                                            produce (cap x n); 0: unknown */
     uint64_t         prompt_estimate;   /* input tokens, roughly */
-    char            *body;              /* rewritten (malloc), or NULL */
+    char            *body;              /* rewritten (malloc, or the
+                                           caller's alloc), or NULL */
     size_t           body_len;
     size_t           model_at;          /* "model" value in the original */
     size_t           model_raw_len;     /* quotes included */
@@ -216,10 +218,22 @@ typedef struct {
  * ctype is the request's Content-Type (NULL: not checked); it must be
  * application/json, parameters allowed.  Returns req->reason.  Call
  * al_llm_request_free() in every case.
+ *
+ * al_llm_request_with() takes the rewritten body from alloc(data, size)
+ * instead of malloc(): a caller with a memory pool (nginx's request pool)
+ * gets the bytes it sends in place, with no copy and no free.  NULL from
+ * alloc refuses the request as out of memory.  al_llm_request_free()
+ * leaves such a body to its owner.
  */
+typedef void *(*al_llm_alloc_pt)(void *data, size_t size);
+
 al_reason_t al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_llm_req_t *req);
+al_reason_t al_llm_request_with(const al_llm_t *llm,
+    const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *ctype,
+    size_t ctype_len, const unsigned char *body, size_t len,
+    al_llm_alloc_pt alloc, void *data, al_llm_req_t *req);
 void al_llm_request_free(al_llm_req_t *req);
 
 /* what a budget pre-check should reserve: prompt estimate + max_output */

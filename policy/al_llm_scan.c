@@ -11,10 +11,11 @@
  * begin and end in the body, so a rewrite is a splice of a few byte
  * ranges, and it counts the prompt text for the estimate on the way.
  *
- * Duplicate keys are found by comparing each key's hash with the keys
- * before it in the same object.  An object of more than
- * AL_LLM_SCAN_KEYS keys stops that (it would be quadratic) and asks the
- * caller to run jansson's check over the body instead.
+ * Duplicate keys are found by comparing each key with the keys before it
+ * in the same object: its unescaped length, then a hash, then the bytes.
+ * An object of more than AL_LLM_SCAN_KEYS keys stops that (it would be
+ * quadratic) and asks the caller to run jansson's check over the body
+ * instead.
  */
 
 #include <errno.h>
@@ -28,10 +29,14 @@
 
 #define AL_LLM_SCAN_KEYS   64           /* keys compared per object */
 #define AL_LLM_SCAN_NAME   32           /* longest member name we look for */
+#define AL_LLM_SCAN_STR(s)  { s, sizeof(s) - 1 }
+#define AL_LLM_ONES        0x0101010101010101ull    /* a byte per byte */
+#define AL_LLM_HIGHS       0x8080808080808080ull    /* their high bits */
 
 
 typedef struct {
     uint32_t             hash;
+    unsigned             hashed;        /* hash is set */
     unsigned             esc;           /* has backslash escapes */
     size_t               at;            /* raw, between the quotes */
     size_t               len;
@@ -58,6 +63,8 @@ typedef struct {
     size_t               len;
     size_t               dlen;          /* unescaped length */
     uint32_t             hash;          /* of the unescaped bytes */
+    unsigned             hashed;        /* hash is set (escapes, UTF-8:
+                                           made as it was read) */
     unsigned             esc;
 } al_llm_sstr_t;
 
@@ -84,22 +91,29 @@ static int al_llm_scan_object(al_llm_sc_t *sc, unsigned depth,
 static int al_llm_scan_array(al_llm_sc_t *sc, unsigned depth,
     al_llm_sv_t *sv);
 static int al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
-    size_t cap);
+    size_t cap, unsigned hash);
+static int al_llm_scan_string_any(al_llm_sc_t *sc, al_llm_sstr_t *s,
+    char *dst, size_t cap, unsigned hash);
+static inline size_t al_llm_scan_plain(const unsigned char *p, size_t i,
+    size_t len);
 static int al_llm_scan_escape(al_llm_sc_t *sc, uint32_t *cp);
 static int al_llm_scan_hex4(al_llm_sc_t *sc, uint32_t *v);
 static uint32_t al_llm_scan_hexv(const unsigned char *s);
 static int al_llm_scan_number(al_llm_sc_t *sc, al_llm_jfield_t *f);
 static int al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first,
-    const al_llm_sstr_t *s);
+    al_llm_sstr_t *s);
+static uint32_t al_llm_scan_hash(const unsigned char *p, size_t len);
 static int al_llm_scan_key_eq(const unsigned char *p, const al_llm_key_t *a,
     const al_llm_sstr_t *b);
 static size_t al_llm_scan_unescape(const unsigned char *s, size_t len,
     char *dst);
 static int al_llm_scan_field(const char *const *names, const char *name,
     size_t len);
-static int al_llm_scan_in(const char *const *list, const char *name,
+static inline int al_llm_scan_name_is(const char *want, const char *name,
     size_t len);
-static void al_llm_scan_ws(al_llm_sc_t *sc);
+static int al_llm_scan_in(const al_str_t *list, const char *name,
+    size_t len);
+static inline void al_llm_scan_ws(al_llm_sc_t *sc);
 static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what);
 
 
@@ -116,16 +130,24 @@ static const al_llm_scan_spec_t  al_llm_scan_request = {
     al_llm_scan_so, AL_LLM_F_INCLUDE_USAGE, 1
 };
 
-/* where prompt text lives, per API; the estimate reads only these */
-static const char *const  al_llm_scan_prompt[] = {
-    "messages", "prompt", "input", "instructions", "system", "tools",
-    "functions", NULL
+/*
+ * Where prompt text lives, per API; the estimate reads only these.  Every
+ * key of the body is looked up in one of these two lists, so they carry
+ * their lengths: most keys are told apart by length alone.
+ */
+static const al_str_t  al_llm_scan_prompt[] = {
+    AL_LLM_SCAN_STR("messages"), AL_LLM_SCAN_STR("prompt"),
+    AL_LLM_SCAN_STR("input"), AL_LLM_SCAN_STR("instructions"),
+    AL_LLM_SCAN_STR("system"), AL_LLM_SCAN_STR("tools"),
+    AL_LLM_SCAN_STR("functions"), { NULL, 0 }
 };
 
 /* values that are images, audio or files: a flat estimate each */
-static const char *const  al_llm_scan_attachment[] = {
-    "image_url", "image", "source", "file", "file_data", "input_audio",
-    NULL
+static const al_str_t  al_llm_scan_attachment[] = {
+    AL_LLM_SCAN_STR("image_url"), AL_LLM_SCAN_STR("image"),
+    AL_LLM_SCAN_STR("source"), AL_LLM_SCAN_STR("file"),
+    AL_LLM_SCAN_STR("file_data"), AL_LLM_SCAN_STR("input_audio"),
+    { NULL, 0 }
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
@@ -158,7 +180,12 @@ al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     al_llm_sc_t  sc;
     al_llm_sv_t  sv;
 
-    memset(b, 0, sizeof(*b));
+    /* all zero but model[], written as far as anyone reads it */
+
+    memset(b, 0, offsetof(al_llm_body_t, model));
+    b->model[0] = '\0';
+    memset(b->model + sizeof(b->model), 0,
+           sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
 
     if (len == 0) {
         (void) snprintf(detail, size, "empty body");
@@ -204,7 +231,8 @@ al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
 
 /*
  * The unescaped bytes of a string value the scanner accepted (raw, quotes
- * excluded) into dst, which has room for len bytes; returns the length.
+ * excluded) into dst, which has room for its unescaped length (at most
+ * len); returns that length.
  */
 
 static size_t
@@ -300,7 +328,7 @@ al_llm_scan_value(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
     case '"':
         f.type = AL_LLM_JT_STRING;
-        if (al_llm_scan_string(sc, &s, sv->dst, sv->cap) != 0) {
+        if (al_llm_scan_string(sc, &s, sv->dst, sv->cap, 0) != 0) {
             return -1;
         }
 
@@ -371,7 +399,8 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
     al_llm_sstr_t     s;
     al_llm_key_t     *k;
     al_llm_body_t    *b;
-    char              name[AL_LLM_SCAN_NAME];
+    const char       *name;
+    char              nbuf[AL_LLM_SCAN_NAME];
 
     if (depth > AL_JSON_DEPTH_MAX) {
         return al_llm_scan_fail(sc, NULL);
@@ -397,8 +426,21 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
             return al_llm_scan_fail(sc, "string or '}' expected");
         }
 
-        if (al_llm_scan_string(sc, &s, name, sizeof(name)) != 0) {
+        if (al_llm_scan_string(sc, &s, NULL, 0, 1) != 0) {
             return -1;
+        }
+
+        /*
+         * The name as compared with the names looked for: the raw bytes
+         * when the key has no escapes (most do), else its unescaped
+         * bytes, which matter only when short enough to be one of them.
+         */
+
+        name = (const char *) sc->p + s.at;
+
+        if (s.esc && s.dlen <= sizeof(nbuf)) {
+            (void) al_llm_scan_unescape(sc->p + s.at, s.len, nbuf);
+            name = nbuf;
         }
 
         /* duplicate keys, compared unescaped */
@@ -432,6 +474,7 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
             k = &sc->keys[sc->nkeys++];
             k->hash = s.hash;
+            k->hashed = s.hashed;
             k->esc = s.esc;
             k->at = s.at;
             k->len = s.len;
@@ -457,7 +500,7 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
         child.cap = 0;
         child.field = NULL;
 
-        if (s.dlen > sizeof(name)) {
+        if (s.dlen > sizeof(nbuf)) {
             /* longer than any name looked for */
 
         } else if (sv->kind == AL_LLM_SK_ROOT) {
@@ -580,15 +623,56 @@ al_llm_scan_array(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
 /*
  * A string at sc->pos (the opening quote).  When dst is not NULL the
- * unescaped bytes go there (at most cap) and are hashed; s->dlen is the
- * whole unescaped length either way.
+ * unescaped bytes go there (at most cap); s->dlen is the whole unescaped
+ * length either way.  With hash (keys: the duplicate check) a string with
+ * escapes is hashed as it is unescaped; one without is hashed only if the
+ * check needs it (al_llm_scan_key_dup()), from its raw bytes.
+ *
+ * Most strings are printable ASCII to the closing quote: they are done
+ * here, in a function small enough to cost little per string.  Anything
+ * else (an escape, UTF-8, an error) is read again from the start by
+ * al_llm_scan_string_any().
  */
 
 static int
 al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
-    size_t cap)
+    size_t cap, unsigned hash)
 {
-    size_t          i, n, len, start;
+    size_t                 i, j, n;
+    const unsigned char   *p;
+
+    p = sc->p;
+    i = sc->pos + 1;
+    j = al_llm_scan_plain(p, i, sc->len);
+
+    if (j == sc->len || p[j] != '"') {
+        return al_llm_scan_string_any(sc, s, dst, cap, hash);
+    }
+
+    n = j - i;
+
+    if (dst != NULL) {
+        memcpy(dst, p + i, n < cap ? n : cap);
+    }
+
+    s->at = i;
+    s->len = n;
+    s->dlen = n;
+    s->hash = 0;
+    s->hashed = 0;
+    s->esc = 0;
+
+    sc->pos = j + 1;
+
+    return 0;
+}
+
+
+static int
+al_llm_scan_string_any(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
+    size_t cap, unsigned hash)
+{
+    size_t          i, j, k, n, len, start;
     uint32_t        cp, h;
     unsigned char   c, u[4];
     const unsigned char   *p;
@@ -603,24 +687,22 @@ al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
 
     for ( ;; ) {
 
-        /* the common case: a run of printable ASCII */
+        /* the common case: a run of printable ASCII, then what it needs */
 
-        if (dst == NULL) {
-            while (i < len && al_llm_json_plain[p[i]]) {
-                i++;
-                n++;
-            }
+        j = al_llm_scan_plain(p, i, len);
 
-        } else {
-            while (i < len && al_llm_json_plain[p[i]]) {
-                if (n < cap) {
-                    dst[n] = (char) p[i];
-                }
-                h = (h ^ p[i]) * 16777619u;
-                i++;
-                n++;
+        if (dst != NULL && n < cap) {
+            memcpy(dst + n, p + i, (j - i < cap - n) ? j - i : cap - n);
+        }
+
+        if (hash) {
+            for (k = i; k < j; k++) {
+                h = (h ^ p[k]) * 16777619u;
             }
         }
+
+        n += j - i;
+        i = j;
 
         if (i >= len) {
             sc->pos = i;
@@ -718,11 +800,12 @@ al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
             c = 4;
         }
 
-        if (dst != NULL) {
-            for (cp = 0; cp < c; cp++) {
-                if (n + cp < cap) {
-                    dst[n + cp] = (char) u[cp];
-                }
+        for (cp = 0; cp < c; cp++) {
+            if (dst != NULL && n + cp < cap) {
+                dst[n + cp] = (char) u[cp];
+            }
+
+            if (hash) {
                 h = (h ^ u[cp]) * 16777619u;
             }
         }
@@ -734,10 +817,57 @@ al_llm_scan_string(al_llm_sc_t *sc, al_llm_sstr_t *s, char *dst,
     s->len = i - start;
     s->dlen = n;
     s->hash = h;
+    s->hashed = hash;
 
     sc->pos = i + 1;
 
     return 0;
+}
+
+
+/*
+ * The end of the run of plain string bytes (al_llm_json_plain[]) that
+ * starts at i.  Prompts are long runs of them, so eight bytes are tested
+ * at a time: a byte is not plain when it is below 0x20, 0x80 or above,
+ * '"' or '\\'.  The tests are the usual "has a byte below n" and "has a
+ * zero byte" ones: the high bit of every byte that fails is set, and a
+ * false one (a borrow) only ever above a byte that truly fails, so on a
+ * little-endian machine the lowest bit set is the first byte that ends
+ * the run.  Elsewhere, and for the last bytes of the body, byte by byte.
+ */
+
+static inline size_t
+al_llm_scan_plain(const unsigned char *p, size_t i, size_t len)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+
+    uint64_t  w, q, b, bad;
+
+    while (len - i >= 8) {
+        memcpy(&w, p + i, 8);
+
+        q = w ^ (AL_LLM_ONES * '"');
+        b = w ^ (AL_LLM_ONES * '\\');
+
+        bad = ((((w - AL_LLM_ONES * 0x20) & ~w) | w)  /* < 0x20, >= 0x80 */
+               | ((q - AL_LLM_ONES) & ~q)             /* '"' */
+               | ((b - AL_LLM_ONES) & ~b))            /* '\\' */
+              & AL_LLM_HIGHS;
+
+        if (bad != 0) {
+            return i + (size_t) (__builtin_ctzll(bad) / 8);
+        }
+
+        i += 8;
+    }
+
+#endif
+
+    while (i < len && al_llm_json_plain[p[i]]) {
+        i++;
+    }
+
+    return i;
 }
 
 
@@ -982,19 +1112,38 @@ al_llm_scan_hexv(const unsigned char *s)
 }
 
 
-/* a key equal to one of this object's earlier keys is refused */
+/*
+ * A key equal to one of this object's earlier keys is refused.  Keys of
+ * another unescaped length differ; for the others the hashes are compared
+ * first, made now for keys without escapes (their raw bytes are their
+ * unescaped bytes), so most keys are never hashed at all.
+ */
 
 static int
-al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, const al_llm_sstr_t *s)
+al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, al_llm_sstr_t *s)
 {
-    size_t              i;
-    const al_llm_key_t *k;
-    char                show[AL_DETAIL_MAX];
+    size_t         i;
+    al_llm_key_t  *k;
+    char           show[AL_DETAIL_MAX];
 
     for (i = first; i < sc->nkeys; i++) {
         k = &sc->keys[i];
 
-        if (k->hash != s->hash || k->dlen != s->dlen) {
+        if (k->dlen != s->dlen) {
+            continue;
+        }
+
+        if (!k->hashed) {
+            k->hash = al_llm_scan_hash(sc->p + k->at, k->len);
+            k->hashed = 1;
+        }
+
+        if (!s->hashed) {
+            s->hash = al_llm_scan_hash(sc->p + s->at, s->len);
+            s->hashed = 1;
+        }
+
+        if (k->hash != s->hash) {
             continue;
         }
 
@@ -1016,6 +1165,24 @@ al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, const al_llm_sstr_t *s)
     }
 
     return 0;
+}
+
+
+/* FNV-1a of bytes: the hash al_llm_scan_string_any() makes as it goes */
+
+static uint32_t
+al_llm_scan_hash(const unsigned char *p, size_t len)
+{
+    size_t    i;
+    uint32_t  h;
+
+    h = 2166136261u;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 16777619u;
+    }
+
+    return h;
 }
 
 
@@ -1059,9 +1226,7 @@ al_llm_scan_field(const char *const *names, const char *name, size_t len)
     }
 
     for (i = 0; names != NULL && names[i] != NULL; i++) {
-        if (names[i][0] == name[0] && strlen(names[i]) == len
-            && memcmp(names[i], name, len) == 0)
-        {
+        if (al_llm_scan_name_is(names[i], name, len)) {
             return i;
         }
     }
@@ -1071,17 +1236,13 @@ al_llm_scan_field(const char *const *names, const char *name, size_t len)
 
 
 static int
-al_llm_scan_in(const char *const *list, const char *name, size_t len)
+al_llm_scan_in(const al_str_t *list, const char *name, size_t len)
 {
     size_t  i;
 
-    if (len == 0) {
-        return 0;
-    }
-
-    for (i = 0; list[i] != NULL; i++) {
-        if (list[i][0] == name[0] && strlen(list[i]) == len
-            && memcmp(list[i], name, len) == 0)
+    for (i = 0; list[i].data != NULL; i++) {
+        if (list[i].len == len && list[i].data[0] == name[0]
+            && memcmp(list[i].data, name, len) == 0)
         {
             return 1;
         }
@@ -1091,9 +1252,41 @@ al_llm_scan_in(const char *const *list, const char *name, size_t len)
 }
 
 
-static void
+/*
+ * 1 when want (NUL-terminated) is the len bytes of name.  A key the
+ * scanner accepted holds no NUL, so the loop stops at want's NUL at the
+ * latest and never reads past it; most names differ in the first byte,
+ * which is all this looks at then (no strlen() per name per key).
+ */
+
+static inline int
+al_llm_scan_name_is(const char *want, const char *name, size_t len)
+{
+    size_t  i;
+
+    if (want[0] != name[0]) {
+        return 0;
+    }
+
+    for (i = 1; i < len; i++) {
+        if (want[i] != name[i]) {
+            return 0;
+        }
+    }
+
+    return want[len] == '\0';
+}
+
+
+static inline void
 al_llm_scan_ws(al_llm_sc_t *sc)
 {
+    /* most calls stand on a token already: one test for them */
+
+    if (sc->pos < sc->len && sc->p[sc->pos] > ' ') {
+        return;
+    }
+
     while (sc->pos < sc->len
            && (sc->p[sc->pos] == ' ' || sc->p[sc->pos] == '\n'
                || sc->p[sc->pos] == '\r' || sc->p[sc->pos] == '\t'))

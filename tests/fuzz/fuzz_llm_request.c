@@ -11,9 +11,12 @@
  *     printable ASCII and empty exactly when the request is allowed;
  *   - the body scanner accepts exactly what al_json_check() (jansson,
  *     duplicates refused) accepts, and finds the members jansson finds,
- *     with the same types, integers and model name;
+ *     with the same types, integers and model name, and counts the same
+ *     prompt text;
  *   - a rewritten body is strict JSON, and deciding it again is allowed
  *     and needs no rewrite (the rewrite is a fixed point);
+ *   - al_llm_request_with() decides the same and writes the same bytes
+ *     into its caller's memory;
  *   - max_output never exceeds the client's cap times n when clamping;
  *   - an allowed route has a URI under the upstream's base path;
  *   - the response scanner gives the same usage however it is split;
@@ -36,9 +39,16 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const uint8_t *body, size_t len);
+static void fuzz_request_with(const al_llm_t *llm,
+    const al_llm_client_t *lc, al_llm_endpoint_t ep, const uint8_t *body,
+    size_t len, const al_llm_req_t *req);
+static void *fuzz_alloc(void *data, size_t size);
 static void fuzz_scan(const uint8_t *body, size_t len);
 static void fuzz_field(const al_llm_body_t *b, const uint8_t *body,
     const al_llm_jfield_t *f, json_t *v);
+static void fuzz_prompt(const al_llm_body_t *b, json_t *root);
+static void fuzz_count(json_t *v, uint64_t *text, uint64_t *extra);
+static int fuzz_in(const char *const *list, const char *key);
 static void fuzz_route(const al_llm_t *llm, const al_llm_client_t *lc,
     unsigned method, const uint8_t *s, size_t len);
 static void fuzz_response(al_llm_kind_t kind, al_llm_endpoint_t ep,
@@ -140,6 +150,7 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     }
 
     fuzz_detail(req.detail, sizeof(req.detail), r == AL_REASON_NONE);
+    fuzz_request_with(llm, lc, ep, body, len, &req);
 
     if (r != AL_REASON_NONE) {
         if (req.body != NULL) {
@@ -192,6 +203,61 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
 
     al_llm_request_free(&again);
     al_llm_request_free(&req);
+}
+
+
+/*
+ * al_llm_request_with() decides the same and writes the same bytes into
+ * memory of the caller's allocator (here: one block, freed here).
+ */
+
+static void
+fuzz_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_endpoint_t ep, const uint8_t *body, size_t len,
+    const al_llm_req_t *req)
+{
+    void          *block;
+    al_reason_t    r;
+    al_llm_req_t   with;
+
+    block = NULL;
+
+    r = al_llm_request_with(llm, lc, ep, NULL, 0, body, len, fuzz_alloc,
+                            &block, &with);
+
+    if (r != req->reason
+        || strcmp(with.detail, req->detail) != 0
+        || (with.body == NULL) != (req->body == NULL)
+        || (with.body != NULL
+            && (with.body != block || !with.body_theirs
+                || with.body_len != req->body_len
+                || memcmp(with.body, req->body, req->body_len) != 0
+                || with.body_model_at != req->body_model_at))
+        || with.max_output != req->max_output
+        || with.prompt_estimate != req->prompt_estimate
+        || with.hide_usage != req->hide_usage
+        || strcmp(with.model, req->model) != 0)
+    {
+        abort();
+    }
+
+    al_llm_request_free(&with);
+    free(block);
+}
+
+
+static void *
+fuzz_alloc(void *data, size_t size)
+{
+    void  **block = data;
+
+    if (*block != NULL) {
+        abort();                        /* one rewrite, one allocation */
+    }
+
+    *block = malloc(size);
+
+    return *block;
 }
 
 
@@ -255,6 +321,8 @@ fuzz_scan(const uint8_t *body, size_t len)
                    json_is_object(so)
                    ? json_object_get(so, "include_usage") : NULL);
 
+        fuzz_prompt(&b, j);
+
         if (json_is_string(json_object_get(j, "model"))
             && json_string_length(json_object_get(j, "model"))
                < sizeof(b.model)
@@ -267,6 +335,101 @@ fuzz_scan(const uint8_t *body, size_t len)
     }
 
     json_decref(j);
+}
+
+
+/*
+ * The prompt estimate's counts, from jansson's tree by the scanner's
+ * rules: under the root members that hold prompt text, the unescaped
+ * length of every string and one per integer; a member named like an
+ * attachment counts a flat estimate instead of its value.
+ */
+
+static const char *const  fuzz_prompt_keys[] = {
+    "messages", "prompt", "input", "instructions", "system", "tools",
+    "functions", NULL
+};
+
+static const char *const  fuzz_attachment_keys[] = {
+    "image_url", "image", "source", "file", "file_data", "input_audio",
+    NULL
+};
+
+
+static void
+fuzz_prompt(const al_llm_body_t *b, json_t *root)
+{
+    json_t      *v;
+    uint64_t     text, extra;
+    const char  *key;
+
+    text = 0;
+    extra = 0;
+
+    json_object_foreach(root, key, v) {
+        if (fuzz_in(fuzz_prompt_keys, key)) {
+            fuzz_count(v, &text, &extra);
+        }
+    }
+
+    if (b->text_bytes != text || b->extra != extra) {
+        abort();
+    }
+}
+
+
+static void
+fuzz_count(json_t *v, uint64_t *text, uint64_t *extra)
+{
+    size_t       i;
+    json_t      *m;
+    const char  *key;
+
+    switch (json_typeof(v)) {
+
+    case JSON_STRING:
+        *text += json_string_length(v);
+        break;
+
+    case JSON_INTEGER:
+        (*extra)++;
+        break;
+
+    case JSON_ARRAY:
+        json_array_foreach(v, i, m) {
+            fuzz_count(m, text, extra);
+        }
+        break;
+
+    case JSON_OBJECT:
+        json_object_foreach(v, key, m) {
+            if (fuzz_in(fuzz_attachment_keys, key)) {
+                *extra += AL_LLM_ATTACHMENT_TOKENS;
+
+            } else {
+                fuzz_count(m, text, extra);
+            }
+        }
+        break;
+
+    default:
+        break;
+    }
+}
+
+
+static int
+fuzz_in(const char *const *list, const char *key)
+{
+    size_t  i;
+
+    for (i = 0; list[i] != NULL; i++) {
+        if (strcmp(list[i], key) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -43,6 +43,10 @@ static void test_usage_runs(void);
 static void test_record(void);
 static void test_budget(void);
 static void test_errors(void);
+static void test_request_with(void);
+static void *arena_alloc(void *data, size_t size);
+static void test_scan_runs(void);
+static void test_route_uri(void);
 
 
 static al_client_t  c_agent = { .name = S("agent") };
@@ -128,6 +132,9 @@ main(void)
     test_record();
     test_budget();
     test_errors();
+    test_request_with();
+    test_scan_runs();
+    test_route_uri();
 
     al_llm_request_free(&rq);
 
@@ -1615,4 +1622,207 @@ test_errors(void)
     tap_is_str(msg, "token rate limit reached: 150 of 20000 tokens per "
                "minute left, request needs about 1200; retry in 23s",
                "quota message");
+}
+
+
+/*
+ * al_llm_request_with(): the rewrite comes from the caller's allocator,
+ * byte for byte what al_llm_request() writes with malloc(), and
+ * al_llm_request_free() leaves it alone (free() of this static arena
+ * would abort).  An allocator that fails refuses the request.
+ */
+
+static unsigned char  arena[1024];
+static size_t         arena_used;
+static unsigned       arena_calls;
+
+static void *
+arena_alloc(void *data, size_t size)
+{
+    unsigned char  *p;
+
+    arena_calls++;
+
+    if (data != NULL || size > sizeof(arena) - arena_used) {
+        return NULL;
+    }
+
+    p = arena + arena_used;
+    arena_used += size;
+
+    return p;
+}
+
+
+static void
+test_request_with(void)
+{
+    size_t        i;
+    al_reason_t   r;
+    al_llm_req_t  mine;
+    int           fail;
+
+    static const char *const  bodies[] = {
+        "{\"model\":\"gpt-4o-mini\",\"messages\":[{\"role\":\"user\","
+        "\"content\":\"Say hello to the benchmark\"}]}",
+        "{\"model\":\"gpt-4o-mini\",\"messages\":[],\"stream\":true}",
+        "{\"model\":\"gpt-4o\",\"max_tokens\":5000,"
+        "\"max_completion_tokens\":99999,\"stream\":true,"
+        "\"stream_options\":null}",
+        " { \"model\" : \"gpt-4o\" , \"stream_options\" : { } ,"
+        " \"stream\" : true } "
+    };
+
+    for (i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+        req(&oai, AGENT, AL_LLM_EP_CHAT, bodies[i]);
+
+        arena_used = 0;
+        arena_calls = 0;
+
+        r = al_llm_request_with(&oai, AGENT, AL_LLM_EP_CHAT,
+                                "application/json", 16,
+                                (const unsigned char *) bodies[i],
+                                strlen(bodies[i]), arena_alloc, NULL,
+                                &mine);
+
+        tap_ok(r == AL_REASON_NONE && rq.body != NULL
+               && mine.body == (char *) arena && mine.body_theirs
+               && arena_calls == 1 && arena_used == mine.body_len
+               && mine.body_len == rq.body_len
+               && memcmp(mine.body, rq.body, rq.body_len) == 0
+               && mine.max_output == rq.max_output
+               && mine.hide_usage == rq.hide_usage
+               && mine.body_model_at == rq.body_model_at,
+               "request_with: the same rewrite, in the caller's memory");
+
+        al_llm_request_free(&mine);
+        tap_ok(mine.body == NULL, "request_with: freed without free()");
+    }
+
+    arena_calls = 0;
+    r = al_llm_request_with(&oai, TOOLS, AL_LLM_EP_CHAT, NULL, 0,
+                            (const unsigned char *) "{\"model\":\"gpt-4o\"}",
+                            18, arena_alloc, NULL, &mine);
+    tap_ok(r == AL_REASON_NONE && mine.body == NULL && arena_calls == 0,
+           "request_with: no rewrite, no allocation");
+    al_llm_request_free(&mine);
+
+    fail = 1;
+    r = al_llm_request_with(&oai, AGENT, AL_LLM_EP_CHAT, NULL, 0,
+                            (const unsigned char *) bodies[0],
+                            strlen(bodies[0]), arena_alloc, &fail, &mine);
+    tap_ok(r == AL_REASON_BODY && mine.body == NULL
+           && has(mine.detail, "out of memory"),
+           "request_with: an allocator that fails refuses the request");
+    al_llm_request_free(&mine);
+}
+
+
+/*
+ * Strings are read eight bytes at a time: a byte that ends the plain run
+ * (a quote, a backslash, a control character, UTF-8) is found at every
+ * offset from the start of the body, and keys with escapes are still the
+ * names they spell.
+ */
+
+static void
+test_scan_runs(void)
+{
+    size_t       k, n, ok, bad;
+    char         body[256], text[64];
+    const char  *head;
+
+    head = "{\"model\":\"gpt-4o\",\"messages\":[{\"content\":\"";
+    ok = 0;
+    bad = 0;
+
+    for (k = 0; k < 24; k++) {
+        memset(text, 'a', sizeof(text));
+
+        /* a raw control character at k: refused */
+
+        text[k] = '\t';
+        n = (size_t) snprintf(body, sizeof(body), "%s%.*s\"}]}", head,
+                              (int) (k + 9), text);
+        reqn(&oai, TOOLS, AL_LLM_EP_CHAT, body, n);
+        bad += (rq.reason == AL_REASON_BODY && has(rq.detail, "control"));
+
+        /* an escaped quote, a backslash pair and UTF-8 at k: read */
+
+        text[k] = 'a';
+
+        n = (size_t) snprintf(body, sizeof(body),
+                              "%s%.*s\\\"%.*s\\\\\xc3\xa9%.*s\"}]}", head,
+                              (int) k, text, (int) (k % 9), text,
+                              (int) (24 - k), text);
+        reqn(&oai, TOOLS, AL_LLM_EP_CHAT, body, n);
+        ok += (rq.reason == AL_REASON_NONE
+               && rq.prompt_estimate
+                  == (k + (k % 9) + (24 - k) + 1 + 1 + 2 + 3) / 4);
+
+        /* a string cut at the end of the body, at k */
+
+        n = (size_t) snprintf(body, sizeof(body), "%s%.*s", head, (int) k,
+                              text);
+        reqn(&oai, TOOLS, AL_LLM_EP_CHAT, body, n);
+        bad += (rq.reason == AL_REASON_BODY
+                && has(rq.detail, "premature end"));
+    }
+
+    tap_is_int((long) bad, 48, "scan: control bytes, cut strings refused "
+               "at every offset");
+    tap_is_int((long) ok, 24, "scan: escapes and UTF-8 read at every "
+               "offset");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"\\u006dodel\":\"gpt-4o\",\"max_\\u0074okens\":5000}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.clamped
+           && strcmp(rq.model, "gpt-4o") == 0,
+           "scan: escaped keys are the names they spell");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"\\u006dodel\":\"gpt-4o\"}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "duplicate"),
+           "scan: a key and its escaped spelling are duplicates");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"\\u006d\\u006f\\u0064\\u0065\\u006c"
+        "\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078"
+        "\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078"
+        "\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078\\u0078"
+        "\\u0078\\u0078\\u0078\":1}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body != NULL,
+           "scan: a long escaped key is no name looked for");
+}
+
+
+/* the upstream URI of a fixed endpoint is the table's literal path */
+
+static void
+test_route_uri(void)
+{
+    const al_llm_route_t  *r;
+
+    r = route(&oai, AL_METHOD_POST, "/chat/completions?");
+    tap_ok(r->reason == AL_REASON_NONE
+           && strcmp(r->uri, "/v1/chat/completions") == 0,
+           "route: chat/completions");
+
+    r = route(&oai, AL_METHOD_POST, "/v1/%63hat/completion%73");
+    tap_ok(r->reason == AL_REASON_NONE
+           && strcmp(r->uri, "/v1/chat/completions") == 0,
+           "route: an encoded literal becomes the literal");
+
+    r = route(&oai, AL_METHOD_GET, "/models/ft:gpt-4o-mini:acme::x1");
+    tap_ok(r->reason == AL_REASON_NONE
+           && strncmp(r->uri, "/v1/models/ft", 13) == 0,
+           "route: a model id is escaped as before");
+
+    r = route(&oai, AL_METHOD_POST, "/chat/completionsx");
+    tap_is_int(r->reason, AL_REASON_NO_ROUTE,
+               "route: a longer segment is no literal");
+
+    r = route(&oai, AL_METHOD_POST, "/chat/completion");
+    tap_is_int(r->reason, AL_REASON_NO_ROUTE,
+               "route: a shorter segment is no literal");
 }
