@@ -217,29 +217,21 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
             continue;
         }
 
-        if (r->depth > 1 && !r->capture) {
-            i = al_llm_resp_skip(r, p, i, len);
-            continue;
-        }
-
         if (r->depth > 1) {
 
-            /* inside the member taken: only quotes and brackets count;
-               the bytes between them go to the capture in one piece */
+            /*
+             * Inside a member only the nesting counts; the bytes of the
+             * value taken go to the capture in one piece.
+             */
 
-            for (j = i; j < len && !al_llm_resp_struct[p[j]]; j++) {
-                /* void */
-            }
+            j = al_llm_resp_skip(r, p, i, len);
 
-            if (j > i) {
+            if (r->capture) {
                 al_llm_resp_capture(r, p + i, j - i);
             }
 
-            if (j == len) {
-                break;
-            }
-
             i = j;
+            continue;
         }
 
         c = p[i++];
@@ -311,9 +303,8 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
 
 /*
- * Inside a member that is not taken only the nesting counts: strings are
- * skipped whole and brackets counted, without a turn of the byte loop
- * each.  Returns where it stopped: the end of the slice (r->in_str and
+ * Inside a member only the nesting counts: strings are skipped whole and
+ * brackets counted, without a turn of the byte loop each.  Returns where it stopped: the end of the slice (r->in_str and
  * r->esc say where a string cut there stands), or the byte after the
  * bracket that brought the scan back to the top-level object.
  */
