@@ -304,9 +304,10 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
 /*
  * Inside a member only the nesting counts: strings are skipped whole and
- * brackets counted, without a turn of the byte loop each.  Returns where it stopped: the end of the slice (r->in_str and
- * r->esc say where a string cut there stands), or the byte after the
- * bracket that brought the scan back to the top-level object.
+ * brackets counted, without a turn of the byte loop each.  Returns where
+ * it stopped: the end of the slice (r->in_str and r->esc say where a
+ * string cut there stands), or the byte after the bracket that brought
+ * the scan back to the top-level object.
  */
 
 static size_t
