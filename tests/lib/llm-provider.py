@@ -53,6 +53,9 @@ Keys:
   delay_ms      wait between stream events
   pause_after, pause_ms
                 wait pause_ms after the first pause_after events only
+  gate          with pause_after: instead of pause_ms, wait until this
+                file exists (at most 60 s): the test opens the gate once
+                it has what it must see before the rest is sent
   cut_after     close the connection after this many stream events,
                 without the last chunk
   cut_mid       with cut_after: first send half of the next event
@@ -559,7 +562,13 @@ class Handler(BaseHTTPRequestHandler):
             if i and delay:
                 time.sleep(delay)
             if i and i == self.script.get("pause_after"):
-                time.sleep(self.script.get("pause_ms", 1000) / 1000.0)
+                gate = self.script.get("gate")
+                if gate:
+                    until = time.time() + 60
+                    while not os.path.exists(gate) and time.time() < until:
+                        time.sleep(0.01)
+                else:
+                    time.sleep(self.script.get("pause_ms", 1000) / 1000.0)
             self.event(name, data)
 
         self.end_stream()
