@@ -136,7 +136,7 @@ static ngx_command_t  ngx_http_airlock_llm_commands[] = {
       NULL },
 
     { ngx_string("airlock_llm_log"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
       ngx_http_airlock_llm_log,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
@@ -1091,7 +1091,6 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
     size_t            n;
-    ssize_t           written;
     ngx_str_t         id;
     ngx_msec_t        now, start;
     al_llm_record_t   rec;
@@ -1139,16 +1138,12 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     n = ngx_min(n, AL_LLM_RECORD_MAX - 1);
     buf[n++] = LF;
 
-    /* one write() to an O_APPEND file: lines of workers never mix */
+    /*
+     * one write() to an O_APPEND file, lines of workers never mix; with
+     * buffer=, one write() for the lines of one pass of the event loop
+     */
 
-    written = ngx_write_fd(ctx->log->fd, buf, n);
-
-    if (written != (ssize_t) n) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log,
-                      written == -1 ? ngx_errno : 0,
-                      ngx_write_fd_n " to \"%s\" failed",
-                      ctx->log->name.data);
-    }
+    ngx_http_airlock_file_write(ctx->log, buf, n, r->connection->log);
 }
 
 
@@ -1202,7 +1197,8 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
 
-    ngx_str_t  *value, name;
+    ssize_t     size;
+    ngx_str_t  *value, name, s;
 
     if (llcf->log != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -1211,18 +1207,53 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     if (ngx_strcmp(value[1].data, "off") == 0) {
+        if (cf->args->nelts > 2) {
+            return "takes no parameters with \"off\"";
+        }
+
         llcf->log = NULL;
         return NGX_CONF_OK;
     }
 
     name = value[1];
+    size = 0;
+
+    if (cf->args->nelts > 2) {
+
+        if (ngx_strncmp(value[2].data, "buffer=", 7) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"%s", &value[2],
+                               ngx_strncmp(value[2].data, "flush=", 6) == 0
+                               ? " (buffered usage lines are written at the "
+                                 "end of each pass of the event loop)"
+                               : "");
+            return NGX_CONF_ERROR;
+        }
+
+        s.data = value[2].data + 7;
+        s.len = value[2].len - 7;
+
+        size = ngx_parse_size(&s);
+        if (size == NGX_ERROR || size < 4096) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid buffer size \"%V\" (at least 4k)",
+                               &s);
+            return NGX_CONF_ERROR;
+        }
+    }
 
     llcf->log = ngx_http_airlock_open_file(cf, &name);
     if (llcf->log == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    return NGX_CONF_OK;
+    if (size == 0) {
+        return NGX_CONF_OK;
+    }
+
+    /* flush 0: at the end of the pass of the event loop */
+
+    return ngx_http_airlock_file_buffer(cf, llcf->log, size, 0);
 }
 
 

@@ -192,7 +192,6 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_t               *value, name, s;
     ngx_msec_t               flush;
     ngx_uint_t               i;
-    ngx_http_airlock_buf_t  *buf;
 
     if (amcf->journal != NULL) {
         return "is duplicate";
@@ -252,7 +251,36 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    if (amcf->journal->data != NULL) {
+    return ngx_http_airlock_file_buffer(cf, amcf->journal, size,
+                                        flush ? flush : 1000);
+}
+
+
+/*
+ * A per-worker buffer for a file: lines gather in it and are written
+ * whole, with one write(), when it is full, on USR1, at worker exit, and
+ * flush ms after the first of them, or with flush 0 at the end of the
+ * event loop pass they were added in (a posted event: nginx runs those
+ * before it waits for events again).  Every log naming the file writes
+ * through the buffer; two logs may share it when they ask for the same.
+ */
+
+char *
+ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
+    size_t size, ngx_msec_t flush)
+{
+    ngx_http_airlock_buf_t  *buf;
+
+    if (file->data != NULL) {
+        buf = file->data;
+
+        if (file->flush == ngx_http_airlock_reopen
+            && (size_t) (buf->last - buf->start) == size
+            && buf->flush == flush)
+        {
+            return NGX_CONF_OK;
+        }
+
         return "is buffered by another log using the same file";
     }
 
@@ -268,20 +296,20 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     buf->pos = buf->start;
     buf->last = buf->start + size;
-    buf->flush = flush ? flush : 1000;
+    buf->flush = flush;
 
     buf->event = ngx_pcalloc(cf->pool, sizeof(ngx_event_t));
     if (buf->event == NULL) {
         return NGX_CONF_ERROR;
     }
 
-    buf->event->data = amcf->journal;
+    buf->event->data = file;
     buf->event->handler = ngx_http_airlock_flush_handler;
     buf->event->log = &cf->cycle->new_log;
     buf->event->cancelable = 1;
 
-    amcf->journal->flush = ngx_http_airlock_reopen;
-    amcf->journal->data = buf;
+    file->flush = ngx_http_airlock_reopen;
+    file->data = buf;
 
     return NGX_CONF_OK;
 }
@@ -725,33 +753,54 @@ static void
 ngx_http_airlock_line_write(ngx_http_airlock_line_t *l, ngx_open_file_t *file,
     ngx_uint_t now, ngx_log_t *log)
 {
-    size_t                   len;
-    ngx_http_airlock_buf_t  *b;
+    size_t  len;
 
     *l->pos++ = '}';
     *l->pos++ = LF;
 
     len = l->pos - l->buf;
 
+    if (now && file->flush == ngx_http_airlock_reopen) {
+        ngx_http_airlock_flush(file, log);
+        ngx_http_airlock_write(file, l->buf, len, log);
+        return;
+    }
+
+    ngx_http_airlock_file_write(file, l->buf, len, log);
+}
+
+
+/* a line to a file opened with ngx_http_airlock_open_file(), buffered or
+ * not */
+
+void
+ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
+    ngx_log_t *log)
+{
+    ngx_http_airlock_buf_t  *b;
+
     b = (file->flush == ngx_http_airlock_reopen) ? file->data : NULL;
 
     if (b == NULL) {
-        ngx_http_airlock_write(file, l->buf, len, log);
+        ngx_http_airlock_write(file, line, len, log);
         return;
     }
 
-    if (now || len > (size_t) (b->last - b->pos)) {
+    if (len > (size_t) (b->last - b->pos)) {
         ngx_http_airlock_flush(file, log);
+
+        if (len > (size_t) (b->last - b->pos)) {
+            ngx_http_airlock_write(file, line, len, log);
+            return;
+        }
     }
 
-    if (now) {
-        ngx_http_airlock_write(file, l->buf, len, log);
-        return;
-    }
+    b->pos = ngx_cpymem(b->pos, line, len);
 
-    b->pos = ngx_cpymem(b->pos, l->buf, len);
+    if (b->flush == 0) {
+        ngx_post_event(b->event, &ngx_posted_events);
 
-    if (!b->event->timer_set) {
+    } else if (!b->event->timer_set) {
         ngx_add_timer(b->event, b->flush);
     }
 }

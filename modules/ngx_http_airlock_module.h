@@ -226,6 +226,10 @@ char *ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_open_file_t *ngx_http_airlock_open_file(ngx_conf_t *cf, ngx_str_t *name);
+char *ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
+    size_t size, ngx_msec_t flush);
+void ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line,
+    size_t len, ngx_log_t *log);
 void ngx_http_airlock_log_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char *detail);
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,

@@ -170,15 +170,19 @@ my $loc = <<'EOF';
             %%AIRLOCK_LOCATION%%
 EOF
 
-$gw->write_file_expand('nginx.conf', <<"EOF");
+# the gateway's nginx.conf, with a usage log of its own; the policy and
+# the keyring are the first gateway's
+my $gwconf = sub {
+    my ($log) = @_;
+    return <<"EOF";
 %%TEST_GLOBALS%%
 http {
     %%TEST_GLOBALS_HTTP%%
     access_log off;
-    airlock_policy %%TESTDIR%%/policy.yaml;
-    airlock_keyring %%TESTDIR%%/airlock.key;
+    airlock_policy $dir/policy.yaml;
+    airlock_keyring $dir/airlock.key;
     airlock_llm_zone llm 1m;
-    airlock_llm_log %%TESTDIR%%/usage.log;
+    airlock_llm_log %%TESTDIR%%/usage.log$log;
     client_body_buffer_size 64k;
 
     upstream llmbench {
@@ -199,6 +203,15 @@ $loc
     }
 }
 EOF
+};
+
+# "gateway" writes each usage line with a write() of its own (the
+# default); "buffered" gathers the lines of one pass of the event loop
+# and writes them with one (airlock_llm_log FILE buffer=64k)
+$gw->write_file_expand('nginx.conf', $gwconf->(''));
+my $gwb = Airlock::Test->new;
+$gwb->require_module;
+$gwb->write_file_expand('nginx.conf', $gwconf->(' buffer=64k'));
 
 # Both reach the provider through an upstream block of the url's host, with
 # keepalive (docs/nginx.md, "Upstreams, keepalive and TLS").
@@ -233,11 +246,11 @@ http {
 EOF
 
 $gw->run;
+$gwb->run;
 $plain->run;
 
-my %nginx = (gateway => $gw, plain => $plain);
-my %pid = (gateway => ($gw->_workers)[0][0],
-           plain => ($plain->_workers)[0][0]);
+my %nginx = (gateway => $gw, buffered => $gwb, plain => $plain);
+my %pid = map { $_ => ($nginx{$_}->_workers)[0][0] } keys %nginx;
 
 # ---- Portkey ------------------------------------------------------------------
 
@@ -408,7 +421,7 @@ if ($portkey) {
 
 # ---- latency and throughput ----------------------------------------------------
 
-my @servers = ('plain', 'gateway', $portkey ? ('portkey') : ());
+my @servers = ('plain', 'gateway', 'buffered', $portkey ? ('portkey') : ());
 my %res;
 for my $round (1 .. $rounds) {
     for my $name (qw(json sse)) {
@@ -628,20 +641,24 @@ for my $name (qw(json sse)) {
 my @lines;
 push @lines, $markdown
     ? "| call | plain p50 ms | gateway p50 ms | p50 added | plain p99 ms "
-      . "| gateway p99 ms | p99 added | req/s ratio |\n"
-      . "| --- | --- | --- | --- | --- | --- | --- | --- |"
-    : sprintf("%-12s %9s %9s %9s %9s %9s %9s %7s", 'call', 'p50', 'gw p50',
-              'added', 'p99', 'gw p99', 'added', 'ratio');
+      . "| gateway p99 ms | p99 added | req/s ratio | buffered ratio |\n"
+      . "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    : sprintf("%-12s %9s %9s %9s %9s %9s %9s %7s %8s", 'call', 'p50',
+              'gw p50', 'added', 'p99', 'gw p99', 'added', 'ratio',
+              'buffered');
 
 for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
     my ($label, $name) = @$v;
-    my ($p, $g) = ($m{$name}{plain}, $m{$name}{gateway});
+    my ($p, $g, $b) = @{$m{$name}}{qw(plain gateway buffered)};
     push @lines, sprintf($markdown
-        ? "| %s | %.3f | %.3f | %+.3f ms | %.3f | %.3f | %+.3f ms | %.3f |"
-        : "%-12s %9.3f %9.3f %+9.3f %9.3f %9.3f %+9.3f %7.3f",
+        ? "| %s | %.3f | %.3f | %+.3f ms | %.3f | %.3f | %+.3f ms | %.3f "
+          . "| %.3f |"
+        : "%-12s %9.3f %9.3f %+9.3f %9.3f %9.3f %+9.3f %7.3f %8.3f",
         $label, $p->{p50}, $g->{p50}, $g->{p50} - $p->{p50},
-        $p->{p99}, $g->{p99}, $g->{p99} - $p->{p99}, $g->{rps} / $p->{rps});
+        $p->{p99}, $g->{p99}, $g->{p99} - $p->{p99}, $g->{rps} / $p->{rps},
+        $b->{rps} / $p->{rps});
 }
+push @lines, '(buffered: the gateway with airlock_llm_log FILE buffer=64k)';
 
 my ($tp50, $tg50) = (pct(50, @{$ttfb{plain}}), pct(50, @{$ttfb{gateway}}));
 my ($tp99, $tg99) = (pct(99, @{$ttfb{plain}}), pct(99, @{$ttfb{gateway}}));
@@ -666,16 +683,16 @@ push @lines, sprintf($markdown ? "| %d | %d kB |" : "%-14d %d kB", @$_)
 
 push @lines, '';
 push @lines, $markdown
-    ? "| call | plain cpu us/call | gateway cpu us/call | added |\n"
-      . "| --- | --- | --- | --- |"
-    : sprintf("%-12s %9s %9s %9s", 'cpu us/call', 'plain', 'gateway',
-              'added');
+    ? "| call | plain cpu us/call | gateway cpu us/call | added "
+      . "| buffered cpu us/call |\n| --- | --- | --- | --- | --- |"
+    : sprintf("%-12s %9s %9s %9s %9s", 'cpu us/call', 'plain', 'gateway',
+              'added', 'buffered');
 for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
     my ($label, $name) = @$v;
-    my ($p, $g) = ($m{$name}{plain}{cpu}, $m{$name}{gateway}{cpu});
-    push @lines, sprintf($markdown ? "| %s | %.1f | %.1f | %+.1f |"
-                                   : "%-12s %9.1f %9.1f %+9.1f",
-                         $label, $p, $g, $g - $p);
+    my ($p, $g, $b) = map { $m{$name}{$_}{cpu} } qw(plain gateway buffered);
+    push @lines, sprintf($markdown ? "| %s | %.1f | %.1f | %+.1f | %.1f |"
+                                   : "%-12s %9.1f %9.1f %+9.1f %9.1f",
+                         $label, $p, $g, $g - $p, $b);
 }
 
 if ($icalls) {
