@@ -136,7 +136,7 @@ static ngx_command_t  ngx_http_airlock_llm_commands[] = {
       NULL },
 
     { ngx_string("airlock_llm_log"),
-      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE12,
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_1MORE,
       ngx_http_airlock_llm_log,
       NGX_HTTP_LOC_CONF_OFFSET,
       0,
@@ -1197,8 +1197,9 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
 
-    ssize_t     size;
-    ngx_str_t  *value, name, s;
+    ssize_t      size;
+    ngx_str_t   *value, name, s;
+    ngx_uint_t   i;
 
     if (llcf->log != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -1218,20 +1219,20 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     name = value[1];
     size = 0;
 
-    if (cf->args->nelts > 2) {
+    for (i = 2; i < cf->args->nelts; i++) {
 
-        if (ngx_strncmp(value[2].data, "buffer=", 7) != 0) {
+        if (size != 0 || ngx_strncmp(value[i].data, "buffer=", 7) != 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\"%s", &value[2],
-                               ngx_strncmp(value[2].data, "flush=", 6) == 0
+                               "invalid parameter \"%V\"%s", &value[i],
+                               ngx_strncmp(value[i].data, "flush=", 6) == 0
                                ? " (buffered usage lines are written at the "
                                  "end of each pass of the event loop)"
                                : "");
             return NGX_CONF_ERROR;
         }
 
-        s.data = value[2].data + 7;
-        s.len = value[2].len - 7;
+        s.data = value[i].data + 7;
+        s.len = value[i].len - 7;
 
         size = ngx_parse_size(&s);
         if (size == NGX_ERROR || size < 4096) {

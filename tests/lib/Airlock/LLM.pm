@@ -150,6 +150,7 @@ sub conf {
     my $loc = $o{location} // '';
     my $locs = $o{locations} // '';
     my $zone = $o{zone} // 'airlock_llm_zone llm 1m;';
+    my $log = $o{log} // '';
 
     return <<"EOF";
 %%TEST_GLOBALS%%
@@ -168,7 +169,7 @@ http {
     airlock_deny_log %%TESTDIR%%/deny.log;
 
     $zone
-    airlock_llm_log %%TESTDIR%%/usage.log;
+    airlock_llm_log %%TESTDIR%%/usage.log$log;
 
     client_body_buffer_size 64k;
     client_max_body_size 1m;
