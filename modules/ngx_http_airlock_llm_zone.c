@@ -21,6 +21,12 @@
  * on); a zone made by a module of another layout refuses the reload.  The
  * mutex is held around one lookup and its update only.
  *
+ * Series nodes are never freed (only idle budgets are), so each worker
+ * keeps the series it counted last in a small cache of its own (in the
+ * zone's per-cycle context: a reload starts with an empty one): a call
+ * whose key matches its cached node, compared unlocked (a node's key
+ * never changes), skips the hash and the tree walk.
+ *
  * A request admitted holds a place in flight until
  * ngx_http_airlock_llm_settle() gives it back, from the log phase or,
  * for a request that never gets there, the request pool's cleanup: every
@@ -39,6 +45,9 @@
 
 #define NGX_HTTP_AIRLOCK_LLM_BUDGET    0
 #define NGX_HTTP_AIRLOCK_LLM_SERIES    1
+
+/* series nodes cached per worker, a power of two */
+#define NGX_HTTP_AIRLOCK_LLM_CACHE     16
 
 #define NGX_HTTP_AIRLOCK_LLM_COST_HELP                                       \
     "# HELP airlock_llm_cost_usd_total LLM cost in USD, by provider, "      \
@@ -90,6 +99,9 @@ typedef struct {
     ngx_slab_pool_t              *shpool;
     ngx_uint_t                    series_max;
     ngx_uint_t                    nomem;        /* this worker said so */
+
+    /* series nodes this worker counted lately: never freed */
+    ngx_http_airlock_llm_node_t  *cache[NGX_HTTP_AIRLOCK_LLM_CACHE];
 } ngx_http_airlock_llm_zone_ctx_t;
 
 
@@ -429,7 +441,11 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
 }
 
 
-/* one call, and its tokens, in its series */
+/*
+ * One call, and its tokens, in its series.  The cache slot is picked by
+ * what tells series apart cheaply; whatever it holds is checked against
+ * the whole key, so a slot two series share costs only a lookup.
+ */
 
 void
 ngx_http_airlock_llm_count(ngx_http_request_t *r,
@@ -437,6 +453,7 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
 {
     size_t                            len;
     uint32_t                          hash;
+    ngx_uint_t                        slot;
     ngx_rbtree_node_t                *node;
     ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
@@ -450,6 +467,19 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
 
     len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_SERIES, ctx,
                                    ctx->status);
+
+    slot = (len + ctx->status + ctx->model.len
+            + ((uintptr_t) ctx->client >> 4))
+           & (NGX_HTTP_AIRLOCK_LLM_CACHE - 1);
+
+    ln = zc->cache[slot];
+
+    if (ln != NULL && ln->len == len && ngx_memcmp(ln->data, key, len) == 0)
+    {
+        ngx_shmtx_lock(&zc->shpool->mutex);
+        goto count;
+    }
+
     hash = ngx_crc32_short(key, len);
 
     ngx_shmtx_lock(&zc->shpool->mutex);
@@ -483,6 +513,10 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
         ngx_http_airlock_llm_nomem(r, zc, "series");
         return;
     }
+
+    zc->cache[slot] = ln;
+
+count:
 
     ln->requests++;
     ln->prompt += ctx->usage.prompt_tokens;
