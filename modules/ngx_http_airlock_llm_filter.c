@@ -39,6 +39,8 @@ static void ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
     const char *name, size_t len, uint64_t value, const char *suffix);
+static u_char *ngx_http_airlock_llm_digits(u_char *p, uint64_t v);
+static ngx_uint_t ngx_http_airlock_llm_headers_n(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
@@ -98,6 +100,7 @@ ngx_http_airlock_llm_filter_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 {
+    ngx_uint_t                   own;
     ngx_msec_t                   now;
     ngx_time_t                  *tp;
     ngx_http_airlock_llm_ctx_t  *ctx;
@@ -117,6 +120,13 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
     now = (ngx_msec_t) tp->sec * 1000 + tp->msec;
     ctx->ttfb = now - ((ngx_msec_t) r->start_sec * 1000 + r->start_msec);
 
+    /*
+     * The headers added from here on hold the gateway's own numbers and
+     * id: ngx_http_airlock_module's filter, the next one, need not scrub
+     * them (everything before them came from the provider and is).
+     */
+    own = ngx_http_airlock_llm_headers_n(r);
+
     ngx_http_airlock_llm_ratelimit_headers(r, ctx);
 
     if (ctx->admitted && ngx_http_airlock_llm_limit_headers(r, ctx) != NGX_OK)
@@ -127,6 +137,9 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
     if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
         return NGX_ERROR;
     }
+
+    ctx->actx->own_from = own;
+    ctx->actx->own_to = ngx_http_airlock_llm_headers_n(r);
 
     if (r->header_only || r->method == NGX_HTTP_HEAD
         || r->headers_out.status == NGX_HTTP_NO_CONTENT
@@ -388,7 +401,7 @@ ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
     h->key.len = len;
     h->value.data = p;
 
-    p = ngx_http_airlock_llm_dec(p, value);
+    p = ngx_http_airlock_llm_digits(p, value);
 
     while (*suffix) {
         *p++ = (u_char) *suffix++;
@@ -401,6 +414,75 @@ ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
 
 
 /* Content-Type: text/event-stream, parameters allowed */
+
+
+/*
+ * v in decimal at p, as "%uL" writes it; returns the end.  The length is
+ * found first, then the digits are written from the end two at a time.
+ */
+
+static u_char *
+ngx_http_airlock_llm_digits(u_char *p, uint64_t v)
+{
+    u_char      *e;
+    uint64_t     t;
+    ngx_uint_t   n, d;
+
+    static const u_char  pairs[] =
+        "00010203040506070809101112131415161718192021222324"
+        "25262728293031323334353637383940414243444546474849"
+        "50515253545556575859606162636465666768697071727374"
+        "75767778798081828384858687888990919293949596979899";
+
+    n = 1;
+
+    for (t = 10; v >= t; t *= 10) {
+        n++;
+
+        if (n == 20) {
+            break;                  /* 10^19 * 10 does not fit */
+        }
+    }
+
+    e = p + n;
+
+    while (v >= 100) {
+        d = (ngx_uint_t) (v % 100) * 2;
+        v /= 100;
+        *--e = pairs[d + 1];
+        *--e = pairs[d];
+    }
+
+    if (v >= 10) {
+        d = (ngx_uint_t) v * 2;
+        *--e = pairs[d + 1];
+        *--e = pairs[d];
+
+    } else {
+        *--e = (u_char) ('0' + v);
+    }
+
+    return p + n;
+}
+
+
+/* the number of response headers so far, removed ones included */
+
+static ngx_uint_t
+ngx_http_airlock_llm_headers_n(ngx_http_request_t *r)
+{
+    ngx_uint_t        n;
+    ngx_list_part_t  *part;
+
+    n = 0;
+
+    for (part = &r->headers_out.headers.part; part; part = part->next) {
+        n += part->nelts;
+    }
+
+    return n;
+}
+
 
 static ngx_int_t
 ngx_http_airlock_llm_event_type(ngx_http_request_t *r)
