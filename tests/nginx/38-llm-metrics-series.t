@@ -1,11 +1,16 @@
 #!/usr/bin/perl
 
-# ngx_http_airlock_llm_module: every call lands in its own series.  Each
-# worker remembers the series nodes it counted lately (a small cache in
-# front of the zone's tree, ngx_http_airlock_llm_count()); calls of many
+# ngx_http_airlock_llm_module: every call lands in its own series, every
+# admission in its own budget.  Each worker remembers the series nodes it
+# counted lately and the hashes of the budget keys it admitted against
+# (small caches in front of the zone's tree, 16 slots each); calls of many
 # series (providers, clients, models, statuses) interleaved, with a reload
 # in between, must each be counted in exactly their series, tokens
-# included, as the usage log has them.
+# included, as the usage log has them; 17 limited clients with names of
+# one length each keep one budget, which only their own calls spend,
+# across a reload.  (Budget keys' slots go by the key's length and the
+# client name's last byte: c01 and c11 share one, and each is the first in
+# it once, before the reload and after.)
 
 use strict;
 use warnings;
@@ -20,10 +25,23 @@ use Airlock::LLM;
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
-$l->setup;
+my $nlimited = 17;
+my @limited = map { sprintf('c%02d', $_) } 1 .. $nlimited;
+my %ltoken = map { $_ => "al-$_-token-0123456789abcdef" } @limited;
+
+$l->setup(
+    clients => join('', map { "  $_: { token_sha256: \""
+                              . $l->proxy->token_sha256($ltoken{$_})
+                              . "\" }\n" } @limited),
+    openai_clients => join('', map { "      $_:\n"
+                                     . "        tokens_per_minute: 1000000\n"
+                                     . "        max_tokens: 20\n"
+                                     . "        over_max_tokens: clamp\n" }
+                                   @limited),
+);
 $t->run;
 
-plan tests => 5;
+plan tests => 8;
 
 sub metrics {
     my $raw = http_get('/metrics', port => 8082);
@@ -108,5 +126,53 @@ my %got = map { /^(.*),kind="prompt"$/ ? ($1 => $tokens->{$_}) : () }
 
 is_deeply(\%got, \%prompt,
           'airlock_llm_tokens_total: prompt tokens as the usage log has them');
+
+# ---- budgets ---------------------------------------------------------------
+
+my (%last, $spent_ok, $seed, @order);
+$spent_ok = 1;
+$seed = 5;
+
+for my $i (1 .. 2 * $nlimited) {
+    $seed = ($seed * 1103515245 + 12345) % 2147483648;
+    push @order, $limited[($seed >> 8) % $nlimited];
+}
+
+@order = (@limited, @order, 'reload', reverse(@limited), @order);
+
+for my $c (@order) {
+    if ($c eq 'reload') {
+        $t->reload;
+        next;
+    }
+
+    $l->script();
+    my $r = $l->chat(token => $ltoken{$c});
+    my $left = $r->{headers}{'x-ratelimit-remaining-tokens'};
+
+    if ($r->{status} != 200 || !defined $left
+        || (defined $last{$c} && $left >= $last{$c}))
+    {
+        $spent_ok = 0;
+        diag("$c: $r->{status}, remaining " . ($left // 'none') . " after "
+             . ($last{$c} // 'none'));
+    }
+
+    $last{$c} = $left;
+}
+
+$l->last_usage($sent + @order - 1);
+
+ok($spent_ok, 'each limited client: 200, and its budget goes down with '
+   . 'its own calls only');
+
+my $flight = metrics();
+my @lines = $flight =~ /^airlock_llm_requests_in_flight\{([^}]*)\} \d+$/mg;
+my %seen;
+$seen{$_}++ for @lines;
+
+is(scalar(grep { $seen{qq{provider="openai",client="$_"}} } @limited),
+   $nlimited, 'a budget for each limited client');
+is(scalar(grep { $_ > 1 } values %seen), 0, 'no budget twice');
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');
