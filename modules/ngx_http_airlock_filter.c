@@ -252,7 +252,7 @@ ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx)
 {
     ngx_int_t                  rv;
-    ngx_uint_t                 i, matches;
+    ngx_uint_t                 i, n, matches;
     ngx_list_part_t           *part;
     ngx_table_elt_t           *h;
     ngx_http_airlock_route_t  *rc;
@@ -262,7 +262,9 @@ ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
     part = &r->headers_out.headers.part;
     h = part->elts;
 
-    for (i = 0; /* void */; i++) {
+    /* n: the position of h[i] in the whole list */
+
+    for (i = 0, n = 0; /* void */; i++, n++) {
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
@@ -274,7 +276,7 @@ ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
             i = 0;
         }
 
-        if (h[i].hash == 0) {
+        if (h[i].hash == 0 || (n >= ctx->own_from && n < ctx->own_to)) {
             continue;
         }
 
@@ -299,6 +301,10 @@ ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
             ngx_http_airlock_scrubbed(r, ctx);
         }
     }
+
+    /* for this list as it is now only */
+    ctx->own_from = 0;
+    ctx->own_to = 0;
 
     rv = ngx_http_airlock_scrub_str(r, rc, &r->headers_out.content_type);
 

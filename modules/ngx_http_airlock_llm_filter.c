@@ -31,6 +31,9 @@
 
 #define NGX_HTTP_AIRLOCK_LLM_HELD_MIN  4096
 
+/* room for a header's number: 20 digits and a suffix */
+#define NGX_HTTP_AIRLOCK_LLM_SLOT      (NGX_INT64_LEN + 1)
+
 
 static ngx_int_t ngx_http_airlock_llm_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_body_filter(ngx_http_request_t *r,
@@ -38,7 +41,10 @@ static ngx_int_t ngx_http_airlock_llm_body_filter(ngx_http_request_t *r,
 static void ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
-    const char *name, size_t len, uint64_t value, const char *suffix);
+    const char *name, size_t len, uint64_t value, u_char suffix,
+    u_char *slot);
+static u_char *ngx_http_airlock_llm_digits(u_char *last, uint64_t v);
+static ngx_uint_t ngx_http_airlock_llm_headers_n(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
@@ -98,6 +104,7 @@ ngx_http_airlock_llm_filter_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 {
+    ngx_uint_t                   own;
     ngx_msec_t                   now;
     ngx_time_t                  *tp;
     ngx_http_airlock_llm_ctx_t  *ctx;
@@ -117,6 +124,13 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
     now = (ngx_msec_t) tp->sec * 1000 + tp->msec;
     ctx->ttfb = now - ((ngx_msec_t) r->start_sec * 1000 + r->start_msec);
 
+    /*
+     * The headers added from here on hold the gateway's own numbers and
+     * id: ngx_http_airlock_module's filter, the next one, need not scrub
+     * them (everything before them came from the provider and is).
+     */
+    own = ngx_http_airlock_llm_headers_n(r);
+
     ngx_http_airlock_llm_ratelimit_headers(r, ctx);
 
     if (ctx->admitted && ngx_http_airlock_llm_limit_headers(r, ctx) != NGX_OK)
@@ -127,6 +141,9 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
     if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
         return NGX_ERROR;
     }
+
+    ctx->actx->own_from = own;
+    ctx->actx->own_to = ngx_http_airlock_llm_headers_n(r);
 
     if (r->header_only || r->method == NGX_HTTP_HEAD
         || r->headers_out.status == NGX_HTTP_NO_CONTENT
@@ -192,7 +209,7 @@ static void
 ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
-    u_char           *p;
+    u_char           *p, *slots;
     time_t            reset, now;
     int64_t           end, unit;
     uint64_t          limit, remaining;
@@ -260,39 +277,45 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     now = ngx_time();
     reset = (time_t) al_llm_quota_reset(end, unit, (int64_t) now);
 
+    /* the numbers' room, one allocation for all three */
+
+    slots = ngx_pnalloc(r->pool, 3 * NGX_HTTP_AIRLOCK_LLM_SLOT);
+    if (slots == NULL) {
+        return;
+    }
+
     if (ctx->provider->llm->kind != AL_LLM_ANTHROPIC) {
         (void) ngx_http_airlock_llm_add_header(r, "x-ratelimit-limit-tokens",
                                  sizeof("x-ratelimit-limit-tokens") - 1,
-                                 limit, "");
+                                 limit, 0, slots);
         (void) ngx_http_airlock_llm_add_header(r,
                                  "x-ratelimit-remaining-tokens",
                                  sizeof("x-ratelimit-remaining-tokens") - 1,
-                                 remaining, "");
+                                 remaining, 0,
+                                 slots + NGX_HTTP_AIRLOCK_LLM_SLOT);
         (void) ngx_http_airlock_llm_add_header(r, "x-ratelimit-reset-tokens",
                                  sizeof("x-ratelimit-reset-tokens") - 1,
-                                 (uint64_t) reset, "s");
+                                 (uint64_t) reset, 's',
+                                 slots + 2 * NGX_HTTP_AIRLOCK_LLM_SLOT);
         return;
     }
 
     (void) ngx_http_airlock_llm_add_header(r,
                             "anthropic-ratelimit-tokens-limit",
                             sizeof("anthropic-ratelimit-tokens-limit") - 1,
-                            limit, "");
+                            limit, 0, slots);
     (void) ngx_http_airlock_llm_add_header(r,
                             "anthropic-ratelimit-tokens-remaining",
                             sizeof("anthropic-ratelimit-tokens-remaining") - 1,
-                            remaining, "");
+                            remaining, 0, slots + NGX_HTTP_AIRLOCK_LLM_SLOT);
 
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
         return;
     }
 
-    p = ngx_pnalloc(r->pool, sizeof("1970-01-01T00:00:00Z") - 1);
-    if (p == NULL) {
-        h->hash = 0;
-        return;
-    }
+    /* the third slot: the time takes no more room than a number */
+    p = slots + 2 * NGX_HTTP_AIRLOCK_LLM_SLOT;
 
     ngx_gmtime(now + reset, &tm);
 
@@ -365,11 +388,17 @@ ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
 }
 
 
+/*
+ * A header with a number: its value is written, from the end, into slot
+ * (NGX_HTTP_AIRLOCK_LLM_SLOT bytes), then suffix if not 0 ('s': OpenAI's
+ * resets are durations).
+ */
+
 static ngx_int_t
 ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
-    size_t len, uint64_t value, const char *suffix)
+    size_t len, uint64_t value, u_char suffix, u_char *slot)
 {
-    u_char           *p;
+    u_char           *p, *last;
     ngx_table_elt_t  *h;
 
     h = ngx_list_push(&r->headers_out.headers);
@@ -377,26 +406,76 @@ ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
         return NGX_ERROR;
     }
 
-    p = ngx_pnalloc(r->pool, NGX_INT64_LEN + 2);
-    if (p == NULL) {
-        h->hash = 0;
-        return NGX_ERROR;
+    last = slot + NGX_HTTP_AIRLOCK_LLM_SLOT;
+    p = last;
+
+    if (suffix) {
+        *--p = suffix;
     }
+
+    p = ngx_http_airlock_llm_digits(p, value);
 
     h->hash = 1;
     h->key.data = (u_char *) name;
     h->key.len = len;
     h->value.data = p;
-
-    p = ngx_http_airlock_llm_dec(p, value);
-
-    while (*suffix) {
-        *p++ = (u_char) *suffix++;
-    }
-
-    h->value.len = p - h->value.data;
+    h->value.len = last - p;
 
     return NGX_OK;
+}
+
+
+/*
+ * v in decimal, as "%uL" writes it, ending at last; returns the start.
+ * Two digits at a time.
+ */
+
+static u_char *
+ngx_http_airlock_llm_digits(u_char *last, uint64_t v)
+{
+    ngx_uint_t  d;
+
+    static const u_char  pairs[] =
+        "00010203040506070809101112131415161718192021222324"
+        "25262728293031323334353637383940414243444546474849"
+        "50515253545556575859606162636465666768697071727374"
+        "75767778798081828384858687888990919293949596979899";
+
+    while (v >= 100) {
+        d = (ngx_uint_t) (v % 100) * 2;
+        v /= 100;
+        *--last = pairs[d + 1];
+        *--last = pairs[d];
+    }
+
+    if (v >= 10) {
+        d = (ngx_uint_t) v * 2;
+        *--last = pairs[d + 1];
+        *--last = pairs[d];
+
+    } else {
+        *--last = (u_char) ('0' + v);
+    }
+
+    return last;
+}
+
+
+/* the number of response headers so far, removed ones included */
+
+static ngx_uint_t
+ngx_http_airlock_llm_headers_n(ngx_http_request_t *r)
+{
+    ngx_uint_t        n;
+    ngx_list_part_t  *part;
+
+    n = 0;
+
+    for (part = &r->headers_out.headers.part; part; part = part->next) {
+        n += part->nelts;
+    }
+
+    return n;
 }
 
 

@@ -21,6 +21,15 @@
  * on); a zone made by a module of another layout refuses the reload.  The
  * mutex is held around one lookup and its update only.
  *
+ * Series nodes are never freed (only idle budgets are), so each worker
+ * keeps the series it counted last in a small cache of its own (in the
+ * zone's per-cycle context: a reload starts with an empty one): a call
+ * whose key matches its cached node, compared unlocked (a node's key
+ * never changes), skips the hash and the tree walk.  Budget nodes may be
+ * freed by any worker, so for them only the hash of recent keys is kept
+ * (a hash is the key's, whatever the zone holds): admission still walks
+ * the tree, under the lock.
+ *
  * A request admitted holds a place in flight until
  * ngx_http_airlock_llm_settle() gives it back, from the log phase or,
  * for a request that never gets there, the request pool's cleanup: every
@@ -40,6 +49,9 @@
 #define NGX_HTTP_AIRLOCK_LLM_BUDGET    0
 #define NGX_HTTP_AIRLOCK_LLM_SERIES    1
 
+/* series nodes cached per worker, a power of two */
+#define NGX_HTTP_AIRLOCK_LLM_CACHE     16
+
 #define NGX_HTTP_AIRLOCK_LLM_COST_HELP                                       \
     "# HELP airlock_llm_cost_usd_total LLM cost in USD, by provider, "      \
     "client and model (priced models).\n"                                   \
@@ -52,6 +64,9 @@
 
 #define NGX_HTTP_AIRLOCK_LLM_KEY_MAX                                         \
     (1 + 3 * (AL_LLM_RECORD_STR_MAX + 1) + AL_LLM_MODEL_MAX + 4)
+
+#define NGX_HTTP_AIRLOCK_LLM_BUDGET_KEY_MAX                                  \
+    (1 + 2 * (AL_LLM_RECORD_STR_MAX + 1))
 
 /* checked when a zone is reused: the layout of the nodes below */
 #define NGX_HTTP_AIRLOCK_LLM_MAGIC                                           \
@@ -85,11 +100,25 @@ typedef struct {
 } ngx_http_airlock_llm_shctx_t;
 
 
+/* a budget key and its hash, as a worker computed it */
+typedef struct {
+    uint32_t                      hash;
+    size_t                        len;          /* 0: none yet */
+    u_char                        key[NGX_HTTP_AIRLOCK_LLM_BUDGET_KEY_MAX];
+} ngx_http_airlock_llm_hash_t;
+
+
 typedef struct {
     ngx_http_airlock_llm_shctx_t *sh;
     ngx_slab_pool_t              *shpool;
     ngx_uint_t                    series_max;
     ngx_uint_t                    nomem;        /* this worker said so */
+
+    /* series nodes this worker counted lately: never freed */
+    ngx_http_airlock_llm_node_t  *cache[NGX_HTTP_AIRLOCK_LLM_CACHE];
+
+    /* budget keys this worker admitted against lately */
+    ngx_http_airlock_llm_hash_t   hashes[NGX_HTTP_AIRLOCK_LLM_CACHE];
 } ngx_http_airlock_llm_zone_ctx_t;
 
 
@@ -118,9 +147,11 @@ static size_t ngx_http_airlock_llm_key(u_char *key, ngx_uint_t kind,
 static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_lookup(
     ngx_http_airlock_llm_zone_ctx_t *zc, uint32_t hash, u_char *key,
     size_t len);
+static uint32_t ngx_http_airlock_llm_budget_hash(
+    ngx_http_airlock_llm_zone_ctx_t *zc, u_char *key, size_t len);
 static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_get(
-    ngx_http_airlock_llm_zone_ctx_t *zc, u_char *key, size_t len,
-    time_t now);
+    ngx_http_airlock_llm_zone_ctx_t *zc, uint32_t hash, u_char *key,
+    size_t len, time_t now);
 static void ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc,
     time_t now);
 static void ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
@@ -347,6 +378,7 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     int                               rc;
     size_t                            len;
     time_t                            now;
+    uint32_t                          hash;
     ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
     u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
@@ -355,10 +387,11 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     now = ngx_time();
 
     len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_BUDGET, ctx, 0);
+    hash = ngx_http_airlock_llm_budget_hash(zc, key, len);
 
     ngx_shmtx_lock(&zc->shpool->mutex);
 
-    ln = ngx_http_airlock_llm_get(zc, key, len, now);
+    ln = ngx_http_airlock_llm_get(zc, hash, key, len, now);
 
     if (ln == NULL) {
         ngx_shmtx_unlock(&zc->shpool->mutex);
@@ -429,7 +462,11 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
 }
 
 
-/* one call, and its tokens, in its series */
+/*
+ * One call, and its tokens, in its series.  The cache slot is picked by
+ * what tells series apart cheaply; whatever it holds is checked against
+ * the whole key, so a slot two series share costs only a lookup.
+ */
 
 void
 ngx_http_airlock_llm_count(ngx_http_request_t *r,
@@ -437,6 +474,7 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
 {
     size_t                            len;
     uint32_t                          hash;
+    ngx_uint_t                        slot;
     ngx_rbtree_node_t                *node;
     ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
@@ -450,6 +488,19 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
 
     len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_SERIES, ctx,
                                    ctx->status);
+
+    slot = (len + ctx->status + ctx->model.len
+            + ((uintptr_t) ctx->client >> 4))
+           & (NGX_HTTP_AIRLOCK_LLM_CACHE - 1);
+
+    ln = zc->cache[slot];
+
+    if (ln != NULL && ln->len == len && ngx_memcmp(ln->data, key, len) == 0)
+    {
+        ngx_shmtx_lock(&zc->shpool->mutex);
+        goto count;
+    }
+
     hash = ngx_crc32_short(key, len);
 
     ngx_shmtx_lock(&zc->shpool->mutex);
@@ -483,6 +534,10 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
         ngx_http_airlock_llm_nomem(r, zc, "series");
         return;
     }
+
+    zc->cache[slot] = ln;
+
+count:
 
     ln->requests++;
     ln->prompt += ctx->usage.prompt_tokens;
@@ -589,18 +644,44 @@ ngx_http_airlock_llm_lookup(ngx_http_airlock_llm_zone_ctx_t *zc,
 }
 
 
+/* the crc32 of a budget key, from this worker's cache when it has it */
+
+static uint32_t
+ngx_http_airlock_llm_budget_hash(ngx_http_airlock_llm_zone_ctx_t *zc,
+    u_char *key, size_t len)
+{
+    uint32_t                      hash;
+    ngx_http_airlock_llm_hash_t  *h;
+
+    /* the length and the client name's last byte tell most keys apart */
+
+    h = &zc->hashes[(len + key[len - 2]) & (NGX_HTTP_AIRLOCK_LLM_CACHE - 1)];
+
+    if (h->len == len && ngx_memcmp(h->key, key, len) == 0) {
+        return h->hash;
+    }
+
+    hash = ngx_crc32_short(key, len);
+
+    if (len <= sizeof(h->key)) {
+        ngx_memcpy(h->key, key, len);
+        h->len = len;
+        h->hash = hash;
+    }
+
+    return hash;
+}
+
+
 /* a budget node, made when missing; the zone is locked */
 
 static ngx_http_airlock_llm_node_t *
-ngx_http_airlock_llm_get(ngx_http_airlock_llm_zone_ctx_t *zc, u_char *key,
-    size_t len, time_t now)
+ngx_http_airlock_llm_get(ngx_http_airlock_llm_zone_ctx_t *zc, uint32_t hash,
+    u_char *key, size_t len, time_t now)
 {
     size_t                        size;
-    uint32_t                      hash;
     ngx_rbtree_node_t            *node;
     ngx_http_airlock_llm_node_t  *ln;
-
-    hash = ngx_crc32_short(key, len);
 
     ln = ngx_http_airlock_llm_lookup(zc, hash, key, len);
 

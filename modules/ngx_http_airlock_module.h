@@ -162,6 +162,14 @@ struct ngx_http_airlock_ctx_s {
     ngx_chain_t                 *free_refs;     /* buffers without memory */
     ngx_chain_t                 *busy;
 
+    /*
+     * Response headers [own_from, own_to) of headers_out.headers, by
+     * position: made by the gateway itself from its own numbers (rate
+     * limits, request id), so the scrub passes them by.
+     */
+    ngx_uint_t                   own_from;
+    ngx_uint_t                   own_to;
+
     unsigned                     decided:1;
     unsigned                     allowed:1;
     unsigned                     reading_body:1;

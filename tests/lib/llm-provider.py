@@ -73,6 +73,8 @@ Keys:
                 (or "(no match)"): an answer that quotes real tool data
   wait_file     before answering, wait (up to 60 s) until this file exists
   request_id    send this as the answer's x-request-id, as OpenAI does
+  echo_headers  send this many more headers, X-Echo-Auth-0, -1, ..., each
+                with what X-Echo-Auth has
 
 Every request is appended to --log as one JSON line: n, method, path,
 headers (lower-case names), body (parsed JSON, or the text), script,
@@ -251,6 +253,9 @@ class Handler(BaseHTTPRequestHandler):
         # a provider's own limits; the gateway replaces them
         h["x-ratelimit-remaining-tokens"] = "999999"
         h["anthropic-ratelimit-tokens-remaining"] = "999999"
+        # last: right before the headers the gateway adds
+        for i in range(self.script.get("echo_headers", 0)):
+            h["X-Echo-Auth-%d" % i] = self.auth_seen()
         return h
 
     def send_json(self, status, obj):
