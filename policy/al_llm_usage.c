@@ -12,6 +12,7 @@
  * nothing usable and the usage is estimated.
  */
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -34,18 +35,62 @@ enum {
     AL_LLM_CAP_MODEL
 };
 
+/* what an object is to the quick reader, as the strict scanner's kinds */
+enum {
+    AL_LLM_QK_OTHER = 0,
+    AL_LLM_QK_ROOT,                     /* the document */
+    AL_LLM_QK_NESTED                    /* spec->nested */
+};
+
+#define AL_LLM_QUICK_KEYS  32           /* keys of the open objects */
+#define AL_LLM_ONES        UINT64_C(0x0101010101010101)
+#define AL_LLM_HIGHS       UINT64_C(0x8080808080808080)
+
+typedef struct {
+    const unsigned char       *p;
+    size_t                     len;
+    size_t                     pos;
+    const al_llm_scan_spec_t  *spec;
+    al_llm_body_t             *b;
+    size_t                     nkeys;   /* a stack: the open objects' */
+    size_t                     key_at[AL_LLM_QUICK_KEYS];
+    size_t                     key_len[AL_LLM_QUICK_KEYS];
+} al_llm_quick_t;
+
 
 static size_t al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p,
     size_t i, size_t len);
 static void al_llm_resp_end_value(al_llm_resp_t *r);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
+static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
+    size_t size);
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
+static int al_llm_quick_value(al_llm_quick_t *q, unsigned depth,
+    unsigned kind, al_llm_jfield_t *field, unsigned model);
+static int al_llm_quick_object(al_llm_quick_t *q, unsigned depth,
+    unsigned kind);
+static int al_llm_quick_array(al_llm_quick_t *q, unsigned depth);
+static int al_llm_quick_string(al_llm_quick_t *q, size_t *at, size_t *n);
+static int al_llm_quick_word(al_llm_quick_t *q, const char *word,
+    size_t n);
+static int al_llm_quick_number(al_llm_quick_t *q, al_llm_jfield_t *f);
+static int al_llm_quick_name(const char *const *names,
+    const unsigned char *s, size_t n);
+static inline void al_llm_quick_ws(al_llm_quick_t *q);
+static inline size_t al_llm_ascii_run(const unsigned char *p, size_t i,
+    size_t n, unsigned del);
+static inline void al_llm_dec_back(char *end, uint64_t v);
+static size_t al_llm_dec_len(uint64_t v);
 static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static void al_llm_digits(char *p, unsigned v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 
+
+/* JSON's whitespace */
+#define al_llm_json_ws(c)                                                     \
+    ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
 
 /* name (a literal: ,"key":) and the string s cut to max bytes */
 #define al_llm_out_field(o, name, s, max)                                     \
@@ -92,6 +137,14 @@ static const al_llm_scan_spec_t  al_llm_usage_resp = {
 const al_llm_scan_spec_t  al_llm_usage_ant = {
     al_llm_usage_ant_names, -1, -1, NULL, 0, 0
 };
+
+/* "00" to "99" */
+static const char  al_llm_pairs[] =
+    "0001020304050607080910111213141516171819"
+    "2021222324252627282930313233343536373839"
+    "4041424344454647484950515253545556575859"
+    "6061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
 
 static const char *const  al_llm_sources[] = {
     "response", "stream", "estimated"
@@ -424,24 +477,14 @@ int
 al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
-    json_t                    *v;
     al_llm_body_t              b;
-    json_error_t               err;
     const al_llm_scan_spec_t  *spec;
     char                       detail[AL_DETAIL_MAX];
 
     memset(u, 0, sizeof(*u));
 
     if (model != NULL && model_size > 0) {
-        model[0] = '\0';
-
-        if (r->model_len > 0) {
-            v = json_loadb(r->model, r->model_len, JSON_DECODE_ANY, &err);
-            if (v != NULL) {
-                (void) al_llm_copy_str(v, model, model_size);
-                json_decref(v);
-            }
-        }
+        al_llm_resp_model(r, model, model_size);
     }
 
     if (r->usage_len == 0) {
@@ -454,7 +497,7 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
            : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
            : &al_llm_usage_oai;
 
-    if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
+    if (al_llm_json_read(spec, (const unsigned char *) r->usage,
                          r->usage_len, &b, detail, sizeof(detail))
         != 0
         || b.root.type != AL_LLM_JT_OBJECT)
@@ -496,6 +539,511 @@ al_llm_usage_u64(const al_llm_jfield_t *f)
 
     return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
                                                   : (uint64_t) f->num;
+}
+
+
+/*
+ * The captured "model" value as jansson reads it and al_llm_copy_str()
+ * copies it; a string of printable ASCII without escapes (all models
+ * named so far) is copied in place, anything else goes to jansson.
+ */
+
+static void
+al_llm_resp_model(const al_llm_resp_t *r, char *model, size_t size)
+{
+    size_t                 i, j, k, n;
+    json_t                *v;
+    json_error_t           err;
+    const unsigned char   *p;
+
+    model[0] = '\0';
+
+    p = (const unsigned char *) r->model;
+    n = r->model_len;
+
+    if (n == 0) {
+        return;
+    }
+
+    for (i = 0; i < n && al_llm_json_ws(p[i]); i++) { /* void */ }
+
+    if (i < n && p[i] == '"') {
+        j = al_llm_ascii_run(p, i + 1, n, 0);
+
+        if (j < n && p[j] == '"') {
+            for (k = j + 1; k < n && al_llm_json_ws(p[k]); k++) {
+                /* void */
+            }
+
+            if (k == n) {
+                if (j - i - 1 < size) {
+                    memcpy(model, p + i + 1, j - i - 1);
+                    model[j - i - 1] = '\0';
+                }
+
+                return;
+            }
+        }
+    }
+
+    v = json_loadb(r->model, n, JSON_DECODE_ANY, &err);
+    if (v != NULL) {
+        (void) al_llm_copy_str(v, model, size);
+        json_decref(v);
+    }
+}
+
+
+int
+al_llm_json_read(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size)
+{
+    if (al_llm_json_quick(spec, p, len, b) == 0) {
+        return 0;
+    }
+
+    return al_llm_json_scan(spec, p, len, b, detail, size);
+}
+
+
+int
+al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b)
+{
+    al_llm_quick_t  q;
+
+    if (spec->prompt || len == 0) {
+        return 1;
+    }
+
+    /* as al_llm_json_scan(): all zero but model[] */
+
+    memset(b, 0, offsetof(al_llm_body_t, model));
+    b->model[0] = '\0';
+    memset(b->model + sizeof(b->model), 0,
+           sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
+
+    q.p = p;
+    q.len = len;
+    q.pos = 0;
+    q.spec = spec;
+    q.b = b;
+    q.nkeys = 0;
+
+    al_llm_quick_ws(&q);
+
+    if (al_llm_quick_value(&q, 0, AL_LLM_QK_ROOT, &b->root, 0) != 0) {
+        return 1;
+    }
+
+    al_llm_quick_ws(&q);
+
+    return (q.pos == len) ? 0 : 1;
+}
+
+
+/*
+ * The quick reader: al_llm_json_scan() for the layouts providers send,
+ * in less work.  It takes JSON whose strings are printable ASCII without
+ * escapes, whose numbers are integers of at most 18 digits or decimals
+ * without an exponent, and whose objects hold at most AL_LLM_QUICK_KEYS
+ * keys open at once; whitespace anywhere JSON allows it.  Anything else
+ * (escapes, other bytes, exponents, long integers, more keys, invalid
+ * JSON, duplicate keys, prompt counting) it leaves to the strict scanner
+ * by returning 1 before it has told anything, so every result is the
+ * strict scanner's.  What it accepts the strict scanner accepts (ASCII,
+ * no escapes, no overflow), and it records what that records.
+ */
+
+static int
+al_llm_quick_value(al_llm_quick_t *q, unsigned depth, unsigned kind,
+    al_llm_jfield_t *field, unsigned model)
+{
+    size_t           at, n;
+    al_llm_jfield_t  f;
+
+    if (q->pos >= q->len) {
+        return 1;
+    }
+
+    f.at = q->pos;
+    f.num = 0;
+    f.esc = 0;
+
+    switch (q->p[q->pos]) {
+
+    case '{':
+        f.type = AL_LLM_JT_OBJECT;
+        if (al_llm_quick_object(q, depth + 1, kind) != 0) {
+            return 1;
+        }
+        break;
+
+    case '[':
+        f.type = AL_LLM_JT_ARRAY;
+        if (al_llm_quick_array(q, depth + 1) != 0) {
+            return 1;
+        }
+        break;
+
+    case '"':
+        f.type = AL_LLM_JT_STRING;
+        if (al_llm_quick_string(q, &at, &n) != 0) {
+            return 1;
+        }
+
+        if (model) {
+            memcpy(q->b->model, q->p + at,
+                   n < sizeof(q->b->model) ? n : sizeof(q->b->model));
+        }
+
+        f.num = (int64_t) n;
+        break;
+
+    case 't':
+        f.type = AL_LLM_JT_TRUE;
+        if (al_llm_quick_word(q, "true", 4) != 0) {
+            return 1;
+        }
+        break;
+
+    case 'f':
+        f.type = AL_LLM_JT_FALSE;
+        if (al_llm_quick_word(q, "false", 5) != 0) {
+            return 1;
+        }
+        break;
+
+    case 'n':
+        f.type = AL_LLM_JT_NULL;
+        if (al_llm_quick_word(q, "null", 4) != 0) {
+            return 1;
+        }
+        break;
+
+    default:
+        if (al_llm_quick_number(q, &f) != 0) {
+            return 1;
+        }
+        break;
+    }
+
+    f.len = q->pos - f.at;
+
+    if (field != NULL) {
+        *field = f;
+    }
+
+    return 0;
+}
+
+
+static int
+al_llm_quick_object(al_llm_quick_t *q, unsigned depth, unsigned kind)
+{
+    int                        id;
+    size_t                     k, first, nmembers, last, at, n;
+    unsigned                   child, model;
+    al_llm_jfield_t           *field;
+    const al_llm_scan_spec_t  *spec;
+
+    if (depth > AL_JSON_DEPTH_MAX) {
+        return 1;
+    }
+
+    spec = q->spec;
+    q->pos++;                           /* '{' */
+    last = q->pos;
+    first = q->nkeys;
+    nmembers = 0;
+
+    al_llm_quick_ws(q);
+
+    if (q->pos < q->len && q->p[q->pos] == '}') {
+        q->pos++;
+        goto done;
+    }
+
+    for ( ;; ) {
+
+        if (q->pos >= q->len || q->p[q->pos] != '"'
+            || al_llm_quick_string(q, &at, &n) != 0)
+        {
+            return 1;
+        }
+
+        /* keys without escapes: the same bytes are the same key */
+
+        for (k = first; k < q->nkeys; k++) {
+            if (q->key_len[k] == n
+                && memcmp(q->p + q->key_at[k], q->p + at, n) == 0)
+            {
+                return 1;
+            }
+        }
+
+        if (q->nkeys == AL_LLM_QUICK_KEYS) {
+            return 1;
+        }
+
+        q->key_at[q->nkeys] = at;
+        q->key_len[q->nkeys] = n;
+        q->nkeys++;
+        nmembers++;
+
+        al_llm_quick_ws(q);
+
+        if (q->pos >= q->len || q->p[q->pos] != ':') {
+            return 1;
+        }
+
+        q->pos++;
+        al_llm_quick_ws(q);
+
+        field = NULL;
+        child = AL_LLM_QK_OTHER;
+        model = 0;
+
+        if (kind == AL_LLM_QK_ROOT) {
+            id = al_llm_quick_name(spec->names, q->p + at, n);
+
+            if (id >= 0) {
+                field = &q->b->f[id];
+
+                if (id == spec->model) {
+                    model = 1;
+
+                } else if (id == spec->nested) {
+                    child = AL_LLM_QK_NESTED;
+                }
+            }
+
+        } else if (kind == AL_LLM_QK_NESTED) {
+            id = al_llm_quick_name(spec->nested_names, q->p + at, n);
+
+            if (id >= 0) {
+                field = &q->b->f[spec->nested_base + (size_t) id];
+            }
+        }
+
+        if (al_llm_quick_value(q, depth, child, field, model) != 0) {
+            return 1;
+        }
+
+        last = q->pos;
+
+        al_llm_quick_ws(q);
+
+        if (q->pos < q->len && q->p[q->pos] == ',') {
+            q->pos++;
+            al_llm_quick_ws(q);
+            continue;
+        }
+
+        if (q->pos < q->len && q->p[q->pos] == '}') {
+            q->pos++;
+            break;
+        }
+
+        return 1;
+    }
+
+done:
+
+    q->nkeys = first;
+
+    if (kind == AL_LLM_QK_ROOT) {
+        q->b->root_last = last;
+        q->b->root_members = nmembers;
+
+    } else if (kind == AL_LLM_QK_NESTED) {
+        q->b->so_last = last;
+        q->b->so_members = nmembers;
+    }
+
+    return 0;
+}
+
+
+static int
+al_llm_quick_array(al_llm_quick_t *q, unsigned depth)
+{
+    if (depth > AL_JSON_DEPTH_MAX) {
+        return 1;
+    }
+
+    q->pos++;                           /* '[' */
+
+    al_llm_quick_ws(q);
+
+    if (q->pos < q->len && q->p[q->pos] == ']') {
+        q->pos++;
+        return 0;
+    }
+
+    for ( ;; ) {
+        if (al_llm_quick_value(q, depth, AL_LLM_QK_OTHER, NULL, 0) != 0) {
+            return 1;
+        }
+
+        al_llm_quick_ws(q);
+
+        if (q->pos < q->len && q->p[q->pos] == ',') {
+            q->pos++;
+            al_llm_quick_ws(q);
+            continue;
+        }
+
+        if (q->pos < q->len && q->p[q->pos] == ']') {
+            q->pos++;
+            return 0;
+        }
+
+        return 1;
+    }
+}
+
+
+/* a string of printable ASCII without escapes; at, n: its bytes */
+
+static int
+al_llm_quick_string(al_llm_quick_t *q, size_t *at, size_t *n)
+{
+    size_t  i, j;
+
+    i = q->pos + 1;
+    j = al_llm_ascii_run(q->p, i, q->len, 0);
+
+    if (j == q->len || q->p[j] != '"') {
+        return 1;
+    }
+
+    *at = i;
+    *n = j - i;
+    q->pos = j + 1;
+
+    return 0;
+}
+
+
+static int
+al_llm_quick_word(al_llm_quick_t *q, const char *word, size_t n)
+{
+    if (q->len - q->pos < n || memcmp(q->p + q->pos, word, n) != 0) {
+        return 1;
+    }
+
+    q->pos += n;
+
+    return 0;
+}
+
+
+/*
+ * An integer of at most 18 digits (no overflow to check), or one with a
+ * fraction and no exponent (no real overflow either); the strict scanner
+ * takes the rest.
+ */
+
+static int
+al_llm_quick_number(al_llm_quick_t *q, al_llm_jfield_t *f)
+{
+    size_t                 i, start;
+    unsigned               neg;
+    uint64_t               v;
+    const unsigned char   *p;
+
+    p = q->p;
+    i = q->pos;
+    neg = 0;
+    v = 0;
+
+    if (i < q->len && p[i] == '-') {
+        neg = 1;
+        i++;
+    }
+
+    if (i >= q->len || p[i] < '0' || p[i] > '9') {
+        return 1;
+    }
+
+    if (p[i] == '0') {
+        i++;
+
+    } else {
+        start = i;
+
+        while (i < q->len && p[i] >= '0' && p[i] <= '9') {
+            if (i - start == 18) {
+                return 1;
+            }
+
+            v = v * 10 + (uint64_t) (p[i] - '0');
+            i++;
+        }
+    }
+
+    f->type = AL_LLM_JT_INT;
+
+    if (i < q->len && p[i] == '.') {
+        i++;
+
+        if (i >= q->len || p[i] < '0' || p[i] > '9') {
+            return 1;
+        }
+
+        while (i < q->len && p[i] >= '0' && p[i] <= '9') {
+            i++;
+        }
+
+        f->type = AL_LLM_JT_REAL;
+    }
+
+    if (i < q->len && (p[i] == 'e' || p[i] == 'E')) {
+        return 1;
+    }
+
+    if (f->type == AL_LLM_JT_INT) {
+        f->num = neg ? -(int64_t) v : (int64_t) v;
+    }
+
+    q->pos = i;
+
+    return 0;
+}
+
+
+/* the index of the name in names, else -1 */
+
+static int
+al_llm_quick_name(const char *const *names, const unsigned char *s,
+    size_t n)
+{
+    int  i;
+
+    if (names == NULL || n == 0) {
+        return -1;
+    }
+
+    for (i = 0; names[i] != NULL; i++) {
+        if ((unsigned char) names[i][0] == s[0]
+            && strncmp(names[i], (const char *) s, n) == 0
+            && names[i][n] == '\0')
+        {
+            return i;
+        }
+    }
+
+    return -1;
+}
+
+
+static inline void
+al_llm_quick_ws(al_llm_quick_t *q)
+{
+    while (q->pos < q->len && al_llm_json_ws(q->p[q->pos])) {
+        q->pos++;
+    }
 }
 
 
@@ -906,10 +1454,74 @@ al_llm_out_cstr(al_llm_out_t *o, const char *s)
 }
 
 
+/*
+ * v in decimal, two digits a turn; straight into the buffer when the
+ * longest number fits.
+ */
+
 void
 al_llm_out_u64(al_llm_out_t *o, uint64_t v)
 {
-    al_llm_out_dec(o, v, 1);
+    size_t  n;
+    char    tmp[20];
+
+    n = al_llm_dec_len(v);
+
+    if (o->len + sizeof(tmp) < o->size) {
+        al_llm_dec_back(o->buf + o->len + n, v);
+        o->len += n;
+        o->buf[o->len] = '\0';
+        return;
+    }
+
+    al_llm_dec_back(tmp + n, v);
+    al_llm_out_raw(o, tmp, n);
+}
+
+
+/* the number of decimal digits of v */
+
+static size_t
+al_llm_dec_len(uint64_t v)
+{
+    size_t  n;
+
+    static const uint64_t  pow10[] = {
+        UINT64_C(10), UINT64_C(100), UINT64_C(1000), UINT64_C(10000),
+        UINT64_C(100000), UINT64_C(1000000), UINT64_C(10000000),
+        UINT64_C(100000000), UINT64_C(1000000000), UINT64_C(10000000000),
+        UINT64_C(100000000000), UINT64_C(1000000000000),
+        UINT64_C(10000000000000), UINT64_C(100000000000000),
+        UINT64_C(1000000000000000), UINT64_C(10000000000000000),
+        UINT64_C(100000000000000000), UINT64_C(1000000000000000000),
+        UINT64_C(10000000000000000000)
+    };
+
+    for (n = 0; n < sizeof(pow10) / sizeof(pow10[0]) && v >= pow10[n]; n++) {
+        /* void */
+    }
+
+    return n + 1;
+}
+
+
+/* the decimal digits of v, the last one just before end */
+
+static inline void
+al_llm_dec_back(char *end, uint64_t v)
+{
+    while (v >= 100) {
+        end -= 2;
+        memcpy(end, al_llm_pairs + (v % 100) * 2, 2);
+        v /= 100;
+    }
+
+    if (v >= 10) {
+        memcpy(end - 2, al_llm_pairs + v * 2, 2);
+
+    } else {
+        end[-1] = (char) ('0' + v);
+    }
 }
 
 
@@ -937,9 +1549,14 @@ al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width)
 static void
 al_llm_digits(char *p, unsigned v, size_t width)
 {
-    while (width-- > 0) {
-        p[width] = (char) ('0' + v % 10);
-        v /= 10;
+    while (width >= 2) {
+        width -= 2;
+        memcpy(p + width, al_llm_pairs + (v % 100) * 2, 2);
+        v /= 100;
+    }
+
+    if (width == 1) {
+        p[0] = (char) ('0' + v % 10);
     }
 }
 
@@ -948,7 +1565,7 @@ void
 al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 {
     int                   k;
-    size_t                i;
+    size_t                i, j;
     unsigned char         c;
     const unsigned char  *p;
     char                  esc[8];
@@ -963,16 +1580,11 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 
         /* a run of printable ASCII that needs no escape, in one copy */
 
-        for (k = 0;
-             i + k < n && al_llm_json_plain[p[i + k]] && p[i + k] != 0x7f;
-             k++)
-        {
-            /* void */
-        }
+        j = al_llm_ascii_run(p, i, n, 1);
 
-        if (k > 0) {
-            al_llm_out_raw(o, s + i, (size_t) k);
-            i += (size_t) k;
+        if (j > i) {
+            al_llm_out_raw(o, s + i, j - i);
+            i = j;
             continue;
         }
 
@@ -1037,6 +1649,55 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
     }
 
     al_llm_out_raw(o, "\"", 1);
+}
+
+
+/*
+ * Where the run of printable ASCII at p[i..n) ends: the first byte that is
+ * not one, or '"' or '\\', or with del 0x7f; else n.  Eight bytes at a
+ * time (the lowest flag of each test is exact: borrows only run upwards),
+ * then byte by byte.  Without del these are the bytes the strict scanner
+ * reads as plain string bytes.
+ */
+
+static inline size_t
+al_llm_ascii_run(const unsigned char *p, size_t i, size_t n, unsigned del)
+{
+#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+
+    uint64_t  w, q, b, d, bad;
+
+    while (n - i >= 8) {
+        memcpy(&w, p + i, 8);
+
+        q = w ^ (AL_LLM_ONES * '"');
+        b = w ^ (AL_LLM_ONES * '\\');
+
+        bad = (((w - AL_LLM_ONES * 0x20) & ~w) | w    /* < 0x20, >= 0x80 */
+               | ((q - AL_LLM_ONES) & ~q)              /* '"' */
+               | ((b - AL_LLM_ONES) & ~b));            /* '\\' */
+
+        if (del) {
+            d = w ^ (AL_LLM_ONES * 0x7f);
+            bad |= (d - AL_LLM_ONES) & ~d;
+        }
+
+        bad &= AL_LLM_HIGHS;
+
+        if (bad != 0) {
+            return i + (size_t) (__builtin_ctzll(bad) >> 3);
+        }
+
+        i += 8;
+    }
+
+#endif
+
+    while (i < n && al_llm_json_plain[p[i]] && !(del && p[i] == 0x7f)) {
+        i++;
+    }
+
+    return i;
 }
 
 
