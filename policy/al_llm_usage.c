@@ -43,19 +43,22 @@ enum {
 };
 
 #define AL_LLM_QUICK_KEYS  32           /* keys of the open objects */
+#define AL_LLM_QUICK_DEPTH 16           /* open objects and arrays */
+#define AL_LLM_QUICK_NAMES 8            /* name lengths kept per list */
 #define AL_LLM_ONES        UINT64_C(0x0101010101010101)
 #define AL_LLM_HIGHS       UINT64_C(0x8080808080808080)
 
+/* an object or array the quick reader is in */
 typedef struct {
-    const unsigned char       *p;
-    size_t                     len;
-    size_t                     pos;
-    const al_llm_scan_spec_t  *spec;
-    al_llm_body_t             *b;
-    size_t                     nkeys;   /* a stack: the open objects' */
-    size_t                     key_at[AL_LLM_QUICK_KEYS];
-    size_t                     key_len[AL_LLM_QUICK_KEYS];
-} al_llm_quick_t;
+    unsigned                   obj;     /* an object, else an array */
+    unsigned                   kind;    /* AL_LLM_QK_* */
+    al_llm_jfield_t           *field;   /* record it here, or NULL */
+    size_t                     at;
+    size_t                     first;   /* its keys in the key stack */
+    size_t                     members;
+    size_t                     last;    /* after the last member's value,
+                                           or after '{' */
+} al_llm_quick_frame_t;
 
 
 static size_t al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p,
@@ -66,21 +69,17 @@ static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
 static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
     size_t size);
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
-static int al_llm_quick_value(al_llm_quick_t *q, unsigned depth,
-    unsigned kind, al_llm_jfield_t *field, unsigned model);
-static int al_llm_quick_object(al_llm_quick_t *q, unsigned depth,
-    unsigned kind);
-static int al_llm_quick_array(al_llm_quick_t *q, unsigned depth);
-static int al_llm_quick_string(al_llm_quick_t *q, size_t *at, size_t *n);
-static int al_llm_quick_word(al_llm_quick_t *q, const char *word,
-    size_t n);
-static int al_llm_quick_number(al_llm_quick_t *q, al_llm_jfield_t *f);
-static int al_llm_quick_name(const char *const *names,
-    const unsigned char *s, size_t n);
-static inline void al_llm_quick_ws(al_llm_quick_t *q);
+static int al_llm_usage_quick(const unsigned char *p, size_t len,
+    const al_str_t *keys, uint64_t v[5]);
+static int al_llm_usage_object(const unsigned char *p, size_t *pos,
+    size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
+static inline int al_llm_quick_name(const char *const *names,
+    size_t *len, const unsigned char *s, size_t n);
 static inline size_t al_llm_ascii_run(const unsigned char *p, size_t i,
     size_t n, unsigned del);
 static inline void al_llm_dec_back(char *end, uint64_t v);
+static inline int al_llm_same(const char *a, const unsigned char *b,
+    size_t n);
 static size_t al_llm_dec_len(uint64_t v);
 static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static void al_llm_digits(char *p, unsigned v, size_t width);
@@ -90,7 +89,10 @@ static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 
 /* JSON's whitespace */
 #define al_llm_json_ws(c)                                                     \
-    ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t')
+    ((c) <= ' ' && ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t'))
+
+/* a decimal digit */
+#define al_llm_digit(c)  ((unsigned) ((c) - '0') < 10)
 
 /* name (a literal: ,"key":) and the string s cut to max bytes */
 #define al_llm_out_field(o, name, s, max)                                     \
@@ -136,6 +138,35 @@ static const al_llm_scan_spec_t  al_llm_usage_resp = {
 
 const al_llm_scan_spec_t  al_llm_usage_ant = {
     al_llm_usage_ant_names, -1, -1, NULL, 0, 0
+};
+
+/*
+ * The same names for al_llm_usage_quick(), with their lengths, in the
+ * same order: the number of each goes where the strict scanner puts it
+ * (index 3 of OpenAI's: the details object, whose "cached_tokens" is 4).
+ */
+#define AL_LLM_KEY(s)  { s, sizeof(s) - 1 }
+
+static const al_str_t  al_llm_usage_oai_keys[] = {
+    AL_LLM_KEY("prompt_tokens"), AL_LLM_KEY("completion_tokens"),
+    AL_LLM_KEY("total_tokens"), AL_LLM_KEY("prompt_tokens_details"),
+    { NULL, 0 }
+};
+
+static const al_str_t  al_llm_usage_resp_keys[] = {
+    AL_LLM_KEY("input_tokens"), AL_LLM_KEY("output_tokens"),
+    AL_LLM_KEY("total_tokens"), AL_LLM_KEY("input_tokens_details"),
+    { NULL, 0 }
+};
+
+static const al_str_t  al_llm_usage_ant_keys[] = {
+    AL_LLM_KEY("input_tokens"), AL_LLM_KEY("cache_read_input_tokens"),
+    AL_LLM_KEY("cache_creation_input_tokens"), AL_LLM_KEY("output_tokens"),
+    { NULL, 0 }
+};
+
+static const al_str_t  al_llm_usage_details_keys[] = {
+    AL_LLM_KEY("cached_tokens"), { NULL, 0 }
 };
 
 /* "00" to "99" */
@@ -477,7 +508,10 @@ int
 al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
+    size_t                     k;
+    uint64_t                   v[5];
     al_llm_body_t              b;
+    const al_str_t            *keys;
     const al_llm_scan_spec_t  *spec;
     char                       detail[AL_DETAIL_MAX];
 
@@ -491,34 +525,48 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
         return -1;
     }
 
-    /* the strict scanner, no tree: the usage object is a few integers */
+    /*
+     * The usage object is a few integers: read by the quick loop below
+     * when laid out as providers lay it out, else by the strict scanner
+     * (no tree); the same numbers either way.
+     */
 
-    spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
-           : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
-           : &al_llm_usage_oai;
+    keys = (r->kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_keys
+           : (r->endpoint == AL_LLM_EP_RESPONSES) ? al_llm_usage_resp_keys
+           : al_llm_usage_oai_keys;
 
-    if (al_llm_json_read(spec, (const unsigned char *) r->usage,
-                         r->usage_len, &b, detail, sizeof(detail))
-        != 0
-        || b.root.type != AL_LLM_JT_OBJECT)
+    if (al_llm_usage_quick((const unsigned char *) r->usage, r->usage_len,
+                           keys, v)
+        != 0)
     {
-        return -1;
+        spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
+               : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
+               : &al_llm_usage_oai;
+
+        if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
+                             r->usage_len, &b, detail, sizeof(detail))
+            != 0
+            || b.root.type != AL_LLM_JT_OBJECT)
+        {
+            return -1;
+        }
+
+        for (k = 0; k < 5; k++) {
+            v[k] = al_llm_usage_u64(&b.f[k]);
+        }
     }
 
     if (r->kind == AL_LLM_ANTHROPIC) {
-        al_llm_usage_anthropic(al_llm_usage_u64(&b.f[0]),
-                               al_llm_usage_u64(&b.f[1]),
-                               al_llm_usage_u64(&b.f[2]),
-                               al_llm_usage_u64(&b.f[3]), u);
+        al_llm_usage_anthropic(v[0], v[1], v[2], v[3], u);
         return 0;
     }
 
     /* openai chat, completions, embeddings; responses: the same places */
 
-    u->prompt_tokens = al_llm_usage_u64(&b.f[0]);
-    u->completion_tokens = al_llm_usage_u64(&b.f[1]);
-    u->total_tokens = al_llm_usage_u64(&b.f[2]);
-    u->cached_tokens = al_llm_usage_u64(&b.f[4]);
+    u->prompt_tokens = v[0];
+    u->completion_tokens = v[1];
+    u->total_tokens = v[2];
+    u->cached_tokens = v[4];
 
     if (u->total_tokens == 0) {
         u->total_tokens = u->prompt_tokens + u->completion_tokens;
@@ -539,6 +587,274 @@ al_llm_usage_u64(const al_llm_jfield_t *f)
 
     return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
                                                   : (uint64_t) f->num;
+}
+
+
+/*
+ * A usage object as the strict scanner reads it with the spec of these
+ * keys, for the layout providers send: an object whose values are
+ * integers of at most 18 digits, decimals without exponent, strings of
+ * printable ASCII without escapes, true, false, null, or objects of those
+ * (one level); no key twice in an object, keys without escapes,
+ * whitespace where JSON allows it.  v[k] is what al_llm_usage_u64() makes
+ * of the member keys[k] (v[4]: "cached_tokens" in the object keys[3]
+ * names, when keys has 4 names and that is OpenAI's).  1: anything else,
+ * which the strict scanner reads.
+ */
+
+static int
+al_llm_usage_quick(const unsigned char *p, size_t len, const al_str_t *keys,
+    uint64_t v[5])
+{
+    size_t  i;
+
+    memset(v, 0, 5 * sizeof(uint64_t));
+
+    for (i = 0; i < len && al_llm_json_ws(p[i]); i++) { /* void */ }
+
+    if (i == len || p[i] != '{'
+        || al_llm_usage_object(p, &i, len, keys, v, 1) != 0)
+    {
+        return 1;
+    }
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    return (i == len) ? 0 : 1;
+}
+
+
+/*
+ * The object at p[*pos] ('{'): the integers of the members keys names
+ * (NULL: none) into v[index]; keys other than Anthropic's name at index 3
+ * an object whose keys are al_llm_usage_details_keys, read into v + 4.
+ * depth: how many levels of objects may still open inside.
+ */
+
+static int
+al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
+    const al_str_t *keys, uint64_t *v, unsigned depth)
+{
+    int        id;
+    size_t     i, j, k, n, at, nkeys, start;
+    uint64_t   x;
+    unsigned   neg;
+    size_t     key_at[AL_LLM_QUICK_KEYS], key_len[AL_LLM_QUICK_KEYS];
+
+    i = *pos + 1;
+    nkeys = 0;
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    if (i < len && p[i] == '}') {
+        *pos = i + 1;
+        return 0;
+    }
+
+    for ( ;; ) {
+
+        /* the key */
+
+        if (i >= len || p[i] != '"') {
+            return 1;
+        }
+
+        at = i + 1;
+        j = al_llm_ascii_run(p, at, len, 0);
+
+        if (j == len || p[j] != '"') {
+            return 1;
+        }
+
+        n = j - at;
+
+        for (k = 0; k < nkeys; k++) {
+            if (key_len[k] == n && memcmp(p + key_at[k], p + at, n) == 0) {
+                return 1;
+            }
+        }
+
+        if (nkeys == AL_LLM_QUICK_KEYS) {
+            return 1;
+        }
+
+        key_at[nkeys] = at;
+        key_len[nkeys] = n;
+        nkeys++;
+
+        id = -1;
+
+        if (keys != NULL) {
+            for (k = 0; keys[k].data != NULL; k++) {
+                if (keys[k].len == n && keys[k].data[0] == (char) p[at]
+                    && al_llm_same(keys[k].data, p + at, n))
+                {
+                    id = (int) k;
+                    break;
+                }
+            }
+        }
+
+        i = j + 1;
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i >= len || p[i] != ':') {
+            return 1;
+        }
+
+        i++;
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i >= len) {
+            return 1;
+        }
+
+        /* the value */
+
+        switch (p[i]) {
+
+        case '{':
+            if (depth == 0) {
+                return 1;
+            }
+
+            if (id == 3 && keys != al_llm_usage_ant_keys) {
+                if (al_llm_usage_object(p, &i, len,
+                                        al_llm_usage_details_keys, v + 4,
+                                        depth - 1)
+                    != 0)
+                {
+                    return 1;
+                }
+
+            } else if (al_llm_usage_object(p, &i, len, NULL, NULL,
+                                           depth - 1)
+                       != 0)
+            {
+                return 1;
+            }
+
+            break;
+
+        case '"':
+            j = al_llm_ascii_run(p, i + 1, len, 0);
+
+            if (j == len || p[j] != '"') {
+                return 1;
+            }
+
+            i = j + 1;
+            break;
+
+        case 't':
+            if (len - i < 4 || memcmp(p + i, "true", 4) != 0) {
+                return 1;
+            }
+
+            i += 4;
+            break;
+
+        case 'f':
+            if (len - i < 5 || memcmp(p + i, "false", 5) != 0) {
+                return 1;
+            }
+
+            i += 5;
+            break;
+
+        case 'n':
+            if (len - i < 4 || memcmp(p + i, "null", 4) != 0) {
+                return 1;
+            }
+
+            i += 4;
+            break;
+
+        default:
+            neg = (p[i] == '-');
+            j = i + neg;
+
+            if (j >= len || !al_llm_digit(p[j])) {
+                return 1;
+            }
+
+            x = 0;
+
+            if (p[j] == '0') {
+                j++;
+
+            } else {
+                start = j;
+
+                while (j < len && al_llm_digit(p[j])) {
+                    if (j - start == 18) {
+                        return 1;
+                    }
+
+                    x = x * 10 + (uint64_t) (p[j] - '0');
+                    j++;
+                }
+            }
+
+            if (j < len && p[j] == '.') {
+                j++;
+
+                if (j >= len || !al_llm_digit(p[j])) {
+                    return 1;
+                }
+
+                while (j < len && al_llm_digit(p[j])) {
+                    j++;
+                }
+
+                neg = 1;                /* not an integer: 0 */
+            }
+
+            if (j < len && (p[j] | 0x20) == 'e') {
+                return 1;
+            }
+
+            /* as al_llm_usage_u64(): negative 0, at most 2^48 */
+
+            if (id >= 0 && !neg) {
+                v[id] = x > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48) : x;
+            }
+
+            i = j;
+            break;
+        }
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i < len && p[i] == ',') {
+            i++;
+
+            while (i < len && al_llm_json_ws(p[i])) {
+                i++;
+            }
+
+            continue;
+        }
+
+        if (i < len && p[i] == '}') {
+            *pos = i + 1;
+            return 0;
+        }
+
+        return 1;
+    }
 }
 
 
@@ -606,11 +922,35 @@ al_llm_json_read(const al_llm_scan_spec_t *spec, const unsigned char *p,
 }
 
 
+/*
+ * The quick reader: al_llm_json_scan() for the layouts providers send, in
+ * less work.  It takes JSON whose strings are printable ASCII without
+ * escapes, whose numbers are integers of at most 18 digits or decimals
+ * without an exponent, nested at most AL_LLM_QUICK_DEPTH deep, with at
+ * most AL_LLM_QUICK_KEYS keys in the open objects; whitespace anywhere
+ * JSON allows it.  Anything else (escapes, other bytes, exponents, long
+ * integers, deep nesting, many keys, duplicate keys, invalid JSON, prompt
+ * counting) it leaves to the strict scanner by returning 1, so every
+ * result is the strict scanner's: what it accepts, the strict scanner
+ * accepts (ASCII, no escapes, no overflow, no key twice), and it records
+ * what that records.  One loop, an explicit stack, no calls per value.
+ */
+
 int
 al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b)
 {
-    al_llm_quick_t  q;
+    int                    id;
+    size_t                 i, j, k, n, at, depth, nkeys;
+    int64_t                num;
+    uint64_t               v;
+    unsigned               kind, model, type;
+    al_llm_jfield_t       *field;
+    al_llm_quick_frame_t  *fr;
+    al_llm_quick_frame_t   stack[AL_LLM_QUICK_DEPTH];
+    size_t                 key_at[AL_LLM_QUICK_KEYS];
+    size_t                 key_len[AL_LLM_QUICK_KEYS];
+    size_t                 nlen[2 * AL_LLM_QUICK_NAMES];
 
     if (spec->prompt || len == 0) {
         return 1;
@@ -623,427 +963,380 @@ al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
     memset(b->model + sizeof(b->model), 0,
            sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
 
-    q.p = p;
-    q.len = len;
-    q.pos = 0;
-    q.spec = spec;
-    q.b = b;
-    q.nkeys = 0;
+    /* the lengths of the names looked for, found when first needed */
 
-    al_llm_quick_ws(&q);
+    memset(nlen, 0, sizeof(nlen));
 
-    if (al_llm_quick_value(&q, 0, AL_LLM_QK_ROOT, &b->root, 0) != 0) {
+    i = 0;
+    depth = 0;
+    nkeys = 0;
+    fr = NULL;
+
+    /* what the value read next is: the document */
+
+    kind = AL_LLM_QK_ROOT;
+    field = &b->root;
+    model = 0;
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+value:
+
+    if (i >= len) {
         return 1;
     }
 
-    al_llm_quick_ws(&q);
+    at = i;
+    num = 0;
 
-    return (q.pos == len) ? 0 : 1;
-}
-
-
-/*
- * The quick reader: al_llm_json_scan() for the layouts providers send,
- * in less work.  It takes JSON whose strings are printable ASCII without
- * escapes, whose numbers are integers of at most 18 digits or decimals
- * without an exponent, and whose objects hold at most AL_LLM_QUICK_KEYS
- * keys open at once; whitespace anywhere JSON allows it.  Anything else
- * (escapes, other bytes, exponents, long integers, more keys, invalid
- * JSON, duplicate keys, prompt counting) it leaves to the strict scanner
- * by returning 1 before it has told anything, so every result is the
- * strict scanner's.  What it accepts the strict scanner accepts (ASCII,
- * no escapes, no overflow), and it records what that records.
- */
-
-static int
-al_llm_quick_value(al_llm_quick_t *q, unsigned depth, unsigned kind,
-    al_llm_jfield_t *field, unsigned model)
-{
-    size_t           at, n;
-    al_llm_jfield_t  f;
-
-    if (q->pos >= q->len) {
-        return 1;
-    }
-
-    f.at = q->pos;
-    f.num = 0;
-    f.esc = 0;
-
-    switch (q->p[q->pos]) {
+    switch (p[i]) {
 
     case '{':
-        f.type = AL_LLM_JT_OBJECT;
-        if (al_llm_quick_object(q, depth + 1, kind) != 0) {
-            return 1;
-        }
-        break;
-
     case '[':
-        f.type = AL_LLM_JT_ARRAY;
-        if (al_llm_quick_array(q, depth + 1) != 0) {
+        if (depth == AL_LLM_QUICK_DEPTH) {
             return 1;
         }
-        break;
+
+        fr = &stack[depth++];
+        fr->obj = (p[i] == '{');
+        fr->kind = fr->obj ? kind : AL_LLM_QK_OTHER;
+        fr->field = field;
+        fr->at = at;
+        fr->first = nkeys;
+        fr->members = 0;
+        fr->last = ++i;
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i < len && p[i] == (fr->obj ? '}' : ']')) {
+            i++;
+            goto close;
+        }
+
+        if (fr->obj) {
+            goto key;
+        }
+
+        kind = AL_LLM_QK_OTHER;
+        field = NULL;
+        model = 0;
+        goto value;
 
     case '"':
-        f.type = AL_LLM_JT_STRING;
-        if (al_llm_quick_string(q, &at, &n) != 0) {
+        j = al_llm_ascii_run(p, i + 1, len, 0);
+
+        if (j == len || p[j] != '"') {
             return 1;
         }
 
+        n = j - i - 1;
+
         if (model) {
-            memcpy(q->b->model, q->p + at,
-                   n < sizeof(q->b->model) ? n : sizeof(q->b->model));
+            memcpy(b->model, p + i + 1,
+                   n < sizeof(b->model) ? n : sizeof(b->model));
         }
 
-        f.num = (int64_t) n;
+        type = AL_LLM_JT_STRING;
+        num = (int64_t) n;
+        i = j + 1;
         break;
 
     case 't':
-        f.type = AL_LLM_JT_TRUE;
-        if (al_llm_quick_word(q, "true", 4) != 0) {
+        if (len - i < 4 || memcmp(p + i, "true", 4) != 0) {
             return 1;
         }
+
+        type = AL_LLM_JT_TRUE;
+        i += 4;
         break;
 
     case 'f':
-        f.type = AL_LLM_JT_FALSE;
-        if (al_llm_quick_word(q, "false", 5) != 0) {
+        if (len - i < 5 || memcmp(p + i, "false", 5) != 0) {
             return 1;
         }
+
+        type = AL_LLM_JT_FALSE;
+        i += 5;
         break;
 
     case 'n':
-        f.type = AL_LLM_JT_NULL;
-        if (al_llm_quick_word(q, "null", 4) != 0) {
+        if (len - i < 4 || memcmp(p + i, "null", 4) != 0) {
             return 1;
         }
+
+        type = AL_LLM_JT_NULL;
+        i += 4;
         break;
 
     default:
-        if (al_llm_quick_number(q, &f) != 0) {
+
+        /*
+         * At most 18 digits: no overflow to check; a fraction without
+         * exponent: no real overflow either.
+         */
+
+        j = i;
+
+        if (p[j] == '-') {
+            j++;
+        }
+
+        if (j >= len || !al_llm_digit(p[j])) {
             return 1;
         }
+
+        v = 0;
+
+        if (p[j] == '0') {
+            j++;
+
+        } else {
+            k = j;
+
+            while (j < len && al_llm_digit(p[j])) {
+                if (j - k == 18) {
+                    return 1;
+                }
+
+                v = v * 10 + (uint64_t) (p[j] - '0');
+                j++;
+            }
+        }
+
+        type = AL_LLM_JT_INT;
+
+        if (j < len && p[j] == '.') {
+            j++;
+
+            if (j >= len || !al_llm_digit(p[j])) {
+                return 1;
+            }
+
+            while (j < len && al_llm_digit(p[j])) {
+                j++;
+            }
+
+            type = AL_LLM_JT_REAL;
+        }
+
+        if (j < len && (p[j] | 0x20) == 'e') {
+            return 1;
+        }
+
+        if (type == AL_LLM_JT_INT) {
+            num = (p[i] == '-') ? -(int64_t) v : (int64_t) v;
+        }
+
+        i = j;
         break;
     }
 
-    f.len = q->pos - f.at;
-
     if (field != NULL) {
-        *field = f;
+        field->type = type;
+        field->esc = 0;
+        field->at = at;
+        field->len = i - at;
+        field->num = num;
     }
 
-    return 0;
-}
+next:
 
+    /* after a value: the end, or what its object or array has next */
 
-static int
-al_llm_quick_object(al_llm_quick_t *q, unsigned depth, unsigned kind)
-{
-    int                        id;
-    size_t                     k, first, nmembers, last, at, n;
-    unsigned                   child, model;
-    al_llm_jfield_t           *field;
-    const al_llm_scan_spec_t  *spec;
+    if (depth == 0) {
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
 
-    if (depth > AL_JSON_DEPTH_MAX) {
-        return 1;
+        return (i == len) ? 0 : 1;
     }
 
-    spec = q->spec;
-    q->pos++;                           /* '{' */
-    last = q->pos;
-    first = q->nkeys;
-    nmembers = 0;
+    fr = &stack[depth - 1];
+    fr->last = i;
 
-    al_llm_quick_ws(q);
-
-    if (q->pos < q->len && q->p[q->pos] == '}') {
-        q->pos++;
-        goto done;
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
     }
 
-    for ( ;; ) {
+    if (i < len && p[i] == ',') {
+        i++;
 
-        if (q->pos >= q->len || q->p[q->pos] != '"'
-            || al_llm_quick_string(q, &at, &n) != 0)
-        {
-            return 1;
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
         }
 
-        /* keys without escapes: the same bytes are the same key */
-
-        for (k = first; k < q->nkeys; k++) {
-            if (q->key_len[k] == n
-                && memcmp(q->p + q->key_at[k], q->p + at, n) == 0)
-            {
-                return 1;
-            }
+        if (fr->obj) {
+            goto key;
         }
 
-        if (q->nkeys == AL_LLM_QUICK_KEYS) {
-            return 1;
-        }
-
-        q->key_at[q->nkeys] = at;
-        q->key_len[q->nkeys] = n;
-        q->nkeys++;
-        nmembers++;
-
-        al_llm_quick_ws(q);
-
-        if (q->pos >= q->len || q->p[q->pos] != ':') {
-            return 1;
-        }
-
-        q->pos++;
-        al_llm_quick_ws(q);
-
+        kind = AL_LLM_QK_OTHER;
         field = NULL;
-        child = AL_LLM_QK_OTHER;
         model = 0;
+        goto value;
+    }
 
-        if (kind == AL_LLM_QK_ROOT) {
-            id = al_llm_quick_name(spec->names, q->p + at, n);
+    if (i < len && p[i] == (fr->obj ? '}' : ']')) {
+        i++;
+        goto close;
+    }
 
-            if (id >= 0) {
-                field = &q->b->f[id];
+    return 1;
 
-                if (id == spec->model) {
-                    model = 1;
+close:
 
-                } else if (id == spec->nested) {
-                    child = AL_LLM_QK_NESTED;
-                }
-            }
+    /* the byte after '}' or ']' */
 
-        } else if (kind == AL_LLM_QK_NESTED) {
-            id = al_llm_quick_name(spec->nested_names, q->p + at, n);
+    fr = &stack[--depth];
 
-            if (id >= 0) {
-                field = &q->b->f[spec->nested_base + (size_t) id];
-            }
+    if (fr->obj) {
+        nkeys = fr->first;
+
+        if (fr->kind == AL_LLM_QK_ROOT) {
+            b->root_last = fr->last;
+            b->root_members = fr->members;
+
+        } else if (fr->kind == AL_LLM_QK_NESTED) {
+            b->so_last = fr->last;
+            b->so_members = fr->members;
         }
+    }
 
-        if (al_llm_quick_value(q, depth, child, field, model) != 0) {
+    if (fr->field != NULL) {
+        fr->field->type = fr->obj ? AL_LLM_JT_OBJECT : AL_LLM_JT_ARRAY;
+        fr->field->esc = 0;
+        fr->field->at = fr->at;
+        fr->field->len = i - fr->at;
+        fr->field->num = 0;
+    }
+
+    goto next;
+
+key:
+
+    /* a member of the object fr */
+
+    if (i >= len || p[i] != '"') {
+        return 1;
+    }
+
+    at = i + 1;
+    j = al_llm_ascii_run(p, at, len, 0);
+
+    if (j == len || p[j] != '"') {
+        return 1;
+    }
+
+    n = j - at;
+
+    /* keys without escapes: the same bytes are the same key */
+
+    for (k = fr->first; k < nkeys; k++) {
+        if (key_len[k] == n && memcmp(p + key_at[k], p + at, n) == 0) {
             return 1;
         }
+    }
 
-        last = q->pos;
-
-        al_llm_quick_ws(q);
-
-        if (q->pos < q->len && q->p[q->pos] == ',') {
-            q->pos++;
-            al_llm_quick_ws(q);
-            continue;
-        }
-
-        if (q->pos < q->len && q->p[q->pos] == '}') {
-            q->pos++;
-            break;
-        }
-
+    if (nkeys == AL_LLM_QUICK_KEYS) {
         return 1;
     }
 
-done:
+    key_at[nkeys] = at;
+    key_len[nkeys] = n;
+    nkeys++;
+    fr->members++;
 
-    q->nkeys = first;
+    i = j + 1;
 
-    if (kind == AL_LLM_QK_ROOT) {
-        q->b->root_last = last;
-        q->b->root_members = nmembers;
-
-    } else if (kind == AL_LLM_QK_NESTED) {
-        q->b->so_last = last;
-        q->b->so_members = nmembers;
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
     }
 
-    return 0;
-}
-
-
-static int
-al_llm_quick_array(al_llm_quick_t *q, unsigned depth)
-{
-    if (depth > AL_JSON_DEPTH_MAX) {
+    if (i >= len || p[i] != ':') {
         return 1;
     }
 
-    q->pos++;                           /* '[' */
+    i++;
 
-    al_llm_quick_ws(q);
-
-    if (q->pos < q->len && q->p[q->pos] == ']') {
-        q->pos++;
-        return 0;
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
     }
 
-    for ( ;; ) {
-        if (al_llm_quick_value(q, depth, AL_LLM_QK_OTHER, NULL, 0) != 0) {
-            return 1;
+    /* what the member is to the caller, as the strict scanner tells it */
+
+    kind = AL_LLM_QK_OTHER;
+    field = NULL;
+    model = 0;
+
+    if (fr->kind == AL_LLM_QK_ROOT) {
+        id = al_llm_quick_name(spec->names, nlen, p + at, n);
+
+        if (id >= 0) {
+            field = &b->f[id];
+
+            if (id == spec->model) {
+                model = 1;
+
+            } else if (id == spec->nested) {
+                kind = AL_LLM_QK_NESTED;
+            }
         }
 
-        al_llm_quick_ws(q);
+    } else if (fr->kind == AL_LLM_QK_NESTED) {
+        id = al_llm_quick_name(spec->nested_names, nlen + AL_LLM_QUICK_NAMES,
+                                   p + at, n);
 
-        if (q->pos < q->len && q->p[q->pos] == ',') {
-            q->pos++;
-            al_llm_quick_ws(q);
-            continue;
+        if (id >= 0) {
+            field = &b->f[spec->nested_base + (size_t) id];
         }
-
-        if (q->pos < q->len && q->p[q->pos] == ']') {
-            q->pos++;
-            return 0;
-        }
-
-        return 1;
-    }
-}
-
-
-/* a string of printable ASCII without escapes; at, n: its bytes */
-
-static int
-al_llm_quick_string(al_llm_quick_t *q, size_t *at, size_t *n)
-{
-    size_t  i, j;
-
-    i = q->pos + 1;
-    j = al_llm_ascii_run(q->p, i, q->len, 0);
-
-    if (j == q->len || q->p[j] != '"') {
-        return 1;
     }
 
-    *at = i;
-    *n = j - i;
-    q->pos = j + 1;
-
-    return 0;
-}
-
-
-static int
-al_llm_quick_word(al_llm_quick_t *q, const char *word, size_t n)
-{
-    if (q->len - q->pos < n || memcmp(q->p + q->pos, word, n) != 0) {
-        return 1;
-    }
-
-    q->pos += n;
-
-    return 0;
+    goto value;
 }
 
 
 /*
- * An integer of at most 18 digits (no overflow to check), or one with a
- * fraction and no exponent (no real overflow either); the strict scanner
- * takes the rest.
+ * The index of the name s (n bytes, no NUL) in names, else -1; len[] has
+ * the length of each name of the first AL_LLM_QUICK_NAMES, or 0 where not
+ * yet known (only names sharing a first byte with a key are measured).
  */
 
-static int
-al_llm_quick_number(al_llm_quick_t *q, al_llm_jfield_t *f)
+static inline int
+al_llm_quick_name(const char *const *names, size_t *len,
+    const unsigned char *s, size_t n)
 {
-    size_t                 i, start;
-    unsigned               neg;
-    uint64_t               v;
-    const unsigned char   *p;
-
-    p = q->p;
-    i = q->pos;
-    neg = 0;
-    v = 0;
-
-    if (i < q->len && p[i] == '-') {
-        neg = 1;
-        i++;
-    }
-
-    if (i >= q->len || p[i] < '0' || p[i] > '9') {
-        return 1;
-    }
-
-    if (p[i] == '0') {
-        i++;
-
-    } else {
-        start = i;
-
-        while (i < q->len && p[i] >= '0' && p[i] <= '9') {
-            if (i - start == 18) {
-                return 1;
-            }
-
-            v = v * 10 + (uint64_t) (p[i] - '0');
-            i++;
-        }
-    }
-
-    f->type = AL_LLM_JT_INT;
-
-    if (i < q->len && p[i] == '.') {
-        i++;
-
-        if (i >= q->len || p[i] < '0' || p[i] > '9') {
-            return 1;
-        }
-
-        while (i < q->len && p[i] >= '0' && p[i] <= '9') {
-            i++;
-        }
-
-        f->type = AL_LLM_JT_REAL;
-    }
-
-    if (i < q->len && (p[i] == 'e' || p[i] == 'E')) {
-        return 1;
-    }
-
-    if (f->type == AL_LLM_JT_INT) {
-        f->num = neg ? -(int64_t) v : (int64_t) v;
-    }
-
-    q->pos = i;
-
-    return 0;
-}
-
-
-/* the index of the name in names, else -1 */
-
-static int
-al_llm_quick_name(const char *const *names, const unsigned char *s,
-    size_t n)
-{
-    int  i;
+    int     i;
+    size_t  k;
 
     if (names == NULL || n == 0) {
         return -1;
     }
 
     for (i = 0; names[i] != NULL; i++) {
-        if ((unsigned char) names[i][0] == s[0]
-            && strncmp(names[i], (const char *) s, n) == 0
-            && names[i][n] == '\0')
-        {
+        if ((unsigned char) names[i][0] != s[0]) {
+            continue;
+        }
+
+        if (i < AL_LLM_QUICK_NAMES) {
+            if (len[i] == 0) {
+                len[i] = strlen(names[i]);
+            }
+
+            k = len[i];
+
+        } else {
+            k = strlen(names[i]);
+        }
+
+        if (k == n && memcmp(names[i], s, n) == 0) {
             return i;
         }
     }
 
     return -1;
-}
-
-
-static inline void
-al_llm_quick_ws(al_llm_quick_t *q)
-{
-    while (q->pos < q->len && al_llm_json_ws(q->p[q->pos])) {
-        q->pos++;
-    }
 }
 
 
@@ -1649,6 +1942,40 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
     }
 
     al_llm_out_raw(o, "\"", 1);
+}
+
+
+/* a[0..n) == b[0..n), eight bytes at a time (the last eight overlap) */
+
+static inline int
+al_llm_same(const char *a, const unsigned char *b, size_t n)
+{
+    size_t    i;
+    uint64_t  x, y;
+
+    if (n < 8) {
+        for (i = 0; i < n; i++) {
+            if ((unsigned char) a[i] != b[i]) {
+                return 0;
+            }
+        }
+
+        return 1;
+    }
+
+    for (i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+
+        if (x != y) {
+            return 0;
+        }
+    }
+
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+
+    return x == y;
 }
 
 
