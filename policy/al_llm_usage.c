@@ -69,8 +69,6 @@ static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
 static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
     size_t size);
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
-static int al_llm_usage_quick(const unsigned char *p, size_t len,
-    const al_str_t *keys, uint64_t v[5]);
 static int al_llm_usage_object(const unsigned char *p, size_t *pos,
     size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
 static inline int al_llm_quick_name(const char *const *names,
@@ -511,7 +509,6 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t                     k;
     uint64_t                   v[5];
     al_llm_body_t              b;
-    const al_str_t            *keys;
     const al_llm_scan_spec_t  *spec;
     char                       detail[AL_DETAIL_MAX];
 
@@ -531,12 +528,8 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
      * (no tree); the same numbers either way.
      */
 
-    keys = (r->kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_keys
-           : (r->endpoint == AL_LLM_EP_RESPONSES) ? al_llm_usage_resp_keys
-           : al_llm_usage_oai_keys;
-
-    if (al_llm_usage_quick((const unsigned char *) r->usage, r->usage_len,
-                           keys, v)
+    if (al_llm_usage_quick(r->kind, r->endpoint,
+                           (const unsigned char *) r->usage, r->usage_len, v)
         != 0)
     {
         spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
@@ -591,22 +584,27 @@ al_llm_usage_u64(const al_llm_jfield_t *f)
 
 
 /*
- * A usage object as the strict scanner reads it with the spec of these
- * keys, for the layout providers send: an object whose values are
- * integers of at most 18 digits, decimals without exponent, strings of
- * printable ASCII without escapes, true, false, null, or objects of those
- * (one level); no key twice in an object, keys without escapes,
- * whitespace where JSON allows it.  v[k] is what al_llm_usage_u64() makes
- * of the member keys[k] (v[4]: "cached_tokens" in the object keys[3]
- * names, when keys has 4 names and that is OpenAI's).  1: anything else,
+ * A usage object as the strict scanner reads it with the spec of the API
+ * (al_llm_resp_usage()), in the layout providers send: an object whose
+ * values are integers of at most 18 digits, decimals without exponent,
+ * strings of printable ASCII without escapes, true, false, null, or
+ * objects of those (one level); no key twice in an object, keys without
+ * escapes, whitespace where JSON allows it.  v[k] is what
+ * al_llm_usage_u64() makes of the member keys[k] (v[4]: "cached_tokens"
+ * in the details object OpenAI's keys[3] names).  1: anything else,
  * which the strict scanner reads.
  */
 
-static int
-al_llm_usage_quick(const unsigned char *p, size_t len, const al_str_t *keys,
-    uint64_t v[5])
+int
+al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    const unsigned char *p, size_t len, uint64_t v[5])
 {
-    size_t  i;
+    size_t           i;
+    const al_str_t  *keys;
+
+    keys = (kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_keys
+           : (ep == AL_LLM_EP_RESPONSES) ? al_llm_usage_resp_keys
+           : al_llm_usage_oai_keys;
 
     memset(v, 0, 5 * sizeof(uint64_t));
 
@@ -673,7 +671,9 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
         n = j - at;
 
         for (k = 0; k < nkeys; k++) {
-            if (key_len[k] == n && memcmp(p + key_at[k], p + at, n) == 0) {
+            if (key_len[k] == n && p[key_at[k]] == p[at]
+                && al_llm_same((const char *) p + key_at[k], p + at, n))
+            {
                 return 1;
             }
         }
@@ -1235,7 +1235,9 @@ key:
     /* keys without escapes: the same bytes are the same key */
 
     for (k = fr->first; k < nkeys; k++) {
-        if (key_len[k] == n && memcmp(p + key_at[k], p + at, n) == 0) {
+        if (key_len[k] == n && p[key_at[k]] == p[at]
+            && al_llm_same((const char *) p + key_at[k], p + at, n))
+        {
             return 1;
         }
     }
@@ -1331,7 +1333,7 @@ al_llm_quick_name(const char *const *names, size_t *len,
             k = strlen(names[i]);
         }
 
-        if (k == n && memcmp(names[i], s, n) == 0) {
+        if (k == n && al_llm_same(names[i], s, n)) {
             return i;
         }
     }
@@ -1859,6 +1861,7 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 {
     int                   k;
     size_t                i, j;
+    char                 *d;
     unsigned char         c;
     const unsigned char  *p;
     char                  esc[8];
@@ -1866,6 +1869,20 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
     static const char  hex[] = "0123456789abcdef";
 
     p = (const unsigned char *) s;
+
+    /* most strings: printable ASCII that needs no escape, room for all */
+
+    if (s != NULL && o->len + n + 2 < o->size
+        && al_llm_ascii_run(p, 0, n, 1) == n)
+    {
+        d = o->buf + o->len;
+        d[0] = '"';
+        memcpy(d + 1, s, n);
+        d[n + 1] = '"';
+        d[n + 2] = '\0';
+        o->len += n + 2;
+        return;
+    }
 
     al_llm_out_raw(o, "\"", 1);
 
