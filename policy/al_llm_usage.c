@@ -1760,15 +1760,31 @@ al_llm_out_u64(al_llm_out_t *o, uint64_t v)
     size_t  n;
     char    tmp[20];
 
-    n = al_llm_dec_len(v);
-
     if (o->len + sizeof(tmp) < o->size) {
+
+        /* most counts, statuses and latencies: one or two digits */
+
+        if (v < 100) {
+            if (v < 10) {
+                o->buf[o->len++] = (char) ('0' + v);
+
+            } else {
+                memcpy(o->buf + o->len, al_llm_pairs + v * 2, 2);
+                o->len += 2;
+            }
+
+            o->buf[o->len] = '\0';
+            return;
+        }
+
+        n = al_llm_dec_len(v);
         al_llm_dec_back(o->buf + o->len + n, v);
         o->len += n;
         o->buf[o->len] = '\0';
         return;
     }
 
+    n = al_llm_dec_len(v);
     al_llm_dec_back(tmp + n, v);
     al_llm_out_raw(o, tmp, n);
 }
