@@ -202,5 +202,26 @@ int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
 int al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b, char *detail, size_t size);
 
+/*
+ * al_llm_json_scan()'s common case, read in less work (al_llm_usage.c):
+ * JSON of printable ASCII strings without escapes, integers of at most 18
+ * digits, decimals without exponents, no prompt counted.  0 with b filled
+ * as al_llm_json_scan() fills it when it accepts; 1 for the rest, which
+ * al_llm_json_scan() must read (b then says nothing).
+ */
+int al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b);
+/*
+ * A captured usage object of the API of kind and ep, in the same layout
+ * (al_llm_usage.c): 0 with v[] what al_llm_resp_usage() reads from the
+ * strict scanner's fields 0 to 4 (for OpenAI 4 is cached_tokens); 1 for
+ * the rest, which the strict scanner reads.
+ */
+int al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    const unsigned char *p, size_t len, uint64_t v[5]);
+/* al_llm_json_quick(), else al_llm_json_scan() */
+int al_llm_json_read(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size);
+
 
 #endif /* AL_LLM_INTERNAL_H */

@@ -1001,7 +1001,7 @@ al_llm_sse_strict(const al_llm_scan_spec_t *spec, const unsigned char *p,
 {
     char  detail[128];
 
-    if (al_llm_json_scan(spec, p, n, b, detail, sizeof(detail)) != 0
+    if (al_llm_json_read(spec, p, n, b, detail, sizeof(detail)) != 0
         || b->jansson || b->root.type != AL_LLM_JT_OBJECT)
     {
         return -1;

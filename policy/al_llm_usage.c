@@ -12,6 +12,7 @@
  * nothing usable and the usage is estimated.
  */
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -34,18 +35,62 @@ enum {
     AL_LLM_CAP_MODEL
 };
 
+/* what an object is to the quick reader, as the strict scanner's kinds */
+enum {
+    AL_LLM_QK_OTHER = 0,
+    AL_LLM_QK_ROOT,                     /* the document */
+    AL_LLM_QK_NESTED                    /* spec->nested */
+};
+
+#define AL_LLM_QUICK_KEYS  32           /* keys of the open objects */
+#define AL_LLM_QUICK_DEPTH 16           /* open objects and arrays */
+#define AL_LLM_QUICK_NAMES 8            /* name lengths kept per list */
+#define AL_LLM_ONES        UINT64_C(0x0101010101010101)
+#define AL_LLM_HIGHS       UINT64_C(0x8080808080808080)
+
+/* an object or array the quick reader is in */
+typedef struct {
+    unsigned                   obj;     /* an object, else an array */
+    unsigned                   kind;    /* AL_LLM_QK_* */
+    al_llm_jfield_t           *field;   /* record it here, or NULL */
+    size_t                     at;
+    size_t                     first;   /* its keys in the key stack */
+    size_t                     members;
+    size_t                     last;    /* after the last member's value,
+                                           or after '{' */
+} al_llm_quick_frame_t;
+
 
 static size_t al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p,
     size_t i, size_t len);
 static void al_llm_resp_end_value(al_llm_resp_t *r);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
+static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
+    size_t size);
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
+static int al_llm_usage_object(const unsigned char *p, size_t *pos,
+    size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
+static inline int al_llm_quick_name(const char *const *names,
+    size_t *len, const unsigned char *s, size_t n);
+static inline size_t al_llm_ascii_run(const unsigned char *p, size_t i,
+    size_t n, unsigned del);
+static inline void al_llm_dec_back(char *end, uint64_t v);
+static inline int al_llm_same(const char *a, const unsigned char *b,
+    size_t n);
+static size_t al_llm_dec_len(uint64_t v);
 static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static void al_llm_digits(char *p, unsigned v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 
+
+/* JSON's whitespace */
+#define al_llm_json_ws(c)                                                     \
+    ((c) <= ' ' && ((c) == ' ' || (c) == '\n' || (c) == '\r' || (c) == '\t'))
+
+/* a decimal digit */
+#define al_llm_digit(c)  ((unsigned) ((c) - '0') < 10)
 
 /* name (a literal: ,"key":) and the string s cut to max bytes */
 #define al_llm_out_field(o, name, s, max)                                     \
@@ -92,6 +137,43 @@ static const al_llm_scan_spec_t  al_llm_usage_resp = {
 const al_llm_scan_spec_t  al_llm_usage_ant = {
     al_llm_usage_ant_names, -1, -1, NULL, 0, 0
 };
+
+/*
+ * The same names for al_llm_usage_quick(), with their lengths, in the
+ * same order: the number of each goes where the strict scanner puts it
+ * (index 3 of OpenAI's: the details object, whose "cached_tokens" is 4).
+ */
+#define AL_LLM_KEY(s)  { s, sizeof(s) - 1 }
+
+static const al_str_t  al_llm_usage_oai_keys[] = {
+    AL_LLM_KEY("prompt_tokens"), AL_LLM_KEY("completion_tokens"),
+    AL_LLM_KEY("total_tokens"), AL_LLM_KEY("prompt_tokens_details"),
+    { NULL, 0 }
+};
+
+static const al_str_t  al_llm_usage_resp_keys[] = {
+    AL_LLM_KEY("input_tokens"), AL_LLM_KEY("output_tokens"),
+    AL_LLM_KEY("total_tokens"), AL_LLM_KEY("input_tokens_details"),
+    { NULL, 0 }
+};
+
+static const al_str_t  al_llm_usage_ant_keys[] = {
+    AL_LLM_KEY("input_tokens"), AL_LLM_KEY("cache_read_input_tokens"),
+    AL_LLM_KEY("cache_creation_input_tokens"), AL_LLM_KEY("output_tokens"),
+    { NULL, 0 }
+};
+
+static const al_str_t  al_llm_usage_details_keys[] = {
+    AL_LLM_KEY("cached_tokens"), { NULL, 0 }
+};
+
+/* "00" to "99" */
+static const char  al_llm_pairs[] =
+    "0001020304050607080910111213141516171819"
+    "2021222324252627282930313233343536373839"
+    "4041424344454647484950515253545556575859"
+    "6061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
 
 static const char *const  al_llm_sources[] = {
     "response", "stream", "estimated"
@@ -424,58 +506,60 @@ int
 al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
-    json_t                    *v;
+    size_t                     k;
+    uint64_t                   v[5];
     al_llm_body_t              b;
-    json_error_t               err;
     const al_llm_scan_spec_t  *spec;
     char                       detail[AL_DETAIL_MAX];
 
     memset(u, 0, sizeof(*u));
 
     if (model != NULL && model_size > 0) {
-        model[0] = '\0';
-
-        if (r->model_len > 0) {
-            v = json_loadb(r->model, r->model_len, JSON_DECODE_ANY, &err);
-            if (v != NULL) {
-                (void) al_llm_copy_str(v, model, model_size);
-                json_decref(v);
-            }
-        }
+        al_llm_resp_model(r, model, model_size);
     }
 
     if (r->usage_len == 0) {
         return -1;
     }
 
-    /* the strict scanner, no tree: the usage object is a few integers */
+    /*
+     * The usage object is a few integers: read by the quick loop below
+     * when laid out as providers lay it out, else by the strict scanner
+     * (no tree); the same numbers either way.
+     */
 
-    spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
-           : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
-           : &al_llm_usage_oai;
-
-    if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
-                         r->usage_len, &b, detail, sizeof(detail))
-        != 0
-        || b.root.type != AL_LLM_JT_OBJECT)
+    if (al_llm_usage_quick(r->kind, r->endpoint,
+                           (const unsigned char *) r->usage, r->usage_len, v)
+        != 0)
     {
-        return -1;
+        spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
+               : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
+               : &al_llm_usage_oai;
+
+        if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
+                             r->usage_len, &b, detail, sizeof(detail))
+            != 0
+            || b.root.type != AL_LLM_JT_OBJECT)
+        {
+            return -1;
+        }
+
+        for (k = 0; k < 5; k++) {
+            v[k] = al_llm_usage_u64(&b.f[k]);
+        }
     }
 
     if (r->kind == AL_LLM_ANTHROPIC) {
-        al_llm_usage_anthropic(al_llm_usage_u64(&b.f[0]),
-                               al_llm_usage_u64(&b.f[1]),
-                               al_llm_usage_u64(&b.f[2]),
-                               al_llm_usage_u64(&b.f[3]), u);
+        al_llm_usage_anthropic(v[0], v[1], v[2], v[3], u);
         return 0;
     }
 
     /* openai chat, completions, embeddings; responses: the same places */
 
-    u->prompt_tokens = al_llm_usage_u64(&b.f[0]);
-    u->completion_tokens = al_llm_usage_u64(&b.f[1]);
-    u->total_tokens = al_llm_usage_u64(&b.f[2]);
-    u->cached_tokens = al_llm_usage_u64(&b.f[4]);
+    u->prompt_tokens = v[0];
+    u->completion_tokens = v[1];
+    u->total_tokens = v[2];
+    u->cached_tokens = v[4];
 
     if (u->total_tokens == 0) {
         u->total_tokens = u->prompt_tokens + u->completion_tokens;
@@ -496,6 +580,765 @@ al_llm_usage_u64(const al_llm_jfield_t *f)
 
     return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
                                                   : (uint64_t) f->num;
+}
+
+
+/*
+ * A usage object as the strict scanner reads it with the spec of the API
+ * (al_llm_resp_usage()), in the layout providers send: an object whose
+ * values are integers of at most 18 digits, decimals without exponent,
+ * strings of printable ASCII without escapes, true, false, null, or
+ * objects of those (one level); no key twice in an object, keys without
+ * escapes, whitespace where JSON allows it.  v[k] is what
+ * al_llm_usage_u64() makes of the member keys[k] (v[4]: "cached_tokens"
+ * in the details object OpenAI's keys[3] names).  1: anything else,
+ * which the strict scanner reads.
+ */
+
+int
+al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    const unsigned char *p, size_t len, uint64_t v[5])
+{
+    size_t           i;
+    const al_str_t  *keys;
+
+    keys = (kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_keys
+           : (ep == AL_LLM_EP_RESPONSES) ? al_llm_usage_resp_keys
+           : al_llm_usage_oai_keys;
+
+    memset(v, 0, 5 * sizeof(uint64_t));
+
+    for (i = 0; i < len && al_llm_json_ws(p[i]); i++) { /* void */ }
+
+    if (i == len || p[i] != '{'
+        || al_llm_usage_object(p, &i, len, keys, v, 1) != 0)
+    {
+        return 1;
+    }
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    return (i == len) ? 0 : 1;
+}
+
+
+/*
+ * The object at p[*pos] ('{'): the integers of the members keys names
+ * (NULL: none) into v[index]; keys other than Anthropic's name at index 3
+ * an object whose keys are al_llm_usage_details_keys, read into v + 4.
+ * depth: how many levels of objects may still open inside.
+ */
+
+static int
+al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
+    const al_str_t *keys, uint64_t *v, unsigned depth)
+{
+    int        id;
+    size_t     i, j, k, n, at, nkeys, start;
+    uint64_t   x;
+    unsigned   neg;
+    size_t     key_at[AL_LLM_QUICK_KEYS], key_len[AL_LLM_QUICK_KEYS];
+
+    i = *pos + 1;
+    nkeys = 0;
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    if (i < len && p[i] == '}') {
+        *pos = i + 1;
+        return 0;
+    }
+
+    for ( ;; ) {
+
+        /* the key */
+
+        if (i >= len || p[i] != '"') {
+            return 1;
+        }
+
+        at = i + 1;
+        j = al_llm_ascii_run(p, at, len, 0);
+
+        if (j == len || p[j] != '"') {
+            return 1;
+        }
+
+        n = j - at;
+
+        for (k = 0; k < nkeys; k++) {
+            if (key_len[k] == n && p[key_at[k]] == p[at]
+                && al_llm_same((const char *) p + key_at[k], p + at, n))
+            {
+                return 1;
+            }
+        }
+
+        if (nkeys == AL_LLM_QUICK_KEYS) {
+            return 1;
+        }
+
+        key_at[nkeys] = at;
+        key_len[nkeys] = n;
+        nkeys++;
+
+        id = -1;
+
+        if (keys != NULL) {
+            for (k = 0; keys[k].data != NULL; k++) {
+                if (keys[k].len == n && keys[k].data[0] == (char) p[at]
+                    && al_llm_same(keys[k].data, p + at, n))
+                {
+                    id = (int) k;
+                    break;
+                }
+            }
+        }
+
+        i = j + 1;
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i >= len || p[i] != ':') {
+            return 1;
+        }
+
+        i++;
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i >= len) {
+            return 1;
+        }
+
+        /* the value */
+
+        switch (p[i]) {
+
+        case '{':
+            if (depth == 0) {
+                return 1;
+            }
+
+            if (id == 3 && keys != al_llm_usage_ant_keys) {
+                if (al_llm_usage_object(p, &i, len,
+                                        al_llm_usage_details_keys, v + 4,
+                                        depth - 1)
+                    != 0)
+                {
+                    return 1;
+                }
+
+            } else if (al_llm_usage_object(p, &i, len, NULL, NULL,
+                                           depth - 1)
+                       != 0)
+            {
+                return 1;
+            }
+
+            break;
+
+        case '"':
+            j = al_llm_ascii_run(p, i + 1, len, 0);
+
+            if (j == len || p[j] != '"') {
+                return 1;
+            }
+
+            i = j + 1;
+            break;
+
+        case 't':
+            if (len - i < 4 || memcmp(p + i, "true", 4) != 0) {
+                return 1;
+            }
+
+            i += 4;
+            break;
+
+        case 'f':
+            if (len - i < 5 || memcmp(p + i, "false", 5) != 0) {
+                return 1;
+            }
+
+            i += 5;
+            break;
+
+        case 'n':
+            if (len - i < 4 || memcmp(p + i, "null", 4) != 0) {
+                return 1;
+            }
+
+            i += 4;
+            break;
+
+        default:
+            neg = (p[i] == '-');
+            j = i + neg;
+
+            if (j >= len || !al_llm_digit(p[j])) {
+                return 1;
+            }
+
+            x = 0;
+
+            if (p[j] == '0') {
+                j++;
+
+            } else {
+                start = j;
+
+                while (j < len && al_llm_digit(p[j])) {
+                    if (j - start == 18) {
+                        return 1;
+                    }
+
+                    x = x * 10 + (uint64_t) (p[j] - '0');
+                    j++;
+                }
+            }
+
+            if (j < len && p[j] == '.') {
+                j++;
+
+                if (j >= len || !al_llm_digit(p[j])) {
+                    return 1;
+                }
+
+                while (j < len && al_llm_digit(p[j])) {
+                    j++;
+                }
+
+                neg = 1;                /* not an integer: 0 */
+            }
+
+            if (j < len && (p[j] | 0x20) == 'e') {
+                return 1;
+            }
+
+            /* as al_llm_usage_u64(): negative 0, at most 2^48 */
+
+            if (id >= 0 && !neg) {
+                v[id] = x > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48) : x;
+            }
+
+            i = j;
+            break;
+        }
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i < len && p[i] == ',') {
+            i++;
+
+            while (i < len && al_llm_json_ws(p[i])) {
+                i++;
+            }
+
+            continue;
+        }
+
+        if (i < len && p[i] == '}') {
+            *pos = i + 1;
+            return 0;
+        }
+
+        return 1;
+    }
+}
+
+
+/*
+ * The captured "model" value as jansson reads it and al_llm_copy_str()
+ * copies it; a string of printable ASCII without escapes (all models
+ * named so far) is copied in place, anything else goes to jansson.
+ */
+
+static void
+al_llm_resp_model(const al_llm_resp_t *r, char *model, size_t size)
+{
+    size_t                 i, j, k, n;
+    json_t                *v;
+    json_error_t           err;
+    const unsigned char   *p;
+
+    model[0] = '\0';
+
+    p = (const unsigned char *) r->model;
+    n = r->model_len;
+
+    if (n == 0) {
+        return;
+    }
+
+    for (i = 0; i < n && al_llm_json_ws(p[i]); i++) { /* void */ }
+
+    if (i < n && p[i] == '"') {
+        j = al_llm_ascii_run(p, i + 1, n, 0);
+
+        if (j < n && p[j] == '"') {
+            for (k = j + 1; k < n && al_llm_json_ws(p[k]); k++) {
+                /* void */
+            }
+
+            if (k == n) {
+                if (j - i - 1 < size) {
+                    memcpy(model, p + i + 1, j - i - 1);
+                    model[j - i - 1] = '\0';
+                }
+
+                return;
+            }
+        }
+    }
+
+    v = json_loadb(r->model, n, JSON_DECODE_ANY, &err);
+    if (v != NULL) {
+        (void) al_llm_copy_str(v, model, size);
+        json_decref(v);
+    }
+}
+
+
+int
+al_llm_json_read(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size)
+{
+    if (al_llm_json_quick(spec, p, len, b) == 0) {
+        return 0;
+    }
+
+    return al_llm_json_scan(spec, p, len, b, detail, size);
+}
+
+
+/*
+ * The quick reader: al_llm_json_scan() for the layouts providers send, in
+ * less work.  It takes JSON whose strings are printable ASCII without
+ * escapes, whose numbers are integers of at most 18 digits or decimals
+ * without an exponent, nested at most AL_LLM_QUICK_DEPTH deep, with at
+ * most AL_LLM_QUICK_KEYS keys in the open objects; whitespace anywhere
+ * JSON allows it.  Anything else (escapes, other bytes, exponents, long
+ * integers, deep nesting, many keys, duplicate keys, invalid JSON, prompt
+ * counting) it leaves to the strict scanner by returning 1, so every
+ * result is the strict scanner's: what it accepts, the strict scanner
+ * accepts (ASCII, no escapes, no overflow, no key twice), and it records
+ * what that records.  One loop, an explicit stack, no calls per value.
+ */
+
+int
+al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b)
+{
+    int                    id;
+    size_t                 i, j, k, n, at, depth, nkeys;
+    int64_t                num;
+    uint64_t               v;
+    unsigned               kind, model, type;
+    al_llm_jfield_t       *field;
+    al_llm_quick_frame_t  *fr;
+    al_llm_quick_frame_t   stack[AL_LLM_QUICK_DEPTH];
+    size_t                 key_at[AL_LLM_QUICK_KEYS];
+    size_t                 key_len[AL_LLM_QUICK_KEYS];
+    size_t                 nlen[2 * AL_LLM_QUICK_NAMES];
+
+    if (spec->prompt || len == 0) {
+        return 1;
+    }
+
+    /* as al_llm_json_scan(): all zero but model[] */
+
+    memset(b, 0, offsetof(al_llm_body_t, model));
+    b->model[0] = '\0';
+    memset(b->model + sizeof(b->model), 0,
+           sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
+
+    /* the lengths of the names looked for, found when first needed */
+
+    memset(nlen, 0, sizeof(nlen));
+
+    i = 0;
+    depth = 0;
+    nkeys = 0;
+    fr = NULL;
+
+    /* what the value read next is: the document */
+
+    kind = AL_LLM_QK_ROOT;
+    field = &b->root;
+    model = 0;
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+value:
+
+    if (i >= len) {
+        return 1;
+    }
+
+    at = i;
+    num = 0;
+
+    switch (p[i]) {
+
+    case '{':
+    case '[':
+        if (depth == AL_LLM_QUICK_DEPTH) {
+            return 1;
+        }
+
+        fr = &stack[depth++];
+        fr->obj = (p[i] == '{');
+        fr->kind = fr->obj ? kind : AL_LLM_QK_OTHER;
+        fr->field = field;
+        fr->at = at;
+        fr->first = nkeys;
+        fr->members = 0;
+        fr->last = ++i;
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (i < len && p[i] == (fr->obj ? '}' : ']')) {
+            i++;
+            goto close;
+        }
+
+        if (fr->obj) {
+            goto key;
+        }
+
+        kind = AL_LLM_QK_OTHER;
+        field = NULL;
+        model = 0;
+        goto value;
+
+    case '"':
+        j = al_llm_ascii_run(p, i + 1, len, 0);
+
+        if (j == len || p[j] != '"') {
+            return 1;
+        }
+
+        n = j - i - 1;
+
+        if (model) {
+            memcpy(b->model, p + i + 1,
+                   n < sizeof(b->model) ? n : sizeof(b->model));
+        }
+
+        type = AL_LLM_JT_STRING;
+        num = (int64_t) n;
+        i = j + 1;
+        break;
+
+    case 't':
+        if (len - i < 4 || memcmp(p + i, "true", 4) != 0) {
+            return 1;
+        }
+
+        type = AL_LLM_JT_TRUE;
+        i += 4;
+        break;
+
+    case 'f':
+        if (len - i < 5 || memcmp(p + i, "false", 5) != 0) {
+            return 1;
+        }
+
+        type = AL_LLM_JT_FALSE;
+        i += 5;
+        break;
+
+    case 'n':
+        if (len - i < 4 || memcmp(p + i, "null", 4) != 0) {
+            return 1;
+        }
+
+        type = AL_LLM_JT_NULL;
+        i += 4;
+        break;
+
+    default:
+
+        /*
+         * At most 18 digits: no overflow to check; a fraction without
+         * exponent: no real overflow either.
+         */
+
+        j = i;
+
+        if (p[j] == '-') {
+            j++;
+        }
+
+        if (j >= len || !al_llm_digit(p[j])) {
+            return 1;
+        }
+
+        v = 0;
+
+        if (p[j] == '0') {
+            j++;
+
+        } else {
+            k = j;
+
+            while (j < len && al_llm_digit(p[j])) {
+                if (j - k == 18) {
+                    return 1;
+                }
+
+                v = v * 10 + (uint64_t) (p[j] - '0');
+                j++;
+            }
+        }
+
+        type = AL_LLM_JT_INT;
+
+        if (j < len && p[j] == '.') {
+            j++;
+
+            if (j >= len || !al_llm_digit(p[j])) {
+                return 1;
+            }
+
+            while (j < len && al_llm_digit(p[j])) {
+                j++;
+            }
+
+            type = AL_LLM_JT_REAL;
+        }
+
+        if (j < len && (p[j] | 0x20) == 'e') {
+            return 1;
+        }
+
+        if (type == AL_LLM_JT_INT) {
+            num = (p[i] == '-') ? -(int64_t) v : (int64_t) v;
+        }
+
+        i = j;
+        break;
+    }
+
+    if (field != NULL) {
+        field->type = type;
+        field->esc = 0;
+        field->at = at;
+        field->len = i - at;
+        field->num = num;
+    }
+
+next:
+
+    /* after a value: the end, or what its object or array has next */
+
+    if (depth == 0) {
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        return (i == len) ? 0 : 1;
+    }
+
+    fr = &stack[depth - 1];
+    fr->last = i;
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    if (i < len && p[i] == ',') {
+        i++;
+
+        while (i < len && al_llm_json_ws(p[i])) {
+            i++;
+        }
+
+        if (fr->obj) {
+            goto key;
+        }
+
+        kind = AL_LLM_QK_OTHER;
+        field = NULL;
+        model = 0;
+        goto value;
+    }
+
+    if (i < len && p[i] == (fr->obj ? '}' : ']')) {
+        i++;
+        goto close;
+    }
+
+    return 1;
+
+close:
+
+    /* the byte after '}' or ']' */
+
+    fr = &stack[--depth];
+
+    if (fr->obj) {
+        nkeys = fr->first;
+
+        if (fr->kind == AL_LLM_QK_ROOT) {
+            b->root_last = fr->last;
+            b->root_members = fr->members;
+
+        } else if (fr->kind == AL_LLM_QK_NESTED) {
+            b->so_last = fr->last;
+            b->so_members = fr->members;
+        }
+    }
+
+    if (fr->field != NULL) {
+        fr->field->type = fr->obj ? AL_LLM_JT_OBJECT : AL_LLM_JT_ARRAY;
+        fr->field->esc = 0;
+        fr->field->at = fr->at;
+        fr->field->len = i - fr->at;
+        fr->field->num = 0;
+    }
+
+    goto next;
+
+key:
+
+    /* a member of the object fr */
+
+    if (i >= len || p[i] != '"') {
+        return 1;
+    }
+
+    at = i + 1;
+    j = al_llm_ascii_run(p, at, len, 0);
+
+    if (j == len || p[j] != '"') {
+        return 1;
+    }
+
+    n = j - at;
+
+    /* keys without escapes: the same bytes are the same key */
+
+    for (k = fr->first; k < nkeys; k++) {
+        if (key_len[k] == n && p[key_at[k]] == p[at]
+            && al_llm_same((const char *) p + key_at[k], p + at, n))
+        {
+            return 1;
+        }
+    }
+
+    if (nkeys == AL_LLM_QUICK_KEYS) {
+        return 1;
+    }
+
+    key_at[nkeys] = at;
+    key_len[nkeys] = n;
+    nkeys++;
+    fr->members++;
+
+    i = j + 1;
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    if (i >= len || p[i] != ':') {
+        return 1;
+    }
+
+    i++;
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    /* what the member is to the caller, as the strict scanner tells it */
+
+    kind = AL_LLM_QK_OTHER;
+    field = NULL;
+    model = 0;
+
+    if (fr->kind == AL_LLM_QK_ROOT) {
+        id = al_llm_quick_name(spec->names, nlen, p + at, n);
+
+        if (id >= 0) {
+            field = &b->f[id];
+
+            if (id == spec->model) {
+                model = 1;
+
+            } else if (id == spec->nested) {
+                kind = AL_LLM_QK_NESTED;
+            }
+        }
+
+    } else if (fr->kind == AL_LLM_QK_NESTED) {
+        id = al_llm_quick_name(spec->nested_names, nlen + AL_LLM_QUICK_NAMES,
+                                   p + at, n);
+
+        if (id >= 0) {
+            field = &b->f[spec->nested_base + (size_t) id];
+        }
+    }
+
+    goto value;
+}
+
+
+/*
+ * The index of the name s (n bytes, no NUL) in names, else -1; len[] has
+ * the length of each name of the first AL_LLM_QUICK_NAMES, or 0 where not
+ * yet known (only names sharing a first byte with a key are measured).
+ */
+
+static inline int
+al_llm_quick_name(const char *const *names, size_t *len,
+    const unsigned char *s, size_t n)
+{
+    int     i;
+    size_t  k;
+
+    if (names == NULL || n == 0) {
+        return -1;
+    }
+
+    for (i = 0; names[i] != NULL; i++) {
+        if ((unsigned char) names[i][0] != s[0]) {
+            continue;
+        }
+
+        if (i < AL_LLM_QUICK_NAMES) {
+            if (len[i] == 0) {
+                len[i] = strlen(names[i]);
+            }
+
+            k = len[i];
+
+        } else {
+            k = strlen(names[i]);
+        }
+
+        if (k == n && al_llm_same(names[i], s, n)) {
+            return i;
+        }
+    }
+
+    return -1;
 }
 
 
@@ -906,10 +1749,90 @@ al_llm_out_cstr(al_llm_out_t *o, const char *s)
 }
 
 
+/*
+ * v in decimal, two digits a turn; straight into the buffer when the
+ * longest number fits.
+ */
+
 void
 al_llm_out_u64(al_llm_out_t *o, uint64_t v)
 {
-    al_llm_out_dec(o, v, 1);
+    size_t  n;
+    char    tmp[20];
+
+    if (o->len + sizeof(tmp) < o->size) {
+
+        /* most counts, statuses and latencies: one or two digits */
+
+        if (v < 100) {
+            if (v < 10) {
+                o->buf[o->len++] = (char) ('0' + v);
+
+            } else {
+                memcpy(o->buf + o->len, al_llm_pairs + v * 2, 2);
+                o->len += 2;
+            }
+
+            o->buf[o->len] = '\0';
+            return;
+        }
+
+        n = al_llm_dec_len(v);
+        al_llm_dec_back(o->buf + o->len + n, v);
+        o->len += n;
+        o->buf[o->len] = '\0';
+        return;
+    }
+
+    n = al_llm_dec_len(v);
+    al_llm_dec_back(tmp + n, v);
+    al_llm_out_raw(o, tmp, n);
+}
+
+
+/* the number of decimal digits of v */
+
+static size_t
+al_llm_dec_len(uint64_t v)
+{
+    size_t  n;
+
+    static const uint64_t  pow10[] = {
+        UINT64_C(10), UINT64_C(100), UINT64_C(1000), UINT64_C(10000),
+        UINT64_C(100000), UINT64_C(1000000), UINT64_C(10000000),
+        UINT64_C(100000000), UINT64_C(1000000000), UINT64_C(10000000000),
+        UINT64_C(100000000000), UINT64_C(1000000000000),
+        UINT64_C(10000000000000), UINT64_C(100000000000000),
+        UINT64_C(1000000000000000), UINT64_C(10000000000000000),
+        UINT64_C(100000000000000000), UINT64_C(1000000000000000000),
+        UINT64_C(10000000000000000000)
+    };
+
+    for (n = 0; n < sizeof(pow10) / sizeof(pow10[0]) && v >= pow10[n]; n++) {
+        /* void */
+    }
+
+    return n + 1;
+}
+
+
+/* the decimal digits of v, the last one just before end */
+
+static inline void
+al_llm_dec_back(char *end, uint64_t v)
+{
+    while (v >= 100) {
+        end -= 2;
+        memcpy(end, al_llm_pairs + (v % 100) * 2, 2);
+        v /= 100;
+    }
+
+    if (v >= 10) {
+        memcpy(end - 2, al_llm_pairs + v * 2, 2);
+
+    } else {
+        end[-1] = (char) ('0' + v);
+    }
 }
 
 
@@ -937,9 +1860,14 @@ al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width)
 static void
 al_llm_digits(char *p, unsigned v, size_t width)
 {
-    while (width-- > 0) {
-        p[width] = (char) ('0' + v % 10);
-        v /= 10;
+    while (width >= 2) {
+        width -= 2;
+        memcpy(p + width, al_llm_pairs + (v % 100) * 2, 2);
+        v /= 100;
+    }
+
+    if (width == 1) {
+        p[0] = (char) ('0' + v % 10);
     }
 }
 
@@ -948,7 +1876,8 @@ void
 al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 {
     int                   k;
-    size_t                i;
+    size_t                i, j;
+    char                 *d;
     unsigned char         c;
     const unsigned char  *p;
     char                  esc[8];
@@ -957,22 +1886,31 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 
     p = (const unsigned char *) s;
 
+    /* most strings: printable ASCII that needs no escape, room for all */
+
+    if (s != NULL && o->len + n + 2 < o->size
+        && al_llm_ascii_run(p, 0, n, 1) == n)
+    {
+        d = o->buf + o->len;
+        d[0] = '"';
+        memcpy(d + 1, s, n);
+        d[n + 1] = '"';
+        d[n + 2] = '\0';
+        o->len += n + 2;
+        return;
+    }
+
     al_llm_out_raw(o, "\"", 1);
 
     for (i = 0; s != NULL && i < n; /* void */) {
 
         /* a run of printable ASCII that needs no escape, in one copy */
 
-        for (k = 0;
-             i + k < n && al_llm_json_plain[p[i + k]] && p[i + k] != 0x7f;
-             k++)
-        {
-            /* void */
-        }
+        j = al_llm_ascii_run(p, i, n, 1);
 
-        if (k > 0) {
-            al_llm_out_raw(o, s + i, (size_t) k);
-            i += (size_t) k;
+        if (j > i) {
+            al_llm_out_raw(o, s + i, j - i);
+            i = j;
             continue;
         }
 
@@ -1037,6 +1975,89 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
     }
 
     al_llm_out_raw(o, "\"", 1);
+}
+
+
+/* a[0..n) == b[0..n), eight bytes at a time (the last eight overlap) */
+
+static inline int
+al_llm_same(const char *a, const unsigned char *b, size_t n)
+{
+    size_t    i;
+    uint64_t  x, y;
+
+    if (n < 8) {
+        for (i = 0; i < n; i++) {
+            if ((unsigned char) a[i] != b[i]) {
+                return 0;
+            }
+        }
+
+        return 1;
+    }
+
+    for (i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+
+        if (x != y) {
+            return 0;
+        }
+    }
+
+    memcpy(&x, a + n - 8, 8);
+    memcpy(&y, b + n - 8, 8);
+
+    return x == y;
+}
+
+
+/*
+ * Where the run of printable ASCII at p[i..n) ends: the first byte that is
+ * not one, or '"' or '\\', or with del 0x7f; else n.  Eight bytes at a
+ * time (the lowest flag of each test is exact: borrows only run upwards),
+ * then byte by byte.  Without del these are the bytes the strict scanner
+ * reads as plain string bytes.
+ */
+
+static inline size_t
+al_llm_ascii_run(const unsigned char *p, size_t i, size_t n, unsigned del)
+{
+#if defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+
+    uint64_t  w, q, b, d, bad;
+
+    while (n - i >= 8) {
+        memcpy(&w, p + i, 8);
+
+        q = w ^ (AL_LLM_ONES * '"');
+        b = w ^ (AL_LLM_ONES * '\\');
+
+        bad = (((w - AL_LLM_ONES * 0x20) & ~w) | w    /* < 0x20, >= 0x80 */
+               | ((q - AL_LLM_ONES) & ~q)              /* '"' */
+               | ((b - AL_LLM_ONES) & ~b));            /* '\\' */
+
+        if (del) {
+            d = w ^ (AL_LLM_ONES * 0x7f);
+            bad |= (d - AL_LLM_ONES) & ~d;
+        }
+
+        bad &= AL_LLM_HIGHS;
+
+        if (bad != 0) {
+            return i + (size_t) (__builtin_ctzll(bad) >> 3);
+        }
+
+        i += 8;
+    }
+
+#endif
+
+    while (i < n && al_llm_json_plain[p[i]] && !(del && p[i] == 0x7f)) {
+        i++;
+    }
+
+    return i;
 }
 
 

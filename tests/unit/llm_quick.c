@@ -1,0 +1,564 @@
+/*
+ * Unit tests for the quick paths of the LLM gateway's usage reading and
+ * usage line (al_llm_usage.c): the usage object read in one loop, the
+ * quick reader in front of the strict scanner, the plain model name, the
+ * string and number writers.  Each case is run through the quick path and
+ * through the code it stands in for (the strict scanner, jansson, the
+ * byte-by-byte writer, printf), which must agree; and each says which
+ * path it expects, so the fallbacks are seen to be taken.
+ */
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "airlock.h"
+#include "al_llm.h"
+#include "al_llm_internal.h"
+#include "tap.h"
+
+
+#define Q  1                            /* read by the quick path */
+#define S  0                            /* left to the strict scanner */
+#define NO UINT64_MAX                   /* rc -1: no usage */
+
+typedef struct {
+    al_llm_kind_t        kind;
+    al_llm_endpoint_t    ep;
+    unsigned             quick;
+    const char          *json;
+    uint64_t             prompt;        /* NO: no usage at all */
+    uint64_t             completion;
+    uint64_t             total;
+    uint64_t             cached;
+    const char          *name;
+} ut_usage_t;
+
+
+static void test_usage(void);
+static int ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u,
+    char *model, size_t size);
+static uint64_t ref_u64(const al_llm_jfield_t *f);
+static void test_model(void);
+static void test_scan(void);
+static void test_stream(void);
+static void stream_run(al_llm_kind_t kind, al_llm_endpoint_t ep,
+    const char *s, unsigned ref, al_llm_sse_t *out, al_llm_usage_t *u);
+static void test_out(void);
+
+
+static const char *const  ut_details[] = { "cached_tokens", NULL };
+static const char *const  ut_oai[] = {
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", NULL
+};
+static const char *const  ut_resp[] = {
+    "input_tokens", "output_tokens", "total_tokens", "input_tokens_details",
+    NULL
+};
+
+static const al_llm_scan_spec_t  ut_oai_spec = {
+    ut_oai, -1, 3, ut_details, 4, 0
+};
+static const al_llm_scan_spec_t  ut_resp_spec = {
+    ut_resp, -1, 3, ut_details, 4, 0
+};
+static const al_llm_scan_spec_t  ut_ant_spec = {
+    al_llm_usage_ant_names, -1, -1, NULL, 0, 0
+};
+
+#define OAI   AL_LLM_OPENAI, AL_LLM_EP_CHAT
+#define RESP  AL_LLM_OPENAI, AL_LLM_EP_RESPONSES
+#define ANT   AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES
+
+static const ut_usage_t  ut_usages[] = {
+    { OAI, Q, "{\"prompt_tokens\":11,\"completion_tokens\":5,"
+              "\"total_tokens\":16}", 11, 5, 16, 0, "openai, compact" },
+    { OAI, Q, "{\n  \"prompt_tokens\": 11,\n  \"completion_tokens\": 5,\n"
+              "  \"total_tokens\": 16\r\n}\t ", 11, 5, 16, 0,
+      "openai, pretty-printed (whitespace everywhere JSON allows it)" },
+    { OAI, Q, "{\"total_tokens\":16,\"completion_tokens\":5,"
+              "\"prompt_tokens\":11}", 11, 5, 16, 0, "keys in another order" },
+    { OAI, Q, "{\"prompt_tokens\":11,\"completion_tokens\":5}",
+      11, 5, 16, 0, "total missing: the sum" },
+    { OAI, Q, "{\"prompt_tokens\":11,\"completion_tokens\":5,"
+              "\"total_tokens\":0}", 11, 5, 16, 0, "total 0: the sum" },
+    { OAI, Q, "{}", 0, 0, 0, 0, "empty object: zeros" },
+    { OAI, Q, "{\"prompt_tokens\":19,\"completion_tokens\":10,"
+              "\"total_tokens\":29,\"prompt_tokens_details\":"
+              "{\"cached_tokens\":3,\"audio_tokens\":0},"
+              "\"completion_tokens_details\":{\"reasoning_tokens\":4,"
+              "\"audio_tokens\":0,\"accepted_prediction_tokens\":0,"
+              "\"rejected_prediction_tokens\":0}}", 19, 10, 29, 3,
+      "prompt_tokens_details.cached_tokens; reasoning tokens ignored" },
+    { OAI, Q, "{\"prompt_tokens\":19,\"prompt_tokens_details\":null,"
+              "\"completion_tokens\":1}", 19, 1, 20, 0,
+      "details null: no cached tokens" },
+    { OAI, Q, "{\"prompt_tokens\":19,\"prompt_tokens_details\":7}",
+      19, 0, 19, 0, "details a number: no cached tokens" },
+    { OAI, Q, "{\"cached_tokens\":5,\"prompt_tokens\":1,\"x\":{"
+              "\"cached_tokens\":6}}", 1, 0, 1, 0,
+      "cached_tokens elsewhere than the details: ignored" },
+    { OAI, Q, "{\"prompt_tokens\":-7,\"completion_tokens\":2.5,"
+              "\"total_tokens\":-0}", 0, 0, 0, 0,
+      "negative, decimal, -0: 0" },
+    { OAI, Q, "{\"prompt_tokens\":999999999999999999}",
+      UINT64_C(1) << 48, 0, UINT64_C(1) << 48, 0,
+      "18 digits: quick, at most 2^48" },
+    { OAI, S, "{\"prompt_tokens\":9223372036854775807}",
+      UINT64_C(1) << 48, 0, UINT64_C(1) << 48, 0,
+      "19 digits: strict, at most 2^48" },
+    { OAI, S, "{\"prompt_tokens\":9223372036854775808}", NO, 0, 0, 0,
+      "over int64: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":1e3,\"completion_tokens\":2}", 0, 2, 2, 0,
+      "an exponent: strict, not an integer" },
+    { OAI, S, "{\"prompt_tokens\":1,\"prompt_tokens\":2}", NO, 0, 0, 0,
+      "duplicate key: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":1,\"prompt_tokens_details\":"
+              "{\"cached_tokens\":1,\"cached_tokens\":2}}", NO, 0, 0, 0,
+      "duplicate key in the details: strict, refused" },
+    { OAI, Q, "{\"prompt_tokens\":1,\"x\":{\"a\":1},\"y\":{\"a\":2}}",
+      1, 0, 1, 0, "the same key in two objects is no duplicate" },
+    { OAI, S, "{\"prompt\\u005ftokens\":12,\"completion_tokens\":1}",
+      12, 1, 13, 0, "a key with an escape: strict, unescaped" },
+    { OAI, S, "{\"prompt_tokens\":12,\"a\":\"\\n\"}", 12, 0, 12, 0,
+      "an escape in a value: strict" },
+    { OAI, S, "{\"prompt_tokens\":12,\"a\":\"\xc3\xa9\"}", 12, 0, 12, 0,
+      "UTF-8 in a value: strict" },
+    { OAI, S, "{\"prompt_tokens\":12,\"a\":\"\xc3\"}", NO, 0, 0, 0,
+      "invalid UTF-8: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":12,\"a\":[1,2]}", 12, 0, 12, 0,
+      "an array: strict" },
+    { OAI, S, "{\"prompt_tokens\":12,\"a\":{\"b\":{}}}", 12, 0, 12, 0,
+      "objects two deep: strict" },
+    { OAI, S, "{\"prompt_tokens\":12} x", NO, 0, 0, 0,
+      "bytes after the object: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":12,}", NO, 0, 0, 0,
+      "a trailing comma: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":012}", NO, 0, 0, 0,
+      "a leading zero: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":tru}", NO, 0, 0, 0,
+      "a cut literal: strict, refused" },
+    { OAI, S, "[1]", NO, 0, 0, 0, "not an object: refused" },
+    { OAI, S, "{\"prompt_tokens\":1", NO, 0, 0, 0, "cut: refused" },
+    { OAI, Q, "{\"prompt_tokens\":1,\"a\":true,\"b\":false,\"c\":null,"
+              "\"d\":\"x y\"}", 1, 0, 1, 0, "literals and strings" },
+    { RESP, Q, "{\"input_tokens\":5,\"input_tokens_details\":"
+               "{\"cached_tokens\":2},\"output_tokens\":7,"
+               "\"output_tokens_details\":{\"reasoning_tokens\":3},"
+               "\"total_tokens\":12}", 5, 7, 12, 2,
+      "responses: input_tokens_details.cached_tokens" },
+    { RESP, Q, "{\"prompt_tokens\":5,\"completion_tokens\":7}",
+      0, 0, 0, 0, "responses: chat names are not its names" },
+    { ANT, Q, "{\"input_tokens\":10,\"cache_creation_input_tokens\":4,"
+              "\"cache_read_input_tokens\":7,\"output_tokens\":25,"
+              "\"service_tier\":\"standard\",\"cache_creation\":"
+              "{\"ephemeral_5m_input_tokens\":4,"
+              "\"ephemeral_1h_input_tokens\":0}}", 21, 25, 46, 7,
+      "anthropic: cache reads and writes are input" },
+    { ANT, Q, "{\"output_tokens\":25,\"input_tokens\":3}", 3, 25, 28, 0,
+      "anthropic: keys in another order" },
+    { ANT, Q, "{\"input_tokens\":3,\"prompt_tokens_details\":"
+              "{\"cached_tokens\":9}}", 3, 0, 3, 0,
+      "anthropic: no details object of OpenAI's" },
+    { ANT, S, "{\"input_tokens\":3,\"input_tokens\":4}", NO, 0, 0, 0,
+      "anthropic: duplicate key refused" }
+};
+
+
+int
+main(void)
+{
+    test_usage();
+    test_model();
+    test_scan();
+    test_stream();
+    test_out();
+
+    return tap_done();
+}
+
+
+static void
+test_usage(void)
+{
+    int                rc, rq, rr;
+    size_t             k;
+    uint64_t           v[5];
+    al_llm_resp_t      r;
+    al_llm_usage_t     u, w;
+    const ut_usage_t  *t;
+    char               name[256];
+
+    for (k = 0; k < sizeof(ut_usages) / sizeof(ut_usages[0]); k++) {
+        t = &ut_usages[k];
+
+        al_llm_resp_init(&r, t->kind, t->ep);
+        al_llm_resp_feed(&r, (const unsigned char *) "{\"usage\":", 9);
+        al_llm_resp_feed(&r, (const unsigned char *) t->json,
+                         strlen(t->json));
+        al_llm_resp_feed(&r, (const unsigned char *) "}", 1);
+
+        if (r.usage_len == 0) {
+            /* the capture stops where the response scanner does */
+            r.usage_len = strlen(t->json);
+            memcpy(r.usage, t->json, r.usage_len);
+        }
+
+        rq = al_llm_usage_quick(t->kind, t->ep,
+                                (const unsigned char *) r.usage,
+                                r.usage_len, v);
+        rc = al_llm_resp_usage(&r, &u, NULL, 0);
+        rr = ref_resp_usage(&r, &w, NULL, 0);
+
+        (void) snprintf(name, sizeof(name), "%s: %s path", t->name,
+                        t->quick ? "quick" : "strict");
+        tap_ok(rq == (t->quick ? 0 : 1), name);
+
+        (void) snprintf(name, sizeof(name), "%s: as the strict scanner",
+                        t->name);
+
+        if (t->prompt == NO) {
+            tap_ok(rc == -1 && rr == -1 && memcmp(&u, &w, sizeof(u)) == 0,
+                   name);
+            continue;
+        }
+
+        if (!tap_ok(rc == 0 && rr == 0 && memcmp(&u, &w, sizeof(u)) == 0
+                    && u.prompt_tokens == t->prompt
+                    && u.completion_tokens == t->completion
+                    && u.total_tokens == t->total
+                    && u.cached_tokens == t->cached, name))
+        {
+            printf("# rc %d/%d got %" PRIu64 " %" PRIu64 " %" PRIu64 " %"
+                   PRIu64 "\n", rc, rr, u.prompt_tokens,
+                   u.completion_tokens, u.total_tokens, u.cached_tokens);
+        }
+    }
+}
+
+
+/* al_llm_resp_usage() before the quick paths: the strict scanner, jansson */
+
+static int
+ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
+    size_t size)
+{
+    json_t                    *v;
+    al_llm_body_t              b;
+    json_error_t               err;
+    const al_llm_scan_spec_t  *spec;
+    char                       detail[AL_DETAIL_MAX];
+
+    memset(u, 0, sizeof(*u));
+
+    if (model != NULL && size > 0) {
+        model[0] = '\0';
+
+        if (r->model_len > 0) {
+            v = json_loadb(r->model, r->model_len, JSON_DECODE_ANY, &err);
+            if (v != NULL) {
+                (void) al_llm_copy_str(v, model, size);
+                json_decref(v);
+            }
+        }
+    }
+
+    if (r->usage_len == 0) {
+        return -1;
+    }
+
+    spec = (r->kind == AL_LLM_ANTHROPIC) ? &ut_ant_spec
+           : (r->endpoint == AL_LLM_EP_RESPONSES) ? &ut_resp_spec
+           : &ut_oai_spec;
+
+    if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
+                         r->usage_len, &b, detail, sizeof(detail))
+        != 0
+        || b.root.type != AL_LLM_JT_OBJECT)
+    {
+        return -1;
+    }
+
+    if (r->kind == AL_LLM_ANTHROPIC) {
+        al_llm_usage_anthropic(ref_u64(&b.f[0]), ref_u64(&b.f[1]),
+                               ref_u64(&b.f[2]), ref_u64(&b.f[3]), u);
+        return 0;
+    }
+
+    u->prompt_tokens = ref_u64(&b.f[0]);
+    u->completion_tokens = ref_u64(&b.f[1]);
+    u->total_tokens = ref_u64(&b.f[2]);
+    u->cached_tokens = ref_u64(&b.f[4]);
+
+    if (u->total_tokens == 0) {
+        u->total_tokens = u->prompt_tokens + u->completion_tokens;
+    }
+
+    return 0;
+}
+
+
+static uint64_t
+ref_u64(const al_llm_jfield_t *f)
+{
+    if (f->type != AL_LLM_JT_INT || f->num < 0) {
+        return 0;
+    }
+
+    return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
+                                                  : (uint64_t) f->num;
+}
+
+
+/* the model name: in place when a plain string, else as jansson reads it */
+
+static void
+test_model(void)
+{
+    size_t          k;
+    al_llm_resp_t   r;
+    al_llm_usage_t  u, w;
+    char            a[AL_LLM_MODEL_MAX], b[AL_LLM_MODEL_MAX];
+
+    static const struct {
+        const char  *capture;
+        size_t       size;
+        const char  *want;
+    } models[] = {
+        { "\"gpt-4o\"", AL_LLM_MODEL_MAX, "gpt-4o" },
+        { " \"gpt-4o\"\n ", AL_LLM_MODEL_MAX, "gpt-4o" },
+        { "\"gpt\\u002d4o\"", AL_LLM_MODEL_MAX, "gpt-4o" },
+        { "\"gpt-4o\" x", AL_LLM_MODEL_MAX, "" },
+        { "\"gpt-4o", AL_LLM_MODEL_MAX, "" },
+        { "\"gpt-4o\"", 6, "" },
+        { "\"gpt-4o\"", 7, "gpt-4o" },
+        { "\"\"", AL_LLM_MODEL_MAX, "" },
+        { "42", AL_LLM_MODEL_MAX, "" },
+        { "\"caf\xc3\xa9\"", AL_LLM_MODEL_MAX, "caf\xc3\xa9" }
+    };
+
+    for (k = 0; k < sizeof(models) / sizeof(models[0]); k++) {
+        al_llm_resp_init(&r, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+        r.model_len = strlen(models[k].capture);
+        memcpy(r.model, models[k].capture, r.model_len);
+
+        (void) al_llm_resp_usage(&r, &u, a, models[k].size);
+        (void) ref_resp_usage(&r, &w, b, models[k].size);
+
+        if (!tap_ok(strcmp(a, b) == 0 && strcmp(a, models[k].want) == 0,
+                    models[k].capture))
+        {
+            printf("# got \"%s\", jansson \"%s\"\n", a, b);
+        }
+    }
+}
+
+
+/* the quick reader against the strict scanner, with the stream's specs */
+
+static void
+test_scan(void)
+{
+    int             rq, rs;
+    size_t          k, n;
+    al_llm_body_t   q, s;
+    char            detail[AL_DETAIL_MAX];
+
+    static const char *const  chat[] = {
+        "model", "error", "usage", "choices", NULL
+    };
+    static const char *const  msg[] = { "message", NULL };
+    static const char *const  mu[] = { "model", "usage", NULL };
+
+    static const al_llm_scan_spec_t  specs[] = {
+        { chat, 0, 2, ut_oai, 4, 0 },
+        { msg, -1, 0, mu, 1, 0 }
+    };
+
+    static const struct {
+        unsigned     spec;
+        unsigned     quick;
+        const char  *json;
+    } docs[] = {
+        { 0, Q, "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\","
+                "\"created\":1,\"model\":\"gpt-4o-mini\",\"choices\":[],"
+                "\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,"
+                "\"total_tokens\":16}}" },
+        { 0, Q, "{ \"model\" : \"m\" , \"choices\" : [ { \"index\" : 0 ,"
+                " \"delta\" : { } } ] , \"error\" : null }" },
+        { 0, S, "{\"model\":\"m\",\"model\":\"n\"}" },
+        { 1, Q, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
+                "\"type\":\"message\",\"role\":\"assistant\",\"model\":"
+                "\"claude-x\",\"content\":[],\"stop_reason\":null,"
+                "\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}" },
+        { 1, S, "{\"type\":\"message_start\",\"message\":{\"model\":"
+                "\"claude\\u002dx\"}}" },
+        { 1, S, "{\"type\":\"message_start\",\"message\":{\"usage\":"
+                "{\"input_tokens\":1e2}}}" }
+    };
+
+    for (k = 0; k < sizeof(docs) / sizeof(docs[0]); k++) {
+        n = strlen(docs[k].json);
+        rq = al_llm_json_quick(&specs[docs[k].spec],
+                               (const unsigned char *) docs[k].json, n, &q);
+        rs = al_llm_json_scan(&specs[docs[k].spec],
+                              (const unsigned char *) docs[k].json, n, &s,
+                              detail, sizeof(detail));
+
+        tap_ok(rq == (docs[k].quick ? 0 : 1)
+               && (rq != 0 || rs == 0)
+               && (rq != 0
+                   || (memcmp(&q.root, &s.root,
+                              offsetof(al_llm_jfield_t, esc)) == 0
+                       && q.f[0].type == s.f[0].type
+                       && q.f[0].at == s.f[0].at && q.f[0].len == s.f[0].len
+                       && q.f[2].type == s.f[2].type
+                       && q.f[2].at == s.f[2].at && q.f[2].len == s.f[2].len
+                       && q.f[4].num == s.f[4].num
+                       && q.f[1].num == s.f[1].num
+                       && q.root_last == s.root_last
+                       && q.root_members == s.root_members
+                       && q.so_last == s.so_last
+                       && q.so_members == s.so_members)),
+               docs[k].json);
+    }
+}
+
+
+/*
+ * Streams whose usage events take the quick reader or not: the same
+ * usage, model and flags as the reference (every event through jansson).
+ */
+
+static void
+test_stream(void)
+{
+    size_t          k;
+    al_llm_sse_t    a, b;
+    al_llm_usage_t  ua, ub;
+
+    static const struct {
+        al_llm_kind_t       kind;
+        al_llm_endpoint_t   ep;
+        const char         *s;
+        uint64_t            total;
+        const char         *name;
+    } streams[] = {
+        { OAI, "data: {\"id\":\"c\",\"model\":\"gpt\",\"choices\":[],"
+               "\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,"
+               "\"total_tokens\":16,\"prompt_tokens_details\":"
+               "{\"cached_tokens\":2}}}\n\ndata: [DONE]\n\n", 16,
+          "chat usage chunk, details (quick)" },
+        { OAI, "data: {\"id\":\"c\",\"model\":\"gpt\",\"choices\":[],"
+               "\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":5,"
+               "\"prompt_tokens\":12}}\n\ndata: [DONE]\n\n", 17,
+          "chat usage chunk, duplicate key (jansson keeps the last)" },
+        { OAI, "data: {\"id\":\"c\",\"model\":\"gpt\",\"choices\":[],"
+               "\"usage\":{\"prompt_tokens\":1e1,\"completion_tokens\":5}}"
+               "\n\ndata: [DONE]\n\n", 5, "chat usage chunk, a real" },
+        { ANT, "event: message_start\ndata: {\"type\":\"message_start\","
+               "\"message\":{\"model\":\"claude\",\"usage\":"
+               "{\"input_tokens\":25,\"cache_read_input_tokens\":5,"
+               "\"output_tokens\":1}}}\n\nevent: message_delta\ndata: "
+               "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+               "\"end_turn\"},\"usage\":{\"output_tokens\":15}}\n\n"
+               "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+          45, "anthropic message_start, message_delta (quick)" },
+        { ANT, "event: message_start\ndata: {\"type\":\"message_start\","
+               "\"message\":{\"model\":\"claude\",\"usage\":"
+               "{\"input_tokens\":25,\"output_tokens\":1}}}\n\n"
+               "event: message_delta\ndata: {\"type\":\"message_delta\","
+               "\"usage\":{\"output_tokens\":15,\"output_tokens\":16}}\n\n"
+               "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+          41, "anthropic message_delta, duplicate key" },
+        { RESP, "event: response.completed\ndata: {\"type\":"
+                "\"response.completed\",\"response\":{\"model\":\"o\","
+                "\"usage\":{\"input_tokens\":5,\"output_tokens\":7,"
+                "\"total_tokens\":12,\"input_tokens_details\":"
+                "{\"cached_tokens\":1}}}}\n\n", 12,
+          "responses completed (quick)" }
+    };
+
+    for (k = 0; k < sizeof(streams) / sizeof(streams[0]); k++) {
+        stream_run(streams[k].kind, streams[k].ep, streams[k].s, 0, &a, &ua);
+        stream_run(streams[k].kind, streams[k].ep, streams[k].s, 1, &b, &ub);
+
+        if (!tap_ok(memcmp(&ua, &ub, sizeof(ua)) == 0
+                    && memcmp(&a.usage, &b.usage, sizeof(a.usage)) == 0
+                    && ua.total_tokens == streams[k].total
+                    && strcmp(a.model, b.model) == 0
+                    && a.done == b.done && a.error == b.error
+                    && a.usage_seen == b.usage_seen, streams[k].name))
+        {
+            printf("# total %" PRIu64 " reference %" PRIu64 "\n",
+                   ua.total_tokens, ub.total_tokens);
+        }
+    }
+
+}
+
+
+static void
+stream_run(al_llm_kind_t kind, al_llm_endpoint_t ep, const char *s,
+    unsigned ref, al_llm_sse_t *out, al_llm_usage_t *u)
+{
+    size_t              off, used, len;
+    al_llm_sse_block_t  blk;
+
+    al_llm_sse_init(out, kind, ep, 0);
+    out->parse_all = ref;
+
+    len = strlen(s);
+
+    for (off = 0; off < len; off += used) {
+        (void) al_llm_sse_feed(out, (const unsigned char *) s + off,
+                               len - off, &used, &blk);
+    }
+
+    (void) al_llm_sse_finish(out, &blk);
+    (void) al_llm_sse_result(out, 0, u);
+    al_llm_sse_free(out);
+}
+
+
+/* the writers against printf and against a byte-by-byte copy */
+
+static void
+test_out(void)
+{
+    size_t        k;
+    al_llm_out_t  o;
+    char          buf[128], want[64];
+
+    static const uint64_t  nums[] = {
+        0, 9, 10, 99, 100, 12345, UINT64_C(18446744073709551615)
+    };
+
+    for (k = 0; k < sizeof(nums) / sizeof(nums[0]); k++) {
+        al_llm_out_init(&o, buf, sizeof(buf));
+        al_llm_out_u64(&o, nums[k]);
+        (void) snprintf(want, sizeof(want), "%" PRIu64, nums[k]);
+
+        if (strcmp(buf, want) != 0 || o.len != strlen(want)) {
+            break;
+        }
+    }
+
+    tap_ok(k == sizeof(nums) / sizeof(nums[0]), "al_llm_out_u64 as printf");
+
+    al_llm_out_init(&o, buf, 5);
+    al_llm_out_u64(&o, 123456);
+    tap_ok(o.len == 6 && strcmp(buf, "1234") == 0,
+           "al_llm_out_u64 cut, length counted");
+
+    al_llm_out_init(&o, buf, sizeof(buf));
+    al_llm_out_json(&o, "plain ascii, 0123456789abcdef!", 30);
+    al_llm_out_json(&o, "a\"b\\c\x7f\x01\n\xc3\xa9\xff", 11);
+    tap_is_str(buf, "\"plain ascii, 0123456789abcdef!\""
+                    "\"a\\\"b\\\\c\\u007f\\u0001\\n\xc3\xa9\\ufffd\"",
+               "al_llm_out_json: plain runs, escapes, UTF-8, invalid");
+}
