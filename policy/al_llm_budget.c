@@ -659,33 +659,57 @@ al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
 }
 
 
+/*
+ * Written by hand, not with snprintf() (two calls cost about 2,000
+ * instructions, as much as the rest of a priced usage line): the whole
+ * dollars from the end of a scratch buffer, then the twelve digits of
+ * picodollars less their trailing zeros; cut to size as snprintf cuts.
+ */
+
 size_t
 al_llm_usd_format(uint64_t pico, char *buf, size_t size)
 {
-    int       n;
-    char      frac[16];
-    uint64_t  f;
-    size_t    len;
+    char      tmp[AL_LLM_USD_MAX], *p;
+    size_t    n, i;
+    uint64_t  whole, f;
 
+    whole = pico / AL_LLM_USD;
     f = pico % AL_LLM_USD;
 
-    if (f == 0) {
-        n = snprintf(buf, size, "%llu",
-                     (unsigned long long) (pico / AL_LLM_USD));
-        return n < 0 ? 0 : (size_t) n;
+    /* at most 8 digits (UINT64_MAX / AL_LLM_USD), then '.' and 12 */
+
+    p = tmp + 20;
+
+    do {
+        *--p = (char) ('0' + whole % 10);
+        whole /= 10;
+    } while (whole != 0);
+
+    n = (size_t) (tmp + 20 - p);
+    memmove(tmp, p, n);
+
+    if (f != 0) {
+        tmp[n] = '.';
+
+        for (i = 12; i > 0; i--) {
+            tmp[n + i] = (char) ('0' + f % 10);
+            f /= 10;
+        }
+
+        n += 13;
+
+        while (tmp[n - 1] == '0') {
+            n--;
+        }
     }
 
-    (void) snprintf(frac, sizeof(frac), "%012llu", (unsigned long long) f);
-
-    len = 12;
-    while (len > 1 && frac[len - 1] == '0') {
-        len--;
+    if (size != 0) {
+        i = n < size ? n : size - 1;
+        memcpy(buf, tmp, i);
+        buf[i] = '\0';
     }
 
-    n = snprintf(buf, size, "%llu.%.*s",
-                 (unsigned long long) (pico / AL_LLM_USD), (int) len, frac);
-
-    return n < 0 ? 0 : (size_t) n;
+    return n;
 }
 
 

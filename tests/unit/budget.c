@@ -17,6 +17,7 @@
 
 static void test_decimal(void);
 static void test_usd_format(void);
+static void test_usd_printf(void);
 static void test_month(void);
 static void test_cost(void);
 static void test_admit_requests(void);
@@ -99,6 +100,97 @@ test_usd_format(void)
            == strlen("18446744.073709551615")
            && strcmp(buf, "18446744.073709551615") == 0,
            "the largest amount fits AL_LLM_USD_MAX");
+    test_usd_printf();
+}
+
+
+/* the printf() formatting it replaces, as the reference */
+
+static size_t
+usd_printf(uint64_t pico, char *buf, size_t size)
+{
+    int       n;
+    char      frac[16];
+    size_t    len;
+    uint64_t  f;
+
+    f = pico % AL_LLM_USD;
+
+    if (f == 0) {
+        n = snprintf(buf, size, "%llu",
+                     (unsigned long long) (pico / AL_LLM_USD));
+        return n < 0 ? 0 : (size_t) n;
+    }
+
+    (void) snprintf(frac, sizeof(frac), "%012llu", (unsigned long long) f);
+
+    len = 12;
+    while (len > 1 && frac[len - 1] == '0') {
+        len--;
+    }
+
+    n = snprintf(buf, size, "%llu.%.*s",
+                 (unsigned long long) (pico / AL_LLM_USD), (int) len, frac);
+
+    return n < 0 ? 0 : (size_t) n;
+}
+
+
+static void
+test_usd_printf(void)
+{
+    char      a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX], msg[160];
+    size_t    na, nb, size;
+    uint64_t  v, x;
+    unsigned  i, k, bad;
+
+    bad = 0;
+    x = UINT64_C(0x9e3779b97f4a7c15);
+
+    for (i = 0; i < 200000; i++) {
+
+        /* random amounts of every magnitude, round ones, and the edges */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+
+        switch (i % 4) {
+        case 0:
+            v = x;
+            break;
+        case 1:
+            v = x >> (x % 64);
+            break;
+        case 2:
+            v = (x % 100000) * (uint64_t) (x % 3 ? 1000000 : 1000000000);
+            break;
+        default:
+            v = (i / 4 < 64) ? (UINT64_C(1) << (i / 4)) - (i % 8 == 3)
+                             : UINT64_MAX - (i / 4 - 64);
+        }
+
+        for (k = 0; k < 2; k++) {
+            size = k ? (size_t) (x % AL_LLM_USD_MAX) : sizeof(a);
+            memset(a, 'x', sizeof(a));
+            memset(b, 'x', sizeof(b));
+            na = al_llm_usd_format(v, a, size);
+            nb = usd_printf(v, b, size);
+
+            if (na != nb || memcmp(a, b, sizeof(a)) != 0) {
+                if (bad++ < 5) {
+                    (void) snprintf(msg, sizeof(msg), "%llu (size %zu): "
+                                    "\"%.*s\" %zu, printf \"%.*s\" %zu",
+                                    (unsigned long long) v, size,
+                                    (int) sizeof(a), a, na,
+                                    (int) sizeof(b), b, nb);
+                    tap_diag("differs: ", msg);
+                }
+            }
+        }
+    }
+
+    tap_ok(bad == 0, "dollars as printf() writes them, 400,000 amounts "
+           "and buffer sizes");
 }
 
 
