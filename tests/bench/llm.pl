@@ -20,6 +20,9 @@
 #   chat JSON   wrk (1 thread, 16 connections), POST chat/completions with a
 #               client token: p50 and p99 latency, requests/s, gateway vs
 #               plain, medians of interleaved rounds
+#   buffered    the same calls through a second gateway whose usage log is
+#               airlock_llm_log FILE buffer=64k (the lines of one pass of
+#               the event loop in one write()), in the same rounds
 #   stream      the same for a streamed answer (the client did not ask for
 #               usage, so the gateway adds include_usage and drops the
 #               usage chunk: the filtering path)
