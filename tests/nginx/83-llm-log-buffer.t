@@ -28,7 +28,7 @@ $l->setup(log => ' buffer=8k');
 
 $t->run;
 
-plan tests => 20;
+plan tests => 21;
 
 my $agent = $l->token('agent');
 
@@ -124,16 +124,18 @@ my @ids2 = burst('burst2');
 waitpid($kid, 0);
 
 # the worker reopens the file a moment after the master; a call after
-# that is in the new file
+# that is in the new file.  Every call made while waiting for it has its
+# line too (in either file, perhaps a moment after its answer): each one
+# is counted.
 my $until = time + 10;
 my $last;
 while (time < $until) {
     $last = $l->chat(token => $agent);
+    push @ids2, $last->{headers}{'x-request-id'} // 'failed';
     last if ($t->read_file('usage.log') // '') =~
             /\Q$last->{headers}{'x-request-id'}\E/;
     sleep 0.1;
 }
-push @ids2, $last->{headers}{'x-request-id'};
 ok(-e "$d/usage.log", 'the new file is there after USR1');
 
 $want += @ids2;
@@ -144,6 +146,7 @@ is(scalar(grep { !defined jdecode($_) } @lines), 0,
 %seen = map { (jdecode($_) // {})->{request_id} // '' => 1 } @lines;
 is(scalar(grep { !$seen{$_} } @ids2), 0,
    'across the rotation: every call has its line');
+is(scalar keys %seen, $want, 'across the rotation: no line twice');
 
 # stop: nothing is left behind
 
