@@ -41,6 +41,8 @@ static int ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u,
     char *model, size_t model_size);
 static uint64_t ref_u64(const al_llm_jfield_t *f);
 static void fuzz_out(const uint8_t *p, size_t len);
+static void fuzz_out_json(const uint8_t *p, size_t len, char *e, char *y,
+    size_t size);
 static void ref_out_json(al_llm_out_t *o, const char *s, size_t n);
 static int ref_utf8_len(const unsigned char *p, size_t n);
 
@@ -303,33 +305,34 @@ ref_u64(const al_llm_jfield_t *f)
 /*
  * The writers: the input as a string, and 8-byte pieces of it as numbers
  * (small ones too), into buffers of every size up to the whole and none.
+ * The writer under test gets the last size bytes of its allocation, so a
+ * byte written past the buffer is one the address sanitizer sees.
  */
 
 static void
 fuzz_out(const uint8_t *p, size_t len)
 {
-    size_t         size, i;
+    size_t         size, i, cap;
     uint64_t       v;
-    al_llm_out_t   a, b;
-    char          *x, *y;
+    al_llm_out_t   a;
+    char          *x, *y, *e;
     char           num[64];
 
-    x = malloc(2 * len + 64 + 6 * len);
-    y = malloc(2 * len + 64 + 6 * len);
+    cap = 2 * len + 64 + 6 * len;
+    x = malloc(cap);
+    y = malloc(cap);
     if (x == NULL || y == NULL) {
         abort();
     }
 
+    /* sizes by steps, and each one at the edge of a plain string */
+
     for (size = 0; size <= 6 * len + 3; size += 1 + size / 8) {
-        al_llm_out_init(&a, size ? x : NULL, size);
-        al_llm_out_init(&b, size ? y : NULL, size);
+        fuzz_out_json(p, len, x + cap - size, y, size);
+    }
 
-        al_llm_out_json(&a, (const char *) p, len);
-        ref_out_json(&b, (const char *) p, len);
-
-        if (a.len != b.len || (size > 0 && strcmp(x, y) != 0)) {
-            abort();
-        }
+    for (size = len + 1; size <= len + 4; size++) {
+        fuzz_out_json(p, len, x + cap - size, y, size);
     }
 
     for (i = 0; i + 8 <= len || i == 0; i += 8) {
@@ -339,7 +342,8 @@ fuzz_out(const uint8_t *p, size_t len)
         }
 
         for (size = 0; size < 26; size++) {
-            al_llm_out_init(&a, size ? x : NULL, size);
+            e = x + cap - size;
+            al_llm_out_init(&a, size ? e : NULL, size);
             al_llm_out_lit(&a, "n:");
             al_llm_out_u64(&a, v);
             al_llm_out_u64(&a, v >> 40);
@@ -349,8 +353,8 @@ fuzz_out(const uint8_t *p, size_t len)
                             "%" PRIu64, v, v >> 40, v & 0xff);
 
             if (a.len != strlen(num)
-                || (size > 0 && strncmp(x, num, size - 1) != 0)
-                || (size > 0 && x[a.len < size ? a.len : size - 1] != '\0'))
+                || (size > 0 && strncmp(e, num, size - 1) != 0)
+                || (size > 0 && e[a.len < size ? a.len : size - 1] != '\0'))
             {
                 abort();
             }
@@ -359,6 +363,25 @@ fuzz_out(const uint8_t *p, size_t len)
 
     free(x);
     free(y);
+}
+
+
+/* the string p into a buffer of size bytes at e, as ref_out_json() */
+
+static void
+fuzz_out_json(const uint8_t *p, size_t len, char *e, char *y, size_t size)
+{
+    al_llm_out_t  a, b;
+
+    al_llm_out_init(&a, size ? e : NULL, size);
+    al_llm_out_init(&b, size ? y : NULL, size);
+
+    al_llm_out_json(&a, (const char *) p, len);
+    ref_out_json(&b, (const char *) p, len);
+
+    if (a.len != b.len || (size > 0 && strcmp(e, y) != 0)) {
+        abort();
+    }
 }
 
 
