@@ -48,12 +48,21 @@
 #define NGX_HTTP_AIRLOCK_CUT         "\xe2\x80\xa6"
 
 
+/*
+ * A file's buffer, in file->data.  nginx's access_log takes whatever it
+ * finds in file->data for a buffer of its own, with these fields and a
+ * gzip level after them: an access_log naming the same file then writes
+ * through this buffer, and gzip must read 0 (not the bytes after the
+ * struct) or its flushes would try to compress.
+ */
+
 typedef struct {
     u_char                      *start;
     u_char                      *pos;
     u_char                      *last;
     ngx_event_t                 *event;
     ngx_msec_t                   flush;
+    ngx_int_t                    gzip;          /* always 0 */
 } ngx_http_airlock_buf_t;
 
 
