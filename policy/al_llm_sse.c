@@ -164,6 +164,8 @@ static size_t al_llm_scan_common(const unsigned char *a,
     const unsigned char *b, size_t n);
 static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end,
     unsigned text);
+static void al_llm_scan_copy(al_llm_sse_scan_t *to,
+    const al_llm_sse_scan_t *from);
 static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
@@ -1660,7 +1662,7 @@ al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
     s->memo_misses = 0;
 
     pt = &s->memo_point[k - 1];
-    s->scan = pt->scan;
+    al_llm_scan_copy(&s->scan, &pt->scan);
     s->memo_try = (k < s->memo_points || !s->memo_full);
 
     al_llm_scan(s, p + pt->at, n - pt->at);
@@ -1734,13 +1736,32 @@ al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end, unsigned text)
 
     pt = &s->memo_point[s->memo_points++];
     pt->at = at;
-    pt->scan = s->scan;
+    al_llm_scan_copy(&pt->scan, &s->scan);
     s->memo_keep = s->memo_points;
 
     if (text) {
         s->memo_full = 1;
         s->memo_try = 0;
     }
+}
+
+
+/*
+ * The scan's state at a point, to or from the memo.  A point is never
+ * inside a string, so no key is being read (key_buf is not needed), and
+ * the type, read only under AL_LLM_F_TYPE, is complete when that is set:
+ * without it the fields before key_buf are the whole state.
+ */
+
+static void
+al_llm_scan_copy(al_llm_sse_scan_t *to, const al_llm_sse_scan_t *from)
+{
+    if (from->flags & AL_LLM_F_TYPE) {
+        *to = *from;
+        return;
+    }
+
+    memcpy(to, from, offsetof(al_llm_sse_scan_t, key_buf));
 }
 
 

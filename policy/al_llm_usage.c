@@ -44,7 +44,6 @@ enum {
 
 #define AL_LLM_QUICK_KEYS  32           /* keys of the open objects */
 #define AL_LLM_QUICK_DEPTH 16           /* open objects and arrays */
-#define AL_LLM_QUICK_NAMES 8            /* name lengths kept per list */
 #define AL_LLM_ONES        UINT64_C(0x0101010101010101)
 #define AL_LLM_HIGHS       UINT64_C(0x8080808080808080)
 
@@ -55,6 +54,8 @@ typedef struct {
     al_llm_jfield_t           *field;   /* record it here, or NULL */
     size_t                     at;
     size_t                     first;   /* its keys in the key stack */
+    uint64_t                   seen;    /* a bit per key hash: a key
+                                           whose bit is clear is new */
     size_t                     members;
     size_t                     last;    /* after the last member's value,
                                            or after '{' */
@@ -72,7 +73,7 @@ static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
 static int al_llm_usage_object(const unsigned char *p, size_t *pos,
     size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
 static inline int al_llm_quick_name(const char *const *names,
-    size_t *len, const unsigned char *s, size_t n);
+    const unsigned char *s, size_t n);
 static inline size_t al_llm_ascii_run(const unsigned char *p, size_t i,
     size_t n, unsigned del);
 static inline void al_llm_dec_back(char *end, uint64_t v);
@@ -950,7 +951,7 @@ al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
     al_llm_quick_frame_t   stack[AL_LLM_QUICK_DEPTH];
     size_t                 key_at[AL_LLM_QUICK_KEYS];
     size_t                 key_len[AL_LLM_QUICK_KEYS];
-    size_t                 nlen[2 * AL_LLM_QUICK_NAMES];
+    uint64_t               bit;
 
     if (spec->prompt || len == 0) {
         return 1;
@@ -962,10 +963,6 @@ al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
     b->model[0] = '\0';
     memset(b->model + sizeof(b->model), 0,
            sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
-
-    /* the lengths of the names looked for, found when first needed */
-
-    memset(nlen, 0, sizeof(nlen));
 
     i = 0;
     depth = 0;
@@ -1005,6 +1002,7 @@ value:
         fr->field = field;
         fr->at = at;
         fr->first = nkeys;
+        fr->seen = 0;
         fr->members = 0;
         fr->last = ++i;
 
@@ -1232,15 +1230,25 @@ key:
 
     n = j - at;
 
-    /* keys without escapes: the same bytes are the same key */
+    /*
+     * Keys without escapes: the same bytes are the same key.  Equal keys
+     * have the same length and ends, so the same bit of fr->seen: the
+     * keys before are compared only when this key's bit is already set.
+     */
 
-    for (k = fr->first; k < nkeys; k++) {
-        if (key_len[k] == n && p[key_at[k]] == p[at]
-            && al_llm_same((const char *) p + key_at[k], p + at, n))
-        {
-            return 1;
+    bit = (uint64_t) 1 << ((n * 7 + p[at] + p[j - 1]) & 63);
+
+    if (fr->seen & bit) {
+        for (k = fr->first; k < nkeys; k++) {
+            if (key_len[k] == n && p[key_at[k]] == p[at]
+                && al_llm_same((const char *) p + key_at[k], p + at, n))
+            {
+                return 1;
+            }
         }
     }
+
+    fr->seen |= bit;
 
     if (nkeys == AL_LLM_QUICK_KEYS) {
         return 1;
@@ -1274,7 +1282,7 @@ key:
     model = 0;
 
     if (fr->kind == AL_LLM_QK_ROOT) {
-        id = al_llm_quick_name(spec->names, nlen, p + at, n);
+        id = al_llm_quick_name(spec->names, p + at, n);
 
         if (id >= 0) {
             field = &b->f[id];
@@ -1288,8 +1296,7 @@ key:
         }
 
     } else if (fr->kind == AL_LLM_QK_NESTED) {
-        id = al_llm_quick_name(spec->nested_names, nlen + AL_LLM_QUICK_NAMES,
-                                   p + at, n);
+        id = al_llm_quick_name(spec->nested_names, p + at, n);
 
         if (id >= 0) {
             field = &b->f[spec->nested_base + (size_t) id];
@@ -1301,39 +1308,37 @@ key:
 
 
 /*
- * The index of the name s (n bytes, no NUL) in names, else -1; len[] has
- * the length of each name of the first AL_LLM_QUICK_NAMES, or 0 where not
- * yet known (only names sharing a first byte with a key are measured).
+ * The index of the name s (n bytes, none of them NUL: a key of printable
+ * ASCII) in names, else -1.  A name matches when its first n bytes are
+ * those of s and it ends there.  The comparison stops at a shorter
+ * name's NUL, which differs from every byte of s, so no name is read past
+ * its end and none needs measuring.
  */
 
 static inline int
-al_llm_quick_name(const char *const *names, size_t *len,
-    const unsigned char *s, size_t n)
+al_llm_quick_name(const char *const *names, const unsigned char *s,
+    size_t n)
 {
-    int     i;
-    size_t  k;
+    int          i;
+    size_t       k;
+    const char  *name;
 
     if (names == NULL || n == 0) {
         return -1;
     }
 
     for (i = 0; names[i] != NULL; i++) {
-        if ((unsigned char) names[i][0] != s[0]) {
+        name = names[i];
+
+        if ((unsigned char) name[0] != s[0]) {
             continue;
         }
 
-        if (i < AL_LLM_QUICK_NAMES) {
-            if (len[i] == 0) {
-                len[i] = strlen(names[i]);
-            }
-
-            k = len[i];
-
-        } else {
-            k = strlen(names[i]);
+        for (k = 1; k < n && (unsigned char) name[k] == s[k]; k++) {
+            /* void */
         }
 
-        if (k == n && al_llm_same(names[i], s, n)) {
+        if (k == n && name[n] == '\0') {
             return i;
         }
     }
