@@ -2333,6 +2333,37 @@ test_memo(void)
            "memo: responses deltas sharing their start, every split");
 
     /*
+     * The memo keeps of a point's scan state the type only when the
+     * event has one by then: a type that comes after the points, events
+     * without one (the "event:" field decides), then one before them,
+     * each sharing its start with the one before.
+     */
+
+    s = "event: content_block_delta\n"
+        "data: {\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+        "\"a\"},\"type\":\"content_block_delta\"}\n\n"
+        "event: content_block_delta\n"
+        "data: {\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+        "\"bb\"}}\n\n"
+        "event: ping\n"
+        "data: {\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+        "\"not counted\"}}\n\n"
+        "event: ping\n"
+        "data: {\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+        "\"ccc\"},\"type\":\"content_block_delta\"}\n\n"
+        MEMO_A "dddd\"}}\n\n"
+        "event: ping\n"
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{"
+        "\"type\":\"text_delta\",\"text\":\"eeeee\"}}\n\n"
+        "event: content_block_delta\n"
+        "data: {\"type\":\"ping\",\"index\":0,\"delta\":{"
+        "\"type\":\"text_delta\",\"text\":\"not counted\"}}\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n";
+    tap_ok(like_reference(&anthropic_cfg, s, strlen(s)),
+           "memo: a type after the points, none, before them, every split");
+
+    /*
      * A counter early in each event: nothing shared for 40 events (the
      * memo records on one in 16 after 4), then the same start again.
      */
