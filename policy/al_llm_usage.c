@@ -72,6 +72,8 @@ static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
 static int al_llm_usage_object(const unsigned char *p, size_t *pos,
     size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
+static inline size_t al_llm_quick_number(const unsigned char *p, size_t i,
+    size_t len, uint64_t *v, unsigned *frac);
 static inline int al_llm_quick_name(const char *const *names,
     const unsigned char *s, size_t n);
 static inline size_t al_llm_ascii_run(const unsigned char *p, size_t i,
@@ -637,9 +639,9 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
     const al_str_t *keys, uint64_t *v, unsigned depth)
 {
     int        id;
-    size_t     i, j, k, n, at, nkeys, start;
+    size_t     i, j, k, n, at, nkeys;
     uint64_t   x;
-    unsigned   neg;
+    unsigned   neg, frac;
     size_t     key_at[AL_LLM_QUICK_KEYS], key_len[AL_LLM_QUICK_KEYS];
 
     i = *pos + 1;
@@ -783,46 +785,14 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
 
         default:
             neg = (p[i] == '-');
-            j = i + neg;
 
-            if (j >= len || !al_llm_digit(p[j])) {
+            j = al_llm_quick_number(p, i, len, &x, &frac);
+            if (j == 0) {
                 return 1;
             }
 
-            x = 0;
-
-            if (p[j] == '0') {
-                j++;
-
-            } else {
-                start = j;
-
-                while (j < len && al_llm_digit(p[j])) {
-                    if (j - start == 18) {
-                        return 1;
-                    }
-
-                    x = x * 10 + (uint64_t) (p[j] - '0');
-                    j++;
-                }
-            }
-
-            if (j < len && p[j] == '.') {
-                j++;
-
-                if (j >= len || !al_llm_digit(p[j])) {
-                    return 1;
-                }
-
-                while (j < len && al_llm_digit(p[j])) {
-                    j++;
-                }
-
+            if (frac) {
                 neg = 1;                /* not an integer: 0 */
-            }
-
-            if (j < len && (p[j] | 0x20) == 'e') {
-                return 1;
             }
 
             /* as al_llm_usage_u64(): negative 0, at most 2^48 */
@@ -945,7 +915,7 @@ al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t                 i, j, k, n, at, depth, nkeys;
     int64_t                num;
     uint64_t               v;
-    unsigned               kind, model, type;
+    unsigned               kind, model, type, frac;
     al_llm_jfield_t       *field;
     al_llm_quick_frame_t  *fr;
     al_llm_quick_frame_t   stack[AL_LLM_QUICK_DEPTH];
@@ -1071,59 +1041,12 @@ value:
         break;
 
     default:
-
-        /*
-         * At most 18 digits: no overflow to check; a fraction without
-         * exponent: no real overflow either.
-         */
-
-        j = i;
-
-        if (p[j] == '-') {
-            j++;
-        }
-
-        if (j >= len || !al_llm_digit(p[j])) {
+        j = al_llm_quick_number(p, i, len, &v, &frac);
+        if (j == 0) {
             return 1;
         }
 
-        v = 0;
-
-        if (p[j] == '0') {
-            j++;
-
-        } else {
-            k = j;
-
-            while (j < len && al_llm_digit(p[j])) {
-                if (j - k == 18) {
-                    return 1;
-                }
-
-                v = v * 10 + (uint64_t) (p[j] - '0');
-                j++;
-            }
-        }
-
-        type = AL_LLM_JT_INT;
-
-        if (j < len && p[j] == '.') {
-            j++;
-
-            if (j >= len || !al_llm_digit(p[j])) {
-                return 1;
-            }
-
-            while (j < len && al_llm_digit(p[j])) {
-                j++;
-            }
-
-            type = AL_LLM_JT_REAL;
-        }
-
-        if (j < len && (p[j] | 0x20) == 'e') {
-            return 1;
-        }
+        type = frac ? AL_LLM_JT_REAL : AL_LLM_JT_INT;
 
         if (type == AL_LLM_JT_INT) {
             num = (p[i] == '-') ? -(int64_t) v : (int64_t) v;
@@ -1314,6 +1237,71 @@ key:
  * name's NUL, which differs from every byte of s, so no name is read past
  * its end and none needs measuring.
  */
+
+/*
+ * A number at p[i] as the quick readers take it: '-' or not, an integer
+ * part of at most 18 digits (so no overflow to check), a fraction or not,
+ * no exponent.  Returns the index after it, or 0 to decline (the strict
+ * scanner decides); *v is the integer part, *frac says if there was a
+ * fraction.
+ */
+
+static inline size_t
+al_llm_quick_number(const unsigned char *p, size_t i, size_t len,
+    uint64_t *v, unsigned *frac)
+{
+    size_t    j, start;
+    uint64_t  x;
+
+    j = i + (p[i] == '-');
+
+    if (j >= len || !al_llm_digit(p[j])) {
+        return 0;
+    }
+
+    x = 0;
+
+    if (p[j] == '0') {
+        j++;
+
+    } else {
+        start = j;
+
+        while (j < len && al_llm_digit(p[j])) {
+            if (j - start == 18) {
+                return 0;
+            }
+
+            x = x * 10 + (uint64_t) (p[j] - '0');
+            j++;
+        }
+    }
+
+    *frac = 0;
+
+    if (j < len && p[j] == '.') {
+        j++;
+
+        if (j >= len || !al_llm_digit(p[j])) {
+            return 0;
+        }
+
+        while (j < len && al_llm_digit(p[j])) {
+            j++;
+        }
+
+        *frac = 1;
+    }
+
+    if (j < len && (p[j] | 0x20) == 'e') {
+        return 0;
+    }
+
+    *v = x;
+
+    return j;
+}
+
 
 static inline int
 al_llm_quick_name(const char *const *names, const unsigned char *s,
