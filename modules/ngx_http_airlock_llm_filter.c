@@ -43,7 +43,6 @@ static void ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
 static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
     const char *name, size_t len, uint64_t value, u_char suffix,
     u_char *slot);
-static u_char *ngx_http_airlock_llm_digits(u_char *last, uint64_t v);
 static ngx_uint_t ngx_http_airlock_llm_headers_n(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
@@ -413,7 +412,7 @@ ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
         *--p = suffix;
     }
 
-    p = ngx_http_airlock_llm_digits(p, value);
+    p = (u_char *) al_llm_dec_back((char *) p, value);
 
     h->hash = 1;
     h->key.data = (u_char *) name;
@@ -422,42 +421,6 @@ ngx_http_airlock_llm_add_header(ngx_http_request_t *r, const char *name,
     h->value.len = last - p;
 
     return NGX_OK;
-}
-
-
-/*
- * v in decimal, as "%uL" writes it, ending at last; returns the start.
- * Two digits at a time.
- */
-
-static u_char *
-ngx_http_airlock_llm_digits(u_char *last, uint64_t v)
-{
-    ngx_uint_t  d;
-
-    static const u_char  pairs[] =
-        "00010203040506070809101112131415161718192021222324"
-        "25262728293031323334353637383940414243444546474849"
-        "50515253545556575859606162636465666768697071727374"
-        "75767778798081828384858687888990919293949596979899";
-
-    while (v >= 100) {
-        d = (ngx_uint_t) (v % 100) * 2;
-        v /= 100;
-        *--last = pairs[d + 1];
-        *--last = pairs[d];
-    }
-
-    if (v >= 10) {
-        d = (ngx_uint_t) v * 2;
-        *--last = pairs[d + 1];
-        *--last = pairs[d];
-
-    } else {
-        *--last = (u_char) ('0' + v);
-    }
-
-    return last;
 }
 
 

@@ -134,24 +134,6 @@ typedef struct {
 } ngx_http_airlock_llm_ctx_t;
 
 
-/* v in decimal at p, as "%uL" writes it; returns the end */
-
-static ngx_inline u_char *
-ngx_http_airlock_llm_dec(u_char *p, uint64_t v)
-{
-    u_char  *e, buf[NGX_INT64_LEN];
-
-    e = buf + sizeof(buf);
-
-    do {
-        *--e = (u_char) ('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-
-    return ngx_cpymem(p, e, buf + sizeof(buf) - e);
-}
-
-
 ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_get_ctx(
     ngx_http_request_t *r);
 void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,

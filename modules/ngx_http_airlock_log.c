@@ -892,30 +892,11 @@ ngx_int_t
 ngx_http_airlock_request_id(ngx_http_request_t *r, ngx_str_t *id)
 {
     u_char                        *p;
+    u_char                         bytes[16];
     uint64_t                       w[2];
-    ngx_uint_t                     i, b;
-    ngx_int_t                      s;
+    ngx_uint_t                     i;
     ngx_http_variable_value_t     *v;
     ngx_http_airlock_main_conf_t  *amcf;
-
-    /* the two hex digits of each byte value */
-    static const u_char  hex[] =
-        "000102030405060708090a0b0c0d0e0f"
-        "101112131415161718191a1b1c1d1e1f"
-        "202122232425262728292a2b2c2d2e2f"
-        "303132333435363738393a3b3c3d3e3f"
-        "404142434445464748494a4b4c4d4e4f"
-        "505152535455565758595a5b5c5d5e5f"
-        "606162636465666768696a6b6c6d6e6f"
-        "707172737475767778797a7b7c7d7e7f"
-        "808182838485868788898a8b8c8d8e8f"
-        "909192939495969798999a9b9c9d9e9f"
-        "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
-        "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-        "c0c1c2c3c4c5c6c7c8c9cacbcccdcecf"
-        "d0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-        "e0e1e2e3e4e5e6e7e8e9eaebecedeeef"
-        "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
@@ -951,17 +932,14 @@ ngx_http_airlock_request_id(ngx_http_request_t *r, ngx_str_t *id)
         w[1] = ngx_http_airlock_rid_mix(ngx_http_airlock_rid.seed[1]
                                         ^ ngx_http_airlock_rid.count);
 
-        v->data = p;
+        /* most significant digit first */
 
-        /* most significant digit first, a byte (two digits) at a time */
-
-        for (i = 0; i < 2; i++) {
-            for (s = 56; s >= 0; s -= 8) {
-                b = (ngx_uint_t) (w[i] >> s) & 0xff;
-                *p++ = hex[2 * b];
-                *p++ = hex[2 * b + 1];
-            }
+        for (i = 0; i < 16; i++) {
+            bytes[i] = (u_char) (w[i / 8] >> (56 - 8 * (i % 8)));
         }
+
+        v->data = p;
+        (void) ngx_hex_dump(p, bytes, 16);
 
         v->len = 32;
         v->valid = 1;

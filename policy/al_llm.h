@@ -818,6 +818,12 @@ uint64_t al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
 size_t al_llm_usd_format(uint64_t pico, char *buf, size_t size);
 
 /*
+ * The decimal digits of v, as "%llu" writes them, two at a time, the last
+ * one just before end (20 bytes of room suffice).  Returns the first.
+ */
+char *al_llm_dec_back(char *end, uint64_t v);
+
+/*
  * A non-negative decimal ("12", "0.15", "3.") into an integer in units of
  * 10^-scale (scale 0 to 12): "0.15" with scale 6 is 150000.  Refuses
  * signs, exponents, more fractional digits than scale (unless they are

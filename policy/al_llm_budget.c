@@ -678,12 +678,7 @@ al_llm_usd_format(uint64_t pico, char *buf, size_t size)
 
     /* at most 8 digits (UINT64_MAX / AL_LLM_USD), then '.' and 12 */
 
-    p = tmp + 20;
-
-    do {
-        *--p = (char) ('0' + whole % 10);
-        whole /= 10;
-    } while (whole != 0);
+    p = al_llm_dec_back(tmp + 20, whole);
 
     n = (size_t) (tmp + 20 - p);
     memmove(tmp, p, n);

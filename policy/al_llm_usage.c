@@ -78,7 +78,6 @@ static inline int al_llm_quick_name(const char *const *names,
     const unsigned char *s, size_t n);
 static inline size_t al_llm_ascii_run(const unsigned char *p, size_t i,
     size_t n, unsigned del);
-static inline void al_llm_dec_back(char *end, uint64_t v);
 static inline int al_llm_same(const char *a, const unsigned char *b,
     size_t n);
 static size_t al_llm_dec_len(uint64_t v);
@@ -1809,9 +1808,7 @@ al_llm_dec_len(uint64_t v)
 }
 
 
-/* the decimal digits of v, the last one just before end */
-
-static inline void
+char *
 al_llm_dec_back(char *end, uint64_t v)
 {
     while (v >= 100) {
@@ -1821,11 +1818,14 @@ al_llm_dec_back(char *end, uint64_t v)
     }
 
     if (v >= 10) {
-        memcpy(end - 2, al_llm_pairs + v * 2, 2);
+        end -= 2;
+        memcpy(end, al_llm_pairs + v * 2, 2);
 
     } else {
-        end[-1] = (char) ('0' + v);
+        *--end = (char) ('0' + v);
     }
+
+    return end;
 }
 
 
