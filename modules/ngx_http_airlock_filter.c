@@ -147,10 +147,8 @@ static ngx_int_t
 ngx_http_airlock_header_filter(ngx_http_request_t *r)
 {
     off_t                         len;
-    size_t                        max;
     ngx_table_elt_t              *ce;
     ngx_http_airlock_ctx_t       *ctx;
-    ngx_http_airlock_route_t     *rc;
     ngx_http_airlock_loc_conf_t  *alcf;
 
     ctx = ngx_http_airlock_get_ctx(r);
@@ -160,8 +158,6 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     {
         return ngx_http_next_header_filter(r);
     }
-
-    rc = ctx->rconf;
 
     if (ngx_http_airlock_scrub_headers(r, ctx) != NGX_OK) {
         return NGX_ERROR;
@@ -222,15 +218,10 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
         return NGX_OK;
     }
 
-    /* the most bytes one match covers, in its longest encoded form */
-    max = rc->scrub->maxspan;
+    /* the carry's room: taken when a buffer first ends in a candidate */
 
-    ctx->carry = ngx_pnalloc(r->pool, 3 * max);
-    if (ctx->carry == NULL) {
-        return NGX_ERROR;
-    }
-
-    ctx->join = ctx->carry + max;
+    ctx->carry = NULL;
+    ctx->join = NULL;
     ctx->carry_len = 0;
     ctx->out = NULL;
     ctx->last_out = &ctx->out;
@@ -899,6 +890,19 @@ ngx_http_airlock_scrub(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         if (m == NGX_HTTP_AIRLOCK_PARTIAL) {
             if (ngx_http_airlock_emit_ref(r, ctx, run, s - run, 1) != NGX_OK) {
                 return NGX_ERROR;
+            }
+
+            if (ctx->carry == NULL) {
+
+                /* the carry, and the join of it with the next maxspan - 1
+                   bytes */
+
+                ctx->carry = ngx_pnalloc(r->pool, 3 * max);
+                if (ctx->carry == NULL) {
+                    return NGX_ERROR;
+                }
+
+                ctx->join = ctx->carry + max;
             }
 
             ctx->carry_len = last - s;

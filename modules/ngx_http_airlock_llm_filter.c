@@ -76,6 +76,32 @@ static u_char  ngx_http_airlock_llm_shadow_tag;
 
 
 /*
+ * Stream parser states, about 2 KB each, are kept per worker for the
+ * next stream rather than taken from the request's pool, where each
+ * would cost the pool a block (a malloc() and a free() per request).  Up
+ * to NGX_HTTP_AIRLOCK_LLM_SPARES wait; more are freed.  Sanitizer builds
+ * keep none, so a use after the request still shows.
+ */
+
+#if (defined __SANITIZE_ADDRESS__)
+#define NGX_HTTP_AIRLOCK_LLM_SPARES  0
+#else
+#define NGX_HTTP_AIRLOCK_LLM_SPARES  32
+#endif
+
+typedef struct ngx_http_airlock_llm_spare_s  ngx_http_airlock_llm_spare_t;
+
+struct ngx_http_airlock_llm_spare_s {
+    al_llm_sse_t                   sse;         /* first: the two share
+                                                   an address */
+    ngx_http_airlock_llm_spare_t  *next;
+};
+
+static ngx_http_airlock_llm_spare_t  *ngx_http_airlock_llm_spares;
+static ngx_uint_t                     ngx_http_airlock_llm_nspares;
+
+
+/*
  * The provider's own limits describe its key, shared by every client, not
  * the client.  (Its Retry-After on a 429 of its own passes: that wait is
  * the client's too.)
@@ -158,9 +184,15 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         /* each chunk leaves as it comes, whatever proxy_buffering says */
         r->upstream->buffering = 0;
 
-        ctx->sse = ngx_palloc(r->pool, sizeof(al_llm_sse_t));
         if (ctx->sse == NULL) {
-            return NGX_ERROR;
+            ctx->sse = ngx_http_airlock_llm_sse_get(r->connection->log);
+            if (ctx->sse == NULL) {
+                return NGX_ERROR;
+            }
+
+        } else {
+            /* a second answer (a fallback): the first one's is dropped */
+            al_llm_sse_free(ctx->sse);
         }
 
         al_llm_sse_init(ctx->sse, ctx->provider->llm->kind, ctx->endpoint,
@@ -442,21 +474,38 @@ ngx_http_airlock_llm_headers_n(ngx_http_request_t *r)
 }
 
 
-/* Content-Type: text/event-stream, parameters allowed */
+/*
+ * Content-Type: text/event-stream, parameters allowed.  Compared byte by
+ * byte against the lowercase name, a letter in either case: a sixth of
+ * ngx_strncasecmp()'s work, which lowers every byte of both.
+ */
 
 static ngx_int_t
 ngx_http_airlock_llm_event_type(ngx_http_request_t *r)
 {
+    size_t      i, n;
+    u_char      c, l;
     ngx_str_t  *ct;
 
-    ct = &r->headers_out.content_type;
+    static const u_char  name[] = "text/event-stream";
 
-    return ct->len >= sizeof("text/event-stream") - 1
-           && ngx_strncasecmp(ct->data, (u_char *) "text/event-stream",
-                              sizeof("text/event-stream") - 1) == 0
-           && (ct->len == sizeof("text/event-stream") - 1
-               || ct->data[sizeof("text/event-stream") - 1] == ';'
-               || ct->data[sizeof("text/event-stream") - 1] == ' ');
+    ct = &r->headers_out.content_type;
+    n = sizeof(name) - 1;
+
+    if (ct->len < n) {
+        return 0;
+    }
+
+    for (i = 0; i < n; i++) {
+        c = ct->data[i];
+        l = name[i];
+
+        if (c != l && ((u_char) (l - 'a') > 'z' - 'a' || (c | 0x20) != l)) {
+            return 0;
+        }
+    }
+
+    return ct->len == n || ct->data[n] == ';' || ct->data[n] == ' ';
 }
 
 
@@ -996,4 +1045,43 @@ ngx_http_airlock_llm_update(ngx_http_request_t *r,
             ctx->free_bufs = cl;
         }
     }
+}
+
+
+al_llm_sse_t *
+ngx_http_airlock_llm_sse_get(ngx_log_t *log)
+{
+    ngx_http_airlock_llm_spare_t  *sp;
+
+    sp = ngx_http_airlock_llm_spares;
+
+    if (sp != NULL) {
+        ngx_http_airlock_llm_spares = sp->next;
+        ngx_http_airlock_llm_nspares--;
+        return &sp->sse;
+    }
+
+    sp = ngx_alloc(sizeof(ngx_http_airlock_llm_spare_t), log);
+
+    return (sp == NULL) ? NULL : &sp->sse;
+}
+
+
+/* after al_llm_sse_free(): nothing of the request's is left in it */
+
+void
+ngx_http_airlock_llm_sse_put(al_llm_sse_t *sse)
+{
+    ngx_http_airlock_llm_spare_t  *sp;
+
+    sp = (ngx_http_airlock_llm_spare_t *) sse;
+
+    if (ngx_http_airlock_llm_nspares >= NGX_HTTP_AIRLOCK_LLM_SPARES) {
+        ngx_free(sp);
+        return;
+    }
+
+    sp->next = ngx_http_airlock_llm_spares;
+    ngx_http_airlock_llm_spares = sp;
+    ngx_http_airlock_llm_nspares++;
 }

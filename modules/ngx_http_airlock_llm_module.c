@@ -322,6 +322,7 @@ ngx_http_airlock_llm_cleanup(void *data)
 
     if (ctx->sse != NULL) {
         al_llm_sse_free(ctx->sse);
+        ngx_http_airlock_llm_sse_put(ctx->sse);
         ctx->sse = NULL;
     }
 

@@ -140,6 +140,8 @@ void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source);
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
+al_llm_sse_t *ngx_http_airlock_llm_sse_get(ngx_log_t *log);
+void ngx_http_airlock_llm_sse_put(al_llm_sse_t *sse);
 void ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
     ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_llm_fallback(ngx_http_request_t *r);

@@ -763,7 +763,7 @@ ngx_int_t
 ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_headers_t *hs)
 {
-    ngx_uint_t                  i;
+    ngx_uint_t                  i, n;
     ngx_list_t                  old;
     ngx_list_part_t            *part;
     ngx_table_elt_t            *h;
@@ -772,7 +772,15 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
     old = r->headers_in.headers;
 
-    if (ngx_list_init(&r->headers_in.headers, r->pool, 16,
+    /* room for all that can be kept and added, in one part */
+
+    n = hs->ndefaults + hs->ninject;
+
+    for (part = &old.part; part; part = part->next) {
+        n += part->nelts;
+    }
+
+    if (ngx_list_init(&r->headers_in.headers, r->pool, ngx_max(n, 1),
                       sizeof(ngx_table_elt_t))
         != NGX_OK)
     {

@@ -557,13 +557,22 @@ al_llm_finish(al_llm_budget_t *b, int64_t now, int64_t at,
     const al_llm_amount_t *reserved, const al_llm_amount_t *actual,
     unsigned slot)
 {
+    unsigned  same_day;
+
     al_llm_budget_settle(b, now, at, reserved->tokens, actual->tokens);
 
-    if (al_llm_window(at, AL_LLM_DAY) == b->day) {
+    same_day = (al_llm_window(at, AL_LLM_DAY) == b->day);
+
+    if (same_day) {
         b->day_cost = al_llm_sub(b->day_cost, reserved->cost);
     }
 
-    if (al_llm_month_start(at, NULL) == b->month) {
+    /*
+     * b->month is the month of b->day (al_llm_budget_roll() sets them
+     * together), so the same day is the same month without the calendar.
+     */
+
+    if (same_day || al_llm_month_start(at, NULL) == b->month) {
         b->month_cost = al_llm_sub(b->month_cost, reserved->cost);
     }
 

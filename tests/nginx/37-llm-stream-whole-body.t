@@ -6,7 +6,8 @@
 # finalizes so the data and the last chunk leave together.  Small and
 # large (1 MB, many upstream buffers) bodies, read at once and read
 # slowly: every byte arrives, the usage chunk the client did not ask for
-# is dropped, the usage is the stream's, the request ends.
+# is dropped, the usage is the stream's, the request ends.  The type is
+# matched in either case, and only as a whole word.
 
 use strict;
 use warnings;
@@ -61,6 +62,14 @@ http {
     %%TEST_GLOBALS_HTTP%%
     server {
         listen 127.0.0.1:%%PORT_8090%%;
+        location ~ ^/p/mixed/ {
+            error_page 405 =200 /g/small.sse;
+            return 405;
+        }
+        location ~ ^/p/near/ {
+            error_page 405 =200 /h/small.sse;
+            return 405;
+        }
         location ~ ^/p/(\w+)/ {
             error_page 405 =200 /f/$1.sse;
             return 405;
@@ -69,6 +78,16 @@ http {
             internal;
             alias %%TESTDIR%%/;
             default_type text/event-stream;
+        }
+        location /g/ {
+            internal;
+            alias %%TESTDIR%%/;
+            default_type "Text/Event-STREAM; Charset=UTF-8";
+        }
+        location /h/ {
+            internal;
+            alias %%TESTDIR%%/;
+            default_type text/event-streams;
         }
     }
 }
@@ -107,7 +126,8 @@ my $llm = sub {
 EOF
 };
 
-$gw->write_file('policy.yaml', <<"EOF" . $llm->('small') . $llm->('large')
+my $entries = join('', map { $llm->($_) } qw(small large mixed near));
+$gw->write_file('policy.yaml', <<"EOF" . $entries
 version: 1
 clients:
   agent: { token_sha256: "$sha" }
@@ -138,12 +158,20 @@ http {
             airlock_llm large;
             %%AIRLOCK_LOCATION%%
         }
+        location /v1/proxy/mixed/ {
+            airlock_llm mixed;
+            %%AIRLOCK_LOCATION%%
+        }
+        location /v1/proxy/near/ {
+            airlock_llm near;
+            %%AIRLOCK_LOCATION%%
+        }
     }
 }
 EOF
 $gw->run;
 
-plan tests => 14;
+plan tests => 18;
 
 my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":'
          . '"Say hello"}],"stream":true}';
@@ -211,5 +239,19 @@ for my $v (['small', $small_kept, 65536, 0, 'small, read at once'],
        "$what: usage from the stream");
     is($u->{status}, 200, "$what: logged 200") if $what =~ /^small, read/;
 }
+
+# the type in other cases, with parameters: still a stream
+$r = call('mixed', 65536, 0);
+ok($r->{status} == 200 && defined $r->{body} && $r->{body} eq $small_kept,
+   'Text/Event-STREAM: read as a stream, the usage chunk dropped');
+ok(last_usage(++$n)->{usage_source} eq 'stream',
+   'Text/Event-STREAM: usage from the stream');
+
+# a longer type that begins with the name: not a stream, passed whole
+$r = call('near', 65536, 0);
+ok($r->{status} == 200 && defined $r->{body} && $r->{body} eq $small,
+   'text/event-streams: not a stream, every byte passed');
+ok(last_usage(++$n)->{usage_source} ne 'stream',
+   'text/event-streams: no usage read from it as a stream');
 
 is($gw->error_log_check, '', 'no alerts or sanitizer reports');
