@@ -474,35 +474,22 @@ ngx_http_airlock_llm_headers_n(ngx_http_request_t *r)
 }
 
 
-/*
- * Content-Type: text/event-stream, parameters allowed.  Compared byte by
- * byte against the lowercase name, a letter in either case: a sixth of
- * ngx_strncasecmp()'s work, which lowers every byte of both.
- */
+/* Content-Type: text/event-stream, parameters allowed */
 
 static ngx_int_t
 ngx_http_airlock_llm_event_type(ngx_http_request_t *r)
 {
-    size_t      i, n;
-    u_char      c, l;
+    size_t      n;
     ngx_str_t  *ct;
 
-    static const u_char  name[] = "text/event-stream";
-
     ct = &r->headers_out.content_type;
-    n = sizeof(name) - 1;
+    n = sizeof("text/event-stream") - 1;
 
-    if (ct->len < n) {
+    if (ct->len < n
+        || !ngx_http_airlock_lower_eq(ct->data, (u_char *) "text/event-stream",
+                                      n))
+    {
         return 0;
-    }
-
-    for (i = 0; i < n; i++) {
-        c = ct->data[i];
-        l = name[i];
-
-        if (c != l && ((u_char) (l - 'a') > 'z' - 'a' || (c | 0x20) != l)) {
-            return 0;
-        }
     }
 
     return ct->len == n || ct->data[n] == ';' || ct->data[n] == ' ';

@@ -220,6 +220,8 @@ ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
 al_reason_t ngx_http_airlock_token(ngx_http_request_t *r,
     ngx_http_airlock_token_conf_t *tc, ngx_str_t *token,
     const char **detail);
+ngx_uint_t ngx_http_airlock_lower_eq(u_char *s, u_char *lower, size_t n);
+ngx_uint_t ngx_http_airlock_same_secret(u_char *a, u_char *b, size_t n);
 ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,

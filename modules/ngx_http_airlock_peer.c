@@ -117,7 +117,8 @@ ngx_http_airlock_identify(ngx_connection_t *c, const al_policy_t *p,
         && kept->policy == p
         && kept->token_len == token->len
         && (token->len == 0
-            || sodium_memcmp(kept->token, token->data, token->len) == 0))
+            || ngx_http_airlock_same_secret(kept->token, token->data,
+                                            token->len)))
     {
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, c->log, 0,
                        "airlock: client of connection %uA kept", c->number);
