@@ -892,9 +892,6 @@ ngx_int_t
 ngx_http_airlock_request_id(ngx_http_request_t *r, ngx_str_t *id)
 {
     u_char                        *p;
-    u_char                         bytes[16];
-    uint64_t                       w[2];
-    ngx_uint_t                     i;
     ngx_http_variable_value_t     *v;
     ngx_http_airlock_main_conf_t  *amcf;
 
@@ -927,20 +924,14 @@ ngx_http_airlock_request_id(ngx_http_request_t *r, ngx_str_t *id)
 
         ngx_http_airlock_rid.count++;
 
-        w[0] = ngx_http_airlock_rid_mix(ngx_http_airlock_rid.seed[0]
-                                        + ngx_http_airlock_rid.count);
-        w[1] = ngx_http_airlock_rid_mix(ngx_http_airlock_rid.seed[1]
-                                        ^ ngx_http_airlock_rid.count);
-
-        /* most significant digit first */
-
-        for (i = 0; i < 16; i++) {
-            bytes[i] = (u_char) (w[i / 8] >> (56 - 8 * (i % 8)));
-        }
+        al_hex64((char *) p,
+                 ngx_http_airlock_rid_mix(ngx_http_airlock_rid.seed[0]
+                                          + ngx_http_airlock_rid.count));
+        al_hex64((char *) p + 16,
+                 ngx_http_airlock_rid_mix(ngx_http_airlock_rid.seed[1]
+                                          ^ ngx_http_airlock_rid.count));
 
         v->data = p;
-        (void) ngx_hex_dump(p, bytes, 16);
-
         v->len = 32;
         v->valid = 1;
         v->no_cacheable = 0;

@@ -201,6 +201,9 @@ const char *al_method_name(unsigned bit);
 /* "GET,HEAD" */
 void al_methods_format(char *buf, size_t size, unsigned methods);
 
+/* v as 16 lowercase hex digits, most significant first; no NUL */
+void al_hex64(char *dst, uint64_t v);
+
 
 typedef struct {
     uint8_t          addr[16];              /* IPv4 as ::ffff:a.b.c.d */

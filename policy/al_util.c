@@ -145,3 +145,46 @@ al_methods_format(char *buf, size_t size, unsigned methods)
         }
     }
 }
+
+
+/*
+ * All sixteen digits at once: each nibble spread into a byte of its own
+ * (three shift-and-mask steps per half), then '0' added to every byte and
+ * 'a' - '0' - 10 more to those that were 10 or above (adding 6 carries
+ * into bit 4 exactly for them).  No table and no loop.
+ */
+
+void
+al_hex64(char *dst, uint64_t v)
+{
+    unsigned  h;
+    uint64_t  x, big;
+
+    for (h = 0; h < 2; h++) {
+        x = (h == 0) ? v >> 32 : v & 0xffffffff;
+
+        /* nibble k (from the least significant) to byte k */
+
+        x = ((x & UINT64_C(0x00000000ffff0000)) << 16)
+            | (x & UINT64_C(0x000000000000ffff));
+        x = ((x & UINT64_C(0x0000ff000000ff00)) << 8)
+            | (x & UINT64_C(0x000000ff000000ff));
+        x = ((x & UINT64_C(0x00f000f000f000f0)) << 4)
+            | (x & UINT64_C(0x000f000f000f000f));
+
+        big = ((x + UINT64_C(0x0606060606060606)) >> 4)
+              & UINT64_C(0x0101010101010101);
+        x += UINT64_C(0x3030303030303030) + big * ('a' - '0' - 10);
+
+        /* the most significant digit is the highest byte: written first */
+
+        dst[8 * h + 0] = (char) (x >> 56);
+        dst[8 * h + 1] = (char) (x >> 48);
+        dst[8 * h + 2] = (char) (x >> 40);
+        dst[8 * h + 3] = (char) (x >> 32);
+        dst[8 * h + 4] = (char) (x >> 24);
+        dst[8 * h + 5] = (char) (x >> 16);
+        dst[8 * h + 6] = (char) (x >> 8);
+        dst[8 * h + 7] = (char) x;
+    }
+}

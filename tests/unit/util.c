@@ -1,0 +1,85 @@
+/*
+ * Unit tests for the small helpers of al_util.c the modules use on every
+ * request: al_hex64() against printf's %016llx.
+ */
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "airlock.h"
+#include "tap.h"
+
+
+static void test_hex64(void);
+
+
+int
+main(void)
+{
+    test_hex64();
+
+    return tap_done();
+}
+
+
+static void
+test_hex64(void)
+{
+    char      got[17], want[17];
+    size_t    i, bad;
+    uint64_t  v, x;
+
+    static const uint64_t  edges[] = {
+        0, 1, 9, 10, 15, 16, 0x99, 0xaa, 0xff, UINT64_C(0x0123456789abcdef),
+        UINT64_C(0xfedcba9876543210), UINT64_C(0x8000000000000000),
+        UINT64_C(0x00000000ffffffff), UINT64_C(0xffffffff00000000),
+        UINT64_MAX
+    };
+
+    got[16] = '\0';
+    bad = 0;
+
+    for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+        al_hex64(got, edges[i]);
+        snprintf(want, sizeof(want), "%016" PRIx64, edges[i]);
+
+        if (strcmp(got, want) != 0) {
+            tap_diag("got ", got);
+            tap_diag("want ", want);
+            bad++;
+        }
+    }
+
+    tap_ok(bad == 0, "al_hex64: the edges as printf writes them");
+
+    /* every nibble value at every position */
+
+    bad = 0;
+
+    for (i = 0; i < 16 * 16; i++) {
+        v = (uint64_t) (i % 16) << (4 * (i / 16));
+        al_hex64(got, v);
+        snprintf(want, sizeof(want), "%016" PRIx64, v);
+        bad += (strcmp(got, want) != 0);
+    }
+
+    tap_ok(bad == 0, "al_hex64: each digit at each place");
+
+    /* a million values of a xorshift generator */
+
+    bad = 0;
+    x = UINT64_C(0x9e3779b97f4a7c15);
+
+    for (i = 0; i < 1000000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        al_hex64(got, x);
+        snprintf(want, sizeof(want), "%016" PRIx64, x);
+        bad += (strcmp(got, want) != 0);
+    }
+
+    tap_ok(bad == 0, "al_hex64: a million values as printf writes them");
+}
