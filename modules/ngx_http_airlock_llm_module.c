@@ -1199,7 +1199,8 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
 
     ssize_t      size;
-    ngx_str_t   *value, name, s;
+    ngx_int_t    rc;
+    ngx_str_t   *value, name;
     ngx_uint_t   i;
 
     if (llcf->log != NGX_CONF_UNSET_PTR) {
@@ -1222,24 +1223,20 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     for (i = 2; i < cf->args->nelts; i++) {
 
-        if (size != 0 || ngx_strncmp(value[i].data, "buffer=", 7) != 0) {
+        rc = (size == 0) ? ngx_http_airlock_buffer_arg(cf, &value[i], &size)
+                         : NGX_DECLINED;
+
+        if (rc == NGX_ERROR) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (rc == NGX_DECLINED) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid parameter \"%V\"%s", &value[i],
                                ngx_strncmp(value[i].data, "flush=", 6) == 0
                                ? " (buffered usage lines are written at the "
                                  "end of each pass of the event loop)"
                                : "");
-            return NGX_CONF_ERROR;
-        }
-
-        s.data = value[i].data + 7;
-        s.len = value[i].len - 7;
-
-        size = ngx_parse_size(&s);
-        if (size == NGX_ERROR || size < 4096) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid buffer size \"%V\" (at least 4k)",
-                               &s);
             return NGX_CONF_ERROR;
         }
     }

@@ -198,6 +198,7 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_airlock_main_conf_t  *amcf = conf;
 
     ssize_t                  size;
+    ngx_int_t                rc;
     ngx_str_t               *value, name, s;
     ngx_msec_t               flush;
     ngx_uint_t               i;
@@ -213,18 +214,13 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     for (i = 2; i < cf->args->nelts; i++) {
 
-        if (ngx_strncmp(value[i].data, "buffer=", 7) == 0) {
-            s.data = value[i].data + 7;
-            s.len = value[i].len - 7;
+        rc = ngx_http_airlock_buffer_arg(cf, &value[i], &size);
 
-            size = ngx_parse_size(&s);
-            if (size == NGX_ERROR || size < NGX_HTTP_AIRLOCK_LINE_MAX) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid buffer size \"%V\" (at least "
-                                   "4k)", &s);
-                return NGX_CONF_ERROR;
-            }
+        if (rc == NGX_ERROR) {
+            return NGX_CONF_ERROR;
+        }
 
+        if (rc == NGX_OK) {
             continue;
         }
 
@@ -262,6 +258,37 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     return ngx_http_airlock_file_buffer(cf, amcf->journal, size,
                                         flush ? flush : 1000);
+}
+
+
+/*
+ * A "buffer=SIZE" parameter of a log directive: NGX_OK and its size,
+ * NGX_DECLINED when arg is another parameter, NGX_ERROR (said) when the
+ * size is not one or is under NGX_HTTP_AIRLOCK_LINE_MAX (4k: a line
+ * always fits).
+ */
+
+ngx_int_t
+ngx_http_airlock_buffer_arg(ngx_conf_t *cf, ngx_str_t *arg, ssize_t *size)
+{
+    ngx_str_t  s;
+
+    if (arg->len < 7 || ngx_strncmp(arg->data, "buffer=", 7) != 0) {
+        return NGX_DECLINED;
+    }
+
+    s.data = arg->data + 7;
+    s.len = arg->len - 7;
+
+    *size = ngx_parse_size(&s);
+
+    if (*size == NGX_ERROR || *size < NGX_HTTP_AIRLOCK_LINE_MAX) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid buffer size \"%V\" (at least 4k)", &s);
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
 }
 
 

@@ -236,6 +236,8 @@ char *ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd,
 char *ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_open_file_t *ngx_http_airlock_open_file(ngx_conf_t *cf, ngx_str_t *name);
+ngx_int_t ngx_http_airlock_buffer_arg(ngx_conf_t *cf, ngx_str_t *arg,
+    ssize_t *size);
 char *ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
     size_t size, ngx_msec_t flush);
 void ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line,
