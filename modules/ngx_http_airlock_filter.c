@@ -57,6 +57,8 @@ static size_t ngx_http_airlock_scrub_len(ngx_http_airlock_route_t *rc,
     u_char *src, size_t len, ngx_uint_t *matches);
 static u_char *ngx_http_airlock_scrub_copy(ngx_http_airlock_route_t *rc,
     u_char *dst, u_char *src, size_t len);
+static ngx_int_t ngx_http_airlock_nibbles_init(ngx_conf_t *cf,
+    ngx_http_airlock_route_t *rc);
 static ngx_int_t ngx_http_airlock_scrub(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, size_t len, ngx_uint_t final);
 static ngx_uint_t ngx_http_airlock_match(ngx_http_airlock_route_t *rc,
@@ -66,6 +68,10 @@ static u_char *ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc,
 #if (NGX_HTTP_AIRLOCK_AVX2)
 static u_char *ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc,
     u_char **pp, u_char *last) __attribute__((target("avx2")));
+#if (defined __SANITIZE_ADDRESS__)
+static void ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p,
+    uint32_t bits);
+#endif
 #endif
 static u_char *ngx_http_airlock_next(ngx_http_airlock_route_t *rc,
     u_char **next, u_char *p, u_char *last);
@@ -138,6 +144,58 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 
     rc->minlen = scrub->minlen;
     rc->scrub = scrub;
+
+    if (ngx_http_airlock_nibbles_init(cf, rc) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The list's two-byte starts (at most AL_SCRUB_PAIRS, 8) as four 16-byte
+ * tables for the AVX2 walk: start i sets bit i in lo1[] at its first
+ * byte's low nibble and in hi1[] at its high nibble, and the same for its
+ * second byte in lo2[] and hi2[].  lo1[b & 15] & hi1[b >> 4] then has
+ * bit i exactly when b is start i's first byte (no two starts share a
+ * bit), so a byte and the one after it are a start when the two lookups
+ * share a bit.
+ */
+
+static ngx_int_t
+ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
+{
+    u_char       *t, a, b;
+    ngx_uint_t    i;
+    al_scrub_t   *scrub;
+
+    scrub = rc->scrub;
+
+    if (scrub->npairs == 0 || scrub->npairs > 8) {
+        return NGX_OK;
+    }
+
+    t = ngx_pcalloc(cf->pool, 64);
+    if (t == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < scrub->npairs; i++) {
+        a = scrub->pair[i][0];
+        b = scrub->pair[i][1];
+
+        t[a & 15] |= (u_char) (1 << i);
+        t[16 + (a >> 4)] |= (u_char) (1 << i);
+        t[32 + (b & 15)] |= (u_char) (1 << i);
+        t[48 + (b >> 4)] |= (u_char) (1 << i);
+
+        if (b == ' ') {
+            rc->space |= (u_char) (1 << i);
+        }
+    }
+
+    rc->nibbles = t;
 
     return NGX_OK;
 }
@@ -1118,40 +1176,90 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
 
 #if (NGX_HTTP_AIRLOCK_AVX2)
 
-typedef u_char  ngx_http_airlock_v32_t __attribute__((vector_size(32)));
-
 /*
  * The same 32 bytes at a time, while 33 are left: returns the first
- * candidate, or NULL with *pp where fewer than 33 bytes are left.
+ * candidate, or NULL with *pp where fewer than 33 bytes are left.  The
+ * starts are looked up in the nibble tables (ngx_http_airlock_nibbles_init())
+ * with a byte shuffle each, whatever their number: for the bytes v and
+ * those one on, v1, a lane is a candidate when v begins an escape, or
+ * when the start bits of v and those of v1 (all of them when v1 begins an
+ * escape, those ending in a space when v1 is '+') share one.  Sanitizer
+ * builds check every lane against the test of ngx_http_airlock_walk_pairs().
  */
 
 static u_char *
 ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     u_char *last)
 {
-    u_char                  *p;
-    uint32_t                 bits;
-    ngx_uint_t               i;
-    al_scrub_t              *scrub;
-    ngx_http_airlock_v32_t   v, v1, m, a[AL_SCRUB_PAIRS], b[AL_SCRUB_PAIRS];
+    u_char      *p;
+    uint32_t     bits;
+    __m256i      lo1, hi1, lo2, hi2, nib, pct, bsl, pls, spc, zero;
+    __m256i      v, v1, f, g, esc;
+    al_scrub_t  *scrub;
 
     p = *pp;
     scrub = rc->scrub;
 
-    for (i = 0; i < scrub->npairs; i++) {
-        a[i] = (ngx_http_airlock_v32_t) { 0 } + scrub->pair[i][0];
-        b[i] = (ngx_http_airlock_v32_t) { 0 } + scrub->pair[i][1];
+    if (rc->nibbles == NULL) {
+        return NULL;
     }
 
+    lo1 = _mm256_broadcastsi128_si256(
+              _mm_loadu_si128((__m128i *) rc->nibbles));
+    hi1 = _mm256_broadcastsi128_si256(
+              _mm_loadu_si128((__m128i *) (rc->nibbles + 16)));
+    lo2 = _mm256_broadcastsi128_si256(
+              _mm_loadu_si128((__m128i *) (rc->nibbles + 32)));
+    hi2 = _mm256_broadcastsi128_si256(
+              _mm_loadu_si128((__m128i *) (rc->nibbles + 48)));
+
+    nib = _mm256_set1_epi8(0x0f);
+    pct = _mm256_set1_epi8('%');
+    bsl = _mm256_set1_epi8('\\');
+    pls = _mm256_set1_epi8('+');
+    spc = _mm256_set1_epi8((char) rc->space);
+    zero = _mm256_setzero_si256();
+
     while (last - p >= 33) {
-        ngx_memcpy(&v, p, 32);
-        ngx_memcpy(&v1, p + 1, 32);
+        v = _mm256_loadu_si256((__m256i *) p);
+        v1 = _mm256_loadu_si256((__m256i *) (p + 1));
 
-        ngx_http_airlock_pairs_mask(ngx_http_airlock_v32_t, m, v, v1, a, b,
-                                    scrub);
+        /* the starts v is the first byte of */
 
-        /* a bit a lane */
-        bits = (uint32_t) _mm256_movemask_epi8((__m256i) m);
+        f = _mm256_and_si256(
+                _mm256_shuffle_epi8(lo1, _mm256_and_si256(v, nib)),
+                _mm256_shuffle_epi8(hi1,
+                    _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+
+        /* ... and those v1 can be the second byte of */
+
+        g = _mm256_and_si256(
+                _mm256_shuffle_epi8(lo2, _mm256_and_si256(v1, nib)),
+                _mm256_shuffle_epi8(hi2,
+                    _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
+
+        g = _mm256_or_si256(g,
+                _mm256_or_si256(_mm256_cmpeq_epi8(v1, pct),
+                                _mm256_cmpeq_epi8(v1, bsl)));
+        g = _mm256_or_si256(g,
+                _mm256_and_si256(_mm256_cmpeq_epi8(v1, pls), spc));
+
+        esc = _mm256_or_si256(_mm256_cmpeq_epi8(v, pct),
+                              _mm256_cmpeq_epi8(v, bsl));
+
+        if (scrub->plus) {
+            esc = _mm256_or_si256(esc, _mm256_cmpeq_epi8(v, pls));
+        }
+
+        /* a bit a lane: no start shared, then the escapes */
+
+        bits = ~(uint32_t) _mm256_movemask_epi8(
+                    _mm256_cmpeq_epi8(_mm256_and_si256(f, g), zero))
+               | (uint32_t) _mm256_movemask_epi8(esc);
+
+#if (defined __SANITIZE_ADDRESS__)
+        ngx_http_airlock_pairs_check(scrub, p, bits);
+#endif
 
         if (bits) {
             return p + __builtin_ctz(bits);
@@ -1164,6 +1272,41 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
 
     return NULL;
 }
+
+
+#if (defined __SANITIZE_ADDRESS__)
+
+/* each of the 32 lanes at p as the 16-byte walk's mask has it */
+
+static void
+ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p, uint32_t bits)
+{
+    u_char      c, d;
+    ngx_uint_t  k, i, want;
+
+    for (k = 0; k < 32; k++) {
+        c = p[k];
+        d = p[k + 1];
+
+        want = (c == '%' || c == '\\' || (scrub->plus && c == '+'));
+
+        for (i = 0; i < scrub->npairs; i++) {
+            want |= (c == scrub->pair[i][0]
+                     && (d == scrub->pair[i][1] || d == '%' || d == '\\'
+                         || (scrub->pair[i][1] == ' ' && d == '+')));
+        }
+
+        if (want != ((bits >> k) & 1)) {
+            ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                          "airlock: the AVX2 scrub walk has lane %ui of "
+                          "\"%*s\" as %ui", k, (size_t) 33, p,
+                          (bits >> k) & 1);
+            abort();
+        }
+    }
+}
+
+#endif
 
 #endif
 

@@ -1063,7 +1063,7 @@ ngx_http_airlock_llm_sse_put(al_llm_sse_t *sse)
 
     sp = (ngx_http_airlock_llm_spare_t *) sse;
 
-    if (ngx_http_airlock_llm_nspares >= NGX_HTTP_AIRLOCK_LLM_SPARES) {
+    if (ngx_http_airlock_llm_nspares + 1 > NGX_HTTP_AIRLOCK_LLM_SPARES) {
         ngx_free(sp);
         return;
     }

@@ -850,6 +850,8 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
         rc->first = same->first;
         rc->nfirst = same->nfirst;
         ngx_memcpy(rc->firsts, same->firsts, sizeof(rc->firsts));
+        rc->nibbles = same->nibbles;
+        rc->space = same->space;
         return NGX_CONF_OK;
     }
 
