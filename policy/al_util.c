@@ -178,13 +178,12 @@ al_hex64(char *dst, uint64_t v)
 
         /* the most significant digit is the highest byte: written first */
 
-        dst[8 * h + 0] = (char) (x >> 56);
-        dst[8 * h + 1] = (char) (x >> 48);
-        dst[8 * h + 2] = (char) (x >> 40);
-        dst[8 * h + 3] = (char) (x >> 32);
-        dst[8 * h + 4] = (char) (x >> 24);
-        dst[8 * h + 5] = (char) (x >> 16);
-        dst[8 * h + 6] = (char) (x >> 8);
-        dst[8 * h + 7] = (char) x;
+#if (defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+        x = __builtin_bswap64(x);
+#elif !(defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+#error "al_hex64: unknown byte order"
+#endif
+
+        memcpy(dst + 8 * h, &x, 8);
     }
 }
