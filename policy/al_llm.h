@@ -477,8 +477,8 @@ typedef struct {
     unsigned         hex_left;
     unsigned         hex;
     unsigned         flags;
-    size_t           key_len;
-    size_t           type_len;
+    uint32_t         key_len;           /* at most sizeof(key_buf) + 1 */
+    uint32_t         type_len;          /* of a block's data: under 2^32 */
     char             key_buf[10];
     char             type[64];
     char             type_tail[6];
