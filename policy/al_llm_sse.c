@@ -174,6 +174,10 @@ static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
     size_t *len);
 static size_t al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
+static size_t al_llm_scan_tail(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static size_t al_llm_scan_text(al_llm_sse_scan_t *x, const unsigned char *p,
+    size_t n);
 static size_t al_llm_scan_common(const unsigned char *a,
     const unsigned char *b, size_t n);
 static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end,
@@ -182,7 +186,8 @@ static void al_llm_scan_copy(al_llm_sse_scan_t *to,
     const al_llm_sse_scan_t *from);
 static size_t al_llm_scan(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
-static size_t al_llm_scan_run(const unsigned char *p, size_t i, size_t n);
+static inline size_t al_llm_scan_run(const unsigned char *p, size_t i,
+    size_t n);
 static void al_llm_scan_nl(al_llm_sse_t *s);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
@@ -1793,13 +1798,151 @@ al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
     pt = &s->memo_point[k - 1];
     al_llm_scan_copy(&s->scan, &pt->scan);
-    s->memo_try = (k < s->memo_points || !s->memo_full);
+
+    if (k == s->memo_points && s->memo_full) {
+        /* all of the memo: on in the text, nothing more to record */
+        return pt->at + al_llm_scan_tail(s, p + pt->at, n - pt->at);
+    }
+
+    s->memo_try = 1;
 
     d = pt->at + al_llm_scan(s, p + pt->at, n - pt->at);
 
     s->memo_try = 0;
 
     return d;
+}
+
+
+/*
+ * The scan from the memo's text point, p[0..n) the bytes after it.  Its
+ * state there is the point's: what follows the text is then a function
+ * of the bytes after the text alone (the text changes only the count).
+ * So when an object ends on its line within 64 bytes after the text, and
+ * 8 or more (fewer cost less to scan than to compare), those bytes and
+ * the state they lead to are kept as the memo's tail: the next event
+ * that ends the same way after its text has them compared, not scanned.
+ */
+
+static size_t
+al_llm_scan_tail(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    size_t              i, j, t;
+    uint64_t            count;
+    al_llm_sse_scan_t  *x;
+
+    x = &s->scan;
+
+    i = al_llm_scan_text(x, p, n);
+
+    if (i == n || p[i] != '"') {
+        return i;                       /* the line or the slice ends */
+    }
+
+    t = i + 1;
+    j = t + s->tail_len;
+
+    if (s->tail_ok && j < n && (p[j] == '\n' || p[j] == '\r')
+        && memcmp(p + t, s->tail, s->tail_len) == 0)
+    {
+        count = x->count;
+        al_llm_scan_copy(x, &s->tail_scan);
+        x->count = count + s->tail_count;
+
+        return j;
+    }
+
+    count = x->count;
+    j = i + al_llm_scan(s, p + i, n - i);
+
+    if (j < n && x->state == AL_LLM_L_END && j - t >= 1
+        && j - t <= sizeof(s->tail))
+    {
+        memcpy(s->tail, p + t, j - t);
+        s->tail_len = j - t;
+        s->tail_count = x->count - count;
+        al_llm_scan_copy(&s->tail_scan, x);
+        s->tail_ok = 1;
+    }
+
+    return j;
+}
+
+
+/*
+ * What al_llm_scan() does in a counted string (states STR, ESC and HEX,
+ * role COUNT) up to its closing quote, the line's end or n: where it
+ * stopped.  At the quote the state is still STR, so that al_llm_scan()
+ * closes the string from there.
+ */
+
+static size_t
+al_llm_scan_text(al_llm_sse_scan_t *x, const unsigned char *p, size_t n)
+{
+    size_t         i, j;
+    unsigned char  c;
+
+    i = 0;
+
+    while (i < n) {
+        c = p[i];
+
+        switch (x->state) {
+
+        case AL_LLM_L_STR:
+            j = al_llm_scan_run(p, i, n);
+            x->count += j - i;
+            i = j;
+
+            if (i == n || p[i] != '\\') {
+                return i;
+            }
+
+            x->state = AL_LLM_L_ESC;
+            i++;
+            break;
+
+        case AL_LLM_L_ESC:
+            if (c == '\n' || c == '\r') {
+                return i;
+            }
+
+            if (c == 'u') {
+                x->hex_left = 4;
+                x->hex = 0;
+                x->state = AL_LLM_L_HEX;
+
+            } else {
+                x->count++;
+                x->state = AL_LLM_L_STR;
+            }
+
+            i++;
+            break;
+
+        default:                        /* AL_LLM_L_HEX */
+            if (c >= '0' && c <= '9') {
+                x->hex = x->hex << 4 | (unsigned) (c - '0');
+
+            } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+                x->hex = x->hex << 4 | (unsigned) ((c | 0x20) - 'a' + 10);
+
+            } else {
+                x->state = AL_LLM_L_STR;        /* read again */
+                break;
+            }
+
+            if (--x->hex_left == 0) {
+                x->count += al_llm_utf8_len(x->hex);
+                x->state = AL_LLM_L_STR;
+            }
+
+            i++;
+            break;
+        }
+    }
+
+    return n;
 }
 
 
@@ -1850,6 +1993,9 @@ al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end, unsigned text)
         s->memo_try = 0;
         return;
     }
+
+    /* the tail belongs to the text point */
+    s->tail_ok = 0;
 
     if (s->memo_points > s->memo_keep) {
         /* the points past the bytes shared give way to this event's */
@@ -2227,7 +2373,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
  * to the scan.
  */
 
-static size_t
+static inline size_t
 al_llm_scan_run(const unsigned char *p, size_t i, size_t n)
 {
 #if (defined __x86_64__ && defined __SSE2__)
