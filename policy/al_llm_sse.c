@@ -139,6 +139,7 @@ enum {
 
 static size_t al_llm_sse_eol(const unsigned char *p, size_t i, size_t len);
 static void al_llm_sse_field(al_llm_sse_t *s);
+static void al_llm_sse_data_line(al_llm_sse_t *s);
 static size_t al_llm_sse_data(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
 static void al_llm_sse_name(al_llm_sse_t *s, const unsigned char *p,
@@ -452,9 +453,7 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
                     goto stop;
                 }
 
-                memcpy(s->field, "data", 4);
-                s->field_len = 4;
-                al_llm_sse_field(s);
+                al_llm_sse_data_line(s);
                 i += 5;
 
                 if (s->stopped) {
@@ -779,36 +778,45 @@ al_llm_sse_eol(const unsigned char *p, size_t i, size_t len)
 static void
 al_llm_sse_field(al_llm_sse_t *s)
 {
-    static const unsigned char  nl = '\n';
-
     s->target = AL_LLM_T_NONE;
 
     if (s->field_len == 4 && memcmp(s->field, "data", 4) == 0) {
-        s->target = AL_LLM_T_DATA;
-
-        if (s->data_lines > 0) {
-            /* lines join with "\n": the data is no longer one piece */
-            al_llm_sse_keep(s);
-
-            if (s->scan.state != AL_LLM_L_DEAD || s->parse_all) {
-                (void) al_llm_sse_append(s, &nl, 1);
-            }
-
-            if (s->data_total < sizeof(s->head)) {
-                s->head[s->data_total] = nl;
-            }
-
-            s->data_total++;
-            al_llm_scan_nl(s);
-        }
-
-        s->data_lines++;
+        al_llm_sse_data_line(s);
 
     } else if (s->field_len == 5 && memcmp(s->field, "event", 5) == 0) {
         s->target = AL_LLM_T_EVENT;
         s->event_len = 0;
         s->event_over = 0;
     }
+}
+
+
+/* a "data" field: its value goes to the data, after a LF if not the first */
+
+static void
+al_llm_sse_data_line(al_llm_sse_t *s)
+{
+    static const unsigned char  nl = '\n';
+
+    s->target = AL_LLM_T_DATA;
+
+    if (s->data_lines > 0) {
+        /* lines join with "\n": the data is no longer one piece */
+        al_llm_sse_keep(s);
+
+        if (s->scan.state != AL_LLM_L_DEAD || s->parse_all) {
+            (void) al_llm_sse_append(s, &nl, 1);
+        }
+
+        if (s->data_total < sizeof(s->head)) {
+            s->head[s->data_total] = nl;
+        }
+
+        s->data_total++;
+        al_llm_scan_nl(s);
+    }
+
+    s->data_lines++;
 }
 
 
@@ -837,7 +845,10 @@ al_llm_sse_data(al_llm_sse_t *s, const unsigned char *p, size_t n)
         m = al_llm_scan(s, p, n);
     }
 
-    if (s->data_total < sizeof(s->head)) {
+    if (s->data_total == 0 && m >= sizeof(s->head)) {
+        memcpy(s->head, p, sizeof(s->head));
+
+    } else if (s->data_total < sizeof(s->head)) {
         k = sizeof(s->head) - s->data_total;
         memcpy(s->head + s->data_total, p, m < k ? m : k);
     }
@@ -974,7 +985,8 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
         s->events++;
 
         if (s->proto == AL_LLM_P_CHAT && s->data_total == 6
-            && memcmp(s->head, "[DONE]", 6) == 0)
+            && s->head[0] == '[' && s->head[5] == ']'
+            && memcmp(s->head + 1, "DONE", 4) == 0)
         {
             s->done = 1;
 
@@ -1762,9 +1774,15 @@ al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
     m = s->memo_len;
     k = s->memo_points;
 
-    /* all of it, the usual case, by memcmp(); else how much */
+    /*
+     * All of it, the usual case, by memcmp(); else how much.  Every point
+     * is after the first byte: an event that begins otherwise shares none.
+     */
 
-    if (k == 0 || n < m || memcmp(p, s->memo, m) != 0) {
+    if (k == 0 || p[0] != s->memo[0]) {
+        k = 0;
+
+    } else if (n < m || memcmp(p, s->memo, m) != 0) {
         d = al_llm_scan_common(p, s->memo, n < m ? n : m);
 
         while (k > 0 && s->memo_point[k - 1].at > d) {
