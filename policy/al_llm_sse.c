@@ -1964,7 +1964,10 @@ al_llm_scan_text(al_llm_sse_scan_t *x, const unsigned char *p, size_t n)
 }
 
 
-/* how many bytes a and b share at their start, of the first n */
+/*
+ * How many bytes a and b share at their start, of the first n: sixteen
+ * bytes a step with SSE2, then eight.
+ */
 
 static size_t
 al_llm_scan_common(const unsigned char *a, const unsigned char *b, size_t n)
@@ -1972,7 +1975,27 @@ al_llm_scan_common(const unsigned char *a, const unsigned char *b, size_t n)
     size_t    i;
     uint64_t  x, y;
 
-    for (i = 0; n - i >= 8; i += 8) {
+    i = 0;
+
+#if (defined __x86_64__ && defined __SSE2__)
+
+    {
+        unsigned  m;
+
+        for ( /* void */ ; n - i >= 16; i += 16) {
+            m = (unsigned) _mm_movemask_epi8(_mm_cmpeq_epi8(
+                    _mm_loadu_si128((const __m128i *) (const void *) (a + i)),
+                    _mm_loadu_si128((const __m128i *) (const void *) (b + i))));
+
+            if (m != 0xffff) {
+                return i + (size_t) __builtin_ctz(~m);
+            }
+        }
+    }
+
+#endif
+
+    for ( /* void */ ; n - i >= 8; i += 8) {
         memcpy(&x, a + i, 8);
         memcpy(&y, b + i, 8);
 
