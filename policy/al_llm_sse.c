@@ -23,9 +23,11 @@
  * parsed; any other event only adds the text bytes the scan counted (for
  * estimates).  Keys written with escapes make an event parsed, so the
  * scan never has to decode a key.  The scan skips plain string bytes
- * eight at a time, and the envelope most events of a stream share before
- * their text is compared with the one scanned before, not scanned again
- * (al_llm_scan_first()).
+ * sixteen at a time (SSE2; eight elsewhere) and stops at the line's end,
+ * so a data line's end is found in the same pass.  The envelope most
+ * events of a stream share before their text, and the bytes they share
+ * after it, are compared with those of an event scanned before, not
+ * scanned again (al_llm_scan_first(), al_llm_scan_tail()).
  *
  * An event parsed is read by the strict one-pass scanner of al_llm_scan.c
  * (no tree; for ordinary events no allocation), which accepts exactly
