@@ -477,8 +477,8 @@ typedef struct {
     unsigned         hex_left;
     unsigned         hex;
     unsigned         flags;
-    size_t           key_len;
-    size_t           type_len;
+    uint32_t         key_len;           /* at most sizeof(key_buf) + 1 */
+    uint32_t         type_len;          /* of a block's data: under 2^32 */
     char             key_buf[10];
     char             type[64];
     char             type_tail[6];
@@ -522,6 +522,7 @@ typedef struct {
                                            read in full only for it */
     unsigned         memo_try:1;        /* the scan records points */
     unsigned         memo_full:1;       /* the last point is in text */
+    unsigned         tail_ok:1;         /* tail[] and tail_scan are set */
     unsigned         state;
     unsigned         target;
     uint64_t         offset;
@@ -545,11 +546,16 @@ typedef struct {
     size_t           memo_keep;         /* points kept when recording */
     size_t           memo_misses;       /* events in a row that shared no
                                            point with it */
+    size_t           tail_len;          /* bytes in tail */
+    uint64_t         tail_count;        /* text bytes the tail counts */
     uint64_t         in, cache_read, cache_write, out;
 
     /* last: al_llm_sse_init() does not clear them */
     al_llm_sse_point_t  memo_point[AL_LLM_SSE_POINTS];
     unsigned char    memo[256];         /* the start of an event's data */
+    al_llm_sse_scan_t  tail_scan;       /* the state at the line's end */
+    unsigned char    tail[64];          /* after the text, to the line's
+                                           end */
 } al_llm_sse_t;
 
 /*

@@ -23,9 +23,11 @@
  * parsed; any other event only adds the text bytes the scan counted (for
  * estimates).  Keys written with escapes make an event parsed, so the
  * scan never has to decode a key.  The scan skips plain string bytes
- * eight at a time, and the envelope most events of a stream share before
- * their text is compared with the one scanned before, not scanned again
- * (al_llm_scan_first()).
+ * sixteen at a time (SSE2; eight elsewhere) and stops at the line's end,
+ * so a data line's end is found in the same pass.  The envelope most
+ * events of a stream share before their text, and the bytes they share
+ * after it, are compared with those of an event scanned before, not
+ * scanned again (al_llm_scan_first(), al_llm_scan_tail()).
  *
  * An event parsed is read by the strict one-pass scanner of al_llm_scan.c
  * (no tree; for ordinary events no allocation), which accepts exactly
@@ -46,6 +48,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+
+#if (defined __x86_64__ && defined __SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "al_llm_internal.h"
 
@@ -124,10 +130,21 @@ enum {
 
 #define AL_LLM_DATA_MIN   4096
 
+/*
+ * The scan's state without key_buf and the type: in whole words, so that
+ * it is copied with a few moves (the bytes of key_buf it takes along are
+ * never read from a copy).
+ */
+#define AL_LLM_SCAN_CORE                                                      \
+    ((offsetof(al_llm_sse_scan_t, key_buf) + 7) & ~(size_t) 7)
+
 
 static size_t al_llm_sse_eol(const unsigned char *p, size_t i, size_t len);
 static void al_llm_sse_field(al_llm_sse_t *s);
-static void al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p,
+static void al_llm_sse_data_line(al_llm_sse_t *s);
+static size_t al_llm_sse_data(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static void al_llm_sse_name(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
 static void al_llm_sse_keep(al_llm_sse_t *s);
 static int al_llm_sse_append(al_llm_sse_t *s, const unsigned char *p,
@@ -158,7 +175,11 @@ static void al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root);
 static void al_llm_sse_model(al_llm_sse_t *s, const json_t *obj);
 static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
     size_t *len);
-static void al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p,
+static size_t al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static size_t al_llm_scan_tail(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static size_t al_llm_scan_text(al_llm_sse_scan_t *x, const unsigned char *p,
     size_t n);
 static size_t al_llm_scan_common(const unsigned char *a,
     const unsigned char *b, size_t n);
@@ -166,7 +187,11 @@ static void al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end,
     unsigned text);
 static void al_llm_scan_copy(al_llm_sse_scan_t *to,
     const al_llm_sse_scan_t *from);
-static void al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n);
+static size_t al_llm_scan(al_llm_sse_t *s, const unsigned char *p,
+    size_t n);
+static inline size_t al_llm_scan_run(const unsigned char *p, size_t i,
+    size_t n);
+static void al_llm_scan_nl(al_llm_sse_t *s);
 static void al_llm_scan_value(al_llm_sse_t *s, al_llm_sse_scan_t *x,
     unsigned char c);
 static void al_llm_scan_key(al_llm_sse_scan_t *x, const char *k,
@@ -177,24 +202,30 @@ static int al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix,
 static size_t al_llm_utf8_len(unsigned cp);
 
 
-/* 0: a byte the scan's switch inside an object or array acts on */
-static const unsigned char  al_llm_scan_other[256] = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    0, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,   /* ' ' '"' ',' */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1,   /* ':' */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1,   /* '[' ']' */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1,   /* '{' '}' */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+/* what a byte is to the scan inside an object or array */
+enum {
+    AL_LLM_B_OTHER = 0,                 /* in a number, true, false, null */
+    AL_LLM_B_BLANK,
+    AL_LLM_B_EOL,                       /* CR, LF: the line's end */
+    AL_LLM_B_QUOTE,
+    AL_LLM_B_OPEN,                      /* '{' '[' */
+    AL_LLM_B_CLOSE,                     /* '}' ']' */
+    AL_LLM_B_COMMA,
+    AL_LLM_B_COLON
+};
+
+static const unsigned char  al_llm_scan_class[256] = {
+    [' '] = AL_LLM_B_BLANK, ['\t'] = AL_LLM_B_BLANK,
+    ['\n'] = AL_LLM_B_EOL, ['\r'] = AL_LLM_B_EOL,
+    ['"'] = AL_LLM_B_QUOTE,
+    ['{'] = AL_LLM_B_OPEN, ['['] = AL_LLM_B_OPEN,
+    ['}'] = AL_LLM_B_CLOSE, [']'] = AL_LLM_B_CLOSE,
+    [','] = AL_LLM_B_COMMA, [':'] = AL_LLM_B_COLON
+};
+
+/* 1: a byte a string's run stops at ('"', backslash, a line's end) */
+static const unsigned char  al_llm_scan_stop[256] = {
+    ['"'] = 1, ['\\'] = 1, ['\n'] = 1, ['\r'] = 1
 };
 
 
@@ -375,6 +406,8 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
 
                 /* a blank line: the event, and the block, end here */
 
+            blank:
+
                 if (base + i + 1 - s->block_start > AL_LLM_EVENT_MAX) {
                     goto stop;
                 }
@@ -422,17 +455,35 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
                     goto stop;
                 }
 
-                memcpy(s->field, "data", 4);
-                s->field_len = 4;
-                al_llm_sse_field(s);
+                al_llm_sse_data_line(s);
                 i += 5;
 
                 if (s->stopped) {
                     goto stop;
                 }
 
-                s->state = AL_LLM_S_VALUE_START;
-                break;
+                /* on to the value without turns of the loop */
+
+                if (i == len) {
+                    s->state = AL_LLM_S_VALUE_START;
+                    break;
+                }
+
+                if (p[i] == ' ') {
+                    if (base + i + 1 - s->block_start > AL_LLM_EVENT_MAX) {
+                        goto stop;
+                    }
+
+                    i++;
+                }
+
+                s->state = AL_LLM_S_VALUE;
+
+                if (i == len) {
+                    break;
+                }
+
+                goto value;
             }
 
             s->state = AL_LLM_S_FIELD;
@@ -496,20 +547,61 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
             break;
 
         case AL_LLM_S_VALUE:
+        value:
+
+            /*
+             * A data line is scanned as its end is looked for: the scan
+             * stops at the line's end (and the bytes an event shares with
+             * the one before are not read at all).  A block over the
+             * bound stops the parser, whatever was scanned.
+             */
+
+            if (s->target == AL_LLM_T_DATA) {
+                j = i + al_llm_sse_data(s, p + i, len - i);
+
+            } else {
+                j = al_llm_sse_eol(p, i, len);
+            }
+
+            if (base + j + (j < len) - s->block_start > AL_LLM_EVENT_MAX) {
+                goto stop;
+            }
+
+            if (s->target == AL_LLM_T_EVENT) {
+                al_llm_sse_name(s, p + i, j - i);
+
+            } else if (s->stopped) {
+                goto stop;
+            }
+
+            i = j;
+
+            if (i == len) {
+                break;
+            }
+
+            s->state = AL_LLM_S_LINE;
+
+            /* LF and a blank line, the end of most events */
+
+            if (p[i] == '\n' && len - i >= 2
+                && (p[i + 1] == '\n' || p[i + 1] == '\r'))
+            {
+                i++;
+                c = p[i];
+                goto blank;
+            }
+
+            s->cr = (p[i] == '\r');
+            i++;
+            break;
+
         case AL_LLM_S_COMMENT:
 
             j = al_llm_sse_eol(p, i, len);
 
             if (base + j + (j < len) - s->block_start > AL_LLM_EVENT_MAX) {
                 goto stop;
-            }
-
-            if (s->state == AL_LLM_S_VALUE) {
-                al_llm_sse_value(s, p + i, j - i);
-
-                if (s->stopped) {
-                    goto stop;
-                }
             }
 
             i = j;
@@ -625,20 +717,61 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
 }
 
 
-/* where the line at p[i] ends: its CR or LF, else len */
+/*
+ * Where the line at p[i] ends: its CR or LF, else len.  Sixteen bytes at
+ * a time where the CPU has SSE2 (every x86-64), else eight (a word has a
+ * zero byte exactly when (w - 0x01..) & ~w & 0x80.. is not 0; the lowest
+ * flag is exact, borrows only run upwards).
+ */
 
 static size_t
 al_llm_sse_eol(const unsigned char *p, size_t i, size_t len)
 {
-    size_t                n;
-    const unsigned char  *lf, *cr;
+#if (defined __x86_64__ && defined __SSE2__)
 
-    lf = memchr(p + i, '\n', len - i);
-    n = (lf != NULL) ? (size_t) (lf - p) : len;
+    unsigned  m;
+    __m128i   v, lf, cr;
 
-    cr = memchr(p + i, '\r', n - i);
+    lf = _mm_set1_epi8('\n');
+    cr = _mm_set1_epi8('\r');
 
-    return (cr != NULL) ? (size_t) (cr - p) : n;
+    while (len - i >= 16) {
+        v = _mm_loadu_si128((const __m128i *) (const void *) (p + i));
+        m = (unsigned) _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, lf),
+                                                      _mm_cmpeq_epi8(v, cr)));
+        if (m != 0) {
+            return i + (size_t) __builtin_ctz(m);
+        }
+
+        i += 16;
+    }
+
+#elif (defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+
+    uint64_t  w, a, b, m;
+
+    while (len - i >= 8) {
+        memcpy(&w, p + i, 8);
+        a = w ^ UINT64_C(0x0a0a0a0a0a0a0a0a);
+        b = w ^ UINT64_C(0x0d0d0d0d0d0d0d0d);
+        m = (((a - UINT64_C(0x0101010101010101)) & ~a)
+             | ((b - UINT64_C(0x0101010101010101)) & ~b))
+            & UINT64_C(0x8080808080808080);
+
+        if (m != 0) {
+            return i + (size_t) (__builtin_ctzll(m) >> 3);
+        }
+
+        i += 8;
+    }
+
+#endif
+
+    while (i < len && p[i] != '\n' && p[i] != '\r') {
+        i++;
+    }
+
+    return i;
 }
 
 
@@ -647,30 +780,10 @@ al_llm_sse_eol(const unsigned char *p, size_t i, size_t len)
 static void
 al_llm_sse_field(al_llm_sse_t *s)
 {
-    static const unsigned char  nl = '\n';
-
     s->target = AL_LLM_T_NONE;
 
     if (s->field_len == 4 && memcmp(s->field, "data", 4) == 0) {
-        s->target = AL_LLM_T_DATA;
-
-        if (s->data_lines > 0) {
-            /* lines join with "\n": the data is no longer one piece */
-            al_llm_sse_keep(s);
-
-            if (s->scan.state != AL_LLM_L_DEAD || s->parse_all) {
-                (void) al_llm_sse_append(s, &nl, 1);
-            }
-
-            if (s->data_total < sizeof(s->head)) {
-                s->head[s->data_total] = nl;
-            }
-
-            s->data_total++;
-            al_llm_scan(s, &nl, 1);
-        }
-
-        s->data_lines++;
+        al_llm_sse_data_line(s);
 
     } else if (s->field_len == 5 && memcmp(s->field, "event", 5) == 0) {
         s->target = AL_LLM_T_EVENT;
@@ -680,58 +793,88 @@ al_llm_sse_field(al_llm_sse_t *s)
 }
 
 
-/*
- * A piece of a field's value.  Data is scanned where it lies; the piece
- * is only remembered (span), and copied by al_llm_sse_keep() if another
- * piece follows or the slice ends first.
- */
+/* a "data" field: its value goes to the data, after a LF if not the first */
 
 static void
-al_llm_sse_value(al_llm_sse_t *s, const unsigned char *p, size_t n)
+al_llm_sse_data_line(al_llm_sse_t *s)
 {
-    size_t    k;
-    unsigned  first;
+    static const unsigned char  nl = '\n';
 
-    switch (s->target) {
+    s->target = AL_LLM_T_DATA;
 
-    case AL_LLM_T_DATA:
-        if (n == 0) {
-            break;
-        }
-
+    if (s->data_lines > 0) {
+        /* lines join with "\n": the data is no longer one piece */
         al_llm_sse_keep(s);
 
-        first = (s->data_total == 0);
+        if (s->scan.state != AL_LLM_L_DEAD || s->parse_all) {
+            (void) al_llm_sse_append(s, &nl, 1);
+        }
 
         if (s->data_total < sizeof(s->head)) {
-            k = sizeof(s->head) - s->data_total;
-            memcpy(s->head + s->data_total, p, n < k ? n : k);
+            s->head[s->data_total] = nl;
         }
 
-        s->data_total += n;
-        s->span = p;
-        s->span_len = n;
-
-        if (first) {
-            al_llm_scan_first(s, p, n);
-
-        } else {
-            al_llm_scan(s, p, n);
-        }
-        break;
-
-    case AL_LLM_T_EVENT:
-        if (n > sizeof(s->event_name) - s->event_len) {
-            s->event_over = 1;
-            break;
-        }
-        memcpy(s->event_name + s->event_len, p, n);
-        s->event_len += n;
-        break;
-
-    default:
-        break;
+        s->data_total++;
+        al_llm_scan_nl(s);
     }
+
+    s->data_lines++;
+}
+
+
+/*
+ * A data line's bytes from p, n of them to the end of the slice: scanned
+ * where they lie up to the line's end, which is returned (the index of
+ * its CR or LF, else n).  The piece is only remembered (span), and copied
+ * by al_llm_sse_keep() if another piece follows or the slice ends first.
+ */
+
+static size_t
+al_llm_sse_data(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    size_t  k, m;
+
+    if (p[0] == '\n' || p[0] == '\r') {
+        return 0;
+    }
+
+    al_llm_sse_keep(s);
+
+    if (s->data_total == 0) {
+        m = al_llm_scan_first(s, p, n);
+
+    } else {
+        m = al_llm_scan(s, p, n);
+    }
+
+    if (s->data_total == 0 && m >= sizeof(s->head)) {
+        memcpy(s->head, p, sizeof(s->head));
+
+    } else if (s->data_total < sizeof(s->head)) {
+        k = sizeof(s->head) - s->data_total;
+        memcpy(s->head + s->data_total, p, m < k ? m : k);
+    }
+
+    s->data_total += m;
+    s->span = p;
+    s->span_len = m;
+
+    return m;
+}
+
+
+/* a piece of an "event:" line */
+
+static void
+al_llm_sse_name(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    if (n > sizeof(s->event_name) - s->event_len) {
+        s->event_over = 1;
+        return;
+    }
+
+    memcpy(s->event_name + s->event_len, p, n);
+    s->event_len += n;
 }
 
 
@@ -844,7 +987,8 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
         s->events++;
 
         if (s->proto == AL_LLM_P_CHAT && s->data_total == 6
-            && memcmp(s->head, "[DONE]", 6) == 0)
+            && s->head[0] == '[' && s->head[5] == ']'
+            && memcmp(s->head + 1, "DONE", 4) == 0)
         {
             s->done = 1;
 
@@ -883,7 +1027,7 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
     s->state = AL_LLM_S_LINE;
 
     /* key_buf, type and type_tail are read only as far as written */
-    memset(&s->scan, 0, offsetof(al_llm_sse_scan_t, key_buf));
+    memset(&s->scan, 0, AL_LLM_SCAN_CORE);
 }
 
 
@@ -1616,9 +1760,14 @@ al_llm_sse_type(al_llm_sse_t *s, const json_t *root, size_t *len)
  * the bytes both share is taken, and only the rest is scanned.  Points
  * after the bytes shared are replaced by the new event's own.  Only the
  * cost depends on where slices end, never the result.
+ *
+ * p[0..n) runs to the end of the slice; the line's end, where the scan
+ * stops, is returned.  The memo holds only bytes scanned before a line's
+ * end, never a CR or LF, so the bytes an event shares with it lie in its
+ * line: they are compared, not searched for the line's end.
  */
 
-static void
+static size_t
 al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
     size_t               d, k, m;
@@ -1627,9 +1776,15 @@ al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
     m = s->memo_len;
     k = s->memo_points;
 
-    /* all of it, the usual case, by memcmp(); else how much */
+    /*
+     * All of it, the usual case, by memcmp(); else how much.  Every point
+     * is after the first byte: an event that begins otherwise shares none.
+     */
 
-    if (k == 0 || n < m || memcmp(p, s->memo, m) != 0) {
+    if (k == 0 || p[0] != s->memo[0]) {
+        k = 0;
+
+    } else if (n < m || memcmp(p, s->memo, m) != 0) {
         d = al_llm_scan_common(p, s->memo, n < m ? n : m);
 
         while (k > 0 && s->memo_point[k - 1].at > d) {
@@ -1653,25 +1808,168 @@ al_llm_scan_first(al_llm_sse_t *s, const unsigned char *p, size_t n)
         s->memo_misses++;
         s->memo_try = (s->memo_misses <= 4 || s->memo_misses % 16 == 0);
 
-        al_llm_scan(s, p, n);
+        d = al_llm_scan(s, p, n);
 
         s->memo_try = 0;
-        return;
+        return d;
     }
 
     s->memo_misses = 0;
 
     pt = &s->memo_point[k - 1];
     al_llm_scan_copy(&s->scan, &pt->scan);
-    s->memo_try = (k < s->memo_points || !s->memo_full);
 
-    al_llm_scan(s, p + pt->at, n - pt->at);
+    if (k == s->memo_points && s->memo_full) {
+        /* all of the memo: on in the text, nothing more to record */
+        return pt->at + al_llm_scan_tail(s, p + pt->at, n - pt->at);
+    }
+
+    s->memo_try = 1;
+
+    d = pt->at + al_llm_scan(s, p + pt->at, n - pt->at);
 
     s->memo_try = 0;
+
+    return d;
 }
 
 
-/* how many bytes a and b share at their start, of the first n */
+/*
+ * The scan from the memo's text point, p[0..n) the bytes after it.  Its
+ * state there is the point's: what follows the text is then a function
+ * of the bytes after the text alone (the text changes only the count).
+ * So when an object ends on its line within 64 bytes after the text, and
+ * 8 or more (fewer cost less to scan than to compare), those bytes and
+ * the state they lead to are kept as the memo's tail: the next event
+ * that ends the same way after its text has them compared, not scanned.
+ */
+
+static size_t
+al_llm_scan_tail(al_llm_sse_t *s, const unsigned char *p, size_t n)
+{
+    size_t              i, j, t;
+    uint64_t            count;
+    al_llm_sse_scan_t  *x;
+
+    x = &s->scan;
+
+    i = al_llm_scan_text(x, p, n);
+
+    if (i == n || p[i] != '"') {
+        return i;                       /* the line or the slice ends */
+    }
+
+    t = i + 1;
+    j = t + s->tail_len;
+
+    if (s->tail_ok && j < n && (p[j] == '\n' || p[j] == '\r')
+        && memcmp(p + t, s->tail, s->tail_len) == 0)
+    {
+        count = x->count;
+        al_llm_scan_copy(x, &s->tail_scan);
+        x->count = count + s->tail_count;
+
+        return j;
+    }
+
+    count = x->count;
+    j = i + al_llm_scan(s, p + i, n - i);
+
+    if (j < n && x->state == AL_LLM_L_END && j - t >= 1
+        && j - t <= sizeof(s->tail))
+    {
+        memcpy(s->tail, p + t, j - t);
+        s->tail_len = j - t;
+        s->tail_count = x->count - count;
+        al_llm_scan_copy(&s->tail_scan, x);
+        s->tail_ok = 1;
+    }
+
+    return j;
+}
+
+
+/*
+ * What al_llm_scan() does in a counted string (states STR, ESC and HEX,
+ * role COUNT) up to its closing quote, the line's end or n: where it
+ * stopped.  At the quote the state is still STR, so that al_llm_scan()
+ * closes the string from there.
+ */
+
+static size_t
+al_llm_scan_text(al_llm_sse_scan_t *x, const unsigned char *p, size_t n)
+{
+    size_t         i, j;
+    unsigned char  c;
+
+    i = 0;
+
+    while (i < n) {
+        c = p[i];
+
+        switch (x->state) {
+
+        case AL_LLM_L_STR:
+            j = al_llm_scan_run(p, i, n);
+            x->count += j - i;
+            i = j;
+
+            if (i == n || p[i] != '\\') {
+                return i;
+            }
+
+            x->state = AL_LLM_L_ESC;
+            i++;
+            break;
+
+        case AL_LLM_L_ESC:
+            if (c == '\n' || c == '\r') {
+                return i;
+            }
+
+            if (c == 'u') {
+                x->hex_left = 4;
+                x->hex = 0;
+                x->state = AL_LLM_L_HEX;
+
+            } else {
+                x->count++;
+                x->state = AL_LLM_L_STR;
+            }
+
+            i++;
+            break;
+
+        default:                        /* AL_LLM_L_HEX */
+            if (c >= '0' && c <= '9') {
+                x->hex = x->hex << 4 | (unsigned) (c - '0');
+
+            } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+                x->hex = x->hex << 4 | (unsigned) ((c | 0x20) - 'a' + 10);
+
+            } else {
+                x->state = AL_LLM_L_STR;        /* read again */
+                break;
+            }
+
+            if (--x->hex_left == 0) {
+                x->count += al_llm_utf8_len(x->hex);
+                x->state = AL_LLM_L_STR;
+            }
+
+            i++;
+            break;
+        }
+    }
+
+    return n;
+}
+
+
+/*
+ * How many bytes a and b share at their start, of the first n: sixteen
+ * bytes a step with SSE2, then eight.
+ */
 
 static size_t
 al_llm_scan_common(const unsigned char *a, const unsigned char *b, size_t n)
@@ -1679,7 +1977,27 @@ al_llm_scan_common(const unsigned char *a, const unsigned char *b, size_t n)
     size_t    i;
     uint64_t  x, y;
 
-    for (i = 0; n - i >= 8; i += 8) {
+    i = 0;
+
+#if (defined __x86_64__ && defined __SSE2__)
+
+    {
+        unsigned  m;
+
+        for ( /* void */ ; n - i >= 16; i += 16) {
+            m = (unsigned) _mm_movemask_epi8(_mm_cmpeq_epi8(
+                    _mm_loadu_si128((const __m128i *) (const void *) (a + i)),
+                    _mm_loadu_si128((const __m128i *) (const void *) (b + i))));
+
+            if (m != 0xffff) {
+                return i + (size_t) __builtin_ctz(~m);
+            }
+        }
+    }
+
+#endif
+
+    for ( /* void */ ; n - i >= 8; i += 8) {
         memcpy(&x, a + i, 8);
         memcpy(&y, b + i, 8);
 
@@ -1719,6 +2037,9 @@ al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end, unsigned text)
         return;
     }
 
+    /* the tail belongs to the text point */
+    s->tail_ok = 0;
+
     if (s->memo_points > s->memo_keep) {
         /* the points past the bytes shared give way to this event's */
         s->memo_points = s->memo_keep;
@@ -1756,12 +2077,12 @@ al_llm_scan_memo(al_llm_sse_t *s, const unsigned char *end, unsigned text)
 static void
 al_llm_scan_copy(al_llm_sse_scan_t *to, const al_llm_sse_scan_t *from)
 {
-    if (from->flags & AL_LLM_F_TYPE) {
-        *to = *from;
-        return;
-    }
+    memcpy(to, from, AL_LLM_SCAN_CORE);
 
-    memcpy(to, from, offsetof(al_llm_sse_scan_t, key_buf));
+    if (from->flags & AL_LLM_F_TYPE) {
+        memcpy(to->type, from->type, sizeof(to->type));
+        memcpy(to->type_tail, from->type_tail, sizeof(to->type_tail));
+    }
 }
 
 
@@ -1769,14 +2090,17 @@ al_llm_scan_copy(al_llm_sse_scan_t *to, const al_llm_sse_scan_t *from)
  * The scan of an event's data, fed piece by piece.  It keeps no bytes
  * but a key being read (up to 10) and the top-level "type" (its first 64
  * bytes and last 6), so its result is the same however the data is
- * sliced.
+ * sliced.  A piece runs to the end of the slice: the scan stops at the
+ * line's first CR or LF and returns where that is (else n), so the line's
+ * end is found in the same pass (al_llm_sse_eol() only once the scan has
+ * nothing more to follow).
  * It is not a validator: on valid JSON it sees what jansson sees; on
  * anything else jansson refuses the event, and all the scan may have done
  * is count text bytes of an event that then adds nothing (a scan that
  * does not end in L_END adds nothing either).
  */
 
-static void
+static size_t
 al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
     size_t              i, j, klen;
@@ -1797,13 +2121,17 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
         case AL_LLM_L_TOP:
         case AL_LLM_L_END:
 
-            if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            if (c == ' ' || c == '\t') {
                 break;
+            }
+
+            if (c == '\n' || c == '\r') {
+                return i;
             }
 
             if (c != '{' || x->state == AL_LLM_L_END) {
                 x->state = AL_LLM_L_DEAD;
-                return;
+                return al_llm_sse_eol(p, i, n);
             }
 
             x->state = AL_LLM_L_IN;
@@ -1814,12 +2142,15 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
         case AL_LLM_L_IN:
         in:
 
-            switch (c) {
+            switch (al_llm_scan_class[c]) {
 
-            case ' ': case '\t': case '\n': case '\r':
+            case AL_LLM_B_BLANK:
                 break;
 
-            case '"':
+            case AL_LLM_B_EOL:
+                return i;
+
+            case AL_LLM_B_QUOTE:
                 x->role = AL_LLM_R_NONE;
 
                 if (x->expect == AL_LLM_X_KEY) {
@@ -1840,13 +2171,12 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 /* on into the string, without a turn of the loop */
 
                 if (++i == n) {
-                    return;
+                    return n;
                 }
 
                 goto str;
 
-            case '{':
-            case '[':
+            case AL_LLM_B_OPEN:
                 if (x->expect == AL_LLM_X_VALUE) {
                     al_llm_scan_value(s, x, c);
                 }
@@ -1855,7 +2185,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
                 if (++x->depth > AL_JSON_DEPTH_MAX) {
                     x->state = AL_LLM_L_DEAD;
-                    return;
+                    return al_llm_sse_eol(p, i, n);
                 }
 
                 if (c == '[') {
@@ -1874,8 +2204,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 }
                 break;
 
-            case '}':
-            case ']':
+            case AL_LLM_B_CLOSE:
                 d = x->depth;
 
                 if (x->skip == d) {
@@ -1898,13 +2227,13 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 }
                 break;
 
-            case ',':
+            case AL_LLM_B_COMMA:
                 x->expect = (x->arrays >> x->depth & 1) ? AL_LLM_X_VALUE
                                                         : AL_LLM_X_KEY;
                 x->key = AL_LLM_K_OTHER;
                 break;
 
-            case ':':
+            case AL_LLM_B_COLON:
                 x->expect = AL_LLM_X_VALUE;
                 break;
 
@@ -1920,7 +2249,9 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                     x->expect = AL_LLM_X_NONE;
                 }
 
-                while (i + 1 < n && al_llm_scan_other[p[i + 1]]) {
+                while (i + 1 < n
+                       && al_llm_scan_class[p[i + 1]] == AL_LLM_B_OTHER)
+                {
                     i++;
                 }
                 break;
@@ -1933,7 +2264,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             }
 
             if (++i == n) {
-                return;
+                return n;
             }
 
             c = p[i];
@@ -1942,7 +2273,7 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
         case AL_LLM_L_STR:
         str:
 
-            j = al_llm_str_run(p, i, n);
+            j = al_llm_scan_run(p, i, n);
 
             switch (x->role) {
 
@@ -1989,7 +2320,11 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             i = j;
 
             if (i == n) {
-                return;
+                return n;
+            }
+
+            if (p[i] != '"' && p[i] != '\\') {
+                return i;                               /* CR or LF */
             }
 
             if (p[i] == '\\') {
@@ -2010,13 +2345,17 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             x->state = AL_LLM_L_IN;
 
             if (++i == n) {
-                return;
+                return n;
             }
 
             c = p[i];
             goto in;
 
         case AL_LLM_L_ESC:
+
+            if (c == '\n' || c == '\r') {
+                return i;
+            }
 
             if (c == 'u') {
                 x->hex_left = 4;
@@ -2043,7 +2382,8 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             } else {
                 /*
                  * Invalid (jansson refuses it); the byte is read again as
-                 * part of the string, where al_json_depth_ok() reads it.
+                 * part of the string, where al_json_depth_ok() reads it
+                 * (a CR or LF ends the line there).
                  */
                 x->state = AL_LLM_L_STR;
                 i--;
@@ -2060,8 +2400,146 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
             break;
 
         default:
-            return;
+            return al_llm_sse_eol(p, i, n);
         }
+    }
+
+    return n;
+}
+
+
+/*
+ * The first '"', backslash, CR or LF in p[i..n), else n: al_llm_str_run()
+ * that also stops at a line's end.  Sixteen bytes at a time with SSE2;
+ * else eight, where a control byte flags its word too (the third test)
+ * and one that ends no line is passed over as the plain string byte it is
+ * to the scan.
+ */
+
+static inline size_t
+al_llm_scan_run(const unsigned char *p, size_t i, size_t n)
+{
+#if (defined __x86_64__ && defined __SSE2__)
+
+    unsigned  m;
+    __m128i   v, q, b, lf, cr;
+
+    q = _mm_set1_epi8('"');
+    b = _mm_set1_epi8('\\');
+    lf = _mm_set1_epi8('\n');
+    cr = _mm_set1_epi8('\r');
+
+    while (n - i >= 16) {
+        v = _mm_loadu_si128((const __m128i *) (const void *) (p + i));
+        m = (unsigned) _mm_movemask_epi8(
+                _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q),
+                                          _mm_cmpeq_epi8(v, b)),
+                             _mm_or_si128(_mm_cmpeq_epi8(v, lf),
+                                          _mm_cmpeq_epi8(v, cr))));
+        if (m != 0) {
+            return i + (size_t) __builtin_ctz(m);
+        }
+
+        i += 16;
+    }
+
+#elif (defined __BYTE_ORDER__ && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+
+    uint64_t  w, q, b, m;
+
+    while (n - i >= 8) {
+        memcpy(&w, p + i, 8);
+        q = w ^ UINT64_C(0x2222222222222222);           /* '"' */
+        b = w ^ UINT64_C(0x5c5c5c5c5c5c5c5c);           /* '\\' */
+        m = (((q - UINT64_C(0x0101010101010101)) & ~q)
+             | ((b - UINT64_C(0x0101010101010101)) & ~b)
+             | ((w - UINT64_C(0x2020202020202020)) & ~w))   /* < 0x20 */
+            & UINT64_C(0x8080808080808080);
+
+        if (m == 0) {
+            i += 8;
+            continue;
+        }
+
+        i += (size_t) (__builtin_ctzll(m) >> 3);
+
+        if (al_llm_scan_stop[p[i]]) {
+            return i;
+        }
+
+        i++;                                /* another control byte */
+    }
+
+#endif
+
+    while (i < n && !al_llm_scan_stop[p[i]]) {
+        i++;
+    }
+
+    return i;
+}
+
+
+/*
+ * A LF that joins two data lines: what the scan does with the one byte
+ * "\n" (blank outside strings, a plain string byte inside one).
+ */
+
+static void
+al_llm_scan_nl(al_llm_sse_t *s)
+{
+    al_llm_sse_scan_t  *x;
+
+    x = &s->scan;
+
+    switch (x->state) {
+
+    case AL_LLM_L_ESC:
+        if (x->role == AL_LLM_R_COUNT) {
+            x->count++;
+        }
+
+        x->state = AL_LLM_L_STR;
+        return;
+
+    case AL_LLM_L_HEX:
+        /* not a hex digit: read again as a string byte */
+        x->state = AL_LLM_L_STR;
+        break;
+
+    case AL_LLM_L_STR:
+        break;
+
+    default:
+        return;
+    }
+
+    switch (x->role) {
+
+    case AL_LLM_R_COUNT:
+        x->count++;
+        break;
+
+    case AL_LLM_R_KEY:
+        if (x->key_len + 1 <= sizeof(x->key_buf)) {
+            x->key_buf[x->key_len++] = '\n';
+
+        } else {
+            x->key_len = sizeof(x->key_buf) + 1;
+        }
+        break;
+
+    case AL_LLM_R_TYPE:
+        if (x->type_len < sizeof(x->type)) {
+            x->type[x->type_len] = '\n';
+        }
+
+        x->type_tail[x->type_len % sizeof(x->type_tail)] = '\n';
+        x->type_len++;
+        break;
+
+    default:
+        break;
     }
 }
 

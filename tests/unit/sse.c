@@ -89,6 +89,7 @@ static void test_strict_responses(void);
 static void test_scan_runs(void);
 static void test_random_events(void);
 static void test_memo(void);
+static void test_memo_tail(void);
 static void test_memo_random(void);
 static int memo_same(const al_llm_sse_t *x, const al_llm_sse_t *y);
 static void gen_value(char **p, char *end, unsigned depth, unsigned dups);
@@ -283,6 +284,7 @@ main(void)
     test_scan_runs();
     test_random_events();
     test_memo();
+    test_memo_tail();
     test_memo_random();
     test_no_model();
 
@@ -2385,6 +2387,86 @@ test_memo(void)
                            "\"total_tokens\":9}}}\n\n");
     tap_ok(n < sizeof(buf) && like_reference(&responses_cfg, buf, n),
            "memo: events sharing nothing, then a start, every split");
+}
+
+
+/*
+ * The memo's tail (al_llm_scan_tail()): events that end the same way after
+ * their text, with text of every kind before (escapes, \u, a surrogate
+ * pair, none); tails that differ by a byte, count text of
+ * their own, change the type, end in blanks or CRLF, run on to another
+ * data line, or are 64 and 65 bytes long.  Against the reference at every
+ * split; fed whole, the tail is used.
+ */
+
+#define TAIL_T  "\"},\"finish_reason\":null}]}"
+
+static void
+test_memo_tail(void)
+{
+    const char    *s;
+    al_llm_sse_t   x;
+
+    s = MEMO_E "\"role\":\"assistant\",\"content\":\"\"" MEMO_T
+        MEMO_E "\"content\":\"Hello" TAIL_T "\n\n"
+        MEMO_E "\"content\":\" w\\\"or\\\\\\u00e9\\ud83d\\ude00ld" TAIL_T "\n\n"
+        MEMO_E "\"content\":\"" TAIL_T "\n\n"
+        MEMO_E "\"content\":\"tab\\there\\n" TAIL_T "\n\n"
+        MEMO_E "\"content\":\"x" TAIL_T "\n\n"
+        MEMO_E "\"content\":\"y\"},\"finish_reason\":null}]}  \n\n"
+        MEMO_E "\"content\":\"yy\"},\"finish_reason\":null}]}  \n\n"
+        MEMO_E "\"content\":\"z" TAIL_T "\r\n\r\n"
+        MEMO_E "\"content\":\"zz" TAIL_T "\r\n\r\n"
+        MEMO_E "\"content\":\"c\"}},{\"index\":1,\"delta\":{\"content\":"
+        "\"counted\"}}]}\n\n"
+        MEMO_E "\"content\":\"cc\"}},{\"index\":1,\"delta\":{\"content\":"
+        "\"counted\"}}]}\n\n"
+        MEMO_E "\"content\":\"d\"},\ndata: \"finish_reason\":null}]}\n\n"
+        MEMO_E "\"content\":\"d\"},\ndata: \"finish_reason\":null}]}\n\n"
+        MEMO_E "\"content\":\"e\"},\"finish_reason\":null,\"x\":"
+        "\"01234567890123456789012345678901\"}]}\n\n"
+        MEMO_E "\"content\":\"ee\"},\"finish_reason\":null,\"x\":"
+        "\"01234567890123456789012345678901\"}]}\n\n"
+        MEMO_E "\"content\":\"f\"},\"finish_reason\":null,\"x\":"
+        "\"012345678901234567890123456789012\"}]}\n\n"
+        MEMO_E "\"content\":\"ff\"},\"finish_reason\":null,\"x\":"
+        "\"012345678901234567890123456789012\"}]}\n\n"
+        MEMO_E "\"content\":\"g" TAIL_T "\n\n"
+        MEMO_E "\"content\":\"g" TAIL_T ",\"usage\":{\"prompt_tokens\":1,"
+        "\"completion_tokens\":2,\"total_tokens\":3}}\n\n"
+        MEMO_E "\"content\":\"h" TAIL_T "\n\n"
+        "data: [DONE]\n\n";
+    tap_ok(like_reference(&openai_hide, s, strlen(s))
+           && like_reference(&openai_keep, s, strlen(s)),
+           "memo tail: chat events ending alike after their text, "
+           "every split");
+
+    al_llm_sse_init(&x, AL_LLM_OPENAI, AL_LLM_EP_CHAT, 1);
+    al_llm_sse_observe(&x, (const unsigned char *) s, strlen(s));
+    tap_ok(x.tail_ok && x.tail_len == strlen(TAIL_T) - 1,
+           "memo tail: kept when fed whole");
+    al_llm_sse_free(&x);
+
+    s = "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":\"c\","
+        "\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n"
+        MEMO_A "Hi\"}}\n\n"
+        MEMO_A " there\\n\"}}\n\n"
+        MEMO_A "a\"},\"type\":\"ping\"}\n\n"
+        MEMO_A "b\"},\"type\":\"ping\"}\n\n"
+        MEMO_A "c\"}}\n\n"
+        MEMO_A "d\"},\"type\":\"content_block_delta\"}\n\n"
+        MEMO_A "e\"},\"type\":\"content_block_delta\"}\n\n"
+        MEMO_A "f\"},\"type\":\"message_stop\"}\n\n"
+        MEMO_A "g\"}}\n\n"
+        "event: message_delta\n"
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"end_turn\"},\"usage\":{\"output_tokens\":12}}\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n";
+    tap_ok(like_reference(&anthropic_cfg, s, strlen(s)),
+           "memo tail: anthropic deltas, a tail that changes the type, "
+           "every split");
 }
 
 
