@@ -344,14 +344,13 @@ const char *al_llm_source_name(al_llm_source_t source);
  * AL_LLM_USAGE_INLINE bytes (every provider's so far), which keeps the
  * struct small enough for a pool's block.  A longer one, up to
  * AL_LLM_USAGE_MAX, goes to AL_LLM_USAGE_MAX bytes from alloc(alloc_ctx,
- * size), which the caller may set after init; with no alloc (or when it
- * returns NULL) such a value is not taken and the usage is estimated.
- * The memory is asked for at most once and is the caller's to free.
+ * size) (al_llm_alloc_pt, as for al_llm_request_with()), which the caller
+ * may set after init; with no alloc (or when it returns NULL) such a
+ * value is not taken and the usage is estimated.  The memory is asked for
+ * at most once and is the caller's to free.
  */
 
 #define AL_LLM_USAGE_INLINE     512
-
-typedef void *(*al_llm_alloc_pt)(void *ctx, size_t size);
 
 typedef struct {
     al_llm_kind_t        kind;
