@@ -828,13 +828,16 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
     const al_str_t *keys, uint64_t *v, unsigned depth)
 {
     int        id;
-    size_t     i, j, k, n, at, nkeys;
+    size_t     i, j, k, n, at, nkeys, nall, hint;
     uint64_t   x;
-    unsigned   neg, frac;
+    unsigned   neg, frac, seen;
     size_t     key_at[AL_LLM_QUICK_KEYS], key_len[AL_LLM_QUICK_KEYS];
 
     i = *pos + 1;
-    nkeys = 0;
+    nkeys = 0;                  /* the keys not in keys[] */
+    nall = 0;
+    hint = 0;                   /* keys[] come in their order, mostly */
+    seen = 0;
 
     while (i < len && al_llm_json_ws(p[i])) {
         i++;
@@ -862,33 +865,57 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
 
         n = j - at;
 
-        for (k = 0; k < nkeys; k++) {
-            if (key_len[k] == n && p[key_at[k]] == p[at]
-                && al_llm_same((const char *) p + key_at[k], p + at, n))
-            {
-                return 1;
-            }
-        }
-
-        if (nkeys == AL_LLM_QUICK_KEYS) {
+        if (nall == AL_LLM_QUICK_KEYS) {
             return 1;
         }
 
-        key_at[nkeys] = at;
-        key_len[nkeys] = n;
-        nkeys++;
+        nall++;
+
+        /*
+         * A name of keys[] is a key twice when its bit is set; any other
+         * is compared with the other keys before it.
+         */
 
         id = -1;
 
         if (keys != NULL) {
-            for (k = 0; keys[k].data != NULL; k++) {
-                if (keys[k].len == n && keys[k].data[0] == (char) p[at]
-                    && al_llm_same(keys[k].data, p + at, n))
-                {
-                    id = (int) k;
-                    break;
+            if (keys[hint].data != NULL && keys[hint].len == n
+                && al_llm_same(keys[hint].data, p + at, n))
+            {
+                id = (int) hint;
+
+            } else {
+                for (k = 0; keys[k].data != NULL; k++) {
+                    if (keys[k].len == n && keys[k].data[0] == (char) p[at]
+                        && al_llm_same(keys[k].data, p + at, n))
+                    {
+                        id = (int) k;
+                        break;
+                    }
                 }
             }
+        }
+
+        if (id >= 0) {
+            if (seen & (1u << id)) {
+                return 1;
+            }
+
+            seen |= 1u << id;
+            hint = (size_t) id + 1;
+
+        } else {
+            for (k = 0; k < nkeys; k++) {
+                if (key_len[k] == n && p[key_at[k]] == p[at]
+                    && al_llm_same((const char *) p + key_at[k], p + at, n))
+                {
+                    return 1;
+                }
+            }
+
+            key_at[nkeys] = at;
+            key_len[nkeys] = n;
+            nkeys++;
         }
 
         i = j + 1;
