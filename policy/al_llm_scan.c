@@ -136,6 +136,8 @@ static inline int al_llm_scan_name_is(const char *want, const char *name,
     size_t len);
 static inline int al_llm_scan_in(const al_str_t *list, uint64_t lens,
     const char *name, size_t len);
+static inline int al_llm_scan_request_key(const char *name, size_t n,
+    unsigned *prompt);
 static inline void al_llm_scan_ws(al_llm_sc_t *sc);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
@@ -654,6 +656,23 @@ al_llm_scan_flat(al_llm_sc_t *sc)
 
         if (n > sizeof(nbuf)) {
             /* longer than any name looked for */
+
+        } else if (fr->kind == AL_LLM_SK_ROOT
+                   && sc->spec == &al_llm_scan_request)
+        {
+            id = al_llm_scan_request_key(name, n, &count);
+
+            if (id >= 0) {
+                field = &b->f[id];
+
+                if (id == AL_LLM_F_MODEL) {
+                    dst = b->model;
+                    cap = sizeof(b->model);
+
+                } else if (id == AL_LLM_F_STREAM_OPTIONS) {
+                    kind = AL_LLM_SK_SO;
+                }
+            }
 
         } else if (fr->kind == AL_LLM_SK_ROOT) {
             id = al_llm_scan_field(sc->spec->names, name, n);
@@ -1720,6 +1739,75 @@ al_llm_scan_field(const char *const *names, const char *name, size_t len)
     }
 
     return -1;
+}
+
+
+/*
+ * A member of a request body: al_llm_scan_field() on al_llm_scan_fields[]
+ * and, in *prompt, al_llm_scan_in() on al_llm_scan_prompt[], by length
+ * first (tests/unit/llm_scan.c checks every name of both lists).
+ */
+
+#define al_llm_scan_is(name, lit)  (memcmp(name, lit, sizeof(lit) - 1) == 0)
+
+static inline int
+al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
+{
+    *prompt = 0;
+
+    switch (n) {
+
+    case 1:
+        return name[0] == 'n' ? AL_LLM_F_N : -1;
+
+    case 5:
+        if (al_llm_scan_is(name, "model")) {
+            return AL_LLM_F_MODEL;
+        }
+
+        *prompt = al_llm_scan_is(name, "input")
+                  || al_llm_scan_is(name, "tools");
+        return -1;
+
+    case 6:
+        if (al_llm_scan_is(name, "stream")) {
+            return AL_LLM_F_STREAM;
+        }
+
+        *prompt = al_llm_scan_is(name, "prompt")
+                  || al_llm_scan_is(name, "system");
+        return -1;
+
+    case 8:
+        *prompt = al_llm_scan_is(name, "messages");
+        return -1;
+
+    case 9:
+        *prompt = al_llm_scan_is(name, "functions");
+        return -1;
+
+    case 10:
+        return al_llm_scan_is(name, "max_tokens") ? AL_LLM_F_MAX_TOKENS : -1;
+
+    case 12:
+        *prompt = al_llm_scan_is(name, "instructions");
+        return -1;
+
+    case 14:
+        return al_llm_scan_is(name, "stream_options")
+               ? AL_LLM_F_STREAM_OPTIONS : -1;
+
+    case 17:
+        return al_llm_scan_is(name, "max_output_tokens")
+               ? AL_LLM_F_MAX_OUTPUT_TOKENS : -1;
+
+    case 21:
+        return al_llm_scan_is(name, "max_completion_tokens")
+               ? AL_LLM_F_MAX_COMPLETION_TOKENS : -1;
+
+    default:
+        return -1;
+    }
 }
 
 

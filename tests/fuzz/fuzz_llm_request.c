@@ -601,10 +601,28 @@ fuzz_flat(const al_llm_scan_spec_t *spec, const uint8_t *body, size_t len)
     if (spec == &fz_request_spec) {
         rc1 = al_llm_body_scan(body, len, &a, d1, sizeof(d1));
 
-        if (rc1 != 0 || a.root_last != b.root_last
-            || a.text_bytes != b.text_bytes || a.extra != b.extra)
+        if (rc1 != 0 || !fuzz_same_field(&a.root, &b.root)
+            || a.root_last != b.root_last || a.root_members != b.root_members
+            || a.so_last != b.so_last || a.so_members != b.so_members
+            || a.jansson != b.jansson || a.text_bytes != b.text_bytes
+            || a.extra != b.extra)
         {
             abort();
+        }
+
+        for (k = 0; k < AL_LLM_F_MAX; k++) {
+            if (!fuzz_same_field(&a.f[k], &b.f[k])) {
+                abort();
+            }
+        }
+
+        if (a.f[0].type == AL_LLM_JT_STRING) {
+            n = (size_t) a.f[0].num;
+            n = n < sizeof(a.model) ? n : sizeof(a.model);
+
+            if (memcmp(a.model, b.model, n) != 0) {
+                abort();
+            }
         }
     }
 }

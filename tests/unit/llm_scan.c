@@ -34,9 +34,18 @@ static const al_llm_scan_spec_t  ut_usage = {
     ut_usage_names, -1, 3, ut_details, 4, 0
 };
 
+/* al_llm_scan.c's names: the fields read and where prompt text lives */
+static const char *const  ut_names[] = {
+    "model", "stream", "max_tokens", "max_completion_tokens",
+    "max_output_tokens", "stream_options", "n", "messages", "prompt",
+    "input", "instructions", "system", "tools", "functions"
+};
+
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
 static int ut_same(const al_llm_scan_spec_t *spec, const char *body,
     size_t len);
+static int ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
+    const al_llm_scan_spec_t *spec);
 
 
 static int
@@ -52,7 +61,6 @@ static int
 ut_same(const al_llm_scan_spec_t *spec, const char *body, size_t len)
 {
     int                   rc1, rc2;
-    size_t                k, n;
     al_llm_body_t         a, b;
     const unsigned char  *p;
     char                  d1[AL_DETAIL_MAX], d2[AL_DETAIL_MAX];
@@ -70,29 +78,53 @@ ut_same(const al_llm_scan_spec_t *spec, const char *body, size_t len)
         return strcmp(d1, d2) == 0;
     }
 
-    if (!ut_same_field(&a.root, &b.root)) {
+    if (!ut_same_body(&a, &b, spec)) {
         return 0;
     }
 
-    for (k = 0; k < AL_LLM_F_MAX; k++) {
-        if (!ut_same_field(&a.f[k], &b.f[k])) {
+    /* the request's own entry point: the same scan, its own names */
+
+    if (spec == &ut_request) {
+        if (al_llm_body_scan(p, len, &a, d1, sizeof(d1)) != 0
+            || !ut_same_body(&a, &b, spec))
+        {
             return 0;
         }
     }
 
-    if (a.root_last != b.root_last || a.root_members != b.root_members
-        || a.so_last != b.so_last || a.so_members != b.so_members
-        || a.jansson != b.jansson || a.text_bytes != b.text_bytes
-        || a.extra != b.extra)
+    return 1;
+}
+
+
+static int
+ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
+    const al_llm_scan_spec_t *spec)
+{
+    size_t  k, n;
+
+    if (!ut_same_field(&a->root, &b->root)) {
+        return 0;
+    }
+
+    for (k = 0; k < AL_LLM_F_MAX; k++) {
+        if (!ut_same_field(&a->f[k], &b->f[k])) {
+            return 0;
+        }
+    }
+
+    if (a->root_last != b->root_last || a->root_members != b->root_members
+        || a->so_last != b->so_last || a->so_members != b->so_members
+        || a->jansson != b->jansson || a->text_bytes != b->text_bytes
+        || a->extra != b->extra)
     {
         return 0;
     }
 
-    if (spec->model >= 0 && a.f[spec->model].type == AL_LLM_JT_STRING) {
-        n = (size_t) a.f[spec->model].num;
-        n = n < sizeof(a.model) ? n : sizeof(a.model);
+    if (spec->model >= 0 && a->f[spec->model].type == AL_LLM_JT_STRING) {
+        n = (size_t) a->f[spec->model].num;
+        n = n < sizeof(a->model) ? n : sizeof(a->model);
 
-        if (memcmp(a.model, b.model, n) != 0) {
+        if (memcmp(a->model, b->model, n) != 0) {
             return 0;
         }
     }
@@ -216,6 +248,38 @@ main(void)
     }
 
     tap_is_int(bad, 0, "nesting about the bound, many keys");
+
+    /* every name the request looks for, and names one byte off them */
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(ut_names) / sizeof(ut_names[0]); k++) {
+        for (i = 0; i <= strlen(ut_names[k]) + 1; i++) {
+            char  name[64];
+
+            (void) snprintf(name, sizeof(name), "%s", ut_names[k]);
+
+            if (i < strlen(name)) {
+                name[i] ^= 0x01;            /* one byte off */
+
+            } else if (i == strlen(name)) {
+                name[i - 1] = '\0';         /* one byte short */
+            }                               /* else the name itself */
+
+            n = (size_t) sprintf(body, "{\"%s\":[\"abc\",{\"image\":1,"
+                                 "\"x\":\"de\"},7],\"y\":\"z\"}", name);
+            bad += !ut_same(&ut_request, body, n);
+
+            n = (size_t) sprintf(body, "{\"%s\":\"gpt\",\"q\":1}", name);
+            bad += !ut_same(&ut_request, body, n);
+
+            n = (size_t) sprintf(body, "{\"%s\":{\"include_usage\":1}}",
+                                 name);
+            bad += !ut_same(&ut_request, body, n);
+        }
+    }
+
+    tap_is_int(bad, 0, "the request's names, and names one byte off");
 
     free(body);
 
