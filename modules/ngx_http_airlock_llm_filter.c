@@ -36,6 +36,7 @@
 
 
 static ngx_int_t ngx_http_airlock_llm_header_filter(ngx_http_request_t *r);
+static void *ngx_http_airlock_llm_resp_alloc(void *pool, size_t size);
 static ngx_int_t ngx_http_airlock_llm_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static void ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
@@ -218,12 +219,23 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
         al_llm_resp_init(ctx->resp, ctx->provider->llm->kind,
                          ctx->endpoint);
+
+        /* a usage value too long for the struct: from the pool */
+        ctx->resp->alloc = ngx_http_airlock_llm_resp_alloc;
+        ctx->resp->alloc_ctx = r->pool;
     }
 
     /* buffers a temporary file holds are read back before they get here */
     r->filter_need_in_memory = 1;
 
     return ngx_http_next_header_filter(r);
+}
+
+
+static void *
+ngx_http_airlock_llm_resp_alloc(void *pool, size_t size)
+{
+    return ngx_palloc(pool, size);
 }
 
 

@@ -339,11 +339,24 @@ const char *al_llm_source_name(al_llm_source_t source);
  * 100 MB embeddings response costs no memory.  The captures are parsed at
  * the end.  The struct is plain data: embed it, no free needed; init
  * writes its few state fields, not the capture buffers.
+ *
+ * A "usage" value is taken into the struct while it fits in
+ * AL_LLM_USAGE_INLINE bytes (every provider's so far), which keeps the
+ * struct small enough for a pool's block.  A longer one, up to
+ * AL_LLM_USAGE_MAX, goes to AL_LLM_USAGE_MAX bytes from alloc(alloc_ctx,
+ * size) (al_llm_alloc_pt, as for al_llm_request_with()), which the caller
+ * may set after init; with no alloc (or when it returns NULL) such a
+ * value is not taken and the usage is estimated.  The memory is asked for
+ * at most once and is the caller's to free.
  */
+
+#define AL_LLM_USAGE_INLINE     512
 
 typedef struct {
     al_llm_kind_t        kind;
     al_llm_endpoint_t    endpoint;
+    al_llm_alloc_pt      alloc;         /* NULL after init */
+    void                *alloc_ctx;
 
     /* private */
     unsigned             state;
@@ -354,13 +367,16 @@ typedef struct {
     unsigned             key_over:1;
     unsigned             cap_over:1;
     unsigned             capture;       /* 0, or which value */
-    char                 key[16];
+    unsigned             key_cap;       /* what the last name takes */
     size_t               key_len;
     size_t               cap_len;       /* bytes of the value being taken */
-    char                 usage[AL_LLM_USAGE_MAX];
+    char                *usage;         /* usage_in, or from alloc */
+    size_t               usage_size;
     size_t               usage_len;
-    char                 model[AL_LLM_MODEL_MAX + 8];
     size_t               model_len;
+    char                 key[8];        /* a name cut between pieces */
+    char                 model[AL_LLM_MODEL_MAX + 8];
+    char                 usage_in[AL_LLM_USAGE_INLINE];
 } al_llm_resp_t;
 
 void al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,

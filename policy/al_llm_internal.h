@@ -201,6 +201,10 @@ int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
     char *detail, size_t size);
 int al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b, char *detail, size_t size);
+/* the same by the recursive scan alone, which stands behind its loop */
+int al_llm_json_scan_strict(const al_llm_scan_spec_t *spec,
+    const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
+    size_t size);
 
 /*
  * al_llm_json_scan()'s common case, read in less work (al_llm_usage.c):

@@ -34,6 +34,10 @@
 #define AL_LLM_HIGHS       0x8080808080808080ull    /* their high bits */
 
 
+#if defined __GNUC__
+typedef signed char  al_llm_v16s_t __attribute__((vector_size(16)));
+#endif
+
 typedef struct {
     uint32_t             hash;
     unsigned             hashed;        /* hash is set */
@@ -77,6 +81,20 @@ typedef struct {
     al_llm_jfield_t     *field;         /* record here, or NULL */
 } al_llm_sv_t;
 
+/* an object or array al_llm_scan_flat() is in */
+typedef struct {
+    unsigned             obj;           /* an object, else an array */
+    unsigned             kind;          /* AL_LLM_SK_* */
+    unsigned             count;         /* prompt text: count it */
+    unsigned             tracked;       /* its keys are compared */
+    size_t               at;            /* its '{' or '[' */
+    size_t               last;          /* after the last member's value,
+                                           or after '{' */
+    size_t               first;         /* its keys in sc->keys */
+    size_t               members;
+    al_llm_jfield_t     *field;         /* record it here, or NULL */
+} al_llm_frame_t;
+
 enum {
     AL_LLM_SK_OTHER = 0,
     AL_LLM_SK_ROOT,                     /* the body */
@@ -84,6 +102,11 @@ enum {
 };
 
 
+static int al_llm_scan_run(const al_llm_scan_spec_t *spec,
+    const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
+    size_t size, unsigned flat);
+static void al_llm_scan_clear(al_llm_body_t *b);
+static int al_llm_scan_flat(al_llm_sc_t *sc);
 static int al_llm_scan_value(al_llm_sc_t *sc, unsigned depth,
     al_llm_sv_t *sv);
 static int al_llm_scan_object(al_llm_sc_t *sc, unsigned depth,
@@ -111,9 +134,13 @@ static int al_llm_scan_field(const char *const *names, const char *name,
     size_t len);
 static inline int al_llm_scan_name_is(const char *want, const char *name,
     size_t len);
-static int al_llm_scan_in(const al_str_t *list, const char *name,
-    size_t len);
+static inline int al_llm_scan_in(const al_str_t *list, uint64_t lens,
+    const char *name, size_t len);
+static inline int al_llm_scan_request_key(const char *name, size_t n,
+    unsigned *prompt);
 static inline void al_llm_scan_ws(al_llm_sc_t *sc);
+static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
+    size_t len);
 static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what);
 
 
@@ -142,6 +169,14 @@ static const al_str_t  al_llm_scan_prompt[] = {
     AL_LLM_SCAN_STR("functions"), { NULL, 0 }
 };
 
+#define AL_LLM_LEN(n)  (UINT64_C(1) << (sizeof(n) - 1))
+
+/* the lengths of the names of al_llm_scan_prompt[] */
+#define AL_LLM_SCAN_PROMPT_LENS                                               \
+    (AL_LLM_LEN("messages") | AL_LLM_LEN("prompt") | AL_LLM_LEN("input")     \
+     | AL_LLM_LEN("instructions") | AL_LLM_LEN("system")                      \
+     | AL_LLM_LEN("tools") | AL_LLM_LEN("functions"))
+
 /* values that are images, audio or files: a flat estimate each */
 static const al_str_t  al_llm_scan_attachment[] = {
     AL_LLM_SCAN_STR("image_url"), AL_LLM_SCAN_STR("image"),
@@ -149,6 +184,12 @@ static const al_str_t  al_llm_scan_attachment[] = {
     AL_LLM_SCAN_STR("file_data"), AL_LLM_SCAN_STR("input_audio"),
     { NULL, 0 }
 };
+
+/* and of al_llm_scan_attachment[] */
+#define AL_LLM_SCAN_ATTACHMENT_LENS                                           \
+    (AL_LLM_LEN("image_url") | AL_LLM_LEN("image") | AL_LLM_LEN("source")    \
+     | AL_LLM_LEN("file") | AL_LLM_LEN("file_data")                          \
+     | AL_LLM_LEN("input_audio"))
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
 const unsigned char  al_llm_json_plain[256] = {
@@ -176,16 +217,46 @@ int
 al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b, char *detail, size_t size)
 {
-    int          rc;
-    al_llm_sc_t  sc;
-    al_llm_sv_t  sv;
+    return al_llm_scan_run(spec, p, len, b, detail, size, 1);
+}
 
-    /* all zero but model[], written as far as anyone reads it */
 
+int
+al_llm_json_scan_strict(const al_llm_scan_spec_t *spec,
+    const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
+    size_t size)
+{
+    return al_llm_scan_run(spec, p, len, b, detail, size, 0);
+}
+
+
+/* all zero but model[], written as far as anyone reads it */
+
+static void
+al_llm_scan_clear(al_llm_body_t *b)
+{
     memset(b, 0, offsetof(al_llm_body_t, model));
     b->model[0] = '\0';
     memset(b->model + sizeof(b->model), 0,
            sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
+}
+
+
+/*
+ * flat: the loop first (al_llm_scan_flat()); the recursive scan reads
+ * what it leaves, from the start.
+ */
+
+static int
+al_llm_scan_run(const al_llm_scan_spec_t *spec, const unsigned char *p,
+    size_t len, al_llm_body_t *b, char *detail, size_t size, unsigned flat)
+{
+    int          rc;
+    size_t       start;
+    al_llm_sc_t  sc;
+    al_llm_sv_t  sv;
+
+    al_llm_scan_clear(b);
 
     if (len == 0) {
         (void) snprintf(detail, size, "empty body");
@@ -203,13 +274,29 @@ al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     sc.nkeys = 0;
     sc.nalloc = AL_LLM_SCAN_KEYS;
 
+    al_llm_scan_ws(&sc);
+
+    if (flat) {
+        start = sc.pos;
+
+        if (al_llm_scan_flat(&sc) == 0) {
+            al_llm_scan_ws(&sc);
+
+            if (sc.pos == sc.len) {
+                return 0;
+            }
+        }
+
+        al_llm_scan_clear(b);
+        sc.pos = start;
+        sc.nkeys = 0;
+    }
+
     sv.kind = AL_LLM_SK_ROOT;
     sv.count = 0;
     sv.dst = NULL;
     sv.cap = 0;
     sv.field = &b->root;
-
-    al_llm_scan_ws(&sc);
 
     rc = al_llm_scan_value(&sc, 0, &sv);
 
@@ -226,6 +313,401 @@ al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     }
 
     return rc;
+}
+
+
+/*
+ * The scan without recursion: the same reads (strings, numbers, keys and
+ * their duplicate check, the members recorded, the prompt counted) in one
+ * loop, each open object or array a frame of a stack instead of a call.
+ * 0 with b as al_llm_scan_value() fills it; 1 for anything it does not
+ * finish (an error, a nesting at the bound, no memory), which the
+ * recursive scan then reads from the start: refusals and their details
+ * are always the recursive scan's.
+ */
+
+static int
+al_llm_scan_flat(al_llm_sc_t *sc)
+{
+    int                   id;
+    size_t                i, j, n, len, nf, cap;
+    unsigned              kind, count;
+    al_llm_key_t         *k;
+    al_llm_body_t        *b;
+    al_llm_sstr_t         s;
+    al_llm_jfield_t       f, *field;
+    al_llm_frame_t       *fr, st[AL_JSON_DEPTH_MAX];
+    const char           *name;
+    char                 *dst;
+    const unsigned char  *p;
+    char                  nbuf[AL_LLM_SCAN_NAME];
+
+    b = sc->b;
+    p = sc->p;
+    len = sc->len;
+    i = sc->pos;
+    nf = 0;
+    fr = NULL;
+
+    /* what the value about to be read is: the body */
+
+    kind = AL_LLM_SK_ROOT;
+    count = 0;
+    dst = NULL;
+    cap = 0;
+    field = &b->root;
+
+    for ( ;; ) {
+
+        /* a value at p[i] */
+
+        if (i >= len) {
+            return 1;
+        }
+
+        f.at = i;
+        f.num = 0;
+        f.esc = 0;
+
+        switch (p[i]) {
+
+        case '{':
+        case '[':
+            if (nf == AL_JSON_DEPTH_MAX) {
+                return 1;                       /* the bound: refused */
+            }
+
+            fr = &st[nf++];
+            fr->obj = (p[i] == '{');
+            fr->kind = kind;
+            fr->count = count;
+            fr->at = i;
+            fr->field = field;
+
+            i++;
+
+            if (fr->obj) {
+                fr->last = i;
+                fr->first = sc->nkeys;
+                fr->members = 0;
+                fr->tracked = 1;
+
+                al_llm_scan_skip_ws(p, &i, len);
+
+                if (i < len && p[i] == '}') {
+                    i++;
+                    goto close;
+                }
+
+                goto key;
+            }
+
+            al_llm_scan_skip_ws(p, &i, len);
+
+            if (i < len && p[i] == ']') {
+                i++;
+                goto close;
+            }
+
+            kind = AL_LLM_SK_OTHER;
+            dst = NULL;
+            cap = 0;
+            field = NULL;
+            continue;
+
+        case '"':
+            j = al_llm_scan_plain(p, i + 1, len);
+
+            if (j < len && p[j] == '"') {
+                n = j - i - 1;
+
+                if (dst != NULL) {
+                    memcpy(dst, p + i + 1, n < cap ? n : cap);
+                }
+
+                i = j + 1;
+
+            } else {
+                sc->pos = i;
+
+                if (al_llm_scan_string_any(sc, &s, dst, cap, 0) != 0) {
+                    return 1;
+                }
+
+                i = sc->pos;
+                n = s.dlen;
+                f.esc = s.esc;
+            }
+
+            if (count) {
+                b->text_bytes += n;
+            }
+
+            f.type = AL_LLM_JT_STRING;
+            f.num = (int64_t) n;
+            break;
+
+        case 't':
+            if (len - i < 4 || memcmp(p + i, "true", 4) != 0) {
+                return 1;
+            }
+
+            f.type = AL_LLM_JT_TRUE;
+            i += 4;
+            break;
+
+        case 'f':
+            if (len - i < 5 || memcmp(p + i, "false", 5) != 0) {
+                return 1;
+            }
+
+            f.type = AL_LLM_JT_FALSE;
+            i += 5;
+            break;
+
+        case 'n':
+            if (len - i < 4 || memcmp(p + i, "null", 4) != 0) {
+                return 1;
+            }
+
+            f.type = AL_LLM_JT_NULL;
+            i += 4;
+            break;
+
+        default:
+            sc->pos = i;
+
+            if (al_llm_scan_number(sc, &f) != 0) {
+                return 1;
+            }
+
+            i = sc->pos;
+
+            if (count && f.type == AL_LLM_JT_INT) {
+                b->extra++;
+            }
+            break;
+        }
+
+        f.len = i - f.at;
+
+        if (field != NULL) {
+            *field = f;
+        }
+
+    next:
+
+        /* after a value: the body's end, or the next member or element */
+
+        if (nf == 0) {
+            sc->pos = i;
+            return 0;
+        }
+
+        fr = &st[nf - 1];
+
+        if (fr->obj) {
+            fr->last = i;
+        }
+
+        al_llm_scan_skip_ws(p, &i, len);
+
+        if (i >= len) {
+            return 1;
+        }
+
+        if (p[i] == ',') {
+            i++;
+            al_llm_scan_skip_ws(p, &i, len);
+
+            if (fr->obj) {
+                goto key;
+            }
+
+            kind = AL_LLM_SK_OTHER;
+            count = fr->count;
+            dst = NULL;
+            cap = 0;
+            field = NULL;
+            continue;
+        }
+
+        if (p[i] != (fr->obj ? '}' : ']')) {
+            return 1;
+        }
+
+        i++;
+
+    close:
+
+        /* the frame on top closed before p[i] */
+
+        fr = &st[--nf];
+
+        if (fr->obj) {
+            sc->nkeys = fr->first;
+
+            if (fr->kind == AL_LLM_SK_ROOT) {
+                b->root_last = fr->last;
+                b->root_members = fr->members;
+
+            } else if (fr->kind == AL_LLM_SK_SO) {
+                b->so_last = fr->last;
+                b->so_members = fr->members;
+            }
+        }
+
+        if (fr->field != NULL) {
+            fr->field->type = fr->obj ? AL_LLM_JT_OBJECT : AL_LLM_JT_ARRAY;
+            fr->field->esc = 0;
+            fr->field->at = fr->at;
+            fr->field->len = i - fr->at;
+            fr->field->num = 0;
+        }
+
+        goto next;
+
+    key:
+
+        /* a member of the object on top: its name, ':', what it is */
+
+        if (i >= len || p[i] != '"') {
+            return 1;
+        }
+
+        j = al_llm_scan_plain(p, i + 1, len);
+
+        if (j < len && p[j] == '"') {
+            s.at = i + 1;
+            s.len = j - i - 1;
+            s.dlen = s.len;
+            s.hash = 0;
+            s.hashed = 0;
+            s.esc = 0;
+            i = j + 1;
+
+        } else {
+            sc->pos = i;
+
+            if (al_llm_scan_string_any(sc, &s, NULL, 0, 1) != 0) {
+                return 1;
+            }
+
+            i = sc->pos;
+        }
+
+        name = (const char *) p + s.at;
+
+        if (s.esc && s.dlen <= sizeof(nbuf)) {
+            (void) al_llm_scan_unescape(p + s.at, s.len, nbuf);
+            name = nbuf;
+        }
+
+        if (fr->tracked && fr->members == AL_LLM_SCAN_KEYS) {
+            fr->tracked = 0;
+            b->jansson = 1;
+            sc->nkeys = fr->first;
+        }
+
+        if (fr->tracked) {
+
+            /* the full check only when a key of the same length is there */
+
+            for (k = &sc->keys[fr->first]; k < &sc->keys[sc->nkeys]; k++) {
+                if (k->dlen == s.dlen) {
+                    if (al_llm_scan_key_dup(sc, fr->first, &s) != 0) {
+                        return 1;
+                    }
+
+                    break;
+                }
+            }
+
+            if (sc->nkeys == sc->nalloc) {
+                return 1;
+            }
+
+            k = &sc->keys[sc->nkeys++];
+            k->hash = s.hash;
+            k->hashed = s.hashed;
+            k->esc = s.esc;
+            k->at = s.at;
+            k->len = s.len;
+            k->dlen = s.dlen;
+        }
+
+        fr->members++;
+
+        al_llm_scan_skip_ws(p, &i, len);
+
+        if (i >= len || p[i] != ':') {
+            return 1;
+        }
+
+        i++;
+        al_llm_scan_skip_ws(p, &i, len);
+
+        kind = AL_LLM_SK_OTHER;
+        count = fr->count;
+        dst = NULL;
+        cap = 0;
+        field = NULL;
+        n = s.dlen;
+
+        if (n > sizeof(nbuf)) {
+            /* longer than any name looked for */
+
+        } else if (fr->kind == AL_LLM_SK_ROOT
+                   && sc->spec == &al_llm_scan_request)
+        {
+            id = al_llm_scan_request_key(name, n, &count);
+
+            if (id >= 0) {
+                field = &b->f[id];
+
+                if (id == AL_LLM_F_MODEL) {
+                    dst = b->model;
+                    cap = sizeof(b->model);
+
+                } else if (id == AL_LLM_F_STREAM_OPTIONS) {
+                    kind = AL_LLM_SK_SO;
+                }
+            }
+
+        } else if (fr->kind == AL_LLM_SK_ROOT) {
+            id = al_llm_scan_field(sc->spec->names, name, n);
+
+            if (id >= 0) {
+                field = &b->f[id];
+
+                if (id == sc->spec->model) {
+                    dst = b->model;
+                    cap = sizeof(b->model);
+
+                } else if (id == sc->spec->nested) {
+                    kind = AL_LLM_SK_SO;
+                }
+            }
+
+            count = sc->spec->prompt
+                    && al_llm_scan_in(al_llm_scan_prompt,
+                                      AL_LLM_SCAN_PROMPT_LENS, name, n);
+
+        } else if (fr->kind == AL_LLM_SK_SO) {
+            id = al_llm_scan_field(sc->spec->nested_names, name, n);
+
+            if (id >= 0) {
+                field = &b->f[sc->spec->nested_base + (size_t) id];
+            }
+
+        } else if (fr->count
+                   && al_llm_scan_in(al_llm_scan_attachment,
+                                     AL_LLM_SCAN_ATTACHMENT_LENS, name, n))
+        {
+            b->extra += AL_LLM_ATTACHMENT_TOKENS;
+            count = 0;
+        }
+    }
 }
 
 
@@ -519,7 +1001,9 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
             }
 
             child.count = sc->spec->prompt
-                          && al_llm_scan_in(al_llm_scan_prompt, name, s.dlen);
+                          && al_llm_scan_in(al_llm_scan_prompt,
+                                            AL_LLM_SCAN_PROMPT_LENS, name,
+                                            s.dlen);
 
         } else if (sv->kind == AL_LLM_SK_SO) {
             id = al_llm_scan_field(sc->spec->nested_names, name, s.dlen);
@@ -529,7 +1013,9 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
             }
 
         } else if (sv->count
-                   && al_llm_scan_in(al_llm_scan_attachment, name, s.dlen))
+                   && al_llm_scan_in(al_llm_scan_attachment,
+                                     AL_LLM_SCAN_ATTACHMENT_LENS, name,
+                                     s.dlen))
         {
             b->extra += AL_LLM_ATTACHMENT_TOKENS;
             child.count = 0;
@@ -842,6 +1328,27 @@ al_llm_scan_plain(const unsigned char *p, size_t i, size_t len)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 
     uint64_t  w, q, b, bad;
+
+#if defined __GNUC__
+    uint64_t      lo, hi;
+    al_llm_v16s_t  v, m;
+
+    /* sixteen at a time: as signed bytes, 0x80 and up are below 0x20 */
+
+    while (len - i >= 16) {
+        memcpy(&v, p + i, 16);
+        m = (al_llm_v16s_t) ((v < 0x20) | (v == '"') | (v == '\\'));
+        memcpy(&lo, &m, 8);
+        memcpy(&hi, (const unsigned char *) &m + 8, 8);
+
+        if ((lo | hi) != 0) {
+            return i + (lo != 0 ? (size_t) (__builtin_ctzll(lo) >> 3)
+                                : 8 + (size_t) (__builtin_ctzll(hi) >> 3));
+        }
+
+        i += 16;
+    }
+#endif
 
     while (len - i >= 8) {
         memcpy(&w, p + i, 8);
@@ -1235,10 +1742,89 @@ al_llm_scan_field(const char *const *names, const char *name, size_t len)
 }
 
 
-static int
-al_llm_scan_in(const al_str_t *list, const char *name, size_t len)
+/*
+ * A member of a request body: al_llm_scan_field() on al_llm_scan_fields[]
+ * and, in *prompt, al_llm_scan_in() on al_llm_scan_prompt[], by length
+ * first (tests/unit/llm_scan.c checks every name of both lists).
+ */
+
+#define al_llm_scan_is(name, lit)  (memcmp(name, lit, sizeof(lit) - 1) == 0)
+
+static inline int
+al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
+{
+    *prompt = 0;
+
+    switch (n) {
+
+    case 1:
+        return name[0] == 'n' ? AL_LLM_F_N : -1;
+
+    case 5:
+        if (al_llm_scan_is(name, "model")) {
+            return AL_LLM_F_MODEL;
+        }
+
+        *prompt = al_llm_scan_is(name, "input")
+                  || al_llm_scan_is(name, "tools");
+        return -1;
+
+    case 6:
+        if (al_llm_scan_is(name, "stream")) {
+            return AL_LLM_F_STREAM;
+        }
+
+        *prompt = al_llm_scan_is(name, "prompt")
+                  || al_llm_scan_is(name, "system");
+        return -1;
+
+    case 8:
+        *prompt = al_llm_scan_is(name, "messages");
+        return -1;
+
+    case 9:
+        *prompt = al_llm_scan_is(name, "functions");
+        return -1;
+
+    case 10:
+        return al_llm_scan_is(name, "max_tokens") ? AL_LLM_F_MAX_TOKENS : -1;
+
+    case 12:
+        *prompt = al_llm_scan_is(name, "instructions");
+        return -1;
+
+    case 14:
+        return al_llm_scan_is(name, "stream_options")
+               ? AL_LLM_F_STREAM_OPTIONS : -1;
+
+    case 17:
+        return al_llm_scan_is(name, "max_output_tokens")
+               ? AL_LLM_F_MAX_OUTPUT_TOKENS : -1;
+
+    case 21:
+        return al_llm_scan_is(name, "max_completion_tokens")
+               ? AL_LLM_F_MAX_COMPLETION_TOKENS : -1;
+
+    default:
+        return -1;
+    }
+}
+
+
+/*
+ * 1 when name is one of list; lens has bit n set when a name of list is n
+ * bytes long, so that most keys are told apart by their length alone.
+ */
+
+static inline int
+al_llm_scan_in(const al_str_t *list, uint64_t lens, const char *name,
+    size_t len)
 {
     size_t  i;
+
+    if (len >= 64 || (lens >> len & 1) == 0) {
+        return 0;
+    }
 
     for (i = 0; list[i].data != NULL; i++) {
         if (list[i].len == len && list[i].data[0] == name[0]
@@ -1275,6 +1861,29 @@ al_llm_scan_name_is(const char *want, const char *name, size_t len)
     }
 
     return want[len] == '\0';
+}
+
+
+/* al_llm_scan_ws() on a position of the caller's */
+
+static inline void
+al_llm_scan_skip_ws(const unsigned char *p, size_t *pos, size_t len)
+{
+    size_t  i;
+
+    i = *pos;
+
+    if (i < len && p[i] > ' ') {
+        return;
+    }
+
+    while (i < len
+           && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
+    {
+        i++;
+    }
+
+    *pos = i;
 }
 
 

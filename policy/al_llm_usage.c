@@ -66,9 +66,19 @@ typedef struct {
 } al_llm_quick_frame_t;
 
 
+static inline unsigned al_llm_resp_name(const unsigned char *s, size_t n);
+static inline size_t al_llm_resp_next(const unsigned char *p, size_t i,
+    size_t n);
+static inline size_t al_llm_resp_str(const unsigned char *p, size_t i,
+    size_t n);
+static size_t al_llm_resp_string(al_llm_resp_t *r, const unsigned char *p,
+    size_t i, size_t len);
+static size_t al_llm_resp_rest(al_llm_resp_t *r, const unsigned char *p,
+    size_t i, size_t len);
 static size_t al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p,
     size_t i, size_t len);
 static void al_llm_resp_end_value(al_llm_resp_t *r);
+static void *al_llm_resp_stack(void *ctx, size_t size);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
 static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
@@ -112,6 +122,21 @@ static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static const unsigned char  al_llm_resp_struct[256] = {
     ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1
 };
+
+/* and in the top-level object */
+static const unsigned char  al_llm_resp_top[256] = {
+    ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1, [','] = 1,
+    [':'] = 1
+};
+
+/* sixteen bytes compared at once where GCC's vector extension is */
+#if (defined __GNUC__ && defined __BYTE_ORDER__                              \
+     && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+#define AL_LLM_V16  1
+typedef unsigned char  al_llm_v16_t __attribute__((vector_size(16)));
+#else
+#define AL_LLM_V16  0
+#endif
 
 /*
  * The members of a captured "usage" read, per API; f[4] is cached_tokens
@@ -212,6 +237,8 @@ al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
 
     r->kind = kind;
     r->endpoint = ep;
+    r->alloc = NULL;
+    r->alloc_ctx = NULL;
     r->state = AL_LLM_R_START;
     r->depth = 0;
     r->in_str = 0;
@@ -220,76 +247,45 @@ al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
     r->key_over = 0;
     r->cap_over = 0;
     r->capture = AL_LLM_CAP_NONE;
+    r->key_cap = AL_LLM_CAP_NONE;
     r->key_len = 0;
     r->cap_len = 0;
+    r->usage = r->usage_in;
+    r->usage_size = sizeof(r->usage_in);
     r->usage_len = 0;
     r->model_len = 0;
 }
 
 
+/*
+ * The top-level object is read a member at a time: the name compared
+ * where it lies, the value passed over (strings whole, nested values by
+ * al_llm_resp_skip()), and the bytes of a value taken copied at its end
+ * or at the end of the piece, in one piece.  Only a string cut between
+ * pieces takes the slower al_llm_resp_rest().  What is taken is what the
+ * byte scanner this replaced took (tests/unit/llm_resp_ref.h): the raw
+ * bytes between the ':' after the name and the ',' or '}' that ends the
+ * value, for the last "usage" and "model" names that are not escaped.
+ */
+
 void
 al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 {
-    size_t         i, j;
+    size_t         i, j, cs;
     unsigned char  c;
 
     i = 0;
+    cs = 0;                 /* a value taken continues from here */
 
     while (i < len && r->state != AL_LLM_R_DONE) {
 
         if (r->in_str) {
+            i = al_llm_resp_rest(r, p, i, len);
+            continue;
+        }
 
-            /*
-             * A run of string bytes at once: the byte after a backslash
-             * whatever it is, then up to the next quote or backslash.
-             */
-
-            j = i + r->esc;
-            r->esc = 0;
-            j = al_llm_str_run(p, j, len);
-
-            if (j > i) {
-                if (r->capture) {
-                    al_llm_resp_capture(r, p + i, j - i);
-                }
-
-                if (r->is_key) {
-                    if (r->key_len + (j - i) <= sizeof(r->key)) {
-                        memcpy(r->key + r->key_len, p + i, j - i);
-                        r->key_len += j - i;
-                    } else {
-                        r->key_over = 1;
-                    }
-                }
-
-                i = j;
-
-                if (i == len) {
-                    break;
-                }
-            }
-
-            /* p[i] is '"' or '\\', not escaped */
-
-            c = p[i++];
-
-            if (r->capture) {
-                al_llm_resp_capture(r, &c, 1);
-            }
-
-            if (c == '\\') {
-                r->esc = 1;
-                r->key_over |= r->is_key;       /* escaped names: ignored */
-                continue;
-            }
-
-            r->in_str = 0;
-
-            if (r->is_key) {
-                r->is_key = 0;
-                r->state = AL_LLM_R_COLON;
-            }
-
+        if (r->depth > 1) {
+            i = al_llm_resp_skip(r, p, i, len);
             continue;
         }
 
@@ -300,104 +296,293 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                 r->depth = 1;
                 r->state = AL_LLM_R_KEY;
 
-            } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+            } else if (!al_llm_json_ws(c)) {
                 r->state = AL_LLM_R_DONE;
             }
 
             continue;
         }
 
-        if (r->depth > 1) {
+        /*
+         * In the top-level object, from one byte that counts there to the
+         * next, until a string is cut, a value opens or the object ends.
+         */
 
-            /*
-             * Inside a member only the nesting counts; the bytes of the
-             * value taken go to the capture in one piece.
-             */
+        for ( ;; ) {
 
-            j = al_llm_resp_skip(r, p, i, len);
-
-            if (r->capture) {
-                al_llm_resp_capture(r, p + i, j - i);
-            }
-
-            i = j;
-            continue;
-        }
-
-        c = p[i++];
-
-        if (r->depth == 1 && (c == ',' || c == '}')) {
-            al_llm_resp_end_value(r);
-            r->state = (c == ',') ? AL_LLM_R_KEY : AL_LLM_R_DONE;
-            continue;
-        }
-
-        if (r->capture) {
-            al_llm_resp_capture(r, &c, 1);
-        }
-
-        switch (c) {
-
-        case '"':
-            r->in_str = 1;
-
-            if (r->depth == 1 && r->state == AL_LLM_R_KEY) {
-                r->is_key = 1;
-                r->key_len = 0;
-                r->key_over = 0;
-            }
-            break;
-
-        case '{':
-        case '[':
-            if (r->depth < UINT32_MAX) {
-                r->depth++;
-            }
-            break;
-
-        case '}':
-        case ']':
-            r->depth--;
-
-            if (r->depth == 0) {
-                r->state = AL_LLM_R_DONE;
-            }
-            break;
-
-        case ':':
-            if (r->depth == 1 && r->state == AL_LLM_R_COLON) {
-                r->state = AL_LLM_R_VALUE;
-                r->cap_len = 0;
-                r->cap_over = 0;
-
-                if (!r->key_over && r->key_len == 5
-                    && memcmp(r->key, "usage", 5) == 0)
-                {
-                    r->capture = AL_LLM_CAP_USAGE;
-                    r->usage_len = 0;
-
-                } else if (!r->key_over && r->key_len == 5
-                           && memcmp(r->key, "model", 5) == 0)
-                {
-                    r->capture = AL_LLM_CAP_MODEL;
-                    r->model_len = 0;
+            while (!al_llm_resp_top[p[i]]) {
+                if (++i == len) {
+                    goto end;
                 }
             }
-            break;
 
-        default:
-            break;
+            c = p[i++];
+
+            if (c == '"') {
+                if (r->state != AL_LLM_R_KEY) {
+                    i = al_llm_resp_string(r, p, i, len);
+
+                } else {
+
+                    /* a member's name, compared in place when all here */
+
+                    j = al_llm_resp_str(p, i, len);
+
+                    if (j == len || p[j] != '"') {
+                        r->in_str = 1;
+                        r->is_key = 1;
+                        r->key_len = 0;
+                        r->key_over = 0;
+                        break;
+                    }
+
+                    r->key_cap = al_llm_resp_name(p + i, j - i);
+                    r->state = AL_LLM_R_COLON;
+                    i = j + 1;
+                }
+
+                if (r->in_str || i == len) {
+                    break;
+                }
+
+                continue;
+            }
+
+            if (c == ':') {
+                if (r->state == AL_LLM_R_COLON) {
+                    r->state = AL_LLM_R_VALUE;
+                    r->cap_len = 0;
+                    r->cap_over = 0;
+                    r->capture = r->key_cap;
+                    cs = i;
+
+                    if (r->key_cap == AL_LLM_CAP_USAGE) {
+                        r->usage_len = 0;
+
+                    } else if (r->key_cap == AL_LLM_CAP_MODEL) {
+                        r->model_len = 0;
+                    }
+                }
+
+            } else if (c == ',' || c == '}') {
+                if (r->capture) {
+                    al_llm_resp_capture(r, p + cs, i - 1 - cs);
+                }
+
+                al_llm_resp_end_value(r);
+
+                if (c == '}') {
+                    r->state = AL_LLM_R_DONE;
+                    return;
+                }
+
+                r->state = AL_LLM_R_KEY;
+
+            } else if (c == ']') {
+
+                /* the top level closed as an array: nothing more taken */
+
+                r->depth = 0;
+                r->state = AL_LLM_R_DONE;
+                return;
+
+            } else {                            /* '{' or '[' */
+                r->depth = 2;
+                break;
+            }
+
+            if (i == len) {
+                break;
+            }
         }
+    }
+
+end:
+
+    if (r->capture && cs < len) {
+        al_llm_resp_capture(r, p + cs, len - cs);
+    }
+}
+
+
+/* which value a member's name takes: "usage" and "model", unescaped */
+
+static inline unsigned
+al_llm_resp_name(const unsigned char *s, size_t n)
+{
+    if (n != 5) {
+        return AL_LLM_CAP_NONE;
+    }
+
+    if (memcmp(s, "usage", 5) == 0) {
+        return AL_LLM_CAP_USAGE;
+    }
+
+    if (memcmp(s, "model", 5) == 0) {
+        return AL_LLM_CAP_MODEL;
+    }
+
+    return AL_LLM_CAP_NONE;
+}
+
+
+/*
+ * The first of '"', '{', '}', '[', ']' in p[i..n), else n: sixteen bytes
+ * at a time where the compiler has vectors ('[' and ']' are '{' and '}'
+ * without bit 5), then byte by byte.
+ */
+
+static inline size_t
+al_llm_resp_next(const unsigned char *p, size_t i, size_t n)
+{
+#if (AL_LLM_V16)
+    uint64_t      lo, hi;
+    al_llm_v16_t  v, x, m;
+
+    while (n - i >= 16) {
+        memcpy(&v, p + i, 16);
+        x = v | 0x20;
+        m = (al_llm_v16_t) ((v == '"') | (x == '{') | (x == '}'));
+        memcpy(&lo, &m, 8);
+        memcpy(&hi, (const unsigned char *) &m + 8, 8);
+
+        if ((lo | hi) != 0) {
+            return i + (lo != 0 ? (size_t) (__builtin_ctzll(lo) >> 3)
+                                : 8 + (size_t) (__builtin_ctzll(hi) >> 3));
+        }
+
+        i += 16;
+    }
+#endif
+
+    while (i < n && !al_llm_resp_struct[p[i]]) {
+        i++;
+    }
+
+    return i;
+}
+
+
+/* al_llm_str_run() sixteen bytes at a time: the first '"' or backslash */
+
+static inline size_t
+al_llm_resp_str(const unsigned char *p, size_t i, size_t n)
+{
+#if (AL_LLM_V16)
+    uint64_t      lo, hi;
+    al_llm_v16_t  v, m;
+
+    while (n - i >= 16) {
+        memcpy(&v, p + i, 16);
+        m = (al_llm_v16_t) ((v == '"') | (v == '\\'));
+        memcpy(&lo, &m, 8);
+        memcpy(&hi, (const unsigned char *) &m + 8, 8);
+
+        if ((lo | hi) != 0) {
+            return i + (lo != 0 ? (size_t) (__builtin_ctzll(lo) >> 3)
+                                : 8 + (size_t) (__builtin_ctzll(hi) >> 3));
+        }
+
+        i += 16;
+    }
+#endif
+
+    return al_llm_str_run(p, i, n);
+}
+
+
+/*
+ * The rest of a string whose opening quote is before p[i]: returns the
+ * byte after its closing quote, or len with r->in_str (and r->esc when
+ * the piece ended right after a backslash) saying it goes on.
+ */
+
+static size_t
+al_llm_resp_string(al_llm_resp_t *r, const unsigned char *p, size_t i,
+    size_t len)
+{
+    for ( ;; ) {
+        i = al_llm_resp_str(p, i, len);
+
+        if (i == len) {
+            r->in_str = 1;
+            return len;
+        }
+
+        if (p[i] == '"') {
+            return i + 1;
+        }
+
+        /* a backslash: the byte after it belongs to the string */
+
+        if (i + 1 == len) {
+            r->in_str = 1;
+            r->esc = 1;
+            return len;
+        }
+
+        i += 2;
     }
 }
 
 
 /*
+ * A string cut between pieces goes on at p[i]: up to the next quote or
+ * backslash; a member's name is kept as far as it could match.
+ */
+
+static size_t
+al_llm_resp_rest(al_llm_resp_t *r, const unsigned char *p, size_t i,
+    size_t len)
+{
+    size_t         j;
+    unsigned char  c;
+
+    j = al_llm_resp_str(p, i + r->esc, len);
+    r->esc = 0;
+
+    if (r->is_key) {
+        if (r->key_len + (j - i) <= sizeof(r->key)) {
+            memcpy(r->key + r->key_len, p + i, j - i);
+            r->key_len += j - i;
+
+        } else {
+            r->key_over = 1;
+        }
+    }
+
+    if (j == len) {
+        return len;
+    }
+
+    c = p[j++];
+
+    if (c == '\\') {
+        r->esc = 1;
+        r->key_over |= r->is_key;               /* escaped names: ignored */
+        return j;
+    }
+
+    r->in_str = 0;
+
+    if (r->is_key) {
+        r->is_key = 0;
+        r->state = AL_LLM_R_COLON;
+        r->key_cap = r->key_over ? AL_LLM_CAP_NONE
+                     : al_llm_resp_name((const unsigned char *) r->key,
+                                        r->key_len);
+    }
+
+    return j;
+}
+
+
+/*
  * Inside a member only the nesting counts: strings are skipped whole and
- * brackets counted, without a turn of the byte loop each.  Returns where
- * it stopped: the end of the slice (r->in_str and r->esc say where a
- * string cut there stands), or the byte after the bracket that brought
- * the scan back to the top-level object.
+ * brackets counted, the bytes between them passed sixteen at a time.
+ * Returns where it stopped: the end of the slice (r->in_str and r->esc
+ * say where a string cut there stands), or the byte after the bracket
+ * that brought the scan back to the top-level object.
  */
 
 static size_t
@@ -406,60 +591,36 @@ al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p, size_t i,
 {
     unsigned char  c;
 
-    while (i < len) {
+    do {
+        if (!al_llm_resp_struct[p[i]]) {
+            i = al_llm_resp_next(p, i + 1, len);
 
-        while (!al_llm_resp_struct[p[i]]) {
-            if (++i == len) {
+            if (i == len) {
                 return len;
             }
         }
 
         c = p[i++];
 
-        switch (c) {
+        if (c == '"') {
+            i = al_llm_resp_string(r, p, i, len);
 
-        case '"':
-            for ( ;; ) {
-                i = al_llm_str_run(p, i, len);
-
-                if (i == len) {
-                    r->in_str = 1;
-                    return len;
-                }
-
-                if (p[i] == '"') {
-                    i++;
-                    break;
-                }
-
-                /* a backslash: the byte after it belongs to the string */
-
-                if (i + 1 == len) {
-                    r->in_str = 1;
-                    r->esc = 1;
-                    return len;
-                }
-
-                i += 2;
+            if (r->in_str) {
+                return len;
             }
-            break;
 
-        case '{':
-        case '[':
+        } else if (c == '{' || c == '[') {
             if (r->depth < UINT32_MAX) {
                 r->depth++;
             }
-            break;
 
-        default:                                /* '}' or ']' */
-            if (--r->depth == 1) {
-                return i;
-            }
-            break;
+        } else if (--r->depth == 1) {           /* '}' or ']' */
+            return i;
         }
-    }
 
-    return i;
+    } while (i < len);
+
+    return len;
 }
 
 
@@ -483,7 +644,11 @@ al_llm_resp_end_value(al_llm_resp_t *r)
 }
 
 
-/* straight into the buffer it is kept in */
+/*
+ * Straight into the buffer it is kept in; a "usage" value longer than
+ * the struct's own buffer moves to one of AL_LLM_USAGE_MAX from
+ * r->alloc().
+ */
 
 static void
 al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
@@ -491,18 +656,43 @@ al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
     char    *buf;
     size_t   size;
 
-    if (r->capture == AL_LLM_CAP_USAGE) {
-        buf = r->usage;
-        size = sizeof(r->usage);
-
-    } else {
-        buf = r->model;
-        size = sizeof(r->model);
+    if (r->cap_over) {
+        return;
     }
 
-    if (r->cap_over || n > size - r->cap_len) {
-        r->cap_over = 1;
-        return;
+    if (r->capture == AL_LLM_CAP_USAGE) {
+
+        if (n > r->usage_size - r->cap_len) {
+
+            if (n > AL_LLM_USAGE_MAX - r->cap_len || r->alloc == NULL
+                || r->usage != r->usage_in)
+            {
+                r->cap_over = 1;
+                return;
+            }
+
+            buf = r->alloc(r->alloc_ctx, AL_LLM_USAGE_MAX);
+            if (buf == NULL) {
+                r->cap_over = 1;
+                return;
+            }
+
+            memcpy(buf, r->usage_in, r->cap_len);
+            r->usage = buf;
+            r->usage_size = AL_LLM_USAGE_MAX;
+        }
+
+        buf = r->usage;
+
+    } else {
+        size = sizeof(r->model);
+
+        if (n > size - r->cap_len) {
+            r->cap_over = 1;
+            return;
+        }
+
+        buf = r->model;
     }
 
     memcpy(buf + r->cap_len, p, n);
@@ -644,13 +834,16 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
     const al_str_t *keys, uint64_t *v, unsigned depth)
 {
     int        id;
-    size_t     i, j, k, n, at, nkeys;
+    size_t     i, j, k, n, at, nkeys, nall, hint;
     uint64_t   x;
-    unsigned   neg, frac;
+    unsigned   neg, frac, seen;
     size_t     key_at[AL_LLM_QUICK_KEYS], key_len[AL_LLM_QUICK_KEYS];
 
     i = *pos + 1;
-    nkeys = 0;
+    nkeys = 0;                  /* the keys not in keys[] */
+    nall = 0;
+    hint = 0;                   /* keys[] come in their order, mostly */
+    seen = 0;
 
     while (i < len && al_llm_json_ws(p[i])) {
         i++;
@@ -678,33 +871,57 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
 
         n = j - at;
 
-        for (k = 0; k < nkeys; k++) {
-            if (key_len[k] == n && p[key_at[k]] == p[at]
-                && al_llm_same((const char *) p + key_at[k], p + at, n))
-            {
-                return 1;
-            }
-        }
-
-        if (nkeys == AL_LLM_QUICK_KEYS) {
+        if (nall == AL_LLM_QUICK_KEYS) {
             return 1;
         }
 
-        key_at[nkeys] = at;
-        key_len[nkeys] = n;
-        nkeys++;
+        nall++;
+
+        /*
+         * A name of keys[] is a key twice when its bit is set; any other
+         * is compared with the other keys before it.
+         */
 
         id = -1;
 
         if (keys != NULL) {
-            for (k = 0; keys[k].data != NULL; k++) {
-                if (keys[k].len == n && keys[k].data[0] == (char) p[at]
-                    && al_llm_same(keys[k].data, p + at, n))
-                {
-                    id = (int) k;
-                    break;
+            if (keys[hint].data != NULL && keys[hint].len == n
+                && al_llm_same(keys[hint].data, p + at, n))
+            {
+                id = (int) hint;
+
+            } else {
+                for (k = 0; keys[k].data != NULL; k++) {
+                    if (keys[k].len == n && keys[k].data[0] == (char) p[at]
+                        && al_llm_same(keys[k].data, p + at, n))
+                    {
+                        id = (int) k;
+                        break;
+                    }
                 }
             }
+        }
+
+        if (id >= 0) {
+            if (seen & (1u << id)) {
+                return 1;
+            }
+
+            seen |= 1u << id;
+            hint = (size_t) id + 1;
+
+        } else {
+            for (k = 0; k < nkeys; k++) {
+                if (key_len[k] == n && p[key_at[k]] == p[at]
+                    && al_llm_same((const char *) p + key_at[k], p + at, n))
+                {
+                    return 1;
+                }
+            }
+
+            key_at[nkeys] = at;
+            key_len[nkeys] = n;
+            nkeys++;
         }
 
         i = j + 1;
@@ -1377,14 +1594,28 @@ al_llm_quick_run(const unsigned char *p, size_t i, size_t n)
 }
 
 
+/* al_llm_usage_parse()'s buffer for a long usage value */
+
+static void *
+al_llm_resp_stack(void *ctx, size_t size)
+{
+    (void) size;
+
+    return ctx;
+}
+
+
 int
 al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
     const unsigned char *body, size_t len, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
     al_llm_resp_t  r;
+    char           usage[AL_LLM_USAGE_MAX];
 
     al_llm_resp_init(&r, kind, ep);
+    r.alloc = al_llm_resp_stack;
+    r.alloc_ctx = usage;
     al_llm_resp_feed(&r, body, len);
 
     return al_llm_resp_usage(&r, u, model, model_size);

@@ -19,6 +19,10 @@
  *     into its caller's memory;
  *   - max_output never exceeds the client's cap times n when clamping;
  *   - an allowed route has a URI under the upstream's base path;
+ *   - the body scanner's loop (al_llm_json_scan()) fills what its
+ *     recursive scan (al_llm_json_scan_strict()) fills and refuses what
+ *     it refuses, with the same detail, for the request's members and
+ *     for a usage object's;
  *   - the response scanner gives the same usage however it is split;
  *   - error bodies and usage lines are valid JSON for any message.
  */
@@ -37,6 +41,28 @@
 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+static void fuzz_flat(const al_llm_scan_spec_t *spec, const uint8_t *body,
+    size_t len);
+static int fuzz_same_field(const al_llm_jfield_t *a,
+    const al_llm_jfield_t *b);
+
+/* the request's spec (al_llm_scan.c) and one like a usage object's */
+static const char *const  fz_fields[] = {
+    "model", "stream", "max_tokens", "max_completion_tokens",
+    "max_output_tokens", "stream_options", "n", NULL
+};
+static const char *const  fz_so[] = { "include_usage", NULL };
+static const al_llm_scan_spec_t  fz_request_spec = {
+    fz_fields, 0, 5, fz_so, 7, 1
+};
+static const char *const  fz_usage_names[] = {
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", NULL
+};
+static const char *const  fz_details[] = { "cached_tokens", NULL };
+static const al_llm_scan_spec_t  fz_usage_spec = {
+    fz_usage_names, -1, 3, fz_details, 4, 0
+};
 static void fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const uint8_t *body, size_t len);
 static void fuzz_request_with(const al_llm_t *llm,
@@ -122,6 +148,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = size - 2;
 
     fuzz_scan(s, len);
+    fuzz_flat(&fz_request_spec, s, len);
+    fuzz_flat(&fz_usage_spec, s, len);
     fuzz_request(llm, lc, ep, s, len);
     fuzz_route(llm, lc, methods[data[1] & 0x03], s, len);
     fuzz_response(llm->kind, ep, s, len, len ? data[1] % (len + 1) : 0);
@@ -504,6 +532,98 @@ fuzz_route(const al_llm_t *llm, const al_llm_client_t *lc,
                && r != AL_REASON_MODEL)
     {
         abort();
+    }
+}
+
+
+static int
+fuzz_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b)
+{
+    /* esc is set for strings only */
+
+    return a->type == b->type && a->at == b->at && a->len == b->len
+           && a->num == b->num
+           && (a->type != AL_LLM_JT_STRING || a->esc == b->esc);
+}
+
+
+static void
+fuzz_flat(const al_llm_scan_spec_t *spec, const uint8_t *body, size_t len)
+{
+    int             rc1, rc2;
+    size_t          k, n;
+    al_llm_body_t   a, b;
+    char            d1[AL_DETAIL_MAX], d2[AL_DETAIL_MAX];
+
+    rc1 = al_llm_json_scan(spec, body, len, &a, d1, sizeof(d1));
+    rc2 = al_llm_json_scan_strict(spec, body, len, &b, d2, sizeof(d2));
+
+    if (rc1 != rc2) {
+        abort();
+    }
+
+    if (rc1 != 0) {
+        if (strcmp(d1, d2) != 0) {
+            abort();
+        }
+        return;
+    }
+
+    if (!fuzz_same_field(&a.root, &b.root)) {
+        abort();
+    }
+
+    for (k = 0; k < AL_LLM_F_MAX; k++) {
+        if (!fuzz_same_field(&a.f[k], &b.f[k])) {
+            abort();
+        }
+    }
+
+    if (a.root_last != b.root_last || a.root_members != b.root_members
+        || a.so_last != b.so_last || a.so_members != b.so_members
+        || a.jansson != b.jansson || a.text_bytes != b.text_bytes
+        || a.extra != b.extra || a.model[0] != b.model[0])
+    {
+        abort();
+    }
+
+    if (spec->model >= 0 && a.f[spec->model].type == AL_LLM_JT_STRING) {
+        n = (size_t) a.f[spec->model].num;
+        n = n < sizeof(a.model) ? n : sizeof(a.model);
+
+        if (memcmp(a.model, b.model, n) != 0) {
+            abort();
+        }
+    }
+
+    /* the request's own entry point is the same scan */
+
+    if (spec == &fz_request_spec) {
+        rc1 = al_llm_body_scan(body, len, &a, d1, sizeof(d1));
+
+        if (rc1 != 0 || !fuzz_same_field(&a.root, &b.root)
+            || a.root_last != b.root_last || a.root_members != b.root_members
+            || a.so_last != b.so_last || a.so_members != b.so_members
+            || a.jansson != b.jansson || a.text_bytes != b.text_bytes
+            || a.extra != b.extra)
+        {
+            abort();
+        }
+
+        for (k = 0; k < AL_LLM_F_MAX; k++) {
+            if (!fuzz_same_field(&a.f[k], &b.f[k])) {
+                abort();
+            }
+        }
+
+        if (a.f[0].type == AL_LLM_JT_STRING) {
+            n = (size_t) a.f[0].num;
+            n = n < sizeof(a.model) ? n : sizeof(a.model);
+
+            if (memcmp(a.model, b.model, n) != 0) {
+                abort();
+            }
+        }
     }
 }
 

@@ -1,0 +1,316 @@
+/*
+ * Unit tests for the JSON answer's usage scanner (al_llm_resp_feed()):
+ * each body is fed whole, cut in two at every byte, cut in three at every
+ * pair of bytes (the short ones), and a byte at a time; the captured
+ * "usage" and "model" values must be those of the byte scanner it
+ * replaced (llm_resp_ref.h) fed whole, and the usage and model read from
+ * them those of al_llm_usage_parse() on the whole body.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock.h"
+#include "al_llm.h"
+#include "tap.h"
+#include "llm_resp_ref.h"
+
+
+static char  ut_spill[AL_LLM_USAGE_MAX];
+static int   ut_spills;
+
+static void *ut_alloc(void *ctx, size_t size);
+static int ut_same(const al_llm_resp_t *r, const ref_resp_t *ref);
+static int ut_body(const char *body, size_t len, int alloc);
+static void ut_bodies(void);
+static void ut_long(void);
+
+
+static void *
+ut_alloc(void *ctx, size_t size)
+{
+    (void) ctx;
+
+    if (size != AL_LLM_USAGE_MAX) {
+        return NULL;
+    }
+
+    ut_spills++;
+
+    return ut_spill;
+}
+
+
+/* the same captures, as the usage reader sees them */
+
+static int
+ut_same(const al_llm_resp_t *r, const ref_resp_t *ref)
+{
+    return r->usage_len == ref->usage_len
+           && memcmp(r->usage, ref->usage, ref->usage_len) == 0
+           && r->model_len == ref->model_len
+           && memcmp(r->model, ref->model, ref->model_len) == 0;
+}
+
+
+static void
+ut_init(al_llm_resp_t *r, int alloc)
+{
+    al_llm_resp_init(r, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+
+    if (alloc) {
+        r->alloc = ut_alloc;
+    }
+}
+
+
+/* the number of ways of feeding it that differ from the reference */
+
+static int
+ut_body(const char *body, size_t len, int alloc)
+{
+    int                   bad, rc1, rc2;
+    size_t                i, j;
+    ref_resp_t           *ref;
+    al_llm_resp_t         r;
+    al_llm_usage_t        u1, u2;
+    char                  m1[AL_LLM_MODEL_MAX], m2[AL_LLM_MODEL_MAX];
+    const unsigned char  *p;
+
+    p = (const unsigned char *) body;
+    bad = 0;
+
+    ref = malloc(sizeof(ref_resp_t));
+    if (ref == NULL) {
+        return 1;
+    }
+
+    ref_resp_init(ref);
+    ref_resp_feed(ref, p, len);
+
+    if (ref->usage_len > AL_LLM_USAGE_INLINE && !alloc) {
+        ref->usage_len = 0;             /* not taken without an alloc */
+    }
+
+    ut_init(&r, alloc);
+    al_llm_resp_feed(&r, p, len);
+    bad += !ut_same(&r, ref);
+
+    rc1 = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT, p, len, &u1, m1,
+                             sizeof(m1));
+    rc2 = al_llm_resp_usage(&r, &u2, m2, sizeof(m2));
+
+    if (alloc || ref->usage_len == 0 || ref->usage_len <= AL_LLM_USAGE_INLINE)
+    {
+        bad += (rc1 != rc2 && (alloc || rc1 != 0))
+               || (rc1 == rc2 && memcmp(&u1, &u2, sizeof(u1)) != 0)
+               || strcmp(m1, m2) != 0;
+    }
+
+    for (i = 0; i <= len; i++) {
+        ut_init(&r, alloc);
+        al_llm_resp_feed(&r, p, i);
+        al_llm_resp_feed(&r, p + i, len - i);
+        bad += !ut_same(&r, ref);
+    }
+
+    if (len <= 400) {
+        for (i = 0; i <= len; i++) {
+            for (j = i; j <= len; j++) {
+                ut_init(&r, alloc);
+                al_llm_resp_feed(&r, p, i);
+                al_llm_resp_feed(&r, p + i, j - i);
+                al_llm_resp_feed(&r, p + j, len - j);
+                bad += !ut_same(&r, ref);
+            }
+        }
+    }
+
+    ut_init(&r, alloc);
+    for (i = 0; i < len; i++) {
+        al_llm_resp_feed(&r, p + i, 1);
+    }
+    bad += !ut_same(&r, ref);
+
+    free(ref);
+
+    return bad;
+}
+
+
+static const char *const  ut_cases[] = {
+
+    /* the bench's answer */
+    "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"created\":1,"
+    "\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"message\":"
+    "{\"role\":\"assistant\",\"content\":\"Hello from the bench\"},"
+    "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":11,"
+    "\"completion_tokens\":5,\"total_tokens\":16}}",
+
+    /* pretty, with details, escapes and unicode in the content */
+    "{\n  \"id\": \"chatcmpl-AbC\",\n  \"object\": \"chat.completion\",\n"
+    "  \"created\": 1720000000,\n  \"model\": \"gpt-4o-2024-08-06\",\n"
+    "  \"choices\": [\n    {\n      \"index\": 0,\n      \"message\": {\n"
+    "        \"role\": \"assistant\",\n        \"content\": \"Line one\\n"
+    "Line two \\\"quoted\\\" \\\\ back\\u00e9 caf\xc3\xa9 \xe2\x82\xac {[}]"
+    " , : \\n\\tend\",\n        \"refusal\": null\n      },\n"
+    "      \"logprobs\": null,\n      \"finish_reason\": \"stop\"\n    }\n"
+    "  ],\n  \"usage\": {\n    \"prompt_tokens\": 19,\n"
+    "    \"completion_tokens\": 10,\n    \"total_tokens\": 29,\n"
+    "    \"prompt_tokens_details\": {\n      \"cached_tokens\": 3,\n"
+    "      \"audio_tokens\": 0\n    },\n"
+    "    \"completion_tokens_details\": {\n"
+    "      \"reasoning_tokens\": 0,\n      \"audio_tokens\": 0,\n"
+    "      \"accepted_prediction_tokens\": 0,\n"
+    "      \"rejected_prediction_tokens\": 0\n    }\n  },\n"
+    "  \"system_fingerprint\": \"fp_1\"\n}\n",
+
+    /* tool calls */
+    "{\"id\":\"x\",\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,"
+    "\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+    "[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":"
+    "\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\","
+    "\\\"usage\\\":{\\\"x\\\":1}}\"}}]},\"finish_reason\":\"tool_calls\"}],"
+    "\"usage\":{\"prompt_tokens\":80,\"completion_tokens\":17,"
+    "\"total_tokens\":97}}",
+
+    /* embeddings */
+    "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+    "\"embedding\":[0.0023064255,-0.009327292,0.015797347,-0.0077780345,"
+    "-0.0046922187,0.014823521,-0.009559742,-0.0038547351,-0.024047991,"
+    "-0.011981346,0.0088918174,0.005678,1e-7,-2.5E+3,0,1,2,3,4,5,6,7,8,9"
+    "]}],\"model\":\"text-embedding-3-small\",\"usage\":{\"prompt_tokens\""
+    ":8,\"total_tokens\":8}}",
+
+    /* Anthropic's layout */
+    "{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\","
+    "\"model\":\"claude-3-5-sonnet\",\"content\":[{\"type\":\"text\","
+    "\"text\":\"Hi!\"}],\"stop_reason\":\"end_turn\",\"usage\":"
+    "{\"input_tokens\":12,\"cache_read_input_tokens\":4,"
+    "\"output_tokens\":6}}",
+
+    /* names: escaped, long, repeated, nested, at the wrong place */
+    "{\"us\\u0061ge\":{\"prompt_tokens\":1},\"model\":\"a\","
+    "\"usage\":{\"prompt_tokens\":2},\"usage\":{\"prompt_tokens\":3},"
+    "\"model\":\"b\",\"x\":{\"usage\":{\"prompt_tokens\":4}},"
+    "\"a_very_long_member_name_usage\":1,\"model\" : \"c\" }",
+    "{\"a\" \"usage\":{\"prompt_tokens\":5},\"b\":1}",
+    "{x\"usage\":{\"prompt_tokens\":6}}",
+    "{\"usage\"\"model\":{\"prompt_tokens\":7},\"z\":2}",
+    "{\"usage\":{\"prompt_tokens\":8}]",
+    "{\"usage\":{\"prompt_tokens\":9}",
+    "{\"usage\":{\"prompt_tokens\":10}} trailing {\"usage\":1}",
+    "  \r\n\t{\"usage\" : [1,2,{\"prompt_tokens\":11}] , \"model\":12}",
+    "{\"model\":\"m\\\"q\\\\\\u00e9\xc3\xa9\",\"usage\":{\"prompt_tokens\""
+    ":12}}",
+    "{{\"usage\":{\"prompt_tokens\":13}},\"usage\":{\"prompt_tokens\":14}}",
+    "{[],\"usage\":{\"prompt_tokens\":15}:1,\"model\"::\"m\"}",
+    "{\"model\"",
+    "{\"model\\",
+    "{\"usage\":\"\\",
+    "[{\"usage\":{\"prompt_tokens\":16}}]",
+    "x{\"usage\":{\"prompt_tokens\":17}}",
+    "{\"usage\":{\"prompt_tokens\":18},\"usage\":{\"prompt_tokens\":19]}",
+    "{\"usage\":{\"prompt_tokens\":20},\"usage\":{\"prompt_tokens\":21",
+    "{\"k\":\"\\\\\",\"usage\":{\"a\":\"\\\"}\",\"prompt_tokens\":22}}",
+    "{\"model\":,\"usage\":,}",
+    "{}",
+    "",
+    "{\"usage\":{\"prompt_tokens\":23}}}}]]",
+};
+
+
+static void
+ut_bodies(void)
+{
+    int     bad, alloc;
+    size_t  k;
+
+    for (alloc = 0; alloc < 2; alloc++) {
+        bad = 0;
+
+        for (k = 0; k < sizeof(ut_cases) / sizeof(ut_cases[0]); k++) {
+            if (ut_body(ut_cases[k], strlen(ut_cases[k]), alloc) != 0) {
+                tap_diag("body", ut_cases[k]);
+                bad++;
+            }
+        }
+
+        tap_is_int(bad, 0, alloc ? "bodies, every split, with an alloc"
+                                 : "bodies, every split, without an alloc");
+    }
+}
+
+
+/* usage values about the struct's buffer and about the bound */
+
+static void
+ut_long(void)
+{
+    int             bad, alloc;
+    char           *body;
+    size_t          n, len, sizes[] = {
+        AL_LLM_USAGE_INLINE - 1, AL_LLM_USAGE_INLINE,
+        AL_LLM_USAGE_INLINE + 1, 2000, AL_LLM_USAGE_MAX - 1,
+        AL_LLM_USAGE_MAX, AL_LLM_USAGE_MAX + 1, 6000
+    }, k;
+    al_llm_resp_t   r;
+    al_llm_usage_t  u;
+
+    body = malloc(8192);
+    if (body == NULL) {
+        tap_ok(0, "memory");
+        return;
+    }
+
+    for (alloc = 0; alloc < 2; alloc++) {
+        bad = 0;
+
+        for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+
+            /* {"usage":{"prompt_tokens":42,"pad":"xx..."}} */
+
+            len = (size_t) sprintf(body, "{\"usage\":{\"prompt_tokens\":42,"
+                                   "\"pad\":\"");
+            n = sizes[k] - (len - 9) - 2;
+            memset(body + len, 'x', n);
+            len += n;
+            memcpy(body + len, "\"}}", 4);
+            len += 3;
+
+            bad += ut_body(body, len, alloc);
+
+            ut_spills = 0;
+            ut_init(&r, alloc);
+            al_llm_resp_feed(&r, (const unsigned char *) body, len);
+
+            if (al_llm_resp_usage(&r, &u, NULL, 0)
+                != ((sizes[k] <= (alloc ? AL_LLM_USAGE_MAX
+                                        : AL_LLM_USAGE_INLINE))
+                    ? 0 : -1)
+                || (r.usage_len != 0 && u.prompt_tokens != 42)
+                || ut_spills != (alloc && sizes[k] > AL_LLM_USAGE_INLINE
+                                 && sizes[k] <= AL_LLM_USAGE_MAX))
+            {
+                bad++;
+            }
+        }
+
+        tap_is_int(bad, 0, alloc ? "long usage values, with an alloc"
+                                 : "long usage values, without an alloc");
+    }
+
+    free(body);
+}
+
+
+int
+main(void)
+{
+    ut_bodies();
+    ut_long();
+
+    return tap_done();
+}

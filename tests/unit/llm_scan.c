@@ -1,0 +1,287 @@
+/*
+ * Unit tests for the request body scan's loop (al_llm_json_scan(), the
+ * loop al_llm_scan_flat() in front of the recursive scan): on each body,
+ * for the request's spec and a usage object's, the loop and the recursive
+ * scan alone (al_llm_json_scan_strict()) must fill the same members,
+ * counts and model, and refuse the same bodies with the same detail.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock.h"
+#include "al_llm.h"
+#include "al_llm_internal.h"
+#include "tap.h"
+
+
+static const char *const  ut_fields[] = {
+    "model", "stream", "max_tokens", "max_completion_tokens",
+    "max_output_tokens", "stream_options", "n", NULL
+};
+static const char *const  ut_so[] = { "include_usage", NULL };
+static const al_llm_scan_spec_t  ut_request = {
+    ut_fields, 0, 5, ut_so, 7, 1
+};
+static const char *const  ut_usage_names[] = {
+    "prompt_tokens", "completion_tokens", "total_tokens",
+    "prompt_tokens_details", NULL
+};
+static const char *const  ut_details[] = { "cached_tokens", NULL };
+static const al_llm_scan_spec_t  ut_usage = {
+    ut_usage_names, -1, 3, ut_details, 4, 0
+};
+
+/* al_llm_scan.c's names: the fields read and where prompt text lives */
+static const char *const  ut_names[] = {
+    "model", "stream", "max_tokens", "max_completion_tokens",
+    "max_output_tokens", "stream_options", "n", "messages", "prompt",
+    "input", "instructions", "system", "tools", "functions"
+};
+
+static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
+static int ut_same(const al_llm_scan_spec_t *spec, const char *body,
+    size_t len);
+static int ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
+    const al_llm_scan_spec_t *spec);
+
+
+static int
+ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b)
+{
+    return a->type == b->type && a->at == b->at && a->len == b->len
+           && a->num == b->num
+           && (a->type != AL_LLM_JT_STRING || a->esc == b->esc);
+}
+
+
+static int
+ut_same(const al_llm_scan_spec_t *spec, const char *body, size_t len)
+{
+    int                   rc1, rc2;
+    al_llm_body_t         a, b;
+    const unsigned char  *p;
+    char                  d1[AL_DETAIL_MAX], d2[AL_DETAIL_MAX];
+
+    p = (const unsigned char *) body;
+
+    rc1 = al_llm_json_scan(spec, p, len, &a, d1, sizeof(d1));
+    rc2 = al_llm_json_scan_strict(spec, p, len, &b, d2, sizeof(d2));
+
+    if (rc1 != rc2) {
+        return 0;
+    }
+
+    if (rc1 != 0) {
+        return strcmp(d1, d2) == 0;
+    }
+
+    if (!ut_same_body(&a, &b, spec)) {
+        return 0;
+    }
+
+    /* the request's own entry point: the same scan, its own names */
+
+    if (spec == &ut_request) {
+        if (al_llm_body_scan(p, len, &a, d1, sizeof(d1)) != 0
+            || !ut_same_body(&a, &b, spec))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static int
+ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
+    const al_llm_scan_spec_t *spec)
+{
+    size_t  k, n;
+
+    if (!ut_same_field(&a->root, &b->root)) {
+        return 0;
+    }
+
+    for (k = 0; k < AL_LLM_F_MAX; k++) {
+        if (!ut_same_field(&a->f[k], &b->f[k])) {
+            return 0;
+        }
+    }
+
+    if (a->root_last != b->root_last || a->root_members != b->root_members
+        || a->so_last != b->so_last || a->so_members != b->so_members
+        || a->jansson != b->jansson || a->text_bytes != b->text_bytes
+        || a->extra != b->extra)
+    {
+        return 0;
+    }
+
+    if (spec->model >= 0 && a->f[spec->model].type == AL_LLM_JT_STRING) {
+        n = (size_t) a->f[spec->model].num;
+        n = n < sizeof(a->model) ? n : sizeof(a->model);
+
+        if (memcmp(a->model, b->model, n) != 0) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static const char *const  ut_bodies[] = {
+    "{\"model\":\"gpt-4o-mini\",\"messages\":[{\"role\":\"user\","
+    "\"content\":\"Say hello to the benchmark\"}]}",
+    " {\"model\" : \"gpt-4o\" ,\n\"messages\":[{\"role\":\"system\","
+    "\"content\":\"Be brief.\\nReally \\\"brief\\\" \\u00e9\xc3\xa9 "
+    "\xf0\x9f\x98\x80\"},{\"role\":\"user\",\"content\":[{\"type\":"
+    "\"text\",\"text\":\"What is this?\"},{\"type\":\"image_url\","
+    "\"image_url\":{\"url\":\"data:image/png;base64,AAAA\"}}]}],"
+    "\"max_tokens\":100,\"stream\":true,\"stream_options\":"
+    "{\"include_usage\":true,\"x\":1},\"n\":2,\"temperature\":0.5,"
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}],"
+    "\"seed\":-12,\"top_p\":1e-3,\"user\":null,\"logprobs\":false} \n",
+    "{\"m\\u006fdel\":\"gpt-4o\",\"input\":\"hi\",\"instructions\":\"x\"}",
+    "{\"model\":\"a\\u0000\"}",
+    "{\"model\":\"a\",\"model\":\"b\"}",
+    "{\"model\":\"a\",\"m\\u006fdel\":\"b\"}",
+    "{\"a\":1,\"b\":{\"a\":1,\"b\":2},\"b2\":[1,2,{\"b\":1,\"b\":2}]}",
+    "{\"model\":\"gpt\"} x",
+    "{\"model\":\"gpt\",}",
+    "{\"model\":\"gpt\"",
+    "{\"model\" \"gpt\"}",
+    "[1,2,3]",
+    "\"just a string\"",
+    "12345678901234567890",
+    "-1.5e400",
+    "{\"max_tokens\":9223372036854775808}",
+    "{\"max_tokens\":-9223372036854775808,\"n\":01}",
+    "{\"prompt\":[1,2,3,\"abc\"],\"model\":{\"x\":\"y\"}}",
+    "{\"messages\":[{\"content\":\"\xff\"}]}",
+    "{\"messages\":[{\"content\":\"\x01\"}]}",
+    "{\"usage\":{\"prompt_tokens\":1},\"prompt_tokens\":5,"
+    "\"prompt_tokens_details\":{\"cached_tokens\":3,\"x\":[]},"
+    "\"total_tokens\":1.5}",
+    "{}",
+    "[]",
+    "",
+    "   ",
+    "{\"a\":tru}",
+    "{\"a\":nul}",
+    "{\"a\":falsey}",
+    "{\"model\":\"",
+    "{\"model\":\"x\\",
+    "{\"stream_options\":[{\"include_usage\":true}],\"stream\":\"yes\"}",
+    "{\"model\":\"" "0123456789012345678901234567890123456789"
+    "0123456789012345678901234567890123456789"
+    "0123456789012345678901234567890123456789"
+    "0123456789012345678901234567890123456789"
+    "0123456789012345678901234567890123456789"
+    "0123456789012345678901234567890123456789"
+    "0123456789012345678901234567890123456789\"}",
+};
+
+
+int
+main(void)
+{
+    int     bad;
+    char   *body;
+    size_t  k, i, n;
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(ut_bodies) / sizeof(ut_bodies[0]); k++) {
+        for (n = 0; n <= strlen(ut_bodies[k]); n++) {
+
+            /* every prefix: the ends of input on the way */
+
+            if (!ut_same(&ut_request, ut_bodies[k], n)
+                || !ut_same(&ut_usage, ut_bodies[k], n))
+            {
+                tap_diag("body ", ut_bodies[k]);
+                bad++;
+                break;
+            }
+        }
+    }
+
+    tap_is_int(bad, 0, "the loop reads as the recursive scan, every prefix");
+
+    /* nesting about the bound, keys about the count compared */
+
+    body = malloc(8192);
+    if (body == NULL) {
+        tap_ok(0, "memory");
+        return tap_done();
+    }
+
+    bad = 0;
+
+    for (k = AL_JSON_DEPTH_MAX - 2; k <= AL_JSON_DEPTH_MAX + 2; k++) {
+        n = 0;
+        for (i = 0; i < k; i++) {
+            n += (size_t) sprintf(body + n, i % 2 ? "[" : "{\"messages\":");
+        }
+        n += (size_t) sprintf(body + n, "\"x\"");
+        for (i = k; i-- > 0; ) {
+            body[n++] = i % 2 ? ']' : '}';
+        }
+
+        bad += !ut_same(&ut_request, body, n);
+    }
+
+    for (k = 60; k <= 140; k += 4) {
+        n = (size_t) sprintf(body, "{\"o\":{");
+        for (i = 0; i < k; i++) {
+            n += (size_t) sprintf(body + n, "%s\"k%zu\":%zu", i ? "," : "",
+                                  i % 70, i);
+        }
+        n += (size_t) sprintf(body + n, "},\"model\":\"m\"}");
+
+        bad += !ut_same(&ut_request, body, n);
+    }
+
+    tap_is_int(bad, 0, "nesting about the bound, many keys");
+
+    /* every name the request looks for, and names one byte off them */
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(ut_names) / sizeof(ut_names[0]); k++) {
+        for (i = 0; i <= strlen(ut_names[k]) + 1; i++) {
+            char  name[64];
+
+            (void) snprintf(name, sizeof(name), "%s", ut_names[k]);
+
+            if (i < strlen(name)) {
+                name[i] ^= 0x01;            /* one byte off */
+
+            } else if (i == strlen(name)) {
+                name[i - 1] = '\0';         /* one byte short */
+            }                               /* else the name itself */
+
+            n = (size_t) sprintf(body, "{\"%s\":[\"abc\",{\"image\":1,"
+                                 "\"x\":\"de\"},7],\"y\":\"z\"}", name);
+            bad += !ut_same(&ut_request, body, n);
+
+            n = (size_t) sprintf(body, "{\"%s\":\"gpt\",\"q\":1}", name);
+            bad += !ut_same(&ut_request, body, n);
+
+            n = (size_t) sprintf(body, "{\"%s\":{\"include_usage\":1}}",
+                                 name);
+            bad += !ut_same(&ut_request, body, n);
+        }
+    }
+
+    tap_is_int(bad, 0, "the request's names, and names one byte off");
+
+    free(body);
+
+    return tap_done();
+}
