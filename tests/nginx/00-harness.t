@@ -166,14 +166,7 @@ http {
 }
 CONF
 $t->run;
-# a worker is known by its title, which it sets once it runs: under load
-# that may come after the master listens
-my @w;
-for (1 .. 100) {
-    @w = $t->_workers and last;
-    select undef, undef, undef, 0.1;
-}
-print join(' ', $echo, $t->nginx_pid, map { $_->[0] } @w), "\n";
+print join(' ', $echo, $t->nginx_pid, map { $_->[0] } $t->_workers), "\n";
 die "on purpose\n";
 EOF
 
