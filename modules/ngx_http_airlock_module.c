@@ -843,15 +843,13 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
 
     same = ngx_http_airlock_same_inject(amcf, route, ld);
     if (same != NULL) {
-        rc->inject = same->inject;
-        rc->ninject = same->ninject;
-        rc->scrub = same->scrub;
-        rc->minlen = same->minlen;
-        rc->first = same->first;
-        rc->nfirst = same->nfirst;
-        ngx_memcpy(rc->firsts, same->firsts, sizeof(rc->firsts));
-        rc->nibbles = same->nibbles;
-        rc->space = same->space;
+
+        /* all but the upstream is the injection's: headers, scrub list,
+           its search tables */
+
+        *rc = *same;
+        rc->upstream = *us;
+
         return NGX_CONF_OK;
     }
 
