@@ -390,12 +390,15 @@ ngx_http_airlock_conf_is_var(ngx_conf_t *cf, ngx_uint_t index,
  * request with them in its buffers: it is made not dumpable (no core
  * file, no ptrace by the same user) unless "airlock_worker_dumpable on".
  * nginx itself makes workers dumpable before modules' init_process.
+ * It also takes its regions of the shared log buffers.
  */
 
 ngx_int_t
 ngx_http_airlock_init_process(ngx_cycle_t *cycle)
 {
     ngx_http_airlock_main_conf_t  *amcf;
+
+    ngx_http_airlock_logs_init_process(cycle);
 
     amcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_airlock_module);

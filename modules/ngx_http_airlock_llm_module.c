@@ -1199,9 +1199,8 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
 
     ssize_t      size;
-    ngx_int_t    rc;
     ngx_str_t   *value, name;
-    ngx_uint_t   i;
+    ngx_msec_t   flush;
 
     if (llcf->log != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -1219,26 +1218,9 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     name = value[1];
-    size = 0;
 
-    for (i = 2; i < cf->args->nelts; i++) {
-
-        rc = (size == 0) ? ngx_http_airlock_buffer_arg(cf, &value[i], &size)
-                         : NGX_DECLINED;
-
-        if (rc == NGX_ERROR) {
-            return NGX_CONF_ERROR;
-        }
-
-        if (rc == NGX_DECLINED) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "invalid parameter \"%V\"%s", &value[i],
-                               ngx_strncmp(value[i].data, "flush=", 6) == 0
-                               ? " (buffered usage lines are written at the "
-                                 "end of each pass of the event loop)"
-                               : "");
-            return NGX_CONF_ERROR;
-        }
+    if (ngx_http_airlock_log_args(cf, 2, &size, &flush) != NGX_OK) {
+        return NGX_CONF_ERROR;
     }
 
     llcf->log = ngx_http_airlock_open_file(cf, &name);
@@ -1250,9 +1232,12 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_OK;
     }
 
-    /* flush 0: at the end of the pass of the event loop */
+    /*
+     * in shared memory, so a killed worker's lines are written by another;
+     * without flush=, at the end of the pass of the event loop
+     */
 
-    return ngx_http_airlock_file_buffer(cf, llcf->log, size, 0);
+    return ngx_http_airlock_file_buffer(cf, llcf->log, size, flush, 1);
 }
 
 

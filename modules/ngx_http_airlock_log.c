@@ -28,6 +28,11 @@
  * on USR1 and when the worker exits (nginx calls file->flush).  Alerts are
  * never held: the buffer is written first, then the alert, so the journal
  * keeps its order and alertd sees an alert at once.
+ *
+ * The usage log's buffer (airlock_llm_log ... buffer=) is in shared memory
+ * instead: a zone per file with a region per worker.  A worker that is
+ * killed leaves its lines there, and the next worker to start, or any
+ * worker within a second, writes them (see ngx_http_airlock_recover()).
  */
 
 
@@ -56,6 +61,8 @@
  * struct) or its flushes would try to compress.
  */
 
+typedef struct ngx_http_airlock_region_s  ngx_http_airlock_region_t;
+
 typedef struct {
     u_char                      *start;
     u_char                      *pos;
@@ -63,7 +70,35 @@ typedef struct {
     ngx_event_t                 *event;
     ngx_msec_t                   flush;
     ngx_int_t                    gzip;          /* always 0 */
+
+    /* the lines held in shared memory: buffer=, airlock_llm_log */
+    ngx_shm_zone_t              *zone;
+    ngx_http_airlock_region_t   *own;           /* this worker's */
+    ngx_msec_t                   scanned;       /* last look at others' */
 } ngx_http_airlock_buf_t;
+
+
+/*
+ * A worker's region of a file's zone: its lines not yet written.  The
+ * owner alone adds lines and writes them; len covers whole lines only and
+ * is stored after the bytes it covers, so whatever len says is there even
+ * when the owner is killed between two stores.  Another process takes a
+ * region over (compare-and-swap of pid) only when its owner is dead, or
+ * free (pid 0).
+ */
+
+struct ngx_http_airlock_region_s {
+    ngx_atomic_t                 pid;
+    size_t                       len;
+    u_char                       data[1];
+};
+
+
+typedef struct {
+    size_t                       size;          /* of each region's data */
+    ngx_uint_t                   n;
+    ngx_http_airlock_region_t   *region[1];
+} ngx_http_airlock_regions_t;
 
 
 typedef struct {
@@ -97,6 +132,10 @@ static void ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_create(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_flush_handler(ngx_event_t *ev);
+static ngx_int_t ngx_http_airlock_regions_init(ngx_shm_zone_t *zone,
+    void *data);
+static void ngx_http_airlock_recover(ngx_open_file_t *file,
+    ngx_http_airlock_buf_t *b, ngx_uint_t all, ngx_log_t *log);
 static ngx_msec_t ngx_http_airlock_wall_ms(void);
 static uint64_t ngx_http_airlock_rid_mix(uint64_t x);
 
@@ -197,11 +236,9 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_airlock_main_conf_t  *amcf = conf;
 
-    ssize_t                  size;
-    ngx_int_t                rc;
-    ngx_str_t               *value, name, s;
-    ngx_msec_t               flush;
-    ngx_uint_t               i;
+    ssize_t      size;
+    ngx_str_t   *value, name;
+    ngx_msec_t   flush;
 
     if (amcf->journal != NULL) {
         return "is duplicate";
@@ -209,42 +246,9 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
     name = value[1];
-    size = 0;
-    flush = 0;
 
-    for (i = 2; i < cf->args->nelts; i++) {
-
-        rc = ngx_http_airlock_buffer_arg(cf, &value[i], &size);
-
-        if (rc == NGX_ERROR) {
-            return NGX_CONF_ERROR;
-        }
-
-        if (rc == NGX_OK) {
-            continue;
-        }
-
-        if (ngx_strncmp(value[i].data, "flush=", 6) == 0) {
-            s.data = value[i].data + 6;
-            s.len = value[i].len - 6;
-
-            flush = ngx_parse_time(&s, 0);
-            if (flush == (ngx_msec_t) NGX_ERROR || flush == 0) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid flush time \"%V\"", &s);
-                return NGX_CONF_ERROR;
-            }
-
-            continue;
-        }
-
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
+    if (ngx_http_airlock_log_args(cf, 2, &size, &flush) != NGX_OK) {
         return NGX_CONF_ERROR;
-    }
-
-    if (flush && size == 0) {
-        return "flush= needs buffer=";
     }
 
     amcf->journal = ngx_http_airlock_open_file(cf, &name);
@@ -257,34 +261,68 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return ngx_http_airlock_file_buffer(cf, amcf->journal, size,
-                                        flush ? flush : 1000);
+                                        flush ? flush : 1000, 0);
 }
 
 
 /*
- * A "buffer=SIZE" parameter of a log directive: NGX_OK and its size,
- * NGX_DECLINED when arg is another parameter, NGX_ERROR (said) when the
- * size is not one or is under NGX_HTTP_AIRLOCK_LINE_MAX (4k: a line
- * always fits).
+ * A log directive's parameters from args[from]: "buffer=SIZE" (at least
+ * NGX_HTTP_AIRLOCK_LINE_MAX, 4k: a line always fits; 0 when absent) and
+ * "flush=TIME" (0 when absent), which needs a buffer.  NGX_OK, or
+ * NGX_ERROR said.
  */
 
 ngx_int_t
-ngx_http_airlock_buffer_arg(ngx_conf_t *cf, ngx_str_t *arg, ssize_t *size)
+ngx_http_airlock_log_args(ngx_conf_t *cf, ngx_uint_t from, ssize_t *size,
+    ngx_msec_t *flush)
 {
-    ngx_str_t  s;
+    ngx_str_t   *value, s;
+    ngx_uint_t   i;
 
-    if (arg->len < 7 || ngx_strncmp(arg->data, "buffer=", 7) != 0) {
-        return NGX_DECLINED;
+    value = cf->args->elts;
+    *size = 0;
+    *flush = 0;
+
+    for (i = from; i < cf->args->nelts; i++) {
+
+        if (*size == 0 && ngx_strncmp(value[i].data, "buffer=", 7) == 0) {
+            s.data = value[i].data + 7;
+            s.len = value[i].len - 7;
+
+            *size = ngx_parse_size(&s);
+
+            if (*size == NGX_ERROR || *size < NGX_HTTP_AIRLOCK_LINE_MAX) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid buffer size \"%V\" "
+                                   "(at least 4k)", &s);
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
+        if (*flush == 0 && ngx_strncmp(value[i].data, "flush=", 6) == 0) {
+            s.data = value[i].data + 6;
+            s.len = value[i].len - 6;
+
+            *flush = ngx_parse_time(&s, 0);
+
+            if (*flush == (ngx_msec_t) NGX_ERROR || *flush == 0) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid flush time \"%V\"", &s);
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_ERROR;
     }
 
-    s.data = arg->data + 7;
-    s.len = arg->len - 7;
-
-    *size = ngx_parse_size(&s);
-
-    if (*size == NGX_ERROR || *size < NGX_HTTP_AIRLOCK_LINE_MAX) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid buffer size \"%V\" (at least 4k)", &s);
+    if (*flush && *size == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "flush= needs buffer=");
         return NGX_ERROR;
     }
 
@@ -299,12 +337,22 @@ ngx_http_airlock_buffer_arg(ngx_conf_t *cf, ngx_str_t *arg, ssize_t *size)
  * event loop pass they were added in (a posted event: nginx runs those
  * before it waits for events again).  Every log naming the file writes
  * through the buffer; two logs may share it when they ask for the same.
+ *
+ * With shared set the buffer is a region of a shared memory zone named
+ * after the file, taken by each worker when it starts (until then, and
+ * in a worker that finds no region free, the buffer is the process's
+ * own).  The zone has two regions per worker process and two more, so
+ * that a reload's new workers find theirs while the old ones finish.
  */
 
 char *
 ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
-    size_t size, ngx_msec_t flush)
+    size_t size, ngx_msec_t flush, ngx_uint_t shared)
 {
+    size_t                   zsize;
+    ngx_str_t                name;
+    ngx_uint_t               n;
+    ngx_core_conf_t         *ccf;
     ngx_http_airlock_buf_t  *buf;
 
     if (file->data != NULL) {
@@ -312,7 +360,8 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
 
         if (file->flush == ngx_http_airlock_reopen
             && (size_t) (buf->last - buf->start) == size
-            && buf->flush == flush)
+            && buf->flush == flush
+            && (buf->zone != NULL) == (shared != 0))
         {
             return NGX_CONF_OK;
         }
@@ -344,10 +393,279 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
     buf->event->log = &cf->cycle->new_log;
     buf->event->cancelable = 1;
 
+    if (shared) {
+        ccf = (ngx_core_conf_t *) ngx_get_conf(cf->cycle->conf_ctx,
+                                               ngx_core_module);
+
+        /* worker_processes may come after http{}: then as many as CPUs */
+
+        n = (ccf->worker_processes != NGX_CONF_UNSET)
+            ? (ngx_uint_t) ccf->worker_processes : (ngx_uint_t) ngx_ncpu;
+        n = 2 * ngx_max(n, 1) + 2;
+
+        /* the size in the name: a zone of another layout is another zone */
+
+        name.len = sizeof("airlock_log::") - 1 + NGX_SIZE_T_LEN
+                   + file->name.len;
+        name.data = ngx_pnalloc(cf->pool, name.len);
+        if (name.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        name.len = ngx_sprintf(name.data, "airlock_log:%uz:%V", size,
+                               &file->name)
+                   - name.data;
+
+        /* each region whole pages of the slab pool, and the pool's own */
+
+        zsize = 8 * ngx_pagesize
+                + n * ngx_align(size + sizeof(ngx_http_airlock_region_t)
+                                + ngx_pagesize, ngx_pagesize);
+
+        buf->zone = ngx_shared_memory_add(cf, &name, zsize,
+                                          &ngx_http_airlock_module);
+        if (buf->zone == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        buf->zone->init = ngx_http_airlock_regions_init;
+        buf->zone->data = (void *) (uintptr_t) size;
+    }
+
     file->flush = ngx_http_airlock_reopen;
     file->data = buf;
 
     return NGX_CONF_OK;
+}
+
+
+/* the zone's regions: made once, kept across reloads with the zone */
+
+static ngx_int_t
+ngx_http_airlock_regions_init(ngx_shm_zone_t *zone, void *data)
+{
+    size_t                       size;
+    ngx_uint_t                   i, n;
+    ngx_slab_pool_t             *shpool;
+    ngx_http_airlock_regions_t  *rs;
+
+    if (data != NULL) {
+        zone->data = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) zone->shm.addr;
+
+    if (zone->shm.exists) {
+        zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    size = (size_t) (uintptr_t) zone->data;
+    n = (zone->shm.size - 8 * ngx_pagesize)
+        / ngx_align(size + sizeof(ngx_http_airlock_region_t) + ngx_pagesize,
+                    ngx_pagesize);
+
+    rs = ngx_slab_alloc(shpool, sizeof(ngx_http_airlock_regions_t)
+                                + n * sizeof(ngx_http_airlock_region_t *));
+    if (rs == NULL) {
+        return NGX_ERROR;
+    }
+
+    rs->size = size;
+    rs->n = n;
+
+    for (i = 0; i < n; i++) {
+        rs->region[i] = ngx_slab_calloc(shpool,
+                                        sizeof(ngx_http_airlock_region_t)
+                                        + size);
+        if (rs->region[i] == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    shpool->data = rs;
+    zone->data = rs;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A worker starts: it writes what workers that are gone left in each
+ * shared buffer, then takes a free region for its own lines.  Without
+ * one (more workers than regions) it keeps the buffer of its own and
+ * says so: its lines are then lost if it is killed, as with the journal.
+ */
+
+void
+ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                   i, j;
+    ngx_list_part_t             *part;
+    ngx_open_file_t             *file;
+    ngx_http_airlock_buf_t      *b;
+    ngx_http_airlock_region_t   *r;
+    ngx_http_airlock_regions_t  *rs;
+
+    part = &cycle->open_files.part;
+    file = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            file = part->elts;
+            i = 0;
+        }
+
+        if (file[i].flush != ngx_http_airlock_reopen) {
+            continue;
+        }
+
+        b = file[i].data;
+
+        if (b->zone == NULL) {
+            continue;
+        }
+
+        ngx_http_airlock_recover(&file[i], b, 1, cycle->log);
+
+        rs = b->zone->data;
+
+        for (j = 0; j < rs->n; j++) {
+            r = rs->region[j];
+
+            if (r->pid == 0 && ngx_atomic_cmp_set(&r->pid, 0, ngx_pid)) {
+                b->own = r;
+                b->start = r->data;
+                b->pos = r->data;
+                b->last = r->data + rs->size;
+                break;
+            }
+        }
+
+        if (b->own == NULL) {
+            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                          "airlock: no free region in the shared buffer of "
+                          "\"%V\" (%ui regions): this worker holds its "
+                          "lines in its own memory", &file[i].name, rs->n);
+        }
+    }
+}
+
+
+/*
+ * A worker that stops writes its lines and gives its region back, here:
+ * nginx calls exit_process before it flushes the files (when it destroys
+ * the cycle's pool).
+ */
+
+void
+ngx_http_airlock_logs_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t               i;
+    ngx_list_part_t         *part;
+    ngx_open_file_t         *file;
+    ngx_http_airlock_buf_t  *b;
+
+    part = &cycle->open_files.part;
+    file = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            file = part->elts;
+            i = 0;
+        }
+
+        if (file[i].flush != ngx_http_airlock_reopen) {
+            continue;
+        }
+
+        b = file[i].data;
+
+        if (b->own == NULL) {
+            continue;
+        }
+
+        ngx_http_airlock_flush(&file[i], cycle->log);
+
+        /* lines after this (none are expected) go straight to the file */
+
+        b->start = NULL;
+        b->pos = NULL;
+        b->last = NULL;
+
+        ngx_memory_barrier();
+        b->own->pid = 0;
+        b->own = NULL;
+    }
+}
+
+
+/*
+ * Lines that workers which are gone left in a file's zone are written to
+ * the file: every region of a dead owner (kill(pid, 0) fails with ESRCH)
+ * with all set, when a worker starts; else only regions holding lines,
+ * at most once a second, from the flush timer.  The region is taken with
+ * a compare-and-swap of its pid, so no two processes write it, and given
+ * back empty.  A pid of this process that is not its own region is a
+ * dead process's whose pid was used again.
+ */
+
+static void
+ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
+    ngx_uint_t all, ngx_log_t *log)
+{
+    ngx_pid_t                    pid;
+    ngx_uint_t                   i;
+    ngx_http_airlock_region_t   *r;
+    ngx_http_airlock_regions_t  *rs;
+
+    rs = b->zone->data;
+    b->scanned = ngx_current_msec;
+
+    for (i = 0; i < rs->n; i++) {
+        r = rs->region[i];
+        pid = (ngx_pid_t) r->pid;
+
+        if (pid == 0 || r == b->own || (!all && r->len == 0)) {
+            continue;
+        }
+
+        if (pid != ngx_pid && (kill(pid, 0) == 0 || ngx_errno != NGX_ESRCH)) {
+            continue;
+        }
+
+        if (!ngx_atomic_cmp_set(&r->pid, (ngx_atomic_uint_t) pid,
+                                (ngx_atomic_uint_t) ngx_pid))
+        {
+            continue;
+        }
+
+        if (r->len > 0) {
+            ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                          "airlock: writing %uz bytes of lines to \"%V\" "
+                          "that process %P left", r->len, &file->name, pid);
+
+            ngx_http_airlock_write(file, r->data, ngx_min(r->len, rs->size),
+                                   log);
+            r->len = 0;
+        }
+
+        ngx_memory_barrier();
+        r->pid = 0;
+    }
 }
 
 
@@ -833,6 +1151,12 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
 
     b->pos = ngx_cpymem(b->pos, line, len);
 
+    if (b->own != NULL) {
+        /* the bytes, then the length that covers them */
+        ngx_memory_barrier();
+        b->own->len = b->pos - b->start;
+    }
+
     if (b->flush == 0) {
         ngx_post_event(b->event, &ngx_posted_events);
 
@@ -872,6 +1196,10 @@ ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log)
     if (b->pos > b->start) {
         ngx_http_airlock_write(file, b->start, b->pos - b->start, log);
         b->pos = b->start;
+
+        if (b->own != NULL) {
+            b->own->len = 0;
+        }
     }
 
     if (b->event->timer_set) {
@@ -893,7 +1221,17 @@ ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log)
 static void
 ngx_http_airlock_flush_handler(ngx_event_t *ev)
 {
-    ngx_http_airlock_flush(ev->data, ev->log);
+    ngx_open_file_t         *file;
+    ngx_http_airlock_buf_t  *b;
+
+    file = ev->data;
+    b = file->data;
+
+    ngx_http_airlock_flush(file, ev->log);
+
+    if (b->zone != NULL && ngx_current_msec - b->scanned >= 1000) {
+        ngx_http_airlock_recover(file, b, 0, ev->log);
+    }
 }
 
 

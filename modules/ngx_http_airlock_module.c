@@ -247,7 +247,7 @@ ngx_module_t  ngx_http_airlock_module = {
     ngx_http_airlock_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_airlock_logs_exit_process,    /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };

@@ -28,7 +28,7 @@ $l->setup(log => ' buffer=8k');
 
 $t->run;
 
-plan tests => 21;
+plan tests => 25;
 
 my $agent = $l->token('agent');
 
@@ -172,8 +172,12 @@ sub conf_error {
 
 like(conf_error(' buffer=1k', 'buffer=1k'),
      qr/invalid buffer size "1k" \(at least 4k\)/, 'buffer=1k: message');
-like(conf_error(' buffer=64k flush=1s', 'flush='),
-     qr/invalid parameter "flush=1s"/, 'flush=: message');
+like(conf_error(' buffer=64k flush=0', 'flush=0'),
+     qr/invalid flush time "0"/, 'flush=0: message');
+like(conf_error(' flush=1s', 'flush= without buffer='),
+     qr/flush= needs buffer=/, 'flush= without buffer=: message');
+like(conf_error(' buffer=64k size=1', 'an unknown parameter'),
+     qr/invalid parameter "size=1"/, 'an unknown parameter: message');
 
 $t->write_file_expand('nginx.conf',
     $l->conf(log => ' buffer=64k',

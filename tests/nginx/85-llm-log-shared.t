@@ -1,0 +1,127 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_llm_module: the usage log's buffer is in shared memory
+# (airlock_llm_log FILE buffer=SIZE flush=TIME).  Lines wait for the flush
+# time, then are written; a worker that is killed (SIGKILL) loses none of
+# the lines it held: the worker nginx starts in its place writes them,
+# once.  A reload and a stop write what the old workers held.  Two
+# workers each take a region of their own.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Time::HiRes qw(time sleep);
+use Airlock::Test;
+use Airlock::LLM;
+
+my $t = Airlock::Test->new;
+my $l = Airlock::LLM->new($t);
+
+# a long flush time: the lines stay in the buffer while the test looks
+$l->setup(log => ' buffer=64k flush=1h');
+$t->write_file('nginx.conf',
+               $t->read_file('nginx.conf')
+               =~ s/worker_processes 1;/worker_processes 2;/r);
+
+$t->run;
+
+plan tests => 22;
+
+my $agent = $l->token('agent');
+my @ids;
+
+sub calls {
+    my ($n) = @_;
+    my $ok = 0;
+
+    for (1 .. $n) {
+        my $r = $l->chat(token => $agent);
+        $ok++ if $r->{status} == 200;
+        push @ids, $r->{headers}{'x-request-id'} // 'none';
+    }
+    return $ok;
+}
+
+# the lines of the calls until now, waiting for them; whole lines only
+sub lines {
+    my ($want, $wait) = @_;
+    my $deadline = time + $wait;
+    my @l;
+
+    for (;;) {
+        @l = grep { length } split /\n/, $t->read_file('usage.log') // '';
+        last if @l >= $want || time > $deadline;
+        sleep 0.05;
+    }
+    return @l;
+}
+
+sub check {
+    my ($what, @lines) = @_;
+    my %seen;
+
+    for my $line (@lines) {
+        my $u = Airlock::LLM::jdecode($line) // {};
+        $seen{$u->{request_id} // ''}++;
+    }
+
+    is(scalar @lines, scalar @ids, "$what: one line per call");
+    is(scalar(grep { !$seen{$_} } @ids), 0,
+       "$what: every call's line is there");
+    is(scalar(grep { $_ > 1 } values %seen), 0, "$what: no line twice");
+}
+
+my @w = $t->_workers;
+is(scalar @w, 2, 'two workers');
+
+is(calls(20), 20, '20 calls');
+is(scalar lines(1, 1), 0, 'their lines wait in the buffer (flush=1h)');
+
+# SIGKILL: the worker gets no chance to write; its replacement does
+
+my %before = map { $_->[0] => 1 } @w;
+kill 'KILL', $_->[0] for @w;
+
+my $deadline = time + 10;
+my @new;
+while (time < $deadline) {
+    @new = grep { !$before{$_->[0]} } $t->_workers;
+    last if @new == 2;
+    sleep 0.05;
+}
+is(scalar @new, 2, 'nginx started two workers in their place');
+
+check('after SIGKILL', lines(scalar @ids, 10));
+like($t->read_file('error.log') // '',
+     qr/airlock: writing \d+ bytes of lines to "[^"]*usage\.log" that process \d+ left/,
+     'the error log says who wrote them');
+
+# the new workers took regions again: more calls wait, a reload writes
+# them (the old workers write theirs as they exit)
+
+is(calls(10), 10, '10 more calls');
+is(scalar lines(scalar @ids, 0.5), 30 - 10, 'the new calls\' lines wait');
+
+$t->reload;
+check('after a reload', lines(scalar @ids, 10));
+
+# flush=1s, by a reload (the zone is kept: same file, same size): a line
+# is written a second after its call, with no more traffic
+
+$t->write_file_expand('nginx.conf',
+                      $l->conf(log => ' buffer=64k flush=1s')
+                      =~ s/worker_processes 1;/worker_processes 2;/r);
+$t->reload;
+is(calls(1), 1, 'a call with flush=1s');
+check('flush=1s, no more traffic', lines(scalar @ids, 10));
+
+is(calls(5), 5, '5 more calls');
+$t->stop;
+check('after stop', lines(scalar @ids, 5));
+
+unlike($t->read_file('error.log') // '', qr/no free region/,
+       'every worker had a region');
