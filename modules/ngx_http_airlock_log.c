@@ -94,6 +94,10 @@ struct ngx_http_airlock_region_s {
 };
 
 
+typedef void (*ngx_http_airlock_shared_pt)(ngx_cycle_t *cycle,
+    ngx_open_file_t *file, ngx_http_airlock_buf_t *b);
+
+
 typedef struct {
     size_t                       size;          /* of each region's data */
     ngx_uint_t                   n;
@@ -134,6 +138,12 @@ static void ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_flush_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_airlock_regions_init(ngx_shm_zone_t *zone,
     void *data);
+static void ngx_http_airlock_each_shared(ngx_cycle_t *cycle,
+    ngx_http_airlock_shared_pt handler);
+static void ngx_http_airlock_region_take(ngx_cycle_t *cycle,
+    ngx_open_file_t *file, ngx_http_airlock_buf_t *b);
+static void ngx_http_airlock_region_give(ngx_cycle_t *cycle,
+    ngx_open_file_t *file, ngx_http_airlock_buf_t *b);
 static void ngx_http_airlock_recover(ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b, ngx_uint_t all, ngx_log_t *log);
 static ngx_msec_t ngx_http_airlock_wall_ms(void);
@@ -496,65 +506,16 @@ ngx_http_airlock_regions_init(ngx_shm_zone_t *zone, void *data)
  * shared buffer, then takes a free region for its own lines.  Without
  * one (more workers than regions) it keeps the buffer of its own and
  * says so: its lines are then lost if it is killed, as with the journal.
+ * The cache manager and loader write no lines and take none.
  */
 
 void
 ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t                   i, j;
-    ngx_list_part_t             *part;
-    ngx_open_file_t             *file;
-    ngx_http_airlock_buf_t      *b;
-    ngx_http_airlock_region_t   *r;
-    ngx_http_airlock_regions_t  *rs;
-
-    part = &cycle->open_files.part;
-    file = part->elts;
-
-    for (i = 0; /* void */ ; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            file = part->elts;
-            i = 0;
-        }
-
-        if (file[i].flush != ngx_http_airlock_reopen) {
-            continue;
-        }
-
-        b = file[i].data;
-
-        if (b->zone == NULL) {
-            continue;
-        }
-
-        ngx_http_airlock_recover(&file[i], b, 1, cycle->log);
-
-        rs = b->zone->data;
-
-        for (j = 0; j < rs->n; j++) {
-            r = rs->region[j];
-
-            if (r->pid == 0 && ngx_atomic_cmp_set(&r->pid, 0, ngx_pid)) {
-                b->own = r;
-                b->start = r->data;
-                b->pos = r->data;
-                b->last = r->data + rs->size;
-                break;
-            }
-        }
-
-        if (b->own == NULL) {
-            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
-                          "airlock: no free region in the shared buffer of "
-                          "\"%V\" (%ui regions): this worker holds its "
-                          "lines in its own memory", &file[i].name, rs->n);
-        }
+    if (ngx_process == NGX_PROCESS_WORKER
+        || ngx_process == NGX_PROCESS_SINGLE)
+    {
+        ngx_http_airlock_each_shared(cycle, ngx_http_airlock_region_take);
     }
 }
 
@@ -567,6 +528,14 @@ ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
 
 void
 ngx_http_airlock_logs_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_airlock_each_shared(cycle, ngx_http_airlock_region_give);
+}
+
+
+static void
+ngx_http_airlock_each_shared(ngx_cycle_t *cycle,
+    ngx_http_airlock_shared_pt handler)
 {
     ngx_uint_t               i;
     ngx_list_part_t         *part;
@@ -594,22 +563,63 @@ ngx_http_airlock_logs_exit_process(ngx_cycle_t *cycle)
 
         b = file[i].data;
 
-        if (b->own == NULL) {
-            continue;
+        if (b->zone != NULL) {
+            handler(cycle, &file[i], b);
         }
-
-        ngx_http_airlock_flush(&file[i], cycle->log);
-
-        /* lines after this (none are expected) go straight to the file */
-
-        b->start = NULL;
-        b->pos = NULL;
-        b->last = NULL;
-
-        ngx_memory_barrier();
-        b->own->pid = 0;
-        b->own = NULL;
     }
+}
+
+
+static void
+ngx_http_airlock_region_take(ngx_cycle_t *cycle, ngx_open_file_t *file,
+    ngx_http_airlock_buf_t *b)
+{
+    ngx_uint_t                   j;
+    ngx_http_airlock_region_t   *r;
+    ngx_http_airlock_regions_t  *rs;
+
+    ngx_http_airlock_recover(file, b, 1, cycle->log);
+
+    rs = b->zone->data;
+
+    for (j = 0; j < rs->n; j++) {
+        r = rs->region[j];
+
+        if (r->pid == 0 && ngx_atomic_cmp_set(&r->pid, 0, ngx_pid)) {
+            b->own = r;
+            b->start = r->data;
+            b->pos = r->data;
+            b->last = r->data + rs->size;
+            return;
+        }
+    }
+
+    ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                  "airlock: no free region in the shared buffer of \"%V\" "
+                  "(%ui regions): this worker holds its lines in its own "
+                  "memory", &file->name, rs->n);
+}
+
+
+static void
+ngx_http_airlock_region_give(ngx_cycle_t *cycle, ngx_open_file_t *file,
+    ngx_http_airlock_buf_t *b)
+{
+    if (b->own == NULL) {
+        return;
+    }
+
+    ngx_http_airlock_flush(file, cycle->log);
+
+    /* lines after this (none are expected) go straight to the file */
+
+    b->start = NULL;
+    b->pos = NULL;
+    b->last = NULL;
+
+    ngx_memory_barrier();
+    b->own->pid = 0;
+    b->own = NULL;
 }
 
 
