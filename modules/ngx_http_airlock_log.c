@@ -31,8 +31,9 @@
  *
  * The usage log's buffer (airlock_llm_log ... buffer=) is in shared memory
  * instead: a zone per file with a region per worker.  A worker that is
- * killed leaves its lines there, and the next worker to start, or any
- * worker within a second, writes them (see ngx_http_airlock_recover()).
+ * killed leaves its lines there; the next worker to start writes them, or
+ * another when it next writes its own buffer (it looks at most once a
+ * second; see ngx_http_airlock_recover()).
  */
 
 
