@@ -50,7 +50,7 @@ $t->start_echo(8081);
 $t->write_file_expand('nginx.conf', $v1);
 $t->run;
 
-plan tests => 33;
+plan tests => 34;
 
 # requests reach the upstream intact
 
@@ -150,6 +150,24 @@ $t->write_file_expand('nginx.conf', $v2 =~ s/server_name/bogus_directive/r);
 my ($status, $out) = $t->reload_test;
 isnt($status, 0, 'broken config: nginx -t fails');
 like($out, qr/unknown directive "bogus_directive"/, 'broken config: message');
+
+# run() returns once every worker has its title ("nginx: worker
+# process"), by which _workers() knows it: the master listens before it
+# forks them, and 32 workers do not all have it by then (the old run()
+# returned with some unnamed, every time)
+
+my $many = Airlock::Test->new;
+$many->write_file('nginx.conf', $many->expand(<<'CONF')
+%%TEST_GLOBALS%%
+http {
+    %%TEST_GLOBALS_HTTP%%
+    server { listen 127.0.0.1:%%PORT_8080%%; }
+}
+CONF
+    =~ s/worker_processes 1;/worker_processes 32;/r);
+$many->run;
+is(scalar(my @w32 = $many->_workers), 32, "run(): all 32 workers named");
+$many->stop;
 
 # cleanup when a test dies: a child script starts nginx and the echo
 # upstream, then dies; nothing it started may outlive it

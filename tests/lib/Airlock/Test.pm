@@ -296,7 +296,30 @@ sub run {
     $self->_wait_listen(10)
         or die "nginx did not start\n" . $self->_log_tail;
 
+    # _workers() knows a worker by its title, which it takes once it runs:
+    # under load that may come after the master listens
+    my $want = $self->_worker_processes;
+    my $deadline = time + 10;
+    while ($self->_workers < $want) {
+        die "nginx started fewer than $want workers\n" . $self->_log_tail
+            if time > $deadline;
+        sleep 0.02;
+    }
+
     return $self;
+}
+
+
+# worker_processes in nginx.conf: 1 without it, 0 with "master_process
+# off" or "auto" (their number is not known here)
+sub _worker_processes {
+    my ($self) = @_;
+    my $conf = _slurp("$self->{testdir}/nginx.conf") // '';
+
+    return 0 if $conf =~ /^\s*master_process\s+off\s*;/m;
+    my ($n) = $conf =~ /^\s*worker_processes\s+(\S+)\s*;/m;
+    return 1 unless defined $n;
+    return $n =~ /^\d+$/ ? $n : 0;
 }
 
 
