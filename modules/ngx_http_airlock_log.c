@@ -72,9 +72,14 @@ typedef struct {
     ngx_msec_t                   flush;
     ngx_int_t                    gzip;          /* always 0 */
 
-    /* the lines held in shared memory: buffer=, airlock_llm_log */
+    /*
+     * Our lines held in shared memory (airlock_llm_log buffer=): the
+     * fields above stay the process's own buffer, which is all an
+     * access_log naming the file sees and writes to.
+     */
     ngx_shm_zone_t              *zone;
     ngx_http_airlock_region_t   *own;           /* this worker's */
+    size_t                       size;          /* of a region's data */
     ngx_msec_t                   scanned;       /* last look at others' */
 } ngx_http_airlock_buf_t;
 
@@ -104,6 +109,14 @@ typedef struct {
     ngx_uint_t                   n;
     ngx_http_airlock_region_t   *region[1];
 } ngx_http_airlock_regions_t;
+
+
+/* what the zone is made for, in zone->data until it is made */
+
+typedef struct {
+    size_t                       size;
+    ngx_uint_t                   n;
+} ngx_http_airlock_layout_t;
 
 
 typedef struct {
@@ -360,11 +373,12 @@ char *
 ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
     size_t size, ngx_msec_t flush, ngx_uint_t shared)
 {
-    size_t                   zsize;
-    ngx_str_t                name;
-    ngx_uint_t               n;
-    ngx_core_conf_t         *ccf;
-    ngx_http_airlock_buf_t  *buf;
+    size_t                      zsize, pages;
+    ngx_str_t                   name;
+    ngx_uint_t                  n;
+    ngx_core_conf_t            *ccf;
+    ngx_http_airlock_buf_t     *buf;
+    ngx_http_airlock_layout_t  *lay;
 
     if (file->data != NULL) {
         buf = file->data;
@@ -427,11 +441,21 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
                                &file->name)
                    - name.data;
 
-        /* each region whole pages of the slab pool, and the pool's own */
+        /*
+         * The slab pool gives each region whole pages, the list of regions
+         * a page or more, and keeps an ngx_slab_page_t for every page of
+         * the zone; its header, slots and the alignment of its first page
+         * take less than the eight pages added.
+         */
+
+        pages = n * ((size + sizeof(ngx_http_airlock_region_t)
+                      + ngx_pagesize - 1) / ngx_pagesize)
+                + (sizeof(ngx_http_airlock_regions_t)
+                   + n * sizeof(ngx_http_airlock_region_t *)
+                   + ngx_pagesize - 1) / ngx_pagesize;
 
         zsize = 8 * ngx_pagesize
-                + n * ngx_align(size + sizeof(ngx_http_airlock_region_t)
-                                + ngx_pagesize, ngx_pagesize);
+                + pages * (ngx_pagesize + sizeof(ngx_slab_page_t));
 
         buf->zone = ngx_shared_memory_add(cf, &name, zsize,
                                           &ngx_http_airlock_module);
@@ -439,8 +463,17 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
             return NGX_CONF_ERROR;
         }
 
+        lay = ngx_palloc(cf->pool, sizeof(ngx_http_airlock_layout_t));
+        if (lay == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        lay->size = size;
+        lay->n = n;
+
         buf->zone->init = ngx_http_airlock_regions_init;
-        buf->zone->data = (void *) (uintptr_t) size;
+        buf->zone->data = lay;
+        buf->size = size;
     }
 
     file->flush = ngx_http_airlock_reopen;
@@ -455,9 +488,9 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
 static ngx_int_t
 ngx_http_airlock_regions_init(ngx_shm_zone_t *zone, void *data)
 {
-    size_t                       size;
-    ngx_uint_t                   i, n;
+    ngx_uint_t                   i;
     ngx_slab_pool_t             *shpool;
+    ngx_http_airlock_layout_t   *lay;
     ngx_http_airlock_regions_t  *rs;
 
     if (data != NULL) {
@@ -472,26 +505,23 @@ ngx_http_airlock_regions_init(ngx_shm_zone_t *zone, void *data)
         return NGX_OK;
     }
 
-    size = (size_t) (uintptr_t) zone->data;
-    n = (zone->shm.size - 8 * ngx_pagesize)
-        / ngx_align(size + sizeof(ngx_http_airlock_region_t) + ngx_pagesize,
-                    ngx_pagesize);
+    lay = zone->data;
 
     rs = ngx_slab_alloc(shpool, sizeof(ngx_http_airlock_regions_t)
-                                + n * sizeof(ngx_http_airlock_region_t *));
+                                + lay->n * sizeof(ngx_http_airlock_region_t *));
     if (rs == NULL) {
-        return NGX_ERROR;
+        goto failed;
     }
 
-    rs->size = size;
-    rs->n = n;
+    rs->size = lay->size;
+    rs->n = lay->n;
 
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < rs->n; i++) {
         rs->region[i] = ngx_slab_calloc(shpool,
                                         sizeof(ngx_http_airlock_region_t)
-                                        + size);
+                                        + rs->size);
         if (rs->region[i] == NULL) {
-            return NGX_ERROR;
+            goto failed;
         }
     }
 
@@ -499,6 +529,14 @@ ngx_http_airlock_regions_init(ngx_shm_zone_t *zone, void *data)
     zone->data = rs;
 
     return NGX_OK;
+
+failed:
+
+    ngx_log_error(NGX_LOG_EMERG, zone->shm.log, 0,
+                  "airlock: shared memory zone \"%V\" (%uz bytes) is too "
+                  "small for %ui buffers of %uz bytes", &zone->shm.name,
+                  zone->shm.size, lay->n, lay->size);
+    return NGX_ERROR;
 }
 
 
@@ -507,24 +545,24 @@ ngx_http_airlock_regions_init(ngx_shm_zone_t *zone, void *data)
  * shared buffer, then takes a free region for its own lines.  Without
  * one (more workers than regions) it keeps the buffer of its own and
  * says so: its lines are then lost if it is killed, as with the journal.
- * The cache manager and loader write no lines and take none.
+ * Workers alone take regions: the cache manager and loader write no
+ * lines, and nginx without a master (master_process off) keeps its
+ * lines in its own buffer, as its cycles after a reload share a pid.
  */
 
 void
 ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
 {
-    if (ngx_process == NGX_PROCESS_WORKER
-        || ngx_process == NGX_PROCESS_SINGLE)
-    {
+    if (ngx_process == NGX_PROCESS_WORKER) {
         ngx_http_airlock_each_shared(cycle, ngx_http_airlock_region_take);
     }
 }
 
 
 /*
- * A worker that stops writes its lines and gives its region back, here:
- * nginx calls exit_process before it flushes the files (when it destroys
- * the cycle's pool).
+ * A worker that stops gives its region back, written: ngx_conf_module's
+ * exit_process has flushed the files (ngx_http_airlock_reopen()) before
+ * this one runs, and this flush writes whatever came after.
  */
 
 void
@@ -587,10 +625,8 @@ ngx_http_airlock_region_take(ngx_cycle_t *cycle, ngx_open_file_t *file,
         r = rs->region[j];
 
         if (r->pid == 0 && ngx_atomic_cmp_set(&r->pid, 0, ngx_pid)) {
+            r->len = 0;
             b->own = r;
-            b->start = r->data;
-            b->pos = r->data;
-            b->last = r->data + rs->size;
             return;
         }
     }
@@ -612,11 +648,7 @@ ngx_http_airlock_region_give(ngx_cycle_t *cycle, ngx_open_file_t *file,
 
     ngx_http_airlock_flush(file, cycle->log);
 
-    /* lines after this (none are expected) go straight to the file */
-
-    b->start = NULL;
-    b->pos = NULL;
-    b->last = NULL;
+    /* lines after this (none are expected) go to the process's buffer */
 
     ngx_memory_barrier();
     b->own->pid = 0;
@@ -1142,7 +1174,8 @@ void
 ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
     ngx_log_t *log)
 {
-    ngx_http_airlock_buf_t  *b;
+    ngx_http_airlock_buf_t     *b;
+    ngx_http_airlock_region_t  *r;
 
     b = (file->flush == ngx_http_airlock_reopen) ? file->data : NULL;
 
@@ -1151,21 +1184,35 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
         return;
     }
 
-    if (len > (size_t) (b->last - b->pos)) {
-        ngx_http_airlock_flush(file, log);
+    r = b->own;
 
-        if (len > (size_t) (b->last - b->pos)) {
-            ngx_http_airlock_write(file, line, len, log);
-            return;
+    if (r != NULL) {
+        if (len > b->size - r->len) {
+            ngx_http_airlock_flush(file, log);
+
+            if (len > b->size) {
+                ngx_http_airlock_write(file, line, len, log);
+                return;
+            }
         }
-    }
 
-    b->pos = ngx_cpymem(b->pos, line, len);
-
-    if (b->own != NULL) {
         /* the bytes, then the length that covers them */
+
+        ngx_memcpy(r->data + r->len, line, len);
         ngx_memory_barrier();
-        b->own->len = b->pos - b->start;
+        r->len += len;
+
+    } else {
+        if (len > (size_t) (b->last - b->pos)) {
+            ngx_http_airlock_flush(file, log);
+
+            if (len > (size_t) (b->last - b->pos)) {
+                ngx_http_airlock_write(file, line, len, log);
+                return;
+            }
+        }
+
+        b->pos = ngx_cpymem(b->pos, line, len);
     }
 
     if (b->flush == 0) {
@@ -1204,13 +1251,16 @@ ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log)
 
     b = file->data;
 
+    /* an access_log's lines in the process's buffer, then ours */
+
     if (b->pos > b->start) {
         ngx_http_airlock_write(file, b->start, b->pos - b->start, log);
         b->pos = b->start;
+    }
 
-        if (b->own != NULL) {
-            b->own->len = 0;
-        }
+    if (b->own != NULL && b->own->len > 0) {
+        ngx_http_airlock_write(file, b->own->data, b->own->len, log);
+        b->own->len = 0;
     }
 
     if (b->event->timer_set) {
@@ -1240,7 +1290,7 @@ ngx_http_airlock_flush_handler(ngx_event_t *ev)
 
     ngx_http_airlock_flush(file, ev->log);
 
-    if (b->zone != NULL && ngx_current_msec - b->scanned >= 1000) {
+    if (b->own != NULL && ngx_current_msec - b->scanned >= 1000) {
         ngx_http_airlock_recover(file, b, 0, ev->log);
     }
 }

@@ -29,7 +29,7 @@ $t->write_file('nginx.conf',
 
 $t->run;
 
-plan tests => 22;
+plan tests => 28;
 
 my $agent = $l->token('agent');
 my @ids;
@@ -46,14 +46,15 @@ sub calls {
     return $ok;
 }
 
-# the lines of the calls until now, waiting for them; whole lines only
+# the usage lines of the calls until now, waiting for them (an access_log
+# writes to the file too, at the end)
 sub lines {
     my ($want, $wait) = @_;
     my $deadline = time + $wait;
     my @l;
 
     for (;;) {
-        @l = grep { length } split /\n/, $t->read_file('usage.log') // '';
+        @l = grep { /^\{/ } split /\n/, $t->read_file('usage.log') // '';
         last if @l >= $want || time > $deadline;
         sleep 0.05;
     }
@@ -113,12 +114,46 @@ check('after a reload', lines(scalar @ids, 10));
 # flush=1s, by a reload (the zone is kept: same file, same size): a line
 # is written a second after its call, with no more traffic
 
-$t->write_file_expand('nginx.conf',
-                      $l->conf(log => ' buffer=64k flush=1s')
-                      =~ s/worker_processes 1;/worker_processes 2;/r);
+sub conf {
+    my (%o) = @_;
+    return $t->expand($l->conf(%o))
+           =~ s/worker_processes 1;/worker_processes 2;/r;
+}
+
+$t->write_file('nginx.conf', conf(log => ' buffer=64k flush=1s'));
 $t->reload;
 is(calls(1), 1, 'a call with flush=1s');
 check('flush=1s, no more traffic', lines(scalar @ids, 10));
+
+# an access_log naming the same file writes through the file's buffer as
+# nginx finds it (file->data): the process's own, not the region, so the
+# region's length stays true.  30 calls, then 100 requests only the
+# access_log logs (404s: they fill a 4k buffer and write it), then
+# SIGKILL: every usage line once, every line whole.
+
+$t->write_file('nginx.conf',
+               conf(log => ' buffer=4k flush=1h')
+               =~ s{/access\.log llm;}{/usage.log llm;}r);
+$t->reload;
+is(calls(30), 30, '30 calls, the access_log in the same file');
+is(scalar(grep { $_->{status} == 404 }
+          map { $l->request('GET', '/nothing') } 1 .. 100),
+   100, '100 requests the access_log alone logs');
+
+%before = map { $_->[0] => 1 } $t->_workers;
+kill 'KILL', keys %before;
+$deadline = time + 10;
+while (time < $deadline) {
+    @new = grep { !$before{$_->[0]} } $t->_workers;
+    last if @new == 2;
+    sleep 0.05;
+}
+check('an access_log too, after SIGKILL', lines(scalar @ids, 10));
+my @other = grep { !/^\{/ } split /\n/, $t->read_file('usage.log') // '';
+is(scalar(grep { !/^(?:\w+ openai gpt-\S+ 200 \d+ \d+ response |- - - 404 )/ }
+          @other),
+   0, 'the access_log\'s lines are whole')
+    or diag explain \@other;
 
 is(calls(5), 5, '5 more calls');
 $t->stop;
