@@ -29,7 +29,7 @@ $t->write_file('nginx.conf',
 
 $t->run;
 
-plan tests => 28;
+plan tests => 30;
 
 my $agent = $l->token('agent');
 my @ids;
@@ -154,6 +154,16 @@ is(scalar(grep { !/^(?:\w+ openai gpt-\S+ 200 \d+ \d+ response |- - - 404 )/ }
           @other),
    0, 'the access_log\'s lines are whole')
     or diag explain \@other;
+
+# a large buffer and eight workers: 18 regions of 1m, and the slab
+# pool's record of each page, fit the zone
+
+$t->write_file('nginx.conf',
+               $t->expand($l->conf(log => ' buffer=1m flush=1h'))
+               =~ s/worker_processes 1;/worker_processes 8;/r);
+ok(eval { $t->reload; 1 }, 'buffer=1m, eight workers: reloaded')
+    or diag $@;
+is(calls(3), 3, 'calls with buffer=1m');
 
 is(calls(5), 5, '5 more calls');
 $t->stop;
