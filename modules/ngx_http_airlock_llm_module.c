@@ -1237,7 +1237,7 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
      * without flush=, at the end of the pass of the event loop
      */
 
-    return ngx_http_airlock_file_buffer(cf, llcf->log, size, flush, 1);
+    return ngx_http_airlock_file_buffer(cf, llcf->log, size, flush);
 }
 
 

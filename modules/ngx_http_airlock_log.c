@@ -23,17 +23,17 @@
  * workers never interleave.
  *
  * The journal may buffer deny lines the way access_log does (buffer=,
- * flush=): whole lines gather in a per-worker buffer written with one
+ * flush=): whole lines gather in the worker's buffer, written with one
  * write() when it fills, when the flush timer fires, before an alert,
  * on USR1 and when the worker exits (nginx calls file->flush).  Alerts are
  * never held: the buffer is written first, then the alert, so the journal
- * keeps its order and alertd sees an alert at once.
+ * keeps its order and alertd sees an alert at once.  The usage log
+ * (airlock_llm_log ... buffer=) buffers its lines the same way.
  *
- * The usage log's buffer (airlock_llm_log ... buffer=) is in shared memory
- * instead: a zone per file with a region per worker.  A worker that is
- * killed leaves its lines there; the next worker to start writes them, or
- * another when it next writes its own buffer (it looks at most once a
- * second; see ngx_http_airlock_recover()).
+ * A buffer is in shared memory: a zone per file with a region per worker.
+ * A worker that is killed leaves its lines there; the next worker to start
+ * writes them, or another when it next writes its own buffer (it looks at
+ * most once a second; see ngx_http_airlock_recover()).
  */
 
 
@@ -73,9 +73,9 @@ typedef struct {
     ngx_int_t                    gzip;          /* always 0 */
 
     /*
-     * Our lines held in shared memory (airlock_llm_log buffer=): the
-     * fields above stay the process's own buffer, which is all an
-     * access_log naming the file sees and writes to.
+     * Our lines, held in shared memory: the fields above stay the
+     * process's own buffer, which is all an access_log naming the file
+     * sees and writes to.
      */
     ngx_shm_zone_t              *zone;
     ngx_http_airlock_region_t   *own;           /* this worker's */
@@ -285,7 +285,7 @@ ngx_http_airlock_journal(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return ngx_http_airlock_file_buffer(cf, amcf->journal, size,
-                                        flush ? flush : 1000, 0);
+                                        flush ? flush : 1000);
 }
 
 
@@ -362,16 +362,16 @@ ngx_http_airlock_log_args(ngx_conf_t *cf, ngx_uint_t from, ssize_t *size,
  * before it waits for events again).  Every log naming the file writes
  * through the buffer; two logs may share it when they ask for the same.
  *
- * With shared set the buffer is a region of a shared memory zone named
- * after the file, taken by each worker when it starts (until then, and
- * in a worker that finds no region free, the buffer is the process's
- * own).  The zone has two regions per worker process and two more, so
- * that a reload's new workers find theirs while the old ones finish.
+ * The buffer is a region of a shared memory zone named after the file
+ * and the size, taken by each worker when it starts (until then, and in
+ * a worker that finds no region free, the buffer is the process's own).
+ * The zone has two regions per worker process and two more, so that a
+ * reload's new workers find theirs while the old ones finish.
  */
 
 char *
 ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
-    size_t size, ngx_msec_t flush, ngx_uint_t shared)
+    size_t size, ngx_msec_t flush)
 {
     size_t                      zsize, pages;
     ngx_str_t                   name;
@@ -385,8 +385,7 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
 
         if (file->flush == ngx_http_airlock_reopen
             && (size_t) (buf->last - buf->start) == size
-            && buf->flush == flush
-            && (buf->zone != NULL) == (shared != 0))
+            && buf->flush == flush)
         {
             return NGX_CONF_OK;
         }
@@ -418,63 +417,61 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
     buf->event->log = &cf->cycle->new_log;
     buf->event->cancelable = 1;
 
-    if (shared) {
-        ccf = (ngx_core_conf_t *) ngx_get_conf(cf->cycle->conf_ctx,
-                                               ngx_core_module);
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cf->cycle->conf_ctx,
+                                           ngx_core_module);
 
-        /* worker_processes may come after http{}: then as many as CPUs */
+    /* worker_processes may come after http{}: then as many as CPUs */
 
-        n = (ccf->worker_processes != NGX_CONF_UNSET)
-            ? (ngx_uint_t) ccf->worker_processes : (ngx_uint_t) ngx_ncpu;
-        n = 2 * ngx_max(n, 1) + 2;
+    n = (ccf->worker_processes != NGX_CONF_UNSET)
+        ? (ngx_uint_t) ccf->worker_processes : (ngx_uint_t) ngx_ncpu;
+    n = 2 * ngx_max(n, 1) + 2;
 
-        /* the size in the name: a zone of another layout is another zone */
+    /* the size in the name: a zone of another layout is another zone */
 
-        name.len = sizeof("airlock_log::") - 1 + NGX_SIZE_T_LEN
-                   + file->name.len;
-        name.data = ngx_pnalloc(cf->pool, name.len);
-        if (name.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        name.len = ngx_sprintf(name.data, "airlock_log:%uz:%V", size,
-                               &file->name)
-                   - name.data;
-
-        /*
-         * The slab pool gives each region whole pages, the list of regions
-         * a page or more, and keeps an ngx_slab_page_t for every page of
-         * the zone; its header, slots and the alignment of its first page
-         * take less than the eight pages added.
-         */
-
-        pages = n * ((size + sizeof(ngx_http_airlock_region_t)
-                      + ngx_pagesize - 1) / ngx_pagesize)
-                + (sizeof(ngx_http_airlock_regions_t)
-                   + n * sizeof(ngx_http_airlock_region_t *)
-                   + ngx_pagesize - 1) / ngx_pagesize;
-
-        zsize = 8 * ngx_pagesize
-                + pages * (ngx_pagesize + sizeof(ngx_slab_page_t));
-
-        buf->zone = ngx_shared_memory_add(cf, &name, zsize,
-                                          &ngx_http_airlock_module);
-        if (buf->zone == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        lay = ngx_palloc(cf->pool, sizeof(ngx_http_airlock_layout_t));
-        if (lay == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        lay->size = size;
-        lay->n = n;
-
-        buf->zone->init = ngx_http_airlock_regions_init;
-        buf->zone->data = lay;
-        buf->size = size;
+    name.len = sizeof("airlock_log::") - 1 + NGX_SIZE_T_LEN
+               + file->name.len;
+    name.data = ngx_pnalloc(cf->pool, name.len);
+    if (name.data == NULL) {
+        return NGX_CONF_ERROR;
     }
+
+    name.len = ngx_sprintf(name.data, "airlock_log:%uz:%V", size,
+                           &file->name)
+               - name.data;
+
+    /*
+     * The slab pool gives each region whole pages, the list of regions
+     * a page or more, and keeps an ngx_slab_page_t for every page of
+     * the zone; its header, slots and the alignment of its first page
+     * take less than the eight pages added.
+     */
+
+    pages = n * ((size + sizeof(ngx_http_airlock_region_t)
+                  + ngx_pagesize - 1) / ngx_pagesize)
+            + (sizeof(ngx_http_airlock_regions_t)
+               + n * sizeof(ngx_http_airlock_region_t *)
+               + ngx_pagesize - 1) / ngx_pagesize;
+
+    zsize = 8 * ngx_pagesize
+            + pages * (ngx_pagesize + sizeof(ngx_slab_page_t));
+
+    buf->zone = ngx_shared_memory_add(cf, &name, zsize,
+                                      &ngx_http_airlock_module);
+    if (buf->zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    lay = ngx_palloc(cf->pool, sizeof(ngx_http_airlock_layout_t));
+    if (lay == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    lay->size = size;
+    lay->n = n;
+
+    buf->zone->init = ngx_http_airlock_regions_init;
+    buf->zone->data = lay;
+    buf->size = size;
 
     file->flush = ngx_http_airlock_reopen;
     file->data = buf;
@@ -544,7 +541,7 @@ failed:
  * A worker starts: it writes what workers that are gone left in each
  * shared buffer, then takes a free region for its own lines.  Without
  * one (more workers than regions) it keeps the buffer of its own and
- * says so: its lines are then lost if it is killed, as with the journal.
+ * says so: its lines are then lost if it is killed.
  * Workers alone take regions: the cache manager and loader write no
  * lines, and nginx without a master (master_process off) keeps its
  * lines in its own buffer, as its cycles after a reload share a pid.
@@ -601,10 +598,7 @@ ngx_http_airlock_each_shared(ngx_cycle_t *cycle,
         }
 
         b = file[i].data;
-
-        if (b->zone != NULL) {
-            handler(cycle, &file[i], b);
-        }
+        handler(cycle, &file[i], b);
     }
 }
 
