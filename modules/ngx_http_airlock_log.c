@@ -89,15 +89,32 @@ typedef struct {
  * owner alone adds lines and writes them; len covers whole lines only and
  * is stored after the bytes it covers, so whatever len says is there even
  * when the owner is killed between two stores.  Another process takes a
- * region over (compare-and-swap of pid) only when its owner is dead, or
- * free (pid 0).
+ * region over (compare-and-swap of owner) only when its owner is dead, or
+ * free (owner 0).
  */
 
 struct ngx_http_airlock_region_s {
-    ngx_atomic_t                 pid;
+    ngx_atomic_t                 owner;
     size_t                       len;
     u_char                       data[1];
 };
+
+
+/*
+ * A region's owner is one word, so that a compare-and-swap takes it
+ * whole and no process reads half of it: the pid in the low 32 bits and,
+ * where the word has 64, the low 32 bits of the process's start time
+ * above them (clock ticks since boot; 0 when it could not be read).  The
+ * start time tells a dead owner from a process that got its pid since.
+ */
+
+#define ngx_http_airlock_owner_pid(o)  ((ngx_pid_t) ((o) & 0xffffffff))
+
+#if (NGX_PTR_SIZE == 8)
+#define ngx_http_airlock_owner_start(o)  ((uint32_t) ((o) >> 32))
+#else
+#define ngx_http_airlock_owner_start(o)  0
+#endif
 
 
 typedef void (*ngx_http_airlock_shared_pt)(ngx_cycle_t *cycle,
@@ -160,6 +177,8 @@ static void ngx_http_airlock_region_give(ngx_cycle_t *cycle,
     ngx_open_file_t *file, ngx_http_airlock_buf_t *b);
 static void ngx_http_airlock_recover(ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b, ngx_uint_t all, ngx_log_t *log);
+static ngx_uint_t ngx_http_airlock_alive(ngx_atomic_uint_t owner);
+static uint32_t ngx_http_airlock_started(ngx_pid_t pid);
 static ngx_msec_t ngx_http_airlock_wall_ms(void);
 static uint64_t ngx_http_airlock_rid_mix(uint64_t x);
 
@@ -547,12 +566,27 @@ failed:
  * lines in its own buffer, as its cycles after a reload share a pid.
  */
 
+static ngx_atomic_uint_t  ngx_http_airlock_me;    /* this process, owner */
+
+
 void
 ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
 {
-    if (ngx_process == NGX_PROCESS_WORKER) {
-        ngx_http_airlock_each_shared(cycle, ngx_http_airlock_region_take);
+    if (ngx_process != NGX_PROCESS_WORKER) {
+        return;
     }
+
+    ngx_http_airlock_me = (ngx_atomic_uint_t) ngx_pid;
+#if (NGX_PTR_SIZE == 8)
+    ngx_http_airlock_me |= (ngx_atomic_uint_t)
+                           ngx_http_airlock_started(ngx_pid) << 32;
+#endif
+
+    ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
+                   "airlock: process %P started at %uD", ngx_pid,
+                   ngx_http_airlock_owner_start(ngx_http_airlock_me));
+
+    ngx_http_airlock_each_shared(cycle, ngx_http_airlock_region_take);
 }
 
 
@@ -618,7 +652,9 @@ ngx_http_airlock_region_take(ngx_cycle_t *cycle, ngx_open_file_t *file,
     for (j = 0; j < rs->n; j++) {
         r = rs->region[j];
 
-        if (r->pid == 0 && ngx_atomic_cmp_set(&r->pid, 0, ngx_pid)) {
+        if (r->owner == 0
+            && ngx_atomic_cmp_set(&r->owner, 0, ngx_http_airlock_me))
+        {
             r->len = 0;
             b->own = r;
             return;
@@ -645,19 +681,19 @@ ngx_http_airlock_region_give(ngx_cycle_t *cycle, ngx_open_file_t *file,
     /* lines after this (none are expected) go to the process's buffer */
 
     ngx_memory_barrier();
-    b->own->pid = 0;
+    b->own->owner = 0;
     b->own = NULL;
 }
 
 
 /*
  * Lines that workers which are gone left in a file's zone are written to
- * the file: every region of a dead owner (kill(pid, 0) fails with ESRCH)
+ * the file: every region of a dead owner (see ngx_http_airlock_alive())
  * with all set, when a worker starts; else only regions holding lines,
  * at most once a second, from the flush timer.  The region is taken with
- * a compare-and-swap of its pid, so no two processes write it, and given
- * back empty.  A pid of this process that is not its own region is a
- * dead process's whose pid was used again.
+ * a compare-and-swap of its owner, so no two processes write it, and
+ * given back empty.  A pid of this process that is not its own region is
+ * a dead process's whose pid was used again.
  */
 
 static void
@@ -666,6 +702,7 @@ ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
 {
     ngx_pid_t                    pid;
     ngx_uint_t                   i;
+    ngx_atomic_uint_t            owner;
     ngx_http_airlock_region_t   *r;
     ngx_http_airlock_regions_t  *rs;
 
@@ -674,19 +711,18 @@ ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
 
     for (i = 0; i < rs->n; i++) {
         r = rs->region[i];
-        pid = (ngx_pid_t) r->pid;
+        owner = r->owner;
+        pid = ngx_http_airlock_owner_pid(owner);
 
-        if (pid == 0 || r == b->own || (!all && r->len == 0)) {
+        if (owner == 0 || r == b->own || (!all && r->len == 0)) {
             continue;
         }
 
-        if (pid != ngx_pid && (kill(pid, 0) == 0 || ngx_errno != NGX_ESRCH)) {
+        if (pid != ngx_pid && ngx_http_airlock_alive(owner)) {
             continue;
         }
 
-        if (!ngx_atomic_cmp_set(&r->pid, (ngx_atomic_uint_t) pid,
-                                (ngx_atomic_uint_t) ngx_pid))
-        {
+        if (!ngx_atomic_cmp_set(&r->owner, owner, ngx_http_airlock_me)) {
             continue;
         }
 
@@ -701,8 +737,99 @@ ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
         }
 
         ngx_memory_barrier();
-        r->pid = 0;
+        r->owner = 0;
     }
+}
+
+
+/*
+ * Whether a region's owner lives: kill(pid, 0) fails with ESRCH for a pid
+ * no process has.  A process that has it but started at another time
+ * than the owner got the pid after the owner died.  When the start time
+ * is unknown (not stored, or unreadable now) the process is taken for the
+ * owner: its lines wait rather than be written while it may add to them.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_alive(ngx_atomic_uint_t owner)
+{
+    uint32_t   start, now;
+    ngx_pid_t  pid;
+
+    pid = ngx_http_airlock_owner_pid(owner);
+
+    if (kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH) {
+        return 0;
+    }
+
+    start = ngx_http_airlock_owner_start(owner);
+
+    if (start != 0) {
+        now = ngx_http_airlock_started(pid);
+
+        if (now != 0 && now != start) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * A process's start time, the low 32 bits of field 22 of /proc/PID/stat
+ * (clock ticks since boot), or 0: no /proc, or no such process.  The
+ * fields follow the command's name in parentheses, which may itself hold
+ * spaces and parentheses: the last ')' ends it.  A read of procfs, which
+ * never waits for a disk; a worker does it when it starts and, for
+ * another worker's region holding lines, at most once a second.
+ */
+
+static uint32_t
+ngx_http_airlock_started(ngx_pid_t pid)
+{
+    u_char      *p, *last, buf[512];
+    u_char       name[sizeof("/proc//stat") + NGX_INT64_LEN];
+    ssize_t      n;
+    uint64_t     v;
+    ngx_fd_t     fd;
+    ngx_uint_t   field;
+
+    ngx_sprintf(name, "/proc/%P/stat%Z", pid);
+
+    fd = ngx_open_file(name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        return 0;
+    }
+
+    n = read(fd, buf, sizeof(buf));
+    (void) ngx_close_file(fd);
+
+    if (n <= 0) {
+        return 0;
+    }
+
+    last = buf + n;
+
+    for (p = last; p > buf && p[-1] != ')'; p--) { /* void */ }
+
+    if (p == buf) {
+        return 0;
+    }
+
+    /* the name is field 2; each space starts the next */
+
+    for (field = 2; p < last && field < 22; p++) {
+        if (*p == ' ') {
+            field++;
+        }
+    }
+
+    for (v = 0; p < last && *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (uint64_t) (*p - '0');
+    }
+
+    return (uint32_t) v;
 }
 
 
