@@ -10,6 +10,7 @@
 #   alive by calls in flight hold theirs; the fifth generation finds none
 #   free, says so, and holds its lines in its own memory, which it writes
 #   when it stops.  Every call's line is in the file, once.
+# - A log naming the file without buffer= writes through the buffer.
 
 use strict;
 use warnings;
@@ -36,7 +37,7 @@ $l->setup(log => ' buffer=64k flush=1h');
 $t->write_file('nginx.conf', conf(2));
 $t->run;
 
-plan tests => 14;
+plan tests => 16;
 
 my $agent = $l->token('agent');
 my @ids;
@@ -162,6 +163,16 @@ is($ok, 4, 'the four held calls answered');
 my @l = lines(scalar @ids - 5, 10);
 is(scalar @l, scalar @ids - 5,
    'the old workers wrote their lines; the last five wait');
+
+# a log naming the file without buffer= (here in the location) writes
+# through the file's buffer all the same, as access_log does
+$t->write_file('nginx.conf',
+               $t->expand($l->conf(log => ' buffer=64k flush=1h',
+                   location => 'airlock_llm_log %%TESTDIR%%/usage.log;')));
+$t->reload;
+is(calls(3), 3, '3 calls, the location\'s log without buffer=');
+is(scalar lines(scalar @ids, 0.5), scalar @ids - 3,
+   'their lines wait in the buffer (the reload wrote the five before)');
 
 $t->stop;
 check('after stop', lines(scalar @ids, 5));
