@@ -106,13 +106,16 @@ struct ngx_http_airlock_region_s {
  * where the word has 64, the low 32 bits of the process's start time
  * above them (clock ticks since boot; 0 when it could not be read).  The
  * start time tells a dead owner from a process that got its pid since.
+ * nginx without atomic operations has a 32-bit word: the pid alone.
  */
 
 #define ngx_http_airlock_owner_pid(o)  ((ngx_pid_t) ((o) & 0xffffffff))
 
-#if (NGX_PTR_SIZE == 8)
+#if (NGX_HAVE_ATOMIC_OPS && NGX_PTR_SIZE == 8)
+#define NGX_HTTP_AIRLOCK_OWNER_START  1
 #define ngx_http_airlock_owner_start(o)  ((uint32_t) ((o) >> 32))
 #else
+#define NGX_HTTP_AIRLOCK_OWNER_START  0
 #define ngx_http_airlock_owner_start(o)  0
 #endif
 
@@ -178,7 +181,7 @@ static void ngx_http_airlock_region_give(ngx_cycle_t *cycle,
 static void ngx_http_airlock_recover(ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b, ngx_uint_t all, ngx_log_t *log);
 static ngx_uint_t ngx_http_airlock_alive(ngx_atomic_uint_t owner);
-static uint32_t ngx_http_airlock_started(ngx_pid_t pid);
+static uint32_t ngx_http_airlock_started(ngx_pid_t pid, ngx_uint_t self);
 static ngx_msec_t ngx_http_airlock_wall_ms(void);
 static uint64_t ngx_http_airlock_rid_mix(uint64_t x);
 
@@ -577,9 +580,9 @@ ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
     }
 
     ngx_http_airlock_me = (ngx_atomic_uint_t) ngx_pid;
-#if (NGX_PTR_SIZE == 8)
+#if (NGX_HTTP_AIRLOCK_OWNER_START)
     ngx_http_airlock_me |= (ngx_atomic_uint_t)
-                           ngx_http_airlock_started(ngx_pid) << 32;
+                           ngx_http_airlock_started(ngx_pid, 1) << 32;
 #endif
 
     ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
@@ -765,7 +768,7 @@ ngx_http_airlock_alive(ngx_atomic_uint_t owner)
     start = ngx_http_airlock_owner_start(owner);
 
     if (start != 0) {
-        now = ngx_http_airlock_started(pid);
+        now = ngx_http_airlock_started(pid, 0);
 
         if (now != 0 && now != start) {
             return 0;
@@ -783,10 +786,15 @@ ngx_http_airlock_alive(ngx_atomic_uint_t owner)
  * spaces and parentheses: the last ')' ends it.  A read of procfs, which
  * never waits for a disk; a worker does it when it starts and, for
  * another worker's region holding lines, at most once a second.
+ *
+ * With self set it reads /proc/self/stat and gives 0 unless the pid there
+ * (field 1) is ours: a /proc mounted for another pid namespace than
+ * nginx's shows other processes under our pids, and a start time read
+ * there would tell nothing about ours.
  */
 
 static uint32_t
-ngx_http_airlock_started(ngx_pid_t pid)
+ngx_http_airlock_started(ngx_pid_t pid, ngx_uint_t self)
 {
     u_char      *p, *last, buf[512];
     u_char       name[sizeof("/proc//stat") + NGX_INT64_LEN];
@@ -795,7 +803,12 @@ ngx_http_airlock_started(ngx_pid_t pid)
     ngx_fd_t     fd;
     ngx_uint_t   field;
 
-    ngx_sprintf(name, "/proc/%P/stat%Z", pid);
+    if (self) {
+        ngx_cpystrn(name, (u_char *) "/proc/self/stat", sizeof(name));
+
+    } else {
+        ngx_sprintf(name, "/proc/%P/stat%Z", pid);
+    }
 
     fd = ngx_open_file(name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
     if (fd == NGX_INVALID_FILE) {
@@ -810,6 +823,14 @@ ngx_http_airlock_started(ngx_pid_t pid)
     }
 
     last = buf + n;
+
+    if (self) {
+        p = ngx_strlchr(buf, last, ' ');
+
+        if (p == NULL || ngx_atoi(buf, p - buf) != (ngx_int_t) pid) {
+            return 0;
+        }
+    }
 
     for (p = last; p > buf && p[-1] != ')'; p--) { /* void */ }
 

@@ -29,7 +29,7 @@ $t->write_file('nginx.conf',
 
 $t->run;
 
-plan tests => 30;
+plan tests => 34;
 
 my $agent = $l->token('agent');
 my @ids;
@@ -124,6 +124,17 @@ $t->write_file('nginx.conf', conf(log => ' buffer=64k flush=1s'));
 $t->reload;
 is(calls(1), 1, 'a call with flush=1s');
 check('flush=1s, no more traffic', lines(scalar @ids, 10));
+
+# three seconds of calls to both workers: each looks at the other's
+# region, holding lines, once a second, and leaves it to its owner, alive
+my $offset = length($t->read_file('error.log') // '');
+my $until = time + 3.5;
+my $n = 0;
+$n += calls(1) while time < $until;
+check('flush=1s, three seconds of calls', lines(scalar @ids, 10));
+my $since = substr($t->read_file('error.log') // '', $offset);
+unlike($since, qr/that process \d+ left/,
+       'no worker took a region of a live one');
 
 # an access_log naming the same file writes through the file's buffer as
 # nginx finds it (file->data): the process's own, not the region, so the

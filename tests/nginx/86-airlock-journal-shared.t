@@ -4,8 +4,9 @@
 # buffer= flush=) keeps its deny lines in shared memory, a region per
 # worker, like the usage log's buffer.  Workers killed with SIGKILL while
 # they hold deny lines lose none: the workers nginx starts in their place
-# write them, once.  An alert after that is written at once, after the
-# deny lines its worker held.
+# write them, once.  An alert after that (the count of denials is in
+# airlock_zone, which a SIGKILL does not touch) is written at once, after
+# the deny lines its worker held.
 
 use strict;
 use warnings;
@@ -38,7 +39,7 @@ routes:
     upstream: echo
     to: /ok
 alerts:
-  deny: { threshold: 1000, window: 60s }
+  deny: { threshold: 46, window: 60s }
 EOF
 
 # a long flush time: the deny lines stay in the buffer while the test looks
@@ -52,7 +53,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 11;
+plan tests => 14;
 
 my $json = JSON::PP->new->utf8;
 
@@ -111,6 +112,15 @@ like($t->read_file('error.log') // '',
 is(scalar(grep { deny("/nope/$_") == 403 } 41 .. 45), 5, '5 more denials');
 is(scalar journal(41, 0.5), 40, 'their lines wait');
 
+# the 46th denial of the minute is an alert, written at once, after the
+# deny lines its worker held (the other worker's still wait)
+is(deny('/nope/46'), 403, 'the 46th denial');
+@j = journal(42, 5);
+is($j[-1]{type} // '', 'alert', 'the alert is written at once, last');
+is(scalar(grep { $_->{type} eq 'deny' && $_->{path} eq '/nope/46' } @j), 1,
+   'after the deny line that raised it');
+
 $t->stop;
-@j = journal(45, 5);
-is(scalar @j, 45, 'the stop writes them');
+@j = journal(47, 5);
+is(scalar(grep { $_->{type} eq 'deny' } @j), 46,
+   'the stop writes the rest: every denial once');

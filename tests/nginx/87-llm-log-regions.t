@@ -27,10 +27,12 @@ use Airlock::LLM;
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
+# calls held until the test lets them go may wait a minute (busy CI)
 sub conf {
     my ($workers) = @_;
     return $t->expand($l->conf(log => ' buffer=64k flush=1h'))
-           =~ s/worker_processes 1;/worker_processes $workers;/r;
+           =~ s/worker_processes 1;/worker_processes $workers;/r
+           =~ s/proxy_read_timeout 10s;/proxy_read_timeout 60s;/gr;
 }
 
 $l->setup(log => ' buffer=64k flush=1h');
@@ -114,14 +116,16 @@ $t->write_file('nginx.conf', conf(1));
 $t->reload;
 lines(scalar @ids, 10);
 
-# a call that keeps the worker serving it alive for a while
+# a call that keeps the worker serving it alive until the file "release"
+# exists
 my @held;
+my $release = $t->testdir . '/release';
 sub hold {
     my $n = scalar $l->provider_requests;
     my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user",'
              . '"content":"Hi"}]}';
 
-    $l->script({ delay_first_ms => 9000 });
+    $l->script({ wait_file => $release });
 
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                   PeerPort => $t->port(8080),
@@ -150,6 +154,7 @@ like($t->read_file('error.log') // '', qr/$none/,
 is(calls(5), 5, '5 calls to the worker without a region');
 
 # the held calls end, their workers exit and write their lines
+$t->write_file('release', '');
 my $ok = 0;
 for my $s (@held) {
     local $/;

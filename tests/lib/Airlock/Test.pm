@@ -137,6 +137,23 @@ sub has_module {
 }
 
 
+# Whether nginx was built --with-debug (Debian's is), and whether debug
+# lines reach error.log: that and the level debug (AIRLOCK_LOG_LEVEL,
+# debug when unset).
+sub nginx_with_debug {
+    my ($self) = @_;
+    my $v = `'$self->{nginx}' -V 2>&1`;
+    return $v =~ /--with-debug\b/ ? 1 : 0;
+}
+
+
+sub has_debug_log {
+    my ($self) = @_;
+    return ($ENV{AIRLOCK_LOG_LEVEL} // 'debug') eq 'debug'
+           && $self->nginx_with_debug;
+}
+
+
 sub require_module {
     my ($self) = @_;
     Airlock::Prereq::absent("module not built: $self->{module}")
