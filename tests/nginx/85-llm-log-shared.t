@@ -31,50 +31,13 @@ $t->run;
 
 plan tests => 34;
 
-my $agent = $l->token('agent');
 my @ids;
 
-sub calls {
-    my ($n) = @_;
-    my $ok = 0;
-
-    for (1 .. $n) {
-        my $r = $l->chat(token => $agent);
-        $ok++ if $r->{status} == 200;
-        push @ids, $r->{headers}{'x-request-id'} // 'none';
-    }
-    return $ok;
-}
-
-# the usage lines of the calls until now, waiting for them (an access_log
-# writes to the file too, at the end)
-sub lines {
-    my ($want, $wait) = @_;
-    my $deadline = time + $wait;
-    my @l;
-
-    for (;;) {
-        @l = grep { /^\{/ } split /\n/, $t->read_file('usage.log') // '';
-        last if @l >= $want || time > $deadline;
-        sleep 0.05;
-    }
-    return @l;
-}
-
-sub check {
-    my ($what, @lines) = @_;
-    my %seen;
-
-    for my $line (@lines) {
-        my $u = Airlock::LLM::jdecode($line) // {};
-        $seen{$u->{request_id} // ''}++;
-    }
-
-    is(scalar @lines, scalar @ids, "$what: one line per call");
-    is(scalar(grep { !$seen{$_} } @ids), 0,
-       "$what: every call's line is there");
-    is(scalar(grep { $_ > 1 } values %seen), 0, "$what: no line twice");
-}
+# the calls' request ids, and their usage lines (an access_log writes to
+# the file too, at the end)
+sub calls { $l->chats($_[0], \@ids) }
+sub lines { $l->usage_lines(@_) }
+sub check { $l->check_lines($_[0], \@ids, @_[1 .. $#_]) }
 
 my @w = $t->_workers;
 is(scalar @w, 2, 'two workers');
@@ -84,17 +47,7 @@ is(scalar lines(1, 1), 0, 'their lines wait in the buffer (flush=1h)');
 
 # SIGKILL: the worker gets no chance to write; its replacement does
 
-my %before = map { $_->[0] => 1 } @w;
-kill 'KILL', $_->[0] for @w;
-
-my $deadline = time + 10;
-my @new;
-while (time < $deadline) {
-    @new = grep { !$before{$_->[0]} } $t->_workers;
-    last if @new == 2;
-    sleep 0.05;
-}
-is(scalar @new, 2, 'nginx started two workers in their place');
+is(scalar $t->kill_workers, 2, 'nginx started two workers in their place');
 
 check('after SIGKILL', lines(scalar @ids, 10));
 my $left = 'airlock: writing \d+ bytes of lines to "[^"]*usage\.log" '
@@ -129,8 +82,7 @@ check('flush=1s, no more traffic', lines(scalar @ids, 10));
 # region, holding lines, once a second, and leaves it to its owner, alive
 my $offset = length($t->read_file('error.log') // '');
 my $until = time + 3.5;
-my $n = 0;
-$n += calls(1) while time < $until;
+calls(1) while time < $until;
 check('flush=1s, three seconds of calls', lines(scalar @ids, 10));
 my $since = substr($t->read_file('error.log') // '', $offset);
 unlike($since, qr/that process \d+ left/,
@@ -151,14 +103,7 @@ is(scalar(grep { $_->{status} == 404 }
           map { $l->request('GET', '/nothing') } 1 .. 100),
    100, '100 requests the access_log alone logs');
 
-%before = map { $_->[0] => 1 } $t->_workers;
-kill 'KILL', keys %before;
-$deadline = time + 10;
-while (time < $deadline) {
-    @new = grep { !$before{$_->[0]} } $t->_workers;
-    last if @new == 2;
-    sleep 0.05;
-}
+$t->kill_workers;
 check('an access_log too, after SIGKILL', lines(scalar @ids, 10));
 my @other = grep { !/^\{/ } split /\n/, $t->read_file('usage.log') // '';
 is(scalar(grep { !/^(?:\w+ openai gpt-\S+ 200 \d+ \d+ response |- - - 404 )/ }

@@ -18,7 +18,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use IO::Socket::INET;
 use Test::More;
 use Time::HiRes qw(time sleep);
 use Airlock::Test;
@@ -39,61 +38,14 @@ $l->setup(log => ' buffer=64k flush=1h');
 $t->write_file('nginx.conf', conf(2));
 $t->run;
 
-plan tests => 16;
+plan tests => 19;
 
-my $agent = $l->token('agent');
 my @ids;
 
-sub calls {
-    my ($n) = @_;
-    my $ok = 0;
-
-    for (1 .. $n) {
-        my $r = $l->chat(token => $agent);
-        $ok++ if $r->{status} == 200;
-        push @ids, $r->{headers}{'x-request-id'} // 'none';
-    }
-    return $ok;
-}
-
-# the usage lines until now, waiting until there are $want of them
-sub lines {
-    my ($want, $wait) = @_;
-    my $deadline = time + $wait;
-    my @l;
-
-    for (;;) {
-        @l = grep { length } split /\n/, $t->read_file('usage.log') // '';
-        last if @l >= $want || time > $deadline;
-        sleep 0.05;
-    }
-    return @l;
-}
-
-sub check {
-    my ($what, @lines) = @_;
-    my %seen;
-
-    $seen{(Airlock::LLM::jdecode($_) // {})->{request_id} // ''}++
-        for @lines;
-
-    is(scalar @lines, scalar @ids, "$what: one line per call");
-    is(scalar(grep { !$seen{$_} } @ids), 0,
-       "$what: every call's line is there");
-}
-
-sub workers_after {
-    my (%before) = @_;
-    my $deadline = time + 10;
-    my @new;
-
-    while (time < $deadline) {
-        @new = grep { !$before{$_->[0]} } $t->_workers;
-        last if @new >= 3;
-        sleep 0.05;
-    }
-    return @new;
-}
+# the calls' request ids, and their usage lines
+sub calls { $l->chats($_[0], \@ids) }
+sub lines { $l->usage_lines(@_) }
+sub check { $l->check_lines($_[0], \@ids, @_[1 .. $#_]) }
 
 # ---- a reload to three workers: a zone of another size ------------------
 
@@ -105,9 +57,7 @@ $t->reload;
 check('reloaded to three workers', lines(scalar @ids, 10));
 
 is(calls(12), 12, '12 calls, three workers');
-my %before = map { $_->[0] => 1 } $t->_workers;
-kill 'KILL', keys %before;
-is(scalar workers_after(%before), 3, 'SIGKILL: three new workers');
+is(scalar $t->kill_workers, 3, 'SIGKILL: three new workers');
 check('the new zone, after SIGKILL', lines(scalar @ids, 10));
 
 # ---- one worker, four regions: five generations ---------------------------
@@ -120,30 +70,8 @@ lines(scalar @ids, 10);
 # exists
 my @held;
 my $release = $t->testdir . '/release';
-sub hold {
-    my $n = scalar $l->provider_requests;
-    my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user",'
-             . '"content":"Hi"}]}';
-
-    $l->script({ wait_file => $release });
-
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                  PeerPort => $t->port(8080),
-                                  Proto => 'tcp', Timeout => 5)
-        or die "connect: $!";
-    syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
-                 . "Host: localhost\r\nAuthorization: Bearer $agent\r\n"
-                 . "Content-Type: application/json\r\n"
-                 . "Content-Length: " . length($body) . "\r\n"
-                 . "Connection: close\r\n\r\n$body");
-    push @held, $s;
-
-    my $deadline = time + 5;
-    sleep 0.02 while scalar $l->provider_requests == $n && time < $deadline;
-}
-
 for my $g (1 .. 4) {
-    hold();
+    push @held, $l->held_chat({ wait_file => $release });
     $t->reload;
 }
 

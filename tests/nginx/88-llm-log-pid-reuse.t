@@ -15,7 +15,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use IO::Socket::INET;
 use POSIX ();
 use Test::More;
 use Time::HiRes qw(time sleep);
@@ -33,54 +32,19 @@ my $l = Airlock::LLM->new($t);
 $l->setup(log => ' buffer=64k flush=1h');
 $t->run;
 
-plan tests => 7;
+plan tests => 8;
 
-my $agent = $l->token('agent');
 my @ids;
 
-sub calls {
-    my ($n) = @_;
-    my $ok = 0;
-
-    for (1 .. $n) {
-        my $r = $l->chat(token => $agent);
-        $ok++ if $r->{status} == 200;
-        push @ids, $r->{headers}{'x-request-id'} // 'none';
-    }
-    return $ok;
-}
-
-sub lines {
-    my ($want, $wait) = @_;
-    my $deadline = time + $wait;
-    my @l;
-
-    for (;;) {
-        @l = grep { length } split /\n/, $t->read_file('usage.log') // '';
-        last if @l >= $want || time > $deadline;
-        sleep 0.05;
-    }
-    return @l;
-}
+# the calls' request ids, and their usage lines
+sub calls { $l->chats($_[0], \@ids) }
+sub lines { $l->usage_lines(@_) }
 
 my ($old) = map { $_->[0] } $t->_workers;
 is(calls(5), 5, '5 calls; their lines wait (flush=1h)');
 
 # a call in flight keeps the old worker alive after the reload
-my $n = scalar $l->provider_requests;
-my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}';
-$l->script({ delay_first_ms => 9000 });
-my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                              PeerPort => $t->port(8080),
-                              Proto => 'tcp', Timeout => 5)
-    or die "connect: $!";
-syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
-             . "Host: localhost\r\nAuthorization: Bearer $agent\r\n"
-             . "Content-Type: application/json\r\n"
-             . "Content-Length: " . length($body) . "\r\n"
-             . "Connection: close\r\n\r\n$body");
-my $deadline = time + 5;
-sleep 0.02 while scalar $l->provider_requests == $n && time < $deadline;
+my $s = $l->held_chat({ delay_first_ms => 9000 });
 
 $t->write_file_expand('nginx.conf', $l->conf(log => ' buffer=64k flush=1s'));
 $t->reload;
@@ -89,7 +53,7 @@ $t->reload;
 kill 'KILL', $old;
 
 my $other;
-$deadline = time + 10;
+my $deadline = time + 10;
 while (time < $deadline) {
     open(my $fh, '>', $last) or die "$last: $!";
     print $fh $old - 1;
@@ -113,7 +77,7 @@ while (time < $deadline) {
 my $taken = $other || kill(0, $old);
 
 SKIP: {
-skip "pid $old was taken by another process and is free again", 5
+skip "pid $old was taken by another process and is free again", 6
     unless $taken;
 
 ok($taken, "a process that is not nginx has the old worker's pid");
@@ -122,11 +86,8 @@ ok($taken, "a process that is not nginx has the old worker's pid");
 # looks at the other regions
 is(calls(1), 1, 'a call to the new worker');
 
-my @l = lines(scalar @ids, 10);
-my %seen;
-$seen{(Airlock::LLM::jdecode($_) // {})->{request_id} // ''}++ for @l;
-is(scalar @l, scalar @ids, 'one line per call, the killed worker\'s too');
-is(scalar(grep { !$seen{$_} } @ids), 0, 'every call\'s line is there');
+$l->check_lines('the killed worker\'s lines too', \@ids,
+               lines(scalar @ids, 10));
 like($t->read_file('error.log') // '',
      qr/writing \d+ bytes of lines to "[^"]*usage\.log" that process $old /,
      'the error log says whose they were');

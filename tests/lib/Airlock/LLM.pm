@@ -294,6 +294,86 @@ sub usage_log {
 }
 
 
+# For the tests of buffered usage logs: $n chats with the token of
+# $o{client} (agent), each call's x-request-id pushed on @$ids; returns
+# how many were answered 200.
+sub chats {
+    my ($self, $n, $ids, %o) = @_;
+    my $ok = 0;
+
+    for (1 .. $n) {
+        my $r = $self->chat(token => $self->token($o{client} // 'agent'));
+        $ok++ if $r->{status} == 200;
+        push @$ids, $r->{headers}{'x-request-id'} // 'none';
+    }
+    return $ok;
+}
+
+
+# The usage log's lines (JSON objects only: an access_log may write to the
+# same file), waiting up to $wait seconds for $want of them.
+sub usage_lines {
+    my ($self, $want, $wait) = @_;
+    my $deadline = time + $wait;
+    my @l;
+
+    for (;;) {
+        @l = grep { /^\{/ }
+             split /\n/, $self->{t}->read_file('usage.log') // '';
+        last if @l >= $want || time > $deadline;
+        sleep 0.05;
+    }
+    return @l;
+}
+
+
+# Three Test::More checks that @lines are the usage lines of the calls
+# whose request ids are @$ids: as many, every call's, none twice.
+sub check_lines {
+    my ($self, $what, $ids, @lines) = @_;
+    my %seen;
+
+    $seen{(jdecode($_) // {})->{request_id} // ''}++ for @lines;
+
+    Test::More::is(scalar @lines, scalar @$ids, "$what: one line per call");
+    Test::More::is(scalar(grep { !$seen{$_} } @$ids), 0,
+                   "$what: every call's line is there");
+    Test::More::is(scalar(grep { $_ > 1 } values %seen), 0,
+                   "$what: no line twice");
+}
+
+
+# A chat left in flight: sent on a connection of its own, with the
+# provider's script for it (e.g. { wait_file => F }); returns the socket
+# once the provider has the request.  Read the answer from the socket.
+sub held_chat {
+    my ($self, $script) = @_;
+    my $t = $self->{t};
+    my $n = scalar $self->provider_requests;
+    my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+             . '"content":"Hi"}]}';
+
+    $self->script($script);
+
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $t->port(8080),
+                                  Proto => 'tcp', Timeout => 5)
+        or die "connect: $!";
+    syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
+                 . "Host: localhost\r\n"
+                 . "Authorization: Bearer " . $self->token('agent') . "\r\n"
+                 . "Content-Type: application/json\r\n"
+                 . "Content-Length: " . length($body) . "\r\n"
+                 . "Connection: close\r\n\r\n$body");
+
+    my $deadline = time + 10;
+    sleep 0.02
+        while scalar $self->provider_requests == $n && time < $deadline;
+
+    return $s;
+}
+
+
 # The usage line of the last call, waiting for it: the log phase runs
 # after the client has the response.
 sub last_usage {

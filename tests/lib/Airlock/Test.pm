@@ -523,6 +523,25 @@ sub _workers {
 }
 
 
+# SIGKILL to every worker; returns the workers the master starts in their
+# place, once there are as many (or after 10 s, those there are).
+sub kill_workers {
+    my ($self) = @_;
+    my %before = map { $_->[0] => 1 } $self->_workers;
+    my $deadline = time + 10;
+    my @new;
+
+    kill 'KILL', keys %before;
+
+    while (time < $deadline) {
+        @new = grep { !$before{$_->[0]} } $self->_workers;
+        last if @new >= keys %before;
+        sleep 0.05;
+    }
+    return @new;
+}
+
+
 # Every listen address in nginx.conf and the files it includes.
 sub _listens {
     my ($self) = @_;
