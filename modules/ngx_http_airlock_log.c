@@ -181,7 +181,7 @@ static void ngx_http_airlock_region_give(ngx_cycle_t *cycle,
 static void ngx_http_airlock_recover(ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b, ngx_uint_t all, ngx_log_t *log);
 static ngx_uint_t ngx_http_airlock_alive(ngx_atomic_uint_t owner);
-static uint32_t ngx_http_airlock_started(ngx_pid_t pid, ngx_uint_t self);
+static uint32_t ngx_http_airlock_started(u_char *name, ngx_pid_t pid);
 static ngx_msec_t ngx_http_airlock_wall_ms(void);
 static uint64_t ngx_http_airlock_rid_mix(uint64_t x);
 
@@ -582,7 +582,7 @@ ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
     ngx_http_airlock_me = (ngx_atomic_uint_t) ngx_pid;
 #if (NGX_HTTP_AIRLOCK_OWNER_START)
     ngx_http_airlock_me |= (ngx_atomic_uint_t)
-                           ngx_http_airlock_started(ngx_pid, 1) << 32;
+        ngx_http_airlock_started((u_char *) "/proc/self/stat", ngx_pid) << 32;
 #endif
 
     ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
@@ -756,6 +756,7 @@ ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
 static ngx_uint_t
 ngx_http_airlock_alive(ngx_atomic_uint_t owner)
 {
+    u_char     name[sizeof("/proc//stat") + NGX_INT64_LEN];
     uint32_t   start, now;
     ngx_pid_t  pid;
 
@@ -768,7 +769,8 @@ ngx_http_airlock_alive(ngx_atomic_uint_t owner)
     start = ngx_http_airlock_owner_start(owner);
 
     if (start != 0) {
-        now = ngx_http_airlock_started(pid, 0);
+        ngx_sprintf(name, "/proc/%P/stat%Z", pid);
+        now = ngx_http_airlock_started(name, pid);
 
         if (now != 0 && now != start) {
             return 0;
@@ -780,35 +782,26 @@ ngx_http_airlock_alive(ngx_atomic_uint_t owner)
 
 
 /*
- * A process's start time, the low 32 bits of field 22 of /proc/PID/stat
- * (clock ticks since boot), or 0: no /proc, or no such process.  The
- * fields follow the command's name in parentheses, which may itself hold
- * spaces and parentheses: the last ')' ends it.  A read of procfs, which
- * never waits for a disk; a worker does it when it starts and, for
- * another worker's region holding lines, at most once a second.
- *
- * With self set it reads /proc/self/stat and gives 0 unless the pid there
- * (field 1) is ours: a /proc mounted for another pid namespace than
- * nginx's shows other processes under our pids, and a start time read
- * there would tell nothing about ours.
+ * The start time of process pid, the low 32 bits of field 22 of the
+ * stat file name (/proc/self/stat or /proc/PID/stat: clock ticks since
+ * boot), or 0: no /proc, no such process, or field 1 is not pid.  That
+ * last is how a worker finds a /proc mounted for another pid namespace
+ * than nginx's, where /proc/self/stat is itself under another pid: a
+ * start time read there would tell nothing about it.  The fields follow
+ * the command's name in parentheses, which may itself hold spaces and
+ * parentheses: the last ')' ends it.  A read of procfs, which never
+ * waits for a disk; a worker does it when it starts and, for another
+ * worker's region holding lines, at most once a second.
  */
 
 static uint32_t
-ngx_http_airlock_started(ngx_pid_t pid, ngx_uint_t self)
+ngx_http_airlock_started(u_char *name, ngx_pid_t pid)
 {
     u_char      *p, *last, buf[512];
-    u_char       name[sizeof("/proc//stat") + NGX_INT64_LEN];
     ssize_t      n;
     uint64_t     v;
     ngx_fd_t     fd;
     ngx_uint_t   field;
-
-    if (self) {
-        ngx_cpystrn(name, (u_char *) "/proc/self/stat", sizeof(name));
-
-    } else {
-        ngx_sprintf(name, "/proc/%P/stat%Z", pid);
-    }
 
     fd = ngx_open_file(name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
     if (fd == NGX_INVALID_FILE) {
@@ -824,12 +817,10 @@ ngx_http_airlock_started(ngx_pid_t pid, ngx_uint_t self)
 
     last = buf + n;
 
-    if (self) {
-        p = ngx_strlchr(buf, last, ' ');
+    p = ngx_strlchr(buf, last, ' ');
 
-        if (p == NULL || ngx_atoi(buf, p - buf) != (ngx_int_t) pid) {
-            return 0;
-        }
+    if (p == NULL || ngx_atoi(buf, p - buf) != (ngx_int_t) pid) {
+        return 0;
     }
 
     for (p = last; p > buf && p[-1] != ')'; p--) { /* void */ }
