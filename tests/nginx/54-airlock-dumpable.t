@@ -20,21 +20,7 @@ use Airlock::Proxy;
 my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 
-$t->write_file_expand('policy.yaml', <<'EOF');
-version: 1
-clients:
-  local: { cidr: [127.0.0.1/32] }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [local]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 1000, window: 60s }
-EOF
+$p->echo_policy;
 
 sub write_conf {
     my ($http) = @_;

@@ -24,23 +24,8 @@ my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 
 my $tok = 'token-a-0123456789';
-my $sha = $p->token_sha256($tok);
 
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  a: { token_sha256: "$sha" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [a]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 46, window: 60s }
-EOF
+$p->echo_policy(token => $tok, threshold => 46);
 
 # a long flush time: the deny lines stay in the buffer while the test looks
 $t->write_file('nginx.conf',

@@ -28,24 +28,7 @@ absent('a pid namespace needs root') unless $> == 0;
 absent('nginx without --with-debug: the start time is in a debug line')
     unless $t->nginx_with_debug;
 
-my $tok = 'token-a-0123456789';
-my $sha = $p->token_sha256($tok);
-
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  a: { token_sha256: "$sha" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [a]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 1000, window: 60s }
-EOF
+$p->echo_policy;
 
 $t->write_file('nginx.conf',
                $t->expand($p->conf(http => <<'EOF'))

@@ -42,6 +42,35 @@ sub new {
 sub ctl { $_[0]{ctl} }
 
 
+# policy.yaml with one route, GET /ok to the echo server on %%PORT_8081%%,
+# for one client: token => T (client "a", a bearer token) or the
+# loopback address (client "local"); deny alerts past threshold => N
+# (1000) denials a minute.
+sub echo_policy {
+    my ($self, %o) = @_;
+    my ($name, $id) = defined $o{token}
+        ? ('a', '{ token_sha256: "' . $self->token_sha256($o{token}) . '" }')
+        : ('local', '{ cidr: [127.0.0.1/32] }');
+    my $threshold = $o{threshold} // 1000;
+
+    $self->{t}->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+  $name: $id
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: ok
+    clients: [$name]
+    match: { method: GET, path: /ok }
+    upstream: echo
+    to: /ok
+alerts:
+  deny: { threshold: $threshold, window: 60s }
+EOF
+}
+
+
 # keygen NAME: NAME and NAME.pub in the prefix
 sub keygen {
     my ($self, $name) = @_;
