@@ -53,6 +53,7 @@ ROOTFS_PKGS = python3-minimal,libpython3.11-stdlib
 
 MOD_SRCS := $(wildcard modules/*.c modules/*.h) modules/config
 MOD_SO := $(B)/modules/ngx_http_airlock_module.so
+MOD_MAP := $(CURDIR)/modules/ngx_http_airlock_module.map
 
 PROVE ?= prove
 PROVE_FLAGS ?= -r
@@ -165,14 +166,16 @@ $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h tests/unit/refuse.h $(LIB)
 # the module is optimized like the library (and sanitized with it).
 NGX_CC_OPT = $(WARN) -Wno-unused-parameter -Wno-shadow -Wno-format-nonliteral \
              -I$(CURDIR)/policy $(LIB_CFLAGS) $(OPT)
-NGX_LD_OPT = $(LDFLAGS)
+NGX_LD_OPT = $(LDFLAGS) -Wl,--version-script=$(MOD_MAP)
 
 # nginx's configure writes objs/Makefile (and no Makefile: Debian's
-# sources have none at the top).  It runs again only when the flags or the
-# addon's config change.
+# sources have none at the top).  It runs again only when the flags (in
+# config.mk and here), or the addon's config change.  The module's link
+# takes the version script, so it exports only what nginx loads
+# (modules/ngx_http_airlock_module.map).
 NGX_OBJS := $(B)/nginx/objs
 
-$(NGX_OBJS)/Makefile: $(B)/config.mk modules/config
+$(NGX_OBJS)/Makefile: $(B)/config.mk modules/config Makefile
 	@rm -rf $(B)/nginx
 	@mkdir -p $(B)
 	cp -r $(NGX_SRC) $(B)/nginx
@@ -185,7 +188,7 @@ $(NGX_OBJS)/Makefile: $(B)/config.mk modules/config
 # nginx's objs/Makefile knows neither libairlock.a nor policy/airlock.h:
 # the .so is relinked whenever this rule runs, and the module's objects
 # are rebuilt when the library's headers changed.
-$(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(POLICY_HDRS) $(LIB)
+$(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(MOD_MAP) $(POLICY_HDRS) $(LIB)
 	$(if $(filter $(POLICY_HDRS),$?),rm -f $(NGX_OBJS)/addon/modules/*.o)
 	@rm -f $(NGX_OBJS)/ngx_http_airlock_module.so
 	$(MAKE) -s -C $(B)/nginx -f objs/Makefile modules
