@@ -19,7 +19,8 @@
 # What it reports:
 #   chat JSON   wrk (1 thread, 16 connections), POST chat/completions with a
 #               client token: p50 and p99 latency, requests/s, gateway vs
-#               plain, medians of interleaved rounds
+#               plain, medians of interleaved rounds (the servers' order
+#               turned one place each round)
 #   buffered    the same calls through a second gateway whose usage log is
 #               airlock_llm_log FILE buffer=64k flush=1s (the lines held
 #               in shared memory, written a buffer at a time or a second
@@ -427,11 +428,16 @@ if ($portkey) {
 
 # ---- latency and throughput ----------------------------------------------------
 
+# each round turns the order one place, so no server always runs right
+# after another (or first, or last) while the machine's load drifts
 my @servers = ('plain', 'gateway', 'buffered', $portkey ? ('portkey') : ());
 my %res;
 for my $round (1 .. $rounds) {
+    my $k = ($round - 1) % @servers;
+    my @order = (@servers[$k .. $#servers], @servers[0 .. $k - 1]);
+
     for my $name (qw(json sse)) {
-        for my $n (@servers) {
+        for my $n (@order) {
             my $perf_pid;
             if ($perf && $round == 1 && $name eq 'json' && $n eq 'gateway') {
                 $perf_pid = fork // die "fork: $!";
