@@ -169,10 +169,10 @@ NGX_CC_OPT = $(WARN) -Wno-unused-parameter -Wno-shadow -Wno-format-nonliteral \
 NGX_LD_OPT = $(LDFLAGS) -Wl,--version-script=$(MOD_MAP)
 
 # nginx's configure writes objs/Makefile (and no Makefile: Debian's
-# sources have none at the top).  It runs again only when the flags (in
-# config.mk and here), or the addon's config change.  The module's link
-# takes the version script, so it exports only what nginx loads
-# (modules/ngx_http_airlock_module.map).
+# sources have none at the top).  It runs again when config.mk or the
+# addon's config changes, and when this Makefile does (NGX_CC_OPT and
+# NGX_LD_OPT are here).  The module's link takes the version script, so
+# it exports only what nginx loads (modules/ngx_http_airlock_module.map).
 NGX_OBJS := $(B)/nginx/objs
 
 $(NGX_OBJS)/Makefile: $(B)/config.mk modules/config Makefile
