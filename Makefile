@@ -53,7 +53,7 @@ ROOTFS_PKGS = python3-minimal,libpython3.11-stdlib
 
 MOD_SRCS := $(wildcard modules/*.c modules/*.h) modules/config
 MOD_SO := $(B)/modules/ngx_http_airlock_module.so
-MOD_MAP := $(CURDIR)/modules/ngx_http_airlock_module.map
+MOD_MAP := modules/ngx_http_airlock_module.map
 
 PROVE ?= prove
 PROVE_FLAGS ?= -r
@@ -166,16 +166,14 @@ $(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h tests/unit/refuse.h $(LIB)
 # the module is optimized like the library (and sanitized with it).
 NGX_CC_OPT = $(WARN) -Wno-unused-parameter -Wno-shadow -Wno-format-nonliteral \
              -I$(CURDIR)/policy $(LIB_CFLAGS) $(OPT)
-NGX_LD_OPT = $(LDFLAGS) -Wl,--version-script=$(MOD_MAP)
+NGX_LD_OPT = $(LDFLAGS)
 
 # nginx's configure writes objs/Makefile (and no Makefile: Debian's
-# sources have none at the top).  It runs again when config.mk or the
-# addon's config changes, and when this Makefile does (NGX_CC_OPT and
-# NGX_LD_OPT are here).  The module's link takes the version script, so
-# it exports only what nginx loads (modules/ngx_http_airlock_module.map).
+# sources have none at the top).  It runs again only when the flags or the
+# addon's config change.
 NGX_OBJS := $(B)/nginx/objs
 
-$(NGX_OBJS)/Makefile: $(B)/config.mk modules/config Makefile
+$(NGX_OBJS)/Makefile: $(B)/config.mk modules/config
 	@rm -rf $(B)/nginx
 	@mkdir -p $(B)
 	cp -r $(NGX_SRC) $(B)/nginx
@@ -185,9 +183,10 @@ $(NGX_OBJS)/Makefile: $(B)/config.mk modules/config Makefile
 	    --with-cc-opt="$(NGX_CC_OPT)" --with-ld-opt="$(NGX_LD_OPT)" \
 	    > configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 
-# nginx's objs/Makefile knows neither libairlock.a nor policy/airlock.h:
-# the .so is relinked whenever this rule runs, and the module's objects
-# are rebuilt when the library's headers changed.
+# nginx's objs/Makefile knows neither libairlock.a, policy/airlock.h nor
+# the version script the addon's config links with (the .so exports only
+# what nginx loads): the .so is relinked whenever this rule runs, and the
+# module's objects are rebuilt when the library's headers changed.
 $(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(MOD_MAP) $(POLICY_HDRS) $(LIB)
 	$(if $(filter $(POLICY_HDRS),$?),rm -f $(NGX_OBJS)/addon/modules/*.o)
 	@rm -f $(NGX_OBJS)/ngx_http_airlock_module.so
