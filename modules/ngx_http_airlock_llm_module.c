@@ -1198,9 +1198,11 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
 
-    ssize_t      size;
-    ngx_str_t   *value, name;
-    ngx_msec_t   flush;
+    ssize_t                            size;
+    ngx_str_t                         *value, name;
+    ngx_msec_t                         flush;
+    ngx_open_file_t                  **file;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
 
     if (llcf->log != NGX_CONF_UNSET_PTR) {
         return "is duplicate";
@@ -1228,16 +1230,36 @@ ngx_http_airlock_llm_log(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (size == 0) {
-        return NGX_CONF_OK;
-    }
-
     /*
      * in shared memory, so a killed worker's lines are written by another;
-     * without flush=, at the end of the pass of the event loop
+     * without flush=, at the end of the pass of the event loop.  Without
+     * buffer= too, in a buffer of NGX_HTTP_AIRLOCK_LLM_LOG_BUFFER bytes,
+     * unless another log buffers the file: decided once every log has
+     * been read (ngx_http_airlock_llm_init())
      */
 
-    return ngx_http_airlock_file_buffer(cf, llcf->log, size, flush);
+    if (size != 0) {
+        return ngx_http_airlock_file_buffer(cf, llcf->log, size, flush);
+    }
+
+    lmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_airlock_llm_module);
+
+    if (lmcf->logs == NULL) {
+        lmcf->logs = ngx_array_create(cf->pool, 2, sizeof(ngx_open_file_t *));
+        if (lmcf->logs == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    file = ngx_array_push(lmcf->logs);
+    if (file == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *file = llcf->log;
+
+    return NGX_CONF_OK;
 }
 
 
@@ -1420,6 +1442,7 @@ ngx_http_airlock_llm_create_main_conf(ngx_conf_t *cf)
      *     lmcf->zone = NULL;
      *     lmcf->providers = NULL;
      *     lmcf->nproviders = 0;
+     *     lmcf->logs = NULL;
      */
 
     return lmcf;
@@ -1642,8 +1665,34 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
 static ngx_int_t
 ngx_http_airlock_llm_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_uint_t                         i;
+    ngx_open_file_t                  **file;
+    ngx_http_handler_pt               *h;
+    ngx_http_core_main_conf_t         *cmcf;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    /*
+     * A usage log named without buffer= gets the default buffer, written
+     * at the end of each pass of the event loop, unless another log
+     * (ours with buffer=, the journal, an access_log with buffer=), before
+     * or after it in the configuration, buffers the file its own way.
+     */
+
+    lmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_airlock_llm_module);
+
+    for (i = 0; lmcf->logs != NULL && i < lmcf->logs->nelts; i++) {
+        file = lmcf->logs->elts;
+
+        if (file[i]->data == NULL
+            && ngx_http_airlock_file_buffer(cf, file[i],
+                                            NGX_HTTP_AIRLOCK_LLM_LOG_BUFFER,
+                                            0)
+               != NGX_CONF_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 

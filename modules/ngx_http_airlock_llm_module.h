@@ -22,6 +22,9 @@
 
 #define NGX_HTTP_AIRLOCK_LLM_SERIES_MAX  1000   /* default series= */
 
+/* airlock_llm_log without buffer=: this much, written at each pass's end */
+#define NGX_HTTP_AIRLOCK_LLM_LOG_BUFFER  16384
+
 
 /* a client's budget, or a series of counters, in airlock_llm_zone */
 typedef struct ngx_http_airlock_llm_node_s  ngx_http_airlock_llm_node_t;
@@ -46,6 +49,9 @@ typedef struct {
     ngx_shm_zone_t                  *zone;      /* airlock_llm_zone */
     ngx_http_airlock_llm_provider_t *providers; /* [policy->nllm] */
     ngx_uint_t                       nproviders;
+    ngx_array_t                     *logs;      /* ngx_open_file_t *: the
+                                                   airlock_llm_log files
+                                                   named without buffer= */
 } ngx_http_airlock_llm_main_conf_t;
 
 

@@ -18,9 +18,10 @@
 #
 # What it reports:
 #   chat JSON   wrk (1 thread, 16 connections), POST chat/completions with a
-#               client token: p50 and p99 latency, requests/s, gateway vs
-#               plain, medians of interleaved rounds (the servers' order
-#               turned one place each round)
+#               client token: p50 and p99 latency, requests/s, gateway
+#               (its usage log as airlock_llm_log FILE has it by default)
+#               vs plain, medians of interleaved rounds (default 5, the
+#               servers' order turned one place each round)
 #   buffered    the same calls through a second gateway whose usage log is
 #               airlock_llm_log FILE buffer=64k flush=1s (the lines held
 #               in shared memory, written a buffer at a time or a second
@@ -57,7 +58,7 @@ use POSIX ();
 use Time::HiRes qw(time);
 use Airlock::Test;
 
-my $rounds = 3;
+my $rounds = 5;
 my $seconds = 4;
 my $calls = 100_000;
 my $markdown = 0;
@@ -211,10 +212,11 @@ $loc
 EOF
 };
 
-# "gateway" writes each usage line with a write() of its own (the
-# default); "buffered" holds them in shared memory and writes them a
-# buffer at a time, or a second after the first (airlock_llm_log FILE
-# buffer=64k flush=1s)
+# "gateway" has the default usage log (airlock_llm_log FILE: the lines
+# of the calls that end in one pass of the event loop are written
+# together at its end); "buffered" holds them in shared memory and writes
+# them a buffer at a time, or a second after the first (airlock_llm_log
+# FILE buffer=64k flush=1s)
 $gw->write_file_expand('nginx.conf', $gwconf->(''));
 my $gwb = Airlock::Test->new;
 $gwb->require_module;

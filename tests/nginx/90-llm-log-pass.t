@@ -1,0 +1,163 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_llm_module: the usage log without buffer= (the
+# default).  A call's line is in the file as soon as the pass of the
+# worker's event loop its call ended in is over, with no further traffic;
+# the lines of calls that end in the same pass are written with one
+# write(), not one each.  A log that buffers the same file its own way (the
+# usage log with buffer=, the journal) decides for the file, in whichever
+# order the directives come.
+#
+# Calls made to end in one pass: the provider holds its answers for a
+# second; the worker is stopped (SIGSTOP) while it has them all sent, and
+# continued.  write() calls are counted in /proc/PID/io (syscw), with the
+# error log at "warn" so that it writes nothing.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use POSIX ();
+use Test::More;
+use Time::HiRes qw(time sleep);
+use Airlock::Test;
+use Airlock::LLM;
+
+BEGIN { $ENV{AIRLOCK_LOG_LEVEL} = 'warn' }
+
+my $t = Airlock::Test->new;
+my $l = Airlock::LLM->new($t);
+my $d = $t->testdir;
+
+plan(skip_all => 'no /proc/self/io (task I/O accounting)')
+    unless -r '/proc/self/io';
+
+$l->setup;
+$t->run;
+
+plan tests => 13;
+
+my $agent = $l->token('agent');
+
+# one call, then nothing
+
+my $r = $l->chat(token => $agent);
+is($r->{status}, 200, 'a call');
+my $u = $l->last_usage(1);
+is($u->{request_id} // '', $r->{headers}{'x-request-id'} // 'none',
+   'its line is in the file with no further traffic');
+
+my ($worker) = map { $_->[0] } $t->_workers;
+
+sub syscw {
+    my $io = Airlock::Test::_slurp("/proc/$worker/io") // '';
+    return $io =~ /^syscw: (\d+)/m ? $1 : die "no syscw for $worker\n";
+}
+
+# $n calls whose answers reach the worker while it is stopped: they end
+# in the pass after it continues.  Returns the worker's write() calls from
+# then until every line is in the file, and the calls' request ids.
+
+sub held {
+    my ($n) = @_;
+    my $before = () = $l->provider_requests;
+    my @kids;
+
+    $l->script_all({ delay_first_ms => 1000 });
+
+    for my $k (1 .. $n) {
+        my $pid = fork // die "fork: $!";
+        if ($pid == 0) {
+            my $c = $l->chat(token => $agent);
+            open(my $fh, '>', "$d/held.$k") or POSIX::_exit(1);
+            print $fh $c->{status} == 200 ? $c->{headers}{'x-request-id'}
+                                          : 'failed';
+            close $fh;
+            POSIX::_exit(0);
+        }
+        push @kids, $pid;
+    }
+
+    my $deadline = time + 10;
+    while (time < $deadline) {
+        my $got = () = $l->provider_requests;
+        last if $got >= $before + $n;
+        sleep 0.02;
+    }
+
+    kill 'STOP', $worker;
+    sleep 2;                   # the provider answers, a second after each
+    my $w0 = syscw();
+    kill 'CONT', $worker;
+
+    waitpid($_, 0) for @kids;
+    $l->script;
+
+    my @ids = map { $t->read_file("held.$_") // 'failed' } 1 .. $n;
+    my %want = map { $_ => 1 } @ids;
+
+    $deadline = time + 5;
+    while (time < $deadline) {
+        my %in = map { ($_->{request_id} // '') => 1 } $l->usage_log;
+        last unless grep { !$in{$_} } keys %want;
+        sleep 0.05;
+    }
+
+    return (syscw() - $w0, @ids);
+}
+
+my ($one, @id1) = held(1);
+my ($eight, @id8) = held(8);
+
+is(scalar(grep { $_ eq 'failed' } @id1, @id8), 0, 'every held call: 200');
+
+my @lines = $l->usage_log;
+my %seen;
+$seen{$_->{request_id} // ''}++ for @lines;
+is(scalar(grep { ($seen{$_} // 0) != 1 } @id1, @id8), 0,
+   'every held call has its line, once');
+is(scalar @lines, 10, 'ten calls, ten lines');
+
+ok($eight < 8 * $one,
+   'eight calls ending in one pass: fewer write()s than eight alone '
+   . '(the usage lines in one)')
+    or diag "one call: $one write()s; eight together: $eight";
+
+$t->stop;
+is($t->error_log_check, '', 'no alerts in the error log');
+
+# a log that buffers the file its own way decides for it, before or after
+
+sub accepted {
+    my ($what, %o) = @_;
+    $t->write_file_expand('nginx.conf', $l->conf(%o));
+    my ($status, $out) = $t->reload_test;
+    is($status, 0, "$what: accepted") or diag $out;
+}
+
+accepted('buffer= in a location, after the default at http',
+         location => "airlock_llm_log $d/usage.log buffer=8k flush=1s;");
+accepted('buffer= at http, the default in a location',
+         log => ' buffer=8k flush=1s',
+         location => "airlock_llm_log $d/usage.log;");
+accepted('the journal buffering the file',
+         http => "airlock_journal $d/usage.log buffer=8k flush=2s;");
+accepted('the journal naming the file without a buffer',
+         http => "airlock_journal $d/usage.log;");
+
+# and then it is that log's buffer: lines a flush= later
+
+$t->write_file_expand('nginx.conf', $l->conf(
+    location => "airlock_llm_log $d/usage.log;",
+    http => "airlock_journal $d/usage.log buffer=8k flush=2s;"));
+$t->run;
+
+$r = $l->chat(token => $agent);
+my $id = $r->{headers}{'x-request-id'} // 'none';
+sleep 0.5;
+ok(!grep({ ($_->{request_id} // '') eq $id } $l->usage_log),
+   'under the journal\'s flush=2s: not yet in the file after 0.5s');
+$u = $l->last_usage(11);
+is($u->{request_id} // '', $id, 'in the file within the flush time');
