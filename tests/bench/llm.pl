@@ -37,6 +37,9 @@
 #   CPU         the serving process's CPU time (/proc/PID/stat) per call
 #               during the rounds: on a shared machine requests/s move
 #               with the load, CPU per call much less
+#   writes      write() and writev() calls of the serving process per call
+#               (/proc/PID/io syscw): two to sockets, the rest the usage
+#               log's
 #   instructions  N calls (default 500) to a copy of each nginx, plain and
 #               gateway, run in one process under callgrind: instructions
 #               per call, counted exactly, so the ratio does not move with
@@ -366,6 +369,16 @@ sub cpu {
     return ($f[11] + $f[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK());
 }
 
+# write() and writev() calls of a process (/proc/PID/io syscw)
+sub writes {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/io") or return 0;
+    local $/;
+    my $io = <$fh>;
+    close $fh;
+    return $io =~ /^syscw: (\d+)/m ? $1 : 0;
+}
+
 sub rss {
     my ($pid) = @_;
     open(my $fh, '<', "/proc/$pid/status") or return 0;
@@ -452,9 +465,11 @@ for my $round (1 .. $rounds) {
                         or die "exec perf: $!";
                 }
             }
-            my $c0 = cpu($pid{$n});
+            my ($c0, $w0) = (cpu($pid{$n}), writes($pid{$n}));
             my ($rps, $p50, $p99, $total) = wrk($n, $name);
             my $us = (cpu($pid{$n}) - $c0) * 1e6 / ($total || 1);
+            push @{$res{$name}{$n}{wr}},
+                (writes($pid{$n}) - $w0) / ($total || 1);
             waitpid($perf_pid, 0) if $perf_pid;
             push @{$res{$name}{$n}{rps}}, $rps;
             push @{$res{$name}{$n}{p50}}, $p50;
@@ -540,13 +555,17 @@ for (1 .. $rounds) {
 
 my @rss;
 my $done = 0;
+my $rate = 20_000;      # calls a second, as the last wrk run made them
 
+# runs of whole seconds, no longer than what is left to the mark takes at
+# the last run's rate: a 5-second run would pass more than one mark
 for my $mark (1_000, int($calls / 2), $calls) {
     while ($done < $mark) {
-        my $left = $mark - $done;
-        my $secs = $left > 20_000 ? 5 : 1;
+        my $secs = int(($mark - $done) / $rate);
+        $secs = $secs < 1 ? 1 : $secs > 5 ? 5 : $secs;
         my (undef, undef, undef, $total) = wrk('gateway', 'sse', $secs);
         $done += $total;
+        $rate = $total / $secs if $total;
     }
     push @rss, [$done, rss($pid{gateway})];
     printf STDERR "%d streamed calls: worker RSS %d kB\n", @{$rss[-1]};
@@ -648,7 +667,7 @@ my %m;
 for my $name (qw(json sse)) {
     for my $n (@servers) {
         $m{$name}{$n}{$_} = median(@{$res{$name}{$n}{$_}})
-            for qw(rps p50 p99 cpu);
+            for qw(rps p50 p99 cpu wr);
     }
 }
 
@@ -708,6 +727,23 @@ for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
     push @lines, sprintf($markdown ? "| %s | %.1f | %.1f | %+.1f | %.1f |"
                                    : "%-12s %9.1f %9.1f %+9.1f %9.1f",
                          $label, $p, $g, $g - $p, $b);
+}
+
+# write()s per call: two to sockets (the answer, the request upstream),
+# the rest the usage log's
+
+push @lines, '';
+push @lines, $markdown
+    ? "| call | plain write()s/call | gateway write()s/call "
+      . "| buffered write()s/call |\n| --- | --- | --- | --- |"
+    : sprintf("%-12s %9s %9s %9s", 'writes/call', 'plain', 'gateway',
+              'buffered');
+for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
+    my ($label, $name) = @$v;
+    my ($p, $g, $b) = map { $m{$name}{$_}{wr} } qw(plain gateway buffered);
+    push @lines, sprintf($markdown ? "| %s | %.3f | %.3f | %.3f |"
+                                   : "%-12s %9.3f %9.3f %9.3f",
+                         $label, $p, $g, $b);
 }
 
 if ($icalls) {
