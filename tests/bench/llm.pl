@@ -22,6 +22,9 @@
 #               (its usage log as airlock_llm_log FILE has it by default)
 #               vs plain, medians of interleaved rounds (default 5, the
 #               servers' order turned one place each round)
+#   per round   the same requests/s ratios taken in each round (a server
+#               against plain nginx of the same round): their median,
+#               lowest and highest
 #   buffered    the same calls through a second gateway whose usage log is
 #               airlock_llm_log FILE buffer=64k flush=1s (the lines held
 #               in shared memory, written a buffer at a time or a second
@@ -693,6 +696,31 @@ for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
 }
 push @lines, '(buffered: the gateway with airlock_llm_log FILE buffer=64k '
     . 'flush=1s)';
+
+# the same ratios taken round by round (each server against plain nginx
+# of the same round, minutes apart at most) rather than of the medians:
+# their median, and the lowest and highest round
+
+push @lines, '';
+push @lines, $markdown
+    ? "| call | gateway, per round | lowest to highest | buffered, per round "
+      . "| lowest to highest |\n| --- | --- | --- | --- | --- |"
+    : sprintf("%-12s %9s %15s %9s %15s", 'per round', 'gateway',
+              'low-high', 'buffered', 'low-high');
+for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
+    my ($label, $name) = @$v;
+    my @f = ($label);
+    for my $n (qw(gateway buffered)) {
+        my @r = map { $res{$name}{$n}{rps}[$_]
+                      / ($res{$name}{plain}{rps}[$_] || 1) }
+                0 .. $#{$res{$name}{plain}{rps}};
+        my @s = sort { $a <=> $b } @r;
+        push @f, median(@r), $s[0], $s[-1];
+    }
+    push @lines, sprintf($markdown
+        ? "| %s | %.3f | %.3f to %.3f | %.3f | %.3f to %.3f |"
+        : "%-12s %9.3f %7.3f-%.3f %9.3f %7.3f-%.3f", @f);
+}
 
 my ($tp50, $tg50) = (pct(50, @{$ttfb{plain}}), pct(50, @{$ttfb{gateway}}));
 my ($tp99, $tg99) = (pct(99, @{$ttfb{plain}}), pct(99, @{$ttfb{gateway}}));
