@@ -25,6 +25,7 @@ use Test::More;
 use Time::HiRes qw(time sleep);
 use Airlock::Test;
 use Airlock::LLM;
+use Airlock::Prereq qw(absent);
 
 BEGIN { $ENV{AIRLOCK_LOG_LEVEL} = 'warn' }
 
@@ -32,7 +33,7 @@ my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 my $d = $t->testdir;
 
-plan(skip_all => 'no /proc/self/io (task I/O accounting)')
+absent('no /proc/self/io (the kernel counts no task I/O)')
     unless -r '/proc/self/io';
 
 $l->setup;
