@@ -13,7 +13,9 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use IO::Socket::INET;
 use Test::More;
+use Time::HiRes qw(sleep);
 use Airlock::Test;
 use Airlock::Proxy;
 
@@ -29,11 +31,13 @@ sub write_conf {
     $t->write_file('nginx.conf', $conf);
 }
 
-# [uid the worker runs as, owner of its /proc entry] of the one worker,
-# once it has served a request (so it has run its init_process)
+# [uid the worker runs as, owner of its /proc entry] of the one worker
+# serving requests (not one a reload left shutting down), once it has
+# served a request (so it has run its init_process)
 sub worker_ids {
     http_get('/ok');
-    my ($w) = $t->_workers or return (undef, undef);
+    my ($w) = grep { $_->[1] !~ /shutting down/ } $t->_workers
+        or return (undef, undef);
     my $status = $t->read_file("/proc/$w->[0]/status") // '';
     my ($uid) = $status =~ /^Uid:\s+(\d+)/m;
     my @st = stat("/proc/$w->[0]/environ");
@@ -50,10 +54,21 @@ my ($uid, $owner) = worker_ids();
 isnt($uid, 0, 'the worker does not run as root');
 is($owner, 0, 'by default the worker is not dumpable (/proc/PID/environ is root\'s)');
 
+# a client in the middle of its request line keeps the old worker until
+# it is done: the reload leaves it shutting down beside the new one
+
+my $slow = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                 PeerPort => $t->port(8080),
+                                 Proto => 'tcp', Timeout => 5)
+    or die "connect: $!";
+print $slow "GET /ok HTTP/1.1\r\n";
+sleep 0.2;
+
 write_conf('airlock_worker_dumpable on;');
 $t->reload;
 
 ($uid, $owner) = worker_ids();
+close $slow;
 is($owner, $uid, 'airlock_worker_dumpable on: dumpable (/proc/PID/environ is its '
    . 'user\'s)');
 
