@@ -698,7 +698,7 @@ push @lines, '(buffered: the gateway with airlock_llm_log FILE buffer=64k '
     . 'flush=1s)';
 
 # the same ratios taken round by round (each server against plain nginx
-# of the same round, minutes apart at most) rather than of the medians:
+# of the same round, seconds apart) rather than of the medians:
 # their median, and the lowest and highest round
 
 push @lines, '';
