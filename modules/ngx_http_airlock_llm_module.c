@@ -1672,10 +1672,10 @@ ngx_http_airlock_llm_init(ngx_conf_t *cf)
     ngx_http_airlock_llm_main_conf_t  *lmcf;
 
     /*
-     * A usage log named without buffer= gets the default buffer, written
-     * at the end of each pass of the event loop, unless another log
-     * (ours with buffer=, the journal, an access_log with buffer=), before
-     * or after it in the configuration, buffers the file its own way.
+     * A usage log named without buffer= gets the default buffer, unless
+     * another log (ours with buffer=, the journal, an access_log with
+     * buffer=), before or after it in the configuration, buffers the file
+     * its own way.
      */
 
     lmcf = ngx_http_conf_get_module_main_conf(cf,
@@ -1684,11 +1684,9 @@ ngx_http_airlock_llm_init(ngx_conf_t *cf)
     for (i = 0; lmcf->logs != NULL && i < lmcf->logs->nelts; i++) {
         file = lmcf->logs->elts;
 
-        if (file[i]->data == NULL
-            && ngx_http_airlock_file_buffer(cf, file[i],
-                                            NGX_HTTP_AIRLOCK_LLM_LOG_BUFFER,
-                                            0)
-               != NGX_CONF_OK)
+        if (ngx_http_airlock_file_buffer_default(cf, file[i],
+                                        NGX_HTTP_AIRLOCK_LLM_LOG_BUFFER)
+            != NGX_CONF_OK)
         {
             return NGX_ERROR;
         }

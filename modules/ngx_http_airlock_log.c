@@ -502,6 +502,26 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
 }
 
 
+/*
+ * The buffer of a log named without buffer= (the usage log's default):
+ * called once every log of the configuration has been read, it makes one
+ * of size bytes, written at the end of each pass of the event loop,
+ * unless the file has a buffer already (a log with buffer=, ours or an
+ * access_log's).
+ */
+
+char *
+ngx_http_airlock_file_buffer_default(ngx_conf_t *cf, ngx_open_file_t *file,
+    size_t size)
+{
+    if (file->data != NULL) {
+        return NGX_CONF_OK;
+    }
+
+    return ngx_http_airlock_file_buffer(cf, file, size, 0);
+}
+
+
 /* the zone's regions: made once, kept across reloads with the zone */
 
 static ngx_int_t

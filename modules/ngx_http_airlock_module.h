@@ -245,6 +245,8 @@ ngx_int_t ngx_http_airlock_log_args(ngx_conf_t *cf, ngx_uint_t from,
     ssize_t *size, ngx_msec_t *flush);
 char *ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
     size_t size, ngx_msec_t flush);
+char *ngx_http_airlock_file_buffer_default(ngx_conf_t *cf,
+    ngx_open_file_t *file, size_t size);
 void ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle);
 void ngx_http_airlock_logs_exit_process(ngx_cycle_t *cycle);
 void ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line,

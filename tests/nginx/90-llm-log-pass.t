@@ -6,7 +6,7 @@
 # the lines of calls that end in the same pass are written with one
 # write(), not one each.  A log that buffers the same file its own way (the
 # usage log with buffer=, the journal) decides for the file, in whichever
-# order the directives come.
+# order the directives come; so does an access_log with buffer=.
 #
 # Calls made to end in one pass: the worker is stopped (SIGSTOP) while
 # what ends them reaches it, and continued.  write() calls are counted in
@@ -39,7 +39,7 @@ absent('no /proc/self/io (the kernel counts no task I/O)')
 $l->setup;
 $t->run;
 
-plan tests => 14;
+plan tests => 15;
 
 my $agent = $l->token('agent');
 
@@ -172,6 +172,8 @@ accepted('the journal buffering the file',
          http => "airlock_journal $d/usage.log buffer=8k flush=2s;");
 accepted('the journal naming the file without a buffer',
          http => "airlock_journal $d/usage.log;");
+accepted('an access_log buffering the file',
+         http => "access_log $d/usage.log combined buffer=8k;");
 
 # and then it is that log's buffer: lines a flush= later
 
