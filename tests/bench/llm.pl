@@ -25,6 +25,9 @@
 #   per round   the same requests/s ratios taken in each round (a server
 #               against plain nginx of the same round): their median,
 #               lowest and highest
+#   control     a second plain nginx, the same as the first, in the same
+#               rounds: its ratio to plain is what the machine's noise
+#               alone makes of a ratio in this run (1 on a quiet machine)
 #   buffered    the same calls through a second gateway whose usage log is
 #               airlock_llm_log FILE buffer=64k flush=1s (the lines held
 #               in shared memory, written a buffer at a time or a second
@@ -229,9 +232,10 @@ $gwb->require_module;
 $gwb->write_file_expand('nginx.conf', $gwconf->(' buffer=64k flush=1s'));
 
 # Both reach the provider through an upstream block of the url's host, with
-# keepalive (docs/nginx.md, "Upstreams, keepalive and TLS").
-my $plain = Airlock::Test->new;
-$plain->write_file_expand('nginx.conf', <<"EOF");
+# keepalive (docs/nginx.md, "Upstreams, keepalive and TLS").  "control" is
+# a second plain nginx, the same in every way: its ratio to plain is what
+# the machine's noise alone makes of a ratio in this run
+my $plainconf = <<"EOF";
 %%TEST_GLOBALS%%
 http {
     %%TEST_GLOBALS_HTTP%%
@@ -259,12 +263,18 @@ http {
     }
 }
 EOF
+my $plain = Airlock::Test->new;
+$plain->write_file_expand('nginx.conf', $plainconf);
+my $control = Airlock::Test->new;
+$control->write_file_expand('nginx.conf', $plainconf);
 
 $gw->run;
 $gwb->run;
 $plain->run;
+$control->run;
 
-my %nginx = (gateway => $gw, buffered => $gwb, plain => $plain);
+my %nginx = (gateway => $gw, buffered => $gwb, plain => $plain,
+             control => $control);
 my %pid = map { $_ => ($nginx{$_}->_workers)[0][0] } keys %nginx;
 
 # ---- Portkey ------------------------------------------------------------------
@@ -448,7 +458,8 @@ if ($portkey) {
 
 # each round turns the order one place, so no server always runs right
 # after another (or first, or last) while the machine's load drifts
-my @servers = ('plain', 'gateway', 'buffered', $portkey ? ('portkey') : ());
+my @servers = ('plain', 'gateway', 'control', 'buffered',
+               $portkey ? ('portkey') : ());
 my %res;
 for my $round (1 .. $rounds) {
     my $k = ($round - 1) % @servers;
@@ -677,25 +688,26 @@ for my $name (qw(json sse)) {
 my @lines;
 push @lines, $markdown
     ? "| call | plain p50 ms | gateway p50 ms | p50 added | plain p99 ms "
-      . "| gateway p99 ms | p99 added | req/s ratio | buffered ratio |\n"
-      . "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    : sprintf("%-12s %9s %9s %9s %9s %9s %9s %7s %8s", 'call', 'p50',
+      . "| gateway p99 ms | p99 added | req/s ratio | buffered ratio "
+      . "| control ratio |\n"
+      . "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    : sprintf("%-12s %9s %9s %9s %9s %9s %9s %7s %8s %7s", 'call', 'p50',
               'gw p50', 'added', 'p99', 'gw p99', 'added', 'ratio',
-              'buffered');
+              'buffered', 'control');
 
 for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
     my ($label, $name) = @$v;
-    my ($p, $g, $b) = @{$m{$name}}{qw(plain gateway buffered)};
+    my ($p, $g, $b, $c) = @{$m{$name}}{qw(plain gateway buffered control)};
     push @lines, sprintf($markdown
         ? "| %s | %.3f | %.3f | %+.3f ms | %.3f | %.3f | %+.3f ms | %.3f "
-          . "| %.3f |"
-        : "%-12s %9.3f %9.3f %+9.3f %9.3f %9.3f %+9.3f %7.3f %8.3f",
+          . "| %.3f | %.3f |"
+        : "%-12s %9.3f %9.3f %+9.3f %9.3f %9.3f %+9.3f %7.3f %8.3f %7.3f",
         $label, $p->{p50}, $g->{p50}, $g->{p50} - $p->{p50},
         $p->{p99}, $g->{p99}, $g->{p99} - $p->{p99}, $g->{rps} / $p->{rps},
-        $b->{rps} / $p->{rps});
+        $b->{rps} / $p->{rps}, $c->{rps} / $p->{rps});
 }
 push @lines, '(buffered: the gateway with airlock_llm_log FILE buffer=64k '
-    . 'flush=1s)';
+    . 'flush=1s; control: a second plain nginx, the same as the first)';
 
 # the same ratios taken round by round (each server against plain nginx
 # of the same round, seconds apart) rather than of the medians:
@@ -704,13 +716,14 @@ push @lines, '(buffered: the gateway with airlock_llm_log FILE buffer=64k '
 push @lines, '';
 push @lines, $markdown
     ? "| call | gateway, per round | lowest to highest | buffered, per round "
-      . "| lowest to highest |\n| --- | --- | --- | --- | --- |"
-    : sprintf("%-12s %9s %15s %9s %15s", 'per round', 'gateway',
-              'low-high', 'buffered', 'low-high');
+      . "| lowest to highest | control, per round | lowest to highest |\n"
+      . "| --- | --- | --- | --- | --- | --- | --- |"
+    : sprintf("%-12s %9s %15s %9s %15s %9s %15s", 'per round', 'gateway',
+              'low-high', 'buffered', 'low-high', 'control', 'low-high');
 for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
     my ($label, $name) = @$v;
     my @f = ($label);
-    for my $n (qw(gateway buffered)) {
+    for my $n (qw(gateway buffered control)) {
         my @r = map { $res{$name}{$n}{rps}[$_]
                       / ($res{$name}{plain}{rps}[$_] || 1) }
                 0 .. $#{$res{$name}{plain}{rps}};
@@ -718,8 +731,9 @@ for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
         push @f, median(@r), $s[0], $s[-1];
     }
     push @lines, sprintf($markdown
-        ? "| %s | %.3f | %.3f to %.3f | %.3f | %.3f to %.3f |"
-        : "%-12s %9.3f %7.3f-%.3f %9.3f %7.3f-%.3f", @f);
+        ? "| %s | %.3f | %.3f to %.3f | %.3f | %.3f to %.3f | %.3f "
+          . "| %.3f to %.3f |"
+        : "%-12s %9.3f %7.3f-%.3f %9.3f %7.3f-%.3f %9.3f %7.3f-%.3f", @f);
 }
 
 my ($tp50, $tg50) = (pct(50, @{$ttfb{plain}}), pct(50, @{$ttfb{gateway}}));
