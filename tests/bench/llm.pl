@@ -21,7 +21,8 @@
 #               client token: p50 and p99 latency, requests/s, gateway
 #               (its usage log as airlock_llm_log FILE has it by default)
 #               vs plain, medians of interleaved rounds (default 5, the
-#               servers' order turned one place each round)
+#               servers' order turned one place each round, and run
+#               backwards every other round)
 #   per round   the same requests/s ratios taken in each round (a server
 #               against plain nginx of the same round): their median,
 #               lowest and highest
@@ -232,9 +233,8 @@ $gwb->require_module;
 $gwb->write_file_expand('nginx.conf', $gwconf->(' buffer=64k flush=1s'));
 
 # Both reach the provider through an upstream block of the url's host, with
-# keepalive (docs/nginx.md, "Upstreams, keepalive and TLS").  "control" is
-# a second plain nginx, the same in every way: its ratio to plain is what
-# the machine's noise alone makes of a ratio in this run
+# keepalive (docs/nginx.md, "Upstreams, keepalive and TLS"); "control"
+# (see the top of this file) is a second one of the same
 my $plainconf = <<"EOF";
 %%TEST_GLOBALS%%
 http {
@@ -456,14 +456,17 @@ if ($portkey) {
 
 # ---- latency and throughput ----------------------------------------------------
 
-# each round turns the order one place, so no server always runs right
-# after another (or first, or last) while the machine's load drifts
+# each round turns the order one place, so no server always runs first
+# or last while the machine's load drifts, and every other round runs it
+# backwards, so no server always runs right after the same one (turning
+# alone keeps the neighbours: "control" would always follow "gateway")
 my @servers = ('plain', 'gateway', 'control', 'buffered',
                $portkey ? ('portkey') : ());
 my %res;
 for my $round (1 .. $rounds) {
     my $k = ($round - 1) % @servers;
     my @order = (@servers[$k .. $#servers], @servers[0 .. $k - 1]);
+    @order = reverse @order if $round % 2 == 0;
 
     for my $name (qw(json sse)) {
         for my $n (@order) {
