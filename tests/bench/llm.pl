@@ -52,6 +52,13 @@
 #               per call, counted exactly, so the ratio does not move with
 #               the machine's load as requests/s do (--instructions 0
 #               leaves them out)
+#   footprint   in the same run, callgrind's simulation of first-level
+#               caches of a fixed size (32 KiB, 8-way, 64-byte lines, for
+#               instructions and for data; 1 MiB, 8-way, behind them):
+#               L1i and L1d misses per call, what a call brings into the
+#               core's smallest caches.  The more it brings, the more a
+#               call slows when other work shares the core's caches; the
+#               figures do not depend on this machine's caches or load
 #   Portkey     the same rounds against Portkey (one Node process, the
 #               provider given as x-portkey-provider: openai and
 #               x-portkey-custom-host): requests/s, p50, p99, CPU per call
@@ -613,6 +620,8 @@ sub instructions {
         open(STDOUT, '>', "$prefix/callgrind.log");
         open(STDERR, '>&', \*STDOUT);
         exec('valgrind', '--tool=callgrind', "--callgrind-out-file=$out",
+             '--cache-sim=yes', '--I1=32768,8,64', '--D1=32768,8,64',
+             '--LL=1048576,8,64',
              $ENV{AIRLOCK_NGINX} // '/usr/sbin/nginx', '-p', "$prefix/",
              '-c', 'callgrind.conf', '-e', "$prefix/callgrind-error.log")
             or die "exec valgrind: $!";
@@ -655,12 +664,21 @@ sub instructions {
     kill 'QUIT', $pid;
     waitpid($pid, 0);
 
+    # "events: Ir Dr Dw I1mr D1mr D1mw ..." names the summary's columns
     open(my $fh, '<', "$out.1") or die "$out.1: $!";
-    my ($ir) = map { /^summary: (\d+)/ ? $1 : () } <$fh>;
+    my (@events, @sum);
+    while (<$fh>) {
+        @events = split ' ', $1 if /^events: (.*)/;
+        @sum = split ' ', $1 if /^summary: (.*)/;
+    }
     close $fh;
-    defined $ir or die "$out.1: no summary line\n";
+    my %e;
+    @e{@events} = @sum;
+    defined $e{$_} or die "$out.1: no $_ in the summary\n"
+        for qw(Ir I1mr D1mr D1mw);
 
-    return $ir / $count;
+    return { ir => $e{Ir} / $count, i1 => $e{I1mr} / $count,
+             d1 => ($e{D1mr} + $e{D1mw}) / $count };
 }
 
 my %ins;
@@ -672,8 +690,9 @@ if ($icalls) {
     for my $name (qw(json sse)) {
         for my $n (qw(plain gateway)) {
             $ins{$name}{$n} = instructions($n, $name, $icalls);
-            printf STDERR "%-5s %-8s %8.0f instructions per call\n", $name,
-                $n, $ins{$name}{$n};
+            printf STDERR "%-5s %-8s %8.0f instructions, %.0f L1i and %.0f "
+                . "L1d misses per call\n", $name, $n,
+                @{$ins{$name}{$n}}{qw(ir i1 d1)};
         }
     }
 }
@@ -800,10 +819,26 @@ if ($icalls) {
                   'ratio');
     for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
         my ($label, $name) = @$v;
-        my ($p, $g) = ($ins{$name}{plain}, $ins{$name}{gateway});
+        my ($p, $g) = ($ins{$name}{plain}{ir}, $ins{$name}{gateway}{ir});
         push @lines, sprintf($markdown ? "| %s | %.0f | %.0f | %.2f |"
                                        : "%-12s %9.0f %9.0f %9.2f",
                              $label, $p, $g, $g / $p);
+    }
+
+    # the footprint: misses of the simulated first-level caches
+    push @lines, '';
+    push @lines, $markdown
+        ? "| call | plain L1i misses/call | gateway L1i misses/call "
+          . "| plain L1d misses/call | gateway L1d misses/call |\n"
+          . "| --- | --- | --- | --- | --- |"
+        : sprintf("%-12s %9s %9s %9s %9s", 'misses/call', 'plain L1i',
+                  'gw L1i', 'plain L1d', 'gw L1d');
+    for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
+        my ($label, $name) = @$v;
+        my ($p, $g) = ($ins{$name}{plain}, $ins{$name}{gateway});
+        push @lines, sprintf($markdown ? "| %s | %.0f | %.0f | %.0f | %.0f |"
+                                       : "%-12s %9.0f %9.0f %9.0f %9.0f",
+                             $label, $p->{i1}, $g->{i1}, $p->{d1}, $g->{d1});
     }
 }
 
