@@ -386,6 +386,161 @@ ngx_http_airlock_conf_is_var(ngx_conf_t *cf, ngx_uint_t index,
 
 
 /*
+ * An airlock_llm location's "proxy_pass $airlock_upstream$airlock_uri"
+ * bound to the upstream block of the entry's host, as "proxy_pass
+ * scheme://host" binds it: nginx then takes the block from the
+ * configuration instead of building, parsing and looking up the URL on
+ * every call.  The proxy module sends r->unparsed_uri when proxy_pass
+ * names no path; the caller's content handler sets it to the route's
+ * target around the proxy module's handler, which is returned here.
+ *
+ * NGX_CONF_OK with *handler NULL leaves the location as it is: no block
+ * of exactly that name (a url with a port or an address never matches
+ * one: nginx would resolve it per call), no proxy_pass of its own here,
+ * HTTP/2 to the upstream, or an http url on nginx 1.23 to 1.29.3, whose
+ * proxy module keeps the scheme where this module does not read.
+ */
+
+char *
+ngx_http_airlock_conf_bind(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf,
+    ngx_str_t *url, ngx_uint_t https, ngx_http_handler_pt *handler)
+{
+    char                            *rv;
+    ngx_str_t                        host, *arg;
+    ngx_uint_t                       i;
+    ngx_array_t                      args, *saved, *lengths, *values;
+    ngx_module_t                    *m;
+    ngx_command_t                   *cmd;
+    ngx_http_upstream_srv_conf_t   **uscfp;
+    ngx_http_upstream_main_conf_t   *umcf;
+    ngx_http_airlock_proxy_conf_t   *pcf;
+
+    *handler = NULL;
+
+    pcf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
+
+    if (pcf == NULL || pcf->proxy_lengths == NULL || clcf->handler == NULL) {
+        return NGX_CONF_OK;
+    }
+
+#if (nginx_version >= 1023000 && nginx_version < 1029004)
+    if (!https) {
+        return NGX_CONF_OK;
+    }
+#endif
+
+#if (nginx_version >= 1029004 && NGX_HTTP_V2)
+    if (pcf->http_version == NGX_HTTP_VERSION_20) {
+        return NGX_CONF_OK;
+    }
+#endif
+
+    host.data = url->data + (https ? sizeof("https://") : sizeof("http://"))
+                - 1;
+    host.len = url->len - (host.data - url->data);
+
+    if (host.len == 0 || ngx_strlchr(host.data, host.data + host.len, ':')) {
+        return NGX_CONF_OK;
+    }
+
+    umcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if ((uscfp[i]->flags & NGX_HTTP_UPSTREAM_CREATE)
+            && uscfp[i]->host.len == host.len
+            && ngx_strncasecmp(uscfp[i]->host.data, host.data, host.len) == 0)
+        {
+            break;
+        }
+    }
+
+    if (i == umcf->upstreams.nelts) {
+        return NGX_CONF_OK;
+    }
+
+    cmd = NULL;
+
+    for (i = 0; cf->cycle->modules[i]; i++) {
+        m = cf->cycle->modules[i];
+
+        if (m->type != NGX_HTTP_MODULE
+            || ngx_strcmp(m->name, "ngx_http_proxy_module") != 0)
+        {
+            continue;
+        }
+
+        for (cmd = m->commands; cmd->name.len; cmd++) {
+            if (cmd->name.len == sizeof("proxy_pass") - 1
+                && ngx_strcmp(cmd->name.data, "proxy_pass") == 0)
+            {
+                break;
+            }
+        }
+
+        break;
+    }
+
+    if (cmd == NULL || cmd->name.len == 0) {
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_array_init(&args, cf->pool, 2, sizeof(ngx_str_t)) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    arg = ngx_array_push_n(&args, 2);
+    if (arg == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_str_set(&arg[0], "proxy_pass");
+    arg[1] = *url;
+
+    /* the proxy module's own directive, as if it were written here */
+
+    lengths = pcf->proxy_lengths;
+    values = pcf->proxy_values;
+    pcf->proxy_lengths = NULL;
+    pcf->proxy_values = NULL;
+
+    saved = cf->args;
+    cf->args = &args;
+
+    rv = cmd->set(cf, cmd, pcf);
+
+    cf->args = saved;
+
+    if (rv != NGX_CONF_OK) {
+        pcf->proxy_lengths = lengths;
+        pcf->proxy_values = values;
+        pcf->upstream.upstream = NULL;
+
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock: location \"%V\" could not be bound to the "
+                      "upstream block \"%V\": \"proxy_pass %V\" %s",
+                      &clcf->name, &host, url, rv);
+        return NGX_CONF_ERROR;
+    }
+
+#if (NGX_HTTP_SSL)
+#if (nginx_version < 1023000)
+    /* 1.22 takes TLS from the context made for the variables' https */
+    if (!https) {
+        pcf->upstream.ssl = NULL;
+    }
+#elif (nginx_version >= 1029004)
+    pcf->ssl = https;
+#endif
+#endif
+
+    *handler = clcf->handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
  * A worker holds the decrypted credentials and builds every upstream
  * request with them in its buffers: it is made not dumpable (no core
  * file, no ptrace by the same user) unless "airlock_worker_dumpable on".

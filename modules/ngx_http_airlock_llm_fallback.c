@@ -75,6 +75,11 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
 
     ctx = ngx_http_airlock_llm_get_ctx(r);
 
+    if (ctx != NULL) {
+        /* reached from inside a bound location's proxy handler */
+        ngx_http_airlock_llm_target_restore(r, ctx);
+    }
+
     if (ctx != NULL && ctx->actx->reading_body) {
         /* nginx could not read the body: answered as the gateway does */
         return ngx_http_airlock_enter(r, ctx->actx);

@@ -137,6 +137,11 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
 
+    if (ctx != NULL) {
+        /* an answer sent from inside a bound location's proxy handler */
+        ngx_http_airlock_llm_target_restore(r, ctx);
+    }
+
     if (ctx == NULL || !ctx->allowed || ctx->header_seen || r != r->main
         || r->upstream == NULL)
     {

@@ -75,6 +75,9 @@ static void ngx_http_airlock_llm_write(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_uint_t ngx_http_airlock_llm_status(ngx_http_request_t *r);
 static ngx_msec_t ngx_http_airlock_llm_now(void);
+static char *ngx_http_airlock_llm_bind(ngx_conf_t *cf,
+    ngx_http_airlock_llm_loc_conf_t *conf, ngx_http_core_loc_conf_t *clcf);
+static ngx_int_t ngx_http_airlock_llm_content(ngx_http_request_t *r);
 
 static char *ngx_http_airlock_llm(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -1560,7 +1563,7 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
     }
 
     if (conf->provider != NULL) {
-        return ngx_http_airlock_conf_check(cf, clcf);
+        return ngx_http_airlock_llm_bind(cf, conf, clcf);
     }
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
@@ -1649,8 +1652,100 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
                       llm->body_max, &conf->name);
     }
 
-    /* what other modules' directives may not do here */
-    return ngx_http_airlock_conf_check(cf, clcf);
+    return ngx_http_airlock_llm_bind(cf, conf, clcf);
+}
+
+
+/*
+ * What other modules' directives may not do in a gateway location, then
+ * its proxy_pass bound to the upstream block of the entry's host when
+ * there is one (ngx_http_airlock_conf_bind()): the content handler is
+ * then ngx_http_airlock_llm_content(), around the proxy module's.
+ */
+
+static char *
+ngx_http_airlock_llm_bind(ngx_conf_t *cf,
+    ngx_http_airlock_llm_loc_conf_t *conf, ngx_http_core_loc_conf_t *clcf)
+{
+    char  *rv;
+
+    rv = ngx_http_airlock_conf_check(cf, clcf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    rv = ngx_http_airlock_conf_bind(cf, clcf, &conf->provider->upstream,
+                                    conf->provider->llm->upstream.https,
+                                    &conf->proxy);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    if (conf->proxy != NULL) {
+        clcf->handler = ngx_http_airlock_llm_content;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The content handler of a bound location.  With "proxy_pass
+ * scheme://host" the proxy module sends r->unparsed_uri as the request
+ * target: for the call it is the route's (what $airlock_uri would have
+ * given), then the client's again.  The proxy module builds the upstream
+ * request before its handler returns (the body is already in memory), and
+ * a retry to another server of the block resends those bytes; whatever
+ * runs inside the handler and reads the target for the client (an
+ * error_page to the fallback location, the response header filter)
+ * restores it first (ngx_http_airlock_llm_target_restore()).
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_content(ngx_http_request_t *r)
+{
+    ngx_int_t                         rc;
+    ngx_http_airlock_llm_ctx_t       *ctx;
+    ngx_http_airlock_llm_loc_conf_t  *llcf;
+
+    llcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_llm_module);
+    ctx = ngx_http_airlock_llm_get_ctx(r);
+
+    if (ctx == NULL || !ctx->allowed || ctx->swapped) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "airlock: a gateway call reached the proxy without "
+                      "being admitted");
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "airlock: llm call to the upstream block \"%V\", "
+                   "target \"%V\"", &ctx->provider->host, &ctx->uri);
+
+    ctx->target = r->unparsed_uri;
+    ctx->target_valid = r->valid_unparsed_uri;
+    ctx->swapped = 1;
+
+    r->unparsed_uri = ctx->uri;
+    r->valid_unparsed_uri = 1;
+
+    rc = llcf->proxy(r);
+
+    ngx_http_airlock_llm_target_restore(r, ctx);
+
+    return rc;
+}
+
+
+void
+ngx_http_airlock_llm_target_restore(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    if (ctx->swapped) {
+        r->unparsed_uri = ctx->target;
+        r->valid_unparsed_uri = ctx->target_valid;
+        ctx->swapped = 0;
+    }
 }
 
 

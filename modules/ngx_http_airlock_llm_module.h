@@ -64,6 +64,9 @@ typedef struct {
                                                    off */
     ngx_flag_t                       metrics;   /* airlock_llm_metrics */
     ngx_flag_t                       fallback;  /* airlock_llm_fallback */
+    ngx_http_handler_pt              proxy;     /* bound to an upstream
+                                                   block: the proxy
+                                                   module's handler */
 } ngx_http_airlock_llm_loc_conf_t;
 
 
@@ -78,6 +81,9 @@ typedef struct {
     const al_llm_client_t           *lc;
     al_llm_endpoint_t                endpoint;
     ngx_str_t                        uri;       /* upstream path?query */
+    ngx_str_t                        target;    /* the client's, while
+                                                   r->unparsed_uri is uri
+                                                   (bound locations) */
     ngx_str_t                        model;     /* the allowed model asked
                                                    for; "" for none */
     ngx_str_t                        alias;     /* the alias the client
@@ -137,6 +143,9 @@ typedef struct {
     unsigned                         ended:1;      /* the last buffer */
     unsigned                         accounted:1;
     unsigned                         settled:1;
+    unsigned                         swapped:1;    /* r->unparsed_uri is
+                                                   uri */
+    unsigned                         target_valid:1;
 } ngx_http_airlock_llm_ctx_t;
 
 
@@ -156,6 +165,8 @@ char *ngx_http_airlock_llm_fallback_conf(ngx_conf_t *cf, ngx_command_t *cmd,
 void ngx_http_airlock_llm_fallback_check(ngx_conf_t *cf,
     ngx_http_core_loc_conf_t *clcf, const al_llm_t *llm);
 ngx_int_t ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r);
+void ngx_http_airlock_llm_target_restore(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
 ngx_int_t ngx_http_airlock_llm_add_variables(ngx_conf_t *cf);
 
 char *ngx_http_airlock_llm_zone(ngx_conf_t *cf, ngx_command_t *cmd,

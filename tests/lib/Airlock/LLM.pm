@@ -69,10 +69,16 @@ sub jdecode {
 # the test as client "local".  OpenAI entry "openai" and Anthropic entry
 # "anthropic", both at the scripted provider on %%PORT_8081%%.  Options add
 # YAML: clients, openai_clients, anthropic_clients (client entries),
-# openai_fields (fields of the openai entry, e.g. prices).
+# openai_fields (fields of the openai entry, e.g. prices).  block => 1 (or
+# AIRLOCK_LLM_BLOCK=1 in the environment, to run the gateway tests that
+# way; those that rewrite the provider's address in the policy fail) names the provider by the upstream block "llmprovider" that
+# conf() then declares, which binds the gateway locations to it
+# (docs/nginx.md, "Upstreams, keepalive and TLS").
 sub policy {
     my ($self, %o) = @_;
     my $p = $self->{p};
+    my $up = _block(%o) ? 'http://llmprovider/v1'
+                        : 'http://127.0.0.1:%%PORT_8081%%/v1';
     my $ok = $p->seal($OPENAI_KEY);
     my $ak = $p->seal($ANTHROPIC_KEY);
     my $tpm = $o{tight_tpm} // 60;
@@ -99,7 +105,7 @@ llm:
   - name: openai
     prefix: /v1/proxy/openai
     provider: openai
-    upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
+    upstream: "$up"
     secret: openai_key
     models: [gpt-4o-mini, gpt-4o, text-embedding-3-small]
     max_body_bytes: 65536
@@ -122,7 +128,7 @@ $extra_openai
   - name: anthropic
     prefix: /v1/proxy/anthropic
     provider: anthropic
-    upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
+    upstream: "$up"
     secret: anthropic_key
     models: [claude-3-5-haiku]
     max_body_bytes: 65536
@@ -151,6 +157,9 @@ sub conf {
     my $locs = $o{locations} // '';
     my $zone = $o{zone} // 'airlock_llm_zone llm 1m;';
     my $log = $o{log} // '';
+    my $block = _block(%o) ? "upstream llmprovider {\n"
+                . "        server 127.0.0.1:%%PORT_8081%%;\n"
+                . "        keepalive 8;\n    }" : '';
 
     return <<"EOF";
 %%TEST_GLOBALS%%
@@ -175,6 +184,7 @@ http {
     client_max_body_size 1m;
 
     $http
+    $block
 
     server {
         listen 127.0.0.1:%%PORT_8080%%;
@@ -213,6 +223,12 @@ http {
     }
 }
 EOF
+}
+
+
+sub _block {
+    my (%o) = @_;
+    return $o{block} // $ENV{AIRLOCK_LLM_BLOCK};
 }
 
 
