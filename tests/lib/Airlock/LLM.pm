@@ -69,11 +69,12 @@ sub jdecode {
 # the test as client "local".  OpenAI entry "openai" and Anthropic entry
 # "anthropic", both at the scripted provider on %%PORT_8081%%.  Options add
 # YAML: clients, openai_clients, anthropic_clients (client entries),
-# openai_fields (fields of the openai entry, e.g. prices).  block => 1 (or
-# AIRLOCK_LLM_BLOCK=1 in the environment, to run the gateway tests that
-# way; those that rewrite the provider's address in the policy fail) names the provider by the upstream block "llmprovider" that
-# conf() then declares, which binds the gateway locations to it
-# (docs/nginx.md, "Upstreams, keepalive and TLS").
+# openai_fields (fields of the openai entry, e.g. prices).  block => 1
+# names the provider by the upstream block "llmprovider" that conf() then
+# declares, which binds the gateway locations to it (docs/nginx.md,
+# "Upstreams, keepalive and TLS"); AIRLOCK_LLM_BLOCK=1 in the environment
+# runs the gateway tests that way (those that rewrite the provider's
+# address in the policy then fail).
 sub policy {
     my ($self, %o) = @_;
     my $p = $self->{p};
