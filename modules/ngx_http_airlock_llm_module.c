@@ -216,6 +216,11 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
 
     ctx = ngx_http_airlock_llm_get_ctx(r);
 
+    if (ctx != NULL) {
+        /* an internal redirect from inside a bound location's proxy */
+        ngx_http_airlock_llm_target_restore(r, ctx);
+    }
+
     rc = ngx_http_airlock_enter(r, ctx ? ctx->actx : NULL);
 
     if (rc != NGX_OK) {
@@ -1712,6 +1717,7 @@ ngx_http_airlock_llm_content(ngx_http_request_t *r)
     ctx = ngx_http_airlock_llm_get_ctx(r);
 
     if (ctx == NULL || !ctx->allowed || ctx->swapped) {
+        /* the preaccess handler decides every call before this */
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "airlock: a gateway call reached the proxy without "
                       "being admitted");
