@@ -42,45 +42,26 @@ ssl("req -newkey rsa:2048 -nodes -subj /CN=llmprovider.test "
 ssl("x509 -req -in $d/up.csr -CA $d/ca.pem -CAkey $d/ca.key "
     . "-CAcreateserial -days 2 -out $d/up.pem");
 
-my $entries = <<'Y';
-  - name: direct
-    prefix: /v1/proxy/direct
+# direct: by address and port; retry: a block whose first server is
+# dead; down (with a fallback) and gone: a block with no live server
+my %upstream = (direct => 'http://127.0.0.1:%%PORT_8081%%/v1',
+                retry => 'http://llmretry/v1', down => 'http://llmdown/v1',
+                gone => 'http://llmdown/v1');
+my $entries = '';
+for my $name (qw(direct retry down gone)) {
+    my $fallback = $name eq 'down' ? "\n    fallback: direct" : '';
+    $entries .= <<"Y";
+  - name: $name
+    prefix: /v1/proxy/$name
     max_body_bytes: 65536
     provider: openai
-    upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
+    upstream: "$upstream{$name}"
     secret: openai_key
-    models: [gpt-4o-mini]
-    clients:
-      agent: {}
-  - name: retry
-    prefix: /v1/proxy/retry
-    max_body_bytes: 65536
-    provider: openai
-    upstream: "http://llmretry/v1"
-    secret: openai_key
-    models: [gpt-4o-mini]
-    clients:
-      agent: {}
-  - name: down
-    prefix: /v1/proxy/down
-    max_body_bytes: 65536
-    provider: openai
-    upstream: "http://llmdown/v1"
-    secret: openai_key
-    models: [gpt-4o-mini]
-    fallback: direct
-    clients:
-      agent: {}
-  - name: gone
-    prefix: /v1/proxy/gone
-    max_body_bytes: 65536
-    provider: openai
-    upstream: "http://llmdown/v1"
-    secret: openai_key
-    models: [gpt-4o-mini]
+    models: [gpt-4o-mini]$fallback
     clients:
       agent: {}
 Y
+}
 
 my $ruri = 'access_log %%TESTDIR%%/ruri.log ruri;';
 my $ca = 'proxy_ssl_trusted_certificate %%TESTDIR%%/ca.pem;';
@@ -293,12 +274,18 @@ is($u && $u->{provider}, 'direct', 'fallback: the usage line says so');
 
 # ---- over TLS ---------------------------------------------------------------
 
-$r = $l->request('POST', '/v1/proxy/anthropic/messages', token => $agent,
-                 anthropic => 1,
-                 headers => [ [ 'anthropic-version', '2023-06-01' ] ],
-                 body => { model => 'claude-3-5-haiku', max_tokens => 10,
-                           messages => [ { role => 'user',
-                                           content => 'Hi' } ] });
+sub messages {
+    my ($name) = @_;
+    return $l->request('POST', "/v1/proxy/$name/messages", token => $agent,
+                       anthropic => 1,
+                       headers => [ [ 'anthropic-version', '2023-06-01' ] ],
+                       body => { model => 'claude-3-5-haiku',
+                                 max_tokens => 10,
+                                 messages => [ { role => 'user',
+                                                 content => 'Hi' } ] });
+}
+
+$r = messages('anthropic');
 is($r->{status}, 200, 'TLS: 200');
 @p = provider_new();
 is($p[0]{path}, '/v1/messages', 'TLS: the route\'s target');
@@ -316,12 +303,7 @@ is((bound_calls())[-1][1], '/v1/models?limit=5',
 ruri_is('/v1/proxy/anthropic/models?limit=5 200',
    'TLS, a query: $request_uri is still the client\'s');
 
-$r = $l->request('POST', '/v1/proxy/wrong/messages', token => $agent,
-                 anthropic => 1,
-                 headers => [ [ 'anthropic-version', '2023-06-01' ] ],
-                 body => { model => 'claude-3-5-haiku', max_tokens => 10,
-                           messages => [ { role => 'user',
-                                           content => 'Hi' } ] });
+$r = messages('wrong');
 is($r->{status}, 502, 'TLS, a name the certificate lacks: 502');
 is(scalar(provider_new()), 0, 'TLS, a name the certificate lacks: nothing '
                               . 'reached the provider');
