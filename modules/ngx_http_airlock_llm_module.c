@@ -440,6 +440,19 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
 
 
 /*
+ * The route's parse buffers (path, query and URI, about 19 KB) live only
+ * while al_llm_route() runs: a worker is one thread and the call is
+ * synchronous, so one scratch route per process serves every call (as
+ * ngx_http_airlock_scratch does for named routes); what is kept of it is
+ * copied into the request's pool.  Not on the stack: a 19 KB frame would
+ * put al_llm_route() and all it calls 19 KB deeper than the rest of the
+ * call's functions, on stack lines nothing else touches.
+ */
+
+static al_llm_route_t  ngx_http_airlock_llm_scratch;
+
+
+/*
  * The raw target (r->unparsed_uri, not nginx's decoded and merged r->uri)
  * must lie under the prefix; the rest is the endpoint.
  */
@@ -454,7 +467,7 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
     unsigned          method;
     al_reason_t       reason;
     const al_llm_t   *llm;
-    al_llm_route_t    route, *rt;
+    al_llm_route_t   *rt;
 
     llm = ctx->provider->llm;
     plen = llm->prefix.len;
@@ -467,12 +480,7 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
         return AL_REASON_NO_ROUTE;
     }
 
-    /*
-     * On the stack: 19 KB that the pool would take with malloc() and
-     * free() each call; what is kept of it is copied below.
-     */
-
-    rt = &route;
+    rt = &ngx_http_airlock_llm_scratch;
 
     method = al_method_bit((char *) r->method_name.data, r->method_name.len);
 
