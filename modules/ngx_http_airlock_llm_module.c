@@ -1103,6 +1103,16 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
 }
 
 
+/*
+ * The usage line is formatted here, then written or copied into the
+ * log's buffer at once (ngx_http_airlock_file_write()): one per process,
+ * as the scratch route above, and not a 3.6 KB stack frame above
+ * al_llm_record_format() and what it calls.
+ */
+
+static u_char  ngx_http_airlock_llm_line[AL_LLM_RECORD_MAX + 1];
+
+
 static void
 ngx_http_airlock_llm_write(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
@@ -1110,8 +1120,10 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     size_t            n;
     ngx_str_t         id;
     ngx_msec_t        now, start;
+    u_char           *buf;
     al_llm_record_t   rec;
-    u_char            buf[AL_LLM_RECORD_MAX + 1];
+
+    buf = ngx_http_airlock_llm_line;
 
     ngx_memzero(&rec, sizeof(al_llm_record_t));
 
