@@ -403,7 +403,8 @@ ngx_http_airlock_conf_is_var(ngx_conf_t *cf, ngx_uint_t index,
 
 char *
 ngx_http_airlock_conf_bind(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf,
-    ngx_str_t *url, ngx_uint_t https, ngx_http_handler_pt *handler)
+    ngx_str_t *url, ngx_uint_t https, ngx_http_handler_pt *handler,
+    ngx_http_upstream_srv_conf_t **block)
 {
     char                            *rv;
     ngx_str_t                        host, *arg;
@@ -416,6 +417,7 @@ ngx_http_airlock_conf_bind(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf,
     ngx_http_airlock_proxy_conf_t   *pcf;
 
     *handler = NULL;
+    *block = NULL;
 
     pcf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
 
@@ -535,6 +537,7 @@ ngx_http_airlock_conf_bind(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf,
 #endif
 
     *handler = clcf->handler;
+    *block = pcf->upstream.upstream;
 
     return NGX_CONF_OK;
 }

@@ -78,6 +78,8 @@ static ngx_msec_t ngx_http_airlock_llm_now(void);
 static char *ngx_http_airlock_llm_bind(ngx_conf_t *cf,
     ngx_http_airlock_llm_loc_conf_t *conf, ngx_http_core_loc_conf_t *clcf);
 static ngx_int_t ngx_http_airlock_llm_content(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_llm_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us);
 
 static char *ngx_http_airlock_llm(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -1471,6 +1473,7 @@ ngx_http_airlock_llm_create_main_conf(ngx_conf_t *cf)
      *     lmcf->providers = NULL;
      *     lmcf->nproviders = 0;
      *     lmcf->logs = NULL;
+     *     lmcf->blocks = NULL;
      */
 
     return lmcf;
@@ -1692,7 +1695,11 @@ static char *
 ngx_http_airlock_llm_bind(ngx_conf_t *cf,
     ngx_http_airlock_llm_loc_conf_t *conf, ngx_http_core_loc_conf_t *clcf)
 {
-    char  *rv;
+    char                              *rv;
+    ngx_uint_t                         i;
+    ngx_http_upstream_srv_conf_t      *us;
+    ngx_http_airlock_llm_block_t      *b;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
 
     rv = ngx_http_airlock_conf_check(cf, clcf);
     if (rv != NGX_CONF_OK) {
@@ -1701,16 +1708,97 @@ ngx_http_airlock_llm_bind(ngx_conf_t *cf,
 
     rv = ngx_http_airlock_conf_bind(cf, clcf, &conf->provider->upstream,
                                     conf->provider->llm->upstream.https,
-                                    &conf->proxy);
+                                    &conf->proxy, &us);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
 
-    if (conf->proxy != NULL) {
-        clcf->handler = ngx_http_airlock_llm_content;
+    if (conf->proxy == NULL) {
+        return NGX_CONF_OK;
     }
 
+    clcf->handler = ngx_http_airlock_llm_content;
+
+    /*
+     * The block's peer init runs once a call, after the proxy module has
+     * built the upstream request and before the first connect: the
+     * client's target is given back there (ngx_http_airlock_llm_init_
+     * peer()).  The upstream module has set it by now (its init_main_conf
+     * comes before this module's merge); each block is wrapped once.
+     */
+
+    if (us == NULL || us->peer.init == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    lmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_llm_module);
+
+    if (lmcf->blocks == NULL) {
+        lmcf->blocks = ngx_array_create(cf->pool, 4,
+                                        sizeof(ngx_http_airlock_llm_block_t));
+        if (lmcf->blocks == NULL) {
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    b = lmcf->blocks->elts;
+
+    for (i = 0; i < lmcf->blocks->nelts; i++) {
+        if (b[i].us == us) {
+            return NGX_CONF_OK;
+        }
+    }
+
+    b = ngx_array_push(lmcf->blocks);
+    if (b == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    b->us = us;
+    b->init = us->peer.init;
+    us->peer.init = ngx_http_airlock_llm_init_peer;
+
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The peer init of a block gateway locations are bound to, for every call
+ * that uses the block.  The upstream request is built by now: the target
+ * goes back to the client's before nginx connects, so that an error raised
+ * before the proxy handler returns ("no live upstreams") and the
+ * error_page it runs, of any location, see the client's $request_uri.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_uint_t                         i;
+    ngx_http_airlock_llm_ctx_t        *ctx;
+    ngx_http_airlock_llm_block_t      *b;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+
+    if (ctx != NULL) {
+        ngx_http_airlock_llm_target_restore(r, ctx);
+    }
+
+    lmcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_llm_module);
+    b = lmcf->blocks->elts;
+
+    for (i = 0; i < lmcf->blocks->nelts; i++) {
+        if (b[i].us == us) {
+            return b[i].init(r, us);
+        }
+    }
+
+    ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                  "airlock: no peer init for the upstream block \"%V\"",
+                  &us->host);
+
+    return NGX_ERROR;
 }
 
 
@@ -1720,10 +1808,12 @@ ngx_http_airlock_llm_bind(ngx_conf_t *cf,
  * target: for the call it is the route's (what $airlock_uri would have
  * given), then the client's again.  The proxy module builds the upstream
  * request before its handler returns (the body is already in memory), and
- * a retry to another server of the block resends those bytes; whatever
- * runs inside the handler and reads the target for the client (an
+ * a retry to another server of the block resends those bytes.  The
+ * block's peer init, which runs next, gives the client's target back
+ * before nginx connects (ngx_http_airlock_llm_init_peer()); whatever else
+ * could run inside the handler and read the target for the client (an
  * error_page to the fallback location, the response header filter)
- * restores it first (ngx_http_airlock_llm_target_restore()).
+ * restores it too (ngx_http_airlock_llm_target_restore()).
  */
 
 static ngx_int_t

@@ -45,6 +45,13 @@ typedef struct {
 } ngx_http_airlock_llm_provider_t;
 
 
+/* an upstream block a gateway location is bound to, and its peer init */
+typedef struct {
+    ngx_http_upstream_srv_conf_t    *us;
+    ngx_http_upstream_init_peer_pt   init;
+} ngx_http_airlock_llm_block_t;
+
+
 typedef struct {
     ngx_shm_zone_t                  *zone;      /* airlock_llm_zone */
     ngx_http_airlock_llm_provider_t *providers; /* [policy->nllm] */
@@ -52,6 +59,9 @@ typedef struct {
     ngx_array_t                     *logs;      /* ngx_open_file_t *: the
                                                    airlock_llm_log files
                                                    named without buffer= */
+    ngx_array_t                     *blocks;    /* ngx_http_airlock_llm_
+                                                   block_t: the upstream
+                                                   blocks bound to */
 } ngx_http_airlock_llm_main_conf_t;
 
 

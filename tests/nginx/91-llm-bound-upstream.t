@@ -9,8 +9,10 @@
 # retry to the block's next server, over TLS with the block's name as SNI
 # and verified.  What the client and the logs see must not change either:
 # $request_uri stays the client's, on answers, on errors raised while the
-# proxy module runs, and through a fallback.  An entry named by address
-# and port stays on the per-call URL.
+# proxy module runs, and through a fallback; also in an error_page of the
+# operator's own when the block has no live server, an error nginx raises
+# before the proxy handler returns.  An entry named by address and port
+# stays on the per-call URL.
 
 use strict;
 use warnings;
@@ -43,12 +45,13 @@ ssl("x509 -req -in $d/up.csr -CA $d/ca.pem -CAkey $d/ca.key "
     . "-CAcreateserial -days 2 -out $d/up.pem");
 
 # direct: by address and port; retry: a block whose first server is
-# dead; down (with a fallback) and gone: a block with no live server
+# dead; down (with a fallback) and gone: a block with no live server;
+# dead: a block of two dead servers, which nginx marks down
 my %upstream = (direct => 'http://127.0.0.1:%%PORT_8081%%/v1',
                 retry => 'http://llmretry/v1', down => 'http://llmdown/v1',
-                gone => 'http://llmdown/v1');
+                gone => 'http://llmdown/v1', dead => 'http://llmdead/v1');
 my $entries = '';
-for my $name (qw(direct retry down gone)) {
+for my $name (qw(direct retry down gone dead)) {
     my $fallback = $name eq 'down' ? "\n    fallback: direct" : '';
     $entries .= <<"Y";
   - name: $name
@@ -67,10 +70,11 @@ my $ruri = 'access_log %%TESTDIR%%/ruri.log ruri;';
 my $ca = 'proxy_ssl_trusted_certificate %%TESTDIR%%/ca.pem;';
 
 my $locations = '';
-for my $name (qw(direct retry down gone)) {
+for my $name (qw(direct retry down gone dead)) {
     my $fallback = $name eq 'down'
         ? "proxy_intercept_errors on;\n"
-          . "            error_page 502 = \@airlock_llm_fallback;" : '';
+          . "            error_page 502 = \@airlock_llm_fallback;"
+        : $name eq 'dead' ? 'error_page 502 = @dead;' : '';
     $locations .= <<"L";
         location /v1/proxy/$name/ {
             airlock_llm $name;
@@ -83,6 +87,11 @@ for my $name (qw(direct retry down gone)) {
 L
 }
 $locations .= <<"L";
+        location \@dead {
+            add_header X-Target \$request_uri always;
+            return 502 "target \$request_uri\\n";
+        }
+
         location \@airlock_llm_fallback {
             airlock_llm_fallback;
 
@@ -104,6 +113,11 @@ my $http = <<'H';
 
     upstream llmdown {
         server 127.0.0.1:%%PORT_8090%%;
+    }
+
+    upstream llmdead {
+        server 127.0.0.1:%%PORT_8090%%;
+        server 127.0.0.1:%%PORT_8091%%;
     }
 
     upstream llmprovider.test {
@@ -161,7 +175,7 @@ $t->write_file_expand('nginx.conf', $conf);
 
 $t->run;
 
-plan tests => 33;
+plan tests => 38;
 
 my $agent = $l->token('agent');
 
@@ -256,6 +270,20 @@ is($r->{status}, 502, 'no live server: 502');
 ruri_is('/v1/proxy/gone/chat/completions 502',
    'no live server: $request_uri is the client\'s');
 is(scalar(provider_new()), 0, 'no live server: nothing reached the provider');
+
+# the first call finds both servers dead and nginx marks them down: the
+# second gets "no live upstreams" inside the proxy handler, and the
+# operator's error page reads $request_uri there
+for my $i (1, 2) {
+    $r = call('dead');
+    is($r->{status}, 502, "no live server, call $i: 502");
+    is($r->{body} . ($r->{headers}{'x-target'} // ''),
+       "target /v1/proxy/dead/chat/completions\n"
+       . '/v1/proxy/dead/chat/completions',
+       "no live server, call $i: an error_page reads the client's target");
+}
+like($t->read_file('error.log'), qr/no live upstreams/,
+     'no live server: nginx had marked the block\'s servers down');
 
 $r = call('down');
 is($r->{status}, 200, 'fallback from a bound location: 200');
