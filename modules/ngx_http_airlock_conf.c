@@ -392,9 +392,11 @@ ngx_http_airlock_conf_is_var(ngx_conf_t *cf, ngx_uint_t index,
  * configuration instead of building, parsing and looking up the URL on
  * every call.  The proxy module sends r->unparsed_uri when proxy_pass
  * names no path; the caller's content handler sets it to the route's
- * target around the proxy module's handler, which is returned here.
+ * target around the proxy module's handler, which is returned here, with
+ * the block in *block (its peer init is where the caller gives the
+ * client's target back).
  *
- * NGX_CONF_OK with *handler NULL leaves the location as it is: no block
+ * NGX_CONF_OK with *handler and *block NULL leaves the location as it is: no block
  * of exactly that name (a url with a port or an address never matches
  * one: nginx would resolve it per call), no proxy_pass of its own here,
  * HTTP/2 to the upstream, or an http url on nginx 1.23 to 1.29.3, whose
