@@ -13,6 +13,14 @@
 #include "al_llm.h"
 
 
+/* a function the compiler must not copy into its callers */
+#if defined __GNUC__
+#define AL_LLM_NOINLINE  __attribute__((noinline))
+#else
+#define AL_LLM_NOINLINE
+#endif
+
+
 /*
  * A bounded writer: appends what fits, always keeps buf NUL-terminated,
  * and counts in len what the whole output needs, as snprintf does.

@@ -101,6 +101,9 @@ static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static void al_llm_digits(char *p, unsigned v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
+static AL_LLM_NOINLINE size_t al_llm_record_cut(const al_llm_record_t *rec,
+    char *buf, size_t size);
+static size_t al_llm_record_write(const al_llm_record_t *rec, char *buf);
 
 
 /* JSON's whitespace */
@@ -109,13 +112,6 @@ static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 
 /* a decimal digit */
 #define al_llm_digit(c)  ((unsigned) ((c) - '0') < 10)
-
-/* name (a literal: ,"key":) and the string s cut to max bytes */
-#define al_llm_out_field(o, name, s, max)                                     \
-    do {                                                                      \
-        al_llm_out_lit(o, name);                                              \
-        al_llm_out_json(o, (s)->data, (s)->len < (max) ? (s)->len : (max));   \
-    } while (0)
 
 
 /* bytes the response scanner stops at inside members it does not take */
@@ -1822,8 +1818,85 @@ al_llm_show(char *dst, size_t cap, const char *src, size_t len, size_t max)
 }
 
 
+/*
+ * The usage line is written straight into a buffer that holds the longest
+ * line: AL_LLM_RECORD_WORST bounds it, with the names and punctuation
+ * under 512 bytes, five strings of AL_LLM_RECORD_STR_MAX bytes and the
+ * model's AL_LLM_MODEL_MAX / 2 escaped at worst (six bytes a byte:
+ * \u0001 or \ufffd, and two quotes), eight numbers of 20 digits and the
+ * cost (tests/unit/llm.c writes the worst line).  So only the strings and
+ * numbers are written by the bounded writer, and the names and
+ * punctuation between them are plain copies: a short line of code each.
+ */
+
+#define AL_LLM_RECORD_WORST                                                   \
+    (512 + 5 * (2 + 6 * AL_LLM_RECORD_STR_MAX)                                \
+     + (2 + 6 * (AL_LLM_MODEL_MAX / 2)) + 8 * 20 + AL_LLM_USD_MAX)
+
+_Static_assert(AL_LLM_RECORD_WORST < AL_LLM_RECORD_MAX,
+               "the longest usage line fits AL_LLM_RECORD_MAX");
+
+/* a literal, where the whole line is known to fit */
+#define al_llm_put_lit(o, lit)                                                \
+    do {                                                                      \
+        memcpy((o)->buf + (o)->len, lit, sizeof(lit) - 1);                    \
+        (o)->len += sizeof(lit) - 1;                                          \
+    } while (0)
+
+/* name (a literal: ,"key":) and the string s cut to max bytes */
+#define al_llm_put_field(o, name, s, max)                                     \
+    do {                                                                      \
+        al_llm_put_lit(o, name);                                              \
+        al_llm_out_json(o, (s)->data, (s)->len < (max) ? (s)->len : (max));   \
+    } while (0)
+
+/* name (a literal: ,"key":) and v in decimal */
+#define al_llm_put_count(o, name, v)                                          \
+    do {                                                                      \
+        al_llm_put_lit(o, name);                                              \
+        al_llm_out_u64(o, v);                                                 \
+    } while (0)
+
+
 size_t
 al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
+{
+    if (size >= AL_LLM_RECORD_MAX) {
+        return al_llm_record_write(rec, buf);
+    }
+
+    return al_llm_record_cut(rec, buf, size);
+}
+
+
+/*
+ * A buffer shorter than the longest line: the line is written whole on
+ * the stack and cut into buf as snprintf would.  Kept out of line, so the
+ * usual call's frame does not hold the copy.
+ */
+
+static AL_LLM_NOINLINE size_t
+al_llm_record_cut(const al_llm_record_t *rec, char *buf, size_t size)
+{
+    size_t  n, m;
+    char    line[AL_LLM_RECORD_MAX];
+
+    n = al_llm_record_write(rec, line);
+
+    if (size > 0) {
+        m = n < size - 1 ? n : size - 1;
+        memcpy(buf, line, m);
+        buf[m] = '\0';
+    }
+
+    return n;
+}
+
+
+/* the line into buf, which holds AL_LLM_RECORD_MAX bytes; its length */
+
+static size_t
+al_llm_record_write(const al_llm_record_t *rec, char *buf)
 {
     int64_t        ms, days, sec, year;
     unsigned       month, day;
@@ -1833,7 +1906,7 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     char           usd[AL_LLM_USD_MAX];
     char           ts[23];              /* 2026-12-01T15:04:05.123 */
 
-    al_llm_out_init(&o, buf, size);
+    al_llm_out_init(&o, buf, AL_LLM_RECORD_MAX);
 
     days = rec->time_ms / 86400000;
     ms = rec->time_ms % 86400000;
@@ -1854,7 +1927,7 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
 
     /* 2026-12-01T15:04:05.123Z, written digit by digit */
 
-    al_llm_out_lit(&o, "{\"time\":\"");
+    al_llm_put_lit(&o, "{\"time\":\"");
 
     /* years past 9999 (only from nonsense clocks) take more digits */
 
@@ -1863,7 +1936,8 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
 
     } else {
         al_llm_digits(ts, (unsigned) (year < 0 ? 0 : year), 4);
-        al_llm_out_raw(&o, ts, 4);
+        memcpy(o.buf + o.len, ts, 4);
+        o.len += 4;
     }
 
     ts[4] = '-';
@@ -1878,66 +1952,62 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
     al_llm_digits(ts + 17, (unsigned) (sec % 60), 2);
     ts[19] = '.';
     al_llm_digits(ts + 20, (unsigned) ms, 3);
-    al_llm_out_raw(&o, ts + 4, sizeof(ts) - 4);
+    memcpy(o.buf + o.len, ts + 4, sizeof(ts) - 4);
+    o.len += sizeof(ts) - 4;
 
-    al_llm_out_lit(&o, "Z\"");
-    al_llm_out_field(&o, ",\"request_id\":", &rec->request_id,
+    al_llm_put_lit(&o, "Z\"");
+    al_llm_put_field(&o, ",\"request_id\":", &rec->request_id,
                      AL_LLM_RECORD_STR_MAX);
-    al_llm_out_field(&o, ",\"client\":", &rec->client,
+    al_llm_put_field(&o, ",\"client\":", &rec->client,
                      AL_LLM_RECORD_STR_MAX);
-    al_llm_out_field(&o, ",\"provider\":", &rec->provider,
+    al_llm_put_field(&o, ",\"provider\":", &rec->provider,
                      AL_LLM_RECORD_STR_MAX);
-    al_llm_out_lit(&o, ",\"endpoint\":\"");
+    al_llm_put_lit(&o, ",\"endpoint\":\"");
     al_llm_out_cstr(&o, al_llm_record_endpoint(rec->endpoint));
-    al_llm_out_lit(&o, "\"");
-    al_llm_out_field(&o, ",\"model\":", &rec->model, AL_LLM_MODEL_MAX / 2);
+    al_llm_put_lit(&o, "\"");
+    al_llm_put_field(&o, ",\"model\":", &rec->model, AL_LLM_MODEL_MAX / 2);
 
     if (rec->alias.len) {
-        al_llm_out_field(&o, ",\"alias\":", &rec->alias,
+        al_llm_put_field(&o, ",\"alias\":", &rec->alias,
                          AL_LLM_RECORD_STR_MAX);
     }
 
     if (rec->fallback_from.len) {
-        al_llm_out_field(&o, ",\"fallback_from\":", &rec->fallback_from,
+        al_llm_put_field(&o, ",\"fallback_from\":", &rec->fallback_from,
                          AL_LLM_RECORD_STR_MAX);
-        al_llm_out_lit(&o, ",\"fallback_status\":");
-        al_llm_out_u64(&o, rec->fallback_status);
+        al_llm_put_count(&o, ",\"fallback_status\":", rec->fallback_status);
     }
 
-    al_llm_out_lit(&o, ",\"prompt_tokens\":");
-    al_llm_out_u64(&o, rec->usage.prompt_tokens);
-    al_llm_out_lit(&o, ",\"completion_tokens\":");
-    al_llm_out_u64(&o, rec->usage.completion_tokens);
-    al_llm_out_lit(&o, ",\"cached_tokens\":");
-    al_llm_out_u64(&o, rec->usage.cached_tokens);
-    al_llm_out_lit(&o, ",\"total_tokens\":");
-    al_llm_out_u64(&o, total);
-    al_llm_out_lit(&o, ",\"status\":");
-    al_llm_out_u64(&o, rec->status);
-    al_llm_out_lit(&o, ",\"latency_ms\":");
-    al_llm_out_u64(&o, rec->latency_ms);
-    al_llm_out_lit(&o, ",\"ttfb_ms\":");
-    al_llm_out_u64(&o, rec->ttfb_ms);
-    al_llm_out_lit(&o, ",\"stream\":");
+    al_llm_put_count(&o, ",\"prompt_tokens\":", rec->usage.prompt_tokens);
+    al_llm_put_count(&o, ",\"completion_tokens\":",
+                     rec->usage.completion_tokens);
+    al_llm_put_count(&o, ",\"cached_tokens\":", rec->usage.cached_tokens);
+    al_llm_put_count(&o, ",\"total_tokens\":", total);
+    al_llm_put_count(&o, ",\"status\":", rec->status);
+    al_llm_put_count(&o, ",\"latency_ms\":", rec->latency_ms);
+    al_llm_put_count(&o, ",\"ttfb_ms\":", rec->ttfb_ms);
+
     if (rec->stream) {
-        al_llm_out_lit(&o, "true");
+        al_llm_put_lit(&o, ",\"stream\":true");
 
     } else {
-        al_llm_out_lit(&o, "false");
+        al_llm_put_lit(&o, ",\"stream\":false");
     }
-    al_llm_out_lit(&o, ",\"usage_source\":\"");
+
+    al_llm_put_lit(&o, ",\"usage_source\":\"");
     al_llm_out_cstr(&o, al_llm_source_name(rec->source));
-    al_llm_out_lit(&o, "\",\"cost_usd\":");
+    al_llm_put_lit(&o, "\",\"cost_usd\":");
 
     if (rec->priced) {
         n = al_llm_usd_format(rec->cost, usd, sizeof(usd));
         al_llm_out_raw(&o, usd, n < sizeof(usd) ? n : sizeof(usd) - 1);
 
     } else {
-        al_llm_out_lit(&o, "null");
+        al_llm_put_lit(&o, "null");
     }
 
-    al_llm_out_lit(&o, "}");
+    al_llm_put_lit(&o, "}");
+    o.buf[o.len] = '\0';
 
     return o.len;
 }

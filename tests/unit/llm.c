@@ -5,6 +5,7 @@
  * streaming parser has its own file, sse.c.
  */
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1218,6 +1219,7 @@ test_record(void)
     json_t          *j;
     al_llm_record_t  rec;
     json_error_t     err;
+    char            *line;
     char             buf[AL_LLM_RECORD_MAX], junk[1000];
 
     memset(&rec, 0, sizeof(rec));
@@ -1281,6 +1283,49 @@ test_record(void)
         tap_ok(n < sizeof(buf) && j != NULL,
                "worst-case strings still fit AL_LLM_RECORD_MAX");
         json_decref(j);
+
+        /*
+         * Every field at its longest, in a heap buffer of exactly
+         * AL_LLM_RECORD_MAX bytes (the line is written there without a
+         * check per byte: a sanitizer build sees a byte past it), and
+         * the same line cut into a shorter buffer.
+         */
+
+        rec.alias = rec.model;
+        rec.fallback_from = rec.model;
+        rec.fallback_status = UINT_MAX;
+        rec.usage.prompt_tokens = UINT64_MAX;
+        rec.usage.completion_tokens = UINT64_MAX;
+        rec.usage.cached_tokens = UINT64_MAX;
+        rec.usage.total_tokens = UINT64_MAX;
+        rec.status = UINT_MAX;
+        rec.latency_ms = UINT64_MAX;
+        rec.ttfb_ms = UINT64_MAX;
+
+        line = malloc(AL_LLM_RECORD_MAX);
+        n = line != NULL ? al_llm_record_format(&rec, line,
+                                                AL_LLM_RECORD_MAX)
+                         : 0;
+        j = (line != NULL) ? json_loads(line, JSON_DECODE_INT_AS_REAL, &err)
+                           : NULL;
+        tap_ok(n == (line != NULL ? strlen(line) : 1)
+               && n < AL_LLM_RECORD_MAX && j != NULL
+               && json_is_string(json_object_get(j, "alias"))
+               && json_number_value(json_object_get(j, "fallback_status"))
+                  == (double) UINT_MAX,
+               "every field at its longest fits AL_LLM_RECORD_MAX");
+        json_decref(j);
+
+        small = 1000;
+        tap_ok(line != NULL
+               && al_llm_record_format(&rec, buf, small) == n
+               && strlen(buf) == small - 1
+               && memcmp(buf, line, small - 1) == 0,
+               "the longest line cut into a short buffer: its first bytes");
+        free(line);
+
+        rec.alias.len = 0;
+        rec.fallback_from.len = 0;
 
         junk[sizeof(junk) - 1] = '\0';
         n = al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_INVALID, junk, junk,
