@@ -38,7 +38,7 @@ static size_t al_json_show(char *dst, size_t cap, const char *src,
 static const char *al_json_found(const json_t *v);
 static const char *al_json_expected(al_json_type_t type);
 static int al_json_fail(char *detail, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4), cold));
 
 
 int

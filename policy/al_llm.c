@@ -81,7 +81,7 @@ static int al_llm_edit_member(al_llm_rq_t *rq, size_t last,
     size_t nmembers, const char *name, const char *value, size_t vlen);
 static size_t al_llm_u64_text(char *buf, uint64_t v);
 static int al_llm_fail(char *detail, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4), cold));
 
 
 static const char *const  al_llm_q_beta[] = { "beta", NULL };

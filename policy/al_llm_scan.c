@@ -141,7 +141,8 @@ static inline int al_llm_scan_request_key(const char *name, size_t n,
 static inline void al_llm_scan_ws(al_llm_sc_t *sc);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
-static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what);
+static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
+    __attribute__((cold));
 
 
 /* the members of the body read by al_llm_request(), by AL_LLM_F_* */
