@@ -103,6 +103,8 @@ static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static AL_LLM_NOINLINE size_t al_llm_record_cut(const al_llm_record_t *rec,
     char *buf, size_t size);
+static AL_LLM_NOINLINE void al_llm_out_escaped(al_llm_out_t *o,
+    const char *s, size_t n);
 static size_t al_llm_record_write(const al_llm_record_t *rec, char *buf);
 
 
@@ -2212,21 +2214,12 @@ al_llm_digits(char *p, unsigned v, size_t width)
 void
 al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 {
-    int                   k;
-    size_t                i, j;
-    char                 *d;
-    unsigned char         c;
-    const unsigned char  *p;
-    char                  esc[8];
-
-    static const char  hex[] = "0123456789abcdef";
-
-    p = (const unsigned char *) s;
+    char  *d;
 
     /* most strings: printable ASCII that needs no escape, room for all */
 
     if (s != NULL && o->len + n + 2 < o->size
-        && al_llm_ascii_run(p, 0, n, 1) == n)
+        && al_llm_ascii_run((const unsigned char *) s, 0, n, 1) == n)
     {
         d = o->buf + o->len;
         d[0] = '"';
@@ -2236,6 +2229,29 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
         o->len += n + 2;
         return;
     }
+
+    al_llm_out_escaped(o, s, n);
+}
+
+
+/*
+ * The rest of al_llm_out_json(): strings with bytes to escape, or too
+ * long for the room left.  Out of line, so the usual call's code stays
+ * a few cache lines.
+ */
+
+static AL_LLM_NOINLINE void
+al_llm_out_escaped(al_llm_out_t *o, const char *s, size_t n)
+{
+    int                   k;
+    size_t                i, j;
+    unsigned char         c;
+    const unsigned char  *p;
+    char                  esc[8];
+
+    static const char  hex[] = "0123456789abcdef";
+
+    p = (const unsigned char *) s;
 
     al_llm_out_raw(o, "\"", 1);
 
