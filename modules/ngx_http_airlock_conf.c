@@ -396,11 +396,12 @@ ngx_http_airlock_conf_is_var(ngx_conf_t *cf, ngx_uint_t index,
  * the block in *block (its peer init is where the caller gives the
  * client's target back).
  *
- * NGX_CONF_OK with *handler and *block NULL leaves the location as it is: no block
- * of exactly that name (a url with a port or an address never matches
- * one: nginx would resolve it per call), no proxy_pass of its own here,
- * HTTP/2 to the upstream, or an http url on nginx 1.23 to 1.29.3, whose
- * proxy module keeps the scheme where this module does not read.
+ * NGX_CONF_OK with *handler and *block NULL leaves the location as it
+ * is: no block of exactly that name (a url with a port or an address
+ * never matches one: nginx would resolve it per call), no proxy_pass of
+ * its own here, HTTP/2 to the upstream, or an http url on nginx 1.23 to
+ * 1.29.3, whose proxy module keeps the scheme where this module does not
+ * read.
  */
 
 char *
