@@ -1873,25 +1873,20 @@ al_llm_record_format(const al_llm_record_t *rec, char *buf, size_t size)
 
 /*
  * A buffer shorter than the longest line: the line is written whole on
- * the stack and cut into buf as snprintf would.  Kept out of line, so the
- * usual call's frame does not hold the copy.
+ * the stack and cut into buf by the bounded writer, as snprintf would.
+ * Kept out of line, so the usual call's frame does not hold the copy.
  */
 
 static AL_LLM_NOINLINE size_t
 al_llm_record_cut(const al_llm_record_t *rec, char *buf, size_t size)
 {
-    size_t  n, m;
-    char    line[AL_LLM_RECORD_MAX];
+    al_llm_out_t  o;
+    char          line[AL_LLM_RECORD_MAX];
 
-    n = al_llm_record_write(rec, line);
+    al_llm_out_init(&o, buf, size);
+    al_llm_out_raw(&o, line, al_llm_record_write(rec, line));
 
-    if (size > 0) {
-        m = n < size - 1 ? n : size - 1;
-        memcpy(buf, line, m);
-        buf[m] = '\0';
-    }
-
-    return n;
+    return o.len;
 }
 
 
