@@ -7,14 +7,15 @@
 #
 #   perl tests/bench/llm.pl [--rounds N] [--seconds S] [--calls N]
 #                           [--markdown] [--no-portkey] [--perf FILE]
-#                           [--instructions N]
+#                           [--instructions N] [--pin]
 #
 # Portkey is installed with npm into $AIRLOCK_BUILD/portkey the first time
 # (the version is pinned below) and started with portkey-shim.mjs, without
 # which it fails every streamed call on Node 20 (see that file);
 # --no-portkey leaves it out.  --perf FILE
 # records a call-graph profile (perf record --call-graph dwarf) of the gateway worker
-# during the first JSON round.
+# during the first JSON round.  --pin places the processes (see "CPU
+# placement" below).
 #
 # What it reports:
 #   chat JSON   wrk (1 thread, 16 connections), POST chat/completions with a
@@ -82,11 +83,47 @@ my $markdown = 0;
 my $portkey = 1;
 my $perf;
 my $icalls = 500;
+my $pin = 0;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
            'calls=i' => \$calls, 'markdown' => \$markdown,
            'portkey!' => \$portkey, 'perf=s' => \$perf,
-           'instructions=i' => \$icalls)
+           'instructions=i' => \$icalls, 'pin' => \$pin)
     or die "bad options\n";
+
+# CPU placement (--pin): every server's serving process (each nginx
+# worker, Portkey's Node process) shares the first CPU this script may
+# use with the provider's worker, and wrk has the second to itself.  The
+# core a server shares with the provider is then the bottleneck of every
+# round, the same for all of them, and requests/s follow what a call costs
+# there (CPU time, caches) and no longer where the scheduler happened to
+# put wrk, the provider and the server.  On two CPUs, unpinned, the
+# control's median moved up to 7% from plain from one run to the next;
+# pinned, 2%.  The other placement, the server alone on a CPU and wrk with
+# the provider, leaves the server idle part of the time and was about as
+# noisy as none.  Unpinned (the default) is the placement the line-rate
+# targets were set with (docs/benchmarks.md).
+my @cpus;
+if ($pin) {
+    system('command -v taskset >/dev/null') == 0
+        or die "--pin needs taskset (util-linux)\n";
+    open(my $fh, '<', '/proc/self/status') or die "/proc/self/status: $!";
+    my ($list) = join('', <$fh>) =~ /^Cpus_allowed_list:\s*(\S+)/m;
+    close $fh;
+    for (split /,/, $list // '') {
+        my ($lo, $hi) = /^(\d+)(?:-(\d+))?$/ or next;
+        push @cpus, $lo .. ($hi // $lo);
+    }
+    @cpus >= 2
+        or die "--pin needs two CPUs; this script may use "
+             . scalar(@cpus) . "\n";
+}
+
+# every thread of a process onto one CPU
+sub place {
+    my ($pid, $cpu) = @_;
+    system("taskset -a -pc $cpu $pid >/dev/null") == 0
+        or die "taskset -a -pc $cpu $pid failed\n";
+}
 
 # the Portkey gateway release measured
 my $portkey_pkg = '@portkey-ai/gateway@1.15.2';
@@ -334,6 +371,13 @@ if ($portkey) {
     close $up;
 
     $pid{portkey} = $pk_pid;
+}
+
+# wrk, started by this script from here on, takes its CPU from it
+if ($pin) {
+    place($pid{$_}, $cpus[0]) for keys %pid;
+    place(($up->_workers)[0][0], $cpus[0]);
+    place($$, $cpus[1]);
 }
 
 # waitpid() sets $?, which an END block would make the script's exit status
@@ -886,5 +930,7 @@ print "$_\n" for @lines;
 my $node = $portkey ? `node --version` : '';
 chomp $node;
 printf "(wrk -t1 -c16, medians of %d rounds of %ds, one nginx worker each%s; "
-    . "TTFB over %d sequential calls)\n", $rounds, $seconds,
-    $portkey ? ", Portkey $portkey_pkg on Node $node" : '', 2000 * $rounds;
+    . "TTFB over %d sequential calls%s)\n", $rounds, $seconds,
+    $portkey ? ", Portkey $portkey_pkg on Node $node" : '', 2000 * $rounds,
+    $pin ? "; pinned: each server and the provider on CPU $cpus[0], wrk "
+           . "and the TTFB client on CPU $cpus[1]" : '';
