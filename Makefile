@@ -84,6 +84,8 @@ help:
 	@echo "make bench-match|bench-proxy|bench-llm|bench-deny|bench-load|bench-worker" \
 	      "   one of them"
 	@echo "make bench-deps   install the benchmarks' packages (wrk)"
+	@echo "BENCH_ARGS=...    options for bench-proxy, bench-llm, bench-deny" \
+	      "(make bench-llm BENCH_ARGS=--pin; see each script's head)"
 	@echo "make install      install under DESTDIR (PREFIX=$(PREFIX))"
 	@echo "make deb          Debian packages in BUILD/deb (dpkg-buildpackage)"
 	@echo "make image        the appliance image in BUILD/image (qcow2, kernel," \
@@ -249,7 +251,7 @@ bench-match: bench-deps
 
 bench-proxy bench-llm bench-deny: bench-deps
 	@$(MAKE) --no-print-directory all
-	AIRLOCK_BUILD=$(B) perl tests/bench/$(@:bench-%=%).pl
+	AIRLOCK_BUILD=$(B) perl tests/bench/$(@:bench-%=%).pl $(BENCH_ARGS)
 
 bench-load: bench-deps
 	@$(MAKE) --no-print-directory all

@@ -2,9 +2,10 @@
 # The build itself: a second `make` with nothing changed does nothing (no
 # copy of nginx's sources, no configure, no relink), with BUILD given as an
 # absolute path; a changed module source rebuilds only the module, once;
-# `make help` names every target; auto/deps refuses what it does not know,
-# keeps each purpose's packages to itself, and leaves no system service of
-# the packages it lists enabled at boot.
+# `make help` names every target; BENCH_ARGS reaches a benchmark script;
+# auto/deps refuses what it does not know, keeps each purpose's packages
+# to itself, and leaves no system service of the packages it lists
+# enabled at boot.
 
 use strict;
 use warnings;
@@ -88,6 +89,12 @@ for my $target (@targets) {
     like($out, qr/(^|[\s|])\Q$target\E([\s|]|$)/m,
          "make help lists $target");
 }
+
+# BENCH_ARGS reaches the benchmark script, after its name
+($rc, $out) = run("$make -n bench-llm BENCH_ARGS='--pin --rounds 3'");
+is($rc, 0, 'make -n bench-llm BENCH_ARGS=...') or diag($out);
+like($out, qr{tests/bench/llm\.pl --pin --rounds 3\s*$}m,
+     'the benchmark gets BENCH_ARGS');
 
 # auto/deps: options and sets
 ($rc, $out) = run("sh $top/auto/deps --frobnicate");
