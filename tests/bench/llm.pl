@@ -92,13 +92,13 @@ GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
 
 # CPU placement (--pin): every server's serving process (each nginx
 # worker, Portkey's Node process) shares the first CPU this script may
-# use with the provider's worker, and wrk has the second to itself.  The
-# core a server shares with the provider is then the bottleneck of every
-# round, the same for all of them, and requests/s follow what a call costs
-# there (CPU time, caches) and no longer where the scheduler happened to
-# put wrk, the provider and the server.  On two CPUs, unpinned, the
-# control's median moved up to 7% from plain from one run to the next;
-# pinned, 2%.  The other placement, the server alone on a CPU and wrk with
+# use with the provider's worker; wrk and this script (the TTFB client)
+# have the second.  The core a server shares with the provider is then
+# the bottleneck of every round, the same for all of them, and requests/s
+# follow what a call costs there (CPU time, caches) and no longer where
+# the scheduler happened to put wrk, the provider and the server.  On two
+# CPUs, unpinned, the control's median was up to 20% from plain's; pinned,
+# within 2%.  The other placement, the server alone on a CPU and wrk with
 # the provider, leaves the server idle part of the time and was about as
 # noisy as none.  Unpinned (the default) is the placement the line-rate
 # targets were set with (docs/benchmarks.md).
