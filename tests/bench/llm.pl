@@ -106,23 +106,15 @@ my @cpus;
 if ($pin) {
     system('command -v taskset >/dev/null') == 0
         or die "--pin needs taskset (util-linux)\n";
-    open(my $fh, '<', '/proc/self/status') or die "/proc/self/status: $!";
-    my ($list) = join('', <$fh>) =~ /^Cpus_allowed_list:\s*(\S+)/m;
-    close $fh;
-    for (split /,/, $list // '') {
-        my ($lo, $hi) = /^(\d+)(?:-(\d+))?$/ or next;
-        push @cpus, $lo .. ($hi // $lo);
-    }
+    @cpus = allowed_cpus();
     @cpus >= 2
         or die "--pin needs two CPUs; this script may use "
              . scalar(@cpus) . "\n";
 }
 
-# every thread of a process onto one CPU
 sub place {
     my ($pid, $cpu) = @_;
-    system("taskset -a -pc $cpu $pid >/dev/null") == 0
-        or die "taskset -a -pc $cpu $pid failed\n";
+    pin_cpus($pid, $cpu) or die "taskset -a -pc $cpu $pid failed\n";
 }
 
 # the Portkey gateway release measured

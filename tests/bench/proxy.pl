@@ -53,16 +53,17 @@ die "--compare: no module in $compare/modules\n"
        && !-f "$compare/modules/ngx_http_airlock_module.so";
 
 # CPU placement, set before each run with taskset.  Small requests run
-# pinned: the proxy under test has CPU 1 to itself, wrk and the upstream
-# share CPU 0, so the scheduler does not put wrk in front of the proxy at
-# random (unpinned, requests/s moved by 20% between rounds).  The 1 MiB
+# pinned: the proxy under test has the second CPU this script may use
+# (allowed_cpus(); CPU 1 on a two-CPU machine) to itself, wrk and the
+# upstream share the first, so the scheduler does not put wrk in front
+# of the proxy at random (unpinned, requests/s moved by 20% between
+# rounds).  The 1 MiB
 # responses run unpinned: pinned, every packet is a wake-up across CPUs and
 # their rounds swung between two speeds, 2x apart.  A variant and its
 # baseline always run the same way.
-my ($ncpu) = (`getconf _NPROCESSORS_ONLN` // '') =~ /(\d+)/;
-$ncpu //= 1;
-$pin = 0 if $ncpu < 2 || system('command -v taskset >/dev/null') != 0;
-my $all_cpus = '0-' . ($ncpu - 1);
+my @cpus = allowed_cpus();
+$pin = 0 if @cpus < 2 || system('command -v taskset >/dev/null') != 0;
+my $all_cpus = join ',', @cpus;
 
 # debug logging (Debian's nginx is built --with-debug) would be measured
 $ENV{AIRLOCK_LOG_LEVEL} = 'warn';
@@ -275,18 +276,14 @@ sub workers {
 sub place {
     my ($proxy, $pinned) = @_;
     return unless $pin;
-    for my $pid (workers($proxy)) {
-        system("taskset -pc " . ($pinned ? 1 : $all_cpus) . " $pid >/dev/null");
-    }
-    for my $pid (workers($up)) {
-        system("taskset -pc " . ($pinned ? 0 : $all_cpus) . " $pid >/dev/null");
-    }
+    pin_cpus($_, $pinned ? $cpus[1] : $all_cpus) for workers($proxy);
+    pin_cpus($_, $pinned ? $cpus[0] : $all_cpus) for workers($up);
 }
 
 sub wrk {
     my ($port, $path, $script, $pinned, $conns, $secs) = @_;
     my $s = $script ? "-s $script" : '';
-    my $cmd = $pin && $pinned ? 'taskset -c 0 wrk' : 'wrk';
+    my $cmd = $pin && $pinned ? "taskset -c $cpus[0] wrk" : 'wrk';
     $secs //= $seconds;
     my $out = `$cmd -t1 -c$conns -d${secs}s --latency $s http://127.0.0.1:$port$path 2>&1`;
     my ($rps) = $out =~ /Requests\/sec:\s+([\d.]+)/;

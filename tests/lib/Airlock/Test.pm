@@ -63,7 +63,7 @@ use Test::More ();
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(http http_get http_post parse_response header_lines
-                 echo_json);
+                 echo_json allowed_cpus pin_cpus);
 
 my $TOP = abs_path(dirname(__FILE__) . '/../../..');
 
@@ -520,6 +520,30 @@ sub _workers {
     }
 
     return @w;
+}
+
+
+# The CPUs this process may run on (Cpus_allowed_list), lowest first:
+# what the benchmarks place their processes on.
+sub allowed_cpus {
+    my $status = _slurp('/proc/self/status') // return;
+    my ($list) = $status =~ /^Cpus_allowed_list:\s*(\S+)/m or return;
+    my @cpus;
+
+    for (split /,/, $list) {
+        my ($lo, $hi) = /^(\d+)(?:-(\d+))?$/ or next;
+        push @cpus, $lo .. ($hi // $lo);
+    }
+
+    return @cpus;
+}
+
+
+# Every thread of process PID onto the CPUs CPUS ("1", "0,1"); false if
+# taskset failed.
+sub pin_cpus {
+    my ($pid, $cpus) = @_;
+    return system("taskset -a -pc $cpus $pid >/dev/null 2>&1") == 0;
 }
 
 
