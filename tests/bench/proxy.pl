@@ -276,8 +276,11 @@ sub workers {
 sub place {
     my ($proxy, $pinned) = @_;
     return unless $pin;
-    pin_cpus($_, $pinned ? $cpus[1] : $all_cpus) for workers($proxy);
-    pin_cpus($_, $pinned ? $cpus[0] : $all_cpus) for workers($up);
+    for my $w ([$proxy, $cpus[1]], [$up, $cpus[0]]) {
+        my $cpu = $pinned ? $w->[1] : $all_cpus;
+        pin_cpus($_, $cpu) or die "taskset -a -pc $cpu $_ failed\n"
+            for workers($w->[0]);
+    }
 }
 
 sub wrk {

@@ -526,24 +526,40 @@ sub _workers {
 # The CPUs this process may run on (Cpus_allowed_list), lowest first:
 # what the benchmarks place their processes on.
 sub allowed_cpus {
-    my $status = _slurp('/proc/self/status') // return;
-    my ($list) = $status =~ /^Cpus_allowed_list:\s*(\S+)/m or return;
-    my @cpus;
-
-    for (split /,/, $list) {
-        my ($lo, $hi) = /^(\d+)(?:-(\d+))?$/ or next;
-        push @cpus, $lo .. ($hi // $lo);
-    }
-
-    return @cpus;
+    return _cpus_allowed('self');
 }
 
 
-# Every thread of process PID onto the CPUs CPUS ("1", "0,1"); false if
-# taskset failed.
+# Every thread of process PID onto the CPUs CPUS ("1", "0,1", "0-3"):
+# true when the process then may run there and nowhere else (taskset -a
+# of a process that is gone does nothing and reports success).
 sub pin_cpus {
     my ($pid, $cpus) = @_;
-    return system("taskset -a -pc $cpus $pid >/dev/null 2>&1") == 0;
+    system("taskset -a -pc $cpus $pid >/dev/null 2>&1") == 0 or return 0;
+    my $want = join ',', _cpu_list($cpus);
+    return $want ne '' && join(',', _cpus_allowed($pid)) eq $want;
+}
+
+
+sub _cpus_allowed {
+    my ($pid) = @_;
+    my $status = _slurp("/proc/$pid/status") // return;
+    my ($list) = $status =~ /^Cpus_allowed_list:\s*(\S+)/m or return;
+    return _cpu_list($list);
+}
+
+
+# "0-2,5" as (0, 1, 2, 5)
+sub _cpu_list {
+    my ($list) = @_;
+    my %cpus;
+
+    for (split /,/, $list) {
+        my ($lo, $hi) = /^(\d+)(?:-(\d+))?$/ or next;
+        $cpus{$_} = 1 for $lo .. ($hi // $lo);
+    }
+
+    return sort { $a <=> $b } keys %cpus;
 }
 
 
