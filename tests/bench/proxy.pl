@@ -57,10 +57,9 @@ die "--compare: no module in $compare/modules\n"
 # (allowed_cpus(); CPU 1 on a two-CPU machine) to itself, wrk and the
 # upstream share the first, so the scheduler does not put wrk in front
 # of the proxy at random (unpinned, requests/s moved by 20% between
-# rounds).  The 1 MiB
-# responses run unpinned: pinned, every packet is a wake-up across CPUs and
-# their rounds swung between two speeds, 2x apart.  A variant and its
-# baseline always run the same way.
+# rounds).  The 1 MiB responses run unpinned: pinned, every packet is a
+# wake-up across CPUs and their rounds swung between two speeds, 2x
+# apart.  A variant and its baseline always run the same way.
 my @cpus = allowed_cpus();
 $pin = 0 if @cpus < 2 || system('command -v taskset >/dev/null') != 0;
 my $all_cpus = join ',', @cpus;

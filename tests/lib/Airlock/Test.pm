@@ -531,8 +531,9 @@ sub allowed_cpus {
 
 
 # Every thread of process PID onto the CPUs CPUS ("1", "0,1", "0-3"):
-# true when the process then may run there and nowhere else (taskset -a
-# of a process that is gone does nothing and reports success).
+# true when its main thread then may run there and nowhere else (taskset
+# -a of a process that is gone does nothing and reports success; the
+# other threads are taskset's word).
 sub pin_cpus {
     my ($pid, $cpus) = @_;
     system("taskset -a -pc $cpus $pid >/dev/null 2>&1") == 0 or return 0;
