@@ -37,8 +37,7 @@ my $agent = $l->token('agent');
 my ($r, @j);
 
 sub journal {
-    my $text = $t->read_file('journal.log') // '';
-    return map { decode_json($_) } grep { length } split /\n/, $text;
+    return json_lines($t->read_file('journal.log'));
 }
 
 for (1 .. 3) {

@@ -203,8 +203,7 @@ sub call {
 }
 
 sub usage_lines {
-    my $text = $gw->read_file('usage.log') // '';
-    return map { decode_json($_) } grep { length } split /\n/, $text;
+    return json_lines($gw->read_file('usage.log'));
 }
 
 sub last_usage {

@@ -292,8 +292,7 @@ sub script_all {
 sub provider_requests {
     my ($self) = @_;
     my $n = $self->{provider};
-    my $text = $self->{t}->read_file("provider-$n.log") // '';
-    return map { decode_json($_) } grep { length } split /\n/, $text;
+    return json_lines($self->{t}->read_file("provider-$n.log"));
 }
 
 
@@ -306,8 +305,7 @@ sub last_provider_request {
 
 sub usage_log {
     my ($self) = @_;
-    my $text = $self->{t}->read_file('usage.log') // '';
-    return map { decode_json($_) } grep { length } split /\n/, $text;
+    return json_lines($self->{t}->read_file('usage.log'));
 }
 
 

@@ -63,7 +63,7 @@ use Test::More ();
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(http http_get http_post parse_response header_lines
-                 echo_json allowed_cpus pin_cpus);
+                 echo_json json_lines allowed_cpus pin_cpus);
 
 my $TOP = abs_path(dirname(__FILE__) . '/../../..');
 
@@ -520,6 +520,18 @@ sub _workers {
     }
 
     return @w;
+}
+
+
+# The JSON objects of a log of one per line (usage, journal, the
+# provider fixture's requests), read while the writer may still be
+# appending: only the lines that end in "\n" are complete, and a last one
+# without it is left for the next read.
+sub json_lines {
+    my ($text) = @_;
+    $text //= '';
+    $text =~ s/[^\n]*\z//;
+    return map { decode_json($_) } grep { length } split /\n/, $text;
 }
 
 
