@@ -220,7 +220,15 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
         return "the body is not in memory";
     }
 
-    if (al_llm_model_map(b, &model, body.data, body.len, &m) != 0) {
+    switch (al_llm_model_map(b, &model, body.data, body.len, &m)) {
+
+    case 0:
+        break;
+
+    case 1:
+        return "the body's model is escaped and cannot be replaced";
+
+    default:
         return "out of memory";
     }
 

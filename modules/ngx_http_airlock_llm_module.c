@@ -722,10 +722,14 @@ static ngx_int_t
 ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body)
 {
+    int              rc;
     u_char          *data;
     al_str_t         dep, *force;
     al_llm_map_t     m;
     const al_llm_t  *llm;
+
+    static const char  escaped[] =
+        "\"model\" on a deployment path must be written without escapes";
 
     llm = ctx->provider->llm;
 
@@ -741,7 +745,15 @@ ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    if (al_llm_model_map(llm, force, body->data, body->len, &m) != 0) {
+    rc = al_llm_model_map(llm, force, body->data, body->len, &m);
+
+    if (rc == 1) {
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY,
+                                         AL_LLM_ERR_INVALID,
+                                         escaped, escaped);
+    }
+
+    if (rc != 0) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

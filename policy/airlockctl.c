@@ -760,12 +760,22 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
 
     /* as the gateway does: the alias or the deployment into "model" */
 
-    if (al_llm_model_map(l, (l->kind == AL_LLM_AZURE && rt->model.len)
-                            ? &rt->model : NULL,
-                         body ? body : (const unsigned char *) "",
-                         body_len, &map)
-        != 0)
+    switch (al_llm_model_map(l, (l->kind == AL_LLM_AZURE && rt->model.len)
+                                ? &rt->model : NULL,
+                             body ? body : (const unsigned char *) "",
+                             body_len, &map))
     {
+    case 0:
+        break;
+
+    case 1:
+        printf("deny: %s (\"model\" on a deployment path must be written "
+               "without escapes)\n", al_reason_name(AL_REASON_BODY));
+        goto done;
+
+    default:
+        fprintf(stderr, "airlockctl: out of memory\n");
+        rc = 2;
         goto done;
     }
 

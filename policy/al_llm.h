@@ -264,7 +264,9 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * entry's aliases becomes the alias's model, and m->alias says which
  * alias was asked for.  Only a plain string value (printable ASCII, no
  * escapes) is replaced: a body the strict check would refuse stays one.
- * m->body is NULL when the body stays as it is; free() it.  Returns 0, or
+ * m->body is NULL when the body stays as it is; free() it.  Returns 0;
+ * 1 with force when "model" is a string that is not plain (the call must
+ * be refused: the check would read another model than the one served);
  * -1 when memory ran out.
  */
 

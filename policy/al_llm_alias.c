@@ -478,15 +478,24 @@ al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
 
     rc = al_llm_model_locate(body, len, &at, &raw);
 
-    if (rc < 0 || rc == 2 || (rc == 1 && !al_llm_plain(body + at, raw))) {
+    if (rc < 0 || rc == 2) {
         /*
-         * Not an object, a model that is not a string, or one with
-         * escapes or bytes outside printable ASCII: left as it is for
-         * the body check to judge.  Only a plain string is replaced, so
-         * a splice never turns a body that would be refused into one
-         * that passes.
+         * Not an object, or a model that is not a string: left as it is
+         * for the body check to refuse.
          */
         return 0;
+    }
+
+    if (rc == 1 && !al_llm_plain(body + at, raw)) {
+        /*
+         * A string with escapes or bytes outside printable ASCII is not
+         * replaced, so a splice never turns a body that would be refused
+         * into one that passes.  Without force the body check judges it
+         * (an escaped alias is no alias).  With force it must not stay:
+         * the check would read its model while the path's deployment (or
+         * the fallback's model) is what is served.
+         */
+        return (force != NULL) ? 1 : 0;
     }
 
     if (force != NULL) {

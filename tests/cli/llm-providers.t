@@ -89,6 +89,15 @@ like($out, qr/alias:\s+fast -> deployment mini-prod/,
      'explain azure: the alias in the path');
 like($out, qr/inject:.*as api-key/, 'explain azure: the key in api-key');
 
+($rc, $out) = run('explain', $file, '--client', 'agent', 'POST',
+                  '/v1/proxy/azure/openai/deployments/mini-prod/chat/'
+                  . 'completions', '--body',
+                  write_file('e.json', '{"model":"mini-pro\\u0064"}'),
+                  '--content-type', 'application/json');
+is($rc, 1, 'explain azure: an escaped model is refused') or diag($out);
+like($out, qr/deny: body \("model" on a deployment path must be written /,
+     'explain azure: ... saying why, as the gateway does');
+
 (my $bad = $policy) =~ s/fallback: azure/fallback: azur/;
 ($rc, $out) = run('check', write_file('bad.yaml', $bad));
 is($rc, 1, 'check: an unknown fallback fails');

@@ -53,7 +53,7 @@ $l->setup(openai_clients => $azure, locations => <<'L');
 L
 $t->run;
 
-plan tests => 39;
+plan tests => 44;
 
 sub sdk {
     my ($token, @steps) = @_;
@@ -165,6 +165,19 @@ $x = $l->request('POST', "$base/smart/chat/completions",
                  headers => [ [ 'api-key', $l->token('worker') ] ],
                  body => { messages => [] });
 is($x->{status}, 403, 'an alias gives no model the client may not use');
+
+# "model" written with escapes on a deployment path: the check would read
+# it (here the cheaper deployment) while the path's is served, so refused
+
+my $sent = () = $l->provider_requests;
+for my $m ('gpt4o-mini-pro\u0064', 'gpt4o-pro\u0064') {
+    $x = $l->request('POST', "$base/gpt4o-prod/chat/completions",
+                     token => $l->token('agent'),
+                     body => qq({"model":"$m","messages":[]}));
+    is($x->{status}, 400, "model \"$m\" on a deployment path: refused");
+    like($x->{body}, qr/without escapes/, '... saying why');
+}
+is(scalar(() = $l->provider_requests), $sent, '... before the provider');
 
 # the provider echoes the key: scrubbed
 

@@ -55,7 +55,7 @@ my $entries = <<'Y';
     upstream: "http://127.0.0.1:%%PORT_8083%%/v1"
     secret: anthropic_key
     models: [llama3.1:8b]
-    aliases: { fast: llama3.1:8b }
+    aliases: { fast: llama3.1:8b, gpt-4o-mini: llama3.1:8b }
     clients:
       agent: {}
       tight: {}
@@ -90,7 +90,7 @@ $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 49;
+plan tests => 52;
 
 # the scripted providers: 8081 primary, 8083 backup
 sub on {
@@ -219,6 +219,21 @@ unlike($r->{raw}, qr/fixture error/, 'no fallback: not the first body');
 is(Airlock::LLM::leaks($r->{raw}), 0, 'no fallback: no key');
 $nb2 = () = requests(8083);
 is($nb2, $nb, 'no fallback: the backup was not asked');
+
+# the model the first entry checked, written with an escape: the backup
+# would get it as it is (not the model its alias names), so no fallback
+
+$nb = () = requests(8083);
+on(8081, sub { $l->script({ status => 503 }) });
+$r = $l->request('POST', '/v1/proxy/primary/chat/completions',
+                 token => $l->token('agent'),
+                 body => '{"model":"gpt-4o-min\u0069","messages":[]}');
+on(8081, sub { $l->script() });
+is($r->{status}, 503, 'an escaped model: no fallback, the first status');
+$nb2 = () = requests(8083);
+is($nb2, $nb, 'an escaped model: the backup was not asked');
+$r = call('primary', model => 'gpt-4o-mini', fields => {});
+is($r->{status}, 200, 'the same model unescaped: answered');
 
 # 4xx other than 429: the provider's own answer
 

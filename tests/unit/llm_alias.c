@@ -290,10 +290,16 @@ map(const al_llm_t *llm, const char *force, const char *body)
     f.data = force;
     f.len = force ? strlen(force) : 0;
 
-    if (al_llm_model_map(llm, force ? &f : NULL,
-                         (const unsigned char *) body, strlen(body), &m)
-        != 0)
+    switch (al_llm_model_map(llm, force ? &f : NULL,
+                             (const unsigned char *) body, strlen(body), &m))
     {
+    case 0:
+        break;
+
+    case 1:
+        return "(refused)";
+
+    default:
         return "(error)";
     }
 
@@ -345,10 +351,18 @@ test_map(void)
                "(unchanged)", "map: force, already the same");
     tap_is_str(map(l, "mini-prod", "[]"), "(unchanged)",
                "map: not an object, left for the body check");
-    tap_is_str(map(l, "mini-prod", "{\"model\":\"\\q\"}"), "(unchanged)",
-               "map: force leaves a bad escape for the body check");
-    tap_is_str(map(l, "mini-prod", "{\"model\":\"a\tb\"}"), "(unchanged)",
-               "map: force leaves a control byte for the body check");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"\\q\"}"), "(refused)",
+               "map: force refuses a bad escape");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"a\tb\"}"), "(refused)",
+               "map: force refuses a control byte");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"g\\u0070t-4o\"}"),
+               "(refused)",
+               "map: force refuses a valid escape (the check would read "
+               "gpt-4o while mini-prod is served)");
+    tap_is_str(map(l, "mini-prod", "{\"model\":\"mini-pro\\u0064\"}"),
+               "(refused)", "map: force refuses even its own name escaped");
+    tap_is_str(map(l, "mini-prod", "{\"model\":7}"), "(unchanged)",
+               "map: force leaves a model that is no string for the check");
 
     tap_ok(al_llm_model_splice((const unsigned char *) "{\"model\":\"x\"}",
                                13, 9, 3, "a\"b\\c", 5, &o, &n) == 0
