@@ -791,6 +791,34 @@ al_llm_req_tokens(al_llm_rq_t *rq)
         }
     }
 
+    if (found && n == 2 && rq->llm->kind == AL_LLM_OPENAI_COMPATIBLE
+        && fields[0]->type == AL_LLM_JT_INT
+        && fields[1]->type != AL_LLM_JT_INT)
+    {
+        /*
+         * Servers that speak OpenAI's API without being OpenAI (Ollama,
+         * older vLLM) read "max_tokens" only: the bound reserved goes
+         * there too, else they generate without one.
+         */
+
+        tlen = al_llm_u64_text(cap_text, max);
+
+        if (fields[1]->type == AL_LLM_JT_NULL) {
+            if (al_llm_edit(rq, fields[1]->at, fields[1]->len, cap_text,
+                            tlen)
+                != 0)
+            {
+                return -1;
+            }
+
+        } else if (al_llm_edit_member(rq, b->root_last, b->root_members,
+                                      names[1], cap_text, tlen)
+                   != 0)
+        {
+            return -1;
+        }
+    }
+
     if (!found) {
 
         if (rq->ep == AL_LLM_EP_MESSAGES) {
@@ -803,6 +831,7 @@ al_llm_req_tokens(al_llm_rq_t *rq)
         dflt = al_llm_default_max_tokens(rq->lc);
 
         if (rq->ep == AL_LLM_EP_COMPLETIONS
+            && rq->llm->kind != AL_LLM_OPENAI_COMPATIBLE
             && (dflt == 0 || dflt >= AL_LLM_COMPLETIONS_DEFAULT))
         {
             max = AL_LLM_COMPLETIONS_DEFAULT;
@@ -888,7 +917,14 @@ al_llm_req_n(al_llm_rq_t *rq)
                            AL_LLM_N_MAX);
     }
 
-    rq->req->max_output *= (uint64_t) n;
+    /* saturated: a product that wrapped would reserve next to nothing */
+
+    if (rq->req->max_output > UINT64_MAX / (uint64_t) n) {
+        rq->req->max_output = UINT64_MAX;
+
+    } else {
+        rq->req->max_output *= (uint64_t) n;
+    }
 
     return 0;
 }

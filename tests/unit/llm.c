@@ -473,6 +473,13 @@ test_caps(void)
            && rq.max_output == 0,
            "no cap, none sent: untouched, max_output unknown");
 
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":"
+        "4611686018427387904,\"n\":4}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == UINT64_MAX
+           && al_llm_request_need(&rq) == UINT64_MAX,
+           "n times a huge cap saturates, it does not wrap to nothing");
+
     /* reject */
 
     req(&oai, WORKER, AL_LLM_EP_CHAT,
@@ -787,6 +794,39 @@ test_splice(void)
     req(&compat, AGENT, AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\"}");
     tap_ok(body_is("{\"model\":\"gpt-4o\",\"max_tokens\":1000}"),
            "openai-compatible: max_tokens added");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":1}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"max_completion_tokens\":1,"
+                   "\"max_tokens\":1}") && rq.max_output == 1,
+           "openai-compatible: max_completion_tokens alone is copied to "
+           "max_tokens, the one such servers read");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":null,"
+        "\"max_completion_tokens\":9999}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"max_tokens\":1000,"
+                   "\"max_completion_tokens\":1000}") && rq.max_output == 1000,
+           "openai-compatible: ... clamped, into a null max_tokens");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":7}");
+    tap_ok(body_is("{\"model\":\"gpt-4o\",\"max_completion_tokens\":7,"
+                   "\"max_tokens\":7}"),
+           "openai-compatible: ... for a client without a cap as well");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":5,"
+        "\"max_completion_tokens\":7}");
+    tap_ok(rq.body == NULL && rq.max_output == 7,
+           "openai-compatible: both named, left as sent");
+
+    req(&compat, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"hi\"}");
+    tap_ok(rq.capped && req_int("max_tokens") == 1000
+           && rq.max_output == 1000,
+           "openai-compatible completions: no default of 16 assumed, the "
+           "cap added");
 
     req(&oai, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"max_tokens\": null ,\"n\":2}");
