@@ -1097,7 +1097,8 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     }
 
     if (ctx->sse != NULL) {
-        *source = al_llm_sse_result(ctx->sse, ctx->prompt_estimate, u);
+        *source = al_llm_sse_result(ctx->sse, ctx->prompt_estimate,
+                                    ctx->max_output, u);
 
     } else if (ctx->resp != NULL && al_llm_resp_usage(ctx->resp, u, NULL, 0)
                                     == 0)

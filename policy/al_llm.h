@@ -624,10 +624,11 @@ int al_llm_sse_finish(al_llm_sse_t *s, al_llm_sse_block_t *blk);
  * final usage were both seen and the parser never stopped; otherwise
  * ESTIMATED with what was seen: reported numbers where there are some,
  * completion tokens at least delta_bytes / 4, and prompt_estimate (from
- * al_llm_req_t) when no prompt count arrived.
+ * al_llm_req_t) when no prompt count arrived; when the parser stopped,
+ * completion tokens at least reserved (al_llm_req_t's max_output).
  */
 al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
-    uint64_t prompt_estimate, al_llm_usage_t *u);
+    uint64_t prompt_estimate, uint64_t reserved, al_llm_usage_t *u);
 
 
 /*

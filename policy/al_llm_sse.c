@@ -689,7 +689,7 @@ al_llm_sse_finish(al_llm_sse_t *s, al_llm_sse_block_t *blk)
 
 al_llm_source_t
 al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
-    al_llm_usage_t *u)
+    uint64_t reserved, al_llm_usage_t *u)
 {
     uint64_t  est;
 
@@ -705,6 +705,17 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
 
     if (u->completion_tokens < est) {
         u->completion_tokens = est;
+    }
+
+    /*
+     * A parser that stopped (an event over the bound, no memory) saw
+     * none of the rest, which may be output up to the cap reserved: a
+     * client could otherwise make its output go uncounted by having an
+     * early event echo a large request.
+     */
+
+    if (s->stopped && u->completion_tokens < reserved) {
+        u->completion_tokens = reserved;
     }
 
     if (u->prompt_tokens == 0) {

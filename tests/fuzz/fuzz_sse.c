@@ -137,7 +137,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     al_llm_sse_observe(&sse, s + cuts[0], len - cuts[0]);
     (void) al_llm_sse_finish(&sse, &blk);
 
-    if (al_llm_sse_result(&sse, 11, &u) != one.source
+    if (al_llm_sse_result(&sse, 11, 0, &u) != one.source
         || memcmp(&u, &one.usage, sizeof(u)) != 0
         || al_llm_sse_offset(&sse) != len
         || al_llm_sse_settled(&sse) != len
@@ -249,7 +249,7 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
         abort();
     }
 
-    r->source = al_llm_sse_result(&sse, 11, &r->usage);
+    r->source = al_llm_sse_result(&sse, 11, 0, &r->usage);
     r->dropped = sse.dropped;
     r->events = sse.events;
     r->delta = sse.delta_bytes;

@@ -614,7 +614,7 @@ stream_run(al_llm_kind_t kind, al_llm_endpoint_t ep, const char *s,
     }
 
     (void) al_llm_sse_finish(out, &blk);
-    (void) al_llm_sse_result(out, 0, u);
+    (void) al_llm_sse_result(out, 0, 0, u);
     al_llm_sse_free(out);
 }
 

@@ -98,6 +98,9 @@ static void gen_object(char **p, char *end, unsigned depth, unsigned dups,
 static void gen_put(char **p, char *end, const char *s);
 static int strict_case(const cfg_t *cfg, const char *s, const char *model,
     uint64_t total, unsigned jansson);
+
+/* the output cap run() passes to al_llm_sse_result() */
+static uint64_t  reserved;
 static void scan_stream(const cfg_t *cfg, const char *s, size_t len,
     size_t cut, unsigned ref, al_llm_sse_t *sse);
 
@@ -328,7 +331,7 @@ run(const cfg_t *cfg, const char *s, size_t len, const size_t *cuts,
 
     filt_emit(&f, NULL, al_llm_sse_offset(&sse), al_llm_sse_offset(&sse));
 
-    r->source = al_llm_sse_result(&sse, prompt, &r->usage);
+    r->source = al_llm_sse_result(&sse, prompt, reserved, &r->usage);
     memcpy(r->model, sse.model, sizeof(r->model));
     r->dropped = sse.dropped;
     r->done = sse.done;
@@ -985,6 +988,15 @@ test_oversized(void)
            "and every byte passes, the usage chunk after it too");
     tap_ok(r.usage.completion_tokens == 2 && r.usage.prompt_tokens == 40,
            "estimate from what was seen before it");
+
+    reserved = 500;
+    run(&openai_hide, s, len, NULL, 0, 40, &r2);
+    reserved = 0;
+    tap_ok(r2.stopped && r2.source == AL_LLM_SOURCE_ESTIMATED
+           && r2.usage.completion_tokens == 500
+           && r2.usage.prompt_tokens == 40,
+           "stopped: at least the output cap reserved is charged");
+    run_free(&r2);
     tap_ok(r.held_max <= AL_LLM_EVENT_MAX + 1,
            "held bytes never exceed the event bound");
 
@@ -1157,7 +1169,7 @@ test_observe(void)
            "observe: everything settled at a block end");
 
     (void) al_llm_sse_finish(&sse, &blk);
-    src = al_llm_sse_result(&sse, 0, &u);
+    src = al_llm_sse_result(&sse, 0, 0, &u);
     tap_ok(src == AL_LLM_SOURCE_STREAM && u.total_tokens == 29
            && sse.dropped == 0 && sse.events == 7,
            "observe: usage without filtering");
@@ -1245,7 +1257,7 @@ like_reference(const cfg_t *cfg, const char *s, size_t len)
         }
 
         filt_emit(&f, NULL, al_llm_sse_offset(&y), al_llm_sse_offset(&y));
-        b.source = al_llm_sse_result(&y, 3, &b.usage);
+        b.source = al_llm_sse_result(&y, 3, 0, &b.usage);
         memcpy(b.model, y.model, sizeof(b.model));
         b.dropped = y.dropped;
         b.done = y.done;
@@ -2680,8 +2692,8 @@ test_no_model(void)
         al_llm_sse_observe(&want, (const unsigned char *) text, len);
         al_llm_sse_observe(&skip, (const unsigned char *) text, len);
 
-        (void) al_llm_sse_result(&want, 0, &uw);
-        (void) al_llm_sse_result(&skip, 0, &us);
+        (void) al_llm_sse_result(&want, 0, 0, &uw);
+        (void) al_llm_sse_result(&skip, 0, 0, &us);
 
         tap_ok(skip.parsed + 1 == want.parsed
                && memcmp(&uw, &us, sizeof(uw)) == 0
