@@ -29,7 +29,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 50;
+plan tests => 53;
 
 my $agent = $l->token('agent');
 my $true = JSON::PP::true;
@@ -255,5 +255,18 @@ for my $v (['filtered', ()],
        "$name stream: chunk 2 after the provider sent it");
     is(next_usage()->{usage_source}, 'stream', "$name stream: usage");
 }
+
+# an event over 1 MiB stops the reading of the stream: what follows is not
+# seen, so the call is charged at least the output cap reserved for it
+# (the agent's max_tokens, 100), not the nothing seen before the stop
+
+$l->script({ pieces => [ 'x' x (1024 * 1024 + 10), ' more' ] });
+$r = $l->chat(token => $agent, fields => { stream => $true });
+$l->script();
+is($r->{status}, 200, 'an event over 1 MiB: the stream passes');
+like($r->{body}, qr/" more"/, '... to its end');
+$u = next_usage();
+is_deeply([@$u{qw(completion_tokens usage_source)}], [100, 'estimated'],
+          '... and is charged its output cap');
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');
