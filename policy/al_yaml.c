@@ -187,6 +187,24 @@ al_yaml_event(al_yaml_ctx_t *ctx, yaml_event_t *ev)
     }
 
     if (ev->type == YAML_SCALAR_EVENT) {
+
+        /*
+         * The file may hold no NUL byte, but an escape ("\0", "\x00",
+         * "\u0000") makes one: the values are C strings to some readers
+         * (getpwnam(), the diff's output) and counted bytes to others
+         * (a pattern compiled to its full length), which would then read
+         * two different values.
+         */
+
+        if (memchr(ev->data.scalar.value, '\0', ev->data.scalar.length)
+            != NULL)
+        {
+            al_error_set(ctx->err, ctx->name, m->line + 1, m->column + 1,
+                         "a NUL character (an escape such as \"\\0\") "
+                         "is not allowed in a policy value");
+            return -1;
+        }
+
         node = al_yaml_node(ctx, AL_Y_SCALAR, m);
         if (node == NULL) {
             return -1;

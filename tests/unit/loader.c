@@ -422,6 +422,15 @@ test_syntax(void)
            "duplicate key \"version\" (first given at line 1)");
     refuse("non-scalar key", "version: 1\n`[a]: 1\n",
            "mapping keys must be plain names");
+    refuse("NUL by escape",
+           "version: 1\nclients:\n  agent: { unix_uid: `\"nobody\\0-x\" }\n"
+           ALERTS, "a NUL character");
+    refuse("NUL by \\x00 escape, in a key",
+           "version: 1\nclients:\n  `\"ag\\x00ent\": { unix_uid: 0 }\n"
+           ALERTS, "a NUL character");
+    refuse("NUL by \\u0000 escape",
+           "version: 1\nclients:\n  agent: { description: `\"\\u0000\" }\n"
+           ALERTS, "a NUL character");
 
     p = load("version: 1\n  bad\n", &err);
     tap_ok(p == NULL && al_error_format(&err, buf, sizeof(buf)) > 0
