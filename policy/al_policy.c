@@ -3912,7 +3912,7 @@ al_cc_prefix_conflicts(al_cc_t *cc, const al_ynode_t *node)
 static int
 al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
 {
-    size_t             i;
+    size_t             i, j;
     al_sink_t         *sink;
     al_str_t           s = { NULL, 0 };
     al_upstream_t      u;
@@ -3997,6 +3997,25 @@ al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
         }
 
         sink->url = u.url;
+
+        /*
+         * The same place twice (after the URL is normalized, as alertd
+         * names its outboxes) would get every alert twice; alertd
+         * refuses to start on it, so nginx -t and check refuse it first.
+         */
+
+        for (j = 0; j < i; j++) {
+            if (cc->p->sinks[j].kind == sink->kind
+                && cc->p->sinks[j].url.len == sink->url.len
+                && memcmp(cc->p->sinks[j].url.data, sink->url.data,
+                          sink->url.len) == 0)
+            {
+                return al_cc_error(cc, w, "alerts.sinks lists this %s "
+                                   "url already (sink %zu)", k->scalar.data,
+                                   j + 1);
+            }
+        }
+
         cc->p->nsinks++;
     }
 

@@ -988,6 +988,19 @@ test_alerts(void)
     refuse("alertmanager without url",
            HEAD ALERTS "  sinks:\n    - alertmanager: `{}\n",
            "alertmanager is missing the required key \"url\"");
+    refuse("the same webhook twice, but for a trailing slash",
+           HEAD SECRETS ALERTS "  sinks:\n"
+           "    - webhook: { url: \"http://127.0.0.1:9/a\", "
+           "hmac_secret: github_pr }\n"
+           "    - webhook: { url: `\"http://127.0.0.1:9/a/\", "
+           "hmac_secret: openai_key }\n",
+           "alerts.sinks lists this webhook url already (sink 1)");
+    refuse("the same alertmanager twice",
+           HEAD ALERTS "  sinks:\n"
+           "    - alertmanager: { url: \"http://am:9093\" }\n"
+           "    - alertmanager: { url: \"http://x\" }\n"
+           "    - alertmanager: { url: `\"http://am:9093\" }\n",
+           "alerts.sinks lists this alertmanager url already (sink 1)");
     refuse("alertmanager bad url",
            HEAD ALERTS "  sinks:\n"
            "    - alertmanager: { url: `localhost:9093 }\n",
