@@ -114,6 +114,7 @@ char *
 ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
 {
     ngx_str_t                        where;
+    ngx_http_airlock_loc_conf_t     *alcf;
     ngx_http_airlock_srv_conf_t     *ascf;
     ngx_http_airlock_proxy_conf_t   *pcf;
     ngx_http_airlock_realip_conf_t  *rcf;
@@ -121,6 +122,14 @@ ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
     /* the server's refused requests are counted (ngx_http_airlock_refused.c) */
     ascf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_airlock_module);
     ascf->airlock = 1;
+
+    /*
+     * A request keeps the credentials it was given only in a location of
+     * the two modules; elsewhere they are taken out of its headers
+     * (ngx_http_airlock_drop_credentials()).
+     */
+    alcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_airlock_module);
+    alcf->forwards = 1;
 
     if (clcf->name.len) {
         where = clcf->name;

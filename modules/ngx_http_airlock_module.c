@@ -264,6 +264,13 @@ ngx_http_airlock_handler(ngx_http_request_t *r)
 
     alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
 
+    if (!alcf->forwards) {
+        /* any other location: an error_page, a subrequest, a mirror */
+        if (ngx_http_airlock_drop_credentials(r) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+
     if (!alcf->enable) {
         return NGX_DECLINED;
     }

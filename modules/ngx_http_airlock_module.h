@@ -68,6 +68,10 @@ typedef struct {
     ngx_flag_t                   status;        /* airlock_status */
     size_t                       scrub_hold;    /* airlock_scrub_hold */
     ngx_uint_t                   log_level;     /* airlock_log_level */
+    ngx_uint_t                   forwards;      /* an Airlock location
+                                                   (conf_check): a request
+                                                   keeps its credentials
+                                                   here; not inherited */
 } ngx_http_airlock_loc_conf_t;
 
 
@@ -229,6 +233,7 @@ ngx_uint_t ngx_http_airlock_lower_eq(u_char *s, u_char *lower, size_t n);
 ngx_uint_t ngx_http_airlock_same_secret(u_char *a, u_char *b, size_t n);
 ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_headers_t *hs);
+ngx_int_t ngx_http_airlock_drop_credentials(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf);
 

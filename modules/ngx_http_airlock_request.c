@@ -19,7 +19,8 @@
  *     a decision and leniently for a request nginx refused first;
  *   - the header rewrite: only allowlisted client headers are kept, the
  *     credentials are added, and every r->headers_in shortcut is pointed at
- *     a kept header or cleared.
+ *     a kept header or cleared; the credentials are taken out again when
+ *     the request reaches any other location.
  *
  * A module hooks in through an ngx_http_airlock_path_t: what to do once
  * the body is read, and how to answer an error in its own format.
@@ -833,7 +834,9 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
      * The credentials go in as removed headers: the proxy module sends
      * every header of the list, while $http_authorization and every other
      * reader of the list skip a header whose hash is 0, and no shortcut
-     * points at them, so no log_format can print them.
+     * points at them, so no log_format can print them.  The proxy module
+     * of any other location would send them too: they are taken out when
+     * the request reaches one (ngx_http_airlock_drop_credentials()).
      */
 
     for (i = 0; i < hs->ninject; i++) {
@@ -849,6 +852,97 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     r->headers_in.multi = 0;
     r->headers_in.multi_linked = 0;
 #endif
+
+    return NGX_OK;
+}
+
+
+/*
+ * The credentials leave the request's headers when it reaches a location
+ * that is not an Airlock location: the preaccess handler calls this there,
+ * before any access, precontent or content handler can send the headers.
+ * Subrequests copy the request's headers (an auth_request, a mirror, an
+ * add_after_body, an SSI include), internal redirects keep them (an
+ * error_page, a post_action, a try_files fallback), and the proxy module
+ * of that other location would send the hidden entries to its own
+ * upstream.  Only the route's upstream gets them: in an Airlock location
+ * the request forwards as it was decided, and the LLM gateway's fallback
+ * location puts the fallback's key in with a new rewrite.
+ *
+ * After the rewrite a hash 0 entry is an injected credential, or a header
+ * another module removed since, which goes nowhere either.  The list is
+ * built anew, never compacted in place: its entries are shared with the
+ * copies subrequests took, and a subrequest run before the request's own
+ * proxy handler (an auth_request, a mirror) must not take the request's
+ * credentials away.  Shortcuts point at kept entries, which stay where
+ * they are.
+ */
+
+ngx_int_t
+ngx_http_airlock_drop_credentials(ngx_http_request_t *r)
+{
+    ngx_uint_t               i, n, hidden;
+    ngx_list_t               old;
+    ngx_list_part_t         *part;
+    ngx_table_elt_t         *h, *nh;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r->main);
+
+    if (ctx == NULL || !ctx->allowed) {
+        /* no credentials were put in */
+        return NGX_OK;
+    }
+
+    n = 0;
+    hidden = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash == 0) {
+                hidden++;
+
+            } else {
+                n++;
+            }
+        }
+    }
+
+    if (hidden == 0) {
+        return NGX_OK;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "airlock: %ui credential headers dropped in \"%V\"",
+                   hidden, &r->uri);
+
+    old = r->headers_in.headers;
+
+    if (ngx_list_init(&r->headers_in.headers, r->pool, ngx_max(n, 1),
+                      sizeof(ngx_table_elt_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    for (part = &old.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash == 0) {
+                continue;
+            }
+
+            nh = ngx_list_push(&r->headers_in.headers);
+            if (nh == NULL) {
+                return NGX_ERROR;
+            }
+
+            *nh = h[i];
+        }
+    }
 
     return NGX_OK;
 }
