@@ -166,7 +166,8 @@ sub has_secret {
     ok(@r >= ($count // 1)
        && !grep({ auth_of($_) ne "Bearer $tok" } @r),
        "$name: the route's upstream gets the credential")
-        or diag(scalar(@r) . ' requests: ' . join(' | ', map { auth_of($_) } @r));
+        or diag(scalar(@r) . ' requests: '
+                . join(' | ', map { auth_of($_) } @r));
 }
 
 my $raw;
