@@ -27,6 +27,10 @@
 
 static int al_json_value(const al_json_rule_t *rule, json_t *v, char *path,
     size_t plen, char *detail, size_t size);
+static int al_json_folds_to(const char *key, size_t klen,
+    const char *name, size_t nlen);
+static size_t al_json_fold(const char *s, size_t len, size_t i,
+    unsigned char *c);
 static int al_json_object(const al_json_rule_t *rule, json_t *obj,
     char *path, size_t plen, char *detail, size_t size);
 static int al_json_syntax(const json_error_t *err, char *detail,
@@ -249,13 +253,10 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
         path[plen] = '\0';
     }
 
-    if (rule->additional) {
-        return 0;
-    }
-
     /*
-     * Keys are unique (duplicates were refused) and the first unlisted one
-     * ends the walk, so this is at most (nmembers + 1) * nmembers compares.
+     * Keys are unique (duplicates were refused) and, without additional,
+     * the first unlisted one ends the walk, so this is at most
+     * (nmembers + 1) * nmembers compares; with it, nmembers a key.
      */
 
     json_object_keylen_foreach(obj, key, klen, v) {
@@ -270,15 +271,101 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
             }
         }
 
-        if (i == rule->nmembers) {
+        if (i < rule->nmembers) {
+            continue;
+        }
+
+        if (!rule->additional) {
             (void) al_json_show(show, sizeof(show), key, klen);
 
             return al_json_fail(detail, size, "unexpected field \"%s%s%s\"",
                                 path, plen ? "." : "", show);
         }
+
+        /*
+         * An unlisted key allowed by additional, unless it is a listed
+         * one in another case: Go's encoding/json and ASP.NET bind keys
+         * regardless of case, the last one winning, so {"head":"ok",
+         * "HEAD":"main"} would be read as head "main" there.
+         */
+
+        for (i = 0; i < rule->nmembers; i++) {
+            m = &rule->members[i];
+
+            if (al_json_folds_to(key, klen, m->name.data, m->name.len)) {
+                (void) al_json_show(show, sizeof(show), key, klen);
+
+                return al_json_fail(detail, size, "field \"%s%s%s\" differs "
+                                    "from \"%.*s\" only by case", path,
+                                    plen ? "." : "", show,
+                                    (int) m->name.len, m->name.data);
+            }
+        }
     }
 
     return 0;
+}
+
+
+/* key and name are the same but for case, as Go's encoding/json folds */
+
+static int
+al_json_folds_to(const char *key, size_t klen, const char *name,
+    size_t nlen)
+{
+    size_t         i, j;
+    unsigned char  a, b;
+
+    i = 0;
+    j = 0;
+
+    while (i < klen && j < nlen) {
+        i = al_json_fold(key, klen, i, &a);
+        j = al_json_fold(name, nlen, j, &b);
+
+        if (a != b) {
+            return 0;
+        }
+    }
+
+    return i == klen && j == nlen;
+}
+
+
+/*
+ * The character at s[i] folded: ASCII letters to lower case, and the
+ * letters outside ASCII that Go's encoding/json folds to ASCII ones
+ * (upper case of lower case): the Kelvin sign (U+212A) to 'k', the long
+ * s (U+017F) to 's', the dotted capital I (U+0130) and the dotless i
+ * (U+0131) to 'i'; other bytes stand for themselves.  Returns where the
+ * next character starts.
+ */
+
+static size_t
+al_json_fold(const char *s, size_t len, size_t i, unsigned char *c)
+{
+    const unsigned char  *p;
+
+    p = (const unsigned char *) s + i;
+
+    if (len - i >= 3 && p[0] == 0xe2 && p[1] == 0x84 && p[2] == 0xaa) {
+        *c = 'k';
+        return i + 3;
+    }
+
+    if (len - i >= 2 && p[0] == 0xc5 && p[1] == 0xbf) {
+        *c = 's';
+        return i + 2;
+    }
+
+    if (len - i >= 2 && p[0] == 0xc4 && (p[1] == 0xb0 || p[1] == 0xb1)) {
+        *c = 'i';
+        return i + 2;
+    }
+
+    *c = (p[0] >= 'A' && p[0] <= 'Z') ? (unsigned char) (p[0] | 0x20) : p[0];
+
+    return i + 1;
 }
 
 

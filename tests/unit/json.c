@@ -80,6 +80,16 @@ static al_json_rule_t  any_object = {
     .name = S(""), .type = AL_JSON_OBJECT, .additional = 1
 };
 
+static al_json_rule_t  kelvin_members[] = {
+    { .name = S("key"), .type = AL_JSON_ANY },
+    { .name = S("case"), .type = AL_JSON_ANY }
+};
+
+static al_json_rule_t  any_kelvin = {
+    .name = S(""), .type = AL_JSON_OBJECT, .additional = 1,
+    .members = kelvin_members, .nmembers = 2
+};
+
 
 #define PREFIX  "{\"head\":\"remediation/x\",\"base\":\"m\",\"title\":\"T\",\""
 
@@ -324,6 +334,29 @@ test_nested(void)
     refuse(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"id\":\"1\"}}",
            (size_t) -1, "field \"meta.id\": expected integer, found string",
            "nested: additional=1 still checks listed members");
+    refuse(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"id\":1,\"ID\":2}}",
+           (size_t) -1, "field \"meta.ID\" differs from \"id\" only by case",
+           "additional=1: a listed key in another case is refused (Go and "
+           "ASP.NET bind it to the listed field)");
+    refuse(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"iD\":2,\"id\":1}}",
+           (size_t) -1, "field \"meta.iD\" differs from \"id\" only by case",
+           "additional=1: ... before the listed key too");
+    refuse(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"id\":1,"
+           "\"\\u0130D\":2}}", (size_t) -1,
+           "field \"meta.*\" differs from \"id\" only by case",
+           "additional=1: a dotted capital I folds to i, as in Go");
+    refuse(&doc, "{\"user\":{\"name\":\"a\"},\"draft\":true,"
+           "\"meta\":{\"id\":1,\"\\u0131d\":2}}", (size_t) -1,
+           "field \"meta.*\" differs from \"id\" only by case",
+           "additional=1: ... and a dotless i");
+    refuse(&any_kelvin, "{\"\\u212Aey\":1}", (size_t) -1,
+           "field \"*\" differs from \"key\" only by case",
+           "additional=1: the Kelvin sign folds to k");
+    refuse(&any_kelvin, "{\"ca\\u017Fe\":1}", (size_t) -1,
+           "field \"*\" differs from \"case\" only by case",
+           "additional=1: the long s folds to s");
+    pass(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"id\":1,\"idx\":2}}",
+         (size_t) -1, "additional=1: a longer key is another key");
     refuse(&doc, "{\"user\":{\"name\":\"a\"},\"draft\":\"true\"}",
            (size_t) -1, "field \"draft\": expected boolean, found string",
            "nested: boolean");
