@@ -50,6 +50,9 @@
 static ngx_uint_t ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r);
 static const char *ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status);
+static const char *ngx_http_airlock_llm_fallback_body(
+    ngx_http_request_t *r, const al_llm_t *a, const al_llm_t *b,
+    const al_llm_client_t *lc, al_llm_endpoint_t ep);
 static ngx_http_airlock_llm_provider_t *ngx_http_airlock_llm_fallback_of(
     ngx_http_request_t *r, const al_llm_t *llm);
 static ngx_int_t ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
@@ -157,6 +160,7 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     u_char                           *p;
     size_t                            len;
     al_str_t                          model;
+    const char                       *err;
     al_llm_map_t                      m;
     const al_llm_t                   *a, *b;
     const al_llm_client_t            *lc;
@@ -247,6 +251,16 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
         }
     }
 
+    if (b->kind == AL_LLM_OPENAI_COMPATIBLE
+        && a->kind != AL_LLM_OPENAI_COMPATIBLE)
+    {
+        err = ngx_http_airlock_llm_fallback_body(r, a, b, lc,
+                                                 ctx->endpoint);
+        if (err != NULL) {
+            return err;
+        }
+    }
+
     p = ngx_pnalloc(r->pool, len);
     if (p == NULL) {
         return "out of memory";
@@ -278,6 +292,61 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
 
 
 /* the provider struct of an llm entry, prepared at configuration time */
+
+/*
+ * An openai-compatible fallback behind another kind.  The body was
+ * checked and capped for the first entry, which may have put the output
+ * cap in "max_completion_tokens" alone: servers of that kind (Ollama,
+ * older vLLM) read only "max_tokens" and would generate without a bound.
+ * The fallback's own check writes it there too, and holds the body to
+ * the limits of the client's entry in the fallback as well; a body it
+ * refuses does not fall back.
+ */
+
+static const char *
+ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r, const al_llm_t *a,
+    const al_llm_t *b, const al_llm_client_t *lc, al_llm_endpoint_t ep)
+{
+    u_char                   *p;
+    al_reason_t               reason;
+    al_llm_req_t              req;
+    ngx_http_airlock_body_t   body;
+
+    if (ngx_http_airlock_body(r, a->body_max, &body) != NGX_OK) {
+        return "the body is not in memory";
+    }
+
+    reason = al_llm_request(b, lc, ep, (char *) body.ctype.data,
+                            body.ctype.len, body.data, body.len, &req);
+
+    if (reason != AL_REASON_NONE) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "airlock: the fallback refuses the body: %s",
+                      req.detail);
+        al_llm_request_free(&req);
+        return "the fallback refuses the body";
+    }
+
+    if (req.body != NULL) {
+        p = ngx_pnalloc(r->pool, req.body_len);
+        if (p == NULL) {
+            al_llm_request_free(&req);
+            return "out of memory";
+        }
+
+        ngx_memcpy(p, req.body, req.body_len);
+
+        if (ngx_http_airlock_body_set(r, p, req.body_len) != NGX_OK) {
+            al_llm_request_free(&req);
+            return "out of memory";
+        }
+    }
+
+    al_llm_request_free(&req);
+
+    return NULL;
+}
+
 
 static ngx_http_airlock_llm_provider_t *
 ngx_http_airlock_llm_fallback_of(ngx_http_request_t *r, const al_llm_t *llm)

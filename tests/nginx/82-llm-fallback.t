@@ -90,7 +90,7 @@ $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 52;
+plan tests => 53;
 
 # the scripted providers: 8081 primary, 8083 backup
 sub on {
@@ -257,6 +257,14 @@ my ($rem2) = $r2->{raw} =~ /^x-ratelimit-remaining-tokens: (\d+)/mi;
 my ($rst1) = $r1->{raw} =~ /^x-ratelimit-reset-tokens: (\d+)/mi;
 my ($rst2) = $r2->{raw} =~ /^x-ratelimit-reset-tokens: (\d+)/mi;
 is(usage_of($r1)->{total_tokens}, 57, 'budget: the backup\'s usage recorded');
+
+# the first entry (openai) capped the call in max_completion_tokens only;
+# the openai-compatible backup reads max_tokens, and gets the cap there
+# too (the tight client's 20)
+
+my @breq = on(8083, sub { $l->provider_requests });
+is_deeply([@{$breq[-1]{body}}{qw(max_completion_tokens max_tokens)}],
+          [20, 20], 'an openai-compatible backup gets the cap in max_tokens');
 
 SKIP: {
     skip 'the UTC day rolled between the two calls', 1
