@@ -870,6 +870,12 @@ al_cc_uint(al_cc_t *cc, const al_ynode_t *node, const char *what,
         goto invalid;
     }
 
+    if (s[0] == '0' && node->scalar.len > 1) {
+        /* YAML 1.1 reads 010 as octal 8: neither reading is guessed */
+        return al_cc_error(cc, node, "%s must be written without leading "
+                           "zeros, found \"%s\"", what, s);
+    }
+
     for (i = 0; i < node->scalar.len; i++) {
         if (s[i] < '0' || s[i] > '9') {
             goto invalid;

@@ -472,6 +472,9 @@ test_types(void)
            "window: 60s }\n", "threshold must be a whole number");
     refuse("quoted number", HEAD "alerts:\n  deny: { threshold: `\"3\", "
            "window: 60s }\n", "threshold must be a whole number");
+    refuse("leading zero", HEAD "alerts:\n  deny: { threshold: `010, "
+           "window: 60s }\n", "threshold must be written without leading "
+           "zeros, found \"010\"");
     refuse("number out of range", HEAD "alerts:\n  deny: { threshold: `0, "
            "window: 60s }\n", "threshold must be between 1 and 1000000");
     refuse("bool yes", HEAD UPS ROUTE "    cookies: `yes\n" ALERTS,
