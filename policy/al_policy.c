@@ -100,6 +100,8 @@ static int al_cc_string(al_cc_t *cc, const al_ynode_t *node,
     const char *what, al_str_t *out);
 static int al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_str_t *out);
+static int al_cc_header_secret(al_cc_t *cc, const al_ynode_t *node,
+    const al_secret_t *sec, unsigned b64, const char *use);
 static int al_cc_uint(al_cc_t *cc, const al_ynode_t *node, const char *what,
     uint64_t min, uint64_t max, uint64_t *out);
 static int al_cc_bool(al_cc_t *cc, const al_ynode_t *node, const char *what,
@@ -845,6 +847,43 @@ al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
     if (out->len > 64) {
         return al_cc_error(cc, node, "%s is longer than 64 characters",
                            what);
+    }
+
+    return 0;
+}
+
+
+/*
+ * A secret a header carries as it is: printable ASCII and tabs only.  A
+ * line break or NUL would end the header; a byte outside ASCII reaches
+ * many upstreams as Latin-1 and is echoed back re-encoded (as UTF-8, as
+ * \u00XX), a form the scrubber does not search, so the credential would
+ * leave unscrubbed.  Base64 (b64) carries any bytes, line breaks and NUL
+ * still refused there as before.
+ */
+
+static int
+al_cc_header_secret(al_cc_t *cc, const al_ynode_t *node,
+    const al_secret_t *sec, unsigned b64, const char *use)
+{
+    size_t               i;
+    const unsigned char  *p;
+
+    p = sec->value;
+
+    for (i = 0; i < sec->len; i++) {
+        if (p[i] == '\r' || p[i] == '\n' || p[i] == '\0') {
+            return al_cc_error(cc, node, "secret \"%s\" contains a line "
+                               "break or NUL and cannot be used %s",
+                               sec->name.data, use);
+        }
+
+        if (!b64 && ((p[i] < 0x20 && p[i] != '\t') || p[i] >= 0x7f)) {
+            return al_cc_error(cc, node, "secret \"%s\" contains a byte "
+                               "outside printable ASCII (0x%02x) and "
+                               "cannot be used %s as it is (|base64 can "
+                               "carry it)", sec->name.data, p[i], use);
+        }
     }
 
     return 0;
@@ -2941,13 +2980,10 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
                 continue;
             }
 
-            if (memchr(sec->value, '\r', sec->len)
-                || memchr(sec->value, '\n', sec->len)
-                || memchr(sec->value, '\0', sec->len))
+            if (al_cc_header_secret(cc, node, sec, b64, "in a header")
+                != 0)
             {
-                return al_cc_error(cc, node, "secret \"%s\" contains a line "
-                                   "break or NUL and cannot be used in a "
-                                   "header", sec->name.data);
+                return -1;
             }
 
             if (b64) {
@@ -3301,12 +3337,9 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
     }
 
     if (l->secret->value != NULL
-        && (memchr(l->secret->value, '\r', l->secret->len)
-            || memchr(l->secret->value, '\n', l->secret->len)
-            || memchr(l->secret->value, '\0', l->secret->len)))
+        && al_cc_header_secret(cc, v, l->secret, 0, "as an API key") != 0)
     {
-        return al_cc_error(cc, v, "secret \"%s\" contains a line break or "
-                           "NUL and cannot be used as an API key", s.data);
+        return -1;
     }
 
     if (al_cc_need(cc, node, "models", what, &v) != 0

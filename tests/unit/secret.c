@@ -573,6 +573,49 @@ test_secret_files(void)
            "loader: a FIFO file secret refused");
     al_policy_free(p);
 
+    /* a secret a header carries as it is: printable ASCII only */
+
+    write_file("sec-latin", 0600, "p\xc3\xa4ssw\xc3\xb6rd-long-s3cret");
+
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "clients:\n"
+             "  agent: { unix_uid: 0 }\n"
+             "secrets:\n"
+             "  latin: { file: %s }\n"
+             "upstreams:\n"
+             "  up: { url: \"http://127.0.0.1:9\" }\n"
+             "routes:\n"
+             "  - name: r\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /r }\n"
+             "    upstream: up\n"
+             "    to: /r\n"
+             "    inject: { Authorization: \"Bearer {latin}\" }\n"
+             "alerts:\n"
+             "  deny: { threshold: 3, window: 60s }\n",
+             tmp("sec-latin"));
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    tap_ok(p == NULL && strstr(err.msg, "secret \"latin\" contains a byte "
+                                        "outside printable ASCII (0xc3)")
+                        != NULL,
+           "loader: a non-ASCII secret in a header is refused (echoed back "
+           "as Latin-1 it would pass the scrubber)");
+    tap_diag("error: ", err.msg);
+    al_policy_free(p);
+
+    (void) snprintf(strstr(yaml, "Bearer {latin}"), 32,
+                    "Basic {latin|base64}\" }\n");
+    strcat(yaml, "alerts:\n  deny: { threshold: 3, window: 60s }\n");
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    tap_ok(p != NULL, "loader: ... and allowed through |base64");
+    tap_diag("error: ", err.msg);
+    al_policy_free(p);
+
     al_keyring_free(kr);
 }
 
@@ -585,7 +628,8 @@ main(void)
         "key", "key.pub", "other", "other.pub", "link", "garbage",
         "wronghdr", "short", "badb64", "twolines", "empty", "nl",
         "lone", "lone.pub", "sec-ok", "sec-ro", "sec-644", "sec-640",
-        "sec-big", "sec-link", "sec-fifo", "sec-key", "sec-key.pub"
+        "sec-big", "sec-link", "sec-fifo", "sec-key", "sec-key.pub",
+        "sec-latin"
     };
 
     snprintf(dir, sizeof(dir), "/tmp/airlock-secret-XXXXXX");
