@@ -10,7 +10,9 @@
  * Others are scrubbed as they stream: nothing is buffered but the few
  * bytes at the end of a buffer that could begin a match, which wait for
  * the next buffer (or the last one) to decide.  Encoded bodies cannot be
- * searched and are refused with 502.
+ * searched and are refused with 502: a Content-Encoding other than
+ * identity in any header (nginx passes them all on), or from the upstream
+ * a Transfer-Encoding other than chunked.
  *
  * In a stream nothing else is copied: the bytes between matches go on in
  * buffers that point into the upstream's own, which is given back (its pos
@@ -49,6 +51,9 @@
 static ngx_int_t ngx_http_airlock_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static ngx_table_elt_t *ngx_http_airlock_encoded(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
+static ngx_uint_t ngx_http_airlock_identity(ngx_str_t *value);
 static ngx_int_t ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_scrub_str(ngx_http_request_t *r,
@@ -205,7 +210,8 @@ static ngx_int_t
 ngx_http_airlock_header_filter(ngx_http_request_t *r)
 {
     off_t                         len;
-    ngx_table_elt_t              *ce;
+    ngx_str_t                     value;
+    ngx_table_elt_t              *h;
     ngx_http_airlock_ctx_t       *ctx;
     ngx_http_airlock_loc_conf_t  *alcf;
 
@@ -228,17 +234,25 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    ce = r->headers_out.content_encoding;
+    h = ngx_http_airlock_encoded(r, ctx);
 
-    if (ce != NULL && ce->hash != 0 && ce->value.len
-        && !(ce->value.len == sizeof("identity") - 1
-             && ngx_strncasecmp(ce->value.data, (u_char *) "identity",
-                                ce->value.len) == 0))
-    {
+    if (h != NULL) {
+
+        /* a Transfer-Encoding is the upstream's own, not scrubbed yet */
+
+        value = h->value;
+
+        if (ngx_http_airlock_scrub_str(r, ctx->rconf, &value) == NGX_ERROR) {
+            return NGX_ERROR;
+        }
+
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "airlock: upstream sent a \"%V\" encoded response on "
-                      "route \"%s\", which cannot be scrubbed",
-                      &ce->value, ctx->route->name.data);
+                      "airlock: upstream sent \"%V: %V\" on route \"%s\", "
+                      "a response that cannot be scrubbed",
+                      &h->key, &value, ctx->route->name.data);
+
+        /* the error page that follows is not this upstream's answer */
+        ctx->refused = r->upstream;
 
         /*
          * A request finalized from a filter leaves its connection marked
@@ -293,6 +307,138 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     ngx_http_clear_content_length(r);
 
     return ngx_http_next_header_filter(r);
+}
+
+
+/*
+ * The header that makes the body unsearchable, or NULL.
+ *
+ * headers_out.content_encoding is only the last Content-Encoding, while
+ * every one goes to the client: "gzip" then "identity" (or an empty one)
+ * would pass if it alone were read, so each is.
+ *
+ * The upstream's Transfer-Encoding is not passed on, but nginx 1.22 takes
+ * any value holding "chunked" ("gzip, chunked") as chunked and hands on
+ * what is under it, still encoded, with no header that says so.  Only
+ * plain "chunked", once, is read as the client will read it.
+ */
+
+static ngx_table_elt_t *
+ngx_http_airlock_encoded(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_uint_t        i, n;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_out.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash != 0
+            && h[i].key.len == sizeof("Content-Encoding") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Content-Encoding",
+                               h[i].key.len) == 0
+            && !ngx_http_airlock_identity(&h[i].value))
+        {
+            return &h[i];
+        }
+    }
+
+    if (r->upstream == NULL || r->upstream == ctx->refused) {
+        return NULL;
+    }
+
+    part = &r->upstream->headers_in.headers.part;
+    h = part->elts;
+    n = 0;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len != sizeof("Transfer-Encoding") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "Transfer-Encoding",
+                               h[i].key.len) != 0)
+        {
+            continue;
+        }
+
+        if (++n > 1
+            || h[i].value.len != sizeof("chunked") - 1
+            || ngx_strncasecmp(h[i].value.data, (u_char *) "chunked",
+                               h[i].value.len) != 0)
+        {
+            return &h[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * 1 when a Content-Encoding value is "identity" or a list of only that;
+ * an empty value or list element is not: the bytes are then whatever the
+ * client makes of them.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_identity(ngx_str_t *value)
+{
+    u_char  *p, *last, *start, *end;
+
+    p = value->data;
+    last = p + value->len;
+
+    for ( ;; ) {
+        start = p;
+
+        while (p < last && *p != ',') {
+            p++;
+        }
+
+        end = p;
+
+        while (start < end && (*start == ' ' || *start == '\t')) {
+            start++;
+        }
+
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
+            end--;
+        }
+
+        if (end - start != sizeof("identity") - 1
+            || ngx_strncasecmp(start, (u_char *) "identity",
+                               sizeof("identity") - 1) != 0)
+        {
+            return 0;
+        }
+
+        if (p == last) {
+            return 1;
+        }
+
+        p++;
+    }
 }
 
 

@@ -179,6 +179,9 @@ struct ngx_http_airlock_ctx_s {
     ngx_uint_t                   own_from;
     ngx_uint_t                   own_to;
 
+    ngx_http_upstream_t         *refused;       /* its answer was refused as
+                                                   unsearchable */
+
     unsigned                     decided:1;
     unsigned                     allowed:1;
     unsigned                     reading_body:1;

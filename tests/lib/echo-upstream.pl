@@ -29,12 +29,19 @@
 #                             chunked, or close-delimited to HTTP/1.0
 #   X-Echo-Delay-Ms: N        sleep N ms between pieces, or before a plain
 #                             answer
+#   X-Echo-Gzip: 1            gzip the body (and send no Content-Encoding
+#                             unless X-Echo-Header adds one)
+#   X-Echo-Transfer-Encoding: v
+#                             with X-Echo-Chunked, "Transfer-Encoding: v"
+#                             instead of "chunked" (the framing stays
+#                             chunked)
 # A path starting /__reflect-headers also returns each request header as
 # X-Echo-<Name>.
 
 use strict;
 use warnings;
 
+use IO::Compress::Gzip qw(gzip $GzipError);
 use IO::Select;
 use IO::Socket::INET;
 use JSON::PP;
@@ -304,6 +311,13 @@ sub respond {
     my $unit = header($r, 'x-echo-pattern') // '';
     $unit = $PATTERN if $unit eq '';
 
+    if ((header($r, 'x-echo-gzip') // '') eq '1') {
+        my $plain = $body // substr($unit x (int($size / length $unit) + 1),
+                                    0, $size);
+        gzip(\$plain => \$body) or die "gzip: $GzipError";
+        $size = length $body;
+    }
+
     my $piece = sub {
         my ($off, $len) = @_;
         return substr($body, $off, $len) if defined $body;
@@ -320,7 +334,8 @@ sub respond {
     my $chunked = $pieces && $r->{version} eq 'HTTP/1.1';
 
     if ($chunked) {
-        push @h, ['Transfer-Encoding', 'chunked'];
+        push @h, ['Transfer-Encoding',
+                  header($r, 'x-echo-transfer-encoding') // 'chunked'];
     } elsif ($pieces) {
         $keep = 0;
     } else {

@@ -75,6 +75,13 @@ Keys:
   request_id    send this as the answer's x-request-id, as OpenAI does
   echo_headers  send this many more headers, X-Echo-Auth-0, -1, ..., each
                 with what X-Echo-Auth has
+  gzip          JSON answers: gzip the body
+  content_encoding
+                JSON answers: a Content-Encoding header for each value of
+                this list, in order
+  transfer_encoding
+                JSON answers: send the body in one chunk, with
+                "Transfer-Encoding: this" (not only "chunked")
 
 Every request is appended to --log as one JSON line: n, method, path,
 headers (lower-case names), body (parsed JSON, or the text), script,
@@ -83,6 +90,7 @@ status.  It exits on SIGTERM or SIGINT, and when its parent goes away.
 
 import argparse
 import base64
+import gzip
 import json
 import os
 import signal
@@ -266,9 +274,19 @@ class Handler(BaseHTTPRequestHandler):
             obj["echo_auth"] = self.auth_seen()
 
         data = json.dumps(obj).encode()
+        if self.script.get("gzip"):
+            data = gzip.compress(data)
+        te = self.script.get("transfer_encoding")
+
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        for v in self.script.get("content_encoding", []):
+            self.send_header("Content-Encoding", v)
+        if te:
+            self.send_header("Transfer-Encoding", te)
+            data = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
+        else:
+            self.send_header("Content-Length", str(len(data)))
         for k, v in self.extra_headers().items():
             self.send_header(k, v)
         self.end_headers()

@@ -2,7 +2,9 @@
 
 # ngx_http_airlock_module: response scrubbing.  An upstream that echoes the
 # injected credential (in a header, in the body, split across buffers, raw
-# or base64) hands the client "[REDACTED]" instead.
+# or base64) hands the client "[REDACTED]" instead.  A body the scrubber
+# cannot search (a Content-Encoding other than identity in any of the
+# upstream's headers, a Transfer-Encoding other than chunked) is refused.
 
 use strict;
 use warnings;
@@ -10,6 +12,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use IO::Uncompress::Gunzip qw(gunzip);
 use MIME::Base64 qw(encode_base64);
 use Test::More;
 use Airlock::Test;
@@ -76,6 +79,13 @@ routes:
     upstream: echo
     to: /gzip
     inject: { Authorization: "Bearer {tok}" }
+  - name: enc
+    clients: [local]
+    match: { method: GET, path: "/enc/{x}" }
+    params: { x: '^[a-z0-9-]+\$' }
+    upstream: echo
+    to: "/{x}"
+    inject: { Authorization: "Bearer {tok}" }
   - name: plain
     clients: [local]
     match: { method: GET, path: /plain }
@@ -112,12 +122,53 @@ $loc
 $loc
             proxy_set_header X-Echo-Header "Content-Encoding: gzip";
         }
+
+        # nginx points headers_out.content_encoding at the last of these
+        location = /enc/gzip-identity {
+$loc
+            proxy_set_header X-Echo-Gzip 1;
+            proxy_set_header X-Echo-Header "Content-Encoding: gzip";
+            proxy_set_header X-Echo-Header "Content-Encoding: identity";
+        }
+
+        location = /enc/gzip-empty {
+$loc
+            proxy_set_header X-Echo-Gzip 1;
+            proxy_set_header X-Echo-Header "Content-Encoding: gzip";
+            proxy_set_header X-Echo-Header "Content-Encoding: ";
+        }
+
+        location = /enc/list {
+$loc
+            proxy_set_header X-Echo-Gzip 1;
+            proxy_set_header X-Echo-Header "Content-Encoding: identity, gzip";
+        }
+
+        location = /enc/identity {
+$loc
+            proxy_set_header X-Echo-Header "Content-Encoding: Identity";
+        }
+
+        # nginx 1.22 takes any Transfer-Encoding holding "chunked" as
+        # chunked, and passes on what is under it
+        location = /enc/te-gzip {
+$loc
+            proxy_set_header X-Echo-Gzip 1;
+            proxy_set_header X-Echo-Chunked 1;
+            proxy_set_header X-Echo-Transfer-Encoding "gzip, chunked";
+        }
+
+        location = /enc/te-chunked {
+$loc
+            proxy_set_header X-Echo-Chunked 1;
+            proxy_set_header X-Echo-Transfer-Encoding "Chunked";
+        }
 EOF
 
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 41;
+plan tests => 55;
 
 my ($r, $raw);
 
@@ -233,6 +284,37 @@ is(json_body($raw) && json_body($raw)->{error}, 'bad_gateway',
    'encoded body refused: JSON error');
 is(leaks($raw), 0, 'encoded body refused: no secret');
 
+# every Content-Encoding the upstream sent counts, not only the last one,
+# and so does a Transfer-Encoding that is not plain chunked
+
+sub gunzipped {
+    my ($raw) = @_;
+    my ($head) = split /\r\n\r\n/, $raw, 2;
+    my $body = parse_response($raw)->{body} // '';
+    my $plain;
+
+    if ($body =~ /^\x1f\x8b/) {
+        gunzip(\$body => \$plain) or return "$head\n(bad gzip)";
+        $body = $plain;
+    }
+
+    return "$head\n$body";
+}
+
+for my $x (qw(gzip-identity gzip-empty list te-gzip)) {
+    $raw = get11("/enc/$x");
+    $r = parse_response($raw);
+    is($r->{status}, 502, "$x: refused, 502");
+    is(leaks(gunzipped($raw)), 0, "$x: no secret, compressed or not");
+}
+
+for my $x (qw(identity te-chunked)) {
+    $raw = get11("/enc/$x");
+    $r = parse_response($raw);
+    is($r->{status}, 200, "$x: passes");
+    like($r->{body}, qr/\[REDACTED\]/, "$x: scrubbed");
+}
+
 # logs
 
 my $access = $t->read_file('airlock.log');
@@ -245,6 +327,12 @@ my $log = $t->read_file('error.log');
 like($log, qr/\[warn\].*airlock: scrubbed an injected credential from the (?#
               )response on route "bearer"/, 'warn line names the route');
 is(leaks($log), 0, 'the error log holds no secret');
+like($log, qr/\[error\].*airlock: upstream sent "Content-Encoding: gzip" (?#
+              )on route "enc", a response that cannot be scrubbed/,
+     'error line names the Content-Encoding');
+like($log, qr/\[error\].*airlock: upstream sent "Transfer-Encoding: (?#
+              )gzip, chunked" on route "enc"/,
+     'error line names the Transfer-Encoding');
 
 # an operator's log_format cannot print an injected credential
 my $cred = $t->read_file('cred.log') // '';

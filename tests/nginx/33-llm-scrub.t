@@ -12,6 +12,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use IO::Uncompress::Gunzip qw(gunzip);
 use JSON::PP;
 use Test::More;
 use Airlock::Test;
@@ -25,7 +26,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 26;
+plan tests => 32;
 
 my $agent = $l->token('agent');
 my $true = JSON::PP::true;
@@ -83,6 +84,34 @@ $r = $l->chat(token => $agent, fields => { stream => $true });
 is(Airlock::LLM::leaks($r->{body}), 0,
    'a key split across events and buffers: the bytes never arrive whole');
 push @all, $r->{raw};
+
+# a compressed answer cannot be scrubbed: every Content-Encoding counts,
+# not only the last, and so does a Transfer-Encoding other than chunked
+
+sub gunzipped {
+    my ($r) = @_;
+    my $body = $r->{body} // '';
+    my $plain;
+
+    if ($body =~ /^\x1f\x8b/) {
+        gunzip(\$body => \$plain) or return '(bad gzip)';
+        $body = $plain;
+    }
+
+    return $r->{raw} . $body;
+}
+
+for my $c (['gzip then identity', content_encoding => ['gzip', 'identity']],
+           ['gzip then empty', content_encoding => ['gzip', '']],
+           ['gzip, chunked', transfer_encoding => 'gzip, chunked'])
+{
+    my ($name, @script) = @$c;
+
+    $l->script({ echo_auth => 1, gzip => 1, @script });
+    $r = $l->chat(token => $agent);
+    is($r->{status}, 502, "$name: refused, 502");
+    is(Airlock::LLM::leaks(gunzipped($r)), 0, "$name: no key");
+}
 
 is(Airlock::LLM::leaks(join '', @all), 0, 'no response carried the key');
 
