@@ -530,6 +530,18 @@ al_reason_t al_decide_body(const al_route_t *route, const char *ctype,
     al_decision_t *d);
 
 /*
+ * A request's Content-Type against the media type want (case-insensitive,
+ * parameters aside: "application/json; x=y" is application/json).  With
+ * utf8, for a body the proxy reads as UTF-8 (JSON): the parameters must
+ * parse as RFC 9110 has them (name=token or name="quoted string") and a
+ * charset must be utf-8, so an upstream cannot read the bytes as another
+ * document.  Returns 0, or -1 with the reason in why.  Route bodies and
+ * the LLM gateway both check through it.
+ */
+int al_media_type_check(const char *ctype, size_t len, const char *want,
+    size_t want_len, int utf8, char *why, size_t whylen);
+
+/*
  * Checks a JSON document against a rule tree (al_json.c).  Duplicate keys,
  * trailing data, depth over AL_JSON_DEPTH_MAX, NUL in strings and numbers
  * that do not fit are refused.  Returns 0, or -1 with a reason in detail.

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "al_llm_internal.h"
 
@@ -68,7 +67,6 @@ static const al_llm_ep_def_t *al_llm_ep_find(al_llm_kind_t kind,
     unsigned method, const al_path_t *path, al_reason_t *reason);
 static int al_llm_route_uri(const al_llm_t *llm,
     const al_llm_ep_def_t *def, al_llm_route_t *rt);
-static int al_llm_ctype_json(const char *ctype, size_t len);
 static int al_llm_req_model(al_llm_rq_t *rq);
 static int al_llm_req_stream(al_llm_rq_t *rq);
 static int al_llm_req_tokens(al_llm_rq_t *rq);
@@ -504,10 +502,15 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         return req->reason;
     }
 
-    if (ctype != NULL && !al_llm_ctype_json(ctype, ctype_len)) {
+    /* the body is read as UTF-8 JSON: the provider must read it so too */
+
+    if (ctype != NULL
+        && al_media_type_check(ctype, ctype_len, "application/json",
+                               sizeof("application/json") - 1, 1,
+                               req->detail, sizeof(req->detail))
+           != 0)
+    {
         req->reason = AL_REASON_BODY;
-        (void) al_llm_fail(req->detail, sizeof(req->detail),
-                           "content type must be application/json");
         return req->reason;
     }
 
@@ -579,24 +582,6 @@ al_llm_request_need(const al_llm_req_t *req)
     need = req->prompt_estimate + req->max_output;
 
     return need < req->prompt_estimate ? UINT64_MAX : need;
-}
-
-
-/* "application/json", any case, parameters allowed */
-
-static int
-al_llm_ctype_json(const char *ctype, size_t len)
-{
-    size_t  n;
-
-    n = sizeof("application/json") - 1;
-
-    if (len < n || strncasecmp(ctype, "application/json", n) != 0) {
-        return 0;
-    }
-
-    return len == n || ctype[n] == ';' || ctype[n] == ' '
-           || ctype[n] == '\t';
 }
 
 

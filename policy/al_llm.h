@@ -216,8 +216,8 @@ typedef struct {
 
 /*
  * ctype is the request's Content-Type (NULL: not checked); it must be
- * application/json, parameters allowed.  Returns req->reason.  Call
- * al_llm_request_free() in every case.
+ * application/json, with no charset but utf-8 (al_media_type_check()).
+ * Returns req->reason.  Call al_llm_request_free() in every case.
  *
  * al_llm_request_with() takes the rewritten body from alloc(data, size)
  * instead of malloc(): a caller with a memory pool (nginx's request pool)

@@ -19,8 +19,7 @@ static al_reason_t al_deny(al_decision_t *d, al_reason_t reason,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int al_build_uri(const al_route_t *route, al_decision_t *d,
     const size_t *param_seg);
-static int al_media_type_is(const char *ctype, size_t len,
-    const al_str_t *want);
+static int al_media_tchar(unsigned char c);
 
 
 const al_client_t *
@@ -357,11 +356,16 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
                        route->body_max);
     }
 
+    /* JSON rules read the body as UTF-8: so must the upstream */
+
     if (route->content_type.len
-        && !al_media_type_is(ctype, ctype_len, &route->content_type))
+        && al_media_type_check(ctype, ctype_len, route->content_type.data,
+                               route->content_type.len, route->json != NULL,
+                               d->detail, sizeof(d->detail))
+           != 0)
     {
-        return al_deny(d, AL_REASON_BODY, "content type must be %s",
-                       route->content_type.data);
+        d->reason = AL_REASON_BODY;
+        return AL_REASON_BODY;
     }
 
     if (route->json != NULL
@@ -376,15 +380,22 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
 }
 
 
-/* "application/json; charset=utf-8" is application/json */
+/*
+ * "application/json; charset=utf-8" is application/json.  A parameter's
+ * value is kept only as far as "utf-8" is long: that is all it is
+ * compared with, and its length tells a longer one apart.
+ */
 
-static int
-al_media_type_is(const char *ctype, size_t len, const al_str_t *want)
+int
+al_media_type_check(const char *ctype, size_t len, const char *want,
+    size_t want_len, int utf8, char *why, size_t whylen)
 {
-    size_t  n;
+    size_t         n, name, name_len, vlen;
+    char           value[sizeof("utf-8") - 1];
+    unsigned char  c;
 
     if (ctype == NULL) {
-        return 0;
+        goto type;
     }
 
     for (n = 0; n < len && ctype[n] != ';' && ctype[n] != ' '
@@ -393,14 +404,139 @@ al_media_type_is(const char *ctype, size_t len, const al_str_t *want)
         /* void */
     }
 
-    if (n != want->len || strncasecmp(ctype, want->data, n) != 0) {
-        return 0;
+    if (n != want_len || strncasecmp(ctype, want, n) != 0) {
+        goto type;
     }
 
-    /* only parameters may follow */
-    while (n < len && (ctype[n] == ' ' || ctype[n] == '\t')) {
-        n++;
+    for ( ;; ) {
+        while (n < len && (ctype[n] == ' ' || ctype[n] == '\t')) {
+            n++;
+        }
+
+        if (n == len) {
+            return 0;
+        }
+
+        /* only parameters may follow */
+        if (ctype[n++] != ';') {
+            goto type;
+        }
+
+        if (!utf8) {
+            return 0;
+        }
+
+        while (n < len && (ctype[n] == ' ' || ctype[n] == '\t')) {
+            n++;
+        }
+
+        if (n == len || ctype[n] == ';') {
+            continue;                       /* an empty one: allowed */
+        }
+
+        name = n;
+
+        while (n < len && al_media_tchar((unsigned char) ctype[n])) {
+            n++;
+        }
+
+        name_len = n - name;
+
+        if (name_len == 0 || n == len || ctype[n++] != '=') {
+            goto params;
+        }
+
+        /* the value, unquoted */
+
+        vlen = 0;
+
+        if (n < len && ctype[n] == '"') {
+            n++;
+
+            for ( ;; ) {
+                if (n == len) {
+                    goto params;
+                }
+
+                c = (unsigned char) ctype[n++];
+
+                if (c == '"') {
+                    break;
+                }
+
+                if (c == '\\') {
+                    if (n == len) {
+                        goto params;
+                    }
+
+                    c = (unsigned char) ctype[n++];
+                }
+
+                if ((c < 0x20 && c != '\t') || c == 0x7f) {
+                    goto params;
+                }
+
+                if (vlen < sizeof(value)) {
+                    value[vlen] = (char) c;
+                }
+
+                vlen++;
+            }
+
+        } else {
+            while (n < len && al_media_tchar((unsigned char) ctype[n])) {
+                if (vlen < sizeof(value)) {
+                    value[vlen] = ctype[n];
+                }
+
+                vlen++;
+                n++;
+            }
+
+            if (vlen == 0) {
+                goto params;
+            }
+        }
+
+        /* "charset*" (RFC 2231) is a charset to some readers too */
+
+        if (name_len >= sizeof("charset") - 1
+            && strncasecmp(ctype + name, "charset", sizeof("charset") - 1)
+               == 0
+            && (name_len != sizeof("charset") - 1
+                || vlen != sizeof(value)
+                || strncasecmp(value, "utf-8", sizeof(value)) != 0))
+        {
+            (void) snprintf(why, whylen, "content type %.*s: the charset "
+                            "must be utf-8", (int) want_len, want);
+            return -1;
+        }
     }
 
-    return n == len || ctype[n] == ';';
+type:
+
+    (void) snprintf(why, whylen, "content type must be %.*s",
+                    (int) want_len, want);
+    return -1;
+
+params:
+
+    (void) snprintf(why, whylen, "content type %.*s: parameters must be "
+                    "name=value", (int) want_len, want);
+    return -1;
+}
+
+
+/* RFC 9110 tchar: the bytes of a token */
+
+static int
+al_media_tchar(unsigned char c)
+{
+    if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')
+        || (c >= 'A' && c <= 'Z'))
+    {
+        return 1;
+    }
+
+    return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }

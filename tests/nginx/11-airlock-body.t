@@ -2,7 +2,8 @@
 
 # ngx_http_airlock_module: request bodies.  A body is read without
 # blocking, checked whole, and the very bytes checked are forwarded;
-# anything ambiguous or too large is refused before an upstream sees it.
+# anything ambiguous or too large is refused before an upstream sees it,
+# a JSON body in a charset other than utf-8 too.
 
 use strict;
 use warnings;
@@ -58,7 +59,7 @@ $t->write_file_expand('nginx.conf',
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 36;
+plan tests => 41;
 
 my $json = 'application/json';
 my ($r, $j, $body);
@@ -166,6 +167,25 @@ denied(post('/github/pull-request', '{"head":"remediation/a"}',
             ct => 'text/plain'), 'body', 'wrong content type');
 denied(post('/github/pull-request', '{"head":"remediation/a"}', ct => undef),
        'body', 'no content type');
+
+# the rules read the body as UTF-8; an upstream that honours the charset
+# would read this one as {"head":"main",...}
+
+denied(post('/github/pull-request',
+            '{"head":"remediation/x","title":"a+ACIALAAi-head+ACIAOgAi-main"}',
+            ct => 'application/json; charset=utf-7'), 'body',
+       'charset utf-7');
+denied(post('/github/pull-request', '{"head":"remediation/a"}',
+            ct => 'application/json; charset="utf-7"'), 'body',
+       'charset utf-7, quoted');
+denied(post('/github/pull-request', '{"head":"remediation/a"}',
+            ct => 'application/json; charset=utf-8; charset=utf-16'), 'body',
+       'a second charset');
+$r = parse_response(post('/github/pull-request', '{"head":"remediation/a"}',
+                         ct => 'application/json; charset="UTF-8"'));
+is($r->{status}, 200, 'charset "UTF-8": 200');
+$r = parse_response(post('/raw', 'x', ct => 'text/plain; charset=utf-7'));
+is($r->{status}, 200, 'no JSON rules: any charset');
 denied(post('/github/pull-request', ''), 'body', 'empty body');
 denied(http("POST /github/pull-request HTTP/1.0\r\nContent-Type: $json\r\n"
             . "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}"),

@@ -25,7 +25,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 110;
+plan tests => 111;
 
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
@@ -305,6 +305,12 @@ $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                  token => $agent, body => '{"model":"gpt-4o-mini"}',
                  headers => [['Content-Type', 'text/plain']]);
 is($r->{status}, 400, 'not application/json: 400');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $agent, body => '{"model":"gpt-4o-mini"}',
+                 headers => [['Content-Type',
+                              'application/json; charset=utf-7']]);
+is($r->{status}, 400, 'JSON in another charset than utf-8: 400');
 
 $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                  token => $agent,

@@ -718,6 +718,20 @@ test_bodies(void)
                        &rq);
     tap_is_int(r, AL_REASON_NONE, "JSON with parameters is fine");
 
+    r = al_llm_request(&oai, TOOLS, AL_LLM_EP_CHAT,
+                       "application/json; charset=utf-7", 31,
+                       (const unsigned char *) "{\"model\":\"gpt-4o\"}", 18,
+                       &rq);
+    tap_is_int(r, AL_REASON_BODY, "JSON in utf-7 refused");
+    tap_ok(strstr(rq.detail, "charset must be utf-8") != NULL,
+           "JSON in utf-7: detail");
+
+    r = al_llm_request(&oai, TOOLS, AL_LLM_EP_CHAT,
+                       "application/json; charset=\"utf-8\"", 33,
+                       (const unsigned char *) "{\"model\":\"gpt-4o\"}", 18,
+                       &rq);
+    tap_is_int(r, AL_REASON_NONE, "JSON with a quoted utf-8 charset is fine");
+
     r = al_llm_request(&oai, TOOLS, AL_LLM_EP_CHAT, "application/jsonx", 17,
                        (const unsigned char *) "{\"model\":\"gpt-4o\"}", 18,
                        &rq);

@@ -114,6 +114,7 @@ static void test_routes(void);
 static void test_params_query(void);
 static void test_normalize(void);
 static void test_body(void);
+static void test_media_type(void);
 static void test_identify(void);
 static void test_trie(void);
 static void test_trie_siblings(void);
@@ -157,6 +158,7 @@ main(void)
     test_params_query();
     test_normalize();
     test_body();
+    test_media_type();
     test_identify();
     test_trie();
     test_trie_siblings();
@@ -369,6 +371,27 @@ test_body(void)
     tap_is_int(body(pr, "Application/JSON",
                     "{\"head\":\"remediation/a\"}"),
                AL_REASON_NONE, "media type is case-insensitive");
+    tap_is_int(body(pr, "application/json;charset=\"UTF-8\"",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_NONE, "charset utf-8, quoted, any case");
+
+    /* the JSON is read as UTF-8: an upstream must not read it otherwise */
+    tap_is_int(body(pr, "application/json; charset=utf-7",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "charset utf-7 refused");
+    tap_ok(strstr(d.detail, "charset must be utf-8") != NULL,
+           "charset detail");
+    tap_is_int(body(pr, "application/json; charset=utf-8; charset=utf-7",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "a second charset refused");
+    tap_is_int(body(pr, "application/json; charset*=utf-7''",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "an extended charset* refused");
+    tap_is_int(body(pr, "application/json; charset = utf-7",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "parameters that do not parse refused");
+    tap_is_int(body(up, "text/plain; charset=utf-7", "x"), AL_REASON_NONE,
+               "no JSON rules: the charset is not read");
     tap_is_int(body(pr, "text/plain", "{\"head\":\"remediation/a\"}"),
                AL_REASON_BODY, "wrong content type");
     tap_ok(strstr(d.detail, "content type must be application/json") != NULL,
@@ -411,6 +434,98 @@ test_body(void)
                "no-body route: empty body ok");
     tap_is_int(body(abc, "text/plain", "x"), AL_REASON_BODY_TOO_LARGE,
                "no-body route: any body refused");
+}
+
+
+/*
+ * al_media_type_check() on its own: the type, and with utf8 the
+ * parameters as RFC 9110 writes them and the charset.
+ */
+
+static void
+test_media_type(void)
+{
+    int     rc;
+    char    why[128], name[192];
+    size_t  i;
+
+    static const struct {
+        const char  *ctype;
+        int          utf8;
+        int          want;
+    } cases[] = {
+        { "application/json", 1, 0 },
+        { "APPLICATION/Json", 1, 0 },
+        { "application/json;", 1, 0 },
+        { "application/json ;charset=utf-8", 1, 0 },
+        { "application/json; charset=UTF-8", 1, 0 },
+        { "application/json; charset=\"utf-8\"", 1, 0 },
+        { "application/json; charset=\"u\\tf-8\"", 1, 0 },
+        { "application/json;;charset=utf-8", 1, 0 },
+        { "application/json; v=1; charset=utf-8", 1, 0 },
+        { "application/json; v=\"a;b=\\\"c\"; charset=utf-8", 1, 0 },
+        { "application/json; charset=utf-8; charset=utf-8", 1, 0 },
+        { "application/json; charset=utf-7", 0, 0 },
+        { "application/json; charset = utf-7", 0, 0 },
+
+        { "application/jsonx", 1, -1 },
+        { "application/json x", 1, -1 },
+        { "text/plain", 1, -1 },
+        { "", 1, -1 },
+        { "application/json; charset=utf-7", 1, -1 },
+        { "application/json; charset=\"utf-7\"", 1, -1 },
+        { "application/json; charset=utf8", 1, -1 },
+        { "application/json; charset=utf-8x", 1, -1 },
+        { "application/json; charset=\"utf-8 \"", 1, -1 },
+        { "application/json; charset=", 1, -1 },
+        { "application/json; charset=\"\"", 1, -1 },
+        { "application/json; charset=\"utf-8", 1, -1 },
+        { "application/json; charset=utf-8; charset=utf-7", 1, -1 },
+        { "application/json; CHARSET=utf-16", 1, -1 },
+        { "application/json; charset*=utf-7''", 1, -1 },
+        { "application/json; charset*0=utf-7", 1, -1 },
+        { "application/json; charset = utf-7", 1, -1 },
+        { "application/json; charset =utf-8", 1, -1 },
+        { "application/json; charset", 1, -1 },
+        { "application/json; =utf-8", 1, -1 },
+        { "application/json; charset=utf-8 utf-7", 1, -1 },
+        { "application/json; charset=utf-8,utf-7", 1, -1 },
+        { "application/json; a=\"\x01\"", 1, -1 },
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        why[0] = '\0';
+        rc = al_media_type_check(cases[i].ctype, strlen(cases[i].ctype),
+                                 "application/json", 16, cases[i].utf8,
+                                 why, sizeof(why));
+        snprintf(name, sizeof(name), "media type%s: %s",
+                 cases[i].utf8 ? " (utf-8)" : "", cases[i].ctype);
+        if (!tap_is_int(rc, cases[i].want, name)) {
+            tap_diag("why: ", why);
+        }
+    }
+
+    tap_is_int(al_media_type_check(NULL, 0, "application/json", 16, 1, why,
+                                   sizeof(why)),
+               -1, "media type: none");
+    tap_is_str(why, "content type must be application/json",
+               "media type: why, wrong type");
+
+    (void) al_media_type_check("application/json;charset=latin1", 31,
+                               "application/json", 16, 1, why, sizeof(why));
+    tap_is_str(why, "content type application/json: the charset must be "
+               "utf-8", "media type: why, charset");
+
+    (void) al_media_type_check("application/json;x", 18,
+                               "application/json", 16, 1, why, sizeof(why));
+    tap_is_str(why, "content type application/json: parameters must be "
+               "name=value", "media type: why, parameters");
+
+    /* only the length given is read */
+    tap_is_int(al_media_type_check("application/json; charset=utf-7", 16,
+                                   "application/json", 16, 1, why,
+                                   sizeof(why)),
+               0, "media type: read within len");
 }
 
 
