@@ -383,7 +383,8 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
 /*
  * "application/json; charset=utf-8" is application/json.  A parameter's
  * value is kept only as far as "utf-8" is long: that is all it is
- * compared with, and its length tells a longer one apart.
+ * compared with ("utf8", its other name, too), and its length tells a
+ * longer one apart.
  */
 
 int
@@ -504,8 +505,10 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
             && strncasecmp(ctype + name, "charset", sizeof("charset") - 1)
                == 0
             && (name_len != sizeof("charset") - 1
-                || vlen != sizeof(value)
-                || strncasecmp(value, "utf-8", sizeof(value)) != 0))
+                || !((vlen == sizeof(value)
+                      && strncasecmp(value, "utf-8", sizeof(value)) == 0)
+                     || (vlen == sizeof("utf8") - 1
+                         && strncasecmp(value, "utf8", vlen) == 0))))
         {
             (void) snprintf(why, whylen, "content type %.*s: the charset "
                             "must be utf-8", (int) want_len, want);
