@@ -321,6 +321,11 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
  * any value holding "chunked" ("gzip, chunked") as chunked and hands on
  * what is under it, still encoded, with no header that says so.  Only
  * plain "chunked", once, is read as the client will read it.
+ *
+ * The upstream module points headers_out.content_encoding and the
+ * upstream's headers_in.transfer_encoding at every such header it copies
+ * or reads, so when either is NULL there is none of that name to look for
+ * (the common case: a call then costs two compares, not two walks).
  */
 
 static ngx_table_elt_t *
@@ -329,6 +334,10 @@ ngx_http_airlock_encoded(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
     ngx_uint_t        i, n;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
+
+    if (r->headers_out.content_encoding == NULL) {
+        goto transfer;
+    }
 
     part = &r->headers_out.headers.part;
     h = part->elts;
@@ -355,7 +364,11 @@ ngx_http_airlock_encoded(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
         }
     }
 
-    if (r->upstream == NULL || r->upstream == ctx->refused) {
+transfer:
+
+    if (r->upstream == NULL || r->upstream == ctx->refused
+        || r->upstream->headers_in.transfer_encoding == NULL)
+    {
         return NULL;
     }
 
