@@ -48,6 +48,8 @@ static void test_request_with(void);
 static void *arena_alloc(void *data, size_t size);
 static void test_scan_runs(void);
 static void test_route_uri(void);
+static void test_provider_tools(void);
+static int refused_tool(const char *want);
 
 
 static al_client_t  c_agent = { .name = S("agent") };
@@ -136,6 +138,7 @@ main(void)
     test_request_with();
     test_scan_runs();
     test_route_uri();
+    test_provider_tools();
 
     al_llm_request_free(&rq);
 
@@ -1924,4 +1927,167 @@ test_route_uri(void)
     r = route(&oai, AL_METHOD_POST, "/chat/completion");
     tap_is_int(r->reason, AL_REASON_NO_ROUTE,
                "route: a shorter segment is no literal");
+}
+
+
+/* the last request was refused as a provider tool, its detail has want */
+
+static int
+refused_tool(const char *want)
+{
+    if (rq.reason == AL_REASON_BODY && has(rq.detail, want)) {
+        return 1;
+    }
+
+    tap_diag("detail: ", rq.detail);
+
+    return 0;
+}
+
+
+/*
+ * Tools the provider runs itself (web search, fetch, remote MCP servers)
+ * make the provider reach arbitrary URLs for a boxed client: refused
+ * unless the entry's provider_tools allows them.  Tools the client runs
+ * (OpenAI function and custom, Anthropic without a type or custom) pass.
+ */
+
+static void
+test_provider_tools(void)
+{
+    size_t  i, n;
+    char    body[2048];
+
+    /* client tools */
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"type\":\"function\","
+        "\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"q\":{\"type\":\"string\"}}}}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tools: a function tool passes (its schema's type is not "
+               "the tool's)");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\",\"parameters\":{}},{\"type\":\"custom\","
+        "\"name\":\"g\"}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tools: responses function and custom tools pass");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}},"
+        "{\"type\":\"custom\",\"name\":\"g\",\"input_schema\":{}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tools: anthropic tools without a type, or custom, pass");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[],\"web_search_options\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tools: an empty list, a null web_search_options pass");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":\"x\",\"tools\":[{\"type\":\"mcp\"}],"
+        "\"mcp_servers\":[1]}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tools: only the body's own members are read");
+
+    /* provider tools, not allowed by default */
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":\"mcp\","
+        "\"server_label\":\"x\",\"server_url\":\"https://attacker.example/"
+        "mcp\",\"require_approval\":\"never\"}]}");
+    tap_ok(refused_tool("tool type \"mcp\" is run by the provider; the "
+                        "policy does not allow it"),
+           "tools: responses remote MCP refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\"},{\"type\":\"web_search_preview\"}]}");
+    tap_ok(refused_tool("tool type \"web_search_preview\" is run by the "
+                        "provider"),
+           "tools: web_search_preview after a function refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"web_search_options\":{}}");
+    tap_ok(refused_tool("\"web_search_options\""),
+           "tools: chat web_search_options refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"mcp_servers\":[{\"type\":\"url\",\"url\":\"https://attacker."
+        "example/sse\",\"name\":\"x\"}]}");
+    tap_ok(refused_tool("\"mcp_servers\""),
+           "tools: anthropic mcp_servers refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"tools\":[{\"type\":\"web_search_20250305\",\"name\":"
+        "\"web_search\"}]}");
+    tap_ok(refused_tool("tool type \"web_search_20250305\""),
+           "tools: anthropic web search refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"tools\":[{\"name\":\"f\"},{\"type\":\"web_fetch_20250910\","
+        "\"name\":\"web_fetch\"}]}");
+    tap_ok(refused_tool("tool type \"web_fetch_20250910\""),
+           "tools: anthropic web fetch refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"frobnicate\"}]}");
+    tap_ok(refused_tool("tool type \"frobnicate\""),
+           "tools: an unknown type refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"m\\u0063p\",\"server_url\":\"https://a.example/\"}]}");
+    tap_ok(refused_tool("is run by the provider"),
+           "tools: an escaped type is the name it spells");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"typ\\u0065\":"
+        "\"mcp\",\"server_url\":\"https://a.example/\"}]}");
+    tap_ok(refused_tool("is run by the provider"),
+           "tools: an escaped \"type\" key is that key");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":null}]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "tools: a type that is no string "
+               "refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[\"web_search\"]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "tools: an element that is no "
+               "object refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":{\"type\":"
+        "\"mcp\"}}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "tools: tools that are no list "
+               "refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\"},[{\"type\":\"mcp\"}]]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "tools: a list in the list "
+               "refused");
+
+    /* a tool of more keys than the scan compares: its type still read */
+
+    n = (size_t) snprintf(body, sizeof(body), "{\"model\":\"gpt-4o\","
+                          "\"input\":\"x\",\"tools\":[{");
+    for (i = 0; i < 80; i++) {
+        n += (size_t) snprintf(body + n, sizeof(body) - n, "\"k%zu\":1,",
+                               i);
+    }
+    n += (size_t) snprintf(body + n, sizeof(body) - n,
+                           "\"type\":\"mcp\"}]}");
+    reqn(&oai, TOOLS, AL_LLM_EP_RESPONSES, body, n);
+    tap_ok(refused_tool("tool type \"mcp\""),
+           "tools: the type of a tool of 81 keys is read");
 }

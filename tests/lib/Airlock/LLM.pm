@@ -69,7 +69,7 @@ sub jdecode {
 # the test as client "local".  OpenAI entry "openai" and Anthropic entry
 # "anthropic", both at the scripted provider on %%PORT_8081%%.  Options add
 # YAML: clients, openai_clients, anthropic_clients (client entries),
-# openai_fields (fields of the openai entry, e.g. prices).  block => 1
+# openai_fields, anthropic_fields (fields of either entry, e.g. prices).  block => 1
 # names the provider by the upstream block "llmprovider" that conf() then
 # declares, which binds the gateway locations to it (docs/nginx.md,
 # "Upstreams, keepalive and TLS"); AIRLOCK_LLM_BLOCK=1 in the environment
@@ -87,6 +87,7 @@ sub policy {
     my $extra_openai = $o{openai_clients} // '';
     my $openai_fields = $o{openai_fields} // '';
     my $extra_anthropic = $o{anthropic_clients} // '';
+    my $anthropic_fields = $o{anthropic_fields} // '';
     my $alerts = $o{alerts} // '  deny: { threshold: 1000, window: 60s }';
 
     my %sha = map { $_ => $p->token_sha256($TOKENS{$_}) } keys %TOKENS;
@@ -133,6 +134,7 @@ $extra_openai
     secret: anthropic_key
     models: [claude-3-5-haiku]
     max_body_bytes: 65536
+$anthropic_fields
     clients:
       agent:
         max_tokens: 1000
