@@ -407,6 +407,9 @@ typedef struct al_llm_s {
                                                goes to, or NULL */
     al_llm_price_t  *prices;                /* NULL: no model priced */
     size_t           nprices;
+    uint32_t         provider_tools;        /* 1 << AL_LLM_PT_* (al_llm.h):
+                                               tool families the provider
+                                               may run; 0: none */
 } al_llm_t;
 
 typedef enum {

@@ -84,6 +84,7 @@ static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
+static void al_ctl_explain_tools(const al_llm_t *l);
 static void al_ctl_explain_fallback(const al_llm_t *l,
     const al_client_t *client, const al_llm_route_t *rt,
     const al_llm_req_t *req, const char *alias, size_t alias_len);
@@ -846,6 +847,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                body_len);
     }
 
+    al_ctl_explain_tools(l);
+
     if (rt->alias.len) {
         al_ctl_explain_fallback(l, client, rt, &req, rt->alias.data,
                                 rt->alias.len);
@@ -873,6 +876,25 @@ done:
     free(rt);
 
     return rc;
+}
+
+
+/* the tools the provider may run for a request (al_llm.h) */
+
+static void
+al_ctl_explain_tools(const al_llm_t *l)
+{
+    unsigned  i, n;
+
+    printf("  tools:    client tools pass; provider tools allowed: ");
+
+    for (i = 0, n = 0; i < AL_LLM_PT_NAMED; i++) {
+        if (l->provider_tools & (UINT32_C(1) << i)) {
+            printf("%s%s", n++ ? ", " : "", al_llm_tool_names[i]);
+        }
+    }
+
+    printf("%s\n", n ? "" : "none (provider_tools)");
 }
 
 

@@ -651,6 +651,21 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
 
     al_diff_llm_provider(df, a, b);
 
+    /* a provider tool allowed lets the provider reach out: a grant */
+
+    for (i = 0; i < AL_LLM_PT_NAMED; i++) {
+        if ((b->provider_tools & ~a->provider_tools) & (UINT32_C(1) << i)) {
+            al_diff_emit(df, '+', "llm %s: provider tool %s allowed", name,
+                         al_llm_tool_names[i]);
+
+        } else if ((a->provider_tools & ~b->provider_tools)
+                   & (UINT32_C(1) << i))
+        {
+            al_diff_emit(df, '-', "llm %s: provider tool %s no longer "
+                         "allowed", name, al_llm_tool_names[i]);
+        }
+    }
+
     for (i = 0; i < b->nmodels; i++) {
         for (k = 0; k < a->nmodels; k++) {
             if (al_str_eq(&a->models[k], &b->models[i])) {

@@ -72,6 +72,9 @@ static int al_llm_req_stream(al_llm_rq_t *rq);
 static int al_llm_req_tokens(al_llm_rq_t *rq);
 static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
+static int al_llm_req_tools(al_llm_rq_t *rq);
+static int al_llm_req_member(al_llm_rq_t *rq, unsigned id, unsigned family,
+    const char *name);
 static int al_llm_req_splice(al_llm_rq_t *rq);
 static int al_llm_edit(al_llm_rq_t *rq, size_t at, size_t del,
     const char *text, size_t len);
@@ -107,6 +110,16 @@ static const al_llm_ep_def_t  al_llm_eps[] = {
       AL_LLM_EP_MODELS, al_llm_q_list },
     { AL_LLM_K_ANT, AL_METHOD_GET, { AL_LLM_LIT("models") }, 2,
       AL_LLM_EP_MODEL, NULL }
+};
+
+/*
+ * The families of tools the provider defines, by AL_LLM_PT_*: a type is
+ * of a family when it is its name, or its name, '_' and more.
+ */
+const char *const  al_llm_tool_names[] = {
+    "web_search", "web_fetch", "mcp", "code_execution", "code_interpreter",
+    "file_search", "image_generation", "tool_search", "computer", "bash",
+    "text_editor", "memory", "shell", "local_shell", "apply_patch", NULL
 };
 
 static const char *const  al_llm_ep_names[] = {
@@ -547,7 +560,8 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_stream(&rq) != 0
         || al_llm_req_tokens(&rq) != 0
         || al_llm_req_n(&rq) != 0
-        || al_llm_req_usage(&rq) != 0)
+        || al_llm_req_usage(&rq) != 0
+        || al_llm_req_tools(&rq) != 0)
     {
         return req->reason;
     }
@@ -582,6 +596,49 @@ al_llm_request_need(const al_llm_req_t *req)
     need = req->prompt_estimate + req->max_output;
 
     return need < req->prompt_estimate ? UINT64_MAX : need;
+}
+
+
+int
+al_llm_tool_family(const char *type, size_t len)
+{
+    int     i;
+    size_t  n;
+
+    if ((len == 8 && memcmp(type, "function", 8) == 0)
+        || (len == 6 && memcmp(type, "custom", 6) == 0))
+    {
+        return -1;
+    }
+
+    for (i = 0; i < AL_LLM_PT_NAMED; i++) {
+        n = strlen(al_llm_tool_names[i]);
+
+        if (len >= n && memcmp(type, al_llm_tool_names[i], n) == 0
+            && (len == n || type[n] == '_'))
+        {
+            return i;
+        }
+    }
+
+    return AL_LLM_PT_UNKNOWN;
+}
+
+
+int
+al_llm_tool_name(const char *name, size_t len)
+{
+    int  i;
+
+    for (i = 0; i < AL_LLM_PT_NAMED; i++) {
+        if (strlen(al_llm_tool_names[i]) == len
+            && memcmp(al_llm_tool_names[i], name, len) == 0)
+        {
+            return i;
+        }
+    }
+
+    return -1;
 }
 
 
@@ -995,6 +1052,119 @@ al_llm_req_usage(al_llm_rq_t *rq)
     req->hide_usage = 1;
 
     return 0;
+}
+
+
+/*
+ * Tools the provider would run (al_llm.h): the elements of "tools" the
+ * scan classified, the first in the body of a family the entry does not
+ * allow named in the detail; then web_search_options and mcp_servers.
+ */
+
+static int
+al_llm_req_tools(al_llm_rq_t *rq)
+{
+    unsigned                i, first;
+    uint32_t                bad;
+    size_t                  at;
+    al_llm_req_t           *req;
+    al_llm_body_t          *b;
+    const al_llm_jfield_t  *f;
+    char                    show[AL_LLM_SHOW_MAX + 4];
+
+    req = rq->req;
+    b = rq->b;
+    f = &b->f[AL_LLM_F_TOOLS];
+
+    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL
+        && f->type != AL_LLM_JT_ARRAY)
+    {
+        req->reason = AL_REASON_BODY;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"tools\" must be a list");
+    }
+
+    bad = b->tools & ~(rq->llm->provider_tools
+                       & ((UINT32_C(1) << AL_LLM_PT_NAMED) - 1));
+
+    if (bad != 0) {
+        first = AL_LLM_PT_MAX;
+        at = 0;
+
+        for (i = 0; i < AL_LLM_PT_MAX; i++) {
+            if ((bad & (UINT32_C(1) << i))
+                && (first == AL_LLM_PT_MAX || b->tool_at[i] < at))
+            {
+                first = i;
+                at = b->tool_at[i];
+            }
+        }
+
+        req->reason = AL_REASON_BODY;
+
+        if (first == AL_LLM_PT_NOT_OBJECT) {
+            return al_llm_fail(req->detail, sizeof(req->detail),
+                               "\"tools\" must be a list of objects");
+        }
+
+        if (rq->body[at] != '"') {
+            return al_llm_fail(req->detail, sizeof(req->detail),
+                               "a tool's \"type\" must be a string");
+        }
+
+        (void) al_llm_show(show, sizeof(show),
+                           (const char *) rq->body + at + 1,
+                           b->tool_len[first] - 2, AL_LLM_SHOW_MAX);
+
+        if (first == AL_LLM_PT_UNKNOWN) {
+            return al_llm_fail(req->detail, sizeof(req->detail),
+                               "tool type \"%s\" is unknown to the "
+                               "gateway and may be run by the provider; "
+                               "it is refused", show);
+        }
+
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "tool type \"%s\" is run by the provider; the "
+                           "policy does not allow it (provider_tools: %s)",
+                           show, al_llm_tool_names[first]);
+    }
+
+    if (al_llm_req_member(rq, AL_LLM_F_WEB_SEARCH_OPTIONS,
+                          AL_LLM_PT_WEB_SEARCH, "web_search_options")
+        != 0
+        || al_llm_req_member(rq, AL_LLM_F_MCP_SERVERS, AL_LLM_PT_MCP,
+                             "mcp_servers")
+           != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* a top-level member that has the provider run a tool of family */
+
+static int
+al_llm_req_member(al_llm_rq_t *rq, unsigned id, unsigned family,
+    const char *name)
+{
+    const al_llm_jfield_t  *f;
+
+    f = &rq->b->f[id];
+
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL
+        || (rq->llm->provider_tools & (UINT32_C(1) << family)))
+    {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"%s\" is run by the provider; the policy does "
+                       "not allow it (provider_tools: %s)", name,
+                       al_llm_tool_names[family]);
 }
 
 

@@ -241,6 +241,63 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
 
 
 /*
+ * Tools the provider runs itself (al_llm.c).  A request's top-level
+ * "tools" may ask the provider to search or fetch the web, connect to a
+ * remote MCP server, run code, and so on: the provider then reaches out
+ * on the client's behalf, past the gateway, which would undo the boxing
+ * of a client that has no other way out.  So every element of "tools"
+ * must be a tool the client runs (a type of "function" or "custom", or
+ * no "type" at all, as Anthropic's own tools have), or a tool of a family
+ * the entry's provider_tools allows; "web_search_options" (chat) counts
+ * as web_search and a top-level "mcp_servers" (Anthropic) as mcp, each
+ * unless null.  Anything else is refused (AL_REASON_BODY): a type of no
+ * family, a "type" that is no string, an element that is no object,
+ * "tools" that is no list (null passes).
+ *
+ * A type is of family F when it is F, or F followed by '_' and more:
+ * web_search covers web_search, web_search_preview and
+ * web_search_20250305.  The names are those of al_llm_tool_names[], in
+ * the order of AL_LLM_PT_*; tests/unit/llm.c and docs/policy.md list
+ * what each covers.
+ */
+
+enum {
+    AL_LLM_PT_WEB_SEARCH = 0,
+    AL_LLM_PT_WEB_FETCH,
+    AL_LLM_PT_MCP,
+    AL_LLM_PT_CODE_EXECUTION,
+    AL_LLM_PT_CODE_INTERPRETER,
+    AL_LLM_PT_FILE_SEARCH,
+    AL_LLM_PT_IMAGE_GENERATION,
+    AL_LLM_PT_TOOL_SEARCH,
+    AL_LLM_PT_COMPUTER,
+    AL_LLM_PT_BASH,
+    AL_LLM_PT_TEXT_EDITOR,
+    AL_LLM_PT_MEMORY,
+    AL_LLM_PT_SHELL,
+    AL_LLM_PT_LOCAL_SHELL,
+    AL_LLM_PT_APPLY_PATCH,
+    AL_LLM_PT_NAMED,                    /* the families with a name */
+    AL_LLM_PT_UNKNOWN = AL_LLM_PT_NAMED, /* a type of no family */
+    AL_LLM_PT_NOT_OBJECT,               /* an element that is no object */
+    AL_LLM_PT_MAX
+};
+
+/* by AL_LLM_PT_*, AL_LLM_PT_NAMED of them, then NULL */
+extern const char *const  al_llm_tool_names[];
+
+/*
+ * The family of a tool type (len bytes, unescaped): AL_LLM_PT_* below
+ * AL_LLM_PT_NAMED, AL_LLM_PT_UNKNOWN for a type of no family, or -1 for
+ * the types of tools the client runs ("function", "custom").
+ */
+int al_llm_tool_family(const char *type, size_t len);
+
+/* the AL_LLM_PT_* of a family name, or -1 */
+int al_llm_tool_name(const char *name, size_t len);
+
+
+/*
  * Azure OpenAI and model aliases (al_llm_alias.c).
  *
  * al_llm_azure_route() is al_llm_route() for an azure entry, on the

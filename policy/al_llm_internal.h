@@ -151,6 +151,9 @@ enum {
     AL_LLM_F_MAX_OUTPUT_TOKENS,
     AL_LLM_F_STREAM_OPTIONS,
     AL_LLM_F_N,
+    AL_LLM_F_TOOLS,
+    AL_LLM_F_WEB_SEARCH_OPTIONS,
+    AL_LLM_F_MCP_SERVERS,
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
     AL_LLM_F_MAX = 12                   /* room for other specs */
 };
@@ -163,6 +166,8 @@ typedef struct {
     int64_t              num;           /* integers; strings: unescaped
                                            length */
 } al_llm_jfield_t;
+
+#define AL_LLM_TOOL_TYPE  32            /* longest tool type read */
 
 typedef struct {
     al_llm_jfield_t      root;          /* the whole body */
@@ -178,13 +183,41 @@ typedef struct {
     char                 model[AL_LLM_MODEL_MAX];   /* unescaped, cut */
     uint64_t             text_bytes;    /* prompt text, unescaped */
     uint64_t             extra;         /* prompt tokens counted apart */
+    uint32_t             tools;         /* request bodies: 1 << AL_LLM_PT_*
+                                           of the elements of "tools" */
+
+    /*
+     * Not cleared by a scan (al_llm_body_clear()): tool is set as each
+     * element of "tools" opens, tool_at and tool_len of a family when
+     * its bit of tools is first set, and none is read otherwise.
+     */
+    al_llm_jfield_t      tool;          /* the element's "type" */
+    char                 tool_type[AL_LLM_TOOL_TYPE];  /* unescaped, cut */
+    size_t               tool_at[AL_LLM_PT_MAX];   /* the family's first
+                                                      type value (or, for
+                                                      NOT_OBJECT, element),
+                                                      raw */
+    size_t               tool_len[AL_LLM_PT_MAX];
 } al_llm_body_t;
+
+/* a scan's start: all zero but model[] and what follows tools */
+static inline void
+al_llm_body_clear(al_llm_body_t *b)
+{
+    memset(b, 0, offsetof(al_llm_body_t, model));
+    b->model[0] = '\0';
+    memset(b->model + sizeof(b->model), 0,
+           offsetof(al_llm_body_t, tool) - offsetof(al_llm_body_t, model)
+           - sizeof(b->model));
+}
 
 /*
  * What to record: the root object's members named in names go to
  * f[index]; the one at index model (-1: none) is also unescaped into
  * model[]; when the one at index nested is an object, its members named in
- * nested_names go to f[nested_base + index].  prompt: count prompt text.
+ * nested_names go to f[nested_base + index].  prompt: a request body:
+ * count prompt text, and read the type of each element of its "tools"
+ * into tools (al_llm_tool_family()).
  */
 typedef struct {
     const char *const   *names;

@@ -98,8 +98,12 @@ typedef struct {
 enum {
     AL_LLM_SK_OTHER = 0,
     AL_LLM_SK_ROOT,                     /* the body */
-    AL_LLM_SK_SO                        /* spec->nested */
+    AL_LLM_SK_SO,                       /* spec->nested */
+    AL_LLM_SK_TOOLS,                    /* a request body's "tools" */
+    AL_LLM_SK_TOOL                      /* an element of it */
 };
+
+#define al_llm_scan_is(name, lit)  (memcmp(name, lit, sizeof(lit) - 1) == 0)
 
 
 static int al_llm_scan_run(const al_llm_scan_spec_t *spec,
@@ -141,6 +145,8 @@ static inline int al_llm_scan_request_key(const char *name, size_t n,
 static inline void al_llm_scan_ws(al_llm_sc_t *sc);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
+static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
+    size_t len);
 static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
     __attribute__((cold));
 
@@ -148,7 +154,8 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
 /* the members of the body read by al_llm_request(), by AL_LLM_F_* */
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
-    "max_output_tokens", "stream_options", "n", NULL
+    "max_output_tokens", "stream_options", "n", "tools",
+    "web_search_options", "mcp_servers", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -231,15 +238,15 @@ al_llm_json_scan_strict(const al_llm_scan_spec_t *spec,
 }
 
 
-/* all zero but model[], written as far as anyone reads it */
+/*
+ * All zero but model[], written as far as anyone reads it, and the tools'
+ * spans, read only under their bits (al_llm_body_clear()).
+ */
 
 static void
 al_llm_scan_clear(al_llm_body_t *b)
 {
-    memset(b, 0, offsetof(al_llm_body_t, model));
-    b->model[0] = '\0';
-    memset(b->model + sizeof(b->model), 0,
-           sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
+    al_llm_body_clear(b);
 }
 
 
@@ -388,6 +395,10 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             i++;
 
             if (fr->obj) {
+                if (kind == AL_LLM_SK_TOOL) {
+                    b->tool.type = AL_LLM_JT_NONE;
+                }
+
                 fr->last = i;
                 fr->first = sc->nkeys;
                 fr->members = 0;
@@ -410,7 +421,8 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 goto close;
             }
 
-            kind = AL_LLM_SK_OTHER;
+            kind = (fr->kind == AL_LLM_SK_TOOLS) ? AL_LLM_SK_TOOL
+                                                 : AL_LLM_SK_OTHER;
             dst = NULL;
             cap = 0;
             field = NULL;
@@ -496,6 +508,10 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             *field = f;
         }
 
+        if (kind == AL_LLM_SK_TOOL) {
+            al_llm_scan_tool(b, 0, f.at, f.len);
+        }
+
     next:
 
         /* after a value: the body's end, or the next member or element */
@@ -525,7 +541,8 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 goto key;
             }
 
-            kind = AL_LLM_SK_OTHER;
+            kind = (fr->kind == AL_LLM_SK_TOOLS) ? AL_LLM_SK_TOOL
+                                                 : AL_LLM_SK_OTHER;
             count = fr->count;
             dst = NULL;
             cap = 0;
@@ -564,6 +581,10 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             fr->field->at = fr->at;
             fr->field->len = i - fr->at;
             fr->field->num = 0;
+        }
+
+        if (fr->kind == AL_LLM_SK_TOOL) {
+            al_llm_scan_tool(b, fr->obj, fr->at, i - fr->at);
         }
 
         goto next;
@@ -672,6 +693,9 @@ al_llm_scan_flat(al_llm_sc_t *sc)
 
                 } else if (id == AL_LLM_F_STREAM_OPTIONS) {
                     kind = AL_LLM_SK_SO;
+
+                } else if (id == AL_LLM_F_TOOLS) {
+                    kind = AL_LLM_SK_TOOLS;
                 }
             }
 
@@ -694,12 +718,23 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                     && al_llm_scan_in(al_llm_scan_prompt,
                                       AL_LLM_SCAN_PROMPT_LENS, name, n);
 
+            if (count && n == 5 && al_llm_scan_is(name, "tools")) {
+                kind = AL_LLM_SK_TOOLS;
+            }
+
         } else if (fr->kind == AL_LLM_SK_SO) {
             id = al_llm_scan_field(sc->spec->nested_names, name, n);
 
             if (id >= 0) {
                 field = &b->f[sc->spec->nested_base + (size_t) id];
             }
+
+        } else if (fr->kind == AL_LLM_SK_TOOL && n == 4
+                   && al_llm_scan_is(name, "type"))
+        {
+            field = &b->tool;
+            dst = b->tool_type;
+            cap = sizeof(b->tool_type);
 
         } else if (fr->count
                    && al_llm_scan_in(al_llm_scan_attachment,
@@ -797,6 +832,11 @@ al_llm_scan_value(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
     case '{':
         f.type = AL_LLM_JT_OBJECT;
+
+        if (sv->kind == AL_LLM_SK_TOOL) {
+            sc->b->tool.type = AL_LLM_JT_NONE;
+        }
+
         if (al_llm_scan_object(sc, depth + 1, sv) != 0) {
             return -1;
         }
@@ -866,6 +906,10 @@ al_llm_scan_value(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
     if (sv->field != NULL) {
         *sv->field = f;
+    }
+
+    if (sv->kind == AL_LLM_SK_TOOL) {
+        al_llm_scan_tool(sc->b, f.type == AL_LLM_JT_OBJECT, start, f.len);
     }
 
     return 0;
@@ -1006,12 +1050,24 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
                                             AL_LLM_SCAN_PROMPT_LENS, name,
                                             s.dlen);
 
+            if (child.count && s.dlen == 5 && al_llm_scan_is(name, "tools"))
+            {
+                child.kind = AL_LLM_SK_TOOLS;
+            }
+
         } else if (sv->kind == AL_LLM_SK_SO) {
             id = al_llm_scan_field(sc->spec->nested_names, name, s.dlen);
 
             if (id >= 0) {
                 child.field = &b->f[sc->spec->nested_base + (size_t) id];
             }
+
+        } else if (sv->kind == AL_LLM_SK_TOOL && s.dlen == 4
+                   && al_llm_scan_is(name, "type"))
+        {
+            child.field = &b->tool;
+            child.dst = b->tool_type;
+            child.cap = sizeof(b->tool_type);
 
         } else if (sv->count
                    && al_llm_scan_in(al_llm_scan_attachment,
@@ -1072,7 +1128,8 @@ al_llm_scan_array(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
     sc->pos++;                          /* '[' */
 
-    child.kind = AL_LLM_SK_OTHER;
+    child.kind = (sv->kind == AL_LLM_SK_TOOLS) ? AL_LLM_SK_TOOL
+                                               : AL_LLM_SK_OTHER;
     child.count = sv->count;
     child.dst = NULL;
     child.cap = 0;
@@ -1749,8 +1806,6 @@ al_llm_scan_field(const char *const *names, const char *name, size_t len)
  * first (tests/unit/llm_scan.c checks every name of both lists).
  */
 
-#define al_llm_scan_is(name, lit)  (memcmp(name, lit, sizeof(lit) - 1) == 0)
-
 static inline int
 al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
 {
@@ -1766,8 +1821,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_MODEL;
         }
 
-        *prompt = al_llm_scan_is(name, "input")
-                  || al_llm_scan_is(name, "tools");
+        if (al_llm_scan_is(name, "tools")) {
+            *prompt = 1;
+            return AL_LLM_F_TOOLS;
+        }
+
+        *prompt = al_llm_scan_is(name, "input");
         return -1;
 
     case 6:
@@ -1790,6 +1849,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     case 10:
         return al_llm_scan_is(name, "max_tokens") ? AL_LLM_F_MAX_TOKENS : -1;
 
+    case 11:
+        return al_llm_scan_is(name, "mcp_servers")
+               ? AL_LLM_F_MCP_SERVERS : -1;
+
     case 12:
         *prompt = al_llm_scan_is(name, "instructions");
         return -1;
@@ -1801,6 +1864,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     case 17:
         return al_llm_scan_is(name, "max_output_tokens")
                ? AL_LLM_F_MAX_OUTPUT_TOKENS : -1;
+
+    case 18:
+        return al_llm_scan_is(name, "web_search_options")
+               ? AL_LLM_F_WEB_SEARCH_OPTIONS : -1;
 
     case 21:
         return al_llm_scan_is(name, "max_completion_tokens")
@@ -1903,6 +1970,56 @@ al_llm_scan_ws(al_llm_sc_t *sc)
     {
         sc->pos++;
     }
+}
+
+
+/*
+ * An element of a request's "tools" has been read: [at, at + len) is its
+ * raw span, obj says whether it was an object, and then b->tool is its
+ * "type" (AL_LLM_JT_NONE: none).  Its family goes into b->tools, with the
+ * span of the first element of each family (the type's, when it has one)
+ * for the refusal to name.  Tools the client runs leave no trace.
+ */
+
+static void
+al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
+{
+    int                     family;
+    const al_llm_jfield_t  *t;
+
+    t = &b->tool;
+
+    if (!obj) {
+        family = AL_LLM_PT_NOT_OBJECT;
+
+    } else if (t->type == AL_LLM_JT_NONE) {
+        return;                         /* Anthropic's own tools */
+
+    } else {
+        at = t->at;
+        len = t->len;
+
+        if (t->type != AL_LLM_JT_STRING
+            || (uint64_t) t->num > sizeof(b->tool_type))
+        {
+            family = AL_LLM_PT_UNKNOWN;
+
+        } else {
+            family = al_llm_tool_family(b->tool_type, (size_t) t->num);
+
+            if (family < 0) {
+                return;
+            }
+        }
+    }
+
+    if (b->tools & (UINT32_C(1) << family)) {
+        return;
+    }
+
+    b->tools |= UINT32_C(1) << family;
+    b->tool_at[family] = at;
+    b->tool_len[family] = len;
 }
 
 

@@ -1147,12 +1147,7 @@ al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
         return 1;
     }
 
-    /* as al_llm_json_scan(): all zero but model[] */
-
-    memset(b, 0, offsetof(al_llm_body_t, model));
-    b->model[0] = '\0';
-    memset(b->model + sizeof(b->model), 0,
-           sizeof(*b) - offsetof(al_llm_body_t, model) - sizeof(b->model));
+    al_llm_body_clear(b);               /* as al_llm_json_scan() */
 
     i = 0;
     depth = 0;

@@ -152,6 +152,8 @@ static int al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
 static int al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
+static int al_cc_llm_tools(al_cc_t *cc, const al_ynode_t *node,
+    al_llm_t *l);
 static int al_cc_llm_limits(al_cc_t *cc, const al_ynode_t *node,
     const al_llm_t *l, al_llm_client_t *lc);
 static int al_cc_usd(al_cc_t *cc, const al_ynode_t *node, const char *what,
@@ -212,7 +214,7 @@ static const char *const al_field_keys[] = {
 static const char *const al_llm_keys[] = {
     "name", "description", "prefix", "provider", "upstream", "secret",
     "models", "clients", "include_usage", "max_body_bytes", "api_version",
-    "aliases", "fallback", "prices", NULL
+    "aliases", "fallback", "prices", "provider_tools", NULL
 };
 
 static const char *const al_llm_client_keys[] = {
@@ -3232,7 +3234,70 @@ al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         }
     }
 
+    /* the fallback's checks are this entry's: it may not allow less */
+
+    for (i = 0; i < AL_LLM_PT_NAMED; i++) {
+        if ((l->provider_tools & ~b->provider_tools) & (UINT32_C(1) << i)) {
+            return al_cc_error(cc, v, "fallback \"%s\" does not allow "
+                               "provider tool %s, which llm \"%s\" "
+                               "allows; add it to the fallback's "
+                               "provider_tools", b->name.data,
+                               al_llm_tool_names[i], l->name.data);
+        }
+    }
+
     l->fallback = b;
+
+    return 0;
+}
+
+
+/*
+ * provider_tools: the families of tools the provider runs itself (web
+ * search, remote MCP, ...) that requests may ask for (al_llm.h); none
+ * when absent.
+ */
+
+static int
+al_cc_llm_tools(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
+{
+    int                 id;
+    size_t              i, k, n, len;
+    char                names[256];
+    const al_ynode_t  **items;
+
+    if (al_cc_list(cc, node, "provider_tools", &items, &n) != 0) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        id = al_llm_tool_name(items[i]->scalar.data, items[i]->scalar.len);
+
+        if (id < 0) {
+            len = 0;
+            names[0] = '\0';
+
+            for (k = 0; al_llm_tool_names[k] != NULL; k++) {
+                len += (size_t) snprintf(names + len, sizeof(names) - len,
+                                         "%s%s", k ? ", " : "",
+                                         al_llm_tool_names[k]);
+                if (len >= sizeof(names)) {
+                    break;
+                }
+            }
+
+            return al_cc_error(cc, items[i], "unknown provider tool \"%s\"; "
+                               "use one of: %s", items[i]->scalar.data,
+                               names);
+        }
+
+        if (l->provider_tools & (UINT32_C(1) << id)) {
+            return al_cc_error(cc, items[i], "provider tool \"%s\" is "
+                               "listed twice", items[i]->scalar.data);
+        }
+
+        l->provider_tools |= UINT32_C(1) << id;
+    }
 
     return 0;
 }
@@ -3387,6 +3452,11 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
     }
 
     if (al_cc_llm_provider(cc, node, l) != 0) {
+        return -1;
+    }
+
+    v = al_cc_get(node, "provider_tools");
+    if (v != NULL && al_cc_llm_tools(cc, v, l) != 0) {
         return -1;
     }
 

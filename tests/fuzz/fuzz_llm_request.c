@@ -45,15 +45,17 @@ static void fuzz_flat(const al_llm_scan_spec_t *spec, const uint8_t *body,
     size_t len);
 static int fuzz_same_field(const al_llm_jfield_t *a,
     const al_llm_jfield_t *b);
+static int fuzz_same_tools(const al_llm_body_t *a, const al_llm_body_t *b);
 
 /* the request's spec (al_llm_scan.c) and one like a usage object's */
 static const char *const  fz_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
-    "max_output_tokens", "stream_options", "n", NULL
+    "max_output_tokens", "stream_options", "n", "tools",
+    "web_search_options", "mcp_servers", NULL
 };
 static const char *const  fz_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  fz_request_spec = {
-    fz_fields, 0, 5, fz_so, 7, 1
+    fz_fields, 0, 5, fz_so, AL_LLM_F_INCLUDE_USAGE, 1
 };
 static const char *const  fz_usage_names[] = {
     "prompt_tokens", "completion_tokens", "total_tokens",
@@ -301,7 +303,8 @@ fuzz_scan(const uint8_t *body, size_t len)
 
     static const char *const  names[] = {
         "model", "stream", "max_tokens", "max_completion_tokens",
-        "max_output_tokens", "stream_options", "n"
+        "max_output_tokens", "stream_options", "n", "tools",
+        "web_search_options", "mcp_servers"
     };
 
     rc1 = al_llm_body_scan(body, len, &b, d1, sizeof(d1));
@@ -547,6 +550,30 @@ fuzz_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b)
 }
 
 
+/* the tools' families, and the first span of each */
+
+static int
+fuzz_same_tools(const al_llm_body_t *a, const al_llm_body_t *b)
+{
+    size_t  k;
+
+    if (a->tools != b->tools) {
+        return 0;
+    }
+
+    for (k = 0; k < AL_LLM_PT_MAX; k++) {
+        if ((a->tools & (UINT32_C(1) << k))
+            && (a->tool_at[k] != b->tool_at[k]
+                || a->tool_len[k] != b->tool_len[k]))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 static void
 fuzz_flat(const al_llm_scan_spec_t *spec, const uint8_t *body, size_t len)
 {
@@ -582,7 +609,8 @@ fuzz_flat(const al_llm_scan_spec_t *spec, const uint8_t *body, size_t len)
     if (a.root_last != b.root_last || a.root_members != b.root_members
         || a.so_last != b.so_last || a.so_members != b.so_members
         || a.jansson != b.jansson || a.text_bytes != b.text_bytes
-        || a.extra != b.extra || a.model[0] != b.model[0])
+        || a.extra != b.extra || a.model[0] != b.model[0]
+        || !fuzz_same_tools(&a, &b))
     {
         abort();
     }
@@ -605,7 +633,7 @@ fuzz_flat(const al_llm_scan_spec_t *spec, const uint8_t *body, size_t len)
             || a.root_last != b.root_last || a.root_members != b.root_members
             || a.so_last != b.so_last || a.so_members != b.so_members
             || a.jansson != b.jansson || a.text_bytes != b.text_bytes
-            || a.extra != b.extra)
+            || a.extra != b.extra || !fuzz_same_tools(&a, &b))
         {
             abort();
         }

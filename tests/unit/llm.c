@@ -1955,8 +1955,9 @@ refused_tool(const char *want)
 static void
 test_provider_tools(void)
 {
-    size_t  i, n;
-    char    body[2048];
+    size_t    i, n;
+    al_llm_t  oai_tools;
+    char      body[2048];
 
     /* client tools */
 
@@ -2090,4 +2091,77 @@ test_provider_tools(void)
     reqn(&oai, TOOLS, AL_LLM_EP_RESPONSES, body, n);
     tap_ok(refused_tool("tool type \"mcp\""),
            "tools: the type of a tool of 81 keys is read");
+
+    /* families allowed by provider_tools */
+
+    oai_tools = oai;
+    oai_tools.provider_tools = UINT32_C(1) << AL_LLM_PT_WEB_SEARCH;
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"web_search_preview\"},{\"type\":\"web_search\"}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "provider_tools web_search: web_search_preview passes");
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"web_search_options\":{}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "provider_tools web_search: web_search_options passes");
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"web_search_preview\"},{\"type\":\"mcp\"},{\"type\":"
+        "\"web_searcher\"}]}");
+    tap_ok(refused_tool("tool type \"mcp\" is run by the provider"),
+           "provider_tools web_search: mcp still refused");
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"web_searcher\"}]}");
+    tap_ok(refused_tool("tool type \"web_searcher\" is unknown"),
+           "provider_tools web_search: web_searcher is no web_search");
+
+    oai_tools.provider_tools = ~UINT32_C(0);
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"mcp\"},{\"type\":\"frobnicate\"}]}");
+    tap_ok(refused_tool("\"frobnicate\" is unknown"),
+           "every bit set: an unknown type still refused");
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[1]}");
+    tap_ok(refused_tool("list of objects"),
+           "every bit set: an element that is no object still refused");
+
+    /* the families: a name, or the name, '_' and more */
+
+    tap_ok(al_llm_tool_family("function", 8) == -1
+           && al_llm_tool_family("custom", 6) == -1
+           && al_llm_tool_family("functions", 9) == AL_LLM_PT_UNKNOWN
+           && al_llm_tool_family("web_search", 10) == AL_LLM_PT_WEB_SEARCH
+           && al_llm_tool_family("web_search_preview_2025_03_11", 29)
+              == AL_LLM_PT_WEB_SEARCH
+           && al_llm_tool_family("web_search_20250305", 19)
+              == AL_LLM_PT_WEB_SEARCH
+           && al_llm_tool_family("web_fetch_20250910", 18)
+              == AL_LLM_PT_WEB_FETCH
+           && al_llm_tool_family("mcp_toolset", 11) == AL_LLM_PT_MCP
+           && al_llm_tool_family("mcpx", 4) == AL_LLM_PT_UNKNOWN
+           && al_llm_tool_family("code_execution_20250825", 23)
+              == AL_LLM_PT_CODE_EXECUTION
+           && al_llm_tool_family("computer_use_preview", 20)
+              == AL_LLM_PT_COMPUTER
+           && al_llm_tool_family("tool_search_tool_regex_20251119", 31)
+              == AL_LLM_PT_TOOL_SEARCH
+           && al_llm_tool_family("local_shell", 11) == AL_LLM_PT_LOCAL_SHELL
+           && al_llm_tool_family("shell", 5) == AL_LLM_PT_SHELL
+           && al_llm_tool_family("", 0) == AL_LLM_PT_UNKNOWN,
+           "tool families: names and their prefixes");
+
+    tap_ok(al_llm_tool_name("mcp", 3) == AL_LLM_PT_MCP
+           && al_llm_tool_name("web_search_preview", 18) == -1
+           && al_llm_tool_name("apply_patch", 11) == AL_LLM_PT_APPLY_PATCH
+           && al_llm_tool_names[AL_LLM_PT_NAMED] == NULL,
+           "tool families: the names the policy takes");
 }

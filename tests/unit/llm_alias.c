@@ -472,6 +472,12 @@ test_fallback(void)
            "    clients: { agent: {} }\n",
            "fallback \"az\" does not list client \"worker\" of llm \"oa\"");
 
+    refuse("fallback that allows fewer provider tools",
+           HEAD OAI "    provider_tools: [mcp]\n    fallback: `az\n" CLIENTS
+           AZURE "    api_version: \"2024-10-21\"\n" CLIENTS,
+           "fallback \"az\" does not allow provider tool mcp, which llm "
+           "\"oa\" allows");
+
     yaml = HEAD OAI "    fallback: az\n" CLIENTS
            AZURE "    api_version: \"2024-10-21\"\n"
            "    aliases: { fast: mini-prod }\n" CLIENTS;

@@ -19,11 +19,12 @@
 
 static const char *const  ut_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
-    "max_output_tokens", "stream_options", "n", NULL
+    "max_output_tokens", "stream_options", "n", "tools",
+    "web_search_options", "mcp_servers", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
-    ut_fields, 0, 5, ut_so, 7, 1
+    ut_fields, 0, 5, ut_so, AL_LLM_F_INCLUDE_USAGE, 1
 };
 static const char *const  ut_usage_names[] = {
     "prompt_tokens", "completion_tokens", "total_tokens",
@@ -38,7 +39,8 @@ static const al_llm_scan_spec_t  ut_usage = {
 static const char *const  ut_names[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "messages", "prompt",
-    "input", "instructions", "system", "tools", "functions"
+    "input", "instructions", "system", "tools", "functions",
+    "web_search_options", "mcp_servers"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
@@ -115,9 +117,18 @@ ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
     if (a->root_last != b->root_last || a->root_members != b->root_members
         || a->so_last != b->so_last || a->so_members != b->so_members
         || a->jansson != b->jansson || a->text_bytes != b->text_bytes
-        || a->extra != b->extra)
+        || a->extra != b->extra || a->tools != b->tools)
     {
         return 0;
+    }
+
+    for (k = 0; k < AL_LLM_PT_MAX; k++) {
+        if ((a->tools & (UINT32_C(1) << k))
+            && (a->tool_at[k] != b->tool_at[k]
+                || a->tool_len[k] != b->tool_len[k]))
+        {
+            return 0;
+        }
     }
 
     if (spec->model >= 0 && a->f[spec->model].type == AL_LLM_JT_STRING) {
@@ -132,6 +143,16 @@ ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
     return 1;
 }
 
+
+/* a body with tools of every kind: client, provider, unknown, odd */
+#define UT_TOOLS                                                             \
+    "{\"model\":\"gpt\",\"tools\":[{\"type\":\"function\",\"function\":"     \
+    "{\"parameters\":{\"type\":\"object\"}}},{\"type\":\"mcp\","             \
+    "\"server_url\":\"https://a.example/\"},{\"typ\\u0065\":"                \
+    "\"web_search_pr\\u0065view\"},{\"name\":\"f\"},\"x\",[1],"              \
+    "{\"type\":null},{\"type\":\"x0123456789012345678901234567890123\"},"    \
+    "{\"type\":\"web_search\",\"image\":{\"type\":\"mcp\"}},{}],"            \
+    "\"web_search_options\":{},\"mcp_servers\":[{\"url\":\"u\"}]}"
 
 static const char *const  ut_bodies[] = {
     "{\"model\":\"gpt-4o-mini\",\"messages\":[{\"role\":\"user\","
@@ -177,6 +198,10 @@ static const char *const  ut_bodies[] = {
     "{\"model\":\"",
     "{\"model\":\"x\\",
     "{\"stream_options\":[{\"include_usage\":true}],\"stream\":\"yes\"}",
+    UT_TOOLS,
+    "{\"tools\":{\"type\":\"mcp\"},\"x\":{\"tools\":[{\"type\":"
+    "\"mcp\"}]}}",
+    "{\"tools\":[{\"type\":\"mcp\",\"type\":\"function\"}]}",
     "{\"model\":\"" "0123456789012345678901234567890123456789"
     "0123456789012345678901234567890123456789"
     "0123456789012345678901234567890123456789"
@@ -280,6 +305,44 @@ main(void)
     }
 
     tap_is_int(bad, 0, "the request's names, and names one byte off");
+
+    /* what the tools record: families, the first span of each */
+
+    {
+        al_llm_body_t   b;
+        const char     *t;
+        char            d[AL_DETAIL_MAX];
+
+        t = UT_TOOLS;
+        n = strlen(t);
+
+        tap_ok(al_llm_body_scan((const unsigned char *) t, n, &b, d,
+                                sizeof(d)) == 0
+               && b.tools == ((UINT32_C(1) << AL_LLM_PT_MCP)
+                              | (UINT32_C(1) << AL_LLM_PT_WEB_SEARCH)
+                              | (UINT32_C(1) << AL_LLM_PT_UNKNOWN)
+                              | (UINT32_C(1) << AL_LLM_PT_NOT_OBJECT))
+               && b.tool_len[AL_LLM_PT_MCP] == 5
+               && memcmp(t + b.tool_at[AL_LLM_PT_MCP], "\"mcp\"", 5) == 0
+               && memcmp(t + b.tool_at[AL_LLM_PT_WEB_SEARCH],
+                         "\"web_search_pr\\u0065view\"", 23) == 0
+               && memcmp(t + b.tool_at[AL_LLM_PT_NOT_OBJECT], "\"x\"", 3)
+                  == 0
+               && memcmp(t + b.tool_at[AL_LLM_PT_UNKNOWN], "null", 4) == 0
+               && b.f[AL_LLM_F_WEB_SEARCH_OPTIONS].type == AL_LLM_JT_OBJECT
+               && b.f[AL_LLM_F_MCP_SERVERS].type == AL_LLM_JT_ARRAY
+               && b.f[AL_LLM_F_TOOLS].type == AL_LLM_JT_ARRAY,
+               "tools: the families of the elements and where each first "
+               "is");
+
+        t = "{\"tools\":{\"type\":\"mcp\"},\"x\":{\"tools\":[{\"type\":"
+            "\"mcp\"}]}}";
+        tap_ok(al_llm_body_scan((const unsigned char *) t, strlen(t), &b, d,
+                                sizeof(d)) == 0
+               && b.tools == 0
+               && b.f[AL_LLM_F_TOOLS].type == AL_LLM_JT_OBJECT,
+               "tools: only the elements of the body's own list are read");
+    }
 
     free(body);
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "airlock.h"
+#include "al_llm.h"
 #include "tap.h"
 #include "refuse.h"
 
@@ -944,6 +945,51 @@ test_llm(void)
            HEAD SECRETS LLM "    clients: { agent: { max_tokens: 100, "
            "over_max_tokens: clamp, default_max_tokens: `200 } }\n" ALERTS,
            "default_max_tokens 200 is over max_tokens 100");
+    refuse("provider_tools: an unknown name",
+           HEAD SECRETS LLM "    provider_tools: [web_search, `browse]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "unknown provider tool \"browse\"; use one of: web_search, "
+           "web_fetch, mcp");
+    refuse("provider_tools: a type, not a family",
+           HEAD SECRETS LLM "    provider_tools: `web_search_preview\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "unknown provider tool \"web_search_preview\"");
+    refuse("provider_tools: a name twice",
+           HEAD SECRETS LLM "    provider_tools: [mcp, `mcp]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "provider tool \"mcp\" is listed twice");
+    refuse("provider_tools: not names",
+           HEAD SECRETS LLM "    provider_tools: `{ mcp: true }\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "provider_tools must be a name or a list of names");
+    {
+        const char   *yaml;
+        al_error_t    err;
+        al_policy_t  *pt;
+
+        yaml = HEAD SECRETS LLM "    provider_tools: [web_search, mcp]\n"
+               "    clients: { agent: {} }\n"
+               "  - name: other\n    prefix: /v1/other\n"
+               "    provider: openai\n"
+               "    upstream: https://api.openai.com/v1\n"
+               "    secret: openai_key\n    models: [m]\n"
+               "    clients: { agent: {} }\n" ALERTS;
+        memset(&err, 0, sizeof(err));
+        pt = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+
+        if (!tap_ok(pt != NULL && pt->nllm == 2
+                    && pt->llm[0].provider_tools
+                       == ((UINT32_C(1) << AL_LLM_PT_WEB_SEARCH)
+                           | (UINT32_C(1) << AL_LLM_PT_MCP))
+                    && pt->llm[1].provider_tools == 0,
+                    "provider_tools: the families allowed; none when "
+                    "absent"))
+        {
+            tap_diag("error: ", err.msg);
+        }
+
+        al_policy_free(pt);
+    }
     refuse("include_usage on anthropic",
            HEAD SECRETS "llm:\n  - name: c\n    prefix: /v1/c\n"
            "    provider: anthropic\n    upstream: https://api.anthropic.com\n"
