@@ -399,6 +399,12 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
         goto type;
     }
 
+    /* what nearly every client sends, in one compare */
+
+    if (len == want_len && memcmp(ctype, want, len) == 0) {
+        return 0;
+    }
+
     for (n = 0; n < len && ctype[n] != ';' && ctype[n] != ' '
                 && ctype[n] != '\t'; n++)
     {
