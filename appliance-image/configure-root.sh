@@ -55,6 +55,8 @@ ln -sf /run/systemd/resolve/stub-resolv.conf "$root/etc/resolv.conf"
 # in as an operator account added by the site's own provisioning
 chroot "$root" passwd -l root >/dev/null
 
-# what mmdebstrap leaves of the build host
+# what mmdebstrap leaves of the build host.  An empty machine-id makes
+# systemd write a new one on the first boot: each appliance's own, which
+# airlock-worker's default consumer name is made from (docs/jobs.md)
 rm -f "$root/etc/machine-id" "$root/var/lib/dbus/machine-id"
 : > "$root/etc/machine-id"

@@ -671,6 +671,18 @@ main(int argc, char **argv)
         return 1;
     }
 
+    /*
+     * An image root before its first boot has no machine id yet: -t says
+     * so and passes, the worker itself refuses to guess a name.
+     */
+    if (aw_conf_consumer(&conf, err, sizeof(err)) != 0) {
+        aw_log(test ? "warn" : "emerg", "%s: %s", file, err);
+        if (!test) {
+            aw_conf_free(&conf);
+            return 1;
+        }
+    }
+
     memset(&w, 0, sizeof(w));
     w.conf = &conf;
     w.backoff_ms = 100;
@@ -696,7 +708,8 @@ main(int argc, char **argv)
            conf.rootfs, conf.user, conf.proxy_socket);
 
     if (test) {
-        printf("airlock-worker: %s is fine\n", file);
+        printf("airlock-worker: %s is fine, consumer %s\n", file,
+               conf.consumer ? conf.consumer : "(none yet)");
         al_policy_free(w.policy);
         aw_conf_free(&conf);
         return 0;

@@ -141,6 +141,7 @@ typedef struct {
 /* aw_config.c */
 void aw_conf_defaults(aw_conf_t *conf);
 int aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n);
+int aw_conf_consumer(aw_conf_t *conf, char *err, size_t n);
 void aw_conf_free(aw_conf_t *conf);
 const char *aw_backend_name(aw_backend_e b);
 

@@ -14,7 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "aw.h"
+
+
+#define AW_MACHINE_ID  "/etc/machine-id"
 
 
 typedef enum {
@@ -119,8 +124,6 @@ aw_strdup(const char *s)
 void
 aw_conf_defaults(aw_conf_t *conf)
 {
-    char  host[128];
-
     memset(conf, 0, sizeof(*conf));
 
     conf->redis_host = aw_strdup("127.0.0.1");
@@ -134,11 +137,7 @@ aw_conf_defaults(aw_conf_t *conf)
     conf->max_deliveries = 3;
     conf->result_ttl = 3600;
 
-    if (gethostname(host, sizeof(host) - 1) != 0) {
-        strcpy(host, "worker");
-    }
-    host[sizeof(host) - 1] = '\0';
-    conf->consumer = aw_strdup(host);
+    /* consumer: aw_conf_consumer() after the file, unless it names one */
 
     conf->proxy_socket = aw_strdup("/run/airlock/airlock.sock");
     conf->policy = aw_strdup("/etc/airlock/policy.yaml");
@@ -333,6 +332,78 @@ aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
 
     conf->uid = pw->pw_uid;
     conf->gid = pw->pw_gid;
+
+    return 0;
+}
+
+
+/*
+ * The default consumer name: "<host name>-<16 hex digits>" from the
+ * machine id.  The host name alone is not enough: every appliance image
+ * is called "airlock", and two workers with one name share a pending
+ * list, so a starting one resumes (and runs again) the other's running
+ * job.  /etc/machine-id is unique per installation (the image ships it
+ * empty and systemd makes it on the first boot) and stable across
+ * restarts (a disk copied after its first boot keeps it: such a copy
+ * needs its own "consumer").  machine-id(5) asks for it to be hashed with an
+ * application-specific key before it is shown, and consumer names are
+ * visible to every Redis client, hence the keyed hash.  Without a machine
+ * id there is nothing safe to fall back to: the operator names it.
+ */
+
+int
+aw_conf_consumer(aw_conf_t *conf, char *err, size_t n)
+{
+    FILE           *f;
+    char            line[64], host[128], name[128 + 1 + 16 + 1];
+    size_t          i, len;
+    unsigned char   id[16], mac[8];
+    static const char  app[] = "airlock-worker consumer name";
+
+    if (conf->consumer != NULL) {
+        return 0;
+    }
+
+    f = fopen(AW_MACHINE_ID, "r");
+    len = 0;
+
+    if (f != NULL) {
+        if (fgets(line, sizeof(line), f) != NULL) {
+            len = strcspn(line, "\n");
+        }
+        fclose(f);
+    }
+
+    if (len != 32
+        || sodium_hex2bin(id, sizeof(id), line, len, NULL, NULL, NULL) != 0)
+    {
+        snprintf(err, n, "no machine id in %s to make a consumer name "
+                 "from (systemd writes it on the first boot); set "
+                 "\"consumer\", unique per worker and stable across its "
+                 "restarts", AW_MACHINE_ID);
+        return -1;
+    }
+
+    if (sodium_init() < 0
+        || crypto_generichash(mac, sizeof(mac), (const unsigned char *) app,
+                              sizeof(app) - 1, id, sizeof(id)) != 0)
+    {
+        snprintf(err, n, "libsodium failed to initialize");
+        return -1;
+    }
+
+    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+        strcpy(host, "worker");
+    }
+    host[sizeof(host) - 1] = '\0';
+
+    len = (size_t) snprintf(name, sizeof(name), "%s-", host);
+    for (i = 0; i < sizeof(mac); i++) {
+        len += (size_t) snprintf(name + len, sizeof(name) - len, "%02x",
+                                 mac[i]);
+    }
+
+    conf->consumer = aw_strdup(name);
 
     return 0;
 }

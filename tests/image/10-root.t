@@ -114,6 +114,7 @@ like($wc, qr{^rootfs\s+/usr/lib/airlock/sandbox-rootfs\b}m,
 ($rc, $out) = in_root('airlock-worker -c /etc/airlock/worker.conf -t');
 is($rc, 0, 'airlock-worker -t: configuration, policy, runsc, rootfs')
     or diag($out);
+my $wt = $out;
 ($rc, $out) = run("chroot $root/usr/lib/airlock/sandbox-rootfs "
                   . "/usr/bin/python3 -I -c 'print(6 * 7)'");
 is($out, "42\n", 'Python runs in the sandbox root file system');
@@ -164,6 +165,9 @@ is($rc, 0, 'airlockctl check --key: the policy and its secrets')
 
 # first boot state: no machine id, no root password
 is(-s "$root/etc/machine-id", 0, 'an empty machine-id (made at first boot)');
+like($wt, qr/warn: .*no machine id in \/etc\/machine-id/,
+     'airlock-worker -t: no consumer name before the first boot (each '
+     . 'appliance\'s own after it)');
 like(slurp("$root/etc/shadow"), qr/^root:!/m, 'root\'s password is locked');
 
 done_testing();

@@ -228,7 +228,9 @@ sub write_conf {
         %o,
     );
 
-    my $text = join '', map { "$_ $c{$_}\n" } sort keys %c;
+    # a key given as undef is left out: the worker's default applies
+    my $text = join '', map { "$_ $c{$_}\n" }
+                        grep { defined $c{$_} } sort keys %c;
     $t->write_file($name, $text);
     $self->{conf}{$name} = \%c;
 
@@ -236,9 +238,12 @@ sub write_conf {
 }
 
 
+# wrap => [ command ... ] starts the worker through that command, which
+# must end by exec'ing its arguments (the pid stays the worker's)
 sub start_worker {
     my ($self, %o) = @_;
     my $t = $self->{t};
+    my $wrap = delete $o{wrap} // [];
     my $conf = $self->write_conf(%o);
     my $n = $self->{nworker}++;
 
@@ -246,7 +251,7 @@ sub start_worker {
     my $log = "worker-$n.log";
     my $pid = $t->_spawn("$t->{testdir}/$log",
                          { AIRLOCK_WORKER_TEST_SECRET => $SECRET },
-                         $self->{worker}, '-c', $conf);
+                         @$wrap, $self->{worker}, '-c', $conf);
     push @{$t->{daemons}}, $pid;
     $self->{workers}{$pid} = $log;
     $self->{last_worker} = $pid;
