@@ -11,9 +11,10 @@
  * consumer are taken over with XAUTOCLAIM; an entry delivered more than
  * max_deliveries times goes to the dead-letter stream with its last
  * error.  Every job gets exactly one result: SET result:<job_id> NX EX,
- * PUBLISH response:<job_id> with the stored value, then XACK.  When Redis
- * goes away the worker reconnects with backoff and keeps the result it
- * holds until it is stored.  docs/jobs.md is the contract.
+ * PUBLISH response:<job_id> with the stored value, then XACK and XDEL in
+ * one transaction (the stream holds only what is still to be done).  When
+ * Redis goes away the worker reconnects with backoff and keeps the result
+ * it holds until it is stored.  docs/jobs.md is the contract.
  */
 
 #include <errno.h>
@@ -55,6 +56,7 @@ static int aw_next_entry(aw_worker_t *w, char *id, size_t idlen,
 static int aw_entry_from(redisReply *entry, char *id, size_t idlen,
     char **job, size_t *joblen);
 static long aw_deliveries(aw_worker_t *w, const char *id);
+static void aw_ack_delete(aw_worker_t *w, const char *id);
 static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
     size_t len);
 static void aw_finish(aw_worker_t *w, const char *id, const char *job_id,
@@ -399,7 +401,78 @@ aw_deliveries(aw_worker_t *w, const char *id)
 }
 
 
-/* Store (only if absent), publish what is stored, acknowledge. */
+/*
+ * An entry that is done leaves the stream: XACK and XDEL in one
+ * MULTI/EXEC, so nothing the job carried (its script, up to 64 KiB)
+ * stays in Redis and its AOF.  Why this loses nothing and doubles
+ * nothing: it is called only once the result is stored (SET NX) and
+ * published, or the entry copied to the dead-letter stream.  A crash
+ * before EXEC leaves the entry pending; its next delivery finds the
+ * stored result, publishes it again and comes back here, never running
+ * the job twice.  EXEC applies both or neither (an AOF cut inside a
+ * transaction is loaded without it).  Still, XACK comes first: an entry
+ * deleted but left pending would be redelivered without its fields and
+ * taken for a broken one, one acknowledged but not deleted is only
+ * garbage.  Run again after a reply lost with the connection, both
+ * commands are no-ops (they answer 0).
+ */
+
+static void
+aw_ack_delete(aw_worker_t *w, const char *id)
+{
+    int          i, ok;
+    redisReply  *r;
+    const char  *ack[] = { "XACK", w->conf->stream, w->conf->group, id };
+    const char  *del[] = { "XDEL", w->conf->stream, id };
+
+    for ( ;; ) {
+        if (aw_connect(w) == 0) {
+            redisAppendCommand(w->redis, "MULTI");
+            redisAppendCommandArgv(w->redis, 4, ack, NULL);
+            redisAppendCommandArgv(w->redis, 3, del, NULL);
+            redisAppendCommand(w->redis, "EXEC");
+
+            ok = 1;
+            r = NULL;
+
+            for (i = 0; i < 4; i++) {
+                if (r != NULL) {
+                    freeReplyObject(r);
+                    r = NULL;
+                }
+
+                if (redisGetReply(w->redis, (void **) &r) != REDIS_OK) {
+                    aw_log("error", "redis XACK/XDEL %s: %s", id,
+                           w->redis->errstr);
+                    aw_disconnect(w);
+                    ok = 0;
+                    r = NULL;
+                    break;
+                }
+            }
+
+            if (ok && r != NULL && r->type == REDIS_REPLY_ARRAY) {
+                freeReplyObject(r);
+                return;
+            }
+
+            if (r != NULL) {
+                aw_log("error", "redis EXEC XACK/XDEL %s: %s", id,
+                       r->type == REDIS_REPLY_ERROR ? r->str
+                                                    : "unexpected reply");
+                freeReplyObject(r);
+            }
+        }
+
+        aw_sleep_ms(w->backoff_ms);
+        if (w->backoff_ms < 5000) {
+            w->backoff_ms *= 2;
+        }
+    }
+}
+
+
+/* Store (only if absent), publish what is stored, acknowledge, delete. */
 
 static void
 aw_finish(aw_worker_t *w, const char *id, const char *job_id,
@@ -449,12 +522,7 @@ aw_finish(aw_worker_t *w, const char *id, const char *job_id,
         freeReplyObject(g);
     }
 
-    {
-        const char  *argv[] = { "XACK", conf->stream, conf->group, id };
-
-        r = aw_cmd_retry(w, 4, argv, NULL);
-        freeReplyObject(r);
-    }
+    aw_ack_delete(w, id);
 
     {
         const char  *argv[] = { "HDEL", conf->errors_key, id };
@@ -469,32 +537,40 @@ static void
 aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
     const char *error, long deliveries)
 {
-    char         n[32];
-    size_t       lens[11];
+    char         n[32], max[32];
+    size_t       lens[14];
     redisReply  *r;
-    const char  *argv[11];
+    const char  *argv[14];
     int          i;
 
     snprintf(n, sizeof(n), "%ld", deliveries);
+    snprintf(max, sizeof(max), "%ld", w->conf->dead_letter_maxlen);
 
+    /*
+     * Capped, or what nobody reads would grow for ever; "~" lets Redis
+     * trim whole nodes, cheaply, so it keeps up to ~100 more.
+     */
     argv[0] = "XADD";
     argv[1] = w->conf->dead_letter;
-    argv[2] = "*";
-    argv[3] = "job";
-    argv[4] = raw ? raw : "";
-    argv[5] = "entry";
-    argv[6] = id;
-    argv[7] = "error";
-    argv[8] = error;
-    argv[9] = "deliveries";
-    argv[10] = n;
+    argv[2] = "MAXLEN";
+    argv[3] = "~";
+    argv[4] = max;
+    argv[5] = "*";
+    argv[6] = "job";
+    argv[7] = raw ? raw : "";
+    argv[8] = "entry";
+    argv[9] = id;
+    argv[10] = "error";
+    argv[11] = error;
+    argv[12] = "deliveries";
+    argv[13] = n;
 
-    for (i = 0; i < 11; i++) {
+    for (i = 0; i < 14; i++) {
         lens[i] = strlen(argv[i]);
     }
-    lens[4] = raw ? len : 0;
+    lens[7] = raw ? len : 0;
 
-    r = aw_cmd_retry(w, 11, argv, lens);
+    r = aw_cmd_retry(w, 14, argv, lens);
     freeReplyObject(r);
 
     aw_log("warn", "entry %s to %s: %s", id, w->conf->dead_letter, error);
@@ -530,12 +606,9 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
 
     if (job.job_id[0] == '\0') {
         /* nothing to key a result on: the dead-letter stream says why */
-        const char  *argv[] = { "XACK", conf->stream, conf->group, id };
-
         snprintf(last, sizeof(last), "%s: %s", code, err);
         aw_dead_letter(w, id, raw, len, last, deliveries);
-        r = aw_cmd_retry(w, 4, argv, NULL);
-        freeReplyObject(r);
+        aw_ack_delete(w, id);
         aw_job_free(&job);
         return;
     }

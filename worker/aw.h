@@ -47,6 +47,7 @@ typedef struct {
     char            *group;
     char            *consumer;
     char            *dead_letter;
+    long             dead_letter_maxlen;
     char            *errors_key;
     long             visibility_ms;
     long             block_ms;

@@ -52,6 +52,8 @@ static const aw_cf_key_t  aw_keys[] = {
     { "group", AW_CF_STR, AW_OFF(group), 0, 0 },
     { "consumer", AW_CF_STR, AW_OFF(consumer), 0, 0 },
     { "dead_letter", AW_CF_STR, AW_OFF(dead_letter), 0, 0 },
+    { "dead_letter_maxlen", AW_CF_NUM, AW_OFF(dead_letter_maxlen), 1,
+      100000000 },
     { "errors_key", AW_CF_STR, AW_OFF(errors_key), 0, 0 },
     { "visibility_timeout_ms", AW_CF_NUM, AW_OFF(visibility_ms),
       100, 86400000 },
@@ -131,6 +133,7 @@ aw_conf_defaults(aw_conf_t *conf)
     conf->stream = aw_strdup("airlock:jobs");
     conf->group = aw_strdup("airlock-workers");
     conf->dead_letter = aw_strdup("airlock:jobs:dead");
+    conf->dead_letter_maxlen = 10000;
     conf->errors_key = aw_strdup("airlock:jobs:errors");
     conf->visibility_ms = 60000;
     conf->block_ms = 2000;
