@@ -47,6 +47,8 @@ static void aw_on_signal(int sig);
 static void aw_sleep_ms(long ms);
 static int aw_connect(aw_worker_t *w);
 static void aw_disconnect(aw_worker_t *w);
+static int aw_group_create(aw_worker_t *w);
+static int aw_read_error(aw_worker_t *w, redisReply *r);
 static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
@@ -92,7 +94,6 @@ static int
 aw_connect(aw_worker_t *w)
 {
     aw_conf_t       *conf;
-    redisReply      *r;
     struct timeval   tv;
 
     conf = w->conf;
@@ -125,25 +126,10 @@ aw_connect(aw_worker_t *w)
     tv.tv_usec = 0;
     redisSetTimeout(w->redis, tv);
 
-    r = redisCommand(w->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
-                     conf->stream, conf->group);
-    if (r == NULL) {
-        aw_log("error", "redis: %s", w->redis->errstr);
+    if (aw_group_create(w) != 0) {
         aw_disconnect(w);
         return -1;
     }
-
-    if (r->type == REDIS_REPLY_ERROR
-        && strncmp(r->str, "BUSYGROUP", 9) != 0)
-    {
-        aw_log("error", "XGROUP CREATE %s %s: %s", conf->stream,
-               conf->group, r->str);
-        freeReplyObject(r);
-        aw_disconnect(w);
-        return -1;
-    }
-
-    freeReplyObject(r);
 
     aw_log("notice", "connected to redis, stream %s group %s consumer %s",
            conf->stream, conf->group, conf->consumer);
@@ -163,6 +149,72 @@ aw_disconnect(aw_worker_t *w)
         redisFree(w->redis);
         w->redis = NULL;
     }
+}
+
+
+/*
+ * The group, from the stream's start, with the stream if it is missing;
+ * one that exists (BUSYGROUP) is fine.  0, or -1 with the reason logged
+ * (the connection may then be gone).
+ */
+
+static int
+aw_group_create(aw_worker_t *w)
+{
+    redisReply  *r;
+
+    r = redisCommand(w->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
+                     w->conf->stream, w->conf->group);
+    if (r == NULL) {
+        aw_log("error", "redis: %s", w->redis->errstr);
+        aw_disconnect(w);
+        return -1;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR
+        && strncmp(r->str, "BUSYGROUP", 9) != 0)
+    {
+        aw_log("error", "XGROUP CREATE %s %s: %s", w->conf->stream,
+               w->conf->group, r->str);
+        freeReplyObject(r);
+        return -1;
+    }
+
+    freeReplyObject(r);
+
+    return 0;
+}
+
+
+/*
+ * An error reply to a read.  NOGROUP: the stream or its group was
+ * removed under us (DEL, XGROUP DESTROY, FLUSHALL); it is recreated and
+ * the caller reads again at once (0): jobs added later with a bare XADD
+ * are then read, and entries still in a kept stream are delivered anew,
+ * which is safe (a stored result is never run again).  Anything else
+ * (a key of another type, a refused command) is an outage (-1), for the
+ * caller to back off from: an error answers at once, so reading again
+ * straight away would spin.
+ */
+
+static int
+aw_read_error(aw_worker_t *w, redisReply *r)
+{
+    if (strncmp(r->str, "NOGROUP", 7) != 0 || w->redis == NULL) {
+        return -1;
+    }
+
+    if (aw_group_create(w) != 0) {
+        return -1;
+    }
+
+    aw_log("notice", "stream %s or its group was removed: group %s "
+           "recreated", w->conf->stream, w->conf->group);
+
+    /* the new group has no pending entry; looking costs nothing */
+    w->own_done = 0;
+
+    return 0;
 }
 
 
@@ -211,6 +263,9 @@ aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
 
         if (r != NULL) {
             /* LOADING after a restart, or a refused write: retry too */
+            if (w->redis != NULL && strncmp(r->str, "NOGROUP", 7) == 0) {
+                (void) aw_read_error(w, r);
+            }
             freeReplyObject(r);
         }
 
@@ -268,7 +323,8 @@ aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
 /*
  * The next entry to work on: our own pending ones first, then one idle
  * past the visibility timeout, then a new one (blocking up to block_ms).
- * Returns 1 with an entry, 0 with none, -1 when Redis is away.
+ * Returns 1 with an entry, 0 with none, -1 when Redis is away or
+ * answers with an error (aw_read_error()).
  */
 
 static int
@@ -296,6 +352,12 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
         r = aw_cmd(w, 9, argv, NULL);
         if (r == NULL) {
             return -1;
+        }
+
+        if (r->type == REDIS_REPLY_ERROR) {
+            rc = aw_read_error(w, r);
+            freeReplyObject(r);
+            return rc;
         }
 
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 1
@@ -326,6 +388,12 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
         r = aw_cmd(w, 8, argv, NULL);
         if (r == NULL) {
             return -1;
+        }
+
+        if (r->type == REDIS_REPLY_ERROR) {
+            rc = aw_read_error(w, r);
+            freeReplyObject(r);
+            return rc;
         }
 
         if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2) {
@@ -360,6 +428,12 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
         r = aw_cmd(w, 11, argv, NULL);
         if (r == NULL) {
             return -1;
+        }
+
+        if (r->type == REDIS_REPLY_ERROR) {
+            rc = aw_read_error(w, r);
+            freeReplyObject(r);
+            return rc;
         }
 
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 1
@@ -804,6 +878,7 @@ main(int argc, char **argv)
 
         switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen)) {
         case 1:
+            w.backoff_ms = 100;
             aw_handle(&w, id, job, joblen);
             break;
 
@@ -815,6 +890,8 @@ main(int argc, char **argv)
             break;
 
         default:
+            /* Redis answered: the next outage backs off from the start */
+            w.backoff_ms = 100;
             break;
         }
 
