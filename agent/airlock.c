@@ -25,7 +25,7 @@
 #include <jansson.h>
 
 
-#define AIRLOCK_SOCKET   "/run/airlock/agent.sock"
+#define AIRLOCK_SOCKET   "/run/airlock/agent/agent.sock"
 #define AIRLOCK_LINE_MAX (4 * 1024 * 1024)
 
 

@@ -194,6 +194,7 @@ id airlock-worker
 ls -l /etc/nginx/modules-enabled/
 stat -c "credentials %a" /etc/airlock/credentials
 stat -c "run-airlock %a %U %G" /run/airlock
+stat -c "run-airlock-agent %a %U %G" /run/airlock/agent
 stat -c "log-airlock %a %U %G" /var/log/airlock
 # every group a unit of ours joins exists
 for g in $(sed -n 's/^SupplementaryGroups=//p' /lib/systemd/system/airlock-*.service); do
@@ -229,8 +230,10 @@ SH
                   modules-available/mod-http-airlock\.conf}x,
          'module enabled in /etc/nginx/modules-enabled');
     like($out, qr/^credentials 700$/m, '/etc/airlock/credentials is 0700');
-    like($out, qr/^run-airlock 775 root airlock-agent$/m,
-         '/run/airlock made by the package (tmpfiles.d), 0775 root:airlock-agent');
+    like($out, qr/^run-airlock 755 root root$/m,
+         '/run/airlock made by the package (tmpfiles.d), 0755 root:root');
+    like($out, qr/^run-airlock-agent 755 airlock-agent airlock-agent$/m,
+         '/run/airlock/agent, the agent\'s own, for its socket');
     like($out, qr/^log-airlock 2755 root airlock-log$/m,
          '/var/log/airlock set-group-ID airlock-log (tmpfiles.d)');
     my %g = $out =~ /^group (\S+): (\w+)$/mg;

@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # The appliance's confinement, checked without booting it: the agent and
 # worker units pass `systemd-analyze verify` and carry the directives that
-# take their network, capabilities and file system away; the nftables
+# take their network, capabilities and file system away; /run/airlock is
+# root's, the agent's socket in a directory of its own; the nftables
 # ruleset lets only nginx's user out; the image build script knows its
 # options.  The image itself is built and booted by `make image-test`
 # (tests/image/boot.sh), which is too slow for this suite.
@@ -107,6 +108,37 @@ for my $n (sort keys %units) {
                     @caps;
     ok(!@forbidden, "worker: none of the forbidden capabilities")
         or diag("@forbidden");
+}
+
+# /run/airlock (tmpfiles.d): whoever may write the directory of the
+# proxy's socket may unlink it and bind their own in its place, and the
+# agent's unit binds /run/airlock writable.  So it is root's alone, and
+# the agent's own socket lives in a directory of its own, the one nginx
+# publishes.
+{
+    my %dir;
+    for (split /\n/, slurp("$top/conf/airlock.tmpfiles")) {
+        my ($type, $path, $mode, $user, $group) = split ' ';
+        next unless defined $type && $type =~ /^[dD]$/;
+        $dir{$path} = { mode => oct($mode), user => $user, group => $group };
+    }
+    my $ra = $dir{'/run/airlock'};
+    ok($ra && $ra->{user} eq 'root' && !($ra->{mode} & 022),
+       '/run/airlock: only root may remove or replace the proxy\'s socket '
+       . ($ra ? sprintf('(%04o %s %s)', $ra->{mode}, $ra->{user},
+                        $ra->{group}) : '(missing)'));
+    my $d = directives(slurp($units{agent}));
+    my ($listen) = ($d->{ExecStart}[0] // '') =~ /--listen\s+(\S+)/;
+    my ($gateway) = ($d->{ExecStart}[0] // '') =~ /--gateway\s+(\S+)/;
+    (my $ldir = $listen // '') =~ s{/[^/]+$}{};
+    (my $gdir = $gateway // '') =~ s{/[^/]+$}{};
+    isnt($ldir, $gdir, "the agent's socket ($listen) is not in the "
+         . "directory of the proxy's ($gateway)");
+    is($dir{$ldir} && $dir{$ldir}{user}, $d->{User}[0],
+       "its directory $ldir is the agent's own (tmpfiles.d)");
+    my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
+    like($ngx, qr{proxy_pass http://unix:\Q$listen\E:/;},
+         'the image\'s nginx publishes that socket at /api/');
 }
 
 # nftables: output dropped by default, only www-data's sockets let out

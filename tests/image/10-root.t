@@ -151,7 +151,10 @@ is($rc, 0, 'systemd-tmpfiles --create airlock.conf') or diag($out);
                       . 'cp "$f" /run/credentials/nginx.service/'
                       . 'airlock_${f##*/}; done');
 is($rc, 0, 'first boot: key pair, placeholder credentials') or diag($out);
-ok(-d "$root/run/airlock", '/run/airlock made by the package\'s tmpfiles.d');
+($rc, $out) = in_root('stat -c "%a %U %G" /run/airlock /run/airlock/agent');
+is($out, "755 root root\n755 airlock-agent airlock-agent\n",
+   '/run/airlock (root\'s) and /run/airlock/agent (the agent\'s socket) '
+   . 'made by the package\'s tmpfiles.d');
 ($rc, $out) = in_root('stat -c "%a %U %G" /var/log/airlock');
 is($out, "2755 root airlock-log\n",
    '/var/log/airlock set-group-ID airlock-log: alertd reads the journal');
