@@ -8,7 +8,8 @@
  * Jobs come from a stream read with a consumer group (XREADGROUP).  On
  * start a worker first finishes the entries still pending for its own
  * consumer name; entries left idle past the visibility timeout by another
- * consumer are taken over with XAUTOCLAIM; an entry delivered more than
+ * consumer are taken over with XAUTOCLAIM (a running job's entry is kept
+ * fresh by a heartbeat child); an entry delivered more than
  * max_deliveries times goes to the dead-letter stream with its last
  * error.  Every job gets exactly one result: SET result:<job_id> NX EX,
  * PUBLISH response:<job_id> with the stored value, then XACK and XDEL in
@@ -22,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +48,7 @@ typedef struct {
 
 static void aw_on_signal(int sig);
 static void aw_sleep_ms(long ms);
+static redisContext *aw_redis_open(const aw_conf_t *conf);
 static int aw_connect(aw_worker_t *w);
 static void aw_disconnect(aw_worker_t *w);
 static int aw_group_create(aw_worker_t *w);
@@ -59,6 +63,10 @@ static int aw_entry_from(redisReply *entry, char *id, size_t idlen,
     char **job, size_t *joblen);
 static long aw_deliveries(aw_worker_t *w, const char *id);
 static void aw_ack_delete(aw_worker_t *w, const char *id);
+static pid_t aw_heartbeat_start(aw_worker_t *w, const char *id);
+static void aw_heartbeat(const aw_conf_t *conf, const char *id,
+    pid_t parent);
+static void aw_heartbeat_stop(pid_t pid);
 static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
     size_t len);
 static void aw_finish(aw_worker_t *w, const char *id, const char *job_id,
@@ -90,11 +98,47 @@ aw_sleep_ms(long ms)
 }
 
 
+/* A connection, or NULL with the reason logged. */
+
+static redisContext *
+aw_redis_open(const aw_conf_t *conf)
+{
+    redisContext    *c;
+    struct timeval   tv;
+
+    tv.tv_sec = 2;
+    tv.tv_usec = 0;
+
+    if (conf->redis_unix != NULL) {
+        c = redisConnectUnixWithTimeout(conf->redis_unix, tv);
+
+    } else {
+        c = redisConnectWithTimeout(conf->redis_host, conf->redis_port, tv);
+    }
+
+    if (c == NULL || c->err) {
+        aw_log("error", "redis %s:%d: %s", conf->redis_unix
+               ? conf->redis_unix : conf->redis_host, conf->redis_port,
+               c ? c->errstr : "out of memory");
+        if (c != NULL) {
+            redisFree(c);
+        }
+        return NULL;
+    }
+
+    /* a blocked read returns within block_ms; anything slower is dead */
+    tv.tv_sec = (conf->block_ms + 10000) / 1000;
+    tv.tv_usec = 0;
+    redisSetTimeout(c, tv);
+
+    return c;
+}
+
+
 static int
 aw_connect(aw_worker_t *w)
 {
-    aw_conf_t       *conf;
-    struct timeval   tv;
+    aw_conf_t  *conf;
 
     conf = w->conf;
 
@@ -102,29 +146,10 @@ aw_connect(aw_worker_t *w)
         return 0;
     }
 
-    tv.tv_sec = 2;
-    tv.tv_usec = 0;
-
-    if (conf->redis_unix != NULL) {
-        w->redis = redisConnectUnixWithTimeout(conf->redis_unix, tv);
-
-    } else {
-        w->redis = redisConnectWithTimeout(conf->redis_host,
-                                           conf->redis_port, tv);
-    }
-
-    if (w->redis == NULL || w->redis->err) {
-        aw_log("error", "redis %s:%d: %s", conf->redis_unix
-               ? conf->redis_unix : conf->redis_host, conf->redis_port,
-               w->redis ? w->redis->errstr : "out of memory");
-        aw_disconnect(w);
+    w->redis = aw_redis_open(conf);
+    if (w->redis == NULL) {
         return -1;
     }
-
-    /* a blocked read returns within block_ms; anything slower is dead */
-    tv.tv_sec = (conf->block_ms + 10000) / 1000;
-    tv.tv_usec = 0;
-    redisSetTimeout(w->redis, tv);
 
     if (aw_group_create(w) != 0) {
         aw_disconnect(w);
@@ -546,6 +571,128 @@ aw_ack_delete(aw_worker_t *w, const char *id)
 }
 
 
+/*
+ * While a job runs, its entry's idle time is kept low, or another
+ * worker's XAUTOCLAIM would take a live job after visibility_timeout_ms
+ * and run it a second time (its POST inputs too).  A child process does
+ * it, on a connection of its own: the worker itself is busy fetching or
+ * watching the sandbox's limits, and must not wait on Redis for them.
+ * The child dies with the worker (PR_SET_PDEATHSIG), so a dead worker's
+ * entry goes idle and is taken over as before.  -1 when it cannot be
+ * started: the job runs all the same, unprotected, as it used to.
+ */
+
+static pid_t
+aw_heartbeat_start(aw_worker_t *w, const char *id)
+{
+    pid_t  pid, parent;
+
+    parent = getpid();
+
+    pid = fork();
+    if (pid == -1) {
+        aw_log("warn", "entry %s: no heartbeat (fork: %s); a job longer "
+               "than %ld ms may be taken over", id, strerror(errno),
+               w->conf->visibility_ms);
+        return -1;
+    }
+
+    if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) {
+            _exit(0);
+        }
+        aw_heartbeat(w->conf, id, parent);
+        _exit(0);
+    }
+
+    return pid;
+}
+
+
+/*
+ * Every third of the visibility timeout: if the entry is still pending
+ * for this consumer, XCLAIM it to this consumer with min-idle-time 0 and
+ * JUSTID, which resets its idle time and not its delivery count.  The
+ * check and the claim are one script, so an entry another worker has
+ * taken over (this one lost Redis too long) is never taken back.
+ */
+
+static void
+aw_heartbeat(const aw_conf_t *conf, const char *id, pid_t parent)
+{
+    long           interval;
+    redisContext  *c;
+    redisReply    *r;
+    static const char  script[] =
+        "local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], "
+        "ARGV[2], 1) "
+        "if p[1] == nil or p[1][2] ~= ARGV[3] then return 0 end "
+        "redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], "
+        "'JUSTID') "
+        "return 1";
+    const char  *argv[] = { "EVAL", script, "1", conf->stream, conf->group,
+                            id, conf->consumer };
+
+    interval = conf->visibility_ms / 3;
+    c = NULL;
+
+    for ( ;; ) {
+        aw_sleep_ms(interval);
+
+        if (getppid() != parent) {
+            break;
+        }
+
+        if (c == NULL) {
+            c = aw_redis_open(conf);
+            if (c == NULL) {
+                continue;
+            }
+        }
+
+        r = redisCommandArgv(c, 7, argv, NULL);
+        if (r == NULL) {
+            redisFree(c);
+            c = NULL;
+            continue;
+        }
+
+        if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+            aw_log("warn", "entry %s is no longer pending for %s (taken "
+                   "over after an outage?); the job runs on, its result "
+                   "is kept only if it is the first", id, conf->consumer);
+            freeReplyObject(r);
+            break;
+        }
+
+        if (r->type == REDIS_REPLY_ERROR) {
+            aw_log("error", "redis heartbeat of entry %s: %s", id, r->str);
+        }
+
+        freeReplyObject(r);
+    }
+
+    if (c != NULL) {
+        redisFree(c);
+    }
+}
+
+
+static void
+aw_heartbeat_stop(pid_t pid)
+{
+    if (pid <= 0) {
+        return;
+    }
+
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) { }
+}
+
+
 /* Store (only if absent), publish what is stored, acknowledge, delete. */
 
 static void
@@ -658,6 +805,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
     char         *json, *data, key[128];
     long          deliveries, t0;
+    pid_t         hb;
     size_t        data_len;
     aw_job_t      job;
     aw_conf_t    *conf;
@@ -738,6 +886,8 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
     aw_log("info", "job %s (entry %s, delivery %ld): %zu input(s)",
            job.job_id, id, deliveries, job.ninputs);
 
+    hb = aw_heartbeat_start(w, id);
+
     data = aw_fetch(conf, &job, &data_len, &res);
     res.timing.fetch = aw_now_ms() - t0;
 
@@ -745,6 +895,8 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
         aw_sandbox_run(conf, &job, data, data_len, &res);
         free(data);
     }
+
+    aw_heartbeat_stop(hb);
 
 done:
 
