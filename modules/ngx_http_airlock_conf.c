@@ -244,6 +244,14 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
         return NGX_CONF_OK;
     }
 
+    if (pcf->body_source.data != NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_set_body\": the "
+                      "upstream would get another body than the one the "
+                      "policy checked", where);
+        return NGX_CONF_ERROR;
+    }
+
     if (pcf->headers_source != NULL) {
         kv = pcf->headers_source->elts;
 

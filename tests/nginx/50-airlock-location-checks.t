@@ -5,7 +5,8 @@
 # sets a credential header with proxy_set_header, forwards anywhere but
 # $airlock_upstream$airlock_uri, enables realip, lets an upstream steer
 # nginx with X-Accel-* headers, or lets a response reach the disk
-# (proxy_max_temp_file_size other than 0, proxy_cache, proxy_store).  The
+# (proxy_max_temp_file_size other than 0, proxy_cache, proxy_store), or
+# sends another body (proxy_set_body).  The
 # standard location body, conf/airlock-location.conf, passes.
 
 use strict;
@@ -101,6 +102,8 @@ my @refused = (
     [ 'proxy_max_temp_file_size 1m',
       "$pass\n$ignore\nproxy_max_temp_file_size 1m;",
       qr/airlock location "\/x\/" has "proxy_max_temp_file_size 1048576"/ ],
+    [ 'proxy_set_body', "%%AIRLOCK_LOCATION%%\nproxy_set_body x;",
+      qr/airlock location "\/x\/" has "proxy_set_body"/ ],
     [ 'proxy_store', "%%AIRLOCK_LOCATION%%\nproxy_store on;",
       qr/airlock location "\/x\/" has "proxy_store"/ ],
     [ 'proxy_cache', "%%AIRLOCK_LOCATION%%\nproxy_cache c;",
