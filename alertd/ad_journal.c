@@ -15,12 +15,24 @@
  *     default): the old inode is read to its end first, then we switch.
  *     The old file is read a little longer (AD_ROTATE_GRACE) for the
  *     lines a worker writes before it reopens its log.
- *   - the file is shorter than our offset (copytruncate): read from 0.
  *
- * The saved position is (inode, offset).  If the name holds another inode
- * at startup, the journal was rotated while we were stopped: the old inode
- * is looked for in the same directory (journal.1), finished, and then the
- * new file is read from its start.
+ * An inode and an offset do not tell that a file is the one we read: a
+ * copytruncate keeps the inode, and the file may have grown back past
+ * our offset before we look; a deleted file's inode is given to the next
+ * new file.  So each file keeps the last AD_PRINT_MAX bytes before its
+ * offset, its tail, and every read starts that many bytes early and
+ * compares them.  When they differ, or the file is shorter than the
+ * offset, the file was truncated (or rewritten): a copy that holds our
+ * tail at our offset (copytruncate's journal.1) is looked for beside it
+ * and finished first, then the file is read from 0.
+ *
+ * The saved position is (inode, offset, SHA-256 of the tail).  At startup
+ * the file under the name is used if its bytes before the offset match;
+ * otherwise the file that does (journal.1 after a rename or a
+ * copytruncate while we were stopped) is looked for in the same
+ * directory and finished, and the file under the name is then read from
+ * its start.  A state file without a fingerprint is trusted on the
+ * inode, as before.
  */
 
 #include <dirent.h>
@@ -31,6 +43,8 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "alertd.h"
 
@@ -45,10 +59,18 @@ static int ad_jfile_open(ad_journal_t *j, ad_jfile_t *f, const char *path);
 static void ad_jfile_close(ad_journal_t *j, ad_jfile_t *f);
 static int ad_jfile_read(ad_journal_t *j, ad_jfile_t *f,
     ad_line_pt handler, void *data);
+static int ad_jfile_resume(ad_journal_t *j, ad_jfile_t *f,
+    const ad_fpos_t *fp);
+static void ad_jfile_keep(ad_jfile_t *f, const char *buf, int64_t start);
+static int ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f,
+    ad_line_pt handler, void *data, int64_t size);
+static void ad_jfile_fpos(const ad_jfile_t *f, ad_fpos_t *fp);
+static ssize_t ad_pread_all(int fd, char *buf, size_t len, int64_t off);
+static int ad_print_at(ad_journal_t *j, int fd, const ad_fpos_t *fp);
 static int ad_journal_check(ad_journal_t *j, ad_line_pt handler,
     void *data);
-static int ad_journal_find(ad_journal_t *j, uint64_t ino, char *path,
-    size_t size);
+static int ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp,
+    uint64_t skip, char *path, size_t size);
 
 
 static void
@@ -198,46 +220,127 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         return -1;
     }
 
-    if (!saved->valid || saved->ino == 0) {
+    if (!saved->cur.valid || saved->cur.ino == 0) {
         return 0;
     }
 
-    if (j->cur.fd != -1 && j->cur.ino == saved->ino) {
-        j->cur.off = saved->off;
+    if (j->cur.fd != -1 && ad_jfile_resume(j, &j->cur, &saved->cur) == 0) {
         return 0;
     }
 
-    if (ad_journal_find(j, saved->ino, found, sizeof(found)) == 0) {
-        ad_log(AD_LOG_INFO, "the journal was rotated while alertd was "
-               "stopped: finishing %s from offset %lld first", found,
-               (long long) saved->off);
+    /*
+     * With a fingerprint, the file under the name was just ruled out and
+     * any other file holding our bytes at our offset is ours: the rotated
+     * file, or a copytruncate's copy.  Without one, only the inode tells.
+     */
 
+    if (ad_journal_find(j, &saved->cur,
+                        saved->cur.plen > 0 ? j->cur.ino : 0, found,
+                        sizeof(found)) == 0)
+    {
         ad_jfile_close(j, &j->cur);
 
-        if (ad_jfile_open(j, &j->cur, found) == 0) {
-            j->cur.off = saved->off;
+        if (ad_jfile_open(j, &j->cur, found) == 0
+            && ad_jfile_resume(j, &j->cur, &saved->cur) == 0)
+        {
+            ad_log(AD_LOG_INFO, "the journal was %s while alertd was "
+                   "stopped: finishing %s from offset %lld first",
+                   j->cur.ino == saved->cur.ino ? "rotated"
+                   : "truncated and this copy of it kept", found,
+                   (long long) saved->cur.off);
+
             j->check = 1;
             return 0;
         }
 
+        ad_jfile_close(j, &j->cur);
         (void) ad_jfile_open(j, &j->cur, j->path);
+    }
+
+    if (j->cur.fd != -1 && j->cur.ino == saved->cur.ino) {
+        ad_log(AD_LOG_WARN, "journal %s was truncated or rewritten while "
+               "alertd was stopped (its bytes before offset %lld are not "
+               "the ones read) and no copy of it was found in %s: reading "
+               "it from the start; lines written to the old contents "
+               "after offset %lld were not read", j->path,
+               (long long) saved->cur.off, j->dir,
+               (long long) saved->cur.off);
+        return 0;
     }
 
     ad_log(AD_LOG_WARN, "the journal file alertd was reading (inode %llu) "
            "is gone from %s; lines written to it after offset %lld were "
-           "not read", (unsigned long long) saved->ino, j->dir,
-           (long long) saved->off);
+           "not read", (unsigned long long) saved->cur.ino, j->dir,
+           (long long) saved->cur.off);
 
     return 0;
 }
 
 
-/* looks for a regular file with the inode ino beside the journal */
+/*
+ * Takes up f at the saved position fp if f holds the bytes fp was left
+ * after; a position without a fingerprint (an older state file) is
+ * trusted on the inode.  The tail is read back either way.
+ */
 
 static int
-ad_journal_find(ad_journal_t *j, uint64_t ino, char *path, size_t size)
+ad_jfile_resume(ad_journal_t *j, ad_jfile_t *f, const ad_fpos_t *fp)
 {
+    size_t         tlen;
+    ssize_t        n;
+    unsigned char  h[AD_PRINT_HASH];
+
+    if (fp->plen == 0 && f->ino != fp->ino) {
+        return -1;
+    }
+
+    tlen = fp->off < AD_PRINT_MAX ? (size_t) fp->off : AD_PRINT_MAX;
+    if (tlen < fp->plen) {
+        tlen = fp->plen;
+    }
+
+    n = ad_pread_all(f->fd, j->buf, tlen, fp->off - (int64_t) tlen);
+
+    if (fp->plen > 0) {
+        if (n != (ssize_t) tlen) {
+            return -1;
+        }
+
+        (void) crypto_hash_sha256(h, (unsigned char *) j->buf + tlen
+                                     - fp->plen, fp->plen);
+
+        if (sodium_memcmp(h, fp->print, AD_PRINT_HASH) != 0) {
+            return -1;
+        }
+    }
+
+    f->off = fp->off;
+    f->skipping = 0;
+    f->tlen = 0;
+
+    if (n == (ssize_t) tlen) {
+        ad_jfile_keep(f, j->buf, fp->off - (int64_t) tlen);
+    }
+
+    /* else: an old position in a shorter file; the read says truncated */
+
+    return 0;
+}
+
+
+/*
+ * Looks beside the journal for a regular file that holds fp's bytes at
+ * fp's offset, or without a fingerprint for fp's inode.  The inode wins
+ * a tie (a rotated file before a copy of it), then the longest file.
+ */
+
+static int
+ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp, uint64_t skip,
+    char *path, size_t size)
+{
+    int             fd, ino, best_ino;
     DIR            *d;
+    off_t           best;
     struct stat     st;
     struct dirent  *de;
 
@@ -245,6 +348,9 @@ ad_journal_find(ad_journal_t *j, uint64_t ino, char *path, size_t size)
     if (d == NULL) {
         return -1;
     }
+
+    best = -1;
+    best_ino = 0;
 
     for ( ;; ) {
         de = readdir(d);
@@ -254,20 +360,101 @@ ad_journal_find(ad_journal_t *j, uint64_t ino, char *path, size_t size)
 
         /* d_ino is not st_ino on every file system: stat them all */
 
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
-            && S_ISREG(st.st_mode) && (uint64_t) st.st_ino == ino
-            && (size_t) snprintf(path, size, "%s/%s",
-                                 strcmp(j->dir, "/") == 0 ? "" : j->dir,
-                                 de->d_name) < size)
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0
+            || !S_ISREG(st.st_mode) || (uint64_t) st.st_ino == skip
+            || st.st_size < fp->off)
         {
-            (void) closedir(d);
-            return 0;
+            continue;
+        }
+
+        ino = ((uint64_t) st.st_ino == fp->ino);
+
+        if (fp->plen == 0) {
+            if (!ino) {
+                continue;
+            }
+
+        } else {
+            if (best_ino && !ino) {
+                continue;
+            }
+
+            fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC
+                                              | O_NOFOLLOW | O_NONBLOCK);
+            if (fd == -1) {
+                continue;
+            }
+
+            if (ad_print_at(j, fd, fp) != 0) {
+                (void) close(fd);
+                continue;
+            }
+
+            (void) close(fd);
+        }
+
+        if ((ino && !best_ino) || st.st_size > best) {
+            if ((size_t) snprintf(path, size, "%s/%s",
+                                  strcmp(j->dir, "/") == 0 ? "" : j->dir,
+                                  de->d_name) < size)
+            {
+                best = st.st_size;
+                best_ino = ino;
+            }
         }
     }
 
     (void) closedir(d);
 
-    return -1;
+    return best == -1 ? -1 : 0;
+}
+
+
+/* returns 0 if fd holds fp's fingerprinted bytes before fp's offset */
+
+static int
+ad_print_at(ad_journal_t *j, int fd, const ad_fpos_t *fp)
+{
+    unsigned char  h[AD_PRINT_HASH];
+
+    if (ad_pread_all(fd, j->buf, fp->plen, fp->off - (int64_t) fp->plen)
+        != (ssize_t) fp->plen)
+    {
+        return -1;
+    }
+
+    (void) crypto_hash_sha256(h, (unsigned char *) j->buf, fp->plen);
+
+    return sodium_memcmp(h, fp->print, AD_PRINT_HASH) == 0 ? 0 : -1;
+}
+
+
+static ssize_t
+ad_pread_all(int fd, char *buf, size_t len, int64_t off)
+{
+    size_t   got;
+    ssize_t  n;
+
+    got = 0;
+
+    while (got < len) {
+        n = pread(fd, buf + got, len - got, (off_t) (off + (int64_t) got));
+
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+
+        if (n == 0) {
+            break;
+        }
+
+        got += (size_t) n;
+    }
+
+    return (ssize_t) got;
 }
 
 
@@ -335,7 +522,9 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
             return -1;
         }
 
-        if (j->ifd == -1 || ad_mono_ms() >= j->old_until) {
+        if (j->old.fd != -1
+            && (j->ifd == -1 || ad_mono_ms() >= j->old_until))
+        {
             if (fstat(j->old.fd, &st) == 0 && st.st_size > j->old.off) {
                 ad_log(AD_LOG_WARN, "the rotated journal (inode %llu) "
                        "ends with an incomplete line of %lld bytes; "
@@ -421,41 +610,64 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
 }
 
 
+/*
+ * Each pread() starts at the tail, the bytes before our offset, and the
+ * same read tells whether they are still there: one system call, so a
+ * truncation cannot fall between the check and the read.
+ */
+
 static int
 ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
     void *data)
 {
-    size_t        len;
+    size_t        len, tlen;
     ssize_t       n;
-    const char   *p, *end, *nl;
+    int64_t       start, size;
+    const char   *p, *data_start, *end, *nl;
     struct stat   st;
 
-    if (fstat(f->fd, &st) == 0 && st.st_size < f->off) {
-        ad_log(AD_LOG_WARN, "journal %s was truncated (%lld bytes, we were "
-               "at %lld): reading it from the start", j->path,
-               (long long) st.st_size, (long long) f->off);
-        f->off = 0;
-        f->skipping = 0;
-    }
-
     for ( ;; ) {
-        n = pread(f->fd, j->buf, sizeof(j->buf), f->off);
+        tlen = f->tlen;
+        start = f->off - (int64_t) tlen;
+
+        n = ad_pread_all(f->fd, j->buf, tlen + AD_READ_MAX, start);
 
         if (n == -1) {
-            if (errno == EINTR) {
-                continue;
-            }
-
             ad_log(AD_LOG_ERR, "reading journal %s at offset %lld: %s",
                    j->path, (long long) f->off, strerror(errno));
             return 0;
         }
 
-        if (n == 0) {
-            return 0;
+        /*
+         * Without a tail (a position from an older state file) only a
+         * file shorter than the offset tells.
+         */
+
+        size = -1;
+
+        if ((size_t) n < tlen) {
+            size = start + n;
+
+        } else if (tlen == 0 && n == 0 && f->off > 0
+                   && fstat(f->fd, &st) == 0 && st.st_size < f->off)
+        {
+            size = st.st_size;
         }
 
-        p = j->buf;
+        if (size != -1 || memcmp(j->buf, f->tail, tlen) != 0) {
+            if (ad_jfile_replaced(j, f, handler, data, size) != 0) {
+                return -1;
+            }
+
+            if (f->fd == -1) {
+                return 0;
+            }
+
+            continue;
+        }
+
+        data_start = j->buf + tlen;
+        p = data_start;
         end = j->buf + n;
 
         for ( ;; ) {
@@ -473,6 +685,7 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
                        AD_READ_MAX, (long long) (f->off + (int64_t) len));
 
             } else if (handler(data, p, len, f->off) != 0) {
+                ad_jfile_keep(f, j->buf, start);
                 return -1;
             }
 
@@ -480,14 +693,17 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
             p = nl + 1;
         }
 
-        if (p == j->buf && (size_t) n == sizeof(j->buf)) {
+        if (p == data_start && end - data_start == AD_READ_MAX) {
             /* no line end in a full buffer: too long to be a line */
             f->skipping = 1;
-            f->off += n;
+            f->off += AD_READ_MAX;
+            ad_jfile_keep(f, j->buf, start);
             continue;
         }
 
-        if ((size_t) n < sizeof(j->buf)) {
+        ad_jfile_keep(f, j->buf, start);
+
+        if (end - data_start < AD_READ_MAX) {
             /* at the end; what is left is an incomplete line */
             return 0;
         }
@@ -495,17 +711,138 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
 }
 
 
+/* the tail after a read: buf holds the file from offset start on */
+
+static void
+ad_jfile_keep(ad_jfile_t *f, const char *buf, int64_t start)
+{
+    size_t  have;
+
+    have = (size_t) (f->off - start);
+    f->tlen = have < AD_PRINT_MAX ? have : AD_PRINT_MAX;
+
+    memcpy(f->tail, buf + have - f->tlen, f->tlen);
+}
+
+
+/*
+ * The bytes before our offset are gone: the file was truncated, and may
+ * have grown again since (size -1: it did, or was rewritten).  Lines
+ * between our offset and the truncation are only in a copy, if anyone
+ * made one (copytruncate): a file beside it with our tail at our offset
+ * is read to its end first.  Lines written between the copy and the
+ * truncation are in neither file; that is copytruncate's own gap.
+ */
+
+static int
+ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
+    void *data, int64_t size)
+{
+    char       what[64];
+    char       found[sizeof(j->dir) + sizeof(j->base) + 1];
+    ad_fpos_t  fp;
+
+    if (size >= 0) {
+        (void) snprintf(what, sizeof(what), "%lld bytes",
+                        (long long) size);
+    } else {
+        (void) snprintf(what, sizeof(what), "then rewritten");
+    }
+
+    if (f != &j->cur) {
+        /*
+         * A rotated file is not written from the start again; what is
+         * in it now is not the journal (logrotate copied over it).
+         */
+
+        ad_log(AD_LOG_WARN, "the rotated journal (inode %llu) was "
+               "truncated (%s, we were at %lld): no longer read",
+               (unsigned long long) f->ino, what, (long long) f->off);
+
+        ad_jfile_close(j, f);
+
+        return 0;
+    }
+
+    ad_jfile_fpos(f, &fp);
+
+    if (fp.plen > 0
+        && ad_journal_find(j, &fp, f->ino, found, sizeof(found)) == 0)
+    {
+        ad_log(AD_LOG_WARN, "journal %s was truncated (%s, we were at "
+               "%lld): finishing its copy %s from offset %lld, then "
+               "reading it from the start", j->path, what,
+               (long long) f->off, found, (long long) f->off);
+
+        if (j->old.fd != -1) {
+            if (ad_jfile_read(j, &j->old, handler, data) != 0) {
+                return -1;
+            }
+
+            ad_jfile_close(j, &j->old);
+        }
+
+        f->off = 0;
+        f->tlen = 0;
+        f->skipping = 0;
+
+        /* a copy is not written to: no grace */
+
+        if (ad_jfile_open(j, &j->old, found) == 0) {
+            if (ad_jfile_resume(j, &j->old, &fp) == 0) {
+                j->old_until = ad_mono_ms();
+                return ad_jfile_read(j, &j->old, handler, data);
+            }
+
+            ad_jfile_close(j, &j->old);
+        }
+
+        ad_log(AD_LOG_WARN, "journal %s: the copy %s changed before it "
+               "could be read; lines after offset %lld were not read",
+               j->path, found, (long long) fp.off);
+
+        return 0;
+    }
+
+    ad_log(AD_LOG_WARN, "journal %s was truncated (%s, we were at %lld): "
+           "reading it from the start; lines written after offset %lld "
+           "before the truncation were not read, no copy holds them",
+           j->path, what, (long long) f->off, (long long) f->off);
+
+    f->off = 0;
+    f->tlen = 0;
+    f->skipping = 0;
+
+    return 0;
+}
+
+
+static void
+ad_jfile_fpos(const ad_jfile_t *f, ad_fpos_t *fp)
+{
+    memset(fp, 0, sizeof(ad_fpos_t));
+
+    if (f->fd == -1) {
+        return;
+    }
+
+    fp->dev = f->dev;
+    fp->ino = f->ino;
+    fp->off = f->off;
+    fp->plen = f->tlen;
+    fp->valid = 1;
+
+    if (f->tlen > 0) {
+        (void) crypto_hash_sha256(fp->print, (const unsigned char *) f->tail,
+                                  f->tlen);
+    }
+}
+
+
 void
 ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
 {
-    memset(pos, 0, sizeof(ad_pos_t));
-
-    if (j->cur.fd != -1) {
-        pos->dev = j->cur.dev;
-        pos->ino = j->cur.ino;
-        pos->off = j->cur.off;
-        pos->valid = 1;
-    }
+    ad_jfile_fpos(&j->cur, &pos->cur);
 }
 
 

@@ -2,8 +2,9 @@
  * The state directory.
  *
  *   STATE/lock      flock()ed while a daemon runs: one alertd per state
- *   STATE/offset    the journal position (device, inode, offset) and the
- *                   open groups, one JSON object
+ *   STATE/offset    the journal position (device, inode, offset and a
+ *                   fingerprint of the bytes before it) and the open
+ *                   groups, one JSON object
  *   STATE/outbox/   one file per pending (alert, sink), see ad_outbox.c
  *
  * Files are replaced atomically: written to ".tmp-NAME", fsync()ed,
@@ -22,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "alertd.h"
 
 
@@ -29,6 +32,8 @@
 
 
 static int ad_write_all(int fd, const char *data, size_t len);
+static json_t *ad_print_to_json(const ad_fpos_t *fp);
+static int ad_print_from_json(const json_t *o, ad_fpos_t *fp);
 
 
 int
@@ -231,7 +236,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     int            version;
     char          *buf;
     size_t         len;
-    json_t        *o, *groups;
+    json_t        *o, *groups, *print;
     json_int_t     dev, ino, off;
     const char    *path;
     json_error_t   jerr;
@@ -279,16 +284,30 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
         goto bad;
     }
 
+    /*
+     * "print" came later: a state file without it is still good, its
+     * position is then trusted on the inode alone.
+     */
+
+    pos->cur.off = off;
+
+    print = json_object_get(o, "print");
+    if (print != NULL && ad_print_from_json(print, &pos->cur) != 0) {
+        (void) snprintf(why, sizeof(why), "\"print\" is not a journal "
+                        "fingerprint for offset %lld", (long long) off);
+        goto bad;
+    }
+
     if (strcmp(path, journal) != 0) {
         ad_log(AD_LOG_WARN, "the saved position is for the journal %s, "
                "not %s: reading %s from its start", path, journal,
                journal);
+        memset(pos, 0, sizeof(ad_pos_t));
 
     } else {
-        pos->dev = (uint64_t) dev;
-        pos->ino = (uint64_t) ino;
-        pos->off = off;
-        pos->valid = 1;
+        pos->cur.dev = (uint64_t) dev;
+        pos->cur.ino = (uint64_t) ino;
+        pos->cur.valid = 1;
     }
 
     json_decref(o);
@@ -299,6 +318,7 @@ bad:
 
     json_decref(o);
     gs->n = 0;
+    memset(pos, 0, sizeof(ad_pos_t));
     (void) snprintf(err, errsize, "%s/offset is not a valid state file "
                     "(%s); move it away to start over: the journal is then "
                     "read from its start and alerts sent before are sent "
@@ -324,9 +344,19 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
 
     o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:o}",
                   "version", AD_STATE_VERSION, "journal", journal,
-                  "dev", (json_int_t) pos->dev, "ino", (json_int_t) pos->ino,
-                  "offset", (json_int_t) pos->off, "groups", groups);
+                  "dev", (json_int_t) pos->cur.dev,
+                  "ino", (json_int_t) pos->cur.ino,
+                  "offset", (json_int_t) pos->cur.off, "groups", groups);
     if (o == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    if (pos->cur.plen > 0
+        && json_object_set_new(o, "print", ad_print_to_json(&pos->cur))
+           != 0)
+    {
+        json_decref(o);
         errno = ENOMEM;
         return -1;
     }
@@ -348,3 +378,42 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
 
     return 0;
 }
+
+
+/* {"len":4096,"sha256":"<64 hex digits>"} */
+
+static json_t *
+ad_print_to_json(const ad_fpos_t *fp)
+{
+    char  hex[AD_PRINT_HASH * 2 + 1];
+
+    (void) sodium_bin2hex(hex, sizeof(hex), fp->print, AD_PRINT_HASH);
+
+    return json_pack("{s:I, s:s}", "len", (json_int_t) fp->plen,
+                     "sha256", hex);
+}
+
+
+static int
+ad_print_from_json(const json_t *o, ad_fpos_t *fp)
+{
+    size_t       n;
+    json_int_t   len;
+    const char  *hex;
+
+    if (json_unpack((json_t *) o, "{s:I, s:s}", "len", &len,
+                    "sha256", &hex) != 0
+        || len < 1 || len > AD_PRINT_MAX || len > fp->off
+        || strlen(hex) != AD_PRINT_HASH * 2
+        || sodium_hex2bin(fp->print, AD_PRINT_HASH, hex, AD_PRINT_HASH * 2,
+                          NULL, &n, NULL) != 0
+        || n != AD_PRINT_HASH)
+    {
+        return -1;
+    }
+
+    fp->plen = (size_t) len;
+
+    return 0;
+}
+

@@ -525,7 +525,7 @@ ad_init(ad_ctx_t *ctx)
 
     ad_log(AD_LOG_INFO, "started %s: journal %s at offset %lld, state %s, "
            "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s",
-           AL_VERSION, ctx->journal_path, (long long) pos.off,
+           AL_VERSION, ctx->journal_path, (long long) pos.cur.off,
            ctx->state_path, ctx->outbox.n, ctx->groups.n,
            (long long) (ctx->repeat_ms / 1000));
 

@@ -51,6 +51,9 @@
 #define AD_ROTATE_GRACE        5000     /* ms a rotated journal is still
                                            read for late lines */
 #define AD_TICK                1000     /* ms between journal checks */
+#define AD_PRINT_MAX           4096     /* journal bytes before the
+                                           position that identify it */
+#define AD_PRINT_HASH          32       /* SHA-256 of those bytes */
 
 
 /* logging and time (ad_log.c) */
@@ -158,11 +161,26 @@ void ad_group_free(ad_groups_t *gs);
 
 /* the state directory (ad_state.c) */
 
+/*
+ * Where one journal file was left.  The inode says which file it was
+ * only while the file exists: a copytruncate keeps the inode and a
+ * deleted file's inode is used again.  The fingerprint, a hash of the
+ * plen bytes just before off, says that the bytes we read are still
+ * there.
+ */
+
 typedef struct {
     uint64_t         dev;
     uint64_t         ino;
     int64_t          off;
+    size_t           plen;                  /* 0: no fingerprint (off 0,
+                                               or an older state file) */
+    unsigned char    print[AD_PRINT_HASH];
     unsigned         valid:1;
+} ad_fpos_t;
+
+typedef struct {
+    ad_fpos_t        cur;                   /* the file under the name */
 } ad_pos_t;
 
 typedef struct {
@@ -195,6 +213,8 @@ typedef struct {
     int64_t          off;                   /* first unconsumed byte */
     int              wd;
     unsigned         skipping:1;            /* inside an over-long line */
+    size_t           tlen;                  /* min(off, AD_PRINT_MAX) */
+    char             tail[AD_PRINT_MAX];    /* the bytes before off */
 } ad_jfile_t;
 
 typedef struct {
@@ -210,7 +230,8 @@ typedef struct {
     int              open_errno;            /* last open() failure */
     unsigned         check:1;               /* the name may point to a
                                                new file */
-    char             buf[AD_READ_MAX];
+    char             buf[AD_PRINT_MAX + AD_READ_MAX];   /* the tail,
+                                               then what follows it */
 } ad_journal_t;
 
 /* returns 0, or -1 to stop reading (the line is read again later) */
