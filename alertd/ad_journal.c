@@ -26,7 +26,8 @@
  * tail at our offset (copytruncate's journal.1) is looked for beside it
  * and finished first, then the file is read from 0.
  *
- * The saved position is (inode, offset, SHA-256 of the tail).  At startup
+ * The saved position is (inode, offset, SHA-256 of the tail), for the
+ * current file and, during its grace, for the rotated one.  At startup
  * the file under the name is used if its bytes before the offset match;
  * otherwise the file that does (journal.1 after a rename or a
  * copytruncate while we were stopped) is looked for in the same
@@ -71,6 +72,7 @@ static int ad_journal_check(ad_journal_t *j, ad_line_pt handler,
     void *data);
 static int ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp,
     uint64_t skip, char *path, size_t size);
+static int ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp);
 
 
 static void
@@ -220,6 +222,10 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         return -1;
     }
 
+    if (saved->old.valid && saved->old.ino != 0) {
+        (void) ad_journal_resume_old(j, &saved->old);
+    }
+
     if (!saved->cur.valid || saved->cur.ino == 0) {
         return 0;
     }
@@ -274,6 +280,39 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
            (long long) saved->cur.off);
 
     return 0;
+}
+
+
+/*
+ * A rotated file was still read for late lines when alertd stopped: it
+ * gets its grace again, from where it was left.
+ */
+
+static int
+ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp)
+{
+    char  found[sizeof(j->dir) + sizeof(j->base) + 1];
+
+    if (ad_journal_find(j, fp, 0, found, sizeof(found)) == 0
+        && ad_jfile_open(j, &j->old, found) == 0)
+    {
+        if (ad_jfile_resume(j, &j->old, fp) == 0) {
+            ad_log(AD_LOG_INFO, "reading the rotated journal %s from "
+                   "offset %lld for late lines again", found,
+                   (long long) fp->off);
+            j->old_until = ad_mono_ms() + AD_ROTATE_GRACE;
+            return 0;
+        }
+
+        ad_jfile_close(j, &j->old);
+    }
+
+    ad_log(AD_LOG_WARN, "the rotated journal file alertd was still reading "
+           "(inode %llu) is gone from %s or was changed; lines written to "
+           "it after offset %lld were not read",
+           (unsigned long long) fp->ino, j->dir, (long long) fp->off);
+
+    return -1;
 }
 
 
@@ -580,15 +619,24 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
     }
 
     if (j->cur.fd != -1) {
-        /* finish the old inode before anything in the new one */
+        /*
+         * Finish the old inodes before anything in the new one: the one
+         * still in its grace if this is a second rotation within it
+         * (its late lines are older), then the one we were reading.
+         */
+
+        if (j->old.fd != -1) {
+            if (ad_jfile_read(j, &j->old, handler, data) != 0) {
+                ad_jfile_close(j, &f);
+                return -1;
+            }
+
+            ad_jfile_close(j, &j->old);
+        }
 
         if (ad_jfile_read(j, &j->cur, handler, data) != 0) {
             ad_jfile_close(j, &f);
             return -1;
-        }
-
-        if (j->old.fd != -1) {
-            ad_jfile_close(j, &j->old);
         }
 
         ad_log(AD_LOG_INFO, "journal %s was rotated: read the old file "
@@ -843,6 +891,7 @@ void
 ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
 {
     ad_jfile_fpos(&j->cur, &pos->cur);
+    ad_jfile_fpos(&j->old, &pos->old);
 }
 
 

@@ -3,8 +3,9 @@
  *
  *   STATE/lock      flock()ed while a daemon runs: one alertd per state
  *   STATE/offset    the journal position (device, inode, offset and a
- *                   fingerprint of the bytes before it) and the open
- *                   groups, one JSON object
+ *                   fingerprint of the bytes before it; the same for a
+ *                   rotated file still read) and the open groups, one
+ *                   JSON object
  *   STATE/outbox/   one file per pending (alert, sink), see ad_outbox.c
  *
  * Files are replaced atomically: written to ".tmp-NAME", fsync()ed,
@@ -34,6 +35,7 @@
 static int ad_write_all(int fd, const char *data, size_t len);
 static json_t *ad_print_to_json(const ad_fpos_t *fp);
 static int ad_print_from_json(const json_t *o, ad_fpos_t *fp);
+static int ad_rotated_from_json(const json_t *o, ad_fpos_t *fp);
 
 
 int
@@ -236,7 +238,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     int            version;
     char          *buf;
     size_t         len;
-    json_t        *o, *groups, *print;
+    json_t        *o, *groups, *print, *rotated;
     json_int_t     dev, ino, off;
     const char    *path;
     json_error_t   jerr;
@@ -285,8 +287,8 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     }
 
     /*
-     * "print" came later: a state file without it is still good, its
-     * position is then trusted on the inode alone.
+     * "print" and "rotated" came later: a state file without them is
+     * still good, its position is then trusted on the inode alone.
      */
 
     pos->cur.off = off;
@@ -295,6 +297,13 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     if (print != NULL && ad_print_from_json(print, &pos->cur) != 0) {
         (void) snprintf(why, sizeof(why), "\"print\" is not a journal "
                         "fingerprint for offset %lld", (long long) off);
+        goto bad;
+    }
+
+    rotated = json_object_get(o, "rotated");
+    if (rotated != NULL && ad_rotated_from_json(rotated, &pos->old) != 0) {
+        (void) snprintf(why, sizeof(why), "\"rotated\" is not a journal "
+                        "position");
         goto bad;
     }
 
@@ -334,7 +343,7 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
 {
     int      rc;
     char    *s;
-    json_t  *o, *groups;
+    json_t  *o, *groups, *r;
 
     groups = ad_group_to_json(gs);
     if (groups == NULL) {
@@ -359,6 +368,24 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
         json_decref(o);
         errno = ENOMEM;
         return -1;
+    }
+
+    if (pos->old.valid) {
+        r = json_pack("{s:I, s:I, s:I}",
+                      "dev", (json_int_t) pos->old.dev,
+                      "ino", (json_int_t) pos->old.ino,
+                      "offset", (json_int_t) pos->old.off);
+
+        if (r == NULL
+            || (pos->old.plen > 0
+                && json_object_set_new(r, "print",
+                                       ad_print_to_json(&pos->old)) != 0)
+            || json_object_set_new(o, "rotated", r) != 0)
+        {
+            json_decref(o);
+            errno = ENOMEM;
+            return -1;
+        }
     }
 
     s = json_dumps(o, JSON_COMPACT);
@@ -417,3 +444,30 @@ ad_print_from_json(const json_t *o, ad_fpos_t *fp)
     return 0;
 }
 
+
+static int
+ad_rotated_from_json(const json_t *o, ad_fpos_t *fp)
+{
+    json_t      *print;
+    json_int_t   dev, ino, off;
+
+    if (json_unpack((json_t *) o, "{s:I, s:I, s:I}", "dev", &dev,
+                    "ino", &ino, "offset", &off) != 0
+        || off < 0)
+    {
+        return -1;
+    }
+
+    fp->dev = (uint64_t) dev;
+    fp->ino = (uint64_t) ino;
+    fp->off = off;
+
+    print = json_object_get(o, "print");
+    if (print != NULL && ad_print_from_json(print, fp) != 0) {
+        return -1;
+    }
+
+    fp->valid = 1;
+
+    return 0;
+}

@@ -181,6 +181,8 @@ typedef struct {
 
 typedef struct {
     ad_fpos_t        cur;                   /* the file under the name */
+    ad_fpos_t        old;                   /* a rotated file still read
+                                               for late lines */
 } ad_pos_t;
 
 typedef struct {
