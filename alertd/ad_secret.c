@@ -12,13 +12,10 @@
  * $CREDENTIALS_DIRECTORY/ID.
  */
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "alertd.h"
 
@@ -90,79 +87,29 @@ ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
 }
 
 
+/*
+ * The library's reader, so that a file: secret is held to the same checks
+ * here as in nginx and airlockctl check: a regular file, no symbolic link,
+ * no FIFO to hang on, reachable by its owner only (systemd's credentials
+ * are 0400), bounded, one trailing newline dropped.
+ */
+
 static int
 ad_secret_read(const char *path, unsigned char **out, size_t *outlen,
     char *err, size_t errsize)
 {
-    int             fd;
-    size_t          len;
-    ssize_t         n;
-    unsigned char  *buf;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd == -1) {
-        (void) snprintf(err, errsize, "cannot open %s: %s", path,
-                        strerror(errno));
+    if (al_secret_read_file(path, AD_SECRET_MAX, out, outlen, err, errsize)
+        != 0)
+    {
         return -1;
     }
 
-    buf = al_secure_alloc(AD_SECRET_MAX + 1);
-    if (buf == NULL) {
-        close(fd);
-        (void) snprintf(err, errsize, "out of memory");
-        return -1;
-    }
-
-    len = 0;
-
-    while (len <= AD_SECRET_MAX) {
-        n = read(fd, buf + len, AD_SECRET_MAX + 1 - len);
-
-        if (n == -1 && errno == EINTR) {
-            continue;
-        }
-
-        if (n == -1) {
-            (void) snprintf(err, errsize, "cannot read %s: %s", path,
-                            strerror(errno));
-            close(fd);
-            al_secure_free(buf);
-            return -1;
-        }
-
-        if (n == 0) {
-            break;
-        }
-
-        len += (size_t) n;
-    }
-
-    close(fd);
-
-    if (len > AD_SECRET_MAX) {
-        (void) snprintf(err, errsize, "%s is larger than %d bytes", path,
-                        AD_SECRET_MAX);
-        al_secure_free(buf);
-        return -1;
-    }
-
-    /* the one trailing newline an editor or echo adds */
-    if (len > 0 && buf[len - 1] == '\n') {
-        len--;
-        if (len > 0 && buf[len - 1] == '\r') {
-            len--;
-        }
-    }
-
-    if (len == 0) {
+    if (*outlen == 0) {
         (void) snprintf(err, errsize, "%s is empty", path);
-        al_secure_free(buf);
+        al_secure_free(*out);
+        *out = NULL;
         return -1;
     }
-
-    buf[len] = '\0';
-    *out = buf;
-    *outlen = len;
 
     return 0;
 }

@@ -12,6 +12,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use AlertdTest;
+use POSIX ();
 use Test::More;
 
 my $t = AlertdTest->new;
@@ -66,11 +67,40 @@ is($rc, 2, 'the sink\'s own secret missing: exit 2');
 like($err, qr/policy\.yaml:\d+: secret "hook": cannot open \S*hook\.secret/,
      'says which secret, where, and why');
 rename "$d/hook.secret.moved", $hook or die "rename: $!";
+
+# the library's checks on a file: secret (airlockctl check, nginx):
+# reachable by its owner only, a regular file, no symbolic link
+chmod 0644, $hook or die "chmod: $!";
+($rc, $err) = $t->run_alertd(@args);
+is($rc, 2, 'the sink\'s secret readable by group and others: exit 2');
+like($err, qr/secret\ "hook":\ \S*hook\.secret\ can\ be\ reached\ by\ group
+              \ or\ others\ \(mode\ 0644\);\ chmod\ 600\ it/x,
+     'says so, as airlockctl check does');
+chmod 0600, $hook or die "chmod: $!";
+
+symlink $hook, "$d/hook.link" or die "symlink: $!";
+policy("$d/hook.link", $r->{url});
+($rc, $err) = $t->run_alertd(@args);
+is($rc, 2, 'a symbolic link as the secret: exit 2');
+like($err, qr/secret "hook": \S*hook\.link is a symbolic link/,
+     'says so');
+
+POSIX::mkfifo("$d/hook.fifo", 0600) or die "mkfifo: $!";
+policy("$d/hook.fifo", $r->{url});
+($rc, $err) = $t->run_alertd(@args);
+is($rc, 2, 'a FIFO as the secret: exit 2, at once');
+like($err, qr/secret\ "hook":\ \S*hook\.fifo\ is\ not\ a\ regular\ file
+              \ \(a\ FIFO\)/x,
+     'says so');
+
+policy($hook, $r->{url});
 $t->stop($pid, 'TERM');
 
 # systemd credentials: the policy names nginx's copy, alertd reads its own
 mkdir "$d/creds" or die "mkdir: $!";
+# systemd hands a credential over as a file only the unit can read
 $t->write_file("$d/creds/airlock_hook", "secrets-test-0123456789abcdef\n");
+chmod 0400, "$d/creds/airlock_hook" or die "chmod: $!";
 policy('/run/credentials/nginx.service/airlock_hook', $r->{url});
 
 {
@@ -102,6 +132,7 @@ is_deeply([sort grep { $_ ne 'airlock.key' } @units], [$cred_id],
           'and no other secret of the policy');
 
 $t->write_file("$d/creds/$cred_id", "example-hmac-0123456789abcdef\n");
+chmod 0400, "$d/creds/$cred_id" or die "chmod: $!";
 ($rc, $err) = do {
     local $ENV{CREDENTIALS_DIRECTORY} = "$d/creds";
     $t->run_alertd('--once', '--policy', $example, '--keyring', $t->keyring,
