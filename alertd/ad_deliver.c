@@ -141,6 +141,11 @@ ad_sinks_from_policy(const al_policy_t *p, const al_keyring_t *kr,
         ad_sink_key(s->kind, s->url, s->key);
         ad_url_label(s->label, sizeof(s->label), s->url);
 
+        /*
+         * The policy loader refuses the same sink twice; this keeps two
+         * sinks from ever sharing outbox files should their keys meet.
+         */
+
         for (k = 0; k < i; k++) {
             if (strcmp(v[k].key, s->key) == 0) {
                 (void) snprintf(err, errsize, "%s: alerts.sinks lists the "

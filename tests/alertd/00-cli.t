@@ -84,7 +84,8 @@ unlike($t->read_file("$d/run.err"), qr/not\*base64/,
 $t->secret('hook', 'cli-test-secret-0123456789abcdef');
 $t->policy({ webhook => 'http://127.0.0.1:9/hook', secret => 'hook' },
            { webhook => 'http://127.0.0.1:9/hook', secret => 'hook' });
-config_error([@base], qr/lists the webhook \S+ twice/, 'a sink twice');
+config_error([@base], qr/policy\.yaml:\d+:\d+: alerts\.sinks lists this webhook url already/,
+             'a sink twice (the policy loader refuses it, as nginx -t does)');
 
 $t->policy({ webhook => 'http://127.0.0.1:9/hook', secret => 'hook' });
 config_error([@base[0 .. 3], '--journal', "$d/no/such/dir/j", @base[6, 7]],
