@@ -7,12 +7,14 @@
  * never left to a runtime's defaults.
  *
  *   gvisor  `runsc run` on the bundle: read-only root (the dedicated
- *           rootfs), code and data bind-mounted read-only, /scratch a
- *           bounded tmpfs, uid/gid 10001, no capabilities,
- *           noNewPrivileges, PATH only, --network=none.
+ *           rootfs), code and data bind-mounted read-only, /scratch,
+ *           /tmp and /dev/shm tmpfs of scratch_mb each (nothing else
+ *           writable), uid/gid 10001, no capabilities, noNewPrivileges,
+ *           PATH only, --network=none.
  *   bwrap   bubblewrap started as uid 10001 in the job's cgroup, with
- *           the same mounts, every namespace unshared (no network), no
- *           further user namespaces, no capabilities.
+ *           the same mounts (its /dev read-only), every namespace
+ *           unshared (no network), no further user namespaces, no
+ *           capabilities.
  *
  * Whatever happens, the sandbox is deleted, the cgroup removed and the
  * files wiped afterwards; a worker that starts removes what a crashed
@@ -120,6 +122,12 @@ static const struct {
 
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
 
+
+/* the only places a script can write, each a tmpfs of scratch_mb */
+static const char *const  aw_writable[] = { "/scratch", "/tmp",
+                                            "/dev/shm" };
+
+#define AW_NWRITABLE  (sizeof(aw_writable) / sizeof(aw_writable[0]))
 
 /* what a runtime is started with: nothing of the worker's environment */
 static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
@@ -614,11 +622,19 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
                   "type", "bind", "source", path, "options", "rbind", "ro",
                   "nosuid", "nodev", "noexec"));
 
+    /*
+     * Every writable place is a tmpfs of scratch_mb.  /tmp and /dev/shm
+     * are named here because gVisor mounts an unbounded tmpfs of its own
+     * at a /tmp the bundle leaves out, and Python's tempfile and
+     * multiprocessing expect both to be writable.
+     */
     snprintf(opt, sizeof(opt), "size=%ldm", conf->scratch_mb);
-    m = json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "destination", "/scratch",
-                  "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
-                  "nodev", "mode=1777", opt);
-    json_array_append_new(mounts, m);
+    for (i = 0; i < (int) AW_NWRITABLE; i++) {
+        m = json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "destination",
+                      aw_writable[i], "type", "tmpfs", "source", "tmpfs",
+                      "options", "nosuid", "nodev", "mode=1777", opt);
+        json_array_append_new(mounts, m);
+    }
     json_object_set_new(spec, "mounts", mounts);
 
     linux = json_object();
@@ -802,6 +818,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * The environment bwrap itself gets matters as much as the one it
      * sets: its own processes are visible inside (/proc/<pid>/environ).
      * --as-pid-1 leaves none of them in the sandbox's pid namespace.
+     * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
+     * is remounted read-only once the bounded /dev/shm is on it.
      */
     execle(conf->bwrap, "bwrap",
           "--unshare-all", "--unshare-user", "--disable-userns",
@@ -812,7 +830,10 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
           "--ro-bind", code, "/app/code",
           "--ro-bind", data, "/app/data",
           "--size", size, "--perms", "1777", "--tmpfs", "/scratch",
+          "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
           "--proc", "/proc", "--dev", "/dev",
+          "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm",
+          "--remount-ro", "/dev",
           "--hostname", "sandbox",
           "--cap-drop", "ALL", "--clearenv",
           "--setenv", "PATH", "/usr/bin:/bin",

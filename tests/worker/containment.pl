@@ -21,7 +21,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(cpus => 1);
 
-plan tests => 58;
+plan tests => 61;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my $dir = $t->testdir;
@@ -75,6 +75,7 @@ attempt("write_code", lambda: write("/app/code/script.py", "a"))
 attempt("new_code", lambda: write("/app/code/other.py"))
 attempt("write_data", lambda: write("/app/data/data.json", "a"))
 attempt("write_scratch", lambda: write("/scratch/ok"))
+attempt("write_dev", lambda: write("/dev/evil"))
 
 for name, path in (("keyring", "KEYRING"), ("policy", "POLICY"),
                    ("testdir", "TESTDIR"), ("secret_file", "SECRET_FILE"),
@@ -196,6 +197,7 @@ refused('write_code', 'script not writable');
 refused('new_code', 'no new file beside the script');
 refused('write_data', 'data.json not writable');
 is($p->{write_scratch}, 'succeeded', '/scratch writable');
+refused('write_dev', '/dev not writable (bwrap made it a tmpfs of ours)');
 
 ok(!$p->{exists_keyring}, 'the keyring is not visible');
 ok(!$p->{exists_policy}, 'the policy is not visible');
@@ -323,20 +325,35 @@ ok($r->{status} eq 'ok' && length($r->{stdout}) == 1000
    && $r->{stdout_truncated} && $r->{stderr} eq 'z' x 10
    && $r->{stderr_truncated}, 'huge output truncated to the bounds, flagged');
 
-$r = $w->run_job(job_id => 'scratch', script => <<'PY');
-n = 0
-try:
-    with open("/scratch/fill", "wb") as f:
-        while True:
-            f.write(b"s" * (1 << 20))
-            f.flush()
-            n += 1
-except OSError as e:
-    print(n, e.errno)
+# every place a script can write is a tmpfs bounded at scratch_mb: a
+# runtime's own /tmp (gVisor mounts one where the bundle has none) or a
+# /dev/shm on bwrap's /dev would take all the memory limit allows
+$r = $w->run_job(job_id => 'scratch', limits => { memory_mb => 256 },
+                 script => <<'PY');
+import os
+for d in ("/scratch", "/tmp", "/dev/shm"):
+    n = 0
+    try:
+        with open(d + "/fill", "wb") as f:
+            while True:
+                f.write(b"s" * (1 << 20))
+                f.flush()
+                n += 1
+    except OSError as e:
+        print(d, n, e.errno, flush=True)
+    try:
+        os.unlink(d + "/fill")
+    except OSError:
+        pass
 PY
-my ($mb, $errno) = split ' ', $r->{stdout} // '';
-ok($r->{status} eq 'ok' && defined $mb && $mb <= 64 && $errno == 28,
-   "/scratch bounded at 64 MiB (ENOSPC after $mb MiB)") or diag explain $r;
+my %fill = map { my ($d, @v) = split ' '; ($d => \@v) }
+           split /\n/, $r->{stdout} // '';
+for my $d (qw(/scratch /tmp /dev/shm)) {
+    my ($mb, $errno) = @{$fill{$d} // []};
+    ok(defined $mb && $mb >= 32 && $mb <= 64 && $errno == 28,
+       "$d writable, bounded at 64 MiB (ENOSPC after " . ($mb // '?')
+       . " MiB)") or diag explain $r;
+}
 
 $r = $w->run_job(job_id => 'exit3', script => "import sys\nsys.exit(3)\n");
 ok($r->{status} eq 'error' && $r->{exit_code} == 3
