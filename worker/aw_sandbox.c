@@ -17,8 +17,9 @@
  *           capabilities.
  *
  * Whatever happens, the sandbox is deleted, the cgroup removed and the
- * files wiped afterwards; a worker that starts removes what a crashed
- * worker left (directories whose owner pid is gone).
+ * files wiped afterwards.  A sandbox dies with its worker (the runtime's
+ * parent-death signal); a worker that starts removes the rest of what a
+ * crashed worker left (directories whose owner pid is gone).
  */
 
 #include <dirent.h>
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <linux/audit.h>
@@ -82,7 +84,8 @@ static int aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job,
 static int aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box);
 static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, int out, int err);
+    const aw_box_t *box, pid_t worker, int out, int err);
+static void aw_die_with_worker(pid_t worker);
 static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
@@ -726,11 +729,31 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
 }
 
 
+/*
+ * In the child, just before the exec: the runtime gets SIGKILL when the
+ * worker dies.  Only the worker enforces wall_ms, so a runtime that
+ * outlived it would run its sandbox on, unwatched, until a worker
+ * started again on the workdir.  `runsc run` takes its sandbox and gofer
+ * with it (it starts them attached, with their own parent-death
+ * signal); bwrap's --die-with-parent does the same inside.  Set after
+ * any change of credentials, which clears it; a worker that died before
+ * this ends the child here.
+ */
+
+static void
+aw_die_with_worker(pid_t worker)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != worker) {
+        _exit(125);
+    }
+}
+
+
 /* In the child: become the runtime.  Never returns. */
 
 static void
 aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, int out, int err)
+    const aw_box_t *box, pid_t worker, int out, int err)
 {
     int            fd;
     char           root[2304], code[2304], data[2304], size[32], uid[32];
@@ -761,6 +784,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         /* nothing of the worker's (the Redis connection) goes along */
         close_range(3, ~0U, 0);
 
+        aw_die_with_worker(worker);
         execle(conf->runsc, "runsc", runsc_root, platform, "--network=none",
                "--oci-seccomp", "run", root, box->slot, (char *) NULL,
                aw_runtime_env);
@@ -821,6 +845,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
      * is remounted read-only once the bounded /dev/shm is on it.
      */
+    aw_die_with_worker(worker);
     execle(conf->bwrap, "bwrap",
           "--unshare-all", "--unshare-user", "--disable-userns",
           "--as-pid-1",
@@ -980,7 +1005,7 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     int            cpu_out;
     char           err[AW_ERRLEN];
     long           t0, t1, deadline, left, ooms, pids_max;
-    pid_t          pid, r;
+    pid_t          pid, r, worker;
     aw_box_t       box;
     aw_stream_t    s[2];
     struct pollfd  pfd[2];
@@ -1026,9 +1051,10 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     t1 = aw_now_ms();
     res->timing.prepare = t1 - t0;
 
+    worker = getpid();
     pid = fork();
     if (pid == 0) {
-        aw_runtime_exec(conf, job, &box, op[1], ep[1]);
+        aw_runtime_exec(conf, job, &box, worker, op[1], ep[1]);
     }
 
     close(op[1]);

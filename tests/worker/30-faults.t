@@ -1,10 +1,11 @@
 #!/usr/bin/perl
 
-# airlock-worker under faults: a worker SIGKILLed mid-job (its own pending
-# entry resumed on restart; another consumer's taken over with XAUTOCLAIM
-# after the visibility timeout), redis-server restarted while jobs run,
-# a job that keeps killing its workers ending in the dead-letter stream,
-# and what a dead worker left on the host removed by the next one.
+# airlock-worker under faults: a worker SIGKILLed mid-job (its sandbox
+# gone with it; its own pending entry resumed on restart; another
+# consumer's taken over with XAUTOCLAIM after the visibility timeout),
+# redis-server restarted while jobs run, a job that keeps killing its
+# workers ending in the dead-letter stream, and what a dead worker left
+# on the host removed by the next one.
 
 use strict;
 use warnings;
@@ -23,7 +24,7 @@ my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
 $w->start_proxy;
 $w->start_redis;
 
-plan tests => 25;
+plan tests => 29;
 
 my $r;
 
@@ -50,6 +51,16 @@ sub wait_running {
     return 0;
 }
 
+# processes of a worker's jobs: in their cgroups, or runsc's for them
+sub job_procs {
+    my ($pid) = @_;
+    return grep {
+        (Airlock::Worker::_slurp("$_/cgroup") // '')
+            =~ m{/airlock-test-$$/aw-$pid-\d}
+        || (Airlock::Worker::_slurp("$_/cmdline") // '') =~ /\baw-$pid-\d/
+    } glob('/proc/[0-9]*');
+}
+
 sub count_results {
     my ($id) = @_;
     my @l = grep { /job \Q$id\E: / } split /\n/, $w->all_worker_logs;
@@ -73,6 +84,36 @@ like($w->worker_log($b), qr/resuming own pending entry/,
 like($w->worker_log($b), qr/removing aw-$a-\d+, left by worker $a/,
      'and removed what the dead worker left');
 is(pending(), 0, 'k1 acknowledged');
+$w->kill_worker('TERM', $b);
+
+# ---- SIGKILL mid-job: the sandbox dies with its worker ---------------------
+
+# no one else would end it before its wall time: the next worker to start
+# on this workdir may be minutes away
+$a = $w->start_worker(consumer => 'c1');
+$w->add_job(job_id => 'orphan', script => "import time\ntime.sleep(30)\n",
+            limits => { wall_ms => 2000 });
+ok(wait_running($a), 'orphan running in worker 1');
+for (1 .. 400) {
+    last if job_procs($a);
+    sleep 0.025;
+}
+sleep 0.5;
+ok(scalar job_procs($a), 'its sandbox has processes');
+$w->kill_worker('KILL', $a);
+my @left;
+for (1 .. 120) {
+    @left = job_procs($a);
+    last unless @left;
+    sleep 0.025;
+}
+is(join(' ', map { Airlock::Worker::_slurp("$_/cmdline") =~ s/\0/ /gr }
+             @left), '',
+   'no process of the sandbox 3 s after its worker was SIGKILLed');
+$b = $w->start_worker(consumer => 'c1');
+$r = $w->wait_result('orphan', 60);
+ok($r && $r->{status} eq 'timeout', 'the next worker runs it again: '
+   . ($r && $r->{status})) or diag explain $r;
 $w->kill_worker('TERM', $b);
 
 # ---- SIGKILL mid-job, another consumer takes over --------------------------
