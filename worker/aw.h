@@ -21,6 +21,9 @@
 #define AW_ERRLEN        512
 #define AW_ID_MAX        64
 
+/* aw_json_bytes(): a NUL becomes U+FFFD too (text for the agent) */
+#define AW_JSON_NO_NUL   1
+
 
 typedef enum {
     AW_BACKEND_GVISOR = 0,
@@ -151,7 +154,7 @@ int aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     size_t len, aw_job_t *job, char *code, size_t codelen, char *err,
     size_t errlen);
 void aw_job_free(aw_job_t *job);
-json_t *aw_json_bytes(const char *s, size_t len);
+json_t *aw_json_bytes(const char *s, size_t len, unsigned flags);
 const char *aw_status_name(aw_status_e st);
 char *aw_result_json(const aw_conf_t *conf, const char *job_id,
     const char *session_id, const aw_result_t *res);

@@ -4,6 +4,9 @@
  * user, so the proxy identifies it by peer uid as the policy's worker
  * client; the worker itself holds no credential.  The child writes one
  * JSON document to a pipe: {"data": {...}} or {"error": {code, message}}.
+ * A body reaches the script as it came, NUL bytes included (a raw one in
+ * a text body, "\u0000" in a JSON one): both sides of the pipe, and the
+ * script's json.load, read JSON with NULs in strings.
  */
 
 #include <errno.h>
@@ -135,7 +138,7 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 
     body = b.len ? json_loadb(b.buf, b.len, JSON_REJECT_DUPLICATES
-                              | JSON_DECODE_ANY, NULL)
+                              | JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)
                  : NULL;
 
     if (status == 403) {
@@ -156,7 +159,7 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
     }
 
     if (body == NULL) {
-        body = aw_json_bytes(b.buf ? b.buf : "", b.len);
+        body = aw_json_bytes(b.buf ? b.buf : "", b.len, 0);
     }
 
     out = json_object();
@@ -230,7 +233,7 @@ fail:
     json_decref(data);
     e = json_object();
     json_object_set_new(e, "code", json_string(code));
-    json_object_set_new(e, "message", aw_json_bytes(msg, strlen(msg)));
+    json_object_set_new(e, "message", aw_json_bytes(msg, strlen(msg), 0));
     json_object_set_new(doc, "error", e);
 
 write:
@@ -257,13 +260,14 @@ char *
 aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     aw_result_t *res)
 {
-    int            fds[2], st;
+    int            fds[2], st, late, over;
     char          *buf, *nb, *out;
     pid_t          pid;
     size_t         cap, n, max;
     ssize_t        r;
     long           deadline, left;
     json_t        *doc, *data, *e;
+    json_error_t   je;
     struct pollfd  pfd;
 
     if (job->ninputs == 0) {
@@ -307,10 +311,14 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     n = 0;
     buf = NULL;
     out = NULL;
+    late = 0;
+    over = 0;
+    st = 0;
 
     for ( ;; ) {
         left = deadline - aw_now_ms();
         if (left <= 0) {
+            late = 1;
             break;
         }
 
@@ -326,6 +334,7 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
 
         if (n + 65536 > cap) {
             if (cap >= max) {
+                over = 1;
                 break;
             }
 
@@ -353,13 +362,35 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     kill(pid, SIGKILL);
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
 
-    doc = buf ? json_loadb(buf, n, 0, NULL) : NULL;
+    /* bodies may hold NULs (the child keeps them): see the top */
+    doc = (buf != NULL && !late && !over)
+          ? json_loadb(buf, n, JSON_ALLOW_NUL, &je) : NULL;
     free(buf);
 
     if (doc == NULL) {
-        aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
-                       "the fetch did not finish within %ld ms per input",
-                       conf->fetch_timeout_ms);
+        if (late) {
+            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                           "the fetch did not finish within %ld ms per "
+                           "input", conf->fetch_timeout_ms);
+
+        } else if (over) {
+            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                           "the fetch process wrote more than %zu bytes",
+                           max);
+
+        } else if (n == 0) {
+            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                           "the fetch process ended without an answer "
+                           "(%s %d)", WIFSIGNALED(st) ? "signal"
+                                                      : "exit code",
+                           WIFSIGNALED(st) ? WTERMSIG(st)
+                                           : WEXITSTATUS(st));
+
+        } else {
+            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                           "the fetch process's answer is not JSON: %s",
+                           je.text);
+        }
         return NULL;
     }
 

@@ -570,10 +570,15 @@ aw_status_name(aw_status_e st)
 }
 
 
-/* Bytes from a script as a JSON string: invalid UTF-8 becomes U+FFFD. */
+/*
+ * Bytes as a JSON string: invalid UTF-8 becomes U+FFFD.  With
+ * AW_JSON_NO_NUL a NUL does too: a result's "\u0000" would cost the
+ * agent the whole result (it parses without JSON_ALLOW_NUL, as readers
+ * of C strings must) and the LLM gateway refuses it in a request.
+ */
 
 json_t *
-aw_json_bytes(const char *s, size_t len)
+aw_json_bytes(const char *s, size_t len, unsigned flags)
 {
     char                 *out;
     size_t                i, n, k, need;
@@ -590,7 +595,7 @@ aw_json_bytes(const char *s, size_t len)
     i = 0;
 
     while (i < len) {
-        if (p[i] < 0x80) {
+        if (p[i] < 0x80 && (p[i] != '\0' || !(flags & AW_JSON_NO_NUL))) {
             out[n++] = (char) p[i++];
             continue;
         }
@@ -652,9 +657,11 @@ aw_result_json(const aw_conf_t *conf, const char *job_id,
     json_object_set_new(r, "exit_code", res->ran
                         ? json_integer(res->exit_code) : json_null());
     json_object_set_new(r, "stdout", aw_json_bytes(res->out ? res->out : "",
-                                                   res->out_len));
+                                                   res->out_len,
+                                                   AW_JSON_NO_NUL));
     json_object_set_new(r, "stderr", aw_json_bytes(res->err ? res->err : "",
-                                                   res->err_len));
+                                                   res->err_len,
+                                                   AW_JSON_NO_NUL));
     json_object_set_new(r, "stdout_truncated", json_boolean(res->out_trunc));
     json_object_set_new(r, "stderr_truncated", json_boolean(res->err_trunc));
 
@@ -663,7 +670,8 @@ aw_result_json(const aw_conf_t *conf, const char *job_id,
         json_object_set_new(e, "code", json_string(res->code[0]
                                                    ? res->code : "error"));
         json_object_set_new(e, "message", aw_json_bytes(res->message,
-                                                  strlen(res->message)));
+                                                  strlen(res->message),
+                                                  AW_JSON_NO_NUL));
         json_object_set_new(r, "error", e);
     }
 
