@@ -102,6 +102,8 @@ static int al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_str_t *out);
 static int al_cc_header_secret(al_cc_t *cc, const al_ynode_t *node,
     const al_secret_t *sec, unsigned b64, const char *use);
+static int al_cc_leading_zero(al_cc_t *cc, const al_ynode_t *node,
+    const char *what);
 static int al_cc_uint(al_cc_t *cc, const al_ynode_t *node, const char *what,
     uint64_t min, uint64_t max, uint64_t *out);
 static int al_cc_bool(al_cc_t *cc, const al_ynode_t *node, const char *what,
@@ -892,6 +894,24 @@ al_cc_header_secret(al_cc_t *cc, const al_ynode_t *node,
 }
 
 
+/* YAML 1.1 reads 010 as octal 8: neither reading is guessed ("0.5" is) */
+
+static int
+al_cc_leading_zero(al_cc_t *cc, const al_ynode_t *node, const char *what)
+{
+    const char  *s;
+
+    s = node->scalar.data;
+
+    if (node->scalar.len > 1 && s[0] == '0' && s[1] != '.') {
+        return al_cc_error(cc, node, "%s must be written without leading "
+                           "zeros, found \"%s\"", what, s);
+    }
+
+    return 0;
+}
+
+
 static int
 al_cc_uint(al_cc_t *cc, const al_ynode_t *node, const char *what,
     uint64_t min, uint64_t max, uint64_t *out)
@@ -911,10 +931,8 @@ al_cc_uint(al_cc_t *cc, const al_ynode_t *node, const char *what,
         goto invalid;
     }
 
-    if (s[0] == '0' && node->scalar.len > 1) {
-        /* YAML 1.1 reads 010 as octal 8: neither reading is guessed */
-        return al_cc_error(cc, node, "%s must be written without leading "
-                           "zeros, found \"%s\"", what, s);
+    if (al_cc_leading_zero(cc, node, what) != 0) {
+        return -1;
     }
 
     for (i = 0; i < node->scalar.len; i++) {
@@ -3921,6 +3939,10 @@ al_cc_usd(al_cc_t *cc, const al_ynode_t *node, const char *what,
     uint64_t  f;
 
     if (al_cc_type(cc, node, AL_Y_SCALAR, what) != 0) {
+        return -1;
+    }
+
+    if (node->plain && al_cc_leading_zero(cc, node, what) != 0) {
         return -1;
     }
 

@@ -589,6 +589,24 @@ test_policy(void)
                     "    prices: { m1: { input: 1, output: 1 }, "
                     "m2: { input: 1, output: 1 } }\n"
                     "    clients:\n"
+                    "      agent: { usd_per_day: 010 }\n"
+                    POLICY_TAIL,
+                    "policy.yaml:16:29: usd_per_day must be written without "
+                    "leading zeros, found \"010\""),
+           "an amount with a leading zero is refused (octal in YAML 1.1)");
+    tap_ok(error_is(POLICY_HEAD
+                    "    prices: { m1: { input: 007.5, output: 1 }, "
+                    "m2: { input: 0.5, output: 1 } }\n"
+                    "    clients:\n"
+                    "      agent: { usd_per_day: 1 }\n"
+                    POLICY_TAIL,
+                    "policy.yaml:14:28: input must be written without "
+                    "leading zeros, found \"007.5\""),
+           "... a price too (0.5 is fine)");
+    tap_ok(error_is(POLICY_HEAD
+                    "    prices: { m1: { input: 1, output: 1 }, "
+                    "m2: { input: 1, output: 1 } }\n"
+                    "    clients:\n"
                     "      agent: { usd_per_month: 2000000 }\n"
                     POLICY_TAIL,
                     "policy.yaml:16:31: usd_per_month must be between "
