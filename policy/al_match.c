@@ -391,7 +391,7 @@ int
 al_media_type_check(const char *ctype, size_t len, const char *want,
     size_t want_len, int utf8, char *why, size_t whylen)
 {
-    size_t         n, name, name_len, vlen;
+    size_t         n, name, name_len, vlen, escaped;
     char           value[sizeof("utf-8") - 1];
     unsigned char  c;
 
@@ -456,6 +456,7 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
         /* the value, unquoted */
 
         vlen = 0;
+        escaped = 0;
 
         if (n < len && ctype[n] == '"') {
             n++;
@@ -476,6 +477,7 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
                         goto params;
                     }
 
+                    escaped = 1;
                     c = (unsigned char) ctype[n++];
                 }
 
@@ -511,6 +513,7 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
             && strncasecmp(ctype + name, "charset", sizeof("charset") - 1)
                == 0
             && (name_len != sizeof("charset") - 1
+                || escaped          /* "utf\-8": few readers unquote it */
                 || !((vlen == sizeof(value)
                       && strncasecmp(value, "utf-8", sizeof(value)) == 0)
                      || (vlen == sizeof("utf8") - 1

@@ -858,7 +858,8 @@ al_cc_name(al_cc_t *cc, const al_ynode_t *node, const char *what,
 
 
 /*
- * A secret a header carries as it is: printable ASCII and tabs only.  A
+ * A secret a header carries as it is: printable ASCII and tabs only, no
+ * space or tab at either end.  A
  * line break or NUL would end the header; a byte outside ASCII reaches
  * many upstreams as Latin-1 and is echoed back re-encoded (as UTF-8, as
  * \u00XX), a form the scrubber does not search, so the credential would
@@ -888,6 +889,20 @@ al_cc_header_secret(al_cc_t *cc, const al_ynode_t *node,
                                "cannot be used %s as it is (|base64 can "
                                "carry it)", sec->name.data, p[i], use);
         }
+    }
+
+    /*
+     * Upstreams trim the spaces around a header value and echo what is
+     * left, which is not the string the scrubber searches for.
+     */
+
+    if (!b64 && sec->len > 0
+        && (p[0] == ' ' || p[0] == '\t'
+            || p[sec->len - 1] == ' ' || p[sec->len - 1] == '\t'))
+    {
+        return al_cc_error(cc, node, "secret \"%s\" begins or ends with a "
+                           "space or tab and cannot be used %s as it is",
+                           sec->name.data, use);
     }
 
     return 0;

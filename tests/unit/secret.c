@@ -616,6 +616,38 @@ test_secret_files(void)
     tap_diag("error: ", err.msg);
     al_policy_free(p);
 
+    /* upstreams trim a header value's ends, then echo it */
+
+    write_file("sec-space", 0600, "s3cret-token-0123 ");
+
+    snprintf(yaml, sizeof(yaml),
+             "version: 1\n"
+             "clients:\n"
+             "  agent: { unix_uid: 0 }\n"
+             "secrets:\n"
+             "  spaced: { file: %s }\n"
+             "upstreams:\n"
+             "  up: { url: \"http://127.0.0.1:9\" }\n"
+             "routes:\n"
+             "  - name: r\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /r }\n"
+             "    upstream: up\n"
+             "    to: /r\n"
+             "    inject: { X-Token: \"{spaced}\" }\n"
+             "alerts:\n"
+             "  deny: { threshold: 3, window: 60s }\n",
+             tmp("sec-space"));
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    tap_ok(p == NULL && strstr(err.msg, "secret \"spaced\" begins or ends "
+                                        "with a space or tab") != NULL,
+           "loader: a header secret ending in a space is refused (echoed "
+           "trimmed, it would pass the scrubber)");
+    tap_diag("error: ", err.msg);
+    al_policy_free(p);
+
     al_keyring_free(kr);
 }
 
@@ -629,7 +661,7 @@ main(void)
         "wronghdr", "short", "badb64", "twolines", "empty", "nl",
         "lone", "lone.pub", "sec-ok", "sec-ro", "sec-644", "sec-640",
         "sec-big", "sec-link", "sec-fifo", "sec-key", "sec-key.pub",
-        "sec-latin"
+        "sec-latin", "sec-space"
     };
 
     snprintf(dir, sizeof(dir), "/tmp/airlock-secret-XXXXXX");
