@@ -870,7 +870,9 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
  * location puts the fallback's key in with a new rewrite.
  *
  * After the rewrite a hash 0 entry is an injected credential, or a header
- * another module removed since, which goes nowhere either.  The list is
+ * another module removed since, which goes nowhere either.  That holds
+ * whether or not the request is still allowed: a refusal made after the
+ * rewrite leaves the credentials in, and they go here too.  The list is
  * built anew, never compacted in place: its entries are shared with the
  * copies subrequests took, and a subrequest run before the request's own
  * proxy handler (an auth_request, a mirror) must not take the request's
@@ -889,8 +891,8 @@ ngx_http_airlock_drop_credentials(ngx_http_request_t *r)
 
     ctx = ngx_http_airlock_get_ctx(r->main);
 
-    if (ctx == NULL || !ctx->allowed) {
-        /* no credentials were put in */
+    if (ctx == NULL) {
+        /* not a request the module saw: no credentials were put in */
         return NGX_OK;
     }
 

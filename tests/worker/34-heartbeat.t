@@ -27,12 +27,14 @@ $w->start_redis;
 plan tests => 7;
 
 my $dir = $t->testdir;
-my %c = (visibility_timeout_ms => 1500);
+# wide enough that a heartbeat late by two seconds on a loaded machine
+# does not lose the entry
+my %c = (visibility_timeout_ms => 3000);
 
-# a job of 4 s, more than twice the visibility timeout, in worker c1
+# a job of 8 s, more than twice the visibility timeout, in worker c1
 my $a = $w->start_worker(consumer => 'c1', %c, workdir => "$dir/work-a",
                          name => 'a.conf');
-$w->add_job(job_id => 'long1', script => "import time\ntime.sleep(4)\n"
+$w->add_job(job_id => 'long1', script => "import time\ntime.sleep(8)\n"
                                          . "print('done')\n",
     blueprint => { inputs => [ { name => 'note', route => 'annotate',
                                  body => { text => 'open the pr' } } ] });
@@ -46,7 +48,7 @@ my $b = $w->start_worker(consumer => 'c2', %c, workdir => "$dir/work-b",
                          name => 'b.conf');
 my $r = $w->wait_result('long1', 60);
 is($r && $r->{stdout}, "done\n", 'long1: one result');
-sleep 5;        # a second run would end within this
+sleep 5;        # a takeover would be claimed within this
 my @runs = grep { /job long1: / } split /\n/, $w->all_worker_logs;
 is(scalar @runs, 1, 'long1 ran once');
 unlike($w->worker_log($b), qr/claimed entry/, 'c2 took nothing over');
