@@ -51,8 +51,8 @@ static ngx_uint_t ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r);
 static const char *ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status);
 static const char *ngx_http_airlock_llm_fallback_body(
-    ngx_http_request_t *r, const al_llm_t *a, const al_llm_t *b,
-    const al_llm_client_t *lc, al_llm_endpoint_t ep);
+    ngx_http_request_t *r, ngx_http_airlock_llm_ctx_t *ctx,
+    const al_llm_t *a, const al_llm_t *b, const al_llm_client_t *lc);
 static ngx_http_airlock_llm_provider_t *ngx_http_airlock_llm_fallback_of(
     ngx_http_request_t *r, const al_llm_t *llm);
 static ngx_int_t ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
@@ -254,8 +254,7 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     if (b->kind == AL_LLM_OPENAI_COMPATIBLE
         && a->kind != AL_LLM_OPENAI_COMPATIBLE)
     {
-        err = ngx_http_airlock_llm_fallback_body(r, a, b, lc,
-                                                 ctx->endpoint);
+        err = ngx_http_airlock_llm_fallback_body(r, ctx, a, b, lc);
         if (err != NULL) {
             return err;
         }
@@ -291,8 +290,6 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
 }
 
 
-/* the provider struct of an llm entry, prepared at configuration time */
-
 /*
  * An openai-compatible fallback behind another kind.  The body was
  * checked and capped for the first entry, which may have put the output
@@ -304,8 +301,9 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
  */
 
 static const char *
-ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r, const al_llm_t *a,
-    const al_llm_t *b, const al_llm_client_t *lc, al_llm_endpoint_t ep)
+ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_t *a, const al_llm_t *b,
+    const al_llm_client_t *lc)
 {
     u_char                   *p;
     al_reason_t               reason;
@@ -316,7 +314,7 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r, const al_llm_t *a,
         return "the body is not in memory";
     }
 
-    reason = al_llm_request(b, lc, ep, (char *) body.ctype.data,
+    reason = al_llm_request(b, lc, ctx->endpoint, (char *) body.ctype.data,
                             body.ctype.len, body.data, body.len, &req);
 
     if (reason != AL_REASON_NONE) {
@@ -325,6 +323,16 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r, const al_llm_t *a,
                       req.detail);
         al_llm_request_free(&req);
         return "the fallback refuses the body";
+    }
+
+    /*
+     * A usage chunk this check asked for that the client did not is
+     * hidden as the first entry's would be; the reservation stays the
+     * first entry's, whose cap the body carries.
+     */
+
+    if (req.hide_usage) {
+        ctx->hide_usage = 1;
     }
 
     if (req.body != NULL) {
@@ -347,6 +355,8 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r, const al_llm_t *a,
     return NULL;
 }
 
+
+/* the provider struct of an llm entry, prepared at configuration time */
 
 static ngx_http_airlock_llm_provider_t *
 ngx_http_airlock_llm_fallback_of(ngx_http_request_t *r, const al_llm_t *llm)
