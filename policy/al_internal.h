@@ -48,4 +48,19 @@ const char *al_ynode_type_name(const al_ynode_t *node);
 size_t al_edit_distance(const char *a, size_t alen, const char *b,
     size_t blen);
 
+/*
+ * Key case as Go's encoding/json folds it (al_util.c), which Go and
+ * ASP.NET upstreams bind keys by, the last one winning: al_folds_to() is
+ * 1 when key and name are the same but for ASCII case, the Kelvin sign
+ * (U+212A) for k, the long s (U+017F) for s, or the dotted capital I
+ * (U+0130) or dotless i (U+0131) for i.  Each of those is 1 to 3 bytes for
+ * one letter, so key is nlen to 3 * nlen bytes long when it folds to
+ * name.  al_fold_plain() is 1 when folding leaves s as it is (no ASCII
+ * capital, no lead byte of those letters): such a key folds to a lower
+ * case ASCII name only when it is that name.
+ */
+int al_folds_to(const char *key, size_t klen, const char *name,
+    size_t nlen);
+int al_fold_plain(const char *s, size_t len);
+
 #endif /* AL_INTERNAL_H */

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "airlock.h"
+#include "al_internal.h"
 
 
 #define AL_JSON_SHOW_MAX   64
@@ -27,10 +28,6 @@
 
 static int al_json_value(const al_json_rule_t *rule, json_t *v, char *path,
     size_t plen, char *detail, size_t size);
-static int al_json_folds_to(const char *key, size_t klen,
-    const char *name, size_t nlen);
-static size_t al_json_fold(const char *s, size_t len, size_t i,
-    unsigned char *c);
 static int al_json_object(const al_json_rule_t *rule, json_t *obj,
     char *path, size_t plen, char *detail, size_t size);
 static int al_json_syntax(const json_error_t *err, char *detail,
@@ -292,7 +289,7 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
         for (i = 0; i < rule->nmembers; i++) {
             m = &rule->members[i];
 
-            if (al_json_folds_to(key, klen, m->name.data, m->name.len)) {
+            if (al_folds_to(key, klen, m->name.data, m->name.len)) {
                 (void) al_json_show(show, sizeof(show), key, klen);
 
                 return al_json_fail(detail, size, "field \"%s%s%s\" differs "
@@ -304,68 +301,6 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
     }
 
     return 0;
-}
-
-
-/* key and name are the same but for case, as Go's encoding/json folds */
-
-static int
-al_json_folds_to(const char *key, size_t klen, const char *name,
-    size_t nlen)
-{
-    size_t         i, j;
-    unsigned char  a, b;
-
-    i = 0;
-    j = 0;
-
-    while (i < klen && j < nlen) {
-        i = al_json_fold(key, klen, i, &a);
-        j = al_json_fold(name, nlen, j, &b);
-
-        if (a != b) {
-            return 0;
-        }
-    }
-
-    return i == klen && j == nlen;
-}
-
-
-/*
- * The character at s[i] folded: ASCII letters to lower case, and the
- * letters outside ASCII that Go's encoding/json folds to ASCII ones
- * (upper case of lower case): the Kelvin sign (U+212A) to 'k', the long
- * s (U+017F) to 's', the dotted capital I (U+0130) and the dotless i
- * (U+0131) to 'i'; other bytes stand for themselves.  Returns where the
- * next character starts.
- */
-
-static size_t
-al_json_fold(const char *s, size_t len, size_t i, unsigned char *c)
-{
-    const unsigned char  *p;
-
-    p = (const unsigned char *) s + i;
-
-    if (len - i >= 3 && p[0] == 0xe2 && p[1] == 0x84 && p[2] == 0xaa) {
-        *c = 'k';
-        return i + 3;
-    }
-
-    if (len - i >= 2 && p[0] == 0xc5 && p[1] == 0xbf) {
-        *c = 's';
-        return i + 2;
-    }
-
-    if (len - i >= 2 && p[0] == 0xc4 && (p[1] == 0xb0 || p[1] == 0xb1)) {
-        *c = 'i';
-        return i + 2;
-    }
-
-    *c = (p[0] >= 'A' && p[0] <= 'Z') ? (unsigned char) (p[0] | 0x20) : p[0];
-
-    return i + 1;
 }
 
 

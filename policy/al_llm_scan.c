@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "al_internal.h"
 #include "al_llm_internal.h"
 
 
@@ -147,11 +148,20 @@ static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
 static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
     size_t len);
+static const char *al_llm_scan_case(const al_llm_scan_spec_t *spec,
+    unsigned kind, const char *name, size_t len);
+static int al_llm_scan_case_fail(al_llm_sc_t *sc, const al_llm_sstr_t *s,
+    unsigned kind, const char *name) __attribute__((cold));
 static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
     __attribute__((cold));
 
 
-/* the members of the body read by al_llm_request(), by AL_LLM_F_* */
+/*
+ * The members of the body read by al_llm_request(), by AL_LLM_F_*; with
+ * stream_options' and a tool's, the names a key must not be in another
+ * case (al_llm_scan_case()).  All lower case ASCII, at most 25 bytes
+ * folded (max_completion_tokens): within AL_LLM_SCAN_NAME.
+ */
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
@@ -159,6 +169,8 @@ static const char *const  al_llm_scan_fields[] = {
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
+
+static const char *const  al_llm_scan_tool_names[] = { "type", NULL };
 
 static const al_llm_scan_spec_t  al_llm_scan_request = {
     al_llm_scan_fields, AL_LLM_F_MODEL, AL_LLM_F_STREAM_OPTIONS,
@@ -684,6 +696,12 @@ al_llm_scan_flat(al_llm_sc_t *sc)
         {
             id = al_llm_scan_request_key(name, n, &count);
 
+            if (id < 0 && al_llm_scan_case(sc->spec, fr->kind, name, n)
+                          != NULL)
+            {
+                return 1;
+            }
+
             if (id >= 0) {
                 field = &b->f[id];
 
@@ -701,6 +719,12 @@ al_llm_scan_flat(al_llm_sc_t *sc)
 
         } else if (fr->kind == AL_LLM_SK_ROOT) {
             id = al_llm_scan_field(sc->spec->names, name, n);
+
+            if (id < 0 && al_llm_scan_case(sc->spec, fr->kind, name, n)
+                          != NULL)
+            {
+                return 1;
+            }
 
             if (id >= 0) {
                 field = &b->f[id];
@@ -725,6 +749,12 @@ al_llm_scan_flat(al_llm_sc_t *sc)
         } else if (fr->kind == AL_LLM_SK_SO) {
             id = al_llm_scan_field(sc->spec->nested_names, name, n);
 
+            if (id < 0 && al_llm_scan_case(sc->spec, fr->kind, name, n)
+                          != NULL)
+            {
+                return 1;
+            }
+
             if (id >= 0) {
                 field = &b->f[sc->spec->nested_base + (size_t) id];
             }
@@ -735,6 +765,11 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             field = &b->tool;
             dst = b->tool_type;
             cap = sizeof(b->tool_type);
+
+        } else if (fr->kind == AL_LLM_SK_TOOL
+                   && al_llm_scan_case(sc->spec, fr->kind, name, n) != NULL)
+        {
+            return 1;
 
         } else if (fr->count
                    && al_llm_scan_in(al_llm_scan_attachment,
@@ -1033,6 +1068,13 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
         } else if (sv->kind == AL_LLM_SK_ROOT) {
             id = al_llm_scan_field(sc->spec->names, name, s.dlen);
 
+            if (id < 0
+                && al_llm_scan_case(sc->spec, sv->kind, name, s.dlen)
+                   != NULL)
+            {
+                return al_llm_scan_case_fail(sc, &s, sv->kind, name);
+            }
+
             if (id >= 0) {
                 child.field = &b->f[id];
 
@@ -1058,6 +1100,13 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
         } else if (sv->kind == AL_LLM_SK_SO) {
             id = al_llm_scan_field(sc->spec->nested_names, name, s.dlen);
 
+            if (id < 0
+                && al_llm_scan_case(sc->spec, sv->kind, name, s.dlen)
+                   != NULL)
+            {
+                return al_llm_scan_case_fail(sc, &s, sv->kind, name);
+            }
+
             if (id >= 0) {
                 child.field = &b->f[sc->spec->nested_base + (size_t) id];
             }
@@ -1068,6 +1117,12 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
             child.field = &b->tool;
             child.dst = b->tool_type;
             child.cap = sizeof(b->tool_type);
+
+        } else if (sv->kind == AL_LLM_SK_TOOL
+                   && al_llm_scan_case(sc->spec, sv->kind, name, s.dlen)
+                      != NULL)
+        {
+            return al_llm_scan_case_fail(sc, &s, sv->kind, name);
 
         } else if (sv->count
                    && al_llm_scan_in(al_llm_scan_attachment,
@@ -2020,6 +2075,85 @@ al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
     b->tools |= UINT32_C(1) << family;
     b->tool_at[family] = at;
     b->tool_len[family] = len;
+}
+
+
+/*
+ * A key of a request body's root, stream_options or tool element that is
+ * one of the names read there in another case, as Go's encoding/json
+ * folds (al_folds_to()): that name, else NULL.  Ollama and Go proxies
+ * behind an openai-compatible entry bind such a key to the member, the
+ * last one winning, so {"model":"a","Model":"b"} would be checked as "a"
+ * and used as "b".  Called only for keys that are no name read there;
+ * the names are lower case ASCII, so most keys (lower case, no lead byte
+ * of a folded letter) are passed over after one look at their bytes, and
+ * a key folds to a name of n bytes only if it is n to 3 * n bytes long.
+ */
+
+static const char *
+al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
+    const char *name, size_t len)
+{
+    size_t              i, n;
+    const char *const  *names;
+
+    if (!spec->prompt) {
+        return NULL;                    /* not a request body */
+    }
+
+    switch (kind) {
+
+    case AL_LLM_SK_ROOT:
+        names = spec->names;
+        break;
+
+    case AL_LLM_SK_SO:
+        names = spec->nested_names;
+        break;
+
+    case AL_LLM_SK_TOOL:
+        names = al_llm_scan_tool_names;
+        break;
+
+    default:
+        return NULL;
+    }
+
+    if (names == NULL || al_fold_plain(name, len)) {
+        return NULL;
+    }
+
+    for (i = 0; names[i] != NULL; i++) {
+        n = strlen(names[i]);
+
+        if (len >= n && len - n <= 2 * n
+            && al_folds_to(name, len, names[i], n))
+        {
+            return names[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* the refusal of a key al_llm_scan_case() found: as a duplicate's */
+
+static int
+al_llm_scan_case_fail(al_llm_sc_t *sc, const al_llm_sstr_t *s,
+    unsigned kind, const char *name)
+{
+    const char  *want;
+    char         show[AL_DETAIL_MAX];
+
+    want = al_llm_scan_case(sc->spec, kind, name, s->dlen);
+
+    (void) al_llm_show(show, sizeof(show), (const char *) sc->p + s->at,
+                       s->len, 64);
+    (void) snprintf(sc->detail, sc->size, "key \"%s\" differs from \"%s\" "
+                    "only by case", show, want);
+
+    return -1;
 }
 
 

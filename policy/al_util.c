@@ -1,5 +1,6 @@
 /*
- * Small shared pieces: error values, reason and method names.
+ * Small shared pieces: error values, reason and method names, hex digits,
+ * key case as Go folds it.
  */
 
 #include <stdarg.h>
@@ -7,6 +8,10 @@
 #include <string.h>
 
 #include "airlock.h"
+#include "al_internal.h"
+
+
+static size_t al_fold(const char *s, size_t len, size_t i, unsigned char *c);
 
 
 static const char *al_reasons[AL_REASON_MAX] = {
@@ -186,4 +191,81 @@ al_hex64(char *dst, uint64_t v)
 
         memcpy(dst + 8 * h, &x, 8);
     }
+}
+
+
+int
+al_folds_to(const char *key, size_t klen, const char *name, size_t nlen)
+{
+    size_t         i, j;
+    unsigned char  a, b;
+
+    i = 0;
+    j = 0;
+
+    while (i < klen && j < nlen) {
+        i = al_fold(key, klen, i, &a);
+        j = al_fold(name, nlen, j, &b);
+
+        if (a != b) {
+            return 0;
+        }
+    }
+
+    return i == klen && j == nlen;
+}
+
+
+int
+al_fold_plain(const char *s, size_t len)
+{
+    size_t         i;
+    unsigned char  c;
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) s[i];
+
+        if ((c >= 'A' && c <= 'Z') || c == 0xc4 || c == 0xc5 || c == 0xe2) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * The character at s[i] folded: ASCII letters to lower case, and the
+ * letters outside ASCII that Go's encoding/json folds to ASCII ones
+ * (upper case of lower case): the Kelvin sign (U+212A) to 'k', the long
+ * s (U+017F) to 's', the dotted capital I (U+0130) and the dotless i
+ * (U+0131) to 'i'; other bytes stand for themselves.  Returns where the
+ * next character starts.
+ */
+
+static size_t
+al_fold(const char *s, size_t len, size_t i, unsigned char *c)
+{
+    const unsigned char  *p;
+
+    p = (const unsigned char *) s + i;
+
+    if (len - i >= 3 && p[0] == 0xe2 && p[1] == 0x84 && p[2] == 0xaa) {
+        *c = 'k';
+        return i + 3;
+    }
+
+    if (len - i >= 2 && p[0] == 0xc5 && p[1] == 0xbf) {
+        *c = 's';
+        return i + 2;
+    }
+
+    if (len - i >= 2 && p[0] == 0xc4 && (p[1] == 0xb0 || p[1] == 0xb1)) {
+        *c = 'i';
+        return i + 2;
+    }
+
+    *c = (p[0] >= 'A' && p[0] <= 'Z') ? (unsigned char) (p[0] | 0x20) : p[0];
+
+    return i + 1;
 }

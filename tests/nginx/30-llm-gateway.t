@@ -25,7 +25,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 111;
+plan tests => 115;
 
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
@@ -300,6 +300,24 @@ $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                  token => $agent,
                  body => '{"model":"gpt-4o-mini","model":"gpt-4o"}');
 is($r->{status}, 400, 'duplicate keys: 400');
+
+# Go upstreams (Ollama, Go proxies) fold key case and take the last key:
+# a member the gateway reads, in another case, would pass its checks with
+# one value and reach the provider with another
+$n = provider_count();
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","max_tokens":10,'
+                         . '"MAX_TOKENS":100000,"messages":[]}');
+is($r->{status}, 400, 'a read member in another case: 400');
+like(oai_error($r)->{message}, qr/"MAX_TOKENS" differs from "max_tokens"/,
+     'a read member in another case: says which');
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","messages":[],'
+                         . '"tools":[{"Type":"web_search"}]}');
+is($r->{status}, 400, 'a tool\'s Type: 400');
+is(provider_count(), $n, 'keys in another case never reach the provider');
 
 $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                  token => $agent, body => '{"model":"gpt-4o-mini"}',

@@ -50,6 +50,8 @@ static void test_scan_runs(void);
 static void test_route_uri(void);
 static void test_provider_tools(void);
 static int refused_tool(const char *want);
+static void test_case_fold(void);
+static int refused_case(const char *want);
 
 
 static al_client_t  c_agent = { .name = S("agent") };
@@ -139,6 +141,7 @@ main(void)
     test_scan_runs();
     test_route_uri();
     test_provider_tools();
+    test_case_fold();
 
     al_llm_request_free(&rq);
 
@@ -2164,4 +2167,140 @@ test_provider_tools(void)
            && al_llm_tool_name("apply_patch", 11) == AL_LLM_PT_APPLY_PATCH
            && al_llm_tool_names[AL_LLM_PT_NAMED] == NULL,
            "tool families: the names the policy takes");
+}
+
+
+static int
+refused_case(const char *want)
+{
+    if (rq.reason == AL_REASON_BODY && has(rq.detail, want)
+        && has(rq.detail, "only by case"))
+    {
+        return 1;
+    }
+
+    tap_diag("detail: ", rq.detail);
+
+    return 0;
+}
+
+
+/*
+ * A key that is a member the gateway reads in another case: Go's
+ * encoding/json (Ollama, Go proxies behind an openai-compatible entry)
+ * folds ASCII case, the Kelvin sign, the long s and the Turkish i's, and
+ * the last key wins, so the gateway would check one value and the
+ * upstream use another.  Refused for every provider kind.
+ */
+
+static void
+test_case_fold(void)
+{
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"Model\":\"gpt-4o\"}");
+    tap_ok(refused_case("\"model\""), "fold: Model after model refused");
+
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":10,\"MAX_TOKENS\":100000}");
+    tap_ok(refused_case("\"max_tokens\""),
+           "fold: MAX_TOKENS after max_tokens refused");
+
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"MAX_TOKENS\":100000,\"model\":\"gpt-4o\"}");
+    tap_ok(refused_case("\"max_tokens\""), "fold: MAX_TOKENS alone refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Tools\":[{\"type\":\"web_search\"}]}");
+    tap_ok(refused_case("\"tools\""), "fold: Tools refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"Type\":\"web_search\"}]}");
+    tap_ok(refused_case("\"type\""), "fold: a tool's Type refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream\":true,\"stream_options\":"
+        "{\"include_usage\":true,\"Include_Usage\":false}}");
+    tap_ok(refused_case("\"include_usage\""),
+           "fold: Include_Usage in stream_options refused");
+
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_to\xe2\x84\xaa" "ens\":100000}");
+    tap_ok(refused_case("\"max_tokens\""),
+           "fold: the Kelvin sign for k refused");
+
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_to\\u212Aen\\u017F\":100000}");
+    tap_ok(refused_case("\"max_tokens\""),
+           "fold: the Kelvin sign and long s, escaped, refused");
+
+    req(&compat, SMALL, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"max_output_to\xe2\x84\xaa"
+        "en\xc5\xbf\":100000}");
+    tap_ok(refused_case("\"max_output_tokens\""),
+           "fold: max_output_tokens with multi-byte letters refused");
+
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_\xe2\x84\xaa" "ompletion_tokens\":1}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "fold: the Kelvin sign is no c: another key passes");
+
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_compl\xc4\xb0" "tion_to\xe2\x84\xaa"
+        "en\xc5\xbf\":100000}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "fold: a folded letter where the name has none is another key");
+
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"MAX_COMPLET\xc4\xb0ON_TO\xe2\x84\xaa"
+        "EN\xc5\xbf\":100000}");
+    tap_ok(refused_case("\"max_completion_tokens\""),
+           "fold: the dotted capital I, the Kelvin sign and long s at "
+           "once refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"N\":5,\"n\":1}");
+    tap_ok(refused_case("\"n\""), "fold: N refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"\xc5\xbftream\":true}");
+    tap_ok(refused_case("\"stream\""), "fold: the long s for s refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Web_Search_Options\":{}}");
+    tap_ok(refused_case("\"web_search_options\""),
+           "fold: Web_Search_Options refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"MCP_servers\":[]}");
+    tap_ok(refused_case("\"mcp_servers\""), "fold: MCP_servers refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"stream_opt\xc4\xb1ons\":{}}");
+    tap_ok(refused_case("\"stream_options\""),
+           "fold: the dotless i for i refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"\\u004dodel\":\"gpt-4o\"}");
+    tap_ok(refused_case("\"model\""), "fold: an escaped M refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Model\":\"gpt-4o\"}");
+    tap_ok(refused_case("\"model\""), "fold: refused for openai too");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"Max_Tokens\":99999,\"messages\":[]}");
+    tap_ok(refused_case("\"max_tokens\""), "fold: refused for anthropic too");
+
+    /* keys that fold to no member read, and members of other objects */
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Temperature\":1,\"MODE\":1,\"Models\":1,"
+        "\"Messages\":[],\"\xc3\xa9\":1,\"messages\":[{\"role\":\"user\","
+        "\"content\":\"x\",\"Model\":\"y\",\"Tools\":1}],\"tools\":"
+        "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"Type\":1,"
+        "\"parameters\":{\"Type\":\"object\"}}}],\"stream_options\":"
+        "{\"Other\":1}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "fold: other keys, and keys of other objects, pass");
 }

@@ -202,6 +202,12 @@ static const char *const  ut_bodies[] = {
     "{\"tools\":{\"type\":\"mcp\"},\"x\":{\"tools\":[{\"type\":"
     "\"mcp\"}]}}",
     "{\"tools\":[{\"type\":\"mcp\",\"type\":\"function\"}]}",
+    "{\"model\":\"a\",\"Model\":\"b\",\"max_tokens\":1}",
+    "{\"x\":{\"Model\":\"b\"},\"MAX_to\xe2\x84\xaa" "ens\":1}",
+    "{\"stream_options\":{\"Include_usage\":true}}",
+    "{\"tools\":[{\"function\":{\"Type\":1}},{\"TYPE\":\"mcp\"}]}",
+    "{\"\\u017Ftream\":true,\"m\\u0061x_tokens\":1}",
+    "{\"Prompt_tokens\":1,\"prompt_tokens_detail\xc5\xbf\":{}}",
     "{\"model\":\"" "0123456789012345678901234567890123456789"
     "0123456789012345678901234567890123456789"
     "0123456789012345678901234567890123456789"
@@ -305,6 +311,119 @@ main(void)
     }
 
     tap_is_int(bad, 0, "the request's names, and names one byte off");
+
+    /*
+     * The names in another case, or with a letter Go's encoding/json
+     * folds to theirs (the Kelvin sign for k, the long s for s, the
+     * Turkish capital I and dotless i for i): the members read are
+     * refused by both scans alike, the places of prompt text pass.
+     */
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(ut_names) / sizeof(ut_names[0]); k++) {
+        for (i = 0; i < 2 * strlen(ut_names[k]); i++) {
+            int             read, before;
+            size_t          j, at;
+            al_llm_body_t   b;
+            char            name[96], d[AL_DETAIL_MAX];
+            const char     *sub;
+
+            before = bad;
+            at = i / 2;
+            sub = NULL;
+
+            switch (ut_names[k][at]) {
+            case 'k':
+                sub = "\xe2\x84\xaa";
+                break;
+            case 's':
+                sub = "\xc5\xbf";
+                break;
+            case 'i':
+                sub = i % 2 ? "\xc4\xb0" : "\xc4\xb1";
+                break;
+            }
+
+            if (i % 2 == 0 || sub == NULL) {
+                if (ut_names[k][at] < 'a' || ut_names[k][at] > 'z') {
+                    continue;
+                }
+
+                sub = NULL;
+            }
+
+            n = 0;
+
+            for (j = 0; ut_names[k][j] != '\0'; j++) {
+                if (j != at) {
+                    name[n++] = ut_names[k][j];
+
+                } else if (sub != NULL) {
+                    n += (size_t) sprintf(name + n, "%s", sub);
+
+                } else {
+                    name[n++] = (char) (ut_names[k][j] - 'a' + 'A');
+                }
+            }
+
+            name[n] = '\0';
+
+            read = 0;
+
+            for (j = 0; ut_fields[j] != NULL; j++) {
+                read |= strcmp(ut_fields[j], ut_names[k]) == 0;
+            }
+
+            n = (size_t) sprintf(body, "{\"%s\":1,\"q\":1}", name);
+            bad += !ut_same(&ut_request, body, n)
+                   || !ut_same(&ut_usage, body, n)
+                   || (al_llm_body_scan((const unsigned char *) body, n,
+                                        &b, d, sizeof(d))
+                       == 0) == read;
+
+            n = (size_t) sprintf(body, "{\"stream_options\":{\"%s\":1}}",
+                                 name);
+            bad += !ut_same(&ut_request, body, n)
+                   || al_llm_body_scan((const unsigned char *) body, n, &b,
+                                       d, sizeof(d))
+                      != 0;
+
+            if (bad != before) {
+                tap_diag("name ", name);
+                break;
+            }
+        }
+    }
+
+    {
+        static const char *const  so[] = {
+            "Include_usage", "include_u\xc5\xbf" "age",
+            "\xc4\xb0nclude_usage", "INCLUDE_USAGE"
+        };
+
+        for (k = 0; k < sizeof(so) / sizeof(so[0]); k++) {
+            al_llm_body_t  b;
+            char           d[AL_DETAIL_MAX];
+
+            n = (size_t) sprintf(body, "{\"stream_options\":{\"%s\":1},"
+                                 "\"tools\":[{\"%s\":1}]}", so[k], so[k]);
+            bad += !ut_same(&ut_request, body, n)
+                   || al_llm_body_scan((const unsigned char *) body, n, &b,
+                                       d, sizeof(d))
+                      == 0;
+
+            n = (size_t) sprintf(body, "{\"tools\":[{\"typ%s\":1}]}",
+                                 k % 2 ? "E" : "e");
+            bad += !ut_same(&ut_request, body, n)
+                   || (al_llm_body_scan((const unsigned char *) body, n, &b,
+                                        d, sizeof(d))
+                       == 0) == (k % 2);
+        }
+    }
+
+    tap_is_int(bad, 0, "the request's names in another case: the members "
+               "read refused, by both scans");
 
     /* what the tools record: families, the first span of each */
 
