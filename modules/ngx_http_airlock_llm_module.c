@@ -728,9 +728,6 @@ ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     al_llm_map_t     m;
     const al_llm_t  *llm;
 
-    static const char  escaped[] =
-        "\"model\" on a deployment path must be written without escapes";
-
     llm = ctx->provider->llm;
 
     force = NULL;
@@ -750,7 +747,8 @@ ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     if (rc == 1) {
         return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY,
                                          AL_LLM_ERR_INVALID,
-                                         escaped, escaped);
+                                         AL_LLM_MAP_ESCAPED,
+                                         AL_LLM_MAP_ESCAPED);
     }
 
     if (rc != 0) {

@@ -770,8 +770,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
         break;
 
     case 1:
-        printf("deny: %s (\"model\" on a deployment path must be written "
-               "without escapes)\n", al_reason_name(AL_REASON_BODY));
+        printf("deny: %s (" AL_LLM_MAP_ESCAPED ")\n",
+               al_reason_name(AL_REASON_BODY));
         goto done;
 
     default:

@@ -343,6 +343,10 @@ int al_llm_model_locate(const unsigned char *body, size_t len, size_t *at,
 int al_llm_model_splice(const unsigned char *body, size_t len, size_t at,
     size_t raw_len, const char *model, size_t mlen, unsigned char **out,
     size_t *out_len);
+/* the refusal al_llm_model_map()'s 1 means, as the gateway and explain say */
+#define AL_LLM_MAP_ESCAPED                                                    \
+    "\"model\" on a deployment path must be written without escapes"
+
 int al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
     const unsigned char *body, size_t len, al_llm_map_t *m);
 
