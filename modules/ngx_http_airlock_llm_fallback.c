@@ -305,7 +305,7 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const al_llm_t *a, const al_llm_t *b,
     const al_llm_client_t *lc)
 {
-    u_char                   *p;
+    ngx_int_t                 rc;
     al_reason_t               reason;
     al_llm_req_t              req;
     ngx_http_airlock_body_t   body;
@@ -314,8 +314,13 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
         return "the body is not in memory";
     }
 
-    reason = al_llm_request(b, lc, ctx->endpoint, (char *) body.ctype.data,
-                            body.ctype.len, body.data, body.len, &req);
+    /* as the first check: a rewrite is spliced straight into the pool */
+
+    reason = al_llm_request_with(b, lc, ctx->endpoint,
+                                 (char *) body.ctype.data, body.ctype.len,
+                                 body.data, body.len,
+                                 ngx_http_airlock_llm_body_alloc, r->pool,
+                                 &req);
 
     if (reason != AL_REASON_NONE) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -335,24 +340,16 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
         ctx->hide_usage = 1;
     }
 
+    rc = NGX_OK;
+
     if (req.body != NULL) {
-        p = ngx_pnalloc(r->pool, req.body_len);
-        if (p == NULL) {
-            al_llm_request_free(&req);
-            return "out of memory";
-        }
-
-        ngx_memcpy(p, req.body, req.body_len);
-
-        if (ngx_http_airlock_body_set(r, p, req.body_len) != NGX_OK) {
-            al_llm_request_free(&req);
-            return "out of memory";
-        }
+        rc = ngx_http_airlock_body_set(r, (u_char *) req.body,
+                                       req.body_len);
     }
 
     al_llm_request_free(&req);
 
-    return NULL;
+    return (rc == NGX_OK) ? NULL : "out of memory";
 }
 
 

@@ -55,7 +55,6 @@ static ngx_int_t ngx_http_airlock_llm_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *actx, ngx_uint_t status);
 static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
-static void *ngx_http_airlock_llm_body_alloc(void *pool, size_t size);
 static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
@@ -704,7 +703,7 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
 
 /* al_llm_request_with()'s allocator: the request pool */
 
-static void *
+void *
 ngx_http_airlock_llm_body_alloc(void *pool, size_t size)
 {
     return ngx_pnalloc(pool, size);

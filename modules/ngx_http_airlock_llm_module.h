@@ -161,6 +161,7 @@ typedef struct {
 
 ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_get_ctx(
     ngx_http_request_t *r);
+void *ngx_http_airlock_llm_body_alloc(void *pool, size_t size);
 void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source);
 
