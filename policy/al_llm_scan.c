@@ -2084,7 +2084,9 @@ al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
  * folds (al_folds_to()): that name, else NULL.  Ollama and Go proxies
  * behind an openai-compatible entry bind such a key to the member, the
  * last one winning, so {"model":"a","Model":"b"} would be checked as "a"
- * and used as "b".  Called only for keys that are no name read there;
+ * and used as "b".  At the root, the keys where the prompt is count
+ * too: {"messages":[short],"Messages":[long]} would be estimated short
+ * and answered long.  Called only for keys that are no name read there;
  * the names are lower case ASCII, so most keys (lower case, no lead byte
  * of a folded letter) are passed over after one look at their bytes, and
  * a key folds to a name of n bytes only if it is n to 3 * n bytes long.
@@ -2130,6 +2132,22 @@ al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
             && al_folds_to(name, len, names[i], n))
         {
             return names[i];
+        }
+    }
+
+    if (kind != AL_LLM_SK_ROOT) {
+        return NULL;
+    }
+
+    /* and where the prompt is: the estimate reads no other key */
+
+    for (i = 0; al_llm_scan_prompt[i].data != NULL; i++) {
+        n = al_llm_scan_prompt[i].len;
+
+        if (len >= n && len - n <= 2 * n
+            && al_folds_to(name, len, al_llm_scan_prompt[i].data, n))
+        {
+            return al_llm_scan_prompt[i].data;
         }
     }
 

@@ -2292,11 +2292,31 @@ test_case_fold(void)
         "\"Max_Tokens\":99999,\"messages\":[]}");
     tap_ok(refused_case("\"max_tokens\""), "fold: refused for anthropic too");
 
+    /* where the prompt is: the estimate would read the short one */
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"Messages\":[{\"role\":"
+        "\"user\",\"content\":\"a long prompt\"}]}");
+    tap_ok(refused_case("\"messages\""), "fold: Messages refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"x\",\"PROMPT\":\"long\"}");
+    tap_ok(refused_case("\"prompt\""), "fold: PROMPT refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"Instructions\":\"x\",\"input\":\"x\"}");
+    tap_ok(refused_case("\"instructions\""), "fold: Instructions refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"\xc5\xbfystem\":\"long\",\"messages\":[]}");
+    tap_ok(refused_case("\"system\""), "fold: the long s in system refused");
+
     /* keys that fold to no member read, and members of other objects */
 
     req(&compat, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"Temperature\":1,\"MODE\":1,\"Models\":1,"
-        "\"Messages\":[],\"\xc3\xa9\":1,\"messages\":[{\"role\":\"user\","
+        "\"Message\":[],\"\xc3\xa9\":1,\"messages\":[{\"role\":\"user\","
         "\"content\":\"x\",\"Model\":\"y\",\"Tools\":1}],\"tools\":"
         "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"Type\":1,"
         "\"parameters\":{\"Type\":\"object\"}}}],\"stream_options\":"

@@ -315,15 +315,15 @@ main(void)
     /*
      * The names in another case, or with a letter Go's encoding/json
      * folds to theirs (the Kelvin sign for k, the long s for s, the
-     * Turkish capital I and dotless i for i): the members read are
-     * refused by both scans alike, the places of prompt text pass.
+     * Turkish capital I and dotless i for i): the members read and the
+     * places of prompt text are refused by both scans alike.
      */
 
     bad = 0;
 
     for (k = 0; k < sizeof(ut_names) / sizeof(ut_names[0]); k++) {
         for (i = 0; i < 2 * strlen(ut_names[k]); i++) {
-            int             read, before;
+            int             before;
             size_t          j, at;
             al_llm_body_t   b;
             char            name[96], d[AL_DETAIL_MAX];
@@ -369,18 +369,12 @@ main(void)
 
             name[n] = '\0';
 
-            read = 0;
-
-            for (j = 0; ut_fields[j] != NULL; j++) {
-                read |= strcmp(ut_fields[j], ut_names[k]) == 0;
-            }
-
             n = (size_t) sprintf(body, "{\"%s\":1,\"q\":1}", name);
             bad += !ut_same(&ut_request, body, n)
                    || !ut_same(&ut_usage, body, n)
-                   || (al_llm_body_scan((const unsigned char *) body, n,
-                                        &b, d, sizeof(d))
-                       == 0) == read;
+                   || al_llm_body_scan((const unsigned char *) body, n,
+                                       &b, d, sizeof(d))
+                      == 0;
 
             n = (size_t) sprintf(body, "{\"stream_options\":{\"%s\":1}}",
                                  name);
