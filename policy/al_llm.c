@@ -934,17 +934,20 @@ al_llm_default_max_tokens(const al_llm_client_t *lc)
 }
 
 
+/*
+ * "n" or "best_of" in *out (0: absent); -1 and the refusal when it is no
+ * integer from 1 to AL_LLM_N_MAX
+ */
+
 static int
-al_llm_req_n(al_llm_rq_t *rq)
+al_llm_req_count(al_llm_rq_t *rq, unsigned id, const char *name,
+    int64_t *out)
 {
     int64_t                 n;
     const al_llm_jfield_t  *f;
 
-    if (rq->ep != AL_LLM_EP_CHAT && rq->ep != AL_LLM_EP_COMPLETIONS) {
-        return 0;
-    }
-
-    f = &rq->b->f[AL_LLM_F_N];
+    *out = 0;
+    f = &rq->b->f[id];
 
     if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
         return 0;
@@ -955,8 +958,43 @@ al_llm_req_n(al_llm_rq_t *rq)
     if (n < 1 || n > AL_LLM_N_MAX) {
         rq->req->reason = AL_REASON_BODY;
         return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                           "\"n\" must be an integer from 1 to %d",
+                           "\"%s\" must be an integer from 1 to %d", name,
                            AL_LLM_N_MAX);
+    }
+
+    *out = n;
+
+    return 0;
+}
+
+
+/*
+ * The output cap times the answers made: "n", or "best_of" when larger
+ * (completions: the provider makes best_of answers, returns n and
+ * charges for all of them; vLLM takes it on chat too).
+ */
+
+static int
+al_llm_req_n(al_llm_rq_t *rq)
+{
+    int64_t  n, best;
+
+    if (rq->ep != AL_LLM_EP_CHAT && rq->ep != AL_LLM_EP_COMPLETIONS) {
+        return 0;
+    }
+
+    if (al_llm_req_count(rq, AL_LLM_F_N, "n", &n) != 0
+        || al_llm_req_count(rq, AL_LLM_F_BEST_OF, "best_of", &best) != 0)
+    {
+        return -1;
+    }
+
+    if (best > n) {
+        n = best;
+    }
+
+    if (n == 0) {
+        return 0;
     }
 
     /* saturated: a product that wrapped would reserve next to nothing */

@@ -165,7 +165,7 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
-    "web_search_options", "mcp_servers", NULL
+    "web_search_options", "mcp_servers", "best_of", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1892,6 +1892,9 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         *prompt = al_llm_scan_is(name, "prompt")
                   || al_llm_scan_is(name, "system");
         return -1;
+
+    case 7:
+        return al_llm_scan_is(name, "best_of") ? AL_LLM_F_BEST_OF : -1;
 
     case 8:
         *prompt = al_llm_scan_is(name, "messages");

@@ -457,6 +457,20 @@ test_caps(void)
         "{\"model\":\"gpt-4o\",\"max_tokens\":800,\"n\":3}");
     tap_is_int((long) rq.max_output, 2400, "n multiplies max_output");
 
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"x\",\"max_tokens\":800,"
+        "\"best_of\":5}");
+    tap_is_int((long) rq.max_output, 4000,
+               "best_of multiplies max_output: every answer is charged");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":800,\"n\":3,\"best_of\":2}");
+    tap_is_int((long) rq.max_output, 2400, "n over best_of: n counts");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":800,\"n\":2,\"best_of\":4}");
+    tap_is_int((long) rq.max_output, 3200, "best_of over n: best_of counts");
+
     req(&oai, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"messages\":[]}");
     tap_ok(rq.capped && !rq.clamped && req_int("max_completion_tokens")
@@ -514,6 +528,15 @@ test_caps(void)
     tap_is_int(req(&oai, AGENT, AL_LLM_EP_CHAT,
                    "{\"model\":\"gpt-4o\",\"n\":1000}")->reason,
                AL_REASON_BODY, "n over 128 refused");
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+                   "{\"model\":\"gpt-4o\",\"prompt\":\"x\","
+                   "\"best_of\":1000}")->reason,
+               AL_REASON_BODY, "best_of over 128 refused");
+    tap_ok(has(rq.detail, "\"best_of\" must be"), "and named");
+    tap_is_int(req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+                   "{\"model\":\"gpt-4o\",\"prompt\":\"x\","
+                   "\"best_of\":\"5\"}")->reason,
+               AL_REASON_BODY, "string best_of refused");
 
     /* the other APIs */
 
@@ -2260,6 +2283,10 @@ test_case_fold(void)
     req(&compat, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"N\":5,\"n\":1}");
     tap_ok(refused_case("\"n\""), "fold: N refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"x\",\"Best_Of\":20}");
+    tap_ok(refused_case("\"best_of\""), "fold: Best_Of refused");
 
     req(&compat, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"\xc5\xbftream\":true}");
