@@ -48,6 +48,18 @@ my $entries = <<'Y';
     fallback: backup
     clients:
       agent: {}
+  - name: quiet
+    prefix: /v1/proxy/quiet
+    max_body_bytes: 65536
+    provider: openai
+    upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
+    secret: openai_key
+    models: [gpt-4o-mini]
+    aliases: { fast: gpt-4o-mini }
+    include_usage: false
+    fallback: backup
+    clients:
+      agent: {}
   - name: backup
     prefix: /v1/proxy/backup
     max_body_bytes: 65536
@@ -63,7 +75,7 @@ my $entries = <<'Y';
 Y
 
 my $locations = '';
-for my $name (qw(primary dead)) {
+for my $name (qw(primary dead quiet)) {
     $locations .= <<"L";
         location /v1/proxy/$name/ {
             airlock_llm $name;
@@ -90,7 +102,7 @@ $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 53;
+plan tests => 58;
 
 # the scripted providers: 8081 primary, 8083 backup
 sub on {
@@ -194,6 +206,23 @@ is($r->{status}, 200, 'a stream refused with 429: the fallback streams');
 like($r->{body}, qr/data: \[DONE\]/, '... to its end');
 like($r->{body}, qr/"model": ?"llama3\.1:8b"/, "... from the backup");
 
+# a stream from an entry that does not ask for usage, to a backup that
+# does: the usage chunk the backup's check asked for is hidden, as the
+# first entry's would be, and accounted
+
+on(8081, sub { $l->script({ status => 429 }) });
+$r = call('quiet', fields => { stream => JSON::PP::true });
+on(8081, sub { $l->script() });
+is($r->{status}, 200, 'a stream to a backup that asks for usage: 200');
+my @breq = on(8083, sub { $l->provider_requests });
+is_deeply($breq[-1]{body}{stream_options}, { include_usage => JSON::PP::true },
+          '... the backup was asked for the usage chunk');
+like($r->{body}, qr/data: \[DONE\]/, '... the stream to its end');
+unlike($r->{body}, qr/"prompt_tokens"/, '... the usage chunk hidden');
+$u = usage_of($r);
+ok($u->{provider} eq 'backup' && $u->{usage_source} eq 'stream',
+   '... and its usage accounted');
+
 # both fail: the client gets the backup's answer as it is
 
 on(8081, sub { $l->script({ status => 503 }) });
@@ -262,7 +291,7 @@ is(usage_of($r1)->{total_tokens}, 57, 'budget: the backup\'s usage recorded');
 # the openai-compatible backup reads max_tokens, and gets the cap there
 # too (the tight client's 20)
 
-my @breq = on(8083, sub { $l->provider_requests });
+@breq = on(8083, sub { $l->provider_requests });
 is_deeply([@{$breq[-1]{body}}{qw(max_completion_tokens max_tokens)}],
           [20, 20], 'an openai-compatible backup gets the cap in max_tokens');
 
