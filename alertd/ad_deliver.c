@@ -752,8 +752,10 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
         s->failures++;
         delay = ad_backoff(s->failures);
 
-        if (after > 0 && after * 1000 > delay) {
-            delay = (after * 1000 < AD_BACKOFF_CAP) ? after * 1000
+        /* in seconds, compared before it is made ms: it may be huge */
+
+        if (after > 0 && after > delay / 1000) {
+            delay = (after < AD_BACKOFF_CAP / 1000) ? after * 1000
                                                      : AD_BACKOFF_CAP;
         }
 

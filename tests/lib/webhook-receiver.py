@@ -28,6 +28,7 @@ Failing on purpose:
   --fail-mode MODE    how: an HTTP status ("500", "400", "429") or "close"
                       (drop the connection without an answer); default 500
   --delay SECONDS     wait before answering (a slow receiver)
+  --retry-after VALUE a failing answer carries "Retry-After: VALUE"
 
 It exits on SIGTERM or SIGINT, and when its parent process goes away.
 With --port 0 it picks a free port and writes it to --port-file.
@@ -170,6 +171,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def answer(self, status, payload):
         self.send_response(status)
+        after = self.server.state.args.retry_after
+        if status != 200 and after is not None:
+            self.send_header("Retry-After", after)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -196,6 +200,7 @@ def main():
     p.add_argument("--fail-until")
     p.add_argument("--fail-mode", default="500")
     p.add_argument("--delay", type=float, default=0)
+    p.add_argument("--retry-after")
     p.add_argument("--tolerance", type=int, default=300)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()

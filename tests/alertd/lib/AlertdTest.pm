@@ -224,7 +224,8 @@ sub stop {
 }
 
 
-# options: secret (a path), fail, fail_until, fail_mode, delay, port
+# options: secret (a path), fail, fail_until, fail_mode, delay, port,
+# retry_after (a failing answer's Retry-After)
 sub receiver {
     my ($self, %opt) = @_;
     my $n = ++$self->{n};
@@ -240,6 +241,8 @@ sub receiver {
     push @cmd, '--fail-until', $opt{fail_until} if $opt{fail_until};
     push @cmd, '--fail-mode', $opt{fail_mode} if $opt{fail_mode};
     push @cmd, '--delay', $opt{delay} if $opt{delay};
+    push @cmd, '--retry-after', $opt{retry_after}
+        if defined $opt{retry_after};
 
     my $pid = $self->spawn("receiver-$n", @cmd);
 
