@@ -445,6 +445,8 @@ ad_init(ad_ctx_t *ctx)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
 
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
         ad_log(AD_LOG_ERR, "sigprocmask: %s", strerror(errno));
@@ -734,6 +736,18 @@ ad_signals(ad_ctx_t *ctx)
 
         case SIGTERM:
             ad_stop(ctx, "SIGTERM");
+            break;
+
+        case SIGUSR1:
+        case SIGUSR2:
+            /*
+             * What nginx takes as "reopen the logs" or "upgrade", sent to
+             * every process after a rotation: alertd has no file of its
+             * own to reopen (it logs to stderr), and must not die of it.
+             */
+            ad_log(AD_LOG_INFO, "%s: nothing to do (alertd logs to "
+                   "stderr)", si.ssi_signo == SIGUSR1 ? "SIGUSR1"
+                                                      : "SIGUSR2");
             break;
 
         default:

@@ -1,6 +1,7 @@
 #!/usr/bin/perl
 # SIGHUP reloads the policy (a bad one is logged and the old one kept,
-# alerts queued for a removed sink are kept); SIGTERM ends a slow attempt
+# alerts queued for a removed sink are kept); SIGUSR1 and SIGUSR2 are
+# logged and ignored; SIGTERM ends a slow attempt
 # within the grace and the alert is sent after the restart.
 
 use strict;
@@ -78,6 +79,13 @@ ok($t->wait_for(sub { $t->delivered($rb2, $four) }, 8),
    'once sink B is back in the policy, alert 4 is delivered');
 ok(!$t->delivered($ra, $four), 'sink A never got alert 4 (it was not '
    . 'configured when 4 was written)');
+
+# SIGUSR1 and SIGUSR2 (what a log rotation may send every process): logged,
+# nothing else
+kill 'USR1', $pid;
+kill 'USR2', $pid;
+ok($t->log_has(qr/SIGUSR2: nothing to do/, 3), 'SIGUSR1, SIGUSR2: logged');
+ok(kill(0, $pid), 'and alertd still runs');
 
 # SIGTERM while a slow sink holds an attempt
 $t->stop($ra->{pid}, 'TERM');
