@@ -29,14 +29,21 @@ printf 'LABEL=airlock-root / ext4 defaults,errors=remount-ro 0 1\n' \
     > "$root/etc/fstab"
 
 # Redis: a unix socket the agent and worker reach (group redis), no TCP
-# port, streams kept across restarts (AOF)
+# port, streams kept across restarts and power loss (AOF, written to disk
+# before each reply: a job the agent was told is queued, or a result the
+# worker acknowledged, is on disk; jobs are sandboxes, never so many a
+# second that this costs)
 rc=$root/etc/redis/redis.conf
 sed -i -e 's|^# *unixsocket .*|unixsocket /run/redis/redis.sock|' \
        -e 's|^# *unixsocketperm .*|unixsocketperm 770|' \
        -e 's|^port .*|port 0|' \
-       -e 's|^appendonly .*|appendonly yes|' "$rc"
-grep -q '^unixsocket /run/redis/redis.sock' "$rc" \
-    || { echo "configure-root.sh: redis.conf has no unixsocket line" >&2; exit 1; }
+       -e 's|^appendonly .*|appendonly yes|' \
+       -e 's|^appendfsync .*|appendfsync always|' "$rc"
+for want in 'unixsocket /run/redis/redis.sock' 'appendfsync always'; do
+    grep -q "^$want\$" "$rc" \
+        || { echo "configure-root.sh: redis.conf has no \"$want\" line" >&2
+             exit 1; }
+done
 
 # nginx: Airlock's servers only (conf.d/airlock.conf)
 rm -f "$root/etc/nginx/sites-enabled/default"

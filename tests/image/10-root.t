@@ -128,6 +128,7 @@ like($rconf, qr{^unixsocket /run/redis/redis\.sock$}m, 'Redis: unix socket');
 like($rconf, qr{^unixsocketperm 770$}m, 'Redis: for its group only');
 like($rconf, qr{^port 0$}m, 'Redis: no TCP port');
 like($rconf, qr{^appendonly yes$}m, 'Redis: AOF');
+like($rconf, qr{^appendfsync always$}m, 'Redis: on disk before each reply');
 
 # the egress rule and name resolution
 is(slurp("$root/etc/nftables.conf"), slurp("$top/conf/nftables-airlock.conf"),
