@@ -73,6 +73,7 @@ static const struct option  ag_options[] = {
     { "max-denials",     required_argument, NULL, 5 },
     { "job-wall",        required_argument, NULL, 6 },
     { "session-ttl",     required_argument, NULL, 7 },
+    { "history-bytes",   required_argument, NULL, 8 },
     { "help",            no_argument,       NULL, 'h' },
     { "version",         no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -169,7 +170,9 @@ ag_usage(FILE *f)
 "  --max-wall MS        wall time (120000)\n"
 "  --max-denials N      proxy denials (3)\n"
 "  --job-wall MS        a sandbox job's wall time (10000)\n"
-"  --session-ttl S      how long an idle session is kept (86400)\n");
+"  --session-ttl S      how long an idle session is kept (86400)\n"
+"  --history-bytes N    earlier questions' messages kept, as JSON; the\n"
+"                       oldest questions go first, whole (262144)\n");
 }
 
 
@@ -196,7 +199,7 @@ static int
 ag_parse_options(int argc, char **argv, ag_conf_t *conf)
 {
     int    c, idx;
-    long  *slot, n, max;
+    long  *slot, n, min, max;
 
     memset(conf, 0, sizeof(*conf));
     conf->client = "agent";
@@ -210,6 +213,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->max_denials = 3;
     conf->job_wall_ms = 10000;
     conf->session_ttl = 86400;
+    conf->history_bytes = 256 * 1024;
 
     for ( ;; ) {
         idx = 0;
@@ -219,6 +223,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         }
 
         slot = NULL;
+        min = 1;
         max = 1000000000L;
 
         switch (c) {
@@ -240,13 +245,18 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 5: slot = &conf->max_denials; max = 1000; break;
         case 6: slot = &conf->job_wall_ms; max = 3600000; break;
         case 7: slot = &conf->session_ttl; max = 366L * 86400; break;
+        case 8:
+            slot = &conf->history_bytes;
+            min = 0;
+            max = 64L << 20;
+            break;
         case 'h': ag_usage(stdout); exit(0);
         case 'V': printf("airlock-agent %s\n", AL_VERSION); exit(0);
         default: ag_usage(stderr); return -1;
         }
 
         if (slot != NULL) {
-            n = ag_long_option(ag_options[idx].name, optarg, 1, max);
+            n = ag_long_option(ag_options[idx].name, optarg, min, max);
             if (n < 0) {
                 return -1;
             }

@@ -54,6 +54,7 @@ static void ag_tool_error(ag_run_t *run, const char *id, const char *name,
 static int ag_limit(ag_run_t *run, const char *what, long value, long max);
 static int ag_over_wall(ag_run_t *run);
 static int ag_wall_stop(ag_run_t *run);
+static size_t ag_history_trim(json_t *messages, long max);
 
 
 int
@@ -61,7 +62,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 {
     int               rc, stop;
     char              when[32];
-    size_t            i, n;
+    size_t            i, n, dropped;
     json_t           *req, *msg, *calls, *call, *names, *record;
     time_t            now;
     struct tm         tm;
@@ -76,6 +77,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
     run->events = json_array();
     run->denied = json_array();
     run->messages = json_object_get(run->session_obj, "messages");
+    dropped = ag_history_trim(run->messages, conf->history_bytes);
 
     json_array_append_new(run->messages,
                           json_pack("{s:s, s:s}", "role", "user",
@@ -87,12 +89,16 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             json_array_get(conf->tools, i), "function"), "name"));
     }
 
-    ag_event(run, "run", json_pack("{s:s, s:s, s:s, s:o, s:{s:i, s:i, "
-                                   "s:i, s:i, s:i}}",
+    ag_event(run, "run", json_pack("{s:s, s:s, s:s, s:o, s:{s:i, s:i}, "
+                                   "s:{s:i, s:i, s:i, s:i, s:i}}",
                                    "session", run->session,
                                    "run", run->run_id,
                                    "model", conf->model,
                                    "tools", names,
+                                   "history",
+                                     "messages", (json_int_t)
+                                       json_array_size(run->messages) - 1,
+                                     "dropped", (json_int_t) dropped,
                                    "limits",
                                      "steps", (json_int_t) conf->max_steps,
                                      "tokens",
@@ -1010,4 +1016,59 @@ ag_wall_stop(ag_run_t *run)
              run->conf->max_wall_ms);
 
     return AG_STOP;
+}
+
+
+/*
+ * Before a question: the earlier questions' messages, as stored (compact
+ * JSON), are cut to at most max bytes, the oldest question first and a
+ * whole question at a time (its prompt up to the next prompt), so a
+ * tool result never loses the call it answers and the model never sees
+ * half a question.  Without it every question would send all before it,
+ * until the gateway refused the body as too large and the session could
+ * not go on.  Returns the number of messages dropped.
+ */
+
+static size_t
+ag_history_trim(json_t *messages, long max)
+{
+    size_t       i, n, cut, total, *size;
+    const char  *role;
+
+    n = json_array_size(messages);
+    if (n == 0) {
+        return 0;
+    }
+
+    size = malloc(n * sizeof(size_t));
+    if (size == NULL) {
+        return 0;
+    }
+
+    total = 0;
+
+    for (i = 0; i < n; i++) {
+        size[i] = json_dumpb(json_array_get(messages, i), NULL, 0,
+                             JSON_COMPACT);
+        total += size[i];
+    }
+
+    cut = 0;
+
+    while (total > (size_t) max && cut < n) {
+        do {
+            total -= size[cut++];
+            role = cut < n ? json_string_value(json_object_get(
+                                 json_array_get(messages, cut), "role"))
+                           : NULL;
+        } while (cut < n && (role == NULL || strcmp(role, "user") != 0));
+    }
+
+    free(size);
+
+    for (i = 0; i < cut; i++) {
+        json_array_remove(messages, 0);
+    }
+
+    return cut;
 }

@@ -57,6 +57,8 @@ typedef struct {
     long             max_denials;
     long             job_wall_ms;
     long             session_ttl;           /* seconds */
+    long             history_bytes;         /* earlier questions' messages
+                                               sent, at most */
 
     al_policy_t     *policy;
     const al_client_t  *pclient;
