@@ -28,6 +28,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +85,11 @@ static int aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job,
 static int aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box);
 static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, pid_t worker, int out, int err);
-static void aw_die_with_worker(pid_t worker);
+    const aw_box_t *box, pid_t worker, int out, int err, int fail);
+static void aw_die_with_worker(pid_t worker, int fail);
+static void aw_child_fail(int fail, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+static void aw_child_failure(int fd, char *buf, size_t size);
 static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
@@ -741,11 +745,70 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  */
 
 static void
-aw_die_with_worker(pid_t worker)
+aw_die_with_worker(pid_t worker, int fail)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != worker) {
-        _exit(125);
+        aw_child_fail(fail, "the worker went away");
     }
+}
+
+
+/*
+ * In the child, before the exec: why the runtime could not be started,
+ * on the failure pipe, whose write end the exec closes.  The worker
+ * tells a sandbox that did not start by what it finds there, never by
+ * an exit code, which the script is free to choose (125 and 127 were
+ * such codes).
+ */
+
+static void
+aw_child_fail(int fail, const char *fmt, ...)
+{
+    int      n;
+    char     buf[256];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+
+    if (n > 0) {
+        (void) !write(fail, buf, (size_t) n < sizeof(buf) ? (size_t) n
+                                                          : sizeof(buf) - 1);
+    }
+
+    _exit(125);
+}
+
+
+/*
+ * In the worker, once the runtime is gone: what the child wrote on the
+ * failure pipe, as a string ("" when the exec succeeded)
+ */
+
+static void
+aw_child_failure(int fd, char *buf, size_t size)
+{
+    ssize_t  n;
+    size_t   len;
+
+    len = 0;
+
+    while (len < size - 1) {
+        n = read(fd, buf + len, size - 1 - len);
+        if (n > 0) {
+            len += (size_t) n;
+            continue;
+        }
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+
+        break;
+    }
+
+    buf[len] = '\0';
 }
 
 
@@ -753,7 +816,7 @@ aw_die_with_worker(pid_t worker)
 
 static void
 aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, pid_t worker, int out, int err)
+    const aw_box_t *box, pid_t worker, int out, int err, int fail)
 {
     int            fd;
     char           root[2304], code[2304], data[2304], size[32], uid[32];
@@ -766,7 +829,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     fd = open("/dev/null", O_RDONLY);
     if (fd < 0 || dup2(fd, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
-        _exit(125);
+        aw_child_fail(fail, "cannot set up the runtime's standard streams");
     }
 
     signal(SIGPIPE, SIG_DFL);
@@ -781,23 +844,25 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
                  conf->platform);
         snprintf(root, sizeof(root), "--bundle=%s", box->dir);
 
-        /* nothing of the worker's (the Redis connection) goes along */
-        close_range(3, ~0U, 0);
+        /*
+         * Nothing of the worker's (the Redis connection) goes along: all
+         * closed by the exec, the failure pipe's too
+         */
+        if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+            aw_child_fail(fail, "close_range: %s", strerror(errno));
+        }
 
-        aw_die_with_worker(worker);
+        aw_die_with_worker(worker, fail);
         execle(conf->runsc, "runsc", runsc_root, platform, "--network=none",
                "--oci-seccomp", "run", root, box->slot, (char *) NULL,
                aw_runtime_env);
-        dprintf(2, "airlock-worker: exec %s: %s\n", conf->runsc,
-                strerror(errno));
-        _exit(125);
+        aw_child_fail(fail, "exec %s: %s", conf->runsc, strerror(errno));
     }
 
     /* bwrap: in the job's cgroup, with rlimits, as the sandbox user */
 
     if (aw_cg_join(box, getpid()) != 0) {
-        dprintf(2, "airlock-worker: cannot join the job's cgroup\n");
-        _exit(125);
+        aw_child_fail(fail, "cannot join the job's cgroup");
     }
 
     cpu_s = (job->limits.cpu_ms + 999) / 1000;
@@ -814,9 +879,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
             || setgid((gid_t) conf->sandbox_uid) != 0
             || setuid((uid_t) conf->sandbox_uid) != 0))
     {
-        dprintf(2, "airlock-worker: cannot switch to uid %ld: %s\n",
-                conf->sandbox_uid, strerror(errno));
-        _exit(125);
+        aw_child_fail(fail, "cannot switch to uid %ld: %s",
+                      conf->sandbox_uid, strerror(errno));
     }
 
     /* the seccomp program, on a pipe bwrap reads as fd 3 */
@@ -827,11 +891,12 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
            != (ssize_t) (nf * sizeof(filter[0]))
         || close(sp[1]) != 0 || dup2(sp[0], 3) != 3)
     {
-        dprintf(2, "airlock-worker: cannot pass the seccomp program\n");
-        _exit(125);
+        aw_child_fail(fail, "cannot pass the seccomp program");
     }
 
-    close_range(4, ~0U, 0);
+    if (close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+        aw_child_fail(fail, "close_range: %s", strerror(errno));
+    }
 
     snprintf(code, sizeof(code), "%s/code", box->dir);
     snprintf(data, sizeof(data), "%s/data", box->dir);
@@ -845,7 +910,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
      * is remounted read-only once the bounded /dev/shm is on it.
      */
-    aw_die_with_worker(worker);
+    aw_die_with_worker(worker, fail);
     execle(conf->bwrap, "bwrap",
           "--unshare-all", "--unshare-user", "--disable-userns",
           "--as-pid-1",
@@ -865,9 +930,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
           "--chdir", "/scratch", "--seccomp", "3",
           "--", "/usr/bin/python3", "-I", "/app/code/script.py",
           (char *) NULL, aw_runtime_env);
-    dprintf(2, "airlock-worker: exec %s: %s\n", conf->bwrap,
-            strerror(errno));
-    _exit(125);
+    aw_child_fail(fail, "exec %s: %s", conf->bwrap, strerror(errno));
 }
 
 
@@ -1001,9 +1064,9 @@ void
 aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     size_t data_len, aw_result_t *res)
 {
-    int            op[2], ep[2], st, timed_out, killed, code, nfd, i;
-    int            cpu_out;
-    char           err[AW_ERRLEN];
+    int            op[2], ep[2], fp[2], st, timed_out, killed, code, nfd, i;
+    int            cpu_out, fd;
+    char           err[AW_ERRLEN], failed[256];
     long           t0, t1, deadline, left, ooms, pids_max;
     pid_t          pid, r, worker;
     aw_box_t       box;
@@ -1048,21 +1111,51 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         goto teardown;
     }
 
+    /*
+     * The failure pipe (aw_child_fail()); its write end above the fds the
+     * child sets up (0 to 3), so that none of them replaces it
+     */
+
+    fd = -1;
+
+    if (pipe2(fp, O_CLOEXEC | O_NONBLOCK) == 0) {
+        fd = fcntl(fp[1], F_DUPFD_CLOEXEC, 10);
+        close(fp[1]);
+
+        if (fd < 0) {
+            close(fp[0]);
+        }
+    }
+
+    if (fd < 0) {
+        close(op[0]);
+        close(op[1]);
+        close(ep[0]);
+        close(ep[1]);
+        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
+                       strerror(errno));
+        goto teardown;
+    }
+
+    fp[1] = fd;
+
     t1 = aw_now_ms();
     res->timing.prepare = t1 - t0;
 
     worker = getpid();
     pid = fork();
     if (pid == 0) {
-        aw_runtime_exec(conf, job, &box, worker, op[1], ep[1]);
+        aw_runtime_exec(conf, job, &box, worker, op[1], ep[1], fp[1]);
     }
 
     close(op[1]);
     close(ep[1]);
+    close(fp[1]);
 
     if (pid < 0) {
         close(op[0]);
         close(ep[0]);
+        close(fp[0]);
         aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
                        strerror(errno));
         goto teardown;
@@ -1160,6 +1253,9 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         }
     }
 
+    aw_child_failure(fp[0], failed, sizeof(failed));
+    close(fp[0]);
+
     code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     ooms = aw_cg_oom_kills(&box);
     pids_max = box.ncg == 0 ? 0
@@ -1179,6 +1275,10 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         aw_result_fail(res, AW_ST_TIMEOUT, "wall_time",
                        "the script ran past its wall time of %ld ms",
                        job->limits.wall_ms);
+
+    } else if (failed[0] != '\0') {
+        aw_result_fail(res, AW_ST_ERROR, "sandbox",
+                       "the sandbox could not start: %s", failed);
 
     } else if (cpu_out || code == 128 + SIGXCPU) {
         aw_result_fail(res, AW_ST_TIMEOUT, "cpu_time",
@@ -1201,10 +1301,6 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     } else if (code > 128) {
         aw_result_fail(res, AW_ST_KILLED, "signal",
                        "the script was killed by signal %d", code - 128);
-
-    } else if (code == 125 || code == 127) {
-        aw_result_fail(res, AW_ST_ERROR, "sandbox",
-                       "the sandbox could not start (exit code %d)", code);
 
     } else {
         aw_result_fail(res, AW_ST_ERROR, "exit",

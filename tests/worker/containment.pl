@@ -21,7 +21,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(cpus => 1);
 
-plan tests => 61;
+plan tests => 64;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my $dir = $t->testdir;
@@ -367,6 +367,30 @@ ok($r->{status} eq 'killed' && $r->{exit_code} == 139
 
 $r = $w->run_job(job_id => 'after', script => 'print("still fine")');
 is($r->{stdout}, "still fine\n", 'the next job runs normally');
+
+# an exit code is the script's to choose: 125 and 127 say nothing of the
+# sandbox
+for my $code (125, 127) {
+    $r = $w->run_job(job_id => "exit$code",
+                     script => "import sys\nsys.exit($code)\n");
+    ok($r->{status} eq 'error' && $r->{exit_code} == $code
+       && $r->{error}{code} eq 'exit', "exit code $code: the script's")
+        or diag explain $r;
+}
+
+# a runtime that cannot be started: the sandbox's error, with the reason
+$w->kill_worker('TERM');
+$t->write_file('not-a-runtime', "\x00\x01 not a program\n");
+chmod 0755, "$dir/not-a-runtime";
+$w->start_worker(cpus => 1, ($BACKEND eq 'bwrap' ? 'bwrap' : 'runsc')
+                              => "$dir/not-a-runtime");
+$r = $w->run_job(job_id => 'noexec', script => 'print("never")');
+ok($r->{status} eq 'error' && $r->{error}{code} eq 'sandbox'
+   && $r->{error}{message} =~ /could not start: exec \S+not-a-runtime: Exec format error/
+   && ($r->{stdout} // '') eq '', 'a runtime that does not exec: sandbox, '
+   . 'and why') or diag explain $r;
+$w->kill_worker('TERM');
+$w->start_worker(cpus => 1);
 
 is(join(' ', $w->leftovers), '', 'nothing left on the host');
 
