@@ -108,6 +108,8 @@ for my $n (sort keys %units) {
                     @caps;
     ok(!@forbidden, "worker: none of the forbidden capabilities")
         or diag("@forbidden");
+    is($d->{PrivateDevices}[-1], 'yes',
+       'worker: a /dev of pseudo-devices only');
 }
 
 # /run/airlock (tmpfiles.d): whoever may write the directory of the
