@@ -73,6 +73,7 @@ static int al_llm_req_tokens(al_llm_rq_t *rq);
 static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
+static int al_llm_req_tier(al_llm_rq_t *rq);
 static int al_llm_req_member(al_llm_rq_t *rq, unsigned id, unsigned family,
     const char *name);
 static int al_llm_req_splice(al_llm_rq_t *rq);
@@ -561,7 +562,8 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_tokens(&rq) != 0
         || al_llm_req_n(&rq) != 0
         || al_llm_req_usage(&rq) != 0
-        || al_llm_req_tools(&rq) != 0)
+        || al_llm_req_tools(&rq) != 0
+        || al_llm_req_tier(&rq) != 0)
     {
         return req->reason;
     }
@@ -1178,6 +1180,66 @@ al_llm_req_tools(al_llm_rq_t *rq)
     }
 
     return 0;
+}
+
+
+/*
+ * "service_tier", for a client with a dollar budget: the policy's prices
+ * are the standard tier's (or what the provider's project is set to), so
+ * a tier that costs more ("priority", "scale", anything new) would spend
+ * past the budget at the prices the gateway counts.  The tiers that cost
+ * the same or less pass: "auto", "default", "flex", and Anthropic's
+ * "standard_only".
+ */
+
+static int
+al_llm_req_tier(al_llm_rq_t *rq)
+{
+    size_t                  i, n;
+    const char             *v;
+    const al_llm_jfield_t  *f;
+    char                    show[AL_LLM_SHOW_MAX + 4];
+
+    static const al_str_t   same[] = {
+        { "auto", 4 }, { "default", 7 }, { "flex", 4 },
+        { "standard_only", 13 }, { NULL, 0 }
+    };
+
+    f = &rq->b->f[AL_LLM_F_SERVICE_TIER];
+
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL
+        || !al_llm_client_priced(rq->lc))
+    {
+        return 0;
+    }
+
+    if (f->type == AL_LLM_JT_STRING && !f->esc) {
+        v = (const char *) rq->body + f->at + 1;
+        n = f->len - 2;
+
+        for (i = 0; same[i].data != NULL; i++) {
+            if (n == same[i].len && memcmp(v, same[i].data, n) == 0) {
+                return 0;
+            }
+        }
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    if (f->type != AL_LLM_JT_STRING) {
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"service_tier\" must be a string");
+    }
+
+    (void) al_llm_show(show, sizeof(show),
+                       (const char *) rq->body + f->at + 1, f->len - 2,
+                       AL_LLM_SHOW_MAX);
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "service_tier \"%s\" may cost more than the "
+                       "policy's prices, and this client has a dollar "
+                       "budget (auto, default, flex and standard_only "
+                       "pass)", show);
 }
 
 

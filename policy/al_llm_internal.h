@@ -155,8 +155,9 @@ enum {
     AL_LLM_F_WEB_SEARCH_OPTIONS,
     AL_LLM_F_MCP_SERVERS,
     AL_LLM_F_BEST_OF,
+    AL_LLM_F_SERVICE_TIER,
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 12                   /* room for other specs */
+    AL_LLM_F_MAX = 13                   /* room for other specs */
 };
 
 typedef struct {

@@ -165,7 +165,7 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
-    "web_search_options", "mcp_servers", "best_of", NULL
+    "web_search_options", "mcp_servers", "best_of", "service_tier", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1912,6 +1912,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
                ? AL_LLM_F_MCP_SERVERS : -1;
 
     case 12:
+        if (al_llm_scan_is(name, "service_tier")) {
+            return AL_LLM_F_SERVICE_TIER;
+        }
+
         *prompt = al_llm_scan_is(name, "instructions");
         return -1;
 

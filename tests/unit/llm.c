@@ -51,6 +51,7 @@ static void test_route_uri(void);
 static void test_provider_tools(void);
 static int refused_tool(const char *want);
 static void test_case_fold(void);
+static void test_service_tier(void);
 static int refused_case(const char *want);
 
 
@@ -142,6 +143,7 @@ main(void)
     test_route_uri();
     test_provider_tools();
     test_case_fold();
+    test_service_tier();
 
     al_llm_request_free(&rq);
 
@@ -2350,4 +2352,63 @@ test_case_fold(void)
         "{\"Other\":1}}");
     tap_is_int(rq.reason, AL_REASON_NONE,
                "fold: other keys, and keys of other objects, pass");
+}
+
+
+/*
+ * service_tier, for a client with a dollar budget: the tiers priced as
+ * the policy's prices (or less) pass, the others are refused; a client
+ * without one may ask for any.
+ */
+
+static void
+test_service_tier(void)
+{
+    size_t                 i;
+    al_llm_client_t        priced;
+    static const char     *pass[] = {
+        "\"auto\"", "\"default\"", "\"flex\"", "\"standard_only\"", "null"
+    };
+
+    memset(&priced, 0, sizeof(priced));
+    priced.client = &c_tools;
+    priced.cost_per_day = 1000000000000ULL;
+
+    for (i = 0; i < sizeof(pass) / sizeof(pass[0]); i++) {
+        char  body[128];
+
+        (void) snprintf(body, sizeof(body),
+                        "{\"model\":\"gpt-4o\",\"service_tier\":%s}",
+                        pass[i]);
+        req(&oai, &priced, AL_LLM_EP_CHAT, body);
+        tap_is_int(rq.reason, AL_REASON_NONE, pass[i]);
+    }
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"service_tier\":\"priority\"}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "service_tier \"priority\" may cost more"),
+           "service_tier priority refused for a dollar budget");
+
+    req(&oai, &priced, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"service_tier\":\"scale\"}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "scale refused, responses too");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"service_tier\":\"\\u0061uto\"}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "an escaped tier refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"service_tier\":1}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "must be a string"),
+           "a tier that is no string refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Service_Tier\":\"priority\"}");
+    tap_ok(refused_case("\"service_tier\""), "Service_Tier refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"service_tier\":\"priority\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "no dollar budget: any tier passes");
 }
