@@ -8,11 +8,13 @@
  * proxy_set_header that replaces the injected credential or passes the
  * client's, a proxy_pass that ignores the URI the route built, realip
  * choosing the client's address from a header, an upstream steering nginx
- * with X-Accel-* headers, a response buffered to a temporary file with
- * the credential an upstream echoed in it.  Each location of the two
- * modules is checked when it is merged, after every static module (the
- * proxy and realip modules among them) has merged its own configuration,
- * and "nginx -t" refuses what would undo the policy, naming the location.
+ * with X-Accel-* headers, a proxy_set_body or proxy_method that sends
+ * another body or method than the one the route matched, a response
+ * buffered to a temporary file with the credential an upstream echoed in
+ * it.  Each location of the two modules is checked when it is merged,
+ * after every static module (the proxy and realip modules among them) has
+ * merged its own configuration, and "nginx -t" refuses what would undo
+ * the policy, naming the location.
  * Temporary files are not refused but made impossible: the location's
  * proxy_max_temp_file_size is set to 0 unless the operator set another
  * value, which is refused.
@@ -69,6 +71,13 @@ typedef struct {
 
     ngx_array_t                   *proxy_lengths;
     ngx_array_t                   *proxy_values;
+
+    ngx_array_t                   *redirects;
+    ngx_array_t                   *cookie_domains;
+    ngx_array_t                   *cookie_paths;
+    ngx_array_t                   *cookie_flags;
+
+    ngx_http_complex_value_t      *method;
 } ngx_http_airlock_proxy_conf_t;
 
 #else
@@ -249,6 +258,16 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                       "airlock location \"%V\" has \"proxy_set_body\": the "
                       "upstream would get another body than the one the "
                       "policy checked", where);
+        return NGX_CONF_ERROR;
+    }
+
+    /* merged: set here or inherited from the server or http level */
+
+    if (pcf->method != NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_method\": the "
+                      "upstream would get another method than the one the "
+                      "route matched", where);
         return NGX_CONF_ERROR;
     }
 

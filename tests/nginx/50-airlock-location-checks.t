@@ -6,8 +6,9 @@
 # $airlock_upstream$airlock_uri, enables realip, lets an upstream steer
 # nginx with X-Accel-* headers, or lets a response reach the disk
 # (proxy_max_temp_file_size other than 0, proxy_cache, proxy_store), or
-# sends another body (proxy_set_body).  The
-# standard location body, conf/airlock-location.conf, passes.
+# sends another body (proxy_set_body) or another method (proxy_method,
+# set in the location or inherited into it).  The standard location body,
+# conf/airlock-location.conf, passes.
 
 use strict;
 use warnings;
@@ -104,6 +105,15 @@ my @refused = (
       qr/airlock location "\/x\/" has "proxy_max_temp_file_size 1048576"/ ],
     [ 'proxy_set_body', "%%AIRLOCK_LOCATION%%\nproxy_set_body x;",
       qr/airlock location "\/x\/" has "proxy_set_body"/ ],
+    [ 'proxy_method', "%%AIRLOCK_LOCATION%%\nproxy_method DELETE;",
+      qr/airlock location "\/x\/" has "proxy_method"/ ],
+    [ 'proxy_method with a variable',
+      "%%AIRLOCK_LOCATION%%\nproxy_method \$http_x_method;",
+      qr/airlock location "\/x\/" has "proxy_method"/ ],
+    [ 'proxy_method inherited from the server',
+      "%%AIRLOCK_LOCATION%%",
+      qr/airlock location "\/(x\/)?" has "proxy_method"/,
+      server => 'proxy_method PUT;' ],
     [ 'proxy_store', "%%AIRLOCK_LOCATION%%\nproxy_store on;",
       qr/airlock location "\/x\/" has "proxy_store"/ ],
     [ 'proxy_cache', "%%AIRLOCK_LOCATION%%\nproxy_cache c;",
@@ -111,7 +121,7 @@ my @refused = (
       http => 'proxy_cache_path %%TESTDIR%%/cache keys_zone=c:1m;' ],
 );
 
-plan tests => 2 * @refused + 10;
+plan tests => 2 * @refused + 12;
 
 my ($status, $out);
 
@@ -130,6 +140,10 @@ for my $c (@refused) {
 ($status, $out) = conf_test($p->conf(http => 'set_real_ip_from 10.0.0.0/8;'));
 like($out, qr/airlock location "\/" has "set_real_ip_from"/,
      'realip at the http level: refused in location "/"');
+
+($status, $out) = conf_test($p->conf(http => 'proxy_method POST;'));
+like($out, qr/airlock location "\/" has "proxy_method"/,
+     'proxy_method at the http level: refused in location "/"');
 
 # inherited from the server: "airlock on" at the server level is checked
 # there too (realip would rewrite the address before any location)
@@ -178,6 +192,10 @@ like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "proxy_se
 ($status, $out) = llm_test(location => 'set_real_ip_from 127.0.0.1;');
 like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "set_real_ip_from"/,
      'LLM: realip refused');
+
+($status, $out) = llm_test(location => 'proxy_method GET;');
+like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "proxy_method"/,
+     'LLM: proxy_method refused');
 
 ($status, $out) = llm_test(http => 'proxy_cache_path %%TESTDIR%%/cache '
                                    . 'keys_zone=c:1m;',
