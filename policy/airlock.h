@@ -545,6 +545,16 @@ int al_media_type_check(const char *ctype, size_t len, const char *want,
     size_t want_len, int utf8, char *why, size_t whylen);
 
 /*
+ * A body an upstream may read as a form (Content-Type
+ * application/x-www-form-urlencoded, multipart/..., or none) must not
+ * have a field named _method, however it is encoded: Rack, Symfony,
+ * Laravel and method-override read it as the request's method
+ * (al_form.c).  Returns 0, or -1 with the reason in why.
+ */
+int al_form_method_check(const char *ctype, size_t ctype_len,
+    const unsigned char *body, size_t len, char *why, size_t whylen);
+
+/*
  * Checks a JSON document against a rule tree (al_json.c).  Duplicate keys,
  * trailing data, depth over AL_JSON_DEPTH_MAX, NUL in strings and numbers
  * that do not fit are refused.  Returns 0, or -1 with a reason in detail.

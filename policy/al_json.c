@@ -286,6 +286,19 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
          * "HEAD":"main"} would be read as head "main" there.
          */
 
+        /*
+         * Laravel reads a top-level "_method" of a JSON body as the
+         * method, as it reads a form's (al_form.c): only a route that
+         * lists it sends it.
+         */
+
+        if (plen == 0 && al_folds_to(key, klen, "_method", 7)) {
+            (void) al_json_show(show, sizeof(show), key, klen);
+
+            return al_json_fail(detail, size, "field \"%s\" would change "
+                                "the method upstream", show);
+        }
+
         for (i = 0; i < rule->nmembers; i++) {
             m = &rule->members[i];
 

@@ -368,6 +368,16 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
         return AL_REASON_BODY;
     }
 
+    /* a form's _method field would be read upstream as the method */
+
+    if (al_form_method_check(ctype, ctype_len, body, len, d->detail,
+                             sizeof(d->detail))
+        != 0)
+    {
+        d->reason = AL_REASON_BODY;
+        return AL_REASON_BODY;
+    }
+
     if (route->json != NULL
         && al_json_check(route->json, body, len, d->detail,
                          sizeof(d->detail)) != 0)

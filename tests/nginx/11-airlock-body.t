@@ -3,7 +3,8 @@
 # ngx_http_airlock_module: request bodies.  A body is read without
 # blocking, checked whole, and the very bytes checked are forwarded;
 # anything ambiguous or too large is refused before an upstream sees it,
-# a JSON body in a charset other than utf-8 too.
+# a JSON body in a charset other than utf-8 too, and a body whose _method
+# field an upstream would read as another method than the one decided.
 
 use strict;
 use warnings;
@@ -44,6 +45,12 @@ routes:
     upstream: echo
     to: /raw
     body: { max_bytes: 100 }
+  - name: open
+    clients: [local]
+    match: { method: POST, path: /open }
+    upstream: echo
+    to: /open
+    body: { max_bytes: 100, json: { id: '^[0-9]+$' }, additional: true }
   - name: get
     clients: [local]
     match: { method: GET, path: /get }
@@ -59,7 +66,7 @@ $t->write_file_expand('nginx.conf',
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 41;
+plan tests => 51;
 
 my $json = 'application/json';
 my ($r, $j, $body);
@@ -190,6 +197,38 @@ denied(post('/github/pull-request', ''), 'body', 'empty body');
 denied(http("POST /github/pull-request HTTP/1.0\r\nContent-Type: $json\r\n"
             . "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}"),
        'request', 'two Content-Type headers');
+
+# a form's _method field turns a POST into another method upstream (Rack's
+# MethodOverride, Laravel and Symfony, Express's method-override reading
+# the body): refused on every route, whatever it allows for the body
+
+my $form = 'application/x-www-form-urlencoded';
+my $mp = 'multipart/form-data; boundary=b';
+
+denied(post('/raw', 'a=1&_method=DELETE', ct => $form), 'body',
+       'form field _method');
+denied(post('/raw', '%5Fmethod=PUT', ct => "$form; charset=utf-8"), 'body',
+       'form field %5Fmethod');
+denied(post('/raw', 'a=1&_method[]=PATCH', ct => 'Application/X-WWW-Form-'
+            . 'Urlencoded'), 'body', 'form field _method[]');
+denied(post('/raw', "--b\r\nContent-Disposition: form-data; name=\"_method\""
+            . "\r\n\r\nDELETE\r\n--b--\r\n", ct => $mp), 'body',
+       'multipart field _method');
+denied(post('/raw', '_method=DELETE', ct => undef), 'body',
+       'no Content-Type (Rack reads a form): _method');
+denied(post('/open', '{"id":"1","_method":"DELETE"}'), 'body',
+       'JSON with additional: top-level _method (Laravel reads it)');
+
+$r = parse_response(post('/raw', 'a=1&x_method=DELETE&b=_method', ct => $form));
+is($r->{status}, 200, 'form without a _method field: 200');
+$r = parse_response(post('/raw', "--b\r\nContent-Disposition: form-data; "
+                         . "name=\"a\"\r\n\r\n_method\r\n--b--\r\n",
+                         ct => $mp));
+is($r->{status}, 200, 'multipart without a _method field: 200');
+$r = parse_response(post('/raw', '_method=DELETE', ct => 'text/plain'));
+is($r->{status}, 200, 'not a form: _method is text');
+$r = parse_response(post('/open', '{"id":"1","x":{"_method":"DELETE"}}'));
+is($r->{status}, 200, 'JSON with additional: a nested _method is data');
 
 # too large: refused from Content-Length, before the body is read
 

@@ -357,6 +357,16 @@ test_nested(void)
            "additional=1: the long s folds to s");
     pass(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"id\":1,\"idx\":2}}",
          (size_t) -1, "additional=1: a longer key is another key");
+    refuse(&any_object, "{\"x\":1,\"_method\":\"DELETE\"}", (size_t) -1,
+           "field \"_method\" would change the method upstream",
+           "additional=1: a top-level _method is refused (Laravel reads it "
+           "as the method)");
+    refuse(&any_object, "{\"_Method\":\"DELETE\"}", (size_t) -1,
+           "field \"_Method\" would change the method upstream",
+           "additional=1: ... in any case");
+    pass(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"id\":1,"
+         "\"_method\":\"DELETE\"}}", (size_t) -1,
+         "additional=1: a nested _method is data");
     refuse(&doc, "{\"user\":{\"name\":\"a\"},\"draft\":\"true\"}",
            (size_t) -1, "field \"draft\": expected boolean, found string",
            "nested: boolean");

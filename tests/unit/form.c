@@ -1,0 +1,281 @@
+/*
+ * al_form_method_check(): a form body's _method field, however a parser
+ * upstream would read its name, and the route body decision that calls
+ * it on every route with a body.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "airlock.h"
+#include "tap.h"
+
+
+#define FORM  "application/x-www-form-urlencoded"
+#define MP    "multipart/form-data; boundary=b"
+
+/* one part named by the disposition parameters given */
+#define PART(params)                                                          \
+    "--b\r\nContent-Disposition: form-data; " params "\r\n\r\nDELETE\r\n"  \
+    "--b--\r\n"
+
+
+static const char *const  policy_yaml =
+    "version: 1\n"
+    "clients:\n"
+    "  agent: { unix_uid: 0 }\n"
+    "upstreams:\n"
+    "  app: { url: \"http://127.0.0.1:9090\" }\n"
+    "routes:\n"
+    "  - name: raw\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /raw }\n"
+    "    upstream: app\n"
+    "    to: /raw\n"
+    "    body: { max_bytes: 1024 }\n"
+    "  - name: form\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /form }\n"
+    "    upstream: app\n"
+    "    to: /form\n"
+    "    body: { max_bytes: 1024, content_type: " FORM " }\n"
+    "  - name: open\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /open }\n"
+    "    upstream: app\n"
+    "    to: /open\n"
+    "    body: { max_bytes: 1024, json: { id: '^[0-9]+$' },"
+    " additional: true }\n"
+    "  - name: listed\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /listed }\n"
+    "    upstream: app\n"
+    "    to: /listed\n"
+    "    body: { max_bytes: 1024, json: { _method: '^PATCH$' } }\n"
+    "alerts:\n"
+    "  deny: { threshold: 3, window: 60s }\n";
+
+
+static int check(const char *ctype, const char *s);
+static void refuse(const char *ctype, const char *s, const char *name);
+static void pass(const char *ctype, const char *s, const char *name);
+static void test_urlencoded(void);
+static void test_multipart(void);
+static void test_types(void);
+static al_reason_t body(const al_route_t *route, const char *ctype,
+    const char *s);
+static void test_routes(void);
+
+
+static char           why[AL_DETAIL_MAX];
+static al_decision_t  d;
+
+
+int
+main(void)
+{
+    test_urlencoded();
+    test_multipart();
+    test_types();
+    test_routes();
+
+    return tap_done();
+}
+
+
+static int
+check(const char *ctype, const char *s)
+{
+    why[0] = '\0';
+
+    return al_form_method_check(ctype, ctype ? strlen(ctype) : 0,
+                                (const unsigned char *) s, strlen(s),
+                                why, sizeof(why));
+}
+
+
+static void
+refuse(const char *ctype, const char *s, const char *name)
+{
+    if (!tap_ok(check(ctype, s) == -1, name)) {
+        return;
+    }
+
+    if (strstr(why, "_method") == NULL && strstr(why, "RFC 2231") == NULL) {
+        tap_diag("why: ", why);
+    }
+}
+
+
+static void
+pass(const char *ctype, const char *s, const char *name)
+{
+    if (!tap_ok(check(ctype, s) == 0, name)) {
+        tap_diag("why: ", why);
+    }
+}
+
+
+static void
+test_urlencoded(void)
+{
+    refuse(FORM, "_method=DELETE", "urlencoded: _method");
+    tap_is_str(why, "form field \"_method\" would change the method upstream",
+               "urlencoded: the reason");
+    refuse(FORM, "a=1&_method=PUT&b=2", "urlencoded: _method among others");
+    refuse(FORM, "a=1;_method=PUT", "urlencoded: after ';'");
+    refuse(FORM, "%5Fmethod=PUT", "urlencoded: %5Fmethod");
+    refuse(FORM, "%5fm%65thod=PUT", "urlencoded: lower-case escapes");
+    refuse(FORM, "_METHOD=PUT", "urlencoded: upper case (ASP.NET)");
+    refuse(FORM, "_method[]=PUT", "urlencoded: _method[] (PHP, Rack)");
+    refuse(FORM, "_method%5B%5D=PUT", "urlencoded: _method%5B%5D");
+    refuse(FORM, "[]_method=PUT", "urlencoded: []_method (Rack)");
+    refuse(FORM, "_method]=PUT", "urlencoded: _method] (Rack)");
+    refuse(FORM, "a=1& _method=PUT", "urlencoded: leading space (Rack 2)");
+    refuse(FORM, "+_method=PUT", "urlencoded: leading '+' (PHP)");
+    refuse(FORM, ".method=PUT", "urlencoded: .method (PHP reads _method)");
+    refuse(FORM, "%20.method=PUT", "urlencoded: leading space, then '.' "
+           "(PHP)");
+    refuse(FORM, "_method%00x=PUT", "urlencoded: a NUL ends it (PHP)");
+    refuse(FORM, "_method", "urlencoded: without '='");
+    refuse(FORM, "_method=", "urlencoded: empty value");
+
+    pass(FORM, "a=1&b=2", "urlencoded: other fields");
+    pass(FORM, "x_method=PUT", "urlencoded: x_method");
+    pass(FORM, "%20method=PUT", "urlencoded: \" method\" is \"method\"");
+    pass(FORM, "_methods=PUT", "urlencoded: _methods");
+    pass(FORM, "_metho=PUT", "urlencoded: _metho");
+    pass(FORM, "a=_method&b=%5Fmethod", "urlencoded: _method as a value");
+    pass(FORM, "a%3D1%26_method=PUT", "urlencoded: an encoded '&' is data");
+    pass(FORM, "%255Fmethod=PUT", "urlencoded: decoded once only");
+    pass(FORM, "", "urlencoded: empty body");
+    pass(FORM, "&&=&", "urlencoded: empty fields");
+}
+
+
+static void
+test_multipart(void)
+{
+    refuse(MP, PART("name=\"_method\""), "multipart: name=\"_method\"");
+    tap_is_str(why, "multipart field \"_method\" would change the method "
+               "upstream", "multipart: the reason");
+    refuse(MP, PART("name=_method"), "multipart: unquoted");
+    refuse(MP, PART("NAME = \"_method\""), "multipart: case, spaces");
+    refuse(MP, PART("name=\"\\_method\""), "multipart: backslash escape");
+    refuse(MP, PART("name=\"%5Fmethod\""), "multipart: percent-encoded");
+    refuse(MP, PART("name*=utf-8''%5Fmethod"), "multipart: RFC 2231 name*");
+    refuse(MP, PART("name*=UTF-8'en'_method"), "multipart: ... with a "
+           "language");
+    refuse(MP, PART("name*0=\"_me\"; name*1=\"thod\""),
+           "multipart: RFC 2231 sections refused");
+    tap_ok(strstr(why, "RFC 2231") != NULL, "multipart: sections reason");
+    refuse(MP, PART("filename=\"x\";name=\"_method[]\""),
+           "multipart: after filename, with []");
+    refuse(MP, "garbage name=\"_method\" garbage",
+           "multipart: anywhere in the body, boundary or not");
+    refuse("multipart/mixed; boundary=b", PART("name=\"_method\""),
+           "multipart/mixed (Rack parses any multipart/)");
+
+    pass(MP, PART("name=\"a\""), "multipart: another name");
+    pass(MP, PART("name=\"a\"; filename=\"_method\""),
+         "multipart: filename is not name");
+    pass(MP, "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n"
+         "_method\r\n--b--\r\n", "multipart: _method as a value");
+    pass(MP, PART("name=\"_methodx\""), "multipart: _methodx");
+    pass(MP, "rename=_method", "multipart: \"name\" inside a word");
+    pass(MP, "name", "multipart: \"name\" at the end");
+    pass(MP, "name*", "multipart: \"name*\" at the end");
+    pass(MP, "name=\"", "multipart: an unterminated quote");
+}
+
+
+static void
+test_types(void)
+{
+    refuse(NULL, "_method=PUT", "no Content-Type: read as a form (Rack)");
+    refuse("", "_method=PUT", "empty Content-Type");
+    refuse("; charset=utf-8", "_method=PUT", "Content-Type without a type");
+    refuse(FORM "; charset=utf-8", "_method=PUT", "form with parameters");
+    refuse("Application/X-WWW-Form-URLEncoded", "_method=PUT",
+           "form type in any case");
+    refuse(FORM ", text/plain", "_method=PUT", "form type before ','");
+    refuse(" " FORM, "_method=PUT", "form type after a space");
+
+    pass("text/plain", "_method=PUT", "text/plain is not a form");
+    pass("application/json", "{\"_method\":\"PUT\"}",
+         "JSON is not scanned here (al_json.c)");
+    pass("application/x-www-form-urlencodedx", "_method=PUT",
+         "a longer type is another type");
+    pass("application/octet-stream", "\x01name=\"_method\"",
+         "binary is not a form");
+}
+
+
+static al_reason_t
+body(const al_route_t *route, const char *ctype, const char *s)
+{
+    return al_decide_body(route, ctype, ctype ? strlen(ctype) : 0,
+                          (const unsigned char *) s, strlen(s), &d);
+}
+
+
+/* al_decide_body() on routes with a body */
+
+static void
+test_routes(void)
+{
+    al_error_t          err;
+    al_policy_t        *p;
+    const al_route_t   *raw, *form, *open, *listed;
+
+    p = al_policy_parse("form.yaml", policy_yaml, strlen(policy_yaml), NULL,
+                        &err);
+    if (!tap_ok(p != NULL, "policy loads")) {
+        printf("# %s:%u:%u: %s\n", err.file, err.line, err.column, err.msg);
+        return;
+    }
+
+    raw = al_policy_route(p, "raw", 3);
+    form = al_policy_route(p, "form", 4);
+    open = al_policy_route(p, "open", 4);
+    listed = al_policy_route(p, "listed", 6);
+
+    memset(&d, 0, sizeof(d));
+
+    tap_is_int(body(raw, FORM, "a=1&_method=DELETE"), AL_REASON_BODY,
+               "route without content_type: form _method refused");
+    tap_ok(strstr(d.detail, "_method") != NULL, "the detail names _method");
+    tap_is_int(body(raw, NULL, "_method=DELETE"),
+               AL_REASON_BODY, "route without content_type: no type");
+    tap_is_int(body(raw, MP, PART("name=\"_method\"")), AL_REASON_BODY,
+               "route without content_type: multipart _method refused");
+    tap_is_int(body(raw, FORM, "a=1&b=2"), AL_REASON_NONE,
+               "route without content_type: other forms pass");
+    tap_is_int(body(raw, "text/plain", "_method=DELETE"), AL_REASON_NONE,
+               "route without content_type: text passes");
+    tap_is_int(body(form, FORM, "%5Fmethod=PUT"), AL_REASON_BODY,
+               "form route: _method refused");
+    tap_is_int(body(form, FORM, "a=1"), AL_REASON_NONE,
+               "form route: a form passes");
+
+    tap_is_int(body(open, "application/json",
+                    "{\"id\":\"1\",\"_method\":\"DELETE\"}"),
+               AL_REASON_BODY, "JSON, additional: top-level _method refused "
+               "(Laravel)");
+    tap_is_str(d.detail, "field \"_method\" would change the method upstream",
+               "JSON: the detail");
+    tap_is_int(body(open, "application/json",
+                    "{\"id\":\"1\",\"_METHOD\":\"DELETE\"}"),
+               AL_REASON_BODY, "JSON, additional: in another case too");
+    tap_is_int(body(open, "application/json",
+                    "{\"id\":\"1\",\"x\":{\"_method\":\"DELETE\"}}"),
+               AL_REASON_NONE, "JSON, additional: a nested one is data");
+    tap_is_int(body(open, "application/json", "{\"id\":\"1\",\"y\":2}"),
+               AL_REASON_NONE, "JSON, additional: other fields pass");
+    tap_is_int(body(listed, "application/json", "{\"_method\":\"PATCH\"}"),
+               AL_REASON_NONE, "JSON: a listed _method is the policy's "
+               "choice");
+
+    al_policy_free(p);
+}
