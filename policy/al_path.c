@@ -11,6 +11,17 @@
  * or '%', a dot segment, a control byte, raw non-ASCII, invalid or
  * overlong UTF-8, ';' path parameters, empty segments, duplicate query
  * names) ends the parse with a short reason in *why.
+ *
+ * A dot segment is also what an upstream reads as one: a segment of dots
+ * and spaces that begins with a dot ("..%20", "..."; Windows, so IIS and
+ * ASP.NET, trims trailing dots and spaces from a name), the dots
+ * including those NFKC normalization makes of U+2024 ONE DOT LEADER,
+ * U+2025 TWO DOT LEADER, U+2026 HORIZONTAL ELLIPSIS, U+FE52 SMALL FULL
+ * STOP and U+FF0E FULLWIDTH FULL STOP.  Only a segment whose first
+ * decoded byte is '.', 0xE2 or 0xEF is looked at.  For the same
+ * normalization, U+FF0F FULLWIDTH SOLIDUS, U+FF3C FULLWIDTH REVERSE
+ * SOLIDUS and U+FE68 SMALL REVERSE SOLIDUS are refused anywhere in a
+ * segment: looked for only in a segment with a non-ASCII byte.
  */
 
 #include <string.h>
@@ -23,6 +34,9 @@ static int al_hex(unsigned c);
 static int al_decode(const unsigned char *p, size_t len, int query,
     unsigned char *out, size_t *outlen, const char **why);
 static int al_utf8_valid(const unsigned char *p, size_t len);
+static int al_dot_segment(const unsigned char *p, size_t len);
+static size_t al_dot_like(const unsigned char *p, size_t len);
+static int al_slash_like(const unsigned char *p, size_t len);
 
 
 static const char  al_hex_upper[] = "0123456789ABCDEF";
@@ -193,8 +207,8 @@ al_path_parse(al_path_t *path, const char *raw, size_t len,
             goto failed;
         }
 
-        if ((dlen == 1 && d[0] == '.')
-            || (dlen == 2 && d[0] == '.' && d[1] == '.'))
+        if ((d[0] == '.' || d[0] == 0xe2 || d[0] == 0xef)
+            && al_dot_segment(d, dlen))
         {
             *why = "dot segment";
             goto failed;
@@ -463,6 +477,11 @@ al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
         return -1;
     }
 
+    if (!query && (high & 0x80) && al_slash_like(out, n)) {
+        *why = "slash-like character";
+        return -1;
+    }
+
     *outlen = n;
 
     return 0;
@@ -582,3 +601,75 @@ al_utf8_valid(const unsigned char *p, size_t len)
 }
 
 
+/* 1 when a decoded segment is dot-likes and spaces, a dot-like first */
+
+static int
+al_dot_segment(const unsigned char *p, size_t len)
+{
+    size_t  i, n;
+
+    for (i = 0; i < len; i += n) {
+        n = al_dot_like(p + i, len - i);
+
+        if (n == 0) {
+            if (i == 0 || p[i] != ' ') {
+                return 0;
+            }
+
+            n = 1;
+        }
+    }
+
+    return 1;
+}
+
+
+/* the length of the dot or dot-like character at p, or 0 */
+
+static size_t
+al_dot_like(const unsigned char *p, size_t len)
+{
+    if (p[0] == '.') {
+        return 1;
+    }
+
+    if (len < 3) {
+        return 0;
+    }
+
+    /* U+2024, U+2025, U+2026 */
+
+    if (p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xa4 && p[2] <= 0xa6) {
+        return 3;
+    }
+
+    /* U+FE52, U+FF0E */
+
+    if (p[0] == 0xef
+        && ((p[1] == 0xb9 && p[2] == 0x92) || (p[1] == 0xbc && p[2] == 0x8e)))
+    {
+        return 3;
+    }
+
+    return 0;
+}
+
+
+/* 1 when the segment has U+FF0F, U+FF3C or U+FE68 */
+
+static int
+al_slash_like(const unsigned char *p, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i + 2 < len; i++) {
+        if (p[i] == 0xef
+            && ((p[i + 1] == 0xbc && (p[i + 2] == 0x8f || p[i + 2] == 0xbc))
+                || (p[i + 1] == 0xb9 && p[i + 2] == 0xa8)))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}

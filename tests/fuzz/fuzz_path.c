@@ -3,7 +3,8 @@
  *
  * Arbitrary bytes go to al_target_parse().  When they are accepted, the
  * decoded form is checked against the rules on its own (no '/', '\', '%',
- * control bytes or dot segments in a segment, well-formed UTF-8) and then
+ * control bytes or dot segments in a segment, nor what NFKC or Windows
+ * reads as one or as a separator, well-formed UTF-8) and then
  * re-encoded with al_uri_escape() and parsed again: it must come back as
  * the identical segments and parameters.  That round trip is what makes
  * "what is matched is what is forwarded" hold.
@@ -20,6 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_decoded(const char *s, size_t len, int query);
 static int utf8_valid(const unsigned char *p, size_t len);
+static int dot_like(const char *s, size_t len);
 static size_t put(char *out, size_t cap, size_t n, const char *s,
     size_t len, int query);
 static int same(const al_str_t *a, const al_str_t *b);
@@ -170,9 +172,59 @@ check_decoded(const char *s, size_t len, int query)
         abort();
     }
 
+    if (!query && dot_like(s, len)) {
+        abort();
+    }
+
     if (!utf8_valid((const unsigned char *) s, len)) {
         abort();
     }
+}
+
+
+/*
+ * A second reading of what NFKC or Windows makes a dot segment or a
+ * separator of: the dot-likes (U+2024..U+2026, U+FE52, U+FF0E) written as
+ * '.', the segment is dots and spaces beginning with a dot; or it holds
+ * U+FF0F, U+FF3C or U+FE68 anywhere.
+ */
+
+static int
+dot_like(const char *s, size_t len)
+{
+    size_t       i, n, k;
+    char         buf[AL_PATH_MAX + 1];
+    const char  *slash[] = { "\xef\xbc\x8f", "\xef\xbc\xbc", "\xef\xb9\xa8" };
+    const char  *dots[] = { "\xe2\x80\xa4", "\xe2\x80\xa5", "\xe2\x80\xa6",
+                            "\xef\xb9\x92", "\xef\xbc\x8e" };
+
+    for (k = 0; k < 3; k++) {
+        if (memmem(s, len, slash[k], 3) != NULL) {
+            return 1;
+        }
+    }
+
+    n = 0;
+
+    for (i = 0; i < len && n < sizeof(buf) - 1; /* void */ ) {
+        for (k = 0; k < 5; k++) {
+            if (len - i >= 3 && memcmp(s + i, dots[k], 3) == 0) {
+                break;
+            }
+        }
+
+        if (k < 5) {
+            buf[n++] = '.';
+            i += 3;
+
+        } else {
+            buf[n++] = s[i++];
+        }
+    }
+
+    buf[n] = '\0';
+
+    return n > 0 && buf[0] == '.' && strspn(buf, ". ") == n;
 }
 
 

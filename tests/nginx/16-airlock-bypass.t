@@ -39,6 +39,12 @@ routes:
     params: { service: '^[a-z0-9-]{1,63}$' }
     upstream: echo
     to: "/logs/{service}"
+  - name: files
+    clients: [local]
+    match: { method: GET, path: "/files/{name}" }
+    params: { name: '.+' }
+    upstream: echo
+    to: "/files/{name}"
   - name: github-pull-request
     clients: [local]
     match: { method: POST, path: /github/pull-request }
@@ -95,6 +101,22 @@ my @corpus = (
     [ 'trailing dot-dot', get("/prometheus/query/..$q") ],
     [ 'dot-dot in param', get("/logs/..") ],
     [ 'encoded dot-dot in param', get("/logs/%2e%2e") ],
+
+    # what an upstream reads as a dot segment, through a permissive param:
+    # Windows (IIS, ASP.NET) trims trailing dots and spaces, NFKC turns
+    # U+2024, U+2025, U+FE52 and U+FF0E into dots and U+FF0F into '/'
+    [ 'dot-dot space', get("/files/..%20") ],
+    [ 'dot space', get("/files/.%20") ],
+    [ 'three dots', get("/files/..%2e") ],
+    [ 'dot-dot dot space', get("/files/%2e%2e.%20%20") ],
+    [ 'one dot leader twice', get("/files/%E2%80%A4%E2%80%A4") ],
+    [ 'two dot leader', get("/files/%E2%80%A5") ],
+    [ 'fullwidth full stops', get("/files/%EF%BC%8E%EF%BC%8E") ],
+    [ 'dot and fullwidth full stop', get("/files/.%EF%BC%8E") ],
+    [ 'small full stops', get("/files/%EF%B9%92%EF%B9%92") ],
+    [ 'fullwidth slash and dots',
+      get("/files/x%EF%BC%8F..%EF%BC%8F..") ],
+    [ 'fullwidth backslash', get("/files/x%EF%BC%BC..") ],
 
     # encoded slashes, double encoding, backslashes
     [ '%2f', get("/prometheus%2fquery$q") ],
@@ -236,16 +258,18 @@ my @corpus = (
                               "Proxy-Authorization: Basic eDp5\r\n") ],
 );
 
-plan tests => @corpus + 6;
+plan tests => @corpus + 7;
 
 # the control: plain requests pass
 
 like(http(get("/prometheus/query$q")), qr{^HTTP/1\.1 200 }, 'control: query');
 like(http(post($ok_body)), qr{^HTTP/1\.1 200 }, 'control: body');
 like(http(get('/logs/api-1')), qr{^HTTP/1\.1 200 }, 'control: param');
+like(http(get('/files/..a%20.%E2%80%A4')), qr{^HTTP/1\.1 200 },
+     'control: dots, spaces and a dot leader in a name');
 
 my $seen = $p->echo_count;
-is($seen, 3, 'control: three requests reached the upstream');
+is($seen, 4, 'control: four requests reached the upstream');
 
 for my $c (@corpus) {
     my ($name, $req, $want) = @$c;

@@ -73,6 +73,36 @@ static const bad_t  bad[] = {
     { "/a/%2E./b", 0, "dot segment" },
     { "/a/%2e?x=1", 0, "dot segment" },
 
+    /*
+     * what an upstream reads as a dot segment: Windows (IIS, ASP.NET)
+     * trims trailing dots and spaces; NFKC turns U+2024 ONE DOT LEADER,
+     * U+2025 TWO DOT LEADER, U+2026 HORIZONTAL ELLIPSIS, U+FE52 SMALL
+     * FULL STOP and U+FF0E FULLWIDTH FULL STOP into dots
+     */
+    { "/a/..%20", 0, "dot segment" },
+    { "/a/..%20%20/b", 0, "dot segment" },
+    { "/a/.%20", 0, "dot segment" },
+    { "/a/...", 0, "dot segment" },
+    { "/a/..%2e/b", 0, "dot segment" },
+    { "/a/.%20.%20", 0, "dot segment" },
+    { "/%E2%80%A4", 0, "dot segment" },
+    { "/%E2%80%A4%E2%80%A4/x", 0, "dot segment" },
+    { "/%e2%80%a4.", 0, "dot segment" },
+    { "/.%E2%80%A4", 0, "dot segment" },
+    { "/%E2%80%A5", 0, "dot segment" },
+    { "/%E2%80%A6", 0, "dot segment" },
+    { "/%EF%B9%92%EF%B9%92", 0, "dot segment" },
+    { "/%EF%BC%8E", 0, "dot segment" },
+    { "/%EF%BC%8E%EF%BC%8E%20", 0, "dot segment" },
+    { "/.%EF%BC%8E", 0, "dot segment" },
+
+    /* and as a separator: NFKC turns U+FF0F into '/', U+FF3C and U+FE68
+       into '\', anywhere in a segment */
+    { "/x%EF%BC%8F..%EF%BC%8F..", 0, "slash-like character" },
+    { "/a%EF%BC%8Fb", 0, "slash-like character" },
+    { "/a%EF%BC%BCb", 0, "slash-like character" },
+    { "/a%EF%B9%A8b", 0, "slash-like character" },
+
     /* encoded separators and double encoding */
     { "/a%2Fb", 0, "encoded slash" },
     { "/a%2fb", 0, "encoded slash" },
@@ -202,7 +232,11 @@ static const good_path_t  good_paths[] = {
     { "/a%3Bb", 1, { "a;b" } },
     { "/a%20b/c%3Fd%23e", 2, { "a b", "c?d#e" } },
     { "/%41%62c", 1, { "Abc" } },
-    { "/.../...a/a..", 3, { "...", "...a", "a.." } },
+    { "/...a/a../..a", 3, { "...a", "a..", "..a" } },
+    { "/%20../a.%20.", 2, { " ..", "a. ." } },
+    { "/%E2%80%A4x/x%EF%BC%8E", 2,
+      { "\xe2\x80\xa4x", "x\xef\xbc\x8e" } },
+    { "/%E2%80%A7/%EF%BC%8D", 2, { "\xe2\x80\xa7", "\xef\xbc\x8d" } },
     { "/.a/a.", 2, { ".a", "a." } },
     { "/v1/chat:completions", 2, { "v1", "chat:completions" } },
     { "/user@host/!$&'()*+,=", 2, { "user@host", "!$&'()*+,=" } },
