@@ -113,6 +113,23 @@ static ngx_str_t  ngx_http_airlock_llm_ratelimit_prefixes[] = {
     ngx_null_string
 };
 
+/*
+ * Names of the provider's account the key belongs to: the operator's, not
+ * the client's to know.  Looked at by length first: a header of another
+ * length is passed over with one compare.
+ */
+static ngx_str_t  ngx_http_airlock_llm_account_headers[] = {
+    ngx_string("openai-project"),
+    ngx_string("openai-organization"),
+    ngx_string("anthropic-organization-id"),
+    ngx_null_string
+};
+
+#define NGX_HTTP_AIRLOCK_LLM_ACCOUNT_LENS                                    \
+    ((1u << (sizeof("openai-project") - 1))                                  \
+     | (1u << (sizeof("openai-organization") - 1))                           \
+     | (1u << (sizeof("anthropic-organization-id") - 1)))
+
 
 ngx_int_t
 ngx_http_airlock_llm_filter_init(ngx_conf_t *cf)
@@ -250,7 +267,8 @@ ngx_http_airlock_llm_resp_alloc(void *pool, size_t size)
  * x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens,
  * x-ratelimit-reset-tokens ("23s"); Anthropic: anthropic-ratelimit-
  * tokens-limit, -remaining, -reset (RFC 3339).  The provider's own such
- * headers are removed on every answer.
+ * headers are removed on every answer, and so are those naming its
+ * account (organization, project).
  */
 
 static void
@@ -290,6 +308,21 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
         for (pre = ngx_http_airlock_llm_ratelimit_prefixes; pre->len; pre++)
         {
             if (h[i].key.len >= pre->len
+                && ngx_strncasecmp(h[i].key.data, pre->data, pre->len) == 0)
+            {
+                h[i].hash = 0;
+                break;
+            }
+        }
+
+        if (h[i].hash == 0 || h[i].key.len >= 32
+            || !(NGX_HTTP_AIRLOCK_LLM_ACCOUNT_LENS & (1u << h[i].key.len)))
+        {
+            continue;
+        }
+
+        for (pre = ngx_http_airlock_llm_account_headers; pre->len; pre++) {
+            if (h[i].key.len == pre->len
                 && ngx_strncasecmp(h[i].key.data, pre->data, pre->len) == 0)
             {
                 h[i].hash = 0;

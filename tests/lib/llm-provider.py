@@ -261,6 +261,10 @@ class Handler(BaseHTTPRequestHandler):
         # a provider's own limits; the gateway replaces them
         h["x-ratelimit-remaining-tokens"] = "999999"
         h["anthropic-ratelimit-tokens-remaining"] = "999999"
+        # the account the key belongs to; the gateway removes them
+        h["openai-organization"] = "org-fixture-account"
+        h["OpenAI-Project"] = "proj_fixture_account"
+        h["anthropic-organization-id"] = "fixture-account-org-id"
         # last: right before the headers the gateway adds
         for i in range(self.script.get("echo_headers", 0)):
             h["X-Echo-Auth-%d" % i] = self.auth_seen()

@@ -6,7 +6,9 @@
 # the key in more headers than the first block of nginx's header list
 # holds (20), and as its x-request-id (passed on as
 # x-provider-request-id): each comes out redacted, on answers with and
-# without the gateway's rate-limit headers, JSON and streamed.
+# without the gateway's rate-limit headers, JSON and streamed.  The
+# headers naming the provider's account (organization, project) are
+# removed.
 
 use strict;
 use warnings;
@@ -25,7 +27,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup(tight_tpm => 1000000);
 $t->run;
 
-plan tests => 4 * 7 + 1;
+plan tests => 4 * 8 + 2;
 
 my $n = 30;
 
@@ -53,6 +55,10 @@ for my $c (['agent', 0], ['tight', 0], ['agent', 1], ['tight', 1]) {
     like($h->{'x-request-id'} // '', qr/^[0-9a-f]{32}$/,
          "$name: the gateway's x-request-id");
 
+    unlike($r->{raw}, qr/^(openai-organization|openai-project|
+                          anthropic-organization-id):/mix,
+           "$name: none of the headers naming the provider's account");
+
     if ($client eq 'tight') {
         like($h->{'x-ratelimit-remaining-tokens'} // '', qr/^\d+$/,
              "$name: the gateway's x-ratelimit-remaining-tokens");
@@ -61,5 +67,13 @@ for my $c (['agent', 0], ['tight', 0], ['agent', 1], ['tight', 1]) {
            "$name: no budget, no x-ratelimit-limit-tokens");
     }
 }
+
+# Anthropic's: its organization's id
+$l->script({});
+my $m = $l->messages(token => $l->token('agent'));
+ok($m->{status} == 200
+   && $m->{raw} !~ /^(anthropic-organization-id|openai-[a-z]+):/mi,
+   'anthropic: no header naming the provider\'s account')
+    or diag $m->{raw};
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');
