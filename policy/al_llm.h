@@ -429,6 +429,7 @@ typedef struct {
     unsigned             is_key:1;
     unsigned             key_over:1;
     unsigned             cap_over:1;
+    unsigned             quick:1;       /* quick_v is the usage value's */
     unsigned             capture;       /* 0, or which value */
     unsigned             key_cap;       /* what the last name takes */
     size_t               key_len;
@@ -437,6 +438,7 @@ typedef struct {
     size_t               usage_size;
     size_t               usage_len;
     size_t               model_len;
+    uint64_t             quick_v[5];    /* read where the value lay */
     char                 key[8];        /* a name cut between pieces */
     char                 model[AL_LLM_MODEL_MAX + 8];
     char                 usage_in[AL_LLM_USAGE_INLINE];

@@ -78,6 +78,10 @@ static size_t al_llm_resp_rest(al_llm_resp_t *r, const unsigned char *p,
 static size_t al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p,
     size_t i, size_t len);
 static void al_llm_resp_end_value(al_llm_resp_t *r);
+static size_t al_llm_resp_quick(al_llm_resp_t *r, const unsigned char *p,
+    size_t i, size_t len);
+static const al_str_t *al_llm_usage_keys(al_llm_kind_t kind,
+    al_llm_endpoint_t ep);
 static void *al_llm_resp_stack(void *ctx, size_t size);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
@@ -244,6 +248,7 @@ al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
     r->is_key = 0;
     r->key_over = 0;
     r->cap_over = 0;
+    r->quick = 0;
     r->capture = AL_LLM_CAP_NONE;
     r->key_cap = AL_LLM_CAP_NONE;
     r->key_len = 0;
@@ -356,6 +361,19 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
                     if (r->key_cap == AL_LLM_CAP_USAGE) {
                         r->usage_len = 0;
+                        r->quick = 0;
+
+                        /*
+                         * Read in place when it lies here whole: the
+                         * scan goes on at the ',' or '}' after it.
+                         */
+
+                        j = al_llm_resp_quick(r, p, i, len);
+
+                        if (j != 0) {
+                            i = j;
+                            continue;
+                        }
 
                     } else if (r->key_cap == AL_LLM_CAP_MODEL) {
                         r->model_len = 0;
@@ -632,6 +650,7 @@ al_llm_resp_end_value(al_llm_resp_t *r)
 {
     if (r->capture == AL_LLM_CAP_USAGE) {
         r->usage_len = r->cap_over ? 0 : r->cap_len;
+        r->quick &= !r->cap_over;
 
     } else if (r->capture == AL_LLM_CAP_MODEL) {
         r->model_len = r->cap_over ? 0 : r->cap_len;
@@ -639,6 +658,52 @@ al_llm_resp_end_value(al_llm_resp_t *r)
 
     r->capture = AL_LLM_CAP_NONE;
     r->cap_len = 0;
+}
+
+
+/*
+ * A "usage" value that begins at p[i] (after its ':') and lies whole in
+ * this piece, laid out as al_llm_usage_quick() reads it: read now, into
+ * r->quick_v, while its bytes are in the cache.  Returns where the ','
+ * or '}' after it is, or 0 to scan it as any other value.  Taken so, the
+ * value is the same bytes the scan would have taken: its strings hold no
+ * quote or backslash and its brackets pair, so the scan would have left
+ * it at the same '}', and only whitespace follows.
+ */
+
+static size_t
+al_llm_resp_quick(al_llm_resp_t *r, const unsigned char *p, size_t i,
+    size_t len)
+{
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    if (i == len || p[i] != '{') {
+        return 0;
+    }
+
+    memset(r->quick_v, 0, sizeof(r->quick_v));
+
+    if (al_llm_usage_object(p, &i, len, al_llm_usage_keys(r->kind,
+                                                          r->endpoint),
+                            r->quick_v, 1)
+        != 0)
+    {
+        return 0;
+    }
+
+    while (i < len && al_llm_json_ws(p[i])) {
+        i++;
+    }
+
+    if (i == len || (p[i] != ',' && p[i] != '}')) {
+        return 0;
+    }
+
+    r->quick = 1;
+
+    return i;
 }
 
 
@@ -724,9 +789,13 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
      * (no tree); the same numbers either way.
      */
 
-    if (al_llm_usage_quick(r->kind, r->endpoint,
-                           (const unsigned char *) r->usage, r->usage_len, v)
-        != 0)
+    if (r->quick) {
+        memcpy(v, r->quick_v, sizeof(v));
+
+    } else if (al_llm_usage_quick(r->kind, r->endpoint,
+                                  (const unsigned char *) r->usage,
+                                  r->usage_len, v)
+               != 0)
     {
         spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
                : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
@@ -798,9 +867,7 @@ al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
     size_t           i;
     const al_str_t  *keys;
 
-    keys = (kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_keys
-           : (ep == AL_LLM_EP_RESPONSES) ? al_llm_usage_resp_keys
-           : al_llm_usage_oai_keys;
+    keys = al_llm_usage_keys(kind, ep);
 
     memset(v, 0, 5 * sizeof(uint64_t));
 
@@ -817,6 +884,17 @@ al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
     }
 
     return (i == len) ? 0 : 1;
+}
+
+
+/* the members of the usage object of the API */
+
+static const al_str_t *
+al_llm_usage_keys(al_llm_kind_t kind, al_llm_endpoint_t ep)
+{
+    return (kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_keys
+           : (ep == AL_LLM_EP_RESPONSES) ? al_llm_usage_resp_keys
+           : al_llm_usage_oai_keys;
 }
 
 

@@ -39,6 +39,7 @@ typedef struct {
 
 
 static void test_usage(void);
+static void test_usage_whole(void);
 static int ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u,
     char *model, size_t size);
 static uint64_t ref_u64(const al_llm_jfield_t *f);
@@ -239,6 +240,70 @@ test_usage(void)
             printf("# rc %d/%d got %" PRIu64 " %" PRIu64 " %" PRIu64 " %"
                    PRIu64 "\n", rc, rr, u.prompt_tokens,
                    u.completion_tokens, u.total_tokens, u.cached_tokens);
+        }
+    }
+
+    test_usage_whole();
+}
+
+
+/*
+ * The same usage values in answers fed in one piece, where the response
+ * scanner reads a value laid out for the quick loop in place
+ * (al_llm_resp_quick()): the same capture and the same usage as the
+ * strict scanner, a value read in place only when the quick loop takes
+ * it, and a later "usage" (any layout) wins over one read in place.
+ */
+
+static void
+test_usage_whole(void)
+{
+    int                rc, rr;
+    size_t             k, f, n;
+    al_llm_resp_t      r;
+    al_llm_usage_t     u, w;
+    const ut_usage_t  *t;
+    char               body[1024], name[300];
+
+    /* what comes before the usage value, and after it */
+    static const char *const  forms[][2] = {
+        { "{\"id\":\"x\",\"usage\":", ",\"model\":\"m\"}" },
+        { "{\"usage\": \n", "\t }" },
+        { "{\"usage\":", " , \"n\":[1,{\"usage\":2}]}" },
+        { "{\"usage\":", " x}" },
+        { "{\"usage\":", ",\"usage\":{\"prompt_tokens\":77}}" },
+        { "{\"usage\":", ",\"usage\":{ \"prompt_tokens\" : 78 }}" },
+        { "{\"usage\":{\"prompt_tokens\":79},\"usage\":", "}" },
+        { "{\"usage\":", ",\"usage\":\"x\"}" },
+        { "{\"usage\":", "" }
+    };
+
+    for (k = 0; k < sizeof(ut_usages) / sizeof(ut_usages[0]); k++) {
+        t = &ut_usages[k];
+
+        for (f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+            n = (size_t) snprintf(body, sizeof(body), "%s%s%s", forms[f][0],
+                                  t->json, forms[f][1]);
+
+            al_llm_resp_init(&r, t->kind, t->ep);
+            al_llm_resp_feed(&r, (const unsigned char *) body, n);
+
+            rc = al_llm_resp_usage(&r, &u, NULL, 0);
+            rr = ref_resp_usage(&r, &w, NULL, 0);
+
+            (void) snprintf(name, sizeof(name), "%s: whole, form %u%s",
+                            t->name, (unsigned) f,
+                            r.quick ? ", read in place" : "");
+
+            if (!tap_ok(rc == rr && memcmp(&u, &w, sizeof(u)) == 0
+                        && (f != 0 || r.quick == t->quick)
+                        && ((f != 3 && f != 7 && f != 8) || !r.quick),
+                        name))
+            {
+                printf("# rc %d/%d got %" PRIu64 " %" PRIu64 " want %"
+                       PRIu64 " %" PRIu64 "\n", rc, rr, u.prompt_tokens,
+                       u.total_tokens, w.prompt_tokens, w.total_tokens);
+            }
         }
     }
 }
