@@ -939,34 +939,35 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
         }
 
         at = i + 1;
-        j = al_llm_ascii_run(p, at, len, 0);
-
-        if (j == len || p[j] != '"') {
-            return 1;
-        }
-
-        n = j - at;
-
-        if (nall == AL_LLM_QUICK_KEYS) {
-            return 1;
-        }
-
-        nall++;
 
         /*
          * A name of keys[] is a key twice when its bit is set; any other
-         * is compared with the other keys before it.
+         * is compared with the other keys before it.  The name expected
+         * next (hint) is compared where it lies: its bytes need no escape,
+         * so when they and the quote after them are there, the run of
+         * plain bytes would have ended at that quote.
          */
 
         id = -1;
 
-        if (keys != NULL) {
-            if (keys[hint].data != NULL && keys[hint].len == n
-                && al_llm_same(keys[hint].data, p + at, n))
-            {
-                id = (int) hint;
+        if (keys != NULL && keys[hint].data != NULL
+            && keys[hint].len < len - at
+            && p[at + keys[hint].len] == '"'
+            && al_llm_same(keys[hint].data, p + at, keys[hint].len))
+        {
+            id = (int) hint;
+            j = at + keys[hint].len;
 
-            } else {
+        } else {
+            j = al_llm_ascii_run(p, at, len, 0);
+
+            if (j == len || p[j] != '"') {
+                return 1;
+            }
+
+            n = j - at;
+
+            if (keys != NULL) {
                 for (k = 0; keys[k].data != NULL; k++) {
                     if (keys[k].len == n && keys[k].data[0] == (char) p[at]
                         && al_llm_same(keys[k].data, p + at, n))
@@ -977,6 +978,14 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
                 }
             }
         }
+
+        n = j - at;
+
+        if (nall == AL_LLM_QUICK_KEYS) {
+            return 1;
+        }
+
+        nall++;
 
         if (id >= 0) {
             if (seen & (1u << id)) {

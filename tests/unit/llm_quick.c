@@ -121,6 +121,12 @@ static const ut_usage_t  ut_usages[] = {
       "an exponent: strict, not an integer" },
     { OAI, S, "{\"prompt_tokens\":1,\"prompt_tokens\":2}", NO, 0, 0, 0,
       "duplicate key: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":1,\"completion_tokens\":2,"
+              "\"completion_tokens\":2}", NO, 0, 0, 0,
+      "duplicate of the name expected next: strict, refused" },
+    { OAI, Q, "{\"prompt_tokensx\":4,\"prompt_token\":5,\"prompt_tokens\":3,"
+              "\"completion_tokens \":6}", 3, 0, 3, 0,
+      "names that begin as the name expected next: other names" },
     { OAI, S, "{\"prompt_tokens\":1,\"prompt_tokens_details\":"
               "{\"cached_tokens\":1,\"cached_tokens\":2}}", NO, 0, 0, 0,
       "duplicate key in the details: strict, refused" },
