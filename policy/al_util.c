@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#if (defined __x86_64__ && defined __SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "airlock.h"
 #include "al_internal.h"
 
@@ -153,15 +157,36 @@ al_methods_format(char *buf, size_t size, unsigned methods)
 
 
 /*
- * All sixteen digits at once: each nibble spread into a byte of its own
- * (three shift-and-mask steps per half), then '0' added to every byte and
- * 'a' - '0' - 10 more to those that were 10 or above (adding 6 carries
- * into bit 4 exactly for them).  No table and no loop.
+ * All sixteen digits at once.  With SSE2: the bytes, most significant
+ * first, split into their high and low nibbles, interleaved into sixteen
+ * bytes, '0' added to every byte and 'a' - '0' - 10 more to those above 9.
+ * Else each nibble spread into a byte of its own (three shift-and-mask
+ * steps per half), then the same additions (adding 6 carries into bit 4
+ * exactly for the bytes that need the letters).  No table and no loop.
  */
 
 void
 al_hex64(char *dst, uint64_t v)
 {
+#if (defined __x86_64__ && defined __SSE2__)
+
+    __m128i  x, d, big;
+
+    x = _mm_cvtsi64_si128((long long) __builtin_bswap64(v));
+
+    d = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4),
+                                        _mm_set1_epi8(0x0f)),
+                          _mm_and_si128(x, _mm_set1_epi8(0x0f)));
+
+    big = _mm_and_si128(_mm_cmpgt_epi8(d, _mm_set1_epi8(9)),
+                        _mm_set1_epi8('a' - '0' - 10));
+
+    d = _mm_add_epi8(d, _mm_add_epi8(big, _mm_set1_epi8('0')));
+
+    _mm_storeu_si128((__m128i *) (void *) dst, d);
+
+#else
+
     unsigned  h;
     uint64_t  x, big;
 
@@ -191,6 +216,8 @@ al_hex64(char *dst, uint64_t v)
 
         memcpy(dst + 8 * h, &x, 8);
     }
+
+#endif
 }
 
 
