@@ -49,6 +49,7 @@ static al_reason_t ngx_http_airlock_llm_decide(ngx_http_request_t *r,
     const char **detail);
 static al_reason_t ngx_http_airlock_llm_route(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const char **detail);
+static unsigned ngx_http_airlock_llm_method(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *actx);
 static ngx_int_t ngx_http_airlock_llm_error(ngx_http_request_t *r,
@@ -483,7 +484,7 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
 
     rt = &ngx_http_airlock_llm_scratch;
 
-    method = al_method_bit((char *) r->method_name.data, r->method_name.len);
+    method = ngx_http_airlock_llm_method(r);
 
     reason = al_llm_route(llm, ctx->lc, method,
                           (char *) r->unparsed_uri.data + plen,
@@ -565,6 +566,72 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
  * rewritten, then the budget is reserved and the request allowed, or it
  * is refused.
  */
+
+/*
+ * The method's bit of AL_METHOD_*, as al_method_bit() reads the name:
+ * nginx's parser set r->method from the same bytes, an exact match of
+ * the name in upper case (and every change of the method, a subrequest's
+ * or error_page's, sets both), so the name is compared only when r->method
+ * is not one of the seven or its length is not that method's.
+ */
+
+static unsigned
+ngx_http_airlock_llm_method(ngx_http_request_t *r)
+{
+    size_t    len, n;
+    unsigned  bit;
+
+    len = r->method_name.len;
+
+    switch (r->method) {
+
+    case NGX_HTTP_GET:
+        bit = AL_METHOD_GET;
+        n = 3;
+        break;
+
+    case NGX_HTTP_HEAD:
+        bit = AL_METHOD_HEAD;
+        n = 4;
+        break;
+
+    case NGX_HTTP_POST:
+        bit = AL_METHOD_POST;
+        n = 4;
+        break;
+
+    case NGX_HTTP_PUT:
+        bit = AL_METHOD_PUT;
+        n = 3;
+        break;
+
+    case NGX_HTTP_PATCH:
+        bit = AL_METHOD_PATCH;
+        n = 5;
+        break;
+
+    case NGX_HTTP_DELETE:
+        bit = AL_METHOD_DELETE;
+        n = 6;
+        break;
+
+    case NGX_HTTP_OPTIONS:
+        bit = AL_METHOD_OPTIONS;
+        n = 7;
+        break;
+
+    default:
+        bit = 0;
+        n = 0;
+    }
+
+    if (bit != 0 && len == n) {
+        return bit;
+    }
+
+    return al_method_bit((char *) r->method_name.data, len);
+}
+
 
 static ngx_int_t
 ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
