@@ -247,9 +247,31 @@ int
 al_fold_plain(const char *s, size_t len)
 {
     size_t         i;
+    uint64_t       w;
     unsigned char  c;
 
-    for (i = 0; i < len; i++) {
+    /*
+     * Eight ASCII bytes at a time: a byte b below 0x80 is 'A' to 'Z' when
+     * b + 0x3f reaches 0x80 and b + 0x25 does not (no carry leaves a
+     * byte).  A byte of 0x80 or more sends the rest to the byte loop.
+     */
+
+    for (i = 0; len - i >= 8; i += 8) {
+        memcpy(&w, s + i, 8);
+
+        if (w & UINT64_C(0x8080808080808080)) {
+            break;
+        }
+
+        if ((w + UINT64_C(0x3f3f3f3f3f3f3f3f))
+            & ~(w + UINT64_C(0x2525252525252525))
+            & UINT64_C(0x8080808080808080))
+        {
+            return 0;
+        }
+    }
+
+    for ( /* void */ ; i < len; i++) {
         c = (unsigned char) s[i];
 
         if ((c >= 'A' && c <= 'Z') || c == 0xc4 || c == 0xc5 || c == 0xe2) {

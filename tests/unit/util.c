@@ -1,6 +1,7 @@
 /*
  * Unit tests for the small helpers of al_util.c the modules use on every
- * request: al_hex64() against printf's %016llx.
+ * request: al_hex64() against printf's %016llx, al_fold_plain() eight
+ * bytes at a time against the byte it is about.
  */
 
 #include <inttypes.h>
@@ -9,16 +10,19 @@
 #include <string.h>
 
 #include "airlock.h"
+#include "al_internal.h"
 #include "tap.h"
 
 
 static void test_hex64(void);
+static void test_fold_plain(void);
 
 
 int
 main(void)
 {
     test_hex64();
+    test_fold_plain();
 
     return tap_done();
 }
@@ -82,4 +86,51 @@ test_hex64(void)
     }
 
     tap_ok(bad == 0, "al_hex64: a million values as printf writes them");
+}
+
+
+/*
+ * Every byte value at every place of keys of 1 to 24 bytes of 'a' (and
+ * of '~', above the capitals): plain unless it is an ASCII capital or a
+ * lead byte of the letters Go folds; a byte of 0x80 or more before a
+ * capital too.
+ */
+
+static void
+test_fold_plain(void)
+{
+    int       bad, want;
+    char      key[24];
+    size_t    len, at, k;
+    unsigned  c, fill;
+
+    static const unsigned char  fills[] = { 'a', '~' };
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(fills); k++) {
+        fill = fills[k];
+
+        for (len = 1; len <= sizeof(key); len++) {
+            for (at = 0; at < len; at++) {
+                for (c = 0; c < 256; c++) {
+                    memset(key, (int) fill, len);
+                    key[at] = (char) c;
+
+                    want = !((c >= 'A' && c <= 'Z') || c == 0xc4
+                             || c == 0xc5 || c == 0xe2);
+
+                    bad += (al_fold_plain(key, len) != want);
+
+                    if (at + 1 < len) {
+                        /* a high byte first, then a capital after it */
+                        key[len - 1] = 'Q';
+                        bad += (al_fold_plain(key, len) != 0);
+                    }
+                }
+            }
+        }
+    }
+
+    tap_ok(bad == 0, "al_fold_plain: each byte at each place");
 }
