@@ -1183,10 +1183,12 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
 
 
 /*
- * The usage line is formatted here, then written or copied into the
- * log's buffer at once (ngx_http_airlock_file_write()): one per process,
- * as the scratch route above, and not a 3.6 KB stack frame above
- * al_llm_record_format() and what it calls.
+ * The usage line is formatted straight into the log's buffer when that
+ * has room for the longest line (ngx_http_airlock_file_room()), else
+ * here, then written or copied there at once
+ * (ngx_http_airlock_file_write()): one per process, as the scratch route
+ * above, and not a 3.6 KB stack frame above al_llm_record_format() and
+ * what it calls.
  */
 
 static u_char  ngx_http_airlock_llm_line[AL_LLM_RECORD_MAX + 1];
@@ -1198,11 +1200,17 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
 {
     size_t            n;
     ngx_str_t         id;
+    ngx_uint_t        room;
     ngx_msec_t        now, start;
     u_char           *buf;
     al_llm_record_t   rec;
 
-    buf = ngx_http_airlock_llm_line;
+    buf = ngx_http_airlock_file_room(ctx->log, AL_LLM_RECORD_MAX + 1);
+    room = (buf != NULL);
+
+    if (!room) {
+        buf = ngx_http_airlock_llm_line;
+    }
 
     ngx_memzero(&rec, sizeof(al_llm_record_t));
 
@@ -1250,6 +1258,11 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
      * one write() to an O_APPEND file, lines of workers never mix; with
      * buffer=, one write() for the lines of one pass of the event loop
      */
+
+    if (room) {
+        ngx_http_airlock_file_commit(ctx->log, n);
+        return;
+    }
 
     ngx_http_airlock_file_write(ctx->log, buf, n, r->connection->log);
 }

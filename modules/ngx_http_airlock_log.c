@@ -1349,11 +1349,7 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
             }
         }
 
-        /* the bytes, then the length that covers them */
-
         ngx_memcpy(r->data + r->len, line, len);
-        ngx_memory_barrier();
-        r->len += len;
 
     } else {
         if (len > (size_t) (b->last - b->pos)) {
@@ -1365,7 +1361,59 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
             }
         }
 
-        b->pos = ngx_cpymem(b->pos, line, len);
+        ngx_memcpy(b->pos, line, len);
+    }
+
+    ngx_http_airlock_file_commit(file, len);
+}
+
+
+/*
+ * Where a line of at most max bytes can be written in the file's buffer
+ * as it is, or NULL (no buffer, or not that much room left): the caller
+ * then writes it elsewhere and hands it to ngx_http_airlock_file_write().
+ * What is written there goes out once ngx_http_airlock_file_commit()
+ * is told its length, as file_write()'s copy would.
+ */
+
+u_char *
+ngx_http_airlock_file_room(ngx_open_file_t *file, size_t max)
+{
+    ngx_http_airlock_buf_t     *b;
+    ngx_http_airlock_region_t  *r;
+
+    b = (file->flush == ngx_http_airlock_reopen) ? file->data : NULL;
+
+    if (b == NULL) {
+        return NULL;
+    }
+
+    r = b->own;
+
+    if (r != NULL) {
+        return (max <= b->size - r->len) ? r->data + r->len : NULL;
+    }
+
+    return (max <= (size_t) (b->last - b->pos)) ? b->pos : NULL;
+}
+
+
+void
+ngx_http_airlock_file_commit(ngx_open_file_t *file, size_t len)
+{
+    ngx_http_airlock_buf_t     *b;
+    ngx_http_airlock_region_t  *r;
+
+    b = file->data;
+    r = b->own;
+
+    if (r != NULL) {
+        /* the bytes, then the length that covers them */
+        ngx_memory_barrier();
+        r->len += len;
+
+    } else {
+        b->pos += len;
     }
 
     if (b->flush == 0) {

@@ -259,6 +259,8 @@ void ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle);
 void ngx_http_airlock_logs_exit_process(ngx_cycle_t *cycle);
 void ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line,
     size_t len, ngx_log_t *log);
+u_char *ngx_http_airlock_file_room(ngx_open_file_t *file, size_t max);
+void ngx_http_airlock_file_commit(ngx_open_file_t *file, size_t len);
 void ngx_http_airlock_log_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char *detail);
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,
