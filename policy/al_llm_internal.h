@@ -10,6 +10,10 @@
 #include <string.h>
 #include <jansson.h>
 
+#if (defined __x86_64__ && defined __SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "al_llm.h"
 
 
@@ -18,6 +22,20 @@
 #define AL_LLM_NOINLINE  __attribute__((noinline))
 #else
 #define AL_LLM_NOINLINE
+#endif
+
+
+/*
+ * A sixteen-byte compare's result (GCC's vector extension: 0xff in each
+ * byte where it holds) as a bit per byte, lowest byte lowest, in one
+ * instruction (pmovmskb) where SSE2 is; the scanners then find the first
+ * byte that holds with one count of trailing zeros.
+ */
+#if (defined __x86_64__ && defined __SSE2__)
+#define AL_LLM_V16_MASK  1
+#define al_llm_v16_mask(m)  ((unsigned) _mm_movemask_epi8((__m128i) (m)))
+#else
+#define AL_LLM_V16_MASK  0
 #endif
 
 

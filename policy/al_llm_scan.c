@@ -1443,7 +1443,11 @@ al_llm_scan_plain(const unsigned char *p, size_t i, size_t len)
     uint64_t  w, q, b, bad;
 
 #if defined __GNUC__
+#if (AL_LLM_V16_MASK)
+    unsigned      mask;
+#else
     uint64_t      lo, hi;
+#endif
     al_llm_v16s_t  v, m;
 
     /* sixteen at a time: as signed bytes, 0x80 and up are below 0x20 */
@@ -1451,6 +1455,13 @@ al_llm_scan_plain(const unsigned char *p, size_t i, size_t len)
     while (len - i >= 16) {
         memcpy(&v, p + i, 16);
         m = (al_llm_v16s_t) ((v < 0x20) | (v == '"') | (v == '\\'));
+#if (AL_LLM_V16_MASK)
+        mask = al_llm_v16_mask(m);
+
+        if (mask != 0) {
+            return i + (size_t) __builtin_ctz(mask);
+        }
+#else
         memcpy(&lo, &m, 8);
         memcpy(&hi, (const unsigned char *) &m + 8, 8);
 
@@ -1458,6 +1469,7 @@ al_llm_scan_plain(const unsigned char *p, size_t i, size_t len)
             return i + (lo != 0 ? (size_t) (__builtin_ctzll(lo) >> 3)
                                 : 8 + (size_t) (__builtin_ctzll(hi) >> 3));
         }
+#endif
 
         i += 16;
     }

@@ -452,13 +452,24 @@ static inline size_t
 al_llm_resp_next(const unsigned char *p, size_t i, size_t n)
 {
 #if (AL_LLM_V16)
+#if (AL_LLM_V16_MASK)
+    unsigned      mask;
+#else
     uint64_t      lo, hi;
+#endif
     al_llm_v16_t  v, x, m;
 
     while (n - i >= 16) {
         memcpy(&v, p + i, 16);
         x = v | 0x20;
         m = (al_llm_v16_t) ((v == '"') | (x == '{') | (x == '}'));
+#if (AL_LLM_V16_MASK)
+        mask = al_llm_v16_mask(m);
+
+        if (mask != 0) {
+            return i + (size_t) __builtin_ctz(mask);
+        }
+#else
         memcpy(&lo, &m, 8);
         memcpy(&hi, (const unsigned char *) &m + 8, 8);
 
@@ -466,6 +477,7 @@ al_llm_resp_next(const unsigned char *p, size_t i, size_t n)
             return i + (lo != 0 ? (size_t) (__builtin_ctzll(lo) >> 3)
                                 : 8 + (size_t) (__builtin_ctzll(hi) >> 3));
         }
+#endif
 
         i += 16;
     }
@@ -485,12 +497,23 @@ static inline size_t
 al_llm_resp_str(const unsigned char *p, size_t i, size_t n)
 {
 #if (AL_LLM_V16)
+#if (AL_LLM_V16_MASK)
+    unsigned      mask;
+#else
     uint64_t      lo, hi;
+#endif
     al_llm_v16_t  v, m;
 
     while (n - i >= 16) {
         memcpy(&v, p + i, 16);
         m = (al_llm_v16_t) ((v == '"') | (v == '\\'));
+#if (AL_LLM_V16_MASK)
+        mask = al_llm_v16_mask(m);
+
+        if (mask != 0) {
+            return i + (size_t) __builtin_ctz(mask);
+        }
+#else
         memcpy(&lo, &m, 8);
         memcpy(&hi, (const unsigned char *) &m + 8, 8);
 
@@ -498,6 +521,7 @@ al_llm_resp_str(const unsigned char *p, size_t i, size_t n)
             return i + (lo != 0 ? (size_t) (__builtin_ctzll(lo) >> 3)
                                 : 8 + (size_t) (__builtin_ctzll(hi) >> 3));
         }
+#endif
 
         i += 16;
     }
