@@ -463,13 +463,14 @@ static al_reason_t
 ngx_http_airlock_llm_route(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const char **detail)
 {
-    off_t             clen;
-    size_t            plen;
-    u_char           *p;
-    unsigned          method;
-    al_reason_t       reason;
-    const al_llm_t   *llm;
-    al_llm_route_t   *rt;
+    off_t                         clen;
+    size_t                        plen, tlen;
+    u_char                       *p, *target;
+    unsigned                      method;
+    al_reason_t                   reason;
+    const al_llm_t               *llm;
+    al_llm_route_t               *rt;
+    ngx_http_airlock_llm_memo_t  *memo;
 
     llm = ctx->provider->llm;
     plen = llm->prefix.len;
@@ -482,13 +483,33 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
         return AL_REASON_NO_ROUTE;
     }
 
-    rt = &ngx_http_airlock_llm_scratch;
-
     method = ngx_http_airlock_llm_method(r);
 
-    reason = al_llm_route(llm, ctx->lc, method,
-                          (char *) r->unparsed_uri.data + plen,
-                          r->unparsed_uri.len - plen, rt);
+    target = r->unparsed_uri.data + plen;
+    tlen = r->unparsed_uri.len - plen;
+
+    memo = &ctx->provider->memo;
+
+    if (memo->lc == ctx->lc && memo->method == method
+        && memo->target_len == tlen
+        && ngx_memcmp(memo->target, target, tlen) == 0)
+    {
+        ctx->endpoint = memo->endpoint;
+
+        ctx->uri.data = ngx_pnalloc(r->pool, memo->uri_len);
+        if (ctx->uri.data == NULL) {
+            return AL_REASON_MAX;
+        }
+
+        ngx_memcpy(ctx->uri.data, memo->uri, memo->uri_len);
+        ctx->uri.len = memo->uri_len;
+
+        goto framing;
+    }
+
+    rt = &ngx_http_airlock_llm_scratch;
+
+    reason = al_llm_route(llm, ctx->lc, method, (char *) target, tlen, rt);
 
     if (reason != AL_REASON_NONE) {
         p = ngx_pnalloc(r->pool, AL_DETAIL_MAX);
@@ -512,6 +533,18 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
     ngx_memcpy(ctx->uri.data, rt->uri, rt->uri_len);
     ctx->uri.len = rt->uri_len;
 
+    if (rt->model.len == 0 && rt->alias.len == 0
+        && tlen <= sizeof(memo->target) && rt->uri_len <= sizeof(memo->uri))
+    {
+        memo->lc = ctx->lc;
+        memo->method = method;
+        memo->endpoint = rt->endpoint;
+        memo->target_len = tlen;
+        memo->uri_len = rt->uri_len;
+        ngx_memcpy(memo->target, target, tlen);
+        ngx_memcpy(memo->uri, rt->uri, rt->uri_len);
+    }
+
     if (rt->model.len) {
         ctx->model.data = ngx_pnalloc(r->pool, rt->model.len);
         if (ctx->model.data == NULL) {
@@ -531,6 +564,8 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
         ngx_memcpy(ctx->alias.data, rt->alias.data, rt->alias.len);
         ctx->alias.len = rt->alias.len;
     }
+
+framing:
 
     /* framing: refuse before reading what cannot be accepted */
 

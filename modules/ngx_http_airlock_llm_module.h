@@ -30,6 +30,27 @@
 typedef struct ngx_http_airlock_llm_node_s  ngx_http_airlock_llm_node_t;
 
 
+/*
+ * The last request line al_llm_route() allowed on a provider, in this
+ * worker, and what it made of it: the same client, method and raw target
+ * take the same route (al_llm_route() reads nothing else), so the next
+ * one like it is not parsed again.  Only routes without a model or alias
+ * in the path (not Azure deployments) are kept.
+ */
+#define NGX_HTTP_AIRLOCK_LLM_MEMO_TARGET  128
+#define NGX_HTTP_AIRLOCK_LLM_MEMO_URI     256
+
+typedef struct {
+    const al_llm_client_t           *lc;        /* NULL: none kept */
+    unsigned                         method;
+    al_llm_endpoint_t                endpoint;
+    size_t                           target_len;
+    size_t                           uri_len;
+    u_char                           target[NGX_HTTP_AIRLOCK_LLM_MEMO_TARGET];
+    u_char                           uri[NGX_HTTP_AIRLOCK_LLM_MEMO_URI];
+} ngx_http_airlock_llm_memo_t;
+
+
 /* an llm entry of the policy, as its locations need it */
 typedef struct {
     const al_llm_t                  *llm;
@@ -41,6 +62,7 @@ typedef struct {
     al_route_t                       route;     /* names the provider to
                                                    ngx_http_airlock_module */
     ngx_http_airlock_route_t         rconf;     /* its scrub list */
+    ngx_http_airlock_llm_memo_t      memo;
     unsigned                         ready:1;
 } ngx_http_airlock_llm_provider_t;
 
