@@ -76,9 +76,13 @@ static void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
 static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
     ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
+static ngx_uint_t ngx_http_airlock_token_index(ngx_table_elt_t *h);
 
 
-/* in the order a strict reading compares them */
+/*
+ * in the order a strict reading compares them; each name of a length of
+ * its own (ngx_http_airlock_token_index() finds them by it)
+ */
 
 static ngx_http_airlock_token_header_t  ngx_http_airlock_token_headers[] = {
 
@@ -556,6 +560,36 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
  * the headers came, and nothing is refused.
  */
 
+/*
+ * The one entry of ngx_http_airlock_token_headers[] a header's name can
+ * be, by its length (theirs all differ; the cases follow the table's
+ * order), or NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; the caller compares the
+ * length and the name with the entry's.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_token_index(ngx_table_elt_t *h)
+{
+    switch (h->key.len) {
+
+    case sizeof("authorization") - 1:
+        return 0;
+
+    case sizeof("proxy-authorization") - 1:
+        return 1;
+
+    case sizeof("x-api-key") - 1:
+        return 2;
+
+    case sizeof("api-key") - 1:
+        return 3;
+
+    default:
+        return NGX_HTTP_AIRLOCK_NTOKEN_HEADERS;
+    }
+}
+
+
 al_reason_t
 ngx_http_airlock_token(ngx_http_request_t *r,
     ngx_http_airlock_token_conf_t *tc, ngx_str_t *token, const char **detail)
@@ -600,16 +634,18 @@ ngx_http_airlock_token(ngx_http_request_t *r,
             continue;
         }
 
-        for (k = 0; k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; k++) {
+        k = ngx_http_airlock_token_index(&h[i]);
+
+        if (k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS) {
             th = &ngx_http_airlock_token_headers[k];
 
-            if ((tc->headers & th->kind)
-                && h[i].key.len == th->name.len
-                && ngx_strncmp(h[i].lowcase_key, th->name.data,
+            if (!(tc->headers & th->kind)
+                || h[i].key.len != th->name.len
+                || ngx_strncmp(h[i].lowcase_key, th->name.data,
                                th->name.len)
-                   == 0)
+                   != 0)
             {
-                break;
+                k = NGX_HTTP_AIRLOCK_NTOKEN_HEADERS;
             }
         }
 
