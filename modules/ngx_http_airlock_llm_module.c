@@ -1283,6 +1283,7 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     rec.stream = ctx->stream;
     rec.source = ctx->source;
     rec.priced = (ctx->price != NULL);
+    rec.names_plain = 1;
     rec.cost = ctx->cost;
 
     n = al_llm_record_format(&rec, (char *) buf, AL_LLM_RECORD_MAX);

@@ -731,6 +731,11 @@ typedef struct {
     unsigned         stream:1;
     al_llm_source_t  source;
     unsigned         priced:1;          /* "cost_usd": cost, else null */
+    unsigned         names_plain:1;     /* client and provider are the
+                                           policy's names (letters,
+                                           digits, '-', '_', '.'; at most
+                                           64): copied, no escape looked
+                                           for */
     uint64_t         cost;              /* picodollars */
 } al_llm_record_t;
 

@@ -1958,6 +1958,20 @@ _Static_assert(AL_LLM_RECORD_WORST < AL_LLM_RECORD_MAX,
         al_llm_out_json(o, (s)->data, (s)->len < (max) ? (s)->len : (max));   \
     } while (0)
 
+/* name (a literal: ,"key":) and the string s, needing no escape, cut */
+#define al_llm_put_plain(o, name, s)                                          \
+    do {                                                                      \
+        size_t  n_;                                                           \
+                                                                              \
+        al_llm_put_lit(o, name);                                              \
+        n_ = (s)->len < AL_LLM_RECORD_STR_MAX ? (s)->len                      \
+                                              : AL_LLM_RECORD_STR_MAX;        \
+        (o)->buf[(o)->len] = '"';                                             \
+        memcpy((o)->buf + (o)->len + 1, (s)->data, n_);                       \
+        (o)->buf[(o)->len + 1 + n_] = '"';                                    \
+        (o)->len += n_ + 2;                                                   \
+    } while (0)
+
 /* name (a literal: ,"key":) and v in decimal */
 #define al_llm_put_count(o, name, v)                                          \
     do {                                                                      \
@@ -2061,10 +2075,16 @@ al_llm_record_write(const al_llm_record_t *rec, char *buf)
     al_llm_put_lit(&o, "Z\"");
     al_llm_put_field(&o, ",\"request_id\":", &rec->request_id,
                      AL_LLM_RECORD_STR_MAX);
-    al_llm_put_field(&o, ",\"client\":", &rec->client,
-                     AL_LLM_RECORD_STR_MAX);
-    al_llm_put_field(&o, ",\"provider\":", &rec->provider,
-                     AL_LLM_RECORD_STR_MAX);
+    if (rec->names_plain) {
+        al_llm_put_plain(&o, ",\"client\":", &rec->client);
+        al_llm_put_plain(&o, ",\"provider\":", &rec->provider);
+
+    } else {
+        al_llm_put_field(&o, ",\"client\":", &rec->client,
+                         AL_LLM_RECORD_STR_MAX);
+        al_llm_put_field(&o, ",\"provider\":", &rec->provider,
+                         AL_LLM_RECORD_STR_MAX);
+    }
     al_llm_put_lit(&o, ",\"endpoint\":\"");
     al_llm_out_cstr(&o, al_llm_record_endpoint(rec->endpoint));
     al_llm_put_lit(&o, "\"");

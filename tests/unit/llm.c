@@ -1306,6 +1306,7 @@ test_record(void)
     json_error_t     err;
     char            *line;
     char             buf[AL_LLM_RECORD_MAX], junk[1000];
+    char             plain[AL_LLM_RECORD_MAX];
 
     memset(&rec, 0, sizeof(rec));
     rec.time_ms = 1720000000123LL;
@@ -1351,6 +1352,23 @@ test_record(void)
                      "\"cost_usd\":null}") != NULL
            && strchr(buf, '\n') == NULL, "field order; one line");
     json_decref(j);
+
+    /* policy names copied as they are: the same line */
+
+    rec.names_plain = 1;
+    tap_ok(al_llm_record_format(&rec, plain, sizeof(plain)) == n
+           && strcmp(plain, buf) == 0, "policy names copied: the same line");
+
+    rec.client.data = "a-0_b.c9012345678901234567890123456789012345678901"
+                      "23456789012345";
+    rec.client.len = 64;
+    rec.provider.data = "Z";
+    rec.provider.len = 1;
+    n = al_llm_record_format(&rec, plain, sizeof(plain));
+    rec.names_plain = 0;
+    tap_ok(al_llm_record_format(&rec, buf, sizeof(buf)) == n
+           && strcmp(plain, buf) == 0,
+           "the longest policy name and the shortest copied: the same line");
 
     {
         memset(junk, 1, sizeof(junk));
