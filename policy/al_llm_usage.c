@@ -1972,11 +1972,26 @@ _Static_assert(AL_LLM_RECORD_WORST < AL_LLM_RECORD_MAX,
         (o)->len += n_ + 2;                                                   \
     } while (0)
 
-/* name (a literal: ,"key":) and v in decimal */
+/*
+ * name (a literal: ,"key":) and v in decimal; one or two digits (most
+ * counts, latencies) written here, the rest by al_llm_out_u64()
+ */
 #define al_llm_put_count(o, name, v)                                          \
     do {                                                                      \
+        uint64_t  v_ = (v);                                                   \
+                                                                              \
         al_llm_put_lit(o, name);                                              \
-        al_llm_out_u64(o, v);                                                 \
+                                                                              \
+        if (v_ < 10) {                                                        \
+            (o)->buf[(o)->len++] = (char) ('0' + v_);                         \
+                                                                              \
+        } else if (v_ < 100) {                                                \
+            memcpy((o)->buf + (o)->len, al_llm_pairs + v_ * 2, 2);            \
+            (o)->len += 2;                                                    \
+                                                                              \
+        } else {                                                              \
+            al_llm_out_u64(o, v_);                                            \
+        }                                                                     \
     } while (0)
 
 
