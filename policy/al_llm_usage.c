@@ -1973,8 +1973,9 @@ _Static_assert(AL_LLM_RECORD_WORST < AL_LLM_RECORD_MAX,
     } while (0)
 
 /*
- * name (a literal: ,"key":) and v in decimal; one or two digits (most
- * counts, latencies) written here, the rest by al_llm_out_u64()
+ * name (a literal: ,"key":) and v in decimal; up to three digits (most
+ * counts and latencies, every status) written here, the rest by
+ * al_llm_out_u64()
  */
 #define al_llm_put_count(o, name, v)                                          \
     do {                                                                      \
@@ -1988,6 +1989,11 @@ _Static_assert(AL_LLM_RECORD_WORST < AL_LLM_RECORD_MAX,
         } else if (v_ < 100) {                                                \
             memcpy((o)->buf + (o)->len, al_llm_pairs + v_ * 2, 2);            \
             (o)->len += 2;                                                    \
+                                                                              \
+        } else if (v_ < 1000) {                                               \
+            (o)->buf[(o)->len] = (char) ('0' + v_ / 100);                     \
+            memcpy((o)->buf + (o)->len + 1, al_llm_pairs + v_ % 100 * 2, 2);  \
+            (o)->len += 3;                                                    \
                                                                               \
         } else {                                                              \
             al_llm_out_u64(o, v_);                                            \

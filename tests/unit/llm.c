@@ -5,6 +5,7 @@
  * streaming parser has its own file, sse.c.
  */
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1369,6 +1370,48 @@ test_record(void)
     tap_ok(al_llm_record_format(&rec, buf, sizeof(buf)) == n
            && strcmp(plain, buf) == 0,
            "the longest policy name and the shortest copied: the same line");
+
+    /* counts around the places where the writer changes its way */
+
+    {
+        size_t     k;
+        int        bad;
+        uint64_t   v;
+
+        static const uint64_t  counts[] = {
+            0, 9, 10, 99, 100, 101, 999, 1000, 12345, UINT64_MAX
+        };
+
+        bad = 0;
+
+        for (k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+            v = counts[k];
+            rec.usage.prompt_tokens = v;
+            rec.usage.completion_tokens = v;
+            rec.usage.cached_tokens = v;
+            rec.usage.total_tokens = v;
+            rec.status = (unsigned) (v > 999 ? 999 : v);
+            rec.latency_ms = v;
+            rec.ttfb_ms = v;
+
+            (void) al_llm_record_format(&rec, buf, sizeof(buf));
+            (void) snprintf(plain, sizeof(plain),
+                            ",\"total_tokens\":%" PRIu64 ",\"status\":%u,"
+                            "\"latency_ms\":%" PRIu64 ",\"ttfb_ms\":%" PRIu64
+                            ",", v, rec.status, v, v);
+            bad += (strstr(buf, plain) == NULL);
+        }
+
+        tap_is_int(bad, 0, "counts of 1 to 20 digits");
+
+        rec.usage.prompt_tokens = 19;
+        rec.usage.completion_tokens = 10;
+        rec.usage.cached_tokens = 3;
+        rec.usage.total_tokens = 0;
+        rec.status = 200;
+        rec.latency_ms = 1234;
+        rec.ttfb_ms = 321;
+    }
 
     {
         memset(junk, 1, sizeof(junk));
