@@ -35,6 +35,13 @@ typedef struct {
 } ngx_http_airlock_route_t;
 
 
+/* bytes of a struct: size of them from offset */
+typedef struct {
+    ngx_uint_t                   offset;
+    size_t                       size;
+} ngx_http_airlock_span_t;
+
+
 typedef struct {
     ngx_str_t                    policy_file;
     ngx_str_t                    policy_conf;   /* where the directive was */
@@ -49,8 +56,11 @@ typedef struct {
     ngx_open_file_t             *journal;       /* airlock_journal */
     ngx_flag_t                   dumpable;      /* airlock_worker_dumpable */
 
-    /* the headers_in shortcuts a header rewrite clears, by offset */
-    ngx_uint_t                   clear[64];     /* pointers */
+    /*
+     * the headers_in shortcuts a header rewrite clears: the pointers as
+     * runs of adjacent ones, and the arrays by offset
+     */
+    ngx_http_airlock_span_t      clear[64];
     ngx_uint_t                   nclear;
     ngx_uint_t                   clear_multi[4];    /* arrays */
     ngx_uint_t                   nclear_multi;

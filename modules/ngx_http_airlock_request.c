@@ -1086,7 +1086,6 @@ static void
 ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
 {
     ngx_uint_t                     i;
-    ngx_table_elt_t              **ph;
     ngx_http_airlock_main_conf_t  *amcf;
 #if !(NGX_HTTP_AIRLOCK_LINKED_HEADERS)
     ngx_array_t                   *a;
@@ -1095,8 +1094,8 @@ ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
     for (i = 0; i < amcf->nclear; i++) {
-        ph = (ngx_table_elt_t **) ((char *) &r->headers_in + amcf->clear[i]);
-        *ph = NULL;
+        ngx_memzero((char *) &r->headers_in + amcf->clear[i].offset,
+                    amcf->clear[i].size);
     }
 
 #if !(NGX_HTTP_AIRLOCK_LINKED_HEADERS)
@@ -1173,13 +1172,18 @@ ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
 }
 
 
-/* the offsets of the shortcuts clear_shortcuts() clears, by kind */
+/*
+ * The offsets of the shortcuts clear_shortcuts() clears, by kind; the
+ * pointers sorted and joined into runs, each cleared with one memset.
+ */
 
 ngx_int_t
 ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf)
 {
-    ngx_http_header_t  *hh;
+    ngx_uint_t                off, i, j, n;
+    ngx_http_header_t        *hh;
+    ngx_http_airlock_span_t  *sp;
 
     amcf->nclear = 0;
     amcf->nclear_multi = 0;
@@ -1203,12 +1207,44 @@ ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
             continue;
         }
 
-        if (amcf->nclear == sizeof(amcf->clear) / sizeof(ngx_uint_t)) {
+        if (amcf->nclear == sizeof(amcf->clear) / sizeof(amcf->clear[0]))
+        {
             goto full;
         }
 
-        amcf->clear[amcf->nclear++] = hh->offset;
+        /* in order of offset, each a pointer's size */
+
+        off = hh->offset;
+
+        for (i = amcf->nclear; i > 0 && amcf->clear[i - 1].offset > off; i--)
+        {
+            amcf->clear[i] = amcf->clear[i - 1];
+        }
+
+        amcf->clear[i].offset = off;
+        amcf->clear[i].size = sizeof(ngx_table_elt_t *);
+        amcf->nclear++;
     }
+
+    /* a pointer that starts where the run before it ends joins it */
+
+    sp = amcf->clear;
+    n = amcf->nclear;
+    j = 0;
+
+    for (i = 0; i < n; i++) {
+
+        if (j > 0 && sp[i].offset <= sp[j - 1].offset + sp[j - 1].size) {
+            sp[j - 1].size = ngx_max(sp[j - 1].size,
+                                     sp[i].offset + sp[i].size
+                                     - sp[j - 1].offset);
+            continue;
+        }
+
+        sp[j++] = sp[i];
+    }
+
+    amcf->nclear = j;
 
     return NGX_OK;
 
