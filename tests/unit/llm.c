@@ -42,6 +42,7 @@ static const al_llm_req_t *reqn(const al_llm_t *llm,
     size_t len);
 static void test_usage(void);
 static void test_usage_runs(void);
+static void test_record_bytes(void);
 static void test_record(void);
 static void test_budget(void);
 static void test_errors(void);
@@ -137,6 +138,7 @@ main(void)
     test_usage();
     test_usage_runs();
     test_record();
+    test_record_bytes();
     test_budget();
     test_errors();
     test_request_with();
@@ -1295,6 +1297,85 @@ test_usage_runs(void)
     }
 
     tap_is_int(bad, 0, "escapes at every offset of a word, every split");
+}
+
+
+/*
+ * A model name of plain bytes but one, at each place of names of 1 to 40
+ * bytes: the line reads back as JSON with the name it was given (NUL and
+ * a byte from 0x80, not UTF-8, as U+FFFD).  The run of plain bytes is found
+ * sixteen, then eight, then one at a time.
+ */
+
+static void
+test_record_bytes(void)
+{
+    int               ok, tried;
+    size_t            n, k, c, wlen;
+    json_t           *j, *m;
+    al_llm_record_t   rec;
+    json_error_t      err;
+    char              name[48], want[64];
+    char              buf[AL_LLM_RECORD_MAX];
+
+    static const unsigned char  bytes[] = {
+        0x00, 0x01, 0x1f, 0x20, '"', '\\', 'a', 0x7e, 0x7f, 0x80, 0xc3,
+        0xff
+    };
+
+    memset(&rec, 0, sizeof(rec));
+    rec.time_ms = 1720000000123LL;
+    rec.request_id.data = "4f9c2a";
+    rec.request_id.len = 6;
+    rec.client.data = "agent";
+    rec.client.len = 5;
+    rec.provider = rec.client;
+    rec.status = 200;
+
+    ok = 0;
+    tried = 0;
+
+    for (n = 1; n <= 40; n++) {
+        for (k = 0; k < n; k++) {
+            for (c = 0; c < sizeof(bytes); c++) {
+                memset(name, 'b', n);
+                name[k] = (char) bytes[c];
+
+                memcpy(want, name, n);
+                wlen = n;
+
+                if (bytes[c] >= 0x80 || bytes[c] == 0x00) {
+                    memcpy(want + k, "\xef\xbf\xbd", 3);
+                    memset(want + k + 3, 'b', n - k - 1);
+                    wlen = n + 2;
+                }
+
+                rec.model.data = name;
+                rec.model.len = n;
+                tried++;
+
+                (void) al_llm_record_format(&rec, buf, sizeof(buf));
+
+                j = json_loads(buf, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                               &err);
+                m = j != NULL ? json_object_get(j, "model") : NULL;
+
+                if (m != NULL && json_string_length(m) == wlen
+                    && memcmp(json_string_value(m), want, wlen) == 0)
+                {
+                    ok++;
+
+                } else if (ok == tried - 1) {
+                    tap_diag("line: ", buf);
+                }
+
+                json_decref(j);
+            }
+        }
+    }
+
+    tap_is_int(ok, tried, "a model name with one byte not plain ASCII, "
+               "at each place: read back as written");
 }
 
 
