@@ -998,8 +998,11 @@ ngx_http_airlock_header_kept(ngx_table_elt_t *h,
         return 0;
     }
 
+    /* the first byte before the call: few names share a length and it */
+
     for (name = hs->keep; name->len; name++) {
         if (h->key.len == name->len
+            && h->lowcase_key[0] == name->data[0]
             && ngx_strncmp(h->lowcase_key, name->data, name->len) == 0)
         {
             return 1;
