@@ -2299,7 +2299,22 @@ al_llm_dec_len(uint64_t v)
 char *
 al_llm_dec_back(char *end, uint64_t v)
 {
-    while (v >= 100) {
+    uint64_t  q;
+    unsigned  r;
+
+    /* four digits a division by a constant, then two */
+
+    while (v >= 10000) {
+        q = v / 10000;
+        r = (unsigned) (v - q * 10000);
+        v = q;
+
+        end -= 4;
+        memcpy(end, al_llm_pairs + (r / 100) * 2, 2);
+        memcpy(end + 2, al_llm_pairs + (r % 100) * 2, 2);
+    }
+
+    if (v >= 100) {
         end -= 2;
         memcpy(end, al_llm_pairs + (v % 100) * 2, 2);
         v /= 100;

@@ -1485,6 +1485,46 @@ test_record(void)
 
         tap_is_int(bad, 0, "counts of 1 to 20 digits");
 
+        /* al_llm_dec_back(): around each power of ten, and at random */
+
+        {
+            int        i;
+            char      *p;
+            uint64_t   x, pow;
+            char       dec[24];
+
+            bad = 0;
+            pow = 1;
+            x = 88172645463325252ULL;
+
+            for (i = 0; i < 3000; i++) {
+                if (i < 60) {
+                    v = pow + (uint64_t) (i % 3) - 1;
+                    if (i % 3 == 2 && pow <= UINT64_MAX / 10) {
+                        pow *= 10;
+                    }
+
+                } else {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    v = x >> (i % 64);
+                }
+
+                p = al_llm_dec_back(dec + sizeof(dec), v);
+                (void) snprintf(plain, sizeof(plain), "%" PRIu64, v);
+
+                if ((size_t) (dec + sizeof(dec) - p) != strlen(plain)
+                    || memcmp(p, plain, strlen(plain)) != 0)
+                {
+                    bad++;
+                }
+            }
+
+            tap_is_int(bad, 0, "al_llm_dec_back(): as printf writes them, "
+                       "around each power of ten and at random");
+        }
+
         rec.usage.prompt_tokens = 19;
         rec.usage.completion_tokens = 10;
         rec.usage.cached_tokens = 3;
