@@ -104,7 +104,7 @@ static size_t al_llm_dec_len(uint64_t v);
 static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static void al_llm_digits(char *p, unsigned v, size_t width);
 static int al_llm_utf8_len(const unsigned char *p, size_t n);
-static const char *al_llm_record_endpoint(al_llm_endpoint_t ep);
+static const al_str_t *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static AL_LLM_NOINLINE size_t al_llm_record_cut(const al_llm_record_t *rec,
     char *buf, size_t size);
 static AL_LLM_NOINLINE void al_llm_out_escaped(al_llm_out_t *o,
@@ -212,6 +212,12 @@ static const char  al_llm_pairs[] =
 
 static const char *const  al_llm_sources[] = {
     "response", "stream", "estimated"
+};
+
+/* the same with their lengths, for the usage line; then "unknown" */
+static const al_str_t  al_llm_source_names[] = {
+    AL_LLM_KEY("response"), AL_LLM_KEY("stream"), AL_LLM_KEY("estimated"),
+    AL_LLM_KEY("unknown")
 };
 
 /* not generated text: left out of delta byte counts */
@@ -2036,13 +2042,14 @@ al_llm_record_cut(const al_llm_record_t *rec, char *buf, size_t size)
 static size_t
 al_llm_record_write(const al_llm_record_t *rec, char *buf)
 {
-    int64_t        ms, days, sec, year;
-    unsigned       month, day;
-    al_llm_out_t   o;
-    size_t         n;
-    uint64_t       total;
-    char           usd[AL_LLM_USD_MAX];
-    char           ts[23];              /* 2026-12-01T15:04:05.123 */
+    int64_t          ms, days, sec, year;
+    unsigned         month, day;
+    al_llm_out_t     o;
+    size_t           n;
+    uint64_t         total;
+    const al_str_t  *ep, *src;
+    char             usd[AL_LLM_USD_MAX];
+    char             ts[23];            /* 2026-12-01T15:04:05.123 */
 
     al_llm_out_init(&o, buf, AL_LLM_RECORD_MAX);
 
@@ -2107,7 +2114,8 @@ al_llm_record_write(const al_llm_record_t *rec, char *buf)
                          AL_LLM_RECORD_STR_MAX);
     }
     al_llm_put_lit(&o, ",\"endpoint\":\"");
-    al_llm_out_cstr(&o, al_llm_record_endpoint(rec->endpoint));
+    ep = al_llm_record_endpoint(rec->endpoint);
+    al_llm_out_raw(&o, ep->data, ep->len);
     al_llm_put_lit(&o, "\"");
     al_llm_put_field(&o, ",\"model\":", &rec->model, AL_LLM_MODEL_MAX / 2);
 
@@ -2139,7 +2147,10 @@ al_llm_record_write(const al_llm_record_t *rec, char *buf)
     }
 
     al_llm_put_lit(&o, ",\"usage_source\":\"");
-    al_llm_out_cstr(&o, al_llm_source_name(rec->source));
+    src = ((unsigned) rec->source > AL_LLM_SOURCE_ESTIMATED)
+          ? &al_llm_source_names[AL_LLM_SOURCE_ESTIMATED + 1]
+          : &al_llm_source_names[rec->source];
+    al_llm_out_raw(&o, src->data, src->len);
     al_llm_put_lit(&o, "\",\"cost_usd\":");
 
     if (rec->priced) {
@@ -2159,32 +2170,38 @@ al_llm_record_write(const al_llm_record_t *rec, char *buf)
 
 /* the endpoint as the usage line names it */
 
-static const char *
+static const al_str_t *
 al_llm_record_endpoint(al_llm_endpoint_t ep)
 {
+    static const al_str_t  names[] = {
+        AL_LLM_KEY("none"), AL_LLM_KEY("chat"), AL_LLM_KEY("completions"),
+        AL_LLM_KEY("embeddings"), AL_LLM_KEY("responses"),
+        AL_LLM_KEY("messages"), AL_LLM_KEY("models")
+    };
+
     switch (ep) {
 
     case AL_LLM_EP_CHAT:
-        return "chat";
+        return &names[1];
 
     case AL_LLM_EP_COMPLETIONS:
-        return "completions";
+        return &names[2];
 
     case AL_LLM_EP_EMBEDDINGS:
-        return "embeddings";
+        return &names[3];
 
     case AL_LLM_EP_RESPONSES:
-        return "responses";
+        return &names[4];
 
     case AL_LLM_EP_MESSAGES:
-        return "messages";
+        return &names[5];
 
     case AL_LLM_EP_MODELS:
     case AL_LLM_EP_MODEL:
-        return "models";
+        return &names[6];
 
     default:
-        return "none";
+        return &names[0];
     }
 }
 

@@ -1485,6 +1485,44 @@ test_record(void)
 
         tap_is_int(bad, 0, "counts of 1 to 20 digits");
 
+        /* each endpoint's name and each source's, one out of range too */
+
+        {
+            int                e;
+            al_llm_source_t    src0;
+            al_llm_endpoint_t  ep0;
+
+            static const char *const  eps[] = {
+                "none", "chat", "completions", "embeddings", "responses",
+                "messages", "models", "models", "none"
+            };
+            static const char *const  srcs[] = {
+                "response", "stream", "estimated", "unknown"
+            };
+
+            bad = 0;
+            ep0 = rec.endpoint;
+            src0 = rec.source;
+
+            for (e = 0; e < 9; e++) {
+                rec.endpoint = (al_llm_endpoint_t) e;
+                rec.source = (al_llm_source_t) (e % 4);
+
+                (void) al_llm_record_format(&rec, buf, sizeof(buf));
+                (void) snprintf(plain, sizeof(plain), ",\"endpoint\":\"%s\",",
+                                eps[e]);
+                bad += (strstr(buf, plain) == NULL);
+                (void) snprintf(plain, sizeof(plain),
+                                ",\"usage_source\":\"%s\",", srcs[e % 4]);
+                bad += (strstr(buf, plain) == NULL);
+            }
+
+            tap_is_int(bad, 0, "the usage line's endpoint and source names");
+
+            rec.endpoint = ep0;
+            rec.source = src0;
+        }
+
         /* al_llm_dec_back(): around each power of ten, and at random */
 
         {
