@@ -49,6 +49,8 @@ static al_reason_t ngx_http_airlock_llm_decide(ngx_http_request_t *r,
     const char **detail);
 static al_reason_t ngx_http_airlock_llm_route(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const char **detail);
+static ngx_int_t ngx_http_airlock_llm_keep(ngx_http_request_t *r,
+    ngx_str_t *dst, const void *src, size_t len);
 static unsigned ngx_http_airlock_llm_method(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *actx);
@@ -454,6 +456,24 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
 static al_llm_route_t  ngx_http_airlock_llm_scratch;
 
 
+/* a copy of what the scratch route or the memo holds, in the request's pool */
+
+static ngx_int_t
+ngx_http_airlock_llm_keep(ngx_http_request_t *r, ngx_str_t *dst,
+    const void *src, size_t len)
+{
+    dst->data = ngx_pnalloc(r->pool, len);
+    if (dst->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(dst->data, src, len);
+    dst->len = len;
+
+    return NGX_OK;
+}
+
+
 /*
  * The raw target (r->unparsed_uri, not nginx's decoded and merged r->uri)
  * must lie under the prefix; the rest is the endpoint.
@@ -496,13 +516,11 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
     {
         ctx->endpoint = memo->endpoint;
 
-        ctx->uri.data = ngx_pnalloc(r->pool, memo->uri_len);
-        if (ctx->uri.data == NULL) {
+        if (ngx_http_airlock_llm_keep(r, &ctx->uri, memo->uri, memo->uri_len)
+            != NGX_OK)
+        {
             return AL_REASON_MAX;
         }
-
-        ngx_memcpy(ctx->uri.data, memo->uri, memo->uri_len);
-        ctx->uri.len = memo->uri_len;
 
         goto framing;
     }
@@ -525,13 +543,11 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
 
     ctx->endpoint = rt->endpoint;
 
-    ctx->uri.data = ngx_pnalloc(r->pool, rt->uri_len);
-    if (ctx->uri.data == NULL) {
+    if (ngx_http_airlock_llm_keep(r, &ctx->uri, rt->uri, rt->uri_len)
+        != NGX_OK)
+    {
         return AL_REASON_MAX;
     }
-
-    ngx_memcpy(ctx->uri.data, rt->uri, rt->uri_len);
-    ctx->uri.len = rt->uri_len;
 
     if (rt->model.len == 0 && rt->alias.len == 0
         && tlen <= sizeof(memo->target) && rt->uri_len <= sizeof(memo->uri))
@@ -545,24 +561,22 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
         ngx_memcpy(memo->uri, rt->uri, rt->uri_len);
     }
 
-    if (rt->model.len) {
-        ctx->model.data = ngx_pnalloc(r->pool, rt->model.len);
-        if (ctx->model.data == NULL) {
+    if (rt->model.len != 0) {
+        if (ngx_http_airlock_llm_keep(r, &ctx->model, rt->model.data,
+                                      rt->model.len)
+            != NGX_OK)
+        {
             return AL_REASON_MAX;
         }
-
-        ngx_memcpy(ctx->model.data, rt->model.data, rt->model.len);
-        ctx->model.len = rt->model.len;
     }
 
-    if (rt->alias.len) {
-        ctx->alias.data = ngx_pnalloc(r->pool, rt->alias.len);
-        if (ctx->alias.data == NULL) {
+    if (rt->alias.len != 0) {
+        if (ngx_http_airlock_llm_keep(r, &ctx->alias, rt->alias.data,
+                                      rt->alias.len)
+            != NGX_OK)
+        {
             return AL_REASON_MAX;
         }
-
-        ngx_memcpy(ctx->alias.data, rt->alias.data, rt->alias.len);
-        ctx->alias.len = rt->alias.len;
     }
 
 framing:
