@@ -7,7 +7,7 @@
 #
 #   perl tests/bench/llm.pl [--rounds N] [--seconds S] [--calls N]
 #                           [--markdown] [--no-portkey] [--perf FILE]
-#                           [--instructions N] [--pin]
+#                           [--instructions N] [--pin] [--counts]
 #
 # Portkey is installed with npm into $AIRLOCK_BUILD/portkey the first time
 # (the version is pinned below) and started with portkey-shim.mjs, without
@@ -15,7 +15,10 @@
 # --no-portkey leaves it out.  --perf FILE
 # records a call-graph profile (perf record --call-graph dwarf) of the gateway worker
 # during the first JSON round.  --pin places the processes (see "CPU
-# placement" below).
+# placement" below).  --counts adds a run per server and call with
+# perf stat's software events on its worker and on the provider's: CPU
+# time, system calls by kind and context switches per call (see "kernel
+# events per call" below).
 #
 # What it reports:
 #   chat JSON   wrk (1 thread, 16 connections), POST chat/completions with a
@@ -84,10 +87,12 @@ my $portkey = 1;
 my $perf;
 my $icalls = 500;
 my $pin = 0;
+my $counts = 0;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
            'calls=i' => \$calls, 'markdown' => \$markdown,
            'portkey!' => \$portkey, 'perf=s' => \$perf,
-           'instructions=i' => \$icalls, 'pin' => \$pin)
+           'instructions=i' => \$icalls, 'pin' => \$pin,
+           'counts' => \$counts)
     or die "bad options\n";
 
 # CPU placement (--pin): every server's serving process (each nginx
@@ -544,6 +549,63 @@ for my $round (1 .. $rounds) {
 
 my %rss = map { $_ => rss($pid{$_}) } @servers;
 
+# ---- kernel events per call (--counts) ------------------------------------------
+
+# perf stat with software events only (no hardware counters needed): a
+# wrk run per server and call, counted on the server's worker and on the
+# provider's worker at once
+my @kev = qw(task-clock context-switches page-faults raw_syscalls:sys_enter
+             syscalls:sys_enter_epoll_wait syscalls:sys_enter_recvfrom
+             syscalls:sys_enter_writev syscalls:sys_enter_getsockopt
+             syscalls:sys_enter_write syscalls:sys_enter_epoll_ctl
+             syscalls:sys_enter_accept4 syscalls:sys_enter_connect
+             syscalls:sys_enter_close);
+my %kev;
+
+sub perf_stat {
+    my ($pid, $out) = @_;
+    my $p = fork // die "fork: $!";
+    if ($p == 0) {
+        open(STDOUT, '>', '/dev/null');
+        open(STDERR, '>', '/dev/null');
+        exec('perf', 'stat', '-x', ',', '-o', $out, '-e', join(',', @kev),
+             '-p', $pid, '--', 'sleep', $seconds + 1)
+            or die "exec perf: $!";
+    }
+    return $p;
+}
+
+sub perf_read {
+    my ($out, $calls) = @_;
+    my %c;
+    open(my $fh, '<', $out) or die "$out: $!";
+    while (<$fh>) {
+        my @f = split /,/;
+        next unless @f > 3 && $f[0] =~ /^[\d.]+$/;
+        (my $e = $f[2]) =~ s/^syscalls:sys_enter_//;
+        $c{$e} = $f[0] / ($calls || 1);
+    }
+    close $fh;
+    return \%c;
+}
+
+if ($counts) {
+    system('command -v perf >/dev/null') == 0
+        or die "--counts needs perf (apt-get install linux-perf)\n";
+    my $uppid = ($up->_workers)[0][0];
+    for my $name (qw(json sse)) {
+        for my $n (@servers) {
+            my ($so, $po) = ("$dir/perf-$n-$name.txt",
+                             "$dir/perf-up-$n-$name.txt");
+            my @p = (perf_stat($pid{$n}, $so), perf_stat($uppid, $po));
+            select(undef, undef, undef, 0.3);
+            my (undef, undef, undef, $total) = wrk($n, $name);
+            waitpid($_, 0) for @p;
+            $kev{$name}{$n} = [perf_read($so, $total), perf_read($po, $total)];
+        }
+    }
+}
+
 sub median {
     my @s = sort { $a <=> $b } @_;
     return $s[int(@s / 2)];
@@ -918,6 +980,30 @@ if ($portkey) {
                            : 'the gateway leads Portkey on every row';
 }
 
+if ($counts) {
+    my @show = qw(task-clock context-switches page-faults sys_enter
+                  epoll_wait recvfrom writev getsockopt write epoll_ctl
+                  accept4 connect close);
+    push @lines, '', 'per call, perf stat software events (task-clock in '
+        . 'us; "sys_enter" is every system call; "up" is the provider '
+        . 'serving that server)';
+    push @lines, join(' ', sprintf('%-14s', 'call server'),
+                      map { sprintf('%9s', substr($_, 0, 9)) } @show);
+    for my $name (qw(json sse)) {
+        for my $n (@servers) {
+            for my $w (0, 1) {
+                my $c = $kev{$name}{$n}[$w];
+                my $k = $c->{'raw_syscalls:sys_enter'} // 0;
+                push @lines, join(' ',
+                    sprintf('%-14s', "$name " . ($w ? "up/$n" : $n)),
+                    map { sprintf('%9.3f', $_ eq 'task-clock'
+                                  ? ($c->{$_} // 0) * 1000
+                                  : $_ eq 'sys_enter' ? $k
+                                  : $c->{$_} // 0) } @show);
+            }
+        }
+    }
+}
 print "$_\n" for @lines;
 my $node = $portkey ? `node --version` : '';
 chomp $node;
