@@ -122,6 +122,18 @@ sub place {
     pin_cpus($pid, $cpu) or die "taskset -a -pc $cpu $pid failed\n";
 }
 
+# perf ARGS, for SECS seconds (--perf, --counts), quiet; returns its pid
+sub perf_start {
+    my ($secs, @args) = @_;
+    my $p = fork // die "fork: $!";
+    if ($p == 0) {
+        open(STDOUT, '>', '/dev/null');
+        open(STDERR, '>', '/dev/null');
+        exec('perf', @args, '--', 'sleep', $secs) or die "exec perf: $!";
+    }
+    return $p;
+}
+
 # the Portkey gateway release measured
 my $portkey_pkg = '@portkey-ai/gateway@1.15.2';
 
@@ -520,15 +532,9 @@ for my $round (1 .. $rounds) {
         for my $n (@order) {
             my $perf_pid;
             if ($perf && $round == 1 && $name eq 'json' && $n eq 'gateway') {
-                $perf_pid = fork // die "fork: $!";
-                if ($perf_pid == 0) {
-                    open(STDOUT, '>', '/dev/null');
-                    open(STDERR, '>', '/dev/null');
-                    exec('perf', 'record', '-F', '1000', '--call-graph', 'dwarf',
-                         '-o', $perf, '-p',
-                         $pid{gateway}, '--', 'sleep', $seconds)
-                        or die "exec perf: $!";
-                }
+                $perf_pid = perf_start($seconds, 'record', '-F', '1000',
+                                       '--call-graph', 'dwarf', '-o', $perf,
+                                       '-p', $pid{gateway});
             }
             my ($c0, $w0) = (cpu($pid{$n}), writes($pid{$n}));
             my ($rps, $p50, $p99, $total) = wrk($n, $name);
@@ -562,19 +568,6 @@ my @kev = qw(task-clock context-switches page-faults raw_syscalls:sys_enter
              syscalls:sys_enter_close);
 my %kev;
 
-sub perf_stat {
-    my ($pid, $out) = @_;
-    my $p = fork // die "fork: $!";
-    if ($p == 0) {
-        open(STDOUT, '>', '/dev/null');
-        open(STDERR, '>', '/dev/null');
-        exec('perf', 'stat', '-x', ',', '-o', $out, '-e', join(',', @kev),
-             '-p', $pid, '--', 'sleep', $seconds + 1)
-            or die "exec perf: $!";
-    }
-    return $p;
-}
-
 sub perf_read {
     my ($out, $calls) = @_;
     my %c;
@@ -597,7 +590,10 @@ if ($counts) {
         for my $n (@servers) {
             my ($so, $po) = ("$dir/perf-$n-$name.txt",
                              "$dir/perf-up-$n-$name.txt");
-            my @p = (perf_stat($pid{$n}, $so), perf_stat($uppid, $po));
+            my @p = map { perf_start($seconds + 1, 'stat', '-x', ',',
+                                     '-o', $_->[1], '-e', join(',', @kev),
+                                     '-p', $_->[0]) }
+                    [$pid{$n}, $so], [$uppid, $po];
             select(undef, undef, undef, 0.3);
             my (undef, undef, undef, $total) = wrk($n, $name);
             waitpid($_, 0) for @p;
