@@ -799,10 +799,15 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             continue;
         }
 
-        if (f->type != AL_LLM_JT_INT || f->num < 0) {
+        /*
+         * 0 is refused as the providers that check it refuse it: Ollama
+         * would read it as no limit, against a reservation of nothing.
+         */
+
+        if (f->type != AL_LLM_JT_INT || f->num < 1) {
             req->reason = AL_REASON_BODY;
             return al_llm_fail(req->detail, sizeof(req->detail),
-                               "\"%s\" must be a non-negative integer",
+                               "\"%s\" must be a positive integer",
                                names[i]);
         }
 
@@ -883,7 +888,17 @@ al_llm_req_tokens(al_llm_rq_t *rq)
         } else if (dflt != 0) {
             tlen = al_llm_u64_text(cap_text, dflt);
 
-            /* a null member gets the cap in place, else one is added */
+            /*
+             * A null member gets the cap in place, else one is added.
+             * Behind openai-compatible the cap goes to "max_tokens" only,
+             * the one such servers read: a null "max_completion_tokens"
+             * stays null.
+             */
+
+            if (n == 2 && rq->llm->kind == AL_LLM_OPENAI_COMPATIBLE) {
+                null_field = (fields[1]->type == AL_LLM_JT_NULL) ? fields[1]
+                                                                  : NULL;
+            }
 
             if (null_field != NULL) {
                 if (al_llm_edit(rq, null_field->at, null_field->len,

@@ -168,7 +168,7 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
  *   embeddings   nothing to cap
  * "The cap" added to a request that names none is
  * al_llm_default_max_tokens(), which may be set without max_tokens.
- * A null value counts as absent.  Values must be non-negative integers.
+ * A null value counts as absent.  Values must be positive integers.
  * lc->clamp rewrites a value over the cap to the cap; otherwise the
  * request is refused (AL_REASON_BODY).
  *

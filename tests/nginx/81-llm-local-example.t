@@ -39,7 +39,7 @@ my $example = slurp("$top/conf/policy.example.yaml");
 my ($secrets) = $snippet =~ /^secrets:\n(.*?)\n(?=\S|\z)/ms;
 my ($entry) = $snippet =~ /^llm:\n(.*?)\n*\z/ms;
 
-plan tests => 16;
+plan tests => 20;
 
 ok($secrets && $entry, 'the snippet has a secrets part and an llm part');
 
@@ -107,5 +107,29 @@ is($p->{body}{model}, 'llama3.1:8b', 'the provider: the real model');
 my $u = $l->last_usage(1);
 ok($u->{provider} eq 'ollama' && $u->{model} eq 'llama3.1:8b'
    && $u->{alias} eq 'local', 'usage line: provider, model and alias');
+
+# a null max_completion_tokens names no limit: Ollama reads only
+# max_tokens, so the cap goes there
+
+$r = $l->request('POST', '/v1/proxy/ollama/chat/completions',
+                 token => $l->token('worker'), body => {
+                     model => 'local', max_completion_tokens => undef,
+                     messages => [ { role => 'user', content => 'Hi' } ],
+                 });
+is($r->{status}, 200, 'a null max_completion_tokens: answered');
+$p = $l->last_provider_request;
+is($p->{body}{max_tokens}, 1024,
+   'the provider: the cap in max_tokens, the member Ollama reads');
+
+# 0 is no limit to Ollama: refused before it is sent
+
+my $n = () = $l->provider_requests;
+$r = $l->request('POST', '/v1/proxy/ollama/chat/completions',
+                 token => $l->token('worker'), body => {
+                     model => 'local', max_tokens => 0,
+                     messages => [ { role => 'user', content => 'Hi' } ],
+                 });
+is($r->{status}, 400, 'max_tokens 0: refused');
+is(scalar(() = $l->provider_requests), $n, '... and not sent');
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');

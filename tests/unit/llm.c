@@ -869,6 +869,38 @@ test_splice(void)
     tap_ok(rq.body == NULL && rq.max_output == 7,
            "openai-compatible: both named, left as sent");
 
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":null}");
+    tap_ok(rq.capped && body_is("{\"model\":\"gpt-4o\","
+                                "\"max_completion_tokens\":null,"
+                                "\"max_tokens\":1000}")
+           && rq.max_output == 1000,
+           "openai-compatible: a null max_completion_tokens stays null, "
+           "the cap goes to max_tokens");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":null,"
+        "\"max_tokens\":null}");
+    tap_ok(rq.capped && body_is("{\"model\":\"gpt-4o\","
+                                "\"max_completion_tokens\":null,"
+                                "\"max_tokens\":1000}"),
+           "openai-compatible: both null, the cap into the null max_tokens");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":0}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "max_tokens 0 refused: Ollama reads it as no limit");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":-0}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "max_completion_tokens -0 refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"max_output_tokens\":0}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "positive integer") != NULL,
+           "max_output_tokens 0 refused for a client without a cap too");
+
     req(&compat, AGENT, AL_LLM_EP_COMPLETIONS,
         "{\"model\":\"gpt-4o\",\"prompt\":\"hi\"}");
     tap_ok(rq.capped && req_int("max_tokens") == 1000
