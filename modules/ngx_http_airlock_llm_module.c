@@ -1184,9 +1184,10 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
  * The usage as known now.  Streams: the parser's result (estimated when
  * the stream did not end with its usage).  JSON: the response's "usage".
  * Without one, a 2xx answer is charged what was reserved for it (the
- * prompt estimate and the output cap); errors and answers nginx made up
- * count nothing, a stream refused after its header was seen (the
- * scrubber's 502) included.
+ * prompt estimate and the output cap), and so is a call sent to the
+ * provider that nginx ended before its answer began; errors and other
+ * answers nginx made up count nothing, a stream refused after its header
+ * was seen (the scrubber's 502) included.
  */
 
 void
@@ -1206,6 +1207,24 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
                                     : ctx->status;
 
     if (status >= NGX_HTTP_SPECIAL_RESPONSE) {
+
+        /*
+         * nginx's own answer to a call the provider was sent and never
+         * answered (the client gone: 499, a timeout: 504, the connection
+         * lost: 502): the provider has the prompt and may bill all of
+         * the output, so the call is charged what was reserved for it.
+         */
+
+        if (ctx->request != NULL && ctx->request->upstream != NULL
+            && ctx->request->upstream->request_sent
+            && ctx->request->upstream->headers_in.status_n == 0
+            && al_llm_endpoint_has_body(ctx->endpoint))
+        {
+            u->prompt_tokens = ctx->prompt_estimate;
+            u->completion_tokens = ctx->max_output;
+            u->total_tokens = u->prompt_tokens + u->completion_tokens;
+        }
+
         return;
     }
 

@@ -711,10 +711,16 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
      * A parser that stopped (an event over the bound, no memory) saw
      * none of the rest, which may be output up to the cap reserved: a
      * client could otherwise make its output go uncounted by having an
-     * early event echo a large request.
+     * early event echo a large request.  So did a stream cut before its
+     * end and its final usage: the provider may have generated up to
+     * the cap, reasoning the client never sees included, and a client
+     * that closed its connection after the last text could otherwise
+     * have it charged as the text alone.
      */
 
-    if (s->stopped && u->completion_tokens < reserved) {
+    if ((s->stopped || (!s->done && !s->usage_seen))
+        && u->completion_tokens < reserved)
+    {
         u->completion_tokens = reserved;
     }
 

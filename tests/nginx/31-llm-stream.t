@@ -29,7 +29,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 53;
+plan tests => 55;
 
 my $agent = $l->token('agent');
 my $true = JSON::PP::true;
@@ -168,8 +168,38 @@ like($r->{body}, qr/Hello/, 'cut stream: what came before passes');
 $u = next_usage();
 is($u->{usage_source}, 'estimated', 'cut stream: usage estimated');
 ok($u->{stream}, 'cut stream: marked a stream');
-ok($u->{completion_tokens} >= 1, 'cut stream: completion estimated');
+is($u->{completion_tokens}, 100,
+   'cut stream: charged the output cap (the agent\'s 100), as the provider '
+   . 'may have generated up to it');
 ok($u->{prompt_tokens} > 0, 'cut stream: prompt estimated');
+
+# the client closes after the first text, before the usage: charged the
+# output cap as well, not the text it read
+
+{
+    $l->script({ delay_ms => 300 });
+    my $body = '{"model":"gpt-4o-mini","stream":true,"messages":'
+             . '[{"role":"user","content":"Hi"}]}';
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $t->port(8080),
+                                  Proto => 'tcp', Timeout => 5)
+        or die "connect: $!";
+    syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
+                 . "Host: localhost\r\nAuthorization: Bearer $agent\r\n"
+                 . "Content-Type: application/json\r\n"
+                 . "Content-Length: " . length($body) . "\r\n\r\n$body");
+    my ($got, $sel) = ('', IO::Select->new($s));
+    while ($got !~ /"content": ?"[^"]+"/ && $sel->can_read(10)) {
+        sysread($s, $got, 4096, length $got) or last;
+    }
+    like($got, qr/"content": ?"[^"]+"/,
+         'client cut: text read before closing');
+    close $s;
+    $u = next_usage();
+    is_deeply([@$u{qw(completion_tokens usage_source)}], [100, 'estimated'],
+              'client cut after the text: charged the output cap');
+    $l->script();
+}
 
 $l->script({ cut_after => 2, cut_mid => 1 });
 $r = $l->chat(token => $agent,

@@ -1090,6 +1090,20 @@ test_interrupted(void)
            "completion from delta bytes / 4, prompt from the request");
     run_free(&r);
 
+    /*
+     * The same cut with an output cap reserved: charged at least the cap,
+     * as the provider may have generated up to it (hidden reasoning too)
+     */
+
+    reserved = 500;
+    run(&openai_hide, s, len, NULL, 0, 120, &r);
+    reserved = 0;
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.completion_tokens == 500
+           && r.usage.total_tokens == 620,
+           "cut before its usage: at least the output cap reserved");
+    run_free(&r);
+
     /* cut in the middle of the usage chunk: its bytes are passed */
 
     run(&openai_hide, s, len + 40, NULL, 0, 120, &r);
@@ -1107,6 +1121,13 @@ test_interrupted(void)
            "usage but no [DONE]: estimated, the reported numbers kept");
     run_free(&r);
 
+    reserved = 500;
+    run(&openai_hide, s, len, NULL, 0, 120, &r);
+    reserved = 0;
+    tap_ok(r.usage.completion_tokens == 10,
+           "usage but no [DONE]: the final usage, not the cap");
+    run_free(&r);
+
     /* [DONE] but no usage (include_usage off) */
 
     {
@@ -1119,6 +1140,13 @@ test_interrupted(void)
                && r.usage.prompt_tokens == 33
                && r.usage.completion_tokens == 7,
                "[DONE] without usage: estimated");
+        run_free(&r);
+
+        reserved = 500;
+        run(&openai_keep, t, tlen, NULL, 0, 33, &r);
+        reserved = 0;
+        tap_ok(r.usage.completion_tokens == 7,
+               "[DONE] without usage: the estimate, not the cap");
         run_free(&r);
         free(t);
     }
@@ -1133,6 +1161,13 @@ test_interrupted(void)
            && r.usage.prompt_tokens == 2125
            && r.usage.completion_tokens == (5 + 20 + 3) / 4,
            "anthropic cut: input from message_start, output estimated");
+    run_free(&r);
+
+    reserved = 300;
+    run(&anthropic_cfg, s, len, NULL, 0, 999, &r);
+    reserved = 0;
+    tap_ok(r.usage.prompt_tokens == 2125 && r.usage.completion_tokens == 300,
+           "anthropic cut before message_delta: at least the cap");
     run_free(&r);
     free(s);
 
