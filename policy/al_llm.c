@@ -751,6 +751,18 @@ al_llm_req_tokens(al_llm_rq_t *rq)
     add = NULL;
     n = 1;
 
+    /*
+     * llama.cpp's server reads "n_predict" before "max_tokens": a body
+     * naming it could be checked by one limit and served by another.
+     */
+
+    if (b->f[AL_LLM_F_N_PREDICT].type != AL_LLM_JT_NONE) {
+        req->reason = AL_REASON_BODY;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"n_predict\" is not accepted: name the output "
+                           "limit in the API's own member");
+    }
+
     switch (rq->ep) {
 
     case AL_LLM_EP_CHAT:

@@ -165,7 +165,8 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
-    "web_search_options", "mcp_servers", "best_of", "service_tier", NULL
+    "web_search_options", "mcp_servers", "best_of", "service_tier",
+    "n_predict", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1913,6 +1914,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return -1;
 
     case 9:
+        if (al_llm_scan_is(name, "n_predict")) {
+            return AL_LLM_F_N_PREDICT;
+        }
+
         *prompt = al_llm_scan_is(name, "functions");
         return -1;
 

@@ -54,7 +54,8 @@ static int fuzz_same_tools(const al_llm_body_t *a, const al_llm_body_t *b);
 static const char *const  fz_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
-    "web_search_options", "mcp_servers", "best_of", "service_tier", NULL
+    "web_search_options", "mcp_servers", "best_of", "service_tier",
+    "n_predict", NULL
 };
 static const char *const  fz_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  fz_request_spec = {
@@ -804,8 +805,8 @@ fuzz_case(json_t *root)
         "model", "stream", "max_tokens", "max_completion_tokens",
         "max_output_tokens", "stream_options", "n", "tools",
         "web_search_options", "mcp_servers", "best_of", "service_tier",
-        "messages", "prompt", "input", "instructions", "system",
-        "functions", NULL
+        "n_predict", "messages", "prompt", "input", "instructions",
+        "system", "functions", NULL
     };
     static const char *const  so[] = { "include_usage", NULL };
     static const char *const  tool[] = { "type", NULL };

@@ -901,6 +901,21 @@ test_splice(void)
            && strstr(rq.detail, "positive integer") != NULL,
            "max_output_tokens 0 refused for a client without a cap too");
 
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":10,\"n_predict\":100000}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "n_predict") != NULL,
+           "n_predict refused: llama.cpp reads it before max_tokens");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"n_predict\":null}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "n_predict refused as null too, for a client without a cap");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"N_Predict\":5}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "n_predict in another case refused");
+
     req(&compat, AGENT, AL_LLM_EP_COMPLETIONS,
         "{\"model\":\"gpt-4o\",\"prompt\":\"hi\"}");
     tap_ok(rq.capped && req_int("max_tokens") == 1000

@@ -20,7 +20,8 @@
 static const char *const  ut_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
-    "web_search_options", "mcp_servers", "best_of", "service_tier", NULL
+    "web_search_options", "mcp_servers", "best_of", "service_tier",
+    "n_predict", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
