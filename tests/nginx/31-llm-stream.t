@@ -180,14 +180,7 @@ ok($u->{prompt_tokens} > 0, 'cut stream: prompt estimated');
     $l->script({ delay_ms => 300 });
     my $body = '{"model":"gpt-4o-mini","stream":true,"messages":'
              . '[{"role":"user","content":"Hi"}]}';
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                  PeerPort => $t->port(8080),
-                                  Proto => 'tcp', Timeout => 5)
-        or die "connect: $!";
-    syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
-                 . "Host: localhost\r\nAuthorization: Bearer $agent\r\n"
-                 . "Content-Type: application/json\r\n"
-                 . "Content-Length: " . length($body) . "\r\n\r\n$body");
+    my $s = $l->raw_chat($agent, $body);
     my ($got, $sel) = ('', IO::Select->new($s));
     while ($got !~ /"content": ?"[^"]+"/ && $sel->can_read(10)) {
         sysread($s, $got, 4096, length $got) or last;

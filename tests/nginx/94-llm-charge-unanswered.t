@@ -13,7 +13,6 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use IO::Socket::INET;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use Airlock::Test;
@@ -42,14 +41,7 @@ is($r->{status}, 200, 'a normal call');
 my $go = $t->testdir . '/go';
 my $n = scalar $l->provider_requests;
 $l->script({ wait_file => $go, usage => { prompt => 1, completion => 1 } });
-my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                              PeerPort => $t->port(8080), Proto => 'tcp')
-    or die "connect: $!";
-syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
-             . "Host: localhost\r\nAuthorization: Bearer $tok\r\n"
-             . "Content-Type: application/json\r\n"
-             . "Content-Length: " . length($body) . "\r\n"
-             . "Connection: close\r\n\r\n$body");
+my $s = $l->raw_chat($tok, $body);
 my $deadline = time + 10;
 sleep 0.02 while scalar $l->provider_requests == $n && time < $deadline;
 ok(scalar $l->provider_requests > $n, 'the provider has the prompt');

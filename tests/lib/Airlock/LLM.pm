@@ -365,28 +365,35 @@ sub check_lines {
 # once the provider has the request.  Read the answer from the socket.
 sub held_chat {
     my ($self, $script) = @_;
-    my $t = $self->{t};
     my $n = scalar $self->provider_requests;
-    my $body = '{"model":"gpt-4o-mini","messages":[{"role":"user",'
-             . '"content":"Hi"}]}';
 
     $self->script($script);
 
-    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                  PeerPort => $t->port(8080),
-                                  Proto => 'tcp', Timeout => 5)
-        or die "connect: $!";
-    syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
-                 . "Host: localhost\r\n"
-                 . "Authorization: Bearer " . $self->token('agent') . "\r\n"
-                 . "Content-Type: application/json\r\n"
-                 . "Content-Length: " . length($body) . "\r\n"
-                 . "Connection: close\r\n\r\n$body");
+    my $s = $self->raw_chat($self->token('agent'),
+                            '{"model":"gpt-4o-mini","messages":[{"role":'
+                            . '"user","content":"Hi"}]}');
 
     my $deadline = time + 10;
     sleep 0.02
         while scalar $self->provider_requests == $n && time < $deadline;
 
+    return $s;
+}
+
+
+# A chat call written on a socket of its own, which is returned unread:
+# for tests that hang up or hold the connection.
+sub raw_chat {
+    my ($self, $token, $body) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $self->{t}->port(8080),
+                                  Proto => 'tcp', Timeout => 5)
+        or die "connect: $!";
+    syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
+                 . "Host: localhost\r\nAuthorization: Bearer $token\r\n"
+                 . "Content-Type: application/json\r\n"
+                 . "Content-Length: " . length($body) . "\r\n"
+                 . "Connection: close\r\n\r\n$body");
     return $s;
 }
 
