@@ -14,7 +14,6 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Test::More;
-use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::LLM;
 
@@ -40,10 +39,7 @@ is($r->{status}, 200, 'a normal call');
 
 my $go = $t->testdir . '/go';
 my $n = scalar $l->provider_requests;
-$l->script({ wait_file => $go, usage => { prompt => 1, completion => 1 } });
-my $s = $l->raw_chat($tok, $body);
-my $deadline = time + 10;
-sleep 0.02 while scalar $l->provider_requests == $n && time < $deadline;
+my $s = $l->held_chat({ wait_file => $go }, token => $tok, body => $body);
 ok(scalar $l->provider_requests > $n, 'the provider has the prompt');
 close $s;
 

@@ -54,6 +54,8 @@ typedef struct {
 static void test_no_model(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
+static void run_capped(const cfg_t *cfg, const char *s, size_t len,
+    uint64_t prompt, uint64_t cap, run_t *r);
 static void filt_slice(al_llm_sse_t *sse, filt_t *f, const char *p,
     size_t len);
 static void filt_emit(filt_t *f, const char *p, uint64_t a, uint64_t to);
@@ -294,6 +296,17 @@ main(void)
     return tap_done();
 }
 
+
+/* run() in one slice, with an output cap reserved for the call */
+
+static void
+run_capped(const cfg_t *cfg, const char *s, size_t len, uint64_t prompt,
+    uint64_t cap, run_t *r)
+{
+    reserved = cap;
+    run(cfg, s, len, NULL, 0, prompt, r);
+    reserved = 0;
+}
 
 /*
  * One stream through the filter, cut at cuts[] (ascending offsets), then
@@ -989,9 +1002,7 @@ test_oversized(void)
     tap_ok(r.usage.completion_tokens == 2 && r.usage.prompt_tokens == 40,
            "estimate from what was seen before it");
 
-    reserved = 500;
-    run(&openai_hide, s, len, NULL, 0, 40, &r2);
-    reserved = 0;
+    run_capped(&openai_hide, s, len, 40, 500, &r2);
     tap_ok(r2.stopped && r2.source == AL_LLM_SOURCE_ESTIMATED
            && r2.usage.completion_tokens == 500
            && r2.usage.prompt_tokens == 40,
@@ -1095,9 +1106,7 @@ test_interrupted(void)
      * as the provider may have generated up to it (hidden reasoning too)
      */
 
-    reserved = 500;
-    run(&openai_hide, s, len, NULL, 0, 120, &r);
-    reserved = 0;
+    run_capped(&openai_hide, s, len, 120, 500, &r);
     tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
            && r.usage.completion_tokens == 500
            && r.usage.total_tokens == 620,
@@ -1121,9 +1130,7 @@ test_interrupted(void)
            "usage but no [DONE]: estimated, the reported numbers kept");
     run_free(&r);
 
-    reserved = 500;
-    run(&openai_hide, s, len, NULL, 0, 120, &r);
-    reserved = 0;
+    run_capped(&openai_hide, s, len, 120, 500, &r);
     tap_ok(r.usage.completion_tokens == 10,
            "usage but no [DONE]: the final usage, not the cap");
     run_free(&r);
@@ -1142,9 +1149,7 @@ test_interrupted(void)
                "[DONE] without usage: estimated");
         run_free(&r);
 
-        reserved = 500;
-        run(&openai_keep, t, tlen, NULL, 0, 33, &r);
-        reserved = 0;
+        run_capped(&openai_keep, t, tlen, 33, 500, &r);
         tap_ok(r.usage.completion_tokens == 7,
                "[DONE] without usage: the estimate, not the cap");
         run_free(&r);
@@ -1163,9 +1168,7 @@ test_interrupted(void)
            "anthropic cut: input from message_start, output estimated");
     run_free(&r);
 
-    reserved = 300;
-    run(&anthropic_cfg, s, len, NULL, 0, 999, &r);
-    reserved = 0;
+    run_capped(&anthropic_cfg, s, len, 999, 300, &r);
     tap_ok(r.usage.prompt_tokens == 2125 && r.usage.completion_tokens == 300,
            "anthropic cut before message_delta: at least the cap");
     run_free(&r);

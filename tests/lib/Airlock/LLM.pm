@@ -363,15 +363,16 @@ sub check_lines {
 # A chat left in flight: sent on a connection of its own, with the
 # provider's script for it (e.g. { wait_file => F }); returns the socket
 # once the provider has the request.  Read the answer from the socket.
+# Options: token (the agent's), body (a short chat).
 sub held_chat {
-    my ($self, $script) = @_;
+    my ($self, $script, %o) = @_;
     my $n = scalar $self->provider_requests;
 
     $self->script($script);
 
-    my $s = $self->raw_chat($self->token('agent'),
-                            '{"model":"gpt-4o-mini","messages":[{"role":'
-                            . '"user","content":"Hi"}]}');
+    my $s = $self->raw_chat($o{token} // $self->token('agent'),
+                            $o{body} // '{"model":"gpt-4o-mini","messages":'
+                                        . '[{"role":"user","content":"Hi"}]}');
 
     my $deadline = time + 10;
     sleep 0.02
