@@ -604,10 +604,26 @@ ngx_http_airlock_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, cycle->log, ngx_errno,
-                      "airlock: prctl(PR_SET_DUMPABLE, 0) failed");
-    }
+    ngx_http_airlock_not_dumpable(cycle->log);
 
     return NGX_OK;
+}
+
+
+/*
+ * The process that reads the configuration opens the policy's secrets:
+ * the master, at start and at each reload, and every "nginx -t" or
+ * "nginx -s".  It is made not dumpable before it opens them, so that a
+ * crash writes no core file with the credentials in it and no process of
+ * its user can read its memory.  Workers start dumpable again (nginx
+ * makes them so) and follow airlock_worker_dumpable.
+ */
+
+void
+ngx_http_airlock_not_dumpable(ngx_log_t *log)
+{
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                      "airlock: prctl(PR_SET_DUMPABLE, 0) failed");
+    }
 }

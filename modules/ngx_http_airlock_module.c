@@ -738,6 +738,9 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
 
     kr = NULL;
 
+    /* before the keyring and the secrets are read */
+    ngx_http_airlock_not_dumpable(cf->log);
+
     if (amcf->keyring_file.len) {
         kr = al_keyring_load((char *) amcf->keyring_file.data, &err);
 

@@ -128,6 +128,14 @@ sub new {
 
 
 sub testdir { $_[0]{testdir} }
+
+# the nginx binary run() starts; nginx_bin(PATH) sets another (a wrapper
+# that runs it as another user, say)
+sub nginx_bin {
+    my ($self, $bin) = @_;
+    $self->{nginx} = $bin if defined $bin;
+    return $self->{nginx};
+}
 sub module_path { $_[0]{module} }
 
 
