@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -144,6 +145,16 @@ main(int argc, char **argv)
     }
 
     ad_log_init(ctx->verbose);
+
+    /*
+     * The keyring and the sinks' secrets are about to be read: no core
+     * file with them in it, and no process of the same user reading
+     * this one's memory.
+     */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        ad_log(AD_LOG_WARN, "cannot make the process not dumpable: %s",
+               strerror(errno));
+    }
 
     rc = ad_init(ctx);
 

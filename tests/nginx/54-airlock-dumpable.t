@@ -24,6 +24,10 @@ use Test::More;
 use Time::HiRes qw(sleep);
 use Airlock::Test;
 use Airlock::Proxy;
+use Airlock::Prereq qw(absent need_cmd);
+
+absent('needs root to run nginx as another user') if $> != 0;
+need_cmd('setpriv');
 
 my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
