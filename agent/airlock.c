@@ -10,11 +10,18 @@
  * in red, the answer at the end; --json prints the raw events instead.
  * A progress line shows while the model is thinking.
  *
+ * Text from the agent is the model's, and the model reads what the tools
+ * fetched: it is shown with every character a terminal would act on (the
+ * C0 controls but newline and tab, DEL, the C1 controls) written as a
+ * visible \u00XX, so no answer can move the cursor, clear the screen or
+ * set the clipboard.
+ *
  * Exit status: 0 answered, 1 the run ended with an error, 3 a limit
  * stopped it, 2 usage or the agent could not be reached.
  */
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +60,9 @@ static size_t airlock_write(char *p, size_t size, size_t n, void *data);
 static void airlock_event(airlock_ctx_t *ctx, const char *data);
 static void airlock_clear(airlock_ctx_t *ctx);
 static size_t airlock_collect(char *p, size_t size, size_t n, void *data);
+static char *airlock_escape(const char *p, size_t len, size_t *n);
+static int airlock_escape_event(json_t *e);
+static void airlock_print(FILE *f, const char *p, size_t len);
 
 
 static const char  *airlock_red = "\033[31m";
@@ -107,6 +117,9 @@ airlock_usage(FILE *f)
 "                  http://airlock.internal/api ($AIRLOCK_URL)\n"
 "  --session ID    continue a session (a new one is made otherwise)\n"
 "  --json          print the raw events, one JSON object a line\n"
+"\n"
+"what the agent sends is shown with control characters (but newline and\n"
+"tab) as \\u00XX, so it cannot act on the terminal\n"
 "\n"
 "exit status: 0 answered, 1 error, 3 stopped by a limit, 2 usage or\n"
 "the agent could not be reached\n");
@@ -242,8 +255,9 @@ airlock_ask(int argc, char **argv)
     }
 
     if (status != 200) {
-        fprintf(stderr, "airlock: the agent answered %ld: %.*s\n", status,
-                (int) ctx.errlen, ctx.errbody != NULL ? ctx.errbody : "");
+        fprintf(stderr, "airlock: the agent answered %ld: ", status);
+        airlock_print(stderr, ctx.errbody, ctx.errlen);
+        fprintf(stderr, "\n");
         free(ctx.errbody);
         return 2;
     }
@@ -308,8 +322,8 @@ airlock_history(int argc, char **argv)
         return 2;
     }
 
-    printf("%.*s\n", (int) ctx.errlen, ctx.errbody != NULL ? ctx.errbody
-                                                           : "");
+    airlock_print(stdout, ctx.errbody, ctx.errlen);
+    printf("\n");
     free(ctx.errbody);
 
     return status == 200 ? 0 : 1;
@@ -444,6 +458,12 @@ airlock_event(airlock_ctx_t *ctx, const char *data)
     const char  *type;
 
     e = json_loads(data, 0, NULL);
+
+    if (e == NULL || airlock_escape_event(e) != 0) {
+        json_decref(e);
+        return;
+    }
+
     type = json_string_value(json_object_get(e, "type"));
 
     if (type == NULL) {
@@ -462,7 +482,8 @@ airlock_event(airlock_ctx_t *ctx, const char *data)
     }
 
     if (ctx->json) {
-        printf("%s\n", data);
+        airlock_print(stdout, data, strlen(data));
+        printf("\n");
         fflush(stdout);
         json_decref(e);
         return;
@@ -549,4 +570,106 @@ airlock_event(airlock_ctx_t *ctx, const char *data)
 #undef I
 
     json_decref(e);
+}
+
+
+/*
+ * A copy of p where each character a terminal acts on is a visible
+ * "\u00XX": the C0 controls but \n and \t (\r included: it would let
+ * text overwrite the line before it), DEL, and the C1 controls
+ * U+0080-U+009F (C2 80-9F in UTF-8).  Inside a JSON string the escape
+ * means the same character, so a --json line still decodes to the event
+ * the agent sent.
+ */
+
+static char *
+airlock_escape(const char *p, size_t len, size_t *n)
+{
+    char           *s;
+    size_t          i, o;
+    unsigned char   c;
+
+    if (len > (SIZE_MAX - 1) / 6) {
+        return NULL;
+    }
+
+    s = malloc(len * 6 + 1);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    o = 0;
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) p[i];
+
+        if (c == 0xc2 && i + 1 < len
+            && (unsigned char) p[i + 1] >= 0x80
+            && (unsigned char) p[i + 1] <= 0x9f)
+        {
+            c = (unsigned char) p[++i];
+
+        } else if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t') {
+            s[o++] = (char) c;
+            continue;
+        }
+
+        o += (size_t) snprintf(s + o, 7, "\\u%04x", c);
+    }
+
+    s[o] = '\0';
+    *n = o;
+
+    return s;
+}
+
+
+/* the event's strings escaped in place: S() in airlock_event reads them */
+
+static int
+airlock_escape_event(json_t *e)
+{
+    int          rc;
+    char        *s;
+    size_t       n;
+    json_t      *v;
+    const char  *k;
+
+    json_object_foreach(e, k, v) {
+        if (!json_is_string(v)) {
+            continue;
+        }
+
+        s = airlock_escape(json_string_value(v), json_string_length(v), &n);
+        rc = (s != NULL) ? json_string_setn(v, s, n) : -1;
+        free(s);
+
+        if (rc != 0) {
+            fprintf(stderr, "airlock: out of memory\n");
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+airlock_print(FILE *f, const char *p, size_t len)
+{
+    char    *s;
+    size_t   n;
+
+    if (p == NULL || len == 0) {
+        return;
+    }
+
+    s = airlock_escape(p, len, &n);
+    if (s == NULL) {
+        fprintf(stderr, "airlock: out of memory\n");
+        return;
+    }
+
+    fwrite(s, 1, n, f);
+    free(s);
 }

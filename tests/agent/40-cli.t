@@ -3,7 +3,8 @@
 # airlock, the user CLI: a run shown as it happens (tool calls with route
 # and status, jobs with exit and time, denials, the answer on stdout),
 # --json for the raw events, --session to continue, --url for nginx's
-# /api/, and an exit status that says how the run ended.
+# /api/, an exit status that says how the run ended, and what the agent
+# sends shown with its terminal controls escaped.
 
 use strict;
 use warnings;
@@ -25,7 +26,7 @@ my $cli = "$t->{build}/airlock";
 $a->setup(agent => [ '--max-steps', 2 ]);
 $a->start_worker;
 
-plan tests => 20;
+plan tests => 28;
 
 sub run_cli {
     my (@args) = @_;
@@ -99,5 +100,86 @@ is($out, "Via nginx.\n", '--url: through /api/');
 # no agent there: exit 2
 ($rc) = run_cli('ask', '--socket', "$d/nothing.sock", 'hi');
 is($rc, 2, 'no agent: exit 2');
+
+# what the agent sends is shown with the characters a terminal acts on
+# escaped: a fake agent sends an error event that clears the screen and
+# sets the clipboard (OSC 52), an answer that moves up and overwrites the
+# line above, a C1 CSI and a DEL in a route, raw ones in --json, in the
+# history and in an error body
+my $fake = "$d/fake-agent.sock";
+$t->write_file('fake-agent.pl', <<'PL');
+use strict;
+use warnings;
+use IO::Socket::UNIX;
+
+my $sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        . "Connection: close\r\n\r\n";
+my $done = qq(data: {"type":"done","outcome":"answer","steps":1,)
+         . qq("tokens":1,"ms":1}\n\n);
+my %answer = (
+    '/v1/sessions/esc/ask' => $sse
+        . qq(data: {"type":"error","code":"tool","message":"no tool )
+        . qq(\\u001b[2J\\u001b]52;c;aGk=\\u0007"}\n\n)
+        . qq(data: {"type":"tool_call","tool":"x","route":"r\\u009b31m",)
+        . qq("method":"GET","target":"/t\\u007f"}\n\n)
+        . qq(data: {"type":"answer","text":"\\u001b[1A\\u001b[2K\\r)
+        . qq(Load: 0.1 (ok)\\n\\tfine"}\n\n)
+        . $done,
+    '/v1/sessions/esc-json/ask' => $sse
+        . qq(data: {"type":"answer","text":"a\xc2\x9bb\x7f"}\n\n) . $done,
+    '/v1/sessions/esc' => "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+        . qq({"messages":["\e[2J\xc2\x9b\x7f\r"]}),
+    '/v1/sessions/esc-500/ask' => "HTTP/1.1 500 Oops\r\n"
+        . "Connection: close\r\n\r\nbad \e]52;c;aGk=\a",
+);
+$SIG{PIPE} = 'IGNORE';
+unlink $ARGV[0];
+my $s = IO::Socket::UNIX->new(Local => $ARGV[0], Listen => 8) or die $!;
+while (my $c = $s->accept) {
+    my $req = '';
+    while ($req !~ /\r\n\r\n/) {
+        sysread($c, $req, 4096, length $req) or last;
+    }
+    my ($len) = $req =~ /^Content-Length: (\d+)/mi;
+    while (length($req) - index($req, "\r\n\r\n") - 4 < ($len // 0)) {
+        sysread($c, $req, 4096, length $req) or last;
+    }
+    my ($path) = $req =~ m{^\w+ (\S+)};
+    print {$c} $answer{$path // ''}
+               // "HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n";
+    close $c;
+}
+PL
+$t->run_daemon('/usr/bin/perl', "$d/fake-agent.pl", $fake);
+$t->wait_for_port("unix:$fake") or die "the fake agent did not start";
+
+my $raw = qr/[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]/;
+
+($rc, $out, $err) = run_cli('ask', '--socket', $fake, '--session', 'esc',
+                            'load?');
+is($out, "\\u001b[1A\\u001b[2K\\u000dLoad: 0.1 (ok)\n\tfine\n",
+   'escapes: the answer\'s controls shown, newline and tab kept');
+like($err, qr/error tool: no tool \\u001b\[2J\\u001b\]52;c;aGk=\\u0007$/m,
+     'escapes: the error message\'s');
+like($err, qr{-> r\\u009b31m  GET /t\\u007f$}m,
+     'escapes: a C1 control and DEL in a tool call');
+unlike($out . $err, $raw,
+       'escapes: no control character reaches the terminal');
+
+($rc, $out) = run_cli('ask', '--socket', $fake, '--session', 'esc-json',
+                      '--json', 'load?');
+is((split /\n/, $out)[0], '{"type":"answer","text":"a\u009bb\u007f"}',
+   'escapes: --json, as JSON escapes');
+is(decode_json((split /\n/, $out)[0])->{text}, "a\x{9b}b\x{7f}",
+   'escapes: --json, the line decodes to the text the agent sent');
+
+($rc, $out) = run_cli('history', '--socket', $fake, 'esc');
+is($out, qq({"messages":["\\u001b[2J\\u009b\\u007f\\u000d"]}\n),
+   'escapes: history');
+
+($rc, $out, $err) = run_cli('ask', '--socket', $fake, '--session', 'esc-500',
+                            'load?');
+like($err, qr/answered 500: bad \\u001b\]52;c;aGk=\\u0007$/m,
+     'escapes: an error answer');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
