@@ -10,8 +10,11 @@
  * and the reload; one loop needs none of them.
  *
  * Each sink has at most one attempt in flight and sends its entries in
- * queue order.  When a sink is unreachable, times out, or answers 5xx,
- * 408 or 429, the sink waits (exponential backoff from AD_BACKOFF_BASE,
+ * queue order.  A 2xx status delivers the alert, whatever then happens
+ * to the answer's body (its start is kept for the log, AD_RESP_MAX bytes,
+ * the rest is read and dropped, at most until AD_ATTEMPT_TIMEOUT).  When
+ * a sink is unreachable, times out before a status, or answers 5xx, 408
+ * or 429, the sink waits (exponential backoff from AD_BACKOFF_BASE,
  * doubling to AD_BACKOFF_CAP, full jitter; Retry-After is honoured up to
  * the cap).  Any other non-2xx is about that one alert: it alone waits,
  * with the same backoff, the sink goes on with the rest, and the answer
@@ -675,7 +678,8 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
     ad_sink_t   *s;
     ad_entry_t  *e;
     curl_off_t   after;
-    char         why[CURL_ERROR_SIZE + 32];
+    const char  *err;
+    char         why[CURL_ERROR_SIZE + 64];
 
     e = x->entry;
     s = ad_sink_find(d, x->key);
@@ -687,6 +691,11 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
     (void) curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
     (void) curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &after);
 
+    err = NULL;
+    if (res != CURLE_OK) {
+        err = (x->errbuf[0] != '\0') ? x->errbuf : curl_easy_strerror(res);
+    }
+
     e->busy = 0;
     e->attempts++;
 
@@ -694,11 +703,24 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
         s->busy = 0;
     }
 
-    if (res == CURLE_OK && code >= 200 && code <= 299) {
+    /*
+     * The status is the answer, as for Standard Webhooks and Alertmanager:
+     * once a 2xx has come, a body that fails or never ends (the attempt
+     * then times out) does not make the alert undelivered, else it would
+     * be sent again and again and hold up the sink's queue.
+     */
+
+    if (code >= 200 && code <= 299) {
+        why[0] = '\0';
+        if (err != NULL) {
+            (void) snprintf(why, sizeof(why), "; the answer's body was not "
+                            "read to its end: %s", err);
+        }
+
         ad_log(AD_LOG_INFO, "delivered alert %s to %s %s (HTTP %ld, "
-               "attempt %u, %lld ms)", e->alert.id,
+               "attempt %u, %lld ms%s)", e->alert.id,
                ad_kind_word(e->kind), x->label, code, e->attempts,
-               (long long) took);
+               (long long) took, why);
 
         if (s != NULL) {
             s->failures = 0;
@@ -740,10 +762,8 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 
     /* the sink is down, slow or overloaded: the whole sink waits */
 
-    if (res != CURLE_OK) {
-        (void) snprintf(why, sizeof(why), "%s",
-                        x->errbuf[0] != '\0' ? x->errbuf
-                                             : curl_easy_strerror(res));
+    if (err != NULL) {
+        (void) snprintf(why, sizeof(why), "%s", err);
     } else {
         (void) snprintf(why, sizeof(why), "HTTP %ld", code);
     }

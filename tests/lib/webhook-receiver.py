@@ -13,6 +13,7 @@ given secret, and appends one JSON line per request to --log:
   timestamp_ok  true when the timestamp is within --tolerance seconds
   status      the status answered, or "closed" when the connection was
               closed without an answer
+  unended     true when the answer's body was left unended (--no-end)
   path, content_type, user_agent
   body        the raw body, as text
   json        the body parsed, or null
@@ -29,6 +30,13 @@ Failing on purpose:
                       (drop the connection without an answer); default 500
   --delay SECONDS     wait before answering (a slow receiver)
   --retry-after VALUE a failing answer carries "Retry-After: VALUE"
+
+Accepting without finishing the answer:
+  --no-end N          the first N requests that do not fail are answered
+                      200 with no Content-Length and the start of a body
+                      that never ends: the connection is held until the
+                      sender closes it (the line is written once the
+                      status and headers are sent)
 
 It exits on SIGTERM or SIGINT, and when its parent process goes away.
 With --port 0 it picks a free port and writes it to --port-file.
@@ -75,12 +83,20 @@ class State:
         self.key = key
         self.lock = threading.Lock()
         self.count = 0
+        self.unended_left = args.no_end
         self.log = open(args.log, "a", encoding="utf-8")
 
     def next_number(self):
         with self.lock:
             self.count += 1
             return self.count
+
+    def unended(self):
+        with self.lock:
+            if self.unended_left > 0:
+                self.unended_left -= 1
+                return True
+            return False
 
     def failing(self, n):
         if n <= self.args.fail:
@@ -140,10 +156,19 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(state.args.delay)
 
         status = 200
+        unended = False
         if state.failing(n):
             status = state.args.fail_mode
+        elif state.unended():
+            unended = True
 
-        if status == "close":
+        if unended:
+            self.close_connection = True
+            try:
+                self.answer_unended()
+            except OSError:
+                status = "unsent"
+        elif status == "close":
             self.close_connection = True
             status = "closed"
         else:
@@ -161,6 +186,7 @@ class Handler(BaseHTTPRequestHandler):
             "verified": ok,
             "timestamp_ok": ts_ok,
             "status": status,
+            "unended": unended,
             "path": self.path,
             "content_type": self.headers.get("Content-Type"),
             "user_agent": self.headers.get("User-Agent"),
@@ -168,6 +194,25 @@ class Handler(BaseHTTPRequestHandler):
             "json": parsed,
             "arrival": arrival,
         })
+
+        if unended and status == 200:
+            self.hold()
+
+    def answer_unended(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"ok, and more to come\n")
+        self.wfile.flush()
+
+    def hold(self):
+        # until the sender closes the connection (or an hour passes)
+        self.connection.settimeout(3600)
+        try:
+            while self.connection.recv(4096):
+                pass
+        except OSError:
+            pass
 
     def answer(self, status, payload):
         self.send_response(status)
@@ -201,6 +246,7 @@ def main():
     p.add_argument("--fail-mode", default="500")
     p.add_argument("--delay", type=float, default=0)
     p.add_argument("--retry-after")
+    p.add_argument("--no-end", type=int, default=0)
     p.add_argument("--tolerance", type=int, default=300)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()

@@ -225,7 +225,8 @@ sub stop {
 
 
 # options: secret (a path), fail, fail_until, fail_mode, delay, port,
-# retry_after (a failing answer's Retry-After)
+# retry_after (a failing answer's Retry-After), no_end (that many 200
+# answers whose body never ends)
 sub receiver {
     my ($self, %opt) = @_;
     my $n = ++$self->{n};
@@ -241,6 +242,7 @@ sub receiver {
     push @cmd, '--fail-until', $opt{fail_until} if $opt{fail_until};
     push @cmd, '--fail-mode', $opt{fail_mode} if $opt{fail_mode};
     push @cmd, '--delay', $opt{delay} if $opt{delay};
+    push @cmd, '--no-end', $opt{no_end} if $opt{no_end};
     push @cmd, '--retry-after', $opt{retry_after}
         if defined $opt{retry_after};
 
