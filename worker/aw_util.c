@@ -27,13 +27,22 @@ aw_now_ms(void)
 }
 
 
+/*
+ * One call, one line: messages carry envelope text (input names, query
+ * keys, JSON errors quoting them), which the model writes, so a control
+ * character is never written as it is.  \n, \r, \t and the backslash
+ * are escaped as in C, other C0 bytes and DEL as \xNN.
+ */
+
 void
 aw_log(const char *level, const char *fmt, ...)
 {
-    char             buf[1024], ts[32];
-    va_list          ap;
-    time_t           now;
-    struct tm        tm;
+    char                  buf[1024], line[4 * sizeof(buf)], ts[32];
+    size_t                n;
+    va_list               ap;
+    time_t                now;
+    struct tm             tm;
+    const unsigned char  *p;
 
     now = time(NULL);
     gmtime_r(&now, &tm);
@@ -43,8 +52,27 @@ aw_log(const char *level, const char *fmt, ...)
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
 
+    n = 0;
+
+    for (p = (const unsigned char *) buf; *p != '\0'; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t' || *p == '\\') {
+            line[n++] = '\\';
+            line[n++] = *p == '\n' ? 'n' : *p == '\r' ? 'r'
+                        : *p == '\t' ? 't' : '\\';
+
+        } else if (*p < 0x20 || *p == 0x7f) {
+            n += (size_t) snprintf(line + n, sizeof(line) - n, "\\x%02x",
+                                   *p);
+
+        } else {
+            line[n++] = (char) *p;
+        }
+    }
+
+    line[n] = '\0';
+
     fprintf(stderr, "%s airlock-worker[%d] %s: %s\n", ts, (int) getpid(),
-            level, buf);
+            level, line);
 }
 
 

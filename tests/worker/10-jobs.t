@@ -27,7 +27,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(max_script_bytes => 2000, max_inputs => 4);
 
-plan tests => 51;
+plan tests => 55;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my ($r, $j);
@@ -179,6 +179,22 @@ rejected('b11', $w->envelope(job_id => 'b11', script => '1',
                  { name => 'a', route => 'annotate' } ] }),
          'bad_envelope', qr/needs a body/, 'POST route without a body');
 
+# one log line per message: envelope text is the model's, newlines and all
+my $forged = '2030-01-01T00:00:00Z airlock-worker[1] emerg: FORGED LINE';
+rejected('log1', $w->envelope(job_id => 'log1', script => '1',
+             blueprint => { inputs => [ { name => 'a', route => 'metrics',
+                 query => { "q\\\r\e\x7f\n$forged" => 1 } } ] }),
+         'bad_envelope', qr/must be a string/, 'a query key with a newline');
+my @forged = grep { /FORGED/ } split /\n/, $w->worker_log;
+is(scalar @forged, 1, 'one log line for it') or diag explain \@forged;
+is(join("\n", grep { !/^\S+ airlock-worker\[$w->{last_worker}\] [a-z]+: /
+                    } split /\n/, $w->worker_log),
+   '', 'no line but the worker\'s own');
+my $escaped = 'q\\\\\\r\\x1b\\x7f\\n' . $forged;
+like($forged[0],
+     qr/^\S+ airlock-worker\[\d+\] notice: job log1 rejected: .*"\Q$escaped\E"/,
+     'the worker\'s own line, control characters escaped');
+
 # nothing to answer to: the dead-letter stream says why
 $w->add_raw('{"job_id": "nope", ');
 $w->add_raw('{"session_id":"s"}');
@@ -217,5 +233,6 @@ is($w->result('once')->{stdout}, "first\n", 'the first result stays');
 is(join(' ', $w->leftovers), '', 'no job directory or cgroup left behind');
 $w->kill_worker('TERM');
 like($w->worker_log, qr/stopping/, 'SIGTERM stops the worker');
-unlike($w->all_worker_logs, qr/\b(alert|emerg)\b|Sanitizer|runtime error/,
+unlike($w->all_worker_logs,
+       qr/^\S+ \S+ (alert|emerg):|Sanitizer|runtime error/m,
        'no alerts or sanitizer reports in the log');
