@@ -107,6 +107,9 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(c, CURLOPT_PROXY, "");
 
+    /* the proxy judges the path sent, dot segments and all */
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
 
     if (in->body != NULL) {

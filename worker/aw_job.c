@@ -222,6 +222,18 @@ aw_input_parse(const aw_conf_t *conf, const al_policy_t *policy, json_t *in,
                              "strings", name);
         }
 
+        /* a dot segment would name another path (another route) */
+
+        if (strcmp(json_string_value(v), ".") == 0
+            || strcmp(json_string_value(v), "..") == 0)
+        {
+            free(buf);
+            return aw_reject(code, codelen, err, errlen, "bad_envelope",
+                             "input \"%s\": path param \"%.*s\" may not "
+                             "be \".\" or \"..\"", name,
+                             (int) route->segs[i].len, route->segs[i].data);
+        }
+
         n += al_uri_escape(n < cap ? buf + n : buf, n < cap ? cap - n : 0,
                            json_string_value(v), json_string_length(v), 0);
     }

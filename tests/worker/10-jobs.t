@@ -27,7 +27,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(max_script_bytes => 2000, max_inputs => 4);
 
-plan tests => 55;
+plan tests => 60;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my ($r, $j);
@@ -178,6 +178,26 @@ rejected('b11', $w->envelope(job_id => 'b11', script => '1',
              blueprint => { inputs => [
                  { name => 'a', route => 'annotate' } ] }),
          'bad_envelope', qr/needs a body/, 'POST route without a body');
+
+# a dot segment would be removed by libcurl before the proxy saw it:
+# /files/../meta is the meta route's /meta
+$r = $w->run_job(job_id => 'dotted', script => 'print(1)',
+    blueprint => { inputs => [
+        { name => 'a', route => 'files', params => { name => 'a..b' } } ] });
+is($r->{status}, 'ok', 'a param with dots in it is fetched')
+    or diag explain $r;
+for my $v ('..', '.', '') {
+    my $id = 'dot' . length $v;
+    rejected($id, $w->envelope(job_id => $id, script => '1',
+                 blueprint => { inputs => [ { name => 'a', route => 'files',
+                     params => { name => $v } } ] }),
+             'bad_envelope', length $v
+                 ? qr/path param "name" may not be "\." or "\.\."/
+                 : qr/non-empty/, "path param \"$v\" refused");
+}
+is(join(' ', map { $_->{path} } grep { $_->{path} =~ m{^/api/(files|ROOT)} }
+             $t->echo_requests(8081)),
+   '/api/files/a..b/meta', 'no dot segment fetched another route');
 
 # one log line per message: envelope text is the model's, newlines and all
 my $forged = '2030-01-01T00:00:00Z airlock-worker[1] emerg: FORGED LINE';
