@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,7 +37,7 @@ static size_t aw_fetch_write(char *p, size_t size, size_t nmemb, void *data);
 static json_t *aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in,
     char *code, size_t codelen, char *msg, size_t msglen);
 static void aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job,
-    int fd);
+    int fd, pid_t worker);
 static int aw_drop_privileges(const aw_conf_t *conf);
 
 
@@ -200,8 +201,16 @@ aw_drop_privileges(const aw_conf_t *conf)
 }
 
 
+/*
+ * The fetch dies with the worker: one that outlived it would go on
+ * sending the job's inputs (POSTs too) for a job another worker will run
+ * again.  PR_SET_PDEATHSIG is set after the change of credentials, which
+ * clears it; a worker that died before that ends the fetch here.
+ */
+
 static void
-aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd)
+aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd,
+    pid_t worker)
 {
     char     code[64], msg[AW_ERRLEN], *s;
     size_t   i, len, off;
@@ -216,6 +225,10 @@ aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd)
         snprintf(msg, sizeof(msg), "cannot switch to user %s: %s",
                  conf->user, strerror(errno));
         goto fail;
+    }
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != worker) {
+        _exit(2);
     }
 
     for (i = 0; i < job->ninputs; i++) {
@@ -265,7 +278,7 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
 {
     int            fds[2], st, late, over;
     char          *buf, *nb, *out;
-    pid_t          pid;
+    pid_t          pid, worker;
     size_t         cap, n, max;
     ssize_t        r;
     long           deadline, left;
@@ -284,6 +297,8 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
         return NULL;
     }
 
+    worker = getpid();
+
     pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -294,12 +309,18 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     }
 
     if (pid == 0) {
-        /* the fetch keeps nothing of the worker's (its Redis connection) */
+        /*
+         * the fetch keeps nothing of the worker's (its Redis connection,
+         * its SIGTERM handler, which would only set the child's copy of
+         * the stop flag)
+         */
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
         if (dup2(fds[1], 3) != 3) {
             _exit(2);
         }
         close_range(4, ~0U, 0);
-        aw_fetch_child(conf, job, 3);
+        aw_fetch_child(conf, job, 3, worker);
         _exit(2);
     }
 
