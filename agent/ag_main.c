@@ -613,6 +613,7 @@ static void
 ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     ag_request_t *req)
 {
+    int            damaged;
     char           err[256];
     json_t        *body, *prompt;
     ag_run_t       run;
@@ -667,9 +668,11 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    run.session_obj = ag_session_load(run.redis, session, err, sizeof(err));
+    run.session_obj = ag_session_load(run.redis, session, &damaged, err,
+                                      sizeof(err));
     if (run.session_obj == NULL) {
-        ag_respond_error(fd, 503, "redis", err);
+        ag_respond_error(fd, damaged ? 409 : 503,
+                         damaged ? "session_damaged" : "redis", err);
         ag_session_unlock(run.redis, session, run.run_id);
         redisFree(run.redis);
         json_decref(body);
@@ -700,6 +703,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 static void
 ag_handle_session(ag_conf_t *conf, int fd, const char *session)
 {
+    int            damaged;
     char           err[256], *text;
     redisContext  *c;
     json_t        *s;
@@ -710,11 +714,12 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session)
         return;
     }
 
-    s = ag_session_load(c, session, err, sizeof(err));
+    s = ag_session_load(c, session, &damaged, err, sizeof(err));
     redisFree(c);
 
     if (s == NULL) {
-        ag_respond_error(fd, 503, "redis", err);
+        ag_respond_error(fd, damaged ? 409 : 503,
+                         damaged ? "session_damaged" : "redis", err);
         return;
     }
 

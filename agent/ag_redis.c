@@ -77,11 +77,14 @@ ag_redis_connect(const char *where, char *err, size_t size)
 
 
 json_t *
-ag_session_load(redisContext *c, const char *id, char *err, size_t size)
+ag_session_load(redisContext *c, const char *id, int *damaged, char *err,
+    size_t size)
 {
     json_t        *s;
     redisReply    *r;
     json_error_t   jerr;
+
+    *damaged = 0;
 
     r = redisCommand(c, "GET airlock:session:%s", id);
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
@@ -102,8 +105,16 @@ ag_session_load(redisContext *c, const char *id, char *err, size_t size)
             s = NULL;
         }
         if (s == NULL) {
-            fprintf(stderr, "airlock-agent: session %s is damaged; "
-                    "starting it again\n", id);
+
+            /* kept as it is, for its owner to look at or delete */
+
+            snprintf(err, size, "session %s is stored damaged (%s); it is "
+                     "kept as it is: ask in another session", id,
+                     jerr.text[0] != '\0' ? jerr.text : "not a session");
+            fprintf(stderr, "airlock-agent: %s\n", err);
+            freeReplyObject(r);
+            *damaged = 1;
+            return NULL;
         }
     }
 

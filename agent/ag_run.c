@@ -11,9 +11,9 @@
  * markers mean.
  *
  * Limits per question (steps, tokens, tool output bytes, wall time,
- * denials) each end the run with a "limit" event and then "done".  A 403
- * is a denial shown to the model; the same call is never sent again in
- * the run.  A malformed answer from the model (bad JSON arguments, an
+ * denials) each end the run with a "limit" event and then "done".  The
+ * proxy's 403 is a denial shown to the model; the same call is never sent
+ * again in the run.  Another 403 is the upstream's, a result like others.  A malformed answer from the model (bad JSON arguments, an
  * unknown tool, a route the agent is not granted) is an "error" event and
  * a tool result that says so; the steps limit bounds how often.
  *
@@ -23,6 +23,7 @@
  */
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,8 @@
 #include "agent.h"
 
 
-#define AG_STOP  1
+#define AG_STOP       1
+#define AG_FIELD_MAX  256       /* bytes of a denial's detail, request id */
 
 
 
@@ -48,6 +50,11 @@ static int ag_query_value(json_t *v, char *buf, size_t size,
     const char **s);
 static void ag_tool_message(ag_run_t *run, const char *id,
     const char *name, const char *content, int untrusted);
+static void ag_tool_data(ag_run_t *run, const char *id, const char *name,
+    const char *lead, const char *data, size_t len);
+static const char *ag_denial_reason(json_t *deny);
+static json_t *ag_short_string(json_t *v);
+static char *ag_text(const char *s, size_t len);
 static void ag_tool_error(ag_run_t *run, const char *id, const char *name,
     const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -61,7 +68,7 @@ int
 ag_run_ask(ag_run_t *run, const char *prompt)
 {
     int               rc, stop;
-    char              when[32];
+    char              when[32], *text;
     size_t            i, n, dropped;
     json_t           *req, *msg, *calls, *call, *names, *record;
     time_t            now;
@@ -155,10 +162,14 @@ ag_run_ask(ag_run_t *run, const char *prompt)
                 break;
             }
 
+            /* the gateway's answer, cut to fit: maybe not UTF-8 */
+            text = ag_text(res.error, strlen(res.error));
             ag_event(run, "error", json_pack("{s:s, s:s, s:i}", "code",
-                                             "model", "message", res.error,
+                                             "model", "message",
+                                             text != NULL ? text : "",
                                              "status",
                                              (json_int_t) res.status));
+            free(text);
             ag_llm_result_free(&res);
             outcome = "error";
             break;
@@ -394,7 +405,7 @@ ag_request(ag_run_t *run)
     char        *sys, *w;
     size_t       i;
     json_t      *req, *msgs, *m, *out, *v;
-    const char  *role, *content;
+    const char  *role, *content, *lead;
 
     sys = ag_system_prompt(run);
     if (sys == NULL) {
@@ -420,8 +431,11 @@ ag_request(ag_run_t *run)
 
             if (json_is_true(json_object_get(m, "untrusted"))) {
                 w = ag_wrap(run->boundary, content, strlen(content));
+                lead = json_string_value(json_object_get(m, "lead"));
                 json_object_set_new(out, "content",
-                                    json_string(w != NULL ? w : ""));
+                                    json_sprintf("%s%s",
+                                                 lead != NULL ? lead : "",
+                                                 w != NULL ? w : ""));
                 free(w);
             } else {
                 json_object_set(out, "content",
@@ -522,11 +536,12 @@ static int
 ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
     json_t *args)
 {
-    char        target[AL_URI_MAX], why[256], *sig, *body, *content;
-    size_t      i, max;
-    json_t      *v, *reason, *detail, *rid, *deny;
+    char        target[AL_URI_MAX], why[256], line[32], *sig, *body,
+               *content;
+    size_t      i, n, max;
+    json_t      *v, *detail, *rid, *deny;
     ag_http_t    h;
-    const char  *method;
+    const char  *method, *name;
     ag_conf_t   *conf;
 
     conf = run->conf;
@@ -600,35 +615,40 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
 
     free(body);
 
-    if (h.status == 403) {
+    /*
+     * A denial is the proxy's 403: a JSON object whose "reason" names one
+     * of the policy's reasons.  Another 403 is the upstream's answer, a
+     * tool result like any other.  What the event takes from the body is
+     * short strings only, and the model gets the body as data, wrapped
+     * anew in each run, after a line of the agent's own.
+     */
+
+    deny = (h.status == 403) ? json_loadb(h.body, h.len, 0, NULL) : NULL;
+    name = ag_denial_reason(deny);
+
+    if (name != NULL) {
         run->denials++;
         json_array_append_new(run->denied, json_string(sig));
 
-        deny = json_loads(h.body, 0, NULL);
-        reason = json_object_get(deny, "reason");
-        detail = json_object_get(deny, "detail");
-        rid = json_object_get(deny, "request_id");
+        detail = ag_short_string(json_object_get(deny, "detail"));
+        rid = ag_short_string(json_object_get(deny, "request_id"));
 
-        ag_event(run, "denial", json_pack("{s:s, s:s, s:s, s:s, s:i, s:O?, "
+        ag_event(run, "denial", json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, "
                                           "s:O?, s:O?}",
                  "id", id, "route", route->name.data, "method", method,
                  "target", target, "status", (json_int_t) 403,
-                 "reason", reason, "detail", detail, "request_id", rid));
+                 "reason", name, "detail", detail, "request_id", rid));
 
-        content = ag_wrap(run->boundary, h.body, h.len);
         free(sig);
         sig = NULL;
 
         if (asprintf(&sig, "DENIED by the Airlock policy (403, reason %s). "
-                     "Do not retry this call.  The proxy's answer:\n%s",
-                     json_is_string(reason) ? json_string_value(reason)
-                                            : "unknown",
-                     content != NULL ? content : "") != -1)
+                     "Do not retry this call.  The proxy's answer:\n", name)
+            != -1)
         {
-            ag_tool_message(run, id, route->name.data, sig, 0);
+            ag_tool_data(run, id, route->name.data, sig, h.body, h.len);
         }
 
-        free(content);
         free(sig);
         json_decref(deny);
         ag_http_free(&h);
@@ -655,9 +675,17 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
                         conf->max_tool_bytes);
     }
 
-    if (asprintf(&content, "HTTP %ld\n%s", h.status, h.body) != -1) {
-        ag_tool_message(run, id, route->name.data, content,
-                        1);
+    json_decref(deny);
+
+    /* the status line and the body, all of it data */
+
+    n = snprintf(line, sizeof(line), "HTTP %ld\n", h.status);
+    content = malloc(n + h.len);
+
+    if (content != NULL) {
+        memcpy(content, line, n);
+        memcpy(content + n, h.body, h.len);
+        ag_tool_data(run, id, route->name.data, NULL, content, n + h.len);
         free(content);
     }
 
@@ -944,17 +972,165 @@ ag_query_value(json_t *v, char *buf, size_t size, const char **s)
 }
 
 
+/*
+ * Every call the model made gets a tool message, whatever its content: a
+ * content that is not UTF-8 (a message cut in a character) goes in with
+ * U+FFFD for each byte that is not.
+ */
+
 static void
 ag_tool_message(ag_run_t *run, const char *id, const char *name,
     const char *content, int untrusted)
 {
+    char    *text;
     json_t  *m;
 
-    m = json_pack("{s:s, s:s, s:s, s:s%, s:b}", "role", "tool",
+    text = ag_text(content, strlen(content));
+
+    m = json_pack("{s:s, s:s, s:s, s:s, s:b}", "role", "tool",
                   "tool_call_id", id != NULL ? id : "",
                   "name", name != NULL ? name : "",
-                  "content", content, strlen(content), "untrusted", untrusted);
+                  "content", text != NULL ? text : "(no memory)",
+                  "untrusted", untrusted);
     json_array_append_new(run->messages, m);
+    free(text);
+}
+
+
+/*
+ * A result the model gets as data: stored as it came (NUL bytes and bytes
+ * that are not UTF-8 each U+FFFD, so none of it is lost or refused), with
+ * lead (or none), the agent's own words, before the wrapper it gets when
+ * sent.
+ */
+
+static void
+ag_tool_data(ag_run_t *run, const char *id, const char *name,
+    const char *lead, const char *data, size_t len)
+{
+    char    *text;
+    json_t  *m;
+
+    text = ag_text(data, len);
+
+    m = json_pack("{s:s, s:s, s:s, s:s, s:b}", "role", "tool",
+                  "tool_call_id", id != NULL ? id : "",
+                  "name", name != NULL ? name : "",
+                  "content", text != NULL ? text : "(no memory)",
+                  "untrusted", 1);
+
+    if (m != NULL && lead != NULL) {
+        json_object_set_new(m, "lead", json_string(lead));
+    }
+
+    json_array_append_new(run->messages, m);
+    free(text);
+}
+
+
+/* the policy's reason a proxy's 403 body names, or NULL */
+
+static const char *
+ag_denial_reason(json_t *deny)
+{
+    unsigned     r;
+    const char  *name;
+
+    name = json_string_value(json_object_get(deny, "reason"));
+
+    if (name == NULL) {
+        return NULL;
+    }
+
+    for (r = AL_REASON_NONE + 1; r < AL_REASON_MAX; r++) {
+        if (strcmp(name, al_reason_name((al_reason_t) r)) == 0) {
+            return al_reason_name((al_reason_t) r);
+        }
+    }
+
+    return NULL;
+}
+
+
+/* v when it is a string of at most AG_FIELD_MAX bytes, else NULL */
+
+static json_t *
+ag_short_string(json_t *v)
+{
+    return (json_is_string(v) && json_string_length(v) <= AG_FIELD_MAX)
+           ? v : NULL;
+}
+
+
+/*
+ * s[0..len) as a C string of UTF-8: each NUL byte and each byte that does
+ * not begin a well-formed sequence (RFC 3629: no overlong form, no
+ * surrogate, nothing past U+10FFFF) is U+FFFD.  NULL when out of memory.
+ */
+
+static char *
+ag_text(const char *s, size_t len)
+{
+    char                 *out, *o;
+    size_t                i, n, k;
+    uint32_t              cp;
+    const unsigned char  *p;
+
+    out = malloc(len * 3 + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+
+    p = (const unsigned char *) s;
+    o = out;
+
+    for (i = 0; i < len; i += n) {
+        n = 1;
+
+        if (p[i] >= 0x01 && p[i] < 0x80) {
+            *o++ = (char) p[i];
+            continue;
+        }
+
+        if (p[i] >= 0xc2 && p[i] <= 0xdf) {
+            n = 2;
+            cp = p[i] & 0x1f;
+        } else if (p[i] >= 0xe0 && p[i] <= 0xef) {
+            n = 3;
+            cp = p[i] & 0x0f;
+        } else if (p[i] >= 0xf0 && p[i] <= 0xf4) {
+            n = 4;
+            cp = p[i] & 0x07;
+        } else {
+            n = 0;
+            cp = 0;
+        }
+
+        for (k = 1; n != 0 && k < n; k++) {
+            if (i + k >= len || (p[i + k] & 0xc0) != 0x80) {
+                n = 0;
+                break;
+            }
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+
+        if (n == 0
+            || (n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff)))
+            || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        {
+            memcpy(o, "\xef\xbf\xbd", 3);
+            o += 3;
+            n = 1;
+            continue;
+        }
+
+        memcpy(o, p + i, n);
+        o += n;
+    }
+
+    *o = '\0';
+
+    return out;
 }
 
 
@@ -962,21 +1138,27 @@ static void
 ag_tool_error(ag_run_t *run, const char *id, const char *name,
     const char *code, const char *fmt, ...)
 {
-    char     msg[512], *text;
+    char     msg[512], *text, *clean;
     va_list  ap;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
 
+    /* msg may end in a character cut in two */
+    clean = ag_text(msg, strlen(msg));
+
     ag_event(run, "error", json_pack("{s:s, s:s, s:s, s:s}", "code", code,
                                      "id", id != NULL ? id : "",
-                                     "tool", name, "message", msg));
+                                     "tool", name,
+                                     "message", clean != NULL ? clean : ""));
 
-    if (asprintf(&text, "error: %s", msg) != -1) {
+    if (asprintf(&text, "error: %s", clean != NULL ? clean : "") != -1) {
         ag_tool_message(run, id, name, text, 0);
         free(text);
     }
+
+    free(clean);
 }
 
 

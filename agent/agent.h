@@ -131,8 +131,8 @@ void ag_http_free(ag_http_t *h);
 
 /* ag_redis.c: sessions and sandbox jobs */
 redisContext *ag_redis_connect(const char *where, char *err, size_t size);
-json_t *ag_session_load(redisContext *c, const char *id, char *err,
-    size_t size);
+json_t *ag_session_load(redisContext *c, const char *id, int *damaged,
+    char *err, size_t size);
 int ag_session_store(redisContext *c, const char *id, json_t *session,
     long ttl, char *err, size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,

@@ -8,9 +8,12 @@
                                       (one node_load1 sample, value
                                       --load), only with the Authorization
                                       header --prom-auth, else 401
-  GET /api/v1/services/NAME/logs      the text of --logs-file, read on
+  GET /api/v1/services/NAME/logs      the bytes of --logs-file, read on
                                       every request, only with the
-                                      Authorization header --logs-auth
+                                      Authorization header --logs-auth;
+                                      a file that begins "STATUS nnn\n"
+                                      answers that status with the rest
+                                      (application/json)
 
 Every request is appended to --log as one JSON line: method, path,
 headers (lower-case names), status.  Exits with its parent.
@@ -34,7 +37,7 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def answer(self, status, ctype, body):
-        data = body.encode()
+        data = body if isinstance(body, bytes) else body.encode()
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -71,11 +74,15 @@ class Handler(BaseHTTPRequestHandler):
                         "value": [1764590000.0, args.load]}]}}))
         else:
             try:
-                with open(args.logs_file) as f:
-                    text = f.read()
+                with open(args.logs_file, "rb") as f:
+                    data = f.read()
             except OSError:
-                text = ""
-            self.answer(200, "text/plain; charset=utf-8", text)
+                data = b""
+            if data.startswith(b"STATUS "):
+                line, _, rest = data.partition(b"\n")
+                self.answer(int(line[7:]), "application/json", rest)
+            else:
+                self.answer(200, "text/plain; charset=utf-8", data)
 
 
 def watch_parent():
