@@ -1033,22 +1033,13 @@ ag_tool_data(ag_run_t *run, const char *id, const char *name,
 static const char *
 ag_denial_reason(json_t *deny)
 {
-    unsigned     r;
-    const char  *name;
+    al_reason_t   r;
+    const char   *name;
 
     name = json_string_value(json_object_get(deny, "reason"));
+    r = (name != NULL) ? al_reason_find(name) : AL_REASON_NONE;
 
-    if (name == NULL) {
-        return NULL;
-    }
-
-    for (r = AL_REASON_NONE + 1; r < AL_REASON_MAX; r++) {
-        if (strcmp(name, al_reason_name((al_reason_t) r)) == 0) {
-            return al_reason_name((al_reason_t) r);
-        }
-    }
-
-    return NULL;
+    return (r != AL_REASON_NONE) ? al_reason_name(r) : NULL;
 }
 
 

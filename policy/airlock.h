@@ -184,6 +184,8 @@ typedef enum {
 } al_reason_t;
 
 const char *al_reason_name(al_reason_t reason);
+/* the reason a name names ("no_route"), AL_REASON_NONE for any other */
+al_reason_t al_reason_find(const char *name);
 
 enum {
     AL_METHOD_GET     = 0x01,

@@ -102,6 +102,21 @@ al_reason_name(al_reason_t reason)
 }
 
 
+al_reason_t
+al_reason_find(const char *name)
+{
+    unsigned  r;
+
+    for (r = AL_REASON_NONE + 1; r < AL_REASON_MAX; r++) {
+        if (strcmp(name, al_reasons[r]) == 0) {
+            return (al_reason_t) r;
+        }
+    }
+
+    return AL_REASON_NONE;
+}
+
+
 unsigned
 al_method_bit(const char *name, size_t len)
 {

@@ -22,6 +22,7 @@
 
 #include <curl/curl.h>
 
+#include "airlock.h"
 #include "aw.h"
 
 
@@ -145,10 +146,17 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
                               | JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)
                  : NULL;
 
+    /*
+     * The proxy's denial names one of the policy's reasons; any other 403
+     * is the upstream's answer, which reaches the script.
+     */
+
     if (status == 403) {
         reason = json_is_object(body) ? json_object_get(body, "reason")
                                       : NULL;
-        if (json_is_string(reason)) {
+        if (json_is_string(reason)
+            && al_reason_find(json_string_value(reason)) != AL_REASON_NONE)
+        {
             rid = json_object_get(body, "request_id");
             snprintf(code, codelen, "route_denied");
             snprintf(msg, msglen, "input \"%s\": %s %s denied by the "

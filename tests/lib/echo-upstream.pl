@@ -23,6 +23,8 @@
 #   X-Echo-Header: Name: v    add "Name: v" to the response; repeatable
 #   X-Echo-Size: N            N bytes of a repeating 64-byte pattern instead
 #   X-Echo-Pattern: text      with X-Echo-Size, repeat text instead
+#   X-Echo-Body-B64: b64      answer these bytes (application/json)
+#                             instead of the description
 #   X-Echo-Truncate: N        send only the first N bytes of the body, then
 #                             close (the Content-Length promised more)
 #   X-Echo-Chunked: 1         send the body in X-Echo-Chunk-Size (7) pieces,
@@ -45,7 +47,7 @@ use IO::Compress::Gzip qw(gzip $GzipError);
 use IO::Select;
 use IO::Socket::INET;
 use JSON::PP;
-use MIME::Base64 qw(encode_base64);
+use MIME::Base64 qw(decode_base64 encode_base64);
 use POSIX ();
 use Time::HiRes qw(sleep);
 
@@ -302,6 +304,10 @@ sub respond {
     if (defined $n && $n =~ /^\d+$/) {
         $size = $n;
         unshift @h, ['Content-Type', 'application/octet-stream'];
+    } elsif (defined(my $b = header($r, 'x-echo-body-b64'))) {
+        $body = decode_base64($b);
+        $size = length $body;
+        unshift @h, ['Content-Type', 'application/json'];
     } else {
         $body = $JSON->encode($r) . "\n";
         $size = length $body;

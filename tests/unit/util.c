@@ -1,7 +1,8 @@
 /*
  * Unit tests for the small helpers of al_util.c the modules use on every
  * request: al_hex64() against printf's %016llx, al_fold_plain() eight
- * bytes at a time against the byte it is about.
+ * bytes at a time against the byte it is about; and al_reason_find(),
+ * which tells the proxy's denials from an upstream's 403.
  */
 
 #include <inttypes.h>
@@ -16,6 +17,7 @@
 
 static void test_hex64(void);
 static void test_fold_plain(void);
+static void test_reason_find(void);
 
 
 int
@@ -23,6 +25,7 @@ main(void)
 {
     test_hex64();
     test_fold_plain();
+    test_reason_find();
 
     return tap_done();
 }
@@ -133,4 +136,28 @@ test_fold_plain(void)
     }
 
     tap_ok(bad == 0, "al_fold_plain: each byte at each place");
+}
+
+
+static void
+test_reason_find(void)
+{
+    unsigned  r, bad;
+
+    bad = 0;
+
+    for (r = AL_REASON_NONE + 1; r < AL_REASON_MAX; r++) {
+        if (al_reason_find(al_reason_name((al_reason_t) r)) != r) {
+            tap_diag("not found: ", al_reason_name((al_reason_t) r));
+            bad++;
+        }
+    }
+
+    tap_ok(bad == 0, "al_reason_find: every reason by its name");
+    tap_ok(al_reason_find("none") == AL_REASON_NONE
+           && al_reason_find("") == AL_REASON_NONE
+           && al_reason_find("No_route") == AL_REASON_NONE
+           && al_reason_find("no_route ") == AL_REASON_NONE
+           && al_reason_find("forbidden by the service") == AL_REASON_NONE,
+           "al_reason_find: none for any other name, \"none\" included");
 }

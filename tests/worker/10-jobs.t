@@ -27,7 +27,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(max_script_bytes => 2000, max_inputs => 4);
 
-plan tests => 60;
+plan tests => 62;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my ($r, $j);
@@ -129,6 +129,14 @@ $r = $w->run_job(job_id => 'denied2', script => 'print(1)',
         { name => 'x', route => 'logs', params => { service => 'A..' } } ] });
 is($r->{error}{code}, 'route_denied', 'param refused by the proxy');
 like($r->{error}{message}, qr/denied by the proxy: \w+/, 'with its reason');
+
+# an upstream's own 403 is not the proxy's: the script gets it
+$r = $w->run_job(job_id => 'own403', script =>
+    'import json; d = json.load(open("/app/data/data.json")); '
+    . 'print(d["x"]["status"], d["x"]["body"]["reason"])',
+    blueprint => { inputs => [ { name => 'x', route => 'own-403' } ] });
+is($r->{status}, 'ok', 'an upstream\'s 403: the script runs');
+is($r->{stdout}, "403 forbidden by the service\n", '... and reads it');
 
 # ---- bad envelopes ---------------------------------------------------------
 
