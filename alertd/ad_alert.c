@@ -154,6 +154,14 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
     }
     a->has_client = present;
 
+    /* an unidentified client's address; an empty one names no one */
+    if (ad_json_string(o, "peer", 0, 1, a->peer, sizeof(a->peer), &present,
+                       why, whysize) != 0)
+    {
+        return -1;
+    }
+    a->has_peer = (present && a->peer[0] != '\0');
+
     if (ad_json_string(o, "reason", 1, 0, a->reason, sizeof(a->reason),
                        &present, why, whysize) != 0)
     {
@@ -369,6 +377,10 @@ ad_alert_to_json(const ad_alert_t *a)
          | ad_set(o, "window", json_integer(a->window))
          | ad_set(o, "sample", json_string(a->sample));
 
+    if (a->has_peer) {
+        rc |= ad_set(o, "peer", json_string(a->peer));
+    }
+
     if (a->has_until) {
         rc |= ad_set(o, "quarantine_until", json_string(a->until));
     }
@@ -400,13 +412,16 @@ json_t *
 ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
 {
     int          rc;
-    char         who[AD_FIELD_MAX + 16];
-    char         summary[AD_FIELD_MAX * 2 + 128];
+    char         who[AD_FIELD_MAX + 32];
+    char         summary[AD_FIELD_MAX * 3 + 128];
     char         starts[AD_TIME_MAX], ends[AD_TIME_MAX];
     json_t      *arr, *alert, *labels, *ann;
 
     if (a->has_client) {
         (void) snprintf(who, sizeof(who), "client %s", a->client);
+    } else if (a->has_peer) {
+        (void) snprintf(who, sizeof(who), "an unidentified client (peer %s)",
+                        a->peer);
     } else {
         (void) snprintf(who, sizeof(who), "an unidentified client");
     }
@@ -460,6 +475,11 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
          | ad_set(labels, "severity",
                   json_string(a->critical ? "critical" : "warning"))
          | ad_set(labels, "source", json_string("airlock"));
+
+    /* only when there is one: the labels of other alerts stay as they were */
+    if (a->has_peer) {
+        rc |= ad_set(labels, "peer", json_string(a->peer));
+    }
 
     rc |= ad_set(ann, "summary", json_string(summary))
           | ad_set(ann, "sample", json_string(a->sample))

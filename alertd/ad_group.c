@@ -1,5 +1,6 @@
 /*
- * Grouping: repeats of one (kind, client, reason) are folded.
+ * Grouping: repeats of one (kind, client, reason) are folded; for an
+ * alert without a client the peer takes the client's place.
  *
  * The first alert of a group is sent at once and opens a window of one
  * repeat interval.  Alerts of the same group inside the window are only
@@ -12,7 +13,9 @@
  * Windows are measured in alert time (the journal's "time"), so a
  * backlog read after a restart folds exactly as it would have live.
  * The kind is part of the key: a quarantine is news even right after a
- * deny alert for the same client and reason.
+ * deny alert for the same client and reason.  So is the peer when there
+ * is no client: folded into the first peer's group, a second peer probing
+ * would never be named.
  *
  * Every change to a group is made only after the alert it implies was
  * emitted, so a failed emit (disk full) leaves the table as it was and
@@ -48,12 +51,21 @@ ad_group_find(const ad_groups_t *gs, const ad_alert_t *a)
     for (i = 0; i < gs->n; i++) {
         b = &gs->g[i].last;
 
-        if (b->kind == a->kind && b->has_client == a->has_client
-            && strcmp(b->client, a->client) == 0
-            && strcmp(b->reason, a->reason) == 0)
+        if (b->kind != a->kind || b->has_client != a->has_client
+            || strcmp(b->client, a->client) != 0
+            || strcmp(b->reason, a->reason) != 0)
         {
-            return (ssize_t) i;
+            continue;
         }
+
+        if (!a->has_client
+            && (b->has_peer != a->has_peer
+                || strcmp(b->peer, a->peer) != 0))
+        {
+            continue;
+        }
+
+        return (ssize_t) i;
     }
 
     return -1;

@@ -303,9 +303,10 @@ ad_usage(FILE *f)
 "  --journal FILE          the journal nginx appends deny and alert\n"
 "                          lines to\n"
 "  --state DIR             read position, open groups and the outbox\n"
-"  --repeat-interval DUR   repeats of an alert (same kind, client and\n"
-"                          reason) within DUR are sent as one folded\n"
-"                          alert when DUR ends; 1s to 24h, default 5m\n"
+"  --repeat-interval DUR   repeats of an alert (same kind, client, or\n"
+"                          peer without a client, and reason) within\n"
+"                          DUR are sent as one folded alert when DUR\n"
+"                          ends; 1s to 24h, default 5m\n"
 "  --once                  read the journal to its end, try each queued\n"
 "                          alert once and exit: 0 if none is left, 1 if\n"
 "                          some are (they stay queued)\n"
@@ -878,11 +879,12 @@ ad_emit(void *data, const ad_alert_t *a)
 
     ctx->changed = 1;
 
-    ad_log(AD_LOG_INFO, "%s %salert %s: %s, client %s, reason %s, "
+    ad_log(AD_LOG_INFO, "%s %salert %s: %s, client %s%s%s, reason %s, "
            "count %lld", ctx->deliver.nsinks > 0 ? "queued" : "no sinks for",
            a->folded ? "folded " : "", a->id, ad_alert_kind_name(a->kind),
-           a->has_client ? a->client : "(none)", a->reason,
-           (long long) a->count);
+           a->has_client ? a->client : "(none)",
+           a->has_peer ? ", peer " : "", a->has_peer ? a->peer : "",
+           a->reason, (long long) a->count);
 
     return 0;
 }

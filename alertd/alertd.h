@@ -4,7 +4,7 @@
  *   alertd.c      command line, the event loop, signals, reload
  *   ad_log.c      one line per event on stderr; time helpers
  *   ad_alert.c    journal lines in, webhook and Alertmanager bodies out
- *   ad_group.c    folding repeats of one (kind, client, reason)
+ *   ad_group.c    folding repeats of one (kind, client or peer, reason)
  *   ad_journal.c  following the journal across rotation and truncation
  *   ad_state.c    the state directory: lock, atomic files, offset
  *   ad_outbox.c   one durable file per pending (alert, sink)
@@ -29,7 +29,7 @@
 
 #define AD_ID_MAX              64       /* alert id from the journal */
 #define AD_FID_MAX             (AD_ID_MAX + 12)     /* "<id>-<seq>" */
-#define AD_FIELD_MAX           128      /* client, reason, route */
+#define AD_FIELD_MAX           128      /* client, reason, route, peer */
 #define AD_SAMPLE_MAX          512      /* longer samples are cut */
 #define AD_TIME_MAX            40       /* RFC 3339 text */
 #define AD_READ_MAX            65536    /* one journal read; a longer
@@ -99,8 +99,11 @@ typedef struct {
     unsigned         has_client:1;
     unsigned         has_route:1;
     unsigned         has_until:1;
+    unsigned         has_peer:1;
     unsigned         folded:1;
     char             client[AD_FIELD_MAX + 1];
+    char             peer[AD_FIELD_MAX + 1]; /* an unidentified client's
+                                               address, as nginx wrote it */
     char             reason[AD_FIELD_MAX + 1];
     char             route[AD_FIELD_MAX + 1];
     int64_t          count;
