@@ -19,6 +19,16 @@
  * proxy_max_temp_file_size is set to 0 unless the operator set another
  * value, which is refused.
  *
+ * Only the proxy module forwards from an Airlock location.  The injected
+ * credentials are removed headers (hash 0) of the request: the proxy
+ * module sends them, and so would scgi_pass, fastcgi_pass, uwsgi_pass,
+ * grpc_pass or any other module's content handler, to a backend the route
+ * never named.  The location's handler must be the proxy module's, the
+ * one of airlock_error_json, or none (a "return").  nginx keeps the
+ * handlers static: the proxy module's is learnt once per configuration
+ * by running its own "proxy_pass" in a scratch location, and a refused
+ * one is named the same way, by the known directive that installs it.
+ *
  * The proxy module's location configuration is private to it before nginx
  * 1.29.4 (ngx_http_proxy_module.h since); its head, the part read here,
  * has the same layout from 1.22 to 1.29.3 and is declared below for those
@@ -91,6 +101,14 @@ typedef struct {
 } ngx_http_airlock_realip_conf_t;
 
 
+/* a directive that installs a content handler, and an argument for it */
+typedef struct {
+    const char                    *module;
+    const char                    *directive;
+    const char                    *arg;
+} ngx_http_airlock_conf_content_t;
+
+
 #define NGX_HTTP_AIRLOCK_IGN_XA  (NGX_HTTP_UPSTREAM_IGN_XA_REDIRECT       \
                                   |NGX_HTTP_UPSTREAM_IGN_XA_EXPIRES       \
                                   |NGX_HTTP_UPSTREAM_IGN_XA_LIMIT_RATE    \
@@ -98,8 +116,17 @@ typedef struct {
                                   |NGX_HTTP_UPSTREAM_IGN_XA_CHARSET)
 
 
+static char *ngx_http_airlock_conf_handler(ngx_conf_t *cf, ngx_str_t *where,
+    ngx_http_core_loc_conf_t *clcf);
 static char *ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_airlock_proxy_conf_t *pcf);
+static char *ngx_http_airlock_conf_handler_of(ngx_conf_t *cf,
+    const char *module, const char *directive, const char *arg,
+    ngx_http_handler_pt *handler);
+static ngx_module_t *ngx_http_airlock_conf_module(ngx_conf_t *cf,
+    const char *name);
+static ngx_command_t *ngx_http_airlock_conf_command(ngx_module_t *m,
+    const char *name);
 static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
     ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
@@ -119,9 +146,26 @@ static ngx_str_t  ngx_http_airlock_conf_headers[] = {
 };
 
 
+/*
+ * The content handlers of other modules that would forward the request,
+ * by the directive that installs them, to name a refused location's own;
+ * each runs with the argument given (a variable where the directive takes
+ * one: no upstream block is added) only on the way to a refusal.
+ */
+static ngx_http_airlock_conf_content_t  ngx_http_airlock_conf_contents[] = {
+    { "ngx_http_scgi_module", "scgi_pass", "$airlock_upstream" },
+    { "ngx_http_fastcgi_module", "fastcgi_pass", "$airlock_upstream" },
+    { "ngx_http_uwsgi_module", "uwsgi_pass", "$airlock_upstream" },
+    { "ngx_http_grpc_module", "grpc_pass", "$airlock_upstream" },
+    { "ngx_http_memcached_module", "memcached_pass", "127.0.0.1:11211" },
+    { NULL, NULL, NULL }
+};
+
+
 char *
 ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
 {
+    char                            *rv;
     ngx_str_t                        where;
     ngx_http_airlock_loc_conf_t     *alcf;
     ngx_http_airlock_srv_conf_t     *ascf;
@@ -158,6 +202,11 @@ ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
         return NGX_CONF_ERROR;
     }
 
+    rv = ngx_http_airlock_conf_handler(cf, &where, clcf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
     pcf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
 
     if (pcf == NULL) {
@@ -173,20 +222,85 @@ ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
 void *
 ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name)
 {
-    ngx_uint_t             i;
     ngx_module_t          *m;
     ngx_http_conf_ctx_t   *ctx;
 
-    for (i = 0; cf->cycle->modules[i]; i++) {
-        m = cf->cycle->modules[i];
+    m = ngx_http_airlock_conf_module(cf, name);
 
-        if (m->type == NGX_HTTP_MODULE && ngx_strcmp(m->name, name) == 0) {
-            ctx = cf->ctx;
-            return ctx->loc_conf[m->ctx_index];
+    if (m == NULL) {
+        return NULL;
+    }
+
+    ctx = cf->ctx;
+
+    return ctx->loc_conf[m->ctx_index];
+}
+
+
+/*
+ * The location's content handler: the proxy module's, airlock_error_json's
+ * or none.  Any other would forward the request with the credentials.
+ */
+
+static char *
+ngx_http_airlock_conf_handler(ngx_conf_t *cf, ngx_str_t *where,
+    ngx_http_core_loc_conf_t *clcf)
+{
+    ngx_http_handler_pt               h;
+    ngx_http_airlock_main_conf_t     *amcf;
+    ngx_http_airlock_conf_content_t  *c;
+
+    if (clcf->handler == NULL
+        || clcf->handler == ngx_http_airlock_error_handler)
+    {
+        return NGX_CONF_OK;
+    }
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+
+    if (!amcf->proxy_known) {
+        if (ngx_http_airlock_conf_handler_of(cf, "ngx_http_proxy_module",
+                                             "proxy_pass",
+                                             "$airlock_upstream$airlock_uri",
+                                             &amcf->proxy_handler)
+            != NGX_CONF_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+        amcf->proxy_known = 1;
+    }
+
+    if (clcf->handler == amcf->proxy_handler) {
+        return NGX_CONF_OK;
+    }
+
+    for (c = ngx_http_airlock_conf_contents; c->module != NULL; c++) {
+        if (ngx_http_airlock_conf_handler_of(cf, c->module, c->directive,
+                                             c->arg, &h)
+            != NGX_CONF_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+        if (h == clcf->handler) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "airlock location \"%V\" has \"%s\": only "
+                          "proxy_pass forwards from an Airlock location; "
+                          "this would send the injected credentials to its "
+                          "own backend", where, c->directive);
+            return NGX_CONF_ERROR;
         }
     }
 
-    return NULL;
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "airlock location \"%V\" has a content handler other "
+                  "than \"proxy_pass\" or \"airlock_error_json\": only "
+                  "proxy_pass forwards from an Airlock location; another "
+                  "module could send the injected credentials elsewhere",
+                  where);
+
+    return NGX_CONF_ERROR;
 }
 
 
@@ -249,7 +363,7 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     }
 
     if (ucf->upstream == NULL && pcf->proxy_lengths == NULL) {
-        /* no proxy_pass: nothing is forwarded from here */
+        /* no proxy_pass, and no other handler that forwards (checked) */
         return NGX_CONF_OK;
     }
 
@@ -500,29 +614,10 @@ ngx_http_airlock_conf_bind(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf,
         return NGX_CONF_OK;
     }
 
-    cmd = NULL;
+    m = ngx_http_airlock_conf_module(cf, "ngx_http_proxy_module");
+    cmd = (m != NULL) ? ngx_http_airlock_conf_command(m, "proxy_pass") : NULL;
 
-    for (i = 0; cf->cycle->modules[i]; i++) {
-        m = cf->cycle->modules[i];
-
-        if (m->type != NGX_HTTP_MODULE
-            || ngx_strcmp(m->name, "ngx_http_proxy_module") != 0)
-        {
-            continue;
-        }
-
-        for (cmd = m->commands; cmd->name.len; cmd++) {
-            if (cmd->name.len == sizeof("proxy_pass") - 1
-                && ngx_strcmp(cmd->name.data, "proxy_pass") == 0)
-            {
-                break;
-            }
-        }
-
-        break;
-    }
-
-    if (cmd == NULL || cmd->name.len == 0) {
+    if (cmd == NULL) {
         return NGX_CONF_OK;
     }
 
@@ -579,6 +674,170 @@ ngx_http_airlock_conf_bind(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf,
     *block = pcf->upstream.upstream;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The content handler a directive of another module installs: the
+ * directive runs as if written in a scratch location (its module's and
+ * the core module's configurations made for it, the rest shared with the
+ * location being merged), and the scratch location's handler is the
+ * answer.  NULL: no such module or directive.
+ */
+
+static char *
+ngx_http_airlock_conf_handler_of(ngx_conf_t *cf, const char *module,
+    const char *directive, const char *arg, ngx_http_handler_pt *handler)
+{
+    char                      *rv;
+    void                      *conf;
+    ngx_str_t                 *value;
+    ngx_array_t                args, *saved_args;
+    ngx_module_t              *m;
+    ngx_command_t             *cmd;
+    ngx_http_module_t         *mctx;
+    ngx_http_conf_ctx_t       *ctx, *saved_ctx;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    *handler = NULL;
+
+    m = ngx_http_airlock_conf_module(cf, module);
+    cmd = (m != NULL) ? ngx_http_airlock_conf_command(m, directive) : NULL;
+
+    if (cmd == NULL || cmd->conf != NGX_HTTP_LOC_CONF_OFFSET) {
+        return NGX_CONF_OK;
+    }
+
+    saved_ctx = cf->ctx;
+
+    ctx = ngx_palloc(cf->pool, sizeof(ngx_http_conf_ctx_t));
+    if (ctx == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ctx->main_conf = saved_ctx->main_conf;
+    ctx->srv_conf = saved_ctx->srv_conf;
+
+    ctx->loc_conf = ngx_palloc(cf->pool, sizeof(void *) * ngx_http_max_module);
+    if (ctx->loc_conf == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memcpy(ctx->loc_conf, saved_ctx->loc_conf,
+               sizeof(void *) * ngx_http_max_module);
+
+    mctx = ngx_http_core_module.ctx;
+
+    clcf = mctx->create_loc_conf(cf);
+    if (clcf == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ctx->loc_conf[ngx_http_core_module.ctx_index] = clcf;
+
+    conf = NULL;
+    mctx = m->ctx;
+
+    if (mctx->create_loc_conf != NULL) {
+        conf = mctx->create_loc_conf(cf);
+        if (conf == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ctx->loc_conf[m->ctx_index] = conf;
+    }
+
+    if (ngx_array_init(&args, cf->pool, 2, sizeof(ngx_str_t)) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    value = ngx_array_push_n(&args, (arg != NULL) ? 2 : 1);
+    if (value == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    value[0].data = (u_char *) directive;
+    value[0].len = ngx_strlen(directive);
+
+    /* a directive may write into its arguments: a copy */
+
+    if (arg != NULL) {
+        value[1].len = ngx_strlen(arg);
+        value[1].data = ngx_pnalloc(cf->pool, value[1].len + 1);
+        if (value[1].data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        ngx_cpystrn(value[1].data, (u_char *) arg, value[1].len + 1);
+    }
+
+    saved_args = cf->args;
+    cf->args = &args;
+    cf->ctx = ctx;
+
+    rv = cmd->set(cf, cmd, conf);
+
+    cf->ctx = saved_ctx;
+    cf->args = saved_args;
+
+    if (rv == NGX_CONF_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (rv != NGX_CONF_OK) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock: \"%s\" in a scratch location, to learn "
+                      "its content handler: %s", directive, rv);
+        return NGX_CONF_ERROR;
+    }
+
+    *handler = clcf->handler;
+
+    return NGX_CONF_OK;
+}
+
+
+/* an http module of this configuration, by name; NULL: not built in */
+
+static ngx_module_t *
+ngx_http_airlock_conf_module(ngx_conf_t *cf, const char *name)
+{
+    ngx_uint_t     i;
+    ngx_module_t  *m;
+
+    for (i = 0; cf->cycle->modules[i]; i++) {
+        m = cf->cycle->modules[i];
+
+        if (m->type == NGX_HTTP_MODULE && ngx_strcmp(m->name, name) == 0) {
+            return m;
+        }
+    }
+
+    return NULL;
+}
+
+
+static ngx_command_t *
+ngx_http_airlock_conf_command(ngx_module_t *m, const char *name)
+{
+    size_t          len;
+    ngx_command_t  *cmd;
+
+    if (m->commands == NULL) {
+        return NULL;
+    }
+
+    len = ngx_strlen(name);
+
+    for (cmd = m->commands; cmd->name.len; cmd++) {
+        if (cmd->name.len == len
+            && ngx_strncmp(cmd->name.data, name, len) == 0)
+        {
+            return cmd;
+        }
+    }
+
+    return NULL;
 }
 
 

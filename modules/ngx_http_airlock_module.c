@@ -52,7 +52,6 @@ static ngx_int_t ngx_http_airlock_answer(ngx_http_request_t *r,
     ngx_uint_t status, const char *error, const char *reason);
 static ngx_int_t ngx_http_airlock_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_uint_t status);
-static ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
 
 static char *ngx_http_airlock_policy(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -611,7 +610,7 @@ ngx_http_airlock_error(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
  * nothing about the upstream.
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_airlock_error_handler(ngx_http_request_t *r)
 {
     ngx_int_t    rc;

@@ -55,6 +55,11 @@ typedef struct {
                                                    counting */
     ngx_open_file_t             *journal;       /* airlock_journal */
     ngx_flag_t                   dumpable;      /* airlock_worker_dumpable */
+    ngx_http_handler_pt          proxy_handler; /* the proxy module's
+                                                   content handler */
+    ngx_uint_t                   proxy_known;   /* proxy_handler is set,
+                                                   NULL without the proxy
+                                                   module */
 
     /*
      * the headers_in shortcuts a header rewrite clears: the pointers as
@@ -302,6 +307,7 @@ char *ngx_http_airlock_conf_bind(ngx_conf_t *cf,
 ngx_int_t ngx_http_airlock_init_process(ngx_cycle_t *cycle);
 void ngx_http_airlock_not_dumpable(ngx_log_t *log);
 ngx_int_t ngx_http_airlock_refused_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_airlock_error_handler(ngx_http_request_t *r);
 
 ngx_int_t ngx_http_airlock_real_peer(ngx_connection_t *c, al_peer_t *peer);
 const al_client_t *ngx_http_airlock_identify(ngx_connection_t *c,

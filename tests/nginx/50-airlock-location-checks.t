@@ -5,10 +5,12 @@
 # sets a credential header with proxy_set_header, forwards anywhere but
 # $airlock_upstream$airlock_uri, enables realip, lets an upstream steer
 # nginx with X-Accel-* headers, or lets a response reach the disk
-# (proxy_max_temp_file_size other than 0, proxy_cache, proxy_store), or
+# (proxy_max_temp_file_size other than 0, proxy_cache, proxy_store),
 # sends another body (proxy_set_body) or another method (proxy_method,
-# set in the location or inherited into it).  The standard location body,
-# conf/airlock-location.conf, passes.
+# set in the location or inherited into it), has a content handler other
+# than the proxy module's (scgi_pass, fastcgi_pass, uwsgi_pass, grpc_pass,
+# memcached_pass, any other).  The standard location body,
+# conf/airlock-location.conf, passes, and so does a "return".
 
 use strict;
 use warnings;
@@ -119,9 +121,34 @@ my @refused = (
     [ 'proxy_cache', "%%AIRLOCK_LOCATION%%\nproxy_cache c;",
       qr/airlock location "\/x\/" has "proxy_cache"/,
       http => 'proxy_cache_path %%TESTDIR%%/cache keys_zone=c:1m;' ],
+
+    # another content handler: each of these sends the request's headers,
+    # the injected credentials among them, to its own backend
+    [ 'scgi_pass', "scgi_pass 127.0.0.1:%%PORT_8085%%;",
+      qr/airlock location "\/x\/" has "scgi_pass"/ ],
+    [ 'scgi_pass after the location body',
+      "%%AIRLOCK_LOCATION%%\nscgi_pass 127.0.0.1:%%PORT_8085%%;",
+      qr/airlock location "\/x\/" has "scgi_pass"/ ],
+    [ 'scgi_pass with a variable', "scgi_pass \$airlock_upstream;",
+      qr/airlock location "\/x\/" has "scgi_pass"/ ],
+    [ 'fastcgi_pass', "fastcgi_pass 127.0.0.1:%%PORT_8085%%;",
+      qr/airlock location "\/x\/" has "fastcgi_pass"/ ],
+    [ 'uwsgi_pass', "uwsgi_pass 127.0.0.1:%%PORT_8085%%;",
+      qr/airlock location "\/x\/" has "uwsgi_pass"/ ],
+    [ 'grpc_pass', "grpc_pass 127.0.0.1:%%PORT_8085%%;",
+      qr/airlock location "\/x\/" has "grpc_pass"/ ],
+    [ 'memcached_pass',
+      "set \$memcached_key \$uri;\nmemcached_pass 127.0.0.1:%%PORT_8085%%;",
+      qr/airlock location "\/x\/" has "memcached_pass"/ ],
+    [ 'scgi_pass in an if block',
+      "%%AIRLOCK_LOCATION%%\n"
+      . "if (\$http_x_other) { scgi_pass 127.0.0.1:%%PORT_8085%%; }",
+      qr/airlock location "\/x\/" has "scgi_pass"/ ],
+    [ 'another content handler', "empty_gif;",
+      qr/airlock location "\/x\/" has a content handler other than "proxy_pass"/ ],
 );
 
-plan tests => 2 * @refused + 12;
+plan tests => 2 * @refused + 14;
 
 my ($status, $out);
 
@@ -170,6 +197,11 @@ is($status, 0, 'a hand-written body with everything passes') or diag($out);
 is($status, 0, '"airlock on" server: @airlock_error without proxy_pass '
    . 'passes') or diag($out);
 
+# what stays allowed: a location answered by "return"
+
+($status, $out) = conf_test(loc('return 403;'));
+is($status, 0, 'a location answered by "return" passes') or diag($out);
+
 # the LLM gateway: the same checks
 
 my $t2 = Airlock::Test->new;
@@ -196,6 +228,10 @@ like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "set_real
 ($status, $out) = llm_test(location => 'proxy_method GET;');
 like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "proxy_method"/,
      'LLM: proxy_method refused');
+
+($status, $out) = llm_test(location => 'scgi_pass 127.0.0.1:%%PORT_8085%%;');
+like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "scgi_pass"/,
+     'LLM: scgi_pass refused');
 
 ($status, $out) = llm_test(http => 'proxy_cache_path %%TESTDIR%%/cache '
                                    . 'keys_zone=c:1m;',
