@@ -29,6 +29,13 @@
  * by running its own "proxy_pass" in a scratch location, and a refused
  * one is named the same way, by the known directive that installs it.
  *
+ * Output filters run after the scrubber, the first body filter, and what
+ * they print reaches the client as it is: SSI, which obeys commands in
+ * the upstream's answer (an answer may echo the client's body) and
+ * prints any variable, and a sub_filter whose replacement has a variable
+ * are refused; $upstream_http_NAME reads the upstream's headers before
+ * any scrubbing.
+ *
  * The proxy module's location configuration is private to it before nginx
  * 1.29.4 (ngx_http_proxy_module.h since); its head, the part read here,
  * has the same layout from 1.22 to 1.29.3 and is declared below for those
@@ -101,6 +108,19 @@ typedef struct {
 } ngx_http_airlock_realip_conf_t;
 
 
+/* the head of ngx_http_sub_loc_conf_t, and its pair: nginx 1.9.4 to 1.31 */
+typedef struct {
+    ngx_uint_t                     dynamic;
+    ngx_array_t                   *pairs;       /* sub_filter */
+} ngx_http_airlock_sub_conf_t;
+
+
+typedef struct {
+    ngx_http_complex_value_t       match;
+    ngx_http_complex_value_t       value;
+} ngx_http_airlock_sub_pair_t;
+
+
 /* a directive that installs a content handler, and an argument for it */
 typedef struct {
     const char                    *module;
@@ -118,6 +138,7 @@ typedef struct {
 
 static char *ngx_http_airlock_conf_handler(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_core_loc_conf_t *clcf);
+static char *ngx_http_airlock_conf_filters(ngx_conf_t *cf, ngx_str_t *where);
 static char *ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_airlock_proxy_conf_t *pcf);
 static char *ngx_http_airlock_conf_handler_of(ngx_conf_t *cf,
@@ -203,6 +224,11 @@ ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
     }
 
     rv = ngx_http_airlock_conf_handler(cf, &where, clcf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    rv = ngx_http_airlock_conf_filters(cf, &where);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
@@ -301,6 +327,88 @@ ngx_http_airlock_conf_handler(ngx_conf_t *cf, ngx_str_t *where,
                   where);
 
     return NGX_CONF_ERROR;
+}
+
+
+/*
+ * Output filters after the scrubber that could print a credential: SSI
+ * (commands come from the upstream's answer), a sub_filter replacement
+ * with a variable.  A fixed replacement prints only what the operator
+ * wrote; add_before_body and add_after_body print a subrequest's answer,
+ * and a subrequest gets no credential (ngx_http_airlock_drop_credentials())
+ * and cannot enter an Airlock location.
+ */
+
+static char *
+ngx_http_airlock_conf_filters(ngx_conf_t *cf, ngx_str_t *where)
+{
+    ngx_uint_t                    i;
+    ngx_flag_t                   *ssi;
+    ngx_module_t                 *m;
+    ngx_command_t                *cmd;
+    ngx_http_conf_ctx_t          *ctx;
+    ngx_http_airlock_sub_conf_t  *scf;
+    ngx_http_airlock_sub_pair_t  *pair;
+
+    /* "ssi" is a flag slot: its offset says where the module keeps it */
+
+    m = ngx_http_airlock_conf_module(cf, "ngx_http_ssi_filter_module");
+    cmd = (m != NULL) ? ngx_http_airlock_conf_command(m, "ssi") : NULL;
+
+    if (cmd != NULL) {
+        if (cmd->set != ngx_conf_set_flag_slot
+            || cmd->conf != NGX_HTTP_LOC_CONF_OFFSET)
+        {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "airlock: the \"ssi\" directive is not a flag of "
+                          "the location as in nginx " NGINX_VERSION "'s "
+                          "sources");
+            return NGX_CONF_ERROR;
+        }
+
+        ctx = cf->ctx;
+        ssi = (ngx_flag_t *) ((u_char *) ctx->loc_conf[m->ctx_index]
+                              + cmd->offset);
+
+        if (*ssi == 1) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "airlock location \"%V\" has \"ssi on\": SSI "
+                          "obeys the upstream's answer after the scrubber "
+                          "and prints variables such as $upstream_http_NAME "
+                          "unscrubbed", where);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    scf = ngx_http_airlock_conf_of(cf, "ngx_http_sub_filter_module");
+
+    if (scf == NULL || scf->pairs == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    if (scf->pairs->size != sizeof(ngx_http_airlock_sub_pair_t)) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock: the sub filter module's configuration of "
+                      "location \"%V\" is not laid out as in nginx "
+                      NGINX_VERSION "'s sources", where);
+        return NGX_CONF_ERROR;
+    }
+
+    pair = scf->pairs->elts;
+
+    for (i = 0; i < scf->pairs->nelts; i++) {
+        if (pair[i].value.lengths != NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "airlock location \"%V\" has \"sub_filter\" "
+                          "with a variable in its replacement \"%V\": it "
+                          "is printed after the scrubber, and a variable "
+                          "such as $upstream_http_NAME is not scrubbed",
+                          where, &pair[i].value.value);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
 }
 
 

@@ -9,8 +9,10 @@
 # sends another body (proxy_set_body) or another method (proxy_method,
 # set in the location or inherited into it), has a content handler other
 # than the proxy module's (scgi_pass, fastcgi_pass, uwsgi_pass, grpc_pass,
-# memcached_pass, any other).  The standard location body,
-# conf/airlock-location.conf, passes, and so does a "return".
+# memcached_pass, any other), or prints upstream data after the scrubber
+# (ssi, here or inherited; a sub_filter replacement with a variable).  The
+# standard location body, conf/airlock-location.conf, passes, and so do a
+# "return", fixed sub_filter strings and add_after_body.
 
 use strict;
 use warnings;
@@ -146,9 +148,20 @@ my @refused = (
       qr/airlock location "\/x\/" has "scgi_pass"/ ],
     [ 'another content handler', "empty_gif;",
       qr/airlock location "\/x\/" has a content handler other than "proxy_pass"/ ],
+
+    # output filters after the scrubber that print variables
+    [ 'ssi on', "%%AIRLOCK_LOCATION%%\nssi on;",
+      qr/airlock location "\/x\/" has "ssi on"/ ],
+    [ 'ssi on inherited from the server', "%%AIRLOCK_LOCATION%%",
+      qr/airlock location "\/(x\/)?" has "ssi on"/,
+      server => 'ssi on;' ],
+    [ 'sub_filter with a variable',
+      "%%AIRLOCK_LOCATION%%\n"
+      . "sub_filter x \$upstream_http_x_echo_authorization;",
+      qr/airlock location "\/x\/" has "sub_filter" with a variable/ ],
 );
 
-plan tests => 2 * @refused + 14;
+plan tests => 2 * @refused + 17;
 
 my ($status, $out);
 
@@ -197,10 +210,28 @@ is($status, 0, 'a hand-written body with everything passes') or diag($out);
 is($status, 0, '"airlock on" server: @airlock_error without proxy_pass '
    . 'passes') or diag($out);
 
-# what stays allowed: a location answered by "return"
+# what stays allowed: a location answered by "return", sub_filter with
+# fixed replacements (a variable in what it looks for prints nothing),
+# add_after_body (a subrequest, which gets no credential), and SSI in a
+# location that is not an Airlock location
 
 ($status, $out) = conf_test(loc('return 403;'));
 is($status, 0, 'a location answered by "return" passes') or diag($out);
+
+($status, $out) = conf_test(loc("%%AIRLOCK_LOCATION%%\nsub_filter x y;\n"
+                                . "sub_filter \$upstream_http_x z;\n"
+                                . 'add_after_body /side/;'));
+is($status, 0, 'sub_filter with fixed replacements and add_after_body '
+   . 'pass') or diag($out);
+
+($status, $out) = conf_test($p->conf(locations => <<'EOF'));
+        location /side/ {
+            ssi on;
+            return 200 '<!--# echo var="uri" -->';
+        }
+EOF
+is($status, 0, 'ssi in a location that is not an Airlock location passes')
+    or diag($out);
 
 # the LLM gateway: the same checks
 
@@ -232,6 +263,10 @@ like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "proxy_me
 ($status, $out) = llm_test(location => 'scgi_pass 127.0.0.1:%%PORT_8085%%;');
 like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "scgi_pass"/,
      'LLM: scgi_pass refused');
+
+($status, $out) = llm_test(location => 'ssi on;');
+like($out, qr/airlock location "\/v1\/proxy\/(openai|anthropic)\/" has "ssi on"/,
+     'LLM: ssi on refused');
 
 ($status, $out) = llm_test(http => 'proxy_cache_path %%TESTDIR%%/cache '
                                    . 'keys_zone=c:1m;',

@@ -5,12 +5,14 @@
 # and nginx's proxy module sends a header that was removed (hash 0), so a
 # credential left in r->headers_in would go to any other proxy_pass the
 # request reaches: an auth_request, a mirror, an add_after_body (whose
-# output joins the response after the scrubber), an SSI include the
-# upstream's answer asks for, a post_action, a try_files fallback, an
-# error_page to a status service (what the docs suggest next to the
-# include).  Those locations get no credential; an
+# output joins the response after the scrubber), a post_action, a
+# try_files fallback, an error_page to a status service (what the docs
+# suggest next to the include).  Those locations get no credential; an
 # error_page back to an Airlock location forwards to the route's upstream
-# with it.  The LLM gateway's key likewise.
+# with it.  A subrequest cannot enter an Airlock location: an SSI include
+# of one, from a page outside Airlock, is refused and reaches no upstream
+# (SSI itself is refused in Airlock locations, 58-airlock-content-
+# handlers.t).  The LLM gateway's key likewise.
 
 use strict;
 use warnings;
@@ -32,10 +34,6 @@ my $p = Airlock::Proxy->new($t);
 $p->keygen;
 my $tok = 'side-request-secret-0123456789';
 my $sealed = $p->seal($tok);
-
-# an upstream answer SSI would act on
-my $ssi = '<!--# include virtual="/side/ssi" -->';
-my $ssi_len = length $ssi;
 
 sub route {
     my ($name, $up, %o) = @_;
@@ -66,8 +64,7 @@ EOF
     [ 'auth', 'echo' ], [ 'mirror', 'echo' ], [ 'down', 'dead' ],
     [ 'add', 'echo' ], [ 'post', 'echo' ], [ 'try', 'echo' ],
     [ 'again', 'echo', inject => ', X-Echo-Status: "502"' ],
-    [ 'ssi', 'echo', inject => ", X-Echo-Size: \"$ssi_len\", "
-                               . "X-Echo-Pattern: '$ssi'" ],
+    [ 'ssi', 'echo' ],
 )));
 
 my $side = 'http://127.0.0.1:%%PORT_8083%%';
@@ -94,7 +91,7 @@ $t->write_file_expand('nginx.conf', $p->conf(locations =>
     . loc('add', "add_after_body /side/add;\naddition_types *;")
     . loc('post', 'post_action /side/post;')
     . loc('try', 'try_files /nonexistent @try;')
-    . loc('ssi', "ssi on;\nssi_types *;")
+    . loc('ssi', '')
     . loc('again', "proxy_intercept_errors on;\n"
                    . 'error_page 502 = @again;') . <<"EOF"));
         location \@again {
@@ -116,13 +113,19 @@ $t->write_file_expand('nginx.conf', $p->conf(locations =>
         location \@try {
             proxy_pass $side;
         }
+
+        location = /page {
+            ssi on;
+            ssi_types *;
+            return 200 '<!--# include virtual="/ssi" -->';
+        }
 EOF
 
 $t->start_echo(8081);
 $t->start_echo(8083);
 $t->run;
 
-plan tests => 22;
+plan tests => 23;
 
 sub get {
     my ($uri) = @_;
@@ -201,9 +204,13 @@ $raw = get('/try');
 like($raw, qr{^HTTP/1\.1 200}, 'try_files: the fallback answers');
 no_secret(8083, '/try', 'try_files fallback');
 
-$raw = get('/ssi');
-no_secret(8083, '/side/ssi', 'SSI include from the upstream\'s answer');
-unlike($raw, qr/\Q$tok\E/, 'SSI: no credential in the answer')
+# the subrequest is answered (403) before the echo upstream could be
+# reached: by the time the page is, nothing can still arrive there
+$raw = get('/page');
+like($raw, qr{^HTTP/1\.1 200}, 'SSI page outside Airlock: answered');
+ok(!grep({ $_->{target} eq '/ssi' } $t->echo_requests(8081)),
+   'SSI include of an Airlock location: refused, no upstream request');
+unlike($raw, qr/\Q$tok\E/, 'SSI include: no credential in the answer')
     or diag($raw);
 
 # an error_page to another Airlock location forwards as the route

@@ -1,11 +1,15 @@
 #!/usr/bin/perl
 
-# Only the proxy module forwards from an Airlock location.  A route's
+# Only the proxy module forwards from an Airlock location, and nothing
+# that runs after the scrubber prints what the upstream sent.  A route's
 # credential is a removed header of the request: scgi_pass (fastcgi_pass,
-# uwsgi_pass and grpc_pass alike) would send it to its own backend.
-# nginx -t refuses it (50-airlock-location-checks.t); here a reload to it
-# changes nothing: the SCGI backend gets nothing.  A module that took it
-# sends the SCGI backend HTTP_AUTHORIZATION with the credential.
+# uwsgi_pass and grpc_pass alike) would send it to its own backend, and
+# SSI would print it when the upstream's answer, here the client's body
+# echoed, asks for $upstream_http_NAME (the upstream's headers as they
+# came, before the scrubber).  nginx -t refuses both
+# (50-airlock-location-checks.t); here a reload to each changes nothing:
+# the SCGI backend gets nothing and the answer holds no credential.  A
+# module that took them leaks the credential both ways.
 
 use strict;
 use warnings;
@@ -42,9 +46,16 @@ routes:
     upstream: echo
     to: /scgi
     inject: { Authorization: "Bearer {tok}" }
+  - name: ssi
+    clients: [local]
+    match: { method: POST, path: /ssi }
+    upstream: echo
+    to: /__reflect-headers/ssi
+    body: { max_bytes: 1000 }
+    inject: { Authorization: "Bearer {tok}" }
 EOF
 
-# the standard configuration: the route goes through "location /"
+# the standard configuration: both routes go through "location /"
 $t->write_file_expand('nginx.conf', $p->conf);
 
 $t->start_echo(8081);
@@ -56,7 +67,7 @@ $t->wait_for_port(8085) or die "scgi backend did not start";
 
 $t->run;
 
-plan tests => 6;
+plan tests => 10;
 
 # the headers the SCGI backend got, as "NAME: value"
 sub scgi_headers {
@@ -67,6 +78,14 @@ sub scgi_headers {
 sub get_scgi {
     return $t->http("GET /scgi HTTP/1.1\r\nHost: localhost\r\n"
                     . "Connection: close\r\n\r\n");
+}
+
+sub post_ssi {
+    my $body = q{<!--# echo var='upstream_http_x_echo_authorization' -->};
+    return $t->http("POST /ssi HTTP/1.1\r\nHost: localhost\r\n"
+                    . "Content-Type: text/plain\r\n"
+                    . 'Content-Length: ' . length($body) . "\r\n"
+                    . "Connection: close\r\n\r\n$body");
 }
 
 # scgi_pass in an Airlock location
@@ -96,5 +115,27 @@ ok(@e && grep({ lc $_->[0] eq 'authorization'
                 && $_->[1] eq "Bearer $tok" } @{$e[-1]{headers}}),
    'scgi: the route\'s upstream gets the credential');
 
-is($t->error_log_check(qr/airlock location "\/scgi" has/), '',
+# SSI in an Airlock location, its command in the client's body, echoed by
+# the upstream with the credential in a header
+
+$t->write_file_expand('nginx.conf', $p->conf(locations => <<'EOF'));
+        location = /ssi {
+            airlock on;
+            %%AIRLOCK_LOCATION%%
+            ssi on;
+            ssi_types *;
+        }
+EOF
+
+($ok, $why) = $t->reload(allow_fail => 1);
+ok(!$ok, 'ssi on: the reload is refused');
+like($why // '', qr/airlock location "\/ssi" has "ssi on"/,
+     'ssi on: the message names the location');
+
+$raw = post_ssi();
+like($raw, qr{^HTTP/1\.1 200}, 'ssi: the route still answers');
+unlike($raw, qr/\Q$tok\E/, 'ssi: no credential in the answer')
+    or diag($raw);
+
+is($t->error_log_check(qr/airlock location "\/(scgi|ssi)" has/), '',
    'no alerts');
