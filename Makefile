@@ -158,7 +158,7 @@ $(ROOTFS)/.built: Makefile
 	@touch $(ROOTFS).tmp/.built
 	@mv $(ROOTFS).tmp $(ROOTFS)
 
-$(B)/tests/unit/%.t: tests/unit/%.c tests/unit/tap.h tests/unit/refuse.h $(LIB)
+$(B)/tests/unit/%.t: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests/unit $< -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
 
@@ -199,7 +199,8 @@ $(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(MOD_MAP) $(POLICY_HDRS) $(LIB)
 # Fuzzing: clang + libFuzzer, ASan and UBSan, policy sources built in.
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ipolicy $(LIB_CFLAGS) \
               -fsanitize=fuzzer,address,undefined
-$(B)/fuzz/%: tests/fuzz/%.c $(POLICY_SRCS) $(POLICY_HDRS) $(B)/config.mk
+$(B)/fuzz/%: tests/fuzz/%.c $(POLICY_SRCS) $(POLICY_HDRS) tests/unit/nfkc.h \
+    $(B)/config.mk
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(POLICY_SRCS) -o $@ $(LIB_LIBS)
 

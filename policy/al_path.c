@@ -15,13 +15,14 @@
  * A dot segment is also what an upstream reads as one: a segment of dots
  * and spaces that begins with a dot ("..%20", "..."; Windows, so IIS and
  * ASP.NET, trims trailing dots and spaces from a name), the dots
- * including those NFKC normalization makes of U+2024 ONE DOT LEADER,
- * U+2025 TWO DOT LEADER, U+2026 HORIZONTAL ELLIPSIS, U+FE52 SMALL FULL
- * STOP and U+FF0E FULLWIDTH FULL STOP.  Only a segment whose first
- * decoded byte is '.', 0xE2 or 0xEF is looked at.  For the same
- * normalization, U+FF0F FULLWIDTH SOLIDUS, U+FF3C FULLWIDTH REVERSE
- * SOLIDUS and U+FE68 SMALL REVERSE SOLIDUS are refused anywhere in a
- * segment: looked for only in a segment with a non-ASCII byte.
+ * including the characters NFKC normalization makes dots of (U+2025 TWO
+ * DOT LEADER is ".."), the spaces the characters it makes a space of and
+ * the other White_Space ones, which .NET trims like a space (U+00A0,
+ * U+3000).  Only a segment whose first decoded byte is '.', 0xE2 or 0xEF,
+ * the first bytes of the dot-likes, is looked at.  For the same normalization, a
+ * character NFKC turns into a string with '/' or '\' (U+FF0F FULLWIDTH
+ * SOLIDUS, U+2100 ACCOUNT OF is "a/c") is refused anywhere in a segment:
+ * looked for only in a segment with a non-ASCII byte.
  */
 
 #include <string.h>
@@ -36,10 +37,47 @@ static int al_decode(const unsigned char *p, size_t len, int query,
 static int al_utf8_valid(const unsigned char *p, size_t len);
 static int al_dot_segment(const unsigned char *p, size_t len);
 static size_t al_dot_like(const unsigned char *p, size_t len);
+static size_t al_space_like(const unsigned char *p, size_t len);
 static int al_slash_like(const unsigned char *p, size_t len);
+static uint32_t al_utf8_char(const unsigned char *p, size_t len,
+    size_t *n);
+static int al_char_in(uint32_t c, const uint32_t *set, size_t n);
 
 
 static const char  al_hex_upper[] = "0123456789ABCDEF";
+
+
+/*
+ * Every code point above U+007F that NFKC normalization turns into dots,
+ * into a string with '/' or '\', or into a space, and the White_Space
+ * ones (Windows' and .NET's trimming: U+0085, U+00A0, U+3000...), as
+ * tests/unit/nfkc.py lists them from Unicode 14.0 (Python 3.11's
+ * unicodedata; Unicode 17.0 in ICU lists the same).  tests/unit/path.c
+ * tries every code point against that list, so a list here cannot lose
+ * or gain one unseen; tests/unit/nfkc.t says when a newer Unicode
+ * changes it.
+ */
+
+static const uint32_t  al_nfkc_dots[] = {
+    0x2024, 0x2025, 0x2026,                 /* ONE, TWO DOT LEADER, ... */
+    0xfe19, 0xfe30,                         /* their vertical forms */
+    0xfe52, 0xff0e                          /* SMALL, FULLWIDTH FULL STOP */
+};
+
+static const uint32_t  al_nfkc_slashes[] = {
+    0x2100, 0x2101, 0x2105, 0x2106,         /* "a/c", "a/s", "c/o", "c/u" */
+    0xfe68, 0xff0f, 0xff3c                  /* SMALL and FULLWIDTH '\', '/' */
+};
+
+static const uint32_t  al_nfkc_spaces[] = {
+    0x0085, 0x00a0, 0x1680,                 /* NEL, NO-BREAK, OGHAM */
+    0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007,
+    0x2008, 0x2009, 0x200a,                 /* EN QUAD .. HAIR SPACE */
+    0x2028, 0x2029,                         /* LINE, PARAGRAPH SEPARATOR */
+    0x202f, 0x205f, 0x3000                  /* NARROW, MEDIUM, IDEOGRAPHIC */
+};
+
+#define al_nelts(a)  (sizeof(a) / sizeof((a)[0]))
 
 
 /*
@@ -601,7 +639,10 @@ al_utf8_valid(const unsigned char *p, size_t len)
 }
 
 
-/* 1 when a decoded segment is dot-likes and spaces, a dot-like first */
+/*
+ * 1 when a decoded segment is dot-likes and space-likes, a dot-like
+ * first.  The segment is well-formed UTF-8 here, as for al_slash_like().
+ */
 
 static int
 al_dot_segment(const unsigned char *p, size_t len)
@@ -612,11 +653,15 @@ al_dot_segment(const unsigned char *p, size_t len)
         n = al_dot_like(p + i, len - i);
 
         if (n == 0) {
-            if (i == 0 || p[i] != ' ') {
+            if (i == 0) {
                 return 0;
             }
 
-            n = 1;
+            n = al_space_like(p + i, len - i);
+
+            if (n == 0) {
+                return 0;
+            }
         }
     }
 
@@ -629,44 +674,111 @@ al_dot_segment(const unsigned char *p, size_t len)
 static size_t
 al_dot_like(const unsigned char *p, size_t len)
 {
+    size_t    n;
+    uint32_t  c;
+
     if (p[0] == '.') {
         return 1;
     }
 
-    if (len < 3) {
-        return 0;
+    c = al_utf8_char(p, len, &n);
+
+    return al_char_in(c, al_nfkc_dots, al_nelts(al_nfkc_dots)) ? n : 0;
+}
+
+
+/* the length of the space or space-like character at p, or 0 */
+
+static size_t
+al_space_like(const unsigned char *p, size_t len)
+{
+    size_t    n;
+    uint32_t  c;
+
+    if (p[0] == ' ') {
+        return 1;
     }
 
-    /* U+2024, U+2025, U+2026 */
+    c = al_utf8_char(p, len, &n);
 
-    if (p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xa4 && p[2] <= 0xa6) {
-        return 3;
-    }
+    return al_char_in(c, al_nfkc_spaces, al_nelts(al_nfkc_spaces)) ? n : 0;
+}
 
-    /* U+FE52, U+FF0E */
 
-    if (p[0] == 0xef
-        && ((p[1] == 0xb9 && p[2] == 0x92) || (p[1] == 0xbc && p[2] == 0x8e)))
-    {
-        return 3;
+/* 1 when the segment has a character NFKC turns into '/' or '\' */
+
+static int
+al_slash_like(const unsigned char *p, size_t len)
+{
+    size_t    i, n;
+    uint32_t  c;
+
+    for (i = 0; i < len; i += n) {
+        c = al_utf8_char(p + i, len - i, &n);
+
+        if (c >= 0x80
+            && al_char_in(c, al_nfkc_slashes, al_nelts(al_nfkc_slashes)))
+        {
+            return 1;
+        }
     }
 
     return 0;
 }
 
 
-/* 1 when the segment has U+FF0F, U+FF3C or U+FE68 */
+/*
+ * The code point of the UTF-8 sequence at p, its length in *n.  Only
+ * called on bytes al_utf8_valid() accepted; a sequence cut short (never
+ * seen) is read as one byte, U+FFFD, so the caller still moves on.
+ */
+
+static uint32_t
+al_utf8_char(const unsigned char *p, size_t len, size_t *n)
+{
+    size_t    i;
+    uint32_t  c;
+
+    c = p[0];
+
+    if (c < 0x80) {
+        *n = 1;
+        return c;
+    }
+
+    if (c < 0xe0) {
+        *n = 2;
+        c &= 0x1f;
+
+    } else if (c < 0xf0) {
+        *n = 3;
+        c &= 0x0f;
+
+    } else {
+        *n = 4;
+        c &= 0x07;
+    }
+
+    if (*n > len) {
+        *n = 1;
+        return 0xfffd;
+    }
+
+    for (i = 1; i < *n; i++) {
+        c = c << 6 | (p[i] & 0x3f);
+    }
+
+    return c;
+}
+
 
 static int
-al_slash_like(const unsigned char *p, size_t len)
+al_char_in(uint32_t c, const uint32_t *set, size_t n)
 {
     size_t  i;
 
-    for (i = 0; i + 2 < len; i++) {
-        if (p[i] == 0xef
-            && ((p[i + 1] == 0xbc && (p[i + 2] == 0x8f || p[i + 2] == 0xbc))
-                || (p[i + 1] == 0xb9 && p[i + 2] == 0xa8)))
-        {
+    for (i = 0; i < n; i++) {
+        if (set[i] == c) {
             return 1;
         }
     }

@@ -16,12 +16,18 @@
 
 #include "airlock.h"
 
+#include "../unit/nfkc.h"
+
+
+#define NELTS(a)  (sizeof(a) / sizeof((a)[0]))
+
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_decoded(const char *s, size_t len, int query);
 static int utf8_valid(const unsigned char *p, size_t len);
 static int dot_like(const char *s, size_t len);
+static int has(const uint32_t *set, size_t n, uint32_t cp);
 static size_t put(char *out, size_t cap, size_t n, const char *s,
     size_t len, int query);
 static int same(const al_str_t *a, const al_str_t *b);
@@ -184,47 +190,58 @@ check_decoded(const char *s, size_t len, int query)
 
 /*
  * A second reading of what NFKC or Windows makes a dot segment or a
- * separator of: the dot-likes (U+2024..U+2026, U+FE52, U+FF0E) written as
- * '.', the segment is dots and spaces beginning with a dot; or it holds
- * U+FF0F, U+FF3C or U+FE68 anywhere.
+ * separator of, from the table tests/unit/nfkc.py derives from Unicode's
+ * data: with the dot-likes written as '.' and the space-likes as ' ', the
+ * segment is dots and spaces beginning with a dot; or it holds a
+ * slash-like anywhere.  The segment is well-formed UTF-8 (checked after).
  */
 
 static int
 dot_like(const char *s, size_t len)
 {
-    size_t       i, n, k;
-    char         buf[AL_PATH_MAX + 1];
-    const char  *slash[] = { "\xef\xbc\x8f", "\xef\xbc\xbc", "\xef\xb9\xa8" };
-    const char  *dots[] = { "\xe2\x80\xa4", "\xe2\x80\xa5", "\xe2\x80\xa6",
-                            "\xef\xb9\x92", "\xef\xbc\x8e" };
+    size_t               i, n, k, m;
+    char                 buf[AL_PATH_MAX + 1];
+    uint32_t             cp;
+    const unsigned char  *p;
 
-    for (k = 0; k < 3; k++) {
-        if (memmem(s, len, slash[k], 3) != NULL) {
-            return 1;
-        }
-    }
-
+    p = (const unsigned char *) s;
     n = 0;
 
-    for (i = 0; i < len && n < sizeof(buf) - 1; /* void */ ) {
-        for (k = 0; k < 5; k++) {
-            if (len - i >= 3 && memcmp(s + i, dots[k], 3) == 0) {
-                break;
-            }
+    for (i = 0; i < len && n < sizeof(buf) - 1; i += k) {
+        k = (p[i] < 0x80) ? 1 : (p[i] < 0xe0) ? 2 : (p[i] < 0xf0) ? 3 : 4;
+        cp = (k == 1) ? p[i] : (p[i] & (0x7fu >> k));
+
+        for (m = 1; m < k && i + m < len; m++) {
+            cp = cp << 6 | (p[i + m] & 0x3f);
         }
 
-        if (k < 5) {
-            buf[n++] = '.';
-            i += 3;
-
-        } else {
-            buf[n++] = s[i++];
+        if (has(nfkc_slash, NELTS(nfkc_slash), cp)) {
+            return 1;
         }
+
+        buf[n++] = has(nfkc_dot, NELTS(nfkc_dot), cp) ? '.'
+                   : has(nfkc_space, NELTS(nfkc_space), cp) ? ' '
+                   : (cp < 0x80) ? (char) cp : 'x';
     }
 
     buf[n] = '\0';
 
     return n > 0 && buf[0] == '.' && strspn(buf, ". ") == n;
+}
+
+
+static int
+has(const uint32_t *set, size_t n, uint32_t cp)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (set[i] == cp) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -104,7 +104,8 @@ my @corpus = (
 
     # what an upstream reads as a dot segment, through a permissive param:
     # Windows (IIS, ASP.NET) trims trailing dots and spaces, NFKC turns
-    # U+2024, U+2025, U+FE52 and U+FF0E into dots and U+FF0F into '/'
+    # U+2024, U+2025, U+FE19, U+FE30, U+FE52 and U+FF0E into dots, U+00A0,
+    # U+2003, U+3000 into spaces, U+FF0F into '/' and U+2100 into "a/c"
     [ 'dot-dot space', get("/files/..%20") ],
     [ 'dot space', get("/files/.%20") ],
     [ 'three dots', get("/files/..%2e") ],
@@ -117,6 +118,14 @@ my @corpus = (
     [ 'fullwidth slash and dots',
       get("/files/x%EF%BC%8F..%EF%BC%8F..") ],
     [ 'fullwidth backslash', get("/files/x%EF%BC%BC..") ],
+    [ 'vertical two dot leader', get("/files/%EF%B8%B0") ],
+    [ 'vertical ellipsis', get("/files/%EF%B8%99") ],
+    [ 'dot-dot ideographic space', get("/files/..%E3%80%80") ],
+    [ 'dot-dot no-break space', get("/files/..%C2%A0") ],
+    [ 'dot-dot next line', get("/files/..%C2%85") ],
+    [ 'two dot leader em space', get("/files/%E2%80%A5%E2%80%83") ],
+    [ 'account of', get("/files/%E2%84%80") ],
+    [ 'care of', get("/files/x%E2%84%85y") ],
 
     # encoded slashes, double encoding, backslashes
     [ '%2f', get("/prometheus%2fquery$q") ],
@@ -258,7 +267,7 @@ my @corpus = (
                               "Proxy-Authorization: Basic eDp5\r\n") ],
 );
 
-plan tests => @corpus + 7;
+plan tests => @corpus + 8;
 
 # the control: plain requests pass
 
@@ -267,9 +276,11 @@ like(http(post($ok_body)), qr{^HTTP/1\.1 200 }, 'control: body');
 like(http(get('/logs/api-1')), qr{^HTTP/1\.1 200 }, 'control: param');
 like(http(get('/files/..a%20.%E2%80%A4')), qr{^HTTP/1\.1 200 },
      'control: dots, spaces and a dot leader in a name');
+like(http(get('/files/%C2%A0..%E2%92%88')), qr{^HTTP/1\.1 200 },
+     'control: a no-break space before dots, U+2488 ("1.") in a name');
 
 my $seen = $p->echo_count;
-is($seen, 4, 'control: four requests reached the upstream');
+is($seen, 5, 'control: five requests reached the upstream');
 
 for my $c (@corpus) {
     my ($name, $req, $want) = @$c;

@@ -10,6 +10,7 @@
 
 #include "airlock.h"
 
+#include "nfkc.h"
 #include "tap.h"
 
 
@@ -38,6 +39,13 @@ typedef struct {
     const char  *out;
 } escape_t;
 
+typedef struct {
+    const char  *before;                    /* the code point goes between */
+    const char  *after;
+    unsigned     space:1;                   /* a space-like ends a dot run */
+    unsigned     dot:1;                     /* a dot-like starts one */
+} nfkc_case_t;
+
 
 static const char *printable(const char *s, size_t len);
 static void test_bad_targets(void);
@@ -47,6 +55,10 @@ static void test_limits(void);
 static void test_direct(void);
 static void test_escape(void);
 static void test_round_trip(void);
+static void test_nfkc(void);
+static const char *nfkc_want(const nfkc_case_t *c, uint32_t cp);
+static int nfkc_has(const uint32_t *set, size_t n, uint32_t cp);
+static size_t nfkc_escape(char *out, uint32_t cp);
 
 
 static al_path_t   path;
@@ -76,8 +88,11 @@ static const bad_t  bad[] = {
     /*
      * what an upstream reads as a dot segment: Windows (IIS, ASP.NET)
      * trims trailing dots and spaces; NFKC turns U+2024 ONE DOT LEADER,
-     * U+2025 TWO DOT LEADER, U+2026 HORIZONTAL ELLIPSIS, U+FE52 SMALL
-     * FULL STOP and U+FF0E FULLWIDTH FULL STOP into dots
+     * U+2025 TWO DOT LEADER, U+2026 HORIZONTAL ELLIPSIS, U+FE19 and
+     * U+FE30 (their vertical forms), U+FE52 SMALL FULL STOP and U+FF0E
+     * FULLWIDTH FULL STOP into dots, and U+00A0, U+2000..U+200A, U+3000
+     * and the other White_Space characters are spaces to NFKC or to
+     * .NET's trimming (test_nfkc() tries every code point)
      */
     { "/a/..%20", 0, "dot segment" },
     { "/a/..%20%20/b", 0, "dot segment" },
@@ -95,13 +110,29 @@ static const bad_t  bad[] = {
     { "/%EF%BC%8E", 0, "dot segment" },
     { "/%EF%BC%8E%EF%BC%8E%20", 0, "dot segment" },
     { "/.%EF%BC%8E", 0, "dot segment" },
+    { "/%EF%B8%B0", 0, "dot segment" },
+    { "/%EF%B8%99", 0, "dot segment" },
+    { "/%EF%B8%B0%EF%B8%99/x", 0, "dot segment" },
+    { "/..%E3%80%80", 0, "dot segment" },
+    { "/..%C2%A0", 0, "dot segment" },
+    { "/..%C2%85", 0, "dot segment" },
+    { "/.%E1%9A%80", 0, "dot segment" },
+    { "/..%E2%80%A8%E2%80%A9", 0, "dot segment" },
+    { "/.%E2%80%AF.%E2%81%9F", 0, "dot segment" },
+    { "/%E2%80%A5%E2%80%83", 0, "dot segment" },
+    { "/%E2%80%A5%E2%80%87%20", 0, "dot segment" },
 
     /* and as a separator: NFKC turns U+FF0F into '/', U+FF3C and U+FE68
-       into '\', anywhere in a segment */
+       into '\', U+2100, U+2101, U+2105 and U+2106 into "a/c", "a/s",
+       "c/o" and "c/u", anywhere in a segment */
     { "/x%EF%BC%8F..%EF%BC%8F..", 0, "slash-like character" },
     { "/a%EF%BC%8Fb", 0, "slash-like character" },
     { "/a%EF%BC%BCb", 0, "slash-like character" },
     { "/a%EF%B9%A8b", 0, "slash-like character" },
+    { "/%E2%84%80", 0, "slash-like character" },
+    { "/x%E2%84%85y", 0, "slash-like character" },
+    { "/a%E2%84%81", 0, "slash-like character" },
+    { "/caf%C3%A9%E2%84%86", 0, "slash-like character" },
 
     /* encoded separators and double encoding */
     { "/a%2Fb", 0, "encoded slash" },
@@ -237,6 +268,9 @@ static const good_path_t  good_paths[] = {
     { "/%E2%80%A4x/x%EF%BC%8E", 2,
       { "\xe2\x80\xa4x", "x\xef\xbc\x8e" } },
     { "/%E2%80%A7/%EF%BC%8D", 2, { "\xe2\x80\xa7", "\xef\xbc\x8d" } },
+    { "/%E2%92%88/%E3%8F%82", 2, { "\xe2\x92\x88", "\xe3\x8f\x82" } },
+    { "/%C2%A0../a%E3%80%80", 2, { "\xc2\xa0..", "a\xe3\x80\x80" } },
+    { "/..a%C2%A0/%E2%84%84", 2, { "..a\xc2\xa0", "\xe2\x84\x84" } },
     { "/.a/a.", 2, { ".a", "a." } },
     { "/v1/chat:completions", 2, { "v1", "chat:completions" } },
     { "/user@host/!$&'()*+,=", 2, { "user@host", "!$&'()*+,=" } },
@@ -280,6 +314,19 @@ static const escape_t  escapes[] = {
     { "caf\xc3\xa9", 0, 0, "caf%C3%A9" },
     { "\0\x7f\xff", 3, 1, "%00%7F%FF" },
     { "", 0, 0, "" }
+};
+
+
+/* "/" cp "." is a dot segment when cp is a dot-like, "/a" cp "b" never */
+
+static const nfkc_case_t  nfkc_cases[] = {
+    { "/", "", 0, 1 },
+    { "/..", "", 1, 1 },
+    { "/.", "/x", 1, 1 },
+    { "/", ".", 0, 1 },
+    { "/", "%20", 0, 1 },
+    { "/a", "b", 0, 0 },
+    { "/..", "a", 0, 0 }
 };
 
 
@@ -690,6 +737,135 @@ test_round_trip(void)
 }
 
 
+/*
+ * Every code point above U+007F against tests/unit/nfkc.h, the lists
+ * tests/unit/nfkc.py derives from Unicode's data, in each nfkc_cases[]
+ * place: refused as a dot segment or a slash-like character exactly when
+ * the table says so, and otherwise kept as a name.
+ */
+
+static void
+test_nfkc(void)
+{
+    int          rc;
+    char         target[64], name[128], first[96];
+    size_t       i, len, before, after, wrong;
+    uint32_t     cp;
+    const char  *why, *want;
+
+    for (i = 0; i < sizeof(nfkc_cases) / sizeof(nfkc_cases[0]); i++) {
+        wrong = 0;
+        first[0] = '\0';
+        before = strlen(nfkc_cases[i].before);
+        after = strlen(nfkc_cases[i].after);
+        memcpy(target, nfkc_cases[i].before, before);
+
+        for (cp = 0x80; cp <= 0x10ffff; cp++) {
+            if (cp >= 0xd800 && cp <= 0xdfff) {
+                continue;
+            }
+
+            len = before + nfkc_escape(target + before, cp);
+            memcpy(target + len, nfkc_cases[i].after, after);
+            len += after;
+
+            why = NULL;
+            rc = al_path_parse(&path, target, len, &why);
+            want = nfkc_want(&nfkc_cases[i], cp);
+
+            if ((want == NULL && rc == 0)
+                || (want != NULL && rc == -1 && strcmp(why, want) == 0))
+            {
+                continue;
+            }
+
+            if (wrong++ == 0) {
+                snprintf(first, sizeof(first), "U+%04X: %s, expected %s",
+                         (unsigned) cp, rc == 0 ? "accepted" : why,
+                         want != NULL ? want : "a name");
+            }
+        }
+
+        snprintf(name, sizeof(name), "Unicode %s, every code point: %sX%s",
+                 NFKC_UNICODE, nfkc_cases[i].before, nfkc_cases[i].after);
+
+        if (!tap_ok(wrong == 0, name)) {
+            printf("# %zu code points wrong, the first: %s\n", wrong, first);
+        }
+    }
+}
+
+
+static const char *
+nfkc_want(const nfkc_case_t *c, uint32_t cp)
+{
+    size_t  n;
+
+    n = sizeof(nfkc_slash) / sizeof(nfkc_slash[0]);
+
+    if (nfkc_has(nfkc_slash, n, cp)) {
+        return "slash-like character";
+    }
+
+    n = sizeof(nfkc_dot) / sizeof(nfkc_dot[0]);
+
+    if (c->dot && nfkc_has(nfkc_dot, n, cp)) {
+        return "dot segment";
+    }
+
+    n = sizeof(nfkc_space) / sizeof(nfkc_space[0]);
+
+    if (c->space && nfkc_has(nfkc_space, n, cp)) {
+        return "dot segment";
+    }
+
+    return NULL;
+}
+
+
+static int
+nfkc_has(const uint32_t *set, size_t n, uint32_t cp)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (set[i] == cp) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* cp as percent-encoded UTF-8; returns the length */
+
+static size_t
+nfkc_escape(char *out, uint32_t cp)
+{
+    size_t                      i, n;
+    unsigned char               b[4];
+    static const unsigned char  lead[] = { 0, 0, 0xc0, 0xe0, 0xf0 };
+
+    n = (cp < 0x800) ? 2 : (cp < 0x10000) ? 3 : 4;
+
+    for (i = n - 1; i > 0; i--) {
+        b[i] = (unsigned char) (0x80 | (cp & 0x3f));
+        cp >>= 6;
+    }
+
+    b[0] = (unsigned char) (lead[n] | cp);
+
+    for (i = 0; i < n; i++) {
+        out[3 * i] = '%';
+        out[3 * i + 1] = "0123456789ABCDEF"[b[i] >> 4];
+        out[3 * i + 2] = "0123456789ABCDEF"[b[i] & 0x0f];
+    }
+
+    return 3 * n;
+}
+
+
 int
 main(void)
 {
@@ -700,6 +876,7 @@ main(void)
     test_direct();
     test_escape();
     test_round_trip();
+    test_nfkc();
 
     return tap_done();
 }
