@@ -551,7 +551,10 @@ int al_media_type_check(const char *ctype, size_t len, const char *want,
  * application/x-www-form-urlencoded, multipart/..., or none) must not
  * have a field named _method, however it is encoded: Rack, Symfony,
  * Laravel and method-override read it as the request's method
- * (al_form.c).  Returns 0, or -1 with the reason in why.
+ * (al_form.c).  Nor may it be in a charset other than utf-8, us-ascii
+ * or iso-8859-1, or have a multipart name in RFC 2231 form or with an
+ * RFC 2047 encoded word, which would hide the name from this check.
+ * Returns 0, or -1 with the reason in why.
  */
 int al_form_method_check(const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, char *why, size_t whylen);

@@ -21,10 +21,20 @@
  *
  * A urlencoded body is split on '&' and ';'.  A multipart body is not cut
  * on its boundary, which parsers find in different ways: every "name"
- * parameter in it (name="...", name=token, name*=utf-8''...) counts,
- * wherever it is, a part's contents included; a name in RFC 2231
- * sections (name*0=...) is refused as such.  The body is the one buffer
+ * parameter in it (name="...", name=token) counts, wherever it is, a
+ * part's contents included.  A name this scan cannot read as the
+ * upstream does is refused as such: in RFC 2231 form (name*=utf-8''...,
+ * name*0=...), which parsers decode or ignore, or holding an RFC 2047
+ * encoded word ("=?utf-8?B?X21ldGhvZA==?=", which ASP.NET's
+ * ContentDispositionHeaderValue decodes).  The body is the one buffer
  * already read for the route, scanned once.
+ *
+ * All of that reads the body as ASCII, and so must the upstream: ASP.NET
+ * Core decodes a form in the charset its Content-Type names, and
+ * "_method=DELETE" in UTF-16 has no ASCII "_method" in it.  So a form's
+ * Content-Type may name no charset but an ASCII-compatible one the
+ * parsers know (al_form_charsets[]); any other, "charset*" and an
+ * escaped quoted value are refused, wherever "charset" is in the header.
  */
 
 #include <stdio.h>
@@ -43,7 +53,8 @@
 /* how a name is written */
 #define AL_FORM_PLUS       1            /* '+' is a space */
 #define AL_FORM_QUOTED     2            /* backslash escapes */
-#define AL_FORM_SECTION    4            /* name*0=: no value read */
+#define AL_FORM_RFC2231    4            /* name*= or name*0: no value read */
+#define AL_FORM_ESCAPED    8            /* quoted, with a backslash */
 
 
 typedef enum {
@@ -54,15 +65,41 @@ typedef enum {
 
 
 static al_form_kind_t al_form_kind(const char *ctype, size_t len);
+static int al_form_charset(const char *ctype, size_t len);
 static int al_form_urlencoded(const unsigned char *p, size_t len);
 static int al_form_multipart(const unsigned char *p, size_t len,
     const char **why);
+static size_t al_form_find(const unsigned char *p, size_t len, size_t i,
+    const char *word, size_t n);
 static void al_form_param(const unsigned char *p, size_t len, size_t i,
     const unsigned char **v, size_t *vlen, unsigned *flags);
+static unsigned al_form_char(const unsigned char *p, size_t len, size_t *i,
+    unsigned flags);
 static int al_form_is_method(const unsigned char *p, size_t len,
+    unsigned flags);
+static int al_form_encoded_word(const unsigned char *p, size_t len,
     unsigned flags);
 static int al_form_hex(unsigned c);
 static int al_form_alnum(unsigned c);
+
+
+/*
+ * The charsets in which the ASCII bytes of a form are those characters
+ * and no other bytes make one: UTF-8, US-ASCII and ISO-8859-1 under the
+ * names and aliases (IANA's, WHATWG's, glibc's) their readers accept.
+ * windows-1252 and the other ASCII-compatible ones are left out: a form
+ * in them is rare enough to be refused with the rest (UTF-16, UTF-32,
+ * UTF-7, UCS-2, EBCDIC's cp037 and ibm500, ...), and a name a reader
+ * does not know is no surer.
+ */
+
+static const char *const  al_form_charsets[] = {
+    "utf-8", "utf8", "unicode-1-1-utf-8",
+    "us-ascii", "ascii", "us", "ansi_x3.4-1968", "iso646-us", "ibm367",
+    "cp367", "csascii",
+    "iso-8859-1", "iso8859-1", "iso_8859-1", "iso88591", "latin1",
+    "latin-1", "l1", "iso-ir-100", "ibm819", "cp819", "csisolatin1"
+};
 
 
 int
@@ -80,7 +117,12 @@ al_form_method_check(const char *ctype, size_t ctype_len,
 
     bad = NULL;
 
-    if (kind == AL_FORM_URL) {
+    if (kind != AL_FORM_NONE && ctype != NULL
+        && !al_form_charset(ctype, ctype_len))
+    {
+        bad = "form body: the charset must be utf-8, us-ascii or iso-8859-1";
+
+    } else if (kind == AL_FORM_URL) {
         if (al_form_urlencoded(body, len)) {
             bad = "form field \"" AL_FORM_FIELD "\" would change the method "
                   "upstream";
@@ -148,6 +190,53 @@ al_form_kind(const char *ctype, size_t len)
 }
 
 
+/*
+ * 1 when every "charset" parameter of the Content-Type, wherever it is
+ * (after a byte that is not a letter or a digit, so a quoted boundary
+ * counts too), names one of al_form_charsets[] in any case, quoted or
+ * not; 0 for another, for "charset*" (RFC 2231) and for a quoted value
+ * with a backslash, which readers unquote differently.
+ */
+
+static int
+al_form_charset(const char *ctype, size_t len)
+{
+    size_t                i, k, vlen;
+    unsigned              flags;
+    const unsigned char  *p, *v;
+
+    p = (const unsigned char *) ctype;
+
+    for (i = 0; (i = al_form_find(p, len, i, "charset", 7)) < len; i++) {
+
+        al_form_param(p, len, i + 7, &v, &vlen, &flags);
+
+        if (flags & (AL_FORM_RFC2231 | AL_FORM_ESCAPED)) {
+            return 0;
+        }
+
+        if (v == NULL) {
+            continue;                       /* "charset" with no '=' */
+        }
+
+        for (k = 0; k < sizeof(al_form_charsets) / sizeof(char *); k++) {
+            if (strlen(al_form_charsets[k]) == vlen
+                && strncasecmp((const char *) v, al_form_charsets[k], vlen)
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (k == sizeof(al_form_charsets) / sizeof(char *)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 /* 1 when a field of "a=1&b=2;c" is named _method */
 
 static int
@@ -185,11 +274,12 @@ al_form_urlencoded(const unsigned char *p, size_t len)
 
 
 /*
- * 1, with *why, when a "name" parameter anywhere in the body is _method
- * or is given in RFC 2231 sections.  "name" counts after a byte that is
- * not a letter or a digit, so "filename" does not.  The scan goes on
- * right after each "name", not after its value: a quoted value that
- * another parser ends elsewhere cannot hide a name inside it.
+ * 1, with *why, when a "name" parameter anywhere in the body is _method,
+ * is in RFC 2231 form or holds an RFC 2047 encoded word.  "name" counts
+ * after a byte that is not a letter or a digit, so "filename" does not.
+ * The scan goes on right after each "name", not after its value: a
+ * quoted value that another parser ends elsewhere cannot hide a name
+ * inside it.
  */
 
 static int
@@ -199,23 +289,25 @@ al_form_multipart(const unsigned char *p, size_t len, const char **why)
     unsigned              flags;
     const unsigned char  *v;
 
-    for (i = 0; len - i >= 4; i++) {
-
-        if ((p[i] | 0x20) != 'n'
-            || strncasecmp((const char *) p + i, "name", 4) != 0
-            || (i > 0 && al_form_alnum(p[i - 1])))
-        {
-            continue;
-        }
+    for (i = 0; (i = al_form_find(p, len, i, "name", 4)) < len; i++) {
 
         al_form_param(p, len, i + 4, &v, &vlen, &flags);
 
-        if (flags & AL_FORM_SECTION) {
-            *why = "multipart name in RFC 2231 sections (name*0=...)";
+        if (flags & AL_FORM_RFC2231) {
+            *why = "multipart name in RFC 2231 form (name*=, name*0=)";
             return 1;
         }
 
-        if (v != NULL && al_form_is_method(v, vlen, flags)) {
+        if (v == NULL) {
+            continue;
+        }
+
+        if (al_form_encoded_word(v, vlen, flags)) {
+            *why = "multipart name with an RFC 2047 encoded word (=?...?=)";
+            return 1;
+        }
+
+        if (al_form_is_method(v, vlen, flags)) {
             *why = "multipart field \"" AL_FORM_FIELD "\" would change the "
                    "method upstream";
             return 1;
@@ -227,35 +319,58 @@ al_form_multipart(const unsigned char *p, size_t len, const char **why)
 
 
 /*
- * The value of the parameter whose name ended before p[i]: "*"? spaces
- * "=" spaces, then a quoted string or a token.  *v is NULL when there is
- * no value (*flags AL_FORM_SECTION: name*0=).  An extended value
- * (name*=utf-8'en'%5Fmethod) is given from after its charset and
- * language.
+ * The offset of the next word (n bytes, lower case) at or after p[i], in
+ * any case and after a byte that is not a letter or a digit, or len.
+ */
+
+static size_t
+al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
+    size_t n)
+{
+    for ( /* void */ ; len - i >= n; i++) {
+        if ((p[i] | 0x20) == (unsigned char) word[0]
+            && strncasecmp((const char *) p + i, word, n) == 0
+            && (i == 0 || !al_form_alnum(p[i - 1])))
+        {
+            return i;
+        }
+    }
+
+    return len;
+}
+
+
+/*
+ * The value of the parameter whose name ended before p[i]: spaces "="
+ * spaces, then a quoted string or a token.  *v is NULL when there is no
+ * value, and when the name is followed by '*' and a digit or '=' (RFC
+ * 2231: name*0=..., name*=utf-8''...), told by AL_FORM_RFC2231 in
+ * *flags.  A quoted value has AL_FORM_QUOTED, and AL_FORM_ESCAPED too
+ * when it has a backslash.
  */
 
 static void
 al_form_param(const unsigned char *p, size_t len, size_t i,
     const unsigned char **v, size_t *vlen, unsigned *flags)
 {
-    size_t  start, k;
-    int     ext;
+    size_t  start;
 
     *v = NULL;
     *vlen = 0;
     *flags = 0;
 
-    ext = 0;
-
     if (i < len && p[i] == '*') {
         i++;
 
-        if (i < len && p[i] >= '0' && p[i] <= '9') {
-            *flags = AL_FORM_SECTION;
-            return;
+        while (i < len && (p[i] == ' ' || p[i] == '\t')) {
+            i++;
         }
 
-        ext = 1;
+        if (i < len && (p[i] == '=' || (p[i] >= '0' && p[i] <= '9'))) {
+            *flags = AL_FORM_RFC2231;
+        }
+
+        return;
     }
 
     while (i < len && (p[i] == ' ' || p[i] == '\t')) {
@@ -274,16 +389,16 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
 
     if (i < len && p[i] == '"') {
         start = ++i;
+        *flags = AL_FORM_QUOTED;
 
         while (i < len && p[i] != '"' && p[i] != '\r' && p[i] != '\n') {
             if (p[i] == '\\' && len - i > 1) {
+                *flags |= AL_FORM_ESCAPED;
                 i++;
             }
 
             i++;
         }
-
-        *flags = AL_FORM_QUOTED;
 
     } else {
         start = i;
@@ -298,25 +413,42 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
 
     *v = p + start;
     *vlen = i - start;
+}
 
-    if (ext) {
-        /* charset'language'value */
 
-        for (k = 0; k < *vlen && (*v)[k] != '\''; k++) {
-            /* void */
-        }
+/*
+ * The character at p[*i] of a name as the parsers read it: a backslash
+ * escape undone in a quoted one, "%XX" decoded, '+' a space with
+ * AL_FORM_PLUS; *i is left on its last byte.
+ */
 
-        if (k < *vlen) {
-            for (k++; k < *vlen && (*v)[k] != '\''; k++) {
-                /* void */
-            }
+static unsigned
+al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
+{
+    int       hi, lo;
+    size_t    k;
+    unsigned  c;
 
-            if (k < *vlen) {
-                *v += k + 1;
-                *vlen -= k + 1;
-            }
-        }
+    k = *i;
+    c = p[k];
+
+    if ((flags & AL_FORM_QUOTED) && c == '\\' && len - k > 1) {
+        c = p[++k];
+
+    } else if (c == '%' && len - k > 2
+               && (hi = al_form_hex(p[k + 1])) >= 0
+               && (lo = al_form_hex(p[k + 2])) >= 0)
+    {
+        c = (unsigned) (hi << 4 | lo);
+        k += 2;
+
+    } else if (c == '+' && (flags & AL_FORM_PLUS)) {
+        c = ' ';
     }
+
+    *i = k;
+
+    return c;
 }
 
 
@@ -326,7 +458,7 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
 static int
 al_form_is_method(const unsigned char *p, size_t len, unsigned flags)
 {
-    int       hi, lo, lead;
+    int       lead;
     size_t    i, n;
     unsigned  c;
 
@@ -334,21 +466,7 @@ al_form_is_method(const unsigned char *p, size_t len, unsigned flags)
     lead = 1;
 
     for (i = 0; i < len; i++) {
-        c = p[i];
-
-        if ((flags & AL_FORM_QUOTED) && c == '\\' && len - i > 1) {
-            c = p[++i];
-
-        } else if (c == '%' && len - i > 2
-                   && (hi = al_form_hex(p[i + 1])) >= 0
-                   && (lo = al_form_hex(p[i + 2])) >= 0)
-        {
-            c = (unsigned) (hi << 4 | lo);
-            i += 2;
-
-        } else if (c == '+' && (flags & AL_FORM_PLUS)) {
-            c = ' ';
-        }
+        c = al_form_char(p, len, &i, flags);
 
         if (lead) {
             if (c == ' ' || c == '\t' || c == '[' || c == ']') {
@@ -378,6 +496,34 @@ al_form_is_method(const unsigned char *p, size_t len, unsigned flags)
     }
 
     return n == AL_FORM_FIELD_LEN;
+}
+
+
+/*
+ * 1 when a name, read as al_form_is_method() reads it, has "=?" in it:
+ * the start of an RFC 2047 encoded word, wherever a decoder may look for
+ * one (ASP.NET's takes a whole quoted "=?charset?B?base64?=").
+ */
+
+static int
+al_form_encoded_word(const unsigned char *p, size_t len, unsigned flags)
+{
+    size_t    i;
+    unsigned  c, prev;
+
+    prev = 0;
+
+    for (i = 0; i < len; i++) {
+        c = al_form_char(p, len, &i, flags);
+
+        if (prev == '=' && c == '?') {
+            return 1;
+        }
+
+        prev = c;
+    }
+
+    return 0;
 }
 
 

@@ -66,7 +66,7 @@ $t->write_file_expand('nginx.conf',
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 51;
+plan tests => 54;
 
 my $json = 'application/json';
 my ($r, $j, $body);
@@ -219,12 +219,26 @@ denied(post('/raw', '_method=DELETE', ct => undef), 'body',
 denied(post('/open', '{"id":"1","_method":"DELETE"}'), 'body',
        'JSON with additional: top-level _method (Laravel reads it)');
 
+# ... and where the field is not written in ASCII: a form in UTF-16
+# (ASP.NET Core decodes a form in its charset), a multipart name as an
+# RFC 2047 encoded word (ASP.NET's ContentDispositionHeaderValue decodes
+# it)
+
+denied(post('/raw', join('', map { "$_\0" } split //, '_method=DELETE'),
+            ct => "$form; charset=utf-16"), 'body',
+       'form in UTF-16 (_method in UTF-16LE)');
+denied(post('/raw', "--b\r\nContent-Disposition: form-data; "
+            . "name=\"=?utf-8?B?X21ldGhvZA==?=\"\r\n\r\nDELETE\r\n--b--\r\n",
+            ct => $mp), 'body', 'multipart name as an RFC 2047 encoded word');
+
 $r = parse_response(post('/raw', 'a=1&x_method=DELETE&b=_method', ct => $form));
 is($r->{status}, 200, 'form without a _method field: 200');
 $r = parse_response(post('/raw', "--b\r\nContent-Disposition: form-data; "
                          . "name=\"a\"\r\n\r\n_method\r\n--b--\r\n",
                          ct => $mp));
 is($r->{status}, 200, 'multipart without a _method field: 200');
+$r = parse_response(post('/raw', 'a=1', ct => "$form; charset=ISO-8859-1"));
+is($r->{status}, 200, 'form in ISO-8859-1: 200');
 $r = parse_response(post('/raw', '_method=DELETE', ct => 'text/plain'));
 is($r->{status}, 200, 'not a form: _method is text');
 $r = parse_response(post('/open', '{"id":"1","x":{"_method":"DELETE"}}'));

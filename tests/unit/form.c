@@ -58,11 +58,13 @@ static const char *const  policy_yaml =
 
 
 static int check(const char *ctype, const char *s);
+static int check_len(const char *ctype, const char *s, size_t len);
 static void refuse(const char *ctype, const char *s, const char *name);
 static void pass(const char *ctype, const char *s, const char *name);
 static void test_urlencoded(void);
 static void test_multipart(void);
 static void test_types(void);
+static void test_charsets(void);
 static al_reason_t body(const al_route_t *route, const char *ctype,
     const char *s);
 static void test_routes(void);
@@ -78,6 +80,7 @@ main(void)
     test_urlencoded();
     test_multipart();
     test_types();
+    test_charsets();
     test_routes();
 
     return tap_done();
@@ -87,11 +90,18 @@ main(void)
 static int
 check(const char *ctype, const char *s)
 {
+    return check_len(ctype, s, strlen(s));
+}
+
+
+static int
+check_len(const char *ctype, const char *s, size_t len)
+{
     why[0] = '\0';
 
     return al_form_method_check(ctype, ctype ? strlen(ctype) : 0,
-                                (const unsigned char *) s, strlen(s),
-                                why, sizeof(why));
+                                (const unsigned char *) s, len, why,
+                                sizeof(why));
 }
 
 
@@ -102,7 +112,9 @@ refuse(const char *ctype, const char *s, const char *name)
         return;
     }
 
-    if (strstr(why, "_method") == NULL && strstr(why, "RFC 2231") == NULL) {
+    if (strstr(why, "_method") == NULL && strstr(why, "RFC 2") == NULL
+        && strstr(why, "charset") == NULL)
+    {
         tap_diag("why: ", why);
     }
 }
@@ -170,6 +182,28 @@ test_multipart(void)
     refuse(MP, PART("name*0=\"_me\"; name*1=\"thod\""),
            "multipart: RFC 2231 sections refused");
     tap_ok(strstr(why, "RFC 2231") != NULL, "multipart: sections reason");
+
+    /* names this scan cannot read as every upstream does, whatever name */
+
+    refuse(MP, PART("name*=utf-8''a"), "multipart: any RFC 2231 name*");
+    tap_is_str(why, "multipart name in RFC 2231 form (name*=, name*0=)",
+               "multipart: name* reason");
+    refuse(MP, PART("name=\"a\"; name* = \"b\""),
+           "multipart: name* with spaces, after a plain name");
+    refuse(MP, PART("name=\"=?utf-8?B?X21ldGhvZA==?=\""),
+           "multipart: RFC 2047 encoded word (ASP.NET decodes it)");
+    tap_is_str(why, "multipart name with an RFC 2047 encoded word "
+               "(=?...?=)", "multipart: encoded word reason");
+    refuse(MP, PART("name=\"=?UTF-8?q?=5Fmethod?=\""),
+           "multipart: encoded word, Q encoding");
+    refuse(MP, PART("name==?utf-8?B?X21ldGhvZA==?="),
+           "multipart: encoded word, unquoted");
+    refuse(MP, PART("name=\"x =?utf-8?B?YQ==?=\""),
+           "multipart: encoded word after other text");
+    refuse(MP, PART("name=\"%3D?utf-8?B?X21ldGhvZA==?=\""),
+           "multipart: encoded word, '=' percent-encoded");
+    refuse(MP, PART("name=\"=\\?utf-8?B?X21ldGhvZA==?=\""),
+           "multipart: encoded word, '?' backslash-escaped");
     refuse(MP, PART("filename=\"x\";name=\"_method[]\""),
            "multipart: after filename, with []");
     refuse(MP, "garbage name=\"_method\" garbage",
@@ -187,6 +221,70 @@ test_multipart(void)
     pass(MP, "name", "multipart: \"name\" at the end");
     pass(MP, "name*", "multipart: \"name*\" at the end");
     pass(MP, "name=\"", "multipart: an unterminated quote");
+    pass(MP, PART("name=\"a=b?c\""), "multipart: '=' and '?' apart");
+    pass(MP, PART("name=\"a\"; filename*=utf-8''caf%C3%A9.txt"),
+         "multipart: filename* is a file name (not the field's)");
+    pass(MP, PART("name=\"a\"; filename=\"=?utf-8?B?Y2Fmw6k=?=\""),
+         "multipart: an encoded-word filename too (.NET sends one)");
+}
+
+
+/*
+ * A form is read as ASCII: its charset must be one in which the ASCII
+ * bytes mean what they say.  "_method=DELETE" in UTF-16LE, which ASP.NET
+ * Core decodes by the charset, has no ASCII "_method" in it.
+ */
+
+static void
+test_charsets(void)
+{
+    static const char  utf16[] = "_\0m\0e\0t\0h\0o\0d\0=\0D\0E\0L\0"
+                                 "E\0T\0E\0";
+
+    tap_ok(check_len(FORM "; charset=utf-16", utf16, sizeof(utf16) - 1)
+           == -1, "charset=utf-16: _method in UTF-16LE refused");
+    tap_is_str(why, "form body: the charset must be utf-8, us-ascii or "
+               "iso-8859-1", "charset: the reason");
+
+    refuse(FORM "; charset=UTF-16LE", "a=1", "charset=UTF-16LE");
+    refuse(FORM "; charset=utf-16be", "a=1", "charset=utf-16be");
+    refuse(FORM "; charset=\"utf-16\"", "a=1", "charset quoted");
+    refuse(FORM ";charset = utf-32", "a=1", "charset, spaces around '='");
+    refuse(FORM "; CHARSET=UCS-2", "a=1", "CHARSET=UCS-2");
+    refuse(FORM "; charset=utf-7", "a=1", "charset=utf-7");
+    refuse(FORM "; charset=cp037", "a=1", "charset=cp037 (EBCDIC)");
+    refuse(FORM "; charset=ibm500", "a=1", "charset=ibm500 (EBCDIC)");
+    refuse(FORM "; charset=x-unknown", "a=1", "an unknown charset");
+    refuse(FORM "; charset=windows-1252", "a=1", "windows-1252 (not listed)");
+    refuse(FORM "; charset=", "a=1", "an empty charset");
+    refuse(FORM "; charset=utf-8; charset=utf-16", "a=1",
+           "a second charset");
+    refuse(FORM "; charset*=utf-8''utf-8", "a=1", "charset* (RFC 2231)");
+    refuse(FORM "; charset*0=utf-8", "a=1", "charset*0 (RFC 2231)");
+    refuse(FORM "; charset=\"utf\\-8\"", "a=1", "an escaped quoted value");
+    refuse(FORM ", text/plain; charset=utf-16", "a=1",
+           "a charset after ','");
+    refuse(MP "; charset=utf-16", PART("name=\"a\""),
+           "multipart: charset=utf-16");
+    refuse("multipart/form-data; boundary=\"x; charset=utf-16\"",
+           PART("name=\"a\""), "multipart: a charset in the boundary counts");
+    refuse("; charset=utf-16", "a=1", "no media type (Rack's form)");
+
+    pass(FORM "; charset=utf-8", "a=1", "charset=utf-8");
+    pass(FORM "; charset=UTF-8", "a=1", "charset=UTF-8");
+    pass(FORM "; charset=\"utf8\"", "a=1", "charset=\"utf8\"");
+    pass(FORM "; charset=US-ASCII", "a=1", "charset=US-ASCII");
+    pass(FORM "; charset=ascii", "a=1", "charset=ascii");
+    pass(FORM "; charset=ISO-8859-1", "a=1", "charset=ISO-8859-1");
+    pass(FORM "; charset=latin1", "a=1", "charset=latin1");
+    pass(FORM "; charset=iso_8859-1", "a=1", "charset=iso_8859-1");
+    pass(MP "; charset=utf-8", PART("name=\"a\""),
+         "multipart: charset=utf-8");
+    pass(FORM "; xcharset=utf-16", "a=1", "xcharset is another parameter");
+    pass(FORM "; charsets=utf-16", "a=1", "so is charsets");
+    pass("text/plain; charset=utf-16", "_method=PUT",
+         "text/plain in UTF-16 is not a form");
+    pass(FORM "; charset=utf-16", "", "an empty body");
 }
 
 
@@ -258,6 +356,13 @@ test_routes(void)
                "form route: _method refused");
     tap_is_int(body(form, FORM, "a=1"), AL_REASON_NONE,
                "form route: a form passes");
+    tap_is_int(body(form, FORM "; charset=utf-16", "a=1"), AL_REASON_BODY,
+               "form route: a form in UTF-16 refused");
+    tap_ok(strstr(d.detail, "charset") != NULL, "the detail names the "
+           "charset");
+    tap_is_int(body(raw, MP, PART("name=\"=?utf-8?B?X21ldGhvZA==?=\"")),
+               AL_REASON_BODY, "route without content_type: an encoded-word "
+               "multipart name refused");
 
     tap_is_int(body(open, "application/json",
                     "{\"id\":\"1\",\"_method\":\"DELETE\"}"),
