@@ -11,11 +11,13 @@ use strict;
 use warnings;
 
 use FindBin;
+use lib "$FindBin::Bin/../lib";
 use Test::More;
+use Airlock::Prereq qw(need_cmd);
 
 my $dir = $FindBin::Bin;
 
-plan skip_all => 'no python3' if system('python3 -c "" 2>/dev/null') != 0;
+need_cmd('python3');
 plan tests => 1;
 
 sub tables {
