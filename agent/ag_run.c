@@ -13,9 +13,10 @@
  * Limits per question (steps, tokens, tool output bytes, wall time,
  * denials) each end the run with a "limit" event and then "done".  The
  * proxy's 403 is a denial shown to the model; the same call is never sent
- * again in the run.  Another 403 is the upstream's, a result like others.  A malformed answer from the model (bad JSON arguments, an
- * unknown tool, a route the agent is not granted) is an "error" event and
- * a tool result that says so; the steps limit bounds how often.
+ * again in the run.  Another 403 is the upstream's, a result like others.
+ * A malformed answer from the model (bad JSON arguments, an unknown
+ * tool, a route the agent is not granted) is an "error" event and a tool
+ * result that says so; the steps limit bounds how often.
  *
  * Events (SSE "event: TYPE", data a JSON object that has "type" too):
  * run, step, delta, tool_call, tool_result, denial, job, answer, limit,

@@ -19,9 +19,10 @@
  * DOT LEADER is ".."), the spaces the characters it makes a space of and
  * the other White_Space ones, which .NET trims like a space (U+00A0,
  * U+3000).  Only a segment whose first decoded byte is '.', 0xE2 or 0xEF,
- * the first bytes of the dot-likes, is looked at.  For the same normalization, a
- * character NFKC turns into a string with '/' or '\' (U+FF0F FULLWIDTH
- * SOLIDUS, U+2100 ACCOUNT OF is "a/c") is refused anywhere in a segment:
+ * the first bytes of the dot-likes, is looked at.  For the same
+ * normalization, a character NFKC turns into a string with '/' or '\'
+ * (U+FF0F FULLWIDTH SOLIDUS, U+2100 ACCOUNT OF is "a/c") is refused
+ * anywhere in a segment:
  * looked for only in a segment with a non-ASCII byte.
  */
 
@@ -36,8 +37,8 @@ static int al_decode(const unsigned char *p, size_t len, int query,
     unsigned char *out, size_t *outlen, const char **why);
 static int al_utf8_valid(const unsigned char *p, size_t len);
 static int al_dot_segment(const unsigned char *p, size_t len);
-static size_t al_dot_like(const unsigned char *p, size_t len);
-static size_t al_space_like(const unsigned char *p, size_t len);
+static size_t al_char_like(const unsigned char *p, size_t len,
+    unsigned ascii, const uint32_t *set, size_t n);
 static int al_slash_like(const unsigned char *p, size_t len);
 static uint32_t al_utf8_char(const unsigned char *p, size_t len,
     size_t *n);
@@ -650,14 +651,16 @@ al_dot_segment(const unsigned char *p, size_t len)
     size_t  i, n;
 
     for (i = 0; i < len; i += n) {
-        n = al_dot_like(p + i, len - i);
+        n = al_char_like(p + i, len - i, '.', al_nfkc_dots,
+                         al_nelts(al_nfkc_dots));
 
         if (n == 0) {
             if (i == 0) {
                 return 0;
             }
 
-            n = al_space_like(p + i, len - i);
+            n = al_char_like(p + i, len - i, ' ', al_nfkc_spaces,
+                             al_nelts(al_nfkc_spaces));
 
             if (n == 0) {
                 return 0;
@@ -669,39 +672,25 @@ al_dot_segment(const unsigned char *p, size_t len)
 }
 
 
-/* the length of the dot or dot-like character at p, or 0 */
+/*
+ * The length of the character at p when it is ascii or one of set[] (the
+ * dot-likes, the space-likes), else 0.
+ */
 
 static size_t
-al_dot_like(const unsigned char *p, size_t len)
+al_char_like(const unsigned char *p, size_t len, unsigned ascii,
+    const uint32_t *set, size_t n)
 {
-    size_t    n;
+    size_t    k;
     uint32_t  c;
 
-    if (p[0] == '.') {
+    if (p[0] == ascii) {
         return 1;
     }
 
-    c = al_utf8_char(p, len, &n);
+    c = al_utf8_char(p, len, &k);
 
-    return al_char_in(c, al_nfkc_dots, al_nelts(al_nfkc_dots)) ? n : 0;
-}
-
-
-/* the length of the space or space-like character at p, or 0 */
-
-static size_t
-al_space_like(const unsigned char *p, size_t len)
-{
-    size_t    n;
-    uint32_t  c;
-
-    if (p[0] == ' ') {
-        return 1;
-    }
-
-    c = al_utf8_char(p, len, &n);
-
-    return al_char_in(c, al_nfkc_spaces, al_nelts(al_nfkc_spaces)) ? n : 0;
+    return al_char_in(c, set, n) ? k : 0;
 }
 
 
