@@ -81,6 +81,7 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
     }
 
     ctx.curl = curl;
+    res->sent_len = strlen(body);
 
     snprintf(url, sizeof(url), "http://airlock%s/chat/completions",
              run->conf->llm_prefix);
@@ -92,7 +93,7 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) res->sent_len);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ag_llm_write);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ag_remaining(run));

@@ -63,6 +63,7 @@ static int ag_limit(ag_run_t *run, const char *what, long value, long max);
 static int ag_over_wall(ag_run_t *run);
 static int ag_wall_stop(ag_run_t *run);
 static size_t ag_history_trim(json_t *messages, long max);
+static long ag_tokens_guess(const ag_llm_result_t *res);
 
 
 int
@@ -176,10 +177,8 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             break;
         }
 
-        /* without a usage report, a rough count: 4 bytes a token */
-        run->tokens += (res.total_tokens >= 0)
-                       ? res.total_tokens
-                       : (long) (res.content_len / 4 + 1);
+        run->tokens += (res.total_tokens >= 0) ? res.total_tokens
+                                               : ag_tokens_guess(&res);
 
         calls = res.tool_calls;
         n = json_array_size(calls);
@@ -469,6 +468,31 @@ ag_request(ag_run_t *run)
     }
 
     return req;
+}
+
+
+/*
+ * A call the provider reported no usage for, counted as the gateway's
+ * total would count it: the whole request (history, tools) and the whole
+ * answer (text, tool calls), at about 4 bytes a token.  Counting the
+ * answer's text alone let a run that resends a long history, or a model
+ * that writes its tool calls at length, go on without limit.
+ */
+
+static long
+ag_tokens_guess(const ag_llm_result_t *res)
+{
+    size_t   i, bytes;
+    json_t  *call;
+
+    bytes = res->sent_len + res->content_len;
+
+    json_array_foreach(res->tool_calls, i, call) {
+        bytes += json_string_length(json_object_get(call, "name"))
+                 + json_string_length(json_object_get(call, "arguments"));
+    }
+
+    return (long) (bytes / 4 + 1);
 }
 
 

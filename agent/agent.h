@@ -118,6 +118,7 @@ typedef struct {
     size_t           content_len;
     json_t          *tool_calls;            /* [{id, name, arguments}] */
     long             total_tokens;          /* -1: not reported */
+    size_t           sent_len;              /* the request's bytes */
     char             finish[32];
     long             status;
     char             error[AG_ERRBODY_MAX];

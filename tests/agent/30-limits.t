@@ -26,7 +26,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 37;
+plan tests => 43;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -94,6 +94,28 @@ my %asked = map { $_->{id} => 1 }
 my %answered = map { $_->{tool_call_id} => 1 }
                grep { $_->{role} eq 'tool' } @$msgs;
 is_deeply(\%answered, \%asked, 'every tool call in the history has a result');
+
+# tokens without a usage report: about 4 bytes a token of the whole
+# request and of the whole answer, tool calls included
+my $before = scalar($a->provider_requests);
+$a->script({ no_usage => 1, pieces => [ 'ok' ] });
+$ev = $a->ask('est-1', 'y' x 6000);
+my @sent = ($a->provider_requests)[$before .. $before];
+is((of_type('answer', $ev))[0]{text}, 'ok', 'no usage: the answer');
+cmp_ok((of_type('done', $ev))[0]{tokens}, '>=',
+       int($sent[0]{headers}{'content-length'} / 4),
+       'no usage: the request counts');
+
+$before = scalar($a->provider_requests);
+$a->script({ no_usage => 1, tool_calls => [
+               { name => 'logs', arguments => '{"params": {"service": "api"}'
+                                              . (' ' x 8000) . '}' } ] },
+           { no_usage => 1, pieces => [ 'never' ] });
+$ev = $a->ask('est-2', 'a long call');
+@sent = ($a->provider_requests)[$before .. $before];
+cmp_ok($sent[0]{headers}{'content-length'}, '<', 4000,
+       'no usage: the request alone is under the limit');
+limited('tokens', $ev);
 
 # ---- malformed answers -----------------------------------------------------
 
