@@ -33,8 +33,8 @@
  * they print reaches the client as it is: SSI, which obeys commands in
  * the upstream's answer (an answer may echo the client's body) and
  * prints any variable, and a sub_filter whose replacement has a variable
- * are refused; $upstream_http_NAME reads the upstream's headers before
- * any scrubbing.
+ * are refused.  ($upstream_http_NAME and its like are scrubbed where they
+ * are read: ngx_http_airlock_wrap_variables().)
  *
  * The proxy module's location configuration is private to it before nginx
  * 1.29.4 (ngx_http_proxy_module.h since); its head, the part read here,

@@ -542,6 +542,47 @@ ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
 
 
 /*
+ * A variable's value that reads the upstream's answer as it came
+ * ($upstream_http_NAME and the like, see ngx_http_airlock_wrap_variables()),
+ * scrubbed as its header is in a request the scrubber covers.
+ */
+
+ngx_int_t
+ngx_http_airlock_scrub_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v)
+{
+    ngx_int_t                rv;
+    ngx_str_t                s;
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || !ctx->allowed || ctx->rconf == NULL
+        || ctx->rconf->scrub == NULL)
+    {
+        return NGX_OK;
+    }
+
+    s.data = v->data;
+    s.len = v->len;
+
+    rv = ngx_http_airlock_scrub_str(r, ctx->rconf, &s);
+
+    if (rv == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rv == NGX_OK) {
+        v->data = s.data;
+        v->len = s.len;
+        ngx_http_airlock_scrubbed(r, ctx);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * Replaces every scrub string in *s with "[REDACTED]".  Returns NGX_OK when
  * something was replaced, NGX_DECLINED when there was nothing to replace.
  */

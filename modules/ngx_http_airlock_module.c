@@ -1200,5 +1200,9 @@ ngx_http_airlock_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (ngx_http_airlock_wrap_variables(cf, amcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_airlock_filter_init(cf);
 }

@@ -42,6 +42,13 @@ typedef struct {
 } ngx_http_airlock_span_t;
 
 
+/* a prefix variable of nginx's whose values are scrubbed, and its handler */
+typedef struct {
+    ngx_str_t                    prefix;
+    ngx_http_get_variable_pt     handler;
+} ngx_http_airlock_wrap_t;
+
+
 typedef struct {
     ngx_str_t                    policy_file;
     ngx_str_t                    policy_conf;   /* where the directive was */
@@ -69,6 +76,10 @@ typedef struct {
     ngx_uint_t                   nclear;
     ngx_uint_t                   clear_multi[4];    /* arrays */
     ngx_uint_t                   nclear_multi;
+
+    ngx_http_airlock_wrap_t      wrap[3];       /* $upstream_http_ and the
+                                                   two like it */
+    ngx_uint_t                   nwrap;
 } ngx_http_airlock_main_conf_t;
 
 
@@ -256,6 +267,8 @@ ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf);
 
 ngx_int_t ngx_http_airlock_filter_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_airlock_scrub_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v);
 ngx_int_t ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
     ngx_http_airlock_route_t *rc, al_scrub_t *scrub);
 
@@ -287,6 +300,8 @@ ngx_int_t ngx_http_airlock_request_id(ngx_http_request_t *r,
     ngx_str_t *id);
 
 ngx_int_t ngx_http_airlock_add_variables(ngx_conf_t *cf);
+ngx_int_t ngx_http_airlock_wrap_variables(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf);
 
 char *ngx_http_airlock_zone(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_airlock_status(ngx_conf_t *cf, ngx_command_t *cmd,

@@ -12,6 +12,9 @@
  *   $airlock_reason      deny reason; not found when allowed
  *   $airlock_request_id  the request id in the JSON answers ($request_id)
  *   $airlock_scrubbed    "1" once a credential was scrubbed, else "0"
+ *
+ * And nginx's own $upstream_http_NAME, $upstream_trailer_NAME and
+ * $upstream_cookie_NAME, scrubbed: see ngx_http_airlock_wrap_variables().
  */
 
 
@@ -37,6 +40,8 @@ static ngx_int_t ngx_http_airlock_reason_variable(ngx_http_request_t *r,
 static ngx_int_t ngx_http_airlock_request_id_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_airlock_scrubbed_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_airlock_answer_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static void ngx_http_airlock_set(ngx_http_variable_value_t *v, u_char *data,
     size_t len);
@@ -86,6 +91,102 @@ ngx_http_airlock_add_variables(ngx_conf_t *cf)
         var->get_handler = v->get_handler;
         var->data = v->data;
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * nginx's $upstream_http_NAME, $upstream_trailer_NAME and $upstream_cookie_NAME
+ * read the upstream's answer as it came, before the scrubber: an add_header,
+ * add_trailer, log_format or map that used one would hand on, unscrubbed, a
+ * credential the upstream echoed in a header.  Their prefix variables get a
+ * handler that scrubs what nginx's own returns.  It is put in before nginx
+ * gives each indexed variable its handler (ngx_http_variables_init_vars()
+ * runs after every module's postconfiguration), and a variable looked up by
+ * name at run time goes through the prefix variable itself.
+ */
+
+ngx_int_t
+ngx_http_airlock_wrap_variables(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf)
+{
+    ngx_uint_t                  i, k, n;
+    ngx_http_variable_t        *pv;
+    ngx_http_airlock_wrap_t    *w;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    static ngx_str_t  prefixes[] = {
+        ngx_string("upstream_http_"),
+        ngx_string("upstream_trailer_"),
+        ngx_string("upstream_cookie_")
+    };
+
+    n = sizeof(prefixes) / sizeof(prefixes[0]);
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    pv = cmcf->prefix_variables.elts;
+
+    /* nginx keeps one prefix variable a name: each is wrapped once */
+
+    for (i = 0; i < cmcf->prefix_variables.nelts && amcf->nwrap < n; i++) {
+        for (k = 0; k < n; k++) {
+            if (pv[i].name.len == prefixes[k].len
+                && ngx_strncmp(pv[i].name.data, prefixes[k].data,
+                               prefixes[k].len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (k == n) {
+            continue;
+        }
+
+        w = &amcf->wrap[amcf->nwrap++];
+        w->prefix = prefixes[k];
+        w->handler = pv[i].get_handler;
+
+        pv[i].get_handler = ngx_http_airlock_answer_variable;
+    }
+
+    return NGX_OK;
+}
+
+
+/* data: the variable's whole name, as nginx gives a prefix variable */
+
+static ngx_int_t
+ngx_http_airlock_answer_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_int_t                      rc;
+    ngx_str_t                     *name;
+    ngx_uint_t                     i;
+    ngx_http_airlock_wrap_t       *w;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    name = (ngx_str_t *) data;
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
+
+    for (i = 0; i < amcf->nwrap; i++) {
+        w = &amcf->wrap[i];
+
+        if (name->len >= w->prefix.len
+            && ngx_strncmp(name->data, w->prefix.data, w->prefix.len) == 0)
+        {
+            rc = w->handler(r, v, data);
+
+            if (rc != NGX_OK || v->not_found) {
+                return rc;
+            }
+
+            return ngx_http_airlock_scrub_variable(r, v);
+        }
+    }
+
+    v->not_found = 1;
 
     return NGX_OK;
 }
