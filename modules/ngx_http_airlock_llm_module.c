@@ -1034,7 +1034,8 @@ ngx_http_airlock_llm_admit(ngx_http_request_t *r,
 /*
  * A refusal: logged and counted by ngx_http_airlock_module (budget
  * refusals are logged, not counted: an agent that spends its budget is
- * not attacking anything), answered in the provider's format.
+ * not attacking anything), answered in the provider's format, and marked
+ * "Airlock-Denial: REASON" as the named routes' are.
  */
 
 static ngx_int_t
@@ -1048,6 +1049,11 @@ ngx_http_airlock_llm_deny(ngx_http_request_t *r,
 
     ngx_http_airlock_refuse(r, ctx->actx, reason, detail,
                             reason != AL_REASON_BUDGET);
+
+    if (ngx_http_airlock_denial_set(r, reason) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return NGX_DONE;
+    }
 
     rc = ngx_http_airlock_llm_send_error(r, ctx, err, message);
 

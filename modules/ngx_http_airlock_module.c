@@ -531,8 +531,9 @@ ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
 
 /*
- * Answers 403 itself, with the JSON body, and finalizes the request: the
- * phase engine only knows how to answer with nginx's own error pages.
+ * Answers 403 itself, with the JSON body and "Airlock-Denial: REASON",
+ * and finalizes the request: the phase engine only knows how to answer
+ * with nginx's own error pages.
  */
 
 static ngx_int_t
@@ -542,6 +543,11 @@ ngx_http_airlock_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_int_t  rc;
 
     ngx_http_airlock_refuse(r, ctx, reason, detail, 1);
+
+    if (ngx_http_airlock_denial_set(r, reason) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return NGX_DONE;
+    }
 
     rc = ngx_http_airlock_answer(r, NGX_HTTP_FORBIDDEN, "forbidden",
                                  al_reason_name(reason));

@@ -255,6 +255,9 @@ ngx_int_t ngx_http_airlock_allowed(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
     ngx_uint_t status, ngx_buf_t *b);
+ngx_int_t ngx_http_airlock_denial_set(ngx_http_request_t *r,
+    al_reason_t reason);
+void ngx_http_airlock_denial_strip(ngx_http_request_t *r);
 al_reason_t ngx_http_airlock_token(ngx_http_request_t *r,
     ngx_http_airlock_token_conf_t *tc, ngx_str_t *token,
     const char **detail);

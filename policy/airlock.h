@@ -187,6 +187,23 @@ const char *al_reason_name(al_reason_t reason);
 /* the reason a name names ("no_route"), AL_REASON_NONE for any other */
 al_reason_t al_reason_find(const char *name);
 
+/*
+ * The response header that marks the proxy's own refusals, its value the
+ * reason ("Airlock-Denial: no_route").  ngx_http_airlock_module sets it on
+ * the refusals it answers and removes it from every other answer, an
+ * upstream's above all, so a client can tell the proxy's 403 from an
+ * upstream's forged to look like one.
+ */
+#define AL_DENIAL_HEADER  "Airlock-Denial"
+
+/*
+ * The reason of the proxy's denial: marker, the one AL_DENIAL_HEADER of
+ * the answer (NULL: none), and name, the reason its body names (NULL:
+ * none), are the same reason of the policy.  AL_REASON_NONE otherwise:
+ * the answer is not the proxy's denial.
+ */
+al_reason_t al_denial_reason(const char *marker, const char *name);
+
 enum {
     AL_METHOD_GET     = 0x01,
     AL_METHOD_HEAD    = 0x02,

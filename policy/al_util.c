@@ -117,6 +117,17 @@ al_reason_find(const char *name)
 }
 
 
+al_reason_t
+al_denial_reason(const char *marker, const char *name)
+{
+    if (marker == NULL || name == NULL || strcmp(marker, name) != 0) {
+        return AL_REASON_NONE;
+    }
+
+    return al_reason_find(name);
+}
+
+
 unsigned
 al_method_bit(const char *name, size_t len)
 {

@@ -75,6 +75,8 @@ Keys:
   request_id    send this as the answer's x-request-id, as OpenAI does
   echo_headers  send this many more headers, X-Echo-Auth-0, -1, ..., each
                 with what X-Echo-Auth has
+  headers       more response headers, {"Name": "value", ...}, on every
+                answer (an error's, a stream's)
   gzip          JSON answers: gzip the body
   content_encoding
                 JSON answers: a Content-Encoding header for each value of
@@ -268,6 +270,7 @@ class Handler(BaseHTTPRequestHandler):
         # last: right before the headers the gateway adds
         for i in range(self.script.get("echo_headers", 0)):
             h["X-Echo-Auth-%d" % i] = self.auth_seen()
+        h.update(self.script.get("headers", {}))
         return h
 
     def send_json(self, status, obj):

@@ -1,8 +1,9 @@
 /*
  * Unit tests for the small helpers of al_util.c the modules use on every
  * request: al_hex64() against printf's %016llx, al_fold_plain() eight
- * bytes at a time against the byte it is about; and al_reason_find(),
- * which tells the proxy's denials from an upstream's 403.
+ * bytes at a time against the byte it is about; and al_reason_find() and
+ * al_denial_reason(), which tell the proxy's denials from an upstream's
+ * 403.
  */
 
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 static void test_hex64(void);
 static void test_fold_plain(void);
 static void test_reason_find(void);
+static void test_denial_reason(void);
 
 
 int
@@ -26,6 +28,7 @@ main(void)
     test_hex64();
     test_fold_plain();
     test_reason_find();
+    test_denial_reason();
 
     return tap_done();
 }
@@ -160,4 +163,22 @@ test_reason_find(void)
            && al_reason_find("no_route ") == AL_REASON_NONE
            && al_reason_find("forbidden by the service") == AL_REASON_NONE,
            "al_reason_find: none for any other name, \"none\" included");
+}
+
+
+static void
+test_denial_reason(void)
+{
+    tap_ok(al_denial_reason("no_route", "no_route") == AL_REASON_NO_ROUTE
+           && al_denial_reason("query", "query") == AL_REASON_QUERY,
+           "al_denial_reason: the marker and the body name one reason");
+    tap_ok(al_denial_reason(NULL, "no_route") == AL_REASON_NONE,
+           "al_denial_reason: none without the marker");
+    tap_ok(al_denial_reason("no_route", NULL) == AL_REASON_NONE
+           && al_denial_reason("no_route", "query") == AL_REASON_NONE
+           && al_denial_reason("no_route ", "no_route") == AL_REASON_NONE
+           && al_denial_reason("No_route", "No_route") == AL_REASON_NONE
+           && al_denial_reason("", "") == AL_REASON_NONE
+           && al_denial_reason("none", "none") == AL_REASON_NONE,
+           "al_denial_reason: none when they differ or name no reason");
 }
