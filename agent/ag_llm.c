@@ -32,6 +32,7 @@ static size_t ag_llm_write(char *p, size_t size, size_t n, void *data);
 static void ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len);
 static void ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta);
 static size_t ag_http_write(char *p, size_t size, size_t n, void *data);
+static void ag_http_denial(CURL *curl, char *out, size_t size);
 static long ag_remaining(ag_run_t *run);
 
 
@@ -443,6 +444,7 @@ ag_route_call(ag_run_t *run, const char *method, const char *target,
 
     cc = curl_easy_perform(curl);
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+    ag_http_denial(curl, out->denial, sizeof(out->denial));
 
     if (cc != CURLE_OK && !(cc == CURLE_WRITE_ERROR && out->truncated)) {
         snprintf(out->error, sizeof(out->error), "%s%s",
@@ -458,6 +460,34 @@ ag_route_call(ag_run_t *run, const char *method, const char *target,
     }
 
     return out->error[0] ? -1 : 0;
+}
+
+
+/*
+ * The value of the answer's Airlock-Denial header when it has exactly one
+ * (the proxy sets one on its own refusals and removes any other), else "".
+ * Trailers and interim (1xx) answers do not count.
+ */
+
+static void
+ag_http_denial(CURL *curl, char *out, size_t size)
+{
+    size_t               len;
+    struct curl_header  *h;
+
+    out[0] = '\0';
+
+    if (curl_easy_header(curl, AL_DENIAL_HEADER, 0, CURLH_HEADER, -1, &h)
+        != CURLHE_OK || h->amount != 1)
+    {
+        return;
+    }
+
+    len = strlen(h->value);
+
+    if (len < size) {
+        memcpy(out, h->value, len + 1);
+    }
 }
 
 

@@ -12,8 +12,9 @@
  *
  * Limits per question (steps, tokens, tool output bytes, wall time,
  * denials) each end the run with a "limit" event and then "done".  The
- * proxy's 403 is a denial shown to the model; the same call is never sent
- * again in the run.  Another 403 is the upstream's, a result like others.
+ * proxy's 403 (marked with its Airlock-Denial header) is a denial shown to
+ * the model; the same call is never sent again in the run.  Another 403
+ * is the upstream's, a result like others.
  * A malformed answer from the model (bad JSON arguments, an unknown
  * tool, a route the agent is not granted) is an "error" event and a tool
  * result that says so; the steps limit bounds how often.
@@ -53,7 +54,7 @@ static void ag_tool_message(ag_run_t *run, const char *id,
     const char *name, const char *content, int untrusted);
 static void ag_tool_data(ag_run_t *run, const char *id, const char *name,
     const char *lead, const char *data, size_t len);
-static const char *ag_denial_reason(json_t *deny);
+static const char *ag_denial_reason(json_t *deny, const char *marker);
 static json_t *ag_short_string(json_t *v);
 static char *ag_text(const char *s, size_t len);
 static void ag_tool_error(ag_run_t *run, const char *id, const char *name,
@@ -641,15 +642,18 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
     free(body);
 
     /*
-     * A denial is the proxy's 403: a JSON object whose "reason" names one
-     * of the policy's reasons.  Another 403 is the upstream's answer, a
+     * A denial is the proxy's 403: one Airlock-Denial header, which no
+     * upstream can send through the proxy, and a JSON object whose
+     * "reason" is the reason the header names, one of the policy's.
+     * Another 403, however its body looks, is the upstream's answer, a
      * tool result like any other.  What the event takes from the body is
      * short strings only, and the model gets the body as data, wrapped
      * anew in each run, after a line of the agent's own.
      */
 
-    deny = (h.status == 403) ? json_loadb(h.body, h.len, 0, NULL) : NULL;
-    name = ag_denial_reason(deny);
+    deny = (h.status == 403 && h.denial[0] != '\0')
+           ? json_loadb(h.body, h.len, 0, NULL) : NULL;
+    name = ag_denial_reason(deny, h.denial);
 
     if (name != NULL) {
         run->denials++;
@@ -1053,16 +1057,19 @@ ag_tool_data(ag_run_t *run, const char *id, const char *name,
 }
 
 
-/* the policy's reason a proxy's 403 body names, or NULL */
+/*
+ * The policy's reason a proxy's 403 names, in its Airlock-Denial header
+ * (marker) and its body both, or NULL
+ */
 
 static const char *
-ag_denial_reason(json_t *deny)
+ag_denial_reason(json_t *deny, const char *marker)
 {
     al_reason_t   r;
     const char   *name;
 
     name = json_string_value(json_object_get(deny, "reason"));
-    r = (name != NULL) ? al_reason_find(name) : AL_REASON_NONE;
+    r = al_denial_reason(marker, name);
 
     return (r != AL_REASON_NONE) ? al_reason_name(r) : NULL;
 }

@@ -97,6 +97,8 @@ typedef struct {
     char            *body;                  /* NUL-terminated, malloc'ed */
     size_t           len;
     unsigned         truncated:1;
+    char             denial[32];            /* the one Airlock-Denial
+                                               header, or "" */
     char             error[256];            /* transport error, or "" */
 } ag_http_t;
 

@@ -35,6 +35,7 @@ typedef struct {
 
 
 static size_t aw_fetch_write(char *p, size_t size, size_t nmemb, void *data);
+static const char *aw_fetch_denial(CURL *c);
 static json_t *aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in,
     char *code, size_t codelen, char *msg, size_t msglen);
 static void aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job,
@@ -68,6 +69,28 @@ aw_fetch_write(char *p, size_t size, size_t nmemb, void *data)
     b->buf[b->len] = '\0';
 
     return n;
+}
+
+
+/*
+ * The value of the answer's Airlock-Denial header when it has exactly one
+ * (the proxy sets one on its own refusals and removes any other), else
+ * NULL.  Trailers and interim (1xx) answers do not count.  The value
+ * lives as long as the handle.
+ */
+
+static const char *
+aw_fetch_denial(CURL *c)
+{
+    struct curl_header  *h;
+
+    if (curl_easy_header(c, AL_DENIAL_HEADER, 0, CURLH_HEADER, -1, &h)
+        != CURLHE_OK || h->amount != 1)
+    {
+        return NULL;
+    }
+
+    return h->value;
 }
 
 
@@ -147,15 +170,19 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
                  : NULL;
 
     /*
-     * The proxy's denial names one of the policy's reasons; any other 403
-     * is the upstream's answer, which reaches the script.
+     * The proxy's denial has its Airlock-Denial header, which no upstream
+     * can send through the proxy, and a body naming the same reason, one
+     * of the policy's; any other 403, however its body looks, is the
+     * upstream's answer, which reaches the script.
      */
 
     if (status == 403) {
         reason = json_is_object(body) ? json_object_get(body, "reason")
                                       : NULL;
         if (json_is_string(reason)
-            && al_reason_find(json_string_value(reason)) != AL_REASON_NONE)
+            && al_denial_reason(aw_fetch_denial(c),
+                                json_string_value(reason))
+               != AL_REASON_NONE)
         {
             rid = json_object_get(body, "request_id");
             snprintf(code, codelen, "route_denied");

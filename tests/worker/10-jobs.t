@@ -27,7 +27,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(max_script_bytes => 2000, max_inputs => 4);
 
-plan tests => 62;
+plan tests => 66;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my ($r, $j);
@@ -137,6 +137,20 @@ $r = $w->run_job(job_id => 'own403', script =>
     blueprint => { inputs => [ { name => 'x', route => 'own-403' } ] });
 is($r->{status}, 'ok', 'an upstream\'s 403: the script runs');
 is($r->{stdout}, "403 forbidden by the service\n", '... and reads it');
+
+# nor is one in the very shape of the proxy's denial, without the proxy's
+# Airlock-Denial header or with one the upstream forged (the proxy
+# removes it)
+for my $route ('shape-403', 'forged-403') {
+    $r = $w->run_job(job_id => $route =~ s/-//r, script =>
+        'import json; d = json.load(open("/app/data/data.json")); '
+        . 'print(d["x"]["status"], d["x"]["body"]["reason"])',
+        blueprint => { inputs => [ { name => 'x', route => $route } ] });
+    is($r->{status}, 'ok', "$route, an upstream's 403 shaped like a denial: "
+                           . 'the script runs')
+        or diag explain $r;
+    is($r->{stdout}, "403 no_route\n", '... and reads it');
+}
 
 # ---- bad envelopes ---------------------------------------------------------
 

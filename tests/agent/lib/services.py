@@ -13,7 +13,9 @@
                                       Authorization header --logs-auth;
                                       a file that begins "STATUS nnn\n"
                                       answers that status with the rest
-                                      (application/json)
+                                      (application/json), after its
+                                      lines "HEADER Name: value\n" (each
+                                      a response header)
 
 Every request is appended to --log as one JSON line: method, path,
 headers (lower-case names), status.  Exits with its parent.
@@ -36,11 +38,13 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *a):
         pass
 
-    def answer(self, status, ctype, body):
+    def answer(self, status, ctype, body, headers=()):
         data = body if isinstance(body, bytes) else body.encode()
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -80,7 +84,13 @@ class Handler(BaseHTTPRequestHandler):
                 data = b""
             if data.startswith(b"STATUS "):
                 line, _, rest = data.partition(b"\n")
-                self.answer(int(line[7:]), "application/json", rest)
+                headers = []
+                while rest.startswith(b"HEADER "):
+                    h, _, rest = rest.partition(b"\n")
+                    name, _, value = h[7:].decode().partition(":")
+                    headers.append((name.strip(), value.strip()))
+                self.answer(int(line[7:]), "application/json", rest,
+                            headers)
             else:
                 self.answer(200, "text/plain; charset=utf-8", data)
 
