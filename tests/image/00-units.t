@@ -29,6 +29,7 @@ sub slurp {
 sub directives {
     my ($s) = @_;
     my %d;
+    $s =~ s/\\\n\s*/ /g;                 # continued lines
     for (split /\n/, $s) {
         next if /^\s*(#|;|\[|$)/;
         my ($k, $v) = /^\s*([A-Za-z]+)=(.*)$/ or next;
@@ -110,6 +111,20 @@ for my $n (sort keys %units) {
         or diag("@forbidden");
     is($d->{PrivateDevices}[-1], 'yes',
        'worker: a /dev of pseudo-devices only');
+
+    # a deny list: runsc needs @mount, @privileged and @debug (ptrace)
+    my %denied = map { $_ => 1 }
+                 map { s/^~//r } grep { /^~?@/ } split ' ',
+                 join ' ', grep { /^~/ } @{$d->{SystemCallFilter} || []};
+    my @missing = grep { !$denied{$_} }
+                  qw(@clock @cpu-emulation @keyring @module @obsolete
+                     @raw-io @reboot @swap);
+    ok(!@missing, 'worker: the system calls runsc never makes are denied')
+        or diag("not denied: @missing");
+    ok(!grep({ $denied{$_} } qw(@mount @privileged @debug)),
+       'worker: what runsc needs is not denied');
+    is($d->{SystemCallErrorNumber}[-1], 'EPERM',
+       'worker: a denied call fails, it does not kill');
 }
 
 # /run/airlock (tmpfiles.d): whoever may write the directory of the
