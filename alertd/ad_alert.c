@@ -8,6 +8,10 @@
  * Only what an alert needs is required (id, time, kind, reason); count,
  * window, severity and sample have defaults, so an alert is not dropped
  * over a field it could do without.  Every string is bounded.
+ *
+ * The kind "alerts_dropped" is alertd's own (ad_outbox_report): it is
+ * read back from the outbox, never taken from the journal, where it would
+ * be a line telling the operator of a loss that did not happen.
  */
 
 #include <stdio.h>
@@ -24,6 +28,11 @@ static int ad_json_uint(const json_t *o, const char *name, int64_t *v,
 static int ad_id_valid(const char *id);
 static size_t ad_utf8_cut(const char *s, size_t len, size_t max);
 static int ad_set(json_t *o, const char *name, json_t *v);
+static int ad_dropped_from_json(const json_t *o, ad_dropped_t *d,
+    char *why, size_t whysize);
+static json_t *ad_dropped_to_json(const ad_dropped_t *d);
+static json_t *ad_dropped_to_alertmanager(const ad_alert_t *a,
+    int64_t repeat_ms);
 
 
 ad_line_t
@@ -58,7 +67,17 @@ ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
 
     } else if (strcmp(type, "alert") == 0) {
         rc = AD_LINE_ALERT;
-        if (ad_alert_from_json(o, a, why, whysize) != 0) {
+        t = json_object_get(o, "kind");
+
+        if (json_is_string(t)
+            && strcmp(json_string_value(t),
+                      ad_alert_kind_name(AD_KIND_DROPPED)) == 0)
+        {
+            (void) snprintf(why, whysize, "unknown \"kind\" \"%s\"",
+                            ad_alert_kind_name(AD_KIND_DROPPED));
+            rc = AD_LINE_BAD;
+
+        } else if (ad_alert_from_json(o, a, why, whysize) != 0) {
             rc = AD_LINE_BAD;
 
         } else if (strlen(a->id) > AD_ID_MAX) {
@@ -126,6 +145,8 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
         a->kind = AD_KIND_DENY_THRESHOLD;
     } else if (strcmp(buf, "quarantine") == 0) {
         a->kind = AD_KIND_QUARANTINE;
+    } else if (strcmp(buf, "alerts_dropped") == 0) {
+        a->kind = AD_KIND_DROPPED;
     } else {
         (void) snprintf(why, whysize, "unknown \"kind\" \"%s\"", buf);
         return -1;
@@ -208,7 +229,62 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
     }
     a->folded = json_is_true(v);
 
+    if (a->kind == AD_KIND_DROPPED) {
+        v = json_object_get(o, "dropped");
+        if (v == NULL
+            || ad_dropped_from_json(v, &a->dropped, why, whysize) != 0)
+        {
+            if (v == NULL) {
+                (void) snprintf(why, whysize, "no \"dropped\"");
+            }
+            return -1;
+        }
+    }
+
     return 0;
+}
+
+
+static int
+ad_dropped_from_json(const json_t *o, ad_dropped_t *d, char *why,
+    size_t whysize)
+{
+    int  present;
+
+    if (!json_is_object(o)) {
+        (void) snprintf(why, whysize, "\"dropped\" is not an object");
+        return -1;
+    }
+
+    if (ad_json_uint(o, "critical", &d->critical, why, whysize) != 0
+        || ad_json_string(o, "since", 1, 0, d->since, sizeof(d->since),
+                          &present, why, whysize) != 0
+        || ad_json_string(o, "first_id", 1, 0, d->first_id,
+                          sizeof(d->first_id), &present, why, whysize) != 0
+        || ad_json_string(o, "first_time", 1, 0, d->first_time,
+                          sizeof(d->first_time), &present, why, whysize)
+           != 0
+        || ad_json_string(o, "last_id", 1, 0, d->last_id,
+                          sizeof(d->last_id), &present, why, whysize) != 0
+        || ad_json_string(o, "last_time", 1, 0, d->last_time,
+                          sizeof(d->last_time), &present, why, whysize)
+           != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static json_t *
+ad_dropped_to_json(const ad_dropped_t *d)
+{
+    return json_pack("{s:I, s:s, s:s, s:s, s:s, s:s}",
+                     "critical", (json_int_t) d->critical,
+                     "since", d->since,
+                     "first_id", d->first_id, "first_time", d->first_time,
+                     "last_id", d->last_id, "last_time", d->last_time);
 }
 
 
@@ -340,7 +416,14 @@ ad_utf8_cut(const char *s, size_t len, size_t max)
 const char *
 ad_alert_kind_name(ad_kind_t kind)
 {
-    return (kind == AD_KIND_QUARANTINE) ? "quarantine" : "deny_threshold";
+    switch (kind) {
+    case AD_KIND_QUARANTINE:
+        return "quarantine";
+    case AD_KIND_DROPPED:
+        return "alerts_dropped";
+    default:
+        return "deny_threshold";
+    }
 }
 
 
@@ -389,6 +472,10 @@ ad_alert_to_json(const ad_alert_t *a)
         rc |= ad_set(o, "folded", json_true());
     }
 
+    if (a->kind == AD_KIND_DROPPED) {
+        rc |= ad_set(o, "dropped", ad_dropped_to_json(&a->dropped));
+    }
+
     rc |= ad_set(o, "source", json_string("airlock"));
 
     if (rc != 0) {
@@ -416,6 +503,10 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
     char         summary[AD_FIELD_MAX * 3 + 128];
     char         starts[AD_TIME_MAX], ends[AD_TIME_MAX];
     json_t      *arr, *alert, *labels, *ann;
+
+    if (a->kind == AD_KIND_DROPPED) {
+        return ad_dropped_to_alertmanager(a, repeat_ms);
+    }
 
     if (a->has_client) {
         (void) snprintf(who, sizeof(who), "client %s", a->client);
@@ -495,6 +586,75 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
           | ad_set(alert, "endsAt", json_string(ends));
 
     /* the array takes alert even when it fails, as ad_set() does */
+    rc |= json_array_append_new(arr, alert);
+
+    if (rc != 0) {
+        json_decref(arr);
+        return NULL;
+    }
+
+    return arr;
+}
+
+
+/*
+ * The report of alerts a full outbox did not take, as its own alert
+ * name: a silence or a route made for the denials must not hide it.
+ */
+
+static json_t *
+ad_dropped_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
+{
+    int          rc;
+    char         summary[AD_TIME_MAX * 3 + 256];
+    char         starts[AD_TIME_MAX], ends[AD_TIME_MAX];
+    json_t      *arr, *alert, *labels, *ann;
+
+    (void) snprintf(summary, sizeof(summary),
+                    "%lld alerts (%lld critical) were not sent here: "
+                    "airlock-alertd's outbox for this sink was full from "
+                    "%s to %s; they are in the Airlock journal",
+                    (long long) a->count, (long long) a->dropped.critical,
+                    a->dropped.first_time, a->dropped.last_time);
+
+    ad_time_format(starts, sizeof(starts), a->time_ms);
+    ad_time_format(ends, sizeof(ends), a->time_ms + 2 * repeat_ms);
+
+    arr = json_array();
+    alert = json_object();
+    labels = json_object();
+    ann = json_object();
+
+    if (arr == NULL || alert == NULL || labels == NULL || ann == NULL) {
+        json_decref(arr);
+        json_decref(alert);
+        json_decref(labels);
+        json_decref(ann);
+        return NULL;
+    }
+
+    rc = ad_set(labels, "alertname", json_string("AirlockAlertsDropped"))
+         | ad_set(labels, "reason", json_string(a->reason))
+         | ad_set(labels, "severity",
+                  json_string(a->critical ? "critical" : "warning"))
+         | ad_set(labels, "source", json_string("airlock"));
+
+    rc |= ad_set(ann, "summary", json_string(summary))
+          | ad_set(ann, "id", json_string(a->id))
+          | ad_set(ann, "count", json_sprintf("%lld", (long long) a->count))
+          | ad_set(ann, "critical",
+                   json_sprintf("%lld", (long long) a->dropped.critical))
+          | ad_set(ann, "since", json_string(a->dropped.since))
+          | ad_set(ann, "first_id", json_string(a->dropped.first_id))
+          | ad_set(ann, "first_time", json_string(a->dropped.first_time))
+          | ad_set(ann, "last_id", json_string(a->dropped.last_id))
+          | ad_set(ann, "last_time", json_string(a->dropped.last_time));
+
+    rc |= ad_set(alert, "labels", labels)
+          | ad_set(alert, "annotations", ann)
+          | ad_set(alert, "startsAt", json_string(starts))
+          | ad_set(alert, "endsAt", json_string(ends));
+
     rc |= json_array_append_new(arr, alert);
 
     if (rc != 0) {

@@ -19,7 +19,8 @@
  * the cap).  Any other non-2xx is about that one alert: it alone waits,
  * with the same backoff, the sink goes on with the rest, and the answer
  * is logged as an error since only the receiver's operator can fix it.
- * Nothing is ever dropped.
+ * Nothing is dropped for failing; what a full outbox does not take is
+ * counted and reported (ad_outbox.c).
  *
  * Webhooks are signed per Standard Webhooks: webhook-id (the alert id,
  * the same on every attempt), webhook-timestamp (this attempt) and
@@ -73,11 +74,10 @@ static void ad_sign(const ad_sink_t *s, const char *id, const char *ts,
 static size_t ad_xfer_write(char *ptr, size_t size, size_t nmemb,
     void *data);
 static int64_t ad_backoff(unsigned n);
-static const char *ad_kind_word(al_sink_kind_t kind);
 
 
-static const char *
-ad_kind_word(al_sink_kind_t kind)
+const char *
+ad_sink_kind_name(al_sink_kind_t kind)
 {
     return (kind == AL_SINK_WEBHOOK) ? "webhook" : "alertmanager";
 }
@@ -89,13 +89,16 @@ void
 ad_sink_key(al_sink_kind_t kind, const char *url, char *key)
 {
     size_t                     i;
+    const char                *word;
     unsigned char              h[crypto_hash_sha256_BYTES];
     crypto_hash_sha256_state   st;
     static const char          hex[] = "0123456789abcdef";
 
+    word = ad_sink_kind_name(kind);
+
     crypto_hash_sha256_init(&st);
-    crypto_hash_sha256_update(&st, (const unsigned char *) ad_kind_word(kind),
-                              strlen(ad_kind_word(kind)));
+    crypto_hash_sha256_update(&st, (const unsigned char *) word,
+                              strlen(word));
     crypto_hash_sha256_update(&st, (const unsigned char *) "\n", 1);
     crypto_hash_sha256_update(&st, (const unsigned char *) url, strlen(url));
     crypto_hash_sha256_final(&st, h);
@@ -153,7 +156,7 @@ ad_sinks_from_policy(const al_policy_t *p, const al_keyring_t *kr,
             if (strcmp(v[k].key, s->key) == 0) {
                 (void) snprintf(err, errsize, "%s: alerts.sinks lists the "
                                 "%s %s twice", p->file.data,
-                                ad_kind_word(s->kind), s->label);
+                                ad_sink_kind_name(s->kind), s->label);
                 goto failed;
             }
         }
@@ -376,7 +379,7 @@ ad_deliver_orphans(ad_deliver_t *d)
         ad_log(AD_LOG_WARN, "%zu alert(s) queued for %s %s, which is not "
                "in the policy: kept in the outbox and sent if it comes "
                "back (to drop them: rm STATE/outbox/%s-*)", n,
-               ad_kind_word(e->kind), label, e->key);
+               ad_sink_kind_name(e->kind), label, e->key);
     }
 }
 
@@ -462,7 +465,7 @@ ad_xfer_start(ad_deliver_t *d, ad_sink_t *s, ad_entry_t *e)
     s->busy = 1;
 
     ad_log(AD_LOG_DEBUG, "sending alert %s to %s %s (attempt %u)",
-           e->alert.id, ad_kind_word(s->kind), s->label, e->attempts + 1);
+           e->alert.id, ad_sink_kind_name(s->kind), s->label, e->attempts + 1);
 
     return 0;
 }
@@ -719,7 +722,7 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 
         ad_log(AD_LOG_INFO, "delivered alert %s to %s %s (HTTP %ld, "
                "attempt %u, %lld ms%s)", e->alert.id,
-               ad_kind_word(e->kind), x->label, code, e->attempts,
+               ad_sink_kind_name(e->kind), x->label, code, e->attempts,
                (long long) took, why);
 
         if (s != NULL) {
@@ -749,7 +752,7 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 
         ad_log(AD_LOG_ERR, "%s %s refused alert %s with HTTP %ld%s%s%s "
                "(attempt %u); retrying it in %.1f s: fix the receiver, or "
-               "rm STATE/outbox/%s to drop it", ad_kind_word(e->kind),
+               "rm STATE/outbox/%s to drop it", ad_sink_kind_name(e->kind),
                x->label, e->alert.id, code,
                (code >= 300 && code < 400) ? " (redirects are not "
                                              "followed)" : "",
@@ -788,7 +791,7 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
     }
 
     ad_log(AD_LOG_WARN, "%s %s: alert %s not delivered: %s (attempt %u, "
-           "%lld ms); retrying in %.1f s", ad_kind_word(e->kind), x->label,
+           "%lld ms); retrying in %.1f s", ad_sink_kind_name(e->kind), x->label,
            e->alert.id, why, e->attempts, (long long) took,
            (double) delay / 1000);
 

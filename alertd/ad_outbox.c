@@ -12,9 +12,32 @@
  *   {"v":1, "sink":{"kind":"webhook","url":"..."}, "queued":<unix ms>,
  *    "seq":<n>, "alert":{ the webhook body }}
  *
- * Entries are kept in memory in queue order (queued, seq).  An entry
- * whose sink is no longer in the policy stays on disk and in memory,
- * and is sent if its sink comes back.
+ * Entries are kept in memory in queue order (queued, seq), those marked
+ * "first":true ahead of the rest.  An entry whose sink is no longer in
+ * the policy stays on disk and in memory, and is sent if its sink comes
+ * back.
+ *
+ * A sink holds at most ob->max entries (--outbox-max): a sink that is
+ * down for days while new groups keep coming must not fill the disk that
+ * the appliance's other logs share, nor our memory.  When it is full, the
+ * alerts it has are kept and new ones are not queued for it: the first
+ * alerts of an attack say how it began, which later ones rarely add to.
+ * What is given up is never silent:
+ *
+ *   - a folded alert (a group's repeats) whose group has a folded alert
+ *     waiting, queued by this process, is folded into that one: counts
+ *     and windows add up, so the fact that a known storm goes on is kept;
+ *   - any other alert is dropped and counted per sink (ad_sinkq_t: how
+ *     many, how many critical, the first and the last), logged when
+ *     dropping begins, and saved with the journal offset (ad_state.c), so
+ *     a count is neither lost nor doubled by a restart or a crash;
+ *   - once the sink has room again (it took an alert), ad_outbox_report()
+ *     queues an "alerts_dropped" alert for it, ahead of its queue, and
+ *     logs the summary: the sink's operator learns of the loss first.
+ *
+ * Only entries queued by this process are folded into: one loaded from
+ * disk may have been delivered just before a crash, and a sink that saw
+ * its id already would drop the counts added to it.
  */
 
 #include <dirent.h>
@@ -34,14 +57,23 @@
 
 static int ad_outbox_load(ad_outbox_t *ob, const char *name,
     ad_entry_t **ep, char *why, size_t whysize);
+static int ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e);
 static void ad_outbox_link(ad_outbox_t *ob, ad_entry_t *e);
 static void ad_outbox_unlink(ad_outbox_t *ob, ad_entry_t *e);
+static int ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q,
+    const ad_alert_t *a);
+static int ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q,
+    const ad_alert_t *a);
+static int ad_same_group(const ad_alert_t *a, const ad_alert_t *b);
+static ad_sinkq_t *ad_sinkq_get(ad_outbox_t *ob, const char *key,
+    al_sink_kind_t kind, const char *url, int create);
 static int ad_entry_cmp(const void *a, const void *b);
 static void ad_entry_free(ad_entry_t *e);
 
 
 int
-ad_outbox_open(ad_outbox_t *ob, int statefd, char *err, size_t errsize)
+ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
+    size_t errsize)
 {
     int             fd;
     DIR            *d;
@@ -52,6 +84,7 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, char *err, size_t errsize)
 
     memset(ob, 0, sizeof(ad_outbox_t));
     ob->seq = 1;
+    ob->max = max;
 
     ob->fd = openat(statefd, "outbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ob->fd == -1) {
@@ -139,6 +172,17 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, char *err, size_t errsize)
     }
 
     for (i = 0; i < n; i++) {
+        if (ad_sinkq_get(ob, v[i]->key, v[i]->kind, v[i]->url, 1) == NULL) {
+            (void) snprintf(err, errsize, "cannot load the outbox: out of "
+                            "memory");
+            for ( /* void */ ; i < n; i++) {
+                ad_entry_free(v[i]);
+            }
+            free(v);
+            ad_outbox_close(ob);
+            return -1;
+        }
+
         ad_outbox_link(ob, v[i]);
         if (v[i]->seq >= ob->seq) {
             ob->seq = v[i]->seq + 1;
@@ -158,7 +202,7 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     int            version;
     char          *buf;
     size_t         len;
-    json_t        *o, *alert;
+    json_t        *o, *alert, *first;
     json_int_t     queued, seq;
     ad_entry_t    *e;
     const char    *kind, *url;
@@ -195,12 +239,22 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
         return -1;
     }
 
+    /* "first" came with --outbox-max: an older file has none */
+    first = json_object_get(o, "first");
+    if (first != NULL && !json_is_boolean(first)) {
+        (void) snprintf(why, whysize, "\"first\" is not a boolean");
+        json_decref(o);
+        return -1;
+    }
+
     e = calloc(1, sizeof(ad_entry_t));
     if (e == NULL) {
         (void) snprintf(why, whysize, "out of memory");
         json_decref(o);
         return -1;
     }
+
+    e->first = json_is_true(first);
 
     if (strcmp(kind, "webhook") == 0) {
         e->kind = AL_SINK_WEBHOOK;
@@ -249,6 +303,10 @@ ad_entry_cmp(const void *a, const void *b)
     x = *(const ad_entry_t *const *) a;
     y = *(const ad_entry_t *const *) b;
 
+    if (x->first != y->first) {
+        return x->first ? -1 : 1;
+    }
+
     if (x->queued_ms != y->queued_ms) {
         return (x->queued_ms < y->queued_ms) ? -1 : 1;
     }
@@ -275,6 +333,10 @@ ad_outbox_close(ad_outbox_t *ob)
     ob->tail = NULL;
     ob->n = 0;
 
+    free(ob->q);
+    ob->q = NULL;
+    ob->nq = 0;
+
     if (ob->fd != -1) {
         (void) close(ob->fd);
         ob->fd = -1;
@@ -292,26 +354,65 @@ ad_entry_free(ad_entry_t *e)
 }
 
 
+/*
+ * At the tail; a "first" entry after the other first ones, before the
+ * rest.  Its sinkq exists.
+ */
+
 static void
 ad_outbox_link(ad_outbox_t *ob, ad_entry_t *e)
 {
-    e->next = NULL;
-    e->prev = ob->tail;
+    ad_entry_t  *p;
+    ad_sinkq_t  *q;
 
-    if (ob->tail != NULL) {
-        ob->tail->next = e;
-    } else {
-        ob->head = e;
+    p = NULL;
+
+    if (e->first) {
+        for (p = ob->head; p != NULL && p->first; p = p->next) {
+            /* void */
+        }
     }
 
-    ob->tail = e;
+    if (p != NULL) {
+        /* before p */
+        e->next = p;
+        e->prev = p->prev;
+
+        if (p->prev != NULL) {
+            p->prev->next = e;
+        } else {
+            ob->head = e;
+        }
+
+        p->prev = e;
+
+    } else {
+        e->next = NULL;
+        e->prev = ob->tail;
+
+        if (ob->tail != NULL) {
+            ob->tail->next = e;
+        } else {
+            ob->head = e;
+        }
+
+        ob->tail = e;
+    }
+
     ob->n++;
+
+    q = ad_sinkq_get(ob, e->key, e->kind, NULL, 0);
+    if (q != NULL) {
+        q->n++;
+    }
 }
 
 
 static void
 ad_outbox_unlink(ad_outbox_t *ob, ad_entry_t *e)
 {
+    ad_sinkq_t  *q;
+
     if (e->prev != NULL) {
         e->prev->next = e->next;
     } else {
@@ -325,18 +426,26 @@ ad_outbox_unlink(ad_outbox_t *ob, ad_entry_t *e)
     }
 
     ob->n--;
+
+    q = ad_sinkq_get(ob, e->key, e->kind, NULL, 0);
+    if (q != NULL && q->n > 0) {
+        q->n--;
+    }
 }
 
+
+/*
+ * Returns AD_OUTBOX_QUEUED (or it was queued already), AD_OUTBOX_FOLDED,
+ * AD_OUTBOX_DROPPED, or -1 when it could not be queued: the caller tries
+ * the same alert again later, and none of these counts it twice.
+ */
 
 int
 ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
     const char *key, const char *url)
 {
-    int           rc;
-    char         *s;
-    json_t       *o, *alert;
-    int64_t       now;
     ad_entry_t   *e;
+    ad_sinkq_t   *q;
     struct stat   st;
     char          name[AD_NAME_MAX];
 
@@ -356,7 +465,18 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
 
     if (fstatat(ob->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         ad_log(AD_LOG_DEBUG, "alert %s is queued already", a->id);
-        return 0;
+        return AD_OUTBOX_QUEUED;
+    }
+
+    q = ad_sinkq_get(ob, key, kind, url, 1);
+
+    if (q == NULL) {
+        ad_log(AD_LOG_ERR, "cannot queue alert %s: out of memory", a->id);
+        return -1;
+    }
+
+    if (q->n >= ob->max) {
+        return ad_outbox_full(ob, q, a);
     }
 
     /* the entry first: once the file exists, it must be in memory too */
@@ -366,55 +486,495 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
         e->url = strdup(url);
     }
 
-    alert = ad_alert_to_json(a);
-
-    if (e == NULL || e->url == NULL || alert == NULL) {
+    if (e == NULL || e->url == NULL) {
         ad_entry_free(e);
-        json_decref(alert);
         ad_log(AD_LOG_ERR, "cannot queue alert %s: out of memory", a->id);
         return -1;
     }
 
-    now = ad_now_ms();
+    (void) snprintf(e->name, sizeof(e->name), "%s", name);
+    (void) snprintf(e->key, sizeof(e->key), "%s", key);
+    e->kind = kind;
+    e->alert = *a;
+    e->queued_ms = ad_now_ms();
+    e->seq = ob->seq;
+    e->fresh = 1;
 
-    o = json_pack("{s:i, s:{s:s, s:s}, s:I, s:I, s:o}",
-                  "v", AD_OUTBOX_VERSION, "sink",
-                  "kind", kind == AL_SINK_WEBHOOK ? "webhook"
-                                                  : "alertmanager",
-                  "url", url, "queued", (json_int_t) now,
-                  "seq", (json_int_t) ob->seq, "alert", alert);
+    if (ad_outbox_write(ob, e) != 0) {
+        ad_entry_free(e);
+        return -1;
+    }
+
+    ob->seq++;
+    ad_outbox_link(ob, e);
+
+    return AD_OUTBOX_QUEUED;
+}
+
+
+/* writes e's file; logs why not */
+
+static int
+ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
+{
+    int      rc;
+    char    *s;
+    json_t  *o, *alert;
+
+    alert = ad_alert_to_json(&e->alert);
+    o = (alert == NULL)
+        ? NULL
+        : json_pack("{s:i, s:{s:s, s:s}, s:I, s:I, s:o}",
+                    "v", AD_OUTBOX_VERSION, "sink",
+                    "kind", ad_sink_kind_name(e->kind), "url", e->url,
+                    "queued", (json_int_t) e->queued_ms,
+                    "seq", (json_int_t) e->seq, "alert", alert);
+
+    if (o != NULL && e->first
+        && json_object_set_new(o, "first", json_true()) != 0)
+    {
+        json_decref(o);
+        o = NULL;
+    }
+
     s = (o == NULL) ? NULL : json_dumps(o, JSON_COMPACT);
     json_decref(o);
 
     if (s == NULL) {
-        ad_entry_free(e);
-        ad_log(AD_LOG_ERR, "cannot queue alert %s: out of memory", a->id);
+        ad_log(AD_LOG_ERR, "cannot queue alert %s: out of memory",
+               e->alert.id);
+        errno = ENOMEM;
         return -1;
     }
 
-    rc = ad_file_replace(ob->fd, name, s, strlen(s));
+    rc = ad_file_replace(ob->fd, e->name, s, strlen(s));
     free(s);
 
     if (rc != 0) {
         ad_log(AD_LOG_ERR, "cannot queue alert %s in the outbox: %s; "
-               "trying again in %d ms", a->id, strerror(errno), AD_TICK);
-        ad_entry_free(e);
+               "trying again in %d ms", e->alert.id, strerror(errno),
+               AD_TICK);
         return -1;
     }
 
     ob->dirty = 1;
 
-    (void) snprintf(e->name, sizeof(e->name), "%.*s",
-                    (int) (sizeof(e->name) - 1), name);
-    (void) snprintf(e->key, sizeof(e->key), "%s", key);
-    e->kind = kind;
-    e->alert = *a;
-    e->queued_ms = now;
-    e->seq = ob->seq++;
+    return 0;
+}
 
-    ad_outbox_link(ob, e);
+
+/* the sink q has ob->max alerts queued: fold a into one, or count it */
+
+static int
+ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
+{
+    int64_t  now;
+    char     since[AD_TIME_MAX];
+
+    if (a->folded) {
+        switch (ad_outbox_fold(ob, q, a)) {
+        case 0:
+            return AD_OUTBOX_FOLDED;
+        case -1:
+            return -1;
+        default:
+            break;
+        }
+    }
+
+    if (q->dropped > 0 && strcmp(q->d.last_id, a->id) == 0) {
+        /* the same alert again: another sink failed to queue it */
+        return AD_OUTBOX_DROPPED;
+    }
+
+    if (q->dropped == 0) {
+        now = ad_now_ms();
+        ad_time_format(since, sizeof(since), now);
+
+        memset(&q->d, 0, sizeof(ad_dropped_t));
+        q->since_ms = now;
+        (void) snprintf(q->d.since, sizeof(q->d.since), "%s", since);
+        (void) snprintf(q->d.first_id, sizeof(q->d.first_id), "%s", a->id);
+        (void) snprintf(q->d.first_time, sizeof(q->d.first_time), "%s",
+                        a->time);
+
+        ad_log(AD_LOG_WARN, "%s %s: %zu alert(s) queued, the most "
+               "--outbox-max allows: alert %s and the new alerts after it "
+               "are not queued for it but counted (repeats of a queued "
+               "group are folded into it), until it takes one; the "
+               "journal keeps them", ad_sink_kind_name(q->kind), q->label,
+               q->n, a->id);
+    }
+
+    q->dropped++;
+    if (a->critical) {
+        q->d.critical++;
+    }
+
+    (void) snprintf(q->d.last_id, sizeof(q->d.last_id), "%s", a->id);
+    (void) snprintf(q->d.last_time, sizeof(q->d.last_time), "%s", a->time);
+
+    ad_log(AD_LOG_DEBUG, "alert %s not queued for %s %s: its outbox is "
+           "full (%lld dropped since %s)", a->id,
+           ad_sink_kind_name(q->kind), q->label, (long long) q->dropped,
+           q->d.since);
+
+    return AD_OUTBOX_DROPPED;
+}
+
+
+/*
+ * Folds the folded alert a into the latest folded alert of its group
+ * queued for the sink q by this process and not in flight.  Returns 0,
+ * 1 when there is none, -1 when its file could not be written (it is
+ * then as it was).
+ */
+
+static int
+ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
+{
+    ad_entry_t  *e;
+    ad_alert_t   old;
+
+    for (e = ob->tail; e != NULL; e = e->prev) {
+        if (e->fresh && !e->busy && e->alert.folded
+            && strcmp(e->key, q->key) == 0 && ad_same_group(&e->alert, a))
+        {
+            break;
+        }
+    }
+
+    if (e == NULL) {
+        return 1;
+    }
+
+    if (strcmp(e->merged, a->id) == 0) {
+        /* the same alert again: another sink failed to queue it */
+        return 0;
+    }
+
+    /* the rest is the latest alert's, as in a folded alert */
+
+    old = e->alert;
+    e->alert = *a;
+    memcpy(e->alert.id, old.id, sizeof(old.id));
+    e->alert.count = old.count + a->count;
+    e->alert.window = old.window + a->window;
+
+    if (ad_outbox_write(ob, e) != 0) {
+        e->alert = old;
+        return -1;
+    }
+
+    (void) snprintf(e->merged, sizeof(e->merged), "%s", a->id);
+
+    ad_log(AD_LOG_INFO, "folded alert %s into %s, queued for %s %s: its "
+           "outbox is full (count %lld in %lld s)", a->id, e->alert.id,
+           ad_sink_kind_name(q->kind), q->label,
+           (long long) e->alert.count, (long long) e->alert.window);
 
     return 0;
+}
+
+
+/*
+ * Folded alerts of one group have ids "<first id>-<n>" (ad_group.c):
+ * the same first id is the same group.
+ */
+
+static int
+ad_same_group(const ad_alert_t *a, const ad_alert_t *b)
+{
+    const char  *x, *y;
+
+    x = strrchr(a->id, '-');
+    y = strrchr(b->id, '-');
+
+    return x != NULL && y != NULL && x - a->id == y - b->id
+           && memcmp(a->id, b->id, (size_t) (x - a->id)) == 0
+           && a->kind == b->kind;
+}
+
+
+/*
+ * Once the sink has room again, queues the report of what was dropped
+ * for it, ahead of the alerts it has queued.  Its id is a function of
+ * the sink and of when dropping began: after a crash between this file
+ * and the state file that resets the count, the report is found queued
+ * already and not made twice.  Returns 1 when the count was reset (the
+ * state must be saved), 0 when there is nothing to do, -1 on failure.
+ */
+
+int
+ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
+    const char *url)
+{
+    int64_t      first, last;
+    ad_entry_t  *e;
+    ad_sinkq_t  *q;
+    struct stat  st;
+
+    q = ad_sinkq_get(ob, key, kind, url, 0);
+
+    if (q == NULL || q->dropped == 0 || q->n >= ob->max) {
+        return 0;
+    }
+
+    e = calloc(1, sizeof(ad_entry_t));
+    if (e != NULL) {
+        e->url = strdup(url);
+    }
+
+    if (e == NULL || e->url == NULL) {
+        ad_entry_free(e);
+        ad_log(AD_LOG_ERR, "cannot queue the report of dropped alerts: "
+               "out of memory");
+        return -1;
+    }
+
+    (void) snprintf(e->alert.id, sizeof(e->alert.id), "dropped-%s-%lld",
+                    key, (long long) q->since_ms);
+    (void) snprintf(e->name, sizeof(e->name), "%s-%s.json", key,
+                    e->alert.id);
+    (void) snprintf(e->key, sizeof(e->key), "%s", key);
+    e->kind = kind;
+    e->queued_ms = ad_now_ms();
+    e->seq = ob->seq;
+    e->first = 1;
+    e->fresh = 1;
+
+    e->alert.time_ms = e->queued_ms;
+    ad_time_format(e->alert.time, sizeof(e->alert.time), e->queued_ms);
+    e->alert.kind = AD_KIND_DROPPED;
+    e->alert.critical = (q->d.critical > 0);
+    (void) snprintf(e->alert.reason, sizeof(e->alert.reason),
+                    "outbox_full");
+    e->alert.count = q->dropped;
+    e->alert.dropped = q->d;
+
+    if (ad_time_parse(q->d.first_time, &first) == 0
+        && ad_time_parse(q->d.last_time, &last) == 0 && last > first)
+    {
+        e->alert.window = (last - first + 999) / 1000;
+    }
+
+    if (fstatat(ob->fd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        ad_log(AD_LOG_INFO, "the report %s is queued already", e->name);
+        ad_entry_free(e);
+
+    } else {
+        if (ad_outbox_write(ob, e) != 0) {
+            ad_entry_free(e);
+            return -1;
+        }
+
+        ob->seq++;
+        ad_outbox_link(ob, e);
+    }
+
+    ad_log(AD_LOG_WARN, "%s %s: %lld alert(s) (%lld critical) were not "
+           "queued for it while its outbox was full, from %s (alert %s) "
+           "to %s (alert %s); it has room again, alert dropped-%s-%lld "
+           "tells it so", ad_sink_kind_name(q->kind), q->label,
+           (long long) q->dropped, (long long) q->d.critical,
+           q->d.first_time, q->d.first_id, q->d.last_time, q->d.last_id,
+           key, (long long) q->since_ms);
+
+    q->dropped = 0;
+    q->since_ms = 0;
+    memset(&q->d, 0, sizeof(ad_dropped_t));
+
+    return 1;
+}
+
+
+/* at start: what is dropped and not told yet, and sinks over the cap */
+
+void
+ad_outbox_pending(const ad_outbox_t *ob)
+{
+    size_t             i;
+    const ad_sinkq_t  *q;
+
+    for (i = 0; i < ob->nq; i++) {
+        q = &ob->q[i];
+
+        if (q->dropped > 0) {
+            ad_log(AD_LOG_WARN, "%s %s: %lld alert(s) (%lld critical) "
+                   "not queued since %s while its outbox was full; it is "
+                   "told once it has room", ad_sink_kind_name(q->kind),
+                   q->label, (long long) q->dropped,
+                   (long long) q->d.critical, q->d.since);
+        }
+
+        if (q->n > ob->max) {
+            ad_log(AD_LOG_WARN, "%s %s: %zu alert(s) queued, more than "
+                   "--outbox-max %zu: all are kept, new ones are not "
+                   "queued until it is below", ad_sink_kind_name(q->kind),
+                   q->label, q->n, ob->max);
+        }
+    }
+}
+
+
+/*
+ * [{"sink":KEY,"kind":"webhook","label":URL,"count":N,"since":MS,
+ *   "dropped":{ as in the report }}]: only sinks with a count
+ */
+
+json_t *
+ad_outbox_drops_to_json(const ad_outbox_t *ob)
+{
+    size_t             i;
+    json_t            *arr, *o;
+    const ad_sinkq_t  *q;
+
+    arr = json_array();
+    if (arr == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < ob->nq; i++) {
+        q = &ob->q[i];
+
+        if (q->dropped == 0) {
+            continue;
+        }
+
+        o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:{s:I, s:s, s:s, s:s, "
+                      "s:s, s:s}}",
+                      "sink", q->key, "kind", ad_sink_kind_name(q->kind),
+                      "label", q->label, "count", (json_int_t) q->dropped,
+                      "since", (json_int_t) q->since_ms,
+                      "dropped",
+                      "critical", (json_int_t) q->d.critical,
+                      "since", q->d.since,
+                      "first_id", q->d.first_id,
+                      "first_time", q->d.first_time,
+                      "last_id", q->d.last_id,
+                      "last_time", q->d.last_time);
+
+        if (o == NULL || json_array_append_new(arr, o) != 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+
+    return arr;
+}
+
+
+int
+ad_outbox_drops_from_json(ad_outbox_t *ob, const json_t *a, char *why,
+    size_t whysize)
+{
+    size_t          i;
+    json_t         *o;
+    json_int_t      count, since, critical;
+    ad_sinkq_t     *q;
+    const char     *key, *kind, *label, *s[5];
+    al_sink_kind_t  k;
+
+    if (!json_is_array(a)) {
+        (void) snprintf(why, whysize, "\"dropped\" is not an array");
+        return -1;
+    }
+
+    json_array_foreach(a, i, o) {
+        if (json_unpack(o, "{s:s, s:s, s:s, s:I, s:I, s:{s:I, s:s, s:s, "
+                        "s:s, s:s, s:s}}",
+                        "sink", &key, "kind", &kind, "label", &label,
+                        "count", &count, "since", &since,
+                        "dropped", "critical", &critical, "since", &s[0],
+                        "first_id", &s[1], "first_time", &s[2],
+                        "last_id", &s[3], "last_time", &s[4]) != 0
+            || strlen(key) != AD_KEY_HEX
+            || strspn(key, "0123456789abcdef") != AD_KEY_HEX
+            || (strcmp(kind, "webhook") != 0
+                && strcmp(kind, "alertmanager") != 0)
+            || strlen(label) >= AD_LABEL_MAX
+            || count < 1 || since < 0 || critical < 0 || critical > count
+            || strlen(s[0]) >= AD_TIME_MAX || strlen(s[1]) > AD_FID_MAX
+            || strlen(s[2]) >= AD_TIME_MAX || strlen(s[3]) > AD_FID_MAX
+            || strlen(s[4]) >= AD_TIME_MAX)
+        {
+            (void) snprintf(why, whysize, "dropped alerts record %zu is "
+                            "malformed", i);
+            return -1;
+        }
+
+        k = (strcmp(kind, "webhook") == 0) ? AL_SINK_WEBHOOK
+                                           : AL_SINK_ALERTMANAGER;
+
+        q = ad_sinkq_get(ob, key, k, NULL, 1);
+        if (q == NULL) {
+            (void) snprintf(why, whysize, "out of memory");
+            return -1;
+        }
+
+        if (q->label[0] == '\0') {
+            (void) snprintf(q->label, sizeof(q->label), "%s", label);
+        }
+
+        q->dropped = count;
+        q->since_ms = since;
+        q->d.critical = critical;
+        (void) snprintf(q->d.since, sizeof(q->d.since), "%s", s[0]);
+        (void) snprintf(q->d.first_id, sizeof(q->d.first_id), "%s", s[1]);
+        (void) snprintf(q->d.first_time, sizeof(q->d.first_time), "%s",
+                        s[2]);
+        (void) snprintf(q->d.last_id, sizeof(q->d.last_id), "%s", s[3]);
+        (void) snprintf(q->d.last_time, sizeof(q->d.last_time), "%s", s[4]);
+    }
+
+    return 0;
+}
+
+
+/* the sink's record; with create, a new one if there is none (or NULL) */
+
+static ad_sinkq_t *
+ad_sinkq_get(ad_outbox_t *ob, const char *key, al_sink_kind_t kind,
+    const char *url, int create)
+{
+    size_t       i;
+    ad_sinkq_t  *q;
+
+    for (i = 0; i < ob->nq; i++) {
+        if (strcmp(ob->q[i].key, key) == 0) {
+            q = &ob->q[i];
+
+            if (q->label[0] == '\0' && url != NULL) {
+                ad_url_label(q->label, sizeof(q->label), url);
+            }
+
+            return q;
+        }
+    }
+
+    if (!create) {
+        return NULL;
+    }
+
+    /* one per sink key: a handful, so one at a time */
+
+    q = realloc(ob->q, (ob->nq + 1) * sizeof(ad_sinkq_t));
+    if (q == NULL) {
+        return NULL;
+    }
+
+    ob->q = q;
+    q = &ob->q[ob->nq++];
+    memset(q, 0, sizeof(ad_sinkq_t));
+
+    (void) snprintf(q->key, sizeof(q->key), "%s", key);
+    q->kind = kind;
+
+    if (url != NULL) {
+        ad_url_label(q->label, sizeof(q->label), url);
+    }
+
+    return q;
 }
 
 

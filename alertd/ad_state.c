@@ -4,15 +4,17 @@
  *   STATE/lock      flock()ed while a daemon runs: one alertd per state
  *   STATE/offset    the journal position (device, inode, offset and a
  *                   fingerprint of the bytes before it; the same for a
- *                   rotated file still read) and the open groups, one
- *                   JSON object
+ *                   rotated file still read), the open groups and the
+ *                   counts of alerts a full outbox dropped, one JSON
+ *                   object
  *   STATE/outbox/   one file per pending (alert, sink), see ad_outbox.c
  *
  * Files are replaced atomically: written to ".tmp-NAME", fsync()ed,
  * renamed over NAME, and the directory fsync()ed by the caller once per
  * batch.  A crash leaves the old file or the new one, never a mix.  The
- * position and the groups share one file so that a journal line is never
- * folded twice or lost between two writes.
+ * position, the groups and the drop counts share one file so that a
+ * journal line is never folded or counted twice, or lost between two
+ * writes.
  */
 
 #include <errno.h>
@@ -233,12 +235,12 @@ ad_fsync_dir(int dirfd)
 
 int
 ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
-    ad_groups_t *gs, char *err, size_t errsize)
+    ad_groups_t *gs, ad_outbox_t *ob, char *err, size_t errsize)
 {
     int            version;
     char          *buf;
     size_t         len;
-    json_t        *o, *groups, *print, *rotated;
+    json_t        *o, *groups, *print, *rotated, *dropped;
     json_int_t     dev, ino, off;
     const char    *path;
     json_error_t   jerr;
@@ -287,9 +289,17 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     }
 
     /*
-     * "print" and "rotated" came later: a state file without them is
-     * still good, its position is then trusted on the inode alone.
+     * "print", "rotated" and "dropped" came later: a state file without
+     * them is still good, its position is then trusted on the inode
+     * alone, and nothing was dropped.
      */
+
+    dropped = json_object_get(o, "dropped");
+    if (dropped != NULL
+        && ad_outbox_drops_from_json(ob, dropped, why, sizeof(why)) != 0)
+    {
+        goto bad;
+    }
 
     pos->cur.off = off;
 
@@ -339,11 +349,11 @@ bad:
 
 int
 ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
-    const ad_groups_t *gs)
+    const ad_groups_t *gs, const ad_outbox_t *ob)
 {
     int      rc;
     char    *s;
-    json_t  *o, *groups, *r;
+    json_t  *o, *groups, *r, *dropped;
 
     groups = ad_group_to_json(gs);
     if (groups == NULL) {
@@ -387,6 +397,20 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
             return -1;
         }
     }
+
+    dropped = ad_outbox_drops_to_json(ob);
+
+    if (dropped == NULL
+        || (json_array_size(dropped) > 0
+            && json_object_set(o, "dropped", dropped) != 0))
+    {
+        json_decref(dropped);
+        json_decref(o);
+        errno = ENOMEM;
+        return -1;
+    }
+
+    json_decref(dropped);
 
     s = json_dumps(o, JSON_COMPACT);
     json_decref(o);

@@ -7,7 +7,9 @@
  * repeats (ad_group.c), queues every alert durably for every sink in the
  * policy's alerts.sinks (ad_outbox.c) and delivers it: signed Standard
  * Webhooks POSTs and Alertmanager API v2 posts, retried with backoff
- * until the sink takes them (ad_deliver.c).
+ * until the sink takes them (ad_deliver.c).  A sink's outbox is bounded
+ * (--outbox-max): what a full one does not take is counted, and the
+ * count sent to the sink when it has room again.
  *
  * Nothing is lost, whatever stops us when: an alert's outbox file is on
  * disk before the journal offset past its line is saved, and it is
@@ -56,6 +58,7 @@ typedef struct {
     char             journal_path[PATH_MAX];
     char             state_path[PATH_MAX];
     int64_t          repeat_ms;
+    size_t           outbox_max;
     unsigned         once:1;
     unsigned         foreground:1;
     unsigned         verbose:1;
@@ -80,6 +83,8 @@ static int ad_options(ad_ctx_t *ctx, int argc, char **argv);
 static void ad_usage(FILE *f);
 static int ad_absolute(char *buf, size_t size, const char *path,
     const char *what);
+static int ad_count_parse(const char *s, size_t min, size_t max,
+    size_t *v);
 static int ad_daemonize(int *notify, int *code);
 static int ad_init(ad_ctx_t *ctx);
 static int ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n,
@@ -89,6 +94,7 @@ static int ad_loop(ad_ctx_t *ctx);
 static void ad_signals(ad_ctx_t *ctx);
 static void ad_stop(ad_ctx_t *ctx, const char *why);
 static void ad_work(ad_ctx_t *ctx);
+static int ad_report(ad_ctx_t *ctx);
 static int ad_on_line(void *data, const char *line, size_t len,
     int64_t off);
 static int ad_emit(void *data, const ad_alert_t *a);
@@ -103,6 +109,7 @@ static const struct option  ad_long_options[] = {
     { "journal",         required_argument, NULL, 'j' },
     { "state",           required_argument, NULL, 's' },
     { "repeat-interval", required_argument, NULL, 'r' },
+    { "outbox-max",      required_argument, NULL, 'm' },
     { "once",            no_argument,       NULL, 'o' },
     { "foreground",      no_argument,       NULL, 'f' },
     { "verbose",         no_argument,       NULL, 'v' },
@@ -185,13 +192,14 @@ static int
 ad_options(ad_ctx_t *ctx, int argc, char **argv)
 {
     int          c;
-    const char  *policy, *keyring, *journal, *state, *repeat;
+    const char  *policy, *keyring, *journal, *state, *repeat, *max;
 
     policy = NULL;
     keyring = NULL;
     journal = NULL;
     state = NULL;
     repeat = "5m";
+    max = NULL;
 
     opterr = 0;
 
@@ -216,6 +224,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
             break;
         case 'r':
             repeat = optarg;
+            break;
+        case 'm':
+            max = optarg;
             break;
         case 'o':
             ctx->once = 1;
@@ -268,6 +279,17 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         return 2;
     }
 
+    ctx->outbox_max = AD_OUTBOX_DEFAULT;
+
+    if (max != NULL
+        && ad_count_parse(max, 1, AD_OUTBOX_LIMIT, &ctx->outbox_max) != 0)
+    {
+        (void) fprintf(stderr, "%s: --outbox-max \"%s\" is not a number "
+                       "of alerts from 1 to %d\n", AD_NAME, max,
+                       AD_OUTBOX_LIMIT);
+        return 2;
+    }
+
     if (ad_absolute(ctx->policy, sizeof(ctx->policy), policy, "--policy")
         != 0
         || ad_absolute(ctx->keyring, sizeof(ctx->keyring), keyring,
@@ -289,13 +311,14 @@ ad_usage(FILE *f)
 {
     (void) fprintf(f,
 "usage: airlock-alertd --policy FILE --keyring FILE --journal FILE\n"
-"                      --state DIR [--repeat-interval 5m] [--once]\n"
-"                      [--foreground] [-v]\n"
+"                      --state DIR [--repeat-interval 5m]\n"
+"                      [--outbox-max %d] [--once] [--foreground] [-v]\n"
 "\n"
 "Delivers the alerts the Airlock nginx module writes to its journal to\n"
 "the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
 "the sink's hmac_secret) and Alertmanager (API v2).  Every alert is\n"
-"queued on disk before it is sent and retried until the sink takes it.\n"
+"queued on disk before it is sent and retried until the sink takes it;\n"
+"what a full queue cannot take is counted and reported.\n"
 "\n"
 "  --policy FILE           the Airlock policy (alerts.sinks, secrets)\n"
 "  --keyring FILE          the appliance private key, to open sealed\n"
@@ -307,6 +330,13 @@ ad_usage(FILE *f)
 "                          peer without a client, and reason) within\n"
 "                          DUR are sent as one folded alert when DUR\n"
 "                          ends; 1s to 24h, default 5m\n"
+"  --outbox-max N          the most alerts queued for one sink: 1 to\n"
+"                          %d, default %d; each takes a file\n"
+"                          and about 2 KiB of memory.  A full sink\n"
+"                          keeps its oldest alerts, folds a queued\n"
+"                          group's repeats into it and counts the other\n"
+"                          new alerts; the count is sent to the sink\n"
+"                          first once it has room again\n"
 "  --once                  read the journal to its end, try each queued\n"
 "                          alert once and exit: 0 if none is left, 1 if\n"
 "                          some are (they stay queued)\n"
@@ -326,7 +356,43 @@ ad_usage(FILE *f)
 "\n"
 "Exit status: 0 done, 1 runtime failure (or --once with alerts left),\n"
 "2 usage or configuration error.  Logs go to standard error, one line\n"
-"per event.  See docs/alerts.md.\n", AD_STOP_GRACE / 1000);
+"per event.  See docs/alerts.md.\n", AD_OUTBOX_DEFAULT, AD_OUTBOX_LIMIT,
+                   AD_OUTBOX_DEFAULT, AD_STOP_GRACE / 1000);
+}
+
+
+/* a decimal number from min to max: digits only, no sign, no suffix */
+
+static int
+ad_count_parse(const char *s, size_t min, size_t max, size_t *v)
+{
+    size_t  n;
+
+    if (*s == '\0') {
+        return -1;
+    }
+
+    n = 0;
+
+    for ( /* void */ ; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9') {
+            return -1;
+        }
+
+        n = n * 10 + (size_t) (*s - '0');
+
+        if (n > max) {
+            return -1;
+        }
+    }
+
+    if (n < min) {
+        return -1;
+    }
+
+    *v = n;
+
+    return 0;
 }
 
 
@@ -488,11 +554,13 @@ ad_init(ad_ctx_t *ctx)
 
     ctx->groups.interval_ms = ctx->repeat_ms;
 
+    /* the outbox first: the state file holds its drop counts */
+
     if (ad_state_open(&ctx->state, ctx->state_path, err, sizeof(err)) != 0
+        || ad_outbox_open(&ctx->outbox, ctx->state.fd, ctx->outbox_max, err,
+                          sizeof(err)) != 0
         || ad_state_load(&ctx->state, ctx->journal_path, &pos, &ctx->groups,
-                         err, sizeof(err)) != 0
-        || ad_outbox_open(&ctx->outbox, ctx->state.fd, err, sizeof(err))
-           != 0)
+                         &ctx->outbox, err, sizeof(err)) != 0)
     {
         ad_sinks_free(sinks, nsinks);
         ad_log(AD_LOG_ERR, "%s", err);
@@ -538,12 +606,14 @@ ad_init(ad_ctx_t *ctx)
     }
 
     ad_log(AD_LOG_INFO, "started %s: journal %s at offset %lld, state %s, "
-           "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s",
-           AL_VERSION, ctx->journal_path, (long long) pos.cur.off,
-           ctx->state_path, ctx->outbox.n, ctx->groups.n,
-           (long long) (ctx->repeat_ms / 1000));
+           "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s, "
+           "at most %zu alert(s) queued per sink", AL_VERSION,
+           ctx->journal_path, (long long) pos.cur.off, ctx->state_path,
+           ctx->outbox.n, ctx->groups.n,
+           (long long) (ctx->repeat_ms / 1000), ctx->outbox_max);
 
     ad_deliver_orphans(&ctx->deliver);
+    ad_outbox_pending(&ctx->outbox);
 
     ctx->saved_at = ad_mono_ms();
 
@@ -615,7 +685,8 @@ static int
 ad_loop(ad_ctx_t *ctx)
 {
     int      fds[2], ready[2], rc;
-    int64_t  tick;
+    size_t   i;
+    int64_t  tick, dropped;
 
     rc = 0;
     tick = ad_mono_ms() + AD_TICK;
@@ -681,8 +752,14 @@ ad_loop(ad_ctx_t *ctx)
         rc = 1;
     }
 
-    ad_log(AD_LOG_INFO, "stopped: %zu alert(s) queued, %zu group(s) open",
-           ctx->outbox.n, ctx->groups.n);
+    dropped = 0;
+    for (i = 0; i < ctx->outbox.nq; i++) {
+        dropped += ctx->outbox.q[i].dropped;
+    }
+
+    ad_log(AD_LOG_INFO, "stopped: %zu alert(s) queued, %zu group(s) open, "
+           "%lld alert(s) dropped by a full outbox not reported yet",
+           ctx->outbox.n, ctx->groups.n, (long long) dropped);
 
     return rc;
 }
@@ -786,7 +863,11 @@ ad_stop(ad_ctx_t *ctx, const char *why)
 }
 
 
-/* the journal, then the group windows, then the state on disk */
+/*
+ * The reports of dropped alerts, then the journal, then the group
+ * windows, then the state on disk.  A report goes first: it takes the
+ * room a delivery made before a new alert can.
+ */
 
 static void
 ad_work(ad_ctx_t *ctx)
@@ -802,7 +883,8 @@ ad_work(ad_ctx_t *ctx)
         ctx->blocked_until = 0;
     }
 
-    if (ad_journal_read(ctx->journal, ad_on_line, ctx) != 0
+    if (ad_report(ctx) != 0
+        || ad_journal_read(ctx->journal, ad_on_line, ctx) != 0
         || ad_group_expire(&ctx->groups, ad_now_ms(), ad_emit, ctx) != 0)
     {
         /* queueing failed (logged): what was read stays unread */
@@ -812,6 +894,32 @@ ad_work(ad_ctx_t *ctx)
     if (ad_persist(ctx, 0) != 0) {
         ctx->blocked_until = now + AD_TICK;
     }
+}
+
+
+/* a few sinks: looking at each on every turn costs nothing */
+
+static int
+ad_report(ad_ctx_t *ctx)
+{
+    int               rc;
+    size_t            i;
+    const ad_sink_t  *s;
+
+    for (i = 0; i < ctx->deliver.nsinks; i++) {
+        s = &ctx->deliver.sinks[i];
+
+        rc = ad_outbox_report(&ctx->outbox, s->kind, s->key, s->url);
+        if (rc < 0) {
+            return -1;
+        }
+
+        if (rc > 0) {
+            ctx->changed = 1;
+        }
+    }
+
+    return 0;
 }
 
 
@@ -863,28 +971,59 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off)
 static int
 ad_emit(void *data, const ad_alert_t *a)
 {
-    size_t            i;
+    int               rc;
+    size_t            i, n[3];
     ad_ctx_t         *ctx;
+    const char       *what;
     const ad_sink_t  *s;
+    char              but[128];
 
     ctx = data;
+    n[AD_OUTBOX_QUEUED] = 0;
+    n[AD_OUTBOX_FOLDED] = 0;
+    n[AD_OUTBOX_DROPPED] = 0;
 
     for (i = 0; i < ctx->deliver.nsinks; i++) {
         s = &ctx->deliver.sinks[i];
 
-        if (ad_outbox_add(&ctx->outbox, a, s->kind, s->key, s->url) != 0) {
+        rc = ad_outbox_add(&ctx->outbox, a, s->kind, s->key, s->url);
+        if (rc < 0) {
             return -1;
         }
+
+        n[rc]++;
     }
 
     ctx->changed = 1;
 
+    if (ctx->deliver.nsinks == 0) {
+        what = "no sinks for";
+    } else if (n[AD_OUTBOX_QUEUED] > 0) {
+        what = "queued";
+    } else if (n[AD_OUTBOX_FOLDED] > 0) {
+        what = "folded into a queued alert:";
+    } else {
+        what = "dropped (outbox full):";
+    }
+
+    but[0] = '\0';
+
+    if (n[AD_OUTBOX_QUEUED] > 0
+        && n[AD_OUTBOX_FOLDED] + n[AD_OUTBOX_DROPPED] > 0)
+    {
+        (void) snprintf(but, sizeof(but), "; outbox full for %zu of %zu "
+                        "sinks: folded for %zu, dropped for %zu",
+                        n[AD_OUTBOX_FOLDED] + n[AD_OUTBOX_DROPPED],
+                        ctx->deliver.nsinks, n[AD_OUTBOX_FOLDED],
+                        n[AD_OUTBOX_DROPPED]);
+    }
+
     ad_log(AD_LOG_INFO, "%s %salert %s: %s, client %s%s%s, reason %s, "
-           "count %lld", ctx->deliver.nsinks > 0 ? "queued" : "no sinks for",
-           a->folded ? "folded " : "", a->id, ad_alert_kind_name(a->kind),
+           "count %lld%s", what, a->folded ? "folded " : "", a->id,
+           ad_alert_kind_name(a->kind),
            a->has_client ? a->client : "(none)",
            a->has_peer ? ", peer " : "", a->has_peer ? a->peer : "",
-           a->reason, (long long) a->count);
+           a->reason, (long long) a->count, but);
 
     return 0;
 }
@@ -921,8 +1060,8 @@ ad_persist(ad_ctx_t *ctx, int force)
 
     ad_journal_pos(ctx->journal, &pos);
 
-    if (ad_state_save(&ctx->state, ctx->journal_path, &pos, &ctx->groups)
-        != 0)
+    if (ad_state_save(&ctx->state, ctx->journal_path, &pos, &ctx->groups,
+                      &ctx->outbox) != 0)
     {
         ad_log(AD_LOG_ERR, "cannot save %s/offset: %s", ctx->state_path,
                strerror(errno));

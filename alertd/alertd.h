@@ -54,6 +54,8 @@
 #define AD_PRINT_MAX           4096     /* journal bytes before the
                                            position that identify it */
 #define AD_PRINT_HASH          32       /* SHA-256 of those bytes */
+#define AD_OUTBOX_DEFAULT      10000    /* alerts queued per sink */
+#define AD_OUTBOX_LIMIT        1000000  /* the most --outbox-max takes */
 
 
 /* logging and time (ad_log.c) */
@@ -87,8 +89,21 @@ int ad_duration_parse(const char *s, int64_t *ms);
 
 typedef enum {
     AD_KIND_DENY_THRESHOLD = 0,
-    AD_KIND_QUARANTINE
+    AD_KIND_QUARANTINE,
+    AD_KIND_DROPPED                         /* alertd's own: alerts a full
+                                               outbox did not take */
 } ad_kind_t;
+
+/* what an AD_KIND_DROPPED alert reports, see ad_outbox_report() */
+
+typedef struct {
+    int64_t          critical;              /* of count */
+    char             since[AD_TIME_MAX];    /* dropping began, our clock */
+    char             first_id[AD_FID_MAX + 1];
+    char             first_time[AD_TIME_MAX];
+    char             last_id[AD_FID_MAX + 1];
+    char             last_time[AD_TIME_MAX];
+} ad_dropped_t;
 
 typedef struct {
     char             id[AD_FID_MAX + 1];
@@ -110,6 +125,7 @@ typedef struct {
     int64_t          window;                /* seconds */
     char             sample[AD_SAMPLE_MAX + 1];
     char             until[AD_TIME_MAX];
+    ad_dropped_t     dropped;               /* AD_KIND_DROPPED only */
 } ad_alert_t;
 
 typedef enum {
@@ -203,10 +219,12 @@ int ad_file_read(int dirfd, const char *name, size_t max, char **buf,
     size_t *len);
 int ad_fsync_dir(int dirfd);
 
+typedef struct ad_outbox_s  ad_outbox_t;
+
 int ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
-    ad_groups_t *gs, char *err, size_t errsize);
+    ad_groups_t *gs, ad_outbox_t *ob, char *err, size_t errsize);
 int ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
-    const ad_groups_t *gs);
+    const ad_groups_t *gs, const ad_outbox_t *ob);
 
 
 /* the journal (ad_journal.c) */
@@ -270,23 +288,61 @@ struct ad_entry_s {
     int64_t          next_ms;               /* monotonic; not before */
     unsigned         busy:1;
     unsigned         tried:1;               /* --once */
+    unsigned         first:1;               /* sent before the others */
+    unsigned         fresh:1;               /* queued by this process: a
+                                               sink cannot have it yet */
+    char             merged[AD_FID_MAX + 1];    /* the last alert folded
+                                               into it (ad_outbox_add) */
 };
 
+/*
+ * One per sink key with queued alerts or dropped ones: how many are
+ * queued, and what a full outbox did not take since dropping began
+ * (dropped > 0) and the sink was not told yet.
+ */
+
 typedef struct {
+    char             key[AD_KEY_HEX + 1];
+    al_sink_kind_t   kind;
+    char             label[AD_LABEL_MAX];   /* loggable URL */
+    size_t           n;                     /* entries queued */
+    int64_t          dropped;
+    int64_t          since_ms;              /* wall clock */
+    ad_dropped_t     d;
+} ad_sinkq_t;
+
+struct ad_outbox_s {
     ad_entry_t      *head;
     ad_entry_t      *tail;
     size_t           n;
+    size_t           max;                   /* queued per sink */
+    ad_sinkq_t      *q;
+    size_t           nq;
     int              fd;                    /* STATE/outbox */
     uint64_t         seq;
     unsigned         dirty:1;               /* added since the last sync */
-} ad_outbox_t;
+};
 
-int ad_outbox_open(ad_outbox_t *ob, int statefd, char *err, size_t errsize);
+typedef enum {
+    AD_OUTBOX_QUEUED = 0,                   /* or queued already */
+    AD_OUTBOX_FOLDED,                       /* into a queued alert */
+    AD_OUTBOX_DROPPED                       /* counted, see ad_sinkq_t */
+} ad_outbox_rc_t;
+
+int ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
+    size_t errsize);
 void ad_outbox_close(ad_outbox_t *ob);
 int ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
     const char *key, const char *url);
+int ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
+    const char *url);
+void ad_outbox_pending(const ad_outbox_t *ob);
+json_t *ad_outbox_drops_to_json(const ad_outbox_t *ob);
+int ad_outbox_drops_from_json(ad_outbox_t *ob, const json_t *a, char *why,
+    size_t whysize);
 int ad_outbox_sync(ad_outbox_t *ob);
 void ad_outbox_done(ad_outbox_t *ob, ad_entry_t *e);
+const char *ad_sink_kind_name(al_sink_kind_t kind);
 
 
 /* delivery (ad_deliver.c) */
