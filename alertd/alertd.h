@@ -7,7 +7,8 @@
  *   ad_group.c    folding repeats of one (kind, client or peer, reason)
  *   ad_journal.c  following the journal across rotation and truncation
  *   ad_state.c    the state directory: lock, atomic files, offset
- *   ad_outbox.c   one durable file per pending (alert, sink)
+ *   ad_outbox.c   one durable file per pending (alert, sink), bounded
+ *                 per sink; what a full one drops is counted
  *   ad_deliver.c  sinks, signing, libcurl multi transfers, backoff
  *
  * See docs/alerts.md for what goes over the wire and what is on disk.
