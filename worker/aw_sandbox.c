@@ -49,6 +49,14 @@
 #define AW_GVISOR_OVERHEAD_MB  64       /* the sentry and gofer */
 #define AW_GVISOR_PIDS         64       /* their threads */
 
+/*
+ * `runsc run`'s own log, in the job's directory: its last line is the
+ * script's wait status ("Exiting with status: 35072"), which tells an
+ * exit from a signal where runsc's exit code (128 + N) cannot
+ */
+#define AW_RUNSC_LOG           "runsc.log"
+#define AW_RUNSC_EXITING       "] Exiting with status: "
+
 
 typedef struct {
     char             slot[64];
@@ -94,6 +102,9 @@ static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
+static int aw_runsc_status(const aw_box_t *box, int *status);
+static int aw_end_signal(const aw_conf_t *conf, const aw_box_t *box,
+    int st, int cpu_spent, int *code);
 static size_t aw_seccomp_program(struct sock_filter *f, size_t cap);
 
 
@@ -820,7 +831,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 {
     int            fd;
     char           root[2304], code[2304], data[2304], size[32], uid[32];
-    char           runsc_root[2304], platform[64];
+    char           runsc_root[2304], platform[64], log[2304];
     int            sp[2];
     long           cpu_s;
     size_t         nf;
@@ -843,6 +854,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         snprintf(platform, sizeof(platform), "--platform=%s",
                  conf->platform);
         snprintf(root, sizeof(root), "--bundle=%s", box->dir);
+        snprintf(log, sizeof(log), "--debug-log=%s/" AW_RUNSC_LOG,
+                 box->dir);
 
         /*
          * Nothing of the worker's (the Redis connection) goes along: all
@@ -854,8 +867,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
         aw_die_with_worker(worker, fail);
         execle(conf->runsc, "runsc", runsc_root, platform, "--network=none",
-               "--oci-seccomp", "run", root, box->slot, (char *) NULL,
-               aw_runtime_env);
+               "--oci-seccomp", log, "--debug-command=run", "run", root,
+               box->slot, (char *) NULL, aw_runtime_env);
         aw_child_fail(fail, "exec %s: %s", conf->runsc, strerror(errno));
     }
 
@@ -1060,14 +1073,144 @@ aw_stream_read(aw_stream_t *s)
 }
 
 
+/*
+ * The script's wait status as `runsc run` logged it just before it
+ * exited: 0 with *status set, or -1 when the log has no such line (runsc
+ * was killed, or failed before the container ran).  runsc writes the
+ * line last; the tail of the file is enough.
+ */
+
+static int
+aw_runsc_status(const aw_box_t *box, int *status)
+{
+    int      fd, found;
+    char     path[2304], buf[4097], *p, *q, *end;
+    long     v;
+    off_t    size;
+    ssize_t  n;
+
+    snprintf(path, sizeof(path), "%s/" AW_RUNSC_LOG, box->dir);
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        return -1;
+    }
+
+    size = lseek(fd, 0, SEEK_END);
+    n = -1;
+
+    if (size >= 0
+        && lseek(fd, size > 4096 ? size - 4096 : 0, SEEK_SET) >= 0)
+    {
+        n = read(fd, buf, sizeof(buf) - 1);
+    }
+
+    close(fd);
+
+    if (n <= 0) {
+        return -1;
+    }
+
+    buf[n] = '\0';
+    found = -1;
+
+    for (p = buf; (q = strstr(p, AW_RUNSC_EXITING)) != NULL; p = q + 1) {
+        errno = 0;
+        v = strtol(q + sizeof(AW_RUNSC_EXITING) - 1, &end, 10);
+
+        if (errno == 0 && v >= 0 && v <= 0xffff
+            && (*end == '\n' || *end == '\0'))
+        {
+            *status = (int) v;
+            found = 0;
+        }
+    }
+
+    return found;
+}
+
+
+/*
+ * The signal the script died of, 0 when it exited; *code is its exit
+ * code as the result reports it (128 + N for signal N).  Both runtimes
+ * fold a signal into the exit code 128 + N, a code any script can also
+ * choose, so the code alone does not say:
+ *
+ *   gvisor  runsc logs the real wait status (aw_runsc_status()); a
+ *           runsc that died itself was signalled in our own waitpid().
+ *   bwrap   the script is pid 1 of its pid namespace, which no signal
+ *           it sends itself (kill, abort's raise, a SIGXCPU it does not
+ *           handle) can end: only a fault the kernel forces (SIGSEGV,
+ *           SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) or a SIGKILL from
+ *           outside.  128 + a fault signal is taken as that signal, the
+ *           one ambiguity left.  128 + SIGKILL is RLIMIT_CPU's hard
+ *           limit when the job's cgroup used up its CPU time
+ *           (cpu_spent), and else an exit: the worker's own kills and
+ *           the OOM killer's are told apart by the caller.
+ */
+
+static int
+aw_end_signal(const aw_conf_t *conf, const aw_box_t *box, int st,
+    int cpu_spent, int *code)
+{
+    int  ws, sig;
+
+    if (WIFSIGNALED(st)) {
+        /* the runtime itself died of it */
+        *code = 128 + WTERMSIG(st);
+        return WTERMSIG(st);
+    }
+
+    *code = WEXITSTATUS(st);
+
+    if (conf->backend == AW_BACKEND_GVISOR) {
+        if (aw_runsc_status(box, &ws) != 0) {
+            if (*code > 128) {
+                aw_log("warn", "%s: runsc logged no wait status; exit code "
+                       "%d taken for signal %d", box->slot, *code,
+                       *code - 128);
+                return *code - 128;
+            }
+            return 0;
+        }
+
+        if (WIFSIGNALED(ws)) {
+            *code = 128 + WTERMSIG(ws);
+            return WTERMSIG(ws);
+        }
+
+        *code = WEXITSTATUS(ws);
+        return 0;
+    }
+
+    sig = *code > 128 ? *code - 128 : 0;
+
+    switch (sig) {
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGILL:
+    case SIGFPE:
+    case SIGTRAP:
+    case SIGSYS:
+        return sig;
+
+    case SIGKILL:
+        return cpu_spent ? sig : 0;
+
+    default:
+        return 0;
+    }
+}
+
+
 void
 aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     size_t data_len, aw_result_t *res)
 {
     int            op[2], ep[2], fp[2], st, timed_out, killed, code, nfd, i;
-    int            cpu_out, fd;
+    int            cpu_out, fd, sig;
     char           err[AW_ERRLEN], failed[256];
-    long           t0, t1, deadline, left, ooms, pids_max;
+    long           t0, t1, deadline, left, ooms, pids_max, cpu;
     pid_t          pid, r, worker;
     aw_box_t       box;
     aw_stream_t    s[2];
@@ -1256,7 +1399,8 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     aw_child_failure(fp[0], failed, sizeof(failed));
     close(fp[0]);
 
-    code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    cpu = aw_cg_cpu_ms(&box);
+    sig = aw_end_signal(conf, &box, st, cpu >= job->limits.cpu_ms, &code);
     ooms = aw_cg_oom_kills(&box);
     pids_max = box.ncg == 0 ? 0
                : aw_cg_read_key(box.cg[box.v2 ? 0 : 1], "pids.events", "max");
@@ -1280,7 +1424,14 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         aw_result_fail(res, AW_ST_ERROR, "sandbox",
                        "the sandbox could not start: %s", failed);
 
-    } else if (cpu_out || code == 128 + SIGXCPU) {
+    } else if (cpu_out || sig == SIGXCPU
+               || (sig == SIGKILL && cpu >= job->limits.cpu_ms))
+    {
+        /*
+         * The worker's own poll; RLIMIT_CPU's SIGXCPU (gVisor; bwrap's
+         * pid 1 ignores it); or the SIGKILL at its hard limit, with the
+         * cgroup's CPU to show for it
+         */
         aw_result_fail(res, AW_ST_TIMEOUT, "cpu_time",
                        "the script used up its CPU time of %ld ms",
                        job->limits.cpu_ms);
@@ -1298,9 +1449,9 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                        "the sandbox reached its process limit of %ld "
                        "(exit code %d)", job->limits.pids, code);
 
-    } else if (code > 128) {
+    } else if (sig != 0) {
         aw_result_fail(res, AW_ST_KILLED, "signal",
-                       "the script was killed by signal %d", code - 128);
+                       "the script was killed by signal %d", sig);
 
     } else {
         aw_result_fail(res, AW_ST_ERROR, "exit",

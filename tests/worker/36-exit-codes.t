@@ -1,0 +1,91 @@
+#!/usr/bin/perl
+
+# How a script ended, told from the evidence and not from its exit code
+# alone.  Both runtimes report a script that died of signal N as the
+# exit code 128 + N, which a script can also choose: sys.exit(152) is
+# not a CPU-time timeout (152 = 128 + SIGXCPU), nor sys.exit(137) a
+# SIGKILL.  A limit the worker enforced (CPU, wall time), the kernel's
+# oom_kill count and, under gVisor, the wait status runsc logs for the
+# script say what happened; a plain exit stays the script's exit.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
+
+use Test::More;
+use Airlock::Test;
+use Airlock::Worker;
+
+my $t = Airlock::Test->new;
+my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
+                                            // 'gvisor');
+$w->start_proxy;
+$w->start_redis;
+$w->start_worker;
+
+my $gvisor = $w->backend eq 'gvisor';
+
+plan tests => 11;
+
+my $r;
+
+# ---- plain exits with a code above 128 -------------------------------------
+
+for my $code (152, 137, 134, 200) {
+    $r = $w->run_job(job_id => "exit$code",
+                     script => "import sys\nsys.exit($code)\n");
+    ok($r && $r->{status} eq 'error' && $r->{error}{code} eq 'exit'
+       && $r->{exit_code} == $code
+       && $r->{error}{message} eq "the script exited with code $code",
+       "sys.exit($code): an exit with code $code")
+        or diag explain $r;
+}
+
+# ---- what really ended a script keeps its name -----------------------------
+
+$r = $w->run_job(job_id => 'spin', limits => { cpu_ms => 1000 },
+                 script => "while True: pass\n");
+ok($r && $r->{status} eq 'timeout' && $r->{error}{code} eq 'cpu_time',
+   'a busy loop: timeout (CPU time)') or diag explain $r;
+
+$r = $w->run_job(job_id => 'segv',
+                 script => "import ctypes\nctypes.string_at(0)\n");
+ok($r && $r->{status} eq 'killed' && $r->{error}{code} eq 'signal'
+   && $r->{exit_code} == 139
+   && $r->{error}{message} =~ /killed by signal 11\b/,
+   'SIGSEGV: killed by signal 11') or diag explain $r;
+
+$r = $w->run_job(job_id => 'loop', limits => { wall_ms => 1500 },
+                 script => "import time\nwhile True: time.sleep(0.1)\n");
+ok($r && $r->{status} eq 'timeout' && $r->{error}{code} eq 'wall_time',
+   'a sleeping loop: timeout (wall time)') or diag explain $r;
+
+$r = $w->run_job(job_id => 'flood', script => <<'PY');
+a = []
+while True:
+    a.append(b"x" * (1 << 20))
+PY
+ok($r && $r->{status} eq 'oom', 'a memory flood: oom') or diag explain $r;
+
+SKIP: {
+    # bwrap: the script is pid 1 of its namespace, which ignores every
+    # signal it sends itself
+    skip 'a signal the script sends itself: gVisor only', 1 unless $gvisor;
+
+    $r = $w->run_job(job_id => 'selfkill', script =>
+        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n");
+    ok($r && $r->{status} eq 'killed' && $r->{error}{code} eq 'signal'
+       && $r->{exit_code} == 137
+       && $r->{error}{message} =~ /killed by signal 9\b/,
+       'a real SIGKILL: killed by signal 9') or diag explain $r;
+}
+
+is(join(' ', $w->leftovers), '', 'nothing left on the host');
+$w->kill_worker('TERM');
+unlike($w->all_worker_logs,
+       qr/^\S+ \S+ (alert|emerg):|Sanitizer|runtime error/m,
+       'no alerts or sanitizer reports in the log');
+
+1;
