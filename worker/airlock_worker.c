@@ -14,8 +14,10 @@
  * error.  Every job gets exactly one result: SET result:<job_id> NX EX,
  * PUBLISH response:<job_id> with the stored value, then XACK and XDEL in
  * one transaction (the stream holds only what is still to be done).  When
- * Redis goes away the worker reconnects with backoff and keeps the result
- * it holds until it is stored.  docs/jobs.md is the contract.
+ * Redis goes away, or refuses the write, the worker reconnects with
+ * backoff and keeps the result it holds until it is stored; one refused
+ * for its size gives way to a small error result saying so.
+ * docs/jobs.md is the contract.
  */
 
 #include <errno.h>
@@ -48,6 +50,7 @@ typedef struct {
 
 static void aw_on_signal(int sig);
 static void aw_sleep_ms(long ms);
+static void aw_backoff(aw_worker_t *w);
 static redisContext *aw_redis_open(const aw_conf_t *conf);
 static int aw_connect(aw_worker_t *w);
 static void aw_disconnect(aw_worker_t *w);
@@ -69,8 +72,11 @@ static void aw_heartbeat(const aw_conf_t *conf, const char *id,
 static void aw_heartbeat_stop(pid_t pid);
 static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
     size_t len);
-static void aw_finish(aw_worker_t *w, const char *id, const char *job_id,
-    const char *result);
+static int aw_refused(const redisReply *r);
+static void aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
+    const aw_result_t *res, const char *result);
+static void aw_publish_done(aw_worker_t *w, const char *id,
+    const char *job_id, const char *stored);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries);
 static void aw_usage(void);
@@ -95,6 +101,18 @@ aw_sleep_ms(long ms)
     ts.tv_sec = ms / 1000;
     ts.tv_nsec = (ms % 1000) * 1000000;
     nanosleep(&ts, NULL);
+}
+
+
+/* After an outage or a refusal: 100 ms doubling to 5 s, reset on success */
+
+static void
+aw_backoff(aw_worker_t *w)
+{
+    aw_sleep_ms(w->backoff_ms);
+    if (w->backoff_ms < 5000) {
+        w->backoff_ms *= 2;
+    }
 }
 
 
@@ -294,10 +312,7 @@ aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
             freeReplyObject(r);
         }
 
-        aw_sleep_ms(w->backoff_ms);
-        if (w->backoff_ms < 5000) {
-            w->backoff_ms *= 2;
-        }
+        aw_backoff(w);
     }
 }
 
@@ -563,10 +578,7 @@ aw_ack_delete(aw_worker_t *w, const char *id)
             }
         }
 
-        aw_sleep_ms(w->backoff_ms);
-        if (w->backoff_ms < 5000) {
-            w->backoff_ms *= 2;
-        }
+        aw_backoff(w);
     }
 }
 
@@ -693,44 +705,137 @@ aw_heartbeat_stop(pid_t pid)
 }
 
 
-/* Store (only if absent), publish what is stored, acknowledge, delete. */
+/*
+ * A SET refused for the value it carries: OOM (maxmemory with
+ * noeviction) or ERR (a value over proto-max-bulk-len).  A smaller value
+ * may be taken.  The other refusals (LOADING, READONLY, MISCONF, BUSY,
+ * ...) are of any write, for a while: the same value is tried again.
+ */
+
+static int
+aw_refused(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR
+           && (strncmp(r->str, "OOM", 3) == 0
+               || strncmp(r->str, "ERR", 3) == 0);
+}
+
+
+/*
+ * Store (only if absent), publish what is stored, acknowledge, delete.
+ * Only a result Redis has stored ends the job.  One refused for its size
+ * is replaced by a small result_not_stored error that says so
+ * (aw_result_unstored()), so the client gets an answer; while Redis
+ * refuses that too, or refuses any write, the worker backs off and
+ * tries the whole result again (room may have been made), and the entry
+ * stays pending, as in an outage.
+ */
 
 static void
-aw_finish(aw_worker_t *w, const char *id, const char *job_id,
-    const char *result)
+aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
+    const aw_result_t *res, const char *result)
 {
-    char         key[128], chan[128], ttl[32];
-    const char  *stored;
+    char         key[128], ttl[32], *fallback;
+    const char  *value;
     redisReply  *r, *g;
     aw_conf_t   *conf;
 
     conf = w->conf;
 
-    snprintf(key, sizeof(key), "result:%s", job_id);
-    snprintf(chan, sizeof(chan), "response:%s", job_id);
+    snprintf(key, sizeof(key), "result:%s", job->job_id);
     snprintf(ttl, sizeof(ttl), "%ld", conf->result_ttl);
 
-    {
-        const char  *argv[] = { "SET", key, result, "NX", "EX", ttl };
-
-        r = aw_cmd_retry(w, 6, argv, NULL);
-    }
-
+    fallback = NULL;
+    value = result;
     g = NULL;
-    stored = result;
 
-    if (r->type == REDIS_REPLY_NIL) {
-        const char  *argv[] = { "GET", key };
+    for ( ;; ) {
+        const char  *set[] = { "SET", key, value, "NX", "EX", ttl };
+        const char  *get[] = { "GET", key };
 
-        g = aw_cmd_retry(w, 2, argv, NULL);
-        if (g->type == REDIS_REPLY_STRING) {
-            stored = g->str;
-            aw_log("notice", "job %s already has a result; this one is "
-                   "dropped", job_id);
+        r = aw_cmd(w, 6, set, NULL);
+        if (r == NULL) {
+            value = result;
+            aw_backoff(w);
+            continue;
         }
+
+        if (r->type == REDIS_REPLY_STATUS) {
+            freeReplyObject(r);
+            break;
+        }
+
+        if (r->type == REDIS_REPLY_NIL) {
+            freeReplyObject(r);
+
+            g = aw_cmd_retry(w, 2, get, NULL);
+            if (g->type == REDIS_REPLY_STRING) {
+                value = g->str;
+                aw_log("notice", "job %s already has a result; this one is "
+                       "dropped", job->job_id);
+                break;
+            }
+
+            /* expired since the SET: ours is stored after all */
+            freeReplyObject(g);
+            g = NULL;
+            continue;
+        }
+
+        if (value == result && aw_refused(r)) {
+            aw_log("error", "job %s: redis refused its result (%zu bytes): "
+                   "%s; a result_not_stored error takes its place",
+                   job->job_id, strlen(result), r->str);
+
+            if (fallback == NULL) {
+                fallback = aw_result_unstored(conf, job->job_id,
+                                              job->session_id, res,
+                                              strlen(result), r->str);
+            }
+
+            freeReplyObject(r);
+
+            /*
+             * On a fresh connection: Redis keeps a query buffer as large
+             * as the value it refused for the connection that sent it
+             * (expecting another as large), which alone can keep it over
+             * maxmemory
+             */
+            if (fallback != NULL) {
+                aw_disconnect(w);
+                value = fallback;
+                continue;
+            }
+
+            aw_backoff(w);
+            continue;
+        }
+
+        freeReplyObject(r);
+        value = result;
+        aw_backoff(w);
     }
 
-    freeReplyObject(r);
+    aw_publish_done(w, id, job->job_id, value);
+
+    if (g != NULL) {
+        freeReplyObject(g);
+    }
+
+    free(fallback);
+}
+
+
+/* Publish the stored result, acknowledge and delete the entry. */
+
+static void
+aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
+    const char *stored)
+{
+    char         chan[128];
+    redisReply  *r;
+
+    snprintf(chan, sizeof(chan), "response:%s", job_id);
 
     {
         const char  *argv[] = { "PUBLISH", chan, stored };
@@ -739,14 +844,10 @@ aw_finish(aw_worker_t *w, const char *id, const char *job_id,
         freeReplyObject(r);
     }
 
-    if (g != NULL) {
-        freeReplyObject(g);
-    }
-
     aw_ack_delete(w, id);
 
     {
-        const char  *argv[] = { "HDEL", conf->errors_key, id };
+        const char  *argv[] = { "HDEL", w->conf->errors_key, id };
 
         r = aw_cmd_retry(w, 3, argv, NULL);
         freeReplyObject(r);
@@ -855,22 +956,28 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
         goto done;
     }
 
-    /* a result already stored: publish it again, never run twice */
+    /*
+     * A result already stored: publish it again, never run twice.  What
+     * is published is what GET read: nothing is written here (a SET of
+     * an empty value stood in for it, and stored "" when the result
+     * expired between the two commands).
+     */
 
     snprintf(key, sizeof(key), "result:%s", job.job_id);
     {
-        const char  *argv[] = { "EXISTS", key };
+        const char  *argv[] = { "GET", key };
 
         r = aw_cmd_retry(w, 2, argv, NULL);
-        ok = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-        freeReplyObject(r);
 
-        if (ok) {
+        if (r->type == REDIS_REPLY_STRING) {
             aw_log("notice", "job %s already has a result", job.job_id);
-            aw_finish(w, id, job.job_id, "");
+            aw_publish_done(w, id, job.job_id, r->str);
+            freeReplyObject(r);
             aw_job_free(&job);
             return;
         }
+
+        freeReplyObject(r);
     }
 
     snprintf(note, sizeof(note), "delivery %ld to consumer %s started and "
@@ -912,7 +1019,7 @@ done:
            aw_status_name(res.status), res.code[0] ? " " : "", res.code,
            res.timing.total);
 
-    aw_finish(w, id, job.job_id, json);
+    aw_finish(w, id, &job, &res, json);
 
     free(json);
     aw_result_free(&res);
@@ -1035,10 +1142,7 @@ main(int argc, char **argv)
             break;
 
         case -1:
-            aw_sleep_ms(w.backoff_ms);
-            if (w.backoff_ms < 5000) {
-                w.backoff_ms *= 2;
-            }
+            aw_backoff(&w);
             break;
 
         default:

@@ -158,6 +158,9 @@ json_t *aw_json_bytes(const char *s, size_t len, unsigned flags);
 const char *aw_status_name(aw_status_e st);
 char *aw_result_json(const aw_conf_t *conf, const char *job_id,
     const char *session_id, const aw_result_t *res);
+char *aw_result_unstored(const aw_conf_t *conf, const char *job_id,
+    const char *session_id, const aw_result_t *res, size_t len,
+    const char *why);
 void aw_result_free(aw_result_t *res);
 void aw_result_fail(aw_result_t *res, aw_status_e st, const char *code,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -705,6 +705,45 @@ aw_result_json(const aw_conf_t *conf, const char *job_id,
 }
 
 
+/*
+ * What is stored in place of a result Redis refused (len bytes, the
+ * reply in why): the same job, its exit code and timings, status error
+ * and code result_not_stored with how the job ended in the message, and
+ * no stdout or stderr (flagged truncated when there was any), so that it
+ * is small enough to fit where the whole did not.
+ */
+
+char *
+aw_result_unstored(const aw_conf_t *conf, const char *job_id,
+    const char *session_id, const aw_result_t *res, size_t len,
+    const char *why)
+{
+    aw_result_t  r;
+
+    r = *res;
+    r.out = NULL;
+    r.out_len = 0;
+    r.out_trunc = res->out_trunc || res->out_len > 0;
+    r.err = NULL;
+    r.err_len = 0;
+    r.err_trunc = res->err_trunc || res->err_len > 0;
+
+    if (res->status == AW_ST_OK) {
+        aw_result_fail(&r, AW_ST_ERROR, "result_not_stored", "the result "
+                       "(%zu bytes) could not be stored: %.200s; the job "
+                       "ended ok", len, why);
+
+    } else {
+        aw_result_fail(&r, AW_ST_ERROR, "result_not_stored", "the result "
+                       "(%zu bytes) could not be stored: %.200s; the job "
+                       "ended %s (%s): %.200s", len, why,
+                       aw_status_name(res->status), res->code, res->message);
+    }
+
+    return aw_result_json(conf, job_id, session_id, &r);
+}
+
+
 void
 aw_result_fail(aw_result_t *res, aw_status_e st, const char *code,
     const char *fmt, ...)
