@@ -1,8 +1,9 @@
 /*
  * Throw-away sandboxes.  Each job gets a directory under
- * <workdir>/jobs/aw-<worker pid>-<n> holding the bundle (config.json for
- * gVisor), code/script.py and data/data.json, and a cgroup of its own
- * (<cgroup_root>/<controller>/<cgroup_name>/aw-<pid>-<n>) whose limits
+ * <workdir>/jobs/aw-<worker pid>-<its start time>-<n> holding the bundle
+ * (config.json for gVisor), code/script.py and data/data.json, and a
+ * cgroup of its own (<cgroup_root>/<controller>/<cgroup_name>/ and the
+ * same name) whose limits
  * the worker writes itself before the runtime starts, so a limit is
  * never left to a runtime's defaults.
  *
@@ -19,7 +20,8 @@
  * Whatever happens, the sandbox is deleted, the cgroup removed and the
  * files wiped afterwards.  A sandbox dies with its worker (the runtime's
  * parent-death signal); a worker that starts removes the rest of what a
- * crashed worker left (directories whose owner pid is gone).
+ * crashed worker left (directories whose worker, by pid and start time,
+ * is gone).
  */
 
 #include <dirent.h>
@@ -102,6 +104,8 @@ static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
+static int aw_proc_start(pid_t pid, unsigned long long *start);
+static int aw_owner_alive(const char *name, pid_t *owner);
 static int aw_runsc_status(const aw_box_t *box, int *status);
 static int aw_end_signal(const aw_conf_t *conf, const aw_box_t *box,
     int st, int cpu_spent, int *code);
@@ -151,7 +155,8 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
 static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
                                          NULL };
 
-static unsigned long  aw_seq;
+static unsigned long       aw_seq;
+static unsigned long long  aw_start;    /* this worker's, from /proc */
 
 
 static int
@@ -489,8 +494,18 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, const char *data,
 {
     char  path[2304];
 
-    snprintf(box->slot, sizeof(box->slot), "aw-%d-%lu", (int) getpid(),
-             ++aw_seq);
+    /*
+     * The worker's pid and start time name the job: a pid alone names
+     * any process that gets it later (aw_owner_alive())
+     */
+    if (aw_start == 0 && aw_proc_start(getpid(), &aw_start) != 0) {
+        snprintf(err, n, "cannot read this worker's start time from "
+                 "/proc/%d/stat", (int) getpid());
+        return -1;
+    }
+
+    snprintf(box->slot, sizeof(box->slot), "aw-%d-%llu-%lu",
+             (int) getpid(), aw_start, ++aw_seq);
     snprintf(box->dir, sizeof(box->dir), "%s/jobs/%s", conf->workdir,
              box->slot);
 
@@ -1074,6 +1089,123 @@ aw_stream_read(aw_stream_t *s)
 
 
 /*
+ * A process's start time, in clock ticks after boot (field 22 of
+ * /proc/<pid>/stat, after the command name in parentheses, which may
+ * itself hold spaces and parentheses).  -1 when there is no such process.
+ */
+
+static int
+aw_proc_start(pid_t pid, unsigned long long *start)
+{
+    int      fd, i;
+    char     path[64], buf[1024], *p;
+    ssize_t  n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+
+    if (n <= 0) {
+        return -1;
+    }
+
+    buf[n] = '\0';
+
+    p = strrchr(buf, ')');
+    if (p == NULL) {
+        return -1;
+    }
+
+    /* the space before each field, from 3 (state) to 22 */
+    for (i = 3; i <= 22; i++) {
+        p = strchr(p + 1, ' ');
+        if (p == NULL) {
+            return -1;
+        }
+    }
+
+    if (sscanf(p + 1, "%llu", start) != 1) {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * Whether the worker that made a job directory is still running, by the
+ * directory's name: aw-<pid>-<start>-<n>.  The pid alone would keep a
+ * dead worker's directory for as long as another process has that pid
+ * (pids are reused; the start time is not).  1 for alive, 0 for gone,
+ * -1 for a name that is not a job directory's.  A name of the old form,
+ * aw-<pid>-<n>, is a live worker's only while its pid is an
+ * airlock-worker.  Our own pid is ours: this runs before any job.
+ */
+
+static int
+aw_owner_alive(const char *name, pid_t *owner)
+{
+    int                 pid, len, fd;
+    char                path[64], comm[32];
+    ssize_t             k;
+    unsigned long       seq;
+    unsigned long long  start, now;
+
+    len = 0;
+
+    if (sscanf(name, "aw-%d-%llu-%lu%n", &pid, &start, &seq, &len) == 3
+        && name[len] == '\0' && pid > 0)
+    {
+        *owner = pid;
+
+        if (pid == getpid()) {
+            return 0;
+        }
+
+        return aw_proc_start(pid, &now) == 0 && now == start;
+    }
+
+    len = 0;
+
+    if (sscanf(name, "aw-%d-%lu%n", &pid, &seq, &len) != 2
+        || name[len] != '\0' || pid <= 0)
+    {
+        return -1;
+    }
+
+    *owner = pid;
+
+    if (pid == getpid()) {
+        return 0;
+    }
+
+    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+
+    k = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+
+    if (k <= 0) {
+        return 0;
+    }
+
+    comm[k] = '\0';
+
+    return strcmp(comm, "airlock-worker\n") == 0;
+}
+
+
+/*
  * The script's wait status as `runsc run` logged it just before it
  * exited: 0 with *status set, or -1 when the log has no such line (runsc
  * was killed, or failed before the container ran).  runsc writes the
@@ -1505,11 +1637,11 @@ aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n)
 void
 aw_sandbox_cleanup_stale(const aw_conf_t *conf)
 {
-    int             pid, i;
+    int             i;
     DIR            *d;
     char            path[2304];
+    pid_t           pid;
     aw_box_t        box;
-    unsigned long   seq;
     struct dirent  *e;
     const char     *ctl[4] = { "memory", "pids", "cpu", "cpuacct" };
 
@@ -1517,9 +1649,7 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
     d = opendir(path);
 
     while (d != NULL && (e = readdir(d)) != NULL) {
-        if (sscanf(e->d_name, "aw-%d-%lu", &pid, &seq) != 2
-            || (pid != getpid() && (kill(pid, 0) == 0 || errno != ESRCH)))
-        {
+        if (aw_owner_alive(e->d_name, &pid) != 0) {
             continue;
         }
 
@@ -1543,7 +1673,8 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
         }
         box.ncg = box.v2 ? 1 : 4;
 
-        aw_log("notice", "removing %s, left by worker %d", box.slot, pid);
+        aw_log("notice", "removing %s, left by worker %d", box.slot,
+               (int) pid);
 
         if (conf->backend == AW_BACKEND_GVISOR) {
             aw_runsc_delete(conf, box.slot, 1);

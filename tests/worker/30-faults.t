@@ -81,7 +81,7 @@ $r = $w->wait_result('k1', 60);
 is($r && $r->{stdout}, "done k1\n", 'k1: one result after the restart');
 like($w->worker_log($b), qr/resuming own pending entry/,
      'the restarted worker finished its own pending entry first');
-like($w->worker_log($b), qr/removing aw-$a-\d+, left by worker $a/,
+like($w->worker_log($b), qr/removing aw-$a-\d+-\d+, left by worker $a/,
      'and removed what the dead worker left');
 is(pending(), 0, 'k1 acknowledged');
 $w->kill_worker('TERM', $b);
