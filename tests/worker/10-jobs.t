@@ -257,6 +257,40 @@ like($f1{error}, qr/job_id must be/, 'missing job_id named');
 my %f2 = @{$dead->[2][1]};
 like($f2{error}, qr/no "job" field/, 'entry without a job field named');
 
+# an envelope over max_envelope_bytes is not parsed, but its job_id is
+# read (one pass over the top level) so that the client gets its answer;
+# job_id after the large member, and a "job_id" in the script and in an
+# input that are not the envelope's
+my $big = 'x' x (1 << 20);
+$w->add_raw('{"script":"' . $big . '\\"job_id\\":\\"evil1\\"",'
+            . '"blueprint":{"inputs":[{"job_id":"evil2"}]},'
+            . '"session_id":"s-big", "job_id" : "huge1"}');
+$r = $w->wait_result('huge1', 30);
+ok($r && $r->{status} eq 'rejected' && $r->{error}{code} eq 'bad_envelope'
+   && $r->{error}{message} =~ /^envelope is \d+ bytes, the maximum is 1048576$/
+   && $r->{session_id} eq 's-big',
+   'an oversized envelope: rejected, answered under its job_id')
+    or diag explain $r;
+ok(!defined $w->redis('GET', 'result:evil1')
+   && !defined $w->redis('GET', 'result:evil2'),
+   'no "job_id" but the top level\'s is read');
+
+# two job_ids, or one written with an escape: no id to answer to
+$w->add_raw('{"job_id":"huge2","script":"' . $big . '","job_id":"huge3"}');
+$w->add_raw('{"job\\u005fid":"huge4","script":"' . $big . '"}');
+$w->add_raw('{"job_id":"huge5","script":"' . $big . '"');
+my @dead;
+for (1 .. 200) {
+    @dead = @{$w->redis('XRANGE', 'airlock:jobs:dead', '-', '+')};
+    last if @dead >= 6;
+    sleep 0.05;
+}
+is(scalar(grep { +{ @{$_->[1]} }->{error} =~ /envelope is \d+ bytes/ }
+           @dead), 3,
+   'an oversized envelope without one clear job_id: dead-lettered');
+ok(!grep({ defined $w->redis('GET', "result:huge$_") } 2 .. 5),
+   'and no result under any of its ids');
+
 # ---- one result per job ----------------------------------------------------
 
 $r = $w->run_job(job_id => 'once', script => 'print("first")');
