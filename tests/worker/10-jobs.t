@@ -27,7 +27,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(max_script_bytes => 2000, max_inputs => 4);
 
-plan tests => 66;
+plan tests => 70;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my ($r, $j);
