@@ -196,11 +196,12 @@ $(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(MOD_MAP) $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
 	cp $(NGX_OBJS)/ngx_http_airlock_module.so $@
 
-# Fuzzing: clang + libFuzzer, ASan and UBSan, policy sources built in.
+# Fuzzing: clang + libFuzzer, ASan and UBSan, policy sources built in (a
+# target of a worker parser includes its source, worker/aw_scan.c).
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ipolicy $(LIB_CFLAGS) \
               -fsanitize=fuzzer,address,undefined
 $(B)/fuzz/%: tests/fuzz/%.c $(POLICY_SRCS) $(POLICY_HDRS) tests/unit/nfkc.h \
-    $(B)/config.mk
+    worker/aw_scan.c worker/aw.h $(B)/config.mk
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(POLICY_SRCS) -o $@ $(LIB_LIBS)
 

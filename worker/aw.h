@@ -149,6 +149,9 @@ int aw_conf_consumer(aw_conf_t *conf, char *err, size_t n);
 void aw_conf_free(aw_conf_t *conf);
 const char *aw_backend_name(aw_backend_e b);
 
+/* aw_scan.c: the ids of an envelope too large to parse */
+void aw_envelope_ids(const char *raw, size_t len, char *jid, char *sid);
+
 /* aw_job.c: envelopes in, results out */
 int aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     size_t len, aw_job_t *job, char *code, size_t codelen, char *err,

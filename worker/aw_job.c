@@ -5,7 +5,8 @@
  * params that do not fit the route, or limits above the operator's maxima
  * each end in a "rejected" result whose error names the problem.  One
  * over max_envelope_bytes is not parsed at all; its ids are read by a
- * scan of the top level that builds nothing, so that it is answered too.
+ * scan of the top level that builds nothing (aw_scan.c), so that it is
+ * answered too.
  */
 
 #include <ctype.h>
@@ -16,10 +17,6 @@
 
 #include "airlock.h"
 #include "aw.h"
-
-
-/* jansson's own nesting limit (JSON_PARSER_MAX_DEPTH) */
-#define AW_SCAN_DEPTH  2048
 
 
 static int aw_id_valid(const char *s);
@@ -33,10 +30,6 @@ static int aw_input_parse(const aw_conf_t *conf, const al_policy_t *policy,
     char *err, size_t errlen);
 static int aw_limits_parse(const aw_conf_t *conf, json_t *lim,
     aw_limits_t *out, char *code, size_t codelen, char *err, size_t errlen);
-static size_t aw_scan_string(const char *p, size_t len, size_t i,
-    int *escaped);
-static size_t aw_scan_value(const char *p, size_t len, size_t i);
-static void aw_envelope_ids(const char *raw, size_t len, aw_job_t *job);
 
 
 static const char *const  aw_env_keys[] = {
@@ -393,261 +386,13 @@ aw_limits_parse(const aw_conf_t *conf, json_t *lim, aw_limits_t *out,
 }
 
 
-/*
- * An envelope over max_envelope_bytes is not parsed, but its refusal
- * must reach the client waiting on result:<job_id>.  These read the top
- * level of the JSON in one pass that builds nothing: a position, and the
- * open brackets as one bit each up to jansson's depth.  A string or a
- * value that is not well-formed as far as the scan goes stops it.
- *
- * aw_scan_string(): the position after the string opening at i, or 0;
- * *escaped when it holds a backslash escape.
- */
-
-static size_t
-aw_scan_string(const char *p, size_t len, size_t i, int *escaped)
-{
-    *escaped = 0;
-
-    for (i++; i < len; i++) {
-        if (p[i] == '"') {
-            return i + 1;
-        }
-
-        if ((unsigned char) p[i] < 0x20) {
-            return 0;
-        }
-
-        if (p[i] == '\\') {
-            *escaped = 1;
-            i++;
-        }
-    }
-
-    return 0;
-}
-
-
-/* The position after the value starting at i, or 0. */
-
-static size_t
-aw_scan_value(const char *p, size_t len, size_t i)
-{
-    int            escaped;
-    size_t         depth, start;
-    unsigned char  open[AW_SCAN_DEPTH / 8];
-
-    if (i >= len) {
-        return 0;
-    }
-
-    if (p[i] == '"') {
-        return aw_scan_string(p, len, i, &escaped);
-    }
-
-    if (p[i] != '{' && p[i] != '[') {
-        /* a number, true, false or null */
-        for (start = i; i < len; i++) {
-            if (!isalnum((unsigned char) p[i]) && p[i] != '.'
-                && p[i] != '+' && p[i] != '-')
-            {
-                break;
-            }
-        }
-
-        return i > start ? i : 0;
-    }
-
-    /* an object or an array: brackets matched, strings skipped */
-
-    depth = 0;
-
-    while (i < len) {
-        switch (p[i]) {
-
-        case '"':
-            i = aw_scan_string(p, len, i, &escaped);
-            if (i == 0) {
-                return 0;
-            }
-            continue;
-
-        case '{':
-        case '[':
-            if (depth == AW_SCAN_DEPTH) {
-                return 0;
-            }
-
-            if (p[i] == '{') {
-                open[depth / 8] |= (unsigned char) (1 << (depth % 8));
-
-            } else {
-                open[depth / 8] &= (unsigned char) ~(1 << (depth % 8));
-            }
-
-            depth++;
-            break;
-
-        case '}':
-        case ']':
-            if (depth == 0
-                || ((open[(depth - 1) / 8] >> ((depth - 1) % 8)) & 1)
-                   != (p[i] == '}'))
-            {
-                return 0;
-            }
-
-            if (--depth == 0) {
-                return i + 1;
-            }
-            break;
-
-        default:
-            break;
-        }
-
-        i++;
-    }
-
-    return 0;
-}
-
-
-/*
- * The job_id (and session_id) of an envelope too large to parse: each
- * taken only when its name is at the top level exactly once, without
- * escapes, and its value a plain string that is a valid id (an id has
- * no character that needs an escape).  A "job_id" inside the script or
- * an input is inside a string or a nested value, never read as one.
- */
-
-static void
-aw_envelope_ids(const char *raw, size_t len, aw_job_t *job)
-{
-    int      escaped, vesc, njob, nsess;
-    char     jid[AW_ID_MAX + 1], sid[AW_ID_MAX + 1], *dst;
-    size_t   i, k, ks, v, ve;
-
-    njob = 0;
-    nsess = 0;
-    jid[0] = '\0';
-    sid[0] = '\0';
-
-    i = 0;
-    while (i < len && isspace((unsigned char) raw[i])) {
-        i++;
-    }
-
-    if (i >= len || raw[i] != '{') {
-        return;
-    }
-
-    i++;
-
-    for ( ;; ) {
-        while (i < len && isspace((unsigned char) raw[i])) {
-            i++;
-        }
-
-        if (i >= len || raw[i] != '"') {
-            return;
-        }
-
-        ks = i + 1;
-        k = aw_scan_string(raw, len, i, &escaped);
-        if (k == 0) {
-            return;
-        }
-
-        i = k;
-        while (i < len && isspace((unsigned char) raw[i])) {
-            i++;
-        }
-
-        if (i >= len || raw[i] != ':') {
-            return;
-        }
-
-        i++;
-        while (i < len && isspace((unsigned char) raw[i])) {
-            i++;
-        }
-
-        v = i;
-        ve = aw_scan_value(raw, len, i);
-        if (ve == 0) {
-            return;
-        }
-
-        dst = NULL;
-
-        if (!escaped && k - 1 - ks == 6
-            && memcmp(raw + ks, "job_id", 6) == 0)
-        {
-            njob++;
-            dst = jid;
-
-        } else if (!escaped && k - 1 - ks == 10
-                   && memcmp(raw + ks, "session_id", 10) == 0)
-        {
-            nsess++;
-            dst = sid;
-        }
-
-        if (dst != NULL) {
-            dst[0] = '\0';
-
-            if (raw[v] == '"') {
-                (void) aw_scan_string(raw, len, v, &vesc);
-
-                if (!vesc && ve - v - 2 <= AW_ID_MAX) {
-                    memcpy(dst, raw + v + 1, ve - v - 2);
-                    dst[ve - v - 2] = '\0';
-                }
-            }
-        }
-
-        i = ve;
-        while (i < len && isspace((unsigned char) raw[i])) {
-            i++;
-        }
-
-        if (i < len && raw[i] == ',') {
-            i++;
-            continue;
-        }
-
-        if (i < len && raw[i] == '}') {
-            break;
-        }
-
-        return;
-    }
-
-    /* the rest: white space only */
-
-    for (i++; i < len; i++) {
-        if (!isspace((unsigned char) raw[i])) {
-            return;
-        }
-    }
-
-    if (njob == 1 && aw_id_valid(jid)) {
-        snprintf(job->job_id, sizeof(job->job_id), "%s", jid);
-
-        if (nsess == 1 && aw_id_valid(sid)) {
-            snprintf(job->session_id, sizeof(job->session_id), "%s", sid);
-        }
-    }
-}
-
-
 int
 aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     size_t len, aw_job_t *job, char *code, size_t codelen, char *err,
     size_t errlen)
 {
     size_t        i, j;
+    char          jtext[AW_ID_MAX + 1], stext[AW_ID_MAX + 1];
     json_t       *root, *jid, *sid, *script, *bp, *inputs, *in;
     const char   *bad;
     json_error_t  je;
@@ -659,7 +404,16 @@ aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
 
     if ((long) len > conf->max_envelope_bytes) {
         /* not parsed; the ids by a scan, for the refusal to be answered */
-        aw_envelope_ids(raw, len, job);
+        aw_envelope_ids(raw, len, jtext, stext);
+
+        if (aw_id_valid(jtext)) {
+            snprintf(job->job_id, sizeof(job->job_id), "%s", jtext);
+
+            if (aw_id_valid(stext)) {
+                snprintf(job->session_id, sizeof(job->session_id), "%s",
+                         stext);
+            }
+        }
 
         return aw_reject(code, codelen, err, errlen, "bad_envelope",
                          "envelope is %zu bytes, the maximum is %ld", len,
