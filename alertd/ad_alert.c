@@ -31,6 +31,8 @@ static int ad_set(json_t *o, const char *name, json_t *v);
 static int ad_dropped_from_json(const json_t *o, ad_dropped_t *d,
     char *why, size_t whysize);
 static json_t *ad_dropped_to_json(const ad_dropped_t *d);
+static json_t *ad_am_alert(const ad_alert_t *a, int64_t repeat_ms,
+    json_t *labels, json_t *ann, int rc);
 static json_t *ad_dropped_to_alertmanager(const ad_alert_t *a,
     int64_t repeat_ms);
 
@@ -501,8 +503,7 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
     int          rc;
     char         who[AD_FIELD_MAX + 32];
     char         summary[AD_FIELD_MAX * 3 + 128];
-    char         starts[AD_TIME_MAX], ends[AD_TIME_MAX];
-    json_t      *arr, *alert, *labels, *ann;
+    json_t      *labels, *ann;
 
     if (a->kind == AD_KIND_DROPPED) {
         return ad_dropped_to_alertmanager(a, repeat_ms);
@@ -539,17 +540,10 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
                         a->reason);
     }
 
-    ad_time_format(starts, sizeof(starts), a->time_ms);
-    ad_time_format(ends, sizeof(ends), a->time_ms + 2 * repeat_ms);
-
-    arr = json_array();
-    alert = json_object();
     labels = json_object();
     ann = json_object();
 
-    if (arr == NULL || alert == NULL || labels == NULL || ann == NULL) {
-        json_decref(arr);
-        json_decref(alert);
+    if (labels == NULL || ann == NULL) {
         json_decref(labels);
         json_decref(ann);
         return NULL;
@@ -580,10 +574,41 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
         rc |= ad_set(ann, "quarantine_until", json_string(a->until));
     }
 
-    rc |= ad_set(alert, "labels", labels)
-          | ad_set(alert, "annotations", ann)
-          | ad_set(alert, "startsAt", json_string(starts))
-          | ad_set(alert, "endsAt", json_string(ends));
+    return ad_am_alert(a, repeat_ms, labels, ann, rc);
+}
+
+
+/*
+ * The array Alertmanager's API takes, of one alert: labels and ann (taken
+ * either way), active from a's time to two repeat intervals on.  NULL
+ * when rc, the result of filling them, says that failed.
+ */
+
+static json_t *
+ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
+    json_t *ann, int rc)
+{
+    char     starts[AD_TIME_MAX], ends[AD_TIME_MAX];
+    json_t  *arr, *alert;
+
+    arr = json_array();
+    alert = json_object();
+
+    if (rc != 0 || arr == NULL || alert == NULL) {
+        json_decref(arr);
+        json_decref(alert);
+        json_decref(labels);
+        json_decref(ann);
+        return NULL;
+    }
+
+    ad_time_format(starts, sizeof(starts), a->time_ms);
+    ad_time_format(ends, sizeof(ends), a->time_ms + 2 * repeat_ms);
+
+    rc = ad_set(alert, "labels", labels)
+         | ad_set(alert, "annotations", ann)
+         | ad_set(alert, "startsAt", json_string(starts))
+         | ad_set(alert, "endsAt", json_string(ends));
 
     /* the array takes alert even when it fails, as ad_set() does */
     rc |= json_array_append_new(arr, alert);
@@ -607,8 +632,7 @@ ad_dropped_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
 {
     int          rc;
     char         summary[AD_TIME_MAX * 3 + 256];
-    char         starts[AD_TIME_MAX], ends[AD_TIME_MAX];
-    json_t      *arr, *alert, *labels, *ann;
+    json_t      *labels, *ann;
 
     (void) snprintf(summary, sizeof(summary),
                     "%lld alerts (%lld critical) were not sent here: "
@@ -617,17 +641,10 @@ ad_dropped_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
                     (long long) a->count, (long long) a->dropped.critical,
                     a->dropped.first_time, a->dropped.last_time);
 
-    ad_time_format(starts, sizeof(starts), a->time_ms);
-    ad_time_format(ends, sizeof(ends), a->time_ms + 2 * repeat_ms);
-
-    arr = json_array();
-    alert = json_object();
     labels = json_object();
     ann = json_object();
 
-    if (arr == NULL || alert == NULL || labels == NULL || ann == NULL) {
-        json_decref(arr);
-        json_decref(alert);
+    if (labels == NULL || ann == NULL) {
         json_decref(labels);
         json_decref(ann);
         return NULL;
@@ -650,17 +667,5 @@ ad_dropped_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
           | ad_set(ann, "last_id", json_string(a->dropped.last_id))
           | ad_set(ann, "last_time", json_string(a->dropped.last_time));
 
-    rc |= ad_set(alert, "labels", labels)
-          | ad_set(alert, "annotations", ann)
-          | ad_set(alert, "startsAt", json_string(starts))
-          | ad_set(alert, "endsAt", json_string(ends));
-
-    rc |= json_array_append_new(arr, alert);
-
-    if (rc != 0) {
-        json_decref(arr);
-        return NULL;
-    }
-
-    return arr;
+    return ad_am_alert(a, repeat_ms, labels, ann, rc);
 }
