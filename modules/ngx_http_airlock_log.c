@@ -181,7 +181,6 @@ static void ngx_http_airlock_region_give(ngx_cycle_t *cycle,
 static void ngx_http_airlock_recover(ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b, ngx_uint_t all, ngx_log_t *log);
 static ngx_uint_t ngx_http_airlock_alive(ngx_atomic_uint_t owner);
-static uint32_t ngx_http_airlock_started(u_char *name, ngx_pid_t pid);
 static ngx_msec_t ngx_http_airlock_wall_ms(void);
 static uint64_t ngx_http_airlock_rid_mix(uint64_t x);
 
@@ -602,7 +601,7 @@ ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
     ngx_http_airlock_me = (ngx_atomic_uint_t) ngx_pid;
 #if (NGX_HTTP_AIRLOCK_OWNER_START)
     ngx_http_airlock_me |= (ngx_atomic_uint_t)
-        ngx_http_airlock_started((u_char *) "/proc/self/stat", ngx_pid) << 32;
+        (uint32_t) al_proc_started(ngx_pid, 1) << 32;
 #endif
 
     ngx_log_debug2(NGX_LOG_DEBUG_CORE, cycle->log, 0,
@@ -776,7 +775,6 @@ ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
 static ngx_uint_t
 ngx_http_airlock_alive(ngx_atomic_uint_t owner)
 {
-    u_char     name[sizeof("/proc//stat") + NGX_INT64_LEN];
     uint32_t   start, now;
     ngx_pid_t  pid;
 
@@ -789,8 +787,7 @@ ngx_http_airlock_alive(ngx_atomic_uint_t owner)
     start = ngx_http_airlock_owner_start(owner);
 
     if (start != 0) {
-        ngx_sprintf(name, "/proc/%P/stat%Z", pid);
-        now = ngx_http_airlock_started(name, pid);
+        now = (uint32_t) al_proc_started(pid, 0);
 
         if (now != 0 && now != start) {
             return 0;
@@ -798,70 +795,6 @@ ngx_http_airlock_alive(ngx_atomic_uint_t owner)
     }
 
     return 1;
-}
-
-
-/*
- * The start time of process pid, the low 32 bits of field 22 of the
- * stat file name (/proc/self/stat or /proc/PID/stat: clock ticks since
- * boot), or 0: no /proc, no such process, or field 1 is not pid.  That
- * last is how a worker finds a /proc mounted for another pid namespace
- * than nginx's, where /proc/self/stat is itself under another pid: a
- * start time read there would tell nothing about it.  The fields follow
- * the command's name in parentheses, which may itself hold spaces and
- * parentheses: the last ')' ends it.  A read of procfs, which never
- * waits for a disk; a worker does it when it starts and, for another
- * worker's region holding lines, at most once a second.
- */
-
-static uint32_t
-ngx_http_airlock_started(u_char *name, ngx_pid_t pid)
-{
-    u_char      *p, *last, buf[512];
-    ssize_t      n;
-    uint64_t     v;
-    ngx_fd_t     fd;
-    ngx_uint_t   field;
-
-    fd = ngx_open_file(name, NGX_FILE_RDONLY, NGX_FILE_OPEN, 0);
-    if (fd == NGX_INVALID_FILE) {
-        return 0;
-    }
-
-    n = read(fd, buf, sizeof(buf));
-    (void) ngx_close_file(fd);
-
-    if (n <= 0) {
-        return 0;
-    }
-
-    last = buf + n;
-
-    p = ngx_strlchr(buf, last, ' ');
-
-    if (p == NULL || ngx_atoi(buf, p - buf) != (ngx_int_t) pid) {
-        return 0;
-    }
-
-    for (p = last; p > buf && p[-1] != ')'; p--) { /* void */ }
-
-    if (p == buf) {
-        return 0;
-    }
-
-    /* the name is field 2; each space starts the next */
-
-    for (field = 2; p < last && field < 22; p++) {
-        if (*p == ' ') {
-            field++;
-        }
-    }
-
-    for (v = 0; p < last && *p >= '0' && *p <= '9'; p++) {
-        v = v * 10 + (uint64_t) (*p - '0');
-    }
-
-    return (uint32_t) v;
 }
 
 

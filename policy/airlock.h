@@ -216,6 +216,17 @@ enum {
 
 /* exact, case-sensitive: "get" is not GET; returns 0 when unknown */
 unsigned al_method_bit(const char *name, size_t len);
+
+/*
+ * The start time of process pid in clock ticks since boot, field 22 of
+ * /proc/PID/stat (of /proc/self/stat when self, pid being this process's
+ * own): a pid names any process that gets it later, a pid and its start
+ * time only one.  0 when there is no /proc, no such process, or field 1
+ * is not pid, as in a /proc mounted for another pid namespace, where the
+ * file would be another process's.  One read of procfs, which never
+ * waits for a disk.
+ */
+uint64_t al_proc_started(pid_t pid, int self);
 const char *al_method_name(unsigned bit);
 /* "GET,HEAD" */
 void al_methods_format(char *buf, size_t size, unsigned methods);

@@ -1,11 +1,13 @@
 /*
  * Small shared pieces: error values, reason and method names, hex digits,
- * key case as Go folds it.
+ * key case as Go folds it, a process's start time.
  */
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #if (defined __x86_64__ && defined __SSE2__)
 #include <emmintrin.h>
@@ -343,4 +345,64 @@ al_fold(const char *s, size_t len, size_t i, unsigned char *c)
     *c = (p[0] >= 'A' && p[0] <= 'Z') ? (unsigned char) (p[0] | 0x20) : p[0];
 
     return i + 1;
+}
+
+
+uint64_t
+al_proc_started(pid_t pid, int self)
+{
+    int          fd, field;
+    char         path[64], buf[512];
+    ssize_t      n;
+    uint64_t     v;
+    long long    first;
+    const char  *p, *last;
+
+    if (self) {
+        (void) snprintf(path, sizeof(path), "/proc/self/stat");
+    } else {
+        (void) snprintf(path, sizeof(path), "/proc/%lld/stat",
+                        (long long) pid);
+    }
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        return 0;
+    }
+
+    n = read(fd, buf, sizeof(buf) - 1);
+    (void) close(fd);
+
+    if (n <= 0) {
+        return 0;
+    }
+
+    buf[n] = '\0';
+    last = buf + n;
+
+    if (sscanf(buf, "%lld ", &first) != 1 || first != (long long) pid) {
+        return 0;
+    }
+
+    /* the command's name (field 2) may hold spaces and ')': the last ')' */
+
+    for (p = last; p > buf && p[-1] != ')'; p--) { /* void */ }
+
+    if (p == buf) {
+        return 0;
+    }
+
+    /* each space starts the next field */
+
+    for (field = 2; p < last && field < 22; p++) {
+        if (*p == ' ') {
+            field++;
+        }
+    }
+
+    for (v = 0; p < last && *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (uint64_t) (*p - '0');
+    }
+
+    return v;
 }

@@ -45,6 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "airlock.h"
 #include "aw.h"
 
 
@@ -104,7 +105,6 @@ static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
-static int aw_proc_start(pid_t pid, unsigned long long *start);
 static int aw_owner_alive(const char *name, pid_t *owner);
 static int aw_runsc_status(const aw_box_t *box, int *status);
 static int aw_end_signal(const aw_conf_t *conf, const aw_box_t *box,
@@ -156,7 +156,7 @@ static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
                                          NULL };
 
 static unsigned long       aw_seq;
-static unsigned long long  aw_start;    /* this worker's, from /proc */
+static uint64_t            aw_start;    /* this worker's, from /proc */
 
 
 static int
@@ -498,14 +498,18 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, const char *data,
      * The worker's pid and start time name the job: a pid alone names
      * any process that gets it later (aw_owner_alive())
      */
-    if (aw_start == 0 && aw_proc_start(getpid(), &aw_start) != 0) {
+    if (aw_start == 0) {
+        aw_start = al_proc_started(getpid(), 1);
+    }
+
+    if (aw_start == 0) {
         snprintf(err, n, "cannot read this worker's start time from "
                  "/proc/%d/stat", (int) getpid());
         return -1;
     }
 
     snprintf(box->slot, sizeof(box->slot), "aw-%d-%llu-%lu",
-             (int) getpid(), aw_start, ++aw_seq);
+             (int) getpid(), (unsigned long long) aw_start, ++aw_seq);
     snprintf(box->dir, sizeof(box->dir), "%s/jobs/%s", conf->workdir,
              box->slot);
 
@@ -1089,56 +1093,6 @@ aw_stream_read(aw_stream_t *s)
 
 
 /*
- * A process's start time, in clock ticks after boot (field 22 of
- * /proc/<pid>/stat, after the command name in parentheses, which may
- * itself hold spaces and parentheses).  -1 when there is no such process.
- */
-
-static int
-aw_proc_start(pid_t pid, unsigned long long *start)
-{
-    int      fd, i;
-    char     path[64], buf[1024], *p;
-    ssize_t  n;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -1;
-    }
-
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-
-    if (n <= 0) {
-        return -1;
-    }
-
-    buf[n] = '\0';
-
-    p = strrchr(buf, ')');
-    if (p == NULL) {
-        return -1;
-    }
-
-    /* the space before each field, from 3 (state) to 22 */
-    for (i = 3; i <= 22; i++) {
-        p = strchr(p + 1, ' ');
-        if (p == NULL) {
-            return -1;
-        }
-    }
-
-    if (sscanf(p + 1, "%llu", start) != 1) {
-        return -1;
-    }
-
-    return 0;
-}
-
-
-/*
  * Whether the worker that made a job directory is still running, by the
  * directory's name: aw-<pid>-<start>-<n>.  The pid alone would keep a
  * dead worker's directory for as long as another process has that pid
@@ -1168,7 +1122,9 @@ aw_owner_alive(const char *name, pid_t *owner)
             return 0;
         }
 
-        return aw_proc_start(pid, &now) == 0 && now == start;
+        now = al_proc_started(pid, 0);
+
+        return now != 0 && now == start;
     }
 
     len = 0;

@@ -3,13 +3,16 @@
  * request: al_hex64() against printf's %016llx, al_fold_plain() eight
  * bytes at a time against the byte it is about; and al_reason_find() and
  * al_denial_reason(), which tell the proxy's denials from an upstream's
- * 403.
+ * 403; al_proc_started(), against a child whose pid is then free.
  */
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "airlock.h"
 #include "al_internal.h"
@@ -20,6 +23,7 @@ static void test_hex64(void);
 static void test_fold_plain(void);
 static void test_reason_find(void);
 static void test_denial_reason(void);
+static void test_proc_started(void);
 
 
 int
@@ -29,6 +33,7 @@ main(void)
     test_fold_plain();
     test_reason_find();
     test_denial_reason();
+    test_proc_started();
 
     return tap_done();
 }
@@ -181,4 +186,38 @@ test_denial_reason(void)
            && al_denial_reason("", "") == AL_REASON_NONE
            && al_denial_reason("none", "none") == AL_REASON_NONE,
            "al_denial_reason: none when they differ or name no reason");
+}
+
+
+static void
+test_proc_started(void)
+{
+    int       st;
+    pid_t     child;
+    uint64_t  self, mine, kid;
+
+    self = al_proc_started(getpid(), 1);
+    mine = al_proc_started(getpid(), 0);
+
+    tap_ok(self != 0 && self == mine,
+           "al_proc_started: this process, by /proc/self and by its pid");
+
+    /* another pid than the file's field 1: another pid namespace's /proc */
+    tap_ok(al_proc_started(getpid() + 1, 1) == 0,
+           "al_proc_started: 0 when field 1 is not the pid");
+
+    child = fork();
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+
+    kid = al_proc_started(child, 0);
+    (void) kill(child, SIGKILL);
+    (void) waitpid(child, &st, 0);
+
+    tap_ok(kid != 0 && kid >= self,
+           "al_proc_started: a child started at or after its parent");
+    tap_ok(al_proc_started(child, 0) == 0,
+           "al_proc_started: 0 for a pid no process has");
 }
