@@ -2,10 +2,6 @@
 /*
  * Airlock response scrubbing.
  *
- * Every answer, of any location, first loses the Airlock-Denial headers
- * the modules did not set (ngx_http_airlock_denial_strip()): only the
- * proxy marks a refusal as its own.
- *
  * On routes that inject credentials, any scrub string of the route (see
  * al_scrub_collect()) in a response header or in the body, raw,
  * URL-encoded or JSON-escaped (al_scrub_match()), reaches the client as
@@ -218,13 +214,6 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     ngx_table_elt_t              *h;
     ngx_http_airlock_ctx_t       *ctx;
     ngx_http_airlock_loc_conf_t  *alcf;
-
-    /*
-     * Whatever the location, the request or the answer: an error_page
-     * or a named location may take any of them to an upstream.  The LLM
-     * gateway's filter runs before this one.
-     */
-    ngx_http_airlock_denial_strip(r);
 
     ctx = ngx_http_airlock_get_ctx(r);
 

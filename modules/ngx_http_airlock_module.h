@@ -15,6 +15,18 @@
 #include "airlock.h"
 
 
+/*
+ * nginx 1.23 linked the request headers of one name through
+ * ngx_table_elt_t.next and made every shortcut a pointer to the first of
+ * them (r->headers_in.cookies, an array, became r->headers_in.cookie).
+ */
+#if (nginx_version >= 1023000)
+#define NGX_HTTP_AIRLOCK_LINKED_HEADERS  1
+#else
+#define NGX_HTTP_AIRLOCK_LINKED_HEADERS  0
+#endif
+
+
 /* what a route needs at request time, built at configuration time */
 typedef struct {
     ngx_str_t                    upstream;      /* "https://host[:port]" */
@@ -255,9 +267,6 @@ ngx_int_t ngx_http_airlock_allowed(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_send_json(ngx_http_request_t *r,
     ngx_uint_t status, ngx_buf_t *b);
-ngx_int_t ngx_http_airlock_denial_set(ngx_http_request_t *r,
-    al_reason_t reason);
-void ngx_http_airlock_denial_strip(ngx_http_request_t *r);
 al_reason_t ngx_http_airlock_token(ngx_http_request_t *r,
     ngx_http_airlock_token_conf_t *tc, ngx_str_t *token,
     const char **detail);
@@ -268,6 +277,9 @@ ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
 ngx_int_t ngx_http_airlock_drop_credentials(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf);
+
+ngx_int_t ngx_http_airlock_denial_set(ngx_http_request_t *r,
+    al_reason_t reason);
 
 ngx_int_t ngx_http_airlock_filter_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_airlock_scrub_variable(ngx_http_request_t *r,

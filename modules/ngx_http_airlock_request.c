@@ -14,9 +14,8 @@
  *     on through the phases once it is read;
  *   - the bookkeeping of a refusal (count, deny log, alerts) and of an
  *     allowed request;
- *   - sending a JSON answer, and the Airlock-Denial header that marks a
- *     refusal as the proxy's: set on the module's own, removed from any
- *     other answer;
+ *   - sending a JSON answer (the Airlock-Denial header that marks a
+ *     refusal as the proxy's is ngx_http_airlock_denial.c's);
  *   - reading the client's token from the request headers, strictly for
  *     a decision and leniently for a request nginx refused first;
  *   - the header rewrite: only allowlisted client headers are kept, the
@@ -34,18 +33,6 @@
 #include <ngx_http.h>
 
 #include "ngx_http_airlock_module.h"
-
-
-/*
- * nginx 1.23 linked the request headers of one name through
- * ngx_table_elt_t.next and made every shortcut a pointer to the first of
- * them (r->headers_in.cookies, an array, became r->headers_in.cookie).
- */
-#if (nginx_version >= 1023000)
-#define NGX_HTTP_AIRLOCK_LINKED_HEADERS  1
-#else
-#define NGX_HTTP_AIRLOCK_LINKED_HEADERS  0
-#endif
 
 
 /* a header that may carry a client's token */
@@ -112,14 +99,6 @@ static ngx_http_airlock_token_header_t  ngx_http_airlock_token_headers[] = {
 #define NGX_HTTP_AIRLOCK_NTOKEN_HEADERS                                       \
     (sizeof(ngx_http_airlock_token_headers)                                   \
      / sizeof(ngx_http_airlock_token_header_t))
-
-
-/*
- * The name of the Airlock-Denial header the modules set.  A header of
- * the answer is theirs when its key is this very string: nothing else
- * points at it, whatever its name.
- */
-static ngx_str_t  ngx_http_airlock_denial_key = ngx_string(AL_DENIAL_HEADER);
 
 
 /*
@@ -549,83 +528,6 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
     out.next = NULL;
 
     return ngx_http_output_filter(r, &out);
-}
-
-
-/*
- * Marks the answer being made as the proxy's refusal: "Airlock-Denial:
- * REASON", the reason its body names.
- */
-
-ngx_int_t
-ngx_http_airlock_denial_set(ngx_http_request_t *r, al_reason_t reason)
-{
-    ngx_table_elt_t  *h;
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_ERROR;
-    }
-
-    h->hash = 1;
-    h->key = ngx_http_airlock_denial_key;
-    h->value.data = (u_char *) al_reason_name(reason);
-    h->value.len = ngx_strlen(h->value.data);
-#if (NGX_HTTP_AIRLOCK_LINKED_HEADERS)
-    h->next = NULL;
-#endif
-
-    return NGX_OK;
-}
-
-
-/*
- * Every Airlock-Denial header of the answer that the modules did not set
- * is removed: an upstream's (proxy_pass_header or not), another module's.
- * Clients take the header for the proxy's word that it refused the
- * request, so only the proxy may send it.  Called for every answer, by
- * the header filter, which runs before nginx's own filters (add_header).
- */
-
-void
-ngx_http_airlock_denial_strip(ngx_http_request_t *r)
-{
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    part = &r->headers_out.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0
-            || h[i].key.len != sizeof(AL_DENIAL_HEADER) - 1
-            || h[i].key.data == ngx_http_airlock_denial_key.data
-            || ngx_strncasecmp(h[i].key.data, (u_char *) AL_DENIAL_HEADER,
-                               sizeof(AL_DENIAL_HEADER) - 1)
-               != 0)
-        {
-            continue;
-        }
-
-        h[i].hash = 0;
-
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "airlock: \"%V\" header of an answer not the "
-                      "proxy's refusal removed%s", &h[i].key,
-                      r->upstream ? " (from the upstream)" : "");
-    }
 }
 
 
