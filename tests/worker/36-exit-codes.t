@@ -6,7 +6,8 @@
 # not a CPU-time timeout (152 = 128 + SIGXCPU), nor sys.exit(137) a
 # SIGKILL.  A limit the worker enforced (CPU, wall time), the kernel's
 # oom_kill count and, under gVisor, the wait status runsc logs for the
-# script say what happened; a plain exit stays the script's exit.
+# script say what happened; a plain exit stays the script's exit.  A
+# SIGXCPU the script sends itself is no CPU-time timeout.
 
 use strict;
 use warnings;
@@ -27,7 +28,7 @@ $w->start_worker;
 
 my $gvisor = $w->backend eq 'gvisor';
 
-plan tests => 11;
+plan tests => 13;
 
 my $r;
 
@@ -72,14 +73,19 @@ ok($r && $r->{status} eq 'oom', 'a memory flood: oom') or diag explain $r;
 SKIP: {
     # bwrap: the script is pid 1 of its namespace, which ignores every
     # signal it sends itself
-    skip 'a signal the script sends itself: gVisor only', 1 unless $gvisor;
+    skip 'a signal the script sends itself: gVisor only', 3 unless $gvisor;
 
-    $r = $w->run_job(job_id => 'selfkill', script =>
-        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n");
-    ok($r && $r->{status} eq 'killed' && $r->{error}{code} eq 'signal'
-       && $r->{exit_code} == 137
-       && $r->{error}{message} =~ /killed by signal 9\b/,
-       'a real SIGKILL: killed by signal 9') or diag explain $r;
+    # a SIGXCPU or SIGKILL with no CPU time spent is not RLIMIT_CPU's
+    for my $s ([SIGKILL => 9], [SIGXCPU => 24], [SIGABRT => 6]) {
+        my ($name, $n) = @$s;
+        $r = $w->run_job(job_id => "self$n", script =>
+            "import os, signal\nos.kill(os.getpid(), signal.$name)\n");
+        ok($r && $r->{status} eq 'killed' && $r->{error}{code} eq 'signal'
+           && $r->{exit_code} == 128 + $n
+           && $r->{error}{message} eq "the script was killed by signal $n",
+           "a $name the script sends itself: killed by signal $n")
+            or diag explain $r;
+    }
 }
 
 is(join(' ', $w->leftovers), '', 'nothing left on the host');
