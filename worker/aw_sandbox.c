@@ -15,7 +15,9 @@
  *   bwrap   bubblewrap started as uid 10001 in the job's cgroup, with
  *           the same mounts (its /dev read-only), every namespace
  *           unshared (no network), no further user namespaces, no
- *           capabilities.
+ *           capabilities; pid 1 inside is a small Python init
+ *           (aw_bwrap_init) that runs the script and reports its wait
+ *           status.
  *
  * Whatever happens, the sandbox is deleted, the cgroup removed and the
  * files wiped afterwards.  A sandbox dies with its worker (the runtime's
@@ -60,6 +62,19 @@
 #define AW_RUNSC_LOG           "runsc.log"
 #define AW_RUNSC_EXITING       "] Exiting with status: "
 
+/*
+ * bwrap: the descriptor the sandbox's init reports the script's wait
+ * status on ("status 35072\n"), bwrap's own exit code being 128 + N for
+ * a signal N, like an exit the script chose; and what the init costs
+ * the job's cgroup (one more interpreter, mostly shared pages).
+ */
+#define AW_STATUS_FD           4
+#define AW_STATUS_LINE         "status "
+#define AW_BWRAP_OVERHEAD_MB   8
+
+#define AW_STR(x)              #x
+#define AW_XSTR(x)             AW_STR(x)
+
 
 typedef struct {
     char             slot[64];
@@ -96,7 +111,8 @@ static int aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job,
 static int aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box);
 static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, pid_t worker, int out, int err, int fail);
+    const aw_box_t *box, pid_t worker, int out, int err, int fail,
+    int status);
 static void aw_die_with_worker(pid_t worker, int fail);
 static void aw_child_fail(int fail, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
@@ -106,10 +122,13 @@ static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
 static int aw_owner_alive(const char *name, pid_t *owner);
+static int aw_status_parse(const char *buf, const char *prefix,
+    int *status);
 static int aw_runsc_status(const aw_box_t *box, int *status);
+static int aw_init_status(int fd, int *status);
 static int aw_cpu_spent(long cpu, long limit);
 static int aw_end_signal(const aw_conf_t *conf, const aw_box_t *box,
-    int st, int cpu_spent, int *code);
+    int st, int status_fd, int *code);
 static size_t aw_seccomp_program(struct sock_filter *f, size_t cap);
 
 
@@ -151,6 +170,31 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
                                             "/dev/shm" };
 
 #define AW_NWRITABLE  (sizeof(aw_writable) / sizeof(aw_writable[0]))
+
+/*
+ * bwrap's pid 1 (python3 -I -S -c): starts the script as its child, with
+ * the signal dispositions bwrap would have left it (Python's own
+ * SIG_IGNs reset) and without the status descriptor, reaps whatever is
+ * orphaned to it, and writes the script's wait status when the script
+ * ends.  bwrap itself only passes on 128 + N.  Nothing inside can end
+ * it: pid 1 gets no signal from its namespace that it does not handle,
+ * and it handles none (SIGINT, Python's one, is ignored).  What it
+ * reports is the script's word about the script, which chooses how it
+ * ends anyway; the limits are the worker's evidence (aw_sandbox_run()).
+ */
+static const char  aw_bwrap_init[] =
+    "import os, signal\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "os.set_inheritable(" AW_XSTR(AW_STATUS_FD) ", False)\n"
+    "p = os.posix_spawn('/usr/bin/python3',\n"
+    "    ['/usr/bin/python3', '-I', '/app/code/script.py'], os.environ,\n"
+    "    setsigdef=(signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ))\n"
+    "while True:\n"
+    "    q, s = os.waitpid(-1, 0)\n"
+    "    if q == p:\n"
+    "        break\n"
+    "os.write(" AW_XSTR(AW_STATUS_FD) ", b'" AW_STATUS_LINE "%d\\n' % s)\n"
+    "os._exit(128 + (s & 0x7f) if s & 0x7f else s >> 8)\n";
 
 /* what a runtime is started with: nothing of the worker's environment */
 static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
@@ -231,10 +275,8 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
     /* a copy: the compiler cannot see slot and cg[] do not overlap */
     memcpy(slot, box->slot, sizeof(slot));
 
-    mem = lim->memory_mb;
-    if (conf->backend == AW_BACKEND_GVISOR) {
-        mem += AW_GVISOR_OVERHEAD_MB;
-    }
+    mem = lim->memory_mb + (conf->backend == AW_BACKEND_GVISOR
+                            ? AW_GVISOR_OVERHEAD_MB : AW_BWRAP_OVERHEAD_MB);
 
     snprintf(probe, sizeof(probe), "%s/cgroup.controllers",
              conf->cgroup_root);
@@ -401,14 +443,15 @@ aw_cg_cpu_ms(const aw_box_t *box)
  * gofer threads live there too (about 35 when a script sleeps), and on
  * the ptrace platform every process inside has a host stub: the limit is
  * the job's plus a fixed allowance for the runtime.  bwrap's own process
- * (outside the sandbox's pid namespace) is the one extra there.
+ * (outside the sandbox's pid namespace) and the sandbox's init are the
+ * two extra there.
  */
 
 static long
 aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim)
 {
     return lim->pids + (conf->backend == AW_BACKEND_GVISOR
-                        ? AW_GVISOR_PIDS : 1);
+                        ? AW_GVISOR_PIDS : 2);
 }
 
 
@@ -847,7 +890,8 @@ aw_child_failure(int fd, char *buf, size_t size)
 
 static void
 aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, pid_t worker, int out, int err, int fail)
+    const aw_box_t *box, pid_t worker, int out, int err, int fail,
+    int status)
 {
     int            fd;
     char           root[2304], code[2304], data[2304], size[32], uid[32];
@@ -916,7 +960,10 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
                       conf->sandbox_uid, strerror(errno));
     }
 
-    /* the seccomp program, on a pipe bwrap reads as fd 3 */
+    /*
+     * The seccomp program, on a pipe bwrap reads as fd 3; the status
+     * pipe, which bwrap passes on to the init, as AW_STATUS_FD
+     */
 
     nf = aw_seccomp_program(filter, sizeof(filter) / sizeof(filter[0]));
     if (nf == 0 || pipe(sp) != 0
@@ -927,7 +974,11 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         aw_child_fail(fail, "cannot pass the seccomp program");
     }
 
-    if (close_range(4, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    if (dup2(status, AW_STATUS_FD) != AW_STATUS_FD) {
+        aw_child_fail(fail, "cannot pass the status pipe");
+    }
+
+    if (close_range(AW_STATUS_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
         aw_child_fail(fail, "close_range: %s", strerror(errno));
     }
 
@@ -939,7 +990,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     /*
      * The environment bwrap itself gets matters as much as the one it
      * sets: its own processes are visible inside (/proc/<pid>/environ).
-     * --as-pid-1 leaves none of them in the sandbox's pid namespace.
+     * --as-pid-1 leaves none of them in the sandbox's pid namespace:
+     * pid 1 is the init, aw_bwrap_init, with the environment set here.
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
      * is remounted read-only once the bounded /dev/shm is on it.
      */
@@ -961,7 +1013,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
           "--cap-drop", "ALL", "--clearenv",
           "--setenv", "PATH", "/usr/bin:/bin",
           "--chdir", "/scratch", "--seccomp", "3",
-          "--", "/usr/bin/python3", "-I", "/app/code/script.py",
+          "--", "/usr/bin/python3", "-I", "-S", "-c", aw_bwrap_init,
           (char *) NULL, aw_runtime_env);
     aw_child_fail(fail, "exec %s: %s", conf->bwrap, strerror(errno));
 }
@@ -1163,6 +1215,42 @@ aw_owner_alive(const char *name, pid_t *owner)
 
 
 /*
+ * The last wait status in buf, at the end of a line after prefix
+ * ("...<prefix>35072\n", or the end of buf): 0 with *status set, or -1
+ * when there is none.  A status is at most 0xffff.
+ */
+
+static int
+aw_status_parse(const char *buf, const char *prefix, int *status)
+{
+    int          found;
+    long         v;
+    char        *end;
+    size_t       plen;
+    const char  *p, *q;
+
+    found = -1;
+    plen = strlen(prefix);
+
+    for (p = buf; (q = strstr(p, prefix)) != NULL; p = q + 1) {
+        if (q[plen] < '0' || q[plen] > '9') {
+            continue;
+        }
+
+        errno = 0;
+        v = strtol(q + plen, &end, 10);
+
+        if (errno == 0 && v <= 0xffff && (*end == '\n' || *end == '\0')) {
+            *status = (int) v;
+            found = 0;
+        }
+    }
+
+    return found;
+}
+
+
+/*
  * The script's wait status as `runsc run` logged it just before it
  * exited: 0 with *status set, or -1 when the log has no such line (runsc
  * was killed, or failed before the container ran).  runsc writes the
@@ -1172,9 +1260,8 @@ aw_owner_alive(const char *name, pid_t *owner)
 static int
 aw_runsc_status(const aw_box_t *box, int *status)
 {
-    int      fd, found;
-    char     path[2304], buf[4097], *p, *q, *end;
-    long     v;
+    int      fd;
+    char     path[2304], buf[4097];
     off_t    size;
     ssize_t  n;
 
@@ -1201,21 +1288,74 @@ aw_runsc_status(const aw_box_t *box, int *status)
     }
 
     buf[n] = '\0';
-    found = -1;
 
-    for (p = buf; (q = strstr(p, AW_RUNSC_EXITING)) != NULL; p = q + 1) {
-        errno = 0;
-        v = strtol(q + sizeof(AW_RUNSC_EXITING) - 1, &end, 10);
+    return aw_status_parse(buf, AW_RUNSC_EXITING, status);
+}
 
-        if (errno == 0 && v >= 0 && v <= 0xffff
-            && (*end == '\n' || *end == '\0'))
-        {
-            *status = (int) v;
-            found = 0;
+
+/*
+ * The script's wait status as bwrap's init reported it on the status
+ * pipe (fd, non-blocking, every writer gone): 0 with *status set, or -1
+ * when it reported none (the sandbox was killed, or the init could not
+ * start the script).  The init's line is the last thing written; what
+ * came before (the script can reach the pipe through /proc/1/fd) is
+ * read and dropped.
+ */
+
+static int
+aw_init_status(int fd, int *status)
+{
+    char     chunk[4096], tail[64], line[sizeof(tail) + 1];
+    size_t   tl, keep, i;
+    ssize_t  n;
+
+    tl = 0;
+
+    for ( ;; ) {
+        n = read(fd, chunk, sizeof(chunk));
+
+        if (n < 0 && errno == EINTR) {
+            continue;
         }
+
+        if (n <= 0) {
+            break;
+        }
+
+        /* the stream's last sizeof(tail) bytes */
+
+        if ((size_t) n >= sizeof(tail)) {
+            memcpy(tail, chunk + n - sizeof(tail), sizeof(tail));
+            tl = sizeof(tail);
+            continue;
+        }
+
+        keep = tl < sizeof(tail) - (size_t) n ? tl
+                                               : sizeof(tail) - (size_t) n;
+        memmove(tail, tail + tl - keep, keep);
+        memcpy(tail + keep, chunk, (size_t) n);
+        tl = keep + (size_t) n;
     }
 
-    return found;
+    if (tl == 0 || tail[tl - 1] != '\n') {
+        return -1;
+    }
+
+    for (i = tl - 1; i > 0 && tail[i - 1] != '\n'; i--) { }
+
+    if (i == 0 && tl == sizeof(tail)) {
+        /* longer than any status line */
+        return -1;
+    }
+
+    memcpy(line, tail + i, tl - i);
+    line[tl - i] = '\0';
+
+    if (strncmp(line, AW_STATUS_LINE, sizeof(AW_STATUS_LINE) - 1) != 0) {
+        return -1;
+    }
+
+    return aw_status_parse(line, AW_STATUS_LINE, status);
 }
 
 
@@ -1223,26 +1363,24 @@ aw_runsc_status(const aw_box_t *box, int *status)
  * The signal the script died of, 0 when it exited; *code is its exit
  * code as the result reports it (128 + N for signal N).  Both runtimes
  * fold a signal into the exit code 128 + N, a code any script can also
- * choose, so the code alone does not say:
+ * choose, so the code alone does not say; each tells the script's real
+ * wait status on the side:
  *
- *   gvisor  runsc logs the real wait status (aw_runsc_status()); a
- *           runsc that died itself was signalled in our own waitpid().
- *   bwrap   the script is pid 1 of its pid namespace, which no signal
- *           it sends itself (kill, abort's raise, a SIGXCPU it does not
- *           handle) can end: only a fault the kernel forces (SIGSEGV,
- *           SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS) or a SIGKILL from
- *           outside.  128 + a fault signal is taken as that signal, the
- *           one ambiguity left.  128 + SIGKILL is RLIMIT_CPU's hard
- *           limit when the job's cgroup used up its CPU time
- *           (cpu_spent), and else an exit: the worker's own kills and
- *           the OOM killer's are told apart by the caller.
+ *   gvisor  runsc logs it (aw_runsc_status());
+ *   bwrap   the sandbox's init reports it on status_fd
+ *           (aw_init_status()).
+ *
+ * A runtime that died itself was signalled in our own waitpid().  With
+ * no status reported (the sandbox was killed: the caller tells the
+ * worker's own kills and the OOM killer's apart) a code above 128 is
+ * taken for a signal, with a warn.
  */
 
 static int
 aw_end_signal(const aw_conf_t *conf, const aw_box_t *box, int st,
-    int cpu_spent, int *code)
+    int status_fd, int *code)
 {
-    int  ws, sig;
+    int  ws, rc;
 
     if (WIFSIGNALED(st)) {
         /* the runtime itself died of it */
@@ -1252,43 +1390,28 @@ aw_end_signal(const aw_conf_t *conf, const aw_box_t *box, int st,
 
     *code = WEXITSTATUS(st);
 
-    if (conf->backend == AW_BACKEND_GVISOR) {
-        if (aw_runsc_status(box, &ws) != 0) {
-            if (*code > 128) {
-                aw_log("warn", "%s: runsc logged no wait status; exit code "
-                       "%d taken for signal %d", box->slot, *code,
-                       *code - 128);
-                return *code - 128;
-            }
-            return 0;
-        }
+    rc = conf->backend == AW_BACKEND_GVISOR ? aw_runsc_status(box, &ws)
+                                            : aw_init_status(status_fd, &ws);
 
-        if (WIFSIGNALED(ws)) {
-            *code = 128 + WTERMSIG(ws);
-            return WTERMSIG(ws);
+    if (rc != 0) {
+        if (*code > 128) {
+            aw_log("warn", "%s: %s reported no wait status; exit code %d "
+                   "taken for signal %d", box->slot,
+                   conf->backend == AW_BACKEND_GVISOR ? "runsc"
+                                                      : "the sandbox's init",
+                   *code, *code - 128);
+            return *code - 128;
         }
-
-        *code = WEXITSTATUS(ws);
         return 0;
     }
 
-    sig = *code > 128 ? *code - 128 : 0;
-
-    switch (sig) {
-    case SIGSEGV:
-    case SIGBUS:
-    case SIGILL:
-    case SIGFPE:
-    case SIGTRAP:
-    case SIGSYS:
-        return sig;
-
-    case SIGKILL:
-        return cpu_spent ? sig : 0;
-
-    default:
-        return 0;
+    if (WIFSIGNALED(ws)) {
+        *code = 128 + WTERMSIG(ws);
+        return WTERMSIG(ws);
     }
+
+    *code = WEXITSTATUS(ws);
+    return 0;
 }
 
 
@@ -1312,8 +1435,8 @@ void
 aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     size_t data_len, aw_result_t *res)
 {
-    int            op[2], ep[2], fp[2], st, timed_out, killed, code, nfd, i;
-    int            cpu_out, fd, sig;
+    int            op[2], ep[2], fp[2], sp[2], st, timed_out, killed, code;
+    int            cpu_out, fd, sig, nfd, i;
     char           err[AW_ERRLEN], failed[256];
     long           t0, t1, deadline, left, ooms, pids_max, cpu;
     pid_t          pid, r, worker;
@@ -1387,23 +1510,62 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
 
     fp[1] = fd;
 
+    /* bwrap: the status pipe (aw_bwrap_init), its write end above 3 too */
+
+    sp[0] = sp[1] = -1;
+
+    if (conf->backend == AW_BACKEND_BWRAP
+        && pipe2(sp, O_CLOEXEC | O_NONBLOCK) == 0)
+    {
+        fd = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
+        close(sp[1]);
+        sp[1] = fd;
+
+        if (fd < 0) {
+            close(sp[0]);
+            sp[0] = -1;
+        }
+    }
+
+    if (conf->backend == AW_BACKEND_BWRAP && sp[0] < 0) {
+        close(op[0]);
+        close(op[1]);
+        close(ep[0]);
+        close(ep[1]);
+        close(fp[0]);
+        close(fp[1]);
+        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
+                       strerror(errno));
+        goto teardown;
+    }
+
     t1 = aw_now_ms();
     res->timing.prepare = t1 - t0;
 
     worker = getpid();
     pid = fork();
     if (pid == 0) {
-        aw_runtime_exec(conf, job, &box, worker, op[1], ep[1], fp[1]);
+        aw_runtime_exec(conf, job, &box, worker, op[1], ep[1], fp[1],
+                        sp[1]);
     }
 
     close(op[1]);
     close(ep[1]);
     close(fp[1]);
 
+    if (sp[1] >= 0) {
+        close(sp[1]);
+    }
+
     if (pid < 0) {
         close(op[0]);
         close(ep[0]);
         close(fp[0]);
+
+        if (sp[0] >= 0) {
+            close(sp[0]);
+        }
+
         aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
                        strerror(errno));
         goto teardown;
@@ -1505,8 +1667,12 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     close(fp[0]);
 
     cpu = aw_cg_cpu_ms(&box);
-    sig = aw_end_signal(conf, &box, st,
-                        aw_cpu_spent(cpu, job->limits.cpu_ms), &code);
+    sig = aw_end_signal(conf, &box, st, sp[0], &code);
+
+    if (sp[0] >= 0) {
+        close(sp[0]);
+    }
+
     ooms = aw_cg_oom_kills(&box);
     pids_max = box.ncg == 0 ? 0
                : aw_cg_read_key(box.cg[box.v2 ? 0 : 1], "pids.events", "max");

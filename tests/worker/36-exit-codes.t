@@ -5,9 +5,11 @@
 # exit code 128 + N, which a script can also choose: sys.exit(152) is
 # not a CPU-time timeout (152 = 128 + SIGXCPU), nor sys.exit(137) a
 # SIGKILL.  A limit the worker enforced (CPU, wall time), the kernel's
-# oom_kill count and, under gVisor, the wait status runsc logs for the
-# script say what happened; a plain exit stays the script's exit.  A
-# SIGXCPU the script sends itself is no CPU-time timeout.
+# oom_kill count and the script's real wait status (gVisor: the one runsc
+# logs; bwrap: the one the sandbox's init reports) say what happened; a
+# plain exit stays the script's exit.  sys.exit(139) is no SIGSEGV under
+# either backend, nor a SIGXCPU the script sends itself a CPU-time
+# timeout.
 
 use strict;
 use warnings;
@@ -26,15 +28,13 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker;
 
-my $gvisor = $w->backend eq 'gvisor';
-
-plan tests => 13;
+plan tests => 18;
 
 my $r;
 
 # ---- plain exits with a code above 128 -------------------------------------
 
-for my $code (152, 137, 134, 200) {
+for my $code (152, 137, 134, 200, 139, 135, 136, 132) {
     $r = $w->run_job(job_id => "exit$code",
                      script => "import sys\nsys.exit($code)\n");
     ok($r && $r->{status} eq 'error' && $r->{error}{code} eq 'exit'
@@ -70,23 +70,42 @@ while True:
 PY
 ok($r && $r->{status} eq 'oom', 'a memory flood: oom') or diag explain $r;
 
-SKIP: {
-    # bwrap: the script is pid 1 of its namespace, which ignores every
-    # signal it sends itself
-    skip 'a signal the script sends itself: gVisor only', 3 unless $gvisor;
+# ---- signals the script sends itself ---------------------------------------
 
-    # a SIGXCPU or SIGKILL with no CPU time spent is not RLIMIT_CPU's
-    for my $s ([SIGKILL => 9], [SIGXCPU => 24], [SIGABRT => 6]) {
-        my ($name, $n) = @$s;
-        $r = $w->run_job(job_id => "self$n", script =>
-            "import os, signal\nos.kill(os.getpid(), signal.$name)\n");
-        ok($r && $r->{status} eq 'killed' && $r->{error}{code} eq 'signal'
-           && $r->{exit_code} == 128 + $n
-           && $r->{error}{message} eq "the script was killed by signal $n",
-           "a $name the script sends itself: killed by signal $n")
-            or diag explain $r;
-    }
+# Under bwrap the script is the child of the sandbox's init, not pid 1
+# (which ignores them): under both backends they end it.  A SIGXCPU or
+# SIGKILL with no CPU time spent is not RLIMIT_CPU's.
+for my $s ([SIGKILL => 9], [SIGXCPU => 24], [SIGABRT => 6]) {
+    my ($name, $n) = @$s;
+    $r = $w->run_job(job_id => "self$n", script =>
+        "import os, signal\nos.kill(os.getpid(), signal.$name)\n");
+    ok($r && $r->{status} eq 'killed' && $r->{error}{code} eq 'signal'
+       && $r->{exit_code} == 128 + $n
+       && $r->{error}{message} eq "the script was killed by signal $n",
+       "a $name the script sends itself: killed by signal $n")
+        or diag explain $r;
 }
+
+# bwrap: nothing inside ends the sandbox's init, and a status the script
+# writes on the init's pipe (/proc/1/fd/4) comes before the init's own
+# line, which is the one read (under gVisor the script is pid 1)
+$r = $w->run_job(job_id => 'init', script => <<'PY');
+import os, signal
+if os.getpid() != 1:
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        os.kill(1, s)
+try:
+    with open("/proc/1/fd/4", "wb", buffering=0) as f:
+        f.write(b"status 9\n")
+except OSError:
+    pass
+print("alive", flush=True)
+os._exit(3)
+PY
+ok($r && $r->{status} eq 'error' && $r->{error}{code} eq 'exit'
+   && $r->{exit_code} == 3 && $r->{stdout} eq "alive\n",
+   'signals to pid 1 and a forged status: the exit the script chose')
+    or diag explain $r;
 
 is(join(' ', $w->leftovers), '', 'nothing left on the host');
 $w->kill_worker('TERM');

@@ -359,7 +359,6 @@ $r = $w->run_job(job_id => 'exit3', script => "import sys\nsys.exit(3)\n");
 ok($r->{status} eq 'error' && $r->{exit_code} == 3
    && $r->{error}{code} eq 'exit', 'exit code 3: error');
 
-# (the script is pid 1 of its namespace: only a fault kills it)
 $r = $w->run_job(job_id => 'segv',
                  script => "import ctypes\nctypes.string_at(0)\n");
 ok($r->{status} eq 'killed' && $r->{exit_code} == 139
