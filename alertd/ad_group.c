@@ -20,8 +20,9 @@
  * Every change to a group is made only after the alert it implies was
  * emitted, so a failed emit (disk full) leaves the table as it was and
  * the same journal line can be applied again.  The table is saved with
- * the journal offset in one file (ad_state.c): a line is never folded
- * twice.
+ * the journal offset (ad_state.c): a line is never folded twice.  A
+ * save writes only what changed since the last one: the groups marked
+ * dirty and the keys of the groups closed (ad_group_delta_to_json()).
  */
 
 #include <stdio.h>
@@ -40,6 +41,9 @@ static int ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit,
 static void ad_group_remove(ad_groups_t *gs, size_t i);
 static int ad_group_append(ad_groups_t *gs, const ad_alert_t *a,
     int64_t t);
+static json_t *ad_group_one_to_json(const ad_group_t *g);
+static int ad_group_parse(const json_t *o, size_t i, ad_group_t *g,
+    char *why, size_t whysize);
 
 
 static ssize_t
@@ -100,6 +104,7 @@ ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
     if (i >= 0) {
         gs->g[i].count++;
         gs->g[i].last = *a;
+        gs->g[i].dirty = 1;
         return 0;
     }
 
@@ -145,6 +150,7 @@ ad_group_append(ad_groups_t *gs, const ad_alert_t *a, int64_t t)
     memcpy(g->first_id, a->id, sizeof(g->first_id));
     g->start_ms = t;
     g->end_ms = t + gs->interval_ms;
+    g->dirty = 1;
 
     return 0;
 }
@@ -182,15 +188,38 @@ ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit, void *data,
     g->count = 0;
     g->start_ms = g->end_ms;
     g->end_ms += gs->interval_ms;
+    g->dirty = 1;
     *removed = 0;
 
     return 0;
 }
 
 
+/*
+ * The next save says that the group is closed: its key, the latest
+ * alert, goes to the closed list.  Without memory for it the next save
+ * writes the whole table.
+ */
+
 static void
 ad_group_remove(ad_groups_t *gs, size_t i)
 {
+    json_t  *key;
+
+    if (!gs->whole) {
+        if (gs->closed == NULL) {
+            gs->closed = json_array();
+        }
+
+        key = ad_alert_to_json(&gs->g[i].last);
+
+        if (gs->closed == NULL || key == NULL
+            || json_array_append_new(gs->closed, key) != 0)
+        {
+            gs->whole = 1;
+        }
+    }
+
     gs->n--;
 
     if (i != gs->n) {
@@ -248,9 +277,8 @@ ad_group_next(const ad_groups_t *gs)
 json_t *
 ad_group_to_json(const ad_groups_t *gs)
 {
-    size_t             i;
-    json_t            *arr, *o, *last;
-    const ad_group_t  *g;
+    size_t   i;
+    json_t  *arr, *o;
 
     arr = json_array();
     if (arr == NULL) {
@@ -258,19 +286,7 @@ ad_group_to_json(const ad_groups_t *gs)
     }
 
     for (i = 0; i < gs->n; i++) {
-        g = &gs->g[i];
-
-        last = ad_alert_to_json(&g->last);
-        if (last == NULL) {
-            json_decref(arr);
-            return NULL;
-        }
-
-        o = json_pack("{s:s, s:i, s:I, s:I, s:I, s:o}",
-                      "first_id", g->first_id, "seq", (int) g->seq,
-                      "start", (json_int_t) g->start_ms,
-                      "end", (json_int_t) g->end_ms,
-                      "count", (json_int_t) g->count, "last", last);
+        o = ad_group_one_to_json(&gs->g[i]);
 
         if (o == NULL || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
@@ -282,60 +298,194 @@ ad_group_to_json(const ad_groups_t *gs)
 }
 
 
+static json_t *
+ad_group_one_to_json(const ad_group_t *g)
+{
+    json_t  *last;
+
+    last = ad_alert_to_json(&g->last);
+    if (last == NULL) {
+        return NULL;
+    }
+
+    return json_pack("{s:s, s:i, s:I, s:I, s:I, s:o}",
+                     "first_id", g->first_id, "seq", (int) g->seq,
+                     "start", (json_int_t) g->start_ms,
+                     "end", (json_int_t) g->end_ms,
+                     "count", (json_int_t) g->count, "last", last);
+}
+
+
+static int
+ad_group_parse(const json_t *o, size_t i, ad_group_t *g, char *why,
+    size_t whysize)
+{
+    int          seq;
+    json_t      *last;
+    json_int_t   start, end, count;
+    const char  *first;
+    char         w[256];
+
+    if (json_unpack((json_t *) o, "{s:s, s:i, s:I, s:I, s:I, s:o}",
+                    "first_id", &first, "seq", &seq, "start", &start,
+                    "end", &end, "count", &count, "last", &last) != 0
+        || seq < 0 || count < 0 || strlen(first) > AD_ID_MAX)
+    {
+        (void) snprintf(why, whysize, "group %zu is malformed", i);
+        return -1;
+    }
+
+    memset(g, 0, sizeof(ad_group_t));
+
+    if (ad_alert_from_json(last, &g->last, w, sizeof(w)) != 0) {
+        (void) snprintf(why, whysize, "group %zu: %s", i, w);
+        return -1;
+    }
+
+    (void) snprintf(g->first_id, sizeof(g->first_id), "%s", first);
+    g->seq = (unsigned) seq;
+    g->start_ms = start;
+    g->end_ms = end;
+    g->count = count;
+
+    return 0;
+}
+
+
 int
 ad_group_from_json(ad_groups_t *gs, const json_t *a, char *why,
     size_t whysize)
 {
-    int          seq;
-    size_t       i;
-    json_t      *o, *last;
-    json_int_t   start, end, count;
-    const char  *first;
-    ad_alert_t   alert;
-    char         w[256];
-
     gs->n = 0;
 
-    if (!json_is_array(a)) {
-        (void) snprintf(why, whysize, "\"groups\" is not an array");
+    return ad_group_apply_json(gs, a, NULL, why, whysize);
+}
+
+
+/*
+ * A saved change: the groups in closed are removed, then those in a are
+ * added, or replace the open group of the same key.
+ */
+
+int
+ad_group_apply_json(ad_groups_t *gs, const json_t *a, const json_t *closed,
+    char *why, size_t whysize)
+{
+    size_t       i;
+    json_t      *o;
+    ssize_t      k;
+    ad_group_t   g;
+    ad_alert_t   key;
+    char         w[256];
+
+    if (!json_is_array(a)
+        || (closed != NULL && !json_is_array(closed)))
+    {
+        (void) snprintf(why, whysize, "\"groups\" or \"closed\" is not an "
+                        "array");
         return -1;
     }
 
+    json_array_foreach(closed, i, o) {
+        if (ad_alert_from_json(o, &key, w, sizeof(w)) != 0) {
+            (void) snprintf(why, whysize, "closed group %zu: %s", i, w);
+            return -1;
+        }
+
+        k = ad_group_find(gs, &key);
+        if (k >= 0) {
+            gs->n--;
+            if ((size_t) k != gs->n) {
+                gs->g[k] = gs->g[gs->n];
+            }
+        }
+    }
+
     json_array_foreach(a, i, o) {
-        if (json_unpack(o, "{s:s, s:i, s:I, s:I, s:I, s:o}",
-                        "first_id", &first, "seq", &seq, "start", &start,
-                        "end", &end, "count", &count, "last", &last) != 0
-            || seq < 0 || count < 0 || strlen(first) > AD_ID_MAX)
-        {
-            (void) snprintf(why, whysize, "group %zu is malformed", i);
+        if (ad_group_parse(o, i, &g, why, whysize) != 0) {
             return -1;
         }
 
-        if (ad_alert_from_json(last, &alert, w, sizeof(w)) != 0) {
-            (void) snprintf(why, whysize, "group %zu: %s", i, w);
-            return -1;
+        k = ad_group_find(gs, &g.last);
+
+        if (k < 0) {
+            if (ad_group_append(gs, &g.last, 0) != 0) {
+                (void) snprintf(why, whysize, "too many groups");
+                return -1;
+            }
+            k = (ssize_t) gs->n - 1;
         }
 
-        if (ad_group_append(gs, &alert, 0) != 0) {
-            (void) snprintf(why, whysize, "too many groups");
-            return -1;
-        }
-
-        (void) snprintf(gs->g[gs->n - 1].first_id, AD_FID_MAX + 1, "%s",
-                        first);
-        gs->g[gs->n - 1].seq = (unsigned) seq;
-        gs->g[gs->n - 1].start_ms = start;
-        gs->g[gs->n - 1].end_ms = end;
-        gs->g[gs->n - 1].count = count;
+        gs->g[k] = g;
     }
 
     return 0;
 }
 
 
+/* the groups changed since ad_group_saved(), and those closed */
+
+int
+ad_group_delta_to_json(const ad_groups_t *gs, json_t **groups,
+    json_t **closed)
+{
+    size_t             i;
+    json_t            *o;
+    const ad_group_t  *g;
+
+    *groups = json_array();
+    *closed = (gs->closed != NULL) ? json_copy(gs->closed) : json_array();
+
+    if (*groups == NULL || *closed == NULL) {
+        goto failed;
+    }
+
+    for (i = 0; i < gs->n; i++) {
+        g = &gs->g[i];
+
+        if (!g->dirty) {
+            continue;
+        }
+
+        o = ad_group_one_to_json(g);
+        if (o == NULL || json_array_append_new(*groups, o) != 0) {
+            goto failed;
+        }
+    }
+
+    return 0;
+
+failed:
+
+    json_decref(*groups);
+    json_decref(*closed);
+
+    return -1;
+}
+
+
+/* a save took every change so far */
+
+void
+ad_group_saved(ad_groups_t *gs)
+{
+    size_t  i;
+
+    for (i = 0; i < gs->n; i++) {
+        gs->g[i].dirty = 0;
+    }
+
+    json_decref(gs->closed);
+    gs->closed = NULL;
+    gs->whole = 0;
+}
+
+
 void
 ad_group_free(ad_groups_t *gs)
 {
+    json_decref(gs->closed);
+    gs->closed = NULL;
     free(gs->g);
     gs->g = NULL;
     gs->n = 0;

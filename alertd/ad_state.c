@@ -6,15 +6,29 @@
  *                   fingerprint of the bytes before it; the same for a
  *                   rotated file still read), the open groups and the
  *                   counts of alerts a full outbox dropped, one JSON
- *                   object
+ *                   object: the snapshot
+ *   STATE/offset.log  what changed since the snapshot, one JSON object
+ *                   per save and line: the position and the drop counts
+ *                   again, the groups that changed and the keys of those
+ *                   closed
  *   STATE/outbox/   one file per pending (alert, sink), see ad_outbox.c
  *
  * Files are replaced atomically: written to ".tmp-NAME", fsync()ed,
  * renamed over NAME, and the directory fsync()ed by the caller once per
  * batch.  A crash leaves the old file or the new one, never a mix.  The
- * position, the groups and the drop counts share one file so that a
- * journal line is never folded or counted twice, or lost between two
- * writes.
+ * position, the groups and the drop counts are saved together, in one
+ * write, so that a journal line is never folded or counted twice, or
+ * lost between two writes.
+ *
+ * A save appends one line to offset.log and fsync()s it: its size is
+ * what changed, not the open groups (thousands of peers, each a group,
+ * made a whole file per alert line).  A line cut short by a crash is
+ * not a save: loading stops before it.  When the log would outgrow the
+ * snapshot (or AD_STATE_LOG_MIN), a new snapshot is written instead,
+ * with the next generation number, and the log emptied; a log line of
+ * another generation is older than the snapshot and is skipped.  The
+ * first save after a start and every save after a failed append write a
+ * snapshot, so the log never holds a broken line before a good one.
  */
 
 #include <errno.h>
@@ -38,6 +52,15 @@ static int ad_write_all(int fd, const char *data, size_t len);
 static json_t *ad_print_to_json(const ad_fpos_t *fp);
 static int ad_print_from_json(const json_t *o, ad_fpos_t *fp);
 static int ad_rotated_from_json(const json_t *o, ad_fpos_t *fp);
+static int ad_state_check(const json_t *o, char *why, size_t whysize);
+static int ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last,
+    char *why, size_t whysize);
+static json_t *ad_state_to_json(const char *journal, const ad_pos_t *pos,
+    const ad_outbox_t *ob);
+static int ad_state_snapshot(ad_state_t *st, json_t *o,
+    const ad_groups_t *gs);
+static int ad_state_append(ad_state_t *st, json_t *o,
+    const ad_groups_t *gs);
 
 
 int
@@ -45,6 +68,11 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
 {
     st->path = path;
     st->lock = -1;
+    st->log = -1;
+    st->gen = 0;
+    st->snap_size = 0;
+    st->log_size = 0;
+    st->snapshot = 1;
 
     st->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -87,6 +115,15 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
         return -1;
     }
 
+    st->log = openat(st->fd, "offset.log", O_RDWR | O_APPEND | O_CREAT
+                                           | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (st->log == -1 || ad_fsync_dir(st->fd) != 0) {
+        (void) snprintf(err, errsize, "cannot open %s/offset.log: %s",
+                        path, strerror(errno));
+        ad_state_close(st);
+        return -1;
+    }
+
     return 0;
 }
 
@@ -94,6 +131,11 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
 void
 ad_state_close(ad_state_t *st)
 {
+    if (st->log != -1) {
+        (void) close(st->log);
+        st->log = -1;
+    }
+
     if (st->lock != -1) {
         (void) close(st->lock);
         st->lock = -1;
@@ -237,28 +279,41 @@ int
 ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     ad_groups_t *gs, ad_outbox_t *ob, char *err, size_t errsize)
 {
-    int            version;
     char          *buf;
     size_t         len;
-    json_t        *o, *groups, *print, *rotated, *dropped;
-    json_int_t     dev, ino, off;
+    json_t        *o, *last, *print, *rotated, *dropped;
+    json_int_t     dev, ino, off, gen;
     const char    *path;
     json_error_t   jerr;
     char           why[256];
 
     memset(pos, 0, sizeof(ad_pos_t));
     gs->n = 0;
+    last = NULL;
+
+    /* without a snapshot the log is emptied: a deleted offset starts
+       over */
+
+    st->snapshot = 1;
 
     if (ad_file_read(st->fd, "offset", AD_STATE_FILE_MAX, &buf, &len) != 0)
     {
         if (errno == ENOENT) {
-            return 0;
+            if (ftruncate(st->log, 0) == 0) {
+                return 0;
+            }
+
+            (void) snprintf(err, errsize, "cannot empty %s/offset.log: "
+                            "%s", st->path, strerror(errno));
+            return -1;
         }
 
         (void) snprintf(err, errsize, "cannot read %s/offset: %s",
                         st->path, strerror(errno));
         return -1;
     }
+
+    st->snap_size = len;
 
     o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
     free(buf);
@@ -268,25 +323,45 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
         goto bad;
     }
 
-    if (json_unpack(o, "{s:i, s:s, s:I, s:I, s:I, s:o}",
-                    "version", &version, "journal", &path, "dev", &dev,
-                    "ino", &ino, "offset", &off, "groups", &groups) != 0
-        || off < 0)
+    if (ad_state_check(o, why, sizeof(why)) != 0) {
+        goto bad;
+    }
+
+    gen = 0;
+    if (json_unpack(o, "{s?I}", "gen", &gen) != 0 || gen < 0) {
+        (void) snprintf(why, sizeof(why), "\"gen\" is not a number");
+        goto bad;
+    }
+
+    st->gen = gen;
+
+    if (ad_group_from_json(gs, json_object_get(o, "groups"), why,
+                           sizeof(why)) != 0)
     {
-        (void) snprintf(why, sizeof(why), "a member is missing or has the "
-                        "wrong type");
         goto bad;
     }
 
-    if (version != AD_STATE_VERSION) {
-        (void) snprintf(why, sizeof(why), "version %d, expected %d",
-                        version, AD_STATE_VERSION);
-        goto bad;
+    /* the saves after the snapshot; the last one has the position */
+
+    if (ad_state_replay(st, gs, &last, why, sizeof(why)) != 0) {
+        json_decref(o);
+        o = NULL;
+        (void) snprintf(err, errsize, "%s/offset.log is not a valid state "
+                        "file (%s); move it and offset away to start over: "
+                        "the journal is then read from its start and alerts "
+                        "sent before are sent again, with their ids",
+                        st->path, why);
+        gs->n = 0;
+        return -1;
     }
 
-    if (ad_group_from_json(gs, groups, why, sizeof(why)) != 0) {
-        goto bad;
+    if (last != NULL) {
+        json_decref(o);
+        o = last;
     }
+
+    (void) json_unpack(o, "{s:s, s:I, s:I, s:I}", "journal", &path,
+                       "dev", &dev, "ino", &ino, "offset", &off);
 
     /*
      * "print", "rotated" and "dropped" came later: a state file without
@@ -347,28 +422,175 @@ bad:
 }
 
 
+/* the members a snapshot and a log line both have */
+
+static int
+ad_state_check(const json_t *o, char *why, size_t whysize)
+{
+    int          version;
+    json_t      *groups;
+    json_int_t   dev, ino, off;
+    const char  *path;
+
+    if (json_unpack((json_t *) o, "{s:i, s:s, s:I, s:I, s:I, s:o}",
+                    "version", &version, "journal", &path, "dev", &dev,
+                    "ino", &ino, "offset", &off, "groups", &groups) != 0
+        || off < 0)
+    {
+        (void) snprintf(why, whysize, "a member is missing or has the "
+                        "wrong type");
+        return -1;
+    }
+
+    if (version != AD_STATE_VERSION) {
+        (void) snprintf(why, whysize, "version %d, expected %d", version,
+                        AD_STATE_VERSION);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * Applies the log's lines of the snapshot's generation in order; *last
+ * is the last one applied, or NULL.  A line cut short (no newline, not
+ * JSON) ends the log: a crash during its append.
+ */
+
+static int
+ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last, char *why,
+    size_t whysize)
+{
+    char          *buf, *p, *nl, *end;
+    size_t         len, n;
+    json_t        *o;
+    json_int_t     gen;
+    json_error_t   jerr;
+
+    if (ad_file_read(st->fd, "offset.log", AD_STATE_FILE_MAX, &buf, &len)
+        != 0)
+    {
+        if (errno == ENOENT) {
+            return 0;
+        }
+
+        (void) snprintf(why, whysize, "%s", strerror(errno));
+        return -1;
+    }
+
+    st->log_size = len;
+    n = 0;
+    p = buf;
+    end = buf + len;
+
+    for ( ;; ) {
+        nl = memchr(p, '\n', (size_t) (end - p));
+        if (nl == NULL) {
+            break;
+        }
+
+        o = json_loadb(p, (size_t) (nl - p), JSON_REJECT_DUPLICATES, &jerr);
+        if (o == NULL) {
+            break;
+        }
+
+        gen = -1;
+        (void) json_unpack(o, "{s?I}", "gen", &gen);
+
+        if (gen != st->gen) {
+            json_decref(o);
+            p = nl + 1;
+            continue;
+        }
+
+        if (ad_state_check(o, why, whysize) != 0
+            || ad_group_apply_json(gs, json_object_get(o, "groups"),
+                                   json_object_get(o, "closed"), why,
+                                   whysize) != 0)
+        {
+            json_decref(o);
+            json_decref(*last);
+            *last = NULL;
+            free(buf);
+            return -1;
+        }
+
+        json_decref(*last);
+        *last = o;
+        n++;
+        p = nl + 1;
+    }
+
+    if (p != end) {
+        ad_log(AD_LOG_WARN, "%s/offset.log: the last %zu bytes are not a "
+               "whole save (cut short by a crash); the %zu before are used",
+               st->path, (size_t) (end - p), n);
+    }
+
+    free(buf);
+
+    return 0;
+}
+
+
+/*
+ * Appends what changed to the log, or writes a snapshot when the log
+ * would grow past the snapshot's size or AD_STATE_LOG_MIN, the first
+ * time, and after a failed append.  Either is one write and one
+ * fsync(): the position, the drop counts and the groups together.
+ */
+
 int
 ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
-    const ad_groups_t *gs, const ad_outbox_t *ob)
+    ad_groups_t *gs, const ad_outbox_t *ob)
 {
     int      rc;
-    char    *s;
-    json_t  *o, *groups, *r, *dropped;
+    json_t  *o;
 
-    groups = ad_group_to_json(gs);
-    if (groups == NULL) {
+    o = ad_state_to_json(journal, pos, ob);
+    if (o == NULL) {
         errno = ENOMEM;
         return -1;
     }
 
-    o = json_pack("{s:i, s:s, s:I, s:I, s:I, s:o}",
+    rc = 1;
+
+    if (!st->snapshot && !gs->whole) {
+        rc = ad_state_append(st, o, gs);
+    }
+
+    if (rc > 0) {
+        rc = ad_state_snapshot(st, o, gs);
+    }
+
+    json_decref(o);
+
+    if (rc != 0) {
+        return -1;
+    }
+
+    ad_group_saved(gs);
+
+    return 0;
+}
+
+
+/* the position and the drop counts */
+
+static json_t *
+ad_state_to_json(const char *journal, const ad_pos_t *pos,
+    const ad_outbox_t *ob)
+{
+    json_t  *o, *r, *dropped;
+
+    o = json_pack("{s:i, s:s, s:I, s:I, s:I}",
                   "version", AD_STATE_VERSION, "journal", journal,
                   "dev", (json_int_t) pos->cur.dev,
                   "ino", (json_int_t) pos->cur.ino,
-                  "offset", (json_int_t) pos->cur.off, "groups", groups);
+                  "offset", (json_int_t) pos->cur.off);
     if (o == NULL) {
-        errno = ENOMEM;
-        return -1;
+        return NULL;
     }
 
     if (pos->cur.plen > 0
@@ -376,8 +598,7 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
            != 0)
     {
         json_decref(o);
-        errno = ENOMEM;
-        return -1;
+        return NULL;
     }
 
     if (pos->old.valid) {
@@ -393,8 +614,7 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
             || json_object_set_new(o, "rotated", r) != 0)
         {
             json_decref(o);
-            errno = ENOMEM;
-            return -1;
+            return NULL;
         }
     }
 
@@ -406,25 +626,133 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
     {
         json_decref(dropped);
         json_decref(o);
-        errno = ENOMEM;
-        return -1;
+        return NULL;
     }
 
     json_decref(dropped);
 
-    s = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
+    return o;
+}
 
+
+/* returns 0, -1 on an error, 1 when a snapshot is to be written */
+
+static int
+ad_state_append(ad_state_t *st, json_t *o, const ad_groups_t *gs)
+{
+    int      rc;
+    char    *s, *line;
+    size_t   len, room;
+    json_t  *groups, *closed;
+
+    if (ad_group_delta_to_json(gs, &groups, &closed) != 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    if (json_object_set_new(o, "groups", groups) != 0
+        || json_object_set_new(o, "closed", closed) != 0
+        || json_object_set_new(o, "gen", json_integer(st->gen)) != 0)
+    {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    s = json_dumps(o, JSON_COMPACT);
     if (s == NULL) {
         errno = ENOMEM;
         return -1;
     }
 
-    rc = ad_file_replace(st->fd, "offset", s, strlen(s));
+    len = strlen(s) + 1;
+    room = (st->snap_size > AD_STATE_LOG_MIN) ? st->snap_size
+                                              : AD_STATE_LOG_MIN;
+
+    if (st->log_size + len > room) {
+        free(s);
+        return 1;
+    }
+
+    /* the line and its end in one write */
+
+    line = malloc(len);
+    if (line == NULL) {
+        free(s);
+        errno = ENOMEM;
+        return -1;
+    }
+
+    memcpy(line, s, len - 1);
+    line[len - 1] = '\n';
+    free(s);
+
+    rc = ad_write_all(st->log, line, len);
+    free(line);
+
+    if (rc != 0 || fsync(st->log) != 0) {
+        ad_log(AD_LOG_WARN, "cannot append to %s/offset.log: %s; writing "
+               "a snapshot instead", st->path, strerror(errno));
+        st->snapshot = 1;
+        return 1;
+    }
+
+    st->log_size += len;
+
+    return 0;
+}
+
+
+/*
+ * The whole state as "offset", one generation on; then the log, whose
+ * lines it holds, is emptied.  Until that works every save is a
+ * snapshot: nothing is appended after a line that may be broken.
+ */
+
+static int
+ad_state_snapshot(ad_state_t *st, json_t *o, const ad_groups_t *gs)
+{
+    int      rc;
+    char    *s;
+    size_t   len;
+    json_t  *groups;
+
+    groups = ad_group_to_json(gs);
+
+    (void) json_object_del(o, "closed");
+
+    if (groups == NULL
+        || json_object_set_new(o, "groups", groups) != 0
+        || json_object_set_new(o, "gen", json_integer(st->gen + 1)) != 0)
+    {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    s = json_dumps(o, JSON_COMPACT);
+    if (s == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+
+    len = strlen(s);
+    rc = ad_file_replace(st->fd, "offset", s, len);
     free(s);
 
     if (rc != 0 || ad_fsync_dir(st->fd) != 0) {
         return -1;
+    }
+
+    st->gen++;
+    st->snap_size = len;
+    st->snapshot = 1;
+
+    if (ftruncate(st->log, 0) == 0 && fsync(st->log) == 0) {
+        st->log_size = 0;
+        st->snapshot = 0;
+
+    } else {
+        ad_log(AD_LOG_WARN, "cannot empty %s/offset.log: %s; the next save "
+               "writes a snapshot again", st->path, strerror(errno));
     }
 
     return 0;

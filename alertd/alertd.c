@@ -742,6 +742,13 @@ ad_loop(ad_ctx_t *ctx)
 
     ad_deliver_abort(&ctx->deliver);
 
+    /* a stop leaves one file, the snapshot, and an empty log */
+
+    if (ctx->state.log_size > 0) {
+        ctx->state.snapshot = 1;
+        ctx->changed = 1;
+    }
+
     if (ad_persist(ctx, 1) != 0 && rc == 0) {
         rc = 1;
     }

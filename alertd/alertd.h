@@ -6,7 +6,8 @@
  *   ad_alert.c    journal lines in, webhook and Alertmanager bodies out
  *   ad_group.c    folding repeats of one (kind, client or peer, reason)
  *   ad_journal.c  following the journal across rotation and truncation
- *   ad_state.c    the state directory: lock, atomic files, offset
+ *   ad_state.c    the state directory: lock, atomic files, the
+ *                 position and groups (a snapshot and a change log)
  *   ad_outbox.c   one durable file per pending (alert, sink), bounded
  *                 per sink; what a full one drops is counted
  *   ad_deliver.c  sinks, signing, libcurl multi transfers, backoff
@@ -36,6 +37,9 @@
 #define AD_READ_MAX            65536    /* one journal read; a longer
                                            line is malformed */
 #define AD_STATE_FILE_MAX      (16 * 1024 * 1024)
+#define AD_STATE_LOG_MIN       (64 * 1024)  /* the change log may grow to
+                                               this, or to the snapshot's
+                                               size if larger */
 #define AD_ENTRY_FILE_MAX      (64 * 1024)
 #define AD_GROUPS_MAX          4096
 #define AD_NAME_MAX            128      /* outbox file name */
@@ -156,6 +160,8 @@ typedef struct {
     int64_t          start_ms;              /* window, alert time */
     int64_t          end_ms;
     int64_t          count;                 /* folded in this window */
+    unsigned         dirty:1;               /* changed since the last
+                                               save */
 } ad_group_t;
 
 typedef struct {
@@ -163,6 +169,10 @@ typedef struct {
     size_t           n;
     size_t           cap;
     int64_t          interval_ms;
+    json_t          *closed;                /* keys of the groups closed
+                                               since the last save */
+    unsigned         whole:1;               /* closed is incomplete: the
+                                               next save is a snapshot */
 } ad_groups_t;
 
 /* called for each alert to send now; returns 0, or -1 to stop */
@@ -176,6 +186,11 @@ int64_t ad_group_next(const ad_groups_t *gs);   /* -1: none */
 json_t *ad_group_to_json(const ad_groups_t *gs);
 int ad_group_from_json(ad_groups_t *gs, const json_t *a, char *why,
     size_t whysize);
+int ad_group_apply_json(ad_groups_t *gs, const json_t *a,
+    const json_t *closed, char *why, size_t whysize);
+int ad_group_delta_to_json(const ad_groups_t *gs, json_t **groups,
+    json_t **closed);
+void ad_group_saved(ad_groups_t *gs);
 void ad_group_free(ad_groups_t *gs);
 
 
@@ -209,6 +224,11 @@ typedef struct {
     const char      *path;
     int              fd;                    /* the directory */
     int              lock;
+    int              log;                   /* STATE/offset.log */
+    int64_t          gen;                   /* of the snapshot */
+    size_t           snap_size;             /* its bytes */
+    size_t           log_size;
+    unsigned         snapshot:1;            /* the next save writes one */
 } ad_state_t;
 
 int ad_state_open(ad_state_t *st, const char *path, char *err,
@@ -225,7 +245,7 @@ typedef struct ad_outbox_s  ad_outbox_t;
 int ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     ad_groups_t *gs, ad_outbox_t *ob, char *err, size_t errsize);
 int ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
-    const ad_groups_t *gs, const ad_outbox_t *ob);
+    ad_groups_t *gs, const ad_outbox_t *ob);
 
 
 /* the journal (ad_journal.c) */

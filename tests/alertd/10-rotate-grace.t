@@ -32,7 +32,7 @@ sub alert_to {
 }
 
 sub state {
-    return JSON::PP->new->decode($t->read_file($t->state . '/offset'));
+    return $t->saved_state;
 }
 
 $t->append('');

@@ -120,12 +120,11 @@ kill 'KILL', $t->alertd_pid;
 $t->reap($t->alertd_pid, 5);
 
 my $json = JSON::PP->new->canonical;
-my $offset = $t->state . '/offset';
-my $state = $json->decode($t->read_file($offset));
+my $state = $t->saved_state;
 my %saved = map { $_->{first_id} => $_->{last} } @{$state->{groups}};
 is($saved{$k7[0]}{peer}, '10.0.0.7', 'the state file keeps the peer');
 delete $saved{$k8[0]}{peer};
-$t->write_file($offset, $json->encode($state));
+$t->write_state($state);
 
 $t->alertd('--repeat-interval', '4s');
 my ($started) = ($t->alertd_log =~ /.*\binfo: started (.*)/g)[-1];

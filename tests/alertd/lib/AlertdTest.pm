@@ -433,6 +433,43 @@ sub outbox {
 }
 
 
+# the state alertd would load from STATE: the snapshot "offset" with the
+# lines of "offset.log" of its generation applied (groups closed, then
+# groups changed; the last line's position), as one hash
+sub saved_state {
+    my ($self) = @_;
+    my $state = $JSON->decode($self->read_file("$self->{state}/offset"));
+    my $key = sub {
+        my ($a) = @_;
+        return join "\0", $a->{kind}, $a->{client} // '',
+               defined $a->{client} ? '' : $a->{peer} // '', $a->{reason};
+    };
+    my %g = map { $key->($_->{last}) => $_ } @{$state->{groups}};
+
+    for my $line (split /\n/, $self->read_file("$self->{state}/offset.log")) {
+        my $o = eval { $JSON->decode($line) } or last;
+        next unless ($o->{gen} // -1) == ($state->{gen} // 0);
+        delete $g{$key->($_)} for @{$o->{closed} // []};
+        $g{$key->($_->{last})} = $_ for @{$o->{groups}};
+        $state = { %$o, gen => $state->{gen} };
+        delete $state->{closed};
+    }
+
+    $state->{groups} = [map { $g{$_} } sort keys %g];
+
+    return $state;
+}
+
+
+# writes a state as alertd (or an older one) leaves it after a stop:
+# all in "offset", the change log empty
+sub write_state {
+    my ($self, $state) = @_;
+    $self->write_file("$self->{state}/offset", $JSON->encode($state));
+    $self->write_file("$self->{state}/offset.log", '');
+}
+
+
 # stops what is still running, checks every log for sanitizer reports
 # (an ASan/UBSan build of alertd), and ends the plan
 sub done {

@@ -1,0 +1,152 @@
+#!/usr/bin/perl
+# Thousands of open groups (every unidentified peer is one): a save
+# writes what changed, not the whole table.  alertd saves its position
+# and groups after every alert line it reads; with 1500 groups open the
+# old whole-file save wrote about 550 KB per alert line (an alertd
+# without the change log fails the first test for that reason).  The
+# groups survive kill -9 from the change log, also one whose last line
+# a crash cut short, and a stop leaves the whole state in "offset".
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use AlertdTest;
+use JSON::PP;
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+my $t = AlertdTest->new;
+my $secret = $t->secret('hook', 'groups-test-secret-0123456789abcdef');
+
+# a sink that refuses connections: alertd writes no request bodies, so
+# what it writes is its files and its log
+my $port = AlertdTest::free_port();
+$t->policy({ webhook => "http://127.0.0.1:$port/hook", secret => 'hook' });
+$t->append('');
+
+my @opt = ('--repeat-interval', '1h', '--outbox-max', '100000');
+my $st = $t->state;
+my $n = 0;
+
+sub peer_alert {
+    my ($i) = @_;
+    return $t->alert_line(client => undef, reason => 'no_route',
+                          peer => sprintf('10.9.%d.%d', $i >> 8, $i & 255));
+}
+
+sub wchar {
+    my ($pid) = @_;
+    my $io = $t->read_file("/proc/$pid/io");
+    return $io =~ /^wchar: (\d+)/m ? $1 : die "no /proc/$pid/io";
+}
+
+sub queued { my ($id) = @_; $t->log_has(qr/queued alert \Q$id\E: /, 30) }
+
+my $pid = $t->alertd(@opt);
+
+# 1500 groups at once: read in one go, one save
+my ($text, $last) = ('');
+for my $i (1 .. 1500) {
+    ($last, my $line) = peer_alert(++$n);
+    $text .= $line;
+}
+$t->append($text);
+ok(queued($last), '1500 peers read: 1500 groups open');
+sleep 0.5;
+
+# then 100 new peers and 100 repeats, one line at a time, each read
+# before the next is written: one save each
+my $w0 = wchar($pid);
+my @repeats;
+for my $i (1 .. 100) {
+    my ($id, $line) = peer_alert(++$n);
+    $t->append($line);
+    queued($id) or last;
+
+    ($id, $line) = peer_alert($i);          # folded: no outbox file
+    push @repeats, $id;
+    $t->append($line);
+}
+my ($mark, $line) = peer_alert(++$n);
+$t->append($line);
+ok(queued($mark), 'every line read');
+my $per = (wchar($pid) - $w0) / 200;
+cmp_ok($per, '<', 20_000,
+       sprintf('written per alert line with 1600 groups open: %.0f bytes',
+               $per));
+
+my $snap = -s "$st/offset";
+ok(-s "$st/offset.log" <= ($snap > 65536 ? $snap : 65536),
+   'the change log is no larger than the snapshot (or 64 KiB)');
+
+# kill -9 (once the last line's save is done: it follows the log line):
+# the groups come back from the snapshot and the change log
+sleep 1;
+kill 'KILL', $pid;
+$t->reap($pid, 5);
+
+my $open = 1500 + 100 + 1;
+{
+    open(my $fh, '>>', "$st/offset.log") or die;
+    print $fh '{"version":1,"journal":"cut sh';
+    close $fh;
+}
+
+my $before = () = $t->alertd_log =~ /queued alert /g;
+$pid = $t->alertd(@opt);
+my ($started) = ($t->alertd_log =~ /.*\binfo: started (.*)/g)[-1];
+like($started, qr/ $open group\(s\) open/,
+     "after kill -9: all $open groups restored");
+like($t->alertd_log, qr/offset\.log: the last \d+ bytes are not a whole save/,
+     'a last line cut short is said and skipped');
+sleep 1;
+my $after = () = $t->alertd_log =~ /queued alert /g;
+is($after, $before, 'no line is read, no alert queued again');
+
+# a repeat of a peer whose group is only in the change log is folded
+my ($rep, $rline) = peer_alert(1600);
+$t->append($rline);
+($mark, $line) = peer_alert(++$n);
+$t->append($line);
+ok(queued($mark), 'a new peer after the restart is queued');
+unlike($t->alertd_log, qr/alert \Q$rep\E: /,
+       'a repeat of a peer from before the kill is folded, not sent');
+is(scalar($t->outbox), $open + 1, 'one outbox file per group, no more');
+
+# a stop leaves the whole state in "offset", the log empty
+is($t->stop($pid, 'TERM') >> 8, 0, 'SIGTERM: exit 0');
+is(-s "$st/offset.log", 0, 'the change log is empty after a stop');
+my $state = decode_json($t->read_file("$st/offset"));
+is(scalar(@{$state->{groups}}), $open + 1, 'and offset holds every group');
+is($state->{offset}, -s $t->journal, 'and the journal end');
+my ($folded) = grep { ($_->{last}{peer} // '') eq '10.9.6.64' }
+               @{$state->{groups}};
+is($folded && $folded->{count}, 1, 'the repeat is counted in its group');
+
+# a group closed since the snapshot stays closed after kill -9
+my $u = AlertdTest->new;
+$u->secret('hook', 'groups-test-secret-0123456789abcdef');
+$u->policy({ webhook => "http://127.0.0.1:$port/hook", secret => 'hook' });
+$u->append('');
+$pid = $u->alertd('--repeat-interval', '1s');
+my $x = $u->alert(client => undef, peer => '10.8.0.1', reason => 'closed');
+ok($u->log_has(qr/queued alert \Q$x\E: /, 5), 'a group opens');
+sleep 2.5;                              # its window ends empty: closed
+my $y = $u->alert(client => undef, peer => '10.8.0.2', reason => 'open',
+                  time => AlertdTest::now_rfc3339(time + 4));
+ok($u->log_has(qr/queued alert \Q$y\E: /, 5), 'another opens');
+sleep 1;
+kill 'KILL', $pid;
+$u->reap($pid, 5);
+like($u->saved_state->{groups}[0]{last}{peer} // '', qr/^10\.8\.0\.2$/,
+     'the change log has the second group');
+$pid = $u->alertd('--repeat-interval', '1s');
+($started) = ($u->alertd_log =~ /.*\binfo: started (.*)/g)[-1];
+like($started, qr/ 1 group\(s\) open/,
+     'after kill -9 the closed group is not restored, the other is');
+is($u->stop($pid, 'TERM') >> 8, 0, 'SIGTERM: exit 0');
+unlike($u->alertd_log, qr/AddressSanitizer|LeakSanitizer|runtime error:/,
+       'no sanitizer reports there');
+
+$t->done;
