@@ -158,6 +158,23 @@ for my $n (sort keys %units) {
          'the image\'s nginx publishes that socket at /api/');
 }
 
+# alertd: its ExecStart passes only options alertd takes, and sets the
+# outbox bound where an operator looks for it
+{
+    my $d = directives(slurp("$top/conf/airlock-alertd.service"));
+    my $exec = $d->{ExecStart}[0] // '';
+    my %known = map { $_ => 1 }
+                slurp("$top/alertd/alertd.c")
+                =~ /^\s*\{ "([a-z-]+)",\s+(?:required|no)_argument/mg;
+    my @unknown = grep { !$known{$_} } $exec =~ /\s--([a-z-]+)/g;
+    ok(%known && !@unknown,
+       'airlock-alertd: ExecStart passes only options alertd takes')
+        or diag("unknown: @unknown");
+    my ($max) = $exec =~ /\s--outbox-max\s+(\d+)/;
+    ok(defined $max && $max >= 1 && $max <= 1000000,
+       'airlock-alertd: --outbox-max is set, from 1 to 1000000');
+}
+
 # nftables: output dropped by default, only www-data's sockets let out
 {
     my $s = slurp("$top/conf/nftables-airlock.conf");
