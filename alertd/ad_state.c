@@ -291,8 +291,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     gs->n = 0;
     last = NULL;
 
-    /* without a snapshot the log is emptied: a deleted offset starts
-       over */
+    /* the first save writes a snapshot; without one the log is emptied */
 
     st->snapshot = 1;
 
@@ -344,15 +343,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     /* the saves after the snapshot; the last one has the position */
 
     if (ad_state_replay(st, gs, &last, why, sizeof(why)) != 0) {
-        json_decref(o);
-        o = NULL;
-        (void) snprintf(err, errsize, "%s/offset.log is not a valid state "
-                        "file (%s); move it and offset away to start over: "
-                        "the journal is then read from its start and alerts "
-                        "sent before are sent again, with their ids",
-                        st->path, why);
-        gs->n = 0;
-        return -1;
+        goto bad_log;
     }
 
     if (last != NULL) {
@@ -373,7 +364,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     if (dropped != NULL
         && ad_outbox_drops_from_json(ob, dropped, why, sizeof(why)) != 0)
     {
-        goto bad;
+        goto last_bad;
     }
 
     pos->cur.off = off;
@@ -382,14 +373,14 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     if (print != NULL && ad_print_from_json(print, &pos->cur) != 0) {
         (void) snprintf(why, sizeof(why), "\"print\" is not a journal "
                         "fingerprint for offset %lld", (long long) off);
-        goto bad;
+        goto last_bad;
     }
 
     rotated = json_object_get(o, "rotated");
     if (rotated != NULL && ad_rotated_from_json(rotated, &pos->old) != 0) {
         (void) snprintf(why, sizeof(why), "\"rotated\" is not a journal "
                         "position");
-        goto bad;
+        goto last_bad;
     }
 
     if (strcmp(path, journal) != 0) {
@@ -407,6 +398,24 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     json_decref(o);
 
     return 0;
+
+last_bad:
+
+    if (last == NULL) {
+        goto bad;
+    }
+
+bad_log:
+
+    json_decref(o);
+    gs->n = 0;
+    memset(pos, 0, sizeof(ad_pos_t));
+    (void) snprintf(err, errsize, "%s/offset.log is not a valid state file "
+                    "(%s); move it away to go on from the snapshot in "
+                    "offset: alerts read since are sent again, with their "
+                    "ids", st->path, why);
+
+    return -1;
 
 bad:
 

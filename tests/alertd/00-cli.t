@@ -108,6 +108,15 @@ config_error([@base], qr/offset is not a valid state file .* move it away/,
              'damaged state file');
 unlink $t->state . '/offset';
 
+# a change log line that is JSON but not a save
+$t->write_file($t->state . '/offset', '{"version":1,"journal":"/x",'
+               . '"dev":1,"ino":1,"offset":0,"groups":[],"gen":1}');
+$t->write_file($t->state . '/offset.log', qq({"gen":1,"groups":[]}\n));
+config_error([@base],
+             qr/offset\.log is not a valid state file .* move it away to go on/,
+             'damaged change log');
+unlink $t->state . '/offset', $t->state . '/offset.log';
+
 # detaching: the parent returns once the daemon runs
 ($rc) = $t->run_alertd(@base);
 is($rc, 0, 'without --foreground: the parent exits 0 once started');
