@@ -188,6 +188,8 @@ struct ngx_http_airlock_ctx_s {
     ngx_http_airlock_route_t    *rconf;
     al_reason_t                  reason;
     ngx_str_t                    uri;           /* upstream path?query */
+    ngx_uint_t                   method;        /* as decided */
+    ngx_str_t                    method_name;
 
     /* response scrubbing */
     u_char                      *carry;         /* a possible match start */

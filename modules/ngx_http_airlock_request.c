@@ -165,6 +165,8 @@ ngx_http_airlock_create_ctx(ngx_http_request_t *r,
     ctx->request = r;
     ctx->path = path;
     ctx->reason = AL_REASON_NONE;
+    ctx->method = r->method;
+    ctx->method_name = r->method_name;
 
     ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
 
@@ -186,11 +188,20 @@ ngx_http_airlock_ctx_cleanup(void *data)
  * NGX_OK: a new request, to be decided.  Anything else is what the
  * handler returns: a request is decided once, and an internal redirect
  * finds the decision standing.
+ *
+ * An error_page to a URI turns every method but HEAD into GET
+ * (ngx_http_send_error_page()).  A location that forwards sends the
+ * request as it was decided, so it gets the method the route matched
+ * back: a POST route's credential never goes out on a GET of its URI.
+ * A location that answers itself (airlock_error_json, a static error
+ * page, a return) keeps nginx's GET.
  */
 
 ngx_int_t
 ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
+    ngx_http_core_loc_conf_t  *clcf;
+
     if (r != r->main) {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "airlock: subrequest to \"%V\" refused", &r->uri);
@@ -205,7 +216,27 @@ ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
         return ngx_http_airlock_body_error(r, ctx);
     }
 
-    return ctx->allowed ? NGX_DECLINED : NGX_HTTP_FORBIDDEN;
+    if (!ctx->allowed) {
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    if ((r->method_name.len != ctx->method_name.len
+         || ngx_strncmp(r->method_name.data, ctx->method_name.data,
+                        ctx->method_name.len) != 0)
+        && clcf->handler != NULL
+        && clcf->handler != ngx_http_airlock_error_handler)
+    {
+        ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "airlock: method \"%V\" back to \"%V\" as decided",
+                       &r->method_name, &ctx->method_name);
+
+        r->method = ctx->method;
+        r->method_name = ctx->method_name;
+    }
+
+    return NGX_DECLINED;
 }
 
 
