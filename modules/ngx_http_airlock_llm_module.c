@@ -1999,6 +1999,27 @@ ngx_http_airlock_llm_content(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /*
+     * An error_page may lead a call of another entry here: the decision
+     * stands, and the call goes to its own entry's upstream or nowhere.
+     * This block is this location's entry's, not necessarily the call's.
+     */
+
+    if (ctx->provider != llcf->provider
+        && (ctx->provider->upstream.len != llcf->provider->upstream.len
+            || ngx_strncmp(ctx->provider->upstream.data,
+                           llcf->provider->upstream.data,
+                           ctx->provider->upstream.len)
+               != 0))
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: a call of llm \"%s\" was led to a location "
+                      "of llm \"%s\", bound to another upstream: refused",
+                      ctx->provider->llm->name.data,
+                      llcf->provider->llm->name.data);
+        return NGX_HTTP_BAD_GATEWAY;
+    }
+
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "airlock: llm call to the upstream block \"%V\", "
                    "target \"%V\"", &ctx->provider->host, &ctx->uri);
