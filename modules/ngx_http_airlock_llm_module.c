@@ -206,6 +206,7 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     al_reason_t                       reason;
     al_llm_error_t                    err;
     ngx_http_airlock_llm_ctx_t       *ctx;
+    ngx_http_airlock_loc_conf_t      *alcf;
     ngx_http_airlock_llm_loc_conf_t  *llcf;
 
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_llm_module);
@@ -215,6 +216,18 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     }
 
     if (llcf->provider == NULL) {
+        /*
+         * An Airlock location of ngx_http_airlock_module forwards a call
+         * an error_page led here as it was decided, to its provider: the
+         * internal redirect cleared the context, and the filters (usage,
+         * the provider's account headers) look for it in r->ctx only.
+         */
+        alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
+
+        if (alcf->forwards) {
+            (void) ngx_http_airlock_llm_get_ctx(r);
+        }
+
         return NGX_DECLINED;
     }
 
