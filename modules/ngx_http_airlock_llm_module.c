@@ -1999,6 +1999,7 @@ ngx_http_airlock_llm_content(ngx_http_request_t *r)
 {
     ngx_int_t                         rc;
     ngx_http_airlock_llm_ctx_t       *ctx;
+    ngx_http_airlock_llm_provider_t  *prov;
     ngx_http_airlock_llm_loc_conf_t  *llcf;
 
     llcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_llm_module);
@@ -2014,22 +2015,24 @@ ngx_http_airlock_llm_content(ngx_http_request_t *r)
 
     /*
      * An error_page may lead a call of another entry here: the decision
-     * stands, and the call goes to its own entry's upstream or nowhere.
-     * This block is this location's entry's, not necessarily the call's.
+     * stands, and the call goes to the upstream of the entry it was made
+     * for (its fallback's, once switched) or nowhere.  This block is this
+     * location's entry's, not necessarily the call's.
      */
 
-    if (ctx->provider != llcf->provider
-        && (ctx->provider->upstream.len != llcf->provider->upstream.len
-            || ngx_strncmp(ctx->provider->upstream.data,
+    prov = (ctx->served != NULL) ? ctx->served : ctx->provider;
+
+    if (prov != llcf->provider
+        && (prov->upstream.len != llcf->provider->upstream.len
+            || ngx_strncmp(prov->upstream.data,
                            llcf->provider->upstream.data,
-                           ctx->provider->upstream.len)
+                           prov->upstream.len)
                != 0))
     {
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "airlock: a call of llm \"%s\" was led to a location "
                       "of llm \"%s\", bound to another upstream: refused",
-                      ctx->provider->llm->name.data,
-                      llcf->provider->llm->name.data);
+                      prov->llm->name.data, llcf->provider->llm->name.data);
         return NGX_HTTP_BAD_GATEWAY;
     }
 
