@@ -598,6 +598,12 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         goto fail;
     }
 
+    /* bwrap: what covers the host kernel's devpts (aw_runtime_exec()) */
+    snprintf(path, sizeof(path), "%s/empty", box->dir);
+    if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
+        goto fail;
+    }
+
     snprintf(path, sizeof(path), "%s/data", box->dir);
     if (chmod(path, 0555) != 0) {
         goto fail;
@@ -896,6 +902,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     int            fd;
     char           root[2304], code[2304], data[2304], size[32], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
+    char           empty[2304];
     int            sp[2];
     long           cpu_s;
     size_t         nf;
@@ -984,6 +991,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     snprintf(code, sizeof(code), "%s/code", box->dir);
     snprintf(data, sizeof(data), "%s/data", box->dir);
+    snprintf(empty, sizeof(empty), "%s/empty", box->dir);
     snprintf(size, sizeof(size), "%ld", conf->scratch_mb << 20);
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
 
@@ -993,7 +1001,12 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * --as-pid-1 leaves none of them in the sandbox's pid namespace:
      * pid 1 is the init, aw_bwrap_init, with the environment set here.
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
-     * is remounted read-only once the bounded /dev/shm is on it.
+     * is remounted read-only once the bounded /dev/shm is on it.  It
+     * also mounts a devpts of the host kernel, whose ptys count against
+     * kernel.pty.max for the whole host (every devpts but the host's own
+     * shares what the reserve leaves; 64 processes of 256 descriptors
+     * use it up): an empty read-only directory covers it, and /dev/ptmx,
+     * a link to pts/ptmx, leads nowhere.
      */
     aw_die_with_worker(worker, fail);
     execle(conf->bwrap, "bwrap",
@@ -1007,6 +1020,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
           "--size", size, "--perms", "1777", "--tmpfs", "/scratch",
           "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
           "--proc", "/proc", "--dev", "/dev",
+          "--ro-bind", empty, "/dev/pts",
           "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm",
           "--remount-ro", "/dev",
           "--hostname", "sandbox",
