@@ -21,7 +21,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(cpus => 1);
 
-plan tests => 65;
+plan tests => 66;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my $dir = $t->testdir;
@@ -150,6 +150,17 @@ attempt("unshare_mount", lambda: call(libc.unshare, 0x00020000))
 attempt("unshare_net", lambda: call(libc.unshare, 0x40000000))
 attempt("chroot", lambda: os.chroot("/scratch"))
 
+def io_uring():
+    libc.syscall.restype = ctypes.c_long
+    params = ctypes.create_string_buffer(120)
+    fd = libc.syscall(425, 8, params)
+    if fd < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    os.close(fd)
+
+attempt("io_uring", io_uring)
+
 with open("/proc/self/status") as f:
     st = dict(l.split(":", 1) for l in f if ":" in l)
 res["cap_eff"] = st["CapEff"].strip()
@@ -244,6 +255,7 @@ refused('unshare_user', 'unshare(user) fails');
 refused('unshare_mount', 'unshare(mount) fails');
 refused('unshare_net', 'unshare(net) fails');
 refused('chroot', 'chroot fails');
+refused('io_uring', 'io_uring_setup fails');
 is($p->{cap_eff}, '0000000000000000', 'no effective capabilities');
 is($p->{cap_bnd}, '0000000000000000', 'empty bounding set');
 is($p->{no_new_privs}, '1', 'no_new_privs set');
