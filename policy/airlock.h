@@ -404,6 +404,8 @@ typedef struct {
     uint64_t         input;
     uint64_t         cached_input;
     uint64_t         output;
+    uint64_t         cache_write;       /* 5-minute prompt-cache writes */
+    uint64_t         cache_write_1h;    /* 1-hour ones */
 } al_llm_price_t;
 
 /* default_max_tokens of a client with a token budget and no output caps */

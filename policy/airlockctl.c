@@ -2084,6 +2084,15 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
     printf("  price:    $%s input, $%s cached input, $%s output per "
            "million tokens\n", a, b, c);
 
+    if (l->kind == AL_LLM_ANTHROPIC) {
+        (void) al_llm_usd_format(pr->cache_write * 1000000, a, sizeof(a));
+        (void) al_llm_usd_format(pr->cache_write_1h * 1000000, b,
+                                 sizeof(b));
+
+        printf("  price:    $%s cache write (5 minutes), $%s (1 hour) per "
+               "million tokens\n", a, b);
+    }
+
     if (!al_llm_client_priced(lc)) {
         return;
     }

@@ -1028,12 +1028,16 @@ al_diff_llm_prices(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
             continue;
         }
 
-        for (k = 0; k < 3; k++) {
-            f = (k == 0) ? "input" : (k == 1) ? "cached_input" : "output";
+        for (k = 0; k < 5; k++) {
+            f = (k == 0) ? "input" : (k == 1) ? "cached_input"
+                : (k == 2) ? "output" : (k == 3) ? "cache_write"
+                : "cache_write_1h";
             x = (k == 0) ? pa->input : (k == 1) ? pa->cached_input
-                                                : pa->output;
+                : (k == 2) ? pa->output : (k == 3) ? pa->cache_write
+                : pa->cache_write_1h;
             y = (k == 0) ? pb->input : (k == 1) ? pb->cached_input
-                                                : pb->output;
+                : (k == 2) ? pb->output : (k == 3) ? pb->cache_write
+                : pb->cache_write_1h;
             if (x == y) {
                 continue;
             }

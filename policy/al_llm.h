@@ -373,7 +373,11 @@ int al_llm_fallback_uri(const al_llm_t *b, al_llm_endpoint_t ep,
  *   completion_tokens  output (OpenAI completion_tokens, Responses and
  *                      Anthropic output_tokens; 0 for embeddings)
  *   cached_tokens      input read from the prompt cache
- *   cache_write_tokens input written to the cache (Anthropic)
+ *   cache_write_tokens input written to the cache (Anthropic), all of
+ *                      it: cache_creation_input_tokens, or the sum of
+ *                      its 5-minute and 1-hour parts when that is more
+ *   cache_write_1h_tokens  the part of it written for an hour (Anthropic's
+ *                      cache_creation.ephemeral_1h_input_tokens)
  *   total_tokens       the provider's total, else prompt + completion;
  *                      this is what budgets are charged
  */
@@ -383,6 +387,7 @@ typedef struct {
     uint64_t         completion_tokens;
     uint64_t         cached_tokens;
     uint64_t         cache_write_tokens;
+    uint64_t         cache_write_1h_tokens;
     uint64_t         total_tokens;
 } al_llm_usage_t;
 
@@ -414,6 +419,12 @@ const char *al_llm_source_name(al_llm_source_t source);
  */
 
 #define AL_LLM_USAGE_INLINE     512
+/*
+ * The numbers read from a usage object: OpenAI's prompt, completion,
+ * total, (details), cached; Anthropic's input, cache read, cache
+ * creation, output, (cache_creation), its 5-minute and 1-hour parts.
+ */
+#define AL_LLM_USAGE_V          7
 
 typedef struct {
     al_llm_kind_t        kind;
@@ -438,7 +449,8 @@ typedef struct {
     size_t               usage_size;
     size_t               usage_len;
     size_t               model_len;
-    uint64_t             quick_v[5];    /* read where the value lay */
+    uint64_t             quick_v[AL_LLM_USAGE_V];  /* read where the
+                                                     value lay */
     char                 key[8];        /* a name cut between pieces */
     char                 model[AL_LLM_MODEL_MAX + 8];
     char                 usage_in[AL_LLM_USAGE_INLINE];
@@ -630,6 +642,7 @@ typedef struct {
     size_t           tail_len;          /* bytes in tail */
     uint64_t         tail_count;        /* text bytes the tail counts */
     uint64_t         in, cache_read, cache_write, out;
+    uint64_t         write_5m, write_1h;  /* cache_creation's parts */
 
     /* last: al_llm_sse_init() does not clear them */
     al_llm_sse_point_t  memo_point[AL_LLM_SSE_POINTS];
@@ -698,7 +711,8 @@ al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
  * The usage log line (al_llm_usage.c), one JSON object, no newline:
  * {"time","request_id","client","provider","endpoint","model",
  *  ["alias",] ["fallback_from","fallback_status",] "prompt_tokens",
- *  "completion_tokens","cached_tokens","total_tokens","status",
+ *  "completion_tokens","cached_tokens",["cache_write_tokens",
+ *  "cache_write_1h_tokens",] "total_tokens","status",
  *  "latency_ms","ttfb_ms","stream","usage_source","cost_usd"}
  * time is RFC 3339 UTC with milliseconds.  "model" is the model the
  * provider was asked for; "alias", only when the client asked for an
@@ -894,12 +908,14 @@ const al_llm_price_t *al_llm_price(const al_llm_t *llm, const char *model,
 
 /*
  * What a call costs, in picodollars, saturating: uncached input at the
- * input price, cached input (cached_tokens) at the cached price, output
- * at the output price.  Tokens written to a prompt cache count as input.
+ * input price, cached input (cached_tokens) at the cached price, input
+ * written to a prompt cache at the cache_write price (the part written
+ * for an hour at cache_write_1h), output at the output price.
  */
 uint64_t al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u);
 
-/* the worst case of a request: all input uncached, all output used */
+/* the worst case of a request: all input at the highest input price
+   (uncached or written to the cache), all output used */
 uint64_t al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
     uint64_t output);
 

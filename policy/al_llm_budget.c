@@ -635,7 +635,7 @@ al_llm_price(const al_llm_t *llm, const char *model, size_t len)
 uint64_t
 al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u)
 {
-    uint64_t  cached, uncached, c;
+    uint64_t  cached, uncached, write, write_1h, c;
 
     if (price == NULL) {
         return 0;
@@ -645,8 +645,22 @@ al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u)
                                                  : u->prompt_tokens;
     uncached = u->prompt_tokens - cached;
 
-    c = al_llm_mul(uncached, price->input);
-    c = al_llm_add(c, al_llm_mul(cached, price->cached_input));
+    c = al_llm_mul(cached, price->cached_input);
+
+    if (u->cache_write_tokens != 0) {
+        /* prompt-cache writes (Anthropic), a part of the uncached input */
+
+        write = u->cache_write_tokens < uncached ? u->cache_write_tokens
+                                                 : uncached;
+        write_1h = u->cache_write_1h_tokens < write
+                   ? u->cache_write_1h_tokens : write;
+        uncached -= write;
+
+        c = al_llm_add(c, al_llm_mul(write - write_1h, price->cache_write));
+        c = al_llm_add(c, al_llm_mul(write_1h, price->cache_write_1h));
+    }
+
+    c = al_llm_add(c, al_llm_mul(uncached, price->input));
     c = al_llm_add(c, al_llm_mul(u->completion_tokens, price->output));
 
     return c;
@@ -657,13 +671,29 @@ uint64_t
 al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
     uint64_t output)
 {
+    uint64_t  in;
+
     if (price == NULL) {
         return 0;
     }
 
-    /* the cached price is never above the input price (the policy checks) */
+    /*
+     * Any input token may be written to a prompt cache, at a price that
+     * may be above the input price; the cached price never is (the policy
+     * checks).
+     */
 
-    return al_llm_add(al_llm_mul(input, price->input),
+    in = price->input;
+
+    if (price->cache_write > in) {
+        in = price->cache_write;
+    }
+
+    if (price->cache_write_1h > in) {
+        in = price->cache_write_1h;
+    }
+
+    return al_llm_add(al_llm_mul(input, in),
                       al_llm_mul(output, price->output));
 }
 

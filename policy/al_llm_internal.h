@@ -118,7 +118,8 @@ al_llm_str_run(const unsigned char *p, size_t i, size_t n)
 void al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u);
 void al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u);
 void al_llm_usage_anthropic(uint64_t in, uint64_t cache_read,
-    uint64_t cache_write, uint64_t out, al_llm_usage_t *u);
+    uint64_t cache_write, uint64_t write_5m, uint64_t write_1h,
+    uint64_t out, al_llm_usage_t *u);
 
 /* a non-negative integer member, else 0; *found says whether it was one */
 uint64_t al_llm_json_u64(const json_t *obj, const char *key,
@@ -254,9 +255,12 @@ typedef struct {
 extern const unsigned char  al_llm_json_plain[256];
 
 /* Anthropic's usage object: input_tokens, cache_read_input_tokens,
-   cache_creation_input_tokens, output_tokens */
+   cache_creation_input_tokens, output_tokens, cache_creation (its
+   members at 5 and 6) */
 extern const char *const  al_llm_usage_ant_names[];
 extern const al_llm_scan_spec_t  al_llm_usage_ant;
+/* cache_creation: ephemeral_5m_input_tokens, ephemeral_1h_input_tokens */
+extern const al_llm_scan_spec_t  al_llm_usage_ant_cc;
 
 /* 0, or -1 with detail set; a request body (AL_LLM_F_*) */
 int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
@@ -284,7 +288,7 @@ int al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
  * the rest, which the strict scanner reads.
  */
 int al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
-    const unsigned char *p, size_t len, uint64_t v[5]);
+    const unsigned char *p, size_t len, uint64_t v[AL_LLM_USAGE_V]);
 /* al_llm_json_quick(), else al_llm_json_scan() */
 int al_llm_json_read(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b, char *detail, size_t size);

@@ -172,6 +172,7 @@ static void al_llm_sse_stop(al_llm_sse_t *s);
 static void al_llm_sse_chat(al_llm_sse_t *s, json_t *root);
 static void al_llm_sse_responses(al_llm_sse_t *s, json_t *root);
 static void al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root);
+static void al_llm_sse_cache_creation(al_llm_sse_t *s, const json_t *usage);
 static void al_llm_sse_model(al_llm_sse_t *s, const json_t *obj);
 static const char *al_llm_sse_type(al_llm_sse_t *s, const json_t *root,
     size_t *len);
@@ -1403,6 +1404,8 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
         s->cache_read = al_llm_sse_u64(&d.f[1]);
         s->cache_write = al_llm_sse_u64(&d.f[2]);
         s->out = al_llm_sse_u64(&d.f[3]);
+        s->write_5m = al_llm_sse_u64(&d.f[5]);
+        s->write_1h = al_llm_sse_u64(&d.f[6]);
 
     } else if (al_llm_scan_type(s, "message_delta", 13)) {
         if (al_llm_sse_strict(&al_llm_sse_mdelta_spec, p, n, &b) != 0) {
@@ -1433,6 +1436,22 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
             }
         }
 
+        /* a cache_creation object replaces the parts as a whole */
+
+        f = &b.f[5];
+
+        if (f->type == AL_LLM_JT_OBJECT) {
+            if (al_llm_sse_strict(&al_llm_usage_ant_cc, p + f->at, f->len,
+                                  &d)
+                != 0)
+            {
+                return -1;
+            }
+
+            s->write_5m = al_llm_sse_u64(&d.f[0]);
+            s->write_1h = al_llm_sse_u64(&d.f[1]);
+        }
+
     } else {
         if (al_llm_sse_strict(&al_llm_sse_plain, p, n, &b) != 0) {
             return -1;
@@ -1453,8 +1472,8 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
         return 0;
     }
 
-    al_llm_usage_anthropic(s->in, s->cache_read, s->cache_write, s->out,
-                           &s->usage);
+    al_llm_usage_anthropic(s->in, s->cache_read, s->cache_write,
+                           s->write_5m, s->write_1h, s->out, &s->usage);
 
     return 0;
 }
@@ -1676,6 +1695,7 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
                                          "cache_creation_input_tokens",
                                          NULL);
         s->out = al_llm_json_u64(usage, "output_tokens", NULL);
+        al_llm_sse_cache_creation(s, usage);
 
     } else if (len == 13 && memcmp(type, "message_delta", 13) == 0) {
         usage = json_object_get(root, "usage");
@@ -1704,6 +1724,10 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
             s->cache_write = v;
         }
 
+        if (json_is_object(json_object_get(usage, "cache_creation"))) {
+            al_llm_sse_cache_creation(s, usage);
+        }
+
     } else if (len == 19 && memcmp(type, "content_block_delta", 19) == 0) {
         s->delta_bytes += al_llm_text_bytes(json_object_get(root, "delta"),
                                             0);
@@ -1720,8 +1744,28 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
         return;
     }
 
-    al_llm_usage_anthropic(s->in, s->cache_read, s->cache_write, s->out,
-                           &s->usage);
+    al_llm_usage_anthropic(s->in, s->cache_read, s->cache_write,
+                           s->write_5m, s->write_1h, s->out, &s->usage);
+}
+
+
+/* the parts of usage's cache_creation object, 0 without it */
+
+static void
+al_llm_sse_cache_creation(al_llm_sse_t *s, const json_t *usage)
+{
+    json_t  *cc;
+
+    s->write_5m = 0;
+    s->write_1h = 0;
+
+    cc = json_object_get(usage, "cache_creation");
+    if (cc == NULL || !json_is_object(cc)) {
+        return;
+    }
+
+    s->write_5m = al_llm_json_u64(cc, "ephemeral_5m_input_tokens", NULL);
+    s->write_1h = al_llm_json_u64(cc, "ephemeral_1h_input_tokens", NULL);
 }
 
 

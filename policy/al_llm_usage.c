@@ -142,7 +142,8 @@ typedef unsigned char  al_llm_v16_t __attribute__((vector_size(16)));
 
 /*
  * The members of a captured "usage" read, per API; f[4] is cached_tokens
- * in the details object.
+ * in the details object; Anthropic's f[5] and f[6] are the 5-minute and
+ * 1-hour parts of its cache writes, in its cache_creation object.
  */
 static const char *const  al_llm_usage_details[] = { "cached_tokens", NULL };
 
@@ -158,7 +159,11 @@ static const char *const  al_llm_usage_resp_names[] = {
 
 const char *const  al_llm_usage_ant_names[] = {
     "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-    "output_tokens", NULL
+    "output_tokens", "cache_creation", NULL
+};
+
+const char *const  al_llm_usage_ant_cc_names[] = {
+    "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", NULL
 };
 
 static const al_llm_scan_spec_t  al_llm_usage_oai = {
@@ -170,7 +175,11 @@ static const al_llm_scan_spec_t  al_llm_usage_resp = {
 };
 
 const al_llm_scan_spec_t  al_llm_usage_ant = {
-    al_llm_usage_ant_names, -1, -1, NULL, 0, 0
+    al_llm_usage_ant_names, -1, 4, al_llm_usage_ant_cc_names, 5, 0
+};
+
+const al_llm_scan_spec_t  al_llm_usage_ant_cc = {
+    al_llm_usage_ant_cc_names, -1, -1, NULL, 0, 0
 };
 
 /*
@@ -195,7 +204,12 @@ static const al_str_t  al_llm_usage_resp_keys[] = {
 static const al_str_t  al_llm_usage_ant_keys[] = {
     AL_LLM_KEY("input_tokens"), AL_LLM_KEY("cache_read_input_tokens"),
     AL_LLM_KEY("cache_creation_input_tokens"), AL_LLM_KEY("output_tokens"),
-    { NULL, 0 }
+    AL_LLM_KEY("cache_creation"), { NULL, 0 }
+};
+
+static const al_str_t  al_llm_usage_ant_cc_keys[] = {
+    AL_LLM_KEY("ephemeral_5m_input_tokens"),
+    AL_LLM_KEY("ephemeral_1h_input_tokens"), { NULL, 0 }
 };
 
 static const al_str_t  al_llm_usage_details_keys[] = {
@@ -798,7 +812,7 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
     size_t                     k;
-    uint64_t                   v[5];
+    uint64_t                   v[AL_LLM_USAGE_V];
     al_llm_body_t              b;
     const al_llm_scan_spec_t  *spec;
     char                       detail[AL_DETAIL_MAX];
@@ -839,13 +853,13 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
             return -1;
         }
 
-        for (k = 0; k < 5; k++) {
+        for (k = 0; k < AL_LLM_USAGE_V; k++) {
             v[k] = al_llm_usage_u64(&b.f[k]);
         }
     }
 
     if (r->kind == AL_LLM_ANTHROPIC) {
-        al_llm_usage_anthropic(v[0], v[1], v[2], v[3], u);
+        al_llm_usage_anthropic(v[0], v[1], v[2], v[5], v[6], v[3], u);
         return 0;
     }
 
@@ -886,20 +900,21 @@ al_llm_usage_u64(const al_llm_jfield_t *f)
  * objects of those (one level); no key twice in an object, keys without
  * escapes, whitespace where JSON allows it.  v[k] is what
  * al_llm_usage_u64() makes of the member keys[k] (v[4]: "cached_tokens"
- * in the details object OpenAI's keys[3] names).  1: anything else,
- * which the strict scanner reads.
+ * in the details object OpenAI's keys[3] names; Anthropic's v[5] and v[6]:
+ * the members of its keys[4], cache_creation).  1: anything else, which
+ * the strict scanner reads.
  */
 
 int
 al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
-    const unsigned char *p, size_t len, uint64_t v[5])
+    const unsigned char *p, size_t len, uint64_t v[AL_LLM_USAGE_V])
 {
     size_t           i;
     const al_str_t  *keys;
 
     keys = al_llm_usage_keys(kind, ep);
 
-    memset(v, 0, 5 * sizeof(uint64_t));
+    memset(v, 0, AL_LLM_USAGE_V * sizeof(uint64_t));
 
     for (i = 0; i < len && al_llm_json_ws(p[i]); i++) { /* void */ }
 
@@ -931,7 +946,8 @@ al_llm_usage_keys(al_llm_kind_t kind, al_llm_endpoint_t ep)
 /*
  * The object at p[*pos] ('{'): the integers of the members keys names
  * (NULL: none) into v[index]; keys other than Anthropic's name at index 3
- * an object whose keys are al_llm_usage_details_keys, read into v + 4.
+ * an object whose keys are al_llm_usage_details_keys, read into v + 4;
+ * Anthropic's at index 4 one of al_llm_usage_ant_cc_keys, into v + 5.
  * depth: how many levels of objects may still open inside.
  */
 
@@ -1071,6 +1087,15 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
             if (id == 3 && keys != al_llm_usage_ant_keys) {
                 if (al_llm_usage_object(p, &i, len,
                                         al_llm_usage_details_keys, v + 4,
+                                        depth - 1)
+                    != 0)
+                {
+                    return 1;
+                }
+
+            } else if (id == 4 && keys == al_llm_usage_ant_keys) {
+                if (al_llm_usage_object(p, &i, len,
+                                        al_llm_usage_ant_cc_keys, v + 5,
                                         depth - 1)
                     != 0)
                 {
@@ -1783,19 +1808,28 @@ al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u)
 
 /*
  * Anthropic's input_tokens leaves out what was read from or written to the
- * cache; all three are input the request consumed.
+ * cache; all three are input the request consumed.  Its cache writes
+ * (cache_creation_input_tokens) are broken down, in cache_creation, into
+ * those written for 5 minutes and for an hour, which cost more; where the
+ * parts add up to more than the total, the parts are taken.
  */
 
 void
 al_llm_usage_anthropic(uint64_t in, uint64_t cache_read,
-    uint64_t cache_write, uint64_t out, al_llm_usage_t *u)
+    uint64_t cache_write, uint64_t write_5m, uint64_t write_1h,
+    uint64_t out, al_llm_usage_t *u)
 {
     memset(u, 0, sizeof(*u));
+
+    if (write_5m + write_1h > cache_write) {
+        cache_write = write_5m + write_1h;
+    }
 
     u->prompt_tokens = in + cache_read + cache_write;
     u->completion_tokens = out;
     u->cached_tokens = cache_read;
     u->cache_write_tokens = cache_write;
+    u->cache_write_1h_tokens = write_1h;
     u->total_tokens = u->prompt_tokens + u->completion_tokens;
 }
 
@@ -1937,7 +1971,7 @@ al_llm_show(char *dst, size_t cap, const char *src, size_t len, size_t max)
  * line: AL_LLM_RECORD_WORST bounds it, with the names and punctuation
  * under 512 bytes, five strings of AL_LLM_RECORD_STR_MAX bytes and the
  * model's AL_LLM_MODEL_MAX / 2 escaped at worst (six bytes a byte:
- * \u0001 or \ufffd, and two quotes), eight numbers of 20 digits and the
+ * \u0001 or \ufffd, and two quotes), ten numbers of 20 digits and the
  * cost (tests/unit/llm.c writes the worst line).  So only the strings and
  * numbers are written by the bounded writer, and the names and
  * punctuation between them are plain copies: a short line of code each.
@@ -1945,7 +1979,7 @@ al_llm_show(char *dst, size_t cap, const char *src, size_t len, size_t max)
 
 #define AL_LLM_RECORD_WORST                                                   \
     (512 + 5 * (2 + 6 * AL_LLM_RECORD_STR_MAX)                                \
-     + (2 + 6 * (AL_LLM_MODEL_MAX / 2)) + 8 * 20 + AL_LLM_USD_MAX)
+     + (2 + 6 * (AL_LLM_MODEL_MAX / 2)) + 10 * 20 + AL_LLM_USD_MAX)
 
 _Static_assert(AL_LLM_RECORD_WORST < AL_LLM_RECORD_MAX,
                "the longest usage line fits AL_LLM_RECORD_MAX");
@@ -2134,6 +2168,14 @@ al_llm_record_write(const al_llm_record_t *rec, char *buf)
     al_llm_put_count(&o, ",\"completion_tokens\":",
                      rec->usage.completion_tokens);
     al_llm_put_count(&o, ",\"cached_tokens\":", rec->usage.cached_tokens);
+
+    if (rec->usage.cache_write_tokens != 0) {
+        al_llm_put_count(&o, ",\"cache_write_tokens\":",
+                         rec->usage.cache_write_tokens);
+        al_llm_put_count(&o, ",\"cache_write_1h_tokens\":",
+                         rec->usage.cache_write_1h_tokens);
+    }
+
     al_llm_put_count(&o, ",\"total_tokens\":", total);
     al_llm_put_count(&o, ",\"status\":", rec->status);
     al_llm_put_count(&o, ",\"latency_ms\":", rec->latency_ms);

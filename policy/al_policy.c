@@ -152,6 +152,8 @@ static int al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node,
 static int al_cc_same(const al_str_t *a, const al_str_t *b);
 static int al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
+static int al_cc_llm_cache_write(al_cc_t *cc, const al_ynode_t *val,
+    const al_llm_t *l, al_llm_price_t *pr);
 static int al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
 static int al_cc_llm_tools(al_cc_t *cc, const al_ynode_t *node,
@@ -226,7 +228,7 @@ static const char *const al_llm_client_keys[] = {
 };
 
 static const char *const al_llm_price_keys[] = {
-    "input", "cached_input", "output", NULL
+    "input", "cached_input", "output", "cache_write", "cache_write_1h", NULL
 };
 
 static const char *const al_alert_keys[] = {
@@ -3779,7 +3781,11 @@ al_cc_llm_provider(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
  * prices: model -> { input, cached_input, output }, USD per million
  * tokens with at most six decimals, kept as microdollars per million
  * tokens (picodollars per token).  cached_input defaults to input and may
- * not be above it, so the worst case of a request is all input uncached.
+ * not be above it.  cache_write and cache_write_1h, Anthropic's prices of
+ * prompt-cache writes, default to its multiples of input (1.25 and 2,
+ * rounded up to a whole picodollar per token); elsewhere nothing is
+ * written to a cache, and they are input.  The worst case of a request is
+ * all input at the highest of input and the two.
  */
 
 static int
@@ -3855,9 +3861,56 @@ al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
                                    "the others");
             }
         }
+
+        if (al_cc_llm_cache_write(cc, val, l, pr) != 0) {
+            return -1;
+        }
     }
 
     l->nprices = node->n;
+
+    return 0;
+}
+
+
+/* a model's cache_write and cache_write_1h (al_cc_llm_prices()) */
+
+static int
+al_cc_llm_cache_write(al_cc_t *cc, const al_ynode_t *val, const al_llm_t *l,
+    al_llm_price_t *pr)
+{
+    size_t             k;
+    uint64_t          *out;
+    const char        *name;
+    const al_ynode_t  *w;
+
+    pr->cache_write = pr->input;
+    pr->cache_write_1h = pr->input;
+
+    if (l->kind == AL_LLM_ANTHROPIC) {
+        pr->cache_write = pr->input + (pr->input + 3) / 4;
+        pr->cache_write_1h = pr->input * 2;
+    }
+
+    for (k = 0; k < 2; k++) {
+        name = (k == 0) ? "cache_write" : "cache_write_1h";
+        out = (k == 0) ? &pr->cache_write : &pr->cache_write_1h;
+
+        w = al_cc_get(val, name);
+        if (w == NULL) {
+            continue;
+        }
+
+        if (l->kind != AL_LLM_ANTHROPIC) {
+            return al_cc_error(cc, w, "%s is for anthropic entries only: "
+                               "no other provider reports tokens written "
+                               "to a prompt cache", name);
+        }
+
+        if (al_cc_usd(cc, w, name, 6, 0, AL_LLM_PRICE_MAX, out) != 0) {
+            return -1;
+        }
+    }
 
     return 0;
 }

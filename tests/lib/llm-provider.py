@@ -47,7 +47,10 @@ Keys:
                 body} of the request as received
   pieces        the text pieces (list of strings)
   usage         {"prompt": n, "completion": n, "cached": n,
-                 "cache_write": n} instead of the defaults
+                 "cache_write": n, "cache_write_1h": n} instead of the
+                defaults; with "cache_write_1h", Anthropic's usage has
+                its cache_creation object (that many of the cache_write
+                tokens written for an hour, the rest for 5 minutes)
   no_usage      leave usage out (JSON and streams)
   delay_first_ms  wait before the response headers
   delay_ms      wait between stream events
@@ -496,6 +499,11 @@ class Handler(BaseHTTPRequestHandler):
         usage = {"input_tokens": p - cached - cache_write, "output_tokens": c,
                  "cache_read_input_tokens": cached,
                  "cache_creation_input_tokens": cache_write}
+        w1h = (self.script.get("usage") or {}).get("cache_write_1h")
+        if w1h is not None:
+            usage["cache_creation"] = {
+                "ephemeral_5m_input_tokens": cache_write - w1h,
+                "ephemeral_1h_input_tokens": w1h}
 
         if not self.body.get("stream"):
             obj = {"id": "msg_1", "type": "message", "role": "assistant",

@@ -1649,6 +1649,8 @@ test_record(void)
         rec.usage.prompt_tokens = UINT64_MAX;
         rec.usage.completion_tokens = UINT64_MAX;
         rec.usage.cached_tokens = UINT64_MAX;
+        rec.usage.cache_write_tokens = UINT64_MAX;
+        rec.usage.cache_write_1h_tokens = UINT64_MAX;
         rec.usage.total_tokens = UINT64_MAX;
         rec.status = UINT_MAX;
         rec.latency_ms = UINT64_MAX;

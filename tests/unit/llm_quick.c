@@ -70,8 +70,11 @@ static const al_llm_scan_spec_t  ut_oai_spec = {
 static const al_llm_scan_spec_t  ut_resp_spec = {
     ut_resp, -1, 3, ut_details, 4, 0
 };
+static const char *const  ut_ant_cc[] = {
+    "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", NULL
+};
 static const al_llm_scan_spec_t  ut_ant_spec = {
-    al_llm_usage_ant_names, -1, -1, NULL, 0, 0
+    al_llm_usage_ant_names, -1, 4, ut_ant_cc, 5, 0
 };
 
 #define OAI   AL_LLM_OPENAI, AL_LLM_EP_CHAT
@@ -197,7 +200,7 @@ test_usage(void)
 {
     int                rc, rq, rr;
     size_t             k;
-    uint64_t           v[5];
+    uint64_t           v[AL_LLM_USAGE_V];
     al_llm_resp_t      r;
     al_llm_usage_t     u, w;
     const ut_usage_t  *t;
@@ -359,7 +362,8 @@ ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
 
     if (r->kind == AL_LLM_ANTHROPIC) {
         al_llm_usage_anthropic(ref_u64(&b.f[0]), ref_u64(&b.f[1]),
-                               ref_u64(&b.f[2]), ref_u64(&b.f[3]), u);
+                               ref_u64(&b.f[2]), ref_u64(&b.f[5]),
+                               ref_u64(&b.f[6]), ref_u64(&b.f[3]), u);
         return 0;
     }
 

@@ -1,0 +1,98 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_llm_module: Anthropic prompt-cache writes cost more than
+# plain input (1.25 times for the 5-minute cache, 2 times for the 1-hour
+# one, unless the policy gives cache_write / cache_write_1h).  The canned
+# provider reports cache_creation_input_tokens with its cache_creation
+# breakdown: the usage line carries the writes and their real cost, in a
+# JSON answer and in a stream; a dollar budget is charged that cost, so a
+# client that spent its budget on cache writes is refused; and a call
+# reserves its input at the highest input price, so one that could spend
+# past the budget by writing its prompt to the 1-hour cache is refused up
+# front.  The arithmetic is unit-tested in tests/unit/llm_cache.c.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Airlock::Test;
+use Airlock::LLM;
+
+my $t = Airlock::Test->new;
+my $l = Airlock::LLM->new($t);
+
+my %tok = (spender => 'al-spender-token-333444555666',
+           big => 'al-big-token-777888999000111222');
+my %sha = map { $_ => $l->proxy->token_sha256($tok{$_}) } keys %tok;
+
+$l->setup(
+    clients => join('', map { qq{  $_: { token_sha256: "$sha{$_}" }\n} }
+                        sort keys %tok),
+    anthropic_fields => "    prices:\n"
+        . "      claude-3-5-haiku: { input: 1, output: 5 }\n",
+    anthropic_clients => "      spender:\n        usd_per_day: 0.15\n"
+        . "        default_max_tokens: 100\n"
+        . "      big:\n        usd_per_day: 0.015\n"
+        . "        default_max_tokens: 100\n",
+);
+
+$t->run;
+
+plan tests => 12;
+
+# 40000 written to the 5-minute cache, 60000 to the 1-hour one, 3 out:
+# 40000 * 1.25 + 60000 * 2 + 3 * 5 = 170015 microdollars; at the plain
+# input price it was 100015
+my $script = { usage => { prompt => 100000, cache_write => 100000,
+                          cache_write_1h => 60000, completion => 3 } };
+
+# ---- the cost of a JSON answer ---------------------------------------------
+
+$l->script($script);
+my $r = $l->messages(token => $l->token('agent'));
+is($r->{status}, 200, 'a call that writes to the prompt cache');
+
+my $u = $l->last_usage(1);
+is($u->{cache_write_tokens}, 100000, 'usage line: cache_write_tokens');
+is($u->{cache_write_1h_tokens}, 60000, 'usage line: cache_write_1h_tokens');
+is($u->{cost_usd}, 0.170015,
+   'usage line: cache writes at 1.25 and 2 times the input price');
+
+# ---- the same in a stream --------------------------------------------------
+
+$l->script($script);
+$r = $l->messages(token => $l->token('agent'),
+                  fields => { stream => JSON::PP::true });
+is($r->{status}, 200, 'a stream that writes to the prompt cache');
+
+$u = $l->last_usage(2);
+is($u->{usage_source}, 'stream', 'stream: its usage read');
+is($u->{cost_usd}, 0.170015, 'stream: cache writes at their prices');
+
+# ---- the budget is charged what the writes cost ----------------------------
+
+$l->script($script);
+$r = $l->messages(token => $tok{spender});
+is($r->{status}, 200, 'spender: a call within its $0.15');
+
+$l->script({});
+$r = $l->messages(token => $tok{spender});
+is($r->{status}, 429, 'spender: $0.17 spent, the next call refused');
+like($r->{body}, qr/rate_limit_error/, 'spender: in Anthropic\'s format');
+
+# ---- the reservation prices input as a 1-hour cache write ------------------
+
+# about 10000 input tokens: $0.01 at the input price, $0.02 written for
+# an hour; with 1 output token that is over the $0.015 budget
+$l->script({});
+$r = $l->messages(token => $tok{big}, prompt => 'a' x 40000, max_tokens => 1);
+is($r->{status}, 429, 'big: a call that could cache its prompt for an '
+                      . 'hour past the budget is refused');
+
+$r = $l->messages(token => $tok{big}, prompt => 'a' x 20000, max_tokens => 1);
+is($r->{status}, 200, 'big: half the prompt fits');
+
+$t->stop;
