@@ -123,6 +123,41 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
 }
 
 
+/*
+ * The worst case of the call should it fall back, at the price of the
+ * model the fallback would be asked for (admission reserves the higher
+ * of this and the entry's own); 0 when it could not fall back.
+ */
+
+uint64_t
+ngx_http_airlock_llm_fallback_need(const ngx_http_airlock_llm_ctx_t *ctx)
+{
+    al_str_t                model;
+    const al_llm_t         *b;
+    const al_llm_client_t  *lc;
+
+    b = ctx->provider->llm->fallback;
+
+    if (b == NULL) {
+        return 0;
+    }
+
+    lc = al_llm_find_client(b, ctx->client);
+
+    if (lc == NULL
+        || al_llm_fallback_model(b, lc, (char *) ctx->model.data,
+                                 ctx->model.len, (char *) ctx->alias.data,
+                                 ctx->alias.len, &model)
+           != 0)
+    {
+        return 0;
+    }
+
+    return al_llm_cost_need(al_llm_price(b, model.data, model.len),
+                            ctx->prompt_estimate, ctx->max_output);
+}
+
+
 /* what the first provider did: its status, or 502/504 for no answer */
 
 static ngx_uint_t
@@ -163,6 +198,7 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     const char                       *err;
     al_llm_map_t                      m;
     const al_llm_t                   *a, *b;
+    const al_llm_price_t             *price;
     const al_llm_client_t            *lc;
     ngx_http_airlock_ctx_t           *actx;
     ngx_http_airlock_body_t           body;
@@ -216,6 +252,15 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
         != 0)
     {
         return "the fallback does not serve that endpoint";
+    }
+
+    /* the call is charged at the price of the model that serves it */
+
+    price = al_llm_price(b, model.data, model.len);
+
+    if (price == NULL && al_llm_client_priced(ctx->lc)) {
+        return "the fallback's model has no price, and the client has a "
+               "dollar budget";
     }
 
     /* the body: the checked bytes, with the fallback's model */
@@ -279,6 +324,7 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     ctx->uri.len = len;
     ctx->model.data = (u_char *) model.data;
     ctx->model.len = model.len;
+    ctx->price = price;
     ctx->served = prov;
     ctx->fallback_status = status;
 

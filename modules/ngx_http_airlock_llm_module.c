@@ -993,6 +993,7 @@ static ngx_int_t
 ngx_http_airlock_llm_admit(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
 {
+    uint64_t                fallback;
     ngx_int_t               rc;
     al_llm_amount_t         amount;
     const al_llm_client_t  *lc;
@@ -1023,6 +1024,17 @@ ngx_http_airlock_llm_admit(ngx_http_request_t *r,
 
         amount.cost = al_llm_cost_need(ctx->price, ctx->prompt_estimate,
                                        ctx->max_output);
+
+        if (ctx->provider->llm->fallback != NULL
+            && al_llm_client_priced(lc))
+        {
+            /* the call may be served, and charged, by the fallback */
+            fallback = ngx_http_airlock_llm_fallback_need(ctx);
+
+            if (fallback > amount.cost) {
+                amount.cost = fallback;
+            }
+        }
     }
 
     rc = ngx_http_airlock_llm_reserve(r, ctx, &amount);
