@@ -71,6 +71,8 @@ static ngx_int_t ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t err,
     const char *message);
 static ngx_int_t ngx_http_airlock_llm_log_handler(ngx_http_request_t *r);
+static void ngx_http_airlock_llm_reserved(
+    const ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u);
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_write(ngx_http_request_t *r,
@@ -1251,8 +1253,7 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
             && ctx->request->upstream->headers_in.status_n == 0
             && al_llm_endpoint_has_body(ctx->endpoint))
         {
-            u->prompt_tokens = ctx->prompt_estimate;
-            u->completion_tokens = ctx->max_output;
+            ngx_http_airlock_llm_reserved(ctx, u);
             u->total_tokens = u->prompt_tokens + u->completion_tokens;
         }
 
@@ -1271,12 +1272,43 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     } else if (ctx->header_seen && ctx->status < 300
                && al_llm_endpoint_has_body(ctx->endpoint))
     {
-        u->prompt_tokens = ctx->prompt_estimate;
-        u->completion_tokens = ctx->max_output;
+        ngx_http_airlock_llm_reserved(ctx, u);
     }
 
     if (u->total_tokens == 0) {
         u->total_tokens = u->prompt_tokens + u->completion_tokens;
+    }
+}
+
+
+/*
+ * What was reserved, as usage: the prompt estimate and the output cap.
+ * On Anthropic any of the prompt may have been written to the prompt
+ * cache, which the reservation priced at the dearest of the input and
+ * cache-write prices (al_llm_cost_need()): so is it charged.
+ */
+
+static void
+ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u)
+{
+    const al_llm_price_t  *pr;
+
+    u->prompt_tokens = ctx->prompt_estimate;
+    u->completion_tokens = ctx->max_output;
+
+    pr = ctx->price;
+
+    if (pr == NULL || ctx->provider->llm->kind != AL_LLM_ANTHROPIC
+        || (pr->input >= pr->cache_write && pr->input >= pr->cache_write_1h))
+    {
+        return;
+    }
+
+    u->cache_write_tokens = u->prompt_tokens;
+
+    if (pr->cache_write_1h >= pr->cache_write) {
+        u->cache_write_1h_tokens = u->prompt_tokens;
     }
 }
 

@@ -368,12 +368,15 @@ class Handler(BaseHTTPRequestHandler):
         value = found.group(1) if found else "(no match)"
         return [p.replace("{{1}}", value) for p in pieces]
 
-    def openai(self, kind):
+    def wait_file(self):
         if self.script.get("wait_file"):
             for _ in range(6000):
                 if os.path.exists(self.script["wait_file"]):
                     break
                 time.sleep(0.01)
+
+    def openai(self, kind):
+        self.wait_file()
         calls = self.tool_call_list() if kind == "chat" else []
         pieces = self.script.get("pieces", [] if calls else PIECES)
         pieces = self.quoted_pieces(pieces)
@@ -493,6 +496,7 @@ class Handler(BaseHTTPRequestHandler):
         self.stream(events)
 
     def anthropic(self):
+        self.wait_file()
         pieces = self.script.get("pieces", PIECES)
         p, c, cached, cache_write = usage_numbers(self.script, pieces)
         model = self.body.get("model", "unknown")

@@ -9,7 +9,10 @@
 # client that spent its budget on cache writes is refused; and a call
 # reserves its input at the highest input price, so one that could spend
 # past the budget by writing its prompt to the 1-hour cache is refused up
-# front.  The arithmetic is unit-tested in tests/unit/llm_cache.c.
+# front.  A call charged its reservation because the provider never
+# answered (the client hung up) is charged it at that same price: the
+# provider has the prompt and may have cached it for an hour.  The
+# arithmetic is unit-tested in tests/unit/llm_cache.c.
 
 use strict;
 use warnings;
@@ -17,7 +20,10 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use IO::Socket::INET;
+use JSON::PP;
 use Test::More;
+use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::LLM;
 
@@ -41,7 +47,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 12;
+plan tests => 15;
 
 # 40000 written to the 5-minute cache, 60000 to the 1-hour one, 3 out:
 # 40000 * 1.25 + 60000 * 2 + 3 * 5 = 170015 microdollars; at the plain
@@ -94,5 +100,34 @@ is($r->{status}, 429, 'big: a call that could cache its prompt for an '
 
 $r = $l->messages(token => $tok{big}, prompt => 'a' x 20000, max_tokens => 1);
 is($r->{status}, 200, 'big: half the prompt fits');
+
+# ---- a call the provider never answered -----------------------------------
+
+my $n = scalar $l->provider_requests;
+$l->script({ wait_file => $t->testdir . '/go' });
+my $body = encode_json({ model => 'claude-3-5-haiku', max_tokens => 100,
+                         messages => [ { role => 'user',
+                                         content => 'a' x 4000 } ] });
+my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                              PeerPort => $t->port(8080),
+                              Proto => 'tcp', Timeout => 5)
+    or die "connect: $!";
+syswrite($s, "POST /v1/proxy/anthropic/messages HTTP/1.1\r\n"
+             . "Host: localhost\r\nx-api-key: " . $l->token('agent')
+             . "\r\nContent-Type: application/json\r\n"
+             . "Content-Length: " . length($body) . "\r\n"
+             . "Connection: close\r\n\r\n$body");
+my $deadline = time + 10;
+sleep 0.02 while scalar $l->provider_requests == $n && time < $deadline;
+close $s;
+
+$u = $l->last_usage(5);
+is($u->{status}, 499, 'hung up before the answer: 499');
+is($u->{cache_write_1h_tokens}, $u->{prompt_tokens},
+   '... its prompt estimate counted as written for an hour');
+is($u->{cost_usd}, ($u->{prompt_tokens} * 2 + 100 * 5) / 1e6,
+   '... and charged as reserved, at twice the input price')
+    or diag(explain $u);
+$t->write_file('go', '');
 
 $t->stop;
