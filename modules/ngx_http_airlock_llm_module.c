@@ -71,6 +71,11 @@ static ngx_int_t ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t err,
     const char *message);
 static ngx_int_t ngx_http_airlock_llm_log_handler(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r);
+
+#define AL_LLM_BETA_PRICED                                                   \
+    "anthropic-beta names a beta billed above the policy's prices "          \
+    "(context-1m), and this client has a dollar budget"
 static void ngx_http_airlock_llm_reserved(
     const ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u);
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
@@ -1003,6 +1008,16 @@ ngx_http_airlock_llm_admit(ngx_http_request_t *r,
 
     lc = ctx->lc;
 
+    if (ctx->provider->llm->kind == AL_LLM_ANTHROPIC
+        && al_llm_client_priced(lc)
+        && al_llm_endpoint_has_body(ctx->endpoint)
+        && ngx_http_airlock_llm_beta_priced(r))
+    {
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_REQUEST,
+                               AL_LLM_ERR_INVALID,
+                               AL_LLM_BETA_PRICED, AL_LLM_BETA_PRICED);
+    }
+
     ctx->price = al_llm_price(ctx->provider->llm, (char *) ctx->model.data,
                               ctx->model.len);
 
@@ -1277,6 +1292,46 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
 
     if (u->total_tokens == 0) {
         u->total_tokens = u->prompt_tokens + u->completion_tokens;
+    }
+}
+
+
+/*
+ * An anthropic-beta header that asks for a beta billed above the
+ * policy's prices (al_llm_beta_priced()), for a client with a dollar
+ * budget: its calls would spend past the budget at the prices counted.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return 0;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len == sizeof("anthropic-beta") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "anthropic-beta",
+                               sizeof("anthropic-beta") - 1)
+               == 0
+            && al_llm_beta_priced((char *) h[i].value.data, h[i].value.len))
+        {
+            return 1;
+        }
     }
 }
 

@@ -902,6 +902,14 @@ int al_llm_client_limited(const al_llm_client_t *lc);
 /* 1 when lc has a dollar budget */
 int al_llm_client_priced(const al_llm_client_t *lc);
 
+/*
+ * 1 when an anthropic-beta header value (a comma-separated list) names a
+ * beta billed above the policy's prices: the 1M-token context window
+ * ("context-1m-..."), whose long prompts cost twice the input price and
+ * 1.5 times the output price.
+ */
+int al_llm_beta_priced(const char *v, size_t len);
+
 /* the price of a model (exact name), or NULL */
 const al_llm_price_t *al_llm_price(const al_llm_t *llm, const char *model,
     size_t len);

@@ -15,6 +15,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "al_llm_internal.h"
 
@@ -612,6 +613,31 @@ int
 al_llm_client_priced(const al_llm_client_t *lc)
 {
     return lc != NULL && (lc->cost_per_day || lc->cost_per_month);
+}
+
+
+int
+al_llm_beta_priced(const char *v, size_t len)
+{
+    size_t  i, j;
+
+    static const char  ctx1m[] = "context-1m";
+
+    for (i = 0; i < len; i = j + 1) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t')) {
+            i++;
+        }
+
+        for (j = i; j < len && v[j] != ','; j++) { /* void */ }
+
+        if (j - i >= sizeof(ctx1m) - 1
+            && strncasecmp(v + i, ctx1m, sizeof(ctx1m) - 1) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

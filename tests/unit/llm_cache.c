@@ -21,6 +21,7 @@ static void test_cost(void);
 static void test_openai_cached(void);
 static void test_policy(void);
 static void test_line(void);
+static void test_beta(void);
 static void usage_of(const char *json, al_llm_usage_t *u);
 static void stream_of(const char *s, unsigned ref, al_llm_usage_t *u);
 static al_policy_t *load(const char *yaml, al_error_t *err);
@@ -35,6 +36,7 @@ main(void)
     test_openai_cached();
     test_policy();
     test_line();
+    test_beta();
 
     return tap_done();
 }
@@ -335,6 +337,23 @@ test_line(void)
     (void) al_llm_record_format(&rec, buf, sizeof(buf));
     tap_ok(strstr(buf, "cache_write") == NULL,
            "and leaves them out when there are none");
+}
+
+
+/* anthropic-beta values billed above the policy's prices */
+
+static void
+test_beta(void)
+{
+    tap_ok(al_llm_beta_priced("context-1m-2025-08-07", 21)
+           && al_llm_beta_priced("a-1, context-1m-2025-08-07", 26)
+           && al_llm_beta_priced("a-1,\tCONTEXT-1M-x", 17),
+           "beta: context-1m anywhere in the list, in any case");
+    tap_ok(!al_llm_beta_priced("prompt-caching-2024-07-31", 25)
+           && !al_llm_beta_priced("x-context-1m", 12)
+           && !al_llm_beta_priced("context-1", 9)
+           && !al_llm_beta_priced("", 0),
+           "beta: other betas pass");
 }
 
 
