@@ -75,6 +75,9 @@ Keys:
                 of the request; "{{1}}" in pieces becomes its first group
                 (or "(no match)"): an answer that quotes real tool data
   wait_file     before answering, wait (up to 60 s) until this file exists
+  sent_file     once the whole answer is written, append a line to this
+                file: a test waits for the answers to be in the gateway's
+                sockets, not for a time
   request_id    send this as the answer's x-request-id, as OpenAI does
   echo_headers  send this many more headers, X-Echo-Auth-0, -1, ..., each
                 with what X-Echo-Auth has
@@ -245,6 +248,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.error(404, path)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+            return
+
+        if script.get("sent_file"):
+            self.wfile.flush()
+            with lock:
+                with open(script["sent_file"], "a") as f:
+                    f.write("sent\n")
 
     # ---- answers -----------------------------------------------------------
 

@@ -58,8 +58,8 @@ sub syscw {
     return $io =~ /^syscw: (\d+)/m ? $1 : die "no syscw for $worker\n";
 }
 
-# $n calls made to end in one pass: the provider holds its answers for a
-# second, and they reach the worker while it is stopped; the clients
+# $n calls made to end in one pass: the provider holds its answers until
+# the worker is stopped, and they reach it while it is; the clients
 # close their connections (where nginx, after a "Connection: close"
 # answer, may finish the request and log it) while it is stopped again.
 # Returns the worker's write() calls from the first SIGCONT until every
@@ -73,7 +73,8 @@ sub held {
     my $go = "$d/go." . ++$round;
     my @kids;
 
-    $l->script_all({ delay_first_ms => 1000 });
+    $l->script_all({ wait_file => "$d/answer.$round",
+                     sent_file => "$d/sent.$round" });
 
     for my $k (1 .. $n) {
         my $pid = fork // die "fork: $!";
@@ -103,8 +104,16 @@ sub held {
         sleep 0.02;
     }
 
+    # the answers are sent while the worker is stopped: they are in its
+    # sockets, all of them, when it goes on
     kill 'STOP', $worker;
-    sleep 2;                   # the provider answers, a second after each
+    $t->write_file("answer.$round", '');
+    $deadline = time + 30;
+    while (time < $deadline) {
+        my $sent = () = ($t->read_file("sent.$round") // '') =~ /\n/g;
+        last if $sent >= $n;
+        sleep 0.02;
+    }
     my $w0 = syscw();
     kill 'CONT', $worker;
 
