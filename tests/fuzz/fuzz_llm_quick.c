@@ -70,10 +70,14 @@ static const char *const  fz_type_model[] = {
     "type", "id", "model", "usage", "a", NULL
 };
 
+static const char *const  fz_ant_cc[] = {
+    "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", NULL
+};
+
 static const al_llm_scan_spec_t  fz_specs[] = {
     { fz_oai, -1, 3, fz_details, 4, 0 },
     { fz_resp, -1, 3, fz_details, 4, 0 },
-    { al_llm_usage_ant_names, -1, -1, NULL, 0, 0 },
+    { al_llm_usage_ant_names, -1, 4, fz_ant_cc, 5, 0 },
     { fz_none, -1, -1, NULL, 0, 0 },
     { fz_chat, 0, 2, fz_oai, 4, 0 },
     { fz_details, -1, -1, NULL, 0, 0 },
@@ -273,7 +277,8 @@ ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
 
     if (r->kind == AL_LLM_ANTHROPIC) {
         al_llm_usage_anthropic(ref_u64(&b.f[0]), ref_u64(&b.f[1]),
-                               ref_u64(&b.f[2]), ref_u64(&b.f[3]), u);
+                               ref_u64(&b.f[2]), ref_u64(&b.f[5]),
+                               ref_u64(&b.f[6]), ref_u64(&b.f[3]), u);
         return 0;
     }
 
