@@ -92,6 +92,16 @@ llm:
     clients:
       agent: {}
       ops: {}
+  - name: an
+    prefix: /v1/proxy/an
+    provider: anthropic
+    upstream: https://api.anthropic.com/v1
+    secret: tok
+    models: [c1]
+    prices:
+      c1: { input: 3, output: 15, cache_write: 3.75, cache_write_1h: 6 }
+    clients:
+      agent: {}
 alerts:
   deny: { threshold: 3, window: 60s }
   quarantine: { threshold: 20, window: 60s, for: 10m }
@@ -170,6 +180,8 @@ my @rows = (
     ['llm:3:input', '+', sub { s/input: 2\.5, cached_input: 1\.25/input: 2, cached_input: 1.25/ }],
     ['llm:3:cached_input', '-', sub { s/cached_input: 1\.25/cached_input: 1.5/ }],
     ['llm:3:output', '-', sub { s/output: 10 \}/output: 12 }/ }],
+    ['llm:3:cache_write', '-', sub { s/cache_write: 3\.75/cache_write: 4/ }],
+    ['llm:3:cache_write_1h', '+', sub { s/cache_write_1h: 6/cache_write_1h: 5/ }],
 
     ['alerts:1:deny', '-', sub { s/deny: \{ threshold: 3, window: 60s \}/deny: { threshold: 2, window: 60s }/ }],
     ['alerts:1:quarantine', '+', sub { s/  quarantine: .*\n// }],

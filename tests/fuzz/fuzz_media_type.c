@@ -4,7 +4,8 @@
  * buffer of exactly its length.  Invariants: no crash and nothing read
  * past the length; what the utf8 check accepts the plain one accepts;
  * a refusal always says why; an accepted value has no charset parameter
- * but utf-8 (a second, naive reading of unquoted values finds none).
+ * but utf-8 or utf8 (a second, naive reading of unquoted values finds
+ * none).
  */
 
 #include <stdlib.h>
@@ -89,11 +90,17 @@ fuzz_other_charset(const char *s, size_t len)
 
         n += 8;
 
-        if (len - n < 5 || strncasecmp(s + n, "utf-8", 5) != 0) {
+        /* utf-8, or utf8, its other name */
+
+        if (len - n >= 5 && strncasecmp(s + n, "utf-8", 5) == 0) {
+            n += 5;
+
+        } else if (len - n >= 4 && strncasecmp(s + n, "utf8", 4) == 0) {
+            n += 4;
+
+        } else {
             return 1;
         }
-
-        n += 5;
 
         if (n < len && s[n] != ' ' && s[n] != '\t' && s[n] != ';') {
             return 1;
