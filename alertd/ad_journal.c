@@ -8,8 +8,10 @@
  *
  * inotify tells us when to look: the file itself (IN_MODIFY, IN_MOVE_SELF,
  * IN_DELETE_SELF, IN_ATTRIB for an unlink) and its directory (IN_CREATE
- * and IN_MOVED_TO, for a new file under the name).  Any event, and a tick
- * every AD_TICK ms in case one was missed, makes us stat the name:
+ * and IN_MOVED_TO, for a new file under the name).  Every wake-up of the
+ * loop reads what was appended, so a line is read when its write's
+ * IN_MODIFY arrives.  Any event, and a poll every --poll-interval (1 s)
+ * in case one was missed, makes us stat the name:
  *
  *   - the name points to a new inode (rename + new file, logrotate's
  *     default): the old inode is read to its end first, then we switch.
@@ -106,7 +108,7 @@ ad_jfile_open(ad_journal_t *j, ad_jfile_t *f, const char *path)
     f->ino = (uint64_t) st.st_ino;
 
     /*
-     * The name may already point elsewhere; the tick notices that, and
+     * The name may already point elsewhere; the poll notices that, and
      * a watch on the wrong inode only wakes us up for nothing.
      */
 
@@ -114,7 +116,8 @@ ad_jfile_open(ad_journal_t *j, ad_jfile_t *f, const char *path)
         f->wd = inotify_add_watch(j->ifd, path, AD_FILE_EVENTS);
         if (f->wd == -1) {
             ad_log(AD_LOG_WARN, "cannot watch %s: %s; polling it every "
-                   "%d ms instead", path, strerror(errno), AD_TICK);
+                   "%lld ms instead (--poll-interval)", path,
+                   strerror(errno), (long long) j->poll_ms);
         }
     }
 
@@ -148,7 +151,7 @@ ad_jfile_close(ad_journal_t *j, ad_jfile_t *f)
 
 int
 ad_journal_open(ad_journal_t *j, const char *path, int watch,
-    const ad_pos_t *saved, char *err, size_t errsize)
+    int64_t poll_ms, const ad_pos_t *saved, char *err, size_t errsize)
 {
     char         *slash;
     char          found[sizeof(j->dir) + sizeof(j->base) + 1];
@@ -158,6 +161,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     j->dwd = -1;
     j->check = 0;
     j->open_errno = 0;
+    j->poll_ms = poll_ms;
     j->old_until = 0;
     ad_jfile_init(&j->cur);
     ad_jfile_init(&j->old);
@@ -601,7 +605,7 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
     }
 
     if (ad_jfile_open(j, &f, j->path) != 0) {
-        /* said once per cause, then tried again every tick */
+        /* said once per cause, then tried again at every poll */
         if (errno != j->open_errno) {
             j->open_errno = errno;
             ad_log(errno == ENOENT ? AD_LOG_DEBUG : AD_LOG_ERR,

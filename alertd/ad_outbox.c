@@ -553,7 +553,7 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
     if (rc != 0) {
         ad_log(AD_LOG_ERR, "cannot queue alert %s in the outbox: %s; "
                "trying again in %d ms", e->alert.id, strerror(errno),
-               AD_TICK);
+               AD_BLOCKED_WAIT);
         return -1;
     }
 

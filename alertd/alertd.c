@@ -18,7 +18,9 @@
  *
  * One thread, one loop: curl_multi_poll() waits on the transfers, the
  * inotify fd and a signalfd at once, with a timeout that is the nearest
- * of the next retry, the end of a group window and the journal tick.
+ * of the next retry, the end of a group window and the journal poll.
+ * A journal line is read when its write wakes us (inotify); the poll,
+ * every --poll-interval, only catches what an event did not tell.
  *
  *   airlock-alertd --policy FILE --keyring FILE --journal FILE --state DIR
  *
@@ -49,6 +51,8 @@
                                        may wait before it is saved */
 #define AD_REPEAT_MIN    1000
 #define AD_REPEAT_MAX    (24 * 3600 * 1000)
+#define AD_POLL_MIN      1000
+#define AD_POLL_MAX      (3600 * 1000)
 #define AD_ERR_MAX       (AL_ERR_MAX + 512)
 
 
@@ -58,6 +62,7 @@ typedef struct {
     char             journal_path[PATH_MAX];
     char             state_path[PATH_MAX];
     int64_t          repeat_ms;
+    int64_t          poll_ms;
     size_t           outbox_max;
     unsigned         once:1;
     unsigned         foreground:1;
@@ -109,6 +114,7 @@ static const struct option  ad_long_options[] = {
     { "journal",         required_argument, NULL, 'j' },
     { "state",           required_argument, NULL, 's' },
     { "repeat-interval", required_argument, NULL, 'r' },
+    { "poll-interval",   required_argument, NULL, 'i' },
     { "outbox-max",      required_argument, NULL, 'm' },
     { "once",            no_argument,       NULL, 'o' },
     { "foreground",      no_argument,       NULL, 'f' },
@@ -192,13 +198,15 @@ static int
 ad_options(ad_ctx_t *ctx, int argc, char **argv)
 {
     int          c;
-    const char  *policy, *keyring, *journal, *state, *repeat, *max;
+    const char  *policy, *keyring, *journal, *state, *repeat, *poll;
+    const char  *max;
 
     policy = NULL;
     keyring = NULL;
     journal = NULL;
     state = NULL;
     repeat = "5m";
+    poll = "1s";
     max = NULL;
 
     opterr = 0;
@@ -224,6 +232,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
             break;
         case 'r':
             repeat = optarg;
+            break;
+        case 'i':
+            poll = optarg;
             break;
         case 'm':
             max = optarg;
@@ -279,6 +290,15 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         return 2;
     }
 
+    if (ad_duration_parse(poll, &ctx->poll_ms) != 0
+        || ctx->poll_ms < AD_POLL_MIN || ctx->poll_ms > AD_POLL_MAX)
+    {
+        (void) fprintf(stderr, "%s: --poll-interval \"%s\" is not a "
+                       "duration from 1s to 1h (like 1s, 30s, 5m)\n",
+                       AD_NAME, poll);
+        return 2;
+    }
+
     ctx->outbox_max = AD_OUTBOX_DEFAULT;
 
     if (max != NULL
@@ -312,7 +332,8 @@ ad_usage(FILE *f)
     (void) fprintf(f,
 "usage: airlock-alertd --policy FILE --keyring FILE --journal FILE\n"
 "                      --state DIR [--repeat-interval 5m]\n"
-"                      [--outbox-max %d] [--once] [--foreground] [-v]\n"
+"                      [--poll-interval 1s] [--outbox-max %d]\n"
+"                      [--once] [--foreground] [-v]\n"
 "\n"
 "Delivers the alerts the Airlock nginx module writes to its journal to\n"
 "the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
@@ -330,6 +351,11 @@ ad_usage(FILE *f)
 "                          peer without a client, and reason) within\n"
 "                          DUR are sent as one folded alert when DUR\n"
 "                          ends; 1s to 24h, default 5m\n"
+"  --poll-interval DUR     a line is read as soon as it is written (an\n"
+"                          inotify event); every DUR the journal is\n"
+"                          also looked at without one, for an event\n"
+"                          missed or a file that cannot be watched;\n"
+"                          1s to 1h, default 1s\n"
 "  --outbox-max N          the most alerts queued for one sink: 1 to\n"
 "                          %d, default %d; each takes a file\n"
 "                          and about 2 KiB of memory.  A full sink\n"
@@ -574,8 +600,8 @@ ad_init(ad_ctx_t *ctx)
         return 1;
     }
 
-    if (ad_journal_open(ctx->journal, ctx->journal_path, !ctx->once, &pos,
-                        err, sizeof(err)) != 0)
+    if (ad_journal_open(ctx->journal, ctx->journal_path, !ctx->once,
+                        ctx->poll_ms, &pos, err, sizeof(err)) != 0)
     {
         free(ctx->journal);
         ctx->journal = NULL;
@@ -607,10 +633,11 @@ ad_init(ad_ctx_t *ctx)
 
     ad_log(AD_LOG_INFO, "started %s: journal %s at offset %lld, state %s, "
            "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s, "
-           "at most %zu alert(s) queued per sink", AL_VERSION,
-           ctx->journal_path, (long long) pos.cur.off, ctx->state_path,
-           ctx->outbox.n, ctx->groups.n,
-           (long long) (ctx->repeat_ms / 1000), ctx->outbox_max);
+           "poll interval %lld ms, at most %zu alert(s) queued per sink",
+           AL_VERSION, ctx->journal_path, (long long) pos.cur.off,
+           ctx->state_path, ctx->outbox.n, ctx->groups.n,
+           (long long) (ctx->repeat_ms / 1000), (long long) ctx->poll_ms,
+           ctx->outbox_max);
 
     ad_deliver_orphans(&ctx->deliver);
     ad_outbox_pending(&ctx->outbox);
@@ -686,10 +713,10 @@ ad_loop(ad_ctx_t *ctx)
 {
     int      fds[2], ready[2], rc;
     size_t   i;
-    int64_t  tick, dropped;
+    int64_t  next_poll, dropped;
 
     rc = 0;
-    tick = ad_mono_ms() + AD_TICK;
+    next_poll = ad_mono_ms() + ctx->poll_ms;
 
     ad_work(ctx);
     ad_deliver_start(&ctx->deliver);
@@ -726,9 +753,9 @@ ad_loop(ad_ctx_t *ctx)
             ad_journal_events(ctx->journal);
         }
 
-        if (ad_mono_ms() >= tick) {
+        if (ad_mono_ms() >= next_poll) {
             ctx->journal->check = 1;
-            tick = ad_mono_ms() + AD_TICK;
+            next_poll = ad_mono_ms() + ctx->poll_ms;
         }
 
         ad_deliver_collect(&ctx->deliver);
@@ -772,7 +799,7 @@ ad_loop(ad_ctx_t *ctx)
 }
 
 
-/* the nearest of: a retry, a group window's end, the journal tick */
+/* the nearest of: a retry, a group window's end, the journal poll */
 
 static int
 ad_timeout(ad_ctx_t *ctx)
@@ -781,7 +808,7 @@ ad_timeout(ad_ctx_t *ctx)
 
     now = ad_mono_ms();
     wall = ad_now_ms();
-    timeout = AD_TICK;
+    timeout = ctx->poll_ms;
 
     t = ad_deliver_next(&ctx->deliver);
     if (t != -1 && !ctx->stopping && t - now < timeout) {
@@ -895,11 +922,11 @@ ad_work(ad_ctx_t *ctx)
         || ad_group_expire(&ctx->groups, ad_now_ms(), ad_emit, ctx) != 0)
     {
         /* queueing failed (logged): what was read stays unread */
-        ctx->blocked_until = now + AD_TICK;
+        ctx->blocked_until = now + AD_BLOCKED_WAIT;
     }
 
     if (ad_persist(ctx, 0) != 0) {
-        ctx->blocked_until = now + AD_TICK;
+        ctx->blocked_until = now + AD_BLOCKED_WAIT;
     }
 }
 

@@ -52,6 +52,11 @@ for my $bad ('0', '500ms', 'abc', '25h', '5 m', '-1s') {
                  qr/--repeat-interval "\Q$bad\E" is not a duration/,
                  "--repeat-interval $bad");
 }
+for my $bad ('0', '500ms', '2h', 'abc') {
+    config_error([@base, '--poll-interval', $bad],
+                 qr/--poll-interval "\Q$bad\E" is not a duration from 1s to 1h/,
+                 "--poll-interval $bad");
+}
 
 config_error(['--policy', "$d/nope.yaml", @base[2 .. 7]],
              qr/error: \S*nope\.yaml: .*No such file/, 'missing policy');
