@@ -23,6 +23,15 @@
  * the journal offset (ad_state.c): a line is never folded twice.  A
  * save writes only what changed since the last one: the groups marked
  * dirty and the keys of the groups closed (ad_group_delta_to_json()).
+ *
+ * At most AD_GROUPS_MAX groups are open.  An alert that would open one
+ * more is sent, but not grouped.  A flood of new peers makes thousands
+ * of those, so the log says it once, when the cap is reached, then
+ * counts: at most every AD_GROUPS_TELL ms while it goes on, when fewer
+ * than AD_GROUPS_LOW groups are open again, and at a stop.  The cap is
+ * over only well below it: a table that stays full sheds a group and
+ * takes a new one all the time, and would otherwise start and end an
+ * episode, two lines, for each.
  */
 
 #include <stdio.h>
@@ -39,6 +48,8 @@ static ssize_t ad_group_find(const ad_groups_t *gs, const ad_alert_t *a);
 static int ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit,
     void *data, int *removed);
 static void ad_group_remove(ad_groups_t *gs, size_t i);
+static void ad_group_ungrouped(ad_groups_t *gs, const ad_alert_t *a);
+static void ad_group_tell(ad_groups_t *gs, const char *what);
 static int ad_group_append(ad_groups_t *gs, const ad_alert_t *a,
     int64_t t);
 static json_t *ad_group_one_to_json(const ad_group_t *g);
@@ -112,13 +123,102 @@ ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
         return -1;
     }
 
+    if (gs->n >= AD_GROUPS_MAX) {
+        ad_group_ungrouped(gs, a);
+        return 0;
+    }
+
     if (ad_group_append(gs, a, t) != 0) {
-        ad_log(AD_LOG_WARN, "%zu alert groups open: alert %s is not "
-               "grouped, its repeats will be sent one by one", gs->n,
-               a->id);
+        ad_log(AD_LOG_WARN, "out of memory for %zu alert groups: alert %s "
+               "is not grouped, its repeats will be sent one by one",
+               gs->n + 1, a->id);
     }
 
     return 0;
+}
+
+
+/* a sent alert that the cap kept out of the table */
+
+static void
+ad_group_ungrouped(ad_groups_t *gs, const ad_alert_t *a)
+{
+    ad_ungrouped_t  *u;
+
+    u = &gs->ungrouped;
+
+    if (u->count == 0) {
+        u->count = 1;
+        u->untold = 0;
+        u->since_ms = ad_now_ms();
+        u->told_ms = ad_mono_ms();
+
+        ad_log(AD_LOG_WARN, "%d alert groups open, the most alertd keeps: "
+               "alert %s (%s) is sent but not grouped, as is every alert "
+               "that would open a new group until fewer than %d are open "
+               "(their repeats are sent one by one, not folded); they are "
+               "counted, the count said at most every %d s", AD_GROUPS_MAX,
+               a->id, a->time, AD_GROUPS_LOW, AD_GROUPS_TELL / 1000);
+        return;
+    }
+
+    u->count++;
+
+    if (u->untold++ == 0) {
+        (void) snprintf(u->first_id, sizeof(u->first_id), "%s", a->id);
+        (void) snprintf(u->first_time, sizeof(u->first_time), "%s",
+                        a->time);
+    }
+
+    (void) snprintf(u->last_id, sizeof(u->last_id), "%s", a->id);
+    (void) snprintf(u->last_time, sizeof(u->last_time), "%s", a->time);
+
+    if (ad_mono_ms() - u->told_ms >= AD_GROUPS_TELL) {
+        ad_group_tell(gs, "the most alertd keeps");
+    }
+}
+
+
+/*
+ * One line: the alerts not grouped since the last line, the first and
+ * the last of them, and how many since the cap was reached.
+ */
+
+static void
+ad_group_tell(ad_groups_t *gs, const char *what)
+{
+    ad_ungrouped_t  *u;
+    char             since[AD_TIME_MAX];
+
+    u = &gs->ungrouped;
+    ad_time_format(since, sizeof(since), u->since_ms);
+
+    if (u->untold == 0) {
+        ad_log(AD_LOG_WARN, "%zu alert groups open, %s: 0 alert(s) not "
+               "grouped since the last count; %lld since the cap was "
+               "reached at %s", gs->n, what, (long long) u->count, since);
+
+    } else {
+        ad_log(AD_LOG_WARN, "%zu alert groups open, %s: %lld alert(s) not "
+               "grouped since the last count, from %s (alert %s) to %s "
+               "(alert %s); %lld since the cap was reached at %s", gs->n,
+               what, (long long) u->untold, u->first_time, u->first_id,
+               u->last_time, u->last_id, (long long) u->count, since);
+    }
+
+    u->untold = 0;
+    u->told_ms = ad_mono_ms();
+}
+
+
+/* alertd stops: what was not said yet */
+
+void
+ad_group_stop(ad_groups_t *gs)
+{
+    if (gs->ungrouped.count > 0) {
+        ad_group_tell(gs, "alertd stops");
+    }
 }
 
 
@@ -234,6 +334,7 @@ ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
 {
     int     removed;
     size_t  i;
+    char    what[64];
 
     i = 0;
 
@@ -250,6 +351,22 @@ ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
         if (!removed) {
             i++;
         }
+    }
+
+    if (gs->ungrouped.count == 0) {
+        return 0;
+    }
+
+    if (gs->n < AD_GROUPS_LOW) {
+        (void) snprintf(what, sizeof(what), "fewer than %d, the cap is "
+                        "over", AD_GROUPS_LOW);
+        ad_group_tell(gs, what);
+        gs->ungrouped.count = 0;
+
+    } else if (gs->ungrouped.untold > 0
+               && ad_mono_ms() - gs->ungrouped.told_ms >= AD_GROUPS_TELL)
+    {
+        ad_group_tell(gs, "the most alertd keeps");
     }
 
     return 0;

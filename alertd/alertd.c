@@ -786,6 +786,8 @@ ad_loop(ad_ctx_t *ctx)
         rc = 1;
     }
 
+    ad_group_stop(&ctx->groups);
+
     dropped = 0;
     for (i = 0; i < ctx->outbox.nq; i++) {
         dropped += ctx->outbox.q[i].dropped;

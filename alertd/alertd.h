@@ -42,6 +42,10 @@
                                                size if larger */
 #define AD_ENTRY_FILE_MAX      (64 * 1024)
 #define AD_GROUPS_MAX          4096
+#define AD_GROUPS_LOW          (AD_GROUPS_MAX / 4 * 3)  /* fewer open:
+                                           the cap is over */
+#define AD_GROUPS_TELL         60000    /* ms, at least, between counts
+                                           of alerts not grouped */
 #define AD_NAME_MAX            128      /* outbox file name */
 #define AD_KEY_HEX             16       /* sink key: hex chars */
 #define AD_LABEL_MAX           512      /* a URL as logged */
@@ -165,11 +169,28 @@ typedef struct {
                                                save */
 } ad_group_t;
 
+/*
+ * Alerts sent but not grouped since the cap was reached (count > 0):
+ * the warning says the first, a count says the others (untold).
+ */
+
+typedef struct {
+    int64_t          count;
+    int64_t          untold;                /* since the last line */
+    int64_t          since_ms;              /* wall clock: reached */
+    int64_t          told_ms;               /* monotonic: the last line */
+    char             first_id[AD_FID_MAX + 1];  /* of the untold */
+    char             first_time[AD_TIME_MAX];
+    char             last_id[AD_FID_MAX + 1];
+    char             last_time[AD_TIME_MAX];
+} ad_ungrouped_t;
+
 typedef struct {
     ad_group_t      *g;
     size_t           n;
     size_t           cap;
     int64_t          interval_ms;
+    ad_ungrouped_t   ungrouped;
     json_t          *closed;                /* keys of the groups closed
                                                since the last save */
     unsigned         whole:1;               /* closed is incomplete: the
@@ -184,6 +205,7 @@ int ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
 int ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
     void *data);
 int64_t ad_group_next(const ad_groups_t *gs);   /* -1: none */
+void ad_group_stop(ad_groups_t *gs);
 json_t *ad_group_to_json(const ad_groups_t *gs);
 int ad_group_from_json(ad_groups_t *gs, const json_t *a, char *why,
     size_t whysize);
