@@ -154,7 +154,8 @@ ngx_http_airlock_llm_fallback_need(const ngx_http_airlock_llm_ctx_t *ctx)
     }
 
     return al_llm_cost_need(al_llm_price(b, model.data, model.len),
-                            ctx->prompt_estimate, ctx->max_output);
+                            ctx->cache_control, ctx->prompt_estimate,
+                            ctx->max_output);
 }
 
 

@@ -806,6 +806,7 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ctx->hide_usage = req.hide_usage;
     ctx->max_output = req.max_output;
     ctx->prompt_estimate = req.prompt_estimate;
+    ctx->cache_control = req.cache_control;
 
     ctx->model.data = ngx_pnalloc(r->pool, req.model_len);
     if (ctx->model.data == NULL) {
@@ -1039,7 +1040,8 @@ ngx_http_airlock_llm_admit(ngx_http_request_t *r,
                                    "client has a dollar budget");
         }
 
-        amount.cost = al_llm_cost_need(ctx->price, ctx->prompt_estimate,
+        amount.cost = al_llm_cost_need(ctx->price, ctx->cache_control,
+                                       ctx->prompt_estimate,
                                        ctx->max_output);
 
         if (ctx->provider->llm->fallback != NULL
@@ -1338,9 +1340,10 @@ ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r)
 
 /*
  * What was reserved, as usage: the prompt estimate and the output cap.
- * On Anthropic any of the prompt may have been written to the prompt
- * cache, which the reservation priced at the dearest of the input and
- * cache-write prices (al_llm_cost_need()): so is it charged.
+ * On Anthropic, when the request asked for the prompt cache, any of the
+ * prompt may have been written to it, which the reservation priced at
+ * the dearest of the input and cache-write prices (al_llm_cost_need()):
+ * so is it charged.
  */
 
 static void
@@ -1354,7 +1357,8 @@ ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
 
     pr = ctx->price;
 
-    if (pr == NULL || ctx->provider->llm->kind != AL_LLM_ANTHROPIC
+    if (pr == NULL || !ctx->cache_control
+        || ctx->provider->llm->kind != AL_LLM_ANTHROPIC
         || (pr->input >= pr->cache_write && pr->input >= pr->cache_write_1h))
     {
         return;

@@ -169,6 +169,8 @@ typedef struct {
     unsigned                         budget:1;     /* reserved[_at] hold */
     unsigned                         stream:1;     /* the client asked */
     unsigned                         hide_usage:1;
+    unsigned                         cache_control:1;  /* may write the
+                                                   prompt cache */
     unsigned                         header_seen:1;
     unsigned                         filter:1;     /* blocks are dropped */
     unsigned                         ttfb_set:1;

@@ -2097,7 +2097,8 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
         return;
     }
 
-    need = al_llm_cost_need(pr, req->prompt_estimate, req->max_output);
+    need = al_llm_cost_need(pr, req->cache_control, req->prompt_estimate,
+                            req->max_output);
 
     (void) al_llm_usd_format(need, a, sizeof(a));
     (void) al_llm_usd_format(lc->cost_per_day, b, sizeof(b));
@@ -2105,6 +2106,13 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
 
     printf("  cost:     reserves up to $%s against $%s/day, $%s/month "
            "(0 = unlimited)\n", a, b, c);
+
+    if (l->kind == AL_LLM_ANTHROPIC) {
+        printf("  cost:     input at the %s price (%s)\n",
+               req->cache_control ? "highest cache-write" : "input",
+               req->cache_control ? "the body names cache_control"
+                                  : "no cache_control in the body");
+    }
 }
 
 

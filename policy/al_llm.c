@@ -569,6 +569,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
     }
 
     req->prompt_estimate = (b.text_bytes + 3) / 4 + b.extra;
+    req->cache_control = b.cache_control;
 
     if (rq.nedits > 0) {
         (void) al_llm_req_splice(&rq);

@@ -203,6 +203,9 @@ typedef struct {
     unsigned         clamped:1;         /* a value was lowered to the cap */
     unsigned         capped:1;          /* the cap was added */
     unsigned         body_theirs:1;     /* body from the caller's alloc */
+    unsigned         cache_control:1;   /* the body names cache_control:
+                                           input may be written to a
+                                           prompt cache */
     uint64_t         max_output;        /* output tokens the request may
                                            produce (cap x n); 0: unknown */
     uint64_t         prompt_estimate;   /* input tokens, roughly */
@@ -922,10 +925,14 @@ const al_llm_price_t *al_llm_price(const al_llm_t *llm, const char *model,
  */
 uint64_t al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u);
 
-/* the worst case of a request: all input at the highest input price
-   (uncached or written to the cache), all output used */
-uint64_t al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
-    uint64_t output);
+/*
+ * The worst case of a request: all output used, and all input at the
+ * input price, or, when the request may write the prompt cache (cache:
+ * al_llm_req_t's cache_control), at the highest of the input and
+ * cache-write prices.
+ */
+uint64_t al_llm_cost_need(const al_llm_price_t *price, int cache,
+    uint64_t input, uint64_t output);
 
 /*
  * Picodollars as a decimal number of dollars, exact, without trailing

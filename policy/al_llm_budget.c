@@ -694,7 +694,7 @@ al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u)
 
 
 uint64_t
-al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
+al_llm_cost_need(const al_llm_price_t *price, int cache, uint64_t input,
     uint64_t output)
 {
     uint64_t  in;
@@ -704,18 +704,18 @@ al_llm_cost_need(const al_llm_price_t *price, uint64_t input,
     }
 
     /*
-     * Any input token may be written to a prompt cache, at a price that
-     * may be above the input price; the cached price never is (the policy
-     * checks).
+     * A request that asks for the prompt cache may have any input token
+     * written to it, at a price that may be above the input price; the
+     * cached price never is (the policy checks).
      */
 
     in = price->input;
 
-    if (price->cache_write > in) {
+    if (cache && price->cache_write > in) {
         in = price->cache_write;
     }
 
-    if (price->cache_write_1h > in) {
+    if (cache && price->cache_write_1h > in) {
         in = price->cache_write_1h;
     }
 

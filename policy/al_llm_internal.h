@@ -202,6 +202,10 @@ typedef struct {
     unsigned             jansson;       /* an object too large for the
                                            duplicate check here: ask
                                            al_json_check() */
+    unsigned             cache_control; /* a member of that name, at any
+                                           depth (Anthropic's prompt
+                                           cache is written only where
+                                           one asks) */
     char                 model[AL_LLM_MODEL_MAX];   /* unescaped, cut */
     uint64_t             text_bytes;    /* prompt text, unescaped */
     uint64_t             extra;         /* prompt tokens counted apart */

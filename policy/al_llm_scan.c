@@ -689,6 +689,10 @@ al_llm_scan_flat(al_llm_sc_t *sc)
         field = NULL;
         n = s.dlen;
 
+        if (n == 13 && al_llm_scan_is(name, "cache_control")) {
+            b->cache_control = 1;
+        }
+
         if (n > sizeof(nbuf)) {
             /* longer than any name looked for */
 

@@ -121,4 +121,48 @@ like($out, qr/cheap\(\S*\$2\.5\/day,\$40\/month/, 'routes: dollar budgets')
 like($out, qr/agent\(\S*60 req\/min,4 in flight/, 'routes: request limits')
     or diag($out);
 
+# Anthropic: a request that names cache_control may write its prompt to
+# the cache, so its input is reserved at the highest cache-write price
+# ($2 a million here, 2 x input); one that does not, at the input price
+my $entry = <<'A';
+  - name: an
+    prefix: /v1/proxy/an
+    provider: anthropic
+    upstream: https://api.anthropic.com/v1
+    secret: k
+    models: [claude-3-5-haiku]
+    prices:
+      claude-3-5-haiku: { input: 1, output: 5 }
+    clients:
+      cheap:
+        usd_per_day: 2.5
+        default_max_tokens: 100
+A
+(my $an = $policy) =~ s/\nalerts:/\n${entry}alerts:/ or die;
+$p = write_file('an.yaml', $an);
+my $msgs = '/v1/proxy/an/messages';
+my $plain = write_file('plain.json', '{"model":"claude-3-5-haiku","max_tokens":100,'
+                       . '"messages":[{"role":"user","content":"'
+                       . ('a' x 4000) . '"}]}');
+my $cached = write_file('cached.json', '{"model":"claude-3-5-haiku","max_tokens":100,'
+                        . '"cache_control":{"type":"ephemeral"},'
+                        . '"messages":[{"role":"user","content":"'
+                        . ('a' x 4000) . '"}]}');
+
+($rc, $out) = run('explain', $p, '--client', 'cheap', 'POST', $msgs,
+                  '--body', $plain, '--content-type', 'application/json');
+like($out, qr/^  cost:     reserves up to \$0\.0015\d* against/m,
+     'explain, anthropic: 1000 input tokens at $1, 100 output at $5')
+    or diag($out);
+like($out, qr/^  cost:     input at the input price \(no cache_control/m,
+     'explain, anthropic: says why');
+
+($rc, $out) = run('explain', $p, '--client', 'cheap', 'POST', $msgs,
+                  '--body', $cached, '--content-type', 'application/json');
+like($out, qr/^  cost:     reserves up to \$0\.0025\d* against/m,
+     'explain, anthropic with cache_control: input at the 1-hour price')
+    or diag($out);
+like($out, qr/^  cost:     input at the highest cache-write price/m,
+     'explain, anthropic with cache_control: says why');
+
 done_testing();

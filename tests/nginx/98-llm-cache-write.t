@@ -9,10 +9,13 @@
 # client that spent its budget on cache writes is refused; and a call
 # reserves its input at the highest input price, so one that could spend
 # past the budget by writing its prompt to the 1-hour cache is refused up
-# front.  A call charged its reservation because the provider never
-# answered (the client hung up) is charged it at that same price: the
-# provider has the prompt and may have cached it for an hour.  The
-# arithmetic is unit-tested in tests/unit/llm_cache.c.
+# front.  That is only for a call that asks for the cache: one with no
+# cache_control member anywhere in its body cannot write it, and reserves
+# its input at the input price.  A call charged its reservation because
+# the provider never answered (the client hung up) is charged it at the
+# price it reserved at: the provider has the prompt and, if asked, may
+# have cached it for an hour.  The arithmetic is unit-tested in
+# tests/unit/llm_cache.c.
 
 use strict;
 use warnings;
@@ -47,7 +50,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 15;
+plan tests => 19;
 
 # 40000 written to the 5-minute cache, 60000 to the 1-hour one, 3 out:
 # 40000 * 1.25 + 60000 * 2 + 3 * 5 = 170015 microdollars; at the plain
@@ -92,42 +95,74 @@ like($r->{body}, qr/rate_limit_error/, 'spender: in Anthropic\'s format');
 # ---- the reservation prices input as a 1-hour cache write ------------------
 
 # about 10000 input tokens: $0.01 at the input price, $0.02 written for
-# an hour; with 1 output token that is over the $0.015 budget
+# an hour; with 1 output token that is over the $0.015 budget.  The
+# cache_control at the top asks for automatic caching.
+my $cache = { cache_control => { type => 'ephemeral', ttl => '1h' } };
+
 $l->script({});
-$r = $l->messages(token => $tok{big}, prompt => 'a' x 40000, max_tokens => 1);
+$r = $l->messages(token => $tok{big}, prompt => 'a' x 40000, max_tokens => 1,
+                  fields => $cache);
 is($r->{status}, 429, 'big: a call that could cache its prompt for an '
                       . 'hour past the budget is refused');
 
-$r = $l->messages(token => $tok{big}, prompt => 'a' x 20000, max_tokens => 1);
+$r = $l->messages(token => $tok{big}, prompt => 'a' x 40000, max_tokens => 1);
+is($r->{status}, 200, 'big: the same call without cache_control is '
+                      . 'reserved at the input price, and fits');
+
+# cache_control on a content block, as the SDKs write it
+$r = $l->messages(token => $tok{big}, max_tokens => 1,
+                  prompt => [ { type => 'text', text => 'a' x 40000,
+                                cache_control => { type => 'ephemeral' } } ]);
+is($r->{status}, 429, 'big: cache_control on a block is seen too');
+
+$r = $l->messages(token => $tok{big}, prompt => 'a' x 20000, max_tokens => 1,
+                  fields => $cache);
 is($r->{status}, 200, 'big: half the prompt fits');
 
 # ---- a call the provider never answered -----------------------------------
 
-my $n = scalar $l->provider_requests;
-$l->script({ wait_file => $t->testdir . '/go' });
-my $body = encode_json({ model => 'claude-3-5-haiku', max_tokens => 100,
-                         messages => [ { role => 'user',
-                                         content => 'a' x 4000 } ] });
-my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                              PeerPort => $t->port(8080),
-                              Proto => 'tcp', Timeout => 5)
-    or die "connect: $!";
-syswrite($s, "POST /v1/proxy/anthropic/messages HTTP/1.1\r\n"
-             . "Host: localhost\r\nx-api-key: " . $l->token('agent')
-             . "\r\nContent-Type: application/json\r\n"
-             . "Content-Length: " . length($body) . "\r\n"
-             . "Connection: close\r\n\r\n$body");
-my $deadline = time + 10;
-sleep 0.02 while scalar $l->provider_requests == $n && time < $deadline;
-close $s;
+# the client sends the call and hangs up once the provider has it; the
+# provider answers only when the file go exists
+sub hung_up {
+    my ($fields, $line) = @_;
+    my $n = scalar $l->provider_requests;
+    unlink $t->testdir . '/go';
+    $l->script({ wait_file => $t->testdir . '/go' });
+    my $body = encode_json({ model => 'claude-3-5-haiku', max_tokens => 100,
+                             messages => [ { role => 'user',
+                                             content => 'a' x 4000 } ],
+                             %$fields });
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $t->port(8080),
+                                  Proto => 'tcp', Timeout => 5)
+        or die "connect: $!";
+    syswrite($s, "POST /v1/proxy/anthropic/messages HTTP/1.1\r\n"
+                 . "Host: localhost\r\nx-api-key: " . $l->token('agent')
+                 . "\r\nContent-Type: application/json\r\n"
+                 . "Content-Length: " . length($body) . "\r\n"
+                 . "Connection: close\r\n\r\n$body");
+    my $deadline = time + 10;
+    sleep 0.02 while scalar $l->provider_requests == $n && time < $deadline;
+    close $s;
 
-$u = $l->last_usage(5);
+    my $u = $l->last_usage($line);
+    $t->write_file('go', '');
+    return $u;
+}
+
+$u = hung_up($cache, 6);
 is($u->{status}, 499, 'hung up before the answer: 499');
 is($u->{cache_write_1h_tokens}, $u->{prompt_tokens},
    '... its prompt estimate counted as written for an hour');
 is($u->{cost_usd}, ($u->{prompt_tokens} * 2 + 100 * 5) / 1e6,
    '... and charged as reserved, at twice the input price')
     or diag(explain $u);
-$t->write_file('go', '');
+
+$u = hung_up({}, 7);
+is($u->{status}, 499, 'without cache_control, hung up: 499');
+ok(!$u->{cache_write_tokens} && !$u->{cache_write_1h_tokens}
+   && $u->{cost_usd} == ($u->{prompt_tokens} + 100 * 5) / 1e6,
+   '... charged as reserved, at the input price, with no cache write')
+    or diag(explain $u);
 
 $t->stop;

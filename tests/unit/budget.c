@@ -234,9 +234,9 @@ test_cost(void)
     /* 600 * 2.5e-6 + 400 * 1.25e-6 + 200 * 1e-5 = 0.0015+0.0005+0.002 */
     tap_ok(al_llm_cost(&p, &u) == UINT64_C(4000000000),
            "cost: uncached, cached and output at their prices");
-    tap_ok(al_llm_cost_need(&p, 1000, 200) == UINT64_C(4500000000),
+    tap_ok(al_llm_cost_need(&p, 1, 1000, 200) == UINT64_C(4500000000),
            "worst case: all input uncached");
-    tap_ok(al_llm_cost(NULL, &u) == 0 && al_llm_cost_need(NULL, 5, 5) == 0,
+    tap_ok(al_llm_cost(NULL, &u) == 0 && al_llm_cost_need(NULL, 1, 5, 5) == 0,
            "no price, no cost");
 
     u.cached_tokens = 5000;

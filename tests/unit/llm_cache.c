@@ -22,6 +22,7 @@ static void test_openai_cached(void);
 static void test_policy(void);
 static void test_line(void);
 static void test_beta(void);
+static void test_asked(void);
 static void usage_of(const char *json, al_llm_usage_t *u);
 static void stream_of(const char *s, unsigned ref, al_llm_usage_t *u);
 static al_policy_t *load(const char *yaml, al_error_t *err);
@@ -37,6 +38,7 @@ main(void)
     test_policy();
     test_line();
     test_beta();
+    test_asked();
 
     return tap_done();
 }
@@ -177,17 +179,21 @@ test_cost(void)
                                            + 12000000000 + 105000000),
            "cost: cache writes at their 5-minute and 1-hour prices");
 
-    tap_ok(al_llm_cost_need(&p, 1000, 10) == UINT64_C(6000000000
-                                                      + 150000000),
+    tap_ok(al_llm_cost_need(&p, 1, 1000, 10) == UINT64_C(6000000000
+                                                         + 150000000),
            "worst case: every input token written for an hour");
 
+    tap_ok(al_llm_cost_need(&p, 0, 1000, 10) == UINT64_C(3000000000
+                                                         + 150000000),
+           "worst case without cache_control: the input price");
+
     p.cache_write_1h = 1000000;
-    tap_ok(al_llm_cost_need(&p, 1000, 0) == UINT64_C(3750000000),
+    tap_ok(al_llm_cost_need(&p, 1, 1000, 0) == UINT64_C(3750000000),
            "worst case: the highest of the input prices");
 
     p.cache_write = 0;
     p.cache_write_1h = 0;
-    tap_ok(al_llm_cost_need(&p, 1000, 0) == UINT64_C(3000000000),
+    tap_ok(al_llm_cost_need(&p, 1, 1000, 0) == UINT64_C(3000000000),
            "worst case: never below the input price");
 
     memset(&u, 0, sizeof(u));
@@ -227,7 +233,7 @@ test_openai_cached(void)
     tap_ok(u.prompt_tokens == 1000 && u.cached_tokens == 400
            && u.cache_write_tokens == 0
            && al_llm_cost(&p, &u) == UINT64_C(4000000000)
-           && al_llm_cost_need(&p, 1000, 200) == UINT64_C(4500000000),
+           && al_llm_cost_need(&p, 1, 1000, 200) == UINT64_C(4500000000),
            "openai: cached input at cached_input, no cache writes");
 }
 
@@ -404,4 +410,80 @@ load(const char *yaml, al_error_t *err)
     memset(err, 0, sizeof(al_error_t));
 
     return al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, err);
+}
+
+
+/*
+ * Whether a request may write the prompt cache: a member named
+ * cache_control anywhere in the body (on a block, on a tool, on the
+ * system prompt, or at the top for automatic caching), its name
+ * unescaped as the provider reads it; the same bytes in a string value
+ * or another name do not count.
+ */
+
+static void
+test_asked(void)
+{
+    size_t                  i;
+    al_error_t              err;
+    al_policy_t            *p;
+    al_llm_req_t            req;
+    const al_llm_t         *llm;
+    const al_llm_client_t  *lc;
+
+    static const struct {
+        const char  *body;
+        unsigned     cache;
+    } t[] = {
+        { "{\"model\":\"m1\",\"max_tokens\":5,\"messages\":[{\"role\":"
+          "\"user\",\"content\":\"cache_control\"}]}", 0 },
+        { "{\"model\":\"m1\",\"max_tokens\":5,\"messages\":[{\"role\":"
+          "\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\","
+          "\"cache_control\":{\"type\":\"ephemeral\"}}]}]}", 1 },
+        { "{\"model\":\"m1\",\"max_tokens\":5,\"cache_control\":"
+          "{\"type\":\"ephemeral\"},\"messages\":[{\"role\":\"user\","
+          "\"content\":\"hi\"}]}", 1 },
+        { "{\"model\":\"m1\",\"max_tokens\":5,\"system\":[{\"type\":"
+          "\"text\",\"text\":\"s\",\"cache_control\":{\"type\":"
+          "\"ephemeral\",\"ttl\":\"1h\"}}],\"messages\":[{\"role\":"
+          "\"user\",\"content\":\"hi\"}]}", 1 },
+        { "{\"model\":\"m1\",\"max_tokens\":5,\"tools\":[{\"name\":\"t\","
+          "\"input_schema\":{\"type\":\"object\"},\"cache_contro\\u006c\":"
+          "{\"type\":\"ephemeral\"}}],\"messages\":[{\"role\":\"user\","
+          "\"content\":\"hi\"}]}", 1 },
+        { "{\"model\":\"m1\",\"max_tokens\":5,\"messages\":[{\"role\":"
+          "\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\","
+          "\"cache_controls\":1,\"Cache_control\":2}]}]}", 0 },
+    };
+
+    p = load(POLICY, &err);
+
+    if (p == NULL) {
+        tap_ok(0, "the policy loads");
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    llm = &p->llm[0];
+    lc = &llm->clients[0];
+
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        (void) al_llm_request(llm, lc, AL_LLM_EP_MESSAGES,
+                              "application/json", 16,
+                              (const unsigned char *) t[i].body,
+                              strlen(t[i].body), &req);
+
+        tap_ok(req.reason == AL_REASON_NONE
+               && req.cache_control == t[i].cache,
+               t[i].cache ? "cache_control named: the cache may be written"
+                          : "no cache_control member: no cache write");
+
+        if (req.reason != AL_REASON_NONE) {
+            tap_diag("refused: ", req.detail);
+        }
+
+        al_llm_request_free(&req);
+    }
+
+    al_policy_free(p);
 }
