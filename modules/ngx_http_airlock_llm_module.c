@@ -76,6 +76,8 @@ static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r);
 #define AL_LLM_BETA_PRICED                                                   \
     "anthropic-beta names a beta billed above the policy's prices "          \
     "(context-1m), and this client has a dollar budget"
+static void ngx_http_airlock_llm_cache_guess(
+    const ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u);
 static void ngx_http_airlock_llm_reserved(
     const ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u);
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
@@ -1281,6 +1283,13 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
         *source = al_llm_sse_result(ctx->sse, ctx->prompt_estimate,
                                     ctx->max_output, u);
 
+        if (*source == AL_LLM_SOURCE_ESTIMATED
+            && ctx->sse->usage.prompt_tokens == 0)
+        {
+            /* cut before Anthropic's message_start: the prompt estimated */
+            ngx_http_airlock_llm_cache_guess(ctx, u);
+        }
+
     } else if (ctx->resp != NULL && al_llm_resp_usage(ctx->resp, u, NULL, 0)
                                     == 0)
     {
@@ -1339,21 +1348,34 @@ ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r)
 
 
 /*
- * What was reserved, as usage: the prompt estimate and the output cap.
- * On Anthropic, when the request asked for the prompt cache, any of the
- * prompt may have been written to it, which the reservation priced at
- * the dearest of the input and cache-write prices (al_llm_cost_need()):
- * so is it charged.
+ * What was reserved, as usage: the prompt estimate and the output cap,
+ * the prompt priced as the reservation priced it.
  */
 
 static void
 ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u)
 {
-    const al_llm_price_t  *pr;
-
     u->prompt_tokens = ctx->prompt_estimate;
     u->completion_tokens = ctx->max_output;
+
+    ngx_http_airlock_llm_cache_guess(ctx, u);
+}
+
+
+/*
+ * A prompt the provider did not count (u->prompt_tokens is the estimate).
+ * On Anthropic, when the request asked for the prompt cache, any of it
+ * may have been written to the cache, which the reservation priced at
+ * the dearest of the input and cache-write prices (al_llm_cost_need()):
+ * so is it charged.
+ */
+
+static void
+ngx_http_airlock_llm_cache_guess(const ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u)
+{
+    const al_llm_price_t  *pr;
 
     pr = ctx->price;
 

@@ -12,8 +12,9 @@
 # front.  That is only for a call that asks for the cache: one with no
 # cache_control member anywhere in its body cannot write it, and reserves
 # its input at the input price.  A call charged its reservation because
-# the provider never answered (the client hung up) is charged it at the
-# price it reserved at: the provider has the prompt and, if asked, may
+# the provider never answered (the client hung up), and a stream cut
+# before its first event (its prompt uncounted), are charged at the
+# price the reservation took: the provider has the prompt and, if asked, may
 # have cached it for an hour.  The arithmetic is unit-tested in
 # tests/unit/llm_cache.c.
 
@@ -50,7 +51,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 19;
+plan tests => 21;
 
 # 40000 written to the 5-minute cache, 60000 to the 1-hour one, 3 out:
 # 40000 * 1.25 + 60000 * 2 + 3 * 5 = 170015 microdollars; at the plain
@@ -119,6 +120,26 @@ $r = $l->messages(token => $tok{big}, prompt => 'a' x 20000, max_tokens => 1,
                   fields => $cache);
 is($r->{status}, 200, 'big: half the prompt fits');
 
+# ---- a stream cut before its first event ----------------------------------
+
+# the provider counted nothing the gateway saw: the prompt is the
+# estimate, priced as the reservation priced it
+for my $c ([$cache, 6, 2, 'with cache_control: as a 1-hour write'],
+           [{}, 7, 1, 'without cache_control: at the input price'])
+{
+    my ($fields, $line, $x, $name) = @$c;
+    $l->script({ cut_after => 0 });
+    $l->messages(token => $l->token('agent'), prompt => 'a' x 4000,
+                 fields => { stream => JSON::PP::true, %$fields });
+    my $v = $l->last_usage($line);
+    ok($v->{usage_source} eq 'estimated'
+       && $v->{cost_usd} == ($v->{prompt_tokens} * $x + 100 * 5) / 1e6
+       && ($v->{cache_write_1h_tokens} // 0)
+          == ($x == 2 ? $v->{prompt_tokens} : 0),
+       "a stream cut before its first event, $name")
+        or diag(explain $v);
+}
+
 # ---- a call the provider never answered -----------------------------------
 
 # the client sends the call and hangs up once the provider has it; the
@@ -150,7 +171,7 @@ sub hung_up {
     return $u;
 }
 
-$u = hung_up($cache, 6);
+$u = hung_up($cache, 8);
 is($u->{status}, 499, 'hung up before the answer: 499');
 is($u->{cache_write_1h_tokens}, $u->{prompt_tokens},
    '... its prompt estimate counted as written for an hour');
@@ -158,7 +179,7 @@ is($u->{cost_usd}, ($u->{prompt_tokens} * 2 + 100 * 5) / 1e6,
    '... and charged as reserved, at twice the input price')
     or diag(explain $u);
 
-$u = hung_up({}, 7);
+$u = hung_up({}, 9);
 is($u->{status}, 499, 'without cache_control, hung up: 499');
 ok(!$u->{cache_write_tokens} && !$u->{cache_write_1h_tokens}
    && $u->{cost_usd} == ($u->{prompt_tokens} + 100 * 5) / 1e6,
