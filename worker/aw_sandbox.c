@@ -19,11 +19,14 @@
  *           (aw_bwrap_init) that runs the script and reports its wait
  *           status.
  *
- * Whatever happens, the sandbox is deleted, the cgroup removed and the
- * files wiped afterwards.  A sandbox dies with its worker (the runtime's
- * parent-death signal); a worker that starts removes the rest of what a
- * crashed worker left (directories whose worker, by pid and start time,
- * is gone).
+ * The runtime is started by the job's keeper (aw_keeper()), a child of
+ * the worker that holds the sandbox to its wall and CPU time whatever the
+ * worker does (stopped, hung); the worker reads the output.  Whatever
+ * happens, the sandbox is deleted, the cgroup removed and the files
+ * wiped afterwards.  A sandbox dies with its worker (the keeper's and
+ * the runtime's parent-death signals); a worker that starts removes the
+ * rest of what a crashed worker left (directories whose worker, by pid
+ * and start time, is gone).
  */
 
 #include <dirent.h>
@@ -37,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -72,6 +76,14 @@
 #define AW_STATUS_LINE         "status "
 #define AW_BWRAP_OVERHEAD_MB   8
 
+/*
+ * The keeper (aw_keeper()) reads the job's cgroup every AW_KEEP_MS; the
+ * worker reads what is left in the output pipes for at most
+ * AW_DRAIN_MS once the keeper has reported the runtime gone.
+ */
+#define AW_KEEP_MS             200
+#define AW_DRAIN_MS            2000
+
 #define AW_STR(x)              #x
 #define AW_XSTR(x)             AW_STR(x)
 
@@ -84,6 +96,23 @@ typedef struct {
     int              ncg;
     int              v2;
 } aw_box_t;
+
+
+/*
+ * What the keeper tells the worker once the runtime is gone: whether it
+ * ended the sandbox for a limit, and the runtime's wait status
+ */
+typedef enum {
+    AW_END_RAN = 0,                     /* the runtime ended by itself */
+    AW_END_WALL,
+    AW_END_CPU
+} aw_end_e;
+
+
+typedef struct {
+    int              end;               /* aw_end_e */
+    int              status;
+} aw_report_t;
 
 
 typedef struct {
@@ -111,13 +140,18 @@ static int aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job,
 static int aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box);
 static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, pid_t worker, int out, int err, int fail,
+    const aw_box_t *box, pid_t keeper, int out, int err, int fail,
     int status);
-static void aw_die_with_worker(pid_t worker, int fail);
+static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
+    const aw_box_t *box, pid_t worker, long start, const int fds[4],
+    int report) __attribute__((noreturn));
+static void aw_die_with_parent(pid_t parent, int fail);
 static void aw_child_fail(int fail, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
 static void aw_child_failure(int fd, char *buf, size_t size);
 static int aw_run_cmd(char *const argv[], long timeout_ms);
+static void aw_runsc_delete(const aw_conf_t *conf, const char *slot,
+    int kill_first);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
@@ -819,22 +853,133 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
 
 
 /*
- * In the child, just before the exec: the runtime gets SIGKILL when the
- * worker dies.  Only the worker enforces wall_ms, so a runtime that
- * outlived it would run its sandbox on, unwatched, until a worker
- * started again on the workdir.  `runsc run` takes its sandbox and gofer
- * with it (it starts them attached, with their own parent-death
- * signal); bwrap's --die-with-parent does the same inside.  Set after
- * any change of credentials, which clears it; a worker that died before
- * this ends the child here.
+ * In the child, just before the exec: the runtime gets SIGKILL when its
+ * parent, the keeper, dies, and the keeper when the worker dies
+ * (aw_keeper()).  A runtime that outlived them would run its sandbox
+ * on, unwatched, until a worker started again on the workdir.  `runsc
+ * run` takes its sandbox and gofer with it (it starts them attached,
+ * with their own parent-death signal); bwrap's --die-with-parent does
+ * the same inside.  Set after any change of credentials, which clears
+ * it; a parent that died before this ends the child here.
  */
 
 static void
-aw_die_with_worker(pid_t worker, int fail)
+aw_die_with_parent(pid_t parent, int fail)
 {
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != worker) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) {
         aw_child_fail(fail, "the worker went away");
     }
+}
+
+
+/*
+ * The keeper: a child of the worker that starts the runtime as its own
+ * child and holds the job to its limits, the wall time from start and
+ * the job cgroup's CPU time, read every AW_KEEP_MS.  The worker itself
+ * only reads the output: a worker that is stopped (SIGSTOP) or hung no
+ * longer leaves a sandbox unbounded, which, under gVisor, nothing else
+ * ended (Debian 12's runsc does not enforce the bundle's RLIMIT_CPU),
+ * nor, under bwrap, a script that starts a new busy process before each
+ * reaches its RLIMIT_CPU (a per-process limit).  It dies with the worker
+ * and the runtime with it, so a killed worker still takes its sandbox
+ * along.  When the runtime is gone it writes an aw_report_t on the
+ * report pipe and exits.  fds: the runtime's stdout, stderr, failure
+ * and status pipes (-1 for none).
+ */
+
+static void
+aw_keeper(const aw_conf_t *conf, const aw_job_t *job, const aw_box_t *box,
+    pid_t worker, long start, const int fds[4], int report)
+{
+    int            i, pidfd, st;
+    long           deadline, left;
+    pid_t          keeper, pid, r;
+    aw_report_t    rep;
+    struct pollfd  pfd;
+
+    /*
+     * The worker's SIGTERM ends the job in hand first: not the keeper;
+     * nor does a stop of the worker's process group (a terminal's ^Z)
+     * stop it
+     */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    setsid();
+
+    aw_die_with_parent(worker, fds[2]);
+
+    keeper = getpid();
+    pid = fork();
+    if (pid < 0) {
+        aw_child_fail(fds[2], "fork: %s", strerror(errno));
+    }
+
+    if (pid == 0) {
+        aw_runtime_exec(conf, job, box, keeper, fds[0], fds[1], fds[2],
+                        fds[3]);
+    }
+
+    /* nothing of the worker's stays open here: only the report pipe */
+
+    for (i = 0; i < 4; i++) {
+        if (fds[i] >= 0) {
+            close(fds[i]);
+        }
+    }
+
+    (void) close_range(3, (unsigned) report - 1, 0);
+    (void) close_range((unsigned) report + 1, ~0U, 0);
+
+    pidfd = pidfd_open(pid, 0);
+    deadline = start + job->limits.wall_ms;
+    rep.end = AW_END_RAN;
+    st = 0;
+
+    for ( ;; ) {
+        r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            break;
+        }
+
+        left = deadline - aw_now_ms();
+        if (left <= 0) {
+            rep.end = AW_END_WALL;
+            break;
+        }
+
+        if (aw_cg_cpu_ms(box) > job->limits.cpu_ms) {
+            rep.end = AW_END_CPU;
+            break;
+        }
+
+        /* the runtime's end wakes it at once (5 ms polls without pidfd) */
+
+        pfd.fd = pidfd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+
+        if (pidfd < 0 && left > 5) {
+            left = 5;
+        }
+
+        (void) poll(&pfd, pidfd >= 0 ? 1 : 0,
+                    (int) (left < AW_KEEP_MS ? left : AW_KEEP_MS));
+    }
+
+    if (rep.end != AW_END_RAN) {
+        if (conf->backend == AW_BACKEND_GVISOR) {
+            aw_runsc_delete(conf, box->slot, 1);
+        }
+
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
+    }
+
+    rep.status = st;
+    (void) !write(report, &rep, sizeof(rep));
+
+    _exit(0);
 }
 
 
@@ -901,7 +1046,7 @@ aw_child_failure(int fd, char *buf, size_t size)
 
 static void
 aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, pid_t worker, int out, int err, int fail,
+    const aw_box_t *box, pid_t keeper, int out, int err, int fail,
     int status)
 {
     int            fd;
@@ -941,7 +1086,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
             aw_child_fail(fail, "close_range: %s", strerror(errno));
         }
 
-        aw_die_with_worker(worker, fail);
+        aw_die_with_parent(keeper, fail);
         execle(conf->runsc, "runsc", runsc_root, platform, "--network=none",
                "--oci-seccomp", log, "--debug-command=run", "run", root,
                box->slot, (char *) NULL, aw_runtime_env);
@@ -1013,7 +1158,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * use it up): an empty read-only directory covers it, and /dev/ptmx,
      * a link to pts/ptmx, leads nowhere.
      */
-    aw_die_with_worker(worker, fail);
+    aw_die_with_parent(keeper, fail);
     execle(conf->bwrap, "bwrap",
           "--unshare-all", "--unshare-user", "--disable-userns",
           "--as-pid-1",
@@ -1389,10 +1534,10 @@ aw_init_status(int fd, int *status)
  *   bwrap   the sandbox's init reports it on status_fd
  *           (aw_init_status()).
  *
- * A runtime that died itself was signalled in our own waitpid().  With
- * no status reported (the sandbox was killed: the caller tells the
- * worker's own kills and the OOM killer's apart) a code above 128 is
- * taken for a signal, with a warn.
+ * A runtime that died itself was signalled in the keeper's waitpid().
+ * With no status reported (the sandbox was killed: the caller tells the
+ * keeper's kills and the OOM killer's apart) a code above 128 is taken
+ * for a signal, with a warn.
  */
 
 static int
@@ -1454,23 +1599,25 @@ void
 aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     size_t data_len, aw_result_t *res)
 {
-    int            op[2], ep[2], fp[2], sp[2], st, timed_out, killed, code;
-    int            cpu_out, fd, sig, nfd, i;
+    int            p[5][2], fds[4], st, timed_out, killed, code, reported;
+    int            cpu_out, fd, sig, nfd, i, npipes;
     char           err[AW_ERRLEN], failed[256];
-    long           t0, t1, deadline, left, ooms, pids_max, cpu;
-    pid_t          pid, r, worker;
+    long           t0, t1, left, drain, ooms, pids_max, cpu;
+    pid_t          pid, worker;
+    ssize_t        n;
     aw_box_t       box;
     aw_stream_t    s[2];
-    struct pollfd  pfd[2];
+    aw_report_t    rep;
+    struct pollfd  pfd[3];
 
     memset(&box, 0, sizeof(box));
     memset(s, 0, sizeof(s));
+    memset(&rep, 0, sizeof(rep));
     s[0].fd = s[1].fd = -1;
     timed_out = 0;
     cpu_out = 0;
     killed = 0;
-    pid = -1;
-    st = 0;
+    npipes = 0;
 
     t0 = aw_now_ms();
 
@@ -1486,128 +1633,94 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     s[0].buf = malloc(s[0].max + 1);
     s[1].buf = malloc(s[1].max + 1);
 
-    if (s[0].buf == NULL || s[1].buf == NULL
-        || pipe2(op, O_CLOEXEC) != 0)
-    {
+    if (s[0].buf == NULL || s[1].buf == NULL) {
         aw_result_fail(res, AW_ST_ERROR, "internal", "out of resources");
         goto teardown;
     }
 
-    if (pipe2(ep, O_CLOEXEC) != 0) {
-        close(op[0]);
-        close(op[1]);
-        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
-                       strerror(errno));
-        goto teardown;
-    }
-
     /*
-     * The failure pipe (aw_child_fail()); its write end above the fds the
-     * child sets up (0 to 3), so that none of them replaces it
+     * The pipes: stdout, stderr, the failure pipe (aw_child_fail()), the
+     * status pipe (bwrap: aw_bwrap_init; unused under gVisor) and the
+     * keeper's report.  Every write end is above the fds the runtime's
+     * child sets up (0 to AW_STATUS_FD), so that none replaces another.
      */
 
-    fd = -1;
+    for (npipes = 0; npipes < 5; npipes++) {
+        if (pipe2(p[npipes], O_CLOEXEC | (npipes == 2 || npipes == 3
+                                          ? O_NONBLOCK : 0)) != 0)
+        {
+            break;
+        }
 
-    if (pipe2(fp, O_CLOEXEC | O_NONBLOCK) == 0) {
-        fd = fcntl(fp[1], F_DUPFD_CLOEXEC, 10);
-        close(fp[1]);
+        fd = fcntl(p[npipes][1], F_DUPFD_CLOEXEC, 10);
+        close(p[npipes][1]);
+        p[npipes][1] = fd;
 
         if (fd < 0) {
-            close(fp[0]);
+            close(p[npipes][0]);
+            break;
         }
     }
 
-    if (fd < 0) {
-        close(op[0]);
-        close(op[1]);
-        close(ep[0]);
-        close(ep[1]);
+    if (npipes < 5) {
         aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
                        strerror(errno));
-        goto teardown;
-    }
 
-    fp[1] = fd;
-
-    /* bwrap: the status pipe (aw_bwrap_init), its write end above 3 too */
-
-    sp[0] = sp[1] = -1;
-
-    if (conf->backend == AW_BACKEND_BWRAP
-        && pipe2(sp, O_CLOEXEC | O_NONBLOCK) == 0)
-    {
-        fd = fcntl(sp[1], F_DUPFD_CLOEXEC, 10);
-        close(sp[1]);
-        sp[1] = fd;
-
-        if (fd < 0) {
-            close(sp[0]);
-            sp[0] = -1;
+        for (i = 0; i < npipes; i++) {
+            close(p[i][1]);
         }
+        goto teardown;
     }
 
-    if (conf->backend == AW_BACKEND_BWRAP && sp[0] < 0) {
-        close(op[0]);
-        close(op[1]);
-        close(ep[0]);
-        close(ep[1]);
-        close(fp[0]);
-        close(fp[1]);
-        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
-                       strerror(errno));
-        goto teardown;
+    for (i = 0; i < 4; i++) {
+        fds[i] = p[i][1];
+    }
+
+    if (conf->backend != AW_BACKEND_BWRAP) {
+        fds[3] = -1;
     }
 
     t1 = aw_now_ms();
     res->timing.prepare = t1 - t0;
 
+    /*
+     * The keeper (aw_keeper()) starts the runtime and holds it to the
+     * limits; the worker reads the output until the pipes close and the
+     * keeper has reported
+     */
+
     worker = getpid();
     pid = fork();
     if (pid == 0) {
-        aw_runtime_exec(conf, job, &box, worker, op[1], ep[1], fp[1],
-                        sp[1]);
+        aw_keeper(conf, job, &box, worker, t1, fds, p[4][1]);
     }
 
-    close(op[1]);
-    close(ep[1]);
-    close(fp[1]);
-
-    if (sp[1] >= 0) {
-        close(sp[1]);
+    for (i = 0; i < 5; i++) {
+        close(p[i][1]);
     }
 
     if (pid < 0) {
-        close(op[0]);
-        close(ep[0]);
-        close(fp[0]);
-
-        if (sp[0] >= 0) {
-            close(sp[0]);
-        }
-
         aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
                        strerror(errno));
         goto teardown;
     }
 
-    s[0].fd = op[0];
-    s[1].fd = ep[0];
-    deadline = t1 + job->limits.wall_ms;
+    s[0].fd = p[0][0];
+    s[1].fd = p[1][0];
+    p[0][0] = p[1][0] = -1;
+    reported = 0;
+    drain = 0;
+    n = 0;
 
-    /* read both streams until they close or the wall time is up */
+    while (!reported || s[0].fd >= 0 || s[1].fd >= 0) {
+        left = -1;
 
-    while (s[0].fd >= 0 || s[1].fd >= 0) {
-        left = deadline - aw_now_ms();
-        if (left <= 0) {
-            timed_out = 1;
-            killed = 1;
-            break;
-        }
-
-        if (aw_cg_cpu_ms(&box) > job->limits.cpu_ms) {
-            cpu_out = 1;
-            killed = 1;
-            break;
+        if (reported) {
+            /* the runtime is gone: what is still in the pipes, bounded */
+            left = drain - aw_now_ms();
+            if (left <= 0) {
+                break;
+            }
         }
 
         nfd = 0;
@@ -1620,7 +1733,14 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
             }
         }
 
-        if (poll(pfd, (nfds_t) nfd, (int) (left < 200 ? left : 200)) < 0) {
+        if (!reported) {
+            pfd[nfd].fd = p[4][0];
+            pfd[nfd].events = POLLIN;
+            pfd[nfd].revents = 0;
+            nfd++;
+        }
+
+        if (poll(pfd, (nfds_t) nfd, (int) left) < 0) {
             if (errno == EINTR) {
                 continue;
             }
@@ -1636,61 +1756,51 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                 nfd++;
             }
         }
+
+        if (!reported && pfd[nfd].revents != 0) {
+            do {
+                n = read(p[4][0], &rep, sizeof(rep));
+            } while (n < 0 && errno == EINTR);
+
+            reported = 1;
+            drain = aw_now_ms() + AW_DRAIN_MS;
+        }
     }
 
-    /*
-     * Both streams closed: the sandbox's processes are gone, the runtime
-     * is reaping; a runtime that hangs after that still meets the wall.
-     */
-
-    for ( ;; ) {
-        if (killed) {
-            if (conf->backend == AW_BACKEND_GVISOR) {
-                aw_runsc_delete(conf, box.slot, 1);
-            }
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
-            break;
-        }
-
-        r = waitpid(pid, &st, WNOHANG);
-        if (r == pid) {
-            break;
-        }
-
-        if (aw_now_ms() > deadline) {
-            timed_out = 1;
-            killed = 1;
-            continue;
-        }
-
-        if (aw_cg_cpu_ms(&box) > job->limits.cpu_ms) {
-            cpu_out = 1;
-            killed = 1;
-            continue;
-        }
-
-        usleep(2000);
+    if (!reported) {
+        do {
+            n = read(p[4][0], &rep, sizeof(rep));
+        } while (n < 0 && errno == EINTR);
     }
+
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
 
     res->timing.run = aw_now_ms() - t1;
 
-    for (i = 0; i < 2; i++) {
-        if (s[i].fd >= 0) {
-            close(s[i].fd);
+    aw_child_failure(p[2][0], failed, sizeof(failed));
+
+    if (n != (ssize_t) sizeof(rep)) {
+        /* the keeper died, and the runtime with it */
+        killed = 1;
+
+        if (failed[0] != '\0') {
+            aw_result_fail(res, AW_ST_ERROR, "sandbox",
+                           "the sandbox could not start: %s", failed);
+
+        } else {
+            aw_result_fail(res, AW_ST_ERROR, "internal",
+                           "the sandbox's keeper ended without a report "
+                           "(wait status %d)", st);
         }
+        goto teardown;
     }
 
-    aw_child_failure(fp[0], failed, sizeof(failed));
-    close(fp[0]);
+    timed_out = rep.end == AW_END_WALL;
+    cpu_out = rep.end == AW_END_CPU;
+    killed = rep.end != AW_END_RAN;
 
     cpu = aw_cg_cpu_ms(&box);
-    sig = aw_end_signal(conf, &box, st, sp[0], &code);
-
-    if (sp[0] >= 0) {
-        close(sp[0]);
-    }
+    sig = aw_end_signal(conf, &box, rep.status, p[3][0], &code);
 
     ooms = aw_cg_oom_kills(&box);
     pids_max = box.ncg == 0 ? 0
@@ -1720,7 +1830,7 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                    && aw_cpu_spent(cpu, job->limits.cpu_ms)))
     {
         /*
-         * The worker's own poll, or RLIMIT_CPU: its SIGXCPU, or the
+         * The keeper's poll, or RLIMIT_CPU: its SIGXCPU, or the
          * SIGKILL at its hard limit (not the OOM killer's), with the
          * cgroup's CPU to show for it.  Either signal with less CPU used
          * is one the script sent itself (a kill(), or a limit of its
@@ -1753,6 +1863,18 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     }
 
 teardown:
+
+    for (i = 0; i < 2; i++) {
+        if (s[i].fd >= 0) {
+            close(s[i].fd);
+        }
+    }
+
+    for (i = 0; i < npipes; i++) {
+        if (p[i][0] >= 0) {
+            close(p[i][0]);
+        }
+    }
 
     t1 = aw_now_ms();
     aw_box_teardown(conf, &box, killed);

@@ -51,16 +51,6 @@ sub wait_running {
     return 0;
 }
 
-# processes of a worker's jobs: in their cgroups, or runsc's for them
-sub job_procs {
-    my ($pid) = @_;
-    return grep {
-        (Airlock::Worker::_slurp("$_/cgroup") // '')
-            =~ m{/airlock-test-$$/aw-$pid-\d}
-        || (Airlock::Worker::_slurp("$_/cmdline") // '') =~ /\baw-$pid-\d/
-    } glob('/proc/[0-9]*');
-}
-
 sub count_results {
     my ($id) = @_;
     my @l = grep { /job \Q$id\E: / } split /\n/, $w->all_worker_logs;
@@ -95,15 +85,15 @@ $w->add_job(job_id => 'orphan', script => "import time\ntime.sleep(30)\n",
             limits => { wall_ms => 2000 });
 ok(wait_running($a), 'orphan running in worker 1');
 for (1 .. 400) {
-    last if job_procs($a);
+    last if $w->job_procs($a);
     sleep 0.025;
 }
 sleep 0.5;
-ok(scalar job_procs($a), 'its sandbox has processes');
+ok(scalar $w->job_procs($a), 'its sandbox has processes');
 $w->kill_worker('KILL', $a);
 my @left;
 for (1 .. 120) {
-    @left = job_procs($a);
+    @left = $w->job_procs($a);
     last unless @left;
     sleep 0.025;
 }

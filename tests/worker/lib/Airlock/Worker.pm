@@ -364,6 +364,33 @@ sub leftovers {
 }
 
 
+# The processes of a worker's jobs (worker pid $pid): those in the jobs'
+# cgroups, and runsc's processes for them (named by the job's slot).
+sub job_procs {
+    my ($self, $pid) = @_;
+    return grep {
+        (_slurp("$_/cgroup") // '') =~ m{/airlock-test-$$/aw-$pid-\d}
+        || (_slurp("$_/cmdline") // '') =~ /\baw-$pid-\d/
+    } glob('/proc/[0-9]*');
+}
+
+
+# The CPU time a worker's job cgroup has used, in ms (undef when there
+# is none): cpuacct (v1) or cpu.stat (v2).
+sub job_cpu_ms {
+    my ($self, $pid) = @_;
+    for my $d (glob("/sys/fs/cgroup/cpuacct/airlock-test-$$/aw-$pid-*")) {
+        my $ns = _slurp("$d/cpuacct.usage");
+        return int($ns / 1e6) if defined $ns;
+    }
+    for my $d (glob("/sys/fs/cgroup/airlock-test-$$/aw-$pid-*")) {
+        my $s = _slurp("$d/cpu.stat") // next;
+        return int($1 / 1000) if $s =~ /^usage_usec (\d+)/m;
+    }
+    return undef;
+}
+
+
 # The workers' cgroups (cgroup_name airlock-test-<pid> in every
 # hierarchy, runsc's included); only empty ones can go, so this never
 # touches a running job's.
