@@ -161,6 +161,7 @@ static int aw_status_parse(const char *buf, const char *prefix,
 static int aw_runsc_status(const aw_box_t *box, int *status);
 static int aw_init_status(int fd, int *status);
 static int aw_cpu_spent(long cpu, long limit);
+static long aw_rlimit_cpu(long cpu_ms);
 static int aw_end_signal(const aw_conf_t *conf, const aw_box_t *box,
     int st, int status_fd, int *code);
 static size_t aw_seccomp_program(struct sock_filter *f, size_t cap);
@@ -681,7 +682,7 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     const char  *nss[5] = { "pid", "network", "ipc", "uts", "mount" };
     int          i;
 
-    cpu_s = (job->limits.cpu_ms + 999) / 1000;
+    cpu_s = aw_rlimit_cpu(job->limits.cpu_ms);
 
     spec = json_object();
     json_object_set_new(spec, "ociVersion", json_string("1.0.0"));
@@ -708,7 +709,7 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type",
                                         "RLIMIT_CPU", "soft",
                                         (json_int_t) cpu_s, "hard",
-                                        (json_int_t) cpu_s + 1));
+                                        (json_int_t) cpu_s));
     json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type",
                                         "RLIMIT_CORE", "soft",
                                         (json_int_t) 0, "hard",
@@ -947,7 +948,7 @@ aw_keeper(const aw_conf_t *conf, const aw_job_t *job, const aw_box_t *box,
             break;
         }
 
-        if (aw_cg_cpu_ms(box) > job->limits.cpu_ms) {
+        if (aw_cpu_spent(aw_cg_cpu_ms(box), job->limits.cpu_ms)) {
             rep.end = AW_END_CPU;
             break;
         }
@@ -1099,9 +1100,9 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         aw_child_fail(fail, "cannot join the job's cgroup");
     }
 
-    cpu_s = (job->limits.cpu_ms + 999) / 1000;
+    cpu_s = aw_rlimit_cpu(job->limits.cpu_ms);
     rl.rlim_cur = (rlim_t) cpu_s;
-    rl.rlim_max = (rlim_t) cpu_s + 1;
+    rl.rlim_max = (rlim_t) cpu_s;
     setrlimit(RLIMIT_CPU, &rl);
     rl.rlim_cur = rl.rlim_max = 0;
     setrlimit(RLIMIT_CORE, &rl);
@@ -1580,18 +1581,39 @@ aw_end_signal(const aw_conf_t *conf, const aw_box_t *box, int st,
 
 
 /*
- * Whether the job's cgroup used its CPU time (cpu of limit, in ms), near
- * enough to stand for RLIMIT_CPU's signals: the clocks the kernel and
- * gVisor keep for it run ahead of the cgroup's on a loaded host (a 1 s
- * limit's SIGXCPU came with 964 ms in the cgroup under bwrap, 860 ms
- * under gVisor), so three quarters of the limit counts as all of it.
- * A signal the script sends itself with less is its own.
+ * Whether the job's cgroup has used up its CPU time (cpu of limit, in
+ * ms): the keeper's test, and the worker's for a script that died of
+ * SIGXCPU or SIGKILL.  RLIMIT_CPU (aw_rlimit_cpu()) is set so far above
+ * the limit that while the keeper runs its poll always comes first, so
+ * such a signal with the cgroup under the limit is never the limit's:
+ * it is the script's own (a kill(), a lower limit of its own) or
+ * another's.  One with the cgroup over it came after the time was used
+ * up: RLIMIT_CPU's, with the keeper stopped, or the script's own in the
+ * moment before the keeper's next read.
  */
 
 static int
 aw_cpu_spent(long cpu, long limit)
 {
-    return cpu * 4 >= limit * 3;
+    return cpu > limit;
+}
+
+
+/*
+ * RLIMIT_CPU, soft and hard, in seconds, for a limit of cpu_ms: a
+ * backstop for a keeper that is stopped, never the limit itself.  The
+ * clock the kernel keeps for it (ticks) runs ahead of the cgroup's (a
+ * 1 s limit's SIGXCPU came with 964 ms in the cgroup under bwrap, 860 ms
+ * under gVisor for a limit set inside), which made its signals indistinct
+ * from a script's own: twice the limit and a second more is beyond any
+ * such lead and the keeper's 200 ms between reads.  Soft and hard alike:
+ * the kernel sends SIGKILL at the hard limit and no SIGXCPU before it.
+ */
+
+static long
+aw_rlimit_cpu(long cpu_ms)
+{
+    return 2 * ((cpu_ms + 999) / 1000) + 1;
 }
 
 
@@ -1830,11 +1852,9 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                    && aw_cpu_spent(cpu, job->limits.cpu_ms)))
     {
         /*
-         * The keeper's poll, or RLIMIT_CPU: its SIGXCPU, or the
-         * SIGKILL at its hard limit (not the OOM killer's), with the
-         * cgroup's CPU to show for it.  Either signal with less CPU used
-         * is one the script sent itself (a kill(), or a limit of its
-         * own), or another's.
+         * The keeper's poll, or a SIGXCPU or SIGKILL (not the OOM
+         * killer's) with the cgroup's CPU time used up
+         * (aw_cpu_spent()): under it, either is the script's own
          */
         aw_result_fail(res, AW_ST_TIMEOUT, "cpu_time",
                        "the script used up its CPU time of %ld ms",

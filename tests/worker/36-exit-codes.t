@@ -9,7 +9,8 @@
 # logs; bwrap: the one the sandbox's init reports) say what happened; a
 # plain exit stays the script's exit.  sys.exit(139) is no SIGSEGV under
 # either backend, nor a SIGXCPU the script sends itself a CPU-time
-# timeout.
+# timeout, even after most of its CPU time (bwrap; 36-exit-codes-bwrap.t
+# runs this file with that backend).
 
 use strict;
 use warnings;
@@ -18,6 +19,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
 use Test::More;
+use Time::HiRes qw(sleep);
 use Airlock::Test;
 use Airlock::Worker;
 
@@ -28,7 +30,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker;
 
-plan tests => 18;
+plan tests => $w->backend eq 'bwrap' ? 21 : 18;
 
 my $r;
 
@@ -84,6 +86,65 @@ for my $s ([SIGKILL => 9], [SIGXCPU => 24], [SIGABRT => 6]) {
        && $r->{error}{message} eq "the script was killed by signal $n",
        "a $name the script sends itself: killed by signal $n")
         or diag explain $r;
+}
+
+# A signal of its own after most of its CPU time (the old rule took a
+# SIGXCPU or SIGKILL with three quarters of cpu_ms in the cgroup for
+# RLIMIT_CPU's) is still its own; RLIMIT_CPU is a backstop far above
+# cpu_ms, which only a stopped keeper lets a script reach.  bwrap only:
+# there the script's own clock (time.process_time()) is the kernel's,
+# below the cgroup's by the init's and bwrap's share, so a script can aim
+# at a share of cpu_ms; under gVisor it is the sentry's estimate.
+if ($w->backend eq 'bwrap') {
+    for my $s ([SIGXCPU => 24], [SIGKILL => 9]) {
+        my ($name, $n) = @$s;
+        $r = $w->run_job(job_id => "late$n", limits => { cpu_ms => 4000 },
+                         script => <<"PY");
+import os, signal, time
+while time.process_time() < 3.2:
+    pass
+os.kill(os.getpid(), signal.$name)
+PY
+        ok($r && $r->{status} eq 'killed' && $r->{error}{code} eq 'signal'
+           && $r->{exit_code} == 128 + $n,
+           "a $name the script sends itself after 80% of cpu_ms: killed "
+           . "by signal $n") or diag explain $r;
+    }
+
+    # the keeper stopped: the kernel's RLIMIT_CPU ends a busy loop (at
+    # 2 * 1 + 1 s) and the cgroup's time says it was the limit
+    $w->add_job(job_id => 'backstop', limits => { cpu_ms => 1000 },
+                script => "while True: pass\n");
+    # the keeper: bwrap's parent, once the script runs
+    my ($keeper, $script);
+    for (1 .. 2400) {
+        for my $p ($w->job_procs($w->{last_worker})) {
+            my $c = Airlock::Worker::_slurp("$p/cmdline") // '';
+            $script = 1 if $c =~ m{^/usr/bin/python3\0-I\0/app/code/};
+            next unless $c =~ /^bwrap\0/;
+            ($keeper) = (Airlock::Worker::_slurp("$p/stat") // '')
+                        =~ /^\d+ \(.*?\) \S+ (\d+)/;
+        }
+        last if $keeper && $script;
+        sleep 0.025;
+    }
+    kill 'STOP', $keeper if $keeper;
+    my $left;
+    for (1 .. 1200) {
+        $left = grep { (Airlock::Worker::_slurp("$_/cmdline") // '')
+                       =~ m{^/usr/bin/python3\0} }
+                $w->job_procs($w->{last_worker});
+        last unless $left;
+        sleep 0.1;
+    }
+    my $cpu = $w->job_cpu_ms($w->{last_worker}) // 0;
+    kill 'CONT', $keeper if $keeper;
+    $r = $w->wait_result('backstop');
+    ok($keeper && !$left && $cpu >= 2000 && $r
+       && $r->{status} eq 'timeout' && $r->{error}{code} eq 'cpu_time'
+       && $r->{exit_code} == 137,
+       "a busy loop with its keeper stopped: ended by RLIMIT_CPU ($cpu ms "
+       . "in the cgroup), timeout (CPU time)") or diag explain $r;
 }
 
 # bwrap: nothing inside ends the sandbox's init, and a status the script
