@@ -1121,6 +1121,19 @@ main(int argc, char **argv)
         return 0;
     }
 
+    /* bwrap: a host uid of this worker's own for its jobs */
+    if (aw_sandbox_lease(&conf, err, sizeof(err)) != 0) {
+        aw_log("emerg", "sandbox: %s", err);
+        al_policy_free(w.policy);
+        aw_conf_free(&conf);
+        return 1;
+    }
+
+    if (conf.backend == AW_BACKEND_BWRAP) {
+        aw_log("notice", "jobs run as host uid %ld, uid %ld inside",
+               conf.host_uid, conf.sandbox_uid);
+    }
+
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = aw_on_signal;
     sigaction(SIGTERM, &sa, NULL);

@@ -80,7 +80,10 @@ typedef struct {
     char            *cgroup_name;
     long             scratch_mb;
     long             sandbox_uid;
+    long             bwrap_uids;        /* host uids from sandbox_uid */
     long             cpus;              /* CFS quota in CPUs, 0 = none */
+    long             host_uid;          /* bwrap: this worker's lease */
+    int              host_uid_fd;       /* its lock (-1: none) */
 
     aw_limits_t      defaults;
     aw_limits_t      maxima;
@@ -174,6 +177,7 @@ char *aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
 
 /* aw_sandbox.c */
 int aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n);
+int aw_sandbox_lease(aw_conf_t *conf, char *err, size_t n);
 void aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job,
     const char *data, size_t data_len, aw_result_t *res);
 void aw_sandbox_cleanup_stale(const aw_conf_t *conf);

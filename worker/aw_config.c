@@ -80,6 +80,7 @@ static const aw_cf_key_t  aw_keys[] = {
     { "cgroup_name", AW_CF_STR, AW_OFF(cgroup_name), 0, 0 },
     { "scratch_mb", AW_CF_NUM, AW_OFF(scratch_mb), 1, 4096 },
     { "sandbox_uid", AW_CF_NUM, AW_OFF(sandbox_uid), 1000, 4000000 },
+    { "bwrap_uids", AW_CF_NUM, AW_OFF(bwrap_uids), 1, 65536 },
     { "cpus", AW_CF_NUM, AW_OFF(cpus), 0, 256 },
 
     { "wall_ms", AW_CF_NUM, AW_OFF(defaults.wall_ms), 100, 3600000 },
@@ -161,6 +162,9 @@ aw_conf_defaults(aw_conf_t *conf)
     conf->cgroup_name = aw_strdup("airlock-worker");
     conf->scratch_mb = 64;
     conf->sandbox_uid = 10001;
+    conf->bwrap_uids = 64;
+    conf->host_uid = 10001;
+    conf->host_uid_fd = -1;
     conf->cpus = 0;
 
     conf->defaults.wall_ms = 10000;
@@ -424,4 +428,9 @@ aw_conf_free(aw_conf_t *conf)
     }
 
     free(conf->redis_host);
+
+    if (conf->host_uid_fd >= 0) {
+        close(conf->host_uid_fd);
+        conf->host_uid_fd = -1;
+    }
 }

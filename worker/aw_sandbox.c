@@ -12,7 +12,8 @@
  *           /tmp and /dev/shm tmpfs of scratch_mb each (nothing else
  *           writable), uid/gid 10001, no capabilities, noNewPrivileges,
  *           PATH only, --network=none.
- *   bwrap   bubblewrap started as uid 10001 in the job's cgroup, with
+ *   bwrap   bubblewrap started as the worker's own host uid
+ *           (aw_sandbox_lease()), 10001 inside, in the job's cgroup, with
  *           the same mounts (its /dev read-only), every namespace
  *           unshared (no network), no further user namespaces, no
  *           capabilities; pid 1 inside is a small Python init
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <sys/file.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -1109,13 +1111,15 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     rl.rlim_cur = rl.rlim_max = 256;
     setrlimit(RLIMIT_NOFILE, &rl);
 
+    /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
+
     if (getuid() == 0
         && (setgroups(0, NULL) != 0
-            || setgid((gid_t) conf->sandbox_uid) != 0
-            || setuid((uid_t) conf->sandbox_uid) != 0))
+            || setgid((gid_t) conf->host_uid) != 0
+            || setuid((uid_t) conf->host_uid) != 0))
     {
         aw_child_fail(fail, "cannot switch to uid %ld: %s",
-                      conf->sandbox_uid, strerror(errno));
+                      conf->host_uid, strerror(errno));
     }
 
     /*
@@ -1933,6 +1937,73 @@ aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n)
     }
 
     return 0;
+}
+
+
+/*
+ * bwrap: the host uid this worker's jobs run as (sandbox_uid inside,
+ * bwrap's --uid).  The kernel keeps some limits per user, whatever the
+ * namespace: inotify instances (max_user_instances, 128) and watches,
+ * POSIX message queue bytes (RLIMIT_MSGQUEUE), queued signals
+ * (RLIMIT_SIGPENDING), processes (RLIMIT_NPROC).  Jobs run as one host
+ * uid share them, and one could use up what a job of another worker,
+ * running at the same time, needs.  So each worker takes one of
+ * bwrap_uids uids from sandbox_uid up, the first no other worker on
+ * the workdir holds: an flock on <workdir>/uids/<uid>, held for the
+ * worker's life (the kernel drops it with the worker's last
+ * descriptor; its children, which die with it, close theirs or go with
+ * it).  A worker runs one job at a time: one uid a worker is one a job.
+ * bwrap_uids 1 is the old way: every job as sandbox_uid, no lock.
+ */
+
+int
+aw_sandbox_lease(aw_conf_t *conf, char *err, size_t n)
+{
+    int   fd, e;
+    long  i;
+    char  path[2304];
+
+    conf->host_uid = conf->sandbox_uid;
+
+    if (conf->backend != AW_BACKEND_BWRAP || conf->bwrap_uids == 1) {
+        return 0;
+    }
+
+    snprintf(path, sizeof(path), "%s/uids", conf->workdir);
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        snprintf(err, n, "mkdir %s: %s", path, strerror(errno));
+        return -1;
+    }
+
+    for (i = 0; i < conf->bwrap_uids; i++) {
+        snprintf(path, sizeof(path), "%s/uids/%ld", conf->workdir,
+                 conf->sandbox_uid + i);
+
+        fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) {
+            snprintf(err, n, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            conf->host_uid = conf->sandbox_uid + i;
+            conf->host_uid_fd = fd;
+            return 0;
+        }
+
+        e = errno;
+        close(fd);
+
+        if (e != EWOULDBLOCK) {
+            snprintf(err, n, "flock %s: %s", path, strerror(e));
+            return -1;
+        }
+    }
+
+    snprintf(err, n, "all %ld host uids from %ld (bwrap_uids) are held by "
+             "other workers on %s", conf->bwrap_uids, conf->sandbox_uid,
+             conf->workdir);
+    return -1;
 }
 
 
