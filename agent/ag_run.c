@@ -629,6 +629,8 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         if (ag_now_ms() >= run->deadline_ms) {
             free(sig);
             ag_http_free(&h);
+            ag_tool_message(run, id, route->name.data, "no result before "
+                            "the run's time ran out", 0);
             return ag_wall_stop(run);
         }
 
@@ -802,6 +804,8 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     if (wait < 1) {
         json_decref(bp);
         json_decref(names);
+        ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "not run: the run's "
+                        "time ran out", 0);
         return ag_wall_stop(run);
     }
 

@@ -26,7 +26,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 43;
+plan tests => 50;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -94,6 +94,31 @@ my %asked = map { $_->{id} => 1 }
 my %answered = map { $_->{tool_call_id} => 1 }
                grep { $_->{role} eq 'tool' } @$msgs;
 is_deeply(\%answered, \%asked, 'every tool call in the history has a result');
+
+# wall time in a route call: the upstream answers only once the test opens
+# its gate, so the run's time runs out in the call; that call, and the one
+# after it, still get a result in the history
+$t->write_file('service-logs.txt', "WAIT $t->{testdir}/logs-go\nlate\n");
+$a->script({ tool_calls => [ $logs, { name => 'logs', arguments => {
+                 params => { service => 'db' } } } ] });
+$ev = $a->ask('wall-route', 'slow logs');
+limited('wall_ms', $ev);
+is(scalar(of_type('tool_result', $ev)), 0, 'wall in a call: no result came');
+$t->write_file('logs-go', '');
+$t->write_file('service-logs.txt', "ok\n");
+
+$a->script({ pieces => [ 'after the wait' ] });
+$ev = $a->ask('wall-route', 'and now?');
+is((of_type('answer', $ev))[0]{text}, 'after the wait',
+   'wall in a call: the session continues');
+@prov = $a->provider_requests;
+$msgs = $prov[-1]{body}{messages};
+%asked = map { $_->{id} => 1 } map { @{$_->{tool_calls} // []} } @$msgs;
+%answered = map { $_->{tool_call_id} => 1 }
+            grep { $_->{role} eq 'tool' } @$msgs;
+is(scalar(keys %asked), 2, 'wall in a call: both calls in the history');
+is_deeply(\%answered, \%asked,
+          'wall in a call: every tool call in the history has a result');
 
 # tokens without a usage report: about 4 bytes a token of the whole
 # request and of the whole answer, tool calls included

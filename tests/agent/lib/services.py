@@ -15,7 +15,10 @@
                                       answers that status with the rest
                                       (application/json), after its
                                       lines "HEADER Name: value\n" (each
-                                      a response header)
+                                      a response header); a file that
+                                      begins "WAIT PATH\n" answers the
+                                      rest only once PATH exists (at
+                                      most 60 s)
 
 Every request is appended to --log as one JSON line: method, path,
 headers (lower-case names), status.  Exits with its parent.
@@ -82,6 +85,12 @@ class Handler(BaseHTTPRequestHandler):
                     data = f.read()
             except OSError:
                 data = b""
+            if data.startswith(b"WAIT "):
+                line, _, data = data.partition(b"\n")
+                for _ in range(3000):
+                    if os.path.exists(line[5:].decode()):
+                        break
+                    time.sleep(0.02)
             if data.startswith(b"STATUS "):
                 line, _, rest = data.partition(b"\n")
                 headers = []
