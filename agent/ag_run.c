@@ -24,6 +24,7 @@
  * error, done.
  */
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +72,7 @@ int
 ag_run_ask(ag_run_t *run, const char *prompt)
 {
     int               rc, stop;
+    long              used;
     char              when[32], *text;
     size_t            i, n, dropped;
     json_t           *req, *msg, *calls, *call, *names, *record;
@@ -99,8 +101,8 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             json_array_get(conf->tools, i), "function"), "name"));
     }
 
-    ag_event(run, "run", json_pack("{s:s, s:s, s:s, s:o, s:{s:i, s:i}, "
-                                   "s:{s:i, s:i, s:i, s:i, s:i}}",
+    ag_event(run, "run", json_pack("{s:s, s:s, s:s, s:o, s:{s:I, s:I}, "
+                                   "s:{s:I, s:I, s:I, s:I, s:I}}",
                                    "session", run->session,
                                    "run", run->run_id,
                                    "model", conf->model,
@@ -143,7 +145,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         }
 
         run->steps++;
-        ag_event(run, "step", json_pack("{s:i}", "n",
+        ag_event(run, "step", json_pack("{s:I}", "n",
                                         (json_int_t) run->steps));
 
         req = ag_request(run);
@@ -167,7 +169,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 
             /* the gateway's answer, cut to fit: maybe not UTF-8 */
             text = ag_text(res.error, strlen(res.error));
-            ag_event(run, "error", json_pack("{s:s, s:s, s:i}", "code",
+            ag_event(run, "error", json_pack("{s:s, s:s, s:I}", "code",
                                              "model", "message",
                                              text != NULL ? text : "",
                                              "status",
@@ -178,8 +180,11 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             break;
         }
 
-        run->tokens += (res.total_tokens >= 0) ? res.total_tokens
-                                               : ag_tokens_guess(&res);
+        /* the count is the gateway's word, however large: no overflow */
+        used = (res.total_tokens >= 0) ? res.total_tokens
+                                       : ag_tokens_guess(&res);
+        run->tokens = (used > LONG_MAX - run->tokens) ? LONG_MAX
+                                                      : run->tokens + used;
 
         calls = res.tool_calls;
         n = json_array_size(calls);
@@ -254,7 +259,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         }
     }
 
-    ag_event(run, "done", json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}",
+    ag_event(run, "done", json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}",
                                     "outcome", outcome,
                                     "steps", (json_int_t) run->steps,
                                     "tokens", (json_int_t) run->tokens,
@@ -664,7 +669,7 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         detail = ag_short_string(json_object_get(deny, "detail"));
         rid = ag_short_string(json_object_get(deny, "request_id"));
 
-        ag_event(run, "denial", json_pack("{s:s, s:s, s:s, s:s, s:i, s:s, "
+        ag_event(run, "denial", json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, "
                                           "s:O?, s:O?}",
                  "id", id, "route", route->name.data, "method", method,
                  "target", target, "status", (json_int_t) 403,
@@ -693,7 +698,7 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
 
     run->tool_bytes += h.len;
 
-    ag_event(run, "tool_result", json_pack("{s:s, s:s, s:i, s:i, s:b}",
+    ag_event(run, "tool_result", json_pack("{s:s, s:s, s:I, s:I, s:b}",
              "id", id, "route", route->name.data,
              "status", (json_int_t) h.status, "bytes", (json_int_t) h.len,
              "truncated", h.truncated));
@@ -809,7 +814,7 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
         return ag_wall_stop(run);
     }
 
-    env = json_pack("{s:s, s:s, s:O, s:{s:o}, s:{s:i}}",
+    env = json_pack("{s:s, s:s, s:O, s:{s:o}, s:{s:I}}",
                     "job_id", job_id, "session_id", run->session,
                     "script", script, "blueprint", "inputs", bp,
                     "limits", "wall_ms",
@@ -1192,7 +1197,7 @@ ag_tool_error(ag_run_t *run, const char *id, const char *name,
 static int
 ag_limit(ag_run_t *run, const char *what, long value, long max)
 {
-    ag_event(run, "limit", json_pack("{s:s, s:i, s:i, s:s}", "limit", what,
+    ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}", "limit", what,
              "value", (json_int_t) value, "max", (json_int_t) max,
              "message", "the run was stopped by a limit per question"));
 

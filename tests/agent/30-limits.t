@@ -26,7 +26,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 50;
+plan tests => 55;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -53,6 +53,18 @@ $a->script({ tool_calls => [ $logs ],
 $ev = $a->ask('lim-' . $n++, 'expensive');
 limited('tokens', $ev);
 is((of_type('done', $ev))[0]{tokens}, 1100, 'tokens: the reported count');
+
+# tokens: a count so large the sum would overflow still stops the run
+$a->script({ tool_calls => [ $logs ],
+             usage => { prompt => 5, completion => 5 } },
+           { tool_calls => [ $logs ],
+             usage => { prompt => 9223372036854775000, completion => 807 } },
+           { pieces => [ 'never' ] });
+$ev = $a->ask('lim-huge', 'count this');
+limited('tokens', $ev);
+is(scalar(of_type('answer', $ev)), 0, 'tokens: a huge count, no answer');
+cmp_ok((of_type('done', $ev))[0]{tokens}, '>=', 1000,
+       'tokens: a huge count is not counted as less');
 
 # tool output bytes
 $t->write_file('service-logs.txt', 'x' x 5000);
