@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,6 +27,9 @@
 #include <curl/curl.h>
 
 #include "agent.h"
+
+
+#define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
 
 
 typedef struct {
@@ -613,11 +617,13 @@ static void
 ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     ag_request_t *req)
 {
-    int            damaged;
-    char           err[256];
-    json_t        *body, *prompt;
-    ag_run_t       run;
-    json_error_t   jerr;
+    int              damaged, rc;
+    char             err[256];
+    json_t          *body, *prompt;
+    int64_t          until;
+    ag_run_t         run;
+    json_error_t     jerr;
+    struct timeval   tv;
     static const char  head[] =
         "HTTP/1.1 200 OK\r\n"
         "Content-Type: text/event-stream\r\n"
@@ -685,14 +691,40 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 
     ag_run_ask(&run, json_string_value(prompt));
 
-    if (ag_session_store(run.redis, session, run.session_obj,
-                         conf->session_ttl, err, sizeof(err)) != 0)
-    {
+    /*
+     * Redis may have restarted during the run, or be restarting: the
+     * question is stored on a new connection once it is back (SET is
+     * the same however often it is sent), for a while.
+     */
+
+    until = ag_now_ms() + AG_STORE_RETRY_MS;
+
+    for ( ;; ) {
+        rc = ag_redis_revive(&run, err, sizeof(err));
+        if (rc == 0) {
+            rc = ag_session_store(run.redis, session, run.session_obj,
+                                  conf->session_ttl, err, sizeof(err));
+        }
+
+        if (rc == 0 || (run.redis != NULL && run.redis->err == 0)
+            || ag_now_ms() >= until)
+        {
+            break;
+        }
+
+        tv.tv_sec = 0;
+        tv.tv_usec = 100000;
+        select(0, NULL, NULL, NULL, &tv);
+    }
+
+    if (rc != 0) {
         fprintf(stderr, "airlock-agent: session %s not stored: %s\n",
                 session, err);
     }
 
-    ag_session_unlock(run.redis, session, run.run_id);
+    if (run.redis != NULL) {
+        ag_session_unlock(run.redis, session, run.run_id);
+    }
 
     redisFree(run.redis);
     json_decref(run.session_obj);

@@ -12,12 +12,15 @@
  *
  * A job is awaited without a race: SUBSCRIBE response:<job> before the
  * job is even added, then GET result:<job> (a result stored before the
- * subscription took effect), then wait for the message.
+ * subscription took effect), then wait for the message.  A connection
+ * Redis closes (a restart) is opened again, and those two steps taken
+ * again, until the run's time is up.
  */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 
 #include "agent.h"
 
@@ -26,6 +29,8 @@
 #define AG_GROUP   "airlock-workers"
 
 
+static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
+    char *err, size_t size);
 static json_t *ag_job_result(const char *s, size_t len, char *err,
     size_t size);
 
@@ -222,36 +227,60 @@ ag_jobs_init(redisContext *c, char *err, size_t size)
 }
 
 
+/*
+ * The run's connection, connected again when a command found it broken
+ * (Redis restarted, or closed it): a run outlives a Redis restart.
+ */
+
+int
+ag_redis_revive(ag_run_t *run, char *err, size_t size)
+{
+    redisContext  *c;
+
+    if (run->redis != NULL && run->redis->err == 0) {
+        return 0;
+    }
+
+    c = ag_redis_connect(run->conf->redis, err, size);
+    if (c == NULL) {
+        return -1;
+    }
+
+    redisFree(run->redis);
+    run->redis = c;
+
+    return 0;
+}
+
+
 json_t *
 ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     long wait_ms, char *err, size_t size)
 {
+    int             looked;
     char           *text;
     json_t         *res;
+    int64_t         deadline, left;
     redisReply     *r;
     redisContext   *sub;
     struct timeval  tv;
 
-    if (ag_jobs_init(run->redis, err, size) != 0) {
+    deadline = ag_now_ms() + (wait_ms < 1 ? 1 : wait_ms);
+
+    if (ag_redis_revive(run, err, size) != 0
+        || ag_jobs_init(run->redis, err, size) != 0)
+    {
         return NULL;
     }
 
-    sub = ag_redis_connect(run->conf->redis, err, size);
+    /* 1. subscribe */
+    sub = ag_job_subscribe(run, job_id, err, size);
     if (sub == NULL) {
         return NULL;
     }
 
     res = NULL;
     text = NULL;
-
-    /* 1. subscribe */
-    r = redisCommand(sub, "SUBSCRIBE response:%s", job_id);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-        snprintf(err, size, "redis SUBSCRIBE: %s",
-                 r != NULL && r->str != NULL ? r->str : sub->errstr);
-        goto done;
-    }
-    freeReplyObject(r);
 
     /* 2. the job */
     text = json_dumps(envelope, JSON_COMPACT);
@@ -269,37 +298,82 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
         goto done;
     }
     freeReplyObject(r);
+    r = NULL;
 
-    /* 3. a result stored before the subscription */
-    r = redisCommand(run->redis, "GET result:%s", job_id);
-    if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, size, "redis GET: %s",
-                 r != NULL ? r->str : run->redis->errstr);
-        goto done;
-    }
+    /*
+     * 3. a result stored before the subscription, 4. the message.  A
+     * connection that breaks before the time is up (Redis restarted: the
+     * job is in its stream, and a worker stores the result when it is
+     * back) is opened again, subscribed again and the result looked up
+     * again; only the wall time ends the wait.
+     */
 
-    if (r->type == REDIS_REPLY_STRING) {
-        res = ag_job_result(r->str, r->len, err, size);
-        goto done;
-    }
-    freeReplyObject(r);
-
-    /* 4. the message */
-    if (wait_ms < 1) {
-        wait_ms = 1;
-    }
-    tv.tv_sec = wait_ms / 1000;
-    tv.tv_usec = (wait_ms % 1000) * 1000;
-    redisSetTimeout(sub, tv);
+    looked = 0;
 
     for ( ;; ) {
-        r = NULL;
-        if (redisGetReply(sub, (void **) &r) != REDIS_OK || r == NULL) {
+        if (sub == NULL) {
+            sub = ag_job_subscribe(run, job_id, err, size);
+        }
+
+        if (sub != NULL && !looked) {
+            if (ag_redis_revive(run, err, size) == 0) {
+                r = redisCommand(run->redis, "GET result:%s", job_id);
+            }
+
+            if (r != NULL && r->type == REDIS_REPLY_STRING) {
+                res = ag_job_result(r->str, r->len, err, size);
+                goto done;
+            }
+
+            if (r != NULL && r->type == REDIS_REPLY_ERROR
+                && strncmp(r->str, "LOADING", 7) != 0)
+            {
+                snprintf(err, size, "redis GET: %s", r->str);
+                goto done;
+            }
+
+            looked = (r != NULL && r->type != REDIS_REPLY_ERROR);
+            freeReplyObject(r);
+            r = NULL;
+        }
+
+        left = deadline - ag_now_ms();
+        if (left < 1) {
             snprintf(err, size, "timeout");
             goto done;
         }
 
+        if (sub == NULL || !looked) {
+            /* Redis is not back yet */
+            if (left > 100) {
+                left = 100;
+            }
+            tv.tv_sec = 0;
+            tv.tv_usec = left * 1000;
+            select(0, NULL, NULL, NULL, &tv);
+            continue;
+        }
+
+        tv.tv_sec = left / 1000;
+        tv.tv_usec = (left % 1000) * 1000;
+        redisSetTimeout(sub, tv);
+
+        if (redisGetReply(sub, (void **) &r) != REDIS_OK || r == NULL) {
+            r = NULL;
+
+            if (ag_now_ms() >= deadline) {
+                snprintf(err, size, "timeout");
+                goto done;
+            }
+
+            redisFree(sub);
+            sub = NULL;
+            looked = 0;
+            continue;
+        }
+
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3
+            && r->element[0]->type == REDIS_REPLY_STRING
             && r->element[2]->type == REDIS_REPLY_STRING
             && strcmp(r->element[0]->str, "message") == 0)
         {
@@ -309,6 +383,7 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
         }
 
         freeReplyObject(r);
+        r = NULL;
     }
 
 done:
@@ -318,6 +393,34 @@ done:
     redisFree(sub);
 
     return res;
+}
+
+
+/* a connection of its own, subscribed to the job's channel, or NULL */
+
+static redisContext *
+ag_job_subscribe(ag_run_t *run, const char *job_id, char *err, size_t size)
+{
+    redisReply    *r;
+    redisContext  *sub;
+
+    sub = ag_redis_connect(run->conf->redis, err, size);
+    if (sub == NULL) {
+        return NULL;
+    }
+
+    r = redisCommand(sub, "SUBSCRIBE response:%s", job_id);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, size, "redis SUBSCRIBE: %s",
+                 r != NULL && r->str != NULL ? r->str : sub->errstr);
+        freeReplyObject(r);
+        redisFree(sub);
+        return NULL;
+    }
+
+    freeReplyObject(r);
+
+    return sub;
 }
 
 

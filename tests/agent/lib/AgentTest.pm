@@ -197,13 +197,7 @@ sub setup {
         or die "services did not start\n"
                . ($t->read_file($t->{daemon_log}{$pid}) // '');
 
-    $pid = $t->run_daemon('redis-server', '--port', '0', '--unixsocket',
-                          "$d/redis.sock", '--unixsocketperm', '777',
-                          '--save', '', '--appendonly', 'no',
-                          '--dir', $d);
-    $t->wait_for_port("unix:$d/redis.sock")
-        or die "redis did not start\n"
-               . ($t->read_file($t->{daemon_log}{$pid}) // '');
+    $self->start_redis;
 
     $t->run;
 
@@ -213,6 +207,40 @@ sub setup {
     $self->start_agent('a', @{$o{agent} // []});
 
     return $self;
+}
+
+
+sub start_redis {
+    my ($self) = @_;
+    my $t = $self->{t};
+    my $d = $t->testdir;
+
+    my $pid = $t->run_daemon('redis-server', '--port', '0', '--unixsocket',
+                             "$d/redis.sock", '--unixsocketperm', '777',
+                             '--save', '', '--appendonly', 'no',
+                             '--dir', $d);
+    $t->wait_for_port("unix:$d/redis.sock")
+        or die "redis did not start\n"
+               . ($t->read_file($t->{daemon_log}{$pid}) // '');
+    $self->{redis} = $pid;
+
+    return $pid;
+}
+
+
+# Redis restarted with its data, as a server with persistence restarts:
+# SHUTDOWN SAVE writes dump.rdb into the test directory, and the new
+# server, started with the same arguments, loads it.  Every client's
+# connection is closed in between.
+sub restart_redis {
+    my ($self) = @_;
+    my $d = $self->{t}->testdir;
+
+    system('redis-cli', '-s', "$d/redis.sock", 'SHUTDOWN', 'SAVE');
+    waitpid($self->{redis}, 0);
+    die "redis saved nothing\n" unless -f "$d/dump.rdb";
+
+    return $self->start_redis;
 }
 
 
