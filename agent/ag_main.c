@@ -664,11 +664,16 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    if (ag_session_lock(run.redis, session, run.run_id,
-                        conf->max_wall_ms / 1000 + 60) != 0)
-    {
-        ag_respond_error(fd, 409, "session_busy",
-                         "another question is running in this session");
+    rc = ag_session_lock(run.redis, session, run.run_id,
+                         conf->max_wall_ms / 1000 + 60, err, sizeof(err));
+    if (rc != 0) {
+        if (rc == 1) {
+            ag_respond_error(fd, 409, "session_busy",
+                             "another question is running in this "
+                             "session");
+        } else {
+            ag_respond_error(fd, 503, "redis", err);
+        }
         redisFree(run.redis);
         json_decref(body);
         return;

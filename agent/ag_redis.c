@@ -172,16 +172,30 @@ ag_session_store(redisContext *c, const char *id, json_t *session,
 }
 
 
+/* 0 locked, 1 another run holds the lock, -1 Redis failed (err set) */
+
 int
 ag_session_lock(redisContext *c, const char *id, const char *owner,
-    long ttl)
+    long ttl, char *err, size_t size)
 {
     int          rc;
     redisReply  *r;
 
     r = redisCommand(c, "SET airlock:session:%s:lock %s NX EX %ld", id,
                      owner, ttl);
-    rc = (r != NULL && r->type == REDIS_REPLY_STATUS) ? 0 : -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_STATUS) {
+        rc = 0;
+
+    } else if (r != NULL && r->type == REDIS_REPLY_NIL) {
+        rc = 1;
+
+    } else {
+        snprintf(err, size, "redis SET: %s",
+                 r != NULL && r->str != NULL ? r->str : c->errstr);
+        rc = -1;
+    }
+
     freeReplyObject(r);
 
     return rc;

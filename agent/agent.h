@@ -139,7 +139,7 @@ json_t *ag_session_load(redisContext *c, const char *id, int *damaged,
 int ag_session_store(redisContext *c, const char *id, json_t *session,
     long ttl, char *err, size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,
-    long ttl);
+    long ttl, char *err, size_t size);
 void ag_session_unlock(redisContext *c, const char *id, const char *owner);
 int ag_redis_revive(ag_run_t *run, char *err, size_t size);
 int ag_jobs_init(redisContext *c, char *err, size_t size);

@@ -6,7 +6,8 @@
 # The agent connects again, subscribes again and looks the result up
 # again, so the worker that takes the job after the restart answers the
 # run; the session is stored on a new connection.  Nothing is lost,
-# nothing runs twice.
+# nothing runs twice.  Redis refusing to take the session's lock (out of
+# memory) is a 503 that says so, not a 409 "session busy".
 
 use strict;
 use warnings;
@@ -30,7 +31,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup(agent => [ '--max-wall', 60000 ]);
 
-plan tests => 11;
+plan tests => 14;
 
 $a->script(
     { tool_calls => [ { name => 'run_python',
@@ -77,5 +78,23 @@ my @msgs = @{$r->{json}{messages} // []};
 is(@msgs && $msgs[-1]{content}, 'it is 42', 'the session has the answer');
 is(scalar(grep { $_->{role} eq 'tool' } @msgs), 1,
    'the session has the job result');
+
+# Redis refusing writes (out of memory) is said as such: not a session
+# another question holds
+system('redis-cli', '-s', "$d/redis.sock", 'CONFIG', 'SET', 'maxmemory',
+       '1');
+my $raw2 = $t->http("POST /v1/sessions/oom-1/ask HTTP/1.1\r\nHost: a\r\n"
+                    . "Content-Length: " . length($body) . "\r\n"
+                    . "Connection: close\r\n\r\n$body",
+                    unix => $a->{agents}{a}{sock}) // '';
+system('redis-cli', '-s', "$d/redis.sock", 'CONFIG', 'SET', 'maxmemory',
+       '0');
+like($raw2, qr{^HTTP/1.1 503 }, 'Redis refusing the lock: 503');
+like($raw2, qr{"error":"redis".*OOM}s, 'the answer gives Redis\'s reply');
+
+$a->script({ pieces => [ 'fine' ] });
+my $ev = $a->ask('oom-1', 'and now?');
+is((of_type('answer', $ev))[0]{text}, 'fine',
+   'the session takes a question once Redis accepts writes');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
