@@ -63,6 +63,7 @@ static size_t airlock_collect(char *p, size_t size, size_t n, void *data);
 static char *airlock_escape(const char *p, size_t len, size_t *n);
 static int airlock_escape_event(json_t *e);
 static void airlock_print(FILE *f, const char *p, size_t len);
+static int airlock_session_ok(const char *id);
 
 
 static const char  *airlock_red = "\033[31m";
@@ -193,6 +194,10 @@ airlock_ask(int argc, char **argv)
         return 2;
     }
 
+    if (session != NULL && !airlock_session_ok(session)) {
+        return 2;
+    }
+
     if (session == NULL) {
         if (getrandom(raw, sizeof(raw), 0) != sizeof(raw)) {
             fprintf(stderr, "airlock: no random bytes\n");
@@ -301,7 +306,11 @@ airlock_history(int argc, char **argv)
         return 2;
     }
 
-    snprintf(path, sizeof(path), "/v1/sessions/%.64s", argv[optind]);
+    if (!airlock_session_ok(argv[optind])) {
+        return 2;
+    }
+
+    snprintf(path, sizeof(path), "/v1/sessions/%s", argv[optind]);
     curl = airlock_curl(sock, url, path, full, sizeof(full));
     if (curl == NULL) {
         return 2;
@@ -327,6 +336,30 @@ airlock_history(int argc, char **argv)
     free(ctx.errbody);
 
     return status == 200 ? 0 : 1;
+}
+
+
+/*
+ * A session id as the agent takes it, 1 to 64 of A-Z a-z 0-9 _ -: any
+ * other is refused here, never cut or sent, since a cut one, or one with
+ * a '?' or a '/', names another session.
+ */
+
+static int
+airlock_session_ok(const char *id)
+{
+    size_t  n;
+
+    n = strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                   "0123456789_-");
+
+    if (n == 0 || n > 64 || id[n] != '\0') {
+        fprintf(stderr, "airlock: a session id is 1 to 64 of A-Z a-z 0-9 "
+                "_ -\n");
+        return 0;
+    }
+
+    return 1;
 }
 
 

@@ -26,7 +26,7 @@ my $cli = "$t->{build}/airlock";
 $a->setup(agent => [ '--max-steps', 2 ]);
 $a->start_worker;
 
-plan tests => 28;
+plan tests => 42;
 
 sub run_cli {
     my (@args) = @_;
@@ -90,6 +90,22 @@ like($err, qr/stopped: the steps limit \(2, at most 2\)/, 'the limit shown');
 $a->script({ status => 500 });
 ($rc, $out, $err) = run_cli('ask', @sock, 'broken');
 is($rc, 1, 'an error: exit 1');
+
+# a session id the agent would not take is refused, never cut or sent:
+# cut to 64 characters, or with a '?', it named another session
+my $long = 's' x 64;
+$a->script({ pieces => [ 'Long one.' ] });
+$a->ask($long, 'a session with the longest id');
+for my $bad ("${long}X", 'cli-1?x', 'cli-1/ask', '') {
+    ($rc, $out, $err) = run_cli('history', @sock, $bad);
+    is($rc, 2, "history \"$bad\": exit 2");
+    like($err, qr/a session id is 1 to 64 of/,
+         "history \"$bad\": the rule said");
+    is($out, '', "history \"$bad\": no session shown");
+}
+($rc, $out, $err) = run_cli('ask', @sock, '--session', "${long}X", 'hi');
+is($rc, 2, 'ask --session with a bad id: exit 2');
+like($err, qr/a session id is 1 to 64 of/, 'ask --session: the rule said');
 
 # through nginx's /api/
 $a->script({ pieces => [ 'Via nginx.' ] });
