@@ -64,6 +64,7 @@ static char *airlock_escape(const char *p, size_t len, size_t *n);
 static int airlock_escape_event(json_t *e);
 static void airlock_print(FILE *f, const char *p, size_t len);
 static int airlock_session_ok(const char *id);
+static void airlock_failed(const char *url, CURLcode cc);
 
 
 static const char  *airlock_red = "\033[31m";
@@ -254,7 +255,7 @@ airlock_ask(int argc, char **argv)
     free(ctx.line);
 
     if (cc != CURLE_OK && ctx.outcome == NULL) {
-        fprintf(stderr, "airlock: %s: %s\n", full, curl_easy_strerror(cc));
+        airlock_failed(full, cc);
         free(ctx.errbody);
         return 2;
     }
@@ -326,7 +327,7 @@ airlock_history(int argc, char **argv)
     curl_easy_cleanup(curl);
 
     if (cc != CURLE_OK) {
-        fprintf(stderr, "airlock: %s: %s\n", full, curl_easy_strerror(cc));
+        airlock_failed(full, cc);
         free(ctx.errbody);
         return 2;
     }
@@ -336,6 +337,36 @@ airlock_history(int argc, char **argv)
     free(ctx.errbody);
 
     return status == 200 ? 0 : 1;
+}
+
+
+/*
+ * The request that failed, its URL without the user and password it may
+ * carry (--url http://user:pass@host/api/, $AIRLOCK_URL): an error
+ * message is copied into terminals, logs and tickets.
+ */
+
+static void
+airlock_failed(const char *url, CURLcode cc)
+{
+    size_t       auth, at;
+    const char  *p;
+
+    p = strstr(url, "://");
+    p = (p != NULL) ? p + 3 : url;
+    auth = strcspn(p, "/?#");
+
+    for (at = auth; at > 0 && p[at - 1] != '@'; at--) {
+        /* void */
+    }
+
+    if (at == 0) {
+        fprintf(stderr, "airlock: %s: %s\n", url, curl_easy_strerror(cc));
+        return;
+    }
+
+    fprintf(stderr, "airlock: %.*s***@%s: %s\n", (int) (p - url), url,
+            p + at, curl_easy_strerror(cc));
 }
 
 

@@ -12,6 +12,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
+use IO::Socket::INET;
 use JSON::PP;
 use Test::More;
 use Airlock::Test;
@@ -26,7 +27,7 @@ my $cli = "$t->{build}/airlock";
 $a->setup(agent => [ '--max-steps', 2 ]);
 $a->start_worker;
 
-plan tests => 42;
+plan tests => 48;
 
 sub run_cli {
     my (@args) = @_;
@@ -116,6 +117,21 @@ is($out, "Via nginx.\n", '--url: through /api/');
 # no agent there: exit 2
 ($rc) = run_cli('ask', '--socket', "$d/nothing.sock", 'hi');
 is($rc, 2, 'no agent: exit 2');
+
+# a URL's user and password are not in the error message
+my $closed = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1:0')
+    or die "listen: $!";
+my $port = $closed->sockport;
+close $closed;
+for my $cmd ([ 'ask', 'hi' ], [ 'history', 'cli-1' ]) {
+    ($rc, $out, $err) = run_cli($cmd->[0], '--url',
+                                "http://op:s3cr3t-pw\@127.0.0.1:$port/api/",
+                                $cmd->[1]);
+    is($rc, 2, "$cmd->[0], no agent at --url: exit 2");
+    like($err, qr{^airlock: http://\*\*\*\@127\.0\.0\.1:$port/api/v1/}m,
+         "$cmd->[0]: the URL named, its user and password left out");
+    unlike($err, qr/s3cr3t|op:/, "$cmd->[0]: no password in the message");
+}
 
 # what the agent sends is shown with the characters a terminal acts on
 # escaped: a fake agent sends an error event that clears the screen and
