@@ -309,6 +309,7 @@ al_ctl_load(const char *path, const char *key, int *rc)
 {
     int            fd;
     char           msg[AL_ERR_MAX + 300];
+    struct stat    st;
     al_error_t     err;
     al_policy_t   *p;
     al_keyring_t  *kr;
@@ -316,11 +317,20 @@ al_ctl_load(const char *path, const char *key, int *rc)
     kr = NULL;
     *rc = 2;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in place of the policy must not hang us */
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd == -1) {
         fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
         return NULL;
     }
+
+    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s: cannot read: not a regular file\n", path);
+        close(fd);
+        return NULL;
+    }
+
     close(fd);
 
     if (key != NULL) {

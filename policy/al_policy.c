@@ -289,7 +289,12 @@ al_policy_load_open(const char *path, const al_keyring_t *kr, int open_secrets,
     struct stat   st;
     al_policy_t  *p;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /*
+     * O_NONBLOCK: a FIFO in place of the policy must not hang nginx -t,
+     * a reload or airlockctl in open(); fstat() refuses it next
+     */
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd == -1) {
         al_error_set(err, path, 0, 0, "cannot open: %s", strerror(errno));
         return NULL;

@@ -6,6 +6,7 @@ use strict;
 use warnings;
 use FindBin;
 use File::Temp qw(tempdir);
+use POSIX ();
 use Test::More;
 use lib "$FindBin::Bin/../lib";
 use Airlock::Prereq qw(absent);
@@ -85,6 +86,24 @@ like($err, qr/cannot open: No such file/, 'missing file is reported');
 is($rc, 2, 'check: a key file that cannot be read exits 2');
 ($rc) = run('', 'check', $example, 'extra');
 is($rc, 2, 'check: a second file is a usage error');
+
+# a FIFO, a directory or a device in place of the policy cannot be read:
+# exit 2, and no wait on a FIFO no one writes to (timeout(1) only ends a
+# hang, it decides nothing)
+my $fifo = "$dir/policy.fifo";
+POSIX::mkfifo($fifo, 0600) or die "mkfifo: $!";
+for my $f ($fifo, $dir, '/dev/null') {
+    for my $cmd ([ 'check', $f ], [ 'routes', $f ], [ 'diff', $example, $f ],
+                 [ 'explain', $f, '--client', 'agent', 'GET', '/' ])
+    {
+        my $c = join ' ', 'timeout', '60', map { quotemeta } $ctl, @$cmd;
+        my $e = `$c </dev/null 2>&1 >/dev/null`;
+        $rc = $? >> 8;
+        is($rc, 2, "$cmd->[0] $f: exit 2, it cannot be read");
+        like($e, qr/\Q$f\E: (?:cannot read: )?not a regular file/,
+             "$cmd->[0] $f: said so");
+    }
+}
 
 # keygen and seal
 my $key = "$dir/airlock.key";
