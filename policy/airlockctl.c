@@ -1216,7 +1216,9 @@ al_ctl_seal(int argc, char **argv)
         fprintf(stderr, "enter the secret, then Ctrl-D:\n");
     }
 
-    secret = al_ctl_read(0, AL_CTL_SEAL_MAX, &len, 1);
+    /* room for the newline echo adds to a secret of the largest size */
+
+    secret = al_ctl_read(0, AL_CTL_SEAL_MAX + 2, &len, 1);
     if (secret == NULL) {
         fprintf(stderr, "airlockctl: cannot read the secret (more than %d "
                 "bytes?)\n", AL_CTL_SEAL_MAX);
@@ -1228,6 +1230,13 @@ al_ctl_seal(int argc, char **argv)
         if (len > 0 && secret[len - 1] == '\r') {
             len--;
         }
+    }
+
+    if (len > AL_CTL_SEAL_MAX) {
+        al_secure_free(secret);
+        fprintf(stderr, "airlockctl: the secret is over %d bytes\n",
+                AL_CTL_SEAL_MAX);
+        return 2;
     }
 
     if (len == 0) {

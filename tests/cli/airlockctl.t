@@ -335,4 +335,19 @@ is($rc, 2, 'seal: an empty secret exits 2');
 ($rc) = run("x\n", 'seal', '--pub', "$dir/missing.pub");
 is($rc, 1, 'seal: a public key that cannot be used exits 1');
 
+# 64 KiB is the largest secret, with or without the newline echo adds
+($rc) = run('a' x 65536, 'seal', '--pub', "$key.pub");
+is($rc, 0, 'seal: a secret of 64 KiB');
+($rc, undef, $err) = run(('a' x 65536) . "\n", 'seal', '--pub', "$key.pub");
+is($rc, 0, 'seal: a secret of 64 KiB and its newline');
+($rc, undef, $err) = run(('a' x 65536) . "\r\n", 'seal', '--pub',
+                         "$key.pub");
+is($rc, 0, 'seal: a secret of 64 KiB and a CRLF');
+($rc, undef, $err) = run('a' x 65537, 'seal', '--pub', "$key.pub");
+is($rc, 2, 'seal: a secret over 64 KiB exits 2');
+like($err, qr/65536 bytes/, 'seal: and says the limit');
+($rc) = run(('a' x 65536) . "\n", 'seal', '--keep-newline', '--pub',
+            "$key.pub");
+is($rc, 2, 'seal --keep-newline: 64 KiB and a kept newline is over');
+
 done_testing();
