@@ -9,7 +9,6 @@
  * exact whatever their size (al_llm_decimal_parse()).
  */
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -561,7 +560,12 @@ al_llm_report_cost(const json_t *v, const char *line, size_t len,
         return -1;
     }
 
-    *out = (uint64_t) llround(d * 1e12);
+    /*
+     * Up to 1e19 picodollars: past what llround()'s long long holds
+     * (from $9223372.04), within a uint64_t; rounded half up
+     */
+
+    *out = (uint64_t) (d * 1e12 + 0.5);
 
     return 0;
 }

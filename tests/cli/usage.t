@@ -127,6 +127,14 @@ is_deeply([ map { $_->{line} } @{$j->{lines}{first_skipped}} ], [3, 7],
 like($out, qr/"total":\{"requests":100000,.*"cost_usd":0\.0000007,/,
      'a hundred thousand tiny costs add up exactly');
 
+# a cost in exponent form is read from its double: up to $10 million, past
+# what a signed 64-bit count of picodollars holds ($9223372.036854775807)
+($rc, $out) = run('- --json', line(cost_usd => '9.3e6')
+                              . line(cost_usd => '1.5e-3', client => 'b'));
+like($out, qr/"total":\{"requests":2,.*"cost_usd":9300000\.0015,/,
+     'a cost in exponent form near the largest one, exactly')
+    or diag($out);
+
 # ---- robustness ----------------------------------------------------------------------
 
 my $junk = ('x' x 200000) . "\n";
