@@ -505,21 +505,26 @@ al_llm_report_u64(const json_t *obj, const char *key, uint64_t *out)
 /*
  * The cost from its text: the number after the last "cost_usd" key of
  * the line (the gateway writes it last; a string cannot hold the key's
- * quotes unescaped).  A number in another form (an exponent) is taken
- * from its double, rounded to the picodollar.
+ * quotes unescaped), when it is the line's own cost_usd: the same amount
+ * as the parsed value, not a "cost_usd" of an object nested after it.  A
+ * number in another form (an exponent) is taken from its double, rounded
+ * to the picodollar.
  */
 
 static int
 al_llm_report_cost(const json_t *v, const char *line, size_t len,
     uint64_t *out)
 {
-    double       d;
+    double       d, t;
     size_t       n;
+    uint64_t     pico;
     const char  *p, *last, *end;
 
     if (!json_is_number(v)) {
         return -1;
     }
+
+    d = json_number_value(v);
 
     last = NULL;
     end = line + len;
@@ -548,13 +553,18 @@ al_llm_report_cost(const json_t *v, const char *line, size_t len,
 
         if (n > 0 && (p + n == end || p[n] == ',' || p[n] == '}'
                       || p[n] == ' ')
-            && al_llm_decimal_parse(p, n, 12, UINT64_MAX, out) == 0)
+            && al_llm_decimal_parse(p, n, 12, UINT64_MAX, &pico) == 0)
         {
-            return 0;
+            /* a double holds the text to 15 digits, at least */
+
+            t = (double) pico / 1e12;
+
+            if ((t > d ? t - d : d - t) <= d * 1e-12 + 1e-12) {
+                *out = pico;
+                return 0;
+            }
         }
     }
-
-    d = json_number_value(v);
 
     if (!(d >= 0) || d > 1e7) {
         return -1;

@@ -135,6 +135,12 @@ like($out, qr/"total":\{"requests":2,.*"cost_usd":9300000\.0015,/,
      'a cost in exponent form near the largest one, exactly')
     or diag($out);
 
+# the line's own cost_usd, not one in an object nested after it
+($rc, $out) = run('- --json', line(cost_usd => '0.1,"x":{"cost_usd":99}'));
+like($out, qr/"total":\{"requests":1,.*"cost_usd":0\.1,/,
+     'a "cost_usd" nested after the line\'s own is not its cost')
+    or diag($out);
+
 # ---- robustness ----------------------------------------------------------------------
 
 my $junk = ('x' x 200000) . "\n";
