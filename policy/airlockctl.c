@@ -224,6 +224,10 @@ main(int argc, char **argv)
                     return 0;
                 }
             }
+
+            fprintf(stderr, "airlockctl: unknown command \"%s\"; see "
+                    "airlockctl --help\n", argv[2]);
+            return 2;
         }
 
         printf("usage: airlockctl COMMAND [ARGS]\n\ncommands:\n");

@@ -57,6 +57,11 @@ is($rc, 2, 'unknown command exits 2');
 like($err, qr/unknown command "frobnicate"/, 'unknown command is named');
 ($rc) = run('', 'check');
 is($rc, 2, 'check without a file is a usage error');
+($rc, $out) = run('', 'help', 'usage');
+ok($rc == 0 && $out =~ /usage: airlockctl usage LOG/, 'help COMMAND');
+($rc, $out, $err) = run('', 'help', 'frobnicate');
+is($rc, 2, 'help on an unknown command exits 2');
+like($err, qr/unknown command "frobnicate"/, 'help: the unknown command named');
 
 # check
 ($rc, $out) = run('', 'check', $example);
