@@ -66,6 +66,7 @@ static int ag_over_wall(ag_run_t *run);
 static int ag_wall_stop(ag_run_t *run);
 static size_t ag_history_trim(json_t *messages, long max);
 static long ag_tokens_guess(const ag_llm_result_t *res);
+static int ag_id_taken(json_t *calls, size_t i);
 
 
 int
@@ -74,7 +75,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
     int               rc, stop;
     long              used;
     char              when[32], *text;
-    size_t            i, n, dropped;
+    size_t            i, k, n, dropped;
     json_t           *req, *msg, *calls, *call, *names, *record;
     time_t            now;
     struct tm         tm;
@@ -218,10 +219,17 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             call = json_array_get(calls, i);
             if (json_string_length(json_object_get(call, "id")) == 0
                 || json_string_length(json_object_get(call, "id"))
-                   > AG_ID_MAX)
+                   > AG_ID_MAX
+                || ag_id_taken(calls, i))
             {
-                json_object_set_new(call, "id", json_sprintf(
-                    "call_%s_%ld_%zu", run->run_id + 24, run->steps, i));
+                /* one the model did not already give an earlier call */
+                k = i;
+                do {
+                    json_object_set_new(call, "id", json_sprintf(
+                        "call_%s_%ld_%zu", run->run_id + 24, run->steps,
+                        k));
+                    k += n;
+                } while (ag_id_taken(calls, i));
             }
 
             json_array_append_new(json_object_get(msg, "tool_calls"),
@@ -499,6 +507,33 @@ ag_tokens_guess(const ag_llm_result_t *res)
     }
 
     return (long) (bytes / 4 + 1);
+}
+
+
+/*
+ * Whether call i's id is an earlier call's of the same answer: each call
+ * gets an id of its own, so each result answers exactly one call (a
+ * model that repeats an id would get two results for one call and none
+ * for the other).
+ */
+
+static int
+ag_id_taken(json_t *calls, size_t i)
+{
+    size_t       k;
+    const char  *id;
+
+    id = json_string_value(json_object_get(json_array_get(calls, i), "id"));
+
+    for (k = 0; id != NULL && k < i; k++) {
+        if (json_equal(json_object_get(json_array_get(calls, k), "id"),
+                       json_object_get(json_array_get(calls, i), "id")))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -26,7 +26,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 55;
+plan tests => 60;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -155,6 +155,28 @@ cmp_ok($sent[0]{headers}{'content-length'}, '<', 4000,
 limited('tokens', $ev);
 
 # ---- malformed answers -----------------------------------------------------
+
+# one id for three calls: each call still gets an id of its own, and so
+# a result of its own
+$a->script({ tool_calls => [
+               { id => 'call_same', name => 'logs', arguments => {
+                   params => { service => 'api' } } },
+               { id => 'call_same', name => 'logs', arguments => {
+                   params => { service => 'db' } } },
+               { id => 'call_same', name => 'logs', arguments => {
+                   params => { service => 'web' } } } ] },
+           { pieces => [ 'three' ] });
+$ev = $a->ask('same-id', 'three calls, one id');
+is((of_type('answer', $ev))[0]{text}, 'three', 'one id thrice: answered');
+@prov = $a->provider_requests;
+$msgs = $prov[-1]{body}{messages};
+my @ids = map { $_->{id} } map { @{$_->{tool_calls} // []} } @$msgs;
+my %uniq = map { $_ => 1 } @ids;
+is(scalar(@ids), 3, 'one id thrice: three calls in the history');
+is(scalar(keys %uniq), 3, 'one id thrice: three ids');
+is($ids[0], 'call_same', 'one id thrice: the first keeps the model\'s');
+is_deeply([ map { $_->{tool_call_id} } grep { $_->{role} eq 'tool' } @$msgs ],
+          \@ids, 'one id thrice: each call has its result, in order');
 
 $a->script({ tool_calls => [
                { name => 'logs', arguments => '{"params": {"service": ' },
