@@ -81,14 +81,12 @@ is(scalar(grep { $_->{role} eq 'tool' } @msgs), 1,
 
 # Redis refusing writes (out of memory) is said as such: not a session
 # another question holds
-system('redis-cli', '-s', "$d/redis.sock", 'CONFIG', 'SET', 'maxmemory',
-       '1');
+system("redis-cli -s $d/redis.sock CONFIG SET maxmemory 1 >/dev/null");
 my $raw2 = $t->http("POST /v1/sessions/oom-1/ask HTTP/1.1\r\nHost: a\r\n"
                     . "Content-Length: " . length($body) . "\r\n"
                     . "Connection: close\r\n\r\n$body",
                     unix => $a->{agents}{a}{sock}) // '';
-system('redis-cli', '-s', "$d/redis.sock", 'CONFIG', 'SET', 'maxmemory',
-       '0');
+system("redis-cli -s $d/redis.sock CONFIG SET maxmemory 0 >/dev/null");
 like($raw2, qr{^HTTP/1.1 503 }, 'Redis refusing the lock: 503');
 like($raw2, qr{"error":"redis".*OOM}s, 'the answer gives Redis\'s reply');
 
