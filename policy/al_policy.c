@@ -354,10 +354,12 @@ al_policy_t *
 al_policy_parse_open(const char *name, const char *buf, size_t len,
     const al_keyring_t *kr, int open_secrets, al_error_t *err)
 {
+    unsigned           line, col;
     uint64_t           version;
     al_cc_t            cc;
     al_pool_t         *pool;
     al_policy_t       *p;
+    const char        *nul, *q;
     const al_ynode_t  *root, *v;
 
     if (len > AL_POLICY_FILE_MAX) {
@@ -366,8 +368,26 @@ al_policy_parse_open(const char *name, const char *buf, size_t len,
         return NULL;
     }
 
-    if (memchr(buf, '\0', len) != NULL) {
-        al_error_set(err, name, 0, 0, "policy contains a NUL byte");
+    nul = memchr(buf, '\0', len);
+
+    if (nul != NULL) {
+
+        /* where it is, as a YAML error is placed: a line and a column */
+
+        line = 1;
+        col = 1;
+
+        for (q = buf; q < nul; q++) {
+            if (*q == '\n') {
+                line++;
+                col = 1;
+
+            } else if (((unsigned char) *q & 0xc0) != 0x80) {
+                col++;
+            }
+        }
+
+        al_error_set(err, name, line, col, "policy contains a NUL byte");
         return NULL;
     }
 

@@ -84,6 +84,13 @@ is($rc, 1, 'an invalid policy fails check with 1');
 like($err, qr/^\Q$bad\E:7:14: unknown key "metod" in match \(did you mean "method"\?\)/,
      'error has file:line:column and a suggestion');
 
+# a NUL byte is placed like any other error, the column in characters
+my $nul = write_file('nul.yaml', "version: 1\n# caf\xc3\xa9 \x00\nclients:\n");
+($rc, undef, $err) = run('', 'check', $nul);
+is($rc, 1, 'a NUL byte: invalid, exit 1');
+like($err, qr/^\Q$nul\E:2:8: policy contains a NUL byte$/m,
+     'a NUL byte: file:line:column') or diag($err);
+
 ($rc, undef, $err) = run('', 'check', "$dir/missing.yaml");
 is($rc, 2, 'a file that cannot be read exits 2, as the docs say');
 like($err, qr/cannot open: No such file/, 'missing file is reported');
