@@ -126,13 +126,13 @@ unlink $t->state . '/offset', $t->state . '/offset.log';
 ($rc) = $t->run_alertd(@base);
 is($rc, 0, 'without --foreground: the parent exits 0 once started');
 my $daemon;
-ok($t->wait_for(sub { $daemon = find_daemon($t->state) }, 3),
+ok($t->wait_for(sub { $daemon = find_daemon($t->state) }),
    'and the daemon runs on');
 if ($daemon) {
     is(getpgrp(0) == getpgrp($daemon) ? 'same' : 'own', 'own',
        'in its own session');
     kill 'TERM', $daemon;
-    ok($t->wait_for(sub { !kill(0, $daemon) }, 5), 'SIGTERM stops it');
+    ok($t->wait_for(sub { !kill(0, $daemon) }), 'SIGTERM stops it');
 }
 
 ($rc) = $t->run_alertd(@base[0 .. 5], '--state', "$d/plainfile/state");

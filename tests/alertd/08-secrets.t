@@ -54,7 +54,7 @@ unlike($t->alertd_log, qr/github_pr|ci_token|openai_key/,
        'and never mentions them');
 
 my $id = $t->alert(client => 'agent');
-ok($t->wait_for(sub { $t->delivered($r, $id) }, 5),
+ok($t->wait_for(sub { $t->delivered($r, $id) }),
    'the webhook gets the alert, signed with its own secret');
 
 # the sink's own secret missing is still an error, located and named
@@ -110,7 +110,7 @@ policy('/run/credentials/nginx.service/airlock_hook', $r->{url});
 ok($pid && kill(0, $pid), 'with CREDENTIALS_DIRECTORY: alertd starts')
     or diag($t->alertd_log);
 $id = $t->alert(client => 'worker');
-ok($t->wait_for(sub { $t->delivered($r, $id) }, 5),
+ok($t->wait_for(sub { $t->delivered($r, $id) }),
    'signed with the secret from its own credentials directory')
     or diag($t->alertd_log);
 $t->stop($pid, 'TERM');

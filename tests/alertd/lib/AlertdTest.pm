@@ -11,7 +11,18 @@ package AlertdTest;
 #   $t->policy({ webhook => $r->{url}, secret => 'hook' });
 #   $t->alertd;                          # --foreground, its log in alertd.log
 #   my $id = $t->alert(client => 'agent');
-#   ok($t->wait_for(sub { $t->delivered($r, $id) }, 2));
+#   ok($t->wait_for(sub { $t->delivered($r, $id) }));
+#
+# No test measures how long anything takes: the machine is shared and CI
+# runs the suite under load.  A wait for what must happen has a generous
+# timeout ($AlertdTest::WAIT, 30 s, unless a call gives more), which only
+# keeps a broken alertd from hanging the test; where a test shows that
+# something happened "at once", it takes away every other cause (an hour
+# of --poll-interval and --repeat-interval) rather than timing it.  What
+# must NOT happen is checked after evidence that alertd got that far: a
+# later alert delivered after it, a round of its loop since (settle), its
+# queue drained (drained), a save on disk, a log line.  A test sleeps
+# only where time itself has to pass (a group window, a grace).
 #
 # Environment: AIRLOCK_BUILD (default <top>/build), AIRLOCK_KEEP=1 keeps
 # the directory.
@@ -34,6 +45,8 @@ use Airlock::Prereq ();
 use Time::HiRes qw(sleep time);
 
 our @EXPORT_OK = qw(uniq);
+
+our $WAIT = 30;
 
 my $TOP = abs_path(dirname(__FILE__) . '/../../..');
 my $JSON = JSON::PP->new->canonical->utf8;
@@ -191,7 +204,7 @@ sub spawn {
 # waits for pid; returns its wait status, or undef when it did not end
 sub reap {
     my ($self, $pid, $timeout) = @_;
-    my $deadline = time + ($timeout // 10);
+    my $deadline = time + ($timeout // $WAIT);
 
     for (;;) {
         my $r = waitpid($pid, WNOHANG);
@@ -213,7 +226,7 @@ sub stop {
     my ($self, $pid, $sig, $timeout) = @_;
 
     kill $sig // 'TERM', $pid;
-    my $st = $self->reap($pid, $timeout // 10);
+    my $st = $self->reap($pid, $timeout // $WAIT);
 
     unless (defined $st) {
         kill 'KILL', $pid;
@@ -248,7 +261,7 @@ sub receiver {
 
     my $pid = $self->spawn("receiver-$n", @cmd);
 
-    $self->wait_for(sub { -s $port_file }, 10)
+    $self->wait_for(sub { -s $port_file })
         or die "webhook receiver did not start:\n"
                . $self->read_file("receiver-$n.log");
 
@@ -308,7 +321,7 @@ sub alertd {
     $self->wait_for(sub {
         my $n = () = $self->alertd_log =~ /\binfo: started /g;
         $n > $before;
-    }, 10) or Test::More::diag("alertd did not start:\n" . $self->alertd_log);
+    }) or Test::More::diag("alertd did not start:\n" . $self->alertd_log);
 
     return $self->{alertd};
 }
@@ -318,10 +331,91 @@ sub alertd_pid { $_[0]{alertd} }
 sub alertd_log { $_[0]->read_file('alertd.log') }
 
 
-# waits up to timeout seconds for alertd's log to match re
+# waits (up to timeout seconds, default $WAIT) for alertd's log to match re
 sub log_has {
     my ($self, $re, $timeout) = @_;
     return $self->wait_for(sub { $self->alertd_log =~ $re }, $timeout);
+}
+
+
+# how many lines of alertd's log match re
+sub log_count {
+    my ($self, $re) = @_;
+    my $n = () = $self->alertd_log =~ /^.*$re.*$/mg;
+    return $n;
+}
+
+
+# waits for one more line matching re than there are now, after code
+sub log_more {
+    my ($self, $re, $code) = @_;
+    my $before = $self->log_count($re);
+    $code->();
+    return $self->wait_for(sub { $self->log_count($re) > $before });
+}
+
+
+# Returns once alertd has been round its loop since what the test did
+# before the call (a journal write, a signal): it reads the journal on
+# every round, after the signals of that round.  SIGUSR1 is logged when
+# a round takes it; SIGUSR2, sent once that line is there, is taken by a
+# later round, so the round that took SIGUSR1 has read the journal by
+# the time SIGUSR2's line is written.  (Were SIGUSR2 to arrive while the
+# round that takes SIGUSR1 still reads signals, between SIGUSR1's line
+# and its next read of the signal fd, a check of what must not happen
+# would pass without alertd having looked; it could not fail for it.)
+sub settle {
+    my ($self) = @_;
+    my $pid = $self->{alertd};
+
+    for my $sig ('USR1', 'USR2') {
+        $self->log_more(qr/\binfo: SIG$sig: nothing to do/,
+                        sub { kill $sig, $pid })
+            or return 0;
+    }
+
+    return 1;
+}
+
+
+# the deliveries alertd logged to a URL
+sub logged_deliveries {
+    my ($self, $url) = @_;
+    return $self->log_count(qr/\bdelivered alert \S+ to \w+ \Q$url\E /);
+}
+
+
+# Waits until nothing is queued (for any sink) and every delivery alertd
+# logged is in the receivers' records.  Of a delivery, the receiver
+# writes its record after it answers and alertd removes the outbox file
+# when it has the answer: either may come first.  Receivers may share a
+# URL (one stopped, another on its port); a receiver may have records
+# alertd did not log (it was killed before it could).
+sub drained {
+    my ($self, @r) = @_;
+    my %url = map { $_->{url} => 1 } @r;
+
+    return $self->wait_for(sub {
+        return 0 if $self->outbox;
+        my $logged = 0;
+        $logged += $self->logged_deliveries($_) for keys %url;
+        my $got = 0;
+        $got += scalar($self->accepted($_)) for @r;
+        return $got >= $logged;
+    });
+}
+
+
+# With -v, whether an attempt to the sink at url is in flight: alertd has
+# logged that it sends one and not yet how it ended
+sub in_flight {
+    my ($self, $url) = @_;
+    my $u = quotemeta $url;
+    my $sent = $self->log_count(qr/\bdebug: sending alert \S+ to \w+ $u \(/);
+    my $ended = $self->log_count(qr/\bdelivered alert \S+ to \w+ $u /)
+              + $self->log_count(qr/\w+ $u: alert \S+ not delivered: /)
+              + $self->log_count(qr/\w+ $u refused alert /);
+    return $sent > $ended;
 }
 
 
@@ -341,7 +435,7 @@ sub run_alertd {
         exec { $self->{bin} } $self->{bin}, @args or POSIX::_exit(127);
     }
 
-    my $st = $self->reap($pid, 20);
+    my $st = $self->reap($pid, 2 * $WAIT);
     return (defined $st ? $st >> 8 : -1, $self->read_file($out));
 }
 
@@ -413,9 +507,11 @@ sub now_rfc3339 {
 }
 
 
+# waits for cond, up to timeout seconds (default $WAIT); returns whether
+# it came
 sub wait_for {
     my ($self, $cond, $timeout) = @_;
-    my $deadline = time + $timeout;
+    my $deadline = time + ($timeout // $WAIT);
 
     for (;;) {
         return 1 if $cond->();
