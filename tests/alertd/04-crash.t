@@ -14,16 +14,18 @@ use Time::HiRes qw(sleep time);
 my $t = AlertdTest->new;
 my $secret = $t->secret('hook', 'crash-test-secret-0123456789abcdef');
 
-# a slow receiver: each answer takes 1 s
-my $slow = $t->receiver(secret => $secret, delay => 1);
+# a slow receiver: each answer takes 5 s; -v logs each attempt as it
+# starts
+my $slow = $t->receiver(secret => $secret, delay => 5);
 $t->policy({ webhook => $slow->{url}, secret => 'hook' });
-$t->alertd;
+$t->alertd('-v');
 
 my @ids = map { $t->alert(reason => "slow$_") } 1 .. 6;
-sleep 0.5;          # the first attempt is in flight
+ok($t->wait_for(sub { $t->in_flight($slow->{url}) }),
+   'the first attempt is in flight');
 
 kill 'KILL', $t->alertd_pid;
-$t->reap($t->alertd_pid, 5);
+$t->reap($t->alertd_pid);
 pass('alertd killed with SIGKILL while an attempt was in flight');
 
 ok(scalar($t->outbox) >= 5, 'the undelivered alerts are in the outbox: '
@@ -38,7 +40,7 @@ ok($t->wait_for(sub {
        my %got = map { $_->{id} => 1 }
                  $t->accepted($slow), $t->accepted($fast);
        !grep { !$got{$_} } @ids;
-   }, 10), 'after the restart every alert is delivered');
+   }), 'after the restart every alert is delivered');
 
 my @acc = map { $_->{id} } $t->accepted($slow), $t->accepted($fast);
 my %want = map { $_ => 1 } @ids;
@@ -58,14 +60,14 @@ for my $round (1 .. 4) {
     }
     sleep rand(0.3);
     kill 'KILL', $t->alertd_pid;
-    $t->reap($t->alertd_pid, 5);
+    $t->reap($t->alertd_pid);
     $t->alertd;
 }
 
-ok($t->wait_for(sub { $t->delivered($fast, @more) }, 15),
+ok($t->wait_for(sub { $t->delivered($fast, @more) }),
    'alerts written around four SIGKILLs are all delivered');
 
-sleep 0.5;
+ok($t->drained($slow, $fast), 'every delivery alertd made is recorded');
 my @all = (@ids, @more);
 %want = map { $_ => 1 } @all;
 @acc = map { $_->{id} } $t->accepted($slow), $t->accepted($fast);
@@ -74,7 +76,7 @@ is_deeply([sort(AlertdTest::uniq(@acc))], [sort @all],
           'the set of ids received is the set written');
 is(scalar(grep { !$_->{verified} } $t->records($slow), $t->records($fast)),
    0, 'every request verified');
-ok($t->wait_for(sub { !$t->outbox }, 3), 'the outbox drains');
+ok($t->wait_for(sub { !$t->outbox }), 'the outbox drains');
 
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'a clean stop at the end');
 

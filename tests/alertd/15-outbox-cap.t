@@ -111,12 +111,12 @@ for my $i (1 .. 12) {
           quarantine_until => AlertdTest::now_rfc3339(time + 600))
         if $i == 8 || $i == 10;
     push @ids, $t->alert(%f);
-    $t->wait_for(sub { $t->delivered($ok, $ids[-1]) }, 5);
+    $t->wait_for(sub { $t->delivered($ok, $ids[-1]) });
 }
 
 ok($t->delivered($ok, @ids), 'the healthy sink gets all 12 alerts');
-ok($t->log_has(qr/dropped \(outbox full\): alert \Q$ids[11]\E/, 5)
-   || $t->log_has(qr/alert \Q$ids[11]\E: .*dropped for 1\b/, 1),
+my $id11 = quotemeta $ids[11];
+ok($t->log_has(qr/dropped \(outbox full\): alert $id11|$id11: .*dropped for 1/),
    'the 12th alert is logged as dropped for the dead sink');
 
 sub dead_files {
@@ -154,24 +154,23 @@ is($rec && $rec->{dropped}{last_id}, $ids[11], 'the last dropped');
 # --- restarted while the sink is still down: the count goes on
 
 $t->alertd(@cap);
-ok($t->log_has(qr/warning: webhook \S+: 7 alert\(s\) \(2 critical\) not queued since /, 2),
+ok($t->log_has(qr/warning: webhook \S+: 7 alert\(s\) \(2 critical\) not queued since /),
    'the restart says what is dropped and not told yet');
 
 my @more;
 for my $i (1 .. 3) {
     push @more, $t->alert(reason => "more$i");
-    $t->wait_for(sub { $t->delivered($ok, $more[-1]) }, 5);
+    $t->wait_for(sub { $t->delivered($ok, $more[-1]) });
 }
 ok($t->delivered($ok, @more), 'the healthy sink gets the new alerts');
-ok($t->log_has(qr/alert \Q$more[2]\E: .*dropped for 1\b/, 5),
+ok($t->log_has(qr/alert \Q$more[2]\E: .*dropped for 1\b/),
    'the dead sink drops them');
 is(scalar(dead_files($dead_key)), 5, 'still 5 queued for the dead sink');
 
 # a crash: the count saved with the journal position, or the lines read
 # again, either way counted once
-sleep 0.3;
 kill 'KILL', $t->alertd_pid;
-$t->reap($t->alertd_pid, 5);
+$t->reap($t->alertd_pid);
 
 
 # --- the sink recovers; restarted once more
@@ -184,7 +183,7 @@ ok($t->wait_for(sub {
        (grep { ($_->{json}{kind} // '') eq 'alerts_dropped' }
              $t->accepted($dead))
        && $t->delivered($dead, @want);
-   }, 20),
+   }, 60),
    'after recovery the dead sink gets its 5 alerts and a report');
 
 my @acc = $t->accepted($dead);
@@ -214,14 +213,14 @@ is(scalar(grep { !$want{$_} } @order), 0,
 is(scalar(grep { ($_->{json}{kind} // '') eq 'alerts_dropped' }
            $t->accepted($ok)), 0, 'the healthy sink gets no report');
 
-ok($t->log_has(qr/warning: webhook \S+: 10 alert\(s\) \(2 critical\) were not queued for it while its outbox was full, from \S+ \(alert \Q$ids[5]\E\) to \S+ \(alert \Q$more[2]\E\)/, 5),
+ok($t->log_has(qr/warning: webhook \S+: 10 alert\(s\) \(2 critical\) were not queued for it while its outbox was full, from \S+ \(alert \Q$ids[5]\E\) to \S+ \(alert \Q$more[2]\E\)/),
    'the summary is logged when dropping ends');
 
-ok($t->wait_for(sub { scalar($t->outbox) == 0 }, 10), 'the outbox drains');
+ok($t->wait_for(sub { scalar($t->outbox) == 0 }), 'the outbox drains');
 
 # back to normal: a new alert is queued and delivered, the count is gone
 my $after = $t->alert(reason => 'after');
-ok($t->wait_for(sub { $t->delivered($dead, $after) }, 5),
+ok($t->wait_for(sub { $t->delivered($dead, $after) }),
    'a new alert reaches the recovered sink');
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'SIGTERM: exit 0');
 $st = decode_json($t->read_file($t->state . '/offset') || '{}');
@@ -260,7 +259,7 @@ my ($forged, $lf) = $u->alert_line(kind => 'alerts_dropped',
                                    reason => 'outbox_full');
 $u->append($la1 . $lb1 . $la2 . $la3 . $lc1 . $la4 . $lf);
 
-ok($u->log_has(qr/folded alert \Q$a1\E-3 into \Q$a1\E-1, queued for webhook /, 5),
+ok($u->log_has(qr/folded alert \Q$a1\E-3 into \Q$a1\E-1, queued for webhook /),
    'the third folded alert is folded into the queued first one');
 ok($u->alertd_log =~ /folded alert \Q$a1\E-2 into \Q$a1\E-1, queued for webhook /,
    'so is the second');
@@ -272,7 +271,7 @@ is(scalar($u->outbox), 6, '3 alerts queued for each of the two sinks');
 
 $u->write_file($until2, '');
 
-ok($u->wait_for(sub { $u->delivered($hook, $a1, $b1, "$a1-1") }, 20),
+ok($u->wait_for(sub { $u->delivered($hook, $a1, $b1, "$a1-1") }, 60),
    'after recovery: A, B and the folded A-1');
 my %h = map { $_->{id} => $_->{json} } $u->accepted($hook);
 is($h{"$a1-1"}{count}, 3, 'A-1 counts the three folded repeats');
@@ -289,7 +288,7 @@ ok(!$h{$c1} && !$h{$forged}, 'C and the forged line are not delivered');
 ok($u->wait_for(sub {
        grep { $_->{status} =~ /^2/ && $_->{body} =~ /AirlockAlertsDropped/ }
             $u->records($am)
-   }, 20), 'Alertmanager gets the report');
+   }, 60), 'Alertmanager gets the report');
 my ($amr) = map { @{$_->{json} // []} }
             grep { $_->{status} =~ /^2/ && $_->{body} =~ /AirlockAlertsDropped/ }
             $u->records($am);

@@ -6,6 +6,9 @@
 # without the change log fails the first test for that reason).  The
 # groups survive kill -9 from the change log, also one whose last line
 # a crash cut short, and a stop leaves the whole state in "offset".
+#
+# Before a kill -9 the test waits for the save it needs, on disk: the
+# saved position at the journal's end.
 
 use strict;
 use warnings;
@@ -41,7 +44,17 @@ sub wchar {
     return $io =~ /^wchar: (\d+)/m ? $1 : die "no /proc/$pid/io";
 }
 
-sub queued { my ($id) = @_; $t->log_has(qr/queued alert \Q$id\E: /, 30) }
+sub queued { my ($id) = @_; $t->log_has(qr/queued alert \Q$id\E: /) }
+
+# the save of everything read so far is on disk (the last one of a read
+# follows the log lines of the alerts it read)
+sub saved_to_end {
+    my ($u) = @_;
+    return $u->wait_for(sub {
+        my $s = eval { $u->saved_state } or return 0;
+        return ($s->{offset} // -1) == -s $u->journal;
+    });
+}
 
 my $pid = $t->alertd(@opt);
 
@@ -53,7 +66,7 @@ for my $i (1 .. 1500) {
 }
 $t->append($text);
 ok(queued($last), '1500 peers read: 1500 groups open');
-sleep 0.5;
+ok(saved_to_end($t), 'and saved');
 
 # then 100 new peers and 100 repeats, one line at a time, each read
 # before the next is written: one save each
@@ -80,11 +93,11 @@ my $snap = -s "$st/offset";
 ok(-s "$st/offset.log" <= ($snap > 65536 ? $snap : 65536),
    'the change log is no larger than the snapshot (or 64 KiB)');
 
-# kill -9 (once the last line's save is done: it follows the log line):
-# the groups come back from the snapshot and the change log
-sleep 1;
+# kill -9 once the last line's save is done: the groups come back from
+# the snapshot and the change log
+ok(saved_to_end($t), 'the last line is saved');
 kill 'KILL', $pid;
-$t->reap($pid, 5);
+$t->reap($pid);
 
 my $open = 1500 + 100 + 1;
 {
@@ -100,16 +113,17 @@ like($started, qr/ $open group\(s\) open/,
      "after kill -9: all $open groups restored");
 like($t->alertd_log, qr/offset\.log: the last \d+ bytes are not a whole save/,
      'a last line cut short is said and skipped');
-sleep 1;
-my $after = () = $t->alertd_log =~ /queued alert /g;
-is($after, $before, 'no line is read, no alert queued again');
 
-# a repeat of a peer whose group is only in the change log is folded
+# a repeat of a peer whose group is only in the change log is folded;
+# a new peer after it is queued, and by then alertd has read all before
 my ($rep, $rline) = peer_alert(1600);
 $t->append($rline);
 ($mark, $line) = peer_alert(++$n);
 $t->append($line);
 ok(queued($mark), 'a new peer after the restart is queued');
+my $after = () = $t->alertd_log =~ /queued alert /g;
+is($after, $before + 1, 'and nothing else: no line from before the kill '
+   . 'is read again, no alert queued again');
 unlike($t->alertd_log, qr/alert \Q$rep\E: /,
        'a repeat of a peer from before the kill is folded, not sent');
 is(scalar($t->outbox), $open + 1, 'one outbox file per group, no more');
@@ -131,14 +145,14 @@ $u->policy({ webhook => "http://127.0.0.1:$port/hook", secret => 'hook' });
 $u->append('');
 $pid = $u->alertd('--repeat-interval', '1s');
 my $x = $u->alert(client => undef, peer => '10.8.0.1', reason => 'closed');
-ok($u->log_has(qr/queued alert \Q$x\E: /, 5), 'a group opens');
-sleep 2.5;                              # its window ends empty: closed
+ok($u->log_has(qr/queued alert \Q$x\E: /), 'a group opens');
+sleep 2.5;              # its window (1 s) ends, empty: time has to pass
 my $y = $u->alert(client => undef, peer => '10.8.0.2', reason => 'open',
                   time => AlertdTest::now_rfc3339(time + 4));
-ok($u->log_has(qr/queued alert \Q$y\E: /, 5), 'another opens');
-sleep 1;
+ok($u->log_has(qr/queued alert \Q$y\E: /), 'another opens');
+ok(saved_to_end($u), 'and is saved, with the first one closed');
 kill 'KILL', $pid;
-$u->reap($pid, 5);
+$u->reap($pid);
 like($u->saved_state->{groups}[0]{last}{peer} // '', qr/^10\.8\.0\.2$/,
      'the change log has the second group');
 $pid = $u->alertd('--repeat-interval', '1s');
