@@ -895,18 +895,6 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
              "error", json_object_get(json_object_get(res, "error"),
                                       "code")));
 
-    bytes = json_string_length(json_object_get(res, "stdout"))
-            + json_string_length(json_object_get(res, "stderr"));
-    run->tool_bytes += bytes;
-
-    if (run->tool_bytes > conf->max_tool_bytes) {
-        json_decref(res);
-        ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "not shown: over the "
-                        "tool output limit", 0);
-        return ag_limit(run, "tool_bytes", run->tool_bytes,
-                        conf->max_tool_bytes);
-    }
-
     shown = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                       "status", json_object_get(res, "status"),
                       "exit_code", json_object_get(res, "exit_code"),
@@ -918,6 +906,23 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
                         json_object_get(res, "stderr_truncated"),
                       "error", json_object_get(res, "error"));
     json_decref(res);
+
+    /*
+     * The model gets all of shown, whatever the worker put in each field
+     * (a string, an object, an array, an error of any size): all of it
+     * counts, as the JSON the model would read, before any is kept.
+     */
+
+    bytes = (shown != NULL) ? json_dumpb(shown, NULL, 0, JSON_COMPACT) : 0;
+    run->tool_bytes += bytes;
+
+    if (run->tool_bytes > conf->max_tool_bytes) {
+        json_decref(shown);
+        ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "not shown: over the "
+                        "tool output limit", 0);
+        return ag_limit(run, "tool_bytes", run->tool_bytes,
+                        conf->max_tool_bytes);
+    }
 
     text = (shown != NULL) ? json_dumps(shown, JSON_COMPACT) : NULL;
     json_decref(shown);
