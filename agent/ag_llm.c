@@ -25,6 +25,7 @@ typedef struct {
     char             *raw;                  /* a non-200 answer */
     size_t            raw_len;
     unsigned          failed:1;
+    unsigned          done:1;               /* "data: [DONE]" came */
 } ag_llm_ctx_t;
 
 
@@ -129,6 +130,17 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
                  cc == CURLE_OPERATION_TIMEDOUT ? "timeout: " : "",
                  curl_easy_strerror(cc));
         rc = cc == CURLE_OPERATION_TIMEDOUT ? -2 : -1;
+
+    } else if (!ctx.done && res->finish[0] == '\0') {
+        /*
+         * A stream that ends cleanly, but before both "[DONE]" and a
+         * finish_reason, was cut on the way: its text or a tool call's
+         * arguments may stop anywhere, so none of it is an answer.
+         */
+        snprintf(res->error, sizeof(res->error), "the model's stream "
+                 "ended with neither [DONE] nor a finish_reason: the "
+                 "answer was cut short");
+        rc = -1;
     }
 
     curl_slist_free_all(hdrs);
@@ -248,6 +260,7 @@ ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len)
     }
 
     if (len == 6 && strncmp(line, "[DONE]", 6) == 0) {
+        ctx->done = 1;
         return;
     }
 

@@ -26,7 +26,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 60;
+plan tests => 67;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -202,6 +202,26 @@ $ev = $a->ask('bad-2', 'provider down');
 @err = of_type('error', $ev);
 is($err[0]{code}, 'model', 'a gateway error: an error event');
 is((of_type('done', $ev))[0]{outcome}, 'error', 'outcome error');
+
+# a stream that ends cleanly with neither a finish_reason nor [DONE] was
+# cut on the way: an error, not a short answer, and not a call with half
+# its arguments
+$a->script({ pieces => [ 'the answer is', ' not this' ], end_after => 2 });
+$ev = $a->ask('cut-1', 'cut text');
+@err = of_type('error', $ev);
+is(scalar(@err) == 1 && $err[0]{code}, 'model', 'a cut stream: an error event');
+like($err[0] && $err[0]{message}, qr/neither \[DONE\] nor a finish_reason/,
+     'a cut stream: said so');
+is(scalar(of_type('answer', $ev)), 0, 'a cut stream: no answer');
+is((of_type('done', $ev))[0]{outcome}, 'error', 'a cut stream: outcome error');
+
+$a->script({ tool_calls => [ $logs ], end_after => 3 });
+$ev = $a->ask('cut-2', 'cut call');
+is(scalar(of_type('tool_call', $ev)), 0, 'a cut tool call: not made');
+is_deeply([ map { $_->{code} } of_type('error', $ev) ], [ 'model' ],
+          'a cut tool call: one error, the model\'s');
+is((of_type('done', $ev))[0]{outcome}, 'error',
+   'a cut tool call: outcome error');
 
 # a bad request to the agent
 my $n_before_busy;

@@ -62,6 +62,9 @@ Keys:
   cut_after     close the connection after this many stream events,
                 without the last chunk
   cut_mid       with cut_after: first send half of the next event
+  end_after     end the answer after this many stream events, cleanly
+                (the last chunk sent): a stream cut short on the way,
+                with no finish chunk and no [DONE]
   split         send every event in pieces of this many bytes, each its
                 own chunk, split_delay_ms apart
   split_delay_ms
@@ -601,9 +604,12 @@ class Handler(BaseHTTPRequestHandler):
         self.start_stream()
 
         cut = self.script.get("cut_after")
+        end = self.script.get("end_after")
         delay = self.script.get("delay_ms", 0) / 1000.0
 
         for i, (name, data) in enumerate(events):
+            if end is not None and i >= end:
+                break
             if cut is not None and i >= cut:
                 if self.script.get("cut_mid"):
                     raw = ("data: %s\n\n" % data).encode()
