@@ -729,6 +729,7 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
                : 0;
     }
 
+    json_decref(deny);              /* parsed, but the upstream's answer */
     free(sig);
 
     run->tool_bytes += h.len;
@@ -745,8 +746,6 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         return ag_limit(run, "tool_bytes", run->tool_bytes,
                         conf->max_tool_bytes);
     }
-
-    json_decref(deny);
 
     /* the status line and the body, all of it data */
 
@@ -862,10 +861,16 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
                                          "job_id", job_id,
                                          "inputs", names));
 
-    res = (env != NULL) ? ag_job_run(run, job_id, env, wait, err,
-                                     sizeof(err))
-                        : NULL;
-    json_decref(env);
+    err[0] = '\0';
+
+    if (env != NULL) {
+        res = ag_job_run(run, job_id, env, wait, err, sizeof(err));
+        json_decref(env);
+
+    } else {
+        snprintf(err, sizeof(err), "out of memory");
+        res = NULL;
+    }
 
     if (res == NULL) {
         if (strcmp(err, "timeout") == 0 || ag_now_ms() >= run->deadline_ms)
@@ -930,6 +935,10 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     if (text != NULL) {
         ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, text, 1);
         free(text);
+
+    } else {
+        ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "run_python: the "
+                        "result could not be kept (out of memory)", 0);
     }
 
     return 0;
