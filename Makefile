@@ -135,7 +135,7 @@ $(AGENT): $(AGENT_SRCS) agent/agent.h $(POLICY_HDRS) $(LIB)
 	$(CC) $(CFLAGS_ALL) -Iagent $(AGENT_SRCS) -o $@ $(LIB) $(LDFLAGS) \
 	    $(LIB_LIBS)
 
-$(AIRLOCK_CLI): agent/airlock.c
+$(AIRLOCK_CLI): agent/airlock.c agent/agent.h $(POLICY_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) agent/airlock.c -o $@ $(LDFLAGS) $(LIB_LIBS)
 

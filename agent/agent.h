@@ -36,6 +36,14 @@
 #define AG_CALLS_MAX         16             /* tool calls per step */
 #define AG_SCRIPT_MAX        (64 * 1024)
 #define AG_ERRBODY_MAX       4096
+
+/*
+ * The longest event line the agent sends, "data: " and all: the answer,
+ * AG_CONTENT_MAX bytes that may each be a control character JSON writes
+ * as 6 ("\u0001"), and the event's other fields.  Every other event is
+ * shorter.  The airlock CLI reads lines up to this.
+ */
+#define AG_EVENT_MAX         (6 * AG_CONTENT_MAX + 64 * 1024)
 #define AG_RUNS_KEPT         50
 
 

@@ -31,9 +31,11 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "agent.h"
+
 
 #define AIRLOCK_SOCKET   "/run/airlock/agent/agent.sock"
-#define AIRLOCK_LINE_MAX (4 * 1024 * 1024)
+#define AIRLOCK_LINE_MAX AG_EVENT_MAX       /* the agent sends no longer */
 
 
 typedef struct {
@@ -48,6 +50,8 @@ typedef struct {
     CURL        *curl;
     char        *errbody;
     size_t       errlen;
+    int          too_long;                  /* a line over the maximum */
+    int          pending;                   /* history: a C2 held back */
 } airlock_ctx_t;
 
 
@@ -60,6 +64,7 @@ static size_t airlock_write(char *p, size_t size, size_t n, void *data);
 static void airlock_event(airlock_ctx_t *ctx, const char *data);
 static void airlock_clear(airlock_ctx_t *ctx);
 static size_t airlock_collect(char *p, size_t size, size_t n, void *data);
+static size_t airlock_stream(char *p, size_t size, size_t n, void *data);
 static char *airlock_escape(const char *p, size_t len, size_t *n);
 static int airlock_escape_event(json_t *e);
 static void airlock_print(FILE *f, const char *p, size_t len);
@@ -254,6 +259,14 @@ airlock_ask(int argc, char **argv)
     free(body);
     free(ctx.line);
 
+    if (ctx.too_long) {
+        fprintf(stderr, "airlock: an event from the agent is over %d "
+                "bytes, more than an agent sends: the run is not shown\n",
+                AIRLOCK_LINE_MAX);
+        free(ctx.errbody);
+        return 1;
+    }
+
     if (cc != CURLE_OK && ctx.outcome == NULL) {
         airlock_failed(full, cc);
         free(ctx.errbody);
@@ -317,8 +330,10 @@ airlock_history(int argc, char **argv)
         return 2;
     }
 
+    /* a session has no bound: it is shown as it comes, never held whole */
+
     memset(&ctx, 0, sizeof(ctx));
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, airlock_collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, airlock_stream);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
 
     cc = curl_easy_perform(curl);
@@ -326,15 +341,17 @@ airlock_history(int argc, char **argv)
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_cleanup(curl);
 
+    if (ctx.pending) {
+        airlock_print(stdout, "\xc2", 1);
+    }
+
     if (cc != CURLE_OK) {
+        fflush(stdout);
         airlock_failed(full, cc);
-        free(ctx.errbody);
         return 2;
     }
 
-    airlock_print(stdout, ctx.errbody, ctx.errlen);
     printf("\n");
-    free(ctx.errbody);
 
     return status == 200 ? 0 : 1;
 }
@@ -450,6 +467,52 @@ airlock_collect(char *p, size_t size, size_t n, void *data)
 }
 
 
+/*
+ * The session printed, escaped, as it arrives.  A C2 that ends a piece
+ * is held back for the next: with the byte after it, it may be a C1
+ * control.
+ */
+
+static size_t
+airlock_stream(char *p, size_t size, size_t n, void *data)
+{
+    char           *s;
+    size_t          len, k;
+    airlock_ctx_t  *ctx;
+
+    ctx = data;
+    len = size * n;
+
+    if (len == 0) {
+        return 0;
+    }
+
+    s = malloc(len + 1);
+    if (s == NULL) {
+        fprintf(stderr, "airlock: out of memory\n");
+        return 0;
+    }
+
+    k = 0;
+    if (ctx->pending) {
+        s[k++] = '\xc2';
+    }
+
+    memcpy(s + k, p, len);
+    k += len;
+
+    ctx->pending = ((unsigned char) s[k - 1] == 0xc2);
+    if (ctx->pending) {
+        k--;
+    }
+
+    airlock_print(stdout, s, k);
+    free(s);
+
+    return len;
+}
+
+
 static size_t
 airlock_write(char *p, size_t size, size_t n, void *data)
 {
@@ -472,10 +535,12 @@ airlock_write(char *p, size_t size, size_t n, void *data)
         nl = memchr(p, '\n', len);
         take = (nl != NULL) ? (size_t) (nl - p) : len;
 
+        if (ctx->len + take + 1 > AIRLOCK_LINE_MAX) {
+            ctx->too_long = 1;
+            return 0;
+        }
+
         if (ctx->len + take + 1 > ctx->cap) {
-            if (ctx->len + take + 1 > AIRLOCK_LINE_MAX) {
-                return 0;
-            }
             nb = realloc(ctx->line, (ctx->len + take + 1) * 2);
             if (nb == NULL) {
                 return 0;

@@ -27,7 +27,7 @@ my $cli = "$t->{build}/airlock";
 $a->setup(agent => [ '--max-steps', 2 ]);
 $a->start_worker;
 
-plan tests => 48;
+plan tests => 55;
 
 sub run_cli {
     my (@args) = @_;
@@ -163,6 +163,17 @@ my %answer = (
         . qq({"messages":["\e[2J\xc2\x9b\x7f\r"]}),
     '/v1/sessions/esc-500/ask' => "HTTP/1.1 500 Oops\r\n"
         . "Connection: close\r\n\r\nbad \e]52;c;aGk=\a",
+    # the longest answer an agent sends: 1 MiB of controls, 6 MiB escaped
+    '/v1/sessions/big/ask' => $sse
+        . qq(data: {"type":"answer","text":") . ('\u0001' x (1 << 20))
+        . qq("}\n\n) . $done,
+    # longer than any agent sends
+    '/v1/sessions/huge/ask' => $sse
+        . qq(data: {"type":"answer","text":") . ('\u0001' x (2 << 20))
+        . qq("}\n\n) . $done,
+    # a session over 4 MiB, C1 controls at odd and even offsets
+    '/v1/sessions/big' => "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+        . qq({"messages":["x) . ("\xc2\x9bz" x (2 << 20)) . qq("]}),
 );
 $SIG{PIPE} = 'IGNORE';
 unlink $ARGV[0];
@@ -213,5 +224,26 @@ is($out, qq({"messages":["\\u001b[2J\\u009b\\u007f\\u000d"]}\n),
                             'load?');
 like($err, qr/answered 500: bad \\u001b\]52;c;aGk=\\u0007$/m,
      'escapes: an error answer');
+
+# an answer as long as the agent sends is shown; a longer line is said
+# to be too long, not "unreachable"; a session of any size is shown
+($rc, $out, $err) = run_cli('ask', '--socket', $fake, '--session', 'big',
+                            'big?');
+is($rc, 0, 'a 1 MiB answer of controls: exit 0');
+ok($out eq ('\u0001' x (1 << 20)) . "\n",
+   'a 1 MiB answer of controls: shown whole, escaped');
+
+($rc, $out, $err) = run_cli('ask', '--socket', $fake, '--session', 'huge',
+                            'huge?');
+is($rc, 1, 'an event longer than an agent sends: exit 1');
+like($err, qr/an event from the agent is over \d+ bytes/,
+     'an event longer than an agent sends: said so');
+unlike($err, qr/Failed writing|airlock: http:/,
+       'an event longer than an agent sends: not a transport error');
+
+($rc, $out, $err) = run_cli('history', '--socket', $fake, 'big');
+is($rc, 0, 'history over 4 MiB: exit 0');
+ok($out eq qq({"messages":["x) . ('\u009bz' x (2 << 20)) . qq("]}\n),
+   'history over 4 MiB: shown whole, escaped');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
