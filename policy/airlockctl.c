@@ -972,10 +972,13 @@ al_ctl_token(const char *env, int stdin_token)
             fprintf(stderr, "enter the token, then Ctrl-D:\n");
         }
 
-        buf = al_ctl_read(0, AL_CTL_SEAL_MAX, &len, 1);
+        /* room for the newline echo adds to a token of the largest size */
+
+        buf = al_ctl_read(0, AL_CTL_SEAL_MAX + 2, &len, 1);
         if (buf == NULL) {
             fprintf(stderr, "airlockctl: cannot read the token from "
-                    "standard input\n");
+                    "standard input (more than %d bytes?)\n",
+                    AL_CTL_SEAL_MAX);
             return NULL;
         }
         if (len > 0 && buf[len - 1] == '\n') {
@@ -983,6 +986,12 @@ al_ctl_token(const char *env, int stdin_token)
             if (len > 0 && buf[len - 1] == '\r') {
                 buf[--len] = '\0';
             }
+        }
+        if (len > AL_CTL_SEAL_MAX) {
+            al_secure_free(buf);
+            fprintf(stderr, "airlockctl: the token on standard input is "
+                    "over %d bytes\n", AL_CTL_SEAL_MAX);
+            return NULL;
         }
         if (len == 0) {
             al_secure_free(buf);

@@ -228,6 +228,22 @@ like($out, qr/client: tools/, 'and names it');
 ($rc, $out) = run("wrong\n", 'explain', $example, '--token-stdin', '--addr',
                   '10.1.2.3', 'GET', '/prometheus/query?query=up');
 like($out, qr/deny: client_unknown/, 'explain: an unknown token is refused');
+
+# 64 KiB is the largest token on standard input, with or without the
+# newline echo adds (as for seal)
+for my $end ('', "\n", "\r\n") {
+    my $name = $end eq '' ? 'alone' : $end eq "\n" ? 'and its newline'
+                                                  : 'and a CRLF';
+    ($rc, $out, $err) = run(('a' x 65536) . $end, 'explain', $example,
+                            '--token-stdin', '--addr', '10.1.2.3', 'GET',
+                            '/prometheus/query?query=up');
+    is($rc, 1, "explain: a token of 64 KiB $name is read");
+    like($out, qr/deny: client_unknown/, "explain: 64 KiB $name: decided");
+}
+($rc, $out, $err) = run('a' x 65537, 'explain', $example, '--token-stdin',
+                        '--addr', '10.1.2.3', 'GET', '/x');
+is($rc, 2, 'explain: a token over 64 KiB exits 2');
+like($err, qr/over 65536 bytes/, 'explain: and says the limit');
 ($rc, $out, $err) = run('', 'explain', $example, '--token', $token, 'GET',
                         '/prometheus/query?query=up');
 is($rc, 2, 'explain: a token on the command line is refused');
