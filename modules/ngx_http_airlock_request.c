@@ -290,6 +290,16 @@ ngx_http_airlock_body_handler(ngx_http_request_t *r)
 
     ctx->reading_body = 0;
 
+    /*
+     * All of the body is read: nothing of the client's is left to wait
+     * for.  nginx lingers on any request that came with a body, and ends
+     * it (its log phase: a gateway call's usage line, its budget settled)
+     * only when the client hangs up or lingering_timeout passes; a worker
+     * stopped fast, or killed, in between lost the line.  Bytes past the
+     * body (a pipelined request) still make nginx linger.
+     */
+    r->lingering_close = 0;
+
     rc = ctx->path->body(r, ctx);
 
     if (rc == NGX_DONE) {
