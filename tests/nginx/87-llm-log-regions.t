@@ -27,18 +27,15 @@ my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
 # calls held until the test lets them go may wait a minute (busy CI).
-# lingering_close off: the test's calls send Connection: close, and with
-# lingering close nginx shuts the socket's write side, so the client
-# reads to its end, before the request is freed and its usage line
-# written; the SIGKILL that follows the last call then hit that window
-# in about half the runs.  Without it, the client's end of the answer
-# comes after the line, which is what "a SIGKILL loses nothing" is about.
+# The calls send Connection: close; the SIGKILL after the last one finds
+# its usage line made, since the module ends a request whose body it
+# read when the answer is sent, not when the client hangs up (nginx's
+# lingering close; tests/nginx/68-airlock-linger.t).
 sub conf {
     my ($workers) = @_;
     return $t->expand($l->conf(log => ' buffer=64k flush=1h'))
            =~ s/worker_processes 1;/worker_processes $workers;/r
-           =~ s/proxy_read_timeout 10s;/proxy_read_timeout 60s;/gr
-           =~ s/^http \{/http {\n    lingering_close off;/mr;
+           =~ s/proxy_read_timeout 10s;/proxy_read_timeout 60s;/gr;
 }
 
 $l->setup(log => ' buffer=64k flush=1h');
