@@ -915,22 +915,22 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     /*
      * The model gets all of shown, whatever the worker put in each field
      * (a string, an object, an array, an error of any size): all of it
-     * counts, as the JSON the model would read, before any is kept.
+     * counts, as the JSON the model reads, before any is kept.
      */
 
-    bytes = (shown != NULL) ? json_dumpb(shown, NULL, 0, JSON_COMPACT) : 0;
+    text = (shown != NULL) ? json_dumps(shown, JSON_COMPACT) : NULL;
+    json_decref(shown);
+
+    bytes = (text != NULL) ? strlen(text) : 0;
     run->tool_bytes += bytes;
 
     if (run->tool_bytes > conf->max_tool_bytes) {
-        json_decref(shown);
+        free(text);
         ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "not shown: over the "
                         "tool output limit", 0);
         return ag_limit(run, "tool_bytes", run->tool_bytes,
                         conf->max_tool_bytes);
     }
-
-    text = (shown != NULL) ? json_dumps(shown, JSON_COMPACT) : NULL;
-    json_decref(shown);
 
     if (text != NULL) {
         ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, text, 1);
