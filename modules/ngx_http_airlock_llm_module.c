@@ -76,8 +76,6 @@ static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r);
 #define AL_LLM_BETA_PRICED                                                   \
     "anthropic-beta names a beta billed above the policy's prices "          \
     "(context-1m), and this client has a dollar budget"
-static void ngx_http_airlock_llm_cache_guess(
-    const ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u);
 static void ngx_http_airlock_llm_reserved(
     const ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u);
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
@@ -1287,7 +1285,7 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
             && ctx->sse->usage.prompt_tokens == 0)
         {
             /* cut before Anthropic's message_start: the prompt estimated */
-            ngx_http_airlock_llm_cache_guess(ctx, u);
+            al_llm_cost_guess(ctx->price, ctx->cache_control, u);
         }
 
     } else if (ctx->resp != NULL && al_llm_resp_usage(ctx->resp, u, NULL, 0)
@@ -1359,38 +1357,7 @@ ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     u->prompt_tokens = ctx->prompt_estimate;
     u->completion_tokens = ctx->max_output;
 
-    ngx_http_airlock_llm_cache_guess(ctx, u);
-}
-
-
-/*
- * A prompt the provider did not count (u->prompt_tokens is the estimate).
- * On Anthropic, when the request asked for the prompt cache, any of it
- * may have been written to the cache, which the reservation priced at
- * the dearest of the input and cache-write prices (al_llm_cost_need()):
- * so is it charged.
- */
-
-static void
-ngx_http_airlock_llm_cache_guess(const ngx_http_airlock_llm_ctx_t *ctx,
-    al_llm_usage_t *u)
-{
-    const al_llm_price_t  *pr;
-
-    pr = ctx->price;
-
-    if (pr == NULL || !ctx->cache_control
-        || ctx->provider->llm->kind != AL_LLM_ANTHROPIC
-        || (pr->input >= pr->cache_write && pr->input >= pr->cache_write_1h))
-    {
-        return;
-    }
-
-    u->cache_write_tokens = u->prompt_tokens;
-
-    if (pr->cache_write_1h >= pr->cache_write) {
-        u->cache_write_1h_tokens = u->prompt_tokens;
-    }
+    al_llm_cost_guess(ctx->price, ctx->cache_control, u);
 }
 
 

@@ -935,6 +935,15 @@ uint64_t al_llm_cost_need(const al_llm_price_t *price, int cache,
     uint64_t input, uint64_t output);
 
 /*
+ * A prompt the provider did not count (u->prompt_tokens is an estimate),
+ * to be charged as al_llm_cost_need() reserved it: when the request may
+ * write the prompt cache and a cache-write price is above the input
+ * price, counted as written to the cache at the dearer of them.
+ */
+void al_llm_cost_guess(const al_llm_price_t *price, int cache,
+    al_llm_usage_t *u);
+
+/*
  * Picodollars as a decimal number of dollars, exact, without trailing
  * zeros ("0", "0.00015", "12.5").  Returns the length, as snprintf does;
  * AL_LLM_USD_MAX bytes always suffice.

@@ -724,6 +724,24 @@ al_llm_cost_need(const al_llm_price_t *price, int cache, uint64_t input,
 }
 
 
+void
+al_llm_cost_guess(const al_llm_price_t *price, int cache, al_llm_usage_t *u)
+{
+    if (price == NULL || !cache
+        || (price->input >= price->cache_write
+            && price->input >= price->cache_write_1h))
+    {
+        return;
+    }
+
+    u->cache_write_tokens = u->prompt_tokens;
+
+    if (price->cache_write_1h >= price->cache_write) {
+        u->cache_write_1h_tokens = u->prompt_tokens;
+    }
+}
+
+
 /*
  * Written by hand, not with snprintf() (two calls cost about 2,000
  * instructions, as much as the rest of a priced usage line): the whole

@@ -162,6 +162,8 @@ test_stream(void)
 static void
 test_cost(void)
 {
+    int             ok;
+    size_t          i;
     al_llm_usage_t  u;
     al_llm_price_t  p;
 
@@ -203,6 +205,36 @@ test_cost(void)
     p.cache_write_1h = 6000000;
     tap_ok(al_llm_cost(&p, &u) == UINT64_C(60000000),
            "cost: writes over the prompt count as all of it");
+
+    /* an uncounted prompt is charged as the reservation priced it */
+
+    p.cache_write = 3750000;
+    p.cache_write_1h = 6000000;
+
+    for (i = 0; i < 3; i++) {
+        if (i == 1) {
+            p.cache_write_1h = 1000000;     /* 5 minutes the dearer */
+
+        } else if (i == 2) {
+            p.cache_write = p.input;        /* no write above input */
+            p.cache_write_1h = p.input;
+        }
+
+        memset(&u, 0, sizeof(u));
+        u.prompt_tokens = 1000;
+        al_llm_cost_guess(&p, 1, &u);
+        ok = (al_llm_cost(&p, &u) == al_llm_cost_need(&p, 1, 1000, 0));
+
+        memset(&u, 0, sizeof(u));
+        u.prompt_tokens = 1000;
+        al_llm_cost_guess(&p, 0, &u);
+        ok = ok && u.cache_write_tokens == 0
+             && al_llm_cost(&p, &u) == al_llm_cost_need(&p, 0, 1000, 0);
+
+        tap_ok(ok, i == 0 ? "guessed prompt: charged as reserved, 1 hour"
+                   : i == 1 ? "guessed prompt: charged as reserved, 5 min"
+                   : "guessed prompt: charged as reserved, input");
+    }
 }
 
 
