@@ -44,6 +44,17 @@ al_ynode_t *al_yaml_parse(al_pool_t *pool, const char *name,
 const char *al_ynode_type_name(const al_ynode_t *node);
 
 
+/*
+ * Reads the policy file open on fd, which fstat() said is size bytes
+ * long, into a malloc()ed buffer of *len bytes.  NULL with err set when a
+ * read fails or the file is not size bytes long any more (it changed
+ * while it was read).  al_policy_load_open() is open(), fstat() and this,
+ * apart so that a test can change the file in between.
+ */
+char *al_policy_read(int fd, const char *path, size_t size, size_t *len,
+    al_error_t *err);
+
+
 /* edit distance, for "did you mean" suggestions */
 size_t al_edit_distance(const char *a, size_t alen, const char *b,
     size_t blen);

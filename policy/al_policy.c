@@ -284,7 +284,6 @@ al_policy_load_open(const char *path, const al_keyring_t *kr, int open_secrets,
 {
     int           fd;
     char         *buf;
-    ssize_t       n;
     size_t        len;
     struct stat   st;
     al_policy_t  *p;
@@ -313,32 +312,85 @@ al_policy_load_open(const char *path, const al_keyring_t *kr, int open_secrets,
         return NULL;
     }
 
-    buf = malloc((size_t) st.st_size + 1);
-    if (buf == NULL) {
-        al_error_set(err, path, 0, 0, "out of memory");
-        close(fd);
-        return NULL;
-    }
-
-    len = 0;
-    while (len < (size_t) st.st_size) {
-        n = read(fd, buf + len, (size_t) st.st_size - len);
-        if (n <= 0) {
-            if (n == -1 && errno == EINTR) {
-                continue;
-            }
-            break;
-        }
-        len += (size_t) n;
-    }
+    buf = al_policy_read(fd, path, (size_t) st.st_size, &len, err);
 
     close(fd);
+
+    if (buf == NULL) {
+        return NULL;
+    }
 
     p = al_policy_parse_open(path, buf, len, kr, open_secrets, err);
 
     free(buf);
 
     return p;
+}
+
+
+/*
+ * The file as fstat() saw it: size bytes, then its end.  A read that ends
+ * early, or a file that goes on past size, means the file was truncated,
+ * rewritten in place or appended to while it was read (or is not an
+ * ordinary file, as one in /proc or /sys whose size is not its length):
+ * what was read is not a policy anyone wrote, and none of it is parsed.
+ */
+
+char *
+al_policy_read(int fd, const char *path, size_t size, size_t *len,
+    al_error_t *err)
+{
+    char     *buf;
+    ssize_t   n;
+
+    /* one byte past size, to see a file that grew */
+
+    buf = malloc(size + 1);
+    if (buf == NULL) {
+        al_error_set(err, path, 0, 0, "out of memory");
+        return NULL;
+    }
+
+    *len = 0;
+
+    while (*len <= size) {
+        n = read(fd, buf + *len, size + 1 - *len);
+
+        if (n == 0) {
+            break;
+        }
+
+        if (n == -1) {
+            if (errno == EINTR) {
+                continue;
+            }
+
+            al_error_set(err, path, 0, 0, "cannot read: %s",
+                         strerror(errno));
+            free(buf);
+            return NULL;
+        }
+
+        *len += (size_t) n;
+    }
+
+    if (*len < size) {
+        al_error_set(err, path, 0, 0, "the file ended after %zu of its %zu "
+                     "bytes: it was truncated or rewritten while it was "
+                     "read; nothing was loaded, try again", *len, size);
+        free(buf);
+        return NULL;
+    }
+
+    if (*len > size) {
+        al_error_set(err, path, 0, 0, "the file is longer than its %zu "
+                     "bytes: it grew or was rewritten while it was read; "
+                     "nothing was loaded, try again", size);
+        free(buf);
+        return NULL;
+    }
+
+    return buf;
 }
 
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "airlock.h"
+#include "al_internal.h"
 #include "al_llm.h"
 #include "tap.h"
 #include "refuse.h"
@@ -77,6 +78,8 @@ static void test_llm(void);
 static void test_alerts(void);
 static void test_open_secrets(void);
 static void test_many(void);
+static void test_changed_file(void);
+static int write_file(const char *path, const char *text, int flags);
 
 
 static const char  full[] =
@@ -193,6 +196,7 @@ main(void)
     test_alerts();
     test_open_secrets();
     test_many();
+    test_changed_file();
 
     return tap_done();
 }
@@ -1256,4 +1260,193 @@ test_many(void)
     al_policy_free(pol);
 
     free(yaml);
+}
+
+
+/*
+ * A policy file that changes while it is read.  al_policy_load_open() is
+ * open(), fstat() and al_policy_read(); here the file is cut or extended
+ * between the fstat() and the read.  Cut before its second route, what
+ * is left is a valid policy with one route: it must not be loaded.  Files
+ * in /proc and /sys, whose size is not their length, are refused the
+ * same way through al_policy_load().
+ */
+
+static void
+test_changed_file(void)
+{
+    int           fd;
+    char          dir[] = "/tmp/airlock-loader-XXXXXX";
+    char          file[128];
+    char         *buf;
+    size_t        len, cut;
+    struct stat   st;
+    al_error_t    err;
+    al_policy_t  *p;
+
+    static const char  two[] = HEAD UPS ALERTS ROUTE
+        "  - name: q2\n"
+        "    clients: [agent]\n"
+        "    match: { method: GET, path: /q2 }\n"
+        "    upstream: prom\n"
+        "    to: /api/q2\n";
+
+    static const char  more[] =
+        "  - name: q3\n"
+        "    clients: [tools]\n"
+        "    match: { method: GET, path: /q3 }\n"
+        "    upstream: prom\n"
+        "    to: /api/q3\n";
+
+    cut = (size_t) (strstr(two, "  - name: q2") - two);
+
+    p = al_policy_parse("policy.yaml", two, cut, NULL, &err);
+    tap_ok(p != NULL && p->nroutes == 1,
+           "the policy cut before its second route is valid on its own");
+    al_policy_free(p);
+
+    if (mkdtemp(dir) == NULL) {
+        tap_ok(0, "mkdtemp");
+        return;
+    }
+
+    snprintf(file, sizeof(file), "%s/policy.yaml", dir);
+
+    /* unchanged: read whole, and loaded */
+
+    memset(&err, 0, sizeof(err));
+    if (write_file(file, two, O_TRUNC) != 0
+        || (p = al_policy_load(file, NULL, &err)) == NULL)
+    {
+        tap_ok(0, "write and load the policy file");
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    tap_ok(p->nroutes == 2, "an unchanged file loads whole");
+    al_policy_free(p);
+
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    buf = NULL;
+    if (fd != -1 && fstat(fd, &st) == 0) {
+        buf = al_policy_read(fd, file, (size_t) st.st_size, &len, &err);
+    }
+    tap_ok(buf != NULL && len == sizeof(two) - 1
+           && memcmp(buf, two, len) == 0,
+           "al_policy_read: an unchanged file, every byte");
+    free(buf);
+    if (fd != -1) {
+        close(fd);
+    }
+
+    /* truncated between fstat() and read() */
+
+    memset(&err, 0, sizeof(err));
+    buf = NULL;
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd != -1 && fstat(fd, &st) == 0 && truncate(file, (off_t) cut) == 0)
+    {
+        buf = al_policy_read(fd, file, (size_t) st.st_size, &len, &err);
+    }
+    if (!tap_ok(buf == NULL
+                && strstr(err.msg, "truncated or rewritten while it was "
+                          "read") != NULL,
+                "a file truncated after fstat() is refused, not parsed"))
+    {
+        tap_diag("error: ", err.msg);
+    }
+    tap_ok(strcmp(err.file, file) == 0 && err.line == 0,
+           "the error names the file");
+    free(buf);
+    if (fd != -1) {
+        close(fd);
+    }
+
+    /* appended to between fstat() and read() */
+
+    memset(&err, 0, sizeof(err));
+    buf = NULL;
+    fd = -1;
+    if (write_file(file, two, O_TRUNC) == 0) {
+        fd = open(file, O_RDONLY | O_CLOEXEC);
+    }
+    if (fd != -1 && fstat(fd, &st) == 0
+        && write_file(file, more, O_APPEND) == 0)
+    {
+        buf = al_policy_read(fd, file, (size_t) st.st_size, &len, &err);
+    }
+    if (!tap_ok(buf == NULL
+                && strstr(err.msg, "grew or was rewritten while it was "
+                          "read") != NULL,
+                "a file appended to after fstat() is refused, not parsed"))
+    {
+        tap_diag("error: ", err.msg);
+    }
+    free(buf);
+    if (fd != -1) {
+        close(fd);
+    }
+
+    /* a size of 0 and a longer content */
+
+    if (stat("/proc/self/status", &st) == 0 && st.st_size == 0) {
+        memset(&err, 0, sizeof(err));
+        p = al_policy_load("/proc/self/status", NULL, &err);
+        if (!tap_ok(p == NULL && strstr(err.msg, "longer than its 0 bytes")
+                    != NULL, "/proc/self/status (size 0): refused as "
+                    "longer than its size, not parsed as empty"))
+        {
+            tap_diag("error: ", err.msg);
+        }
+        al_policy_free(p);
+
+    } else {
+        tap_skip("no /proc/self/status of size 0");
+    }
+
+    /* a size of 4096 and a shorter content: one read returns less */
+
+    if (stat("/sys/kernel/uevent_seqnum", &st) == 0 && st.st_size == 4096) {
+        memset(&err, 0, sizeof(err));
+        p = al_policy_load("/sys/kernel/uevent_seqnum", NULL, &err);
+        if (!tap_ok(p == NULL && strstr(err.msg, "of its 4096 bytes") != NULL,
+                    "/sys/kernel/uevent_seqnum (size 4096): refused after "
+                    "the short read, not parsed"))
+        {
+            tap_diag("error: ", err.msg);
+        }
+        al_policy_free(p);
+
+    } else {
+        tap_skip("no /sys/kernel/uevent_seqnum of size 4096");
+    }
+
+done:
+
+    (void) unlink(file);
+    (void) rmdir(dir);
+}
+
+
+/* text written to path, opened with flags (O_TRUNC or O_APPEND) */
+
+static int
+write_file(const char *path, const char *text, int flags)
+{
+    int     fd, rc;
+    size_t  len;
+
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0600);
+    if (fd == -1) {
+        return -1;
+    }
+
+    len = strlen(text);
+    rc = (write(fd, text, len) == (ssize_t) len) ? 0 : -1;
+
+    if (close(fd) != 0) {
+        rc = -1;
+    }
+
+    return rc;
 }
