@@ -6,7 +6,11 @@
  * client, model or UTC day, found through a small open-addressing index.
  * A line that does not parse as a usage line is counted and skipped.
  * "cost_usd" is taken from its decimal text into picodollars, so sums are
- * exact whatever their size (al_llm_decimal_parse()).
+ * exact (al_llm_decimal_parse()); a group's cost is kept as whole dollars
+ * and picodollars, so that it holds far more than the $18446744 of one
+ * uint64_t of picodollars.  A sum that does not fit in a uint64_t all the
+ * same is marked, and printed as "overflow" (null in JSON), never as the
+ * number it stopped at.
  */
 
 #include <stdlib.h>
@@ -18,6 +22,14 @@
 
 #define AL_LLM_REPORT_STATUS_MAX  12    /* distinct statuses kept a group */
 #define AL_LLM_REPORT_OUT_MAX     4096  /* one group as JSON or text */
+#define AL_LLM_REPORT_USD_MAX     40    /* 20 digits, '.', 12 digits */
+
+/* the sums of a group that did not fit (al_llm_report_group_t.over) */
+#define AL_LLM_REPORT_OVER_PROMPT      0x01
+#define AL_LLM_REPORT_OVER_COMPLETION  0x02
+#define AL_LLM_REPORT_OVER_CACHED      0x04
+#define AL_LLM_REPORT_OVER_TOTAL       0x08
+#define AL_LLM_REPORT_OVER_COST        0x10
 
 
 typedef struct {
@@ -34,7 +46,9 @@ typedef struct {
     uint64_t         completion;
     uint64_t         cached;
     uint64_t         total;
-    uint64_t         cost;              /* picodollars */
+    uint64_t         cost_usd;          /* whole dollars */
+    uint64_t         cost;              /* and picodollars, under $1 */
+    unsigned         over;              /* AL_LLM_REPORT_OVER_* */
     uint64_t         unpriced;          /* requests with cost_usd null */
     al_llm_report_status_t  status[AL_LLM_REPORT_STATUS_MAX];
     size_t           nstatus;
@@ -76,13 +90,20 @@ static uint32_t al_llm_report_hash(const char *s, size_t len);
 static void al_llm_report_add(al_llm_report_group_t *g, unsigned status,
     const uint64_t *tok, int priced, uint64_t cost);
 static int al_llm_report_cmp(const void *a, const void *b);
+static void al_llm_report_usd(const al_llm_report_group_t *g, char *buf,
+    size_t size);
+static void al_llm_report_json_u64(al_llm_out_t *o, const char *name,
+    uint64_t v, int over);
+static void al_llm_report_text_u64(char *buf, size_t size, uint64_t v,
+    int over);
 static void al_llm_report_group_json(al_llm_out_t *o,
     const al_llm_report_group_t *g, int with_key);
 static void al_llm_report_group_text(FILE *out,
     const al_llm_report_group_t *g, const char *key, size_t width);
 static void al_llm_report_show(char *dst, size_t size, const char *src,
     size_t len);
-static uint64_t al_llm_report_sum(uint64_t a, uint64_t b);
+static void al_llm_report_sum(uint64_t *sum, uint64_t v, unsigned *over,
+    unsigned bit);
 
 
 al_llm_report_t *
@@ -196,8 +217,10 @@ al_llm_report_line(al_llm_report_t *rep, const char *line, size_t len)
                                  "non-negative integer");
     }
 
+    /* each count is at most INT64_MAX (a JSON integer): the sum fits */
+
     if (tok[3] == 0) {
-        tok[3] = al_llm_report_sum(tok[0], tok[1]);
+        tok[3] = tok[0] + tok[1];
     }
 
     v = json_object_get(j, "cost_usd");
@@ -438,6 +461,11 @@ al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
                     (unsigned long long) rep->all.status_other);
         }
         fprintf(out, "\n");
+    }
+
+    if (rep->all.over) {
+        fprintf(out, "\noverflow: a sum over 18446744073709551615 (tokens, "
+                "or whole dollars) is not shown\n");
     }
 
     fprintf(out, "\nlines: %llu read, %llu counted, %llu skipped\n",
@@ -716,13 +744,22 @@ al_llm_report_add(al_llm_report_group_t *g, unsigned status,
 
     g->requests++;
     g->errors += (status < 200 || status > 299);
-    g->prompt = al_llm_report_sum(g->prompt, tok[0]);
-    g->completion = al_llm_report_sum(g->completion, tok[1]);
-    g->cached = al_llm_report_sum(g->cached, tok[2]);
-    g->total = al_llm_report_sum(g->total, tok[3]);
+    al_llm_report_sum(&g->prompt, tok[0], &g->over,
+                      AL_LLM_REPORT_OVER_PROMPT);
+    al_llm_report_sum(&g->completion, tok[1], &g->over,
+                      AL_LLM_REPORT_OVER_COMPLETION);
+    al_llm_report_sum(&g->cached, tok[2], &g->over,
+                      AL_LLM_REPORT_OVER_CACHED);
+    al_llm_report_sum(&g->total, tok[3], &g->over, AL_LLM_REPORT_OVER_TOTAL);
 
     if (priced) {
-        g->cost = al_llm_report_sum(g->cost, cost);
+        /* the picodollars stay under a dollar, the rest carries */
+        g->cost += cost % AL_LLM_USD;
+        al_llm_report_sum(&g->cost_usd,
+                          cost / AL_LLM_USD + g->cost / AL_LLM_USD,
+                          &g->over, AL_LLM_REPORT_OVER_COST);
+        g->cost %= AL_LLM_USD;
+
     } else {
         g->unpriced++;
     }
@@ -768,12 +805,65 @@ al_llm_report_cmp(const void *a, const void *b)
 }
 
 
+/* the cost of a group in dollars, exact, as al_llm_usd_format() writes */
+
+static void
+al_llm_report_usd(const al_llm_report_group_t *g, char *buf, size_t size)
+{
+    char  frac[AL_LLM_USD_MAX];
+
+    /* "0" or "0.000241": the whole dollars go in place of the "0" (the
+       fraction is at most 13 bytes, '.' and 12 digits) */
+
+    (void) al_llm_usd_format(g->cost, frac, sizeof(frac));
+
+    if (g->cost_usd == 0) {
+        snprintf(buf, size, "%s", frac);
+
+    } else {
+        snprintf(buf, size, "%llu%.13s", (unsigned long long) g->cost_usd,
+                 frac + 1);
+    }
+}
+
+
+/* a JSON member: a count, or null when it did not fit */
+
+static void
+al_llm_report_json_u64(al_llm_out_t *o, const char *name, uint64_t v,
+    int over)
+{
+    al_llm_out_cstr(o, name);
+
+    if (over) {
+        al_llm_out_cstr(o, "null");
+
+    } else {
+        al_llm_out_u64(o, v);
+    }
+}
+
+
+/* a table cell: a count, or "overflow" when it did not fit */
+
+static void
+al_llm_report_text_u64(char *buf, size_t size, uint64_t v, int over)
+{
+    if (over) {
+        snprintf(buf, size, "overflow");
+
+    } else {
+        snprintf(buf, size, "%llu", (unsigned long long) v);
+    }
+}
+
+
 static void
 al_llm_report_group_json(al_llm_out_t *o, const al_llm_report_group_t *g,
     int with_key)
 {
     size_t  i;
-    char    usd[AL_LLM_USD_MAX];
+    char    usd[AL_LLM_REPORT_USD_MAX];
     char    num[32];
 
     al_llm_out_cstr(o, "{");
@@ -792,17 +882,17 @@ al_llm_report_group_json(al_llm_out_t *o, const al_llm_report_group_t *g,
     al_llm_out_u64(o, g->requests);
     al_llm_out_cstr(o, ",\"errors\":");
     al_llm_out_u64(o, g->errors);
-    al_llm_out_cstr(o, ",\"prompt_tokens\":");
-    al_llm_out_u64(o, g->prompt);
-    al_llm_out_cstr(o, ",\"cached_tokens\":");
-    al_llm_out_u64(o, g->cached);
-    al_llm_out_cstr(o, ",\"completion_tokens\":");
-    al_llm_out_u64(o, g->completion);
-    al_llm_out_cstr(o, ",\"total_tokens\":");
-    al_llm_out_u64(o, g->total);
+    al_llm_report_json_u64(o, ",\"prompt_tokens\":", g->prompt,
+                           g->over & AL_LLM_REPORT_OVER_PROMPT);
+    al_llm_report_json_u64(o, ",\"cached_tokens\":", g->cached,
+                           g->over & AL_LLM_REPORT_OVER_CACHED);
+    al_llm_report_json_u64(o, ",\"completion_tokens\":", g->completion,
+                           g->over & AL_LLM_REPORT_OVER_COMPLETION);
+    al_llm_report_json_u64(o, ",\"total_tokens\":", g->total,
+                           g->over & AL_LLM_REPORT_OVER_TOTAL);
     al_llm_out_cstr(o, ",\"cost_usd\":");
-    (void) al_llm_usd_format(g->cost, usd, sizeof(usd));
-    al_llm_out_cstr(o, usd);
+    al_llm_report_usd(g, usd, sizeof(usd));
+    al_llm_out_cstr(o, (g->over & AL_LLM_REPORT_OVER_COST) ? "null" : usd);
     al_llm_out_cstr(o, ",\"unpriced_requests\":");
     al_llm_out_u64(o, g->unpriced);
     al_llm_out_cstr(o, ",\"status\":{");
@@ -827,23 +917,33 @@ static void
 al_llm_report_group_text(FILE *out, const al_llm_report_group_t *g,
     const char *key, size_t width)
 {
-    char  usd[AL_LLM_USD_MAX];
+    char  usd[AL_LLM_REPORT_USD_MAX];
+    char  prompt[24], cached[24], completion[24], total[24];
 
     if (g->unpriced == g->requests) {
         snprintf(usd, sizeof(usd), "-");
+
+    } else if (g->over & AL_LLM_REPORT_OVER_COST) {
+        snprintf(usd, sizeof(usd), "overflow");
+
     } else {
-        (void) al_llm_usd_format(g->cost, usd, sizeof(usd));
+        al_llm_report_usd(g, usd, sizeof(usd));
     }
 
-    fprintf(out, "%-*.*s %10llu %8llu %12llu %12llu %12llu %12llu %16s "
-            "%8llu\n", (int) width, (int) width, key,
+    al_llm_report_text_u64(prompt, sizeof(prompt), g->prompt,
+                           g->over & AL_LLM_REPORT_OVER_PROMPT);
+    al_llm_report_text_u64(cached, sizeof(cached), g->cached,
+                           g->over & AL_LLM_REPORT_OVER_CACHED);
+    al_llm_report_text_u64(completion, sizeof(completion), g->completion,
+                           g->over & AL_LLM_REPORT_OVER_COMPLETION);
+    al_llm_report_text_u64(total, sizeof(total), g->total,
+                           g->over & AL_LLM_REPORT_OVER_TOTAL);
+
+    fprintf(out, "%-*.*s %10llu %8llu %12s %12s %12s %12s %16s %8llu\n",
+            (int) width, (int) width, key,
             (unsigned long long) g->requests,
-            (unsigned long long) g->errors,
-            (unsigned long long) g->prompt,
-            (unsigned long long) g->cached,
-            (unsigned long long) g->completion,
-            (unsigned long long) g->total, usd,
-            (unsigned long long) g->unpriced);
+            (unsigned long long) g->errors, prompt, cached, completion,
+            total, usd, (unsigned long long) g->unpriced);
 }
 
 
@@ -862,8 +962,16 @@ al_llm_report_show(char *dst, size_t size, const char *src, size_t len)
 }
 
 
-static uint64_t
-al_llm_report_sum(uint64_t a, uint64_t b)
+/* adds v to *sum; past UINT64_MAX the sum stays there, marked in *over */
+
+static void
+al_llm_report_sum(uint64_t *sum, uint64_t v, unsigned *over, unsigned bit)
 {
-    return (a > UINT64_MAX - b) ? UINT64_MAX : a + b;
+    if (*sum > UINT64_MAX - v) {
+        *sum = UINT64_MAX;
+        *over |= bit;
+        return;
+    }
+
+    *sum += v;
 }

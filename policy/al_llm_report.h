@@ -9,7 +9,8 @@
  * crash or a rotation, longer than AL_LLM_REPORT_LINE_MAX) is skipped and
  * counted; the first few are remembered with their line numbers.  Costs
  * are summed in picodollars from the decimal text of "cost_usd", so the
- * totals are exact.
+ * totals are exact; a sum too large to keep is printed as "overflow"
+ * (null in JSON), never as a number.
  */
 
 #ifndef AL_LLM_REPORT_H

@@ -141,6 +141,44 @@ like($out, qr/"total":\{"requests":1,.*"cost_usd":0\.1,/,
      'a "cost_usd" nested after the line\'s own is not its cost')
     or diag($out);
 
+# ---- sums past 64 bits -----------------------------------------------------------------
+
+# $36000001 is past the $18446744.073709551615 a uint64_t of picodollars
+# holds: summed exactly, the picodollars carried into the dollars
+my $dear = line(cost_usd => '18000000.000000000001')
+           . line(cost_usd => '0.999999999999', client => 'b')
+           . line(cost_usd => '18000000', client => 'b');
+($rc, $out) = run('- --json', $dear);
+like($out, qr/"total":\{"requests":3,.*"cost_usd":36000001,/,
+     'a cost total past 2^64 picodollars, exactly') or diag($out);
+($rc, $out) = run('- --by client', $dear);
+like($out, qr/^b\s+2\s.*\s18000000\.999999999999\s+0$/m,
+     'a client past 2^64 picodollars, exactly (table)') or diag($out);
+like($out, qr/^total\s+3\s.*\s36000001\s+0$/m,
+     'the total past 2^64 picodollars, exactly (table)') or diag($out);
+
+# token counts whose sum does not fit in 64 bits: shown as such, never as
+# the number the sum stopped at
+my $many = line(prompt_tokens => 9223372036854775807,
+                total_tokens => 9223372036854775807, cost_usd => '1') x 3;
+($rc, $out) = run('- --by client', $many);
+is($rc, 0, 'token sums past 2^64: exit 0');
+like($out, qr/^agent\s+3\s+0\s+overflow\s+0\s+6\s+overflow\s+3\s+0$/m,
+     'token sums past 2^64: "overflow", the other sums as they are')
+    or diag($out);
+unlike($out, qr/^(agent|total)\s.*18446744073709551615/m,
+       'token sums past 2^64: not the number the sum stopped at')
+    or diag($out);
+like($out, qr/^overflow: a sum over 18446744073709551615 /m,
+     'token sums past 2^64: a note says why') or diag($out);
+($rc, $out) = run('- --json', $many);
+$j = eval { decode_json($out) };
+ok($j && exists $j->{total}{prompt_tokens}
+   && !defined $j->{total}{prompt_tokens}
+   && !defined $j->{total}{total_tokens}, 'json: sums past 2^64 are null')
+    or diag($out);
+is($j && $j->{total}{completion_tokens}, 6, 'json: the others are numbers');
+
 # ---- robustness ----------------------------------------------------------------------
 
 my $junk = ('x' x 200000) . "\n";
