@@ -79,6 +79,8 @@ struct al_llm_report_s {
 
 
 static int al_llm_report_bad(al_llm_report_t *rep, const char *reason);
+static int al_llm_report_time(const char *s, size_t len);
+static unsigned al_llm_report_2digits(const char *s);
 static int al_llm_report_u64(const json_t *obj, const char *key,
     uint64_t *out);
 static int al_llm_report_cost(const json_t *v, const char *line,
@@ -185,10 +187,7 @@ al_llm_report_line(al_llm_report_t *rep, const char *line, size_t len)
     v = json_object_get(j, "time");
     time = json_string_value(v);
 
-    if (time == NULL || json_string_length(v) < 10
-        || time[4] != '-' || time[7] != '-'
-        || strspn(time, "0123456789") != 4)
-    {
+    if (time == NULL || al_llm_report_time(time, json_string_length(v)) != 0) {
         json_decref(j);
         return al_llm_report_bad(rep, "no \"time\" as the gateway writes it");
     }
@@ -503,6 +502,83 @@ al_llm_report_bad(al_llm_report_t *rep, const char *reason)
     rep->skipped++;
 
     return -1;
+}
+
+
+/*
+ * A time as the gateway writes it, "2024-07-03T09:46:40.123Z": a UTC
+ * date that exists, a time of day, a fraction of a second or none, "Z".
+ * The first 10 bytes are the line's day (--by day).  Returns 0 or -1.
+ */
+
+static int
+al_llm_report_time(const char *s, size_t len)
+{
+    size_t    i;
+    unsigned  year, month, day, days;
+
+    static const unsigned  mdays[] = {
+        31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31
+    };
+
+    if (len < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T'
+        || s[13] != ':' || s[16] != ':' || s[len - 1] != 'Z')
+    {
+        return -1;
+    }
+
+    for (i = 0; i < 19; i++) {
+        if (i != 4 && i != 7 && i != 10 && i != 13 && i != 16
+            && (s[i] < '0' || s[i] > '9'))
+        {
+            return -1;
+        }
+    }
+
+    if (len > 20) {
+        if (s[19] != '.' || len == 21) {
+            return -1;
+        }
+
+        for (i = 20; i < len - 1; i++) {
+            if (s[i] < '0' || s[i] > '9') {
+                return -1;
+            }
+        }
+    }
+
+    year = al_llm_report_2digits(s) * 100 + al_llm_report_2digits(s + 2);
+    month = al_llm_report_2digits(s + 5);
+    day = al_llm_report_2digits(s + 8);
+
+    if (month < 1 || month > 12) {
+        return -1;
+    }
+
+    days = mdays[month - 1];
+
+    if (month == 2 && year % 4 == 0 && (year % 100 != 0 || year % 400 == 0))
+    {
+        days = 29;
+    }
+
+    if (day < 1 || day > days || al_llm_report_2digits(s + 11) > 23
+        || al_llm_report_2digits(s + 14) > 59
+        || al_llm_report_2digits(s + 17) > 59)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* two decimal digits, checked already */
+
+static unsigned
+al_llm_report_2digits(const char *s)
+{
+    return (unsigned) (s[0] - '0') * 10 + (unsigned) (s[1] - '0');
 }
 
 

@@ -39,6 +39,7 @@ sub line {
     return "$j\n";
 }
 
+my $j;
 my $log = join '',
     line(cost_usd => '0.00024', prompt_tokens => 1000, cached_tokens => 400,
          completion_tokens => 200, total_tokens => 1200),
@@ -100,11 +101,35 @@ like($out, qr/^gpt-4o-mini\s+3\s/m, 'by model: gpt-4o-mini');
 like($out, qr/^2024-07-03\s+3\s.*^2024-07-04\s+1\s/ms,
      'by day, in order');
 
+# a time the gateway does not write is a bad line, not a day of its own:
+# only the first line, on a leap day, is counted
+my @bad_times = ('2024-13-03T09:46:40.123Z', '2024-07-32T00:00:00.000Z',
+                 '2023-02-29T00:00:00.000Z', '2024-07-0xT00:00:00.000Z',
+                 '2024-07-03T24:00:00.000Z', '2024-07-03',
+                 '2024-07-03garbage', '2024-07-03T09:46:40.123+02:00',
+                 '2024-07-03T09:46:40.Z', '2024-07-03T09:46:40.123');
+my $times = line(time => '2024-02-29T23:59:59.999Z')
+            . join '', map { line(time => $_) } @bad_times;
+($rc, $out) = run('- --by day', $times);
+is($rc, 0, 'malformed times: exit 0');
+like($out, qr/^2024-02-29\s+1\s/m, 'a leap day is a day') or diag($out);
+is(scalar(() = $out =~ /^\d{4}-\S+\s+\d+\s/mg), 1,
+   'a malformed time is not a day of its own') or diag($out);
+like($out, qr/^lines: 11 read, 1 counted, 10 skipped$/m,
+     'malformed times: counted as skipped lines') or diag($out);
+like($out, qr/^  line 2: no "time" as the gateway writes it$/m,
+     'a malformed time: the line named, with the reason') or diag($out);
+($rc, $out) = run('- --by day --json', $times);
+$j = eval { decode_json($out) };
+is($j && scalar @{$j->{groups}}, 1, 'json: one day, the leap day')
+    or diag($out);
+is($j && $j->{lines}{skipped}, 10, 'json: the malformed times skipped');
+
 # ---- JSON and standard input ------------------------------------------------------
 
 ($rc, $out) = run('- --by day --json', $log);
 is($rc, 0, 'standard input: exit 0');
-my $j = eval { decode_json($out) };
+$j = eval { decode_json($out) };
 ok($j, 'one JSON object') or diag($out);
 is($j->{by}, 'day', 'json: by');
 is(scalar @{$j->{groups}}, 2, 'json: two days');
