@@ -265,11 +265,55 @@ al_diff_clients(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
             }
         }
 
-        if (b->nuids + b->ngids + b->ncidrs + b->ntokens
-            < a->nuids + a->ngids + a->ncidrs + a->ntokens)
-        {
-            al_diff_emit(df, '-', "client %s: identities removed",
-                         b->name.data);
+        /*
+         * identities the client no longer has, each on its own line: a
+         * replaced token is a new one and a removed one, as a replaced
+         * uid is; a token is named by neither its value nor its hash
+         */
+        for (k = 0; k < a->nuids; k++) {
+            for (l = 0; l < b->nuids && b->uids[l] != a->uids[k]; l++) {
+                /* void */
+            }
+            if (l == b->nuids) {
+                al_diff_emit(df, '-', "client %s: unix_uid %u removed",
+                             b->name.data, (unsigned) a->uids[k]);
+            }
+        }
+
+        for (k = 0; k < a->ngids; k++) {
+            for (l = 0; l < b->ngids && b->gids[l] != a->gids[k]; l++) {
+                /* void */
+            }
+            if (l == b->ngids) {
+                al_diff_emit(df, '-', "client %s: unix_gid %u removed",
+                             b->name.data, (unsigned) a->gids[k]);
+            }
+        }
+
+        for (k = 0; k < a->ncidrs; k++) {
+            for (l = 0; l < b->ncidrs; l++) {
+                if (b->cidrs[l].prefix == a->cidrs[k].prefix
+                    && memcmp(b->cidrs[l].addr, a->cidrs[k].addr, 16) == 0)
+                {
+                    break;
+                }
+            }
+            if (l == b->ncidrs) {
+                al_diff_emit(df, '-', "client %s: cidr removed",
+                             b->name.data);
+            }
+        }
+
+        for (k = 0; k < a->ntokens; k++) {
+            for (l = 0; l < b->ntokens; l++) {
+                if (memcmp(b->tokens[l], a->tokens[k], 32) == 0) {
+                    break;
+                }
+            }
+            if (l == b->ntokens) {
+                al_diff_emit(df, '-', "client %s: token removed",
+                             b->name.data);
+            }
         }
     }
 }

@@ -16,6 +16,10 @@
 
 #define LINES_MAX  32
 
+/* sha256("test") and sha256("other") */
+#define TOK1  "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+#define TOK2  "d9298a10d1b0735837dc4bd85dac641b0f3cef27a47e5d53a54f2f3f5b2fcffa"
+
 
 typedef struct {
     size_t   n;
@@ -28,6 +32,8 @@ static const char  base[] =
     "clients:\n"
     "  agent: { unix_uid: 0 }\n"
     "  worker: { unix_uid: 1001 }\n"
+    "  tools: { token_sha256: [\"" TOK1 "\", \"" TOK2 "\"] }\n"
+    "  ci: { cidr: 10.20.0.0/16 }\n"
     "secrets:\n"
     "  gh: { sealed: AAAA }\n"
     "  key: { sealed: BBBB }\n"
@@ -92,6 +98,8 @@ static void grant(const char *name, const char *from, const char *to,
     int grants, const char *text);
 static void narrow(const char *name, const char *from, const char *to,
     const char *text);
+static void replace(const char *name, const char *from, const char *to,
+    const char *added, const char *removed);
 
 
 static al_policy_t  *old;
@@ -243,6 +251,23 @@ main(void)
           "    - alertmanager: { url: \"http://127.0.0.1:9093\" }\n", "",
           1, "alert sink http://127.0.0.1:9093 removed");
 
+    /*
+     * a replaced identity: a "+ " line for the new one and a "- " line
+     * for the old one, as for a route's clients or a provider's models;
+     * a token is named by neither its value nor its hash
+     */
+    replace("replaced token",
+            "\"" TOK2 "\"] }", "\"0f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b"
+            "822cd15d6c15b0f00a08\"] }",
+            "client tools: new token", "client tools: token removed");
+    replace("replaced unix_uid",
+            "worker: { unix_uid: 1001 }", "worker: { unix_uid: 1002 }",
+            "client worker: new unix_uid 1002",
+            "client worker: unix_uid 1001 removed");
+    replace("replaced cidr",
+            "cidr: 10.20.0.0/16", "cidr: 10.30.0.0/16",
+            "client ci: new cidr", "client ci: cidr removed");
+
     /* narrowing: "- " lines only, nothing counted */
     narrow("removed route",
            "  - name: upload\n"
@@ -255,6 +280,9 @@ main(void)
     narrow("removed client from a route",
            "clients: [agent, worker]", "clients: [agent]",
            "route pr: client worker removed");
+    narrow("removed token",
+           "[\"" TOK1 "\", \"" TOK2 "\"]", "\"" TOK1 "\"",
+           "client tools: token removed");
     narrow("lower body max",
            "max_bytes: 1000", "max_bytes: 10",
            "route pr: body max_bytes 1000 -> 10");
@@ -477,4 +505,43 @@ narrow(const char *name, const char *from, const char *to, const char *text)
              text ? text : "...");
     tap_ok(l.n > 0 && all_kind(&l, '-')
            && (text == NULL || has_line(&l, '-', text)), label);
+}
+
+
+/*
+ * Four assertions: one grant, a "+ " line with added, a "- " line with
+ * removed, and no line that shows a token or its hash.
+ */
+
+static void
+replace(const char *name, const char *from, const char *to,
+    const char *added, const char *removed)
+{
+    int      n;
+    char     label[256];
+    size_t   i;
+    lines_t  l;
+
+    n = diff(from, to, &l);
+
+    snprintf(label, sizeof(label), "%s: counted as a grant", name);
+    tap_is_int(n, 1, label);
+
+    snprintf(label, sizeof(label), "%s: \"+ %s\"", name, added);
+    tap_ok(has_line(&l, '+', added), label);
+
+    snprintf(label, sizeof(label), "%s: \"- %s\"", name, removed);
+    tap_ok(has_line(&l, '-', removed), label);
+
+    for (i = 0; i < l.n; i++) {
+        if (strstr(l.line[i], "9f86d0") != NULL
+            || strstr(l.line[i], "0f86d0") != NULL
+            || strstr(l.line[i], "d9298a") != NULL)
+        {
+            break;
+        }
+    }
+
+    snprintf(label, sizeof(label), "%s: no hash shown", name);
+    tap_ok(i == l.n, label);
 }
