@@ -56,6 +56,10 @@
 #define AL_FORM_RFC2231    4            /* name*= or name*0: no value read */
 #define AL_FORM_ESCAPED    8            /* quoted, with a backslash */
 
+/* a byte some reader trims from a media type (al_form_kind()) */
+#define al_form_blank(c)                                                      \
+    ((unsigned char) (c) <= ' ' || (unsigned char) (c) >= 0x7f)
+
 
 typedef enum {
     AL_FORM_NONE = 0,
@@ -143,8 +147,13 @@ al_form_method_check(const char *ctype, size_t ctype_len,
 
 
 /*
- * The media type, up to ';', ',', a space or a tab, as PHP and Rack cut
- * it.  No Content-Type, or one without a media type, is a form to Rack.
+ * The media type, up to ';', ',' or a blank, as PHP and Rack cut it, the
+ * blanks around it skipped.  A blank is what any reader trims from a
+ * type: Rack 3's rstrip (NUL, \t, \n, \v, \f, \r, space), JavaScript's
+ * trim() on a header Node reads as Latin-1 (0xA0 too), Go's TrimSpace
+ * (UTF-8 U+0085, U+00A0, ...): so every control byte, the space and
+ * every byte outside ASCII, none of which a media type has.  No
+ * Content-Type, or one without a media type, is a form to Rack.
  */
 
 static al_form_kind_t
@@ -156,12 +165,12 @@ al_form_kind(const char *ctype, size_t len)
         return AL_FORM_URL;
     }
 
-    for (i = 0; i < len && (ctype[i] == ' ' || ctype[i] == '\t'); i++) {
+    for (i = 0; i < len && al_form_blank(ctype[i]); i++) {
         /* void */
     }
 
     for (n = i; n < len && ctype[n] != ';' && ctype[n] != ','
-                && ctype[n] != ' ' && ctype[n] != '\t'; n++)
+                && !al_form_blank(ctype[n]); n++)
     {
         /* void */
     }

@@ -299,6 +299,17 @@ test_types(void)
            "form type in any case");
     refuse(FORM ", text/plain", "_method=PUT", "form type before ','");
     refuse(" " FORM, "_method=PUT", "form type after a space");
+    refuse(FORM "\v", "_method=PUT", "form type before \\v (Rack's rstrip)");
+    refuse(FORM "\f; charset=utf-8", "_method=PUT",
+           "form type before \\f and ';' (Rack 2's split)");
+    refuse(FORM "\xa0", "_method=PUT",
+           "form type before 0xA0 (trim() on a Latin-1 header)");
+    refuse(FORM "\xc2\xa0", "_method=PUT",
+           "form type before UTF-8 U+00A0 (Go's TrimSpace)");
+    refuse("\v" FORM, "_method=PUT", "form type after \\v");
+    refuse("\xc2\xa0" MP, PART("name=\"_method\""),
+           "multipart type after UTF-8 U+00A0");
+    refuse("\x1f", "_method=PUT", "a control byte alone: no media type");
 
     pass("text/plain", "_method=PUT", "text/plain is not a form");
     pass("application/json", "{\"_method\":\"PUT\"}",
@@ -307,6 +318,9 @@ test_types(void)
          "a longer type is another type");
     pass("application/octet-stream", "\x01name=\"_method\"",
          "binary is not a form");
+    pass("text/plain\v", "_method=PUT", "text/plain before \\v is not a form");
+    pass("text/plain\xc2\xa0", "_method=PUT",
+         "text/plain before U+00A0 is not a form");
 }
 
 
