@@ -350,8 +350,12 @@ al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
 
 
 /*
- * The value of the parameter whose name ended before p[i]: spaces "="
- * spaces, then a quoted string or a token.  *v is NULL when there is no
+ * The value of the parameter whose name ended before p[i]: blanks "="
+ * blanks, then a quoted string or a token, which ends at a blank.  The
+ * blanks are al_form_blank()'s, as for the media type: Go's
+ * ParseMediaType trims Unicode spaces (U+00A0) around "=", and ends a
+ * token at a byte that is not a token's, so name\xc2\xa0=_method\xc2\xa0
+ * is "_method" to it.  *v is NULL when there is no
  * value, and when the name is followed by '*' and a digit or '=' (RFC
  * 2231: name*0=..., name*=utf-8''...), told by AL_FORM_RFC2231 in
  * *flags.  A quoted value has AL_FORM_QUOTED, and AL_FORM_ESCAPED too
@@ -371,7 +375,7 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
     if (i < len && p[i] == '*') {
         i++;
 
-        while (i < len && (p[i] == ' ' || p[i] == '\t')) {
+        while (i < len && al_form_blank(p[i])) {
             i++;
         }
 
@@ -382,7 +386,7 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
         return;
     }
 
-    while (i < len && (p[i] == ' ' || p[i] == '\t')) {
+    while (i < len && al_form_blank(p[i])) {
         i++;
     }
 
@@ -392,7 +396,7 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
 
     i++;
 
-    while (i < len && (p[i] == ' ' || p[i] == '\t')) {
+    while (i < len && al_form_blank(p[i])) {
         i++;
     }
 
@@ -412,9 +416,8 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
     } else {
         start = i;
 
-        while (i < len && p[i] != ';' && p[i] != ',' && p[i] != ' '
-               && p[i] != '\t' && p[i] != '\r' && p[i] != '\n'
-               && p[i] != '"')
+        while (i < len && p[i] != ';' && p[i] != ',' && p[i] != '"'
+               && !al_form_blank(p[i]))
         {
             i++;
         }

@@ -10,7 +10,9 @@
 # in a header value, Node passes 0xA0, Go passes 0xC2 0xA0.  Each of
 # these is a form to its reader, so a _method field in it is refused as
 # in any form; the same bytes around a type that is not a form still
-# pass.
+# pass.  Go trims the same spaces around a multipart parameter's "=" and
+# ends a token at a byte that is not a token's: name\xc2\xa0=_method\xc2\xa0
+# is the field _method to it.
 
 use strict;
 use warnings;
@@ -49,8 +51,12 @@ $t->run;
 
 my $form = 'application/x-www-form-urlencoded';
 my $mp = 'multipart/form-data; boundary=b';
-my $part = "--b\r\nContent-Disposition: form-data; name=\"_method\"\r\n\r\n"
-         . "DELETE\r\n--b--\r\n";
+sub mp_part {
+    my ($params) = @_;
+    return "--b\r\nContent-Disposition: form-data; $params\r\n\r\n"
+           . "DELETE\r\n--b--\r\n";
+}
+my $part = mp_part('name="_method"');
 
 # [name, Content-Type, body]
 my @refused = (
@@ -62,6 +68,10 @@ my @refused = (
     [ 'trailing UTF-8 U+00A0 (Go)', "$form\xc2\xa0", '_method=DELETE' ],
     [ 'leading \v', "\x0b$form", '_method=DELETE' ],
     [ 'leading UTF-8 U+00A0, multipart (Go)', "\xc2\xa0$mp", $part ],
+    [ 'U+00A0 around a multipart name\'s "=" (Go)', $mp,
+      mp_part("name\xc2\xa0=\xc2\xa0\"_method\"") ],
+    [ 'U+00A0 after an unquoted multipart name (Go)', $mp,
+      mp_part("name=_method\xc2\xa0") ],
 );
 
 my @passed = (

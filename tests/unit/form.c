@@ -211,12 +211,27 @@ test_multipart(void)
     refuse("multipart/mixed; boundary=b", PART("name=\"_method\""),
            "multipart/mixed (Rack parses any multipart/)");
 
+    /* blanks around '=' and after a token as Go's ParseMediaType trims */
+
+    refuse(MP, PART("name\xc2\xa0=\"_method\""),
+           "multipart: U+00A0 before '=' (Go trims Unicode spaces)");
+    refuse(MP, PART("name=\xc2\xa0\"_method\""),
+           "multipart: U+00A0 after '='");
+    refuse(MP, PART("name=_method\xc2\xa0"),
+           "multipart: U+00A0 after an unquoted name (not a token byte)");
+    refuse(MP, PART("name\v=\v_method\v; filename=x"),
+           "multipart: \\v around '=' and after the name");
+    refuse(MP, PART("name*\xc2\xa0=utf-8''a"),
+           "multipart: RFC 2231, U+00A0 between '*' and '='");
+
     pass(MP, PART("name=\"a\""), "multipart: another name");
     pass(MP, PART("name=\"a\"; filename=\"_method\""),
          "multipart: filename is not name");
     pass(MP, "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n"
          "_method\r\n--b--\r\n", "multipart: _method as a value");
     pass(MP, PART("name=\"_methodx\""), "multipart: _methodx");
+    pass(MP, PART("name=caf\xc3\xa9"), "multipart: a UTF-8 name");
+    pass(MP, PART("name\xc2\xa0=\"a\""), "multipart: U+00A0, another name");
     pass(MP, "rename=_method", "multipart: \"name\" inside a word");
     pass(MP, "name", "multipart: \"name\" at the end");
     pass(MP, "name*", "multipart: \"name*\" at the end");
