@@ -661,7 +661,17 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         }
     }
 
+    /*
+     * One byte more than the run may still take shows an answer is over
+     * the limit; at least AG_ERRBODY_MAX, so the proxy's denial, which is
+     * short, is read whole and known as one however little is left.
+     * Whatever is read counts.
+     */
+
     max = (size_t) (conf->max_tool_bytes - run->tool_bytes) + 1;
+    if (max < AG_ERRBODY_MAX) {
+        max = AG_ERRBODY_MAX;
+    }
 
     if (ag_route_call(run, method, target, body, max, &h) != 0) {
         free(body);
@@ -701,17 +711,39 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         run->denials++;
         json_array_append_new(run->denied, json_string(sig));
 
+        /* the model gets the proxy's answer: it counts like any result */
+        run->tool_bytes += h.len;
+
         detail = ag_short_string(json_object_get(deny, "detail"));
         rid = ag_short_string(json_object_get(deny, "request_id"));
 
         ag_event(run, "denial", json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, "
-                                          "s:O?, s:O?}",
+                                          "s:O?, s:O?, s:I}",
                  "id", id, "route", route->name.data, "method", method,
                  "target", target, "status", (json_int_t) 403,
-                 "reason", name, "detail", detail, "request_id", rid));
+                 "reason", name, "detail", detail, "request_id", rid,
+                 "bytes", (json_int_t) h.len));
 
         free(sig);
         sig = NULL;
+
+        if (run->tool_bytes > conf->max_tool_bytes) {
+            if (asprintf(&sig, "DENIED by the Airlock policy (403, reason "
+                         "%s). Do not retry this call.  The proxy's "
+                         "answer is not shown: over the tool output limit",
+                         name)
+                != -1)
+            {
+                ag_tool_message(run, id, route->name.data, sig, 0);
+            }
+
+            free(sig);
+            json_decref(deny);
+            ag_http_free(&h);
+
+            return ag_limit(run, "tool_bytes", run->tool_bytes,
+                            conf->max_tool_bytes);
+        }
 
         if (asprintf(&sig, "DENIED by the Airlock policy (403, reason %s). "
                      "Do not retry this call.  The proxy's answer:\n", name)

@@ -26,7 +26,7 @@ $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
-plan tests => 67;
+plan tests => 78;
 
 my $logs = { name => 'logs', arguments => {
     params => { service => 'api' } } };
@@ -260,6 +260,53 @@ $a->script({ pieces => [ 'still here' ] });
 $ev = $a->ask('bad-3', 'alive?');
 is((of_type('answer', $ev))[0]{text}, 'still here', 'the agent still serves');
 ok(kill(0, $a->agent_pid), 'the same agent process');
+
+# ---- a denial's answer counts against --max-tool-bytes ---------------------
+
+# the proxy's answer to a denied call reaches the model as data: it counts
+# like any tool result, not only against --max-denials
+sub denied {
+    my ($k) = @_;
+    return { name => 'logs', arguments => {
+        params => { service => 'api' }, query => { url => "http://x/$k" } } };
+}
+
+$before = scalar($a->provider_requests);
+$a->script({ tool_calls => [ denied(10) ] }, { pieces => [ 'refused' ] });
+$ev = $a->ask('deny-bytes-1', 'one denied call');
+my @r = $a->provider_requests;
+my ($dtool) = grep { $_->{role} eq 'tool' }
+              @{$r[$before + 1]{body}{messages} // []};
+my ($dbody) = ($dtool->{content} // '')
+              =~ /<<<DATA [0-9a-f]{32}>>>\n(.*)\n<<<END DATA/s;
+ok(defined $dbody && length $dbody, 'a denial: the model got the answer');
+$dbody //= '';
+is((of_type('done', $ev))[0]{tool_bytes}, length $dbody,
+   'a denial: its answer counted against the tool output bytes');
+is((of_type('denial', $ev))[0]{bytes}, length $dbody,
+   'a denial: the event says how many bytes');
+
+# a limit one and a half answers long: the second denial's answer is over
+$a->start_agent('b', '--max-tool-bytes', int(1.5 * (length($dbody) || 100)),
+                '--max-denials', 10);
+$before = scalar($a->provider_requests);
+$a->script({ tool_calls => [ denied(11), denied(12), denied(13) ] },
+           { pieces => [ 'never' ] });
+$ev = $a->ask('deny-bytes-2', 'three denied calls', agent => 'b');
+limited('tool_bytes', $ev);
+is(scalar(of_type('denial', $ev)), 2,
+   'denials over the bytes: the third call was not made');
+is(scalar($a->provider_requests), $before + 1,
+   'denials over the bytes: the model was not asked again');
+my $sess = $a->session('deny-bytes-2', agent => 'b');
+my @dtools = grep { $_->{role} eq 'tool' } @{$sess->{json}{messages} // []};
+my $rid = (of_type('denial', $ev))[1]{request_id} // 'none';
+like($dtools[1] && $dtools[1]{content},
+     qr/^DENIED .*not shown: over the tool output limit/s,
+     'denials over the bytes: the history says it was not shown');
+ok(!grep({ index($_->{content}, $rid) >= 0 } @dtools),
+   'denials over the bytes: that answer is not in the history');
+is(scalar(@dtools), 3, 'denials over the bytes: every call has a result');
 
 is($t->error_log_check, '', 'no alerts in the error log');
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
