@@ -37,7 +37,8 @@
 
 
 #define AG_STOP       1
-#define AG_FIELD_MAX  256       /* bytes of a denial's detail, request id */
+#define AG_FIELD_MAX  256       /* bytes of a string an event copies from
+                                   the proxy's or a worker's answer */
 
 
 
@@ -57,6 +58,7 @@ static void ag_tool_data(ag_run_t *run, const char *id, const char *name,
     const char *lead, const char *data, size_t len);
 static const char *ag_denial_reason(json_t *deny, const char *marker);
 static json_t *ag_short_string(json_t *v);
+static json_t *ag_integer(json_t *v);
 static char *ag_text(const char *s, size_t len);
 static void ag_tool_error(ag_run_t *run, const char *id, const char *name,
     const char *code, const char *fmt, ...)
@@ -920,17 +922,23 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
         return 0;
     }
 
+    /*
+     * The event takes from the worker's result short strings and
+     * integers only: the model gets all of the result, counted, but the
+     * client's events and the run's record are not the worker's to fill.
+     */
+
     timing = json_object_get(res, "timing_ms");
 
     ag_event(run, "job", json_pack("{s:s, s:s, s:O?, s:O?, s:O?, s:O?, "
                                    "s:O?}",
              "id", id, "job_id", job_id,
-             "status", json_object_get(res, "status"),
-             "exit_code", json_object_get(res, "exit_code"),
-             "ms", json_object_get(timing, "total"),
-             "backend", json_object_get(res, "backend"),
-             "error", json_object_get(json_object_get(res, "error"),
-                                      "code")));
+             "status", ag_short_string(json_object_get(res, "status")),
+             "exit_code", ag_integer(json_object_get(res, "exit_code")),
+             "ms", ag_integer(json_object_get(timing, "total")),
+             "backend", ag_short_string(json_object_get(res, "backend")),
+             "error", ag_short_string(json_object_get(
+                          json_object_get(res, "error"), "code"))));
 
     shown = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                       "status", json_object_get(res, "status"),
@@ -1172,6 +1180,15 @@ ag_short_string(json_t *v)
 {
     return (json_is_string(v) && json_string_length(v) <= AG_FIELD_MAX)
            ? v : NULL;
+}
+
+
+/* v when it is an integer, else NULL */
+
+static json_t *
+ag_integer(json_t *v)
+{
+    return json_is_integer(v) ? v : NULL;
 }
 
 

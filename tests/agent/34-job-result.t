@@ -4,7 +4,11 @@
 # model's history counts against --max-tool-bytes, whatever the worker
 # put in it.  A compromised worker's stdout that is an object, a stderr
 # that is an array, an "error" of any size: each is counted as the JSON
-# the model would get, and a result over the limit is not shown.
+# the model would get, and a result over the limit is not shown.  The
+# "job" event takes from the result short strings (status, backend, the
+# error's code) and integers (exit_code, the total ms) only, so the
+# worker cannot make the client's events, or the run's record kept in
+# the session, as large as it likes.
 
 use strict;
 use warnings;
@@ -24,7 +28,7 @@ my $t = $a->t;
 $a->setup(agent => [ '--max-tool-bytes', 2000, '--max-wall', 60000 ]);
 $a->start_worker;
 
-plan tests => 22;
+plan tests => 28;
 
 my $big = 'y' x 5000;
 
@@ -75,8 +79,33 @@ $a->script({ tool_calls => [ job({ %ok, stdout => { n => 42 },
            { quote => '"n":(\d+)', pieces => [ 'it is {{1}}' ] });
 my $ev = $a->ask('job-small', 'a small job');
 is((of_type('answer', $ev))[0]{text}, 'it is 42', 'a small result: answered');
+my ($job) = of_type('job', $ev);
+is_deeply([ map { $job->{$_} } qw(status exit_code backend) ],
+          [ 'ok', 0, 'none' ], 'a small result: the job event has it');
 cmp_ok((of_type('done', $ev))[0]{tool_bytes}, '>', 0,
        'a small result: counted');
+
+# fields over the event's bounds, or of another kind, are left out
+my $huge = 'z' x 10000;
+$a->script({ tool_calls => [ job({ status => $huge, exit_code => $huge,
+                                   backend => $huge, stdout => '',
+                                   stderr => '',
+                                   error => { code => $huge,
+                                              message => 'm' },
+                                   timing_ms => { total => [ $huge ] } }) ] },
+           { pieces => [ 'never' ] });
+my $raw;
+($ev, $raw) = $a->ask('job-fields', 'a job with huge fields');
+($job) = of_type('job', $ev);
+ok($job, 'huge fields: a job event');
+is_deeply([ map { $job && $job->{$_} } qw(status exit_code backend error) ],
+          [ (undef) x 4 ], 'huge fields: none of them in the event');
+unlike($raw, qr/zzzz/, 'huge fields: none of them sent to the client');
+my $r = $a->session('job-fields');
+unlike(encode_json($r->{json}{runs} // []), qr/zzzz/,
+       'huge fields: none of them in the run\'s record');
+is(join(',', map { $_->{limit} } of_type('limit', $ev)), 'tool_bytes',
+   'huge fields: the model\'s result counted whole, over the limit');
 
 is($t->error_log_check, '', 'no alerts in the error log');
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
