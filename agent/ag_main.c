@@ -2,7 +2,9 @@
  * airlock-agent: options, the unix-socket HTTP server, and the two
  * endpoints.  One process per connection (forked): a run holds nothing
  * another run needs, and whatever a run does, it cannot take the server
- * down with it.
+ * down with it.  At most --max-connections of them at once: a connection
+ * past that gets 503 from the server itself, and a process is counted
+ * until it is reaped.
  *
  *   airlock-agent --listen PATH --gateway PATH --redis unix:PATH|HOST:PORT
  *                 --policy FILE [options]     (--help lists them)
@@ -11,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include <curl/curl.h>
 
@@ -46,6 +50,9 @@ static int ag_parse_options(int argc, char **argv, ag_conf_t *conf);
 static void ag_usage(FILE *f);
 static int ag_load_tools(ag_conf_t *conf);
 static int ag_listen(const char *path);
+static void ag_sigchld(int signo);
+static long ag_reap(long children);
+static void ag_refuse(int fd, long max);
 static void ag_serve(ag_conf_t *conf, int fd);
 static int ag_read_request(int fd, ag_request_t *req, const char **why);
 static void ag_respond(int fd, int status, const char *ctype,
@@ -78,6 +85,7 @@ static const struct option  ag_options[] = {
     { "job-wall",        required_argument, NULL, 6 },
     { "session-ttl",     required_argument, NULL, 7 },
     { "history-bytes",   required_argument, NULL, 8 },
+    { "max-connections", required_argument, NULL, 9 },
     { "help",            no_argument,       NULL, 'h' },
     { "version",         no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -87,9 +95,12 @@ static const struct option  ag_options[] = {
 int
 main(int argc, char **argv)
 {
-    int                 lfd, cfd;
+    int                 lfd, cfd, full;
+    long                children;
     pid_t               pid;
+    sigset_t            chld, unblocked;
     ag_conf_t           conf;
+    struct pollfd       pfd;
     struct sigaction    sa;
 
     if (ag_parse_options(argc, argv, &conf) != 0) {
@@ -105,12 +116,22 @@ main(int argc, char **argv)
         return 1;
     }
 
-    /* a connection's process is reaped by the kernel */
+    /*
+     * A connection's process is counted until it is reaped, here.
+     * SIGCHLD is blocked but in ppoll(), so an exit either wakes the wait
+     * or is already reaped before it: none is missed.
+     */
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = SIG_IGN;
-    sa.sa_flags = SA_NOCLDWAIT;
+    sa.sa_handler = ag_sigchld;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, &unblocked);
+    sigdelset(&unblocked, SIGCHLD);
 
     lfd = ag_listen(conf.listen);
     if (lfd == -1) {
@@ -121,10 +142,29 @@ main(int argc, char **argv)
             "unix:%s, redis %s, %zu tools\n", conf.listen, conf.gateway,
             conf.redis, json_array_size(conf.tools));
 
+    children = 0;
+    full = 0;
+
+    pfd.fd = lfd;
+    pfd.events = POLLIN;
+
     for ( ;; ) {
+        children = ag_reap(children);
+
+        if (ppoll(&pfd, 1, NULL, &unblocked) == -1) {
+            if (errno != EINTR) {
+                fprintf(stderr, "airlock-agent: poll: %s\n",
+                        strerror(errno));
+                sleep(1);
+            }
+            continue;
+        }
+
         cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (cfd == -1) {
-            if (errno == EINTR || errno == ECONNABORTED) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN
+                || errno == EWOULDBLOCK)
+            {
                 continue;
             }
             fprintf(stderr, "airlock-agent: accept: %s\n", strerror(errno));
@@ -132,9 +172,27 @@ main(int argc, char **argv)
             continue;
         }
 
+        children = ag_reap(children);
+
+        if (children >= conf.max_connections) {
+            if (!full) {
+                fprintf(stderr, "airlock-agent: %ld connections, the most "
+                        "--max-connections allows: more get 503\n",
+                        children);
+                full = 1;
+            }
+            ag_refuse(cfd, conf.max_connections);
+            close(cfd);
+            continue;
+        }
+
+        full = 0;
+
         pid = fork();
 
         if (pid == 0) {
+            signal(SIGCHLD, SIG_DFL);
+            sigprocmask(SIG_UNBLOCK, &chld, NULL);
             close(lfd);
             ag_serve(&conf, cfd);
             close(cfd);
@@ -144,9 +202,71 @@ main(int argc, char **argv)
         if (pid == -1) {
             fprintf(stderr, "airlock-agent: fork: %s\n", strerror(errno));
             ag_respond_error(cfd, 503, "busy", "cannot start a run now");
+
+        } else {
+            children++;
         }
 
         close(cfd);
+    }
+}
+
+
+/* only wakes ppoll(): the loop reaps */
+
+static void
+ag_sigchld(int signo)
+{
+    (void) signo;
+}
+
+
+/* children, less those that have exited (reaped now) */
+
+static long
+ag_reap(long children)
+{
+    while (children > 0 && waitpid(-1, NULL, WNOHANG) > 0) {
+        children--;
+    }
+
+    return children;
+}
+
+
+/*
+ * A connection past --max-connections, answered by the server itself,
+ * never blocking it: the answer is short and the socket new.  What the
+ * client has already sent is read first, so closing does not reset the
+ * connection before the client reads the answer.
+ */
+
+static void
+ag_refuse(int fd, long max)
+{
+    char  buf[4096], msg[160];
+    int   i, flags;
+
+    flags = fcntl(fd, F_GETFL);
+    if (flags == -1 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1) {
+        return;
+    }
+
+    for (i = 0; i < AG_REQUEST_MAX / (int) sizeof(buf); i++) {
+        if (read(fd, buf, sizeof(buf)) <= 0) {
+            break;
+        }
+    }
+
+    snprintf(msg, sizeof(msg), "the agent serves %ld connections at once "
+             "(--max-connections), all busy: try again later", max);
+
+    ag_respond_error(fd, 503, "busy", msg);
+
+    for (i = 0; i < AG_REQUEST_MAX / (int) sizeof(buf); i++) {
+        if (read(fd, buf, sizeof(buf)) <= 0) {
+            break;
+        }
     }
 }
 
@@ -176,7 +296,10 @@ ag_usage(FILE *f)
 "  --job-wall MS        a sandbox job's wall time (10000)\n"
 "  --session-ttl S      how long an idle session is kept (86400)\n"
 "  --history-bytes N    earlier questions' messages kept, as JSON; the\n"
-"                       oldest questions go first, whole (262144)\n");
+"                       oldest questions go first, whole (262144)\n"
+"server:\n"
+"  --max-connections N  connections served at once, each a process of\n"
+"                       its own; more get 503 \"busy\" (64)\n");
 }
 
 
@@ -218,6 +341,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->job_wall_ms = 10000;
     conf->session_ttl = 86400;
     conf->history_bytes = 256 * 1024;
+    conf->max_connections = 64;
 
     for ( ;; ) {
         idx = 0;
@@ -254,6 +378,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             min = 0;
             max = 64L << 20;
             break;
+        case 9: slot = &conf->max_connections; max = 100000; break;
         case 'h': ag_usage(stdout); exit(0);
         case 'V': printf("airlock-agent %s\n", AL_VERSION); exit(0);
         default: ag_usage(stderr); return -1;
@@ -361,7 +486,8 @@ ag_listen(const char *path)
         unlink(path);
     }
 
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    /* non-blocking: a connection gone between poll and accept */
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd == -1) {
         fprintf(stderr, "airlock-agent: socket: %s\n", strerror(errno));
         return -1;

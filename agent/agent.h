@@ -67,6 +67,8 @@ typedef struct {
     long             session_ttl;           /* seconds */
     long             history_bytes;         /* earlier questions' messages
                                                sent, at most */
+    long             max_connections;       /* served at once, each a
+                                               process */
 
     al_policy_t     *policy;
     const al_client_t  *pclient;
