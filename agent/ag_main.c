@@ -745,6 +745,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 {
     int              damaged, rc;
     char             err[256];
+    pid_t            keeper;
     json_t          *body, *prompt;
     int64_t          until;
     ag_run_t         run;
@@ -790,8 +791,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    rc = ag_session_lock(run.redis, session, run.run_id,
-                         conf->max_wall_ms / 1000 + 60, err, sizeof(err));
+    rc = ag_session_lock(run.redis, session, run.run_id, AG_LOCK_TTL, err,
+                         sizeof(err));
     if (rc != 0) {
         if (rc == 1) {
             ag_respond_error(fd, 409, "session_busy",
@@ -816,6 +817,9 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
+    /* the lock holds as long as this process lives, past the lease */
+    keeper = ag_session_keep(conf, session, run.run_id);
+
     if (ag_write_all(fd, head, sizeof(head) - 1) != 0) {
         run.client_gone = 1;
     }
@@ -833,8 +837,9 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     for ( ;; ) {
         rc = ag_redis_revive(&run, err, sizeof(err));
         if (rc == 0) {
-            rc = ag_session_store(run.redis, session, run.session_obj,
-                                  conf->session_ttl, err, sizeof(err));
+            rc = ag_session_store(run.redis, session, run.run_id,
+                                  run.session_obj, conf->session_ttl, err,
+                                  sizeof(err));
         }
 
         if (rc == 0 || (run.redis != NULL && run.redis->err == 0)
@@ -852,6 +857,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         fprintf(stderr, "airlock-agent: session %s not stored: %s\n",
                 session, err);
     }
+
+    ag_session_keep_end(keeper);
 
     if (run.redis != NULL) {
         ag_session_unlock(run.redis, session, run.run_id);

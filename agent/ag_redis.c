@@ -5,7 +5,8 @@
  *   airlock:session:<id>        {"id", "messages": [...], "runs": [...]}
  *                               with a TTL, renewed on every question
  *   airlock:session:<id>:lock   the run that holds the session, while it
- *                               runs (SET NX EX)
+ *                               runs (SET NX EX, renewed by its keeper);
+ *                               only the run it names stores the session
  *   airlock:jobs                the job stream (group airlock-workers)
  *   result:<job> / response:<job>   a job's result, stored and published
  *                               by the worker (docs/jobs.md)
@@ -17,10 +18,14 @@
  * again, until the run's time is up.
  */
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
+#include <sys/wait.h>
 
 #include "agent.h"
 
@@ -33,6 +38,8 @@ static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
 static json_t *ag_job_result(const char *s, size_t len, char *err,
     size_t size);
+static void ag_session_keeper(ag_conf_t *conf, const char *id,
+    const char *owner, pid_t run);
 
 
 redisContext *
@@ -136,9 +143,15 @@ ag_session_load(redisContext *c, const char *id, int *damaged, char *err,
 }
 
 
+/*
+ * 0 stored, 1 not: the lock is not owner's (another run's, or gone), -1
+ * Redis failed (err set).  The check and the SET are one script, so a
+ * session is only ever written by the run that holds it.
+ */
+
 int
-ag_session_store(redisContext *c, const char *id, json_t *session,
-    long ttl, char *err, size_t size)
+ag_session_store(redisContext *c, const char *id, const char *owner,
+    json_t *session, long ttl, char *err, size_t size)
 {
     int          rc;
     char        *text;
@@ -156,14 +169,27 @@ ag_session_store(redisContext *c, const char *id, json_t *session,
         return -1;
     }
 
-    r = redisCommand(c, "SET airlock:session:%s %b EX %ld", id, text,
-                     strlen(text), ttl);
+    r = redisCommand(c, "EVAL %s 2 airlock:session:%s:lock "
+                     "airlock:session:%s %s %b %ld",
+                     "if redis.call('get', KEYS[1]) ~= ARGV[1] then "
+                     "return 0 end "
+                     "redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3]) "
+                     "return 1",
+                     id, id, owner, text, strlen(text), ttl);
     free(text);
 
-    rc = (r != NULL && r->type == REDIS_REPLY_STATUS) ? 0 : -1;
-    if (rc != 0) {
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+        rc = (r->integer == 1) ? 0 : 1;
+        if (rc == 1) {
+            snprintf(err, size, "its lock is not this run's any more (it "
+                     "expired or Redis lost it; another run may hold the "
+                     "session): not written over");
+        }
+
+    } else {
         snprintf(err, size, "redis SET: %s",
                  r != NULL && r->str != NULL ? r->str : c->errstr);
+        rc = -1;
     }
 
     freeReplyObject(r);
@@ -199,6 +225,106 @@ ag_session_lock(redisContext *c, const char *id, const char *owner,
     freeReplyObject(r);
 
     return rc;
+}
+
+
+/*
+ * The lock lives as long as the run: a keeper process renews its lease
+ * every AG_LOCK_KEEP_MS while the run's process lives (a client that
+ * reads the events slowly can keep a run going far past its wall time).
+ * It dies with the run's process, and ends when the lock is not the
+ * run's any more; then the run does not store the session either.
+ * Returns the keeper's pid, or -1 (the lease alone then holds it).
+ */
+
+pid_t
+ag_session_keep(ag_conf_t *conf, const char *id, const char *owner)
+{
+    pid_t  run, pid;
+
+    run = getpid();
+
+    pid = fork();
+
+    if (pid == 0) {
+        ag_session_keeper(conf, id, owner, run);
+        _exit(0);
+    }
+
+    if (pid == -1) {
+        fprintf(stderr, "airlock-agent: session %s: no keeper for its lock "
+                "(fork: %m): it holds for %d s\n", id, AG_LOCK_TTL);
+    }
+
+    return pid;
+}
+
+
+void
+ag_session_keep_end(pid_t keeper)
+{
+    if (keeper > 0) {
+        kill(keeper, SIGKILL);
+        waitpid(keeper, NULL, 0);
+    }
+}
+
+
+static void
+ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
+    pid_t run)
+{
+    char            err[256];
+    redisReply     *r;
+    redisContext   *c;
+    struct timeval  tv;
+
+    /* nothing of the run's: its client, its Redis connection */
+    closefrom(STDERR_FILENO + 1);
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != run) {
+        return;
+    }
+
+    c = NULL;
+
+    for ( ;; ) {
+        tv.tv_sec = AG_LOCK_KEEP_MS / 1000;
+        tv.tv_usec = (AG_LOCK_KEEP_MS % 1000) * 1000;
+        select(0, NULL, NULL, NULL, &tv);
+
+        if (getppid() != run) {
+            break;
+        }
+
+        if (c == NULL) {
+            c = ag_redis_connect(conf->redis, err, sizeof(err));
+            if (c == NULL) {
+                continue;                   /* Redis is not back yet */
+            }
+        }
+
+        r = redisCommand(c, "EVAL %s 1 airlock:session:%s:lock %s %d",
+                         "if redis.call('get', KEYS[1]) == ARGV[1] then "
+                         "return redis.call('expire', KEYS[1], ARGV[2]) "
+                         "end return 0",
+                         id, owner, AG_LOCK_TTL);
+
+        if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+        {
+            freeReplyObject(r);
+            break;                          /* not the run's any more */
+        }
+
+        if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
+            redisFree(c);                   /* connect again next time */
+            c = NULL;
+        }
+
+        freeReplyObject(r);
+    }
+
+    redisFree(c);
 }
 
 

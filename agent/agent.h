@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 #include <hiredis.h>
@@ -45,6 +46,8 @@
  */
 #define AG_EVENT_MAX         (6 * AG_CONTENT_MAX + 64 * 1024)
 #define AG_RUNS_KEPT         50
+#define AG_LOCK_TTL          30             /* s: a session lock's lease */
+#define AG_LOCK_KEEP_MS      1000           /* how often it is renewed */
 
 
 typedef struct {
@@ -146,10 +149,12 @@ void ag_http_free(ag_http_t *h);
 redisContext *ag_redis_connect(const char *where, char *err, size_t size);
 json_t *ag_session_load(redisContext *c, const char *id, int *damaged,
     char *err, size_t size);
-int ag_session_store(redisContext *c, const char *id, json_t *session,
-    long ttl, char *err, size_t size);
+int ag_session_store(redisContext *c, const char *id, const char *owner,
+    json_t *session, long ttl, char *err, size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,
     long ttl, char *err, size_t size);
+pid_t ag_session_keep(ag_conf_t *conf, const char *id, const char *owner);
+void ag_session_keep_end(pid_t keeper);
 void ag_session_unlock(redisContext *c, const char *id, const char *owner);
 int ag_redis_revive(ag_run_t *run, char *err, size_t size);
 int ag_jobs_init(redisContext *c, char *err, size_t size);
