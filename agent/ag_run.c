@@ -935,7 +935,7 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
              "id", id, "job_id", job_id,
              "status", ag_short_string(json_object_get(res, "status")),
              "exit_code", ag_integer(json_object_get(res, "exit_code")),
-             "ms", ag_integer(json_object_get(timing, "total")),
+             "job_ms", ag_integer(json_object_get(timing, "total")),
              "backend", ag_short_string(json_object_get(res, "backend")),
              "error", ag_short_string(json_object_get(
                           json_object_get(res, "error"), "code"))));

@@ -669,8 +669,8 @@ airlock_event(airlock_ctx_t *ctx, const char *data)
         if (json_is_integer(v)) {
             fprintf(stderr, ", exit %lld", (long long) json_integer_value(v));
         }
-        if (json_is_integer(json_object_get(e, "ms"))) {
-            fprintf(stderr, ", %lld ms", I("ms"));
+        if (json_is_integer(json_object_get(e, "job_ms"))) {
+            fprintf(stderr, ", %lld ms", I("job_ms"));
         }
         if (S("backend")[0]) {
             fprintf(stderr, " (%s)", S("backend"));

@@ -71,7 +71,7 @@ like($calls[1]{job_id}, qr/^[0-9a-f]{32}$/, 'run_python: a job id');
 my ($job) = of_type('job', $ev);
 is($job->{status}, 'ok', 'job: ok');
 is($job->{exit_code}, 0, 'job: exit 0');
-ok(defined $job->{ms}, 'job: its time');
+ok(defined $job->{job_ms}, 'job: its time (job_ms)');
 
 my ($answer) = of_type('answer', $ev);
 like($answer->{text}, qr/load is \Q$load\E on prod-vm-04/,

@@ -6,7 +6,7 @@
 # that is an array, an "error" of any size: each is counted as the JSON
 # the model would get, and a result over the limit is not shown.  The
 # "job" event takes from the result short strings (status, backend, the
-# error's code) and integers (exit_code, the total ms) only, so the
+# error's code) and integers (exit_code, the total ms as job_ms) only, so the
 # worker cannot make the client's events, or the run's record kept in
 # the session, as large as it likes.
 
@@ -28,7 +28,7 @@ my $t = $a->t;
 $a->setup(agent => [ '--max-tool-bytes', 2000, '--max-wall', 60000 ]);
 $a->start_worker;
 
-plan tests => 28;
+plan tests => 29;
 
 my $big = 'y' x 5000;
 
@@ -66,7 +66,7 @@ sub over {
 
 my %ok = (status => 'ok', exit_code => 0, stdout_truncated => JSON::PP::false,
           stderr_truncated => JSON::PP::false, backend => 'none',
-          timing_ms => { total => 1 });
+          timing_ms => { total => 987654321 });
 
 over('stdout-object', { %ok, stdout => { data => $big }, stderr => '' });
 over('stderr-array', { %ok, stdout => '', stderr => [ $big ] });
@@ -80,8 +80,10 @@ $a->script({ tool_calls => [ job({ %ok, stdout => { n => 42 },
 my $ev = $a->ask('job-small', 'a small job');
 is((of_type('answer', $ev))[0]{text}, 'it is 42', 'a small result: answered');
 my ($job) = of_type('job', $ev);
-is_deeply([ map { $job->{$_} } qw(status exit_code backend) ],
-          [ 'ok', 0, 'none' ], 'a small result: the job event has it');
+is_deeply([ map { $job->{$_} } qw(status exit_code backend job_ms) ],
+          [ 'ok', 0, 'none', 987654321 ],
+          'a small result: the job event has it, the worker\'s time as job_ms');
+cmp_ok($job->{ms}, '<', 987654321, 'a small result: its ms is the run\'s time');
 cmp_ok((of_type('done', $ev))[0]{tool_bytes}, '>', 0,
        'a small result: counted');
 
@@ -98,8 +100,9 @@ my $raw;
 ($ev, $raw) = $a->ask('job-fields', 'a job with huge fields');
 ($job) = of_type('job', $ev);
 ok($job, 'huge fields: a job event');
-is_deeply([ map { $job && $job->{$_} } qw(status exit_code backend error) ],
-          [ (undef) x 4 ], 'huge fields: none of them in the event');
+is_deeply([ map { $job && $job->{$_} }
+            qw(status exit_code backend error job_ms) ],
+          [ (undef) x 5 ], 'huge fields: none of them in the event');
 unlike($raw, qr/zzzz/, 'huge fields: none of them sent to the client');
 my $r = $a->session('job-fields');
 unlike(encode_json($r->{json}{runs} // []), qr/zzzz/,

@@ -77,7 +77,8 @@ is($job->{status}, 'ok', 'the worker ran the job: ok')
     or diag($t->read_file($t->{daemon_log}{$wpid}));
 is($job->{exit_code}, 0, 'exit 0');
 is($job->{backend}, $backend, "in a $backend sandbox");
-ok(($job->{ms} // 0) > 0, "its time: $job->{ms} ms");
+ok(($job->{job_ms} // 0) > 0, "its time: " . ($job->{job_ms} // 'none')
+   . " ms");
 is((of_type('answer', $ev))[0]{text}, "load is $AgentTest::LOAD",
    'the answer quotes what the sandboxed script printed');
 
