@@ -18,7 +18,8 @@
  *           airlock_llm_series_dropped_total instead.
  *
  * The zone is reused as it is across reloads (budgets and counters go
- * on); a zone made by a module of another layout refuses the reload.  The
+ * on), and a zone given another size gets the old one's copied; a zone
+ * made by a module of another layout refuses the reload.  The
  * mutex is held around one lookup and its update only.
  *
  * Series nodes are never freed (only idle budgets are), so each worker
@@ -138,6 +139,10 @@ typedef struct {
 
 static ngx_int_t ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+static void ngx_http_airlock_llm_zone_copy(ngx_shm_zone_t *shm_zone,
+    ngx_http_airlock_llm_zone_ctx_t *zc);
+static ngx_uint_t ngx_http_airlock_llm_node_copy(
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_http_airlock_llm_node_t *oln);
 static void ngx_http_airlock_llm_rbtree_insert_value(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static ngx_http_airlock_llm_zone_ctx_t *ngx_http_airlock_llm_zone_ctx(
@@ -310,7 +315,172 @@ ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     zc->shpool->log_nomem = 0;
 
+    ngx_http_airlock_llm_zone_copy(shm_zone, zc);
+
     return NGX_OK;
+}
+
+
+/*
+ * nginx reuses a zone across a reload only at its old size: a zone given
+ * another size (what the "no room" alert asks for) is a new one.  The
+ * budgets and counters of the zone it replaces, which the master still
+ * maps while it reads the new configuration (ngx_cycle is the old cycle
+ * then), are copied into it, so that such a reload keeps what clients
+ * have spent, as any other reload does.  The calls the old workers still
+ * serve end in the old zone: their reservations stay counted here (until
+ * their windows pass), and their places in flight are not copied, as
+ * nothing would ever give them back here.
+ */
+
+static void
+ngx_http_airlock_llm_zone_copy(ngx_shm_zone_t *shm_zone,
+    ngx_http_airlock_llm_zone_ctx_t *zc)
+{
+    ngx_uint_t                        i, nb, ns;
+    ngx_queue_t                      *q;
+    ngx_shm_zone_t                   *oz;
+    ngx_list_part_t                  *part;
+    ngx_rbtree_node_t                *node, *root, *sentinel;
+    ngx_http_airlock_llm_node_t      *ln;
+    ngx_http_airlock_llm_shctx_t     *osh;
+    ngx_http_airlock_llm_zone_ctx_t  *ozc;
+
+    part = (ngx_list_part_t *) &ngx_cycle->shared_memory.part;
+    oz = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                return;
+            }
+
+            part = part->next;
+            oz = part->elts;
+            i = 0;
+        }
+
+        if (oz[i].tag == shm_zone->tag
+            && oz[i].shm.name.len == shm_zone->shm.name.len
+            && ngx_strncmp(oz[i].shm.name.data, shm_zone->shm.name.data,
+                           shm_zone->shm.name.len)
+               == 0)
+        {
+            break;
+        }
+    }
+
+    ozc = oz[i].data;
+
+    if (oz[i].shm.addr == NULL || ozc == NULL || ozc->sh == NULL
+        || ozc->sh->magic != NGX_HTTP_AIRLOCK_LLM_MAGIC)
+    {
+        return;
+    }
+
+    osh = ozc->sh;
+    nb = 0;
+    ns = 0;
+
+    ngx_shmtx_lock(&ozc->shpool->mutex);
+
+    /* budgets first, the oldest first, each at the head, as made */
+
+    for (q = ngx_queue_last(&osh->queue);
+         q != ngx_queue_sentinel(&osh->queue);
+         q = ngx_queue_prev(q))
+    {
+        ln = ngx_queue_data(q, ngx_http_airlock_llm_node_t, queue);
+
+        if (!ngx_http_airlock_llm_node_copy(zc, ln)) {
+            goto full;
+        }
+
+        nb++;
+    }
+
+    root = osh->rbtree.root;
+    sentinel = osh->rbtree.sentinel;
+
+    if (root != sentinel) {
+        for (node = ngx_rbtree_min(root, sentinel);
+             node != NULL;
+             node = ngx_rbtree_next(&osh->rbtree, node))
+        {
+            ln = (ngx_http_airlock_llm_node_t *) &node->color;
+
+            if (ln->kind != NGX_HTTP_AIRLOCK_LLM_SERIES) {
+                continue;
+            }
+
+            if (!ngx_http_airlock_llm_node_copy(zc, ln)) {
+                goto full;
+            }
+
+            ns++;
+        }
+    }
+
+    zc->sh->dropped = osh->dropped;
+
+    ngx_shmtx_unlock(&ozc->shpool->mutex);
+
+    ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
+                  "airlock_llm_zone \"%V\" of a new size: %ui budgets and "
+                  "%ui series copied from the old zone", &shm_zone->shm.name,
+                  nb, ns);
+    return;
+
+full:
+
+    ngx_shmtx_unlock(&ozc->shpool->mutex);
+
+    ngx_log_error(NGX_LOG_ALERT, shm_zone->shm.log, 0,
+                  "airlock_llm_zone \"%V\" of a new size is too small for "
+                  "what the old zone holds: %ui budgets and %ui series "
+                  "copied, the rest lost", &shm_zone->shm.name, nb, ns);
+}
+
+
+/* a node of the old zone, at the same key, in the new one */
+
+static ngx_uint_t
+ngx_http_airlock_llm_node_copy(ngx_http_airlock_llm_zone_ctx_t *zc,
+    ngx_http_airlock_llm_node_t *oln)
+{
+    ngx_rbtree_node_t            *node, *onode;
+    ngx_http_airlock_llm_node_t  *ln;
+
+    onode = (ngx_rbtree_node_t *)
+                ((u_char *) oln - offsetof(ngx_rbtree_node_t, color));
+
+    node = ngx_slab_alloc_locked(zc->shpool,
+                                 offsetof(ngx_rbtree_node_t, color)
+                                 + offsetof(ngx_http_airlock_llm_node_t, data)
+                                 + oln->len);
+    if (node == NULL) {
+        return 0;
+    }
+
+    node->key = onode->key;
+
+    ln = (ngx_http_airlock_llm_node_t *) &node->color;
+    ngx_memcpy(ln, oln, offsetof(ngx_http_airlock_llm_node_t, data)
+                        + oln->len);
+
+    ngx_rbtree_insert(&zc->sh->rbtree, node);
+
+    if (ln->kind == NGX_HTTP_AIRLOCK_LLM_BUDGET) {
+        ln->budget.active = 0;
+        ngx_queue_insert_head(&zc->sh->queue, &ln->queue);
+        zc->sh->budgets++;
+
+    } else {
+        zc->sh->series++;
+    }
+
+    return 1;
 }
 
 
