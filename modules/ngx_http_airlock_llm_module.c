@@ -76,8 +76,6 @@ static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r);
 #define AL_LLM_BETA_PRICED                                                   \
     "anthropic-beta names a beta billed above the policy's prices "          \
     "(context-1m), and this client has a dollar budget"
-static void ngx_http_airlock_llm_reserved(
-    const ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u);
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_write(ngx_http_request_t *r,
@@ -1214,6 +1212,11 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
 
         ngx_http_airlock_llm_usage(ctx, &ctx->usage, &ctx->source);
         ctx->cost = al_llm_cost(ctx->price, &ctx->usage);
+
+        if (ctx->first_cost) {
+            ctx->cost = (ctx->cost > UINT64_MAX - ctx->first_cost)
+                        ? UINT64_MAX : ctx->cost + ctx->first_cost;
+        }
     }
 
     /* every admitted request gives back its place, allowed or not */
@@ -1237,7 +1240,9 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
  * prompt estimate and the output cap), and so is a call sent to the
  * provider that nginx ended before its answer began; errors and other
  * answers nginx made up count nothing, a stream refused after its header
- * was seen (the scrubber's 502) included.
+ * was seen (the scrubber's 502) included.  A call that fell back after
+ * its first provider was sent it and never answered has that attempt's
+ * charge added (ngx_http_airlock_llm_fallback()).
  */
 
 void
@@ -1274,7 +1279,7 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
             u->total_tokens = u->prompt_tokens + u->completion_tokens;
         }
 
-        return;
+        goto first;
     }
 
     if (ctx->sse != NULL) {
@@ -1301,6 +1306,15 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
 
     if (u->total_tokens == 0) {
         u->total_tokens = u->prompt_tokens + u->completion_tokens;
+    }
+
+first:
+
+    /* a first provider that was sent the call and never answered */
+
+    if (ctx->first_tokens) {
+        u->total_tokens = (u->total_tokens > UINT64_MAX - ctx->first_tokens)
+                          ? UINT64_MAX : u->total_tokens + ctx->first_tokens;
     }
 }
 
@@ -1350,7 +1364,7 @@ ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r)
  * the prompt priced as the reservation priced it.
  */
 
-static void
+void
 ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u)
 {

@@ -123,6 +123,10 @@ typedef struct {
     ngx_http_airlock_llm_provider_t *served;    /* the fallback entry that
                                                    took the call, or NULL */
     ngx_uint_t                       fallback_status;   /* why */
+    uint64_t                         first_tokens;  /* the first attempt's
+                                                   charge, when it was sent
+                                                   and never answered */
+    uint64_t                         first_cost;
 
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
@@ -188,6 +192,8 @@ ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_get_ctx(
 void *ngx_http_airlock_llm_body_alloc(void *pool, size_t size);
 void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source);
+void ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u);
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
 al_llm_sse_t *ngx_http_airlock_llm_sse_get(ngx_log_t *log);

@@ -615,6 +615,11 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
                                     : u->prompt_tokens + u->completion_tokens;
     actual.cost = al_llm_cost(ctx->price, u);
 
+    if (ctx->first_cost) {
+        actual.cost = (actual.cost > UINT64_MAX - ctx->first_cost)
+                      ? UINT64_MAX : actual.cost + ctx->first_cost;
+    }
+
     zc = ngx_http_airlock_llm_zone_ctx(r);
     now = ngx_time();
 
