@@ -8,7 +8,7 @@
  * guarantee: the gateway location intercepts those statuses
  *
  *     proxy_intercept_errors on;
- *     error_page 429 500 502 503 504 = @airlock_llm_fallback;
+ *     error_page 429 500 502 503 504 529 = @airlock_llm_fallback;
  *
  * which happens only while the upstream's response header is being
  * processed, before anything is sent; a stream that fails after its
@@ -46,6 +46,9 @@
 
 
 #define NGX_HTTP_AIRLOCK_LLM_FALLBACK_URI  1024
+
+/* Anthropic's "overloaded" */
+#define NGX_HTTP_AIRLOCK_LLM_OVERLOADED    529
 
 
 static ngx_uint_t ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r);
@@ -481,8 +484,9 @@ ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
 
     if (ctx->provider->llm->kind == AL_LLM_ANTHROPIC) {
         type = (status == NGX_HTTP_TOO_MANY_REQUESTS) ? "rate_limit_error"
-               : (status == NGX_HTTP_SERVICE_UNAVAILABLE) ? "overloaded_error"
-               : "api_error";
+               : (status == NGX_HTTP_SERVICE_UNAVAILABLE
+                  || status == NGX_HTTP_AIRLOCK_LLM_OVERLOADED)
+                 ? "overloaded_error" : "api_error";
 
         b->last = ngx_snprintf(b->pos, 511, "{\"type\":\"error\",\"error\":"
                                "{\"type\":\"%s\",\"message\":\"the provider "
@@ -515,27 +519,51 @@ ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
 
 /*
  * A gateway location of an entry with a fallback that does not intercept
- * the provider's errors never falls back: "nginx -t" says so.
+ * the provider's errors never falls back: "nginx -t" says so.  Nor do the
+ * calls of an anthropic entry its provider answers 529 ("overloaded"), a
+ * status of its own, when the location's error_page leaves it out.
  */
 
 void
 ngx_http_airlock_llm_fallback_check(ngx_conf_t *cf,
     ngx_http_core_loc_conf_t *clcf, const al_llm_t *llm)
 {
+    ngx_uint_t                 i;
+    ngx_http_err_page_t       *ep;
     ngx_http_upstream_conf_t  *ucf;
 
     /* ngx_http_proxy_loc_conf_t begins with its upstream conf */
     ucf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
 
-    if (ucf != NULL && ucf->intercept_errors && clcf->error_pages != NULL) {
+    if (ucf == NULL || !ucf->intercept_errors || clcf->error_pages == NULL) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "llm \"%s\" has the fallback \"%s\", but location "
+                      "\"%V\" does not intercept the provider's errors, so "
+                      "its calls never fall back; add "
+                      "\"proxy_intercept_errors on;\" and \"error_page 429 "
+                      "500 502 503 504 529 = @airlock_llm_fallback;\"",
+                      llm->name.data, llm->fallback->name.data,
+                      &clcf->name);
         return;
     }
 
+    if (llm->kind != AL_LLM_ANTHROPIC) {
+        return;
+    }
+
+    ep = clcf->error_pages->elts;
+
+    for (i = 0; i < clcf->error_pages->nelts; i++) {
+        if (ep[i].status == NGX_HTTP_AIRLOCK_LLM_OVERLOADED) {
+            return;
+        }
+    }
+
     ngx_log_error(NGX_LOG_WARN, cf->log, 0,
-                  "llm \"%s\" has the fallback \"%s\", but location "
-                  "\"%V\" does not intercept the provider's errors, so its "
-                  "calls never fall back; add \"proxy_intercept_errors on;\" "
-                  "and \"error_page 429 500 502 503 504 = "
+                  "llm \"%s\" has the fallback \"%s\", but location \"%V\" "
+                  "does not lead status 529 to it, so the calls its "
+                  "provider answers \"overloaded\" never fall back; add 529 "
+                  "to \"error_page 429 500 502 503 504 529 = "
                   "@airlock_llm_fallback;\"", llm->name.data,
                   llm->fallback->name.data, &clcf->name);
 }
