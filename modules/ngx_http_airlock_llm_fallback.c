@@ -28,8 +28,9 @@
  * The budget reservation stays where it was made, on the entry the
  * client called, and is settled once with the usage the fallback
  * reports, plus the first attempt's reservation when the first provider
- * was sent the call and never answered.  The usage line names the entry that served and the one that
- * failed ("fallback_from", "fallback_status").
+ * was sent the call and never answered.  The usage line names the entry
+ * that served and the one that failed ("fallback_from",
+ * "fallback_status").
  *
  * When the call cannot fall back (no fallback entry, one fallback done,
  * a model the fallback does not serve for this client, an endpoint
