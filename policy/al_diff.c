@@ -27,6 +27,8 @@ typedef struct {
 static void al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int al_str_eq(const al_str_t *a, const al_str_t *b);
+static void al_diff_identities(al_diff_t *df, const char *name,
+    const al_client_t *from, const al_client_t *to, char kind);
 static void al_diff_clients(al_diff_t *df, const al_policy_t *o,
     const al_policy_t *n);
 static void al_diff_route(al_diff_t *df, const al_policy_t *o,
@@ -200,7 +202,7 @@ al_str_eq(const al_str_t *a, const al_str_t *b)
 static void
 al_diff_clients(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
 {
-    size_t              i, k, l;
+    size_t              i;
     const al_client_t  *a, *b;
 
     for (i = 0; i < o->nclients; i++) {
@@ -220,100 +222,71 @@ al_diff_clients(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
         }
 
         /* identities the client did not have: more peers act as it */
-        for (k = 0; k < b->nuids; k++) {
-            for (l = 0; l < a->nuids && a->uids[l] != b->uids[k]; l++) {
-                /* void */
-            }
-            if (l == a->nuids) {
-                al_diff_emit(df, '+', "client %s: new unix_uid %u",
-                             b->name.data, (unsigned) b->uids[k]);
+        al_diff_identities(df, b->name.data, a, b, '+');
+
+        /* and those it no longer has: a replaced one is both */
+        al_diff_identities(df, b->name.data, b, a, '-');
+    }
+}
+
+
+/*
+ * The identities of client "to" that "from" does not have, a line each:
+ * '+' new ones, '-' removed ones.  A token is named by neither its value
+ * nor its hash.
+ */
+
+static void
+al_diff_identities(al_diff_t *df, const char *name, const al_client_t *from,
+    const al_client_t *to, char kind)
+{
+    size_t       k, l;
+    const char  *pre, *post;
+
+    pre = (kind == '+') ? "new " : "";
+    post = (kind == '+') ? "" : " removed";
+
+    for (k = 0; k < to->nuids; k++) {
+        for (l = 0; l < from->nuids && from->uids[l] != to->uids[k]; l++) {
+            /* void */
+        }
+        if (l == from->nuids) {
+            al_diff_emit(df, kind, "client %s: %sunix_uid %u%s", name, pre,
+                         (unsigned) to->uids[k], post);
+        }
+    }
+
+    for (k = 0; k < to->ngids; k++) {
+        for (l = 0; l < from->ngids && from->gids[l] != to->gids[k]; l++) {
+            /* void */
+        }
+        if (l == from->ngids) {
+            al_diff_emit(df, kind, "client %s: %sunix_gid %u%s", name, pre,
+                         (unsigned) to->gids[k], post);
+        }
+    }
+
+    for (k = 0; k < to->ncidrs; k++) {
+        for (l = 0; l < from->ncidrs; l++) {
+            if (from->cidrs[l].prefix == to->cidrs[k].prefix
+                && memcmp(from->cidrs[l].addr, to->cidrs[k].addr, 16) == 0)
+            {
+                break;
             }
         }
+        if (l == from->ncidrs) {
+            al_diff_emit(df, kind, "client %s: %scidr%s", name, pre, post);
+        }
+    }
 
-        for (k = 0; k < b->ngids; k++) {
-            for (l = 0; l < a->ngids && a->gids[l] != b->gids[k]; l++) {
-                /* void */
-            }
-            if (l == a->ngids) {
-                al_diff_emit(df, '+', "client %s: new unix_gid %u",
-                             b->name.data, (unsigned) b->gids[k]);
+    for (k = 0; k < to->ntokens; k++) {
+        for (l = 0; l < from->ntokens; l++) {
+            if (memcmp(from->tokens[l], to->tokens[k], 32) == 0) {
+                break;
             }
         }
-
-        for (k = 0; k < b->ncidrs; k++) {
-            for (l = 0; l < a->ncidrs; l++) {
-                if (a->cidrs[l].prefix == b->cidrs[k].prefix
-                    && memcmp(a->cidrs[l].addr, b->cidrs[k].addr, 16) == 0)
-                {
-                    break;
-                }
-            }
-            if (l == a->ncidrs) {
-                al_diff_emit(df, '+', "client %s: new cidr", b->name.data);
-            }
-        }
-
-        for (k = 0; k < b->ntokens; k++) {
-            for (l = 0; l < a->ntokens; l++) {
-                if (memcmp(a->tokens[l], b->tokens[k], 32) == 0) {
-                    break;
-                }
-            }
-            if (l == a->ntokens) {
-                al_diff_emit(df, '+', "client %s: new token",
-                             b->name.data);
-            }
-        }
-
-        /*
-         * identities the client no longer has, each on its own line: a
-         * replaced token is a new one and a removed one, as a replaced
-         * uid is; a token is named by neither its value nor its hash
-         */
-        for (k = 0; k < a->nuids; k++) {
-            for (l = 0; l < b->nuids && b->uids[l] != a->uids[k]; l++) {
-                /* void */
-            }
-            if (l == b->nuids) {
-                al_diff_emit(df, '-', "client %s: unix_uid %u removed",
-                             b->name.data, (unsigned) a->uids[k]);
-            }
-        }
-
-        for (k = 0; k < a->ngids; k++) {
-            for (l = 0; l < b->ngids && b->gids[l] != a->gids[k]; l++) {
-                /* void */
-            }
-            if (l == b->ngids) {
-                al_diff_emit(df, '-', "client %s: unix_gid %u removed",
-                             b->name.data, (unsigned) a->gids[k]);
-            }
-        }
-
-        for (k = 0; k < a->ncidrs; k++) {
-            for (l = 0; l < b->ncidrs; l++) {
-                if (b->cidrs[l].prefix == a->cidrs[k].prefix
-                    && memcmp(b->cidrs[l].addr, a->cidrs[k].addr, 16) == 0)
-                {
-                    break;
-                }
-            }
-            if (l == b->ncidrs) {
-                al_diff_emit(df, '-', "client %s: cidr removed",
-                             b->name.data);
-            }
-        }
-
-        for (k = 0; k < a->ntokens; k++) {
-            for (l = 0; l < b->ntokens; l++) {
-                if (memcmp(b->tokens[l], a->tokens[k], 32) == 0) {
-                    break;
-                }
-            }
-            if (l == b->ntokens) {
-                al_diff_emit(df, '-', "client %s: token removed",
-                             b->name.data);
-            }
+        if (l == from->ntokens) {
+            al_diff_emit(df, kind, "client %s: %stoken%s", name, pre, post);
         }
     }
 }
