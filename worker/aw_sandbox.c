@@ -45,6 +45,7 @@
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -205,6 +206,19 @@ static const struct {
 };
 
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
+
+
+/*
+ * The socket families a script may open under bwrap, the ones gVisor's
+ * sentry has: any other socket() fails with EAFNOSUPPORT.  A network
+ * namespace holds the IP and netlink families, not every family: an
+ * AF_VSOCK socket reaches the hypervisor's host (CID 2) and listens on
+ * the VM's own address, whatever the namespace.
+ */
+static const int  aw_families[] = { AF_UNIX, AF_INET, AF_INET6,
+                                    AF_NETLINK };
+
+#define AW_NFAMILIES  (sizeof(aw_families) / sizeof(aw_families[0]))
 
 
 /* the only places a script can write, each a tmpfs of scratch_mb */
@@ -815,14 +829,20 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
 }
 
 
-/* The classic BPF program bwrap loads: x86-64 only, aw_denied -> EPERM. */
+/*
+ * The classic BPF program bwrap loads: x86-64 only, aw_denied -> EPERM,
+ * socket() of a family not in aw_families -> EAFNOSUPPORT.
+ */
 
 static size_t
 aw_seccomp_program(struct sock_filter *f, size_t cap)
 {
-    size_t  n, i;
+    size_t  n, i, eperm;
 
-    if (cap < AW_NDENIED + 8) {
+    /* the last instruction; every jump below is relative to the next */
+    eperm = AW_NDENIED + AW_NFAMILIES + 10;
+
+    if (cap < eperm + 1) {
         return 0;
     }
 
@@ -837,15 +857,34 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
                  offsetof(struct seccomp_data, nr));
 
     /* the x32 ABI numbers alias the same calls */
-    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
-                 0x40000000, (unsigned char) (AW_NDENIED + 1), 0);
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
+               0x40000000, (unsigned char) (eperm - n - 1), 0);
+    n++;
 
     for (i = 0; i < AW_NDENIED; i++) {
-        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-                     (unsigned) aw_denied[i].nr,
-                     (unsigned char) (AW_NDENIED - i), 0);
+        f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                   (unsigned) aw_denied[i].nr,
+                   (unsigned char) (eperm - n - 1), 0);
+        n++;
     }
 
+    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                 __NR_socket, 1, 0);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ALLOW);
+
+    /* socket(family, ...): the family, an int, is the low word */
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[0]));
+
+    for (i = 0; i < AW_NFAMILIES; i++) {
+        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                     (unsigned) aw_families[i],
+                     (unsigned char) (AW_NFAMILIES - i), 0);
+    }
+
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ERRNO | (EAFNOSUPPORT & SECCOMP_RET_DATA));
     f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
                  SECCOMP_RET_ALLOW);
     f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,

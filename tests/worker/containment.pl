@@ -21,7 +21,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(cpus => 1);
 
-plan tests => 66;
+plan tests => 68;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my $dir = $t->testdir;
@@ -63,6 +63,27 @@ attempt("udp_route_v4", lambda: udp("192.0.2.1"))
 attempt("udp_route_v6", lambda: udp("2001:db8::1", socket.AF_INET6))
 attempt("unix_proxy", lambda: unix("PROXY_SOCKET"))
 res["interfaces"] = sorted(n for _, n in socket.if_nameindex())
+
+# a network namespace holds IP and netlink, not AF_VSOCK: its sockets are
+# the VM's, to the hypervisor's host and listening on the VM's address
+def vsock_listen():
+    s = socket.socket(40, socket.SOCK_STREAM)
+    s.bind((0xffffffff, 47001))
+    s.listen()
+
+attempt("vsock_listen", vsock_listen)
+
+families = []
+for fam in range(1, 46):
+    for typ in (socket.SOCK_STREAM, socket.SOCK_DGRAM,
+                socket.SOCK_SEQPACKET, socket.SOCK_RAW):
+        try:
+            socket.socket(fam, typ, 0).close()
+            families.append(fam)
+            break
+        except OSError:
+            pass
+res["families"] = families
 
 def write(path, mode="w"):
     with open(path, mode) as f:
@@ -205,6 +226,11 @@ refused('udp_route_v6', 'no route to any IPv6 address');
 refused('unix_proxy', "the proxy's unix socket is not reachable");
 ok(!grep({ $_ ne 'lo' } @{$p->{interfaces} // ['?']}),
    'no interface but loopback: ' . join(',', @{$p->{interfaces} // []}));
+refused('vsock_listen', 'no vsock socket (no namespace holds AF_VSOCK)');
+# unix, inet, inet6, netlink: the families gVisor's sentry has
+is(join(',', grep { !/^(1|2|10|16)$/ } @{$p->{families} // ['?']}), '',
+   'no socket family but unix, IP and netlink: '
+   . join(',', @{$p->{families} // []}));
 
 refused('write_root', 'root file system not writable');
 refused('write_etc', '/etc/passwd not writable');
