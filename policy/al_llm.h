@@ -612,6 +612,8 @@ typedef struct {
     unsigned         block_event:1;
     unsigned         event_over:1;
     unsigned         started:1;         /* Anthropic message_start */
+    unsigned         usage_last:1;      /* chat: the usage came beside no
+                                           choice (not a count so far) */
     unsigned         ended:1;           /* al_llm_sse_finish() ran */
     unsigned         parse_all:1;       /* tests: every event to jansson */
     unsigned         no_model:1;        /* model not wanted: no event is

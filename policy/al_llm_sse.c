@@ -692,6 +692,7 @@ al_llm_source_t
 al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
     uint64_t reserved, al_llm_usage_t *u)
 {
+    unsigned  last;
     uint64_t  est;
 
     *u = s->usage;
@@ -716,10 +717,14 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
      * end and its final usage: the provider may have generated up to
      * the cap, reasoning the client never sees included, and a client
      * that closed its connection after the last text could otherwise
-     * have it charged as the text alone.
+     * have it charged as the text alone.  A chat stream's usage beside
+     * choices (in every chunk, with vLLM's continuous_usage_stats) is a
+     * count so far: the final one comes beside none.
      */
 
-    if ((s->stopped || (!s->done && !s->usage_seen))
+    last = s->usage_seen && (s->proto != AL_LLM_P_CHAT || s->usage_last);
+
+    if ((s->stopped || (!s->done && !last))
         && u->completion_tokens < reserved)
     {
         u->completion_tokens = reserved;
@@ -1245,12 +1250,13 @@ al_llm_sse_fast_chat(al_llm_sse_t *s, const unsigned char *p, size_t n)
     f = &b.f[AL_LLM_C_CHOICES];
 
     if (f->type != AL_LLM_JT_ARRAY) {
+        s->usage_last |= (b.f[AL_LLM_C_USAGE].type == AL_LLM_JT_OBJECT);
         return 0;
     }
 
     s->delta_bytes += s->scan.count;
 
-    if (!s->hide_usage || b.f[AL_LLM_C_USAGE].type != AL_LLM_JT_OBJECT) {
+    if (b.f[AL_LLM_C_USAGE].type != AL_LLM_JT_OBJECT) {
         return 0;
     }
 
@@ -1264,7 +1270,8 @@ al_llm_sse_fast_chat(al_llm_sse_t *s, const unsigned char *p, size_t n)
         }
     }
 
-    s->block_drop = 1;
+    s->usage_last = 1;
+    s->block_drop = s->hide_usage;
 
     return 0;
 }
@@ -1576,6 +1583,7 @@ al_llm_sse_chat(al_llm_sse_t *s, json_t *root)
 
     choices = json_object_get(root, "choices");
     if (choices == NULL || !json_is_array(choices)) {
+        s->usage_last |= (usage != NULL);
         return;
     }
 
@@ -1592,8 +1600,9 @@ al_llm_sse_chat(al_llm_sse_t *s, json_t *root)
         }
     }
 
-    if (s->hide_usage && usage != NULL && json_array_size(choices) == 0) {
-        s->block_drop = 1;
+    if (usage != NULL && json_array_size(choices) == 0) {
+        s->usage_last = 1;
+        s->block_drop = s->hide_usage;
     }
 }
 

@@ -1135,6 +1135,45 @@ test_interrupted(void)
            "usage but no [DONE]: the final usage, not the cap");
     run_free(&r);
 
+    /*
+     * Usage in every chunk (vLLM's stream_options.continuous_usage_stats,
+     * which a client may ask for): one beside choices that are not empty
+     * is a count so far, not the final usage.  A stream cut after it is
+     * charged at least the cap; one that ends keeps its last count.
+     */
+
+    {
+        static const char  cont[] =
+            "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\","
+            "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
+            "\"delta\":{\"content\":\"Hello\"},\"finish_reason\":null}],"
+            "\"usage\":{\"prompt_tokens\":19,\"completion_tokens\":1,"
+            "\"total_tokens\":20}}\n\n";
+        static const char  last[] =
+            "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\","
+            "\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
+            "\"delta\":{},\"finish_reason\":\"stop\"}],"
+            "\"usage\":{\"prompt_tokens\":19,\"completion_tokens\":7,"
+            "\"total_tokens\":26}}\n\ndata: [DONE]\n\n";
+        char    t[sizeof(cont) + sizeof(last)];
+
+        run_capped(&openai_hide, cont, sizeof(cont) - 1, 120, 500, &r);
+        tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
+               && r.usage.prompt_tokens == 19
+               && r.usage.completion_tokens == 500,
+               "usage in every chunk, cut: at least the output cap");
+        run_free(&r);
+
+        memcpy(t, cont, sizeof(cont) - 1);
+        memcpy(t + sizeof(cont) - 1, last, sizeof(last));
+        run_capped(&openai_hide, t, strlen(t), 120, 500, &r);
+        tap_ok(r.source == AL_LLM_SOURCE_STREAM
+               && r.usage.prompt_tokens == 19
+               && r.usage.completion_tokens == 7,
+               "usage in every chunk, ended: the last count");
+        run_free(&r);
+    }
+
     /* [DONE] but no usage (include_usage off) */
 
     {
