@@ -15,8 +15,8 @@
  *
  *   - the name points to a new inode (rename + new file, logrotate's
  *     default): the old inode is read to its end first, then we switch.
- *     The old file is read a little longer (AD_ROTATE_GRACE) for the
- *     lines a worker writes before it reopens its log.
+ *     The old file is read a little longer (--rotate-grace, 5 s) for
+ *     the lines a worker writes before it reopens its log.
  *
  * An inode and an offset do not tell that a file is the one we read: a
  * copytruncate keeps the inode, and the file may have grown back past
@@ -151,7 +151,8 @@ ad_jfile_close(ad_journal_t *j, ad_jfile_t *f)
 
 int
 ad_journal_open(ad_journal_t *j, const char *path, int watch,
-    int64_t poll_ms, const ad_pos_t *saved, char *err, size_t errsize)
+    int64_t poll_ms, int64_t grace_ms, const ad_pos_t *saved, char *err,
+    size_t errsize)
 {
     char         *slash;
     char          found[sizeof(j->dir) + sizeof(j->base) + 1];
@@ -162,6 +163,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     j->check = 0;
     j->open_errno = 0;
     j->poll_ms = poll_ms;
+    j->grace_ms = grace_ms;
     j->old_until = 0;
     ad_jfile_init(&j->cur);
     ad_jfile_init(&j->old);
@@ -304,7 +306,7 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp)
             ad_log(AD_LOG_INFO, "reading the rotated journal %s from "
                    "offset %lld for late lines again", found,
                    (long long) fp->off);
-            j->old_until = ad_mono_ms() + AD_ROTATE_GRACE;
+            j->old_until = ad_mono_ms() + j->grace_ms;
             return 0;
         }
 
@@ -575,6 +577,13 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
                        (long long) (st.st_size - j->old.off));
             }
 
+            if (j->ifd != -1) {
+                ad_log(AD_LOG_INFO, "stopped reading the rotated journal "
+                       "(inode %llu) at offset %lld: its grace of %lld ms "
+                       "is over", (unsigned long long) j->old.ino,
+                       (long long) j->old.off, (long long) j->grace_ms);
+            }
+
             ad_jfile_close(j, &j->old);
         }
     }
@@ -649,7 +658,7 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
                (long long) j->cur.off, (unsigned long long) f.ino);
 
         j->old = j->cur;
-        j->old_until = ad_mono_ms() + AD_ROTATE_GRACE;
+        j->old_until = ad_mono_ms() + j->grace_ms;
 
     } else {
         ad_log(AD_LOG_INFO, "reading journal %s (inode %llu)", j->path,

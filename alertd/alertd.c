@@ -53,6 +53,8 @@
 #define AD_REPEAT_MAX    (24 * 3600 * 1000)
 #define AD_POLL_MIN      1000
 #define AD_POLL_MAX      (3600 * 1000)
+#define AD_GRACE_MIN     1000
+#define AD_GRACE_MAX     (3600 * 1000)
 #define AD_ERR_MAX       (AL_ERR_MAX + 512)
 
 
@@ -63,6 +65,7 @@ typedef struct {
     char             state_path[PATH_MAX];
     int64_t          repeat_ms;
     int64_t          poll_ms;
+    int64_t          grace_ms;
     size_t           outbox_max;
     unsigned         once:1;
     unsigned         foreground:1;
@@ -115,6 +118,7 @@ static const struct option  ad_long_options[] = {
     { "state",           required_argument, NULL, 's' },
     { "repeat-interval", required_argument, NULL, 'r' },
     { "poll-interval",   required_argument, NULL, 'i' },
+    { "rotate-grace",    required_argument, NULL, 'g' },
     { "outbox-max",      required_argument, NULL, 'm' },
     { "once",            no_argument,       NULL, 'o' },
     { "foreground",      no_argument,       NULL, 'f' },
@@ -199,7 +203,7 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
 {
     int          c;
     const char  *policy, *keyring, *journal, *state, *repeat, *poll;
-    const char  *max;
+    const char  *grace, *max;
 
     policy = NULL;
     keyring = NULL;
@@ -207,6 +211,7 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
     state = NULL;
     repeat = "5m";
     poll = "1s";
+    grace = NULL;
     max = NULL;
 
     opterr = 0;
@@ -235,6 +240,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
             break;
         case 'i':
             poll = optarg;
+            break;
+        case 'g':
+            grace = optarg;
             break;
         case 'm':
             max = optarg;
@@ -299,6 +307,18 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         return 2;
     }
 
+    ctx->grace_ms = AD_ROTATE_GRACE;
+
+    if (grace != NULL
+        && (ad_duration_parse(grace, &ctx->grace_ms) != 0
+            || ctx->grace_ms < AD_GRACE_MIN || ctx->grace_ms > AD_GRACE_MAX))
+    {
+        (void) fprintf(stderr, "%s: --rotate-grace \"%s\" is not a "
+                       "duration from 1s to 1h (like 5s, 30s, 2m)\n",
+                       AD_NAME, grace);
+        return 2;
+    }
+
     ctx->outbox_max = AD_OUTBOX_DEFAULT;
 
     if (max != NULL
@@ -332,8 +352,8 @@ ad_usage(FILE *f)
     (void) fprintf(f,
 "usage: airlock-alertd --policy FILE --keyring FILE --journal FILE\n"
 "                      --state DIR [--repeat-interval 5m]\n"
-"                      [--poll-interval 1s] [--outbox-max %d]\n"
-"                      [--once] [--foreground] [-v]\n"
+"                      [--poll-interval 1s] [--rotate-grace 5s]\n"
+"                      [--outbox-max %d] [--once] [--foreground] [-v]\n"
 "\n"
 "Delivers the alerts the Airlock nginx module writes to its journal to\n"
 "the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
@@ -356,6 +376,10 @@ ad_usage(FILE *f)
 "                          also looked at without one, for an event\n"
 "                          missed or a file that cannot be watched;\n"
 "                          1s to 1h, default 1s\n"
+"  --rotate-grace DUR      a rotated journal (renamed, a new file under\n"
+"                          its name) is still read for DUR, for the\n"
+"                          lines a process writes before it reopens\n"
+"                          its log; 1s to 1h, default 5s\n"
 "  --outbox-max N          the most alerts queued for one sink: 1 to\n"
 "                          %d, default %d; each takes a file\n"
 "                          and about 2 KiB of memory.  A full sink\n"
@@ -601,7 +625,8 @@ ad_init(ad_ctx_t *ctx)
     }
 
     if (ad_journal_open(ctx->journal, ctx->journal_path, !ctx->once,
-                        ctx->poll_ms, &pos, err, sizeof(err)) != 0)
+                        ctx->poll_ms, ctx->grace_ms, &pos, err, sizeof(err))
+        != 0)
     {
         free(ctx->journal);
         ctx->journal = NULL;
@@ -633,10 +658,11 @@ ad_init(ad_ctx_t *ctx)
 
     ad_log(AD_LOG_INFO, "started %s: journal %s at offset %lld, state %s, "
            "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s, "
-           "poll interval %lld ms, at most %zu alert(s) queued per sink",
-           AL_VERSION, ctx->journal_path, (long long) pos.cur.off,
-           ctx->state_path, ctx->outbox.n, ctx->groups.n,
-           (long long) (ctx->repeat_ms / 1000), (long long) ctx->poll_ms,
+           "poll interval %lld ms, rotation grace %lld ms, at most %zu "
+           "alert(s) queued per sink", AL_VERSION, ctx->journal_path,
+           (long long) pos.cur.off, ctx->state_path, ctx->outbox.n,
+           ctx->groups.n, (long long) (ctx->repeat_ms / 1000),
+           (long long) ctx->poll_ms, (long long) ctx->grace_ms,
            ctx->outbox_max);
 
     ad_deliver_orphans(&ctx->deliver);

@@ -58,7 +58,8 @@
 #define AD_STOP_GRACE          3000     /* ms an in-flight attempt gets
                                            after SIGTERM */
 #define AD_ROTATE_GRACE        5000     /* ms a rotated journal is still
-                                           read for late lines */
+                                           read for late lines: the
+                                           default --rotate-grace */
 #define AD_BLOCKED_WAIT        1000     /* ms before queueing or a save
                                            that failed is tried again */
 #define AD_PRINT_MAX           4096     /* journal bytes before the
@@ -296,6 +297,7 @@ typedef struct {
     int64_t          old_until;             /* monotonic ms */
     int              open_errno;            /* last open() failure */
     int64_t          poll_ms;               /* --poll-interval */
+    int64_t          grace_ms;              /* --rotate-grace */
     unsigned         check:1;               /* the name may point to a
                                                new file */
     char             buf[AD_PRINT_MAX + AD_READ_MAX];   /* the tail,
@@ -307,7 +309,8 @@ typedef int (*ad_line_pt)(void *data, const char *line, size_t len,
     int64_t off);
 
 int ad_journal_open(ad_journal_t *j, const char *path, int watch,
-    int64_t poll_ms, const ad_pos_t *saved, char *err, size_t errsize);
+    int64_t poll_ms, int64_t grace_ms, const ad_pos_t *saved, char *err,
+    size_t errsize);
 void ad_journal_close(ad_journal_t *j);
 void ad_journal_events(ad_journal_t *j);
 int ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data);

@@ -57,6 +57,11 @@ for my $bad ('0', '500ms', '2h', 'abc') {
                  qr/--poll-interval "\Q$bad\E" is not a duration from 1s to 1h/,
                  "--poll-interval $bad");
 }
+for my $bad ('0', '500ms', '2h', 'abc') {
+    config_error([@base, '--rotate-grace', $bad],
+                 qr/--rotate-grace "\Q$bad\E" is not a duration from 1s to 1h/,
+                 "--rotate-grace $bad");
+}
 
 config_error(['--policy', "$d/nope.yaml", @base[2 .. 7]],
              qr/error: \S*nope\.yaml: .*No such file/, 'missing policy');
