@@ -5,14 +5,14 @@
  * polled together with the journal's inotify fd and the signal fd
  * (curl_multi_poll with extra fds).  A sink that is down or slow only
  * holds its own transfer, which its own timeouts bound (AD_CONNECT_TIMEOUT,
- * AD_ATTEMPT_TIMEOUT); the other sinks' transfers run beside it.  Threads
+ * --attempt-timeout); the other sinks' transfers run beside it.  Threads
  * per sink would do the same with locks around the outbox, the groups
  * and the reload; one loop needs none of them.
  *
  * Each sink has at most one attempt in flight and sends its entries in
  * queue order.  A 2xx status delivers the alert, whatever then happens
  * to the answer's body (its start is kept for the log, AD_RESP_MAX bytes,
- * the rest is read and dropped, at most until AD_ATTEMPT_TIMEOUT).  When
+ * the rest is read and dropped, at most until --attempt-timeout).  When
  * a sink is unreachable, times out before a status, or answers 5xx, 408
  * or 429, the sink waits (exponential backoff from AD_BACKOFF_BASE,
  * doubling to AD_BACKOFF_CAP, full jitter; Retry-After is honoured up to
@@ -272,12 +272,13 @@ ad_sinks_free(ad_sink_t *sinks, size_t n)
 
 int
 ad_deliver_init(ad_deliver_t *d, ad_outbox_t *ob, int64_t repeat_ms,
-    int once, char *err, size_t errsize)
+    int64_t attempt_ms, int once, char *err, size_t errsize)
 {
     memset(d, 0, sizeof(ad_deliver_t));
 
     d->outbox = ob;
     d->repeat_ms = repeat_ms;
+    d->attempt_ms = attempt_ms;
     d->once = once;
 
     d->multi = curl_multi_init();
@@ -576,8 +577,7 @@ ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x)
     c = curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
                          (long) AD_CONNECT_TIMEOUT);
     rc |= (c != CURLE_OK);
-    c = curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS,
-                         (long) AD_ATTEMPT_TIMEOUT);
+    c = curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long) d->attempt_ms);
     rc |= (c != CURLE_OK);
     c = curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, ad_xfer_write);
     rc |= (c != CURLE_OK);

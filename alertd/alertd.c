@@ -55,6 +55,8 @@
 #define AD_POLL_MAX      (3600 * 1000)
 #define AD_GRACE_MIN     1000
 #define AD_GRACE_MAX     (3600 * 1000)
+#define AD_ATTEMPT_MIN   1000
+#define AD_ATTEMPT_MAX   (3600 * 1000)
 #define AD_ERR_MAX       (AL_ERR_MAX + 512)
 
 
@@ -66,6 +68,7 @@ typedef struct {
     int64_t          repeat_ms;
     int64_t          poll_ms;
     int64_t          grace_ms;
+    int64_t          attempt_ms;
     size_t           outbox_max;
     unsigned         once:1;
     unsigned         foreground:1;
@@ -119,6 +122,7 @@ static const struct option  ad_long_options[] = {
     { "repeat-interval", required_argument, NULL, 'r' },
     { "poll-interval",   required_argument, NULL, 'i' },
     { "rotate-grace",    required_argument, NULL, 'g' },
+    { "attempt-timeout", required_argument, NULL, 't' },
     { "outbox-max",      required_argument, NULL, 'm' },
     { "once",            no_argument,       NULL, 'o' },
     { "foreground",      no_argument,       NULL, 'f' },
@@ -203,7 +207,7 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
 {
     int          c;
     const char  *policy, *keyring, *journal, *state, *repeat, *poll;
-    const char  *grace, *max;
+    const char  *grace, *attempt, *max;
 
     policy = NULL;
     keyring = NULL;
@@ -212,6 +216,7 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
     repeat = "5m";
     poll = "1s";
     grace = NULL;
+    attempt = NULL;
     max = NULL;
 
     opterr = 0;
@@ -243,6 +248,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
             break;
         case 'g':
             grace = optarg;
+            break;
+        case 't':
+            attempt = optarg;
             break;
         case 'm':
             max = optarg;
@@ -319,6 +327,19 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         return 2;
     }
 
+    ctx->attempt_ms = AD_ATTEMPT_TIMEOUT;
+
+    if (attempt != NULL
+        && (ad_duration_parse(attempt, &ctx->attempt_ms) != 0
+            || ctx->attempt_ms < AD_ATTEMPT_MIN
+            || ctx->attempt_ms > AD_ATTEMPT_MAX))
+    {
+        (void) fprintf(stderr, "%s: --attempt-timeout \"%s\" is not a "
+                       "duration from 1s to 1h (like 10s, 30s, 2m)\n",
+                       AD_NAME, attempt);
+        return 2;
+    }
+
     ctx->outbox_max = AD_OUTBOX_DEFAULT;
 
     if (max != NULL
@@ -353,7 +374,8 @@ ad_usage(FILE *f)
 "usage: airlock-alertd --policy FILE --keyring FILE --journal FILE\n"
 "                      --state DIR [--repeat-interval 5m]\n"
 "                      [--poll-interval 1s] [--rotate-grace 5s]\n"
-"                      [--outbox-max %d] [--once] [--foreground] [-v]\n"
+"                      [--attempt-timeout 10s] [--outbox-max %d]\n"
+"                      [--once] [--foreground] [-v]\n"
 "\n"
 "Delivers the alerts the Airlock nginx module writes to its journal to\n"
 "the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
@@ -380,6 +402,10 @@ ad_usage(FILE *f)
 "                          its name) is still read for DUR, for the\n"
 "                          lines a process writes before it reopens\n"
 "                          its log; 1s to 1h, default 5s\n"
+"  --attempt-timeout DUR   how long one attempt to deliver an alert\n"
+"                          may take, connecting included; one without\n"
+"                          a 2xx status by then has failed and is\n"
+"                          retried; 1s to 1h, default 10s\n"
 "  --outbox-max N          the most alerts queued for one sink: 1 to\n"
 "                          %d, default %d; each takes a file\n"
 "                          and about 2 KiB of memory.  A full sink\n"
@@ -636,7 +662,7 @@ ad_init(ad_ctx_t *ctx)
     }
 
     if (ad_deliver_init(&ctx->deliver, &ctx->outbox, ctx->repeat_ms,
-                        ctx->once, err, sizeof(err)) != 0)
+                        ctx->attempt_ms, ctx->once, err, sizeof(err)) != 0)
     {
         ad_sinks_free(sinks, nsinks);
         ad_log(AD_LOG_ERR, "%s", err);
@@ -658,12 +684,12 @@ ad_init(ad_ctx_t *ctx)
 
     ad_log(AD_LOG_INFO, "started %s: journal %s at offset %lld, state %s, "
            "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s, "
-           "poll interval %lld ms, rotation grace %lld ms, at most %zu "
-           "alert(s) queued per sink", AL_VERSION, ctx->journal_path,
-           (long long) pos.cur.off, ctx->state_path, ctx->outbox.n,
-           ctx->groups.n, (long long) (ctx->repeat_ms / 1000),
+           "poll interval %lld ms, rotation grace %lld ms, attempt timeout "
+           "%lld ms, at most %zu alert(s) queued per sink", AL_VERSION,
+           ctx->journal_path, (long long) pos.cur.off, ctx->state_path,
+           ctx->outbox.n, ctx->groups.n, (long long) (ctx->repeat_ms / 1000),
            (long long) ctx->poll_ms, (long long) ctx->grace_ms,
-           ctx->outbox_max);
+           (long long) ctx->attempt_ms, ctx->outbox_max);
 
     ad_deliver_orphans(&ctx->deliver);
     ad_outbox_pending(&ctx->outbox);

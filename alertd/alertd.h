@@ -54,7 +54,8 @@
 #define AD_BACKOFF_BASE        1000     /* ms */
 #define AD_BACKOFF_CAP         300000   /* ms, 5 minutes */
 #define AD_CONNECT_TIMEOUT     5000     /* ms */
-#define AD_ATTEMPT_TIMEOUT     10000    /* ms, connect included */
+#define AD_ATTEMPT_TIMEOUT     10000    /* ms, connect included: the
+                                           default --attempt-timeout */
 #define AD_STOP_GRACE          3000     /* ms an in-flight attempt gets
                                            after SIGTERM */
 #define AD_ROTATE_GRACE        5000     /* ms a rotated journal is still
@@ -418,6 +419,7 @@ typedef struct {
     ad_xfer_t       *xfers;                 /* running */
     size_t           busy;
     int64_t          repeat_ms;
+    int64_t          attempt_ms;            /* --attempt-timeout */
     unsigned         once:1;
     unsigned         stopping:1;
 } ad_deliver_t;
@@ -433,7 +435,7 @@ int ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
     size_t errsize);
 
 int ad_deliver_init(ad_deliver_t *d, ad_outbox_t *ob, int64_t repeat_ms,
-    int once, char *err, size_t errsize);
+    int64_t attempt_ms, int once, char *err, size_t errsize);
 void ad_deliver_free(ad_deliver_t *d);
 void ad_deliver_set_sinks(ad_deliver_t *d, ad_sink_t *sinks, size_t n);
 void ad_deliver_orphans(ad_deliver_t *d);

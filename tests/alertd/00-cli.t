@@ -62,6 +62,11 @@ for my $bad ('0', '500ms', '2h', 'abc') {
                  qr/--rotate-grace "\Q$bad\E" is not a duration from 1s to 1h/,
                  "--rotate-grace $bad");
 }
+for my $bad ('0', '500ms', '2h', 'abc') {
+    config_error([@base, '--attempt-timeout', $bad],
+                 qr/--attempt-timeout "\Q$bad\E" is not a duration from 1s to 1h/,
+                 "--attempt-timeout $bad");
+}
 
 config_error(['--policy', "$d/nope.yaml", @base[2 .. 7]],
              qr/error: \S*nope\.yaml: .*No such file/, 'missing policy');
