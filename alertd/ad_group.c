@@ -268,6 +268,12 @@ ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit, void *data,
     g = &gs->g[i];
 
     if (g->count == 0) {
+        ad_log(AD_LOG_DEBUG, "closed the group of alert %s: %s, client %s%s%s, "
+               "reason %s: its window ended with no repeat", g->first_id,
+               ad_alert_kind_name(g->last.kind),
+               g->last.has_client ? g->last.client : "(none)",
+               g->last.has_peer ? ", peer " : "",
+               g->last.has_peer ? g->last.peer : "", g->last.reason);
         ad_group_remove(gs, i);
         *removed = 1;
         return 0;

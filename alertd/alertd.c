@@ -84,6 +84,8 @@ typedef struct {
     unsigned         changed:1;         /* alerts or groups: save now */
     unsigned         moved:1;           /* offset moved past other lines */
     unsigned         stopping:1;
+    int64_t          wall_ms;           /* the wall clock of this round
+                                           of ad_work() */
     int64_t          saved_at;          /* monotonic */
     int64_t          blocked_until;     /* monotonic: queueing failed */
     int64_t          stop_at;
@@ -417,7 +419,8 @@ ad_usage(FILE *f)
 "                          alert once and exit: 0 if none is left, 1 if\n"
 "                          some are (they stay queued)\n"
 "  --foreground            do not detach (systemd, tests)\n"
-"  -v, --verbose           also log each attempt and each skipped line\n"
+"  -v, --verbose           also log each attempt, each skipped line and\n"
+"                          each group closed\n"
 "  -h, --help              this text\n"
 "      --version           the version\n"
 "\n"
@@ -954,7 +957,10 @@ ad_stop(ad_ctx_t *ctx, const char *why)
 /*
  * The reports of dropped alerts, then the journal, then the group
  * windows, then the state on disk.  A report goes first: it takes the
- * room a delivery made before a new alert can.
+ * room a delivery made before a new alert can.  The wall clock is read
+ * once: the alerts read and the windows ended see one time, so that a
+ * window opened by a line of this round is saved open, however long
+ * the round takes (each alert queued is a file written and fsync()ed).
  */
 
 static void
@@ -963,6 +969,7 @@ ad_work(ad_ctx_t *ctx)
     int64_t  now;
 
     now = ad_mono_ms();
+    ctx->wall_ms = ad_now_ms();
 
     if (ctx->blocked_until != 0) {
         if (now < ctx->blocked_until) {
@@ -973,7 +980,7 @@ ad_work(ad_ctx_t *ctx)
 
     if (ad_report(ctx) != 0
         || ad_journal_read(ctx->journal, ad_on_line, ctx) != 0
-        || ad_group_expire(&ctx->groups, ad_now_ms(), ad_emit, ctx) != 0)
+        || ad_group_expire(&ctx->groups, ctx->wall_ms, ad_emit, ctx) != 0)
     {
         /* queueing failed (logged): what was read stays unread */
         ctx->blocked_until = now + AD_BLOCKED_WAIT;
@@ -1028,7 +1035,7 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off)
         ad_log(AD_LOG_DEBUG, "journal offset %lld: alert %s", (long long) off,
                a.id);
 
-        if (ad_group_add(&ctx->groups, &a, ad_now_ms(), ad_emit, ctx) != 0)
+        if (ad_group_add(&ctx->groups, &a, ctx->wall_ms, ad_emit, ctx) != 0)
         {
             return -1;
         }
