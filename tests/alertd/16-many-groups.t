@@ -5,10 +5,12 @@
 # old whole-file save wrote about 550 KB per alert line (an alertd
 # without the change log fails the first test for that reason).  The
 # groups survive kill -9 from the change log, also one whose last line
-# a crash cut short, and a stop leaves the whole state in "offset".
+# a crash cut short, and a stop leaves the whole state in "offset"; a
+# group closed since the snapshot stays closed.
 #
 # Before a kill -9 the test waits for the save it needs, on disk: the
-# saved position at the journal's end.
+# saved position at the journal's end.  Before it checks what a kill -9
+# leaves, it checks on disk that the case is there to check.
 
 use strict;
 use warnings;
@@ -17,7 +19,7 @@ use lib "$FindBin::Bin/lib";
 use AlertdTest;
 use JSON::PP;
 use Test::More;
-use Time::HiRes qw(sleep time);
+use Time::HiRes qw(time);
 
 my $t = AlertdTest->new;
 my $secret = $t->secret('hook', 'groups-test-secret-0123456789abcdef');
@@ -138,24 +140,48 @@ my ($folded) = grep { ($_->{last}{peer} // '') eq '10.9.6.64' }
                @{$state->{groups}};
 is($folded && $folded->{count}, 1, 'the repeat is counted in its group');
 
-# a group closed since the snapshot stays closed after kill -9
+# a group closed since the snapshot stays closed after kill -9.  The
+# case needs the group saved open in the snapshot, then its closing in
+# the change log.  Both alerts are stamped an hour ahead: alertd takes
+# an alert that far ahead of its clock at its clock, so a group's window
+# (1 s) opens when alertd reads its line, and the save of that read has
+# it open, however long the line took to be read.  The window then ends
+# empty (time has to pass; with -v alertd says when), and the next
+# save, the second alert's, appends the first group's key as closed.
 my $u = AlertdTest->new;
 $u->secret('hook', 'groups-test-secret-0123456789abcdef');
 $u->policy({ webhook => "http://127.0.0.1:$port/hook", secret => 'hook' });
 $u->append('');
-$pid = $u->alertd('--repeat-interval', '1s');
-my $x = $u->alert(client => undef, peer => '10.8.0.1', reason => 'closed');
+my @uopt = ('--repeat-interval', '1s', '-v');
+$pid = $u->alertd(@uopt);
+my $ust = $u->state;
+my $ahead = AlertdTest::now_rfc3339(time + 3600);
+my $x = $u->alert(client => undef, peer => '10.8.0.1', reason => 'closed',
+                  time => $ahead);
 ok($u->log_has(qr/queued alert \Q$x\E: /), 'a group opens');
-sleep 2.5;              # its window (1 s) ends, empty: time has to pass
+ok(saved_to_end($u), 'and is saved');
+my $usnap = decode_json($u->read_file("$ust/offset"));
+ok(grep({ $_->{first_id} eq $x } @{$usnap->{groups}}),
+   'open, in the snapshot (the first save after a start)');
+ok($u->log_has(qr/debug: closed the group of alert \Q$x\E: .*, peer /
+               . qr/10\.8\.0\.1, .*its window ended with no repeat/),
+   'its window ends empty: the group is closed');
 my $y = $u->alert(client => undef, peer => '10.8.0.2', reason => 'open',
-                  time => AlertdTest::now_rfc3339(time + 4));
+                  time => $ahead);
 ok($u->log_has(qr/queued alert \Q$y\E: /), 'another opens');
 ok(saved_to_end($u), 'and is saved, with the first one closed');
+my @log = map { decode_json($_) } split /\n/,
+          $u->read_file("$ust/offset.log");
+ok(grep({ ($_->{gen} // -1) == ($usnap->{gen} // 0)
+          && grep({ ($_->{peer} // '') eq '10.8.0.1' } @{$_->{closed}}) }
+        @log),
+   'the change log, after the snapshot, says the first group closed');
 kill 'KILL', $pid;
 $u->reap($pid);
-like($u->saved_state->{groups}[0]{last}{peer} // '', qr/^10\.8\.0\.2$/,
-     'the change log has the second group');
-$pid = $u->alertd('--repeat-interval', '1s');
+my @groups = @{$u->saved_state->{groups}};
+is(join(' ', map { $_->{last}{peer} // '' } @groups), '10.8.0.2',
+   'the state saved holds the second group only');
+$pid = $u->alertd(@uopt);
 ($started) = ($u->alertd_log =~ /.*\binfo: started (.*)/g)[-1];
 like($started, qr/ 1 group\(s\) open/,
      'after kill -9 the closed group is not restored, the other is');

@@ -23,8 +23,8 @@ package AlertdTest;
 # later alert delivered after it, a round of its loop since (settle), its
 # queue drained (drained), a save on disk, a log line.  A test sleeps
 # only where time itself has to pass (a group window); where alertd logs
-# that the time is over (a rotated file's grace), it waits for that
-# line instead, and where time must not run out (a grace, an attempt),
+# that the time is over (a rotated file's grace; with -v, a group
+# window that ended empty), it waits for that line instead, and where time must not run out (a grace, an attempt),
 # the setting is an hour.
 #
 # Environment: AIRLOCK_BUILD (default <top>/build), AIRLOCK_KEEP=1 keeps
