@@ -5,7 +5,8 @@
 # groups and /run/airlock exist and nginx -t passes; unpacked, the module
 # loads into this machine's nginx and airlockctl passes the packaged
 # policy; the packaged policy's file: secrets, the nginx.service drop-in
-# and alertd's unit name the same credentials.
+# and alertd's unit name the same credentials; in another fresh root, an
+# upgrade keeps the running daemons running and a removal stops them.
 
 use strict;
 use warnings;
@@ -138,8 +139,8 @@ like($postinst, qr/systemd-sysusers .*airlock\.conf.*systemd-tmpfiles /s,
      'after the users, whose group /run/airlock has');
 like($postinst, qr{install -d -m 0700 .*/etc/airlock/credentials},
      'postinst makes the credentials directory, root only');
-unlike($postinst, qr/deb-systemd-invoke\s.*start/,
-       'and starts no unit');
+unlike($postinst, qr/deb-systemd-invoke\s+(?:start|restart)\b/,
+       'and starts no unit (an upgrade try-restarts the running ones)');
 my @enable = $postinst =~ /((?:.*\n){2})\s*deb-systemd-helper enable/g;
 ok(!grep({ !/was-enabled/ } @enable),
    'and enables one only where the admin had enabled it before');
@@ -249,6 +250,78 @@ SH
     is("@unit_errors", '', 'systemd-analyze verify: nothing about our units');
     like($out, qr/^after purge: \.$/m,
          'purge removes the module link, /etc/airlock and its logs');
+}
+
+# the package's life on a running system, in another fresh root: an
+# upgrade (the package installed over itself) and a removal as systemd
+# would be asked them (/run/systemd/system, and deb-systemd-invoke and
+# systemctl replaced by stubs that log their calls)
+SKIP: {
+    my $why = $> != 0 ? 'needs root'
+        : system('command -v mmdebstrap >/dev/null 2>&1') != 0
+            ? 'mmdebstrap not installed (auto/deps test installs it)'
+        : undef;
+    if ($why) {
+        fail("package life in a fresh root: $why") if $ci;
+        skip "package life in a fresh root: $why", 1;
+    }
+
+    my ($suite) = `sh -c '. /etc/os-release; echo \$VERSION_CODENAME'`
+        =~ /(\w+)/;
+    my @sources = glob('/etc/apt/sources.list.d/*.sources');
+    my $sources = @sources ? join(' ', @sources) : '/etc/apt/sources.list';
+    my $sep = @sources ? "printf '\\n';" : '';
+    my $feed = join('', map { "cat $_; $sep" } split ' ', $sources);
+
+    my $life = "$tmp/life.sh";
+    open(my $lf, '>', $life) or die "write $life: $!";
+    print $lf <<'SH';
+pkg=$(ls /tmp/debs/airlock_*.deb)
+mkdir -p /run/systemd/system
+for c in /usr/bin/deb-systemd-invoke /bin/systemctl; do
+    dpkg-divert --quiet --local --rename --add "$c"
+    printf '#!/bin/sh\necho "%s $*" >> /tmp/systemd.log\n' "${c##*/}" > "$c"
+    chmod 755 "$c"
+done
+: > /tmp/systemd.log
+dpkg -i "$pkg" > /tmp/dpkg.log 2>&1 || cat /tmp/dpkg.log
+sed -n 's/^deb-systemd-invoke /upgrade: /p' /tmp/systemd.log
+: > /tmp/systemd.log
+dpkg -r airlock > /tmp/dpkg.log 2>&1 || cat /tmp/dpkg.log
+sed -n 's/^deb-systemd-invoke /remove: /p' /tmp/systemd.log
+for c in /usr/bin/deb-systemd-invoke /bin/systemctl; do
+    rm -f "$c"
+    dpkg-divert --quiet --local --rename --remove "$c"
+done
+rmdir /run/systemd/system
+SH
+    close $lf;
+
+    my $debs = join(' ', map { m{([^/]+)$} && "/tmp/debs/$1" } $mod, $pkg);
+    ($rc, $out) = run("($feed) | mmdebstrap --variant=apt --format=null "
+        . "--include=nginx,systemd,logrotate "
+        . "--customize-hook='mkdir -p \"\$1/tmp/debs\"' "
+        . "--customize-hook='copy-in $mod $pkg $life /tmp/debs' "
+        . "--customize-hook='chroot \"\$1\" apt-get install -y -q "
+        . "--no-install-recommends $debs' "
+        . "--customize-hook='chroot \"\$1\" sh /tmp/debs/life.sh' "
+        . "$suite /dev/null -");
+    is($rc, 0, "mmdebstrap $suite: upgrade, removal")
+        or diag(tail_lines($out, 40));
+    my @daemons = qw(airlock-agent airlock-alertd airlock-worker);
+    my @up = $out =~ /^upgrade: (.*)$/mg;
+    ok(!grep({ /^stop\b/ } @up),
+       'an upgrade does not stop the daemons (it stopped them and never '
+       . 'started them again)') or diag("@up");
+    for my $u (@daemons) {
+        ok(grep({ /^try-restart\b.*\b\Q$u\E\.service\b/ } @up),
+           "an upgrade restarts $u where it runs");
+    }
+    my @rm = $out =~ /^remove: (.*)$/mg;
+    for my $u (@daemons) {
+        ok(grep({ /^stop\b.*\b\Q$u\E\.service\b/ } @rm),
+           "a removal stops $u");
+    }
 }
 
 # unpacked: the module loads into this nginx, the policy checks

@@ -15,7 +15,10 @@
 #   edit is refused with FILE:LINE:COLUMN and the route keeps answering;
 #   a Python job runs in the worker's gVisor sandbox and its result comes
 #   back through Redis; a job past its wall time is killed and nothing of
-#   either job is left behind.
+#   either job is left behind;
+# - the airlock package installed again over itself, as an upgrade is (the
+#   .deb beside the image, IMAGE_DIR/../deb, as make image leaves it;
+#   AIRLOCK_DEB=FILE another), leaves alertd and the worker running.
 #
 # TAP output.
 #
@@ -52,6 +55,11 @@ done
 command -v qemu-system-x86_64 >/dev/null 2>&1 \
     || { echo "Bail out! qemu-system-x86_64 is missing (auto/deps image)"; exit 1; }
 
+# the airlock package for the upgrade check, handed in like the script
+deb=${AIRLOCK_DEB:-$(ls "$dir"/../deb/airlock_*.deb 2>/dev/null | tail -1)}
+fwdeb=""
+[ -n "$deb" ] && [ -f "$deb" ] && fwdeb="name=opt/airlock/deb,file=$deb"
+
 tmp=$(mktemp -d)
 console=$tmp/console.log
 : > "$console"
@@ -69,6 +77,7 @@ qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 1024 \
     -append "$(cat "$dir/cmdline") airlock.selftest" \
     -drive "file=$dir/airlock.qcow2,if=virtio,format=qcow2" -snapshot \
     -fw_cfg "name=opt/airlock/check,file=$here/guest-check.sh" \
+    ${fwdeb:+-fw_cfg "$fwdeb"} \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:3128" \
     -device virtio-net-pci,netdev=n0 \
     -device virtio-rng-pci &
@@ -348,6 +357,18 @@ else
     not_ok "the worker logged no warning or error"
     printf '%s\n' "$logs" | sed 's/^/# /'
 fi
+
+up=$(check upgrade)
+case "$up" in
+none) ok "# SKIP the package upgrade: no airlock .deb beside the image" ;;
+"0 alertd=active worker=active")
+    ok "the airlock package installed over itself: alertd and the worker still run" ;;
+*)
+    not_ok "the airlock package installed over itself: alertd and the worker still run ($up)"
+    tr -d '\r' < "$console" | grep -a 'airlock-check: upgrade-out ' \
+        | sed 's/.*airlock-check: upgrade-out /# /' | tail -20
+    ;;
+esac
 
 if end=$(check end); then
     ok "the guest's check script ran to its end"

@@ -22,7 +22,12 @@
 #   timeout-result JSON a job looping past its wall time
 #   left ...           job directories, cgroups, runsc processes left
 #   worker-log LINE    the worker's warnings and errors, if any
+#   upgrade RC alertd=STATE worker=STATE
+#                      dpkg -i of the airlock package the host passed in
+#                      (-fw_cfg name=opt/airlock/deb), as an upgrade over
+#                      the installed one: the running daemons still run
 #   end alertd=STATE   airlock-alertd after the denials it has read
+#                      (before the upgrade above)
 
 set -u
 
@@ -152,6 +157,24 @@ say "left jobs=$(ls /var/lib/airlock-worker/jobs 2>/dev/null | tr '\n' ' ')" \
 journalctl -u airlock-worker --no-pager -o cat \
     | grep -E ' (alert|emerg|error|warn): ' \
     | sed 's/^/airlock-check: worker-log /'
+alertd=$(systemctl is-active airlock-alertd)
+
+# 5. the airlock package installed again over itself, as an upgrade is:
+#    what runs keeps running (the edited policy is kept)
+deb=/sys/firmware/qemu_fw_cfg/by_name/opt/airlock/deb/raw
+if [ -r "$deb" ]; then
+    cp "$deb" /run/airlock-upgrade.deb
+    dpkg --force-confdef --force-confold -i /run/airlock-upgrade.deb \
+        > "$tmp/out" 2>&1
+    rc=$?
+    sed 's/^/airlock-check: upgrade-out /' "$tmp/out"
+    rm -f /run/airlock-upgrade.deb
+    sleep 3
+    say "upgrade $rc alertd=$(systemctl is-active airlock-alertd)" \
+        "worker=$(systemctl is-active airlock-worker)"
+else
+    say "upgrade none"
+fi
 
 rm -rf "$tmp"
-say "end alertd=$(systemctl is-active airlock-alertd)"
+say "end alertd=$alertd"
