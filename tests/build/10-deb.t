@@ -6,7 +6,8 @@
 # loads into this machine's nginx and airlockctl passes the packaged
 # policy; the packaged policy's file: secrets, the nginx.service drop-in
 # and alertd's unit name the same credentials; in another fresh root, an
-# upgrade keeps the running daemons running and a removal stops them.
+# upgrade keeps the running daemons running, a removal stops them, and a log
+# rotation reopens nginx's Airlock logs whatever the policy on disk.
 
 use strict;
 use warnings;
@@ -255,7 +256,8 @@ SH
 # the package's life on a running system, in another fresh root: an
 # upgrade (the package installed over itself) and a removal as systemd
 # would be asked them (/run/systemd/system, and deb-systemd-invoke and
-# systemctl replaced by stubs that log their calls)
+# systemctl replaced by stubs that log their calls); logrotate's rotation
+# of nginx's Airlock logs while the policy on disk is half edited
 SKIP: {
     my $why = $> != 0 ? 'needs root'
         : system('command -v mmdebstrap >/dev/null 2>&1') != 0
@@ -294,6 +296,36 @@ for c in /usr/bin/deb-systemd-invoke /bin/systemctl; do
     dpkg-divert --quiet --local --rename --remove "$c"
 done
 rmdir /run/systemd/system
+dpkg -i "$pkg" > /tmp/dpkg.log 2>&1 || cat /tmp/dpkg.log
+
+# nginx with the module's logs, the first boot's key and the example
+# policy's credentials where nginx.service would have them
+airlockctl keygen /etc/airlock/airlock.key
+mkdir -p /run/credentials/nginx.service
+creds='s|.*file: */run/credentials/nginx\.service/\(airlock_[a-z_]*\).*|\1|p'
+for s in $(sed -n "$creds" /etc/airlock/policy.yaml); do
+    (umask 077; echo placeholder > "/run/credentials/nginx.service/$s")
+done
+cat > /etc/nginx/conf.d/airlock.conf <<'EOT'
+airlock_policy /etc/airlock/policy.yaml;
+airlock_keyring /etc/airlock/airlock.key;
+airlock_journal /var/log/airlock/journal.log;
+airlock_zone airlock 1m;
+EOT
+rm -f /etc/nginx/sites-enabled/default
+nginx && sleep 1 && echo "nginx: $(cat /run/nginx.pid)"
+echo '{"type":"deny"}' >> /var/log/airlock/journal.log
+cp /etc/airlock/policy.yaml /tmp/policy.yaml
+echo 'routes: [' >> /etc/airlock/policy.yaml
+logrotate -f /etc/logrotate.d/airlock
+sleep 1
+[ -s /var/log/airlock/journal.log.1 ] && echo "rotated: journal.log.1"
+for p in $(pgrep -f 'nginx: worker'); do
+    echo "journal fd: $(readlink /proc/$p/fd/* | grep journal)"
+done
+cp /tmp/policy.yaml /etc/airlock/policy.yaml
+nginx -s stop
+sleep 1
 SH
     close $lf;
 
@@ -306,7 +338,7 @@ SH
         . "--no-install-recommends $debs' "
         . "--customize-hook='chroot \"\$1\" sh /tmp/debs/life.sh' "
         . "$suite /dev/null -");
-    is($rc, 0, "mmdebstrap $suite: upgrade, removal")
+    is($rc, 0, "mmdebstrap $suite: upgrade, removal, rotation")
         or diag(tail_lines($out, 40));
     my @daemons = qw(airlock-agent airlock-alertd airlock-worker);
     my @up = $out =~ /^upgrade: (.*)$/mg;
@@ -322,6 +354,14 @@ SH
         ok(grep({ /^stop\b.*\b\Q$u\E\.service\b/ } @rm),
            "a removal stops $u");
     }
+    like($out, qr/^nginx: \d+$/m, 'nginx runs with the journal')
+        or diag(tail_lines($out, 20));
+    like($out, qr/^rotated: journal\.log\.1$/m, 'logrotate rotated it');
+    my @fd = $out =~ /^journal fd: (.*)$/mg;
+    ok(@fd, 'nginx\'s workers have it open');
+    is(join(' ', grep { $_ ne '/var/log/airlock/journal.log' } @fd), '',
+       'after logrotate, with the policy on disk half edited, nginx '
+       . 'writes the new journal (the reopen parsed no configuration)');
 }
 
 # unpacked: the module loads into this nginx, the policy checks
