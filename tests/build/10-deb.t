@@ -6,8 +6,9 @@
 # loads into this machine's nginx and airlockctl passes the packaged
 # policy; the packaged policy's file: secrets, the nginx.service drop-in
 # and alertd's unit name the same credentials; in another fresh root, an
-# upgrade keeps the running daemons running, a removal stops them, and a log
-# rotation reopens nginx's Airlock logs whatever the policy on disk.
+# upgrade keeps the running daemons running, a removal stops them, a log
+# rotation reopens nginx's Airlock logs whatever the policy on disk, and a
+# purge leaves nothing of the package behind.
 
 use strict;
 use warnings;
@@ -257,7 +258,9 @@ SH
 # upgrade (the package installed over itself) and a removal as systemd
 # would be asked them (/run/systemd/system, and deb-systemd-invoke and
 # systemctl replaced by stubs that log their calls); logrotate's rotation
-# of nginx's Airlock logs while the policy on disk is half edited
+# of nginx's Airlock logs while the policy on disk is half edited; a
+# purge after the first boot's key pair, an edit's rollback copy and the
+# daemons' state were made
 SKIP: {
     my $why = $> != 0 ? 'needs root'
         : system('command -v mmdebstrap >/dev/null 2>&1') != 0
@@ -326,6 +329,16 @@ done
 cp /tmp/policy.yaml /etc/airlock/policy.yaml
 nginx -s stop
 sleep 1
+
+# what an edit, the worker and alertd leave (the stopped daemons' state)
+cp /etc/airlock/policy.yaml /etc/airlock/policy.yaml.prev
+mkdir -p /var/lib/airlock-worker/jobs /var/lib/private/airlock-alertd
+ln -s private/airlock-alertd /var/lib/airlock-alertd
+dpkg --purge airlock libnginx-mod-http-airlock > /tmp/dpkg.log 2>&1 \
+    || cat /tmp/dpkg.log
+echo "after purge: $(ls -d /etc/airlock /var/lib/airlock-worker \
+    /var/lib/airlock-alertd /var/lib/private/airlock-alertd 2>/dev/null \
+    | tr '\n' ' ')."
 SH
     close $lf;
 
@@ -338,7 +351,7 @@ SH
         . "--no-install-recommends $debs' "
         . "--customize-hook='chroot \"\$1\" sh /tmp/debs/life.sh' "
         . "$suite /dev/null -");
-    is($rc, 0, "mmdebstrap $suite: upgrade, removal, rotation")
+    is($rc, 0, "mmdebstrap $suite: upgrade, removal, rotation, purge")
         or diag(tail_lines($out, 40));
     my @daemons = qw(airlock-agent airlock-alertd airlock-worker);
     my @up = $out =~ /^upgrade: (.*)$/mg;
@@ -362,6 +375,9 @@ SH
     is(join(' ', grep { $_ ne '/var/log/airlock/journal.log' } @fd), '',
        'after logrotate, with the policy on disk half edited, nginx '
        . 'writes the new journal (the reopen parsed no configuration)');
+    like($out, qr/^after purge: \.$/m,
+         'purge removes the key pair, the edit\'s copies and the daemons\' '
+         . 'state with /etc/airlock');
 }
 
 # unpacked: the module loads into this nginx, the policy checks
