@@ -258,9 +258,9 @@ SH
 # upgrade (the package installed over itself) and a removal as systemd
 # would be asked them (/run/systemd/system, and deb-systemd-invoke and
 # systemctl replaced by stubs that log their calls); logrotate's rotation
-# of nginx's Airlock logs while the policy on disk is half edited; a
-# purge after the first boot's key pair, an edit's rollback copy and the
-# daemons' state were made
+# of nginx's Airlock logs while the policy on disk is half edited; the
+# module upgraded under a running nginx; a purge after the first boot's
+# key pair, an edit's rollback copy and the daemons' state were made
 SKIP: {
     my $why = $> != 0 ? 'needs root'
         : system('command -v mmdebstrap >/dev/null 2>&1') != 0
@@ -327,6 +327,17 @@ for p in $(pgrep -f 'nginx: worker'); do
     echo "journal fd: $(readlink /proc/$p/fd/* | grep journal)"
 done
 cp /tmp/policy.yaml /etc/airlock/policy.yaml
+# the module upgraded (installed over itself) under the running nginx,
+# then the reload nginx's trigger asks for
+dpkg -i /tmp/debs/libnginx-mod-http-airlock_*.deb > /tmp/dpkg.log 2>&1 \
+    || cat /tmp/dpkg.log
+nginx -s reload
+sleep 1
+if grep -qs 'airlock_module\.so (deleted)$' "/proc/$(cat /run/nginx.pid)/maps"
+then
+    echo "module after the reload: the previous one"
+fi
+grep -q 'restart' /tmp/dpkg.log && echo "module upgrade: restart asked"
 nginx -s stop
 sleep 1
 
@@ -375,6 +386,10 @@ SH
     is(join(' ', grep { $_ ne '/var/log/airlock/journal.log' } @fd), '',
        'after logrotate, with the policy on disk half edited, nginx '
        . 'writes the new journal (the reopen parsed no configuration)');
+    like($out, qr/^module after the reload: the previous one$/m,
+         'a reload keeps the module nginx loaded before its upgrade');
+    like($out, qr/^module upgrade: restart asked$/m,
+         'so the module\'s upgrade says nginx must be restarted');
     like($out, qr/^after purge: \.$/m,
          'purge removes the key pair, the edit\'s copies and the daemons\' '
          . 'state with /etc/airlock');
