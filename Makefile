@@ -283,6 +283,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(NGX_MOD_DIR) \
 	    $(DESTDIR)$(NGX_MOD_CONF_DIR) $(DESTDIR)$(SYSTEMD_DIR) \
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d \
+	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d \
 	    $(DESTDIR)/etc/airlock $(DESTDIR)/etc/logrotate.d \
 	    $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d \
 	    $(DESTDIR)/var/log/airlock $(DESTDIR)$(PREFIX)/share/doc/airlock
@@ -293,6 +294,8 @@ install: all
 	install -m 644 $(INSTALL_UNITS) $(DESTDIR)$(SYSTEMD_DIR)/
 	install -m 644 conf/nginx-credentials.conf \
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock.conf
+	install -m 644 conf/redis-runtime-dir.conf \
+	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d/airlock.conf
 	install -m 644 conf/policy.example.yaml $(DESTDIR)/etc/airlock/policy.yaml
 	$(if $(WORKER_SRCS),sed 's|^# *\(redis_unix  *[^ ]*\).*|\1|' \
 	    conf/worker.conf > $(DESTDIR)/etc/airlock/worker.conf \

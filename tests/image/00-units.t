@@ -3,9 +3,10 @@
 # worker units pass `systemd-analyze verify` and carry the directives that
 # take their network, capabilities and file system away; /run/airlock is
 # root's, the agent's socket in a directory of its own; the nftables
-# ruleset lets only nginx's user out; the image build script knows its
-# options.  The image itself is built and booted by `make image-test`
-# (tests/image/boot.sh), which is too slow for this suite.
+# ruleset lets only nginx's user out; Redis's socket directory, which
+# both units bind, outlives a restart of Redis; the image build script
+# knows its options.  The image itself is built and booted by `make
+# image-test` (tests/image/boot.sh), which is too slow for this suite.
 
 use strict;
 use warnings;
@@ -156,6 +157,22 @@ for my $n (sort keys %units) {
     my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
     like($ngx, qr{proxy_pass http://unix:\Q$listen\E:/;},
          'the image\'s nginx publishes that socket at /api/');
+}
+
+# /run/redis, bound into the agent's and the worker's /run, is
+# redis-server.service's RuntimeDirectory=, which systemd removes whenever
+# Redis stops, a restart included: the daemons would keep the removed
+# directory, and never see the new socket.  The package's drop-in for
+# redis-server.service keeps it.
+{
+    my $dropin = "$top/conf/redis-runtime-dir.conf";
+    my $d = -f $dropin ? directives(slurp($dropin)) : {};
+    ok((grep { /^(yes|restart)$/ } @{$d->{RuntimeDirectoryPreserve} || []}),
+       'redis-server.service keeps /run/redis across restarts '
+       . '(RuntimeDirectoryPreserve=, conf/redis-runtime-dir.conf)');
+    like(slurp("$top/Makefile"),
+         qr{conf/redis-runtime-dir\.conf\s+\\?\s*\S*redis-server\.service\.d/}s,
+         'make install puts it in redis-server.service.d');
 }
 
 # alertd: its ExecStart passes only options alertd takes, and sets the

@@ -16,6 +16,8 @@
 #   a Python job runs in the worker's gVisor sandbox and its result comes
 #   back through Redis; a job past its wall time is killed and nothing of
 #   either job is left behind;
+# - after Redis restarts, the worker's unit still sees Redis's socket and
+#   a job still runs;
 # - the airlock package installed again over itself, as an upgrade is (the
 #   .deb beside the image, IMAGE_DIR/../deb, as make image leaves it;
 #   AIRLOCK_DEB=FILE another), leaves alertd and the worker running.
@@ -357,6 +359,20 @@ else
     not_ok "the worker logged no warning or error"
     printf '%s\n' "$logs" | sed 's/^/# /'
 fi
+
+# Redis restarted: systemd makes /run/redis anew, the worker's /run must
+# still show the new socket
+sock=$(check redis-restart-sock)
+if [ "$sock" = w ]; then
+    ok "after Redis restarts, its socket is in the worker's /run/redis"
+else
+    not_ok "after Redis restarts, its socket is in the worker's /run/redis"
+fi
+res=$(check redis-restart-result)
+case "$res" in
+*'"status":"ok"'*) ok "and a job queued after the restart runs" ;;
+*) not_ok "and a job queued after the restart runs: $(printf '%s' "$res" | head -c 300)" ;;
+esac
 
 up=$(check upgrade)
 case "$up" in

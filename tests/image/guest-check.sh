@@ -22,6 +22,9 @@
 #   timeout-result JSON a job looping past its wall time
 #   left ...           job directories, cgroups, runsc processes left
 #   worker-log LINE    the worker's warnings and errors, if any
+#   redis-restart-sock W  after `systemctl restart redis-server`, whether
+#                      Redis's socket is in the worker's /run/redis (w/-)
+#   redis-restart-result JSON  a job queued after that restart
 #   upgrade RC alertd=STATE worker=STATE
 #                      dpkg -i of the airlock package the host passed in
 #                      (-fw_cfg name=opt/airlock/deb), as an upgrade over
@@ -51,16 +54,16 @@ wait_for() {
     return 1
 }
 
-# run_job ID SCRIPT WALL_MS: queues a sandbox job for the worker and
-# prints its result from Redis ("none" after 15 minutes without one);
-# SCRIPT is JSON string text
+# run_job ID SCRIPT WALL_MS [WAIT]: queues a sandbox job for the worker and
+# prints its result from Redis ("none" after WAIT seconds, default 15
+# minutes, without one); SCRIPT is JSON string text
 run_job() {
     $redis XADD airlock:jobs '*' job "{\"job_id\":\"$1\",\
 \"session_id\":\"airlock-check\",\"script\":\"$2\",\
 \"blueprint\":{\"inputs\":[]},\
 \"limits\":{\"wall_ms\":$3,\"cpu_ms\":30000}}" > /dev/null
     i=0
-    while [ "$i" -lt 900 ]; do
+    while [ "$i" -lt "${4:-900}" ]; do
         res=$($redis GET "result:$1")
         if [ -n "$res" ]; then
             printf '%s\n' "$res"
@@ -159,7 +162,23 @@ journalctl -u airlock-worker --no-pager -o cat \
     | sed 's/^/airlock-check: worker-log /'
 alertd=$(systemctl is-active airlock-alertd)
 
-# 5. the airlock package installed again over itself, as an upgrade is:
+# 5. Redis restarted (a crash, an upgrade of redis-server): its socket
+#    directory is made anew, and the worker's unit binds /run/redis into
+#    its own /run; the worker must still reach Redis
+systemctl restart redis-server
+sleep 2
+pid=$(systemctl show -p MainPID --value airlock-worker)
+if [ "${pid:-0}" -gt 0 ] \
+    && nsenter -t "$pid" -m test -S /run/redis/redis.sock 2>/dev/null
+then
+    say "redis-restart-sock w"
+else
+    say "redis-restart-sock -"
+fi
+script='print(\"after the restart\", 6 * 7)\n'
+say "redis-restart-result $(run_job airlock-check-3 "$script" 60000 240)"
+
+# 6. the airlock package installed again over itself, as an upgrade is:
 #    what runs keeps running (the edited policy is kept)
 deb=/sys/firmware/qemu_fw_cfg/by_name/opt/airlock/deb/raw
 if [ -r "$deb" ]; then
