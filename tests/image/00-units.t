@@ -3,10 +3,11 @@
 # worker units pass `systemd-analyze verify` and carry the directives that
 # take their network, capabilities and file system away; /run/airlock is
 # root's, the agent's socket in a directory of its own; the nftables
-# ruleset lets only nginx's user out; Redis's socket directory, which
-# both units bind, outlives a restart of Redis; the image build script
-# knows its options.  The image itself is built and booted by `make
-# image-test` (tests/image/boot.sh), which is too slow for this suite.
+# ruleset lets only nginx's user out, and alertd's to its webhooks;
+# Redis's socket directory, which both units bind, outlives a restart of
+# Redis; the image build script knows its options.  The image itself is
+# built and booted by `make image-test` (tests/image/boot.sh), which is
+# too slow for this suite.
 
 use strict;
 use warnings;
@@ -200,8 +201,17 @@ for my $n (sort keys %units) {
     my @accepts = grep { /meta skuid/ } split /\n/, $s;
     ok((grep { /meta skuid "www-data" accept\s*$/ } @accepts),
        'nftables: nginx\'s user may connect out');
-    ok(!(grep { /skuid "?(airlock|root|0\b)/ } @accepts),
-       'nftables: not the agent, the worker or root');
+    ok(!(grep { /skuid "?(airlock-agent|airlock-worker|root|0\b)/ }
+         @accepts), 'nftables: not the agent, the worker or root');
+    # alertd delivers to webhooks off the appliance: its user has a
+    # name (a static user, which DynamicUser= takes) the rule lets out
+    my $d = directives(slurp("$top/conf/airlock-alertd.service"));
+    my $user = $d->{User}[-1] // '';
+    my $sysusers = slurp("$top/conf/airlock.sysusers");
+    ok($user ne '' && $sysusers =~ /^u\s+\Q$user\E\s/m,
+       "airlock-alertd runs as a user sysusers.d makes ($user)");
+    ok($user ne '' && (grep { /skuid "?\Q$user\E"? .*accept\s*$/ } @accepts),
+       'nftables: alertd\'s user may connect out (its webhooks)');
     like($s, qr/hook forward priority filter; policy drop;/,
          'nftables: no forwarding');
 }

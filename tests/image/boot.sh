@@ -16,6 +16,8 @@
 #   a Python job runs in the worker's gVisor sandbox and its result comes
 #   back through Redis; a job past its wall time is killed and nothing of
 #   either job is left behind;
+# - alertd's user may connect to a webhook receiver off the appliance (the
+#   host);
 # - after Redis restarts, the worker's unit still sees Redis's socket and
 #   a job still runs;
 # - the airlock package installed again over itself, as an upgrade is (the
@@ -71,6 +73,22 @@ port=$(perl -MIO::Socket::INET -e \
     'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1",
                                  LocalPort => 0)->sockport')
 
+# a webhook receiver on the host's loopback (10.0.2.2:PORT to the guest):
+# answers 200 to anything
+hookport=$(perl -MIO::Socket::INET -e \
+    'print IO::Socket::INET->new(Listen => 1, LocalAddr => "127.0.0.1",
+                                 LocalPort => 0)->sockport')
+perl -MIO::Socket::INET -e '
+    my $s = IO::Socket::INET->new(Listen => 5, LocalAddr => "127.0.0.1",
+                                  LocalPort => $ARGV[0], ReuseAddr => 1)
+        or die "webhook receiver: $!";
+    while (my $c = $s->accept) {
+        sysread($c, my $b, 65536);
+        print $c "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n";
+        close $c;
+    }' "$hookport" &
+hook=$!
+
 start=$(date +%s)
 qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 1024 \
     -display none -monitor none -no-reboot \
@@ -80,14 +98,15 @@ qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 1024 \
     -drive "file=$dir/airlock.qcow2,if=virtio,format=qcow2" -snapshot \
     -fw_cfg "name=opt/airlock/check,file=$here/guest-check.sh" \
     ${fwdeb:+-fw_cfg "$fwdeb"} \
+    -fw_cfg "name=opt/airlock/hookport,string=$hookport" \
     -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:3128" \
     -device virtio-net-pci,netdev=n0 \
     -device virtio-rng-pci &
 qemu=$!
 
 cleanup() {
-    kill "$qemu" 2>/dev/null
-    wait "$qemu" 2>/dev/null
+    kill "$qemu" "$hook" 2>/dev/null
+    wait "$qemu" "$hook" 2>/dev/null
     [ -n "${AIRLOCK_KEEP_CONSOLE:-}" ] && cp "$console" "$AIRLOCK_KEEP_CONSOLE"
     rm -rf "$tmp"
 }
@@ -359,6 +378,14 @@ else
     not_ok "the worker logged no warning or error"
     printf '%s\n' "$logs" | sed 's/^/# /'
 fi
+
+# alertd's webhooks off the appliance: the egress rule lets its user out
+eg=$(check alertd-egress)
+case "$eg" in
+none) ok "# SKIP alertd's way out: no receiver port in the guest" ;;
+*code=200) ok "alertd's user reaches a webhook off the appliance ($eg)" ;;
+*) not_ok "alertd's user reaches a webhook off the appliance ($eg)" ;;
+esac
 
 # Redis restarted: systemd makes /run/redis anew, the worker's /run must
 # still show the new socket

@@ -22,6 +22,10 @@
 #   timeout-result JSON a job looping past its wall time
 #   left ...           job directories, cgroups, runsc processes left
 #   worker-log LINE    the worker's warnings and errors, if any
+#   alertd-egress user=U code=C  an HTTP request to the host's webhook
+#                      receiver (-fw_cfg name=opt/airlock/hookport) made as
+#                      alertd's user: C is the receiver's status, 000 if
+#                      the egress rule dropped it
 #   redis-restart-sock W  after `systemctl restart redis-server`, whether
 #                      Redis's socket is in the worker's /run/redis (w/-)
 #   redis-restart-result JSON  a job queued after that restart
@@ -162,7 +166,23 @@ journalctl -u airlock-worker --no-pager -o cat \
     | sed 's/^/airlock-check: worker-log /'
 alertd=$(systemctl is-active airlock-alertd)
 
-# 5. Redis restarted (a crash, an upgrade of redis-server): its socket
+# 5. alertd's way out: a webhook off the appliance (the host's receiver,
+#    10.0.2.2 on qemu's user network), asked as alertd's user, whose
+#    sockets the egress rule sees
+hp=/sys/firmware/qemu_fw_cfg/by_name/opt/airlock/hookport/raw
+if [ -r "$hp" ]; then
+    pid=$(systemctl show -p MainPID --value airlock-alertd)
+    uid=$(ps -o uid= -p "$pid" | tr -d ' ')
+    code=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+        curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
+        "http://10.0.2.2:$(cat "$hp")/airlock")
+    user=$(id -un "$uid" 2>/dev/null || echo "$uid")
+    say "alertd-egress user=$user code=$code"
+else
+    say "alertd-egress none"
+fi
+
+# 6. Redis restarted (a crash, an upgrade of redis-server): its socket
 #    directory is made anew, and the worker's unit binds /run/redis into
 #    its own /run; the worker must still reach Redis
 systemctl restart redis-server
@@ -178,7 +198,7 @@ fi
 script='print(\"after the restart\", 6 * 7)\n'
 say "redis-restart-result $(run_job airlock-check-3 "$script" 60000 240)"
 
-# 6. the airlock package installed again over itself, as an upgrade is:
+# 7. the airlock package installed again over itself, as an upgrade is:
 #    what runs keeps running (the edited policy is kept)
 deb=/sys/firmware/qemu_fw_cfg/by_name/opt/airlock/deb/raw
 if [ -r "$deb" ]; then
