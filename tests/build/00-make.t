@@ -122,6 +122,45 @@ ok($list{deb}{lintian} && $list{deb}{debhelper}, 'the deb set has lintian');
 ok(!$list{test}{wrk} && !$list{test}{prometheus},
    'the test set has neither wrk nor Prometheus');
 
+# auto/deps stops and disables the system's servers only for the sets
+# whose suites start their own (test, demo, bench): make, make deb and
+# make image run it too, as root on machines whose nginx may be serving.
+# systemctl and update-rc.d are stubs here that call every unit enabled
+# and log what they are asked; nothing is missing, so nothing is installed.
+SKIP: {
+    my $why = $> != 0 ? 'not root'
+        : !-x '/usr/bin/dpkg-query' ? 'not a Debian system'
+        : system("sh $top/auto/deps --check deb test >/dev/null 2>&1") != 0
+            ? 'the deb and test sets are not installed'
+        : undef;
+    if ($why) {
+        skip "services of other sets: $why", 1;
+    }
+    my $stub = tempdir(CLEANUP => 1);
+    for my $c (qw(systemctl update-rc.d)) {
+        open(my $fh, '>', "$stub/$c") or die "write $stub/$c: $!";
+        print $fh "#!/bin/sh\necho \"$c \$*\" >> $stub/log\n"
+            . "[ \"\$1\" = is-enabled ] && echo enabled\n"
+            . "[ \"\$1\" = is-active ] && exit 3\nexit 0\n";
+        close $fh;
+        chmod 0755, "$stub/$c";
+    }
+    for my $set (qw(build deb test)) {
+        unlink "$stub/log";
+        ($rc, $out) = run("PATH=$stub:\$PATH sh $top/auto/deps $set");
+        is($rc, 0, "auto/deps $set (stubbed systemctl)") or diag($out);
+        my $log = -f "$stub/log" ? `cat $stub/log` : '';
+        my @off = $log =~ /^systemctl disable .*?(\S+)$/mg;
+        if ($set eq 'test') {
+            ok((grep { $_ eq 'nginx.service' } @off),
+               'auto/deps test disables nginx.service (its suites start '
+               . 'their own)');
+        } else {
+            is("@off", '', "auto/deps $set leaves the services alone");
+        }
+    }
+}
+
 # auto/deps leaves no service of its packages enabled at boot
 SKIP: {
     my $why = $> != 0 ? 'not root'
