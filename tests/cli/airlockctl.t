@@ -213,19 +213,34 @@ $body = write_file('pr2.json',
 is($rc, 1, 'explain: duplicate JSON key denied');
 like($out, qr/deny: body \(duplicate key/, 'with the reason');
 
-my $token = 'test';   # sha256("test") is the tools token in the example
-($rc, $out) = run("$token\n", 'explain', $example, '--token-stdin', 'GET',
+# the example's tools client is no one's until the operator puts the hash
+# of a token there: "test", the token of the example before, is unknown
+my $token = 'test';
+($rc, $out) = run("$token\n", 'explain', $example, '--token-stdin', '--addr',
+                  '10.1.2.3', 'GET', '/prometheus/query?query=up');
+like($out, qr/deny: client_unknown/,
+     'explain: the example knows no token of a well-known value');
+my $own = do { local (@ARGV, $/) = $example; <> };
+unlike($own, qr/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b/,
+       'the example has no hash of "test"');
+
+# with the operator's hash (sha256("test")) in its place
+$own
+    =~ s/token_sha256: "[0-9a-f]{64}"/token_sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"/
+    or die 'the example has no token_sha256';
+my $owned = write_file('example-token.yaml', $own);
+($rc, $out) = run("$token\n", 'explain', $owned, '--token-stdin', 'GET',
                   '/prometheus/query?query=up');
 is($rc, 0, 'explain: a token on standard input identifies the tools client');
 like($out, qr/client: tools/, 'and names it');
 {
     local $ENV{AIRLOCK_TEST_TOKEN} = $token;
-    ($rc, $out) = run('', 'explain', $example, '--token-env',
+    ($rc, $out) = run('', 'explain', $owned, '--token-env',
                       'AIRLOCK_TEST_TOKEN', 'GET', '/prometheus/query?query=up');
     is($rc, 0, 'explain: a token from the environment identifies the client');
     like($out, qr/client: tools/, 'and names it');
 }
-($rc, $out) = run("wrong\n", 'explain', $example, '--token-stdin', '--addr',
+($rc, $out) = run("wrong\n", 'explain', $owned, '--token-stdin', '--addr',
                   '10.1.2.3', 'GET', '/prometheus/query?query=up');
 like($out, qr/deny: client_unknown/, 'explain: an unknown token is refused');
 
@@ -234,23 +249,23 @@ like($out, qr/deny: client_unknown/, 'explain: an unknown token is refused');
 for my $end ('', "\n", "\r\n") {
     my $name = $end eq '' ? 'alone' : $end eq "\n" ? 'and its newline'
                                                   : 'and a CRLF';
-    ($rc, $out, $err) = run(('a' x 65536) . $end, 'explain', $example,
+    ($rc, $out, $err) = run(('a' x 65536) . $end, 'explain', $owned,
                             '--token-stdin', '--addr', '10.1.2.3', 'GET',
                             '/prometheus/query?query=up');
     is($rc, 1, "explain: a token of 64 KiB $name is read");
     like($out, qr/deny: client_unknown/, "explain: 64 KiB $name: decided");
 }
-($rc, $out, $err) = run('a' x 65537, 'explain', $example, '--token-stdin',
+($rc, $out, $err) = run('a' x 65537, 'explain', $owned, '--token-stdin',
                         '--addr', '10.1.2.3', 'GET', '/x');
 is($rc, 2, 'explain: a token over 64 KiB exits 2');
 like($err, qr/over 65536 bytes/, 'explain: and says the limit');
-($rc, $out, $err) = run('', 'explain', $example, '--token', $token, 'GET',
+($rc, $out, $err) = run('', 'explain', $owned, '--token', $token, 'GET',
                         '/prometheus/query?query=up');
 is($rc, 2, 'explain: a token on the command line is refused');
 like($err, qr/does not take a token on the command line; use --token-stdin/,
      'and the message says where the token goes');
 unlike($out, qr/client: tools/, 'and it is not used');
-($rc, undef, $err) = run('', 'explain', $example, '--token-env', 'NO_SUCH_VAR_X',
+($rc, undef, $err) = run('', 'explain', $owned, '--token-env', 'NO_SUCH_VAR_X',
                          'GET', '/x');
 is($rc, 2, 'explain: an unset token variable exits 2');
 like($err, qr/NO_SUCH_VAR_X is not set/, 'and names the variable');

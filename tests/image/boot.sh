@@ -232,7 +232,7 @@ case "$line" in
 *) not_ok "airlock-worker's bounding set is the six capabilities its unit names: $line" ;;
 esac
 
-# the example policy's tools client: sha256("test")
+# the tools client's token once the edit below put its hash in the policy
 token=test
 
 if ! check ready-for-deny > /dev/null; then
@@ -241,6 +241,17 @@ if ! check ready-for-deny > /dev/null; then
     echo "1..$n"
     exit 1
 fi
+
+# before that edit, the example policy's tools client is no one's: a
+# well-known token does not reach a route with the appliance's credential
+# (sent before the unknown route, whose deny line starts the edit)
+code=$(get '/prometheus/query?query=up' $token)
+body=$(head -c 300 "$tmp/body" 2>/dev/null)
+case "$code $body" in
+'403 '*'"reason":"client_unknown"'*)
+    ok "the shipped policy knows no token of a well-known value: $body" ;;
+*) not_ok "the shipped policy knows no token of a well-known value (got $code: $body)" ;;
+esac
 
 # an unknown route, from the host through the forwarded port
 code=$(get /airlock-check/unknown)

@@ -99,11 +99,13 @@ else
     say "deny-line none"
 fi
 
-# 2. the edit cycle, with an EDITOR that adds an upstream (the appliance's
-#    own status endpoint) and a route the tools client may call
+# 2. the edit cycle, with an EDITOR that gives the tools client a token
+#    (sha256("test"), in place of the shipped hash of a token no one has)
+#    and adds an upstream (the appliance's own status endpoint) and a
+#    route the tools client may call
 cat > "$tmp/add-route" <<'EOT'
 #!/bin/sh
-awk '{ print }
+awk '{ sub(/token_sha256: "[0-9a-f]*"/, "token_sha256: \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\""); print }
 /^upstreams:$/ {
     print "  airlock-status: { url: \"http://127.0.0.1:9901\" }"
 }
