@@ -32,4 +32,4 @@ ok($t->wait_for(sub { $t->delivered($small, $id) }),
    'the sink that asked for 2 s gets the alert after them');
 ok(!$t->delivered($huge, $id), 'the other is not asked again yet');
 
-done_testing;
+$t->done;
