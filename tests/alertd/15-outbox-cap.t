@@ -115,6 +115,14 @@ for my $i (1 .. 12) {
 }
 
 ok($t->delivered($ok, @ids), 'the healthy sink gets all 12 alerts');
+
+# The receiver writes its record once it has answered, alertd removes
+# the outbox file once it has the answer: either may come first.  The
+# removal follows alertd's log line in the same call, so once the line
+# is there, a round of alertd's loop since (settle) has it done, and
+# only the dead sink's files are left.
+ok($t->log_has(qr/\bdelivered alert \Q$ids[-1]\E to webhook \Q$ok->{url}\E /)
+   && $t->settle, 'alertd has taken the healthy sink\'s last answer');
 my $id11 = quotemeta $ids[11];
 ok($t->log_has(qr/dropped \(outbox full\): alert $id11|$id11: .*dropped for 1/),
    'the 12th alert is logged as dropped for the dead sink');
@@ -175,6 +183,9 @@ $t->reap($t->alertd_pid);
 
 # --- the sink recovers; restarted once more
 
+# the sink is back before alertd starts again, and a restart keeps no
+# backoff: its first attempt is taken, and the rest follow at once, so
+# this wait does not follow a backoff
 $t->write_file($until, '');
 $t->alertd(@cap);
 
@@ -269,9 +280,17 @@ like($u->alertd_log, qr/skipped a malformed line: unknown "kind" "alerts_dropped
      'a journal line of kind alerts_dropped is refused');
 is(scalar($u->outbox), 6, '3 alerts queued for each of the two sinks');
 
+# The sinks recover while alertd runs: each tries again when its backoff
+# ends.  A sink that failed n times waits up to 2^(n-1) s (full jitter),
+# 5 minutes at the most, and how often these failed before the file
+# was written depends on how fast the machine got here.  One deadline
+# of the cap and the generous wait for both: only a broken alertd
+# reaches it, and the waits end as soon as the deliveries are there.
 $u->write_file($until2, '');
+my $deadline = time + 300 + $AlertdTest::WAIT;
 
-ok($u->wait_for(sub { $u->delivered($hook, $a1, $b1, "$a1-1") }, 60),
+ok($u->wait_for(sub { $u->delivered($hook, $a1, $b1, "$a1-1") },
+                $deadline - time),
    'after recovery: A, B and the folded A-1');
 my %h = map { $_->{id} => $_->{json} } $u->accepted($hook);
 is($h{"$a1-1"}{count}, 3, 'A-1 counts the three folded repeats');
@@ -288,7 +307,7 @@ ok(!$h{$c1} && !$h{$forged}, 'C and the forged line are not delivered');
 ok($u->wait_for(sub {
        grep { $_->{status} =~ /^2/ && $_->{body} =~ /AirlockAlertsDropped/ }
             $u->records($am)
-   }, 60), 'Alertmanager gets the report');
+   }, $deadline - time), 'Alertmanager gets the report');
 my ($amr) = map { @{$_->{json} // []} }
             grep { $_->{status} =~ /^2/ && $_->{body} =~ /AirlockAlertsDropped/ }
             $u->records($am);
