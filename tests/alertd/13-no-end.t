@@ -5,7 +5,7 @@
 # and the alert queued behind it on the same sink is sent next.
 #
 # Nothing is timed.  The receiver never ends a body, so only the attempt
-# timeout can end an attempt; it is 5 s (--attempt-timeout 5s), far more
+# timeout can end an attempt; it is 15 s (--attempt-timeout 15s), far more
 # than a status takes to come back over loopback, and the test waits for
 # alertd to say the attempt ended rather than for a clock.  The two
 # alerts are written in one go, so alertd queues both before it sends
@@ -29,13 +29,13 @@ my $secret = $t->secret('hook', 'no-end-test-secret-0123456789abcdef');
 my $r = $t->receiver(secret => $secret, no_end => 100);
 
 $t->policy({ webhook => $r->{url}, secret => 'hook' });
-$t->alertd('--attempt-timeout', '5s', '-v');
-like($t->alertd_log, qr/\binfo: started .*, attempt timeout 5000 ms,/,
-     'alertd says an attempt may take 5 s');
+$t->alertd('--attempt-timeout', '15s', '-v');
+like($t->alertd_log, qr/\binfo: started .*, attempt timeout 15000 ms,/,
+     'alertd says an attempt may take 15 s');
 
-# each attempt ends by its timeout (5 s); a wait for one allows that
+# each attempt ends by its timeout (15 s); a wait for one allows that
 # too, beside the generous one
-my $wait = 5 + $AlertdTest::WAIT;
+my $wait = 15 + $AlertdTest::WAIT;
 
 my ($one, $l1) = $t->alert_line(reason => 'no-end-one');
 my ($two, $l2) = $t->alert_line(reason => 'no-end-two');
@@ -50,7 +50,7 @@ $got_one = qr/$got_one/;
 ok($t->log_has(qr/\Q$r->{url}\E: alert \S+ not delivered: |$got_one/,
                $wait), 'the first attempt ends');
 unlike($t->alertd_log, qr/\Q$r->{url}\E: alert \S+ not delivered: /,
-       'not as a failure (a 200 later than the 5 s timeout would be one)')
+       'not as a failure (a 200 later than the 15 s timeout would be one)')
     or diag($t->alertd_log);
 like($t->alertd_log, $got_one,
      'the first is delivered at its first attempt, the unended body logged');
