@@ -93,6 +93,8 @@ typedef struct {
 
 
 static int ad_options(ad_ctx_t *ctx, int argc, char **argv);
+static int ad_duration_option(const char *name, const char *value,
+    int64_t min, int64_t max, const char *upto, int64_t *ms);
 static void ad_usage(FILE *f);
 static int ad_absolute(char *buf, size_t size, const char *path,
     const char *what);
@@ -217,8 +219,8 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
     state = NULL;
     repeat = "5m";
     poll = "1s";
-    grace = NULL;
-    attempt = NULL;
+    grace = "5s";                       /* AD_ROTATE_GRACE */
+    attempt = "10s";                    /* AD_ATTEMPT_TIMEOUT */
     max = NULL;
 
     opterr = 0;
@@ -299,46 +301,19 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         return 2;
     }
 
-    if (ad_duration_parse(repeat, &ctx->repeat_ms) != 0
-        || ctx->repeat_ms < AD_REPEAT_MIN || ctx->repeat_ms > AD_REPEAT_MAX)
+    if (ad_duration_option("repeat-interval", repeat, AD_REPEAT_MIN,
+                           AD_REPEAT_MAX, "24h (like 90s, 5m, 1h)",
+                           &ctx->repeat_ms) != 0
+        || ad_duration_option("poll-interval", poll, AD_POLL_MIN,
+                              AD_POLL_MAX, "1h (like 1s, 30s, 5m)",
+                              &ctx->poll_ms) != 0
+        || ad_duration_option("rotate-grace", grace, AD_GRACE_MIN,
+                              AD_GRACE_MAX, "1h (like 5s, 30s, 2m)",
+                              &ctx->grace_ms) != 0
+        || ad_duration_option("attempt-timeout", attempt, AD_ATTEMPT_MIN,
+                              AD_ATTEMPT_MAX, "1h (like 10s, 30s, 2m)",
+                              &ctx->attempt_ms) != 0)
     {
-        (void) fprintf(stderr, "%s: --repeat-interval \"%s\" is not a "
-                       "duration from 1s to 24h (like 90s, 5m, 1h)\n",
-                       AD_NAME, repeat);
-        return 2;
-    }
-
-    if (ad_duration_parse(poll, &ctx->poll_ms) != 0
-        || ctx->poll_ms < AD_POLL_MIN || ctx->poll_ms > AD_POLL_MAX)
-    {
-        (void) fprintf(stderr, "%s: --poll-interval \"%s\" is not a "
-                       "duration from 1s to 1h (like 1s, 30s, 5m)\n",
-                       AD_NAME, poll);
-        return 2;
-    }
-
-    ctx->grace_ms = AD_ROTATE_GRACE;
-
-    if (grace != NULL
-        && (ad_duration_parse(grace, &ctx->grace_ms) != 0
-            || ctx->grace_ms < AD_GRACE_MIN || ctx->grace_ms > AD_GRACE_MAX))
-    {
-        (void) fprintf(stderr, "%s: --rotate-grace \"%s\" is not a "
-                       "duration from 1s to 1h (like 5s, 30s, 2m)\n",
-                       AD_NAME, grace);
-        return 2;
-    }
-
-    ctx->attempt_ms = AD_ATTEMPT_TIMEOUT;
-
-    if (attempt != NULL
-        && (ad_duration_parse(attempt, &ctx->attempt_ms) != 0
-            || ctx->attempt_ms < AD_ATTEMPT_MIN
-            || ctx->attempt_ms > AD_ATTEMPT_MAX))
-    {
-        (void) fprintf(stderr, "%s: --attempt-timeout \"%s\" is not a "
-                       "duration from 1s to 1h (like 10s, 30s, 2m)\n",
-                       AD_NAME, attempt);
         return 2;
     }
 
@@ -366,6 +341,25 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
     }
 
     return -1;
+}
+
+
+/*
+ * --NAME VALUE: a duration from min (1s) to max, *ms; else it says so
+ * (upto: the largest, with examples) and returns -1.
+ */
+
+static int
+ad_duration_option(const char *name, const char *value, int64_t min,
+    int64_t max, const char *upto, int64_t *ms)
+{
+    if (ad_duration_parse(value, ms) != 0 || *ms < min || *ms > max) {
+        (void) fprintf(stderr, "%s: --%s \"%s\" is not a duration from 1s "
+                       "to %s\n", AD_NAME, name, value, upto);
+        return -1;
+    }
+
+    return 0;
 }
 
 
