@@ -146,4 +146,4 @@ SKIP: {
     is($rc, 0, 'alertd runs with the example policy as it is') or diag($err);
 }
 
-done_testing();
+$t->done;

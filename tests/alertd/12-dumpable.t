@@ -29,7 +29,7 @@ $t->policy({ webhook => $r->{url}, secret => 'hook' });
 mkdir $t->state;
 find(sub { chown $nobody[2], $nobody[3], $_ }, $d);
 
-plan tests => 4;
+plan tests => 5;
 
 my $pid = $t->spawn('alertd', 'setpriv', '--reuid=nobody',
                     "--regid=$nobody[3]", '--clear-groups', $t->bin,
@@ -50,3 +50,5 @@ ok($t->wait_for(sub { $t->delivered($r, $id) }),
    'and delivers, its secret opened');
 
 $t->stop($pid);
+
+$t->done;
