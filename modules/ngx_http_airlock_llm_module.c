@@ -347,7 +347,8 @@ ngx_http_airlock_llm_cleanup(void *data)
 
     if (ctx->admitted && !ctx->settled && ctx->request != NULL) {
         ngx_http_airlock_llm_usage(ctx, &u, &source);
-        ngx_http_airlock_llm_settle(ctx->request, ctx, &u);
+        ngx_http_airlock_llm_settle(ctx->request, ctx, &u,
+                                    ngx_http_airlock_llm_cost(ctx, &u));
     }
 
     if (ctx->sse != NULL) {
@@ -1211,18 +1212,13 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
         }
 
         ngx_http_airlock_llm_usage(ctx, &ctx->usage, &ctx->source);
-        ctx->cost = al_llm_cost(ctx->price, &ctx->usage);
-
-        if (ctx->first_cost) {
-            ctx->cost = (ctx->cost > UINT64_MAX - ctx->first_cost)
-                        ? UINT64_MAX : ctx->cost + ctx->first_cost;
-        }
+        ctx->cost = ngx_http_airlock_llm_cost(ctx, &ctx->usage);
     }
 
     /* every admitted request gives back its place, allowed or not */
 
     if (ctx->admitted) {
-        ngx_http_airlock_llm_settle(r, ctx, &ctx->usage);
+        ngx_http_airlock_llm_settle(r, ctx, &ctx->usage, ctx->cost);
     }
 
     if (ctx->allowed && ctx->log != NULL) {
@@ -1316,6 +1312,25 @@ first:
         u->total_tokens = (u->total_tokens > UINT64_MAX - ctx->first_tokens)
                           ? UINT64_MAX : u->total_tokens + ctx->first_tokens;
     }
+}
+
+
+/*
+ * What a call with usage u costs: at its price, plus, when it fell back
+ * after its first provider was sent it and never answered, that
+ * attempt's charge (ctx->first_tokens is in u->total_tokens already).
+ */
+
+uint64_t
+ngx_http_airlock_llm_cost(const ngx_http_airlock_llm_ctx_t *ctx,
+    const al_llm_usage_t *u)
+{
+    uint64_t  cost;
+
+    cost = al_llm_cost(ctx->price, u);
+
+    return (cost > UINT64_MAX - ctx->first_cost) ? UINT64_MAX
+                                                 : cost + ctx->first_cost;
 }
 
 

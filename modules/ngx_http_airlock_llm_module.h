@@ -192,6 +192,8 @@ ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_get_ctx(
 void *ngx_http_airlock_llm_body_alloc(void *pool, size_t size);
 void ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u, al_llm_source_t *source);
+uint64_t ngx_http_airlock_llm_cost(const ngx_http_airlock_llm_ctx_t *ctx,
+    const al_llm_usage_t *u);
 void ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
 
@@ -219,7 +221,7 @@ char *ngx_http_airlock_llm_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
 ngx_int_t ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const al_llm_amount_t *need);
 void ngx_http_airlock_llm_settle(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u);
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u, uint64_t cost);
 ngx_int_t ngx_http_airlock_llm_limit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 void ngx_http_airlock_llm_count(ngx_http_request_t *r,

@@ -592,12 +592,13 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
 
 /*
  * Ends an admitted request: gives back its place in flight and replaces
- * the reservation with what the call used.  Once per request.
+ * the reservation with what the call used, u costing cost
+ * (ngx_http_airlock_llm_cost()).  Once per request.
  */
 
 void
 ngx_http_airlock_llm_settle(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u)
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u, uint64_t cost)
 {
     time_t                            now;
     al_llm_amount_t                   reserved, actual;
@@ -613,12 +614,7 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
     reserved.cost = ctx->reserved_cost;
     actual.tokens = u->total_tokens ? u->total_tokens
                                     : u->prompt_tokens + u->completion_tokens;
-    actual.cost = al_llm_cost(ctx->price, u);
-
-    if (ctx->first_cost) {
-        actual.cost = (actual.cost > UINT64_MAX - ctx->first_cost)
-                      ? UINT64_MAX : actual.cost + ctx->first_cost;
-    }
+    actual.cost = cost;
 
     zc = ngx_http_airlock_llm_zone_ctx(r);
     now = ngx_time();
