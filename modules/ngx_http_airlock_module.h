@@ -225,6 +225,7 @@ struct ngx_http_airlock_ctx_s {
     unsigned                     decided:1;
     unsigned                     allowed:1;
     unsigned                     reading_body:1;
+    unsigned                     body_failed:1; /* nginx refused the body */
     unsigned                     scrub_body:1;
     unsigned                     hold:1;
     unsigned                     scrubbed:1;

@@ -16,6 +16,12 @@
  * reason "refused".  Unknown peers are left out: they are refused
  * everything.  A request a location answers (405 from a static location,
  * an upstream's 400) is not one of them.
+ *
+ * On a route that takes a body the framing is read later: the body is
+ * read for the decision, in the module's location, and nginx answers a
+ * bad chunk (400) or a chunked body over client_max_body_size (413)
+ * itself while it reads it.  Such a request, whose client and route are
+ * known but which was never decided, is logged and counted the same way.
  */
 
 
@@ -49,7 +55,7 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
 {
     ngx_uint_t                     i, n, status;
     ngx_str_t                      token;
-    const char                    *why;
+    const char                    *why, *when;
     u_char                         detail[64];
     ngx_http_airlock_ctx_t        *ctx;
     ngx_http_airlock_alert_t       alerts[2];
@@ -81,10 +87,30 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
         return NGX_OK;
     }
 
-    if (ngx_http_airlock_get_ctx(r) != NULL
-        || !ngx_http_airlock_refused_early(r))
-    {
-        /* decided, or answered by a location (Airlock's or another) */
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx != NULL) {
+
+        /*
+         * Decided, or answered by a location (Airlock's or another),
+         * unless nginx refused the body the module was reading for the
+         * decision: a bad chunk, a chunked body over client_max_body_size
+         * on a route that takes a body.  The client and the route are
+         * known by then.
+         */
+
+        if (ctx->decided || ctx->client == NULL
+            || !(ctx->reading_body || ctx->body_failed))
+        {
+            return NGX_OK;
+        }
+
+        when = "while the body was read";
+
+        goto refused;
+    }
+
+    if (!ngx_http_airlock_refused_early(r)) {
         return NGX_OK;
     }
 
@@ -120,13 +146,17 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
         return NGX_OK;
     }
 
+    ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
+
+    when = "before the decision";
+
+refused:
+
     ctx->decided = 1;
     ctx->reason = AL_REASON_REFUSED;
 
-    ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
-
-    ngx_snprintf(detail, sizeof(detail),
-                 "nginx answered %ui before the decision%Z", status);
+    ngx_snprintf(detail, sizeof(detail), "nginx answered %ui %s%Z",
+                 status, when);
 
     n = ngx_http_airlock_count(r, ctx, alerts);
 

@@ -332,6 +332,7 @@ ngx_http_airlock_body_error(ngx_http_request_t *r,
     ngx_int_t  rc;
 
     ctx->reading_body = 0;
+    ctx->body_failed = 1;
 
     r->keepalive = 0;
     r->lingering_close = 1;
