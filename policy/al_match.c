@@ -342,6 +342,36 @@ al_reason_t
 al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_decision_t *d)
 {
+    size_t              i;
+    const al_inject_t  *inj;
+
+    /*
+     * The upstream reads the body under the Content-Type it is sent: a
+     * route that injects one sends that, never the client's, so it is
+     * the one checked.  Without the secrets open (airlockctl), a
+     * template stands for its value: a media type holds no secret.
+     */
+
+    for (i = 0; i < route->ninject; i++) {
+        inj = &route->inject[i];
+
+        if (inj->name.len == sizeof("Content-Type") - 1
+            && strncasecmp(inj->name.data, "Content-Type",
+                           sizeof("Content-Type") - 1) == 0)
+        {
+            if (inj->value != NULL) {
+                ctype = (const char *) inj->value;
+                ctype_len = inj->len;
+
+            } else {
+                ctype = inj->tmpl.data;
+                ctype_len = inj->tmpl.len;
+            }
+
+            break;
+        }
+    }
+
     if (!route->has_body) {
         if (len > 0) {
             return al_deny(d, AL_REASON_BODY_TOO_LARGE, "route \"%s\" takes "

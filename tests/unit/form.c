@@ -53,6 +53,13 @@ static const char *const  policy_yaml =
     "    upstream: app\n"
     "    to: /listed\n"
     "    body: { max_bytes: 1024, json: { _method: '^PATCH$' } }\n"
+    "  - name: typed\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: /typed }\n"
+    "    upstream: app\n"
+    "    to: /typed\n"
+    "    body: { max_bytes: 1024 }\n"
+    "    inject: { content-type: " FORM " }\n"
     "alerts:\n"
     "  deny: { threshold: 3, window: 60s }\n";
 
@@ -354,7 +361,7 @@ test_routes(void)
 {
     al_error_t          err;
     al_policy_t        *p;
-    const al_route_t   *raw, *form, *open, *listed;
+    const al_route_t   *raw, *form, *open, *listed, *typed;
 
     p = al_policy_parse("form.yaml", policy_yaml, strlen(policy_yaml), NULL,
                         &err);
@@ -367,6 +374,7 @@ test_routes(void)
     form = al_policy_route(p, "form", 4);
     open = al_policy_route(p, "open", 4);
     listed = al_policy_route(p, "listed", 6);
+    typed = al_policy_route(p, "typed", 5);
 
     memset(&d, 0, sizeof(d));
 
@@ -392,6 +400,13 @@ test_routes(void)
     tap_is_int(body(raw, MP, PART("name=\"=?utf-8?B?X21ldGhvZA==?=\"")),
                AL_REASON_BODY, "route without content_type: an encoded-word "
                "multipart name refused");
+
+    /* the upstream gets the injected Content-Type, not the client's */
+
+    tap_is_int(body(typed, "text/plain", "_method=DELETE"), AL_REASON_BODY,
+               "form type injected over text/plain: _method refused");
+    tap_is_int(body(typed, NULL, "a=1"), AL_REASON_NONE,
+               "form type injected: another form passes");
 
     tap_is_int(body(open, "application/json",
                     "{\"id\":\"1\",\"_method\":\"DELETE\"}"),
