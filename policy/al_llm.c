@@ -68,6 +68,7 @@ static const al_llm_ep_def_t *al_llm_ep_find(al_llm_kind_t kind,
 static int al_llm_route_uri(const al_llm_t *llm,
     const al_llm_ep_def_t *def, al_llm_route_t *rt);
 static int al_llm_req_model(al_llm_rq_t *rq);
+static int al_llm_req_lists(al_llm_rq_t *rq);
 static int al_llm_req_stream(al_llm_rq_t *rq);
 static int al_llm_req_tokens(al_llm_rq_t *rq);
 static int al_llm_req_n(al_llm_rq_t *rq);
@@ -558,6 +559,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
     rq.nedits = 0;
 
     if (al_llm_req_model(&rq) != 0
+        || al_llm_req_lists(&rq) != 0
         || al_llm_req_stream(&rq) != 0
         || al_llm_req_tokens(&rq) != 0
         || al_llm_req_n(&rq) != 0
@@ -704,6 +706,40 @@ al_llm_req_model(al_llm_rq_t *rq)
     req->body_model_at = f->at;
 
     return 0;
+}
+
+
+/*
+ * The allowlist checks "model", the one model a body names.  Routers
+ * behind an entry read other members as more models to serve the call
+ * with: OpenRouter "models" (tried in order), LiteLLM's proxy and
+ * OpenRouter's Messages endpoint "fallbacks", as Anthropic's refusal
+ * fallback does, each with a max_tokens of its own.  A call could be
+ * served, and billed, by a model the client may not use: refused, null
+ * included, as "n_predict" is.
+ */
+
+static int
+al_llm_req_lists(al_llm_rq_t *rq)
+{
+    const char  *name;
+
+    if (rq->b->f[AL_LLM_F_MODELS].type != AL_LLM_JT_NONE) {
+        name = "models";
+
+    } else if (rq->b->f[AL_LLM_F_FALLBACKS].type != AL_LLM_JT_NONE) {
+        name = "fallbacks";
+
+    } else {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"%s\" is not accepted: it names other models to "
+                       "serve the call, which the allowlist does not check; "
+                       "name one in \"model\"", name);
 }
 
 

@@ -166,7 +166,7 @@ static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
-    "n_predict", NULL
+    "n_predict", "models", "fallbacks", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1906,6 +1906,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_STREAM;
         }
 
+        if (al_llm_scan_is(name, "models")) {
+            return AL_LLM_F_MODELS;
+        }
+
         *prompt = al_llm_scan_is(name, "prompt")
                   || al_llm_scan_is(name, "system");
         return -1;
@@ -1920,6 +1924,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     case 9:
         if (al_llm_scan_is(name, "n_predict")) {
             return AL_LLM_F_N_PREDICT;
+        }
+
+        if (al_llm_scan_is(name, "fallbacks")) {
+            return AL_LLM_F_FALLBACKS;
         }
 
         *prompt = al_llm_scan_is(name, "functions");

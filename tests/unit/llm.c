@@ -916,6 +916,40 @@ test_splice(void)
         "{\"model\":\"gpt-4o\",\"N_Predict\":5}");
     tap_is_int(rq.reason, AL_REASON_BODY, "n_predict in another case refused");
 
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"models\":[\"gpt-4o\"]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "\"models\"") != NULL,
+           "models refused: OpenRouter serves the call with those");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"fallbacks\":[\"o1\"]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "\"fallbacks\"") != NULL,
+           "fallbacks refused: LiteLLM serves the call with those");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"fallbacks\":[{\"model\":\"claude-opus-4-1\","
+        "\"max_tokens\":100000}]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "Anthropic fallbacks refused");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"models\":null}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "models refused as null too");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Fallbacks\":[\"o1\"]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "fallbacks in another case refused");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"mod\\u0065ls\":[\"o1\"]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "models with an escape refused");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"metadata\":{\"models\":1}}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "models below the top passes");
+
     req(&compat, AGENT, AL_LLM_EP_COMPLETIONS,
         "{\"model\":\"gpt-4o\",\"prompt\":\"hi\"}");
     tap_ok(rq.capped && req_int("max_tokens") == 1000
@@ -2613,7 +2647,7 @@ test_case_fold(void)
     /* keys that fold to no member read, and members of other objects */
 
     req(&compat, TOOLS, AL_LLM_EP_CHAT,
-        "{\"model\":\"gpt-4o\",\"Temperature\":1,\"MODE\":1,\"Models\":1,"
+        "{\"model\":\"gpt-4o\",\"Temperature\":1,\"MODE\":1,\"Modelo\":1,"
         "\"Message\":[],\"\xc3\xa9\":1,\"messages\":[{\"role\":\"user\","
         "\"content\":\"x\",\"Model\":\"y\",\"Tools\":1}],\"tools\":"
         "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"Type\":1,"

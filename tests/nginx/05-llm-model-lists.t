@@ -1,0 +1,77 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_llm_module: a request body names one model, "model",
+# and the allowlist checks it.  Routers behind an entry read other
+# members as more models to serve the same call with: OpenRouter (and
+# the routers that copy it) reads "models" as the models to try in
+# order, LiteLLM's proxy and OpenRouter's Messages endpoint read
+# "fallbacks", and Anthropic's refusal fallback reads "fallbacks" too,
+# each entry with a "max_tokens" of its own.  A call could then be
+# served, and billed, by a model the client may not use, at an output
+# cap nobody checked.  Such a body is refused (body, 400), in any case
+# of the name, and nothing reaches the provider; bodies without them
+# pass.  The scan is unit-tested in tests/unit/llm.c.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Airlock::Test;
+use Airlock::LLM;
+
+my $t = Airlock::Test->new;
+my $l = Airlock::LLM->new($t);
+
+$l->setup;
+
+$t->run;
+
+plan tests => 12;
+
+my $worker = $l->token('worker');
+my $n = scalar $l->provider_requests;
+
+# the worker may use gpt-4o-mini only
+
+my $r = $l->chat(token => $worker,
+                 fields => { models => [ 'gpt-4o-mini', 'gpt-4o' ] });
+is($r->{status}, 400, '"models" beside an allowed model: 400');
+like($r->{body}, qr/invalid_request_body/, '... in OpenAI\'s format');
+like($r->{body}, qr/models/, '... naming the member');
+is(scalar $l->provider_requests, $n, '... nothing sent');
+
+$r = $l->chat(token => $worker,
+              fields => { fallbacks => [ 'gpt-4o' ] });
+is($r->{status}, 400, '"fallbacks" (LiteLLM): 400');
+
+$r = $l->chat(token => $worker,
+              fields => { fallbacks => [ { model => 'gpt-4o' } ] });
+is($r->{status}, 400, '"fallbacks" of objects: 400');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+                         . '"content":"Hi"}],"MODELS":["gpt-4o"]}');
+is($r->{status}, 400, '"MODELS" in another case: 400');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+                         . '"content":"Hi"}],"m\u006fdels":["gpt-4o"]}');
+is($r->{status}, 400, '"models" spelled with an escape: 400');
+
+$r = $l->messages(token => $l->token('agent'),
+                  fields => { fallbacks => [ { model => 'claude-opus-4-1',
+                                               max_tokens => 100000 } ] });
+is($r->{status}, 400, 'Anthropic "fallbacks": 400');
+like($r->{body}, qr/invalid_request_error/, '... in Anthropic\'s format');
+is(scalar $l->provider_requests, $n, 'none of them sent');
+
+$r = $l->chat(token => $worker,
+              fields => { metadata => { models => 'x' } });
+is($r->{status}, 200, 'a "models" key elsewhere than the top passes');
+
+$t->stop;
