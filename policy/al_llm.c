@@ -1253,7 +1253,9 @@ al_llm_req_tools(al_llm_rq_t *rq)
  * a tier that costs more ("priority", "scale", anything new) would spend
  * past the budget at the prices the gateway counts.  The tiers that cost
  * the same or less pass: "auto", "default", "flex", and Anthropic's
- * "standard_only".
+ * "standard_only".  So does "speed" (Anthropic's fast mode, which
+ * routers behind openai-compatible entries read too): "fast" is billed at
+ * several times the prices, "standard" passes.
  */
 
 static int
@@ -1268,6 +1270,30 @@ al_llm_req_tier(al_llm_rq_t *rq)
         { "auto", 4 }, { "default", 7 }, { "flex", 4 },
         { "standard_only", 13 }, { NULL, 0 }
     };
+
+    f = &rq->b->f[AL_LLM_F_SPEED];
+
+    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL
+        && al_llm_client_priced(rq->lc)
+        && !(f->type == AL_LLM_JT_STRING && !f->esc && f->len == 10
+             && memcmp(rq->body + f->at + 1, "standard", 8) == 0))
+    {
+        rq->req->reason = AL_REASON_BODY;
+
+        if (f->type != AL_LLM_JT_STRING) {
+            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                               "\"speed\" must be a string");
+        }
+
+        (void) al_llm_show(show, sizeof(show),
+                           (const char *) rq->body + f->at + 1, f->len - 2,
+                           AL_LLM_SHOW_MAX);
+
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "speed \"%s\" (fast mode) costs more than the "
+                           "policy's prices, and this client has a dollar "
+                           "budget (standard passes)", show);
+    }
 
     f = &rq->b->f[AL_LLM_F_SERVICE_TIER];
 

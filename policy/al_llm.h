@@ -911,7 +911,8 @@ int al_llm_client_priced(const al_llm_client_t *lc);
  * 1 when an anthropic-beta header value (a comma-separated list) names a
  * beta billed above the policy's prices: the 1M-token context window
  * ("context-1m-..."), whose long prompts cost twice the input price and
- * 1.5 times the output price.
+ * 1.5 times the output price, and fast mode ("fast-mode-..."), billed at
+ * several times the model's prices.
  */
 int al_llm_beta_priced(const char *v, size_t len);
 

@@ -619,9 +619,13 @@ al_llm_client_priced(const al_llm_client_t *lc)
 int
 al_llm_beta_priced(const char *v, size_t len)
 {
-    size_t  i, j;
+    size_t  i, j, k;
 
-    static const char  ctx1m[] = "context-1m";
+    static const al_str_t  priced[] = {
+        { "context-1m", sizeof("context-1m") - 1 },
+        { "fast-mode", sizeof("fast-mode") - 1 },
+        { NULL, 0 }
+    };
 
     for (i = 0; i < len; i = j + 1) {
         while (i < len && (v[i] == ' ' || v[i] == '\t')) {
@@ -630,10 +634,12 @@ al_llm_beta_priced(const char *v, size_t len)
 
         for (j = i; j < len && v[j] != ','; j++) { /* void */ }
 
-        if (j - i >= sizeof(ctx1m) - 1
-            && strncasecmp(v + i, ctx1m, sizeof(ctx1m) - 1) == 0)
-        {
-            return 1;
+        for (k = 0; priced[k].data != NULL; k++) {
+            if (j - i >= priced[k].len
+                && strncasecmp(v + i, priced[k].data, priced[k].len) == 0)
+            {
+                return 1;
+            }
         }
     }
 

@@ -178,8 +178,9 @@ enum {
     AL_LLM_F_N_PREDICT,                 /* llama.cpp's cap: refused */
     AL_LLM_F_MODELS,                    /* routers' model lists: */
     AL_LLM_F_FALLBACKS,                 /*   refused */
+    AL_LLM_F_SPEED,                     /* fast mode */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 16                   /* room for other specs */
+    AL_LLM_F_MAX = 17                   /* room for other specs */
 };
 
 typedef struct {

@@ -166,7 +166,7 @@ static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
-    "n_predict", "models", "fallbacks", NULL
+    "n_predict", "models", "fallbacks", "speed", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1896,6 +1896,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         if (al_llm_scan_is(name, "tools")) {
             *prompt = 1;
             return AL_LLM_F_TOOLS;
+        }
+
+        if (al_llm_scan_is(name, "speed")) {
+            return AL_LLM_F_SPEED;
         }
 
         *prompt = al_llm_scan_is(name, "input");

@@ -6,7 +6,10 @@
 # twice the input price and 1.5 times the output price.  A client with a
 # dollar budget that names it is refused (400, nothing sent), as a dearer
 # service_tier is; other betas, and clients without a dollar budget,
-# pass.  The header's reading is unit-tested in tests/unit/llm_cache.c.
+# pass.  So is fast mode (the fast-mode-... beta, and "speed": "fast" in
+# the body, which a router behind an openai-compatible entry reads too),
+# billed at several times the model's prices.  The header's reading is
+# unit-tested in tests/unit/llm_cache.c, the body's in tests/unit/llm.c.
 
 use strict;
 use warnings;
@@ -30,11 +33,15 @@ $l->setup(
         . "      claude-3-5-haiku: { input: 3, output: 15 }\n",
     anthropic_clients => "      spender:\n        usd_per_day: 5\n"
         . "        default_max_tokens: 100\n",
+    openai_fields => "    prices:\n"
+        . "      gpt-4o-mini: { input: 0.15, output: 0.6 }\n",
+    openai_clients => "      spender:\n        models: [gpt-4o-mini]\n"
+        . "        usd_per_day: 5\n        default_max_tokens: 100\n",
 );
 
 $t->run;
 
-plan tests => 7;
+plan tests => 15;
 
 my $n = scalar $l->provider_requests;
 
@@ -58,6 +65,35 @@ is($r->{status}, 200, 'another beta passes');
 
 $r = $l->messages(token => $l->token('agent'),
                   headers => [ [ 'anthropic-beta', 'context-1m-2025-08-07' ] ]);
+is($r->{status}, 200, 'a client without a dollar budget may ask for it');
+
+# fast mode: several times the prices
+
+$n = scalar $l->provider_requests;
+
+$r = $l->messages(token => $tok{spender},
+                  headers => [ [ 'anthropic-beta', 'fast-mode-2026-02-01' ] ],
+                  fields => { speed => 'fast' });
+is($r->{status}, 400, 'a budgeted client asking for fast mode: 400');
+like($r->{body}, qr/fast/, '... saying why');
+
+$r = $l->messages(token => $tok{spender},
+                  headers => [ [ 'anthropic-beta', 'FAST-MODE-2026-02-01' ] ]);
+is($r->{status}, 400, 'the fast-mode beta alone, in any case: 400');
+
+$r = $l->messages(token => $tok{spender}, fields => { speed => 'fast' });
+is($r->{status}, 400, '"speed": "fast" alone: 400');
+
+$r = $l->chat(token => $tok{spender}, fields => { speed => 'fast' });
+is($r->{status}, 400, '"speed": "fast" on an OpenAI-style entry: 400');
+is(scalar $l->provider_requests, $n, '... none of them sent');
+
+$r = $l->messages(token => $tok{spender}, fields => { speed => 'standard' });
+is($r->{status}, 200, '"speed": "standard" passes');
+
+$r = $l->messages(token => $l->token('agent'),
+                  headers => [ [ 'anthropic-beta', 'fast-mode-2026-02-01' ] ],
+                  fields => { speed => 'fast' });
 is($r->{status}, 200, 'a client without a dollar budget may ask for it');
 
 $t->stop;

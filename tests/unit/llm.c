@@ -2714,4 +2714,39 @@ test_service_tier(void)
         "{\"model\":\"gpt-4o\",\"service_tier\":\"priority\"}");
     tap_is_int(rq.reason, AL_REASON_NONE,
                "no dollar budget: any tier passes");
+
+    /* fast mode: several times the prices */
+
+    req(&ant, &priced, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"speed\":\"fast\"}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "speed \"fast\" (fast mode) costs more"),
+           "speed fast refused for a dollar budget");
+
+    req(&compat, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"SPEED\":\"fast\"}");
+    tap_ok(refused_case("\"speed\""), "SPEED refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"speed\":\"st\\u0061ndard\"}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "an escaped speed refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"speed\":true}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "must be a string"),
+           "a speed that is no string refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"speed\":\"standard\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "speed standard passes");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"speed\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "speed null passes");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"speed\":\"fast\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "no dollar budget: fast passes");
 }

@@ -387,9 +387,13 @@ test_beta(void)
            && al_llm_beta_priced("a-1, context-1m-2025-08-07", 26)
            && al_llm_beta_priced("a-1,\tCONTEXT-1M-x", 17),
            "beta: context-1m anywhere in the list, in any case");
+    tap_ok(al_llm_beta_priced("fast-mode-2026-02-01", 20)
+           && al_llm_beta_priced("a-1, FAST-MODE-x", 16),
+           "beta: fast-mode anywhere in the list, in any case");
     tap_ok(!al_llm_beta_priced("prompt-caching-2024-07-31", 25)
            && !al_llm_beta_priced("x-context-1m", 12)
            && !al_llm_beta_priced("context-1", 9)
+           && !al_llm_beta_priced("x-fast-mode", 11)
            && !al_llm_beta_priced("", 0),
            "beta: other betas pass");
 }
