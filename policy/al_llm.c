@@ -121,7 +121,8 @@ static const al_llm_ep_def_t  al_llm_eps[] = {
 const char *const  al_llm_tool_names[] = {
     "web_search", "web_fetch", "mcp", "code_execution", "code_interpreter",
     "file_search", "image_generation", "tool_search", "computer", "bash",
-    "text_editor", "memory", "shell", "local_shell", "apply_patch", NULL
+    "text_editor", "memory", "shell", "local_shell", "apply_patch",
+    "data_sources", NULL
 };
 
 static const char *const  al_llm_ep_names[] = {
@@ -1238,6 +1239,9 @@ al_llm_req_tools(al_llm_rq_t *rq)
         != 0
         || al_llm_req_member(rq, AL_LLM_F_MCP_SERVERS, AL_LLM_PT_MCP,
                              "mcp_servers")
+           != 0
+        || al_llm_req_member(rq, AL_LLM_F_DATA_SOURCES,
+                             AL_LLM_PT_DATA_SOURCES, "data_sources")
            != 0)
     {
         return -1;

@@ -252,8 +252,9 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * must be a tool the client runs (a type of "function" or "custom", or
  * no "type" at all, as Anthropic's own tools have), or a tool of a family
  * the entry's provider_tools allows; "web_search_options" (chat) counts
- * as web_search and a top-level "mcp_servers" (Anthropic) as mcp, each
- * unless null.  Anything else is refused (AL_REASON_BODY): a type of no
+ * as web_search, a top-level "mcp_servers" (Anthropic) as mcp and a
+ * top-level "data_sources" (Azure On Your Data: the provider queries the
+ * search service the request names) as data_sources, each unless null.  Anything else is refused (AL_REASON_BODY): a type of no
  * family, a "type" that is no string, an element that is no object,
  * "tools" that is no list (null passes).
  *
@@ -280,6 +281,7 @@ enum {
     AL_LLM_PT_SHELL,
     AL_LLM_PT_LOCAL_SHELL,
     AL_LLM_PT_APPLY_PATCH,
+    AL_LLM_PT_DATA_SOURCES,
     AL_LLM_PT_NAMED,                    /* the families with a name */
     AL_LLM_PT_UNKNOWN = AL_LLM_PT_NAMED, /* a type of no family */
     AL_LLM_PT_NOT_OBJECT,               /* an element that is no object */

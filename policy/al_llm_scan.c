@@ -166,7 +166,8 @@ static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
-    "n_predict", "models", "fallbacks", "speed", NULL
+    "n_predict", "models", "fallbacks", "speed",
+    "data_sources", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1947,6 +1948,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     case 12:
         if (al_llm_scan_is(name, "service_tier")) {
             return AL_LLM_F_SERVICE_TIER;
+        }
+
+        if (al_llm_scan_is(name, "data_sources")) {
+            return AL_LLM_F_DATA_SOURCES;
         }
 
         *prompt = al_llm_scan_is(name, "instructions");

@@ -2355,6 +2355,22 @@ test_provider_tools(void)
     tap_ok(refused_tool("\"mcp_servers\""),
            "tools: anthropic mcp_servers refused");
 
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"data_sources\":[{\"type\":"
+        "\"elasticsearch\",\"parameters\":{\"endpoint\":"
+        "\"https://attacker.example\"}}]}");
+    tap_ok(refused_tool("\"data_sources\" is run by the provider")
+           && has(rq.detail, "provider_tools: data_sources"),
+           "tools: azure data_sources refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Data_Sources\":[]}");
+    tap_ok(refused_case("\"data_sources\""), "fold: Data_Sources refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"data_sources\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "tools: data_sources null passes");
+
     req(&ant, AGENT, AL_LLM_EP_MESSAGES,
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
         "\"tools\":[{\"type\":\"web_search_20250305\",\"name\":"
@@ -2452,6 +2468,19 @@ test_provider_tools(void)
     tap_ok(refused_tool("tool type \"web_searcher\" is unknown"),
            "provider_tools web_search: web_searcher is no web_search");
 
+    req(&oai_tools, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"data_sources\":[]}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "provider_tools web_search: data_sources still refused");
+
+    oai_tools.provider_tools = UINT32_C(1) << AL_LLM_PT_DATA_SOURCES;
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"data_sources\":[{\"type\":"
+        "\"azure_search\"}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "provider_tools data_sources: data_sources passes");
+
     oai_tools.provider_tools = ~UINT32_C(0);
 
     req(&oai_tools, TOOLS, AL_LLM_EP_RESPONSES,
@@ -2493,6 +2522,7 @@ test_provider_tools(void)
     tap_ok(al_llm_tool_name("mcp", 3) == AL_LLM_PT_MCP
            && al_llm_tool_name("web_search_preview", 18) == -1
            && al_llm_tool_name("apply_patch", 11) == AL_LLM_PT_APPLY_PATCH
+           && al_llm_tool_name("data_sources", 12) == AL_LLM_PT_DATA_SOURCES
            && al_llm_tool_names[AL_LLM_PT_NAMED] == NULL,
            "tool families: the names the policy takes");
 }

@@ -21,7 +21,8 @@ static const char *const  ut_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
-    "n_predict", "models", "fallbacks", "speed", NULL
+    "n_predict", "models", "fallbacks", "speed",
+    "data_sources", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -42,7 +43,7 @@ static const char *const  ut_names[] = {
     "max_output_tokens", "stream_options", "n", "messages", "prompt",
     "input", "instructions", "system", "tools", "functions",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
-    "n_predict", "models", "fallbacks", "speed"
+    "n_predict", "models", "fallbacks", "speed", "data_sources"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
