@@ -1060,6 +1060,12 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
         sc->pos++;
         al_llm_scan_ws(sc);
 
+        /* as the scan without recursion reads it, at any depth */
+
+        if (s.dlen == 13 && al_llm_scan_is(name, "cache_control")) {
+            b->cache_control = 1;
+        }
+
         /* what this member is to al_llm_request() */
 
         child.kind = AL_LLM_SK_OTHER;

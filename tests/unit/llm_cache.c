@@ -460,12 +460,13 @@ load(const char *yaml, al_error_t *err)
 static void
 test_asked(void)
 {
-    size_t                  i;
+    size_t                  i, n;
     al_error_t              err;
     al_policy_t            *p;
     al_llm_req_t            req;
     const al_llm_t         *llm;
     const al_llm_client_t  *lc;
+    char                    body[2048];
 
     static const struct {
         const char  *body;
@@ -520,6 +521,38 @@ test_asked(void)
 
         al_llm_request_free(&req);
     }
+
+    /*
+     * Keys enough in the objects open at once that the scan without
+     * recursion hands the body to the recursive one, which must see the
+     * member too.
+     */
+
+    n = (size_t) snprintf(body, sizeof(body), "{\"model\":\"m1\","
+                          "\"max_tokens\":5,\"messages\":[{\"role\":"
+                          "\"user\",\"content\":[{\"type\":\"text\","
+                          "\"text\":\"hi\"");
+
+    for (i = 0; i < 70; i++) {
+        n += (size_t) snprintf(body + n, sizeof(body) - n, ",\"k%zu\":1",
+                               i);
+    }
+
+    n += (size_t) snprintf(body + n, sizeof(body) - n, ",\"cache_control\":"
+                           "{\"type\":\"ephemeral\"}}]}]}");
+
+    (void) al_llm_request(llm, lc, AL_LLM_EP_MESSAGES, "application/json",
+                          16, (const unsigned char *) body, n, &req);
+
+    tap_ok(req.reason == AL_REASON_NONE && req.cache_control == 1,
+           "cache_control named in a block of many keys: the cache may be "
+           "written");
+
+    if (req.reason != AL_REASON_NONE) {
+        tap_diag("refused: ", req.detail);
+    }
+
+    al_llm_request_free(&req);
 
     al_policy_free(p);
 }

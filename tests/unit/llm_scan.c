@@ -120,7 +120,8 @@ ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
     if (a->root_last != b->root_last || a->root_members != b->root_members
         || a->so_last != b->so_last || a->so_members != b->so_members
         || a->jansson != b->jansson || a->text_bytes != b->text_bytes
-        || a->extra != b->extra || a->tools != b->tools)
+        || a->extra != b->extra || a->tools != b->tools
+        || a->cache_control != b->cache_control)
     {
         return 0;
     }
@@ -171,6 +172,8 @@ static const char *const  ut_bodies[] = {
     "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}],"
     "\"seed\":-12,\"top_p\":1e-3,\"user\":null,\"logprobs\":false} \n",
     "{\"m\\u006fdel\":\"gpt-4o\",\"input\":\"hi\",\"instructions\":\"x\"}",
+    "{\"model\":\"c\",\"system\":[{\"type\":\"text\",\"text\":\"s\","
+    "\"cache_contro\\u006c\":{\"type\":\"ephemeral\"}}]}",
     "{\"model\":\"a\\u0000\"}",
     "{\"model\":\"a\",\"model\":\"b\"}",
     "{\"model\":\"a\",\"m\\u006fdel\":\"b\"}",
