@@ -14,7 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include <jansson.h>
+
+#include "al_internal.h"
 #include "al_llm_internal.h"
 
 
@@ -75,6 +79,9 @@ static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
 static int al_llm_req_tier(al_llm_rq_t *rq);
+static int al_llm_req_urls(al_llm_rq_t *rq);
+static const char *al_llm_url_find(json_t *v, unsigned depth);
+static int al_llm_url_remote(json_t *v);
 static int al_llm_req_member(al_llm_rq_t *rq, unsigned id, unsigned family,
     const char *name);
 static int al_llm_req_splice(al_llm_rq_t *rq);
@@ -122,7 +129,7 @@ const char *const  al_llm_tool_names[] = {
     "web_search", "web_fetch", "mcp", "code_execution", "code_interpreter",
     "file_search", "image_generation", "tool_search", "computer", "bash",
     "text_editor", "memory", "shell", "local_shell", "apply_patch",
-    "data_sources", NULL
+    "data_sources", "url_input", NULL
 };
 
 static const char *const  al_llm_ep_names[] = {
@@ -566,6 +573,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_n(&rq) != 0
         || al_llm_req_usage(&rq) != 0
         || al_llm_req_tools(&rq) != 0
+        || al_llm_req_urls(&rq) != 0
         || al_llm_req_tier(&rq) != 0)
     {
         return req->reason;
@@ -1334,6 +1342,192 @@ al_llm_req_tier(al_llm_rq_t *rq)
                        "policy's prices, and this client has a dollar "
                        "budget (auto, default, flex and standard_only "
                        "pass)", show);
+}
+
+
+/*
+ * An input of the prompt given by a URL is downloaded by the provider:
+ * OpenAI's {"type":"image_url","image_url":{"url":U}}, the Responses
+ * API's "image_url": U and "file_url": U, Anthropic's "source":
+ * {"type":"url","url":U} (images, documents), vLLM's "video_url" and
+ * "audio_url" as image_url.  The provider then reaches a URL the client
+ * chose, which the URL can tell anything: a grant of egress, family
+ * url_input, as its web fetch is.  A data: URL is no download.  Read
+ * only when the scan saw one of those keys (b->urls), in the members
+ * that hold the prompt, from the tree jansson builds of the body the
+ * scan accepted, so escapes are read as the provider reads them.
+ */
+
+static int
+al_llm_req_urls(al_llm_rq_t *rq)
+{
+    size_t        i;
+    json_t       *root, *v;
+    const char   *key;
+    json_error_t  err;
+
+    static const char *const  members[] = {
+        "messages", "input", "prompt", "system", "instructions", NULL
+    };
+
+    if (!rq->b->urls
+        || (rq->llm->provider_tools & (UINT32_C(1) << AL_LLM_PT_URL_INPUT)))
+    {
+        return 0;
+    }
+
+    root = json_loadb((const char *) rq->body, rq->len, 0, &err);
+
+    key = NULL;
+
+    if (root == NULL) {
+        key = "the body";
+
+    } else {
+        for (i = 0; members[i] != NULL && key == NULL; i++) {
+            v = json_object_get(root, members[i]);
+
+            if (v != NULL) {
+                key = al_llm_url_find(v, 0);
+            }
+        }
+
+        json_decref(root);
+    }
+
+    if (key == NULL) {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "an input given by URL (\"%s\") is downloaded by "
+                       "the provider; the policy does not allow it "
+                       "(provider_tools: url_input)", key);
+}
+
+
+/* the key of the first input by URL in v, or NULL */
+
+static const char *
+al_llm_url_find(json_t *v, unsigned depth)
+{
+    size_t       i;
+    json_t      *m, *u, *t, *s;
+    const char  *key, *ukey, *name, *found;
+
+    if (depth > AL_JSON_DEPTH_MAX) {
+        return "the body";              /* the scan allows less */
+    }
+
+    if (json_is_array(v)) {
+        for (i = 0; i < json_array_size(v); i++) {
+            found = al_llm_url_find(json_array_get(v, i), depth + 1);
+
+            if (found != NULL) {
+                return found;
+            }
+        }
+
+        return NULL;
+    }
+
+    if (!json_is_object(v)) {
+        return NULL;
+    }
+
+    /* "image_url": U or {"url": U}, and the like, in any case */
+
+    json_object_foreach(v, key, m) {
+        name = al_llm_url_key(key, strlen(key));
+
+        if (name == NULL || strcmp(name, "url") == 0) {
+            continue;
+        }
+
+        if (al_llm_url_remote(m)) {
+            return name;
+        }
+
+        if (!json_is_object(m)) {
+            continue;
+        }
+
+        json_object_foreach(m, ukey, u) {
+            name = al_llm_url_key(ukey, strlen(ukey));
+
+            if (name != NULL && strcmp(name, "url") == 0
+                && al_llm_url_remote(u))
+            {
+                return al_llm_url_key(key, strlen(key));
+            }
+        }
+    }
+
+    /*
+     * Anthropic's "source": {"type": "url", "url": U}; other objects of
+     * type "url" (the sources a Responses web search call lists) are
+     * records, not inputs.
+     */
+
+    s = json_object_get(v, "source");
+    t = json_object_get(s, "type");
+    m = json_object_get(s, "url");
+
+    if (json_is_string(t) && strcmp(json_string_value(t), "url") == 0
+        && m != NULL && al_llm_url_remote(m))
+    {
+        return "url";
+    }
+
+    json_object_foreach(v, key, m) {
+        found = al_llm_url_find(m, depth + 1);
+
+        if (found != NULL) {
+            return found;
+        }
+    }
+
+    return NULL;
+}
+
+
+const char *
+al_llm_url_key(const char *key, size_t len)
+{
+    size_t  i, n;
+
+    static const char *const  names[] = {
+        "url", "image_url", "file_url", "video_url", "audio_url", NULL
+    };
+
+    for (i = 0; names[i] != NULL; i++) {
+        n = strlen(names[i]);
+
+        if ((len == n && memcmp(key, names[i], n) == 0)
+            || (len >= n && len - n <= 2 * n
+                && al_folds_to(key, len, names[i], n)))
+        {
+            return names[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/* a URL value that is not a data: URL */
+
+static int
+al_llm_url_remote(json_t *v)
+{
+    if (!json_is_string(v)) {
+        return 0;
+    }
+
+    return json_string_length(v) < 5
+           || strncasecmp(json_string_value(v), "data:", 5) != 0;
 }
 
 

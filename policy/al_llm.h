@@ -254,9 +254,11 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * the entry's provider_tools allows; "web_search_options" (chat) counts
  * as web_search, a top-level "mcp_servers" (Anthropic) as mcp and a
  * top-level "data_sources" (Azure On Your Data: the provider queries the
- * search service the request names) as data_sources, each unless null.  Anything else is refused (AL_REASON_BODY): a type of no
- * family, a "type" that is no string, an element that is no object,
- * "tools" that is no list (null passes).
+ * search service the request names) as data_sources, each unless null;
+ * an image, file or document of the prompt given by a URL the provider
+ * downloads (al_llm_req_urls()) as url_input.  Anything else is refused
+ * (AL_REASON_BODY): a type of no family, a "type" that is no string, an
+ * element that is no object, "tools" that is no list (null passes).
  *
  * A type is of family F when it is F, or F followed by '_' and more:
  * web_search covers web_search, web_search_preview and
@@ -282,6 +284,7 @@ enum {
     AL_LLM_PT_LOCAL_SHELL,
     AL_LLM_PT_APPLY_PATCH,
     AL_LLM_PT_DATA_SOURCES,
+    AL_LLM_PT_URL_INPUT,
     AL_LLM_PT_NAMED,                    /* the families with a name */
     AL_LLM_PT_UNKNOWN = AL_LLM_PT_NAMED, /* a type of no family */
     AL_LLM_PT_NOT_OBJECT,               /* an element that is no object */

@@ -210,6 +210,9 @@ typedef struct {
                                            depth (Anthropic's prompt
                                            cache is written only where
                                            one asks) */
+    unsigned             urls;          /* a member that may hold a URL
+                                           the provider downloads, at any
+                                           depth (al_llm_scan_url_key()) */
     char                 model[AL_LLM_MODEL_MAX];   /* unescaped, cut */
     uint64_t             text_bytes;    /* prompt text, unescaped */
     uint64_t             extra;         /* prompt tokens counted apart */
@@ -229,6 +232,12 @@ typedef struct {
                                                       raw */
     size_t               tool_len[AL_LLM_PT_MAX];
 } al_llm_body_t;
+
+/*
+ * The name of al_llm_req_urls() a key is (in any case Go folds), or
+ * NULL: "url", "image_url", "file_url", "video_url", "audio_url".
+ */
+const char *al_llm_url_key(const char *key, size_t len);
 
 /* a scan's start: all zero but model[] and what follows tools */
 static inline void

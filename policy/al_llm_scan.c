@@ -144,6 +144,7 @@ static inline int al_llm_scan_in(const al_str_t *list, uint64_t lens,
 static inline int al_llm_scan_request_key(const char *name, size_t n,
     unsigned *prompt);
 static inline void al_llm_scan_ws(al_llm_sc_t *sc);
+static inline int al_llm_scan_url_key(const char *name, size_t n);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
 static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
@@ -694,6 +695,10 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             b->cache_control = 1;
         }
 
+        if (sc->spec->prompt && al_llm_scan_url_key(name, n)) {
+            b->urls = 1;
+        }
+
         if (n > sizeof(nbuf)) {
             /* longer than any name looked for */
 
@@ -1064,6 +1069,10 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
         if (s.dlen == 13 && al_llm_scan_is(name, "cache_control")) {
             b->cache_control = 1;
+        }
+
+        if (sc->spec->prompt && al_llm_scan_url_key(name, s.dlen)) {
+            b->urls = 1;
         }
 
         /* what this member is to al_llm_request() */
@@ -1982,6 +1991,58 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     default:
         return -1;
     }
+}
+
+
+/*
+ * The keys under which a prompt may give an input by URL, which the
+ * provider downloads: "url" (OpenAI's image_url object, Anthropic's
+ * source), "image_url" and "file_url" (Responses), "video_url" and
+ * "audio_url" (vLLM), also in another case as a Go server behind an
+ * entry binds them (al_folds_to()).  al_llm_req_urls() reads the body
+ * when one is seen.
+ */
+
+static inline int
+al_llm_scan_url_key(const char *name, size_t n)
+{
+    switch (n) {
+
+    case 3:
+        if (al_llm_scan_is(name, "url")) {
+            return 1;
+        }
+
+        break;
+
+    case 8:
+        if (al_llm_scan_is(name, "file_url")) {
+            return 1;
+        }
+
+        break;
+
+    case 9:
+        if (al_llm_scan_is(name, "image_url")
+            || al_llm_scan_is(name, "video_url")
+            || al_llm_scan_is(name, "audio_url"))
+        {
+            return 1;
+        }
+
+        break;
+
+    default:
+        break;
+    }
+
+    /* "url" folded is 3 to 9 bytes, the longest names 9 to 27 */
+
+    if (n < 3 || n > 27 || al_fold_plain(name, n)) {
+        return 0;
+    }
+
+    return al_llm_url_key(name, n) != NULL;
 }
 
 

@@ -2371,6 +2371,81 @@ test_provider_tools(void)
         "{\"model\":\"gpt-4o\",\"data_sources\":null}");
     tap_is_int(rq.reason, AL_REASON_NONE, "tools: data_sources null passes");
 
+    /* inputs by URL: downloaded by the provider */
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+        "\"https://attacker.example/?d=1\"}}]}]}");
+    tap_ok(refused_tool("(\"image_url\") is downloaded by the provider")
+           && has(rq.detail, "provider_tools: url_input"),
+           "urls: a chat image by https refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"input_image\",\"image_url\":\"http://a.example/\"}]}]}");
+    tap_ok(refused_tool("\"image_url\""),
+           "urls: responses input_image refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"input_file\",\"file_url\":\"https://a.example/f\"}]}]}");
+    tap_ok(refused_tool("\"file_url\""), "urls: responses input_file refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"p\",\"variables\":"
+        "{\"v\":{\"type\":\"input_image\",\"image_url\":\"https://a.ex/\"}}}}");
+    tap_ok(refused_tool("\"image_url\""), "urls: in a prompt's variables");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":[{\"type\":\"document\","
+        "\"source\":{\"type\":\"url\",\"url\":\"https://a.example/d\"}}]}]}");
+    tap_ok(refused_tool("(\"url\")"), "urls: an anthropic url source refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"system\":"
+        "[{\"type\":\"image\",\"source\":{\"typ\\u0065\":\"ur\\u006c\","
+        "\"ur\\u006c\":\"\\u0068ttps://a.example/\"}}],\"messages\":[]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "urls: escapes read as the "
+               "provider reads them");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"image_url\",\"Image_URL\":{\"URL\":"
+        "\"https://a.example/\"}}]}]}");
+    tap_ok(refused_tool("(\"image_url\")"),
+           "urls: keys in another case, as a Go server binds them");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"\xc5\xbfrc\":"
+        "\"x\",\"Url\":\"https://a.example/\"}}]}]}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "urls: Url beside other keys");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+        "\"DATA:image/png;base64,AAAA\"}}]}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "urls: a data: URL passes");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"assistant\",\"content\":[{\"type\":"
+        "\"web_search_tool_result\",\"content\":[{\"type\":"
+        "\"web_search_result\",\"url\":\"https://a.example/\"}]}]}],"
+        "\"metadata\":{\"image_url\":\"https://a.example/\"}}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "urls: a search result's url, and "
+               "members outside the prompt, pass");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":[{\"type\":\"web_search_call\","
+        "\"id\":\"ws_1\",\"status\":\"completed\",\"action\":{\"type\":"
+        "\"search\",\"sources\":[{\"type\":\"url\",\"url\":"
+        "\"https://a.example/\"}]}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "urls: the sources of a web "
+               "search call in the history pass");
+
     req(&ant, AGENT, AL_LLM_EP_MESSAGES,
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
         "\"tools\":[{\"type\":\"web_search_20250305\",\"name\":"
@@ -2481,6 +2556,15 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "provider_tools data_sources: data_sources passes");
 
+    oai_tools.provider_tools = UINT32_C(1) << AL_LLM_PT_URL_INPUT;
+
+    req(&oai_tools, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":"
+        "\"https://a.example/\"}}]}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "provider_tools url_input: an image by URL passes");
+
     oai_tools.provider_tools = ~UINT32_C(0);
 
     req(&oai_tools, TOOLS, AL_LLM_EP_RESPONSES,
@@ -2523,6 +2607,7 @@ test_provider_tools(void)
            && al_llm_tool_name("web_search_preview", 18) == -1
            && al_llm_tool_name("apply_patch", 11) == AL_LLM_PT_APPLY_PATCH
            && al_llm_tool_name("data_sources", 12) == AL_LLM_PT_DATA_SOURCES
+           && al_llm_tool_name("url_input", 9) == AL_LLM_PT_URL_INPUT
            && al_llm_tool_names[AL_LLM_PT_NAMED] == NULL,
            "tool families: the names the policy takes");
 }

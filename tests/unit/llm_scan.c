@@ -121,7 +121,7 @@ ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
         || a->so_last != b->so_last || a->so_members != b->so_members
         || a->jansson != b->jansson || a->text_bytes != b->text_bytes
         || a->extra != b->extra || a->tools != b->tools
-        || a->cache_control != b->cache_control)
+        || a->cache_control != b->cache_control || a->urls != b->urls)
     {
         return 0;
     }
