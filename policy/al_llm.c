@@ -1267,7 +1267,9 @@ al_llm_req_tools(al_llm_rq_t *rq)
  * the same or less pass: "auto", "default", "flex", and Anthropic's
  * "standard_only".  So does "speed" (Anthropic's fast mode, which
  * routers behind openai-compatible entries read too): "fast" is billed at
- * several times the prices, "standard" passes.
+ * several times the prices, "standard" passes; and Anthropic's
+ * "inference_geo": "us" (US-only inference) is billed at 1.1 times them,
+ * "global" passes.
  */
 
 static int
@@ -1305,6 +1307,30 @@ al_llm_req_tier(al_llm_rq_t *rq)
                            "speed \"%s\" (fast mode) costs more than the "
                            "policy's prices, and this client has a dollar "
                            "budget (standard passes)", show);
+    }
+
+    f = &rq->b->f[AL_LLM_F_INFERENCE_GEO];
+
+    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL
+        && al_llm_client_priced(rq->lc)
+        && !(f->type == AL_LLM_JT_STRING && !f->esc && f->len == 8
+             && memcmp(rq->body + f->at + 1, "global", 6) == 0))
+    {
+        rq->req->reason = AL_REASON_BODY;
+
+        if (f->type != AL_LLM_JT_STRING) {
+            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                               "\"inference_geo\" must be a string");
+        }
+
+        (void) al_llm_show(show, sizeof(show),
+                           (const char *) rq->body + f->at + 1, f->len - 2,
+                           AL_LLM_SHOW_MAX);
+
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "inference_geo \"%s\" costs more than the "
+                           "policy's prices, and this client has a dollar "
+                           "budget (global passes)", show);
     }
 
     f = &rq->b->f[AL_LLM_F_SERVICE_TIER];

@@ -180,8 +180,9 @@ enum {
     AL_LLM_F_FALLBACKS,                 /*   refused */
     AL_LLM_F_SPEED,                     /* fast mode */
     AL_LLM_F_DATA_SOURCES,              /* Azure On Your Data */
+    AL_LLM_F_INFERENCE_GEO,             /* Anthropic's US-only inference */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 18                   /* room for other specs */
+    AL_LLM_F_MAX = 19                   /* room for other specs */
 };
 
 typedef struct {

@@ -168,7 +168,7 @@ static const char *const  al_llm_scan_fields[] = {
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed",
-    "data_sources", NULL
+    "data_sources", "inference_geo", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1971,6 +1971,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
 
         *prompt = al_llm_scan_is(name, "instructions");
         return -1;
+
+    case 13:
+        return al_llm_scan_is(name, "inference_geo")
+               ? AL_LLM_F_INFERENCE_GEO : -1;
 
     case 14:
         return al_llm_scan_is(name, "stream_options")

@@ -41,7 +41,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 15;
+plan tests => 18;
 
 my $n = scalar $l->provider_requests;
 
@@ -94,6 +94,19 @@ is($r->{status}, 200, '"speed": "standard" passes');
 $r = $l->messages(token => $l->token('agent'),
                   headers => [ [ 'anthropic-beta', 'fast-mode-2026-02-01' ] ],
                   fields => { speed => 'fast' });
+is($r->{status}, 200, 'a client without a dollar budget may ask for it');
+
+# US-only inference: 1.1 times the prices
+
+$r = $l->messages(token => $tok{spender}, fields => { inference_geo => 'us' });
+is($r->{status}, 400, 'a budgeted client asking for US-only inference: 400');
+
+$r = $l->messages(token => $tok{spender},
+                  fields => { inference_geo => 'global' });
+is($r->{status}, 200, '"inference_geo": "global" passes');
+
+$r = $l->messages(token => $l->token('agent'),
+                  fields => { inference_geo => 'us' });
 is($r->{status}, 200, 'a client without a dollar budget may ask for it');
 
 $t->stop;

@@ -2864,4 +2864,28 @@ test_service_tier(void)
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
         "\"speed\":\"fast\"}");
     tap_is_int(rq.reason, AL_REASON_NONE, "no dollar budget: fast passes");
+
+    /* US-only inference: 1.1 times the prices */
+
+    req(&ant, &priced, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"inference_geo\":\"us\"}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "inference_geo \"us\" costs more"),
+           "inference_geo us refused for a dollar budget");
+
+    req(&ant, &priced, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"Inference_Geo\":\"us\"}");
+    tap_ok(refused_case("\"inference_geo\""), "Inference_Geo refused");
+
+    req(&ant, &priced, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"inference_geo\":\"global\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "inference_geo global passes");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"inference_geo\":\"us\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "no dollar budget: us passes");
 }

@@ -22,7 +22,7 @@ static const char *const  ut_fields[] = {
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed",
-    "data_sources", NULL
+    "data_sources", "inference_geo", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -43,7 +43,8 @@ static const char *const  ut_names[] = {
     "max_output_tokens", "stream_options", "n", "messages", "prompt",
     "input", "instructions", "system", "tools", "functions",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
-    "n_predict", "models", "fallbacks", "speed", "data_sources"
+    "n_predict", "models", "fallbacks", "speed", "data_sources",
+    "inference_geo"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
