@@ -264,10 +264,15 @@ static const char *const al_providers[] = {
     "openai", "openai-compatible", "anthropic", "azure", NULL
 };
 
-/* headers a route may not set: framing, hop-by-hop, routing */
+/*
+ * headers a route may not set: framing, hop-by-hop, routing, and the
+ * body's coding (the body checks read the bytes as sent; an upstream
+ * told they are gzip reads what they decode to)
+ */
 static const char *const al_inject_forbidden[] = {
-    "host", "content-length", "transfer-encoding", "connection", "upgrade",
-    "te", "trailer", "keep-alive", "proxy-connection", "expect", NULL
+    "host", "content-length", "transfer-encoding", "content-encoding",
+    "connection", "upgrade", "te", "trailer", "keep-alive",
+    "proxy-connection", "expect", NULL
 };
 
 

@@ -834,6 +834,10 @@ test_inject(void)
            HEAD SECRETS UPS ROUTE
            "    inject: { `Transfer-Encoding: chunked }\n" ALERTS,
            "cannot be injected");
+    refuse("inject Content-Encoding",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { `Content-Encoding: gzip }\n" ALERTS,
+           "header \"Content-Encoding\" cannot be injected");
     refuse("inject a bad header name",
            HEAD SECRETS UPS ROUTE "    inject: { `\"X Auth\": a }\n" ALERTS,
            "invalid header name \"X Auth\"");
