@@ -446,7 +446,19 @@ ag_route_call(ag_run_t *run, const char *method, const char *target,
 
     curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, run->conf->gateway);
     curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+
+    /*
+     * An answer to HEAD has no body, whatever its Content-Length says:
+     * as a custom method, curl would wait for one until the run's time
+     * ran out.
+     */
+
+    if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else {
+        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    }
+
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, ag_http_write);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);

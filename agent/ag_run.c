@@ -56,7 +56,8 @@ static void ag_tool_message(ag_run_t *run, const char *id,
     const char *name, const char *content, int untrusted);
 static void ag_tool_data(ag_run_t *run, const char *id, const char *name,
     const char *lead, const char *data, size_t len);
-static const char *ag_denial_reason(json_t *deny, const char *marker);
+static const char *ag_denial_reason(json_t *deny, const char *marker,
+    int head);
 static json_t *ag_short_string(json_t *v);
 static json_t *ag_integer(json_t *v);
 static char *ag_text(const char *s, size_t len);
@@ -700,14 +701,17 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
      * upstream can send through the proxy, and a JSON object whose
      * "reason" is the reason the header names, one of the policy's.
      * Another 403, however its body looks, is the upstream's answer, a
-     * tool result like any other.  What the event takes from the body is
-     * short strings only, and the model gets the body as data, wrapped
-     * anew in each run, after a line of the agent's own.
+     * tool result like any other.  An answer to HEAD has no body: its
+     * header alone says.  What the event takes from the body is short
+     * strings only, and the model gets the body as data, wrapped anew in
+     * each run, after a line of the agent's own.
      */
 
     deny = (h.status == 403 && h.denial[0] != '\0')
            ? json_loadb(h.body, h.len, 0, NULL) : NULL;
-    name = ag_denial_reason(deny, h.denial);
+    name = (h.status == 403)
+           ? ag_denial_reason(deny, h.denial, strcmp(method, "HEAD") == 0)
+           : NULL;
 
     if (name != NULL) {
         run->denials++;
@@ -1157,16 +1161,18 @@ ag_tool_data(ag_run_t *run, const char *id, const char *name,
 
 /*
  * The policy's reason a proxy's 403 names, in its Airlock-Denial header
- * (marker) and its body both, or NULL
+ * (marker) and its body both, or NULL; an answer to HEAD, which has no
+ * body, in its header alone
  */
 
 static const char *
-ag_denial_reason(json_t *deny, const char *marker)
+ag_denial_reason(json_t *deny, const char *marker, int head)
 {
     al_reason_t   r;
     const char   *name;
 
-    name = json_string_value(json_object_get(deny, "reason"));
+    name = head ? marker
+                : json_string_value(json_object_get(deny, "reason"));
     r = al_denial_reason(marker, name);
 
     return (r != AL_REASON_NONE) ? al_reason_name(r) : NULL;

@@ -77,6 +77,7 @@ sub policy {
     my $worker = $self->{worker_uid}
         ? "{ unix_uid: airlock-worker }"
         : "{ token_sha256: \"$wsha\" }";
+    my $extra = $self->{routes} // '';
 
     return <<"EOF";
 version: 1
@@ -118,6 +119,7 @@ routes:
     match: { method: GET, path: /internal/queue }
     upstream: svc
     to: /api/v1/queue
+$extra
 llm:
   - name: openai
     prefix: /v1/proxy/openai
@@ -176,6 +178,7 @@ sub setup {
     $self->{key} = $self->{p}->keygen;
     $self->{l}{key} = $self->{key};
     $self->{worker_uid} = $o{worker_uid};
+    $self->{routes} = $o{routes};
 
     $t->write_file_expand('policy.yaml', $self->policy);
     $t->write_file_expand('nginx.conf', $self->conf);

@@ -20,6 +20,8 @@
                                       rest only once PATH exists (at
                                       most 60 s)
 
+HEAD is answered as GET, without the body.
+
 Every request is appended to --log as one JSON line: method, path,
 headers (lower-case names), status.  Exits with its parent.
 """
@@ -49,7 +51,8 @@ class Handler(BaseHTTPRequestHandler):
         for name, value in headers:
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
@@ -63,7 +66,8 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             with open(args.log, "a") as f:
                 f.write(json.dumps({
-                    "method": "GET", "path": self.path, "status": status,
+                    "method": self.command, "path": self.path,
+                    "status": status,
                     "headers": {k.lower(): v
                                 for k, v in self.headers.items()}}) + "\n")
 
@@ -102,6 +106,8 @@ class Handler(BaseHTTPRequestHandler):
                             headers)
             else:
                 self.answer(200, "text/plain; charset=utf-8", data)
+
+    do_HEAD = do_GET
 
 
 def watch_parent():
