@@ -34,6 +34,7 @@
 
 
 #define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
+#define AG_REQUEST_MS      30000  /* a request's whole read, from accept */
 
 
 typedef struct {
@@ -55,6 +56,8 @@ static long ag_reap(long children);
 static void ag_refuse(int fd, long max);
 static void ag_serve(ag_conf_t *conf, int fd);
 static int ag_read_request(int fd, ag_request_t *req, const char **why);
+static ssize_t ag_read_until(int fd, char *buf, size_t len,
+    int64_t deadline);
 static void ag_respond(int fd, int status, const char *ctype,
     const char *body);
 static void ag_respond_error(int fd, int status, const char *code,
@@ -516,6 +519,7 @@ ag_listen(const char *path)
 static void
 ag_serve(ag_conf_t *conf, int fd)
 {
+    int              rc;
     char            *p, session[AG_ID_MAX + 1];
     size_t           n;
     const char      *why;
@@ -528,8 +532,13 @@ ag_serve(ag_conf_t *conf, int fd)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 
-    if (ag_read_request(fd, &req, &why) != 0) {
-        ag_respond_error(fd, 400, "bad_request", why);
+    rc = ag_read_request(fd, &req, &why);
+    if (rc != 0) {
+        if (rc == -2) {
+            ag_respond_error(fd, 408, "request_timeout", why);
+        } else {
+            ag_respond_error(fd, 400, "bad_request", why);
+        }
         free(req.buf);
         return;
     }
@@ -581,6 +590,12 @@ ag_serve(ag_conf_t *conf, int fd)
 }
 
 
+/*
+ * 0, -1 a bad request, or -2 when it did not all come within
+ * AG_REQUEST_MS: a client that sends a byte now and then would otherwise
+ * hold its process, one of --max-connections, for as long as it likes.
+ */
+
 static int
 ag_read_request(int fd, ag_request_t *req, const char **why)
 {
@@ -588,8 +603,10 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
     size_t    hlen, clen, want;
     ssize_t   n;
     int       chunked;
+    int64_t   deadline;
 
     memset(req, 0, sizeof(*req));
+    deadline = ag_now_ms() + AG_REQUEST_MS;
 
     req->buf = malloc(AG_REQUEST_MAX + 1);
     if (req->buf == NULL) {
@@ -605,7 +622,12 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
             return -1;
         }
 
-        n = read(fd, req->buf + req->len, AG_REQUEST_MAX - req->len);
+        n = ag_read_until(fd, req->buf + req->len,
+                          AG_REQUEST_MAX - req->len, deadline);
+        if (n == -2) {
+            *why = "the request did not come whole within 30 s";
+            return -2;
+        }
         if (n <= 0) {
             *why = "connection closed before the request ended";
             return -1;
@@ -675,7 +697,12 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
     want = hlen + clen;
 
     while (req->len < want) {
-        n = read(fd, req->buf + req->len, want - req->len);
+        n = ag_read_until(fd, req->buf + req->len, want - req->len,
+                          deadline);
+        if (n == -2) {
+            *why = "the request did not come whole within 30 s";
+            return -2;
+        }
         if (n <= 0) {
             *why = "connection closed before the body ended";
             return -1;
@@ -691,6 +718,44 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
 }
 
 
+/* read(), once something came before deadline; -2 when nothing did */
+
+static ssize_t
+ag_read_until(int fd, char *buf, size_t len, int64_t deadline)
+{
+    int             rc;
+    int64_t         left;
+    struct pollfd   pfd;
+
+    for ( ;; ) {
+        left = deadline - ag_now_ms();
+        if (left <= 0) {
+            return -2;
+        }
+
+        pfd.fd = fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+
+        rc = poll(&pfd, 1, (int) left);
+
+        if (rc == -1 && errno == EINTR) {
+            continue;
+        }
+
+        if (rc == 0) {
+            return -2;
+        }
+
+        if (rc == -1) {
+            return -1;
+        }
+
+        return read(fd, buf, len);
+    }
+}
+
+
 static const char *
 ag_status_text(int status)
 {
@@ -699,6 +764,7 @@ ag_status_text(int status)
     case 400: return "Bad Request";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 503: return "Service Unavailable";
     default:  return "Error";
