@@ -25,8 +25,9 @@
  * What is given up is never silent:
  *
  *   - a folded alert (a group's repeats) whose group has a folded alert
- *     waiting, queued by this process, is folded into that one: counts
- *     and windows add up, so the fact that a known storm goes on is kept;
+ *     waiting, queued by this process and never sent, is folded into
+ *     that one: counts and windows add up, so the fact that a known
+ *     storm goes on is kept;
  *   - any other alert is dropped and counted per sink (ad_sinkq_t: how
  *     many, how many critical, the first and the last), logged when
  *     dropping begins, and saved with the journal offset (ad_state.c), so
@@ -35,9 +36,11 @@
  *     queues an "alerts_dropped" alert for it, ahead of its queue, and
  *     logs the summary: the sink's operator learns of the loss first.
  *
- * Only entries queued by this process are folded into: one loaded from
- * disk may have been delivered just before a crash, and a sink that saw
- * its id already would drop the counts added to it.
+ * Only entries queued by this process and not yet sent are folded into:
+ * one loaded from disk may have been delivered just before a crash, and
+ * one an attempt has sent may have reached the sink though the attempt
+ * failed (the connection closed, or the time ran out, before the
+ * answer); a sink that saw its id already would drop the counts added.
  */
 
 #include <dirent.h>
@@ -625,9 +628,9 @@ ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
 
 /*
  * Folds the folded alert a into the latest folded alert of its group
- * queued for the sink q by this process and not in flight.  Returns 0,
- * 1 when there is none, -1 when its file could not be written (it is
- * then as it was).
+ * queued for the sink q by this process and never sent (tried: an
+ * attempt, in flight or failed, sent it).  Returns 0, 1 when there is
+ * none, -1 when its file could not be written (it is then as it was).
  */
 
 static int
@@ -637,7 +640,7 @@ ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
     ad_alert_t   old;
 
     for (e = ob->tail; e != NULL; e = e->prev) {
-        if (e->fresh && !e->busy && e->alert.folded
+        if (e->fresh && !e->tried && e->alert.folded
             && strcmp(e->key, q->key) == 0 && ad_same_group(&e->alert, a))
         {
             break;

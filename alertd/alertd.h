@@ -336,7 +336,9 @@ struct ad_entry_s {
     unsigned         attempts;
     int64_t          next_ms;               /* monotonic; not before */
     unsigned         busy:1;
-    unsigned         tried:1;               /* --once */
+    unsigned         tried:1;               /* an attempt sent it (in
+                                               flight, or failed): not
+                                               folded into; --once */
     unsigned         first:1;               /* sent before the others */
     unsigned         fresh:1;               /* queued by this process: a
                                                sink cannot have it yet */
