@@ -494,7 +494,10 @@ ad_alert_to_json(const ad_alert_t *a)
  * labels name the alert (Alertmanager deduplicates on them), so a folded
  * repeat updates the alert its first one opened.  endsAt is two repeat
  * intervals out: a storm that goes on keeps the alert firing with each
- * folded repeat, and one that stops resolves by itself.
+ * folded repeat, and one that stops resolves by itself.  An alert sent
+ * late (the sink was down, alertd stopped) still fires for one interval
+ * from when it is sent: with an endsAt in the past Alertmanager takes it
+ * as resolved already and notifies no one.
  */
 
 json_t *
@@ -580,8 +583,9 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
 
 /*
  * The array Alertmanager's API takes, of one alert: labels and ann (taken
- * either way), active from a's time to two repeat intervals on.  NULL
- * when rc, the result of filling them, says that failed.
+ * either way), active from a's time to two repeat intervals on, and at
+ * least to one interval from now.  NULL when rc, the result of filling
+ * them, says that failed.
  */
 
 static json_t *
@@ -590,6 +594,7 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
 {
     char     starts[AD_TIME_MAX], ends[AD_TIME_MAX];
     json_t  *arr, *alert;
+    int64_t  end, now;
 
     arr = json_array();
     alert = json_object();
@@ -602,8 +607,15 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
         return NULL;
     }
 
+    end = a->time_ms + 2 * repeat_ms;
+    now = ad_now_ms();
+
+    if (end < now + repeat_ms) {
+        end = now + repeat_ms;
+    }
+
     ad_time_format(starts, sizeof(starts), a->time_ms);
-    ad_time_format(ends, sizeof(ends), a->time_ms + 2 * repeat_ms);
+    ad_time_format(ends, sizeof(ends), end);
 
     rc = ad_set(alert, "labels", labels)
          | ad_set(alert, "annotations", ann)

@@ -106,6 +106,24 @@ ok(!defined $b->{labels}{route} || $b->{labels}{route} eq '',
 is($b->{annotations}{quarantine_until}, '2030-01-01T00:00:00Z',
    'quarantine_until annotation');
 
+# An alert sent late, an hour after it was raised (alertd was stopped,
+# or Alertmanager down, that long): its endsAt is not in the past when it
+# is sent, or Alertmanager would take it as resolved already, list it as
+# no active alert and notify no one, the alert delivered and lost all
+# the same.  It fires for one repeat interval from when it is sent.
+my $sent = time;
+my $late = $t->alert(client => 'agent', reason => 'late', route => undef,
+                     time => AlertdTest::now_rfc3339($sent - 3600));
+ok($t->log_has(qr/delivered alert \Q$late\E to alertmanager /),
+   'an alert raised an hour ago is delivered');
+my $l = find_alert($late) // {};
+is($l->{status}{state} // '', 'active', '... and Alertmanager has it active');
+ok(epoch($l->{endsAt} // '') >= int($sent) + 300 - 5,
+   '... until a repeat interval after it was sent')
+    or diag("endsAt $l->{endsAt}, sent at " . AlertdTest::now_rfc3339($sent));
+is(epoch($l->{startsAt} // ''), int($sent) - 3600,
+   '... from when it was raised');
+
 ok($t->wait_for(sub { !$t->outbox }), 'nothing left queued');
 
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'alertd stops cleanly');
