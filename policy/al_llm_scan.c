@@ -2040,9 +2040,19 @@ al_llm_scan_url_key(const char *name, size_t n)
         break;
     }
 
-    /* "url" folded is 3 to 9 bytes, the longest names 9 to 27 */
+    /*
+     * "url" folded is 3 to 9 bytes, the longest names 9 to 27; every
+     * name ends in "url", and no byte but u, r and l, in either case,
+     * folds to those three (Go's folds to ASCII are of k, s and i), so
+     * a key that ends otherwise is turned away before its bytes are
+     * looked at
+     */
 
-    if (n < 3 || n > 27 || al_fold_plain(name, n)) {
+    if (n < 3 || n > 27
+        || (name[n - 3] | 0x20) != 'u' || (name[n - 2] | 0x20) != 'r'
+        || (name[n - 1] | 0x20) != 'l'
+        || al_fold_plain(name, n))
+    {
         return 0;
     }
 
