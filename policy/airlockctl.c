@@ -449,6 +449,15 @@ al_ctl_explain(int argc, char **argv)
 
     file = client = token_env = method = target = body_file = ctype = NULL;
     memset(&peer, 0, sizeof(peer));
+
+    /*
+     * A unix peer has both ids; the one not given is an id no policy
+     * can name (at most 4294967294), not 0, which would make the peer
+     * root or the root group as well
+     */
+
+    peer.uid = (uid_t) -1;
+    peer.gid = (gid_t) -1;
     have_peer = 0;
     token_stdin = 0;
 

@@ -270,6 +270,46 @@ unlike($out, qr/client: tools/, 'and it is not used');
 is($rc, 2, 'explain: an unset token variable exits 2');
 like($err, qr/NO_SUCH_VAR_X is not set/, 'and names the variable');
 
+# a unix peer given by --uid alone has no gid, by --gid alone no uid: the
+# one not given is no one's, not root's (a real peer has both, and
+# explain was not told the other)
+my $root = write_file('root-ids.yaml', <<'Y');
+version: 1
+clients:
+  agent: { unix_uid: 1000 }
+  wheel: { unix_gid: 0 }
+  admin: { unix_uid: 0 }
+  staff: { unix_gid: 50 }
+upstreams:
+  up: { url: "http://127.0.0.1:9090" }
+routes:
+  - name: ops
+    clients: [wheel, admin]
+    match: { method: GET, path: /ops }
+    upstream: up
+    to: /ops
+  - name: work
+    clients: [agent, staff]
+    match: { method: GET, path: /work }
+    upstream: up
+    to: /work
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+($rc, $out) = run('', 'explain', $root, '--uid', '1000', 'GET', '/work');
+is($rc, 0, 'explain --uid alone: the uid\'s client, not also gid 0\'s');
+like($out, qr/client: agent/, 'explain --uid alone: names it');
+($rc, $out) = run('', 'explain', $root, '--uid', '1234', 'GET', '/ops');
+is($rc, 1, 'explain --uid alone: no gid 0 taken for granted');
+like($out, qr/deny: client_unknown/, 'explain --uid alone: client_unknown');
+($rc, $out) = run('', 'explain', $root, '--gid', '50', 'GET', '/work');
+is($rc, 0, 'explain --gid alone: the gid\'s client, not also uid 0\'s');
+like($out, qr/client: staff/, 'explain --gid alone: names it');
+($rc, $out) = run('', 'explain', $root, '--uid', '1000', '--gid', '0',
+                  'GET', '/work');
+like($out, qr/deny: client_unknown \(peer matches more than one client\)/,
+     'explain --uid and --gid: both compared, as nginx compares them');
+
 # explain on an LLM prefix: the gateway's decision, not "handled"
 my $chat = '/v1/proxy/openai/chat/completions';
 my $over = write_file('over.json', '{"model":"gpt-4o-mini","messages":'
