@@ -1762,13 +1762,19 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
         return 2;
     }
 
-    /* no interruption between here and a consistent policy file */
+    /*
+     * No interruption between here and a consistent policy file: SIGPIPE
+     * too, which the first write to an output no one reads any more (an
+     * ssh session without a terminal that dropped) would bring in the
+     * middle; the held signals come after the last rename
+     */
 
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGHUP);
     sigaddset(&block, SIGQUIT);
+    sigaddset(&block, SIGPIPE);
     sigprocmask(SIG_BLOCK, &block, &saved);
 
     rc = 2;

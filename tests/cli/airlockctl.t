@@ -433,4 +433,51 @@ like($err, qr/65536 bytes/, 'seal: and says the limit');
             "$key.pub");
 is($rc, 2, 'seal --keep-newline: 64 KiB and a kept newline is over');
 
+# rollback (and edit) whose output goes to a pipe no one reads any more
+# (an ssh session without a terminal that dropped, "| head"): the first
+# write between the renames gets SIGPIPE, which must wait, as SIGHUP
+# does, until the policy file is one whole policy again
+{
+    my $ed = "$dir/pipe";
+    mkdir $ed or die;
+    my $cur = do { local (@ARGV, $/) = $example; <> };
+    (my $prev = $cur) =~ s/threshold: 3, window: 60s/threshold: 4, window: 60s/
+        or die;
+    for my $case (['false', 'the test fails'], ['true', 'all succeeds']) {
+        my ($test, $name) = @$case;
+        open my $fh, '>', "$ed/policy.yaml" or die;
+        print $fh $cur;
+        close $fh;
+        open $fh, '>', "$ed/policy.yaml.prev" or die;
+        print $fh $prev;
+        close $fh;
+        pipe(my $r, my $w) or die;
+        close $r;
+        my $pid = fork // die;
+        if ($pid == 0) {
+            open STDOUT, '>&', $w or die;
+            open STDERR, '>&', $w or die;
+            open STDIN, '<', '/dev/null' or die;
+            exec $ctl, 'rollback', '--policy', "$ed/policy.yaml", '--test',
+                 $test, '--reload', 'true';
+            POSIX::_exit(127);
+        }
+        close $w;
+        waitpid $pid, 0;
+        my $now = do { local (@ARGV, $/) = "$ed/policy.yaml"; <> };
+        opendir my $dh, $ed or die;
+        my $files = join ' ', sort grep { !/^\./ } readdir $dh;
+        if ($test eq 'false') {
+            is($now, $cur, "rollback to a closed pipe, $name: the policy "
+               . 'is put back');
+        } else {
+            is($now, $prev, "rollback to a closed pipe, $name: the policy "
+               . 'is rolled back');
+        }
+        is($files, 'policy.yaml policy.yaml.prev',
+           "rollback to a closed pipe, $name: no policy.yaml.old left");
+        unlink glob("$ed/policy.yaml*");
+    }
+}
+
 done_testing();
