@@ -52,6 +52,9 @@ static void al_diff_usd(al_diff_t *df, const char *name,
     const char *client, const char *field, uint64_t old, uint64_t new);
 
 
+static const char  al_diff_hex[] = "0123456789abcdef";
+
+
 int
 al_policy_diff(const al_policy_t *o, const al_policy_t *n,
     void (*out)(void *data, const char *line), void *data)
@@ -173,8 +176,10 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
 static void
 al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
 {
-    char     line[1024];
-    va_list  ap;
+    char            line[1024], shown[4 * sizeof(line)];
+    size_t          i, n;
+    va_list         ap;
+    unsigned char   c;
 
     line[0] = kind;
     line[1] = ' ';
@@ -183,11 +188,37 @@ al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
     vsnprintf(line + 2, sizeof(line) - 2, fmt, ap);
     va_end(ap);
 
+    /*
+     * Patterns, models, query and field names are the text of the policy
+     * under review, which may be anyone's: a byte a terminal acts on (CR,
+     * ESC, a C1 control, a bidirectional override in UTF-8) could erase
+     * or rewrite the line it is on, a grant shown as something else.
+     * Everything outside printable ASCII is shown as \xHH.
+     */
+
+    n = 0;
+
+    for (i = 0; line[i] != '\0'; i++) {
+        c = (unsigned char) line[i];
+
+        if (c >= 0x20 && c < 0x7f) {
+            shown[n++] = (char) c;
+            continue;
+        }
+
+        shown[n++] = '\\';
+        shown[n++] = 'x';
+        shown[n++] = al_diff_hex[c >> 4];
+        shown[n++] = al_diff_hex[c & 0xf];
+    }
+
+    shown[n] = '\0';
+
     if (kind == '+') {
         df->grants++;
     }
 
-    df->out(df->data, line);
+    df->out(df->data, shown);
 }
 
 

@@ -390,6 +390,24 @@ is($rc, 0, 'diff exits 0 when the new policy only takes away');
 like($out, qr/^- route github-pull-request: client tools removed$/m,
      'diff names the narrowing');
 
+# the policy under review writes names and patterns diff prints: a CR and
+# an escape sequence in a model name would erase the "+" line on a
+# terminal and show another in its place; shown as \xHH, never sent raw
+(my $sly = do { local (@ARGV, $/) = $example; <> })
+    =~ s/models: \[gpt-4o-mini, /models: [gpt-4o-mini, "gpt-5\\r\\e[2K~ llm openai: include_usage false -> true", /
+    or die;
+$sly =~ s/allow: \[query, time\]/allow: [query, time, "step\\e[1A\\e[2K\\u202e"]/
+    or die;
+my $slyf = write_file('sly.yaml', $sly);
+($rc, $out) = run('', 'diff', $example, $slyf);
+is($rc, 1, 'diff: a model with control bytes in its name is a grant');
+unlike($out, qr/[\x00-\x09\x0b-\x1f\x7f-\xff]/,
+       'diff: no control byte, and nothing outside ASCII, reaches the output');
+like($out, qr/^\+ llm openai: model gpt-5\\x0d\\x1b\[2K~ llm openai: /m,
+     'diff: the name shown with its bytes escaped');
+like($out, qr/^\+ route prometheus-query: query parameter step\\x1b\[1A\\x1b\[2K\\xe2\\x80\\xae allowed$/m,
+     'diff: a query name too, a bidirectional override included');
+
 # exit status per command, as docs/airlockctl.md gives them
 ($rc) = run('', 'explain', "$dir/missing.yaml", '--client', 'agent', 'GET', '/x');
 is($rc, 2, 'explain: a policy that cannot be read exits 2');
