@@ -43,6 +43,10 @@ al_ynode_t *al_yaml_parse(al_pool_t *pool, const char *name,
 
 const char *al_ynode_type_name(const al_ynode_t *node);
 
+/* the line and column of byte off of buf, 1-based, a column a character */
+void al_yaml_place(const char *buf, size_t off, unsigned *line,
+    unsigned *column);
+
 
 /*
  * Reads the policy file open on fd, which fstat() said is size bytes

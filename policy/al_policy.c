@@ -416,7 +416,7 @@ al_policy_parse_open(const char *name, const char *buf, size_t len,
     al_cc_t            cc;
     al_pool_t         *pool;
     al_policy_t       *p;
-    const char        *nul, *q;
+    const char        *nul;
     const al_ynode_t  *root, *v;
 
     if (len > AL_POLICY_FILE_MAX) {
@@ -431,18 +431,7 @@ al_policy_parse_open(const char *name, const char *buf, size_t len,
 
         /* where it is, as a YAML error is placed: a line and a column */
 
-        line = 1;
-        col = 1;
-
-        for (q = buf; q < nul; q++) {
-            if (*q == '\n') {
-                line++;
-                col = 1;
-
-            } else if (((unsigned char) *q & 0xc0) != 0x80) {
-                col++;
-            }
-        }
+        al_yaml_place(buf, (size_t) (nul - buf), &line, &col);
 
         al_error_set(err, name, line, col, "policy contains a NUL byte");
         return NULL;

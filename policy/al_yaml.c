@@ -62,6 +62,7 @@ al_yaml_parse(al_pool_t *pool, const char *name, const char *buf,
 {
     int             done, rc;
     size_t          i;
+    unsigned        line, column;
     yaml_event_t    ev;
     al_yaml_ctx_t   ctx;
     yaml_parser_t   parser;
@@ -84,8 +85,21 @@ al_yaml_parse(al_pool_t *pool, const char *name, const char *buf,
 
     while (!done) {
         if (!yaml_parser_parse(&parser, &ev)) {
-            al_error_set(err, name, parser.problem_mark.line + 1,
-                         parser.problem_mark.column + 1, "invalid YAML: %s%s%s",
+
+            /* the reader's errors (a byte that is not UTF-8 or not
+               printable) have an offset, not a mark */
+
+            if (parser.error == YAML_READER_ERROR) {
+                al_yaml_place(buf, parser.problem_offset < len
+                                   ? parser.problem_offset : len,
+                              &line, &column);
+
+            } else {
+                line = parser.problem_mark.line + 1;
+                column = parser.problem_mark.column + 1;
+            }
+
+            al_error_set(err, name, line, column, "invalid YAML: %s%s%s",
                          parser.problem ? parser.problem : "syntax error",
                          parser.context ? " " : "",
                          parser.context ? parser.context : "");
@@ -379,6 +393,31 @@ al_yaml_end(al_yaml_ctx_t *ctx)
     free(keys);
 
     return 0;
+}
+
+
+/*
+ * The line and column of byte off of buf, 1-based, as libyaml's marks
+ * count them: a column is a character, not a byte.
+ */
+
+void
+al_yaml_place(const char *buf, size_t off, unsigned *line, unsigned *column)
+{
+    size_t  i;
+
+    *line = 1;
+    *column = 1;
+
+    for (i = 0; i < off; i++) {
+        if (buf[i] == '\n') {
+            (*line)++;
+            *column = 1;
+
+        } else if (((unsigned char) buf[i] & 0xc0) != 0x80) {
+            (*column)++;
+        }
+    }
 }
 
 

@@ -437,6 +437,15 @@ test_syntax(void)
            "version: 1\nclients:\n  agent: { description: `\"\\u0000\" }\n"
            ALERTS, "a NUL character");
 
+    /* bytes libyaml's reader refuses: placed where they are, as others */
+    refuse("a control character",
+           "version: 1\nclients:\n  agent: { unix_uid: 0, description: "
+           "\"ab`\x01c\" }\n" ALERTS, "control characters are not allowed");
+    refuse("invalid UTF-8",
+           "version: 1\nclients:\n  agent: { unix_uid: 0 }\n"
+           "  other: { unix_uid: 1, description: x`\xff }\n" ALERTS,
+           "invalid leading UTF-8 octet");
+
     p = load("version: 1\n  bad\n", &err);
     tap_ok(p == NULL && al_error_format(&err, buf, sizeof(buf)) > 0
            && strncmp(buf, "policy.yaml:", 12) == 0,
