@@ -77,6 +77,19 @@ al_yaml_parse(al_pool_t *pool, const char *name, const char *buf,
         return NULL;
     }
 
+    /*
+     * A byte order mark may begin a YAML stream (editors on Windows write
+     * one).  Told the encoding, libyaml reads it as a character of the
+     * first line, whose keys then stand one column to the right of the
+     * next line's: it is left out here, as libyaml leaves it out when it
+     * finds the encoding itself.
+     */
+
+    if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
+        buf += 3;
+        len -= 3;
+    }
+
     yaml_parser_set_input_string(&parser, (const unsigned char *) buf, len);
     yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
 

@@ -446,6 +446,19 @@ test_syntax(void)
            "  other: { unix_uid: 1, description: x`\xff }\n" ALERTS,
            "invalid leading UTF-8 octet");
 
+    /* a byte order mark may begin a YAML stream (editors on Windows
+       write one): it is no character of the first line */
+    p = load("\xef\xbb\xbf" HEAD ALERTS, &err);
+    if (!tap_ok(p != NULL && p->nclients == 2,
+                "a policy after a byte order mark loads")) {
+        tap_diag("error: ", err.msg);
+    }
+    al_policy_free(p);
+    p = load("\xef\xbb\xbfversion: 1\nclients: { agent: { unix_uid: 0, "
+             "x: 1 } }\n" ALERTS, &err);
+    tap_ok(p == NULL && err.line == 2 && err.column == 34,
+           "after a byte order mark, errors are placed as without it");
+
     p = load("version: 1\n  bad\n", &err);
     tap_ok(p == NULL && al_error_format(&err, buf, sizeof(buf)) > 0
            && strncmp(buf, "policy.yaml:", 12) == 0,
