@@ -28,7 +28,9 @@ static void al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int al_str_eq(const al_str_t *a, const al_str_t *b);
 static void al_diff_identities(al_diff_t *df, const char *name,
-    const al_client_t *from, const al_client_t *to, char kind);
+    const al_client_t *from, const al_client_t *to, char kind,
+    unsigned rivals);
+static unsigned al_diff_rivals(const size_t *counts, const al_client_t *c);
 static void al_diff_clients(al_diff_t *df, const al_policy_t *o,
     const al_policy_t *n);
 static void al_diff_route(al_diff_t *df, const al_policy_t *o,
@@ -53,6 +55,25 @@ static void al_diff_usd(al_diff_t *df, const char *name,
 
 
 static const char  al_diff_hex[] = "0123456789abcdef";
+
+
+/*
+ * A request that names two clients is refused as ambiguous: a unix peer
+ * whose uid is one client's and whose gid another's, a token of one
+ * client from a peer (uid, gid or address) of another.  An identity
+ * removed from a client ends that refusal wherever another client has an
+ * identity the same request can show beside it: such a request is then
+ * the other client's, a grant.  The bits: which kinds of removed identity
+ * have such a rival.
+ */
+
+#define AL_DIFF_RIVAL_UID   0x01    /* another client has a gid or token */
+#define AL_DIFF_RIVAL_GID   0x02    /* another client has a uid or token */
+#define AL_DIFF_RIVAL_CIDR  0x04    /* another client has a token */
+
+#define AL_DIFF_AMBIGUOUS                                                    \
+    ": a request that also named another client, refused as ambiguous, "     \
+    "is now that client's"
 
 
 int
@@ -233,12 +254,37 @@ al_str_eq(const al_str_t *a, const al_str_t *b)
 static void
 al_diff_clients(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
 {
-    size_t              i;
-    const al_client_t  *a, *b;
+    size_t              i, counts[3];
+    unsigned            rivals;
+    const al_client_t  *a, *b, *c;
+
+    /* the clients of n that could be named beside a uid, a gid, a cidr */
+
+    counts[0] = counts[1] = counts[2] = 0;
+
+    for (i = 0; i < n->nclients; i++) {
+        c = &n->clients[i];
+        counts[0] += (c->ngids || c->ntokens);
+        counts[1] += (c->nuids || c->ntokens);
+        counts[2] += (c->ntokens != 0);
+    }
 
     for (i = 0; i < o->nclients; i++) {
         a = &o->clients[i];
-        if (al_policy_client(n, a->name.data, a->name.len) == NULL) {
+        if (al_policy_client(n, a->name.data, a->name.len) != NULL) {
+            continue;
+        }
+
+        rivals = al_diff_rivals(counts, NULL);
+
+        if (((rivals & AL_DIFF_RIVAL_UID) && a->nuids)
+            || ((rivals & AL_DIFF_RIVAL_GID) && a->ngids)
+            || ((rivals & AL_DIFF_RIVAL_CIDR) && a->ncidrs))
+        {
+            al_diff_emit(df, '+', "client %s removed" AL_DIFF_AMBIGUOUS,
+                         a->name.data);
+
+        } else {
             al_diff_emit(df, '-', "client %s removed", a->name.data);
         }
     }
@@ -253,37 +299,73 @@ al_diff_clients(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
         }
 
         /* identities the client did not have: more peers act as it */
-        al_diff_identities(df, b->name.data, a, b, '+');
+        al_diff_identities(df, b->name.data, a, b, '+', 0);
 
         /* and those it no longer has: a replaced one is both */
-        al_diff_identities(df, b->name.data, b, a, '-');
+        al_diff_identities(df, b->name.data, b, a, '-',
+                           al_diff_rivals(counts, b));
     }
+}
+
+
+/* AL_DIFF_RIVAL_* of clients other than c (NULL: of them all) */
+
+static unsigned
+al_diff_rivals(const size_t *counts, const al_client_t *c)
+{
+    unsigned  rivals;
+
+    rivals = 0;
+
+    if (counts[0] > (c != NULL && (c->ngids || c->ntokens))) {
+        rivals |= AL_DIFF_RIVAL_UID;
+    }
+
+    if (counts[1] > (c != NULL && (c->nuids || c->ntokens))) {
+        rivals |= AL_DIFF_RIVAL_GID;
+    }
+
+    if (counts[2] > (c != NULL && c->ntokens)) {
+        rivals |= AL_DIFF_RIVAL_CIDR;
+    }
+
+    return rivals;
 }
 
 
 /*
  * The identities of client "to" that "from" does not have, a line each:
- * '+' new ones, '-' removed ones.  A token is named by neither its value
- * nor its hash.
+ * '+' new ones, '-' removed ones, '+' too for a removed one that has a
+ * rival (AL_DIFF_RIVAL_*).  A token is named by neither its value nor
+ * its hash.
  */
 
 static void
 al_diff_identities(al_diff_t *df, const char *name, const al_client_t *from,
-    const al_client_t *to, char kind)
+    const al_client_t *to, char kind, unsigned rivals)
 {
+    char         uk, gk, ck;
     size_t       k, l;
-    const char  *pre, *post;
+    const char  *pre, *post, *up, *gp, *cp;
 
     pre = (kind == '+') ? "new " : "";
     post = (kind == '+') ? "" : " removed";
+
+    uk = (rivals & AL_DIFF_RIVAL_UID) ? '+' : kind;
+    gk = (rivals & AL_DIFF_RIVAL_GID) ? '+' : kind;
+    ck = (rivals & AL_DIFF_RIVAL_CIDR) ? '+' : kind;
+
+    up = (uk != kind) ? AL_DIFF_AMBIGUOUS : "";
+    gp = (gk != kind) ? AL_DIFF_AMBIGUOUS : "";
+    cp = (ck != kind) ? AL_DIFF_AMBIGUOUS : "";
 
     for (k = 0; k < to->nuids; k++) {
         for (l = 0; l < from->nuids && from->uids[l] != to->uids[k]; l++) {
             /* void */
         }
         if (l == from->nuids) {
-            al_diff_emit(df, kind, "client %s: %sunix_uid %u%s", name, pre,
-                         (unsigned) to->uids[k], post);
+            al_diff_emit(df, uk, "client %s: %sunix_uid %u%s%s", name, pre,
+                         (unsigned) to->uids[k], post, up);
         }
     }
 
@@ -292,8 +374,8 @@ al_diff_identities(al_diff_t *df, const char *name, const al_client_t *from,
             /* void */
         }
         if (l == from->ngids) {
-            al_diff_emit(df, kind, "client %s: %sunix_gid %u%s", name, pre,
-                         (unsigned) to->gids[k], post);
+            al_diff_emit(df, gk, "client %s: %sunix_gid %u%s%s", name, pre,
+                         (unsigned) to->gids[k], post, gp);
         }
     }
 
@@ -306,7 +388,8 @@ al_diff_identities(al_diff_t *df, const char *name, const al_client_t *from,
             }
         }
         if (l == from->ncidrs) {
-            al_diff_emit(df, kind, "client %s: %scidr%s", name, pre, post);
+            al_diff_emit(df, ck, "client %s: %scidr%s%s", name, pre, post,
+                         cp);
         }
     }
 

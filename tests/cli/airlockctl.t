@@ -390,6 +390,57 @@ is($rc, 0, 'diff exits 0 when the new policy only takes away');
 like($out, qr/^- route github-pull-request: client tools removed$/m,
      'diff names the narrowing');
 
+# a removed identity can grant: a unix peer whose uid was agent's and
+# whose gid is ops' was refused as naming two clients, and is ops once the
+# uid is no longer agent's (explain shows the refusal and the allow)
+my $amb = write_file('amb.yaml', <<'Y');
+version: 1
+clients:
+  agent: { unix_uid: [1000, 1001] }
+  ops: { unix_gid: 1000 }
+upstreams:
+  up: { url: "http://127.0.0.1:9090" }
+routes:
+  - name: admin
+    clients: [ops]
+    match: { method: POST, path: /admin }
+    upstream: up
+    to: /admin
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+(my $amb2t = do { local (@ARGV, $/) = $amb; <> })
+    =~ s/unix_uid: \[1000, 1001\]/unix_uid: 1001/ or die;
+my $amb2 = write_file('amb2.yaml', $amb2t);
+($rc, $out) = run('', 'explain', $amb, '--uid', '1000', '--gid', '1000',
+                  'POST', '/admin');
+like($out, qr/deny: client_unknown/, 'explain: uid 1000, gid 1000 was '
+     . 'refused as two clients');
+($rc, $out) = run('', 'explain', $amb2, '--uid', '1000', '--gid', '1000',
+                  'POST', '/admin');
+like($out, qr/client: ops\nallow: route "admin"/,
+     'explain: and is ops once agent loses uid 1000');
+($rc, $out) = run('', 'diff', $amb, $amb2);
+is($rc, 1, 'diff: a removed uid that ends a refusal is a grant');
+like($out, qr/^\+ client agent: unix_uid 1000 removed: a request that also named another client, refused as ambiguous, is now that client's$/m,
+     'diff: and says why');
+# with no other client that a request could name beside it, "-"
+(my $nor = $amb2t) =~ s/unix_gid: 1000/unix_uid: 2000/ or die;
+(my $nor1 = $nor) =~ s/unix_uid: 1001/unix_uid: [1000, 1001]/ or die;
+($rc, $out) = run('', 'diff', write_file('nor1.yaml', $nor1),
+                  write_file('nor2.yaml', $nor));
+is($rc, 0, 'diff: a removed uid no other client has a gid or token beside '
+   . 'is no grant');
+like($out, qr/^- client agent: unix_uid 1000 removed$/m,
+     'diff: and is a "-" line');
+# a gid beside another client's uid
+(my $gid1 = $nor) =~ s/unix_uid: 1001/unix_gid: [5, 6]/ or die;
+(my $gid2 = $nor) =~ s/unix_uid: 1001/unix_gid: 5/ or die;
+($rc, $out) = run('', 'diff', write_file('gid1.yaml', $gid1),
+                  write_file('gid2.yaml', $gid2));
+is($rc, 1, 'diff: a removed gid beside another client\'s uid is a grant');
+like($out, qr/^\+ client agent: unix_gid 6 removed: /m, 'diff: named so');
+
 # the policy under review writes names and patterns diff prints: a CR and
 # an escape sequence in a model name would erase the "+" line on a
 # terminal and show another in its place; shown as \xHH, never sent raw

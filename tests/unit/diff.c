@@ -99,7 +99,7 @@ static void grant(const char *name, const char *from, const char *to,
 static void narrow(const char *name, const char *from, const char *to,
     const char *text);
 static void replace(const char *name, const char *from, const char *to,
-    const char *added, const char *removed);
+    const char *added, char rkind, const char *removed);
 
 
 static al_policy_t  *old;
@@ -254,19 +254,30 @@ main(void)
     /*
      * a replaced identity: a "+ " line for the new one and a "- " line
      * for the old one, as for a route's clients or a provider's models;
-     * a token is named by neither its value nor its hash
+     * a token is named by neither its value nor its hash.  The old uid or
+     * cidr is a "+ " line too: tools has tokens, and a request with one
+     * from that uid or address, refused as naming two clients, is now
+     * tools'
      */
     replace("replaced token",
             "\"" TOK2 "\"] }", "\"0f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b"
             "822cd15d6c15b0f00a08\"] }",
-            "client tools: new token", "client tools: token removed");
+            "client tools: new token", '-', "client tools: token removed");
     replace("replaced unix_uid",
             "worker: { unix_uid: 1001 }", "worker: { unix_uid: 1002 }",
-            "client worker: new unix_uid 1002",
-            "client worker: unix_uid 1001 removed");
+            "client worker: new unix_uid 1002", '+',
+            "client worker: unix_uid 1001 removed: a request that also "
+            "named another client, refused as ambiguous, is now that "
+            "client's");
     replace("replaced cidr",
             "cidr: 10.20.0.0/16", "cidr: 10.30.0.0/16",
-            "client ci: new cidr", "client ci: cidr removed");
+            "client ci: new cidr", '+', "client ci: cidr removed: a request");
+
+    /* a client removed ends the same refusals */
+    grant("removed client whose cidr a token could be shown from",
+          "  ci: { cidr: 10.20.0.0/16 }\n", "", 1,
+          "client ci removed: a request that also named another client, "
+          "refused as ambiguous, is now that client's");
 
     /* narrowing: "- " lines only, nothing counted */
     narrow("removed route",
@@ -509,13 +520,14 @@ narrow(const char *name, const char *from, const char *to, const char *text)
 
 
 /*
- * Four assertions: one grant, a "+ " line with added, a "- " line with
- * removed, and no line that shows a token or its hash.
+ * Four assertions: one grant (two when the removed line is one too), a
+ * "+ " line with added, a line of kind rkind with removed, and no line
+ * that shows a token or its hash.
  */
 
 static void
 replace(const char *name, const char *from, const char *to,
-    const char *added, const char *removed)
+    const char *added, char rkind, const char *removed)
 {
     int      n;
     char     label[256];
@@ -525,13 +537,13 @@ replace(const char *name, const char *from, const char *to,
     n = diff(from, to, &l);
 
     snprintf(label, sizeof(label), "%s: counted as a grant", name);
-    tap_is_int(n, 1, label);
+    tap_is_int(n, rkind == '+' ? 2 : 1, label);
 
     snprintf(label, sizeof(label), "%s: \"+ %s\"", name, added);
     tap_ok(has_line(&l, '+', added), label);
 
-    snprintf(label, sizeof(label), "%s: \"- %s\"", name, removed);
-    tap_ok(has_line(&l, '-', removed), label);
+    snprintf(label, sizeof(label), "%s: \"%c %s\"", name, rkind, removed);
+    tap_ok(has_line(&l, rkind, removed), label);
 
     for (i = 0; i < l.n; i++) {
         if (strstr(l.line[i], "9f86d0") != NULL
