@@ -29,6 +29,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 
 #include "airlock.h"
 #include "al_llm.h"
@@ -94,6 +95,9 @@ static int al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
 static char *al_ctl_token(const char *env, int stdin_token);
 static unsigned char *al_ctl_read(int fd, size_t max, size_t *len,
     int secure);
+static unsigned char *al_ctl_read_secret(const char *what, size_t max,
+    size_t *len);
+static void al_ctl_tty_signal(int signo);
 static void al_ctl_print_line(void *data, const char *line);
 static int al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
     al_ctl_edit_t *e);
@@ -205,6 +209,14 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "or a log that cannot be read." },
 
     { NULL, NULL, NULL, NULL }
+};
+
+
+/* the terminal's settings while a secret is typed without echo, and the
+   signals that give them back */
+static struct termios  al_ctl_tty;
+static const int       al_ctl_tty_sigs[4] = {
+    SIGINT, SIGTERM, SIGHUP, SIGQUIT
 };
 
 
@@ -977,13 +989,10 @@ al_ctl_token(const char *env, int stdin_token)
     unsigned char  *buf;
 
     if (stdin_token) {
-        if (isatty(0)) {
-            fprintf(stderr, "enter the token, then Ctrl-D:\n");
-        }
 
         /* room for the newline echo adds to a token of the largest size */
 
-        buf = al_ctl_read(0, AL_CTL_SEAL_MAX + 2, &len, 1);
+        buf = al_ctl_read_secret("token", AL_CTL_SEAL_MAX + 2, &len);
         if (buf == NULL) {
             fprintf(stderr, "airlockctl: cannot read the token from "
                     "standard input (more than %d bytes?)\n",
@@ -1234,13 +1243,9 @@ al_ctl_seal(int argc, char **argv)
         return al_ctl_usage(stderr, cmd);
     }
 
-    if (isatty(0)) {
-        fprintf(stderr, "enter the secret, then Ctrl-D:\n");
-    }
-
     /* room for the newline echo adds to a secret of the largest size */
 
-    secret = al_ctl_read(0, AL_CTL_SEAL_MAX + 2, &len, 1);
+    secret = al_ctl_read_secret("secret", AL_CTL_SEAL_MAX + 2, &len);
     if (secret == NULL) {
         fprintf(stderr, "airlockctl: cannot read the secret (more than %d "
                 "bytes?)\n", AL_CTL_SEAL_MAX);
@@ -1328,6 +1333,77 @@ failed:
     }
 
     return NULL;
+}
+
+
+/*
+ * A secret or a token from standard input, in guarded memory.  On a
+ * terminal, a prompt, and what is typed is not echoed: it would stay on
+ * the screen, in the scrollback and in any recording of the session.  The
+ * terminal is given its settings back however the read ends, a fatal
+ * signal included.
+ */
+
+static unsigned char *
+al_ctl_read_secret(const char *what, size_t max, size_t *len)
+{
+    int               i, tty;
+    unsigned char    *buf;
+    struct termios    quiet;
+    struct sigaction  sa, old[4];
+
+    tty = (isatty(0) && tcgetattr(0, &al_ctl_tty) == 0);
+
+    if (tty) {
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = al_ctl_tty_signal;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+
+        /* a signal that is ignored (nohup) stays ignored */
+
+        for (i = 0; i < 4; i++) {
+            sigaction(al_ctl_tty_sigs[i], NULL, &old[i]);
+
+            if (old[i].sa_handler != SIG_IGN) {
+                sigaction(al_ctl_tty_sigs[i], &sa, NULL);
+            }
+        }
+
+        /* the line ends still show, so the prompt's line is closed */
+
+        quiet = al_ctl_tty;
+        quiet.c_lflag &= ~(tcflag_t) ECHO;
+        quiet.c_lflag |= ECHONL;
+        (void) tcsetattr(0, TCSAFLUSH, &quiet);
+
+        fprintf(stderr, "enter the %s (it is not shown), then Ctrl-D:\n",
+                what);
+    }
+
+    buf = al_ctl_read(0, max, len, 1);
+
+    if (tty) {
+        (void) tcsetattr(0, TCSAFLUSH, &al_ctl_tty);
+
+        for (i = 0; i < 4; i++) {
+            sigaction(al_ctl_tty_sigs[i], &old[i], NULL);
+        }
+    }
+
+    return buf;
+}
+
+
+/* a fatal signal while a secret is typed: the terminal echoes again */
+
+static void
+al_ctl_tty_signal(int signo)
+{
+    (void) tcsetattr(0, TCSANOW, &al_ctl_tty);
+
+    /* SA_RESETHAND: the default action, once this handler returns */
+    (void) raise(signo);
 }
 
 

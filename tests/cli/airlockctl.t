@@ -502,6 +502,50 @@ like($err, qr/65536 bytes/, 'seal: and says the limit');
             "$key.pub");
 is($rc, 2, 'seal --keep-newline: 64 KiB and a kept newline is over');
 
+# a secret or token typed on a terminal is not echoed: it would stay on
+# the screen, in the scrollback and in a recording of the session.
+# script(1) (bsdutils, essential in Debian) gives airlockctl a terminal;
+# what is typed is sent once the prompt is shown
+my $script = grep { -x "$_/script" } split /:/, $ENV{PATH};
+fail('script(1) is needed for the terminal tests') if !$script && $ENV{CI};
+
+sub typed {
+    my ($typed, @args) = @_;
+    my $cmd = join ' ', map { quotemeta } $ctl, @args;
+    my $pid = IPC::Open2::open2(my $from, my $to, 'script', '-qec', $cmd,
+                                '/dev/null');
+    my $seen = '';
+    # a safety net, not a measure: a terminal that never answers
+    local $SIG{ALRM} = sub { kill 'KILL', $pid; };
+    alarm 60;
+    while ($seen !~ /Ctrl-D:/) {
+        last if !sysread($from, $seen, 4096, length $seen);
+    }
+    syswrite($to, $typed);
+    while (sysread($from, $seen, 4096, length $seen)) { }
+    alarm 0;
+    close $to;
+    waitpid $pid, 0;
+    return ($? >> 8, $seen);
+}
+
+SKIP: {
+    skip 'no script(1) for the terminal tests', 5 unless $script;
+    require IPC::Open2;
+
+    ($rc, $out) = typed("hunter2-typed-secret\n\x04", 'seal', '--pub',
+                        "$key.pub");
+    is($rc, 0, 'seal on a terminal: sealed');
+    like($out, qr{^[A-Za-z0-9+/]{60,}=*\r?$}m, 'seal on a terminal: printed');
+    unlike($out, qr/hunter2-typed-secret/,
+           'seal on a terminal: the secret typed is not echoed');
+    ($rc, $out) = typed("hunter2-typed-token\n\x04", 'explain', $example,
+                        '--token-stdin', '--addr', '10.1.2.3', 'GET', '/x');
+    like($out, qr/deny: client_unknown/, 'explain on a terminal: decided');
+    unlike($out, qr/hunter2-typed-token/,
+           'explain on a terminal: the token typed is not echoed');
+}
+
 # rollback (and edit) whose output goes to a pipe no one reads any more
 # (an ssh session without a terminal that dropped, "| head"): the first
 # write between the renames gets SIGPIPE, which must wait, as SIGHUP
