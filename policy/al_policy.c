@@ -40,6 +40,11 @@
    block is three mappings, and a process has at most 65530 */
 #define AL_SECURE_CHUNK     (64 * 1024)
 
+/* an entry of the user or group database: the first buffer, and the
+   largest one tried (a group lists its members) */
+#define AL_UNIX_ENTRY       4096
+#define AL_UNIX_ENTRY_MAX   (16 * 1024 * 1024)
+
 
 typedef struct al_cc_re_s  al_cc_re_t;
 
@@ -121,6 +126,8 @@ static int al_cc_clients(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_client(al_cc_t *cc, const al_ynode_t *key,
     const al_ynode_t *val, al_client_t *c);
 static int al_cc_cidr(al_cc_t *cc, const al_ynode_t *node, al_cidr_t *out);
+static int al_cc_unix_id(al_cc_t *cc, const al_ynode_t *node, int group,
+    uint64_t *id);
 static int al_cc_client_overlaps(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_secrets(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node,
@@ -1490,11 +1497,9 @@ static int
 al_cc_client(al_cc_t *cc, const al_ynode_t *key, const al_ynode_t *val,
     al_client_t *c)
 {
-    char               what[128], buf[4096];
+    char               what[128];
     size_t             i, j, n;
     uint64_t           id;
-    struct group       gr, *grp;
-    struct passwd      pw, *pwp;
     const al_ynode_t  *v, **items;
 
     if (al_cc_name(cc, key, "client name", &c->name) != 0) {
@@ -1528,17 +1533,11 @@ al_cc_client(al_cc_t *cc, const al_ynode_t *key, const al_ynode_t *val,
                 {
                     return -1;
                 }
-                c->uids[i] = (uid_t) id;
-                continue;
+
+            } else if (al_cc_unix_id(cc, items[i], 0, &id) != 0) {
+                return -1;
             }
-            if (getpwnam_r(items[i]->scalar.data, &pw, buf, sizeof(buf),
-                           &pwp) != 0 || pwp == NULL)
-            {
-                return al_cc_error(cc, items[i], "no such user \"%s\" on "
-                                   "this system (create it, or give the "
-                                   "numeric uid)", items[i]->scalar.data);
-            }
-            c->uids[i] = pw.pw_uid;
+            c->uids[i] = (uid_t) id;
         }
         c->nuids = n;
     }
@@ -1561,17 +1560,11 @@ al_cc_client(al_cc_t *cc, const al_ynode_t *key, const al_ynode_t *val,
                 {
                     return -1;
                 }
-                c->gids[i] = (gid_t) id;
-                continue;
+
+            } else if (al_cc_unix_id(cc, items[i], 1, &id) != 0) {
+                return -1;
             }
-            if (getgrnam_r(items[i]->scalar.data, &gr, buf, sizeof(buf),
-                           &grp) != 0 || grp == NULL)
-            {
-                return al_cc_error(cc, items[i], "no such group \"%s\" on "
-                                   "this system (create it, or give the "
-                                   "numeric gid)", items[i]->scalar.data);
-            }
-            c->gids[i] = gr.gr_gid;
+            c->gids[i] = (gid_t) id;
         }
         c->ngids = n;
     }
@@ -1630,6 +1623,72 @@ al_cc_client(al_cc_t *cc, const al_ynode_t *key, const al_ynode_t *val,
     }
 
     return 0;
+}
+
+
+/*
+ * A user's uid or a group's gid, by name.  The entry is read into a
+ * buffer that grows while it is too small (ERANGE): a group's entry lists
+ * its members, and a large group's runs to many kilobytes, which a fixed
+ * buffer reported as no such group.
+ */
+
+static int
+al_cc_unix_id(al_cc_t *cc, const al_ynode_t *node, int group, uint64_t *id)
+{
+    int             rc;
+    char           *buf, *more;
+    size_t          size;
+    const char     *name;
+    struct group    gr, *grp;
+    struct passwd   pw, *pwp;
+
+    name = node->scalar.data;
+    size = AL_UNIX_ENTRY;
+    buf = NULL;
+    grp = NULL;
+    pwp = NULL;
+
+    for ( ;; ) {
+        more = realloc(buf, size);
+        if (more == NULL) {
+            free(buf);
+            return al_cc_error(cc, node, "out of memory");
+        }
+        buf = more;
+
+        rc = group ? getgrnam_r(name, &gr, buf, size, &grp)
+                   : getpwnam_r(name, &pw, buf, size, &pwp);
+
+        if (rc != ERANGE || size >= AL_UNIX_ENTRY_MAX) {
+            break;
+        }
+
+        size *= 2;
+    }
+
+    free(buf);
+
+    if (rc == 0 && grp != NULL) {
+        *id = gr.gr_gid;
+        return 0;
+    }
+
+    if (rc == 0 && pwp != NULL) {
+        *id = pw.pw_uid;
+        return 0;
+    }
+
+    if (rc != 0 && rc != ENOENT && rc != ESRCH && rc != EBADF
+        && rc != EPERM)
+    {
+        return al_cc_error(cc, node, "cannot look up %s \"%s\": %s",
+                           group ? "group" : "user", name, strerror(rc));
+    }
+
+    return al_cc_error(cc, node, "no such %s \"%s\" on this system (create "
+                       "it, or give the numeric %s)",
+                       group ? "group" : "user", name, group ? "gid" : "uid");
 }
 
 
