@@ -104,6 +104,7 @@ static int al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
 static int al_ctl_edit_paths(al_ctl_edit_t *e);
 static int al_ctl_copy(const char *from, const char *to,
     const struct stat *st);
+static int al_ctl_edit_copy(al_ctl_edit_t *e);
 static int al_ctl_same(const char *a, const char *b);
 static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
 static int al_ctl_install(al_ctl_edit_t *e, const char *candidate);
@@ -1711,6 +1712,48 @@ done:
 }
 
 
+/*
+ * The first copy of an edit, FILE.edit, comes whole or not at all: it is
+ * written as FILE.edit.part and renamed.  A copy cut short (a signal, a
+ * file size limit) would otherwise be resumed by the next edit as a
+ * refused one, and installed a policy short.
+ */
+
+static int
+al_ctl_edit_copy(al_ctl_edit_t *e)
+{
+    char         part[AL_CTL_PATH_MAX + sizeof(".part")];
+    struct stat  st;
+
+    if (stat(e->policy, &st) == -1) {
+        fprintf(stderr, "%s: cannot stat: %s\n", e->policy, strerror(errno));
+        return -1;
+    }
+
+    snprintf(part, sizeof(part), "%s.part", e->candidate);
+
+    if (unlink(part) == -1 && errno != ENOENT) {
+        fprintf(stderr, "%s: cannot remove: %s\n", part, strerror(errno));
+        return -1;
+    }
+
+    if (al_ctl_copy(e->policy, part, &st) != 0) {
+        return -1;
+    }
+
+    if (rename(part, e->candidate) == -1) {
+        fprintf(stderr, "%s: cannot rename to %s: %s\n", part, e->candidate,
+                strerror(errno));
+        unlink(part);
+        return -1;
+    }
+
+    (void) fsync(e->dirfd);
+
+    return 0;
+}
+
+
 /* 1 when the two files have the same bytes */
 
 static int
@@ -1938,7 +1981,6 @@ al_ctl_edit(int argc, char **argv)
 {
     int                  rc;
     const char          *editor;
-    struct stat          st;
     al_ctl_edit_t        e;
     const al_ctl_cmd_t  *cmd;
 
@@ -1964,13 +2006,9 @@ al_ctl_edit(int argc, char **argv)
         fprintf(stderr, "airlockctl: resuming the refused edit in %s "
                 "(remove it to start from %s)\n", e.candidate, e.policy);
 
-    } else {
-        if (stat(e.policy, &st) == -1
-            || al_ctl_copy(e.policy, e.candidate, &st) != 0)
-        {
-            rc = 2;
-            goto done;
-        }
+    } else if (al_ctl_edit_copy(&e) != 0) {
+        rc = 2;
+        goto done;
     }
 
     for ( ;; ) {

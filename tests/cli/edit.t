@@ -46,7 +46,7 @@ $t->write_file_expand('nginx.conf', $p->conf(key => 0));
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 44;
+plan tests => 48;
 
 my $nginx = $t->{nginx};
 my $conf = "-p $d/ -c nginx.conf -e $d/test-error.log";
@@ -152,6 +152,28 @@ is($rc, 0, 'the next edit resumes the refused copy and installs it')
 like($err, qr/resuming the refused edit/, 'and says it resumes');
 ok(serves('/three', 200), 'the fixed policy is served');
 is(files(), 'policy.yaml policy.yaml.prev', 'the copy is gone');
+
+# the first copy is killed half written (RLIMIT_FSIZE: SIGXFSZ at the
+# first write past 1 KiB): the next edit must start again from FILE, not
+# resume the cut copy as a refused edit
+my $whole = $t->read_file('policy.yaml');
+$t->write_file('policy.yaml', $whole . ('# ' . ('x' x 76) . "\n") x 40);
+my $long = $t->read_file('policy.yaml');
+{
+    local $ENV{EDITOR} = 'true';
+    my $cmd = join ' ', map { quotemeta } $ctl, 'edit', @opts;
+    system("sh -c 'ulimit -f 1; exec $cmd' </dev/null >/dev/null 2>&1");
+}
+my $st = $?;
+ok(($st & 127) == 25 || $st >> 8 == 128 + 25,
+   'an edit whose copy cannot be written whole is killed (SIGXFSZ)')
+    or diag("status $st");
+ok(!-e "$d/policy.yaml.edit", 'and leaves no copy to resume');
+($rc, undef, $err) = ctl('true', 'edit', @opts);
+ok($rc == 0 && $err =~ /no changes/ && $err !~ /resuming/,
+   'the next edit starts again from the policy') or diag($err);
+is(files(), 'policy.yaml policy.yaml.prev', 'and leaves nothing behind');
+$t->write_file('policy.yaml', $whole);
 
 # passes check, fails nginx -t: a file: secret nginx cannot open
 $before = $t->read_file('policy.yaml');
