@@ -74,9 +74,9 @@ static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
     size_t len);
 static int aw_refused(const redisReply *r);
 static void aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
-    const aw_result_t *res, const char *result);
+    const aw_result_t *res, const char *result, pid_t hb);
 static void aw_publish_done(aw_worker_t *w, const char *id,
-    const char *job_id, const char *stored);
+    const char *job_id, const char *stored, pid_t hb);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries);
 static void aw_usage(void);
@@ -584,11 +584,14 @@ aw_ack_delete(aw_worker_t *w, const char *id)
 
 
 /*
- * While a job runs, its entry's idle time is kept low, or another
- * worker's XAUTOCLAIM would take a live job after visibility_timeout_ms
- * and run it a second time (its POST inputs too).  A child process does
- * it, on a connection of its own: the worker itself is busy fetching or
- * watching the sandbox's limits, and must not wait on Redis for them.
+ * While a job runs, and until its result is stored and published, its
+ * entry's idle time is kept low, or another worker's XAUTOCLAIM would
+ * take a live job after visibility_timeout_ms and run it a second time
+ * (its POST inputs too): a result Redis refuses for a while is held by
+ * the worker, whose entry must stay its own meanwhile.  A child process
+ * does it, on a connection of its own: the worker itself is busy
+ * fetching, watching the sandbox's limits or storing the result, and
+ * must not wait on Redis for them.
  * The child dies with the worker (PR_SET_PDEATHSIG), so a dead worker's
  * entry goes idle and is taken over as before.  -1 when it cannot be
  * started: the job runs all the same, unprotected, as it used to.
@@ -728,12 +731,13 @@ aw_refused(const redisReply *r)
  * (aw_result_unstored()), so the client gets an answer; while Redis
  * refuses that too, or refuses any write, the worker backs off and
  * tries the whole result again (room may have been made), and the entry
- * stays pending, as in an outage.
+ * stays pending, as in an outage, kept this worker's by the heartbeat hb
+ * (-1 for none), which ends before the acknowledgement.
  */
 
 static void
 aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
-    const aw_result_t *res, const char *result)
+    const aw_result_t *res, const char *result, pid_t hb)
 {
     char         key[128], ttl[32], *fallback;
     const char  *value;
@@ -816,7 +820,7 @@ aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
         aw_backoff(w);
     }
 
-    aw_publish_done(w, id, job->job_id, value);
+    aw_publish_done(w, id, job->job_id, value, hb);
 
     if (g != NULL) {
         freeReplyObject(g);
@@ -826,11 +830,15 @@ aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
 }
 
 
-/* Publish the stored result, acknowledge and delete the entry. */
+/*
+ * Publish the stored result, acknowledge and delete the entry.  The
+ * heartbeat hb (-1 for none) ends first: once acknowledged, the entry
+ * is no longer pending, which it would take for a takeover.
+ */
 
 static void
 aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
-    const char *stored)
+    const char *stored, pid_t hb)
 {
     char         chan[128];
     redisReply  *r;
@@ -844,6 +852,7 @@ aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
         freeReplyObject(r);
     }
 
+    aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
 
     {
@@ -915,6 +924,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
 
     conf = w->conf;
     memset(&res, 0, sizeof(res));
+    hb = -1;
     t0 = aw_now_ms();
 
     ok = aw_job_parse(conf, w->policy, raw ? raw : "", raw ? len : 0, &job,
@@ -971,7 +981,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
 
         if (r->type == REDIS_REPLY_STRING) {
             aw_log("notice", "job %s already has a result", job.job_id);
-            aw_publish_done(w, id, job.job_id, r->str);
+            aw_publish_done(w, id, job.job_id, r->str, -1);
             freeReplyObject(r);
             aw_job_free(&job);
             return;
@@ -1003,7 +1013,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
         free(data);
     }
 
-    aw_heartbeat_stop(hb);
+    /* the heartbeat goes on until the result is stored (aw_finish()) */
 
 done:
 
@@ -1019,7 +1029,7 @@ done:
            aw_status_name(res.status), res.code[0] ? " " : "", res.code,
            res.timing.total);
 
-    aw_finish(w, id, &job, &res, json);
+    aw_finish(w, id, &job, &res, json, hb);
 
     free(json);
     aw_result_free(&res);
