@@ -946,6 +946,33 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
         return;
     }
 
+    /*
+     * A result already stored: publish it again, never run twice.  What
+     * is published is what GET read: nothing is written here (a SET of
+     * an empty value stood in for it, and stored "" when the result
+     * expired between the two commands).  Looked for first: a job with
+     * a result is done, however often its entry was delivered (its
+     * worker stored the result and died before the acknowledgement),
+     * and not one for the dead-letter stream.
+     */
+
+    snprintf(key, sizeof(key), "result:%s", job.job_id);
+    {
+        const char  *argv[] = { "GET", key };
+
+        r = aw_cmd_retry(w, 2, argv, NULL);
+
+        if (r->type == REDIS_REPLY_STRING) {
+            aw_log("notice", "job %s already has a result", job.job_id);
+            aw_publish_done(w, id, job.job_id, r->str, -1);
+            freeReplyObject(r);
+            aw_job_free(&job);
+            return;
+        }
+
+        freeReplyObject(r);
+    }
+
     if (deliveries > conf->max_deliveries) {
         const char  *argv[] = { "HGET", conf->errors_key, id };
 
@@ -964,30 +991,6 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
         aw_result_fail(&res, AW_ST_REJECTED, code, "%s", err);
         aw_log("notice", "job %s rejected: %s", job.job_id, err);
         goto done;
-    }
-
-    /*
-     * A result already stored: publish it again, never run twice.  What
-     * is published is what GET read: nothing is written here (a SET of
-     * an empty value stood in for it, and stored "" when the result
-     * expired between the two commands).
-     */
-
-    snprintf(key, sizeof(key), "result:%s", job.job_id);
-    {
-        const char  *argv[] = { "GET", key };
-
-        r = aw_cmd_retry(w, 2, argv, NULL);
-
-        if (r->type == REDIS_REPLY_STRING) {
-            aw_log("notice", "job %s already has a result", job.job_id);
-            aw_publish_done(w, id, job.job_id, r->str, -1);
-            freeReplyObject(r);
-            aw_job_free(&job);
-            return;
-        }
-
-        freeReplyObject(r);
     }
 
     snprintf(note, sizeof(note), "delivery %ld to consumer %s started and "
