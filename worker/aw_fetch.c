@@ -122,7 +122,17 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
 
     curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, conf->proxy_socket);
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, in->method);
+    /*
+     * A HEAD's answer has headers only, with the Content-Length of the
+     * body a GET would get: sent as a custom method, libcurl would wait
+     * for that body until the timeout
+     */
+    if (strcmp(in->method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+
+    } else {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, in->method);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, aw_fetch_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, conf->fetch_timeout_ms);
