@@ -61,9 +61,9 @@ static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static int aw_next_entry(aw_worker_t *w, char *id, size_t idlen,
-    char **job, size_t *joblen);
+    char **job, size_t *joblen, int *gone);
 static int aw_entry_from(redisReply *entry, char *id, size_t idlen,
-    char **job, size_t *joblen);
+    char **job, size_t *joblen, int *gone);
 static long aw_deliveries(aw_worker_t *w, const char *id);
 static void aw_ack_delete(aw_worker_t *w, const char *id);
 static pid_t aw_heartbeat_start(aw_worker_t *w, const char *id);
@@ -71,7 +71,7 @@ static void aw_heartbeat(const aw_conf_t *conf, const char *id,
     pid_t parent);
 static void aw_heartbeat_stop(pid_t pid);
 static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
-    size_t len);
+    size_t len, int gone);
 static int aw_refused(const redisReply *r);
 static void aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
     const aw_result_t *res, const char *result, pid_t hb);
@@ -79,6 +79,7 @@ static void aw_publish_done(aw_worker_t *w, const char *id,
     const char *job_id, const char *stored, pid_t hb);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries);
+static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
 static void aw_usage(void);
 
 
@@ -317,9 +318,15 @@ aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
 }
 
 
+/*
+ * An entry of a reply: its id, and its "job" field (NULL when it has
+ * none); *gone is 1 when the entry itself was deleted from the stream
+ * (XDEL, XTRIM) while pending: Redis gives its id with no fields.
+ */
+
 static int
 aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
-    size_t *joblen)
+    size_t *joblen, int *gone)
 {
     size_t       i;
     redisReply  *f;
@@ -337,6 +344,7 @@ aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
     f = entry->element[1];
     if (f->type != REDIS_REPLY_ARRAY) {
         /* deleted from the stream while pending */
+        *gone = 1;
         return 0;
     }
 
@@ -369,9 +377,10 @@ aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
 
 static int
 aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
-    size_t *joblen)
+    size_t *joblen, int *gone)
 {
     int          rc;
+    size_t       i;
     char         idle[32], block[32];
     aw_conf_t   *conf;
     redisReply  *r, *entries;
@@ -405,7 +414,7 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
             && r->element[0]->element[1]->elements > 0)
         {
             rc = aw_entry_from(r->element[0]->element[1]->element[0], id,
-                               idlen, job, joblen) == 0;
+                               idlen, job, joblen, gone) == 0;
             aw_log("notice", "resuming own pending entry %s", id);
 
         } else {
@@ -444,10 +453,26 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
             if (entries->type == REDIS_REPLY_ARRAY && entries->elements > 0)
             {
                 rc = aw_entry_from(entries->element[0], id, idlen, job,
-                                   joblen) == 0;
+                                   joblen, gone) == 0;
                 if (rc) {
                     aw_log("notice", "claimed entry %s idle over %ld ms", id,
                            conf->visibility_ms);
+                }
+            }
+
+            /*
+             * Redis 7 drops from the pending list, and lists apart, the
+             * entries it found deleted from the stream: each is recorded
+             * now, or its job would vanish without a trace
+             */
+            entries = r->elements >= 3 ? r->element[2] : NULL;
+
+            for (i = 0; entries != NULL
+                        && entries->type == REDIS_REPLY_ARRAY
+                        && i < entries->elements; i++)
+            {
+                if (entries->element[i]->type == REDIS_REPLY_STRING) {
+                    aw_gone(w, entries->element[i]->str, 0);
                 }
             }
         }
@@ -481,7 +506,7 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
             && r->element[0]->element[1]->elements > 0)
         {
             rc = aw_entry_from(r->element[0]->element[1]->element[0], id,
-                               idlen, job, joblen) == 0;
+                               idlen, job, joblen, gone) == 0;
         }
 
         freeReplyObject(r);
@@ -908,8 +933,38 @@ aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
 }
 
 
+/*
+ * An entry deleted from the stream (XDEL, XTRIM) while pending: its job
+ * is lost, and with it the job_id a result would be stored under.  The
+ * dead-letter stream says so, with the last record of a delivery that
+ * started (errors_key), which goes; deliveries is 0 when Redis no longer
+ * counts them (XAUTOCLAIM has dropped the entry).
+ */
+
 static void
-aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
+aw_gone(aw_worker_t *w, const char *id, long deliveries)
+{
+    char         last[AW_ERRLEN];
+    redisReply  *r;
+    const char  *get[] = { "HGET", w->conf->errors_key, id };
+    const char  *del[] = { "HDEL", w->conf->errors_key, id };
+
+    r = aw_cmd_retry(w, 3, get, NULL);
+    snprintf(last, sizeof(last), "the entry was deleted from the stream "
+             "(XDEL, XTRIM) before its job was done; last: %s",
+             r->type == REDIS_REPLY_STRING ? r->str : "no delivery started");
+    freeReplyObject(r);
+
+    aw_dead_letter(w, id, NULL, 0, last, deliveries);
+
+    r = aw_cmd_retry(w, 3, del, NULL);
+    freeReplyObject(r);
+}
+
+
+static void
+aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
+    int gone)
 {
     int           ok;
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
@@ -936,6 +991,13 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len)
     }
 
     deliveries = aw_deliveries(w, id);
+
+    if (gone) {
+        aw_gone(w, id, deliveries);
+        aw_ack_delete(w, id);
+        aw_job_free(&job);
+        return;
+    }
 
     if (job.job_id[0] == '\0') {
         /* nothing to key a result on: the dead-letter stream says why */
@@ -1052,7 +1114,7 @@ aw_usage(void)
 int
 main(int argc, char **argv)
 {
-    int               opt, test;
+    int               opt, test, gone;
     char              err[AW_ERRLEN], id[64], *job;
     const char       *file;
     size_t            joblen;
@@ -1160,11 +1222,12 @@ main(int argc, char **argv)
 
     while (!aw_stop) {
         job = NULL;
+        gone = 0;
 
-        switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen)) {
+        switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen, &gone)) {
         case 1:
             w.backoff_ms = 100;
-            aw_handle(&w, id, job, joblen);
+            aw_handle(&w, id, job, joblen, gone);
             break;
 
         case -1:
