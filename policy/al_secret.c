@@ -5,8 +5,9 @@
  * "path.pub"); only the proxy, holding the private key, can open it
  * (al_unseal).  Key files are one text line, "airlock-secret-key-v1
  * <base64>" or "airlock-public-key-v1 <base64>".  The private key is
- * refused when other users can reach it or when it is a symbolic link,
- * and once loaded it lives in guarded, read-only sodium memory.  Opened
+ * refused when other users can reach it (mode bits, or an owner neither
+ * root nor the reader) or when it is a symbolic link, and once loaded it
+ * lives in guarded, read-only sodium memory.  Opened
  * secrets live in guarded memory too (al_secure_alloc), wiped on free.
  */
 
@@ -288,7 +289,9 @@ al_keyring_free(al_keyring_t *kr)
 
 /*
  * Reads a key file into key (32 bytes).  The private key file must be a
- * regular file, not a symbolic link, reachable by its owner only.
+ * regular file, not a symbolic link, reachable by its owner only, and
+ * owned by root or by the user reading it: any other owner (nginx's
+ * workers' www-data) could read it, chmod it and write another key in.
  */
 
 static int
@@ -339,6 +342,15 @@ al_key_read(const char *path, int secret, unsigned char *key,
         al_error_set(err, path, 0, 0, "private key file is readable by "
                      "others (mode %04o); chmod 600 it",
                      (unsigned) (st.st_mode & 07777));
+        (void) close(fd);
+        return -1;
+    }
+
+    if (secret && st.st_uid != 0 && st.st_uid != geteuid()) {
+        al_error_set(err, path, 0, 0, "private key file is owned by uid %lu, "
+                     "neither root nor the user reading it (uid %lu): its "
+                     "owner can read and replace it; chown root it",
+                     (unsigned long) st.st_uid, (unsigned long) geteuid());
         (void) close(fd);
         return -1;
     }
@@ -581,7 +593,10 @@ al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
  * A file: secret gets the private key's checks.  O_NONBLOCK: a FIFO or a
  * device put in place of the file must not hang the load (nginx -t, a
  * reload); fstat() then refuses anything but a regular file before a byte
- * is read.  A file other users can reach is refused, as a key is.
+ * is read.  A file other users can reach is refused, as a key is: one
+ * with group or other mode bits, and one owned by neither root nor the
+ * reader.  The reader's own is what systemd makes of a credential for a
+ * unit with User= (airlock-alertd's) on a file system without ACLs.
  */
 
 int
@@ -632,6 +647,15 @@ al_secret_read_file(const char *path, size_t max, unsigned char **out,
         snprintf(why, whylen, "%s can be reached by group or others (mode "
                  "%04o); chmod 600 it (or 400)", path,
                  (unsigned) (st.st_mode & 07777));
+        (void) close(fd);
+        return -1;
+    }
+
+    if (st.st_uid != 0 && st.st_uid != geteuid()) {
+        snprintf(why, whylen, "%s is owned by uid %lu, neither root nor the "
+                 "user reading it (uid %lu): its owner can read and replace "
+                 "it; chown root it", path, (unsigned long) st.st_uid,
+                 (unsigned long) geteuid());
         (void) close(fd);
         return -1;
     }

@@ -179,6 +179,54 @@ is($rc, 2, 'a world-readable private key is refused (exit 2: the key cannot be u
 like($err, qr/chmod 600/, 'with the fix in the message');
 chmod 0600, $key;
 
+# a key or a file: secret owned by another user (nginx's workers' www-data)
+# is reachable by that user, mode 0600 or not: refused, as a key other users
+# can reach is; root's own and the reader's own are taken
+SKIP: {
+    my $who = getpwnam('www-data') // getpwnam('nobody');
+    if ($> != 0 || !defined $who) {
+        fail('chown to another user needs root, under CI') if $ENV{CI};
+        skip 'chown to another user needs root', 6;
+    }
+    my $cred = write_file('cred', "s3cret-file\n");
+    chmod 0600, $cred;
+    my $fpolicy = write_file('filesecret.yaml', <<"Y");
+version: 1
+clients:
+  agent: { cidr: 10.0.0.0/8 }
+secrets:
+  tok: { file: "$cred" }
+upstreams:
+  up: { url: "http://127.0.0.1:9" }
+routes:
+  - name: r
+    clients: [agent]
+    match: { method: GET, path: /x }
+    upstream: up
+    to: /y
+    inject: { Authorization: "Bearer {tok}" }
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+    chown $who, -1, $key;
+    ($rc, undef, $err) = run('', 'check', $sealed_policy, '--key', $key);
+    is($rc, 2, 'a private key owned by another user, mode 0600, is refused');
+    like($err, qr/owned by uid $who, neither root nor the user reading it/,
+         'and the owner is named');
+    chown 0, -1, $key;
+    ($rc) = run('', 'check', $sealed_policy, '--key', $key);
+    is($rc, 0, "root's own private key is taken");
+
+    chown $who, -1, $cred;
+    ($rc, undef, $err) = run('', 'check', $fpolicy, '--key', $key);
+    is($rc, 1, 'a file: secret owned by another user, mode 0600, is refused');
+    like($err, qr/filesecret\.yaml:5:\d+: secret "tok": \Q$cred\E is owned by uid $who, neither root nor the user reading it/,
+         'located, and the owner named');
+    chown 0, -1, $cred;
+    ($rc) = run('', 'check', $fpolicy, '--key', $key);
+    is($rc, 0, "root's own file: secret is taken");
+}
+
 # explain
 ($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'GET',
                   '/prometheus/query?query=up+%7B%7D');
