@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,12 @@ static unsigned char *al_ctl_read(int fd, size_t max, size_t *len,
 static unsigned char *al_ctl_read_secret(const char *what, size_t max,
     size_t *len);
 static void al_ctl_tty_signal(int signo);
+static void al_ctl_out(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void al_ctl_err(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void al_ctl_shown(FILE *f, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 static void al_ctl_print_line(void *data, const char *line);
 static int al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
     al_ctl_edit_t *e);
@@ -317,6 +324,87 @@ al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd)
 
 
 /*
+ * A line with text of the policy or of the request in it (names,
+ * patterns, models, query and member names, the loader's messages, which
+ * quote the policy): shown as al_shown() shows text, so that a YAML
+ * escape in a policy under review cannot rewrite what a terminal shows
+ * (an error turned into "ok", a deny into an allow).  A newline ending
+ * the format is kept; any other is shown as \x0a.
+ */
+
+static void
+al_ctl_out(const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    al_ctl_shown(stdout, fmt, ap);
+    va_end(ap);
+}
+
+
+static void
+al_ctl_err(const char *fmt, ...)
+{
+    va_list  ap;
+
+    va_start(ap, fmt);
+    al_ctl_shown(stderr, fmt, ap);
+    va_end(ap);
+}
+
+
+static void
+al_ctl_shown(FILE *f, const char *fmt, va_list ap)
+{
+    int       n;
+    char      small[1024], *text, *shown;
+    size_t    len, size, nl;
+    va_list   again;
+
+    va_copy(again, ap);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
+
+    if (n < 0) {
+        va_end(again);
+        return;
+    }
+
+    text = small;
+    len = (size_t) n;
+
+    if (len >= sizeof(small)) {
+        text = malloc(len + 1);
+        if (text == NULL) {
+            va_end(again);
+            fprintf(stderr, "airlockctl: out of memory\n");
+            return;
+        }
+        (void) vsnprintf(text, len + 1, fmt, again);
+    }
+
+    va_end(again);
+
+    nl = (len > 0 && text[len - 1] == '\n');
+    size = 4 * (len - nl) + 1;
+
+    shown = malloc(size);
+    if (shown == NULL) {
+        fprintf(stderr, "airlockctl: out of memory\n");
+
+    } else {
+        (void) al_shown(shown, size, text, len - nl);
+        fprintf(f, "%s%s", shown, nl ? "\n" : "");
+        free(shown);
+    }
+
+    if (text != small) {
+        free(text);
+    }
+}
+
+
+/*
  * Loads a policy; on failure *rc is 2 when the policy or key file cannot
  * be read at all, 1 when the policy is invalid.
  */
@@ -354,7 +442,7 @@ al_ctl_load(const char *path, const char *key, int *rc)
         kr = al_keyring_load(key, &err);
         if (kr == NULL) {
             al_error_format(&err, msg, sizeof(msg));
-            fprintf(stderr, "%s\n", msg);
+            al_ctl_err("%s\n", msg);
             return NULL;
         }
     }
@@ -367,7 +455,7 @@ al_ctl_load(const char *path, const char *key, int *rc)
 
     if (p == NULL) {
         al_error_format(&err, msg, sizeof(msg));
-        fprintf(stderr, "%s\n", msg);
+        al_ctl_err("%s\n", msg);
         return NULL;
     }
 
@@ -641,10 +729,10 @@ al_ctl_explain(int argc, char **argv)
         req.client = al_client_identify(p, have_peer ? &peer : NULL, token,
                                         token ? strlen(token) : 0, &why);
         if (req.client == NULL) {
-            printf("deny: client_unknown (%s)\n", why);
+            al_ctl_out("deny: client_unknown (%s)\n", why);
             goto done;
         }
-        printf("client: %s\n", req.client->name.data);
+        al_ctl_out("client: %s\n", req.client->name.data);
     }
 
     for (k = 0; k < p->nllm; k++) {
@@ -660,10 +748,10 @@ al_ctl_explain(int argc, char **argv)
     }
 
     if (al_decide(p, &req, d) != AL_REASON_NONE) {
-        printf("deny: %s (%s)\n", al_reason_name(d->reason), d->detail);
+        al_ctl_out("deny: %s (%s)\n", al_reason_name(d->reason), d->detail);
         if (d->route != NULL) {
-            printf("route: %s (line %u)\n", d->route->name.data,
-                   d->route->line);
+            al_ctl_out("route: %s (line %u)\n", d->route->name.data,
+                       d->route->line);
         }
         goto done;
     }
@@ -673,28 +761,28 @@ al_ctl_explain(int argc, char **argv)
     if (al_decide_body(r, ctype, ctype ? strlen(ctype) : 0, body, body_len,
                        d) != AL_REASON_NONE)
     {
-        printf("deny: %s (%s)\nroute: %s (line %u)\n",
-               al_reason_name(d->reason), d->detail, r->name.data, r->line);
+        al_ctl_out("deny: %s (%s)\n", al_reason_name(d->reason), d->detail);
+        al_ctl_out("route: %s (line %u)\n", r->name.data, r->line);
         goto done;
     }
 
     al_methods_format(m, sizeof(m), r->methods);
 
-    printf("allow: route \"%s\" (line %u)\n", r->name.data, r->line);
-    printf("  upstream: %s (%s)\n", r->upstream->name.data,
-           r->upstream->url.data);
-    printf("  forward:  %s %.*s%s\n", method,
-           (int) (r->upstream->url.len - r->upstream->base_path.len),
-           r->upstream->url.data, d->uri);
-    printf("  host:     %s\n", r->upstream->host.data);
+    al_ctl_out("allow: route \"%s\" (line %u)\n", r->name.data, r->line);
+    al_ctl_out("  upstream: %s (%s)\n", r->upstream->name.data,
+               r->upstream->url.data);
+    al_ctl_out("  forward:  %s %.*s%s\n", method,
+               (int) (r->upstream->url.len - r->upstream->base_path.len),
+               r->upstream->url.data, d->uri);
+    al_ctl_out("  host:     %s\n", r->upstream->host.data);
 
     for (k = 0; k < r->ninject; k++) {
-        printf("  inject:   %s: %s\n", r->inject[k].name.data,
-               r->inject[k].tmpl.data);
+        al_ctl_out("  inject:   %s: %s\n", r->inject[k].name.data,
+                   r->inject[k].tmpl.data);
     }
 
     if (body_len) {
-        printf("  body:     %zu bytes, checked\n", body_len);
+        al_ctl_out("  body:     %zu bytes, checked\n", body_len);
     }
 
     rc = 0;
@@ -734,21 +822,21 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     al_llm_route_t         *rt;
     const al_llm_client_t  *lc;
 
-    printf("llm: provider \"%s\" (line %u), prefix %s\n", l->name.data,
-           l->line, l->prefix.data);
+    al_ctl_out("llm: provider \"%s\" (line %u), prefix %s\n", l->name.data,
+               l->line, l->prefix.data);
 
     lc = al_llm_find_client(l, client);
     if (lc == NULL) {
-        printf("deny: %s (this client may not use this provider)\n",
-               al_reason_name(AL_REASON_NO_ROUTE));
+        al_ctl_out("deny: %s (this client may not use this provider)\n",
+                   al_reason_name(AL_REASON_NO_ROUTE));
         return 1;
     }
 
     tlen = strlen(target);
 
     if (target[l->prefix.len] != '/') {
-        printf("deny: %s (the request target is not under the provider's "
-               "prefix)\n", al_reason_name(AL_REASON_NO_ROUTE));
+        al_ctl_out("deny: %s (the request target is not under the provider's "
+                   "prefix)\n", al_reason_name(AL_REASON_NO_ROUTE));
         return 1;
     }
 
@@ -762,7 +850,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     reason = al_llm_route(l, lc, al_method_bit(method, strlen(method)),
                           target + l->prefix.len, tlen - l->prefix.len, rt);
     if (reason != AL_REASON_NONE) {
-        printf("deny: %s (%s)\n", al_reason_name(reason), rt->detail);
+        al_ctl_out("deny: %s (%s)\n", al_reason_name(reason), rt->detail);
         free(rt);
         return 1;
     }
@@ -771,27 +859,27 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
 
     if (!al_llm_endpoint_has_body(rt->endpoint)) {
         if (body_len > 0) {
-            printf("deny: %s (this endpoint takes no request body)\n",
-                   al_reason_name(AL_REASON_BODY));
+            al_ctl_out("deny: %s (this endpoint takes no request body)\n",
+                       al_reason_name(AL_REASON_BODY));
             goto done;
         }
 
-        printf("allow: %s %s\n", method,
-               al_llm_endpoint_name(rt->endpoint));
-        printf("  forward:  %s %.*s%s\n", method,
-               (int) (l->upstream.url.len - l->upstream.base_path.len),
-               l->upstream.url.data, rt->uri);
-        printf("  inject:   the key of secret \"%s\"\n",
-               l->secret->name.data);
+        al_ctl_out("allow: %s %s\n", method,
+                   al_llm_endpoint_name(rt->endpoint));
+        al_ctl_out("  forward:  %s %.*s%s\n", method,
+                   (int) (l->upstream.url.len - l->upstream.base_path.len),
+                   l->upstream.url.data, rt->uri);
+        al_ctl_out("  inject:   the key of secret \"%s\"\n",
+                   l->secret->name.data);
         al_ctl_explain_limits(l, lc, NULL);
         rc = 0;
         goto done;
     }
 
     if (body_len > l->body_max) {
-        printf("deny: %s (request body of %zu bytes is over the limit of "
-               "%zu bytes)\n", al_reason_name(AL_REASON_BODY_TOO_LARGE),
-               body_len, l->body_max);
+        al_ctl_out("deny: %s (request body of %zu bytes is over the limit of "
+                   "%zu bytes)\n", al_reason_name(AL_REASON_BODY_TOO_LARGE),
+                   body_len, l->body_max);
         goto done;
     }
 
@@ -806,8 +894,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
         break;
 
     case 1:
-        printf("deny: %s (" AL_LLM_MAP_ESCAPED ")\n",
-               al_reason_name(AL_REASON_BODY));
+        al_ctl_out("deny: %s (" AL_LLM_MAP_ESCAPED ")\n",
+                   al_reason_name(AL_REASON_BODY));
         goto done;
 
     default:
@@ -817,22 +905,22 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     }
 
     if (rt->alias.len) {
-        printf("  alias:    %.*s -> deployment %.*s\n", (int) rt->alias.len,
-               rt->alias.data, (int) rt->model.len, rt->model.data);
+        al_ctl_out("  alias:    %.*s -> deployment %.*s\n", (int) rt->alias.len,
+                   rt->alias.data, (int) rt->model.len, rt->model.data);
     }
 
     if (map.body != NULL) {
         if (map.alias_len) {
-            printf("  alias:    %s -> model ", map.alias);
+            al_ctl_out("  alias:    %s -> model ", map.alias);
         } else {
-            printf("  model:    set to the deployment ");
+            al_ctl_out("  model:    set to the deployment ");
         }
 
         if (al_llm_model_locate(map.body, map.body_len, &at, &raw) == 1) {
-            printf("%.*s", (int) raw, (const char *) map.body + at);
+            al_ctl_out("%.*s", (int) raw, (const char *) map.body + at);
         }
 
-        printf(" before the body is checked\n");
+        al_ctl_out(" before the body is checked\n");
 
         body = map.body;
         body_len = map.body_len;
@@ -846,41 +934,41 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                             body_len, &req);
 
     if (reason != AL_REASON_NONE) {
-        printf("deny: %s (%s)\n", al_reason_name(reason), req.detail);
+        al_ctl_out("deny: %s (%s)\n", al_reason_name(reason), req.detail);
         if (body == NULL) {
-            printf("  (this endpoint takes a JSON body: give it with "
-                   "--body FILE and --content-type application/json)\n");
+            al_ctl_out("  (this endpoint takes a JSON body: give it with "
+                       "--body FILE and --content-type application/json)\n");
         }
         al_llm_request_free(&req);
         goto done;
     }
 
-    printf("allow: %s %s, model %.*s%s\n", method,
-           al_llm_endpoint_name(rt->endpoint), (int) req.model_len,
-           req.model, req.stream ? ", streamed" : "");
-    printf("  forward:  %s %.*s%s\n", method,
-           (int) (l->upstream.url.len - l->upstream.base_path.len),
-           l->upstream.url.data, rt->uri);
-    printf("  inject:   the key of secret \"%s\" as %s\n",
-           l->secret->name.data,
-           l->kind == AL_LLM_AZURE ? "api-key"
-           : l->kind == AL_LLM_ANTHROPIC ? "x-api-key"
-           : "Authorization: Bearer");
+    al_ctl_out("allow: %s %s, model %.*s%s\n", method,
+               al_llm_endpoint_name(rt->endpoint), (int) req.model_len,
+               req.model, req.stream ? ", streamed" : "");
+    al_ctl_out("  forward:  %s %.*s%s\n", method,
+               (int) (l->upstream.url.len - l->upstream.base_path.len),
+               l->upstream.url.data, rt->uri);
+    al_ctl_out("  inject:   the key of secret \"%s\" as %s\n",
+               l->secret->name.data,
+               l->kind == AL_LLM_AZURE ? "api-key"
+               : l->kind == AL_LLM_ANTHROPIC ? "x-api-key"
+               : "Authorization: Bearer");
 
     if (req.clamped) {
-        printf("  max_tokens: clamped to %llu (over_max_tokens: clamp)\n",
-               (unsigned long long) lc->max_tokens);
+        al_ctl_out("  max_tokens: clamped to %llu (over_max_tokens: clamp)\n",
+                   (unsigned long long) lc->max_tokens);
     } else if (req.capped) {
-        printf("  max_tokens: %llu added (the request named none)\n",
-               (unsigned long long) al_llm_default_max_tokens(lc));
+        al_ctl_out("  max_tokens: %llu added (the request named none)\n",
+                   (unsigned long long) al_llm_default_max_tokens(lc));
     }
 
     if (req.body != NULL) {
-        printf("  body:     rewritten: %.*s\n", (int) req.body_len,
-               req.body);
+        al_ctl_out("  body:     rewritten: %.*s\n", (int) req.body_len,
+                   req.body);
     } else {
-        printf("  body:     %zu bytes, checked, forwarded as sent\n",
-               body_len);
+        al_ctl_out("  body:     %zu bytes, checked, forwarded as sent\n",
+                   body_len);
     }
 
     al_ctl_explain_tools(l);
@@ -894,11 +982,11 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     }
 
     if (lc->tokens_per_minute || lc->tokens_per_day) {
-        printf("  budget:   reserves %llu tokens against %llu/min, "
-               "%llu/day (0 = unlimited)\n",
-               (unsigned long long) al_llm_request_need(&req),
-               (unsigned long long) lc->tokens_per_minute,
-               (unsigned long long) lc->tokens_per_day);
+        al_ctl_out("  budget:   reserves %llu tokens against %llu/min, "
+                   "%llu/day (0 = unlimited)\n",
+                   (unsigned long long) al_llm_request_need(&req),
+                   (unsigned long long) lc->tokens_per_minute,
+                   (unsigned long long) lc->tokens_per_day);
     }
 
     al_ctl_explain_limits(l, lc, &req);
@@ -922,15 +1010,15 @@ al_ctl_explain_tools(const al_llm_t *l)
 {
     unsigned  i, n;
 
-    printf("  tools:    client tools pass; provider tools allowed: ");
+    al_ctl_out("  tools:    client tools pass; provider tools allowed: ");
 
     for (i = 0, n = 0; i < AL_LLM_PT_NAMED; i++) {
         if (l->provider_tools & (UINT32_C(1) << i)) {
-            printf("%s%s", n++ ? ", " : "", al_llm_tool_names[i]);
+            al_ctl_out("%s%s", n++ ? ", " : "", al_llm_tool_names[i]);
         }
     }
 
-    printf("%s\n", n ? "" : "none (provider_tools)");
+    al_ctl_out("%s\n", n ? "" : "none (provider_tools)");
 }
 
 
@@ -963,16 +1051,16 @@ al_ctl_explain_fallback(const al_llm_t *l, const al_client_t *client,
                                &len)
            != 0)
     {
-        printf("  fallback: none for this call (llm \"%s\" does not serve "
-               "it to this client)\n", b->name.data);
+        al_ctl_out("  fallback: none for this call (llm \"%s\" does not serve "
+                   "it to this client)\n", b->name.data);
         return;
     }
 
-    printf("  fallback: on 429, 5xx or no connection, llm \"%s\": POST "
-           "%.*s%.*s, model %.*s\n", b->name.data,
-           (int) (b->upstream.url.len - b->upstream.base_path.len),
-           b->upstream.url.data, (int) len, uri, (int) model.len,
-           model.data);
+    al_ctl_out("  fallback: on 429, 5xx or no connection, llm \"%s\": POST "
+               "%.*s%.*s, model %.*s\n", b->name.data,
+               (int) (b->upstream.url.len - b->upstream.base_path.len),
+               b->upstream.url.data, (int) len, uri, (int) model.len,
+               model.data);
 }
 
 
@@ -1492,7 +1580,7 @@ al_ctl_tools(int argc, char **argv)
 
     if (text == NULL) {
         al_error_format(&err, msg, sizeof(msg));
-        fprintf(stderr, "%s\n", msg);
+        al_ctl_err("%s\n", msg);
         return 1;
     }
 
@@ -2185,7 +2273,7 @@ al_ctl_llm_usage(int argc, char **argv)
 
     if (rc != 0) {
         al_error_format(&err, msg, sizeof(msg));
-        fprintf(stderr, "%s\n", msg);
+        al_ctl_err("%s\n", msg);
         al_llm_report_free(rep);
         return 2;
     }
@@ -2219,10 +2307,10 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
     char                   c[AL_LLM_USD_MAX];
 
     if (lc->max_concurrent || lc->requests_per_minute) {
-        printf("  requests: counts against %llu in flight, %llu/min "
-               "(0 = unlimited)\n",
-               (unsigned long long) lc->max_concurrent,
-               (unsigned long long) lc->requests_per_minute);
+        al_ctl_out("  requests: counts against %llu in flight, %llu/min "
+                   "(0 = unlimited)\n",
+                   (unsigned long long) lc->max_concurrent,
+                   (unsigned long long) lc->requests_per_minute);
     }
 
     if (req == NULL) {
@@ -2232,8 +2320,8 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
     pr = al_llm_price(l, req->model, req->model_len);
 
     if (pr == NULL) {
-        printf("  price:    none for %.*s: cost_usd null in the usage "
-               "log\n", (int) req->model_len, req->model);
+        al_ctl_out("  price:    none for %.*s: cost_usd null in the usage "
+                   "log\n", (int) req->model_len, req->model);
         return;
     }
 
@@ -2242,16 +2330,16 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
     (void) al_llm_usd_format(pr->cached_input * 1000000, b, sizeof(b));
     (void) al_llm_usd_format(pr->output * 1000000, c, sizeof(c));
 
-    printf("  price:    $%s input, $%s cached input, $%s output per "
-           "million tokens\n", a, b, c);
+    al_ctl_out("  price:    $%s input, $%s cached input, $%s output per "
+               "million tokens\n", a, b, c);
 
     if (l->kind == AL_LLM_ANTHROPIC) {
         (void) al_llm_usd_format(pr->cache_write * 1000000, a, sizeof(a));
         (void) al_llm_usd_format(pr->cache_write_1h * 1000000, b,
                                  sizeof(b));
 
-        printf("  price:    $%s cache write (5 minutes), $%s (1 hour) per "
-               "million tokens\n", a, b);
+        al_ctl_out("  price:    $%s cache write (5 minutes), $%s (1 hour) per "
+                   "million tokens\n", a, b);
     }
 
     if (!al_llm_client_priced(lc)) {
@@ -2265,14 +2353,14 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
     (void) al_llm_usd_format(lc->cost_per_day, b, sizeof(b));
     (void) al_llm_usd_format(lc->cost_per_month, c, sizeof(c));
 
-    printf("  cost:     reserves up to $%s against $%s/day, $%s/month "
-           "(0 = unlimited)\n", a, b, c);
+    al_ctl_out("  cost:     reserves up to $%s against $%s/day, $%s/month "
+               "(0 = unlimited)\n", a, b, c);
 
     if (l->kind == AL_LLM_ANTHROPIC) {
-        printf("  cost:     input at the %s price (%s)\n",
-               req->cache_control ? "highest cache-write" : "input",
-               req->cache_control ? "the body names cache_control"
-                                  : "no cache_control in the body");
+        al_ctl_out("  cost:     input at the %s price (%s)\n",
+                   req->cache_control ? "highest cache-write" : "input",
+                   req->cache_control ? "the body names cache_control"
+                                      : "no cache_control in the body");
     }
 }
 

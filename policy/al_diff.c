@@ -54,9 +54,6 @@ static void al_diff_usd(al_diff_t *df, const char *name,
     const char *client, const char *field, uint64_t old, uint64_t new);
 
 
-static const char  al_diff_hex[] = "0123456789abcdef";
-
-
 /*
  * A request that names two clients is refused as ambiguous: a unix peer
  * whose uid is one client's and whose gid another's, a token of one
@@ -197,10 +194,8 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
 static void
 al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
 {
-    char            line[1024], shown[4 * sizeof(line)];
-    size_t          i, n;
-    va_list         ap;
-    unsigned char   c;
+    char     line[1024], shown[4 * sizeof(line)];
+    va_list  ap;
 
     line[0] = kind;
     line[1] = ' ';
@@ -217,23 +212,7 @@ al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
      * Everything outside printable ASCII is shown as \xHH.
      */
 
-    n = 0;
-
-    for (i = 0; line[i] != '\0'; i++) {
-        c = (unsigned char) line[i];
-
-        if (c >= 0x20 && c < 0x7f) {
-            shown[n++] = (char) c;
-            continue;
-        }
-
-        shown[n++] = '\\';
-        shown[n++] = 'x';
-        shown[n++] = al_diff_hex[c >> 4];
-        shown[n++] = al_diff_hex[c & 0xf];
-    }
-
-    shown[n] = '\0';
+    (void) al_shown(shown, sizeof(shown), line, strlen(line));
 
     if (kind == '+') {
         df->grants++;

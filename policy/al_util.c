@@ -93,6 +93,47 @@ al_error_format(const al_error_t *err, char *buf, size_t size)
 }
 
 
+size_t
+al_shown(char *out, size_t size, const char *s, size_t len)
+{
+    size_t          i, n;
+    unsigned char   c;
+
+    static const char  hex[] = "0123456789abcdef";
+
+    if (size == 0) {
+        return 0;
+    }
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) s[i];
+
+        if (c >= 0x20 && c < 0x7f) {
+            if (n + 1 >= size) {
+                break;
+            }
+            out[n++] = (char) c;
+            continue;
+        }
+
+        if (n + 4 >= size) {
+            break;
+        }
+
+        out[n++] = '\\';
+        out[n++] = 'x';
+        out[n++] = hex[c >> 4];
+        out[n++] = hex[c & 0xf];
+    }
+
+    out[n] = '\0';
+
+    return n;
+}
+
+
 const char *
 al_reason_name(al_reason_t reason)
 {

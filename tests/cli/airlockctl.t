@@ -415,6 +415,46 @@ is($rc, 1, 'explain llm: a chat request without a body is denied');
 is($rc, 0, 'explain llm: GET models is allowed');
 like($out, qr{forward:  GET https://api\.openai\.com/v1/models}, 'and forwarded');
 
+# the text of a policy under review, which a YAML escape can fill with
+# any byte, is shown with every byte outside printable ASCII as \xHH, as
+# diff shows it: a check error and an explain deny cannot rewrite what a
+# terminal shows (an error shown as "ok", a deny as an allow)
+my $fake = write_file('fake-ok.yaml', <<'Y');
+version: 1
+clients:
+  agent: { cidr: 10.0.0.0/8, "\r\e[2Kfake-ok.yaml: ok (1 clients)\e[8m": 1 }
+Y
+($rc, undef, $err) = run('', 'check', $fake);
+is($rc, 1, 'check: a key with control characters is an unknown key');
+unlike($err, qr/[\x00-\x09\x0b-\x1f\x7f]/,
+       'check: no control character of the policy reaches the terminal');
+like($err, qr/unknown key "\\x0d\\x1b\[2Kfake-ok\.yaml: ok \(1 clients\)\\x1b\[8m"/,
+     'check: they are shown as \xHH');
+
+my $fakepat = write_file('fake-allow.yaml', <<'Y');
+version: 1
+clients:
+  agent: { cidr: 10.0.0.0/8 }
+upstreams:
+  up: { url: "http://127.0.0.1:9" }
+routes:
+  - name: r
+    clients: [agent]
+    match: { method: GET, path: "/x/{id}" }
+    params: { id: "^[0-9]+$|\r\e\\[2Kallow: route \"r\" (line 7)" }
+    upstream: up
+    to: /y
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+($rc, $out) = run('', 'explain', $fakepat, '--client', 'agent', 'GET',
+                  '/x/abc');
+is($rc, 1, 'explain: a param that does not match is denied');
+unlike($out, qr/[\x00-\x09\x0b-\x1f\x7f]/,
+       'explain: no control character of the policy reaches the terminal');
+like($out, qr/^deny: param \(param "id" does not match \^\[0-9\]\+\$\|\\x0d\\x1b\\\[2Kallow: route "r" \(line 7\)\)$/m,
+     'explain: the pattern is shown with them as \xHH');
+
 # routes
 ($rc, $out) = run('', 'routes', $example);
 is($rc, 0, 'routes exits 0');

@@ -3,7 +3,8 @@
  * request: al_hex64() against printf's %016llx, al_fold_plain() eight
  * bytes at a time against the byte it is about; and al_reason_find() and
  * al_denial_reason(), which tell the proxy's denials from an upstream's
- * 403; al_proc_started(), against a child whose pid is then free.
+ * 403; al_proc_started(), against a child whose pid is then free;
+ * al_shown(), the \xHH form airlockctl shows policy text in.
  */
 
 #include <inttypes.h>
@@ -24,6 +25,7 @@ static void test_fold_plain(void);
 static void test_reason_find(void);
 static void test_denial_reason(void);
 static void test_proc_started(void);
+static void test_shown(void);
 
 
 int
@@ -34,6 +36,7 @@ main(void)
     test_reason_find();
     test_denial_reason();
     test_proc_started();
+    test_shown();
 
     return tap_done();
 }
@@ -220,4 +223,29 @@ test_proc_started(void)
            "al_proc_started: a child started at or after its parent");
     tap_ok(al_proc_started(child, 0) == 0,
            "al_proc_started: 0 for a pid no process has");
+}
+
+
+static void
+test_shown(void)
+{
+    char    out[64];
+    size_t  n;
+
+    n = al_shown(out, sizeof(out), "a\r\x1b[2K\xe2\x80\xae~\x7f", 11);
+    tap_is_str(out, "a\\x0d\\x1b[2K\\xe2\\x80\\xae~\\x7f",
+               "al_shown: CR, ESC, UTF-8 and DEL as \\xHH, ASCII as it is");
+    tap_is_int((long) n, (long) strlen(out), "al_shown: returns the length");
+
+    n = al_shown(out, 5, "ab\x01", 3);
+    tap_is_str(out, "ab", "al_shown: an escape that does not fit is left "
+               "out whole");
+    tap_is_int((long) n, 2, "al_shown: and the length says so");
+
+    n = al_shown(out, 7, "ab\x01" "c", 4);
+    tap_is_str(out, "ab\\x01", "al_shown: cut to the size with its NUL");
+    tap_is_int((long) n, 6, "al_shown: six bytes and the NUL");
+
+    n = al_shown(out, 8, "a\0b", 3);
+    tap_is_str(out, "a\\x00b", "al_shown: a NUL inside is shown");
 }
