@@ -192,8 +192,10 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "replaced policy is kept as FILE.prev for rollback.  On any error\n"
       "FILE is put back as it was, and on a terminal edit offers to\n"
       "reopen the same copy; otherwise the copy is kept and the next edit\n"
-      "resumes it.  Exit status: 0 installed (or no changes), 1 refused,\n"
-      "2 usage error or a file that cannot be read or written." },
+      "resumes it.  A reload killed by a signal may have reloaded nginx:\n"
+      "the new FILE stays, and edit says so.  Exit status: 0 installed\n"
+      "(or no changes), 1 refused, 2 usage error, a file that cannot be\n"
+      "read or written, or a reload killed." },
 
     { "rollback", al_ctl_rollback,
       "rollback [--policy FILE] [--key PRIVATE_KEY] [--test CMD] "
@@ -1871,7 +1873,11 @@ al_ctl_same(const char *a, const char *b)
 }
 
 
-/* runs "CMD [ARG]" with /bin/sh; 0 when it exits 0 */
+/*
+ * runs "CMD [ARG]" with /bin/sh; 0 when it exits 0, -1 when it exits
+ * otherwise, -2 when it was killed by a signal (or could not be waited
+ * for): then it may have done part of its work, and what is not known
+ */
 
 static int
 al_ctl_sh(const char *what, const char *cmd, const char *arg)
@@ -1907,7 +1913,7 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
     while (waitpid(pid, &status, 0) == -1) {
         if (errno != EINTR) {
             fprintf(stderr, "airlockctl: waitpid: %s\n", strerror(errno));
-            return -1;
+            return -2;
         }
     }
 
@@ -1921,6 +1927,7 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
     } else {
         fprintf(stderr, "airlockctl: %s (%s) was killed by signal %d\n",
                 what, cmd, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        return -2;
     }
 
     return -1;
@@ -1930,13 +1937,16 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
 /*
  * Checks candidate, puts it in place of the policy, runs the nginx test
  * and the reload; the replaced policy becomes POLICY.prev.  On any error
- * the policy file is what it was.  Returns 0, 1 refused, 2 broken.
+ * the policy file is what it was, but for a reload killed by a signal:
+ * it may have told nginx to reload, and nginx then reads the new file,
+ * so the new file stays.  Returns 0, 1 refused, 2 broken, 3 installed
+ * and the reload's outcome not known.
  */
 
 static int
 al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 {
-    int           rc, n, failed;
+    int           rc, n, failed, reload;
     al_policy_t  *p, *o;
     sigset_t      block, saved;
     struct stat   st;
@@ -2010,8 +2020,37 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
                 candidate);
         failed = 1;
 
-    } else if (al_ctl_sh("the reload", e->reload, NULL) != 0) {
-        failed = 1;
+    } else {
+        reload = al_ctl_sh("the reload", e->reload, NULL);
+
+        /*
+         * Killed (Ctrl-C reaches the whole foreground process group, the
+         * reload command as well as us), the reload may have signalled
+         * nginx already, and nginx reads the file when it gets to it: the
+         * old file put back now could be read by no one while nginx runs
+         * the new policy, until the next reload silently undoes it.  The
+         * new file passed the test and stays; the operator is told.
+         */
+
+        if (reload == -2) {
+            if (rename(e->old, e->prev) == -1) {
+                fprintf(stderr, "airlockctl: %s cannot be kept as %s: %s\n",
+                        e->old, e->prev, strerror(errno));
+            }
+
+            fsync(e->dirfd);
+
+            fprintf(stderr, "airlockctl: the reload did not finish: nginx "
+                    "may be running the new policy or still the old one; "
+                    "%s is the new policy (it passed the test) and %s the "
+                    "one it replaced; run the reload again (%s) to be "
+                    "sure nginx runs %s, or airlockctl rollback\n",
+                    e->policy, e->prev, e->reload, e->policy);
+            rc = 3;
+            goto done;
+        }
+
+        failed = (reload != 0);
     }
 
     if (failed) {
@@ -2124,6 +2163,14 @@ al_ctl_edit(int argc, char **argv)
             goto done;
         }
 
+        if (rc == 3) {
+            /* installed, the reload's outcome unknown: nothing to resume */
+            unlink(e.candidate);
+            fsync(e.dirfd);
+            rc = 2;
+            goto done;
+        }
+
         if (rc == 1) {
             fprintf(stderr, "airlockctl: refused; the running policy is "
                     "unchanged\n");
@@ -2170,6 +2217,10 @@ al_ctl_rollback(int argc, char **argv)
     }
 
     rc = al_ctl_install(&e, e.prev);
+
+    if (rc == 3) {
+        rc = 2;
+    }
 
     if (rc == 1) {
         fprintf(stderr, "airlockctl: refused; the running policy is "

@@ -681,4 +681,55 @@ SKIP: {
     }
 }
 
+# a reload killed by a signal: Ctrl-C on a terminal reaches the whole
+# foreground process group, airlockctl (which holds it until the policy
+# file is whole) and the reload command, which may already have told
+# nginx to reload.  nginx then reads the new file, so the new file must
+# stay: the old one put back would be what nginx loads next, while it
+# runs the new one.  The reload here copies the policy as nginx would
+# read it, then sends SIGINT to its process group as a terminal does.
+{
+    my $ed = "$dir/intr";
+    mkdir $ed or die;
+    my $cur = do { local (@ARGV, $/) = $example; <> };
+    (my $prev = $cur) =~ s/threshold: 3, window: 60s/threshold: 4, window: 60s/
+        or die;
+    open my $fh, '>', "$ed/policy.yaml" or die;
+    print $fh $cur;
+    close $fh;
+    open $fh, '>', "$ed/policy.yaml.prev" or die;
+    print $fh $prev;
+    close $fh;
+    my $reload = "cp $ed/policy.yaml $ed/served; kill -INT 0";
+    my $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0) or die;
+        open STDOUT, '>', "$ed/out" or die;
+        open STDERR, '>', "$ed/err" or die;
+        open STDIN, '<', '/dev/null' or die;
+        exec $ctl, 'rollback', '--policy', "$ed/policy.yaml", '--test',
+             'true', '--reload', $reload;
+        POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    my $status = $?;
+    my $now = do { local (@ARGV, $/) = "$ed/policy.yaml"; <> };
+    my $served = do { local (@ARGV, $/) = "$ed/served"; <> } // '';
+    my $old = do { local (@ARGV, $/) = "$ed/policy.yaml.prev"; <> } // '';
+    my $e = do { local (@ARGV, $/) = "$ed/err"; <> } // '';
+    is($served, $prev, 'reload interrupted: it read the rolled back policy');
+    is($now, $served, 'reload interrupted: the file is the policy the '
+       . 'reload read, not the old one put back') or diag($e);
+    is($old, $cur, 'reload interrupted: the replaced policy is kept as '
+       . 'policy.yaml.prev');
+    like($e, qr/the reload .* was killed by signal 2.*may be running the new policy/s,
+         'reload interrupted: and airlockctl says the outcome is unknown');
+    is($status & 127, 2, 'reload interrupted: airlockctl ends with the '
+       . 'SIGINT it held, after the file is settled');
+    opendir my $dh, $ed or die;
+    my $files = join ' ', sort grep { !/^\./ } readdir $dh;
+    is($files, 'err out policy.yaml policy.yaml.prev served',
+       'reload interrupted: no policy.yaml.old left');
+}
+
 done_testing();
