@@ -143,6 +143,11 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "request target, e.g. '/logs/api?since=5m'.  On an LLM prefix the\n"
       "body (--body, '-' for standard input) is checked as the gateway\n"
       "checks it: model, client permission, max_tokens clamp or reject.\n"
+      "Request headers other than the token and Content-Type are not\n"
+      "seen: an allow here can still be refused by nginx on headers alone\n"
+      "(a method-override header, two Content-Types, a token header sent\n"
+      "twice, anthropic-beta for a client with a dollar budget), or on\n"
+      "spent budgets and quarantine; docs/airlockctl.md lists them.\n"
       "Exit status: 0 allowed, 1 denied, 2 usage error or an input that\n"
       "cannot be read." },
 
