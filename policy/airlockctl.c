@@ -2080,6 +2080,18 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 
 done:
 
+    /*
+     * An edit's copy that is installed goes while the signals are still
+     * held: a SIGINT that came during the reload ends airlockctl as soon
+     * as they are let through, and the copy left would be "resumed" by
+     * the next edit as a refused one
+     */
+
+    if ((rc == 0 || rc == 3) && candidate == e->candidate) {
+        unlink(e->candidate);
+        fsync(e->dirfd);
+    }
+
     sigprocmask(SIG_SETMASK, &saved, NULL);
 
     return rc;
@@ -2161,8 +2173,6 @@ al_ctl_edit(int argc, char **argv)
         rc = al_ctl_install(&e, e.candidate);
 
         if (rc == 0) {
-            unlink(e.candidate);
-            fsync(e.dirfd);
             printf("%s: installed and reloaded; the previous policy is %s "
                    "(airlockctl rollback)\n", e.policy, e.prev);
             goto done;
@@ -2170,8 +2180,6 @@ al_ctl_edit(int argc, char **argv)
 
         if (rc == 3) {
             /* installed, the reload's outcome unknown: nothing to resume */
-            unlink(e.candidate);
-            fsync(e.dirfd);
             rc = 2;
             goto done;
         }

@@ -732,4 +732,44 @@ SKIP: {
        'reload interrupted: no policy.yaml.old left');
 }
 
+# an edit whose reload succeeds while a SIGINT to airlockctl is held (the
+# reload here sends it to airlockctl alone): the change is installed, and
+# the copy is removed before the signal ends airlockctl, not left for the
+# next edit to "resume" as a refused edit
+{
+    my $ed = "$dir/intr-edit";
+    mkdir $ed or die;
+    my $cur = do { local (@ARGV, $/) = $example; <> };
+    open my $fh, '>', "$ed/policy.yaml" or die;
+    print $fh $cur;
+    close $fh;
+    my $editor = write_file('intr-editor',
+        "#!/bin/sh\nsed -i 's/threshold: 3, window: 60s/threshold: 4, "
+        . "window: 60s/' \"\$1\"\n");
+    chmod 0755, $editor or die;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        open STDOUT, '>', "$ed/out" or die;
+        open STDERR, '>', "$ed/err" or die;
+        open STDIN, '<', '/dev/null' or die;
+        $ENV{EDITOR} = $editor;
+        delete $ENV{VISUAL};
+        exec $ctl, 'edit', '--policy', "$ed/policy.yaml", '--test', 'true',
+             '--reload', 'kill -INT $PPID';
+        POSIX::_exit(127);
+    }
+    waitpid $pid, 0;
+    my $status = $?;
+    my $now = do { local (@ARGV, $/) = "$ed/policy.yaml"; <> };
+    like($now, qr/threshold: 4, window: 60s/,
+         'edit, SIGINT held through the reload: the change is installed');
+    is($status & 127, 2, 'edit, SIGINT held through the reload: it ends '
+       . 'airlockctl after the install');
+    opendir my $dh, $ed or die;
+    my $files = join ' ', sort grep { !/^\./ } readdir $dh;
+    is($files, 'err out policy.yaml policy.yaml.prev',
+       'edit, SIGINT held through the reload: no policy.yaml.edit left to '
+       . 'resume');
+}
+
 done_testing();
