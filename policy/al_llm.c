@@ -723,7 +723,9 @@ al_llm_req_model(al_llm_rq_t *rq)
  * behind an entry read other members as more models to serve the call
  * with: OpenRouter "models" (tried in order), LiteLLM's proxy and
  * OpenRouter's Messages endpoint "fallbacks", as Anthropic's refusal
- * fallback does, each with a max_tokens of its own.  A call could be
+ * fallback does, each with a max_tokens of its own; LiteLLM's proxy
+ * "context_window_fallbacks" and "content_policy_fallbacks" (a prompt
+ * too long, a refusal), Keywords AI "fallback_models".  A call could be
  * served, and billed, by a model the client may not use: refused, null
  * included, as "n_predict" is.
  */
@@ -731,24 +733,46 @@ al_llm_req_model(al_llm_rq_t *rq)
 static int
 al_llm_req_lists(al_llm_rq_t *rq)
 {
-    const char  *name;
+    size_t                  i;
+    const al_llm_jfield_t  *f;
 
-    if (rq->b->f[AL_LLM_F_MODELS].type != AL_LLM_JT_NONE) {
-        name = "models";
+    static const struct {
+        int          id;
+        const char  *name;
+    } lists[] = {
+        { AL_LLM_F_MODELS, "models" },
+        { AL_LLM_F_FALLBACKS, "fallbacks" },
+        { AL_LLM_F_CONTEXT_WINDOW_FALLBACKS, "context_window_fallbacks" },
+        { AL_LLM_F_CONTENT_POLICY_FALLBACKS, "content_policy_fallbacks" },
+        { AL_LLM_F_FALLBACK_MODELS, "fallback_models" }
+    };
 
-    } else if (rq->b->f[AL_LLM_F_FALLBACKS].type != AL_LLM_JT_NONE) {
-        name = "fallbacks";
+    f = rq->b->f;
 
-    } else {
+    /* AL_LLM_JT_NONE is 0: one test for the common body, which has none */
+
+    if ((f[AL_LLM_F_MODELS].type | f[AL_LLM_F_FALLBACKS].type
+         | f[AL_LLM_F_CONTEXT_WINDOW_FALLBACKS].type
+         | f[AL_LLM_F_CONTENT_POLICY_FALLBACKS].type
+         | f[AL_LLM_F_FALLBACK_MODELS].type)
+        == AL_LLM_JT_NONE)
+    {
         return 0;
     }
 
-    rq->req->reason = AL_REASON_BODY;
+    for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        if (f[lists[i].id].type != AL_LLM_JT_NONE) {
+            rq->req->reason = AL_REASON_BODY;
 
-    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                       "\"%s\" is not accepted: it names other models to "
-                       "serve the call, which the allowlist does not check; "
-                       "name one in \"model\"", name);
+            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                               "\"%s\" is not accepted: it names other "
+                               "models to serve the call, which the "
+                               "allowlist does not check; name one in "
+                               "\"model\"", lists[i].name);
+        }
+    }
+
+    return 0;
 }
 
 

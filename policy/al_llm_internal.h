@@ -181,8 +181,11 @@ enum {
     AL_LLM_F_SPEED,                     /* fast mode */
     AL_LLM_F_DATA_SOURCES,              /* Azure On Your Data */
     AL_LLM_F_INFERENCE_GEO,             /* Anthropic's US-only inference */
+    AL_LLM_F_CONTEXT_WINDOW_FALLBACKS,  /* more routers' model lists: */
+    AL_LLM_F_CONTENT_POLICY_FALLBACKS,  /*   refused */
+    AL_LLM_F_FALLBACK_MODELS,
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 19                   /* room for other specs */
+    AL_LLM_F_MAX = 22                   /* room for other specs */
 };
 
 typedef struct {

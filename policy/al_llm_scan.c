@@ -160,15 +160,16 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
 /*
  * The members of the body read by al_llm_request(), by AL_LLM_F_*; with
  * stream_options' and a tool's, the names a key must not be in another
- * case (al_llm_scan_case()).  All lower case ASCII, at most 25 bytes
- * folded (max_completion_tokens): within AL_LLM_SCAN_NAME.
+ * case (al_llm_scan_case()).  All lower case ASCII, at most 27 bytes
+ * folded (context_window_fallbacks): within AL_LLM_SCAN_NAME.
  */
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed",
-    "data_sources", "inference_geo", NULL
+    "data_sources", "inference_geo", "context_window_fallbacks",
+    "content_policy_fallbacks", "fallback_models", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1980,6 +1981,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return al_llm_scan_is(name, "stream_options")
                ? AL_LLM_F_STREAM_OPTIONS : -1;
 
+    case 15:
+        return al_llm_scan_is(name, "fallback_models")
+               ? AL_LLM_F_FALLBACK_MODELS : -1;
+
     case 17:
         return al_llm_scan_is(name, "max_output_tokens")
                ? AL_LLM_F_MAX_OUTPUT_TOKENS : -1;
@@ -1991,6 +1996,14 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     case 21:
         return al_llm_scan_is(name, "max_completion_tokens")
                ? AL_LLM_F_MAX_COMPLETION_TOKENS : -1;
+
+    case 24:
+        if (al_llm_scan_is(name, "context_window_fallbacks")) {
+            return AL_LLM_F_CONTEXT_WINDOW_FALLBACKS;
+        }
+
+        return al_llm_scan_is(name, "content_policy_fallbacks")
+               ? AL_LLM_F_CONTENT_POLICY_FALLBACKS : -1;
 
     default:
         return -1;

@@ -6,7 +6,10 @@
 # the routers that copy it) reads "models" as the models to try in
 # order, LiteLLM's proxy and OpenRouter's Messages endpoint read
 # "fallbacks", and Anthropic's refusal fallback reads "fallbacks" too,
-# each entry with a "max_tokens" of its own.  A call could then be
+# each entry with a "max_tokens" of its own; LiteLLM's proxy also reads
+# "context_window_fallbacks" (tried when the prompt is too long) and
+# "content_policy_fallbacks" (after a refusal), Keywords AI
+# "fallback_models".  A call could then be
 # served, and billed, by a model the client may not use, at an output
 # cap nobody checked.  Such a body is refused (body, 400), in any case
 # of the name, and nothing reaches the provider; bodies without them
@@ -29,7 +32,7 @@ $l->setup;
 
 $t->run;
 
-plan tests => 12;
+plan tests => 18;
 
 my $worker = $l->token('worker');
 my $n = scalar $l->provider_requests;
@@ -62,6 +65,34 @@ $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                  body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
                          . '"content":"Hi"}],"m\u006fdels":["gpt-4o"]}');
 is($r->{status}, 400, '"models" spelled with an escape: 400');
+
+$r = $l->chat(token => $worker,
+              fields => { context_window_fallbacks =>
+                              [ { 'gpt-4o-mini' => [ 'gpt-4o' ] } ] });
+is($r->{status}, 400, '"context_window_fallbacks" (LiteLLM): 400');
+like($r->{body}, qr/context_window_fallbacks/, '... naming the member');
+
+$r = $l->chat(token => $worker,
+              fields => { content_policy_fallbacks =>
+                              [ { 'gpt-4o-mini' => [ 'gpt-4o' ] } ] });
+is($r->{status}, 400, '"content_policy_fallbacks" (LiteLLM): 400');
+
+$r = $l->chat(token => $worker,
+              fields => { fallback_models => [ 'gpt-4o' ] });
+is($r->{status}, 400, '"fallback_models" (Keywords AI): 400');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+                         . '"content":"Hi"}],"Fallback_Models":["gpt-4o"]}');
+is($r->{status}, 400, '"Fallback_Models" in another case: 400');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+                         . '"content":"Hi"}],'
+                         . '"context_window_fallbacks":null}');
+is($r->{status}, 400, '"context_window_fallbacks": null: 400');
 
 $r = $l->messages(token => $l->token('agent'),
                   fields => { fallbacks => [ { model => 'claude-opus-4-1',

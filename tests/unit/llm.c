@@ -946,6 +946,36 @@ test_splice(void)
         "{\"model\":\"gpt-4o\",\"mod\\u0065ls\":[\"o1\"]}");
     tap_is_int(rq.reason, AL_REASON_BODY, "models with an escape refused");
 
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"context_window_fallbacks\":"
+        "[{\"gpt-4o-mini\":[\"gpt-4o\"]}]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "\"context_window_fallbacks\"") != NULL,
+           "context_window_fallbacks refused: LiteLLM serves with those");
+
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"content_policy_fallbacks\":"
+        "[{\"gpt-4o-mini\":[\"gpt-4o\"]}]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "\"content_policy_fallbacks\"") != NULL,
+           "content_policy_fallbacks refused");
+
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"fallback_models\":[\"gpt-4o\"]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "\"fallback_models\"") != NULL,
+           "fallback_models refused: Keywords AI serves with those");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Content_Policy_Fallbacks\":null}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "content_policy_fallbacks in another case refused");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"fallback_m\\u006fdels\":[\"o1\"]}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "fallback_models with an escape refused");
+
     req(&compat, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"metadata\":{\"models\":1}}");
     tap_is_int(rq.reason, AL_REASON_NONE, "models below the top passes");

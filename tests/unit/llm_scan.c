@@ -22,7 +22,8 @@ static const char *const  ut_fields[] = {
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed",
-    "data_sources", "inference_geo", NULL
+    "data_sources", "inference_geo", "context_window_fallbacks",
+    "content_policy_fallbacks", "fallback_models", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -44,7 +45,8 @@ static const char *const  ut_names[] = {
     "input", "instructions", "system", "tools", "functions",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed", "data_sources",
-    "inference_geo"
+    "inference_geo", "context_window_fallbacks", "content_policy_fallbacks",
+    "fallback_models"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
