@@ -1008,8 +1008,7 @@ ngx_http_airlock_llm_admit(ngx_http_request_t *r,
 
     lc = ctx->lc;
 
-    if (ctx->provider->llm->kind == AL_LLM_ANTHROPIC
-        && al_llm_client_priced(lc)
+    if (al_llm_client_priced(lc)
         && al_llm_endpoint_has_body(ctx->endpoint)
         && ngx_http_airlock_llm_beta_priced(r))
     {
@@ -1338,6 +1337,9 @@ ngx_http_airlock_llm_cost(const ngx_http_airlock_llm_ctx_t *ctx,
  * An anthropic-beta header that asks for a beta billed above the
  * policy's prices (al_llm_beta_priced()), for a client with a dollar
  * budget: its calls would spend past the budget at the prices counted.
+ * Read on every kind of entry: the header is kept on all of them, and a
+ * router behind an openai-compatible one (LiteLLM's proxy) passes it on
+ * to Anthropic.
  */
 
 static ngx_uint_t

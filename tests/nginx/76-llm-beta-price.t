@@ -8,7 +8,9 @@
 # service_tier is; other betas, and clients without a dollar budget,
 # pass.  So is fast mode (the fast-mode-... beta, and "speed": "fast" in
 # the body, which a router behind an openai-compatible entry reads too),
-# billed at several times the model's prices.  The header's reading is
+# billed at several times the model's prices.  The header is read on
+# every kind of entry: a router behind an openai-compatible one (LiteLLM's
+# proxy) passes it on to Anthropic.  The header's reading is
 # unit-tested in tests/unit/llm_cache.c, the body's in tests/unit/llm.c.
 
 use strict;
@@ -41,7 +43,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 18;
+plan tests => 22;
 
 my $n = scalar $l->provider_requests;
 
@@ -66,6 +68,24 @@ is($r->{status}, 200, 'another beta passes');
 $r = $l->messages(token => $l->token('agent'),
                   headers => [ [ 'anthropic-beta', 'context-1m-2025-08-07' ] ]);
 is($r->{status}, 200, 'a client without a dollar budget may ask for it');
+
+# routers behind an OpenAI-style entry (LiteLLM's proxy, to Claude) pass
+# the header on to Anthropic: the same refusal there
+
+$n = scalar $l->provider_requests;
+
+$r = $l->chat(token => $tok{spender},
+              headers => [ [ 'anthropic-beta', 'context-1m-2025-08-07' ] ]);
+is($r->{status}, 400, 'the 1M context on an OpenAI-style entry: 400');
+
+$r = $l->chat(token => $tok{spender},
+              headers => [ [ 'anthropic-beta', 'fast-mode-2026-02-01' ] ]);
+is($r->{status}, 400, 'fast mode on an OpenAI-style entry: 400');
+is(scalar $l->provider_requests, $n, '... neither sent');
+
+$r = $l->chat(token => $l->token('agent'),
+              headers => [ [ 'anthropic-beta', 'context-1m-2025-08-07' ] ]);
+is($r->{status}, 200, '... a client without a dollar budget may ask there');
 
 # fast mode: several times the prices
 
