@@ -80,6 +80,7 @@ static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
 static int al_llm_req_tier(al_llm_rq_t *rq);
 static int al_llm_req_urls(al_llm_rq_t *rq);
+static int al_llm_req_audio(al_llm_rq_t *rq);
 static const char *al_llm_url_find(json_t *v, unsigned depth);
 static int al_llm_url_remote(json_t *v);
 static int al_llm_req_member(al_llm_rq_t *rq, unsigned id, unsigned family,
@@ -574,7 +575,8 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_usage(&rq) != 0
         || al_llm_req_tools(&rq) != 0
         || al_llm_req_urls(&rq) != 0
-        || al_llm_req_tier(&rq) != 0)
+        || al_llm_req_tier(&rq) != 0
+        || al_llm_req_audio(&rq) != 0)
     {
         return req->reason;
     }
@@ -1392,6 +1394,81 @@ al_llm_req_tier(al_llm_rq_t *rq)
                        "policy's prices, and this client has a dollar "
                        "budget (auto, default, flex and standard_only "
                        "pass)", show);
+}
+
+
+/*
+ * Audio, for a client with a dollar budget: the provider bills audio
+ * tokens at audio prices, many times the text prices the policy has
+ * (gpt-4o-audio-preview: 16 times the input, 8 times the output), and
+ * counts them in the same prompt_tokens and completion_tokens the gateway
+ * prices as text.  Audio output is asked for by "modalities" (anything
+ * but ["text"]: image output is billed apart too) or "audio" (its voice
+ * and format); audio input is an "input_audio" content part, noted by
+ * the scan at any depth (b->audio).  null passes: it asks for nothing.
+ */
+
+static int
+al_llm_req_audio(al_llm_rq_t *rq)
+{
+    size_t                  i;
+    json_t                 *v, *e;
+    json_error_t            err;
+    const al_llm_jfield_t  *f;
+    const char             *why;
+
+    if (!al_llm_client_priced(rq->lc)) {
+        return 0;
+    }
+
+    why = NULL;
+    f = &rq->b->f[AL_LLM_F_MODALITIES];
+
+    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL) {
+        v = json_loadb((const char *) rq->body + f->at, f->len, 0, &err);
+
+        if (!json_is_array(v)) {
+            why = "\"modalities\" must be an array";
+
+        } else {
+            json_array_foreach(v, i, e) {
+                if (!json_is_string(e)
+                    || json_string_length(e) != 4
+                    || memcmp(json_string_value(e), "text", 4) != 0)
+                {
+                    why = "\"modalities\" other than [\"text\"] asks for "
+                          "audio (or image) output, billed at prices of "
+                          "its own above the policy's";
+                    break;
+                }
+            }
+        }
+
+        json_decref(v);
+    }
+
+    f = &rq->b->f[AL_LLM_F_AUDIO];
+
+    if (why == NULL && f->type != AL_LLM_JT_NONE
+        && f->type != AL_LLM_JT_NULL)
+    {
+        why = "\"audio\" asks for audio output, billed at audio prices "
+              "above the policy's";
+    }
+
+    if (why == NULL && rq->b->audio) {
+        why = "an \"input_audio\" part is audio input, billed at audio "
+              "prices above the policy's";
+    }
+
+    if (why == NULL) {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "%s, and this client has a dollar budget", why);
 }
 
 

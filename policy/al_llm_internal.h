@@ -184,8 +184,10 @@ enum {
     AL_LLM_F_CONTEXT_WINDOW_FALLBACKS,  /* more routers' model lists: */
     AL_LLM_F_CONTENT_POLICY_FALLBACKS,  /*   refused */
     AL_LLM_F_FALLBACK_MODELS,
+    AL_LLM_F_MODALITIES,                /* audio (or image) output */
+    AL_LLM_F_AUDIO,
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 22                   /* room for other specs */
+    AL_LLM_F_MAX = 24                   /* room for other specs */
 };
 
 typedef struct {
@@ -216,7 +218,9 @@ typedef struct {
                                            one asks) */
     unsigned             urls;          /* a member that may hold a URL
                                            the provider downloads, at any
-                                           depth (al_llm_scan_url_key()) */
+                                           depth (al_llm_scan_deep_key()) */
+    unsigned             audio;         /* an "input_audio" member, at
+                                           any depth */
     char                 model[AL_LLM_MODEL_MAX];   /* unescaped, cut */
     uint64_t             text_bytes;    /* prompt text, unescaped */
     uint64_t             extra;         /* prompt tokens counted apart */

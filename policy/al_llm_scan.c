@@ -106,6 +106,10 @@ enum {
 
 #define al_llm_scan_is(name, lit)  (memcmp(name, lit, sizeof(lit) - 1) == 0)
 
+/* what al_llm_scan_deep_key() finds: a key noted at any depth */
+#define AL_LLM_DEEP_URL    1
+#define AL_LLM_DEEP_AUDIO  2
+
 
 static int al_llm_scan_run(const al_llm_scan_spec_t *spec,
     const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
@@ -144,7 +148,7 @@ static inline int al_llm_scan_in(const al_str_t *list, uint64_t lens,
 static inline int al_llm_scan_request_key(const char *name, size_t n,
     unsigned *prompt);
 static inline void al_llm_scan_ws(al_llm_sc_t *sc);
-static inline int al_llm_scan_url_key(const char *name, size_t n);
+static inline int al_llm_scan_deep_key(const char *name, size_t n);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
 static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
@@ -169,7 +173,8 @@ static const char *const  al_llm_scan_fields[] = {
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed",
     "data_sources", "inference_geo", "context_window_fallbacks",
-    "content_policy_fallbacks", "fallback_models", NULL
+    "content_policy_fallbacks", "fallback_models", "modalities", "audio",
+    NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -353,7 +358,7 @@ al_llm_scan_run(const al_llm_scan_spec_t *spec, const unsigned char *p,
 static int
 al_llm_scan_flat(al_llm_sc_t *sc)
 {
-    int                   id;
+    int                   id, deep;
     size_t                i, j, n, len, nf, cap;
     unsigned              kind, count;
     al_llm_key_t         *k;
@@ -696,8 +701,13 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             b->cache_control = 1;
         }
 
-        if (sc->spec->prompt && al_llm_scan_url_key(name, n)) {
-            b->urls = 1;
+        if (sc->spec->prompt) {
+            deep = al_llm_scan_deep_key(name, n);
+
+            if (deep != 0) {
+                b->urls |= (deep == AL_LLM_DEEP_URL);
+                b->audio |= (deep == AL_LLM_DEEP_AUDIO);
+            }
         }
 
         if (n > sizeof(nbuf)) {
@@ -966,7 +976,7 @@ al_llm_scan_value(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 static int
 al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 {
-    int               id;
+    int               id, deep;
     size_t            first, nmembers, last;
     unsigned          tracked;
     al_llm_sv_t       child;
@@ -1072,8 +1082,13 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
             b->cache_control = 1;
         }
 
-        if (sc->spec->prompt && al_llm_scan_url_key(name, s.dlen)) {
-            b->urls = 1;
+        if (sc->spec->prompt) {
+            deep = al_llm_scan_deep_key(name, s.dlen);
+
+            if (deep != 0) {
+                b->urls |= (deep == AL_LLM_DEEP_URL);
+                b->audio |= (deep == AL_LLM_DEEP_AUDIO);
+            }
         }
 
         /* what this member is to al_llm_request() */
@@ -1919,6 +1934,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_SPEED;
         }
 
+        if (al_llm_scan_is(name, "audio")) {
+            return AL_LLM_F_AUDIO;
+        }
+
         *prompt = al_llm_scan_is(name, "input");
         return -1;
 
@@ -1955,7 +1974,11 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return -1;
 
     case 10:
-        return al_llm_scan_is(name, "max_tokens") ? AL_LLM_F_MAX_TOKENS : -1;
+        if (al_llm_scan_is(name, "max_tokens")) {
+            return AL_LLM_F_MAX_TOKENS;
+        }
+
+        return al_llm_scan_is(name, "modalities") ? AL_LLM_F_MODALITIES : -1;
 
     case 11:
         return al_llm_scan_is(name, "mcp_servers")
@@ -2016,25 +2039,27 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
  * provider downloads: "url" (OpenAI's image_url object, Anthropic's
  * source), "image_url" and "file_url" (Responses), "video_url" and
  * "audio_url" (vLLM), also in another case as a Go server behind an
- * entry binds them (al_folds_to()).  al_llm_req_urls() reads the body
- * when one is seen.
+ * entry binds them (al_folds_to()): AL_LLM_DEEP_URL, and al_llm_req_urls()
+ * reads the body when one is seen.  And "input_audio", an audio input
+ * (OpenAI's chat content part, which routers pass on), billed at audio
+ * prices: AL_LLM_DEEP_AUDIO, for al_llm_req_audio().
  */
 
 static inline int
-al_llm_scan_url_key(const char *name, size_t n)
+al_llm_scan_deep_key(const char *name, size_t n)
 {
     switch (n) {
 
     case 3:
         if (al_llm_scan_is(name, "url")) {
-            return 1;
+            return AL_LLM_DEEP_URL;
         }
 
         break;
 
     case 8:
         if (al_llm_scan_is(name, "file_url")) {
-            return 1;
+            return AL_LLM_DEEP_URL;
         }
 
         break;
@@ -2044,7 +2069,14 @@ al_llm_scan_url_key(const char *name, size_t n)
             || al_llm_scan_is(name, "video_url")
             || al_llm_scan_is(name, "audio_url"))
         {
-            return 1;
+            return AL_LLM_DEEP_URL;
+        }
+
+        break;
+
+    case 11:
+        if (al_llm_scan_is(name, "input_audio")) {
+            return AL_LLM_DEEP_AUDIO;
         }
 
         break;
@@ -2069,7 +2101,7 @@ al_llm_scan_url_key(const char *name, size_t n)
         return 0;
     }
 
-    return al_llm_url_key(name, n) != NULL;
+    return (al_llm_url_key(name, n) != NULL) ? AL_LLM_DEEP_URL : 0;
 }
 
 

@@ -2918,4 +2918,45 @@ test_service_tier(void)
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
         "\"inference_geo\":\"us\"}");
     tap_is_int(rq.reason, AL_REASON_NONE, "no dollar budget: us passes");
+
+    /* audio: billed at audio prices, many times the text prices */
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"modalities\":[\"text\",\"audio\"],"
+        "\"audio\":{\"voice\":\"alloy\",\"format\":\"wav\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"modalities\"")
+           && has(rq.detail, "dollar budget"),
+           "audio output refused for a dollar budget");
+
+    req(&compat, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"audio\":{\"voice\":\"alloy\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"audio\""),
+           "audio alone refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"modalities\":\"audio\"}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "must be an array"),
+           "modalities that is no array refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
+        "\"content\":[{\"type\":\"input_audio\",\"input_audio\":"
+        "{\"data\":\"AAAA\",\"format\":\"wav\"}}]}]}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "input_audio"),
+           "audio input refused for a dollar budget");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Modalities\":[\"audio\"]}");
+    tap_ok(refused_case("\"modalities\""), "Modalities refused");
+
+    req(&oai, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"modalities\":[\"t\\u0065xt\"],"
+        "\"audio\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "modalities text (escaped) passes");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"modalities\":[\"text\",\"audio\"],"
+        "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+        "\"input_audio\",\"input_audio\":{\"data\":\"AAAA\"}}]}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "no dollar budget: audio passes");
 }

@@ -23,7 +23,8 @@ static const char *const  ut_fields[] = {
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed",
     "data_sources", "inference_geo", "context_window_fallbacks",
-    "content_policy_fallbacks", "fallback_models", NULL
+    "content_policy_fallbacks", "fallback_models", "modalities", "audio",
+    NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -46,7 +47,7 @@ static const char *const  ut_names[] = {
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed", "data_sources",
     "inference_geo", "context_window_fallbacks", "content_policy_fallbacks",
-    "fallback_models"
+    "fallback_models", "modalities", "audio"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
@@ -124,7 +125,8 @@ ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
         || a->so_last != b->so_last || a->so_members != b->so_members
         || a->jansson != b->jansson || a->text_bytes != b->text_bytes
         || a->extra != b->extra || a->tools != b->tools
-        || a->cache_control != b->cache_control || a->urls != b->urls)
+        || a->cache_control != b->cache_control || a->urls != b->urls
+        || a->audio != b->audio)
     {
         return 0;
     }
@@ -178,6 +180,9 @@ static const char *const  ut_bodies[] = {
     "{\"model\":\"c\",\"system\":[{\"type\":\"text\",\"text\":\"s\","
     "\"cache_contro\\u006c\":{\"type\":\"ephemeral\"}}]}",
     "{\"model\":\"a\\u0000\"}",
+    "{\"model\":\"m\",\"messages\":[{\"content\":[{\"type\":\"input_audio\","
+    "\"input_\\u0061udio\":{\"data\":\"AAAA\"}}]}],\"modalities\":"
+    "[\"text\",\"audio\"],\"audio\":{}}",
     "{\"model\":\"a\",\"model\":\"b\"}",
     "{\"model\":\"a\",\"m\\u006fdel\":\"b\"}",
     "{\"a\":1,\"b\":{\"a\":1,\"b\":2},\"b2\":[1,2,{\"b\":1,\"b\":2}]}",
