@@ -83,6 +83,7 @@ static int al_llm_req_urls(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
 static const char *al_llm_url_find(json_t *v, unsigned depth);
 static int al_llm_url_remote(json_t *v);
+static int al_llm_url_ref(json_t *v);
 static int al_llm_req_member(al_llm_rq_t *rq, unsigned id, unsigned family,
     const char *name);
 static int al_llm_req_splice(al_llm_rq_t *rq);
@@ -1477,9 +1478,12 @@ al_llm_req_audio(al_llm_rq_t *rq)
  * OpenAI's {"type":"image_url","image_url":{"url":U}}, the Responses
  * API's "image_url": U and "file_url": U, Anthropic's "source":
  * {"type":"url","url":U} (images, documents), vLLM's "video_url" and
- * "audio_url" as image_url.  The provider then reaches a URL the client
- * chose, which the URL can tell anything: a grant of egress, family
- * url_input, as its web fetch is.  A data: URL is no download.  Read
+ * "audio_url" as image_url; a file part's "file_data" (OpenRouter takes a
+ * URL there) and "file_id" (LiteLLM's proxy downloads one that is a URL)
+ * when they hold a URL, not base64 or an id.  The provider then reaches a
+ * URL the client chose, which the URL can tell anything: a grant of
+ * egress, family url_input, as its web fetch is.  A data: URL is no
+ * download.  Read
  * only when the scan saw one of those keys (b->urls), in the members
  * that hold the prompt, from the tree jansson builds of the body the
  * scan accepted, so escapes are read as the provider reads them.
@@ -1573,6 +1577,16 @@ al_llm_url_find(json_t *v, unsigned depth)
             continue;
         }
 
+        if (strcmp(name, "file_data") == 0 || strcmp(name, "file_id") == 0) {
+            /* base64 or an upload's id, or a URL */
+
+            if (al_llm_url_ref(m)) {
+                return name;
+            }
+
+            continue;
+        }
+
         if (al_llm_url_remote(m)) {
             return name;
         }
@@ -1626,7 +1640,8 @@ al_llm_url_key(const char *key, size_t len)
     size_t  i, n;
 
     static const char *const  names[] = {
-        "url", "image_url", "file_url", "video_url", "audio_url", NULL
+        "url", "image_url", "file_url", "video_url", "audio_url",
+        "file_data", "file_id", NULL
     };
 
     for (i = 0; names[i] != NULL; i++) {
@@ -1655,6 +1670,22 @@ al_llm_url_remote(json_t *v)
 
     return json_string_length(v) < 5
            || strncasecmp(json_string_value(v), "data:", 5) != 0;
+}
+
+
+/*
+ * A value that is a URL, in a member that may also hold base64 or an
+ * uploaded file's id ("file-..."), neither of which has a ':', not a
+ * data: URL.
+ */
+
+static int
+al_llm_url_ref(json_t *v)
+{
+    return json_is_string(v)
+           && memchr(json_string_value(v), ':', json_string_length(v))
+              != NULL
+           && al_llm_url_remote(v);
 }
 
 

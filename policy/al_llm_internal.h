@@ -243,7 +243,8 @@ typedef struct {
 
 /*
  * The name of al_llm_req_urls() a key is (in any case Go folds), or
- * NULL: "url", "image_url", "file_url", "video_url", "audio_url".
+ * NULL: "url", "image_url", "file_url", "video_url", "audio_url",
+ * "file_data", "file_id".
  */
 const char *al_llm_url_key(const char *key, size_t len);
 

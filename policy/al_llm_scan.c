@@ -2039,8 +2039,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
  * provider downloads: "url" (OpenAI's image_url object, Anthropic's
  * source), "image_url" and "file_url" (Responses), "video_url" and
  * "audio_url" (vLLM), also in another case as a Go server behind an
- * entry binds them (al_folds_to()): AL_LLM_DEEP_URL, and al_llm_req_urls()
- * reads the body when one is seen.  And "input_audio", an audio input
+ * entry binds them (al_folds_to()), and "file_data" and "file_id" (a file
+ * part's, which OpenRouter and LiteLLM take as URLs too; as they are
+ * spelled): AL_LLM_DEEP_URL, and al_llm_req_urls() reads the body when
+ * one is seen.  And "input_audio", an audio input
  * (OpenAI's chat content part, which routers pass on), billed at audio
  * prices: AL_LLM_DEEP_AUDIO, for al_llm_req_audio().
  */
@@ -2057,6 +2059,13 @@ al_llm_scan_deep_key(const char *name, size_t n)
 
         break;
 
+    case 7:
+        if (al_llm_scan_is(name, "file_id")) {
+            return AL_LLM_DEEP_URL;
+        }
+
+        break;
+
     case 8:
         if (al_llm_scan_is(name, "file_url")) {
             return AL_LLM_DEEP_URL;
@@ -2067,7 +2076,8 @@ al_llm_scan_deep_key(const char *name, size_t n)
     case 9:
         if (al_llm_scan_is(name, "image_url")
             || al_llm_scan_is(name, "video_url")
-            || al_llm_scan_is(name, "audio_url"))
+            || al_llm_scan_is(name, "audio_url")
+            || al_llm_scan_is(name, "file_data"))
         {
             return AL_LLM_DEEP_URL;
         }

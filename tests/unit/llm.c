@@ -2422,6 +2422,26 @@ test_provider_tools(void)
         "[{\"type\":\"input_file\",\"file_url\":\"https://a.example/f\"}]}]}");
     tap_ok(refused_tool("\"file_url\""), "urls: responses input_file refused");
 
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"file\",\"file\":{\"filename\":\"x.pdf\","
+        "\"file_data\":\"https://a.example/x.pdf\"}}]}]}");
+    tap_ok(refused_tool("\"file_data\""), "urls: file_data by URL refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"file\",\"file\":{\"file_id\":"
+        "\"https://a.example/x.pdf\"}}]}]}");
+    tap_ok(refused_tool("\"file_id\""), "urls: file_id by URL refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"file\",\"file\":{\"file_id\":\"file-abc\","
+        "\"file_data\":\"JVBERi0x\"}},{\"type\":\"file\",\"file\":"
+        "{\"file_data\":\"data:application/pdf;base64,JVBE\"}}]}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "urls: file_id of an upload, base64 and data: pass");
+
     req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
         "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"p\",\"variables\":"
         "{\"v\":{\"type\":\"input_image\",\"image_url\":\"https://a.ex/\"}}}}");

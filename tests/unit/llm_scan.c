@@ -183,6 +183,10 @@ static const char *const  ut_bodies[] = {
     "{\"model\":\"m\",\"messages\":[{\"content\":[{\"type\":\"input_audio\","
     "\"input_\\u0061udio\":{\"data\":\"AAAA\"}}]}],\"modalities\":"
     "[\"text\",\"audio\"],\"audio\":{}}",
+    "{\"model\":\"m\",\"messages\":[{\"content\":[{\"type\":\"file\","
+    "\"file\":{\"file_d\\u0061ta\":\"https://a.example/\"}}]}]}",
+    "{\"model\":\"m\",\"messages\":[{\"content\":[{\"file\":"
+    "{\"file_id\":\"gs://b/x\"}}]}]}",
     "{\"model\":\"a\",\"model\":\"b\"}",
     "{\"model\":\"a\",\"m\\u006fdel\":\"b\"}",
     "{\"a\":1,\"b\":{\"a\":1,\"b\":2},\"b2\":[1,2,{\"b\":1,\"b\":2}]}",
