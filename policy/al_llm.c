@@ -80,6 +80,7 @@ static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
 static int al_llm_req_tier(al_llm_rq_t *rq);
 static int al_llm_req_urls(al_llm_rq_t *rq);
+static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
 static const char *al_llm_url_find(json_t *v, unsigned depth);
 static int al_llm_url_remote(json_t *v);
@@ -1277,7 +1278,8 @@ al_llm_req_tools(al_llm_rq_t *rq)
            != 0
         || al_llm_req_member(rq, AL_LLM_F_DATA_SOURCES,
                              AL_LLM_PT_DATA_SOURCES, "data_sources")
-           != 0)
+           != 0
+        || al_llm_req_plugins(rq) != 0)
     {
         return -1;
     }
@@ -1395,6 +1397,99 @@ al_llm_req_tier(al_llm_rq_t *rq)
                        "policy's prices, and this client has a dollar "
                        "budget (auto, default, flex and standard_only "
                        "pass)", show);
+}
+
+
+/*
+ * OpenRouter's "plugins", each {"id": ...}: "web" has the provider search
+ * the web for the prompt (Exa, or the model's own search), family
+ * web_search as web_search_options is; "file-parser" (files in the
+ * prompt), "response-healing" (JSON repair) and "context-compression"
+ * reach nothing.  An id the gateway does not know may, and is refused.
+ * Read by jansson, only when the member is there, escapes as the
+ * router reads them.
+ */
+
+static int
+al_llm_req_plugins(al_llm_rq_t *rq)
+{
+    size_t                  i, j;
+    json_t                 *v, *e, *id;
+    const char             *s, *why;
+    json_error_t            err;
+    const al_llm_jfield_t  *f;
+    char                    show[AL_LLM_SHOW_MAX + 4];
+
+    static const char *const  inert[] = {
+        "file-parser", "response-healing", "context-compression", NULL
+    };
+
+    f = &rq->b->f[AL_LLM_F_PLUGINS];
+
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
+        return 0;
+    }
+
+    v = json_loadb((const char *) rq->body + f->at, f->len, 0, &err);
+    why = NULL;
+    show[0] = '\0';
+
+    if (!json_is_array(v)) {
+        why = "\"plugins\" must be a list";
+    }
+
+    json_array_foreach(v, i, e) {
+        id = json_object_get(e, "id");
+
+        if (!json_is_string(id)) {
+            why = "a plugin's \"id\" must be a string";
+            break;
+        }
+
+        s = json_string_value(id);
+
+        if (strcmp(s, "web") == 0) {
+            if (rq->llm->provider_tools
+                & (UINT32_C(1) << AL_LLM_PT_WEB_SEARCH))
+            {
+                continue;
+            }
+
+            why = "the \"plugins\" web search is run by the provider; the "
+                  "policy does not allow it (provider_tools: web_search)";
+            break;
+        }
+
+        for (j = 0; inert[j] != NULL; j++) {
+            if (strcmp(s, inert[j]) == 0) {
+                break;
+            }
+        }
+
+        if (inert[j] == NULL) {
+            (void) al_llm_show(show, sizeof(show), s, json_string_length(id),
+                               AL_LLM_SHOW_MAX);
+            why = "";
+            break;
+        }
+    }
+
+    json_decref(v);
+
+    if (why == NULL) {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    if (why[0] == '\0') {
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "plugin \"%s\" of \"plugins\" is unknown to "
+                           "the gateway and may be run by the provider; it "
+                           "is refused", show);
+    }
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail), "%s", why);
 }
 
 

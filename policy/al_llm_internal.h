@@ -186,8 +186,9 @@ enum {
     AL_LLM_F_FALLBACK_MODELS,
     AL_LLM_F_MODALITIES,                /* audio (or image) output */
     AL_LLM_F_AUDIO,
+    AL_LLM_F_PLUGINS,                   /* OpenRouter's */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 24                   /* room for other specs */
+    AL_LLM_F_MAX = 25                   /* room for other specs */
 };
 
 typedef struct {

@@ -174,7 +174,7 @@ static const char *const  al_llm_scan_fields[] = {
     "n_predict", "models", "fallbacks", "speed",
     "data_sources", "inference_geo", "context_window_fallbacks",
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
-    NULL
+    "plugins", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1955,7 +1955,11 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return -1;
 
     case 7:
-        return al_llm_scan_is(name, "best_of") ? AL_LLM_F_BEST_OF : -1;
+        if (al_llm_scan_is(name, "best_of")) {
+            return AL_LLM_F_BEST_OF;
+        }
+
+        return al_llm_scan_is(name, "plugins") ? AL_LLM_F_PLUGINS : -1;
 
     case 8:
         *prompt = al_llm_scan_is(name, "messages");

@@ -3,8 +3,8 @@
 # ngx_http_airlock_llm_module: tools the provider runs itself.  A boxed
 # client that may call the model must not get the provider to fetch a URL
 # for it: OpenAI's remote MCP and web search tools, Chat Completions'
-# web_search_options, Anthropic's mcp_servers and server tools (web
-# search, web fetch) are refused (400 in the provider's format) unless
+# web_search_options, OpenRouter's web plugin, Anthropic's mcp_servers
+# and server tools (web search, web fetch) are refused (400 in the provider's format) unless
 # the entry's provider_tools allows their family.  Tools the client runs
 # (function, custom, Anthropic tools without a type) pass.  After a
 # reload with provider_tools, the allowed families pass and the others
@@ -26,7 +26,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 31;
+plan tests => 37;
 
 my $agent = $l->token('agent');
 
@@ -86,6 +86,23 @@ is($r->{status}, 400, 'chat, web_search_options: 400');
 like(oai_error($r)->{message}, qr/web_search_options/,
      'web_search_options: the message names it');
 
+# OpenRouter's plugins: "web" searches the web for the prompt
+
+$r = $l->chat(token => $agent, fields => { plugins => [ { id => 'web' } ] });
+is($r->{status}, 400, 'chat, plugins web (OpenRouter): 400');
+like(oai_error($r)->{message}, qr/plugins.*web_search/,
+     'plugins: the message names it and the family');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $agent,
+                 body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+                         . '"content":"Hi"}],"plugins":[{"id":'
+                         . '"response-healing"},{"id":"w\u0065b"}]}');
+is($r->{status}, 400, 'a web plugin (escaped) after another one: 400');
+
+$r = $l->chat(token => $agent, fields => { plugins => [ { id => 'x' } ] });
+is($r->{status}, 400, 'a plugin unknown to the gateway: 400');
+
 $r = messages_with(mcp_servers => $mcp_servers);
 is($r->{status}, 400, 'messages, mcp_servers: 400');
 is(ant_error($r)->{type}, 'invalid_request_error',
@@ -125,6 +142,13 @@ $r = messages_with(tools => [{ name => 'f', input_schema => {} },
                                input_schema => {} }]);
 is($r->{status}, 200, 'messages, tools without a type or custom: 200');
 
+$r = $l->chat(token => $agent,
+              fields => { plugins => [ { id => 'response-healing' },
+                                       { id => 'file-parser',
+                                         pdf => { engine => 'pdf-text' } }
+                                     ] });
+is($r->{status}, 200, 'plugins that reach nothing pass');
+
 # ---- provider_tools allows families ----------------------------------------
 
 $t->write_file_expand('policy.yaml', $l->policy(
@@ -139,6 +163,9 @@ is($l->last_provider_request->{body}{tools}[0]{type}, 'web_search_preview',
 
 $r = $l->chat(token => $agent, fields => { web_search_options => {} });
 is($r->{status}, 200, 'web_search allowed: web_search_options 200');
+
+$r = $l->chat(token => $agent, fields => { plugins => [ { id => 'web' } ] });
+is($r->{status}, 200, 'web_search allowed: plugins web 200');
 
 $r = responses($search, $mcp);
 is($r->{status}, 400, 'web_search allowed: mcp still 400');

@@ -2423,6 +2423,27 @@ test_provider_tools(void)
     tap_ok(refused_tool("\"file_url\""), "urls: responses input_file refused");
 
     req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"plugins\":[{\"id\":\"web\","
+        "\"max_results\":3}]}");
+    tap_ok(refused_tool("provider_tools: web_search"),
+           "plugins: OpenRouter's web search refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"plugins\":[{\"id\":\"file-parser\"},"
+        "{\"id\":\"frobnicate\"}]}");
+    tap_ok(refused_tool("plugin \"frobnicate\" of \"plugins\" is unknown"),
+           "plugins: an unknown plugin refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Plugins\":[]}");
+    tap_ok(refused_case("\"plugins\""), "plugins: Plugins refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"plugins\":[{\"id\":\"response-healing\"},"
+        "{\"id\":\"file-parser\",\"pdf\":{\"engine\":\"pdf-text\"}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "plugins: inert plugins pass");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":"
         "[{\"type\":\"file\",\"file\":{\"filename\":\"x.pdf\","
         "\"file_data\":\"https://a.example/x.pdf\"}}]}]}");
