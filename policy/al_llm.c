@@ -729,7 +729,9 @@ al_llm_req_model(al_llm_rq_t *rq)
  * OpenRouter's Messages endpoint "fallbacks", as Anthropic's refusal
  * fallback does, each with a max_tokens of its own; LiteLLM's proxy
  * "context_window_fallbacks" and "content_policy_fallbacks" (a prompt
- * too long, a refusal), Keywords AI "fallback_models".  A call could be
+ * too long, a refusal), Keywords AI "fallback_models"; and LiteLLM's
+ * mock_testing_* flags, which make its router fail the call on purpose
+ * and serve it with the fallbacks of its configuration.  A call could be
  * served, and billed, by a model the client may not use: refused, null
  * included, as "n_predict" is.
  */
@@ -748,7 +750,12 @@ al_llm_req_lists(al_llm_rq_t *rq)
         { AL_LLM_F_FALLBACKS, "fallbacks" },
         { AL_LLM_F_CONTEXT_WINDOW_FALLBACKS, "context_window_fallbacks" },
         { AL_LLM_F_CONTENT_POLICY_FALLBACKS, "content_policy_fallbacks" },
-        { AL_LLM_F_FALLBACK_MODELS, "fallback_models" }
+        { AL_LLM_F_FALLBACK_MODELS, "fallback_models" },
+        { AL_LLM_F_MOCK_FALLBACKS, "mock_testing_fallbacks" },
+        { AL_LLM_F_MOCK_CONTEXT_FALLBACKS,
+          "mock_testing_context_fallbacks" },
+        { AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS,
+          "mock_testing_content_policy_fallbacks" }
     };
 
     f = rq->b->f;
@@ -758,7 +765,10 @@ al_llm_req_lists(al_llm_rq_t *rq)
     if ((f[AL_LLM_F_MODELS].type | f[AL_LLM_F_FALLBACKS].type
          | f[AL_LLM_F_CONTEXT_WINDOW_FALLBACKS].type
          | f[AL_LLM_F_CONTENT_POLICY_FALLBACKS].type
-         | f[AL_LLM_F_FALLBACK_MODELS].type)
+         | f[AL_LLM_F_FALLBACK_MODELS].type
+         | f[AL_LLM_F_MOCK_FALLBACKS].type
+         | f[AL_LLM_F_MOCK_CONTEXT_FALLBACKS].type
+         | f[AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS].type)
         == AL_LLM_JT_NONE)
     {
         return 0;
@@ -769,9 +779,9 @@ al_llm_req_lists(al_llm_rq_t *rq)
             rq->req->reason = AL_REASON_BODY;
 
             return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                               "\"%s\" is not accepted: it names other "
-                               "models to serve the call, which the "
-                               "allowlist does not check; name one in "
+                               "\"%s\" is not accepted: routers serve "
+                               "the call with other models by it, which "
+                               "the allowlist does not check; name one in "
                                "\"model\"", lists[i].name);
         }
     }

@@ -187,8 +187,11 @@ enum {
     AL_LLM_F_MODALITIES,                /* audio (or image) output */
     AL_LLM_F_AUDIO,
     AL_LLM_F_PLUGINS,                   /* OpenRouter's */
+    AL_LLM_F_MOCK_FALLBACKS,            /* LiteLLM's: make the call */
+    AL_LLM_F_MOCK_CONTEXT_FALLBACKS,    /*   fall back: refused */
+    AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS,
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 25                   /* room for other specs */
+    AL_LLM_F_MAX = 28                   /* room for other specs */
 };
 
 typedef struct {

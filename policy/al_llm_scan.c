@@ -29,7 +29,7 @@
 
 
 #define AL_LLM_SCAN_KEYS   64           /* keys compared per object */
-#define AL_LLM_SCAN_NAME   32           /* longest member name we look for */
+#define AL_LLM_SCAN_NAME   48           /* longest member name we look for */
 #define AL_LLM_SCAN_STR(s)  { s, sizeof(s) - 1 }
 #define AL_LLM_ONES        0x0101010101010101ull    /* a byte per byte */
 #define AL_LLM_HIGHS       0x8080808080808080ull    /* their high bits */
@@ -164,8 +164,9 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
 /*
  * The members of the body read by al_llm_request(), by AL_LLM_F_*; with
  * stream_options' and a tool's, the names a key must not be in another
- * case (al_llm_scan_case()).  All lower case ASCII, at most 27 bytes
- * folded (context_window_fallbacks): within AL_LLM_SCAN_NAME.
+ * case (al_llm_scan_case()).  All lower case ASCII, at most 43 bytes
+ * folded (mock_testing_content_policy_fallbacks): within
+ * AL_LLM_SCAN_NAME.
  */
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
@@ -174,7 +175,8 @@ static const char *const  al_llm_scan_fields[] = {
     "n_predict", "models", "fallbacks", "speed",
     "data_sources", "inference_geo", "context_window_fallbacks",
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
-    "plugins", NULL
+    "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
+    "mock_testing_content_policy_fallbacks", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -2024,6 +2026,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return al_llm_scan_is(name, "max_completion_tokens")
                ? AL_LLM_F_MAX_COMPLETION_TOKENS : -1;
 
+    case 22:
+        return al_llm_scan_is(name, "mock_testing_fallbacks")
+               ? AL_LLM_F_MOCK_FALLBACKS : -1;
+
     case 24:
         if (al_llm_scan_is(name, "context_window_fallbacks")) {
             return AL_LLM_F_CONTEXT_WINDOW_FALLBACKS;
@@ -2031,6 +2037,14 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
 
         return al_llm_scan_is(name, "content_policy_fallbacks")
                ? AL_LLM_F_CONTENT_POLICY_FALLBACKS : -1;
+
+    case 30:
+        return al_llm_scan_is(name, "mock_testing_context_fallbacks")
+               ? AL_LLM_F_MOCK_CONTEXT_FALLBACKS : -1;
+
+    case 37:
+        return al_llm_scan_is(name, "mock_testing_content_policy_fallbacks")
+               ? AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS : -1;
 
     default:
         return -1;

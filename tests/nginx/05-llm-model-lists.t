@@ -9,7 +9,9 @@
 # each entry with a "max_tokens" of its own; LiteLLM's proxy also reads
 # "context_window_fallbacks" (tried when the prompt is too long) and
 # "content_policy_fallbacks" (after a refusal), Keywords AI
-# "fallback_models".  A call could then be
+# "fallback_models"; and older LiteLLM proxies take the mock_testing_*
+# flags, which make the router fail the call on purpose and serve it with
+# the fallbacks of its configuration.  A call could then be
 # served, and billed, by a model the client may not use, at an output
 # cap nobody checked.  Such a body is refused (body, 400), in any case
 # of the name, and nothing reaches the provider; bodies without them
@@ -32,7 +34,7 @@ $l->setup;
 
 $t->run;
 
-plan tests => 18;
+plan tests => 21;
 
 my $worker = $l->token('worker');
 my $n = scalar $l->provider_requests;
@@ -93,6 +95,18 @@ $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                          . '"content":"Hi"}],'
                          . '"context_window_fallbacks":null}');
 is($r->{status}, 400, '"context_window_fallbacks": null: 400');
+
+$r = $l->chat(token => $worker,
+              fields => { mock_testing_fallbacks => JSON::PP::true });
+is($r->{status}, 400, '"mock_testing_fallbacks" (LiteLLM): 400');
+like($r->{body}, qr/mock_testing_fallbacks/, '... naming the member');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+                         . '"content":"Hi"}],'
+                         . '"mock_testing_content_policy_fallbacks":true}');
+is($r->{status}, 400, '"mock_testing_content_policy_fallbacks": 400');
 
 $r = $l->messages(token => $l->token('agent'),
                   fields => { fallbacks => [ { model => 'claude-opus-4-1',

@@ -971,6 +971,23 @@ test_splice(void)
     tap_is_int(rq.reason, AL_REASON_BODY,
                "content_policy_fallbacks in another case refused");
 
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"mock_testing_fallbacks\":true}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strstr(rq.detail, "\"mock_testing_fallbacks\"") != NULL,
+           "mock_testing_fallbacks refused: LiteLLM falls back by it");
+
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"mock_testing_context_fallbacks\":1}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "mock_testing_context_fallbacks refused");
+
+    req(&compat, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\","
+        "\"Mock_Testing_Content_Policy_Fallbacks\":\"true\"}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "mock_testing_content_policy_fallbacks in another case refused");
+
     req(&compat, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"fallback_m\\u006fdels\":[\"o1\"]}");
     tap_is_int(rq.reason, AL_REASON_BODY,

@@ -24,7 +24,8 @@ static const char *const  ut_fields[] = {
     "n_predict", "models", "fallbacks", "speed",
     "data_sources", "inference_geo", "context_window_fallbacks",
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
-    "plugins", NULL
+    "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
+    "mock_testing_content_policy_fallbacks", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -47,7 +48,9 @@ static const char *const  ut_names[] = {
     "web_search_options", "mcp_servers", "best_of", "service_tier",
     "n_predict", "models", "fallbacks", "speed", "data_sources",
     "inference_geo", "context_window_fallbacks", "content_policy_fallbacks",
-    "fallback_models", "modalities", "audio", "plugins"
+    "fallback_models", "modalities", "audio", "plugins",
+    "mock_testing_fallbacks", "mock_testing_context_fallbacks",
+    "mock_testing_content_policy_fallbacks"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
