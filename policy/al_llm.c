@@ -79,6 +79,8 @@ static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
 static int al_llm_req_tier(al_llm_rq_t *rq);
+static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
+    const char *name, const char *pass, const char *what);
 static int al_llm_req_urls(al_llm_rq_t *rq);
 static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
@@ -1324,52 +1326,15 @@ al_llm_req_tier(al_llm_rq_t *rq)
         { "standard_only", 13 }, { NULL, 0 }
     };
 
-    f = &rq->b->f[AL_LLM_F_SPEED];
-
-    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL
-        && al_llm_client_priced(rq->lc)
-        && !(f->type == AL_LLM_JT_STRING && !f->esc && f->len == 10
-             && memcmp(rq->body + f->at + 1, "standard", 8) == 0))
+    if (al_llm_client_priced(rq->lc)
+        && (al_llm_req_dearer(rq, AL_LLM_F_SPEED, "speed", "standard",
+                              " (fast mode)")
+            != 0
+            || al_llm_req_dearer(rq, AL_LLM_F_INFERENCE_GEO, "inference_geo",
+                                 "global", "")
+               != 0))
     {
-        rq->req->reason = AL_REASON_BODY;
-
-        if (f->type != AL_LLM_JT_STRING) {
-            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                               "\"speed\" must be a string");
-        }
-
-        (void) al_llm_show(show, sizeof(show),
-                           (const char *) rq->body + f->at + 1, f->len - 2,
-                           AL_LLM_SHOW_MAX);
-
-        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                           "speed \"%s\" (fast mode) costs more than the "
-                           "policy's prices, and this client has a dollar "
-                           "budget (standard passes)", show);
-    }
-
-    f = &rq->b->f[AL_LLM_F_INFERENCE_GEO];
-
-    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL
-        && al_llm_client_priced(rq->lc)
-        && !(f->type == AL_LLM_JT_STRING && !f->esc && f->len == 8
-             && memcmp(rq->body + f->at + 1, "global", 6) == 0))
-    {
-        rq->req->reason = AL_REASON_BODY;
-
-        if (f->type != AL_LLM_JT_STRING) {
-            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                               "\"inference_geo\" must be a string");
-        }
-
-        (void) al_llm_show(show, sizeof(show),
-                           (const char *) rq->body + f->at + 1, f->len - 2,
-                           AL_LLM_SHOW_MAX);
-
-        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                           "inference_geo \"%s\" costs more than the "
-                           "policy's prices, and this client has a dollar "
-                           "budget (global passes)", show);
+        return -1;
     }
 
     f = &rq->b->f[AL_LLM_F_SERVICE_TIER];
@@ -1407,6 +1372,49 @@ al_llm_req_tier(al_llm_rq_t *rq)
                        "policy's prices, and this client has a dollar "
                        "budget (auto, default, flex and standard_only "
                        "pass)", show);
+}
+
+
+/*
+ * A member that costs more than the policy's prices unless it is absent,
+ * null or the string pass ("speed": "standard", "inference_geo":
+ * "global"), for a client with a dollar budget: 0, or -1 with the
+ * refusal's detail.
+ */
+
+static int
+al_llm_req_dearer(al_llm_rq_t *rq, unsigned field, const char *name,
+    const char *pass, const char *what)
+{
+    size_t                  n;
+    const al_llm_jfield_t  *f;
+    char                    show[AL_LLM_SHOW_MAX + 4];
+
+    f = &rq->b->f[field];
+    n = strlen(pass);
+
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL
+        || (f->type == AL_LLM_JT_STRING && !f->esc && f->len == n + 2
+            && memcmp(rq->body + f->at + 1, pass, n) == 0))
+    {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    if (f->type != AL_LLM_JT_STRING) {
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"%s\" must be a string", name);
+    }
+
+    (void) al_llm_show(show, sizeof(show),
+                       (const char *) rq->body + f->at + 1, f->len - 2,
+                       AL_LLM_SHOW_MAX);
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "%s \"%s\"%s costs more than the policy's prices, "
+                       "and this client has a dollar budget (%s passes)",
+                       name, show, what, pass);
 }
 
 
