@@ -267,6 +267,11 @@ bench: bench-match bench-proxy bench-llm bench-deny bench-load bench-worker
 
 # Installation, as the packages lay it out.  A new program is one line:
 # INSTALL_BINS += $(B)/its-binary; a unit in conf/*.service comes with it.
+# Over an installed tree (an upgrade from source, DESTDIR empty) the
+# operator's files stay: the policy and worker.conf are installed only
+# where there is none, and /etc/airlock and /var/log/airlock only made
+# when missing (install -d would reset the set-group-ID mode tmpfiles.d
+# gives /var/log/airlock, and with it alertd's reading of the journal).
 PREFIX ?= /usr
 DESTDIR ?=
 INSTALL_BINS := $(CTL) $(if $(ALERTD_SRCS),$(ALERTD))
@@ -284,9 +289,12 @@ install: all
 	    $(DESTDIR)$(NGX_MOD_CONF_DIR) $(DESTDIR)$(SYSTEMD_DIR) \
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d \
 	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d \
-	    $(DESTDIR)/etc/airlock $(DESTDIR)/etc/logrotate.d \
+	    $(DESTDIR)/etc/logrotate.d \
 	    $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d \
-	    $(DESTDIR)/var/log/airlock $(DESTDIR)$(PREFIX)/share/doc/airlock
+	    $(DESTDIR)$(PREFIX)/share/doc/airlock
+	for d in $(DESTDIR)/etc/airlock $(DESTDIR)/var/log/airlock; do \
+	    test -d $$d || install -d $$d || exit 1; \
+	done
 	install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(MOD_SO) $(DESTDIR)$(NGX_MOD_DIR)/
 	echo 'load_module modules/ngx_http_airlock_module.so;' \
@@ -296,10 +304,26 @@ install: all
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock.conf
 	install -m 644 conf/redis-runtime-dir.conf \
 	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d/airlock.conf
-	install -m 644 conf/policy.example.yaml $(DESTDIR)/etc/airlock/policy.yaml
-	$(if $(WORKER_SRCS),sed 's|^# *\(redis_unix  *[^ ]*\).*|\1|' \
-	    conf/worker.conf > $(DESTDIR)/etc/airlock/worker.conf \
-	    && grep -q '^redis_unix ' $(DESTDIR)/etc/airlock/worker.conf)
+	@if test -e $(DESTDIR)/etc/airlock/policy.yaml; then \
+	    echo "keeping $(DESTDIR)/etc/airlock/policy.yaml"; \
+	else \
+	    echo "install -m 644 conf/policy.example.yaml" \
+	         "$(DESTDIR)/etc/airlock/policy.yaml"; \
+	    install -m 644 conf/policy.example.yaml \
+	        $(DESTDIR)/etc/airlock/policy.yaml; \
+	fi
+	$(if $(WORKER_SRCS),@if test -e $(DESTDIR)/etc/airlock/worker.conf; then \
+	    echo "keeping $(DESTDIR)/etc/airlock/worker.conf"; \
+	else \
+	    echo "install conf/worker.conf (redis_unix)" \
+	         "$(DESTDIR)/etc/airlock/worker.conf"; \
+	    sed 's|^# *\(redis_unix  *[^ ]*\).*|\1|' conf/worker.conf \
+	        > $(DESTDIR)/etc/airlock/worker.conf.new \
+	    && grep -q '^redis_unix ' $(DESTDIR)/etc/airlock/worker.conf.new \
+	    && mv $(DESTDIR)/etc/airlock/worker.conf.new \
+	          $(DESTDIR)/etc/airlock/worker.conf \
+	    || { rm -f $(DESTDIR)/etc/airlock/worker.conf.new; exit 1; }; \
+	fi)
 	$(if $(wildcard conf/airlock-location.conf),install -m 644 \
 	    conf/airlock-location.conf $(DESTDIR)/etc/airlock/)
 	install -m 644 conf/airlock.logrotate $(DESTDIR)/etc/logrotate.d/airlock

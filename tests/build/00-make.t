@@ -78,6 +78,41 @@ unlike($out, qr/configure|cp -r/, 'nginx is not copied or reconfigured');
 ($rc, $out) = run("$make -q all");
 is($rc, 0, 'and up to date again');
 
+# make install over an installed tree (an upgrade from source, DESTDIR
+# empty on the appliance): the operator's policy and worker.conf stay as
+# they are, and /var/log/airlock keeps the set-group-ID mode and group
+# tmpfiles.d gave it (alertd reads the journal through that group); the
+# files that are the project's own (the location snippet) are replaced
+my $dest = "$tmp/dest";
+($rc, $out) = run("$make install DESTDIR=$dest");
+is($rc, 0, 'make install DESTDIR=...') or diag($out);
+ok(-f "$dest/etc/airlock/policy.yaml", 'it installs the example policy');
+my $gid = (getpwnam('nobody'))[3] // 65534;
+open(my $pf, '>>', "$dest/etc/airlock/policy.yaml") or die "policy: $!";
+print $pf "# the operator's own\n";
+close $pf;
+open(my $wf, '>>', "$dest/etc/airlock/worker.conf") or die "worker: $!";
+print $wf "# the operator's own\n";
+close $wf;
+open(my $lf, '>>', "$dest/etc/airlock/airlock-location.conf")
+    or die "location: $!";
+print $lf "# stale\n";
+close $lf;
+chown(0, $gid, "$dest/var/log/airlock") if $> == 0;
+chmod(02755, "$dest/var/log/airlock") or die "chmod: $!";
+($rc, $out) = run("$make install DESTDIR=$dest");
+is($rc, 0, 'make install again, over the installed files') or diag($out);
+like(`cat $dest/etc/airlock/policy.yaml`, qr/^# the operator's own$/m,
+     'the installed policy is kept, not replaced by the example');
+like(`cat $dest/etc/airlock/worker.conf`, qr/^# the operator's own$/m,
+     'the installed worker.conf is kept');
+unlike(`cat $dest/etc/airlock/airlock-location.conf`, qr/^# stale$/m,
+       'the location snippet, the project\'s own, is replaced');
+my @st = stat("$dest/var/log/airlock");
+is(sprintf('%04o', $st[2] & 07777), '2755',
+   '/var/log/airlock keeps its set-group-ID mode');
+is($st[5], $> == 0 ? $gid : $st[5], 'and its group');
+
 # make help names every target
 ($rc, $out) = run("make -s -C $src help");
 is($rc, 0, 'make help');
