@@ -126,6 +126,22 @@ ok(exists $c->{'/etc/airlock/airlock-location.conf'},
 ok(exists $c->{'/etc/airlock/worker.conf'}, '/etc/airlock/worker.conf')
     if glob("$top/worker/*.c");
 ok(grep(m{^/usr/share/doc/airlock/policy\.md}, keys %$c), 'the docs');
+
+# the docs the units (Documentation=) and the manual pages point to are
+# there under the names they give (not compressed to NAME.md.gz)
+my %doc;
+for my $f (glob("$top/conf/*.service"), glob("$top/debian/*.1")) {
+    my $text = do { local (@ARGV, $/) = $f; <> } // '';
+    $text =~ s/\\//g;
+    (my $name = $f) =~ s{.*/}{};
+    $doc{$1}{$name} = 1 while $text =~ m{(/usr/share/doc/airlock/[\w.-]+)}g;
+}
+ok(%doc, 'the units and manual pages name docs: '
+   . join(' ', sort map { s{.*/}{}r } keys %doc));
+for my $d (sort keys %doc) {
+    ok(exists $c->{$d}, "$d, which " . join(', ', sort keys %{$doc{$d}})
+       . ' names, is in the package');
+}
 ok(!grep(m{^/usr/lib/debug|\.a$|/etc/airlock/credentials}, keys %$c),
    'no debug files, static libraries or credentials directory');
 
