@@ -357,8 +357,10 @@ grep -q 'restart' /tmp/dpkg.log && echo "module upgrade: restart asked"
 nginx -s stop
 sleep 1
 
-# what an edit, the worker and alertd leave (the stopped daemons' state)
+# what an edit (its rollback copy, a first copy an edit killed while it
+# copied left), the worker and alertd leave (the stopped daemons' state)
 cp /etc/airlock/policy.yaml /etc/airlock/policy.yaml.prev
+cp /etc/airlock/policy.yaml /etc/airlock/policy.yaml.edit.part
 mkdir -p /var/lib/airlock-worker/jobs /var/lib/private/airlock-alertd
 ln -s private/airlock-alertd /var/lib/airlock-alertd
 dpkg --purge airlock libnginx-mod-http-airlock > /tmp/dpkg.log 2>&1 \
