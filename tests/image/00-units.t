@@ -76,7 +76,8 @@ for my $n (sort keys %units) {
         ok((grep { $_ eq $common{$k} } @{$d->{$k} || []}),
            "airlock-$n: $k=$common{$k}");
     }
-    my @bind = @{$d->{BindPaths} || []};
+    my @bind = map { split ' ' }
+               @{$d->{BindPaths} || []}, @{$d->{BindReadOnlyPaths} || []};
     is_deeply([sort @bind], ['/run/airlock', '/run/redis'],
               "airlock-$n: only Airlock's and Redis's socket directories "
               . "are bound into its /run");
@@ -113,6 +114,15 @@ for my $n (sort keys %units) {
         or diag("@forbidden");
     is($d->{PrivateDevices}[-1], 'yes',
        'worker: a /dev of pseudo-devices only');
+    # root with CAP_DAC_OVERRIDE: the owner and the mode of /run/airlock
+    # do not stop it from unlinking the proxy's socket (or Redis's) and
+    # binding its own in its place; a read-only bind does, and a unix
+    # socket on a read-only mount is still connected to
+    my @ro = sort map { split ' ' } @{$d->{BindReadOnlyPaths} || []};
+    my @rw = sort map { split ' ' } @{$d->{BindPaths} || []};
+    ok("@ro" eq '/run/airlock /run/redis' && !@rw,
+       'worker: the socket directories are bound read-only (BindPaths: '
+       . "@rw; BindReadOnlyPaths: @ro)");
 
     # a deny list: runsc needs @mount, @privileged and @debug (ptrace)
     my %denied = map { $_ => 1 }
