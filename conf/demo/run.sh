@@ -406,6 +406,12 @@ say "10. airlockctl explain gives the same answer the proxy gave"
 
 say "11. the assistant: Redis, the worker, and airlock-agent with no network"
 mkdir -p "$STATE/redis" "$STATE/agent" "$STATE/bin"
+# Redis has no password and holds the jobs and the sessions: as on the
+# appliance (its socket for group redis), only what the demo runs reaches
+# it, Redis and the worker (root) and the agent (its group), not every
+# local user (who would queue jobs fetched as the client "worker")
+chgrp "$(id -g airlock-agent)" "$STATE/redis" && chmod 0750 "$STATE/redis" \
+    || die "cannot restrict $STATE/redis"
 start redis.log redis-server --port 0 --unixsocket "$STATE/redis/redis.sock" \
     --unixsocketperm 777 --save '' --appendonly no --dir "$STATE/redis"
 for i in $(seq 1 100); do

@@ -1,0 +1,64 @@
+#!/usr/bin/perl
+# make demo-up's Redis (conf/demo/run.sh --keep): it holds the job stream
+# and the agent's sessions and has no password, so, as on the appliance
+# (unixsocketperm 770, group redis), only what the demo runs reaches it:
+# Redis and the worker (root) and the agent (airlock-agent).  Another
+# local user would otherwise queue jobs the worker fetches inputs for as
+# the proxy's client "worker", and read or rewrite the operator's
+# sessions.  The demo itself is left running for the probe, then stopped
+# with run.sh --down.
+
+use strict;
+use warnings;
+use Cwd ();
+use FindBin;
+use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent need_cmd);
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
+
+absent('the demo runs as root') if $> != 0;
+# the demo's packages are the demo set's, which the test set does not
+# install (no Prometheus for make test): without them this is skipped,
+# in CI too, as tests/build/00-make.t does for the sets it does not have
+if (system("sh $top/auto/deps --check demo >/dev/null 2>&1") != 0) {
+    plan skip_all => 'the demo set is not installed (auto/deps demo)';
+}
+need_cmd(qw(redis-server redis-cli prometheus prometheus-node-exporter
+            prometheus-alertmanager runuser python3 curl));
+absent("not built: $build/airlock-agent") unless -x "$build/airlock-agent";
+for my $u (qw(airlock-agent airlock-worker nobody)) {
+    absent("user $u missing (auto/deps demo)") unless defined getpwnam($u);
+}
+absent('a demo is already up (make down)') if -s '/run/airlock-demo.state';
+
+my $out = `AIRLOCK_BUILD=$build $top/conf/demo/run.sh --keep 2>&1`;
+my $rc = $? >> 8;
+my $state = -s '/run/airlock-demo.state'
+    ? `cat /run/airlock-demo.state` : '';
+chomp $state;
+is($rc, 0, 'the demo runs, kept up')
+    or diag(join "\n", grep { defined } (split /\n/, $out)[-20 .. -1]);
+
+SKIP: {
+    skip 'no demo state', 3 unless $state ne '' && -d $state;
+    my $sock = "$state/redis/redis.sock";
+    ok(-S $sock, 'its Redis socket') or last;
+
+    my $as = sub {
+        my ($user) = @_;
+        my $r = `runuser -u $user -- redis-cli -s $sock PING 2>&1`;
+        chomp $r;
+        return $r;
+    };
+    is($as->('airlock-agent'), 'PONG', 'the agent reaches Redis');
+    isnt($as->('nobody'), 'PONG', 'another local user does not')
+        or diag("stat: " . `stat -c '%a %U %G' $state/redis $sock`);
+}
+
+system("$top/conf/demo/run.sh --down >/dev/null 2>&1");
+ok(!-e '/run/airlock-demo.state', 'make down stops it');
+
+done_testing();
