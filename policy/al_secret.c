@@ -41,6 +41,7 @@ static int al_sodium_init(al_error_t *err, const char *path);
 static int al_key_write(const char *path, mode_t mode, const char *data,
     size_t len, al_error_t *err);
 static void al_fsync_dir(const char *path);
+static void al_keygen_exists(const char *path, al_error_t *err);
 static int al_key_read(const char *path, int secret, unsigned char *key,
     al_error_t *err);
 static int al_key_parse(const char *path, int secret, const char *buf,
@@ -63,12 +64,22 @@ al_sodium_init(al_error_t *err, const char *path)
 }
 
 
+/*
+ * The pair is written as PATH.tmp and PATH.pub.tmp, the public key renamed
+ * to PATH.pub, and the private key linked to PATH last (never replacing
+ * one): PATH appears whole, and only with its .pub beside it.  A run cut
+ * short (a kill, a power loss) leaves no PATH, so the next run, or the
+ * first-boot unit that runs while there is none, starts again, replacing
+ * the .tmp files and the .pub such a run left.
+ */
+
 int
 al_keygen(const char *path, al_error_t *err)
 {
     int            rc;
-    char          *pubpath;
+    char          *pubpath, *tmp, *pubtmp;
     size_t         plen;
+    struct stat    st;
     unsigned char  pk[crypto_box_PUBLICKEYBYTES];
     unsigned char  sk[crypto_box_SECRETKEYBYTES];
     char           b64[sodium_base64_ENCODED_LEN(crypto_box_SECRETKEYBYTES,
@@ -79,45 +90,111 @@ al_keygen(const char *path, al_error_t *err)
         return -1;
     }
 
+    if (lstat(path, &st) == 0) {
+        al_keygen_exists(path, err);
+        return -1;
+    }
+
+    if (errno != ENOENT) {
+        al_error_set(err, path, 0, 0, "cannot create key file: %s",
+                     strerror(errno));
+        return -1;
+    }
+
     plen = strlen(path);
-    pubpath = malloc(plen + sizeof(".pub"));
+    pubpath = malloc(3 * plen + sizeof(".pub") + sizeof(".tmp")
+                     + sizeof(".pub.tmp"));
     if (pubpath == NULL) {
         al_error_set(err, path, 0, 0, "out of memory");
         return -1;
     }
 
+    tmp = pubpath + plen + sizeof(".pub");
+    pubtmp = tmp + plen + sizeof(".tmp");
+
     memcpy(pubpath, path, plen);
     memcpy(pubpath + plen, ".pub", sizeof(".pub"));
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", sizeof(".tmp"));
+    memcpy(pubtmp, path, plen);
+    memcpy(pubtmp + plen, ".pub.tmp", sizeof(".pub.tmp"));
+
+    /*
+     * A .pub is replaced only when a run cut short left it: PATH.tmp is
+     * removed only after PATH is linked, so it is there beside such a
+     * .pub.  Any other .pub is someone's, and refused.
+     */
+
+    if (lstat(pubpath, &st) == 0 && lstat(tmp, &st) == -1) {
+        al_keygen_exists(pubpath, err);
+        free(pubpath);
+        return -1;
+    }
+
+    (void) unlink(tmp);
+    (void) unlink(pubtmp);
 
     crypto_box_keypair(pk, sk);
 
     sodium_bin2base64(b64, sizeof(b64), sk, sizeof(sk), AL_B64_VARIANT);
     rc = snprintf(line, sizeof(line), "%s %s\n", AL_KEY_SECRET_HEADER, b64);
 
-    rc = al_key_write(path, 0600, line, (size_t) rc, err);
+    rc = al_key_write(tmp, 0600, line, (size_t) rc, err);
 
     sodium_memzero(sk, sizeof(sk));
     sodium_memzero(b64, sizeof(b64));
     sodium_memzero(line, sizeof(line));
 
     if (rc != 0) {
-        free(pubpath);
-        return -1;
+        goto failed;
     }
 
     sodium_bin2base64(b64, sizeof(b64), pk, sizeof(pk), AL_B64_VARIANT);
     rc = snprintf(line, sizeof(line), "%s %s\n", AL_KEY_PUBLIC_HEADER, b64);
 
-    if (al_key_write(pubpath, 0644, line, (size_t) rc, err) != 0) {
-        (void) unlink(path);
-        free(pubpath);
-        return -1;
+    if (al_key_write(pubtmp, 0644, line, (size_t) rc, err) != 0) {
+        goto failed;
     }
 
+    if (rename(pubtmp, pubpath) == -1) {
+        al_error_set(err, path, 0, 0, "cannot rename %s to %s: %s", pubtmp,
+                     pubpath, strerror(errno));
+        goto failed;
+    }
+
+    if (link(tmp, path) == -1) {
+        if (errno == EEXIST) {
+            al_keygen_exists(path, err);
+
+        } else {
+            al_error_set(err, path, 0, 0, "cannot link %s to %s: %s", tmp,
+                         path, strerror(errno));
+        }
+
+        goto failed;
+    }
+
+    (void) unlink(tmp);
     al_fsync_dir(path);
     free(pubpath);
 
     return 0;
+
+failed:
+
+    (void) unlink(tmp);
+    (void) unlink(pubtmp);
+    free(pubpath);
+
+    return -1;
+}
+
+
+static void
+al_keygen_exists(const char *path, al_error_t *err)
+{
+    al_error_set(err, path, 0, 0, "refusing to overwrite existing %s; "
+                 "move it away or choose another path", path);
 }
 
 

@@ -358,9 +358,12 @@ nginx -s stop
 sleep 1
 
 # what an edit (its rollback copy, a first copy an edit killed while it
-# copied left), the worker and alertd leave (the stopped daemons' state)
+# copied left), a keygen cut short, the worker and alertd leave (the
+# stopped daemons' state)
 cp /etc/airlock/policy.yaml /etc/airlock/policy.yaml.prev
 cp /etc/airlock/policy.yaml /etc/airlock/policy.yaml.edit.part
+cp /etc/airlock/airlock.key /etc/airlock/airlock.key.tmp
+cp /etc/airlock/airlock.key.pub /etc/airlock/airlock.key.pub.tmp
 mkdir -p /var/lib/airlock-worker/jobs /var/lib/private/airlock-alertd
 ln -s private/airlock-alertd /var/lib/airlock-alertd
 dpkg --purge airlock libnginx-mod-http-airlock > /tmp/dpkg.log 2>&1 \
