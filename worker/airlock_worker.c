@@ -609,11 +609,12 @@ aw_ack_delete(aw_worker_t *w, const char *id)
 
 
 /*
- * While a job runs, and until its result is stored and published, its
- * entry's idle time is kept low, or another worker's XAUTOCLAIM would
+ * From the moment the worker has an entry until it acknowledges it,
+ * the entry's idle time is kept low, or another worker's XAUTOCLAIM would
  * take a live job after visibility_timeout_ms and run it a second time
- * (its POST inputs too): a result Redis refuses for a while is held by
- * the worker, whose entry must stay its own meanwhile.  A child process
+ * (its POST inputs too): a write Redis refuses for a while (the result,
+ * the delivery record, the dead-letter entry) holds the worker, whose
+ * entry must stay its own meanwhile.  A child process
  * does it, on a connection of its own: the worker itself is busy
  * fetching, watching the sandbox's limits or storing the result, and
  * must not wait on Redis for them.
@@ -999,10 +1000,21 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         return;
     }
 
+    /*
+     * The entry is kept this worker's from now until it is acknowledged,
+     * whatever ends it: a write Redis refuses for a while (maxmemory)
+     * holds the worker here before the job runs (the delivery record),
+     * or with no job to run (a rejection, the dead-letter stream), and
+     * an entry left idle meanwhile would be taken over and run, or
+     * dead-lettered, a second time
+     */
+    hb = aw_heartbeat_start(w, id);
+
     if (job.job_id[0] == '\0') {
         /* nothing to key a result on: the dead-letter stream says why */
         snprintf(last, sizeof(last), "%s: %s", code, err);
         aw_dead_letter(w, id, raw, len, last, deliveries);
+        aw_heartbeat_stop(hb);
         aw_ack_delete(w, id);
         aw_job_free(&job);
         return;
@@ -1026,7 +1038,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
         if (r->type == REDIS_REPLY_STRING) {
             aw_log("notice", "job %s already has a result", job.job_id);
-            aw_publish_done(w, id, job.job_id, r->str, -1);
+            aw_publish_done(w, id, job.job_id, r->str, hb);
             freeReplyObject(r);
             aw_job_free(&job);
             return;
@@ -1067,8 +1079,6 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
     aw_log("info", "job %s (entry %s, delivery %ld): %zu input(s)",
            job.job_id, id, deliveries, job.ninputs);
-
-    hb = aw_heartbeat_start(w, id);
 
     data = aw_fetch(conf, &job, &data_len, &res);
     res.timing.fetch = aw_now_ms() - t0;
