@@ -60,6 +60,9 @@ static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
+static redisReply *aw_get_result(aw_worker_t *w, const char *key);
+static void aw_wrong_type(aw_worker_t *w, const char *id, const char *raw,
+    size_t len, const char *key, const char *how, pid_t hb);
 static int aw_next_entry(aw_worker_t *w, char *id, size_t idlen,
     char **job, size_t *joblen, int *gone);
 static int aw_entry_from(redisReply *entry, char *id, size_t idlen,
@@ -73,8 +76,9 @@ static void aw_heartbeat_stop(pid_t pid);
 static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
     size_t len, int gone);
 static int aw_refused(const redisReply *r);
-static void aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
-    const aw_result_t *res, const char *result, pid_t hb);
+static void aw_finish(aw_worker_t *w, const char *id, const char *raw,
+    size_t len, const aw_job_t *job, const aw_result_t *res,
+    const char *result, pid_t hb);
 static void aw_publish_done(aw_worker_t *w, const char *id,
     const char *job_id, const char *stored, pid_t hb);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
@@ -315,6 +319,68 @@ aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
 
         aw_backoff(w);
     }
+}
+
+
+/*
+ * GET of a result key, retried as aw_cmd_retry() does, but a WRONGTYPE
+ * error is returned (the key holds a list, a hash...): waiting does not
+ * change it, and no result can be stored there.
+ */
+
+static redisReply *
+aw_get_result(aw_worker_t *w, const char *key)
+{
+    redisReply  *r;
+    const char  *argv[] = { "GET", key };
+
+    for ( ;; ) {
+        r = aw_cmd(w, 2, argv, NULL);
+        if (r != NULL
+            && (r->type != REDIS_REPLY_ERROR
+                || strncmp(r->str, "WRONGTYPE", 9) == 0))
+        {
+            return r;
+        }
+
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+
+        aw_backoff(w);
+    }
+}
+
+
+/*
+ * A job whose result key holds a value of another type: no result can
+ * be stored for it, and retrying would wedge every worker that takes
+ * it.  It goes to the dead-letter stream with the reason (how the job
+ * ended, if it ran) and is acknowledged; the key is left alone.
+ */
+
+static void
+aw_wrong_type(aw_worker_t *w, const char *id, const char *raw, size_t len,
+    const char *key, const char *how, pid_t hb)
+{
+    char         msg[AW_ERRLEN];
+    redisReply  *r;
+    const char  *type[] = { "TYPE", key };
+    const char  *del[] = { "HDEL", w->conf->errors_key, id };
+
+    r = aw_cmd_retry(w, 2, type, NULL);
+    snprintf(msg, sizeof(msg), "%s holds a %s, not a result: none can be "
+             "stored (%s)", key,
+             r->type == REDIS_REPLY_STATUS ? r->str : "value of another type",
+             how);
+    freeReplyObject(r);
+
+    aw_dead_letter(w, id, raw, len, msg, aw_deliveries(w, id));
+    aw_heartbeat_stop(hb);
+    aw_ack_delete(w, id);
+
+    r = aw_cmd_retry(w, 3, del, NULL);
+    freeReplyObject(r);
 }
 
 
@@ -762,10 +828,11 @@ aw_refused(const redisReply *r)
  */
 
 static void
-aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
-    const aw_result_t *res, const char *result, pid_t hb)
+aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
+    const aw_job_t *job, const aw_result_t *res, const char *result,
+    pid_t hb)
 {
-    char         key[128], ttl[32], *fallback;
+    char         key[128], ttl[32], how[AW_ERRLEN], *fallback;
     const char  *value;
     redisReply  *r, *g;
     aw_conf_t   *conf;
@@ -781,7 +848,6 @@ aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
 
     for ( ;; ) {
         const char  *set[] = { "SET", key, value, "NX", "EX", ttl };
-        const char  *get[] = { "GET", key };
 
         r = aw_cmd(w, 6, set, NULL);
         if (r == NULL) {
@@ -798,12 +864,24 @@ aw_finish(aw_worker_t *w, const char *id, const aw_job_t *job,
         if (r->type == REDIS_REPLY_NIL) {
             freeReplyObject(r);
 
-            g = aw_cmd_retry(w, 2, get, NULL);
+            g = aw_get_result(w, key);
             if (g->type == REDIS_REPLY_STRING) {
                 value = g->str;
                 aw_log("notice", "job %s already has a result; this one is "
                        "dropped", job->job_id);
                 break;
+            }
+
+            if (g->type == REDIS_REPLY_ERROR) {
+                /* the key was given another type while the job ran */
+                snprintf(how, sizeof(how), "the job ended %s%s%s%s%s",
+                         aw_status_name(res->status),
+                         res->code[0] ? " " : "", res->code,
+                         res->message[0] ? ": " : "", res->message);
+                freeReplyObject(g);
+                aw_wrong_type(w, id, raw, len, key, how, hb);
+                free(fallback);
+                return;
             }
 
             /* expired since the SET: ours is stored after all */
@@ -1031,21 +1109,24 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
      */
 
     snprintf(key, sizeof(key), "result:%s", job.job_id);
-    {
-        const char  *argv[] = { "GET", key };
+    r = aw_get_result(w, key);
 
-        r = aw_cmd_retry(w, 2, argv, NULL);
-
-        if (r->type == REDIS_REPLY_STRING) {
-            aw_log("notice", "job %s already has a result", job.job_id);
-            aw_publish_done(w, id, job.job_id, r->str, hb);
-            freeReplyObject(r);
-            aw_job_free(&job);
-            return;
-        }
-
+    if (r->type == REDIS_REPLY_ERROR) {
         freeReplyObject(r);
+        aw_wrong_type(w, id, raw, len, key, "the job was not run", hb);
+        aw_job_free(&job);
+        return;
     }
+
+    if (r->type == REDIS_REPLY_STRING) {
+        aw_log("notice", "job %s already has a result", job.job_id);
+        aw_publish_done(w, id, job.job_id, r->str, hb);
+        freeReplyObject(r);
+        aw_job_free(&job);
+        return;
+    }
+
+    freeReplyObject(r);
 
     if (deliveries > conf->max_deliveries) {
         const char  *argv[] = { "HGET", conf->errors_key, id };
@@ -1104,7 +1185,7 @@ done:
            aw_status_name(res.status), res.code[0] ? " " : "", res.code,
            res.timing.total);
 
-    aw_finish(w, id, &job, &res, json, hb);
+    aw_finish(w, id, raw, len, &job, &res, json, hb);
 
     free(json);
     aw_result_free(&res);
