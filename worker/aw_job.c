@@ -425,18 +425,22 @@ aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
         /*
          * Refused all the same; a job_id that can still be read (the
          * fault is a duplicate key elsewhere) lets the answer reach the
-         * agent instead of only the dead-letter stream.
+         * agent instead of only the dead-letter stream.  Read by the
+         * rule of an oversized envelope's (aw_envelope_ids()): named
+         * once at the top level, or there is no id (a lenient parse
+         * took the last of two job_ids)
          */
         root = json_loadb(raw, len, 0, NULL);
-        jid = json_is_object(root) ? json_object_get(root, "job_id") : NULL;
-        if (json_is_string(jid) && aw_id_valid(json_string_value(jid))) {
-            snprintf(job->job_id, sizeof(job->job_id), "%s",
-                     json_string_value(jid));
-            sid = json_object_get(root, "session_id");
-            if (json_is_string(sid) && aw_id_valid(json_string_value(sid)))
-            {
-                snprintf(job->session_id, sizeof(job->session_id), "%s",
-                         json_string_value(sid));
+        if (json_is_object(root)) {
+            aw_envelope_ids(raw, len, jtext, stext);
+
+            if (aw_id_valid(jtext)) {
+                snprintf(job->job_id, sizeof(job->job_id), "%s", jtext);
+
+                if (aw_id_valid(stext)) {
+                    snprintf(job->session_id, sizeof(job->session_id), "%s",
+                             stext);
+                }
             }
         }
         json_decref(root);

@@ -18,6 +18,8 @@
 static size_t aw_scan_string(const char *p, size_t len, size_t i,
     int *escaped);
 static size_t aw_scan_value(const char *p, size_t len, size_t i);
+static int aw_scan_name_is(const char *p, size_t i, size_t end,
+    const char *name);
 
 
 /*
@@ -140,13 +142,89 @@ aw_scan_value(const char *p, size_t len, size_t i)
 
 
 /*
+ * Whether the contents of a well-formed string, p[i] to p[end - 1]
+ * (between its quotes), escapes and all, read as jansson reads them, are
+ * name (plain ASCII): "job\u005fid" is "job_id".
+ */
+
+static int
+aw_scan_name_is(const char *p, size_t i, size_t end, const char *name)
+{
+    int       c, k, d;
+    unsigned  cp;
+
+    for ( ; i < end; i++, name++) {
+        c = (unsigned char) p[i];
+
+        if (c == '\\') {
+            if (++i >= end) {
+                return 0;
+            }
+
+            switch (p[i]) {
+
+            case 'b':
+                c = '\b';
+                break;
+
+            case 'f':
+                c = '\f';
+                break;
+
+            case 'n':
+                c = '\n';
+                break;
+
+            case 'r':
+                c = '\r';
+                break;
+
+            case 't':
+                c = '\t';
+                break;
+
+            case 'u':
+                cp = 0;
+                for (k = 0; k < 4; k++) {
+                    if (++i >= end || !isxdigit((unsigned char) p[i])) {
+                        return 0;
+                    }
+                    d = (unsigned char) p[i];
+                    cp = cp * 16 + (unsigned) (isdigit(d) ? d - '0'
+                                               : tolower(d) - 'a' + 10);
+                }
+                /* no ASCII name has a character beyond */
+                if (cp == 0 || cp > 0x7f) {
+                    return 0;
+                }
+                c = (int) cp;
+                break;
+
+            default:
+                c = (unsigned char) p[i];
+                break;
+            }
+        }
+
+        if (*name == '\0' || c != (unsigned char) *name) {
+            return 0;
+        }
+    }
+
+    return *name == '\0';
+}
+
+
+/*
  * The job_id and session_id of an envelope too large to parse, into
  * jid and sid (AW_ID_MAX + 1 bytes each), "" when not found: each taken
  * only when the envelope is one object whose top level names it exactly
- * once, without escapes, with a plain string of at most AW_ID_MAX bytes
- * as its value (an id has no character that needs an escape; the caller
- * checks it is one).  A "job_id" inside the script or an input is inside
- * a string or a nested value, never read as one.
+ * once (a name written with escapes counted as what it reads), that name
+ * without escapes, with a plain string of at most AW_ID_MAX bytes as its
+ * value (an id has no character that needs an escape; the caller checks
+ * it is one).  aw_job_parse() takes the ids of an envelope refused for a
+ * duplicate key by the same rule.  A "job_id" inside the script or an
+ * input is inside a string or a nested value, never read as one.
  */
 
 void
@@ -211,15 +289,17 @@ aw_envelope_ids(const char *raw, size_t len, char *jid, char *sid)
 
         dst = NULL;
 
-        if (!escaped && k - 1 - ks == 6
-            && memcmp(raw + ks, "job_id", 6) == 0)
-        {
+        /*
+         * a name written with escapes counts as jansson reads it (a
+         * second "job_id" is a duplicate however it is written), but
+         * its value is not taken
+         */
+
+        if (aw_scan_name_is(raw, ks, k - 1, "job_id")) {
             njob++;
             dst = jbuf;
 
-        } else if (!escaped && k - 1 - ks == 10
-                   && memcmp(raw + ks, "session_id", 10) == 0)
-        {
+        } else if (aw_scan_name_is(raw, ks, k - 1, "session_id")) {
             nsess++;
             dst = sbuf;
         }
@@ -227,7 +307,7 @@ aw_envelope_ids(const char *raw, size_t len, char *jid, char *sid)
         if (dst != NULL) {
             dst[0] = '\0';
 
-            if (raw[v] == '"') {
+            if (!escaped && raw[v] == '"') {
                 (void) aw_scan_string(raw, len, v, &vesc);
 
                 if (!vesc && ve - v - 2 <= AW_ID_MAX) {
