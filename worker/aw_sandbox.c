@@ -134,6 +134,7 @@ static int aw_cg_create(const aw_conf_t *conf, aw_box_t *box,
     const aw_limits_t *lim, char *err, size_t n);
 static void aw_cg_destroy(aw_box_t *box);
 static void aw_cg_sweep(const aw_conf_t *conf, const char *slot);
+static void aw_cg_stale(const aw_conf_t *conf, const char *hier);
 static long aw_cg_oom_kills(const aw_box_t *box);
 static long aw_cg_cpu_ms(const aw_box_t *box);
 static long aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim);
@@ -514,16 +515,20 @@ aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim)
 static void
 aw_cg_destroy(aw_box_t *box)
 {
-    int    i, round, any;
+    int    i, round, any, err;
     long   pid;
     FILE  *f;
     char   path[2304], line[64];
+
+    err = 0;
 
     for (i = box->ncg - 1; i >= 0; i--) {
         for (round = 0; round < 50; round++) {
             if (rmdir(box->cg[i]) == 0 || errno == ENOENT) {
                 break;
             }
+
+            err = errno;
 
             /* whatever is still in the cgroup is killed first */
 
@@ -544,6 +549,12 @@ aw_cg_destroy(aw_box_t *box)
             }
 
             usleep(any ? 20000 : 5000);
+        }
+
+        if (round == 50) {
+            /* found again by the next worker to start (aw_cg_stale()) */
+            aw_log("error", "cannot remove cgroup %s: %s", box->cg[i],
+                   strerror(err));
         }
     }
 
@@ -582,6 +593,50 @@ aw_cg_sweep(const aw_conf_t *conf, const char *slot)
             one.ncg = 1;
             aw_cg_destroy(&one);
         }
+    }
+
+    closedir(d);
+}
+
+
+/*
+ * The job cgroups under <hier>/<cgroup_name> whose worker is gone, found
+ * with no job directory: one whose removal failed (a process that would
+ * not die) while its directory went, or one left past its directory by
+ * a crash.  Each goes in every hierarchy, what is in it killed first.
+ */
+
+static void
+aw_cg_stale(const aw_conf_t *conf, const char *hier)
+{
+    DIR            *d;
+    char            path[2304];
+    pid_t           pid;
+    aw_box_t        one;
+    struct dirent  *e;
+
+    snprintf(path, sizeof(path), "%s/%s", hier, conf->cgroup_name);
+
+    d = opendir(path);
+    if (d == NULL) {
+        return;
+    }
+
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "aw-", 3) != 0 || e->d_type != DT_DIR
+            || aw_owner_alive(e->d_name, &pid) != 0)
+        {
+            continue;
+        }
+
+        aw_log("notice", "removing cgroup %s, left by worker %d", e->d_name,
+               (int) pid);
+
+        memset(&one, 0, sizeof(one));
+        snprintf(one.cg[0], sizeof(one.cg[0]), "%s/%s", path, e->d_name);
+        one.ncg = 1;
+        aw_cg_destroy(&one);
+        aw_cg_sweep(conf, e->d_name);
     }
 
     closedir(d);
@@ -2102,6 +2157,24 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
         }
 
         snprintf(path, sizeof(path), "%s/jobs", conf->workdir);
+    }
+
+    if (d != NULL) {
+        closedir(d);
+    }
+
+    /* cgroups whose directory is gone: v2's one tree, v1's hierarchies */
+
+    aw_cg_stale(conf, conf->cgroup_root);
+
+    d = opendir(conf->cgroup_root);
+
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] != '.' && e->d_type == DT_DIR) {
+            snprintf(path, sizeof(path), "%s/%s", conf->cgroup_root,
+                     e->d_name);
+            aw_cg_stale(conf, path);
+        }
     }
 
     if (d != NULL) {
