@@ -2,11 +2,11 @@
  * The data a script gets: each blueprint input fetched through Airlock's
  * unix socket.  The fetch runs in a child that has dropped to the worker
  * user, so the proxy identifies it by peer uid as the policy's worker
- * client; the worker itself holds no credential.  The child writes one
- * JSON document to a pipe: {"data": {...}} or {"error": {code, message}}.
- * A body reaches the script as it came, NUL bytes included (a raw one in
- * a text body, "\u0000" in a JSON one): both sides of the pipe, and the
- * script's json.load, read JSON with NULs in strings.
+ * client; the worker itself holds no credential.  The child writes to a
+ * pipe "D" and data.json, which the worker takes as it is, or "E" and
+ * {"error": {code, message}}.  A body reaches the script as it came, NUL
+ * bytes included (a raw one in a text body, "\u0000" in a JSON one): the
+ * child and the script's json.load read JSON with NULs in strings.
  */
 
 #include <errno.h>
@@ -257,13 +257,23 @@ static void
 aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd,
     pid_t worker)
 {
-    char     code[64], msg[AW_ERRLEN], *s;
-    size_t   i, len, off;
+    char     code[64], msg[AW_ERRLEN], *s, *out, *nb;
+    size_t   i, len, off, cap, need;
     ssize_t  n;
-    json_t  *doc, *data, *one, *e;
+    json_t  *one, *e;
 
-    doc = json_object();
-    data = json_object();
+    /*
+     * "D" and data.json, built one input at a time: an input's tree
+     * (about 80 times its body for one of many small values) is freed
+     * before the next is fetched; or "E" and the error
+     */
+    cap = 65536;
+    out = malloc(cap);
+    if (out == NULL) {
+        _exit(2);
+    }
+    memcpy(out, "D{", 2);
+    len = 2;
 
     if (aw_drop_privileges(conf) != 0) {
         snprintf(code, sizeof(code), "internal");
@@ -283,28 +293,50 @@ aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd,
             goto fail;
         }
 
-        json_object_set_new(data, job->inputs[i].name, one);
+        s = json_dumps(one, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(one);
+        if (s == NULL) {
+            _exit(2);
+        }
+
+        /* ,"<name>":<value> (a name is [A-Za-z0-9_-]) */
+        need = len + strlen(job->inputs[i].name) + strlen(s) + 8;
+        if (need > cap) {
+            while (need > cap) {
+                cap *= 2;
+            }
+            nb = realloc(out, cap);
+            if (nb == NULL) {
+                _exit(2);
+            }
+            out = nb;
+        }
+
+        len += (size_t) sprintf(out + len, "%s\"%s\":%s", i ? "," : "",
+                                job->inputs[i].name, s);
+        free(s);
     }
 
-    json_object_set_new(doc, "data", data);
+    out[len++] = '}';
+    s = out;
     goto write;
 
 fail:
 
-    json_decref(data);
+    free(out);
     e = json_object();
     json_object_set_new(e, "code", json_string(code));
     json_object_set_new(e, "message", aw_json_bytes(msg, strlen(msg), 0));
-    json_object_set_new(doc, "error", e);
 
-write:
-
-    s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (s == NULL) {
+    one = json_object();
+    json_object_set_new(one, "error", e);
+    s = json_dumps(one, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (s == NULL || write(fd, "E", 1) != 1) {
         _exit(2);
     }
-
     len = strlen(s);
+
+write:
 
     for (off = 0; off < len; off += (size_t) n) {
         n = write(fd, s + off, len - off);
@@ -321,13 +353,13 @@ char *
 aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     aw_result_t *res)
 {
-    int            fds[2], st, late, over;
-    char          *buf, *nb, *out;
+    int            fds[2], st, late, over, whole;
+    char          *buf, *nb;
     pid_t          pid, worker;
     size_t         cap, n, max;
     ssize_t        r;
     long           deadline, left;
-    json_t        *doc, *data, *e;
+    json_t        *doc, *e;
     json_error_t   je;
     struct pollfd  pfd;
 
@@ -379,7 +411,6 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     cap = 0;
     n = 0;
     buf = NULL;
-    out = NULL;
     late = 0;
     over = 0;
     st = 0;
@@ -431,42 +462,50 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     kill(pid, SIGKILL);
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
 
-    /* bodies may hold NULs (the child keeps them): see the top */
-    doc = (buf != NULL && !late && !over)
-          ? json_loadb(buf, n, JSON_ALLOW_NUL, &je) : NULL;
-    free(buf);
+    /*
+     * data.json as the child wrote it, not parsed again: the worker
+     * would build the whole tree (about 80 times the answer for many
+     * small values).  Taken only from a child that wrote all of it and
+     * exited 0.
+     */
 
-    if (doc == NULL) {
-        if (late) {
-            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
-                           "the fetch did not finish within %ld ms per "
-                           "input", conf->fetch_timeout_ms);
+    whole = buf != NULL && !late && !over && n > 0 && WIFEXITED(st)
+            && WEXITSTATUS(st) == 0;
 
-        } else if (over) {
-            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
-                           "the fetch process wrote more than %zu bytes",
-                           max);
-
-        } else if (n == 0) {
-            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
-                           "the fetch process ended without an answer "
-                           "(%s %d)", WIFSIGNALED(st) ? "signal"
-                                                      : "exit code",
-                           WIFSIGNALED(st) ? WTERMSIG(st)
-                                           : WEXITSTATUS(st));
-
-        } else {
-            aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
-                           "the fetch process's answer is not JSON: %s",
-                           je.text);
-        }
-        return NULL;
+    if (whole && buf[0] == 'D' && n >= 3 && buf[n - 1] == '}') {
+        memmove(buf, buf + 1, n - 1);
+        buf[n - 1] = '\0';
+        *len = n - 1;
+        return buf;
     }
 
-    e = json_object_get(doc, "error");
-    data = json_object_get(doc, "data");
+    doc = (whole && buf[0] == 'E') ? json_loadb(buf + 1, n - 1, 0, &je)
+                                   : NULL;
+    free(buf);
 
-    if (e != NULL || data == NULL) {
+    e = json_object_get(doc, "error");
+
+    if (late) {
+        aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                       "the fetch did not finish within %ld ms per input",
+                       conf->fetch_timeout_ms);
+
+    } else if (over) {
+        aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                       "the fetch process wrote more than %zu bytes", max);
+
+    } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                       "the fetch process ended without %s answer (%s %d)",
+                       n ? "a whole" : "an",
+                       WIFSIGNALED(st) ? "signal" : "exit code",
+                       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+
+    } else if (!json_is_object(e)) {
+        aw_result_fail(res, AW_ST_ERROR, "fetch_failed",
+                       "the fetch process's answer is not one it gives");
+
+    } else {
         aw_result_fail(res, AW_ST_ERROR,
                        json_string_value(json_object_get(e, "code"))
                        ? json_string_value(json_object_get(e, "code"))
@@ -474,19 +513,9 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
                        json_string_value(json_object_get(e, "message"))
                        ? json_string_value(json_object_get(e, "message"))
                        : "the fetch failed");
-        json_decref(doc);
-        return NULL;
     }
 
-    out = json_dumps(data, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
 
-    if (out == NULL) {
-        aw_result_fail(res, AW_ST_ERROR, "internal", "out of memory");
-        return NULL;
-    }
-
-    *len = strlen(out);
-
-    return out;
+    return NULL;
 }
