@@ -724,7 +724,9 @@ aw_heartbeat_start(aw_worker_t *w, const char *id)
  * for this consumer, XCLAIM it to this consumer with min-idle-time 0 and
  * JUSTID, which resets its idle time and not its delivery count.  The
  * check and the claim are one script, so an entry another worker has
- * taken over (this one lost Redis too long) is never taken back.
+ * taken over (this one lost Redis too long) is never taken back.  An
+ * entry deleted from the stream is not claimed but dropped from the
+ * pending list by Redis 7 (2): it is this worker's alone from then on.
  */
 
 static void
@@ -737,8 +739,9 @@ aw_heartbeat(const aw_conf_t *conf, const char *id, pid_t parent)
         "local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], "
         "ARGV[2], 1) "
         "if p[1] == nil or p[1][2] ~= ARGV[3] then return 0 end "
-        "redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], "
-        "'JUSTID') "
+        "local c = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, "
+        "ARGV[2], 'JUSTID') "
+        "if #c == 0 then return 2 end "
         "return 1";
     const char  *argv[] = { "EVAL", script, "1", conf->stream, conf->group,
                             id, conf->consumer };
@@ -765,6 +768,16 @@ aw_heartbeat(const aw_conf_t *conf, const char *id, pid_t parent)
             redisFree(c);
             c = NULL;
             continue;
+        }
+
+        if (r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
+            /*
+             * deleted from the stream (XDEL, XTRIM): Redis 7's XCLAIM
+             * has taken it off the pending list, where no other worker
+             * finds it; this one finishes what it was doing
+             */
+            freeReplyObject(r);
+            break;
         }
 
         if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
@@ -1071,22 +1084,25 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
     deliveries = aw_deliveries(w, id);
 
-    if (gone) {
-        aw_gone(w, id, deliveries);
-        aw_ack_delete(w, id);
-        aw_job_free(&job);
-        return;
-    }
-
     /*
      * The entry is kept this worker's from now until it is acknowledged,
      * whatever ends it: a write Redis refuses for a while (maxmemory)
      * holds the worker here before the job runs (the delivery record),
      * or with no job to run (a rejection, the dead-letter stream), and
      * an entry left idle meanwhile would be taken over and run, or
-     * dead-lettered, a second time
+     * dead-lettered, a second time.  One deleted from the stream is
+     * taken off the pending list by the heartbeat's first claim (Redis
+     * 7), so no other worker finds and records it too.
      */
     hb = aw_heartbeat_start(w, id);
+
+    if (gone) {
+        aw_gone(w, id, deliveries);
+        aw_heartbeat_stop(hb);
+        aw_ack_delete(w, id);
+        aw_job_free(&job);
+        return;
+    }
 
     if (job.job_id[0] == '\0') {
         /* nothing to key a result on: the dead-letter stream says why */

@@ -27,7 +27,7 @@ my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
 $w->start_proxy;
 $w->start_redis;
 
-plan tests => 9;
+plan tests => 11;
 
 my $dir = $t->testdir;
 my %c = (visibility_timeout_ms => 1500);
@@ -123,6 +123,45 @@ is($r && $r->{error}{code}, 'dead_letter', 'the job is dead-lettered');
 wait_any_log(qr/to airlock:jobs:dead(?s:.*)to airlock:jobs:dead/, 5);
 my $dead = $w->redis('XRANGE', 'airlock:jobs:dead', '-', '+');
 is(scalar @$dead, 1, 'once') or diag explain $dead, logs();
+
+$w->kill_worker('TERM', $_) for @p;
+
+# an entry deleted from the stream while pending for the worker's own
+# consumer name, whose dead-letter entry Redis refuses for a while (the
+# dead-letter key of another type): the other worker's XAUTOCLAIM found
+# it deleted and recorded it too
+
+my $gone = $w->add_job(job_id => 'gone1', script => "print(1)");
+$w->redis('XREADGROUP', 'GROUP', 'airlock-workers', 'gone-1',
+          'COUNT', '1', 'STREAMS', 'airlock:jobs', '>');
+$w->redis('XDEL', 'airlock:jobs', $gone);
+$w->redis('DEL', 'airlock:jobs:dead');
+$w->redis('SET', 'airlock:jobs:dead', 'not a stream');
+
+@p = ($w->start_worker(consumer => 'gone-1', %c,
+                       workdir => "$dir/work-gone-1", name => 'gone-1.conf'));
+ok(wait_log($p[0], qr/redis XADD: WRONGTYPE/, 30),
+   'the worker waits to record the deleted entry');
+
+# the entry is held (its heartbeat takes it off the pending list: Redis 7
+# drops a deleted entry it is asked to claim), within a few heartbeats
+for (1 .. 60) {
+    last if $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers')->[0]
+            == 0;
+    sleep 0.05;
+}
+push @p, $w->start_worker(consumer => 'gone-2', %c,
+                          workdir => "$dir/work-gone-2",
+                          name => 'gone-2.conf');
+wait_log($p[1], qr/redis XADD: WRONGTYPE/, 4.5);
+$w->redis('DEL', 'airlock:jobs:dead');
+
+wait_any_log(qr/\Q$gone\E to airlock:jobs:dead/, 30);
+wait_any_log(qr/\Q$gone\E to airlock:jobs:dead(?s:.*)\Q$gone\E to airlock/,
+             5);
+$dead = $w->redis('XRANGE', 'airlock:jobs:dead', '-', '+');
+is(scalar @$dead, 1, 'the deleted entry is recorded once')
+    or diag explain $dead, logs();
 
 $w->kill_worker('TERM', $_) for @p;
 unlike($w->all_worker_logs,
