@@ -4,8 +4,8 @@
  *
  * On routes that inject credentials, any scrub string of the route (see
  * al_scrub_collect()) in a response header or in the body, raw,
- * URL-encoded or JSON-escaped (al_scrub_match()), reaches the client as
- * "[REDACTED]".  A body of known length up to airlock_scrub_hold
+ * URL-encoded, JSON- or HTML-escaped (al_scrub_match()), reaches the
+ * client as "[REDACTED]".  A body of known length up to airlock_scrub_hold
  * (64 KB) is held whole and sent with the Content-Length of what is sent.
  * Others are scrubbed as they stream: nothing is buffered but the few
  * bytes at the end of a buffer that could begin a match, which wait for
@@ -1267,7 +1267,7 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
  * type vt and the starts' bytes broadcast in a[] and b[].  A lane is a
  * candidate when it and the byte after it are a start, or the second
  * byte begins an escape of a start, or the lane itself begins one ('%',
- * '\\', '+').  A macro for the two vector widths.
+ * '\\', '&', '+').  A macro for the two vector widths.
  */
 
 #define ngx_http_airlock_pairs_mask(vt, m, v, v1, a, b, scrub)                \
@@ -1275,13 +1275,13 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
         ngx_uint_t  i_;                                                       \
         vt          e_, ep_;                                                  \
                                                                               \
-        m = (vt) ((v == '%') | (v == '\\'));                                  \
+        m = (vt) ((v == '%') | (v == '\\') | (v == '&'));                     \
                                                                               \
         if ((scrub)->plus) {                                                  \
             m |= (vt) (v == '+');                                             \
         }                                                                     \
                                                                               \
-        e_ = (vt) ((v1 == '%') | (v1 == '\\'));                               \
+        e_ = (vt) ((v1 == '%') | (v1 == '\\') | (v1 == '&'));                 \
         ep_ = (vt) (v1 == '+');                                               \
                                                                               \
         for (i_ = 0; i_ < (scrub)->npairs; i_++) {                            \
@@ -1393,7 +1393,7 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
 {
     u_char      *p;
     uint32_t     bits;
-    __m256i      lo1, hi1, lo2, hi2, nib, pct, bsl, pls, spc, zero;
+    __m256i      lo1, hi1, lo2, hi2, nib, pct, bsl, amp, pls, spc, zero;
     __m256i      v, v1, f, g, esc;
     al_scrub_t  *scrub;
 
@@ -1416,6 +1416,7 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     nib = _mm256_set1_epi8(0x0f);
     pct = _mm256_set1_epi8('%');
     bsl = _mm256_set1_epi8('\\');
+    amp = _mm256_set1_epi8('&');
     pls = _mm256_set1_epi8('+');
     spc = _mm256_set1_epi8((char) rc->space);
     zero = _mm256_setzero_si256();
@@ -1441,11 +1442,13 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
         g = _mm256_or_si256(g,
                 _mm256_or_si256(_mm256_cmpeq_epi8(v1, pct),
                                 _mm256_cmpeq_epi8(v1, bsl)));
+        g = _mm256_or_si256(g, _mm256_cmpeq_epi8(v1, amp));
         g = _mm256_or_si256(g,
                 _mm256_and_si256(_mm256_cmpeq_epi8(v1, pls), spc));
 
         esc = _mm256_or_si256(_mm256_cmpeq_epi8(v, pct),
                               _mm256_cmpeq_epi8(v, bsl));
+        esc = _mm256_or_si256(esc, _mm256_cmpeq_epi8(v, amp));
 
         if (scrub->plus) {
             esc = _mm256_or_si256(esc, _mm256_cmpeq_epi8(v, pls));
@@ -1488,11 +1491,13 @@ ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p, uint32_t bits)
         c = p[k];
         d = p[k + 1];
 
-        want = (c == '%' || c == '\\' || (scrub->plus && c == '+'));
+        want = (c == '%' || c == '\\' || c == '&'
+                || (scrub->plus && c == '+'));
 
         for (i = 0; i < scrub->npairs; i++) {
             want |= (c == scrub->pair[i][0]
                      && (d == scrub->pair[i][1] || d == '%' || d == '\\'
+                         || d == '&'
                          || (scrub->pair[i][1] == ' ' && d == '+')));
         }
 

@@ -651,9 +651,11 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  *
  * al_scrub_match() finds each string in its encoded forms as well:
  * raw, URL-encoded (any byte as %XX, hex digits in either case, "+" for a
- * space) and JSON-escaped (\" \\ \/ \b \f \n \r \t and \uXXXX for any
- * character, either case, surrogate pairs for 4-byte UTF-8).  A match is
- * read in one form from its first byte to its last.
+ * space), JSON-escaped (\" \\ \/ \b \f \n \r \t and \uXXXX for any
+ * character, either case, surrogate pairs for 4-byte UTF-8) and
+ * HTML-escaped (&amp; &lt; &gt; &quot; &apos;, &#N; and &#xN; for any
+ * character).  A match is read in one form from its first byte to its
+ * last.
  */
 
 #define AL_SCRUB_PAIRS  8
@@ -686,7 +688,7 @@ al_scrub_pair_out(const al_scrub_t *s, const unsigned char *p)
 {
     unsigned  bit;
 
-    if (p[0] == '%' || p[0] == '\\' || p[0] == '+') {
+    if (p[0] == '%' || p[0] == '\\' || p[0] == '+' || p[0] == '&') {
         return 0;
     }
 

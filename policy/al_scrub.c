@@ -7,9 +7,10 @@
  *
  * The list holds the forms that need work to build (base64 in both
  * alphabets, with and without padding; the Basic credential decoded).
- * The forms a client decodes byte by byte (URL-encoding, JSON escapes, in
- * any mix of hex case) are not listed, 2^n strings each: al_scrub_match()
- * decodes them as it compares, so one string stands for all of them.
+ * The forms a client decodes byte by byte (URL-encoding, JSON escapes,
+ * HTML and XML character references, in any mix of hex case) are not
+ * listed, 2^n strings each: al_scrub_match() decodes them as it compares,
+ * so one string stands for all of them.
  */
 
 #include <string.h>
@@ -23,6 +24,7 @@
 #define AL_SCRUB_RAW    0
 #define AL_SCRUB_URL    1
 #define AL_SCRUB_JSON   2
+#define AL_SCRUB_HTML   3
 
 
 typedef struct {
@@ -48,6 +50,8 @@ static const al_secret_t *al_scrub_secret(const al_policy_t *p,
 static void al_scrub_pair_clear(al_scrub_t *s, unsigned a, unsigned b);
 static int al_scrub_match_str(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, size_t *len);
+static int al_scrub_html(const unsigned char *p, size_t avail,
+    uint32_t *cp, size_t *len);
 static int al_scrub_hex(int c);
 static size_t al_scrub_utf8(unsigned char *out, uint32_t cp);
 
@@ -428,6 +432,7 @@ al_scrub_index(al_scrub_t *s)
 
     s->first['%'] = 1;
     s->first['\\'] = 1;
+    s->first['&'] = 1;
 
     for (i = 0; i < s->n; i++) {
         s->first[(unsigned char) s->str[i].data[0]] = 1;
@@ -484,6 +489,7 @@ al_scrub_index(al_scrub_t *s)
         al_scrub_pair_clear(s, c, (unsigned char) s->str[i].data[1]);
         al_scrub_pair_clear(s, c, '%');
         al_scrub_pair_clear(s, c, '\\');
+        al_scrub_pair_clear(s, c, '&');
 
         if (s->str[i].data[1] == ' ') {
             al_scrub_pair_clear(s, c, '+');
@@ -533,14 +539,15 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
         str = &s->str[i];
         c = (unsigned char) str->data[0];
 
-        for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_JSON; mode++) {
+        for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_HTML; mode++) {
 
             /* what each form can start with */
 
             if (p[0] != c
                 && !(mode == AL_SCRUB_URL
                      && (p[0] == '%' || (p[0] == '+' && c == ' ')))
-                && !(mode == AL_SCRUB_JSON && p[0] == '\\'))
+                && !(mode == AL_SCRUB_JSON && p[0] == '\\')
+                && !(mode == AL_SCRUB_HTML && p[0] == '&'))
             {
                 continue;
             }
@@ -566,17 +573,18 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
 
 
 /*
- * One string in one form: raw, URL-encoded or JSON-escaped.  Each form is
- * read one way only: in URL-encoding "%" followed by two hex digits is an
- * escape (an encoder writes a "%" of the value as "%25"), in JSON "\" is
- * always one.
+ * One string in one form: raw, URL-encoded, JSON-escaped or HTML-escaped.
+ * Each form is read one way only: in URL-encoding "%" followed by two hex
+ * digits is an escape (an encoder writes a "%" of the value as "%25"), in
+ * JSON "\" is always one, in HTML "&" begins a reference when one follows
+ * (al_scrub_html()) and is itself otherwise, as a browser reads it.
  */
 
 static int
 al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
     int mode, size_t *len)
 {
-    int                   h[4];
+    int                   h[4], m;
     size_t                i, k, e, n, x, need;
     uint32_t              cp, lo;
     unsigned char         u[4];
@@ -633,6 +641,48 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
             }
 
             return AL_SCRUB_NONE;
+        }
+
+        if (mode == AL_SCRUB_HTML) {
+
+            if (p[i] == '&') {
+                m = al_scrub_html(p + i, avail - i, &cp, &e);
+
+                /* a reference stands for at most what is left of the
+                   string, 6 bytes a byte: no wait past the carry */
+
+                if (m == AL_SCRUB_PARTIAL) {
+                    if (avail - i < AL_SCRUB_SPAN * (str->len - k)) {
+                        return AL_SCRUB_PARTIAL;
+                    }
+
+                    m = AL_SCRUB_NONE;
+                }
+
+                if (m == AL_SCRUB_FULL) {
+                    n = al_scrub_utf8(u, cp);
+
+                    /* at most 6 bytes a byte, as the carry is sized */
+
+                    if (e > AL_SCRUB_SPAN * n || n > str->len - k
+                        || memcmp(u, v + k, n) != 0)
+                    {
+                        return AL_SCRUB_NONE;
+                    }
+
+                    i += e;
+                    k += n;
+                    continue;
+                }
+            }
+
+            if (p[i] != v[k]) {
+                return AL_SCRUB_NONE;
+            }
+
+            i++;
+            k++;
+            continue;
         }
 
         /* JSON */
@@ -753,6 +803,102 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
     }
 
     *len = i;
+
+    return AL_SCRUB_FULL;
+}
+
+
+/*
+ * An HTML or XML character reference at p (an "&"): "&amp;", "&lt;",
+ * "&gt;", "&quot;", "&apos;" (the name in any case), "&#N;" or "&#xN;"
+ * ("x" and the hex digits in either case), as html.unescape() and XML
+ * parsers read them.  FULL with the character and the reference's length,
+ * NONE when no reference is there (the "&" is then itself), PARTIAL when
+ * the bytes so far may begin one.  A reference has at most 10 bytes
+ * ("&#1114111;"); one without its ";" is not read.
+ */
+
+static int
+al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
+    size_t *len)
+{
+    int                   d;
+    size_t                i, k, base;
+    const unsigned char  *name;
+
+    static const struct {
+        const char        *name;
+        uint32_t           cp;
+    }  names[] = {
+        { "amp;", '&' }, { "lt;", '<' }, { "gt;", '>' },
+        { "quot;", '"' }, { "apos;", '\'' }
+    };
+
+    if (avail < 2) {
+        return AL_SCRUB_PARTIAL;
+    }
+
+    if (p[1] != '#') {
+        for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+            name = (const unsigned char *) names[k].name;
+
+            for (i = 0; name[i] != '\0'; i++) {
+                if (1 + i == avail) {
+                    return AL_SCRUB_PARTIAL;
+                }
+
+                if ((p[1 + i] | (name[i] == ';' ? 0 : 0x20)) != name[i]) {
+                    break;
+                }
+            }
+
+            if (name[i] == '\0') {
+                *cp = names[k].cp;
+                *len = 1 + i;
+                return AL_SCRUB_FULL;
+            }
+        }
+
+        return AL_SCRUB_NONE;
+    }
+
+    i = 2;
+    base = 10;
+
+    if (i == avail) {
+        return AL_SCRUB_PARTIAL;
+    }
+
+    if ((p[i] | 0x20) == 'x') {
+        base = 16;
+        i++;
+    }
+
+    *cp = 0;
+
+    for (k = i; /* void */; k++) {
+        if (k == avail) {
+            return AL_SCRUB_PARTIAL;
+        }
+
+        if (p[k] == ';') {
+            break;
+        }
+
+        d = al_scrub_hex(p[k]);
+
+        if (d < 0 || (size_t) d >= base || k + 1 >= 10) {
+            return AL_SCRUB_NONE;
+        }
+
+        *cp = *cp * (uint32_t) base + (uint32_t) d;
+    }
+
+    if (k == i || *cp > 0x10ffff || (*cp >= 0xd800 && *cp <= 0xdfff)) {
+        return AL_SCRUB_NONE;
+    }
+
+    *len = k + 1;
 
     return AL_SCRUB_FULL;
 }

@@ -3,7 +3,8 @@
  * (raw, after the scheme, base64 in both alphabets with and without
  * padding, the Basic credential decoded and its password alone), and the
  * forms al_scrub_match() decodes as it compares (URL-encoding in every
- * hex case, JSON escapes), whole and fed a few bytes at a time.
+ * hex case, JSON escapes, HTML references), whole and fed a few bytes at
+ * a time.
  */
 
 #include <stdio.h>
@@ -39,6 +40,7 @@ static int redacted(const al_scrub_t *s, const char *in, const char *name);
 static void test_forms(al_keyring_t *kr, const char *pub);
 static void test_url(const al_scrub_t *s);
 static void test_json(const al_scrub_t *s);
+static void test_html(const al_scrub_t *s);
 static void test_base64(const al_scrub_t *s);
 static void test_partial(const al_scrub_t *s);
 static void test_negative(const al_scrub_t *s);
@@ -274,6 +276,7 @@ test_forms(al_keyring_t *kr, const char *pub)
 
         test_url(s);
         test_json(s);
+        test_html(s);
         test_base64(s);
         test_partial(s);
         test_negative(s);
@@ -415,6 +418,39 @@ test_json(const al_scrub_t *s)
 }
 
 
+/*
+ * HTML and XML: the five characters by name (in any case), and any
+ * character as &#N; or &#xN; (the x and the hex digits in either case,
+ * leading zeros while the reference is at most 6 bytes a byte).
+ */
+
+static void
+test_html(const al_scrub_t *s)
+{
+    int          m;
+    size_t       n;
+
+    redacted(s, "s3cr3t/&gt;?~k", "html: &gt;");
+    redacted(s, "s3cr3t/&GT;?~k", "html: &GT;");
+    redacted(s, "s3cr3t/&#62;?~k", "html: &#62;");
+    redacted(s, "s3cr3t/&#062;?~k", "html: &#062;");
+    redacted(s, "s3cr3t/&#x3e;?~k", "html: &#x3e;");
+    redacted(s, "s3cr3t/&#X3E;?~k", "html: &#X3E;");
+    redacted(s, "&#115;&#51;&#99;&#114;&#51;&#116;&#47;&#62;&#63;&#126;"
+             "&#107;", "html: every byte as &#N;");
+    redacted(s, "&#x73;&#X33;&#x63;&#x72;&#x33;&#x74;&#x2F;&#x3e;&#x3F;"
+             "&#X7e;&#x6B;", "html: every byte as &#xN;, mixed case");
+    redacted(s, "Bearer&#32;s3cr3t/&gt;?~k", "html: the rendered value");
+    redacted(s, "Bearer s3cr3t&#x2f;>?~k", "html: raw and escaped mixed");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/&#x3", 11, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "html: partial inside &#xN;");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/&g", 9, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "html: partial inside &gt;");
+}
+
+
 static void
 test_base64(const al_scrub_t *s)
 {
@@ -443,6 +479,7 @@ test_partial(const al_scrub_t *s)
         "s3cr3t%2f%3E%3f%7Ek",
         "\\u0073\\u0033c\\u0072\\u0033t\\/\\u003e?~k",
         "czNjcjN0Lz4_fms=",
+        "&#115;3cr3t&#x2F;&gt;?~k",
         NULL
     };
 
@@ -489,6 +526,13 @@ test_negative(const al_scrub_t *s)
         "s3cr3t%252F>?~k",              /* encoded twice */
         "s3cr3t%2F\\u003e?~k",          /* two encodings in one match */
         "czNjcjN0Lz4+fms",              /* not an encoding of the secret */
+        "s3cr3t/&gt?~k",                /* no ";" */
+        "s3cr3t/&#0062;?~k",            /* 7 bytes for one */
+        "s3cr3t/&#62 ;?~k",             /* not a reference */
+        "s3cr3t/&#x;?~k",               /* no digits */
+        "s3cr3t/&lt;?~k",               /* another character */
+        "s3cr3t%2F&gt;?~k",             /* two encodings in one match */
+        "& &# &#x &amp plain text",
         "% \\ %% \\\\ plain text",
         NULL
     };
@@ -514,7 +558,7 @@ test_negative(const al_scrub_t *s)
 /*
  * The pair filter turns a candidate away on its first two bytes: it must
  * never turn away one that matches.  Every string, its second byte in
- * each form (raw, %XX in both cases, \\u00XX, "+" for a space), and
+ * each form (raw, %XX in both cases, &#xXX;, \\u00XX, "+" for a space), and
  * every pair of bytes followed by the rest of the string: the answer is
  * the same with the filter as without it.
  */
@@ -553,7 +597,7 @@ test_pairs(const al_scrub_t *s, const char *name)
             continue;
         }
 
-        for (k = 0; k < 4; k++) {
+        for (k = 0; k < 5; k++) {
             in[0] = (unsigned char) str->data[0];
             b = (unsigned char) str->data[1];
 
@@ -568,6 +612,16 @@ test_pairs(const al_scrub_t *s, const char *name)
                 in[2] = (unsigned char) hex[(k - 1) * 16 + (b >> 4)];
                 in[3] = (unsigned char) hex[(k - 1) * 16 + (b & 15)];
                 len = 4;
+                break;
+            case 3:
+                if (b >= 0x80) {
+                    continue;
+                }
+                memcpy(in + 1, "&#x", 3);
+                in[4] = (unsigned char) hex[b >> 4];
+                in[5] = (unsigned char) hex[b & 15];
+                in[6] = ';';
+                len = 7;
                 break;
             default:
                 if (b >= 0x80) {
