@@ -14,6 +14,10 @@
  * identity in any header (nginx passes them all on), or from the upstream
  * a Transfer-Encoding other than chunked.
  *
+ * The error-log lines nginx writes for such a request (an upstream header
+ * line it cannot parse is logged as it came) are scrubbed the same way
+ * (ngx_http_airlock_scrub_log()).
+ *
  * In a stream nothing else is copied: the bytes between matches go on in
  * buffers that point into the upstream's own, which is given back (its pos
  * moved to last) only once the last of them has been sent, as sub_filter
@@ -93,6 +97,26 @@ static ngx_int_t ngx_http_airlock_hold(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_chain_t *in);
 static void ngx_http_airlock_scrubbed(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
+static void ngx_http_airlock_log_writer(ngx_log_t *log, ngx_uint_t level,
+    u_char *buf, size_t len);
+static u_char *ngx_http_airlock_log_scrub(ngx_http_airlock_route_t *rc,
+    u_char *out, u_char *buf, size_t len);
+static void ngx_http_airlock_log_write(ngx_log_t *log, ngx_uint_t level,
+    u_char *buf, size_t len);
+static void ngx_http_airlock_log_restore(void *data);
+
+
+/*
+ * The connection log of a request whose log lines are scrubbed: what its
+ * writer and the chain after it were (ngx_http_airlock_scrub_log()).
+ */
+typedef struct {
+    ngx_log_t                   *log;
+    ngx_log_writer_pt            writer;
+    void                        *wdata;
+    ngx_log_t                   *next;
+    ngx_http_airlock_ctx_t      *ctx;
+} ngx_http_airlock_log_t;
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -1645,4 +1669,207 @@ ngx_http_airlock_scrubbed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
     ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                   "airlock: scrubbed an injected credential from the "
                   "response on route \"%s\"", ctx->route->name.data);
+}
+
+
+/*
+ * nginx writes some of what an upstream sends into the error log as it
+ * came: a response header line it cannot parse ("upstream sent invalid
+ * header: ..." holds the line up to the bad byte), so an upstream that
+ * echoes the credential in such a line would put it there.  For a request
+ * the scrubber covers, the connection's log (which the upstream connection
+ * shares) gets a writer that scrubs each line as a header value is
+ * scrubbed, then writes it where the location's error logs would have:
+ * every log of the chain, the chain being taken over.  The location's own
+ * settings come back when the request ends, or with the next location
+ * (ngx_set_connection_log()), which calls this again if it is ours.
+ */
+
+ngx_int_t
+ngx_http_airlock_scrub_log(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
+{
+    ngx_log_t               *log;
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_airlock_log_t  *al;
+
+    if (ctx->rconf == NULL || ctx->rconf->scrub == NULL) {
+        return NGX_OK;
+    }
+
+    log = r->connection->log;
+
+    if (log->writer == ngx_http_airlock_log_writer) {
+        al = log->wdata;
+        al->ctx = ctx;
+        return NGX_OK;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_airlock_log_t));
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    al = cln->data;
+
+    al->log = log;
+    al->writer = log->writer;
+    al->wdata = log->wdata;
+    al->next = log->next;
+    al->ctx = ctx;
+
+    cln->handler = ngx_http_airlock_log_restore;
+
+    log->writer = ngx_http_airlock_log_writer;
+    log->wdata = al;
+    log->next = NULL;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_airlock_log_restore(void *data)
+{
+    ngx_http_airlock_log_t  *al = data;
+
+    if (al->log->writer == ngx_http_airlock_log_writer
+        && al->log->wdata == al)
+    {
+        al->log->writer = al->writer;
+        al->log->wdata = al->wdata;
+        al->log->next = al->next;
+    }
+}
+
+
+static void
+ngx_http_airlock_log_writer(ngx_log_t *log, ngx_uint_t level, u_char *buf,
+    size_t len)
+{
+    u_char                    *last;
+    ngx_log_t                 *l;
+    ngx_uint_t                 debug_connection;
+    ngx_http_airlock_log_t    *al;
+    ngx_http_airlock_ctx_t    *ctx;
+    u_char                     out[NGX_MAX_ERROR_STR];
+
+    al = log->wdata;
+    ctx = al->ctx;
+
+    if (ctx->allowed && ctx->rconf != NULL && ctx->rconf->scrub != NULL) {
+        last = ngx_http_airlock_log_scrub(ctx->rconf, out, buf, len);
+
+        buf = out;
+        len = last - out;
+    }
+
+    /* this log as it was, then the rest of the chain, as nginx writes */
+
+    log->writer = al->writer;
+    log->wdata = al->wdata;
+
+    ngx_http_airlock_log_write(log, level, buf, len);
+
+    log->writer = ngx_http_airlock_log_writer;
+    log->wdata = al;
+
+    debug_connection = (log->log_level & NGX_LOG_DEBUG_CONNECTION) != 0;
+
+    for (l = al->next; l; l = l->next) {
+        if (l->log_level < level && !debug_connection) {
+            break;
+        }
+
+        ngx_http_airlock_log_write(l, level, buf, len);
+    }
+}
+
+
+/*
+ * The line at buf, scrubbed into out (NGX_MAX_ERROR_STR bytes), cut to
+ * that length as nginx cuts it.  A line nginx had cut already may end
+ * in the first bytes of a credential: a tail that could begin a match is
+ * redacted too.
+ */
+
+static u_char *
+ngx_http_airlock_log_scrub(ngx_http_airlock_route_t *rc, u_char *out,
+    u_char *buf, size_t len)
+{
+    u_char      *next[8], *s, *run, *last, *o, *end;
+    size_t       plen, n;
+    ngx_uint_t   m, cut;
+
+    cut = (len == NGX_MAX_ERROR_STR);
+    last = buf + len;
+
+    if (last > buf && last[-1] == LF) {
+        last--;
+    }
+
+    o = out;
+    end = out + NGX_MAX_ERROR_STR - NGX_LINEFEED_SIZE;
+    run = buf;
+
+    ngx_memzero(next, sizeof(next));
+
+    for (s = buf; s < last; /* void */) {
+        s = ngx_http_airlock_next(rc, next, s, last);
+        if (s == NULL) {
+            break;
+        }
+
+        m = ngx_http_airlock_match(rc, s, last - s, !cut, &plen);
+
+        if (m == NGX_HTTP_AIRLOCK_NONE) {
+            s++;
+            continue;
+        }
+
+        n = ngx_min((size_t) (s - run), (size_t) (end - o));
+        o = ngx_cpymem(o, run, n);
+
+        n = ngx_min(sizeof(NGX_HTTP_AIRLOCK_REDACTED) - 1, (size_t) (end - o));
+        o = ngx_cpymem(o, NGX_HTTP_AIRLOCK_REDACTED, n);
+
+        if (m == NGX_HTTP_AIRLOCK_PARTIAL) {
+            run = last;
+            break;
+        }
+
+        s += plen;
+        run = s;
+    }
+
+    n = ngx_min((size_t) (last - run), (size_t) (end - o));
+    o = ngx_cpymem(o, run, n);
+
+    ngx_linefeed(o);
+
+    return o;
+}
+
+
+/* one log of the chain, as ngx_log_error_core() writes to it */
+
+static void
+ngx_http_airlock_log_write(ngx_log_t *log, ngx_uint_t level, u_char *buf,
+    size_t len)
+{
+    ssize_t  n;
+
+    if (log->writer) {
+        log->writer(log, level, buf, len);
+        return;
+    }
+
+    if (ngx_time() == log->disk_full_time) {
+        return;
+    }
+
+    n = ngx_write_fd(log->file->fd, buf, len);
+
+    if (n == -1 && ngx_errno == NGX_ENOSPC) {
+        log->disk_full_time = ngx_time();
+    }
 }

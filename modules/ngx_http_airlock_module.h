@@ -289,6 +289,8 @@ ngx_int_t ngx_http_airlock_scrub_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v);
 ngx_int_t ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
     ngx_http_airlock_route_t *rc, al_scrub_t *scrub);
+ngx_int_t ngx_http_airlock_scrub_log(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx);
 
 char *ngx_http_airlock_deny_log(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

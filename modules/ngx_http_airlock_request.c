@@ -236,6 +236,12 @@ ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
         r->method_name = ctx->method_name;
     }
 
+    /* the new location's error logs are taken over too */
+
+    if (ngx_http_airlock_scrub_log(r, ctx) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
     return NGX_DECLINED;
 }
 
@@ -524,7 +530,7 @@ ngx_http_airlock_allowed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ctx->allowed = 1;
     ctx->reason = AL_REASON_NONE;
 
-    return NGX_OK;
+    return ngx_http_airlock_scrub_log(r, ctx);
 }
 
 
