@@ -640,9 +640,9 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
 /*
  * Scrub lists (al_scrub.c): the strings a response on a route must never
  * carry back to its client.  For every injected header whose template uses
- * a secret: the rendered value, the part after an auth scheme ("Bearer x"
- * gives "x"), and each secret it uses, raw and in base64 (standard and
- * URL-safe alphabets, each with and without padding).  For HTTP Basic
+ * a secret: the part after an auth scheme ("Bearer x" gives "x"), and
+ * the rendered value and each secret it uses, raw and in base64 (standard
+ * and URL-safe alphabets, each with and without padding).  For HTTP Basic
  * ("Basic t", t the base64 of "user:password"), also "user:password" and
  * the password alone.  The strings live in guarded memory, longest first,
  * without duplicates.  Returns NULL with *why set when memory runs out or

@@ -152,7 +152,11 @@ al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
         return;                     /* a constant, not a credential */
     }
 
+    /* the value as sent, raw and, as an upstream may echo a header, in
+       base64 (the secret's own base64 is not found inside it) */
+
     al_scrub_add(sc, (const char *) inj->value, inj->len);
+    al_scrub_add_base64(sc, inj->value, inj->len);
 
     /* "Bearer x", "Basic x", "token x": x alone */
 
@@ -209,16 +213,19 @@ al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
 
 /*
  * The provider key as it is sent ("Bearer k" to OpenAI-style providers,
- * "k" in x-api-key to Anthropic), raw and in base64.
+ * "k" in x-api-key to Anthropic), raw and in base64, and "Bearer k" in
+ * base64.
  */
 
 static void
 al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
 {
     size_t              len;
+    const char         *bearer;
     const al_secret_t  *sec;
 
     sec = llm->secret;
+    bearer = NULL;
 
     if (sec == NULL || sec->value == NULL || sec->len == 0) {
         return;
@@ -235,8 +242,10 @@ al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
             /* built in place at the end of the block, as base64 is */
             memcpy(sc->next, "Bearer ", sizeof("Bearer ") - 1);
             memcpy(sc->next + sizeof("Bearer ") - 1, sec->value, sec->len);
-            al_scrub_add(sc, sc->next, len);
+            bearer = al_scrub_add(sc, sc->next, len);
         }
+
+        al_scrub_add_base64(sc, (const unsigned char *) bearer, len);
     }
 
     al_scrub_add(sc, (const char *) sec->value, sec->len);

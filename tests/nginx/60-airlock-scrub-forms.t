@@ -87,12 +87,15 @@ my @forms = (
     [ bearer => 'base64url, padded', b64url($tok) ],
     [ bearer => 'base64url, no padding', unpadded(b64url($tok)) ],
     [ bearer => 'base64, URL-encoded', url_reserved(b64($tok)) ],
+    [ bearer => 'base64 of "Bearer x"', b64("Bearer $tok") ],
+    [ bearer => 'base64url of "Bearer x"', b64url("Bearer $tok") ],
     [ basic => 'basic: the password alone', $pass ],
     [ basic => 'basic: the password URL-encoded', url_all($pass) ],
     [ basic => 'basic: user:password JSON-escaped', json_all($cred) ],
     [ basic => 'basic: user:password', $cred ],
     [ basic => 'basic: base64url of user:password, no padding',
       unpadded(b64url($cred)) ],
+    [ basic => 'basic: base64 of "Basic t"', b64('Basic ' . b64($cred)) ],
 );
 
 # ---- the proxy --------------------------------------------------------------

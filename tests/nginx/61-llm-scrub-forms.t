@@ -59,6 +59,7 @@ my @forms = (
       'sk\u002dtest\u002DOPENAI-0123456789abcdefXYZ' ],
     [ openai => 'openai: base64, no padding', unpadded(b64($ok)) ],
     [ openai => 'openai: base64url, no padding', unpadded(b64url($ok)) ],
+    [ openai => 'openai: "Bearer k" in base64', b64("Bearer $ok") ],
     [ anthropic => 'anthropic: url, every byte', url_all($ak) ],
     [ anthropic => 'anthropic: json, every char', json_all($ak) ],
     [ anthropic => 'anthropic: base64url', b64url($ak) ],

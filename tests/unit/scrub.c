@@ -264,9 +264,14 @@ test_forms(al_keyring_t *kr, const char *pub)
         tap_ok(has(s, "czNjcjN0Lz4_fms="), "bearer: base64url");
         tap_ok(has(s, "czNjcjN0Lz4_fms"),
                "bearer: base64url without padding");
-        tap_is_int((long) s->n, 6, "bearer: six strings, no duplicates");
-        tap_is_int((long) s->maxlen, 7 + sizeof(SECRET) - 1,
-                   "bearer: maxlen is the longest string");
+        tap_ok(has(s, "QmVhcmVyIHMzY3IzdC8+P35r"),
+               "bearer: the rendered value in base64");
+        tap_ok(has(s, "QmVhcmVyIHMzY3IzdC8-P35r"),
+               "bearer: the rendered value in base64url");
+        tap_is_int((long) s->n, 8, "bearer: eight strings, no duplicates");
+        tap_is_int((long) s->maxlen, (7 + sizeof(SECRET) - 1 + 2) / 3 * 4,
+                   "bearer: maxlen is the longest string, the value's "
+                   "base64");
         tap_is_int((long) s->maxspan, 6 * (long) s->maxlen,
                    "bearer: a match spans at most 6 bytes a byte");
         tap_ok(s->first['B'] && s->first['s'] && s->first['c']
@@ -295,6 +300,10 @@ test_forms(al_keyring_t *kr, const char *pub)
         tap_ok(has(s, "user:pw-Secret9"), "basic: user:password");
         tap_ok(has(s, "pw-Secret9"), "basic: the password alone");
         tap_ok(!has(s, "user"), "basic: not the user name alone");
+        tap_ok(has(s, "QmFzaWMgZFhObGNqcHdkeTFUWldOeVpYUTU="),
+               "basic: the rendered value in base64");
+        redacted(s, "QmFzaWMgZFhObGNqcHdkeTFUWldOeVpYUTU",
+                 "basic: the rendered value in base64, unpadded");
         redacted(s, "pw-Secret9", "basic: the password echoed");
         redacted(s, "pw%2dSecret%39", "basic: the password URL-encoded");
         redacted(s, "user%3Apw-Secret9", "basic: user%3Apassword");
