@@ -1290,8 +1290,10 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
  * at p) that is a candidate, v1 being the bytes at p + 1, for vectors of
  * type vt and the starts' bytes broadcast in a[] and b[].  A lane is a
  * candidate when it and the byte after it are a start, or the second
- * byte begins an escape of a start, or the lane itself begins one ('%',
- * '\\', '&', '+').  A macro for the two vector widths.
+ * byte begins an escape of a start or is the NUL of its UTF-16LE form, or
+ * the lane itself begins an escape ('%', '\\', '&', '+'), or is a NUL
+ * before a start's first byte (UTF-16BE).  A macro for the two vector
+ * widths.
  */
 
 #define ngx_http_airlock_pairs_mask(vt, m, v, v1, a, b, scrub)                \
@@ -1305,13 +1307,14 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
             m |= (vt) (v == '+');                                             \
         }                                                                     \
                                                                               \
-        e_ = (vt) ((v1 == '%') | (v1 == '\\') | (v1 == '&'));                 \
+        e_ = (vt) ((v1 == '%') | (v1 == '\\') | (v1 == '&') | (v1 == 0));     \
         ep_ = (vt) (v1 == '+');                                               \
                                                                               \
         for (i_ = 0; i_ < (scrub)->npairs; i_++) {                            \
             m |= (vt) (v == a[i_])                                            \
                  & ((vt) (v1 == b[i_]) | e_                                   \
                     | ((scrub)->pair[i_][1] == ' ' ? ep_ : (vt) { 0 }));      \
+            m |= (vt) (v == 0) & (vt) (v1 == a[i_]);                          \
         }                                                                     \
     } while (0)
 
@@ -1405,9 +1408,10 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
  * candidate, or NULL with *pp where fewer than 33 bytes are left.  The
  * starts are looked up in the nibble tables (ngx_http_airlock_nibbles_init())
  * with a byte shuffle each, whatever their number: for the bytes v and
- * those one on, v1, a lane is a candidate when v begins an escape, or
- * when the start bits of v and those of v1 (all of them when v1 begins an
- * escape, those ending in a space when v1 is '+') share one.  Sanitizer
+ * those one on, v1, a lane is a candidate when v begins an escape, or is
+ * a NUL before a start's first byte (UTF-16BE), or when the start bits of
+ * v and those of v1 (all of them when v1 begins an escape or is a NUL,
+ * those ending in a space when v1 is '+') share one.  Sanitizer
  * builds check every lane against the test of ngx_http_airlock_walk_pairs().
  */
 
@@ -1418,7 +1422,7 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     u_char      *p;
     uint32_t     bits;
     __m256i      lo1, hi1, lo2, hi2, nib, pct, bsl, amp, pls, spc, zero;
-    __m256i      v, v1, f, g, esc;
+    __m256i      v, v1, f, f1, g, esc;
     al_scrub_t  *scrub;
 
     p = *pp;
@@ -1467,6 +1471,7 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
                 _mm256_or_si256(_mm256_cmpeq_epi8(v1, pct),
                                 _mm256_cmpeq_epi8(v1, bsl)));
         g = _mm256_or_si256(g, _mm256_cmpeq_epi8(v1, amp));
+        g = _mm256_or_si256(g, _mm256_cmpeq_epi8(v1, zero));
         g = _mm256_or_si256(g,
                 _mm256_and_si256(_mm256_cmpeq_epi8(v1, pls), spc));
 
@@ -1477,6 +1482,17 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
         if (scrub->plus) {
             esc = _mm256_or_si256(esc, _mm256_cmpeq_epi8(v, pls));
         }
+
+        /* a NUL before a start's first byte: UTF-16BE */
+
+        f1 = _mm256_and_si256(
+                 _mm256_shuffle_epi8(lo1, _mm256_and_si256(v1, nib)),
+                 _mm256_shuffle_epi8(hi1,
+                     _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
+
+        esc = _mm256_or_si256(esc,
+                  _mm256_andnot_si256(_mm256_cmpeq_epi8(f1, zero),
+                                      _mm256_cmpeq_epi8(v, zero)));
 
         /* a bit a lane: no start shared, then the escapes */
 
@@ -1521,8 +1537,9 @@ ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p, uint32_t bits)
         for (i = 0; i < scrub->npairs; i++) {
             want |= (c == scrub->pair[i][0]
                      && (d == scrub->pair[i][1] || d == '%' || d == '\\'
-                         || d == '&'
+                         || d == '&' || d == 0
                          || (scrub->pair[i][1] == ' ' && d == '+')));
+            want |= (c == 0 && d == scrub->pair[i][0]);
         }
 
         if (want != ((bits >> k) & 1)) {

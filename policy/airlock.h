@@ -654,8 +654,8 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * space), JSON-escaped (\" \\ \/ \b \f \n \r \t and \uXXXX for any
  * character, either case, surrogate pairs for 4-byte UTF-8) and
  * HTML-escaped (&amp; &lt; &gt; &quot; &apos;, &#N; and &#xN; for any
- * character).  A match is read in one form from its first byte to its
- * last.
+ * character), and an ASCII string in UTF-16 (LE, BE).  A match is read
+ * in one form from its first byte to its last.
  */
 
 #define AL_SCRUB_PAIRS  8

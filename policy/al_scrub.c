@@ -8,9 +8,9 @@
  * The list holds the forms that need work to build (base64 in both
  * alphabets, with and without padding; the Basic credential decoded).
  * The forms a client decodes byte by byte (URL-encoding, JSON escapes,
- * HTML and XML character references, in any mix of hex case) are not
- * listed, 2^n strings each: al_scrub_match() decodes them as it compares,
- * so one string stands for all of them.
+ * HTML and XML character references, in any mix of hex case, and UTF-16)
+ * are not listed, 2^n strings each: al_scrub_match() decodes them as it
+ * compares, so one string stands for all of them.
  */
 
 #include <string.h>
@@ -25,6 +25,8 @@
 #define AL_SCRUB_URL    1
 #define AL_SCRUB_JSON   2
 #define AL_SCRUB_HTML   3
+#define AL_SCRUB_U16LE  4
+#define AL_SCRUB_U16BE  5
 
 
 typedef struct {
@@ -52,6 +54,8 @@ static int al_scrub_match_str(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, size_t *len);
 static int al_scrub_html(const unsigned char *p, size_t avail,
     uint32_t *cp, size_t *len);
+static int al_scrub_match_utf16(const al_str_t *str, const unsigned char *p,
+    size_t avail, int be, size_t *len);
 static int al_scrub_hex(int c);
 static size_t al_scrub_utf8(unsigned char *out, uint32_t cp);
 
@@ -442,6 +446,7 @@ al_scrub_index(al_scrub_t *s)
     s->first['%'] = 1;
     s->first['\\'] = 1;
     s->first['&'] = 1;
+    s->first['\0'] = 1;                     /* UTF-16BE */
 
     for (i = 0; i < s->n; i++) {
         s->first[(unsigned char) s->str[i].data[0]] = 1;
@@ -464,6 +469,8 @@ al_scrub_index(al_scrub_t *s)
 
     for (i = 0; i < s->n; i++) {
         c = (unsigned char) s->str[i].data[0];
+
+        al_scrub_pair_clear(s, '\0', c);    /* UTF-16BE */
 
         if (s->str[i].len == 1) {
             for (j = 0; j < 256; j++) {
@@ -499,6 +506,7 @@ al_scrub_index(al_scrub_t *s)
         al_scrub_pair_clear(s, c, '%');
         al_scrub_pair_clear(s, c, '\\');
         al_scrub_pair_clear(s, c, '&');
+        al_scrub_pair_clear(s, c, '\0');    /* UTF-16LE */
 
         if (s->str[i].data[1] == ' ') {
             al_scrub_pair_clear(s, c, '+');
@@ -548,15 +556,20 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
         str = &s->str[i];
         c = (unsigned char) str->data[0];
 
-        for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_HTML; mode++) {
+        for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_U16BE; mode++) {
 
             /* what each form can start with */
 
-            if (p[0] != c
-                && !(mode == AL_SCRUB_URL
-                     && (p[0] == '%' || (p[0] == '+' && c == ' ')))
-                && !(mode == AL_SCRUB_JSON && p[0] == '\\')
-                && !(mode == AL_SCRUB_HTML && p[0] == '&'))
+            if (mode == AL_SCRUB_U16BE) {
+                if (p[0] != '\0') {
+                    continue;
+                }
+
+            } else if (p[0] != c
+                       && !(mode == AL_SCRUB_URL
+                            && (p[0] == '%' || (p[0] == '+' && c == ' ')))
+                       && !(mode == AL_SCRUB_JSON && p[0] == '\\')
+                       && !(mode == AL_SCRUB_HTML && p[0] == '&'))
             {
                 continue;
             }
@@ -600,6 +613,11 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
     const unsigned char  *v;
 
     v = (const unsigned char *) str->data;
+
+    if (mode == AL_SCRUB_U16LE || mode == AL_SCRUB_U16BE) {
+        return al_scrub_match_utf16(str, p, avail, mode == AL_SCRUB_U16BE,
+                                    len);
+    }
 
     if (mode == AL_SCRUB_RAW) {
         if (str->len <= avail) {
@@ -812,6 +830,47 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
     }
 
     *len = i;
+
+    return AL_SCRUB_FULL;
+}
+
+
+/*
+ * A string of ASCII bytes in UTF-16, little- or big-endian (be): each
+ * byte and a NUL, 2 bytes a byte, as a body in that charset carries it
+ * and a client's library decodes it (a JSON body is taken for UTF-16 by
+ * its NULs alone).  A string with a byte past ASCII is not looked for.
+ */
+
+static int
+al_scrub_match_utf16(const al_str_t *str, const unsigned char *p,
+    size_t avail, int be, size_t *len)
+{
+    size_t                i, k;
+    unsigned char         c;
+    const unsigned char  *v;
+
+    v = (const unsigned char *) str->data;
+
+    for (k = 0; k < str->len; k++) {
+        if (v[k] >= 0x80) {
+            return AL_SCRUB_NONE;
+        }
+
+        for (i = 2 * k; i < 2 * k + 2; i++) {
+            if (i == avail) {
+                return AL_SCRUB_PARTIAL;
+            }
+
+            c = ((i & 1) == (size_t) (be ? 1 : 0)) ? v[k] : '\0';
+
+            if (p[i] != c) {
+                return AL_SCRUB_NONE;
+            }
+        }
+    }
+
+    *len = 2 * str->len;
 
     return AL_SCRUB_FULL;
 }

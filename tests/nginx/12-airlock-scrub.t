@@ -1,10 +1,11 @@
 #!/usr/bin/perl
 
 # ngx_http_airlock_module: response scrubbing.  An upstream that echoes the
-# injected credential (in a header, in the body, split across buffers, raw
-# or base64) hands the client "[REDACTED]" instead.  A body the scrubber
-# cannot search (a Content-Encoding other than identity in any of the
-# upstream's headers, a Transfer-Encoding other than chunked) is refused.
+# injected credential (in a header, in the body, split across buffers, raw,
+# base64 or in UTF-16) hands the client "[REDACTED]" instead.  A body the
+# scrubber cannot search (a Content-Encoding other than identity in any
+# of the upstream's headers, a Transfer-Encoding other than chunked) is
+# refused.
 
 use strict;
 use warnings;
@@ -12,6 +13,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use Encode qw(encode decode);
 use IO::Uncompress::Gunzip qw(gunzip);
 use MIME::Base64 qw(encode_base64);
 use Test::More;
@@ -101,6 +103,26 @@ my $loc = <<'EOF';
             error_page 502 504 @airlock_error;
 EOF
 
+# the body in UTF-16, held whole and in 3-byte pieces
+my $utf16 = '';
+for my $u ([ 'utf16le', 'UTF-16LE', 0 ], [ 'utf16be', 'UTF-16BE', 0 ],
+           [ 'utf16le-chunks', 'UTF-16LE', 1 ],
+           [ 'utf16be-chunks', 'UTF-16BE', 1 ])
+{
+    my ($n, $enc, $chunks) = @$u;
+    my $body = encode_base64(encode($enc, qq({"a":"Bearer $tok"})), '');
+
+    $utf16 .= <<"LOC";
+        location = /enc/$n {
+$loc
+            proxy_set_header X-Echo-Body-B64 "$body";
+            proxy_set_header X-Echo-Chunked $chunks;
+            proxy_set_header X-Echo-Chunk-Size 3;
+        }
+
+LOC
+}
+
 $t->write_file_expand('nginx.conf', $p->conf(
     http => "    log_format cred '\$http_authorization \$http_x_api_key';\n",
     server => "access_log %%TESTDIR%%/cred.log cred;\n",
@@ -149,6 +171,7 @@ $loc
             proxy_set_header X-Echo-Header "Content-Encoding: Identity";
         }
 
+$utf16
         # nginx 1.22 takes any Transfer-Encoding holding "chunked" as
         # chunked, and passes on what is under it
         location = /enc/te-gzip {
@@ -168,7 +191,7 @@ EOF
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 55;
+plan tests => 63;
 
 my ($r, $raw);
 
@@ -313,6 +336,19 @@ for my $x (qw(identity te-chunked)) {
     $r = parse_response($raw);
     is($r->{status}, 200, "$x: passes");
     like($r->{body}, qr/\[REDACTED\]/, "$x: scrubbed");
+}
+
+# a body in UTF-16 (a client decodes it by its charset, or JSON by its
+# NULs): the credential in it is found as well
+
+for my $x (qw(utf16le utf16be utf16le-chunks utf16be-chunks)) {
+    my $enc = $x =~ /le/ ? 'UTF-16LE' : 'UTF-16BE';
+    $r = parse_response(get11("/enc/$x"));
+    is($r->{status}, 200, "$x: 200");
+    my $text = join '', map { decode($enc, $_) } split /\[REDACTED\]/,
+        $r->{body} // '', -1;
+    ok(index($r->{body} // '', '[REDACTED]') > 0 && index($text, $tok) < 0,
+       "$x: redacted, no credential once decoded");
 }
 
 # logs

@@ -41,6 +41,7 @@ static void test_forms(al_keyring_t *kr, const char *pub);
 static void test_url(const al_scrub_t *s);
 static void test_json(const al_scrub_t *s);
 static void test_html(const al_scrub_t *s);
+static void test_utf16(const al_scrub_t *s);
 static void test_base64(const al_scrub_t *s);
 static void test_partial(const al_scrub_t *s);
 static void test_negative(const al_scrub_t *s);
@@ -282,6 +283,7 @@ test_forms(al_keyring_t *kr, const char *pub)
         test_url(s);
         test_json(s);
         test_html(s);
+        test_utf16(s);
         test_base64(s);
         test_partial(s);
         test_negative(s);
@@ -457,6 +459,68 @@ test_html(const al_scrub_t *s)
 
     m = al_scrub_match(s, (const unsigned char *) "s3cr3t/&g", 9, 0, &n);
     tap_ok(m == AL_SCRUB_PARTIAL, "html: partial inside &gt;");
+}
+
+
+/*
+ * UTF-16, little- and big-endian: "x<form>y" becomes "x[REDACTED]y",
+ * whole and in pieces of 1 to 7 bytes; the form cut short is left alone.
+ */
+
+static void
+test_utf16(const al_scrub_t *s)
+{
+    int          ok, be, m;
+    char         in[256], out[512];
+    size_t       i, n, piece;
+    al_str_t     one_str;
+    al_scrub_t   one;
+    const char  *v;
+
+    v = "Bearer " SECRET;
+
+    for (be = 0; be <= 1; be++) {
+        n = 0;
+        in[n++] = 'x';
+
+        for (i = 0; v[i] != '\0'; i++) {
+            in[n++] = be ? '\0' : v[i];
+            in[n++] = be ? v[i] : '\0';
+        }
+
+        in[n++] = 'y';
+
+        scrub_whole(s, in, n, out);
+        ok = (strcmp(out, "x" REDACTED "y") == 0);
+
+        for (piece = 1; ok && piece <= 7; piece++) {
+            ok = scrub_pieces(s, in, n, piece, out) != (size_t) -1
+                 && strcmp(out, "x" REDACTED "y") == 0;
+        }
+
+        tap_ok(ok, be ? "utf16: big-endian" : "utf16: little-endian");
+
+        /* the last character missing: nothing to redact */
+
+        in[n - 3] = 'y';
+        scrub_whole(s, in, n - 2, out);
+        tap_ok(memcmp(out, in, n - 2) == 0,
+               be ? "utf16: big-endian, one short, kept"
+                  : "utf16: little-endian, one short, kept");
+    }
+
+    /* a string of one byte: its big-endian form passes the pair filter */
+
+    one_str.data = "q";
+    one_str.len = 1;
+
+    memset(&one, 0, sizeof(one));
+    one.str = &one_str;
+    one.n = 1;
+    al_scrub_index(&one);
+
+    m = al_scrub_match(&one, (const unsigned char *) "\0q", 2, 1, &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 2, "utf16: one byte, big-endian");
 }
 
 
