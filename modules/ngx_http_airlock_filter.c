@@ -1422,7 +1422,7 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     u_char      *p;
     uint32_t     bits;
     __m256i      lo1, hi1, lo2, hi2, nib, pct, bsl, amp, pls, spc, zero;
-    __m256i      v, v1, f, f1, g, esc;
+    __m256i      v, v1, f, f1, g, z, esc;
     al_scrub_t  *scrub;
 
     p = *pp;
@@ -1483,16 +1483,22 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
             esc = _mm256_or_si256(esc, _mm256_cmpeq_epi8(v, pls));
         }
 
-        /* a NUL before a start's first byte: UTF-16BE */
+        /*
+         * a NUL before a start's first byte: UTF-16BE; text has no NUL,
+         * so the starts of v1 are looked up only in a block that has one
+         */
 
-        f1 = _mm256_and_si256(
-                 _mm256_shuffle_epi8(lo1, _mm256_and_si256(v1, nib)),
-                 _mm256_shuffle_epi8(hi1,
-                     _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
+        z = _mm256_cmpeq_epi8(v, zero);
 
-        esc = _mm256_or_si256(esc,
-                  _mm256_andnot_si256(_mm256_cmpeq_epi8(f1, zero),
-                                      _mm256_cmpeq_epi8(v, zero)));
+        if (!_mm256_testz_si256(z, z)) {
+            f1 = _mm256_and_si256(
+                     _mm256_shuffle_epi8(lo1, _mm256_and_si256(v1, nib)),
+                     _mm256_shuffle_epi8(hi1,
+                         _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
+
+            esc = _mm256_or_si256(esc,
+                      _mm256_andnot_si256(_mm256_cmpeq_epi8(f1, zero), z));
+        }
 
         /* a bit a lane: no start shared, then the escapes */
 
