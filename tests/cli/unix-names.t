@@ -78,8 +78,8 @@ like($out, qr/client: ops\nallow: route "r"/,
 
 (my $missing = do { local (@ARGV, $/) = $policy; <> })
     =~ s/airlock-small/airlock-none/ or die;
-($rc, $out) = with_groups("\Q$ctl\E check \Q"
-                          . write_file('missing.yaml', $missing) . "\E");
+($rc, $out) = with_groups("\Q$ctl\E check "
+                          . quotemeta(write_file('missing.yaml', $missing)));
 is($rc, 1, 'check: a group that does not exist is refused');
 like($out, qr/no such group "airlock-none"/, 'and named');
 
