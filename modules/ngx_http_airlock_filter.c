@@ -1421,9 +1421,10 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
 {
     u_char      *p;
     uint32_t     bits;
-    __m256i      lo1, hi1, lo2, hi2, nib, pct, bsl, amp, pls, spc, zero;
+    __m256i      lo1, hi1, lo2, hi2, nib, t0, t1, pls, spc, zero;
     __m256i      v, v1, f, f1, g, z, esc;
     al_scrub_t  *scrub;
+    u_char       e0[16], e1[16];
 
     p = *pp;
     scrub = rc->scrub;
@@ -1441,10 +1442,31 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     hi2 = _mm256_broadcastsi128_si256(
               _mm_loadu_si128((__m128i *) (rc->nibbles + 48)));
 
+    /*
+     * The escapes by one byte shuffle each: a byte is one when the entry
+     * its low nibble picks is the byte itself (0xff matches no byte: a
+     * byte with its top bit set picks 0).  e0 for v: '%', '&', '\\' and,
+     * on routes with a space, '+'; e1 for v1: '%', '&', '\\' and NUL
+     * (the second byte of a UTF-16LE form).
+     */
+
+    ngx_memset(e0, 0xff, sizeof(e0));
+    e0[0x5] = '%';
+    e0[0x6] = '&';
+    e0[0xc] = '\\';
+
+    if (scrub->plus) {
+        e0[0xb] = '+';
+    }
+
+    ngx_memcpy(e1, e0, sizeof(e1));
+    e1[0xb] = 0xff;
+    e1[0x0] = '\0';
+
+    t0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((__m128i *) e0));
+    t1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((__m128i *) e1));
+
     nib = _mm256_set1_epi8(0x0f);
-    pct = _mm256_set1_epi8('%');
-    bsl = _mm256_set1_epi8('\\');
-    amp = _mm256_set1_epi8('&');
     pls = _mm256_set1_epi8('+');
     spc = _mm256_set1_epi8((char) rc->space);
     zero = _mm256_setzero_si256();
@@ -1468,20 +1490,11 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
                     _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
 
         g = _mm256_or_si256(g,
-                _mm256_or_si256(_mm256_cmpeq_epi8(v1, pct),
-                                _mm256_cmpeq_epi8(v1, bsl)));
-        g = _mm256_or_si256(g, _mm256_cmpeq_epi8(v1, amp));
-        g = _mm256_or_si256(g, _mm256_cmpeq_epi8(v1, zero));
+                _mm256_cmpeq_epi8(_mm256_shuffle_epi8(t1, v1), v1));
         g = _mm256_or_si256(g,
                 _mm256_and_si256(_mm256_cmpeq_epi8(v1, pls), spc));
 
-        esc = _mm256_or_si256(_mm256_cmpeq_epi8(v, pct),
-                              _mm256_cmpeq_epi8(v, bsl));
-        esc = _mm256_or_si256(esc, _mm256_cmpeq_epi8(v, amp));
-
-        if (scrub->plus) {
-            esc = _mm256_or_si256(esc, _mm256_cmpeq_epi8(v, pls));
-        }
+        esc = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(t0, v), v);
 
         /*
          * a NUL before a start's first byte: UTF-16BE; text has no NUL,
