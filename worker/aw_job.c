@@ -20,6 +20,7 @@
 
 
 static int aw_id_valid(const char *s);
+static void aw_job_scan_ids(const char *raw, size_t len, aw_job_t *job);
 static int aw_reject(char *code, size_t codelen, char *err, size_t errlen,
     const char *c, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
@@ -386,13 +387,38 @@ aw_limits_parse(const aw_conf_t *conf, json_t *lim, aw_limits_t *out,
 }
 
 
+/*
+ * The ids of an envelope that is refused unparsed (too large) or for a
+ * duplicate key, by aw_envelope_ids()'s scan, so that the refusal can
+ * still be answered: a job_id named once at the top level, and the
+ * session_id beside it.
+ */
+
+static void
+aw_job_scan_ids(const char *raw, size_t len, aw_job_t *job)
+{
+    char  jtext[AW_ID_MAX + 1], stext[AW_ID_MAX + 1];
+
+    aw_envelope_ids(raw, len, jtext, stext);
+
+    if (!aw_id_valid(jtext)) {
+        return;
+    }
+
+    snprintf(job->job_id, sizeof(job->job_id), "%s", jtext);
+
+    if (aw_id_valid(stext)) {
+        snprintf(job->session_id, sizeof(job->session_id), "%s", stext);
+    }
+}
+
+
 int
 aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     size_t len, aw_job_t *job, char *code, size_t codelen, char *err,
     size_t errlen)
 {
     size_t        i, j;
-    char          jtext[AW_ID_MAX + 1], stext[AW_ID_MAX + 1];
     json_t       *root, *jid, *sid, *script, *bp, *inputs, *in;
     const char   *bad;
     json_error_t  je;
@@ -404,16 +430,7 @@ aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
 
     if ((long) len > conf->max_envelope_bytes) {
         /* not parsed; the ids by a scan, for the refusal to be answered */
-        aw_envelope_ids(raw, len, jtext, stext);
-
-        if (aw_id_valid(jtext)) {
-            snprintf(job->job_id, sizeof(job->job_id), "%s", jtext);
-
-            if (aw_id_valid(stext)) {
-                snprintf(job->session_id, sizeof(job->session_id), "%s",
-                         stext);
-            }
-        }
+        aw_job_scan_ids(raw, len, job);
 
         return aw_reject(code, codelen, err, errlen, "bad_envelope",
                          "envelope is %zu bytes, the maximum is %ld", len,
@@ -432,16 +449,7 @@ aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
          */
         root = json_loadb(raw, len, 0, NULL);
         if (json_is_object(root)) {
-            aw_envelope_ids(raw, len, jtext, stext);
-
-            if (aw_id_valid(jtext)) {
-                snprintf(job->job_id, sizeof(job->job_id), "%s", jtext);
-
-                if (aw_id_valid(stext)) {
-                    snprintf(job->session_id, sizeof(job->session_id), "%s",
-                             stext);
-                }
-            }
+            aw_job_scan_ids(raw, len, job);
         }
         json_decref(root);
 
