@@ -189,7 +189,12 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
  * second byte in lo2[] and hi2[].  lo1[b & 15] & hi1[b >> 4] then has
  * bit i exactly when b is start i's first byte (no two starts share a
  * bit), so a byte and the one after it are a start when the two lookups
- * share a bit.
+ * share a bit.  Then two tables of the escapes, one entry per low nibble
+ * (0xff matches no byte: a byte with its top bit set picks 0): a byte is
+ * one when the entry its low nibble picks is the byte itself.  The first
+ * for a lane's own byte: '%', '&', '\\' and, on routes with a space,
+ * '+'; the second for the byte after it: '%', '&', '\\' and NUL (the
+ * second byte of a UTF-16LE form).
  */
 
 static ngx_int_t
@@ -205,10 +210,25 @@ ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
         return NGX_OK;
     }
 
-    t = ngx_pcalloc(cf->pool, 64);
+    t = ngx_pcalloc(cf->pool, 96);
     if (t == NULL) {
         return NGX_ERROR;
     }
+
+    ngx_memset(t + 64, 0xff, 32);
+
+    t[64 + 0x5] = '%';
+    t[64 + 0x6] = '&';
+    t[64 + 0xc] = '\\';
+
+    if (scrub->plus) {
+        t[64 + 0xb] = '+';
+    }
+
+    t[80 + 0x5] = '%';
+    t[80 + 0x6] = '&';
+    t[80 + 0xc] = '\\';
+    t[80 + 0x0] = '\0';
 
     for (i = 0; i < scrub->npairs; i++) {
         a = scrub->pair[i][0];
@@ -1423,11 +1443,8 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     uint32_t     bits;
     __m256i      lo1, hi1, lo2, hi2, nib, t0, t1, pls, spc, zero;
     __m256i      v, v1, f, f1, g, z, esc;
-    al_scrub_t  *scrub;
-    u_char       e0[16], e1[16];
 
     p = *pp;
-    scrub = rc->scrub;
 
     if (rc->nibbles == NULL) {
         return NULL;
@@ -1442,29 +1459,12 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     hi2 = _mm256_broadcastsi128_si256(
               _mm_loadu_si128((__m128i *) (rc->nibbles + 48)));
 
-    /*
-     * The escapes by one byte shuffle each: a byte is one when the entry
-     * its low nibble picks is the byte itself (0xff matches no byte: a
-     * byte with its top bit set picks 0).  e0 for v: '%', '&', '\\' and,
-     * on routes with a space, '+'; e1 for v1: '%', '&', '\\' and NUL
-     * (the second byte of a UTF-16LE form).
-     */
+    /* the escapes, by one byte shuffle each */
 
-    ngx_memset(e0, 0xff, sizeof(e0));
-    e0[0x5] = '%';
-    e0[0x6] = '&';
-    e0[0xc] = '\\';
-
-    if (scrub->plus) {
-        e0[0xb] = '+';
-    }
-
-    ngx_memcpy(e1, e0, sizeof(e1));
-    e1[0xb] = 0xff;
-    e1[0x0] = '\0';
-
-    t0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((__m128i *) e0));
-    t1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((__m128i *) e1));
+    t0 = _mm256_broadcastsi128_si256(
+             _mm_loadu_si128((__m128i *) (rc->nibbles + 64)));
+    t1 = _mm256_broadcastsi128_si256(
+             _mm_loadu_si128((__m128i *) (rc->nibbles + 80)));
 
     nib = _mm256_set1_epi8(0x0f);
     pls = _mm256_set1_epi8('+');
@@ -1520,7 +1520,7 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
                | (uint32_t) _mm256_movemask_epi8(esc);
 
 #if (defined __SANITIZE_ADDRESS__)
-        ngx_http_airlock_pairs_check(scrub, p, bits);
+        ngx_http_airlock_pairs_check(rc->scrub, p, bits);
 #endif
 
         if (bits) {
