@@ -377,6 +377,8 @@ typedef struct {
 
     al_inject_t     *inject;
     size_t           ninject;
+    const al_inject_t  *inject_ctype;       /* the injected Content-Type,
+                                               or NULL */
 } al_route_t;
 
 typedef enum {

@@ -342,7 +342,6 @@ al_reason_t
 al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_decision_t *d)
 {
-    size_t              i;
     const al_inject_t  *inj;
 
     /*
@@ -352,23 +351,16 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
      * template stands for its value: a media type holds no secret.
      */
 
-    for (i = 0; i < route->ninject; i++) {
-        inj = &route->inject[i];
+    inj = route->inject_ctype;
 
-        if (inj->name.len == sizeof("Content-Type") - 1
-            && strncasecmp(inj->name.data, "Content-Type",
-                           sizeof("Content-Type") - 1) == 0)
-        {
-            if (inj->value != NULL) {
-                ctype = (const char *) inj->value;
-                ctype_len = inj->len;
+    if (inj != NULL) {
+        if (inj->value != NULL) {
+            ctype = (const char *) inj->value;
+            ctype_len = inj->len;
 
-            } else {
-                ctype = inj->tmpl.data;
-                ctype_len = inj->tmpl.len;
-            }
-
-            break;
+        } else {
+            ctype = inj->tmpl.data;
+            ctype_len = inj->tmpl.len;
         }
     }
 

@@ -3076,6 +3076,10 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         {
             return -1;
         }
+
+        if (strcmp(lower, "content-type") == 0) {
+            r->inject_ctype = inj;
+        }
     }
 
     r->ninject = node->n;
