@@ -14,10 +14,10 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use MIME::Base64 qw(encode_base64);
 use Test::More;
 use Airlock::Test;
 use Airlock::LLM;
+use Airlock::ScrubForms qw(url_all json_all b64 unpadded b64url);
 
 local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
 
@@ -28,28 +28,6 @@ my $ok = $Airlock::LLM::OPENAI_KEY;
 my $ak = $Airlock::LLM::ANTHROPIC_KEY;
 
 srand(61);
-
-sub url_all {
-    my ($s) = @_;
-    return join '', map {
-        my $h = sprintf '%%%02X', ord $_;
-        $h =~ s/([A-F])/rand() < 0.5 ? lc $1 : $1/ge;
-        $h;
-    } split //, $s;
-}
-
-sub json_all {
-    my ($s) = @_;
-    return join '', map {
-        my $h = sprintf '\\u%04X', ord $_;
-        $h =~ s/([A-F])/rand() < 0.5 ? lc $1 : $1/ge;
-        $h;
-    } split //, $s;
-}
-
-sub b64 { encode_base64($_[0], '') }
-sub unpadded { (my $s = $_[0]) =~ s/=+$//; $s }
-sub b64url { (my $s = b64($_[0])) =~ tr{+/}{-_}; $s }
 
 my @forms = (
     [ openai => 'openai: url, every byte, mixed case', url_all($ok) ],

@@ -1,0 +1,195 @@
+package Airlock::ScrubForms;
+
+# The scrub-form tests' shared part: the encoders that write a credential
+# as an upstream might echo it, and echo_forms(), which puts a proxy with
+# two routes ("bearer" injecting "Bearer {tok}", "basic" injecting "Basic
+# {basic|base64}") before the echo upstream and checks that each form
+# given comes back as "[REDACTED]" wherever it is echoed.  The random
+# cases come from the caller's srand().
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use MIME::Base64 qw(encode_base64);
+use Test::More;
+use Airlock::Test;
+
+our @EXPORT_OK = qw(url_all url_reserved json_all b64 unpadded b64url
+                    echo_forms);
+
+# every byte as %XX, each hex letter in a random case
+sub url_all {
+    my ($s) = @_;
+    return join '', map {
+        my $h = sprintf '%%%02X', ord $_;
+        $h =~ s/([A-F])/rand() < 0.5 ? lc $1 : $1/ge;
+        $h;
+    } split //, $s;
+}
+
+# what encodeURIComponent leaves alone is left alone
+sub url_reserved {
+    my ($s, $lower) = @_;
+    (my $e = $s) =~ s/([^A-Za-z0-9\-_.!~*'()])/sprintf '%%%02X', ord $1/ge;
+    $e =~ s/(%[0-9A-F]{2})/lc $1/ge if $lower;
+    return $e;
+}
+
+# every character as \uXXXX, each hex letter in a random case
+sub json_all {
+    my ($s) = @_;
+    return join '', map {
+        my $h = sprintf '\\u%04X', ord $_;
+        $h =~ s/([A-F])/rand() < 0.5 ? lc $1 : $1/ge;
+        $h;
+    } split //, $s;
+}
+
+sub b64 { encode_base64($_[0], '') }
+sub unpadded { (my $s = $_[0]) =~ s/=+$//; $s }
+sub b64url { (my $s = b64($_[0])) =~ tr{+/}{-_}; $s }
+
+# echo_forms($t, $p, tok => T, cred => "user:password", forms => [[route,
+# name, form], ...]): each form echoed in a response header, in a body
+# held whole (Content-Length), streamed in pieces of 2 and 5 bytes (cut
+# at many offsets), and in a long body through 1 KB proxy buffers.
+sub echo_forms {
+    my ($t, $p, %a) = @_;
+    my @forms = @{$a{forms}};
+    my ($tok, $cred) = @a{qw(tok cred)};
+    (my $pass = $cred) =~ s/^[^:]*://;
+
+    my $tok_sealed = $p->seal($tok);
+    my $basic_sealed = $p->seal($cred);
+    my $query = 'query: { allow: [f, size, chunked, piece, delay, hdr] }';
+
+    $t->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+  local: { cidr: [127.0.0.1/32] }
+secrets:
+  tok: { sealed: "$tok_sealed" }
+  basic: { sealed: "$basic_sealed" }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: bearer
+    clients: [local]
+    match: { method: GET, path: /bearer }
+    upstream: echo
+    to: /bearer
+    $query
+    inject: { Authorization: "Bearer {tok}" }
+  - name: basic
+    clients: [local]
+    match: { method: GET, path: /basic }
+    upstream: echo
+    to: /basic
+    $query
+    inject: { Authorization: "Basic {basic|base64}" }
+alerts:
+  deny: { threshold: 1000, window: 60s }
+EOF
+
+    # The echo upstream answers as X-Echo-* headers say; the client's own
+    # headers do not reach it, so the location sets them from the query:
+    # ?f=i puts form i, as "<<form>>;", in $echo_pattern.
+    my $map = '';
+    for my $i (0 .. $#forms) {
+        (my $v = "<<$forms[$i][2]>>;") =~ s/(["\\])/\\$1/g;
+        $map .= "        $i \"$v\";\n";
+    }
+
+    my $http = <<"EOF";
+    map \$arg_f \$echo_pattern {
+        default "";
+$map    }
+
+    map \$arg_hdr \$echo_leak {
+        default "";
+        1 "X-Leak: \$echo_pattern";
+    }
+EOF
+
+    $t->write_file_expand('nginx.conf', $p->conf(http => $http,
+                                                 location => <<'EOF'));
+            proxy_set_header X-Echo-Pattern $echo_pattern;
+            proxy_set_header X-Echo-Header $echo_leak;
+            proxy_set_header X-Echo-Size $arg_size;
+            proxy_set_header X-Echo-Chunked $arg_chunked;
+            proxy_set_header X-Echo-Chunk-Size $arg_piece;
+            proxy_set_header X-Echo-Delay-Ms $arg_delay;
+
+            # small proxy buffers: a long body crosses many of them
+            proxy_buffer_size 1k;
+            proxy_buffers 8 1k;
+            proxy_busy_buffers_size 2k;
+EOF
+
+    $t->start_echo(8081);
+    $t->run;
+
+    my $get = sub {
+        my ($route, %q) = @_;
+        my $q = join '&', map { "$_=$q{$_}" } sort keys %q;
+        my $raw = $t->http_get("/$route?$q", timeout => 20);
+        return ($raw, parse_response($raw));
+    };
+
+    for my $i (0 .. $#forms) {
+        my ($route, $name, $form) = @{$forms[$i]};
+        my $unit = "<<$form>>;";
+        my $want = '<<[REDACTED]>>;';
+
+        # a response header
+
+        my ($raw, $r) = $get->($route, f => $i, hdr => 1);
+        is($r->{headers}{'x-leak'}, $want, "$name: header");
+        ok(index($raw, $form) < 0, "$name: header: not in the response");
+
+        # held whole: a Content-Length under airlock_scrub_hold
+
+        my $n = int(20000 / length $unit);
+        ($raw, $r) = $get->($route, f => $i, size => $n * length $unit);
+        is($r->{status}, 200, "$name: held: 200");
+        ok($r->{body} eq $want x $n
+           && $r->{headers}{'content-length'} == length $r->{body},
+           "$name: held: every occurrence redacted, exact Content-Length");
+        ok(index($raw, $form) < 0, "$name: held: not in the response");
+
+        # streamed in small pieces: every form is cut at many offsets
+
+        for my $piece (2, 5) {
+            ($raw, $r) = $get->($route, f => $i, size => 4 * length $unit,
+                                chunked => 1, piece => $piece, delay => 1);
+            ok($r->{body} eq $want x 4,
+               "$name: streamed in $piece-byte pieces")
+                or diag($r->{body});
+            ok(index($raw, $form) < 0,
+               "$name: $piece-byte pieces: not in the response");
+        }
+
+        # streamed: longer than the hold, through 1 KB proxy buffers
+
+        $n = int(70000 / length $unit) + 1;
+        ($raw, $r) = $get->($route, f => $i, size => $n * length $unit);
+        ok(!defined $r->{headers}{'content-length'}
+           && $r->{body} eq $want x $n,
+           "$name: long body streamed, every occurrence redacted");
+        ok(index($raw, $form) < 0, "$name: long body: not in the response");
+    }
+
+    # the log says what happened, without the value
+
+    my $log = $t->read_file('error.log');
+    like($log, qr/scrubbed an injected credential from the response on (?#
+                  )route "basic"/,
+         'error log: the scrub on "basic" is reported');
+    ok(index($log, $pass) < 0 && index($log, $tok) < 0,
+       'error log: no secret');
+
+    is($t->error_log_check, '', 'no alerts or sanitizer reports');
+}
+
+1;
