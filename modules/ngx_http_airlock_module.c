@@ -61,6 +61,8 @@ static char *ngx_http_airlock_error_json(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_airlock_load(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf);
+static char *ngx_http_airlock_load_error(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const al_error_t *err);
 static char *ngx_http_airlock_load_route(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
     ngx_http_airlock_route_t *rc, ngx_http_airlock_load_t *ld);
@@ -739,7 +741,6 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
     al_keyring_t             *kr;
     ngx_pool_cleanup_t       *cln;
     ngx_http_airlock_load_t   ld;
-    u_char                    msg[sizeof(al_error_t) + 16];
 
     kr = NULL;
 
@@ -750,10 +751,7 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
         kr = al_keyring_load((char *) amcf->keyring_file.data, &err);
 
         if (kr == NULL) {
-            al_error_format(&err, (char *) msg, sizeof(msg));
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s in %V:%ui", msg,
-                          &amcf->policy_conf, amcf->policy_line);
-            return NGX_CONF_ERROR;
+            return ngx_http_airlock_load_error(cf, amcf, &err);
         }
     }
 
@@ -764,10 +762,7 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
     al_keyring_free(kr);
 
     if (p == NULL) {
-        al_error_format(&err, (char *) msg, sizeof(msg));
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%s in %V:%ui", msg,
-                      &amcf->policy_conf, amcf->policy_line);
-        return NGX_CONF_ERROR;
+        return ngx_http_airlock_load_error(cf, amcf, &err);
     }
 
     cln = ngx_pool_cleanup_add(cf->pool, 0);
@@ -810,6 +805,40 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The loader's message quotes the policy (a name, a value, a key), and
+ * "nginx -t" prints it on the operator's terminal: it is shown as
+ * airlockctl shows it, a control character or a byte past ASCII as \xHH,
+ * so that an escape sequence in a policy cannot rewrite the screen.
+ */
+
+static char *
+ngx_http_airlock_load_error(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const al_error_t *err)
+{
+    size_t   len, size;
+    u_char  *shown;
+    u_char   msg[sizeof(al_error_t) + 16];
+
+    len = al_error_format(err, (char *) msg, sizeof(msg));
+    len = ngx_min(len, sizeof(msg) - 1);
+
+    size = 4 * len + 1;
+
+    shown = ngx_pnalloc(cf->temp_pool, size);
+    if (shown == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    len = al_shown((char *) shown, size, (char *) msg, len);
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0, "%*s in %V:%ui", len, shown,
+                  &amcf->policy_conf, amcf->policy_line);
+
+    return NGX_CONF_ERROR;
 }
 
 
