@@ -10,6 +10,13 @@
  * $CREDENTIALS_DIRECTORY is set (LoadCredential= in alertd's own unit),
  * a path under /run/credentials/ is read from alertd's own copy,
  * $CREDENTIALS_DIRECTORY/ID.
+ *
+ * The unit gives each such credential a default, SetCredential=ID:missing,
+ * which systemd hands over when the file LoadCredential= names cannot be
+ * read: without it a missing file fails the whole unit, also when no sink
+ * names the secret (an appliance with Alertmanager only, or no sink).
+ * That default is a missing secret, never a key: a webhook that names it
+ * stops alertd with what to do.
  */
 
 #include <limits.h>
@@ -21,6 +28,7 @@
 
 
 #define AD_CREDENTIALS_ROOT    "/run/credentials/"
+#define AD_CREDENTIAL_MISSING  "missing"    /* the unit's SetCredential= */
 
 
 static int ad_secret_read(const char *path, unsigned char **out,
@@ -62,6 +70,7 @@ ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
     n = snprintf(path, sizeof(path), "%s", sec->source.data);
 
     dir = getenv("CREDENTIALS_DIRECTORY");
+    id = NULL;
 
     if (dir != NULL && dir[0] == '/'
         && strncmp(sec->source.data, AD_CREDENTIALS_ROOT,
@@ -80,6 +89,23 @@ ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
     if (ad_secret_read(path, out, outlen, why, sizeof(why)) != 0) {
         (void) snprintf(err, errsize, "%s:%u: secret \"%s\": %s",
                         p->file.data, sec->line, sec->name.data, why);
+        return -1;
+    }
+
+    if (id != NULL && *outlen == sizeof(AD_CREDENTIAL_MISSING) - 1
+        && memcmp(*out, AD_CREDENTIAL_MISSING, *outlen) == 0)
+    {
+        (void) snprintf(err, errsize, "%s:%u: secret \"%s\": the "
+                        "credential %s is missing: systemd found no file "
+                        "for it and gave the unit its default (\"%s\"); "
+                        "write the secret to the file the unit's "
+                        "LoadCredential=%s: line names and restart "
+                        "airlock-alertd, or remove the webhook from "
+                        "alerts.sinks", p->file.data, sec->line,
+                        sec->name.data, id, AD_CREDENTIAL_MISSING, id);
+        al_secure_free(*out);
+        *out = NULL;
+        *outlen = 0;
         return -1;
     }
 
