@@ -681,13 +681,13 @@ al_ctl_explain(int argc, char **argv)
 
     p = al_ctl_load(file, NULL, &rc);
     if (p == NULL) {
-        free(token);
+        al_secure_free(token);
         return 2;
     }
 
     d = calloc(1, sizeof(al_decision_t));
     if (d == NULL) {
-        free(token);
+        al_secure_free(token);
         al_policy_free(p);
         return 2;
     }

@@ -343,6 +343,22 @@ unlike($out, qr/client: tools/, 'and it is not used');
 is($rc, 2, 'explain: an unset token variable exits 2');
 like($err, qr/NO_SUCH_VAR_X is not set/, 'and names the variable');
 
+# a token read, then a policy that does not load: exit 2, as for any
+# policy that cannot be read (the token's guarded memory was given to
+# free(), which aborted)
+{
+    local $ENV{AIRLOCK_TEST_TOKEN} = $token;
+    for my $f ("$dir/missing.yaml", $bad) {
+        ($rc, undef, $err) = run('', 'explain', $f, '--token-env',
+                                 'AIRLOCK_TEST_TOKEN', 'GET', '/x');
+        is($rc, 2, "explain --token-env, $f not loaded: exit 2");
+        unlike($err, qr/invalid pointer|Abort/, 'and no abort');
+    }
+    ($rc, undef, $err) = run("$token\n", 'explain', $bad, '--token-stdin',
+                             'GET', '/x');
+    is($rc, 2, 'explain --token-stdin, a policy not loaded: exit 2');
+}
+
 # a unix peer given by --uid alone has no gid, by --gid alone no uid: the
 # one not given is no one's, not root's (a real peer has both, and
 # explain was not told the other)
