@@ -81,7 +81,8 @@ static int al_ctl_rollback(int argc, char **argv);
 static int al_ctl_llm_usage(int argc, char **argv);
 static void al_ctl_routes_limits(const al_llm_client_t *lc);
 static void al_ctl_explain_limits(const al_llm_t *l,
-    const al_llm_client_t *lc, const al_llm_req_t *req);
+    const al_client_t *client, const al_llm_client_t *lc,
+    const al_llm_req_t *req, const char *alias, size_t alias_len);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
@@ -822,7 +823,8 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     size_t body_len, const char *ctype)
 {
     int                     rc;
-    size_t                  tlen, at, raw;
+    size_t                  tlen, at, raw, alias_len;
+    const char             *alias;
     al_reason_t             reason;
     al_llm_req_t            req;
     al_llm_map_t            map;
@@ -878,7 +880,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                    l->upstream.url.data, rt->uri);
         al_ctl_out("  inject:   the key of secret \"%s\"\n",
                    l->secret->name.data);
-        al_ctl_explain_limits(l, lc, NULL);
+        al_ctl_explain_limits(l, client, lc, NULL, NULL, 0);
         rc = 0;
         goto done;
     }
@@ -980,13 +982,12 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
 
     al_ctl_explain_tools(l);
 
-    if (rt->alias.len) {
-        al_ctl_explain_fallback(l, client, rt, &req, rt->alias.data,
-                                rt->alias.len);
-    } else {
-        al_ctl_explain_fallback(l, client, rt, &req, map.alias,
-                                map.alias_len);
-    }
+    /* the alias the client asked for: a deployment's, or the body's */
+
+    alias = rt->alias.len ? rt->alias.data : map.alias;
+    alias_len = rt->alias.len ? rt->alias.len : map.alias_len;
+
+    al_ctl_explain_fallback(l, client, rt, &req, alias, alias_len);
 
     if (lc->tokens_per_minute || lc->tokens_per_day) {
         al_ctl_out("  budget:   reserves %llu tokens against %llu/min, "
@@ -996,7 +997,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                    (unsigned long long) lc->tokens_per_day);
     }
 
-    al_ctl_explain_limits(l, lc, &req);
+    al_ctl_explain_limits(l, client, lc, &req, alias, alias_len);
 
     al_llm_request_free(&req);
     rc = 0;
@@ -2358,17 +2359,23 @@ al_ctl_llm_usage(int argc, char **argv)
 /*
  * What admission counts besides tokens: places in flight, the request
  * rate and, for a request with a body, its price and the worst case a
- * dollar budget reserves for it.
+ * dollar budget reserves for it: as the gateway reserves it, the higher
+ * of the worst case here and at the fallback's price, when the entry has
+ * a fallback that would serve the call (and charge it there).
  */
 
 static void
-al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
-    const al_llm_req_t *req)
+al_ctl_explain_limits(const al_llm_t *l, const al_client_t *client,
+    const al_llm_client_t *lc, const al_llm_req_t *req, const char *alias,
+    size_t alias_len)
 {
-    uint64_t               need;
-    const al_llm_price_t  *pr;
-    char                   a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX];
-    char                   c[AL_LLM_USD_MAX];
+    uint64_t                need, fneed;
+    al_str_t                model;
+    const al_llm_t         *fb;
+    const al_llm_price_t   *pr;
+    const al_llm_client_t  *flc;
+    char                    a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX];
+    char                    c[AL_LLM_USD_MAX];
 
     if (lc->max_concurrent || lc->requests_per_minute) {
         al_ctl_out("  requests: counts against %llu in flight, %llu/min "
@@ -2413,12 +2420,43 @@ al_ctl_explain_limits(const al_llm_t *l, const al_llm_client_t *lc,
     need = al_llm_cost_need(pr, req->cache_control, req->prompt_estimate,
                             req->max_output);
 
+    fb = NULL;
+    model.data = NULL;
+    model.len = 0;
+
+    if (l->fallback != NULL) {
+        flc = al_llm_find_client(l->fallback, client);
+
+        if (flc != NULL
+            && al_llm_fallback_model(l->fallback, flc, req->model,
+                                     req->model_len, alias, alias_len,
+                                     &model)
+               == 0)
+        {
+            fneed = al_llm_cost_need(al_llm_price(l->fallback, model.data,
+                                                  model.len),
+                                     req->cache_control,
+                                     req->prompt_estimate, req->max_output);
+
+            if (fneed > need) {
+                need = fneed;
+                fb = l->fallback;
+            }
+        }
+    }
+
     (void) al_llm_usd_format(need, a, sizeof(a));
     (void) al_llm_usd_format(lc->cost_per_day, b, sizeof(b));
     (void) al_llm_usd_format(lc->cost_per_month, c, sizeof(c));
 
     al_ctl_out("  cost:     reserves up to $%s against $%s/day, $%s/month "
                "(0 = unlimited)\n", a, b, c);
+
+    if (fb != NULL) {
+        al_ctl_out("  cost:     at the price of fallback llm \"%s\", model "
+                   "%.*s, which may serve the call and charge it\n",
+                   fb->name.data, (int) model.len, model.data);
+    }
 
     if (l->kind == AL_LLM_ANTHROPIC) {
         al_ctl_out("  cost:     input at the %s price (%s)\n",

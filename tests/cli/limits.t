@@ -165,4 +165,46 @@ like($out, qr/^  cost:     reserves up to \$0\.0025\d* against/m,
 like($out, qr/^  cost:     input at the highest cache-write price/m,
      'explain, anthropic with cache_control: says why');
 
+# an entry with a fallback: the gateway reserves the higher of the worst
+# case here and at the fallback's price (the call may be served, and
+# charged, there), and explain says what the gateway reserves
+my $fb = <<'F';
+  - name: oa2
+    prefix: /v1/proxy/oa2
+    provider: openai
+    upstream: https://api.openai.com/v1
+    secret: k
+    models: [gpt-4o-mini]
+    prices:
+      gpt-4o-mini: { input: 1.5, output: 6 }
+    clients:
+      agent: {}
+      cheap: { usd_per_day: 2.5 }
+F
+(my $fbp = $policy) =~ s/\nalerts:/\n${fb}alerts:/ or die;
+$fbp =~ s/(    models: \[gpt-4o-mini, gpt-4o\]\n)/${1}    fallback: oa2\n/
+    or die;
+$p = write_file('fallback.yaml', $fbp);
+($rc, $out) = run('check', $p);
+is($rc, 0, 'a policy with a dearer fallback passes check') or diag($out);
+($rc, $out) = run('explain', $p, '--client', 'cheap', 'POST', $chat,
+                  '--body', $body, '--content-type', 'application/json');
+like($out, qr/^  fallback: on 429, 5xx or no connection, llm "oa2"/m,
+     'explain: the call may fall back') or diag($out);
+like($out, qr/^  cost:     reserves up to \$0\.006\d* against \$2\.5\/day/m,
+     'explain: the worst case at the fallback\'s price is reserved')
+    or diag($out);
+like($out, qr/^  cost:     at the price of fallback llm "oa2", model gpt-4o-mini/m,
+     'explain: and says why') or diag($out);
+
+# a fallback no dearer: the entry's own worst case
+$fbp =~ s/\{ input: 1\.5, output: 6 \}/{ input: 0.015, output: 0.06 }/
+    or die;
+$p = write_file('fallback-cheap.yaml', $fbp);
+($rc, $out) = run('explain', $p, '--client', 'cheap', 'POST', $chat,
+                  '--body', $body, '--content-type', 'application/json');
+like($out, qr/^  cost:     reserves up to \$0\.0006\d* against/m,
+     'explain: a cheaper fallback: this entry\'s worst case') or diag($out);
+unlike($out, qr/at the price of fallback/, 'explain: and no fallback line');
+
 done_testing();
