@@ -1142,7 +1142,7 @@ static int
 al_ctl_routes(int argc, char **argv)
 {
     int                  rc;
-    char                 m[64], clients[256], body[32];
+    char                 m[64], body[32];
     size_t               i, k, n;
     al_policy_t         *p;
     const al_route_t    *r;
@@ -1171,15 +1171,6 @@ al_ctl_routes(int argc, char **argv)
 
         al_methods_format(m, sizeof(m), r->methods);
 
-        n = 0;
-        clients[0] = '\0';
-        for (k = 0; k < p->nclients && n < sizeof(clients); k++) {
-            if (r->client_ok[k]) {
-                n += snprintf(clients + n, sizeof(clients) - n, "%s%s",
-                              n ? "," : "", p->clients[k].name.data);
-            }
-        }
-
         if (r->has_body) {
             snprintf(body, sizeof(body), "%zu%s", r->body_max,
                      r->json ? "+json" : "");
@@ -1187,9 +1178,20 @@ al_ctl_routes(int argc, char **argv)
             snprintf(body, sizeof(body), "-");
         }
 
-        printf("%-24s %-10s %-32s %-20s %-8s %s%s\n", r->name.data, m,
-               r->path.data, clients, body, r->upstream->url.data,
-               r->to.data);
+        printf("%-24s %-10s %-32s ", r->name.data, m, r->path.data);
+
+        /* every client the route grants, however long the list */
+
+        n = 0;
+        for (k = 0; k < p->nclients; k++) {
+            if (r->client_ok[k]) {
+                printf("%s%s", n ? "," : "", p->clients[k].name.data);
+                n += (n ? 1 : 0) + p->clients[k].name.len;
+            }
+        }
+
+        printf("%*s %-8s %s%s\n", n < 20 ? (int) (20 - n) : 0, "", body,
+               r->upstream->url.data, r->to.data);
     }
 
     if (p->nllm) {

@@ -502,6 +502,44 @@ is($rc, 0, 'routes exits 0');
 like($out, qr/github-pull-request\s+POST\s+\/github\/pull-request/,
      'routes lists the pull request route');
 
+# every client a route grants is listed, however many: the list was cut
+# at 255 bytes without a mark, and the last of them went unseen
+{
+    my $clients = join '', map { sprintf "  client-number-%02d: { unix_uid: %d }\n",
+                                         $_, 2000 + $_ } 0 .. 29;
+    my $names = join ', ', map { sprintf 'client-number-%02d', $_ } 0 .. 29;
+    my $many = write_file('many-clients.yaml', <<"Y");
+version: 1
+clients:
+$clients  zz-last: { unix_uid: 3000 }
+upstreams:
+  up: { url: "http://127.0.0.1:9090" }
+routes:
+  - name: r
+    clients: [$names, zz-last]
+    match: { method: GET, path: /x }
+    upstream: up
+    to: /x
+  - name: s
+    clients: [zz-last]
+    match: { method: GET, path: /y }
+    upstream: up
+    to: /y
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+    ($rc, $out) = run('', 'routes', $many);
+    is($rc, 0, 'routes: a route with 31 clients');
+    my ($line) = $out =~ /^(r .*)$/m;
+    is(scalar(() = ($line // '') =~ /client-number-\d\d/g), 30,
+       'routes: every one of its clients is listed');
+    like($line // '', qr/,zz-last\s+-\s+http:\/\/127\.0\.0\.1:9090\/x$/,
+         'routes: the last one too, then the body and the target')
+        or diag($out);
+    like($out, qr/^s\s+GET\s+\/y\s+zz-last\s+-\s+http:\/\/127\.0\.0\.1:9090\/y$/m,
+         'routes: a short list keeps its column') or diag($out);
+}
+
 # diff
 ($rc, $out) = run('', 'diff', $example, $example);
 is($rc, 0, 'diff of a policy with itself exits 0');
