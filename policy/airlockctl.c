@@ -1380,7 +1380,16 @@ al_ctl_seal(int argc, char **argv)
 
     al_secure_free(secret);
 
-    printf("%s\n", out);
+    /* the value is the command's whole result: a write that failed (a
+       full disk under "> sealed.txt") is not a success */
+
+    if (printf("%s\n", out) < 0 || fflush(stdout) != 0 || ferror(stdout)) {
+        free(out);
+        fprintf(stderr, "airlockctl: cannot write the sealed value: %s\n",
+                strerror(errno));
+        return 2;
+    }
+
     free(out);
 
     return 0;

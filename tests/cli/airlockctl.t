@@ -669,6 +669,17 @@ like($err, qr/65536 bytes/, 'seal: and says the limit');
             "$key.pub");
 is($rc, 2, 'seal --keep-newline: 64 KiB and a kept newline is over');
 
+# the sealed value that cannot be written is not a success: a full disk
+# under "seal > sealed.txt" left an empty or a cut file, and exit 0
+for my $n (6, 65536) {
+    my $in = write_file('seal-in', 'a' x $n);
+    my $cmd = join ' ', map { quotemeta } $ctl, 'seal', '--pub', "$key.pub";
+    my $e = `$cmd <\Q$in\E 2>&1 >/dev/full`;
+    is($? >> 8, 2, "seal: a sealed value of a $n-byte secret not written: "
+                   . 'exit 2');
+    like($e, qr/cannot write the sealed value/, 'seal: and says so');
+}
+
 # a secret or token typed on a terminal is not echoed: it would stay on
 # the screen, in the scrollback and in a recording of the session.
 # script(1) (bsdutils, essential in Debian) gives airlockctl a terminal;
