@@ -964,10 +964,13 @@ al_cc_header_secret(al_cc_t *cc, const al_ynode_t *node,
         }
 
         if (!b64 && ((p[i] < 0x20 && p[i] != '\t') || p[i] >= 0x7f)) {
+            /* where, not what: the error goes to logs and terminals */
+
             return al_cc_error(cc, node, "secret \"%s\" contains a byte "
-                               "outside printable ASCII (0x%02x) and "
-                               "cannot be used %s as it is (|base64 can "
-                               "carry it)", sec->name.data, p[i], use);
+                               "outside printable ASCII (its byte %zu of "
+                               "%zu) and cannot be used %s as it is "
+                               "(|base64 can carry it)", sec->name.data,
+                               i + 1, sec->len, use);
         }
     }
 
