@@ -69,6 +69,7 @@ typedef struct {
 } al_ctl_edit_t;
 
 
+static int al_ctl_written(int rc);
 static int al_ctl_check(int argc, char **argv);
 static int al_ctl_explain(int argc, char **argv);
 static int al_ctl_routes(int argc, char **argv);
@@ -278,7 +279,7 @@ main(int argc, char **argv)
 
     for (cmd = al_ctl_cmds; cmd->name != NULL; cmd++) {
         if (strcmp(cmd->name, argv[1]) == 0) {
-            return cmd->run(argc - 1, argv + 1);
+            return al_ctl_written(cmd->run(argc - 1, argv + 1));
         }
     }
 
@@ -286,6 +287,25 @@ main(int argc, char **argv)
             "--help\n", argv[1]);
 
     return 2;
+}
+
+
+/*
+ * What a command prints is its result (a table, a report, a diff): output
+ * that could not be written (a full disk under "> routes.txt", a write
+ * error) is not a success, whatever the command decided.
+ */
+
+static int
+al_ctl_written(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "airlockctl: cannot write the output: %s\n",
+                strerror(errno));
+        return rc > 2 ? rc : 2;
+    }
+
+    return rc;
 }
 
 

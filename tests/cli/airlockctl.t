@@ -680,6 +680,17 @@ for my $n (6, 65536) {
     like($e, qr/cannot write the sealed value/, 'seal: and says so');
 }
 
+# every command's output is its result: a table, a summary or a decision
+# that could not be written (a full disk under "> out.txt") is exit 2,
+# not a success, and says so
+for my $c ([ 'routes', $example ], [ 'check', $example ],
+           [ 'explain', $example, '--client', 'agent', 'GET', '/x' ]) {
+    my $cmd = join ' ', map { quotemeta } $ctl, @$c;
+    my $e = `$cmd 2>&1 >/dev/full`;
+    is($? >> 8, 2, "$c->[0]: output not written: exit 2");
+    like($e, qr/cannot write the output/, "$c->[0]: and says so");
+}
+
 # a secret or token typed on a terminal is not echoed: it would stay on
 # the screen, in the scrollback and in a recording of the session.
 # script(1) (bsdutils, essential in Debian) gives airlockctl a terminal;
