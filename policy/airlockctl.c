@@ -299,10 +299,13 @@ main(int argc, char **argv)
 static int
 al_ctl_written(int rc)
 {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc < 2) {
+
+        /* a failed command (2 and over) has said why already */
+
         fprintf(stderr, "airlockctl: cannot write the output: %s\n",
                 strerror(errno));
-        return rc > 2 ? rc : 2;
+        return 2;
     }
 
     return rc;
