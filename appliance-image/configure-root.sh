@@ -4,7 +4,8 @@
 #
 #   configure-root.sh ROOT OVERLAY CONFDIR
 #
-# OVERLAY (appliance-image/root) is copied over ROOT, root-owned; CONFDIR
+# OVERLAY (appliance-image/root) is copied over ROOT, root-owned, 0644
+# and 0755 whatever the checkout's umask made of it; CONFDIR
 # (conf/) gives the nftables ruleset.  Then: host name, fstab, network by
 # DHCP (systemd-networkd), Redis on a unix socket with AOF, nginx without
 # Debian's default site, the services the appliance runs enabled and the
@@ -20,7 +21,11 @@ conf=$3
 
 rm -rf "$root/tmp/airlock-debs"
 
-(cd "$overlay" && tar -c --owner=0 --group=0 -f - .) | tar -x -C "$root" -f -
+# The overlay's modes are the checkout's, which its umask made: each file
+# is given 0644 (0755 for a program) and each directory 0755, and the
+# directories the root already has (/, /etc, /usr, ...) keep their own
+(cd "$overlay" && tar -c --owner=0 --group=0 --mode=u=rwX,go=rX -f - .) \
+    | tar -x --no-overwrite-dir -C "$root" -f -
 install -m 0755 "$conf/nftables-airlock.conf" "$root/etc/nftables.conf"
 
 echo airlock > "$root/etc/hostname"

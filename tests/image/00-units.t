@@ -251,4 +251,56 @@ for my $n (sort keys %units) {
     }
 }
 
+# configure-root.sh lays the overlay (appliance-image/root) over the
+# image's root.  The overlay's modes are those of the checkout, which its
+# umask made: from a checkout made under umask 077 (or 002) they must
+# neither reach the root's own directories (/, /etc, /usr, /usr/lib: the
+# overlay's "." and parents) nor make the overlay's files root's alone.
+# Run on a stand-in root, with chroot stubbed out (it logs its calls).
+{
+    my $t = tempdir(CLEANUP => 1);
+    my $root = "$t/root";
+    mkdir "$t/bin";
+    open my $fh, '>', "$t/bin/chroot" or die "$t/bin/chroot: $!";
+    print $fh "#!/bin/sh\necho \"chroot \$*\" >> $t/chroot.log\n";
+    close $fh;
+    chmod 0755, "$t/bin/chroot";
+    for my $d ('', qw(/etc /etc/redis /etc/systemd /etc/systemd/system
+                      /etc/nginx /usr /usr/lib))
+    {
+        mkdir "$root$d";
+        chmod 0755, "$root$d";
+    }
+    open $fh, '>', "$root/etc/redis/redis.conf" or die "redis.conf: $!";
+    print $fh "# unixsocket /run/redis-server/redis-server.sock\n"
+        . "# unixsocketperm 700\nport 6379\nappendonly no\n"
+        . "appendfsync everysec\n";
+    close $fh;
+    system("cp -R $top/appliance-image/root $t/overlay "
+           . "&& chmod -R go-rwx $t/overlay") == 0 or die "cp overlay";
+
+    my $out = `PATH=$t/bin:\$PATH sh $top/appliance-image/configure-root.sh \\
+        $root $t/overlay $top/conf 2>&1`;
+    is($? >> 8, 0, 'configure-root.sh on a stand-in root') or diag($out);
+    my @bad = grep { (((stat "$root$_")[2] // 0) & 07777) != 0755 }
+              ('', qw(/etc /usr /usr/lib /etc/systemd /etc/systemd/system
+                      /etc/nginx));
+    is("@bad", '', 'an overlay from a checkout made under umask 077 keeps '
+       . 'the modes of the root\'s own directories')
+        or diag(join ' ', map { sprintf '%s %04o', $_ || '/',
+                                (stat "$root$_")[2] & 07777 } @bad);
+    my %want = ('/etc/nginx/conf.d' => 0755,
+                '/etc/nginx/conf.d/airlock.conf' => 0644,
+                '/etc/systemd/system/airlock-credentials.service' => 0644,
+                '/usr/lib/airlock' => 0755,
+                '/usr/lib/airlock/placeholder-credentials' => 0755,
+                '/usr/lib/airlock/selftest' => 0755);
+    @bad = grep { (((stat "$root$_")[2] // 0) & 07777) != $want{$_} }
+           sort keys %want;
+    is("@bad", '', 'and its files are readable, its programs runnable, by '
+       . 'all (0644, 0755)')
+        or diag(join ' ', map { sprintf '%s %04o', $_,
+                                ((stat "$root$_")[2] // 0) & 07777 } @bad);
+}
+
 done_testing();
