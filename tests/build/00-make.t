@@ -157,6 +157,27 @@ ok($list{deb}{lintian} && $list{deb}{debhelper}, 'the deb set has lintian');
 ok(!$list{test}{wrk} && !$list{test}{prometheus},
    'the test set has neither wrk nor Prometheus');
 
+# make deb runs dpkg-buildpackage, whose dpkg-checkbuilddeps wants the
+# Build-Depends and, beside them, build-essential (Debian's built-in build
+# dependency, which dpkg-dev only recommends and auto/deps installs
+# without recommends); the test and image sets build the packages too
+{
+    my $control = do { local (@ARGV, $/) = "$top/debian/control"; <> };
+    my ($bd) = $control =~ /^Build-Depends:\s*((?:.*\n)(?:[ \t].*\n)*)/m;
+    my %virtual = ('debhelper-compat' => 'debhelper',
+                   'dh-sequence-nginx' => 'nginx-dev');
+    my @want = ('build-essential',
+                map { $virtual{$_} // $_ }
+                map { s/[\s(\[].*//sr } map { s/^\s+//r }
+                split /,/, $bd // '');
+    ok(@want > 5, 'debian/control\'s Build-Depends: ' . join(' ', @want));
+    for my $set (qw(deb test)) {
+        my @missing = grep { !$list{$set}{$_} } @want;
+        is("@missing", '', "the $set set has what dpkg-buildpackage "
+           . 'checks for (Build-Depends, build-essential)');
+    }
+}
+
 # auto/deps stops and disables the system's servers only for the sets
 # whose suites start their own (test, demo, bench): make, make deb and
 # make image run it too, as root on machines whose nginx may be serving.
