@@ -157,6 +157,24 @@ ok($list{deb}{lintian} && $list{deb}{debhelper}, 'the deb set has lintian');
 ok(!$list{test}{wrk} && !$list{test}{prometheus},
    'the test set has neither wrk nor Prometheus');
 
+# the commands the suites run that a Debian 12 without them (a container,
+# no systemd) lacks: the test set installs their packages then (and only
+# then: it does not stop or disable their services, as it does its own
+# packages'); tests/image/00-units.t runs systemd-analyze verify
+{
+    my $bin = tempdir(CLEANUP => 1);
+    for my $c (qw(awk tr)) {
+        my $p = `sh -c 'command -v $c'`;
+        chomp $p;
+        symlink($p, "$bin/$c") or die "symlink $c: $!";
+    }
+    ($rc, $out) = run("PATH=$bin /bin/sh $top/auto/deps --list test");
+    my %l = map { $_ => 1 } split ' ', $out;
+    my @missing = grep { !$l{$_} } qw(nodejs npm systemd);
+    is("@missing", '', 'without node, npm and systemd-analyze on PATH, the '
+       . 'test set has their packages') or diag($out);
+}
+
 # make deb runs dpkg-buildpackage, whose dpkg-checkbuilddeps wants the
 # Build-Depends and, beside them, build-essential (Debian's built-in build
 # dependency, which dpkg-dev only recommends and auto/deps installs
