@@ -155,6 +155,9 @@ const char *aw_backend_name(aw_backend_e b);
 /* aw_scan.c: the ids of an envelope too large to parse */
 void aw_envelope_ids(const char *raw, size_t len, char *jid, char *sid);
 
+/* aw_json.c: whether json_loadb() would take a text, without its tree */
+int aw_json_valid(const char *text, size_t len);
+
 /* aw_job.c: envelopes in, results out */
 int aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     size_t len, aw_job_t *job, char *code, size_t codelen, char *err,

@@ -6,7 +6,8 @@
  * pipe "D" and data.json, which the worker takes as it is, or "E" and
  * {"error": {code, message}}.  A body reaches the script as it came, NUL
  * bytes included (a raw one in a text body, "\u0000" in a JSON one): the
- * child and the script's json.load read JSON with NULs in strings.
+ * script's json.load reads JSON with NULs in strings.  A JSON body is
+ * its text, checked by aw_json_valid(), never a tree.
  */
 
 #include <errno.h>
@@ -26,6 +27,10 @@
 #include "aw.h"
 
 
+/* the proxy's own denial body is under 200 bytes */
+#define AW_FETCH_DENIAL_MAX  4096
+
+
 typedef struct {
     char            *buf;
     size_t           len;
@@ -36,8 +41,10 @@ typedef struct {
 
 static size_t aw_fetch_write(char *p, size_t size, size_t nmemb, void *data);
 static const char *aw_fetch_denial(CURL *c);
-static json_t *aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in,
-    char *code, size_t codelen, char *msg, size_t msglen);
+static int aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in,
+    aw_buf_t *out, char *code, size_t codelen, char *msg, size_t msglen);
+static int aw_fetch_append(aw_buf_t *out, const char *p, size_t n);
+static int aw_fetch_dump(const char *p, size_t n, void *data);
 static void aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job,
     int fd, pid_t worker);
 static int aw_drop_privileges(const aw_conf_t *conf);
@@ -94,15 +101,26 @@ aw_fetch_denial(CURL *c)
 }
 
 
-static json_t *
-aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
-    size_t codelen, char *msg, size_t msglen)
+/*
+ * One input's answer, {"status":N,"body":...}, appended to out.  A body
+ * that is JSON goes as its text, checked by aw_json_valid() (its tree
+ * would cost up to about 80 times the text); any other as a string.  So
+ * an input costs its body (fetch_max_bytes at most) and what is appended:
+ * the text once, or a string of up to 3 bytes a byte, escaped into
+ * out, at most 6 bytes a byte, with no copy between.
+ */
+
+static int
+aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, aw_buf_t *out,
+    char *code, size_t codelen, char *msg, size_t msglen)
 {
+    int                 rc, n;
     char                url[AW_ERRLEN + 8192], cerr[CURL_ERROR_SIZE];
+    char                head[64];
     long                status;
     CURL               *c;
-    json_t             *out, *body, *reason, *rid;
-    CURLcode            rc;
+    json_t             *body, *reason, *rid;
+    CURLcode            cc;
     aw_buf_t            b;
     struct curl_slist  *hdrs;
 
@@ -110,13 +128,14 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
     if (c == NULL) {
         snprintf(code, codelen, "internal");
         snprintf(msg, msglen, "curl_easy_init failed");
-        return NULL;
+        return -1;
     }
 
     memset(&b, 0, sizeof(b));
     b.max = (size_t) conf->fetch_max_bytes;
     hdrs = NULL;
     cerr[0] = '\0';
+    rc = -1;
 
     snprintf(url, sizeof(url), "http://localhost%s", in->path);
 
@@ -155,8 +174,7 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
 
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 
-    rc = curl_easy_perform(c);
-    out = NULL;
+    cc = curl_easy_perform(c);
 
     if (b.over) {
         snprintf(code, codelen, "fetch_too_large");
@@ -165,28 +183,27 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
         goto done;
     }
 
-    if (rc != CURLE_OK) {
+    if (cc != CURLE_OK) {
         snprintf(code, codelen, "fetch_failed");
         snprintf(msg, msglen, "input \"%s\": %s %s through %s: %s",
                  in->name, in->method, in->path, conf->proxy_socket,
-                 cerr[0] ? cerr : curl_easy_strerror(rc));
+                 cerr[0] ? cerr : curl_easy_strerror(cc));
         goto done;
     }
 
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 
-    body = b.len ? json_loadb(b.buf, b.len, JSON_REJECT_DUPLICATES
-                              | JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)
-                 : NULL;
-
     /*
      * The proxy's denial has its Airlock-Denial header, which no upstream
-     * can send through the proxy, and a body naming the same reason, one
-     * of the policy's; any other 403, however its body looks, is the
-     * upstream's answer, which reaches the script.
+     * can send through the proxy, and a small body naming the same
+     * reason, one of the policy's; any other 403, however its body
+     * looks, is the upstream's answer, which reaches the script.
      */
 
-    if (status == 403) {
+    if (status == 403 && aw_fetch_denial(c) != NULL && b.len > 0
+        && b.len <= AW_FETCH_DENIAL_MAX)
+    {
+        body = json_loadb(b.buf, b.len, JSON_REJECT_DUPLICATES, NULL);
         reason = json_is_object(body) ? json_object_get(body, "reason")
                                       : NULL;
         if (json_is_string(reason)
@@ -205,15 +222,44 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, char *code,
             json_decref(body);
             goto done;
         }
+
+        json_decref(body);
     }
 
-    if (body == NULL) {
+    snprintf(head, sizeof(head), "{\"status\":%ld,\"body\":", status);
+
+    if (aw_fetch_append(out, head, strlen(head)) != 0) {
+        goto nomem;
+    }
+
+    if (b.len > 0 && aw_json_valid(b.buf, b.len)) {
+        if (aw_fetch_append(out, b.buf, b.len) != 0) {
+            goto nomem;
+        }
+
+    } else {
         body = aw_json_bytes(b.buf ? b.buf : "", b.len, 0);
+        n = body != NULL ? json_dump_callback(body, aw_fetch_dump, out,
+                                              JSON_COMPACT | JSON_ENCODE_ANY)
+                         : -1;
+        json_decref(body);
+
+        if (n != 0) {
+            goto nomem;
+        }
     }
 
-    out = json_object();
-    json_object_set_new(out, "status", json_integer(status));
-    json_object_set_new(out, "body", body);
+    if (aw_fetch_append(out, "}", 1) != 0) {
+        goto nomem;
+    }
+
+    rc = 0;
+    goto done;
+
+nomem:
+
+    snprintf(code, codelen, "internal");
+    snprintf(msg, msglen, "input \"%s\": out of memory", in->name);
 
 done:
 
@@ -221,7 +267,47 @@ done:
     curl_easy_cleanup(c);
     free(b.buf);
 
-    return out;
+    return rc;
+}
+
+
+/*
+ * out grows by doubling (its max is its size); the worker bounds what it
+ * reads of it
+ */
+
+static int
+aw_fetch_append(aw_buf_t *out, const char *p, size_t n)
+{
+    char    *nb;
+    size_t   cap;
+
+    if (out->len + n > out->max) {
+        cap = out->max ? out->max : 65536;
+        while (cap < out->len + n) {
+            cap *= 2;
+        }
+
+        nb = realloc(out->buf, cap);
+        if (nb == NULL) {
+            return -1;
+        }
+
+        out->buf = nb;
+        out->max = cap;
+    }
+
+    memcpy(out->buf + out->len, p, n);
+    out->len += n;
+
+    return 0;
+}
+
+
+static int
+aw_fetch_dump(const char *p, size_t n, void *data)
+{
+    return aw_fetch_append(data, p, n);
 }
 
 
@@ -257,23 +343,21 @@ static void
 aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd,
     pid_t worker)
 {
-    char     code[64], msg[AW_ERRLEN], *s, *out, *nb;
-    size_t   i, len, off, cap, need;
-    ssize_t  n;
-    json_t  *one, *e;
+    char       code[64], msg[AW_ERRLEN], *s;
+    size_t     i, len, off;
+    ssize_t    n;
+    json_t    *one, *e;
+    aw_buf_t   out;
 
     /*
-     * "D" and data.json, built one input at a time: an input's tree
-     * (about 80 times its body for one of many small values) is freed
-     * before the next is fetched; or "E" and the error
+     * "D" and data.json, built one input at a time, each input's text
+     * appended as it comes (aw_fetch_one()); or "E" and the error
      */
-    cap = 65536;
-    out = malloc(cap);
-    if (out == NULL) {
+    memset(&out, 0, sizeof(out));
+
+    if (aw_fetch_append(&out, "D{", 2) != 0) {
         _exit(2);
     }
-    memcpy(out, "D{", 2);
-    len = 2;
 
     if (aw_drop_privileges(conf) != 0) {
         snprintf(code, sizeof(code), "internal");
@@ -287,43 +371,35 @@ aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job, int fd,
     }
 
     for (i = 0; i < job->ninputs; i++) {
-        one = aw_fetch_one(conf, &job->inputs[i], code, sizeof(code), msg,
-                           sizeof(msg));
-        if (one == NULL) {
-            goto fail;
-        }
-
-        s = json_dumps(one, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(one);
-        if (s == NULL) {
+        /* ,"<name>": (a name is [A-Za-z0-9_-]) */
+        if ((i > 0 && aw_fetch_append(&out, ",", 1) != 0)
+            || aw_fetch_append(&out, "\"", 1) != 0
+            || aw_fetch_append(&out, job->inputs[i].name,
+                               strlen(job->inputs[i].name)) != 0
+            || aw_fetch_append(&out, "\":", 2) != 0)
+        {
             _exit(2);
         }
 
-        /* ,"<name>":<value> (a name is [A-Za-z0-9_-]) */
-        need = len + strlen(job->inputs[i].name) + strlen(s) + 8;
-        if (need > cap) {
-            while (need > cap) {
-                cap *= 2;
-            }
-            nb = realloc(out, cap);
-            if (nb == NULL) {
-                _exit(2);
-            }
-            out = nb;
+        if (aw_fetch_one(conf, &job->inputs[i], &out, code, sizeof(code),
+                         msg, sizeof(msg))
+            != 0)
+        {
+            goto fail;
         }
-
-        len += (size_t) sprintf(out + len, "%s\"%s\":%s", i ? "," : "",
-                                job->inputs[i].name, s);
-        free(s);
     }
 
-    out[len++] = '}';
-    s = out;
+    if (aw_fetch_append(&out, "}", 1) != 0) {
+        _exit(2);
+    }
+
+    s = out.buf;
+    len = out.len;
     goto write;
 
 fail:
 
-    free(out);
+    free(out.buf);
     e = json_object();
     json_object_set_new(e, "code", json_string(code));
     json_object_set_new(e, "message", aw_json_bytes(msg, strlen(msg), 0));
