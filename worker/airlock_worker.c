@@ -83,6 +83,7 @@ static void aw_publish_done(aw_worker_t *w, const char *id,
     const char *job_id, const char *stored, pid_t hb);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries);
+static void aw_dead_done(aw_worker_t *w, const char *id);
 static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
 static void aw_usage(void);
 
@@ -366,7 +367,6 @@ aw_wrong_type(aw_worker_t *w, const char *id, const char *raw, size_t len,
     char         msg[AW_ERRLEN];
     redisReply  *r;
     const char  *type[] = { "TYPE", key };
-    const char  *del[] = { "HDEL", w->conf->errors_key, id };
 
     r = aw_cmd_retry(w, 2, type, NULL);
     snprintf(msg, sizeof(msg), "%s holds a %s, not a result: none can be "
@@ -378,9 +378,7 @@ aw_wrong_type(aw_worker_t *w, const char *id, const char *raw, size_t len,
     aw_dead_letter(w, id, raw, len, msg, aw_deliveries(w, id));
     aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
-
-    r = aw_cmd_retry(w, 3, del, NULL);
-    freeReplyObject(r);
+    aw_dead_done(w, id);
 }
 
 
@@ -538,7 +536,9 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
                         && i < entries->elements; i++)
             {
                 if (entries->element[i]->type == REDIS_REPLY_STRING) {
+                    /* off the pending list already: done with it */
                     aw_gone(w, entries->element[i]->str, 0);
+                    aw_dead_done(w, entries->element[i]->str);
                 }
             }
         }
@@ -971,57 +971,101 @@ aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
 
     aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
-
-    {
-        const char  *argv[] = { "HDEL", w->conf->errors_key, id };
-
-        r = aw_cmd_retry(w, 3, argv, NULL);
-        freeReplyObject(r);
-    }
+    aw_dead_done(w, id);
 }
 
+
+/*
+ * The entry's copy in the dead-letter stream, written once however often
+ * this is run for it: a worker killed after the copy and before the
+ * acknowledgement (or the result, for one delivered too often), or a
+ * reply lost with the connection and the command sent again, wrote a
+ * second copy at its next delivery.  One script adds it and records its
+ * id under "<entry>:dead" in errors_key, or finds that record and adds
+ * nothing.  The record goes after the entry is acknowledged
+ * (aw_dead_done()).
+ */
 
 static void
 aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
     const char *error, long deliveries)
 {
-    char         n[32], max[32];
-    size_t       lens[14];
+    char         n[32], max[32], mark[AW_ID_MAX + 64];
+    size_t       lens[11];
     redisReply  *r;
-    const char  *argv[14];
+    const char  *argv[11];
     int          i;
+    static const char  script[] =
+        "local d = redis.call('HGET', KEYS[2], ARGV[1]) "
+        "if d then return {0, d} end "
+        "d = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', "
+        "'job', ARGV[3], 'entry', ARGV[4], 'error', ARGV[5], "
+        "'deliveries', ARGV[6]) "
+        "redis.call('HSET', KEYS[2], ARGV[1], d) "
+        "return {1, d}";
 
     snprintf(n, sizeof(n), "%ld", deliveries);
     snprintf(max, sizeof(max), "%ld", w->conf->dead_letter_maxlen);
+    snprintf(mark, sizeof(mark), "%s:dead", id);
 
     /*
      * Capped, or what nobody reads would grow for ever; "~" lets Redis
      * trim whole nodes, cheaply, so it keeps up to ~100 more.
      */
-    argv[0] = "XADD";
-    argv[1] = w->conf->dead_letter;
-    argv[2] = "MAXLEN";
-    argv[3] = "~";
-    argv[4] = max;
-    argv[5] = "*";
-    argv[6] = "job";
+    argv[0] = "EVAL";
+    argv[1] = script;
+    argv[2] = "2";
+    argv[3] = w->conf->dead_letter;
+    argv[4] = w->conf->errors_key;
+    argv[5] = mark;
+    argv[6] = max;
     argv[7] = raw ? raw : "";
-    argv[8] = "entry";
-    argv[9] = id;
-    argv[10] = "error";
-    argv[11] = error;
-    argv[12] = "deliveries";
-    argv[13] = n;
+    argv[8] = id;
+    argv[9] = error;
+    argv[10] = n;
 
-    for (i = 0; i < 14; i++) {
+    for (i = 0; i < 11; i++) {
         lens[i] = strlen(argv[i]);
     }
     lens[7] = raw ? len : 0;
 
-    r = aw_cmd_retry(w, 14, argv, lens);
-    freeReplyObject(r);
+    r = aw_cmd_retry(w, 11, argv, lens);
 
-    aw_log("warn", "entry %s to %s: %s", id, w->conf->dead_letter, error);
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[0]->type == REDIS_REPLY_INTEGER
+        && r->element[0]->integer == 0)
+    {
+        aw_log("notice", "entry %s is in %s already (%s); not added again",
+               id, w->conf->dead_letter,
+               r->element[1]->type == REDIS_REPLY_STRING
+               ? r->element[1]->str : "?");
+
+    } else {
+        aw_log("warn", "entry %s to %s: %s", id, w->conf->dead_letter,
+               error);
+    }
+
+    freeReplyObject(r);
+}
+
+
+/*
+ * The entry is acknowledged: its dead-letter record (aw_dead_letter())
+ * goes, with its delivery record.  A crash before this leaves both in
+ * errors_key, small, as a crash before the delivery record's HDEL did.
+ */
+
+static void
+aw_dead_done(aw_worker_t *w, const char *id)
+{
+    char         mark[AW_ID_MAX + 64];
+    redisReply  *r;
+    const char  *del[] = { "HDEL", w->conf->errors_key, id, mark };
+
+    snprintf(mark, sizeof(mark), "%s:dead", id);
+
+    r = aw_cmd_retry(w, 4, del, NULL);
+    freeReplyObject(r);
 }
 
 
@@ -1029,8 +1073,9 @@ aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
  * An entry deleted from the stream (XDEL, XTRIM) while pending: its job
  * is lost, and with it the job_id a result would be stored under.  The
  * dead-letter stream says so, with the last record of a delivery that
- * started (errors_key), which goes; deliveries is 0 when Redis no longer
- * counts them (XAUTOCLAIM has dropped the entry).
+ * started (errors_key), which goes when the caller is done with the
+ * entry (aw_dead_done()); deliveries is 0 when Redis no longer counts
+ * them (XAUTOCLAIM has dropped the entry).
  */
 
 static void
@@ -1039,7 +1084,6 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
     char         last[AW_ERRLEN];
     redisReply  *r;
     const char  *get[] = { "HGET", w->conf->errors_key, id };
-    const char  *del[] = { "HDEL", w->conf->errors_key, id };
 
     r = aw_cmd_retry(w, 3, get, NULL);
     snprintf(last, sizeof(last), "the entry was deleted from the stream "
@@ -1048,9 +1092,6 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
     freeReplyObject(r);
 
     aw_dead_letter(w, id, NULL, 0, last, deliveries);
-
-    r = aw_cmd_retry(w, 3, del, NULL);
-    freeReplyObject(r);
 }
 
 
@@ -1100,6 +1141,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         aw_gone(w, id, deliveries);
         aw_heartbeat_stop(hb);
         aw_ack_delete(w, id);
+        aw_dead_done(w, id);
         aw_job_free(&job);
         return;
     }
@@ -1110,6 +1152,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         aw_dead_letter(w, id, raw, len, last, deliveries);
         aw_heartbeat_stop(hb);
         aw_ack_delete(w, id);
+        aw_dead_done(w, id);
         aw_job_free(&job);
         return;
     }

@@ -113,7 +113,7 @@ $w->kill_worker('TERM', $_) for @p;
 
 @p = phase('dead', $w->envelope(job_id => 'dead1', script => "print(1)"), 3);
 
-ok(wait_any_log(qr/redis XADD: OOM/, 30),
+ok(wait_any_log(qr/redis (?:XADD|EVAL): OOM/, 30),
    'a worker waits to dead-letter the entry');
 wait_any_log(qr/claimed entry(?s:.*)claimed entry/, 4.5);
 $w->redis('CONFIG', 'SET', 'maxmemory', 0);
@@ -140,7 +140,7 @@ $w->redis('SET', 'airlock:jobs:dead', 'not a stream');
 
 @p = ($w->start_worker(consumer => 'gone-1', %c,
                        workdir => "$dir/work-gone-1", name => 'gone-1.conf'));
-ok(wait_log($p[0], qr/redis XADD: WRONGTYPE/, 30),
+ok(wait_log($p[0], qr/redis (?:XADD|EVAL): WRONGTYPE/, 30),
    'the worker waits to record the deleted entry');
 
 # the entry is held (its heartbeat takes it off the pending list: Redis 7
@@ -153,7 +153,7 @@ for (1 .. 60) {
 push @p, $w->start_worker(consumer => 'gone-2', %c,
                           workdir => "$dir/work-gone-2",
                           name => 'gone-2.conf');
-wait_log($p[1], qr/redis XADD: WRONGTYPE/, 4.5);
+wait_log($p[1], qr/redis (?:XADD|EVAL): WRONGTYPE/, 4.5);
 $w->redis('DEL', 'airlock:jobs:dead');
 
 wait_any_log(qr/\Q$gone\E to airlock:jobs:dead/, 30);
