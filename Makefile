@@ -201,7 +201,7 @@ $(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(MOD_MAP) $(POLICY_HDRS) $(LIB)
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ipolicy $(LIB_CFLAGS) \
               -fsanitize=fuzzer,address,undefined
 $(B)/fuzz/%: tests/fuzz/%.c $(POLICY_SRCS) $(POLICY_HDRS) tests/unit/nfkc.h \
-    worker/aw_scan.c worker/aw.h $(B)/config.mk
+    worker/aw_scan.c worker/aw_json.c worker/aw.h $(B)/config.mk
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(POLICY_SRCS) -o $@ $(LIB_LIBS)
 
