@@ -81,6 +81,9 @@ static int al_llm_req_tools(al_llm_rq_t *rq);
 static int al_llm_req_tier(al_llm_rq_t *rq);
 static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
     const char *name, const char *pass, const char *what);
+static int al_llm_req_provider(al_llm_rq_t *rq);
+static int al_llm_provider_safe(const char *key, json_t *v);
+static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
 static int al_llm_req_urls(al_llm_rq_t *rq);
 static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
@@ -1332,7 +1335,8 @@ al_llm_req_tier(al_llm_rq_t *rq)
             != 0
             || al_llm_req_dearer(rq, AL_LLM_F_INFERENCE_GEO, "inference_geo",
                                  "global", "")
-               != 0))
+               != 0
+            || al_llm_req_provider(rq) != 0))
     {
         return -1;
     }
@@ -1415,6 +1419,179 @@ al_llm_req_dearer(al_llm_rq_t *rq, unsigned field, const char *name,
                        "%s \"%s\"%s costs more than the policy's prices, "
                        "and this client has a dollar budget (%s passes)",
                        name, show, what, pass);
+}
+
+
+/*
+ * OpenRouter's "provider" (provider routing), for a client with a dollar
+ * budget.  A model is served there by several providers at several
+ * prices, and the policy's prices are one of them: a member that picks
+ * or filters the providers ("order", "only", "ignore", "quantizations",
+ * "sort" by throughput or latency, "allow_fallbacks": false,
+ * "data_collection": "deny", "zdr": true, ...) can leave the call to a
+ * dearer one.  The members that cannot raise the price pass: "sort":
+ * "price", "max_price", and every member at its default or null.  Any
+ * other passes only beside a "max_price" whose "prompt" and "completion"
+ * are at most the model's input and output prices (and its fallback's):
+ * the router then serves the call at those prices or not at all, so the
+ * privacy filters stay open to such a client.  Read by jansson, only
+ * when the member is there.
+ */
+
+static int
+al_llm_req_provider(al_llm_rq_t *rq)
+{
+    json_t                 *v, *e, *cap;
+    const char             *key, *why, *which;
+    json_error_t            err;
+    const al_llm_jfield_t  *f;
+
+    f = &rq->b->f[AL_LLM_F_PROVIDER];
+
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
+        return 0;
+    }
+
+    v = json_loadb((const char *) rq->body + f->at, f->len, 0, &err);
+    why = NULL;
+    which = NULL;
+    cap = NULL;
+
+    if (!json_is_object(v)) {
+        why = "\"provider\" must be an object";
+
+    } else {
+        json_object_foreach(v, key, e) {
+            if (strcmp(key, "max_price") == 0) {
+                if (!json_is_object(e) && !json_is_null(e)) {
+                    why = "\"provider.max_price\" must be an object";
+                    break;
+                }
+
+                cap = json_is_object(e) ? e : NULL;
+
+            } else if (which == NULL && !al_llm_provider_safe(key, e)) {
+                which = key;
+            }
+        }
+    }
+
+    if (why == NULL && which != NULL && al_llm_provider_capped(rq, cap) != 0)
+    {
+        rq->req->reason = AL_REASON_BODY;
+        (void) al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "provider \"%.32s\" may route the call to a "
+                           "provider dearer than the policy's prices, and "
+                           "this client has a dollar budget; it passes "
+                           "with a \"max_price\" whose prompt and "
+                           "completion are at most them", which);
+        json_decref(v);
+        return -1;
+    }
+
+    json_decref(v);
+
+    if (why != NULL) {
+        rq->req->reason = AL_REASON_BODY;
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail), "%s",
+                           why);
+    }
+
+    return 0;
+}
+
+
+/* 1 when a member of "provider" cannot raise the price: a default */
+
+static int
+al_llm_provider_safe(const char *key, json_t *v)
+{
+    if (json_is_null(v)) {
+        return 1;
+    }
+
+    if (strcmp(key, "sort") == 0) {
+        if (json_is_object(v)) {
+            v = json_object_get(v, "by");
+        }
+
+        return json_is_string(v) && strcmp(json_string_value(v), "price") == 0;
+    }
+
+    if (strcmp(key, "allow_fallbacks") == 0) {
+        return json_is_true(v);
+    }
+
+    if (strcmp(key, "data_collection") == 0) {
+        return json_is_string(v) && strcmp(json_string_value(v), "allow") == 0;
+    }
+
+    if (strcmp(key, "zdr") == 0 || strcmp(key, "require_parameters") == 0
+        || strcmp(key, "enforce_distillable_text") == 0)
+    {
+        return json_is_false(v);
+    }
+
+    return 0;
+}
+
+
+/*
+ * 0 when cap, a "max_price" (NULL: none), bounds the token prices by the
+ * policy's for the call's model at this entry and at its fallback
+ */
+
+static int
+al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap)
+{
+    double                  in, out;
+    al_str_t                model;
+    json_t                 *p, *c;
+    const al_llm_t         *fb;
+    const al_llm_price_t   *price;
+    const al_llm_client_t  *flc;
+
+    p = json_object_get(cap, "prompt");
+    c = json_object_get(cap, "completion");
+
+    if (!json_is_number(p) || !json_is_number(c)) {
+        return -1;
+    }
+
+    /* USD per million tokens; the prices, microdollars per million */
+
+    in = json_number_value(p) * 1e6;
+    out = json_number_value(c) * 1e6;
+
+    price = al_llm_price(rq->llm, rq->req->model, rq->req->model_len);
+
+    if (price == NULL || !(in <= (double) price->input + 0.5)
+        || !(out <= (double) price->output + 0.5))
+    {
+        return -1;
+    }
+
+    fb = rq->llm->fallback;
+    flc = (fb != NULL && rq->lc != NULL)
+          ? al_llm_find_client(fb, rq->lc->client) : NULL;
+
+    if (flc == NULL
+        || al_llm_fallback_model(fb, flc, rq->req->model,
+                                 rq->req->model_len, NULL, 0, &model)
+           != 0)
+    {
+        return 0;                       /* it does not fall back */
+    }
+
+    price = al_llm_price(fb, model.data, model.len);
+
+    if (price == NULL || !(in <= (double) price->input + 0.5)
+        || !(out <= (double) price->output + 0.5))
+    {
+        return -1;
+    }
+
+    return 0;
 }
 
 

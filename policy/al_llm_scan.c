@@ -176,7 +176,7 @@ static const char *const  al_llm_scan_fields[] = {
     "data_sources", "inference_geo", "context_window_fallbacks",
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
-    "mock_testing_content_policy_fallbacks", NULL
+    "mock_testing_content_policy_fallbacks", "provider", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1964,8 +1964,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return al_llm_scan_is(name, "plugins") ? AL_LLM_F_PLUGINS : -1;
 
     case 8:
-        *prompt = al_llm_scan_is(name, "messages");
-        return -1;
+        if (al_llm_scan_is(name, "messages")) {
+            *prompt = 1;
+            return -1;
+        }
+
+        return al_llm_scan_is(name, "provider") ? AL_LLM_F_PROVIDER : -1;
 
     case 9:
         if (al_llm_scan_is(name, "n_predict")) {

@@ -54,6 +54,7 @@ static void test_provider_tools(void);
 static int refused_tool(const char *want);
 static void test_case_fold(void);
 static void test_service_tier(void);
+static void test_provider_routing(void);
 static int refused_case(const char *want);
 
 
@@ -147,6 +148,7 @@ main(void)
     test_provider_tools();
     test_case_fold();
     test_service_tier();
+    test_provider_routing();
 
     al_llm_request_free(&rq);
 
@@ -3017,4 +3019,135 @@ test_service_tier(void)
         "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
         "\"input_audio\",\"input_audio\":{\"data\":\"AAAA\"}}]}]}");
     tap_is_int(rq.reason, AL_REASON_NONE, "no dollar budget: audio passes");
+}
+
+
+/*
+ * OpenRouter's "provider", for a client with a dollar budget: members
+ * that cannot raise the price pass, any other only beside a max_price at
+ * most the policy's prices (of the entry and of its fallback).
+ */
+
+static void
+test_provider_routing(void)
+{
+    size_t                 i;
+    al_llm_t               router, back;
+    al_llm_client_t        priced, bpriced;
+    char                   body[256];
+    static al_llm_price_t  prices[] = {
+        { S("gpt-4o"), 2500000, 1250000, 10000000, 0, 0 }
+    };
+    static al_llm_price_t  bprices[] = {
+        { S("gpt-4o"), 2000000, 1000000, 8000000, 0, 0 }
+    };
+    static const char     *pass[] = {
+        "{\"sort\":\"price\"}",
+        "{\"sort\":{\"by\":\"price\",\"partition\":\"none\"}}",
+        "{\"allow_fallbacks\":true,\"data_collection\":\"allow\","
+        "\"zdr\":false,\"require_parameters\":false,"
+        "\"enforce_distillable_text\":false}",
+        "{\"max_price\":{\"prompt\":1,\"completion\":2}}",
+        "{\"order\":null,\"only\":null}",
+        "{}",
+        "null",
+        "{\"data_collection\":\"deny\",\"zdr\":true,\"max_price\":"
+        "{\"prompt\":2.5,\"completion\":10}}",
+        "{\"order\":[\"x\"],\"allow_fallbacks\":false,\"max_price\":"
+        "{\"prompt\":0.15,\"completion\":0.6,\"request\":0}}"
+    };
+    static const char     *refuse[] = {
+        "{\"order\":[\"dear\"],\"allow_fallbacks\":false}",
+        "{\"only\":[\"dear\"]}",
+        "{\"ignore\":[\"cheap\"]}",
+        "{\"quantizations\":[\"fp16\"]}",
+        "{\"sort\":\"throughput\"}",
+        "{\"sort\":{\"by\":\"latency\"}}",
+        "{\"allow_fallbacks\":false}",
+        "{\"data_collection\":\"deny\"}",
+        "{\"zdr\":true}",
+        "{\"require_parameters\":true}",
+        "{\"preferred_min_throughput\":100}",
+        "{\"order\":[\"x\"],\"max_price\":{\"prompt\":2.6,"
+        "\"completion\":10}}",
+        "{\"order\":[\"x\"],\"max_price\":{\"prompt\":1,"
+        "\"completion\":10.01}}",
+        "{\"order\":[\"x\"],\"max_price\":{\"prompt\":1}}",
+        "{\"order\":[\"x\"],\"max_price\":{\"prompt\":\"1\","
+        "\"completion\":\"2\"}}",
+        "{\"ord\\u0065r\":[\"x\"]}"
+    };
+
+    memset(&priced, 0, sizeof(priced));
+    priced.client = &c_tools;
+    priced.cost_per_day = 1000000000000ULL;
+
+    router = compat;
+    router.clients = &priced;
+    router.nclients = 1;
+    router.prices = prices;
+    router.nprices = 1;
+
+    for (i = 0; i < sizeof(pass) / sizeof(pass[0]); i++) {
+        (void) snprintf(body, sizeof(body),
+                        "{\"model\":\"gpt-4o\",\"provider\":%s}", pass[i]);
+        req(&router, &priced, AL_LLM_EP_CHAT, body);
+        tap_is_int(rq.reason, AL_REASON_NONE, pass[i]);
+    }
+
+    for (i = 0; i < sizeof(refuse) / sizeof(refuse[0]); i++) {
+        (void) snprintf(body, sizeof(body),
+                        "{\"model\":\"gpt-4o\",\"provider\":%s}", refuse[i]);
+        req(&router, &priced, AL_LLM_EP_CHAT, body);
+        tap_ok(rq.reason == AL_REASON_BODY
+               && has(rq.detail, "dollar budget")
+               && has(rq.detail, "max_price"), refuse[i]);
+    }
+
+    req(&router, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"provider\":[\"dear\"]}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "must be an object"),
+           "a provider that is no object refused");
+
+    req(&router, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"provider\":{\"max_price\":1}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "must be an object"),
+           "a max_price that is no object refused");
+
+    req(&router, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Provider\":{\"order\":[\"dear\"]}}");
+    tap_ok(refused_case("\"provider\""), "Provider refused");
+
+    req(&router, &priced, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\","
+        "\"provider\":{\"only\":[\"dear\"]}}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "refused on responses too");
+
+    req(&router, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"provider\":{\"order\":[\"dear\"],"
+        "\"allow_fallbacks\":false}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "no dollar budget: any provider routing passes");
+
+    /* a cheaper fallback bounds the max_price too */
+
+    bpriced = priced;
+    back = compat;
+    back.clients = &bpriced;
+    back.nclients = 1;
+    back.prices = bprices;
+    back.nprices = 1;
+    router.fallback = &back;
+
+    req(&router, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"provider\":{\"zdr\":true,\"max_price\":"
+        "{\"prompt\":2.5,\"completion\":10}}}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "a max_price over the fallback's prices refused");
+
+    req(&router, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"provider\":{\"zdr\":true,\"max_price\":"
+        "{\"prompt\":2,\"completion\":8}}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "a max_price at the fallback's prices passes");
 }
