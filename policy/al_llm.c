@@ -82,6 +82,7 @@ static int al_llm_req_tier(al_llm_rq_t *rq);
 static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
     const char *name, const char *pass, const char *what);
 static int al_llm_req_provider(al_llm_rq_t *rq);
+static int al_llm_req_background(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
 static int al_llm_req_urls(al_llm_rq_t *rq);
@@ -583,7 +584,8 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_tools(&rq) != 0
         || al_llm_req_urls(&rq) != 0
         || al_llm_req_tier(&rq) != 0
-        || al_llm_req_audio(&rq) != 0)
+        || al_llm_req_audio(&rq) != 0
+        || al_llm_req_background(&rq) != 0)
     {
         return req->reason;
     }
@@ -1419,6 +1421,48 @@ al_llm_req_dearer(al_llm_rq_t *rq, unsigned field, const char *name,
                        "%s \"%s\"%s costs more than the policy's prices, "
                        "and this client has a dollar budget (%s passes)",
                        name, show, what, pass);
+}
+
+
+/*
+ * The Responses API's "background": true answers at once with the
+ * response queued and no usage; the provider runs it later and bills all
+ * of it, the context a "previous_response_id" or "conversation" brings
+ * in included, and a later call reads its output by that id.  Such a
+ * call could only be charged its reservation, which counts the body's
+ * prompt alone: refused for a client with a token or dollar budget.
+ * false and null pass.
+ */
+
+static int
+al_llm_req_background(al_llm_rq_t *rq)
+{
+    const al_llm_jfield_t  *f;
+    const al_llm_client_t  *lc;
+
+    f = &rq->b->f[AL_LLM_F_BACKGROUND];
+    lc = rq->lc;
+
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL
+        || f->type == AL_LLM_JT_FALSE || rq->ep != AL_LLM_EP_RESPONSES
+        || lc == NULL
+        || (lc->tokens_per_minute == 0 && lc->tokens_per_day == 0
+            && !al_llm_client_priced(lc)))
+    {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    if (f->type != AL_LLM_JT_TRUE) {
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"background\" must be a boolean");
+    }
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"background\": true is not accepted for a client "
+                       "with a budget: its answer carries no usage, so the "
+                       "call could not be counted");
 }
 
 

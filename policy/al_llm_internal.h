@@ -191,8 +191,9 @@ enum {
     AL_LLM_F_MOCK_CONTEXT_FALLBACKS,    /*   fall back: refused */
     AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS,
     AL_LLM_F_PROVIDER,                  /* OpenRouter's provider routing */
+    AL_LLM_F_BACKGROUND,                /* Responses: answered at once */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 29                   /* room for other specs */
+    AL_LLM_F_MAX = 30                   /* room for other specs */
 };
 
 typedef struct {

@@ -176,7 +176,8 @@ static const char *const  al_llm_scan_fields[] = {
     "data_sources", "inference_geo", "context_window_fallbacks",
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
-    "mock_testing_content_policy_fallbacks", "provider", NULL
+    "mock_testing_content_policy_fallbacks", "provider", "background",
+    NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1988,7 +1989,11 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_MAX_TOKENS;
         }
 
-        return al_llm_scan_is(name, "modalities") ? AL_LLM_F_MODALITIES : -1;
+        if (al_llm_scan_is(name, "modalities")) {
+            return AL_LLM_F_MODALITIES;
+        }
+
+        return al_llm_scan_is(name, "background") ? AL_LLM_F_BACKGROUND : -1;
 
     case 11:
         return al_llm_scan_is(name, "mcp_servers")

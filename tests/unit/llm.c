@@ -55,6 +55,7 @@ static int refused_tool(const char *want);
 static void test_case_fold(void);
 static void test_service_tier(void);
 static void test_provider_routing(void);
+static void test_background(void);
 static int refused_case(const char *want);
 
 
@@ -149,6 +150,7 @@ main(void)
     test_case_fold();
     test_service_tier();
     test_provider_routing();
+    test_background();
 
     al_llm_request_free(&rq);
 
@@ -3150,4 +3152,60 @@ test_provider_routing(void)
         "{\"prompt\":2,\"completion\":8}}}");
     tap_is_int(rq.reason, AL_REASON_NONE,
                "a max_price at the fallback's prices passes");
+}
+
+
+/*
+ * The Responses API's "background": its answer has no usage; a client
+ * with a token or dollar budget may not ask for it.
+ */
+
+static void
+test_background(void)
+{
+    al_llm_client_t  tpm, priced;
+
+    memset(&tpm, 0, sizeof(tpm));
+    tpm.client = &c_tools;
+    tpm.tokens_per_day = 100000;
+
+    memset(&priced, 0, sizeof(priced));
+    priced.client = &c_tools;
+    priced.cost_per_month = 1000000000000ULL;
+
+    req(&oai, &tpm, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"background\":true,"
+        "\"previous_response_id\":\"resp_1\"}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "no usage"),
+           "background refused for a token budget");
+
+    req(&compat, &priced, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"background\":true}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "background refused for a dollar budget");
+
+    req(&oai, &tpm, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"background\":1}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "must be a boolean"),
+           "a background that is no boolean refused");
+
+    req(&oai, &tpm, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"Background\":true}");
+    tap_ok(refused_case("\"background\""), "Background refused");
+
+    req(&oai, &tpm, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"background\":false}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "background false passes");
+
+    req(&oai, &tpm, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"background\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "background null passes");
+
+    req(&oai, &tpm, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"background\":true}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "chat: not the Responses member");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"background\":true}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "no budget: background passes");
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_llm_module: the Responses API's "background": true has
+# the provider answer at once, the response queued and no usage in the
+# answer; it runs later and is billed in full, the context a
+# "previous_response_id" brings in included, and a later call reads its
+# output by that id.  The gateway could charge such a call only its
+# reservation (the prompt of the body alone and the output cap), so a
+# client with a token or dollar budget may not ask for it (400, nothing
+# sent); false passes, and so do clients without a budget.  The member's
+# reading is unit-tested in tests/unit/llm.c.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Airlock::Test;
+use Airlock::LLM;
+
+my $t = Airlock::Test->new;
+my $l = Airlock::LLM->new($t);
+
+my %tok = (spender => 'al-spender-token-484848484848');
+my %sha = map { $_ => $l->proxy->token_sha256($tok{$_}) } keys %tok;
+
+$l->setup(
+    clients => qq{  spender: { token_sha256: "$sha{spender}" }\n},
+    openai_fields => "    prices:\n"
+        . "      gpt-4o-mini: { input: 0.15, output: 0.6 }\n",
+    openai_clients => "      spender:\n        models: [gpt-4o-mini]\n"
+        . "        usd_per_day: 5\n        default_max_tokens: 100\n",
+);
+
+$t->run;
+
+plan tests => 7;
+
+sub responses {
+    my ($token, %f) = @_;
+    return $l->request('POST', '/v1/proxy/openai/responses', token => $token,
+                       body => { model => 'gpt-4o-mini', input => 'Hi',
+                                 %f });
+}
+
+my $n = scalar $l->provider_requests;
+
+my $r = responses($tok{spender}, background => \1,
+                  previous_response_id => 'resp_0123');
+is($r->{status}, 400, 'a dollar budget asking for a background response: 400');
+like($r->{body}, qr/background/, '... saying why');
+
+$r = responses($l->token('tight'), background => \1);
+is($r->{status}, 400, 'a token budget: 400');
+is(scalar $l->provider_requests, $n, '... neither sent');
+
+$r = responses($tok{spender}, background => \0);
+is($r->{status}, 200, '"background": false passes');
+
+$r = responses($l->token('agent'), background => \1);
+is($r->{status}, 200, 'a client without a budget may ask for it');
+is($l->last_provider_request->{body}{background}, 1, '... sent as written');
+
+$t->stop;
