@@ -740,7 +740,10 @@ al_llm_req_model(al_llm_rq_t *rq)
  * mock_testing_* flags, which make its router fail the call on purpose
  * and serve it with the fallbacks of its configuration.  A call could be
  * served, and billed, by a model the client may not use: refused, null
- * included, as "n_predict" is.
+ * included, as "n_predict" is.  So is LiteLLM's "user_config": its proxy
+ * serves the call with a router built from it, whose model list names
+ * the models, their api_base (any URL) and keys ("os.environ/NAME" is
+ * read from the proxy's environment).
  */
 
 static int
@@ -775,10 +778,20 @@ al_llm_req_lists(al_llm_rq_t *rq)
          | f[AL_LLM_F_FALLBACK_MODELS].type
          | f[AL_LLM_F_MOCK_FALLBACKS].type
          | f[AL_LLM_F_MOCK_CONTEXT_FALLBACKS].type
-         | f[AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS].type)
+         | f[AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS].type
+         | f[AL_LLM_F_USER_CONFIG].type)
         == AL_LLM_JT_NONE)
     {
         return 0;
+    }
+
+    if (f[AL_LLM_F_USER_CONFIG].type != AL_LLM_JT_NONE) {
+        rq->req->reason = AL_REASON_BODY;
+
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"user_config\" is not accepted: routers "
+                           "serve the call with the models, URLs and keys "
+                           "it names, which the policy does not check");
     }
 
     for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {

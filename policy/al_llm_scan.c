@@ -177,7 +177,7 @@ static const char *const  al_llm_scan_fields[] = {
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    NULL
+    "user_config", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1996,8 +1996,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return al_llm_scan_is(name, "background") ? AL_LLM_F_BACKGROUND : -1;
 
     case 11:
-        return al_llm_scan_is(name, "mcp_servers")
-               ? AL_LLM_F_MCP_SERVERS : -1;
+        if (al_llm_scan_is(name, "mcp_servers")) {
+            return AL_LLM_F_MCP_SERVERS;
+        }
+
+        return al_llm_scan_is(name, "user_config")
+               ? AL_LLM_F_USER_CONFIG : -1;
 
     case 12:
         if (al_llm_scan_is(name, "service_tier")) {

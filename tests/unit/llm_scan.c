@@ -26,7 +26,7 @@ static const char *const  ut_fields[] = {
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    NULL
+    "user_config", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -51,7 +51,8 @@ static const char *const  ut_names[] = {
     "inference_geo", "context_window_fallbacks", "content_policy_fallbacks",
     "fallback_models", "modalities", "audio", "plugins",
     "mock_testing_fallbacks", "mock_testing_context_fallbacks",
-    "mock_testing_content_policy_fallbacks", "provider", "background"
+    "mock_testing_content_policy_fallbacks", "provider", "background",
+    "user_config"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
