@@ -743,7 +743,9 @@ al_llm_req_model(al_llm_rq_t *rq)
  * included, as "n_predict" is.  So is LiteLLM's "user_config": its proxy
  * serves the call with a router built from it, whose model list names
  * the models, their api_base (any URL) and keys ("os.environ/NAME" is
- * read from the proxy's environment).
+ * read from the proxy's environment).  And its "api_base" and "base_url":
+ * the proxy sends the call to that URL when the body also has an
+ * "api_key" (any), egress the policy never granted.
  */
 
 static int
@@ -779,10 +781,24 @@ al_llm_req_lists(al_llm_rq_t *rq)
          | f[AL_LLM_F_MOCK_FALLBACKS].type
          | f[AL_LLM_F_MOCK_CONTEXT_FALLBACKS].type
          | f[AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS].type
-         | f[AL_LLM_F_USER_CONFIG].type)
+         | f[AL_LLM_F_USER_CONFIG].type
+         | f[AL_LLM_F_API_BASE].type | f[AL_LLM_F_BASE_URL].type)
         == AL_LLM_JT_NONE)
     {
         return 0;
+    }
+
+    if ((f[AL_LLM_F_API_BASE].type | f[AL_LLM_F_BASE_URL].type)
+        != AL_LLM_JT_NONE)
+    {
+        rq->req->reason = AL_REASON_BODY;
+
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"%s\" is not accepted: routers send the call "
+                           "to the URL it names, which the policy does not "
+                           "allow",
+                           f[AL_LLM_F_API_BASE].type != AL_LLM_JT_NONE
+                           ? "api_base" : "base_url");
     }
 
     if (f[AL_LLM_F_USER_CONFIG].type != AL_LLM_JT_NONE) {

@@ -193,8 +193,10 @@ enum {
     AL_LLM_F_PROVIDER,                  /* OpenRouter's provider routing */
     AL_LLM_F_BACKGROUND,                /* Responses: answered at once */
     AL_LLM_F_USER_CONFIG,               /* LiteLLM's router of the call */
+    AL_LLM_F_API_BASE,                  /* LiteLLM's: where the call */
+    AL_LLM_F_BASE_URL,                  /*   goes: refused */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 31                   /* room for other specs */
+    AL_LLM_F_MAX = 33                   /* room for other specs */
 };
 
 typedef struct {

@@ -177,7 +177,7 @@ static const char *const  al_llm_scan_fields[] = {
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    "user_config", NULL
+    "user_config", "api_base", "base_url", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1970,7 +1970,15 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return -1;
         }
 
-        return al_llm_scan_is(name, "provider") ? AL_LLM_F_PROVIDER : -1;
+        if (al_llm_scan_is(name, "provider")) {
+            return AL_LLM_F_PROVIDER;
+        }
+
+        if (al_llm_scan_is(name, "api_base")) {
+            return AL_LLM_F_API_BASE;
+        }
+
+        return al_llm_scan_is(name, "base_url") ? AL_LLM_F_BASE_URL : -1;
 
     case 9:
         if (al_llm_scan_is(name, "n_predict")) {

@@ -13,7 +13,9 @@
 # flags, which make the router fail the call on purpose and serve it with
 # the fallbacks of its configuration; LiteLLM's proxy also builds a
 # router for the call from "user_config", whose model list names the
-# models, their api_base (any URL) and keys.  A call could then be
+# models, their api_base (any URL) and keys, and sends the call to the
+# "api_base" or "base_url" of the body when it also has an "api_key",
+# egress the policy never granted (refused too).  A call could then be
 # served, and billed, by a model the client may not use, at an output
 # cap nobody checked.  Such a body is refused (body, 400), in any case
 # of the name, and nothing reaches the provider; bodies without them
@@ -36,7 +38,7 @@ $l->setup;
 
 $t->run;
 
-plan tests => 25;
+plan tests => 29;
 
 my $worker = $l->token('worker');
 my $n = scalar $l->provider_requests;
@@ -129,6 +131,24 @@ is($r->{status}, 400, '"User_Config" in another case: 400');
 $r = $l->messages(token => $l->token('agent'),
                   fields => { user_config => undef });
 is($r->{status}, 400, '"user_config": null on an Anthropic entry: 400');
+
+$r = $l->chat(token => $worker,
+              fields => { api_key => 'x',
+                          api_base => 'https://attacker.example/v1' });
+is($r->{status}, 400, '"api_base" beside an "api_key" (LiteLLM): 400');
+like($r->{body}, qr/api_base/, '... naming the member');
+
+$r = $l->request('POST', '/v1/proxy/openai/embeddings',
+                 token => $l->token('agent'),
+                 body => { model => 'text-embedding-3-small', input => 'x',
+                           api_key => 'x',
+                           base_url => 'https://attacker.example/v1' });
+is($r->{status}, 400, '"base_url" on embeddings: 400');
+
+$r = $l->messages(token => $l->token('agent'),
+                  fields => { api_key => 'x',
+                              api_base => 'https://attacker.example' });
+is($r->{status}, 400, '"api_base" on an Anthropic entry: 400');
 
 $r = $l->messages(token => $l->token('agent'),
                   fields => { fallbacks => [ { model => 'claude-opus-4-1',

@@ -57,6 +57,7 @@ static void test_service_tier(void);
 static void test_provider_routing(void);
 static void test_background(void);
 static void test_user_config(void);
+static void test_api_base(void);
 static int refused_case(const char *want);
 
 
@@ -153,6 +154,7 @@ main(void)
     test_provider_routing();
     test_background();
     test_user_config();
+    test_api_base();
 
     al_llm_request_free(&rq);
 
@@ -3240,4 +3242,38 @@ test_user_config(void)
     req(&compat, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"metadata\":{\"user_config\":1}}");
     tap_is_int(rq.reason, AL_REASON_NONE, "user_config elsewhere passes");
+}
+
+
+/* LiteLLM's "api_base" and "base_url": where the call is sent */
+
+static void
+test_api_base(void)
+{
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"api_key\":\"x\","
+        "\"api_base\":\"https://attacker.example/v1\"}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"api_base\"")
+           && has(rq.detail, "URL"), "api_base refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"api_key\":\"x\","
+        "\"base_url\":\"https://attacker.example/v1\"}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"base_url\""),
+           "base_url refused");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"api_b\\u0061se\":null}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "api_base escaped, null refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Base_URL\":\"https://attacker.example\"}");
+    tap_ok(refused_case("\"base_url\""), "Base_URL refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"api_key\":\"x\",\"metadata\":"
+        "{\"api_base\":\"https://example.com\"}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "api_base elsewhere, and api_key, pass");
 }

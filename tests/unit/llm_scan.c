@@ -26,7 +26,7 @@ static const char *const  ut_fields[] = {
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    "user_config", NULL
+    "user_config", "api_base", "base_url", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -52,7 +52,7 @@ static const char *const  ut_names[] = {
     "fallback_models", "modalities", "audio", "plugins",
     "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    "user_config"
+    "user_config", "api_base", "base_url"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
