@@ -55,7 +55,12 @@ static const char *const  fz_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
     "max_output_tokens", "stream_options", "n", "tools",
     "web_search_options", "mcp_servers", "best_of", "service_tier",
-    "n_predict", NULL
+    "n_predict", "models", "fallbacks", "speed",
+    "data_sources", "inference_geo", "context_window_fallbacks",
+    "content_policy_fallbacks", "fallback_models", "modalities", "audio",
+    "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
+    "mock_testing_content_policy_fallbacks", "provider", "background",
+    "user_config", "api_base", "base_url", NULL
 };
 static const char *const  fz_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  fz_request_spec = {
