@@ -745,7 +745,12 @@ al_llm_req_model(al_llm_rq_t *rq)
  * the models, their api_base (any URL) and keys ("os.environ/NAME" is
  * read from the proxy's environment).  And its "api_base" and "base_url":
  * the proxy sends the call to that URL when the body also has an
- * "api_key" (any), egress the policy never granted.
+ * "api_key" (any), egress the policy never granted.  And its
+ * "extra_body", merged over the members of the body the provider gets
+ * (an output cap, tools, "service_tier", all past these checks), and
+ * "extra_headers" and "headers", sent to the provider as headers (the
+ * ones the gateway drops or checks: a priced anthropic-beta,
+ * OpenAI-Project).
  */
 
 static int
@@ -770,6 +775,16 @@ al_llm_req_lists(al_llm_rq_t *rq)
           "mock_testing_content_policy_fallbacks" }
     };
 
+    static const struct {
+        int          id;
+        const char  *name;
+        const char  *what;
+    } merged[] = {
+        { AL_LLM_F_EXTRA_BODY, "extra_body", "members of the body" },
+        { AL_LLM_F_EXTRA_HEADERS, "extra_headers", "headers" },
+        { AL_LLM_F_HEADERS, "headers", "headers" }
+    };
+
     f = rq->b->f;
 
     /* AL_LLM_JT_NONE is 0: one test for the common body, which has none */
@@ -782,10 +797,24 @@ al_llm_req_lists(al_llm_rq_t *rq)
          | f[AL_LLM_F_MOCK_CONTEXT_FALLBACKS].type
          | f[AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS].type
          | f[AL_LLM_F_USER_CONFIG].type
-         | f[AL_LLM_F_API_BASE].type | f[AL_LLM_F_BASE_URL].type)
+         | f[AL_LLM_F_API_BASE].type | f[AL_LLM_F_BASE_URL].type
+         | f[AL_LLM_F_EXTRA_BODY].type | f[AL_LLM_F_EXTRA_HEADERS].type
+         | f[AL_LLM_F_HEADERS].type)
         == AL_LLM_JT_NONE)
     {
         return 0;
+    }
+
+    for (i = 0; i < sizeof(merged) / sizeof(merged[0]); i++) {
+        if (f[merged[i].id].type != AL_LLM_JT_NONE) {
+            rq->req->reason = AL_REASON_BODY;
+
+            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                               "\"%s\" is not accepted: routers send what "
+                               "it holds to the provider as %s, past the "
+                               "gateway's checks", merged[i].name,
+                               merged[i].what);
+        }
     }
 
     if ((f[AL_LLM_F_API_BASE].type | f[AL_LLM_F_BASE_URL].type)

@@ -195,8 +195,11 @@ enum {
     AL_LLM_F_USER_CONFIG,               /* LiteLLM's router of the call */
     AL_LLM_F_API_BASE,                  /* LiteLLM's: where the call */
     AL_LLM_F_BASE_URL,                  /*   goes: refused */
+    AL_LLM_F_EXTRA_BODY,                /* LiteLLM's: merged into what */
+    AL_LLM_F_EXTRA_HEADERS,             /*   the provider gets: */
+    AL_LLM_F_HEADERS,                   /*   refused */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 33                   /* room for other specs */
+    AL_LLM_F_MAX = 36                   /* room for other specs */
 };
 
 typedef struct {

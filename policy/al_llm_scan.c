@@ -177,7 +177,8 @@ static const char *const  al_llm_scan_fields[] = {
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    "user_config", "api_base", "base_url", NULL
+    "user_config", "api_base", "base_url", "extra_body", "extra_headers",
+    "headers", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -1962,7 +1963,11 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_BEST_OF;
         }
 
-        return al_llm_scan_is(name, "plugins") ? AL_LLM_F_PLUGINS : -1;
+        if (al_llm_scan_is(name, "plugins")) {
+            return AL_LLM_F_PLUGINS;
+        }
+
+        return al_llm_scan_is(name, "headers") ? AL_LLM_F_HEADERS : -1;
 
     case 8:
         if (al_llm_scan_is(name, "messages")) {
@@ -2001,7 +2006,11 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_MODALITIES;
         }
 
-        return al_llm_scan_is(name, "background") ? AL_LLM_F_BACKGROUND : -1;
+        if (al_llm_scan_is(name, "background")) {
+            return AL_LLM_F_BACKGROUND;
+        }
+
+        return al_llm_scan_is(name, "extra_body") ? AL_LLM_F_EXTRA_BODY : -1;
 
     case 11:
         if (al_llm_scan_is(name, "mcp_servers")) {
@@ -2024,8 +2033,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return -1;
 
     case 13:
-        return al_llm_scan_is(name, "inference_geo")
-               ? AL_LLM_F_INFERENCE_GEO : -1;
+        if (al_llm_scan_is(name, "inference_geo")) {
+            return AL_LLM_F_INFERENCE_GEO;
+        }
+
+        return al_llm_scan_is(name, "extra_headers")
+               ? AL_LLM_F_EXTRA_HEADERS : -1;
 
     case 14:
         return al_llm_scan_is(name, "stream_options")

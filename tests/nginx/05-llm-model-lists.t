@@ -15,11 +15,13 @@
 # router for the call from "user_config", whose model list names the
 # models, their api_base (any URL) and keys, and sends the call to the
 # "api_base" or "base_url" of the body when it also has an "api_key",
-# egress the policy never granted (refused too).  A call could then be
-# served, and billed, by a model the client may not use, at an output
-# cap nobody checked.  Such a body is refused (body, 400), in any case
-# of the name, and nothing reaches the provider; bodies without them
-# pass.  The scan is unit-tested in tests/unit/llm.c.
+# egress the policy never granted, and merges "extra_body" into the body
+# it sends the provider and "extra_headers" and "headers" into its
+# headers, past every check of the gateway (all refused too).  A call
+# could then be served, and billed, by a model the client may not use,
+# at an output cap nobody checked.  Such a body is refused (body, 400),
+# in any case of the name, and nothing reaches the provider; bodies
+# without them pass.  The scan is unit-tested in tests/unit/llm.c.
 
 use strict;
 use warnings;
@@ -38,7 +40,7 @@ $l->setup;
 
 $t->run;
 
-plan tests => 29;
+plan tests => 33;
 
 my $worker = $l->token('worker');
 my $n = scalar $l->provider_requests;
@@ -149,6 +151,22 @@ $r = $l->messages(token => $l->token('agent'),
                   fields => { api_key => 'x',
                               api_base => 'https://attacker.example' });
 is($r->{status}, 400, '"api_base" on an Anthropic entry: 400');
+
+$r = $l->chat(token => $worker,
+              fields => { max_tokens => 10,
+                          extra_body => { max_tokens => 100000,
+                                          web_search_options => {} } });
+is($r->{status}, 400, '"extra_body" (LiteLLM): 400');
+like($r->{body}, qr/extra_body/, '... naming the member');
+
+$r = $l->chat(token => $worker,
+              fields => { extra_headers => { 'OpenAI-Project' => 'p' } });
+is($r->{status}, 400, '"extra_headers" (LiteLLM): 400');
+
+$r = $l->messages(token => $l->token('agent'),
+                  fields => { headers => { 'anthropic-beta' =>
+                                               'context-1m-2025-08-07' } });
+is($r->{status}, 400, '"headers" on an Anthropic entry: 400');
 
 $r = $l->messages(token => $l->token('agent'),
                   fields => { fallbacks => [ { model => 'claude-opus-4-1',

@@ -58,6 +58,7 @@ static void test_provider_routing(void);
 static void test_background(void);
 static void test_user_config(void);
 static void test_api_base(void);
+static void test_merged(void);
 static int refused_case(const char *want);
 
 
@@ -155,6 +156,7 @@ main(void)
     test_background();
     test_user_config();
     test_api_base();
+    test_merged();
 
     al_llm_request_free(&rq);
 
@@ -3276,4 +3278,43 @@ test_api_base(void)
         "{\"api_base\":\"https://example.com\"}}");
     tap_is_int(rq.reason, AL_REASON_NONE,
                "api_base elsewhere, and api_key, pass");
+}
+
+
+/* LiteLLM's "extra_body", "extra_headers", "headers": sent on as they are */
+
+static void
+test_merged(void)
+{
+    req(&compat, SMALL, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":5,\"extra_body\":"
+        "{\"max_tokens\":100000,\"service_tier\":\"priority\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"extra_body\"")
+           && has(rq.detail, "members of the body"), "extra_body refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"extra_headers\":"
+        "{\"anthropic-beta\":\"context-1m-2025-08-07\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"extra_headers\"")
+           && has(rq.detail, "as headers"), "extra_headers refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"headers\":"
+        "{\"OpenAI-Project\":\"proj_other\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"headers\""),
+           "headers refused");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"extra_b\\u006fdy\":null}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "extra_body escaped, null refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Extra_Headers\":{}}");
+    tap_ok(refused_case("\"extra_headers\""), "Extra_Headers refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"metadata\":{\"headers\":{},"
+        "\"extra_body\":{}}}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "the names elsewhere pass");
 }

@@ -26,7 +26,8 @@ static const char *const  ut_fields[] = {
     "content_policy_fallbacks", "fallback_models", "modalities", "audio",
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    "user_config", "api_base", "base_url", NULL
+    "user_config", "api_base", "base_url", "extra_body", "extra_headers",
+    "headers", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -52,7 +53,8 @@ static const char *const  ut_names[] = {
     "fallback_models", "modalities", "audio", "plugins",
     "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
-    "user_config", "api_base", "base_url"
+    "user_config", "api_base", "base_url", "extra_body", "extra_headers",
+    "headers"
 };
 
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
