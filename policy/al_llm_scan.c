@@ -2017,7 +2017,9 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_MCP_SERVERS;
         }
 
-        return al_llm_scan_is(name, "user_config")
+        /* "temperature" is as long: one byte, not a call to memcmp() */
+
+        return (name[0] == 'u' && al_llm_scan_is(name, "user_config"))
                ? AL_LLM_F_USER_CONFIG : -1;
 
     case 12:
