@@ -114,6 +114,28 @@ al_llm_str_run(const unsigned char *p, size_t i, size_t n)
 }
 
 
+/*
+ * An OpenAI-style usage's total_tokens: 0 (absent) is the sum of its
+ * prompt and completion tokens; one above the sum counts the rest as
+ * output, which the usage left out of completion_tokens (proxies in
+ * front of Gemini leave its thinking tokens, billed as output, there).
+ */
+static inline void
+al_llm_usage_total(al_llm_usage_t *u)
+{
+    uint64_t  sum;
+
+    sum = u->prompt_tokens + u->completion_tokens;
+
+    if (u->total_tokens == 0) {
+        u->total_tokens = sum;
+
+    } else if (u->total_tokens > sum && sum >= u->prompt_tokens) {
+        u->completion_tokens = u->total_tokens - u->prompt_tokens;
+    }
+}
+
+
 /* usage objects as each API reports them, into the normalized form */
 void al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u);
 void al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u);

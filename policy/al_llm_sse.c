@@ -1240,9 +1240,7 @@ al_llm_sse_fast_chat(al_llm_sse_t *s, const unsigned char *p, size_t n)
         u->total_tokens = al_llm_sse_u64(&b.f[AL_LLM_C_TOTAL]);
         u->cached_tokens = cached;
 
-        if (u->total_tokens == 0) {
-            u->total_tokens = u->prompt_tokens + u->completion_tokens;
-        }
+        al_llm_usage_total(u);
 
         s->usage_seen = 1;
     }
@@ -1321,9 +1319,7 @@ al_llm_sse_fast_responses(al_llm_sse_t *s, const unsigned char *p,
         u.total_tokens = al_llm_sse_u64(&d.f[2]);
         u.cached_tokens = al_llm_sse_u64(&d.f[4]);
 
-        if (u.total_tokens == 0) {
-            u.total_tokens = u.prompt_tokens + u.completion_tokens;
-        }
+        al_llm_usage_total(&u);
 
         usage = 1;
     }

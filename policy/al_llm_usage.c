@@ -870,9 +870,7 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     u->total_tokens = v[2];
     u->cached_tokens = v[4];
 
-    if (u->total_tokens == 0) {
-        u->total_tokens = u->prompt_tokens + u->completion_tokens;
-    }
+    al_llm_usage_total(u);
 
     return 0;
 }
@@ -1776,9 +1774,7 @@ al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u)
         u->cached_tokens = al_llm_json_u64(d, "cached_tokens", NULL);
     }
 
-    if (u->total_tokens == 0) {
-        u->total_tokens = u->prompt_tokens + u->completion_tokens;
-    }
+    al_llm_usage_total(u);
 }
 
 
@@ -1800,9 +1796,7 @@ al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u)
         u->cached_tokens = al_llm_json_u64(d, "cached_tokens", NULL);
     }
 
-    if (u->total_tokens == 0) {
-        u->total_tokens = u->prompt_tokens + u->completion_tokens;
-    }
+    al_llm_usage_total(u);
 }
 
 

@@ -287,9 +287,7 @@ ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     u->total_tokens = ref_u64(&b.f[2]);
     u->cached_tokens = ref_u64(&b.f[4]);
 
-    if (u->total_tokens == 0) {
-        u->total_tokens = u->prompt_tokens + u->completion_tokens;
-    }
+    al_llm_usage_total(u);
 
     return 0;
 }

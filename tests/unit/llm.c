@@ -59,6 +59,7 @@ static void test_background(void);
 static void test_user_config(void);
 static void test_api_base(void);
 static void test_merged(void);
+static void test_total_over(void);
 static int refused_case(const char *want);
 
 
@@ -157,6 +158,7 @@ main(void)
     test_user_config();
     test_api_base();
     test_merged();
+    test_total_over();
 
     al_llm_request_free(&rq);
 
@@ -3317,4 +3319,66 @@ test_merged(void)
         "{\"model\":\"gpt-4o\",\"metadata\":{\"headers\":{},"
         "\"extra_body\":{}}}");
     tap_is_int(rq.reason, AL_REASON_NONE, "the names elsewhere pass");
+}
+
+
+/*
+ * A JSON answer whose total_tokens is above its prompt and completion
+ * tokens: the rest is output the usage left out (thinking, behind proxies
+ * in front of Gemini), counted at the output price.
+ */
+
+static void
+test_total_over(void)
+{
+    size_t          i, len;
+    unsigned        bad;
+    al_llm_usage_t  u, u2;
+    al_llm_resp_t   r;
+    const char     *body;
+
+    body = "{\"id\":\"c\",\"object\":\"chat.completion\",\"model\":"
+           "\"gemini-2.5-flash\",\"choices\":[],\"usage\":{\"prompt_tokens\":"
+           "21,\"completion_tokens\":0,\"total_tokens\":81,"
+           "\"completion_tokens_details\":{\"reasoning_tokens\":60}}}";
+    len = strlen(body);
+
+    tap_ok(al_llm_usage_parse(AL_LLM_OPENAI_COMPATIBLE, AL_LLM_EP_CHAT,
+                              (const unsigned char *) body, len, &u, NULL, 0)
+           == 0
+           && u.prompt_tokens == 21 && u.completion_tokens == 60
+           && u.total_tokens == 81,
+           "chat: total over prompt and completion is output");
+
+    bad = 0;
+    for (i = 0; i <= len; i++) {
+        al_llm_resp_init(&r, AL_LLM_OPENAI_COMPATIBLE, AL_LLM_EP_CHAT);
+        al_llm_resp_feed(&r, (const unsigned char *) body, i);
+        al_llm_resp_feed(&r, (const unsigned char *) body + i, len - i);
+        if (al_llm_resp_usage(&r, &u2, NULL, 0) != 0
+            || memcmp(&u, &u2, sizeof(u)) != 0)
+        {
+            bad++;
+        }
+    }
+    tap_is_int(bad, 0, "... the same at every split point");
+
+    body = "{\"id\":\"r\",\"object\":\"response\",\"model\":\"g\",\"output\":[],"
+           "\"usage\":{\"input_tokens\":36,\"output_tokens\":7,"
+           "\"total_tokens\":143}}";
+    tap_ok(al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
+                              (const unsigned char *) body, strlen(body), &u,
+                              NULL, 0)
+           == 0
+           && u.prompt_tokens == 36 && u.completion_tokens == 107
+           && u.total_tokens == 143, "responses: the same");
+
+    body = "{\"usage\":{\"prompt_tokens\":21,\"completion_tokens\":5,"
+           "\"total_tokens\":20}}";
+    tap_ok(al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                              (const unsigned char *) body, strlen(body), &u,
+                              NULL, 0)
+           == 0
+           && u.prompt_tokens == 21 && u.completion_tokens == 5
+           && u.total_tokens == 20, "a total under the sum changes nothing");
 }

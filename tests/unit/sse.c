@@ -52,6 +52,7 @@ typedef struct {
 
 
 static void test_no_model(void);
+static void test_total_over(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -292,6 +293,7 @@ main(void)
     test_memo_tail();
     test_memo_random();
     test_no_model();
+    test_total_over();
 
     return tap_done();
 }
@@ -2783,4 +2785,50 @@ test_no_model(void)
         al_llm_sse_free(&want);
         al_llm_sse_free(&skip);
     }
+}
+
+
+/*
+ * A usage whose total_tokens is above its prompt and completion tokens
+ * (proxies in front of Gemini leave its thinking tokens, billed as
+ * output, out of completion_tokens): the rest is counted as output.
+ */
+
+static void
+test_total_over(void)
+{
+    run_t        r;
+    const char  *s;
+
+    s = "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\","
+        "\"model\":\"gemini-2.5-flash\",\"choices\":[{\"index\":0,"
+        "\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"
+        "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\","
+        "\"model\":\"gemini-2.5-flash\",\"choices\":[],\"usage\":"
+        "{\"prompt_tokens\":21,\"completion_tokens\":5,"
+        "\"total_tokens\":466}}\n\n"
+        "data: [DONE]\n\n";
+
+    run(&openai_hide, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM && r.usage.prompt_tokens == 21
+           && r.usage.completion_tokens == 445
+           && r.usage.total_tokens == 466,
+           "chat stream: total over prompt and completion is output");
+    tap_ok(every_split(&openai_hide, s, strlen(s), &r),
+           "... at every split");
+    run_free(&r);
+
+    s = "event: response.completed\n"
+        "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\","
+        "\"model\":\"gemini-2.5-flash\",\"usage\":{\"input_tokens\":36,"
+        "\"output_tokens\":7,\"total_tokens\":143}}}\n\n";
+
+    run(&responses_cfg, s, strlen(s), NULL, 0, 0, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM && r.usage.prompt_tokens == 36
+           && r.usage.completion_tokens == 107
+           && r.usage.total_tokens == 143,
+           "responses stream: the same");
+    tap_ok(every_split(&responses_cfg, s, strlen(s), &r),
+           "... at every split");
+    run_free(&r);
 }
