@@ -88,6 +88,8 @@ static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
+static al_policy_t *al_ctl_load_bytes(const char *path, const char *key,
+    unsigned char **bytes, size_t *len, int *rc);
 static void al_ctl_explain_tools(const al_llm_t *l);
 static void al_ctl_explain_fallback(const al_llm_t *l,
     const al_client_t *client, const al_llm_route_t *rt,
@@ -113,6 +115,8 @@ static int al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
 static int al_ctl_edit_paths(al_ctl_edit_t *e);
 static int al_ctl_copy(const char *from, const char *to,
     const struct stat *st);
+static int al_ctl_write(const char *to, const unsigned char *buf,
+    size_t len, const struct stat *st);
 static int al_ctl_edit_copy(al_ctl_edit_t *e);
 static int al_ctl_same(const char *a, const char *b);
 static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
@@ -489,6 +493,85 @@ al_ctl_load(const char *path, const char *key, int *rc)
         al_ctl_err("%s\n", msg);
         return NULL;
     }
+
+    return p;
+}
+
+
+/*
+ * As al_ctl_load(), from the file's bytes read once, which are returned
+ * in *bytes (malloc()ed) for the caller to write as they are: what edit
+ * installs is then the policy it checked and showed, whatever writes the
+ * file after the check (a backgrounded editor saving, another process).
+ */
+
+static al_policy_t *
+al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
+    size_t *len, int *rc)
+{
+    int             fd;
+    char            msg[AL_ERR_MAX + 300];
+    struct stat     st;
+    al_error_t      err;
+    al_policy_t    *p;
+    al_keyring_t   *kr;
+    unsigned char  *buf;
+
+    kr = NULL;
+    *rc = 2;
+    *bytes = NULL;
+
+    /* O_NONBLOCK: a FIFO in place of the policy must not hang us */
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd == -1) {
+        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+
+    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "%s: cannot read: not a regular file\n", path);
+        close(fd);
+        return NULL;
+    }
+
+    /* one byte over the limit, for the library to refuse by name */
+
+    errno = 0;
+    buf = al_ctl_read(fd, AL_POLICY_FILE_MAX + 1, len, 0);
+
+    close(fd);
+
+    if (buf == NULL) {
+        fprintf(stderr, "%s: cannot read: %s\n", path,
+                errno ? strerror(errno) : "larger than the policy limit");
+        return NULL;
+    }
+
+    if (key != NULL) {
+        kr = al_keyring_load(key, &err);
+        if (kr == NULL) {
+            al_error_format(&err, msg, sizeof(msg));
+            al_ctl_err("%s\n", msg);
+            free(buf);
+            return NULL;
+        }
+    }
+
+    *rc = 1;
+
+    p = al_policy_parse(path, (const char *) buf, *len, kr, &err);
+
+    al_keyring_free(kr);
+
+    if (p == NULL) {
+        al_error_format(&err, msg, sizeof(msg));
+        al_ctl_err("%s\n", msg);
+        free(buf);
+        return NULL;
+    }
+
+    *bytes = buf;
 
     return p;
 }
@@ -1768,47 +1851,62 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
 static int
 al_ctl_copy(const char *from, const char *to, const struct stat *st)
 {
-    int            in, out, rc;
-    char           buf[16384];
-    ssize_t        n, w, off;
+    int             fd, rc;
+    size_t          len;
+    unsigned char  *buf;
 
-    in = open(from, O_RDONLY | O_CLOEXEC);
-    if (in == -1) {
+    fd = open(from, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
         fprintf(stderr, "%s: cannot open: %s\n", from, strerror(errno));
         return -1;
     }
 
+    errno = 0;
+    buf = al_ctl_read(fd, AL_POLICY_FILE_MAX + 1, &len, 0);
+
+    close(fd);
+
+    if (buf == NULL) {
+        fprintf(stderr, "%s: read: %s\n", from,
+                errno ? strerror(errno) : "larger than the policy limit");
+        return -1;
+    }
+
+    rc = al_ctl_write(to, buf, len, st);
+
+    free(buf);
+
+    return rc;
+}
+
+
+/* writes len bytes to a new file with the mode and owner of st */
+
+static int
+al_ctl_write(const char *to, const unsigned char *buf, size_t len,
+    const struct stat *st)
+{
+    int      out, rc;
+    size_t   off;
+    ssize_t  w;
+
     out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (out == -1) {
         fprintf(stderr, "%s: cannot create: %s\n", to, strerror(errno));
-        close(in);
         return -1;
     }
 
     rc = -1;
 
-    for ( ;; ) {
-        n = read(in, buf, sizeof(buf));
-        if (n == 0) {
-            break;
-        }
-        if (n < 0) {
+    for (off = 0; off < len; off += (size_t) w) {
+        w = write(out, buf + off, len - off);
+        if (w < 0) {
             if (errno == EINTR) {
+                w = 0;
                 continue;
             }
-            fprintf(stderr, "%s: read: %s\n", from, strerror(errno));
+            fprintf(stderr, "%s: write: %s\n", to, strerror(errno));
             goto done;
-        }
-        for (off = 0; off < n; off += w) {
-            w = write(out, buf + off, n - off);
-            if (w < 0) {
-                if (errno == EINTR) {
-                    w = 0;
-                    continue;
-                }
-                fprintf(stderr, "%s: write: %s\n", to, strerror(errno));
-                goto done;
-            }
         }
     }
 
@@ -1829,7 +1927,6 @@ al_ctl_copy(const char *from, const char *to, const struct stat *st)
 
 done:
 
-    close(in);
     if (close(out) == -1 && rc == 0) {
         fprintf(stderr, "%s: write: %s\n", to, strerror(errno));
         rc = -1;
@@ -1976,7 +2073,9 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
 
 /*
  * Checks candidate, puts it in place of the policy, runs the nginx test
- * and the reload; the replaced policy becomes POLICY.prev.  On any error
+ * and the reload; the replaced policy becomes POLICY.prev.  The candidate
+ * is read once: the bytes checked and shown as a diff are the bytes
+ * installed, whatever writes the candidate meanwhile.  On any error
  * the policy file is what it was, but for a reload killed by a signal:
  * it may have told nginx to reload, and nginx then reads the new file,
  * so the new file stays.  Returns 0, 1 refused, 2 broken, 3 installed
@@ -1986,12 +2085,14 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
 static int
 al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 {
-    int           rc, n, failed, reload;
-    al_policy_t  *p, *o;
-    sigset_t      block, saved;
-    struct stat   st;
+    int             rc, n, failed, reload;
+    size_t          len;
+    sigset_t        block, saved;
+    al_policy_t    *p, *o;
+    struct stat     st;
+    unsigned char  *bytes;
 
-    p = al_ctl_load(candidate, e->key, &rc);
+    p = al_ctl_load_bytes(candidate, e->key, &bytes, &len, &rc);
     if (p == NULL) {
         return rc;
     }
@@ -2010,12 +2111,20 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 
     if (stat(e->policy, &st) == -1) {
         fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        free(bytes);
         return 2;
     }
 
-    /* a copy with the installed file's mode and owner: "POLICY.new" */
+    /*
+     * the bytes checked, with the installed file's mode and owner:
+     * "POLICY.new"
+     */
 
-    if (al_ctl_copy(candidate, e->next, &st) != 0) {
+    rc = al_ctl_write(e->next, bytes, len, &st);
+
+    free(bytes);
+
+    if (rc != 0) {
         return 2;
     }
 

@@ -873,4 +873,70 @@ SKIP: {
        . 'resume');
 }
 
+# what edit installs is what it checked and showed: the copy is read
+# once.  The editor's copy is changed again (a backgrounded editor
+# saving, another process) after the check, while airlockctl still
+# prints the diff of what it checked; the diff is longer than a pipe
+# holds, so airlockctl is still printing it when the copy changes.
+{
+    my $ed = "$dir/reread";
+    mkdir $ed or die;
+    my $head = "version: 1\nclients:\n  local: { cidr: [127.0.0.1/32] }\n"
+        . "  other: { cidr: [10.9.9.9/32] }\n"
+        . "upstreams:\n  echo: { url: \"http://127.0.0.1:9\" }\nroutes:\n";
+    my $tail = "alerts:\n  deny: { threshold: 3, window: 60s }\n";
+    my $route = sub {
+        my ($name, $client) = @_;
+        return "  - { name: $name, clients: [$client], match: { method: "
+            . "GET, path: /$name }, upstream: echo, to: /$name }\n";
+    };
+    my $cur = $head . $route->('r0', 'local') . $tail;
+    my $shown = $head . join('', map { $route->("r$_", 'local') } 0 .. 3000)
+        . $tail;
+    my $unseen = $head . $route->('r0', 'local')
+        . $route->('unseen', 'other') . $tail;
+    open my $fh, '>', "$ed/policy.yaml" or die;
+    print $fh $cur;
+    close $fh;
+    open $fh, '>', "$ed/shown.yaml" or die;
+    print $fh $shown;
+    close $fh;
+    my $editor = write_file('reread-editor', "#!/bin/sh\ncp $ed/shown.yaml "
+                            . "\"\$1\"\n");
+    chmod 0755, $editor or die;
+    pipe(my $r, my $w) or die;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        close $r;
+        open STDOUT, '>&', $w or die;
+        open STDERR, '>', "$ed/err" or die;
+        open STDIN, '<', '/dev/null' or die;
+        $ENV{EDITOR} = $editor;
+        delete $ENV{VISUAL};
+        exec $ctl, 'edit', '--policy', "$ed/policy.yaml", '--test', 'true',
+             '--reload', 'true';
+        POSIX::_exit(127);
+    }
+    close $w;
+    my $seen = '';
+    while ($seen !~ /\+ route r1 added/) {
+        last if !sysread($r, $seen, 4096, length $seen);
+    }
+
+    # the copy changes while the diff of the checked one is printed
+    open $fh, '>', "$ed/policy.yaml.edit.tmp" or die;
+    print $fh $unseen;
+    close $fh;
+    rename "$ed/policy.yaml.edit.tmp", "$ed/policy.yaml.edit" or die;
+
+    while (sysread($r, $seen, 65536, length $seen)) { }
+    waitpid $pid, 0;
+    my $now = do { local (@ARGV, $/) = "$ed/policy.yaml"; <> };
+    like($seen, qr/\+ route r3000 added/, 'edit, copy changed after the '
+         . 'check: the diff shown is of the checked copy');
+    ok($now eq $shown, 'edit, copy changed after the check: what is '
+       . 'installed is what was checked and shown')
+        or diag($now =~ /unseen/ ? 'the unseen copy was installed' : $now);
+}
+
 done_testing();
