@@ -97,7 +97,10 @@ static void al_ctl_explain_fallback(const al_llm_t *l,
 static int al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     const char *method, const char *target, const unsigned char *body,
     size_t body_len, const char *ctype);
-static char *al_ctl_token(const char *env, int stdin_token);
+static char *al_ctl_token(const char *env, int stdin_token,
+    size_t *len);
+static char *al_ctl_token_read(const char *env, int stdin_token,
+    size_t *plen);
 static unsigned char *al_ctl_read(int fd, size_t max, size_t *len,
     int secure);
 static unsigned char *al_ctl_read_secret(const char *what, size_t max,
@@ -643,7 +646,7 @@ al_ctl_explain(int argc, char **argv)
 {
     int                  i, rc, have_peer, token_stdin;
     char                 m[64], *token;
-    size_t               body_len, k;
+    size_t               body_len, k, token_len, tok_at;
     uint64_t             v;
     const char          *file, *client, *token_env, *method, *target, *why;
     const char          *body_file, *ctype;
@@ -778,10 +781,32 @@ al_ctl_explain(int argc, char **argv)
     }
 
     token = NULL;
+    token_len = 0;
+    tok_at = 0;
 
     if (token_stdin || token_env != NULL) {
-        token = al_ctl_token(token_env, token_stdin);
+        token = al_ctl_token(token_env, token_stdin, &token_len);
         if (token == NULL) {
+            return 2;
+        }
+
+        /*
+         * what the proxy compares: the header's value without the spaces
+         * around it, which nginx and the module drop
+         */
+
+        while (tok_at < token_len && token[tok_at] == ' ') {
+            tok_at++;
+        }
+
+        while (token_len > tok_at && token[token_len - 1] == ' ') {
+            token_len--;
+        }
+
+        if (token_len == tok_at) {
+            fprintf(stderr, "airlockctl: the token is only spaces, which "
+                    "the proxy drops: it would be an empty token\n");
+            al_secure_free(token);
             return 2;
         }
     }
@@ -840,8 +865,9 @@ al_ctl_explain(int argc, char **argv)
         }
 
     } else {
-        req.client = al_client_identify(p, have_peer ? &peer : NULL, token,
-                                        token ? strlen(token) : 0, &why);
+        req.client = al_client_identify(p, have_peer ? &peer : NULL,
+                                        token ? token + tok_at : NULL,
+                                        token_len - tok_at, &why);
         if (req.client == NULL) {
             al_ctl_out("deny: client_unknown (%s)\n", why);
             goto done;
@@ -1180,11 +1206,36 @@ al_ctl_explain_fallback(const al_llm_t *l, const al_client_t *client,
 
 /*
  * A bearer token from standard input (one line; its newline dropped) or
- * from an environment variable, in guarded memory.  NULL after a message.
+ * from an environment variable, in guarded memory, *len bytes.  A NUL, CR
+ * or LF in it is refused: no request header carries one (nginx refuses
+ * the request), and a NUL would end the token short.  NULL after a
+ * message.
  */
 
 static char *
-al_ctl_token(const char *env, int stdin_token)
+al_ctl_token(const char *env, int stdin_token, size_t *len)
+{
+    char  *t;
+
+    t = al_ctl_token_read(env, stdin_token, len);
+
+    if (t != NULL
+        && (memchr(t, '\0', *len) != NULL || memchr(t, '\r', *len) != NULL
+            || memchr(t, '\n', *len) != NULL))
+    {
+        fprintf(stderr, "airlockctl: the token has a NUL, CR or LF byte "
+                "in it, which cannot be sent in a header: nginx refuses "
+                "such a request\n");
+        al_secure_free(t);
+        return NULL;
+    }
+
+    return t;
+}
+
+
+static char *
+al_ctl_token_read(const char *env, int stdin_token, size_t *plen)
 {
     size_t          len;
     char           *t;
@@ -1220,6 +1271,7 @@ al_ctl_token(const char *env, int stdin_token)
                     "empty\n");
             return NULL;
         }
+        *plen = len;
         return (char *) buf;
     }
 
@@ -1239,6 +1291,7 @@ al_ctl_token(const char *env, int stdin_token)
     }
 
     memcpy(t, e, len + 1);
+    *plen = len;
 
     return t;
 }

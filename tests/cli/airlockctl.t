@@ -332,6 +332,39 @@ for my $end ('', "\n", "\r\n") {
                         '--addr', '10.1.2.3', 'GET', '/x');
 is($rc, 2, 'explain: a token over 64 KiB exits 2');
 like($err, qr/over 65536 bytes/, 'explain: and says the limit');
+# a token with a NUL byte, or a line break, in it: no header can carry
+# it, and only the bytes before the NUL would be compared
+for my $case (["\0", 'a NUL byte'], ["\n", 'a newline'],
+              ["\r", 'a carriage return'])
+{
+    my ($byte, $name) = @$case;
+    ($rc, $out, $err) = run("$token${byte}more\n", 'explain', $owned,
+                            '--token-stdin', 'GET',
+                            '/prometheus/query?query=up');
+    ok($rc == 2 && $out !~ /client: tools/,
+       "explain: a token with $name in it is refused")
+        or diag("exit $rc: $out");
+    like($err, qr/token .* cannot be sent in a header/,
+         "explain: a token with $name: said why");
+}
+{
+    local $ENV{AIRLOCK_TEST_TOKEN} = "$token\nmore";
+    ($rc, $out, $err) = run('', 'explain', $owned, '--token-env',
+                            'AIRLOCK_TEST_TOKEN', 'GET', '/x');
+    ok($rc == 2 && $out !~ /client:/,
+       'explain: a token variable with a newline in it is refused')
+        or diag("exit $rc: $out");
+}
+# the proxy compares the header's value without the spaces around it
+($rc, $out) = run(" $token  \n", 'explain', $owned, '--token-stdin', 'GET',
+                  '/prometheus/query?query=up');
+ok($rc == 0 && $out =~ /client: tools/,
+   'explain: the spaces around a token are dropped, as the proxy drops them')
+    or diag("exit $rc: $out");
+($rc, $out, $err) = run("   \n", 'explain', $owned, '--token-stdin', 'GET',
+                        '/x');
+ok($rc == 2 && $err =~ /only spaces/, 'explain: a token of spaces is refused')
+    or diag("exit $rc: $out $err");
 ($rc, $out, $err) = run('', 'explain', $owned, '--token', $token, 'GET',
                         '/prometheus/query?query=up');
 is($rc, 2, 'explain: a token on the command line is refused');
