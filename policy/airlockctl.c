@@ -767,6 +767,15 @@ al_ctl_explain(int argc, char **argv)
         return 2;
     }
 
+    /* nginx sees a unix socket's peer (ids) or a TCP peer (an address) */
+
+    if (peer.unix_peer && peer.has_addr) {
+        fprintf(stderr, "airlockctl: --addr (a TCP peer) cannot be given "
+                "with --uid or --gid (a unix socket peer): a request comes "
+                "from one or the other\n");
+        return 2;
+    }
+
     if (token_stdin && body_file != NULL && strcmp(body_file, "-") == 0) {
         fprintf(stderr, "airlockctl: the token and the body cannot both "
                 "come from standard input\n");

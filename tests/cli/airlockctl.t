@@ -432,6 +432,19 @@ like($out, qr/client: staff/, 'explain --gid alone: names it');
 like($out, qr/deny: client_unknown \(peer matches more than one client\)/,
      'explain --uid and --gid: both compared, as nginx compares them');
 
+# a peer is a unix socket's (a uid and a gid) or a TCP one's (an address),
+# never both: a uid with an address is a request nginx never sees
+for my $ids (['--uid', '1000'], ['--gid', '50'])
+{
+    ($rc, $out, $err) = run('', 'explain', $root, @$ids, '--addr',
+                            '10.1.2.3', 'GET', '/work');
+    ok($rc == 2 && $out !~ /client:/,
+       "explain $ids->[0] with --addr: refused, no such peer")
+        or diag("exit $rc: $out");
+    like($err, qr/--addr .* --uid or --gid/,
+         "explain $ids->[0] with --addr: said why");
+}
+
 # explain on an LLM prefix: the gateway's decision, not "handled"
 my $chat = '/v1/proxy/openai/chat/completions';
 my $over = write_file('over.json', '{"model":"gpt-4o-mini","messages":'
