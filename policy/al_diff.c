@@ -839,13 +839,19 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
                          (unsigned long long) bc->max_tokens);
         }
 
-        w = al_limit_wider(ac->default_max_tokens, bc->default_max_tokens);
+        /*
+         * the cap the gateway writes into a request that names none:
+         * unset, it is max_tokens, or 4096 with a budget
+         */
+
+        w = al_limit_wider(al_llm_default_max_tokens(ac),
+                           al_llm_default_max_tokens(bc));
         if (w) {
             al_diff_emit(df, w > 0 ? '+' : '-', "llm %s: client %s "
-                         "default_max_tokens %llu -> %llu (0 = none)", name,
-                         bc->client->name.data,
-                         (unsigned long long) ac->default_max_tokens,
-                         (unsigned long long) bc->default_max_tokens);
+                         "default_max_tokens %llu -> %llu (as applied; "
+                         "0 = none)", name, bc->client->name.data,
+                         (unsigned long long) al_llm_default_max_tokens(ac),
+                         (unsigned long long) al_llm_default_max_tokens(bc));
         }
 
         al_diff_llm_limits(df, name, ac, bc);

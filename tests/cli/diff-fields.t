@@ -271,4 +271,64 @@ for my $row (@rows) {
        . ($kind eq '+' ? '1 (grants)' : '0'));
 }
 
+# default_max_tokens is compared as the gateway applies it: unset, it is
+# max_tokens, else 4096 for a client with a budget, else none (0)
+my $eff = <<'Y';
+version: 1
+clients:
+  agent: { unix_uid: 10001 }
+secrets:
+  tok: { sealed: "c2VhbGVk" }
+llm:
+  - name: oa
+    prefix: /v1/proxy/oa
+    provider: openai
+    upstream: https://api.openai.com
+    secret: tok
+    models: [m1]
+    clients:
+      agent: { CLIENT }
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+for my $case (
+    [ 'a budget, unset -> 8000', 'tokens_per_minute: 100000',
+      'tokens_per_minute: 100000, default_max_tokens: 8000', '+' ],
+    [ 'a budget, max_tokens 10000 added', 'tokens_per_minute: 100000',
+      'tokens_per_minute: 100000, max_tokens: 10000, over_max_tokens: clamp',
+      '+' ],
+    [ 'a budget, unset -> 4096', 'tokens_per_minute: 100000',
+      'tokens_per_minute: 100000, default_max_tokens: 4096', '' ],
+    [ 'a budget, 4096 -> unset',
+      'tokens_per_day: 9000, default_max_tokens: 4096',
+      'tokens_per_day: 9000', '' ],
+    [ 'max_tokens 50, unset -> 50', 'max_tokens: 50, over_max_tokens: reject',
+      'max_tokens: 50, over_max_tokens: reject, default_max_tokens: 50', '' ],
+    [ 'max_tokens 50, unset -> 40', 'max_tokens: 50, over_max_tokens: reject',
+      'max_tokens: 50, over_max_tokens: reject, default_max_tokens: 40',
+      '-' ],
+    [ 'a budget, 1000 -> unset',
+      'tokens_per_day: 9000, default_max_tokens: 1000',
+      'tokens_per_day: 9000', '+' ])
+{
+    my ($name, $from, $to, $kind) = @$case;
+    (my $a = $eff) =~ s/CLIENT/$from/;
+    (my $b = $eff) =~ s/CLIENT/$to/;
+    my $fa = write_file('eff-old.yaml', $a);
+    my $fb = write_file('eff-new.yaml', $b);
+    $out = `$ctl diff $fa $fb 2>&1`;
+    my $rc = $? >> 8;
+    my @lines = grep { /default_max_tokens/ } split /\n/, $out;
+    if ($kind eq '') {
+        ok(@lines == 0 && $rc == 0,
+           "default_max_tokens, $name: the same cap, nothing reported")
+            or diag("exit $rc: $out");
+    } else {
+        ok(@lines == 1 && substr($lines[0], 0, 1) eq $kind
+           && $rc == ($kind eq '+' ? 1 : 0),
+           "default_max_tokens, $name: reported as '$kind'")
+            or diag("exit $rc: $out");
+    }
+}
+
 done_testing();

@@ -221,9 +221,10 @@ main(void)
           "tokens_per_day: 100000, ", "",
           1, "llm openai: client agent tokens_per_day 100000 -> 0 "
              "(0 = unlimited)");
+    /* the default cap, unset, is max_tokens: it is raised with it */
     grant("raised max_tokens",
           "max_tokens: 512", "max_tokens: 4096",
-          1, "llm openai: client agent max_tokens 512 -> 4096");
+          2, "llm openai: client agent max_tokens 512 -> 4096");
     grant("reject -> clamp",
           "over_max_tokens: reject", "over_max_tokens: clamp",
           1, "llm openai: client agent over_max_tokens reject -> clamp");
