@@ -169,6 +169,14 @@ al_keygen(const char *path, al_error_t *err)
         } else {
             al_error_set(err, path, 0, 0, "cannot link %s to %s: %s", tmp,
                          path, strerror(errno));
+
+            /*
+             * the .pub just put in place is of no key now: left without
+             * PATH.tmp beside it, every later keygen (the first-boot
+             * unit's too) would refuse it as someone's
+             */
+
+            (void) unlink(pubpath);
         }
 
         goto failed;
