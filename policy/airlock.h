@@ -453,6 +453,10 @@ typedef struct al_llm_s {
     uint32_t         provider_tools;        /* 1 << AL_LLM_PT_* (al_llm.h):
                                                tool families the provider
                                                may run; 0: none */
+    al_str_t        *allow_members;         /* top-level request members
+                                               allowed beyond the
+                                               gateway's list */
+    size_t           nallow_members;
 } al_llm_t;
 
 typedef enum {

@@ -1168,6 +1168,14 @@ al_ctl_explain_tools(const al_llm_t *l)
     }
 
     al_ctl_out("%s\n", n ? "" : "none (provider_tools)");
+
+    al_ctl_out("  members:  the ones the providers document; also allowed: ");
+
+    for (i = 0; i < l->nallow_members; i++) {
+        al_ctl_out("%s%s", i ? ", " : "", l->allow_members[i].data);
+    }
+
+    al_ctl_out("%s\n", l->nallow_members ? "" : "none (allow_members)");
 }
 
 

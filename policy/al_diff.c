@@ -776,6 +776,32 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
         }
     }
 
+    /* a member allowed reaches what routers read from it: a grant */
+
+    for (i = 0; i < b->nallow_members; i++) {
+        for (k = 0; k < a->nallow_members; k++) {
+            if (al_str_eq(&a->allow_members[k], &b->allow_members[i])) {
+                break;
+            }
+        }
+        if (k == a->nallow_members) {
+            al_diff_emit(df, '+', "llm %s: request member %s allowed", name,
+                         b->allow_members[i].data);
+        }
+    }
+
+    for (i = 0; i < a->nallow_members; i++) {
+        for (k = 0; k < b->nallow_members; k++) {
+            if (al_str_eq(&b->allow_members[k], &a->allow_members[i])) {
+                break;
+            }
+        }
+        if (k == b->nallow_members) {
+            al_diff_emit(df, '-', "llm %s: request member %s no longer "
+                         "allowed", name, a->allow_members[i].data);
+        }
+    }
+
     for (i = 0; i < b->nmodels; i++) {
         for (k = 0; k < a->nmodels; k++) {
             if (al_str_eq(&a->models[k], &b->models[i])) {

@@ -83,6 +83,7 @@ static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
     const char *name, const char *pass, const char *what);
 static int al_llm_req_provider(al_llm_rq_t *rq);
 static int al_llm_req_background(al_llm_rq_t *rq);
+static int al_llm_req_unlisted(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
 static int al_llm_req_urls(al_llm_rq_t *rq);
@@ -546,7 +547,8 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         return req->reason;
     }
 
-    if (al_llm_body_scan(body, len, &b, req->detail, sizeof(req->detail))
+    if (al_llm_body_scan_ep(llm, ep, body, len, &b, req->detail,
+                            sizeof(req->detail))
         != 0
         || (b.jansson
             && al_json_check(NULL, body, len, req->detail,
@@ -585,7 +587,8 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_urls(&rq) != 0
         || al_llm_req_tier(&rq) != 0
         || al_llm_req_audio(&rq) != 0
-        || al_llm_req_background(&rq) != 0)
+        || al_llm_req_background(&rq) != 0
+        || al_llm_req_unlisted(&rq) != 0)
     {
         return req->reason;
     }
@@ -1521,6 +1524,40 @@ al_llm_req_background(al_llm_rq_t *rq)
                        "\"background\": true is not accepted for a client "
                        "with a budget: its answer carries no usage, so the "
                        "call could not be counted");
+}
+
+
+/*
+ * A top-level member the endpoint's list (al_llm_scan_members[]) and the
+ * entry's allow_members do not have (al_llm_body_scan_ep()): refused.
+ * Deny by default: routers behind an entry read members of their own as
+ * another model, URL, key or a dearer option, and no list of those is
+ * ever complete.  Last, so that a member with a check of its own is
+ * refused with its reason.
+ */
+
+static int
+al_llm_req_unlisted(al_llm_rq_t *rq)
+{
+    const al_llm_jfield_t  *f;
+    char                    show[AL_LLM_SHOW_MAX + 4];
+
+    f = &rq->b->unlisted;
+
+    if (f->type == AL_LLM_JT_NONE) {
+        return 0;
+    }
+
+    (void) al_llm_show(show, sizeof(show), (const char *) rq->body + f->at,
+                       f->len, AL_LLM_SHOW_MAX);
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"%s\" is not accepted on %s: only the request "
+                       "members the providers document there pass; "
+                       "allow_members of llm \"%s\" adds one", show,
+                       al_llm_endpoint_name(rq->ep), rq->llm->name.data);
 }
 
 

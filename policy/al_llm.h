@@ -301,6 +301,23 @@ extern const char *const  al_llm_tool_names[];
  */
 int al_llm_tool_family(const char *type, size_t len);
 
+/*
+ * The endpoints (1 << al_llm_endpoint_t) where the top-level request
+ * member name may be sent without an entry's allow_members: all five
+ * for a member the gateway reads itself (its checks decide), else those
+ * where a provider documents it (al_llm_scan.c has the list); 0: none.
+ */
+unsigned al_llm_member_eps(const char *name, size_t len);
+
+/*
+ * NULL when name may be listed in an llm entry's allow_members, else why
+ * not: the gateway refuses it for cause (a model list, a URL, headers),
+ * reads and checks it itself, or it differs from such a name only by
+ * case; empty, or longer than 48 bytes.
+ */
+const char *al_llm_member_refused(const char *name, size_t len);
+
+
 /* the AL_LLM_PT_* of a family name, or -1 */
 int al_llm_tool_name(const char *name, size_t len);
 

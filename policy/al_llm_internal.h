@@ -255,6 +255,11 @@ typedef struct {
                                            depth (al_llm_scan_deep_key()) */
     unsigned             audio;         /* an "input_audio" member, at
                                            any depth */
+    al_llm_jfield_t      unlisted;      /* the first top-level key that
+                                           al_llm_body_scan_ep() did not
+                                           find allowed (its raw span
+                                           between the quotes), or
+                                           AL_LLM_JT_NONE */
     char                 model[AL_LLM_MODEL_MAX];   /* unescaped, cut */
     uint64_t             text_bytes;    /* prompt text, unescaped */
     uint64_t             extra;         /* prompt tokens counted apart */
@@ -321,6 +326,39 @@ extern const char *const  al_llm_usage_ant_names[];
 extern const al_llm_scan_spec_t  al_llm_usage_ant;
 /* cache_creation: ephemeral_5m_input_tokens, ephemeral_1h_input_tokens */
 extern const al_llm_scan_spec_t  al_llm_usage_ant_cc;
+
+/* a request body's endpoint as a bit, for al_llm_member_t's eps */
+#define AL_LLM_M(ep)           (1u << (ep))
+#define AL_LLM_M_CHAT          AL_LLM_M(AL_LLM_EP_CHAT)
+#define AL_LLM_M_COMPLETIONS   AL_LLM_M(AL_LLM_EP_COMPLETIONS)
+#define AL_LLM_M_EMBEDDINGS    AL_LLM_M(AL_LLM_EP_EMBEDDINGS)
+#define AL_LLM_M_RESPONSES     AL_LLM_M(AL_LLM_EP_RESPONSES)
+#define AL_LLM_M_MESSAGES      AL_LLM_M(AL_LLM_EP_MESSAGES)
+
+/* a top-level member a request body may have, and where (al_llm_scan.c) */
+typedef struct {
+    al_str_t             name;
+    unsigned             eps;           /* AL_LLM_M_* */
+} al_llm_member_t;
+
+#define AL_LLM_MEMBER_LONGEST  22       /* of al_llm_scan_members[] */
+#define AL_LLM_MEMBER_MAX      48       /* of a name of allow_members: the
+                                           longest key the scan compares */
+
+/* sorted by length, then name; NULL-terminated */
+extern const al_llm_member_t  al_llm_scan_members[];
+/* [n]: the first of al_llm_scan_members[] of length n or more */
+extern const unsigned char
+    al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2];
+
+/*
+ * al_llm_body_scan() for a body sent to endpoint ep of llm: a top-level
+ * member neither al_llm_member_eps() allows there nor llm's
+ * allow_members lists is recorded in b->unlisted.
+ */
+int al_llm_body_scan_ep(const al_llm_t *llm, al_llm_endpoint_t ep,
+    const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
+    size_t size);
 
 /* 0, or -1 with detail set; a request body (AL_LLM_F_*) */
 int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,

@@ -29,7 +29,8 @@
 
 
 #define AL_LLM_SCAN_KEYS   64           /* keys compared per object */
-#define AL_LLM_SCAN_NAME   48           /* longest member name we look for */
+#define AL_LLM_SCAN_NAME   AL_LLM_MEMBER_MAX  /* longest member name we
+                                                 look for */
 #define AL_LLM_SCAN_STR(s)  { s, sizeof(s) - 1 }
 #define AL_LLM_ONES        0x0101010101010101ull    /* a byte per byte */
 #define AL_LLM_HIGHS       0x8080808080808080ull    /* their high bits */
@@ -59,6 +60,10 @@ typedef struct {
     al_llm_key_t        *keys;          /* a stack: the open objects' keys */
     size_t               nkeys;
     size_t               nalloc;
+    unsigned             ep;            /* request bodies: the endpoint's
+                                           bit (AL_LLM_M_*), 0: members
+                                           not checked */
+    const al_llm_t      *llm;           /* its allow_members, or NULL */
     al_llm_key_t         kbuf[AL_LLM_SCAN_KEYS];
 } al_llm_sc_t;
 
@@ -112,8 +117,8 @@ enum {
 
 
 static int al_llm_scan_run(const al_llm_scan_spec_t *spec,
-    const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
-    size_t size, unsigned flat);
+    const al_llm_t *llm, unsigned ep, const unsigned char *p, size_t len,
+    al_llm_body_t *b, char *detail, size_t size, unsigned flat);
 static void al_llm_scan_clear(al_llm_body_t *b);
 static int al_llm_scan_flat(al_llm_sc_t *sc);
 static int al_llm_scan_value(al_llm_sc_t *sc, unsigned depth,
@@ -147,6 +152,10 @@ static inline int al_llm_scan_in(const al_str_t *list, uint64_t lens,
     const char *name, size_t len);
 static inline int al_llm_scan_request_key(const char *name, size_t n,
     unsigned *prompt);
+static inline unsigned al_llm_scan_member(const char *name, size_t n);
+static inline int al_llm_scan_eq(const char *a, const char *b, size_t n);
+static void al_llm_scan_unlisted(al_llm_sc_t *sc, const al_llm_sstr_t *s,
+    const char *name) __attribute__((cold));
 static inline void al_llm_scan_ws(al_llm_sc_t *sc);
 static inline int al_llm_scan_deep_key(const char *name, size_t n);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
@@ -224,6 +233,95 @@ static const al_str_t  al_llm_scan_attachment[] = {
      | AL_LLM_LEN("file") | AL_LLM_LEN("file_data")                          \
      | AL_LLM_LEN("input_audio"))
 
+/*
+ * The top-level members a request body may have besides the ones the
+ * gateway reads itself (al_llm_scan_fields[], which its checks accept or
+ * refuse), by endpoint: the request parameters the providers document
+ * (OpenAI's chat completions, completions, embeddings and responses,
+ * Anthropic's messages, Azure's) and the sampling parameters of
+ * OpenAI-compatible servers (top_k, min_p, repetition_penalty), none of
+ * which can change the model, the URL, the key, the provider or the price
+ * beyond what the gateway accounts.  Any other member is refused
+ * (al_llm_scan_unlisted()) unless the entry's allow_members names it:
+ * routers behind an entry read members of their own as another model, URL,
+ * key or a dearer option (LiteLLM's custom_llm_provider,
+ * aws_bedrock_runtime_endpoint, tags; OpenRouter's route), and a list of
+ * what to refuse is never complete.  "metadata" is not here: LiteLLM
+ * routes a call by its "tags".
+ *
+ * Sorted by length, then name; al_llm_scan_member_first[n] is the first
+ * of length n or more (tests/unit/llm_scan.c checks both).
+ */
+const al_llm_member_t  al_llm_scan_members[] = {
+    { AL_LLM_SCAN_STR("echo"), AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("seed"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("stop"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("text"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("user"),
+      AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_EMBEDDINGS
+      | AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("input"), AL_LLM_M_EMBEDDINGS | AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("min_p"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("store"), AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("top_k"),
+      AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("top_p"),
+      AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_RESPONSES
+      | AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("prompt"), AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("suffix"), AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("system"), AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("include"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("logprobs"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("messages"), AL_LLM_M_CHAT | AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("thinking"), AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("container"), AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("functions"), AL_LLM_M_CHAT },
+    { AL_LLM_SCAN_STR("reasoning"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("verbosity"), AL_LLM_M_CHAT },
+    { AL_LLM_SCAN_STR("dimensions"), AL_LLM_M_EMBEDDINGS },
+    { AL_LLM_SCAN_STR("logit_bias"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("prediction"), AL_LLM_M_CHAT },
+    { AL_LLM_SCAN_STR("truncation"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("temperature"),
+      AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_RESPONSES
+      | AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("tool_choice"),
+      AL_LLM_M_CHAT | AL_LLM_M_RESPONSES | AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("conversation"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("instructions"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("top_logprobs"), AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("cache_control"), AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("function_call"), AL_LLM_M_CHAT },
+    { AL_LLM_SCAN_STR("max_tool_calls"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("stop_sequences"), AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("encoding_format"), AL_LLM_M_EMBEDDINGS },
+    { AL_LLM_SCAN_STR("response_format"), AL_LLM_M_CHAT },
+    { AL_LLM_SCAN_STR("presence_penalty"),
+      AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("prompt_cache_key"),
+      AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("reasoning_effort"), AL_LLM_M_CHAT },
+    { AL_LLM_SCAN_STR("frequency_penalty"),
+      AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("safety_identifier"),
+      AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("context_management"), AL_LLM_M_MESSAGES },
+    { AL_LLM_SCAN_STR("repetition_penalty"),
+      AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
+    { AL_LLM_SCAN_STR("parallel_tool_calls"),
+      AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("previous_response_id"), AL_LLM_M_RESPONSES },
+    { AL_LLM_SCAN_STR("prompt_cache_retention"),
+      AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
+    { { NULL, 0 }, 0 }
+};
+
+const unsigned char  al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2] = {
+    0, 0, 0, 0, 0, 5, 10, 13, 14, 17, 21, 25, 27, 30, 32, 34, 36, 39, 41, 43,
+    44, 45, 45, 46
+};
+
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
 const unsigned char  al_llm_json_plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -247,10 +345,20 @@ al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
 
 
 int
+al_llm_body_scan_ep(const al_llm_t *llm, al_llm_endpoint_t ep,
+    const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
+    size_t size)
+{
+    return al_llm_scan_run(&al_llm_scan_request, llm, AL_LLM_M(ep), p, len,
+                           b, detail, size, 1);
+}
+
+
+int
 al_llm_json_scan(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b, char *detail, size_t size)
 {
-    return al_llm_scan_run(spec, p, len, b, detail, size, 1);
+    return al_llm_scan_run(spec, NULL, 0, p, len, b, detail, size, 1);
 }
 
 
@@ -259,7 +367,7 @@ al_llm_json_scan_strict(const al_llm_scan_spec_t *spec,
     const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
     size_t size)
 {
-    return al_llm_scan_run(spec, p, len, b, detail, size, 0);
+    return al_llm_scan_run(spec, NULL, 0, p, len, b, detail, size, 0);
 }
 
 
@@ -281,8 +389,9 @@ al_llm_scan_clear(al_llm_body_t *b)
  */
 
 static int
-al_llm_scan_run(const al_llm_scan_spec_t *spec, const unsigned char *p,
-    size_t len, al_llm_body_t *b, char *detail, size_t size, unsigned flat)
+al_llm_scan_run(const al_llm_scan_spec_t *spec, const al_llm_t *llm,
+    unsigned ep, const unsigned char *p, size_t len, al_llm_body_t *b,
+    char *detail, size_t size, unsigned flat)
 {
     int          rc;
     size_t       start;
@@ -306,6 +415,8 @@ al_llm_scan_run(const al_llm_scan_spec_t *spec, const unsigned char *p,
     sc.keys = sc.kbuf;
     sc.nkeys = 0;
     sc.nalloc = AL_LLM_SCAN_KEYS;
+    sc.ep = ep;
+    sc.llm = llm;
 
     al_llm_scan_ws(&sc);
 
@@ -717,6 +828,10 @@ al_llm_scan_flat(al_llm_sc_t *sc)
         if (n > sizeof(nbuf)) {
             /* longer than any name looked for */
 
+            if (fr->kind == AL_LLM_SK_ROOT && sc->ep != 0) {
+                al_llm_scan_unlisted(sc, &s, NULL);
+            }
+
         } else if (fr->kind == AL_LLM_SK_ROOT
                    && sc->spec == &al_llm_scan_request)
         {
@@ -726,6 +841,12 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                           != NULL)
             {
                 return 1;
+            }
+
+            if (id < 0 && sc->ep != 0
+                && (al_llm_scan_member(name, n) & sc->ep) == 0)
+            {
+                al_llm_scan_unlisted(sc, &s, name);
             }
 
             if (id >= 0) {
@@ -1106,6 +1227,10 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
         if (s.dlen > sizeof(nbuf)) {
             /* longer than any name looked for */
 
+            if (sv->kind == AL_LLM_SK_ROOT && sc->ep != 0) {
+                al_llm_scan_unlisted(sc, &s, NULL);
+            }
+
         } else if (sv->kind == AL_LLM_SK_ROOT) {
             id = al_llm_scan_field(sc->spec->names, name, s.dlen);
 
@@ -1114,6 +1239,12 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
                    != NULL)
             {
                 return al_llm_scan_case_fail(sc, &s, sv->kind, name);
+            }
+
+            if (id < 0 && sc->ep != 0
+                && (al_llm_scan_member(name, s.dlen) & sc->ep) == 0)
+            {
+                al_llm_scan_unlisted(sc, &s, name);
             }
 
             if (id >= 0) {
@@ -2085,6 +2216,184 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     default:
         return -1;
     }
+}
+
+
+/*
+ * The endpoints where a top-level member that is no name the gateway
+ * reads (al_llm_scan_request_key() found none) may be sent: its entry of
+ * al_llm_scan_members[], found among the few of its length, else none.
+ */
+
+static inline unsigned
+al_llm_scan_member(const char *name, size_t n)
+{
+    size_t  i;
+
+    if (n > AL_LLM_MEMBER_LONGEST) {
+        return 0;
+    }
+
+    for (i = al_llm_scan_member_first[n];
+         i < al_llm_scan_member_first[n + 1];
+         i++)
+    {
+        if (al_llm_scan_members[i].name.data[0] == name[0]
+            && al_llm_scan_eq(al_llm_scan_members[i].name.data, name, n))
+        {
+            return al_llm_scan_members[i].eps;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * 1 when the n bytes at a and b are the same, n of 4 to 24: two or three
+ * loads a side that overlap, not a call to memcmp() (the names of
+ * al_llm_scan_members[] are 4 to 22 bytes).
+ */
+
+static inline int
+al_llm_scan_eq(const char *a, const char *b, size_t n)
+{
+    uint32_t  a4, b4, c4, d4;
+    uint64_t  a8, b8, c8, d8, e8, f8;
+
+    if (n < 8) {
+        memcpy(&a4, a, 4);
+        memcpy(&b4, b, 4);
+        memcpy(&c4, a + n - 4, 4);
+        memcpy(&d4, b + n - 4, 4);
+
+        return ((a4 ^ b4) | (c4 ^ d4)) == 0;
+    }
+
+    memcpy(&a8, a, 8);
+    memcpy(&b8, b, 8);
+    memcpy(&c8, a + n - 8, 8);
+    memcpy(&d8, b + n - 8, 8);
+
+    if (n <= 16) {
+        return ((a8 ^ b8) | (c8 ^ d8)) == 0;
+    }
+
+    memcpy(&e8, a + 8, 8);
+    memcpy(&f8, b + 8, 8);
+
+    return ((a8 ^ b8) | (c8 ^ d8) | (e8 ^ f8)) == 0;
+}
+
+
+/*
+ * A top-level key of a request body the endpoint's list does not have:
+ * allowed when the entry's allow_members names it (compared unescaped;
+ * name is NULL for a key longer than any of them), else the first such
+ * key is recorded for al_llm_request() to refuse.  Not a refusal here:
+ * the checks that give a member a reason of its own come first.
+ */
+
+static void
+al_llm_scan_unlisted(al_llm_sc_t *sc, const al_llm_sstr_t *s,
+    const char *name)
+{
+    size_t           i;
+    const al_str_t  *m;
+
+    if (sc->b->unlisted.type != AL_LLM_JT_NONE) {
+        return;
+    }
+
+    if (name != NULL && sc->llm != NULL) {
+        for (i = 0; i < sc->llm->nallow_members; i++) {
+            m = &sc->llm->allow_members[i];
+
+            if (m->len == s->dlen && memcmp(m->data, name, m->len) == 0) {
+                return;
+            }
+        }
+    }
+
+    sc->b->unlisted.type = AL_LLM_JT_STRING;
+    sc->b->unlisted.esc = s->esc;
+    sc->b->unlisted.at = s->at;
+    sc->b->unlisted.len = s->len;
+    sc->b->unlisted.num = (int64_t) s->dlen;
+}
+
+
+unsigned
+al_llm_member_eps(const char *name, size_t len)
+{
+    if (len == 0 || len > AL_LLM_SCAN_NAME) {
+        return 0;
+    }
+
+    if (al_llm_scan_field(al_llm_scan_fields, name, len) >= 0) {
+        return AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_EMBEDDINGS
+               | AL_LLM_M_RESPONSES | AL_LLM_M_MESSAGES;
+    }
+
+    return al_llm_scan_member(name, len);
+}
+
+
+const char *
+al_llm_member_refused(const char *name, size_t len)
+{
+    int  id;
+
+    if (len == 0) {
+        return "a member name is not empty";
+    }
+
+    if (len > AL_LLM_SCAN_NAME) {
+        return "longer than 48 bytes";
+    }
+
+    if (memchr(name, '\0', len) != NULL) {
+        return "a member name has no NUL";
+    }
+
+    id = al_llm_scan_field(al_llm_scan_fields, name, len);
+
+    switch (id) {
+
+    case AL_LLM_F_N_PREDICT:
+    case AL_LLM_F_MODELS:
+    case AL_LLM_F_FALLBACKS:
+    case AL_LLM_F_CONTEXT_WINDOW_FALLBACKS:
+    case AL_LLM_F_CONTENT_POLICY_FALLBACKS:
+    case AL_LLM_F_FALLBACK_MODELS:
+    case AL_LLM_F_MOCK_FALLBACKS:
+    case AL_LLM_F_MOCK_CONTEXT_FALLBACKS:
+    case AL_LLM_F_MOCK_CONTENT_POLICY_FALLBACKS:
+    case AL_LLM_F_USER_CONFIG:
+    case AL_LLM_F_API_BASE:
+    case AL_LLM_F_BASE_URL:
+    case AL_LLM_F_EXTRA_BODY:
+    case AL_LLM_F_EXTRA_HEADERS:
+    case AL_LLM_F_HEADERS:
+        return "the gateway refuses it in every request: routers read it "
+               "as other models, URLs, keys or headers";
+
+    case -1:
+        break;
+
+    default:
+        return "the gateway reads it itself and its checks decide; it "
+               "needs no allow_members";
+    }
+
+    if (al_llm_scan_case(&al_llm_scan_request, AL_LLM_SK_ROOT, name, len)
+        != NULL)
+    {
+        return "it differs from a member the gateway reads only by case, "
+               "and is refused as a duplicate is";
+    }
+
+    return NULL;
 }
 
 

@@ -165,6 +165,8 @@ static int al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
 static int al_cc_llm_tools(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
+static int al_cc_llm_members(al_cc_t *cc, const al_ynode_t *node,
+    al_llm_t *l);
 static int al_cc_llm_limits(al_cc_t *cc, const al_ynode_t *node,
     const al_llm_t *l, al_llm_client_t *lc);
 static int al_cc_usd(al_cc_t *cc, const al_ynode_t *node, const char *what,
@@ -225,7 +227,8 @@ static const char *const al_field_keys[] = {
 static const char *const al_llm_keys[] = {
     "name", "description", "prefix", "provider", "upstream", "secret",
     "models", "clients", "include_usage", "max_body_bytes", "api_version",
-    "aliases", "fallback", "prices", "provider_tools", NULL
+    "aliases", "fallback", "prices", "provider_tools", "allow_members",
+    NULL
 };
 
 static const char *const al_llm_client_keys[] = {
@@ -3418,6 +3421,26 @@ al_cc_llm_fallback(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         }
     }
 
+    for (i = 0; i < l->nallow_members; i++) {
+        for (j = 0; j < b->nallow_members; j++) {
+            if (b->allow_members[j].len == l->allow_members[i].len
+                && memcmp(b->allow_members[j].data, l->allow_members[i].data,
+                          l->allow_members[i].len)
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (j == b->nallow_members) {
+            return al_cc_error(cc, v, "fallback \"%s\" does not allow "
+                               "member \"%s\", which llm \"%s\" allows; "
+                               "add it to the fallback's allow_members",
+                               b->name.data, l->allow_members[i].data,
+                               l->name.data);
+        }
+    }
+
     l->fallback = b;
 
     return 0;
@@ -3470,6 +3493,58 @@ al_cc_llm_tools(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
 
         l->provider_tools |= UINT32_C(1) << id;
     }
+
+    return 0;
+}
+
+
+/*
+ * allow_members: top-level request members the gateway passes beyond
+ * its own list of documented ones (al_llm_member_eps()), on every
+ * endpoint of the entry; never one it refuses or checks itself.
+ */
+
+static int
+al_cc_llm_members(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
+{
+    size_t              i, k, n;
+    const char         *why;
+    const al_ynode_t  **items;
+
+    if (al_cc_list(cc, node, "allow_members", &items, &n) != 0) {
+        return -1;
+    }
+
+    l->allow_members = al_palloc(cc->pool, (n ? n : 1) * sizeof(al_str_t));
+    if (l->allow_members == NULL) {
+        return al_cc_error(cc, node, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        why = al_llm_member_refused(items[i]->scalar.data,
+                                    items[i]->scalar.len);
+        if (why != NULL) {
+            return al_cc_error(cc, items[i], "allow_members: \"%s\" cannot "
+                               "be allowed: %s", items[i]->scalar.data, why);
+        }
+
+        for (k = 0; k < i; k++) {
+            if (l->allow_members[k].len == items[i]->scalar.len
+                && memcmp(l->allow_members[k].data, items[i]->scalar.data,
+                          items[i]->scalar.len)
+                   == 0)
+            {
+                return al_cc_error(cc, items[i], "allow_members: \"%s\" is "
+                                   "listed twice", items[i]->scalar.data);
+            }
+        }
+
+        if (al_cc_keep(cc, items[i], &l->allow_members[i]) != 0) {
+            return -1;
+        }
+    }
+
+    l->nallow_members = n;
 
     return 0;
 }
@@ -3629,6 +3704,11 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
 
     v = al_cc_get(node, "provider_tools");
     if (v != NULL && al_cc_llm_tools(cc, v, l) != 0) {
+        return -1;
+    }
+
+    v = al_cc_get(node, "allow_members");
+    if (v != NULL && al_cc_llm_members(cc, v, l) != 0) {
         return -1;
     }
 

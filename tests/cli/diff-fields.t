@@ -166,6 +166,7 @@ my @rows = (
     ['llm:1:aliases', '+', sub { s/aliases: \{ fast: m1 \}/aliases: { fast: m2 }/ }],
     ['llm:1:fallback', '-', sub { s/    fallback: az\n// }],
     ['llm:1:provider_tools', '+', sub { s/(    api_version: "2024-10-21"\n)/$1    provider_tools: [web_search]\n/ }],
+    ['llm:1:allow_members', '+', sub { s/(    api_version: "2024-10-21"\n)/$1    allow_members: [metadata]\n/ }],
     ['llm:2:models', '+', sub { s/agent: \{ models: \[m1\]/agent: { models: [m1, m2]/ }],
     ['llm:2:tokens_per_minute', '+', sub { s/tokens_per_minute: 100/tokens_per_minute: 200/ }],
     ['llm:2:tokens_per_day', '+', sub { s/tokens_per_day: 1000/tokens_per_day: 2000/ }],

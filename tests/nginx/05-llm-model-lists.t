@@ -176,7 +176,8 @@ like($r->{body}, qr/invalid_request_error/, '... in Anthropic\'s format');
 is(scalar $l->provider_requests, $n, 'none of them sent');
 
 $r = $l->chat(token => $worker,
-              fields => { metadata => { models => 'x' } });
+              fields => { response_format => { type => 'text',
+                                               models => 'x' } });
 is($r->{status}, 200, 'a "models" key elsewhere than the top passes');
 
 $t->stop;

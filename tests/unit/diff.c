@@ -231,6 +231,10 @@ main(void)
     grant("new model",
           "models: [gpt-4o-mini]", "models: [gpt-4o-mini, gpt-4o]",
           1, "llm openai: model gpt-4o added");
+    grant("request member allowed",
+          "models: [gpt-4o-mini]",
+          "models: [gpt-4o-mini]\n    allow_members: [metadata]",
+          1, "llm openai: request member metadata allowed");
     grant("new llm client",
           "over_max_tokens: reject }\n",
           "over_max_tokens: reject }\n      worker: {}\n",

@@ -61,6 +61,9 @@ static void test_api_base(void);
 static void test_merged(void);
 static void test_total_over(void);
 static int refused_case(const char *want);
+static void test_members(void);
+static int refused_member(const char *name, const char *ep,
+    const char *llm);
 
 
 static al_client_t  c_agent = { .name = S("agent") };
@@ -85,15 +88,40 @@ static al_llm_client_t  oai_clients[] = {
     { .client = &c_small, .max_tokens = 10, .clamp = 1 }
 };
 
+/*
+ * The members other than the providers' own that the bodies below send,
+ * as a policy's allow_members would list them (the 80 "k0".."k79" are
+ * filled in by main()); oai_plain and bare list none.
+ */
+#define TEST_MEMBERS  14
+
+static char      k_names[80][4];
+static al_str_t  listed_members[TEST_MEMBERS + 80] = {
+    S("x"), S("y"), S("z"), S("other"), S("metadata"), S("prompt"),
+    S("Temperature"), S("MODE"), S("Modelo"), S("Message"), S("\xc3\xa9"),
+    S("max_\xe2\x84\xaa" "ompletion_tokens"),
+    S("max_compl\xc4\xb0" "tion_to\xe2\x84\xaa" "en\xc5\xbf"),
+    S("model" "xxxxxxxxxxxxxxxxxxxxxxxxxxx")
+};
+
 static al_llm_t  oai = {
     .name = S("openai"), .prefix = S("/v1/proxy/openai"),
     .kind = AL_LLM_OPENAI, .upstream = { .base_path = S("/v1") },
     .models = oai_models, .nmodels = 4, .clients = oai_clients,
-    .nclients = 4, .include_usage = 1, .body_max = 4096
+    .nclients = 4, .include_usage = 1, .body_max = 4096,
+    .allow_members = listed_members, .nallow_members = TEST_MEMBERS + 80
 };
 
 static al_llm_t  compat = {
     .name = S("ollama"), .prefix = S("/v1/proxy/ollama"),
+    .kind = AL_LLM_OPENAI_COMPATIBLE, .upstream = { .base_path = S("/v1") },
+    .models = oai_models, .nmodels = 4, .clients = oai_clients,
+    .nclients = 4, .include_usage = 1, .body_max = 4096,
+    .allow_members = listed_members, .nallow_members = TEST_MEMBERS + 80
+};
+
+static al_llm_t  bare = {
+    .name = S("bare"), .prefix = S("/v1/proxy/bare"),
     .kind = AL_LLM_OPENAI_COMPATIBLE, .upstream = { .base_path = S("/v1") },
     .models = oai_models, .nmodels = 4, .clients = oai_clients,
     .nclients = 4, .include_usage = 1, .body_max = 4096
@@ -118,6 +146,14 @@ static al_llm_t  ant = {
     .name = S("anthropic"), .prefix = S("/v1/proxy/anthropic"),
     .kind = AL_LLM_ANTHROPIC, .upstream = { .base_path = S("/v1") },
     .models = ant_models, .nmodels = 2, .clients = ant_clients,
+    .nclients = 1, .body_max = 4096,
+    .allow_members = listed_members, .nallow_members = TEST_MEMBERS + 80
+};
+
+static al_llm_t  bare_ant = {
+    .name = S("bare_ant"), .prefix = S("/v1/proxy/bare_ant"),
+    .kind = AL_LLM_ANTHROPIC, .upstream = { .base_path = S("/v1") },
+    .models = ant_models, .nmodels = 2, .clients = ant_clients,
     .nclients = 1, .body_max = 4096
 };
 
@@ -133,6 +169,14 @@ static al_llm_route_t  rt;
 int
 main(void)
 {
+    size_t  k;
+
+    for (k = 0; k < 80; k++) {
+        (void) snprintf(k_names[k], sizeof(k_names[k]), "k%zu", k);
+        listed_members[TEST_MEMBERS + k].data = k_names[k];
+        listed_members[TEST_MEMBERS + k].len = strlen(k_names[k]);
+    }
+
     test_endpoints();
     test_models();
     test_caps();
@@ -159,6 +203,7 @@ main(void)
     test_api_base();
     test_merged();
     test_total_over();
+    test_members();
 
     al_llm_request_free(&rq);
 
@@ -3276,10 +3321,16 @@ test_api_base(void)
     tap_ok(refused_case("\"base_url\""), "Base_URL refused");
 
     req(&compat, TOOLS, AL_LLM_EP_CHAT,
-        "{\"model\":\"gpt-4o\",\"api_key\":\"x\",\"metadata\":"
+        "{\"model\":\"gpt-4o\",\"metadata\":"
         "{\"api_base\":\"https://example.com\"}}");
-    tap_is_int(rq.reason, AL_REASON_NONE,
-               "api_base elsewhere, and api_key, pass");
+    tap_is_int(rq.reason, AL_REASON_NONE, "api_base elsewhere passes");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"api_key\":\"x\"}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"api_key\" is not accepted on "
+                  "chat/completions"),
+           "api_key, no member of the list, refused");
 }
 
 
@@ -3381,4 +3432,260 @@ test_total_over(void)
            == 0
            && u.prompt_tokens == 21 && u.completion_tokens == 5
            && u.total_tokens == 20, "a total under the sum changes nothing");
+}
+
+
+/* refused as a member no list has, the refusal naming it, ep and llm */
+
+static int
+refused_member(const char *name, const char *ep, const char *llm)
+{
+    char  want[256];
+
+    (void) snprintf(want, sizeof(want), "\"%s\" is not accepted on %s: "
+                    "only the request members the providers document "
+                    "there pass; allow_members of llm \"%s\" adds one",
+                    name, ep, llm);
+
+    if (rq.reason != AL_REASON_BODY || strcmp(rq.detail, want) != 0) {
+        tap_diag("got", rq.detail);
+        return 0;
+    }
+
+    return 1;
+}
+
+
+/*
+ * Top-level members: the providers' documented ones pass on their
+ * endpoints, any other is refused unless allow_members lists it.
+ */
+
+static void
+test_members(void)
+{
+    size_t           i, j;
+    char             body[1024];
+    al_llm_t         listed;
+    al_str_t         extra[] = { S("some_new_router_option"),
+                                 S("custom_llm_provider") };
+
+    static const char  *unknown[] = {
+        "aws_bedrock_runtime_endpoint", "custom_llm_provider",
+        "some_new_router_option", "tags", "metadata", "api_key",
+        "vertex_project", "route", "transforms"
+    };
+
+    static const struct {
+        al_llm_t           *llm;
+        al_llm_endpoint_t   ep;
+        const char         *base;       /* a body without its closing } */
+    } eps[] = {
+        { &bare, AL_LLM_EP_CHAT,
+          "{\"model\":\"gpt-4o\",\"messages\":[]" },
+        { &bare, AL_LLM_EP_COMPLETIONS,
+          "{\"model\":\"gpt-4o\",\"prompt\":\"x\"" },
+        { &bare, AL_LLM_EP_EMBEDDINGS,
+          "{\"model\":\"text-embedding-3-small\",\"input\":\"x\"" },
+        { &bare, AL_LLM_EP_RESPONSES,
+          "{\"model\":\"gpt-4o\",\"input\":\"x\"" },
+        { &bare_ant, AL_LLM_EP_MESSAGES,
+          "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+          "\"messages\":[]" }
+    };
+
+    for (i = 0; i < sizeof(eps) / sizeof(eps[0]); i++) {
+        (void) snprintf(body, sizeof(body), "%s}", eps[i].base);
+        req(eps[i].llm, AGENT, eps[i].ep, body);
+        tap_is_int(rq.reason, AL_REASON_NONE, "members: the base body "
+                   "passes");
+
+        for (j = 0; j < sizeof(unknown) / sizeof(unknown[0]); j++) {
+            (void) snprintf(body, sizeof(body), "%s,\"%s\":\"x\"}",
+                            eps[i].base, unknown[j]);
+            req(eps[i].llm, AGENT, eps[i].ep, body);
+            tap_ok(refused_member(unknown[j], al_llm_endpoint_name(eps[i].ep),
+                                  eps[i].llm->name.data),
+                   "members: an unknown member refused");
+        }
+
+        /* listed: accepted, on every endpoint */
+
+        listed = *eps[i].llm;
+        listed.allow_members = extra;
+        listed.nallow_members = 2;
+
+        (void) snprintf(body, sizeof(body), "%s,\"some_new_router_option\":"
+                        "{\"a\":1},\"custom_llm_provider\":\"x\"}",
+                        eps[i].base);
+        req(&listed, AGENT, eps[i].ep, body);
+        tap_is_int(rq.reason, AL_REASON_NONE,
+                   "members: allow_members lets them pass");
+
+        (void) snprintf(body, sizeof(body), "%s,\"some_new_router_option\":"
+                        "1,\"tags\":[\"x\"]}", eps[i].base);
+        req(&listed, AGENT, eps[i].ep, body);
+        tap_ok(refused_member("tags", al_llm_endpoint_name(eps[i].ep),
+                              eps[i].llm->name.data),
+               "members: ... and no other");
+    }
+
+    /* the documented members of each endpoint pass */
+
+    req(&bare, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"temperature\":0.5,"
+        "\"top_p\":1,\"top_k\":40,\"min_p\":0.1,\"repetition_penalty\":1.1,"
+        "\"seed\":1,\"stop\":[\"x\"],\"user\":\"u\",\"response_format\":"
+        "{\"type\":\"text\"},\"tool_choice\":\"auto\","
+        "\"parallel_tool_calls\":false,\"logprobs\":true,\"top_logprobs\":2,"
+        "\"frequency_penalty\":0,\"presence_penalty\":0,\"logit_bias\":{},"
+        "\"store\":false,\"reasoning_effort\":\"low\",\"verbosity\":\"low\","
+        "\"prompt_cache_key\":\"k\",\"prompt_cache_retention\":\"24h\","
+        "\"safety_identifier\":\"s\",\"prediction\":{\"type\":\"content\","
+        "\"content\":\"x\"},\"functions\":[],\"function_call\":\"none\","
+        "\"max_tokens\":5,\"stream\":false}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "members: chat's pass");
+
+    req(&bare, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"x\",\"suffix\":\"y\","
+        "\"echo\":false,\"best_of\":1,\"logprobs\":1,\"temperature\":0,"
+        "\"top_k\":1,\"min_p\":0,\"repetition_penalty\":1,\"seed\":1,"
+        "\"stop\":\"x\",\"user\":\"u\",\"n\":1}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "members: completions' pass");
+
+    req(&bare, AGENT, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"text-embedding-3-small\",\"input\":[\"x\"],"
+        "\"dimensions\":256,\"encoding_format\":\"float\",\"user\":\"u\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "members: embeddings' pass");
+
+    req(&bare, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"instructions\":\"y\","
+        "\"include\":[],\"previous_response_id\":\"r\",\"reasoning\":"
+        "{\"effort\":\"low\"},\"text\":{\"format\":{\"type\":\"text\"}},"
+        "\"truncation\":\"auto\",\"max_tool_calls\":2,\"store\":false,"
+        "\"tool_choice\":\"auto\",\"parallel_tool_calls\":true,"
+        "\"temperature\":1,\"top_p\":1,\"top_logprobs\":0,\"user\":\"u\","
+        "\"safety_identifier\":\"s\",\"prompt_cache_key\":\"k\","
+        "\"max_output_tokens\":5}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "members: responses' pass");
+
+    req(&bare_ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"system\":\"s\",\"stop_sequences\":[],\"temperature\":1,"
+        "\"top_p\":1,\"top_k\":5,\"tool_choice\":{\"type\":\"auto\"},"
+        "\"thinking\":{\"type\":\"disabled\"},\"cache_control\":"
+        "{\"type\":\"ephemeral\"},\"context_management\":{},"
+        "\"container\":\"c\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "members: messages' pass");
+
+    /* another endpoint's member is refused */
+
+    req(&bare, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"input\":\"x\"}");
+    tap_ok(refused_member("input", "chat/completions", "bare"),
+           "members: input on chat refused");
+
+    req(&bare, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"messages\":[]}");
+    tap_ok(refused_member("messages", "responses", "bare"),
+           "members: messages on responses refused");
+
+    req(&bare, AGENT, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"text-embedding-3-small\",\"input\":\"x\","
+        "\"temperature\":1}");
+    tap_ok(refused_member("temperature", "embeddings", "bare"),
+           "members: temperature on embeddings refused");
+
+    req(&bare_ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"stop\":[\"x\"]}");
+    tap_ok(refused_member("stop", "messages", "bare_ant"),
+           "members: stop on messages refused");
+
+    /* escaped, long, after a member with a check of its own */
+
+    req(&bare, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"te\\u006dperature\":1,"
+        "\"cust\\u006fm_llm_provider\":\"x\"}");
+    tap_ok(refused_member("cust?u006fm_llm_provider", "chat/completions",
+                          "bare"),
+           "members: escaped keys are compared unescaped");
+
+    req(&bare, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"aaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":1}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "aaa...\" is not "
+                                              "accepted on chat"),
+           "members: a key longer than any name refused");
+
+    req(&bare, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"custom_llm_provider\":\"x\","
+        "\"fallbacks\":[\"o1\"]}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"fallbacks\" is "
+                                              "not accepted: routers serve"),
+           "members: a member with a check of its own has its reason");
+
+    req(&bare, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"x\":{\"aws_bedrock_runtime_endpoint\":1},"
+        "\"messages\":[{\"role\":\"user\",\"content\":\"x\","
+        "\"custom\":1}]}");
+    tap_ok(refused_member("x", "chat/completions", "bare"),
+           "members: only the top level is looked at, the first named");
+
+    /*
+     * more keys open at once than the loop keeps (the body's and a
+     * member's): the recursive scan reads it, and finds the same
+     */
+
+    for (j = 0; j < 2; j++) {
+        size_t  n;
+
+        n = (size_t) snprintf(body, sizeof(body), "{\"model\":\"gpt-4o\","
+                              "\"messages\":[],\"response_format\":{");
+        for (i = 0; i < 62; i++) {
+            n += (size_t) snprintf(body + n, sizeof(body) - n, "%s\"k%zu\":0",
+                                   i ? "," : "", i);
+        }
+        (void) snprintf(body + n, sizeof(body) - n, "}%s}",
+                        j ? ",\"custom_llm_provider\":1" : "");
+
+        req(&bare, AGENT, AL_LLM_EP_CHAT, body);
+        tap_ok(j ? refused_member("custom_llm_provider", "chat/completions",
+                                  "bare")
+                 : rq.reason == AL_REASON_NONE,
+               j ? "members: the recursive scan refuses the same"
+                 : "members: the recursive scan passes the same");
+    }
+
+    /* what allow_members may list */
+
+    tap_ok(al_llm_member_refused("some_new_router_option", 22) == NULL
+           && al_llm_member_refused("metadata", 8) == NULL
+           && al_llm_member_refused("input", 5) == NULL,
+           "allow_members: other names may be listed");
+    tap_ok(al_llm_member_refused("models", 6) != NULL
+           && strstr(al_llm_member_refused("api_base", 8), "refuses") != NULL
+           && strstr(al_llm_member_refused("extra_headers", 13), "refuses")
+              != NULL
+           && strstr(al_llm_member_refused("n_predict", 9), "refuses")
+              != NULL
+           && strstr(al_llm_member_refused("max_tokens", 10), "reads it")
+              != NULL
+           && strstr(al_llm_member_refused("MAX_TOKENS", 10), "case")
+              != NULL
+           && strstr(al_llm_member_refused("Messages", 8), "case") != NULL
+           && al_llm_member_refused("", 0) != NULL
+           && al_llm_member_refused("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                                    "aaaaaaaa", 49) != NULL
+           && al_llm_member_refused("a\0b", 3) != NULL,
+           "allow_members: refused or read names may not");
+
+    tap_ok(al_llm_member_eps("max_tokens", 10) == 0x3e
+           && al_llm_member_eps("messages", 8)
+              == ((1u << AL_LLM_EP_CHAT) | (1u << AL_LLM_EP_MESSAGES))
+           && al_llm_member_eps("dimensions", 10)
+              == (1u << AL_LLM_EP_EMBEDDINGS)
+           && al_llm_member_eps("metadata", 8) == 0
+           && al_llm_member_eps("custom_llm_provider", 19) == 0,
+           "al_llm_member_eps()");
 }

@@ -478,6 +478,14 @@ test_fallback(void)
            "fallback \"az\" does not allow provider tool mcp, which llm "
            "\"oa\" allows");
 
+    refuse("fallback that allows fewer members",
+           HEAD OAI "    allow_members: [metadata, tags]\n"
+           "    fallback: `az\n" CLIENTS
+           AZURE "    api_version: \"2024-10-21\"\n"
+           "    allow_members: metadata\n" CLIENTS,
+           "fallback \"az\" does not allow member \"tags\", which llm "
+           "\"oa\" allows; add it to the fallback's allow_members");
+
     yaml = HEAD OAI "    fallback: az\n" CLIENTS
            AZURE "    api_version: \"2024-10-21\"\n"
            "    aliases: { fast: mini-prod }\n" CLIENTS;

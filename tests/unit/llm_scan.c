@@ -484,5 +484,57 @@ main(void)
 
     free(body);
 
+    /* the members' list: sorted by length and name, indexed by length */
+
+    bad = 0;
+
+    for (i = 0; al_llm_scan_members[i].name.data != NULL; i++) {
+        const al_llm_member_t  *m = &al_llm_scan_members[i];
+
+        n = m->name.len;
+
+        if (n != strlen(m->name.data) || n < 4 || n > AL_LLM_MEMBER_LONGEST
+            || i < al_llm_scan_member_first[n]
+            || i >= al_llm_scan_member_first[n + 1]
+            || m->eps == 0
+            || (m->eps & ~(AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS
+                           | AL_LLM_M_EMBEDDINGS | AL_LLM_M_RESPONSES
+                           | AL_LLM_M_MESSAGES)) != 0
+            || (i > 0
+                && (al_llm_scan_members[i - 1].name.len > n
+                    || (al_llm_scan_members[i - 1].name.len == n
+                        && strcmp(al_llm_scan_members[i - 1].name.data,
+                                  m->name.data) >= 0)))
+            || al_llm_member_eps(m->name.data, n) != m->eps
+            || al_llm_member_refused(m->name.data, n) != NULL)
+        {
+            tap_diag("member ", m->name.data);
+            bad++;
+        }
+    }
+
+    tap_ok(bad == 0 && i == al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST
+                                                     + 1],
+           "members: sorted, indexed by length, none the gateway reads");
+
+    /* the gateway's own names: on every endpoint, never listed */
+
+    bad = 0;
+
+    for (i = 0; ut_fields[i] != NULL; i++) {
+        if (al_llm_member_eps(ut_fields[i], strlen(ut_fields[i]))
+            != (AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_EMBEDDINGS
+                | AL_LLM_M_RESPONSES | AL_LLM_M_MESSAGES)
+            || al_llm_member_refused(ut_fields[i], strlen(ut_fields[i]))
+               == NULL)
+        {
+            tap_diag("field ", ut_fields[i]);
+            bad++;
+        }
+    }
+
+    tap_is_int(bad, 0, "members: the names the gateway reads pass its "
+               "checks, and allow_members may not list them");
+
     return tap_done();
 }

@@ -1020,6 +1020,59 @@ test_llm(void)
 
         al_policy_free(pt);
     }
+    refuse("allow_members: a member refused for cause",
+           HEAD SECRETS LLM "    allow_members: [metadata, `api_base]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "allow_members: \"api_base\" cannot be allowed: the gateway "
+           "refuses it in every request: routers read it as other models, "
+           "URLs, keys or headers");
+    refuse("allow_members: a model list",
+           HEAD SECRETS LLM "    allow_members: `fallbacks\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "\"fallbacks\" cannot be allowed: the gateway refuses it");
+    refuse("allow_members: a member the gateway checks",
+           HEAD SECRETS LLM "    allow_members: [`max_tokens]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "\"max_tokens\" cannot be allowed: the gateway reads it itself");
+    refuse("allow_members: a member in another case",
+           HEAD SECRETS LLM "    allow_members: [`Model]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "\"Model\" cannot be allowed: it differs from a member the "
+           "gateway reads only by case");
+    refuse("allow_members: a name twice",
+           HEAD SECRETS LLM "    allow_members: [tags, `tags]\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "allow_members: \"tags\" is listed twice");
+    refuse("allow_members: too long",
+           HEAD SECRETS LLM "    allow_members: "
+           "`aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "longer than 48 bytes");
+    refuse("allow_members: not names",
+           HEAD SECRETS LLM "    allow_members: `{ tags: true }\n"
+           "    clients: { agent: {} }\n" ALERTS,
+           "allow_members must be a name or a list of names");
+    {
+        const char   *yaml;
+        al_error_t    err;
+        al_policy_t  *pt;
+
+        yaml = HEAD SECRETS LLM "    allow_members: [metadata, \"tags\"]\n"
+               "    clients: { agent: {} }\n" ALERTS;
+        memset(&err, 0, sizeof(err));
+        pt = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+
+        if (!tap_ok(pt != NULL && pt->nllm == 1
+                    && pt->llm[0].nallow_members == 2
+                    && str_is(&pt->llm[0].allow_members[0], "metadata")
+                    && str_is(&pt->llm[0].allow_members[1], "tags"),
+                    "allow_members: the names listed"))
+        {
+            tap_diag("error: ", err.msg);
+        }
+
+        al_policy_free(pt);
+    }
     refuse("include_usage on anthropic",
            HEAD SECRETS "llm:\n  - name: c\n    prefix: /v1/c\n"
            "    provider: anthropic\n    upstream: https://api.anthropic.com\n"
