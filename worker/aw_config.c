@@ -337,6 +337,20 @@ aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
         return -1;
     }
 
+    /*
+     * The fetch child would stay root, with every capability the unit
+     * keeps (or root's group, and what it may read), while it reads
+     * answers from upstreams.  Other system accounts are the operator's
+     * choice: airlock-worker is one (adduser --system), and the proxy
+     * knows the fetches by this uid alone.
+     */
+    if (pw->pw_uid == 0 || pw->pw_gid == 0) {
+        snprintf(err, n, "%s: user \"%s\" has %s 0: fetches may not run "
+                 "as root (auto/deps adds airlock-worker)", path, conf->user,
+                 pw->pw_uid == 0 ? "uid" : "gid");
+        return -1;
+    }
+
     conf->uid = pw->pw_uid;
     conf->gid = pw->pw_gid;
 

@@ -324,7 +324,8 @@ aw_drop_privileges(const aw_conf_t *conf)
         return -1;
     }
 
-    if (conf->uid != 0 && setuid(0) == 0) {
+    /* never root (aw_conf_load()): the switch is for good */
+    if (setuid(0) == 0 || getgid() == 0) {
         return -1;
     }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/perl
 
 # airlock-worker -t: the shipped conf/worker.conf is complete and valid,
-# and each kind of mistake is named with its file and line.
+# and each kind of mistake is named with its file and line.  The fetch
+# user may not be root (uid 0) or of root's group (gid 0): the fetch
+# child would keep the unit's capabilities (it took "user root").
 
 use strict;
 use warnings;
@@ -24,7 +26,7 @@ if (!-x $bin || !-x "$rootfs/usr/bin/python3"
     absent("needs $bin, $rootfs and the airlock-worker user");
 }
 
-plan tests => 9;
+plan tests => 11;
 
 $t->write_file('policy.yaml', <<'EOF');
 version: 1
@@ -85,3 +87,8 @@ like($out, qr/no usr\/bin\/python3 \(make worker-rootfs/, 'empty rootfs named');
 
 ($rc, $out) = check("$example\nuser nosuchuser-x\n");
 like($out, qr/user "nosuchuser-x" does not exist/, 'unknown user');
+
+($rc, $out) = check("$example\nuser root\n");
+like($out, qr/w\.conf: user "root" has uid 0: fetches may not run as root/,
+     'the fetch user root is refused');
+isnt($rc, 0, 'and the worker does not start');
