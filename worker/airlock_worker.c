@@ -1099,7 +1099,7 @@ static void
 aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     int gone)
 {
-    int           ok;
+    int           ok, over;
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
     char         *json, *data, key[128];
     long          deliveries, t0;
@@ -1112,18 +1112,19 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
     conf = w->conf;
     memset(&res, 0, sizeof(res));
+    memset(&job, 0, sizeof(job));
     hb = -1;
     t0 = aw_now_ms();
+    ok = 0;
 
-    ok = aw_job_parse(conf, w->policy, raw ? raw : "", raw ? len : 0, &job,
-                      code, sizeof(code), err, sizeof(err)) == 0;
-    if (raw == NULL) {
-        snprintf(code, sizeof(code), "bad_envelope");
-        snprintf(err, sizeof(err), "the entry has no \"job\" field");
-        ok = 0;
-    }
-
+    /*
+     * The delivery count comes before the parse: an envelope whose parse
+     * gets the worker killed (its tree over the unit's MemoryMax=, a
+     * crash) would otherwise kill it at every delivery, never to reach
+     * the dead-letter stream, and wedge the queue.
+     */
     deliveries = aw_deliveries(w, id);
+    over = deliveries > conf->max_deliveries;
 
     /*
      * The entry is kept this worker's from now until it is acknowledged,
@@ -1146,9 +1147,34 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         return;
     }
 
+    if (raw == NULL) {
+        snprintf(code, sizeof(code), "bad_envelope");
+        snprintf(err, sizeof(err), "the entry has no \"job\" field");
+
+    } else if (over) {
+        /* not parsed: its ids by the scan, which builds nothing */
+        aw_job_scan_ids(raw, len, &job);
+
+    } else {
+        ok = aw_job_parse(conf, w->policy, raw, len, &job, code,
+                          sizeof(code), err, sizeof(err)) == 0;
+    }
+
+    if (over && raw != NULL) {
+        const char  *argv[] = { "HGET", conf->errors_key, id };
+
+        r = aw_cmd_retry(w, 3, argv, NULL);
+        snprintf(last, sizeof(last), "delivered %ld times without a result;"
+                 " last: %s", deliveries,
+                 r->type == REDIS_REPLY_STRING ? r->str : "unknown");
+        freeReplyObject(r);
+
+    } else {
+        snprintf(last, sizeof(last), "%s: %s", code, err);
+    }
+
     if (job.job_id[0] == '\0') {
         /* nothing to key a result on: the dead-letter stream says why */
-        snprintf(last, sizeof(last), "%s: %s", code, err);
         aw_dead_letter(w, id, raw, len, last, deliveries);
         aw_heartbeat_stop(hb);
         aw_ack_delete(w, id);
@@ -1187,15 +1213,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
     freeReplyObject(r);
 
-    if (deliveries > conf->max_deliveries) {
-        const char  *argv[] = { "HGET", conf->errors_key, id };
-
-        r = aw_cmd_retry(w, 3, argv, NULL);
-        snprintf(last, sizeof(last), "delivered %ld times without a result;"
-                 " last: %s", deliveries,
-                 r->type == REDIS_REPLY_STRING ? r->str : "unknown");
-        freeReplyObject(r);
-
+    if (over) {
         aw_dead_letter(w, id, raw, len, last, deliveries);
         aw_result_fail(&res, AW_ST_ERROR, "dead_letter", "%s", last);
         goto done;

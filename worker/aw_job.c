@@ -20,7 +20,6 @@
 
 
 static int aw_id_valid(const char *s);
-static void aw_job_scan_ids(const char *raw, size_t len, aw_job_t *job);
 static int aw_reject(char *code, size_t codelen, char *err, size_t errlen,
     const char *c, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
@@ -388,17 +387,19 @@ aw_limits_parse(const aw_conf_t *conf, json_t *lim, aw_limits_t *out,
 
 
 /*
- * The ids of an envelope that is refused unparsed (too large) or for a
- * duplicate key, by aw_envelope_ids()'s scan, so that the refusal can
- * still be answered: a job_id named once at the top level, and the
- * session_id beside it.
+ * The ids of an envelope that is refused unparsed (too large, or
+ * delivered too often) or for a duplicate key, by aw_envelope_ids()'s
+ * scan, so that the refusal can still be answered: a job_id named once
+ * at the top level, and the session_id beside it.  job is cleared
+ * first.
  */
 
-static void
+void
 aw_job_scan_ids(const char *raw, size_t len, aw_job_t *job)
 {
     char  jtext[AW_ID_MAX + 1], stext[AW_ID_MAX + 1];
 
+    memset(job, 0, sizeof(*job));
     aw_envelope_ids(raw, len, jtext, stext);
 
     if (!aw_id_valid(jtext)) {
