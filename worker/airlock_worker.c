@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,10 @@
 
 #include "airlock.h"
 #include "aw.h"
+
+
+/* the most arguments a command of the worker's has (aw_send()) */
+#define AW_ARGS_MAX  16
 
 
 typedef struct {
@@ -56,6 +61,8 @@ static int aw_connect(aw_worker_t *w);
 static void aw_disconnect(aw_worker_t *w);
 static int aw_group_create(aw_worker_t *w);
 static int aw_read_error(aw_worker_t *w, redisReply *r);
+static int aw_send(redisContext *c, int argc, const char **argv,
+    const size_t *lens);
 static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
@@ -267,6 +274,74 @@ aw_read_error(aw_worker_t *w, redisReply *r)
 }
 
 
+/*
+ * A command written to the connection from its arguments as they are:
+ * hiredis would copy them twice (the command it formats, then its output
+ * buffer), which for a result of stdout and stderr escaped, up to 6
+ * times max_stdout_bytes and max_stderr_bytes, is two results more in
+ * the unit's memory.  Its output buffer is empty (every command before
+ * has had its reply), so hiredis then only reads the reply.  0, or -1
+ * with errno.
+ */
+
+static int
+aw_send(redisContext *c, int argc, const char **argv, const size_t *lens)
+{
+    int           i, k;
+    char          head[AW_ARGS_MAX + 1][32];
+    size_t        len;
+    ssize_t       n;
+    struct iovec  iov[3 * AW_ARGS_MAX + 1], *v;
+
+    if (argc < 1 || argc > AW_ARGS_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+
+    iov[0].iov_base = head[AW_ARGS_MAX];
+    iov[0].iov_len = (size_t) snprintf(head[AW_ARGS_MAX], sizeof(head[0]),
+                                       "*%d\r\n", argc);
+    k = 1;
+
+    for (i = 0; i < argc; i++) {
+        len = lens != NULL ? lens[i] : strlen(argv[i]);
+
+        iov[k].iov_base = head[i];
+        iov[k++].iov_len = (size_t) snprintf(head[i], sizeof(head[0]),
+                                             "$%zu\r\n", len);
+        iov[k].iov_base = (void *) argv[i];
+        iov[k++].iov_len = len;
+        iov[k].iov_base = (void *) "\r\n";
+        iov[k++].iov_len = 2;
+    }
+
+    v = iov;
+
+    while (k > 0) {
+        n = writev(c->fd, v, k);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return -1;
+        }
+
+        while (k > 0 && (size_t) n >= v->iov_len) {
+            n -= (ssize_t) v->iov_len;
+            v++;
+            k--;
+        }
+
+        if (k > 0) {
+            v->iov_base = (char *) v->iov_base + n;
+            v->iov_len -= (size_t) n;
+        }
+    }
+
+    return 0;
+}
+
+
 /* One command; NULL after a transport error (the connection is gone). */
 
 static redisReply *
@@ -278,8 +353,15 @@ aw_cmd(aw_worker_t *w, int argc, const char **argv, const size_t *lens)
         return NULL;
     }
 
-    r = redisCommandArgv(w->redis, argc, argv, lens);
-    if (r == NULL) {
+    if (aw_send(w->redis, argc, argv, lens) != 0) {
+        aw_log("error", "redis %s: %s", argv[0], strerror(errno));
+        aw_disconnect(w);
+        return NULL;
+    }
+
+    r = NULL;
+
+    if (redisGetReply(w->redis, (void **) &r) != REDIS_OK || r == NULL) {
         aw_log("error", "redis %s: %s", argv[0], w->redis->errstr);
         aw_disconnect(w);
         return NULL;
@@ -1257,6 +1339,12 @@ done:
         aw_log("alert", "job %s: cannot build the result", job.job_id);
         json = strdup("{\"status\":\"error\"}");
     }
+
+    /* in json now; what aw_finish() reads of them is their lengths */
+    free(res.out);
+    free(res.err);
+    res.out = NULL;
+    res.err = NULL;
 
     aw_log("info", "job %s: %s%s%s in %ld ms", job.job_id,
            aw_status_name(res.status), res.code[0] ? " " : "", res.code,

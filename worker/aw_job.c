@@ -681,6 +681,7 @@ aw_result_json(const aw_conf_t *conf, const char *job_id,
     const char *session_id, const aw_result_t *res)
 {
     char    *s;
+    size_t   n;
     json_t  *r, *t, *e;
 
     r = json_object();
@@ -727,7 +728,24 @@ aw_result_json(const aw_conf_t *conf, const char *job_id,
     json_object_set_new(t, "total", json_integer(res->timing.total));
     json_object_set_new(r, "timing_ms", t);
 
-    s = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    /*
+     * Dumped to its exact size: json_dumps() grows a buffer by doubling
+     * and returns a copy of it, up to three times the text (6 times
+     * stdout and stderr, escaped) beside the tree
+     */
+    n = json_dumpb(r, NULL, 0, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    s = n != 0 ? malloc(n + 1) : NULL;
+
+    if (s != NULL
+        && json_dumpb(r, s, n, JSON_COMPACT | JSON_PRESERVE_ORDER) == n)
+    {
+        s[n] = '\0';
+
+    } else {
+        free(s);
+        s = NULL;
+    }
+
     json_decref(r);
 
     return s;

@@ -2,10 +2,12 @@
 
 # The worker's unit bounds the worker itself: a MemoryMax= that holds
 # what the shipped worker.conf lets it take (16 * fetch_max_bytes *
-# (max_inputs + 1) + 128M: the worker's data.json buffer and the fetch
-# process's, each fetch_max_bytes * 6 * max_inputs at most, the input
-# in hand, about 10 times fetch_max_bytes, and the rest, about 35 MB;
-# or, before, the envelope's tree: 100 * max_envelope_bytes + 128M),
+# (max_inputs + 1) + max_stdout_bytes + max_stderr_bytes + 128M: the
+# worker's data.json buffer and the fetch process's, each
+# fetch_max_bytes * 6 * max_inputs at most, the input in hand, about 10
+# times fetch_max_bytes, the script's output, and the rest, about 35
+# MB; or, before, the envelope's tree: 100 * max_envelope_bytes + 128M;
+# or, after, the result: 12 * (max_stdout_bytes + max_stderr_bytes)),
 # and no more than a small appliance has; a TasksMax=; the kernel's OOM
 # killer ends the whole unit, for Restart= to start it again.  The unit
 # had none: a runaway worker could take the appliance's memory.  The
@@ -53,17 +55,24 @@ for (split /\n/, slurp("$top/conf/worker.conf")) {
 
 plan tests => 6;
 
-ok($c{fetch_max_bytes} && $c{max_inputs} && $c{max_envelope_bytes},
-   'worker.conf gives fetch_max_bytes, max_inputs, max_envelope_bytes');
+ok($c{fetch_max_bytes} && $c{max_inputs} && $c{max_envelope_bytes}
+   && $c{max_stdout_bytes} && $c{max_stderr_bytes},
+   'worker.conf gives fetch_max_bytes, max_inputs, max_envelope_bytes, '
+   . 'max_stdout_bytes, max_stderr_bytes');
 
 my $max = bytes($d{MemoryMax});
 ok(defined $max, 'the unit has a MemoryMax= in bytes: '
    . ($d{MemoryMax} // 'none'));
 
-# the envelope's tree, about 80 times its text, is freed before the fetch
-my $fetch = 16 * ($c{fetch_max_bytes} // 0) * (($c{max_inputs} // 0) + 1);
+# the envelope's tree, about 80 times its text, is freed before the
+# fetch; the result, about 8 times stdout and stderr (12 to read a
+# stored one back), is built after data.json is freed
+my $out = ($c{max_stdout_bytes} // 0) + ($c{max_stderr_bytes} // 0);
+my $fetch = 16 * ($c{fetch_max_bytes} // 0) * (($c{max_inputs} // 0) + 1)
+            + $out;
 my $env = 100 * ($c{max_envelope_bytes} // 0);
-my $need = ($fetch > $env ? $fetch : $env) + (128 << 20);
+my ($need) = sort { $b <=> $a } $fetch, $env, 12 * $out;
+$need += 128 << 20;
 ok(defined $max && $max >= $need,
    "it holds what worker.conf lets the worker take ($need bytes)");
 ok(defined $max && $max <= 2 << 30, 'and is no more than 2G');
