@@ -89,7 +89,7 @@ static void aw_finish(aw_worker_t *w, const char *id, const char *raw,
 static void aw_publish_done(aw_worker_t *w, const char *id,
     const char *job_id, const char *stored, pid_t hb);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
-    size_t len, const char *error, long deliveries);
+    size_t len, const char *error, long deliveries, int gone);
 static void aw_dead_done(aw_worker_t *w, const char *id);
 static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
 static void aw_usage(void);
@@ -457,7 +457,7 @@ aw_wrong_type(aw_worker_t *w, const char *id, const char *raw, size_t len,
              how);
     freeReplyObject(r);
 
-    aw_dead_letter(w, id, raw, len, msg, aw_deliveries(w, id));
+    aw_dead_letter(w, id, raw, len, msg, aw_deliveries(w, id), 0);
     aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
     aw_dead_done(w, id);
@@ -807,8 +807,9 @@ aw_heartbeat_start(aw_worker_t *w, const char *id)
  * JUSTID, which resets its idle time and not its delivery count.  The
  * check and the claim are one script, so an entry another worker has
  * taken over (this one lost Redis too long) is never taken back.  An
- * entry deleted from the stream is not claimed but dropped from the
- * pending list by Redis 7 (2): it is this worker's alone from then on.
+ * entry deleted from the stream while its job runs is not claimed but
+ * dropped from the pending list by Redis 7 (2): it is this worker's
+ * alone from then on.  (One found deleted gets no heartbeat.)
  */
 
 static void
@@ -1065,30 +1066,42 @@ aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
  * second copy at its next delivery.  One script adds it and records its
  * id under "<entry>:dead" in errors_key, or finds that record and adds
  * nothing.  The record goes after the entry is acknowledged
- * (aw_dead_done()).
+ * (aw_dead_done()).  An entry deleted from the stream while pending
+ * (gone) is also recorded under "<errors_key>:gone:<entry>" for
+ * result_ttl: it may be held by two workers at once, its own, waiting
+ * for Redis to take the copy, and one whose XAUTOCLAIM took it off the
+ * pending list meanwhile, and the first done would have taken the
+ * "<entry>:dead" record away before the second looked.
  */
 
 static void
 aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
-    const char *error, long deliveries)
+    const char *error, long deliveries, int gone)
 {
-    char         n[32], max[32], mark[AW_ID_MAX + 64];
-    size_t       lens[11];
+    char         n[32], max[32], ttl[32], mark[AW_ID_MAX + 64];
+    char         gkey[AW_ID_MAX + 600];
+    size_t       lens[13];
     redisReply  *r;
-    const char  *argv[11];
+    const char  *argv[13];
     int          i;
     static const char  script[] =
         "local d = redis.call('HGET', KEYS[2], ARGV[1]) "
+        "if not d and ARGV[7] ~= '0' then "
+        "d = redis.call('GET', KEYS[3]) end "
         "if d then return {0, d} end "
         "d = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', "
         "'job', ARGV[3], 'entry', ARGV[4], 'error', ARGV[5], "
         "'deliveries', ARGV[6]) "
         "redis.call('HSET', KEYS[2], ARGV[1], d) "
+        "if ARGV[7] ~= '0' then "
+        "redis.call('SET', KEYS[3], d, 'EX', ARGV[7]) end "
         "return {1, d}";
 
     snprintf(n, sizeof(n), "%ld", deliveries);
     snprintf(max, sizeof(max), "%ld", w->conf->dead_letter_maxlen);
+    snprintf(ttl, sizeof(ttl), "%ld", gone ? w->conf->result_ttl : 0);
     snprintf(mark, sizeof(mark), "%s:dead", id);
+    snprintf(gkey, sizeof(gkey), "%s:gone:%s", w->conf->errors_key, id);
 
     /*
      * Capped, or what nobody reads would grow for ever; "~" lets Redis
@@ -1096,22 +1109,24 @@ aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
      */
     argv[0] = "EVAL";
     argv[1] = script;
-    argv[2] = "2";
+    argv[2] = "3";
     argv[3] = w->conf->dead_letter;
     argv[4] = w->conf->errors_key;
-    argv[5] = mark;
-    argv[6] = max;
-    argv[7] = raw ? raw : "";
-    argv[8] = id;
-    argv[9] = error;
-    argv[10] = n;
+    argv[5] = gkey;
+    argv[6] = mark;
+    argv[7] = max;
+    argv[8] = raw ? raw : "";
+    argv[9] = id;
+    argv[10] = error;
+    argv[11] = n;
+    argv[12] = ttl;
 
-    for (i = 0; i < 11; i++) {
+    for (i = 0; i < 13; i++) {
         lens[i] = strlen(argv[i]);
     }
-    lens[7] = raw ? len : 0;
+    lens[8] = raw ? len : 0;
 
-    r = aw_cmd_retry(w, 11, argv, lens);
+    r = aw_cmd_retry(w, 13, argv, lens);
 
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2
         && r->element[0]->type == REDIS_REPLY_INTEGER
@@ -1173,7 +1188,7 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
              r->type == REDIS_REPLY_STRING ? r->str : "no delivery started");
     freeReplyObject(r);
 
-    aw_dead_letter(w, id, NULL, 0, last, deliveries);
+    aw_dead_letter(w, id, NULL, 0, last, deliveries, 1);
 }
 
 
@@ -1209,25 +1224,32 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     over = deliveries > conf->max_deliveries;
 
     /*
-     * The entry is kept this worker's from now until it is acknowledged,
-     * whatever ends it: a write Redis refuses for a while (maxmemory)
-     * holds the worker here before the job runs (the delivery record),
-     * or with no job to run (a rejection, the dead-letter stream), and
-     * an entry left idle meanwhile would be taken over and run, or
-     * dead-lettered, a second time.  One deleted from the stream is
-     * taken off the pending list by the heartbeat's first claim (Redis
-     * 7), so no other worker finds and records it too.
+     * One deleted from the stream gets no heartbeat: its claim would
+     * take it off the pending list (Redis 7 drops a deleted entry it is
+     * asked to claim), where it is the only trace of its job until the
+     * dead-letter stream takes the record, which Redis may refuse for a
+     * while: a worker killed then left it nowhere.  Pending, it is found
+     * by this consumer's next start, or taken over by another worker
+     * past the visibility timeout, and recorded once
+     * (aw_dead_letter()).
      */
-    hb = aw_heartbeat_start(w, id);
-
     if (gone) {
         aw_gone(w, id, deliveries);
-        aw_heartbeat_stop(hb);
         aw_ack_delete(w, id);
         aw_dead_done(w, id);
         aw_job_free(&job);
         return;
     }
+
+    /*
+     * Any other entry is kept this worker's from now until it is
+     * acknowledged, whatever ends it: a write Redis refuses for a while
+     * (maxmemory) holds the worker here before the job runs (the
+     * delivery record), or with no job to run (a rejection, the
+     * dead-letter stream), and an entry left idle meanwhile would be
+     * taken over and run, or dead-lettered, a second time.
+     */
+    hb = aw_heartbeat_start(w, id);
 
     if (raw == NULL) {
         snprintf(code, sizeof(code), "bad_envelope");
@@ -1257,7 +1279,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
     if (job.job_id[0] == '\0') {
         /* nothing to key a result on: the dead-letter stream says why */
-        aw_dead_letter(w, id, raw, len, last, deliveries);
+        aw_dead_letter(w, id, raw, len, last, deliveries, 0);
         aw_heartbeat_stop(hb);
         aw_ack_delete(w, id);
         aw_dead_done(w, id);
@@ -1296,7 +1318,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     freeReplyObject(r);
 
     if (over) {
-        aw_dead_letter(w, id, raw, len, last, deliveries);
+        aw_dead_letter(w, id, raw, len, last, deliveries, 0);
         aw_result_fail(&res, AW_ST_ERROR, "dead_letter", "%s", last);
         goto done;
     }
