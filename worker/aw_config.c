@@ -262,6 +262,10 @@ aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
     long           *d, *m;
     static const char  *lnames[] = { "wall_ms", "cpu_ms", "memory_mb",
                                      "pids", "stdout_bytes", "stderr_bytes" };
+    static const char  *kn[3][2] = { { "stream", "dead_letter" },
+                                     { "stream", "errors_key" },
+                                     { "dead_letter", "errors_key" } };
+    const char     *kv[3][2];
     int             i;
 
     f = fopen(path, "r");
@@ -319,6 +323,13 @@ aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
 
     fclose(f);
 
+    kv[0][0] = conf->stream;
+    kv[0][1] = conf->dead_letter;
+    kv[1][0] = conf->stream;
+    kv[1][1] = conf->errors_key;
+    kv[2][0] = conf->dead_letter;
+    kv[2][1] = conf->errors_key;
+
     d = &conf->defaults.wall_ms;
     m = &conf->maxima.wall_ms;
 
@@ -326,6 +337,20 @@ aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
         if (d[i] > m[i]) {
             snprintf(err, n, "%s: %s %ld is above max_%s %ld", path,
                      lnames[i], d[i], lnames[i], m[i]);
+            return -1;
+        }
+    }
+
+    /*
+     * Three keys: a dead-letter stream that is the job stream feeds what
+     * it takes back to the workers, for ever, and trims it (MAXLEN);
+     * errors_key on either is a hash command on a stream, refused at
+     * every try
+     */
+    for (i = 0; i < 3; i++) {
+        if (strcmp(kv[i][0], kv[i][1]) == 0) {
+            snprintf(err, n, "%s: %s and %s are one key, \"%s\": give "
+                     "each its own", path, kn[i][0], kn[i][1], kv[i][0]);
             return -1;
         }
     }

@@ -1,7 +1,11 @@
 #!/usr/bin/perl
 
 # airlock-worker -t: the shipped conf/worker.conf is complete and valid,
-# and each kind of mistake is named with its file and line.  The fetch
+# and each kind of mistake is named with its file and line.  The job
+# stream, the dead-letter stream and errors_key are three keys: one
+# dead-letter stream that was the job stream fed every entry with no
+# job_id back to the workers for ever, and capped it (XADD MAXLEN),
+# trimming jobs still to be done.  The fetch
 # user may not be root (uid 0) or of root's group (gid 0): the fetch
 # child would keep the unit's capabilities (it took "user root").
 
@@ -26,7 +30,7 @@ if (!-x $bin || !-x "$rootfs/usr/bin/python3"
     absent("needs $bin, $rootfs and the airlock-worker user");
 }
 
-plan tests => 11;
+plan tests => 14;
 
 $t->write_file('policy.yaml', <<'EOF');
 version: 1
@@ -92,3 +96,13 @@ like($out, qr/user "nosuchuser-x" does not exist/, 'unknown user');
 like($out, qr/w\.conf: user "root" has uid 0: fetches may not run as root/,
      'the fetch user root is refused');
 isnt($rc, 0, 'and the worker does not start');
+
+($rc, $out) = check("$example\ndead_letter airlock:jobs\n");
+like($out, qr/w\.conf: stream and dead_letter are one key, "airlock:jobs"/,
+     'a dead-letter stream that is the job stream is refused');
+($rc, $out) = check("$example\nerrors_key airlock:jobs\n");
+like($out, qr/stream and errors_key are one key/,
+     'so is an errors_key that is the job stream');
+($rc, $out) = check("$example\nerrors_key airlock:jobs:dead\n");
+like($out, qr/dead_letter and errors_key are one key/,
+     'or the dead-letter stream');
