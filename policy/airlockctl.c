@@ -450,52 +450,13 @@ al_ctl_shown(FILE *f, const char *fmt, va_list ap)
 static al_policy_t *
 al_ctl_load(const char *path, const char *key, int *rc)
 {
-    int            fd;
-    char           msg[AL_ERR_MAX + 300];
-    struct stat    st;
-    al_error_t     err;
-    al_policy_t   *p;
-    al_keyring_t  *kr;
+    size_t          len;
+    al_policy_t    *p;
+    unsigned char  *bytes;
 
-    kr = NULL;
-    *rc = 2;
+    p = al_ctl_load_bytes(path, key, &bytes, &len, rc);
 
-    /* O_NONBLOCK: a FIFO in place of the policy must not hang us */
-
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd == -1) {
-        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
-        return NULL;
-    }
-
-    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "%s: cannot read: not a regular file\n", path);
-        close(fd);
-        return NULL;
-    }
-
-    close(fd);
-
-    if (key != NULL) {
-        kr = al_keyring_load(key, &err);
-        if (kr == NULL) {
-            al_error_format(&err, msg, sizeof(msg));
-            al_ctl_err("%s\n", msg);
-            return NULL;
-        }
-    }
-
-    *rc = 1;
-
-    p = al_policy_load(path, kr, &err);
-
-    al_keyring_free(kr);
-
-    if (p == NULL) {
-        al_error_format(&err, msg, sizeof(msg));
-        al_ctl_err("%s\n", msg);
-        return NULL;
-    }
+    free(bytes);
 
     return p;
 }
