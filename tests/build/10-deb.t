@@ -339,7 +339,9 @@ echo 'routes: [' >> /etc/airlock/policy.yaml
 logrotate -f /etc/logrotate.d/airlock
 sleep 1
 [ -s /var/log/airlock/journal.log.1 ] && echo "rotated: journal.log.1"
-for p in $(pgrep -f 'nginx: worker'); do
+# this nginx's workers: a chroot shares the host's processes, and any
+# other nginx running there has no journal open
+for p in $(pgrep -P "$(cat /run/nginx.pid)"); do
     echo "journal fd: $(readlink /proc/$p/fd/* | grep journal)"
 done
 cp /tmp/policy.yaml /etc/airlock/policy.yaml
