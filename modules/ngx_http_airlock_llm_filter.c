@@ -414,14 +414,17 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
 /*
  * x-request-id: the gateway's request id, as in the usage line, on every
  * answer.  The provider's own x-request-id goes on as
- * x-provider-request-id.
+ * x-provider-request-id.  Once: an answer the gateway makes after the
+ * provider's failed (no fallback) has its id already, and passes the
+ * header filter, which must not take it for the provider's; the gateway's
+ * own is the header whose value is the id's own bytes.
  */
 
 ngx_int_t
 ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
 {
     ngx_str_t         id;
-    ngx_uint_t        i;
+    ngx_uint_t        i, own;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
@@ -429,6 +432,7 @@ ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
         return NGX_OK;
     }
 
+    own = 0;
     part = &r->headers_out.headers.part;
     h = part->elts;
 
@@ -453,7 +457,16 @@ ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
             continue;
         }
 
+        if (h[i].value.data == id.data && h[i].value.len == id.len) {
+            own = 1;
+            continue;
+        }
+
         ngx_str_set(&h[i].key, "x-provider-request-id");
+    }
+
+    if (own) {
+        return NGX_OK;
     }
 
     h = ngx_list_push(&r->headers_out.headers);

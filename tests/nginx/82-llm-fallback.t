@@ -102,7 +102,7 @@ $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 58;
+plan tests => 61;
 
 # the scripted providers: 8081 primary, 8083 backup
 sub on {
@@ -248,6 +248,17 @@ unlike($r->{raw}, qr/fixture error/, 'no fallback: not the first body');
 is(Airlock::LLM::leaks($r->{raw}), 0, 'no fallback: no key');
 $nb2 = () = requests(8083);
 is($nb2, $nb, 'no fallback: the backup was not asked');
+
+# its x-request-id is the gateway's, once; the provider gave none, so
+# there is no x-provider-request-id (the gateway's own id, renamed as if
+# the provider's, was one)
+
+my @ids = $r->{raw} =~ /^x-request-id: (\S+)\r?$/mgi;
+is(scalar @ids, 1, 'no fallback: one x-request-id');
+unlike($r->{raw}, qr/^x-provider-request-id:/mi,
+       'no fallback: no x-provider-request-id');
+like($r->{json}{error}{message}, qr/\(request id \Q$ids[0]\E\)/,
+     'no fallback: the body names the x-request-id');
 
 # the model the first entry checked, written with an escape: the backup
 # would get it as it is (not the model its alias names), so no fallback
