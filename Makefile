@@ -56,7 +56,7 @@ MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 MOD_MAP := modules/ngx_http_airlock_module.map
 
 PROVE ?= prove
-PROVE_FLAGS ?= -r
+PROVE_FLAGS ?= -r --timer
 
 .PHONY: all demo demo-up down deps lib ctl alertd agent modules unit test \
         asan fuzz fuzz-build bench bench-match bench-proxy bench-llm \
