@@ -60,6 +60,8 @@ static ngx_table_elt_t *ngx_http_airlock_encoded(ngx_http_request_t *r,
 static ngx_uint_t ngx_http_airlock_identity(ngx_str_t *value);
 static ngx_int_t ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_scrub_list(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_list_part_t *part);
 static ngx_int_t ngx_http_airlock_scrub_str(ngx_http_request_t *r,
     ngx_http_airlock_route_t *rc, ngx_str_t *s);
 static size_t ngx_http_airlock_scrub_len(ngx_http_airlock_route_t *rc,
@@ -504,14 +506,64 @@ ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx)
 {
     ngx_int_t                  rv;
-    ngx_uint_t                 i, n, matches;
-    ngx_list_part_t           *part;
-    ngx_table_elt_t           *h;
     ngx_http_airlock_route_t  *rc;
 
     rc = ctx->rconf;
 
-    part = &r->headers_out.headers.part;
+    if (ngx_http_airlock_scrub_list(r, ctx, &r->headers_out.headers.part)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    /* for this list as it is now only */
+    ctx->own_from = 0;
+    ctx->own_to = 0;
+
+    rv = ngx_http_airlock_scrub_str(r, rc, &r->headers_out.content_type);
+
+    if (rv == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rv == NGX_OK) {
+        r->headers_out.content_type_len = r->headers_out.content_type.len;
+        r->headers_out.content_type_lowcase = NULL;
+        ngx_str_null(&r->headers_out.charset);
+        ngx_http_airlock_scrubbed(r, ctx);
+    }
+
+    rv = ngx_http_airlock_scrub_str(r, rc, &r->headers_out.status_line);
+
+    if (rv == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rv == NGX_OK) {
+        ngx_http_airlock_scrubbed(r, ctx);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A header list (the response's headers, or its trailers): each value
+ * scrubbed in place, and a header whose name holds a scrub string taken
+ * out.  ctx->own_from and own_to mark the gateway's own headers, passed
+ * by.
+ */
+
+static ngx_int_t
+ngx_http_airlock_scrub_list(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_list_part_t *part)
+{
+    ngx_int_t                  rv;
+    ngx_uint_t                 i, n, matches;
+    ngx_table_elt_t           *h;
+    ngx_http_airlock_route_t  *rc;
+
+    rc = ctx->rconf;
     h = part->elts;
 
     /* n: the position of h[i] in the whole list */
@@ -552,33 +604,6 @@ ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
         if (rv == NGX_OK) {
             ngx_http_airlock_scrubbed(r, ctx);
         }
-    }
-
-    /* for this list as it is now only */
-    ctx->own_from = 0;
-    ctx->own_to = 0;
-
-    rv = ngx_http_airlock_scrub_str(r, rc, &r->headers_out.content_type);
-
-    if (rv == NGX_ERROR) {
-        return NGX_ERROR;
-    }
-
-    if (rv == NGX_OK) {
-        r->headers_out.content_type_len = r->headers_out.content_type.len;
-        r->headers_out.content_type_lowcase = NULL;
-        ngx_str_null(&r->headers_out.charset);
-        ngx_http_airlock_scrubbed(r, ctx);
-    }
-
-    rv = ngx_http_airlock_scrub_str(r, rc, &r->headers_out.status_line);
-
-    if (rv == NGX_ERROR) {
-        return NGX_ERROR;
-    }
-
-    if (rv == NGX_OK) {
-        ngx_http_airlock_scrubbed(r, ctx);
     }
 
     return NGX_OK;
@@ -760,6 +785,16 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         final = b->last_buf || b->last_in_chain;
         ctx->ref = NULL;
 
+        /* the upstream's trailers (proxy_pass_trailers) are there by now */
+
+        if (b->last_buf
+            && ngx_http_airlock_scrub_list(r, ctx,
+                                           &r->headers_out.trailers.part)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
         if (ngx_buf_in_memory(b)) {
             if (b->last > b->pos || (final && ctx->carry_len)) {
                 if (ngx_http_airlock_scrub(r, ctx, b->pos, b->last - b->pos,
@@ -881,6 +916,13 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     if (!last) {
         return NGX_OK;
+    }
+
+    if (last_buf
+        && ngx_http_airlock_scrub_list(r, ctx, &r->headers_out.trailers.part)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     ctx->hold = 0;
