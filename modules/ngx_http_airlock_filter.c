@@ -53,6 +53,9 @@
 
 
 static ngx_int_t ngx_http_airlock_header_filter(ngx_http_request_t *r);
+#if (nginx_version >= 1029000)
+static ngx_int_t ngx_http_airlock_early_hints_filter(ngx_http_request_t *r);
+#endif
 static ngx_int_t ngx_http_airlock_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static ngx_table_elt_t *ngx_http_airlock_encoded(ngx_http_request_t *r,
@@ -123,6 +126,9 @@ typedef struct {
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
+#if (nginx_version >= 1029000)
+static ngx_http_output_header_filter_pt  ngx_http_next_early_hints_filter;
+#endif
 
 #if (NGX_HTTP_AIRLOCK_AVX2)
 /* 1: the pair search takes 32 bytes at a time (set once, at start-up) */
@@ -138,6 +144,11 @@ ngx_http_airlock_filter_init(ngx_conf_t *cf)
 
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_airlock_body_filter;
+
+#if (nginx_version >= 1029000)
+    ngx_http_next_early_hints_filter = ngx_http_top_early_hints_filter;
+    ngx_http_top_early_hints_filter = ngx_http_airlock_early_hints_filter;
+#endif
 
 #if (NGX_HTTP_AIRLOCK_AVX2)
     __builtin_cpu_init();
@@ -354,6 +365,35 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
 
     return ngx_http_next_header_filter(r);
 }
+
+
+#if (nginx_version >= 1029000)
+
+/*
+ * An upstream's 103 Early Hints (nginx 1.29.0, "early_hints"): its
+ * headers are in headers_out and go to the client at once, through a
+ * chain of their own, not through the header filter.
+ */
+
+static ngx_int_t
+ngx_http_airlock_early_hints_filter(ngx_http_request_t *r)
+{
+    ngx_http_airlock_ctx_t  *ctx;
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx != NULL && ctx->allowed && ctx->rconf != NULL
+        && ctx->rconf->scrub != NULL
+        && ngx_http_airlock_scrub_list(r, ctx, &r->headers_out.headers.part)
+           != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_next_early_hints_filter(r);
+}
+
+#endif
 
 
 /*
