@@ -322,19 +322,35 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
  * Base64 of a value on its own, as an encoder given only the value writes
  * it: the standard and the URL-safe alphabets ("-_" for "+/"), each with
  * and without its padding.  (Inside a longer encoded blob, the value's
- * encoding depends on where it starts and is not looked for.)
+ * encoding depends on where it starts and is not looked for.)  A standard
+ * padded one longer than a line is also listed as the line-wrapping
+ * encoders write it, a line end after every 60 (Ruby's encode64), 64
+ * (PEM, openssl) or 76 characters (MIME: Python's encodebytes, Perl's
+ * encode_base64, Java's MIME encoder), LF or CRLF: their decoders, and
+ * most others, skip the line ends.
  */
+
+static const size_t  al_scrub_wrap[] = { 60, 64, 76 };
 
 static void
 al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 {
-    size_t  i, n, k, pad;
+    size_t  i, n, k, pad, w, e, lines, wlen, from;
 
     n = (len + 2) / 3 * 4;
 
     if (sc->scrub == NULL) {
         sc->n += 4;
         sc->bytes += 4 * n;
+
+        for (w = 0; w < sizeof(al_scrub_wrap) / sizeof(size_t); w++) {
+            if (n > al_scrub_wrap[w]) {
+                lines = (n + al_scrub_wrap[w] - 1) / al_scrub_wrap[w];
+                sc->n += 2;
+                sc->bytes += 2 * n + 3 * (lines - 1);
+            }
+        }
+
         return;
     }
 
@@ -357,6 +373,41 @@ al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
         }
 
         al_scrub_add(sc, sc->next, (k & 2) ? n - pad : n);
+    }
+
+    for (w = 0; w < sizeof(al_scrub_wrap) / sizeof(size_t); w++) {
+        if (n <= al_scrub_wrap[w]) {
+            continue;
+        }
+
+        lines = (n + al_scrub_wrap[w] - 1) / al_scrub_wrap[w];
+
+        for (e = 1; e <= 2; e++) {
+            /*
+             * Encoded at the end of the room the wrapped string takes,
+             * then moved forward a line at a time: a character never
+             * goes past one not moved yet.
+             */
+
+            wlen = n + e * (lines - 1);
+            from = wlen - n;
+
+            al_base64_encode(sc->next + from, n, s, len);
+
+            for (i = 0, k = 0; i < n; i++) {
+                if (i && i % al_scrub_wrap[w] == 0) {
+                    if (e == 2) {
+                        sc->next[k++] = '\r';
+                    }
+
+                    sc->next[k++] = '\n';
+                }
+
+                sc->next[k++] = sc->next[from + i];
+            }
+
+            al_scrub_add(sc, sc->next, wlen);
+        }
     }
 }
 

@@ -38,6 +38,7 @@ static size_t scrub_pieces(const al_scrub_t *s, const char *in, size_t len,
     size_t piece, char *out);
 static int redacted(const al_scrub_t *s, const char *in, const char *name);
 static void test_forms(al_keyring_t *kr, const char *pub);
+static void test_wrapped(al_keyring_t *kr, const char *pub);
 static void test_url(const al_scrub_t *s);
 static void test_json(const al_scrub_t *s);
 static void test_html(const al_scrub_t *s);
@@ -844,6 +845,88 @@ test_decode(void)
 }
 
 
+/*
+ * Base64 as the line-wrapping encoders write it: "Bearer <63 bytes>" is
+ * 96 characters, wrapped after 60, 64 or 76, with LF or CRLF; the
+ * secret alone is 84.
+ */
+
+#define WRAP_SECRET                                                          \
+    "ghp_Wr4pPed-Base64-Token-0123456789abcdefghijklmnopqrstuvwxyzAB"
+#define WRAP_B64                                                             \
+    "QmVhcmVyIGdocF9XcjRwUGVkLUJhc2U2NC1Ub2tlbi0wMTIzNDU2Nzg5YWJj"
+
+static void
+test_wrapped(al_keyring_t *kr, const char *pub)
+{
+    char          *sealed;
+    char           yaml[4096];
+    al_error_t     err;
+    al_scrub_t    *s;
+    al_policy_t   *p;
+    const char    *why;
+
+    sealed = NULL;
+
+    if (!tap_ok(al_seal(pub, (const unsigned char *) WRAP_SECRET,
+                        sizeof(WRAP_SECRET) - 1, &sealed, &err) == 0,
+                "wrapped: seal the secret"))
+    {
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    snprintf(yaml, sizeof(yaml),
+             HEAD
+             "secrets:\n"
+             "  tok: { sealed: \"%s\" }\n"
+             "upstreams:\n"
+             "  up: { url: \"http://127.0.0.1:9090\" }\n"
+             "routes:\n"
+             "  - name: bearer\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /bearer }\n"
+             "    upstream: up\n"
+             "    to: /b\n"
+             "    inject: { Authorization: \"Bearer {tok}\" }\n"
+             ALERTS, sealed);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    if (!tap_ok(p != NULL && p->secrets_open, "wrapped: policy opens")) {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    s = al_scrub_collect(p, al_policy_route(p, "bearer", 6), &why);
+    if (tap_ok(s != NULL, "wrapped: scrub list built")) {
+        redacted(s, WRAP_B64 "ZGVmZ2hpamtsbW5v\ncHFyc3R1dnd4eXpBQg==",
+                 "wrapped: the value, 76 a line, LF (encodebytes)");
+        redacted(s, WRAP_B64 "ZGVmZ2hpamtsbW5v\r\ncHFyc3R1dnd4eXpBQg==",
+                 "wrapped: the value, 76 a line, CRLF (MIME)");
+        redacted(s, WRAP_B64 "\nZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXpBQg==",
+                 "wrapped: the value, 60 a line, LF (Ruby)");
+        redacted(s, WRAP_B64 "ZGVm\r\nZ2hpamtsbW5vcHFyc3R1dnd4eXpBQg==",
+                 "wrapped: the value, 64 a line, CRLF");
+        redacted(s, WRAP_B64 "ZGVmZ2hpamtsbW5v\\ncHFyc3R1dnd4eXpBQg==",
+                 "wrapped: the value, 76 a line, in a JSON string");
+        redacted(s, "Z2hwX1dyNHBQZWQtQmFzZTY0LVRva2VuLTAxMjM0NTY3ODlhYmNkZWZ"
+                 "naGlqa2xt\nbm9wcXJzdHV2d3h5ekFC",
+                 "wrapped: the secret, 64 a line, LF (PEM)");
+        redacted(s, WRAP_B64 "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXpBQg==",
+                 "wrapped: the value unwrapped");
+
+        al_scrub_free(s);
+    }
+
+    al_policy_free(p);
+
+done:
+
+    free(sealed);
+}
+
+
 int
 main(void)
 {
@@ -866,6 +949,7 @@ main(void)
                && (kr = al_keyring_load(key, &err)) != NULL, "keygen, load"))
     {
         test_forms(kr, pub);
+        test_wrapped(kr, pub);
 
     } else {
         tap_diag("error: ", err.msg);
