@@ -827,7 +827,7 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
         /* the upstream's trailers (proxy_pass_trailers) are there by now */
 
-        if (b->last_buf
+        if (b->last_buf && r->headers_out.trailers.part.nelts
             && ngx_http_airlock_scrub_list(r, ctx,
                                            &r->headers_out.trailers.part)
                != NGX_OK)
@@ -958,7 +958,9 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         return NGX_OK;
     }
 
-    if (last_buf
+    /* an empty list (the first part is filled first): no call */
+
+    if (last_buf && r->headers_out.trailers.part.nelts
         && ngx_http_airlock_scrub_list(r, ctx, &r->headers_out.trailers.part)
            != NGX_OK)
     {
