@@ -38,34 +38,7 @@ $p->keygen;
 my $tok = 's3cr3t-token-XYZ-0123456789';
 my $sealed = $p->seal($tok);
 
-# The upstream: answers X-Raw (base64) with "%AUTH%" replaced by the
-# request's Authorization value, "%TOK%" by its part after the scheme.
-$t->write_file('raw-upstream.pl', <<'EOF');
-use strict;
-use warnings;
-use IO::Socket::INET;
-use MIME::Base64 qw(decode_base64);
-
-$SIG{CHLD} = 'IGNORE';
-my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $ARGV[0],
-                              Listen => 64, ReuseAddr => 1) or die "$!";
-while (my $c = $l->accept) {
-    if (fork) { close $c; next; }
-    my $req = '';
-    while ($req !~ /\r\n\r\n/) {
-        my $n = sysread($c, $req, 65536, length $req) or exit 0;
-    }
-    my ($auth) = $req =~ /^Authorization: ([^\r\n]*)/mi;
-    my ($raw) = $req =~ /^X-Raw: ([^\r\n]*)/mi;
-    $raw = decode_base64($raw // '');
-    $auth //= '';
-    (my $tok = $auth) =~ s/^\S+ //;
-    $raw =~ s/%AUTH%/$auth/g;
-    $raw =~ s/%TOK%/$tok/g;
-    syswrite($c, $raw);
-    exit 0;
-}
-EOF
+# The upstream: tests/lib/raw-upstream.pl answers what X-Raw holds.
 
 $t->write_file_expand('policy.yaml', <<"EOF");
 version: 1
@@ -106,7 +79,8 @@ if ($old) {
     exit 0;
 }
 
-$t->run_daemon($^X, $t->testdir . '/raw-upstream.pl', $t->port(8081));
+$t->run_daemon($^X, "$FindBin::Bin/../lib/raw-upstream.pl",
+              $t->port(8081));
 $t->wait_for_port(8081) or die 'raw upstream did not start';
 $t->run;
 
