@@ -3414,8 +3414,8 @@ test_total_over(void)
     }
     tap_is_int(bad, 0, "... the same at every split point");
 
-    body = "{\"id\":\"r\",\"object\":\"response\",\"model\":\"g\",\"output\":[],"
-           "\"usage\":{\"input_tokens\":36,\"output_tokens\":7,"
+    body = "{\"id\":\"r\",\"object\":\"response\",\"model\":\"g\","
+           "\"output\":[],\"usage\":{\"input_tokens\":36,\"output_tokens\":7,"
            "\"total_tokens\":143}}";
     tap_ok(al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
                               (const unsigned char *) body, strlen(body), &u,
