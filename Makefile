@@ -55,21 +55,28 @@ MOD_SRCS := $(wildcard modules/*.c modules/*.h) modules/config
 MOD_SO := $(B)/modules/ngx_http_airlock_module.so
 MOD_MAP := modules/ngx_http_airlock_module.map
 
+# nginx modules that only tests load (tests/nginx/fixture/), never
+# installed: built against the same configured nginx sources as the module
+TEST_MOD_SRCS := $(sort $(wildcard tests/nginx/fixture/ngx_*_module.c))
+TEST_MODS := $(TEST_MOD_SRCS:tests/nginx/fixture/%.c=$(B)/tests/nginx/%.so)
+
 PROVE ?= prove
 PROVE_FLAGS ?= -r --timer
 
 .PHONY: all demo demo-up down deps lib ctl alertd agent modules unit test \
         asan fuzz fuzz-build bench bench-match bench-proxy bench-llm \
         bench-deny bench-load bench-deps install deb image image-test clean \
-        help worker worker-rootfs bench-worker
+        help worker worker-rootfs bench-worker test-modules
 
-all: lib ctl alertd agent worker modules unit
+all: lib ctl alertd agent worker modules unit test-modules
 
 help:
 	@echo "make, make all    build libairlock, airlockctl, airlock-alertd," \
 	      "airlock-agent, the airlock CLI, airlock-worker, the nginx module" \
 	      "and the unit tests (nothing when up to date)"
 	@echo "make lib|ctl|alertd|agent|worker|modules|unit   one of those"
+	@echo "make test-modules the nginx modules only tests load" \
+	      "(tests/nginx/fixture/)"
 	@echo "make worker-rootfs  the sandboxes' root file system (mmdebstrap," \
 	      "Python 3 only, kept in BUILD/worker-rootfs)"
 	@echo "make deps         install the build packages (auto/deps build)"
@@ -112,6 +119,7 @@ worker: $(WORKER)
 worker-rootfs: $(ROOTFS)/.built
 modules: $(MOD_SO)
 unit: $(UNIT_TESTS)
+test-modules: $(TEST_MODS)
 
 $(B)/policy/%.o: policy/%.c $(POLICY_HDRS) $(B)/config.mk
 	@mkdir -p $(@D)
@@ -195,6 +203,16 @@ $(MOD_SO): $(NGX_OBJS)/Makefile $(MOD_SRCS) $(MOD_MAP) $(POLICY_HDRS) $(LIB)
 	$(MAKE) -s -C $(B)/nginx -f objs/Makefile modules
 	@mkdir -p $(@D)
 	cp $(NGX_OBJS)/ngx_http_airlock_module.so $@
+
+# A test module is one file holding its own module list (what nginx's
+# configure would write into objs/), compiled with the module's flags and
+# nginx's include paths.
+NGX_INCS = $(addprefix -I$(B)/nginx/,src/core src/event src/event/modules \
+             src/os/unix objs src/http src/http/modules src/http/v2)
+
+$(B)/tests/nginx/%.so: tests/nginx/fixture/%.c $(NGX_OBJS)/Makefile
+	@mkdir -p $(@D)
+	$(CC) $(NGX_CC_OPT) $(NGX_INCS) -shared $< -o $@ $(NGX_LD_OPT)
 
 # Fuzzing: clang + libFuzzer, ASan and UBSan, policy sources built in (a
 # target of a worker parser includes its source, worker/aw_scan.c).

@@ -105,6 +105,7 @@ static void *ngx_http_airlock_llm_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf,
     void *parent, void *child);
 static ngx_int_t ngx_http_airlock_llm_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_airlock_llm_init_module(ngx_cycle_t *cycle);
 
 
 /*
@@ -193,7 +194,7 @@ ngx_module_t  ngx_http_airlock_llm_module = {
     ngx_http_airlock_llm_commands,         /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_airlock_llm_init_module,      /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -2193,9 +2194,11 @@ ngx_http_airlock_llm_target_restore(ngx_http_request_t *r,
 /*
  * The module comes after ngx_http_airlock_module in the .so, so its
  * preaccess handler runs first (nginx runs a phase's handlers in reverse
- * order of registration): an LLM location is decided here even under
- * "airlock on", and ngx_http_airlock_module finds it decided.  Likewise
- * its body filter sees the provider's bytes before the scrub filter.
+ * order of registration, and this module's init_module moves its handler
+ * to the front of the phase after ngx_http_airlock_module's did): an LLM
+ * location is decided here even under "airlock on", and
+ * ngx_http_airlock_module finds it decided.  Likewise its body filter
+ * sees the provider's bytes before the scrub filter.
  */
 
 static ngx_int_t
@@ -2245,4 +2248,17 @@ ngx_http_airlock_llm_init(ngx_conf_t *cf)
     *h = ngx_http_airlock_llm_log_handler;
 
     return ngx_http_airlock_llm_filter_init(cf);
+}
+
+
+/*
+ * The gateway's decision comes first in its phase, whatever is loaded
+ * after us, and before ngx_http_airlock_module's (whose init_module ran
+ * first)
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_init_module(ngx_cycle_t *cycle)
+{
+    return ngx_http_airlock_phase_first(cycle, ngx_http_airlock_llm_handler);
 }

@@ -14,7 +14,8 @@
  * routes that inject credentials are scrubbed (ngx_http_airlock_filter.c).
  *
  * The decision runs in the preaccess phase, so "satisfy any" and the
- * access-phase modules cannot skip it.
+ * access-phase modules cannot skip it, and first in that phase, so no
+ * module loaded after this one can either.
  */
 
 
@@ -81,6 +82,7 @@ static void *ngx_http_airlock_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_airlock_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_airlock_init_module(ngx_cycle_t *cycle);
 
 
 /* client headers that reach an upstream; all others are removed */
@@ -244,7 +246,7 @@ ngx_module_t  ngx_http_airlock_module = {
     ngx_http_airlock_commands,             /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_airlock_init_module,          /* init module */
     ngx_http_airlock_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -1240,4 +1242,13 @@ ngx_http_airlock_init(ngx_conf_t *cf)
     }
 
     return ngx_http_airlock_filter_init(cf);
+}
+
+
+/* the decision comes first in its phase, whatever is loaded after us */
+
+static ngx_int_t
+ngx_http_airlock_init_module(ngx_cycle_t *cycle)
+{
+    return ngx_http_airlock_phase_first(cycle, ngx_http_airlock_handler);
 }

@@ -250,6 +250,8 @@ typedef struct {
 #define NGX_HTTP_AIRLOCK_REASON_LEN  32
 
 
+ngx_int_t ngx_http_airlock_phase_first(ngx_cycle_t *cycle,
+    ngx_http_handler_pt handler);
 void *ngx_http_airlock_find_ctx(ngx_http_request_t *r, ngx_module_t *module,
     ngx_pool_cleanup_pt handler);
 ngx_http_airlock_ctx_t *ngx_http_airlock_get_ctx(ngx_http_request_t *r);

@@ -6,6 +6,7 @@
  * (the LLM gateway) each decide a request in their own way; everything
  * around the decision is here, once:
  *
+ *   - where the preaccess handlers run: first in their phase;
  *   - the per-request context, and how it is found again after an
  *     internal redirect;
  *   - what the preaccess handler does when it runs again for a request
@@ -99,6 +100,68 @@ static ngx_http_airlock_token_header_t  ngx_http_airlock_token_headers[] = {
 #define NGX_HTTP_AIRLOCK_NTOKEN_HEADERS                                       \
     (sizeof(ngx_http_airlock_token_headers)                                   \
      / sizeof(ngx_http_airlock_token_header_t))
+
+
+/*
+ * nginx runs a phase's handlers in the reverse order of their modules'
+ * postconfiguration and ends the preaccess phase at the first handler
+ * that returns NGX_OK (ngx_http_core_generic_phase()), so the handler of
+ * any module loaded after this one (a load_module further down, a
+ * modules-enabled file sorted after ours) would run before the decision,
+ * and one that returned NGX_OK would skip it: no route check, no header
+ * rewrite, no credential taken out in another location.  Once the phase
+ * engine is built (init_module), the handler is moved to the front of its
+ * phase, the others keeping their order: the handlers of a phase share
+ * its checker and its next, and r->phase_handler only ever points at the
+ * handler that runs.  Called for a module's handler after another's, it
+ * puts the later one first.
+ */
+
+ngx_int_t
+ngx_http_airlock_phase_first(ngx_cycle_t *cycle, ngx_http_handler_pt handler)
+{
+    ngx_http_phase_handler_t    ours, *ph, *first;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_core_module);
+
+    if (cmcf == NULL || cmcf->phase_engine.handlers == NULL) {
+        return NGX_OK;
+    }
+
+    for (ph = cmcf->phase_engine.handlers; ph->checker; ph++) {
+        if (ph->handler == handler) {
+            break;
+        }
+    }
+
+    if (ph->checker == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0,
+                      "airlock: a phase handler is missing from nginx's "
+                      "phase engine");
+        return NGX_ERROR;
+    }
+
+    first = ph;
+
+    while (first > cmcf->phase_engine.handlers
+           && first[-1].checker == ph->checker
+           && first[-1].next == ph->next)
+    {
+        first--;
+    }
+
+    if (first == ph) {
+        return NGX_OK;
+    }
+
+    ours = *ph;
+    ngx_memmove(first + 1, first,
+                (ph - first) * sizeof(ngx_http_phase_handler_t));
+    *first = ours;
+
+    return NGX_OK;
+}
 
 
 /*
