@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
@@ -42,6 +43,8 @@ static int al_key_write(const char *path, mode_t mode, const char *data,
     size_t len, al_error_t *err);
 static void al_fsync_dir(const char *path);
 static void al_keygen_exists(const char *path, al_error_t *err);
+static int al_keygen_lock(const char *lock, const char *path,
+    al_error_t *err);
 static int al_key_read(const char *path, int secret, unsigned char *key,
     al_error_t *err);
 static int al_key_parse(const char *path, int secret, const char *buf,
@@ -71,13 +74,19 @@ al_sodium_init(al_error_t *err, const char *path)
  * short (a kill, a power loss) leaves no PATH, so the next run, or the
  * first-boot unit that runs while there is none, starts again, replacing
  * the .tmp files and the .pub such a run left.
+ *
+ * All of it is done holding PATH.lock (flock): the .pub is renamed into
+ * place by the last run to get there and PATH linked by the first, so two
+ * runs at once would leave the key of one beside the .pub of the other,
+ * and each takes the other's .tmp files for those of a run cut short.  A
+ * second run while one holds the lock is refused at once.
  */
 
 int
 al_keygen(const char *path, al_error_t *err)
 {
-    int            rc;
-    char          *pubpath, *tmp, *pubtmp;
+    int            rc, lockfd;
+    char          *pubpath, *tmp, *pubtmp, *lock;
     size_t         plen;
     struct stat    st;
     unsigned char  pk[crypto_box_PUBLICKEYBYTES];
@@ -90,20 +99,9 @@ al_keygen(const char *path, al_error_t *err)
         return -1;
     }
 
-    if (lstat(path, &st) == 0) {
-        al_keygen_exists(path, err);
-        return -1;
-    }
-
-    if (errno != ENOENT) {
-        al_error_set(err, path, 0, 0, "cannot create key file: %s",
-                     strerror(errno));
-        return -1;
-    }
-
     plen = strlen(path);
-    pubpath = malloc(3 * plen + sizeof(".pub") + sizeof(".tmp")
-                     + sizeof(".pub.tmp"));
+    pubpath = malloc(4 * plen + sizeof(".pub") + sizeof(".tmp")
+                     + sizeof(".pub.tmp") + sizeof(".lock"));
     if (pubpath == NULL) {
         al_error_set(err, path, 0, 0, "out of memory");
         return -1;
@@ -111,6 +109,7 @@ al_keygen(const char *path, al_error_t *err)
 
     tmp = pubpath + plen + sizeof(".pub");
     pubtmp = tmp + plen + sizeof(".tmp");
+    lock = pubtmp + plen + sizeof(".pub.tmp");
 
     memcpy(pubpath, path, plen);
     memcpy(pubpath + plen, ".pub", sizeof(".pub"));
@@ -118,6 +117,34 @@ al_keygen(const char *path, al_error_t *err)
     memcpy(tmp + plen, ".tmp", sizeof(".tmp"));
     memcpy(pubtmp, path, plen);
     memcpy(pubtmp + plen, ".pub.tmp", sizeof(".pub.tmp"));
+    memcpy(lock, path, plen);
+    memcpy(lock + plen, ".lock", sizeof(".lock"));
+
+    if (lstat(path, &st) == 0) {
+        al_keygen_exists(path, err);
+        free(pubpath);
+        return -1;
+    }
+
+    if (errno != ENOENT) {
+        al_error_set(err, path, 0, 0, "cannot create key file: %s",
+                     strerror(errno));
+        free(pubpath);
+        return -1;
+    }
+
+    lockfd = al_keygen_lock(lock, path, err);
+    if (lockfd == -1) {
+        free(pubpath);
+        return -1;
+    }
+
+    /* a run that held the lock before this one may have written PATH */
+
+    if (lstat(path, &st) == 0) {
+        al_keygen_exists(path, err);
+        goto unlock;
+    }
 
     /*
      * A .pub is replaced only when a run cut short left it: PATH.tmp is
@@ -127,8 +154,7 @@ al_keygen(const char *path, al_error_t *err)
 
     if (lstat(pubpath, &st) == 0 && lstat(tmp, &st) == -1) {
         al_keygen_exists(pubpath, err);
-        free(pubpath);
-        return -1;
+        goto unlock;
     }
 
     (void) unlink(tmp);
@@ -184,6 +210,9 @@ al_keygen(const char *path, al_error_t *err)
 
     (void) unlink(tmp);
     al_fsync_dir(path);
+
+    (void) unlink(lock);
+    (void) close(lockfd);
     free(pubpath);
 
     return 0;
@@ -192,6 +221,13 @@ failed:
 
     (void) unlink(tmp);
     (void) unlink(pubtmp);
+
+unlock:
+
+    /* removed while it is held: a run that opened it then tries again */
+
+    (void) unlink(lock);
+    (void) close(lockfd);
     free(pubpath);
 
     return -1;
@@ -203,6 +239,61 @@ al_keygen_exists(const char *path, al_error_t *err)
 {
     al_error_set(err, path, 0, 0, "refusing to overwrite existing %s; "
                  "move it away or choose another path", path);
+}
+
+
+/*
+ * Takes PATH.lock for one keygen of PATH; returns its descriptor, or -1
+ * when another run holds it.  The file is removed by the run that holds
+ * it, before it lets it go: one opened before that removal is locked
+ * then, but no longer the file at PATH.lock, and is opened again.
+ */
+
+static int
+al_keygen_lock(const char *lock, const char *path, al_error_t *err)
+{
+    int          fd, tries;
+    struct stat  fst, lst;
+
+    for (tries = 0; tries < 100; tries++) {
+        /* O_NONBLOCK: a FIFO put in its place must not hang keygen */
+
+        fd = open(lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK
+                        | O_CLOEXEC, 0600);
+        if (fd == -1) {
+            al_error_set(err, path, 0, 0, "cannot create lock file %s: %s",
+                         lock, strerror(errno));
+            return -1;
+        }
+
+        if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+            if (errno == EWOULDBLOCK) {
+                al_error_set(err, path, 0, 0, "another airlockctl keygen is "
+                             "writing %s (it holds %s); try again when it "
+                             "has finished", path, lock);
+
+            } else {
+                al_error_set(err, path, 0, 0, "cannot lock %s: %s", lock,
+                             strerror(errno));
+            }
+
+            (void) close(fd);
+            return -1;
+        }
+
+        if (fstat(fd, &fst) == 0 && lstat(lock, &lst) == 0
+            && fst.st_dev == lst.st_dev && fst.st_ino == lst.st_ino)
+        {
+            return fd;
+        }
+
+        (void) close(fd);
+    }
+
+    al_error_set(err, path, 0, 0, "cannot lock %s: it keeps being replaced",
+                 lock);
+
+    return -1;
 }
 
 

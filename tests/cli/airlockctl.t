@@ -174,6 +174,85 @@ SKIP: {
     ok(-s $k && -s "$k.pub", 'and writes both files');
 }
 
+# two keygens of one PATH at once: the first is stopped (strace sends it
+# SIGSTOP once its PATH.pub is renamed into place, before it links the
+# private key), the second runs whole meanwhile, then the first goes on.
+# Whatever each says, the PATH left must be the private key of the
+# PATH.pub beside it: a secret sealed to PATH.pub opens with PATH.
+SKIP: {
+    my $strace = system('command -v strace >/dev/null 2>&1') == 0;
+    fail('strace is installed (auto/deps test)') if !$strace && $ENV{CI};
+    skip 'no strace to stop keygen between its renames', 7 unless $strace;
+
+    my $k = "$dir/raced.key";
+    my $log = "$dir/raced.strace";
+    my $spid = fork // die "fork: $!";
+    if ($spid == 0) {
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', "$dir/raced.first";
+        # LeakSanitizer cannot run under ptrace, and says so with exit 1
+        $ENV{ASAN_OPTIONS} = join ':', grep { defined }
+            $ENV{ASAN_OPTIONS}, 'detect_leaks=0';
+        { exec 'strace', '-f', '-o', $log,
+              '-e', 'trace=rename,renameat,renameat2',
+              '-e', 'inject=rename,renameat,renameat2:signal=STOP:when=1',
+              $ctl, 'keygen', $k; }
+        POSIX::_exit(127);
+    }
+
+    # wait for the event, not for a time: strace logs the stop
+    my ($stopped, $tries) = (undef, 0);
+    while (!defined $stopped && $tries++ < 500) {
+        if (open my $fh, '<', $log) {
+            while (<$fh>) {
+                $stopped = $1 if /^(\d+)\s+--- stopped by SIGSTOP/;
+            }
+        }
+        select undef, undef, undef, 0.02 unless defined $stopped;
+    }
+    ok(defined $stopped, 'the first keygen is stopped before its link')
+        or kill 'KILL', $spid;
+
+    my ($rc2, undef, $err2) = run('', 'keygen', $k);
+    kill 'CONT', $stopped if defined $stopped;
+    waitpid $spid, 0;
+    my $rc1 = $? >> 8;
+
+    is(($rc1 == 0) + ($rc2 == 0), 1, 'one of the two keygens succeeds')
+        or diag("first: $rc1, second: $rc2 $err2");
+    like($err2, qr/another airlockctl keygen is writing \Q$k\E/,
+         'the second, started while the first runs, is refused at once');
+    ok(-s $k && -s "$k.pub", 'both files are there');
+
+    my $s;
+    ($rc, $s) = run("raced\n", 'seal', '--pub', "$k.pub");
+    chomp $s;
+    my $rp = write_file('raced.yaml', <<"Y");
+version: 1
+clients:
+  agent: { cidr: 10.0.0.0/8 }
+secrets:
+  tok: { sealed: "$s" }
+upstreams:
+  up: { url: "http://127.0.0.1:9" }
+routes:
+  - name: r
+    clients: [agent]
+    match: { method: GET, path: /x }
+    upstream: up
+    to: /y
+    inject: { Authorization: "Bearer {tok}" }
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+    ($rc, undef, $err) = run('', 'check', $rp, '--key', $k);
+    is($rc, 0, 'the private key is the one of the public key beside it')
+        or diag($err);
+    is((stat $k)[2] & 07777, 0600, 'and is 0600');
+    my @left = glob("$k*");
+    is("@left", "$k $k.pub", 'and nothing else is left');
+}
+
 ($rc, undef, $err) = run('', 'seal', '--pub', "$key.pub", 's3cret');
 is($rc, 2, 'seal refuses a secret on the command line');
 like($err, qr/standard input only/, 'and says why');
