@@ -2110,13 +2110,15 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
  * the policy file is what it was, but for a reload killed by a signal:
  * it may have told nginx to reload, and nginx then reads the new file,
  * so the new file stays.  Returns 0, 1 refused, 2 broken, 3 installed
- * and the reload's outcome not known.
+ * and the reload's outcome not known, 4 installed and reloaded but the
+ * replaced policy left as POLICY.old (it cannot be renamed to
+ * POLICY.prev).
  */
 
 static int
 al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 {
-    int             rc, n, failed, reload;
+    int             rc, n, failed, reload, kept;
     size_t          len;
     sigset_t        block, saved;
     al_policy_t    *p, *o;
@@ -2213,19 +2215,29 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
          */
 
         if (reload == -2) {
-            if (rename(e->old, e->prev) == -1) {
-                fprintf(stderr, "airlockctl: %s cannot be kept as %s: %s\n",
-                        e->old, e->prev, strerror(errno));
+            kept = (rename(e->old, e->prev) == 0);
+            if (!kept) {
+                fprintf(stderr, "airlockctl: the replaced policy cannot be "
+                        "kept as %s: %s\n", e->prev, strerror(errno));
             }
 
             fsync(e->dirfd);
 
             fprintf(stderr, "airlockctl: the reload did not finish: nginx "
                     "may be running the new policy or still the old one; "
-                    "%s is the new policy (it passed the test) and %s the "
-                    "one it replaced; run the reload again (%s) to be "
-                    "sure nginx runs %s, or airlockctl rollback\n",
-                    e->policy, e->prev, e->reload, e->policy);
+                    "%s is the new policy (it passed the test) and the one "
+                    "it replaced is %s; run the reload again (%s) to be "
+                    "sure nginx runs %s, or ", e->policy,
+                    kept ? e->prev : e->old, e->reload, e->policy);
+
+            if (kept) {
+                fprintf(stderr, "airlockctl rollback\n");
+
+            } else {
+                fprintf(stderr, "move it to %s and airlockctl rollback "
+                        "(edit and rollback refuse to start while it is "
+                        "there)\n", e->prev);
+            }
             rc = 3;
             goto done;
         }
@@ -2235,8 +2247,11 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 
     if (failed) {
         if (rename(e->old, e->policy) == -1) {
-            fprintf(stderr, "airlockctl: CANNOT RESTORE %s from %s: %s\n",
-                    e->policy, e->old, strerror(errno));
+            fprintf(stderr, "airlockctl: CANNOT RESTORE %s from %s: %s; "
+                    "%s is the refused policy, which nginx would load at "
+                    "its next reload or start: move %s back to %s\n",
+                    e->policy, e->old, strerror(errno), e->policy, e->old,
+                    e->policy);
             goto done;
         }
         fsync(e->dirfd);
@@ -2244,9 +2259,18 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
         goto done;
     }
 
+    /*
+     * installed and reloaded: the copy goes as on success, whatever
+     * becomes of the replaced policy
+     */
+
     if (rename(e->old, e->prev) == -1) {
-        fprintf(stderr, "airlockctl: installed, but %s cannot be kept as "
-                "%s: %s\n", e->old, e->prev, strerror(errno));
+        fprintf(stderr, "%s: installed and reloaded, but the replaced "
+                "policy cannot be kept as %s: %s; the one it replaced is "
+                "%s: move it to %s (edit and rollback refuse to start "
+                "while it is there)\n", e->policy, e->prev, strerror(errno),
+                e->old, e->prev);
+        rc = 4;
         goto done;
     }
 
@@ -2262,7 +2286,7 @@ done:
      * the next edit as a refused one
      */
 
-    if ((rc == 0 || rc == 3) && candidate == e->candidate) {
+    if ((rc == 0 || rc == 3 || rc == 4) && candidate == e->candidate) {
         unlink(e->candidate);
         fsync(e->dirfd);
     }
@@ -2353,8 +2377,11 @@ al_ctl_edit(int argc, char **argv)
             goto done;
         }
 
-        if (rc == 3) {
-            /* installed, the reload's outcome unknown: nothing to resume */
+        if (rc == 3 || rc == 4) {
+            /*
+             * installed, the reload's outcome unknown, or the replaced
+             * policy not kept as FILE.prev: nothing to resume
+             */
             rc = 2;
             goto done;
         }
@@ -2369,8 +2396,18 @@ al_ctl_edit(int argc, char **argv)
         }
     }
 
-    fprintf(stderr, "airlockctl: your copy is kept in %s; airlockctl edit "
-            "resumes it\n", e.candidate);
+    if (access(e.old, F_OK) == 0) {
+
+        /* the next edit refuses to start beside it: not "resumes it" */
+
+        fprintf(stderr, "airlockctl: your copy is kept in %s; airlockctl "
+                "edit resumes it once %s is gone (see above)\n",
+                e.candidate, e.old);
+
+    } else {
+        fprintf(stderr, "airlockctl: your copy is kept in %s; airlockctl "
+                "edit resumes it\n", e.candidate);
+    }
 
 done:
 
@@ -2406,7 +2443,7 @@ al_ctl_rollback(int argc, char **argv)
 
     rc = al_ctl_install(&e, e.prev);
 
-    if (rc == 3) {
+    if (rc == 3 || rc == 4) {
         rc = 2;
     }
 
