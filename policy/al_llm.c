@@ -1571,8 +1571,10 @@ al_llm_req_unlisted(al_llm_rq_t *rq)
  * dearer one.  The members that cannot raise the price pass: "sort":
  * "price", "max_price", and every member at its default or null.  Any
  * other passes only beside a "max_price" whose "prompt" and "completion"
- * are at most the model's input and output prices (and its fallback's):
- * the router then serves the call at those prices or not at all, so the
+ * are at most the model's input and output prices (and its fallback's),
+ * and whose "request" and "image" (a price per call, per input image) are
+ * 0: the policy's prices have neither, and a cap left out caps nothing.
+ * The router then serves the call at those prices or not at all, so the
  * privacy filters stay open to such a client.  Read by jansson, only
  * when the member is there.
  */
@@ -1622,8 +1624,9 @@ al_llm_req_provider(al_llm_rq_t *rq)
                            "provider \"%.32s\" may route the call to a "
                            "provider dearer than the policy's prices, and "
                            "this client has a dollar budget; it passes "
-                           "with a \"max_price\" whose prompt and "
-                           "completion are at most them", which);
+                           "beside a \"max_price\" with prompt and "
+                           "completion at most them, request and image 0",
+                           which);
         json_decref(v);
         return -1;
     }
@@ -1677,7 +1680,9 @@ al_llm_provider_safe(const char *key, json_t *v)
 
 /*
  * 0 when cap, a "max_price" (NULL: none), bounds the token prices by the
- * policy's for the call's model at this entry and at its fallback
+ * policy's for the call's model at this entry and at its fallback, and
+ * holds the per-call and per-image prices, which the policy's have not,
+ * at 0
  */
 
 static int
@@ -1685,15 +1690,20 @@ al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap)
 {
     double                  in, out;
     al_str_t                model;
-    json_t                 *p, *c;
+    json_t                 *p, *c, *q, *i;
     const al_llm_t         *fb;
     const al_llm_price_t   *price;
     const al_llm_client_t  *flc;
 
     p = json_object_get(cap, "prompt");
     c = json_object_get(cap, "completion");
+    q = json_object_get(cap, "request");
+    i = json_object_get(cap, "image");
 
-    if (!json_is_number(p) || !json_is_number(c)) {
+    if (!json_is_number(p) || !json_is_number(c)
+        || !json_is_number(q) || !(json_number_value(q) <= 0)
+        || !json_is_number(i) || !(json_number_value(i) <= 0))
+    {
         return -1;
     }
 

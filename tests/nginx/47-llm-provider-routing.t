@@ -7,8 +7,10 @@
 # policy's prices.  A client with a dollar budget may send only members
 # that cannot raise the price ("sort": "price", "max_price", the defaults)
 # unless a "max_price" holds the prompt and completion prices at most at
-# the policy's: then the router serves at those prices or not at all, so
-# the privacy filters ("data_collection": "deny", "zdr") stay open to it.
+# the policy's, and the per-request and per-image prices at 0 (the
+# policy's prices have none): then the router serves at those prices or
+# not at all, so the privacy filters ("data_collection": "deny", "zdr")
+# stay open to it.
 # Clients without a dollar budget may send anything.  The member list is
 # unit-tested in tests/unit/llm.c.
 
@@ -38,7 +40,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 14;
+plan tests => 17;
 
 my $n = scalar $l->provider_requests;
 
@@ -69,6 +71,22 @@ is($r->{status}, 400, 'a max_price over the policy\'s prices: 400');
 is(scalar $l->provider_requests, $n, '... none of them sent');
 
 $r = $l->chat(token => $tok{spender},
+              fields => { provider => { zdr => \1,
+                                        max_price => { prompt => 0.15,
+                                                       completion => 0.6 } } });
+is($r->{status}, 400,
+   'routing beside a max_price with no request and image price: 400');
+like($r->{body}, qr/request and image 0/, '... saying they must be 0');
+
+$r = $l->chat(token => $tok{spender},
+              fields => { provider => { order => [ 'fee-provider' ],
+                                        max_price => { prompt => 0.15,
+                                                       completion => 0.6,
+                                                       request => 0.01,
+                                                       image => 0 } } });
+is($r->{status}, 400, '... a per-request price above 0: 400');
+
+$r = $l->chat(token => $tok{spender},
               fields => { provider => { sort => 'price',
                                         allow_fallbacks => \1 } });
 is($r->{status}, 200, '"sort": "price" passes');
@@ -77,7 +95,9 @@ $r = $l->chat(token => $tok{spender},
               fields => { provider => { data_collection => 'deny',
                                         zdr => \1,
                                         max_price => { prompt => 0.15,
-                                                       completion => 0.6 } } });
+                                                       completion => 0.6,
+                                                       request => 0,
+                                                       image => 0 } } });
 is($r->{status}, 200, 'privacy filters beside a max_price at the prices pass');
 is($l->last_provider_request->{body}{provider}{data_collection}, 'deny',
    '... sent as written');

@@ -3107,9 +3107,11 @@ test_provider_routing(void)
         "{}",
         "null",
         "{\"data_collection\":\"deny\",\"zdr\":true,\"max_price\":"
-        "{\"prompt\":2.5,\"completion\":10}}",
+        "{\"prompt\":2.5,\"completion\":10,\"request\":0,\"image\":0}}",
         "{\"order\":[\"x\"],\"allow_fallbacks\":false,\"max_price\":"
-        "{\"prompt\":0.15,\"completion\":0.6,\"request\":0}}"
+        "{\"prompt\":0.15,\"completion\":0.6,\"request\":0,"
+        "\"image\":0.0}}",
+        "{\"max_price\":{\"prompt\":1,\"completion\":2,\"request\":5}}"
     };
     static const char     *refuse[] = {
         "{\"order\":[\"dear\"],\"allow_fallbacks\":false}",
@@ -3130,6 +3132,19 @@ test_provider_routing(void)
         "{\"order\":[\"x\"],\"max_price\":{\"prompt\":1}}",
         "{\"order\":[\"x\"],\"max_price\":{\"prompt\":\"1\","
         "\"completion\":\"2\"}}",
+        "{\"zdr\":true,\"max_price\":{\"prompt\":1,\"completion\":2}}",
+        "{\"zdr\":true,\"max_price\":{\"prompt\":1,\"completion\":2,"
+        "\"image\":0}}",
+        "{\"zdr\":true,\"max_price\":{\"prompt\":1,\"completion\":2,"
+        "\"request\":0}}",
+        "{\"zdr\":true,\"max_price\":{\"prompt\":1,\"completion\":2,"
+        "\"request\":0.01,\"image\":0}}",
+        "{\"zdr\":true,\"max_price\":{\"prompt\":1,\"completion\":2,"
+        "\"request\":0,\"image\":0.001}}",
+        "{\"zdr\":true,\"max_price\":{\"prompt\":1,\"completion\":2,"
+        "\"request\":null,\"image\":0}}",
+        "{\"zdr\":true,\"max_price\":{\"prompt\":1,\"completion\":2,"
+        "\"request\":\"0\",\"image\":0}}",
         "{\"ord\\u0065r\":[\"x\"]}"
     };
 
@@ -3196,13 +3211,13 @@ test_provider_routing(void)
 
     req(&router, &priced, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"provider\":{\"zdr\":true,\"max_price\":"
-        "{\"prompt\":2.5,\"completion\":10}}}");
+        "{\"prompt\":2.5,\"completion\":10,\"request\":0,\"image\":0}}}");
     tap_is_int(rq.reason, AL_REASON_BODY,
                "a max_price over the fallback's prices refused");
 
     req(&router, &priced, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"provider\":{\"zdr\":true,\"max_price\":"
-        "{\"prompt\":2,\"completion\":8}}}");
+        "{\"prompt\":2,\"completion\":8,\"request\":0,\"image\":0}}}");
     tap_is_int(rq.reason, AL_REASON_NONE,
                "a max_price at the fallback's prices passes");
 }
