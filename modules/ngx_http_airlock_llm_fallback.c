@@ -380,6 +380,7 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const al_llm_t *a, const al_llm_t *b,
     const al_llm_client_t *lc)
 {
+    al_str_t                  alias;
     ngx_int_t                 rc;
     al_reason_t               reason;
     al_llm_req_t              req;
@@ -391,7 +392,10 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
 
     /* as the first check: a rewrite is spliced straight into the pool */
 
-    reason = al_llm_request_with(b, lc, ctx->endpoint,
+    alias.data = (char *) ctx->alias.data;
+    alias.len = ctx->alias.len;
+
+    reason = al_llm_request_with(b, lc, ctx->endpoint, &alias,
                                  (char *) body.ctype.data, body.ctype.len,
                                  body.data, body.len,
                                  ngx_http_airlock_llm_body_alloc, r->pool,

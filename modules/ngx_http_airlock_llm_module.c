@@ -759,6 +759,7 @@ static ngx_int_t
 ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need)
 {
+    al_str_t                  alias;
     ngx_int_t                 rc;
     al_reason_t               reason;
     al_llm_req_t              req;
@@ -788,7 +789,10 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
 
     /* a rewrite is spliced straight into the request pool: it is sent */
 
-    reason = al_llm_request_with(llm, ctx->lc, ctx->endpoint,
+    alias.data = (char *) ctx->alias.data;
+    alias.len = ctx->alias.len;
+
+    reason = al_llm_request_with(llm, ctx->lc, ctx->endpoint, &alias,
                                  (char *) body.ctype.data, body.ctype.len,
                                  body.data, body.len,
                                  ngx_http_airlock_llm_body_alloc, r->pool,

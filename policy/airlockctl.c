@@ -926,6 +926,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
 {
     int                     rc;
     size_t                  tlen, at, raw, alias_len;
+    al_str_t                named;
     const char             *alias;
     al_reason_t             reason;
     al_llm_req_t            req;
@@ -1037,12 +1038,20 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
         body_len = map.body_len;
     }
 
+    /* the alias the client asked for: a deployment's, or the body's */
+
+    alias = rt->alias.len ? rt->alias.data : map.alias;
+    alias_len = rt->alias.len ? rt->alias.len : map.alias_len;
+
+    named.data = alias;
+    named.len = alias_len;
+
     memset(&req, 0, sizeof(req));
 
-    reason = al_llm_request(l, lc, rt->endpoint, ctype,
-                            ctype ? strlen(ctype) : 0,
-                            body ? body : (const unsigned char *) "",
-                            body_len, &req);
+    reason = al_llm_request_with(l, lc, rt->endpoint, &named, ctype,
+                                 ctype ? strlen(ctype) : 0,
+                                 body ? body : (const unsigned char *) "",
+                                 body_len, NULL, NULL, &req);
 
     if (reason != AL_REASON_NONE) {
         al_ctl_out("deny: %s (%s)\n", al_reason_name(reason), req.detail);
@@ -1083,11 +1092,6 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
     }
 
     al_ctl_explain_tools(l);
-
-    /* the alias the client asked for: a deployment's, or the body's */
-
-    alias = rt->alias.len ? rt->alias.data : map.alias;
-    alias_len = rt->alias.len ? rt->alias.len : map.alias_len;
 
     al_ctl_explain_fallback(l, client, rt, &req, alias, alias_len);
 

@@ -56,6 +56,7 @@ typedef struct {
     const al_llm_t         *llm;
     const al_llm_client_t  *lc;
     al_llm_endpoint_t       ep;
+    const al_str_t         *alias;          /* NULL: none */
     const unsigned char    *body;
     size_t                  len;
     al_llm_body_t          *b;
@@ -485,16 +486,16 @@ al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_llm_req_t *req)
 {
-    return al_llm_request_with(llm, lc, ep, ctype, ctype_len, body, len,
-                               NULL, NULL, req);
+    return al_llm_request_with(llm, lc, ep, NULL, ctype, ctype_len, body,
+                               len, NULL, NULL, req);
 }
 
 
 al_reason_t
 al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
-    al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
-    const unsigned char *body, size_t len, al_llm_alloc_pt alloc,
-    void *data, al_llm_req_t *req)
+    al_llm_endpoint_t ep, const al_str_t *alias, const char *ctype,
+    size_t ctype_len, const unsigned char *body, size_t len,
+    al_llm_alloc_pt alloc, void *data, al_llm_req_t *req)
 {
     al_llm_rq_t    rq;
     al_llm_body_t  b;
@@ -569,6 +570,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
     rq.llm = llm;
     rq.lc = lc;
     rq.ep = ep;
+    rq.alias = alias;
     rq.body = body;
     rq.len = len;
     rq.b = &b;
@@ -1680,7 +1682,8 @@ al_llm_provider_safe(const char *key, json_t *v)
 
 /*
  * 0 when cap, a "max_price" (NULL: none), bounds the token prices by the
- * policy's for the call's model at this entry and at its fallback, and
+ * policy's for the call's model at this entry and at its fallback (the
+ * model the fallback is asked for: its alias of the client's alias), and
  * holds the per-call and per-image prices, which the policy's have not,
  * at 0
  */
@@ -1689,8 +1692,10 @@ static int
 al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap)
 {
     double                  in, out;
+    size_t                  alen;
     al_str_t                model;
     json_t                 *p, *c, *q, *i;
+    const char             *alias;
     const al_llm_t         *fb;
     const al_llm_price_t   *price;
     const al_llm_client_t  *flc;
@@ -1724,9 +1729,12 @@ al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap)
     flc = (fb != NULL && rq->lc != NULL)
           ? al_llm_find_client(fb, rq->lc->client) : NULL;
 
+    alias = (rq->alias != NULL) ? rq->alias->data : NULL;
+    alen = (rq->alias != NULL) ? rq->alias->len : 0;
+
     if (flc == NULL
         || al_llm_fallback_model(fb, flc, rq->req->model,
-                                 rq->req->model_len, NULL, 0, &model)
+                                 rq->req->model_len, alias, alen, &model)
            != 0)
     {
         return 0;                       /* it does not fall back */

@@ -226,7 +226,10 @@ typedef struct {
  * instead of malloc(): a caller with a memory pool (nginx's request pool)
  * gets the bytes it sends in place, with no copy and no free.  NULL from
  * alloc refuses the request as out of memory.  al_llm_request_free()
- * leaves such a body to its owner.
+ * leaves such a body to its owner.  alias is the alias the client named
+ * (al_llm_model_map()'s, or an Azure path's; NULL or "" for none): the
+ * checks that look at the model the call falls back to find it by that
+ * alias, as the fallback does (al_llm_fallback_model()).
  */
 typedef void *(*al_llm_alloc_pt)(void *data, size_t size);
 
@@ -234,9 +237,9 @@ al_reason_t al_llm_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_llm_req_t *req);
 al_reason_t al_llm_request_with(const al_llm_t *llm,
-    const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *ctype,
-    size_t ctype_len, const unsigned char *body, size_t len,
-    al_llm_alloc_pt alloc, void *data, al_llm_req_t *req);
+    const al_llm_client_t *lc, al_llm_endpoint_t ep, const al_str_t *alias,
+    const char *ctype, size_t ctype_len, const unsigned char *body,
+    size_t len, al_llm_alloc_pt alloc, void *data, al_llm_req_t *req);
 void al_llm_request_free(al_llm_req_t *req);
 
 /* what a budget pre-check should reserve: prompt estimate + max_output */

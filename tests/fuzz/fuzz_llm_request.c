@@ -264,8 +264,8 @@ fuzz_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
 
     block = NULL;
 
-    r = al_llm_request_with(llm, lc, ep, NULL, 0, body, len, fuzz_alloc,
-                            &block, &with);
+    r = al_llm_request_with(llm, lc, ep, NULL, NULL, 0, body, len,
+                            fuzz_alloc, &block, &with);
 
     if (r != req->reason
         || strcmp(with.detail, req->detail) != 0

@@ -6,7 +6,10 @@
 # budget; and its reservation covers the fallback's worst case, so a
 # call that could spend past the budget should it fall back to a dearer
 # model is refused up front.  A budgeted client's call does not fall back
-# to a model the fallback has no price for (it would be free).
+# to a model the fallback has no price for (it would be free).  A
+# budgeted client's OpenRouter "provider" routing passes only beside a
+# "max_price" at the prices of the model each entry would serve, the
+# fallback's found by the alias the client named.
 
 use strict;
 use warnings;
@@ -32,7 +35,7 @@ my $entries = <<'Y';
     upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
     secret: openai_key
     models: [gpt-4o-mini]
-    aliases: { fast: gpt-4o-mini, cheap: gpt-4o-mini }
+    aliases: { fast: gpt-4o-mini, cheap: gpt-4o-mini, mini: gpt-4o-mini }
     prices:
       gpt-4o-mini: { input: 0.15, output: 0.6 }
     fallback: backup
@@ -45,10 +48,11 @@ my $entries = <<'Y';
     provider: openai
     upstream: "http://127.0.0.1:%%PORT_8083%%/v1"
     secret: openai_key
-    models: [gpt-4o, free-model]
-    aliases: { fast: gpt-4o, cheap: free-model }
+    models: [gpt-4o, free-model, gpt-4o-nano]
+    aliases: { fast: gpt-4o, cheap: free-model, mini: gpt-4o-nano }
     prices:
       gpt-4o: { input: 10, output: 40 }
+      gpt-4o-nano: { input: 0.1, output: 0.4 }
     clients:
       agent: {}
       spender: { default_max_tokens: 100 }
@@ -75,7 +79,7 @@ $l->setup(clients => qq{  spender: { token_sha256: "$sha{spender}" }\n},
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 9;
+plan tests => 13;
 
 sub on {
     my ($port, $code) = @_;
@@ -91,6 +95,7 @@ sub call {
                            messages => [ { role => 'user',
                                            content => $o{prompt} // 'Hi' } ],
                            max_tokens => $o{max_tokens} // 10,
+                           $o{provider} ? (provider => $o{provider}) : (),
                        });
 }
 
@@ -128,5 +133,24 @@ $r = call($tok{spender}, model => 'cheap');
 is($r->{status}, 503, 'spender: no fallback to an unpriced model');
 is(on(8083, sub { scalar $l->provider_requests }), $n,
    '... the backup was not asked');
+
+# "mini" is gpt-4o-mini at 0.15/0.6 here and gpt-4o-nano at 0.1/0.4 at
+# the backup: a max_price at the first prices lets the backup's router
+# pick a provider dearer than the second
+my $cap = { prompt => 0.15, completion => 0.6, request => 0, image => 0 };
+$n = on(8081, sub { scalar $l->provider_requests });
+$r = call($tok{spender}, model => 'mini',
+          provider => { zdr => \1, max_price => $cap });
+is($r->{status}, 400, 'spender: routing with a max_price over the prices '
+                      . 'of the model the alias falls back to: 400');
+is(on(8081, sub { scalar $l->provider_requests }), $n,
+   '... the provider was not asked');
+
+$cap = { prompt => 0.1, completion => 0.4, request => 0, image => 0 };
+$r = call($tok{spender}, model => 'mini',
+          provider => { zdr => \1, max_price => $cap });
+is($r->{status}, 200, '... at the lower of both prices it passes');
+is(on(8083, sub { $l->last_provider_request->{body}{model} }),
+   'gpt-4o-nano', '... and falls back to the alias\'s model');
 
 $t->stop;

@@ -2216,7 +2216,7 @@ test_request_with(void)
         arena_used = 0;
         arena_calls = 0;
 
-        r = al_llm_request_with(&oai, AGENT, AL_LLM_EP_CHAT,
+        r = al_llm_request_with(&oai, AGENT, AL_LLM_EP_CHAT, NULL,
                                 "application/json", 16,
                                 (const unsigned char *) bodies[i],
                                 strlen(bodies[i]), arena_alloc, NULL,
@@ -2237,7 +2237,7 @@ test_request_with(void)
     }
 
     arena_calls = 0;
-    r = al_llm_request_with(&oai, TOOLS, AL_LLM_EP_CHAT, NULL, 0,
+    r = al_llm_request_with(&oai, TOOLS, AL_LLM_EP_CHAT, NULL, NULL, 0,
                             (const unsigned char *) "{\"model\":\"gpt-4o\"}",
                             18, arena_alloc, NULL, &mine);
     tap_ok(r == AL_REASON_NONE && mine.body == NULL && arena_calls == 0,
@@ -2245,7 +2245,7 @@ test_request_with(void)
     al_llm_request_free(&mine);
 
     fail = 1;
-    r = al_llm_request_with(&oai, AGENT, AL_LLM_EP_CHAT, NULL, 0,
+    r = al_llm_request_with(&oai, AGENT, AL_LLM_EP_CHAT, NULL, NULL, 0,
                             (const unsigned char *) bodies[0],
                             strlen(bodies[0]), arena_alloc, &fail, &mine);
     tap_ok(r == AL_REASON_BODY && mine.body == NULL
@@ -3093,8 +3093,13 @@ test_provider_routing(void)
     static al_llm_price_t  prices[] = {
         { S("gpt-4o"), 2500000, 1250000, 10000000, 0, 0 }
     };
+    al_str_t               fast;
     static al_llm_price_t  bprices[] = {
-        { S("gpt-4o"), 2000000, 1000000, 8000000, 0, 0 }
+        { S("gpt-4o"), 2000000, 1000000, 8000000, 0, 0 },
+        { S("gpt-4o-mini"), 100000, 50000, 400000, 0, 0 }
+    };
+    static al_llm_alias_t  baliases[] = {
+        { S("fast"), S("gpt-4o-mini") }
     };
     static const char     *pass[] = {
         "{\"sort\":\"price\"}",
@@ -3206,7 +3211,7 @@ test_provider_routing(void)
     back.clients = &bpriced;
     back.nclients = 1;
     back.prices = bprices;
-    back.nprices = 1;
+    back.nprices = 2;
     router.fallback = &back;
 
     req(&router, &priced, AL_LLM_EP_CHAT,
@@ -3220,6 +3225,42 @@ test_provider_routing(void)
         "{\"prompt\":2,\"completion\":8,\"request\":0,\"image\":0}}}");
     tap_is_int(rq.reason, AL_REASON_NONE,
                "a max_price at the fallback's prices passes");
+
+    /*
+     * The client asked for "fast", gpt-4o here; the fallback serves its
+     * own "fast", gpt-4o-mini at 0.1 and 0.4
+     */
+
+    back.aliases = baliases;
+    back.naliases = 1;
+    fast.data = "fast";
+    fast.len = 4;
+
+    (void) snprintf(body, sizeof(body),
+                    "{\"model\":\"gpt-4o\",\"provider\":{\"zdr\":true,"
+                    "\"max_price\":{\"prompt\":2,\"completion\":8,"
+                    "\"request\":0,\"image\":0}}}");
+    al_llm_request_free(&rq);
+    (void) al_llm_request_with(&router, &priced, AL_LLM_EP_CHAT, &fast,
+                               NULL, 0, (const unsigned char *) body,
+                               strlen(body), NULL, NULL, &rq);
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "max_price"),
+           "a max_price over the prices of the fallback's alias refused");
+
+    req(&router, &priced, AL_LLM_EP_CHAT, body);
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "... which no alias named passes at the model's");
+
+    (void) snprintf(body, sizeof(body),
+                    "{\"model\":\"gpt-4o\",\"provider\":{\"zdr\":true,"
+                    "\"max_price\":{\"prompt\":0.1,\"completion\":0.4,"
+                    "\"request\":0,\"image\":0}}}");
+    al_llm_request_free(&rq);
+    (void) al_llm_request_with(&router, &priced, AL_LLM_EP_CHAT, &fast,
+                               NULL, 0, (const unsigned char *) body,
+                               strlen(body), NULL, NULL, &rq);
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "a max_price at the prices of the fallback's alias passes");
 }
 
 
