@@ -84,6 +84,7 @@ static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
     const char *name, const char *pass, const char *what);
 static int al_llm_req_provider(al_llm_rq_t *rq);
 static int al_llm_req_background(al_llm_rq_t *rq);
+static int al_llm_req_prediction(al_llm_rq_t *rq);
 static int al_llm_req_unlisted(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
@@ -590,6 +591,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_tier(&rq) != 0
         || al_llm_req_audio(&rq) != 0
         || al_llm_req_background(&rq) != 0
+        || al_llm_req_prediction(&rq) != 0
         || al_llm_req_unlisted(&rq) != 0)
     {
         return req->reason;
@@ -1526,6 +1528,75 @@ al_llm_req_background(al_llm_rq_t *rq)
                        "\"background\": true is not accepted for a client "
                        "with a budget: its answer carries no usage, so the "
                        "call could not be counted");
+}
+
+
+/*
+ * OpenAI's "prediction" (Predicted Outputs), a chat member (elsewhere it
+ * passes only as the entry's allow_members names it, as a member the
+ * gateway does not read).  The prediction's tokens the answer does not
+ * use are billed as completion tokens on top of what it writes, past
+ * max_tokens (the API takes no max_completion_tokens beside it), and the
+ * prediction is no prompt text the estimate counts: the reservation does
+ * not cover them, and calls admitted together could take a budget past
+ * its limit by the length of their predictions.  Refused for a client
+ * with a token or dollar budget; null passes.  Read only when the member
+ * is there.
+ */
+
+static int
+al_llm_req_prediction(al_llm_rq_t *rq)
+{
+    size_t                  i;
+    const al_str_t         *m;
+    const al_llm_jfield_t  *f;
+    const al_llm_client_t  *lc;
+
+    f = &rq->b->f[AL_LLM_F_PREDICTION];
+
+    if (f->type == AL_LLM_JT_NONE) {
+        return 0;
+    }
+
+    if (rq->ep != AL_LLM_EP_CHAT) {
+        for (i = 0; i < rq->llm->nallow_members; i++) {
+            m = &rq->llm->allow_members[i];
+
+            if (m->len == sizeof("prediction") - 1
+                && memcmp(m->data, "prediction", m->len) == 0)
+            {
+                break;
+            }
+        }
+
+        if (i == rq->llm->nallow_members) {
+            rq->req->reason = AL_REASON_BODY;
+
+            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                               "\"prediction\" is not accepted on %s: only "
+                               "the request members the providers document "
+                               "there pass; allow_members of llm \"%s\" "
+                               "adds one", al_llm_endpoint_name(rq->ep),
+                               rq->llm->name.data);
+        }
+    }
+
+    lc = rq->lc;
+
+    if (f->type == AL_LLM_JT_NULL
+        || lc == NULL
+        || (lc->tokens_per_minute == 0 && lc->tokens_per_day == 0
+            && !al_llm_client_priced(lc)))
+    {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"prediction\" is not accepted for a client with a "
+                       "budget: the predicted tokens the answer does not "
+                       "use are billed as output past the call's cap");
 }
 
 

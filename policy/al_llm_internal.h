@@ -220,8 +220,9 @@ enum {
     AL_LLM_F_EXTRA_BODY,                /* LiteLLM's: merged into what */
     AL_LLM_F_EXTRA_HEADERS,             /*   the provider gets: */
     AL_LLM_F_HEADERS,                   /*   refused */
+    AL_LLM_F_PREDICTION,                /* Predicted Outputs */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 36                   /* room for other specs */
+    AL_LLM_F_MAX = 37                   /* room for other specs */
 };
 
 typedef struct {

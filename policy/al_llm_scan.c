@@ -187,7 +187,7 @@ static const char *const  al_llm_scan_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", NULL
+    "headers", "prediction", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -281,7 +281,6 @@ const al_llm_member_t  al_llm_scan_members[] = {
     { AL_LLM_SCAN_STR("verbosity"), AL_LLM_M_CHAT },
     { AL_LLM_SCAN_STR("dimensions"), AL_LLM_M_EMBEDDINGS },
     { AL_LLM_SCAN_STR("logit_bias"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
-    { AL_LLM_SCAN_STR("prediction"), AL_LLM_M_CHAT },
     { AL_LLM_SCAN_STR("truncation"), AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("temperature"),
       AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_RESPONSES
@@ -318,8 +317,8 @@ const al_llm_member_t  al_llm_scan_members[] = {
 };
 
 const unsigned char  al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2] = {
-    0, 0, 0, 0, 0, 5, 10, 13, 14, 17, 21, 25, 27, 30, 32, 34, 36, 39, 41, 43,
-    44, 45, 45, 46
+    0, 0, 0, 0, 0, 5, 10, 13, 14, 17, 21, 24, 26, 29, 31, 33, 35, 38, 40, 42,
+    43, 44, 44, 45
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
@@ -2141,7 +2140,11 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_BACKGROUND;
         }
 
-        return al_llm_scan_is(name, "extra_body") ? AL_LLM_F_EXTRA_BODY : -1;
+        if (al_llm_scan_is(name, "extra_body")) {
+            return AL_LLM_F_EXTRA_BODY;
+        }
+
+        return al_llm_scan_is(name, "prediction") ? AL_LLM_F_PREDICTION : -1;
 
     case 11:
         if (al_llm_scan_is(name, "mcp_servers")) {
@@ -2378,6 +2381,7 @@ al_llm_member_refused(const char *name, size_t len)
         return "the gateway refuses it in every request: routers read it "
                "as other models, URLs, keys or headers";
 
+    case AL_LLM_F_PREDICTION:           /* chat's; its check reads the list */
     case -1:
         break;
 

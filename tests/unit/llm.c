@@ -56,6 +56,7 @@ static void test_case_fold(void);
 static void test_service_tier(void);
 static void test_provider_routing(void);
 static void test_background(void);
+static void test_prediction(void);
 static void test_user_config(void);
 static void test_api_base(void);
 static void test_merged(void);
@@ -199,6 +200,7 @@ main(void)
     test_service_tier();
     test_provider_routing();
     test_background();
+    test_prediction();
     test_user_config();
     test_api_base();
     test_merged();
@@ -3320,6 +3322,85 @@ test_background(void)
 }
 
 
+/*
+ * OpenAI's "prediction" (Predicted Outputs): the prediction's tokens the
+ * answer does not use are billed as output past the cap; a client with a
+ * token or dollar budget may not send one.
+ */
+
+static void
+test_prediction(void)
+{
+    al_llm_t         listed;
+    al_llm_client_t  tpm, priced;
+    static al_str_t  name = S("prediction");
+
+    memset(&tpm, 0, sizeof(tpm));
+    tpm.client = &c_tools;
+    tpm.tokens_per_minute = 100000;
+
+    memset(&priced, 0, sizeof(priced));
+    priced.client = &c_tools;
+    priced.cost_per_day = 1000000000000ULL;
+
+    req(&oai, &tpm, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":1,\"prediction\":"
+        "{\"type\":\"content\",\"content\":\"x = 1;\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"prediction\"")
+           && has(rq.detail, "budget"),
+           "prediction refused for a token budget");
+
+    req(&compat, &priced, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"prediction\":{\"type\":\"content\","
+        "\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "prediction refused for a dollar budget");
+
+    req(&oai, &tpm, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"prediction\":\"x\"}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "a prediction of any type refused");
+
+    req(&oai, &tpm, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"pr\\u0065diction\":{\"type\":"
+        "\"content\",\"content\":\"x\"}}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "an escaped prediction refused");
+
+    req(&oai, &tpm, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"Prediction\":{}}");
+    tap_ok(refused_case("\"prediction\""), "Prediction refused");
+
+    req(&oai, &tpm, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"prediction\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "prediction null passes");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"prediction\":{\"type\":\"content\","
+        "\"content\":\"x\"}}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "no budget: prediction passes");
+
+    /* a chat member: elsewhere only as allow_members names it */
+
+    req(&bare, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"prediction\":null}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"prediction\"")
+           && has(rq.detail, "allow_members"),
+           "prediction refused on responses");
+
+    listed = bare;
+    listed.allow_members = &name;
+    listed.nallow_members = 1;
+
+    req(&listed, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"prediction\":{}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "... passes there as allow_members names it");
+
+    req(&listed, &tpm, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"prediction\":{}}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "... but not for a budget");
+}
+
+
 /* LiteLLM's "user_config": a router of the client's for the call */
 
 static void
@@ -3586,9 +3667,12 @@ test_members(void)
                "members: ... and no other");
     }
 
-    /* the documented members of each endpoint pass */
+    /*
+     * The documented members of each endpoint pass (chat's for a client
+     * without a budget: with one, "prediction" is refused)
+     */
 
-    req(&bare, AGENT, AL_LLM_EP_CHAT,
+    req(&bare, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"messages\":[],\"temperature\":0.5,"
         "\"top_p\":1,\"top_k\":40,\"min_p\":0.1,\"repetition_penalty\":1.1,"
         "\"seed\":1,\"stop\":[\"x\"],\"user\":\"u\",\"response_format\":"
