@@ -512,6 +512,9 @@ ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    /* the header filter must not take that id for the provider's */
+    ctx->own_answer = 1;
+
     r->err_status = 0;
 
     rc = ngx_http_airlock_send_json(r, status, b);

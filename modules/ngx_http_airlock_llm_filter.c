@@ -186,7 +186,14 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         return NGX_ERROR;
     }
 
-    if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
+    /*
+     * An answer the gateway makes after the provider's failed (no
+     * fallback) has its own id already: it is not the provider's
+     */
+
+    if (!ctx->own_answer
+        && ngx_http_airlock_llm_request_id_header(r) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -414,17 +421,14 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
 /*
  * x-request-id: the gateway's request id, as in the usage line, on every
  * answer.  The provider's own x-request-id goes on as
- * x-provider-request-id.  Once: an answer the gateway makes after the
- * provider's failed (no fallback) has its id already, and passes the
- * header filter, which must not take it for the provider's; the gateway's
- * own is the header whose value is the id's own bytes.
+ * x-provider-request-id.
  */
 
 ngx_int_t
 ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
 {
     ngx_str_t         id;
-    ngx_uint_t        i, own;
+    ngx_uint_t        i;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
@@ -432,7 +436,6 @@ ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
         return NGX_OK;
     }
 
-    own = 0;
     part = &r->headers_out.headers.part;
     h = part->elts;
 
@@ -457,16 +460,7 @@ ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
             continue;
         }
 
-        if (h[i].value.data == id.data && h[i].value.len == id.len) {
-            own = 1;
-            continue;
-        }
-
         ngx_str_set(&h[i].key, "x-provider-request-id");
-    }
-
-    if (own) {
-        return NGX_OK;
     }
 
     h = ngx_list_push(&r->headers_out.headers);

@@ -184,6 +184,10 @@ typedef struct {
     unsigned                         swapped:1;    /* r->unparsed_uri is
                                                    uri */
     unsigned                         target_valid:1;
+    unsigned                         own_answer:1; /* the answer is the
+                                                   gateway's, its
+                                                   x-request-id set
+                                                   (no fallback) */
 } ngx_http_airlock_llm_ctx_t;
 
 
