@@ -85,6 +85,11 @@ static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
 static int al_llm_req_provider(al_llm_rq_t *rq);
 static int al_llm_req_background(al_llm_rq_t *rq);
 static int al_llm_req_prediction(al_llm_rq_t *rq);
+static int al_llm_req_prompt(al_llm_rq_t *rq, const al_llm_jfield_t *f,
+    uint64_t *batch);
+static int al_llm_req_listed_on(al_llm_rq_t *rq, const char *name,
+    al_llm_endpoint_t ep);
+static uint64_t al_llm_prompt_batch(const unsigned char *p, size_t len);
 static int al_llm_req_unlisted(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
@@ -1156,13 +1161,23 @@ al_llm_req_count(al_llm_rq_t *rq, unsigned id, const char *name,
 /*
  * The output cap times the answers made: "n", or "best_of" when larger
  * (completions: the provider makes best_of answers, returns n and
- * charges for all of them; vLLM takes it on chat too).
+ * charges for all of them; vLLM takes it on chat too); on completions,
+ * times the prompts of a batch as well (al_llm_req_prompt()).
  */
 
 static int
 al_llm_req_n(al_llm_rq_t *rq)
 {
-    int64_t  n, best;
+    int64_t                 n, best;
+    uint64_t                times;
+    const al_llm_jfield_t  *f;
+
+    times = 1;
+    f = &rq->b->f[AL_LLM_F_PROMPT];
+
+    if (f->type != AL_LLM_JT_NONE && al_llm_req_prompt(rq, f, &times) != 0) {
+        return -1;
+    }
 
     if (rq->ep != AL_LLM_EP_CHAT && rq->ep != AL_LLM_EP_COMPLETIONS) {
         return 0;
@@ -1178,20 +1193,124 @@ al_llm_req_n(al_llm_rq_t *rq)
         n = best;
     }
 
-    if (n == 0) {
+    if (n > 1) {
+        times = (times > UINT64_MAX / (uint64_t) n) ? UINT64_MAX
+                                                    : times * (uint64_t) n;
+    }
+
+    if (times == 1) {
         return 0;
     }
 
     /* saturated: a product that wrapped would reserve next to nothing */
 
-    if (rq->req->max_output > UINT64_MAX / (uint64_t) n) {
+    if (rq->req->max_output > UINT64_MAX / times) {
         rq->req->max_output = UINT64_MAX;
 
     } else {
-        rq->req->max_output *= (uint64_t) n;
+        rq->req->max_output *= times;
     }
 
     return 0;
+}
+
+
+/*
+ * "prompt", a completions member (the Responses API's names a stored
+ * prompt, which brings its own model and tools): elsewhere it passes
+ * only as the entry's allow_members names it, as a member of
+ * al_llm_scan_members[] would.  On completions, a list of strings or of
+ * token lists is a batch, each prompt answered: *batch is how many.
+ */
+
+static int
+al_llm_req_prompt(al_llm_rq_t *rq, const al_llm_jfield_t *f,
+    uint64_t *batch)
+{
+    if (rq->ep != AL_LLM_EP_COMPLETIONS) {
+        return al_llm_req_listed_on(rq, "prompt", AL_LLM_EP_COMPLETIONS);
+    }
+
+    if (f->type == AL_LLM_JT_ARRAY) {
+        *batch = al_llm_prompt_batch(rq->body + f->at, f->len);
+    }
+
+    return 0;
+}
+
+
+/*
+ * The prompts of a completions "prompt" list the scan accepted (its raw
+ * span, brackets included): its elements when one is a string or a list
+ * (a batch), else 1 (token ids, one prompt).  A walk with no tree: a
+ * batch of token lists may be the whole body.
+ */
+
+static uint64_t
+al_llm_prompt_batch(const unsigned char *p, size_t len)
+{
+    size_t    i;
+    unsigned  depth, str, esc, next, batch;
+    uint64_t  n;
+
+    n = 0;
+    depth = 0;
+    str = 0;
+    esc = 0;
+    next = 0;
+    batch = 0;
+
+    for (i = 0; i < len; i++) {
+
+        if (str) {
+            if (esc) {
+                esc = 0;
+
+            } else if (p[i] == '\\') {
+                esc = 1;
+
+            } else if (p[i] == '"') {
+                str = 0;
+            }
+
+            continue;
+        }
+
+        if (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r') {
+            continue;
+        }
+
+        if (depth == 1 && next && p[i] != ']') {
+            /* an element starts */
+            n++;
+            next = 0;
+            batch |= (p[i] == '"' || p[i] == '[');
+        }
+
+        switch (p[i]) {
+
+        case '"':
+            str = 1;
+            break;
+
+        case '[':
+        case '{':
+            depth++;
+            next = (depth == 1);
+            break;
+
+        case ']':
+        case '}':
+            depth--;
+            break;
+
+        case ',':
+            next = (depth == 1);
+            break;
+        }
+    }
+
+    return (batch && n > 1) ? n : 1;
 }
 
 
@@ -1532,23 +1651,20 @@ al_llm_req_background(al_llm_rq_t *rq)
 
 
 /*
- * OpenAI's "prediction" (Predicted Outputs), a chat member (elsewhere it
- * passes only as the entry's allow_members names it, as a member the
- * gateway does not read).  The prediction's tokens the answer does not
- * use are billed as completion tokens on top of what it writes, past
+ * OpenAI's "prediction" (Predicted Outputs), a chat member: elsewhere it
+ * passes only as the entry's allow_members names it, as a member of
+ * al_llm_scan_members[] would.  The prediction's tokens the answer does
+ * not use are billed as completion tokens on top of what it writes, past
  * max_tokens (the API takes no max_completion_tokens beside it), and the
  * prediction is no prompt text the estimate counts: the reservation does
  * not cover them, and calls admitted together could take a budget past
  * its limit by the length of their predictions.  Refused for a client
- * with a token or dollar budget; null passes.  Read only when the member
- * is there.
+ * with a token or dollar budget; null passes.
  */
 
 static int
 al_llm_req_prediction(al_llm_rq_t *rq)
 {
-    size_t                  i;
-    const al_str_t         *m;
     const al_llm_jfield_t  *f;
     const al_llm_client_t  *lc;
 
@@ -1558,27 +1674,10 @@ al_llm_req_prediction(al_llm_rq_t *rq)
         return 0;
     }
 
-    if (rq->ep != AL_LLM_EP_CHAT) {
-        for (i = 0; i < rq->llm->nallow_members; i++) {
-            m = &rq->llm->allow_members[i];
-
-            if (m->len == sizeof("prediction") - 1
-                && memcmp(m->data, "prediction", m->len) == 0)
-            {
-                break;
-            }
-        }
-
-        if (i == rq->llm->nallow_members) {
-            rq->req->reason = AL_REASON_BODY;
-
-            return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                               "\"prediction\" is not accepted on %s: only "
-                               "the request members the providers document "
-                               "there pass; allow_members of llm \"%s\" "
-                               "adds one", al_llm_endpoint_name(rq->ep),
-                               rq->llm->name.data);
-        }
+    if (rq->ep != AL_LLM_EP_CHAT
+        && al_llm_req_listed_on(rq, "prediction", AL_LLM_EP_CHAT) != 0)
+    {
+        return -1;
     }
 
     lc = rq->lc;
@@ -1597,6 +1696,43 @@ al_llm_req_prediction(al_llm_rq_t *rq)
                        "\"prediction\" is not accepted for a client with a "
                        "budget: the predicted tokens the answer does not "
                        "use are billed as output past the call's cap");
+}
+
+
+/*
+ * A member the gateway reads that the providers document on endpoint ep
+ * alone, sent to another: it passes only as the entry's allow_members
+ * names it.  0, or -1 with the refusal.
+ */
+
+static int
+al_llm_req_listed_on(al_llm_rq_t *rq, const char *name,
+    al_llm_endpoint_t ep)
+{
+    size_t           i, len;
+    const al_str_t  *m;
+
+    if (rq->ep == ep) {
+        return 0;
+    }
+
+    len = strlen(name);
+
+    for (i = 0; i < rq->llm->nallow_members; i++) {
+        m = &rq->llm->allow_members[i];
+
+        if (m->len == len && memcmp(m->data, name, len) == 0) {
+            return 0;
+        }
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"%s\" is not accepted on %s: only the request "
+                       "members the providers document there pass; "
+                       "allow_members of llm \"%s\" adds one", name,
+                       al_llm_endpoint_name(rq->ep), rq->llm->name.data);
 }
 
 

@@ -221,8 +221,9 @@ enum {
     AL_LLM_F_EXTRA_HEADERS,             /*   the provider gets: */
     AL_LLM_F_HEADERS,                   /*   refused */
     AL_LLM_F_PREDICTION,                /* Predicted Outputs */
+    AL_LLM_F_PROMPT,                    /* completions: one, or a batch */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 37                   /* room for other specs */
+    AL_LLM_F_MAX = 38                   /* room for other specs */
 };
 
 typedef struct {

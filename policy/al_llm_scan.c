@@ -187,7 +187,7 @@ static const char *const  al_llm_scan_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", NULL
+    "headers", "prediction", "prompt", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -268,7 +268,6 @@ const al_llm_member_t  al_llm_scan_members[] = {
     { AL_LLM_SCAN_STR("top_p"),
       AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_RESPONSES
       | AL_LLM_M_MESSAGES },
-    { AL_LLM_SCAN_STR("prompt"), AL_LLM_M_COMPLETIONS },
     { AL_LLM_SCAN_STR("suffix"), AL_LLM_M_COMPLETIONS },
     { AL_LLM_SCAN_STR("system"), AL_LLM_M_MESSAGES },
     { AL_LLM_SCAN_STR("include"), AL_LLM_M_RESPONSES },
@@ -317,8 +316,8 @@ const al_llm_member_t  al_llm_scan_members[] = {
 };
 
 const unsigned char  al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2] = {
-    0, 0, 0, 0, 0, 5, 10, 13, 14, 17, 21, 24, 26, 29, 31, 33, 35, 38, 40, 42,
-    43, 44, 44, 45
+    0, 0, 0, 0, 0, 5, 10, 12, 13, 16, 20, 23, 25, 28, 30, 32, 34, 37, 39, 41,
+    42, 43, 43, 44
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
@@ -2084,8 +2083,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_MODELS;
         }
 
-        *prompt = al_llm_scan_is(name, "prompt")
-                  || al_llm_scan_is(name, "system");
+        if (al_llm_scan_is(name, "prompt")) {
+            *prompt = 1;
+            return AL_LLM_F_PROMPT;
+        }
+
+        *prompt = al_llm_scan_is(name, "system");
         return -1;
 
     case 7:
@@ -2381,7 +2384,8 @@ al_llm_member_refused(const char *name, size_t len)
         return "the gateway refuses it in every request: routers read it "
                "as other models, URLs, keys or headers";
 
-    case AL_LLM_F_PREDICTION:           /* chat's; its check reads the list */
+    case AL_LLM_F_PREDICTION:           /* one endpoint's; their checks */
+    case AL_LLM_F_PROMPT:               /*   read the list elsewhere */
     case -1:
         break;
 

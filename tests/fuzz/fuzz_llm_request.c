@@ -19,7 +19,8 @@
  *     and needs no rewrite (the rewrite is a fixed point);
  *   - al_llm_request_with() decides the same and writes the same bytes
  *     into its caller's memory;
- *   - max_output never exceeds the client's cap times n when clamping;
+ *   - max_output never exceeds the client's cap times n when clamping
+ *     (but on completions, where a batch of prompts multiplies it too);
  *   - an allowed route has a URI under the upstream's base path;
  *   - the body scanner's loop (al_llm_json_scan()) fills what its
  *     recursive scan (al_llm_json_scan_strict()) fills and refuses what
@@ -61,7 +62,7 @@ static const char *const  fz_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", NULL
+    "headers", "prediction", "prompt", NULL
 };
 static const char *const  fz_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  fz_request_spec = {
@@ -211,8 +212,8 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     }
 
     if (lc != NULL && lc->max_tokens != 0 && lc->clamp
-        && req.max_output > lc->max_tokens * AL_LLM_N_MAX
-        && req.max_output != AL_LLM_COMPLETIONS_DEFAULT * AL_LLM_N_MAX)
+        && ep != AL_LLM_EP_COMPLETIONS
+        && req.max_output > lc->max_tokens * AL_LLM_N_MAX)
     {
         abort();
     }

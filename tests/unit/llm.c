@@ -531,6 +531,49 @@ test_caps(void)
         "{\"model\":\"gpt-4o\",\"max_tokens\":800,\"n\":3,\"best_of\":2}");
     tap_is_int((long) rq.max_output, 2400, "n over best_of: n counts");
 
+    /* completions: a batch of prompts has each answered */
+
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":[\"a\", \"b,]\\\"\" ,\"c\"],"
+        "\"max_tokens\":800}");
+    tap_is_int((long) rq.max_output, 2400,
+               "a batch of 3 prompts multiplies max_output");
+
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":[[1,2],[3],[4,[5]],[]],"
+        "\"max_tokens\":800,\"best_of\":2}");
+    tap_is_int((long) rq.max_output, 6400,
+               "a batch of 4 token lists, best_of 2: times 8");
+
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":[1,2,3,4],\"max_tokens\":800}");
+    tap_is_int((long) rq.max_output, 800, "token ids are one prompt");
+
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":[ ],\"max_tokens\":800}");
+    tap_is_int((long) rq.max_output, 800, "an empty list: one");
+
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"pr\\u006fmpt\":[\"a\",\"b\"],"
+        "\"max_tokens\":800}");
+    tap_is_int((long) rq.max_output, 1600, "an escaped prompt key counts");
+
+    req(&bare, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"prompt\":[\"a\",\"b\"]}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"prompt\"")
+           && has(rq.detail, "allow_members"),
+           "prompt is a completions member: refused on chat");
+
+    req(&bare, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"pmpt_1\"}}");
+    tap_is_int(rq.reason, AL_REASON_BODY,
+               "... and on responses (a stored prompt)");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"prompt\":\"y\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "... but where allow_members names it");
+
     req(&compat, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"max_tokens\":800,\"n\":2,\"best_of\":4}");
     tap_is_int((long) rq.max_output, 3200, "best_of over n: best_of counts");

@@ -27,7 +27,7 @@ static const char *const  ut_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", NULL
+    "headers", "prediction", "prompt", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -519,8 +519,8 @@ main(void)
 
     /*
      * The gateway's own names: on every endpoint, never listed; but
-     * "prediction", chat's, whose check lets allow_members add it
-     * elsewhere
+     * "prediction", chat's, and "prompt", completions', whose checks
+     * let allow_members add them elsewhere
      */
 
     bad = 0;
@@ -531,7 +531,8 @@ main(void)
                 | AL_LLM_M_RESPONSES | AL_LLM_M_MESSAGES)
             || (al_llm_member_refused(ut_fields[i], strlen(ut_fields[i]))
                 == NULL)
-               != (strcmp(ut_fields[i], "prediction") == 0))
+               != (strcmp(ut_fields[i], "prediction") == 0
+                   || strcmp(ut_fields[i], "prompt") == 0))
         {
             tap_diag("field ", ut_fields[i]);
             bad++;
