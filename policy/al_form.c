@@ -55,6 +55,7 @@
 #define AL_FORM_QUOTED     2            /* backslash escapes */
 #define AL_FORM_RFC2231    4            /* name*= or name*0: no value read */
 #define AL_FORM_ESCAPED    8            /* quoted, with a backslash */
+#define AL_FORM_TAIL       16           /* the tail of the last token read */
 
 /* a byte some reader trims from a media type (al_form_kind()) */
 #define al_form_blank(c)                                                      \
@@ -76,7 +77,7 @@ static int al_form_multipart(const unsigned char *p, size_t len,
 static size_t al_form_find(const unsigned char *p, size_t len, size_t i,
     const char *word, size_t n);
 static void al_form_param(const unsigned char *p, size_t len, size_t i,
-    const unsigned char **v, size_t *vlen, unsigned *flags);
+    const unsigned char **v, size_t *vlen, unsigned *flags, size_t *tail);
 static unsigned al_form_char(const unsigned char *p, size_t len, size_t *i,
     unsigned flags);
 static int al_form_is_method(const unsigned char *p, size_t len,
@@ -218,7 +219,7 @@ al_form_charset(const char *ctype, size_t len)
 
     for (i = 0; (i = al_form_find(p, len, i, "charset", 7)) < len; i++) {
 
-        al_form_param(p, len, i + 7, &v, &vlen, &flags);
+        al_form_param(p, len, i + 7, &v, &vlen, &flags, NULL);
 
         if (flags & (AL_FORM_RFC2231 | AL_FORM_ESCAPED)) {
             return 0;
@@ -289,18 +290,31 @@ al_form_urlencoded(const unsigned char *p, size_t len)
  * The scan goes on right after each "name", not after its value: a
  * quoted value that another parser ends elsewhere cannot hide a name
  * inside it.
+ *
+ * So values overlap ("name=name=name=..." is as many tokens, each to the
+ * end of the body), and reading each to its end made the scan quadratic:
+ * a 64 KiB body held an nginx worker for a second and a half, 1 MiB for
+ * minutes.  A token that begins inside the last token read is its tail
+ * (al_form_param()): its end is that one's, and an encoded word in it
+ * would have been found in the whole (a tail begins right after an '=',
+ * which no "%XX" holds, so it decodes as that part of the whole does).
+ * Quoted values never overlap (the quote that opens one after "name="
+ * closes any value it is in), so each byte is read a bounded number of
+ * times.
  */
 
 static int
 al_form_multipart(const unsigned char *p, size_t len, const char **why)
 {
-    size_t                i, vlen;
+    size_t                i, vlen, tail;
     unsigned              flags;
     const unsigned char  *v;
 
+    tail = 0;
+
     for (i = 0; (i = al_form_find(p, len, i, "name", 4)) < len; i++) {
 
-        al_form_param(p, len, i + 4, &v, &vlen, &flags);
+        al_form_param(p, len, i + 4, &v, &vlen, &flags, &tail);
 
         if (flags & AL_FORM_RFC2231) {
             *why = "multipart name in RFC 2231 form (name*=, name*0=)";
@@ -311,7 +325,9 @@ al_form_multipart(const unsigned char *p, size_t len, const char **why)
             continue;
         }
 
-        if (al_form_encoded_word(v, vlen, flags)) {
+        if (!(flags & AL_FORM_TAIL)
+            && al_form_encoded_word(v, vlen, flags))
+        {
             *why = "multipart name with an RFC 2047 encoded word (=?...?=)";
             return 1;
         }
@@ -360,11 +376,16 @@ al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
  * 2231: name*0=..., name*=utf-8''...), told by AL_FORM_RFC2231 in
  * *flags.  A quoted value has AL_FORM_QUOTED, and AL_FORM_ESCAPED too
  * when it has a backslash.
+ *
+ * tail (NULL: not kept) is where the last token value read ended, 0
+ * before the first.  Values are read in the order they begin, so a token
+ * that begins before it begins inside that one, with no byte that ends a
+ * token between: it ends there too, and is told by AL_FORM_TAIL.
  */
 
 static void
 al_form_param(const unsigned char *p, size_t len, size_t i,
-    const unsigned char **v, size_t *vlen, unsigned *flags)
+    const unsigned char **v, size_t *vlen, unsigned *flags, size_t *tail)
 {
     size_t  start;
 
@@ -416,10 +437,20 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
     } else {
         start = i;
 
-        while (i < len && p[i] != ';' && p[i] != ',' && p[i] != '"'
-               && !al_form_blank(p[i]))
-        {
-            i++;
+        if (tail != NULL && i < *tail) {
+            i = *tail;
+            *flags = AL_FORM_TAIL;
+
+        } else {
+            while (i < len && p[i] != ';' && p[i] != ',' && p[i] != '"'
+                   && !al_form_blank(p[i]))
+            {
+                i++;
+            }
+
+            if (tail != NULL) {
+                *tail = i;
+            }
         }
     }
 

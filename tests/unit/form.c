@@ -4,9 +4,11 @@
  * it on every route with a body.
  */
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "airlock.h"
 #include "tap.h"
@@ -70,6 +72,8 @@ static void refuse(const char *ctype, const char *s, const char *name);
 static void pass(const char *ctype, const char *s, const char *name);
 static void test_urlencoded(void);
 static void test_multipart(void);
+static void test_overlap(void);
+static void overlap_alarm(int signo);
 static void test_types(void);
 static void test_charsets(void);
 static al_reason_t body(const al_route_t *route, const char *ctype,
@@ -86,6 +90,7 @@ main(void)
 {
     test_urlencoded();
     test_multipart();
+    test_overlap();
     test_types();
     test_charsets();
     test_routes();
@@ -248,6 +253,74 @@ test_multipart(void)
          "multipart: filename* is a file name (not the field's)");
     pass(MP, PART("name=\"a\"; filename=\"=?utf-8?B?Y2Fmw6k=?=\""),
          "multipart: an encoded-word filename too (.NET sends one)");
+}
+
+
+/*
+ * Values that overlap: "name=name=..." is as many names, each a token to
+ * the end of the body.  Read whole for each name, 64 KiB of it held an
+ * nginx worker for over a second, 1 MiB for minutes.  The alarm is a
+ * safety net: at 1 MiB a linear scan takes milliseconds, the quadratic
+ * one several minutes, and the alarm ends the test as a failure.
+ */
+
+static void
+test_overlap(void)
+{
+    char    *s;
+    size_t   i, n;
+
+    n = 1024 * 1024;
+
+    s = malloc(n + sizeof("_method"));
+    if (!tap_ok(s != NULL, "overlap: memory")) {
+        return;
+    }
+
+    for (i = 0; i + 5 <= n; i += 5) {
+        memcpy(s + i, "name=", 5);
+    }
+
+    n = i;
+
+    (void) signal(SIGALRM, overlap_alarm);
+    alarm(10);
+
+    tap_ok(check_len(MP, s, n) == 0, "overlap: 1 MiB of name=name=... "
+           "passes, read in linear time");
+
+    memcpy(s + n, "_method", 7);
+    tap_ok(check_len(MP, s, n + 7) == -1 && strstr(why, "_method") != NULL,
+           "overlap: ... ending in name=_method is refused");
+
+    memcpy(s + 5, "=?", 2);
+    tap_ok(check_len(MP, s, n) == -1 && strstr(why, "RFC 2047") != NULL,
+           "overlap: ... with an encoded word in the first is refused");
+
+    memcpy(s + 5, "\"=?", 3);
+    tap_ok(check_len(MP, s, n) == -1 && strstr(why, "RFC 2047") != NULL,
+           "overlap: ... or in a quoted value among them");
+
+    alarm(0);
+
+    free(s);
+}
+
+
+static void
+overlap_alarm(int signo)
+{
+    ssize_t  n;
+
+    static const char  msg[] = "not ok - overlap: the multipart scan did "
+                               "not end in 10 s (quadratic)\n";
+
+    (void) signo;
+
+    n = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+    (void) n;
+
+    _exit(1);
 }
 
 
