@@ -68,11 +68,13 @@ size_t al_edit_distance(const char *a, size_t alen, const char *b,
  * ASP.NET upstreams bind keys by, the last one winning: al_folds_to() is
  * 1 when key and name are the same but for ASCII case, the Kelvin sign
  * (U+212A) for k, the long s (U+017F) for s, or the dotted capital I
- * (U+0130) or dotless i (U+0131) for i.  Each of those is 1 to 3 bytes for
- * one letter, so key is nlen to 3 * nlen bytes long when it folds to
- * name.  al_fold_plain() is 1 when folding leaves s as it is (no ASCII
- * capital, no lead byte of those letters): such a key folds to a lower
- * case ASCII name only when it is that name.
+ * (U+0130) or dotless i (U+0131) for i, and with any character outside
+ * ASCII where the other has one (Go folds those by Unicode case, never
+ * to ASCII).  Each of those is 1 to 3 bytes for one ASCII letter, so key
+ * is nlen to 3 * nlen bytes long when it folds to an ASCII name.
+ * al_fold_plain() is 1 when s has no ASCII capital and no lead byte of
+ * those letters: such a key folds to a lower case ASCII name only when
+ * it is that name.
  */
 int al_folds_to(const char *key, size_t klen, const char *name,
     size_t nlen);

@@ -357,13 +357,19 @@ al_fold_plain(const char *s, size_t len)
  * letters outside ASCII that Go's encoding/json folds to ASCII ones
  * (upper case of lower case): the Kelvin sign (U+212A) to 'k', the long
  * s (U+017F) to 's', the dotted capital I (U+0130) and the dotless i
- * (U+0131) to 'i'; other bytes stand for themselves.  Returns where the
- * next character starts.
+ * (U+0131) to 'i'.  Go folds every other letter by Unicode's case
+ * orbits too ("É" and "é", "ẞ" and "ß", of other lengths in UTF-8), and
+ * none of them to ASCII: so every other character outside ASCII, its
+ * whole UTF-8 sequence, folds to one and the same 0x80, and a name
+ * outside ASCII is matched in any case (and, more than Go would, with
+ * any other such character in the place of one).  Other bytes stand for
+ * themselves.  Returns where the next character starts.
  */
 
 static size_t
 al_fold(const char *s, size_t len, size_t i, unsigned char *c)
 {
+    size_t                n, k;
     const unsigned char  *p;
 
     p = (const unsigned char *) s + i;
@@ -381,6 +387,17 @@ al_fold(const char *s, size_t len, size_t i, unsigned char *c)
     if (len - i >= 2 && p[0] == 0xc4 && (p[1] == 0xb0 || p[1] == 0xb1)) {
         *c = 'i';
         return i + 2;
+    }
+
+    if (p[0] >= 0xc0) {
+        n = (p[0] >= 0xf0) ? 4 : (p[0] >= 0xe0) ? 3 : 2;
+
+        for (k = 1; k < n && i + k < len && (p[k] & 0xc0) == 0x80; k++) {
+            /* void */
+        }
+
+        *c = 0x80;
+        return i + k;
     }
 
     *c = (p[0] >= 'A' && p[0] <= 'Z') ? (unsigned char) (p[0] | 0x20) : p[0];

@@ -82,12 +82,14 @@ static al_json_rule_t  any_object = {
 
 static al_json_rule_t  kelvin_members[] = {
     { .name = S("key"), .type = AL_JSON_ANY },
-    { .name = S("case"), .type = AL_JSON_ANY }
+    { .name = S("case"), .type = AL_JSON_ANY },
+    { .name = S("ann\xc3\xa9" "e"), .type = AL_JSON_ANY },  /* année */
+    { .name = S("gr\xc3\xb6\xc3\x9f" "e"), .type = AL_JSON_ANY }  /* größe */
 };
 
 static al_json_rule_t  any_kelvin = {
     .name = S(""), .type = AL_JSON_OBJECT, .additional = 1,
-    .members = kelvin_members, .nmembers = 2
+    .members = kelvin_members, .nmembers = 4
 };
 
 
@@ -355,6 +357,18 @@ test_nested(void)
     refuse(&any_kelvin, "{\"ca\\u017Fe\":1}", (size_t) -1,
            "field \"*\" differs from \"case\" only by case",
            "additional=1: the long s folds to s");
+    refuse(&any_kelvin, "{\"ann\xc3\xa9" "e\":1,\"ANN\\u00C9E\":2}",
+           (size_t) -1, "field \"ANN*E\" differs from \"ann*e\" only by case",
+           "additional=1: a listed name outside ASCII in upper case (Go "
+           "folds U+00C9 to U+00E9)");
+    refuse(&any_kelvin, "{\"gr\xc3\xb6\xc3\x9f" "e\":1,"
+           "\"GR\xc3\x96\xe1\xba\x9e" "E\":2}", (size_t) -1,
+           "field \"GR*E\" differs from \"gr*e\" only by case",
+           "additional=1: ... letters of other lengths in UTF-8 (U+00DF and "
+           "U+1E9E)");
+    pass(&any_kelvin, "{\"annee\":1,\"gr\xc3\xb6sse\":2,"
+         "\"ann\xc3\xa9" "es\":3}", (size_t) -1,
+         "additional=1: other ASCII letters, or longer, are other keys");
     pass(&doc, "{\"user\":{\"name\":\"a\"},\"meta\":{\"id\":1,\"idx\":2}}",
          (size_t) -1, "additional=1: a longer key is another key");
     refuse(&any_object, "{\"x\":1,\"_method\":\"DELETE\"}", (size_t) -1,
