@@ -41,6 +41,14 @@
  * one an attempt has sent may have reached the sink though the attempt
  * failed (the connection closed, or the time ran out, before the
  * answer); a sink that saw its id already would drop the counts added.
+ *
+ * A fold rewrites the entry's file at once, and the group's window that
+ * made the folded alert is saved with the journal offset only after it:
+ * a crash in between makes the same folded alert again after the
+ * restart.  So the file says the latest alert folded into it
+ * ("merged"), and a folded alert of the same group not later than that
+ * one is taken as folded already, neither counted as dropped nor
+ * queued on its own.
  */
 
 #include <dirent.h>
@@ -68,6 +76,9 @@ static int ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q,
 static int ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q,
     const ad_alert_t *a);
 static int ad_same_group(const ad_alert_t *a, const ad_alert_t *b);
+static int ad_folded_seq(const char *id, unsigned long *seq);
+static ad_entry_t *ad_outbox_folded_in(ad_outbox_t *ob, const char *key,
+    const ad_alert_t *a);
 static ad_sinkq_t *ad_sinkq_get(ad_outbox_t *ob, const char *key,
     al_sink_kind_t kind, const char *url, int create);
 static int ad_entry_cmp(const void *a, const void *b);
@@ -205,7 +216,7 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     int            version;
     char          *buf;
     size_t         len;
-    json_t        *o, *alert, *first;
+    json_t        *o, *alert, *first, *merged;
     json_int_t     queued, seq;
     ad_entry_t    *e;
     const char    *kind, *url;
@@ -250,6 +261,17 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
         return -1;
     }
 
+    /* "merged" came later too: the latest alert folded into this one */
+    merged = json_object_get(o, "merged");
+    if (merged != NULL
+        && (!json_is_string(merged)
+            || json_string_length(merged) > AD_FID_MAX))
+    {
+        (void) snprintf(why, whysize, "\"merged\" is not an alert id");
+        json_decref(o);
+        return -1;
+    }
+
     e = calloc(1, sizeof(ad_entry_t));
     if (e == NULL) {
         (void) snprintf(why, whysize, "out of memory");
@@ -258,6 +280,11 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     }
 
     e->first = json_is_true(first);
+
+    if (merged != NULL) {
+        (void) snprintf(e->merged, sizeof(e->merged), "%s",
+                        json_string_value(merged));
+    }
 
     if (strcmp(kind, "webhook") == 0) {
         e->kind = AL_SINK_WEBHOOK;
@@ -471,6 +498,21 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
         return AD_OUTBOX_QUEUED;
     }
 
+    /*
+     * Its counts may be in a queued alert already: folded into it before
+     * a crash that lost the save of its group, or by another sink's turn
+     * of this emit, which failed.
+     */
+
+    if (a->folded) {
+        e = ad_outbox_folded_in(ob, key, a);
+        if (e != NULL) {
+            ad_log(AD_LOG_INFO, "folded alert %s is counted in %s "
+                   "already (outbox/%s)", a->id, e->alert.id, e->name);
+            return AD_OUTBOX_FOLDED;
+        }
+    }
+
     q = ad_sinkq_get(ob, key, kind, url, 1);
 
     if (q == NULL) {
@@ -535,6 +577,13 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
 
     if (o != NULL && e->first
         && json_object_set_new(o, "first", json_true()) != 0)
+    {
+        json_decref(o);
+        o = NULL;
+    }
+
+    if (o != NULL && e->merged[0] != '\0'
+        && json_object_set_new(o, "merged", json_string(e->merged)) != 0)
     {
         json_decref(o);
         o = NULL;
@@ -638,6 +687,7 @@ ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
 {
     ad_entry_t  *e;
     ad_alert_t   old;
+    char         merged[AD_FID_MAX + 1];
 
     for (e = ob->tail; e != NULL; e = e->prev) {
         if (e->fresh && !e->tried && e->alert.folded
@@ -651,25 +701,24 @@ ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
         return 1;
     }
 
-    if (strcmp(e->merged, a->id) == 0) {
-        /* the same alert again: another sink failed to queue it */
-        return 0;
-    }
-
     /* the rest is the latest alert's, as in a folded alert */
 
     old = e->alert;
+    memcpy(merged, e->merged, sizeof(merged));
+
     e->alert = *a;
     memcpy(e->alert.id, old.id, sizeof(old.id));
     e->alert.count = old.count + a->count;
     e->alert.window = old.window + a->window;
+    (void) snprintf(e->merged, sizeof(e->merged), "%s", a->id);
+
+    /* the counts and what they hold in one file */
 
     if (ad_outbox_write(ob, e) != 0) {
         e->alert = old;
+        memcpy(e->merged, merged, sizeof(merged));
         return -1;
     }
-
-    (void) snprintf(e->merged, sizeof(e->merged), "%s", a->id);
 
     ad_log(AD_LOG_INFO, "folded alert %s into %s, queued for %s %s: its "
            "outbox is full (count %lld in %lld s)", a->id, e->alert.id,
@@ -696,6 +745,56 @@ ad_same_group(const ad_alert_t *a, const ad_alert_t *b)
     return x != NULL && y != NULL && x - a->id == y - b->id
            && memcmp(a->id, b->id, (size_t) (x - a->id)) == 0
            && a->kind == b->kind;
+}
+
+
+/* n of a folded alert's id "<first id>-<n>"; returns 0 or -1 */
+
+static int
+ad_folded_seq(const char *id, unsigned long *seq)
+{
+    char        *end;
+    const char  *p;
+
+    p = strrchr(id, '-');
+    if (p == NULL || p[1] < '0' || p[1] > '9') {
+        return -1;
+    }
+
+    errno = 0;
+    *seq = strtoul(p + 1, &end, 10);
+
+    return (errno != 0 || *end != '\0') ? -1 : 0;
+}
+
+
+/*
+ * The entry for the sink key whose counts hold the folded alert a: one
+ * of its group into which a, or a later alert of the group, was folded.
+ * A group's folded alerts are made in order, each holding the repeats
+ * of its own window, so a later one folded in means a is in too.
+ */
+
+static ad_entry_t *
+ad_outbox_folded_in(ad_outbox_t *ob, const char *key, const ad_alert_t *a)
+{
+    ad_entry_t     *e;
+    unsigned long   n, m;
+
+    if (ad_folded_seq(a->id, &n) != 0) {
+        return NULL;
+    }
+
+    for (e = ob->head; e != NULL; e = e->next) {
+        if (e->merged[0] != '\0' && strcmp(e->key, key) == 0
+            && ad_same_group(&e->alert, a)
+            && ad_folded_seq(e->merged, &m) == 0 && m >= n)
+        {
+            return e;
+        }
+    }
+
+    return NULL;
 }
 
 
