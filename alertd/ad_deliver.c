@@ -308,20 +308,33 @@ ad_deliver_free(ad_deliver_t *d)
 }
 
 
-/* takes sinks; a sink that was there before keeps its backoff */
+/*
+ * Takes sinks; a sink that was there before keeps its backoff.  A sink
+ * is busy while an attempt to it runs, also one started before a reload
+ * that removed the sink and a later one that added it back: the attempt
+ * was not stopped (its entry stays queued), and a second one beside it
+ * would break the sink's one attempt at a time, in queue order.
+ */
 
 void
 ad_deliver_set_sinks(ad_deliver_t *d, ad_sink_t *sinks, size_t n)
 {
-    size_t      i;
-    ad_sink_t  *old;
+    size_t       i;
+    ad_sink_t   *old;
+    ad_xfer_t   *x;
 
     for (i = 0; i < n; i++) {
         old = ad_sink_find(d, sinks[i].key);
         if (old != NULL) {
             sinks[i].failures = old->failures;
             sinks[i].next_ms = old->next_ms;
-            sinks[i].busy = old->busy;
+        }
+
+        for (x = d->xfers; x != NULL; x = x->next) {
+            if (strcmp(x->key, sinks[i].key) == 0) {
+                sinks[i].busy = 1;
+                break;
+            }
         }
     }
 
