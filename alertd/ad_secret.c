@@ -11,12 +11,16 @@
  * a path under /run/credentials/ is read from alertd's own copy,
  * $CREDENTIALS_DIRECTORY/ID.
  *
- * The unit gives each such credential a default, SetCredential=ID:missing,
- * which systemd hands over when the file LoadCredential= names cannot be
- * read: without it a missing file fails the whole unit, also when no sink
- * names the secret (an appliance with Alertmanager only, or no sink).
- * That default is a missing secret, never a key: a webhook that names it
- * stops alertd with what to do.
+ * The unit gives each such credential a default, SetCredential=ID:\n (an
+ * empty line), which systemd hands over when the file LoadCredential=
+ * names cannot be read: without it a missing file fails the whole unit,
+ * also when no sink names the secret (an appliance with Alertmanager
+ * only, or no sink).  systemd refuses an empty SetCredential= value; an
+ * empty line is the nearest, and it reads as an empty secret, which is
+ * never a key (the policy library refuses it in nginx as well): a webhook
+ * that names it stops alertd with what to do.  Any other bytes are a
+ * secret, "missing", the default of older units, included: a word as a
+ * default could not be told from an operator's secret of that word.
  */
 
 #include <limits.h>
@@ -28,11 +32,7 @@
 
 
 #define AD_CREDENTIALS_ROOT    "/run/credentials/"
-#define AD_CREDENTIAL_MISSING  "missing"    /* the unit's SetCredential= */
-
-
-static int ad_secret_read(const char *path, unsigned char **out,
-    size_t *outlen, char *err, size_t errsize);
+#define AD_CREDENTIAL_OLD      "missing"    /* older units' default */
 
 
 int
@@ -86,55 +86,54 @@ ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
         return -1;
     }
 
-    if (ad_secret_read(path, out, outlen, why, sizeof(why)) != 0) {
+    /*
+     * The library's reader, so that a file: secret is held to the same
+     * checks here as in nginx and airlockctl check: a regular file, no
+     * symbolic link, no FIFO to hang on, reachable by its owner only
+     * (systemd's credentials are 0400), bounded, one trailing newline
+     * dropped.
+     */
+
+    if (al_secret_read_file(path, AD_SECRET_MAX, out, outlen, why,
+                            sizeof(why))
+        != 0)
+    {
         (void) snprintf(err, errsize, "%s:%u: secret \"%s\": %s",
                         p->file.data, sec->line, sec->name.data, why);
         return -1;
     }
 
-    if (id != NULL && *outlen == sizeof(AD_CREDENTIAL_MISSING) - 1
-        && memcmp(*out, AD_CREDENTIAL_MISSING, *outlen) == 0)
-    {
-        (void) snprintf(err, errsize, "%s:%u: secret \"%s\": the "
-                        "credential %s is missing: systemd found no file "
-                        "for it and gave the unit its default (\"%s\"); "
-                        "write the secret to the file the unit's "
-                        "LoadCredential=%s: line names and restart "
-                        "airlock-alertd, or remove the webhook from "
-                        "alerts.sinks", p->file.data, sec->line,
-                        sec->name.data, id, AD_CREDENTIAL_MISSING, id);
-        al_secure_free(*out);
-        *out = NULL;
-        *outlen = 0;
-        return -1;
-    }
-
-    return 0;
-}
-
-
-/*
- * The library's reader, so that a file: secret is held to the same checks
- * here as in nginx and airlockctl check: a regular file, no symbolic link,
- * no FIFO to hang on, reachable by its owner only (systemd's credentials
- * are 0400), bounded, one trailing newline dropped.
- */
-
-static int
-ad_secret_read(const char *path, unsigned char **out, size_t *outlen,
-    char *err, size_t errsize)
-{
-    if (al_secret_read_file(path, AD_SECRET_MAX, out, outlen, err, errsize)
-        != 0)
-    {
-        return -1;
-    }
-
     if (*outlen == 0) {
-        (void) snprintf(err, errsize, "%s is empty", path);
+        if (id != NULL) {
+            (void) snprintf(err, errsize, "%s:%u: secret \"%s\": the "
+                            "credential %s is empty: systemd found no file "
+                            "for it and gave the unit its default (an empty "
+                            "line), or the file is empty; write the secret "
+                            "to the file the unit's LoadCredential=%s: line "
+                            "names and restart airlock-alertd, or remove "
+                            "the webhook from alerts.sinks", p->file.data,
+                            sec->line, sec->name.data, id, id);
+
+        } else {
+            (void) snprintf(err, errsize, "%s:%u: secret \"%s\": %s is "
+                            "empty", p->file.data, sec->line,
+                            sec->name.data, path);
+        }
+
         al_secure_free(*out);
         *out = NULL;
         return -1;
+    }
+
+    if (id != NULL && *outlen == sizeof(AD_CREDENTIAL_OLD) - 1
+        && memcmp(*out, AD_CREDENTIAL_OLD, *outlen) == 0)
+    {
+        ad_log(AD_LOG_WARN, "%s:%u: secret \"%s\": the credential %s is "
+               "\"%s\", which older airlock-alertd units gave when its file "
+               "was missing: it is used as the key; if the file is missing, "
+               "the unit's default is to be an empty line "
+               "(SetCredential=%s:\\n)", p->file.data, sec->line,
+               sec->name.data, id, AD_CREDENTIAL_OLD, id);
     }
 
     return 0;

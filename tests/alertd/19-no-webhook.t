@@ -10,7 +10,9 @@
 # only, or no sink, it runs and delivers; a webhook that names the secret
 # stops it at start (exit 2) with the credential, what is missing and what
 # to do, and is never signed with the default; a reload to such a policy
-# is refused and the running one kept.
+# is refused and the running one kept.  The default is an empty line, an
+# empty secret, which no operator's secret can be: a secret that is a
+# word, even "missing" (older units' default), is a key like any other.
 #
 # systemd itself is not run: the test lays out $CREDENTIALS_DIRECTORY as
 # systemd 252 leaves it when the file is missing (the SetCredential=
@@ -41,19 +43,28 @@ sub directives {
     return \%h;
 }
 
-# the unit: every webhook credential has a default, a plain value
+# SetCredential='s value as systemd hands it over: C-style escapes
+sub unescape {
+    my ($v) = @_;
+    my %c = (n => "\n", t => "\t", r => "\r", '\\' => '\\');
+    $v =~ s/\\(x([0-9a-fA-F]{2})|[ntr\\])/$2 ? chr(hex $2) : $c{$1}/ge;
+    return $v;
+}
+
+# the unit: every webhook credential has a default, not empty (systemd
+# 252 ignores an empty one), which alertd reads as an empty secret (one
+# trailing newline dropped): no key an operator may have chosen
 my $unit_file = "$top/conf/airlock-alertd.service";
 my $unit = directives($t->read_file($unit_file));
 my %load = map { /^([^:]+):(.*)$/ ? ($1 => $2) : () }
            @{$unit->{LoadCredential} || []};
-my %set = map { /^([^:]+):(.*)$/ ? ($1 => $2) : () }
+my %set = map { /^([^:]+):(.*)$/ ? ($1 => unescape($2)) : () }
           @{$unit->{SetCredential} || []};
 my @hooks = sort grep { $_ ne 'airlock.key' } keys %load;
 ok(@hooks, 'the unit loads webhook credentials: ' . join(', ', @hooks));
 for my $id (@hooks) {
-    ok(defined $set{$id} && $set{$id} =~ /^[^\\\s]+$/,
-       "LoadCredential=$id has a SetCredential= default, not empty "
-       . '(systemd 252 ignores an empty one) and with no escapes')
+    ok(defined $set{$id} && $set{$id} =~ /^\r?\n\z/,
+       "LoadCredential=$id has a SetCredential= default, an empty line")
         or diag("SetCredential=$id:" . ($set{$id} // '(none)'));
 }
 my ($hid) = @hooks;
@@ -124,7 +135,7 @@ ok($t->log_more(qr/reload failed, the running policy is kept: /,
                 sub { kill 'HUP', $pid }),
    'a reload to a webhook whose secret is missing is refused');
 like($t->alertd_log,
-     qr/reload failed.*secret "alert_hmac": .*\Q$hid\E is missing/,
+     qr/reload failed.*secret "alert_hmac": .*\Q$hid\E is empty: /,
      'naming the secret and the missing credential')
     or diag($t->alertd_log);
 $id = $t->alert(client => 'agent', reason => 'after_reload');
@@ -153,6 +164,29 @@ like($err, qr/policy\.yaml:\d+: secret "alert_hmac": .*\Q$hid\E/,
 like($err, qr/LoadCredential=.*restart/,
      'says what is missing and what to do') or diag($err);
 is(scalar($t->records($hook)), 0, 'nothing is sent to the webhook');
+
+# a secret that is the word "missing", older units' default, from a file
+# that is there: a key like any other, with a warning for an old unit
+mkdir "$d/creds2" or die "mkdir: $!";
+$t->write_file("$d/creds2/airlock.key", $t->read_file($t->keyring));
+$t->write_file("$d/creds2/$hid", "missing\n") if defined $hid;
+chmod 0400, glob("$d/creds2/*") or die "chmod: $!";
+my $word = $t->receiver(secret => $t->secret('word', 'missing'));
+policy("  sinks:\n    - webhook: { url: \"$word->{url}\", "
+       . "hmac_secret: alert_hmac }");
+$n = $t->alert(client => 'agent', reason => 'word');
+{
+    local $ENV{CREDENTIALS_DIRECTORY} = "$d/creds2";
+    ($rc, $err) = $t->run_alertd(@run, '--keyring', "$d/creds2/airlock.key",
+                                 '--state', "$d/state-word");
+}
+is($rc, 0, 'a webhook whose credential is the word "missing": it runs')
+    or diag($err);
+ok($t->delivered($word, $n), '... and signs with it')
+    or diag(join "\n", map { $_->{body} // '' } $t->records($word));
+like($err, qr/warning: .*credential \Q$hid\E is "missing", which older /,
+     '... saying that older units gave that word for a missing file')
+    or diag($err);
 
 # the example policy, as shipped (its webhook and Alertmanager) and with
 # its webhook taken out
