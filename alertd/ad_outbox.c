@@ -803,8 +803,12 @@ ad_outbox_folded_in(ad_outbox_t *ob, const char *key, const ad_alert_t *a)
  * for it, ahead of the alerts it has queued.  Its id is a function of
  * the sink and of when dropping began: after a crash between this file
  * and the state file that resets the count, the report is found queued
- * already and not made twice.  Returns 1 when the count was reset (the
- * state must be saved), 0 when there is nothing to do, -1 on failure.
+ * already and not made twice.  It is looked for first, whether the
+ * sink has room or not (the report itself takes a place): until the
+ * count is reset, alerts dropped after the restart would be added to a
+ * count that the report holds already, and told in a second report
+ * under the same id.  Returns 1 when the count was reset (the state
+ * must be saved), 0 when there is nothing to do, -1 on failure.
  */
 
 int
@@ -815,10 +819,25 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
     ad_entry_t  *e;
     ad_sinkq_t  *q;
     struct stat  st;
+    char         name[AD_NAME_MAX];
 
     q = ad_sinkq_get(ob, key, kind, url, 0);
 
-    if (q == NULL || q->dropped == 0 || q->n >= ob->max) {
+    if (q == NULL || q->dropped == 0) {
+        return 0;
+    }
+
+    (void) snprintf(name, sizeof(name), "%s-dropped-%s-%lld.json", key, key,
+                    (long long) q->since_ms);
+
+    if (fstatat(ob->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        ad_log(AD_LOG_INFO, "the report %s of %lld alert(s) dropped for "
+               "%s %s is queued already", name, (long long) q->dropped,
+               ad_sink_kind_name(q->kind), q->label);
+        goto reset;
+    }
+
+    if (q->n >= ob->max) {
         return 0;
     }
 
@@ -836,8 +855,7 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
 
     (void) snprintf(e->alert.id, sizeof(e->alert.id), "dropped-%s-%lld",
                     key, (long long) q->since_ms);
-    (void) snprintf(e->name, sizeof(e->name), "%s-%s.json", key,
-                    e->alert.id);
+    (void) snprintf(e->name, sizeof(e->name), "%s", name);
     (void) snprintf(e->key, sizeof(e->key), "%s", key);
     e->kind = kind;
     e->queued_ms = ad_now_ms();
@@ -860,19 +878,13 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
         e->alert.window = (last - first + 999) / 1000;
     }
 
-    if (fstatat(ob->fd, e->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        ad_log(AD_LOG_INFO, "the report %s is queued already", e->name);
+    if (ad_outbox_write(ob, e) != 0) {
         ad_entry_free(e);
-
-    } else {
-        if (ad_outbox_write(ob, e) != 0) {
-            ad_entry_free(e);
-            return -1;
-        }
-
-        ob->seq++;
-        ad_outbox_link(ob, e);
+        return -1;
     }
+
+    ob->seq++;
+    ad_outbox_link(ob, e);
 
     ad_log(AD_LOG_WARN, "%s %s: %lld alert(s) (%lld critical) were not "
            "queued for it while its outbox was full, from %s (alert %s) "
@@ -881,6 +893,8 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
            (long long) q->dropped, (long long) q->d.critical,
            q->d.first_time, q->d.first_id, q->d.last_time, q->d.last_id,
            key, (long long) q->since_ms);
+
+reset:
 
     q->dropped = 0;
     q->since_ms = 0;
