@@ -467,7 +467,11 @@ ad_outbox_unlink(ad_outbox_t *ob, ad_entry_t *e)
 /*
  * Returns AD_OUTBOX_QUEUED (or it was queued already), AD_OUTBOX_FOLDED,
  * AD_OUTBOX_DROPPED, or -1 when it could not be queued: the caller tries
- * the same alert again later, and none of these counts it twice.
+ * the same alert again later, and none of these counts it twice.  A drop
+ * is only marked: the caller counts it with ad_outbox_count() once every
+ * sink has the alert, or forgets it when one failed and the alert is to
+ * be tried again (after other alerts, maybe, that a count would then
+ * fall between).
  */
 
 int
@@ -615,14 +619,11 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
 }
 
 
-/* the sink q has ob->max alerts queued: fold a into one, or count it */
+/* the sink q has ob->max alerts queued: fold a into one, or drop it */
 
 static int
 ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
 {
-    int64_t  now;
-    char     since[AD_TIME_MAX];
-
     if (a->folded) {
         switch (ad_outbox_fold(ob, q, a)) {
         case 0:
@@ -634,44 +635,73 @@ ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
         }
     }
 
-    if (q->dropped > 0 && strcmp(q->d.last_id, a->id) == 0) {
-        /* the same alert again: another sink failed to queue it */
-        return AD_OUTBOX_DROPPED;
-    }
-
-    if (q->dropped == 0) {
-        now = ad_now_ms();
-        ad_time_format(since, sizeof(since), now);
-
-        memset(&q->d, 0, sizeof(ad_dropped_t));
-        q->since_ms = now;
-        (void) snprintf(q->d.since, sizeof(q->d.since), "%s", since);
-        (void) snprintf(q->d.first_id, sizeof(q->d.first_id), "%s", a->id);
-        (void) snprintf(q->d.first_time, sizeof(q->d.first_time), "%s",
-                        a->time);
-
-        ad_log(AD_LOG_WARN, "%s %s: %zu alert(s) queued, the most "
-               "--outbox-max allows: alert %s and the new alerts after it "
-               "are not queued for it but counted (repeats of a queued "
-               "group are folded into it), until it takes one; the "
-               "journal keeps them", ad_sink_kind_name(q->kind), q->label,
-               q->n, a->id);
-    }
-
-    q->dropped++;
-    if (a->critical) {
-        q->d.critical++;
-    }
-
-    (void) snprintf(q->d.last_id, sizeof(q->d.last_id), "%s", a->id);
-    (void) snprintf(q->d.last_time, sizeof(q->d.last_time), "%s", a->time);
-
-    ad_log(AD_LOG_DEBUG, "alert %s not queued for %s %s: its outbox is "
-           "full (%lld dropped since %s)", a->id,
-           ad_sink_kind_name(q->kind), q->label, (long long) q->dropped,
-           q->d.since);
+    q->pending = 1;
 
     return AD_OUTBOX_DROPPED;
+}
+
+
+/*
+ * The alert a, marked dropped by ad_outbox_add() for some sinks, is
+ * counted for them if every sink took it (taken), else forgotten: the
+ * same alert comes again.
+ */
+
+void
+ad_outbox_count(ad_outbox_t *ob, const ad_alert_t *a, int taken)
+{
+    size_t       i;
+    int64_t      now;
+    ad_sinkq_t  *q;
+    char         since[AD_TIME_MAX];
+
+    for (i = 0; i < ob->nq; i++) {
+        q = &ob->q[i];
+
+        if (!q->pending) {
+            continue;
+        }
+
+        q->pending = 0;
+
+        if (!taken) {
+            continue;
+        }
+
+        if (q->dropped == 0) {
+            now = ad_now_ms();
+            ad_time_format(since, sizeof(since), now);
+
+            memset(&q->d, 0, sizeof(ad_dropped_t));
+            q->since_ms = now;
+            (void) snprintf(q->d.since, sizeof(q->d.since), "%s", since);
+            (void) snprintf(q->d.first_id, sizeof(q->d.first_id), "%s",
+                            a->id);
+            (void) snprintf(q->d.first_time, sizeof(q->d.first_time), "%s",
+                            a->time);
+
+            ad_log(AD_LOG_WARN, "%s %s: %zu alert(s) queued, the most "
+                   "--outbox-max allows: alert %s and the new alerts after "
+                   "it are not queued for it but counted (repeats of a "
+                   "queued group are folded into it), until it takes one; "
+                   "the journal keeps them", ad_sink_kind_name(q->kind),
+                   q->label, q->n, a->id);
+        }
+
+        q->dropped++;
+        if (a->critical) {
+            q->d.critical++;
+        }
+
+        (void) snprintf(q->d.last_id, sizeof(q->d.last_id), "%s", a->id);
+        (void) snprintf(q->d.last_time, sizeof(q->d.last_time), "%s",
+                        a->time);
+
+        ad_log(AD_LOG_DEBUG, "alert %s not queued for %s %s: its outbox is "
+               "full (%lld dropped since %s)", a->id,
+               ad_sink_kind_name(q->kind), q->label, (long long) q->dropped,
+               q->d.since);
+    }
 }
 
 

@@ -1079,11 +1079,15 @@ ad_emit(void *data, const ad_alert_t *a)
 
         rc = ad_outbox_add(&ctx->outbox, a, s->kind, s->key, s->url);
         if (rc < 0) {
+            /* tried again as a whole: no sink counts it yet */
+            ad_outbox_count(&ctx->outbox, a, 0);
             return -1;
         }
 
         n[rc]++;
     }
+
+    ad_outbox_count(&ctx->outbox, a, 1);
 
     ctx->changed = 1;
 

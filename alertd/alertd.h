@@ -360,6 +360,9 @@ typedef struct {
     int64_t          dropped;
     int64_t          since_ms;              /* wall clock */
     ad_dropped_t     d;
+    unsigned         pending:1;             /* the alert being queued is
+                                               dropped for it: counted
+                                               once every sink took it */
 } ad_sinkq_t;
 
 struct ad_outbox_s {
@@ -377,7 +380,8 @@ struct ad_outbox_s {
 typedef enum {
     AD_OUTBOX_QUEUED = 0,                   /* or queued already */
     AD_OUTBOX_FOLDED,                       /* into a queued alert */
-    AD_OUTBOX_DROPPED                       /* counted, see ad_sinkq_t */
+    AD_OUTBOX_DROPPED                       /* ad_outbox_count() counts
+                                               it, see ad_sinkq_t */
 } ad_outbox_rc_t;
 
 int ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
@@ -385,6 +389,7 @@ int ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
 void ad_outbox_close(ad_outbox_t *ob);
 int ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
     const char *key, const char *url);
+void ad_outbox_count(ad_outbox_t *ob, const ad_alert_t *a, int taken);
 int ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
     const char *url);
 void ad_outbox_pending(const ad_outbox_t *ob);
