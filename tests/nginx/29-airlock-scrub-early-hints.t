@@ -15,74 +15,20 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use MIME::Base64 qw(encode_base64);
 use Test::More;
 use Airlock::Test;
-use Airlock::Proxy;
+use Airlock::RawScrub qw(raw_scrub);
 
 local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
 
-my $t = Airlock::Test->new;
-
-# The directive is nginx's, from 1.29.0.  An older nginx (Debian 12 has
-# 1.22) must refuse it at nginx -t: then this path to the client does not
-# exist there, and that is what is checked.
-my ($v) = (`@{[ $t->nginx_bin ]} -v 2>&1` // '') =~ m{nginx/(\d+\.\d+\.\d+)};
-my @v = split /\./, $v // '0.0.0';
-my $old = $v[0] * 1000000 + $v[1] * 1000 + $v[2] < 1029000;
-
-my $p = Airlock::Proxy->new($t);
-
-$p->keygen;
-
-my $tok = 's3cr3t-token-XYZ-0123456789';
-my $sealed = $p->seal($tok);
-
-# The upstream: tests/lib/raw-upstream.pl answers what X-Raw holds.
-
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  local: { cidr: [127.0.0.1/32] }
-secrets:
-  tok: { sealed: "$sealed" }
-upstreams:
-  raw: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: bearer
-    clients: [local]
-    match: { method: GET, path: "/{x}" }
-    params: { x: '^[a-z0-9]+\$' }
-    upstream: raw
-    to: "/{x}"
-    inject: { Authorization: "Bearer {tok}" }
-alerts:
-  deny: { threshold: 1000, window: 60s }
-EOF
-
-my $answer = "HTTP/1.1 103 Early Hints\r\nLink: </s.css?k=%TOK%>; rel=preload\r\n"
+my $answer = "HTTP/1.1 103 Early Hints\r\n"
+    . "Link: </s.css?k=%TOK%>; rel=preload\r\n"
     . "X-Echo: %AUTH%\r\nX-%TOK%: v\r\nX-Plain: kept\r\n\r\n"
     . "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
     . "Content-Length: 5\r\nConnection: close\r\n\r\nhello";
 
-$t->write_file_expand('nginx.conf', $p->conf(
-    location => "early_hints 1;\n"
-        . "            proxy_set_header X-Raw \""
-        . encode_base64($answer, '') . "\";"));
-
-if ($old) {
-    my ($rc, $out) = $t->reload_test;
-    plan tests => 1;
-    ok($rc != 0 && $out =~ /unknown directive "early_hints"/,
-       "nginx $v refuses early_hints: the path it opens is not there")
-        or diag($out);
-    exit 0;
-}
-
-$t->run_daemon($^X, "$FindBin::Bin/../lib/raw-upstream.pl",
-              $t->port(8081));
-$t->wait_for_port(8081) or die 'raw upstream did not start';
-$t->run;
+my ($t, $tok) = raw_scrub(directive => 'early_hints 1',
+                          since => '1.29.0', answer => $answer);
 
 plan tests => 8;
 
