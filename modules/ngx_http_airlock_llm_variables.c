@@ -15,7 +15,10 @@
  *                          the usage as accounted (in log_format; before
  *                          the end of the response, as known so far)
  *
- * The first three are set only for allowed requests.
+ * The first three are set only for allowed requests, and only in an
+ * Airlock location: another location (one an error_page leads to) would
+ * forward with them a request the gateway did not allow (nginx makes an
+ * error_page's POST a GET there).
  */
 
 
@@ -114,12 +117,24 @@ static ngx_int_t
 ngx_http_airlock_llm_str_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    ngx_str_t                    s;
-    ngx_http_airlock_llm_ctx_t  *ctx;
+    ngx_str_t                     s;
+    ngx_http_airlock_llm_ctx_t   *ctx;
+    ngx_http_airlock_loc_conf_t  *alcf;
 
     ctx = ngx_http_airlock_llm_get_ctx(r);
 
     if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
+
+    if (!alcf->forwards
+        && (data == NGX_HTTP_AIRLOCK_LLM_VAR_UPSTREAM
+            || data == NGX_HTTP_AIRLOCK_LLM_VAR_URI
+            || data == NGX_HTTP_AIRLOCK_LLM_VAR_HOST))
+    {
         v->not_found = 1;
         return NGX_OK;
     }

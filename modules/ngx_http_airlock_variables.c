@@ -13,6 +13,12 @@
  *   $airlock_request_id  the request id in the JSON answers ($request_id)
  *   $airlock_scrubbed    "1" once a credential was scrubbed, else "0"
  *
+ * The first three are the decision's target, for the Airlock location
+ * that forwards it: they are not found in any other location (one an
+ * error_page or a named location leads to), whose proxy_pass would send
+ * the route's upstream a request the policy did not match (nginx makes
+ * an error_page's POST a GET there).
+ *
  * And nginx's own $upstream_http_NAME, $upstream_trailer_NAME and
  * $upstream_cookie_NAME, scrubbed: see ngx_http_airlock_wrap_variables().
  */
@@ -43,6 +49,8 @@ static ngx_int_t ngx_http_airlock_scrubbed_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_airlock_answer_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_http_airlock_ctx_t *ngx_http_airlock_target_ctx(
+    ngx_http_request_t *r);
 static void ngx_http_airlock_set(ngx_http_variable_value_t *v, u_char *data,
     size_t len);
 
@@ -198,9 +206,9 @@ ngx_http_airlock_upstream_variable(ngx_http_request_t *r,
 {
     ngx_http_airlock_ctx_t  *ctx;
 
-    ctx = ngx_http_airlock_get_ctx(r);
+    ctx = ngx_http_airlock_target_ctx(r);
 
-    if (ctx == NULL || !ctx->allowed) {
+    if (ctx == NULL) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -218,9 +226,9 @@ ngx_http_airlock_uri_variable(ngx_http_request_t *r,
 {
     ngx_http_airlock_ctx_t  *ctx;
 
-    ctx = ngx_http_airlock_get_ctx(r);
+    ctx = ngx_http_airlock_target_ctx(r);
 
-    if (ctx == NULL || !ctx->allowed) {
+    if (ctx == NULL) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -237,9 +245,9 @@ ngx_http_airlock_host_variable(ngx_http_request_t *r,
 {
     ngx_http_airlock_ctx_t  *ctx;
 
-    ctx = ngx_http_airlock_get_ctx(r);
+    ctx = ngx_http_airlock_target_ctx(r);
 
-    if (ctx == NULL || !ctx->allowed) {
+    if (ctx == NULL) {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -346,6 +354,33 @@ ngx_http_airlock_scrubbed_variable(ngx_http_request_t *r,
     ngx_http_airlock_set(v, (u_char *) (ctx->scrubbed ? "1" : "0"), 1);
 
     return NGX_OK;
+}
+
+
+/*
+ * An allowed request's context, in a location that forwards it (an
+ * Airlock location: ngx_http_airlock_conf_check()); NULL anywhere else.
+ */
+
+static ngx_http_airlock_ctx_t *
+ngx_http_airlock_target_ctx(ngx_http_request_t *r)
+{
+    ngx_http_airlock_ctx_t       *ctx;
+    ngx_http_airlock_loc_conf_t  *alcf;
+
+    alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
+
+    if (!alcf->forwards) {
+        return NULL;
+    }
+
+    ctx = ngx_http_airlock_get_ctx(r);
+
+    if (ctx == NULL || !ctx->allowed) {
+        return NULL;
+    }
+
+    return ctx;
 }
 
 
