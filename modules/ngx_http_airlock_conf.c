@@ -8,8 +8,11 @@
  * proxy_set_header that replaces the injected credential or passes the
  * client's, a proxy_pass that ignores the URI the route built, realip
  * choosing the client's address from a header, an upstream steering nginx
- * with X-Accel-* headers, a proxy_set_body or proxy_method that sends
- * another body or method than the one the route matched, a response
+ * with X-Accel-* headers, a proxy_set_body, proxy_method or
+ * "proxy_pass_request_body off" that sends another body or method than
+ * the one the route matched, a proxy_set_header that frames or types the
+ * checked body otherwise (Content-Length, Transfer-Encoding,
+ * Content-Type, Content-Encoding), a response
  * buffered to a temporary file with the credential an upstream echoed in
  * it.  Each location of the two modules is checked when it is merged,
  * after every static module (the proxy and realip modules among them) has
@@ -121,6 +124,13 @@ typedef struct {
 } ngx_http_airlock_sub_pair_t;
 
 
+/* a header proxy_set_header may not set in an Airlock location, and why */
+typedef struct {
+    ngx_str_t                      name;        /* lower case */
+    const char                    *why;
+} ngx_http_airlock_conf_header_t;
+
+
 /* a directive that installs a content handler, and an argument for it */
 typedef struct {
     const char                    *module;
@@ -150,6 +160,7 @@ static ngx_command_t *ngx_http_airlock_conf_command(ngx_module_t *m,
     const char *name);
 static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
     ngx_str_t *name);
+static const char *ngx_http_airlock_conf_header_body(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
     ngx_array_t *values);
 static ngx_uint_t ngx_http_airlock_conf_is_var(ngx_conf_t *cf,
@@ -164,6 +175,31 @@ static ngx_str_t  ngx_http_airlock_conf_headers[] = {
     ngx_string("x-api-key"),
     ngx_string("api-key"),
     ngx_null_string
+};
+
+
+/*
+ * Headers that say how the upstream reads the body.  The proxy module
+ * frames the body Airlock checked with a Content-Length of its own, and
+ * the body was checked as the client's (or the route's injected)
+ * Content-Type says, in the bytes as sent.
+ */
+static ngx_http_airlock_conf_header_t  ngx_http_airlock_conf_body_headers[] = {
+    { ngx_string("content-length"),
+      "nginx frames the body it forwards; another length would have the "
+      "upstream read the rest of the body as a request of its own, which "
+      "the policy never saw" },
+    { ngx_string("transfer-encoding"),
+      "nginx frames the body it forwards; another framing would have the "
+      "upstream read the rest of the body as a request of its own, which "
+      "the policy never saw" },
+    { ngx_string("content-type"),
+      "the body was checked as the client's Content-Type (or the one the "
+      "route injects) says; the upstream would read it as another type" },
+    { ngx_string("content-encoding"),
+      "the body was checked as the bytes sent; the upstream would read "
+      "what they decode to, which no check saw" },
+    { ngx_null_string, NULL }
 };
 
 
@@ -417,6 +453,7 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_airlock_proxy_conf_t *pcf)
 {
     ngx_uint_t                 i;
+    const char                *why;
     ngx_keyval_t              *kv;
     ngx_http_upstream_conf_t  *ucf;
 
@@ -485,6 +522,17 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
 
     /* merged: set here or inherited from the server or http level */
 
+    if (ucf->pass_request_body == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_pass_request_"
+                      "body off\": the upstream would get the checked "
+                      "body's Content-Length without the body, and read "
+                      "what follows on the connection as the body", where);
+        return NGX_CONF_ERROR;
+    }
+
+    /* merged: set here or inherited from the server or http level */
+
     if (pcf->method != NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "airlock location \"%V\" has \"proxy_method\": the "
@@ -504,6 +552,16 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                               "client credentials and injects the route's; "
                               "this header would undo that", where,
                               &kv[i].key);
+                return NGX_CONF_ERROR;
+            }
+
+            why = ngx_http_airlock_conf_header_body(&kv[i].key);
+
+            if (why != NULL) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "airlock location \"%V\" has "
+                              "\"proxy_set_header %V\": %s", where,
+                              &kv[i].key, why);
                 return NGX_CONF_ERROR;
             }
         }
@@ -581,6 +639,25 @@ ngx_http_airlock_conf_header_denied(ngx_conf_t *cf, ngx_str_t *name)
     }
 
     return 0;
+}
+
+
+/* why a header that says how the body is read may not be set; NULL: it may */
+
+static const char *
+ngx_http_airlock_conf_header_body(ngx_str_t *name)
+{
+    ngx_http_airlock_conf_header_t  *h;
+
+    for (h = ngx_http_airlock_conf_body_headers; h->name.len; h++) {
+        if (name->len == h->name.len
+            && ngx_strncasecmp(name->data, h->name.data, h->name.len) == 0)
+        {
+            return h->why;
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -1,0 +1,152 @@
+#!/usr/bin/perl
+
+# What an Airlock location may not change in the request it forwards,
+# after the decision: the upstream must read what the policy checked.
+# "nginx -t" refuses, naming the location and the directive:
+#
+#   - proxy_set_header Content-Length or Transfer-Encoding (any value,
+#     "" too): the upstream would frame the body otherwise than nginx
+#     sends it, and read the rest of a checked body as a request of its
+#     own (a "Transfer-Encoding: chunked" and a body "0\r\n\r\nDELETE
+#     /admin ..." had the upstream run the DELETE);
+#   - proxy_set_header Content-Type or Content-Encoding: the upstream
+#     would read the checked body as another type, or decode it;
+#   - proxy_pass_request_body off, here or inherited: the checked body's
+#     Content-Length without the body.
+#
+# The standard location body passes, and so do headers of other names
+# with fixed values, proxy_pass_request_headers off (it removes headers,
+# the credential too, and adds none) and proxy_http_version 1.0 (the
+# body is forwarded from memory with its length, never chunked).
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Airlock::Test;
+use Airlock::Proxy;
+
+my $t = Airlock::Test->new;
+my $p = Airlock::Proxy->new($t);
+
+$p->keygen;
+my $sealed = $p->seal('forward-check-secret');
+
+$t->write_file_expand('policy.yaml', <<"EOF");
+version: 1
+clients:
+  local: { cidr: [127.0.0.1/32] }
+secrets:
+  tok: { sealed: "$sealed" }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: v1
+    clients: [local]
+    match: { method: POST, path: /x/v1 }
+    upstream: echo
+    to: /one
+    body: { max_bytes: 256 }
+    inject: { X-Service-Token: "{tok}" }
+alerts:
+  deny: { threshold: 3, window: 60s }
+EOF
+
+sub conf_test {
+    my ($conf) = @_;
+    $t->write_file_expand('nginx.conf', $conf);
+    return $t->reload_test;
+}
+
+# a location /x/ with "airlock on" and the given body
+sub loc {
+    my ($body, %o) = @_;
+    return $p->conf(%o, locations => <<"EOF");
+        location /x/ {
+            airlock on;
+$body
+        }
+EOF
+}
+
+my $L = '%%AIRLOCK_LOCATION%%';
+
+# a location body that sets no header: it inherits proxy_set_header
+my $bare = 'proxy_pass $airlock_upstream$airlock_uri;' . "\n"
+         . 'proxy_ignore_headers X-Accel-Redirect X-Accel-Expires '
+         . 'X-Accel-Limit-Rate X-Accel-Buffering X-Accel-Charset;';
+
+my @refused = (
+    # name, body, message
+    [ 'proxy_set_header Content-Length',
+      "$L\nproxy_set_header Content-Length 10;",
+      qr/airlock location "\/x\/" has "proxy_set_header Content-Length": nginx frames the body/ ],
+    [ 'proxy_set_header Content-Length ""',
+      "$L\nproxy_set_header Content-Length \"\";",
+      qr/airlock location "\/x\/" has "proxy_set_header Content-Length"/ ],
+    [ 'proxy_set_header Content-Length with a variable',
+      "$L\nproxy_set_header content-length \$http_x_length;",
+      qr/airlock location "\/x\/" has "proxy_set_header content-length"/ ],
+    [ 'proxy_set_header Transfer-Encoding',
+      "$L\nproxy_set_header Transfer-Encoding chunked;",
+      qr/airlock location "\/x\/" has "proxy_set_header Transfer-Encoding": nginx frames the body/ ],
+    [ 'proxy_set_header Content-Type',
+      "$L\nproxy_set_header Content-Type application/json;",
+      qr/airlock location "\/x\/" has "proxy_set_header Content-Type": the body was checked as/ ],
+    [ 'proxy_set_header Content-Type ""',
+      "$L\nproxy_set_header CONTENT-TYPE \"\";",
+      qr/"proxy_set_header CONTENT-TYPE"/ ],
+    [ 'proxy_set_header Content-Encoding',
+      "$L\nproxy_set_header Content-Encoding gzip;",
+      qr/airlock location "\/x\/" has "proxy_set_header Content-Encoding": the body was checked as the bytes sent/ ],
+    [ 'proxy_set_header Content-Type inherited from the server',
+      $bare, qr/airlock location "\/(x\/)?" has "proxy_set_header Content-Type"/,
+      server => 'proxy_set_header Content-Type text/plain;' ],
+    [ 'proxy_pass_request_body off',
+      "$L\nproxy_pass_request_body off;",
+      qr/airlock location "\/x\/" has "proxy_pass_request_body off"/ ],
+    [ 'proxy_pass_request_body off inherited from the http level',
+      $L, qr/airlock location "\/(x\/)?" has "proxy_pass_request_body off"/,
+      http => 'proxy_pass_request_body off;' ],
+);
+
+my @accepted = (
+    [ 'the standard location body', $L ],
+    [ 'a header of another name, fixed',
+      "$L\nproxy_set_header X-Echo-Size 3;" ],
+    [ 'proxy_pass_request_headers off',
+      "$L\nproxy_pass_request_headers off;" ],
+    [ 'proxy_http_version 1.0', "$bare\nproxy_http_version 1.0;" ],
+    [ 'proxy_pass_request_body off outside Airlock locations',
+      $L, locations => <<"EOF" ],
+        location /side/ {
+            proxy_pass http://127.0.0.1:%%PORT_8081%%;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+        }
+EOF
+);
+
+plan tests => 2 * @refused + @accepted + 1;
+
+my ($status, $out);
+
+for my $c (@refused) {
+    my ($name, $body, $re, %o) = @$c;
+    ($status, $out) = conf_test(loc($body, %o));
+    isnt($status, 0, "$name: nginx -t fails");
+    like($out, $re, "$name: the message names the location and why");
+}
+
+for my $c (@accepted) {
+    my ($name, $body, %o) = @$c;
+    my $conf = $o{locations} ? $p->conf(locations => $o{locations})
+                             : loc($body);
+    ($status, $out) = conf_test($conf);
+    is($status, 0, "$name: passes") or diag($out);
+}
+
+is($t->error_log_check, '', 'no alerts');
