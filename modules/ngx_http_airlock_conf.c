@@ -12,7 +12,8 @@
  * "proxy_pass_request_body off" that sends another body or method than
  * the one the route matched, a proxy_set_header that frames or types the
  * checked body otherwise (Content-Length, Transfer-Encoding,
- * Content-Type, Content-Encoding), a response
+ * Content-Type, Content-Encoding), names another Host than the route's
+ * upstream or another method or path (override headers), a response
  * buffered to a temporary file with the credential an upstream echoed in
  * it.  Each location of the two modules is checked when it is merged,
  * after every static module (the proxy and realip modules among them) has
@@ -160,7 +161,8 @@ static ngx_command_t *ngx_http_airlock_conf_command(ngx_module_t *m,
     const char *name);
 static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
     ngx_str_t *name);
-static const char *ngx_http_airlock_conf_header_body(ngx_str_t *name);
+static const char *ngx_http_airlock_conf_header_why(ngx_str_t *name);
+static ngx_uint_t ngx_http_airlock_conf_host(ngx_str_t *value);
 static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
     ngx_array_t *values);
 static ngx_uint_t ngx_http_airlock_conf_is_var(ngx_conf_t *cf,
@@ -179,12 +181,14 @@ static ngx_str_t  ngx_http_airlock_conf_headers[] = {
 
 
 /*
- * Headers that say how the upstream reads the body.  The proxy module
- * frames the body Airlock checked with a Content-Length of its own, and
- * the body was checked as the client's (or the route's injected)
- * Content-Type says, in the bytes as sent.
+ * Headers that would have the upstream read another request than the one
+ * decided.  The proxy module frames the body Airlock checked with a
+ * Content-Length of its own, and the body was checked as the client's (or
+ * the route's injected) Content-Type says, in the bytes as sent.  The
+ * method and path override headers, refused from clients, would change
+ * the method or path the upstream's framework routes on.
  */
-static ngx_http_airlock_conf_header_t  ngx_http_airlock_conf_body_headers[] = {
+static ngx_http_airlock_conf_header_t  ngx_http_airlock_conf_forwarded[] = {
     { ngx_string("content-length"),
       "nginx frames the body it forwards; another length would have the "
       "upstream read the rest of the body as a request of its own, which "
@@ -199,6 +203,21 @@ static ngx_http_airlock_conf_header_t  ngx_http_airlock_conf_body_headers[] = {
     { ngx_string("content-encoding"),
       "the body was checked as the bytes sent; the upstream would read "
       "what they decode to, which no check saw" },
+    { ngx_string("x-http-method-override"),
+      "the upstream would read another method than the one the route "
+      "matched" },
+    { ngx_string("x-http-method"),
+      "the upstream would read another method than the one the route "
+      "matched" },
+    { ngx_string("x-method-override"),
+      "the upstream would read another method than the one the route "
+      "matched" },
+    { ngx_string("x-original-url"),
+      "the upstream would route on another path than the one the route "
+      "built" },
+    { ngx_string("x-rewrite-url"),
+      "the upstream would route on another path than the one the route "
+      "built" },
     { ngx_null_string, NULL }
 };
 
@@ -555,13 +574,28 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                 return NGX_CONF_ERROR;
             }
 
-            why = ngx_http_airlock_conf_header_body(&kv[i].key);
+            why = ngx_http_airlock_conf_header_why(&kv[i].key);
 
             if (why != NULL) {
                 ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                               "airlock location \"%V\" has "
                               "\"proxy_set_header %V\": %s", where,
                               &kv[i].key, why);
+                return NGX_CONF_ERROR;
+            }
+
+            if (kv[i].key.len == sizeof("host") - 1
+                && ngx_strncasecmp(kv[i].key.data, (u_char *) "host",
+                                   sizeof("host") - 1) == 0
+                && !ngx_http_airlock_conf_host(&kv[i].value))
+            {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "airlock location \"%V\" has "
+                              "\"proxy_set_header %V %V\": the Host is the "
+                              "route's upstream's, \"$airlock_host\"; any "
+                              "other has the upstream serve another site "
+                              "than the policy named", where, &kv[i].key,
+                              &kv[i].value);
                 return NGX_CONF_ERROR;
             }
         }
@@ -642,14 +676,14 @@ ngx_http_airlock_conf_header_denied(ngx_conf_t *cf, ngx_str_t *name)
 }
 
 
-/* why a header that says how the body is read may not be set; NULL: it may */
+/* why a header may not be set in an Airlock location; NULL: it may */
 
 static const char *
-ngx_http_airlock_conf_header_body(ngx_str_t *name)
+ngx_http_airlock_conf_header_why(ngx_str_t *name)
 {
     ngx_http_airlock_conf_header_t  *h;
 
-    for (h = ngx_http_airlock_conf_body_headers; h->name.len; h++) {
+    for (h = ngx_http_airlock_conf_forwarded; h->name.len; h++) {
         if (name->len == h->name.len
             && ngx_strncasecmp(name->data, h->name.data, h->name.len) == 0)
         {
@@ -658,6 +692,36 @@ ngx_http_airlock_conf_header_body(ngx_str_t *name)
     }
 
     return NULL;
+}
+
+
+/*
+ * The Host sent upstream is the route's upstream's: exactly $airlock_host
+ * (or the gateway's $airlock_llm_host), as the location body sets it.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_conf_host(ngx_str_t *value)
+{
+    ngx_str_t  *h;
+
+    static ngx_str_t  hosts[] = {
+        ngx_string("$airlock_host"),
+        ngx_string("${airlock_host}"),
+        ngx_string("$airlock_llm_host"),
+        ngx_string("${airlock_llm_host}"),
+        ngx_null_string
+    };
+
+    for (h = hosts; h->len; h++) {
+        if (value->len == h->len
+            && ngx_strncasecmp(value->data, h->data, h->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

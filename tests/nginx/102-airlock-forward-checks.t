@@ -12,7 +12,15 @@
 #   - proxy_set_header Content-Type or Content-Encoding: the upstream
 #     would read the checked body as another type, or decode it;
 #   - proxy_pass_request_body off, here or inherited: the checked body's
-#     Content-Length without the body.
+#     Content-Length without the body;
+#   - proxy_set_header Host other than $airlock_host (the location body's;
+#     the gateway's $airlock_llm_host too): "Host $host" let the client
+#     choose the site the upstream serves, with the route's credential;
+#   - proxy_set_header of the method override headers the gate refuses
+#     from clients (X-HTTP-Method-Override, X-HTTP-Method,
+#     X-Method-Override) and of the path overrides X-Original-URL and
+#     X-Rewrite-URL, any value: the upstream would read another method or
+#     path than the route matched.
 #
 # The standard location body passes, and so do headers of other names
 # with fixed values, proxy_pass_request_headers off (it removes headers,
@@ -105,6 +113,33 @@ my @refused = (
     [ 'proxy_set_header Content-Type inherited from the server',
       $bare, qr/airlock location "\/(x\/)?" has "proxy_set_header Content-Type"/,
       server => 'proxy_set_header Content-Type text/plain;' ],
+    [ 'proxy_set_header Host $host',
+      "$bare\nproxy_set_header Host \$host;",
+      qr/airlock location "\/x\/" has "proxy_set_header Host \$host": the Host is the route's upstream's/ ],
+    [ 'proxy_set_header Host with a client header',
+      "$bare\nproxy_set_header host \$http_x_host;",
+      qr/airlock location "\/x\/" has "proxy_set_header host \$http_x_host"/ ],
+    [ 'proxy_set_header Host, fixed',
+      "$bare\nproxy_set_header Host other.example;",
+      qr/airlock location "\/x\/" has "proxy_set_header Host other\.example"/ ],
+    [ 'proxy_set_header Host with more than $airlock_host',
+      "$bare\nproxy_set_header Host \$airlock_host.other.example;",
+      qr/"proxy_set_header Host \$airlock_host\.other\.example"/ ],
+    [ 'proxy_set_header X-HTTP-Method-Override',
+      "$L\nproxy_set_header X-HTTP-Method-Override DELETE;",
+      qr/airlock location "\/x\/" has "proxy_set_header X-HTTP-Method-Override": the upstream would read another method/ ],
+    [ 'proxy_set_header X-HTTP-Method from the query',
+      "$L\nproxy_set_header x-http-method \$arg_m;",
+      qr/"proxy_set_header x-http-method": the upstream would read another method/ ],
+    [ 'proxy_set_header X-Method-Override',
+      "$L\nproxy_set_header X-Method-Override PUT;",
+      qr/"proxy_set_header X-Method-Override"/ ],
+    [ 'proxy_set_header X-Original-URL',
+      "$L\nproxy_set_header X-Original-URL /admin;",
+      qr/airlock location "\/x\/" has "proxy_set_header X-Original-URL": the upstream would route on another path/ ],
+    [ 'proxy_set_header X-Rewrite-URL',
+      "$L\nproxy_set_header X-Rewrite-URL \$request_uri;",
+      qr/"proxy_set_header X-Rewrite-URL"/ ],
     [ 'proxy_pass_request_body off',
       "$L\nproxy_pass_request_body off;",
       qr/airlock location "\/x\/" has "proxy_pass_request_body off"/ ],
@@ -120,6 +155,11 @@ my @accepted = (
     [ 'proxy_pass_request_headers off',
       "$L\nproxy_pass_request_headers off;" ],
     [ 'proxy_http_version 1.0', "$bare\nproxy_http_version 1.0;" ],
+    [ 'proxy_set_header Host ${airlock_host}',
+      "$bare\nproxy_set_header Host \${airlock_host};" ],
+    [ 'proxy_set_header Host $airlock_llm_host',
+      "$bare\nproxy_set_header Host \$airlock_llm_host;" ],
+    [ 'no proxy_set_header Host (nginx sends the proxy_pass host)', $bare ],
     [ 'proxy_pass_request_body off outside Airlock locations',
       $L, locations => <<"EOF" ],
         location /side/ {
