@@ -13,9 +13,11 @@
  * the one the route matched, a proxy_set_header that frames or types the
  * checked body otherwise (Content-Length, Transfer-Encoding,
  * Content-Type, Content-Encoding), names another Host than the route's
- * upstream or another method or path (override headers), a response
- * buffered to a temporary file with the credential an upstream echoed in
- * it.  Each location of the two modules is checked when it is merged,
+ * upstream or another method or path (override headers), lets the
+ * client choose the site (X-Forwarded-Host, Forwarded) or the TLS name
+ * (proxy_ssl_name) the upstream is reached by, a response buffered to a
+ * temporary file with the credential an upstream echoed in it.  Each
+ * location of the two modules is checked when it is merged,
  * after every static module (the proxy and realip modules among them) has
  * merged its own configuration, and "nginx -t" refuses what would undo
  * the policy, naming the location.
@@ -163,6 +165,9 @@ static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
     ngx_str_t *name);
 static const char *ngx_http_airlock_conf_header_why(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_host(ngx_str_t *value);
+static ngx_uint_t ngx_http_airlock_conf_site(ngx_str_t *name);
+static ngx_uint_t ngx_http_airlock_conf_client_var(ngx_str_t *value,
+    ngx_str_t *var);
 static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
     ngx_array_t *values);
 static ngx_uint_t ngx_http_airlock_conf_is_var(ngx_conf_t *cf,
@@ -471,6 +476,7 @@ static char *
 ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_airlock_proxy_conf_t *pcf)
 {
+    ngx_str_t                  var;
     ngx_uint_t                 i;
     const char                *why;
     ngx_keyval_t              *kv;
@@ -598,6 +604,18 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                               &kv[i].value);
                 return NGX_CONF_ERROR;
             }
+
+            if (ngx_http_airlock_conf_site(&kv[i].key)
+                && ngx_http_airlock_conf_client_var(&kv[i].value, &var))
+            {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "airlock location \"%V\" has "
+                              "\"proxy_set_header %V %V\": $%V is the "
+                              "client's, and the upstream takes this header "
+                              "for the site it serves, as the Host", where,
+                              &kv[i].key, &kv[i].value, &var);
+                return NGX_CONF_ERROR;
+            }
         }
     }
 
@@ -609,6 +627,22 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                       "route decided", where);
         return NGX_CONF_ERROR;
     }
+
+#if (NGX_HTTP_SSL)
+    /* merged: set here or inherited from the server or http level */
+
+    if (ucf->ssl_name != NULL
+        && ngx_http_airlock_conf_client_var(&ucf->ssl_name->value, &var))
+    {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_ssl_name %V\": "
+                      "$%V is the client's; the upstream's TLS name, sent "
+                      "and checked, would be one the client chose (leave "
+                      "it unset: the route's upstream host)", where,
+                      &ucf->ssl_name->value, &var);
+        return NGX_CONF_ERROR;
+    }
+#endif
 
     if ((ucf->ignore_headers & NGX_HTTP_AIRLOCK_IGN_XA)
         != NGX_HTTP_AIRLOCK_IGN_XA)
@@ -718,6 +752,126 @@ ngx_http_airlock_conf_host(ngx_str_t *value)
             && ngx_strncasecmp(value->data, h->data, h->len) == 0)
         {
             return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* a header an upstream behind a proxy takes for the Host */
+
+static ngx_uint_t
+ngx_http_airlock_conf_site(ngx_str_t *name)
+{
+    ngx_str_t  *h;
+
+    static ngx_str_t  sites[] = {
+        ngx_string("x-forwarded-host"),
+        ngx_string("forwarded"),
+        ngx_null_string
+    };
+
+    for (h = sites; h->len; h++) {
+        if (name->len == h->len
+            && ngx_strncasecmp(name->data, h->data, h->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * A variable in value that nginx takes from what the client sent and the
+ * policy does not decide: its Host ($host), its headers ($http_*,
+ * $cookie_*, $content_type), its target in any form ($arg_*, $args,
+ * $request_uri, $uri, ...) and regex captures ($1 to $9, taken from the
+ * URI or a header).  Variables are read as ngx_http_script_compile()
+ * reads them: "$name" or "${name}".  A map or set of such a variable,
+ * and a named capture, are not seen.  1: found, its name in *var.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
+{
+    u_char     *p, *end, c;
+    ngx_str_t  *n;
+
+    static ngx_str_t  prefixes[] = {
+        ngx_string("http_"),
+        ngx_string("cookie_"),
+        ngx_string("arg_"),
+        ngx_null_string
+    };
+
+    static ngx_str_t  names[] = {
+        ngx_string("host"),
+        ngx_string("args"),
+        ngx_string("query_string"),
+        ngx_string("request_uri"),
+        ngx_string("uri"),
+        ngx_string("document_uri"),
+        ngx_string("request"),
+        ngx_string("request_body"),
+        ngx_string("content_type"),
+        ngx_string("remote_user"),
+        ngx_null_string
+    };
+
+    p = value->data;
+    end = value->data + value->len;
+
+    while (p < end) {
+        if (*p++ != '$' || p == end) {
+            continue;
+        }
+
+        if (*p == '{') {
+            p++;
+        }
+
+        var->data = p;
+
+        while (p < end) {
+            c = *p;
+
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+                || (c >= '0' && c <= '9') || c == '_')
+            {
+                p++;
+                continue;
+            }
+
+            break;
+        }
+
+        var->len = p - var->data;
+
+        if (var->len == 0) {
+            continue;
+        }
+
+        if (var->data[0] >= '0' && var->data[0] <= '9') {
+            return 1;
+        }
+
+        for (n = prefixes; n->len; n++) {
+            if (var->len > n->len
+                && ngx_strncasecmp(var->data, n->data, n->len) == 0)
+            {
+                return 1;
+            }
+        }
+
+        for (n = names; n->len; n++) {
+            if (var->len == n->len
+                && ngx_strncasecmp(var->data, n->data, n->len) == 0)
+            {
+                return 1;
+            }
         }
     }
 

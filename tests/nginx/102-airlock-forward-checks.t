@@ -20,7 +20,13 @@
 #     from clients (X-HTTP-Method-Override, X-HTTP-Method,
 #     X-Method-Override) and of the path overrides X-Original-URL and
 #     X-Rewrite-URL, any value: the upstream would read another method or
-#     path than the route matched.
+#     path than the route matched;
+#   - proxy_set_header X-Forwarded-Host or Forwarded with a variable the
+#     client chooses ($host, $http_*, $arg_*, ...): upstreams behind a
+#     proxy take it for the Host;
+#   - proxy_ssl_name with such a variable, here or inherited
+#     ("proxy_ssl_name $host" is a common line): the TLS name sent and
+#     checked would be the client's, not the route's upstream's.
 #
 # The standard location body passes, and so do headers of other names
 # with fixed values, proxy_pass_request_headers off (it removes headers,
@@ -140,6 +146,24 @@ my @refused = (
     [ 'proxy_set_header X-Rewrite-URL',
       "$L\nproxy_set_header X-Rewrite-URL \$request_uri;",
       qr/"proxy_set_header X-Rewrite-URL"/ ],
+    [ 'proxy_set_header X-Forwarded-Host $host',
+      "$L\nproxy_set_header X-Forwarded-Host \$host;",
+      qr/airlock location "\/x\/" has "proxy_set_header X-Forwarded-Host \$host": \$host is the client's/ ],
+    [ 'proxy_set_header X-Forwarded-Host from a query parameter',
+      "$L\nproxy_set_header x-forwarded-host \$ARG_site;",
+      qr/"proxy_set_header x-forwarded-host \$ARG_site": \$ARG_site is the client's/ ],
+    [ 'proxy_set_header Forwarded with ${host}',
+      "$L\nproxy_set_header Forwarded \"proto=https;host=\${host}\";",
+      qr/"proxy_set_header Forwarded proto=https;host=\$\{host\}": \$host is the client's/ ],
+    [ 'proxy_set_header X-Forwarded-Host with a capture',
+      "$L\nproxy_set_header X-Forwarded-Host \$1.example;",
+      qr/"proxy_set_header X-Forwarded-Host \$1\.example": \$1 is the client's/ ],
+    [ 'proxy_ssl_name $host',
+      "$L\nproxy_ssl_name \$host;",
+      qr/airlock location "\/x\/" has "proxy_ssl_name \$host": \$host is the client's/ ],
+    [ 'proxy_ssl_name with a client header, inherited from the http level',
+      $L, qr/airlock location "\/(x\/)?" has "proxy_ssl_name \$http_x_sni"/,
+      http => 'proxy_ssl_name $http_x_sni;' ],
     [ 'proxy_pass_request_body off',
       "$L\nproxy_pass_request_body off;",
       qr/airlock location "\/x\/" has "proxy_pass_request_body off"/ ],
@@ -160,6 +184,13 @@ my @accepted = (
     [ 'proxy_set_header Host $airlock_llm_host',
       "$bare\nproxy_set_header Host \$airlock_llm_host;" ],
     [ 'no proxy_set_header Host (nginx sends the proxy_pass host)', $bare ],
+    [ 'proxy_set_header X-Forwarded-Host, fixed or $airlock_host',
+      "$L\nproxy_set_header X-Forwarded-Host \$airlock_host;\n"
+      . "proxy_set_header Forwarded \"host=proxy.example\";" ],
+    [ 'proxy_set_header of another name with a client variable',
+      "$L\nproxy_set_header X-Echo-Size \$arg_size;\n"
+      . "proxy_set_header X-Request-Id \$request_id;" ],
+    [ 'proxy_ssl_name, fixed', "$L\nproxy_ssl_name api.example;" ],
     [ 'proxy_pass_request_body off outside Airlock locations',
       $L, locations => <<"EOF" ],
         location /side/ {
