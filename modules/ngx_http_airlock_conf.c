@@ -3,24 +3,23 @@
  * Airlock: what the rest of nginx's configuration may not do in an
  * Airlock location (one with "airlock on" or "airlock_llm").
  *
- * The policy decides a request, but directives of other modules in the
- * same location could still undo the decision without a word: a
- * proxy_set_header that replaces the injected credential or passes the
- * client's, a proxy_pass that ignores the URI the route built, realip
- * choosing the client's address from a header, an upstream steering nginx
- * with X-Accel-* headers, a proxy_set_body, proxy_method or
- * "proxy_pass_request_body off" that sends another body or method than
- * the one the route matched, a proxy_set_header that frames or types the
- * checked body otherwise (Content-Length, Transfer-Encoding,
- * Content-Type, Content-Encoding), names another Host than the route's
- * upstream or another method or path (override headers), lets the
+ * The policy decides a request, but directives of other modules in the same
+ * location could still undo the decision without a word: a proxy_set_header
+ * that replaces the injected credential or passes the client's, a proxy_pass
+ * that ignores the URI the route built, realip choosing the client's address
+ * from a header, an upstream steering nginx with X-Accel-* headers, a
+ * proxy_set_body, proxy_method or "proxy_pass_request_body off" that sends
+ * another body or method than the one the route matched, a proxy_set_header
+ * that frames or types the checked body otherwise (Content-Length,
+ * Transfer-Encoding, Content-Type, Content-Encoding), names another Host than
+ * the route's upstream or another method or path (override headers), lets the
  * client choose the site (X-Forwarded-Host, Forwarded) or the TLS name
- * (proxy_ssl_name) the upstream is reached by, a response buffered to a
- * temporary file with the credential an upstream echoed in it.  Each
- * location of the two modules is checked when it is merged,
- * after every static module (the proxy and realip modules among them) has
- * merged its own configuration, and "nginx -t" refuses what would undo
- * the policy, naming the location.
+ * (proxy_ssl_name) the upstream is reached by, an https upstream whose
+ * certificate is not checked (proxy_ssl_verify off), a response buffered to a
+ * temporary file with the credential an upstream echoed in it.  Each location
+ * of the two modules is checked when it is merged, after every static module
+ * (the proxy and realip modules among them) has merged its own configuration,
+ * and "nginx -t" refuses what would undo the policy, naming the location.
  * Temporary files are not refused but made impossible: the location's
  * proxy_max_temp_file_size is set to 0 unless the operator set another
  * value, which is refused.
@@ -166,6 +165,7 @@ static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
 static const char *ngx_http_airlock_conf_header_why(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_host(ngx_str_t *value);
 static ngx_uint_t ngx_http_airlock_conf_site(ngx_str_t *name);
+static ngx_uint_t ngx_http_airlock_conf_https(ngx_conf_t *cf);
 static ngx_uint_t ngx_http_airlock_conf_client_var(ngx_str_t *value,
     ngx_str_t *var);
 static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
@@ -642,6 +642,18 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                       &ucf->ssl_name->value, &var);
         return NGX_CONF_ERROR;
     }
+
+    /* merged: proxy_ssl_verify is off unless set here or above */
+
+    if (!ucf->ssl_verify && ngx_http_airlock_conf_https(cf)) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" must have \"proxy_ssl_verify "
+                      "on\": the policy has https upstreams, and without "
+                      "it a route's credential goes to whoever answers at "
+                      "the upstream's address (include "
+                      "airlock-location.conf)", where);
+        return NGX_CONF_ERROR;
+    }
 #endif
 
     if ((ucf->ignore_headers & NGX_HTTP_AIRLOCK_IGN_XA)
@@ -751,6 +763,38 @@ ngx_http_airlock_conf_host(ngx_str_t *value)
         if (value->len == h->len
             && ngx_strncasecmp(value->data, h->data, h->len) == 0)
         {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* 1: an upstream of the policy, a route's or an LLM entry's, is https */
+
+static ngx_uint_t
+ngx_http_airlock_conf_https(ngx_conf_t *cf)
+{
+    size_t                         i;
+    const al_policy_t             *p;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+    p = amcf->policy;
+
+    if (p == NULL) {
+        return 0;
+    }
+
+    for (i = 0; i < p->nupstreams; i++) {
+        if (p->upstreams[i].https) {
+            return 1;
+        }
+    }
+
+    for (i = 0; i < p->nllm; i++) {
+        if (p->llm[i].upstream.https) {
             return 1;
         }
     }
