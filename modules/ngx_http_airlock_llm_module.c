@@ -1219,17 +1219,16 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
         ctx->cost = ngx_http_airlock_llm_cost(ctx, &ctx->usage);
     }
 
-    /* every admitted request gives back its place, allowed or not */
-
-    if (ctx->admitted) {
-        ngx_http_airlock_llm_settle(r, ctx, &ctx->usage, ctx->cost);
-    }
-
     if (ctx->allowed && ctx->log != NULL) {
         ngx_http_airlock_llm_write(r, ctx);
     }
 
-    ngx_http_airlock_llm_count(r, ctx);
+    /*
+     * Every admitted request gives back its place, allowed or not, as the
+     * call is counted in its series: one hold of the zone's lock.
+     */
+
+    ngx_http_airlock_llm_close(r, ctx);
 }
 
 

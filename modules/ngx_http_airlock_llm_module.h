@@ -228,7 +228,7 @@ void ngx_http_airlock_llm_settle(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u, uint64_t cost);
 ngx_int_t ngx_http_airlock_llm_limit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
-void ngx_http_airlock_llm_count(ngx_http_request_t *r,
+void ngx_http_airlock_llm_close(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 
 

@@ -147,6 +147,8 @@ static void ngx_http_airlock_llm_rbtree_insert_value(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
 static ngx_http_airlock_llm_zone_ctx_t *ngx_http_airlock_llm_zone_ctx(
     ngx_http_request_t *r);
+static void ngx_http_airlock_llm_finish_locked(
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u, uint64_t cost);
 static size_t ngx_http_airlock_llm_key(u_char *key, ngx_uint_t kind,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status);
 static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_lookup(
@@ -593,20 +595,41 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
 /*
  * Ends an admitted request: gives back its place in flight and replaces
  * the reservation with what the call used, u costing cost
- * (ngx_http_airlock_llm_cost()).  Once per request.
+ * (ngx_http_airlock_llm_cost()).  Once per request.  The log phase does
+ * this in ngx_http_airlock_llm_close(), under the lock it counts with.
  */
 
 void
 ngx_http_airlock_llm_settle(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u, uint64_t cost)
 {
-    time_t                            now;
-    al_llm_amount_t                   reserved, actual;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
 
     if (!ctx->admitted || ctx->settled) {
         return;
     }
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    ngx_http_airlock_llm_finish_locked(ctx, u, cost);
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+}
+
+
+/*
+ * The zone's lock held: replaces the reservation of an admitted request
+ * (the node admission found: its place in flight, al_llm_admit() counts
+ * every admitted request as active, keeps it from expiring until now).
+ */
+
+static void
+ngx_http_airlock_llm_finish_locked(ngx_http_airlock_llm_ctx_t *ctx,
+    const al_llm_usage_t *u, uint64_t cost)
+{
+    al_llm_amount_t  reserved, actual;
 
     ctx->settled = 1;
 
@@ -616,31 +639,22 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
                                     : u->prompt_tokens + u->completion_tokens;
     actual.cost = cost;
 
-    zc = ngx_http_airlock_llm_zone_ctx(r);
-    now = ngx_time();
-
-    /*
-     * The node admission found: its place in flight (al_llm_admit() counts
-     * every admitted request as active) keeps it from expiring until now.
-     */
-
-    ngx_shmtx_lock(&zc->shpool->mutex);
-
-    al_llm_finish(&ctx->node->budget, (int64_t) now,
+    al_llm_finish(&ctx->node->budget, (int64_t) ngx_time(),
                   (int64_t) ctx->reserved_at, &reserved, &actual, 1);
-
-    ngx_shmtx_unlock(&zc->shpool->mutex);
 }
 
 
 /*
- * One call, and its tokens, in its series.  The cache slot is picked by
- * what tells series apart cheaply; whatever it holds is checked against
- * the whole key, so a slot two series share costs only a lookup.
+ * The log phase's end of a call: an admitted request settled with its
+ * usage (ngx_http_airlock_llm_settle(), unless done already), and the
+ * call, with its tokens, counted in its series, under one hold of the
+ * zone's lock.  The cache slot is picked by what tells series apart
+ * cheaply; whatever it holds is checked against the whole key, so a slot
+ * two series share costs only a lookup.
  */
 
 void
-ngx_http_airlock_llm_count(ngx_http_request_t *r,
+ngx_http_airlock_llm_close(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
     size_t                            len;
@@ -654,6 +668,7 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
     zc = ngx_http_airlock_llm_zone_ctx(r);
 
     if (zc == NULL) {
+        /* no zone: nothing was admitted, nothing is counted */
         return;
     }
 
@@ -665,16 +680,23 @@ ngx_http_airlock_llm_count(ngx_http_request_t *r,
            & (NGX_HTTP_AIRLOCK_LLM_CACHE - 1);
 
     ln = zc->cache[slot];
+    hash = 0;
 
-    if (ln != NULL && ln->len == len && ngx_memcmp(ln->data, key, len) == 0)
+    if (ln == NULL || ln->len != len || ngx_memcmp(ln->data, key, len) != 0)
     {
-        ngx_shmtx_lock(&zc->shpool->mutex);
-        goto count;
+        ln = NULL;
+        hash = ngx_crc32_short(key, len);
     }
 
-    hash = ngx_crc32_short(key, len);
-
     ngx_shmtx_lock(&zc->shpool->mutex);
+
+    if (ctx->admitted && !ctx->settled) {
+        ngx_http_airlock_llm_finish_locked(ctx, &ctx->usage, ctx->cost);
+    }
+
+    if (ln != NULL) {
+        goto count;
+    }
 
     ln = ngx_http_airlock_llm_lookup(zc, hash, key, len);
 
