@@ -111,19 +111,6 @@ static void ngx_http_airlock_log_write(ngx_log_t *log, ngx_uint_t level,
 static void ngx_http_airlock_log_restore(void *data);
 
 
-/*
- * The connection log of a request whose log lines are scrubbed: what its
- * writer and the chain after it were (ngx_http_airlock_scrub_log()).
- */
-typedef struct {
-    ngx_log_t                   *log;
-    ngx_log_writer_pt            writer;
-    void                        *wdata;
-    ngx_log_t                   *next;
-    ngx_http_airlock_ctx_t      *ctx;
-} ngx_http_airlock_log_t;
-
-
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 #if (nginx_version >= 1029000)
@@ -1824,20 +1811,29 @@ ngx_http_airlock_scrub_log(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
         return NGX_OK;
     }
 
-    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_airlock_log_t));
-    if (cln == NULL) {
-        return NGX_ERROR;
-    }
+    if (ctx->log_cleanup.handler == NULL) {
 
-    al = cln->data;
+        /* the usual case: the one the context has room for */
+
+        al = &ctx->log;
+        ngx_http_airlock_cleanup_link(r->pool, &ctx->log_cleanup,
+                                      ngx_http_airlock_log_restore, al);
+
+    } else {
+        cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_airlock_log_t));
+        if (cln == NULL) {
+            return NGX_ERROR;
+        }
+
+        al = cln->data;
+        cln->handler = ngx_http_airlock_log_restore;
+    }
 
     al->log = log;
     al->writer = log->writer;
     al->wdata = log->wdata;
     al->next = log->next;
     al->ctx = ctx;
-
-    cln->handler = ngx_http_airlock_log_restore;
 
     log->writer = ngx_http_airlock_log_writer;
     log->wdata = al;

@@ -296,27 +296,21 @@ static ngx_http_airlock_llm_ctx_t *
 ngx_http_airlock_llm_create_ctx(ngx_http_request_t *r,
     ngx_http_airlock_llm_loc_conf_t *llcf)
 {
-    ngx_pool_cleanup_t          *cln;
     ngx_http_airlock_ctx_t      *actx;
     ngx_http_airlock_llm_ctx_t  *ctx;
+
+    /* one allocation: this context, the request path's, their cleanups */
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_llm_ctx_t));
     if (ctx == NULL) {
         return NULL;
     }
 
-    actx = ngx_http_airlock_create_ctx(r, &ngx_http_airlock_llm_path);
-    if (actx == NULL) {
-        return NULL;
-    }
+    actx = &ctx->airlock;
+    ngx_http_airlock_init_ctx(r, actx, &ngx_http_airlock_llm_path);
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NULL;
-    }
-
-    cln->handler = ngx_http_airlock_llm_cleanup;
-    cln->data = ctx;
+    ngx_http_airlock_cleanup_link(r->pool, &ctx->cleanup,
+                                  ngx_http_airlock_llm_cleanup, ctx);
 
     ctx->request = r;
     ctx->provider = llcf->provider;

@@ -188,6 +188,10 @@ typedef struct {
                                                    gateway's, its
                                                    x-request-id set
                                                    (no fallback) */
+
+    /* allocated with this one: actx, and this one's pool cleanup */
+    ngx_http_airlock_ctx_t           airlock;
+    ngx_pool_cleanup_t               cleanup;
 } ngx_http_airlock_llm_ctx_t;
 
 

@@ -116,6 +116,19 @@ typedef struct {
 typedef struct ngx_http_airlock_ctx_s  ngx_http_airlock_ctx_t;
 
 
+/*
+ * The connection log of a request whose log lines are scrubbed: what its
+ * writer and the chain after it were (ngx_http_airlock_scrub_log()).
+ */
+typedef struct {
+    ngx_log_t                   *log;
+    ngx_log_writer_pt            writer;
+    void                        *wdata;
+    ngx_log_t                   *next;
+    ngx_http_airlock_ctx_t      *ctx;
+} ngx_http_airlock_log_t;
+
+
 /* what a module adds to the request path (ngx_http_airlock_request.c) */
 typedef struct {
     /* the body, if any, is read: check it, allow or refuse the request;
@@ -222,6 +235,15 @@ struct ngx_http_airlock_ctx_s {
     ngx_http_upstream_t         *refused;       /* its answer was refused as
                                                    unsearchable */
 
+    /*
+     * Allocated with the context, linked into the request pool's cleanups
+     * as ngx_pool_cleanup_add() would: the context's own, and the first
+     * scrubbing log writer's (ngx_http_airlock_scrub_log()).
+     */
+    ngx_pool_cleanup_t           cleanup;
+    ngx_pool_cleanup_t           log_cleanup;
+    ngx_http_airlock_log_t       log;
+
     unsigned                     decided:1;
     unsigned                     allowed:1;
     unsigned                     reading_body:1;
@@ -255,6 +277,20 @@ ngx_int_t ngx_http_airlock_phase_first(ngx_cycle_t *cycle,
 void *ngx_http_airlock_find_ctx(ngx_http_request_t *r, ngx_module_t *module,
     ngx_pool_cleanup_pt handler);
 ngx_http_airlock_ctx_t *ngx_http_airlock_get_ctx(ngx_http_request_t *r);
+/* a cleanup that is part of a larger allocation, run as one added by
+   ngx_pool_cleanup_add() */
+static ngx_inline void
+ngx_http_airlock_cleanup_link(ngx_pool_t *pool, ngx_pool_cleanup_t *c,
+    ngx_pool_cleanup_pt handler, void *data)
+{
+    c->handler = handler;
+    c->data = data;
+    c->next = pool->cleanup;
+    pool->cleanup = c;
+}
+
+void ngx_http_airlock_init_ctx(ngx_http_request_t *r,
+    ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_path_t *path);
 ngx_http_airlock_ctx_t *ngx_http_airlock_create_ctx(ngx_http_request_t *r,
     ngx_http_airlock_path_t *path);
 ngx_int_t ngx_http_airlock_enter(ngx_http_request_t *r,

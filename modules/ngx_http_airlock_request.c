@@ -209,7 +209,6 @@ ngx_http_airlock_ctx_t *
 ngx_http_airlock_create_ctx(ngx_http_request_t *r,
     ngx_http_airlock_path_t *path)
 {
-    ngx_pool_cleanup_t      *cln;
     ngx_http_airlock_ctx_t  *ctx;
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_ctx_t));
@@ -217,13 +216,23 @@ ngx_http_airlock_create_ctx(ngx_http_request_t *r,
         return NULL;
     }
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NULL;
-    }
+    ngx_http_airlock_init_ctx(r, ctx, path);
 
-    cln->handler = ngx_http_airlock_ctx_cleanup;
-    cln->data = ctx;
+    return ctx;
+}
+
+
+/*
+ * A context in zeroed memory the caller allocated with its own (the LLM
+ * gateway's context holds it): set and made the request's.
+ */
+
+void
+ngx_http_airlock_init_ctx(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
+    ngx_http_airlock_path_t *path)
+{
+    ngx_http_airlock_cleanup_link(r->pool, &ctx->cleanup,
+                                  ngx_http_airlock_ctx_cleanup, ctx);
 
     ctx->request = r;
     ctx->path = path;
@@ -232,8 +241,6 @@ ngx_http_airlock_create_ctx(ngx_http_request_t *r,
     ctx->method_name = r->method_name;
 
     ngx_http_set_ctx(r, ctx, ngx_http_airlock_module);
-
-    return ctx;
 }
 
 
