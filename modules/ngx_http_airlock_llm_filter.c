@@ -241,10 +241,9 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         }
 
     } else {
-        ctx->resp = ngx_palloc(r->pool, sizeof(al_llm_resp_t));
-        if (ctx->resp == NULL) {
-            return NGX_ERROR;
-        }
+        /* a second answer (a fallback): the first one's is dropped */
+
+        ctx->resp = &ctx->resp_mem;
 
         al_llm_resp_init(ctx->resp, ctx->provider->llm->kind,
                          ctx->endpoint);

@@ -299,12 +299,17 @@ ngx_http_airlock_llm_create_ctx(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t      *actx;
     ngx_http_airlock_llm_ctx_t  *ctx;
 
-    /* one allocation: this context, the request path's, their cleanups */
+    /*
+     * One allocation: this context, the request path's, their cleanups,
+     * and the room some calls take later, left as it is here.
+     */
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_airlock_llm_ctx_t));
+    ctx = ngx_palloc(r->pool, sizeof(ngx_http_airlock_llm_ctx_t));
     if (ctx == NULL) {
         return NULL;
     }
+
+    ngx_memzero(ctx, offsetof(ngx_http_airlock_llm_ctx_t, body_buf));
 
     actx = &ctx->airlock;
     ngx_http_airlock_init_ctx(r, actx, &ngx_http_airlock_llm_path);
@@ -820,8 +825,17 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     if (req.body != NULL) {
         /* the rewrite is what is sent */
 
-        rc = ngx_http_airlock_body_set(r, (u_char *) req.body,
-                                       req.body_len);
+        if (!ctx->body_own) {
+            ctx->body_own = 1;
+            ngx_memzero(&ctx->body_buf, sizeof(ngx_buf_t));
+            rc = ngx_http_airlock_body_put(r, &ctx->body_buf, &ctx->body_cl,
+                                           (u_char *) req.body, req.body_len);
+
+        } else {
+            rc = ngx_http_airlock_body_set(r, (u_char *) req.body,
+                                           req.body_len);
+        }
+
         al_llm_request_free(&req);
 
         return (rc == NGX_OK) ? NGX_OK : NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -188,10 +188,16 @@ typedef struct {
                                                    gateway's, its
                                                    x-request-id set
                                                    (no fallback) */
+    unsigned                         body_own:1;   /* body_buf is used */
 
     /* allocated with this one: actx, and this one's pool cleanup */
     ngx_http_airlock_ctx_t           airlock;
     ngx_pool_cleanup_t               cleanup;
+
+    /* not zeroed with the rest: each is set where it is first used */
+    ngx_buf_t                        body_buf;  /* the rewritten body's */
+    ngx_chain_t                      body_cl;
+    al_llm_resp_t                    resp_mem;  /* resp of a JSON answer */
 } ngx_http_airlock_llm_ctx_t;
 
 

@@ -301,6 +301,8 @@ ngx_int_t ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
     ngx_http_airlock_body_t *body);
 ngx_int_t ngx_http_airlock_body_set(ngx_http_request_t *r, u_char *data,
     size_t len);
+ngx_int_t ngx_http_airlock_body_put(ngx_http_request_t *r, ngx_buf_t *b,
+    ngx_chain_t *cl, u_char *data, size_t len);
 void ngx_http_airlock_refuse(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, al_reason_t reason, const char *detail,
     ngx_uint_t counted);

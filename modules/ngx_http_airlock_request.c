@@ -536,6 +536,25 @@ ngx_http_airlock_body_set(ngx_http_request_t *r, u_char *data, size_t len)
         return NGX_ERROR;
     }
 
+    cl = ngx_alloc_chain_link(r->pool);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_airlock_body_put(r, b, cl, data, len);
+}
+
+
+/* the same in a zeroed buffer and a chain link the caller has */
+
+ngx_int_t
+ngx_http_airlock_body_put(ngx_http_request_t *r, ngx_buf_t *b,
+    ngx_chain_t *cl, u_char *data, size_t len)
+{
+    if (r->request_body == NULL) {
+        return NGX_ERROR;
+    }
+
     b->temporary = 1;
     b->start = data;
     b->pos = data;
@@ -543,11 +562,6 @@ ngx_http_airlock_body_set(ngx_http_request_t *r, u_char *data, size_t len)
     b->end = data + len;
     b->last_buf = 1;
     b->last_in_chain = 1;
-
-    cl = ngx_alloc_chain_link(r->pool);
-    if (cl == NULL) {
-        return NGX_ERROR;
-    }
 
     cl->buf = b;
     cl->next = NULL;
