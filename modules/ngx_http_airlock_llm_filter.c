@@ -251,6 +251,9 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         /* a usage value too long for the struct: from the pool */
         ctx->resp->alloc = ngx_http_airlock_llm_resp_alloc;
         ctx->resp->alloc_ctx = r->pool;
+
+        /* the usage line names the model the request was checked for */
+        ctx->resp->no_model = 1;
     }
 
     /* buffers a temporary file holds are read back before they get here */

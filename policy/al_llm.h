@@ -459,6 +459,9 @@ typedef struct {
     al_llm_endpoint_t    endpoint;
     al_llm_alloc_pt      alloc;         /* NULL after init */
     void                *alloc_ctx;
+    unsigned             no_model:1;    /* 0 after init; 1: the "model"
+                                           is not taken, and
+                                           al_llm_resp_usage() gives "" */
 
     /* private */
     unsigned             state;

@@ -261,6 +261,7 @@ al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
     r->endpoint = ep;
     r->alloc = NULL;
     r->alloc_ctx = NULL;
+    r->no_model = 0;
     r->state = AL_LLM_R_START;
     r->depth = 0;
     r->in_str = 0;
@@ -396,7 +397,12 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                         }
 
                     } else if (r->key_cap == AL_LLM_CAP_MODEL) {
-                        r->model_len = 0;
+                        if (r->no_model) {
+                            r->capture = AL_LLM_CAP_NONE;
+
+                        } else {
+                            r->model_len = 0;
+                        }
                     }
                 }
 
