@@ -1420,12 +1420,13 @@ static void
 ngx_http_airlock_llm_write(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
-    size_t            n;
-    ngx_str_t         id;
-    ngx_uint_t        room;
-    ngx_msec_t        now, start;
-    u_char           *buf;
-    al_llm_record_t   rec;
+    size_t                             n;
+    ngx_str_t                          id;
+    ngx_uint_t                         room;
+    ngx_msec_t                         now, start;
+    u_char                            *buf;
+    al_llm_record_t                    rec;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
 
     buf = ngx_http_airlock_file_room(ctx->log, AL_LLM_RECORD_MAX + 1);
     room = (buf != NULL);
@@ -1435,6 +1436,9 @@ ngx_http_airlock_llm_write(ngx_http_request_t *r,
     }
 
     ngx_memzero(&rec, sizeof(al_llm_record_t));
+
+    lmcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_llm_module);
+    rec.clock = &lmcf->clock;
 
     now = ngx_http_airlock_llm_now();
     start = (ngx_msec_t) r->start_sec * 1000 + r->start_msec;
@@ -1788,6 +1792,8 @@ ngx_http_airlock_llm_create_main_conf(ngx_conf_t *cf)
      *     lmcf->logs = NULL;
      *     lmcf->blocks = NULL;
      */
+
+    lmcf->clock.sec = AL_LLM_CLOCK_NONE;
 
     return lmcf;
 }

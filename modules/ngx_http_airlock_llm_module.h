@@ -84,6 +84,9 @@ typedef struct {
     ngx_array_t                     *blocks;    /* ngx_http_airlock_llm_
                                                    block_t: the upstream
                                                    blocks bound to */
+    al_llm_clock_t                   clock;     /* the last usage line's
+                                                   time to the second, per
+                                                   worker */
 } ngx_http_airlock_llm_main_conf_t;
 
 

@@ -760,8 +760,22 @@ al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
  * snprintf does.
  */
 
+/*
+ * A usage line's time to the second, kept by the caller from one line to
+ * the next (al_llm_record_t's clock): lines of the same second copy it.
+ */
+typedef struct {
+    int64_t          sec;               /* Unix time, seconds, floored;
+                                           AL_LLM_CLOCK_NONE: none yet */
+    char             text[19];          /* 2026-12-01T15:04:05 */
+} al_llm_clock_t;
+
+#define AL_LLM_CLOCK_NONE  INT64_MIN
+
 typedef struct {
     int64_t          time_ms;           /* Unix time, milliseconds */
+    al_llm_clock_t  *clock;             /* NULL, or the caller's: read and
+                                           set */
     al_str_t         request_id;
     al_str_t         client;
     al_str_t         provider;          /* the llm entry's name */

@@ -2076,9 +2076,10 @@ al_llm_record_cut(const al_llm_record_t *rec, char *buf, size_t size)
 static size_t
 al_llm_record_write(const al_llm_record_t *rec, char *buf)
 {
-    int64_t          ms, days, sec, year;
+    int64_t          ms, days, sec, secs, year;
     unsigned         month, day;
     al_llm_out_t     o;
+    al_llm_clock_t  *clock;
     size_t           n;
     uint64_t         total;
     const al_str_t  *ep, *src;
@@ -2096,43 +2097,64 @@ al_llm_record_write(const al_llm_record_t *rec, char *buf)
 
     sec = ms / 1000;
     ms %= 1000;
-
-    al_llm_civil(days, &year, &month, &day);
+    secs = days * 86400 + sec;
 
     total = rec->usage.total_tokens;
     if (total == 0) {
         total = rec->usage.prompt_tokens + rec->usage.completion_tokens;
     }
 
-    /* 2026-12-01T15:04:05.123Z, written digit by digit */
+    /*
+     * 2026-12-01T15:04:05.123Z, written digit by digit, or to the second
+     * as the caller's clock has it when it is of the same second
+     */
 
     al_llm_put_lit(&o, "{\"time\":\"");
 
-    /* years past 9999 (only from nonsense clocks) take more digits */
+    clock = rec->clock;
 
-    if (year > 9999) {
-        al_llm_out_dec(&o, (uint64_t) year, 4);
+    if (clock != NULL && clock->sec == secs) {
+        memcpy(o.buf + o.len, clock->text, sizeof(clock->text));
+        o.len += sizeof(clock->text);
 
     } else {
-        al_llm_digits(ts, (unsigned) (year < 0 ? 0 : year), 4);
-        memcpy(o.buf + o.len, ts, 4);
-        o.len += 4;
+        al_llm_civil(days, &year, &month, &day);
+
+        /* years past 9999 (only from nonsense clocks) take more digits */
+
+        if (year > 9999) {
+            al_llm_out_dec(&o, (uint64_t) year, 4);
+
+        } else {
+            al_llm_digits(ts, (unsigned) (year < 0 ? 0 : year), 4);
+            memcpy(o.buf + o.len, ts, 4);
+            o.len += 4;
+        }
+
+        ts[4] = '-';
+        al_llm_digits(ts + 5, month, 2);
+        ts[7] = '-';
+        al_llm_digits(ts + 8, day, 2);
+        ts[10] = 'T';
+        al_llm_digits(ts + 11, (unsigned) (sec / 3600), 2);
+        ts[13] = ':';
+        al_llm_digits(ts + 14, (unsigned) (sec / 60 % 60), 2);
+        ts[16] = ':';
+        al_llm_digits(ts + 17, (unsigned) (sec % 60), 2);
+        memcpy(o.buf + o.len, ts + 4, 15);
+        o.len += 15;
+
+        if (clock != NULL && year <= 9999) {
+            memcpy(clock->text, o.buf + o.len - sizeof(clock->text),
+                   sizeof(clock->text));
+            clock->sec = secs;
+        }
     }
 
-    ts[4] = '-';
-    al_llm_digits(ts + 5, month, 2);
-    ts[7] = '-';
-    al_llm_digits(ts + 8, day, 2);
-    ts[10] = 'T';
-    al_llm_digits(ts + 11, (unsigned) (sec / 3600), 2);
-    ts[13] = ':';
-    al_llm_digits(ts + 14, (unsigned) (sec / 60 % 60), 2);
-    ts[16] = ':';
-    al_llm_digits(ts + 17, (unsigned) (sec % 60), 2);
     ts[19] = '.';
     al_llm_digits(ts + 20, (unsigned) ms, 3);
-    memcpy(o.buf + o.len, ts + 4, sizeof(ts) - 4);
-    o.len += sizeof(ts) - 4;
+    memcpy(o.buf + o.len, ts + 19, 4);
+    o.len += 4;
 
     al_llm_put_lit(&o, "Z\"");
     al_llm_put_field(&o, ",\"request_id\":", &rec->request_id,

@@ -1715,6 +1715,47 @@ test_record(void)
 
         tap_is_int(bad, 0, "counts of 1 to 20 digits");
 
+        /*
+         * A caller's clock: each line the same as without one, over
+         * seconds, minutes, days and years that turn, times before 1970
+         * and after 9999, each time first and then again.
+         */
+
+        {
+            int             again;
+            int64_t         t;
+            al_llm_clock_t  clock;
+
+            static const int64_t  times[] = {
+                1720000000123LL, 1720000000999LL, 1720000001000LL,
+                1720000001001LL, 1720000000123LL, 1720051199999LL,
+                1720051200000LL, 1735689599999LL, 1735689600000LL,
+                0, -1, -999, -1000, -1001, -86400001LL,
+                253402300799999LL, 253402300800000LL, 253402300800001LL,
+                1720000000123LL, INT64_MAX / 2, INT64_MIN / 2
+            };
+
+            bad = 0;
+            clock.sec = AL_LLM_CLOCK_NONE;
+
+            for (k = 0; k < sizeof(times) / sizeof(times[0]); k++) {
+                for (again = 0; again < 2; again++) {
+                    t = times[k];
+                    rec.time_ms = t;
+                    rec.clock = NULL;
+                    (void) al_llm_record_format(&rec, plain, sizeof(plain));
+                    rec.clock = &clock;
+                    (void) al_llm_record_format(&rec, buf, sizeof(buf));
+                    bad += (strcmp(plain, buf) != 0);
+                }
+            }
+
+            rec.clock = NULL;
+            rec.time_ms = 1720000000123LL;
+
+            tap_is_int(bad, 0, "a caller's clock: the same lines");
+        }
+
         /* each endpoint's name and each source's, one out of range too */
 
         {
