@@ -114,13 +114,16 @@ static ngx_int_t ngx_http_airlock_llm_init_module(ngx_cycle_t *cycle);
  * scrubbed as they pass) and OpenAI-Organization / OpenAI-Project (they
  * belong to the provider key, not to the client) included.
  */
+#define NGX_HTTP_AIRLOCK_LLM_HEADERS(X)                                       \
+    X("accept")                                                               \
+    X("content-type")                                                         \
+    X("user-agent")                                                           \
+    X("openai-beta")                                                          \
+    X("anthropic-version")                                                    \
+    X("anthropic-beta")
+
 static ngx_str_t  ngx_http_airlock_llm_headers[] = {
-    ngx_string("accept"),
-    ngx_string("content-type"),
-    ngx_string("user-agent"),
-    ngx_string("openai-beta"),
-    ngx_string("anthropic-version"),
-    ngx_string("anthropic-beta"),
+    NGX_HTTP_AIRLOCK_LLM_HEADERS(NGX_HTTP_AIRLOCK_HEADER_STR)
     ngx_null_string
 };
 
@@ -994,6 +997,7 @@ ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
     ngx_http_airlock_headers_t *hs)
 {
     hs->keep = ngx_http_airlock_llm_headers;
+    hs->keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(NGX_HTTP_AIRLOCK_LLM_HEADERS);
     hs->cookies = 0;
     hs->inject = &prov->key;
     hs->ninject = 1;

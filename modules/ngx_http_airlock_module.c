@@ -86,14 +86,17 @@ static ngx_int_t ngx_http_airlock_init_module(ngx_cycle_t *cycle);
 
 
 /* client headers that reach an upstream; all others are removed */
+#define NGX_HTTP_AIRLOCK_ALLOWED_HEADERS(X)                                   \
+    X("accept")                                                               \
+    X("accept-language")                                                      \
+    X("content-type")                                                         \
+    X("user-agent")                                                           \
+    X("if-none-match")                                                        \
+    X("if-modified-since")                                                    \
+    X("cache-control")
+
 static ngx_str_t  ngx_http_airlock_allowed_headers[] = {
-    ngx_string("accept"),
-    ngx_string("accept-language"),
-    ngx_string("content-type"),
-    ngx_string("user-agent"),
-    ngx_string("if-none-match"),
-    ngx_string("if-modified-since"),
-    ngx_string("cache-control"),
+    NGX_HTTP_AIRLOCK_ALLOWED_HEADERS(NGX_HTTP_AIRLOCK_HEADER_STR)
     ngx_null_string
 };
 
@@ -516,6 +519,8 @@ ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
     ngx_http_airlock_headers_t  hs;
 
     hs.keep = ngx_http_airlock_allowed_headers;
+    hs.keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(
+                       NGX_HTTP_AIRLOCK_ALLOWED_HEADERS);
     hs.cookies = ctx->route->allow_cookies;
     hs.inject = ctx->rconf->inject;
     hs.ninject = ctx->rconf->ninject;

@@ -153,11 +153,25 @@ typedef struct {
 } ngx_http_airlock_body_t;
 
 
+/*
+ * A list of header names, written once for both its ngx_str_t array and
+ * the mask of their lengths (ngx_http_airlock_headers_t's keep_lens):
+ * LIST(X) calls X("name") for each.
+ */
+#define NGX_HTTP_AIRLOCK_HEADER_STR(s)      ngx_string(s),
+#define NGX_HTTP_AIRLOCK_HEADER_LEN_BIT(s)  | ((uint64_t) 1 << (sizeof(s) - 1))
+#define NGX_HTTP_AIRLOCK_HEADER_LENS(list)                                    \
+    ((uint64_t) 0 list(NGX_HTTP_AIRLOCK_HEADER_LEN_BIT))
+
+
 /* the request headers an upstream gets (ngx_http_airlock_rewrite_headers()) */
 typedef struct {
     ngx_str_t                   *keep;          /* names of the client
                                                    headers kept, lower case;
                                                    a null string ends it */
+    uint64_t                     keep_lens;     /* bit n: a name of keep is
+                                                   n bytes long (all are
+                                                   under 64) */
     ngx_uint_t                   cookies;       /* Cookie too */
     ngx_table_elt_t             *inject;        /* the credentials: added,
                                                    replacing a kept header

@@ -55,7 +55,7 @@ static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_body_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_uint_t ngx_http_airlock_header_kept(ngx_table_elt_t *h,
-    ngx_http_airlock_headers_t *hs);
+    uint64_t lens, ngx_http_airlock_headers_t *hs);
 static ngx_uint_t ngx_http_airlock_header_in(ngx_table_elt_t *h,
     ngx_table_elt_t *list, ngx_uint_t n);
 static ngx_uint_t ngx_http_airlock_header_listed(ngx_table_elt_t *h,
@@ -921,6 +921,7 @@ ngx_int_t
 ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_headers_t *hs)
 {
+    uint64_t                    lens;
     ngx_uint_t                  i, n;
     ngx_list_t                  old;
     ngx_list_part_t            *part;
@@ -929,6 +930,17 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
 
     cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
     old = r->headers_in.headers;
+
+    /*
+     * The lengths a client header's name must have to be kept: a kept
+     * name's, Cookie's; one of 64 bytes or more is always looked at.
+     */
+
+    lens = hs->keep_lens;
+
+    if (hs->cookies) {
+        lens |= (uint64_t) 1 << (sizeof("cookie") - 1);
+    }
 
     /* room for all that can be kept and added, in one part */
 
@@ -962,7 +974,8 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
             i = 0;
         }
 
-        if (h[i].hash == 0 || !ngx_http_airlock_header_kept(&h[i], hs)) {
+        if (h[i].hash == 0 || !ngx_http_airlock_header_kept(&h[i], lens, hs))
+        {
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                            "airlock: removed header \"%V\"", &h[i].key);
             continue;
@@ -1108,10 +1121,16 @@ ngx_http_airlock_drop_credentials(ngx_http_request_t *r)
 
 
 static ngx_uint_t
-ngx_http_airlock_header_kept(ngx_table_elt_t *h,
+ngx_http_airlock_header_kept(ngx_table_elt_t *h, uint64_t lens,
     ngx_http_airlock_headers_t *hs)
 {
     ngx_str_t  *name;
+
+    /* no kept name has its length, nor Cookie when kept: not kept */
+
+    if (h->key.len < 64 && (lens >> h->key.len & 1) == 0) {
+        return 0;
+    }
 
     /* an injected header replaces the client's */
 
