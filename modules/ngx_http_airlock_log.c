@@ -1496,12 +1496,14 @@ ngx_http_airlock_request_id(ngx_http_request_t *r, ngx_str_t *id)
         v->valid = 1;
         v->no_cacheable = 0;
         v->not_found = 0;
-
-    } else {
-        v = ngx_http_get_indexed_variable(r, amcf->request_id_index);
     }
 
-    if (v == NULL || v->not_found) {
+    /*
+     * Valid or not found: what ngx_http_get_indexed_variable() would
+     * return for it, without the call.
+     */
+
+    if (v->not_found) {
         return NGX_ERROR;
     }
 
