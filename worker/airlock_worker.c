@@ -11,9 +11,10 @@
  * consumer are taken over with XAUTOCLAIM (a running job's entry is kept
  * fresh by a heartbeat child); an entry delivered more than
  * max_deliveries times goes to the dead-letter stream with its last
- * error.  Every job gets exactly one result: SET result:<job_id> NX EX,
- * PUBLISH response:<job_id> with the stored value, then XACK and XDEL in
- * one transaction (the stream holds only what is still to be done).  When
+ * error, and so does one too large to read, unread.  Every job gets
+ * exactly one result: SET result:<job_id> NX EX, PUBLISH
+ * response:<job_id> with the stored value, then XACK and XDEL in one
+ * transaction (the stream holds only what is still to be done).  When
  * Redis goes away, or refuses the write, the worker reconnects with
  * backoff and keeps the result it holds until it is stored; one refused
  * for its size gives way to a small error result saying so.
@@ -42,6 +43,17 @@
 /* the most arguments a command of the worker's has (aw_send()) */
 #define AW_ARGS_MAX  16
 
+/*
+ * The most bytes of a reply that carries a stream entry the worker
+ * reads (aw_cmd_max()): an envelope over max_envelope_bytes is still
+ * read, up to this, and answered by its scanned job_id
+ */
+#define AW_ENTRY_MAX(conf)  ((size_t) (conf)->max_envelope_bytes * 4 + 65536)
+
+/* what aw_next_entry() found, besides an entry's fields */
+#define AW_ENTRY_GONE   1           /* deleted from the stream, pending */
+#define AW_ENTRY_LARGE  2           /* over AW_ENTRY_MAX(): not read */
+
 
 typedef struct {
     aw_conf_t       *conf;
@@ -63,6 +75,9 @@ static int aw_group_create(aw_worker_t *w);
 static int aw_read_error(aw_worker_t *w, redisReply *r);
 static int aw_send(redisContext *c, int argc, const char **argv,
     const size_t *lens);
+static int aw_reply(redisContext *c, redisReply **r, size_t max);
+static redisReply *aw_cmd_max(aw_worker_t *w, int argc, const char **argv,
+    const size_t *lens, size_t max, int *large);
 static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
@@ -71,9 +86,11 @@ static redisReply *aw_get_result(aw_worker_t *w, const char *key);
 static void aw_wrong_type(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *key, const char *how, pid_t hb);
 static int aw_next_entry(aw_worker_t *w, char *id, size_t idlen,
-    char **job, size_t *joblen, int *gone);
+    char **job, size_t *joblen, int *state);
+static int aw_own_large(aw_worker_t *w, char *id, size_t idlen,
+    int *state);
 static int aw_entry_from(redisReply *entry, char *id, size_t idlen,
-    char **job, size_t *joblen, int *gone);
+    char **job, size_t *joblen, int *state);
 static long aw_deliveries(aw_worker_t *w, const char *id);
 static void aw_ack_delete(aw_worker_t *w, const char *id);
 static pid_t aw_heartbeat_start(aw_worker_t *w, const char *id);
@@ -81,7 +98,7 @@ static void aw_heartbeat(const aw_conf_t *conf, const char *id,
     pid_t parent);
 static void aw_heartbeat_stop(pid_t pid);
 static void aw_handle(aw_worker_t *w, const char *id, const char *raw,
-    size_t len, int gone);
+    size_t len, int state);
 static int aw_refused(const redisReply *r);
 static void aw_finish(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const aw_job_t *job, const aw_result_t *res,
@@ -342,12 +359,69 @@ aw_send(redisContext *c, int argc, const char **argv, const size_t *lens)
 }
 
 
-/* One command; NULL after a transport error (the connection is gone). */
+/*
+ * A reply read from the connection, as redisGetReply() does once the
+ * command is written, but of at most max bytes (0: any).  hiredis
+ * buffers a reply of any size, and Redis takes values of 512 MB: a
+ * stream entry that large cost the worker three copies (the buffer,
+ * the reply's string, the job's), over the unit's MemoryMax=, at every
+ * delivery.  0 with the reply, -1 when the connection failed
+ * (c->errstr), 1 when the reply is over max: the rest is not read, and
+ * the connection cannot be used again.
+ */
+
+static int
+aw_reply(redisContext *c, redisReply **r, size_t max)
+{
+    void    *reply;
+    size_t   got, before;
+
+    got = 0;
+
+    for ( ;; ) {
+        reply = NULL;
+
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) {
+            return -1;
+        }
+
+        if (reply != NULL) {
+            *r = reply;
+            return 0;
+        }
+
+        if (max != 0 && got > max) {
+            return 1;
+        }
+
+        /* the reader's buffer only grows while it is fed */
+        before = c->reader->len;
+
+        if (redisBufferRead(c) != REDIS_OK) {
+            return -1;
+        }
+
+        got += c->reader->len - before;
+    }
+}
+
+
+/*
+ * One command; NULL after a transport error (the connection is gone),
+ * or a reply over max bytes (0: any), *large then set: the connection
+ * is dropped, as the rest of the reply cannot be skipped.
+ */
 
 static redisReply *
-aw_cmd(aw_worker_t *w, int argc, const char **argv, const size_t *lens)
+aw_cmd_max(aw_worker_t *w, int argc, const char **argv, const size_t *lens,
+    size_t max, int *large)
 {
+    int          rc;
     redisReply  *r;
+
+    if (large != NULL) {
+        *large = 0;
+    }
 
     if (aw_connect(w) != 0) {
         return NULL;
@@ -360,8 +434,20 @@ aw_cmd(aw_worker_t *w, int argc, const char **argv, const size_t *lens)
     }
 
     r = NULL;
+    rc = aw_reply(w->redis, &r, max);
 
-    if (redisGetReply(w->redis, (void **) &r) != REDIS_OK || r == NULL) {
+    if (rc == 1) {
+        aw_log("error", "redis %s: the reply is over %zu bytes (an entry "
+               "too large to read); the connection is dropped", argv[0],
+               max);
+        aw_disconnect(w);
+        if (large != NULL) {
+            *large = 1;
+        }
+        return NULL;
+    }
+
+    if (rc != 0 || r == NULL) {
         aw_log("error", "redis %s: %s", argv[0], w->redis->errstr);
         aw_disconnect(w);
         return NULL;
@@ -372,6 +458,15 @@ aw_cmd(aw_worker_t *w, int argc, const char **argv, const size_t *lens)
     }
 
     return r;
+}
+
+
+/* One command; NULL after a transport error (the connection is gone). */
+
+static redisReply *
+aw_cmd(aw_worker_t *w, int argc, const char **argv, const size_t *lens)
+{
+    return aw_cmd_max(w, argc, argv, lens, 0, NULL);
 }
 
 
@@ -466,13 +561,14 @@ aw_wrong_type(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
 /*
  * An entry of a reply: its id, and its "job" field (NULL when it has
- * none); *gone is 1 when the entry itself was deleted from the stream
- * (XDEL, XTRIM) while pending: Redis gives its id with no fields.
+ * none); *state is AW_ENTRY_GONE when the entry itself was deleted from
+ * the stream (XDEL, XTRIM) while pending: Redis gives its id with no
+ * fields.
  */
 
 static int
 aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
-    size_t *joblen, int *gone)
+    size_t *joblen, int *state)
 {
     size_t       i;
     redisReply  *f;
@@ -490,7 +586,7 @@ aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
     f = entry->element[1];
     if (f->type != REDIS_REPLY_ARRAY) {
         /* deleted from the stream while pending */
-        *gone = 1;
+        *state = AW_ENTRY_GONE;
         return 0;
     }
 
@@ -518,20 +614,23 @@ aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
  * The next entry to work on: our own pending ones first, then one idle
  * past the visibility timeout, then a new one (blocking up to block_ms).
  * Returns 1 with an entry, 0 with none, -1 when Redis is away or
- * answers with an error (aw_read_error()).
+ * answers with an error (aw_read_error()).  A reply over
+ * AW_ENTRY_MAX() is not read: an entry taken that way is pending for
+ * this consumer, and it is the first there, found by aw_own_large().
  */
 
 static int
 aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
-    size_t *joblen, int *gone)
+    size_t *joblen, int *state)
 {
-    int          rc;
-    size_t       i;
+    int          rc, large;
+    size_t       i, max;
     char         idle[32], block[32];
     aw_conf_t   *conf;
     redisReply  *r, *entries;
 
     conf = w->conf;
+    max = AW_ENTRY_MAX(conf);
 
     if (aw_connect(w) != 0) {
         return -1;
@@ -544,9 +643,9 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
                                 conf->consumer, "COUNT", "1", "STREAMS",
                                 conf->stream, "0" };
 
-        r = aw_cmd(w, 9, argv, NULL);
+        r = aw_cmd_max(w, 9, argv, NULL, max, &large);
         if (r == NULL) {
-            return -1;
+            return large ? aw_own_large(w, id, idlen, state) : -1;
         }
 
         if (r->type == REDIS_REPLY_ERROR) {
@@ -560,7 +659,7 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
             && r->element[0]->element[1]->elements > 0)
         {
             rc = aw_entry_from(r->element[0]->element[1]->element[0], id,
-                               idlen, job, joblen, gone) == 0;
+                               idlen, job, joblen, state) == 0;
             aw_log("notice", "resuming own pending entry %s", id);
 
         } else {
@@ -580,9 +679,11 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
                                 "COUNT", "1" };
 
         snprintf(idle, sizeof(idle), "%ld", conf->visibility_ms);
-        r = aw_cmd(w, 8, argv, NULL);
+        r = aw_cmd_max(w, 8, argv, NULL, max, &large);
         if (r == NULL) {
-            return -1;
+            /* claimed all the same: found among our own next time */
+            w->own_done = 0;
+            return large ? 0 : -1;
         }
 
         if (r->type == REDIS_REPLY_ERROR) {
@@ -599,7 +700,7 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
             if (entries->type == REDIS_REPLY_ARRAY && entries->elements > 0)
             {
                 rc = aw_entry_from(entries->element[0], id, idlen, job,
-                                   joblen, gone) == 0;
+                                   joblen, state) == 0;
                 if (rc) {
                     aw_log("notice", "claimed entry %s idle over %ld ms", id,
                            conf->visibility_ms);
@@ -638,9 +739,11 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
                                 "STREAMS", conf->stream, ">" };
 
         snprintf(block, sizeof(block), "%ld", conf->block_ms);
-        r = aw_cmd(w, 11, argv, NULL);
+        r = aw_cmd_max(w, 11, argv, NULL, max, &large);
         if (r == NULL) {
-            return -1;
+            /* delivered all the same: found among our own next time */
+            w->own_done = 0;
+            return large ? 0 : -1;
         }
 
         if (r->type == REDIS_REPLY_ERROR) {
@@ -654,11 +757,59 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
             && r->element[0]->element[1]->elements > 0)
         {
             rc = aw_entry_from(r->element[0]->element[1]->element[0], id,
-                               idlen, job, joblen, gone) == 0;
+                               idlen, job, joblen, state) == 0;
         }
 
         freeReplyObject(r);
     }
+
+    return rc;
+}
+
+
+/*
+ * The entry whose reply was too large to read: the first pending for
+ * this consumer, which XREADGROUP ... 0 COUNT 1 read (an entry taken
+ * with XAUTOCLAIM or XREADGROUP ... > is read that way next: this
+ * consumer's pending list was empty before it, one entry is taken at a
+ * time).  XPENDING gives its id without its fields.  1 with the id and
+ * *state AW_ENTRY_LARGE, 0 when none is pending any more, -1 when Redis
+ * is away.
+ */
+
+static int
+aw_own_large(aw_worker_t *w, char *id, size_t idlen, int *state)
+{
+    int          rc;
+    redisReply  *r, *e;
+    const char  *argv[] = { "XPENDING", w->conf->stream, w->conf->group,
+                            "-", "+", "1", w->conf->consumer };
+
+    r = aw_cmd(w, 7, argv, NULL);
+    if (r == NULL) {
+        return -1;
+    }
+
+    rc = 0;
+
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
+        e = r->element[0];
+
+        if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1
+            && e->element[0]->type == REDIS_REPLY_STRING)
+        {
+            snprintf(id, idlen, "%s", e->element[0]->str);
+            *state = AW_ENTRY_LARGE;
+            rc = 1;
+            aw_log("notice", "own pending entry %s is over %zu bytes",
+                   id, AW_ENTRY_MAX(w->conf));
+        }
+
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        rc = -1;
+    }
+
+    freeReplyObject(r);
 
     return rc;
 }
@@ -1194,7 +1345,7 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
 
 static void
 aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
-    int gone)
+    int state)
 {
     int           ok, over;
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
@@ -1233,7 +1384,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
      * past the visibility timeout, and recorded once
      * (aw_dead_letter()).
      */
-    if (gone) {
+    if (state == AW_ENTRY_GONE) {
         aw_gone(w, id, deliveries);
         aw_ack_delete(w, id);
         aw_dead_done(w, id);
@@ -1251,7 +1402,14 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
      */
     hb = aw_heartbeat_start(w, id);
 
-    if (raw == NULL) {
+    if (state == AW_ENTRY_LARGE) {
+        /* no job_id to answer to: not read at all */
+        snprintf(code, sizeof(code), "bad_envelope");
+        snprintf(err, sizeof(err), "the entry is over %zu bytes (4 times "
+                 "max_envelope_bytes and 64 KiB): not read",
+                 AW_ENTRY_MAX(conf));
+
+    } else if (raw == NULL) {
         snprintf(code, sizeof(code), "bad_envelope");
         snprintf(err, sizeof(err), "the entry has no \"job\" field");
 
@@ -1392,7 +1550,7 @@ aw_usage(void)
 int
 main(int argc, char **argv)
 {
-    int               opt, test, gone;
+    int               opt, test, state;
     char              err[AW_ERRLEN], id[64], *job;
     const char       *file;
     size_t            joblen;
@@ -1500,12 +1658,12 @@ main(int argc, char **argv)
 
     while (!aw_stop) {
         job = NULL;
-        gone = 0;
+        state = 0;
 
-        switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen, &gone)) {
+        switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen, &state)) {
         case 1:
             w.backoff_ms = 100;
-            aw_handle(&w, id, job, joblen, gone);
+            aw_handle(&w, id, job, joblen, state);
             break;
 
         case -1:
