@@ -109,6 +109,8 @@ static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries, int gone);
 static void aw_dead_done(aw_worker_t *w, const char *id);
 static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
+static void aw_hold(aw_worker_t *w, const char *id);
+static void aw_held(aw_worker_t *w);
 static void aw_usage(void);
 
 
@@ -673,6 +675,8 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
         }
     }
 
+    aw_held(w);
+
     {
         const char  *argv[] = { "XAUTOCLAIM", conf->stream, conf->group,
                                 conf->consumer, idle, w->claim_cursor,
@@ -719,9 +723,9 @@ aw_next_entry(aw_worker_t *w, char *id, size_t idlen, char **job,
                         && i < entries->elements; i++)
             {
                 if (entries->element[i]->type == REDIS_REPLY_STRING) {
-                    /* off the pending list already: done with it */
+                    /* off the pending list already: held meanwhile */
+                    aw_hold(w, entries->element[i]->str);
                     aw_gone(w, entries->element[i]->str, 0);
-                    aw_dead_done(w, entries->element[i]->str);
                 }
             }
         }
@@ -958,28 +962,45 @@ aw_heartbeat_start(aw_worker_t *w, const char *id)
  * JUSTID, which resets its idle time and not its delivery count.  The
  * check and the claim are one script, so an entry another worker has
  * taken over (this one lost Redis too long) is never taken back.  An
- * entry deleted from the stream while its job runs is not claimed but
- * dropped from the pending list by Redis 7 (2): it is this worker's
- * alone from then on.  (One found deleted gets no heartbeat.)
+ * entry deleted from the stream while its job runs cannot be kept
+ * pending (Redis 7 drops a deleted entry it is asked to claim, and
+ * another worker's XAUTOCLAIM would, past the timeout): the same script
+ * then holds it in the sorted set <errors_key>:held, scored with the
+ * time (Redis's clock, ms) until which it is this worker's, and only
+ * then acknowledges it (2), so a refused ZADD (maxmemory) leaves it
+ * pending; it renews that time at every beat after (3).  A worker that
+ * dies lets the time pass, and another takes the entry from there
+ * (aw_held()), as from a pending list.  (One found deleted gets no
+ * heartbeat.)
  */
 
 static void
 aw_heartbeat(const aw_conf_t *conf, const char *id, pid_t parent)
 {
+    char           held[AW_ID_MAX + 600], vis[32];
     long           interval;
     redisContext  *c;
     redisReply    *r;
     static const char  script[] =
+        "local t = redis.call('TIME') "
+        "local dl = t[1] * 1000 + math.floor(t[2] / 1000) "
+        "+ tonumber(ARGV[4]) "
+        "if redis.call('ZSCORE', KEYS[2], ARGV[2]) then "
+        "redis.call('ZADD', KEYS[2], 'XX', dl, ARGV[2]) return 3 end "
         "local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], "
         "ARGV[2], 1) "
         "if p[1] == nil or p[1][2] ~= ARGV[3] then return 0 end "
-        "local c = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, "
-        "ARGV[2], 'JUSTID') "
-        "if #c == 0 then return 2 end "
+        "if #redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2]) == 0 then "
+        "redis.call('ZADD', KEYS[2], dl, ARGV[2]) "
+        "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) return 2 end "
+        "redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], "
+        "'JUSTID') "
         "return 1";
-    const char  *argv[] = { "EVAL", script, "1", conf->stream, conf->group,
-                            id, conf->consumer };
+    const char  *argv[] = { "EVAL", script, "2", conf->stream, held,
+                            conf->group, id, conf->consumer, vis };
 
+    snprintf(held, sizeof(held), "%s:held", conf->errors_key);
+    snprintf(vis, sizeof(vis), "%ld", conf->visibility_ms);
     interval = conf->visibility_ms / 3;
     c = NULL;
 
@@ -997,7 +1018,7 @@ aw_heartbeat(const aw_conf_t *conf, const char *id, pid_t parent)
             }
         }
 
-        r = redisCommandArgv(c, 7, argv, NULL);
+        r = redisCommandArgv(c, 9, argv, NULL);
         if (r == NULL) {
             redisFree(c);
             c = NULL;
@@ -1006,12 +1027,12 @@ aw_heartbeat(const aw_conf_t *conf, const char *id, pid_t parent)
 
         if (r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
             /*
-             * deleted from the stream (XDEL, XTRIM): Redis 7's XCLAIM
-             * has taken it off the pending list, where no other worker
-             * finds it; this one finishes what it was doing
+             * deleted from the stream (XDEL, XTRIM): off the pending
+             * list, held in <errors_key>:held; the worker finishes what
+             * it was doing
              */
-            freeReplyObject(r);
-            break;
+            aw_log("notice", "entry %s was deleted from the stream while "
+                   "its job runs: held in %s", id, held);
         }
 
         if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
@@ -1299,47 +1320,198 @@ aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
 /*
  * The entry is acknowledged: its dead-letter record (aw_dead_letter())
- * goes, with its delivery record.  A crash before this leaves both in
- * errors_key, small, as a crash before the delivery record's HDEL did.
+ * goes, with its delivery record and the job's ids, and so does its
+ * lease in <errors_key>:held, if it was deleted from the stream while
+ * its job ran (aw_heartbeat()).  A crash before this leaves them in
+ * errors_key, small, as a crash before the delivery record's HDEL did,
+ * and the lease, which another worker then takes (aw_held()): it finds
+ * the job's result stored, publishes it and removes them.
  */
 
 static void
 aw_dead_done(aw_worker_t *w, const char *id)
 {
-    char         mark[AW_ID_MAX + 64];
+    char         mark[AW_ID_MAX + 64], jkey[AW_ID_MAX + 64];
+    char         held[AW_ID_MAX + 600];
     redisReply  *r;
-    const char  *del[] = { "HDEL", w->conf->errors_key, id, mark };
+    static const char  script[] =
+        "redis.call('HDEL', KEYS[1], ARGV[1], ARGV[2], ARGV[3]) "
+        "redis.call('ZREM', KEYS[2], ARGV[1]) "
+        "return 1";
+    const char  *del[] = { "EVAL", script, "2", w->conf->errors_key, held,
+                           id, mark, jkey };
 
     snprintf(mark, sizeof(mark), "%s:dead", id);
+    snprintf(jkey, sizeof(jkey), "%s:job", id);
+    snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
 
-    r = aw_cmd_retry(w, 4, del, NULL);
+    r = aw_cmd_retry(w, 8, del, NULL);
     freeReplyObject(r);
 }
 
 
 /*
- * An entry deleted from the stream (XDEL, XTRIM) while pending: its job
- * is lost, and with it the job_id a result would be stored under.  The
- * dead-letter stream says so, with the last record of a delivery that
- * started (errors_key), which goes when the caller is done with the
- * entry (aw_dead_done()); deliveries is 0 when Redis no longer counts
- * them (XAUTOCLAIM has dropped the entry).
+ * An entry deleted from the stream (XDEL, XTRIM) while pending, or
+ * while its job ran, and left by its worker: its job is lost with its
+ * script.  The dead-letter stream says so, with the last record of a
+ * delivery that started (errors_key), and when that delivery kept the
+ * job's ids, the client waiting for it gets an entry_deleted error
+ * result, stored and published as any (aw_finish()): the job is not
+ * run again.  One whose result is stored after all (its worker died
+ * after storing it) is only published again.  The entry is then done
+ * with: acknowledged, its records removed.  deliveries is 0 when Redis
+ * no longer counts them (XAUTOCLAIM or a heartbeat has dropped the
+ * entry).
  */
 
 static void
 aw_gone(aw_worker_t *w, const char *id, long deliveries)
 {
-    char         last[AW_ERRLEN];
-    redisReply  *r;
-    const char  *get[] = { "HGET", w->conf->errors_key, id };
+    char          last[AW_ERRLEN], jkey[AW_ID_MAX + 64], key[128];
+    char         *json;
+    aw_job_t      job;
+    redisReply   *r, *g;
+    aw_result_t   res;
+    const char   *get[] = { "HMGET", w->conf->errors_key, id, jkey };
 
-    r = aw_cmd_retry(w, 3, get, NULL);
+    memset(&job, 0, sizeof(job));
+    memset(&res, 0, sizeof(res));
+    snprintf(jkey, sizeof(jkey), "%s:job", id);
+
+    r = aw_cmd_retry(w, 4, get, NULL);
+
     snprintf(last, sizeof(last), "the entry was deleted from the stream "
              "(XDEL, XTRIM) before its job was done; last: %s",
-             r->type == REDIS_REPLY_STRING ? r->str : "no delivery started");
+             r->type == REDIS_REPLY_ARRAY && r->elements == 2
+             && r->element[0]->type == REDIS_REPLY_STRING
+             ? r->element[0]->str : "no delivery started");
+
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[1]->type == REDIS_REPLY_STRING)
+    {
+        aw_job_ids_read(r->element[1]->str, r->element[1]->len, &job);
+    }
+
     freeReplyObject(r);
 
+    if (job.job_id[0] != '\0') {
+        snprintf(key, sizeof(key), "result:%s", job.job_id);
+        g = aw_get_result(w, key);
+
+        if (g->type == REDIS_REPLY_STRING) {
+            aw_log("notice", "job %s (entry %s, deleted) already has a "
+                   "result", job.job_id, id);
+            aw_publish_done(w, id, job.job_id, g->str, -1);
+            freeReplyObject(g);
+            return;
+        }
+
+        freeReplyObject(g);
+    }
+
     aw_dead_letter(w, id, NULL, 0, last, deliveries, 1);
+
+    if (job.job_id[0] == '\0') {
+        aw_ack_delete(w, id);
+        aw_dead_done(w, id);
+        return;
+    }
+
+    aw_result_fail(&res, AW_ST_ERROR, "entry_deleted", "%s", last);
+
+    json = aw_result_json(w->conf, job.job_id, job.session_id, &res);
+    if (json == NULL) {
+        aw_log("alert", "job %s: cannot build the result", job.job_id);
+        json = strdup("{\"status\":\"error\"}");
+    }
+
+    aw_log("info", "job %s (entry %s): %s %s", job.job_id, id,
+           aw_status_name(res.status), res.code);
+
+    /* a gone entry's acknowledgement changes nothing; the records go */
+    aw_finish(w, id, NULL, 0, &job, &res, json, -1);
+
+    free(json);
+    aw_result_free(&res);
+}
+
+
+/*
+ * An entry XAUTOCLAIM has dropped from the pending list, deleted from
+ * the stream, is held in <errors_key>:held until it is recorded
+ * (aw_gone()), as a heartbeat holds one (aw_heartbeat()): this worker
+ * killed meanwhile (while Redis refuses the record) leaves it for
+ * another to take.  A refusal of this leaves it this worker's alone,
+ * as it was.
+ */
+
+static void
+aw_hold(aw_worker_t *w, const char *id)
+{
+    char         held[AW_ID_MAX + 600], vis[32];
+    redisReply  *r;
+    static const char  script[] =
+        "local t = redis.call('TIME') "
+        "redis.call('ZADD', KEYS[1], 'NX', t[1] * 1000 "
+        "+ math.floor(t[2] / 1000) + tonumber(ARGV[2]), ARGV[1]) "
+        "return 1";
+    const char  *argv[] = { "EVAL", script, "1", held, id, vis };
+
+    snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
+    snprintf(vis, sizeof(vis), "%ld", w->conf->visibility_ms);
+
+    r = aw_cmd(w, 6, argv, NULL);
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+}
+
+
+/*
+ * An entry deleted from the stream while its job ran, held in
+ * <errors_key>:held by a worker that stopped renewing it (aw_heartbeat())
+ * past the visibility timeout: it is taken as from a pending list, the
+ * time renewed for this worker in the same script, and recorded
+ * (aw_gone()).  A refusal (maxmemory refuses the ZADD) leaves it for a
+ * later look, and reading on.
+ */
+
+static void
+aw_held(aw_worker_t *w)
+{
+    char         held[AW_ID_MAX + 600], vis[32], id[64];
+    redisReply  *r;
+    static const char  script[] =
+        "local t = redis.call('TIME') "
+        "local now = t[1] * 1000 + math.floor(t[2] / 1000) "
+        "local e = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, "
+        "'LIMIT', 0, 1) "
+        "if #e == 0 then return false end "
+        "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), e[1]) "
+        "return e[1]";
+    const char  *argv[] = { "EVAL", script, "1", held, vis };
+
+    snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
+    snprintf(vis, sizeof(vis), "%ld", w->conf->visibility_ms);
+
+    r = aw_cmd(w, 5, argv, NULL);
+    if (r == NULL) {
+        return;
+    }
+
+    if (r->type != REDIS_REPLY_STRING || r->len >= sizeof(id)) {
+        freeReplyObject(r);
+        return;
+    }
+
+    snprintf(id, sizeof(id), "%s", r->str);
+    freeReplyObject(r);
+
+    aw_log("notice", "took entry %s from %s: deleted from the stream "
+           "while its job ran, its worker gone for over %ld ms", id, held,
+           w->conf->visibility_ms);
+
+    aw_gone(w, id, 0);
 }
 
 
@@ -1349,6 +1521,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 {
     int           ok, over;
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
+    char          ids[2 * AW_ID_MAX + 2], jkey[AW_ID_MAX + 64];
     char         *json, *data, key[128];
     long          deliveries, t0;
     pid_t         hb;
@@ -1386,8 +1559,6 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
      */
     if (state == AW_ENTRY_GONE) {
         aw_gone(w, id, deliveries);
-        aw_ack_delete(w, id);
-        aw_dead_done(w, id);
         aw_job_free(&job);
         return;
     }
@@ -1490,10 +1661,19 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     snprintf(note, sizeof(note), "delivery %ld to consumer %s started and "
              "did not finish (the worker died or lost Redis)", deliveries,
              conf->consumer);
-    {
-        const char  *argv[] = { "HSET", conf->errors_key, id, note };
 
-        r = aw_cmd_retry(w, 4, argv, NULL);
+    /*
+     * With the job's ids: an entry deleted from the stream while the
+     * job runs takes them with it, and whoever finds it left by a dead
+     * worker answers the client with them (aw_gone())
+     */
+    snprintf(ids, sizeof(ids), "%s %s", job.job_id, job.session_id);
+    snprintf(jkey, sizeof(jkey), "%s:job", id);
+    {
+        const char  *argv[] = { "HSET", conf->errors_key, id, note, jkey,
+                                ids };
+
+        r = aw_cmd_retry(w, 6, argv, NULL);
         freeReplyObject(r);
     }
 

@@ -163,6 +163,7 @@ int aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     size_t len, aw_job_t *job, char *code, size_t codelen, char *err,
     size_t errlen);
 void aw_job_scan_ids(const char *raw, size_t len, aw_job_t *job);
+void aw_job_ids_read(const char *rec, size_t len, aw_job_t *job);
 void aw_job_free(aw_job_t *job);
 json_t *aw_json_bytes(const char *s, size_t len, unsigned flags);
 const char *aw_status_name(aw_status_e st);

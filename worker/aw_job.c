@@ -414,6 +414,38 @@ aw_job_scan_ids(const char *raw, size_t len, aw_job_t *job)
 }
 
 
+/*
+ * The ids of a job from the record "<job_id> <session_id>" the worker
+ * keeps while it runs the job (airlock_worker.c): both valid, or none.
+ */
+
+void
+aw_job_ids_read(const char *rec, size_t len, aw_job_t *job)
+{
+    char         jtext[AW_ID_MAX + 1], stext[AW_ID_MAX + 1];
+    const char  *sp;
+
+    memset(job, 0, sizeof(*job));
+
+    sp = memchr(rec, ' ', len);
+    if (sp == NULL || (size_t) (sp - rec) > AW_ID_MAX
+        || len - (size_t) (sp - rec) - 1 > AW_ID_MAX)
+    {
+        return;
+    }
+
+    memcpy(jtext, rec, (size_t) (sp - rec));
+    jtext[sp - rec] = '\0';
+    memcpy(stext, sp + 1, len - (size_t) (sp - rec) - 1);
+    stext[len - (size_t) (sp - rec) - 1] = '\0';
+
+    if (aw_id_valid(jtext) && aw_id_valid(stext)) {
+        snprintf(job->job_id, sizeof(job->job_id), "%s", jtext);
+        snprintf(job->session_id, sizeof(job->session_id), "%s", stext);
+    }
+}
+
+
 int
 aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     size_t len, aw_job_t *job, char *code, size_t codelen, char *err,
