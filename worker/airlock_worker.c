@@ -50,6 +50,15 @@
  */
 #define AW_ENTRY_MAX(conf)  ((size_t) (conf)->max_envelope_bytes * 4 + 65536)
 
+/*
+ * The most bytes of a stored result the worker reads back: a worker's
+ * result is at most about 6 times max_stdout_bytes and max_stderr_bytes
+ * (escaped) and its other fields
+ */
+#define AW_RESULT_MAX(conf)                                                  \
+    ((size_t) ((conf)->maxima.stdout_bytes + (conf)->maxima.stderr_bytes)    \
+     * 8 + (1 << 20))
+
 /* what aw_next_entry() found, besides an entry's fields */
 #define AW_ENTRY_GONE   1           /* deleted from the stream, pending */
 #define AW_ENTRY_LARGE  2           /* over AW_ENTRY_MAX(): not read */
@@ -82,7 +91,10 @@ static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
-static redisReply *aw_get_result(aw_worker_t *w, const char *key);
+static redisReply *aw_get_result(aw_worker_t *w, const char *key,
+    int *large);
+static void aw_publish_large(aw_worker_t *w, const char *id,
+    const char *job_id, pid_t hb);
 static void aw_wrong_type(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *key, const char *how, pid_t hb);
 static int aw_next_entry(aw_worker_t *w, char *id, size_t idlen,
@@ -439,9 +451,8 @@ aw_cmd_max(aw_worker_t *w, int argc, const char **argv, const size_t *lens,
     rc = aw_reply(w->redis, &r, max);
 
     if (rc == 1) {
-        aw_log("error", "redis %s: the reply is over %zu bytes (an entry "
-               "too large to read); the connection is dropped", argv[0],
-               max);
+        aw_log("error", "redis %s: the reply is over %zu bytes, too "
+               "large to read; the connection is dropped", argv[0], max);
         aw_disconnect(w);
         if (large != NULL) {
             *large = 1;
@@ -505,17 +516,24 @@ aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
 /*
  * GET of a result key, retried as aw_cmd_retry() does, but a WRONGTYPE
  * error is returned (the key holds a list, a hash...): waiting does not
- * change it, and no result can be stored there.
+ * change it, and no result can be stored there.  A value over
+ * AW_RESULT_MAX() (no worker's result: written by something else) is
+ * not read: NULL, *large set (aw_publish_large()); read whole, a value
+ * of 512 MB got the worker killed at every delivery of its job.
  */
 
 static redisReply *
-aw_get_result(aw_worker_t *w, const char *key)
+aw_get_result(aw_worker_t *w, const char *key, int *large)
 {
     redisReply  *r;
     const char  *argv[] = { "GET", key };
 
     for ( ;; ) {
-        r = aw_cmd(w, 2, argv, NULL);
+        r = aw_cmd_max(w, 2, argv, NULL, AW_RESULT_MAX(w->conf), large);
+        if (r == NULL && *large) {
+            return NULL;
+        }
+
         if (r != NULL
             && (r->type != REDIS_REPLY_ERROR
                 || strncmp(r->str, "WRONGTYPE", 9) == 0))
@@ -529,6 +547,39 @@ aw_get_result(aw_worker_t *w, const char *key)
 
         aw_backoff(w);
     }
+}
+
+
+/*
+ * A stored result too large to read (aw_get_result()): Redis publishes
+ * it itself, and the entry is done, as in aw_publish_done().
+ */
+
+static void
+aw_publish_large(aw_worker_t *w, const char *id, const char *job_id,
+    pid_t hb)
+{
+    char         key[128], chan[128];
+    redisReply  *r;
+    static const char  script[] =
+        "local v = redis.call('GET', KEYS[1]) "
+        "if v then redis.call('PUBLISH', ARGV[1], v) return 1 end "
+        "return 0";
+    const char  *argv[] = { "EVAL", script, "1", key, chan };
+
+    snprintf(key, sizeof(key), "result:%s", job_id);
+    snprintf(chan, sizeof(chan), "response:%s", job_id);
+
+    aw_log("warn", "job %s: %s is over %zu bytes, no worker's result: "
+           "published as it is, not read", job_id, key,
+           AW_RESULT_MAX(w->conf));
+
+    r = aw_cmd_retry(w, 5, argv, NULL);
+    freeReplyObject(r);
+
+    aw_heartbeat_stop(hb);
+    aw_ack_delete(w, id);
+    aw_dead_done(w, id);
 }
 
 
@@ -1100,6 +1151,7 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
     const aw_job_t *job, const aw_result_t *res, const char *result,
     pid_t hb)
 {
+    int          large;
     char         key[128], ttl[32], how[AW_ERRLEN], *fallback;
     const char  *value;
     redisReply  *r, *g;
@@ -1132,7 +1184,13 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
         if (r->type == REDIS_REPLY_NIL) {
             freeReplyObject(r);
 
-            g = aw_get_result(w, key);
+            g = aw_get_result(w, key, &large);
+            if (g == NULL) {
+                aw_publish_large(w, id, job->job_id, hb);
+                free(fallback);
+                return;
+            }
+
             if (g->type == REDIS_REPLY_STRING) {
                 value = g->str;
                 aw_log("notice", "job %s already has a result; this one is "
@@ -1367,6 +1425,7 @@ aw_dead_done(aw_worker_t *w, const char *id)
 static void
 aw_gone(aw_worker_t *w, const char *id, long deliveries)
 {
+    int           large;
     char          last[AW_ERRLEN], jkey[AW_ID_MAX + 64], key[128];
     char         *json;
     aw_job_t      job;
@@ -1396,7 +1455,11 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
 
     if (job.job_id[0] != '\0') {
         snprintf(key, sizeof(key), "result:%s", job.job_id);
-        g = aw_get_result(w, key);
+        g = aw_get_result(w, key, &large);
+        if (g == NULL) {
+            aw_publish_large(w, id, job.job_id, -1);
+            return;
+        }
 
         if (g->type == REDIS_REPLY_STRING) {
             aw_log("notice", "job %s (entry %s, deleted) already has a "
@@ -1519,7 +1582,7 @@ static void
 aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     int state)
 {
-    int           ok, over;
+    int           ok, over, large;
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
     char          ids[2 * AW_ID_MAX + 2], jkey[AW_ID_MAX + 64];
     char         *json, *data, key[128];
@@ -1627,7 +1690,13 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
      */
 
     snprintf(key, sizeof(key), "result:%s", job.job_id);
-    r = aw_get_result(w, key);
+    r = aw_get_result(w, key, &large);
+
+    if (r == NULL) {
+        aw_publish_large(w, id, job.job_id, hb);
+        aw_job_free(&job);
+        return;
+    }
 
     if (r->type == REDIS_REPLY_ERROR) {
         freeReplyObject(r);
