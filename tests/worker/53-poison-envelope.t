@@ -21,50 +21,20 @@ use POSIX ();
 use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::Worker;
-use Airlock::Prereq ();
 
 my $t = Airlock::Test->new;
 my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
                                             // 'gvisor');
 
-# a memory cgroup of its own for the worker: v1 or v2
-my ($cg, $limit);
-if (-d '/sys/fs/cgroup/memory') {
-    $cg = "/sys/fs/cgroup/memory/airlock-test-$$-poison";
-    $limit = 'memory.limit_in_bytes';
-} elsif (-f '/sys/fs/cgroup/cgroup.controllers') {
-    $cg = "/sys/fs/cgroup/airlock-test-$$-poison";
-    $limit = 'memory.max';
-}
-Airlock::Prereq::absent('no memory cgroup to bound the worker with')
-    unless defined $cg && (-d $cg || mkdir $cg) && -f "$cg/$limit";
-
-sub cg_write {
-    my ($file, $v) = @_;
-    open my $fh, '>', "$cg/$file" or return 0;
-    my $ok = print {$fh} $v;
-    return close($fh) && $ok;
-}
-
-cg_write($limit, 160 << 20) or die "$cg/$limit: $!";
-cg_write('memory.memsw.limit_in_bytes', 160 << 20)
-    if -f "$cg/memory.memsw.limit_in_bytes";
-cg_write('memory.swap.max', 0) if -f "$cg/memory.swap.max";
+my ($cg, $wrap) = $w->memory_cgroup('poison', 160 << 20);
 
 $w->start_proxy;
 $w->start_redis;
 
 plan tests => 8;
 
-# an ASan build keeps what is freed in quarantine, which would count
-if ((Airlock::Test::_config_mk($t->{build}, 'SAN') // '') eq '1') {
-    $ENV{ASAN_OPTIONS} = join ':', grep { defined }
-        $ENV{ASAN_OPTIONS} // 'detect_leaks=0', 'quarantine_size_mb=0';
-}
-
 my %c = (max_deliveries => 1, max_envelope_bytes => 4 << 20,
-         wrap => [ 'sh', '-c', "echo \$\$ > $cg/cgroup.procs && exec \"\$@\"",
-                   'sh' ]);
+         wrap => $wrap);
 
 my $raw = '{"job_id":"poison","session_id":"s-p","script":"print(1)",'
           . '"blueprint":{"inputs":[{"name":"a","route":"annotate",'

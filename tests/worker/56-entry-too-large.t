@@ -25,49 +25,20 @@ use POSIX ();
 use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::Worker;
-use Airlock::Prereq ();
 
 my $t = Airlock::Test->new;
 my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
                                             // 'gvisor');
 
-# a memory cgroup of its own for the worker: v1 or v2
-my ($cg, $limit);
-if (-d '/sys/fs/cgroup/memory') {
-    $cg = "/sys/fs/cgroup/memory/airlock-test-$$-large";
-    $limit = 'memory.limit_in_bytes';
-} elsif (-f '/sys/fs/cgroup/cgroup.controllers') {
-    $cg = "/sys/fs/cgroup/airlock-test-$$-large";
-    $limit = 'memory.max';
-}
-Airlock::Prereq::absent('no memory cgroup to bound the worker with')
-    unless defined $cg && (-d $cg || mkdir $cg) && -f "$cg/$limit";
-
-sub cg_write {
-    my ($file, $v) = @_;
-    open my $fh, '>', "$cg/$file" or return 0;
-    my $ok = print {$fh} $v;
-    return close($fh) && $ok;
-}
-
-cg_write($limit, 96 << 20) or die "$cg/$limit: $!";
-cg_write('memory.memsw.limit_in_bytes', 96 << 20)
-    if -f "$cg/memory.memsw.limit_in_bytes";
-cg_write('memory.swap.max', 0) if -f "$cg/memory.swap.max";
+my ($cg, $wrap) = $w->memory_cgroup('large', 96 << 20);
 
 $w->start_proxy;
 $w->start_redis;
 
 plan tests => 14;
 
-if ((Airlock::Test::_config_mk($t->{build}, 'SAN') // '') eq '1') {
-    $ENV{ASAN_OPTIONS} = join ':', grep { defined }
-        $ENV{ASAN_OPTIONS} // 'detect_leaks=0', 'quarantine_size_mb=0';
-}
-
 my %c = (visibility_timeout_ms => 300,
-         wrap => [ 'sh', '-c', "echo \$\$ > $cg/cgroup.procs && exec \"\$@\"",
-                   'sh' ]);
+         wrap => $wrap);
 
 # 40 MB: a valid envelope but for its size
 sub huge {

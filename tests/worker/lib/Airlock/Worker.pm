@@ -293,6 +293,45 @@ sub kill_worker {
 }
 
 
+# A memory cgroup of its own for the worker (v1 or v2) named $name, of
+# $bytes and no swap: its path, and the wrap => [...] that starts the
+# worker in it (the caller removes it at the end).  An ASan build's
+# quarantine, which would count, is turned off.
+sub memory_cgroup {
+    my ($self, $name, $bytes) = @_;
+    my ($cg, $limit);
+
+    if (-d '/sys/fs/cgroup/memory') {
+        $cg = "/sys/fs/cgroup/memory/airlock-test-$$-$name";
+        $limit = 'memory.limit_in_bytes';
+    } elsif (-f '/sys/fs/cgroup/cgroup.controllers') {
+        $cg = "/sys/fs/cgroup/airlock-test-$$-$name";
+        $limit = 'memory.max';
+    }
+    Airlock::Prereq::absent('no memory cgroup to bound the worker with')
+        unless defined $cg && (-d $cg || mkdir $cg) && -f "$cg/$limit";
+
+    my $write = sub {
+        my ($file, $v) = @_;
+        open my $fh, '>', "$cg/$file" or return 0;
+        my $ok = print {$fh} $v;
+        return close($fh) && $ok;
+    };
+    $write->($limit, $bytes) or die "$cg/$limit: $!";
+    $write->('memory.memsw.limit_in_bytes', $bytes)
+        if -f "$cg/memory.memsw.limit_in_bytes";
+    $write->('memory.swap.max', 0) if -f "$cg/memory.swap.max";
+
+    if ((Airlock::Test::_config_mk($self->{t}{build}, 'SAN') // '') eq '1') {
+        $ENV{ASAN_OPTIONS} = join ':', grep { defined }
+            $ENV{ASAN_OPTIONS} // 'detect_leaks=0', 'quarantine_size_mb=0';
+    }
+
+    return ($cg, [ 'sh', '-c',
+                   "echo \$\$ > $cg/cgroup.procs && exec \"\$@\"", 'sh' ]);
+}
+
+
 # ---- jobs ------------------------------------------------------------------
 
 sub envelope {
