@@ -26,20 +26,11 @@ use Airlock::LLM;
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
-my %tok = (spender => 'al-spender-token-333444555666');
-my %sha = map { $_ => $l->proxy->token_sha256($tok{$_}) } keys %tok;
-
-$l->setup(
-    clients => qq{  spender: { token_sha256: "$sha{spender}" }\n},
+my %tok = (spender => $l->setup_spender('al-spender-token-333444555666',
     anthropic_fields => "    prices:\n"
         . "      claude-3-5-haiku: { input: 3, output: 15 }\n",
     anthropic_clients => "      spender:\n        usd_per_day: 5\n"
-        . "        default_max_tokens: 100\n",
-    openai_fields => "    prices:\n"
-        . "      gpt-4o-mini: { input: 0.15, output: 0.6 }\n",
-    openai_clients => "      spender:\n        models: [gpt-4o-mini]\n"
-        . "        usd_per_day: 5\n        default_max_tokens: 100\n",
-);
+        . "        default_max_tokens: 100\n"));
 
 $t->run;
 

@@ -251,6 +251,26 @@ sub setup {
 }
 
 
+# setup() with one client, "spender", of the token given: a dollar
+# budget (usd_per_day 5, default_max_tokens 100) on the openai entry,
+# gpt-4o-mini at 0.15 and 0.6 a million tokens; %o as for setup() (more
+# entries' fields and clients).  Returns the token.
+sub setup_spender {
+    my ($self, $token, %o) = @_;
+    my $sha = $self->{p}->token_sha256($token);
+
+    $self->setup(
+        clients => qq{  spender: { token_sha256: "$sha" }\n},
+        openai_fields => "    prices:\n"
+            . "      gpt-4o-mini: { input: 0.15, output: 0.6 }\n",
+        openai_clients => "      spender:\n        models: [gpt-4o-mini]\n"
+            . "        usd_per_day: 5\n        default_max_tokens: 100\n",
+        %o);
+
+    return $token;
+}
+
+
 sub start_provider {
     my ($self, $n) = @_;
     my $t = $self->{t};
