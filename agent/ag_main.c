@@ -452,6 +452,8 @@ ag_load_tools(ag_conf_t *conf)
         }
     }
 
+    conf->psandbox = sandbox;
+
     text = al_tools_json(conf->policy, conf->pclient, sandbox,
                          AL_TOOLS_OPENAI, &err);
     if (text == NULL) {

@@ -806,13 +806,14 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
 static int
 ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 {
-    char         job_id[AG_BOUNDARY_LEN + 1], err[256], *text;
-    size_t       i, bytes;
-    long         wait;
-    json_t      *script, *inputs, *in, *bp, *env, *res, *timing, *shown,
-                *names, *v;
-    const char  *name, *route;
-    ag_conf_t   *conf;
+    char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text;
+    size_t             i, bytes;
+    long               wait;
+    json_t            *script, *inputs, *in, *bp, *env, *res, *timing,
+                      *shown, *names, *v;
+    const char        *name, *route;
+    ag_conf_t         *conf;
+    const al_route_t  *r;
 
     conf = run->conf;
     script = json_object_get(args, "script");
@@ -842,14 +843,31 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     json_array_foreach(inputs, i, in) {
         name = json_string_value(json_object_get(in, "name"));
         route = json_string_value(json_object_get(in, "route"));
+        r = (route != NULL)
+            ? al_policy_route(conf->policy, route, strlen(route)) : NULL;
 
-        if (name == NULL || !ag_id_ok(name, strlen(name)) || route == NULL
-            || al_policy_route(conf->policy, route, strlen(route)) == NULL)
-        {
+        if (name == NULL || !ag_id_ok(name, strlen(name)) || r == NULL) {
             ag_tool_error(run, id, AL_TOOL_RUN_PYTHON, "bad_tool_arguments",
                           "run_python: input %zu needs a \"name\" (1 to 64 "
                           "of A-Z a-z 0-9 _ -) and a \"route\" the policy "
                           "has", i);
+            json_decref(bp);
+            json_decref(names);
+            return 0;
+        }
+
+        /*
+         * Only the routes the tool offers: one the sandbox's client is
+         * not granted would be the worker's denial, counted against the
+         * worker's client (its alerts, its quarantine), not the run's.
+         */
+
+        if (!r->client_ok[conf->psandbox->index]) {
+            ag_tool_error(run, id, AL_TOOL_RUN_PYTHON, "tool_not_granted",
+                          "run_python: input %zu: route \"%s\" is not "
+                          "granted to client \"%s\"; it is not one of "
+                          "run_python's routes", i, route,
+                          conf->sandbox);
             json_decref(bp);
             json_decref(names);
             return 0;

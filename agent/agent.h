@@ -75,6 +75,7 @@ typedef struct {
 
     al_policy_t     *policy;
     const al_client_t  *pclient;
+    const al_client_t  *psandbox;           /* run_python's, or NULL */
     json_t          *tools;                 /* OpenAI "tools" array */
 } ag_conf_t;
 
