@@ -806,6 +806,7 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
 static int
 ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 {
+    int                denied;
     char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text;
     size_t             i, bytes;
     long               wait;
@@ -962,6 +963,22 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
              "error", ag_short_string(json_object_get(
                           json_object_get(res, "error"), "code"))));
 
+    /*
+     * An input the proxy denied the worker is the run's denial: the
+     * worker fetched it because the model asked, and the proxy counted
+     * it against the worker's client, so --max-denials bounds how often
+     * a run can make it (without it, every call of every step, each a
+     * job, a denial for the worker's alerts and quarantine).
+     */
+
+    v = json_object_get(json_object_get(res, "error"), "code");
+    denied = json_is_string(v)
+             && strcmp(json_string_value(v), "route_denied") == 0;
+
+    if (denied) {
+        run->denials++;
+    }
+
     shown = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}",
                       "status", json_object_get(res, "status"),
                       "exit_code", json_object_get(res, "exit_code"),
@@ -1003,7 +1020,9 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
                         "result could not be kept (out of memory)", 0);
     }
 
-    return 0;
+    return (denied && run->denials >= conf->max_denials)
+           ? ag_limit(run, "denials", run->denials, conf->max_denials)
+           : 0;
 }
 
 

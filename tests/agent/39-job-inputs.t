@@ -6,6 +6,9 @@
 # error, and no job is queued: the worker would fetch it as its own
 # client, and the proxy's denial would count against the worker (its
 # alerts, its quarantine, cutting off every run's jobs), not the run.
+# An input the proxy denies the worker all the same (its parameters, say:
+# the job's error code route_denied) is the run's denial, counted
+# against --max-denials, so a run cannot make such jobs without bound.
 
 use strict;
 use warnings;
@@ -32,7 +35,7 @@ $a->setup(routes => <<'EOF2', agent => [ '--max-wall', 60000 ]);
 EOF2
 $a->start_worker;
 
-plan tests => 10;
+plan tests => 16;
 
 sub job {
     my (@routes) = @_;
@@ -78,6 +81,39 @@ $a->script({ tool_calls => [ job('prometheus-query') ] },
 $ev = $a->ask('inputs-2', 'a job over the load');
 is(join(',', map { $_->{status} // '' } of_type('job', $ev)), 'ok',
    'a granted input: the job ran');
+
+# ---- inputs the proxy denied the worker: the run's denials --------------
+
+# the worker's result for a denied input (docs/jobs.md), played
+my $deny = { name => 'run_python', arguments => {
+    script => '# result: ' . encode_json({
+        status => 'error', exit_code => undef, stdout => '', stderr => '',
+        stdout_truncated => JSON::PP::false,
+        stderr_truncated => JSON::PP::false, backend => 'none',
+        error => { code => 'route_denied', message => 'input "x": GET '
+                   . '/logs/Bad denied by the proxy: params' } })
+        . "\nprint(1)\n",
+    inputs => [ { name => 'x', route => 'logs',
+                  params => { service => 'Bad' } } ] } };
+
+my $jobs = scalar($a->jsonl('jobs.log'));
+my $asked = scalar($a->provider_requests);
+$a->script({ tool_calls => [ ($deny) x 5 ] }, { pieces => [ 'done' ] });
+$ev = $a->ask('inputs-3', 'jobs the proxy denies');
+
+my @l = of_type('limit', $ev);
+is(scalar(@l) == 1 && $l[0]{limit}, 'denials',
+   'denied inputs: the denials limit');
+is((of_type('done', $ev))[0]{denials}, 3, 'denied inputs: 3 denials counted');
+is(scalar($a->jsonl('jobs.log')) - $jobs, 3,
+   'denied inputs: no job queued past the limit');
+is(scalar($a->provider_requests), $asked + 1,
+   'denied inputs: the model was not asked again');
+my @tool = grep { $_->{role} eq 'tool' }
+           @{$a->session('inputs-3')->{json}{messages} // []};
+is(scalar(@tool), 5, 'denied inputs: every call has its result');
+like($tool[4] ? $tool[4]{content} : '', qr/the run ended first/,
+     'denied inputs: the calls past the limit not run');
 
 is($t->error_log_check, '', 'no alerts in the error log');
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
