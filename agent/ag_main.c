@@ -59,13 +59,14 @@ static int ag_read_request(int fd, ag_request_t *req, const char **why);
 static ssize_t ag_read_until(int fd, char *buf, size_t len,
     int64_t deadline);
 static void ag_respond(int fd, int status, const char *ctype,
-    const char *body);
+    const char *body, int64_t deadline);
 static void ag_respond_error(int fd, int status, const char *code,
     const char *message);
 static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     ag_request_t *req);
 static void ag_handle_session(ag_conf_t *conf, int fd, const char *session);
-static int ag_write_all(int fd, const char *p, size_t len);
+static int ag_write_all(int fd, const char *p, size_t len,
+    int64_t deadline);
 static long ag_long_option(const char *name, const char *v, long min,
     long max);
 
@@ -89,6 +90,7 @@ static const struct option  ag_options[] = {
     { "session-ttl",     required_argument, NULL, 7 },
     { "history-bytes",   required_argument, NULL, 8 },
     { "max-connections", required_argument, NULL, 9 },
+    { "send-timeout",    required_argument, NULL, 10 },
     { "help",            no_argument,       NULL, 'h' },
     { "version",         no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -302,7 +304,10 @@ ag_usage(FILE *f)
 "                       oldest questions go first, whole (262144)\n"
 "server:\n"
 "  --max-connections N  connections served at once, each a process of\n"
-"                       its own; more get 503 \"busy\" (64)\n");
+"                       its own; more get 503 \"busy\" (64)\n"
+"  --send-timeout MS    how long a client has to take an answer: a\n"
+"                       question's events past its wall time, a\n"
+"                       session whole (30000)\n");
 }
 
 
@@ -345,6 +350,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->session_ttl = 86400;
     conf->history_bytes = 256 * 1024;
     conf->max_connections = 64;
+    conf->send_timeout_ms = 30000;
 
     for ( ;; ) {
         idx = 0;
@@ -382,6 +388,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             max = 64L << 20;
             break;
         case 9: slot = &conf->max_connections; max = 100000; break;
+        case 10: slot = &conf->send_timeout_ms; max = 3600000; break;
         case 'h': ag_usage(stdout); exit(0);
         case 'V': printf("airlock-agent %s\n", AL_VERSION); exit(0);
         default: ag_usage(stderr); return -1;
@@ -546,7 +553,7 @@ ag_serve(ag_conf_t *conf, int fd)
     }
 
     if (strcmp(req.path, "/healthz") == 0) {
-        ag_respond(fd, 200, "text/plain", "ok\n");
+        ag_respond(fd, 200, "text/plain", "ok\n", 0);
         free(req.buf);
         return;
     }
@@ -774,8 +781,14 @@ ag_status_text(int status)
 }
 
 
+/*
+ * deadline: when the client must have taken the answer (it is cut
+ * then), or 0 for a short one, which the socket's buffer takes at once
+ */
+
 static void
-ag_respond(int fd, int status, const char *ctype, const char *body)
+ag_respond(int fd, int status, const char *ctype, const char *body,
+    int64_t deadline)
 {
     char  head[256];
     int   n;
@@ -784,8 +797,8 @@ ag_respond(int fd, int status, const char *ctype, const char *body)
                  "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                  status, ag_status_text(status), ctype, strlen(body));
 
-    if (ag_write_all(fd, head, n) == 0) {
-        ag_write_all(fd, body, strlen(body));
+    if (ag_write_all(fd, head, n, deadline) == 0) {
+        ag_write_all(fd, body, strlen(body), deadline);
     }
 }
 
@@ -800,7 +813,7 @@ ag_respond_error(int fd, int status, const char *code, const char *message)
     text = (j != NULL) ? json_dumps(j, JSON_COMPACT) : NULL;
 
     ag_respond(fd, status, "application/json",
-               text != NULL ? text : "{\"error\":\"internal\"}");
+               text != NULL ? text : "{\"error\":\"internal\"}", 0);
 
     free(text);
     json_decref(j);
@@ -888,7 +901,18 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     /* the lock holds as long as this process lives, past the lease */
     keeper = ag_session_keep(conf, session, run.run_id);
 
-    if (ag_write_all(fd, head, sizeof(head) - 1) != 0) {
+    /*
+     * The client takes the events by the end of the run's wall time and
+     * --send-timeout: one that reads a byte now and then would otherwise
+     * hold its process, one of --max-connections, and the session's
+     * lock, for as long as it likes.
+     */
+    run.send_deadline_ms = ag_now_ms() + conf->max_wall_ms
+                           + conf->send_timeout_ms;
+
+    if (ag_write_all(fd, head, sizeof(head) - 1, run.send_deadline_ms)
+        != 0)
+    {
         run.client_gone = 1;
     }
 
@@ -976,18 +1000,54 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session)
         return;
     }
 
-    ag_respond(fd, 200, "application/json", text);
+    ag_respond(fd, 200, "application/json", text,
+               ag_now_ms() + conf->send_timeout_ms);
     free(text);
 }
 
 
+/*
+ * All of p, or -1.  With a deadline, each write waits only until then
+ * (however little the client takes each time); without, it is the
+ * socket's own timeout (SO_SNDTIMEO) for each write.
+ */
+
 static int
-ag_write_all(int fd, const char *p, size_t len)
+ag_write_all(int fd, const char *p, size_t len, int64_t deadline)
 {
-    ssize_t  n;
+    int            rc;
+    ssize_t        n;
+    int64_t        left;
+    struct pollfd  pfd;
 
     while (len) {
-        n = write(fd, p, len);
+        if (deadline != 0) {
+            left = deadline - ag_now_ms();
+            if (left <= 0) {
+                return -1;
+            }
+
+            pfd.fd = fd;
+            pfd.events = POLLOUT;
+            pfd.revents = 0;
+
+            rc = poll(&pfd, 1, (int) left);
+            if (rc == -1 && errno == EINTR) {
+                continue;
+            }
+            if (rc <= 0) {
+                return -1;
+            }
+
+            n = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                continue;
+            }
+
+        } else {
+            n = write(fd, p, len);
+        }
+
         if (n == -1 && errno == EINTR) {
             continue;
         }
@@ -1003,9 +1063,9 @@ ag_write_all(int fd, const char *p, size_t len)
 
 
 int
-ag_write_fd(int fd, const char *p, size_t len)
+ag_write_fd(int fd, const char *p, size_t len, int64_t deadline)
 {
-    return ag_write_all(fd, p, len);
+    return ag_write_all(fd, p, len, deadline);
 }
 
 

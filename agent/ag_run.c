@@ -332,7 +332,8 @@ ag_event(ag_run_t *run, const char *type, json_t *data)
 
     if (frame != NULL) {
         len = snprintf(frame, len, "event: %s\ndata: %s\n\n", type, text);
-        if (ag_write_fd(run->fd, frame, len) != 0) {
+        if (ag_write_fd(run->fd, frame, len, run->send_deadline_ms) != 0)
+        {
             run->client_gone = 1;
         }
     }

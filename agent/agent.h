@@ -72,6 +72,9 @@ typedef struct {
                                                sent, at most */
     long             max_connections;       /* served at once, each a
                                                process */
+    long             send_timeout_ms;       /* a client's time to take an
+                                               answer, past a run's wall
+                                               time */
 
     al_policy_t     *policy;
     const al_client_t  *pclient;
@@ -102,6 +105,8 @@ typedef struct {
     long             denials;
     int64_t          start_ms;
     int64_t          deadline_ms;
+    int64_t          send_deadline_ms;      /* the client takes its events
+                                               by then, or is gone */
 } ag_run_t;
 
 
@@ -121,7 +126,7 @@ typedef struct {
 int64_t ag_now_ms(void);
 int ag_random_hex(char *out, size_t hexlen);
 int ag_id_ok(const char *s, size_t len);
-int ag_write_fd(int fd, const char *p, size_t len);
+int ag_write_fd(int fd, const char *p, size_t len, int64_t deadline);
 
 /* ag_run.c: one question, events written to run->fd */
 int ag_run_ask(ag_run_t *run, const char *prompt);

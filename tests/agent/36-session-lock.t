@@ -4,8 +4,8 @@
 # the run that holds it stores the session.
 #
 # A client that reads the event stream slowly, or not at all, keeps its
-# run alive (the run waits to write its events) for as long as it likes,
-# past the run's wall time and past any fixed lease.  The lock's lease is
+# run alive (the run waits to write its events) past the run's wall time
+# (up to --send-timeout more, 41-slow-reader.t) and past any fixed lease.  The lock's lease is
 # renewed while the run lives: the test cuts the lease short, as if its
 # time had run out, and waits until the lease is renewed (or, on code
 # that does not renew it, gone); a second question in the session is
