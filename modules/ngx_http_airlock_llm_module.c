@@ -1247,7 +1247,7 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
 /*
  * The usage as known now.  Streams: the parser's result (estimated when
  * the stream did not end with its usage).  JSON: the response's "usage".
- * Without one, a 2xx answer is charged what was reserved for it (the
+ * Without one (or with one that counts no token), a 2xx answer is charged what was reserved for it (the
  * prompt estimate and the output cap), and so is a call sent to the
  * provider that nginx ended before its answer began; errors and other
  * answers nginx made up count nothing, a stream refused after its header
@@ -1304,15 +1304,26 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
             al_llm_cost_guess(ctx->price, ctx->cache_control, u);
         }
 
-    } else if (ctx->resp != NULL && al_llm_resp_usage(ctx->resp, u, NULL, 0)
-                                    == 0)
+    } else if (ctx->resp != NULL
+               && al_llm_resp_usage(ctx->resp, u, NULL, 0) == 0
+               && u->total_tokens != 0)
     {
         *source = AL_LLM_SOURCE_RESPONSE;
 
-    } else if (ctx->header_seen && ctx->status < 300
-               && al_llm_endpoint_has_body(ctx->endpoint))
-    {
-        ngx_http_airlock_llm_reserved(ctx, u);
+    } else {
+        /*
+         * No usage, or one that counts no token (decimals, strings, names
+         * of another API): a call with a prompt used some, so it is no
+         * usage.  Whatever part of it was read goes.
+         */
+
+        ngx_memzero(u, sizeof(al_llm_usage_t));
+
+        if (ctx->header_seen && ctx->status < 300
+            && al_llm_endpoint_has_body(ctx->endpoint))
+        {
+            ngx_http_airlock_llm_reserved(ctx, u);
+        }
     }
 
     if (u->total_tokens == 0) {

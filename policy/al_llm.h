@@ -730,7 +730,8 @@ int al_llm_sse_finish(al_llm_sse_t *s, al_llm_sse_block_t *blk);
 
 /*
  * The usage to record and charge.  STREAM when the end marker and the
- * final usage were both seen and the parser never stopped; otherwise
+ * final usage were both seen, the usage counts some token, and the
+ * parser never stopped; otherwise
  * ESTIMATED with what was seen: reported numbers where there are some,
  * completion tokens at least delta_bytes / 4, and prompt_estimate (from
  * al_llm_req_t) when no prompt count arrived; when the parser stopped,

@@ -697,10 +697,19 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
 
     *u = s->usage;
 
-    if (s->done && s->usage_seen && !s->stopped
+    /*
+     * A usage that counts no token (decimals, strings, names of another
+     * API: each read as 0) is none: a call with a prompt used some.
+     */
+
+    if (s->done && s->usage_seen && !s->stopped && u->total_tokens != 0
         && (s->proto != AL_LLM_P_ANTHROPIC || s->started))
     {
         return AL_LLM_SOURCE_STREAM;
+    }
+
+    if (u->total_tokens == 0) {
+        memset(u, 0, sizeof(*u));
     }
 
     est = s->delta_bytes / 4 + (s->delta_bytes % 4 != 0);

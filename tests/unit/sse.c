@@ -53,6 +53,7 @@ typedef struct {
 
 static void test_no_model(void);
 static void test_total_over(void);
+static void test_usage_unread(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -294,6 +295,7 @@ main(void)
     test_memo_random();
     test_no_model();
     test_total_over();
+    test_usage_unread();
 
     return tap_done();
 }
@@ -2830,5 +2832,64 @@ test_total_over(void)
            "responses stream: the same");
     tap_ok(every_split(&responses_cfg, s, strlen(s), &r),
            "... at every split");
+    run_free(&r);
+}
+
+
+/*
+ * A usage that counts no token (decimals, strings, every count 0, names
+ * of another API) is no usage: the stream is charged its estimate, the
+ * prompt estimate and the text, as one that ends without usage.
+ */
+
+static void
+test_usage_unread(void)
+{
+    size_t       k;
+    run_t        r;
+    const char  *s;
+    char         buf[1024];
+
+    static const char  *usages[] = {
+        "{\"prompt_tokens\":7.5,\"completion_tokens\":2.5,"
+        "\"total_tokens\":10.0}",
+        "{\"prompt_tokens\":\"7\",\"completion_tokens\":\"2\"}",
+        "{\"prompt_tokens\":0,\"completion_tokens\":0,\"total_tokens\":0,"
+        "\"prompt_tokens_details\":{\"cached_tokens\":5}}",
+        "{\"input_tokens\":7,\"output_tokens\":2}",
+        "{}"
+    };
+
+    for (k = 0; k < sizeof(usages) / sizeof(usages[0]); k++) {
+        (void) snprintf(buf, sizeof(buf),
+                        "data: {\"choices\":[{\"index\":0,\"delta\":"
+                        "{\"content\":\"Hello there\"}}]}\n\n"
+                        "data: {\"choices\":[],\"usage\":%s}\n\n"
+                        "data: [DONE]\n\n", usages[k]);
+
+        run(&openai_hide, buf, strlen(buf), NULL, 0, 40, &r);
+        tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
+               && r.usage.prompt_tokens == 40
+               && r.usage.completion_tokens == 3
+               && r.usage.cached_tokens == 0
+               && r.usage.total_tokens == 43,
+               "chat stream, a usage that counts no token: estimated");
+        run_free(&r);
+    }
+
+    s = "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+        "\"claude\",\"usage\":{\"input_tokens\":0,"
+        "\"output_tokens\":0}}}\n\n"
+        "event: message_delta\n"
+        "data: {\"type\":\"message_delta\",\"usage\":"
+        "{\"output_tokens\":0}}\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n";
+
+    run(&anthropic_cfg, s, strlen(s), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
+           && r.usage.prompt_tokens == 40 && r.usage.total_tokens == 40,
+           "anthropic stream, every count 0: estimated");
     run_free(&r);
 }
