@@ -167,6 +167,8 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
     ctx->header_seen = 1;
     ctx->status = r->headers_out.status;
+    ctx->answered = (ctx->status >= NGX_HTTP_OK
+                     && ctx->status < NGX_HTTP_SPECIAL_RESPONSE);
 
     tp = ngx_timeofday();
     now = (ngx_msec_t) tp->sec * 1000 + tp->msec;

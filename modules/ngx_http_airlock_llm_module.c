@@ -1247,12 +1247,14 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
 /*
  * The usage as known now.  Streams: the parser's result (estimated when
  * the stream did not end with its usage).  JSON: the response's "usage".
- * Without one (or with one that counts no token), a 2xx answer is charged what was reserved for it (the
- * prompt estimate and the output cap), and so is a call sent to the
- * provider that nginx ended before its answer began; errors and other
- * answers nginx made up count nothing, a stream refused after its header
- * was seen (the scrubber's 502) included.  A call that fell back after
- * its first provider was sent it and never answered has that attempt's
+ * Without one (or with one that counts no token), a 2xx answer is
+ * charged what was reserved for it (the prompt estimate and the output
+ * cap), and so is a call sent to the provider that nginx ended before
+ * its answer began; a 2xx answer nginx ended (499) before a byte of it
+ * was sent is charged as an answer cut short.  Errors and other answers
+ * nginx made up count nothing, a stream refused after its header was
+ * seen (the scrubber's 502) included.  A call that fell back after its
+ * first provider was sent it and never answered has that attempt's
  * charge added (ngx_http_airlock_llm_fallback()).
  */
 
@@ -1271,6 +1273,20 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
 
     status = (ctx->request != NULL) ? ngx_http_airlock_llm_status(ctx->request)
                                     : ctx->status;
+
+    /*
+     * The provider answered 2xx and the client went away (or timed out)
+     * before a byte of it was sent: nginx holds a header until the first
+     * bytes of the body, and then says 499 (408).  The provider has the
+     * call: it is charged as the answer cut short it is.
+     */
+
+    if ((status == NGX_HTTP_CLIENT_CLOSED_REQUEST
+         || status == NGX_HTTP_REQUEST_TIME_OUT)
+        && ctx->answered)
+    {
+        status = NGX_HTTP_OK;
+    }
 
     if (status >= NGX_HTTP_SPECIAL_RESPONSE) {
 
@@ -1319,7 +1335,7 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
 
         ngx_memzero(u, sizeof(al_llm_usage_t));
 
-        if (ctx->header_seen && ctx->status < 300
+        if (ctx->header_seen && status < 300
             && al_llm_endpoint_has_body(ctx->endpoint))
         {
             ngx_http_airlock_llm_reserved(ctx, u);

@@ -179,6 +179,8 @@ typedef struct {
     unsigned                         cache_control:1;  /* may write the
                                                    prompt cache */
     unsigned                         header_seen:1;
+    unsigned                         answered:1;   /* the provider's 2xx
+                                                   reached the filters */
     unsigned                         filter:1;     /* blocks are dropped */
     unsigned                         ttfb_set:1;
     unsigned                         ended:1;      /* the last buffer */

@@ -59,6 +59,10 @@ Keys:
   gate          with pause_after: instead of pause_ms, wait until this
                 file exists (at most 60 s): the test opens the gate once
                 it has what it must see before the rest is sent
+  head_gate     streams: after the response headers, create the file
+                "<head_gate>.head" and wait (at most 60 s) until the file
+                head_gate exists before the first event: the provider
+                has answered and not sent a byte of the body yet
   cut_after     close the connection after this many stream events,
                 without the last chunk
   cut_mid       with cut_after: first send half of the next event
@@ -602,6 +606,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def stream(self, events):
         self.start_stream()
+
+        gate = self.script.get("head_gate")
+        if gate:
+            open(gate + ".head", "w").close()
+            until = time.time() + 60
+            while not os.path.exists(gate) and time.time() < until:
+                time.sleep(0.01)
 
         cut = self.script.get("cut_after")
         end = self.script.get("end_after")
