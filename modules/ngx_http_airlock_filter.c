@@ -395,16 +395,23 @@ ngx_http_airlock_early_hints_filter(ngx_http_request_t *r)
  * what is under it, still encoded, with no header that says so.  Only
  * plain "chunked", once, is read as the client will read it.
  *
+ * A Content-Encoding the location hides ("proxy_hide_header
+ * Content-Encoding") is not copied to headers_out, but still encodes the
+ * body: the client would get it unsearched, with nothing saying so.  Then
+ * the upstream's own headers are read for it.
+ *
  * The upstream module points headers_out.content_encoding and the
  * upstream's headers_in.transfer_encoding at every such header it copies
  * or reads, so when either is NULL there is none of that name to look for
- * (the common case: a call then costs two compares, not two walks).
+ * (the common case: a call then costs two compares and the hide hash's
+ * lookup, not a walk).
  */
 
 static ngx_table_elt_t *
 ngx_http_airlock_encoded(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
-    ngx_uint_t        i, n;
+    ngx_uint_t        i, n, key, hidden;
+    ngx_hash_t       *hide;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
 
@@ -439,9 +446,23 @@ ngx_http_airlock_encoded(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
 transfer:
 
-    if (r->upstream == NULL || r->upstream == ctx->refused
-        || r->upstream->headers_in.transfer_encoding == NULL)
-    {
+    if (r->upstream == NULL || r->upstream == ctx->refused) {
+        return NULL;
+    }
+
+    hidden = 0;
+    hide = &r->upstream->conf->hide_headers_hash;
+
+    if (hide->buckets != NULL) {
+        key = ngx_hash_key((u_char *) "content-encoding",
+                           sizeof("content-encoding") - 1);
+
+        hidden = ngx_hash_find(hide, key, (u_char *) "content-encoding",
+                               sizeof("content-encoding") - 1)
+                 != NULL;
+    }
+
+    if (!hidden && r->upstream->headers_in.transfer_encoding == NULL) {
         return NULL;
     }
 
@@ -459,6 +480,15 @@ transfer:
             part = part->next;
             h = part->elts;
             i = 0;
+        }
+
+        if (hidden
+            && h[i].key.len == sizeof("Content-Encoding") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "Content-Encoding",
+                               h[i].key.len) == 0
+            && !ngx_http_airlock_identity(&h[i].value))
+        {
+            return &h[i];
         }
 
         if (h[i].key.len != sizeof("Transfer-Encoding") - 1
