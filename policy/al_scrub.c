@@ -414,9 +414,11 @@ al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 
 /*
  * "Basic t": t decoded is "user:password", which an upstream may echo
- * decoded or encode again, and the password alone is the credential.
- * (With a template "Basic {s|base64}", "user:password" is the secret s,
- * listed already.)
+ * decoded or encode again, and the password alone is the credential; with
+ * an empty password ("sk_live_x:", an API key sent as the user name) the
+ * user name is, and an upstream that names the user it authenticated
+ * echoes it.  (With a template "Basic {s|base64}", "user:password" is the
+ * secret s, listed already.)  Two strings at most besides the base64.
  */
 
 static void
@@ -453,7 +455,13 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
 
     cred = al_scrub_add(sc, sc->next, (size_t) d);
 
-    al_scrub_add(sc, cred + poff, (size_t) d - poff);
+    if (poff < (size_t) d) {
+        al_scrub_add(sc, cred + poff, (size_t) d - poff);
+
+    } else {
+        al_scrub_add(sc, cred, poff - 1);
+    }
+
     al_scrub_add_base64(sc, (const unsigned char *) cred, (size_t) d);
 }
 

@@ -20,6 +20,7 @@
 
 /* base64 "czNjcjN0Lz4/fms=": a "/", one "=" */
 #define SECRET    "s3cr3t/>?~k"
+#define UKEY      "sk_test_4eC39HqLyjWDarjtT1zdp7dc"
 
 #define HEAD                                                                 \
     "version: 1\n"                                                           \
@@ -182,14 +183,14 @@ redacted(const al_scrub_t *s, const char *in, const char *name)
 static void
 test_forms(al_keyring_t *kr, const char *pub)
 {
-    char          *basic, *bearer, *pre;
+    char          *basic, *bearer, *pre, *ukey;
     char           yaml[8192];
     al_error_t     err;
     al_scrub_t    *s;
     al_policy_t   *p;
     const char    *why;
 
-    basic = bearer = pre = NULL;
+    basic = bearer = pre = ukey = NULL;
 
     /* "alice:hunter2-xyz", encoded by the operator */
 
@@ -198,7 +199,9 @@ test_forms(al_keyring_t *kr, const char *pub)
                 && al_seal(pub, (const unsigned char *) SECRET,
                            sizeof(SECRET) - 1, &bearer, &err) == 0
                 && al_seal(pub, (const unsigned char *)
-                           "YWxpY2U6aHVudGVyMi14eXo=", 24, &pre, &err) == 0,
+                           "YWxpY2U6aHVudGVyMi14eXo=", 24, &pre, &err) == 0
+                && al_seal(pub, (const unsigned char *) UKEY ":",
+                           sizeof(UKEY), &ukey, &err) == 0,
                 "seal the secrets"))
     {
         tap_diag("error: ", err.msg);
@@ -211,6 +214,7 @@ test_forms(al_keyring_t *kr, const char *pub)
              "  basic: { sealed: \"%s\" }\n"
              "  tok: { sealed: \"%s\" }\n"
              "  pre: { sealed: \"%s\" }\n"
+             "  ukey: { sealed: \"%s\" }\n"
              "upstreams:\n"
              "  up: { url: \"http://127.0.0.1:9090\" }\n"
              "routes:\n"
@@ -240,13 +244,19 @@ test_forms(al_keyring_t *kr, const char *pub)
              "    inject: { Authorization: \"Bearer {tok}\",\n"
              "              X-Basic: \"Basic {basic|base64}\",\n"
              "              X-Pre: \"basic {pre}\" }\n"
+             "  - name: ukey\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /ukey }\n"
+             "    upstream: up\n"
+             "    to: /f\n"
+             "    inject: { Authorization: \"Basic {ukey|base64}\" }\n"
              "  - name: fixed\n"
              "    clients: [agent]\n"
              "    match: { method: GET, path: /fixed }\n"
              "    upstream: up\n"
              "    to: /d\n"
              "    inject: { Accept: \"application/json\" }\n"
-             ALERTS, basic, bearer, pre);
+             ALERTS, basic, bearer, pre, ukey);
 
     memset(&err, 0, sizeof(err));
     p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
@@ -338,6 +348,18 @@ test_forms(al_keyring_t *kr, const char *pub)
         al_scrub_free(s);
     }
 
+    /* an API key sent as the user name, the password empty ("sk:") */
+
+    s = al_scrub_collect(p, al_policy_route(p, "ukey", 4), &why);
+    if (tap_ok(s != NULL, "key as user name: scrub list built")) {
+        tap_ok(has(s, UKEY ":"), "key as user name: user:password");
+        tap_ok(has(s, UKEY), "key as user name: the user name alone");
+        redacted(s, UKEY, "key as user name: the key echoed");
+        redacted(s, "sk%5Ftest_4eC39HqLyjWDarjtT1zdp7dc",
+                 "key as user name: the key URL-encoded");
+        al_scrub_free(s);
+    }
+
     s = al_scrub_collect(p, al_policy_route(p, "fixed", 5), &why);
     tap_ok(s != NULL && s->n == 0 && s->maxspan == 0,
            "a constant header: nothing to scrub");
@@ -349,6 +371,7 @@ done:
 
     free(basic);
     free(bearer);
+    free(ukey);
     free(pre);
 }
 
