@@ -446,7 +446,15 @@ ngx_http_airlock_encoded(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
 transfer:
 
-    if (r->upstream == NULL || r->upstream == ctx->refused) {
+    /*
+     * No upstream, or one whose proxy_pass never got its conf: a target
+     * that evaluated empty (an error_page into a location outside
+     * Airlock) makes nginx's 500 with r->upstream set and no conf
+     */
+
+    if (r->upstream == NULL || r->upstream == ctx->refused
+        || r->upstream->conf == NULL)
+    {
         return NULL;
     }
 
