@@ -237,6 +237,12 @@ typedef struct {
 
 #define AL_LLM_TOOL_TYPE  32            /* longest tool type read */
 
+/*
+ * root and f[]: a scan's start sets only their type to
+ * AL_LLM_JT_NONE (al_llm_body_clear()); each scan that records one writes
+ * all of it, type, at, len and num, and esc for a string, so the rest is
+ * read only under a type other than AL_LLM_JT_NONE.
+ */
 typedef struct {
     al_llm_jfield_t      root;          /* the whole body */
     al_llm_jfield_t      f[AL_LLM_F_MAX];
@@ -289,11 +295,29 @@ typedef struct {
  */
 const char *al_llm_url_key(const char *key, size_t len);
 
-/* a scan's start: all zero but model[] and what follows tools */
+/*
+ * A scan's start: the types of root and f[] AL_LLM_JT_NONE, the rest up
+ * to model[] zero (unlisted with it), model[] empty, the counts after it
+ * zero; what follows tools is left.  The 38 types are stored one by one,
+ * the loop unrolled: zeroing all of f[] was 1.2 KB a scan, 152 words.
+ */
 static inline void
 al_llm_body_clear(al_llm_body_t *b)
 {
-    memset(b, 0, offsetof(al_llm_body_t, model));
+    size_t  i;
+
+    b->root.type = AL_LLM_JT_NONE;
+
+#ifdef __GNUC__
+#pragma GCC unroll 38
+#endif
+    for (i = 0; i < AL_LLM_F_MAX; i++) {
+        b->f[i].type = AL_LLM_JT_NONE;
+    }
+
+    memset(&b->root_last, 0,
+           offsetof(al_llm_body_t, model)
+           - offsetof(al_llm_body_t, root_last));
     b->model[0] = '\0';
     memset(b->model + sizeof(b->model), 0,
            offsetof(al_llm_body_t, tool) - offsetof(al_llm_body_t, model)
