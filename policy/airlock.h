@@ -389,6 +389,9 @@ typedef enum {
                                                api-version, deployments */
 } al_llm_kind_t;
 
+#define AL_LLM_CAP_MEMBER  48     /* ",\"max_completion_tokens\":" and 20
+                                     digits fit */
+
 typedef struct {
     const al_client_t  *client;
     al_str_t        *models;                /* NULL: the provider's list */
@@ -403,7 +406,22 @@ typedef struct {
     uint64_t         max_concurrent;        /* requests in flight; 0 = any */
     uint64_t         cost_per_day;          /* picodollars (1e-12 USD); */
     uint64_t         cost_per_month;        /* 0 = unlimited */
+
+    /*
+     * The member a body without an output cap gets, per AL_LLM_CAP_*:
+     * ",\"<name>\":<al_llm_default_max_tokens()>", made at load
+     * (al_llm_client_caps()); a length of 0: made per call instead.
+     */
+    char             cap_member[3][AL_LLM_CAP_MEMBER];
+    unsigned char    cap_member_len[3];
 } al_llm_client_t;
+
+/* the output cap's names, the index of cap_member[] */
+enum {
+    AL_LLM_CAP_MAX_TOKENS = 0,
+    AL_LLM_CAP_MAX_COMPLETION_TOKENS,
+    AL_LLM_CAP_MAX_OUTPUT_TOKENS
+};
 
 /*
  * A model's price.  The policy gives USD per million tokens; stored as

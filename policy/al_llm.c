@@ -899,7 +899,7 @@ al_llm_req_tokens(al_llm_rq_t *rq)
 {
     size_t                  i, n, tlen;
     uint64_t                cap, val, max, dflt;
-    unsigned                found;
+    unsigned                found, addk;
     const char             *names[2], *add, *null_name;
     al_llm_req_t           *req;
     al_llm_body_t          *b;
@@ -932,7 +932,16 @@ al_llm_req_tokens(al_llm_rq_t *rq)
         names[1] = "max_tokens";
         fields[1] = &b->f[AL_LLM_F_MAX_TOKENS];
         n = 2;
-        add = (rq->llm->kind == AL_LLM_OPENAI) ? names[0] : names[1];
+
+        if (rq->llm->kind == AL_LLM_OPENAI) {
+            add = names[0];
+            addk = AL_LLM_CAP_MAX_COMPLETION_TOKENS;
+
+        } else {
+            add = names[1];
+            addk = AL_LLM_CAP_MAX_TOKENS;
+        }
+
         break;
 
     case AL_LLM_EP_COMPLETIONS:
@@ -940,12 +949,14 @@ al_llm_req_tokens(al_llm_rq_t *rq)
         names[0] = "max_tokens";
         fields[0] = &b->f[AL_LLM_F_MAX_TOKENS];
         add = names[0];
+        addk = AL_LLM_CAP_MAX_TOKENS;
         break;
 
     case AL_LLM_EP_RESPONSES:
         names[0] = "max_output_tokens";
         fields[0] = &b->f[AL_LLM_F_MAX_OUTPUT_TOKENS];
         add = names[0];
+        addk = AL_LLM_CAP_MAX_OUTPUT_TOKENS;
         break;
 
     default:
@@ -1059,7 +1070,6 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             max = AL_LLM_COMPLETIONS_DEFAULT;
 
         } else if (dflt != 0) {
-            tlen = al_llm_u64_text(cap_text, dflt);
 
             /*
              * A null member gets the cap in place, else one is added.
@@ -1074,6 +1084,8 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             }
 
             if (null_field != NULL) {
+                tlen = al_llm_u64_text(cap_text, dflt);
+
                 if (al_llm_edit(rq, null_field->at, null_field->len,
                                 cap_text, tlen)
                     != 0)
@@ -1081,11 +1093,29 @@ al_llm_req_tokens(al_llm_rq_t *rq)
                     return -1;
                 }
 
-            } else if (al_llm_edit_member(rq, b->root_last, b->root_members,
-                                          add, cap_text, tlen)
-                       != 0)
-            {
-                return -1;
+            } else if (rq->lc->cap_member_len[addk] != 0) {
+
+                /* the member made at load, its comma if one precedes */
+
+                i = (b->root_members == 0);
+
+                if (al_llm_edit(rq, b->root_last, 0,
+                                rq->lc->cap_member[addk] + i,
+                                rq->lc->cap_member_len[addk] - i)
+                    != 0)
+                {
+                    return -1;
+                }
+
+            } else {
+                tlen = al_llm_u64_text(cap_text, dflt);
+
+                if (al_llm_edit_member(rq, b->root_last, b->root_members,
+                                       add, cap_text, tlen)
+                    != 0)
+                {
+                    return -1;
+                }
             }
 
             max = dflt;
@@ -1096,6 +1126,47 @@ al_llm_req_tokens(al_llm_rq_t *rq)
     req->max_output = max;
 
     return 0;
+}
+
+
+void
+al_llm_client_caps(al_llm_client_t *lc)
+{
+    char        *p;
+    size_t       i, nlen, tlen;
+    uint64_t     dflt;
+    const char  *name;
+    char         text[24];
+
+    static const char *const  names[] = {
+        "max_tokens", "max_completion_tokens", "max_output_tokens"
+    };
+
+    dflt = al_llm_default_max_tokens(lc);
+    tlen = (dflt != 0) ? al_llm_u64_text(text, dflt) : 0;
+
+    for (i = 0; i < 3; i++) {
+        name = names[i];
+        nlen = strlen(name);
+        lc->cap_member_len[i] = 0;
+
+        if (dflt == 0 || nlen + tlen + 4 > sizeof(lc->cap_member[i])) {
+            continue;
+        }
+
+        /* as al_llm_edit_member() writes it */
+        p = lc->cap_member[i];
+        *p++ = ',';
+        *p++ = '"';
+        memcpy(p, name, nlen);
+        p += nlen;
+        *p++ = '"';
+        *p++ = ':';
+        memcpy(p, text, tlen);
+        p += tlen;
+
+        lc->cap_member_len[i] = (unsigned char) (p - lc->cap_member[i]);
+    }
 }
 
 

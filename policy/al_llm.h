@@ -142,6 +142,9 @@ const al_llm_client_t *al_llm_find_client(const al_llm_t *llm,
  */
 uint64_t al_llm_default_max_tokens(const al_llm_client_t *lc);
 
+/* lc->cap_member[], from its limits: once they are all set */
+void al_llm_client_caps(al_llm_client_t *lc);
+
 /* model allowlist: lc->models when lc has any, else llm->models */
 int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
     const char *model, size_t len);

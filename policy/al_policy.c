@@ -3857,6 +3857,8 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
             return -1;
         }
 
+        al_llm_client_caps(lc);
+
         for (j = 0; j < i; j++) {
             if (l->clients[j].client == c) {
                 return al_cc_error(cc, key, "client \"%s\" is listed twice",

@@ -36,6 +36,7 @@ static void test_bodies(void);
 static void test_estimate(void);
 static void test_splice(void);
 static void test_strict(void);
+static void test_cap_members(void);
 static int body_is(const char *want);
 static const al_llm_req_t *reqn(const al_llm_t *llm,
     const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *body,
@@ -206,6 +207,7 @@ main(void)
     test_merged();
     test_total_over();
     test_members();
+    test_cap_members();
 
     al_llm_request_free(&rq);
 
@@ -3912,4 +3914,65 @@ test_members(void)
            && al_llm_member_eps("metadata", 8) == 0
            && al_llm_member_eps("custom_llm_provider", 19) == 0,
            "al_llm_member_eps()");
+}
+
+
+/*
+ * The output cap's member made at load (al_llm_client_caps()) gives the
+ * body al_llm_edit_member() gives per call: same bytes, same cap.
+ */
+
+static void
+test_cap_members(void)
+{
+    size_t            i;
+    uint64_t          max;
+    al_llm_client_t   lc;
+    char              want[512], name[96];
+    size_t            want_len;
+
+    static const struct {
+        const al_llm_t     *llm;
+        al_llm_client_t     lc;
+        al_llm_endpoint_t   ep;
+        const char         *body;
+    } cases[] = {
+        { &oai, { .client = &c_agent, .max_tokens = 1000, .clamp = 1 },
+          AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\"}" },
+        { &oai, { .client = &c_agent, .tokens_per_day = 100 },
+          AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\",\"stream\":true}" },
+        { &oai, { .client = &c_agent, .default_max_tokens = 10000000 },
+          AL_LLM_EP_RESPONSES, "{\"model\":\"gpt-4o\",\"input\":\"hi\"}" },
+        { &oai, { .client = &c_agent, .default_max_tokens = 7 },
+          AL_LLM_EP_CHAT,
+          "{\"model\":\"gpt-4o\",\"max_completion_tokens\":null}" },
+        { &compat, { .client = &c_agent, .max_tokens = 512 },
+          AL_LLM_EP_CHAT, "{\"model\":\"gpt-4o\"}" },
+        { &compat, { .client = &c_agent, .max_tokens = 512 },
+          AL_LLM_EP_COMPLETIONS, "{\"model\":\"gpt-4o\",\"prompt\":\"x\"}" },
+        { &oai, { .client = &c_agent, .tokens_per_minute = 5 },
+          AL_LLM_EP_RESPONSES, "{\"model\":\"gpt-4o\",\"input\":[]}" },
+        { &oai, { .client = &c_agent }, AL_LLM_EP_CHAT,
+          "{\"model\":\"gpt-4o\"}" }
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        lc = cases[i].lc;
+        (void) snprintf(name, sizeof(name), "case %zu: the member made at "
+                        "load gives the same body", i);
+
+        req(cases[i].llm, &lc, cases[i].ep, cases[i].body);
+        want_len = (rq.body != NULL && rq.body_len < sizeof(want))
+                   ? rq.body_len : 0;
+        memcpy(want, rq.body != NULL ? rq.body : "", want_len);
+        want[want_len] = '\0';
+        max = rq.max_output;
+
+        al_llm_client_caps(&lc);
+
+        req(cases[i].llm, &lc, cases[i].ep, cases[i].body);
+        tap_ok(want_len == 0 ? rq.body == NULL || rq.body_len == 0
+                             : body_is(want) && rq.max_output == max,
+               name);
+    }
 }
