@@ -40,7 +40,9 @@ static void *ngx_http_airlock_llm_resp_alloc(void *pool, size_t size);
 static ngx_int_t ngx_http_airlock_llm_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static void ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx);
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t rename);
+static ngx_int_t ngx_http_airlock_llm_request_id_push(ngx_http_request_t *r,
+    ngx_str_t *id);
 static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
     const char *name, size_t len, uint64_t value, u_char suffix,
     u_char *slot);
@@ -147,7 +149,8 @@ ngx_http_airlock_llm_filter_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 {
-    ngx_uint_t                   own;
+    ngx_str_t                    id;
+    ngx_uint_t                   own, rid;
     ngx_msec_t                   now;
     ngx_time_t                  *tp;
     ngx_http_airlock_llm_ctx_t  *ctx;
@@ -181,21 +184,24 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
      */
     own = ngx_http_airlock_llm_headers_n(r);
 
-    ngx_http_airlock_llm_ratelimit_headers(r, ctx);
+    /*
+     * An answer the gateway makes after the provider's failed (no
+     * fallback) has its own id already: it is not the provider's.  The
+     * provider's x-request-id is renamed in the rate-limit headers' walk
+     * (as ngx_http_airlock_llm_request_id_header() does), the gateway's
+     * added after the limit headers.
+     */
+
+    rid = !ctx->own_answer && ngx_http_airlock_request_id(r, &id) == NGX_OK;
+
+    ngx_http_airlock_llm_ratelimit_headers(r, ctx, rid);
 
     if (ctx->admitted && ngx_http_airlock_llm_limit_headers(r, ctx) != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    /*
-     * An answer the gateway makes after the provider's failed (no
-     * fallback) has its own id already: it is not the provider's
-     */
-
-    if (!ctx->own_answer
-        && ngx_http_airlock_llm_request_id_header(r) != NGX_OK)
-    {
+    if (rid && ngx_http_airlock_llm_request_id_push(r, &id) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -279,12 +285,13 @@ ngx_http_airlock_llm_resp_alloc(void *pool, size_t size)
  * x-ratelimit-reset-tokens ("23s"); Anthropic: anthropic-ratelimit-
  * tokens-limit, -remaining, -reset (RFC 3339).  The provider's own such
  * headers are removed on every answer, and so are those naming its
- * account (organization, project).
+ * account (organization, project).  rename: the provider's x-request-id
+ * becomes x-provider-request-id in the same walk.
  */
 
 static void
 ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx)
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t rename)
 {
     u_char           *p, *slots;
     time_t            reset, now;
@@ -326,7 +333,20 @@ ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
             }
         }
 
-        if (h[i].hash == 0 || h[i].key.len >= 32
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        if (rename && h[i].key.len == sizeof("x-request-id") - 1
+            && ngx_strncasecmp(h[i].key.data, (u_char *) "x-request-id",
+                               sizeof("x-request-id") - 1)
+               == 0)
+        {
+            ngx_str_set(&h[i].key, "x-provider-request-id");
+            continue;
+        }
+
+        if (h[i].key.len >= 32
             || !(NGX_HTTP_AIRLOCK_LLM_ACCOUNT_LENS & (1u << h[i].key.len)))
         {
             continue;
@@ -467,6 +487,17 @@ ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
         ngx_str_set(&h[i].key, "x-provider-request-id");
     }
 
+    return ngx_http_airlock_llm_request_id_push(r, &id);
+}
+
+
+/* the gateway's x-request-id */
+
+static ngx_int_t
+ngx_http_airlock_llm_request_id_push(ngx_http_request_t *r, ngx_str_t *id)
+{
+    ngx_table_elt_t  *h;
+
     h = ngx_list_push(&r->headers_out.headers);
     if (h == NULL) {
         return NGX_ERROR;
@@ -474,7 +505,7 @@ ngx_http_airlock_llm_request_id_header(ngx_http_request_t *r)
 
     h->hash = 1;
     ngx_str_set(&h->key, "x-request-id");
-    h->value = id;
+    h->value = *id;
 
     return NGX_OK;
 }
