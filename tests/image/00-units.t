@@ -5,9 +5,10 @@
 # root's, the agent's socket in a directory of its own; the nftables
 # ruleset lets only nginx's user out, and alertd's to its webhooks;
 # Redis's socket directory, which both units bind, outlives a restart of
-# Redis; the image build script knows its options.  The image itself is
-# built and booted by `make image-test` (tests/image/boot.sh), which is
-# too slow for this suite.
+# Redis, and the README tells a package install to give Redis the image's
+# settings (no TCP port); the image build script knows its options.  The
+# image itself is built and booted by `make image-test`
+# (tests/image/boot.sh), which is too slow for this suite.
 
 use strict;
 use warnings;
@@ -184,6 +185,23 @@ for my $n (sort keys %units) {
     like(slurp("$top/Makefile"),
          qr{conf/redis-runtime-dir\.conf\s+\\?\s*\S*redis-server\.service\.d/}s,
          'make install puts it in redis-server.service.d');
+}
+
+# A package install leaves redis.conf to the operator, whom the README
+# tells what to set: each setting the image gives Redis
+# (configure-root.sh), "port 0" among them.  Debian's Redis also listens
+# on 127.0.0.1:6379 without a password, open to every local user: whoever
+# adds to the job stream has the worker fetch as the policy's worker
+# client, and whoever reads it reads the sessions.
+{
+    my $cr = slurp("$top/appliance-image/configure-root.sh");
+    my @set = $cr =~ /-e 's\|[^|]*\|([^|]+)\|'/g;
+    ok((grep { $_ eq 'port 0' } @set),
+       'the image turns Redis\'s TCP port off (configure-root.sh)');
+    (my $readme = slurp("$top/README.md")) =~ s/\s+/ /g;
+    my @missing = grep { $readme !~ /`\Q$_\E`/ } @set;
+    is("@missing", '', 'the README tells a package install to set each of '
+       . 'them in redis.conf: ' . join(', ', @set));
 }
 
 # alertd: its ExecStart passes only options alertd takes, and sets the
