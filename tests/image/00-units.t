@@ -6,9 +6,10 @@
 # ruleset lets only nginx's user out, and alertd's to its webhooks;
 # Redis's socket directory, which both units bind, outlives a restart of
 # Redis, and the README tells a package install to give Redis the image's
-# settings (no TCP port); the image build script knows its options.  The
-# image itself is built and booted by `make image-test`
-# (tests/image/boot.sh), which is too slow for this suite.
+# settings (no TCP port) and to make the key alertd's unit loads; the
+# image build script knows its options.  The image itself is built and
+# booted by `make image-test` (tests/image/boot.sh), which is too slow for
+# this suite.
 
 use strict;
 use warnings;
@@ -202,6 +203,29 @@ for my $n (sort keys %units) {
     my @missing = grep { $readme !~ /`\Q$_\E`/ } @set;
     is("@missing", '', 'the README tells a package install to set each of '
        . 'them in redis.conf: ' . join(', ', @set));
+}
+
+# A file a unit loads with LoadCredential= and no SetCredential= of the
+# same ID to fall back on must be there, or the unit does not start: the
+# README's "Installing" tells a package install where each comes from
+# (the appliance key, which only the image makes on its first boot).
+{
+    (my $install = slurp("$top/README.md"))
+        =~ s/.*?^## Installing\n(.*?)^## .*/$1/ms;
+    $install =~ s/\s+/ /g;
+    my @need;
+    for my $u (glob("$top/conf/*.service")) {
+        my $d = directives(slurp($u));
+        my %set = map { /^([^:]+):/ ? ($1 => 1) : () }
+                  @{$d->{SetCredential} || []};
+        for (@{$d->{LoadCredential} || []}) {
+            my ($id, $path) = /^([^:]+):(\S+)$/ or next;
+            push @need, $path unless $set{$id};
+        }
+    }
+    ok(@need, "units load credentials with no fallback: @need");
+    my @missing = grep { $install !~ /\Q$_\E/ } @need;
+    is("@missing", '', 'the README says how a package install makes each');
 }
 
 # alertd: its ExecStart passes only options alertd takes, and sets the
