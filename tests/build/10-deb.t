@@ -7,8 +7,9 @@
 # policy; the packaged policy's file: secrets, the nginx.service drop-in
 # and alertd's unit name the same credentials; in another fresh root, an
 # upgrade keeps the running daemons running, a removal stops them, a log
-# rotation reopens nginx's Airlock logs whatever the policy on disk, and a
-# purge leaves nothing of the package behind.
+# rotation reopens nginx's Airlock logs whatever the policy on disk, the
+# module's upgrade under a running nginx asks for a restart only while
+# nginx -t passes, and a purge leaves nothing of the package behind.
 
 use strict;
 use warnings;
@@ -362,6 +363,18 @@ then
     echo "module after the reload: the previous one"
 fi
 grep -q 'restart' /tmp/dpkg.log && echo "module upgrade: restart asked"
+# again, with a policy on disk that fails nginx -t: a restart would leave
+# nginx stopped
+echo 'routes: [' >> /etc/airlock/policy.yaml
+dpkg -i /tmp/debs/libnginx-mod-http-airlock_*.deb > /tmp/dpkg.log 2>&1 \
+    || cat /tmp/dpkg.log
+grep -q 'fails nginx -t' /tmp/dpkg.log \
+    && echo "module upgrade, bad policy: nginx -t failure said"
+grep -q 'policy\.yaml:' /tmp/dpkg.log \
+    && echo "module upgrade, bad policy: nginx -t's reason given"
+grep -q 'systemctl restart nginx' /tmp/dpkg.log \
+    && echo "module upgrade, bad policy: restart asked"
+cp /tmp/policy.yaml /etc/airlock/policy.yaml
 nginx -s stop
 sleep 1
 
@@ -419,6 +432,13 @@ SH
          'a reload keeps the module nginx loaded before its upgrade');
     like($out, qr/^module upgrade: restart asked$/m,
          'so the module\'s upgrade says nginx must be restarted');
+    like($out, qr/^module upgrade, bad policy: nginx -t failure said$/m,
+         'unless the configuration fails nginx -t with the new module: '
+         . 'the upgrade says so');
+    like($out, qr/^module upgrade, bad policy: nginx -t's reason given$/m,
+         'with nginx -t\'s reason');
+    unlike($out, qr/^module upgrade, bad policy: restart asked$/m,
+           'and does not ask for the restart that would leave nginx stopped');
     like($out, qr/^after purge: \.$/m,
          'purge removes the key pair, the edit\'s copies and the daemons\' '
          . 'state with /etc/airlock');
