@@ -565,11 +565,18 @@ fuzz_route(const al_llm_t *llm, const al_llm_client_t *lc,
 static int
 fuzz_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b)
 {
-    /* esc is set for strings only */
+    /*
+     * An absent member is its type alone (al_llm_body_clear() sets no
+     * more); esc is set for strings only
+     */
 
-    return a->type == b->type && a->at == b->at && a->len == b->len
-           && a->num == b->num
-           && (a->type != AL_LLM_JT_STRING || a->esc == b->esc);
+    if (a->type != b->type) {
+        return 0;
+    }
+
+    return a->type == AL_LLM_JT_NONE
+           || (a->at == b->at && a->len == b->len && a->num == b->num
+               && (a->type != AL_LLM_JT_STRING || a->esc == b->esc));
 }
 
 
@@ -808,12 +815,10 @@ fuzz_case(json_t *root)
     size_t   i;
     json_t  *v, *e;
 
+    /* the scan's members (fz_fields) and where the prompt is */
     static const char *const  top[] = {
-        "model", "stream", "max_tokens", "max_completion_tokens",
-        "max_output_tokens", "stream_options", "n", "tools",
-        "web_search_options", "mcp_servers", "best_of", "service_tier",
-        "n_predict", "messages", "prompt", "input", "instructions",
-        "system", "functions", NULL
+        "messages", "prompt", "input", "instructions", "system",
+        "functions", NULL
     };
     static const char *const  so[] = { "include_usage", NULL };
     static const char *const  tool[] = { "type", NULL };
@@ -822,7 +827,7 @@ fuzz_case(json_t *root)
         return 0;
     }
 
-    if (fuzz_case_in(root, top)) {
+    if (fuzz_case_in(root, fz_fields) || fuzz_case_in(root, top)) {
         return 1;
     }
 
