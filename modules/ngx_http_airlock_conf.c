@@ -162,6 +162,8 @@ static ngx_command_t *ngx_http_airlock_conf_command(ngx_module_t *m,
     const char *name);
 static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
     ngx_str_t *name);
+static ngx_uint_t ngx_http_airlock_conf_listed(ngx_str_t *name,
+    ngx_str_t *list);
 static const char *ngx_http_airlock_conf_header_why(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_host(ngx_str_t *value);
 static ngx_uint_t ngx_http_airlock_conf_site(ngx_str_t *name);
@@ -682,18 +684,13 @@ static ngx_uint_t
 ngx_http_airlock_conf_header_denied(ngx_conf_t *cf, ngx_str_t *name)
 {
     size_t                         j;
-    ngx_str_t                     *h;
     ngx_uint_t                     i;
     const al_policy_t             *p;
     const al_route_t              *route;
     ngx_http_airlock_main_conf_t  *amcf;
 
-    for (h = ngx_http_airlock_conf_headers; h->len; h++) {
-        if (name->len == h->len
-            && ngx_strncasecmp(name->data, h->data, h->len) == 0)
-        {
-            return 1;
-        }
+    if (ngx_http_airlock_conf_listed(name, ngx_http_airlock_conf_headers)) {
+        return 1;
     }
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
@@ -715,6 +712,23 @@ ngx_http_airlock_conf_header_denied(ngx_conf_t *cf, ngx_str_t *name)
             {
                 return 1;
             }
+        }
+    }
+
+    return 0;
+}
+
+
+/* 1: name is one of list (ending with a null string), in any case */
+
+static ngx_uint_t
+ngx_http_airlock_conf_listed(ngx_str_t *name, ngx_str_t *list)
+{
+    for ( /* void */ ; list->len; list++) {
+        if (name->len == list->len
+            && ngx_strncasecmp(name->data, list->data, list->len) == 0)
+        {
+            return 1;
         }
     }
 
@@ -749,8 +763,6 @@ ngx_http_airlock_conf_header_why(ngx_str_t *name)
 static ngx_uint_t
 ngx_http_airlock_conf_host(ngx_str_t *value)
 {
-    ngx_str_t  *h;
-
     static ngx_str_t  hosts[] = {
         ngx_string("$airlock_host"),
         ngx_string("${airlock_host}"),
@@ -759,15 +771,7 @@ ngx_http_airlock_conf_host(ngx_str_t *value)
         ngx_null_string
     };
 
-    for (h = hosts; h->len; h++) {
-        if (value->len == h->len
-            && ngx_strncasecmp(value->data, h->data, h->len) == 0)
-        {
-            return 1;
-        }
-    }
-
-    return 0;
+    return ngx_http_airlock_conf_listed(value, hosts);
 }
 
 
@@ -808,23 +812,13 @@ ngx_http_airlock_conf_https(ngx_conf_t *cf)
 static ngx_uint_t
 ngx_http_airlock_conf_site(ngx_str_t *name)
 {
-    ngx_str_t  *h;
-
     static ngx_str_t  sites[] = {
         ngx_string("x-forwarded-host"),
         ngx_string("forwarded"),
         ngx_null_string
     };
 
-    for (h = sites; h->len; h++) {
-        if (name->len == h->len
-            && ngx_strncasecmp(name->data, h->data, h->len) == 0)
-        {
-            return 1;
-        }
-    }
-
-    return 0;
+    return ngx_http_airlock_conf_listed(name, sites);
 }
 
 
@@ -910,12 +904,8 @@ ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
             }
         }
 
-        for (n = names; n->len; n++) {
-            if (var->len == n->len
-                && ngx_strncasecmp(var->data, n->data, n->len) == 0)
-            {
-                return 1;
-            }
+        if (ngx_http_airlock_conf_listed(var, names)) {
+            return 1;
         }
     }
 
