@@ -117,6 +117,9 @@ static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 static ngx_http_output_header_filter_pt  ngx_http_next_early_hints_filter;
 #endif
 
+/* the hash of "content-encoding" in a hide_headers_hash (set at start-up) */
+static ngx_uint_t  ngx_http_airlock_ce_key;
+
 #if (NGX_HTTP_AIRLOCK_AVX2)
 /* 1: the pair search takes 32 bytes at a time (set once, at start-up) */
 static ngx_uint_t  ngx_http_airlock_avx2;
@@ -131,6 +134,9 @@ ngx_http_airlock_filter_init(ngx_conf_t *cf)
 
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_airlock_body_filter;
+
+    ngx_http_airlock_ce_key = ngx_hash_key((u_char *) "content-encoding",
+                                           sizeof("content-encoding") - 1);
 
 #if (nginx_version >= 1029000)
     ngx_http_next_early_hints_filter = ngx_http_top_early_hints_filter;
@@ -410,7 +416,7 @@ ngx_http_airlock_early_hints_filter(ngx_http_request_t *r)
 static ngx_table_elt_t *
 ngx_http_airlock_encoded(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
-    ngx_uint_t        i, n, key, hidden;
+    ngx_uint_t        i, n, hidden;
     ngx_hash_t       *hide;
     ngx_list_part_t  *part;
     ngx_table_elt_t  *h;
@@ -462,10 +468,8 @@ transfer:
     hide = &r->upstream->conf->hide_headers_hash;
 
     if (hide->buckets != NULL) {
-        key = ngx_hash_key((u_char *) "content-encoding",
-                           sizeof("content-encoding") - 1);
-
-        hidden = ngx_hash_find(hide, key, (u_char *) "content-encoding",
+        hidden = ngx_hash_find(hide, ngx_http_airlock_ce_key,
+                               (u_char *) "content-encoding",
                                sizeof("content-encoding") - 1)
                  != NULL;
     }
