@@ -89,6 +89,7 @@ static int al_llm_req_prompt(al_llm_rq_t *rq, const al_llm_jfield_t *f,
     uint64_t *batch);
 static int al_llm_req_listed_on(al_llm_rq_t *rq, const char *name,
     al_llm_endpoint_t ep);
+static int al_llm_req_refuse_member(al_llm_rq_t *rq, const char *show);
 static uint64_t al_llm_prompt_batch(const unsigned char *p, size_t len);
 static int al_llm_req_unlisted(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
@@ -1780,29 +1781,25 @@ static int
 al_llm_req_listed_on(al_llm_rq_t *rq, const char *name,
     al_llm_endpoint_t ep)
 {
-    size_t           i, len;
-    const al_str_t  *m;
-
-    if (rq->ep == ep) {
+    if (rq->ep == ep || al_llm_allows_member(rq->llm, name, strlen(name))) {
         return 0;
     }
 
-    len = strlen(name);
+    return al_llm_req_refuse_member(rq, name);
+}
 
-    for (i = 0; i < rq->llm->nallow_members; i++) {
-        m = &rq->llm->allow_members[i];
 
-        if (m->len == len && memcmp(m->data, name, len) == 0) {
-            return 0;
-        }
-    }
+/* the refusal of a top-level member the endpoint does not take */
 
+static int
+al_llm_req_refuse_member(al_llm_rq_t *rq, const char *show)
+{
     rq->req->reason = AL_REASON_BODY;
 
     return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
                        "\"%s\" is not accepted on %s: only the request "
                        "members the providers document there pass; "
-                       "allow_members of llm \"%s\" adds one", name,
+                       "allow_members of llm \"%s\" adds one", show,
                        al_llm_endpoint_name(rq->ep), rq->llm->name.data);
 }
 
@@ -1831,13 +1828,7 @@ al_llm_req_unlisted(al_llm_rq_t *rq)
     (void) al_llm_show(show, sizeof(show), (const char *) rq->body + f->at,
                        f->len, AL_LLM_SHOW_MAX);
 
-    rq->req->reason = AL_REASON_BODY;
-
-    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                       "\"%s\" is not accepted on %s: only the request "
-                       "members the providers document there pass; "
-                       "allow_members of llm \"%s\" adds one", show,
-                       al_llm_endpoint_name(rq->ep), rq->llm->name.data);
+    return al_llm_req_refuse_member(rq, show);
 }
 
 

@@ -386,6 +386,9 @@ int al_llm_body_scan_ep(const al_llm_t *llm, al_llm_endpoint_t ep,
     const unsigned char *p, size_t len, al_llm_body_t *b, char *detail,
     size_t size);
 
+/* 1: llm's allow_members names the member name (len bytes, unescaped) */
+int al_llm_allows_member(const al_llm_t *llm, const char *name, size_t len);
+
 /* 0, or -1 with detail set; a request body (AL_LLM_F_*) */
 int al_llm_body_scan(const unsigned char *p, size_t len, al_llm_body_t *b,
     char *detail, size_t size);

@@ -2304,21 +2304,14 @@ static void
 al_llm_scan_unlisted(al_llm_sc_t *sc, const al_llm_sstr_t *s,
     const char *name)
 {
-    size_t           i;
-    const al_str_t  *m;
-
     if (sc->b->unlisted.type != AL_LLM_JT_NONE) {
         return;
     }
 
-    if (name != NULL && sc->llm != NULL) {
-        for (i = 0; i < sc->llm->nallow_members; i++) {
-            m = &sc->llm->allow_members[i];
-
-            if (m->len == s->dlen && memcmp(m->data, name, m->len) == 0) {
-                return;
-            }
-        }
+    if (name != NULL && sc->llm != NULL
+        && al_llm_allows_member(sc->llm, name, s->dlen))
+    {
+        return;
     }
 
     sc->b->unlisted.type = AL_LLM_JT_STRING;
@@ -2326,6 +2319,24 @@ al_llm_scan_unlisted(al_llm_sc_t *sc, const al_llm_sstr_t *s,
     sc->b->unlisted.at = s->at;
     sc->b->unlisted.len = s->len;
     sc->b->unlisted.num = (int64_t) s->dlen;
+}
+
+
+int
+al_llm_allows_member(const al_llm_t *llm, const char *name, size_t len)
+{
+    size_t           i;
+    const al_str_t  *m;
+
+    for (i = 0; i < llm->nallow_members; i++) {
+        m = &llm->allow_members[i];
+
+        if (m->len == len && memcmp(m->data, name, len) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
