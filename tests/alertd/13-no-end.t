@@ -54,6 +54,9 @@ unlike($t->alertd_log, qr/\Q$r->{url}\E: alert \S+ not delivered: /,
     or diag($t->alertd_log);
 like($t->alertd_log, $got_one,
      'the first is delivered at its first attempt, the unended body logged');
+# the second's "sending" line may come a moment after the first's
+# "delivered": wait for it before reading the order
+$t->log_has($sent_two, $wait);
 like($t->alertd_log, qr/$got_one.*\n(?s:.*)$sent_two/,
      'the second is sent after it, not beside it');
 
