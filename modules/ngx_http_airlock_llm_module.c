@@ -96,7 +96,6 @@ static char *ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
     ngx_http_airlock_llm_loc_conf_t *llcf,
     ngx_http_airlock_llm_provider_t *prov);
 static void ngx_http_airlock_llm_free_secure(void *data);
-static void ngx_http_airlock_llm_free_scrub(void *data);
 
 static void *ngx_http_airlock_llm_create_main_conf(ngx_conf_t *cf);
 static char *ngx_http_airlock_llm_init_main_conf(ngx_conf_t *cf,
@@ -1759,7 +1758,7 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
 
-    scrub = al_scrub_collect_llm(amcf->policy, llm, &why);
+    scrub = ngx_http_airlock_policy_scrub(cf, amcf, &why);
     if (scrub == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "llm \"%s\": cannot build its scrub list: %s in "
@@ -1767,15 +1766,6 @@ ngx_http_airlock_llm_prepare(ngx_conf_t *cf,
                       llcf->line);
         return NGX_CONF_ERROR;
     }
-
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == NULL) {
-        al_scrub_free(scrub);
-        return NGX_CONF_ERROR;
-    }
-
-    cln->handler = ngx_http_airlock_llm_free_scrub;
-    cln->data = scrub;
 
     if (scrub->n
         && ngx_http_airlock_route_scrub_init(cf, &prov->rconf, scrub)
@@ -1794,13 +1784,6 @@ static void
 ngx_http_airlock_llm_free_secure(void *data)
 {
     al_secure_free(data);
-}
-
-
-static void
-ngx_http_airlock_llm_free_scrub(void *data)
-{
-    al_scrub_free(data);
 }
 
 

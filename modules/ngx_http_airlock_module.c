@@ -11,7 +11,8 @@
  * loses every client header outside a short allowlist, gains the route's
  * injected credentials, and leaves through nginx's own proxy module, which
  * reads the upstream URL from $airlock_upstream$airlock_uri.  Responses on
- * routes that inject credentials are scrubbed (ngx_http_airlock_filter.c).
+ * routes that inject credentials are scrubbed (ngx_http_airlock_filter.c)
+ * of every credential the policy holds.
  *
  * The decision runs in the preaccess phase, so "satisfy any" and the
  * access-phase modules cannot skip it, and first in that phase, so no
@@ -29,7 +30,7 @@
 /*
  * While routes load: routes that inject the same headers (the library
  * keeps each distinct name and rendered value once) share one inject
- * table and scrub list, and routes to one upstream share its URL.
+ * table and scrub tables, and routes to one upstream share its URL.
  */
 typedef struct {
     ngx_uint_t                  *slot;      /* route index + 1; 0: empty */
@@ -861,7 +862,6 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
     ngx_table_elt_t           *h;
     al_inject_t               *inj;
     ngx_str_t                 *us;
-    ngx_pool_cleanup_t        *cln;
     const al_upstream_t       *u;
     ngx_http_airlock_route_t  *same;
 
@@ -946,22 +946,17 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
 
     rc->ninject = route->ninject;
 
-    scrub = al_scrub_collect(amcf->policy, route, &why);
+    if (!al_scrub_route_scrubbed(route)) {
+        return NGX_CONF_OK;
+    }
+
+    scrub = ngx_http_airlock_policy_scrub(cf, amcf, &why);
     if (scrub == NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "route \"%s\": cannot build its scrub list: %s",
                       route->name.data, why);
         return NGX_CONF_ERROR;
     }
-
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == NULL) {
-        al_scrub_free(scrub);
-        return NGX_CONF_ERROR;
-    }
-
-    cln->handler = ngx_http_airlock_scrub_cleanup;
-    cln->data = scrub;
 
     if (scrub->n == 0) {
         return NGX_CONF_OK;
@@ -1035,6 +1030,43 @@ static void
 ngx_http_airlock_scrub_cleanup(void *data)
 {
     al_scrub_free(data);
+}
+
+
+/*
+ * One list for the policy, searched in every scrubbed response, routes'
+ * and llm prefixes' alike: a response must not carry any credential the
+ * proxy holds, whichever route's it is.
+ */
+
+al_scrub_t *
+ngx_http_airlock_policy_scrub(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const char **why)
+{
+    al_scrub_t          *scrub;
+    ngx_pool_cleanup_t  *cln;
+
+    if (amcf->scrub != NULL) {
+        return amcf->scrub;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        *why = "out of memory";
+        return NULL;
+    }
+
+    scrub = al_scrub_collect_all(amcf->policy, why);
+    if (scrub == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_airlock_scrub_cleanup;
+    cln->data = scrub;
+
+    amcf->scrub = scrub;
+
+    return scrub;
 }
 
 

@@ -67,6 +67,8 @@ typedef struct {
     ngx_uint_t                   policy_line;
     ngx_str_t                    keyring_file;
     al_policy_t                 *policy;
+    al_scrub_t                  *scrub;         /* the policy's list, made
+                                                   when first needed */
     ngx_http_airlock_route_t    *routes;        /* [policy->nroutes] */
     size_t                       body_max;      /* largest route max_bytes */
     ngx_int_t                    request_id_index;
@@ -337,6 +339,10 @@ ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
 
 ngx_int_t ngx_http_airlock_denial_set(ngx_http_request_t *r,
     al_reason_t reason);
+
+/* the policy's scrub list (al_scrub_collect_all()), made once */
+al_scrub_t *ngx_http_airlock_policy_scrub(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const char **why);
 
 ngx_int_t ngx_http_airlock_filter_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_airlock_scrub_variable(ngx_http_request_t *r,

@@ -734,6 +734,19 @@ al_scrub_t *al_scrub_collect_llm(const al_policy_t *p, const al_llm_t *llm,
     const char **why);
 void al_scrub_free(al_scrub_t *s);
 
+/*
+ * The policy's list, what every scrubbed response is searched for: every
+ * secret, every header value rendered with one, and every llm key, each
+ * in the forms above.  A response on one route must not carry another's
+ * credential either: an upstream may have it from elsewhere (a log line,
+ * an inspector of the requests it got).  NULL with *why set as above.
+ */
+al_scrub_t *al_scrub_collect_all(const al_policy_t *p, const char **why);
+
+/* 1 when the route injects a header rendered from a secret: its responses
+   are scrubbed (with the policy's list) */
+int al_scrub_route_scrubbed(const al_route_t *route);
+
 /* orders the n strings at str longest first and fills in the lengths and
    the first-byte and pair tables (the collectors call it) */
 void al_scrub_index(al_scrub_t *s);

@@ -1,9 +1,11 @@
 /*
  * Scrub lists: what a response must not carry back to the client.  The
- * nginx module replaces each of these strings with "[REDACTED]" in the
- * response headers and body of routes that inject credentials, and of
- * every LLM prefix, so an upstream that echoes its request cannot hand a
- * secret to the agent.
+ * nginx module replaces each string of the policy's list
+ * (al_scrub_collect_all(), every route's and llm entry's strings) with
+ * "[REDACTED]" in the response headers and body of routes that inject
+ * credentials, and of every LLM prefix, so an upstream that echoes its
+ * request, or has another route's credential, cannot hand a secret to the
+ * agent.
  *
  * The list holds the forms that need work to build (base64 in both
  * alphabets, with and without padding; the Basic credential decoded).
@@ -13,6 +15,8 @@
  * compares, so one string stands for all of them.
  */
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -34,6 +38,10 @@ typedef struct {
     char            *next;                  /* string bytes, while filling */
     size_t           n;
     size_t           bytes;
+    uint32_t        *slot;                  /* the policy's list, while
+                                               filling: index + 1 of each
+                                               listed string, by its hash */
+    size_t           mask;
 } al_scrub_ctx_t;
 
 
@@ -44,8 +52,15 @@ static void al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s,
 static void al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len);
 static al_scrub_t *al_scrub_build(const al_policy_t *p,
     const al_route_t *route, const al_llm_t *llm, const char **why);
+static void al_scrub_all(al_scrub_ctx_t *sc, const al_policy_t *p,
+    const void **seen, size_t mask);
+static al_scrub_t *al_scrub_alloc(al_scrub_ctx_t *sc, const char **why);
 static void al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
     const al_inject_t *inj);
+static void al_scrub_value(al_scrub_ctx_t *sc, const al_inject_t *inj);
+static void al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec);
+static uint32_t al_scrub_hash(const char *s, size_t len);
+static int al_scrub_longer(const void *a, const void *b);
 static void al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm);
 static const al_secret_t *al_scrub_secret(const al_policy_t *p,
     const char *name, size_t len);
@@ -80,7 +95,7 @@ static al_scrub_t *
 al_scrub_build(const al_policy_t *p, const al_route_t *route,
     const al_llm_t *llm, const char **why)
 {
-    size_t           i, size;
+    size_t           i;
     al_scrub_t      *s;
     al_scrub_ctx_t   sc;
 
@@ -101,7 +116,169 @@ al_scrub_build(const al_policy_t *p, const al_route_t *route,
         al_scrub_llm(&sc, llm);
     }
 
-    size = sizeof(al_scrub_t) + sc.n * sizeof(al_str_t) + sc.bytes + sc.n;
+    s = al_scrub_alloc(&sc, why);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; route != NULL && i < route->ninject; i++) {
+        al_scrub_inject(&sc, p, &route->inject[i]);
+    }
+
+    if (llm != NULL) {
+        al_scrub_llm(&sc, llm);
+    }
+
+    al_scrub_index(s);
+
+    return s;
+}
+
+
+/*
+ * The policy's list: every secret, every rendered header value that uses
+ * one, and every llm key, in the forms the route and llm lists have.
+ * Rendered values are shared by the routes that render the same one, so
+ * each is taken once (seen: a set of their pointers); strings are kept
+ * once by a hash of them, so the work grows with the list, not its square.
+ */
+
+al_scrub_t *
+al_scrub_collect_all(const al_policy_t *p, const char **why)
+{
+    size_t           i, k, n, size;
+    uint32_t        *slot;
+    al_scrub_t      *s;
+    const void     **seen;
+    al_scrub_ctx_t   sc;
+
+    if (!p->secrets_open) {
+        *why = "secrets are not open";
+        return NULL;
+    }
+
+    n = 0;
+
+    for (i = 0; i < p->nroutes; i++) {
+        n += p->routes[i].ninject;
+    }
+
+    for (size = 16; size < 2 * n; size *= 2) { /* void */ }
+
+    seen = calloc(size, sizeof(void *));
+    if (seen == NULL) {
+        *why = "out of memory";
+        return NULL;
+    }
+
+    memset(&sc, 0, sizeof(sc));
+
+    al_scrub_all(&sc, p, seen, size - 1);
+
+    for (k = 16; k < 2 * sc.n; k *= 2) { /* void */ }
+
+    slot = calloc(k, sizeof(uint32_t));
+    if (slot == NULL) {
+        free(seen);
+        *why = "out of memory";
+        return NULL;
+    }
+
+    s = al_scrub_alloc(&sc, why);
+    if (s == NULL) {
+        free(slot);
+        free(seen);
+        return NULL;
+    }
+
+    sc.slot = slot;
+    sc.mask = k - 1;
+
+    memset(seen, 0, size * sizeof(void *));
+    al_scrub_all(&sc, p, seen, size - 1);
+
+    free(slot);
+    free(seen);
+
+    al_scrub_index(s);
+
+    return s;
+}
+
+
+int
+al_scrub_route_scrubbed(const al_route_t *route)
+{
+    size_t              i;
+    const al_inject_t  *inj;
+
+    for (i = 0; i < route->ninject; i++) {
+        inj = &route->inject[i];
+
+        if (memchr(inj->tmpl.data, '{', inj->tmpl.len) != NULL) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static void
+al_scrub_all(al_scrub_ctx_t *sc, const al_policy_t *p, const void **seen,
+    size_t mask)
+{
+    size_t              i, j, k;
+    uintptr_t           h;
+    const al_inject_t  *inj;
+
+    for (i = 0; i < p->nsecrets; i++) {
+        al_scrub_add_secret(sc, &p->secrets[i]);
+    }
+
+    for (i = 0; i < p->nroutes; i++) {
+        for (j = 0; j < p->routes[i].ninject; j++) {
+            inj = &p->routes[i].inject[j];
+
+            if (inj->value == NULL
+                || memchr(inj->tmpl.data, '{', inj->tmpl.len) == NULL)
+            {
+                continue;
+            }
+
+            h = (uintptr_t) inj->value;
+            h ^= h >> 17;
+            h *= 31;
+
+            for (k = h & mask; seen[k] != NULL; k = (k + 1) & mask) {
+                if (seen[k] == inj->value) {
+                    break;
+                }
+            }
+
+            if (seen[k] == NULL) {
+                seen[k] = inj->value;
+                al_scrub_value(sc, inj);
+            }
+        }
+    }
+
+    for (i = 0; i < p->nllm; i++) {
+        al_scrub_llm(sc, &p->llm[i]);
+    }
+}
+
+
+/* after a count: one guarded block with room for what was counted */
+
+static al_scrub_t *
+al_scrub_alloc(al_scrub_ctx_t *sc, const char **why)
+{
+    size_t       size;
+    al_scrub_t  *s;
+
+    size = sizeof(al_scrub_t) + sc->n * sizeof(al_str_t) + sc->bytes
+           + sc->n;
 
     /* guarded memory ends at a page end: a size that is a multiple of 16
        keeps the block aligned */
@@ -116,18 +293,8 @@ al_scrub_build(const al_policy_t *p, const al_route_t *route,
     memset(s, 0, size);
     s->str = (al_str_t *) (s + 1);
 
-    sc.scrub = s;
-    sc.next = (char *) (s->str + sc.n);
-
-    for (i = 0; route != NULL && i < route->ninject; i++) {
-        al_scrub_inject(&sc, p, &route->inject[i]);
-    }
-
-    if (llm != NULL) {
-        al_scrub_llm(&sc, llm);
-    }
-
-    al_scrub_index(s);
+    sc->scrub = s;
+    sc->next = (char *) (s->str + sc->n);
 
     return s;
 }
@@ -147,7 +314,7 @@ al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
     const al_inject_t *inj)
 {
     size_t              i, nlen;
-    const char         *t, *close, *v;
+    const char         *t, *close;
     const al_secret_t  *sec;
 
     t = inj->tmpl.data;
@@ -156,8 +323,44 @@ al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
         return;                     /* a constant, not a credential */
     }
 
-    /* the value as sent, raw and, as an upstream may echo a header, in
-       base64 (the secret's own base64 is not found inside it) */
+    al_scrub_value(sc, inj);
+
+    for (i = 0; i < inj->tmpl.len; i++) {
+        if (t[i] != '{') {
+            continue;
+        }
+
+        close = memchr(t + i, '}', inj->tmpl.len - i);
+        if (close == NULL) {
+            break;
+        }
+
+        nlen = (size_t) (close - (t + i + 1));
+        if (nlen > 7 && memcmp(close - 7, "|base64", 7) == 0) {
+            nlen -= 7;
+        }
+
+        sec = al_scrub_secret(p, t + i + 1, nlen);
+        if (sec != NULL) {
+            al_scrub_add_secret(sc, sec);
+        }
+
+        i = (size_t) (close - t);
+    }
+}
+
+
+/*
+ * A rendered value as sent, raw and, as an upstream may echo a header, in
+ * base64 (the secret's own base64 is not found inside it), and what
+ * follows its auth scheme.
+ */
+
+static void
+al_scrub_value(al_scrub_ctx_t *sc, const al_inject_t *inj)
+{
+    size_t       i, nlen;
+    const char  *v;
 
     al_scrub_add(sc, (const char *) inj->value, inj->len);
     al_scrub_add_base64(sc, inj->value, inj->len);
@@ -188,29 +391,15 @@ al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
             al_scrub_basic(sc, v + i, inj->len - i);
         }
     }
+}
 
-    for (i = 0; i < inj->tmpl.len; i++) {
-        if (t[i] != '{') {
-            continue;
-        }
 
-        close = memchr(t + i, '}', inj->tmpl.len - i);
-        if (close == NULL) {
-            break;
-        }
-
-        nlen = (size_t) (close - (t + i + 1));
-        if (nlen > 7 && memcmp(close - 7, "|base64", 7) == 0) {
-            nlen -= 7;
-        }
-
-        sec = al_scrub_secret(p, t + i + 1, nlen);
-        if (sec != NULL && sec->value != NULL) {
-            al_scrub_add(sc, (const char *) sec->value, sec->len);
-            al_scrub_add_base64(sc, sec->value, sec->len);
-        }
-
-        i = (size_t) (close - t);
+static void
+al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec)
+{
+    if (sec->value != NULL) {
+        al_scrub_add(sc, (const char *) sec->value, sec->len);
+        al_scrub_add_base64(sc, sec->value, sec->len);
     }
 }
 
@@ -280,7 +469,7 @@ static const char *
 al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
 {
     char        *d;
-    size_t       i;
+    size_t       i, k;
     al_scrub_t  *scrub;
 
     if (len == 0) {
@@ -295,11 +484,28 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
         return NULL;
     }
 
-    for (i = 0; i < scrub->n; i++) {
-        if (scrub->str[i].len == len
-            && memcmp(scrub->str[i].data, s, len) == 0)
+    if (sc->slot != NULL) {
+        for (k = al_scrub_hash(s, len) & sc->mask; sc->slot[k] != 0;
+             k = (k + 1) & sc->mask)
         {
-            return scrub->str[i].data;
+            i = sc->slot[k] - 1;
+
+            if (scrub->str[i].len == len
+                && memcmp(scrub->str[i].data, s, len) == 0)
+            {
+                return scrub->str[i].data;
+            }
+        }
+
+        sc->slot[k] = (uint32_t) scrub->n + 1;
+
+    } else {
+        for (i = 0; i < scrub->n; i++) {
+            if (scrub->str[i].len == len
+                && memcmp(scrub->str[i].data, s, len) == 0)
+            {
+                return scrub->str[i].data;
+            }
         }
     }
 
@@ -315,6 +521,24 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
     sc->next += len + 1;
 
     return d;
+}
+
+
+/* FNV-1a */
+
+static uint32_t
+al_scrub_hash(const char *s, size_t len)
+{
+    size_t    i;
+    uint32_t  h;
+
+    h = 2166136261u;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ (unsigned char) s[i]) * 16777619u;
+    }
+
+    return h;
 }
 
 
@@ -466,6 +690,24 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
 }
 
 
+/* longest first; strings of one length by their bytes, for one order */
+
+static int
+al_scrub_longer(const void *a, const void *b)
+{
+    const al_str_t  *x, *y;
+
+    x = a;
+    y = b;
+
+    if (x->len != y->len) {
+        return (x->len < y->len) ? 1 : -1;
+    }
+
+    return memcmp(x->data, y->data, x->len);
+}
+
+
 /*
  * Longest first, so that a raw match at one place takes the longest
  * string; the first bytes a match can start with: a string's own, or the
@@ -476,7 +718,6 @@ void
 al_scrub_index(al_scrub_t *s)
 {
     size_t         i, j;
-    al_str_t       tmp;
     unsigned       many;
     unsigned char  c;
 
@@ -484,14 +725,8 @@ al_scrub_index(al_scrub_t *s)
     s->minlen = 0;
     s->maxspan = 0;
 
-    for (i = 1; i < s->n; i++) {
-        tmp = s->str[i];
-
-        for (j = i; j > 0 && s->str[j - 1].len < tmp.len; j--) {
-            s->str[j] = s->str[j - 1];
-        }
-
-        s->str[j] = tmp;
+    if (s->n > 1) {
+        qsort(s->str, s->n, sizeof(al_str_t), al_scrub_longer);
     }
 
     if (s->n == 0) {

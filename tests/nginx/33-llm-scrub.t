@@ -26,7 +26,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 32;
+plan tests => 36;
 
 my $agent = $l->token('agent');
 my $true = JSON::PP::true;
@@ -84,6 +84,17 @@ $r = $l->chat(token => $agent, fields => { stream => $true });
 is(Airlock::LLM::leaks($r->{body}), 0,
    'a key split across events and buffers: the bytes never arrive whole');
 push @all, $r->{raw};
+
+# every key the proxy holds, not only the entry's own: an OpenAI answer
+# carrying the Anthropic key, and the other way round
+
+$l->script({ pieces => ["other: $Airlock::LLM::ANTHROPIC_KEY"] });
+$r = $l->chat(token => $agent, fields => { stream => $true });
+check($r, 'openai stream with the anthropic key');
+
+$l->script({ echo_auth => 1, pieces => ["other: $Airlock::LLM::OPENAI_KEY"] });
+$r = $l->messages(token => $agent);
+check($r, 'anthropic answer with the openai key');
 
 # a compressed answer cannot be scrubbed: every Content-Encoding counts,
 # not only the last, and so does a Transfer-Encoding other than chunked

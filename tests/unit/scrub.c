@@ -40,6 +40,7 @@ static size_t scrub_pieces(const al_scrub_t *s, const char *in, size_t len,
 static int redacted(const al_scrub_t *s, const char *in, const char *name);
 static void test_forms(al_keyring_t *kr, const char *pub);
 static void test_wrapped(al_keyring_t *kr, const char *pub);
+static void test_policy_list(const al_policy_t *p);
 static void test_url(const al_scrub_t *s);
 static void test_json(const al_scrub_t *s);
 static void test_html(const al_scrub_t *s);
@@ -365,6 +366,8 @@ test_forms(al_keyring_t *kr, const char *pub)
            "a constant header: nothing to scrub");
     al_scrub_free(s);
 
+    test_policy_list(p);
+
     al_policy_free(p);
 
 done:
@@ -373,6 +376,109 @@ done:
     free(bearer);
     free(ukey);
     free(pre);
+}
+
+
+/*
+ * The policy's list, what every scrubbed response is searched for: each
+ * route's strings, once, and no other; "bearer"'s response is searched
+ * for the Basic route's credential too.  A route with only a constant
+ * header is not scrubbed.
+ */
+
+static void
+test_policy_list(const al_policy_t *p)
+{
+    int          ok;
+    size_t       i, j, n;
+    const char  *why;
+    al_scrub_t  *all, *s;
+    const char  *names[] = { "basic", "bearer", "pre", "all", "ukey" };
+
+    all = al_scrub_collect_all(p, &why);
+    if (!tap_ok(all != NULL, "policy list: built")) {
+        return;
+    }
+
+    ok = 1;
+    n = 0;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        s = al_scrub_collect(p, al_policy_route(p, names[i],
+                                                strlen(names[i])), &why);
+        if (s == NULL) {
+            ok = 0;
+            continue;
+        }
+
+        for (j = 0; j < s->n; j++) {
+            if (!has(all, s->str[j].data)) {
+                tap_diag("not in the policy list: ", names[i]);
+                ok = 0;
+            }
+        }
+
+        n += s->n;
+        al_scrub_free(s);
+    }
+
+    tap_ok(ok, "policy list: every route's strings");
+
+    for (i = 0; i < all->n; i++) {
+        for (j = 0; j < i; j++) {
+            if (all->str[j].len == all->str[i].len
+                && memcmp(all->str[j].data, all->str[i].data,
+                          all->str[i].len) == 0)
+            {
+                ok = 0;
+            }
+        }
+
+        if (!ok) {
+            break;
+        }
+    }
+
+    tap_ok(ok, "policy list: each string once");
+    tap_ok(all->n < n, "policy list: the routes' shared strings once");
+
+    for (i = 0; i < all->n; i++) {
+        ok = 0;
+
+        for (j = 0; j < sizeof(names) / sizeof(names[0]); j++) {
+            s = al_scrub_collect(p, al_policy_route(p, names[j],
+                                                    strlen(names[j])), &why);
+            if (s != NULL && has(s, all->str[i].data)) {
+                ok = 1;
+            }
+
+            al_scrub_free(s);
+        }
+
+        if (!ok) {
+            tap_diag("in no route's list: ", all->str[i].data);
+            break;
+        }
+    }
+
+    tap_ok(ok, "policy list: no string of its own");
+
+    for (i = 1; i < all->n; i++) {
+        if (all->str[i - 1].len < all->str[i].len) {
+            break;
+        }
+    }
+
+    tap_ok(i >= all->n, "policy list: longest first");
+
+    tap_ok(al_scrub_route_scrubbed(al_policy_route(p, "bearer", 6))
+           && !al_scrub_route_scrubbed(al_policy_route(p, "fixed", 5)),
+           "policy list: routes with a secret are scrubbed, others not");
+
+    (void) redacted(all, "user:pw-Secret9",
+                    "policy list: the Basic route's credential");
+
+    al_scrub_free(all);
 }
 
 
