@@ -22,8 +22,10 @@
  * the first bytes of the dot-likes, is looked at.  For the same
  * normalization, a character NFKC turns into a string with '/' or '\'
  * (U+FF0F FULLWIDTH SOLIDUS, U+2100 ACCOUNT OF is "a/c") is refused
- * anywhere in a segment:
- * looked for only in a segment with a non-ASCII byte.
+ * anywhere in a segment, and so is one Windows' best-fit mapping to an
+ * ANSI code page turns into '/', '\' or '%' (U+2215 DIVISION SLASH,
+ * U+00A5 YEN SIGN in cp932, U+FF05 FULLWIDTH PERCENT SIGN): looked for
+ * only in a segment with a non-ASCII byte.
  */
 
 #include <string.h>
@@ -39,7 +41,7 @@ static int al_utf8_valid(const unsigned char *p, size_t len);
 static int al_dot_segment(const unsigned char *p, size_t len);
 static size_t al_char_like(const unsigned char *p, size_t len,
     unsigned ascii, const uint32_t *set, size_t n);
-static int al_slash_like(const unsigned char *p, size_t len);
+static const char *al_separator_like(const unsigned char *p, size_t len);
 static uint32_t al_utf8_char(const unsigned char *p, size_t len,
     size_t *n);
 static int al_char_in(uint32_t c, const uint32_t *set, size_t n);
@@ -76,6 +78,29 @@ static const uint32_t  al_nfkc_spaces[] = {
     0x2008, 0x2009, 0x200a,                 /* EN QUAD .. HAIR SPACE */
     0x2028, 0x2029,                         /* LINE, PARAGRAPH SEPARATOR */
     0x202f, 0x205f, 0x3000                  /* NARROW, MEDIUM, IDEOGRAPHIC */
+};
+
+/*
+ * What Windows' best fit (WideCharToMultiByte() without
+ * WC_NO_BEST_FIT_CHARS, which the ANSI file, CGI and command-line APIs of
+ * an IIS or other Windows upstream use) turns into '/' or '\', and into
+ * '%', a second decoding, in one of the ANSI code pages, from the WCTABLE
+ * sections of Microsoft's tables (unicode.org, MAPPINGS/VENDORS/MICSFT/
+ * WindowsBestFit).  Its dots and spaces (U+FF0E; U+2000..U+2006, U+3000)
+ * are all in the lists above.  tests/unit/bestfit.h has the same lists,
+ * and tests/unit/path.c tries every code point against them.
+ */
+
+static const uint32_t  al_bestfit_slashes[] = {
+    0x00a5,                                 /* YEN SIGN: '\' in cp932 */
+    0x00b4,                                 /* ACUTE ACCENT: '/' in 1253 */
+    0x2044,                                 /* FRACTION SLASH */
+    0x20a9,                                 /* WON SIGN: '\' in cp949 */
+    0x2215, 0x2216                          /* DIVISION SLASH, SET MINUS */
+};
+
+static const uint32_t  al_bestfit_percents[] = {
+    0x066a, 0xff05                          /* ARABIC, FULLWIDTH PERCENT */
 };
 
 #define al_nelts(a)  (sizeof(a) / sizeof((a)[0]))
@@ -435,9 +460,10 @@ static int
 al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
     size_t *outlen, const char **why)
 {
-    int       hi, lo;
-    size_t    i, n;
-    unsigned  c, allowed, plus, high, same;
+    int          hi, lo;
+    size_t       i, n;
+    unsigned     c, allowed, plus, high, same;
+    const char  *like;
 
     allowed = query ? AL_C_QUERY : AL_C_PATH;
     plus = query ? '+' : 0x100;             /* '+' is a space in a query */
@@ -516,9 +542,13 @@ al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
         return -1;
     }
 
-    if (!query && (high & 0x80) && al_slash_like(out, n)) {
-        *why = "slash-like character";
-        return -1;
+    if (!query && (high & 0x80)) {
+        like = al_separator_like(out, n);
+
+        if (like != NULL) {
+            *why = like;
+            return -1;
+        }
     }
 
     *outlen = n;
@@ -642,7 +672,8 @@ al_utf8_valid(const unsigned char *p, size_t len)
 
 /*
  * 1 when a decoded segment is dot-likes and space-likes, a dot-like
- * first.  The segment is well-formed UTF-8 here, as for al_slash_like().
+ * first.  The segment is well-formed UTF-8 here, as for
+ * al_separator_like().
  */
 
 static int
@@ -694,10 +725,13 @@ al_char_like(const unsigned char *p, size_t len, unsigned ascii,
 }
 
 
-/* 1 when the segment has a character NFKC turns into '/' or '\' */
+/*
+ * The refusal when the segment has a character NFKC or best fit turns
+ * into '/' or '\', or best fit into '%', else NULL.
+ */
 
-static int
-al_slash_like(const unsigned char *p, size_t len)
+static const char *
+al_separator_like(const unsigned char *p, size_t len)
 {
     size_t    i, n;
     uint32_t  c;
@@ -705,14 +739,25 @@ al_slash_like(const unsigned char *p, size_t len)
     for (i = 0; i < len; i += n) {
         c = al_utf8_char(p + i, len - i, &n);
 
-        if (c >= 0x80
-            && al_char_in(c, al_nfkc_slashes, al_nelts(al_nfkc_slashes)))
+        if (c < 0x80) {
+            continue;
+        }
+
+        if (al_char_in(c, al_nfkc_slashes, al_nelts(al_nfkc_slashes))
+            || al_char_in(c, al_bestfit_slashes,
+                          al_nelts(al_bestfit_slashes)))
         {
-            return 1;
+            return "slash-like character";
+        }
+
+        if (al_char_in(c, al_bestfit_percents,
+                       al_nelts(al_bestfit_percents)))
+        {
+            return "percent-like character";
         }
     }
 
-    return 0;
+    return NULL;
 }
 
 

@@ -10,6 +10,7 @@
 
 #include "airlock.h"
 
+#include "bestfit.h"
 #include "nfkc.h"
 #include "tap.h"
 
@@ -45,6 +46,10 @@ typedef struct {
     unsigned     space:1;                   /* a space-like ends a dot run */
     unsigned     dot:1;                     /* a dot-like starts one */
 } nfkc_case_t;
+
+
+#define NFKC_HAS(set, cp)                                                 \
+    nfkc_has(set, sizeof(set) / sizeof((set)[0]), cp)
 
 
 static const char *printable(const char *s, size_t len);
@@ -133,6 +138,21 @@ static const bad_t  bad[] = {
     { "/x%E2%84%85y", 0, "slash-like character" },
     { "/a%E2%84%81", 0, "slash-like character" },
     { "/caf%C3%A9%E2%84%86", 0, "slash-like character" },
+
+    /* and what Windows' best fit makes a '/', '\' or '%' of: U+2215
+       DIVISION SLASH, U+2044 FRACTION SLASH, U+2216 SET MINUS, U+00A5
+       YEN SIGN (cp932), U+20A9 WON SIGN (cp949), U+00B4 ACUTE ACCENT
+       (cp1253); U+FF05 FULLWIDTH and U+066A ARABIC PERCENT SIGN */
+    { "/..%E2%88%95..%E2%88%95etc", 0, "slash-like character" },
+    { "/a%E2%88%95b", 0, "slash-like character" },
+    { "/..%E2%81%84win.ini", 0, "slash-like character" },
+    { "/a%E2%88%96b", 0, "slash-like character" },
+    { "/..%C2%A5..%C2%A5x", 0, "slash-like character" },
+    { "/..%E2%82%A9x", 0, "slash-like character" },
+    { "/a%C2%B4b", 0, "slash-like character" },
+    { "/a%EF%BC%852e%EF%BC%852e", 0, "percent-like character" },
+    { "/..%EF%BC%852f", 0, "percent-like character" },
+    { "/a%D9%AA2f", 0, "percent-like character" },
 
     /* encoded separators and double encoding */
     { "/a%2Fb", 0, "encoded slash" },
@@ -739,9 +759,10 @@ test_round_trip(void)
 
 /*
  * Every code point above U+007F against tests/unit/nfkc.h, the lists
- * tests/unit/nfkc.py derives from Unicode's data, in each nfkc_cases[]
- * place: refused as a dot segment or a slash-like character exactly when
- * the table says so, and otherwise kept as a name.
+ * tests/unit/nfkc.py derives from Unicode's data, and bestfit.h, Windows'
+ * best-fit ones, in each nfkc_cases[] place: refused as a dot segment or
+ * a slash-like or percent-like character exactly when a table says so,
+ * and otherwise kept as a name.
  */
 
 static void
@@ -799,23 +820,21 @@ test_nfkc(void)
 static const char *
 nfkc_want(const nfkc_case_t *c, uint32_t cp)
 {
-    size_t  n;
-
-    n = sizeof(nfkc_slash) / sizeof(nfkc_slash[0]);
-
-    if (nfkc_has(nfkc_slash, n, cp)) {
+    if (NFKC_HAS(nfkc_slash, cp) || NFKC_HAS(bestfit_slash, cp)) {
         return "slash-like character";
     }
 
-    n = sizeof(nfkc_dot) / sizeof(nfkc_dot[0]);
+    if (NFKC_HAS(bestfit_percent, cp)) {
+        return "percent-like character";
+    }
 
-    if (c->dot && nfkc_has(nfkc_dot, n, cp)) {
+    if (c->dot && (NFKC_HAS(nfkc_dot, cp) || NFKC_HAS(bestfit_dot, cp))) {
         return "dot segment";
     }
 
-    n = sizeof(nfkc_space) / sizeof(nfkc_space[0]);
-
-    if (c->space && nfkc_has(nfkc_space, n, cp)) {
+    if (c->space
+        && (NFKC_HAS(nfkc_space, cp) || NFKC_HAS(bestfit_space, cp)))
+    {
         return "dot segment";
     }
 
