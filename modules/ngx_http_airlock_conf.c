@@ -164,6 +164,10 @@ static ngx_uint_t ngx_http_airlock_conf_header_denied(ngx_conf_t *cf,
     ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_listed(ngx_str_t *name,
     ngx_str_t *list);
+static ngx_uint_t ngx_http_airlock_conf_header_listed(ngx_str_t *name,
+    ngx_str_t *list);
+static ngx_uint_t ngx_http_airlock_conf_header_is(ngx_str_t *name,
+    u_char *lower, size_t len);
 static const char *ngx_http_airlock_conf_header_why(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_host(ngx_str_t *value);
 static ngx_uint_t ngx_http_airlock_conf_site(ngx_str_t *name);
@@ -685,11 +689,14 @@ ngx_http_airlock_conf_header_denied(ngx_conf_t *cf, ngx_str_t *name)
 {
     size_t                         j;
     ngx_uint_t                     i;
+    const al_str_t                *inj;
     const al_policy_t             *p;
     const al_route_t              *route;
     ngx_http_airlock_main_conf_t  *amcf;
 
-    if (ngx_http_airlock_conf_listed(name, ngx_http_airlock_conf_headers)) {
+    if (ngx_http_airlock_conf_header_listed(name,
+                                            ngx_http_airlock_conf_headers))
+    {
         return 1;
     }
 
@@ -704,11 +711,10 @@ ngx_http_airlock_conf_header_denied(ngx_conf_t *cf, ngx_str_t *name)
         route = &p->routes[i];
 
         for (j = 0; j < route->ninject; j++) {
-            if (name->len == route->inject[j].name.len
-                && ngx_strncasecmp(name->data,
-                                   (u_char *) route->inject[j].name.data,
-                                   name->len)
-                   == 0)
+            inj = &route->inject[j].name;
+
+            if (ngx_http_airlock_conf_header_is(name, (u_char *) inj->data,
+                                                inj->len))
             {
                 return 1;
             }
@@ -736,6 +742,52 @@ ngx_http_airlock_conf_listed(ngx_str_t *name, ngx_str_t *list)
 }
 
 
+/* ngx_http_airlock_conf_listed() for a header name: see below */
+
+static ngx_uint_t
+ngx_http_airlock_conf_header_listed(ngx_str_t *name, ngx_str_t *list)
+{
+    for ( /* void */ ; list->len; list++) {
+        if (ngx_http_airlock_conf_header_is(name, list->data, list->len)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * 1: the header name is lower[len] in any case, and with '_' for any
+ * '-'.  The proxy module sends a name as written, and CGI, WSGI, PHP and
+ * Rack turn both X-Forwarded-Host and X_Forwarded_Host into
+ * HTTP_X_FORWARDED_HOST, the one an application reads; which of two it
+ * gets is theirs to choose.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_conf_header_is(ngx_str_t *name, u_char *lower, size_t len)
+{
+    size_t  i;
+    u_char  c, l;
+
+    if (name->len != len) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        c = ngx_tolower(name->data[i]);
+        l = ngx_tolower(lower[i]);
+
+        if (c != l && !((c == '_' || c == '-') && (l == '_' || l == '-'))) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 /* why a header may not be set in an Airlock location; NULL: it may */
 
 static const char *
@@ -744,8 +796,7 @@ ngx_http_airlock_conf_header_why(ngx_str_t *name)
     ngx_http_airlock_conf_header_t  *h;
 
     for (h = ngx_http_airlock_conf_forwarded; h->name.len; h++) {
-        if (name->len == h->name.len
-            && ngx_strncasecmp(name->data, h->name.data, h->name.len) == 0)
+        if (ngx_http_airlock_conf_header_is(name, h->name.data, h->name.len))
         {
             return h->why;
         }
@@ -818,7 +869,7 @@ ngx_http_airlock_conf_site(ngx_str_t *name)
         ngx_null_string
     };
 
-    return ngx_http_airlock_conf_listed(name, sites);
+    return ngx_http_airlock_conf_header_listed(name, sites);
 }
 
 

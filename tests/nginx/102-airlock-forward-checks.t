@@ -26,7 +26,10 @@
 #     proxy take it for the Host;
 #   - proxy_ssl_name with such a variable, here or inherited
 #     ("proxy_ssl_name $host" is a common line): the TLS name sent and
-#     checked would be the client's, not the route's upstream's.
+#     checked would be the client's, not the route's upstream's;
+#   - each of those header names also with '_' for '-'
+#     (X_Forwarded_Host, X_Service_Token): CGI, WSGI, PHP and Rack read
+#     both spellings as the same HTTP_X_FORWARDED_HOST.
 #
 # The standard location body passes, and so do headers of other names
 # with fixed values, proxy_pass_request_headers off (it removes headers,
@@ -164,6 +167,21 @@ my @refused = (
     [ 'proxy_ssl_name with a client header, inherited from the http level',
       $L, qr/airlock location "\/(x\/)?" has "proxy_ssl_name \$http_x_sni"/,
       http => 'proxy_ssl_name $http_x_sni;' ],
+    [ 'proxy_set_header X_Forwarded_Host $host',
+      "$L\nproxy_set_header X_Forwarded_Host \$host;",
+      qr/airlock location "\/x\/" has "proxy_set_header X_Forwarded_Host \$host": \$host is the client's/ ],
+    [ 'proxy_set_header X_Service_Token (injected)',
+      "$L\nproxy_set_header X_Service_Token \$http_x_token;",
+      qr/airlock location "\/x\/" has "proxy_set_header X_Service_Token": Airlock removes client credentials/ ],
+    [ 'proxy_set_header Proxy_Authorization',
+      "$L\nproxy_set_header Proxy_Authorization x;",
+      qr/"proxy_set_header Proxy_Authorization": Airlock removes client credentials/ ],
+    [ 'proxy_set_header X_HTTP_Method_Override',
+      "$L\nproxy_set_header X_HTTP_Method_Override DELETE;",
+      qr/"proxy_set_header X_HTTP_Method_Override": the upstream would read another method/ ],
+    [ 'proxy_set_header Content_Type',
+      "$L\nproxy_set_header content_type text/plain;",
+      qr/"proxy_set_header content_type": the body was checked as/ ],
     [ 'proxy_pass_request_body off',
       "$L\nproxy_pass_request_body off;",
       qr/airlock location "\/x\/" has "proxy_pass_request_body off"/ ],
