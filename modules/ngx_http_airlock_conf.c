@@ -172,7 +172,7 @@ static const char *ngx_http_airlock_conf_header_why(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_host(ngx_str_t *value);
 static ngx_uint_t ngx_http_airlock_conf_site(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_https(ngx_conf_t *cf);
-static ngx_uint_t ngx_http_airlock_conf_client_var(ngx_str_t *value,
+static const char *ngx_http_airlock_conf_client_var(ngx_str_t *value,
     ngx_str_t *var);
 static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
     ngx_array_t *values);
@@ -611,15 +611,19 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                 return NGX_CONF_ERROR;
             }
 
-            if (ngx_http_airlock_conf_site(&kv[i].key)
-                && ngx_http_airlock_conf_client_var(&kv[i].value, &var))
-            {
+            if (!ngx_http_airlock_conf_site(&kv[i].key)) {
+                continue;
+            }
+
+            why = ngx_http_airlock_conf_client_var(&kv[i].value, &var);
+
+            if (why != NULL) {
                 ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                               "airlock location \"%V\" has "
-                              "\"proxy_set_header %V %V\": $%V is the "
-                              "client's, and the upstream takes this header "
-                              "for the site it serves, as the Host", where,
-                              &kv[i].key, &kv[i].value, &var);
+                              "\"proxy_set_header %V %V\": $%V %s, and the "
+                              "upstream takes this header for the site it "
+                              "serves, as the Host", where, &kv[i].key,
+                              &kv[i].value, &var, why);
                 return NGX_CONF_ERROR;
             }
         }
@@ -637,15 +641,17 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
 #if (NGX_HTTP_SSL)
     /* merged: set here or inherited from the server or http level */
 
-    if (ucf->ssl_name != NULL
-        && ngx_http_airlock_conf_client_var(&ucf->ssl_name->value, &var))
-    {
+    why = (ucf->ssl_name != NULL)
+          ? ngx_http_airlock_conf_client_var(&ucf->ssl_name->value, &var)
+          : NULL;
+
+    if (why != NULL) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
                       "airlock location \"%V\" has \"proxy_ssl_name %V\": "
-                      "$%V is the client's; the upstream's TLS name, sent "
-                      "and checked, would be one the client chose (leave "
-                      "it unset: the route's upstream host)", where,
-                      &ucf->ssl_name->value, &var);
+                      "$%V %s; the upstream's TLS name, sent and checked, "
+                      "would be one the client chose (leave it unset: the "
+                      "route's upstream host)", where,
+                      &ucf->ssl_name->value, &var, why);
         return NGX_CONF_ERROR;
     }
 
@@ -874,16 +880,21 @@ ngx_http_airlock_conf_site(ngx_str_t *name)
 
 
 /*
- * A variable in value that nginx takes from what the client sent and the
- * policy does not decide: its Host ($host), its headers ($http_*,
- * $cookie_*, $content_type), its target in any form ($arg_*, $args,
- * $request_uri, $uri, ...) and regex captures ($1 to $9, taken from the
- * URI or a header).  Variables are read as ngx_http_script_compile()
- * reads them: "$name" or "${name}".  A map or set of such a variable,
- * and a named capture, are not seen.  1: found, its name in *var.
+ * Why a variable in value may hold what the client sent, the variable in
+ * *var; NULL: none may.  Variables are read as ngx_http_script_compile()
+ * reads them: "$name" or "${name}".  One nginx takes from the request
+ * the policy does not decide is the client's: its Host ($host), its
+ * headers ($http_*, $cookie_*, $content_type), its target in any form
+ * ($arg_*, $args, $request_uri, $uri, ...) and regex captures ($1 to $9,
+ * taken from the URI or a header).  Any other must be one of the few
+ * nginx or Airlock sets from the configuration, the policy or the
+ * connection: a map, a set, a named capture or another module's variable
+ * may be made of the client's, and what it is made of is not read here.
+ * nginx refuses a set or map of a name below ("duplicate variable"), so
+ * they cannot be redefined ($proxy_host can: it is left out).
  */
 
-static ngx_uint_t
+static const char *
 ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
 {
     u_char     *p, *end, c;
@@ -907,6 +918,21 @@ ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
         ngx_string("request_body"),
         ngx_string("content_type"),
         ngx_string("remote_user"),
+        ngx_null_string
+    };
+
+    static ngx_str_t  servers[] = {
+        ngx_string("airlock_host"),
+        ngx_string("airlock_llm_host"),
+        ngx_string("server_name"),
+        ngx_string("server_addr"),
+        ngx_string("server_port"),
+        ngx_string("hostname"),
+        ngx_string("scheme"),
+        ngx_string("https"),
+        ngx_string("remote_addr"),
+        ngx_string("remote_port"),
+        ngx_string("request_id"),
         ngx_null_string
     };
 
@@ -944,23 +970,29 @@ ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
         }
 
         if (var->data[0] >= '0' && var->data[0] <= '9') {
-            return 1;
+            return "is the client's";
         }
 
         for (n = prefixes; n->len; n++) {
             if (var->len > n->len
                 && ngx_strncasecmp(var->data, n->data, n->len) == 0)
             {
-                return 1;
+                return "is the client's";
             }
         }
 
         if (ngx_http_airlock_conf_listed(var, names)) {
-            return 1;
+            return "is the client's";
+        }
+
+        if (!ngx_http_airlock_conf_listed(var, servers)) {
+            return "is not one nginx or Airlock sets itself ($airlock_host, "
+                   "$server_name, $scheme, $remote_addr...), and a map or "
+                   "set may hold what the client sent";
         }
     }
 
-    return 0;
+    return NULL;
 }
 
 

@@ -27,6 +27,10 @@
 #   - proxy_ssl_name with such a variable, here or inherited
 #     ("proxy_ssl_name $host" is a common line): the TLS name sent and
 #     checked would be the client's, not the route's upstream's;
+#   - in those three, any variable but the few nginx or Airlock set
+#     themselves ($airlock_host, $server_name, $scheme,
+#     $remote_addr...): a map or set of a client's variable is not seen
+#     through;
 #   - each of those header names also with '_' for '-'
 #     (X_Forwarded_Host, X_Service_Token): CGI, WSGI, PHP and Rack read
 #     both spellings as the same HTTP_X_FORWARDED_HOST.
@@ -167,6 +171,20 @@ my @refused = (
     [ 'proxy_ssl_name with a client header, inherited from the http level',
       $L, qr/airlock location "\/(x\/)?" has "proxy_ssl_name \$http_x_sni"/,
       http => 'proxy_ssl_name $http_x_sni;' ],
+    [ 'proxy_set_header X-Forwarded-Host with a map of the Host',
+      "$L\nproxy_set_header X-Forwarded-Host \$site;",
+      qr/"proxy_set_header X-Forwarded-Host \$site": \$site is not one nginx or Airlock sets itself .* a map or set may hold what the client sent, and the upstream takes this header for the site/,
+      http => 'map $host $site { default $host; }' ],
+    [ 'proxy_set_header Forwarded with a set of the Host',
+      "$L\nset \$h \$host;\nproxy_set_header Forwarded \"host=\$h\";",
+      qr/"proxy_set_header Forwarded host=\$h": \$h is not one nginx or Airlock sets itself/ ],
+    [ 'proxy_ssl_name with a map of a query parameter',
+      "$L\nproxy_ssl_name \$sni;",
+      qr/airlock location "\/x\/" has "proxy_ssl_name \$sni": \$sni is not one nginx or Airlock sets itself .*; the upstream's TLS name/,
+      http => 'map $arg_sni $sni { default $arg_sni; }' ],
+    [ 'set of a variable the check takes for the server\'s',
+      "$L\nset \$scheme \$http_x_scheme;",
+      qr/the duplicate "scheme" variable/ ],
     [ 'proxy_set_header X_Forwarded_Host $host',
       "$L\nproxy_set_header X_Forwarded_Host \$host;",
       qr/airlock location "\/x\/" has "proxy_set_header X_Forwarded_Host \$host": \$host is the client's/ ],
@@ -209,6 +227,11 @@ my @accepted = (
       "$L\nproxy_set_header X-Echo-Size \$arg_size;\n"
       . "proxy_set_header X-Request-Id \$request_id;" ],
     [ 'proxy_ssl_name, fixed', "$L\nproxy_ssl_name api.example;" ],
+    [ 'proxy_ssl_name $airlock_host', "$L\nproxy_ssl_name \$airlock_host;" ],
+    [ 'X-Forwarded-Host and Forwarded with the server\'s variables',
+      "$L\nproxy_set_header X-Forwarded-Host \$Server_Name;\n"
+      . "proxy_set_header Forwarded \"for=\$remote_addr;by=\$server_addr;"
+      . "host=\${airlock_host};proto=\$scheme\";" ],
     [ 'proxy_pass_request_body off outside Airlock locations',
       $L, locations => <<"EOF" ],
         location /side/ {
