@@ -22,10 +22,10 @@
  * the first bytes of the dot-likes, is looked at.  For the same
  * normalization, a character NFKC turns into a string with '/' or '\'
  * (U+FF0F FULLWIDTH SOLIDUS, U+2100 ACCOUNT OF is "a/c") is refused
- * anywhere in a segment, and so is one Windows' best-fit mapping to an
- * ANSI code page turns into '/', '\' or '%' (U+2215 DIVISION SLASH,
- * U+00A5 YEN SIGN in cp932, U+FF05 FULLWIDTH PERCENT SIGN): looked for
- * only in a segment with a non-ASCII byte.
+ * anywhere in a segment, and so is one it or Windows' best-fit mapping
+ * to an ANSI code page turns into '/', '\' or '%' (U+2215 DIVISION SLASH,
+ * U+00A5 YEN SIGN in cp932, U+FE6A SMALL PERCENT SIGN): looked for only
+ * in a segment with a non-ASCII byte.
  */
 
 #include <string.h>
@@ -52,13 +52,13 @@ static const char  al_hex_upper[] = "0123456789ABCDEF";
 
 /*
  * Every code point above U+007F that NFKC normalization turns into dots,
- * into a string with '/' or '\', or into a space, and the White_Space
- * ones (Windows' and .NET's trimming: U+0085, U+00A0, U+3000...), as
- * tests/unit/nfkc.py lists them from Unicode 14.0 (Python 3.11's
- * unicodedata; Unicode 17.0 in ICU lists the same).  tests/unit/path.c
- * tries every code point against that list, so a list here cannot lose
- * or gain one unseen; tests/unit/nfkc.t says when a newer Unicode
- * changes it.
+ * into a string with '/' or '\', or with '%', or into a space, and the
+ * White_Space ones (Windows' and .NET's trimming: U+0085, U+00A0,
+ * U+3000...), as tests/unit/nfkc.py lists them from Unicode 14.0
+ * (Python 3.11's unicodedata; Unicode 17.0 in ICU lists the same).
+ * tests/unit/path.c tries every code point against that list, so a list
+ * here cannot lose or gain one unseen; tests/unit/nfkc.t says when a
+ * newer Unicode changes it.
  */
 
 static const uint32_t  al_nfkc_dots[] = {
@@ -70,6 +70,10 @@ static const uint32_t  al_nfkc_dots[] = {
 static const uint32_t  al_nfkc_slashes[] = {
     0x2100, 0x2101, 0x2105, 0x2106,         /* "a/c", "a/s", "c/o", "c/u" */
     0xfe68, 0xff0f, 0xff3c                  /* SMALL and FULLWIDTH '\', '/' */
+};
+
+static const uint32_t  al_nfkc_percents[] = {
+    0xfe6a, 0xff05                          /* SMALL, FULLWIDTH PERCENT */
 };
 
 static const uint32_t  al_nfkc_spaces[] = {
@@ -86,9 +90,10 @@ static const uint32_t  al_nfkc_spaces[] = {
  * an IIS or other Windows upstream use) turns into '/' or '\', and into
  * '%', a second decoding, in one of the ANSI code pages, from the WCTABLE
  * sections of Microsoft's tables (unicode.org, MAPPINGS/VENDORS/MICSFT/
- * WindowsBestFit).  Its dots and spaces (U+FF0E; U+2000..U+2006, U+3000)
- * are all in the lists above.  tests/unit/bestfit.h has the same lists,
- * and tests/unit/path.c tries every code point against them.
+ * WindowsBestFit).  The ones NFKC makes the same (U+FF0F, U+FF3C,
+ * U+FF05), its dots and its spaces (U+FF0E; U+2000..U+2006, U+3000) are
+ * in the lists above.  tests/unit/bestfit.h has them all, and
+ * tests/unit/path.c tries every code point against them.
  */
 
 static const uint32_t  al_bestfit_slashes[] = {
@@ -100,7 +105,7 @@ static const uint32_t  al_bestfit_slashes[] = {
 };
 
 static const uint32_t  al_bestfit_percents[] = {
-    0x066a, 0xff05                          /* ARABIC, FULLWIDTH PERCENT */
+    0x066a                                  /* ARABIC PERCENT SIGN */
 };
 
 #define al_nelts(a)  (sizeof(a) / sizeof((a)[0]))
@@ -727,7 +732,7 @@ al_char_like(const unsigned char *p, size_t len, unsigned ascii,
 
 /*
  * The refusal when the segment has a character NFKC or best fit turns
- * into '/' or '\', or best fit into '%', else NULL.
+ * into '/' or '\', or into '%', else NULL.
  */
 
 static const char *
@@ -750,8 +755,9 @@ al_separator_like(const unsigned char *p, size_t len)
             return "slash-like character";
         }
 
-        if (al_char_in(c, al_bestfit_percents,
-                       al_nelts(al_bestfit_percents)))
+        if (al_char_in(c, al_nfkc_percents, al_nelts(al_nfkc_percents))
+            || al_char_in(c, al_bestfit_percents,
+                          al_nelts(al_bestfit_percents)))
         {
             return "percent-like character";
         }

@@ -4,7 +4,8 @@
 # Windows' best-fit mapping to an ANSI code page turns into '/', '\' or
 # '%' (U+2215 DIVISION SLASH, U+2044 FRACTION SLASH, U+2216 SET MINUS,
 # U+00A5 YEN SIGN in cp932, U+20A9 WON SIGN in cp949, U+00B4 in cp1253,
-# U+FF05 FULLWIDTH and U+066A ARABIC PERCENT SIGN): an IIS or Windows
+# U+FF05 FULLWIDTH and U+066A ARABIC PERCENT SIGN; and U+FE6A SMALL
+# PERCENT SIGN, which NFKC makes a '%'): an IIS or Windows
 # upstream that opens the forwarded name through an ANSI API would read
 # "..%E2%88%95..%E2%88%95win.ini" as "../../win.ini".  Each is refused
 # with reason "path" and the character named in the deny log, and none
@@ -57,6 +58,7 @@ my @cases = (
     [ 'acute accent', 'a%C2%B4b', 'slash-like' ],
     [ 'fullwidth percent', '%EF%BC%852e%EF%BC%852e', 'percent-like' ],
     [ 'arabic percent', 'a%D9%AA2f', 'percent-like' ],
+    [ 'small percent (NFKC)', '..%EF%B9%AA2f..', 'percent-like' ],
 );
 
 plan tests => 2 * @cases + 4;

@@ -21,6 +21,12 @@ static const uint32_t  nfkc_slash[] = {
     0x2100, 0x2101, 0x2105, 0x2106, 0xfe68, 0xff0f, 0xff3c
 };
 
+/* NFKC has a '%' */
+
+static const uint32_t  nfkc_percent[] = {
+    0xfe6a, 0xff05
+};
+
 /* NFKC is ' ', or White_Space */
 
 static const uint32_t  nfkc_space[] = {

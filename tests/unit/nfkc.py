@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 #
 # Writes tests/unit/nfkc.h, the table policy/al_path.c's lists of
-# dot-like, slash-like and space-like characters are checked against
-# (tests/unit/path.c tries every code point).  From Python's unicodedata,
-# for every code point above U+007F:
+# dot-like, slash-like, percent-like and space-like characters are
+# checked against (tests/unit/path.c tries every code point).  From
+# Python's unicodedata, for every code point above U+007F:
 #
 #   dot     NFKC is one or more '.' (U+2025 TWO DOT LEADER is "..")
 #   slash   NFKC has a '/' or a '\' (U+2100 ACCOUNT OF is "a/c")
+#   percent NFKC has a '%' (U+FE6A SMALL PERCENT SIGN): a second
+#           decoding
 #   space   NFKC is one ' ', or White_Space (str.isspace(), which above
 #           U+007F is exactly Unicode's White_Space): what Windows, .NET
 #           (Path's TrimEndChars has U+0085 and U+00A0, String.Trim all of
@@ -27,7 +29,7 @@ import unicodedata
 
 
 def classes():
-    out = {'dot': [], 'slash': [], 'space': [], 'name': []}
+    out = {'dot': [], 'slash': [], 'percent': [], 'space': [], 'name': []}
 
     for cp in range(0x80, 0x110000):
         if 0xd800 <= cp <= 0xdfff:
@@ -41,6 +43,9 @@ def classes():
 
         if '/' in n or '\\' in n:
             out['slash'].append(cp)
+
+        elif '%' in n:
+            out['percent'].append(cp)
 
         elif n.strip('.') == '':
             out['dot'].append(cp)
@@ -95,6 +100,7 @@ def main():
 
     out += table('dot', 'NFKC is one or more \'.\'', c['dot'])
     out += table('slash', 'NFKC has a \'/\' or a \'\\\'', c['slash'])
+    out += table('percent', 'NFKC has a \'%\'', c['percent'])
     out += table('space', 'NFKC is \' \', or White_Space', c['space'])
     out += table('name', 'NFKC has a \'.\' and other characters',
                  c['name'])

@@ -154,6 +154,9 @@ static const bad_t  bad[] = {
     { "/..%EF%BC%852f", 0, "percent-like character" },
     { "/a%D9%AA2f", 0, "percent-like character" },
 
+    /* and NFKC: U+FE6A SMALL PERCENT SIGN */
+    { "/..%EF%B9%AA2f..", 0, "percent-like character" },
+
     /* encoded separators and double encoding */
     { "/a%2Fb", 0, "encoded slash" },
     { "/a%2fb", 0, "encoded slash" },
@@ -824,7 +827,7 @@ nfkc_want(const nfkc_case_t *c, uint32_t cp)
         return "slash-like character";
     }
 
-    if (NFKC_HAS(bestfit_percent, cp)) {
+    if (NFKC_HAS(nfkc_percent, cp) || NFKC_HAS(bestfit_percent, cp)) {
         return "percent-like character";
     }
 
