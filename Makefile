@@ -353,16 +353,28 @@ install: all
 	install -d -m 700 $(DESTDIR)/etc/airlock/credentials
 
 # Debian packages (debian/): built by dpkg-buildpackage from a copy of the
-# tracked and new files in BUILD/deb/src; the .debs land in BUILD/deb.
+# files git tracks (committed or added, as they are in the working tree)
+# in BUILD/deb/src; the .debs land in BUILD/deb.  Nothing git does not
+# track reaches a package: the install takes every conf/*.service,
+# docs/*.md and source file of a directory, and an editor's copy, a local
+# unit or a note with a secret in it beside them would be shipped.  Those
+# left out are named; `git add` one to package it.
 DEB_DIR := $(B)/deb
 
 # The packages are built as released, without a sanitizer, whatever this
 # make was given (make asan runs the package test too).
 deb:
 	@$(DEPS) deb
+	@git rev-parse --is-inside-work-tree >/dev/null \
+	    || { echo "make deb: packages are built from the files git" \
+	              "tracks, and git lists none in $(CURDIR) (above)" >&2; \
+	         exit 1; }
 	@rm -rf $(DEB_DIR)
 	@mkdir -p $(DEB_DIR)/src
-	git ls-files -co --exclude-standard -z \
+	@git ls-files -o --exclude-standard \
+	    | grep -v '^$(patsubst $(CURDIR)/%,%,$(B))/' \
+	    | sed 's/^/make deb: not packaged (git does not track it): /' >&2
+	git ls-files -c -z \
 	    | tar -c --null --ignore-failed-read -T - -f - \
 	    | tar -x -C $(DEB_DIR)/src -f -
 	cd $(DEB_DIR)/src && env -u SAN -u BUILD -u MAKEFLAGS -u MFLAGS \

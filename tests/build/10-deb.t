@@ -1,15 +1,16 @@
 #!/usr/bin/perl
 # make deb: the two packages' contents, dependencies and maintainer
-# scripts; lintian finds no error; the packages would install here
-# (dpkg --dry-run); installed into a fresh root of this release, its users,
-# groups and /run/airlock exist and nginx -t passes; unpacked, the module
-# loads into this machine's nginx and airlockctl passes the packaged
-# policy; the packaged policy's file: secrets, the nginx.service drop-in
-# and alertd's unit name the same credentials; in another fresh root, an
-# upgrade keeps the running daemons running, a removal stops them, a log
-# rotation reopens nginx's Airlock logs whatever the policy on disk, the
-# module's upgrade under a running nginx asks for a restart only while
-# nginx -t passes, and a purge leaves nothing of the package behind.
+# scripts, and nothing git does not track in them; lintian finds no
+# error; the packages would install here (dpkg --dry-run); installed into
+# a fresh root of this release, its users, groups and /run/airlock exist
+# and nginx -t passes; unpacked, the module loads into this machine's
+# nginx and airlockctl passes the packaged policy; the packaged policy's
+# file: secrets, the nginx.service drop-in and alertd's unit name the
+# same credentials; in another fresh root, an upgrade keeps the running
+# daemons running, a removal stops them, a log rotation reopens nginx's
+# Airlock logs whatever the policy on disk, the module's upgrade under a
+# running nginx asks for a restart only while nginx -t passes, and a
+# purge leaves nothing of the package behind.
 
 use strict;
 use warnings;
@@ -26,7 +27,7 @@ my $ci = $ENV{CI};
 # the make under test is not a sub-make of the one running the suite
 delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES)};
 
-need_cmd(qw(dpkg-buildpackage dh dpkg-deb));
+need_cmd(qw(dpkg-buildpackage dh dpkg-deb git));
 
 sub run {
     my ($cmd) = @_;
@@ -38,8 +39,36 @@ my $tmp = tempdir(CLEANUP => !$ENV{AIRLOCK_KEEP});
 my $build = "$tmp/build";
 my $deb = "$build/deb";
 
-my ($rc, $out) = run("make -s -C $top DEPS=true BUILD=$build deb");
+# built from a git checkout of this tree's tracked files (as they are in
+# its working tree), in which files git does not track lie in the
+# directories the install takes whole (every conf/*.service, every
+# docs/*.md): a unit written for this machine, a note with a secret in
+# it.  Neither may reach a package.
+my $copy = "$tmp/src";
+mkdir $copy or die "mkdir $copy: $!";
+system("git -C $top ls-files -c -z | (cd $top && tar -c --null "
+       . "--ignore-failed-read -T - -f - 2>/dev/null) | tar -x -C $copy -f - "
+       . "&& git -C $copy init -q && git -C $copy add -A") == 0
+    or die "a git checkout of $top in $copy failed";
+my $secret = "untracked-secret-$$";
+my %untracked = (
+    'conf/airlock-local.service' =>
+        "[Service]\nExecStart=/bin/true\n",
+    'docs/local-notes.md' =>
+        "the webhook secret: $secret\n",
+);
+for my $f (sort keys %untracked) {
+    open(my $uf, '>', "$copy/$f") or die "write $copy/$f: $!";
+    print $uf $untracked{$f};
+    close $uf;
+}
+
+my ($rc, $out) = run("make -s -C $copy DEPS=true BUILD=$build deb");
 is($rc, 0, 'make deb') or diag($out);
+for my $f (sort keys %untracked) {
+    like($out, qr/not packaged.*\Q$f\E/,
+         "make deb says it leaves out $f, which git does not track");
+}
 
 my ($mod) = glob("$deb/libnginx-mod-http-airlock_*.deb");
 my ($pkg) = glob("$deb/airlock_*.deb");
@@ -145,6 +174,10 @@ for my $d (sort keys %doc) {
 }
 ok(!grep(m{^/usr/lib/debug|\.a$|/etc/airlock/credentials}, keys %$c),
    'no debug files, static libraries or credentials directory');
+my @leaked = grep { m{/(airlock-local\.service|local-notes\.md)$} } keys %$c;
+is("@leaked", '', 'nothing git does not track is in the package');
+($rc, $out) = run("grep -rl $secret $deb/src");
+isnt($rc, 0, 'nor in the sources it was built from') or diag($out);
 
 $ctl = "$tmp/ctl-airlock";
 system("dpkg-deb -e $pkg $ctl") == 0 or die "dpkg-deb -e failed";
