@@ -23,9 +23,26 @@ rm -rf "$root/tmp/airlock-debs"
 
 # The overlay's modes are the checkout's, which its umask made: each file
 # is given 0644 (0755 for a program) and each directory 0755, and the
-# directories the root already has (/, /etc, /usr, ...) keep their own
-(cd "$overlay" && tar -c --owner=0 --group=0 --mode=u=rwX,go=rX -f - .) \
-    | tar -x --no-overwrite-dir -C "$root" -f -
+# directories the root already has (/, /etc, /usr, ...) keep their own.
+# From a git checkout only the files git tracks, and their directories,
+# are copied: an editor's copy, a unit or a credential put there to try
+# an image out is no part of the image (each is named).
+# (a checkout of another user's too: this runs as root)
+git_overlay() {
+    git -c safe.directory='*' -C "$overlay" "$@"
+}
+if git_overlay rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git_overlay ls-files -o --exclude-standard . \
+        | sed 's/^/configure-root.sh: not copied, git does not track it: /' >&2
+    files=$(git_overlay ls-files -c .)
+    { printf '%s\n' "$files" | awk -F/ 'NF > 1 { p = $1; print p
+          for (i = 2; i < NF; i++) { p = p "/" $i; print p } }' | sort -u
+      printf '%s\n' "$files"; } \
+        | (cd "$overlay" && tar -c --no-recursion --ignore-failed-read \
+               --owner=0 --group=0 --mode=u=rwX,go=rX -T - -f -)
+else
+    (cd "$overlay" && tar -c --owner=0 --group=0 --mode=u=rwX,go=rX -f - .)
+fi | tar -x --no-overwrite-dir -C "$root" -f -
 install -m 0755 "$conf/nftables-airlock.conf" "$root/etc/nftables.conf"
 
 echo airlock > "$root/etc/hostname"
