@@ -7,7 +7,8 @@
 # writable, no capability (root's own files in root's own directories need
 # none), no network, no new privileges, a private /tmp and /dev, and never
 # the secrets it has no use for.  Whether each still does its job so
-# confined is for the booted image (make image-test).
+# confined is for the booted image (make image-test).  Every unit that
+# hides the appliance key hides the other name keygen may leave it under.
 
 use strict;
 use warnings;
@@ -92,6 +93,21 @@ for my $u (sort keys %units) {
     # a command with full privileges ("+", "!") escapes all of the above
     my @full = grep { /^[-@:]*[+!]/ } @{$d->{ExecStart} || []};
     is("@full", '', "$u: its commands run confined");
+}
+
+# A keygen cut short after it linked the key into place and before it
+# removed its .tmp leaves that .tmp: the same file, the private key, under
+# another name.  A unit that hides the key (the worker, which runs as
+# root with CAP_DAC_OVERRIDE) hides that name too.
+for my $file (sort(glob("$top/conf/*.service"), glob("$img/*.service"))) {
+    (my $u = $file) =~ s{.*/}{};
+    my %gone = map { s/^-//r => 1 }
+               map { split ' ' } @{directives($file)->{InaccessiblePaths}
+                                   || []};
+    next unless $gone{'/etc/airlock/airlock.key'};
+    ok($gone{'/etc/airlock/airlock.key.tmp'},
+       "$u hides the key's other name a cut short keygen leaves, "
+       . '/etc/airlock/airlock.key.tmp');
 }
 
 done_testing();
