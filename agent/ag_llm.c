@@ -16,6 +16,13 @@
 
 
 typedef struct {
+    char             *data;
+    size_t            len;
+    size_t            cap;
+} ag_buf_t;
+
+
+typedef struct {
     ag_run_t         *run;
     ag_llm_result_t  *res;
     CURL             *curl;
@@ -24,6 +31,9 @@ typedef struct {
     size_t            line_cap;
     char             *raw;                  /* a non-200 answer */
     size_t            raw_len;
+    size_t            content_cap;          /* res->content's */
+    ag_buf_t          args[AG_CALLS_MAX];   /* each call's arguments so
+                                               far */
     unsigned          failed:1;
     unsigned          done:1;               /* "data: [DONE]" came */
 } ag_llm_ctx_t;
@@ -32,6 +42,9 @@ typedef struct {
 static size_t ag_llm_write(char *p, size_t size, size_t n, void *data);
 static void ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len);
 static void ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta);
+static int ag_append(char **buf, size_t *len, size_t *cap, const char *p,
+    size_t n);
+static int ag_llm_args(ag_llm_ctx_t *ctx);
 static size_t ag_http_write(char *p, size_t size, size_t n, void *data);
 static void ag_http_denial(CURL *curl, char *out, size_t size);
 static long ag_remaining(ag_run_t *run);
@@ -59,6 +72,7 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
 {
     int                 rc;
     char                url[512], *body;
+    size_t              i;
     CURL               *curl;
     CURLcode            cc;
     ag_llm_ctx_t        ctx;
@@ -112,6 +126,11 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
         ag_llm_line(&ctx, ctx.line, ctx.line_len);
     }
 
+    if (ag_llm_args(&ctx) != 0 && !ctx.failed) {
+        snprintf(res->error, sizeof(res->error), "out of memory");
+        ctx.failed = 1;
+    }
+
     if (res->status != 200 && res->status != 0) {
         snprintf(res->error, sizeof(res->error), "the gateway answered "
                  "%ld: %.*s", res->status, (int) ctx.raw_len,
@@ -148,6 +167,10 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
     free(body);
     free(ctx.line);
     free(ctx.raw);
+
+    for (i = 0; i < AG_CALLS_MAX; i++) {
+        free(ctx.args[i].data);
+    }
 
     return rc;
 }
@@ -311,9 +334,9 @@ ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len)
 static void
 ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta)
 {
-    char              *nb;
     size_t             i, len;
     json_t            *calls, *tc, *fn, *slot, *v, *idx;
+    ag_buf_t          *buf;
     const char        *s;
     ag_llm_result_t   *res;
 
@@ -331,16 +354,13 @@ ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta)
             return;
         }
 
-        nb = realloc(res->content, res->content_len + len + 1);
-        if (nb == NULL) {
+        if (ag_append(&res->content, &res->content_len, &ctx->content_cap,
+                      s, len)
+            != 0)
+        {
             ctx->failed = 1;
             return;
         }
-
-        memcpy(nb + res->content_len, s, len);
-        res->content = nb;
-        res->content_len += len;
-        nb[res->content_len] = '\0';
 
         ag_event(ctx->run, "delta", json_pack("{s:s%}", "text", s, len));
     }
@@ -389,28 +409,86 @@ ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta)
 
         v = json_object_get(fn, "arguments");
         if (json_is_string(v) && json_string_length(v)) {
-            s = json_string_value(json_object_get(slot, "arguments"));
-            len = strlen(s);
+            buf = &ctx->args[json_integer_value(idx)];
 
-            if (len + json_string_length(v) > AG_ARGS_MAX) {
+            if (buf->len + json_string_length(v) > AG_ARGS_MAX) {
                 snprintf(res->error, sizeof(res->error), "a tool call's "
                          "arguments are over %d bytes", AG_ARGS_MAX);
                 ctx->failed = 1;
                 return;
             }
 
-            nb = malloc(len + json_string_length(v) + 1);
-            if (nb == NULL) {
+            if (ag_append(&buf->data, &buf->len, &buf->cap,
+                          json_string_value(v), json_string_length(v))
+                != 0)
+            {
                 ctx->failed = 1;
                 return;
             }
-            memcpy(nb, s, len);
-            memcpy(nb + len, json_string_value(v), json_string_length(v));
-            nb[len + json_string_length(v)] = '\0';
-            json_object_set_new(slot, "arguments", json_string(nb));
-            free(nb);
         }
     }
+}
+
+
+/*
+ * n bytes appended to *buf, NUL-terminated, its room doubled when it
+ * runs out: a piece at a time, the whole costs time linear in its size
+ * (the callers bound the size).  Each piece used to cost a copy of all
+ * before it, so an answer sent a byte per event took time quadratic in
+ * its length.
+ */
+
+static int
+ag_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+{
+    char    *nb;
+    size_t   want;
+
+    if (*len + n + 1 > *cap) {
+        want = *cap * 2 > *len + n + 1 ? *cap * 2 : *len + n + 1;
+        if (want < 256) {
+            want = 256;
+        }
+
+        nb = realloc(*buf, want);
+        if (nb == NULL) {
+            return -1;
+        }
+
+        *buf = nb;
+        *cap = want;
+    }
+
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+
+    return 0;
+}
+
+
+/* each call's arguments, joined, into its slot of res->tool_calls */
+
+static int
+ag_llm_args(ag_llm_ctx_t *ctx)
+{
+    size_t     i;
+    json_t    *slot, *v;
+    ag_buf_t  *buf;
+
+    json_array_foreach(ctx->res->tool_calls, i, slot) {
+        buf = &ctx->args[i];
+        if (buf->len == 0) {
+            continue;
+        }
+
+        v = json_stringn(buf->data, buf->len);
+        if (v == NULL || json_object_set_new(slot, "arguments", v) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
 }
 
 
