@@ -15,7 +15,8 @@
  * job is even added, then GET result:<job> (a result stored before the
  * subscription took effect), then wait for the message.  A connection
  * Redis closes (a restart) is opened again, and those two steps taken
- * again, until the run's time is up.
+ * again, until the run's time is up.  A job the run stops waiting for is
+ * deleted from the stream, so no worker runs it afterwards.
  */
 
 #include <signal.h>
@@ -38,6 +39,8 @@ static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
 static json_t *ag_job_result(const char *s, size_t len, char *err,
     size_t size);
+static int ag_job_withdraw(ag_run_t *run, const char *entry,
+    const char *job_id);
 static void ag_session_keeper(ag_conf_t *conf, const char *id,
     const char *owner, pid_t run);
 
@@ -395,10 +398,10 @@ ag_redis_revive(ag_run_t *run, char *err, size_t size)
 
 json_t *
 ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
-    long wait_ms, char *err, size_t size)
+    long wait_ms, int *withdrawn, char *err, size_t size)
 {
     int             looked;
-    char           *text;
+    char           *text, entry[64];
     json_t         *res;
     int64_t         deadline, left;
     redisReply     *r;
@@ -406,6 +409,8 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     struct timeval  tv;
 
     deadline = ag_now_ms() + (wait_ms < 1 ? 1 : wait_ms);
+    *withdrawn = 0;
+    entry[0] = '\0';
 
     if (ag_redis_revive(run, err, size) != 0
         || ag_jobs_init(run->redis, err, size) != 0)
@@ -436,6 +441,9 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
         snprintf(err, size, "redis XADD: %s",
                  r != NULL && r->str != NULL ? r->str : run->redis->errstr);
         goto done;
+    }
+    if (r->len < sizeof(entry)) {
+        memcpy(entry, r->str, r->len + 1);
     }
     freeReplyObject(r);
     r = NULL;
@@ -532,7 +540,78 @@ done:
     free(text);
     redisFree(sub);
 
+    if (res == NULL && entry[0] != '\0') {
+        *withdrawn = (ag_job_withdraw(run, entry, job_id) == 1);
+    }
+
     return res;
+}
+
+
+/*
+ * A job the run stopped waiting for leaves the stream: a worker that
+ * starts later would run it for no one (its inputs fetched through the
+ * worker's routes, its result read by no one), and entries left by
+ * every such run would pile up while no worker runs.  One script, so no
+ * worker takes the entry between the look and the deletion.  1: no
+ * worker had taken it, it never runs; 2: a worker had (it may be
+ * running: it finishes, and is not run again, docs/jobs.md); 0: it was
+ * gone (done); -1: Redis failed, and it is left, logged.
+ */
+
+static int
+ag_job_withdraw(ag_run_t *run, const char *entry, const char *job_id)
+{
+    int          rc;
+    char         err[256];
+    redisReply  *r;
+
+    r = NULL;
+
+    if (ag_redis_revive(run, err, sizeof(err)) == 0) {
+        r = redisCommand(run->redis, "EVAL %s 1 " AG_STREAM " " AG_GROUP
+                         " %s",
+                         "local p = redis.pcall('xpending', KEYS[1], "
+                         "ARGV[1], ARGV[2], ARGV[2], 1) "
+                         "if redis.call('xdel', KEYS[1], ARGV[2]) == 0 "
+                         "then return 0 end "
+                         "if p.err ~= nil or #p == 0 then return 1 end "
+                         "return 2",
+                         entry);
+
+        if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
+            snprintf(err, sizeof(err), "%s",
+                     r != NULL && r->str != NULL ? r->str
+                                                 : run->redis->errstr);
+        }
+    }
+
+    rc = (r != NULL && r->type == REDIS_REPLY_INTEGER) ? (int) r->integer
+                                                       : -1;
+    freeReplyObject(r);
+
+    if (rc == 1) {
+        /*
+         * Not pending, yet done: a worker that acknowledges without
+         * deleting (one older than the XDEL, docs/jobs.md) stored its
+         * result first.  Deleted, it can be taken no more, so no result
+         * comes after this look.
+         */
+        r = redisCommand(run->redis, "EXISTS result:%s", job_id);
+        if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer != 0)
+        {
+            rc = 0;
+        }
+        freeReplyObject(r);
+    }
+
+    if (rc == -1) {
+        fprintf(stderr, "airlock-agent: session %s: job %s given up on, "
+                "but its stream entry %s was not removed (%s): a worker "
+                "may still run it\n", run->session, job_id, entry, err);
+    }
+
+    return rc;
 }
 
 

@@ -807,7 +807,7 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
 static int
 ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 {
-    int                denied;
+    int                denied, withdrawn;
     char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text;
     size_t             i, bytes;
     long               wait;
@@ -920,9 +920,11 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
                                          "inputs", names));
 
     err[0] = '\0';
+    withdrawn = 0;
 
     if (env != NULL) {
-        res = ag_job_run(run, job_id, env, wait, err, sizeof(err));
+        res = ag_job_run(run, job_id, env, wait, &withdrawn, err,
+                         sizeof(err));
         json_decref(env);
 
     } else {
@@ -933,9 +935,10 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     if (res == NULL) {
         if (strcmp(err, "timeout") == 0 || ag_now_ms() >= run->deadline_ms)
         {
-            ag_event(run, "job", json_pack("{s:s, s:s, s:s}", "id", id,
-                                           "job_id", job_id, "status",
-                                           "no result"));
+            ag_event(run, "job", json_pack("{s:s, s:s, s:s, s:b}", "id",
+                                           id, "job_id", job_id, "status",
+                                           "no result", "withdrawn",
+                                           withdrawn));
             ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "no result before "
                             "the run's time ran out", 0);
             return ag_wall_stop(run);
