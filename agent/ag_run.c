@@ -70,6 +70,7 @@ static int ag_wall_stop(ag_run_t *run);
 static size_t ag_history_trim(json_t *messages, long max);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_id_taken(json_t *calls, size_t i);
+static void ag_tool_name_cut(json_t *call);
 
 
 int
@@ -234,6 +235,8 @@ ag_run_ask(ag_run_t *run, const char *prompt)
                     k += n;
                 } while (ag_id_taken(calls, i));
             }
+
+            ag_tool_name_cut(call);
 
             json_array_append_new(json_object_get(msg, "tool_calls"),
                 json_pack("{s:O, s:s, s:{s:O, s:O}}",
@@ -541,6 +544,43 @@ ag_id_taken(json_t *calls, size_t i)
 }
 
 
+/*
+ * A name over AG_TOOL_NAME_MAX bytes names no tool (al_tool_name_ok()):
+ * the call keeps its first AG_TOOL_NAME_MAX bytes and "..." as its name
+ * for the events, the session and the history sent back, and
+ * "name_bytes", its length, which makes it an unknown tool.  The model
+ * chooses the name: whole, it went into each of them, as large as its
+ * stream could carry.
+ */
+
+static void
+ag_tool_name_cut(json_t *call)
+{
+    char        *text, *name;
+    size_t       len;
+    const char  *s;
+
+    s = json_string_value(json_object_get(call, "name"));
+    len = (s != NULL) ? strlen(s) : 0;
+
+    if (len <= AG_TOOL_NAME_MAX) {
+        return;
+    }
+
+    text = ag_text(s, AG_TOOL_NAME_MAX);
+
+    if (text == NULL || asprintf(&name, "%s...", text) == -1) {
+        name = NULL;
+    }
+
+    json_object_set_new(call, "name_bytes", json_integer(len));
+    json_object_set_new(call, "name", json_string(name != NULL ? name
+                                                               : "..."));
+    free(name);
+    free(text);
+}
+
+
 static int
 ag_tool(ag_run_t *run, json_t *call)
 {
@@ -558,6 +598,7 @@ ag_tool(ag_run_t *run, json_t *call)
                       "a tool call without a tool name");
         return 0;
     }
+
 
     args = json_loads(text[0] != '\0' ? text : "{}", JSON_REJECT_DUPLICATES,
                       &jerr);
@@ -577,7 +618,9 @@ ag_tool(ag_run_t *run, json_t *call)
         return rc;
     }
 
-    route = al_policy_route(run->conf->policy, name, strlen(name));
+    /* a name cut to its first bytes names no tool, whatever they are */
+    route = json_is_integer(json_object_get(call, "name_bytes"))
+            ? NULL : al_policy_route(run->conf->policy, name, strlen(name));
 
     if (route == NULL) {
         ag_tool_error(run, id, name, "unknown_tool",

@@ -35,6 +35,7 @@
 #define AG_CONTENT_MAX       (1024 * 1024)  /* model text per step */
 #define AG_ARGS_MAX          (256 * 1024)   /* one tool call's arguments */
 #define AG_CALLS_MAX         16             /* tool calls per step */
+#define AG_TOOL_NAME_MAX     64             /* a tool's name, at most */
 #define AG_SCRIPT_MAX        (64 * 1024)
 #define AG_ERRBODY_MAX       4096
 
