@@ -91,6 +91,7 @@ static const struct option  ag_options[] = {
     { "history-bytes",   required_argument, NULL, 8 },
     { "max-connections", required_argument, NULL, 9 },
     { "send-timeout",    required_argument, NULL, 10 },
+    { "max-queued-jobs", required_argument, NULL, 11 },
     { "help",            no_argument,       NULL, 'h' },
     { "version",         no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -299,6 +300,8 @@ ag_usage(FILE *f)
 "  --max-wall MS        wall time (120000)\n"
 "  --max-denials N      proxy denials (3)\n"
 "  --job-wall MS        a sandbox job's wall time (10000)\n"
+"  --max-queued-jobs N  jobs in the stream (all agents'), at most, for a\n"
+"                       run_python to add one (1024)\n"
 "  --session-ttl S      how long an idle session is kept (86400)\n"
 "  --history-bytes N    earlier questions' messages kept, as JSON; the\n"
 "                       oldest questions go first, whole (262144)\n"
@@ -351,6 +354,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->history_bytes = 256 * 1024;
     conf->max_connections = 64;
     conf->send_timeout_ms = 30000;
+    conf->max_queued_jobs = 1024;
 
     for ( ;; ) {
         idx = 0;
@@ -389,6 +393,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             break;
         case 9: slot = &conf->max_connections; max = 100000; break;
         case 10: slot = &conf->send_timeout_ms; max = 3600000; break;
+        case 11: slot = &conf->max_queued_jobs; max = 1000000; break;
         case 'h': ag_usage(stdout); exit(0);
         case 'V': printf("airlock-agent %s\n", AL_VERSION); exit(0);
         default: ag_usage(stderr); return -1;

@@ -435,8 +435,27 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
         goto done;
     }
 
-    r = redisCommand(run->redis, "XADD " AG_STREAM " * job %b", text,
-                     strlen(text));
+    /*
+     * Added only while the stream holds fewer than --max-queued-jobs
+     * entries (jobs awaited, or taken and not done), the look and the
+     * XADD one script: with no worker taking them, or far too few, runs
+     * would add jobs without end.
+     */
+
+    r = redisCommand(run->redis, "EVAL %s 1 " AG_STREAM " %b %ld",
+                     "if redis.call('xlen', KEYS[1]) >= tonumber(ARGV[2]) "
+                     "then return false end "
+                     "return redis.call('xadd', KEYS[1], '*', 'job', "
+                     "ARGV[1])",
+                     text, strlen(text), run->conf->max_queued_jobs);
+
+    if (r != NULL && r->type == REDIS_REPLY_NIL) {
+        snprintf(err, size, "the job stream holds %ld jobs or more, the "
+                 "most --max-queued-jobs allows: no worker is taking them "
+                 "(or too few); not added", run->conf->max_queued_jobs);
+        goto done;
+    }
+
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
         snprintf(err, size, "redis XADD: %s",
                  r != NULL && r->str != NULL ? r->str : run->redis->errstr);

@@ -68,6 +68,8 @@ typedef struct {
     long             max_wall_ms;
     long             max_denials;
     long             job_wall_ms;
+    long             max_queued_jobs;       /* entries in the job stream,
+                                               at most, to add one */
     long             session_ttl;           /* seconds */
     long             history_bytes;         /* earlier questions' messages
                                                sent, at most */
