@@ -80,4 +80,24 @@ int al_folds_to(const char *key, size_t klen, const char *name,
     size_t nlen);
 int al_fold_plain(const char *s, size_t len);
 
+
+/* FNV-1a of len bytes, for the library's hash tables */
+
+static inline uint32_t
+al_fnv1a(const void *s, size_t len)
+{
+    size_t                i;
+    uint32_t              h;
+    const unsigned char  *p;
+
+    p = s;
+    h = 2166136261u;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 16777619u;
+    }
+
+    return h;
+}
+
 #endif /* AL_INTERNAL_H */

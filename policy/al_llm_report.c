@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "al_internal.h"
 #include "al_llm_internal.h"
 #include "al_llm_report.h"
 
@@ -88,7 +89,6 @@ static int al_llm_report_cost(const json_t *v, const char *line,
 static al_llm_report_group_t *al_llm_report_group(al_llm_report_t *rep,
     const char *key, size_t len);
 static int al_llm_report_grow(al_llm_report_t *rep);
-static uint32_t al_llm_report_hash(const char *s, size_t len);
 static void al_llm_report_add(al_llm_report_group_t *g, unsigned status,
     const uint64_t *tok, int priced, uint64_t cost);
 static int al_llm_report_cmp(const void *a, const void *b);
@@ -697,7 +697,7 @@ al_llm_report_group(al_llm_report_t *rep, const char *key, size_t len)
     }
 
     if (rep->index != NULL) {
-        for (k = al_llm_report_hash(key, len) & rep->mask;
+        for (k = al_fnv1a(key, len) & rep->mask;
              (pos = rep->index[k]) != 0;
              k = (k + 1) & rep->mask)
         {
@@ -735,7 +735,7 @@ al_llm_report_group(al_llm_report_t *rep, const char *key, size_t len)
 
     rep->ngroups++;
 
-    for (k = al_llm_report_hash(key, len) & rep->mask; rep->index[k] != 0;
+    for (k = al_fnv1a(key, len) & rep->mask; rep->index[k] != 0;
          k = (k + 1) & rep->mask)
     {
         /* void */
@@ -775,7 +775,7 @@ al_llm_report_grow(al_llm_report_t *rep)
     }
 
     for (i = 0; i < rep->ngroups; i++) {
-        for (k = al_llm_report_hash(rep->groups[i].key,
+        for (k = al_fnv1a(rep->groups[i].key,
                                     rep->groups[i].key_len) & (slots - 1);
              index[k] != 0;
              k = (k + 1) & (slots - 1))
@@ -790,25 +790,6 @@ al_llm_report_grow(al_llm_report_t *rep)
     rep->mask = slots - 1;
 
     return 0;
-}
-
-
-/* FNV-1a */
-
-static uint32_t
-al_llm_report_hash(const char *s, size_t len)
-{
-    size_t    i;
-    uint32_t  h;
-
-    h = 2166136261u;
-
-    for (i = 0; i < len; i++) {
-        h ^= (unsigned char) s[i];
-        h *= 16777619u;
-    }
-
-    return h;
 }
 
 

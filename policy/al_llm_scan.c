@@ -139,7 +139,6 @@ static uint32_t al_llm_scan_hexv(const unsigned char *s);
 static int al_llm_scan_number(al_llm_sc_t *sc, al_llm_jfield_t *f);
 static int al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first,
     al_llm_sstr_t *s);
-static uint32_t al_llm_scan_hash(const unsigned char *p, size_t len);
 static int al_llm_scan_key_eq(const unsigned char *p, const al_llm_key_t *a,
     const al_llm_sstr_t *b);
 static size_t al_llm_scan_unescape(const unsigned char *s, size_t len,
@@ -1936,12 +1935,12 @@ al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, al_llm_sstr_t *s)
         }
 
         if (!k->hashed) {
-            k->hash = al_llm_scan_hash(sc->p + k->at, k->len);
+            k->hash = al_fnv1a(sc->p + k->at, k->len);
             k->hashed = 1;
         }
 
         if (!s->hashed) {
-            s->hash = al_llm_scan_hash(sc->p + s->at, s->len);
+            s->hash = al_fnv1a(sc->p + s->at, s->len);
             s->hashed = 1;
         }
 
@@ -1971,22 +1970,6 @@ al_llm_scan_key_dup(al_llm_sc_t *sc, size_t first, al_llm_sstr_t *s)
 
 
 /* FNV-1a of bytes: the hash al_llm_scan_string_any() makes as it goes */
-
-static uint32_t
-al_llm_scan_hash(const unsigned char *p, size_t len)
-{
-    size_t    i;
-    uint32_t  h;
-
-    h = 2166136261u;
-
-    for (i = 0; i < len; i++) {
-        h = (h ^ p[i]) * 16777619u;
-    }
-
-    return h;
-}
-
 
 /* 1 when equal unescaped, 0 when not, -1 out of memory */
 

@@ -595,13 +595,9 @@ al_policy_route(const al_policy_t *p, const char *name, size_t len)
 static uint32_t
 al_cc_hash(const char *s, size_t len)
 {
-    size_t    i;
     uint32_t  h;
 
-    h = 2166136261u;
-    for (i = 0; i < len; i++) {
-        h = (h ^ (unsigned char) s[i]) * 16777619u;
-    }
+    h = al_fnv1a(s, len);
 
     return h ^ (h >> 15);
 }

@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "airlock.h"
+#include "al_internal.h"
 
 
 #define AL_SCRUB_SPAN   6               /* bytes of a JSON \u escape */
@@ -59,7 +60,6 @@ static void al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
     const al_inject_t *inj);
 static void al_scrub_value(al_scrub_ctx_t *sc, const al_inject_t *inj);
 static void al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec);
-static uint32_t al_scrub_hash(const char *s, size_t len);
 static int al_scrub_longer(const void *a, const void *b);
 static void al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm);
 static const al_secret_t *al_scrub_secret(const al_policy_t *p,
@@ -485,7 +485,7 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
     }
 
     if (sc->slot != NULL) {
-        for (k = al_scrub_hash(s, len) & sc->mask; sc->slot[k] != 0;
+        for (k = al_fnv1a(s, len) & sc->mask; sc->slot[k] != 0;
              k = (k + 1) & sc->mask)
         {
             i = sc->slot[k] - 1;
@@ -521,24 +521,6 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
     sc->next += len + 1;
 
     return d;
-}
-
-
-/* FNV-1a */
-
-static uint32_t
-al_scrub_hash(const char *s, size_t len)
-{
-    size_t    i;
-    uint32_t  h;
-
-    h = 2166136261u;
-
-    for (i = 0; i < len; i++) {
-        h = (h ^ (unsigned char) s[i]) * 16777619u;
-    }
-
-    return h;
 }
 
 
