@@ -75,6 +75,7 @@ static int ad_journal_check(ad_journal_t *j, ad_line_pt handler,
 static int ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp,
     uint64_t skip, char *path, size_t size);
 static int ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp);
+static void ad_journal_watch(ad_journal_t *j);
 
 
 static void
@@ -161,7 +162,10 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     j->ifd = -1;
     j->dwd = -1;
     j->check = 0;
+    j->watch = (watch != 0);
     j->open_errno = 0;
+    j->watch_errno = 0;
+    memset(&j->pending, 0, sizeof(ad_fpos_t));
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
     j->old_until = 0;
@@ -203,29 +207,28 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         return -1;
     }
 
-    if (watch) {
-        j->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (j->ifd == -1) {
-            (void) snprintf(err, errsize, "inotify: %s", strerror(errno));
-            return -1;
-        }
+    /*
+     * What can go away by itself is not a reason to stop: the outbox is
+     * still delivered, and the journal is polled and tried again.  Only
+     * --once, which reads the journal now or not at all, stops on it.
+     */
 
-        j->dwd = inotify_add_watch(j->ifd, j->dir, AD_DIR_EVENTS);
-        if (j->dwd == -1) {
-            (void) snprintf(err, errsize, "cannot watch the journal "
-                            "directory %s: %s%s", j->dir, strerror(errno),
-                            errno == ENOSPC ? " (raise sysctl "
-                            "fs.inotify.max_user_watches)" : "");
-            ad_journal_close(j);
-            return -1;
-        }
+    if (watch) {
+        ad_journal_watch(j);
     }
 
     if (ad_jfile_open(j, &j->cur, j->path) != 0 && errno != ENOENT) {
-        (void) snprintf(err, errsize, "cannot read the journal %s: %s",
-                        j->path, strerror(errno));
-        ad_journal_close(j);
-        return -1;
+        if (!watch) {
+            (void) snprintf(err, errsize, "cannot read the journal %s: %s",
+                            j->path, strerror(errno));
+            ad_journal_close(j);
+            return -1;
+        }
+
+        j->open_errno = errno;
+        ad_log(AD_LOG_ERR, "cannot open the journal %s: %s; trying again "
+               "every %lld ms (--poll-interval)", j->path,
+               strerror(errno), (long long) j->poll_ms);
     }
 
     if (saved->old.valid && saved->old.ino != 0) {
@@ -269,6 +272,16 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         (void) ad_jfile_open(j, &j->cur, j->path);
     }
 
+    if (j->cur.fd == -1 && j->open_errno != 0) {
+        /* it may be the file we read: go on where we were once it opens */
+        j->pending = saved->cur;
+        ad_log(AD_LOG_INFO, "journal %s: reading goes on from offset %lld "
+               "once it can be opened, if it is the file alertd was "
+               "reading (inode %llu)", j->path, (long long) saved->cur.off,
+               (unsigned long long) saved->cur.ino);
+        return 0;
+    }
+
     if (j->cur.fd != -1 && j->cur.ino == saved->cur.ino) {
         ad_log(AD_LOG_WARN, "journal %s was truncated or rewritten while "
                "alertd was stopped (its bytes before offset %lld are not "
@@ -286,6 +299,62 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
            (long long) saved->cur.off);
 
     return 0;
+}
+
+
+/*
+ * inotify, and the watch on the journal's directory, may be refused for
+ * a while (fs.inotify.max_user_instances or max_user_watches reached by
+ * other processes of the user): the journal is then polled every
+ * --poll-interval, and the watch tried again at each poll.  Said once
+ * per cause, and when it works again.
+ */
+
+static void
+ad_journal_watch(ad_journal_t *j)
+{
+    int          err;
+    const char  *what, *hint;
+
+    if (j->ifd == -1) {
+        j->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    }
+
+    if (j->ifd != -1 && j->dwd == -1) {
+        j->dwd = inotify_add_watch(j->ifd, j->dir, AD_DIR_EVENTS);
+    }
+
+    if (j->ifd == -1 || j->dwd == -1) {
+        err = errno;
+
+        if (err != j->watch_errno) {
+            j->watch_errno = err;
+            what = (j->ifd == -1) ? "cannot use inotify"
+                                  : "cannot watch the journal directory";
+            hint = (err == EMFILE && j->ifd == -1)
+                   ? " (sysctl fs.inotify.max_user_instances)"
+                   : (err == ENOSPC) ? " (sysctl fs.inotify.max_user_watches)"
+                   : "";
+
+            ad_log(AD_LOG_ERR, "%s %s: %s%s; polling the journal every "
+                   "%lld ms instead (--poll-interval) and trying again",
+                   what, j->dir, strerror(err), hint,
+                   (long long) j->poll_ms);
+        }
+
+        return;
+    }
+
+    if (j->watch_errno != 0) {
+        j->watch_errno = 0;
+        ad_log(AD_LOG_INFO, "watching the journal directory %s again",
+               j->dir);
+    }
+
+    if (j->cur.fd != -1 && j->cur.wd == -1) {
+        /* as in ad_jfile_open(): the poll notices a name moved on */
+        j->cur.wd = inotify_add_watch(j->ifd, j->path, AD_FILE_EVENTS);
+    }
 }
 
 
@@ -568,7 +637,7 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
         }
 
         if (j->old.fd != -1
-            && (j->ifd == -1 || ad_mono_ms() >= j->old_until))
+            && (!j->watch || ad_mono_ms() >= j->old_until))
         {
             if (fstat(j->old.fd, &st) == 0 && st.st_size > j->old.off) {
                 ad_log(AD_LOG_WARN, "the rotated journal (inode %llu) "
@@ -577,7 +646,7 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
                        (long long) (st.st_size - j->old.off));
             }
 
-            if (j->ifd != -1) {
+            if (j->watch) {
                 ad_log(AD_LOG_INFO, "stopped reading the rotated journal "
                        "(inode %llu) at offset %lld: its grace of %lld ms "
                        "is over", (unsigned long long) j->old.ino,
@@ -601,6 +670,12 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
 {
     ad_jfile_t   f;
     struct stat  st;
+
+    if (j->watch && (j->ifd == -1 || j->dwd == -1
+                     || (j->cur.fd != -1 && j->cur.wd == -1)))
+    {
+        ad_journal_watch(j);
+    }
 
     if (stat(j->path, &st) != 0) {
         /* gone: keep reading what we have until a new file appears */
@@ -659,6 +734,24 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
 
         j->old = j->cur;
         j->old_until = ad_mono_ms() + j->grace_ms;
+
+    } else if (j->pending.valid) {
+        if (ad_jfile_resume(j, &f, &j->pending) == 0) {
+            ad_log(AD_LOG_INFO, "reading journal %s (inode %llu) from "
+                   "offset %lld, where alertd was", j->path,
+                   (unsigned long long) f.ino, (long long) f.off);
+
+        } else {
+            ad_log(AD_LOG_WARN, "journal %s (inode %llu) is not the file "
+                   "alertd was reading (inode %llu, its bytes before "
+                   "offset %lld): reading it from the start; lines written "
+                   "to that file after the offset were not read", j->path,
+                   (unsigned long long) f.ino,
+                   (unsigned long long) j->pending.ino,
+                   (long long) j->pending.off);
+        }
+
+        memset(&j->pending, 0, sizeof(ad_fpos_t));
 
     } else {
         ad_log(AD_LOG_INFO, "reading journal %s (inode %llu)", j->path,
@@ -904,6 +997,11 @@ void
 ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
 {
     ad_jfile_fpos(&j->cur, &pos->cur);
+
+    if (j->cur.fd == -1 && j->pending.valid) {
+        pos->cur = j->pending;
+    }
+
     ad_jfile_fpos(&j->old, &pos->old);
 }
 

@@ -297,10 +297,17 @@ typedef struct {
                                                while longer */
     int64_t          old_until;             /* monotonic ms */
     int              open_errno;            /* last open() failure */
+    int              watch_errno;           /* last inotify failure */
+    ad_fpos_t        pending;               /* where to go on in a
+                                               journal that could not be
+                                               opened at start */
     int64_t          poll_ms;               /* --poll-interval */
     int64_t          grace_ms;              /* --rotate-grace */
     unsigned         check:1;               /* the name may point to a
                                                new file */
+    unsigned         watch:1;               /* following it (not --once);
+                                               ifd is -1 while inotify
+                                               fails: polled instead */
     char             buf[AD_PRINT_MAX + AD_READ_MAX];   /* the tail,
                                                then what follows it */
 } ad_journal_t;
