@@ -86,6 +86,12 @@ ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
             (void) snprintf(why, whysize, "\"id\" is longer than %d bytes",
                             AD_ID_MAX);
             rc = AD_LINE_BAD;
+
+        } else if (strchr(a->id, AD_FID_SEP) != NULL) {
+            /* the ids alertd makes have it: none may be taken */
+            (void) snprintf(why, whysize, "\"id\" may hold letters, "
+                            "digits, '_', '-' and '.' only");
+            rc = AD_LINE_BAD;
         }
 
     } else if (strcmp(type, "deny") == 0) {
@@ -367,7 +373,10 @@ ad_json_uint(const json_t *o, const char *name, int64_t *v, char *why,
 }
 
 
-/* ids become file names: [A-Za-z0-9][A-Za-z0-9_.-]* */
+/*
+ * ids become file names: [A-Za-z0-9][A-Za-z0-9_.~-]*; '~' only in the
+ * ids alertd makes (AD_FID_SEP), see ad_alert_parse_line()
+ */
 
 static int
 ad_id_valid(const char *id)
@@ -384,7 +393,8 @@ ad_id_valid(const char *id)
             continue;
         }
 
-        if (i > 0 && (c == '_' || c == '-' || c == '.')) {
+        if (i > 0 && (c == '_' || c == '-' || c == '.' || c == AD_FID_SEP))
+        {
             continue;
         }
 

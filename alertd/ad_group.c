@@ -5,7 +5,8 @@
  * The first alert of a group is sent at once and opens a window of one
  * repeat interval.  Alerts of the same group inside the window are only
  * counted.  When the window ends with a count, ONE folded alert is sent
- * (id "<first id>-<n>", count = alerts folded) and the next window
+ * (id "<first id>~<n>", count = alerts folded; a journal id has no '~',
+ * so none is ever the id of another alert) and the next window
  * opens; a window that ends empty closes the group, so the next repeat
  * is sent at once again.  A storm thus gives one alert at its start and
  * one per interval while it lasts.
@@ -280,8 +281,8 @@ ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit, void *data,
     }
 
     f = g->last;
-    (void) snprintf(f.id, sizeof(f.id), "%.*s-%u", AD_ID_MAX, g->first_id,
-                    g->seq + 1);
+    (void) snprintf(f.id, sizeof(f.id), "%.*s%c%u", AD_ID_MAX, g->first_id,
+                    AD_FID_SEP, g->seq + 1);
     f.count = g->count;
     f.window = (gs->interval_ms + 999) / 1000;
     f.folded = 1;

@@ -76,6 +76,7 @@ static int ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q,
 static int ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q,
     const ad_alert_t *a);
 static int ad_same_group(const ad_alert_t *a, const ad_alert_t *b);
+static const char *ad_fid_sep(const char *id);
 static int ad_folded_seq(const char *id, unsigned long *seq);
 static ad_entry_t *ad_outbox_folded_in(ad_outbox_t *ob, const char *key,
     const ad_alert_t *a);
@@ -760,7 +761,7 @@ ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
 
 
 /*
- * Folded alerts of one group have ids "<first id>-<n>" (ad_group.c):
+ * Folded alerts of one group have ids "<first id>~<n>" (ad_group.c):
  * the same first id is the same group.
  */
 
@@ -769,8 +770,8 @@ ad_same_group(const ad_alert_t *a, const ad_alert_t *b)
 {
     const char  *x, *y;
 
-    x = strrchr(a->id, '-');
-    y = strrchr(b->id, '-');
+    x = ad_fid_sep(a->id);
+    y = ad_fid_sep(b->id);
 
     return x != NULL && y != NULL && x - a->id == y - b->id
            && memcmp(a->id, b->id, (size_t) (x - a->id)) == 0
@@ -778,7 +779,23 @@ ad_same_group(const ad_alert_t *a, const ad_alert_t *b)
 }
 
 
-/* n of a folded alert's id "<first id>-<n>"; returns 0 or -1 */
+/*
+ * The '~' before n in a folded alert's id; an alertd older than it
+ * wrote '-', which a first id may hold too: the last one is n's.
+ */
+
+static const char *
+ad_fid_sep(const char *id)
+{
+    const char  *p;
+
+    p = strrchr(id, AD_FID_SEP);
+
+    return (p != NULL) ? p : strrchr(id, '-');
+}
+
+
+/* n of a folded alert's id "<first id>~<n>"; returns 0 or -1 */
 
 static int
 ad_folded_seq(const char *id, unsigned long *seq)
@@ -786,7 +803,7 @@ ad_folded_seq(const char *id, unsigned long *seq)
     char        *end;
     const char  *p;
 
-    p = strrchr(id, '-');
+    p = ad_fid_sep(id);
     if (p == NULL || p[1] < '0' || p[1] > '9') {
         return -1;
     }
@@ -857,8 +874,8 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
         return 0;
     }
 
-    (void) snprintf(name, sizeof(name), "%s-dropped-%s-%lld.json", key, key,
-                    (long long) q->since_ms);
+    (void) snprintf(name, sizeof(name), "%s-dropped%c%s-%lld.json", key,
+                    AD_FID_SEP, key, (long long) q->since_ms);
 
     if (fstatat(ob->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         ad_log(AD_LOG_INFO, "the report %s of %lld alert(s) dropped for "
@@ -883,8 +900,8 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
         return -1;
     }
 
-    (void) snprintf(e->alert.id, sizeof(e->alert.id), "dropped-%s-%lld",
-                    key, (long long) q->since_ms);
+    (void) snprintf(e->alert.id, sizeof(e->alert.id), "dropped%c%s-%lld",
+                    AD_FID_SEP, key, (long long) q->since_ms);
     (void) snprintf(e->name, sizeof(e->name), "%s", name);
     (void) snprintf(e->key, sizeof(e->key), "%s", key);
     e->kind = kind;
@@ -918,11 +935,10 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
 
     ad_log(AD_LOG_WARN, "%s %s: %lld alert(s) (%lld critical) were not "
            "queued for it while its outbox was full, from %s (alert %s) "
-           "to %s (alert %s); it has room again, alert dropped-%s-%lld "
-           "tells it so", ad_sink_kind_name(q->kind), q->label,
-           (long long) q->dropped, (long long) q->d.critical,
-           q->d.first_time, q->d.first_id, q->d.last_time, q->d.last_id,
-           key, (long long) q->since_ms);
+           "to %s (alert %s); it has room again, alert %s tells it so",
+           ad_sink_kind_name(q->kind), q->label, (long long) q->dropped,
+           (long long) q->d.critical, q->d.first_time, q->d.first_id,
+           q->d.last_time, q->d.last_id, e->alert.id);
 
 reset:
 

@@ -30,7 +30,11 @@
 #define AD_NAME                "airlock-alertd"
 
 #define AD_ID_MAX              64       /* alert id from the journal */
-#define AD_FID_MAX             (AD_ID_MAX + 12)     /* "<id>-<seq>" */
+#define AD_FID_MAX             (AD_ID_MAX + 12)     /* "<id>~<seq>" */
+#define AD_FID_SEP             '~'      /* in the ids alertd makes (a
+                                           folded alert, a report of
+                                           drops), never in a journal
+                                           id: none can be another's */
 #define AD_FIELD_MAX           128      /* client, reason, route, peer */
 #define AD_SAMPLE_MAX          512      /* longer samples are cut */
 #define AD_TIME_MAX            40       /* RFC 3339 text */

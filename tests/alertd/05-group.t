@@ -62,9 +62,9 @@ $t->alertd('--repeat-interval', '2s', '--poll-interval', '1h');
 my $base = int(time);           # whole seconds: base + 4 is exact
 my @w = map { $t->alert(client => 'agent', reason => 'window',
                         sample => "GET /w$_", time => at($base)) } 1 .. 5;
-my $fid = "$w[0]-1";
+my $fid = "$w[0]~1";
 ok($t->wait_for(sub { $t->delivered($r, $w[0], $fid) }),
-   'the first, then when the window ends one folded alert, id <first>-1: '
+   'the first, then when the window ends one folded alert, id <first>~1: '
    . 'the window\'s end wakes alertd (the poll is an hour away)');
 
 my $f = by_id()->{$fid}{json};
@@ -87,7 +87,7 @@ my $again = $t->alert(client => 'agent', reason => 'window',
 ok($t->wait_for(sub { $t->delivered($r, $again) }),
    'the next repeat after a window that ended empty is sent at once, '
    . 'with its own id');
-ok(!grep({ /^\Q$w[0]\E-[2-9]/ } keys %{by_id()}),
+ok(!grep({ /^\Q$w[0]\E~[2-9]/ } keys %{by_id()}),
    'the empty window sent nothing: no <first>-2');
 
 
@@ -105,22 +105,22 @@ my @storm = map { $t->alert(reason => 'storm', time => at($base + $_ * 60)) }
 $t->alertd(@hour, '-v');
 
 ok($t->wait_for(sub {
-       $t->delivered($r, $storm[0], "$storm[0]-1", "$storm[0]-2")
+       $t->delivered($r, $storm[0], "$storm[0]~1", "$storm[0]~2")
    }), 'storm: the first alert and one folded alert per window');
-is(by_id()->{"$storm[0]-1"}{json}{count}, 2, 'first window: 2 folded');
-is(by_id()->{"$storm[0]-2"}{json}{count}, 2, 'second window: 2 folded');
+is(by_id()->{"$storm[0]~1"}{json}{count}, 2, 'first window: 2 folded');
+is(by_id()->{"$storm[0]~2"}{json}{count}, 2, 'second window: 2 folded');
 
 my @order = map { /journal offset \d+: alert (\S+)$/ ? $1
                   : /\bqueued folded alert (\S+):/ ? $1 : () }
             split /\n/, $t->alertd_log;
 my %at;
 @at{@order} = 0 .. $#order;
-ok(defined $at{"$storm[0]-1"} && $at{$storm[3]} < $at{"$storm[0]-1"}
-   && $at{"$storm[0]-1"} < $at{$storm[4]},
+ok(defined $at{"$storm[0]~1"} && $at{$storm[3]} < $at{"$storm[0]~1"}
+   && $at{"$storm[0]~1"} < $at{$storm[4]},
    'the first window is folded when the alert after it is read, before '
    . 'the next line')
     or diag(join ' ', @order);
-ok(defined $at{"$storm[0]-2"} && $at{$storm[4]} < $at{"$storm[0]-2"},
+ok(defined $at{"$storm[0]~2"} && $at{$storm[4]} < $at{"$storm[0]~2"},
    'the second when its end has passed, after the last line');
 
 
@@ -142,7 +142,7 @@ ok($t->wait_for(sub { my $g = kgroup(); $g && $g->{count} == 3 }),
    'the 3 repeats are saved');
 kill 'KILL', $t->alertd_pid;
 $t->reap($t->alertd_pid);
-ok(!$t->delivered($r, "$k[0]-1"), 'killed inside the window: no fold yet');
+ok(!$t->delivered($r, "$k[0]~1"), 'killed inside the window: no fold yet');
 
 my $open = scalar(@{$t->saved_state->{groups}});
 $t->alertd(@hour);
@@ -160,9 +160,9 @@ $_->{end} = int(time * 1000) for grep { $_->{first_id} eq $k[0] }
                                      @{$s->{groups}};
 $t->write_state($s);
 $t->alertd(@hour);
-ok($t->wait_for(sub { $t->delivered($r, "$k[0]-1") }),
+ok($t->wait_for(sub { $t->delivered($r, "$k[0]~1") }),
    'after SIGKILL and restart the folded alert is sent');
-is(by_id()->{"$k[0]-1"}{json}{count}, 3, 'with the count from before');
+is(by_id()->{"$k[0]~1"}{json}{count}, 3, 'with the count from before');
 
 my @ids = map { $_->{id} } $t->accepted($r);
 is(scalar(@ids), scalar(AlertdTest::uniq(@ids)), 'every id once');

@@ -121,17 +121,17 @@ like($a->{$c1}{annotations}{summary}, qr/^client agent denied /,
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'alertd stopped');
 end_windows();
 $t->alertd(@hour);
-ok($t->wait_for(sub { $t->delivered($r, "$p5-1", "$c1-1") }),
+ok($t->wait_for(sub { $t->delivered($r, "$p5~1", "$c1~1") }),
    'after the interval: the folded repeats of the peer and the client');
-ok($t->wait_for(sub { am_has("$p5-1", "$c1-1") }),
+ok($t->wait_for(sub { am_has("$p5~1", "$c1~1") }),
    'to Alertmanager too');
 $h = hook();
-is($h->{"$p5-1"}{count}, 1, 'the peer\'s repeat folded');
-is($h->{"$p5-1"}{peer}, '10.0.0.5', 'the folded alert names the peer');
-is($h->{"$p5-1"}{sample}, 'GET /c', 'and has the latest sample');
-is($h->{"$c1-1"}{count}, 1, 'the client\'s repeat folded');
-ok(!exists $h->{"$c1-1"}{peer}, 'the folded client alert has no peer');
-is(am()->{"$p5-1"}{labels}{peer}, '10.0.0.5',
+is($h->{"$p5~1"}{count}, 1, 'the peer\'s repeat folded');
+is($h->{"$p5~1"}{peer}, '10.0.0.5', 'the folded alert names the peer');
+is($h->{"$p5~1"}{sample}, 'GET /c', 'and has the latest sample');
+is($h->{"$c1~1"}{count}, 1, 'the client\'s repeat folded');
+ok(!exists $h->{"$c1~1"}{peer}, 'the folded client alert has no peer');
+is(am()->{"$p5~1"}{labels}{peer}, '10.0.0.5',
    'the folded alert\'s labels are its first alert\'s');
 
 ok(marker('mark2'), 'a later alert is delivered');
@@ -173,11 +173,11 @@ my $open = end_windows($k7[0], $k8[0]);
 $t->alertd(@hour);
 my ($started) = ($t->alertd_log =~ /.*\binfo: started (.*)/g)[-1];
 like($started, qr/ $open group\(s\) open/, 'the groups are restored');
-ok($t->wait_for(sub { $t->delivered($r, "$k7[0]-1", "$k8[0]-1") }),
+ok($t->wait_for(sub { $t->delivered($r, "$k7[0]~1", "$k8[0]~1") }),
    'after the restart the folded alerts are sent');
 $h = hook();
-is($h->{"$k7[0]-1"}{peer}, '10.0.0.7', 'naming the peer from before');
-ok(!exists $h->{"$k8[0]-1"}{peer}, 'a group saved without a peer has none');
+is($h->{"$k7[0]~1"}{peer}, '10.0.0.7', 'naming the peer from before');
+ok(!exists $h->{"$k8[0]~1"}{peer}, 'a group saved without a peer has none');
 
 # the outbox keeps the peer; a file written without one is still read
 $t->stop($t->alertd_pid, 'TERM');

@@ -208,7 +208,7 @@ is($r->{dropped}{first_id}, $ids[5], 'it names the first dropped');
 is($r->{dropped}{last_id}, $more[2], 'and the last');
 is($r->{reason}, 'outbox_full', 'reason outbox_full');
 is($r->{client}, undef, 'no client');
-like($r->{id} // '', qr/^dropped-\Q$dead_key\E-\d+$/,
+like($r->{id} // '', qr/^dropped~\Q$dead_key\E-\d+$/,
      'its id names the sink and when dropping began');
 
 # the order: the alert that showed the sink is back, then the report,
@@ -270,9 +270,9 @@ my ($forged, $lf) = $u->alert_line(kind => 'alerts_dropped',
                                    reason => 'outbox_full');
 $u->append($la1 . $lb1 . $la2 . $la3 . $lc1 . $la4 . $lf);
 
-ok($u->log_has(qr/folded alert \Q$a1\E-3 into \Q$a1\E-1, queued for webhook /),
+ok($u->log_has(qr/folded alert \Q$a1\E~3 into \Q$a1\E~1, queued for webhook /),
    'the third folded alert is folded into the queued first one');
-ok($u->alertd_log =~ /folded alert \Q$a1\E-2 into \Q$a1\E-1, queued for webhook /,
+ok($u->alertd_log =~ /folded alert \Q$a1\E~2 into \Q$a1\E~1, queued for webhook /,
    'so is the second');
 ok($u->alertd_log =~ /dropped \(outbox full\): alert \Q$c1\E/,
    'a new group is dropped');
@@ -289,14 +289,14 @@ is(scalar($u->outbox), 6, '3 alerts queued for each of the two sinks');
 $u->write_file($until2, '');
 my $deadline = time + 300 + $AlertdTest::WAIT;
 
-ok($u->wait_for(sub { $u->delivered($hook, $a1, $b1, "$a1-1") },
+ok($u->wait_for(sub { $u->delivered($hook, $a1, $b1, "$a1~1") },
                 $deadline - time),
    'after recovery: A, B and the folded A-1');
 my %h = map { $_->{id} => $_->{json} } $u->accepted($hook);
-is($h{"$a1-1"}{count}, 3, 'A-1 counts the three folded repeats');
-is($h{"$a1-1"}{window}, 3, 'over three windows');
-ok($h{"$a1-1"}{folded}, 'and is a folded alert');
-ok(!grep({ /^\Q$a1\E-[23]$/ } keys %h), 'no A-2 or A-3 of their own');
+is($h{"$a1~1"}{count}, 3, 'A-1 counts the three folded repeats');
+is($h{"$a1~1"}{window}, 3, 'over three windows');
+ok($h{"$a1~1"}{folded}, 'and is a folded alert');
+ok(!grep({ /^\Q$a1\E~[23]$/ } keys %h), 'no A-2 or A-3 of their own');
 my ($rep) = grep { ($_->{kind} // '') eq 'alerts_dropped' } values %h;
 is($rep && $rep->{count}, 1, 'the report counts the one dropped alert');
 is($rep && $rep->{dropped}{first_id}, $c1, 'C');

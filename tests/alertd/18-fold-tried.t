@@ -39,22 +39,22 @@ $t->alert(reason => 'ra');
 
 # the window ends: A-1 is queued, the outbox is full, and A-1 is sent:
 # the receiver reads all of it and closes the connection
-ok($t->wait_for(sub { grep { ($_->{id} // '') eq "$a1-1" } $t->records($r) }),
+ok($t->wait_for(sub { grep { ($_->{id} // '') eq "$a1~1" } $t->records($r) }),
    'A-1 reaches the receiver, which closes without an answer');
-ok($t->log_has(qr/alert \Q$a1\E-1 not delivered/), '... a failure to alertd');
+ok($t->log_has(qr/alert \Q$a1\E~1 not delivered/), '... a failure to alertd');
 
 # a repeat in the next window: A-2 when it ends
 $t->alert(reason => 'ra');
-my $a2 = qr/folded alert \Q$a1\E-2 into|outbox full\): folded alert \Q$a1\E-2:/;
+my $a2 = qr/folded alert \Q$a1\E~2 into|outbox full\): folded alert \Q$a1\E~2:/;
 ok($t->log_has($a2), 'A-2 comes while A-1 waits');
-unlike($t->alertd_log, qr/folded alert \Q$a1\E-2 into \Q$a1\E-1/,
+unlike($t->alertd_log, qr/folded alert \Q$a1\E~2 into \Q$a1\E~1/,
        '... and is not folded into A-1, which the receiver may have');
-like($t->alertd_log, qr/dropped \(outbox full\): folded alert \Q$a1\E-2:/,
+like($t->alertd_log, qr/dropped \(outbox full\): folded alert \Q$a1\E~2:/,
      '... it is dropped and counted');
 
 # the sink recovers
 $t->write_file($up, '');
-ok($t->wait_for(sub { $t->delivered($r, "$a1-1") },
+ok($t->wait_for(sub { $t->delivered($r, "$a1~1") },
                 300 + $AlertdTest::WAIT),
    'after recovery: A-1');
 my $rep;
@@ -63,7 +63,7 @@ ok($t->wait_for(sub {
                 $t->accepted($r);
        $rep
    }), '... and the report of what was dropped');
-is($rep && $rep->{json}{dropped}{first_id}, "$a1-2", '... A-2');
+is($rep && $rep->{json}{dropped}{first_id}, "$a1~2", '... A-2');
 
 # every id the receiver saw came with one body
 my %bodies;

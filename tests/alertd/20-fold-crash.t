@@ -65,7 +65,7 @@ sub crash_at_fold {
         reason => 'rc', time => AlertdTest::now_rfc3339($t0 + $hour + 1));
     $t->append($l1 . $l2 . $l3);
 
-    ok($t->log_has(qr/folded alert \Q$a\E-2 into \Q$a\E-1/),
+    ok($t->log_has(qr/folded alert \Q$a\E~2 into \Q$a\E~1/),
        'A-2 is folded into A-1, queued for the sink that is down')
         or diag($t->alertd_log);
     ok($t->settle, 'alertd went on after it (the state is saved)');
@@ -73,7 +73,7 @@ sub crash_at_fold {
     kill 'KILL', $t->alertd_pid;
     $t->reap($t->alertd_pid);
 
-    my ($file) = grep { /-\Q$a\E-1\.json$/ } $t->outbox;
+    my ($file) = grep { /-\Q$a\E~1\.json$/ } $t->outbox;
     my $f1 = $t->read_file($t->state . "/outbox/" . ($file // 'none'));
     is(eval { $json->decode($f1)->{alert}{count} }, 2,
        'A-1 on disk has the repeats of both windows');
@@ -98,14 +98,14 @@ sub crash_at_fold {
     my @got = $t->accepted($r);
     my %body = map { $_->{id} => $_->{json} } @got;
     ok($body{$a}, 'A is delivered');
-    is($body{"$a-1"} && $body{"$a-1"}{count}, 2, 'A-1, with both repeats');
-    ok(!$body{"$a-2"}, 'A-2 is not sent on its own');
+    is($body{"$a~1"} && $body{"$a~1"}{count}, 2, 'A-1, with both repeats');
+    ok(!$body{"$a~2"}, 'A-2 is not sent on its own');
     my @rep = grep { ($_->{json}{kind} // '') eq 'alerts_dropped' } @got;
     is(scalar(@rep), 0, 'A-2 is not reported dropped: its repeats are in '
                         . 'A-1') or diag(join "\n", map { $_->{body} } @rep);
 
     my $n = 0;
-    $n += $_->{json}{count} for grep { $_->{id} =~ /^\Q$a\E-/ } @got;
+    $n += $_->{json}{count} for grep { $_->{id} =~ /^\Q$a\E~/ } @got;
     $n += $_->{json}{count} for @rep;
     is($n, 2, 'the sink is told of each repeat once');
 

@@ -53,7 +53,7 @@ ok($fa, "A is queued");
 # A delivered, the report queued, the state not saved yet
 my $entry = $json->decode($t->read_file($t->state . "/outbox/$fa"));
 unlink $t->state . "/outbox/$fa" or die "unlink: $!";
-my $id = "dropped-$rec->{sink}-$rec->{since}";
+my $id = "dropped~$rec->{sink}-$rec->{since}";
 my $now = int(time * 1000);
 $t->write_file($t->state . "/outbox/$rec->{sink}-$id.json", $json->encode({
     v => 1, sink => $entry->{sink}, queued => $now, seq => $entry->{seq} + 1,
@@ -82,7 +82,7 @@ is("@two", '', 'no id was sent with two different bodies');
 
 # what the reports say, each body once
 my (%named, $n);
-for my $rid (grep { /^dropped-/ } keys %bodies) {
+for my $rid (grep { /^dropped~/ } keys %bodies) {
     for my $rep (values %{$bodies{$rid}}) {
         $named{$_} = 1 for $rep->{dropped}{first_id}, $rep->{dropped}{last_id};
         $n += $rep->{count};

@@ -54,10 +54,10 @@ my ($a, $la) = $t->alert_line(reason => 'ra',
                               time => AlertdTest::now_rfc3339($t0));
 my (undef, $lr) = $t->alert_line(reason => 'ra',
                                  time => AlertdTest::now_rfc3339($t0 + 1));
-my $block = $t->state . "/outbox/.tmp-$key-$a-1.json";
+my $block = $t->state . "/outbox/.tmp-$key-$a~1.json";
 mkdir $block or die "mkdir $block: $!";
 
-my $fail = qr/cannot queue alert \Q$a\E-1 in the outbox/;
+my $fail = qr/cannot queue alert \Q$a\E~1 in the outbox/;
 ok($t->log_more($fail, sub { $t->append($la . $lr) }),
    'A-1 cannot be queued for the sink that is up')
     or diag($t->alertd_log);
@@ -69,7 +69,7 @@ ok($t->log_more($fail, sub { $b = $t->alert(reason => 'rb') }),
 like($t->alertd_log, qr/alert \Q$b\E: .*(?s:.*)$fail/, '... in that order');
 
 rmdir $block or die "rmdir: $!";
-ok($t->wait_for(sub { $t->delivered($ok, $a, "$a-1", $b) }),
+ok($t->wait_for(sub { $t->delivered($ok, $a, "$a~1", $b) }),
    'the sink that is up gets A, A-1 and B once the file can be written');
 
 # the down sink comes back: the report of A, A-1 and B, X and Y
