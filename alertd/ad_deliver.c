@@ -420,7 +420,7 @@ ad_deliver_start(ad_deliver_t *d)
         }
 
         for (e = d->outbox->head; e != NULL; e = e->next) {
-            if (e->busy || strcmp(e->key, s->key) != 0) {
+            if (e->busy || e->unsaved || strcmp(e->key, s->key) != 0) {
                 continue;
             }
 
@@ -906,7 +906,7 @@ ad_deliver_next(const ad_deliver_t *d)
         }
 
         for (e = d->outbox->head; e != NULL; e = e->next) {
-            if (e->busy || (d->once && e->tried)
+            if (e->busy || e->unsaved || (d->once && e->tried)
                 || strcmp(e->key, s->key) != 0)
             {
                 continue;
@@ -985,7 +985,9 @@ ad_deliver_idle(const ad_deliver_t *d)
         }
 
         for (e = d->outbox->head; e != NULL; e = e->next) {
-            if (!e->tried && strcmp(e->key, d->sinks[i].key) == 0) {
+            if (!e->tried && !e->unsaved
+                && strcmp(e->key, d->sinks[i].key) == 0)
+            {
                 return 0;
             }
         }

@@ -48,7 +48,11 @@
  * restart.  So the file says the latest alert folded into it
  * ("merged"), and a folded alert of the same group not later than that
  * one is taken as folded already, neither counted as dropped nor
- * queued on its own.
+ * queued on its own.  That takes the file: an entry folded into is not
+ * sent (ad_deliver.c) until the state is saved after the fold.  Were it
+ * sent and removed while the save fails (a full disk), then alertd
+ * stopped or crashed, the alerts folded into it would be made again,
+ * and sent again under other ids, or counted as dropped.
  */
 
 #include <dirent.h>
@@ -458,6 +462,11 @@ ad_outbox_unlink(ad_outbox_t *ob, ad_entry_t *e)
 
     ob->n--;
 
+    if (e->unsaved) {
+        e->unsaved = 0;
+        ob->unsaved--;
+    }
+
     q = ad_sinkq_get(ob, e->key, e->kind, NULL, 0);
     if (q != NULL && q->n > 0) {
         q->n--;
@@ -749,6 +758,11 @@ ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
         e->alert = old;
         memcpy(e->merged, merged, sizeof(merged));
         return -1;
+    }
+
+    if (!e->unsaved) {
+        e->unsaved = 1;
+        ob->unsaved++;
     }
 
     ad_log(AD_LOG_INFO, "folded alert %s into %s, queued for %s %s: its "
@@ -1154,6 +1168,22 @@ ad_outbox_sync(ad_outbox_t *ob)
     ob->dirty = 0;
 
     return 0;
+}
+
+
+/* the state is saved: what was folded into an entry is on record */
+
+void
+ad_outbox_saved(ad_outbox_t *ob)
+{
+    ad_entry_t  *e;
+
+    for (e = ob->head; e != NULL && ob->unsaved > 0; e = e->next) {
+        if (e->unsaved) {
+            e->unsaved = 0;
+            ob->unsaved--;
+        }
+    }
 }
 
 

@@ -1163,6 +1163,8 @@ ad_persist(ad_ctx_t *ctx, int force)
         return -1;
     }
 
+    ad_outbox_saved(&ctx->outbox);
+
     ctx->changed = 0;
     ctx->moved = 0;
     ctx->saved_at = ad_mono_ms();

@@ -355,6 +355,8 @@ struct ad_entry_s {
                                                sink cannot have it yet */
     char             merged[AD_FID_MAX + 1];    /* the last alert folded
                                                into it (ad_outbox_add) */
+    unsigned         unsaved:1;             /* folded into since the last
+                                               state save: not sent */
 };
 
 /*
@@ -385,6 +387,7 @@ struct ad_outbox_s {
     size_t           nq;
     int              fd;                    /* STATE/outbox */
     uint64_t         seq;
+    size_t           unsaved;               /* entries marked unsaved */
     unsigned         dirty:1;               /* added since the last sync */
 };
 
@@ -408,6 +411,7 @@ json_t *ad_outbox_drops_to_json(const ad_outbox_t *ob);
 int ad_outbox_drops_from_json(ad_outbox_t *ob, const json_t *a, char *why,
     size_t whysize);
 int ad_outbox_sync(ad_outbox_t *ob);
+void ad_outbox_saved(ad_outbox_t *ob);
 void ad_outbox_done(ad_outbox_t *ob, ad_entry_t *e);
 const char *ad_sink_kind_name(al_sink_kind_t kind);
 
