@@ -107,6 +107,7 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
 
     ob->fd = openat(statefd, "outbox", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ob->fd == -1) {
+        ob->errnum = errno;
         (void) snprintf(err, errsize, "cannot open the outbox: %s",
                         strerror(errno));
         return -1;
@@ -115,6 +116,7 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
     fd = dup(ob->fd);
     d = (fd == -1) ? NULL : fdopendir(fd);
     if (d == NULL) {
+        ob->errnum = errno;
         (void) snprintf(err, errsize, "cannot list the outbox: %s",
                         strerror(errno));
         if (fd != -1) {
@@ -176,8 +178,9 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
     (void) closedir(d);
 
     if (de != NULL || errno != 0) {
+        ob->errnum = (errno != 0) ? errno : ENOMEM;
         (void) snprintf(err, errsize, "cannot read the outbox: %s",
-                        strerror(errno != 0 ? errno : ENOMEM));
+                        strerror(ob->errnum));
         for (i = 0; i < n; i++) {
             ad_entry_free(v[i]);
         }
@@ -192,6 +195,7 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
 
     for (i = 0; i < n; i++) {
         if (ad_sinkq_get(ob, v[i]->key, v[i]->kind, v[i]->url, 1) == NULL) {
+            ob->errnum = ENOMEM;
             (void) snprintf(err, errsize, "cannot load the outbox: out of "
                             "memory");
             for ( /* void */ ; i < n; i++) {

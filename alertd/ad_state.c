@@ -73,11 +73,13 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     st->snap_size = 0;
     st->log_size = 0;
     st->snapshot = 1;
+    st->errnum = 0;
 
     st->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
     if (st->fd == -1 && errno == ENOENT) {
         if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            st->errnum = errno;
             (void) snprintf(err, errsize, "cannot create the state "
                             "directory %s: %s", path, strerror(errno));
             return -1;
@@ -87,6 +89,7 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     }
 
     if (st->fd == -1) {
+        st->errnum = errno;
         (void) snprintf(err, errsize, "cannot open the state directory "
                         "%s: %s", path, strerror(errno));
         return -1;
@@ -95,6 +98,7 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     st->lock = openat(st->fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC
                                       | O_NOFOLLOW, 0600);
     if (st->lock == -1) {
+        st->errnum = errno;
         (void) snprintf(err, errsize, "cannot write in the state directory "
                         "%s: %s", path, strerror(errno));
         ad_state_close(st);
@@ -109,6 +113,7 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     }
 
     if (mkdirat(st->fd, "outbox", 0700) != 0 && errno != EEXIST) {
+        st->errnum = errno;
         (void) snprintf(err, errsize, "cannot create %s/outbox: %s", path,
                         strerror(errno));
         ad_state_close(st);
@@ -118,6 +123,7 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     st->log = openat(st->fd, "offset.log", O_RDWR | O_APPEND | O_CREAT
                                            | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (st->log == -1 || ad_fsync_dir(st->fd) != 0) {
+        st->errnum = errno;
         (void) snprintf(err, errsize, "cannot open %s/offset.log: %s",
                         path, strerror(errno));
         ad_state_close(st);
@@ -302,11 +308,13 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
                 return 0;
             }
 
+            st->errnum = errno;
             (void) snprintf(err, errsize, "cannot empty %s/offset.log: "
                             "%s", st->path, strerror(errno));
             return -1;
         }
 
+        st->errnum = errno;
         (void) snprintf(err, errsize, "cannot read %s/offset: %s",
                         st->path, strerror(errno));
         return -1;
@@ -484,6 +492,7 @@ ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last, char *why,
             return 0;
         }
 
+        st->errnum = errno;
         (void) snprintf(why, whysize, "%s", strerror(errno));
         return -1;
     }

@@ -116,6 +116,7 @@ static int ad_emit(void *data, const ad_alert_t *a);
 static int ad_persist(ad_ctx_t *ctx, int force);
 static void ad_cleanup(ad_ctx_t *ctx);
 static int ad_timeout(ad_ctx_t *ctx);
+static int ad_exit_status(int errnum);
 
 
 static const struct option  ad_long_options[] = {
@@ -639,7 +640,8 @@ ad_init(ad_ctx_t *ctx)
     {
         ad_sinks_free(sinks, nsinks);
         ad_log(AD_LOG_ERR, "%s", err);
-        return 2;
+        return ad_exit_status(ctx->state.errnum != 0 ? ctx->state.errnum
+                                                     : ctx->outbox.errnum);
     }
 
     ctx->journal = malloc(sizeof(ad_journal_t));
@@ -696,6 +698,33 @@ ad_init(ad_ctx_t *ctx)
     ctx->saved_at = ad_mono_ms();
 
     return 0;
+}
+
+
+/*
+ * The state directory could not be opened or loaded: 2, which the unit
+ * does not restart, for what an operator must fix (a path, a mode, a
+ * damaged state file, another alertd on it); 1, which it restarts, for
+ * what goes away by itself (a full disk, a file or memory limit).
+ */
+
+static int
+ad_exit_status(int errnum)
+{
+    switch (errnum) {
+    case ENOSPC:
+    case EDQUOT:
+    case EIO:
+    case ENOMEM:
+    case EMFILE:
+    case ENFILE:
+    case EAGAIN:
+    case EINTR:
+    case EBUSY:
+        return 1;
+    default:
+        return 2;
+    }
 }
 
 

@@ -258,6 +258,9 @@ typedef struct {
     size_t           snap_size;             /* its bytes */
     size_t           log_size;
     unsigned         snapshot:1;            /* the next save writes one */
+    int              errnum;                /* why opening or loading
+                                               failed, if the system said
+                                               (else 0) */
 } ad_state_t;
 
 int ad_state_open(ad_state_t *st, const char *path, char *err,
@@ -387,6 +390,8 @@ struct ad_outbox_s {
     size_t           nq;
     int              fd;                    /* STATE/outbox */
     uint64_t         seq;
+    int              errnum;                /* why ad_outbox_open() failed,
+                                               if the system said */
     size_t           unsaved;               /* entries marked unsaved */
     unsigned         dirty:1;               /* added since the last sync */
 };
