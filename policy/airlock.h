@@ -118,6 +118,17 @@ int al_query_parse(al_query_t *query, const char *raw, size_t len,
 size_t al_uri_escape(char *out, size_t cap, const char *s, size_t len,
     int query);
 
+/*
+ * Writes s (valid UTF-8) to out, which has room for len bytes, with each
+ * character that NFKC or Windows' best fit turns into '/', '\', '%', dots
+ * or a space (the ones a path segment refuses or trims) replaced by that
+ * one ASCII character (U+2100 "a/c" by '/'), as an upstream that
+ * normalizes reads it, so a value keeps its length in characters; with
+ * out NULL only counts.  Returns the number of characters replaced, the
+ * length in *outlen.
+ */
+size_t al_fold_like(const char *s, size_t len, char *out, size_t *outlen);
+
 
 /* Regular expressions: PCRE2, always anchored at both ends (al_regex.c). */
 

@@ -45,6 +45,7 @@ static const char *al_separator_like(const unsigned char *p, size_t len);
 static uint32_t al_utf8_char(const unsigned char *p, size_t len,
     size_t *n);
 static int al_char_in(uint32_t c, const uint32_t *set, size_t n);
+static char al_fold_char(uint32_t c);
 
 
 static const char  al_hex_upper[] = "0123456789ABCDEF";
@@ -109,6 +110,39 @@ static const uint32_t  al_bestfit_percents[] = {
 };
 
 #define al_nelts(a)  (sizeof(a) / sizeof((a)[0]))
+
+
+/*
+ * The ASCII character an upstream that applies NFKC or Windows' best fit
+ * reads for each character of the lists above, or the separator in what
+ * it reads (U+2100 ACCOUNT OF is "a/c": '/'; U+2026 is "...": '.'), the
+ * White_Space ones as a space (what .NET trims), sorted for a binary
+ * search.  al_fold_like() writes a value so, one character for one, and a
+ * pattern must accept it so as well: a length in a pattern ('.{1,100}')
+ * counts the same.  tests/unit/path.c checks that these are exactly the
+ * characters of the lists.
+ */
+
+typedef struct {
+    uint32_t     c;
+    char         ascii;
+} al_fold_t;
+
+static const al_fold_t  al_folds[] = {
+    { 0x0085, ' ' }, { 0x00a0, ' ' }, { 0x00a5, '\\' }, { 0x00b4, '/' },
+    { 0x066a, '%' }, { 0x1680, ' ' },
+    { 0x2000, ' ' }, { 0x2001, ' ' }, { 0x2002, ' ' }, { 0x2003, ' ' },
+    { 0x2004, ' ' }, { 0x2005, ' ' }, { 0x2006, ' ' }, { 0x2007, ' ' },
+    { 0x2008, ' ' }, { 0x2009, ' ' }, { 0x200a, ' ' },
+    { 0x2024, '.' }, { 0x2025, '.' }, { 0x2026, '.' },
+    { 0x2028, ' ' }, { 0x2029, ' ' }, { 0x202f, ' ' }, { 0x2044, '/' },
+    { 0x205f, ' ' }, { 0x20a9, '\\' },
+    { 0x2100, '/' }, { 0x2101, '/' }, { 0x2105, '/' }, { 0x2106, '/' },
+    { 0x2215, '/' }, { 0x2216, '\\' }, { 0x3000, ' ' },
+    { 0xfe19, '.' }, { 0xfe30, '.' }, { 0xfe52, '.' }, { 0xfe68, '\\' },
+    { 0xfe6a, '%' }, { 0xff05, '%' }, { 0xff0e, '.' }, { 0xff0f, '/' },
+    { 0xff3c, '\\' }
+};
 
 
 /*
@@ -824,4 +858,85 @@ al_char_in(uint32_t c, const uint32_t *set, size_t n)
     }
 
     return 0;
+}
+
+
+/*
+ * Writes s with every character of al_folds[] replaced by its ASCII, as
+ * an upstream that normalizes reads it, to out (room for len bytes: no
+ * character grows); with out NULL only counts.  Returns the number of
+ * characters replaced, the length written in *outlen.  s is valid UTF-8
+ * (a sequence cut short is copied as it is).
+ */
+
+size_t
+al_fold_like(const char *s, size_t len, char *out, size_t *outlen)
+{
+    char                  a;
+    size_t                i, k, m, folded;
+    const unsigned char  *p;
+
+    p = (const unsigned char *) s;
+    folded = 0;
+    m = 0;
+
+    for (i = 0; i < len; i += k) {
+        k = 1;
+        a = '\0';
+
+        if (p[i] >= 0x80) {
+            a = al_fold_char(al_utf8_char(p + i, len - i, &k));
+        }
+
+        if (a != '\0') {
+            folded++;
+        }
+
+        if (out == NULL) {
+            continue;
+        }
+
+        if (a != '\0') {
+            out[m++] = a;
+
+        } else {
+            memcpy(out + m, p + i, k);
+            m += k;
+        }
+    }
+
+    if (outlen != NULL) {
+        *outlen = m;
+    }
+
+    return folded;
+}
+
+
+/* the ASCII of a character of al_folds[]; '\0': not one */
+
+static char
+al_fold_char(uint32_t c)
+{
+    size_t  lo, hi, mid;
+
+    lo = 0;
+    hi = al_nelts(al_folds);
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+
+        if (al_folds[mid].c == c) {
+            return al_folds[mid].ascii;
+        }
+
+        if (al_folds[mid].c < c) {
+            lo = mid + 1;
+
+        } else {
+            hi = mid;
+        }
+    }
+
+    return '\0';
 }

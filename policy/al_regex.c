@@ -3,12 +3,18 @@
  * strings.  Every pattern must match the whole value (PCRE2_ANCHORED |
  * PCRE2_ENDANCHORED), whatever the operator wrote, and every match runs
  * under match and depth limits so a pattern cannot be made to spin.
+ *
+ * A value with a character that NFKC or Windows' best fit turns into
+ * '/', '\', '%', dots or a space must also match as such an upstream
+ * reads it (al_fold_like()): '^[^/]+$' refuses "a\u2215b", which a
+ * Windows upstream opens as "a/b".
  */
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <pcre2.h>
 
 #include "airlock.h"
@@ -16,6 +22,11 @@
 
 #define AL_REGEX_MATCH_LIMIT   100000
 #define AL_REGEX_DEPTH_LIMIT   1000
+#define AL_REGEX_FOLD_STACK    512
+
+
+static int al_regex_match_folded(const al_regex_t *re, const char *s,
+    size_t len);
 
 
 struct al_regex_s {
@@ -94,6 +105,41 @@ al_regex_match(const al_regex_t *re, const char *s, size_t len)
     } else {
         rc = pcre2_match(re->code, (PCRE2_SPTR) s, len, 0, 0, re->md,
                          re->mctx);
+    }
+
+    if (rc < 0 || i == len) {
+        return rc >= 0;
+    }
+
+    return al_regex_match_folded(re, s, len);
+}
+
+
+/* s matched; 1 when it also matches as an upstream that normalizes reads
+   it, or has nothing such an upstream reads otherwise */
+
+static int
+al_regex_match_folded(const al_regex_t *re, const char *s, size_t len)
+{
+    int     rc;
+    char   *buf, stack[AL_REGEX_FOLD_STACK];
+    size_t  n;
+
+    if (al_fold_like(s, len, NULL, NULL) == 0) {
+        return 1;
+    }
+
+    buf = (len <= sizeof(stack)) ? stack : malloc(len);
+    if (buf == NULL) {
+        return 0;
+    }
+
+    (void) al_fold_like(s, len, buf, &n);
+
+    rc = pcre2_match(re->code, (PCRE2_SPTR) buf, n, 0, 0, re->md, re->mctx);
+
+    if (buf != stack) {
+        free(buf);
     }
 
     return rc >= 0;

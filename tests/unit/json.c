@@ -13,6 +13,7 @@
 #define S(s)  { s, sizeof(s) - 1 }
 
 #define HEAD_RE  "^remediation/[A-Za-z0-9._/-]+$"
+#define NAME_RE  "^[^/\\\\]+$"
 
 
 static void refuse(const al_json_rule_t *rule, const char *body, size_t len,
@@ -26,6 +27,7 @@ static void test_syntax(void);
 static void test_depth(void);
 static void test_nested(void);
 static void test_detail(void);
+static void test_folded(void);
 
 
 /* POST /repos/{owner}/{repo}/pulls */
@@ -41,6 +43,19 @@ static al_json_rule_t  pr_members[] = {
 static al_json_rule_t  pr = {
     .name = S(""), .type = AL_JSON_OBJECT,
     .members = pr_members, .nmembers = 4
+};
+
+
+/* a file name: no '/' or '\', also as an upstream that normalizes reads it */
+
+static al_json_rule_t  file_members[] = {
+    { .name = S("name"), .type = AL_JSON_STRING, .required = 1,
+      .pattern = S(NAME_RE) }
+};
+
+static al_json_rule_t  file = {
+    .name = S(""), .type = AL_JSON_OBJECT,
+    .members = file_members, .nmembers = 1
 };
 
 
@@ -116,6 +131,13 @@ main(void)
     test_depth();
     test_nested();
     test_detail();
+
+    file_members[0].re = al_regex_compile(NAME_RE, sizeof(NAME_RE) - 1, err,
+                                          sizeof(err));
+    if (tap_ok(file_members[0].re != NULL, "name pattern compiles")) {
+        test_folded();
+        al_regex_free(file_members[0].re);
+    }
 
     al_regex_free(pr_members[0].re);
 
@@ -557,4 +579,29 @@ nest(size_t depth, int objects)
     *q = '\0';
 
     return p;
+}
+
+
+/*
+ * A string is matched also as an upstream that applies NFKC or Windows'
+ * best fit reads it: "..\u2215x" is "../x" to a Windows upstream that
+ * opens it through an ANSI API, whichever way the JSON spells it.
+ */
+
+static void
+test_folded(void)
+{
+    pass(&file, "{\"name\":\"report.txt\"}", (size_t) -1, "file: ASCII");
+    pass(&file, "{\"name\":\"caf\\u00e9 \xe2\x82\xac\"}", (size_t) -1,
+         "file: other non-ASCII");
+    refuse(&file, "{\"name\":\"..\\u2215..\\u2215win.ini\"}", (size_t) -1,
+           "field \"name\": does not match*",
+           "file: U+2215 DIVISION SLASH escaped");
+    refuse(&file, "{\"name\":\"..\xe2\x88\x95x\"}", (size_t) -1,
+           "field \"name\": does not match*", "file: U+2215 raw");
+    refuse(&file, "{\"name\":\"a\\uff3cb\"}", (size_t) -1,
+           "field \"name\": does not match*",
+           "file: U+FF3C FULLWIDTH REVERSE SOLIDUS");
+    refuse(&file, "{\"name\":\"..\\u00a5x\"}", (size_t) -1,
+           "field \"name\": does not match*", "file: U+00A5 YEN SIGN");
 }

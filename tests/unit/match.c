@@ -60,7 +60,7 @@ static const char *const  policy_fmt =
     "    query:\n"
     "      allow: [query, time, step]\n"
     "      require: [query]\n"
-    "      patterns: { time: '[0-9]+' }\n"
+    "      patterns: { time: '[0-9]+', step: '[^/\\\\]*' }\n"
     "  - name: logs\n"
     "    clients: [agent, ops]\n"
     "    match: { method: GET, path: \"/logs/{service}/{day}\" }\n"
@@ -314,6 +314,25 @@ test_params_query(void)
          "duplicate query parameter");
     deny("GET", "/a/b/c?x=1", agent, AL_REASON_QUERY,
          "query parameter \"x\" is not allowed");
+
+    /*
+     * A value is matched also as an upstream that applies NFKC or
+     * Windows' best fit reads it: step excludes '/' and '\', so U+2215
+     * DIVISION SLASH, U+FF0F FULLWIDTH SOLIDUS, U+00A5 YEN SIGN ('\' in
+     * cp932) and U+2100 ACCOUNT OF ("a/c") are refused too
+     */
+    allow("GET", "/prometheus/query?query=up&step=caf%C3%A9", agent,
+          "prom-query", "/base/api/v1/query?query=up&step=caf%C3%A9");
+    allow("GET", "/prometheus/query?query=%E2%88%95&step=5m", agent,
+          "prom-query", "/base/api/v1/query?query=%E2%88%95&step=5m");
+    deny("GET", "/prometheus/query?query=up&step=..%E2%88%95..%E2%88%95x",
+         agent, AL_REASON_QUERY, "query parameter \"step\" does not match");
+    deny("GET", "/prometheus/query?query=up&step=a%EF%BC%8Fb", agent,
+         AL_REASON_QUERY, "query parameter \"step\" does not match");
+    deny("GET", "/prometheus/query?query=up&step=..%C2%A5x", agent,
+         AL_REASON_QUERY, "query parameter \"step\" does not match");
+    deny("GET", "/prometheus/query?query=up&step=%E2%84%80", agent,
+         AL_REASON_QUERY, "query parameter \"step\" does not match");
 }
 
 
@@ -730,7 +749,7 @@ test_trie(void)
 static void
 test_regex(void)
 {
-    char         err[256], subject[64];
+    char         err[256], subject[64], *big;
     al_regex_t  *re, *bad;
 
     re = al_regex_compile("[a-z]+-[0-9]{2}", 15, err, sizeof(err));
@@ -753,6 +772,59 @@ test_regex(void)
     if (tap_ok(re != NULL, "\\w+ compiled")) {
         tap_ok(al_regex_match(re, "abc_1", 5), "\\w+ on ASCII");
         tap_ok(!al_regex_match(re, "ab\xc3", 3), "\\w+ on truncated UTF-8");
+        al_regex_free(re);
+    }
+
+    /* also as an upstream that normalizes reads it (al_fold_like()) */
+    re = al_regex_compile("(?!\\.)[^/]+", 11, err, sizeof(err));
+    if (tap_ok(re != NULL, "(?!\\.)[^/]+ compiled")) {
+        tap_ok(al_regex_match(re, "caf\xc3\xa9", 5), "other UTF-8 matches");
+        tap_ok(!al_regex_match(re, "a\xe2\x88\x95" "b", 5),
+               "U+2215 DIVISION SLASH is '/'");
+        tap_ok(!al_regex_match(re, "\xe2\x80\xa5x", 4),
+               "U+2025 TWO DOT LEADER is \"..\"");
+        tap_ok(al_regex_match(re, "x\xd9\xaa" "2f", 5),
+               "U+066A ARABIC PERCENT SIGN is '%', which [^/] takes");
+        memset(subject, 'a', sizeof(subject));
+        memcpy(subject + 20, "\xef\xbc\x8f", 3);
+        tap_ok(!al_regex_match(re, subject, sizeof(subject)),
+               "U+FF0F FULLWIDTH SOLIDUS inside a longer value");
+        big = malloc(2048);
+        if (tap_ok(big != NULL, "2048 bytes for a long value")) {
+            memset(big, 'a', 2048);
+            memcpy(big + 1500, "\xc2\xa5", 2);
+            tap_ok(al_regex_match(re, big, 2048),
+                   "a long value with U+00A5 YEN SIGN: no '/'");
+            memcpy(big + 1000, "\xe2\x81\x84", 3);
+            tap_ok(!al_regex_match(re, big, 2048),
+                   "a long value with U+2044 FRACTION SLASH");
+            free(big);
+        }
+        al_regex_free(re);
+    }
+
+    /* one character for one: a length counts the same */
+    re = al_regex_compile("[^/]{1,3}", 9, err, sizeof(err));
+    if (tap_ok(re != NULL, "[^/]{1,3} compiled")) {
+        tap_ok(al_regex_match(re, "a\xe2\x80\xa6" "b", 5),
+               "a\\u2026b is three characters, folded too");
+        tap_ok(!al_regex_match(re, "\xe2\x84\x80", 3),
+               "U+2100 ACCOUNT OF (a/c) has a '/'");
+        al_regex_free(re);
+    }
+
+    /* a pattern that names a look-alike accepts what it becomes too */
+    re = al_regex_compile("[0-9]+\xc2\xa5", 8, err, sizeof(err));
+    if (tap_ok(re != NULL, "[0-9]+\\u00a5 compiled")) {
+        tap_ok(!al_regex_match(re, "100\xc2\xa5", 5),
+               "100\\u00a5 is 100\\ in cp932, which it refuses");
+        al_regex_free(re);
+    }
+
+    re = al_regex_compile("[0-9]+[\xc2\xa5\\\\]", 12, err, sizeof(err));
+    if (tap_ok(re != NULL, "[0-9]+[\\u00a5\\\\] compiled")) {
+        tap_ok(al_regex_match(re, "100\xc2\xa5", 5),
+               "100\\u00a5 both ways");
         al_regex_free(re);
     }
 

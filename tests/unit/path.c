@@ -61,6 +61,9 @@ static void test_direct(void);
 static void test_escape(void);
 static void test_round_trip(void);
 static void test_nfkc(void);
+static void test_fold(void);
+static const char *fold_want(uint32_t cp);
+static size_t nfkc_utf8(char *out, uint32_t cp);
 static const char *nfkc_want(const nfkc_case_t *c, uint32_t cp);
 static int nfkc_has(const uint32_t *set, size_t n, uint32_t cp);
 static size_t nfkc_escape(char *out, uint32_t cp);
@@ -860,6 +863,117 @@ nfkc_has(const uint32_t *set, size_t n, uint32_t cp)
 }
 
 
+/*
+ * al_fold_like(), what the patterns are matched against besides the value:
+ * every code point above U+007F is replaced exactly when a list of
+ * nfkc.h or bestfit.h has it, by the one ASCII character that list says
+ * it becomes or holds.
+ */
+
+static void
+test_fold(void)
+{
+    char         in[8], out[8], first[96];
+    size_t       n, len, folded, wrong;
+    uint32_t     cp;
+    const char  *want;
+
+    wrong = 0;
+    first[0] = '\0';
+
+    for (cp = 0x80; cp <= 0x10ffff; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) {
+            continue;
+        }
+
+        in[0] = 'x';
+        len = 1 + nfkc_utf8(in + 1, cp);
+        in[len++] = 'y';
+
+        folded = al_fold_like(in, len, out, &n);
+        want = fold_want(cp);
+
+        if (want == NULL
+            ? (folded == 0 && n == len && memcmp(in, out, len) == 0)
+            : (folded == 1 && n == strlen(want) + 2 && out[0] == 'x'
+               && memcmp(out + 1, want, n - 2) == 0 && out[n - 1] == 'y'))
+        {
+            continue;
+        }
+
+        if (wrong++ == 0) {
+            snprintf(first, sizeof(first), "U+%04X: %zu replaced, %zu "
+                     "bytes, expected %s", (unsigned) cp, folded, n,
+                     want != NULL ? want : "none");
+        }
+    }
+
+    if (!tap_ok(wrong == 0, "al_fold_like(), every code point")) {
+        printf("# %zu code points wrong, the first: %s\n", wrong, first);
+    }
+
+    folded = al_fold_like("a\xe2\x84\x80\xe2\x80\xa6\xc2\xa5", 9, NULL,
+                          NULL);
+    tap_ok(folded == 3, "al_fold_like() counts without out");
+
+    folded = al_fold_like("a\xe2\x84\x80\xe2\x80\xa6\xc2\xa5", 9, out,
+                          &n);
+    tap_ok(folded == 3 && n == 4 && memcmp(out, "a/.\\", 4) == 0,
+           "U+2100, U+2026, U+00A5: '/', '.', '\\', one for one");
+}
+
+
+/* what a code point is folded to; NULL: kept */
+
+static const char *
+fold_want(uint32_t cp)
+{
+    switch (cp) {
+    case 0x00a5: case 0x20a9: case 0x2216: case 0xfe68: case 0xff3c:
+        return "\\";
+    }
+
+    if (NFKC_HAS(nfkc_slash, cp) || NFKC_HAS(bestfit_slash, cp)) {
+        return "/";                     /* "a/c" too: its separator */
+    }
+
+    if (NFKC_HAS(nfkc_percent, cp) || NFKC_HAS(bestfit_percent, cp)) {
+        return "%";
+    }
+
+    if (NFKC_HAS(nfkc_dot, cp) || NFKC_HAS(bestfit_dot, cp)) {
+        return ".";                     /* "..." too: one for one */
+    }
+
+    if (NFKC_HAS(nfkc_space, cp) || NFKC_HAS(bestfit_space, cp)) {
+        return " ";
+    }
+
+    return NULL;
+}
+
+
+/* cp as UTF-8; returns the length */
+
+static size_t
+nfkc_utf8(char *out, uint32_t cp)
+{
+    size_t                      i, n;
+    static const unsigned char  lead[] = { 0, 0, 0xc0, 0xe0, 0xf0 };
+
+    n = (cp < 0x800) ? 2 : (cp < 0x10000) ? 3 : 4;
+
+    for (i = n - 1; i > 0; i--) {
+        out[i] = (char) (0x80 | (cp & 0x3f));
+        cp >>= 6;
+    }
+
+    out[0] = (char) (lead[n] | cp);
+
+    return n;
+}
+
+
 /* cp as percent-encoded UTF-8; returns the length */
 
 static size_t
@@ -899,6 +1013,7 @@ main(void)
     test_escape();
     test_round_trip();
     test_nfkc();
+    test_fold();
 
     return tap_done();
 }
