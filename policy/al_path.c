@@ -7,8 +7,8 @@
  * The rule throughout: a byte sequence that some server, framework or
  * proxy between us and the upstream could read differently from us is
  * refused, never interpreted.  So percent-decoding happens exactly once,
- * and whatever would need a second opinion after it (an encoded '/', '\'
- * or '%', a dot segment, a control byte, raw non-ASCII, invalid or
+ * and whatever would need a second opinion after it (an encoded '/', '\',
+ * ';' or '%', a dot segment, a control byte, raw non-ASCII, invalid or
  * overlong UTF-8, ';' path parameters, empty segments, duplicate query
  * names) ends the parse with a short reason in *why.
  *
@@ -569,6 +569,17 @@ al_decode(const unsigned char *p, size_t len, int query, unsigned char *out,
 
         if (!query && c == '\\') {
             *why = "encoded backslash";
+            return -1;
+        }
+
+        /*
+         * a proxy that decodes the path and sends it on as it reads it
+         * (nginx's proxy_pass with a URI) hands a servlet container a
+         * raw ';', a path parameter it cuts off: "..%3Bx" is ".."
+         */
+
+        if (!query && c == ';') {
+            *why = "encoded semicolon";
             return -1;
         }
 

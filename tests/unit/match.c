@@ -348,6 +348,9 @@ test_normalize(void)
     deny("GET", "/a//b/c", agent, AL_REASON_PATH, "empty segment");
     deny("GET", "/a/b/c/", agent, AL_REASON_PATH, "empty segment");
     deny("GET", "/a/b;x=1/c", agent, AL_REASON_PATH, "semicolon");
+    deny("GET", "/a/..%3Bx/d", agent, AL_REASON_PATH, "encoded semicolon");
+    allow("GET", "/prometheus/query?query=a%3Bb", agent, "prom-query",
+          "/base/api/v1/query?query=a%3Bb");
     deny("GET", "/a/b%00/d", agent, AL_REASON_PATH, "control character");
     deny("GET", "/a/\xc3\xa9/d", agent, AL_REASON_PATH, "non-ascii byte");
     deny("GET", "/a/%C0%AF/d", agent, AL_REASON_PATH, "invalid utf-8");
