@@ -120,6 +120,8 @@ static void aw_publish_done(aw_worker_t *w, const char *id,
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries, int gone);
 static void aw_dead_done(aw_worker_t *w, const char *id);
+static int aw_done(aw_worker_t *w, const char *id, const char *job_id,
+    pid_t hb);
 static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
 static void aw_hold(aw_worker_t *w, const char *id);
 static void aw_held(aw_worker_t *w);
@@ -1137,13 +1139,20 @@ aw_refused(const redisReply *r)
 
 /*
  * Store (only if absent), publish what is stored, acknowledge, delete.
- * Only a result Redis has stored ends the job.  One refused for its size
- * is replaced by a small result_not_stored error that says so
- * (aw_result_unstored()), so the client gets an answer; while Redis
- * refuses that too, or refuses any write, the worker backs off and
- * tries the whole result again (room may have been made), and the entry
- * stays pending, as in an outage, kept this worker's by the heartbeat hb
- * (-1 for none), which ends before the acknowledgement.
+ * The SET NX and the record "<entry>:done" in errors_key are one
+ * script: the record outlives the result's TTL until the entry is
+ * acknowledged, so a delivery after a crash that finds no result (it
+ * expired meanwhile) knows the job was done and does not run it again
+ * (aw_done()).  Only a result Redis has stored ends the job.  One
+ * refused for its size is replaced by a small result_not_stored error
+ * that says so (aw_result_unstored()), so the client gets an answer;
+ * while Redis refuses that too, or refuses any write, the worker backs
+ * off and tries the whole result again (room may have been made), and
+ * the entry stays pending, as in an outage, kept this worker's by the
+ * heartbeat hb (-1 for none), which ends before the acknowledgement.
+ * (An ACL that denies the script its SET answers ERR, and is taken for
+ * a refusal of the value: the small result is refused too, and the
+ * worker backs off as for any refusal.)
  */
 
 static void
@@ -1153,23 +1162,30 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
 {
     int          large;
     char         key[128], ttl[32], how[AW_ERRLEN], *fallback;
+    char         done[AW_ID_MAX + 64];
     const char  *value;
     redisReply  *r, *g;
     aw_conf_t   *conf;
+    static const char  script[] =
+        "local r = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) "
+        "redis.call('HSET', KEYS[2], ARGV[3], '1') "
+        "return r";
 
     conf = w->conf;
 
     snprintf(key, sizeof(key), "result:%s", job->job_id);
     snprintf(ttl, sizeof(ttl), "%ld", conf->result_ttl);
+    snprintf(done, sizeof(done), "%s:done", id);
 
     fallback = NULL;
     value = result;
     g = NULL;
 
     for ( ;; ) {
-        const char  *set[] = { "SET", key, value, "NX", "EX", ttl };
+        const char  *set[] = { "EVAL", script, "2", key, conf->errors_key,
+                               value, ttl, done };
 
-        r = aw_cmd(w, 6, set, NULL);
+        r = aw_cmd(w, 8, set, NULL);
         if (r == NULL) {
             value = result;
             aw_backoff(w);
@@ -1378,7 +1394,8 @@ aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
 /*
  * The entry is acknowledged: its dead-letter record (aw_dead_letter())
- * goes, with its delivery record and the job's ids, and so does its
+ * goes, with its delivery record, the job's ids and the record that its
+ * result was stored (aw_finish()), and so does its
  * lease in <errors_key>:held, if it was deleted from the stream while
  * its job ran (aw_heartbeat()).  A crash before this leaves them in
  * errors_key, small, as a crash before the delivery record's HDEL did,
@@ -1390,21 +1407,61 @@ static void
 aw_dead_done(aw_worker_t *w, const char *id)
 {
     char         mark[AW_ID_MAX + 64], jkey[AW_ID_MAX + 64];
-    char         held[AW_ID_MAX + 600];
+    char         done[AW_ID_MAX + 64], held[AW_ID_MAX + 600];
     redisReply  *r;
     static const char  script[] =
-        "redis.call('HDEL', KEYS[1], ARGV[1], ARGV[2], ARGV[3]) "
+        "redis.call('HDEL', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]) "
         "redis.call('ZREM', KEYS[2], ARGV[1]) "
         "return 1";
     const char  *del[] = { "EVAL", script, "2", w->conf->errors_key, held,
-                           id, mark, jkey };
+                           id, mark, jkey, done };
 
     snprintf(mark, sizeof(mark), "%s:dead", id);
     snprintf(jkey, sizeof(jkey), "%s:job", id);
+    snprintf(done, sizeof(done), "%s:done", id);
     snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
 
-    r = aw_cmd_retry(w, 8, del, NULL);
+    r = aw_cmd_retry(w, 9, del, NULL);
     freeReplyObject(r);
+}
+
+
+/*
+ * Whether the entry's job had its result stored (aw_finish()) by a
+ * delivery that did not get to the acknowledgement: its result may have
+ * expired since (result_ttl), when the entry was left pending that long
+ * (its worker killed, the host down), and the job is not run again, nor
+ * answered a second time.  The entry is then acknowledged, its records
+ * removed (1); 0 when it was not done.
+ */
+
+static int
+aw_done(aw_worker_t *w, const char *id, const char *job_id, pid_t hb)
+{
+    int          done;
+    char         field[AW_ID_MAX + 64];
+    redisReply  *r;
+    const char  *argv[] = { "HEXISTS", w->conf->errors_key, field };
+
+    snprintf(field, sizeof(field), "%s:done", id);
+
+    r = aw_cmd_retry(w, 3, argv, NULL);
+    done = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+
+    if (!done) {
+        return 0;
+    }
+
+    aw_log("notice", "job %s (entry %s) was done: its result has expired "
+           "(result_ttl %ld s) before the entry was acknowledged; not run "
+           "again", job_id, id, w->conf->result_ttl);
+
+    aw_heartbeat_stop(hb);
+    aw_ack_delete(w, id);
+    aw_dead_done(w, id);
+
+    return 1;
 }
 
 
@@ -1470,6 +1527,10 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
         }
 
         freeReplyObject(g);
+
+        if (aw_done(w, id, job.job_id, -1)) {
+            return;
+        }
     }
 
     aw_dead_letter(w, id, NULL, 0, last, deliveries, 1);
@@ -1714,6 +1775,11 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     }
 
     freeReplyObject(r);
+
+    if (aw_done(w, id, job.job_id, hb)) {
+        aw_job_free(&job);
+        return;
+    }
 
     if (over) {
         aw_dead_letter(w, id, raw, len, last, deliveries, 0);

@@ -69,7 +69,7 @@ is($got->[0][1][0][0], $id, 'a consumer that dies takes the entry');
 
 $w->redis('ACL', 'SETUSER', 'default', '-set');
 my $pid = $w->start_worker(%c);
-ok(wait_log($pid, qr/redis SET: NOPERM/),
+ok(wait_log($pid, qr/job twice: redis refused its result .*can't run/),
    'the worker takes it over, past max_deliveries: its result is refused');
 is(dead_for($id), 1, 'its dead-letter entry is written');
 $w->kill_worker('KILL', $pid);
