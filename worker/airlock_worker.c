@@ -59,6 +59,14 @@
     ((size_t) ((conf)->maxima.stdout_bytes + (conf)->maxima.stderr_bytes)    \
      * 8 + (1 << 20))
 
+/*
+ * The most bytes of a reply that carries a record of errors_key or
+ * <errors_key>:held the worker reads (aw_cmd_record()): what a worker
+ * writes there is a delivery note, a job's ids, an entry id, each under
+ * AW_ERRLEN
+ */
+#define AW_RECORD_MAX  65536
+
 /* what aw_next_entry() found, besides an entry's fields */
 #define AW_ENTRY_GONE   1           /* deleted from the stream, pending */
 #define AW_ENTRY_LARGE  2           /* over AW_ENTRY_MAX(): not read */
@@ -91,6 +99,8 @@ static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
+static redisReply *aw_cmd_record(aw_worker_t *w, int argc,
+    const char **argv, const size_t *lens);
 static redisReply *aw_get_result(aw_worker_t *w, const char *key,
     int *large);
 static void aw_publish_large(aw_worker_t *w, const char *id,
@@ -504,6 +514,45 @@ aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
 
         if (r != NULL) {
             /* LOADING after a restart, or a refused write: retry too */
+            if (w->redis != NULL && strncmp(r->str, "NOGROUP", 7) == 0) {
+                (void) aw_read_error(w, r);
+            }
+            freeReplyObject(r);
+        }
+
+        aw_backoff(w);
+    }
+}
+
+
+/*
+ * A command that reads records (errors_key, <errors_key>:held), retried
+ * as aw_cmd_retry() does, of at most AW_RECORD_MAX bytes: NULL when the
+ * reply is over that (no worker's record: written by something else),
+ * the connection dropped, for the caller to take as unreadable.  hiredis
+ * buffers a reply of any size: read whole, a record of 512 MB got the
+ * worker killed by the unit's MemoryMax= at every delivery of its entry,
+ * and a member of <errors_key>:held at every turn of the loop.
+ */
+
+static redisReply *
+aw_cmd_record(aw_worker_t *w, int argc, const char **argv,
+    const size_t *lens)
+{
+    int          large;
+    redisReply  *r;
+
+    for ( ;; ) {
+        r = aw_cmd_max(w, argc, argv, lens, AW_RECORD_MAX, &large);
+        if (r == NULL && large) {
+            return NULL;
+        }
+
+        if (r != NULL && r->type != REDIS_REPLY_ERROR) {
+            return r;
+        }
+
+        if (r != NULL) {
             if (w->redis != NULL && strncmp(r->str, "NOGROUP", 7) == 0) {
                 (void) aw_read_error(w, r);
             }
@@ -1372,7 +1421,15 @@ aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
     }
     lens[8] = raw ? len : 0;
 
-    r = aw_cmd_retry(w, 13, argv, lens);
+    r = aw_cmd_record(w, 13, argv, lens);
+
+    if (r == NULL) {
+        /* only a record found is returned that large: nothing added */
+        aw_log("notice", "entry %s is in %s already (its record is over "
+               "%d bytes); not added again", id, w->conf->dead_letter,
+               AW_RECORD_MAX);
+        return;
+    }
 
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2
         && r->element[0]->type == REDIS_REPLY_INTEGER
@@ -1488,27 +1545,38 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
     aw_job_t      job;
     redisReply   *r, *g;
     aw_result_t   res;
-    const char   *get[] = { "HMGET", w->conf->errors_key, id, jkey };
+    const char   *note[] = { "HGET", w->conf->errors_key, id };
+    const char   *ids[] = { "HGET", w->conf->errors_key, jkey };
 
     memset(&job, 0, sizeof(job));
     memset(&res, 0, sizeof(res));
     snprintf(jkey, sizeof(jkey), "%s:job", id);
 
-    r = aw_cmd_retry(w, 4, get, NULL);
+    /* apart, each bounded: a record too large to read hides no other */
+    r = aw_cmd_record(w, 3, note, NULL);
 
-    snprintf(last, sizeof(last), "the entry was deleted from the stream "
-             "(XDEL, XTRIM) before its job was done; last: %s",
-             r->type == REDIS_REPLY_ARRAY && r->elements == 2
-             && r->element[0]->type == REDIS_REPLY_STRING
-             ? r->element[0]->str : "no delivery started");
+    if (r == NULL) {
+        snprintf(last, sizeof(last), "the entry was deleted from the "
+                 "stream (XDEL, XTRIM) before its job was done; last: "
+                 "unknown (the record is over %d bytes)", AW_RECORD_MAX);
 
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2
-        && r->element[1]->type == REDIS_REPLY_STRING)
-    {
-        aw_job_ids_read(r->element[1]->str, r->element[1]->len, &job);
+    } else {
+        snprintf(last, sizeof(last), "the entry was deleted from the "
+                 "stream (XDEL, XTRIM) before its job was done; last: %s",
+                 r->type == REDIS_REPLY_STRING ? r->str
+                                               : "no delivery started");
+        freeReplyObject(r);
     }
 
-    freeReplyObject(r);
+    r = aw_cmd_record(w, 3, ids, NULL);
+
+    if (r != NULL) {
+        if (r->type == REDIS_REPLY_STRING) {
+            aw_job_ids_read(r->str, r->len, &job);
+        }
+
+        freeReplyObject(r);
+    }
 
     if (job.job_id[0] != '\0') {
         snprintf(key, sizeof(key), "result:%s", job.job_id);
@@ -1618,7 +1686,8 @@ aw_held(aw_worker_t *w)
     snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
     snprintf(vis, sizeof(vis), "%ld", w->conf->visibility_ms);
 
-    r = aw_cmd(w, 5, argv, NULL);
+    /* a member too large to read is no entry id: left for the next look */
+    r = aw_cmd_max(w, 5, argv, NULL, AW_RECORD_MAX, NULL);
     if (r == NULL) {
         return;
     }
@@ -1720,11 +1789,18 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     if (over && raw != NULL) {
         const char  *argv[] = { "HGET", conf->errors_key, id };
 
-        r = aw_cmd_retry(w, 3, argv, NULL);
-        snprintf(last, sizeof(last), "delivered %ld times without a result;"
-                 " last: %s", deliveries,
-                 r->type == REDIS_REPLY_STRING ? r->str : "unknown");
-        freeReplyObject(r);
+        r = aw_cmd_record(w, 3, argv, NULL);
+        if (r == NULL) {
+            snprintf(last, sizeof(last), "delivered %ld times without a "
+                     "result; last: unknown (the record is over %d bytes)",
+                     deliveries, AW_RECORD_MAX);
+
+        } else {
+            snprintf(last, sizeof(last), "delivered %ld times without a "
+                     "result; last: %s", deliveries,
+                     r->type == REDIS_REPLY_STRING ? r->str : "unknown");
+            freeReplyObject(r);
+        }
 
     } else {
         snprintf(last, sizeof(last), "%s: %s", code, err);
