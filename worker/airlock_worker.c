@@ -1069,8 +1069,13 @@ aw_heartbeat_start(aw_worker_t *w, const char *id)
  * another worker's XAUTOCLAIM would, past the timeout): the same script
  * then holds it in the sorted set <errors_key>:held, scored with the
  * time (Redis's clock, ms) until which it is this worker's, and only
- * then acknowledges it (2), so a refused ZADD (maxmemory) leaves it
- * pending; it renews that time at every beat after (3).  A worker that
+ * then acknowledges it (2), so a refused ZADD leaves it pending; it
+ * renews that time at every beat after (3).  The script runs under
+ * maxmemory (allow-oom: a claim, one small member): refused there, it
+ * left such an entry pending and unrefreshed, for another worker's
+ * XAUTOCLAIM (which Redis runs under maxmemory) to drop past the
+ * timeout, while that worker's own hold was refused too: both killed
+ * before Redis took a write, the job was nowhere.  A worker that
  * dies lets the time pass, and another takes the entry from there
  * (aw_held()), as from a pending list.  (One found deleted gets no
  * heartbeat.)
@@ -1084,6 +1089,7 @@ aw_heartbeat(const aw_conf_t *conf, const char *id, pid_t parent)
     redisContext  *c;
     redisReply    *r;
     static const char  script[] =
+        "#!lua flags=allow-oom\n"
         "local t = redis.call('TIME') "
         "local dl = t[1] * 1000 + math.floor(t[2] / 1000) "
         "+ tonumber(ARGV[4]) "
@@ -1633,8 +1639,11 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
  * the stream, is held in <errors_key>:held until it is recorded
  * (aw_gone()), as a heartbeat holds one (aw_heartbeat()): this worker
  * killed meanwhile (while Redis refuses the record) leaves it for
- * another to take.  A refusal of this leaves it this worker's alone,
- * as it was.
+ * another to take.  The script runs under maxmemory (allow-oom: one
+ * small member), when XAUTOCLAIM, which Redis runs then, drops such
+ * entries and the record waits; a refusal of another kind (READONLY,
+ * where XAUTOCLAIM is refused too) leaves it this worker's alone, as
+ * it was.
  */
 
 static void
@@ -1643,6 +1652,7 @@ aw_hold(aw_worker_t *w, const char *id)
     char         held[AW_ID_MAX + 600], vis[32];
     redisReply  *r;
     static const char  script[] =
+        "#!lua flags=allow-oom\n"
         "local t = redis.call('TIME') "
         "redis.call('ZADD', KEYS[1], 'NX', t[1] * 1000 "
         "+ math.floor(t[2] / 1000) + tonumber(ARGV[2]), ARGV[1]) "
