@@ -321,7 +321,7 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
 
     /* the first key goes, the fallback's comes in */
 
-    ngx_http_airlock_llm_headers_of(prov, &hs);
+    ngx_http_airlock_llm_headers_of(r, prov, &hs);
 
     if (ngx_http_airlock_rewrite_headers(r, &hs) != NGX_OK) {
         return "out of memory";

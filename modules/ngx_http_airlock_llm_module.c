@@ -969,7 +969,7 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
 
     prov = ctx->provider;
 
-    ngx_http_airlock_llm_headers_of(prov, &hs);
+    ngx_http_airlock_llm_headers_of(r, prov, &hs);
 
     actx = ctx->actx;
 
@@ -992,11 +992,16 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
 /* the client headers kept and the key added for a call to prov */
 
 void
-ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
-    ngx_http_airlock_headers_t *hs)
+ngx_http_airlock_llm_headers_of(ngx_http_request_t *r,
+    ngx_http_airlock_llm_provider_t *prov, ngx_http_airlock_headers_t *hs)
 {
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    lmcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_llm_module);
+
     hs->keep = ngx_http_airlock_llm_headers;
     hs->keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(NGX_HTTP_AIRLOCK_LLM_HEADERS);
+    hs->keep_hh = lmcf->keep_hh;
     hs->cookies = 0;
     hs->inject = &prov->key;
     hs->ninject = 1;
@@ -2260,6 +2265,13 @@ ngx_http_airlock_llm_init(ngx_conf_t *cf)
         {
             return NGX_ERROR;
         }
+    }
+
+    if (ngx_http_airlock_keep_init(cf, ngx_http_airlock_llm_headers,
+                                   lmcf->keep_hh)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);

@@ -87,6 +87,9 @@ typedef struct {
     al_llm_clock_t                   clock;     /* the last usage line's
                                                    time to the second, per
                                                    worker */
+    ngx_http_header_t               *keep_hh[NGX_HTTP_AIRLOCK_KEEP_MAX];
+                                                /* the shortcuts of the
+                                                   client headers kept */
 } ngx_http_airlock_llm_main_conf_t;
 
 
@@ -219,8 +222,8 @@ void ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
 al_llm_sse_t *ngx_http_airlock_llm_sse_get(ngx_log_t *log);
 void ngx_http_airlock_llm_sse_put(al_llm_sse_t *sse);
-void ngx_http_airlock_llm_headers_of(ngx_http_airlock_llm_provider_t *prov,
-    ngx_http_airlock_headers_t *hs);
+void ngx_http_airlock_llm_headers_of(ngx_http_request_t *r,
+    ngx_http_airlock_llm_provider_t *prov, ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_llm_fallback(ngx_http_request_t *r);
 uint64_t ngx_http_airlock_llm_fallback_need(
     const ngx_http_airlock_llm_ctx_t *ctx);

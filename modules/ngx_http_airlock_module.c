@@ -517,11 +517,15 @@ ngx_http_airlock_check_body(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
-    ngx_http_airlock_headers_t  hs;
+    ngx_http_airlock_headers_t     hs;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
     hs.keep = ngx_http_airlock_allowed_headers;
     hs.keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(
                        NGX_HTTP_AIRLOCK_ALLOWED_HEADERS);
+    hs.keep_hh = amcf->keep_hh;
     hs.cookies = ctx->route->allow_cookies;
     hs.inject = ctx->rconf->inject;
     hs.ninject = ctx->rconf->ninject;
@@ -1271,6 +1275,13 @@ ngx_http_airlock_init(ngx_conf_t *cf)
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
 
     if (ngx_http_airlock_shortcuts_init(cf, amcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_airlock_keep_init(cf, ngx_http_airlock_allowed_headers,
+                                   amcf->keep_hh)
+        != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

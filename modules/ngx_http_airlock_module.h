@@ -54,6 +54,10 @@ typedef struct {
 } ngx_http_airlock_span_t;
 
 
+/* room for the shortcuts of a list's names (ngx_http_airlock_keep_init()) */
+#define NGX_HTTP_AIRLOCK_KEEP_MAX           8
+
+
 /* a prefix variable of nginx's whose values are scrubbed, and its handler */
 typedef struct {
     ngx_str_t                    prefix;
@@ -94,6 +98,9 @@ typedef struct {
     ngx_http_airlock_wrap_t      wrap[3];       /* $upstream_http_ and the
                                                    two like it */
     ngx_uint_t                   nwrap;
+
+    /* the shortcuts of the client headers a named route keeps */
+    ngx_http_header_t           *keep_hh[NGX_HTTP_AIRLOCK_KEEP_MAX];
 } ngx_http_airlock_main_conf_t;
 
 
@@ -174,6 +181,11 @@ typedef struct {
     uint64_t                     keep_lens;     /* bit n: a name of keep is
                                                    n bytes long (all are
                                                    under 64) */
+    ngx_http_header_t          **keep_hh;       /* [i]: the headers_in
+                                                   shortcut of keep[i]'s
+                                                   name, NULL: none
+                                                   (ngx_http_airlock_keep_
+                                                   init()) */
     ngx_uint_t                   cookies;       /* Cookie too */
     ngx_table_elt_t             *inject;        /* the credentials: added,
                                                    replacing a kept header
@@ -336,6 +348,8 @@ ngx_int_t ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
 ngx_int_t ngx_http_airlock_drop_credentials(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf);
+ngx_int_t ngx_http_airlock_keep_init(ngx_conf_t *cf, ngx_str_t *keep,
+    ngx_http_header_t **hh);
 
 ngx_int_t ngx_http_airlock_denial_set(ngx_http_request_t *r,
     al_reason_t reason);

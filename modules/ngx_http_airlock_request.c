@@ -54,17 +54,19 @@ static ngx_int_t ngx_http_airlock_token_value(ngx_table_elt_t *h,
 static void ngx_http_airlock_body_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_body_error(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
-static ngx_uint_t ngx_http_airlock_header_kept(ngx_table_elt_t *h,
+static ngx_int_t ngx_http_airlock_header_kept(ngx_table_elt_t *h,
     uint64_t lens, ngx_http_airlock_headers_t *hs);
 static ngx_uint_t ngx_http_airlock_header_in(ngx_table_elt_t *h,
     ngx_table_elt_t *list, ngx_uint_t n);
 static ngx_uint_t ngx_http_airlock_header_listed(ngx_table_elt_t *h,
     ngx_list_t *list);
 static ngx_int_t ngx_http_airlock_header_add(ngx_http_request_t *r,
-    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h, ngx_uint_t hidden);
+    ngx_table_elt_t *h, ngx_http_header_t *hh, ngx_uint_t hidden);
+static ngx_http_header_t *ngx_http_airlock_shortcut_of(
+    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
 static void ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r);
 static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
-    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h);
+    ngx_http_header_t *hh, ngx_table_elt_t *h);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
 static ngx_uint_t ngx_http_airlock_token_index(ngx_table_elt_t *h);
 
@@ -922,10 +924,12 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
     ngx_http_airlock_headers_t *hs)
 {
     uint64_t                    lens;
+    ngx_int_t                   k;
     ngx_uint_t                  i, n;
     ngx_list_t                  old;
     ngx_list_part_t            *part;
     ngx_table_elt_t            *h;
+    ngx_http_header_t          *hh;
     ngx_http_core_main_conf_t  *cmcf;
 
     cmcf = ngx_http_get_module_main_conf(r, ngx_http_core_module);
@@ -974,14 +978,21 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
             i = 0;
         }
 
-        if (h[i].hash == 0 || !ngx_http_airlock_header_kept(&h[i], lens, hs))
-        {
+        k = (h[i].hash == 0) ? NGX_DECLINED
+                             : ngx_http_airlock_header_kept(&h[i], lens, hs);
+
+        if (k == NGX_DECLINED) {
             ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                            "airlock: removed header \"%V\"", &h[i].key);
             continue;
         }
 
-        if (ngx_http_airlock_header_add(r, cmcf, &h[i], 0) != NGX_OK) {
+        /* a kept name's shortcut was found at configuration, Cookie's not */
+
+        hh = (k == NGX_DONE) ? ngx_http_airlock_shortcut_of(cmcf, &h[i])
+                             : hs->keep_hh[k];
+
+        if (ngx_http_airlock_header_add(r, &h[i], hh, 0) != NGX_OK) {
             return NGX_ERROR;
         }
     }
@@ -993,7 +1004,9 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
             continue;
         }
 
-        if (ngx_http_airlock_header_add(r, cmcf, &hs->defaults[i], 0)
+        hh = ngx_http_airlock_shortcut_of(cmcf, &hs->defaults[i]);
+
+        if (ngx_http_airlock_header_add(r, &hs->defaults[i], hh, 0)
             != NGX_OK)
         {
             return NGX_ERROR;
@@ -1010,7 +1023,7 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
      */
 
     for (i = 0; i < hs->ninject; i++) {
-        if (ngx_http_airlock_header_add(r, cmcf, &hs->inject[i], 1)
+        if (ngx_http_airlock_header_add(r, &hs->inject[i], NULL, 1)
             != NGX_OK)
         {
             return NGX_ERROR;
@@ -1120,7 +1133,12 @@ ngx_http_airlock_drop_credentials(ngx_http_request_t *r)
 }
 
 
-static ngx_uint_t
+/*
+ * Whether h is kept: the index of its name in hs->keep, NGX_DONE for
+ * Cookie, NGX_DECLINED when it goes.
+ */
+
+static ngx_int_t
 ngx_http_airlock_header_kept(ngx_table_elt_t *h, uint64_t lens,
     ngx_http_airlock_headers_t *hs)
 {
@@ -1129,13 +1147,13 @@ ngx_http_airlock_header_kept(ngx_table_elt_t *h, uint64_t lens,
     /* no kept name has its length, nor Cookie when kept: not kept */
 
     if (h->key.len < 64 && (lens >> h->key.len & 1) == 0) {
-        return 0;
+        return NGX_DECLINED;
     }
 
     /* an injected header replaces the client's */
 
     if (ngx_http_airlock_header_in(h, hs->inject, hs->ninject)) {
-        return 0;
+        return NGX_DECLINED;
     }
 
     /* the first byte before the call: few names share a length and it */
@@ -1145,14 +1163,18 @@ ngx_http_airlock_header_kept(ngx_table_elt_t *h, uint64_t lens,
             && h->lowcase_key[0] == name->data[0]
             && ngx_strncmp(h->lowcase_key, name->data, name->len) == 0)
         {
-            return 1;
+            return name - hs->keep;
         }
     }
 
-    return hs->cookies
-           && h->key.len == sizeof("cookie") - 1
-           && ngx_strncmp(h->lowcase_key, "cookie", sizeof("cookie") - 1)
-              == 0;
+    if (hs->cookies
+        && h->key.len == sizeof("cookie") - 1
+        && ngx_strncmp(h->lowcase_key, "cookie", sizeof("cookie") - 1) == 0)
+    {
+        return NGX_DONE;
+    }
+
+    return NGX_DECLINED;
 }
 
 
@@ -1193,8 +1215,8 @@ ngx_http_airlock_header_listed(ngx_table_elt_t *h, ngx_list_t *list)
 
 
 static ngx_int_t
-ngx_http_airlock_header_add(ngx_http_request_t *r,
-    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h, ngx_uint_t hidden)
+ngx_http_airlock_header_add(ngx_http_request_t *r, ngx_table_elt_t *h,
+    ngx_http_header_t *hh, ngx_uint_t hidden)
 {
     ngx_table_elt_t  *nh;
 
@@ -1214,7 +1236,61 @@ ngx_http_airlock_header_add(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    ngx_http_airlock_set_shortcut(r, cmcf, nh);
+    if (hh != NULL) {
+        ngx_http_airlock_set_shortcut(r, hh, nh);
+    }
+
+    return NGX_OK;
+}
+
+
+/* the shortcut of h's name, in nginx's own headers_in hash; NULL: none */
+
+static ngx_http_header_t *
+ngx_http_airlock_shortcut_of(ngx_http_core_main_conf_t *cmcf,
+    ngx_table_elt_t *h)
+{
+    ngx_http_header_t  *hh;
+
+    hh = ngx_hash_find(&cmcf->headers_in_hash, h->hash, h->lowcase_key,
+                       h->key.len);
+
+    return (hh != NULL && hh->offset != 0) ? hh : NULL;
+}
+
+
+/*
+ * The shortcuts of a list of kept names (lower case, a null string ends
+ * it), looked up once: ngx_http_airlock_shortcut_of() finds the same
+ * entry for every header of one of these names.  Called at
+ * postconfiguration, when nginx has built the hash.
+ */
+
+ngx_int_t
+ngx_http_airlock_keep_init(ngx_conf_t *cf, ngx_str_t *keep,
+    ngx_http_header_t **hh)
+{
+    ngx_uint_t                  i;
+    ngx_table_elt_t             h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    for (i = 0; keep[i].len; i++) {
+
+        if (i == NGX_HTTP_AIRLOCK_KEEP_MAX) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "airlock: more kept headers than this "
+                               "module was built for");
+            return NGX_ERROR;
+        }
+
+        h.key = keep[i];
+        h.lowcase_key = keep[i].data;
+        h.hash = ngx_hash_key(keep[i].data, keep[i].len);
+
+        hh[i] = ngx_http_airlock_shortcut_of(cmcf, &h);
+    }
 
     return NGX_OK;
 }
@@ -1255,27 +1331,19 @@ ngx_http_airlock_clear_shortcuts(ngx_http_request_t *r)
 
 
 /*
- * Points the shortcut of h's name, found with nginx's own headers_in hash,
- * at h as nginx's header parser would: the first of a unique header, all
- * of a repeatable one (an array in 1.22, a list through .next in 1.23+).
+ * Points the shortcut hh (h's name's entry in nginx's headers_in hash) at
+ * h as nginx's header parser would: the first of a unique header, all of
+ * a repeatable one (an array in 1.22, a list through .next in 1.23+).
  */
 
 static void
-ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
-    ngx_http_core_main_conf_t *cmcf, ngx_table_elt_t *h)
+ngx_http_airlock_set_shortcut(ngx_http_request_t *r, ngx_http_header_t *hh,
+    ngx_table_elt_t *h)
 {
-    ngx_table_elt_t    **ph;
-    ngx_http_header_t   *hh;
+    ngx_table_elt_t  **ph;
 #if !(NGX_HTTP_AIRLOCK_LINKED_HEADERS)
-    ngx_array_t         *a;
+    ngx_array_t       *a;
 #endif
-
-    hh = ngx_hash_find(&cmcf->headers_in_hash, h->hash, h->lowcase_key,
-                       h->key.len);
-
-    if (hh == NULL || hh->offset == 0) {
-        return;
-    }
 
     ph = (ngx_table_elt_t **) ((char *) &r->headers_in + hh->offset);
 
