@@ -1489,9 +1489,13 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
     }
 #endif
 
-    for (i = 0; i < scrub->npairs; i++) {
-        a[i] = (ngx_http_airlock_v16_t) { 0 } + scrub->pair[i][0];
-        b[i] = (ngx_http_airlock_v16_t) { 0 } + scrub->pair[i][1];
+    /* the starts broadcast only for a span the blocks below walk */
+
+    if (last - p >= 17) {
+        for (i = 0; i < scrub->npairs; i++) {
+            a[i] = (ngx_http_airlock_v16_t) { 0 } + scrub->pair[i][0];
+            b[i] = (ngx_http_airlock_v16_t) { 0 } + scrub->pair[i][1];
+        }
     }
 
     /* the block one byte on must lie within the buffer */
