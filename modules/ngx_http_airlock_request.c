@@ -720,8 +720,7 @@ ngx_http_airlock_token(ngx_http_request_t *r,
     ngx_http_airlock_token_conf_t *tc, ngx_str_t *token, const char **detail)
 {
     ngx_str_t                         t, *name;
-    ngx_uint_t                        i, k, nctype;
-    ngx_uint_t                        n[NGX_HTTP_AIRLOCK_NTOKEN_HEADERS];
+    ngx_uint_t                        i, k, m, nctype, seen, twice;
     const char                       *bad;
     ngx_list_part_t                  *part;
     ngx_table_elt_t                  *h;
@@ -736,8 +735,9 @@ ngx_http_airlock_token(ngx_http_request_t *r,
         bad = "absolute-form request target";
     }
 
-    ngx_memzero(n, sizeof(n));
-    ngx_memzero(found, sizeof(found));
+    /* bit k: a header of entry k was seen, then seen again */
+    seen = 0;
+    twice = 0;
     nctype = 0;
 
     part = &r->headers_in.headers.part;
@@ -790,7 +790,8 @@ ngx_http_airlock_token(ngx_http_request_t *r,
             }
 
             found[k] = &h[i];
-            n[k]++;
+            twice |= seen & ((ngx_uint_t) 1 << k);
+            seen |= (ngx_uint_t) 1 << k;
             continue;
         }
 
@@ -823,22 +824,20 @@ ngx_http_airlock_token(ngx_http_request_t *r,
         return AL_REASON_NONE;
     }
 
-    for (k = 0; k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; k++) {
-        if (n[k] > 1) {
-            *detail = ngx_http_airlock_token_headers[k].repeated;
-            return tc->repeated;
-        }
+    /* the first entry repeated, then those seen in the entries' order */
+
+    if (twice) {
+        k = __builtin_ctzl(twice);
+        *detail = ngx_http_airlock_token_headers[k].repeated;
+        return tc->repeated;
     }
 
     if (nctype > 1) {
         bad = "more than one Content-Type header";
     }
 
-    for (k = 0; k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; k++) {
-        if (found[k] == NULL) {
-            continue;
-        }
-
+    for (m = seen; m; m &= m - 1) {
+        k = __builtin_ctzl(m);
         th = &ngx_http_airlock_token_headers[k];
 
         if (ngx_http_airlock_token_value(found[k], th->bearer, &t) != NGX_OK)
