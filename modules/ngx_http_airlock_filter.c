@@ -1769,7 +1769,8 @@ ngx_http_airlock_out_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    cl = ngx_chain_get_free_buf(r->pool, copy ? &ctx->free : &ctx->free_refs);
+    cl = ngx_http_airlock_chain_buf(r->pool,
+                                    copy ? &ctx->free : &ctx->free_refs);
     if (cl == NULL) {
         return NULL;
     }

@@ -1063,7 +1063,7 @@ ngx_http_airlock_llm_out(ngx_http_request_t *r,
         cl->buf = b;
 
     } else {
-        cl = ngx_chain_get_free_buf(r->pool, &ctx->free_bufs);
+        cl = ngx_http_airlock_chain_buf(r->pool, &ctx->free_bufs);
         if (cl == NULL) {
             return NULL;
         }

@@ -317,6 +317,46 @@ ngx_http_airlock_cleanup_link(ngx_pool_t *pool, ngx_pool_cleanup_t *c,
     pool->cleanup = c;
 }
 
+/* a chain link and the buffer struct it holds, allocated together */
+typedef struct {
+    ngx_chain_t                  cl;
+    ngx_buf_t                    buf;
+} ngx_http_airlock_chain_buf_t;
+
+
+/*
+ * ngx_chain_get_free_buf() in one allocation: a link of *free, or a new
+ * link with its buffer struct, of which only start and end are set (NULL);
+ * the caller sets the rest.  Such a link goes back to a free list of its
+ * own, never to ngx_free_chain().
+ */
+static ngx_inline ngx_chain_t *
+ngx_http_airlock_chain_buf(ngx_pool_t *pool, ngx_chain_t **free)
+{
+    ngx_chain_t                   *cl;
+    ngx_http_airlock_chain_buf_t  *cb;
+
+    cl = *free;
+
+    if (cl != NULL) {
+        *free = cl->next;
+        cl->next = NULL;
+        return cl;
+    }
+
+    cb = ngx_palloc(pool, sizeof(ngx_http_airlock_chain_buf_t));
+    if (cb == NULL) {
+        return NULL;
+    }
+
+    cb->buf.start = NULL;
+    cb->buf.end = NULL;
+    cb->cl.buf = &cb->buf;
+    cb->cl.next = NULL;
+
+    return &cb->cl;
+}
+
 void ngx_http_airlock_init_ctx(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_path_t *path);
 ngx_http_airlock_ctx_t *ngx_http_airlock_create_ctx(ngx_http_request_t *r,
