@@ -1002,6 +1002,7 @@ ngx_http_airlock_llm_headers_of(ngx_http_request_t *r,
     hs->keep = ngx_http_airlock_llm_headers;
     hs->keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(NGX_HTTP_AIRLOCK_LLM_HEADERS);
     hs->keep_hh = lmcf->keep_hh;
+    hs->keep_at = lmcf->keep_at;
     hs->cookies = 0;
     hs->inject = &prov->key;
     hs->ninject = 1;
@@ -2268,7 +2269,7 @@ ngx_http_airlock_llm_init(ngx_conf_t *cf)
     }
 
     if (ngx_http_airlock_keep_init(cf, ngx_http_airlock_llm_headers,
-                                   lmcf->keep_hh)
+                                   lmcf->keep_hh, lmcf->keep_at)
         != NGX_OK)
     {
         return NGX_ERROR;

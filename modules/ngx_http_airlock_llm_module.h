@@ -90,6 +90,8 @@ typedef struct {
     ngx_http_header_t               *keep_hh[NGX_HTTP_AIRLOCK_KEEP_MAX];
                                                 /* the shortcuts of the
                                                    client headers kept */
+    u_char                           keep_at[64];   /* where their names
+                                                   of each length begin */
 } ngx_http_airlock_llm_main_conf_t;
 
 

@@ -526,6 +526,7 @@ ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
     hs.keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(
                        NGX_HTTP_AIRLOCK_ALLOWED_HEADERS);
     hs.keep_hh = amcf->keep_hh;
+    hs.keep_at = amcf->keep_at;
     hs.cookies = ctx->route->allow_cookies;
     hs.inject = ctx->rconf->inject;
     hs.ninject = ctx->rconf->ninject;
@@ -1279,7 +1280,7 @@ ngx_http_airlock_init(ngx_conf_t *cf)
     }
 
     if (ngx_http_airlock_keep_init(cf, ngx_http_airlock_allowed_headers,
-                                   amcf->keep_hh)
+                                   amcf->keep_hh, amcf->keep_at)
         != NGX_OK)
     {
         return NGX_ERROR;

@@ -99,8 +99,10 @@ typedef struct {
                                                    two like it */
     ngx_uint_t                   nwrap;
 
-    /* the shortcuts of the client headers a named route keeps */
+    /* the client headers a named route keeps: their shortcuts, and where
+       their names of each length begin */
     ngx_http_header_t           *keep_hh[NGX_HTTP_AIRLOCK_KEEP_MAX];
+    u_char                       keep_at[64];
 } ngx_http_airlock_main_conf_t;
 
 
@@ -186,6 +188,9 @@ typedef struct {
                                                    name, NULL: none
                                                    (ngx_http_airlock_keep_
                                                    init()) */
+    u_char                      *keep_at;       /* [n]: the index of the
+                                                   first name of keep n
+                                                   bytes long */
     ngx_uint_t                   cookies;       /* Cookie too */
     ngx_table_elt_t             *inject;        /* the credentials: added,
                                                    replacing a kept header
@@ -389,7 +394,7 @@ ngx_int_t ngx_http_airlock_drop_credentials(ngx_http_request_t *r);
 ngx_int_t ngx_http_airlock_shortcuts_init(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf);
 ngx_int_t ngx_http_airlock_keep_init(ngx_conf_t *cf, ngx_str_t *keep,
-    ngx_http_header_t **hh);
+    ngx_http_header_t **hh, u_char *at);
 
 ngx_int_t ngx_http_airlock_denial_set(ngx_http_request_t *r,
     al_reason_t reason);

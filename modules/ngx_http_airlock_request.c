@@ -1157,9 +1157,16 @@ ngx_http_airlock_header_kept(ngx_table_elt_t *h, uint64_t lens,
         return NGX_DECLINED;
     }
 
-    /* the first byte before the call: few names share a length and it */
+    /*
+     * From the first name of h's length (names before it are of other
+     * lengths); the first byte before the call: few names share a length
+     * and it.
+     */
 
-    for (name = hs->keep; name->len; name++) {
+    for (name = hs->keep + ((h->key.len < 64) ? hs->keep_at[h->key.len] : 0);
+         name->len;
+         name++)
+    {
         if (h->key.len == name->len
             && h->lowcase_key[0] == name->data[0]
             && ngx_strncmp(h->lowcase_key, name->data, name->len) == 0)
@@ -1261,36 +1268,44 @@ ngx_http_airlock_shortcut_of(ngx_http_core_main_conf_t *cmcf,
 
 
 /*
- * The shortcuts of a list of kept names (lower case, a null string ends
- * it), looked up once: ngx_http_airlock_shortcut_of() finds the same
- * entry for every header of one of these names.  Called at
+ * What the header rewrite needs of a list of kept names (lower case, all
+ * under 64 bytes, a null string ends it), worked out once: hh[i], the
+ * shortcut of keep[i], as ngx_http_airlock_shortcut_of() finds it for
+ * every header of that name, and at[n], the index of the first name n
+ * bytes long (of the null string when there is none).  Called at
  * postconfiguration, when nginx has built the hash.
  */
 
 ngx_int_t
 ngx_http_airlock_keep_init(ngx_conf_t *cf, ngx_str_t *keep,
-    ngx_http_header_t **hh)
+    ngx_http_header_t **hh, u_char *at)
 {
-    ngx_uint_t                  i;
+    ngx_uint_t                  i, n;
     ngx_table_elt_t             h;
     ngx_http_core_main_conf_t  *cmcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
-    for (i = 0; keep[i].len; i++) {
+    for (n = 0; keep[n].len; n++) {
 
-        if (i == NGX_HTTP_AIRLOCK_KEEP_MAX) {
+        if (n == NGX_HTTP_AIRLOCK_KEEP_MAX || keep[n].len >= 64) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "airlock: more kept headers than this "
-                               "module was built for");
+                               "airlock: a kept header list this module "
+                               "was not built for");
             return NGX_ERROR;
         }
 
-        h.key = keep[i];
-        h.lowcase_key = keep[i].data;
-        h.hash = ngx_hash_key(keep[i].data, keep[i].len);
+        h.key = keep[n];
+        h.lowcase_key = keep[n].data;
+        h.hash = ngx_hash_key(keep[n].data, keep[n].len);
 
-        hh[i] = ngx_http_airlock_shortcut_of(cmcf, &h);
+        hh[n] = ngx_http_airlock_shortcut_of(cmcf, &h);
+    }
+
+    ngx_memset(at, (int) n, 64);
+
+    for (i = n; i > 0; i--) {
+        at[keep[i - 1].len] = (u_char) (i - 1);
     }
 
     return NGX_OK;
