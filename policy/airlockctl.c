@@ -91,6 +91,8 @@ static al_policy_t *al_ctl_load(const char *path, const char *key,
 static al_policy_t *al_ctl_load_bytes(const char *path, const char *key,
     unsigned char **bytes, size_t *len, int *rc);
 static void al_ctl_explain_tools(const al_llm_t *l);
+static void al_ctl_explain_peer(const al_policy_t *p,
+    const al_client_t *client);
 static void al_ctl_explain_fallback(const al_llm_t *l,
     const al_client_t *client, const al_llm_route_t *rt,
     const al_llm_req_t *req, const char *alias, size_t alias_len);
@@ -146,7 +148,9 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "provider it matches and the upstream request it sends, or the deny\n"
       "reason.  The client is named directly with --client, or identified\n"
       "from a peer uid, gid, address and token exactly as the proxy\n"
-      "identifies it.  The token is read from standard input\n"
+      "identifies it; a token without a peer is decided for a peer that\n"
+      "names no client, and the clients whose peer the proxy would refuse\n"
+      "are named.  The token is read from standard input\n"
       "(--token-stdin) or from the environment variable VAR\n"
       "(--token-env), never from the command line.  TARGET is the raw\n"
       "request target, e.g. '/logs/api?since=5m'.  On an LLM prefix the\n"
@@ -843,6 +847,10 @@ al_ctl_explain(int argc, char **argv)
             goto done;
         }
         al_ctl_out("client: %s\n", req.client->name.data);
+
+        if (!have_peer) {
+            al_ctl_explain_peer(p, req.client);
+        }
     }
 
     for (k = 0; k < p->nllm; k++) {
@@ -908,6 +916,62 @@ done:
     al_policy_free(p);
 
     return rc;
+}
+
+
+/*
+ * A client known by its token, with no peer given: the proxy always has
+ * one (a unix socket's uid and gid, a TCP peer's address) and refuses
+ * the request when that peer names another client (token and peer name
+ * different clients).  What follows is decided for a peer that names no
+ * client; the clients whose peer would be refused are named, so that an
+ * allow is not read as an allow from anywhere.
+ */
+
+static void
+al_ctl_explain_peer(const al_policy_t *p, const al_client_t *client)
+{
+    size_t              i, n;
+    const al_client_t  *c;
+
+    for (i = 0, n = 0; i < p->nclients; i++) {
+        c = &p->clients[i];
+
+        if (c == client || (c->nuids == 0 && c->ngids == 0
+                            && c->ncidrs == 0))
+        {
+            continue;
+        }
+
+        if (n == 0) {
+            al_ctl_out("  peer:     not given (--uid, --gid or --addr): "
+                       "decided for a peer that names no client; the proxy "
+                       "refuses it (client_unknown: token and peer name "
+                       "different clients) from a peer of ");
+        }
+
+        if (n == 8) {
+            al_ctl_out(", ...");
+            n++;
+            continue;
+        }
+
+        if (n > 8) {
+            continue;
+        }
+
+        al_ctl_out("%s%s (%s%s%s%s%s)", n ? ", " : "", c->name.data,
+                   c->nuids ? "unix_uid" : "",
+                   c->nuids && (c->ngids || c->ncidrs) ? ", " : "",
+                   c->ngids ? "unix_gid" : "",
+                   c->ngids && c->ncidrs ? ", " : "",
+                   c->ncidrs ? "cidr" : "");
+        n++;
+    }
+
+    if (n) {
+        al_ctl_out("\n");
+    }
 }
 
 
