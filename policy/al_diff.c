@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "airlock.h"
@@ -41,6 +42,7 @@ static void al_diff_llm(al_diff_t *df, const al_llm_t *a,
     const al_llm_t *b);
 static void al_diff_alerts(al_diff_t *df, const al_policy_t *o,
     const al_policy_t *n);
+static char *al_diff_path(const char *path, const al_str_t *name);
 static const al_llm_client_t *al_llm_client(const al_llm_t *l,
     const al_str_t *name);
 static const char *al_diff_kind(al_llm_kind_t kind);
@@ -67,6 +69,9 @@ static void al_diff_usd(al_diff_t *df, const char *name,
 #define AL_DIFF_RIVAL_UID   0x01    /* another client has a gid or token */
 #define AL_DIFF_RIVAL_GID   0x02    /* another client has a uid or token */
 #define AL_DIFF_RIVAL_CIDR  0x04    /* another client has a token */
+
+/* a line that could not be shown whole */
+#define AL_DIFF_CUT  " ... (cut: out of memory)"
 
 #define AL_DIFF_AMBIGUOUS                                                    \
     ": a request that also named another client, refused as ambiguous, "     \
@@ -194,15 +199,42 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
 static void
 al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
 {
-    char     line[1024], shown[4 * sizeof(line)];
+    int      n;
+    char     small[1024], *line, *shown;
+    char     oom[] = "? (a change not shown: out of memory)";
+    size_t   len;
     va_list  ap;
 
-    line[0] = kind;
-    line[1] = ' ';
+    /*
+     * A line is never cut: a long pattern (or model, field, URL) would
+     * lose the rest of the line, the new value of a grant with it
+     */
 
     va_start(ap, fmt);
-    vsnprintf(line + 2, sizeof(line) - 2, fmt, ap);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
     va_end(ap);
+
+    if (n < 0) {
+        n = 0;
+        small[0] = '\0';
+    }
+
+    len = (size_t) n;
+    line = small;
+
+    if (len >= sizeof(small)) {
+        line = malloc(len + 1);
+
+        if (line == NULL) {
+            line = small;
+            len = sizeof(small) - 1;
+
+        } else {
+            va_start(ap, fmt);
+            (void) vsnprintf(line, len + 1, fmt, ap);
+            va_end(ap);
+        }
+    }
 
     /*
      * Patterns, models, query and field names are the text of the policy
@@ -212,13 +244,32 @@ al_diff_emit(al_diff_t *df, char kind, const char *fmt, ...)
      * Everything outside printable ASCII is shown as \xHH.
      */
 
-    (void) al_shown(shown, sizeof(shown), line, strlen(line));
+    shown = malloc(2 + 4 * len + sizeof(AL_DIFF_CUT));
 
     if (kind == '+') {
         df->grants++;
     }
 
-    df->out(df->data, shown);
+    if (shown == NULL) {
+        oom[0] = kind;
+        df->out(df->data, oom);
+
+    } else {
+        shown[0] = kind;
+        shown[1] = ' ';
+        len = al_shown(shown + 2, 4 * len + 1, line, len);
+
+        if (line == small && (size_t) n >= sizeof(small)) {
+            memcpy(shown + 2 + len, AL_DIFF_CUT, sizeof(AL_DIFF_CUT));
+        }
+
+        df->out(df->data, shown);
+        free(shown);
+    }
+
+    if (line != small) {
+        free(line);
+    }
 }
 
 
@@ -578,7 +629,7 @@ static void
 al_diff_json(al_diff_t *df, const char *route, const char *path,
     const al_json_rule_t *a, const al_json_rule_t *b)
 {
-    char                   sub[256];
+    char                  *sub;
     size_t                 i, k;
     const al_json_rule_t  *am, *bm;
 
@@ -650,17 +701,24 @@ al_diff_json(al_diff_t *df, const char *route, const char *path,
             }
         }
 
-        snprintf(sub, sizeof(sub), "%s.%s", path, bm->name.data);
+        sub = al_diff_path(path, &bm->name);
 
         /* a field an open object already took with any value narrows;
            one a closed object refused is now accepted */
         if (am == NULL) {
             al_diff_emit(df, a->additional ? '-' : '+',
-                         "route %s: %s field added", route, sub);
-            continue;
+                         "route %s: %s field added", route,
+                         sub ? sub : path);
+
+        } else if (sub == NULL) {
+            al_diff_emit(df, '+', "route %s: %s fields not compared: out of "
+                         "memory", route, path);
+
+        } else {
+            al_diff_json(df, route, sub, am, bm);
         }
 
-        al_diff_json(df, route, sub, am, bm);
+        free(sub);
     }
 
     for (k = 0; k < a->nmembers; k++) {
@@ -672,12 +730,38 @@ al_diff_json(al_diff_t *df, const char *route, const char *path,
         /* an open object now takes it with any value; a closed one
            refuses it, which widens only if it was required */
         if (i == b->nmembers) {
-            snprintf(sub, sizeof(sub), "%s.%s", path, a->members[k].name.data);
+            sub = al_diff_path(path, &a->members[k].name);
             al_diff_emit(df, b->additional || a->members[k].required
                              ? '+' : '-',
-                         "route %s: %s no longer checked", route, sub);
+                         "route %s: %s no longer checked", route,
+                         sub ? sub : path);
+            free(sub);
         }
     }
+}
+
+
+/* "PATH.NAME", whole however long (malloc()ed); NULL out of memory */
+
+static char *
+al_diff_path(const char *path, const al_str_t *name)
+{
+    char    *sub;
+    size_t   len;
+
+    len = strlen(path);
+
+    sub = malloc(len + 1 + name->len + 1);
+    if (sub == NULL) {
+        return NULL;
+    }
+
+    memcpy(sub, path, len);
+    sub[len] = '.';
+    memcpy(sub + len + 1, name->data, name->len);
+    sub[len + 1 + name->len] = '\0';
+
+    return sub;
 }
 
 
