@@ -2206,6 +2206,15 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
                    "not\n", n, n == 1 ? "" : "s", n == 1 ? "s" : "");
         }
         al_policy_free(o);
+
+    } else {
+        /* its error above names FILE, not the candidate: say whose */
+
+        fprintf(stderr, "airlockctl: %s, the policy %s replaces, does not "
+                "load (above): what %s grants is not compared with it, "
+                "and no change is shown\n", e->policy,
+                candidate == e->candidate ? "this edit" : "the rollback",
+                candidate);
     }
 
     al_policy_free(p);
