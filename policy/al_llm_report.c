@@ -80,6 +80,8 @@ struct al_llm_report_s {
 
 
 static int al_llm_report_bad(al_llm_report_t *rep, const char *reason);
+static const char *al_llm_report_why(const json_error_t *jerr,
+    size_t len);
 static int al_llm_report_time(const char *s, size_t len);
 static unsigned al_llm_report_2digits(const char *s);
 static int al_llm_report_u64(const json_t *obj, const char *key,
@@ -176,7 +178,7 @@ al_llm_report_line(al_llm_report_t *rep, const char *line, size_t len)
 
     j = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     if (j == NULL) {
-        return al_llm_report_bad(rep, "not JSON (cut short?)");
+        return al_llm_report_bad(rep, al_llm_report_why(&jerr, len));
     }
 
     if (!json_is_object(j)) {
@@ -502,6 +504,47 @@ al_llm_report_bad(al_llm_report_t *rep, const char *reason)
     rep->skipped++;
 
     return -1;
+}
+
+
+/*
+ * Why a line is not JSON, in words that fit the bad line's reason: a
+ * constant (jansson's own text quotes the line, which may hold anything
+ * a terminal acts on).  A line that ends too soon, in a string or
+ * after a token, looks cut short; one past 64 bits or not UTF-8 does not.
+ */
+
+static const char *
+al_llm_report_why(const json_error_t *jerr, size_t len)
+{
+    switch (json_error_code(jerr)) {
+
+    case json_error_premature_end_of_input:
+        return "not JSON (cut short?)";
+
+    case json_error_invalid_syntax:
+        return (jerr->position >= 0 && (size_t) jerr->position >= len)
+               ? "not JSON (cut short?)" : "not JSON";
+
+    case json_error_invalid_utf8:
+        return "not JSON: not UTF-8";
+
+    case json_error_numeric_overflow:
+        return "not JSON: a number out of range";
+
+    case json_error_null_character:
+    case json_error_null_byte_in_key:
+        return "not JSON: a NUL character";
+
+    case json_error_duplicate_key:
+        return "not JSON: a member given twice";
+
+    case json_error_stack_overflow:
+        return "not JSON: nested too deep";
+
+    default:
+        return "not JSON";
+    }
 }
 
 
