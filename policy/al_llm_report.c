@@ -104,8 +104,6 @@ static void al_llm_report_group_json(al_llm_out_t *o,
     const al_llm_report_group_t *g, int with_key);
 static void al_llm_report_group_text(FILE *out,
     const al_llm_report_group_t *g, const char *key, size_t width);
-static void al_llm_report_show(char *dst, size_t size, const char *src,
-    size_t len);
 static void al_llm_report_sum(uint64_t *sum, uint64_t v, unsigned *over,
     unsigned bit);
 
@@ -353,8 +351,8 @@ al_llm_report_read(al_llm_report_t *rep, FILE *f, const char *name,
 int
 al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
 {
-    size_t                  i, width;
-    char                    key[AL_LLM_REPORT_KEY_MAX + 1];
+    size_t                  i, len, width;
+    char                    key[4 * AL_LLM_REPORT_KEY_MAX + 1];
     char                    buf[AL_LLM_REPORT_OUT_MAX];
     al_llm_out_t            o;
     const char             *by, *head;
@@ -425,10 +423,19 @@ al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
     width = strlen(head) > 7 ? strlen(head) : 7;
 
     for (i = 0; i < rep->ngroups; i++) {
-        if (sorted[i].key_len > width) {
-            width = sorted[i].key_len;
+        len = al_shown(key, sizeof(key), sorted[i].key, sorted[i].key_len);
+        if (len > width) {
+            width = len;
         }
     }
+
+    /*
+     * Names as al_shown() shows them, as the rest of airlockctl does:
+     * printable ASCII, any other byte as \xHH (a terminal acts on none).
+     * The columns stay in view; a longer name is shown whole all the
+     * same, its row's columns further right: two names alike in their
+     * first 40 bytes are two rows told apart.
+     */
 
     if (width > 40) {
         width = 40;
@@ -439,8 +446,7 @@ al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
             "COMPLETION", "TOTAL", "COST_USD", "UNPRICED");
 
     for (i = 0; i < rep->ngroups; i++) {
-        al_llm_report_show(key, sizeof(key), sorted[i].key,
-                           sorted[i].key_len);
+        (void) al_shown(key, sizeof(key), sorted[i].key, sorted[i].key_len);
         al_llm_report_group_text(out, &sorted[i], key, width);
     }
 
@@ -1039,26 +1045,11 @@ al_llm_report_group_text(FILE *out, const al_llm_report_group_t *g,
     al_llm_report_text_u64(total, sizeof(total), g->total,
                            g->over & AL_LLM_REPORT_OVER_TOTAL);
 
-    fprintf(out, "%-*.*s %10llu %8llu %12s %12s %12s %12s %16s %8llu\n",
-            (int) width, (int) width, key,
+    fprintf(out, "%-*s %10llu %8llu %12s %12s %12s %12s %16s %8llu\n",
+            (int) width, key,
             (unsigned long long) g->requests,
             (unsigned long long) g->errors, prompt, cached, completion,
             total, usd, (unsigned long long) g->unpriced);
-}
-
-
-/* printable ASCII for a terminal: anything else becomes '?' */
-
-static void
-al_llm_report_show(char *dst, size_t size, const char *src, size_t len)
-{
-    size_t  i;
-
-    for (i = 0; i < len && i + 1 < size; i++) {
-        dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
-    }
-
-    dst[i] = '\0';
 }
 
 

@@ -91,7 +91,8 @@ like($out, qr/^agent\s+2\s+1\s+1010\s+400\s+202\s+1212\s+0\.00024\s+0$/m,
      'by client: agent') or diag($out);
 like($out, qr/^worker\s+1\s+1\s+0\s+0\s+0\s+0\s+-\s+1$/m,
      'by client: worker, unpriced only: cost -');
-like($out, qr/^wor\?ker\s+1/m, 'a control byte in a name is not printed');
+like($out, qr/^wor\\x1bker\s+1/m,
+     'a control byte in a name is not printed, but shown as \\xHH');
 
 ($rc, $out) = run("--by model $dir/usage.log");
 like($out, qr/^gpt-4o\s+1\s/m, 'by model: gpt-4o');
