@@ -45,6 +45,11 @@
 #define AL_CTL_TEST      "nginx -t -q"
 #define AL_CTL_RELOAD    "nginx -s reload"
 
+/* what explain was not given of a request's peer */
+#define AL_CTL_UNSEEN_UID   0x01
+#define AL_CTL_UNSEEN_GID   0x02
+#define AL_CTL_UNSEEN_ADDR  0x04
+
 
 typedef struct {
     const char  *name;
@@ -92,7 +97,7 @@ static al_policy_t *al_ctl_load_bytes(const char *path, const char *key,
     unsigned char **bytes, size_t *len, int *rc);
 static void al_ctl_explain_tools(const al_llm_t *l);
 static void al_ctl_explain_peer(const al_policy_t *p,
-    const al_client_t *client);
+    const al_client_t *client, unsigned unseen, int token);
 static void al_ctl_explain_fallback(const al_llm_t *l,
     const al_client_t *client, const al_llm_route_t *rt,
     const al_llm_req_t *req, const char *alias, size_t alias_len);
@@ -148,9 +153,10 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "provider it matches and the upstream request it sends, or the deny\n"
       "reason.  The client is named directly with --client, or identified\n"
       "from a peer uid, gid, address and token exactly as the proxy\n"
-      "identifies it; a token without a peer is decided for a peer that\n"
-      "names no client, and the clients whose peer the proxy would refuse\n"
-      "are named.  The token is read from standard input\n"
+      "identifies it; what is not given of the peer (all of it with a\n"
+      "token alone, the gid with --uid alone) is taken to name no client,\n"
+      "and the clients whose peer there the proxy would refuse are named.\n"
+      "The token is read from standard input\n"
       "(--token-stdin) or from the environment variable VAR\n"
       "(--token-env), never from the command line.  TARGET is the raw\n"
       "request target, e.g. '/logs/api?since=5m'.  On an LLM prefix the\n"
@@ -611,6 +617,7 @@ al_ctl_explain(int argc, char **argv)
 {
     int                  i, rc, have_peer, token_stdin;
     char                 m[64], *token;
+    unsigned             unseen;
     size_t               body_len, k, token_len, tok_at;
     uint64_t             v;
     const char          *file, *client, *token_env, *method, *target, *why;
@@ -848,8 +855,19 @@ al_ctl_explain(int argc, char **argv)
         }
         al_ctl_out("client: %s\n", req.client->name.data);
 
-        if (!have_peer) {
-            al_ctl_explain_peer(p, req.client);
+        /*
+         * a token alone: any peer; a unix peer: its other id if not
+         * given, which is (uid_t) -1 or (gid_t) -1, an id no client has
+         */
+
+        unseen = !have_peer ? AL_CTL_UNSEEN_UID | AL_CTL_UNSEEN_GID
+                              | AL_CTL_UNSEEN_ADDR
+                 : !peer.unix_peer ? 0
+                 : peer.uid == (uid_t) -1 ? AL_CTL_UNSEEN_UID
+                 : peer.gid == (gid_t) -1 ? AL_CTL_UNSEEN_GID : 0;
+
+        if (unseen) {
+            al_ctl_explain_peer(p, req.client, unseen, token != NULL);
         }
     }
 
@@ -920,34 +938,47 @@ done:
 
 
 /*
- * A client known by its token, with no peer given: the proxy always has
- * one (a unix socket's uid and gid, a TCP peer's address) and refuses
- * the request when that peer names another client (token and peer name
- * different clients).  What follows is decided for a peer that names no
- * client; the clients whose peer would be refused are named, so that an
- * allow is not read as an allow from anywhere.
+ * What explain was not given of the peer: the proxy always has all of
+ * it (a unix socket's uid and gid, or a TCP peer's address) and refuses
+ * a request whose peer names another client than its token or its other
+ * id does (client_unknown).  The request is decided for a peer whose
+ * part not given names no client; the clients whose uid, gid or address
+ * there would have it refused are named, so that an allow is not read as
+ * an allow from any peer.
  */
 
 static void
-al_ctl_explain_peer(const al_policy_t *p, const al_client_t *client)
+al_ctl_explain_peer(const al_policy_t *p, const al_client_t *client,
+    unsigned unseen, int token)
 {
     size_t              i, n;
+    unsigned            has;
+    const char         *what;
     const al_client_t  *c;
+
+    what = (unseen == AL_CTL_UNSEEN_GID) ? "no --gid given"
+           : (unseen == AL_CTL_UNSEEN_UID) ? "no --uid given"
+           : "not given (--uid, --gid or --addr)";
 
     for (i = 0, n = 0; i < p->nclients; i++) {
         c = &p->clients[i];
 
-        if (c == client || (c->nuids == 0 && c->ngids == 0
-                            && c->ncidrs == 0))
-        {
+        has = (c->nuids ? AL_CTL_UNSEEN_UID : 0)
+              | (c->ngids ? AL_CTL_UNSEEN_GID : 0)
+              | (c->ncidrs ? AL_CTL_UNSEEN_ADDR : 0);
+
+        if (c == client || (has & unseen) == 0) {
             continue;
         }
 
+        has &= unseen;
+
         if (n == 0) {
-            al_ctl_out("  peer:     not given (--uid, --gid or --addr): "
-                       "decided for a peer that names no client; the proxy "
-                       "refuses it (client_unknown: token and peer name "
-                       "different clients) from a peer of ");
+            al_ctl_out("  peer:     %s: decided for a peer that names no "
+                       "client there; the proxy refuses it (client_unknown: "
+                       "%s) from a peer of ", what,
+                       token ? "token and peer name different clients"
+                             : "peer matches more than one client");
         }
 
         if (n == 8) {
@@ -961,11 +992,13 @@ al_ctl_explain_peer(const al_policy_t *p, const al_client_t *client)
         }
 
         al_ctl_out("%s%s (%s%s%s%s%s)", n ? ", " : "", c->name.data,
-                   c->nuids ? "unix_uid" : "",
-                   c->nuids && (c->ngids || c->ncidrs) ? ", " : "",
-                   c->ngids ? "unix_gid" : "",
-                   c->ngids && c->ncidrs ? ", " : "",
-                   c->ncidrs ? "cidr" : "");
+                   (has & AL_CTL_UNSEEN_UID) ? "unix_uid" : "",
+                   (has & AL_CTL_UNSEEN_UID)
+                   && (has & ~AL_CTL_UNSEEN_UID) ? ", " : "",
+                   (has & AL_CTL_UNSEEN_GID) ? "unix_gid" : "",
+                   (has & AL_CTL_UNSEEN_GID)
+                   && (has & AL_CTL_UNSEEN_ADDR) ? ", " : "",
+                   (has & AL_CTL_UNSEEN_ADDR) ? "cidr" : "");
         n++;
     }
 

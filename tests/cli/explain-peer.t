@@ -1,8 +1,9 @@
 #!/usr/bin/perl
 # airlockctl explain with a token and no peer: the proxy always has a
 # peer (a unix socket's uid and gid, a TCP address) and refuses a token
-# of one client from a peer of another; explain, told no peer, decides
-# for a peer that names no client and says so, naming the clients whose
+# of one client from a peer of another, or a peer whose uid and gid name
+# two; explain, told no peer or one id of it, decides for a peer whose
+# part not given names no client and says so, naming the clients whose
 # peer the proxy would refuse, on a named route and under an LLM prefix.
 
 use strict;
@@ -87,7 +88,7 @@ unlike($out, qr/peer:/, 'a peer given: no peer line');
 # no peer: the answer holds for a peer that names no client, and says so
 ($rc, $out) = run('explain', $policy, '--token-stdin', 'GET', '/r');
 is($rc, 0, 'no peer: allowed, for a peer that names no client');
-like($out, qr/^client: tools\n  peer: +not given .*names no client/m,
+like($out, qr/^client: tools\n  peer: +not given .*names no client there/m,
      'no peer: said, under the client') or diag($out);
 like($out, qr/refuses it \(client_unknown: token and peer name different/,
      'no peer: the refusal a peer of another client gets');
@@ -101,6 +102,25 @@ unlike($out, qr/tools \(/, 'no peer: not the token\'s own client');
                   '/v1/proxy/openai/models');
 ok($rc == 0 && $out =~ /peer: +not given.*agent \(unix_uid\)/,
    'no peer, an LLM prefix: said too') or diag($out);
+
+# a unix peer given by one id: the other is taken to name no client, and
+# the clients it could name are said, with or without a token
+($rc, $out) = run('explain', $policy, '--uid', '1000', 'GET', '/r');
+ok($rc == 0 && $out =~ /^client: agent$/m, '--uid alone: agent')
+    or diag($out);
+like($out, qr/peer: +no --gid given: .*more than one client\) from a peer of ops \(unix_gid\)$/m,
+     '--uid alone: the gid not given, ops named by its gid') or diag($out);
+($rc, $out) = run('explain', $policy, '--gid', '50', 'GET', '/r');
+ok($rc == 0 && $out =~ /^client: ops$/m, '--gid alone: ops') or diag($out);
+like($out, qr/peer: +no --uid given: .* from a peer of agent \(unix_uid\)$/m,
+     '--gid alone: the uid not given, agent named by its uid') or diag($out);
+($rc, $out) = run('explain', $policy, '--token-stdin', '--uid', '2000',
+                  'GET', '/r');
+like($out, qr/peer: +no --gid given: .*token and peer name different clients\) from a peer of ops \(unix_gid\)$/m,
+     'a token and --uid alone: ops named by its gid') or diag($out);
+($rc, $out) = run('explain', $policy, '--uid', '1000', '--gid', '1000', 'GET',
+                  '/r');
+ok($rc == 0 && $out !~ /peer:/, 'both ids: no peer line') or diag($out);
 
 # a policy whose other clients have tokens only: no peer can name one
 my $tokens = write_file('tokens.yaml', <<"Y");
