@@ -866,8 +866,18 @@ al_ctl_explain(int argc, char **argv)
                  : peer.uid == (uid_t) -1 ? AL_CTL_UNSEEN_UID
                  : peer.gid == (gid_t) -1 ? AL_CTL_UNSEEN_GID : 0;
 
+        /*
+         * refused as a token of one client from a peer of another, or,
+         * when the id given names a client itself, as a peer naming two
+         */
+
         if (unseen) {
-            al_ctl_explain_peer(p, req.client, unseen, token != NULL);
+            al_ctl_explain_peer(p, req.client, unseen,
+                                token != NULL
+                                && (!have_peer
+                                    || al_client_identify(p, &peer, NULL, 0,
+                                                          &why)
+                                       == NULL));
         }
     }
 

@@ -45,7 +45,7 @@ clients:
   agent: { unix_uid: 1000 }
   ops:   { unix_gid: 50, cidr: 192.168.0.0/16 }
   ci:    { cidr: 10.0.0.0/8 }
-  tools: { token_sha256: "$hash" }
+  tools: { token_sha256: "$hash", unix_uid: 3000 }
 secrets:
   oa_key: { file: /run/credentials/nginx.service/airlock_oa_key }
 upstreams:
@@ -112,12 +112,19 @@ like($out, qr/peer: +no --gid given: .*more than one client\) from a peer of ops
      '--uid alone: the gid not given, ops named by its gid') or diag($out);
 ($rc, $out) = run('explain', $policy, '--gid', '50', 'GET', '/r');
 ok($rc == 0 && $out =~ /^client: ops$/m, '--gid alone: ops') or diag($out);
-like($out, qr/peer: +no --uid given: .* from a peer of agent \(unix_uid\)$/m,
-     '--gid alone: the uid not given, agent named by its uid') or diag($out);
+like($out, qr/peer: +no --uid given: .* from a peer of agent \(unix_uid\), tools \(unix_uid\)$/m,
+     '--gid alone: the uid not given, agent and tools named by their uid')
+    or diag($out);
 ($rc, $out) = run('explain', $policy, '--token-stdin', '--uid', '2000',
                   'GET', '/r');
 like($out, qr/peer: +no --gid given: .*token and peer name different clients\) from a peer of ops \(unix_gid\)$/m,
      'a token and --uid alone: ops named by its gid') or diag($out);
+# the token's own uid: a gid of ops makes the peer name two clients
+($rc, $out) = run('explain', $policy, '--token-stdin', '--uid', '3000',
+                  'GET', '/r');
+like($out, qr/peer: +no --gid given: .*more than one client\) from a peer of ops \(unix_gid\)$/m,
+     'a token and its own uid alone: ops named, the peer naming two')
+    or diag($out);
 ($rc, $out) = run('explain', $policy, '--uid', '1000', '--gid', '1000', 'GET',
                   '/r');
 ok($rc == 0 && $out !~ /peer:/, 'both ids: no peer line') or diag($out);
