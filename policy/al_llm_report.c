@@ -13,6 +13,7 @@
  * number it stopped at.
  */
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -330,7 +331,7 @@ al_llm_report_read(al_llm_report_t *rep, FILE *f, const char *name,
     }
 
     if (ferror(f)) {
-        al_error_set(err, name, 0, 0, "read failed");
+        al_error_set(err, name, 0, 0, "cannot read: %s", strerror(errno));
         free(buf);
         return -1;
     }

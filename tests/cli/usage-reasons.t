@@ -4,7 +4,7 @@
 # UTF-8, a NUL, a member twice, nesting too deep), and only a line that
 # ends too soon is said to be cut short; the reasons are the tool's own
 # words, never the line's bytes (an escape sequence in it stays off the
-# terminal).
+# terminal); a log that cannot be read says why.
 
 use strict;
 use warnings;
@@ -68,5 +68,11 @@ for my $i (5, 6) {
     is($r && $r->{lines}{first_skipped}[0]{reason}, $lines[$i][1],
        "line $n alone, in JSON: $lines[$i][1]") or diag($j);
 }
+
+# a log that cannot be read: why
+$out = `$ctl usage $dir 2>&1`;
+is($? >> 8, 2, 'a directory for a log: exit 2');
+like($out, qr/^\Q$dir\E: cannot read: \S/m, 'and the reason given')
+    or diag($out);
 
 done_testing();
