@@ -679,10 +679,10 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * the rendered value and each secret it uses, raw and in base64 (standard
  * and URL-safe alphabets, each with and without padding).  For HTTP Basic
  * ("Basic t", t the base64 of "user:password"), also "user:password" and
- * the password alone.  The strings live in guarded memory, longest first,
- * without duplicates.  Returns NULL with *why set when memory runs out or
- * secrets are not open; a route that injects no secret gets a list with
- * n == 0.
+ * the password alone.  The strings live in guarded memory, in byte order
+ * (a string before those it starts), without duplicates.
+ * Returns NULL with *why set when memory runs out or secrets are not
+ * open; a route that injects no secret gets a list with n == 0.
  *
  * al_scrub_match() finds each string in its encoded forms as well:
  * raw, URL-encoded (any byte as %XX, hex digits in either case, "+" for a
@@ -758,8 +758,8 @@ al_scrub_t *al_scrub_collect_all(const al_policy_t *p, const char **why);
    are scrubbed (with the policy's list) */
 int al_scrub_route_scrubbed(const al_route_t *route);
 
-/* orders the n strings at str longest first and fills in the lengths and
-   the first-byte and pair tables (the collectors call it) */
+/* orders the n strings at str by their bytes and fills in the lengths
+   and the first-byte and pair tables (the collectors call it) */
 void al_scrub_index(al_scrub_t *s);
 
 /*

@@ -60,13 +60,19 @@ static void al_scrub_inject(al_scrub_ctx_t *sc, const al_policy_t *p,
     const al_inject_t *inj);
 static void al_scrub_value(al_scrub_ctx_t *sc, const al_inject_t *inj);
 static void al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec);
-static int al_scrub_longer(const void *a, const void *b);
+static int al_scrub_order(const void *a, const void *b);
 static void al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm);
 static const al_secret_t *al_scrub_secret(const al_policy_t *p,
     const char *name, size_t len);
 static void al_scrub_pair_clear(al_scrub_t *s, unsigned a, unsigned b);
 static int al_scrub_match_str(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, size_t *len);
+static void al_scrub_try(const al_str_t *str, const unsigned char *p,
+    size_t avail, int mode, int final, size_t *len, int *partial);
+static size_t al_scrub_next(const unsigned char *p, size_t avail, int mode,
+    size_t *i, unsigned char *u);
+static void al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c,
+    size_t *lo, size_t *hi);
 static int al_scrub_html(const unsigned char *p, size_t avail,
     uint32_t *cp, size_t *len);
 static int al_scrub_match_utf16(const al_str_t *str, const unsigned char *p,
@@ -672,27 +678,30 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
 }
 
 
-/* longest first; strings of one length by their bytes, for one order */
+/* byte order, a string before those it starts */
 
 static int
-al_scrub_longer(const void *a, const void *b)
+al_scrub_order(const void *a, const void *b)
 {
+    int              c;
     const al_str_t  *x, *y;
 
     x = a;
     y = b;
 
-    if (x->len != y->len) {
-        return (x->len < y->len) ? 1 : -1;
+    c = memcmp(x->data, y->data, x->len < y->len ? x->len : y->len);
+    if (c != 0) {
+        return c;
     }
 
-    return memcmp(x->data, y->data, x->len);
+    return (x->len < y->len) ? -1 : (x->len > y->len);
 }
 
 
 /*
- * Longest first, so that a raw match at one place takes the longest
- * string; the first bytes a match can start with: a string's own, or the
+ * In byte order, so that al_scrub_match() narrows the strings a form at a
+ * place can be to those that start with what it reads there; the first
+ * bytes a match can start with: a string's own, or the
  * start of an escape.
  */
 
@@ -708,15 +717,25 @@ al_scrub_index(al_scrub_t *s)
     s->maxspan = 0;
 
     if (s->n > 1) {
-        qsort(s->str, s->n, sizeof(al_str_t), al_scrub_longer);
+        qsort(s->str, s->n, sizeof(al_str_t), al_scrub_order);
     }
 
     if (s->n == 0) {
         return;
     }
 
-    s->maxlen = s->str[0].len;
-    s->minlen = s->str[s->n - 1].len;
+    s->minlen = s->str[0].len;
+
+    for (i = 0; i < s->n; i++) {
+        if (s->str[i].len > s->maxlen) {
+            s->maxlen = s->str[i].len;
+        }
+
+        if (s->str[i].len < s->minlen) {
+            s->minlen = s->str[i].len;
+        }
+    }
+
     s->maxspan = AL_SCRUB_SPAN * s->maxlen;
 
     s->first['%'] = 1;
@@ -809,10 +828,9 @@ int
 al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
     int final, size_t *len)
 {
-    int              m, mode, partial;
-    size_t           i, n;
-    unsigned char    c;
-    const al_str_t  *str;
+    int            mode, partial;
+    size_t         i, k, lo, hi, nu, iu;
+    unsigned char  u[4];
 
     *len = 0;
     partial = 0;
@@ -828,36 +846,56 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
         return AL_SCRUB_NONE;
     }
 
-    for (i = 0; i < s->n; i++) {
-        str = &s->str[i];
-        c = (unsigned char) str->data[0];
+    /*
+     * The policy's list may hold thousands of strings, many with a long
+     * start in common ("Bearer ", its base64 "QmVhcmVy"): each form is
+     * read at p a character at a time, and the strings (in byte order)
+     * narrowed to those that start with what was read, by halving.  The
+     * strings left, and those read whole on the way, are then compared
+     * one by one (al_scrub_match_str() decides).  What cannot be read for
+     * certain (an escape cut short by the end of what is there, "+" in a
+     * URL, a surrogate pair) stops the narrowing there.
+     */
 
-        for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_U16BE; mode++) {
+    for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_U16BE; mode++) {
+        lo = 0;
+        hi = s->n;
+        i = 0;
+        k = 0;
+        nu = 0;
+        iu = 0;
 
-            /* what each form can start with */
+        for ( ;; ) {
+            while (lo < hi && s->str[lo].len == k) {
+                al_scrub_try(&s->str[lo], p, avail, mode, final, len,
+                             &partial);
+                lo++;
+            }
 
-            if (mode == AL_SCRUB_U16BE) {
-                if (p[0] != '\0') {
-                    continue;
+            if (hi - lo <= 4) {
+                break;
+            }
+
+            if (iu == nu) {
+                nu = al_scrub_next(p, avail, mode, &i, u);
+                iu = 0;
+
+                if (nu == 0) {
+                    hi = lo;                /* no string goes on */
+                    break;
                 }
 
-            } else if (p[0] != c
-                       && !(mode == AL_SCRUB_URL
-                            && (p[0] == '%' || (p[0] == '+' && c == ' ')))
-                       && !(mode == AL_SCRUB_JSON && p[0] == '\\')
-                       && !(mode == AL_SCRUB_HTML && p[0] == '&'))
-            {
-                continue;
+                if (nu == (size_t) -1) {
+                    break;                  /* unsure: compare the rest */
+                }
             }
 
-            m = al_scrub_match_str(str, p, avail, mode, &n);
+            al_scrub_narrow(s, k, u[iu++], &lo, &hi);
+            k++;
+        }
 
-            if (m == AL_SCRUB_FULL && n > *len) {
-                *len = n;
-
-            } else if (m == AL_SCRUB_PARTIAL && !final) {
-                partial = 1;
-            }
+        for ( /* void */ ; lo < hi; lo++) {
+            al_scrub_try(&s->str[lo], p, avail, mode, final, len, &partial);
         }
     }
 
@@ -867,6 +905,221 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
     }
 
     return *len ? AL_SCRUB_FULL : AL_SCRUB_NONE;
+}
+
+
+static void
+al_scrub_try(const al_str_t *str, const unsigned char *p, size_t avail,
+    int mode, int final, size_t *len, int *partial)
+{
+    int     m;
+    size_t  n;
+
+    m = al_scrub_match_str(str, p, avail, mode, &n);
+
+    if (m == AL_SCRUB_FULL && n > *len) {
+        *len = n;
+
+    } else if (m == AL_SCRUB_PARTIAL && !final) {
+        *partial = 1;
+    }
+}
+
+
+/*
+ * The next character of one form at p + *i, as the bytes of the string
+ * it stands for (UTF-8, at most 4, in u): their number, *i moved past
+ * it; 0 when no string goes on here (al_scrub_match_str() would refuse
+ * whatever came next); -1 when it cannot be told for certain.
+ */
+
+static size_t
+al_scrub_next(const unsigned char *p, size_t avail, int mode, size_t *i,
+    unsigned char *u)
+{
+    int       d, h, m;
+    size_t    e, j;
+    uint32_t  cp;
+
+    j = *i;
+
+    if (j >= avail) {
+        return (size_t) -1;                 /* more may follow */
+    }
+
+    switch (mode) {
+
+    case AL_SCRUB_U16LE:
+    case AL_SCRUB_U16BE:
+        if (j + 1 >= avail) {
+            return (size_t) -1;
+        }
+
+        u[0] = p[j + (mode == AL_SCRUB_U16BE)];
+
+        if (p[j + (mode == AL_SCRUB_U16LE)] != '\0' || u[0] >= 0x80) {
+            return 0;
+        }
+
+        *i = j + 2;
+        return 1;
+
+    case AL_SCRUB_URL:
+        if (p[j] == '+') {
+            return (size_t) -1;             /* ' ' or '+' */
+        }
+
+        if (p[j] == '%') {
+            if (j + 1 >= avail) {
+                return (size_t) -1;
+            }
+
+            d = al_scrub_hex(p[j + 1]);
+
+            if (d >= 0) {
+                if (j + 2 >= avail) {
+                    return (size_t) -1;
+                }
+
+                h = al_scrub_hex(p[j + 2]);
+                if (h < 0) {
+                    return 0;
+                }
+
+                u[0] = (unsigned char) (d << 4 | h);
+                *i = j + 3;
+                return 1;
+            }
+        }
+
+        break;
+
+    case AL_SCRUB_JSON:
+        if (p[j] != '\\') {
+            break;
+        }
+
+        if (j + 1 >= avail) {
+            return (size_t) -1;
+        }
+
+        switch (p[j + 1]) {
+        case '"': case '\\': case '/':
+            u[0] = p[j + 1];
+            break;
+        case 'b':
+            u[0] = '\b';
+            break;
+        case 'f':
+            u[0] = '\f';
+            break;
+        case 'n':
+            u[0] = '\n';
+            break;
+        case 'r':
+            u[0] = '\r';
+            break;
+        case 't':
+            u[0] = '\t';
+            break;
+        case 'u':
+            if (j + 6 > avail) {
+                return (size_t) -1;
+            }
+
+            cp = 0;
+
+            for (e = 2; e < 6; e++) {
+                d = al_scrub_hex(p[j + e]);
+                if (d < 0) {
+                    return 0;
+                }
+
+                cp = cp << 4 | (uint32_t) d;
+            }
+
+            if (cp >= 0xd800 && cp <= 0xdfff) {
+                return (size_t) -1;         /* a pair, or none */
+            }
+
+            *i = j + 6;
+            return al_scrub_utf8(u, cp);
+        default:
+            return 0;
+        }
+
+        *i = j + 2;
+        return 1;
+
+    case AL_SCRUB_HTML:
+        if (p[j] != '&') {
+            break;
+        }
+
+        m = al_scrub_html(p + j, avail - j, &cp, &e);
+
+        if (m == AL_SCRUB_PARTIAL) {
+            return (size_t) -1;
+        }
+
+        if (m == AL_SCRUB_FULL) {
+            *i = j + e;
+            return al_scrub_utf8(u, cp);
+        }
+
+        break;
+
+    default:                                /* raw */
+        break;
+    }
+
+    u[0] = p[j];
+    *i = j + 1;
+
+    return 1;
+}
+
+
+/*
+ * [*lo, *hi): strings that share their first k bytes, each longer than
+ * k, in byte order; narrowed to those whose next byte is c.
+ */
+
+static void
+al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c, size_t *lo,
+    size_t *hi)
+{
+    size_t  a, b, m;
+
+    a = *lo;
+    b = *hi;
+
+    while (a < b) {
+        m = a + (b - a) / 2;
+
+        if ((unsigned char) s->str[m].data[k] < c) {
+            a = m + 1;
+
+        } else {
+            b = m;
+        }
+    }
+
+    *lo = a;
+    b = *hi;
+
+    while (a < b) {
+        m = a + (b - a) / 2;
+
+        if ((unsigned char) s->str[m].data[k] <= c) {
+            a = m + 1;
+
+        } else {
+            b = m;
+        }
+    }
+
+    *hi = a;
 }
 
 
