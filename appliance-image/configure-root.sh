@@ -28,10 +28,28 @@ rm -rf "$root/tmp/airlock-debs"
 # are copied: an editor's copy, a unit or a credential put there to try
 # an image out is no part of the image (each is named).
 # (a checkout of another user's too: this runs as root)
+# A checkout git cannot list (git not installed, or failing) is refused,
+# not copied whole as a tree outside git is.
 git_overlay() {
     git -c safe.directory='*' -C "$overlay" "$@"
 }
+in_checkout() {
+    d=$(cd "$overlay" && pwd -P)
+    while :; do
+        [ -e "$d/.git" ] && return 0
+        [ "$d" = / ] && return 1
+        d=$(dirname "$d")
+    done
+}
+tracked=0
 if git_overlay rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    tracked=1
+elif in_checkout; then
+    echo "configure-root.sh: $overlay is in a git checkout, but git" \
+         "cannot list the files it tracks (is git installed?)" >&2
+    exit 1
+fi
+if [ $tracked = 1 ]; then
     git_overlay ls-files -o --exclude-standard . \
         | sed 's/^/configure-root.sh: not copied, git does not track it: /' >&2
     files=$(git_overlay ls-files -c .)
