@@ -473,6 +473,7 @@ typedef struct {
     unsigned             esc:1;
     unsigned             is_key:1;
     unsigned             key_over:1;
+    unsigned             key_esc:1;     /* key holds a backslash */
     unsigned             cap_over:1;
     unsigned             quick:1;       /* quick_v is the usage value's */
     unsigned             capture;       /* 0, or which value */
@@ -485,7 +486,9 @@ typedef struct {
     size_t               model_len;
     uint64_t             quick_v[AL_LLM_USAGE_V];  /* read where the
                                                      value lay */
-    char                 key[8];        /* a name cut between pieces */
+    char                 key[32];       /* a name cut between pieces or
+                                           escaped: "usage" with each
+                                           letter a \uXXXX fits */
     char                 model[AL_LLM_MODEL_MAX + 8];
     char                 usage_in[AL_LLM_USAGE_INLINE];
 } al_llm_resp_t;

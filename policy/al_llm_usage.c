@@ -67,6 +67,7 @@ typedef struct {
 
 
 static inline unsigned al_llm_resp_name(const unsigned char *s, size_t n);
+static unsigned al_llm_resp_escaped(const char *s, size_t n);
 static inline size_t al_llm_resp_next(const unsigned char *p, size_t i,
     size_t n);
 static inline size_t al_llm_resp_str(const unsigned char *p, size_t i,
@@ -268,6 +269,7 @@ al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
     r->esc = 0;
     r->is_key = 0;
     r->key_over = 0;
+    r->key_esc = 0;
     r->cap_over = 0;
     r->quick = 0;
     r->capture = AL_LLM_CAP_NONE;
@@ -289,7 +291,9 @@ al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
  * pieces takes the slower al_llm_resp_rest().  What is taken is what the
  * byte scanner this replaced took (tests/unit/llm_resp_ref.h): the raw
  * bytes between the ':' after the name and the ',' or '}' that ends the
- * value, for the last "usage" and "model" names that are not escaped.
+ * value, for the last "usage" and "model" names, read as a client's JSON
+ * reader reads them: a name written with escapes ("us\u0061ge") is the
+ * name it decodes to.
  */
 
 void
@@ -357,6 +361,7 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
                         r->is_key = 1;
                         r->key_len = 0;
                         r->key_over = 0;
+                        r->key_esc = 0;
                         break;
                     }
 
@@ -625,7 +630,19 @@ al_llm_resp_rest(al_llm_resp_t *r, const unsigned char *p, size_t i,
 
     if (c == '\\') {
         r->esc = 1;
-        r->key_over |= r->is_key;               /* escaped names: ignored */
+
+        /* a name's escapes are kept, to be decoded at its end */
+
+        if (r->is_key) {
+            if (r->key_len < sizeof(r->key)) {
+                r->key[r->key_len++] = '\\';
+                r->key_esc = 1;
+
+            } else {
+                r->key_over = 1;
+            }
+        }
+
         return j;
     }
 
@@ -635,11 +652,96 @@ al_llm_resp_rest(al_llm_resp_t *r, const unsigned char *p, size_t i,
         r->is_key = 0;
         r->state = AL_LLM_R_COLON;
         r->key_cap = r->key_over ? AL_LLM_CAP_NONE
+                     : r->key_esc ? al_llm_resp_escaped(r->key, r->key_len)
                      : al_llm_resp_name((const unsigned char *) r->key,
                                         r->key_len);
     }
 
     return j;
+}
+
+
+/*
+ * A member's name written with escapes, as a client's JSON reader decodes
+ * it, compared with "usage" and "model": "\u0061" is 'a', "\/" is '/';
+ * an escape that decodes to no ASCII byte, or no valid escape, is no
+ * name taken.
+ */
+
+static unsigned
+al_llm_resp_escaped(const char *s, size_t n)
+{
+    size_t         i, k, len;
+    unsigned       cp, d;
+    unsigned char  c, name[5];
+
+    static const char  simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+
+    len = 0;
+
+    for (i = 0; i < n; i++) {
+        c = (unsigned char) s[i];
+
+        if (c == '\\') {
+            if (++i == n) {
+                return AL_LLM_CAP_NONE;
+            }
+
+            c = (unsigned char) s[i];
+
+            if (c == 'u') {
+                if (n - i < 5) {
+                    return AL_LLM_CAP_NONE;
+                }
+
+                cp = 0;
+
+                for (k = 1; k <= 4; k++) {
+                    d = (unsigned char) s[i + k];
+
+                    if (al_llm_digit(d)) {
+                        d -= '0';
+
+                    } else if ((d | 0x20) >= 'a' && (d | 0x20) <= 'f') {
+                        d = (d | 0x20) - 'a' + 10;
+
+                    } else {
+                        return AL_LLM_CAP_NONE;
+                    }
+
+                    cp = cp << 4 | d;
+                }
+
+                if (cp >= 0x80) {
+                    return AL_LLM_CAP_NONE;
+                }
+
+                c = (unsigned char) cp;
+                i += 4;
+
+            } else {
+                for (k = 0; simple[k] != '\0' && simple[k] != (char) c;
+                     k += 2)
+                {
+                    /* void */
+                }
+
+                if (simple[k] == '\0') {
+                    return AL_LLM_CAP_NONE;
+                }
+
+                c = (unsigned char) simple[k + 1];
+            }
+        }
+
+        if (len == sizeof(name)) {
+            return AL_LLM_CAP_NONE;
+        }
+
+        name[len++] = c;
+    }
+
+    return al_llm_resp_name(name, len);
 }
 
 

@@ -27,6 +27,7 @@ static int ut_same(const al_llm_resp_t *r, const ref_resp_t *ref);
 static int ut_body(const char *body, size_t len, int alloc);
 static void ut_bodies(void);
 static void ut_long(void);
+static void ut_escaped(void);
 
 
 static void *
@@ -228,6 +229,11 @@ static const char *const  ut_cases[] = {
     "{}",
     "",
     "{\"usage\":{\"prompt_tokens\":23}}}}]]",
+    "{\"usage\":{\"prompt_tokens\":24},\"us\\u0061ge\":{\"prompt_tokens\":25},"
+    "\"mo\\u0064el\":\"d\",\"\\u0075\\u0073\\u0061\\u0067\\u0065x\":1}",
+    "{\"\\u0075\\u0073\\u0061\\u0067\\u0065\":{\"prompt_tokens\":26},"
+    "\"\\u0075\\u0073\\u0061\\u0067\\u00651\":2,\"usag\\e\":3,"
+    "\"\\u00\":4,\"\\u00e9sage\":5,\"mode\\\\\":6,\"\\/usage\":7}",
 };
 
 
@@ -331,11 +337,98 @@ ut_long(void)
 }
 
 
+/*
+ * A top-level name written with escapes is the name a client's JSON
+ * reader decodes: "us\u0061ge" is "usage", and of two the last is read
+ * (JSON.parse, json.loads), so the charge is the usage the client reads.
+ */
+
+static void
+ut_escaped(void)
+{
+    int                   bad, rc;
+    size_t                k, i, len;
+    al_llm_resp_t         r;
+    al_llm_usage_t        u;
+    char                  m[AL_LLM_MODEL_MAX];
+    const unsigned char  *p;
+
+    static const struct {
+        const char  *body;
+        uint64_t     total;
+        const char  *model;
+    } cases[] = {
+        { "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,"
+          "\"total_tokens\":2},\"us\\u0061ge\":{\"prompt_tokens\":100,"
+          "\"completion_tokens\":100,\"total_tokens\":200}}", 200, "" },
+        { "{\"\\u0075\\u0073\\u0061\\u0067\\u0065\":{\"prompt_tokens\""
+          ":7,\"completion_tokens\":3}}", 10, "" },
+        { "{\"\\u0075\\u0073\\u0061\\u0067\\u0065\":{\"prompt_tokens\""
+          ":7},\"usage\":{\"prompt_tokens\":2}}", 2, "" },
+        { "{\"usage\":{\"prompt_tokens\":2},\"U\\u0053AGE\":"
+          "{\"prompt_tokens\":9}}", 2, "" },
+        { "{\"model\":\"a\",\"mod\\u0065l\":\"b\",\"usage\":"
+          "{\"prompt_tokens\":4}}", 4, "b" },
+        { "{\"mo\\u0064\\u0065\\u006C\":\"c\",\"us\\/age\":{\"prompt_tokens\""
+          ":1},\"usage\":{\"prompt_tokens\":5}}", 5, "c" },
+        { "{\"usage\":{\"prompt_tokens\":3},\"usag\\u0065x\":"
+          "{\"prompt_tokens\":9}}", 3, "" },
+    };
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        p = (const unsigned char *) cases[k].body;
+        len = strlen(cases[k].body);
+
+        rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT, p, len, &u, m,
+                                sizeof(m));
+
+        if (rc != 0 || u.total_tokens != cases[k].total
+            || strcmp(m, cases[k].model) != 0)
+        {
+            tap_diag("parse", cases[k].body);
+            bad++;
+        }
+
+        for (i = 0; i <= len; i++) {
+            ut_init(&r, 1);
+            al_llm_resp_feed(&r, p, i);
+            al_llm_resp_feed(&r, p + i, len - i);
+
+            if (al_llm_resp_usage(&r, &u, m, sizeof(m)) != 0
+                || u.total_tokens != cases[k].total
+                || strcmp(m, cases[k].model) != 0)
+            {
+                tap_diag("split", cases[k].body);
+                bad++;
+                break;
+            }
+        }
+
+        ut_init(&r, 1);
+        for (i = 0; i < len; i++) {
+            al_llm_resp_feed(&r, p + i, 1);
+        }
+
+        if (al_llm_resp_usage(&r, &u, m, sizeof(m)) != 0
+            || u.total_tokens != cases[k].total)
+        {
+            tap_diag("bytes", cases[k].body);
+            bad++;
+        }
+    }
+
+    tap_is_int(bad, 0, "names written with escapes are read decoded");
+}
+
+
 int
 main(void)
 {
     ut_bodies();
     ut_long();
+    ut_escaped();
 
     return tap_done();
 }

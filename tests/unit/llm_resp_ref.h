@@ -10,6 +10,7 @@
 #define LLM_RESP_REF_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "al_llm.h"
@@ -38,7 +39,7 @@ typedef struct {
     unsigned             key_over:1;
     unsigned             cap_over:1;
     unsigned             capture;
-    char                 key[16];
+    char                 key[32];
     size_t               key_len;
     size_t               cap_len;
     char                 usage[AL_LLM_USAGE_MAX];
@@ -51,6 +52,59 @@ typedef struct {
 static const unsigned char  ref_resp_struct[256] = {
     ['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1
 };
+
+
+/* key[0..n), decoded as a JSON reader decodes a member's name, is name */
+
+static inline int
+ref_key_is(const char *key, size_t n, const char *name)
+{
+    size_t    i, k;
+    unsigned  cp;
+    char      c, hex[5];
+
+    k = 0;
+
+    for (i = 0; i < n; i++) {
+        c = key[i];
+
+        if (c == '\\' && n - i >= 6 && key[i + 1] == 'u') {
+            memcpy(hex, key + i + 2, 4);
+            hex[4] = '\0';
+
+            if (strspn(hex, "0123456789abcdefABCDEF") != 4) {
+                return 0;
+            }
+
+            cp = (unsigned) strtoul(hex, NULL, 16);
+            if (cp >= 0x80) {
+                return 0;
+            }
+
+            c = (char) cp;
+            i += 5;
+
+        } else if (c == '\\') {
+            if (i + 1 == n || key[i + 1] == '\0'
+                || strchr("\"\\/bfnrt", key[i + 1]) == NULL)
+            {
+                return 0;
+            }
+
+            c = key[++i];
+            c = (c == 'b') ? '\b' : (c == 'f') ? '\f' : (c == 'n') ? '\n'
+                : (c == 'r') ? '\r' : (c == 't') ? '\t' : c;
+        }
+
+        if (name[k] == '\0' || name[k] != c) {
+            return 0;
+        }
+
+        k++;
+    }
+
+    return name[k] == '\0';
+}
 
 
 static inline void
@@ -226,7 +280,14 @@ ref_resp_feed(ref_resp_t *r, const unsigned char *p, size_t len)
 
             if (c == '\\') {
                 r->esc = 1;
-                r->key_over |= r->is_key;
+
+                if (r->is_key) {
+                    if (r->key_len < sizeof(r->key)) {
+                        r->key[r->key_len++] = '\\';
+                    } else {
+                        r->key_over = 1;
+                    }
+                }
                 continue;
             }
 
@@ -311,14 +372,13 @@ ref_resp_feed(ref_resp_t *r, const unsigned char *p, size_t len)
                 r->cap_len = 0;
                 r->cap_over = 0;
 
-                if (!r->key_over && r->key_len == 5
-                    && memcmp(r->key, "usage", 5) == 0)
+                if (!r->key_over && ref_key_is(r->key, r->key_len, "usage"))
                 {
                     r->capture = REF_CAP_USAGE;
                     r->usage_len = 0;
 
-                } else if (!r->key_over && r->key_len == 5
-                           && memcmp(r->key, "model", 5) == 0)
+                } else if (!r->key_over
+                           && ref_key_is(r->key, r->key_len, "model"))
                 {
                     r->capture = REF_CAP_MODEL;
                     r->model_len = 0;

@@ -54,6 +54,7 @@ typedef struct {
 static void test_no_model(void);
 static void test_total_over(void);
 static void test_usage_unread(void);
+static void test_usage_escaped(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -296,6 +297,7 @@ main(void)
     test_no_model();
     test_total_over();
     test_usage_unread();
+    test_usage_escaped();
 
     return tap_done();
 }
@@ -2891,5 +2893,89 @@ test_usage_unread(void)
     tap_ok(r.source == AL_LLM_SOURCE_ESTIMATED
            && r.usage.prompt_tokens == 40 && r.usage.total_tokens == 40,
            "anthropic stream, every count 0: estimated");
+    run_free(&r);
+}
+
+
+/*
+ * A usage member named with escapes, or twice in one event: the count a
+ * client's JSON reader takes (the name decoded, the last of two).
+ */
+
+static void
+test_usage_escaped(void)
+{
+    size_t       k;
+    run_t        r;
+    char         buf[1024];
+
+    static const char  *events[] = {
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+        "\"completion_tokens\":1,\"total_tokens\":2},\"us\\u0061ge\":"
+        "{\"prompt_tokens\":100,\"completion_tokens\":100,"
+        "\"total_tokens\":200}}",
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+        "\"completion_tokens\":1,\"total_tokens\":2},\"usage\":"
+        "{\"prompt_tokens\":100,\"completion_tokens\":100,"
+        "\"total_tokens\":200}}",
+        "{\"choices\":[],\"\\u0075sage\":{\"prompt_tokens\":100,"
+        "\"completion_tokens\":100}}",
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":100,"
+        "\"completion_\\u0074okens\":100}}",
+    };
+
+    for (k = 0; k < sizeof(events) / sizeof(events[0]); k++) {
+        (void) snprintf(buf, sizeof(buf),
+                        "data: {\"choices\":[{\"index\":0,\"delta\":"
+                        "{\"content\":\"Hello there\"}}]}\n\n"
+                        "data: %s\n\n"
+                        "data: [DONE]\n\n", events[k]);
+
+        run(&openai_hide, buf, strlen(buf), NULL, 0, 40, &r);
+        tap_ok(r.source == AL_LLM_SOURCE_STREAM
+               && r.usage.total_tokens == 200,
+               "chat stream, usage named with escapes or twice: the last");
+        if (r.usage.total_tokens != 200) {
+            tap_diag("event", events[k]);
+        }
+        run_free(&r);
+    }
+
+    /* Anthropic: message_start's and message_delta's usage alike */
+
+    (void) snprintf(buf, sizeof(buf),
+        "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+        "\"claude\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1},"
+        "\"us\\u0061ge\":{\"input_tokens\":100,\"output_tokens\":1}}}\n\n"
+        "event: message_delta\n"
+        "data: {\"type\":\"message_delta\",\"usage\":"
+        "{\"output_tokens\":1},\"\\u0075sage\":{\"output_tokens\":100}}"
+        "\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n");
+
+    run(&anthropic_cfg, buf, strlen(buf), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM
+           && r.usage.prompt_tokens == 100 && r.usage.total_tokens == 200,
+           "anthropic stream, usage named with escapes: the last");
+    run_free(&r);
+
+    (void) snprintf(buf, sizeof(buf),
+        "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+        "\"claude\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1},"
+        "\"usage\":{\"input_tokens\":100,\"output_tokens\":1}}}\n\n"
+        "event: message_delta\n"
+        "data: {\"type\":\"message_delta\",\"usage\":"
+        "{\"output_tokens\":1},\"usage\":{\"output_tokens\":100}}"
+        "\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n");
+
+    run(&anthropic_cfg, buf, strlen(buf), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM
+           && r.usage.prompt_tokens == 100 && r.usage.total_tokens == 200,
+           "anthropic stream, usage named twice: the last");
     run_free(&r);
 }
