@@ -235,6 +235,33 @@ typedef struct {
                                            length */
 } al_llm_jfield_t;
 
+/*
+ * A count written as a decimal or as a string of a number ("5000",
+ * 5000.0), in a usage of which some other count is an integer: the
+ * number a client reads, a fraction rounded up, at most 2^48; v (what
+ * was read of it as an integer) when it is neither or reads as less.
+ * al_llm_count_text() reads the raw text of one (quoted or not), 0 for
+ * none; al_llm_field_count() a scanned field whose raw span is in p;
+ * al_llm_json_count() a member of obj.
+ */
+uint64_t al_llm_count_text(const unsigned char *p, size_t n);
+uint64_t al_llm_json_count(const json_t *obj, const char *key, uint64_t v);
+
+static inline uint64_t
+al_llm_field_count(const al_llm_jfield_t *f, const unsigned char *p,
+    uint64_t v)
+{
+    uint64_t  x;
+
+    if (f->type != AL_LLM_JT_REAL && f->type != AL_LLM_JT_STRING) {
+        return v;
+    }
+
+    x = al_llm_count_text(p + f->at, f->len);
+
+    return (x > v) ? x : v;
+}
+
 #define AL_LLM_TOOL_TYPE  32            /* longest tool type read */
 
 /*

@@ -1249,6 +1249,20 @@ al_llm_sse_fast_chat(al_llm_sse_t *s, const unsigned char *p, size_t n)
         u->total_tokens = al_llm_sse_u64(&b.f[AL_LLM_C_TOTAL]);
         u->cached_tokens = cached;
 
+        /* some count read: the others as a client reads them */
+
+        if ((u->prompt_tokens | u->completion_tokens | u->total_tokens)
+            != 0)
+        {
+            u->prompt_tokens = al_llm_field_count(&b.f[AL_LLM_C_PROMPT], p,
+                                                  u->prompt_tokens);
+            u->completion_tokens = al_llm_field_count(
+                                       &b.f[AL_LLM_C_COMPLETION], p,
+                                       u->completion_tokens);
+            u->total_tokens = al_llm_field_count(&b.f[AL_LLM_C_TOTAL], p,
+                                                 u->total_tokens);
+        }
+
         al_llm_usage_total(u);
 
         s->usage_seen = 1;
@@ -1327,6 +1341,15 @@ al_llm_sse_fast_responses(al_llm_sse_t *s, const unsigned char *p,
         u.completion_tokens = al_llm_sse_u64(&d.f[1]);
         u.total_tokens = al_llm_sse_u64(&d.f[2]);
         u.cached_tokens = al_llm_sse_u64(&d.f[4]);
+
+        if ((u.prompt_tokens | u.completion_tokens | u.total_tokens) != 0) {
+            u.prompt_tokens = al_llm_field_count(&d.f[0], p + f->at,
+                                                 u.prompt_tokens);
+            u.completion_tokens = al_llm_field_count(&d.f[1], p + f->at,
+                                                     u.completion_tokens);
+            u.total_tokens = al_llm_field_count(&d.f[2], p + f->at,
+                                                u.total_tokens);
+        }
 
         al_llm_usage_total(&u);
 
@@ -1419,6 +1442,25 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
         s->write_5m = al_llm_sse_u64(&d.f[5]);
         s->write_1h = al_llm_sse_u64(&d.f[6]);
 
+        /* some count read: the others as a client reads them */
+
+        if ((s->in | s->cache_read | s->cache_write | s->out | s->write_5m
+             | s->write_1h)
+            != 0)
+        {
+            f = &b.f[2];
+            s->in = al_llm_field_count(&d.f[0], p + f->at, s->in);
+            s->cache_read = al_llm_field_count(&d.f[1], p + f->at,
+                                               s->cache_read);
+            s->cache_write = al_llm_field_count(&d.f[2], p + f->at,
+                                                s->cache_write);
+            s->out = al_llm_field_count(&d.f[3], p + f->at, s->out);
+            s->write_5m = al_llm_field_count(&d.f[5], p + f->at,
+                                             s->write_5m);
+            s->write_1h = al_llm_field_count(&d.f[6], p + f->at,
+                                             s->write_1h);
+        }
+
     } else if (al_llm_scan_type(s, "message_delta", 13)) {
         if (al_llm_sse_strict(&al_llm_sse_mdelta_spec, p, n, &b) != 0) {
             return -1;
@@ -1436,7 +1478,22 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
             f = &b.f[1 + k];
             v[k] = al_llm_sse_u64(f);
 
-            if (f->type != AL_LLM_JT_INT || f->num < 0) {
+            /*
+             * A count written as a decimal or a string, once the stream
+             * has read one: the number a client reads.
+             */
+
+            if (f->type == AL_LLM_JT_REAL || f->type == AL_LLM_JT_STRING) {
+                v[k] = al_llm_field_count(f, p, 0);
+
+                if (v[k] == 0
+                    || (s->in | s->cache_read | s->cache_write | s->out)
+                       == 0)
+                {
+                    continue;
+                }
+
+            } else if (f->type != AL_LLM_JT_INT || f->num < 0) {
                 continue;
             }
 
@@ -1462,6 +1519,13 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
 
             s->write_5m = al_llm_sse_u64(&d.f[0]);
             s->write_1h = al_llm_sse_u64(&d.f[1]);
+
+            if ((s->in | s->cache_read | s->cache_write | s->out) != 0) {
+                s->write_5m = al_llm_field_count(&d.f[0], p + f->at,
+                                                 s->write_5m);
+                s->write_1h = al_llm_field_count(&d.f[1], p + f->at,
+                                                 s->write_1h);
+            }
         }
 
     } else {
@@ -1680,7 +1744,7 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
     size_t       len;
     json_t      *msg, *usage;
     uint64_t     v;
-    unsigned     found;
+    unsigned     found, lax;
     const char  *type;
 
     type = al_llm_sse_type(s, root, &len);
@@ -1711,29 +1775,72 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
         s->out = al_llm_json_u64(usage, "output_tokens", NULL);
         al_llm_sse_cache_creation(s, usage);
 
+        /* some count read: the others as a client reads them */
+
+        if ((s->in | s->cache_read | s->cache_write | s->out | s->write_5m
+             | s->write_1h)
+            != 0)
+        {
+            s->in = al_llm_json_count(usage, "input_tokens", s->in);
+            s->cache_read = al_llm_json_count(usage,
+                                              "cache_read_input_tokens",
+                                              s->cache_read);
+            s->cache_write = al_llm_json_count(usage,
+                                               "cache_creation_input_tokens",
+                                               s->cache_write);
+            s->out = al_llm_json_count(usage, "output_tokens", s->out);
+        }
+
     } else if (len == 13 && memcmp(type, "message_delta", 13) == 0) {
         usage = json_object_get(root, "usage");
         if (usage == NULL || !json_is_object(usage)) {
             return;
         }
 
+        /*
+         * A count written as a decimal or a string, once the stream has
+         * read one, is the number a client reads.
+         */
+
+        lax = (s->in | s->cache_read | s->cache_write | s->out) != 0;
+
         v = al_llm_json_u64(usage, "output_tokens", &found);
+        if (!found && lax) {
+            v = al_llm_json_count(usage, "output_tokens", 0);
+            found = (v != 0);
+        }
+
         if (found) {
             s->out = v;
             s->usage_seen = 1;
         }
 
         v = al_llm_json_u64(usage, "input_tokens", &found);
+        if (!found && lax) {
+            v = al_llm_json_count(usage, "input_tokens", 0);
+            found = (v != 0);
+        }
+
         if (found) {
             s->in = v;
         }
 
         v = al_llm_json_u64(usage, "cache_read_input_tokens", &found);
+        if (!found && lax) {
+            v = al_llm_json_count(usage, "cache_read_input_tokens", 0);
+            found = (v != 0);
+        }
+
         if (found) {
             s->cache_read = v;
         }
 
         v = al_llm_json_u64(usage, "cache_creation_input_tokens", &found);
+        if (!found && lax) {
+            v = al_llm_json_count(usage, "cache_creation_input_tokens", 0);
+            found = (v != 0);
+        }
+
         if (found) {
             s->cache_write = v;
         }
@@ -1780,6 +1887,15 @@ al_llm_sse_cache_creation(al_llm_sse_t *s, const json_t *usage)
 
     s->write_5m = al_llm_json_u64(cc, "ephemeral_5m_input_tokens", NULL);
     s->write_1h = al_llm_json_u64(cc, "ephemeral_1h_input_tokens", NULL);
+
+    /* some count read: the others as a client reads them */
+
+    if ((s->in | s->cache_read | s->cache_write | s->out) != 0) {
+        s->write_5m = al_llm_json_count(cc, "ephemeral_5m_input_tokens",
+                                        s->write_5m);
+        s->write_1h = al_llm_json_count(cc, "ephemeral_1h_input_tokens",
+                                        s->write_1h);
+    }
 }
 
 

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <jansson.h>
@@ -964,6 +965,23 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
         for (k = 0; k < AL_LLM_USAGE_V; k++) {
             v[k] = al_llm_usage_u64(&b.f[k]);
         }
+
+        /*
+         * Some count read: the others written as decimals or strings
+         * are the numbers a client reads, not 0 (cached_tokens, which
+         * only lowers the price, aside).  With none read, the usage
+         * counts no token and is taken for none, as documented.
+         */
+
+        if ((v[0] | v[1] | v[2] | v[3] | v[5] | v[6]) != 0) {
+            for (k = 0; k < AL_LLM_USAGE_V; k++) {
+                if (k != 4) {
+                    v[k] = al_llm_field_count(&b.f[k],
+                                              (const unsigned char *) r->usage,
+                                              v[k]);
+                }
+            }
+        }
     }
 
     if (r->kind == AL_LLM_ANTHROPIC) {
@@ -1218,6 +1236,13 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
             break;
 
         case '"':
+
+            /* a count written as a string: the strict reader's */
+
+            if (id >= 0) {
+                return 1;
+            }
+
             j = al_llm_ascii_run(p, i + 1, len, 0);
 
             if (j == len || p[j] != '"') {
@@ -1260,7 +1285,12 @@ al_llm_usage_object(const unsigned char *p, size_t *pos, size_t len,
             }
 
             if (frac) {
-                neg = 1;                /* not an integer: 0 */
+                if (id >= 0) {
+                    return 1;           /* a decimal count: the strict
+                                           reader's */
+                }
+
+                neg = 1;
             }
 
             /* as al_llm_usage_u64(): negative 0, at most 2^48 */
@@ -1877,6 +1907,17 @@ al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u)
                                            NULL);
     u->total_tokens = al_llm_json_u64(usage, "total_tokens", NULL);
 
+    /* some count read: the others as a client reads them */
+
+    if ((u->prompt_tokens | u->completion_tokens | u->total_tokens) != 0) {
+        u->prompt_tokens = al_llm_json_count(usage, "prompt_tokens",
+                                             u->prompt_tokens);
+        u->completion_tokens = al_llm_json_count(usage, "completion_tokens",
+                                                 u->completion_tokens);
+        u->total_tokens = al_llm_json_count(usage, "total_tokens",
+                                            u->total_tokens);
+    }
+
     d = json_object_get(usage, "prompt_tokens_details");
     if (d != NULL && json_is_object(d)) {
         u->cached_tokens = al_llm_json_u64(d, "cached_tokens", NULL);
@@ -1898,6 +1939,17 @@ al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u)
     u->prompt_tokens = al_llm_json_u64(usage, "input_tokens", NULL);
     u->completion_tokens = al_llm_json_u64(usage, "output_tokens", NULL);
     u->total_tokens = al_llm_json_u64(usage, "total_tokens", NULL);
+
+    /* some count read: the others as a client reads them */
+
+    if ((u->prompt_tokens | u->completion_tokens | u->total_tokens) != 0) {
+        u->prompt_tokens = al_llm_json_count(usage, "input_tokens",
+                                             u->prompt_tokens);
+        u->completion_tokens = al_llm_json_count(usage, "output_tokens",
+                                                 u->completion_tokens);
+        u->total_tokens = al_llm_json_count(usage, "total_tokens",
+                                            u->total_tokens);
+    }
 
     d = json_object_get(usage, "input_tokens_details");
     if (d != NULL && json_is_object(d)) {
@@ -1963,6 +2015,92 @@ al_llm_json_u64(const json_t *obj, const char *key, unsigned *found)
     /* no count is near 2^40; this keeps sums far from wrapping */
     return (uint64_t) i > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
                                              : (uint64_t) i;
+}
+
+
+uint64_t
+al_llm_count_text(const unsigned char *p, size_t n)
+{
+    char      buf[64], *end;
+    double    d;
+    size_t    i;
+    uint64_t  x;
+
+    if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
+        p++;
+        n -= 2;
+    }
+
+    if (n == 0 || n >= sizeof(buf)) {
+        return 0;
+    }
+
+    for (i = 0; i < n; i++) {
+        if (!al_llm_digit(p[i]) && p[i] != '.' && p[i] != 'e'
+            && p[i] != 'E' && p[i] != '+' && p[i] != '-')
+        {
+            return 0;
+        }
+    }
+
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+
+    d = strtod(buf, &end);
+
+    if (end != buf + n || !(d > 0)) {
+        return 0;
+    }
+
+    if (d >= (double) (UINT64_C(1) << 48)) {
+        return UINT64_C(1) << 48;
+    }
+
+    x = (uint64_t) d;
+
+    return ((double) x < d) ? x + 1 : x;
+}
+
+
+uint64_t
+al_llm_json_count(const json_t *obj, const char *key, uint64_t v)
+{
+    double       d;
+    json_t      *j;
+    uint64_t     x;
+    const char  *s;
+
+    j = json_object_get(obj, key);
+
+    if (j == NULL) {
+        return v;
+    }
+
+    if (json_is_real(j)) {
+        d = json_real_value(j);
+
+        if (!(d > 0)) {
+            return v;
+        }
+
+        if (d >= (double) (UINT64_C(1) << 48)) {
+            x = UINT64_C(1) << 48;
+
+        } else {
+            x = (uint64_t) d;
+            x += ((double) x < d);
+        }
+
+    } else if (json_is_string(j)) {
+        s = json_string_value(j);
+        x = al_llm_count_text((const unsigned char *) s,
+                              json_string_length(j));
+
+    } else {
+        return v;
+    }
+
+    return (x > v) ? x : v;
 }
 
 

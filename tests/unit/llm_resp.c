@@ -28,6 +28,7 @@ static int ut_body(const char *body, size_t len, int alloc);
 static void ut_bodies(void);
 static void ut_long(void);
 static void ut_escaped(void);
+static void ut_partial(void);
 
 
 static void *
@@ -423,12 +424,89 @@ ut_escaped(void)
 }
 
 
+/*
+ * A usage of which some counts are integers and others are written as
+ * decimals or strings: those are the numbers a client reads ("5000",
+ * 5000.0; a fraction rounded up), not 0.  A usage in which no count is
+ * an integer stays one that counts no token (taken for none).
+ */
+
+static void
+ut_partial(void)
+{
+    int             bad, rc;
+    size_t          k;
+    al_llm_usage_t  u;
+
+    static const struct {
+        al_llm_kind_t       kind;
+        al_llm_endpoint_t   ep;
+        const char         *body;
+        uint64_t            completion;
+        uint64_t            total;
+    } cases[] = {
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":"
+          "\"5000\"}}", 5000, 6000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":"
+          "5000.0}}", 5000, 6000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":"
+          "4999.5}}", 5000, 6000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":5,"
+          "\"total_tokens\":\"6000\"}}", 5000, 6000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":\"5e3\",\"completion_tokens\":"
+          "1000}}", 1000, 6000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
+          "{\"usage\":{\"input_tokens\":1000,\"output_tokens\":"
+          "\"5000\"}}", 5000, 6000 },
+        { AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+          "{\"usage\":{\"input_tokens\":1000,\"output_tokens\":"
+          "\"5000\"}}", 5000, 6000 },
+        { AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+          "{\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":"
+          "990.5,\"output_tokens\":5000}}", 5000, 6001 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":"
+          "null,\"x\":\"9\"}}", 0, 1000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":"
+          "\"many\"}}", 0, 1000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":\"7\",\"completion_tokens\":"
+          "2.5}}", 0, 0 },
+    };
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        rc = al_llm_usage_parse(cases[k].kind, cases[k].ep,
+                                (const unsigned char *) cases[k].body,
+                                strlen(cases[k].body), &u, NULL, 0);
+
+        if (rc != 0 || u.completion_tokens != cases[k].completion
+            || u.total_tokens != cases[k].total)
+        {
+            tap_diag("usage", cases[k].body);
+            bad++;
+        }
+    }
+
+    tap_is_int(bad, 0, "counts written as decimals or strings beside "
+                       "integers are read");
+}
+
+
 int
 main(void)
 {
     ut_bodies();
     ut_long();
     ut_escaped();
+    ut_partial();
 
     return tap_done();
 }

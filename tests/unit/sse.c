@@ -55,6 +55,7 @@ static void test_no_model(void);
 static void test_total_over(void);
 static void test_usage_unread(void);
 static void test_usage_escaped(void);
+static void test_usage_partial(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -298,6 +299,7 @@ main(void)
     test_total_over();
     test_usage_unread();
     test_usage_escaped();
+    test_usage_partial();
 
     return tap_done();
 }
@@ -2040,7 +2042,7 @@ test_strict_anthropic(void)
                "data: {\"type\":\"message_delta\",\"usage\":{"
                "\"output_tokens\":1e2}}\n\n"
                "data: {\"type\":\"message_stop\",\"x\":[1,]}\n\n",
-               "c", 4, 1),
+               "c", 103, 1),
            "strict anthropic: an error, a real, an invalid stop");
 }
 
@@ -2978,4 +2980,74 @@ test_usage_escaped(void)
            && r.usage.prompt_tokens == 100 && r.usage.total_tokens == 200,
            "anthropic stream, usage named twice: the last");
     run_free(&r);
+}
+
+
+/*
+ * A usage of which some counts are integers and others decimals or
+ * strings: those are the numbers a client reads, not 0.
+ */
+
+static void
+test_usage_partial(void)
+{
+    size_t       k;
+    run_t        r;
+    char         buf[1024];
+
+    static const char  *usages[] = {
+        "{\"prompt_tokens\":40,\"completion_tokens\":\"90\"}",
+        "{\"prompt_tokens\":40,\"completion_tokens\":89.5}",
+        "{\"prompt_tokens\":40,\"completion_tokens\":90,"
+        "\"completion_tokens\":\"90\"}",
+    };
+
+    for (k = 0; k < sizeof(usages) / sizeof(usages[0]); k++) {
+        (void) snprintf(buf, sizeof(buf),
+                        "data: {\"choices\":[{\"index\":0,\"delta\":"
+                        "{\"content\":\"Hello there\"}}]}\n\n"
+                        "data: {\"choices\":[],\"usage\":%s}\n\n"
+                        "data: [DONE]\n\n", usages[k]);
+
+        run(&openai_hide, buf, strlen(buf), NULL, 0, 40, &r);
+        tap_ok(r.source == AL_LLM_SOURCE_STREAM
+               && r.usage.completion_tokens == 90
+               && r.usage.total_tokens == 130,
+               "chat stream, a count a string or decimal beside an integer");
+        run_free(&r);
+    }
+
+    (void) snprintf(buf, sizeof(buf),
+        "event: response.completed\n"
+        "data: {\"type\":\"response.completed\",\"response\":{"
+        "\"model\":\"m\",\"usage\":{\"input_tokens\":40,"
+        "\"output_tokens\":\"90\"}}}\n\n");
+
+    run(&responses_cfg, buf, strlen(buf), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM && r.usage.total_tokens == 130,
+           "responses stream, output_tokens a string");
+    run_free(&r);
+
+    for (k = 0; k < 2; k++) {
+        (void) snprintf(buf, sizeof(buf),
+            "event: message_start\n"
+            "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+            "\"claude\",\"usage\":{\"input_tokens\":40,"
+            "\"output_tokens\":1}}}\n\n"
+            "event: message_delta\n"
+            "data: {\"type\":\"message_delta\",\"usage\":"
+            "{\"output_tokens\":%s}}\n\n"
+            "event: message_stop\n"
+            "data: {\"type\":\"message_stop\"}\n\n",
+            k == 0 ? "\"90\"" : "90.0,\"x\":\"\\u0041\"");
+
+        run(&anthropic_cfg, buf, strlen(buf), NULL, 0, 40, &r);
+        tap_ok(r.source == AL_LLM_SOURCE_STREAM
+               && r.usage.prompt_tokens == 40
+               && r.usage.total_tokens == 130,
+               k == 0 ? "anthropic stream, output_tokens a string"
+                      : "anthropic stream, output_tokens a decimal "
+                        "(jansson)");
+        run_free(&r);
+    }
 }
