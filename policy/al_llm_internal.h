@@ -115,10 +115,12 @@ al_llm_str_run(const unsigned char *p, size_t i, size_t n)
 
 
 /*
- * An OpenAI-style usage's total_tokens: 0 (absent) is the sum of its
- * prompt and completion tokens; one above the sum counts the rest as
- * output, which the usage left out of completion_tokens (proxies in
- * front of Gemini leave its thinking tokens, billed as output, there).
+ * An OpenAI-style usage's total_tokens: 0 (absent), or one below the sum
+ * of its prompt and completion tokens (the budget is charged the total,
+ * and the answer says that many were used), is the sum; one above the
+ * sum counts the rest as output, which the usage left out of
+ * completion_tokens (proxies in front of Gemini leave its thinking
+ * tokens, billed as output, there).
  */
 static inline void
 al_llm_usage_total(al_llm_usage_t *u)
@@ -127,7 +129,7 @@ al_llm_usage_total(al_llm_usage_t *u)
 
     sum = u->prompt_tokens + u->completion_tokens;
 
-    if (u->total_tokens == 0) {
+    if (u->total_tokens < sum) {
         u->total_tokens = sum;
 
     } else if (u->total_tokens > sum && sum >= u->prompt_tokens) {

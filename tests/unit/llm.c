@@ -3654,7 +3654,7 @@ test_total_over(void)
                               NULL, 0)
            == 0
            && u.prompt_tokens == 21 && u.completion_tokens == 5
-           && u.total_tokens == 20, "a total under the sum changes nothing");
+           && u.total_tokens == 26, "a total under the sum: the sum");
 }
 
 

@@ -29,6 +29,7 @@ static void ut_bodies(void);
 static void ut_long(void);
 static void ut_escaped(void);
 static void ut_partial(void);
+static void ut_total_low(void);
 
 
 static void *
@@ -500,6 +501,41 @@ ut_partial(void)
 }
 
 
+/*
+ * A total_tokens below the sum of the prompt and completion tokens: the
+ * budget is charged the total, so the sum (what the answer says was
+ * used), not the smaller number.
+ */
+
+static void
+ut_total_low(void)
+{
+    int             rc;
+    al_llm_usage_t  u;
+    const char     *body;
+
+    body = "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":5000,"
+           "\"total_tokens\":1}}";
+
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_ok(rc == 0 && u.prompt_tokens == 1000 && u.completion_tokens == 5000
+           && u.total_tokens == 6000,
+           "a total below prompt and completion tokens: their sum");
+
+    body = "{\"usage\":{\"input_tokens\":1000,\"output_tokens\":5000,"
+           "\"total_tokens\":6,\"input_tokens_details\":"
+           "{\"cached_tokens\":0}}}";
+
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
+                            (const unsigned char *) body, strlen(body), &u,
+                            NULL, 0);
+    tap_ok(rc == 0 && u.total_tokens == 6000,
+           "responses: a total below input and output tokens: their sum");
+}
+
+
 int
 main(void)
 {
@@ -507,6 +543,7 @@ main(void)
     ut_long();
     ut_escaped();
     ut_partial();
+    ut_total_low();
 
     return tap_done();
 }

@@ -3000,6 +3000,8 @@ test_usage_partial(void)
         "{\"prompt_tokens\":40,\"completion_tokens\":89.5}",
         "{\"prompt_tokens\":40,\"completion_tokens\":90,"
         "\"completion_tokens\":\"90\"}",
+        "{\"prompt_tokens\":40,\"completion_tokens\":90,"
+        "\"total_tokens\":1}",
     };
 
     for (k = 0; k < sizeof(usages) / sizeof(usages[0]); k++) {
@@ -3013,7 +3015,8 @@ test_usage_partial(void)
         tap_ok(r.source == AL_LLM_SOURCE_STREAM
                && r.usage.completion_tokens == 90
                && r.usage.total_tokens == 130,
-               "chat stream, a count a string or decimal beside an integer");
+               "chat stream, a count a string or decimal beside an "
+               "integer, a total below the sum");
         run_free(&r);
     }
 
