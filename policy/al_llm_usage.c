@@ -2021,34 +2021,78 @@ al_llm_json_u64(const json_t *obj, const char *key, unsigned *found)
 uint64_t
 al_llm_count_text(const unsigned char *p, size_t n)
 {
-    char      buf[64], *end;
-    double    d;
-    size_t    i;
-    uint64_t  x;
+    char           buf[64], *end;
+    double         d;
+    size_t         i, k, len;
+    unsigned       cp, h;
+    uint64_t       x;
+    unsigned char  c;
 
     if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
         p++;
         n -= 2;
     }
 
-    if (n == 0 || n >= sizeof(buf)) {
-        return 0;
-    }
+    /* the characters of a number, a string's escapes decoded */
+
+    len = 0;
 
     for (i = 0; i < n; i++) {
-        if (!al_llm_digit(p[i]) && p[i] != '.' && p[i] != 'e'
-            && p[i] != 'E' && p[i] != '+' && p[i] != '-')
+        c = p[i];
+
+        if (c == '\\') {
+            if (n - i < 6 || p[i + 1] != 'u') {
+                return 0;
+            }
+
+            cp = 0;
+
+            for (k = 2; k < 6; k++) {
+                h = p[i + k];
+
+                if (al_llm_digit(h)) {
+                    h -= '0';
+
+                } else if ((h | 0x20) >= 'a' && (h | 0x20) <= 'f') {
+                    h = (h | 0x20) - 'a' + 10;
+
+                } else {
+                    return 0;
+                }
+
+                cp = cp << 4 | h;
+            }
+
+            if (cp >= 0x80) {
+                return 0;
+            }
+
+            c = (unsigned char) cp;
+            i += 5;
+        }
+
+        if (!al_llm_digit(c) && c != '.' && c != 'e' && c != 'E'
+            && c != '+' && c != '-')
         {
             return 0;
         }
+
+        if (len == sizeof(buf) - 1) {
+            return 0;
+        }
+
+        buf[len++] = (char) c;
     }
 
-    memcpy(buf, p, n);
-    buf[n] = '\0';
+    if (len == 0) {
+        return 0;
+    }
+
+    buf[len] = '\0';
 
     d = strtod(buf, &end);
 
-    if (end != buf + n || !(d > 0)) {
+    if (end != buf + len || !(d > 0)) {
         return 0;
     }
 

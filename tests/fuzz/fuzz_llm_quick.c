@@ -40,6 +40,8 @@ static void fuzz_usage(unsigned pick, const uint8_t *p, size_t len,
 static int ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u,
     char *model, size_t model_size);
 static uint64_t ref_u64(const al_llm_jfield_t *f);
+static uint64_t ref_lax(const al_llm_resp_t *r, const al_llm_jfield_t *f,
+    uint64_t v);
 static void fuzz_out(const uint8_t *p, size_t len);
 static void fuzz_out_json(const uint8_t *p, size_t len, char *e, char *y,
     size_t size);
@@ -239,13 +241,17 @@ static int
 ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
+    size_t                     k;
     json_t                    *v;
+    unsigned                   any;
+    uint64_t                   x[AL_LLM_USAGE_V];
     al_llm_body_t              b;
     json_error_t               err;
     const al_llm_scan_spec_t  *spec;
     char                       detail[AL_DETAIL_MAX];
 
     memset(u, 0, sizeof(*u));
+    any = 0;
 
     if (model != NULL && model_size > 0) {
         model[0] = '\0';
@@ -275,21 +281,82 @@ ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
         return -1;
     }
 
+    for (k = 0; k < AL_LLM_USAGE_V; k++) {
+        x[k] = ref_u64(&b.f[k]);
+        any |= (k != 4 && x[k] != 0);
+    }
+
+    /* some count an integer: the others decimals or strings, read */
+
+    for (k = 0; any && k < AL_LLM_USAGE_V; k++) {
+        if (k != 4) {
+            x[k] = ref_lax(r, &b.f[k], x[k]);
+        }
+    }
+
     if (r->kind == AL_LLM_ANTHROPIC) {
-        al_llm_usage_anthropic(ref_u64(&b.f[0]), ref_u64(&b.f[1]),
-                               ref_u64(&b.f[2]), ref_u64(&b.f[5]),
-                               ref_u64(&b.f[6]), ref_u64(&b.f[3]), u);
+        al_llm_usage_anthropic(x[0], x[1], x[2], x[5], x[6], x[3], u);
         return 0;
     }
 
-    u->prompt_tokens = ref_u64(&b.f[0]);
-    u->completion_tokens = ref_u64(&b.f[1]);
-    u->total_tokens = ref_u64(&b.f[2]);
-    u->cached_tokens = ref_u64(&b.f[4]);
+    u->prompt_tokens = x[0];
+    u->completion_tokens = x[1];
+    u->total_tokens = x[2];
+    u->cached_tokens = x[4];
 
     al_llm_usage_total(u);
 
     return 0;
+}
+
+
+/* a decimal, or a string of a number, through jansson and strtod */
+
+static uint64_t
+ref_lax(const al_llm_resp_t *r, const al_llm_jfield_t *f, uint64_t v)
+{
+    char          *end;
+    double         d;
+    json_t        *j;
+    uint64_t       x;
+    json_error_t   err;
+
+    if (f->type != AL_LLM_JT_REAL && f->type != AL_LLM_JT_STRING) {
+        return v;
+    }
+
+    j = json_loadb(r->usage + f->at, f->len, JSON_DECODE_ANY, &err);
+    if (j == NULL) {
+        return v;
+    }
+
+    d = 0;
+
+    if (json_is_real(j)) {
+        d = json_real_value(j);
+
+    } else if (json_is_string(j)
+               && json_string_length(j) > 0
+               && strspn(json_string_value(j), "0123456789.eE+-")
+                  == json_string_length(j))
+    {
+        d = strtod(json_string_value(j), &end);
+
+        if (*end != '\0') {
+            d = 0;
+        }
+    }
+
+    json_decref(j);
+
+    if (!(d > 0)) {
+        return v;
+    }
+
+    x = (d >= 281474976710656.0) ? (UINT64_C(1) << 48) : (uint64_t) d;
+    x += (d < 281474976710656.0 && (double) x < d);
+
+    return (x > v) ? x : v;
 }
 
 

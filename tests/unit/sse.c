@@ -3002,6 +3002,7 @@ test_usage_partial(void)
         "\"completion_tokens\":\"90\"}",
         "{\"prompt_tokens\":40,\"completion_tokens\":90,"
         "\"total_tokens\":1}",
+        "{\"prompt_tokens\":40,\"completion_tokens\":\"\\u00390\"}",
     };
 
     for (k = 0; k < sizeof(usages) / sizeof(usages[0]); k++) {
