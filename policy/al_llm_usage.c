@@ -90,6 +90,7 @@ static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
 static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
     size_t size);
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
+static int al_llm_usage_loose(const al_llm_resp_t *r, al_llm_usage_t *u);
 static int al_llm_usage_object(const unsigned char *p, size_t *pos,
     size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
 static inline size_t al_llm_quick_number(const unsigned char *p, size_t i,
@@ -956,9 +957,12 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
 
         if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
                              r->usage_len, &b, detail, sizeof(detail))
-            != 0
-            || b.root.type != AL_LLM_JT_OBJECT)
+            != 0)
         {
+            return al_llm_usage_loose(r, u);
+        }
+
+        if (b.root.type != AL_LLM_JT_OBJECT) {
             return -1;
         }
 
@@ -997,6 +1001,80 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     u->cached_tokens = v[4];
 
     al_llm_usage_total(u);
+
+    return 0;
+}
+
+
+/*
+ * A usage object the strict scanner refuses: a member named twice (or
+ * once plainly and once with escapes) is read by jansson as a client's
+ * reader reads it, the last of them; invalid JSON is no usage.  Rare, so
+ * jansson's tree costs nothing on the usual answer.
+ */
+
+static int
+al_llm_usage_loose(const al_llm_resp_t *r, al_llm_usage_t *u)
+{
+    size_t         k;
+    json_t        *root, *cc;
+    unsigned       any;
+    uint64_t       v[AL_LLM_USAGE_V];
+    json_error_t   err;
+
+    root = json_loadb(r->usage, r->usage_len, 0, &err);
+
+    if (root == NULL || !json_is_object(root)) {
+        json_decref(root);
+        return -1;
+    }
+
+    if (r->kind != AL_LLM_ANTHROPIC) {
+        if (r->endpoint == AL_LLM_EP_RESPONSES) {
+            al_llm_usage_responses(root, u);
+
+        } else {
+            al_llm_usage_openai(root, u);
+        }
+
+        json_decref(root);
+        return 0;
+    }
+
+    /* Anthropic's, in the places of al_llm_usage_ant_names */
+
+    cc = json_object_get(root, "cache_creation");
+    if (!json_is_object(cc)) {
+        cc = NULL;
+    }
+
+    memset(v, 0, sizeof(v));
+    any = 0;
+
+    for (k = 0; k < 4; k++) {
+        v[k] = al_llm_json_u64(root, al_llm_usage_ant_names[k], NULL);
+        any |= (v[k] != 0);
+    }
+
+    for (k = 0; cc != NULL && k < 2; k++) {
+        v[5 + k] = al_llm_json_u64(cc, al_llm_usage_ant_cc_names[k], NULL);
+        any |= (v[5 + k] != 0);
+    }
+
+    /* some count read: the others as a client reads them */
+
+    for (k = 0; any && k < 4; k++) {
+        v[k] = al_llm_json_count(root, al_llm_usage_ant_names[k], v[k]);
+    }
+
+    for (k = 0; any && cc != NULL && k < 2; k++) {
+        v[5 + k] = al_llm_json_count(cc, al_llm_usage_ant_cc_names[k],
+                                     v[5 + k]);
+    }
+
+    json_decref(root);
+
+    al_llm_usage_anthropic(v[0], v[1], v[2], v[5], v[6], v[3], u);
 
     return 0;
 }

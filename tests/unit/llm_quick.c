@@ -43,6 +43,7 @@ static void test_usage_whole(void);
 static int ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u,
     char *model, size_t size);
 static uint64_t ref_u64(const al_llm_jfield_t *f);
+static int ref_loose(const al_llm_resp_t *r, al_llm_usage_t *u);
 static uint64_t ref_lax(const al_llm_resp_t *r, const al_llm_jfield_t *f,
     uint64_t v);
 static void test_model(void);
@@ -125,17 +126,17 @@ static const ut_usage_t  ut_usages[] = {
     { OAI, S, "{\"prompt_tokens\":1e3,\"completion_tokens\":2}",
       1000, 2, 1002, 0,
       "an exponent: strict, its number beside an integer count" },
-    { OAI, S, "{\"prompt_tokens\":1,\"prompt_tokens\":2}", NO, 0, 0, 0,
-      "duplicate key: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":1,\"prompt_tokens\":2}", 2, 0, 2, 0,
+      "duplicate key: strict refuses, jansson's last" },
     { OAI, S, "{\"prompt_tokens\":1,\"completion_tokens\":2,"
-              "\"completion_tokens\":2}", NO, 0, 0, 0,
-      "duplicate of the name expected next: strict, refused" },
+              "\"completion_tokens\":2}", 1, 2, 3, 0,
+      "duplicate of the name expected next: jansson's last" },
     { OAI, Q, "{\"prompt_tokensx\":4,\"prompt_token\":5,\"prompt_tokens\":3,"
               "\"completion_tokens \":6}", 3, 0, 3, 0,
       "names that begin as the name expected next: other names" },
     { OAI, S, "{\"prompt_tokens\":1,\"prompt_tokens_details\":"
-              "{\"cached_tokens\":1,\"cached_tokens\":2}}", NO, 0, 0, 0,
-      "duplicate key in the details: strict, refused" },
+              "{\"cached_tokens\":1,\"cached_tokens\":2}}", 1, 0, 1, 2,
+      "duplicate key in the details: jansson's last" },
     { OAI, Q, "{\"prompt_tokens\":1,\"x\":{\"a\":1},\"y\":{\"a\":2}}",
       1, 0, 1, 0, "the same key in two objects is no duplicate" },
     { OAI, S, "{\"prompt\\u005ftokens\":12,\"completion_tokens\":1}",
@@ -180,8 +181,8 @@ static const ut_usage_t  ut_usages[] = {
     { ANT, Q, "{\"input_tokens\":3,\"prompt_tokens_details\":"
               "{\"cached_tokens\":9}}", 3, 0, 3, 0,
       "anthropic: no details object of OpenAI's" },
-    { ANT, S, "{\"input_tokens\":3,\"input_tokens\":4}", NO, 0, 0, 0,
-      "anthropic: duplicate key refused" }
+    { ANT, S, "{\"input_tokens\":3,\"input_tokens\":4}", 4, 0, 4, 0,
+      "anthropic: duplicate key, jansson's last" }
 };
 
 
@@ -361,9 +362,12 @@ ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
 
     if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
                          r->usage_len, &b, detail, sizeof(detail))
-        != 0
-        || b.root.type != AL_LLM_JT_OBJECT)
+        != 0)
     {
+        return ref_loose(r, u);
+    }
+
+    if (b.root.type != AL_LLM_JT_OBJECT) {
         return -1;
     }
 
@@ -445,6 +449,110 @@ ref_lax(const al_llm_resp_t *r, const al_llm_jfield_t *f, uint64_t v)
     x += (d < 281474976710656.0 && (double) x < d);
 
     return (x > v) ? x : v;
+}
+
+
+/* a usage the strict scanner refuses: jansson's reading, the last key */
+
+static int
+ref_loose(const al_llm_resp_t *r, al_llm_usage_t *u)
+{
+    size_t         k;
+    json_t        *root, *o, *j;
+    unsigned       any;
+    uint64_t       x[AL_LLM_USAGE_V];
+    json_error_t   err;
+    double         d;
+    const char    *names[AL_LLM_USAGE_V];
+
+    static const char *const  oai[] = {
+        "prompt_tokens", "completion_tokens", "total_tokens", NULL,
+        "cached_tokens", NULL, NULL
+    };
+    static const char *const  resp[] = {
+        "input_tokens", "output_tokens", "total_tokens", NULL,
+        "cached_tokens", NULL, NULL
+    };
+    static const char *const  ant[] = {
+        "input_tokens", "cache_read_input_tokens",
+        "cache_creation_input_tokens", "output_tokens", NULL,
+        "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"
+    };
+
+    root = json_loadb(r->usage, r->usage_len, 0, &err);
+
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return -1;
+    }
+
+    memcpy(names, (r->kind == AL_LLM_ANTHROPIC) ? ant
+                  : (r->endpoint == AL_LLM_EP_RESPONSES) ? resp : oai,
+           sizeof(names));
+
+    any = 0;
+
+    for (k = 0; k < AL_LLM_USAGE_V; k++) {
+        x[k] = 0;
+
+        if (names[k] == NULL) {
+            continue;
+        }
+
+        o = (k < 4) ? root
+            : (r->kind == AL_LLM_ANTHROPIC)
+              ? json_object_get(root, "cache_creation")
+            : json_object_get(root, (r->endpoint == AL_LLM_EP_RESPONSES)
+                                    ? "input_tokens_details"
+                                    : "prompt_tokens_details");
+        j = json_is_object(o) ? json_object_get(o, names[k]) : NULL;
+
+        if (json_is_integer(j) && json_integer_value(j) >= 0) {
+            x[k] = (uint64_t) json_integer_value(j);
+            x[k] = (x[k] > (UINT64_C(1) << 48)) ? (UINT64_C(1) << 48) : x[k];
+            any |= (k != 4 && x[k] != 0);
+        }
+    }
+
+    for (k = 0; any && k < AL_LLM_USAGE_V; k++) {
+        if (names[k] == NULL || k == 4) {
+            continue;
+        }
+
+        o = (k < 4) ? root : json_object_get(root, "cache_creation");
+        j = json_is_object(o) ? json_object_get(o, names[k]) : NULL;
+        d = 0;
+
+        if (json_is_real(j)) {
+            d = json_real_value(j);
+
+        } else if (json_is_string(j) && json_string_length(j) > 0
+                   && strspn(json_string_value(j), "0123456789.eE+-")
+                      == json_string_length(j))
+        {
+            d = strtod(json_string_value(j), NULL);
+        }
+
+        if (d > 0 && d < 281474976710656.0 && (double) x[k] < d) {
+            x[k] = (uint64_t) d + ((double) (uint64_t) d < d);
+        }
+    }
+
+    json_decref(root);
+
+    if (r->kind == AL_LLM_ANTHROPIC) {
+        al_llm_usage_anthropic(x[0], x[1], x[2], x[5], x[6], x[3], u);
+        return 0;
+    }
+
+    u->prompt_tokens = x[0];
+    u->completion_tokens = x[1];
+    u->total_tokens = x[2];
+    u->cached_tokens = x[4];
+
+    al_llm_usage_total(u);
+
+    return 0;
 }
 
 

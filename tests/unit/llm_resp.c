@@ -30,6 +30,7 @@ static void ut_long(void);
 static void ut_escaped(void);
 static void ut_partial(void);
 static void ut_total_low(void);
+static void ut_twice(void);
 
 
 static void *
@@ -539,6 +540,57 @@ ut_total_low(void)
 }
 
 
+/*
+ * A member of the usage object named twice, plainly or with escapes: the
+ * last, as a client's reader takes it (and as streams read it), not no
+ * usage at all.
+ */
+
+static void
+ut_twice(void)
+{
+    int             bad, rc;
+    size_t          k;
+    al_llm_usage_t  u;
+
+    static const struct {
+        al_llm_kind_t       kind;
+        al_llm_endpoint_t   ep;
+        const char         *body;
+        uint64_t            total;
+    } cases[] = {
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,"
+          "\"prompt_tokens\":100}}", 101 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1,\"prompt_tok\\u0065ns\":100,"
+          "\"completion_tokens\":1}}", 101 },
+        { AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
+          "{\"usage\":{\"input_tokens\":100,\"output_tokens\":1,"
+          "\"output_tokens\":100}}", 200 },
+        { AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+          "{\"usage\":{\"input_tokens\":1,\"output_tokens\":1,"
+          "\"output_tokens\":100,\"cache_creation\":{\"ephemeral_1h_"
+          "input_tokens\":\"9\"}}}", 110 },
+    };
+
+    bad = 0;
+
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        rc = al_llm_usage_parse(cases[k].kind, cases[k].ep,
+                                (const unsigned char *) cases[k].body,
+                                strlen(cases[k].body), &u, NULL, 0);
+
+        if (rc != 0 || u.total_tokens != cases[k].total) {
+            tap_diag("usage", cases[k].body);
+            bad++;
+        }
+    }
+
+    tap_is_int(bad, 0, "a usage member named twice: the last");
+}
+
+
 int
 main(void)
 {
@@ -547,6 +599,7 @@ main(void)
     ut_escaped();
     ut_partial();
     ut_total_low();
+    ut_twice();
 
     return tap_done();
 }
