@@ -242,8 +242,9 @@ typedef struct {
  * 5000.0), in a usage of which some other count is an integer: the
  * number a client reads, a fraction rounded up, at most 2^48; v (what
  * was read of it as an integer) when it is neither or reads as less.
- * al_llm_count_text() reads the raw text of one (quoted or not), 0 for
- * none; al_llm_field_count() a scanned field whose raw span is in p;
+ * al_llm_count_text() reads the text of one (a number, or a string's
+ * bytes between its quotes, \u00XX escapes decoded), 0 for none;
+ * al_llm_field_count() a scanned field whose raw span is in p;
  * al_llm_json_count() a member of obj.
  */
 uint64_t al_llm_count_text(const unsigned char *p, size_t n);
@@ -255,11 +256,15 @@ al_llm_field_count(const al_llm_jfield_t *f, const unsigned char *p,
 {
     uint64_t  x;
 
-    if (f->type != AL_LLM_JT_REAL && f->type != AL_LLM_JT_STRING) {
+    if (f->type == AL_LLM_JT_REAL) {
+        x = al_llm_count_text(p + f->at, f->len);
+
+    } else if (f->type == AL_LLM_JT_STRING && f->len >= 2) {
+        x = al_llm_count_text(p + f->at + 1, f->len - 2);     /* quotes */
+
+    } else {
         return v;
     }
-
-    x = al_llm_count_text(p + f->at, f->len);
 
     return (x > v) ? x : v;
 }

@@ -2106,11 +2106,6 @@ al_llm_count_text(const unsigned char *p, size_t n)
     uint64_t       x;
     unsigned char  c;
 
-    if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
-        p++;
-        n -= 2;
-    }
-
     /* the characters of a number, a string's escapes decoded */
 
     len = 0;

@@ -481,6 +481,9 @@ ut_partial(void)
           "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":"
           "\"\\u0035000\"}}", 5000, 6000 },
         { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":"
+          "\"\\\"5000\\\"\"}}", 0, 1000 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
           "{\"usage\":{\"prompt_tokens\":\"7\",\"completion_tokens\":"
           "2.5}}", 0, 0 },
     };

@@ -3005,6 +3005,21 @@ test_usage_partial(void)
         "{\"prompt_tokens\":40,\"completion_tokens\":\"\\u00390\"}",
     };
 
+    /* a string holding quotes is no number, on both of the parser's paths */
+
+    (void) snprintf(buf, sizeof(buf),
+                    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,"
+                    "\"completion_tokens\":\"\\\"90\\\"\"}}\n\n"
+                    "data: {\"choices\":[],\"x\":\"\\u0041\",\"usage\":"
+                    "{\"prompt_tokens\":40,\"completion_tokens\":"
+                    "\"\\\"90\\\"\"}}\n\n"
+                    "data: [DONE]\n\n");
+    run(&openai_hide, buf, strlen(buf), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM && r.usage.total_tokens == 40,
+           "chat stream, a count \"\\\"90\\\"\": no number");
+    run_free(&r);
+
+
     for (k = 0; k < sizeof(usages) / sizeof(usages[0]); k++) {
         (void) snprintf(buf, sizeof(buf),
                         "data: {\"choices\":[{\"index\":0,\"delta\":"
