@@ -107,11 +107,16 @@ static ngx_uint_t                     ngx_http_airlock_llm_nspares;
 /*
  * The provider's own limits describe its key, shared by every client, not
  * the client.  (Its Retry-After on a 429 of its own passes: that wait is
- * the client's too.)
+ * the client's too.)  A router in front of the provider (LiteLLM's proxy,
+ * an openai-compatible entry) describes the key in x-litellm-key-* (its
+ * spend, budget and limits) and relays the provider's own headers under
+ * "llm_provider-", the account's organization among them.
  */
 static ngx_str_t  ngx_http_airlock_llm_ratelimit_prefixes[] = {
     ngx_string("x-ratelimit-"),
     ngx_string("anthropic-ratelimit-"),
+    ngx_string("x-litellm-key-"),
+    ngx_string("llm_provider-"),
     ngx_null_string
 };
 
@@ -124,13 +129,15 @@ static ngx_str_t  ngx_http_airlock_llm_account_headers[] = {
     ngx_string("openai-project"),
     ngx_string("openai-organization"),
     ngx_string("anthropic-organization-id"),
+    ngx_string("x-litellm-model-api-base"),     /* the provider's URL */
     ngx_null_string
 };
 
 #define NGX_HTTP_AIRLOCK_LLM_ACCOUNT_LENS                                    \
     ((1u << (sizeof("openai-project") - 1))                                  \
      | (1u << (sizeof("openai-organization") - 1))                           \
-     | (1u << (sizeof("anthropic-organization-id") - 1)))
+     | (1u << (sizeof("anthropic-organization-id") - 1))                     \
+     | (1u << (sizeof("x-litellm-model-api-base") - 1)))
 
 
 ngx_int_t
