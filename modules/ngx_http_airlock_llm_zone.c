@@ -1037,12 +1037,15 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
     }
 
     /*
-     * The series count can only grow while unlocked: room for its cap;
-     * budgets are as many as (provider, client) pairs of the policies
-     * seen, some more for a reload in between.
+     * The series count can only grow while unlocked, and not past the
+     * cap: room for the cap, or for the series there are when the zone
+     * holds more (a reload lowered series=, or copied a zone of another
+     * size: the series kept go on counting); budgets are as many as
+     * (provider, client) pairs of the policies seen, some more for a
+     * reload in between.
      */
 
-    n = zc->series_max + zc->sh->budgets + 64;
+    n = ngx_max(zc->series_max, zc->sh->series) + zc->sh->budgets + 64;
 
     snap = ngx_palloc(r->pool, n * sizeof(ngx_http_airlock_llm_snap_t));
     keys = ngx_palloc(r->pool, n * NGX_HTTP_AIRLOCK_LLM_KEY_MAX);
