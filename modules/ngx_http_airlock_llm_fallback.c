@@ -270,9 +270,14 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
                "dollar budget";
     }
 
-    /* the body: the checked bytes, with the fallback's model */
+    /*
+     * the body: the checked bytes, with the fallback's model.  The check
+     * may have made them longer than max_body_bytes (include_usage, an
+     * output cap, a model for an alias): they are in memory, and what the
+     * first provider was sent, whatever their length.
+     */
 
-    if (ngx_http_airlock_body(r, a->body_max, &body) != NGX_OK) {
+    if (ngx_http_airlock_body(r, NGX_MAX_SIZE_T_VALUE, &body) != NGX_OK) {
         return "the body is not in memory";
     }
 
@@ -386,7 +391,7 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
     al_llm_req_t              req;
     ngx_http_airlock_body_t   body;
 
-    if (ngx_http_airlock_body(r, a->body_max, &body) != NGX_OK) {
+    if (ngx_http_airlock_body(r, NGX_MAX_SIZE_T_VALUE, &body) != NGX_OK) {
         return "the body is not in memory";
     }
 
