@@ -81,6 +81,7 @@ static int ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q,
     const ad_alert_t *a);
 static int ad_same_group(const ad_alert_t *a, const ad_alert_t *b);
 static const char *ad_fid_sep(const char *id);
+static int ad_outbox_queued(ad_outbox_t *ob, const char *name);
 static int ad_folded_seq(const char *id, unsigned long *seq);
 static ad_entry_t *ad_outbox_folded_in(ad_outbox_t *ob, const char *key,
     const ad_alert_t *a);
@@ -494,7 +495,6 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
 {
     ad_entry_t   *e;
     ad_sinkq_t   *q;
-    struct stat   st;
     char          name[AD_NAME_MAX];
 
     if ((size_t) snprintf(name, sizeof(name), "%s-%s.json", key, a->id)
@@ -511,7 +511,7 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
      * This is how a journal line read twice after a crash is recognized.
      */
 
-    if (fstatat(ob->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (ad_outbox_queued(ob, name)) {
         ad_log(AD_LOG_DEBUG, "alert %s is queued already", a->id);
         return AD_OUTBOX_QUEUED;
     }
@@ -720,6 +720,50 @@ ad_outbox_count(ad_outbox_t *ob, const ad_alert_t *a, int taken)
 
 
 /*
+ * Whether the outbox has the file name, or, for an id alertd makes
+ * (AD_FID_SEP), the file of the same alert that an alertd older than
+ * that separator named with '-' ("<key>-A-2.json" for "<key>-A~2.json"):
+ * left queued by it and made again after a crash that lost its save,
+ * such an alert would otherwise be queued a second time under the new
+ * id.  That file must hold an alert alertd made (folded, or a report of
+ * drops): a journal alert's id may be "A-2" too, and is another alert.
+ * Every file is in memory (ad_outbox_open()), under its name.
+ */
+
+static int
+ad_outbox_queued(ad_outbox_t *ob, const char *name)
+{
+    char         old[AD_NAME_MAX], *p;
+    ad_entry_t  *e;
+    struct stat  st;
+
+    if (fstatat(ob->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        return 1;
+    }
+
+    if (strchr(name, AD_FID_SEP) == NULL) {
+        return 0;
+    }
+
+    (void) snprintf(old, sizeof(old), "%s", name);
+
+    for (p = strchr(old, AD_FID_SEP); p != NULL; p = strchr(p, AD_FID_SEP)) {
+        *p = '-';
+    }
+
+    for (e = ob->head; e != NULL; e = e->next) {
+        if (strcmp(e->name, old) == 0
+            && (e->alert.folded || e->alert.kind == AD_KIND_DROPPED))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
  * Folds the folded alert a into the latest folded alert of its group
  * queued for the sink q by this process and never sent (tried: an
  * attempt, in flight or failed, sent it).  Returns 0, 1 when there is
@@ -883,7 +927,6 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
     int64_t      first, last;
     ad_entry_t  *e;
     ad_sinkq_t  *q;
-    struct stat  st;
     char         name[AD_NAME_MAX];
 
     q = ad_sinkq_get(ob, key, kind, url, 0);
@@ -895,7 +938,7 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
     (void) snprintf(name, sizeof(name), "%s-dropped%c%s-%lld.json", key,
                     AD_FID_SEP, key, (long long) q->since_ms);
 
-    if (fstatat(ob->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (ad_outbox_queued(ob, name)) {
         ad_log(AD_LOG_INFO, "the report %s of %lld alert(s) dropped for "
                "%s %s is queued already", name, (long long) q->dropped,
                ad_sink_kind_name(q->kind), q->label);
