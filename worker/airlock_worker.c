@@ -1198,7 +1198,15 @@ aw_refused(const redisReply *r)
  * script: the record outlives the result's TTL until the entry is
  * acknowledged, so a delivery after a crash that finds no result (it
  * expired meanwhile) knows the job was done and does not run it again
- * (aw_done()).  Only a result Redis has stored ends the job.  One
+ * (aw_done()).  The record is written only when the SET stored the
+ * result: one that stored nothing (the key holds a value of another
+ * type, sent to the dead-letter stream by aw_wrong_type(), which Redis
+ * may refuse for a while) left the record behind a worker killed
+ * meanwhile, and once the key was put right the next delivery
+ * acknowledged the entry, its job answered nowhere.  (A result found
+ * there was stored by an earlier delivery, which wrote the record, or
+ * is another entry's of the same job_id.)
+ * Only a result Redis has stored ends the job.  One
  * refused for its size is replaced by a small result_not_stored error
  * that says so (aw_result_unstored()), so the client gets an answer;
  * while Redis refuses that too, or refuses any write, the worker backs
@@ -1223,7 +1231,7 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
     aw_conf_t   *conf;
     static const char  script[] =
         "local r = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2]) "
-        "redis.call('HSET', KEYS[2], ARGV[3], '1') "
+        "if r then redis.call('HSET', KEYS[2], ARGV[3], '1') end "
         "return r";
 
     conf = w->conf;
