@@ -121,9 +121,9 @@ size_t al_uri_escape(char *out, size_t cap, const char *s, size_t len,
 /*
  * Writes s (valid UTF-8) to out, which has room for len bytes, with each
  * character that NFKC or Windows' best fit turns into '/', '\', '%', dots
- * or a space (the ones a path segment refuses or trims) replaced by that
- * one ASCII character (U+2100 "a/c" by '/'), as an upstream that
- * normalizes reads it, so a value keeps its length in characters; with
+ * or a space (the ones a path segment refuses or trims) replaced by the
+ * ASCII an upstream that normalizes reads for it (U+2100 by "a/c",
+ * U+2025 by "..", U+00A5 by '\'), never longer than the character; with
  * out NULL only counts.  Returns the number of characters replaced, the
  * length in *outlen.
  */

@@ -45,7 +45,7 @@ static const char *al_separator_like(const unsigned char *p, size_t len);
 static uint32_t al_utf8_char(const unsigned char *p, size_t len,
     size_t *n);
 static int al_char_in(uint32_t c, const uint32_t *set, size_t n);
-static char al_fold_char(uint32_t c);
+static const char *al_fold_char(uint32_t c);
 
 
 static const char  al_hex_upper[] = "0123456789ABCDEF";
@@ -113,35 +113,33 @@ static const uint32_t  al_bestfit_percents[] = {
 
 
 /*
- * The ASCII character an upstream that applies NFKC or Windows' best fit
- * reads for each character of the lists above, or the separator in what
- * it reads (U+2100 ACCOUNT OF is "a/c": '/'; U+2026 is "...": '.'), the
- * White_Space ones as a space (what .NET trims), sorted for a binary
- * search.  al_fold_like() writes a value so, one character for one, and a
- * pattern must accept it so as well: a length in a pattern ('.{1,100}')
- * counts the same.  tests/unit/path.c checks that these are exactly the
- * characters of the lists.
+ * The ASCII an upstream that applies NFKC or Windows' best fit reads for
+ * each character of the lists above: NFKC's own text where it is longer
+ * (U+2100 ACCOUNT OF is "a/c", U+2025 "..", U+2026 "..."), so that a
+ * pattern refusing ".." sees the two dots the upstream reads; the
+ * White_Space ones as a space (what .NET trims).  None is longer than
+ * its character's UTF-8, so no value grows.  Sorted for a binary search.
+ * tests/unit/path.c checks that these are exactly the characters of the
+ * lists.
  */
 
 typedef struct {
     uint32_t     c;
-    char         ascii;
+    const char  *ascii;                     /* at most 3 bytes */
 } al_fold_t;
 
 static const al_fold_t  al_folds[] = {
-    { 0x0085, ' ' }, { 0x00a0, ' ' }, { 0x00a5, '\\' }, { 0x00b4, '/' },
-    { 0x066a, '%' }, { 0x1680, ' ' },
-    { 0x2000, ' ' }, { 0x2001, ' ' }, { 0x2002, ' ' }, { 0x2003, ' ' },
-    { 0x2004, ' ' }, { 0x2005, ' ' }, { 0x2006, ' ' }, { 0x2007, ' ' },
-    { 0x2008, ' ' }, { 0x2009, ' ' }, { 0x200a, ' ' },
-    { 0x2024, '.' }, { 0x2025, '.' }, { 0x2026, '.' },
-    { 0x2028, ' ' }, { 0x2029, ' ' }, { 0x202f, ' ' }, { 0x2044, '/' },
-    { 0x205f, ' ' }, { 0x20a9, '\\' },
-    { 0x2100, '/' }, { 0x2101, '/' }, { 0x2105, '/' }, { 0x2106, '/' },
-    { 0x2215, '/' }, { 0x2216, '\\' }, { 0x3000, ' ' },
-    { 0xfe19, '.' }, { 0xfe30, '.' }, { 0xfe52, '.' }, { 0xfe68, '\\' },
-    { 0xfe6a, '%' }, { 0xff05, '%' }, { 0xff0e, '.' }, { 0xff0f, '/' },
-    { 0xff3c, '\\' }
+    { 0x0085, " " }, { 0x00a0, " " }, { 0x00a5, "\\" }, { 0x00b4, "/" },
+    { 0x066a, "%" }, { 0x1680, " " }, { 0x2000, " " }, { 0x2001, " " },
+    { 0x2002, " " }, { 0x2003, " " }, { 0x2004, " " }, { 0x2005, " " },
+    { 0x2006, " " }, { 0x2007, " " }, { 0x2008, " " }, { 0x2009, " " },
+    { 0x200a, " " }, { 0x2024, "." }, { 0x2025, ".." }, { 0x2026, "..." },
+    { 0x2028, " " }, { 0x2029, " " }, { 0x202f, " " }, { 0x2044, "/" },
+    { 0x205f, " " }, { 0x20a9, "\\" }, { 0x2100, "a/c" }, { 0x2101, "a/s" },
+    { 0x2105, "c/o" }, { 0x2106, "c/u" }, { 0x2215, "/" }, { 0x2216, "\\" },
+    { 0x3000, " " }, { 0xfe19, "..." }, { 0xfe30, ".." }, { 0xfe52, "." },
+    { 0xfe68, "\\" }, { 0xfe6a, "%" }, { 0xff05, "%" }, { 0xff0e, "." },
+    { 0xff0f, "/" }, { 0xff3c, "\\" }
 };
 
 
@@ -883,8 +881,8 @@ al_char_in(uint32_t c, const uint32_t *set, size_t n)
 size_t
 al_fold_like(const char *s, size_t len, char *out, size_t *outlen)
 {
-    char                  a;
-    size_t                i, k, m, folded;
+    size_t                i, k, m, n, folded;
+    const char           *a;
     const unsigned char  *p;
 
     p = (const unsigned char *) s;
@@ -893,13 +891,13 @@ al_fold_like(const char *s, size_t len, char *out, size_t *outlen)
 
     for (i = 0; i < len; i += k) {
         k = 1;
-        a = '\0';
+        a = NULL;
 
         if (p[i] >= 0x80) {
             a = al_fold_char(al_utf8_char(p + i, len - i, &k));
         }
 
-        if (a != '\0') {
+        if (a != NULL) {
             folded++;
         }
 
@@ -907,8 +905,10 @@ al_fold_like(const char *s, size_t len, char *out, size_t *outlen)
             continue;
         }
 
-        if (a != '\0') {
-            out[m++] = a;
+        if (a != NULL) {
+            n = strlen(a);              /* no more than k: see al_folds */
+            memcpy(out + m, a, n);
+            m += n;
 
         } else {
             memcpy(out + m, p + i, k);
@@ -924,9 +924,9 @@ al_fold_like(const char *s, size_t len, char *out, size_t *outlen)
 }
 
 
-/* the ASCII of a character of al_folds[]; '\0': not one */
+/* the ASCII of a character of al_folds[]; NULL: not one */
 
-static char
+static const char *
 al_fold_char(uint32_t c)
 {
     size_t  lo, hi, mid;
@@ -949,5 +949,5 @@ al_fold_char(uint32_t c)
         }
     }
 
-    return '\0';
+    return NULL;
 }

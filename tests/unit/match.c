@@ -806,13 +806,33 @@ test_regex(void)
         al_regex_free(re);
     }
 
-    /* one character for one: a length counts the same */
+    /* what NFKC reads, all of it: U+2026 is "...", five characters */
     re = al_regex_compile("[^/]{1,3}", 9, err, sizeof(err));
     if (tap_ok(re != NULL, "[^/]{1,3} compiled")) {
-        tap_ok(al_regex_match(re, "a\xe2\x80\xa6" "b", 5),
-               "a\\u2026b is three characters, folded too");
+        tap_ok(!al_regex_match(re, "a\xe2\x80\xa6" "b", 5),
+               "a\\u2026b is a...b, five characters, to the upstream");
         tap_ok(!al_regex_match(re, "\xe2\x84\x80", 3),
                "U+2100 ACCOUNT OF (a/c) has a '/'");
+        al_regex_free(re);
+    }
+
+    re = al_regex_compile("[^/]{1,5}", 9, err, sizeof(err));
+    if (tap_ok(re != NULL, "[^/]{1,5} compiled")) {
+        tap_ok(al_regex_match(re, "a\xe2\x80\xa6" "b", 5),
+               "a\\u2026b: a...b is five characters");
+        al_regex_free(re);
+    }
+
+    /* a pattern that refuses "..": the leaders are two and three dots */
+    re = al_regex_compile("(?!.*\\.\\.)[^\\\\]+", 16, err, sizeof(err));
+    if (tap_ok(re != NULL, "(?!.*\\.\\.)[^\\\\]+ compiled")) {
+        tap_ok(al_regex_match(re, "a.b/c", 5), "one dot passes");
+        tap_ok(!al_regex_match(re, "\xe2\x80\xa5/etc/passwd", 14),
+               "U+2025 TWO DOT LEADER then /etc/passwd: ../etc/passwd");
+        tap_ok(!al_regex_match(re, "\xef\xb8\xb0/etc", 7),
+               "U+FE30 (..) then /etc");
+        tap_ok(!al_regex_match(re, "x\xe2\x80\xa6", 4),
+               "U+2026 HORIZONTAL ELLIPSIS: ...");
         al_regex_free(re);
     }
 

@@ -868,8 +868,8 @@ nfkc_has(const uint32_t *set, size_t n, uint32_t cp)
 /*
  * al_fold_like(), what the patterns are matched against besides the value:
  * every code point above U+007F is replaced exactly when a list of
- * nfkc.h or bestfit.h has it, by the one ASCII character that list says
- * it becomes or holds.
+ * nfkc.h or bestfit.h has it, by the ASCII that list says it becomes (all
+ * of NFKC's text for the few that become more than one character).
  */
 
 static void
@@ -920,8 +920,9 @@ test_fold(void)
 
     folded = al_fold_like("a\xe2\x84\x80\xe2\x80\xa6\xc2\xa5", 9, out,
                           &n);
-    tap_ok(folded == 3 && n == 4 && memcmp(out, "a/.\\", 4) == 0,
-           "U+2100, U+2026, U+00A5: '/', '.', '\\', one for one");
+    tap_ok(folded == 3 && n == 8 && memcmp(out, "aa/c...\\", 8) == 0,
+           "U+2100, U+2026, U+00A5: \"a/c\", \"...\", '\\', as NFKC and "
+           "best fit read them");
 }
 
 
@@ -933,10 +934,24 @@ fold_want(uint32_t cp)
     switch (cp) {
     case 0x00a5: case 0x20a9: case 0x2216: case 0xfe68: case 0xff3c:
         return "\\";
+
+    /* NFKC's own text where it is more than one character */
+    case 0x2025: case 0xfe30:
+        return "..";
+    case 0x2026: case 0xfe19:
+        return "...";
+    case 0x2100:
+        return "a/c";
+    case 0x2101:
+        return "a/s";
+    case 0x2105:
+        return "c/o";
+    case 0x2106:
+        return "c/u";
     }
 
     if (NFKC_HAS(nfkc_slash, cp) || NFKC_HAS(bestfit_slash, cp)) {
-        return "/";                     /* "a/c" too: its separator */
+        return "/";
     }
 
     if (NFKC_HAS(nfkc_percent, cp) || NFKC_HAS(bestfit_percent, cp)) {
@@ -944,7 +959,7 @@ fold_want(uint32_t cp)
     }
 
     if (NFKC_HAS(nfkc_dot, cp) || NFKC_HAS(bestfit_dot, cp)) {
-        return ".";                     /* "..." too: one for one */
+        return ".";
     }
 
     if (NFKC_HAS(nfkc_space, cp) || NFKC_HAS(bestfit_space, cp)) {
