@@ -99,6 +99,8 @@ static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
 static redisReply *aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens);
+static redisReply *aw_cmd_retry_max(aw_worker_t *w, int argc,
+    const char **argv, const size_t *lens, size_t max);
 static redisReply *aw_cmd_record(aw_worker_t *w, int argc,
     const char **argv, const size_t *lens);
 static redisReply *aw_get_result(aw_worker_t *w, const char *key,
@@ -504,24 +506,7 @@ static redisReply *
 aw_cmd_retry(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens)
 {
-    redisReply  *r;
-
-    for ( ;; ) {
-        r = aw_cmd(w, argc, argv, lens);
-        if (r != NULL && r->type != REDIS_REPLY_ERROR) {
-            return r;
-        }
-
-        if (r != NULL) {
-            /* LOADING after a restart, or a refused write: retry too */
-            if (w->redis != NULL && strncmp(r->str, "NOGROUP", 7) == 0) {
-                (void) aw_read_error(w, r);
-            }
-            freeReplyObject(r);
-        }
-
-        aw_backoff(w);
-    }
+    return aw_cmd_retry_max(w, argc, argv, lens, 0);
 }
 
 
@@ -539,11 +524,21 @@ static redisReply *
 aw_cmd_record(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens)
 {
+    return aw_cmd_retry_max(w, argc, argv, lens, AW_RECORD_MAX);
+}
+
+
+/* the loop of both: max 0 reads a reply of any size */
+
+static redisReply *
+aw_cmd_retry_max(aw_worker_t *w, int argc, const char **argv,
+    const size_t *lens, size_t max)
+{
     int          large;
     redisReply  *r;
 
     for ( ;; ) {
-        r = aw_cmd_max(w, argc, argv, lens, AW_RECORD_MAX, &large);
+        r = aw_cmd_max(w, argc, argv, lens, max, &large);
         if (r == NULL && large) {
             return NULL;
         }
@@ -553,6 +548,7 @@ aw_cmd_record(aw_worker_t *w, int argc, const char **argv,
         }
 
         if (r != NULL) {
+            /* LOADING after a restart, or a refused write: retry too */
             if (w->redis != NULL && strncmp(r->str, "NOGROUP", 7) == 0) {
                 (void) aw_read_error(w, r);
             }
