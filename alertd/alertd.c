@@ -902,8 +902,14 @@ ad_timeout(ad_ctx_t *ctx)
         timeout = t - wall;
     }
 
+    /*
+     * A rotated journal's grace ends in ad_work(), which does nothing
+     * while blocked: its deadline, passed, would make the wait 0 and the
+     * loop spin until the block's retry.
+     */
+
     t = ad_journal_next(ctx->journal);
-    if (t != -1 && t - now < timeout) {
+    if (t != -1 && ctx->blocked_until == 0 && t - now < timeout) {
         timeout = t - now;
     }
 
