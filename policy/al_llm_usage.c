@@ -67,6 +67,8 @@ typedef struct {
 } al_llm_quick_frame_t;
 
 
+static void al_llm_usage_counts(const json_t *usage, const char *in,
+    const char *out, const char *details, al_llm_usage_t *u);
 static inline unsigned al_llm_resp_name(const unsigned char *s, size_t n);
 static unsigned al_llm_resp_escaped(const char *s, size_t n);
 static inline size_t al_llm_resp_next(const unsigned char *p, size_t i,
@@ -1976,32 +1978,8 @@ al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
 void
 al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u)
 {
-    json_t  *d;
-
-    memset(u, 0, sizeof(*u));
-
-    u->prompt_tokens = al_llm_json_u64(usage, "prompt_tokens", NULL);
-    u->completion_tokens = al_llm_json_u64(usage, "completion_tokens",
-                                           NULL);
-    u->total_tokens = al_llm_json_u64(usage, "total_tokens", NULL);
-
-    /* some count read: the others as a client reads them */
-
-    if ((u->prompt_tokens | u->completion_tokens | u->total_tokens) != 0) {
-        u->prompt_tokens = al_llm_json_count(usage, "prompt_tokens",
-                                             u->prompt_tokens);
-        u->completion_tokens = al_llm_json_count(usage, "completion_tokens",
-                                                 u->completion_tokens);
-        u->total_tokens = al_llm_json_count(usage, "total_tokens",
-                                            u->total_tokens);
-    }
-
-    d = json_object_get(usage, "prompt_tokens_details");
-    if (d != NULL && json_is_object(d)) {
-        u->cached_tokens = al_llm_json_u64(d, "cached_tokens", NULL);
-    }
-
-    al_llm_usage_total(u);
+    al_llm_usage_counts(usage, "prompt_tokens", "completion_tokens",
+                        "prompt_tokens_details", u);
 }
 
 
@@ -2010,26 +1988,36 @@ al_llm_usage_openai(const json_t *usage, al_llm_usage_t *u)
 void
 al_llm_usage_responses(const json_t *usage, al_llm_usage_t *u)
 {
+    al_llm_usage_counts(usage, "input_tokens", "output_tokens",
+                        "input_tokens_details", u);
+}
+
+
+/* the two layouts' reader: their input and output counts' names differ */
+
+static void
+al_llm_usage_counts(const json_t *usage, const char *in, const char *out,
+    const char *details, al_llm_usage_t *u)
+{
     json_t  *d;
 
     memset(u, 0, sizeof(*u));
 
-    u->prompt_tokens = al_llm_json_u64(usage, "input_tokens", NULL);
-    u->completion_tokens = al_llm_json_u64(usage, "output_tokens", NULL);
+    u->prompt_tokens = al_llm_json_u64(usage, in, NULL);
+    u->completion_tokens = al_llm_json_u64(usage, out, NULL);
     u->total_tokens = al_llm_json_u64(usage, "total_tokens", NULL);
 
     /* some count read: the others as a client reads them */
 
     if ((u->prompt_tokens | u->completion_tokens | u->total_tokens) != 0) {
-        u->prompt_tokens = al_llm_json_count(usage, "input_tokens",
-                                             u->prompt_tokens);
-        u->completion_tokens = al_llm_json_count(usage, "output_tokens",
+        u->prompt_tokens = al_llm_json_count(usage, in, u->prompt_tokens);
+        u->completion_tokens = al_llm_json_count(usage, out,
                                                  u->completion_tokens);
         u->total_tokens = al_llm_json_count(usage, "total_tokens",
                                             u->total_tokens);
     }
 
-    d = json_object_get(usage, "input_tokens_details");
+    d = json_object_get(usage, details);
     if (d != NULL && json_is_object(d)) {
         u->cached_tokens = al_llm_json_u64(d, "cached_tokens", NULL);
     }
