@@ -13,10 +13,11 @@
  * that frames or types the checked body otherwise (Content-Length,
  * Transfer-Encoding, Content-Type, Content-Encoding), names another Host than
  * the route's upstream or another method or path (override headers), lets the
- * client choose the site (X-Forwarded-Host, Forwarded) or the TLS name
- * (proxy_ssl_name) the upstream is reached by, an https upstream whose
- * certificate is not checked (proxy_ssl_verify off), a response buffered to a
- * temporary file with the credential an upstream echoed in it.  Each location
+ * client choose the site (X-Forwarded-Host, Forwarded, X-Host,
+ * X-Forwarded-Prefix...) or the TLS name (proxy_ssl_name) the upstream is
+ * reached by, an https upstream whose certificate is not checked
+ * (proxy_ssl_verify off), a response buffered to a temporary file with the
+ * credential an upstream echoed in it.  Each location
  * of the two modules is checked when it is merged, after every static module
  * (the proxy and realip modules among them) has merged its own configuration,
  * and "nginx -t" refuses what would undo the policy, naming the location.
@@ -864,7 +865,15 @@ ngx_http_airlock_conf_https(ngx_conf_t *cf)
 }
 
 
-/* a header an upstream behind a proxy takes for the Host */
+/*
+ * A header an upstream behind a proxy takes for the Host, or for the
+ * start of its links: X-Forwarded-Host and Forwarded (Django, Rails,
+ * Spring, Symfony, Express), X-Host, X-Forwarded-Server, X-Original-Host
+ * and X-HTTP-Host-Override (read for the Host by other frameworks and
+ * caches), X-Forwarded-Prefix (the path every link and redirect starts
+ * with: Spring, Symfony, Werkzeug, ASP.NET Core; "//site.example" is
+ * another site).
+ */
 
 static ngx_uint_t
 ngx_http_airlock_conf_site(ngx_str_t *name)
@@ -872,6 +881,11 @@ ngx_http_airlock_conf_site(ngx_str_t *name)
     static ngx_str_t  sites[] = {
         ngx_string("x-forwarded-host"),
         ngx_string("forwarded"),
+        ngx_string("x-host"),
+        ngx_string("x-forwarded-server"),
+        ngx_string("x-original-host"),
+        ngx_string("x-http-host-override"),
+        ngx_string("x-forwarded-prefix"),
         ngx_null_string
     };
 
