@@ -174,7 +174,8 @@ static ngx_uint_t ngx_http_airlock_conf_host(ngx_str_t *value);
 static ngx_uint_t ngx_http_airlock_conf_site(ngx_str_t *name);
 static ngx_uint_t ngx_http_airlock_conf_https(ngx_conf_t *cf);
 static const char *ngx_http_airlock_conf_client_var(ngx_str_t *value,
-    ngx_str_t *var);
+    ngx_str_t *var, ngx_uint_t forwarded);
+static ngx_uint_t ngx_http_airlock_conf_for(u_char *start, u_char *dollar);
 static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
     ngx_array_t *values);
 static ngx_uint_t ngx_http_airlock_conf_is_var(ngx_conf_t *cf,
@@ -484,7 +485,7 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_airlock_proxy_conf_t *pcf)
 {
     ngx_str_t                  var;
-    ngx_uint_t                 i;
+    ngx_uint_t                 i, forwarded;
     const char                *why;
     ngx_keyval_t              *kv;
     ngx_http_upstream_conf_t  *ucf;
@@ -616,7 +617,12 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                 continue;
             }
 
-            why = ngx_http_airlock_conf_client_var(&kv[i].value, &var);
+            forwarded = ngx_http_airlock_conf_header_is(&kv[i].key,
+                                                  (u_char *) "forwarded",
+                                                  sizeof("forwarded") - 1);
+
+            why = ngx_http_airlock_conf_client_var(&kv[i].value, &var,
+                                                   forwarded);
 
             if (why != NULL) {
                 ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -643,7 +649,7 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
     /* merged: set here or inherited from the server or http level */
 
     why = (ucf->ssl_name != NULL)
-          ? ngx_http_airlock_conf_client_var(&ucf->ssl_name->value, &var)
+          ? ngx_http_airlock_conf_client_var(&ucf->ssl_name->value, &var, 0)
           : NULL;
 
     if (why != NULL) {
@@ -906,12 +912,20 @@ ngx_http_airlock_conf_site(ngx_str_t *name)
  * may be made of the client's, and what it is made of is not read here.
  * nginx refuses a set or map of a name below ("duplicate variable"), so
  * they cannot be redefined ($proxy_host can: it is left out).
+ *
+ * The peer's address and port are the connection's only until a realip
+ * module rewrites them from a header: a location without Airlock that
+ * runs realip and hands the request on (error_page, try_files) gives the
+ * Airlock location the address the client wrote.  An address names no
+ * site anyway; they pass only in the "for=" of Forwarded (forwarded 1),
+ * where the upstream reads them as the client's, never as the site.
  */
 
 static const char *
-ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
+ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var,
+    ngx_uint_t forwarded)
 {
-    u_char     *p, *end, c;
+    u_char     *p, *end, *dollar, c;
     ngx_str_t  *n;
 
     static ngx_str_t  prefixes[] = {
@@ -944,9 +958,13 @@ ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
         ngx_string("hostname"),
         ngx_string("scheme"),
         ngx_string("https"),
+        ngx_string("request_id"),
+        ngx_null_string
+    };
+
+    static ngx_str_t  peers[] = {
         ngx_string("remote_addr"),
         ngx_string("remote_port"),
-        ngx_string("request_id"),
         ngx_null_string
     };
 
@@ -954,6 +972,8 @@ ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
     end = value->data + value->len;
 
     while (p < end) {
+        dollar = p;
+
         if (*p++ != '$' || p == end) {
             continue;
         }
@@ -999,14 +1019,72 @@ ngx_http_airlock_conf_client_var(ngx_str_t *value, ngx_str_t *var)
             return "is the client's";
         }
 
+        if (ngx_http_airlock_conf_listed(var, peers)) {
+            if (forwarded
+                && ngx_http_airlock_conf_for(value->data, dollar))
+            {
+                continue;
+            }
+
+            return "is the client's address, which realip rewrites from "
+                   "a header, and names no site (in Forwarded it may only "
+                   "be the \"for=\")";
+        }
+
         if (!ngx_http_airlock_conf_listed(var, servers)) {
             return "is not one nginx or Airlock sets itself ($airlock_host, "
-                   "$server_name, $scheme, $remote_addr...), and a map or "
+                   "$server_name, $scheme, $hostname...), and a map or "
                    "set may hold what the client sent";
         }
     }
 
     return NULL;
+}
+
+
+/*
+ * 1: the variable at dollar is in the value of a "for" parameter of a
+ * Forwarded element: the last '=' before it, with no ';' or ',' between
+ * (a quote, a '[' or another variable of the value may be), follows the
+ * name "for", in any case.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_conf_for(u_char *start, u_char *dollar)
+{
+    u_char  *p, *name;
+
+    for (p = dollar; p > start; p--) {
+        if (p[-1] == '=') {
+            break;
+        }
+
+        if (p[-1] == ';' || p[-1] == ',') {
+            return 0;
+        }
+    }
+
+    if (p == start) {
+        return 0;
+    }
+
+    /* the name before the '=', spaces around it left out */
+
+    p--;
+
+    while (p > start && (p[-1] == ' ' || p[-1] == '\t')) {
+        p--;
+    }
+
+    name = p;
+
+    while (name > start && name[-1] != ';' && name[-1] != ','
+           && name[-1] != ' ' && name[-1] != '\t' && name[-1] != '"')
+    {
+        name--;
+    }
+
+    return (p - name == 3 && ngx_strncasecmp(name, (u_char *) "for", 3) == 0);
 }
 
 

@@ -28,9 +28,9 @@
 #     ("proxy_ssl_name $host" is a common line): the TLS name sent and
 #     checked would be the client's, not the route's upstream's;
 #   - in those three, any variable but the few nginx or Airlock set
-#     themselves ($airlock_host, $server_name, $scheme,
-#     $remote_addr...): a map or set of a client's variable is not seen
-#     through;
+#     themselves ($airlock_host, $server_name, $scheme, $hostname...;
+#     the peer's address only in Forwarded's for=, see 109): a map or
+#     set of a client's variable is not seen through;
 #   - each of those header names also with '_' for '-'
 #     (X_Forwarded_Host, X_Service_Token): CGI, WSGI, PHP and Rack read
 #     both spellings as the same HTTP_X_FORWARDED_HOST.

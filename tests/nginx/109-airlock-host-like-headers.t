@@ -10,6 +10,12 @@
 # variable the client chooses, or any but the server's own, as it does
 # X-Forwarded-Host's; a fixed value and $airlock_host pass.
 #
+# $remote_addr and $remote_port are the connection's only until realip
+# rewrites them from a header (a location without Airlock that runs it
+# and hands the request on with error_page or try_files), and an address
+# names no site: they are refused in these headers, in X-Forwarded-Host
+# and proxy_ssl_name, and pass only in the "for=" of Forwarded.
+#
 # From the client, none of them reaches the upstream of a named route,
 # nor the path overrides X-Original-URL and X-Rewrite-URL, which IIS
 # (URL Rewrite) and Symfony read as the request's path: only the kept
@@ -42,6 +48,11 @@ routes:
     match: { method: GET, path: /read }
     upstream: echo
     to: /public/read
+  - name: peer
+    clients: [local]
+    match: { method: GET, path: /peer/read }
+    upstream: echo
+    to: /public/peer
 alerts:
   deny: { threshold: 1000, window: 60s }
 EOF
@@ -90,6 +101,24 @@ my @refused = (
       "$L\nproxy_set_header X-Host \$site;",
       qr/"proxy_set_header X-Host \$site": \$site is not one nginx or Airlock sets itself/,
       http => 'map $host $site { default $host; }' ],
+    [ 'X-Forwarded-Host $remote_addr',
+      "$L\nproxy_set_header X-Forwarded-Host \$remote_addr;",
+      qr/"proxy_set_header X-Forwarded-Host \$remote_addr": \$remote_addr is the client's address, which realip rewrites from a header, and names no site/ ],
+    [ 'X-Host $remote_addr:$remote_port',
+      "$L\nproxy_set_header X-Host \$remote_addr:\$remote_port;",
+      qr/"proxy_set_header X-Host \$remote_addr:\$remote_port": \$remote_addr is the client's address/ ],
+    [ 'Forwarded host=$remote_addr after a for=',
+      "$L\nproxy_set_header Forwarded \"for=\$remote_addr;Host=\$remote_addr\";",
+      qr/"proxy_set_header Forwarded for=\$remote_addr;Host=\$remote_addr": \$remote_addr is the client's address.*only be the "for="/ ],
+    [ 'Forwarded host=${remote_addr}',
+      "$L\nproxy_set_header Forwarded \"host=\${remote_addr}\";",
+      qr/"proxy_set_header Forwarded host=\$\{remote_addr\}": \$remote_addr is the client's address/ ],
+    [ 'Forwarded with the address outside any parameter',
+      "$L\nproxy_set_header Forwarded \$remote_addr;",
+      qr/"proxy_set_header Forwarded \$remote_addr": \$remote_addr is the client's address/ ],
+    [ 'proxy_ssl_name $remote_addr',
+      "$L\nproxy_ssl_name \$remote_addr;",
+      qr/"proxy_ssl_name \$remote_addr": \$remote_addr is the client's address/ ],
     [ 'X-Forwarded-Prefix inherited from the server level',
       $bare, qr/airlock location "\/(x\/)?" has "proxy_set_header X-Forwarded-Prefix \$uri"/,
       server => 'proxy_set_header X-Forwarded-Prefix $uri;' ],
@@ -101,6 +130,10 @@ my @accepted = (
       . "proxy_set_header X-Host \$airlock_host;\n"
       . "proxy_set_header X-Forwarded-Server \$hostname;\n"
       . "proxy_set_header X-Original-Host proxy.example;" ],
+    [ 'the peer\'s address and port in Forwarded\'s for=',
+      "$L\nproxy_set_header Forwarded "
+      . "\"For = \\\"[\$remote_addr]:\${remote_port}\\\";by=\$server_addr;"
+      . "host=\$airlock_host, for=\$remote_addr\";" ],
 );
 
 my @sent = (
@@ -115,7 +148,7 @@ my @sent = (
     'Forwarded: host=evil.example',
 );
 
-plan tests => 2 * @refused + @accepted + 3;
+plan tests => 2 * @refused + @accepted + 4;
 
 for my $c (@refused) {
     my ($name, $body, $re, %o) = @$c;
@@ -130,7 +163,22 @@ for my $c (@accepted) {
     is($status, 0, "$name: passes") or diag($out);
 }
 
-$t->write_file_expand('nginx.conf', $p->conf);
+# why $remote_addr is not the server's own: realip in a location without
+# Airlock, and try_files hands the request to an Airlock one
+$t->write_file_expand('nginx.conf', $p->conf(locations => <<"EOF"));
+        location = /peer/read {
+            set_real_ip_from 127.0.0.1;
+            real_ip_header X-Real-IP;
+            root %%TESTDIR%%;
+            try_files /none \@peer;
+        }
+
+        location \@peer {
+            airlock on;
+            $L
+            proxy_set_header X-Peer \$remote_addr;
+        }
+EOF
 $t->start_echo(8081);
 $t->run;
 
@@ -142,5 +190,12 @@ is($j && $j->{target}, '/public/read',
    'client path and host overrides: the route\'s target is forwarded');
 is_deeply([ map { $_->[0] } @{$j ? $j->{headers} : []} ], [ 'Host' ],
           'none of them reaches the upstream');
+
+$r = http("GET /peer/read HTTP/1.0\r\nX-Real-IP: 192.0.2.7\r\n\r\n");
+$j = Airlock::Test::echo_json($r);
+
+is_deeply([ map { $_->[1] } grep { $_->[0] eq 'X-Peer' }
+            @{$j ? $j->{headers} : []} ], [ '192.0.2.7' ],
+          'realip on the way: $remote_addr is the address the client wrote');
 
 is($t->error_log_check, '', 'no alerts');
