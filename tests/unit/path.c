@@ -275,7 +275,23 @@ static const bad_t  bad[] = {
     { "/a?x=%ED%A0%80", 0, "invalid utf-8" },
     { "/a?x=%zz", 0, "invalid percent escape" },
     { "/a?x=%4", 0, "invalid percent escape" },
-    { "/a%2f?x=1", 0, "encoded slash" }
+    { "/a%2f?x=1", 0, "encoded slash" },
+
+    /*
+     * a cp932 (Shift-JIS) pair whose trail byte is 0x5C: one character
+     * to a Japanese-locale Windows upstream, '\' to a reader of bytes;
+     * never forwarded, whichever half is escaped (the lead byte alone is
+     * no UTF-8)
+     */
+    { "/a%81%5C", 0, "encoded backslash" },
+    { "/%83%5c/b", 0, "encoded backslash" },
+    { "/a%81\\x", 0, "backslash" },
+    { "/a\x81\\", 0, "non-ascii byte" },
+    { "/%95", 0, "invalid utf-8" },
+    { "/%E0%5C", 0, "encoded backslash" },
+    { "/a?x=%81%5C", 0, "invalid utf-8" },
+    { "/a?x=%FC%5Cb", 0, "invalid utf-8" },
+    { "/a?x=%81\\", 0, "backslash" }
 };
 
 
@@ -304,7 +320,11 @@ static const good_path_t  good_paths[] = {
     { "/user@host/!$&'()*+,=", 2, { "user@host", "!$&'()*+,=" } },
     { "/-._~", 1, { "-._~" } },
     { "/a?", 1, { "a" } },
-    { "/a/b?x=1", 2, { "a", "b" } }
+    { "/a/b?x=1", 2, { "a", "b" } },
+    /* names: in cp932 their trail byte is 0x5C, which Windows reads as
+       part of the character (U+30BD, U+8868, U+80FD) */
+    { "/%E3%82%BD/%E8%A1%A8..", 2, { "\xe3\x82\xbd", "\xe8\xa1\xa8.." } },
+    { "/%E8%83%BD", 1, { "\xe8\x83\xbd" } }
 };
 
 
