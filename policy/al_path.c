@@ -26,6 +26,14 @@
  * to an ANSI code page turns into '/', '\' or '%' (U+2215 DIVISION SLASH,
  * U+00A5 YEN SIGN in cp932, U+FE6A SMALL PERCENT SIGN): looked for only
  * in a segment with a non-ASCII byte.
+ *
+ * A segment that starts with a drive ("C:x", "C:..") is refused too:
+ * Windows roots such a name on that drive's current directory, and .NET's
+ * Path.Combine(root, name) (Python's os.path.join, for another drive)
+ * returns it alone, leaving root, as it would "\x" or "/x".  The colon may
+ * be one NFKC or best fit makes a ':' (U+FF1A FULLWIDTH COLON, U+2236
+ * RATIO), and the letter an ASCII one or any character above U+007F:
+ * NFKC and best fit make letters of hundreds (U+FF23, U+0106, U+1D402).
  */
 
 #include <string.h>
@@ -39,6 +47,7 @@ static int al_decode(const unsigned char *p, size_t len, int query,
     unsigned char *out, size_t *outlen, const char **why);
 static int al_utf8_valid(const unsigned char *p, size_t len);
 static int al_dot_segment(const unsigned char *p, size_t len);
+static int al_drive_segment(const unsigned char *p, size_t len);
 static size_t al_char_like(const unsigned char *p, size_t len,
     unsigned ascii, const uint32_t *set, size_t n);
 static const char *al_separator_like(const unsigned char *p, size_t len);
@@ -56,7 +65,8 @@ static const char  al_hex_upper[] = "0123456789ABCDEF";
  * into a string with '/' or '\', or with '%', or into a space, and the
  * White_Space ones (Windows' and .NET's trimming: U+0085, U+00A0,
  * U+3000...), as tests/unit/nfkc.py lists them from Unicode 14.0
- * (Python 3.11's unicodedata; Unicode 17.0 in ICU lists the same).
+ * (Python 3.11's unicodedata; Unicode 17.0 in ICU lists the same), and
+ * those it turns into a string with ':' (the colons: from 14.0 only).
  * tests/unit/path.c tries every code point against that list, so a list
  * here cannot lose or gain one unseen; tests/unit/nfkc.t says when a
  * newer Unicode changes it.
@@ -75,6 +85,11 @@ static const uint32_t  al_nfkc_slashes[] = {
 
 static const uint32_t  al_nfkc_percents[] = {
     0xfe6a, 0xff05                          /* SMALL, FULLWIDTH PERCENT */
+};
+
+static const uint32_t  al_nfkc_colons[] = {
+    0x2a74,                                 /* DOUBLE COLON EQUAL: "::=" */
+    0xfe13, 0xfe55, 0xff1a                  /* VERTICAL, SMALL, FULLWIDTH */
 };
 
 static const uint32_t  al_nfkc_spaces[] = {
@@ -109,18 +124,25 @@ static const uint32_t  al_bestfit_percents[] = {
     0x066a                                  /* ARABIC PERCENT SIGN */
 };
 
+/* to ':', in cp1250, cp1252 and cp1254 (U+FF1A, in most: above) */
+
+static const uint32_t  al_bestfit_colons[] = {
+    0x0589,                                 /* ARMENIAN FULL STOP */
+    0x2236                                  /* RATIO */
+};
+
 #define al_nelts(a)  (sizeof(a) / sizeof((a)[0]))
 
 
 /*
  * The ASCII an upstream that applies NFKC or Windows' best fit reads for
  * each character of the lists above: NFKC's own text where it is longer
- * (U+2100 ACCOUNT OF is "a/c", U+2025 "..", U+2026 "..."), so that a
- * pattern refusing ".." sees the two dots the upstream reads; the
- * White_Space ones as a space (what .NET trims).  None is longer than
- * its character's UTF-8, so no value grows.  Sorted for a binary search.
- * tests/unit/path.c checks that these are exactly the characters of the
- * lists.
+ * (U+2100 ACCOUNT OF is "a/c", U+2025 "..", U+2026 "...", U+2A74
+ * "::="), so that a pattern refusing ".." sees the two dots the upstream
+ * reads; the White_Space ones as a space (what .NET trims).  None is
+ * longer than its character's UTF-8, so no value grows.  Sorted for a
+ * binary search.  tests/unit/path.c checks that these are exactly the
+ * characters of the lists.
  */
 
 typedef struct {
@@ -130,16 +152,17 @@ typedef struct {
 
 static const al_fold_t  al_folds[] = {
     { 0x0085, " " }, { 0x00a0, " " }, { 0x00a5, "\\" }, { 0x00b4, "/" },
-    { 0x066a, "%" }, { 0x1680, " " }, { 0x2000, " " }, { 0x2001, " " },
-    { 0x2002, " " }, { 0x2003, " " }, { 0x2004, " " }, { 0x2005, " " },
-    { 0x2006, " " }, { 0x2007, " " }, { 0x2008, " " }, { 0x2009, " " },
-    { 0x200a, " " }, { 0x2024, "." }, { 0x2025, ".." }, { 0x2026, "..." },
-    { 0x2028, " " }, { 0x2029, " " }, { 0x202f, " " }, { 0x2044, "/" },
-    { 0x205f, " " }, { 0x20a9, "\\" }, { 0x2100, "a/c" }, { 0x2101, "a/s" },
-    { 0x2105, "c/o" }, { 0x2106, "c/u" }, { 0x2215, "/" }, { 0x2216, "\\" },
-    { 0x3000, " " }, { 0xfe19, "..." }, { 0xfe30, ".." }, { 0xfe52, "." },
-    { 0xfe68, "\\" }, { 0xfe6a, "%" }, { 0xff05, "%" }, { 0xff0e, "." },
-    { 0xff0f, "/" }, { 0xff3c, "\\" }
+    { 0x0589, ":" }, { 0x066a, "%" }, { 0x1680, " " }, { 0x2000, " " },
+    { 0x2001, " " }, { 0x2002, " " }, { 0x2003, " " }, { 0x2004, " " },
+    { 0x2005, " " }, { 0x2006, " " }, { 0x2007, " " }, { 0x2008, " " },
+    { 0x2009, " " }, { 0x200a, " " }, { 0x2024, "." }, { 0x2025, ".." },
+    { 0x2026, "..." }, { 0x2028, " " }, { 0x2029, " " }, { 0x202f, " " },
+    { 0x2044, "/" }, { 0x205f, " " }, { 0x20a9, "\\" }, { 0x2100, "a/c" },
+    { 0x2101, "a/s" }, { 0x2105, "c/o" }, { 0x2106, "c/u" }, { 0x2215, "/" },
+    { 0x2216, "\\" }, { 0x2236, ":" }, { 0x2a74, "::=" }, { 0x3000, " " },
+    { 0xfe13, ":" }, { 0xfe19, "..." }, { 0xfe30, ".." }, { 0xfe52, "." },
+    { 0xfe55, ":" }, { 0xfe68, "\\" }, { 0xfe6a, "%" }, { 0xff05, "%" },
+    { 0xff0e, "." }, { 0xff0f, "/" }, { 0xff1a, ":" }, { 0xff3c, "\\" }
 };
 
 
@@ -312,6 +335,11 @@ al_path_parse(al_path_t *path, const char *raw, size_t len,
             && al_dot_segment(d, dlen))
         {
             *why = "dot segment";
+            goto failed;
+        }
+
+        if (al_drive_segment(d, dlen)) {
+            *why = "drive letter";
             goto failed;
         }
 
@@ -748,6 +776,50 @@ al_dot_segment(const unsigned char *p, size_t len)
     }
 
     return 1;
+}
+
+
+/*
+ * 1 when a decoded segment starts with what Windows reads as a drive: a
+ * letter, an ASCII one or any character above U+007F, and ':' or one of
+ * its NFKC and best-fit look-alikes.  Well-formed UTF-8, as for
+ * al_dot_segment().
+ */
+
+static int
+al_drive_segment(const unsigned char *p, size_t len)
+{
+    size_t    n, k;
+    uint32_t  c;
+
+    if (len < 2) {
+        return 0;
+    }
+
+    if (p[0] < 0x80) {
+        if (!((p[0] >= 'A' && p[0] <= 'Z') || (p[0] >= 'a' && p[0] <= 'z')))
+        {
+            return 0;
+        }
+
+        n = 1;
+
+    } else {
+        (void) al_utf8_char(p, len, &n);
+    }
+
+    if (n >= len) {
+        return 0;
+    }
+
+    if (p[n] < 0x80) {
+        return p[n] == ':';
+    }
+
+    c = al_utf8_char(p + n, len - n, &k);
+
+    return al_char_in(c, al_nfkc_colons, al_nelts(al_nfkc_colons))
+           || al_char_in(c, al_bestfit_colons, al_nelts(al_bestfit_colons));
 }
 
 

@@ -2589,6 +2589,16 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    "segment", s);
             }
 
+            if (seglen >= 2 && seg[1] == ':'
+                && ((seg[0] >= 'a' && seg[0] <= 'z')
+                    || (seg[0] >= 'A' && seg[0] <= 'Z')))
+            {
+                return al_cc_error(cc, node, "path \"%s\" has a segment "
+                                   "that starts with a drive (\"C:\"); "
+                                   "requests with one are refused, so the "
+                                   "route could never match", s);
+            }
+
             if (al_cc_keep_str(cc, seg, seglen, &r->segs[i]) != 0) {
                 return al_cc_error(cc, node, "out of memory");
             }

@@ -193,12 +193,15 @@ check_decoded(const char *s, size_t len, int query)
  * separator of, from the table tests/unit/nfkc.py derives from Unicode's
  * data: with the dot-likes written as '.' and the space-likes as ' ', the
  * segment is dots and spaces beginning with a dot; or it holds a
- * slash-like anywhere.  The segment is well-formed UTF-8 (checked after).
+ * slash-like anywhere; or it starts with a drive, an ASCII letter or any
+ * other character above U+007F, then ':' or a colon-like.  The segment is
+ * well-formed UTF-8 (checked after).
  */
 
 static int
 dot_like(const char *s, size_t len)
 {
+    int                  letter;
     size_t               i, n, k, m;
     char                 buf[AL_PATH_MAX + 1];
     uint32_t             cp;
@@ -206,6 +209,7 @@ dot_like(const char *s, size_t len)
 
     p = (const unsigned char *) s;
     n = 0;
+    letter = 0;
 
     for (i = 0; i < len && n < sizeof(buf) - 1; i += k) {
         k = (p[i] < 0x80) ? 1 : (p[i] < 0xe0) ? 2 : (p[i] < 0xf0) ? 3 : 4;
@@ -216,6 +220,16 @@ dot_like(const char *s, size_t len)
         }
 
         if (has(nfkc_slash, NELTS(nfkc_slash), cp)) {
+            return 1;
+        }
+
+        if (n == 0) {
+            letter = cp >= 0x80 || (cp >= 'a' && cp <= 'z')
+                     || (cp >= 'A' && cp <= 'Z');
+
+        } else if (n == 1 && letter
+                   && (cp == ':' || has(nfkc_colon, NELTS(nfkc_colon), cp)))
+        {
             return 1;
         }
 

@@ -2,7 +2,7 @@
  * What Windows' "best fit" turns into a path character: the code points
  * above U+007F that WideCharToMultiByte() without WC_NO_BEST_FIT_CHARS
  * (the ANSI file, CGI and command-line APIs an IIS or other Windows
- * upstream may pass a name through) maps to '/', '\', '%', '.' or ' ' in
+ * upstream may pass a name through) maps to '/', '\', '%', ':', '.' or ' ' in
  * one of the ANSI code pages, as the WCTABLE sections of Microsoft's
  * tables list them (bestfit874.txt, bestfit932.txt ... bestfit1258.txt
  * and bestfit1361.txt, published by Unicode under
@@ -30,6 +30,14 @@ static const uint32_t  bestfit_slash[] = {
 static const uint32_t  bestfit_percent[] = {
     0x066a,                                 /* ARABIC PERCENT SIGN */
     0xff05                                  /* FULLWIDTH PERCENT SIGN */
+};
+
+/* to ':', a drive ("C:x") */
+
+static const uint32_t  bestfit_colon[] = {
+    0x0589, 0x2236,                         /* ARMENIAN FULL STOP, RATIO:
+                                               1250, 1252, 1254 */
+    0xff1a                                  /* FULLWIDTH COLON: most */
 };
 
 /* to '.' and to ' ': all of them dots and spaces of nfkc.h too */

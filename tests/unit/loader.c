@@ -714,6 +714,11 @@ test_routes(void)
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: `/a/../b }\n" ALERTS,
            "dot segment");
+    refuse("drive in path",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `/files/c:x }\n" ALERTS,
+           "has a segment that starts with a drive (\"C:\"); requests "
+           "with one are refused, so the route could never match");
     refuse("param not a whole segment",
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: `\"/logs/{service}.json\" }\n"

@@ -836,6 +836,19 @@ test_regex(void)
         al_regex_free(re);
     }
 
+    /* a pattern that refuses ':' (a drive) refuses its look-alikes */
+    re = al_regex_compile("[^/\\\\:]+", 8, err, sizeof(err));
+    if (tap_ok(re != NULL, "[^/\\\\:]+ compiled")) {
+        tap_ok(al_regex_match(re, "report.txt", 10), "a name passes");
+        tap_ok(!al_regex_match(re, "C\xef\xbc\x9a" "x", 5),
+               "U+FF1A FULLWIDTH COLON is ':'");
+        tap_ok(!al_regex_match(re, "C\xe2\x88\xb6" "x", 5),
+               "U+2236 RATIO is ':' to best fit");
+        tap_ok(!al_regex_match(re, "C\xe2\xa9\xb4" "x", 5),
+               "U+2A74 DOUBLE COLON EQUAL is \"::=\"");
+        al_regex_free(re);
+    }
+
     /* a pattern that names a look-alike accepts what it becomes too */
     re = al_regex_compile("[0-9]+\xc2\xa5", 8, err, sizeof(err));
     if (tap_ok(re != NULL, "[0-9]+\\u00a5 compiled")) {

@@ -27,6 +27,12 @@ static const uint32_t  nfkc_percent[] = {
     0xfe6a, 0xff05
 };
 
+/* NFKC has a ':' */
+
+static const uint32_t  nfkc_colon[] = {
+    0x2a74, 0xfe13, 0xfe55, 0xff1a
+};
+
 /* NFKC is ' ', or White_Space */
 
 static const uint32_t  nfkc_space[] = {

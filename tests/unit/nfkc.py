@@ -9,6 +9,7 @@
 #   slash   NFKC has a '/' or a '\' (U+2100 ACCOUNT OF is "a/c")
 #   percent NFKC has a '%' (U+FE6A SMALL PERCENT SIGN): a second
 #           decoding
+#   colon   NFKC has a ':' (U+FF1A FULLWIDTH COLON): a drive ("C:x")
 #   space   NFKC is one ' ', or White_Space (str.isspace(), which above
 #           U+007F is exactly Unicode's White_Space): what Windows, .NET
 #           (Path's TrimEndChars has U+0085 and U+00A0, String.Trim all of
@@ -29,7 +30,8 @@ import unicodedata
 
 
 def classes():
-    out = {'dot': [], 'slash': [], 'percent': [], 'space': [], 'name': []}
+    out = {'dot': [], 'slash': [], 'percent': [], 'colon': [], 'space': [],
+           'name': []}
 
     for cp in range(0x80, 0x110000):
         if 0xd800 <= cp <= 0xdfff:
@@ -46,6 +48,9 @@ def classes():
 
         elif '%' in n:
             out['percent'].append(cp)
+
+        elif ':' in n:
+            out['colon'].append(cp)
 
         elif n.strip('.') == '':
             out['dot'].append(cp)
@@ -101,6 +106,7 @@ def main():
     out += table('dot', 'NFKC is one or more \'.\'', c['dot'])
     out += table('slash', 'NFKC has a \'/\' or a \'\\\'', c['slash'])
     out += table('percent', 'NFKC has a \'%\'', c['percent'])
+    out += table('colon', 'NFKC has a \':\'', c['colon'])
     out += table('space', 'NFKC is \' \', or White_Space', c['space'])
     out += table('name', 'NFKC has a \'.\' and other characters',
                  c['name'])

@@ -45,6 +45,9 @@ typedef struct {
     const char  *after;
     unsigned     space:1;                   /* a space-like ends a dot run */
     unsigned     dot:1;                     /* a dot-like starts one */
+    unsigned     colon:1;                   /* after a letter: a colon-like
+                                               makes a drive */
+    unsigned     drive:1;                   /* before ':': any is a drive */
 } nfkc_case_t;
 
 
@@ -291,7 +294,26 @@ static const bad_t  bad[] = {
     { "/%E0%5C", 0, "encoded backslash" },
     { "/a?x=%81%5C", 0, "invalid utf-8" },
     { "/a?x=%FC%5Cb", 0, "invalid utf-8" },
-    { "/a?x=%81\\", 0, "backslash" }
+    { "/a?x=%81\\", 0, "backslash" },
+
+    /*
+     * a drive: Windows roots "C:x" on drive C's current directory, and
+     * .NET's Path.Combine(root, "C:x") is "C:x", root left out; the
+     * colon as NFKC or best fit reads it, the letter any non-ASCII
+     * character (test_nfkc() tries every code point in both places)
+     */
+    { "/files/C:x", 0, "drive letter" },
+    { "/files/c:..", 0, "drive letter" },
+    { "/Z:", 0, "drive letter" },
+    { "/files/C%3Aappsettings.json", 0, "drive letter" },
+    { "/files/%43%3a", 0, "drive letter" },
+    { "/C%EF%BC%9Ax", 0, "drive letter" },
+    { "/C%E2%88%B6x", 0, "drive letter" },
+    { "/C%D6%89x", 0, "drive letter" },
+    { "/C%E2%A9%B4x", 0, "drive letter" },
+    { "/%EF%BC%A3:x", 0, "drive letter" },
+    { "/%C4%86:x", 0, "drive letter" },
+    { "/files/C:x?q=1", 0, "drive letter" }
 };
 
 
@@ -324,7 +346,10 @@ static const good_path_t  good_paths[] = {
     /* names: in cp932 their trail byte is 0x5C, which Windows reads as
        part of the character (U+30BD, U+8868, U+80FD) */
     { "/%E3%82%BD/%E8%A1%A8..", 2, { "\xe3\x82\xbd", "\xe8\xa1\xa8.." } },
-    { "/%E8%83%BD", 1, { "\xe8\x83\xbd" } }
+    { "/%E8%83%BD", 1, { "\xe8\x83\xbd" } },
+    /* no drive: two letters, a digit, no letter, the colon further on */
+    { "/ab:c/1:x/:x/xy:C:/ab%3A", 5, { "ab:c", "1:x", ":x", "xy:C:", "ab:" } },
+    { "/C%EF%BC%A1", 1, { "C\xef\xbc\xa1" } }
 };
 
 
@@ -368,13 +393,17 @@ static const escape_t  escapes[] = {
 /* "/" cp "." is a dot segment when cp is a dot-like, "/a" cp "b" never */
 
 static const nfkc_case_t  nfkc_cases[] = {
-    { "/", "", 0, 1 },
-    { "/..", "", 1, 1 },
-    { "/.", "/x", 1, 1 },
-    { "/", ".", 0, 1 },
-    { "/", "%20", 0, 1 },
-    { "/a", "b", 0, 0 },
-    { "/..", "a", 0, 0 }
+    { "/", "", 0, 1, 0, 0 },
+    { "/..", "", 1, 1, 0, 0 },
+    { "/.", "/x", 1, 1, 0, 0 },
+    { "/", ".", 0, 1, 0, 0 },
+    { "/", "%20", 0, 1, 0, 0 },
+    { "/a", "b", 0, 0, 1, 0 },
+    { "/..", "a", 0, 0, 0, 0 },
+    { "/C", "", 0, 0, 1, 0 },
+    { "/1", "x", 0, 0, 0, 0 },
+    { "/x/", ":y", 0, 0, 0, 1 },
+    { "/x/", "%3A", 0, 0, 0, 1 }
 };
 
 
@@ -866,6 +895,13 @@ nfkc_want(const nfkc_case_t *c, uint32_t cp)
         return "dot segment";
     }
 
+    if (c->drive
+        || (c->colon
+            && (NFKC_HAS(nfkc_colon, cp) || NFKC_HAS(bestfit_colon, cp))))
+    {
+        return "drive letter";
+    }
+
     return NULL;
 }
 
@@ -968,6 +1004,8 @@ fold_want(uint32_t cp)
         return "c/o";
     case 0x2106:
         return "c/u";
+    case 0x2a74:
+        return "::=";
     }
 
     if (NFKC_HAS(nfkc_slash, cp) || NFKC_HAS(bestfit_slash, cp)) {
@@ -976,6 +1014,10 @@ fold_want(uint32_t cp)
 
     if (NFKC_HAS(nfkc_percent, cp) || NFKC_HAS(bestfit_percent, cp)) {
         return "%";
+    }
+
+    if (NFKC_HAS(nfkc_colon, cp) || NFKC_HAS(bestfit_colon, cp)) {
+        return ":";
     }
 
     if (NFKC_HAS(nfkc_dot, cp) || NFKC_HAS(bestfit_dot, cp)) {
