@@ -16,7 +16,9 @@
  * subscription took effect), then wait for the message.  A connection
  * Redis closes (a restart) is opened again, and those two steps taken
  * again, until the run's time is up.  A job the run stops waiting for is
- * deleted from the stream, so no worker runs it afterwards.
+ * deleted from the stream, so no worker runs it afterwards.  A result is
+ * read up to a bound the run gives, never whole (hiredis buffers a reply
+ * of any size, and Redis takes values of 512 MB).
  */
 
 #include <signal.h>
@@ -37,6 +39,8 @@
 
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
+static redisReply *ag_job_get(ag_run_t *run, const char *job_id, size_t max);
+static int ag_reply_max(redisContext *c, redisReply **r, size_t max);
 static json_t *ag_job_result(const char *s, size_t len, char *err,
     size_t size);
 static int ag_job_withdraw(ag_run_t *run, const char *entry,
@@ -396,11 +400,17 @@ ag_redis_revive(ag_run_t *run, char *err, size_t size)
 }
 
 
+/*
+ * The job's result, or NULL (err set): "timeout" when the wait ran out,
+ * or *large set to its size when it is over max bytes (not read).
+ */
+
 json_t *
 ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
-    long wait_ms, int *withdrawn, char *err, size_t size)
+    long wait_ms, size_t max, int *withdrawn, long long *large, char *err,
+    size_t size)
 {
-    int             looked;
+    int             looked, rc;
     char           *text, entry[64];
     json_t         *res;
     int64_t         deadline, left;
@@ -410,6 +420,7 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
 
     deadline = ag_now_ms() + (wait_ms < 1 ? 1 : wait_ms);
     *withdrawn = 0;
+    *large = 0;
     entry[0] = '\0';
 
     if (ag_redis_revive(run, err, size) != 0
@@ -484,11 +495,18 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
 
         if (sub != NULL && !looked) {
             if (ag_redis_revive(run, err, size) == 0) {
-                r = redisCommand(run->redis, "GET result:%s", job_id);
+                r = ag_job_get(run, job_id, max);
             }
 
             if (r != NULL && r->type == REDIS_REPLY_STRING) {
                 res = ag_job_result(r->str, r->len, err, size);
+                goto done;
+            }
+
+            if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+                *large = (r->integer > 0) ? r->integer : 1;
+                snprintf(err, size, "the result is %lld bytes, over the "
+                         "%zu the run may read", *large, max);
                 goto done;
             }
 
@@ -525,10 +543,21 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
         tv.tv_usec = (left % 1000) * 1000;
         redisSetTimeout(sub, tv);
 
-        if (redisGetReply(sub, (void **) &r) != REDIS_OK || r == NULL) {
+        /*
+         * A message over max (its framing aside) is not read on: the
+         * connection is dropped, and result:<job>, looked up again, says
+         * whether a result that large is stored (or the message was
+         * anyone's but the worker's).
+         */
+
+        r = NULL;
+        rc = ag_reply_max(sub, &r, max + 256);
+
+        if (rc != 0 || r == NULL) {
+            freeReplyObject(r);
             r = NULL;
 
-            if (ag_now_ms() >= deadline) {
+            if (rc != 1 && ag_now_ms() >= deadline) {
                 snprintf(err, size, "timeout");
                 goto done;
             }
@@ -544,6 +573,13 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
             && r->element[2]->type == REDIS_REPLY_STRING
             && strcmp(r->element[0]->str, "message") == 0)
         {
+            if (r->element[2]->len > max) {
+                looked = 0;
+                freeReplyObject(r);
+                r = NULL;
+                continue;
+            }
+
             res = ag_job_result(r->element[2]->str, r->element[2]->len,
                                 err, size);
             goto done;
@@ -559,7 +595,7 @@ done:
     free(text);
     redisFree(sub);
 
-    if (res == NULL && entry[0] != '\0') {
+    if (res == NULL && *large == 0 && entry[0] != '\0') {
         *withdrawn = (ag_job_withdraw(run, entry, job_id) == 1);
     }
 
@@ -659,6 +695,66 @@ ag_job_subscribe(ag_run_t *run, const char *job_id, char *err, size_t size)
     freeReplyObject(r);
 
     return sub;
+}
+
+
+/*
+ * result:<job> when it is at most max bytes, else its size (an integer
+ * reply); nil when there is none.  One script, so the size is the one
+ * of the value not read.
+ */
+
+static redisReply *
+ag_job_get(ag_run_t *run, const char *job_id, size_t max)
+{
+    return redisCommand(run->redis, "EVAL %s 1 result:%s %lld",
+                        "local n = redis.call('strlen', KEYS[1]) "
+                        "if n > tonumber(ARGV[1]) then return n end "
+                        "return redis.call('get', KEYS[1])",
+                        job_id, (long long) max);
+}
+
+
+/*
+ * A reply, as redisGetReply() reads one, of at most max bytes: 0 with
+ * the reply (or none, r NULL), -1 when the connection failed or timed
+ * out, 1 when the reply is over max.  The rest of a reply cannot be
+ * skipped: after 1 the connection is of no more use.
+ */
+
+static int
+ag_reply_max(redisContext *c, redisReply **r, size_t max)
+{
+    void    *reply;
+    size_t   got, before;
+
+    got = 0;
+
+    for ( ;; ) {
+        reply = NULL;
+
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) {
+            return -1;
+        }
+
+        if (reply != NULL) {
+            *r = reply;
+            return 0;
+        }
+
+        if (got > max) {
+            return 1;
+        }
+
+        /* the reader's buffer only grows while it is fed */
+        before = c->reader->len;
+
+        if (redisBufferRead(c) != REDIS_OK) {
+            return -1;
+        }
+
+        got += c->reader->len - before;
+    }
 }
 
 

@@ -39,6 +39,8 @@
 #define AG_STOP       1
 #define AG_FIELD_MAX  256       /* bytes of a string an event copies from
                                    the proxy's or a worker's answer */
+#define AG_RESULT_SLACK  (64 * 1024)    /* bytes of a job's result read
+                                           past what the run may show */
 
 
 
@@ -852,8 +854,9 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 {
     int                denied, withdrawn;
     char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text;
-    size_t             i, bytes;
+    size_t             i, bytes, max;
     long               wait;
+    long long          large;
     json_t            *script, *inputs, *in, *bp, *env, *res, *timing,
                       *shown, *names, *v;
     const char        *name, *route;
@@ -964,15 +967,52 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 
     err[0] = '\0';
     withdrawn = 0;
+    large = 0;
+
+    /*
+     * The result is read up to what the run may still show the model,
+     * and a little more (its other fields): one larger cannot be shown,
+     * and read whole it would cost the agent as much memory as anything
+     * that can write Redis likes.
+     */
+
+    max = (run->tool_bytes < conf->max_tool_bytes)
+          ? (size_t) (conf->max_tool_bytes - run->tool_bytes) : 0;
+    max += AG_RESULT_SLACK;
 
     if (env != NULL) {
-        res = ag_job_run(run, job_id, env, wait, &withdrawn, err,
-                         sizeof(err));
+        res = ag_job_run(run, job_id, env, wait, max, &withdrawn, &large,
+                         err, sizeof(err));
         json_decref(env);
 
     } else {
         snprintf(err, sizeof(err), "out of memory");
         res = NULL;
+    }
+
+    if (res == NULL && large > 0) {
+        run->tool_bytes = (large > LONG_MAX - run->tool_bytes)
+                          ? LONG_MAX : run->tool_bytes + (long) large;
+
+        ag_event(run, "job", json_pack("{s:s, s:s, s:s, s:I}", "id", id,
+                                       "job_id", job_id, "status",
+                                       "too large", "bytes",
+                                       (json_int_t) large));
+
+        if (asprintf(&text, "not shown: over the tool output limit (the "
+                     "result is %lld bytes; not read)", large)
+            != -1)
+        {
+            ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, text, 0);
+            free(text);
+
+        } else {
+            ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "not shown: over "
+                            "the tool output limit (not read)", 0);
+        }
+
+        return ag_limit(run, "tool_bytes", run->tool_bytes,
+                        conf->max_tool_bytes);
     }
 
     if (res == NULL) {
