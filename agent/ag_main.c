@@ -884,6 +884,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
             ag_respond_error(fd, 409, "session_busy",
                              "another question is running in this "
                              "session");
+        } else if (rc == 2) {
+            ag_respond_error(fd, 409, "session_damaged", err);
         } else {
             ag_respond_error(fd, 503, "redis", err);
         }

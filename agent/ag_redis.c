@@ -106,6 +106,20 @@ ag_session_load(redisContext *c, const char *id, int *damaged, char *err,
     *damaged = 0;
 
     r = redisCommand(c, "GET airlock:session:%s", id);
+    if (r != NULL && r->type == REDIS_REPLY_ERROR
+        && strncmp(r->str, "WRONGTYPE", 9) == 0)
+    {
+        /* not a string: no agent stored it, kept as it is */
+
+        snprintf(err, size, "session %s is stored damaged (a Redis value "
+                 "of another type, not a session); it is kept as it is: "
+                 "ask in another session", id);
+        fprintf(stderr, "airlock-agent: %s\n", err);
+        freeReplyObject(r);
+        *damaged = 1;
+        return NULL;
+    }
+
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
         snprintf(err, size, "redis GET: %s",
                  r != NULL ? r->str : c->errstr);
@@ -205,7 +219,10 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
 }
 
 
-/* 0 locked, 1 another run holds the lock, -1 Redis failed (err set) */
+/*
+ * 0 locked, 1 another run holds the lock, 2 the lock is no run's (it
+ * never expires: err set), -1 Redis failed (err set)
+ */
 
 int
 ag_session_lock(redisContext *c, const char *id, const char *owner,
@@ -222,6 +239,25 @@ ag_session_lock(redisContext *c, const char *id, const char *owner,
 
     } else if (r != NULL && r->type == REDIS_REPLY_NIL) {
         rc = 1;
+
+        /*
+         * A run's lock always has a lease (SET EX, renewed by EXPIRE):
+         * one without was put there by something else and would keep
+         * the session busy for good.
+         */
+
+        freeReplyObject(r);
+        r = redisCommand(c, "TTL airlock:session:%s:lock", id);
+
+        if (r != NULL && r->type == REDIS_REPLY_INTEGER
+            && r->integer == -1)
+        {
+            snprintf(err, size, "session %s is stored damaged (its lock "
+                     "never expires, which no run's does); it is kept as "
+                     "it is: ask in another session", id);
+            fprintf(stderr, "airlock-agent: %s\n", err);
+            rc = 2;
+        }
 
     } else {
         snprintf(err, size, "redis SET: %s",
