@@ -908,6 +908,10 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     /* the lock holds as long as this process lives, past the lease */
     keeper = ag_session_keep(conf, session, run.run_id);
 
+    if (conf->sandbox != NULL) {
+        ag_jobs_sweep(&run);
+    }
+
     /*
      * The client takes the events by the end of the run's wall time and
      * --send-timeout: one that reads a byte now and then would otherwise

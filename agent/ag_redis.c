@@ -8,6 +8,10 @@
  *                               runs (SET NX EX, renewed by its keeper);
  *                               only the run it names stores the session
  *   airlock:jobs                the job stream (group airlock-workers)
+ *   airlock:jobs:awaited        entry id -> "<session> <run> <job>", for
+ *                               each job a run awaits: one whose run
+ *                               is gone is withdrawn by the next
+ *                               question (ag_jobs_sweep())
  *   result:<job> / response:<job>   a job's result, stored and published
  *                               by the worker (docs/jobs.md)
  *
@@ -33,8 +37,10 @@
 #include "agent.h"
 
 
-#define AG_STREAM  "airlock:jobs"
-#define AG_GROUP   "airlock-workers"
+#define AG_STREAM   "airlock:jobs"
+#define AG_GROUP    "airlock-workers"
+#define AG_AWAITED  "airlock:jobs:awaited"
+#define AG_SWEEP_ROUNDS  64     /* HSCAN rounds of a sweep, at most */
 
 
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
@@ -43,8 +49,10 @@ static redisReply *ag_job_get(ag_run_t *run, const char *job_id, size_t max);
 static int ag_reply_max(redisContext *c, redisReply **r, size_t max);
 static json_t *ag_job_result(const char *s, size_t len, char *err,
     size_t size);
-static int ag_job_withdraw(ag_run_t *run, const char *entry,
-    const char *job_id);
+static int ag_job_withdraw(ag_run_t *run, const char *session,
+    const char *entry, const char *job_id);
+static int ag_jobs_orphan(ag_run_t *run, const char *entry,
+    const char *value);
 static void ag_session_keeper(ag_conf_t *conf, const char *id,
     const char *owner, pid_t run);
 
@@ -446,8 +454,8 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     long wait_ms, size_t max, int *withdrawn, long long *large, char *err,
     size_t size)
 {
-    int             looked, rc;
-    char           *text, entry[64];
+    int             looked, rc, gone;
+    char           *text, entry[64], owner[256], why[256];
     json_t         *res;
     int64_t         deadline, left;
     redisReply     *r;
@@ -464,6 +472,9 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     {
         return NULL;
     }
+
+    /* the jobs of runs that are gone, before this one counts them */
+    ag_jobs_sweep(run);
 
     /* 1. subscribe */
     sub = ag_job_subscribe(run, job_id, err, size);
@@ -486,15 +497,24 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
      * Added only while the stream holds fewer than --max-queued-jobs
      * entries (jobs awaited, or taken and not done), the look and the
      * XADD one script: with no worker taking them, or far too few, runs
-     * would add jobs without end.
+     * would add jobs without end.  The same script records who awaits
+     * it, so a run killed while it waits leaves a record the next
+     * question finds (ag_jobs_sweep()).
      */
 
-    r = redisCommand(run->redis, "EVAL %s 1 " AG_STREAM " %b %ld",
+    snprintf(owner, sizeof(owner), "%s %s %s", run->session, run->run_id,
+             job_id);
+
+    r = redisCommand(run->redis, "EVAL %s 2 " AG_STREAM " " AG_AWAITED
+                     " %b %ld %s",
                      "if redis.call('xlen', KEYS[1]) >= tonumber(ARGV[2]) "
                      "then return false end "
-                     "return redis.call('xadd', KEYS[1], '*', 'job', "
-                     "ARGV[1])",
-                     text, strlen(text), run->conf->max_queued_jobs);
+                     "local e = redis.call('xadd', KEYS[1], '*', 'job', "
+                     "ARGV[1]) "
+                     "redis.call('hset', KEYS[2], e, ARGV[3]) "
+                     "return e",
+                     text, strlen(text), run->conf->max_queued_jobs,
+                     owner);
 
     if (r != NULL && r->type == REDIS_REPLY_NIL) {
         snprintf(err, size, "the job stream holds %ld jobs or more, the "
@@ -631,11 +651,153 @@ done:
     free(text);
     redisFree(sub);
 
-    if (res == NULL && *large == 0 && entry[0] != '\0') {
-        *withdrawn = (ag_job_withdraw(run, entry, job_id) == 1);
+    if (entry[0] != '\0') {
+        gone = 0;
+
+        if (res == NULL && *large == 0) {
+            gone = ag_job_withdraw(run, run->session, entry, job_id);
+            *withdrawn = (gone == 1);
+        }
+
+        /* a withdrawal that failed is tried again by a sweep */
+
+        if (gone != -1 && ag_redis_revive(run, why, sizeof(why)) == 0) {
+            freeReplyObject(redisCommand(run->redis, "HDEL " AG_AWAITED
+                                         " %s", entry));
+        }
     }
 
     return res;
+}
+
+
+/*
+ * The jobs whose run is gone (killed while it waited: SIGKILL, the OOM
+ * killer) are withdrawn, as that run would have done: its session's
+ * lock is not the run's any more (a run holds it while it lives, and
+ * records its jobs while it holds it).  Without it, such a job stayed
+ * in the stream, and the first worker to start ran it for no one.
+ * Records of other kinds, or too long, are not the agent's: dropped.
+ */
+
+void
+ag_jobs_sweep(ag_run_t *run)
+{
+    int          rounds;
+    char         err[256], cursor[32];
+    size_t       i;
+    redisReply  *r, *list;
+
+    if (ag_redis_revive(run, err, sizeof(err)) != 0) {
+        return;
+    }
+
+    memcpy(cursor, "0", 2);
+
+    for (rounds = 0; rounds < AG_SWEEP_ROUNDS; rounds++) {
+        r = redisCommand(run->redis, "EVAL %s 1 " AG_AWAITED " %s",
+                         "local c = redis.call('hscan', KEYS[1], ARGV[1], "
+                         "'count', 128) "
+                         "local out = {} "
+                         "for i = 1, #c[2], 2 do "
+                         "local f, v = c[2][i], c[2][i + 1] "
+                         "if #f <= 40 and #v <= 200 then "
+                         "out[#out + 1] = f out[#out + 1] = v "
+                         "else redis.call('hdel', KEYS[1], f) end "
+                         "end "
+                         "return {c[1], out}",
+                         cursor);
+
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2
+            || r->element[0]->type != REDIS_REPLY_STRING
+            || r->element[0]->len >= sizeof(cursor)
+            || r->element[1]->type != REDIS_REPLY_ARRAY)
+        {
+            freeReplyObject(r);
+            return;
+        }
+
+        memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+        list = r->element[1];
+
+        for (i = 0; i + 1 < list->elements; i += 2) {
+            if (list->element[i]->type != REDIS_REPLY_STRING
+                || list->element[i + 1]->type != REDIS_REPLY_STRING
+                || ag_jobs_orphan(run, list->element[i]->str,
+                                  list->element[i + 1]->str)
+                   != 0)
+            {
+                freeReplyObject(r);
+                return;
+            }
+        }
+
+        freeReplyObject(r);
+
+        if (strcmp(cursor, "0") == 0) {
+            return;
+        }
+    }
+}
+
+
+/* one record: 0 done with it, -1 Redis failed (the sweep ends) */
+
+static int
+ag_jobs_orphan(ag_run_t *run, const char *entry, const char *value)
+{
+    int          rc;
+    char         session[AG_ID_MAX + 1], owner[AG_BOUNDARY_LEN + 1],
+                 job[AG_ID_MAX + 1];
+    redisReply  *r;
+
+    if (strspn(entry, "0123456789-") != strlen(entry)
+        || strchr(entry, '-') == NULL
+        || sscanf(value, "%64s %32s %64s", session, owner, job) != 3
+        || !ag_id_ok(session, strlen(session))
+        || !ag_id_ok(owner, strlen(owner))
+        || !ag_id_ok(job, strlen(job)))
+    {
+        rc = 0;                             /* not the agent's record */
+        goto drop;
+    }
+
+    if (strcmp(owner, run->run_id) == 0) {
+        return 0;
+    }
+
+    r = redisCommand(run->redis, "GET airlock:session:%s:lock", session);
+    if (r == NULL) {
+        return -1;
+    }
+
+    rc = (r->type == REDIS_REPLY_STRING && strcmp(r->str, owner) == 0);
+    freeReplyObject(r);
+
+    if (rc) {
+        return 0;                           /* its run is waiting */
+    }
+
+    rc = ag_job_withdraw(run, session, entry, job);
+    if (rc == -1) {
+        return -1;
+    }
+
+    if (rc != 0) {
+        fprintf(stderr, "airlock-agent: job %s of session %s withdrawn: "
+                "the run that awaited it (%s) is gone; %s\n", job,
+                session, owner,
+                rc == 1 ? "no worker had taken it, it never runs"
+                        : "a worker had taken it, it is not run again");
+    }
+
+drop:
+
+    r = redisCommand(run->redis, "HDEL " AG_AWAITED " %s", entry);
+    rc = (r != NULL) ? 0 : -1;
+    freeReplyObject(r);
+
+    return rc;
 }
 
 
@@ -651,7 +813,8 @@ done:
  */
 
 static int
-ag_job_withdraw(ag_run_t *run, const char *entry, const char *job_id)
+ag_job_withdraw(ag_run_t *run, const char *session, const char *entry,
+    const char *job_id)
 {
     int          rc;
     char         err[256];
@@ -699,7 +862,7 @@ ag_job_withdraw(ag_run_t *run, const char *entry, const char *job_id)
     if (rc == -1) {
         fprintf(stderr, "airlock-agent: session %s: job %s given up on, "
                 "but its stream entry %s was not removed (%s): a worker "
-                "may still run it\n", run->session, job_id, entry, err);
+                "may still run it\n", session, job_id, entry, err);
     }
 
     return rc;
