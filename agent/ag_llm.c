@@ -48,6 +48,8 @@ static int ag_llm_args(ag_llm_ctx_t *ctx);
 static size_t ag_http_write(char *p, size_t size, size_t n, void *data);
 static void ag_http_denial(CURL *curl, char *out, size_t size);
 static long ag_remaining(ag_run_t *run);
+static int ag_curl_progress(void *data, curl_off_t dltotal, curl_off_t dlnow,
+    curl_off_t ultotal, curl_off_t ulnow);
 
 
 typedef struct {
@@ -64,6 +66,22 @@ ag_remaining(ag_run_t *run)
     left = run->deadline_ms - ag_now_ms();
 
     return left > 1 ? (long) left : 1;
+}
+
+
+/* a run that is stopping drops the request it waits for (within 1 s) */
+
+static int
+ag_curl_progress(void *data, curl_off_t dltotal, curl_off_t dlnow,
+    curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void) data;
+    (void) dltotal;
+    (void) dlnow;
+    (void) ultotal;
+    (void) ulnow;
+
+    return ag_stopping ? 1 : 0;
 }
 
 
@@ -114,6 +132,8 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ag_remaining(run));
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, ag_curl_progress);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
 
     cc = curl_easy_perform(curl);
@@ -542,6 +562,8 @@ ag_route_call(ag_run_t *run, const char *method, const char *target,
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ag_remaining(run));
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, ag_curl_progress);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http");
 

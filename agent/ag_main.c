@@ -37,6 +37,9 @@
 #define AG_REQUEST_MS      30000  /* a request's whole read, from accept */
 
 
+volatile sig_atomic_t  ag_stopping;
+
+
 typedef struct {
     char            *buf;
     size_t           len;
@@ -52,6 +55,7 @@ static void ag_usage(FILE *f);
 static int ag_load_tools(ag_conf_t *conf);
 static int ag_listen(const char *path);
 static void ag_sigchld(int signo);
+static void ag_sigterm(int signo);
 static long ag_reap(long children);
 static void ag_refuse(int fd, long max);
 static void ag_serve(ag_conf_t *conf, int fd);
@@ -198,6 +202,17 @@ main(int argc, char **argv)
 
         if (pid == 0) {
             signal(SIGCHLD, SIG_DFL);
+
+            /*
+             * A stop (systemd signals every process of the unit) ends
+             * a run early but whole: its job withdrawn, its question
+             * stored, its lock let go.  No SA_RESTART: a wait it is in
+             * returns.
+             */
+            sa.sa_handler = ag_sigterm;
+            sa.sa_flags = 0;
+            sigaction(SIGTERM, &sa, NULL);
+
             sigprocmask(SIG_UNBLOCK, &chld, NULL);
             close(lfd);
             ag_serve(&conf, cfd);
@@ -224,6 +239,17 @@ static void
 ag_sigchld(int signo)
 {
     (void) signo;
+}
+
+
+/* a connection's process: its run ends at the next step it takes */
+
+static void
+ag_sigterm(int signo)
+{
+    (void) signo;
+
+    ag_stopping = 1;
 }
 
 
@@ -754,6 +780,9 @@ ag_read_until(int fd, char *buf, size_t len, int64_t deadline)
         rc = poll(&pfd, 1, (int) left);
 
         if (rc == -1 && errno == EINTR) {
+            if (ag_stopping) {
+                return -1;
+            }
             continue;
         }
 
@@ -853,6 +882,13 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     {
         ag_respond_error(fd, 400, "bad_prompt", "the body is {\"prompt\": "
                          "\"...\"}, a prompt of 1 to 65536 bytes");
+        json_decref(body);
+        return;
+    }
+
+    if (ag_stopping) {
+        ag_respond_error(fd, 503, "stopping", "the agent is stopping: ask "
+                         "again once it is back");
         json_decref(body);
         return;
     }

@@ -25,6 +25,8 @@
  * of any size, and Redis takes values of 512 MB).
  */
 
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +48,8 @@
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
 static redisReply *ag_job_get(ag_run_t *run, const char *job_id, size_t max);
-static int ag_reply_max(redisContext *c, redisReply **r, size_t max);
+static int ag_reply_max(redisContext *c, redisReply **r, size_t max,
+    int64_t deadline);
 static json_t *ag_job_result(const char *s, size_t len, char *err,
     size_t size);
 static int ag_job_withdraw(ag_run_t *run, const char *session,
@@ -298,6 +301,7 @@ ag_session_keep(ag_conf_t *conf, const char *id, const char *owner)
     pid = fork();
 
     if (pid == 0) {
+        signal(SIGTERM, SIG_DFL);           /* the run's handler is not */
         ag_session_keeper(conf, id, owner, run);
         _exit(0);
     }
@@ -545,6 +549,11 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     looked = 0;
 
     for ( ;; ) {
+        if (ag_stopping) {
+            snprintf(err, size, "stopping");
+            goto done;
+        }
+
         if (sub == NULL) {
             sub = ag_job_subscribe(run, job_id, err, size);
         }
@@ -595,10 +604,6 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
             continue;
         }
 
-        tv.tv_sec = left / 1000;
-        tv.tv_usec = (left % 1000) * 1000;
-        redisSetTimeout(sub, tv);
-
         /*
          * A message over max (its framing aside) is not read on: the
          * connection is dropped, and result:<job>, looked up again, says
@@ -607,11 +612,16 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
          */
 
         r = NULL;
-        rc = ag_reply_max(sub, &r, max + 256);
+        rc = ag_reply_max(sub, &r, max + 256, deadline);
 
         if (rc != 0 || r == NULL) {
             freeReplyObject(r);
             r = NULL;
+
+            if (rc == -2) {
+                snprintf(err, size, "stopping");
+                goto done;
+            }
 
             if (rc != 1 && ag_now_ms() >= deadline) {
                 snprintf(err, size, "timeout");
@@ -915,17 +925,22 @@ ag_job_get(ag_run_t *run, const char *job_id, size_t max)
 
 
 /*
- * A reply, as redisGetReply() reads one, of at most max bytes: 0 with
- * the reply (or none, r NULL), -1 when the connection failed or timed
- * out, 1 when the reply is over max.  The rest of a reply cannot be
- * skipped: after 1 the connection is of no more use.
+ * A reply, as redisGetReply() reads one, of at most max bytes, by the
+ * deadline: 0 with the reply (or none, r NULL), -1 when the connection
+ * failed or the deadline passed, 1 when the reply is over max, -2 when
+ * the run is stopping.  The rest of a reply cannot be skipped: after 1
+ * the connection is of no more use.  The wait is a second at most at a
+ * time, so a stop that comes just before it is seen.
  */
 
 static int
-ag_reply_max(redisContext *c, redisReply **r, size_t max)
+ag_reply_max(redisContext *c, redisReply **r, size_t max, int64_t deadline)
 {
-    void    *reply;
-    size_t   got, before;
+    int             rc;
+    void           *reply;
+    size_t          got, before;
+    int64_t         left;
+    struct pollfd   pfd;
 
     got = 0;
 
@@ -943,6 +958,27 @@ ag_reply_max(redisContext *c, redisReply **r, size_t max)
 
         if (got > max) {
             return 1;
+        }
+
+        if (ag_stopping) {
+            return -2;
+        }
+
+        left = deadline - ag_now_ms();
+        if (left < 1) {
+            return -1;
+        }
+
+        pfd.fd = c->fd;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+
+        rc = poll(&pfd, 1, left < 1000 ? (int) left : 1000);
+        if (rc == 0 || (rc == -1 && errno == EINTR)) {
+            continue;
+        }
+        if (rc == -1) {
+            return -1;
         }
 
         /* the reader's buffer only grows while it is fed */

@@ -69,6 +69,7 @@ static void ag_tool_error(ag_run_t *run, const char *id, const char *name,
 static int ag_limit(ag_run_t *run, const char *what, long value, long max);
 static int ag_over_wall(ag_run_t *run);
 static int ag_wall_stop(ag_run_t *run);
+static void ag_stopped(ag_run_t *run);
 static size_t ag_history_trim(json_t *messages, long max);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_id_taken(json_t *calls, size_t i);
@@ -137,6 +138,12 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             break;
         }
 
+        if (ag_stopping) {
+            ag_stopped(run);
+            outcome = "error";
+            break;
+        }
+
         if (run->steps >= conf->max_steps) {
             ag_limit(run, "steps", run->steps, conf->max_steps);
             break;
@@ -168,6 +175,13 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         json_decref(req);
 
         if (rc != 0) {
+            if (ag_stopping) {
+                ag_llm_result_free(&res);
+                ag_stopped(run);
+                outcome = "error";
+                break;
+            }
+
             if (rc == -2 || ag_now_ms() >= run->deadline_ms) {
                 ag_wall_stop(run);
                 ag_llm_result_free(&res);
@@ -255,7 +269,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         for (i = 0; i < n; i++) {
             call = json_array_get(calls, i);
 
-            if (stop) {
+            if (stop || ag_stopping) {
                 /* the model must see an answer to every call it made */
                 ag_tool_message(run, json_string_value(json_object_get(
                                     call, "id")),
@@ -725,6 +739,14 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
     if (ag_route_call(run, method, target, body, max, &h) != 0) {
         free(body);
 
+        if (ag_stopping) {
+            free(sig);
+            ag_http_free(&h);
+            ag_tool_message(run, id, route->name.data, "no result: the "
+                            "agent stopped first", 0);
+            return 0;
+        }
+
         if (ag_now_ms() >= run->deadline_ms) {
             free(sig);
             ag_http_free(&h);
@@ -1013,6 +1035,16 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 
         return ag_limit(run, "tool_bytes", run->tool_bytes,
                         conf->max_tool_bytes);
+    }
+
+    if (res == NULL && strcmp(err, "stopping") == 0) {
+        ag_event(run, "job", json_pack("{s:s, s:s, s:s, s:b}", "id", id,
+                                       "job_id", job_id, "status",
+                                       "no result", "withdrawn",
+                                       withdrawn));
+        ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "no result: the agent "
+                        "stopped first", 0);
+        return 0;
     }
 
     if (res == NULL) {
@@ -1458,6 +1490,21 @@ ag_wall_stop(ag_run_t *run)
              run->conf->max_wall_ms);
 
     return AG_STOP;
+}
+
+
+/*
+ * The agent is stopping (SIGTERM: systemd stops the unit): the run ends
+ * at once, every call it made answered, its session stored.
+ */
+
+static void
+ag_stopped(ag_run_t *run)
+{
+    ag_event(run, "error", json_pack("{s:s, s:s}", "code", "stopped",
+                                     "message", "the agent is stopping: "
+                                     "the run ended before its answer; "
+                                     "ask again once it is back"));
 }
 
 

@@ -18,6 +18,7 @@
 #ifndef AGENT_H
 #define AGENT_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -126,6 +127,8 @@ typedef struct {
 
 
 /* ag_main.c */
+extern volatile sig_atomic_t  ag_stopping;  /* a run's SIGTERM came */
+
 int64_t ag_now_ms(void);
 int ag_random_hex(char *out, size_t hexlen);
 int ag_id_ok(const char *s, size_t len);
