@@ -1151,6 +1151,35 @@ ag_random_hex(char *out, size_t hexlen)
 }
 
 
+/*
+ * The first k elements of a removed, in time linear in its size: one
+ * json_array_remove(a, 0) moves all the others, and k of them were
+ * quadratic (a session planted with a million runs held its process's
+ * CPU for minutes).
+ */
+
+void
+ag_array_drop(json_t *a, size_t k)
+{
+    size_t  i, n;
+
+    n = json_array_size(a);
+    k = (k < n) ? k : n;
+
+    if (k == 0) {
+        return;
+    }
+
+    for (i = k; i < n; i++) {
+        json_array_set(a, i - k, json_array_get(a, i));
+    }
+
+    for (i = n; i > n - k; i--) {
+        json_array_remove(a, i - 1);        /* the last: nothing moves */
+    }
+}
+
+
 int
 ag_id_ok(const char *s, size_t len)
 {

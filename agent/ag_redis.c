@@ -191,8 +191,8 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
     redisReply  *r;
 
     runs = json_object_get(session, "runs");
-    while (json_array_size(runs) > AG_RUNS_KEPT) {
-        json_array_remove(runs, 0);
+    if (json_array_size(runs) > AG_RUNS_KEPT) {
+        ag_array_drop(runs, json_array_size(runs) - AG_RUNS_KEPT);
     }
 
     text = json_dumps(session, JSON_COMPACT);

@@ -1555,9 +1555,7 @@ ag_history_trim(json_t *messages, long max)
 
     free(size);
 
-    for (i = 0; i < cut; i++) {
-        json_array_remove(messages, 0);
-    }
+    ag_array_drop(messages, cut);
 
     return cut;
 }

@@ -132,6 +132,7 @@ extern volatile sig_atomic_t  ag_stopping;  /* a run's SIGTERM came */
 int64_t ag_now_ms(void);
 int ag_random_hex(char *out, size_t hexlen);
 int ag_id_ok(const char *s, size_t len);
+void ag_array_drop(json_t *a, size_t k);
 int ag_write_fd(int fd, const char *p, size_t len, int64_t deadline);
 
 /* ag_run.c: one question, events written to run->fd */

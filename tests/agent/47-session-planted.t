@@ -7,7 +7,8 @@
 # reached; a lock that never expires, which no run takes (a run's lock
 # always has a lease), was "another question is running in this
 # session", for good.  Neither crashes the agent, nor do sessions whose
-# messages and runs are not what the agent writes.
+# messages and runs are not what the agent writes, nor a million of
+# them, which used to cost time quadratic in their number.
 
 use strict;
 use warnings;
@@ -31,7 +32,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup(agent => [ '--max-wall', 30000 ]);
 
-plan tests => 14;
+plan tests => 17;
 
 sub redis {
     open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @_)
@@ -92,6 +93,25 @@ is(((of_type('answer', $ev))[0] // {})->{text}, 'fine',
 $r = $a->session('odd');
 is($r->{status}, 200, 'odd messages: the session is served');
 is(scalar(@{$r->{json}{runs} // []}), 3, 'odd messages: the run kept');
+
+# a million messages and a million runs (5 MB): each dropped from the
+# front in turn, each drop moving all after it, the run's process spent
+# minutes of CPU (hours for a few MB more) holding the session's lock
+my $objects = join(',', ('{}') x 1_000_000);
+my $million = join(',', (1) x 1_000_000);
+open(my $set, '|-', 'redis-cli', '-s', "$d/redis.sock", '-x', 'SET',
+     'airlock:session:many') or die "redis-cli: $!\n";
+print $set "{\"messages\":[$objects],\"runs\":[$million]}";
+close $set;
+$a->script({ pieces => [ 'quick' ] });
+$ev = $a->ask('many', 'a question', timeout => 20);
+is(((of_type('answer', $ev))[0] // {})->{text}, 'quick',
+   'a million: answered');
+$r = $a->session('many');
+is(join(',', map { ref $_ eq 'HASH' ? $_->{role} // '?' : '?' }
+              @{$r->{json}{messages} // []}),
+   'user,assistant', 'a million: the old messages dropped');
+is(scalar(@{$r->{json}{runs} // []}), 50, 'a million: 50 runs kept');
 
 # the agent is still there
 $a->script({ pieces => [ 'still here' ] });
