@@ -44,11 +44,20 @@ sub redis {
     return $out;
 }
 
+# a process's state letter (Z: ended, not reaped), Z when it is gone
+sub state_of {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/stat") or return 'Z';
+    my ($state) = (<$fh> // '') =~ /\) (\S)/;
+    return $state // 'Z';
+}
+
 sub children {
     my ($pid) = @_;
     open(my $fh, '<', "/proc/$pid/task/$pid/children") or return ();
     my @c = split ' ', (<$fh> // '');
-    return @c;
+    # a connection's process that has ended, not yet reaped, is none
+    return grep { state_of($_) ne 'Z' } @c;
 }
 
 # a run waits for its job, no worker running: its process is killed

@@ -43,11 +43,20 @@ sub redis {
     return $out;
 }
 
+# a process's state letter (Z: ended, not reaped), Z when it is gone
+sub state_of {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/stat") or return 'Z';
+    my ($state) = (<$fh> // '') =~ /\) (\S)/;
+    return $state // 'Z';
+}
+
 # the run's process and its lock's keeper, as systemd signals them all
 sub term_run {
     my $server = $a->agent_pid;
     open(my $fh, '<', "/proc/$server/task/$server/children") or return 0;
-    my @runs = split ' ', (<$fh> // '');
+    # a connection's process that has ended, not yet reaped, is none
+    my @runs = grep { state_of($_) ne 'Z' } split ' ', (<$fh> // '');
     my @all = @runs;
     for my $r (@runs) {
         open(my $k, '<', "/proc/$r/task/$r/children") or next;
