@@ -608,7 +608,8 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
          * A message over max (its framing aside) is not read on: the
          * connection is dropped, and result:<job>, looked up again, says
          * whether a result that large is stored (or the message was
-         * anyone's but the worker's).
+         * anyone's but the worker's).  So does a message that is not a
+         * result.
          */
 
         r = NULL;
@@ -639,16 +640,25 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
             && r->element[2]->type == REDIS_REPLY_STRING
             && strcmp(r->element[0]->str, "message") == 0)
         {
-            if (r->element[2]->len > max) {
-                looked = 0;
-                freeReplyObject(r);
-                r = NULL;
-                continue;
+            /*
+             * One that is not a result (anyone may publish) does not end
+             * the wait: result:<job> says whether a worker stored one,
+             * and a result stored bad is an error there.
+             */
+
+            res = (r->element[2]->len <= max)
+                  ? ag_job_result(r->element[2]->str, r->element[2]->len,
+                                  err, size)
+                  : NULL;
+
+            if (res != NULL) {
+                goto done;
             }
 
-            res = ag_job_result(r->element[2]->str, r->element[2]->len,
-                                err, size);
-            goto done;
+            looked = 0;
+            freeReplyObject(r);
+            r = NULL;
+            continue;
         }
 
         freeReplyObject(r);

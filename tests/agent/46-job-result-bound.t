@@ -10,7 +10,8 @@
 # 16 MiB is not read (Redis sends the agent a small part of it), the
 # model is told so and the run stops at the tool output limit; a 4 MiB
 # message published with no result stored is not taken for the result,
-# and the real, small result that follows answers the run.
+# nor is a small one that is not a result at all, and the real, small
+# result that follows answers the run.
 
 use strict;
 use warnings;
@@ -35,7 +36,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup(agent => [ '--max-wall', 60000 ]);
 
-plan tests => 12;
+plan tests => 14;
 
 my $MIB = 1024 * 1024;
 
@@ -70,6 +71,8 @@ my $STORE = "local function result() $RESULT end "
 my $PLANT = "return redis.call('publish', KEYS[1], "
     . "string.rep('{', tonumber(ARGV[1])))";
 
+my $GARBAGE = "return redis.call('publish', KEYS[1], ARGV[1])";
+
 # The worker, played: waits for the run's job, then does what @steps say
 # with its job id, and deletes the entry (as a worker does when done).
 sub worker {
@@ -88,6 +91,8 @@ sub worker {
         if ($s->[0] eq 'store') {
             redis('EVAL', $STORE, 2, "result:$jid", "response:$jid", $jid,
                   $s->[1]);
+        } elsif ($s->[0] eq 'garbage') {
+            redis('EVAL', $GARBAGE, 1, "response:$jid", $s->[1]);
         } else {
             redis('EVAL', $PLANT, 1, "response:$jid", $s->[1]);
         }
@@ -141,6 +146,17 @@ is(((of_type('answer', $ev))[0] // {})->{text}, 'got yyyyyy',
 is(scalar(of_type('limit', $ev)), 0, 'planted: no limit reached');
 cmp_ok($got, '<', 2 * $MIB, "planted: Redis sent the agent $got bytes, "
        . 'not the message');
+
+# small messages that are not a result (not JSON, no status), then the
+# real result: the wait goes on to it, the job is not given up on
+$w = worker([ 'garbage', 'not json' ], [ 'garbage', '{"no":"status"}' ],
+            [ 'store', 4 ]);
+$a->script(job(), { quote => '"stdout":"(y+)"', pieces => [ 'got {{1}}' ] });
+$ev = $a->ask('garbage', 'a job with garbage published');
+waitpid($w, 0);
+is(((of_type('answer', $ev))[0] // {})->{text}, 'got yyyy',
+   'garbage: the stored result answered');
+is(scalar(of_type('error', $ev)), 0, 'garbage: no error');
 
 is($t->error_log_check, '', 'no alerts in the error log');
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
