@@ -203,7 +203,6 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     al_str_t                          model;
     const char                       *err;
     al_llm_map_t                      m;
-    al_llm_usage_t                    first;
     const al_llm_t                   *a, *b;
     const al_llm_price_t             *price;
     const al_llm_client_t            *lc;
@@ -335,25 +334,11 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     /*
      * A first provider that was sent the call and never answered (a
      * timeout, the connection lost) has the prompt and may bill all of
-     * the output, as a call nginx ends so is charged without a fallback
-     * (ngx_http_airlock_llm_usage()): the fallback's answer does not
-     * replace that.  The call is also charged the first attempt's
+     * the output: the call is also charged the first attempt's
      * reservation, at the first entry's price.
      */
 
-    if (r->upstream->request_sent && r->upstream->headers_in.status_n == 0) {
-        ngx_memzero(&first, sizeof(al_llm_usage_t));
-        ngx_http_airlock_llm_reserved(ctx, &first);
-
-        ctx->first_tokens = first.prompt_tokens + first.completion_tokens;
-
-        if (ctx->first_tokens < first.prompt_tokens) {
-            ctx->first_tokens = UINT64_MAX;
-        }
-
-        ctx->first_cost = al_llm_cost(ctx->price, &first);
-    }
-
+    ngx_http_airlock_llm_resend(r, ctx);
     ctx->uri.data = p;
     ctx->uri.len = len;
     ctx->model.data = (u_char *) model.data;

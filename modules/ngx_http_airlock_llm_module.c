@@ -233,7 +233,11 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
         alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
 
         if (alcf->forwards) {
-            (void) ngx_http_airlock_llm_get_ctx(r);
+            ctx = ngx_http_airlock_llm_get_ctx(r);
+
+            if (ctx != NULL) {
+                ngx_http_airlock_llm_resend(r, ctx);
+            }
         }
 
         return NGX_DECLINED;
@@ -249,6 +253,11 @@ ngx_http_airlock_llm_handler(ngx_http_request_t *r)
     rc = ngx_http_airlock_enter(r, ctx ? ctx->actx : NULL);
 
     if (rc != NGX_OK) {
+        if (rc == NGX_DECLINED) {
+            /* a decided call led here: this location sends it again */
+            ngx_http_airlock_llm_resend(r, ctx);
+        }
+
         return rc;
     }
 
@@ -1303,6 +1312,7 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
          */
 
         if (ctx->request != NULL && ctx->request->upstream != NULL
+            && ctx->request->upstream != ctx->charged
             && ctx->request->upstream->request_sent
             && ctx->request->upstream->headers_in.status_n == 0
             && al_llm_endpoint_has_body(ctx->endpoint))
@@ -1353,7 +1363,7 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
 
 first:
 
-    /* a first provider that was sent the call and never answered */
+    /* earlier attempts that were sent the call and never answered */
 
     if (ctx->first_tokens) {
         u->total_tokens = (u->total_tokens > UINT64_MAX - ctx->first_tokens)
@@ -1363,9 +1373,10 @@ first:
 
 
 /*
- * What a call with usage u costs: at its price, plus, when it fell back
- * after its first provider was sent it and never answered, that
- * attempt's charge (ctx->first_tokens is in u->total_tokens already).
+ * What a call with usage u costs: at its price, plus, when it was sent
+ * again (a fallback, an error_page) after an attempt that was sent and
+ * never answered, that attempt's charge (ctx->first_tokens is in
+ * u->total_tokens already).
  */
 
 uint64_t
@@ -1437,6 +1448,59 @@ ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     u->completion_tokens = ctx->max_output;
 
     al_llm_cost_guess(ctx->price, ctx->cache_control, u);
+}
+
+
+/*
+ * A decided call is about to be sent again: an error_page (or a named
+ * location) led it to a location that forwards it, the fallback's
+ * included.  When the attempt before was sent and never answered (a
+ * timeout, the connection lost), that provider has the prompt and may
+ * bill all of the output, as a call nginx ends so is charged without a
+ * second attempt (ngx_http_airlock_llm_usage()): the next answer does not
+ * replace that.  The call is also charged that attempt's reservation, at
+ * the price it was reserved at, once per attempt.
+ */
+
+void
+ngx_http_airlock_llm_resend(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    uint64_t              tokens, cost;
+    al_llm_usage_t        first;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    if (!ctx->allowed || u == NULL || u == ctx->charged || !u->request_sent
+        || u->headers_in.status_n != 0
+        || !al_llm_endpoint_has_body(ctx->endpoint))
+    {
+        return;
+    }
+
+    ctx->charged = u;
+
+    ngx_memzero(&first, sizeof(al_llm_usage_t));
+    ngx_http_airlock_llm_reserved(ctx, &first);
+
+    tokens = first.prompt_tokens + first.completion_tokens;
+
+    if (tokens < first.prompt_tokens) {
+        tokens = UINT64_MAX;
+    }
+
+    cost = al_llm_cost(ctx->price, &first);
+
+    ctx->first_tokens = (ctx->first_tokens > UINT64_MAX - tokens)
+                        ? UINT64_MAX : ctx->first_tokens + tokens;
+    ctx->first_cost = (ctx->first_cost > UINT64_MAX - cost)
+                      ? UINT64_MAX : ctx->first_cost + cost;
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "airlock: llm call sent again after an attempt that was "
+                  "never answered: charged its reservation, %uL tokens",
+                  tokens);
 }
 
 

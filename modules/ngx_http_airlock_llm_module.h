@@ -131,10 +131,13 @@ typedef struct {
     ngx_http_airlock_llm_provider_t *served;    /* the fallback entry that
                                                    took the call, or NULL */
     ngx_uint_t                       fallback_status;   /* why */
-    uint64_t                         first_tokens;  /* the first attempt's
-                                                   charge, when it was sent
-                                                   and never answered */
+    uint64_t                         first_tokens;  /* the charge of the
+                                                   attempts before the last
+                                                   that were sent and never
+                                                   answered */
     uint64_t                         first_cost;
+    ngx_http_upstream_t             *charged;   /* the last attempt in
+                                                   first_tokens */
 
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
@@ -220,6 +223,8 @@ uint64_t ngx_http_airlock_llm_cost(const ngx_http_airlock_llm_ctx_t *ctx,
     const al_llm_usage_t *u);
 void ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
+void ngx_http_airlock_llm_resend(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
 al_llm_sse_t *ngx_http_airlock_llm_sse_get(ngx_log_t *log);
