@@ -102,12 +102,22 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
                              : NGX_HTTP_FORBIDDEN;
     }
 
-    if (ctx->served != NULL) {
-        /* the fallback's own location phases, after the switch */
-        return NGX_DECLINED;
-    }
-
     status = ngx_http_airlock_llm_fallback_status(r);
+
+    if (ctx->served != NULL) {
+        if (r->upstream == ctx->first) {
+            /* the fallback's own location phases, after the switch */
+            return NGX_DECLINED;
+        }
+
+        /*
+         * The fallback was sent the call and failed, and an error_page
+         * led it here again (recursive_error_pages): the list ends.
+         */
+
+        return ngx_http_airlock_llm_fallback_fail(r, ctx, status,
+                                                  "its fallback was tried");
+    }
 
     why = ngx_http_airlock_llm_fallback_to(r, ctx, status);
 
@@ -339,6 +349,8 @@ ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
      */
 
     ngx_http_airlock_llm_resend(r, ctx);
+
+    ctx->first = r->upstream;
     ctx->uri.data = p;
     ctx->uri.len = len;
     ctx->model.data = (u_char *) model.data;

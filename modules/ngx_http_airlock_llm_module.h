@@ -138,6 +138,9 @@ typedef struct {
     uint64_t                         first_cost;
     ngx_http_upstream_t             *charged;   /* the last attempt in
                                                    first_tokens */
+    ngx_http_upstream_t             *first;     /* the first provider's
+                                                   attempt, once the call
+                                                   fell back */
 
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
