@@ -50,6 +50,11 @@
 #define NGX_HTTP_AIRLOCK_LLM_BUDGET    0
 #define NGX_HTTP_AIRLOCK_LLM_SERIES    1
 
+/* the alerts a worker sends once each */
+#define NGX_HTTP_AIRLOCK_LLM_SAID_BUDGET  1     /* no room for a budget */
+#define NGX_HTTP_AIRLOCK_LLM_SAID_SERIES  2     /* no room for a series */
+#define NGX_HTTP_AIRLOCK_LLM_SAID_CAP     4     /* series= reached */
+
 /* series nodes cached per worker, a power of two */
 #define NGX_HTTP_AIRLOCK_LLM_CACHE     16
 
@@ -113,7 +118,9 @@ typedef struct {
     ngx_http_airlock_llm_shctx_t *sh;
     ngx_slab_pool_t              *shpool;
     ngx_uint_t                    series_max;
-    ngx_uint_t                    nomem;        /* this worker said so */
+    ngx_uint_t                    nomem;        /* what this worker said:
+                                                   NGX_HTTP_AIRLOCK_LLM_
+                                                   SAID_* */
 
     /* series nodes this worker counted lately: never freed */
     ngx_http_airlock_llm_node_t  *cache[NGX_HTTP_AIRLOCK_LLM_CACHE];
@@ -162,7 +169,7 @@ static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_get(
 static void ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc,
     time_t now);
 static void ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
-    ngx_http_airlock_llm_zone_ctx_t *zc, const char *what);
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_uint_t what);
 static ngx_int_t ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r);
 static int ngx_libc_cdecl ngx_http_airlock_llm_snap_cmp(const void *one,
     const void *two);
@@ -567,7 +574,7 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
 
     if (ln == NULL) {
         ngx_shmtx_unlock(&zc->shpool->mutex);
-        ngx_http_airlock_llm_nomem(r, zc, "budget");
+        ngx_http_airlock_llm_nomem(r, zc, NGX_HTTP_AIRLOCK_LLM_SAID_BUDGET);
         return NGX_ERROR;
     }
 
@@ -659,7 +666,7 @@ ngx_http_airlock_llm_close(ngx_http_request_t *r,
 {
     size_t                            len;
     uint32_t                          hash;
-    ngx_uint_t                        slot;
+    ngx_uint_t                        slot, what;
     ngx_rbtree_node_t                *node;
     ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
@@ -722,9 +729,12 @@ ngx_http_airlock_llm_close(ngx_http_request_t *r,
     }
 
     if (ln == NULL) {
+        what = (zc->sh->series >= zc->series_max)
+               ? NGX_HTTP_AIRLOCK_LLM_SAID_CAP
+               : NGX_HTTP_AIRLOCK_LLM_SAID_SERIES;
         zc->sh->dropped++;
         ngx_shmtx_unlock(&zc->shpool->mutex);
-        ngx_http_airlock_llm_nomem(r, zc, "series");
+        ngx_http_airlock_llm_nomem(r, zc, what);
         return;
     }
 
@@ -950,20 +960,39 @@ ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
 }
 
 
+/*
+ * Once per worker for each of: no room for a budget (the call is
+ * answered 500), no room for a series, the series cap reached (the
+ * call is counted in airlock_llm_series_dropped_total only); each says
+ * what to change.
+ */
+
 static void
 ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
-    ngx_http_airlock_llm_zone_ctx_t *zc, const char *what)
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_uint_t what)
 {
-    if (zc->nomem) {
+    if (zc->nomem & what) {
         return;
     }
 
-    zc->nomem = 1;
+    zc->nomem |= what;
+
+    if (what == NGX_HTTP_AIRLOCK_LLM_SAID_CAP) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "airlock: the counter series%s reached series=%ui: "
+                      "the calls of new series are counted in "
+                      "airlock_llm_series_dropped_total only; raise "
+                      "\"series=\" (a series takes 256 bytes of the zone)",
+                      zc->shpool->log_ctx, zc->series_max);
+        return;
+    }
 
     ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                   "airlock: no room for a %s node%s (series=%ui); "
-                  "make the zone larger", what, zc->shpool->log_ctx,
-                  zc->series_max);
+                  "make the zone larger",
+                  (what == NGX_HTTP_AIRLOCK_LLM_SAID_BUDGET) ? "budget"
+                                                             : "series",
+                  zc->shpool->log_ctx, zc->series_max);
 }
 
 

@@ -22,7 +22,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 5;
+plan tests => 9;
 
 sub series {
     my $m = parse_response(http_get('/metrics', port => 8082))->{body} // '';
@@ -61,4 +61,49 @@ $t->reload;
 
 is(series(), 70, 'a zone of a new size: the 70 series copied and shown');
 
-is($t->error_log_check, '', 'no alerts or sanitizer reports');
+# past the cap: the calls of new series are dropped, and one alert per
+# worker says what to change (it asked for a larger zone, which does not
+# raise the cap)
+
+sub alerts {
+    my ($re) = @_;
+    return grep { /\[alert\]/ && $_ =~ $re }
+           split /\n/, $t->read_file('error.log');
+}
+
+$l->script({ status => 471 }, { status => 472 });
+$l->chat(token => $l->token('agent')) for 1 .. 2;
+
+my @cap = alerts(qr/series=1\b/);
+is(scalar @cap, 1, 'past series=1: one alert for two calls dropped');
+like($cap[0] // '',
+     qr/reached series=1: .*airlock_llm_series_dropped_total.* raise "series="/,
+     '... which says to raise it')
+    or diag($cap[0]);
+
+# a zone full of series: the budget that then finds no room, which
+# refuses calls (500), is alerted too, not hidden behind the series alert
+
+$conf =~ s/airlock_llm_zone llm 2m series=1;/airlock_llm_zone llm 32k;/;
+$t->write_file('nginx.conf', $conf);
+$t->reload;
+
+my @more = grep { $_ != 444 } 500 .. 599;
+$l->script(map { { status => $_ } } @more);
+for (@more) {
+    $l->chat(token => $l->token('agent'));
+    last if alerts(qr/no room for a series node/);
+}
+$l->script();
+
+is(scalar alerts(qr/no room for a series node/), 1,
+   'a zone full of series: its alert');
+
+my $r = $l->chat(token => $l->token('tight'));
+my @budget = alerts(qr/no room for a budget node.*make the zone larger/);
+ok($r->{status} == 500 && @budget == 1,
+   '... and a budget it has no room for: 500, and its own alert')
+    or diag("$r->{status}, " . scalar @budget);
+
+is($t->error_log_check(qr/reached series=1|no room for a (series|budget)/),
+   '', 'no other alerts or sanitizer reports');
