@@ -444,9 +444,12 @@ const char *al_llm_source_name(al_llm_source_t source);
  * struct small enough for a pool's block.  A longer one, up to
  * AL_LLM_USAGE_MAX, goes to AL_LLM_USAGE_MAX bytes from alloc(alloc_ctx,
  * size) (al_llm_alloc_pt, as for al_llm_request_with()), which the caller
- * may set after init; with no alloc (or when it returns NULL) such a
- * value is not taken and the usage is estimated.  The memory is asked for
- * at most once and is the caller's to free.
+ * may set after init.  A value longer than its buffer (AL_LLM_USAGE_MAX,
+ * or the struct's own with no alloc or when it returns NULL) keeps only
+ * the members the usage is read from, the last of each name, over the
+ * bytes read: its counts are read all the same, whatever else a provider
+ * puts in it.  The memory is asked for at most once and is the caller's
+ * to free.
  */
 
 #define AL_LLM_USAGE_INLINE     512
@@ -476,6 +479,19 @@ typedef struct {
     unsigned             key_esc:1;     /* key holds a backslash */
     unsigned             cap_over:1;
     unsigned             quick:1;       /* quick_v is the usage value's */
+    unsigned             filter:1;      /* the usage value is over its
+                                           buffer: its members are read
+                                           (al_llm_resp_filter()) */
+    unsigned             f_bad:1;       /* and could not be */
+    unsigned             f_str:1;
+    unsigned             f_esc:1;
+    unsigned             f_keep:1;      /* the member is kept */
+    unsigned             f_comma:1;     /* a member must follow */
+    unsigned             f_array:1;     /* the value kept as "[]" */
+    unsigned             f_state:4;
+    unsigned             f_level:2;     /* 1: the usage object, 2: the
+                                           object in it that is read */
+    unsigned             f_hex:3;       /* \uXXXX digits to come */
     unsigned             capture;       /* 0, or which value */
     unsigned             key_cap;       /* what the last name takes */
     size_t               key_len;
@@ -484,6 +500,17 @@ typedef struct {
     size_t               usage_size;
     size_t               usage_len;
     size_t               model_len;
+    unsigned             f_skip;        /* nesting of the value passed */
+    unsigned             f_mask;        /* the names a name may still be */
+    unsigned             f_cp;
+    unsigned             f_klen;        /* a name's decoded bytes */
+    unsigned             f_id;          /* the member's name */
+    unsigned             f_id1;         /* the usage object's member
+                                           holding level 2 */
+    uint16_t             f_at[AL_LLM_USAGE_V][2];  /* the members kept,
+                                                     where they begin and
+                                                     end (0: none) */
+    size_t               f_out;         /* the bytes kept */
     uint64_t             quick_v[AL_LLM_USAGE_V];  /* read where the
                                                      value lay */
     char                 key[32];       /* a name cut between pieces or

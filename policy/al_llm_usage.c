@@ -40,6 +40,20 @@ enum {
     AL_LLM_CAP_MODEL
 };
 
+/* where al_llm_resp_filter() is in a usage value over its buffer */
+enum {
+    AL_LLM_F_START = 0,                 /* before the object */
+    AL_LLM_F_KEY,                       /* a member's name, or the end */
+    AL_LLM_F_NAME,                      /* in a member's name */
+    AL_LLM_F_COLON,
+    AL_LLM_F_VALUE,
+    AL_LLM_F_SCALAR,                    /* a number, true, false, null */
+    AL_LLM_F_STRING,
+    AL_LLM_F_NEST,                      /* an object or array passed */
+    AL_LLM_F_AFTER,                     /* ',' or the end */
+    AL_LLM_F_DONE
+};
+
 /* what an object is to the quick reader, as the strict scanner's kinds */
 enum {
     AL_LLM_QK_OTHER = 0,
@@ -89,10 +103,20 @@ static const al_str_t *al_llm_usage_keys(al_llm_kind_t kind,
 static void *al_llm_resp_stack(void *ctx, size_t size);
 static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
+static AL_LLM_NOINLINE int al_llm_resp_over(al_llm_resp_t *r,
+    const unsigned char *p, size_t n);
+static void al_llm_resp_filter(al_llm_resp_t *r, const unsigned char *p,
+    size_t n);
+static void al_llm_resp_name_end(al_llm_resp_t *r);
+static void al_llm_resp_member_end(al_llm_resp_t *r);
+static void al_llm_resp_cut(al_llm_resp_t *r, size_t pos, size_t k);
+static void al_llm_resp_put(al_llm_resp_t *r, const char *s, size_t n);
+static const al_str_t *al_llm_resp_names(const al_llm_resp_t *r);
 static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
     size_t size);
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
-static int al_llm_usage_loose(const al_llm_resp_t *r, al_llm_usage_t *u);
+static int al_llm_usage_loose(const al_llm_resp_t *r, const char *p,
+    size_t len, al_llm_usage_t *u);
 static int al_llm_usage_object(const unsigned char *p, size_t *pos,
     size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
 static inline size_t al_llm_quick_number(const unsigned char *p, size_t i,
@@ -276,6 +300,7 @@ al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,
     r->key_esc = 0;
     r->cap_over = 0;
     r->quick = 0;
+    r->filter = 0;
     r->capture = AL_LLM_CAP_NONE;
     r->key_cap = AL_LLM_CAP_NONE;
     r->key_len = 0;
@@ -391,6 +416,7 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
 
                     if (r->key_cap == AL_LLM_CAP_USAGE) {
                         r->usage_len = 0;
+                        r->filter = 0;
                         r->quick = 0;
 
                         /*
@@ -881,24 +907,10 @@ al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
 
     if (r->capture == AL_LLM_CAP_USAGE) {
 
-        if (n > r->usage_size - r->cap_len) {
-
-            if (n > AL_LLM_USAGE_MAX - r->cap_len || r->alloc == NULL
-                || r->usage != r->usage_in)
-            {
-                r->cap_over = 1;
-                return;
-            }
-
-            buf = r->alloc(r->alloc_ctx, AL_LLM_USAGE_MAX);
-            if (buf == NULL) {
-                r->cap_over = 1;
-                return;
-            }
-
-            memcpy(buf, r->usage_in, r->cap_len);
-            r->usage = buf;
-            r->usage_size = AL_LLM_USAGE_MAX;
+        if (n > r->usage_size - r->cap_len
+            && al_llm_resp_over(r, p, n) != 0)
+        {
+            return;
         }
 
         buf = r->usage;
@@ -919,11 +931,521 @@ al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
 }
 
 
+/*
+ * n bytes of a "usage" value that do not fit where it is taken: the
+ * struct's buffer moves to one of AL_LLM_USAGE_MAX from r->alloc(), once;
+ * returns 0 when they fit there.  Past that, the members read are kept
+ * (al_llm_resp_filter()); usage_size and cap_len are then 0, so every
+ * byte to come goes there too and nothing is taken as the raw value.
+ */
+
+static AL_LLM_NOINLINE int
+al_llm_resp_over(al_llm_resp_t *r, const unsigned char *p, size_t n)
+{
+    char  *buf;
+
+    if (r->filter) {
+        al_llm_resp_filter(r, p, n);
+        return 1;
+    }
+
+    if (r->usage_size == 0) {
+
+        /* a "usage" named again after one over its buffer */
+
+        r->usage_size = (r->usage == r->usage_in) ? sizeof(r->usage_in)
+                                                  : AL_LLM_USAGE_MAX;
+
+        if (n <= r->usage_size - r->cap_len) {
+            return 0;
+        }
+    }
+
+    if (r->alloc != NULL && r->usage == r->usage_in) {
+        buf = r->alloc(r->alloc_ctx, AL_LLM_USAGE_MAX);
+
+        if (buf != NULL) {
+            memcpy(buf, r->usage_in, r->cap_len);
+            r->usage = buf;
+            r->usage_size = AL_LLM_USAGE_MAX;
+
+            if (n <= r->usage_size - r->cap_len) {
+                return 0;
+            }
+        }
+    }
+
+    r->filter = 1;
+    r->f_bad = 0;
+    r->f_state = AL_LLM_F_START;
+    r->f_out = 0;
+    memset(r->f_at, 0, sizeof(r->f_at));
+
+    al_llm_resp_filter(r, (const unsigned char *) r->usage, r->cap_len);
+    al_llm_resp_filter(r, p, n);
+
+    r->cap_len = 0;
+    r->usage_size = 0;
+
+    return 1;
+}
+
+
+/*
+ * A "usage" value longer than its buffer, read a member at a time as it
+ * comes: only the members al_llm_resp_usage() reads are kept (the names
+ * of al_llm_usage_keys(), and in the object one of them names, its own),
+ * under their plain names, without whitespace, the last of each name as
+ * a client's JSON reader keeps it (the one before is taken out); an
+ * object or array in such a member is kept as "{}" or "[]", every other
+ * member is passed over.  What is kept is never longer than what was
+ * read, so it is written over the bytes read, in the same buffer, and the
+ * value's first bytes, taken before it was known to be long, are read in
+ * place.  Bytes that do not make the object's members leave nothing
+ * (f_bad), as a kept part that outgrows the buffer does.
+ */
+
+static void
+al_llm_resp_filter(al_llm_resp_t *r, const unsigned char *p, size_t n)
+{
+    size_t           i, k;
+    unsigned         d;
+    unsigned char    c;
+    const al_str_t  *names;
+
+    static const char  simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+
+    for (i = 0; i < n && !r->f_bad; i++) {
+        c = p[i];
+
+        switch (r->f_state) {
+
+        case AL_LLM_F_START:
+            if (al_llm_json_ws(c)) {
+                break;
+            }
+
+            if (c != '{') {
+                r->f_bad = 1;
+                break;
+            }
+
+            al_llm_resp_put(r, "{", 1);
+            r->f_level = 1;
+            r->f_comma = 0;
+            r->f_state = AL_LLM_F_KEY;
+            break;
+
+        case AL_LLM_F_KEY:
+            if (al_llm_json_ws(c)) {
+                break;
+            }
+
+            if (c == '}' && !r->f_comma) {
+                goto close;
+            }
+
+            if (c != '"') {
+                r->f_bad = 1;
+                break;
+            }
+
+            names = al_llm_resp_names(r);
+
+            for (k = 0; names[k].data != NULL; k++) { /* void */ }
+
+            r->f_mask = (1u << k) - 1;
+            r->f_klen = 0;
+            r->f_hex = 0;
+            r->f_esc = 0;
+            r->f_state = AL_LLM_F_NAME;
+            break;
+
+        case AL_LLM_F_NAME:
+
+            /* decoded as it comes, and compared with the names kept */
+
+            if (r->f_hex) {
+                if (al_llm_digit(c)) {
+                    d = c - '0';
+
+                } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+                    d = (c | 0x20) - 'a' + 10;
+
+                } else {
+                    r->f_bad = 1;
+                    break;
+                }
+
+                r->f_cp = r->f_cp << 4 | d;
+
+                if (--r->f_hex != 0) {
+                    break;
+                }
+
+                c = (r->f_cp < 0x80) ? (unsigned char) r->f_cp : 0x80;
+
+            } else if (r->f_esc) {
+                r->f_esc = 0;
+
+                if (c == 'u') {
+                    r->f_hex = 4;
+                    r->f_cp = 0;
+                    break;
+                }
+
+                for (k = 0; simple[k] != '\0' && simple[k] != (char) c;
+                     k += 2)
+                {
+                    /* void */
+                }
+
+                if (simple[k] == '\0') {
+                    r->f_bad = 1;
+                    break;
+                }
+
+                c = (unsigned char) simple[k + 1];
+
+            } else if (c == '\\') {
+                r->f_esc = 1;
+                break;
+
+            } else if (c == '"') {
+                al_llm_resp_name_end(r);
+                r->f_state = AL_LLM_F_COLON;
+                break;
+
+            } else if (c < 0x20) {
+                r->f_bad = 1;
+                break;
+            }
+
+            names = al_llm_resp_names(r);
+
+            for (k = 0; names[k].data != NULL; k++) {
+                if (names[k].len <= r->f_klen
+                    || (unsigned char) names[k].data[r->f_klen] != c)
+                {
+                    r->f_mask &= ~(1u << k);
+                }
+            }
+
+            if (r->f_klen < 64) {
+                r->f_klen++;
+            }
+
+            break;
+
+        case AL_LLM_F_COLON:
+            if (al_llm_json_ws(c)) {
+                break;
+            }
+
+            if (c != ':') {
+                r->f_bad = 1;
+                break;
+            }
+
+            if (r->f_keep) {
+                al_llm_resp_put(r, ":", 1);
+            }
+
+            r->f_state = AL_LLM_F_VALUE;
+            break;
+
+        case AL_LLM_F_VALUE:
+            if (al_llm_json_ws(c)) {
+                break;
+            }
+
+            if (c == '{' && r->f_keep && r->f_level == 1
+                && r->f_id == ((r->kind == AL_LLM_ANTHROPIC) ? 4u : 3u))
+            {
+                /* the object whose members are read too */
+
+                al_llm_resp_put(r, "{", 1);
+                r->f_id1 = r->f_id;
+                r->f_level = 2;
+                r->f_comma = 0;
+                memset(r->f_at[5], 0, 2 * sizeof(r->f_at[0]));
+                r->f_state = AL_LLM_F_KEY;
+                break;
+            }
+
+            if (c == '{' || c == '[') {
+                if (r->f_keep) {
+                    al_llm_resp_put(r, (const char *) &c, 1);
+                }
+
+                r->f_array = (c == '[');
+                r->f_skip = 1;
+                r->f_str = 0;
+                r->f_esc = 0;
+                r->f_state = AL_LLM_F_NEST;
+                break;
+            }
+
+            if (c == '}' || c == ']' || c == ',' || c == ':') {
+                r->f_bad = 1;
+                break;
+            }
+
+            if (r->f_keep) {
+                al_llm_resp_put(r, (const char *) &c, 1);
+            }
+
+            r->f_esc = 0;
+            r->f_state = (c == '"') ? AL_LLM_F_STRING : AL_LLM_F_SCALAR;
+            break;
+
+        case AL_LLM_F_SCALAR:
+            if (al_llm_json_ws(c) || c == ',' || c == '}' || c == ']') {
+                al_llm_resp_member_end(r);
+                r->f_state = AL_LLM_F_AFTER;
+                i--;                    /* read again there */
+                break;
+            }
+
+            if (c == '"' || c == '{' || c == '[' || c == ':') {
+                r->f_bad = 1;
+                break;
+            }
+
+            if (r->f_keep) {
+                al_llm_resp_put(r, (const char *) &c, 1);
+            }
+
+            break;
+
+        case AL_LLM_F_STRING:
+            if (r->f_keep) {
+                al_llm_resp_put(r, (const char *) &c, 1);
+            }
+
+            if (r->f_esc) {
+                r->f_esc = 0;
+
+            } else if (c == '\\') {
+                r->f_esc = 1;
+
+            } else if (c == '"') {
+                al_llm_resp_member_end(r);
+                r->f_state = AL_LLM_F_AFTER;
+            }
+
+            break;
+
+        case AL_LLM_F_NEST:
+            if (r->f_str) {
+                if (r->f_esc) {
+                    r->f_esc = 0;
+
+                } else if (c == '\\') {
+                    r->f_esc = 1;
+
+                } else if (c == '"') {
+                    r->f_str = 0;
+                }
+
+                break;
+            }
+
+            if (c == '"') {
+                r->f_str = 1;
+
+            } else if (c == '{' || c == '[') {
+                if (r->f_skip < UINT32_MAX) {
+                    r->f_skip++;
+                }
+
+            } else if ((c == '}' || c == ']') && --r->f_skip == 0) {
+                if (r->f_keep) {
+                    al_llm_resp_put(r, r->f_array ? "]" : "}", 1);
+                }
+
+                al_llm_resp_member_end(r);
+                r->f_state = AL_LLM_F_AFTER;
+            }
+
+            break;
+
+        case AL_LLM_F_AFTER:
+            if (al_llm_json_ws(c)) {
+                break;
+            }
+
+            if (c == ',') {
+                r->f_comma = 1;
+                r->f_state = AL_LLM_F_KEY;
+                break;
+            }
+
+            if (c == '}') {
+                goto close;
+            }
+
+            r->f_bad = 1;
+            break;
+
+        default:                        /* AL_LLM_F_DONE */
+            if (!al_llm_json_ws(c)) {
+                r->f_bad = 1;
+            }
+
+            break;
+        }
+
+        continue;
+
+    close:
+
+        al_llm_resp_put(r, "}", 1);
+
+        if (r->f_level == 2) {
+            r->f_level = 1;
+            r->f_id = r->f_id1;
+            r->f_keep = 1;
+            al_llm_resp_member_end(r);
+            r->f_state = AL_LLM_F_AFTER;
+
+        } else {
+            r->f_state = AL_LLM_F_DONE;
+        }
+    }
+}
+
+
+/* the names kept at the level al_llm_resp_filter() is at */
+
+static const al_str_t *
+al_llm_resp_names(const al_llm_resp_t *r)
+{
+    if (r->f_level == 1) {
+        return al_llm_usage_keys(r->kind, r->endpoint);
+    }
+
+    return (r->kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_cc_keys
+                                         : al_llm_usage_details_keys;
+}
+
+
+/*
+ * A member's name ended: kept when it is one of the names, and then the
+ * member of that name kept before goes (the last is the one read).
+ */
+
+static void
+al_llm_resp_name_end(al_llm_resp_t *r)
+{
+    size_t           k, at, len;
+    const al_str_t  *names;
+
+    names = al_llm_resp_names(r);
+
+    r->f_keep = 0;
+
+    for (k = 0; names[k].data != NULL; k++) {
+        if ((r->f_mask & (1u << k)) && names[k].len == r->f_klen) {
+            break;
+        }
+    }
+
+    if (names[k].data == NULL) {
+        return;
+    }
+
+    r->f_keep = 1;
+    r->f_id = (unsigned) k;
+
+    k += (r->f_level == 2) ? 5 : 0;
+
+    if (r->f_at[k][1] != 0) {
+        at = r->f_at[k][0];
+        len = r->f_at[k][1] - at;
+        r->f_at[k][0] = 0;
+        r->f_at[k][1] = 0;
+
+        al_llm_resp_cut(r, at, len);
+
+        /* it was the first: the next one's comma goes too */
+
+        if (at < r->f_out && r->usage[at] == ',' && r->usage[at - 1] == '{') {
+            al_llm_resp_cut(r, at, 1);
+        }
+    }
+
+    at = r->f_out;
+
+    if (r->usage[r->f_out - 1] != '{') {
+        al_llm_resp_put(r, ",", 1);
+    }
+
+    al_llm_resp_put(r, "\"", 1);
+    al_llm_resp_put(r, names[r->f_id].data, names[r->f_id].len);
+    al_llm_resp_put(r, "\"", 1);
+
+    r->f_at[k][0] = (uint16_t) at;
+}
+
+
+/* a member's value ended: where its kept text ends */
+
+static void
+al_llm_resp_member_end(al_llm_resp_t *r)
+{
+    if (r->f_keep && !r->f_bad) {
+        r->f_at[r->f_id + ((r->f_level == 2) ? 5 : 0)][1]
+            = (uint16_t) r->f_out;
+    }
+}
+
+
+/* k bytes at pos taken out of what is kept */
+
+static void
+al_llm_resp_cut(al_llm_resp_t *r, size_t pos, size_t k)
+{
+    size_t  j;
+
+    memmove(r->usage + pos, r->usage + pos + k, r->f_out - pos - k);
+    r->f_out -= k;
+
+    for (j = 0; j < AL_LLM_USAGE_V; j++) {
+        if (r->f_at[j][0] > pos) {
+            r->f_at[j][0] -= (uint16_t) k;
+        }
+
+        if (r->f_at[j][1] > pos) {
+            r->f_at[j][1] -= (uint16_t) k;
+        }
+    }
+}
+
+
+static void
+al_llm_resp_put(al_llm_resp_t *r, const char *s, size_t n)
+{
+    size_t  size;
+
+    size = (r->usage == r->usage_in) ? sizeof(r->usage_in)
+                                     : AL_LLM_USAGE_MAX;
+
+    if (n > size - r->f_out) {
+        r->f_bad = 1;
+        return;
+    }
+
+    memcpy(r->usage + r->f_out, s, n);
+    r->f_out += n;
+}
+
+
 int
 al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
-    size_t                     k;
+    size_t                     k, len;
     uint64_t                   v[AL_LLM_USAGE_V];
     al_llm_body_t              b;
     const al_llm_scan_spec_t  *spec;
@@ -935,7 +1457,20 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
         al_llm_resp_model(r, model, model_size);
     }
 
-    if (r->usage_len == 0) {
+    len = r->usage_len;
+
+    if (r->filter) {
+
+        /* a value over its buffer: the members kept of it, if it ended */
+
+        if (r->f_bad || r->f_state != AL_LLM_F_DONE) {
+            return -1;
+        }
+
+        len = r->f_out;
+    }
+
+    if (len == 0) {
         return -1;
     }
 
@@ -949,19 +1484,18 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
         memcpy(v, r->quick_v, sizeof(v));
 
     } else if (al_llm_usage_quick(r->kind, r->endpoint,
-                                  (const unsigned char *) r->usage,
-                                  r->usage_len, v)
+                                  (const unsigned char *) r->usage, len, v)
                != 0)
     {
         spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
                : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
                : &al_llm_usage_oai;
 
-        if (al_llm_json_scan(spec, (const unsigned char *) r->usage,
-                             r->usage_len, &b, detail, sizeof(detail))
+        if (al_llm_json_scan(spec, (const unsigned char *) r->usage, len,
+                             &b, detail, sizeof(detail))
             != 0)
         {
-            return al_llm_usage_loose(r, u);
+            return al_llm_usage_loose(r, r->usage, len, u);
         }
 
         if (b.root.type != AL_LLM_JT_OBJECT) {
@@ -1016,7 +1550,8 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
  */
 
 static int
-al_llm_usage_loose(const al_llm_resp_t *r, al_llm_usage_t *u)
+al_llm_usage_loose(const al_llm_resp_t *r, const char *p, size_t len,
+    al_llm_usage_t *u)
 {
     size_t         k;
     json_t        *root, *cc;
@@ -1024,7 +1559,7 @@ al_llm_usage_loose(const al_llm_resp_t *r, al_llm_usage_t *u)
     uint64_t       v[AL_LLM_USAGE_V];
     json_error_t   err;
 
-    root = json_loadb(r->usage, r->usage_len, 0, &err);
+    root = json_loadb(p, len, 0, &err);
 
     if (root == NULL || !json_is_object(root)) {
         json_decref(root);

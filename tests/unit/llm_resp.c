@@ -31,6 +31,7 @@ static void ut_escaped(void);
 static void ut_partial(void);
 static void ut_total_low(void);
 static void ut_twice(void);
+static void ut_big(void);
 
 
 static void *
@@ -320,13 +321,14 @@ ut_long(void)
             ut_init(&r, alloc);
             al_llm_resp_feed(&r, (const unsigned char *) body, len);
 
-            if (al_llm_resp_usage(&r, &u, NULL, 0)
-                != ((sizes[k] <= (alloc ? AL_LLM_USAGE_MAX
-                                        : AL_LLM_USAGE_INLINE))
-                    ? 0 : -1)
-                || (r.usage_len != 0 && u.prompt_tokens != 42)
-                || ut_spills != (alloc && sizes[k] > AL_LLM_USAGE_INLINE
-                                 && sizes[k] <= AL_LLM_USAGE_MAX))
+            /* over the buffer: the members read are kept, and read */
+
+            if (al_llm_resp_usage(&r, &u, NULL, 0) != 0
+                || u.prompt_tokens != 42
+                || (r.usage_len == 0)
+                   != (sizes[k] > (alloc ? AL_LLM_USAGE_MAX
+                                         : AL_LLM_USAGE_INLINE))
+                || ut_spills != (alloc && sizes[k] > AL_LLM_USAGE_INLINE))
             {
                 bad++;
             }
@@ -594,6 +596,172 @@ ut_twice(void)
 }
 
 
+/*
+ * A usage value longer than its buffer (a provider that adds members:
+ * details, padding): its counts are read as a client reads them, the
+ * last of a name twice, escaped names decoded, fed whole, cut in two at
+ * every byte and a byte at a time, with and without an alloc.  Before,
+ * such a usage was no usage (the call charged its reservation).
+ */
+
+static void
+ut_big(void)
+{
+    int             bad, alloc, rc;
+    char           *body, *q;
+    size_t          i, k, len, cut;
+    al_llm_resp_t   r;
+    al_llm_usage_t  u;
+
+    /* before and after the fill */
+    static const char *const  pads[][2] = {
+        /* a nested value that is no count, with what looks like brackets */
+        { "\"completion_tokens_details\":{",
+          "\"z\":[1,{\"a\":\"}\\\"]\"}]}," },
+        { "\"pad\":\"", "\"," },
+        { "\"prompt_tokens_details\":{\"cached_tokens\":1,\"x\":\"", "\"}," }
+    };
+
+    body = malloc(65536);
+    if (body == NULL) {
+        tap_ok(0, "memory");
+        return;
+    }
+
+    bad = 0;
+
+    for (k = 0; k < 3 * 2; k++) {
+        char  fill[5000];
+
+        /* members of the details object, or a long string */
+
+        q = fill;
+
+        if (k % 3 == 0) {
+            for (i = 0; q - fill < 4500; i++) {
+                q += sprintf(q, "\"m%zu\":%zu,", i, i);
+            }
+
+        } else {
+            memset(fill, 'x', 4500);
+            q = fill + 4500;
+        }
+
+        *q = '\0';
+
+        /* the pad first, or between the counts */
+
+        q = body + sprintf(body, "{\"id\":\"c\",\"usage\":{");
+
+        if (k < 3) {
+            q += sprintf(q, "%s%s%s", pads[k][0], fill, pads[k][1]);
+        }
+
+        q += sprintf(q, "\"prompt_tokens\":1, \"prompt_tok\\u0065ns\" : 700 ,"
+                     "\"completion_tokens\":90,");
+
+        if (k >= 3) {
+            q += sprintf(q, "%s%s%s", pads[k - 3][0], fill, pads[k - 3][1]);
+        }
+
+        q += sprintf(q, "\"prompt_tokens_details\":{\"cached_tokens\":3,"
+                     "\"audio\":{\"x\":[1]}},\"total_tokens\":5},"
+                     "\"model\":\"m\"}");
+        len = (size_t) (q - body);
+
+        for (alloc = 0; alloc < 2; alloc++) {
+            for (cut = 0; cut <= len + 1; cut++) {
+                ut_init(&r, alloc);
+
+                if (cut == len + 1) {
+                    for (i = 0; i < len; i++) {
+                        al_llm_resp_feed(&r, (unsigned char *) body + i, 1);
+                    }
+
+                } else {
+                    al_llm_resp_feed(&r, (unsigned char *) body, cut);
+                    al_llm_resp_feed(&r, (unsigned char *) body + cut,
+                                     len - cut);
+                }
+
+                rc = al_llm_resp_usage(&r, &u, NULL, 0);
+
+                if (rc != 0 || u.prompt_tokens != 700
+                    || u.completion_tokens != 90 || u.total_tokens != 790
+                    || u.cached_tokens != 3)
+                {
+                    bad++;
+                    break;
+                }
+            }
+        }
+    }
+
+    tap_is_int(bad, 0, "a long usage: its counts read, every split");
+
+    /* a count named 2000 times (8 KB): the last */
+
+    q = body + sprintf(body, "{\"usage\":{");
+
+    for (i = 0; i < 2000; i++) {
+        q += sprintf(q, "\"prompt_tokens\":%zu,", i);
+    }
+
+    q += sprintf(q, "\"completion_tokens\":1}}");
+    len = (size_t) (q - body);
+
+    bad = 0;
+
+    for (alloc = 0; alloc < 2; alloc++) {
+        for (k = 1; k < 20; k += 6) {
+            ut_init(&r, alloc);
+
+            for (i = 0; i < len; i += k) {
+                al_llm_resp_feed(&r, (unsigned char *) body + i,
+                                 (len - i < k) ? len - i : k);
+            }
+
+            bad += (al_llm_resp_usage(&r, &u, NULL, 0) != 0
+                    || u.prompt_tokens != 1999 || u.total_tokens != 2000);
+        }
+    }
+
+    tap_is_int(bad, 0, "a long usage: a count named 2000 times, the last");
+
+    /* Anthropic: the last cache_creation object, its parts */
+
+    q = body + sprintf(body, "{\"usage\":{\"input_tokens\":5,"
+                       "\"cache_creation\":{\"ephemeral_5m_input_tokens\":10,"
+                       "\"ephemeral_1h_input_tokens\":20,\"pad\":\"");
+    memset(q, 'y', 5000);
+    q += 5000;
+    q += sprintf(q, "\"},\"output_tokens\":7,\"cache_creation\":"
+                 "{\"ephemeral_1h_input_tokens\":30}}}");
+    len = (size_t) (q - body);
+
+    rc = al_llm_usage_parse(AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+                            (unsigned char *) body, len, &u, NULL, 0);
+
+    tap_ok(rc == 0 && u.prompt_tokens == 35 && u.completion_tokens == 7
+           && u.cache_write_1h_tokens == 30,
+           "a long Anthropic usage: the last cache_creation read");
+
+    /* not an object, or cut short: no usage, as before */
+
+    q = body + sprintf(body, "{\"usage\":[");
+    memset(q, '1', 5000);
+    q += 5000;
+    q += sprintf(q, "]}");
+
+    rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                            (unsigned char *) body, (size_t) (q - body), &u,
+                            NULL, 0);
+    tap_ok(rc == -1, "a long usage that is no object: no usage");
+
+    free(body);
+}
+
+
 int
 main(void)
 {
@@ -603,6 +771,7 @@ main(void)
     ut_partial();
     ut_total_low();
     ut_twice();
+    ut_big();
 
     return tap_done();
 }
