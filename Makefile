@@ -290,6 +290,13 @@ bench: bench-match bench-proxy bench-llm bench-deny bench-load bench-worker
 # where there is none, and /etc/airlock and /var/log/airlock only made
 # when missing (install -d would reset the set-group-ID mode tmpfiles.d
 # gives /var/log/airlock, and with it alertd's reading of the journal).
+# The other files in /etc (INSTALL_CONF, SOURCE:TARGET) are dpkg's
+# conffiles in the package; here they are handled as dpkg does: one
+# still as the last make install wrote it (its checksum in CONF_SUMS) is
+# replaced, one changed here is kept and this version's is written
+# beside it as FILE.dpkg-dist (a name logrotate's include skips), and
+# said.  With no checksum recorded (a tree an older make install or the
+# package laid) a file that differs is kept the same way.
 PREFIX ?= /usr
 DESTDIR ?=
 INSTALL_BINS := $(CTL) $(if $(ALERTD_SRCS),$(ALERTD))
@@ -298,6 +305,10 @@ INSTALL_BINS += $(if $(WORKER_SRCS),$(WORKER))
 INSTALL_UNITS := $(wildcard conf/*.service)
 INSTALL_ETC := conf/policy.example.yaml $(wildcard conf/airlock-location.conf)
 INSTALL_DOCS := $(wildcard docs/*.md)
+INSTALL_CONF := conf/airlock.logrotate:/etc/logrotate.d/airlock
+INSTALL_CONF += $(if $(wildcard conf/airlock-location.conf),\
+    conf/airlock-location.conf:/etc/airlock/airlock-location.conf)
+CONF_SUMS := $(PREFIX)/share/airlock/conffiles.sha256
 SYSTEMD_DIR ?= /lib/systemd/system
 NGX_MOD_DIR ?= /usr/lib/nginx/modules
 NGX_MOD_CONF_DIR ?= /usr/share/nginx/modules-available
@@ -309,7 +320,8 @@ install: all
 	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d \
 	    $(DESTDIR)/etc/logrotate.d \
 	    $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d \
-	    $(DESTDIR)$(PREFIX)/share/doc/airlock
+	    $(DESTDIR)$(PREFIX)/share/doc/airlock \
+	    $(DESTDIR)$(PREFIX)/share/airlock
 	for d in $(DESTDIR)/etc/airlock $(DESTDIR)/var/log/airlock; do \
 	    test -d $$d || install -d $$d || exit 1; \
 	done
@@ -342,9 +354,25 @@ install: all
 	          $(DESTDIR)/etc/airlock/worker.conf \
 	    || { rm -f $(DESTDIR)/etc/airlock/worker.conf.new; exit 1; }; \
 	fi)
-	$(if $(wildcard conf/airlock-location.conf),install -m 644 \
-	    conf/airlock-location.conf $(DESTDIR)/etc/airlock/)
-	install -m 644 conf/airlock.logrotate $(DESTDIR)/etc/logrotate.d/airlock
+	@sums=$(DESTDIR)$(CONF_SUMS); : > $$sums.new || exit 1; \
+	for p in $(INSTALL_CONF); do \
+	    src=$${p%%:*}; f=$${p#*:}; d=$(DESTDIR)$$f; \
+	    new=$$(sha256sum < $$src | cut -d' ' -f1) || exit 1; \
+	    was=$$(test -f $$sums && awk -v f="$$f" \
+	           '$$2 == f { print $$1 }' $$sums); \
+	    cur=$$(test -f $$d && sha256sum < $$d | cut -d' ' -f1); \
+	    if test ! -e $$d || test "$$cur" = "$$new" \
+	        || { test -n "$$was" && test "$$cur" = "$$was"; }; then \
+	        echo "install -m 644 $$src $$d"; \
+	        install -m 644 $$src $$d && rm -f $$d.dpkg-dist || exit 1; \
+	    else \
+	        echo "keeping $$d, changed here: this version's is" \
+	             "$$d.dpkg-dist" >&2; \
+	        install -m 644 $$src $$d.dpkg-dist || exit 1; \
+	    fi; \
+	    echo "$$new  $$f" >> $$sums.new || exit 1; \
+	done; \
+	mv $$sums.new $$sums
 	install -m 644 conf/airlock.sysusers \
 	    $(DESTDIR)/usr/lib/sysusers.d/airlock.conf
 	install -m 644 conf/airlock.tmpfiles \

@@ -82,36 +82,67 @@ is($rc, 0, 'and up to date again');
 # empty on the appliance): the operator's policy and worker.conf stay as
 # they are, and /var/log/airlock keeps the set-group-ID mode and group
 # tmpfiles.d gave it (alertd reads the journal through that group); the
-# files that are the project's own (the location snippet) are replaced
+# other files in /etc (the location snippet, the logrotate file) are
+# handled as dpkg handles conffiles: changed here, they are kept and the
+# new version is put beside them as FILE.dpkg-dist; as the last install
+# wrote them, they are replaced
 my $dest = "$tmp/dest";
 ($rc, $out) = run("$make install DESTDIR=$dest");
 is($rc, 0, 'make install DESTDIR=...') or diag($out);
 ok(-f "$dest/etc/airlock/policy.yaml", 'it installs the example policy');
 my $gid = (getpwnam('nobody'))[3] // 65534;
-open(my $pf, '>>', "$dest/etc/airlock/policy.yaml") or die "policy: $!";
-print $pf "# the operator's own\n";
-close $pf;
-open(my $wf, '>>', "$dest/etc/airlock/worker.conf") or die "worker: $!";
-print $wf "# the operator's own\n";
-close $wf;
-open(my $lf, '>>', "$dest/etc/airlock/airlock-location.conf")
-    or die "location: $!";
-print $lf "# stale\n";
-close $lf;
+my %conf = ('etc/airlock/airlock-location.conf' => 'airlock-location.conf',
+            'etc/logrotate.d/airlock' => 'airlock.logrotate');
+for my $f ('etc/airlock/policy.yaml', 'etc/airlock/worker.conf',
+           sort keys %conf)
+{
+    open(my $fh, '>>', "$dest/$f") or die "$f: $!";
+    print $fh "# the operator's own\n";
+    close $fh;
+}
 chown(0, $gid, "$dest/var/log/airlock") if $> == 0;
 chmod(02755, "$dest/var/log/airlock") or die "chmod: $!";
 ($rc, $out) = run("$make install DESTDIR=$dest");
 is($rc, 0, 'make install again, over the installed files') or diag($out);
-like(`cat $dest/etc/airlock/policy.yaml`, qr/^# the operator's own$/m,
-     'the installed policy is kept, not replaced by the example');
-like(`cat $dest/etc/airlock/worker.conf`, qr/^# the operator's own$/m,
-     'the installed worker.conf is kept');
-unlike(`cat $dest/etc/airlock/airlock-location.conf`, qr/^# stale$/m,
-       'the location snippet, the project\'s own, is replaced');
+for my $f ('etc/airlock/policy.yaml', 'etc/airlock/worker.conf',
+           sort keys %conf)
+{
+    like(`cat $dest/$f`, qr/^# the operator's own$/m,
+         "/$f, changed here, is kept");
+}
+for my $f (sort keys %conf) {
+    is(`cat $dest/$f.dpkg-dist`, `cat $src/conf/$conf{$f}`,
+       "this version's /$f is beside it as /$f.dpkg-dist");
+    like($out, qr/keeping \Q$dest\E\/\Q$f\E, changed here/,
+         'and make install says so');
+}
 my @st = stat("$dest/var/log/airlock");
 is(sprintf('%04o', $st[2] & 07777), '2755',
    '/var/log/airlock keeps its set-group-ID mode');
 is($st[5], $> == 0 ? $gid : $st[5], 'and its group');
+
+# a tree an older version installed, not changed since: its location
+# snippet and logrotate file are the older version's, and so are the
+# checksums that install recorded; they are replaced
+my $sums = "$dest/usr/share/airlock/conffiles.sha256";
+ok(-f $sums, 'make install records the checksums of what it installed');
+mkdir "$dest/usr/share/airlock";
+open(my $sf, '>', $sums) or die "$sums: $!";
+for my $f (sort keys %conf) {
+    open(my $fh, '>', "$dest/$f") or die "$f: $!";
+    print $fh "# an older version\n";
+    close $fh;
+    my ($sum) = split ' ', `sha256sum < $dest/$f`;
+    print $sf "$sum  /$f\n";
+}
+close $sf;
+($rc, $out) = run("$make install DESTDIR=$dest");
+is($rc, 0, 'make install over an older version\'s files') or diag($out);
+for my $f (sort keys %conf) {
+    is(`cat $dest/$f`, `cat $src/conf/$conf{$f}`,
+       "/$f, as the older version installed it, is replaced");
+    ok(!-e "$dest/$f.dpkg-dist", 'and no /' . $f . '.dpkg-dist is left');
+}
 
 # make help names every target
 ($rc, $out) = run("make -s -C $src help");
