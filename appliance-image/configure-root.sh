@@ -41,6 +41,9 @@ in_checkout() {
         d=$(dirname "$d")
     done
 }
+# The list is NUL-separated and read verbatim (--null): a name git would
+# quote (a tab, a quote, a byte above 127) or tar would take for an
+# option (a leading '-') is copied as it is, not skipped.
 tracked=0
 if git_overlay rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     tracked=1
@@ -52,11 +55,10 @@ fi
 if [ $tracked = 1 ]; then
     git_overlay ls-files -o --exclude-standard . \
         | sed 's/^/configure-root.sh: not copied, git does not track it: /' >&2
-    files=$(git_overlay ls-files -c .)
-    { printf '%s\n' "$files" | awk -F/ 'NF > 1 { p = $1; print p
-          for (i = 2; i < NF; i++) { p = p "/" $i; print p } }' | sort -u
-      printf '%s\n' "$files"; } \
-        | (cd "$overlay" && tar -c --no-recursion --ignore-failed-read \
+    { git_overlay ls-files -c -z . \
+          | sed -z -n 's|/[^/]*$||; T; :a; p; s|/[^/]*$||; ta' | sort -zu
+      git_overlay ls-files -c -z .; } \
+        | (cd "$overlay" && tar -c --null --no-recursion --ignore-failed-read \
                --owner=0 --group=0 --mode=u=rwX,go=rX -T - -f -)
 else
     (cd "$overlay" && tar -c --owner=0 --group=0 --mode=u=rwX,go=rX -f - .)
