@@ -386,7 +386,12 @@ install: all
 # track reaches a package: the install takes every conf/*.service,
 # docs/*.md and source file of a directory, and an editor's copy, a local
 # unit or a note with a secret in it beside them would be shipped.  Those
-# left out are named; `git add` one to package it.
+# left out are named; `git add` one to package it.  A tree whose Makefile
+# git does not track is refused: a copy of Airlock unpacked inside some
+# other repository (whose top is above it) would be packaged from the
+# few of its files that repository tracks, or from none.  The list is
+# NUL-separated and read verbatim (tar --null): no name is quoted, or
+# read as an option.
 DEB_DIR := $(B)/deb
 
 # The packages are built as released, without a sanitizer, whatever this
@@ -396,6 +401,15 @@ deb:
 	@git rev-parse --is-inside-work-tree >/dev/null \
 	    || { echo "make deb: packages are built from the files git" \
 	              "tracks, and git lists none in $(CURDIR) (above)" >&2; \
+	         exit 1; }
+	@git ls-files --error-unmatch -- Makefile debian/control \
+	    >/dev/null 2>&1 \
+	    || { echo "make deb: packages are built from the files git" \
+	              "tracks, and git (repository" \
+	              "$$(git rev-parse --show-toplevel)) does not track the" \
+	              "Makefile and debian/control of $(CURDIR): a copy of" \
+	              "Airlock inside another repository, or a git init" \
+	              "without git add -A?" >&2; \
 	         exit 1; }
 	@rm -rf $(DEB_DIR)
 	@mkdir -p $(DEB_DIR)/src

@@ -41,6 +41,9 @@ in_checkout() {
         d=$(dirname "$d")
     done
 }
+# A checkout whose git tracks none of the overlay's files (a copy of
+# Airlock unpacked inside some other repository, whose top is above it)
+# is refused too: the image would get no overlay at all.
 # The list is NUL-separated and read verbatim (--null): a name git would
 # quote (a tab, a quote, a byte above 127) or tar would take for an
 # option (a leading '-') is copied as it is, not skipped.
@@ -50,6 +53,14 @@ if git_overlay rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 elif in_checkout; then
     echo "configure-root.sh: $overlay is in a git checkout, but git" \
          "cannot list the files it tracks (is git installed?)" >&2
+    exit 1
+fi
+if [ $tracked = 1 ] && [ -z "$(git_overlay ls-files -c . | head -c 1)" ]
+then
+    echo "configure-root.sh: $overlay is in the git repository" \
+         "$(git_overlay rev-parse --show-toplevel), which tracks none of" \
+         "its files (a copy of Airlock inside another repository?):" \
+         "build from Airlock's own checkout" >&2
     exit 1
 fi
 if [ $tracked = 1 ]; then
