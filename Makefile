@@ -285,6 +285,9 @@ bench: bench-match bench-proxy bench-llm bench-deny bench-load bench-worker
 
 # Installation, as the packages lay it out.  A new program is one line:
 # INSTALL_BINS += $(B)/its-binary; a unit in conf/*.service comes with it.
+# The units name the programs and docs under /usr; installed, they name
+# them under PREFIX (with PREFIX=/usr/local, they would run /usr/bin's
+# programs: none, or a package's older ones).
 # Over an installed tree (an upgrade from source, DESTDIR empty) the
 # operator's files stay: the policy and worker.conf are installed only
 # where there is none, and /etc/airlock and /var/log/airlock only made
@@ -329,7 +332,12 @@ install: all
 	install -m 644 $(MOD_SO) $(DESTDIR)$(NGX_MOD_DIR)/
 	echo 'load_module modules/ngx_http_airlock_module.so;' \
 	    > $(DESTDIR)$(NGX_MOD_CONF_DIR)/mod-http-airlock.conf
-	install -m 644 $(INSTALL_UNITS) $(DESTDIR)$(SYSTEMD_DIR)/
+	for u in $(INSTALL_UNITS); do \
+	    t=$(DESTDIR)$(SYSTEMD_DIR)/$${u##*/}; \
+	    sed -e 's|^\(Exec[A-Za-z]*=[-+!@:|]*\)/usr/bin/|\1$(PREFIX)/bin/|' \
+	        -e 's|file:///usr/share/doc/|file://$(PREFIX)/share/doc/|' \
+	        $$u > $$t.new && chmod 644 $$t.new && mv $$t.new $$t || exit 1; \
+	done
 	install -m 644 conf/nginx-credentials.conf \
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock.conf
 	install -m 644 conf/redis-runtime-dir.conf \

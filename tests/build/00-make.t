@@ -144,6 +144,26 @@ for my $f (sort keys %conf) {
     ok(!-e "$dest/$f.dpkg-dist", 'and no /' . $f . '.dpkg-dist is left');
 }
 
+# PREFIX: the units run the programs installed under it, and name the
+# docs installed there
+my $local = "$tmp/local";
+($rc, $out) = run("$make install DESTDIR=$local PREFIX=/usr/local");
+is($rc, 0, 'make install PREFIX=/usr/local') or diag($out);
+my @units = glob("$local/lib/systemd/system/*.service");
+ok(@units, scalar(@units) . ' units installed');
+my (@runs, @docs);
+for my $u (@units) {
+    my $text = do { local (@ARGV, $/) = $u; <> };
+    push @runs, $text =~ m{^Exec\w*=[-+!\@:|]*(/\S*airlock\S*)}mg;
+    push @docs, $text =~ m{^Documentation=file://(\S+)}mg;
+}
+ok(@runs && @docs, 'they run Airlock\'s programs and name its docs');
+my @absent = grep { !-x "$local$_" } @runs;
+is("@absent", '', 'each program a unit runs is installed there (under '
+   . '/usr/local/bin)');
+@absent = grep { !-f "$local$_" } @docs;
+is("@absent", '', 'and each doc a unit names');
+
 # make help names every target
 ($rc, $out) = run("make -s -C $src help");
 is($rc, 0, 'make help');
