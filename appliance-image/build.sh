@@ -73,9 +73,19 @@ for t in $tools; do
     command -v $t >/dev/null 2>&1 || die "$t is missing (auto/deps image)"
 done
 
-mod=$(ls "$debs"/libnginx-mod-http-airlock_*.deb 2>/dev/null | tail -1)
-pkg=$(ls "$debs"/airlock_*.deb 2>/dev/null | tail -1)
-[ -n "$mod" ] && [ -n "$pkg" ] || die "no Airlock packages in $debs (make deb)"
+# one of each, of one version: of several, the last by name was taken,
+# and 0.9 sorts after 0.10 (an older image, without a word), or a module
+# of another version than the package (dpkg -i failing in the root)
+set -- "$debs"/libnginx-mod-http-airlock_*.deb
+mod=$1
+[ $# = 1 ] || die "$# libnginx-mod-http-airlock packages in $debs: leave one"
+set -- "$debs"/airlock_*.deb
+pkg=$1
+[ $# = 1 ] || die "$# airlock packages in $debs: leave one"
+[ -f "$mod" ] && [ -f "$pkg" ] || die "no Airlock packages in $debs (make deb)"
+v=$(dpkg-deb -f "$pkg" Version) || die "$pkg: no package"
+[ "$(dpkg-deb -f "$mod" Version)" = "$v" ] \
+    || die "$mod is not of $pkg's version ($v)"
 [ -x "$rootfs/usr/bin/python3" ] \
     || die "$rootfs is no sandbox root file system (make worker-rootfs)"
 rootfs=$(cd "$rootfs" && pwd)
