@@ -86,16 +86,31 @@ printf 'LABEL=airlock-root / ext4 defaults,errors=remount-ro 0 1\n' \
 # before each reply: a job the agent was told is queued, or a result the
 # worker acknowledged, is on disk; jobs are sandboxes, never so many a
 # second that this costs)
+# Each setting is checked once written: a redis.conf whose line the edit
+# missed would leave Redis as Debian ships it, on 127.0.0.1:6379 without
+# a password (every local user could queue jobs and read sessions), or
+# its socket root's alone; so would a second line of the directive
 rc=$root/etc/redis/redis.conf
-sed -i -e 's|^# *unixsocket .*|unixsocket /run/redis/redis.sock|' \
-       -e 's|^# *unixsocketperm .*|unixsocketperm 770|' \
-       -e 's|^port .*|port 0|' \
-       -e 's|^appendonly .*|appendonly yes|' \
-       -e 's|^appendfsync .*|appendfsync always|' "$rc"
-for want in 'unixsocket /run/redis/redis.sock' 'appendfsync always'; do
+sed -i -e 's|^# *unixsocket[ \t].*|unixsocket /run/redis/redis.sock|' \
+       -e 's|^# *unixsocketperm[ \t].*|unixsocketperm 770|' \
+       -e 's|^port[ \t].*|port 0|' \
+       -e 's|^appendonly[ \t].*|appendonly yes|' \
+       -e 's|^appendfsync[ \t].*|appendfsync always|' "$rc"
+for want in 'unixsocket /run/redis/redis.sock' 'unixsocketperm 770' \
+    'port 0' 'appendonly yes' 'appendfsync always'
+do
+    key=${want%% *}
     grep -q "^$want\$" "$rc" \
         || { echo "configure-root.sh: redis.conf has no \"$want\" line" >&2
              exit 1; }
+    # Redis takes the last of a directive's lines, whatever their case
+    # and leading blanks
+    if grep -i "^[[:space:]]*$key[[:space:]]" "$rc" | grep -qvx "$want"
+    then
+        echo "configure-root.sh: redis.conf sets $key otherwise than" \
+             "\"$want\"" >&2
+        exit 1
+    fi
 done
 
 # nginx: Airlock's servers only (conf.d/airlock.conf)
