@@ -296,10 +296,10 @@ bench: bench-match bench-proxy bench-llm bench-deny bench-load bench-worker
 # The other files in /etc (INSTALL_CONF, SOURCE:TARGET) are dpkg's
 # conffiles in the package; here they are handled as dpkg does: one
 # still as the last make install wrote it (its checksum in CONF_SUMS) is
-# replaced, one changed here is kept and this version's is written
-# beside it as FILE.dpkg-dist (a name logrotate's include skips), and
-# said.  With no checksum recorded (a tree an older make install or the
-# package laid) a file that differs is kept the same way.
+# replaced, one changed (or deleted) here is kept so and this version's
+# is written beside it as FILE.dpkg-dist (a name logrotate's include
+# skips), and said.  With no checksum recorded (a tree an older make
+# install or the package laid) a file that differs is kept the same way.
 PREFIX ?= /usr
 DESTDIR ?=
 INSTALL_BINS := $(CTL) $(if $(ALERTD_SRCS),$(ALERTD))
@@ -369,12 +369,14 @@ install: all
 	    was=$$(test -f $$sums && awk -v f="$$f" \
 	           '$$2 == f { print $$1 }' $$sums); \
 	    cur=$$(test -f $$d && sha256sum < $$d | cut -d' ' -f1); \
-	    if test ! -e $$d || test "$$cur" = "$$new" \
+	    if { test ! -e $$d && test -z "$$was"; } \
+	        || { test -e $$d && test "$$cur" = "$$new"; } \
 	        || { test -n "$$was" && test "$$cur" = "$$was"; }; then \
 	        echo "install -m 644 $$src $$d"; \
 	        install -m 644 $$src $$d && rm -f $$d.dpkg-dist || exit 1; \
 	    else \
-	        echo "keeping $$d, changed here: this version's is" \
+	        echo "keeping $$d, $$(test -e $$d && echo changed \
+	             || echo deleted) here: this version's is" \
 	             "$$d.dpkg-dist" >&2; \
 	        install -m 644 $$src $$d.dpkg-dist || exit 1; \
 	    fi; \

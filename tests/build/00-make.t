@@ -144,6 +144,17 @@ for my $f (sort keys %conf) {
     ok(!-e "$dest/$f.dpkg-dist", 'and no /' . $f . '.dpkg-dist is left');
 }
 
+# a file deleted here stays deleted (rotation turned off), as dpkg leaves
+# a deleted conffile
+unlink "$dest/etc/logrotate.d/airlock" or die "unlink: $!";
+($rc, $out) = run("$make install DESTDIR=$dest");
+is($rc, 0, 'make install over a deleted logrotate file') or diag($out);
+ok(!-e "$dest/etc/logrotate.d/airlock", 'it is not put back');
+like($out, qr/keeping \Q$dest\E\/etc\/logrotate\.d\/airlock, deleted here/,
+     'make install says so');
+ok(-f "$dest/etc/logrotate.d/airlock.dpkg-dist",
+   'this version\'s is beside it');
+
 # PREFIX: the units run the programs installed under it, and name the
 # docs installed there
 my $local = "$tmp/local";
