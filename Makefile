@@ -404,8 +404,10 @@ install: all
 # read as an option.
 DEB_DIR := $(B)/deb
 
-# The packages are built as released, without a sanitizer, whatever this
-# make was given (make asan runs the package test too).
+# The packages are built as released, without a sanitizer and in the
+# packages' layout, whatever this make was given (make asan runs the
+# package test too; make install deb PREFIX=/usr/local would hand its
+# PREFIX to debian/rules' make install through the environment).
 deb:
 	@$(DEPS) deb
 	@git rev-parse --is-inside-work-tree >/dev/null \
@@ -430,7 +432,8 @@ deb:
 	    | tar -c --null --ignore-failed-read -T - -f - \
 	    | tar -x -C $(DEB_DIR)/src -f -
 	cd $(DEB_DIR)/src && env -u SAN -u BUILD -u MAKEFLAGS -u MFLAGS \
-	    -u MAKELEVEL dpkg-buildpackage -b -us -uc \
+	    -u MAKELEVEL -u PREFIX -u DESTDIR -u SYSTEMD_DIR -u NGX_MOD_DIR \
+	    -u NGX_MOD_CONF_DIR dpkg-buildpackage -b -us -uc \
 	    > $(DEB_DIR)/build.log 2>&1 || { tail -30 $(DEB_DIR)/build.log; exit 1; }
 	@ls $(DEB_DIR)/*.deb
 

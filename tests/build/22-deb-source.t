@@ -6,7 +6,8 @@
 # make deb packaged an empty tree, the image got no overlay.  Both are
 # refused now, with the repository named, and so is a git init without
 # git add; a repository that tracks the copy in a subdirectory (a
-# monorepo) is packaged from its files, by their exact names.
+# monorepo) is packaged from its files, by their exact names, and
+# without the install layout (PREFIX, ...) the make was given.
 # dpkg-buildpackage is a stub that records the tree it was run in; no
 # package is built.
 
@@ -44,7 +45,7 @@ sub write_file {
 mkdir "$t/bin";
 write_file("$t/bin/dpkg-buildpackage",
            "#!/bin/sh\nfind . ! -type d -print0 > ../stub.list\n"
-           . "touch ../stub_0_all.deb\n");
+           . "env > ../stub.env\ntouch ../stub_0_all.deb\n");
 write_file("$t/bin/chroot", "#!/bin/sh\nexit 0\n");
 chmod 0755, "$t/bin/dpkg-buildpackage", "$t/bin/chroot";
 
@@ -140,5 +141,16 @@ for my $f (@odd) {
     (my $show = $f) =~ s/([^ -~])/sprintf('\\x%02x', ord $1)/ge;
     is($got, "tracked: $f\n", "$show is copied by its exact name");
 }
+
+# the install layout the make was given is not the packages': it does
+# not reach debian/rules' make install through the environment
+($rc, $out) = run("PATH=$t/bin:\$PATH make -s -C $mono/vendor/airlock "
+                  . "DEPS=true BUILD=$t/b4 deb PREFIX=/usr/local "
+                  . "SYSTEMD_DIR=/usr/lib/systemd/system "
+                  . "NGX_MOD_DIR=/opt/nginx/modules DESTDIR=/tmp/x");
+is($rc, 0, 'make deb PREFIX=/usr/local ...') or diag($out);
+my $env = -f "$t/b4/deb/stub.env" ? `cat $t/b4/deb/stub.env` : '';
+my @leak = $env =~ /^(PREFIX|SYSTEMD_DIR|NGX_MOD_DIR|DESTDIR)=/mg;
+is("@leak", '', 'dpkg-buildpackage does not get the layout it was given');
 
 done_testing();
