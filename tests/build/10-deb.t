@@ -7,7 +7,8 @@
 # nginx and airlockctl passes the packaged policy; the packaged policy's
 # file: secrets, the nginx.service drop-in and alertd's unit name the
 # same credentials; in another fresh root, an upgrade keeps the running
-# daemons running, a removal stops them, a log rotation reopens nginx's
+# daemons running (and the key pair, the credentials and an edited
+# policy), a removal stops them, a log rotation reopens nginx's
 # Airlock logs whatever the policy on disk, the module's upgrade under a
 # running nginx asks for a restart only while nginx -t passes, and a
 # purge leaves nothing of the package behind.
@@ -411,6 +412,19 @@ cp /tmp/policy.yaml /etc/airlock/policy.yaml
 nginx -s stop
 sleep 1
 
+# an upgrade keeps the key pair, the credentials and the operator's
+# policy
+echo '# the operator' >> /etc/airlock/policy.yaml
+(umask 077; echo 'the real one' > /etc/airlock/credentials/openai_key)
+key=$(cat /etc/airlock/airlock.key /etc/airlock/airlock.key.pub | sha256sum)
+dpkg -i "$pkg" > /tmp/dpkg.log 2>&1 || cat /tmp/dpkg.log
+[ "$(cat /etc/airlock/airlock.key /etc/airlock/airlock.key.pub | sha256sum)" \
+    = "$key" ] && echo "upgrade kept: the key pair"
+grep -qx '# the operator' /etc/airlock/policy.yaml \
+    && echo "upgrade kept: the policy"
+grep -qx 'the real one' /etc/airlock/credentials/openai_key \
+    && echo "upgrade kept: the credentials"
+
 # what an edit (its rollback copy, a first copy an edit killed while it
 # copied left), a keygen cut short, the worker and alertd leave (the
 # stopped daemons' state)
@@ -472,6 +486,9 @@ SH
          'with nginx -t\'s reason');
     unlike($out, qr/^module upgrade, bad policy: restart asked$/m,
            'and does not ask for the restart that would leave nginx stopped');
+    for my $k ('the key pair', 'the policy', 'the credentials') {
+        like($out, qr/^upgrade kept: \Q$k\E$/m, "an upgrade keeps $k");
+    }
     like($out, qr/^after purge: \.$/m,
          'purge removes the key pair, the edit\'s copies and the daemons\' '
          . 'state with /etc/airlock');
