@@ -300,8 +300,16 @@ bench: bench-match bench-proxy bench-llm bench-deny bench-load bench-worker
 # is written beside it as FILE.dpkg-dist (a name logrotate's include
 # skips), and said.  With no checksum recorded (a tree an older make
 # install or the package laid) a file that differs is kept the same way.
+# On the system it installs to (DESTDIR empty) make install then does
+# what the package's postinst does: the users and groups the units run
+# as (sysusers.d), /run/airlock and the mode of /var/log/airlock
+# (tmpfiles.d), and a systemctl daemon-reload (until then a restart of a
+# daemon runs its old unit, without what the new one changed).
+# INSTALL_SETUP=yes does the first two under DESTDIR too (--root).
 PREFIX ?= /usr
 DESTDIR ?=
+INSTALL_SETUP ?= $(if $(DESTDIR),no,yes)
+SETUP_ROOT = $(if $(DESTDIR),--root=$(DESTDIR) )
 INSTALL_BINS := $(CTL) $(if $(ALERTD_SRCS),$(ALERTD))
 INSTALL_BINS += $(if $(AGENT_SRCS),$(AGENT) $(AIRLOCK_CLI))
 INSTALL_BINS += $(if $(WORKER_SRCS),$(WORKER))
@@ -389,6 +397,19 @@ install: all
 	    $(DESTDIR)/usr/lib/tmpfiles.d/airlock.conf
 	install -m 644 $(INSTALL_DOCS) $(DESTDIR)$(PREFIX)/share/doc/airlock/
 	install -d -m 700 $(DESTDIR)/etc/airlock/credentials
+	@if test "$(INSTALL_SETUP)" = yes; then \
+	    for c in "systemd-sysusers $(SETUP_ROOT)airlock.conf" \
+	        "systemd-tmpfiles $(SETUP_ROOT)--create airlock.conf"; do \
+	        command -v $${c%% *} >/dev/null \
+	            || { echo "make install: no $${c%% *} here: run" \
+	                      "\"$$c\" before Airlock's units start" >&2; \
+	                 continue; }; \
+	        echo "$$c"; $$c || exit 1; \
+	    done; \
+	    if test -z "$(DESTDIR)" && test -d /run/systemd/system; then \
+	        echo "systemctl daemon-reload"; systemctl daemon-reload || exit 1; \
+	    fi; \
+	fi
 
 # Debian packages (debian/): built by dpkg-buildpackage from a copy of the
 # files git tracks (committed or added, as they are in the working tree)
@@ -433,7 +454,7 @@ deb:
 	    | tar -x -C $(DEB_DIR)/src -f -
 	cd $(DEB_DIR)/src && env -u SAN -u BUILD -u MAKEFLAGS -u MFLAGS \
 	    -u MAKELEVEL -u PREFIX -u DESTDIR -u SYSTEMD_DIR -u NGX_MOD_DIR \
-	    -u NGX_MOD_CONF_DIR dpkg-buildpackage -b -us -uc \
+	    -u NGX_MOD_CONF_DIR -u INSTALL_SETUP dpkg-buildpackage -b -us -uc \
 	    > $(DEB_DIR)/build.log 2>&1 || { tail -30 $(DEB_DIR)/build.log; exit 1; }
 	@ls $(DEB_DIR)/*.deb
 

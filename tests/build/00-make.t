@@ -175,6 +175,39 @@ is("@absent", '', 'each program a unit runs is installed there (under '
 @absent = grep { !-f "$local$_" } @docs;
 is("@absent", '', 'and each doc a unit names');
 
+# on the system it installs to (DESTDIR empty), make install does what
+# the package's postinst does: users and groups, /run/airlock and
+# /var/log/airlock's mode, systemd's reload of the units (make -n: the
+# commands it would run); with INSTALL_SETUP=yes, the first two under
+# DESTDIR (systemd-sysusers, systemd-tmpfiles and systemctl are stubs)
+($rc, $out) = run("$make -n install DESTDIR=");
+is($rc, 0, 'make -n install, DESTDIR empty') or diag($out);
+like($out, qr/^\s*if test "yes" = yes; then/m, 'it would set the system up')
+    or diag($out);
+like($out, qr/systemd-sysusers airlock\.conf/, 'the users and groups');
+like($out, qr/systemd-tmpfiles --create airlock\.conf/,
+     '/run/airlock and /var/log/airlock');
+like($out, qr/systemctl daemon-reload/, 'and have systemd read the units');
+my $stubs = "$tmp/stubs";
+mkdir $stubs;
+for my $c (qw(systemd-sysusers systemd-tmpfiles systemctl)) {
+    open(my $fh, '>', "$stubs/$c") or die "$c: $!";
+    print $fh "#!/bin/sh\necho \"$c \$*\" >> $stubs/log\n";
+    close $fh;
+    chmod 0755, "$stubs/$c";
+}
+($rc, $out) = run("PATH=$stubs:\$PATH $make install DESTDIR=$dest");
+is($rc, 0, 'make install DESTDIR=... (stubs on PATH)') or diag($out);
+ok(!-e "$stubs/log", 'under a DESTDIR, nothing of the system is set up');
+($rc, $out) = run("PATH=$stubs:\$PATH $make install DESTDIR=$dest "
+                  . "INSTALL_SETUP=yes");
+is($rc, 0, 'make install DESTDIR=... INSTALL_SETUP=yes') or diag($out);
+is(-e "$stubs/log" ? `cat $stubs/log` : '',
+   "systemd-sysusers --root=$dest airlock.conf\n"
+   . "systemd-tmpfiles --root=$dest --create airlock.conf\n",
+   'with INSTALL_SETUP=yes, the users and directories under DESTDIR, and '
+   . 'no reload of the running systemd');
+
 # make help names every target
 ($rc, $out) = run("make -s -C $src help");
 is($rc, 0, 'make help');
