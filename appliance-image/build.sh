@@ -16,7 +16,9 @@
 #                  worker-rootfs builds it (required); installed as
 #                  /usr/lib/airlock/sandbox-rootfs
 #   --out DIR      output directory (default build/image): airlock.qcow2,
-#                  vmlinuz, initrd.img, cmdline (the kernel command line)
+#                  vmlinuz, initrd.img, cmdline (the kernel command line);
+#                  the root is unpacked in OUT/root, which must not exist
+#                  unless an earlier run made it
 #   --mirror URL   Debian mirror (default http://deb.debian.org/debian)
 #   --free MB      free space left in the root file system (default 1024)
 #   --keep-root    keep the unpacked root (OUT/root) for inspection
@@ -30,7 +32,7 @@
 set -eu
 
 usage() {
-    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -93,7 +95,17 @@ rootfs=$(cd "$rootfs" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 root=$out/root
+
+# OUT/root is removed before and after only when OUT/.root-by-build.sh
+# says this script unpacked it: "--out /" or "--out ~" named /root or a
+# home's root/, and rm -rf took it with everything in it
+mark=$out/.root-by-build.sh
+if { [ -e "$root" ] || [ -L "$root" ]; } && [ ! -f "$mark" ]; then
+    die "$root exists and is not a root this script unpacked (no $mark):" \
+        "move it away, or choose another --out"
+fi
 rm -rf "$root" "$out/airlock.raw"
+: > "$mark"
 
 # Our packages' dependencies (first alternatives, without versions; not
 # the virtual nginx-abi, which nginx provides, nor each other) are
@@ -143,7 +155,7 @@ mkfs.ext4 -q -F -L airlock-root -d "$root" "$out/airlock.raw" "${size}M" \
 qemu-img convert -f raw -O qcow2 "$out/airlock.raw" "$out/airlock.qcow2" \
     || die "qemu-img convert failed"
 rm -f "$out/airlock.raw"
-[ $keep = 1 ] || rm -rf "$root"
+[ $keep = 1 ] || { rm -rf "$root" && rm -f "$mark"; }
 
 end=$(date +%s)
 echo "build.sh: $out/airlock.qcow2 $(du -m "$out/airlock.qcow2" | cut -f1) MB" \
