@@ -136,6 +136,8 @@ like($dep, qr/(^|, )nginx(,|$)/, 'and on nginx');
 like($dep, qr/systemd-sysusers/, 'and on something to create its users');
 like($dep, qr/(^|, )redis-server(,|$)/,
      'and on redis-server (the agent and worker units join its group)');
+like(field($pkg, 'Recommends') // '', qr/(^|, )runsc(,|$)/,
+     'and recommends runsc (the worker runs each job under it)');
 
 $c = contents($pkg);
 for my $f ('/usr/bin/airlockctl', '/usr/bin/airlock-alertd') {
