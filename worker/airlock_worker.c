@@ -14,7 +14,7 @@
  * error, and so does one too large to read, unread.  Every job gets
  * exactly one result: SET result:<job_id> NX EX, PUBLISH
  * response:<job_id> with the stored value, then XACK and XDEL in one
- * transaction (the stream holds only what is still to be done).  When
+ * script (the stream holds only what is still to be done).  When
  * Redis goes away, or refuses the write, the worker reconnects with
  * backoff and keeps the result it holds until it is stored; one refused
  * for its size gives way to a small error result saying so.
@@ -227,7 +227,29 @@ aw_connect(aw_worker_t *w)
         return -1;
     }
 
-    if (aw_group_create(w) != 0) {
+    /*
+     * An XGROUP CREATE refused for memory keeps the connection: under
+     * maxmemory Redis refuses it (OOM, a write that may need memory)
+     * even when the group is there, and runs what a worker then has to
+     * do, reads, claims, PUBLISH, XACK and XDEL (which free memory); a
+     * group that is not there is created at the first read's NOGROUP
+     * (aw_read_error()).  Taken for an outage, it kept a worker that
+     * connected meanwhile from finishing anything, its own pending
+     * entries included, for as long as Redis was full.  The backoff
+     * goes on growing then: a result refused for memory is tried again
+     * on a fresh connection (aw_finish()), which must not start it
+     * again at 100 ms.  Any other refusal (READONLY: a replica, LOADING)
+     * is an outage, and the next try a new connection.
+     */
+    switch (aw_group_create(w)) {
+    case 0:
+        w->backoff_ms = 100;
+        break;
+
+    case 1:
+        break;
+
+    default:
         aw_disconnect(w);
         return -1;
     }
@@ -237,7 +259,6 @@ aw_connect(aw_worker_t *w)
 
     /* after a reconnect the server may be a new one: look again */
     w->own_done = 0;
-    w->backoff_ms = 100;
 
     return 0;
 }
@@ -255,13 +276,15 @@ aw_disconnect(aw_worker_t *w)
 
 /*
  * The group, from the stream's start, with the stream if it is missing;
- * one that exists (BUSYGROUP) is fine.  0, or -1 with the reason logged
- * (the connection may then be gone).
+ * one that exists (BUSYGROUP) is fine.  0; 1 when Redis refused it for
+ * memory (OOM); -1 otherwise, with the reason logged (the connection
+ * may then be gone).
  */
 
 static int
 aw_group_create(aw_worker_t *w)
 {
+    int          rc;
     redisReply  *r;
 
     r = redisCommand(w->redis, "XGROUP CREATE %s %s 0 MKSTREAM",
@@ -277,8 +300,9 @@ aw_group_create(aw_worker_t *w)
     {
         aw_log("error", "XGROUP CREATE %s %s: %s", w->conf->stream,
                w->conf->group, r->str);
+        rc = strncmp(r->str, "OOM", 3) == 0 ? 1 : -1;
         freeReplyObject(r);
-        return -1;
+        return rc;
     }
 
     freeReplyObject(r);
@@ -942,66 +966,47 @@ aw_deliveries(aw_worker_t *w, const char *id)
 
 
 /*
- * An entry that is done leaves the stream: XACK and XDEL in one
- * MULTI/EXEC, so nothing the job carried (its script, up to 64 KiB)
- * stays in Redis and its AOF.  Why this loses nothing and doubles
- * nothing: it is called only once the result is stored (SET NX) and
- * published, or the entry copied to the dead-letter stream.  A crash
- * before EXEC leaves the entry pending; its next delivery finds the
- * stored result, publishes it again and comes back here, never running
- * the job twice.  EXEC applies both or neither (an AOF cut inside a
- * transaction is loaded without it).  Still, XACK comes first: an entry
- * deleted but left pending would be redelivered without its fields and
- * taken for a broken one, one acknowledged but not deleted is only
- * garbage.  Run again after a reply lost with the connection, both
- * commands are no-ops (they answer 0).
+ * An entry that is done leaves the stream: XACK and XDEL in one script,
+ * so nothing the job carried (its script, up to 64 KiB) stays in Redis
+ * and its AOF.  Why this loses nothing and doubles nothing: it is
+ * called only once the result is stored (SET NX) and published, or the
+ * entry copied to the dead-letter stream.  A crash before the script
+ * leaves the entry pending; its next delivery finds the stored result,
+ * publishes it again and comes back here, never running the job twice.
+ * The script applies both or neither (Redis writes its effects to the
+ * AOF as one transaction, and an error in XACK stops it before XDEL).
+ * Still, XACK comes first: an entry deleted but left pending would be
+ * redelivered without its fields and taken for a broken one, one
+ * acknowledged but not deleted is only garbage.  Run again after a
+ * reply lost with the connection, both commands are no-ops (they answer
+ * 0).  A script, not MULTI/EXEC: under maxmemory Redis refuses every
+ * command queued in a transaction (OOM), XACK and XDEL too, which it
+ * runs alone or in a script, and which free the memory; the worker
+ * could acknowledge nothing until something else made room.
  */
 
 static void
 aw_ack_delete(aw_worker_t *w, const char *id)
 {
-    int          i, ok;
     redisReply  *r;
-    const char  *ack[] = { "XACK", w->conf->stream, w->conf->group, id };
-    const char  *del[] = { "XDEL", w->conf->stream, id };
+    static const char  script[] =
+        "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) "
+        "redis.call('XDEL', KEYS[1], ARGV[2]) "
+        "return 1";
+    const char  *argv[] = { "EVAL", script, "1", w->conf->stream,
+                            w->conf->group, id };
 
     for ( ;; ) {
-        if (aw_connect(w) == 0) {
-            redisAppendCommand(w->redis, "MULTI");
-            redisAppendCommandArgv(w->redis, 4, ack, NULL);
-            redisAppendCommandArgv(w->redis, 3, del, NULL);
-            redisAppendCommand(w->redis, "EXEC");
+        r = aw_cmd(w, 6, argv, NULL);
 
-            ok = 1;
-            r = NULL;
+        if (r != NULL && r->type != REDIS_REPLY_ERROR) {
+            freeReplyObject(r);
+            return;
+        }
 
-            for (i = 0; i < 4; i++) {
-                if (r != NULL) {
-                    freeReplyObject(r);
-                    r = NULL;
-                }
-
-                if (redisGetReply(w->redis, (void **) &r) != REDIS_OK) {
-                    aw_log("error", "redis XACK/XDEL %s: %s", id,
-                           w->redis->errstr);
-                    aw_disconnect(w);
-                    ok = 0;
-                    r = NULL;
-                    break;
-                }
-            }
-
-            if (ok && r != NULL && r->type == REDIS_REPLY_ARRAY) {
-                freeReplyObject(r);
-                return;
-            }
-
-            if (r != NULL) {
-                aw_log("error", "redis EXEC XACK/XDEL %s: %s", id,
-                       r->type == REDIS_REPLY_ERROR ? r->str
-                                                    : "unexpected reply");
-                freeReplyObject(r);
-            }
+        if (r != NULL) {
+            aw_log("error", "redis XACK/XDEL %s: %s", id, r->str);
+            freeReplyObject(r);
         }
 
         aw_backoff(w);
