@@ -131,7 +131,6 @@ static void aw_publish_done(aw_worker_t *w, const char *id,
     const char *job_id, const char *stored, pid_t hb);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries, int gone);
-static void aw_dead_done(aw_worker_t *w, const char *id);
 static int aw_done(aw_worker_t *w, const char *id, const char *job_id,
     pid_t hb);
 static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
@@ -650,7 +649,6 @@ aw_publish_large(aw_worker_t *w, const char *id, const char *job_id,
 
     aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
-    aw_dead_done(w, id);
 }
 
 
@@ -679,7 +677,6 @@ aw_wrong_type(aw_worker_t *w, const char *id, const char *raw, size_t len,
     aw_dead_letter(w, id, raw, len, msg, aw_deliveries(w, id), 0);
     aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
-    aw_dead_done(w, id);
 }
 
 
@@ -973,31 +970,51 @@ aw_deliveries(aw_worker_t *w, const char *id)
  * entry copied to the dead-letter stream.  A crash before the script
  * leaves the entry pending; its next delivery finds the stored result,
  * publishes it again and comes back here, never running the job twice.
- * The script applies both or neither (Redis writes its effects to the
- * AOF as one transaction, and an error in XACK stops it before XDEL).
- * Still, XACK comes first: an entry deleted but left pending would be
- * redelivered without its fields and taken for a broken one, one
- * acknowledged but not deleted is only garbage.  Run again after a
- * reply lost with the connection, both commands are no-ops (they answer
- * 0).  A script, not MULTI/EXEC: under maxmemory Redis refuses every
- * command queued in a transaction (OOM), XACK and XDEL too, which it
- * runs alone or in a script, and which free the memory; the worker
- * could acknowledge nothing until something else made room.
+ * No crash cuts the script (Redis writes its effects to the AOF as one
+ * transaction); an error stops it where it is.  So XACK comes first: an
+ * entry deleted but left pending would be redelivered without its
+ * fields and taken for a broken one, one acknowledged but not deleted
+ * is only garbage.  Run again after a reply lost with the
+ * connection, every command in it is a no-op (XACK and XDEL answer 0).
+ * A script, not MULTI/EXEC: under maxmemory Redis refuses every command
+ * queued in a transaction (OOM), XACK and XDEL too, which it runs alone
+ * or in a script, and which free the memory; the worker could
+ * acknowledge nothing until something else made room.
+ *
+ * The same script removes the entry's records in errors_key, the
+ * delivery record, the job's ids, "<entry>:dead" (aw_dead_letter()) and
+ * "<entry>:done" (aw_finish()), and its lease in <errors_key>:held, if
+ * it was deleted from the stream while its job ran (aw_heartbeat()):
+ * they go exactly when the entry stops being pending.  A second command
+ * did, after this one, and a worker killed in between left them in
+ * errors_key for ever, nothing looking at an acknowledged entry again.
+ * Not before XACK either: "<entry>:done" gone while the entry is still
+ * pending would have its job run again once the result expired.
  */
 
 static void
 aw_ack_delete(aw_worker_t *w, const char *id)
 {
+    char         mark[AW_ID_MAX + 64], jkey[AW_ID_MAX + 64];
+    char         done[AW_ID_MAX + 64], held[AW_ID_MAX + 600];
     redisReply  *r;
     static const char  script[] =
         "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) "
         "redis.call('XDEL', KEYS[1], ARGV[2]) "
+        "redis.call('HDEL', KEYS[2], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) "
+        "redis.call('ZREM', KEYS[3], ARGV[2]) "
         "return 1";
-    const char  *argv[] = { "EVAL", script, "1", w->conf->stream,
-                            w->conf->group, id };
+    const char  *argv[] = { "EVAL", script, "3", w->conf->stream,
+                            w->conf->errors_key, held, w->conf->group, id,
+                            mark, jkey, done };
+
+    snprintf(mark, sizeof(mark), "%s:dead", id);
+    snprintf(jkey, sizeof(jkey), "%s:job", id);
+    snprintf(done, sizeof(done), "%s:done", id);
+    snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
 
     for ( ;; ) {
-        r = aw_cmd(w, 6, argv, NULL);
+        r = aw_cmd(w, 11, argv, NULL);
 
         if (r != NULL && r->type != REDIS_REPLY_ERROR) {
             freeReplyObject(r);
@@ -1364,7 +1381,6 @@ aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
 
     aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
-    aw_dead_done(w, id);
 }
 
 
@@ -1375,13 +1391,14 @@ aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
  * reply lost with the connection and the command sent again, wrote a
  * second copy at its next delivery.  One script adds it and records its
  * id under "<entry>:dead" in errors_key, or finds that record and adds
- * nothing.  The record goes after the entry is acknowledged
- * (aw_dead_done()).  An entry deleted from the stream while pending
- * (gone) is also recorded under "<errors_key>:gone:<entry>" for
- * result_ttl: it may be held by two workers at once, its own, waiting
- * for Redis to take the copy, and one whose XAUTOCLAIM took it off the
- * pending list meanwhile, and the first done would have taken the
- * "<entry>:dead" record away before the second looked.
+ * nothing.  The record goes when the entry is acknowledged, in the
+ * same script (aw_ack_delete()).  An entry deleted from the stream
+ * while pending (gone) is also recorded under
+ * "<errors_key>:gone:<entry>" for result_ttl: it may be held by two
+ * workers at once, its own, waiting for Redis to take the copy, and one
+ * whose XAUTOCLAIM took it off the pending list meanwhile, and the
+ * first done would have taken the "<entry>:dead" record away before the
+ * second looked.
  */
 
 static void
@@ -1465,40 +1482,6 @@ aw_dead_letter(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
 
 /*
- * The entry is acknowledged: its dead-letter record (aw_dead_letter())
- * goes, with its delivery record, the job's ids and the record that its
- * result was stored (aw_finish()), and so does its
- * lease in <errors_key>:held, if it was deleted from the stream while
- * its job ran (aw_heartbeat()).  A crash before this leaves them in
- * errors_key, small, as a crash before the delivery record's HDEL did,
- * and the lease, which another worker then takes (aw_held()): it finds
- * the job's result stored, publishes it and removes them.
- */
-
-static void
-aw_dead_done(aw_worker_t *w, const char *id)
-{
-    char         mark[AW_ID_MAX + 64], jkey[AW_ID_MAX + 64];
-    char         done[AW_ID_MAX + 64], held[AW_ID_MAX + 600];
-    redisReply  *r;
-    static const char  script[] =
-        "redis.call('HDEL', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4]) "
-        "redis.call('ZREM', KEYS[2], ARGV[1]) "
-        "return 1";
-    const char  *del[] = { "EVAL", script, "2", w->conf->errors_key, held,
-                           id, mark, jkey, done };
-
-    snprintf(mark, sizeof(mark), "%s:dead", id);
-    snprintf(jkey, sizeof(jkey), "%s:job", id);
-    snprintf(done, sizeof(done), "%s:done", id);
-    snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
-
-    r = aw_cmd_retry(w, 9, del, NULL);
-    freeReplyObject(r);
-}
-
-
-/*
  * Whether the entry's job had its result stored (aw_finish()) by a
  * delivery that did not get to the acknowledgement: its result may have
  * expired since (result_ttl), when the entry was left pending that long
@@ -1531,7 +1514,6 @@ aw_done(aw_worker_t *w, const char *id, const char *job_id, pid_t hb)
 
     aw_heartbeat_stop(hb);
     aw_ack_delete(w, id);
-    aw_dead_done(w, id);
 
     return 1;
 }
@@ -1620,7 +1602,6 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
 
     if (job.job_id[0] == '\0') {
         aw_ack_delete(w, id);
-        aw_dead_done(w, id);
         return;
     }
 
@@ -1830,7 +1811,6 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         aw_dead_letter(w, id, raw, len, last, deliveries, 0);
         aw_heartbeat_stop(hb);
         aw_ack_delete(w, id);
-        aw_dead_done(w, id);
         aw_job_free(&job);
         return;
     }

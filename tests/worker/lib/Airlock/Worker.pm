@@ -208,6 +208,27 @@ sub _resp_read {
 }
 
 
+# A proxy to Redis (tests/worker/redis-hold.pl) that forwards each
+# connection until its client sends a command matching the regular
+# expression $re, and from there on forwards nothing that client sends:
+# a worker started with redis_port => $port stops at that command, for a
+# test to kill it there.  Its port, and a sub that tells whether it has
+# held a command.  Keep $re off the heartbeat's script (XPENDING,
+# XRANGE, ZADD, XACK, XCLAIM), whose connection goes through it too.
+sub hold_proxy {
+    my ($self, $re) = @_;
+    my $t = $self->{t};
+    my $n = 'hold-' . $self->{nhold}++;
+    my $mark = "$t->{testdir}/$n.held";
+
+    $t->run_daemon($^X, "$t->{top}/tests/worker/redis-hold.pl",
+                   $t->port($n), $self->{redis_port}, $re, $mark);
+    $t->wait_for_port($n) or die "redis-hold.pl did not start";
+
+    return ($t->port($n), sub { -e $mark });
+}
+
+
 # ---- the worker ------------------------------------------------------------
 
 sub write_conf {
