@@ -161,7 +161,10 @@ aw_sleep_ms(long ms)
 }
 
 
-/* After an outage or a refusal: 100 ms doubling to 5 s, reset on success */
+/*
+ * After an outage or a refusal: 100 ms, doubled after each wait while
+ * under 5 s (so up to 6.4 s), reset on success
+ */
 
 static void
 aw_backoff(aw_worker_t *w)
