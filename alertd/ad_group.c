@@ -339,9 +339,41 @@ int
 ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
     void *data)
 {
-    int     removed;
-    size_t  i;
-    char    what[64];
+    int      removed;
+    size_t   i, back;
+    int64_t  most;
+    char     what[64];
+
+    /*
+     * A window opened (or saved) while the clock was ahead starts in the
+     * future once the clock is stepped back, and would end only when it
+     * is there again: an hour or a day of a storm's repeats held.  It is
+     * taken to start now.
+     */
+
+    back = 0;
+    most = 0;
+
+    for (i = 0; i < gs->n; i++) {
+        if (gs->g[i].start_ms <= now_ms + AD_CLOCK_SLACK) {
+            continue;
+        }
+
+        if (gs->g[i].start_ms - now_ms > most) {
+            most = gs->g[i].start_ms - now_ms;
+        }
+
+        gs->g[i].end_ms = now_ms + (gs->g[i].end_ms - gs->g[i].start_ms);
+        gs->g[i].start_ms = now_ms;
+        gs->g[i].dirty = 1;
+        back++;
+    }
+
+    if (back > 0) {
+        ad_log(AD_LOG_WARN, "the clock went back (up to %lld s): the "
+               "window of %zu alert group(s) started later than now, and "
+               "starts now", (long long) ((most + 999) / 1000), back);
+    }
 
     i = 0;
 
