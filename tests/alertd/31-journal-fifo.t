@@ -1,0 +1,81 @@
+#!/usr/bin/perl
+# Something that is not a regular file under the journal's name (a FIFO,
+# a device) is not opened as the journal: alertd neither hangs on it
+# (an open() of a FIFO waits for a writer, with every signal held on
+# the signalfd: only SIGKILL ended it, and nothing was delivered
+# meanwhile) nor reads it.  It says so once and tries again at each
+# poll, as for a journal it cannot open; a rotated file still in its
+# grace is read meanwhile, and a regular file under the name is read
+# once it is there.  At start likewise; --once exits 2.
+#
+# Nothing is timed: each step waits for a delivery or a log line.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use AlertdTest;
+use Test::More;
+use POSIX qw(mkfifo);
+
+my $t = AlertdTest->new;
+my $secret = $t->secret('hook', 'fifo-test-secret-0123456789abcdef');
+my $r = $t->receiver(secret => $secret);
+$t->policy({ webhook => $r->{url}, secret => 'hook' });
+
+my $j = $t->journal;
+my $not_reg = qr/cannot open the journal \Q$j\E: not a regular file/;
+my @run = ('--poll-interval', '1s', '--rotate-grace', '1h',
+           '--repeat-interval', '1h');
+
+$t->alertd(@run);
+my $one = $t->alert(reason => 'fifo-one');
+ok($t->wait_for(sub { $t->delivered($r, $one) }), 'the first is sent');
+
+# rotated, and a FIFO made under the name
+rename $j, "$j.1" or die "rename: $!";
+mkfifo($j, 0600) or die "mkfifo: $!";
+ok($t->log_has($not_reg), 'the FIFO is not taken for the journal');
+
+# (nothing is written to the FIFO: a writer would wait for a reader)
+my ($rot, $line) = $t->alert_line(reason => 'fifo-rotated');
+$t->append($line, "$j.1");
+ok($t->wait_for(sub { $t->delivered($r, $rot) }),
+   'a late line of the rotated file is read and sent meanwhile');
+
+unlink $j or die "unlink: $!";
+my $two = $t->alert(reason => 'fifo-two');
+ok($t->wait_for(sub { $t->delivered($r, $two) }),
+   'a regular journal under the name is read once it is there');
+is($t->log_count($not_reg), 1, 'the FIFO was said once');
+is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'stopped');
+
+# at start
+unlink $j or die "unlink: $!";
+mkfifo($j, 0600) or die "mkfifo: $!";
+$t->alertd(@run);
+like($t->alertd_log, qr/\binfo: started .*\n(?s:.*)$not_reg|$not_reg(?s:.*)\binfo: started /,
+     'alertd starts with a FIFO under the name, and says so');
+unlink $j or die "unlink: $!";
+my $three = $t->alert(reason => 'fifo-three');
+ok($t->wait_for(sub { $t->delivered($r, $three) }),
+   'and reads the journal made there after it');
+is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'stopped');
+
+# --once reads the journal now or not at all
+unlink $j or die "unlink: $!";
+mkfifo($j, 0600) or die "mkfifo: $!";
+my $pid = $t->spawn('once', $t->bin, '--policy', $t->dir . '/policy.yaml',
+                    '--keyring', $t->keyring, '--journal', $j,
+                    '--state', $t->state, '--once');
+my $st = $t->reap($pid);
+unless (defined $st) {
+    kill 'KILL', $pid;
+    $t->reap($pid, 5);
+}
+is(defined $st ? $st >> 8 : 'hung', 2, '--once exits 2, at once');
+like($t->read_file('once.log'),
+     qr/cannot read the journal \Q$j\E: not a regular file/,
+     'and says why');
+
+$t->done;
