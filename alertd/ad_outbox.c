@@ -12,7 +12,7 @@
  *   {"v":1, "sink":{"kind":"webhook","url":"..."}, "queued":<unix ms>,
  *    "seq":<n>, "alert":{ the webhook body }}
  *
- * Entries are kept in memory in queue order (queued, seq), those marked
+ * Entries are kept in memory in queue order (seq), those marked
  * "first":true ahead of the rest.  An entry whose sink is no longer in
  * the policy stays on disk and in memory, and is sent if its sink comes
  * back.
@@ -347,12 +347,19 @@ ad_entry_cmp(const void *a, const void *b)
         return x->first ? -1 : 1;
     }
 
-    if (x->queued_ms != y->queued_ms) {
-        return (x->queued_ms < y->queued_ms) ? -1 : 1;
-    }
+    /*
+     * The sequence number, not the wall clock: an alert queued before a
+     * step back of the clock has a later "queued" time than those after.
+     * A restart takes it up after the largest one queued, so it grows
+     * with the queue.
+     */
 
     if (x->seq != y->seq) {
         return (x->seq < y->seq) ? -1 : 1;
+    }
+
+    if (x->queued_ms != y->queued_ms) {
+        return (x->queued_ms < y->queued_ms) ? -1 : 1;
     }
 
     return 0;
