@@ -518,7 +518,8 @@ al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
 
     if (buf == NULL) {
         fprintf(stderr, "%s: cannot read: %s\n", path,
-                errno ? strerror(errno) : "larger than the policy limit");
+                (errno != 0 && errno != EFBIG)
+                ? strerror(errno) : "larger than the policy limit");
         return NULL;
     }
 
@@ -830,7 +831,9 @@ al_ctl_explain(int argc, char **argv)
             close(fd);
         }
         if (body == NULL) {
-            fprintf(stderr, "airlockctl: cannot read %s\n", body_file);
+            fprintf(stderr, "airlockctl: cannot read %s: %s\n", body_file,
+                    errno == EFBIG ? "larger than the body limit"
+                                   : strerror(errno));
             rc = 2;
             goto done;
         }
@@ -1337,9 +1340,13 @@ al_ctl_token_read(const char *env, int stdin_token, size_t *plen)
 
         buf = al_ctl_read_secret("token", AL_CTL_SEAL_MAX + 2, &len);
         if (buf == NULL) {
-            fprintf(stderr, "airlockctl: cannot read the token from "
-                    "standard input (more than %d bytes?)\n",
-                    AL_CTL_SEAL_MAX);
+            if (errno == EFBIG) {
+                fprintf(stderr, "airlockctl: the token on standard input "
+                        "is over %d bytes\n", AL_CTL_SEAL_MAX);
+            } else {
+                fprintf(stderr, "airlockctl: cannot read the token from "
+                        "standard input: %s\n", strerror(errno));
+            }
             return NULL;
         }
         if (len > 0 && buf[len - 1] == '\n') {
@@ -1594,8 +1601,13 @@ al_ctl_seal(int argc, char **argv)
 
     secret = al_ctl_read_secret("secret", AL_CTL_SEAL_MAX + 2, &len);
     if (secret == NULL) {
-        fprintf(stderr, "airlockctl: cannot read the secret (more than %d "
-                "bytes?)\n", AL_CTL_SEAL_MAX);
+        if (errno == EFBIG) {
+            fprintf(stderr, "airlockctl: the secret is over %d bytes\n",
+                    AL_CTL_SEAL_MAX);
+        } else {
+            fprintf(stderr, "airlockctl: cannot read the secret: %s\n",
+                    strerror(errno));
+        }
         return 2;
     }
 
@@ -1644,11 +1656,15 @@ al_ctl_seal(int argc, char **argv)
 }
 
 
-/* reads at most max bytes; NULL when there are more or on error */
+/*
+ * Reads at most max bytes; NULL when there are more (errno EFBIG) or on
+ * an error (errno says which), so that the caller can tell the two.
+ */
 
 static unsigned char *
 al_ctl_read(int fd, size_t max, size_t *len, int secure)
 {
+    int             err;
     ssize_t         n;
     unsigned char  *buf;
 
@@ -1668,10 +1684,12 @@ al_ctl_read(int fd, size_t max, size_t *len, int secure)
             if (errno == EINTR) {
                 continue;
             }
+            err = errno;
             goto failed;
         }
         *len += (size_t) n;
         if (*len > max) {
+            err = EFBIG;
             goto failed;
         }
     }
@@ -1688,6 +1706,8 @@ failed:
         free(buf);
     }
 
+    errno = err;
+
     return NULL;
 }
 
@@ -1703,7 +1723,7 @@ failed:
 static unsigned char *
 al_ctl_read_secret(const char *what, size_t max, size_t *len)
 {
-    int               i, tty;
+    int               i, tty, err;
     unsigned char    *buf;
     struct termios    quiet;
     struct sigaction  sa, old[4];
@@ -1738,6 +1758,7 @@ al_ctl_read_secret(const char *what, size_t max, size_t *len)
     }
 
     buf = al_ctl_read(0, max, len, 1);
+    err = errno;
 
     if (tty) {
         (void) tcsetattr(0, TCSAFLUSH, &al_ctl_tty);
@@ -1746,6 +1767,9 @@ al_ctl_read_secret(const char *what, size_t max, size_t *len)
             sigaction(al_ctl_tty_sigs[i], &old[i], NULL);
         }
     }
+
+    /* why the read failed, for the caller to say */
+    errno = err;
 
     return buf;
 }
@@ -2010,7 +2034,8 @@ al_ctl_copy(const char *from, const char *to, const struct stat *st)
 
     if (buf == NULL) {
         fprintf(stderr, "%s: read: %s\n", from,
-                errno ? strerror(errno) : "larger than the policy limit");
+                (errno != 0 && errno != EFBIG)
+                ? strerror(errno) : "larger than the policy limit");
         return -1;
     }
 
