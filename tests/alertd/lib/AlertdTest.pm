@@ -524,10 +524,12 @@ sub wait_for {
 }
 
 
+# the queued files: not the ".tmp-NAME" alertd writes (and fsyncs) before
+# it renames it into place, whose name also ends in ".json"
 sub outbox {
     my ($self) = @_;
     opendir(my $d, "$self->{state}/outbox") or return ();
-    my @f = sort grep { /\.json$/ } readdir $d;
+    my @f = sort grep { /\.json$/ && !/^\./ } readdir $d;
     return @f;
 }
 
