@@ -601,6 +601,20 @@ ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x)
     c = curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
     rc |= (c != CURLE_OK);
 
+#if LIBCURL_VERSION_NUM >= 0x075700
+
+    /*
+     * A transfer that times out while its name is resolved would wait,
+     * in libcurl's cleanup, for the resolver thread's getaddrinfo() to
+     * give up (10 s and more): the whole loop, every sink, with it.  The
+     * thread is left to end on its own, and frees what it holds then.
+     */
+
+    c = curl_easy_setopt(x->easy, CURLOPT_QUICK_EXIT, 1L);
+    rc |= (c != CURLE_OK);
+
+#endif
+
     if (rc != 0) {
         ad_log(AD_LOG_ERR, "cannot send alert %s: libcurl refused an "
                "option", e->alert.id);
