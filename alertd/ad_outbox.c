@@ -95,7 +95,7 @@ int
 ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
     size_t errsize)
 {
-    int             fd;
+    int             fd, rc;
     DIR            *d;
     size_t          i, n, cap, len;
     ad_entry_t     *e, **v, **nv;
@@ -154,7 +154,16 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
             continue;
         }
 
-        if (ad_outbox_load(ob, de->d_name, &e, why, sizeof(why)) != 0) {
+        rc = ad_outbox_load(ob, de->d_name, &e, why, sizeof(why));
+
+        if (rc == -2) {
+            ob->errnum = errno;
+            (void) snprintf(err, errsize, "cannot read the outbox: "
+                            "outbox/%s: %s", de->d_name, why);
+            break;
+        }
+
+        if (rc != 0) {
             (void) snprintf(bad, sizeof(bad), "%.*s.bad",
                             (int) (sizeof(bad) - 5), de->d_name);
             ad_log(AD_LOG_ERR, "%s is not an outbox entry (%s): renamed "
@@ -179,9 +188,12 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
     (void) closedir(d);
 
     if (de != NULL || errno != 0) {
-        ob->errnum = (errno != 0) ? errno : ENOMEM;
-        (void) snprintf(err, errsize, "cannot read the outbox: %s",
-                        strerror(ob->errnum));
+        if (ob->errnum == 0) {
+            ob->errnum = (errno != 0) ? errno : ENOMEM;
+            (void) snprintf(err, errsize, "cannot read the outbox: %s",
+                            strerror(ob->errnum));
+        }
+
         for (i = 0; i < n; i++) {
             ad_entry_free(v[i]);
         }
@@ -219,11 +231,17 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
 }
 
 
+/*
+ * Returns 0; -1 when the file is no outbox entry (the caller renames it
+ * *.bad); -2 when it could not be read for a reason of the moment, errno
+ * set (the caller stops: the file stays queued for the next start).
+ */
+
 static int
 ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     char *why, size_t whysize)
 {
-    int            version;
+    int            version, err;
     char          *buf;
     size_t         len;
     json_t        *o, *alert, *first, *merged;
@@ -240,8 +258,26 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     }
 
     if (ad_file_read(ob->fd, name, AD_ENTRY_FILE_MAX, &buf, &len) != 0) {
-        (void) snprintf(why, whysize, "%s", strerror(errno));
-        return -1;
+        err = errno;
+        (void) snprintf(why, whysize, "%s", strerror(err));
+        errno = err;
+
+        /*
+         * Out of descriptors or memory, an I/O error: nothing says the
+         * file is bad, and renamed *.bad its alert would never be sent.
+         */
+
+        switch (err) {
+        case EMFILE:
+        case ENFILE:
+        case ENOMEM:
+        case EIO:
+        case EAGAIN:
+        case EINTR:
+            return -2;
+        default:
+            return -1;
+        }
     }
 
     o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
