@@ -29,13 +29,17 @@ use IO::Socket::INET;
 use Test::More;
 
 unless ($ENV{AIRLOCK_ALERTD_DNS_NS}) {
-    need_cmd('unshare', 'ip');
+    need_cmd('unshare', 'python3');
 
     my ($fh, $resolv) = tempfile('alertd-resolv-XXXXXX', TMPDIR => 1);
     print $fh "nameserver 127.0.0.1\noptions timeout:30 attempts:2\n";
     close $fh;
 
-    my $setup = 'ip link set lo up && mount --bind "$0" /etc/resolv.conf';
+    # the namespace's loopback up (SIOCSIFFLAGS, IFF_UP), without iproute2
+    my $lo = 'python3 -c "import socket, fcntl, struct; '
+           . 'fcntl.ioctl(socket.socket(socket.AF_INET, socket.SOCK_DGRAM), '
+           . "0x8914, struct.pack('16sh14x', b'lo', 1))\"";
+    my $setup = "$lo && mount --bind \"\$0\" /etc/resolv.conf";
     system('unshare', '-rnm', 'sh', '-c', "$setup 2>/dev/null", $resolv);
     if ($? != 0) {
         unlink $resolv;
