@@ -677,9 +677,11 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * carry back to its client.  For every injected header whose template uses
  * a secret: the part after an auth scheme ("Bearer x" gives "x"), and
  * the rendered value and each secret it uses, raw and in base64 (standard
- * and URL-safe alphabets, each with and without padding).  For HTTP Basic
- * ("Basic t", t the base64 of "user:password"), also "user:password" and
- * the password alone.  The strings live in guarded memory, in byte order
+ * and URL-safe alphabets, each with and without padding), and the
+ * secret and the part after the scheme in hex (lower or upper case,
+ * nothing, " " or ":" between bytes).  For HTTP Basic ("Basic t", t the
+ * base64 of "user:password"), also "user:password" and the password
+ * alone, the password also in hex.  The strings live in guarded memory, in byte order
  * (a string before those it starts), without duplicates.
  * Returns NULL with *why set when memory runs out or secrets are not
  * open; a route that injects no secret gets a list with n == 0.
@@ -740,7 +742,7 @@ al_scrub_t *al_scrub_collect(const al_policy_t *p, const al_route_t *route,
     const char **why);
 
 /* the same for an llm entry: its key as sent ("Bearer k" to OpenAI-style
-   providers), raw, and in base64 */
+   providers), raw and in base64, and the key alone in hex */
 al_scrub_t *al_scrub_collect_llm(const al_policy_t *p, const al_llm_t *llm,
     const char **why);
 void al_scrub_free(al_scrub_t *s);

@@ -8,7 +8,8 @@
  * agent.
  *
  * The list holds the forms that need work to build (base64 in both
- * alphabets, with and without padding; the Basic credential decoded).
+ * alphabets, with and without padding; hex; the Basic credential
+ * decoded).
  * The forms a client decodes byte by byte (URL-encoding, JSON escapes,
  * HTML and XML character references, in any mix of hex case, and UTF-16)
  * are not listed, 2^n strings each: al_scrub_match() decodes them as it
@@ -49,6 +50,8 @@ typedef struct {
 static const char *al_scrub_add(al_scrub_ctx_t *sc, const char *s,
     size_t len);
 static void al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s,
+    size_t len);
+static void al_scrub_add_hex(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
 static void al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len);
 static al_scrub_t *al_scrub_build(const al_policy_t *p,
@@ -390,6 +393,7 @@ al_scrub_value(al_scrub_ctx_t *sc, const al_inject_t *inj)
             i++;
         }
         al_scrub_add(sc, v + i, inj->len - i);
+        al_scrub_add_hex(sc, (const unsigned char *) v + i, inj->len - i);
 
         if (nlen == sizeof("Basic") - 1
             && strncasecmp(v, "Basic", sizeof("Basic") - 1) == 0)
@@ -406,6 +410,7 @@ al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec)
     if (sec->value != NULL) {
         al_scrub_add(sc, (const char *) sec->value, sec->len);
         al_scrub_add_base64(sc, sec->value, sec->len);
+        al_scrub_add_hex(sc, sec->value, sec->len);
     }
 }
 
@@ -449,6 +454,7 @@ al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
 
     al_scrub_add(sc, (const char *) sec->value, sec->len);
     al_scrub_add_base64(sc, sec->value, sec->len);
+    al_scrub_add_hex(sc, sec->value, sec->len);
 }
 
 
@@ -625,6 +631,61 @@ al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 
 
 /*
+ * A credential's bytes in hex, as an upstream that shows what it got as
+ * bytes writes them: each byte as two hex digits, all lower or all upper
+ * case, side by side ("736b2d", Go's %x, Python's bytes.hex()), or a
+ * space ("73 6b 2d", Go's "% x", the hex dumps of AWS's signature
+ * errors) or a ":" between bytes (bytes.hex(":")); bytes.fromhex() and
+ * the like read each back with one call.  Six strings, fewer when no
+ * digit is a letter.  Only for the credentials themselves (a secret, the
+ * part after a scheme, a key, a password): a rendered value holds its
+ * secret, so its hex holds the secret's, which is redacted there, and
+ * each more string start costs the walk (AL_SCRUB_PAIRS).
+ */
+
+static void
+al_scrub_add_hex(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
+{
+    char          *d;
+    size_t         i, k, f;
+    const char    *digits;
+
+    static const char  lower[] = "0123456789abcdef";
+    static const char  upper[] = "0123456789ABCDEF";
+    static const char  sep[] = { '\0', ' ', ':' };
+
+    if (len == 0) {
+        return;
+    }
+
+    if (sc->scrub == NULL) {
+        sc->n += 6;
+        sc->bytes += 2 * 2 * len + 4 * (3 * len - 1);
+        return;
+    }
+
+    /* encoded in place at the end of the block, then added (or dropped) */
+
+    for (f = 0; f < 6; f++) {
+        digits = (f & 1) ? upper : lower;
+        d = sc->next;
+        k = 0;
+
+        for (i = 0; i < len; i++) {
+            if (i > 0 && sep[f / 2] != '\0') {
+                d[k++] = sep[f / 2];
+            }
+
+            d[k++] = digits[s[i] >> 4];
+            d[k++] = digits[s[i] & 15];
+        }
+
+        al_scrub_add(sc, d, k);
+    }
+}
+
+
+/*
  * "Basic t": t decoded is "user:password", which an upstream may echo
  * decoded or encode again, and the password alone is the credential; with
  * an empty password ("sk_live_x:", an API key sent as the user name) the
@@ -647,6 +708,7 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
         sc->n += 2;
         sc->bytes += 2 * n;
         al_scrub_add_base64(sc, NULL, n);
+        al_scrub_add_hex(sc, NULL, n);
         return;
     }
 
@@ -669,9 +731,12 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
 
     if (poff < (size_t) d) {
         al_scrub_add(sc, cred + poff, (size_t) d - poff);
+        al_scrub_add_hex(sc, (const unsigned char *) cred + poff,
+                         (size_t) d - poff);
 
     } else {
         al_scrub_add(sc, cred, poff - 1);
+        al_scrub_add_hex(sc, (const unsigned char *) cred, poff - 1);
     }
 
     al_scrub_add_base64(sc, (const unsigned char *) cred, (size_t) d);

@@ -4,7 +4,8 @@
 # client decodes trivially does not leak it through the gateway.  The
 # provider here is the echo upstream, told by the location (from the query
 # of the request) to answer with the key URL-encoded in mixed-case hex,
-# JSON-escaped, or in base64 without padding or base64url; in a body held
+# JSON-escaped, in base64 without padding or base64url, or in hex (lower
+# or upper case, a space or a ":" between bytes); in a body held
 # whole, in one streamed in 3-byte pieces, and in one longer than the
 # hold.  OpenAI-style ("Bearer k") and Anthropic-style (x-api-key) keys.
 
@@ -41,7 +42,15 @@ my @forms = (
     [ anthropic => 'anthropic: url, every byte', url_all($ak) ],
     [ anthropic => 'anthropic: json, every char', json_all($ak) ],
     [ anthropic => 'anthropic: base64url', b64url($ak) ],
+    [ openai => 'openai: hex, spaced', hex_of($ok, ' ') ],
+    [ openai => 'openai: hex, upper case', uc hex_of($ok, '') ],
+    [ anthropic => 'anthropic: hex, colons', hex_of($ak, ':') ],
 );
+
+sub hex_of {
+    my ($s, $sep) = @_;
+    return join $sep, map { sprintf '%02x', ord } split //, $s;
+}
 
 # The gateway passes no X-Echo-* header of the client, nor a query: the
 # location sets the echo upstream's headers from the User-Agent, which it

@@ -49,6 +49,7 @@ static void test_json(const al_scrub_t *s);
 static void test_html(const al_scrub_t *s);
 static void test_utf16(const al_scrub_t *s);
 static void test_base64(const al_scrub_t *s);
+static void test_hex(const al_scrub_t *s);
 static void test_partial(const al_scrub_t *s);
 static void test_negative(const al_scrub_t *s);
 static void test_pairs(const al_scrub_t *s, const char *name);
@@ -284,10 +285,12 @@ test_forms(al_keyring_t *kr, const char *pub)
                "bearer: the rendered value in base64");
         tap_ok(has(s, "QmVhcmVyIHMzY3IzdC8-P35r"),
                "bearer: the rendered value in base64url");
-        tap_is_int((long) s->n, 8, "bearer: eight strings, no duplicates");
-        tap_is_int((long) s->maxlen, (7 + sizeof(SECRET) - 1 + 2) / 3 * 4,
-                   "bearer: maxlen is the longest string, the value's "
-                   "base64");
+        tap_is_int((long) s->n, 14,
+                   "bearer: fourteen strings (eight, and six hex forms of "
+                   "the secret), no duplicates");
+        tap_is_int((long) s->maxlen, 3 * (sizeof(SECRET) - 1) - 1,
+                   "bearer: maxlen is the longest string, the secret's "
+                   "spaced hex");
         tap_is_int((long) s->maxspan, 6 * (long) s->maxlen,
                    "bearer: a match spans at most 6 bytes a byte");
         tap_ok(s->first['B'] && s->first['s'] && s->first['c']
@@ -300,6 +303,7 @@ test_forms(al_keyring_t *kr, const char *pub)
         test_html(s);
         test_utf16(s);
         test_base64(s);
+        test_hex(s);
         test_partial(s);
         test_negative(s);
         test_pairs(s, "bearer");
@@ -324,6 +328,11 @@ test_forms(al_keyring_t *kr, const char *pub)
         redacted(s, "pw-Secret9", "basic: the password echoed");
         redacted(s, "pw%2dSecret%39", "basic: the password URL-encoded");
         redacted(s, "user%3Apw-Secret9", "basic: user%3Apassword");
+        redacted(s, "70772d53656372657439", "basic: the password in hex");
+        redacted(s, "70 77 2D 53 65 63 72 65 74 39",
+                 "basic: the password in hex, spaced, upper case");
+        redacted(s, "75 73 65 72 3a 70 77 2d 53 65 63 72 65 74 39",
+                 "basic: user:password (the secret) in hex, spaced");
         test_pairs(s, "basic");
         al_scrub_free(s);
     }
@@ -683,6 +692,39 @@ test_base64(const al_scrub_t *s)
 }
 
 
+/*
+ * Hex, as an upstream that shows the bytes it got writes them: side by
+ * side, a space or a ":" between bytes, lower or upper case; the whole
+ * rendered value too.
+ */
+
+static void
+test_hex(const al_scrub_t *s)
+{
+    char  out[256];
+
+    tap_ok(has(s, "7333637233742f3e3f7e6b")
+           && !has(s, "426561726572207333637233742f3e3f7e6b"),
+           "hex: listed, lower case, the secret's, not the value's");
+    redacted(s, "7333637233742f3e3f7e6b", "hex: lower case");
+    redacted(s, "7333637233742F3E3F7E6B", "hex: upper case");
+    redacted(s, "73 33 63 72 33 74 2f 3e 3f 7e 6b", "hex: spaced");
+    redacted(s, "73 33 63 72 33 74 2F 3E 3F 7E 6B", "hex: spaced, upper");
+    redacted(s, "73:33:63:72:33:74:2f:3e:3f:7e:6b", "hex: colons");
+
+    /* the rendered value: its secret's part */
+
+    scrub_whole(s, "42:65:61:72:65:72:20:73:33:63:72:33:74:2F:3E:3F:7E:6B",
+                53, out);
+    tap_is_str(out, "42:65:61:72:65:72:20:" REDACTED,
+               "hex: the rendered value, colons, upper: the secret redacted");
+
+    /* one byte short is left alone */
+    scrub_whole(s, "7333637233742f3e3f7e", 20, out);
+    tap_is_str(out, "7333637233742f3e3f7e", "hex: one byte short, kept");
+}
+
+
 /* a prefix of any form is PARTIAL, then NONE at the end of the stream */
 
 static void
@@ -696,6 +738,7 @@ test_partial(const al_scrub_t *s)
         "\\u0073\\u0033c\\u0072\\u0033t\\/\\u003e?~k",
         "czNjcjN0Lz4_fms=",
         "&#115;3cr3t&#x2F;&gt;?~k",
+        "73 33 63 72 33 74 2f 3e 3f 7e 6b",
         NULL
     };
 
