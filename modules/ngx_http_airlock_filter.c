@@ -4,12 +4,13 @@
  *
  * On routes that inject credentials, any scrub string of the route (see
  * al_scrub_collect()) in a response header or in the body, raw,
- * URL-encoded, JSON- or HTML-escaped (al_scrub_match()), reaches the
- * client as "[REDACTED]".  A body of known length up to airlock_scrub_hold
- * (64 KB) is held whole and sent with the Content-Length of what is sent.
- * Others are scrubbed as they stream: nothing is buffered but the few
- * bytes at the end of a buffer that could begin a match, which wait for
- * the next buffer (or the last one) to decide.  Encoded bodies cannot be
+ * URL-encoded, JSON- or HTML-escaped, quoted-printable
+ * (al_scrub_match()), reaches the client as "[REDACTED]".  A body of
+ * known length up to airlock_scrub_hold (64 KB) is held whole and sent
+ * with the Content-Length of what is sent.  Others are scrubbed as they
+ * stream: nothing is buffered but the few bytes at the end of a buffer
+ * that could begin a match, which wait for the next buffer (or the last
+ * one) to decide.  Encoded bodies cannot be
  * searched and are refused with 502: a Content-Encoding other than
  * identity in any header (nginx passes them all on), or from the upstream
  * a Transfer-Encoding other than chunked.
@@ -199,8 +200,9 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
  * (0xff matches no byte: a byte with its top bit set picks 0): a byte is
  * one when the entry its low nibble picks is the byte itself.  The first
  * for a lane's own byte: '%', '&', '\\' and, on routes with a space,
- * '+'; the second for the byte after it: '%', '&', '\\' and NUL (the
- * second byte of a UTF-16LE form).
+ * '+'; the second for the byte after it: '%', '&', '\\', '=' (a
+ * quoted-printable escape or soft line break) and NUL (the second byte of
+ * a UTF-16LE form).
  */
 
 static ngx_int_t
@@ -234,6 +236,7 @@ ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
     t[80 + 0x5] = '%';
     t[80 + 0x6] = '&';
     t[80 + 0xc] = '\\';
+    t[80 + 0xd] = '=';
     t[80 + 0x0] = '\0';
 
     for (i = 0; i < scrub->npairs; i++) {
@@ -1440,7 +1443,8 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
             m |= (vt) (v == '+');                                             \
         }                                                                     \
                                                                               \
-        e_ = (vt) ((v1 == '%') | (v1 == '\\') | (v1 == '&') | (v1 == 0));     \
+        e_ = (vt) ((v1 == '%') | (v1 == '\\') | (v1 == '&') | (v1 == '=')    \
+                   | (v1 == 0));                                              \
         ep_ = (vt) (v1 == '+');                                               \
                                                                               \
         for (i_ = 0; i_ < (scrub)->npairs; i_++) {                            \
@@ -1673,7 +1677,7 @@ ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p, uint32_t bits)
         for (i = 0; i < scrub->npairs; i++) {
             want |= (c == scrub->pair[i][0]
                      && (d == scrub->pair[i][1] || d == '%' || d == '\\'
-                         || d == '&' || d == 0
+                         || d == '&' || d == '=' || d == 0
                          || (scrub->pair[i][1] == ' ' && d == '+')));
             want |= (c == 0 && d == scrub->pair[i][0]);
         }

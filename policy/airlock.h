@@ -691,8 +691,10 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * space), JSON-escaped (\" \\ \/ \b \f \n \r \t and \uXXXX for any
  * character, either case, surrogate pairs for 4-byte UTF-8) and
  * HTML-escaped (&amp; &lt; &gt; &quot; &apos;, &#N; and &#xN; for any
- * character), and an ASCII string in UTF-16 (LE, BE).  A match is read
- * in one form from its first byte to its last.
+ * character), quoted-printable (=XX for any byte but the first, a soft
+ * line break "=\r\n" or "=\n" between two bytes), and an ASCII string in
+ * UTF-16 (LE, BE).  A match is read in one form from its first byte to
+ * its last.
  */
 
 #define AL_SCRUB_PAIRS  8

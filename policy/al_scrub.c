@@ -11,7 +11,8 @@
  * alphabets, with and without padding; hex; the Basic credential
  * decoded).
  * The forms a client decodes byte by byte (URL-encoding, JSON escapes,
- * HTML and XML character references, in any mix of hex case, and UTF-16)
+ * HTML and XML character references, quoted-printable, in any mix of hex
+ * case, and UTF-16)
  * are not listed, 2^n strings each: al_scrub_match() decodes them as it
  * compares, so one string stands for all of them.
  */
@@ -33,6 +34,7 @@
 #define AL_SCRUB_HTML   3
 #define AL_SCRUB_U16LE  4
 #define AL_SCRUB_U16BE  5
+#define AL_SCRUB_QP     6
 
 
 typedef struct {
@@ -69,7 +71,7 @@ static const al_secret_t *al_scrub_secret(const al_policy_t *p,
     const char *name, size_t len);
 static void al_scrub_pair_clear(al_scrub_t *s, unsigned a, unsigned b);
 static int al_scrub_match_str(const al_str_t *str, const unsigned char *p,
-    size_t avail, int mode, size_t *len);
+    size_t avail, int mode, int final, size_t *len);
 static void al_scrub_try(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, int final, size_t *len, int *partial);
 static size_t al_scrub_next(const unsigned char *p, size_t avail, int mode,
@@ -80,6 +82,8 @@ static int al_scrub_html(const unsigned char *p, size_t avail,
     uint32_t *cp, size_t *len);
 static int al_scrub_match_utf16(const al_str_t *str, const unsigned char *p,
     size_t avail, int be, size_t *len);
+static int al_scrub_match_qp(const al_str_t *str, const unsigned char *p,
+    size_t avail, int final, size_t *len);
 static int al_scrub_hex(int c);
 static size_t al_scrub_utf8(unsigned char *out, uint32_t cp);
 
@@ -866,6 +870,7 @@ al_scrub_index(al_scrub_t *s)
         al_scrub_pair_clear(s, c, '%');
         al_scrub_pair_clear(s, c, '\\');
         al_scrub_pair_clear(s, c, '&');
+        al_scrub_pair_clear(s, c, '=');     /* quoted-printable */
         al_scrub_pair_clear(s, c, '\0');    /* UTF-16LE */
 
         if (s->str[i].data[1] == ' ') {
@@ -919,10 +924,11 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
      * strings left, and those read whole on the way, are then compared
      * one by one (al_scrub_match_str() decides).  What cannot be read for
      * certain (an escape cut short by the end of what is there, "+" in a
-     * URL, a surrogate pair) stops the narrowing there.
+     * URL, a surrogate pair, a quoted-printable soft line break) stops
+     * the narrowing there.
      */
 
-    for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_U16BE; mode++) {
+    for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_QP; mode++) {
         lo = 0;
         hi = s->n;
         i = 0;
@@ -980,7 +986,7 @@ al_scrub_try(const al_str_t *str, const unsigned char *p, size_t avail,
     int     m;
     size_t  n;
 
-    m = al_scrub_match_str(str, p, avail, mode, &n);
+    m = al_scrub_match_str(str, p, avail, mode, final, &n);
 
     if (m == AL_SCRUB_FULL && n > *len) {
         *len = n;
@@ -1116,6 +1122,26 @@ al_scrub_next(const unsigned char *p, size_t avail, int mode, size_t *i,
         *i = j + 2;
         return 1;
 
+    case AL_SCRUB_QP:
+        if (p[j] != '=' || j == 0) {
+            break;
+        }
+
+        if (j + 2 >= avail || p[j + 1] == '\r' || p[j + 1] == '\n') {
+            return (size_t) -1;             /* "=X", a soft line break */
+        }
+
+        d = al_scrub_hex(p[j + 1]);
+        h = al_scrub_hex(p[j + 2]);
+
+        if (d >= 0 && h >= 0) {
+            u[0] = (unsigned char) (d << 4 | h);
+            *i = j + 3;
+            return 1;
+        }
+
+        break;                              /* a "=" that stands for itself */
+
     case AL_SCRUB_HTML:
         if (p[j] != '&') {
             break;
@@ -1189,8 +1215,10 @@ al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c, size_t *lo,
 
 
 /*
- * One string in one form: raw, URL-encoded, JSON-escaped or HTML-escaped.
- * Each form is read one way only: in URL-encoding "%" followed by two hex
+ * One string in one form: raw, URL-encoded, JSON-escaped, HTML-escaped,
+ * UTF-16 or quoted-printable (the last two in functions of their own;
+ * final: the end of the response, for the last).  Each form is read one
+ * way only: in URL-encoding "%" followed by two hex
  * digits is an escape (an encoder writes a "%" of the value as "%25"), in
  * JSON "\" is always one, in HTML "&" begins a reference when one follows
  * (al_scrub_html()) and is itself otherwise, as a browser reads it.
@@ -1198,7 +1226,7 @@ al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c, size_t *lo,
 
 static int
 al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
-    int mode, size_t *len)
+    int mode, int final, size_t *len)
 {
     int                   h[4], m;
     size_t                i, k, e, n, x, need;
@@ -1211,6 +1239,10 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
     if (mode == AL_SCRUB_U16LE || mode == AL_SCRUB_U16BE) {
         return al_scrub_match_utf16(str, p, avail, mode == AL_SCRUB_U16BE,
                                     len);
+    }
+
+    if (mode == AL_SCRUB_QP) {
+        return al_scrub_match_qp(str, p, avail, final, len);
     }
 
     if (mode == AL_SCRUB_RAW) {
@@ -1465,6 +1497,103 @@ al_scrub_match_utf16(const al_str_t *str, const unsigned char *p,
     }
 
     *len = 2 * str->len;
+
+    return AL_SCRUB_FULL;
+}
+
+
+/*
+ * Quoted-printable (RFC 2045), as a MIME part or a mail an upstream serves
+ * carries a text: any byte but the first as "=XX" (the hex digits in
+ * either case, as quopri and the email package read them), and a soft
+ * line break ("=" and CRLF or LF, which the decoder drops) between any
+ * two bytes, as an encoder cuts every line longer than 76 characters, so
+ * inside any value longer than that.  Not two breaks in a row: a match
+ * spans at most 6 bytes a byte ("=\r\n=3D").  A "=" that begins neither
+ * stands for itself, as the decoders keep it, and so does one the end of
+ * the response cuts short (final).
+ */
+
+static int
+al_scrub_match_qp(const al_str_t *str, const unsigned char *p, size_t avail,
+    int final, size_t *len)
+{
+    int                   d, h;
+    size_t                i, k;
+    unsigned              soft;
+    const unsigned char  *v;
+
+    v = (const unsigned char *) str->data;
+
+    i = 0;
+    k = 0;
+    soft = 0;
+
+    while (k < str->len) {
+
+        if (i == avail) {
+            return AL_SCRUB_PARTIAL;
+        }
+
+        if (p[i] == '=' && i > 0 && (i + 1 < avail || !final)) {
+            if (i + 1 == avail) {
+                return AL_SCRUB_PARTIAL;
+            }
+
+            if (p[i + 1] == '\r' || p[i + 1] == '\n') {
+                if (soft) {
+                    return AL_SCRUB_NONE;
+                }
+
+                if (p[i + 1] == '\r') {
+                    if (i + 2 == avail) {
+                        return final ? AL_SCRUB_NONE : AL_SCRUB_PARTIAL;
+                    }
+
+                    if (p[i + 2] != '\n') {
+                        return AL_SCRUB_NONE;
+                    }
+
+                    i++;
+                }
+
+                i += 2;
+                soft = 1;
+                continue;
+            }
+
+            d = al_scrub_hex(p[i + 1]);
+
+            if (d >= 0 && (i + 2 < avail || !final)) {
+                if (i + 2 == avail) {
+                    return AL_SCRUB_PARTIAL;
+                }
+
+                h = al_scrub_hex(p[i + 2]);
+
+                if (h >= 0) {
+                    if ((unsigned) (d << 4 | h) != v[k]) {
+                        return AL_SCRUB_NONE;
+                    }
+
+                    i += 3;
+                    k++;
+                    soft = 0;
+                    continue;
+                }
+            }
+        }
+
+        if (p[i] != v[k]) {
+            return AL_SCRUB_NONE;
+        }
+
+        i++;
+        k++;
+        soft = 0;
+    }
+
+    *len = i;
 
     return AL_SCRUB_FULL;
 }

@@ -50,6 +50,7 @@ static void test_html(const al_scrub_t *s);
 static void test_utf16(const al_scrub_t *s);
 static void test_base64(const al_scrub_t *s);
 static void test_hex(const al_scrub_t *s);
+static void test_qp(const al_scrub_t *s);
 static void test_partial(const al_scrub_t *s);
 static void test_negative(const al_scrub_t *s);
 static void test_pairs(const al_scrub_t *s, const char *name);
@@ -304,6 +305,7 @@ test_forms(al_keyring_t *kr, const char *pub)
         test_utf16(s);
         test_base64(s);
         test_hex(s);
+        test_qp(s);
         test_partial(s);
         test_negative(s);
         test_pairs(s, "bearer");
@@ -725,6 +727,78 @@ test_hex(const al_scrub_t *s)
 }
 
 
+/*
+ * Quoted-printable: "=XX" for any byte but the first (either case), and a
+ * soft line break (CRLF or LF) between any two bytes, one at a time.
+ */
+
+static void
+test_qp(const al_scrub_t *s)
+{
+    int          ok, m;
+    char         in[256], out[512];
+    size_t       i, n, at, piece;
+    const char  *v;
+
+    redacted(s, "s3cr3t/>?~=\r\nk", "qp: a soft line break, CRLF");
+    redacted(s, "s=\n3cr3t/>?~k", "qp: a soft line break after the first");
+    redacted(s, "s3cr3t=2F=3E=3F=7Ek", "qp: =XX");
+    redacted(s, "s3cr3t=2f=\r\n=3e?~k", "qp: lower case, a break between");
+    redacted(s, "Bearer s3cr=\r\n3t/>?~k", "qp: the rendered value");
+    redacted(s, "czNjcjN0Lz4/fms=3D", "qp: base64, its padding as =3D");
+    redacted(s, "czNjcjN0Lz4/f=\r\nms=3D", "qp: base64, broken");
+
+    /* a break at every place, "x" before and "y" after */
+
+    v = "Bearer " SECRET;
+    ok = 1;
+
+    for (at = 1; ok && at < strlen(v); at++) {
+        n = 0;
+        in[n++] = 'x';
+
+        for (i = 0; v[i] != '\0'; i++) {
+            if (i == at) {
+                memcpy(in + n, "=\r\n", 3);
+                n += 3;
+            }
+
+            in[n++] = v[i];
+        }
+
+        in[n++] = 'y';
+        in[n] = '\0';
+
+        scrub_whole(s, in, n, out);
+        ok = (strcmp(out, "x" REDACTED "y") == 0);
+
+        for (piece = 1; ok && piece <= 7; piece++) {
+            ok = scrub_pieces(s, in, n, piece, out) != (size_t) -1
+                 && strcmp(out, "x" REDACTED "y") == 0;
+        }
+    }
+
+    if (!tap_ok(ok, "qp: a soft line break at every place, whole and in "
+                "pieces"))
+    {
+        tap_diag("input: ", in);
+        tap_diag("got:   ", out);
+    }
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/>=\r", 10, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "qp: partial inside a soft line break");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/>=3", 10, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "qp: partial inside =XX");
+
+    scrub_whole(s, "s3cr3t/>=\r\n=\r\n?~k", 18, out);
+    tap_is_str(out, "s3cr3t/>=\r\n=\r\n?~k", "qp: two breaks in a row, kept");
+
+    scrub_whole(s, "=73" "3cr3t/>?~k", 13, out);
+    tap_is_str(out, "=733cr3t/>?~k", "qp: the first byte is itself");
+}
+
+
 /* a prefix of any form is PARTIAL, then NONE at the end of the stream */
 
 static void
@@ -817,7 +891,8 @@ test_negative(const al_scrub_t *s)
 /*
  * The pair filter turns a candidate away on its first two bytes: it must
  * never turn away one that matches.  Every string, its second byte in
- * each form (raw, %XX in both cases, &#xXX;, \\u00XX, "+" for a space), and
+ * each form (raw, %XX in both cases, &#xXX;, \\u00XX, "=XX" and after a
+ * quoted-printable soft line break, "+" for a space), and
  * every pair of bytes followed by the rest of the string: the answer is
  * the same with the filter as without it.
  */
@@ -856,7 +931,7 @@ test_pairs(const al_scrub_t *s, const char *name)
             continue;
         }
 
-        for (k = 0; k < 5; k++) {
+        for (k = 0; k < 7; k++) {
             in[0] = (unsigned char) str->data[0];
             b = (unsigned char) str->data[1];
 
@@ -881,6 +956,17 @@ test_pairs(const al_scrub_t *s, const char *name)
                 in[5] = (unsigned char) hex[b & 15];
                 in[6] = ';';
                 len = 7;
+                break;
+            case 5:
+                in[1] = '=';
+                in[2] = (unsigned char) hex[b >> 4];
+                in[3] = (unsigned char) hex[b & 15];
+                len = 4;
+                break;
+            case 6:
+                memcpy(in + 1, "=\r\n", 3);
+                in[4] = (unsigned char) b;
+                len = 5;
                 break;
             default:
                 if (b >= 0x80) {
