@@ -693,8 +693,8 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * HTML-escaped (&amp; &lt; &gt; &quot; &apos;, &#N; and &#xN; for any
  * character), quoted-printable (=XX for any byte but the first, a soft
  * line break "=\r\n" or "=\n" between two bytes), and an ASCII string in
- * UTF-16 (LE, BE).  A match is read in one form from its first byte to
- * its last.
+ * UTF-16 and UTF-32 (LE, BE).  A match is read in one form from its first
+ * byte to its last.
  */
 
 #define AL_SCRUB_PAIRS  8

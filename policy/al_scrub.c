@@ -12,9 +12,9 @@
  * decoded).
  * The forms a client decodes byte by byte (URL-encoding, JSON escapes,
  * HTML and XML character references, quoted-printable, in any mix of hex
- * case, and UTF-16)
- * are not listed, 2^n strings each: al_scrub_match() decodes them as it
- * compares, so one string stands for all of them.
+ * case, and UTF-16 and UTF-32) are not listed, 2^n strings each:
+ * al_scrub_match() decodes them as it compares, so one string stands for
+ * all of them.
  */
 
 #include <stdint.h>
@@ -32,9 +32,11 @@
 #define AL_SCRUB_URL    1
 #define AL_SCRUB_JSON   2
 #define AL_SCRUB_HTML   3
-#define AL_SCRUB_U16LE  4
-#define AL_SCRUB_U16BE  5
-#define AL_SCRUB_QP     6
+#define AL_SCRUB_QP     4
+#define AL_SCRUB_U16LE  5               /* the wide forms last: each has */
+#define AL_SCRUB_U16BE  6               /* a NUL in its first two bytes */
+#define AL_SCRUB_U32LE  7
+#define AL_SCRUB_U32BE  8
 
 
 typedef struct {
@@ -80,8 +82,8 @@ static void al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c,
     size_t *lo, size_t *hi);
 static int al_scrub_html(const unsigned char *p, size_t avail,
     uint32_t *cp, size_t *len);
-static int al_scrub_match_utf16(const al_str_t *str, const unsigned char *p,
-    size_t avail, int be, size_t *len);
+static int al_scrub_match_wide(const al_str_t *str, const unsigned char *p,
+    size_t avail, int mode, size_t *len);
 static int al_scrub_match_qp(const al_str_t *str, const unsigned char *p,
     size_t avail, int final, size_t *len);
 static int al_scrub_hex(int c);
@@ -810,7 +812,7 @@ al_scrub_index(al_scrub_t *s)
     s->first['%'] = 1;
     s->first['\\'] = 1;
     s->first['&'] = 1;
-    s->first['\0'] = 1;                     /* UTF-16BE */
+    s->first['\0'] = 1;                     /* UTF-16BE, UTF-32BE */
 
     for (i = 0; i < s->n; i++) {
         s->first[(unsigned char) s->str[i].data[0]] = 1;
@@ -834,7 +836,7 @@ al_scrub_index(al_scrub_t *s)
     for (i = 0; i < s->n; i++) {
         c = (unsigned char) s->str[i].data[0];
 
-        al_scrub_pair_clear(s, '\0', c);    /* UTF-16BE */
+        al_scrub_pair_clear(s, '\0', c);    /* UTF-16BE, UTF-32BE */
 
         if (s->str[i].len == 1) {
             for (j = 0; j < 256; j++) {
@@ -871,7 +873,7 @@ al_scrub_index(al_scrub_t *s)
         al_scrub_pair_clear(s, c, '\\');
         al_scrub_pair_clear(s, c, '&');
         al_scrub_pair_clear(s, c, '=');     /* quoted-printable */
-        al_scrub_pair_clear(s, c, '\0');    /* UTF-16LE */
+        al_scrub_pair_clear(s, c, '\0');    /* UTF-16LE, UTF-32LE */
 
         if (s->str[i].data[1] == ' ') {
             al_scrub_pair_clear(s, c, '+');
@@ -928,7 +930,16 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
      * the narrowing there.
      */
 
-    for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_QP; mode++) {
+    for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_U32BE; mode++) {
+
+        /* UTF-16 and UTF-32 start with a NUL or have one second */
+
+        if (mode == AL_SCRUB_U16LE && avail >= 2 && p[0] != '\0'
+            && p[1] != '\0')
+        {
+            break;
+        }
+
         lo = 0;
         hi = s->n;
         i = 0;
@@ -1033,6 +1044,45 @@ al_scrub_next(const unsigned char *p, size_t avail, int mode, size_t *i,
         }
 
         *i = j + 2;
+        return 1;
+
+    case AL_SCRUB_U32LE:
+    case AL_SCRUB_U32BE:
+        if (mode == AL_SCRUB_U32BE && j == 0) {
+
+            /* from the last NUL of the first character: "\0c" */
+
+            if (j + 1 >= avail) {
+                return (size_t) -1;
+            }
+
+            if (p[0] != '\0' || p[1] >= 0x80) {
+                return 0;
+            }
+
+            u[0] = p[1];
+            *i = 2;
+            return 1;
+        }
+
+        if (j + 3 >= avail) {
+            return (size_t) -1;
+        }
+
+        if (mode == AL_SCRUB_U32BE) {
+            u[0] = p[j + 3];
+            m = p[j] | p[j + 1] | p[j + 2];
+
+        } else {
+            u[0] = p[j];
+            m = p[j + 1] | p[j + 2] | p[j + 3];
+        }
+
+        if (m != 0 || u[0] >= 0x80) {
+            return 0;
+        }
+
+        *i = j + 4;
         return 1;
 
     case AL_SCRUB_URL:
@@ -1216,9 +1266,9 @@ al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c, size_t *lo,
 
 /*
  * One string in one form: raw, URL-encoded, JSON-escaped, HTML-escaped,
- * UTF-16 or quoted-printable (the last two in functions of their own;
- * final: the end of the response, for the last).  Each form is read one
- * way only: in URL-encoding "%" followed by two hex
+ * quoted-printable, UTF-16 or UTF-32 (the last three in functions of
+ * their own; final: the end of the response, for quoted-printable).  Each
+ * form is read one way only: in URL-encoding "%" followed by two hex
  * digits is an escape (an encoder writes a "%" of the value as "%25"), in
  * JSON "\" is always one, in HTML "&" begins a reference when one follows
  * (al_scrub_html()) and is itself otherwise, as a browser reads it.
@@ -1236,9 +1286,8 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
 
     v = (const unsigned char *) str->data;
 
-    if (mode == AL_SCRUB_U16LE || mode == AL_SCRUB_U16BE) {
-        return al_scrub_match_utf16(str, p, avail, mode == AL_SCRUB_U16BE,
-                                    len);
+    if (mode >= AL_SCRUB_U16LE) {
+        return al_scrub_match_wide(str, p, avail, mode, len);
     }
 
     if (mode == AL_SCRUB_QP) {
@@ -1462,41 +1511,58 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
 
 
 /*
- * A string of ASCII bytes in UTF-16, little- or big-endian (be): each
- * byte and a NUL, 2 bytes a byte, as a body in that charset carries it
- * and a client's library decodes it (a JSON body is taken for UTF-16 by
- * its NULs alone).  A string with a byte past ASCII is not looked for.
+ * A string of ASCII bytes in UTF-16 or UTF-32, little- or big-endian: each
+ * byte and one or three NULs, after or before it, as a body in that
+ * charset carries it and a client's library decodes it (a JSON body is
+ * taken for UTF-16 or UTF-32 by its NULs alone; Jackson writes UTF-32
+ * when a client's Accept asks for it).  A UTF-32BE match starts at the
+ * last NUL of its first character (the pair filter looks at a NUL and
+ * the byte after it): the NULs before it are not the credential.  A
+ * string with a byte past ASCII is not looked for.
  */
 
 static int
-al_scrub_match_utf16(const al_str_t *str, const unsigned char *p,
-    size_t avail, int be, size_t *len)
+al_scrub_match_wide(const al_str_t *str, const unsigned char *p,
+    size_t avail, int mode, size_t *len)
 {
-    size_t                i, k;
+    size_t                i, k, w, at, n;
     unsigned char         c;
     const unsigned char  *v;
 
     v = (const unsigned char *) str->data;
+    w = (mode >= AL_SCRUB_U32LE) ? 4 : 2;
+    at = 0;
 
     for (k = 0; k < str->len; k++) {
         if (v[k] >= 0x80) {
             return AL_SCRUB_NONE;
         }
 
-        for (i = 2 * k; i < 2 * k + 2; i++) {
-            if (i == avail) {
+        /* the character's bytes, its own last when big-endian */
+
+        n = (mode == AL_SCRUB_U32BE && k == 0) ? 2 : w;
+
+        for (i = 0; i < n; i++) {
+            if (at + i == avail) {
                 return AL_SCRUB_PARTIAL;
             }
 
-            c = ((i & 1) == (size_t) (be ? 1 : 0)) ? v[k] : '\0';
+            if (mode == AL_SCRUB_U16LE || mode == AL_SCRUB_U32LE) {
+                c = (i == 0) ? v[k] : '\0';
 
-            if (p[i] != c) {
+            } else {
+                c = (i == n - 1) ? v[k] : '\0';
+            }
+
+            if (p[at + i] != c) {
                 return AL_SCRUB_NONE;
             }
         }
+
+        at += n;
     }
 
-    *len = 2 * str->len;
+    *len = at;
 
     return AL_SCRUB_FULL;
 }

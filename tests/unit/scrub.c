@@ -617,50 +617,69 @@ test_html(const al_scrub_t *s)
 
 
 /*
- * UTF-16, little- and big-endian: "x<form>y" becomes "x[REDACTED]y",
- * whole and in pieces of 1 to 7 bytes; the form cut short is left alone.
+ * UTF-16 and UTF-32, little- and big-endian: "x<form>y" becomes
+ * "x[REDACTED]y" (UTF-32BE: the NULs before the first character's byte
+ * stay, "x\0\0[REDACTED]y"), whole and in pieces of 1 to 7 bytes; the
+ * form cut short is left alone.
  */
 
 static void
 test_utf16(const al_scrub_t *s)
 {
     int          ok, be, m;
-    char         in[256], out[512];
-    size_t       i, n, piece;
+    char         in[256], out[512], want[64], name[64];
+    size_t       i, k, n, w, piece, wlen;
     al_str_t     one_str;
     al_scrub_t   one;
     const char  *v;
 
     v = "Bearer " SECRET;
 
-    for (be = 0; be <= 1; be++) {
-        n = 0;
-        in[n++] = 'x';
+    for (w = 2; w <= 4; w += 2) {
+        for (be = 0; be <= 1; be++) {
+            n = 0;
+            in[n++] = 'x';
 
-        for (i = 0; v[i] != '\0'; i++) {
-            in[n++] = be ? '\0' : v[i];
-            in[n++] = be ? v[i] : '\0';
+            for (i = 0; v[i] != '\0'; i++) {
+                for (k = 0; k < w; k++) {
+                    in[n++] = (k == (be ? w - 1 : 0)) ? v[i] : '\0';
+                }
+            }
+
+            in[n++] = 'y';
+
+            wlen = 0;
+            want[wlen++] = 'x';
+
+            if (w == 4 && be) {
+                want[wlen++] = '\0';
+                want[wlen++] = '\0';
+            }
+
+            memcpy(want + wlen, REDACTED "y", sizeof(REDACTED));
+            wlen += sizeof(REDACTED);
+
+            scrub_whole(s, in, n, out);
+            ok = (memcmp(out, want, wlen) == 0);
+
+            for (piece = 1; ok && piece <= 7; piece++) {
+                ok = scrub_pieces(s, in, n, piece, out) != (size_t) -1
+                     && memcmp(out, want, wlen) == 0;
+            }
+
+            snprintf(name, sizeof(name), "utf%d: %s-endian", (int) w * 8,
+                     be ? "big" : "little");
+            tap_ok(ok, name);
+
+            /* the last character missing: nothing to redact */
+
+            in[n - 1 - w] = 'y';
+            scrub_whole(s, in, n - w, out);
+
+            snprintf(name, sizeof(name), "utf%d: %s-endian, one short, kept",
+                     (int) w * 8, be ? "big" : "little");
+            tap_ok(memcmp(out, in, n - w) == 0, name);
         }
-
-        in[n++] = 'y';
-
-        scrub_whole(s, in, n, out);
-        ok = (strcmp(out, "x" REDACTED "y") == 0);
-
-        for (piece = 1; ok && piece <= 7; piece++) {
-            ok = scrub_pieces(s, in, n, piece, out) != (size_t) -1
-                 && strcmp(out, "x" REDACTED "y") == 0;
-        }
-
-        tap_ok(ok, be ? "utf16: big-endian" : "utf16: little-endian");
-
-        /* the last character missing: nothing to redact */
-
-        in[n - 3] = 'y';
-        scrub_whole(s, in, n - 2, out);
-        tap_ok(memcmp(out, in, n - 2) == 0,
-               be ? "utf16: big-endian, one short, kept"
-                  : "utf16: little-endian, one short, kept");
     }
 
     /* a string of one byte: its big-endian form passes the pair filter */
@@ -675,6 +694,12 @@ test_utf16(const al_scrub_t *s)
 
     m = al_scrub_match(&one, (const unsigned char *) "\0q", 2, 1, &n);
     tap_ok(m == AL_SCRUB_FULL && n == 2, "utf16: one byte, big-endian");
+
+    /* a byte besides the NULs is no UTF-32 */
+
+    m = al_scrub_match(s, (const unsigned char *) "B\0\0\1e\0\0\0a\0\0\0", 12,
+                       1, &n);
+    tap_ok(m == AL_SCRUB_NONE, "utf32: not a NUL, no match");
 }
 
 
