@@ -10,10 +10,10 @@
  * with the Content-Length of what is sent.  Others are scrubbed as they
  * stream: nothing is buffered but the few bytes at the end of a buffer
  * that could begin a match, which wait for the next buffer (or the last
- * one) to decide.  Encoded bodies cannot be
- * searched and are refused with 502: a Content-Encoding other than
- * identity in any header (nginx passes them all on), or from the upstream
- * a Transfer-Encoding other than chunked.
+ * one) to decide.  Encoded bodies cannot be searched and are refused with
+ * 502: a Content-Encoding other than identity in any header (nginx passes
+ * them all on), from the upstream a Transfer-Encoding other than chunked,
+ * or a charset that does not write ASCII as ASCII, UTF-16 or UTF-32.
  *
  * The error-log lines nginx writes for such a request (an upstream header
  * line it cannot parse is logged as it came) are scrubbed the same way
@@ -62,6 +62,8 @@ static ngx_int_t ngx_http_airlock_body_filter(ngx_http_request_t *r,
 static ngx_table_elt_t *ngx_http_airlock_encoded(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_uint_t ngx_http_airlock_identity(ngx_str_t *value);
+static ngx_uint_t ngx_http_airlock_charset(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_airlock_charset_known(u_char *p, size_t len);
 static ngx_int_t ngx_http_airlock_scrub_headers(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_scrub_list(ngx_http_request_t *r,
@@ -263,7 +265,7 @@ static ngx_int_t
 ngx_http_airlock_header_filter(ngx_http_request_t *r)
 {
     off_t                         len;
-    ngx_str_t                     value;
+    ngx_str_t                     key, value;
     ngx_table_elt_t              *h;
     ngx_http_airlock_ctx_t       *ctx;
     ngx_http_airlock_loc_conf_t  *alcf;
@@ -288,12 +290,20 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     }
 
     h = ngx_http_airlock_encoded(r, ctx);
+    ngx_str_null(&key);
 
     if (h != NULL) {
+        key = h->key;
+        value = h->value;
+
+    } else if (!ngx_http_airlock_charset(r)) {
+        ngx_str_set(&key, "Content-Type");
+        value = r->headers_out.content_type;
+    }
+
+    if (key.len) {
 
         /* a Transfer-Encoding is the upstream's own, not scrubbed yet */
-
-        value = h->value;
 
         if (ngx_http_airlock_scrub_str(r, ctx->rconf, &value) == NGX_ERROR) {
             return NGX_ERROR;
@@ -302,7 +312,7 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "airlock: upstream sent \"%V: %V\" on route \"%s\", "
                       "a response that cannot be scrubbed",
-                      &h->key, &value, ctx->route->name.data);
+                      &key, &value, ctx->route->name.data);
 
         /* the error page that follows is not this upstream's answer */
         ctx->refused = r->upstream;
@@ -570,6 +580,142 @@ ngx_http_airlock_identity(ngx_str_t *value)
 
         p++;
     }
+}
+
+
+/*
+ * 1 when the body is in a charset the scrubber reads: one that writes
+ * ASCII as ASCII, UTF-16 or UTF-32, or none named.  A client decodes the
+ * body by its charset, and an upstream may write in the one the client
+ * asked for (Spring writes a String in the charset of the Accept the
+ * proxy keeps: "text/plain;charset=IBM037" is EBCDIC, where no byte of a
+ * credential is its ASCII).  Every "charset" parameter of the
+ * Content-Type is read, with blanks around "=" as lenient parsers take
+ * them (nginx itself reads only "; charset=" and passes the rest on), and
+ * the one nginx or the charset module set.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_charset(ngx_http_request_t *r)
+{
+    u_char     *p, *last, *v;
+    ngx_str_t  *cs, *ct;
+
+    cs = &r->headers_out.charset;
+    ct = &r->headers_out.content_type;
+
+    /* the usual answer: no parameter at all */
+
+    p = (ct->len != 0) ? memchr(ct->data, ';', ct->len) : NULL;
+
+    if (p == NULL && cs->len == 0) {
+        return 1;
+    }
+
+    /* set by another module than nginx's reading of the Content-Type */
+
+    if (cs->len && (cs->data < ct->data || cs->data >= ct->data + ct->len)) {
+        v = cs->data;
+        last = v + cs->len;
+
+        while (v < last && *v != ';' && *v != ' ' && *v != '\t' && *v != '"')
+        {
+            v++;
+        }
+
+        if (!ngx_http_airlock_charset_known(cs->data, v - cs->data)) {
+            return 0;
+        }
+    }
+
+    last = ct->data + ct->len;
+
+    for ( /* void */ ; p != NULL; p = memchr(p, ';', last - p)) {
+        p++;
+
+        while (p < last && (*p == ' ' || *p == '\t')) {
+            p++;
+        }
+
+        if (last - p < 7 || ngx_strncasecmp(p, (u_char *) "charset", 7) != 0)
+        {
+            continue;
+        }
+
+        p += 7;
+
+        while (p < last && (*p == ' ' || *p == '\t')) {
+            p++;
+        }
+
+        if (p == last || *p != '=') {
+            continue;
+        }
+
+        p++;
+
+        while (p < last && (*p == ' ' || *p == '\t' || *p == '"')) {
+            p++;
+        }
+
+        v = p;
+
+        while (p < last && *p != ';' && *p != ' ' && *p != '\t' && *p != '"')
+        {
+            p++;
+        }
+
+        if (!ngx_http_airlock_charset_known(v, p - v)) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * The charsets that write ASCII as ASCII (a name, or a family by its
+ * start, in any case), and UTF-16 and UTF-32, which al_scrub_match()
+ * reads.  Any other (EBCDIC, UTF-7, an empty name) is refused.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_charset_known(u_char *p, size_t len)
+{
+    ngx_uint_t  i;
+
+    static ngx_str_t  names[] = {
+        ngx_string("utf-8"), ngx_string("utf8"), ngx_string("us-ascii"),
+        ngx_string("ascii"), ngx_string("shift_jis"), ngx_string("sjis"),
+        ngx_string("tis-620"), ngx_string("macintosh")
+    };
+
+    static ngx_str_t  starts[] = {
+        ngx_string("utf-16"), ngx_string("utf-32"), ngx_string("iso-8859-"),
+        ngx_string("iso8859-"), ngx_string("iso_8859-"), ngx_string("latin"),
+        ngx_string("windows-"), ngx_string("cp125"), ngx_string("koi8-"),
+        ngx_string("euc-"), ngx_string("gb"), ngx_string("big5"),
+        ngx_string("iso-2022-")
+    };
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (len == names[i].len
+            && ngx_strncasecmp(p, names[i].data, len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    for (i = 0; i < sizeof(starts) / sizeof(starts[0]); i++) {
+        if (len >= starts[i].len
+            && ngx_strncasecmp(p, starts[i].data, starts[i].len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
