@@ -85,6 +85,12 @@ static u_char *ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc,
 #if (NGX_HTTP_AIRLOCK_AVX2)
 static u_char *ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc,
     u_char **pp, u_char *last) __attribute__((target("avx2")));
+static u_char *ngx_http_airlock_walk_pairs32_two(
+    ngx_http_airlock_route_t *rc, u_char **pp, u_char *last)
+    __attribute__((target("avx2")));
+static ngx_inline u_char *ngx_http_airlock_walk32(
+    ngx_http_airlock_route_t *rc, u_char **pp, u_char *last, ngx_uint_t two)
+    __attribute__((target("avx2"), always_inline));
 #if (defined __SANITIZE_ADDRESS__)
 static void ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p,
     uint32_t bits);
@@ -192,8 +198,9 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 
 
 /*
- * The list's two-byte starts (at most AL_SCRUB_PAIRS, 8) as four 16-byte
- * tables for the AVX2 walk: start i sets bit i in lo1[] at its first
+ * The list's two-byte starts (at most AL_SCRUB_PAIRS, 16) as four 16-byte
+ * tables for the AVX2 walk, for the first 8 and, at 96, for the next 8
+ * (bit i & 7 of the group i is in): start i sets bit i in lo1[] at its first
  * byte's low nibble and in hi1[] at its high nibble, and the same for its
  * second byte in lo2[] and hi2[].  lo1[b & 15] & hi1[b >> 4] then has
  * bit i exactly when b is start i's first byte (no two starts share a
@@ -210,17 +217,17 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 static ngx_int_t
 ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
 {
-    u_char       *t, a, b;
+    u_char       *t, *g, a, b, bit;
     ngx_uint_t    i;
     al_scrub_t   *scrub;
 
     scrub = rc->scrub;
 
-    if (scrub->npairs == 0 || scrub->npairs > 8) {
+    if (scrub->npairs == 0 || scrub->npairs > 16) {
         return NGX_OK;
     }
 
-    t = ngx_pcalloc(cf->pool, 96);
+    t = ngx_pcalloc(cf->pool, 160);
     if (t == NULL) {
         return NGX_ERROR;
     }
@@ -244,14 +251,16 @@ ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
     for (i = 0; i < scrub->npairs; i++) {
         a = scrub->pair[i][0];
         b = scrub->pair[i][1];
+        g = (i < 8) ? t : t + 96;
+        bit = (u_char) (1 << (i & 7));
 
-        t[a & 15] |= (u_char) (1 << i);
-        t[16 + (a >> 4)] |= (u_char) (1 << i);
-        t[32 + (b & 15)] |= (u_char) (1 << i);
-        t[48 + (b >> 4)] |= (u_char) (1 << i);
+        g[a & 15] |= bit;
+        g[16 + (a >> 4)] |= bit;
+        g[32 + (b & 15)] |= bit;
+        g[48 + (b >> 4)] |= bit;
 
         if (b == ' ') {
-            rc->space |= (u_char) (1 << i);
+            rc->space[i >= 8] |= bit;
         }
     }
 
@@ -1630,8 +1639,13 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
     scrub = rc->scrub;
 
 #if (NGX_HTTP_AIRLOCK_AVX2)
-    if (ngx_http_airlock_avx2 && last - p >= 33) {
-        c = ngx_http_airlock_walk_pairs32(rc, &p, last);
+    if (ngx_http_airlock_avx2 && last - p >= 33 && rc->nibbles != NULL) {
+
+        /* a copy of the loop for each number of groups of starts */
+
+        c = (scrub->npairs > 8)
+            ? ngx_http_airlock_walk_pairs32_two(rc, &p, last)
+            : ngx_http_airlock_walk_pairs32(rc, &p, last);
 
         if (c != NULL) {
             return c;
@@ -1694,7 +1708,8 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
  * The same 32 bytes at a time, while 33 are left: returns the first
  * candidate, or NULL with *pp where fewer than 33 bytes are left.  The
  * starts are looked up in the nibble tables (ngx_http_airlock_nibbles_init())
- * with a byte shuffle each, whatever their number: for the bytes v and
+ * with a byte shuffle each, a group of 8 at a time (more than 8: a second
+ * group, in a copy of the loop of its own): for the bytes v and
  * those one on, v1, a lane is a candidate when v begins an escape, or is
  * a NUL before a start's first byte (UTF-16BE), or when the start bits of
  * v and those of v1 (all of them when v1 begins an escape or is a NUL,
@@ -1706,16 +1721,29 @@ static u_char *
 ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     u_char *last)
 {
+    return ngx_http_airlock_walk32(rc, pp, last, 0);
+}
+
+
+static u_char *
+ngx_http_airlock_walk_pairs32_two(ngx_http_airlock_route_t *rc, u_char **pp,
+    u_char *last)
+{
+    return ngx_http_airlock_walk32(rc, pp, last, 1);
+}
+
+
+static ngx_inline u_char *
+ngx_http_airlock_walk32(ngx_http_airlock_route_t *rc, u_char **pp,
+    u_char *last, ngx_uint_t two)
+{
     u_char      *p;
     uint32_t     bits;
     __m256i      lo1, hi1, lo2, hi2, nib, t0, t1, pls, spc, zero;
-    __m256i      v, v1, f, f1, g, z, esc;
+    __m256i      lo1b, hi1b, lo2b, hi2b, spcb;
+    __m256i      v, v1, f, f1, g, z, esc, e1, p1, fb, gb, fg;
 
     p = *pp;
-
-    if (rc->nibbles == NULL) {
-        return NULL;
-    }
 
     lo1 = _mm256_broadcastsi128_si256(
               _mm_loadu_si128((__m128i *) rc->nibbles));
@@ -1726,6 +1754,17 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
     hi2 = _mm256_broadcastsi128_si256(
               _mm_loadu_si128((__m128i *) (rc->nibbles + 48)));
 
+    /* the second group of starts, from 96 */
+
+    lo1b = _mm256_broadcastsi128_si256(
+               _mm_loadu_si128((__m128i *) (rc->nibbles + 96)));
+    hi1b = _mm256_broadcastsi128_si256(
+               _mm_loadu_si128((__m128i *) (rc->nibbles + 112)));
+    lo2b = _mm256_broadcastsi128_si256(
+               _mm_loadu_si128((__m128i *) (rc->nibbles + 128)));
+    hi2b = _mm256_broadcastsi128_si256(
+               _mm_loadu_si128((__m128i *) (rc->nibbles + 144)));
+
     /* the escapes, by one byte shuffle each */
 
     t0 = _mm256_broadcastsi128_si256(
@@ -1735,7 +1774,8 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
 
     nib = _mm256_set1_epi8(0x0f);
     pls = _mm256_set1_epi8('+');
-    spc = _mm256_set1_epi8((char) rc->space);
+    spc = _mm256_set1_epi8((char) rc->space[0]);
+    spcb = _mm256_set1_epi8((char) rc->space[1]);
     zero = _mm256_setzero_si256();
 
     while (last - p >= 33) {
@@ -1756,10 +1796,30 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
                 _mm256_shuffle_epi8(hi2,
                     _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
 
-        g = _mm256_or_si256(g,
-                _mm256_cmpeq_epi8(_mm256_shuffle_epi8(t1, v1), v1));
-        g = _mm256_or_si256(g,
-                _mm256_and_si256(_mm256_cmpeq_epi8(v1, pls), spc));
+        e1 = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(t1, v1), v1);
+        p1 = _mm256_cmpeq_epi8(v1, pls);
+
+        g = _mm256_or_si256(g, e1);
+        g = _mm256_or_si256(g, _mm256_and_si256(p1, spc));
+
+        fg = _mm256_and_si256(f, g);
+
+        if (two) {
+            fb = _mm256_and_si256(
+                     _mm256_shuffle_epi8(lo1b, _mm256_and_si256(v, nib)),
+                     _mm256_shuffle_epi8(hi1b,
+                         _mm256_and_si256(_mm256_srli_epi16(v, 4), nib)));
+
+            gb = _mm256_and_si256(
+                     _mm256_shuffle_epi8(lo2b, _mm256_and_si256(v1, nib)),
+                     _mm256_shuffle_epi8(hi2b,
+                         _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
+
+            gb = _mm256_or_si256(gb, e1);
+            gb = _mm256_or_si256(gb, _mm256_and_si256(p1, spcb));
+
+            fg = _mm256_or_si256(fg, _mm256_and_si256(fb, gb));
+        }
 
         esc = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(t0, v), v);
 
@@ -1776,14 +1836,22 @@ ngx_http_airlock_walk_pairs32(ngx_http_airlock_route_t *rc, u_char **pp,
                      _mm256_shuffle_epi8(hi1,
                          _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
 
+            if (two) {
+                f1 = _mm256_or_si256(f1, _mm256_and_si256(
+                         _mm256_shuffle_epi8(lo1b,
+                                             _mm256_and_si256(v1, nib)),
+                         _mm256_shuffle_epi8(hi1b,
+                             _mm256_and_si256(_mm256_srli_epi16(v1, 4),
+                                              nib))));
+            }
+
             esc = _mm256_or_si256(esc,
                       _mm256_andnot_si256(_mm256_cmpeq_epi8(f1, zero), z));
         }
 
         /* a bit a lane: no start shared, then the escapes */
 
-        bits = ~(uint32_t) _mm256_movemask_epi8(
-                    _mm256_cmpeq_epi8(_mm256_and_si256(f, g), zero))
+        bits = ~(uint32_t) _mm256_movemask_epi8(_mm256_cmpeq_epi8(fg, zero))
                | (uint32_t) _mm256_movemask_epi8(esc);
 
 #if (defined __SANITIZE_ADDRESS__)

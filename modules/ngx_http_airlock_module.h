@@ -39,11 +39,13 @@ typedef struct {
     ngx_uint_t                   nfirst;
     u_char                       firsts[8];     /* the first bytes, when
                                                    there are at most 8 */
-    u_char                      *nibbles;       /* [64] the two-byte starts
-                                                   as nibble tables, for the
-                                                   AVX2 walk; NULL: none */
-    u_char                       space;         /* the starts whose second
-                                                   byte is ' ', a bit each */
+    u_char                      *nibbles;       /* [160] the two-byte
+                                                   starts as nibble tables,
+                                                   for the AVX2 walk; NULL:
+                                                   none */
+    u_char                       space[2];      /* the starts whose second
+                                                   byte is ' ', a bit each,
+                                                   by group of 8 */
 } ngx_http_airlock_route_t;
 
 

@@ -697,7 +697,7 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * byte to its last.
  */
 
-#define AL_SCRUB_PAIRS  8
+#define AL_SCRUB_PAIRS  16
 
 typedef struct {
     al_str_t        *str;

@@ -55,6 +55,7 @@ static void test_partial(const al_scrub_t *s);
 static void test_negative(const al_scrub_t *s);
 static void test_pairs(const al_scrub_t *s, const char *name);
 static void test_utf8(void);
+static void test_starts(void);
 static void test_decode(void);
 
 
@@ -501,6 +502,8 @@ test_policy_list(const al_policy_t *p)
 
     (void) redacted(all, "user:pw-Secret9",
                     "policy list: the Basic route's credential");
+
+    test_starts();
 
     al_scrub_free(all);
 }
@@ -1063,6 +1066,45 @@ test_pairs(const al_scrub_t *s, const char *name)
     snprintf(msg, sizeof(msg), "%s: every pair: the same answer as "
              "without the filter", name);
     tap_is_int((long) wrong, 0, msg);
+}
+
+
+/*
+ * A list of twelve two-byte starts (three secrets, each raw, in base64
+ * and in hex, have about that many) keeps them listed, for the walk that
+ * takes a block at a time, in two groups of eight; more than sixteen,
+ * none.
+ */
+
+static void
+test_starts(void)
+{
+    size_t       i;
+    char         data[20][8];
+    al_str_t     str[20];
+    al_scrub_t   s;
+
+    for (i = 0; i < 20; i++) {
+        snprintf(data[i], sizeof(data[i]), "%c%c-key", 'a' + (int) i,
+                 'A' + (int) i);
+        str[i].data = data[i];
+        str[i].len = strlen(data[i]);
+    }
+
+    memset(&s, 0, sizeof(s));
+    s.str = str;
+    s.n = 12;
+    al_scrub_index(&s);
+
+    tap_is_int((long) s.npairs, 12, "starts: twelve listed");
+    test_pairs(&s, "starts");
+
+    memset(&s, 0, sizeof(s));
+    s.str = str;
+    s.n = 17;
+    al_scrub_index(&s);
+
+    tap_is_int((long) s.npairs, 0, "starts: seventeen, none listed");
 }
 
 
