@@ -52,6 +52,9 @@
 #define NGX_HTTP_AIRLOCK_AVX2       0
 #endif
 
+/* the two-byte starts the block walks compare each on its own */
+#define NGX_HTTP_AIRLOCK_PAIRS      16
+
 
 static ngx_int_t ngx_http_airlock_header_filter(ngx_http_request_t *r);
 #if (nginx_version >= 1029000)
@@ -76,6 +79,7 @@ static u_char *ngx_http_airlock_scrub_copy(ngx_http_airlock_route_t *rc,
     u_char *dst, u_char *src, size_t len);
 static ngx_int_t ngx_http_airlock_nibbles_init(ngx_conf_t *cf,
     ngx_http_airlock_route_t *rc);
+static void ngx_http_airlock_nibbles_share(al_scrub_t *scrub, u_char *bits);
 static ngx_int_t ngx_http_airlock_scrub(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, size_t len, ngx_uint_t final);
 static ngx_uint_t ngx_http_airlock_match(ngx_http_airlock_route_t *rc,
@@ -198,32 +202,39 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
 
 
 /*
- * The list's two-byte starts (at most AL_SCRUB_PAIRS, 16) as four 16-byte
- * tables for the AVX2 walk, for the first 8 and, at 96, for the next 8
- * (bit i & 7 of the group i is in): start i sets bit i in lo1[] at its first
- * byte's low nibble and in hi1[] at its high nibble, and the same for its
- * second byte in lo2[] and hi2[].  lo1[b & 15] & hi1[b >> 4] then has
- * bit i exactly when b is start i's first byte (no two starts share a
- * bit), so a byte and the one after it are a start when the two lookups
- * share a bit.  Then two tables of the escapes, one entry per low nibble
- * (0xff matches no byte: a byte with its top bit set picks 0): a byte is
- * one when the entry its low nibble picks is the byte itself.  The first
- * for a lane's own byte: '%', '&', '\\' and, on routes with a space,
- * '+'; the second for the byte after it: '%', '&', '\\', '=' (a
- * quoted-printable escape or soft line break) and NUL (the second byte of
- * a UTF-16LE form).
+ * The list's two-byte starts (at most AL_SCRUB_PAIRS) as four 16-byte
+ * tables for the AVX2 walk, for a first group of 8 bits and, at 96, for
+ * the next 8: a start with bit k (of its group) sets bit k in lo1[] at
+ * its first byte's low nibble and in hi1[] at its high nibble, and the
+ * same for its second byte in lo2[] and hi2[].  lo1[b & 15] & hi1[b >> 4]
+ * then has bit k when b is the first byte of a start of bit k, so a byte
+ * and the one after it are a start when the two lookups share a bit.  Up
+ * to 16 starts (NGX_HTTP_AIRLOCK_PAIRS) each have a bit of their own,
+ * and the lookups say exactly which pairs are starts.  More share the 16
+ * bits (ngx_http_airlock_nibbles_share()): the lookups then also take
+ * pairs made of one start's nibbles and another's of the same bit, which
+ * al_scrub_match() turns away after two loads; without that, a policy of
+ * six secrets (the example's) had its every answer walked a byte at a
+ * time, twice a streamed call's cost.
+ *
+ * Then two tables of the escapes, one entry per low nibble (0xff matches
+ * no byte: a byte with its top bit set picks 0): a byte is one when the
+ * entry its low nibble picks is the byte itself.  The first for a lane's
+ * own byte: '%', '&', '\\' and, on routes with a space, '+'; the second
+ * for the byte after it: '%', '&', '\\', '=' (a quoted-printable escape
+ * or soft line break) and NUL (the second byte of a UTF-16LE form).
  */
 
 static ngx_int_t
 ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
 {
-    u_char       *t, *g, a, b, bit;
+    u_char       *t, *g, a, b, bit, bits[AL_SCRUB_PAIRS];
     ngx_uint_t    i;
     al_scrub_t   *scrub;
 
     scrub = rc->scrub;
 
-    if (scrub->npairs == 0 || scrub->npairs > 16) {
+    if (scrub->npairs == 0) {
         return NGX_OK;
     }
 
@@ -249,10 +260,18 @@ ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
     t[80 + 0x0] = '\0';
 
     for (i = 0; i < scrub->npairs; i++) {
+        bits[i] = (u_char) i;
+    }
+
+    if (scrub->npairs > NGX_HTTP_AIRLOCK_PAIRS) {
+        ngx_http_airlock_nibbles_share(scrub, bits);
+    }
+
+    for (i = 0; i < scrub->npairs; i++) {
         a = scrub->pair[i][0];
         b = scrub->pair[i][1];
-        g = (i < 8) ? t : t + 96;
-        bit = (u_char) (1 << (i & 7));
+        g = (bits[i] < 8) ? t : t + 96;
+        bit = (u_char) (1 << (bits[i] & 7));
 
         g[a & 15] |= bit;
         g[16 + (a >> 4)] |= bit;
@@ -260,13 +279,109 @@ ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
         g[48 + (b >> 4)] |= bit;
 
         if (b == ' ') {
-            rc->space[i >= 8] |= bit;
+            rc->space[bits[i] >= 8] |= bit;
         }
     }
 
     rc->nibbles = t;
 
     return NGX_OK;
+}
+
+
+/*
+ * The bits of more than 16 starts: each start a set of its own, the two
+ * sets whose union takes the fewest byte pairs the nibble lookups would
+ * answer yes for, beyond those the two took apart, are joined until 16
+ * are left (starts with a first byte in common cost nothing more); bits[]
+ * gets each start's set, numbered from 0.  At most 64 starts: about
+ * 64^3 / 6 steps, once a configuration.
+ */
+
+static void
+ngx_http_airlock_nibbles_share(al_scrub_t *scrub, u_char *bits)
+{
+    int64_t     cost, best, own[AL_SCRUB_PAIRS];
+    uint16_t    m[AL_SCRUB_PAIRS][4], u[4];
+    ngx_uint_t  i, j, k, n, bi, bj, set[AL_SCRUB_PAIRS];
+
+    n = scrub->npairs;
+
+    for (i = 0; i < n; i++) {
+        m[i][0] = (uint16_t) (1 << (scrub->pair[i][0] & 15));
+        m[i][1] = (uint16_t) (1 << (scrub->pair[i][0] >> 4));
+        m[i][2] = (uint16_t) (1 << (scrub->pair[i][1] & 15));
+        m[i][3] = (uint16_t) (1 << (scrub->pair[i][1] >> 4));
+        own[i] = 1;
+        set[i] = i;
+    }
+
+    /* m[] and own[] of a set are kept at its first start's index */
+
+    for (k = n; k > NGX_HTTP_AIRLOCK_PAIRS; k--) {
+        best = INT64_MAX;
+        bi = 0;
+        bj = 0;
+
+        for (i = 0; i < n; i++) {
+            if (set[i] != i) {
+                continue;
+            }
+
+            for (j = i + 1; j < n; j++) {
+                if (set[j] != j) {
+                    continue;
+                }
+
+                u[0] = m[i][0] | m[j][0];
+                u[1] = m[i][1] | m[j][1];
+                u[2] = m[i][2] | m[j][2];
+                u[3] = m[i][3] | m[j][3];
+
+                /* below 0 where the two took some pairs in common */
+
+                cost = (int64_t) __builtin_popcount(u[0])
+                       * __builtin_popcount(u[1])
+                       * __builtin_popcount(u[2])
+                       * __builtin_popcount(u[3])
+                       - own[i] - own[j];
+
+                if (cost < best) {
+                    best = cost;
+                    bi = i;
+                    bj = j;
+                }
+            }
+        }
+
+        m[bi][0] |= m[bj][0];
+        m[bi][1] |= m[bj][1];
+        m[bi][2] |= m[bj][2];
+        m[bi][3] |= m[bj][3];
+        own[bi] = (int64_t) __builtin_popcount(m[bi][0])
+                  * __builtin_popcount(m[bi][1])
+                  * __builtin_popcount(m[bi][2])
+                  * __builtin_popcount(m[bi][3]);
+
+        for (i = 0; i < n; i++) {
+            if (set[i] == bj) {
+                set[i] = bi;
+            }
+        }
+    }
+
+    /* the sets numbered in the order of their first start */
+
+    k = 0;
+
+    for (i = 0; i < n; i++) {
+        if (set[i] == i) {
+            bits[i] = (u_char) k++;
+
+        } else {
+            bits[i] = bits[set[i]];
+        }
+    }
 }
 
 
@@ -1508,9 +1623,11 @@ ngx_http_airlock_match(ngx_http_airlock_route_t *rc, u_char *s, size_t avail,
 /*
  * The next byte at or after p that can start a scrub string: a first
  * byte whose pair with the byte after it the list does not rule out
- * (al_scrub_pair_out()).  A list with few distinct two-byte starts (all
- * but routes with many secrets) is searched 16 or 32 bytes at a time
- * (ngx_http_airlock_walk_pairs()).  Otherwise, with up to 8 distinct
+ * (al_scrub_pair_out()).  A list of up to 64 distinct two-byte starts
+ * (AL_SCRUB_PAIRS: a policy of about a dozen secrets) is searched 32
+ * bytes at a time where the CPU has AVX2, and one of up to 16 also 16
+ * bytes at a time (ngx_http_airlock_walk_pairs()).  Otherwise, with up
+ * to 8 distinct
  * first bytes, memchr() finds each one's next occurrence and next[]
  * remembers them, so each byte value is scanned for once per buffer;
  * short spans are cheaper to walk once with the table.
@@ -1625,7 +1742,8 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
 {
     ngx_uint_t               i;
     al_scrub_t              *scrub;
-    ngx_http_airlock_v16_t   v, v1, m, a[AL_SCRUB_PAIRS], b[AL_SCRUB_PAIRS];
+    ngx_http_airlock_v16_t   v, v1, m, a[NGX_HTTP_AIRLOCK_PAIRS],
+                             b[NGX_HTTP_AIRLOCK_PAIRS];
 #if (defined __x86_64__ && defined __SSE2__)
     uint32_t                 bits;
 #else
@@ -1652,6 +1770,15 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
         }
     }
 #endif
+
+    /*
+     * More starts than the 16-byte walk compares one by one (they share
+     * bits only in the AVX2 walk's tables): the table, a byte at a time
+     */
+
+    if (scrub->npairs > NGX_HTTP_AIRLOCK_PAIRS) {
+        goto bytes;
+    }
 
     /* the starts broadcast only for a span the blocks below walk */
 
@@ -1689,6 +1816,8 @@ ngx_http_airlock_walk_pairs(ngx_http_airlock_route_t *rc, u_char *p,
 
         p += 16;
     }
+
+bytes:
 
     for ( /* void */ ; p < last; p++) {
         if (rc->first[*p]
@@ -1873,7 +2002,10 @@ ngx_http_airlock_walk32(ngx_http_airlock_route_t *rc, u_char **pp,
 
 #if (defined __SANITIZE_ADDRESS__)
 
-/* each of the 32 lanes at p as the 16-byte walk's mask has it */
+/*
+ * each of the 32 lanes at p as the 16-byte walk's mask has it; of more
+ * starts than have a bit each, at least those
+ */
 
 static void
 ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p, uint32_t bits)
@@ -1896,7 +2028,11 @@ ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p, uint32_t bits)
             want |= (c == 0 && d == scrub->pair[i][0]);
         }
 
-        if (want != ((bits >> k) & 1)) {
+        /* starts that share a bit: the lanes of others' nibbles too */
+
+        if (scrub->npairs > NGX_HTTP_AIRLOCK_PAIRS
+            ? want > ((bits >> k) & 1) : want != ((bits >> k) & 1))
+        {
             ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
                           "airlock: the AVX2 scrub walk has lane %ui of "
                           "\"%*s\" as %ui", k, (size_t) 33, p,

@@ -8,6 +8,7 @@
 #   perl tests/bench/llm.pl [--rounds N] [--seconds S] [--calls N]
 #                           [--markdown] [--no-portkey] [--perf FILE]
 #                           [--instructions N] [--pin] [--counts]
+#                           [--secrets N]
 #
 # Portkey is installed with npm into $AIRLOCK_BUILD/portkey the first time
 # (the version is pinned below) and started with portkey-shim.mjs, without
@@ -18,7 +19,12 @@
 # placement" below).  --counts adds a run per server and call with
 # perf stat's software events on its worker and on the provider's: CPU
 # time, system calls by kind and context switches per call (see "kernel
-# events per call" below).
+# events per call" below).  --secrets N adds N credentials of other
+# services to the policy (each injected by a route of its own, none
+# called): every scrubbed answer is searched for every credential the
+# proxy holds, so this is the search an appliance's policy makes (its
+# example policy holds six); 0, the default, is the method the line-rate
+# targets were set with.
 #
 # What it reports:
 #   chat JSON   wrk (1 thread, 16 connections), POST chat/completions with a
@@ -88,11 +94,12 @@ my $perf;
 my $icalls = 500;
 my $pin = 0;
 my $counts = 0;
+my $nsecrets = 0;
 GetOptions('rounds=i' => \$rounds, 'seconds=i' => \$seconds,
            'calls=i' => \$calls, 'markdown' => \$markdown,
            'portkey!' => \$portkey, 'perf=s' => \$perf,
            'instructions=i' => \$icalls, 'pin' => \$pin,
-           'counts' => \$counts)
+           'counts' => \$counts, 'secrets=i' => \$nsecrets)
     or die "bad options\n";
 
 # CPU placement (--pin): every server's serving process (each nginx
@@ -225,12 +232,37 @@ my $llm = sub {
 EOF
 };
 
+# --secrets: credentials of the kinds an appliance holds, each sealed and
+# injected by a route of its own
+my @kinds = ('ghp_%s', 'glpat-%s', 'prometheus:%s', 'xoxb-%s', 'AKIA%s',
+             'sk-ant-api03-%s', 'lt_%s', 'whsec_%s');
+my ($more_secrets, $more_routes) = ('', '');
+for my $k (1 .. $nsecrets) {
+    my $kind = $kinds[($k - 1) % @kinds];
+    my $v = sprintf($kind, sprintf('%04d', $k) . 'Q7fX2pLm9ZrT4vB8nK3s');
+    my $s = `printf %s '$v' | $ctl seal --pub $dir/airlock.key.pub`;
+    chomp $s;
+    $more_secrets .= "  s$k: { sealed: \"$s\" }\n";
+    my $tmpl = ($kind =~ /:/) ? "Basic {s$k|base64}" : "Bearer {s$k}";
+    $more_routes .= <<"EOF";
+  - name: extra-$k
+    clients: [bench]
+    match: { method: GET, path: /extra/$k }
+    upstream: extra
+    to: /json/
+    inject: { Authorization: "$tmpl" }
+EOF
+}
+$more_routes = "upstreams:\n  extra: { url: \"http://127.0.0.1:$upport\" }\n"
+               . "routes:\n$more_routes" if $nsecrets > 0;
+
 $gw->write_file('policy.yaml', <<"EOF" . $llm->('json', 'json')
 version: 1
 clients:
   bench: { token_sha256: "$sha" }
 secrets:
   key: { sealed: "$sealed" }
+$more_secrets$more_routes
 llm:
 EOF
     . $llm->('sse', 'sse')

@@ -340,12 +340,12 @@ test_forms(al_keyring_t *kr, const char *pub)
         al_scrub_free(s);
     }
 
-    /* three secrets on one route: more pairs than a search compares */
+    /* three secrets on one route: more pairs than have a bit each */
 
     s = al_scrub_collect(p, al_policy_route(p, "all", 3), &why);
     if (tap_ok(s != NULL, "all: scrub list built")) {
-        tap_is_int((long) s->npairs, 0,
-                   "all: more than AL_SCRUB_PAIRS pairs: none listed");
+        tap_ok(s->npairs > 16,
+               "all: more than 16 pairs, listed for the block walks");
         redacted(s, "Bearer " SECRET, "all: the bearer token");
         redacted(s, "pw-Secret9", "all: the password");
         test_pairs(s, "all");
@@ -1072,21 +1072,22 @@ test_pairs(const al_scrub_t *s, const char *name)
 /*
  * A list of twelve two-byte starts (three secrets, each raw, in base64
  * and in hex, have about that many) keeps them listed, for the walk that
- * takes a block at a time, in two groups of eight; more than sixteen,
- * none.
+ * takes a block at a time, in two groups of eight; seventeen (the walk's
+ * groups then shared) and sixty-four too (AL_SCRUB_PAIRS: a policy of six
+ * secrets has about twenty-five); more, none.
  */
 
 static void
 test_starts(void)
 {
     size_t       i;
-    char         data[20][8];
-    al_str_t     str[20];
+    char         data[70][8];
+    al_str_t     str[70];
     al_scrub_t   s;
 
-    for (i = 0; i < 20; i++) {
-        snprintf(data[i], sizeof(data[i]), "%c%c-key", 'a' + (int) i,
-                 'A' + (int) i);
+    for (i = 0; i < 70; i++) {
+        snprintf(data[i], sizeof(data[i]), "%c%c-key", 'A' + (int) (i / 8),
+                 'a' + (int) (i % 8));
         str[i].data = data[i];
         str[i].len = strlen(data[i]);
     }
@@ -1104,7 +1105,23 @@ test_starts(void)
     s.n = 17;
     al_scrub_index(&s);
 
-    tap_is_int((long) s.npairs, 0, "starts: seventeen, none listed");
+    tap_is_int((long) s.npairs, 17, "starts: seventeen listed");
+    test_pairs(&s, "starts 17");
+
+    memset(&s, 0, sizeof(s));
+    s.str = str;
+    s.n = 64;
+    al_scrub_index(&s);
+
+    tap_is_int((long) s.npairs, 64, "starts: sixty-four listed");
+    test_pairs(&s, "starts 64");
+
+    memset(&s, 0, sizeof(s));
+    s.str = str;
+    s.n = 65;
+    al_scrub_index(&s);
+
+    tap_is_int((long) s.npairs, 0, "starts: sixty-five, none listed");
 }
 
 
