@@ -720,6 +720,13 @@ typedef struct {
                                                bytes, each pair once */
     size_t           npairs;                /* 0: more than AL_SCRUB_PAIRS,
                                                or a string of one byte */
+    size_t           plen;                  /* the length of the starts in
+                                               prefix[] (the shortest
+                                               string's, at most 8); 0:
+                                               none (a string under 3) */
+    unsigned char    prefix[512];           /* bit (FNV-1a of a string's
+                                               first plen bytes) & 4095
+                                               set for each string */
     unsigned         plus;                  /* a string starts with ' ' */
 } al_scrub_t;
 

@@ -556,6 +556,16 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
 
 static const size_t  al_scrub_wrap[] = { 60, 64, 76 };
 
+/*
+ * The bytes some form reads other than as themselves: the escapes' first
+ * bytes (URL, JSON, HTML, quoted-printable), '+' (a space in a URL) and
+ * NUL (UTF-16, UTF-32)
+ */
+
+static const unsigned char  al_scrub_escapes[256] = {
+    [0] = 1, ['%'] = 1, ['\\'] = 1, ['&'] = 1, ['='] = 1, ['+'] = 1
+};
+
 static void
 al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 {
@@ -809,6 +819,22 @@ al_scrub_index(al_scrub_t *s)
 
     s->maxspan = AL_SCRUB_SPAN * s->maxlen;
 
+    /*
+     * The strings' first plen bytes, hashed: at a place whose first plen
+     * bytes hold no escape, every form reads those bytes as they are, so
+     * a place whose bytes no string starts with holds no match
+     * (al_scrub_match()); "prompt_tokens" is turned away there instead of
+     * being read in each form against "prometheus:...".
+     */
+
+    s->plen = (s->minlen < 3) ? 0 : (s->minlen < 8) ? s->minlen : 8;
+    memset(s->prefix, 0, sizeof(s->prefix));
+
+    for (i = 0; s->plen != 0 && i < s->n; i++) {
+        j = al_fnv1a(s->str[i].data, s->plen) & 4095;
+        s->prefix[j >> 3] |= (unsigned char) (1 << (j & 7));
+    }
+
     s->first['%'] = 1;
     s->first['\\'] = 1;
     s->first['&'] = 1;
@@ -916,6 +942,22 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
 
     if (avail >= 2 && al_scrub_pair_out(s, p)) {
         return AL_SCRUB_NONE;
+    }
+
+    /* the first plen bytes, when no form reads them other than raw */
+
+    if (s->plen != 0 && avail >= s->plen) {
+        for (i = 0; i < s->plen && !al_scrub_escapes[p[i]]; i++) {
+            /* void */
+        }
+
+        if (i == s->plen) {
+            k = al_fnv1a(p, s->plen) & 4095;
+
+            if (!((s->prefix[k >> 3] >> (k & 7)) & 1)) {
+                return AL_SCRUB_NONE;
+            }
+        }
     }
 
     /*

@@ -13,7 +13,7 @@
  *   - a PARTIAL match is never returned for a final decision, and what it
  *     keeps waiting is shorter than maxspan (the filter's carry);
  *   - the stream scrubs to exactly what the whole response scrubs to,
- *     and to the same with the pair filter as without it;
+ *     and to the same with the pair and prefix filters as without them;
  *   - a scrub string placed raw in the response is always redacted:
  *     none is left raw in what the scan passed over.
  */
@@ -74,10 +74,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.n = n;
     al_scrub_index(&s);
 
-    /* the same list without the pair filter: it asks about every pair */
+    /*
+     * the same list without the pair and prefix filters: it asks about
+     * every place
+     */
 
     asked = s;
     memset(asked.no_pair, 0, sizeof(asked.no_pair));
+    asked.plen = 0;
 
     /* every byte may become "[REDACTED]" */
 

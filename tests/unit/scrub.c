@@ -56,6 +56,7 @@ static void test_negative(const al_scrub_t *s);
 static void test_pairs(const al_scrub_t *s, const char *name);
 static void test_utf8(void);
 static void test_starts(void);
+static void test_prefix(void);
 static void test_decode(void);
 
 
@@ -504,6 +505,7 @@ test_policy_list(const al_policy_t *p)
                     "policy list: the Basic route's credential");
 
     test_starts();
+    test_prefix();
 
     al_scrub_free(all);
 }
@@ -1122,6 +1124,75 @@ test_starts(void)
     al_scrub_index(&s);
 
     tap_is_int((long) s.npairs, 0, "starts: sixty-five, none listed");
+}
+
+
+/*
+ * The strings' first bytes, hashed (plen of them: the shortest string's,
+ * at most 8), turn a place away when none of them is an escape and no
+ * string starts with them; a place with an escape there, or too short to
+ * tell, is read in each form as before.
+ */
+
+static void
+test_prefix(void)
+{
+    int          m;
+    size_t       n;
+    al_str_t     str[2];
+    al_scrub_t   s;
+
+    static const char  *text[] = {
+        "prompt_tokens\":12", "prometheus:pw-123!", "pro%6Detheus:pw-123",
+        "pro\\u006detheus:pw-123", "prom&#101;theus:pw-123", "promethe",
+        "promethX:pw-123"
+    };
+
+    str[0].data = "prometheus:pw-123";
+    str[0].len = strlen(str[0].data);
+    str[1].data = "pw-123-and-more";
+    str[1].len = strlen(str[1].data);
+
+    memset(&s, 0, sizeof(s));
+    s.str = str;
+    s.n = 2;
+    al_scrub_index(&s);
+
+    tap_is_int((long) s.plen, 8, "prefix: the shortest string's 8 bytes");
+
+    m = al_scrub_match(&s, (const u_char *) text[0], strlen(text[0]), 1, &n);
+    tap_ok(m == AL_SCRUB_NONE, "prefix: a place no string starts with");
+
+    m = al_scrub_match(&s, (const u_char *) text[1], strlen(text[1]), 1, &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 17, "prefix: a string, raw");
+
+    m = al_scrub_match(&s, (const u_char *) text[2], strlen(text[2]), 1, &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 19,
+           "prefix: an escape among the first bytes: read as URL");
+
+    m = al_scrub_match(&s, (const u_char *) text[3], strlen(text[3]), 1, &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 22,
+           "prefix: an escape among the first bytes: read as JSON");
+
+    m = al_scrub_match(&s, (const u_char *) text[4], strlen(text[4]), 1, &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 22,
+           "prefix: an escape among the first bytes: read as HTML");
+
+    m = al_scrub_match(&s, (const u_char *) text[5], strlen(text[5]), 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL,
+           "prefix: the first 8 bytes of a string, more to come");
+
+    m = al_scrub_match(&s, (const u_char *) text[6], strlen(text[6]), 1, &n);
+    tap_ok(m == AL_SCRUB_NONE, "prefix: a string's start but its 8th byte");
+
+    str[1].data = "pw";
+    str[1].len = 2;
+    memset(&s, 0, sizeof(s));
+    s.str = str;
+    s.n = 2;
+    al_scrub_index(&s);
+
+    tap_is_int((long) s.plen, 0, "prefix: none with a string of 2 bytes");
 }
 
 
