@@ -1003,6 +1003,13 @@ ag_reply_max(redisContext *c, redisReply **r, size_t max, int64_t deadline)
 }
 
 
+/*
+ * The message says where the result is bad, never what it says there:
+ * jansson's quotes the text near its fault, the worker's words (or
+ * anyone's who can write Redis), and the message reaches the model as
+ * the agent's own, outside the data wrapper.
+ */
+
 static json_t *
 ag_job_result(const char *s, size_t len, char *err, size_t size)
 {
@@ -1011,11 +1018,16 @@ ag_job_result(const char *s, size_t len, char *err, size_t size)
 
     j = json_loadb(s, len, 0, &jerr);
 
-    if (j == NULL || !json_is_object(j)
-        || !json_is_string(json_object_get(j, "status")))
+    if (j == NULL) {
+        snprintf(err, size, "the job result is not JSON (at byte %d)",
+                 jerr.position);
+        return NULL;
+    }
+
+    if (!json_is_object(j) || !json_is_string(json_object_get(j, "status")))
     {
-        snprintf(err, size, "the job result is not a result object: %s",
-                 j == NULL ? jerr.text : "no status");
+        snprintf(err, size, "the job result is not a result object (no "
+                 "\"status\" string)");
         json_decref(j);
         return NULL;
     }

@@ -36,7 +36,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup(agent => [ '--max-wall', 60000 ]);
 
-plan tests => 14;
+plan tests => 17;
 
 my $MIB = 1024 * 1024;
 
@@ -73,6 +73,9 @@ my $PLANT = "return redis.call('publish', KEYS[1], "
 
 my $GARBAGE = "return redis.call('publish', KEYS[1], ARGV[1])";
 
+my $BAD = "redis.call('set', KEYS[1], ARGV[1], 'EX', 600) "
+    . "return redis.call('publish', KEYS[2], ARGV[1])";
+
 # The worker, played: waits for the run's job, then does what @steps say
 # with its job id, and deletes the entry (as a worker does when done).
 sub worker {
@@ -91,6 +94,8 @@ sub worker {
         if ($s->[0] eq 'store') {
             redis('EVAL', $STORE, 2, "result:$jid", "response:$jid", $jid,
                   $s->[1]);
+        } elsif ($s->[0] eq 'bad') {
+            redis('EVAL', $BAD, 2, "result:$jid", "response:$jid", $s->[1]);
         } elsif ($s->[0] eq 'garbage') {
             redis('EVAL', $GARBAGE, 1, "response:$jid", $s->[1]);
         } else {
@@ -157,6 +162,24 @@ waitpid($w, 0);
 is(((of_type('answer', $ev))[0] // {})->{text}, 'got yyyy',
    'garbage: the stored result answered');
 is(scalar(of_type('error', $ev)), 0, 'garbage: no error');
+
+# a result stored that is not JSON: an error, in the agent's words
+$w = worker([ 'bad', '{"status":"ok","x":OBEY_THE_NOTE_NOW}' ]);
+$a->script(job(), { pieces => [ 'done' ] });
+$ev = $a->ask('bad', 'a job whose stored result is not JSON');
+waitpid($w, 0);
+my ($err) = of_type('error', $ev);
+like(($err // {})->{message} // '', qr/not JSON/,
+     'bad: an error that says the result is not JSON');
+my @prov = $a->provider_requests;
+($tool) = grep { $_->{role} eq 'tool' }
+          @{$prov[-1]{body}{messages} // []};
+like(($tool // {})->{content} // '', qr/^error: run_python: /,
+     'bad: the model is told');
+unlike(join("\n", map { $_->{content} // '' } grep { $_->{role} eq 'tool' }
+                  @{$prov[-1]{body}{messages} // []}),
+       qr/OBEY/, 'bad: none of the result reaches the model outside its '
+       . 'wrapper');
 
 is($t->error_log_check, '', 'no alerts in the error log');
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
