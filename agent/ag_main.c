@@ -1003,6 +1003,22 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         ag_session_unlock(run.redis, session, run.run_id);
     }
 
+    /*
+     * "done" last, once the session is stored and free: a client that
+     * asks again as soon as it sees it used to find the lock still
+     * taken (409), the longer while Redis was restarting.
+     */
+
+    if (rc != 0) {
+        ag_event(&run, "error", json_pack("{s:s, s:s, s:s}", "code",
+                                          "not_stored", "message",
+                                          "the question was not stored "
+                                          "in the session", "reason",
+                                          err));
+    }
+
+    ag_run_done(&run);
+
     redisFree(run.redis);
     json_decref(run.session_obj);
     json_decref(body);

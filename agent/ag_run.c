@@ -44,6 +44,7 @@
 
 
 
+static void ag_event_send(ag_run_t *run, const char *type, json_t *data);
 static json_t *ag_request(ag_run_t *run);
 static char *ag_system_prompt(ag_run_t *run);
 static int ag_tool(ag_run_t *run, json_t *call);
@@ -289,15 +290,24 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         }
     }
 
-    ag_event(run, "done", json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}",
-                                    "outcome", outcome,
-                                    "steps", (json_int_t) run->steps,
-                                    "tokens", (json_int_t) run->tokens,
-                                    "tool_bytes",
-                                      (json_int_t) run->tool_bytes,
-                                    "denials", (json_int_t) run->denials,
-                                    "ms", (json_int_t) (ag_now_ms()
-                                                        - run->start_ms)));
+    /*
+     * "done" goes in the run's record now, and to the client once the
+     * session is stored and its lock let go (ag_run_done()): a client
+     * that asks again as soon as it sees it finds the session free.
+     */
+
+    run->done = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}",
+                          "type", "done",
+                          "outcome", outcome,
+                          "steps", (json_int_t) run->steps,
+                          "tokens", (json_int_t) run->tokens,
+                          "tool_bytes", (json_int_t) run->tool_bytes,
+                          "denials", (json_int_t) run->denials,
+                          "ms", (json_int_t) (ag_now_ms() - run->start_ms));
+
+    if (run->done != NULL) {
+        json_array_append(run->events, run->done);
+    }
 
     now = time(NULL);
     gmtime_r(&now, &tm);
@@ -317,12 +327,21 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 }
 
 
+/* the run's last event, kept back by ag_run_ask() until now */
+
+void
+ag_run_done(ag_run_t *run)
+{
+    if (run->done != NULL) {
+        ag_event_send(run, "done", run->done);
+        run->done = NULL;
+    }
+}
+
+
 void
 ag_event(ag_run_t *run, const char *type, json_t *data)
 {
-    char    *text, *frame;
-    size_t   len;
-
     if (data == NULL) {
         data = json_object();
         if (data == NULL) {
@@ -337,6 +356,18 @@ ag_event(ag_run_t *run, const char *type, json_t *data)
     if (strcmp(type, "delta") != 0 && run->events != NULL) {
         json_array_append(run->events, data);
     }
+
+    ag_event_send(run, type, data);
+}
+
+
+/* the event to the client; data is released */
+
+static void
+ag_event_send(ag_run_t *run, const char *type, json_t *data)
+{
+    char    *text, *frame;
+    size_t   len;
 
     text = json_dumps(data, JSON_COMPACT);
     json_decref(data);

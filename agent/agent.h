@@ -100,6 +100,8 @@ typedef struct {
     json_t          *messages;              /* borrowed from session_obj */
     json_t          *events;                /* this run's events */
     json_t          *denied;                /* signatures of denied calls */
+    json_t          *done;                  /* the "done" event, sent once
+                                               the session is stored */
 
     redisContext    *redis;
 
@@ -137,6 +139,7 @@ int ag_write_fd(int fd, const char *p, size_t len, int64_t deadline);
 
 /* ag_run.c: one question, events written to run->fd */
 int ag_run_ask(ag_run_t *run, const char *prompt);
+void ag_run_done(ag_run_t *run);
 void ag_event(ag_run_t *run, const char *type, json_t *data);
 char *ag_wrap(const char *boundary, const char *data, size_t len);
 

@@ -39,7 +39,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup;
 
-plan tests => 15;
+plan tests => 16;
 
 my $sock = $a->{agents}{a}{sock};
 
@@ -149,6 +149,8 @@ is((of_type('answer', $ev))[0]{text}, 'second',
 
 $raw = drain($s2);
 like($raw, qr/event: done/, 'the first run ended');
+like($raw, qr/"code":"not_stored".*\nevent: done\n/s,
+     'its client is told, before "done", that it was not stored');
 
 $r = $a->session('lock-2');
 my @prompts = map { $_->{prompt} } @{$r->{json}{runs} // []};
