@@ -58,6 +58,7 @@ static int ag_jobs_orphan(ag_run_t *run, const char *entry,
     const char *value);
 static void ag_session_keeper(ag_conf_t *conf, const char *id,
     const char *owner, pid_t run);
+static char *ag_session_text(json_t *session, char *err, size_t size);
 
 
 redisContext *
@@ -116,7 +117,33 @@ ag_session_load(redisContext *c, const char *id, int *damaged, char *err,
 
     *damaged = 0;
 
-    r = redisCommand(c, "GET airlock:session:%s", id);
+    /*
+     * Its size first, in the same script: one over AG_SESSION_MAX, which
+     * no agent stores, is not read (hiredis would hold it whole, and
+     * jansson takes up to 80 times its size to parse it).
+     */
+
+    r = redisCommand(c, "EVAL %s 1 airlock:session:%s %d",
+                     "local t = redis.call('type', KEYS[1])['ok'] "
+                     "if t == 'none' then return false end "
+                     "if t ~= 'string' then "
+                     "return redis.error_reply('WRONGTYPE not a string') end "
+                     "local n = redis.call('strlen', KEYS[1]) "
+                     "if n > tonumber(ARGV[1]) then return n end "
+                     "return redis.call('get', KEYS[1])",
+                     id, AG_SESSION_MAX);
+
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+        snprintf(err, size, "session %s is stored damaged (%lld bytes, "
+                 "over the %d a session may have; none is stored so "
+                 "large); it is kept as it is: ask in another session", id,
+                 r->integer, AG_SESSION_MAX);
+        fprintf(stderr, "airlock-agent: %s\n", err);
+        freeReplyObject(r);
+        *damaged = 1;
+        return NULL;
+    }
+
     if (r != NULL && r->type == REDIS_REPLY_ERROR
         && strncmp(r->str, "WRONGTYPE", 9) == 0)
     {
@@ -187,17 +214,10 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
 {
     int          rc;
     char        *text;
-    json_t      *runs;
     redisReply  *r;
 
-    runs = json_object_get(session, "runs");
-    if (json_array_size(runs) > AG_RUNS_KEPT) {
-        ag_array_drop(runs, json_array_size(runs) - AG_RUNS_KEPT);
-    }
-
-    text = json_dumps(session, JSON_COMPACT);
+    text = ag_session_text(session, err, size);
     if (text == NULL) {
-        snprintf(err, size, "out of memory");
         return -1;
     }
 
@@ -227,6 +247,78 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
     freeReplyObject(r);
 
     return rc;
+}
+
+
+/*
+ * The session as it is stored: the last AG_RUNS_KEPT runs, and at most
+ * AG_SESSION_MAX bytes, the oldest runs dropped first (never this run's,
+ * the last), then the oldest questions' messages, each question whole.
+ * NULL (err set) when even that is over: this question alone is.
+ */
+
+static char *
+ag_session_text(json_t *session, char *err, size_t size)
+{
+    char    *text;
+    size_t   i, k, n, len, over, total, one;
+    json_t  *runs, *messages;
+
+    runs = json_object_get(session, "runs");
+    messages = json_object_get(session, "messages");
+
+    if (json_array_size(runs) > AG_RUNS_KEPT) {
+        ag_array_drop(runs, json_array_size(runs) - AG_RUNS_KEPT);
+    }
+
+    text = json_dumps(session, JSON_COMPACT);
+    len = (text != NULL) ? strlen(text) : 0;
+
+    if (text == NULL || len <= AG_SESSION_MAX) {
+        goto done;
+    }
+
+    free(text);
+
+    over = len - AG_SESSION_MAX;
+    n = json_array_size(runs);
+
+    for (k = 0; over > 0 && k + 1 < n; k++) {
+        one = json_dumpb(json_array_get(runs, k), NULL, 0, JSON_COMPACT)
+              + 1;
+        over = (one < over) ? over - one : 0;
+    }
+
+    ag_array_drop(runs, k);
+
+    if (over > 0) {
+        total = 0;
+        for (i = 0; i < json_array_size(messages); i++) {
+            total += json_dumpb(json_array_get(messages, i), NULL, 0,
+                                JSON_COMPACT);
+        }
+
+        ag_history_trim(messages, (long) (over < total ? total - over : 0));
+    }
+
+    text = json_dumps(session, JSON_COMPACT);
+    len = (text != NULL) ? strlen(text) : 0;
+
+    if (text != NULL && len > AG_SESSION_MAX) {
+        free(text);
+        snprintf(err, size, "this question alone makes the session %zu "
+                 "bytes, over the %d a session may have", len,
+                 AG_SESSION_MAX);
+        return NULL;
+    }
+
+done:
+
+    if (text == NULL) {
+        snprintf(err, size, "out of memory");
+    }
+
+    return text;
 }
 
 

@@ -71,7 +71,6 @@ static int ag_limit(ag_run_t *run, const char *what, long value, long max);
 static int ag_over_wall(ag_run_t *run);
 static int ag_wall_stop(ag_run_t *run);
 static void ag_stopped(ag_run_t *run);
-static size_t ag_history_trim(json_t *messages, long max);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_id_taken(json_t *calls, size_t i);
 static void ag_tool_name_cut(json_t *call);
@@ -1549,7 +1548,7 @@ ag_stopped(ag_run_t *run)
  * not go on.  Returns the number of messages dropped.
  */
 
-static size_t
+size_t
 ag_history_trim(json_t *messages, long max)
 {
     size_t       i, n, cut, total, *size;

@@ -48,6 +48,8 @@
  */
 #define AG_EVENT_MAX         (6 * AG_CONTENT_MAX + 64 * 1024)
 #define AG_RUNS_KEPT         50
+#define AG_SESSION_MAX       (16 * 1024 * 1024)  /* a session's JSON, at
+                                                    most: stored, read */
 #define AG_LOCK_TTL          30             /* s: a session lock's lease */
 #define AG_LOCK_KEEP_MS      1000           /* how often it is renewed */
 
@@ -140,6 +142,7 @@ int ag_write_fd(int fd, const char *p, size_t len, int64_t deadline);
 /* ag_run.c: one question, events written to run->fd */
 int ag_run_ask(ag_run_t *run, const char *prompt);
 void ag_run_done(ag_run_t *run);
+size_t ag_history_trim(json_t *messages, long max);
 void ag_event(ag_run_t *run, const char *type, json_t *data);
 char *ag_wrap(const char *boundary, const char *data, size_t len);
 
