@@ -967,8 +967,10 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 
     /*
      * Redis may have restarted during the run, or be restarting: the
-     * question is stored on a new connection once it is back (SET is
-     * the same however often it is sent), for a while.
+     * question is stored on a new connection once it is back and has
+     * loaded its data (it answers LOADING until then: that is no
+     * failure either), for a while.  The store is the same however
+     * often it is sent.
      */
 
     until = ag_now_ms() + AG_STORE_RETRY_MS;
@@ -981,7 +983,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
                                   sizeof(err));
         }
 
-        if (rc == 0 || (run.redis != NULL && run.redis->err == 0)
+        if (rc == 0 || rc == 1
+            || (rc == -1 && run.redis != NULL && run.redis->err == 0)
             || ag_now_ms() >= until)
         {
             break;

@@ -204,8 +204,10 @@ ag_session_load(redisContext *c, const char *id, int *damaged, char *err,
 
 /*
  * 0 stored, 1 not: the lock is not owner's (another run's, or gone), -1
- * Redis failed (err set).  The check and the SET are one script, so a
- * session is only ever written by the run that holds it.
+ * Redis failed (err set), -2 Redis is loading its data after a restart
+ * (or busy with a script): worth trying again (err set).  The check and
+ * the SET are one script, so a session is only ever written by the run
+ * that holds it.
  */
 
 int
@@ -241,7 +243,10 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
     } else {
         snprintf(err, size, "redis SET: %s",
                  r != NULL && r->str != NULL ? r->str : c->errstr);
-        rc = -1;
+        rc = (r != NULL && r->type == REDIS_REPLY_ERROR
+              && (strncmp(r->str, "LOADING", 7) == 0
+                  || strncmp(r->str, "BUSY", 4) == 0))
+             ? -2 : -1;
     }
 
     freeReplyObject(r);
