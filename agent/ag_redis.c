@@ -265,9 +265,10 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
 static char *
 ag_session_text(json_t *session, char *err, size_t size)
 {
-    char    *text;
-    size_t   i, k, n, len, over, total, one;
-    json_t  *runs, *messages;
+    char        *text;
+    size_t       i, k, n, len, over, total, one, mine;
+    json_t      *runs, *messages, *m;
+    const char  *role;
 
     runs = json_object_get(session, "runs");
     messages = json_object_get(session, "messages");
@@ -296,9 +297,22 @@ ag_session_text(json_t *session, char *err, size_t size)
 
     ag_array_drop(runs, k);
 
+    /* this question's messages: from its prompt, the last "user" one */
+    n = json_array_size(messages);
+    mine = 0;
+
+    for (i = n; i > 0; i--) {
+        m = json_array_get(messages, i - 1);
+        role = json_string_value(json_object_get(m, "role"));
+        if (role != NULL && strcmp(role, "user") == 0) {
+            mine = n - (i - 1);
+            break;
+        }
+    }
+
     if (over > 0) {
         total = 0;
-        for (i = 0; i < json_array_size(messages); i++) {
+        for (i = 0; i < n; i++) {
             total += json_dumpb(json_array_get(messages, i), NULL, 0,
                                 JSON_COMPACT);
         }
@@ -306,14 +320,16 @@ ag_session_text(json_t *session, char *err, size_t size)
         ag_history_trim(messages, (long) (over < total ? total - over : 0));
     }
 
-    text = json_dumps(session, JSON_COMPACT);
+    text = (json_array_size(messages) >= mine)
+           ? json_dumps(session, JSON_COMPACT) : NULL;
     len = (text != NULL) ? strlen(text) : 0;
 
-    if (text != NULL && len > AG_SESSION_MAX) {
+    if (json_array_size(messages) < mine
+        || (text != NULL && len > AG_SESSION_MAX))
+    {
         free(text);
-        snprintf(err, size, "this question alone makes the session %zu "
-                 "bytes, over the %d a session may have", len,
-                 AG_SESSION_MAX);
+        snprintf(err, size, "this question alone makes the session over "
+                 "the %d bytes a session may have", AG_SESSION_MAX);
         return NULL;
     }
 

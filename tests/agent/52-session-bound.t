@@ -7,7 +7,7 @@
 # in Redis made the question's process as large as it liked.  And the
 # agent never stores one larger: a question that would make it so drops
 # the oldest runs' records (then the oldest questions' messages), never
-# its own.
+# its own; one that alone is larger is not stored, and its client told.
 
 use strict;
 use warnings;
@@ -29,9 +29,9 @@ my $d = $t->testdir;
 Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
     unless grep { -x "$_/redis-cli" } split /:/, $ENV{PATH};
 
-$a->setup;
+$a->setup(agent => [ '--max-tool-bytes', 20 * 1024 * 1024 ]);
 
-plan tests => 11;
+plan tests => 15;
 
 my $MAX = 16 * 1024 * 1024;
 
@@ -115,5 +115,23 @@ cmp_ok(redis(qw(STRLEN airlock:session:full)), '<=', $MAX,
 $r = $a->session('full');
 is(join(',', map { $_->{prompt} } @{$r->{json}{runs} // []}),
    'p,one more question', 'stored: the oldest run dropped, the new kept');
+
+# ---- a question alone over the bound: not stored, the session as it was --
+
+$a->script({ pieces => [ 'small' ] });
+$a->ask('alone', 'a small question');
+$t->write_file('service-logs.txt', 'L' x (17 * 1024 * 1024));
+$a->script({ tool_calls => [ { name => 'logs', arguments => {
+                 params => { service => 'api' } } } ] },
+           { pieces => [ 'never' ] });
+$ev = $a->ask('alone', 'the whole log');
+my @err = map { $_->{code} } of_type('error', $ev);
+is($err[-1], 'not_stored', 'alone: the client is told it was not stored');
+is(($ev->[-1] // {})->{type}, 'done', 'alone: "done" last');
+$r = $a->session('alone');
+is(join(',', map { $_->{prompt} } @{$r->{json}{runs} // []}),
+   'a small question', 'alone: the session is as it was');
+like($a->agent_log, qr/session alone not stored: this question alone/,
+     'alone: logged');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
