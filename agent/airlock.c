@@ -267,6 +267,21 @@ airlock_ask(int argc, char **argv)
         return 1;
     }
 
+    /*
+     * A run that started (200) was reached, whatever cut its stream (the
+     * agent died in it, and nginx's chunked answer never ended): it may
+     * have called tools and run jobs, so it is no "could not be
+     * reached" (2), which a script may take for "ask again".
+     */
+
+    if (cc != CURLE_OK && ctx.outcome == NULL && status == 200) {
+        fprintf(stderr, "airlock: the run's stream ended early (%s)\n"
+                "(continue with: airlock ask --session %s ...)\n",
+                curl_easy_strerror(cc), session);
+        free(ctx.errbody);
+        return 1;
+    }
+
     if (cc != CURLE_OK && ctx.outcome == NULL) {
         airlock_failed(full, cc);
         free(ctx.errbody);

@@ -27,7 +27,7 @@ my $cli = "$t->{build}/airlock";
 $a->setup(agent => [ '--max-steps', 2 ]);
 $a->start_worker;
 
-plan tests => 55;
+plan tests => 58;
 
 sub run_cli {
     my (@args) = @_;
@@ -148,6 +148,7 @@ my $sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
         . "Connection: close\r\n\r\n";
 my $done = qq(data: {"type":"done","outcome":"answer","steps":1,)
          . qq("tokens":1,"ms":1}\n\n);
+my $run = qq(data: {"type":"run","session":"cut"}\n\n);
 my %answer = (
     '/v1/sessions/esc/ask' => $sse
         . qq(data: {"type":"error","code":"tool","message":"no tool )
@@ -171,6 +172,12 @@ my %answer = (
     '/v1/sessions/huge/ask' => $sse
         . qq(data: {"type":"answer","text":") . ('\u0001' x (2 << 20))
         . qq("}\n\n) . $done,
+    # the run's stream cut, as nginx's is when the agent dies in a run:
+    # its last chunk never comes
+    '/v1/sessions/cut/ask' => "HTTP/1.1 200 OK\r\n"
+        . "Content-Type: text/event-stream\r\n"
+        . "Transfer-Encoding: chunked\r\n\r\n"
+        . sprintf("%x\r\n%s\r\n", length($run), $run),
     # a session over 4 MiB, C1 controls at odd and even offsets
     '/v1/sessions/big' => "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
         . qq({"messages":["x) . ("\xc2\x9bz" x (2 << 20)) . qq("]}),
@@ -240,6 +247,13 @@ like($err, qr/an event from the agent is over \d+ bytes/,
      'an event longer than an agent sends: said so');
 unlike($err, qr/Failed writing|airlock: http:/,
        'an event longer than an agent sends: not a transport error');
+
+# a run whose stream is cut was reached: it ran, and ended early
+($rc, $out, $err) = run_cli('ask', '--socket', $fake, '--session', 'cut',
+                            'cut?');
+is($rc, 1, 'a stream cut in the run: exit 1, not "could not be reached"');
+like($err, qr/the run's stream ended early/, 'a stream cut: said so');
+unlike($err, qr/airlock: http:/, 'a stream cut: not a transport error');
 
 ($rc, $out, $err) = run_cli('history', '--socket', $fake, 'big');
 is($rc, 0, 'history over 4 MiB: exit 0');
