@@ -36,7 +36,7 @@ $a->setup;
 plan tests => 6;
 
 sub rcli {
-    open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @_)
+    open(my $fh, '-|', "redis-cli -s $d/redis.sock @_ 2>/dev/null")
         or die "redis-cli: $!\n";
     my $out = join '', <$fh>;
     close $fh;
@@ -45,8 +45,8 @@ sub rcli {
 }
 
 # keys for Redis to load, a millisecond each
-rcli('EVAL', "for i = 1, 1000 do redis.call('set', 'filler:' .. i, 'x') "
-     . "end return 1", 0);
+rcli('EVAL', "\"for i = 1, 1000 do redis.call('set', 'filler:' .. i, "
+     . "'x') end return 1\"", 0);
 
 $a->script({ wait_file => "$d/go", pieces => [ 'stored after all' ] });
 
