@@ -862,7 +862,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     char             err[256];
     pid_t            keeper;
     json_t          *body, *prompt;
-    int64_t          until;
+    int64_t          until, stored;
     ag_run_t         run;
     json_error_t     jerr;
     struct timeval   tv;
@@ -973,7 +973,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * often it is sent.
      */
 
-    until = ag_now_ms() + AG_STORE_RETRY_MS;
+    stored = ag_now_ms();
+    until = stored + AG_STORE_RETRY_MS;
 
     for ( ;; ) {
         rc = ag_redis_revive(&run, err, sizeof(err));
@@ -1011,6 +1012,9 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * asks again as soon as it sees it used to find the lock still
      * taken (409), the longer while Redis was restarting.
      */
+
+    /* the store's time is not the client's to take its events in */
+    run.send_deadline_ms += ag_now_ms() - stored;
 
     if (rc != 0) {
         ag_event(&run, "error", json_pack("{s:s, s:s, s:s}", "code",

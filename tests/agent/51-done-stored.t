@@ -39,7 +39,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup;
 
-plan tests => 7;
+plan tests => 9;
 
 my $sock = $a->{agents}{a}{sock};
 
@@ -144,5 +144,39 @@ my @ev = AgentTest::events($raw2);
 is(join(' ', ($raw2 =~ m{^HTTP/1.1 (\d+)}), map { $_->{text} }
                  of_type('answer', \@ev)),
    '200 second', 'the question asked at "done" is answered');
+
+# ---- a store that takes past the client's send deadline -------------------
+
+# The client has the run's wall time and --send-timeout to take its
+# events; the time the store takes (up to 10 s for a Redis that is
+# restarting) is not the client's, and "done" still comes.  Agent b's
+# run ends at its wall time (1 s: the model never answers), its client's
+# deadline 200 ms later; the store is held past it.
+
+$a->start_agent('b', '--max-wall', 1000, '--send-timeout', 200);
+$sock = $a->{agents}{b}{sock};
+$a->script({ wait_file => "$d/never", pieces => [ 'never' ] });
+$n0 = scalar $a->provider_requests;
+$s = start_ask('late', 'p' x 4000);
+for (1 .. 3000) {
+    last if scalar($a->provider_requests) > $n0;
+    sleep 0.02;
+}
+rcli(qw(CLIENT PAUSE 20000 WRITE));
+ok(held(sub { $_[0] =~ / cmd=eval / && $_[0] =~ / argv-mem=(\d+)/
+              && $1 >= 4000 }),
+   'late: the run\'s store waits for Redis');
+sleep 0.5;                              # past the client's deadline
+rcli('CLIENT', 'UNPAUSE');
+
+$raw = '';
+$sel = IO::Select->new($s);
+while ($sel->can_read(30)) {
+    last unless sysread($s, $raw, 1 << 20, length $raw);
+}
+close $s;
+@ev = AgentTest::events($raw);
+is(join(',', map { $_->{type} } grep { $_->{type} =~ /limit|done/ } @ev),
+   'limit,done', 'late: "done" comes all the same');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
