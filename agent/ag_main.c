@@ -1010,10 +1010,10 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     /*
      * "done" last, once the session is stored and free: a client that
      * asks again as soon as it sees it used to find the lock still
-     * taken (409), the longer while Redis was restarting.
+     * taken (409), the longer while Redis was restarting.  The store's
+     * time is not the client's to take its events in.
      */
 
-    /* the store's time is not the client's to take its events in */
     run.send_deadline_ms += ag_now_ms() - stored;
 
     if (rc != 0) {
