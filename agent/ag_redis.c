@@ -616,7 +616,10 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
      * XADD one script: with no worker taking them, or far too few, runs
      * would add jobs without end.  The same script records who awaits
      * it, so a run killed while it waits leaves a record the next
-     * question finds (ag_jobs_sweep()).
+     * question finds (ag_jobs_sweep()).  A key of another type under
+     * the records' name (planted: anything can write Redis) refuses the
+     * job before the XADD: a script that fails after a write keeps it,
+     * and the entry, added but reported as not, was never withdrawn.
      */
 
     snprintf(owner, sizeof(owner), "%s %s %s", run->session, run->run_id,
@@ -624,6 +627,10 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
 
     r = redisCommand(run->redis, "EVAL %s 2 " AG_STREAM " " AG_AWAITED
                      " %b %ld %s",
+                     "local t = redis.call('type', KEYS[2])['ok'] "
+                     "if t ~= 'none' and t ~= 'hash' then "
+                     "return redis.error_reply(KEYS[2] .. ' is a ' .. t "
+                     ".. ', not the hash of awaited jobs') end "
                      "if redis.call('xlen', KEYS[1]) >= tonumber(ARGV[2]) "
                      "then return false end "
                      "local e = redis.call('xadd', KEYS[1], '*', 'job', "
@@ -643,6 +650,8 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
         snprintf(err, size, "redis XADD: %s",
                  r != NULL && r->str != NULL ? r->str : run->redis->errstr);
+        fprintf(stderr, "airlock-agent: job %s of session %s not added: "
+                "%s\n", job_id, run->session, err);
         goto done;
     }
     if (r->len < sizeof(entry)) {
