@@ -1079,7 +1079,10 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session)
 /*
  * All of p, or -1.  With a deadline, each write waits only until then
  * (however little the client takes each time); without, it is the
- * socket's own timeout (SO_SNDTIMEO) for each write.
+ * socket's own timeout (SO_SNDTIMEO) for each write.  Once the run is
+ * stopping (SIGTERM), a second at most from then: a client that reads
+ * nothing would otherwise hold the stop until the deadline, past the
+ * run's wall time.
  */
 
 static int
@@ -1087,12 +1090,26 @@ ag_write_all(int fd, const char *p, size_t len, int64_t deadline)
 {
     int            rc;
     ssize_t        n;
-    int64_t        left;
+    int64_t        left, now, stop_by;
     struct pollfd  pfd;
+
+    stop_by = 0;
 
     while (len) {
         if (deadline != 0) {
-            left = deadline - ag_now_ms();
+            now = ag_now_ms();
+
+            if (ag_stopping) {
+                if (stop_by == 0) {
+                    stop_by = now + 1000;
+                }
+
+                if (deadline > stop_by) {
+                    deadline = stop_by;
+                }
+            }
+
+            left = deadline - now;
             if (left <= 0) {
                 return -1;
             }
