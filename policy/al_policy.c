@@ -2582,11 +2582,18 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    "may only use letters, digits and "
                                    "-._~!$&'()*+,=:@", s);
             }
-            if ((seglen == 1 && seg[0] == '.')
-                || (seglen == 2 && seg[0] == '.' && seg[1] == '.'))
-            {
+            /* "...", like "..", is refused in requests (Windows trims
+               the trailing dots): the route could never match */
+
+            for (k = 0; k < seglen && seg[k] == '.'; k++) {
+                /* void */
+            }
+
+            if (k == seglen) {
                 return al_cc_error(cc, node, "path \"%s\" has a dot "
-                                   "segment", s);
+                                   "segment; requests with one are "
+                                   "refused, so the route could never "
+                                   "match", s);
             }
 
             if (seglen >= 2 && seg[1] == ':'

@@ -714,6 +714,14 @@ test_routes(void)
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: `/a/../b }\n" ALERTS,
            "dot segment");
+    refuse("three dots in path",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `/a/.../b }\n" ALERTS,
+           "path \"/a/.../b\" has a dot segment");
+    refuse("four dots in path",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `/a/.... }\n" ALERTS,
+           "has a dot segment");
     refuse("drive in path",
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: `/files/c:x }\n" ALERTS,
