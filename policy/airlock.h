@@ -634,6 +634,18 @@ int al_form_method_check(const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, char *why, size_t whylen);
 
 /*
+ * al_form_method_check(), and a field named like one of params (a route's
+ * path params) or of query whose re is set (its query parameters with a
+ * pattern) is refused too: PHP's $_REQUEST, Rails, Laravel, ASP.NET MVC
+ * and Spring read a form field over the query parameter or path param of
+ * its name, so it would stand for the value the pattern checked.
+ */
+int al_form_check(const char *ctype, size_t ctype_len,
+    const unsigned char *body, size_t len, const al_param_t *params,
+    size_t nparams, const al_param_t *query, size_t nquery, char *why,
+    size_t whylen);
+
+/*
  * Checks a JSON document against a rule tree (al_json.c).  Duplicate keys,
  * trailing data, depth over AL_JSON_DEPTH_MAX, NUL in strings and numbers
  * that do not fit are refused.  Returns 0, or -1 with a reason in detail.

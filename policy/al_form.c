@@ -29,6 +29,15 @@
  * ContentDispositionHeaderValue decodes).  The body is the one buffer
  * already read for the route, scanned once.
  *
+ * The same readers merge a form's fields with the query and the route's
+ * path params (PHP's $_REQUEST, Rails' and Laravel's params, ASP.NET
+ * MVC's model binding, Spring's @ModelAttribute), the form's field read
+ * over the query parameter of the same name, and for ASP.NET and Spring
+ * over the path param: "file=../web.config" in the body would stand for
+ * the "?file=a.txt" a pattern checked.  So al_form_check() refuses, read
+ * the same way, a field named like a path param or like a query
+ * parameter with a pattern.
+ *
  * All of that reads the body as ASCII, and so must the upstream: ASP.NET
  * Core decodes a form in the charset its Content-Type names, and
  * "_method=DELETE" in UTF-16 has no ASCII "_method" in it.  So a form's
@@ -62,6 +71,15 @@
     ((unsigned char) (c) <= ' ' || (unsigned char) (c) >= 0x7f)
 
 
+/* the names a field may not have besides _method; re NULL: unchecked */
+typedef struct {
+    const al_param_t  *params;
+    size_t             nparams;
+    const al_param_t  *query;
+    size_t             nquery;
+} al_form_names_t;
+
+
 typedef enum {
     AL_FORM_NONE = 0,
     AL_FORM_URL,
@@ -71,21 +89,28 @@ typedef enum {
 
 static al_form_kind_t al_form_kind(const char *ctype, size_t len);
 static int al_form_charset(const char *ctype, size_t len);
-static int al_form_urlencoded(const unsigned char *p, size_t len);
+static const char *al_form_urlencoded(const unsigned char *p, size_t len,
+    const al_form_names_t *names);
 static int al_form_multipart(const unsigned char *p, size_t len,
-    const char **why);
+    const al_form_names_t *names, const char **why, const char **field);
 static size_t al_form_find(const unsigned char *p, size_t len, size_t i,
     const char *word, size_t n);
 static void al_form_param(const unsigned char *p, size_t len, size_t i,
     const unsigned char **v, size_t *vlen, unsigned *flags, size_t *tail);
 static unsigned al_form_char(const unsigned char *p, size_t len, size_t *i,
     unsigned flags);
-static int al_form_is_method(const unsigned char *p, size_t len,
-    unsigned flags);
+static const char *al_form_field(const unsigned char *p, size_t len,
+    unsigned flags, const al_form_names_t *names);
+static int al_form_is_name(const unsigned char *p, size_t len, size_t i,
+    unsigned flags, const char *name, size_t n);
+static unsigned al_form_fold(unsigned c);
 static int al_form_encoded_word(const unsigned char *p, size_t len,
     unsigned flags);
 static int al_form_hex(unsigned c);
 static int al_form_alnum(unsigned c);
+
+
+static const char  al_form_method[] = AL_FORM_FIELD;
 
 
 /*
@@ -111,12 +136,29 @@ int
 al_form_method_check(const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, char *why, size_t whylen)
 {
-    const char      *bad;
-    al_form_kind_t   kind;
+    return al_form_check(ctype, ctype_len, body, len, NULL, 0, NULL, 0, why,
+                         whylen);
+}
+
+
+int
+al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
+    size_t len, const al_param_t *params, size_t nparams,
+    const al_param_t *query, size_t nquery, char *why, size_t whylen)
+{
+    const char       *bad, *field;
+    al_form_kind_t    kind;
+    al_form_names_t   names;
 
     if (len == 0) {
         return 0;
     }
+
+    names.params = params;
+    names.nparams = nparams;
+    names.query = query;
+    names.nquery = nquery;
+    field = NULL;
 
     kind = al_form_kind(ctype, ctype_len);
 
@@ -128,20 +170,32 @@ al_form_method_check(const char *ctype, size_t ctype_len,
         bad = "form body: the charset must be utf-8, us-ascii or iso-8859-1";
 
     } else if (kind == AL_FORM_URL) {
-        if (al_form_urlencoded(body, len)) {
+        field = al_form_urlencoded(body, len, &names);
+
+        if (field == al_form_method) {
             bad = "form field \"" AL_FORM_FIELD "\" would change the method "
                   "upstream";
+            field = NULL;
+
+        } else if (field != NULL) {
+            bad = "form field";
         }
 
     } else if (kind == AL_FORM_PARTS) {
-        (void) al_form_multipart(body, len, &bad);
+        (void) al_form_multipart(body, len, &names, &bad, &field);
     }
 
     if (bad == NULL) {
         return 0;
     }
 
-    (void) snprintf(why, whylen, "%s", bad);
+    if (field != NULL) {
+        (void) snprintf(why, whylen, "%s named like the checked param \"%s\" "
+                        "would stand for it upstream", bad, field);
+
+    } else {
+        (void) snprintf(why, whylen, "%s", bad);
+    }
 
     return -1;
 }
@@ -247,11 +301,15 @@ al_form_charset(const char *ctype, size_t len)
 }
 
 
-/* 1 when a field of "a=1&b=2;c" is named _method */
+/* the name a field of "a=1&b=2;c" has (al_form_method, or a param's),
+   or NULL */
 
-static int
-al_form_urlencoded(const unsigned char *p, size_t len)
+static const char *
+al_form_urlencoded(const unsigned char *p, size_t len,
+    const al_form_names_t *names)
 {
+    const char  *field;
+
     size_t  i, start, name_end;
 
     start = 0;
@@ -271,21 +329,24 @@ al_form_urlencoded(const unsigned char *p, size_t len)
             name_end = i;
         }
 
-        if (al_form_is_method(p + start, name_end - start, AL_FORM_PLUS)) {
-            return 1;
+        field = al_form_field(p + start, name_end - start, AL_FORM_PLUS,
+                              names);
+        if (field != NULL) {
+            return field;
         }
 
         start = i + 1;
         name_end = (size_t) -1;
     }
 
-    return 0;
+    return NULL;
 }
 
 
 /*
- * 1, with *why, when a "name" parameter anywhere in the body is _method,
- * is in RFC 2231 form or holds an RFC 2047 encoded word.  "name" counts
+ * 1, with *why, when a "name" parameter anywhere in the body is _method
+ * or a checked param's name (then in *field too), is in RFC 2231 form or
+ * holds an RFC 2047 encoded word.  "name" counts
  * after a byte that is not a letter or a digit, so "filename" does not.
  * The scan goes on right after each "name", not after its value: a
  * quoted value that another parser ends elsewhere cannot hide a name
@@ -304,10 +365,12 @@ al_form_urlencoded(const unsigned char *p, size_t len)
  */
 
 static int
-al_form_multipart(const unsigned char *p, size_t len, const char **why)
+al_form_multipart(const unsigned char *p, size_t len,
+    const al_form_names_t *names, const char **why, const char **field)
 {
     size_t                i, vlen, tail;
     unsigned              flags;
+    const char           *f;
     const unsigned char  *v;
 
     tail = 0;
@@ -332,9 +395,17 @@ al_form_multipart(const unsigned char *p, size_t len, const char **why)
             return 1;
         }
 
-        if (al_form_is_method(v, vlen, flags)) {
+        f = al_form_field(v, vlen, flags, names);
+
+        if (f == al_form_method) {
             *why = "multipart field \"" AL_FORM_FIELD "\" would change the "
                    "method upstream";
+            return 1;
+        }
+
+        if (f != NULL) {
+            *why = "multipart field";
+            *field = f;
             return 1;
         }
     }
@@ -495,55 +566,109 @@ al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
 }
 
 
-/* 1 when a field name, read as the parsers in the comment above read it,
-   is _method */
+/*
+ * The name a field has, read as the parsers in the comment above read it:
+ * al_form_method (the pointer itself) for _method, a path param's name, a
+ * checked query parameter's name, or NULL for another.
+ */
 
-static int
-al_form_is_method(const unsigned char *p, size_t len, unsigned flags)
+static const char *
+al_form_field(const unsigned char *p, size_t len, unsigned flags,
+    const al_form_names_t *names)
 {
-    int       lead;
-    size_t    i, n;
+    size_t    i, k, j;
     unsigned  c;
 
-    n = 0;
-    lead = 1;
-
     for (i = 0; i < len; i++) {
-        c = al_form_char(p, len, &i, flags);
+        k = i;
+        c = al_form_char(p, len, &k, flags);
 
-        if (lead) {
-            if (c == ' ' || c == '\t' || c == '[' || c == ']') {
-                continue;
-            }
-
-            lead = 0;
+        if (c != ' ' && c != '\t' && c != '[' && c != ']') {
+            break;
         }
 
-        if (n == AL_FORM_FIELD_LEN) {
-            return c == '[' || c == ']' || c == ' ' || c == '\t'
-                   || c == '\0';
-        }
-
-        if (c == '.' || c == ' ') {
-            c = '_';
-
-        } else if (c >= 'A' && c <= 'Z') {
-            c |= 0x20;
-        }
-
-        if (c != (unsigned char) AL_FORM_FIELD[n]) {
-            return 0;
-        }
-
-        n++;
+        i = k;
     }
 
-    return n == AL_FORM_FIELD_LEN;
+    if (al_form_is_name(p, len, i, flags, al_form_method, AL_FORM_FIELD_LEN))
+    {
+        return al_form_method;
+    }
+
+    if (names == NULL) {
+        return NULL;
+    }
+
+    for (j = 0; j < names->nparams; j++) {
+        if (al_form_is_name(p, len, i, flags, names->params[j].name.data,
+                            names->params[j].name.len))
+        {
+            return names->params[j].name.data;
+        }
+    }
+
+    for (j = 0; j < names->nquery; j++) {
+        if (names->query[j].re != NULL
+            && al_form_is_name(p, len, i, flags, names->query[j].name.data,
+                               names->query[j].name.len))
+        {
+            return names->query[j].name.data;
+        }
+    }
+
+    return NULL;
 }
 
 
 /*
- * 1 when a name, read as al_form_is_method() reads it, has "=?" in it:
+ * 1 when the field name from p[i] on (leading blanks and brackets
+ * skipped) is name: compared in any case, '.' and ' ' as '_', ended by
+ * '[', ']', a blank or a NUL.
+ */
+
+static int
+al_form_is_name(const unsigned char *p, size_t len, size_t i, unsigned flags,
+    const char *name, size_t n)
+{
+    size_t    m;
+    unsigned  c;
+
+    for (m = 0; i < len; i++) {
+        c = al_form_char(p, len, &i, flags);
+
+        if (m == n) {
+            return c == '[' || c == ']' || c == ' ' || c == '\t'
+                   || c == '\0';
+        }
+
+        if (al_form_fold(c) != al_form_fold((unsigned char) name[m])) {
+            return 0;
+        }
+
+        m++;
+    }
+
+    return m == n;
+}
+
+
+static unsigned
+al_form_fold(unsigned c)
+{
+    if (c == '.' || c == ' ') {
+        return '_';
+    }
+
+    if (c >= 'A' && c <= 'Z') {
+        return c | 0x20;
+    }
+
+    return c;
+}
+
+
+/*
+ * 1 when a name, read as al_form_field() reads it, has "=?" in it:
  * the start of an RFC 2047 encoded word, wherever a decoder may look for
  * one (ASP.NET's takes a whole quoted "=?charset?B?base64?=").
  */

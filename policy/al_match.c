@@ -390,10 +390,14 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
         return AL_REASON_BODY;
     }
 
-    /* a form's _method field would be read upstream as the method */
+    /*
+     * a form's _method field would be read upstream as the method, and a
+     * field named like a checked param as that param
+     */
 
-    if (al_form_method_check(ctype, ctype_len, body, len, d->detail,
-                             sizeof(d->detail))
+    if (al_form_check(ctype, ctype_len, body, len, route->params,
+                      route->nparams, route->query_patterns,
+                      route->nquery_allow, d->detail, sizeof(d->detail))
         != 0)
     {
         d->reason = AL_REASON_BODY;

@@ -62,6 +62,14 @@ static const char *const  policy_yaml =
     "    to: /typed\n"
     "    body: { max_bytes: 1024 }\n"
     "    inject: { content-type: " FORM " }\n"
+    "  - name: shadow\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: \"/shadow/{dir}\" }\n"
+    "    params: { dir: '^[a-z]+$' }\n"
+    "    upstream: app\n"
+    "    to: \"/shadow/{dir}\"\n"
+    "    query: { allow: [file, page], patterns: { file: '^[a-z]+$' } }\n"
+    "    body: { max_bytes: 1024 }\n"
     "alerts:\n"
     "  deny: { threshold: 3, window: 60s }\n";
 
@@ -434,7 +442,7 @@ test_routes(void)
 {
     al_error_t          err;
     al_policy_t        *p;
-    const al_route_t   *raw, *form, *open, *listed, *typed;
+    const al_route_t   *raw, *form, *open, *listed, *typed, *shadow;
 
     p = al_policy_parse("form.yaml", policy_yaml, strlen(policy_yaml), NULL,
                         &err);
@@ -448,6 +456,7 @@ test_routes(void)
     open = al_policy_route(p, "open", 4);
     listed = al_policy_route(p, "listed", 6);
     typed = al_policy_route(p, "typed", 5);
+    shadow = al_policy_route(p, "shadow", 6);
 
     memset(&d, 0, sizeof(d));
 
@@ -498,6 +507,27 @@ test_routes(void)
     tap_is_int(body(listed, "application/json", "{\"_method\":\"PATCH\"}"),
                AL_REASON_NONE, "JSON: a listed _method is the policy's "
                "choice");
+
+    /* a form field would stand for the param of its name */
+
+    tap_is_int(body(shadow, FORM, "a=1&file=..%2Fx"), AL_REASON_BODY,
+               "form field named like a checked query parameter refused");
+    tap_is_str(d.detail, "form field named like the checked param \"file\" "
+               "would stand for it upstream", "the detail names it");
+    tap_is_int(body(shadow, FORM, "+%5BFile.=x"), AL_REASON_NONE,
+               "a longer name passes");
+    tap_is_int(body(shadow, FORM, "+%5BFILE%5B%5D=x"), AL_REASON_BODY,
+               "read as loosely as _method");
+    tap_is_int(body(shadow, NULL, "DIR=.."), AL_REASON_BODY,
+               "form field named like a path param refused");
+    tap_is_int(body(shadow, MP, PART("name=\"dir\"")), AL_REASON_BODY,
+               "multipart field named like a path param refused");
+    tap_is_str(d.detail, "multipart field named like the checked param "
+               "\"dir\" would stand for it upstream", "the detail names it");
+    tap_is_int(body(shadow, FORM, "page=..&files=1&xdir=2"), AL_REASON_NONE,
+               "a query parameter without a pattern, other names pass");
+    tap_is_int(body(raw, FORM, "file=..&dir=.."), AL_REASON_NONE,
+               "a route without those params passes them");
 
     al_policy_free(p);
 }

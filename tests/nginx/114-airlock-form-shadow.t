@@ -1,0 +1,110 @@
+#!/usr/bin/perl
+
+# ngx_http_airlock_module: a form body field named like a path param or a
+# query parameter with a pattern is refused with reason "body" and never
+# reaches the upstream.  PHP's $_REQUEST, Rails' and Laravel's merged
+# params, ASP.NET MVC's model binding and Spring's @ModelAttribute read
+# a form field over the query parameter (and ASP.NET and Spring over the
+# route value) of the same name: on a POST route whose query parameter
+# "file" has the pattern '^[a-z]+\.txt$' and whose body has no rules,
+# "?file=a.txt" with the form body "file=../web.config" was forwarded,
+# and such an upstream read "../web.config".  The name is read as loosely
+# as the _method check reads it ("FILE", "file[]", "%66ile", multipart).
+# Other fields, and fields named like a query parameter without a
+# pattern, pass.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More;
+use Airlock::Test;
+use Airlock::Proxy;
+
+my $t = Airlock::Test->new;
+my $p = Airlock::Proxy->new($t);
+
+$p->keygen;
+
+$t->write_file_expand('policy.yaml', <<'EOF');
+version: 1
+clients:
+  local: { cidr: [127.0.0.1/32] }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: files
+    clients: [local]
+    match: { method: POST, path: "/files/{dir}" }
+    params: { dir: '^[a-z]+$' }
+    upstream: echo
+    to: "/data/{dir}"
+    query:
+      allow: [file, page]
+      patterns: { file: '^[a-z]+\.txt$' }
+    body: { max_bytes: 1024 }
+alerts:
+  deny: { threshold: 1000, window: 60s }
+EOF
+
+$t->write_file_expand('nginx.conf', $p->conf);
+
+$t->start_echo(8081);
+$t->run;
+
+my $form = 'application/x-www-form-urlencoded';
+my $mp = 'multipart/form-data; boundary=b';
+sub mp_part {
+    my ($params) = @_;
+    return "--b\r\nContent-Disposition: form-data; $params\r\n\r\n"
+           . "../web.config\r\n--b--\r\n";
+}
+
+# [name, Content-Type, body]
+my @refused = (
+    [ 'a checked query parameter', $form, 'file=..%2Fweb.config' ],
+    [ 'in another case', $form, 'a=1&FILE=..%2Fweb.config' ],
+    [ 'as an array (PHP, Rack)', $form, 'file[]=..%2Fweb.config' ],
+    [ 'percent-encoded', $form, '%66ile=..%2Fweb.config' ],
+    [ 'without a Content-Type (Rack)', undef, 'file=..%2Fweb.config' ],
+    [ 'a path param', $form, 'dir=..' ],
+    [ 'multipart', $mp, mp_part('name="file"') ],
+);
+
+my @passed = (
+    [ 'other fields', $form, 'a=1&files=2&xfile=3' ],
+    [ 'a query parameter without a pattern', $form, 'page=..' ],
+    [ 'not a form', 'text/plain', 'file=..%2Fweb.config' ],
+);
+
+plan tests => @refused + @passed + 1;
+
+sub post {
+    my ($ct, $body) = @_;
+    return "POST /files/abc?file=a.txt HTTP/1.0\r\n"
+           . (defined $ct ? "Content-Type: $ct\r\n" : '')
+           . "Content-Length: " . length($body) . "\r\n\r\n$body";
+}
+
+for my $c (@refused) {
+    my ($name, $ct, $body) = @$c;
+    my $before = $p->echo_count;
+    my $raw = http(post($ct, $body));
+    my $r = parse_response($raw);
+    my $j = json_body($raw);
+
+    ok($r->{status} == 403 && $j && $j->{reason} eq 'body'
+       && $p->echo_count == $before, "refused: $name")
+        or diag("status $r->{status}, upstream requests "
+                . ($p->echo_count - $before));
+}
+
+for my $c (@passed) {
+    my ($name, $ct, $body) = @$c;
+    is(parse_response(http(post($ct, $body)))->{status}, 200,
+       "passes: $name");
+}
+
+is($t->error_log_check, '', 'no alerts');
