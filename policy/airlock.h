@@ -137,6 +137,13 @@ typedef struct al_regex_s  al_regex_t;
 al_regex_t *al_regex_compile(const char *pattern, size_t len, char *err,
     size_t errsize);
 int al_regex_match(const al_regex_t *re, const char *s, size_t len);
+
+/*
+ * al_regex_match() for a path param or query value: it must also match
+ * as Windows opens it as a file name, cut at "::$" and without trailing
+ * dots and spaces ("web.config::$DATA", "web.config. ").
+ */
+int al_regex_match_name(const al_regex_t *re, const char *s, size_t len);
 void al_regex_free(al_regex_t *re);
 
 

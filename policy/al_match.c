@@ -202,8 +202,8 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
         if (!r->seg_is_param[i]) {
             continue;
         }
-        if (!al_regex_match(r->params[np].re, d->path.seg[i].data,
-                            d->path.seg[i].len))
+        if (!al_regex_match_name(r->params[np].re, d->path.seg[i].data,
+                                 d->path.seg[i].len))
         {
             return al_deny(d, AL_REASON_PARAM, "param \"%s\" does not match "
                            "%s", r->params[np].name.data,
@@ -235,7 +235,7 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
         }
 
         if (qp->re != NULL
-            && !al_regex_match(qp->re, q->value.data, q->value.len))
+            && !al_regex_match_name(qp->re, q->value.data, q->value.len))
         {
             return al_deny(d, AL_REASON_QUERY, "query parameter \"%s\" does "
                            "not match %s", qp->name.data, qp->pattern.data);

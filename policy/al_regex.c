@@ -8,6 +8,12 @@
  * '/', '\', '%', dots or a space must also match as such an upstream
  * reads it (al_fold_like()): '^[^/]+$' refuses "a\u2215b", which a
  * Windows upstream opens as "a/b".
+ *
+ * A path param or query value (al_regex_match_name()) must also match as
+ * Windows reads it as a file name: cut at an NTFS stream suffix "::$"
+ * ("web.config::$DATA" is web.config's own data) and with its trailing
+ * dots and spaces trimmed ("web.config. "), so that a pattern refusing a
+ * name refuses what opens it.
  */
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -27,6 +33,7 @@
 
 static int al_regex_match_folded(const al_regex_t *re, const char *s,
     size_t len);
+static size_t al_regex_windows_len(const char *s, size_t len);
 
 
 struct al_regex_s {
@@ -143,6 +150,80 @@ al_regex_match_folded(const al_regex_t *re, const char *s, size_t len)
     }
 
     return rc >= 0;
+}
+
+
+/*
+ * al_regex_match(), and s must also match as Windows reads it as a file
+ * name (al_regex_windows_len()), after the folding al_regex_match() does.
+ */
+
+int
+al_regex_match_name(const al_regex_t *re, const char *s, size_t len)
+{
+    int     rc;
+    char   *buf, stack[AL_REGEX_FOLD_STACK];
+    size_t  n, w;
+
+    if (!al_regex_match(re, s, len)) {
+        return 0;
+    }
+
+    buf = NULL;
+    n = len;
+
+    if (al_fold_like(s, len, NULL, NULL) != 0) {
+        buf = (len <= sizeof(stack)) ? stack : malloc(len);
+        if (buf == NULL) {
+            return 0;
+        }
+
+        (void) al_fold_like(s, len, buf, &n);
+        s = buf;
+    }
+
+    w = al_regex_windows_len(s, n);
+
+    if (w == n) {
+        rc = 1;
+
+    } else {
+        rc = pcre2_match(re->code, (PCRE2_SPTR) s, w, 0, 0, re->md,
+                         re->mctx) >= 0;
+    }
+
+    if (buf != NULL && buf != stack) {
+        free(buf);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The length of s as Windows opens it as a file name: up to the first
+ * "::$" (the NTFS stream suffix "::$DATA" names the file's own data),
+ * then without trailing dots and spaces, which Win32 drops.  The
+ * look-alikes of those are ASCII here already (al_fold_like()).
+ */
+
+static size_t
+al_regex_windows_len(const char *s, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i + 2 < len; i++) {
+        if (s[i] == ':' && s[i + 1] == ':' && s[i + 2] == '$') {
+            len = i;
+            break;
+        }
+    }
+
+    while (len > 0 && (s[len - 1] == '.' || s[len - 1] == ' ')) {
+        len--;
+    }
+
+    return len;
 }
 
 
