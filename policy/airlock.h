@@ -352,6 +352,12 @@ struct al_json_rule_s {
     al_str_t         pattern;
     al_json_rule_t  *members;               /* objects */
     size_t           nmembers;
+    /* the root of a route's rules: its path params and query parameters
+       (those with re set), which no unlisted top-level field may name */
+    const al_param_t  *params;
+    size_t           nparams;
+    const al_param_t  *query;
+    size_t           nquery;
 };
 
 typedef struct {

@@ -30,6 +30,8 @@ static int al_json_value(const al_json_rule_t *rule, json_t *v, char *path,
     size_t plen, char *detail, size_t size);
 static int al_json_object(const al_json_rule_t *rule, json_t *obj,
     char *path, size_t plen, char *detail, size_t size);
+static const char *al_json_shadow(const al_json_rule_t *rule,
+    const char *key, size_t klen);
 static int al_json_syntax(const json_error_t *err, char *detail,
     size_t size);
 static size_t al_json_path_push(char *path, size_t plen, const char *name,
@@ -226,7 +228,7 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
 {
     size_t                 i, n, klen;
     json_t                *v;
-    const char            *key;
+    const char            *key, *name;
     const al_json_rule_t  *m;
     char                   show[AL_JSON_SHOW_MAX + 4];
 
@@ -299,6 +301,22 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
                                 "the method upstream", show);
         }
 
+        /*
+         * Rails and Laravel merge a JSON body's top-level fields with the
+         * query and the path params, the body's read over the query's:
+         * only a route that lists the field sends it (al_form.c).
+         */
+
+        name = (plen == 0) ? al_json_shadow(rule, key, klen) : NULL;
+
+        if (name != NULL) {
+            (void) al_json_show(show, sizeof(show), key, klen);
+
+            return al_json_fail(detail, size, "field \"%s\" named like the "
+                                "checked param \"%s\" would stand for it "
+                                "upstream", show, name);
+        }
+
         for (i = 0; i < rule->nmembers; i++) {
             m = &rule->members[i];
 
@@ -314,6 +332,38 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
     }
 
     return 0;
+}
+
+
+/*
+ * The name of the path param or checked query parameter of the route
+ * whose root rule this is that key names, in any case (al_folds_to(),
+ * as ASP.NET binds), or NULL.
+ */
+
+static const char *
+al_json_shadow(const al_json_rule_t *rule, const char *key, size_t klen)
+{
+    size_t  i;
+
+    for (i = 0; i < rule->nparams; i++) {
+        if (al_folds_to(key, klen, rule->params[i].name.data,
+                        rule->params[i].name.len))
+        {
+            return rule->params[i].name.data;
+        }
+    }
+
+    for (i = 0; i < rule->nquery; i++) {
+        if (rule->query[i].re != NULL
+            && al_folds_to(key, klen, rule->query[i].name.data,
+                           rule->query[i].name.len))
+        {
+            return rule->query[i].name.data;
+        }
+    }
+
+    return NULL;
 }
 
 

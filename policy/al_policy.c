@@ -2361,6 +2361,13 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         return -1;
     }
 
+    if (r->json != NULL) {
+        r->json->params = r->params;
+        r->json->nparams = r->nparams;
+        r->json->query = r->query_patterns;
+        r->json->nquery = r->nquery_allow;
+    }
+
     v = al_cc_get(node, "inject");
     if (v != NULL && al_cc_inject(cc, v, r) != 0) {
         return -1;

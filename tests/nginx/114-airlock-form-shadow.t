@@ -11,7 +11,10 @@
 # and such an upstream read "../web.config".  The name is read as loosely
 # as the _method check reads it ("FILE", "file[]", "%66ile", multipart).
 # Other fields, and fields named like a query parameter without a
-# pattern, pass.
+# pattern, pass.  Rails and Laravel merge a JSON body's top-level fields
+# the same way: on a route with json rules and "additional: true", an
+# unlisted top-level field named like a checked param (in any case, as
+# ASP.NET binds) is refused too.
 
 use strict;
 use warnings;
@@ -45,6 +48,16 @@ routes:
       allow: [file, page]
       patterns: { file: '^[a-z]+\.txt$' }
     body: { max_bytes: 1024 }
+  - name: notes
+    clients: [local]
+    match: { method: POST, path: "/notes/{id}" }
+    params: { id: '^[0-9]+$' }
+    upstream: echo
+    to: "/notes/{id}"
+    query:
+      allow: [file, page]
+      patterns: { file: '^[a-z]+\.txt$' }
+    body: { max_bytes: 1024, json: { title: '.+' }, additional: true }
 alerts:
   deny: { threshold: 1000, window: 60s }
 EOF
@@ -79,7 +92,20 @@ my @passed = (
     [ 'not a form', 'text/plain', 'file=..%2Fweb.config' ],
 );
 
-plan tests => @refused + @passed + 1;
+# [name, body]
+my @json_refused = (
+    [ 'a path param', '{"title":"x","id":"../1"}' ],
+    [ 'a checked query parameter in another case',
+      '{"title":"x","FILE":"../web.config"}' ],
+);
+
+my @json_passed = (
+    [ 'other fields', '{"title":"x","other":1,"ids":2}' ],
+    [ 'a query parameter without a pattern', '{"title":"x","page":".."}' ],
+    [ 'nested', '{"title":"x","x":{"id":"../1"}}' ],
+);
+
+plan tests => @refused + @passed + @json_refused + @json_passed + 1;
 
 sub post {
     my ($ct, $body) = @_;
@@ -105,6 +131,32 @@ for my $c (@passed) {
     my ($name, $ct, $body) = @$c;
     is(parse_response(http(post($ct, $body)))->{status}, 200,
        "passes: $name");
+}
+
+sub post_json {
+    my ($body) = @_;
+    return "POST /notes/1?file=a.txt HTTP/1.0\r\n"
+           . "Content-Type: application/json\r\n"
+           . "Content-Length: " . length($body) . "\r\n\r\n$body";
+}
+
+for my $c (@json_refused) {
+    my ($name, $body) = @$c;
+    my $before = $p->echo_count;
+    my $raw = http(post_json($body));
+    my $r = parse_response($raw);
+    my $j = json_body($raw);
+
+    ok($r->{status} == 403 && $j && $j->{reason} eq 'body'
+       && $p->echo_count == $before, "JSON refused: $name")
+        or diag("status $r->{status}, upstream requests "
+                . ($p->echo_count - $before));
+}
+
+for my $c (@json_passed) {
+    my ($name, $body) = @$c;
+    is(parse_response(http(post_json($body)))->{status}, 200,
+       "JSON passes: $name");
 }
 
 is($t->error_log_check, '', 'no alerts');
