@@ -10,10 +10,10 @@
  * Windows upstream opens as "a/b".
  *
  * A path param or query value (al_regex_match_name()) must also match as
- * Windows reads it as a file name: cut at an NTFS stream suffix "::$"
- * ("web.config::$DATA" is web.config's own data) and with its trailing
- * dots and spaces trimmed ("web.config. "), so that a pattern refusing a
- * name refuses what opens it.
+ * Windows reads it as a file name: without an NTFS stream suffix "::$"
+ * ("web.config::$DATA" is web.config's own data) and with the trailing
+ * dots and spaces of each component trimmed ("web.config. "), so that a
+ * pattern refusing a name refuses what opens it.
  */
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -33,7 +33,8 @@
 
 static int al_regex_match_folded(const al_regex_t *re, const char *s,
     size_t len);
-static size_t al_regex_windows_len(const char *s, size_t len);
+static size_t al_regex_windows(const char *s, size_t len, char *out,
+    size_t *outlen);
 
 
 struct al_regex_s {
@@ -163,36 +164,36 @@ al_regex_match_name(const al_regex_t *re, const char *s, size_t len)
 {
     int     rc;
     char   *buf, stack[AL_REGEX_FOLD_STACK];
-    size_t  n, w;
+    size_t  n;
 
     if (!al_regex_match(re, s, len)) {
         return 0;
     }
 
-    buf = NULL;
-    n = len;
-
-    if (al_fold_like(s, len, NULL, NULL) != 0) {
-        buf = (len <= sizeof(stack)) ? stack : malloc(len);
-        if (buf == NULL) {
-            return 0;
-        }
-
-        (void) al_fold_like(s, len, buf, &n);
-        s = buf;
+    if (al_fold_like(s, len, NULL, NULL) == 0
+        && al_regex_windows(s, len, NULL, NULL) == 0)
+    {
+        return 1;
     }
 
-    w = al_regex_windows_len(s, n);
+    buf = (len <= sizeof(stack)) ? stack : malloc(len);
+    if (buf == NULL) {
+        return 0;
+    }
 
-    if (w == n) {
+    /* both only ever shorten: the second runs in place */
+
+    (void) al_fold_like(s, len, buf, &n);
+
+    if (al_regex_windows(buf, n, buf, &n) == 0) {
         rc = 1;
 
     } else {
-        rc = pcre2_match(re->code, (PCRE2_SPTR) s, w, 0, 0, re->md,
+        rc = pcre2_match(re->code, (PCRE2_SPTR) buf, n, 0, 0, re->md,
                          re->mctx) >= 0;
     }
 
-    if (buf != NULL && buf != stack) {
+    if (buf != stack) {
         free(buf);
     }
 
@@ -201,29 +202,74 @@ al_regex_match_name(const al_regex_t *re, const char *s, size_t len)
 
 
 /*
- * The length of s as Windows opens it as a file name: up to the first
- * "::$" (the NTFS stream suffix "::$DATA" names the file's own data),
- * then without trailing dots and spaces, which Win32 drops.  The
- * look-alikes of those are ASCII here already (al_fold_like()).
+ * Writes s as Windows opens it as a file name to out (room for len bytes,
+ * which may be s itself): in each component (between '/' and ''), an
+ * NTFS stream suffix "::$..." ("::$DATA" names the file's own data) left
+ * out, then the trailing dots and spaces Win32 drops, except in a
+ * component of dots only ("..", which stays a parent).  With out NULL
+ * only counts.  Returns the number of components changed, the length in
+ * *outlen.  The look-alikes of those characters are ASCII here already
+ * (al_fold_like()).
  */
 
 static size_t
-al_regex_windows_len(const char *s, size_t len)
+al_regex_windows(const char *s, size_t len, char *out, size_t *outlen)
 {
-    size_t  i;
+    size_t  i, start, end, k, m, changed;
 
-    for (i = 0; i + 2 < len; i++) {
-        if (s[i] == ':' && s[i + 1] == ':' && s[i + 2] == '$') {
-            len = i;
+    changed = 0;
+    m = 0;
+    start = 0;
+
+    for ( ;; ) {
+        for (end = start; end < len && s[end] != '/' && s[end] != '\\';
+             end++)
+        {
+            /* void */
+        }
+
+        k = end;
+
+        for (i = start; i + 2 < end; i++) {
+            if (s[i] == ':' && s[i + 1] == ':' && s[i + 2] == '$') {
+                k = i;
+                break;
+            }
+        }
+
+        for (i = start; i < k && s[i] == '.'; i++) {
+            /* void */
+        }
+
+        if (i < k) {
+            while (k > start && (s[k - 1] == '.' || s[k - 1] == ' ')) {
+                k--;
+            }
+        }
+
+        changed += (k != end);
+
+        if (out != NULL) {
+            memmove(out + m, s + start, k - start);
+            m += k - start;
+
+            if (end < len) {
+                out[m++] = s[end];
+            }
+        }
+
+        if (end == len) {
             break;
         }
+
+        start = end + 1;
     }
 
-    while (len > 0 && (s[len - 1] == '.' || s[len - 1] == ' ')) {
-        len--;
+    if (outlen != NULL) {
+        *outlen = m;
     }
 
-    return len;
+    return changed;
 }
 
 

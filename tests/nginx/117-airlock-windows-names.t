@@ -2,8 +2,8 @@
 
 # ngx_http_airlock_module: a path param or query value must match its
 # pattern also as Windows reads it as a file name: with its trailing dots
-# and spaces trimmed, and cut at an NTFS stream suffix "::$" (the file's
-# own data).  With the deny-list pattern '^(?!web\.config$).+',
+# and spaces trimmed (in each component of a path in a query value),
+# and without an NTFS stream suffix "::$" (the file's own data).  With the deny-list pattern '^(?!web\.config$).+',
 # "web.config.", "web.config%20" and "web.config::$DATA" were forwarded,
 # and a Windows upstream that opens the value as a file name opened
 # web.config.  A value whose pattern takes it either way passes: a
@@ -38,7 +38,12 @@ routes:
     params: { name: '^(?!web\.config$).+' }
     upstream: echo
     to: "/data/{name}"
-    query: { allow: [as], patterns: { as: '^(?!web\.config$).+' } }
+    query:
+      allow: [as, path]
+      patterns:
+        as: '^(?!web\.config$).+'
+        path: '^(?!(.*/)?web\.config(/.*)?$).+'
+
   - name: zones
     clients: [local]
     match: { method: GET, path: "/zones/{zone}" }
@@ -65,11 +70,16 @@ my @refused = (
     [ '/files/a?as=web.config.', 'query', 'a query value, a dot' ],
     [ '/files/a?as=web.config%3A%3A%24DATA', 'query',
       'a query value, the stream' ],
+    [ '/files/a?path=app/web.config.%20/x', 'query',
+      'a folder of a query value, trailing dots and spaces' ],
+    [ '/files/a?path=app/web.config::$DATA', 'query',
+      'a query value, the stream of its file' ],
 );
 
 my @passed = (
     [ '/files/web.configx', '/data/web.configx' ],
     [ '/files/a.txt?as=b.txt.', '/data/a.txt?as=b.txt.' ],
+    [ '/files/a?path=../v1./x', '/data/a?path=../v1./x' ],
     [ '/zones/example.org.', '/zones/example.org.' ],
     [ '/zones/gemini:generatecontent', '/zones/gemini:generatecontent' ],
 );
