@@ -2788,7 +2788,40 @@ al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                 return al_cc_error(cc, items[i], "query parameter \"%s\" is "
                                    "listed twice", items[i]->scalar.data);
             }
+
+            if (r->query_allow[j].len == items[i]->scalar.len
+                && strncasecmp(r->query_allow[j].data, items[i]->scalar.data,
+                               items[i]->scalar.len) == 0)
+            {
+                return al_cc_error(cc, items[i], "query parameters \"%s\" "
+                                   "and \"%s\" differ only by case, which "
+                                   "ASP.NET reads as one parameter",
+                                   r->query_allow[j].data,
+                                   items[i]->scalar.data);
+            }
         }
+
+        /*
+         * Spring's @ModelAttribute binds a request parameter over the
+         * path variable of its name, ASP.NET in any case: the query
+         * value would stand for the path param its pattern checked
+         */
+
+        for (j = 0; j < r->nparams; j++) {
+            if (r->params[j].name.len == items[i]->scalar.len
+                && strncasecmp(r->params[j].name.data, items[i]->scalar.data,
+                               items[i]->scalar.len) == 0)
+            {
+                return al_cc_error(cc, items[i], "query parameter \"%s\" "
+                                   "has the name of the path param {%s}, "
+                                   "which an upstream may read it for "
+                                   "(Spring binds the query's over the "
+                                   "path's); rename one",
+                                   items[i]->scalar.data,
+                                   r->params[j].name.data);
+            }
+        }
+
         if (al_cc_keep(cc, items[i], &r->query_allow[i]) != 0) {
             return -1;
         }

@@ -714,6 +714,20 @@ test_routes(void)
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: `/a/../b }\n" ALERTS,
            "dot segment");
+    refuse("query parameter named like a path param",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/items/{id}\" }\n"
+           "    params: { id: '^[0-9]+$' }\n"
+           "    upstream: prom\n    to: /x\n"
+           "    query: { allow: [page, `ID] }\n" ALERTS,
+           "query parameter \"ID\" has the name of the path param {id}");
+    refuse("query parameters differing by case",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: /items }\n"
+           "    upstream: prom\n    to: /x\n"
+           "    query: { allow: [file, page, `File],"
+           " patterns: { file: '^[a-z]+$' } }\n" ALERTS,
+           "query parameters \"file\" and \"File\" differ only by case");
     refuse("three dots in path",
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: `/a/.../b }\n" ALERTS,
