@@ -42,6 +42,8 @@ typedef struct {
 static ngx_int_t ngx_http_airlock_handler(ngx_http_request_t *r);
 static al_reason_t ngx_http_airlock_decide(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail);
+static al_reason_t ngx_http_airlock_cookies(ngx_http_request_t *r,
+    const al_route_t *route, al_decision_t *d);
 static ngx_int_t ngx_http_airlock_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static al_reason_t ngx_http_airlock_check_body(ngx_http_request_t *r,
@@ -432,6 +434,63 @@ ngx_http_airlock_decide(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                      "%uz%Z", clen, route->body_max);
         *detail = d->detail;
         return AL_REASON_BODY_TOO_LARGE;
+    }
+
+    if (route->allow_cookies) {
+        reason = ngx_http_airlock_cookies(r, route, d);
+
+        if (reason != AL_REASON_NONE) {
+            *detail = d->detail;
+            return reason;
+        }
+    }
+
+    return AL_REASON_NONE;
+}
+
+
+/*
+ * Every Cookie header the route lets through, as the upstream gets them:
+ * none may name a checked param (al_cookie_check()).
+ */
+
+static al_reason_t
+ngx_http_airlock_cookies(ngx_http_request_t *r, const al_route_t *route,
+    al_decision_t *d)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */ ; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].key.len != sizeof("cookie") - 1
+            || ngx_strncasecmp(h[i].key.data, (u_char *) "cookie",
+                               sizeof("cookie") - 1)
+               != 0)
+        {
+            continue;
+        }
+
+        if (al_cookie_check(route, (const char *) h[i].value.data,
+                            h[i].value.len, d->detail, sizeof(d->detail))
+            != 0)
+        {
+            return AL_REASON_QUERY;
+        }
     }
 
     return AL_REASON_NONE;

@@ -659,6 +659,16 @@ int al_form_check(const char *ctype, size_t ctype_len,
     size_t whylen);
 
 /*
+ * A Cookie header a route lets through ("cookies: true"): a cookie named
+ * like one of the route's path params or checked query parameters, read
+ * as a form field's name is, is refused: PHP's $_REQUEST, without a
+ * php.ini, reads cookies over the query and the form.  Returns 0, or -1
+ * with the reason in why.
+ */
+int al_cookie_check(const al_route_t *route, const char *cookie, size_t len,
+    char *why, size_t whylen);
+
+/*
  * Checks a JSON document against a rule tree (al_json.c).  Duplicate keys,
  * trailing data, depth over AL_JSON_DEPTH_MAX, NUL in strings and numbers
  * that do not fit are refused.  Returns 0, or -1 with a reason in detail.

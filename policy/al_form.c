@@ -201,6 +201,34 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
 }
 
 
+int
+al_cookie_check(const al_route_t *route, const char *cookie, size_t len,
+    char *why, size_t whylen)
+{
+    const char       *field;
+    al_form_names_t   names;
+
+    names.params = route->params;
+    names.nparams = route->nparams;
+    names.query = route->query_patterns;
+    names.nquery = route->nquery_allow;
+
+    /* "a=1; b=2" splits on ';' as a form does; no reader takes _method
+       from a cookie */
+
+    field = al_form_urlencoded((const unsigned char *) cookie, len, &names);
+
+    if (field == NULL || field == al_form_method) {
+        return 0;
+    }
+
+    (void) snprintf(why, whylen, "cookie named like the checked param \"%s\" "
+                    "would stand for it upstream", field);
+
+    return -1;
+}
+
+
 /*
  * The media type, up to ';', ',' or a blank, as PHP and Rack cut it, the
  * blanks around it skipped.  A blank is what any reader trims from a

@@ -14,7 +14,10 @@
 # pattern, pass.  Rails and Laravel merge a JSON body's top-level fields
 # the same way: on a route with json rules and "additional: true", an
 # unlisted top-level field named like a checked param (in any case, as
-# ASP.NET binds) is refused too.
+# ASP.NET binds) is refused too.  And PHP's $_REQUEST without a php.ini
+# (the official Docker images ship none) reads cookies over both: on a
+# route with "cookies: true", a cookie named like a checked param is
+# refused ("query").
 
 use strict;
 use warnings;
@@ -58,6 +61,16 @@ routes:
       allow: [file, page]
       patterns: { file: '^[a-z]+\.txt$' }
     body: { max_bytes: 1024, json: { title: '.+' }, additional: true }
+  - name: pages
+    clients: [local]
+    match: { method: GET, path: "/pages/{id}" }
+    params: { id: '^[0-9]+$' }
+    upstream: echo
+    to: "/pages/{id}"
+    query:
+      allow: [file, page]
+      patterns: { file: '^[a-z]+\.txt$' }
+    cookies: true
 alerts:
   deny: { threshold: 1000, window: 60s }
 EOF
@@ -105,7 +118,18 @@ my @json_passed = (
     [ 'nested', '{"title":"x","x":{"id":"../1"}}' ],
 );
 
-plan tests => @refused + @passed + @json_refused + @json_passed + 1;
+# [name, Cookie]
+my @cookie_refused = (
+    [ 'a checked query parameter', 'sid=1; file=..%2Fweb.config' ],
+    [ 'a path param, in another case', 'ID=..' ],
+);
+
+my @cookie_passed = (
+    [ 'other cookies', 'sid=1; files=2; page=..' ],
+);
+
+plan tests => @refused + @passed + @json_refused + @json_passed
+              + @cookie_refused + @cookie_passed + 1;
 
 sub post {
     my ($ct, $body) = @_;
@@ -157,6 +181,30 @@ for my $c (@json_passed) {
     my ($name, $body) = @$c;
     is(parse_response(http(post_json($body)))->{status}, 200,
        "JSON passes: $name");
+}
+
+sub get_cookie {
+    my ($cookie) = @_;
+    return "GET /pages/1?file=a.txt HTTP/1.0\r\nCookie: $cookie\r\n\r\n";
+}
+
+for my $c (@cookie_refused) {
+    my ($name, $cookie) = @$c;
+    my $before = $p->echo_count;
+    my $raw = http(get_cookie($cookie));
+    my $r = parse_response($raw);
+    my $j = json_body($raw);
+
+    ok($r->{status} == 403 && $j && $j->{reason} eq 'query'
+       && $p->echo_count == $before, "cookie refused: $name")
+        or diag("status $r->{status}, upstream requests "
+                . ($p->echo_count - $before));
+}
+
+for my $c (@cookie_passed) {
+    my ($name, $cookie) = @$c;
+    is(parse_response(http(get_cookie($cookie)))->{status}, 200,
+       "cookie passes: $name");
 }
 
 is($t->error_log_check, '', 'no alerts');
