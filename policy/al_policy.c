@@ -143,6 +143,7 @@ static int al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_to(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static void al_cc_to_literal(al_route_t *r, const char *s, size_t len);
 static int al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_query_same(const char *a, const char *b, size_t len);
 static int al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_json_members(al_cc_t *cc, const al_ynode_t *node,
     al_json_rule_t *obj);
@@ -2756,6 +2757,44 @@ al_cc_to_literal(al_route_t *r, const char *s, size_t len)
 }
 
 
+/*
+ * 1 when two names of len bytes are one parameter to some upstream: the
+ * same but for ASCII case (ASP.NET) or a '.' or ' ' for a '_' (PHP).
+ */
+
+static int
+al_cc_query_same(const char *a, const char *b, size_t len)
+{
+    size_t         i;
+    unsigned char  x, y;
+
+    for (i = 0; i < len; i++) {
+        x = (unsigned char) a[i];
+        y = (unsigned char) b[i];
+
+        if (x == '.' || x == ' ') {
+            x = '_';
+
+        } else if (x >= 'A' && x <= 'Z') {
+            x |= 0x20;
+        }
+
+        if (y == '.' || y == ' ') {
+            y = '_';
+
+        } else if (y >= 'A' && y <= 'Z') {
+            y |= 0x20;
+        }
+
+        if (x != y) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 static int
 al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 {
@@ -2790,12 +2829,14 @@ al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             }
 
             if (r->query_allow[j].len == items[i]->scalar.len
-                && strncasecmp(r->query_allow[j].data, items[i]->scalar.data,
-                               items[i]->scalar.len) == 0)
+                && al_cc_query_same(r->query_allow[j].data,
+                                    items[i]->scalar.data,
+                                    items[i]->scalar.len))
             {
                 return al_cc_error(cc, items[i], "query parameters \"%s\" "
-                                   "and \"%s\" differ only by case, which "
-                                   "ASP.NET reads as one parameter",
+                                   "and \"%s\" differ only by case or by "
+                                   "'.', ' ' for '_', which ASP.NET or PHP "
+                                   "reads as one parameter",
                                    r->query_allow[j].data,
                                    items[i]->scalar.data);
             }
@@ -2809,8 +2850,9 @@ al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 
         for (j = 0; j < r->nparams; j++) {
             if (r->params[j].name.len == items[i]->scalar.len
-                && strncasecmp(r->params[j].name.data, items[i]->scalar.data,
-                               items[i]->scalar.len) == 0)
+                && al_cc_query_same(r->params[j].name.data,
+                                    items[i]->scalar.data,
+                                    items[i]->scalar.len))
             {
                 return al_cc_error(cc, items[i], "query parameter \"%s\" "
                                    "has the name of the path param {%s}, "

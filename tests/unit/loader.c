@@ -728,6 +728,15 @@ test_routes(void)
            "    query: { allow: [file, page, `File],"
            " patterns: { file: '^[a-z]+$' } }\n" ALERTS,
            "query parameters \"file\" and \"File\" differ only by case");
+    refuse("query parameters differing by '.' for '_'",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: /items }\n"
+           "    upstream: prom\n    to: /x\n"
+           "    query: { allow: [a_b, `a.b],"
+           " patterns: { a_b: '^[a-z]+$' } }\n" ALERTS,
+           "query parameters \"a_b\" and \"a.b\" differ only by case or "
+           "by '.', ' ' for '_', which ASP.NET or PHP reads as one "
+           "parameter");
     refuse("three dots in path",
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: `/a/.../b }\n" ALERTS,
