@@ -4,7 +4,9 @@
  * nginx appends one JSON object per line with O_APPEND.  We read complete
  * lines only: a last line without its '\n' stays unread, and our offset
  * stays at its start, until the rest arrives.  A line longer than
- * AD_READ_MAX is skipped as malformed.
+ * AD_READ_MAX bytes, its newline not counted, is skipped as malformed:
+ * each read takes AD_READ_MAX + 1 bytes, room for the longest line and
+ * its newline.
  *
  * inotify tells us when to look: the file itself (IN_MODIFY, IN_MOVE_SELF,
  * IN_DELETE_SELF, IN_ATTRIB for an unlink) and its directory (IN_CREATE
@@ -812,7 +814,7 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
         tlen = f->tlen;
         start = f->off - (int64_t) tlen;
 
-        n = ad_pread_all(f->fd, j->buf, tlen + AD_READ_MAX, start);
+        n = ad_pread_all(f->fd, j->buf, tlen + AD_READ_MAX + 1, start);
 
         if (n == -1) {
             ad_log(AD_LOG_ERR, "reading journal %s at offset %lld: %s",
@@ -875,17 +877,17 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
             p = nl + 1;
         }
 
-        if (p == data_start && end - data_start == AD_READ_MAX) {
+        if (p == data_start && end - data_start == AD_READ_MAX + 1) {
             /* no line end in a full buffer: too long to be a line */
             f->skipping = 1;
-            f->off += AD_READ_MAX;
+            f->off += AD_READ_MAX + 1;
             ad_jfile_keep(f, j->buf, start);
             continue;
         }
 
         ad_jfile_keep(f, j->buf, start);
 
-        if (end - data_start < AD_READ_MAX) {
+        if (end - data_start < AD_READ_MAX + 1) {
             /* at the end; what is left is an incomplete line */
             return 0;
         }

@@ -38,8 +38,9 @@
 #define AD_FIELD_MAX           128      /* client, reason, route, peer */
 #define AD_SAMPLE_MAX          512      /* longer samples are cut */
 #define AD_TIME_MAX            40       /* RFC 3339 text */
-#define AD_READ_MAX            65536    /* one journal read; a longer
-                                           line is malformed */
+#define AD_READ_MAX            65536    /* the longest journal line, its
+                                           newline not counted; a longer
+                                           one is malformed */
 #define AD_STATE_FILE_MAX      (16 * 1024 * 1024)
 #define AD_STATE_LOG_MIN       (64 * 1024)  /* the change log may grow to
                                                this, or to the snapshot's
@@ -315,8 +316,10 @@ typedef struct {
     unsigned         watch:1;               /* following it (not --once);
                                                ifd is -1 while inotify
                                                fails: polled instead */
-    char             buf[AD_PRINT_MAX + AD_READ_MAX];   /* the tail,
-                                               then what follows it */
+    char             buf[AD_PRINT_MAX + AD_READ_MAX + 1];   /* the
+                                               tail, then what follows it:
+                                               a longest line and its
+                                               newline */
 } ad_journal_t;
 
 /* returns 0, or -1 to stop reading (the line is read again later) */
