@@ -335,12 +335,18 @@ ad_group_remove(ad_groups_t *gs, size_t i)
 }
 
 
+/*
+ * Ends the windows that ended by now_ms.  At most max of them make a
+ * folded alert (each a file written and synced per sink): returns 1
+ * when more are left for the next round of the loop, 0 when none is.
+ */
+
 int
-ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
-    void *data)
+ad_group_expire(ad_groups_t *gs, int64_t now_ms, size_t max,
+    ad_emit_pt emit, void *data)
 {
     int      removed;
-    size_t   i, back;
+    size_t   i, back, emitted;
     int64_t  most;
     char     what[64];
 
@@ -376,11 +382,20 @@ ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
     }
 
     i = 0;
+    emitted = 0;
 
     while (i < gs->n) {
         if (now_ms < gs->g[i].end_ms) {
             i++;
             continue;
+        }
+
+        if (gs->g[i].count > 0) {
+            if (emitted == max) {
+                return 1;
+            }
+
+            emitted++;
         }
 
         if (ad_group_close(gs, i, emit, data, &removed) != 0) {

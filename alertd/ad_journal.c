@@ -648,22 +648,30 @@ ad_journal_events(ad_journal_t *j)
 }
 
 
+/*
+ * Returns 0 once everything there is was read; else what the handler
+ * returned: -1, or 1 (this round of the loop is over, not the reading).
+ */
+
 int
 ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
 {
+    int          rc;
     struct stat  st;
 
     if (j->ifd == -1 || j->check) {
         j->check = 0;
-        if (ad_journal_check(j, handler, data) != 0) {
+        rc = ad_journal_check(j, handler, data);
+        if (rc != 0) {
             j->check = 1;
-            return -1;
+            return rc;
         }
     }
 
     if (j->old.fd != -1) {
-        if (ad_jfile_read(j, &j->old, handler, data) != 0) {
-            return -1;
+        rc = ad_jfile_read(j, &j->old, handler, data);
+        if (rc != 0) {
+            return rc;
         }
 
         if (j->old.fd != -1
@@ -698,6 +706,7 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
 static int
 ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
 {
+    int          rc;
     ad_jfile_t   f;
     struct stat  st;
 
@@ -744,17 +753,19 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
          */
 
         if (j->old.fd != -1) {
-            if (ad_jfile_read(j, &j->old, handler, data) != 0) {
+            rc = ad_jfile_read(j, &j->old, handler, data);
+            if (rc != 0) {
                 ad_jfile_close(j, &f);
-                return -1;
+                return rc;
             }
 
             ad_jfile_close(j, &j->old);
         }
 
-        if (ad_jfile_read(j, &j->cur, handler, data) != 0) {
+        rc = ad_jfile_read(j, &j->cur, handler, data);
+        if (rc != 0) {
             ad_jfile_close(j, &f);
-            return -1;
+            return rc;
         }
 
         ad_log(AD_LOG_INFO, "journal %s was rotated: read the old file "
@@ -804,6 +815,7 @@ static int
 ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
     void *data)
 {
+    int           rc;
     size_t        len, tlen;
     ssize_t       n;
     int64_t       start, size;
@@ -839,8 +851,9 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
         }
 
         if (size != -1 || memcmp(j->buf, f->tail, tlen) != 0) {
-            if (ad_jfile_replaced(j, f, handler, data, size) != 0) {
-                return -1;
+            rc = ad_jfile_replaced(j, f, handler, data, size);
+            if (rc != 0) {
+                return rc;
             }
 
             if (f->fd == -1) {
@@ -868,9 +881,12 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
                        "than %d bytes ending at offset %lld", j->path,
                        AD_READ_MAX, (long long) (f->off + (int64_t) len));
 
-            } else if (handler(data, p, len, f->off) != 0) {
-                ad_jfile_keep(f, j->buf, start);
-                return -1;
+            } else {
+                rc = handler(data, p, len, f->off);
+                if (rc != 0) {
+                    ad_jfile_keep(f, j->buf, start);
+                    return rc;
+                }
             }
 
             f->off += (int64_t) len + 1;
@@ -922,6 +938,7 @@ static int
 ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
     void *data, int64_t size)
 {
+    int        rc;
     char       what[64];
     char       found[sizeof(j->dir) + sizeof(j->base) + 1];
     ad_fpos_t  fp;
@@ -959,8 +976,9 @@ ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
                (long long) f->off, found, (long long) f->off);
 
         if (j->old.fd != -1) {
-            if (ad_jfile_read(j, &j->old, handler, data) != 0) {
-                return -1;
+            rc = ad_jfile_read(j, &j->old, handler, data);
+            if (rc != 0) {
+                return rc;
             }
 
             ad_jfile_close(j, &j->old);

@@ -49,6 +49,11 @@
 
 #define AD_SAVE_LAZY     5000       /* ms an offset past deny lines only
                                        may wait before it is saved */
+#define AD_ROUND_LINES   4096       /* journal lines read in one round of
+                                       the loop */
+#define AD_ROUND_ALERTS  64         /* alerts queued in one round (each a
+                                       file written and synced per
+                                       sink) */
 #define AD_REPEAT_MIN    1000
 #define AD_REPEAT_MAX    (24 * 3600 * 1000)
 #define AD_POLL_MIN      1000
@@ -84,6 +89,10 @@ typedef struct {
     unsigned         changed:1;         /* alerts or groups: save now */
     unsigned         moved:1;           /* offset moved past other lines */
     unsigned         stopping:1;
+    unsigned         more:1;            /* the last round ended with work
+                                           left: the next one at once */
+    size_t           round_lines;       /* read in this round */
+    size_t           round_alerts;      /* emitted in this round */
     int64_t          wall_ms;           /* the wall clock of this round
                                            of ad_work() */
     int64_t          saved_at;          /* monotonic */
@@ -808,7 +817,9 @@ ad_loop(ad_ctx_t *ctx)
             break;
         }
 
-        if (ctx->once && !ctx->stopping && ad_deliver_idle(&ctx->deliver)) {
+        if (ctx->once && !ctx->stopping && !ctx->more
+            && ad_deliver_idle(&ctx->deliver))
+        {
             break;
         }
 
@@ -840,7 +851,9 @@ ad_loop(ad_ctx_t *ctx)
 
         ad_deliver_collect(&ctx->deliver);
 
-        if (!ctx->stopping && !ctx->once) {
+        /* --once reads the journal to its end, then only delivers */
+
+        if (!ctx->stopping && (!ctx->once || ctx->more)) {
             ad_work(ctx);
         }
 
@@ -881,12 +894,19 @@ ad_loop(ad_ctx_t *ctx)
 }
 
 
-/* the nearest of: a retry, a group window's end, the journal poll */
+/*
+ * The nearest of: a retry, a group window's end, the journal poll; no
+ * wait while a round left work to do.
+ */
 
 static int
 ad_timeout(ad_ctx_t *ctx)
 {
     int64_t  now, wall, t, timeout;
+
+    if (ctx->more && !ctx->stopping) {
+        return 0;
+    }
 
     now = ad_mono_ms();
     wall = ad_now_ms();
@@ -986,21 +1006,32 @@ ad_stop(ad_ctx_t *ctx, const char *why)
 
 
 /*
- * The reports of dropped alerts, then the journal, then the group
- * windows, then the state on disk.  A report goes first: it takes the
- * room a delivery made before a new alert can.  The wall clock is read
- * once: the alerts read and the windows ended see one time, so that a
- * window opened by a line of this round is saved open, however long
- * the round takes (each alert queued is a file written and fsync()ed).
+ * One round: the reports of dropped alerts, then the journal, then the
+ * group windows, then the state on disk.  A report goes first: it takes
+ * the room a delivery made before a new alert can.  The wall clock is
+ * read once: the alerts read and the windows ended see one time, so
+ * that a window opened by a line of this round is saved open.
+ *
+ * A round is bounded (AD_ROUND_LINES, AD_ROUND_ALERTS): a backlog of
+ * thousands of new groups is thousands of files written and fsync()ed,
+ * during which no signal would be taken and no delivery made.  What is
+ * left is read in the next rounds, at once, in order.  The windows are
+ * ended only once the journal is read to its end, as they were when a
+ * round read it all: a backlog folds in its alerts' own time, not in
+ * the rounds it took.
  */
 
 static void
 ad_work(ad_ctx_t *ctx)
 {
+    int      rc;
     int64_t  now;
 
     now = ad_mono_ms();
     ctx->wall_ms = ad_now_ms();
+    ctx->more = 0;
+    ctx->round_lines = 0;
+    ctx->round_alerts = 0;
 
     if (ctx->blocked_until != 0) {
         if (now < ctx->blocked_until) {
@@ -1009,16 +1040,30 @@ ad_work(ad_ctx_t *ctx)
         ctx->blocked_until = 0;
     }
 
-    if (ad_report(ctx) != 0
-        || ad_journal_read(ctx->journal, ad_on_line, ctx) != 0
-        || ad_group_expire(&ctx->groups, ctx->wall_ms, ad_emit, ctx) != 0)
-    {
+    rc = ad_report(ctx);
+
+    if (rc == 0) {
+        rc = ad_journal_read(ctx->journal, ad_on_line, ctx);
+    }
+
+    if (rc == 0) {
+        rc = ad_group_expire(&ctx->groups, ctx->wall_ms,
+                             ctx->round_alerts < AD_ROUND_ALERTS
+                             ? AD_ROUND_ALERTS - ctx->round_alerts : 0,
+                             ad_emit, ctx);
+    }
+
+    if (rc < 0) {
         /* queueing failed (logged): what was read stays unread */
         ctx->blocked_until = now + AD_BLOCKED_WAIT;
+
+    } else if (rc > 0) {
+        ctx->more = 1;
     }
 
     if (ad_persist(ctx, 0) != 0) {
         ctx->blocked_until = now + AD_BLOCKED_WAIT;
+        ctx->more = 0;
     }
 }
 
@@ -1057,6 +1102,14 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off)
     char         why[256];
 
     ctx = data;
+
+    if (ctx->round_lines >= AD_ROUND_LINES
+        || ctx->round_alerts >= AD_ROUND_ALERTS)
+    {
+        return 1;
+    }
+
+    ctx->round_lines++;
 
     switch (ad_alert_parse_line(line, len, &a, why, sizeof(why))) {
 
@@ -1125,6 +1178,7 @@ ad_emit(void *data, const ad_alert_t *a)
     ad_outbox_count(&ctx->outbox, a, 1);
 
     ctx->changed = 1;
+    ctx->round_alerts++;
 
     if (ctx->deliver.nsinks == 0) {
         what = "no sinks for";

@@ -209,8 +209,8 @@ typedef int (*ad_emit_pt)(void *data, const ad_alert_t *a);
 
 int ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
     ad_emit_pt emit, void *data);
-int ad_group_expire(ad_groups_t *gs, int64_t now_ms, ad_emit_pt emit,
-    void *data);
+int ad_group_expire(ad_groups_t *gs, int64_t now_ms, size_t max,
+    ad_emit_pt emit, void *data);       /* 1: max emitted, more ended */
 int64_t ad_group_next(const ad_groups_t *gs);   /* -1: none */
 void ad_group_stop(ad_groups_t *gs);
 json_t *ad_group_to_json(const ad_groups_t *gs);
@@ -322,7 +322,11 @@ typedef struct {
                                                newline */
 } ad_journal_t;
 
-/* returns 0, or -1 to stop reading (the line is read again later) */
+/*
+ * Returns 0; -1 to stop reading, it failed; 1 to stop reading for this
+ * round of the loop.  Either way the line is read again later, and
+ * ad_journal_read() returns what the handler did.
+ */
 typedef int (*ad_line_pt)(void *data, const char *line, size_t len,
     int64_t off);
 

@@ -60,7 +60,7 @@ sub saved_to_end {
 
 my $pid = $t->alertd(@opt);
 
-# 1500 groups at once: read in one go, one save
+# 1500 groups at once: read in rounds of 64 alerts, a save after each
 my ($text, $last) = ('');
 for my $i (1 .. 1500) {
     ($last, my $line) = peer_alert(++$n);
