@@ -61,7 +61,6 @@
 
 static void ad_jfile_init(ad_jfile_t *f);
 static int ad_jfile_open(ad_journal_t *j, ad_jfile_t *f, const char *path);
-static const char *ad_open_strerror(int err);
 static void ad_jfile_close(ad_journal_t *j, ad_jfile_t *f);
 static int ad_jfile_read(ad_journal_t *j, ad_jfile_t *f,
     ad_line_pt handler, void *data);
@@ -94,7 +93,7 @@ ad_jfile_init(ad_jfile_t *f)
  * O_NONBLOCK: a FIFO under the name (or a device) must not hold the loop
  * in open() until a writer comes, every signal waiting on the signalfd
  * meanwhile.  Only a regular file is a journal; anything else fails as
- * EINVAL, which ad_open_strerror() says as "not a regular file".
+ * EINVAL, which ad_file_strerror() says as "not a regular file".
  */
 
 static int
@@ -144,15 +143,6 @@ ad_jfile_open(ad_journal_t *j, ad_jfile_t *f, const char *path)
     }
 
     return 0;
-}
-
-
-/* why ad_jfile_open() failed, as said in the log */
-
-static const char *
-ad_open_strerror(int err)
-{
-    return (err == EINVAL) ? "not a regular file" : strerror(err);
 }
 
 
@@ -250,7 +240,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     if (ad_jfile_open(j, &j->cur, j->path) != 0 && errno != ENOENT) {
         if (!watch) {
             (void) snprintf(err, errsize, "cannot read the journal %s: %s",
-                            j->path, ad_open_strerror(errno));
+                            j->path, ad_file_strerror(errno));
             ad_journal_close(j);
             return -1;
         }
@@ -258,7 +248,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         j->open_errno = errno;
         ad_log(AD_LOG_ERR, "cannot open the journal %s: %s; trying again "
                "every %lld ms (--poll-interval)", j->path,
-               ad_open_strerror(errno), (long long) j->poll_ms);
+               ad_file_strerror(errno), (long long) j->poll_ms);
     }
 
     if (saved->old.valid && saved->old.ino != 0) {
@@ -733,7 +723,7 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
             j->open_errno = errno;
             ad_log(errno == ENOENT ? AD_LOG_DEBUG : AD_LOG_ERR,
                    "cannot open the journal %s: %s; trying again", j->path,
-                   ad_open_strerror(errno));
+                   ad_file_strerror(errno));
         }
         return 0;
     }

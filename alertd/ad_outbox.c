@@ -259,7 +259,7 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
 
     if (ad_file_read(ob->fd, name, AD_ENTRY_FILE_MAX, &buf, &len) != 0) {
         err = errno;
-        (void) snprintf(why, whysize, "%s", strerror(err));
+        (void) snprintf(why, whysize, "%s", ad_file_strerror(err));
         errno = err;
 
         /*

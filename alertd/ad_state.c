@@ -48,6 +48,8 @@
 #define AD_STATE_VERSION  1
 
 
+static int ad_file_open(int dirfd, const char *name, int flags,
+    mode_t mode);
 static int ad_write_all(int fd, const char *data, size_t len);
 static json_t *ad_print_to_json(const ad_fpos_t *fp);
 static int ad_print_from_json(const json_t *o, ad_fpos_t *fp);
@@ -95,12 +97,12 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
         return -1;
     }
 
-    st->lock = openat(st->fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC
-                                      | O_NOFOLLOW, 0600);
+    st->lock = ad_file_open(st->fd, "lock", O_RDWR | O_CREAT, 0600);
     if (st->lock == -1) {
         st->errnum = errno;
         (void) snprintf(err, errsize, "cannot write in the state directory "
-                        "%s: %s", path, strerror(errno));
+                        "%s: %s/lock: %s", path, path,
+                        ad_file_strerror(errno));
         ad_state_close(st);
         return -1;
     }
@@ -120,12 +122,12 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
         return -1;
     }
 
-    st->log = openat(st->fd, "offset.log", O_RDWR | O_APPEND | O_CREAT
-                                           | O_CLOEXEC | O_NOFOLLOW, 0600);
+    st->log = ad_file_open(st->fd, "offset.log", O_RDWR | O_APPEND
+                                                 | O_CREAT, 0600);
     if (st->log == -1 || ad_fsync_dir(st->fd) != 0) {
         st->errnum = errno;
         (void) snprintf(err, errsize, "cannot open %s/offset.log: %s",
-                        path, strerror(errno));
+                        path, ad_file_strerror(errno));
         ad_state_close(st);
         return -1;
     }
@@ -151,6 +153,53 @@ ad_state_close(ad_state_t *st)
         (void) close(st->fd);
         st->fd = -1;
     }
+}
+
+
+/*
+ * Opens a file of the state directory: never through a symbolic link,
+ * and never waiting on a FIFO or a device put under its name (open()
+ * of a FIFO waits for a writer, a read of it for data: alertd would
+ * hang at start, every signal held on the signalfd).  O_NONBLOCK does
+ * nothing to a regular file, and only a regular file is a state file:
+ * anything else fails as EINVAL, said as "not a regular file".
+ */
+
+static int
+ad_file_open(int dirfd, const char *name, int flags, mode_t mode)
+{
+    int          fd, err;
+    struct stat  st;
+
+    fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+                mode);
+    if (fd == -1) {
+        return -1;
+    }
+
+    if (fstat(fd, &st) != 0) {
+        err = errno;
+
+    } else if (!S_ISREG(st.st_mode)) {
+        err = EINVAL;
+
+    } else {
+        return fd;
+    }
+
+    (void) close(fd);
+    errno = err;
+
+    return -1;
+}
+
+
+/* why a file could not be opened, as the log says it */
+
+const char *
+ad_file_strerror(int err)
+{
+    return (err == EINVAL) ? "not a regular file" : strerror(err);
 }
 
 
@@ -189,8 +238,14 @@ ad_file_replace(int dirfd, const char *name, const char *data, size_t len)
         return -1;
     }
 
-    fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
-                            | O_NOFOLLOW, 0600);
+    /*
+     * The name is ours alone: whatever is there (a file a crash left, a
+     * FIFO that a write would wait on) goes, and a new file is made.
+     */
+
+    (void) unlinkat(dirfd, tmp, 0);
+
+    fd = ad_file_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd == -1) {
         return -1;
     }
@@ -223,7 +278,7 @@ ad_file_read(int dirfd, const char *name, size_t max, char **buf,
     size_t    n;
     ssize_t   r;
 
-    fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd = ad_file_open(dirfd, name, O_RDONLY, 0);
     if (fd == -1) {
         return -1;
     }
@@ -316,7 +371,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
 
         st->errnum = errno;
         (void) snprintf(err, errsize, "cannot read %s/offset: %s",
-                        st->path, strerror(errno));
+                        st->path, ad_file_strerror(errno));
         return -1;
     }
 
@@ -493,7 +548,7 @@ ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last, char *why,
         }
 
         st->errnum = errno;
-        (void) snprintf(why, whysize, "%s", strerror(errno));
+        (void) snprintf(why, whysize, "%s", ad_file_strerror(errno));
         return -1;
     }
 

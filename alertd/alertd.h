@@ -271,6 +271,7 @@ int ad_file_replace(int dirfd, const char *name, const char *data,
     size_t len);
 int ad_file_read(int dirfd, const char *name, size_t max, char **buf,
     size_t *len);
+const char *ad_file_strerror(int err);  /* EINVAL: "not a regular file" */
 int ad_fsync_dir(int dirfd);
 
 typedef struct ad_outbox_s  ad_outbox_t;
