@@ -88,7 +88,10 @@ void ad_log_init(int verbose);
 void ad_log(int level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* the URL without userinfo, query and fragment: safe to log */
+/*
+ * the URL without userinfo, and "/...#" and a 24-bit hash for its path,
+ * query and fragment (a webhook's path may be its secret): safe to log
+ */
 void ad_url_label(char *buf, size_t size, const char *url);
 
 int64_t ad_now_ms(void);                    /* wall clock */

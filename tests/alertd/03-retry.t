@@ -60,7 +60,7 @@ ok($t->in_flight($r{slow}{url}),
    'and the slow sink\'s first attempt is still in flight');
 
 # each failing sink has failed before it recovers
-ok($t->log_has(qr/\Q$down_url\E: alert \w+ not delivered: /),
+ok($t->log_has(qr/\Q${\ AlertdTest::label($down_url)}\E: alert \w+ not delivered: /),
    'down: an attempt failed');
 ok($t->wait_for(sub {
        grep { $_->{status} eq '500' } $t->records($r{until})
@@ -96,7 +96,7 @@ for my $k (sort keys %r) {
 # the slow sink never answers, so it records nothing: its attempts are
 # in alertd's log
 my @tried = $t->alertd_log
-            =~ /\bsending alert (\w+) to webhook \Q$r{slow}{url}\E /g;
+            =~ /\bsending alert (\w+) to webhook \Q$r{slow}{label}\E /g;
 ok(@tried && !grep({ !$want{$_} } @tried),
    'slow: tried, and only with the ids written');
 
@@ -117,7 +117,7 @@ like($log, qr/error: webhook \S+ refused alert \w+ with HTTP 400\b.*retrying/,
 
 # stopping does not wait for the slow sink's attempt to end: SIGTERM
 # while one is in flight (started, not ended) cuts it short
-unlike($t->alertd_log, qr/\Q$r{slow}{url}\E: alert \w+ not delivered/,
+unlike($t->alertd_log, qr/\Q$r{slow}{label}\E: alert \w+ not delivered/,
        'the slow sink\'s first attempt has not ended');
 ok($t->in_flight($r{slow}{url}), 'it is in flight');
 # (stop() gives up after its generous wait, and the status is undef)
@@ -126,17 +126,17 @@ ok(defined $st && $st == 0, 'SIGTERM with an attempt in flight: exit 0');
 my ($stop) = $t->alertd_log =~ /(\binfo: SIGTERM: stopping.*)\z/s;
 like($stop // '', qr/^info: SIGTERM: stopping, [1-9]\d* attempt\(s\) in /,
      'the stop sees the attempt in flight');
-like($stop // '', qr/alert \w+ to \Q$r{slow}{url}\E: attempt cut short /,
+like($stop // '', qr/alert \w+ to \Q$r{slow}{label}\E: attempt cut short /,
      'and cuts the slow sink\'s attempt short');
-unlike($stop // '', qr/\Q$r{slow}{url}\E: alert \w+ not delivered/,
+unlike($stop // '', qr/\Q$r{slow}{label}\E: alert \w+ not delivered/,
        'rather than wait for it to end');
 ok(scalar($t->outbox) >= 5, 'the slow sink\'s alerts stay queued');
 
 # an attempt that takes too long times out, and the sink tries again:
 # with --attempt-timeout 1s the timeout is the only thing that can end
 # an attempt to the slow sink
-my $sent = qr/\bdebug: sending alert \w+ to webhook \Q$r{slow}{url}\E \(/;
-my $timed = qr/\Q$r{slow}{url}\E: alert \w+ not delivered: .*timed out/;
+my $sent = qr/\bdebug: sending alert \w+ to webhook \Q$r{slow}{label}\E \(/;
+my $timed = qr/\Q$r{slow}{label}\E: alert \w+ not delivered: .*timed out/;
 ok($t->log_more($timed, sub {
        $t->alertd('--poll-interval', '1h', '--attempt-timeout', '1s', '-v');
    }), 'restarted with --attempt-timeout 1s: the slow sink\'s attempt '

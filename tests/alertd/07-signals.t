@@ -104,7 +104,7 @@ my $slow = $t->receiver(secret => $secret, port => $ra->{port},
                         delay => 3600);
 my $five = $t->alert(reason => 'five');
 ok($t->wait_for(sub { $t->delivered($rb2, $five) }), 'alert 5 reaches B');
-unlike($t->alertd_log, qr/\Q$ra->{url}\E: alert \Q$five\E not delivered/,
+unlike($t->alertd_log, qr/\Q$ra->{label}\E: alert \Q$five\E not delivered/,
        'while A\'s attempt has not ended: A does not hold B up');
 ok($t->in_flight($ra->{url}), 'the attempt to A is in flight');
 # (stop() gives up after its generous wait, and the status is undef)
@@ -114,7 +114,7 @@ my ($stop) = $t->alertd_log =~ /(\binfo: SIGTERM: stopping.*)\z/s;
 my $re = qr/^info: SIGTERM: stopping, 1 attempt\(s\) in flight get up to /;
 like($stop // '', qr/${re}3000 ms$/m,
      'the stop gives the attempt in flight a grace of 3 s');
-$re = qr/alert \Q$five\E to \Q$ra->{url}\E: attempt cut short by /;
+$re = qr/alert \Q$five\E to \Q$ra->{label}\E: attempt cut short by /;
 like($stop // '', qr/${re}the shutdown; it stays queued/,
      'then cuts it short');
 unlike($stop // '', qr/alert \Q$five\E not delivered/,

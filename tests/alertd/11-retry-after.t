@@ -24,9 +24,9 @@ $t->alertd;
 
 my $id = $t->alert(reason => 'retry-after');
 
-ok($t->log_has(qr/\Q$small->{url}\E: alert \Q$id\E not delivered: HTTP 503 .*retrying in 2\.0 s/),
+ok($t->log_has(qr/\Q$small->{label}\E: alert \Q$id\E not delivered: HTTP 503 .*retrying in 2\.0 s/),
    'Retry-After: 2 is waited as it is');
-ok($t->log_has(qr/\Q$huge->{url}\E: alert \Q$id\E not delivered: HTTP 503 .*retrying in 300\.0 s/),
+ok($t->log_has(qr/\Q$huge->{label}\E: alert \Q$id\E not delivered: HTTP 503 .*retrying in 300\.0 s/),
    'a Retry-After past what milliseconds hold is the 5-minute cap');
 ok($t->wait_for(sub { $t->delivered($small, $id) }),
    'the sink that asked for 2 s gets the alert after them');

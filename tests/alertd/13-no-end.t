@@ -47,9 +47,9 @@ my $got_one = qr/\bdelivered alert \Q$one\E to webhook \S+ \(HTTP 200, /
             . qr/its end: .*timed out/;
 $got_one = qr/$got_one/;
 
-ok($t->log_has(qr/\Q$r->{url}\E: alert \S+ not delivered: |$got_one/,
+ok($t->log_has(qr/\Q$r->{label}\E: alert \S+ not delivered: |$got_one/,
                $wait), 'the first attempt ends');
-unlike($t->alertd_log, qr/\Q$r->{url}\E: alert \S+ not delivered: /,
+unlike($t->alertd_log, qr/\Q$r->{label}\E: alert \S+ not delivered: /,
        'not as a failure (a 200 later than the 15 s timeout would be one)')
     or diag($t->alertd_log);
 like($t->alertd_log, $got_one,

@@ -121,7 +121,7 @@ ok($t->delivered($ok, @ids), 'the healthy sink gets all 12 alerts');
 # removal follows alertd's log line in the same call, so once the line
 # is there, a round of alertd's loop since (settle) has it done, and
 # only the dead sink's files are left.
-ok($t->log_has(qr/\bdelivered alert \Q$ids[-1]\E to webhook \Q$ok->{url}\E /)
+ok($t->log_has(qr/\bdelivered alert \Q$ids[-1]\E to webhook \Q$ok->{label}\E /)
    && $t->settle, 'alertd has taken the healthy sink\'s last answer');
 my $id11 = quotemeta $ids[11];
 ok($t->log_has(qr/dropped \(outbox full\): alert $id11|$id11: .*dropped for 1/),
