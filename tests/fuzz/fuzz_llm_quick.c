@@ -216,7 +216,8 @@ fuzz_usage(unsigned pick, const uint8_t *p, size_t len, size_t cut)
 
     r.model_len = cut < sizeof(r.model) ? cut : sizeof(r.model);
     memcpy(r.model, p, r.model_len);
-    r.usage_len = len - cut < sizeof(r.usage) ? len - cut : sizeof(r.usage);
+    r.usage_len = len - cut < sizeof(r.usage_in) ? len - cut
+                                                 : sizeof(r.usage_in);
     memcpy(r.usage, p + cut, r.usage_len);
 
     /* small model buffers too: a name that does not fit is no name */
