@@ -159,6 +159,16 @@ void al_llm_civil(int64_t days, int64_t *year, unsigned *month,
 size_t al_llm_show(char *dst, size_t cap, const char *src, size_t len,
     size_t max);
 
+/*
+ * A JSON text (an answer's usage, a stream's event) into jansson's tree,
+ * read as a client's reader (JSON.parse) reads it: valid JSON (RFC 8259)
+ * that jansson refuses (a "\u0000", a lone surrogate, an integer past 64
+ * bits, a number past a double) is read too, those written as what the
+ * gateway reads the same way (al_llm_usage.c says how); NULL for invalid
+ * JSON.  Cold: what the strict scanner refuses comes here.
+ */
+json_t *al_llm_json_load(const unsigned char *p, size_t n);
+
 /* copies a string value into a NUL-terminated buffer; 0 or -1 if cut */
 int al_llm_copy_str(const json_t *v, char *dst, size_t size);
 

@@ -37,6 +37,9 @@
  * invalid JSON; keys written with escapes) is parsed by jansson as
  * before, so the result is jansson's on every input: the unit tests and
  * fuzz_sse compare both with every event through jansson (parse_all).
+ * Valid JSON jansson refuses too (a "\u0000", a lone surrogate, numbers
+ * past 64 bits or past a double) is read as a client reads it, by
+ * al_llm_json_load(), on both paths.
  *
  * Memory: the data of an event that lies in one piece of the slice being
  * fed is read in place; only an event whose data spans slices, or has
@@ -1137,8 +1140,8 @@ al_llm_sse_counted(al_llm_sse_t *s)
  * accepts and reads the same values.  What it refuses or cannot tell
  * (duplicate keys, of which jansson keeps the last; an object too large
  * for its duplicate check; a model written with escapes below the top
- * level; invalid JSON) goes to jansson, so the result is always the one
- * jansson gives.
+ * level; invalid JSON) goes to jansson (al_llm_json_load()), so the
+ * result is always the one jansson gives.
  */
 
 static void
@@ -1587,8 +1590,7 @@ al_llm_sse_u64(const al_llm_jfield_t *f)
 static void
 al_llm_sse_parse(al_llm_sse_t *s, const unsigned char *p, size_t n)
 {
-    json_t        *root;
-    json_error_t   err;
+    json_t  *root;
 
     if (n == 0 || !al_json_depth_ok(p, n)) {
         return;
@@ -1597,7 +1599,7 @@ al_llm_sse_parse(al_llm_sse_t *s, const unsigned char *p, size_t n)
     s->parsed++;
     s->jansson++;
 
-    root = json_loadb((const char *) p, n, 0, &err);
+    root = al_llm_json_load(p, n);
     if (root == NULL) {
         return;
     }
@@ -2973,7 +2975,11 @@ al_llm_scan_suffix(al_llm_sse_t *s, const char *suffix, size_t n)
 }
 
 
-/* bytes of a \uXXXX escape in UTF-8; a surrogate pair makes 4 in all */
+/*
+ * Bytes of a \uXXXX escape in UTF-8; a surrogate pair makes 4 in all, 3
+ * for its first half and 1 for its second, which is what a lone half is
+ * read as when jansson refuses it (al_llm_json_load(): \ufffd, \u0001).
+ */
 
 static size_t
 al_llm_utf8_len(unsigned cp)
@@ -2986,12 +2992,8 @@ al_llm_utf8_len(unsigned cp)
         return 2;
     }
 
-    if (cp >= 0xd800 && cp <= 0xdbff) {
-        return 4;
-    }
-
     if (cp >= 0xdc00 && cp <= 0xdfff) {
-        return 0;
+        return 1;
     }
 
     return 3;

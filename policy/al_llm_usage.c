@@ -117,6 +117,10 @@ static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
 static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
 static int al_llm_usage_loose(const al_llm_resp_t *r, const char *p,
     size_t len, al_llm_usage_t *u);
+static size_t al_llm_json_tame(const unsigned char *p, size_t n, char *q);
+static const char *al_llm_json_huge(const unsigned char *p, size_t n);
+static int al_llm_json_hex4(const unsigned char *p, size_t n,
+    unsigned *cp);
 static int al_llm_usage_object(const unsigned char *p, size_t *pos,
     size_t len, const al_str_t *keys, uint64_t *v, unsigned depth);
 static inline size_t al_llm_quick_number(const unsigned char *p, size_t i,
@@ -1544,9 +1548,10 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
 
 /*
  * A usage object the strict scanner refuses: a member named twice (or
- * once plainly and once with escapes) is read by jansson as a client's
- * reader reads it, the last of them; invalid JSON is no usage.  Rare, so
- * jansson's tree costs nothing on the usual answer.
+ * once plainly and once with escapes) is read as a client's reader reads
+ * it, the last of them, and so is one holding valid JSON the scanner and
+ * jansson do not take (al_llm_json_load()); invalid JSON is no usage.
+ * Rare, so jansson's tree costs nothing on the usual answer.
  */
 
 static int
@@ -1557,9 +1562,8 @@ al_llm_usage_loose(const al_llm_resp_t *r, const char *p, size_t len,
     json_t        *root, *cc;
     unsigned       any;
     uint64_t       v[AL_LLM_USAGE_V];
-    json_error_t   err;
 
-    root = json_loadb(p, len, 0, &err);
+    root = al_llm_json_load((const unsigned char *) p, len);
 
     if (root == NULL || !json_is_object(root)) {
         json_decref(root);
@@ -1612,6 +1616,319 @@ al_llm_usage_loose(const al_llm_resp_t *r, const char *p, size_t len,
     json_decref(root);
 
     al_llm_usage_anthropic(v[0], v[1], v[2], v[5], v[6], v[3], u);
+
+    return 0;
+}
+
+
+/*
+ * jansson refuses some valid JSON (RFC 8259), as the strict scanner does:
+ * a "\u0000" (in a name, or in a value without JSON_ALLOW_NUL), a lone
+ * surrogate, an integer past 64 bits, a number past a double.  A client's
+ * reader takes them (JSON.parse: a string with U+0000 or the lone half,
+ * 1e20, Infinity), so a usage beside such a member, or an event with one
+ * anywhere, is read again with them written as what the gateway reads
+ * the same way:
+ *
+ *   - "\u0000" and a lone second half of a surrogate pair as "\u0001", a
+ *     lone first half as "\ufffd": no name the gateway reads holds
+ *     either, no string with either is a number, and each decodes to the
+ *     bytes the scan of a stream counts for it (al_llm_sse.c);
+ *   - an integer past 64 bits as the nearest within: a count past 2^48
+ *     is 2^48 (as one past 2^48 within 64 bits is), a negative one none;
+ *   - a decimal from 1e308 up (past a double from 1.8e308) as 1e308 or
+ *     -1e308: a count of 2^48 where a decimal count is read, as a string
+ *     "1e999" already was, or none.
+ *
+ * Invalid JSON stays invalid: only escapes and numbers that are valid
+ * are rewritten, into valid ones of no more bytes, and the bytes around
+ * them are kept.
+ */
+
+json_t *
+al_llm_json_load(const unsigned char *p, size_t n)
+{
+    char          *q;
+    size_t         len;
+    json_t        *root;
+    json_error_t   err;
+
+    /* a NUL byte is in no valid JSON; jansson takes one after a number */
+
+    if (n == 0 || memchr(p, '\0', n) != NULL) {
+        return NULL;
+    }
+
+    root = json_loadb((const char *) p, n, 0, &err);
+
+    if (root != NULL) {
+        return root;
+    }
+
+    /* what is written is never longer than what it replaces */
+
+    q = malloc(n);
+    if (q == NULL) {
+        return NULL;
+    }
+
+    len = al_llm_json_tame(p, n, q);
+
+    if (len != 0) {
+        root = json_loadb(q, len, 0, &err);
+    }
+
+    free(q);
+
+    return root;
+}
+
+
+/* p[0..n) rewritten into q as al_llm_json_load() says; 0: unchanged */
+
+static size_t
+al_llm_json_tame(const unsigned char *p, size_t n, char *q)
+{
+    size_t          i, j, o;
+    unsigned        cp, lo, changed;
+    const char     *w;
+    unsigned char   c;
+
+    i = 0;
+    o = 0;
+    changed = 0;
+
+    while (i < n) {
+        c = p[i];
+
+        if (c == '"') {
+            q[o++] = (char) p[i++];
+
+            while (i < n && p[i] != '"') {
+                if (p[i] != '\\' || n - i < 6 || p[i + 1] != 'u'
+                    || al_llm_json_hex4(p + i + 2, 4, &cp) != 0)
+                {
+                    /* a byte, or an escape left as it is (with its byte) */
+
+                    if (p[i] == '\\' && n - i > 1) {
+                        q[o++] = (char) p[i++];
+                    }
+
+                    q[o++] = (char) p[i++];
+                    continue;
+                }
+
+                w = NULL;
+
+                if (cp == 0 || (cp >= 0xdc00 && cp <= 0xdfff)) {
+                    w = "\\u0001";
+
+                } else if (cp >= 0xd800 && cp <= 0xdbff) {
+                    if (n - i >= 12 && p[i + 6] == '\\' && p[i + 7] == 'u'
+                        && al_llm_json_hex4(p + i + 8, 4, &lo) == 0
+                        && lo >= 0xdc00 && lo <= 0xdfff)
+                    {
+                        memcpy(q + o, p + i, 12);   /* a pair */
+                        o += 12;
+                        i += 12;
+                        continue;
+                    }
+
+                    w = "\\ufffd";
+                }
+
+                if (w != NULL) {
+                    memcpy(q + o, w, 6);
+                    changed = 1;
+
+                } else {
+                    memcpy(q + o, p + i, 6);
+                }
+
+                o += 6;
+                i += 6;
+            }
+
+            if (i < n) {
+                q[o++] = (char) p[i++];
+            }
+
+            continue;
+        }
+
+        if (c != '-' && !al_llm_digit(c)) {
+            q[o++] = (char) p[i++];
+            continue;
+        }
+
+        /* a number: the bytes that may be one */
+
+        for (j = i + 1;
+             j < n && (al_llm_digit(p[j]) || p[j] == '.' || p[j] == 'e'
+                       || p[j] == 'E' || p[j] == '+' || p[j] == '-');
+             j++)
+        {
+            /* void */
+        }
+
+        w = al_llm_json_huge(p + i, j - i);
+
+        if (w != NULL && strlen(w) <= j - i) {
+            memcpy(q + o, w, strlen(w));
+            o += strlen(w);
+            changed = 1;
+
+        } else {
+            memcpy(q + o, p + i, j - i);
+            o += j - i;
+        }
+
+        i = j;
+    }
+
+    return changed ? o : 0;
+}
+
+
+/*
+ * A valid JSON number past what jansson reads: the number written in its
+ * place; NULL for any other (one it reads, or no valid number).  An
+ * integer is past 64 bits by its digits; a decimal is taken for one past
+ * a double from 1e308 up (the largest double is 1.797...e308: one that
+ * jansson still reads, between them, is a count of 2^48 all the same),
+ * by where its first digit that is not 0 stands, and its exponent.
+ */
+
+static const char *
+al_llm_json_huge(const unsigned char *p, size_t n)
+{
+    size_t     i, at, digits, first;
+    int64_t    e, x;
+    unsigned   neg, real, eneg;
+
+    i = 0;
+    neg = (p[0] == '-');
+    i += neg;
+    at = i;
+
+    if (i == n || !al_llm_digit(p[i])
+        || (p[i] == '0' && i + 1 < n && al_llm_digit(p[i + 1])))
+    {
+        return NULL;
+    }
+
+    first = SIZE_MAX;                   /* the first digit not 0 */
+
+    while (i < n && al_llm_digit(p[i])) {
+        if (first == SIZE_MAX && p[i] != '0') {
+            first = i;
+        }
+
+        i++;
+    }
+
+    digits = i - at;
+    real = 0;
+
+    /* the power of ten past the first digit not 0: 10^(e-1) <= |v| */
+
+    e = (first == SIZE_MAX) ? 0 : (int64_t) (i - first);
+
+    if (i < n && p[i] == '.') {
+        if (++i == n || !al_llm_digit(p[i])) {
+            return NULL;
+        }
+
+        while (i < n && al_llm_digit(p[i])) {
+            if (first == SIZE_MAX && p[i] != '0') {
+                first = i;
+                e = -(int64_t) (i - at - digits - 1);
+            }
+
+            i++;
+        }
+
+        real = 1;
+    }
+
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        eneg = 0;
+
+        if (i < n && (p[i] == '+' || p[i] == '-')) {
+            eneg = (p[i] == '-');
+            i++;
+        }
+
+        if (i == n || !al_llm_digit(p[i])) {
+            return NULL;
+        }
+
+        for (x = 0; i < n && al_llm_digit(p[i]); i++) {
+            if (x < 1000000) {
+                x = x * 10 + (p[i] - '0');
+            }
+        }
+
+        e += eneg ? -x : x;
+        real = 1;
+    }
+
+    if (i != n) {
+        return NULL;
+    }
+
+    if (real) {
+        if (first == SIZE_MAX || e < 309) {
+            return NULL;
+        }
+
+        return neg ? "-1e308" : "1e308";
+    }
+
+    /* INT64_MAX is 9223372036854775807, 19 digits */
+
+    if (digits < 19
+        || (digits == 19
+            && memcmp(p + at, neg ? "9223372036854775808"
+                                  : "9223372036854775807", 19) <= 0))
+    {
+        return NULL;
+    }
+
+    return neg ? "-9223372036854775808" : "9223372036854775807";
+}
+
+
+/* four hex digits: their value in *cp, else -1 */
+
+static int
+al_llm_json_hex4(const unsigned char *p, size_t n, unsigned *cp)
+{
+    size_t    k;
+    unsigned  d;
+
+    *cp = 0;
+
+    if (n < 4) {
+        return -1;
+    }
+
+    for (k = 0; k < 4; k++) {
+        d = p[k];
+
+        if (al_llm_digit(d)) {
+            d -= '0';
+
+        } else if ((d | 0x20) >= 'a' && (d | 0x20) <= 'f') {
+            d = (d | 0x20) - 'a' + 10;
+
+        } else {
+            return -1;
+        }
+
+        *cp = *cp << 4 | d;
+    }
 
     return 0;
 }

@@ -14,7 +14,8 @@
  *     counters; al_llm_json_read() answers as al_llm_json_scan();
  *   - al_llm_resp_usage() gives the usage, the result and the model the
  *     strict scanner and jansson give (the reference below is the code
- *     before the quick paths);
+ *     before the quick paths), and for a usage the strict scanner
+ *     refuses, what a JSON reader of RFC 8259 reads (llm_quick_ref.h);
  *   - al_llm_out_json() writes what the byte-by-byte writer wrote, and
  *     al_llm_out_u64() what printf writes, into buffers of every size.
  */

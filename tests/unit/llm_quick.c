@@ -119,8 +119,25 @@ static const ut_usage_t  ut_usages[] = {
     { OAI, S, "{\"prompt_tokens\":9223372036854775807}",
       UINT64_C(1) << 48, 0, UINT64_C(1) << 48, 0,
       "19 digits: strict, at most 2^48" },
-    { OAI, S, "{\"prompt_tokens\":9223372036854775808}", NO, 0, 0, 0,
-      "over int64: strict, refused" },
+    { OAI, S, "{\"prompt_tokens\":9223372036854775808}",
+      UINT64_C(1) << 48, 0, UINT64_C(1) << 48, 0,
+      "over int64: strict refuses, read as JSON.parse does, 2^48" },
+    { OAI, S, "{\"prompt_tokens\":-9223372036854775809,"
+              "\"completion_tokens\":2}", 0, 2, 2, 0,
+      "below int64: strict refuses, a negative count, 0" },
+    { OAI, S, "{\"prompt_tokens\":1e999,\"completion_tokens\":2}",
+      UINT64_C(1) << 48, 2, (UINT64_C(1) << 48) + 2, 0,
+      "past a double beside an integer count: strict refuses, 2^48" },
+    { OAI, S, "{\"prompt_tokens\":12,\"a\":\"\\u0000\"}", 12, 0, 12, 0,
+      "\\u0000 in a value: strict refuses, read" },
+    { OAI, S, "{\"prompt_tokens\":12,\"\\u0000\":1,\"a\":[\"\\udc00\","
+              "\"\\ud800x\"]}", 12, 0, 12, 0,
+      "\\u0000 in a name, lone surrogates: strict refuses, read" },
+    { OAI, S, "{\"prompt_tokens\":12,\"prompt_tokens_details\":"
+              "{\"cached_tokens\":5,\"x\":-1e999}}", 12, 0, 12, 5,
+      "past a double in the details: strict refuses, read" },
+    { OAI, S, "{\"prompt_tokens\":12,\"a\":\"\\u0000\xc3\"}", NO, 0, 0,
+      0, "\\u0000 and invalid UTF-8: refused" },
     { OAI, S, "{\"prompt_tokens\":1e3,\"completion_tokens\":2}",
       1000, 2, 1002, 0,
       "an exponent: strict, its number beside an integer count" },
@@ -180,7 +197,12 @@ static const ut_usage_t  ut_usages[] = {
               "{\"cached_tokens\":9}}", 3, 0, 3, 0,
       "anthropic: no details object of OpenAI's" },
     { ANT, S, "{\"input_tokens\":3,\"input_tokens\":4}", 4, 0, 4, 0,
-      "anthropic: duplicate key, jansson's last" }
+      "anthropic: duplicate key, jansson's last" },
+    { ANT, S, "{\"input_tokens\":3,\"x\":[1e400,\"\\u0000\"],"
+              "\"cache_creation\":{\"ephemeral_1h_input_tokens\":"
+              "99999999999999999999}}", (UINT64_C(1) << 48) + 3, 0,
+      (UINT64_C(1) << 48) + 3, 0,
+      "anthropic: what jansson refuses, read; a count past 2^48, 2^48" }
 };
 
 
@@ -320,7 +342,10 @@ test_usage_whole(void)
 }
 
 
-/* al_llm_resp_usage() before the quick paths: the strict scanner, jansson */
+/*
+ * al_llm_resp_usage() before the quick paths: the strict scanner, jansson,
+ * and what it refuses read by the reference reader of llm_quick_ref.h
+ */
 
 static int
 ref_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,

@@ -7,6 +7,7 @@
  * them those of al_llm_usage_parse() on the whole body.
  */
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ static void ut_partial(void);
 static void ut_total_low(void);
 static void ut_twice(void);
 static void ut_big(void);
+static void ut_unsupported(void);
 
 
 static void *
@@ -762,6 +764,206 @@ ut_big(void)
 }
 
 
+/*
+ * A usage that is valid JSON (RFC 8259) holding what jansson and the
+ * strict scanner do not take (a "\u0000", a lone surrogate, an integer
+ * past 64 bits, a number past a double), in a member the gateway does not
+ * read or in a count: read as JSON.parse reads it, a count past 2^48 (and
+ * 1e999, Infinity to JSON.parse) as 2^48.  Before, such a usage was no
+ * usage and the call was charged its reservation.  Invalid JSON is still
+ * no usage.
+ */
+
+static void
+ut_unsupported(void)
+{
+    int             bad, rc;
+    char           *body;
+    size_t          k, i, len;
+    al_llm_resp_t   r;
+    al_llm_usage_t  u, w;
+
+    static const struct {
+        al_llm_kind_t       kind;
+        al_llm_endpoint_t   ep;
+        const char         *usage;
+        uint64_t            prompt;
+        uint64_t            total;      /* 0: no usage */
+        uint64_t            cached;
+    } cases[] = {
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"completion_tokens\":5,"
+          "\"x\":\"\\u0000\"}", 100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"completion_tokens\":5,"
+          "\"x\":\"a\\ud800\"}", 100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":\"\\udc00\\ud800\\u0041\","
+          "\"completion_tokens\":5}", 100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":\"\\ud800\\ud800\\udc00\","
+          "\"completion_tokens\":5}", 100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"completion_tokens\":5,"
+          "\"x\":[99999999999999999999999,-9223372036854775809]}",
+          100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"completion_tokens\":5,"
+          "\"x\":{\"y\":1e999,\"z\":-2E+308}}", 100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"\\u0000\":1,\"prompt_tokens\\u0000\":7,"
+          "\"prompt_tokens\":100000,\"completion_tokens\":5}",
+          100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":1,\"x\":\"\\u0000\",\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5}", 100000, 100005, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"completion_tokens\":5,"
+          "\"prompt_tokens_details\":{\"cached_tokens\":300,"
+          "\"x\":\"\\ud800\"}}", 100000, 100005, 300 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000000000000000000,"
+          "\"completion_tokens\":5}",
+          UINT64_C(1) << 48, (UINT64_C(1) << 48) + 5, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":1e999,\"completion_tokens\":5}",
+          UINT64_C(1) << 48, (UINT64_C(1) << 48) + 5, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":1.8e308,\"completion_tokens\":5,"
+          "\"x\":[0e999,-0.0E+99999999999999999999,0.00001e-999999,"
+          "1.7976931348623157e308,179769313486231580793e288,"
+          "0.000000000001e320,9223372036854775807,"
+          "-9223372036854775808,\"\\u0000\"]}",
+          UINT64_C(1) << 48, (UINT64_C(1) << 48) + 5, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":-100000000000000000000,"
+          "\"completion_tokens\":5,\"total_tokens\":-1e999}", 0, 5, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"completion_tokens\":\"5\\u0000\"}",
+          100000, 100000, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
+          "{\"input_tokens\":100000,\"output_tokens\":5,"
+          "\"output_tokens_details\":{\"x\":\"\\u0000\"}}",
+          100000, 100005, 0 },
+        { AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+          "{\"input_tokens\":100000,\"output_tokens\":5,"
+          "\"service_tier\":\"\\udfff\"}", 100000, 100005, 0 },
+        { AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+          "{\"input_tokens\":100000,\"output_tokens\":5,\"cache_creation\":"
+          "{\"ephemeral_1h_input_tokens\":10,\"x\":1e400}}",
+          100010, 100015, 0 },
+
+        /* invalid JSON: no usage, as before */
+
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":\"\\u00\"}", 0, 0, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":\"\\ud800\\u12\"}", 0, 0, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":01e999}", 0, 0, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":1e999e}", 0, 0, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":-}", 0, 0, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":\"\\u0000\",}", 0, 0, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":\"\\u0000\xc3\"}", 0, 0, 0 },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "{\"prompt_tokens\":100000,\"x\":\"\\u0000\t\"}", 0, 0, 0 },
+    };
+
+    bad = 0;
+
+    body = malloc(8192);
+    if (body == NULL) {
+        abort();
+    }
+
+    for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        len = (size_t) snprintf(body, 8192, "{\"id\":\"x\",\"usage\":%s}",
+                                cases[k].usage);
+
+        rc = al_llm_usage_parse(cases[k].kind, cases[k].ep,
+                                (const unsigned char *) body, len, &u, NULL,
+                                0);
+
+        if (cases[k].total == 0 ? rc != -1
+            : rc != 0 || u.prompt_tokens != cases[k].prompt
+              || u.total_tokens != cases[k].total
+              || u.cached_tokens != cases[k].cached)
+        {
+            printf("# rc %d prompt %" PRIu64 " total %" PRIu64 " cached %"
+                   PRIu64 "\n", rc, u.prompt_tokens, u.total_tokens,
+                   u.cached_tokens);
+            tap_diag("usage", cases[k].usage);
+            bad++;
+            continue;
+        }
+
+        /* the same cut in two at every byte */
+
+        for (i = 0; i <= len; i++) {
+            al_llm_resp_init(&r, cases[k].kind, cases[k].ep);
+            r.alloc = ut_alloc;
+            al_llm_resp_feed(&r, (const unsigned char *) body, i);
+            al_llm_resp_feed(&r, (const unsigned char *) body + i, len - i);
+
+            if (al_llm_resp_usage(&r, &w, NULL, 0) != rc
+                || (rc == 0 && memcmp(&u, &w, sizeof(u)) != 0))
+            {
+                tap_diag("cut", cases[k].usage);
+                bad++;
+                break;
+            }
+        }
+    }
+
+    tap_is_int(bad, 0, "a usage with what jansson does not take: read as "
+               "JSON.parse reads it, invalid JSON as none");
+
+    /* over the buffer: the members kept read the same way */
+
+    bad = 0;
+
+    for (k = 0; k < 3; k++) {
+        len = (size_t) snprintf(body, 8192, "{\"usage\":{\"x\":\"");
+        memset(body + len, 'a', 5000);
+        len += 5000;
+        len += (size_t) snprintf(body + len, 8192 - len, "%s",
+                                 k == 0 ? "\\u0000\",\"prompt_tokens\":"
+                                          "100000,\"completion_tokens\":5}}"
+                                 : k == 1 ? "\",\"prompt_tokens\":1e999,"
+                                            "\"completion_tokens\":5}}"
+                                 : "\",\"prompt_tokens\":"
+                                   "100000000000000000000,"
+                                   "\"completion_tokens\":5}}");
+
+        for (i = 0; i <= len; i += 97) {
+            al_llm_resp_init(&r, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+            r.alloc = ut_alloc;
+            al_llm_resp_feed(&r, (const unsigned char *) body, i);
+            al_llm_resp_feed(&r, (const unsigned char *) body + i, len - i);
+            rc = al_llm_resp_usage(&r, &u, NULL, 0);
+
+            if (rc != 0 || u.completion_tokens != 5
+                || u.prompt_tokens != (k == 0 ? 100000 : UINT64_C(1) << 48))
+            {
+                printf("# case %u cut %u rc %d prompt %" PRIu64 "\n",
+                       (unsigned) k, (unsigned) i, rc, u.prompt_tokens);
+                bad++;
+                break;
+            }
+        }
+    }
+
+    tap_is_int(bad, 0, "a usage over the buffer with what jansson does not "
+               "take: read as JSON.parse reads it");
+
+    free(body);
+}
+
+
 int
 main(void)
 {
@@ -772,6 +974,7 @@ main(void)
     ut_total_low();
     ut_twice();
     ut_big();
+    ut_unsupported();
 
     return tap_done();
 }

@@ -10,6 +10,7 @@
  * filter, written against plain buffers.
  */
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,7 @@ static void test_total_over(void);
 static void test_usage_unread(void);
 static void test_usage_escaped(void);
 static void test_usage_partial(void);
+static void test_usage_unsupported(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -300,6 +302,7 @@ main(void)
     test_usage_unread();
     test_usage_escaped();
     test_usage_partial();
+    test_usage_unsupported();
 
     return tap_done();
 }
@@ -1837,8 +1840,9 @@ test_strict(void)
                "9223372036854775808,\"total_tokens\":3}}\n\n"
                "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
                "-9223372036854775809,\"total_tokens\":3}}\n\n"
-               "data: [DONE]\n\n", "", 0, 2),
-           "strict: integers over 64 bits refused, as jansson does");
+               "data: [DONE]\n\n", "", 3, 2),
+           "strict: integers over 64 bits refused, jansson reads them as "
+           "the nearest in 64 bits");
 
     tap_ok(strict_case(&openai_hide,
                "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":"
@@ -1856,8 +1860,9 @@ test_strict(void)
                "\"x\":1.}}\n\n"
                "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
                "\"x\":tru}\n\n"
-               "data: [DONE]\n\n", "", 0, 4),
-           "strict: a real overflow, a leading zero, '1.', 'tru': refused");
+               "data: [DONE]\n\n", "", 3, 4),
+           "strict: a real overflow, a leading zero, '1.', 'tru': refused; "
+           "jansson reads the first");
 
     tap_ok(strict_case(&openai_hide,
                "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
@@ -1870,8 +1875,9 @@ test_strict(void)
                "\"x\":\"\xed\xa0\x80\"}\n\n"
                "data: {\"choices\":[],\"usage\":{\"total_tokens\":3},"
                "\"x\":\"a\tb\"}\n\n"
-               "data: [DONE]\n\n", "", 0, 5),
-           "strict: \\u0000, a lone surrogate, bad UTF-8, a tab: refused");
+               "data: [DONE]\n\n", "", 3, 5),
+           "strict: \\u0000, a lone surrogate, bad UTF-8, a tab: refused; "
+           "jansson reads the first two");
 
     tap_ok(strict_case(&openai_hide,
                "data: {\"choices\":[],\"usage\":[{\"total_tokens\":3}]}\n\n"
@@ -2979,6 +2985,132 @@ test_usage_escaped(void)
     tap_ok(r.source == AL_LLM_SOURCE_STREAM
            && r.usage.prompt_tokens == 100 && r.usage.total_tokens == 200,
            "anthropic stream, usage named twice: the last");
+    run_free(&r);
+}
+
+
+/*
+ * An event that is valid JSON (RFC 8259) holding what jansson and the
+ * strict scanner do not take (a "\u0000", a lone surrogate, an integer
+ * past 64 bits, a number past a double), in its usage or in its text (the
+ * Responses API's response.completed repeats the whole output, which the
+ * model wrote): its usage read as JSON.parse reads it, a count past 2^48
+ * (or 1e999, Infinity to JSON.parse) as 2^48.  Before, the event was
+ * passed over, and the call charged the estimate.  Invalid JSON is still
+ * passed over.
+ */
+
+static void
+test_usage_unsupported(void)
+{
+    size_t       k;
+    run_t        r;
+    uint64_t     want;
+    char         buf[1024];
+
+    static const struct {
+        const char  *event;
+        uint64_t     prompt;            /* 0: estimated */
+    } chat[] = {
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5,\"x\":\"\\u0000\"}}", 100000 },
+        { "{\"choices\":[],\"x\":[\"\\ud800\",\"\\udc00\\u0041\"],"
+          "\"usage\":{\"prompt_tokens\":100000,\"completion_tokens\":5}}",
+          100000 },
+        { "{\"choices\":[{\"index\":0,\"delta\":{\"content\":"
+          "\"a\\u0000b\"}}],\"usage\":{\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5}}", 100000 },
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5,\"x\":99999999999999999999,"
+          "\"y\":1e999}}", 100000 },
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":"
+          "100000000000000000000,\"completion_tokens\":5}}",
+          UINT64_C(1) << 48 },
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":1e999,"
+          "\"completion_tokens\":5}}", UINT64_C(1) << 48 },
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+          "\"\\u0000\":1,\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5}}", 100000 },
+
+        /* invalid JSON: passed over, as before */
+
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5,\"x\":\"\\u0000\xc3\"}}", 0 },
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5,\"x\":1e999.5}}", 0 },
+        { "{\"choices\":[],\"usage\":{\"prompt_tokens\":100000,"
+          "\"completion_tokens\":5,\"x\":\"\\ud800\\u00g0\"}}", 0 },
+    };
+
+    for (k = 0; k < sizeof(chat) / sizeof(chat[0]); k++) {
+        (void) snprintf(buf, sizeof(buf),
+                        "data: {\"choices\":[{\"index\":0,\"delta\":"
+                        "{\"content\":\"Hello there\"}}]}\n\n"
+                        "data: %s\n\n"
+                        "data: [DONE]\n\n", chat[k].event);
+
+        run(&openai_hide, buf, strlen(buf), NULL, 0, 40, &r);
+
+        want = chat[k].prompt;
+
+        if (!tap_ok((want == 0 ? r.source == AL_LLM_SOURCE_ESTIMATED
+                                 && r.usage.prompt_tokens == 40
+                     : r.source == AL_LLM_SOURCE_STREAM
+                       && r.usage.prompt_tokens == want
+                       && r.usage.total_tokens == want + 5)
+                    && like_reference(&openai_hide, buf, strlen(buf)),
+                    want == 0 ? "chat stream, invalid JSON: estimated"
+                    : "chat stream, valid JSON jansson does not take: "
+                      "its usage"))
+        {
+            printf("# source %d prompt %" PRIu64 " total %" PRIu64 "\n",
+                   (int) r.source, r.usage.prompt_tokens,
+                   r.usage.total_tokens);
+            tap_diag("event", chat[k].event);
+        }
+
+        run_free(&r);
+    }
+
+    /* the output text, repeated in response.completed */
+
+    (void) snprintf(buf, sizeof(buf),
+        "event: response.output_text.delta\n"
+        "data: {\"type\":\"response.output_text.delta\",\"delta\":"
+        "\"a\\u0000b\\ud800\"}\n\n"
+        "event: response.completed\n"
+        "data: {\"type\":\"response.completed\",\"response\":{"
+        "\"model\":\"m\",\"output\":[{\"type\":\"message\",\"content\":"
+        "[{\"type\":\"output_text\",\"text\":\"a\\u0000b\\ud800\"}]}],"
+        "\"usage\":{\"input_tokens\":100000,\"output_tokens\":5}}}\n\n");
+
+    run(&responses_cfg, buf, strlen(buf), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM
+           && r.usage.prompt_tokens == 100000
+           && r.usage.total_tokens == 100005
+           && like_reference(&responses_cfg, buf, strlen(buf)),
+           "responses stream, a \\u0000 and a lone surrogate in the "
+           "output: its usage");
+    run_free(&r);
+
+    (void) snprintf(buf, sizeof(buf),
+        "event: message_start\n"
+        "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+        "\"claude\",\"content\":[\"\\u0000\"],\"usage\":{\"input_tokens\":"
+        "100000,\"output_tokens\":1}}}\n\n"
+        "event: message_delta\n"
+        "data: {\"type\":\"message_delta\",\"delta\":{\"x\":1e999},"
+        "\"usage\":{\"output_tokens\":5,\"y\":\"\\udbff\"}}\n\n"
+        "event: message_stop\n"
+        "data: {\"type\":\"message_stop\"}\n\n");
+
+    run(&anthropic_cfg, buf, strlen(buf), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM
+           && r.usage.prompt_tokens == 100000
+           && r.usage.total_tokens == 100005
+           && like_reference(&anthropic_cfg, buf, strlen(buf)),
+           "anthropic stream, a \\u0000, 1e999 and a lone surrogate: its "
+           "usage");
     run_free(&r);
 }
 
