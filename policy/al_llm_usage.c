@@ -2939,15 +2939,29 @@ al_llm_json_u64(const json_t *obj, const char *key, unsigned *found)
 uint64_t
 al_llm_count_text(const unsigned char *p, size_t n)
 {
-    char           buf[64], *end;
+    char           buf[64], *s, *end;
     double         d;
     size_t         i, k, len;
     unsigned       cp, h;
     uint64_t       x;
     unsigned char  c;
 
-    /* the characters of a number, a string's escapes decoded */
+    /*
+     * The characters of a number, a string's escapes decoded, never more
+     * than n: a long one (zeros before it or after its point) is read
+     * whole, as a client reads it.
+     */
 
+    s = buf;
+
+    if (n >= sizeof(buf)) {
+        s = malloc(n + 1);
+        if (s == NULL) {
+            return 0;
+        }
+    }
+
+    x = 0;
     len = 0;
 
     for (i = 0; i < n; i++) {
@@ -2955,7 +2969,7 @@ al_llm_count_text(const unsigned char *p, size_t n)
 
         if (c == '\\') {
             if (n - i < 6 || p[i + 1] != 'u') {
-                return 0;
+                goto done;
             }
 
             cp = 0;
@@ -2970,14 +2984,14 @@ al_llm_count_text(const unsigned char *p, size_t n)
                     h = (h | 0x20) - 'a' + 10;
 
                 } else {
-                    return 0;
+                    goto done;
                 }
 
                 cp = cp << 4 | h;
             }
 
             if (cp >= 0x80) {
-                return 0;
+                goto done;
             }
 
             c = (unsigned char) cp;
@@ -2987,35 +3001,39 @@ al_llm_count_text(const unsigned char *p, size_t n)
         if (!al_llm_digit(c) && c != '.' && c != 'e' && c != 'E'
             && c != '+' && c != '-')
         {
-            return 0;
+            goto done;
         }
 
-        if (len == sizeof(buf) - 1) {
-            return 0;
-        }
-
-        buf[len++] = (char) c;
+        s[len++] = (char) c;
     }
 
     if (len == 0) {
-        return 0;
+        goto done;
     }
 
-    buf[len] = '\0';
+    s[len] = '\0';
 
-    d = strtod(buf, &end);
+    d = strtod(s, &end);
 
-    if (end != buf + len || !(d > 0)) {
-        return 0;
+    if (end != s + len || !(d > 0)) {
+        goto done;
     }
 
     if (d >= (double) (UINT64_C(1) << 48)) {
-        return UINT64_C(1) << 48;
+        x = UINT64_C(1) << 48;
+
+    } else {
+        x = (uint64_t) d;
+        x += ((double) x < d);
     }
 
-    x = (uint64_t) d;
+done:
 
-    return ((double) x < d) ? x + 1 : x;
+    if (s != buf) {
+        free(s);
+    }
+
+    return x;
 }
 
 

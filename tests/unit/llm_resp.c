@@ -34,6 +34,7 @@ static void ut_total_low(void);
 static void ut_twice(void);
 static void ut_big(void);
 static void ut_unsupported(void);
+static void ut_long_count(void);
 
 
 static void *
@@ -964,6 +965,76 @@ ut_unsupported(void)
 }
 
 
+/*
+ * A count written as a decimal or a string of a number longer than 63
+ * bytes (zeros before it, or after its point): the number a client reads,
+ * as for a short one.  Before, such a count was read as 0 by the strict
+ * scanner's path (jansson's read it), and the call charged less.
+ */
+
+static void
+ut_long_count(void)
+{
+    int             bad, rc;
+    char            body[512], zeros[80];
+    size_t          k;
+    al_llm_usage_t  u;
+
+    memset(zeros, '0', 70);
+    zeros[70] = '\0';
+
+    bad = 0;
+
+    for (k = 0; k < 6; k++) {
+        switch (k) {
+        case 0:
+            (void) snprintf(body, sizeof(body), "{\"usage\":{\"prompt_tokens\""
+                            ":1,\"completion_tokens\":\"%s5000\"}}", zeros);
+            break;
+        case 1:
+            (void) snprintf(body, sizeof(body), "{\"usage\":{\"prompt_tokens\""
+                            ":1,\"completion_tokens\":4999.5%s}}", zeros);
+            break;
+        case 2:
+            (void) snprintf(body, sizeof(body), "{\"usage\":{\"prompt_tokens\""
+                            ":1,\"completion_tokens\":\"5000.%s\"}}", zeros);
+            break;
+        case 3:
+            (void) snprintf(body, sizeof(body), "{\"usage\":{\"prompt_tokens\""
+                            ":1,\"completion_tokens\":\"%s5\\u0030\\u0030"
+                            "\\u0030\"}}", zeros);
+            break;
+        case 4:
+            /* the same through jansson (a key twice) */
+            (void) snprintf(body, sizeof(body), "{\"usage\":{\"prompt_tokens\""
+                            ":1,\"completion_tokens\":\"%s5000\","
+                            "\"prompt_tokens\":1}}", zeros);
+            break;
+        default:
+            (void) snprintf(body, sizeof(body), "{\"usage\":{\"prompt_tokens\""
+                            ":1,\"completion_tokens\":4999.5%s,"
+                            "\"prompt_tokens\":1}}", zeros);
+            break;
+        }
+
+        rc = al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                                (const unsigned char *) body, strlen(body),
+                                &u, NULL, 0);
+
+        if (rc != 0 || u.completion_tokens != 5000
+            || u.total_tokens != 5001)
+        {
+            printf("# rc %d completion %" PRIu64 "\n", rc,
+                   u.completion_tokens);
+            tap_diag("body", body);
+            bad++;
+        }
+    }
+
+    tap_is_int(bad, 0, "a count longer than 63 bytes: its number");
+}
+
+
 int
 main(void)
 {
@@ -975,6 +1046,7 @@ main(void)
     ut_twice();
     ut_big();
     ut_unsupported();
+    ut_long_count();
 
     return tap_done();
 }

@@ -3135,6 +3135,10 @@ test_usage_partial(void)
         "{\"prompt_tokens\":40,\"completion_tokens\":90,"
         "\"total_tokens\":1}",
         "{\"prompt_tokens\":40,\"completion_tokens\":\"\\u00390\"}",
+        "{\"prompt_tokens\":40,\"completion_tokens\":\"0000000000000000"
+        "00000000000000000000000000000000000000000000000000000000090\"}",
+        "{\"prompt_tokens\":40,\"completion_tokens\":89.50000000000000000"
+        "0000000000000000000000000000000000000000000000000000000000}",
     };
 
     /* a string holding quotes is no number, on both of the parser's paths */
