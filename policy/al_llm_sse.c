@@ -1400,6 +1400,7 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
     size_t n)
 {
     size_t            k;
+    unsigned          lax;
     uint64_t          v[4];
     al_llm_body_t     b, d;
     al_llm_jfield_t  *f;
@@ -1475,24 +1476,28 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
             return 0;
         }
 
+        /*
+         * A count written as a decimal or a string, once the stream has
+         * read one or this usage has one as an integer: the number a
+         * client reads.
+         */
+
+        lax = (s->in | s->cache_read | s->cache_write | s->out) != 0;
+
+        for (k = 0; k < 4; k++) {
+            lax |= (al_llm_sse_u64(&b.f[1 + k]) != 0);
+        }
+
         /* present members replace; output_tokens is the final count */
 
         for (k = 0; k < 4; k++) {
             f = &b.f[1 + k];
             v[k] = al_llm_sse_u64(f);
 
-            /*
-             * A count written as a decimal or a string, once the stream
-             * has read one: the number a client reads.
-             */
-
             if (f->type == AL_LLM_JT_REAL || f->type == AL_LLM_JT_STRING) {
                 v[k] = al_llm_field_count(f, p, 0);
 
-                if (v[k] == 0
-                    || (s->in | s->cache_read | s->cache_write | s->out)
-                       == 0)
-                {
+                if (v[k] == 0 || !lax) {
                     continue;
                 }
 
@@ -1801,10 +1806,17 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
 
         /*
          * A count written as a decimal or a string, once the stream has
-         * read one, is the number a client reads.
+         * read one or this usage has one as an integer, is the number a
+         * client reads.
          */
 
-        lax = (s->in | s->cache_read | s->cache_write | s->out) != 0;
+        lax = (s->in | s->cache_read | s->cache_write | s->out
+               | al_llm_json_u64(usage, "output_tokens", NULL)
+               | al_llm_json_u64(usage, "input_tokens", NULL)
+               | al_llm_json_u64(usage, "cache_read_input_tokens", NULL)
+               | al_llm_json_u64(usage, "cache_creation_input_tokens",
+                                 NULL))
+              != 0;
 
         v = al_llm_json_u64(usage, "output_tokens", &found);
         if (!found && lax) {

@@ -58,6 +58,7 @@ static void test_usage_unread(void);
 static void test_usage_escaped(void);
 static void test_usage_partial(void);
 static void test_usage_unsupported(void);
+static void test_usage_delta_lax(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -303,6 +304,7 @@ main(void)
     test_usage_escaped();
     test_usage_partial();
     test_usage_unsupported();
+    test_usage_delta_lax();
 
     return tap_done();
 }
@@ -3112,6 +3114,61 @@ test_usage_unsupported(void)
            "anthropic stream, a \\u0000, 1e999 and a lone surrogate: its "
            "usage");
     run_free(&r);
+}
+
+
+/*
+ * Anthropic's message_delta with an integer count and a count written as
+ * a decimal or string, after a message_start that read none: the usage
+ * has a count read as an integer, so the other is the number a client
+ * reads, whatever the order of its members and whichever path reads the
+ * event (an escaped key sends it to jansson).
+ */
+
+static void
+test_usage_delta_lax(void)
+{
+    size_t   k;
+    run_t    r;
+    char     buf[1024];
+
+    static const char  *deltas[] = {
+        "{\"type\":\"message_delta\",\"usage\":{\"input_tokens\":40,"
+        "\"output_tokens\":\"90\"}}",
+        "{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":40,"
+        "\"input_tokens\":\"90\"}}",
+        "{\"type\":\"message_delta\",\"usage\":{\"input_tokens\":40,"
+        "\"output_tokens\":\"90\",\"\\u0078\":1}}",
+        "{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":40,"
+        "\"input_tokens\":90.0,\"\\u0078\":1}}",
+    };
+
+    for (k = 0; k < sizeof(deltas) / sizeof(deltas[0]); k++) {
+        (void) snprintf(buf, sizeof(buf),
+            "event: message_start\n"
+            "data: {\"type\":\"message_start\",\"message\":{\"model\":"
+            "\"claude\",\"usage\":{\"input_tokens\":0,"
+            "\"output_tokens\":0}}}\n\n"
+            "event: message_delta\n"
+            "data: %s\n\n"
+            "event: message_stop\n"
+            "data: {\"type\":\"message_stop\"}\n\n", deltas[k]);
+
+        run(&anthropic_cfg, buf, strlen(buf), NULL, 0, 40, &r);
+
+        if (!tap_ok(r.source == AL_LLM_SOURCE_STREAM
+                    && r.usage.total_tokens == 130
+                    && like_reference(&anthropic_cfg, buf, strlen(buf)),
+                    "anthropic message_delta, an integer count beside a "
+                    "string or decimal one: both read"))
+        {
+            printf("# source %d total %" PRIu64 "\n", (int) r.source,
+                   r.usage.total_tokens);
+            tap_diag("event", deltas[k]);
+        }
+
+        run_free(&r);
+    }
 }
 
 
