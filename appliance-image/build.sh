@@ -98,7 +98,9 @@ root=$out/root
 
 # OUT/root is removed before and after only when OUT/.root-by-build.sh
 # says this script unpacked it: "--out /" or "--out ~" named /root or a
-# home's root/, and rm -rf took it with everything in it
+# home's root/, and rm -rf took it with everything in it.  A failed
+# mmdebstrap takes its root and the mark with it, so that a root/ made
+# there later is not taken for one this script unpacked.
 mark=$out/.root-by-build.sh
 if { [ -e "$root" ] || [ -L "$root" ]; } && [ ! -f "$mark" ]; then
     die "$root exists and is not a root this script unpacked (no $mark):" \
@@ -130,7 +132,8 @@ logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
     --customize-hook="mkdir -p \"\$1/usr/lib/airlock/sandbox-rootfs\" && cp -a $rootfs/. \"\$1/usr/lib/airlock/sandbox-rootfs/\" && rm -f \"\$1/usr/lib/airlock/sandbox-rootfs/.built\"" \
     --customize-hook="$here/configure-root.sh \"\$1\" $here/root $top/conf" \
     bookworm "$root" "$mirror" > "$log" 2>&1 \
-    || { tail -30 "$log"; die "mmdebstrap failed"; }
+    || { tail -30 "$log"; rm -rf "$root"; rm -f "$mark";
+         die "mmdebstrap failed"; }
 
 if [ $root_only = 1 ]; then
     echo "build.sh: root in $root, built in $(($(date +%s) - start)) s"

@@ -90,4 +90,22 @@ is($rc, 0, 'a second run into the same OUT succeeds') or diag($text);
 ok(!-e "$t/new/root/stale" && -f "$t/new/root/unpacked",
    'and replaces the root it unpacked before');
 
+# a failed mmdebstrap leaves neither a root nor the mark: a root/ made
+# there later is someone's, and refused
+write_file("$t/bin/mmdebstrap", <<'EOF');
+#!/bin/sh
+while [ $# -gt 2 ]; do shift; done
+mkdir -p "$1" && touch "$1/half"
+exit 1
+EOF
+($rc, $text) = build("$t/failed");
+isnt($rc, 0, 'mmdebstrap fails: build.sh fails');
+ok(!-e "$t/failed/root" && !-e "$t/failed/.root-by-build.sh",
+   'and leaves no root and no mark');
+mkdir "$t/failed/root";
+write_file("$t/failed/root/mine", "mine\n");
+($rc, $text) = build("$t/failed");
+ok($rc != 0 && -f "$t/failed/root/mine",
+   'a root/ made there later is refused, not removed') or diag($text);
+
 done_testing();
