@@ -233,13 +233,13 @@ EOF
 };
 
 # --secrets: credentials of the kinds an appliance holds, each sealed and
-# injected by a route of its own
+# injected by a route of its own (made up: FAKE in every one)
 my @kinds = ('ghp_%s', 'glpat-%s', 'prometheus:%s', 'xoxb-%s', 'AKIA%s',
              'sk-ant-api03-%s', 'lt_%s', 'whsec_%s');
 my ($more_secrets, $more_routes) = ('', '');
 for my $k (1 .. $nsecrets) {
     my $kind = $kinds[($k - 1) % @kinds];
-    my $v = sprintf($kind, sprintf('%04d', $k) . 'Q7fX2pLm9ZrT4vB8nK3s');
+    my $v = sprintf($kind, sprintf('FAKE%04d', $k) . 'test0not0a0key0');
     my $s = `printf %s '$v' | $ctl seal --pub $dir/airlock.key.pub`;
     chomp $s;
     $more_secrets .= "  s$k: { sealed: \"$s\" }\n";

@@ -24,7 +24,7 @@ my $p = Airlock::Proxy->new($t);
 
 $p->keygen;
 
-my $tok = 'ghp_n0b0dy-S33s-This-0123456789';
+my $tok = 'ghp_FAKE-n0b0dy-S33s-This-01234';
 my $sealed = $p->seal($tok);
 my %form = (
     raw => $tok,

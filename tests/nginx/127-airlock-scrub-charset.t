@@ -29,7 +29,7 @@ my $p = Airlock::Proxy->new($t);
 
 $p->keygen;
 
-my $tok = 'ghp_Ebcd1c-Ch4rset-0123456789';
+my $tok = 'ghp_FAKE-Ebcd1c-Ch4rset-012345';
 my $sealed = $p->seal($tok);
 
 # [name, Content-Type, body, 1 when refused]

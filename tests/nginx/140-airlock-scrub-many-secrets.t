@@ -28,11 +28,12 @@ my $p = Airlock::Proxy->new($t);
 
 $p->keygen;
 
-my @keys = ('ghp_16C7e42F292c6912E7710c8383', 'glpat-AbCdEfGhIjKlMnOp',
-            'prometheus:Xk29fjQ0vLp8', 'xoxb-1234-5678-AbCdEfGh',
-            'AKIAIOSFODNN7EXAMPLE', 'sk-ant-api03-T3Blbk-FJabcd',
-            'lt_9c8d7e6f5a4b3c2d1e0f', 'whsec_0123456789abcdef01',
-            'sk-proj-T3BlbkFJ0123456789');
+# made up, each of a real kind's shape (FAKE in every one): none is a key
+my @keys = ('ghp_FAKE0test0token0not0real', 'glpat-FAKE-test-token-0000',
+            'prometheus:FAKE-test-password', 'xoxb-0000-0000-FAKEtestTOKEN',
+            'AKIAIOSFODNN7EXAMPLE', 'sk-ant-api03-FAKE-test-key-0000',
+            'lt_FAKE_test_token_0000', 'whsec_FAKEtestSECRET000000',
+            'sk-proj-FAKE-test-key-00000000');
 
 my ($secrets, $routes) = ('', '');
 for my $i (0 .. $#keys) {
