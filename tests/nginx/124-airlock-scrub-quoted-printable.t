@@ -21,6 +21,7 @@ use MIME::Base64 qw(encode_base64);
 use Test::More;
 use Airlock::Test;
 use Airlock::Proxy;
+use Airlock::ScrubForms qw(echo_policy);
 
 local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
 
@@ -59,37 +60,8 @@ my @forms = (
 
 ok($b64 =~ /=$/, 'the secret\'s base64 has padding');
 
-my $tok_sealed = $p->seal($tok);
-my $basic_sealed = $p->seal($cred);
-my $query = 'query: { allow: [f, n, chunked, piece, hdr] }';
-
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  local: { cidr: [127.0.0.1/32] }
-secrets:
-  tok: { sealed: "$tok_sealed" }
-  basic: { sealed: "$basic_sealed" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: bearer
-    clients: [local]
-    match: { method: GET, path: /bearer }
-    upstream: echo
-    to: /bearer
-    $query
-    inject: { Authorization: "Bearer {tok}" }
-  - name: basic
-    clients: [local]
-    match: { method: GET, path: /basic }
-    upstream: echo
-    to: /basic
-    $query
-    inject: { Authorization: "Basic {basic|base64}" }
-alerts:
-  deny: { threshold: 1000, window: 60s }
-EOF
+echo_policy($t, $p, $tok, $cred,
+            'query: { allow: [f, n, chunked, piece, hdr] }');
 
 # ?f=I&n=N: the upstream answers "<<form I>>;" N times, given as
 # X-Echo-Body-B64 (a header cannot carry the line breaks); with hdr=I,

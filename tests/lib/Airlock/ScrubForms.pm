@@ -16,7 +16,7 @@ use Test::More;
 use Airlock::Test;
 
 our @EXPORT_OK = qw(url_all url_reserved json_all b64 unpadded b64url
-                    echo_forms);
+                    echo_forms echo_policy);
 
 # every byte as %XX, each hex letter in a random case
 sub url_all {
@@ -50,19 +50,14 @@ sub b64 { encode_base64($_[0], '') }
 sub unpadded { (my $s = $_[0]) =~ s/=+$//; $s }
 sub b64url { (my $s = b64($_[0])) =~ tr{+/}{-_}; $s }
 
-# echo_forms($t, $p, tok => T, cred => "user:password", forms => [[route,
-# name, form], ...]): each form echoed in a response header, in a body
-# held whole (Content-Length), streamed in pieces of 2 and 5 bytes (cut
-# at many offsets), and in a long body through 1 KB proxy buffers.
-sub echo_forms {
-    my ($t, $p, %a) = @_;
-    my @forms = @{$a{forms}};
-    my ($tok, $cred) = @a{qw(tok cred)};
-    (my $pass = $cred) =~ s/^[^:]*://;
+# the policy of the echo tests: a route "bearer" that injects "Bearer
+# tok" and one "basic" that injects cred (user:password) as HTTP Basic,
+# both to the echo upstream on port 8081, with the query line given
+sub echo_policy {
+    my ($t, $p, $tok, $cred, $query) = @_;
 
     my $tok_sealed = $p->seal($tok);
     my $basic_sealed = $p->seal($cred);
-    my $query = 'query: { allow: [f, size, chunked, piece, delay, hdr] }';
 
     $t->write_file_expand('policy.yaml', <<"EOF");
 version: 1
@@ -91,6 +86,21 @@ routes:
 alerts:
   deny: { threshold: 1000, window: 60s }
 EOF
+}
+
+
+# echo_forms($t, $p, tok => T, cred => "user:password", forms => [[route,
+# name, form], ...]): each form echoed in a response header, in a body
+# held whole (Content-Length), streamed in pieces of 2 and 5 bytes (cut
+# at many offsets), and in a long body through 1 KB proxy buffers.
+sub echo_forms {
+    my ($t, $p, %a) = @_;
+    my @forms = @{$a{forms}};
+    my ($tok, $cred) = @a{qw(tok cred)};
+    (my $pass = $cred) =~ s/^[^:]*://;
+
+    echo_policy($t, $p, $tok, $cred,
+                'query: { allow: [f, size, chunked, piece, delay, hdr] }');
 
     # The echo upstream answers as X-Echo-* headers say; the client's own
     # headers do not reach it, so the location sets them from the query:
