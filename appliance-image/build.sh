@@ -120,17 +120,38 @@ deps=$(for d in "$mod" "$pkg"; do dpkg-deb -f "$d" Depends; done \
 
 start=$(date +%s)
 log=$out/mmdebstrap.log
+
+# The hooks are shell text that mmdebstrap runs with "sh -c": the paths
+# reach them in the environment, quoted where they are used, so that a
+# path with a space, a quote or a "$(...)" in it is a path (written into
+# the hook's text, a space split it and the rest ran as shell)
+AIRLOCK_IMAGE_MOD=$mod
+AIRLOCK_IMAGE_PKG=$pkg
+AIRLOCK_IMAGE_ROOTFS=$rootfs
+AIRLOCK_IMAGE_DIR=$here
+AIRLOCK_IMAGE_CONF=$top/conf
+export AIRLOCK_IMAGE_MOD AIRLOCK_IMAGE_PKG AIRLOCK_IMAGE_ROOTFS \
+       AIRLOCK_IMAGE_DIR AIRLOCK_IMAGE_CONF
+
 echo "build.sh: mmdebstrap bookworm into $root (log: $log)"
 mmdebstrap --variant=minbase --format=directory \
     --include=systemd,systemd-sysv,udev,dbus,kmod,linux-image-amd64,\
 initramfs-tools,ca-certificates,iproute2,nftables,nginx,redis-server,runsc,\
 logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
-    --customize-hook='mkdir -p "$1/tmp/airlock-debs"' \
-    --customize-hook="upload $mod /tmp/airlock-debs/libnginx-mod-http-airlock.deb" \
-    --customize-hook="upload $pkg /tmp/airlock-debs/airlock.deb" \
-    --customize-hook='chroot "$1" dpkg -i /tmp/airlock-debs/libnginx-mod-http-airlock.deb /tmp/airlock-debs/airlock.deb' \
-    --customize-hook="mkdir -p \"\$1/usr/lib/airlock/sandbox-rootfs\" && cp -a $rootfs/. \"\$1/usr/lib/airlock/sandbox-rootfs/\" && rm -f \"\$1/usr/lib/airlock/sandbox-rootfs/.built\"" \
-    --customize-hook="$here/configure-root.sh \"\$1\" $here/root $top/conf" \
+    --customize-hook='set -e
+        mkdir -p "$1/tmp/airlock-debs"
+        cp "$AIRLOCK_IMAGE_MOD" \
+           "$1/tmp/airlock-debs/libnginx-mod-http-airlock.deb"
+        cp "$AIRLOCK_IMAGE_PKG" "$1/tmp/airlock-debs/airlock.deb"' \
+    --customize-hook='chroot "$1" dpkg -i \
+        /tmp/airlock-debs/libnginx-mod-http-airlock.deb \
+        /tmp/airlock-debs/airlock.deb' \
+    --customize-hook='set -e
+        mkdir -p "$1/usr/lib/airlock/sandbox-rootfs"
+        cp -a "$AIRLOCK_IMAGE_ROOTFS/." "$1/usr/lib/airlock/sandbox-rootfs/"
+        rm -f "$1/usr/lib/airlock/sandbox-rootfs/.built"' \
+    --customize-hook='"$AIRLOCK_IMAGE_DIR/configure-root.sh" "$1" \
+        "$AIRLOCK_IMAGE_DIR/root" "$AIRLOCK_IMAGE_CONF"' \
     bookworm "$root" "$mirror" > "$log" 2>&1 \
     || { tail -30 "$log"; rm -rf "$root"; rm -f "$mark";
          die "mmdebstrap failed"; }
