@@ -682,6 +682,25 @@ int al_json_check(const al_json_rule_t *rule, const unsigned char *body,
  */
 int al_json_depth_ok(const unsigned char *p, size_t len);
 
+/*
+ * 1 when a Content-Type names JSON as the loosest reader takes it:
+ * "/json" or "+json" anywhere in it, in any case (Laravel's isJson()
+ * looks for either in the whole header).
+ */
+int al_json_media(const char *ctype, size_t len);
+
+/*
+ * A JSON body of a route without json rules: parsed as al_json_check()
+ * parses it, and refused when a top-level field is "_method" or named
+ * like one of the route's path params or checked query parameters, in
+ * any case: Rails and Laravel merge those fields with the params, and
+ * Laravel reads "_method" as the method.  Returns 0, or -1 with a reason
+ * in detail.
+ */
+int al_json_names_check(const al_param_t *params, size_t nparams,
+    const al_param_t *query, size_t nquery, const unsigned char *body,
+    size_t len, char *detail, size_t size);
+
 
 /* The route trie (al_trie.c). */
 

@@ -30,8 +30,11 @@ static int al_json_value(const al_json_rule_t *rule, json_t *v, char *path,
     size_t plen, char *detail, size_t size);
 static int al_json_object(const al_json_rule_t *rule, json_t *obj,
     char *path, size_t plen, char *detail, size_t size);
-static const char *al_json_shadow(const al_json_rule_t *rule,
-    const char *key, size_t klen);
+static const char *al_json_shadow(const al_param_t *params,
+    size_t nparams, const al_param_t *query, size_t nquery, const char *key,
+    size_t klen);
+static int al_json_load(const unsigned char *body, size_t len,
+    json_t **root, char *detail, size_t size);
 static int al_json_syntax(const json_error_t *err, char *detail,
     size_t size);
 static size_t al_json_path_push(char *path, size_t plen, const char *name,
@@ -48,30 +51,12 @@ int
 al_json_check(const al_json_rule_t *rule, const unsigned char *body,
     size_t len, char *detail, size_t detail_size)
 {
-    int           rc;
-    char          path[AL_JSON_PATH_MAX];
-    json_t       *root;
-    json_error_t  err;
+    int      rc;
+    char     path[AL_JSON_PATH_MAX];
+    json_t  *root;
 
-    if (detail != NULL && detail_size > 0) {
-        detail[0] = '\0';
-    }
-
-    if (body == NULL || len == 0) {
-        return al_json_fail(detail, detail_size, "empty body");
-    }
-
-    if (!al_json_depth_ok(body, len)) {
-        return al_json_fail(detail, detail_size, "nesting deeper than %d",
-                            AL_JSON_DEPTH_MAX);
-    }
-
-    /* no JSON_ALLOW_NUL, no JSON_DISABLE_EOF_CHECK: both are refusals */
-
-    root = json_loadb((const char *) body, len,
-                      JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
-    if (root == NULL) {
-        return al_json_syntax(&err, detail, detail_size);
+    if (al_json_load(body, len, &root, detail, detail_size) != 0) {
+        return -1;
     }
 
     rc = 0;
@@ -84,6 +69,112 @@ al_json_check(const al_json_rule_t *rule, const unsigned char *body,
     json_decref(root);
 
     return rc;
+}
+
+
+int
+al_json_media(const char *ctype, size_t len)
+{
+    size_t  i;
+
+    if (ctype == NULL) {
+        return 0;
+    }
+
+    for (i = 0; i + 5 <= len; i++) {
+        if ((ctype[i] == '/' || ctype[i] == '+')
+            && strncasecmp(ctype + i + 1, "json", 4) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+al_json_names_check(const al_param_t *params, size_t nparams,
+    const al_param_t *query, size_t nquery, const unsigned char *body,
+    size_t len, char *detail, size_t size)
+{
+    int          rc;
+    size_t       klen;
+    json_t      *root, *v;
+    const char  *key, *name;
+    char         show[AL_JSON_SHOW_MAX + 4];
+
+    if (len == 0) {
+        return 0;
+    }
+
+    if (al_json_load(body, len, &root, detail, size) != 0) {
+        return -1;
+    }
+
+    rc = 0;
+
+    if (json_is_object(root)) {
+
+        json_object_keylen_foreach(root, key, klen, v) {
+
+            (void) v;
+
+            if (al_folds_to(key, klen, "_method", 7)) {
+                (void) al_json_show(show, sizeof(show), key, klen);
+                rc = al_json_fail(detail, size, "field \"%s\" would change "
+                                  "the method upstream", show);
+                break;
+            }
+
+            name = al_json_shadow(params, nparams, query, nquery, key, klen);
+
+            if (name != NULL) {
+                (void) al_json_show(show, sizeof(show), key, klen);
+                rc = al_json_fail(detail, size, "field \"%s\" named like the "
+                                  "checked param \"%s\" would stand for it "
+                                  "upstream", show, name);
+                break;
+            }
+        }
+    }
+
+    json_decref(root);
+
+    return rc;
+}
+
+
+/* the body parsed as al_json_check() takes it: 0 with root, or -1 */
+
+static int
+al_json_load(const unsigned char *body, size_t len, json_t **root,
+    char *detail, size_t size)
+{
+    json_error_t  err;
+
+    if (detail != NULL && size > 0) {
+        detail[0] = '\0';
+    }
+
+    if (body == NULL || len == 0) {
+        return al_json_fail(detail, size, "empty body");
+    }
+
+    if (!al_json_depth_ok(body, len)) {
+        return al_json_fail(detail, size, "nesting deeper than %d",
+                            AL_JSON_DEPTH_MAX);
+    }
+
+    /* no JSON_ALLOW_NUL, no JSON_DISABLE_EOF_CHECK: both are refusals */
+
+    *root = json_loadb((const char *) body, len,
+                       JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+    if (*root == NULL) {
+        return al_json_syntax(&err, detail, size);
+    }
+
+    return 0;
 }
 
 
@@ -307,7 +398,10 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
          * only a route that lists the field sends it (al_form.c).
          */
 
-        name = (plen == 0) ? al_json_shadow(rule, key, klen) : NULL;
+        name = (plen == 0) ? al_json_shadow(rule->params, rule->nparams,
+                                             rule->query, rule->nquery,
+                                             key, klen)
+                            : NULL;
 
         if (name != NULL) {
             (void) al_json_show(show, sizeof(show), key, klen);
@@ -336,30 +430,28 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
 
 
 /*
- * The name of the path param or checked query parameter of the route
- * whose root rule this is that key names, in any case (al_folds_to(),
- * as ASP.NET binds), or NULL.
+ * The name of the path param or checked query parameter (one with a
+ * pattern) of a route that key names, in any case (al_folds_to(), as
+ * ASP.NET binds), or NULL.
  */
 
 static const char *
-al_json_shadow(const al_json_rule_t *rule, const char *key, size_t klen)
+al_json_shadow(const al_param_t *params, size_t nparams,
+    const al_param_t *query, size_t nquery, const char *key, size_t klen)
 {
     size_t  i;
 
-    for (i = 0; i < rule->nparams; i++) {
-        if (al_folds_to(key, klen, rule->params[i].name.data,
-                        rule->params[i].name.len))
-        {
-            return rule->params[i].name.data;
+    for (i = 0; i < nparams; i++) {
+        if (al_folds_to(key, klen, params[i].name.data, params[i].name.len)) {
+            return params[i].name.data;
         }
     }
 
-    for (i = 0; i < rule->nquery; i++) {
-        if (rule->query[i].re != NULL
-            && al_folds_to(key, klen, rule->query[i].name.data,
-                           rule->query[i].name.len))
+    for (i = 0; i < nquery; i++) {
+        if (query[i].re != NULL
+            && al_folds_to(key, klen, query[i].name.data, query[i].name.len))
         {
-            return rule->query[i].name.data;
+            return query[i].name.data;
         }
     }
 

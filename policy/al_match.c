@@ -412,6 +412,23 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
         return AL_REASON_BODY;
     }
 
+    /*
+     * Without json rules a JSON body is read for its top-level names
+     * alone, as the form above is; one that does not parse strictly is
+     * refused, since a lenient reader upstream (comments, single quotes,
+     * a key given twice) could still find such a name in it.
+     */
+
+    if (route->json == NULL && al_json_media(ctype, ctype_len)
+        && al_json_names_check(route->params, route->nparams,
+                               route->query_patterns, route->nquery_allow,
+                               body, len, d->detail, sizeof(d->detail))
+           != 0)
+    {
+        d->reason = AL_REASON_BODY;
+        return AL_REASON_BODY;
+    }
+
     return AL_REASON_NONE;
 }
 

@@ -28,6 +28,7 @@ static void test_depth(void);
 static void test_nested(void);
 static void test_detail(void);
 static void test_folded(void);
+static void test_names(void);
 
 
 /* POST /repos/{owner}/{repo}/pulls */
@@ -138,6 +139,8 @@ main(void)
         test_folded();
         al_regex_free(file_members[0].re);
     }
+
+    test_names();
 
     al_regex_free(pr_members[0].re);
 
@@ -604,4 +607,91 @@ test_folded(void)
            "file: U+FF3C FULLWIDTH REVERSE SOLIDUS");
     refuse(&file, "{\"name\":\"..\\u00a5x\"}", (size_t) -1,
            "field \"name\": does not match*", "file: U+00A5 YEN SIGN");
+}
+
+
+/*
+ * A route without json rules: al_json_media() says which bodies are
+ * JSON, al_json_names_check() refuses a top-level "_method" or a field
+ * named like a checked param, and a body that does not parse strictly.
+ */
+
+static int
+names(const char *body, const char *want)
+{
+    int          rc;
+    char         detail[256];
+    al_param_t   params[1], query[2];
+
+    params[0].name.data = "dir";
+    params[0].name.len = 3;
+    params[0].re = pr_members[0].re;
+    query[0].name.data = "file";
+    query[0].name.len = 4;
+    query[0].re = pr_members[0].re;
+    query[1].name.data = "page";
+    query[1].name.len = 4;
+    query[1].re = NULL;
+
+    rc = al_json_names_check(params, 1, query, 2,
+                             (const unsigned char *) body, strlen(body),
+                             detail, sizeof(detail));
+
+    if (want == NULL) {
+        if (rc != 0) {
+            printf("# refused: %s\n", detail);
+        }
+
+        return rc == 0;
+    }
+
+    if (rc == 0) {
+        printf("# passed\n");
+        return 0;
+    }
+
+    if (strstr(detail, want) == NULL) {
+        printf("# detail: %s\n", detail);
+        return 0;
+    }
+
+    return 1;
+}
+
+
+static void
+test_names(void)
+{
+    tap_ok(al_json_media("application/json", 16), "media: application/json");
+    tap_ok(al_json_media("Application/JSON; charset=utf-8", 31),
+           "media: in another case");
+    tap_ok(al_json_media("application/vnd.api+json", 24), "media: +json");
+    tap_ok(al_json_media("text/plain; x=a/json", 20),
+           "media: /json in a parameter");
+    tap_ok(!al_json_media("application/x-ndjson", 20), "media: ndjson");
+    tap_ok(!al_json_media("application/jso", 15), "media: cut short");
+    tap_ok(!al_json_media("application/json", 15),
+           "media: only len bytes are read");
+    tap_ok(!al_json_media(NULL, 0), "media: no Content-Type");
+
+    tap_ok(names("{\"a\":1,\"files\":2,\"page\":\"..\"}", NULL),
+           "names: other fields pass");
+    tap_ok(names("{\"x\":{\"dir\":\"..\",\"_method\":\"PUT\"}}", NULL),
+           "names: nested fields pass");
+    tap_ok(names("[{\"dir\":\"..\"}]", NULL), "names: an array passes");
+    tap_ok(names("\"_method\"", NULL), "names: a string passes");
+    tap_ok(names("", NULL), "names: no body passes");
+    tap_ok(names("{\"dir\":\"..\"}",
+                 "field \"dir\" named like the checked param \"dir\""),
+           "names: a path param");
+    tap_ok(names("{\"FiLe\":\"x\"}",
+                 "field \"FiLe\" named like the checked param \"file\""),
+           "names: a checked query param in another case");
+    tap_ok(names("{\"_METHOD\":\"DELETE\"}",
+                 "field \"_METHOD\" would change the method"),
+           "names: _method in another case");
+    tap_ok(names("{\"a\":1,\"a\":2}", "duplicate"),
+           "names: a key given twice");
+    tap_ok(names("{\"a\":1} x", ""), "names: trailing data");
+    tap_ok(names("{'dir':1}", ""), "names: single quotes");
 }
