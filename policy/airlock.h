@@ -84,6 +84,9 @@ typedef struct {
                                                NUL-terminated */
     al_str_t     seg[AL_SEGMENTS_MAX];
     size_t       nseg;                       /* "/" has none */
+    uint64_t     drive;                      /* bit i: seg[i] starts with
+                                                a drive, kept by
+                                                al_target_parse_drives() */
 } al_path_t;
 
 typedef struct {
@@ -103,6 +106,18 @@ typedef struct {
  * reason ("encoded slash", "dot segment", ...).
  */
 int al_target_parse(const char *target, size_t len, al_path_t *path,
+    al_query_t *query, const char **why);
+
+/*
+ * As al_target_parse(), but a segment that starts with a drive ("A:B",
+ * "x:generateContent", "C:x") is kept and its bit set in path->drive, for
+ * the caller to refuse unless the route it matches takes it there (a
+ * param with "drive: true": al_decide()).  A drive segment whose rest,
+ * after its drives, is a dot segment ("C:..", "c:%2e%2e", "C%EF%BC%9A..")
+ * is refused all the same ("drive letter").  al_target_parse() and
+ * al_path_parse() refuse every drive segment and leave path->drive 0.
+ */
+int al_target_parse_drives(const char *target, size_t len, al_path_t *path,
     al_query_t *query, const char **why);
 int al_path_parse(al_path_t *path, const char *raw, size_t len,
     const char **why);
@@ -323,6 +338,9 @@ typedef struct {
     al_str_t         name;
     al_str_t         pattern;
     al_regex_t      *re;
+    unsigned         drive;                 /* path param: "drive: true",
+                                               its segment may start with
+                                               a drive ("A:B") */
 } al_param_t;
 
 /*

@@ -556,9 +556,10 @@ static int
 al_ctl_check(int argc, char **argv)
 {
     int                  i, rc;
-    size_t               k, nsealed;
+    size_t               k, j, nsealed;
     const char          *file, *key;
     al_policy_t         *p;
+    const al_route_t    *r;
     const al_ctl_cmd_t  *cmd;
 
     cmd = al_ctl_cmd("check");
@@ -594,6 +595,20 @@ al_ctl_check(int argc, char **argv)
            "%s, %zu alert sinks)\n", file, p->nclients, p->nroutes, p->nllm,
            p->nsecrets, key ? " opened" : "", p->nsinks);
 
+    /* each param that takes a drive: its upstream is no Windows one */
+
+    for (k = 0; k < p->nroutes; k++) {
+        r = &p->routes[k];
+
+        for (j = 0; j < r->nparams; j++) {
+            if (r->params[j].drive) {
+                al_ctl_out("route \"%s\" (line %u): param {%s} takes a "
+                           "drive (drive: true)\n", r->name.data, r->line,
+                           r->params[j].name.data);
+            }
+        }
+    }
+
     if (key == NULL && p->nsecrets > 0) {
         nsealed = 0;
         for (k = 0; k < p->nsecrets; k++) {
@@ -619,7 +634,7 @@ al_ctl_explain(int argc, char **argv)
     int                  i, rc, have_peer, token_stdin;
     char                 m[64], *token;
     unsigned             unseen;
-    size_t               body_len, k, token_len, tok_at;
+    size_t               body_len, k, np, token_len, tok_at;
     uint64_t             v;
     const char          *file, *client, *token_env, *method, *target, *why;
     const char          *body_file, *ctype;
@@ -924,6 +939,20 @@ al_ctl_explain(int argc, char **argv)
                (int) (r->upstream->url.len - r->upstream->base_path.len),
                r->upstream->url.data, d->uri);
     al_ctl_out("  host:     %s\n", r->upstream->host.data);
+
+    for (k = 0, np = 0; k < r->nsegs; k++) {
+        if (!r->seg_is_param[k]) {
+            continue;
+        }
+
+        if (d->path.drive & ((uint64_t) 1 << k)) {
+            al_ctl_out("  drive:    {%s} \"%s\" starts with a drive, taken "
+                       "(drive: true)\n", r->params[np].name.data,
+                       d->path.seg[k].data);
+        }
+
+        np++;
+    }
 
     for (k = 0; k < r->ninject; k++) {
         al_ctl_out("  inject:   %s: %s\n", r->inject[k].name.data,

@@ -510,6 +510,19 @@ al_diff_route(al_diff_t *df, const al_policy_t *o, const al_route_t *a,
                          a->params[k].pattern.data,
                          b->params[i].pattern.data);
         }
+
+        /* a param that takes a drive ("A:B") grants what was refused */
+
+        if (k < a->nparams ? a->params[k].drive != b->params[i].drive
+                           : b->params[i].drive)
+        {
+            al_diff_emit(df, b->params[i].drive ? '+' : '-',
+                         "route %s: param %s drive %s -> %s", name,
+                         b->params[i].name.data,
+                         (k < a->nparams && a->params[k].drive)
+                             ? "true" : "false",
+                         b->params[i].drive ? "true" : "false");
+        }
     }
 
     /* query */

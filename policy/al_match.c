@@ -17,6 +17,8 @@
 static int al_peer_in_cidr(const al_peer_t *peer, const al_cidr_t *c);
 static al_reason_t al_deny(al_decision_t *d, al_reason_t reason,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int al_drive_taken(const al_route_t *r, const al_request_t *req,
+    al_decision_t *d);
 static int al_build_uri(const al_route_t *route, al_decision_t *d,
     const size_t *param_seg);
 static int al_media_tchar(unsigned char c);
@@ -158,21 +160,37 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
     d->uri_len = 0;
     d->uri[0] = '\0';
 
-    if (al_target_parse(req->target, req->target_len, &d->path, &d->query,
-                        &why) != 0)
+    if (al_target_parse_drives(req->target, req->target_len, &d->path,
+                               &d->query, &why)
+        != 0)
     {
         return al_deny(d, AL_REASON_PATH, "request target refused: %s", why);
     }
 
     method = al_method_bit(req->method, req->method_len);
+
+    /* with method 0 (never allowed) only other is found */
+
+    al_trie_lookup(p->trie, &d->path, method, &r, &other);
+
+    /*
+     * a segment with a drive passes only where the route takes one: the
+     * route matched, or the one for the path under other methods, whose
+     * method refusal follows
+     */
+
+    if (d->path.drive != 0
+        && al_drive_taken(r != NULL ? r : other, req, d) != 0)
+    {
+        return d->reason;
+    }
+
     if (method == 0) {
         return al_deny(d, AL_REASON_METHOD, "method \"%.*s\" is never "
                        "allowed", (int) (req->method_len > 16
                                          ? 16 : req->method_len),
                        req->method);
     }
-
-    al_trie_lookup(p->trie, &d->path, method, &r, &other);
 
     if (r == NULL) {
         if (other != NULL) {
@@ -266,6 +284,60 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
     }
 
     return AL_REASON_NONE;
+}
+
+
+/*
+ * 0 when every segment of the path that starts with a drive ("A:B") is
+ * one the route r takes there: a param with "drive: true".  Otherwise the
+ * request is refused as al_target_parse() refuses it (path, "drive
+ * letter"), before anything else of the route is looked at, so whatever
+ * its method and client; the param and the route are named only to a
+ * client the route lists, as no_route names nothing to the others.
+ */
+
+static int
+al_drive_taken(const al_route_t *r, const al_request_t *req,
+    al_decision_t *d)
+{
+    size_t             i, np;
+    const al_path_t   *path;
+    const al_param_t  *param;
+
+    path = &d->path;
+
+    if (r == NULL || r->nsegs != path->nseg) {
+        al_deny(d, AL_REASON_PATH, "request target refused: drive letter");
+        return -1;
+    }
+
+    np = 0;
+
+    for (i = 0; i < path->nseg; i++) {
+        param = r->seg_is_param[i] ? &r->params[np++] : NULL;
+
+        if (!(path->drive & ((uint64_t) 1 << i))
+            || (param != NULL && param->drive))
+        {
+            continue;
+        }
+
+        if (param == NULL || req->client == NULL
+            || !r->client_ok[req->client->index])
+        {
+            al_deny(d, AL_REASON_PATH, "request target refused: drive "
+                    "letter");
+            return -1;
+        }
+
+        d->route = r;
+        al_deny(d, AL_REASON_PATH, "request target refused: drive letter "
+                "in param \"%s\" of route \"%s\", which does not take "
+                "one", param->name.data, r->name.data);
+        return -1;
+    }
+
+    return 0;
 }
 
 

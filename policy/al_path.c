@@ -34,6 +34,10 @@
  * be one NFKC or best fit makes a ':' (U+FF1A FULLWIDTH COLON, U+2236
  * RATIO), and the letter an ASCII one or any character above U+007F:
  * NFKC and best fit make letters of hundreds (U+FF23, U+0106, U+1D402).
+ * al_target_parse_drives() keeps such a segment for al_decide(), which
+ * refuses it unless the route takes a drive in that param ("A:B" to a
+ * spreadsheet API); one that is a drive and a dot segment ("C:..") it
+ * refuses as well.
  */
 
 #include <string.h>
@@ -47,7 +51,12 @@ static int al_decode(const unsigned char *p, size_t len, int query,
     unsigned char *out, size_t *outlen, const char **why);
 static int al_utf8_valid(const unsigned char *p, size_t len);
 static int al_dot_segment(const unsigned char *p, size_t len);
-static int al_drive_segment(const unsigned char *p, size_t len);
+static int al_target_split(const char *target, size_t len, al_path_t *path,
+    al_query_t *query, int drives, const char **why);
+static int al_path_split(al_path_t *path, const char *raw, size_t len,
+    int drives, const char **why);
+static size_t al_drive_segment(const unsigned char *p, size_t len);
+static int al_drive_dots(const unsigned char *p, size_t len);
 static size_t al_char_like(const unsigned char *p, size_t len,
     unsigned ascii, const uint32_t *set, size_t n);
 static const char *al_separator_like(const unsigned char *p, size_t len);
@@ -219,15 +228,36 @@ static const unsigned char  al_class[256] = {
 #define al_escape_keep(c, q)                                              \
     (al_class[(c) & 0xff] & ((q) ? AL_C_QKEEP : AL_C_PATH))
 
+#if (AL_SEGMENTS_MAX > 64)
+#error "al_path_t.drive has a bit per segment"
+#endif
+
 
 int
 al_target_parse(const char *target, size_t len, al_path_t *path,
     al_query_t *query, const char **why)
 {
+    return al_target_split(target, len, path, query, 0, why);
+}
+
+
+int
+al_target_parse_drives(const char *target, size_t len, al_path_t *path,
+    al_query_t *query, const char **why)
+{
+    return al_target_split(target, len, path, query, 1, why);
+}
+
+
+static int
+al_target_split(const char *target, size_t len, al_path_t *path,
+    al_query_t *query, int drives, const char **why)
+{
     size_t       plen;
     const char  *q;
 
     path->nseg = 0;
+    path->drive = 0;
     query->nparam = 0;
 
     if (target == NULL || len == 0 || target[0] != '/') {
@@ -253,7 +283,7 @@ al_target_parse(const char *target, size_t len, al_path_t *path,
         return -1;
     }
 
-    if (al_path_parse(path, target, plen, why) != 0) {
+    if (al_path_split(path, target, plen, drives, why) != 0) {
         return -1;
     }
 
@@ -263,6 +293,7 @@ al_target_parse(const char *target, size_t len, al_path_t *path,
 
     if (al_query_parse(query, q + 1, len - plen - 1, why) != 0) {
         path->nseg = 0;
+        path->drive = 0;
         return -1;
     }
 
@@ -274,11 +305,20 @@ int
 al_path_parse(al_path_t *path, const char *raw, size_t len,
     const char **why)
 {
+    return al_path_split(path, raw, len, 0, why);
+}
+
+
+static int
+al_path_split(al_path_t *path, const char *raw, size_t len, int drives,
+    const char **why)
+{
     size_t                used, dlen;
     const unsigned char  *p, *end, *s, *e;
     unsigned char        *d;
 
     path->nseg = 0;
+    path->drive = 0;
 
     if (raw == NULL || len == 0 || raw[0] != '/') {
         *why = "not origin-form";
@@ -338,9 +378,13 @@ al_path_parse(al_path_t *path, const char *raw, size_t len,
             goto failed;
         }
 
-        if (al_drive_segment(d, dlen)) {
-            *why = "drive letter";
-            goto failed;
+        if (al_drive_segment(d, dlen) != 0) {
+            if (!drives || al_drive_dots(d, dlen)) {
+                *why = "drive letter";
+                goto failed;
+            }
+
+            path->drive |= (uint64_t) 1 << path->nseg;
         }
 
         d[dlen] = '\0';
@@ -358,6 +402,7 @@ al_path_parse(al_path_t *path, const char *raw, size_t len,
 failed:
 
     path->nseg = 0;
+    path->drive = 0;
     return -1;
 }
 
@@ -780,13 +825,13 @@ al_dot_segment(const unsigned char *p, size_t len)
 
 
 /*
- * 1 when a decoded segment starts with what Windows reads as a drive: a
- * letter, an ASCII one or any character above U+007F, and ':' or one of
- * its NFKC and best-fit look-alikes.  Well-formed UTF-8, as for
- * al_dot_segment().
+ * The length of the drive a decoded segment starts with, what Windows
+ * reads as one: a letter, an ASCII one or any character above U+007F,
+ * and ':' or one of its NFKC and best-fit look-alikes; 0 when it starts
+ * with none.  Well-formed UTF-8, as for al_dot_segment().
  */
 
-static int
+static size_t
 al_drive_segment(const unsigned char *p, size_t len)
 {
     size_t    n, k;
@@ -813,13 +858,44 @@ al_drive_segment(const unsigned char *p, size_t len)
     }
 
     if (p[n] < 0x80) {
-        return p[n] == ':';
+        return (p[n] == ':') ? n + 1 : 0;
     }
 
     c = al_utf8_char(p + n, len - n, &k);
 
-    return al_char_in(c, al_nfkc_colons, al_nelts(al_nfkc_colons))
-           || al_char_in(c, al_bestfit_colons, al_nelts(al_bestfit_colons));
+    if (al_char_in(c, al_nfkc_colons, al_nelts(al_nfkc_colons))
+        || al_char_in(c, al_bestfit_colons, al_nelts(al_bestfit_colons)))
+    {
+        return n + k;
+    }
+
+    return 0;
+}
+
+
+/*
+ * 1 when what follows a segment's drives is a dot segment: "C:..",
+ * "C:.", "c:C:...", or with look-alikes, "C" U+FF1A U+2025, which a
+ * Windows upstream reads as the parent (or the current) folder on that
+ * drive: a param that takes a drive ("A:B") still never names one.
+ */
+
+static int
+al_drive_dots(const unsigned char *p, size_t len)
+{
+    size_t  n;
+
+    for ( ;; ) {
+        n = al_drive_segment(p, len);
+        if (n == 0) {
+            break;
+        }
+
+        p += n;
+        len -= n;
+    }
+
+    return len > 0 && al_dot_segment(p, len);
 }
 
 

@@ -135,6 +135,8 @@ static int al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node,
 static int al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_routes(al_cc_t *cc, const al_ynode_t *node);
 static int al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_param(al_cc_t *cc, const al_ynode_t *node,
+    al_param_t *param);
 static int al_cc_route_clients(al_cc_t *cc, const al_ynode_t *node,
     uint8_t **ok);
 static int al_cc_methods(al_cc_t *cc, const al_ynode_t *node,
@@ -207,6 +209,10 @@ static const char *const al_upstream_keys[] = {
 static const char *const al_route_keys[] = {
     "name", "description", "clients", "match", "params", "upstream", "to",
     "query", "body", "inject", "cookies", NULL
+};
+
+static const char *const al_param_keys[] = {
+    "pattern", "drive", NULL
 };
 
 static const char *const al_match_keys[] = {
@@ -2315,9 +2321,7 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                                    "%s", v->items[i * 2]->scalar.data,
                                    r->path.data);
             }
-            if (al_cc_regex(cc, v->items[i * 2 + 1], "param pattern",
-                            &r->params[k]) != 0)
-            {
+            if (al_cc_param(cc, v->items[i * 2 + 1], &r->params[k]) != 0) {
                 return -1;
             }
         }
@@ -2490,6 +2494,44 @@ al_cc_methods(al_cc_t *cc, const al_ynode_t *node, unsigned *methods)
 }
 
 
+/*
+ * A path param: its pattern, or { pattern: '...', drive: true }, whose
+ * segment may then start with a drive ("A:B"): the operator's word that
+ * the upstream does not read it as a Windows path.
+ */
+
+static int
+al_cc_param(al_cc_t *cc, const al_ynode_t *node, al_param_t *param)
+{
+    char               what[128];
+    const al_ynode_t  *v;
+
+    param->drive = 0;
+
+    if (node->type != AL_Y_MAP) {
+        return al_cc_regex(cc, node, "param pattern", param);
+    }
+
+    snprintf(what, sizeof(what), "param {%s}", param->name.data);
+
+    if (al_cc_keys(cc, node, what, al_param_keys) != 0
+        || al_cc_need(cc, node, "pattern", what, &v) != 0
+        || al_cc_regex(cc, v, "param pattern", param) != 0)
+    {
+        return -1;
+    }
+
+    v = al_cc_get(node, "drive");
+    if (v == NULL) {
+        return 0;
+    }
+
+    snprintf(what, sizeof(what), "param {%s}: drive", param->name.data);
+
+    return al_cc_bool(cc, v, what, &param->drive);
+}
+
+
 /* "/logs/{service}": literal segments and whole-segment {params} */
 
 static int
@@ -2611,7 +2653,10 @@ al_cc_path(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                 return al_cc_error(cc, node, "path \"%s\" has a segment "
                                    "that starts with a drive (\"C:\"); "
                                    "requests with one are refused, so the "
-                                   "route could never match", s);
+                                   "route could never match; for an "
+                                   "upstream that does not read it as a "
+                                   "Windows path, make it a {param} with "
+                                   "drive: true", s);
             }
 
             if (al_cc_keep_str(cc, seg, seglen, &r->segs[i]) != 0) {

@@ -3,7 +3,8 @@
  * builder, through al_decide on a fixed policy.  The input is
  * "METHOD TARGET".  Invariants: no crash; an allowed request's upstream
  * URI is itself a target the normalizer accepts, with the same number of
- * segments the route's `to` template produces.
+ * segments the route's `to` template produces; a segment that starts
+ * with a drive passed only in the param that takes one (y).
  */
 
 #include <stdio.h>
@@ -41,7 +42,7 @@ static const char  policy[] =
     "  - name: any\n"
     "    clients: [agent]\n"
     "    match: { method: GET, path: '/a/{x}/{y}' }\n"
-    "    params: { x: '(?s).*', y: '(?s).*' }\n"
+    "    params: { x: '(?s).*', y: { pattern: '(?s).*', drive: true } }\n"
     "    upstream: prom\n"
     "    to: '/a/{y}/{x}'\n"
     "  - name: lit\n"
@@ -97,7 +98,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
 
-    if (al_target_parse(d.uri + 5, d.uri_len - 5, &path, &query, &why)
+    if (d.path.drive
+        & ~(uint64_t) (strcmp(d.route->name.data, "any") == 0 ? 0x4 : 0))
+    {
+        abort();
+    }
+
+    if (al_target_parse_drives(d.uri + 5, d.uri_len - 5, &path, &query,
+                               &why)
         != 0)
     {
         /* re-encoding may outgrow our own input bounds, nothing else */
@@ -109,7 +117,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
 
-    if (query.nparam != d.query.nparam) {
+    if (query.nparam != d.query.nparam
+        || path.drive != (d.path.drive ? 0x2u : 0u))
+    {
         abort();
     }
 

@@ -7,7 +7,9 @@
  * reads as one or as a separator, well-formed UTF-8) and then
  * re-encoded with al_uri_escape() and parsed again: it must come back as
  * the identical segments and parameters.  That round trip is what makes
- * "what is matched is what is forwarded" hold.
+ * "what is matched is what is forwarded" hold.  al_target_parse_drives()
+ * must decide the same, but keep (and mark) what al_target_parse()
+ * refuses as a drive letter, and only that.
  */
 
 #include <stdint.h>
@@ -31,10 +33,12 @@ static int has(const uint32_t *set, size_t n, uint32_t cp);
 static size_t put(char *out, size_t cap, size_t n, const char *s,
     size_t len, int query);
 static int same(const al_str_t *a, const al_str_t *b);
+static void check_drives(const uint8_t *data, size_t size, int rc,
+    const char *why);
 
 
-static al_path_t   path, path2;
-static al_query_t  query, query2;
+static al_path_t   path, path2, path3;
+static al_query_t  query, query2, query3;
 static char        uri[4 * AL_URI_MAX];
 
 
@@ -53,8 +57,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
 
+        check_drives(data, size, -1, why);
+
         return 0;
     }
+
+    check_drives(data, size, 0, NULL);
 
     if (path.nseg > AL_SEGMENTS_MAX || query.nparam > AL_QUERY_PARAMS_MAX) {
         abort();
@@ -184,6 +192,84 @@ check_decoded(const char *s, size_t len, int query)
 
     if (!utf8_valid((const unsigned char *) s, len)) {
         abort();
+    }
+}
+
+
+/*
+ * al_target_parse_drives() on the same bytes: where al_target_parse()
+ * took them, the same segments and no drive; where it refused them for
+ * another reason, the same refusal; where for a drive letter, a refusal
+ * (of a drive and a dot segment, or of what follows the drive) or the
+ * segments with a drive marked, each one refused alone.
+ */
+
+static void
+check_drives(const uint8_t *data, size_t size, int rc, const char *why)
+{
+    int          refused;
+    size_t       i, n;
+    const char  *why3, *why1;
+
+    why3 = NULL;
+
+    if (al_target_parse_drives((const char *) data, size, &path3, &query3,
+                               &why3)
+        != 0)
+    {
+        /* the strict parse stops at a drive, before what follows it */
+
+        if (rc == 0 || why3 == NULL
+            || (strcmp(why3, why) != 0 && strcmp(why, "drive letter") != 0)
+            || path3.nseg != 0 || path3.drive != 0 || query3.nparam != 0)
+        {
+            abort();
+        }
+
+        return;
+    }
+
+    if (rc == 0) {
+        if (path3.drive != 0 || path3.nseg != path.nseg
+            || query3.nparam != query.nparam)
+        {
+            abort();
+        }
+
+        for (i = 0; i < path.nseg; i++) {
+            if (!same(&path.seg[i], &path3.seg[i])) {
+                abort();
+            }
+        }
+
+        return;
+    }
+
+    if (strcmp(why, "drive letter") != 0 || path3.drive == 0
+        || path3.nseg == 0
+        || (path3.nseg < 64 && (path3.drive >> path3.nseg) != 0))
+    {
+        abort();
+    }
+
+    /* each marked segment, and only those, a drive to the strict parse */
+
+    for (i = 0; i < path3.nseg; i++) {
+        uri[0] = '/';
+        n = 1 + al_uri_escape(uri + 1, sizeof(uri) - 1, path3.seg[i].data,
+                              path3.seg[i].len, 0);
+        if (n > sizeof(uri)) {
+            abort();
+        }
+
+        why1 = NULL;
+        refused = (al_path_parse(&path2, uri, n, &why1) != 0);
+
+        if (refused != (int) ((path3.drive >> i) & 1)
+            || (refused && strcmp(why1, "drive letter") != 0))
+        {
+            abort();
+        }
     }
 }
 

@@ -53,6 +53,12 @@
     "    upstream: prom\n"                                                   \
     "    to: /api/q\n"
 
+/* a route with two params, for their params: entries */
+#define DRIVE_ROUTE                                                          \
+    "routes:\n  - name: q\n    clients: [agent]\n"                           \
+    "    match: { method: GET, path: \"/v/{id}/{range}\" }\n"                \
+    "    upstream: prom\n    to: \"/v/{id}/{range}\"\n"
+
 #define LLM                                                                  \
     "llm:\n"                                                                 \
     "  - name: openai\n"                                                     \
@@ -807,6 +813,67 @@ test_routes(void)
     refuse("unknown key in a route",
            HEAD UPS ROUTE "    `cookie: true\n" ALERTS,
            "did you mean \"cookies\"?");
+
+    /* a param that takes a drive: { pattern, drive: true } */
+
+    refuse("drive not a boolean",
+           HEAD UPS DRIVE_ROUTE "    params:\n      id: '^[a-z]+$'\n"
+           "      range: { pattern: '^[A-Z:]+$', drive: `yes }\n" ALERTS,
+           "param {range}: drive must be true or false, found \"yes\"");
+    refuse("drive quoted",
+           HEAD UPS DRIVE_ROUTE "    params:\n      id: '^[a-z]+$'\n"
+           "      range:\n        pattern: '^[A-Z:]+$'\n"
+           "        drive: `\"true\"\n" ALERTS,
+           "param {range}: drive must be true or false, found \"true\"");
+    refuse("drive a list",
+           HEAD UPS DRIVE_ROUTE "    params:\n      id: '^[a-z]+$'\n"
+           "      range: { pattern: '^[A-Z:]+$', drive: `[true] }\n" ALERTS,
+           "param {range}: drive must be a scalar, found a list");
+    refuse("param mapping without pattern",
+           HEAD UPS DRIVE_ROUTE "    params:\n      id: '^[a-z]+$'\n"
+           "      range: `{ drive: true }\n" ALERTS,
+           "param {range} is missing the required key \"pattern\"");
+    refuse("param mapping with an unknown key",
+           HEAD UPS DRIVE_ROUTE "    params:\n      id: '^[a-z]+$'\n"
+           "      range: { pattern: '^[A-Z:]+$', `drives: true }\n" ALERTS,
+           "unknown key \"drives\" in param {range} (did you mean "
+           "\"drive\"?)");
+    refuse("param mapping with a bad pattern",
+           HEAD UPS DRIVE_ROUTE "    params:\n      id: '^[a-z]+$'\n"
+           "      range: { pattern: `'^[A-Z:$', drive: true }\n" ALERTS,
+           "param pattern: invalid regular expression at offset");
+    refuse("param a list",
+           HEAD UPS DRIVE_ROUTE "    params:\n      id: '^[a-z]+$'\n"
+           "      range: `['^[A-Z:]+$']\n" ALERTS,
+           "param pattern must be a scalar, found a list");
+    refuse("drive in a literal segment",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: `/models/x:generate }\n" ALERTS,
+           "so the route could never match; for an upstream that does not "
+           "read it as a Windows path, make it a {param} with drive: true");
+
+    p = load(HEAD UPS DRIVE_ROUTE "    params:\n"
+             "      id: { pattern: '^[a-z]+$', drive: false }\n"
+             "      range: { pattern: '^[A-Z:]+$', drive: true }\n"
+             "  - name: r\n    clients: [agent]\n"
+             "    match: { method: GET, path: \"/w/{id}/{range}\" }\n"
+             "    params: { id: { pattern: '^[a-z]+$' }, range: '.+' }\n"
+             "    upstream: prom\n    to: /w\n" ALERTS, &err);
+    if (!tap_ok(p != NULL && p->nroutes == 2,
+                "params as { pattern, drive } load"))
+    {
+        tap_diag("error: ", err.msg);
+
+    } else {
+        tap_ok(str_is(&p->routes[0].params[0].pattern, "^[a-z]+$")
+               && !p->routes[0].params[0].drive
+               && str_is(&p->routes[0].params[1].pattern, "^[A-Z:]+$")
+               && p->routes[0].params[1].drive
+               && !p->routes[1].params[0].drive
+               && !p->routes[1].params[1].drive,
+               "drive: true on its param only, false by default");
+    }
+    al_policy_free(p);
 
     p = load(HEAD UPS "routes:\n"
              "  - name: read\n    clients: [agent]\n"

@@ -84,6 +84,20 @@ static const char *const  policy_fmt =
     "    upstream: gh\n"
     "    to: \"/{name}\"\n"
     "    body: { max_bytes: 10, content_type: text/plain }\n"
+    "  - name: sheet\n"
+    "    clients: [agent, worker]\n"
+    "    match: { method: GET, path: \"/sheets/{id}/values/{range}\" }\n"
+    "    params:\n"
+    "      id: '^[A-Za-z0-9:]+$'\n"
+    "      range: { pattern: '^[A-Za-z0-9!:]+$', drive: true }\n"
+    "    upstream: gh\n"
+    "    to: \"/v4/{id}/values/{range}\"\n"
+    "  - name: sheet-clear\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: \"/sheets/{id}/clear/{range}\" }\n"
+    "    params: { id: '^[a-z]+$', range: '^[A-Za-z0-9!:]+$' }\n"
+    "    upstream: gh\n"
+    "    to: \"/v4/{id}/clear/{range}\"\n"
     "alerts:\n"
     "  deny: { threshold: 3, window: 60s }\n";
 
@@ -113,6 +127,7 @@ static al_reason_t body(const al_route_t *route, const char *ctype,
 static void test_routes(void);
 static void test_params_query(void);
 static void test_normalize(void);
+static void test_drives(void);
 static void test_body(void);
 static void test_media_type(void);
 static void test_identify(void);
@@ -157,6 +172,7 @@ main(void)
     test_routes();
     test_params_query();
     test_normalize();
+    test_drives();
     test_body();
     test_media_type();
     test_identify();
@@ -359,6 +375,81 @@ test_normalize(void)
 
     /* what matched is what is forwarded: %61 is "a" */
     allow("GET", "/%61/b/c", agent, "abc", "/base/abc");
+}
+
+
+/*
+ * A segment that starts with a drive passes only in a param with "drive:
+ * true" (the spreadsheet range "A:B"), forwarded as decoded; the rest of
+ * that route and every other route still refuse one (path, "drive
+ * letter"), and a drive with a dot segment is refused even there.
+ */
+
+static void
+test_drives(void)
+{
+    allow("GET", "/sheets/abc/values/A:B", agent, "sheet",
+          "/v4/abc/values/A:B");
+    allow("GET", "/sheets/abc/values/A1:B2", agent, "sheet",
+          "/v4/abc/values/A1:B2");
+    allow("GET", "/sheets/abc/values/Sheet1!A:B", worker, "sheet",
+          "/v4/abc/values/Sheet1!A:B");
+    allow("GET", "/sheets/abc/values/C%3Ax", agent, "sheet",
+          "/v4/abc/values/C:x");
+    allow("GET", "/sheets/abc/values/Z:", agent, "sheet",
+          "/v4/abc/values/Z:");
+
+    /* the same route's other param, and another route's, refuse it */
+    deny("GET", "/sheets/A:x/values/A:B", agent, AL_REASON_PATH,
+         "drive letter in param \"id\" of route \"sheet\", which does "
+         "not take one");
+    tap_ok(d.route != NULL && strcmp(d.route->name.data, "sheet") == 0,
+           "a drive the route does not take names the route");
+    deny("POST", "/sheets/abc/clear/A:B", agent, AL_REASON_PATH,
+         "drive letter in param \"range\" of route \"sheet-clear\"");
+    deny("GET", "/a/C:x/d", agent, AL_REASON_PATH,
+         "drive letter in param \"x\" of route \"axd\"");
+    deny("GET", "/nowhere/C:x", agent, AL_REASON_PATH,
+         "request target refused: drive letter");
+
+    /* named only to a client the route lists */
+    deny("GET", "/a/C:x/d", ops, AL_REASON_PATH,
+         "request target refused: drive letter");
+    tap_ok(d.route == NULL && strstr(d.detail, "axd") == NULL,
+           "a client the route does not list is told nothing of it");
+    deny("GET", "/sheets/abc/values/A:B", ops, AL_REASON_NO_ROUTE,
+         "does not list client \"ops\"");
+
+    /* the method: a route that takes the drive refuses the method */
+    deny("PUT", "/sheets/abc/values/A:B", agent, AL_REASON_METHOD,
+         "route \"sheet\" does not allow PUT");
+    deny("TRACE", "/sheets/abc/values/A:B", agent, AL_REASON_METHOD,
+         "is never allowed");
+    deny("TRACE", "/a/C:x/d", agent, AL_REASON_PATH, "drive letter");
+
+    /* a drive and a dot segment, whatever they look like */
+    deny("GET", "/sheets/abc/values/C:..", agent, AL_REASON_PATH,
+         "request target refused: drive letter");
+    deny("GET", "/sheets/abc/values/c:%2e%2e", agent, AL_REASON_PATH,
+         "request target refused: drive letter");
+    deny("GET", "/sheets/abc/values/C%EF%BC%9A..", agent, AL_REASON_PATH,
+         "request target refused: drive letter");
+    deny("GET", "/sheets/abc/values/C%E2%88%B6%E2%80%A5", agent,
+         AL_REASON_PATH, "request target refused: drive letter");
+    deny("GET", "/sheets/abc/values/%EF%BC%A3:.", agent, AL_REASON_PATH,
+         "request target refused: drive letter");
+
+    /* and every other path rule */
+    deny("GET", "/sheets/abc/values/..", agent, AL_REASON_PATH,
+         "dot segment");
+    deny("GET", "/sheets/abc/values/A:B%2F..", agent, AL_REASON_PATH,
+         "encoded slash");
+    deny("GET", "/sheets/abc/values/A:B%EF%BC%8F..", agent, AL_REASON_PATH,
+         "slash-like character");
+
+    /* the pattern still decides */
+    deny("GET", "/sheets/abc/values/A:B-C", agent, AL_REASON_PARAM,
+         "param \"range\" does not match");
 }
 
 

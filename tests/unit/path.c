@@ -41,6 +41,12 @@ typedef struct {
 } escape_t;
 
 typedef struct {
+    const char  *target;
+    uint64_t     drive;                     /* the segments with a drive */
+    const char  *seg;                       /* the last, decoded */
+} drive_kept_t;
+
+typedef struct {
     const char  *before;                    /* the code point goes between */
     const char  *after;
     unsigned     space:1;                   /* a space-like ends a dot run */
@@ -65,6 +71,8 @@ static void test_escape(void);
 static void test_round_trip(void);
 static void test_nfkc(void);
 static void test_fold(void);
+static void test_drives(void);
+static void test_drives_nfkc(void);
 static const char *fold_want(uint32_t cp);
 static size_t nfkc_utf8(char *out, uint32_t cp);
 static const char *nfkc_want(const nfkc_case_t *c, uint32_t cp);
@@ -314,6 +322,63 @@ static const bad_t  bad[] = {
     { "/%EF%BC%A3:x", 0, "drive letter" },
     { "/%C4%86:x", 0, "drive letter" },
     { "/files/C:x?q=1", 0, "drive letter" }
+};
+
+
+/*
+ * al_target_parse_drives(), for a route whose param takes a drive: the
+ * segment is kept and marked, whatever the colon and letter look like
+ */
+static const drive_kept_t  drive_kept[] = {
+    { "/values/A:B", 0x2, "A:B" },
+    { "/values/A:B2", 0x2, "A:B2" },
+    { "/values/A1:B2", 0, "A1:B2" },                /* no drive */
+    { "/values/Sheet1!A:B", 0, "Sheet1!A:B" },
+    { "/models/x:generateContent", 0x2, "x:generateContent" },
+    { "/root:/X:", 0x2, "X:" },
+    { "/Z:", 0x1, "Z:" },
+    { "/A:B/values/x:y", 0x5, "x:y" },
+    { "/files/C:x?q=1", 0x2, "C:x" },
+    { "/files/C%3Aappsettings.json", 0x2, "C:appsettings.json" },
+    { "/files/%43%3a", 0x2, "C:" },
+    { "/C%EF%BC%9Ax", 0x1, "C\xef\xbc\x9ax" },
+    { "/C%E2%88%B6x", 0x1, "C\xe2\x88\xb6x" },
+    { "/%EF%BC%A3:x", 0x1, "\xef\xbc\xa3:x" },
+    { "/%C4%86:x", 0x1, "\xc4\x86:x" },
+    { "/C:x..", 0x1, "C:x.." },                     /* a name */
+    { "/C:..x", 0x1, "C:..x" },
+    { "/C:%20..", 0x1, "C: .." }
+};
+
+/*
+ * and still refused: a drive and a dot segment ("C:..", the parent of
+ * drive C's current folder), whatever the colon, the letter and the dots
+ * look like, and every other rule
+ */
+static const bad_t  drive_refused[] = {
+    { "/files/c:..", 0, "drive letter" },
+    { "/files/C:.", 0, "drive letter" },
+    { "/files/C:...", 0, "drive letter" },
+    { "/files/c:%2e%2e", 0, "drive letter" },
+    { "/files/%43%3A%2E%2E", 0, "drive letter" },
+    { "/files/C:..%20", 0, "drive letter" },
+    { "/files/C:.%20.%20", 0, "drive letter" },
+    { "/files/C:%E2%80%A5", 0, "drive letter" },
+    { "/files/C:%EF%BC%8E%EF%BC%8E", 0, "drive letter" },
+    { "/files/C%EF%BC%9A..", 0, "drive letter" },
+    { "/files/C%E2%88%B6..", 0, "drive letter" },
+    { "/files/C%D6%89..", 0, "drive letter" },
+    { "/files/%EF%BC%A3:..", 0, "drive letter" },
+    { "/files/c:C:..", 0, "drive letter" },
+    { "/files/C:x/..", 0, "dot segment" },
+    { "/files/C:x%2F..", 0, "encoded slash" },
+    { "/files/C:x%5C..", 0, "encoded backslash" },
+    { "/files/C:x%252e", 0, "double encoding" },
+    { "/files/C:x%3B..", 0, "encoded semicolon" },
+    { "/files/C:x%00", 0, "control character" },
+    { "/files/C:x%EF%BC%8F..", 0, "slash-like character" },
+    { "/files/C:x//y", 0, "empty segment" },
+    { "/files/C:x#y", 0, "fragment" }
 };
 
 
@@ -1081,6 +1146,201 @@ nfkc_escape(char *out, uint32_t cp)
 }
 
 
+/*
+ * al_target_parse_drives(): a drive segment kept and marked, a drive and
+ * a dot segment refused, and every other refusal of al_target_parse()
+ * the same; al_target_parse() keeps refusing every drive.
+ */
+
+static void
+test_drives(void)
+{
+    int          rc, ok;
+    char         name[256], buf[3 * AL_SEGMENTS_MAX + 8];
+    size_t       i, n, len;
+    const char  *why, *t, *want;
+
+    for (i = 0; i < sizeof(drive_kept) / sizeof(drive_kept[0]); i++) {
+        t = drive_kept[i].target;
+        len = strlen(t);
+        why = NULL;
+
+        snprintf(name, sizeof(name), "drives kept: %s", printable(t, len));
+
+        rc = al_target_parse_drives(t, len, &path, &query, &why);
+        if (rc != 0) {
+            tap_ok(0, name);
+            tap_diag("why: ", why);
+            continue;
+        }
+
+        want = drive_kept[i].seg;
+        ok = (path.drive == drive_kept[i].drive
+              && path.seg[path.nseg - 1].len == strlen(want)
+              && memcmp(path.seg[path.nseg - 1].data, want, strlen(want))
+                 == 0);
+        tap_ok(ok, name);
+
+        rc = al_target_parse(t, len, &path, &query, &why);
+        snprintf(name, sizeof(name), "al_target_parse still %s: %s",
+                 drive_kept[i].drive ? "refuses" : "takes",
+                 printable(t, len));
+        tap_ok(drive_kept[i].drive ? rc == -1 && path.nseg == 0
+                                     && path.drive == 0
+                                     && strcmp(why, "drive letter") == 0
+                                   : rc == 0 && path.drive == 0, name);
+    }
+
+    for (i = 0; i < sizeof(drive_refused) / sizeof(drive_refused[0]); i++) {
+        t = drive_refused[i].target;
+        len = strlen(t);
+
+        /* a kept drive before the refusal leaves no mark behind */
+        (void) al_target_parse_drives("/A:B", 4, &path, &query, &why);
+
+        why = NULL;
+        rc = al_target_parse_drives(t, len, &path, &query, &why);
+
+        snprintf(name, sizeof(name), "drives kept, still refused: %s",
+                 printable(t, len));
+
+        if (rc != -1 || path.nseg != 0 || path.drive != 0) {
+            tap_ok(0, name);
+            continue;
+        }
+
+        tap_is_str(why, drive_refused[i].why, name);
+    }
+
+    /* every refusal of the table above but a drive's is the same */
+
+    n = 0;
+    ok = 1;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (strcmp(bad[i].why, "drive letter") == 0) {
+            continue;
+        }
+
+        len = bad[i].len ? bad[i].len : strlen(bad[i].target);
+        why = NULL;
+        rc = al_target_parse_drives(bad[i].target, len, &path, &query, &why);
+        n++;
+
+        if (rc != -1 || why == NULL || strcmp(why, bad[i].why) != 0) {
+            if (ok) {
+                printf("# %s: %s\n", printable(bad[i].target, len),
+                       rc == -1 ? why : "accepted");
+            }
+            ok = 0;
+        }
+    }
+
+    snprintf(name, sizeof(name), "drives kept: the other %zu refusals "
+             "unchanged", n);
+    tap_ok(ok && n > 100, name);
+
+    /* the last of 64 segments has the last bit */
+
+    n = 0;
+    for (i = 0; i < AL_SEGMENTS_MAX - 1; i++) {
+        buf[n++] = '/';
+        buf[n++] = 'a';
+    }
+    memcpy(buf + n, "/C:x", 4);
+    n += 4;
+
+    rc = al_target_parse_drives(buf, n, &path, &query, &why);
+    tap_ok(rc == 0 && path.nseg == AL_SEGMENTS_MAX
+           && path.drive == (uint64_t) 1 << (AL_SEGMENTS_MAX - 1),
+           "drives kept: the 64th segment's bit");
+}
+
+
+/*
+ * Every code point as the drive's letter and as its colon, before dots
+ * and before a name: kept before a name, refused before dots, exactly
+ * when al_target_parse() refuses the name as a drive; the separator-likes
+ * keep their own refusal.
+ */
+
+static void
+test_drives_nfkc(void)
+{
+    int          rc;
+    char         target[64], first[96], name[128];
+    size_t       i, n, len, wrong;
+    uint32_t     cp;
+    const char  *why, *strict, *want;
+
+    static const struct {
+        const char  *before;
+        const char  *after;
+    } cases[] = {
+        { "/x/", ":.." }, { "/x/", ":x" }, { "/x/C", ".." }, { "/x/C", "x" }
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        wrong = 0;
+        first[0] = '\0';
+
+        for (cp = 0x80; cp <= 0x10ffff; cp++) {
+            if (cp >= 0xd800 && cp <= 0xdfff) {
+                continue;
+            }
+
+            n = strlen(cases[i].before);
+            memcpy(target, cases[i].before, n);
+            len = n + nfkc_escape(target + n, cp);
+            n = strlen(cases[i].after);
+            memcpy(target + len, cases[i].after, n);
+            len += n;
+
+            strict = NULL;
+            if (al_path_parse(&path, target, len, &strict) == 0) {
+                strict = NULL;
+            }
+
+            /* what the drives-kept parse must say: the strict refusal,
+               but a drive kept before a name */
+
+            want = strict;
+            if (strict != NULL && strcmp(strict, "drive letter") == 0
+                && cases[i].after[strlen(cases[i].after) - 1] == 'x')
+            {
+                want = NULL;
+            }
+
+            why = NULL;
+            rc = al_target_parse_drives(target, len, &path, &query, &why);
+
+            if (rc == 0 && want == NULL
+                && path.drive == (strict != NULL ? 0x2u : 0u))
+            {
+                continue;
+            }
+
+            if (rc == -1 && want != NULL && strcmp(why, want) == 0) {
+                continue;
+            }
+
+            if (wrong++ == 0) {
+                snprintf(first, sizeof(first), "U+%04X: %s, expected %s",
+                         (unsigned) cp, rc == 0 ? "kept" : why,
+                         want != NULL ? want : "kept");
+            }
+        }
+
+        snprintf(name, sizeof(name), "drives kept, every code point: %sX%s",
+                 cases[i].before, cases[i].after);
+
+        if (!tap_ok(wrong == 0, name)) {
+            printf("# %zu code points wrong, the first: %s\n", wrong, first);
+        }
+    }
+}
+
+
 int
 main(void)
 {
@@ -1093,6 +1353,8 @@ main(void)
     test_round_trip();
     test_nfkc();
     test_fold();
+    test_drives();
+    test_drives_nfkc();
 
     return tap_done();
 }
