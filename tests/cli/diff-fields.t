@@ -138,6 +138,9 @@ my @rows = (
     ['routes:1:inject', '+', sub { s/\{ Authorization: "Bearer \{tok\}" \}/{ Authorization: "Bearer {tok}", X-Extra: "{ftok}" }/ }],
     ['routes:1:cookies', '+', sub { s/cookies: false/cookies: true/ }],
 
+    ['params:1:pattern', '+', sub { s/params: \{ svc: '\^\[a-z\]\+\$' \}/params: { svc: { pattern: '^[a-z0-9]+\$' } }/ }],
+    ['params:1:drive', '+', sub { s/params: \{ svc: ('\^\[a-z\]\+\$') \}/params: { svc: { pattern: $1, drive: true } }/ }],
+
     ['query:1:allow', '+', sub { s/allow: \[since, limit\]/allow: [since, limit, step]/ }],
     ['query:1:require', '+', sub { s/, require: \[since\]// }],
     ['query:1:patterns', '+', sub { s/\^\[0-9\]\+s\$/^[0-9]+m\$/ }],
