@@ -28,6 +28,11 @@ CTL := $(B)/airlockctl
 ALERTD_SRCS := $(sort $(wildcard alertd/*.c))
 ALERTD := $(B)/airlock-alertd
 
+# the Redis client code the agent and the worker share (hiredis: not in
+# libairlock, which the nginx module links)
+REDIS_SRCS := $(sort $(wildcard redis/*.c))
+REDIS_HDRS := $(wildcard redis/*.h)
+
 AGENT_SRCS := $(sort $(wildcard agent/ag_*.c))
 AGENT := $(B)/airlock-agent
 AIRLOCK_CLI := $(B)/airlock
@@ -138,19 +143,21 @@ $(ALERTD): $(ALERTD_SRCS) $(wildcard alertd/*.h) $(POLICY_HDRS) $(LIB)
 	$(CC) $(CFLAGS_ALL) -Ialertd $(ALERTD_SRCS) -o $@ $(LIB) $(LDFLAGS) \
 	    $(LIB_LIBS)
 
-$(AGENT): $(AGENT_SRCS) agent/agent.h $(POLICY_HDRS) $(LIB)
+$(AGENT): $(AGENT_SRCS) agent/agent.h $(REDIS_SRCS) $(REDIS_HDRS) \
+    $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Iagent $(AGENT_SRCS) -o $@ $(LIB) $(LDFLAGS) \
-	    $(LIB_LIBS)
+	$(CC) $(CFLAGS_ALL) -Iagent -Iredis $(AGENT_SRCS) $(REDIS_SRCS) -o $@ \
+	    $(LIB) $(LDFLAGS) $(LIB_LIBS)
 
 $(AIRLOCK_CLI): agent/airlock.c agent/agent.h $(POLICY_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) agent/airlock.c -o $@ $(LDFLAGS) $(LIB_LIBS)
 
-$(WORKER): $(WORKER_SRCS) worker/aw.h $(POLICY_HDRS) $(LIB)
+$(WORKER): $(WORKER_SRCS) worker/aw.h $(REDIS_SRCS) $(REDIS_HDRS) \
+    $(POLICY_HDRS) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -Wno-format-truncation -Iworker $(WORKER_SRCS) \
-	    -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+	$(CC) $(CFLAGS_ALL) -Wno-format-truncation -Iworker -Iredis \
+	    $(WORKER_SRCS) $(REDIS_SRCS) -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
 
 # extract: the listed packages and their dependencies unpacked, no
 # maintainer script run; the mount points the sandboxes use are made here
@@ -169,6 +176,13 @@ $(ROOTFS)/.built: Makefile
 $(B)/tests/unit/%.t: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests/unit $< -o $@ $(LIB) $(LDFLAGS) $(LIB_LIBS)
+
+# the unit test of the shared Redis code links it too
+$(B)/tests/unit/redis_reply.t: tests/unit/redis_reply.c \
+    $(wildcard tests/unit/*.h) $(REDIS_SRCS) $(REDIS_HDRS) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests/unit -Iredis $< $(REDIS_SRCS) -o $@ $(LIB) \
+	    $(LDFLAGS) $(LIB_LIBS)
 
 # The module is built by nginx's own build system from Debian's nginx-dev
 # sources, configured with Debian's flags so the .so loads into the

@@ -21,12 +21,11 @@
  * Redis closes (a restart) is opened again, and those two steps taken
  * again, until the run's time is up.  A job the run stops waiting for is
  * deleted from the stream, so no worker runs it afterwards.  A result is
- * read up to a bound the run gives, never whole (hiredis buffers a reply
- * of any size, and Redis takes values of 512 MB).
+ * read up to a bound the run gives, never whole (ar_reply_read(): hiredis
+ * buffers a reply of any size, and Redis takes values of 512 MB).
  */
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@
 #include <sys/wait.h>
 
 #include "agent.h"
+#include "ar_reply.h"
 
 
 #define AG_STREAM   "airlock:jobs"
@@ -48,8 +48,6 @@
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
 static redisReply *ag_job_get(ag_run_t *run, const char *job_id, size_t max);
-static int ag_reply_max(redisContext *c, redisReply **r, size_t max,
-    int64_t deadline);
 static json_t *ag_job_result(const char *s, size_t len, char *err,
     size_t size);
 static int ag_job_withdraw(ag_run_t *run, const char *session,
@@ -735,18 +733,18 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
          */
 
         r = NULL;
-        rc = ag_reply_max(sub, &r, max + 256, deadline);
+        rc = ar_reply_read(sub, &r, max + 256, deadline, &ag_stopping);
 
-        if (rc != 0 || r == NULL) {
+        if (rc != AR_OK || r == NULL) {
             freeReplyObject(r);
             r = NULL;
 
-            if (rc == -2) {
+            if (rc == AR_STOP) {
                 snprintf(err, size, "stopping");
                 goto done;
             }
 
-            if (rc != 1 && ag_now_ms() >= deadline) {
+            if (rc != AR_LARGE && ag_now_ms() >= deadline) {
                 snprintf(err, size, "timeout");
                 goto done;
             }
@@ -1053,75 +1051,6 @@ ag_job_get(ag_run_t *run, const char *job_id, size_t max)
                         "if n > tonumber(ARGV[1]) then return n end "
                         "return redis.call('get', KEYS[1])",
                         job_id, (long long) max);
-}
-
-
-/*
- * A reply, as redisGetReply() reads one, of at most max bytes, by the
- * deadline: 0 with the reply (or none, r NULL), -1 when the connection
- * failed or the deadline passed, 1 when the reply is over max, -2 when
- * the run is stopping.  The rest of a reply cannot be skipped: after 1
- * the connection is of no more use.  The wait is a second at most at a
- * time, so a stop that comes just before it is seen.
- */
-
-static int
-ag_reply_max(redisContext *c, redisReply **r, size_t max, int64_t deadline)
-{
-    int             rc;
-    void           *reply;
-    size_t          got, before;
-    int64_t         left;
-    struct pollfd   pfd;
-
-    got = 0;
-
-    for ( ;; ) {
-        reply = NULL;
-
-        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) {
-            return -1;
-        }
-
-        if (reply != NULL) {
-            *r = reply;
-            return 0;
-        }
-
-        if (got > max) {
-            return 1;
-        }
-
-        if (ag_stopping) {
-            return -2;
-        }
-
-        left = deadline - ag_now_ms();
-        if (left < 1) {
-            return -1;
-        }
-
-        pfd.fd = c->fd;
-        pfd.events = POLLIN;
-        pfd.revents = 0;
-
-        rc = poll(&pfd, 1, left < 1000 ? (int) left : 1000);
-        if (rc == 0 || (rc == -1 && errno == EINTR)) {
-            continue;
-        }
-        if (rc == -1) {
-            return -1;
-        }
-
-        /* the reader's buffer only grows while it is fed */
-        before = c->reader->len;
-
-        if (redisBufferRead(c) != REDIS_OK) {
-            return -1;
-        }
-
-        got += c->reader->len - before;
-    }
 }
 
 

@@ -37,6 +37,7 @@
 #include <hiredis/hiredis.h>
 
 #include "airlock.h"
+#include "ar_reply.h"
 #include "aw.h"
 
 
@@ -92,7 +93,6 @@ static int aw_group_create(aw_worker_t *w);
 static int aw_read_error(aw_worker_t *w, redisReply *r);
 static int aw_send(redisContext *c, int argc, const char **argv,
     const size_t *lens);
-static int aw_reply(redisContext *c, redisReply **r, size_t max);
 static redisReply *aw_cmd_max(aw_worker_t *w, int argc, const char **argv,
     const size_t *lens, size_t max, int *large);
 static redisReply *aw_cmd(aw_worker_t *w, int argc, const char **argv,
@@ -414,56 +414,13 @@ aw_send(redisContext *c, int argc, const char **argv, const size_t *lens)
 
 
 /*
- * A reply read from the connection, as redisGetReply() does once the
- * command is written, but of at most max bytes (0: any).  hiredis
- * buffers a reply of any size, and Redis takes values of 512 MB: a
- * stream entry that large cost the worker three copies (the buffer,
- * the reply's string, the job's), over the unit's MemoryMax=, at every
- * delivery.  0 with the reply, -1 when the connection failed
- * (c->errstr), 1 when the reply is over max: the rest is not read, and
- * the connection cannot be used again.
- */
-
-static int
-aw_reply(redisContext *c, redisReply **r, size_t max)
-{
-    void    *reply;
-    size_t   got, before;
-
-    got = 0;
-
-    for ( ;; ) {
-        reply = NULL;
-
-        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) {
-            return -1;
-        }
-
-        if (reply != NULL) {
-            *r = reply;
-            return 0;
-        }
-
-        if (max != 0 && got > max) {
-            return 1;
-        }
-
-        /* the reader's buffer only grows while it is fed */
-        before = c->reader->len;
-
-        if (redisBufferRead(c) != REDIS_OK) {
-            return -1;
-        }
-
-        got += c->reader->len - before;
-    }
-}
-
-
-/*
  * One command; NULL after a transport error (the connection is gone),
  * or a reply over max bytes (0: any), *large then set: the connection
- * is dropped, as the rest of the reply cannot be skipped.
+ * is dropped, as the rest of the reply cannot be skipped.  The reply is
+ * read by ar_reply_read(), never whole: a stream entry of 512 MB cost
+ * the worker three copies (the buffer, the reply's string, the job's),
+ * over the unit's MemoryMax=, at every delivery.  No deadline: each
+ * read waits as long as the connection's timeout.
  */
 
 static redisReply *
@@ -488,9 +445,9 @@ aw_cmd_max(aw_worker_t *w, int argc, const char **argv, const size_t *lens,
     }
 
     r = NULL;
-    rc = aw_reply(w->redis, &r, max);
+    rc = ar_reply_read(w->redis, &r, max, 0, NULL);
 
-    if (rc == 1) {
+    if (rc == AR_LARGE) {
         aw_log("error", "redis %s: the reply is over %zu bytes, too "
                "large to read; the connection is dropped", argv[0], max);
         aw_disconnect(w);
@@ -500,7 +457,7 @@ aw_cmd_max(aw_worker_t *w, int argc, const char **argv, const size_t *lens,
         return NULL;
     }
 
-    if (rc != 0 || r == NULL) {
+    if (rc != AR_OK || r == NULL) {
         aw_log("error", "redis %s: %s", argv[0], w->redis->errstr);
         aw_disconnect(w);
         return NULL;
