@@ -23,11 +23,17 @@ static int64_t ar_now_ms(void);
 
 
 /*
- * max 0: a reply of any size.  deadline: CLOCK_MONOTONIC milliseconds,
- * 0 for none (each read then waits as long as the connection's timeout
- * lets it).  stop: NULL, or a flag a signal handler sets; with it, the
- * wait is a second at most at a time, so a stop that comes just before
- * it is seen.
+ * max: the reply's bytes as Redis sends them, its framing counted (a
+ * bulk string of n bytes is n, the digits of n and 5 more); 0: any
+ * size.  The bound is the reply's own, however its bytes come: one that
+ * ended in the read that took it over max (a read is up to 16 KiB), or
+ * that was already buffered behind the reply before, was taken, and the
+ * same reply in more reads refused.
+ *
+ * deadline: CLOCK_MONOTONIC milliseconds, 0 for none (each read then
+ * waits as long as the connection's timeout lets it).  stop: NULL, or a
+ * flag a signal handler sets; with it, the wait is a second at most at
+ * a time, so a stop that comes just before it is seen.
  */
 
 int
@@ -40,7 +46,12 @@ ar_reply_read(redisContext *c, redisReply **r, size_t max, int64_t deadline,
     int64_t         left;
     struct pollfd   pfd;
 
-    got = 0;
+    /*
+     * got: the bytes of this reply and what follows it, read or already
+     * buffered (len - pos is what the reader has not parsed yet; the
+     * reply starts there, the last one having been read whole)
+     */
+    got = c->reader->len - c->reader->pos;
 
     for ( ;; ) {
         reply = NULL;
@@ -50,10 +61,18 @@ ar_reply_read(redisContext *c, redisReply **r, size_t max, int64_t deadline,
         }
 
         if (reply != NULL) {
+            /* what is left unparsed is the next reply's */
+            if (max != 0 && got - (c->reader->len - c->reader->pos) > max)
+            {
+                freeReplyObject(reply);
+                return AR_LARGE;
+            }
+
             *r = reply;
             return AR_OK;
         }
 
+        /* no reply yet: all that came is this one's */
         if (max != 0 && got > max) {
             return AR_LARGE;
         }

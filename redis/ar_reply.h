@@ -19,7 +19,8 @@
 #define AR_OK        0              /* a reply, or none (*r NULL) */
 #define AR_ERROR    -1              /* the connection failed (c->errstr),
                                        or the deadline passed (c->err 0) */
-#define AR_LARGE     1              /* the reply is over max: not read on */
+#define AR_LARGE     1              /* the reply is over max: not read
+                                       on, the connection of no more use */
 #define AR_STOP     -2              /* *stop was set */
 
 

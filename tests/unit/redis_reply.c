@@ -1,8 +1,9 @@
 /*
  * ar_reply_read() (redis/ar_reply.c) on one end of a socketpair, a
  * child process playing Redis on the other: a reply at the bound, one
- * over it, one cut by the deadline, by a closed connection, by the stop
- * flag; a reply over the bound is not read to its end.
+ * over it (however its bytes come), one cut by the deadline, by a closed
+ * connection, by the stop flag; a reply over the bound is not read to
+ * its end.
  */
 
 #include <errno.h>
@@ -61,6 +62,34 @@ main(void)
     tap_ok(r != NULL && r->type == REDIS_REPLY_STRING && r->len == 100000
            && memcmp(r->str, bulk + 9, 100000) == 0,
            "... whole, as Redis sent it");
+    freeReplyObject(r);
+    rr_close(&p);
+
+    /* one byte over max, in as many reads: refused */
+
+    r = NULL;
+    rc = (rr_open(&p, bulk, len, RR_HOLD) == 0)
+         ? ar_reply_read(p.c, &r, len - 1, 0, NULL) : -9;
+    tap_is_int(rc, AR_LARGE, "a reply of max + 1 bytes is refused");
+    tap_ok(r == NULL, "... no reply");
+    freeReplyObject(r);
+    rr_close(&p);
+
+    /* a reply that comes in one read: the same bound */
+
+    r = NULL;
+    rc = (rr_open(&p, "+OK\r\n", 5, RR_HOLD) == 0)
+         ? ar_reply_read(p.c, &r, 5, 0, NULL) : -9;
+    tap_ok(rc == AR_OK && r != NULL && r->type == REDIS_REPLY_STATUS,
+           "a short reply of exactly max bytes is read");
+    freeReplyObject(r);
+    rr_close(&p);
+
+    r = NULL;
+    rc = (rr_open(&p, "+OK\r\n", 5, RR_HOLD) == 0)
+         ? ar_reply_read(p.c, &r, 4, 0, NULL) : -9;
+    tap_ok(rc == AR_LARGE && r == NULL,
+           "a short reply of max + 1 bytes, in one read, is refused");
     freeReplyObject(r);
     rr_close(&p);
 
@@ -152,6 +181,32 @@ main(void)
     rc = (rc == AR_OK) ? ar_reply_read(p.c, &r, len + 10, 0, NULL) : -9;
     tap_ok(rc == AR_OK && r != NULL && r->len == 100000,
            "... and the second");
+    freeReplyObject(r);
+    rr_close(&p);
+
+    /* a reply already buffered behind the one before: its own bound */
+
+    r = NULL;
+    rc = (rr_open(&p, "+OK\r\n$10\r\n0123456789\r\n", 22, RR_HOLD) == 0)
+         ? ar_reply_read(p.c, &r, 16, 0, NULL) : -9;
+    tap_ok(rc == AR_OK && r != NULL && r->type == REDIS_REPLY_STATUS,
+           "a short reply with another behind it in one read: read");
+    freeReplyObject(r);
+    r = NULL;
+    rc = (rc == AR_OK) ? ar_reply_read(p.c, &r, 16, 0, NULL) : -9;
+    tap_ok(rc == AR_LARGE && r == NULL,
+           "... the one behind, buffered already, 17 bytes: refused");
+    freeReplyObject(r);
+    rr_close(&p);
+
+    r = NULL;
+    rc = (rr_open(&p, "+OK\r\n$10\r\n0123456789\r\n", 22, RR_HOLD) == 0)
+         ? ar_reply_read(p.c, &r, 17, 0, NULL) : -9;
+    freeReplyObject(r);
+    r = NULL;
+    rc = (rc == AR_OK) ? ar_reply_read(p.c, &r, 17, 0, NULL) : -9;
+    tap_ok(rc == AR_OK && r != NULL && r->len == 10,
+           "... with max 17: read");
     freeReplyObject(r);
     rr_close(&p);
 
