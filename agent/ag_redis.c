@@ -343,7 +343,15 @@ done:
 
 /*
  * 0 locked, 1 another run holds the lock, 2 the lock is no run's (it
- * never expires: err set), -1 Redis failed (err set)
+ * never expires: err set), -1 Redis failed (err set).
+ *
+ * A run's lock always has a lease (SET EX, renewed by EXPIRE): one
+ * without was put there by something else and would keep the session
+ * busy for good.  The SET NX and the look at the lease are one script,
+ * so the answer is that of one look at the lock: as two commands, a run
+ * that let its lock go between them left the question refused as busy
+ * on a look that found the session free, and a lock replaced between
+ * them made a busy session damaged.
  */
 
 int
@@ -353,32 +361,23 @@ ag_session_lock(redisContext *c, const char *id, const char *owner,
     int          rc;
     redisReply  *r;
 
-    r = redisCommand(c, "SET airlock:session:%s:lock %s NX EX %ld", id,
-                     owner, ttl);
+    r = redisCommand(c, "EVAL %s 1 airlock:session:%s:lock %s %ld",
+                     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'EX', "
+                     "ARGV[2]) then return 0 end "
+                     "if redis.call('ttl', KEYS[1]) == -1 then return 2 end "
+                     "return 1",
+                     id, owner, ttl);
 
-    if (r != NULL && r->type == REDIS_REPLY_STATUS) {
-        rc = 0;
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER
+        && r->integer >= 0 && r->integer <= 2)
+    {
+        rc = (int) r->integer;
 
-    } else if (r != NULL && r->type == REDIS_REPLY_NIL) {
-        rc = 1;
-
-        /*
-         * A run's lock always has a lease (SET EX, renewed by EXPIRE):
-         * one without was put there by something else and would keep
-         * the session busy for good.
-         */
-
-        freeReplyObject(r);
-        r = redisCommand(c, "TTL airlock:session:%s:lock", id);
-
-        if (r != NULL && r->type == REDIS_REPLY_INTEGER
-            && r->integer == -1)
-        {
+        if (rc == 2) {
             snprintf(err, size, "session %s is stored damaged (its lock "
                      "never expires, which no run's does); it is kept as "
                      "it is: ask in another session", id);
             fprintf(stderr, "airlock-agent: %s\n", err);
-            rc = 2;
         }
 
     } else {
