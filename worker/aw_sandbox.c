@@ -156,6 +156,8 @@ static void aw_child_failure(int fd, char *buf, size_t size);
 static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_runsc_delete(const aw_conf_t *conf, const char *slot,
     int kill_first);
+static void aw_runsc_forget(const aw_conf_t *conf, const char *slot);
+static void aw_runsc_stale(const aw_conf_t *conf);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
@@ -1349,25 +1351,136 @@ aw_runsc_delete(const aw_conf_t *conf, const char *slot, int kill_first)
 }
 
 
+/*
+ * runsc's files for a sandbox whose processes are gone, in its state
+ * directory (<workdir>/runsc): <slot>_sandbox:<slot>.state and .lock,
+ * removed without runsc.  The state names the sandbox's and the
+ * gofer's pids, and `runsc delete` (and `kill`) send SIGKILL to them
+ * whatever process has them now: after a crash or a reboot they are free
+ * and reused.  What of a sandbox was still alive is found by its
+ * cgroups, which the kernel keeps exact (aw_cg_destroy()), before this.
+ */
+
+static void
+aw_runsc_forget(const aw_conf_t *conf, const char *slot)
+{
+    DIR            *d;
+    char            path[2304], prefix[80];
+    size_t          plen;
+    struct dirent  *e;
+
+    snprintf(path, sizeof(path), "%s/runsc", conf->workdir);
+    plen = (size_t) snprintf(prefix, sizeof(prefix), "%s_", slot);
+
+    d = opendir(path);
+    if (d == NULL) {
+        return;
+    }
+
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, plen) != 0) {
+            continue;
+        }
+
+        snprintf(path, sizeof(path), "%s/runsc/%s", conf->workdir,
+                 e->d_name);
+
+        if (unlink(path) != 0 && errno != ENOENT) {
+            aw_log("alert", "cannot remove %s: %s", path, strerror(errno));
+        }
+    }
+
+    closedir(d);
+}
+
+
+/*
+ * runsc's state of every slot whose worker is gone, with or without its
+ * job directory (one whose removal came first; none is made now without
+ * the state going first).  Runs after the slots' cgroups are emptied.
+ */
+
+static void
+aw_runsc_stale(const aw_conf_t *conf)
+{
+    DIR            *d;
+    char            path[2304], slot[64], *us;
+    pid_t           pid;
+    size_t          len;
+    struct dirent  *e;
+
+    snprintf(path, sizeof(path), "%s/runsc", conf->workdir);
+
+    d = opendir(path);
+    if (d == NULL) {
+        return;
+    }
+
+    while ((e = readdir(d)) != NULL) {
+        us = strstr(e->d_name, "_sandbox:");
+        if (strncmp(e->d_name, "aw-", 3) != 0 || us == NULL) {
+            continue;
+        }
+
+        len = (size_t) (us - e->d_name);
+        if (len >= sizeof(slot)) {
+            continue;
+        }
+
+        memcpy(slot, e->d_name, len);
+        slot[len] = '\0';
+
+        /* <slot>_sandbox:<slot>.state: the container is the sandbox */
+        us += sizeof("_sandbox:") - 1;
+
+        if (strncmp(us, slot, len) != 0
+            || aw_owner_alive(slot, &pid) != 0)
+        {
+            continue;
+        }
+
+        if (strcmp(us + len, ".state") == 0) {
+            aw_log("notice", "removing runsc state of %s, left by worker %d",
+                   slot, (int) pid);
+        }
+
+        snprintf(path, sizeof(path), "%s/runsc/%s", conf->workdir,
+                 e->d_name);
+
+        if (unlink(path) != 0 && errno != ENOENT) {
+            aw_log("alert", "cannot remove %s: %s", path, strerror(errno));
+        }
+    }
+
+    closedir(d);
+}
+
+
 static void
 aw_box_teardown(const aw_conf_t *conf, aw_box_t *box, int killed)
 {
     char  state[2304];
     struct stat  st;
 
-    if (conf->backend == AW_BACKEND_GVISOR && box->slot[0] != '\0') {
-        /* `runsc run` deletes what it ran; anything left is forced */
-        snprintf(state, sizeof(state), "%s/runsc/%s_sandbox:%s.state",
-                 conf->workdir, box->slot, box->slot);
-        if (killed || stat(state, &st) == 0) {
-            aw_runsc_delete(conf, box->slot, 1);
-        }
-    }
-
     aw_cg_destroy(box);
 
     if (box->slot[0] != '\0') {
         aw_cg_sweep(conf, box->slot);
+    }
+
+    /*
+     * `runsc run` deletes what it ran, and the keeper what it killed.
+     * State left (the keeper died, and `runsc run` with it) names the
+     * sandbox's and gofer's pids, which `runsc delete` would SIGKILL
+     * whoever holds them now: what was still in the job's cgroups is
+     * dead (above), and the state files are only removed.
+     */
+    if (conf->backend == AW_BACKEND_GVISOR && box->slot[0] != '\0') {
+        snprintf(state, sizeof(state), "%s/runsc/%s_sandbox:%s.state",
+                 conf->workdir, box->slot, box->slot);
+        if (killed || stat(state, &st) == 0) {
+            aw_runsc_forget(conf, box->slot);
+        }
     }
 
     if (box->dir[0] != '\0' && aw_rmtree(box->dir) != 0) {
@@ -2145,10 +2258,7 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
         aw_log("notice", "removing %s, left by worker %d", box.slot,
                (int) pid);
 
-        if (conf->backend == AW_BACKEND_GVISOR) {
-            aw_runsc_delete(conf, box.slot, 1);
-        }
-
+        /* never `runsc delete`: its pids may be others' now */
         aw_cg_destroy(&box);
         aw_cg_sweep(conf, box.slot);
         if (aw_rmtree(box.dir) != 0) {
@@ -2180,4 +2290,8 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
     if (d != NULL) {
         closedir(d);
     }
+
+    /* runsc's state of the slots found dead above, and of any other */
+
+    aw_runsc_stale(conf);
 }

@@ -412,12 +412,13 @@ sub run_job {
 }
 
 
-# What the worker leaves on the host after its jobs: job directories and
-# job cgroups (empty lists when clean).
+# What the worker leaves on the host after its jobs: job directories,
+# runsc's state files and job cgroups (empty lists when clean).
 sub leftovers {
     my ($self) = @_;
     my $t = $self->{t};
-    my @dirs = glob("$t->{testdir}/work/jobs/*");
+    my @dirs = (glob("$t->{testdir}/work/jobs/*"),
+                glob("$t->{testdir}/work/runsc/*"));
     my @cg = grep { -d } glob("/sys/fs/cgroup/*/airlock-test-$$/aw-*"),
                          glob("/sys/fs/cgroup/airlock-test-$$/aw-*");
     return (@dirs, @cg);
