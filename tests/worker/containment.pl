@@ -7,6 +7,7 @@
 use strict;
 use warnings;
 
+use IO::Socket::UNIX;
 use JSON::PP;
 use Test::More;
 use Time::HiRes qw(sleep time);
@@ -21,7 +22,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(cpus => 1);
 
-plan tests => 68;
+plan tests => 72;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my $dir = $t->testdir;
@@ -62,6 +63,7 @@ attempt("tcp_echo", lambda: tcp("127.0.0.1", ECHO_PORT))
 attempt("udp_route_v4", lambda: udp("192.0.2.1"))
 attempt("udp_route_v6", lambda: udp("2001:db8::1", socket.AF_INET6))
 attempt("unix_proxy", lambda: unix("PROXY_SOCKET"))
+attempt("unix_abstract", lambda: unix("\0ABSTRACT"))
 res["interfaces"] = sorted(n for _, n in socket.if_nameindex())
 
 # a network namespace holds IP and netlink, not AF_VSOCK: its sockets are
@@ -110,6 +112,14 @@ for name, path in (("keyring", "KEYRING"), ("policy", "POLICY"),
     res["exists_" + name] = os.path.exists(path)
 
 res["env"] = sorted(os.environ)
+
+def mounts():
+    with open("/proc/self/mountinfo") as f:
+        return f.read()
+try:
+    res["mountinfo"] = mounts()
+except BaseException as e:
+    res["mountinfo"] = str(e)
 
 def environ_1():
     with open("/proc/1/environ", "rb") as f:
@@ -199,11 +209,17 @@ my %sub = (
     REDIS_PORT => $w->{redis_port}, ECHO_PORT => $t->port(8081),
     PROXY_SOCKET => $w->socket_path, KEYRING => "$dir/airlock.key",
     POLICY => "$dir/policy.yaml", TESTDIR => $dir,
-    SECRET_FILE => "$dir/secret-file",
+    SECRET_FILE => "$dir/secret-file", ABSTRACT => "airlock-test-$$",
 );
 $sub{TERCES} = reverse $SECRET;
 my $names = join '|', keys %sub;
 $probe =~ s/\b($names)\b/$sub{$1}/g;
+
+# a socket of the host's in the abstract namespace, which has no path
+# for a mount to hide: a network namespace holds it
+my $abstract = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Listen => 1,
+                                     Local => "\0airlock-test-$$")
+    or die "abstract socket: $!";
 
 $r = $w->run_job(job_id => 'probe', script => $probe,
     limits => { wall_ms => 60000, cpu_ms => 30000 },
@@ -224,6 +240,8 @@ refused('tcp_echo', 'no TCP to the host loopback (the upstream)');
 refused('udp_route_v4', 'no route to any IPv4 address');
 refused('udp_route_v6', 'no route to any IPv6 address');
 refused('unix_proxy', "the proxy's unix socket is not reachable");
+refused('unix_abstract', "the host's abstract unix sockets are not "
+        . 'reachable');
 ok(!grep({ $_ ne 'lo' } @{$p->{interfaces} // ['?']}),
    'no interface but loopback: ' . join(',', @{$p->{interfaces} // []}));
 refused('vsock_listen', 'no vsock socket (no namespace holds AF_VSOCK)');
@@ -262,6 +280,15 @@ is(join(',', grep { !/^(PATH|HOME|PWD)$/ } @{$p->{env} // ['?']}), '',
    . join(',', @{$p->{env} // []}));
 ok(!grep({ /AIRLOCK/ } @{ref $p->{env_1} ? $p->{env_1} : []}),
    "pid 1's environment has nothing of the worker's");
+# bwrap binds the host's directories: the kernel's mountinfo names each
+# by its path on the host (the workdir, the rootfs), which gVisor's
+# sentry, with mounts of its own, does not
+SKIP: {
+    skip "bwrap's mountinfo names the host paths of its bind mounts", 1
+        if $BACKEND eq 'bwrap';
+    unlike($p->{mountinfo} // '?', qr{\Q$dir\E|/work/|worker-rootfs|^\?$}m,
+           'no host path in /proc/self/mountinfo');
+}
 is(join('|', grep { /nginx|redis|airlock|echo-upstream|perl/ }
                   @{$p->{processes} // ['?']}), '',
    'no host process visible');
@@ -319,6 +346,28 @@ my @shared = grep { (readlink("/proc/$_/ns/net") // $hostnet) eq $hostnet
 is(join(' ', map { Airlock::Worker::_slurp("/proc/$_/cmdline") // $_ }
              @shared), '',
    'no process of the job in the host network namespace');
+
+# nothing of the worker's reaches the runtime on the host either (its
+# processes run none of the script's code but hold the sandbox): no
+# variable of its environment, no descriptor of its (the Redis
+# connection, its log)
+my $wpid = $w->{last_worker};
+my %mine = map { $_ => 1 }
+           grep { /^socket:/ || m{^/} && !m{^/dev/null$} }
+           map { readlink($_) // '' } glob("/proc/$wpid/fd/*");
+my (@procs, @env, @fds);
+@procs = $w->job_procs($wpid);
+for my $proc (@procs) {
+    my $env = Airlock::Worker::_slurp("$proc/environ") // '';
+    push @env, $proc if $env =~ /AIRLOCK|\Q$SECRET\E/;
+    for my $fd (glob("$proc/fd/*")) {
+        my $l = readlink($fd) // next;
+        push @fds, "$fd -> $l" if $mine{$l};
+    }
+}
+is(join(' ', @env), '', 'no runtime process (' . scalar(@procs)
+   . ") has the worker's environment");
+is(join(' ', @fds), '', "nor any of the worker's descriptors");
 my $mem = Airlock::Worker::_slurp("$cg[0]/memory.limit_in_bytes")
        // Airlock::Worker::_slurp("$cg[0]/memory.max") // 0;
 ok($mem > 0 && $mem <= (128 + 64) << 20, "memory limited in the cgroup ($mem)");
