@@ -8,7 +8,8 @@
 # and a worker that starts after a crash (or after a reboot: the workdir
 # is kept) finds them dead and their pids free to be reused: the
 # worker, root, killed an unrelated process.  A state file whose job
-# directory was gone was never removed at all.
+# directory was gone was never removed at all.  A worker whose job's
+# keeper dies removes the state that leaves the same way.
 
 use strict;
 use warnings;
@@ -27,7 +28,7 @@ my $w = Airlock::Worker->new($t, backend => 'gvisor');
 $w->start_proxy;
 $w->start_redis;
 
-plan tests => 9;
+plan tests => 14;
 
 my $state = $t->testdir . '/work/runsc';
 
@@ -105,6 +106,38 @@ ok(-e "$state/${live}_sandbox:$live.state",
 like($w->worker_log, qr/removing runsc state of ${slot}, left by worker $a/,
      'the removal is logged');
 is($r && $r->{status}, 'ok', 'the job ran again on its next delivery');
+
+# the keeper killed under a running worker: `runsc run` and its sandbox
+# die with it (parent-death signals), and the worker, which finds
+# runsc's state left, removes it the same way
+my $b = $w->{last_worker};
+$w->add_job(job_id => 'orphaned',
+            script => "import time\nprint('up', flush=True)\n"
+                    . "time.sleep(30)\n");
+my $keeper;
+for (1 .. 400) {
+    for my $proc ($w->job_procs($b)) {
+        my $cmd = Airlock::Worker::_slurp("$proc/cmdline") // '';
+        next unless $cmd =~ /^runsc\0.*\0run\0/s;
+        my $stat = Airlock::Worker::_slurp("$proc/stat") // '';
+        ($keeper) = $stat =~ /\) \S+ (\d+)/;
+    }
+    last if $keeper && glob("$state/aw-$b-*.state");
+    sleep 0.05;
+}
+ok($keeper && kill('KILL', $keeper), "the job's keeper killed");
+$r = $w->wait_result('orphaned', 60);
+ok($r && $r->{status} eq 'error' && $r->{error}{code} eq 'internal',
+   'the job ends in an error') or diag explain $r;
+is(join(' ', map { s{.*/}{}r } glob("$state/aw-$b-*")), '',
+   "runsc's state of the job is gone");
+is(join(' ', $w->leftovers), "$state/${live}_sandbox:$live.state",
+   'nothing else left on the host');
+for (1 .. 200) {
+    last unless $w->job_procs($b);
+    sleep 0.05;
+}
+is(join(' ', $w->job_procs($b)), '', 'no process of the sandbox left');
 
 unlink "$state/${live}_sandbox:$live.state";
 kill 'KILL', $sandbox, $gofer;
