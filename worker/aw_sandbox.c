@@ -26,8 +26,9 @@
  * happens, the sandbox is deleted, the cgroup removed and the files
  * wiped afterwards.  A sandbox dies with its worker (the keeper's and
  * the runtime's parent-death signals); a worker that starts removes the
- * rest of what a crashed worker left (directories whose worker, by pid
- * and start time, is gone).
+ * rest of what a crashed worker left (directories, cgroups and runsc's
+ * state whose worker, by pid and start time, is gone), never through
+ * runsc, which would signal the pids its state names (aw_runsc_forget()).
  */
 
 #include <dirent.h>
