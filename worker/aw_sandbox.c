@@ -1397,8 +1397,9 @@ aw_runsc_forget(const aw_conf_t *conf, const char *slot)
 
 /*
  * runsc's state of every slot whose worker is gone, with or without its
- * job directory (one whose removal came first; none is made now without
- * the state going first).  Runs after the slots' cgroups are emptied.
+ * job directory (a directory went while the state stayed when a `runsc
+ * delete` failed, before aw_runsc_forget()).  Runs after the slots'
+ * cgroups are emptied.
  */
 
 static void
@@ -1434,7 +1435,7 @@ aw_runsc_stale(const aw_conf_t *conf)
         /* <slot>_sandbox:<slot>.state: the container is the sandbox */
         us += sizeof("_sandbox:") - 1;
 
-        if (strncmp(us, slot, len) != 0
+        if (strncmp(us, slot, len) != 0 || us[len] != '.'
             || aw_owner_alive(slot, &pid) != 0)
         {
             continue;
