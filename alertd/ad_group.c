@@ -43,6 +43,8 @@
 
 
 #define AD_CLOCK_SLACK   5000   /* ms an alert may be ahead of our clock */
+#define AD_CLOSED_MIN    64     /* keys of closed groups always kept for
+                                   the next save's change */
 
 
 static ssize_t ad_group_find(const ad_groups_t *gs, const ad_alert_t *a);
@@ -306,11 +308,19 @@ ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit, void *data,
  * The next save says that the group is closed: its key, the latest
  * alert, goes to the closed list.  Without memory for it the next save
  * writes the whole table.
+ *
+ * So it does once the list holds more keys than there are groups open
+ * (and AD_CLOSED_MIN): the table is then no bigger than the change, and
+ * says the same.  The keys are let go.  Saves that fail for hours (a
+ * full disk) while peers keep opening and closing groups would
+ * otherwise grow the list by a key per group, without bound; it never
+ * holds more than AD_GROUPS_MAX.
  */
 
 static void
 ad_group_remove(ad_groups_t *gs, size_t i)
 {
+    size_t   held, open;
     json_t  *key;
 
     if (!gs->whole) {
@@ -318,11 +328,26 @@ ad_group_remove(ad_groups_t *gs, size_t i)
             gs->closed = json_array();
         }
 
-        key = ad_alert_to_json(&gs->g[i].last);
+        held = json_array_size(gs->closed) + 1;
+        open = (gs->n - 1 > AD_CLOSED_MIN) ? gs->n - 1 : AD_CLOSED_MIN;
+        key = NULL;
+
+        if (held > open) {
+            ad_log(AD_LOG_INFO, "%zu alert groups closed since the last "
+                   "save, more than the %zu left open: the next save "
+                   "writes the whole state (offset), not a change "
+                   "(offset.log), and their keys are let go", held,
+                   gs->n - 1);
+
+        } else {
+            key = ad_alert_to_json(&gs->g[i].last);
+        }
 
         if (gs->closed == NULL || key == NULL
             || json_array_append_new(gs->closed, key) != 0)
         {
+            json_decref(gs->closed);
+            gs->closed = NULL;
             gs->whole = 1;
         }
     }
@@ -632,6 +657,25 @@ failed:
     json_decref(*closed);
 
     return -1;
+}
+
+
+/* what the next save is to write: groups changed, keys of those closed */
+
+void
+ad_group_held(const ad_groups_t *gs, size_t *dirty, size_t *closed)
+{
+    size_t  i;
+
+    *dirty = 0;
+
+    for (i = 0; i < gs->n; i++) {
+        if (gs->g[i].dirty) {
+            (*dirty)++;
+        }
+    }
+
+    *closed = json_array_size(gs->closed);
 }
 
 

@@ -1222,6 +1222,7 @@ ad_emit(void *data, const ad_alert_t *a)
 static int
 ad_persist(ad_ctx_t *ctx, int force)
 {
+    size_t    dirty, closed;
     ad_pos_t  pos;
 
     if (ctx->journal == NULL) {
@@ -1249,6 +1250,20 @@ ad_persist(ad_ctx_t *ctx, int force)
     {
         ad_log(AD_LOG_ERR, "cannot save %s/offset: %s", ctx->state_path,
                strerror(errno));
+
+        ad_group_held(&ctx->groups, &dirty, &closed);
+
+        if (ctx->groups.whole) {
+            ad_log(AD_LOG_DEBUG, "held for the next save: %zu alert "
+                   "group(s) open, %zu changed; it writes them all, the "
+                   "keys of those closed are let go", ctx->groups.n,
+                   dirty);
+        } else {
+            ad_log(AD_LOG_DEBUG, "held for the next save: %zu alert "
+                   "group(s) open, %zu changed, %zu closed", ctx->groups.n,
+                   dirty, closed);
+        }
+
         return -1;
     }
 

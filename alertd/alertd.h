@@ -202,9 +202,11 @@ typedef struct {
     int64_t          interval_ms;
     ad_ungrouped_t   ungrouped;
     json_t          *closed;                /* keys of the groups closed
-                                               since the last save */
-    unsigned         whole:1;               /* closed is incomplete: the
-                                               next save is a snapshot */
+                                               since the last save; at
+                                               most as many as are open,
+                                               or AD_CLOSED_MIN */
+    unsigned         whole:1;               /* closed is let go: the next
+                                               save is a snapshot */
 } ad_groups_t;
 
 /* called for each alert to send now; returns 0, or -1 to stop */
@@ -223,6 +225,7 @@ int ad_group_apply_json(ad_groups_t *gs, const json_t *a,
     const json_t *closed, char *why, size_t whysize);
 int ad_group_delta_to_json(const ad_groups_t *gs, json_t **groups,
     json_t **closed);
+void ad_group_held(const ad_groups_t *gs, size_t *dirty, size_t *closed);
 void ad_group_saved(ad_groups_t *gs);
 void ad_group_free(ad_groups_t *gs);
 
