@@ -72,9 +72,15 @@
 
 static int ad_outbox_load(ad_outbox_t *ob, const char *name,
     ad_entry_t **ep, char *why, size_t whysize);
+static int ad_outbox_bad(ad_outbox_t *ob, const char *name,
+    const char *why);
+static ssize_t ad_outbox_damaged(const ad_outbox_t *ob, const char *name);
+static void ad_outbox_undamaged(ad_outbox_t *ob, size_t i);
 static int ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e);
 static void ad_outbox_link(ad_outbox_t *ob, ad_entry_t *e);
 static void ad_outbox_unlink(ad_outbox_t *ob, ad_entry_t *e);
+static int ad_outbox_in_the_way(ad_outbox_t *ob, size_t i,
+    const char *id, const ad_sinkq_t *q);
 static int ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q,
     const ad_alert_t *a);
 static int ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q,
@@ -100,7 +106,7 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
     size_t          i, n, cap, len;
     ad_entry_t     *e, **v, **nv;
     struct dirent  *de;
-    char            why[256], bad[AD_NAME_MAX + 8];
+    char            why[256];
 
     memset(ob, 0, sizeof(ad_outbox_t));
     ob->seq = 1;
@@ -164,11 +170,12 @@ ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
         }
 
         if (rc != 0) {
-            (void) snprintf(bad, sizeof(bad), "%.*s.bad",
-                            (int) (sizeof(bad) - 5), de->d_name);
-            ad_log(AD_LOG_ERR, "%s is not an outbox entry (%s): renamed "
-                   "to %s, it is not sent", de->d_name, why, bad);
-            (void) renameat(ob->fd, de->d_name, ob->fd, bad);
+            if (ad_outbox_bad(ob, de->d_name, why) != 0) {
+                ob->errnum = ENOMEM;
+                (void) snprintf(err, errsize, "cannot load the outbox: "
+                                "out of memory");
+                break;
+            }
             continue;
         }
 
@@ -371,6 +378,80 @@ failed:
 }
 
 
+/*
+ * A file that is no outbox entry is renamed *.bad and said.  Where that
+ * fails (a directory or a file in the way of the new name, a file
+ * system gone read-only) it stays, said once with the reason, and its
+ * name is kept: the file is not sent and, unlike an entry's, does not
+ * mean that its alert is queued.  That alert, read again from the
+ * journal, is queued in its place (ad_outbox_add()), or said not to be.
+ * Returns -1 only when the name cannot be kept (no memory).
+ */
+
+static int
+ad_outbox_bad(ad_outbox_t *ob, const char *name, const char *why)
+{
+    int     err;
+    char  **v, *copy;
+    char    bad[AD_NAME_MAX + 8];
+
+    (void) snprintf(bad, sizeof(bad), "%.*s.bad", (int) (sizeof(bad) - 5),
+                    name);
+
+    if (renameat(ob->fd, name, ob->fd, bad) == 0) {
+        ad_log(AD_LOG_ERR, "%s is not an outbox entry (%s): renamed to %s, "
+               "it is not sent", name, why, bad);
+        return 0;
+    }
+
+    err = errno;
+
+    ad_log(AD_LOG_ERR, "%s is not an outbox entry (%s) and cannot be "
+           "renamed to %s: %s; it is not sent and stays in the outbox, "
+           "where it holds no alert: move it away", name, why, bad,
+           strerror(err));
+
+    copy = strdup(name);
+    v = (copy == NULL) ? NULL
+                       : realloc(ob->damaged,
+                                 (ob->ndamaged + 1) * sizeof(char *));
+    if (v == NULL) {
+        free(copy);
+        return -1;
+    }
+
+    ob->damaged = v;
+    ob->damaged[ob->ndamaged++] = copy;
+
+    return 0;
+}
+
+
+/* the index of name among the damaged files, or -1 */
+
+static ssize_t
+ad_outbox_damaged(const ad_outbox_t *ob, const char *name)
+{
+    size_t  i;
+
+    for (i = 0; i < ob->ndamaged; i++) {
+        if (strcmp(ob->damaged[i], name) == 0) {
+            return (ssize_t) i;
+        }
+    }
+
+    return -1;
+}
+
+
+static void
+ad_outbox_undamaged(ad_outbox_t *ob, size_t i)
+{
+    free(ob->damaged[i]);
+    ob->damaged[i] = ob->damaged[--ob->ndamaged];
+}
+
+
 static int
 ad_entry_cmp(const void *a, const void *b)
 {
@@ -419,6 +500,13 @@ ad_outbox_close(ad_outbox_t *ob)
     free(ob->q);
     ob->q = NULL;
     ob->nq = 0;
+
+    while (ob->ndamaged > 0) {
+        free(ob->damaged[--ob->ndamaged]);
+    }
+
+    free(ob->damaged);
+    ob->damaged = NULL;
 
     if (ob->fd != -1) {
         (void) close(ob->fd);
@@ -536,6 +624,7 @@ int
 ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
     const char *key, const char *url)
 {
+    ssize_t       d;
     ad_entry_t   *e;
     ad_sinkq_t   *q;
     char          name[AD_NAME_MAX];
@@ -552,6 +641,8 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
      * A file for it means it is queued already: in memory too, since
      * every file is loaded at startup and a file goes when its entry does.
      * This is how a journal line read twice after a crash is recognized.
+     * A damaged file that could not be renamed *.bad holds no alert: it
+     * is written over.
      */
 
     if (ad_outbox_queued(ob, name)) {
@@ -585,6 +676,11 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
         return ad_outbox_full(ob, q, a);
     }
 
+    d = ad_outbox_damaged(ob, name);
+    if (d >= 0 && ad_outbox_in_the_way(ob, (size_t) d, a->id, q)) {
+        return AD_OUTBOX_BLOCKED;
+    }
+
     /* the entry first: once the file exists, it must be in memory too */
 
     e = calloc(1, sizeof(ad_entry_t));
@@ -614,7 +710,45 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
     ob->seq++;
     ad_outbox_link(ob, e);
 
+    if (d >= 0) {
+        ad_log(AD_LOG_WARN, "outbox/%s, which was no outbox entry, is "
+               "replaced by alert %s queued again", name, a->id);
+        ad_outbox_undamaged(ob, (size_t) d);
+    }
+
     return AD_OUTBOX_QUEUED;
+}
+
+
+/*
+ * Whether the damaged file i holds its name so that no entry can be
+ * written there: a directory, which a file cannot be renamed over.  The
+ * alert is then not queued for the sink q, said once, and the other
+ * alerts go on.  The name is no longer kept as damaged: should the
+ * alert be read again, the directory is taken for it, as an entry's
+ * file would be.  Anything else is replaced by the new file.
+ */
+
+static int
+ad_outbox_in_the_way(ad_outbox_t *ob, size_t i, const char *id,
+    const ad_sinkq_t *q)
+{
+    struct stat  st;
+
+    if (fstatat(ob->fd, ob->damaged[i], &st, AT_SYMLINK_NOFOLLOW) != 0
+        || !S_ISDIR(st.st_mode))
+    {
+        return 0;
+    }
+
+    ad_log(AD_LOG_ERR, "alert %s is not queued for %s %s: outbox/%s, "
+           "which is no outbox entry, holds its name and cannot be "
+           "replaced (a directory); move it away", id,
+           ad_sink_kind_name(q->kind), q->label, ob->damaged[i]);
+
+    ad_outbox_undamaged(ob, i);
+
+    return 1;
 }
 
 
@@ -770,7 +904,8 @@ ad_outbox_count(ad_outbox_t *ob, const ad_alert_t *a, int taken)
  * such an alert would otherwise be queued a second time under the new
  * id.  That file must hold an alert alertd made (folded, or a report of
  * drops): a journal alert's id may be "A-2" too, and is another alert.
- * Every file is in memory (ad_outbox_open()), under its name.
+ * Every file is in memory (ad_outbox_open()), under its name, but a
+ * damaged one that could not be renamed *.bad (ob->damaged).
  */
 
 static int
@@ -781,7 +916,7 @@ ad_outbox_queued(ad_outbox_t *ob, const char *name)
     struct stat  st;
 
     if (fstatat(ob->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        return 1;
+        return ad_outbox_damaged(ob, name) < 0;
     }
 
     if (strchr(name, AD_FID_SEP) == NULL) {
@@ -967,6 +1102,7 @@ int
 ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
     const char *url)
 {
+    ssize_t      d;
     int64_t      first, last;
     ad_entry_t  *e;
     ad_sinkq_t  *q;
@@ -990,6 +1126,19 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
 
     if (q->n >= ob->max) {
         return 0;
+    }
+
+    d = ad_outbox_damaged(ob, name);
+    if (d >= 0
+        && ad_outbox_in_the_way(ob, (size_t) d, "of dropped alerts", q))
+    {
+        ad_log(AD_LOG_ERR, "%s %s: %lld alert(s) (%lld critical) were not "
+               "queued for it while its outbox was full, from %s (alert "
+               "%s) to %s (alert %s); no report tells it so",
+               ad_sink_kind_name(q->kind), q->label, (long long) q->dropped,
+               (long long) q->d.critical, q->d.first_time, q->d.first_id,
+               q->d.last_time, q->d.last_id);
+        goto reset;
     }
 
     e = calloc(1, sizeof(ad_entry_t));
@@ -1036,6 +1185,10 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
 
     ob->seq++;
     ad_outbox_link(ob, e);
+
+    if (d >= 0) {
+        ad_outbox_undamaged(ob, (size_t) d);
+    }
 
     ad_log(AD_LOG_WARN, "%s %s: %lld alert(s) (%lld critical) were not "
            "queued for it while its outbox was full, from %s (alert %s) "

@@ -1151,7 +1151,7 @@ static int
 ad_emit(void *data, const ad_alert_t *a)
 {
     int               rc;
-    size_t            i, n[3];
+    size_t            i, n[4];
     ad_ctx_t         *ctx;
     const char       *what;
     const ad_sink_t  *s;
@@ -1161,6 +1161,7 @@ ad_emit(void *data, const ad_alert_t *a)
     n[AD_OUTBOX_QUEUED] = 0;
     n[AD_OUTBOX_FOLDED] = 0;
     n[AD_OUTBOX_DROPPED] = 0;
+    n[AD_OUTBOX_BLOCKED] = 0;
 
     for (i = 0; i < ctx->deliver.nsinks; i++) {
         s = &ctx->deliver.sinks[i];
@@ -1186,8 +1187,10 @@ ad_emit(void *data, const ad_alert_t *a)
         what = "queued";
     } else if (n[AD_OUTBOX_FOLDED] > 0) {
         what = "folded into a queued alert:";
-    } else {
+    } else if (n[AD_OUTBOX_DROPPED] > 0) {
         what = "dropped (outbox full):";
+    } else {
+        what = "not queued (a damaged outbox file holds its name):";
     }
 
     but[0] = '\0';

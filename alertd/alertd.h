@@ -407,14 +407,21 @@ struct ad_outbox_s {
     int              errnum;                /* why ad_outbox_open() failed,
                                                if the system said */
     size_t           unsaved;               /* entries marked unsaved */
+    char           **damaged;               /* files that are no entry
+                                               and could not be renamed
+                                               *.bad: not queued alerts */
+    size_t           ndamaged;
     unsigned         dirty:1;               /* added since the last sync */
 };
 
 typedef enum {
     AD_OUTBOX_QUEUED = 0,                   /* or queued already */
     AD_OUTBOX_FOLDED,                       /* into a queued alert */
-    AD_OUTBOX_DROPPED                       /* ad_outbox_count() counts
+    AD_OUTBOX_DROPPED,                      /* ad_outbox_count() counts
                                                it, see ad_sinkq_t */
+    AD_OUTBOX_BLOCKED                       /* a damaged file that
+                                               cannot be replaced holds
+                                               its name: not queued, said */
 } ad_outbox_rc_t;
 
 int ad_outbox_open(ad_outbox_t *ob, int statefd, size_t max, char *err,
