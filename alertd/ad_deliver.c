@@ -43,6 +43,10 @@
 
 #define AD_SIG_MAX      (3 + 64)        /* "v1," + base64 of 32 bytes */
 #define AD_RESP_MAX     160             /* of an error answer, logged */
+#define AD_RESP_KEEP    1024            /* of it, kept to take the
+                                           sink's URL out */
+#define AD_PIECE_MIN    4               /* a piece of the URL taken out
+                                           of an answer, at least */
 #define AD_JITTER_MIN   50              /* ms */
 
 
@@ -57,7 +61,8 @@ struct ad_xfer_s {
     char               *body;
     int64_t             started;
     size_t              resp_len;
-    char                resp[AD_RESP_MAX + 1];
+    unsigned            resp_cut:1;     /* the answer had more */
+    char                resp[AD_RESP_KEEP + 1];
     char                errbuf[CURL_ERROR_SIZE];
 };
 
@@ -73,6 +78,9 @@ static void ad_sign(const ad_sink_t *s, const char *id, const char *ts,
     const char *body, size_t len, char *out, size_t size);
 static size_t ad_xfer_write(char *ptr, size_t size, size_t nmemb,
     void *data);
+static void ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len);
+static void ad_resp_pieces(ad_xfer_t *x, const char *p, const char *end);
+static void ad_resp_cut(ad_xfer_t *x, const char *piece, size_t len);
 static int64_t ad_backoff(unsigned n);
 
 
@@ -661,9 +669,13 @@ ad_xfer_write(char *ptr, size_t size, size_t nmemb, void *data)
     x = data;
     n = size * nmemb;
 
-    for (i = 0; i < n && x->resp_len < AD_RESP_MAX; i++) {
+    for (i = 0; i < n && x->resp_len < AD_RESP_KEEP; i++) {
         x->resp[x->resp_len++] = (ptr[i] >= 0x20 && ptr[i] < 0x7f) ? ptr[i]
                                                                    : ' ';
+    }
+
+    if (i < n) {
+        x->resp_cut = 1;
     }
 
     x->resp[x->resp_len] = '\0';
@@ -765,6 +777,16 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
     if (res == CURLE_OK && code != 408 && code != 429 && code < 500) {
         /* the receiver is up and refuses this alert: it alone waits */
 
+        ad_resp_scrub(x, x->url, (e->kind == AL_SINK_WEBHOOK)
+                                 ? strlen(x->url)
+                                 : strlen(x->url)
+                                   - (sizeof("/api/v2/alerts") - 1));
+
+        if (x->resp_len > AD_RESP_MAX) {
+            x->resp_len = AD_RESP_MAX;
+            x->resp[x->resp_len] = '\0';
+        }
+
         while (x->resp_len > 0 && x->resp[x->resp_len - 1] == ' ') {
             x->resp[--x->resp_len] = '\0';
         }
@@ -823,6 +845,101 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
            (double) delay / 1000);
 
     ad_xfer_free(d, x);
+}
+
+
+/*
+ * An error answer may quote the request's URL (a 404 page: "Cannot
+ * POST /services/T0/B0/XXXX"), and a webhook's userinfo, path or query
+ * may be its secret, as ad_url_label() knows: every piece of them of
+ * AD_PIECE_MIN bytes or more is taken out of the answer before it is
+ * logged ("..." in its place), and so is the start of one at the end of
+ * what was kept, cut off there.  len: the sink's URL in url, without
+ * what alertd appends to it.
+ */
+
+static void
+ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len)
+{
+    const char  *p, *end, *auth, *host, *stop;
+
+    end = url + len;
+    p = strstr(url, "://");
+    auth = (p != NULL && p < end) ? p + 3 : url;
+
+    for (p = auth; p < end && strchr("/?#", *p) == NULL; p++) {
+        /* void */
+    }
+
+    stop = p;
+    host = auth;
+
+    for (p = auth; p < stop; p++) {
+        if (*p == '@') {
+            host = p + 1;
+        }
+    }
+
+    /* the userinfo's pieces; then the path's, the query's and so on */
+
+    if (host != auth) {
+        ad_resp_pieces(x, auth, host - 1);
+    }
+
+    ad_resp_pieces(x, stop, end);
+}
+
+
+static void
+ad_resp_pieces(ad_xfer_t *x, const char *p, const char *end)
+{
+    size_t  n;
+
+    while (p < end) {
+        for (n = 0; p + n < end && strchr(":@/?#&=;", p[n]) == NULL; n++) {
+            /* void */
+        }
+
+        ad_resp_cut(x, p, n);
+        p += n + 1;
+    }
+}
+
+
+static void
+ad_resp_cut(ad_xfer_t *x, const char *piece, size_t len)
+{
+    size_t  i, k;
+
+    if (len < AD_PIECE_MIN) {
+        return;
+    }
+
+    i = 0;
+
+    while (i < x->resp_len) {
+        k = x->resp_len - i;
+
+        if (k >= len && memcmp(x->resp + i, piece, len) == 0) {
+            x->resp[i] = '.';
+            x->resp[i + 1] = '.';
+            x->resp[i + 2] = '.';
+            memmove(x->resp + i + 3, x->resp + i + len, k - len + 1);
+            x->resp_len -= len - 3;
+            i += 3;
+            continue;
+        }
+
+        if (k < len && x->resp_cut && memcmp(x->resp + i, piece, k) == 0)
+        {
+            /* cut off at the end: its start goes too */
+            x->resp_len = i;
+            x->resp[i] = '\0';
+            break;
+        }
+
+        i++;
+    }
 }
 
 

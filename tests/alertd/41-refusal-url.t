@@ -1,0 +1,92 @@
+#!/usr/bin/perl
+# A refusal that quotes the webhook's URL does not put its secret in the
+# log.
+#
+# A sink that refuses an alert (a 4xx other than 408 and 429) has the
+# start of its answer logged, for the operator who must fix the
+# receiver.  Many servers' 404 and 405 pages quote the request
+# ("Cannot POST /services/T0/B0/XXXX"), and a Slack or Teams webhook's
+# path is its secret: that is why alertd logs a sink's URL as its label
+# only (38-url-label.t).  The answer is now logged with every piece of
+# the URL's path (and userinfo, should it have one) of 4 bytes or more
+# replaced by "...", and so is the start of one that the 1024 bytes
+# kept of the answer cut off, which the pieces taken out before it can
+# bring into the 160 bytes logged.
+#
+# The receiver is this file, run with --server: it answers 404 to every
+# POST, "Cannot POST <target>", or, for an alert whose reason is "long",
+# the target's last piece over and over (its 1024 bytes end inside
+# one).  Nothing is timed: the test waits for the log lines.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use AlertdTest;
+use IO::Socket::INET;
+use Test::More;
+
+my $token = 'FAKEsecretTOKEN' . ('0123456789' x 4) . 'FAKEend';
+
+if (@ARGV && $ARGV[0] eq '--server') {
+    my (undef, $port_file) = @ARGV;
+    my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
+                                  Listen => 16, ReuseAddr => 1)
+        or die "listen: $!";
+    open(my $fh, '>', "$port_file.tmp") or die;
+    print $fh $l->sockport;
+    close $fh;
+    rename "$port_file.tmp", $port_file or die;
+
+    while (my $c = $l->accept) {
+        local $/ = "\r\n\r\n";
+        my $head = <$c> // next;
+        my ($target) = $head =~ m{^POST (\S+)};
+        my ($len) = $head =~ /^Content-Length: (\d+)/mi;
+        my $body = '';
+        read($c, $body, $len // 0);
+        my $answer = $body =~ /"reason":"long"/
+                   ? ('/' . $token) x 30
+                   : 'Cannot POST ' . ($target // '?');
+        print $c "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n"
+               . 'Content-Length: ' . length($answer)
+               . "\r\nConnection: close\r\n\r\n$answer";
+        close $c;
+    }
+    exit 0;
+}
+
+my $t = AlertdTest->new;
+$t->secret('hook', 'whsec_' . 'E' x 32);
+
+my $port_file = $t->dir . '/server.port';
+$t->spawn('server', $^X, $0, '--server', $port_file);
+ok($t->wait_for(sub { -s $port_file }), 'the receiver runs');
+my $port = $t->read_file($port_file);
+
+my $url = "http://127.0.0.1:$port/services/T0FAKE01/B0FAKE02/$token";
+$t->policy({ webhook => $url, secret => 'hook' });
+$t->alertd('--poll-interval', '1h', '--repeat-interval', '1h');
+
+my $label = quotemeta AlertdTest::label($url);
+my $a = $t->alert(reason => 'short');
+ok($t->log_has(qr/\berror: webhook $label refused alert \Q$a\E with HTTP 404: Cannot POST /),
+   'a refusal is logged with the answer') or diag($t->alertd_log);
+like($t->alertd_log,
+     qr{refused alert \Q$a\E with HTTP 404: Cannot POST /\.\.\./\.\.\./\.\.\./\.\.\. \(attempt},
+     'the path in it is taken out');
+
+my $b = $t->alert(reason => 'long');
+ok($t->log_has(qr/refused alert \Q$b\E with HTTP 404: /),
+   'an answer that repeats a piece of the URL');
+my ($line) = $t->alertd_log =~ /^(.*refused alert \Q$b\E with HTTP 404: .*)$/m;
+like($line // '', qr{HTTP 404: (?:/\.\.\.)+/? \(attempt},
+     'each piece taken out, the one cut off at the end too');
+
+my $log = $t->alertd_log;
+for my $secret ($token, substr($token, 0, 12), 'T0FAKE01', 'B0FAKE02')
+{
+    unlike($log, qr/\Q$secret\E/, "the log does not hold $secret");
+}
+
+$t->done;
