@@ -18,7 +18,9 @@
  * doubling to AD_BACKOFF_CAP, full jitter; Retry-After is honoured up to
  * the cap).  Any other non-2xx is about that one alert: it alone waits,
  * with the same backoff, the sink goes on with the rest, and the answer
- * is logged as an error since only the receiver's operator can fix it.
+ * is logged as an error since only the receiver's operator can fix it;
+ * but a second refusal in a row makes the sink wait too (a receiver
+ * with a wrong secret refuses them all).
  * Nothing is dropped for failing; what a full outbox does not take is
  * counted and reported (ad_outbox.c).
  *
@@ -716,12 +718,12 @@ static void
 ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 {
     long         code;
-    int64_t      now, delay, took;
+    int64_t      now, delay, sdelay, took;
     ad_sink_t   *s;
     ad_entry_t  *e;
     curl_off_t   after;
     const char  *err;
-    char         why[CURL_ERROR_SIZE + 64];
+    char         why[CURL_ERROR_SIZE + 64], wait[96];
 
     e = x->entry;
     s = ad_sink_find(d, x->key);
@@ -767,6 +769,7 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
         if (s != NULL) {
             s->failures = 0;
             s->next_ms = 0;
+            s->refused = 0;
         }
 
         ad_outbox_done(d->outbox, e);
@@ -793,20 +796,39 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 
         delay = ad_backoff(e->attempts);
         e->next_ms = now + delay;
+        wait[0] = '\0';
 
-        if (s != NULL) {
+        /*
+         * A receiver that refuses two alerts in a row likely refuses
+         * them all (a wrong secret): each waits its own backoff, but a
+         * full outbox of them would still be sent one after another,
+         * each refusal an error line, tens a second for as long as it
+         * lasts.  The sink then waits too, as for a failure; an alert
+         * it takes ends that.
+         */
+
+        if (s != NULL && s->refused) {
+            s->failures++;
+            sdelay = ad_backoff(s->failures);
+            s->next_ms = now + sdelay;
+            (void) snprintf(wait, sizeof(wait), "; it refused the alert "
+                            "before too, and is sent nothing for %.1f s",
+                            (double) sdelay / 1000);
+
+        } else if (s != NULL) {
             s->failures = 0;
             s->next_ms = 0;
+            s->refused = 1;
         }
 
         ad_log(AD_LOG_ERR, "%s %s refused alert %s with HTTP %ld%s%s%s "
-               "(attempt %u); retrying it in %.1f s: fix the receiver, or "
-               "rm STATE/outbox/%s to drop it", ad_sink_kind_name(e->kind),
-               x->label, e->alert.id, code,
+               "(attempt %u); retrying it in %.1f s%s: fix the receiver, "
+               "or rm STATE/outbox/%s to drop it",
+               ad_sink_kind_name(e->kind), x->label, e->alert.id, code,
                (code >= 300 && code < 400) ? " (redirects are not "
                                              "followed)" : "",
                x->resp_len > 0 ? ": " : "", x->resp, e->attempts,
-               (double) delay / 1000, e->name);
+               (double) delay / 1000, wait, e->name);
 
         ad_xfer_free(d, x);
         return;
@@ -822,6 +844,7 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 
     if (s != NULL) {
         s->failures++;
+        s->refused = 0;
         delay = ad_backoff(s->failures);
 
         /* in seconds, compared before it is made ms: it may be huge */

@@ -457,6 +457,8 @@ typedef struct {
     int64_t          next_ms;               /* monotonic; not before */
     unsigned         busy:1;
     unsigned         failed:1;              /* --once: stop for this run */
+    unsigned         refused:1;             /* its last answer refused an
+                                               alert */
 } ad_sink_t;
 
 typedef struct {

@@ -1,6 +1,8 @@
 #!/usr/bin/perl
-# A refusal that quotes the webhook's URL does not put its secret in the
-# log.
+# Sinks that refuse alerts (a 4xx other than 408 and 429).
+#
+# 1. A refusal that quotes the webhook's URL does not put its secret in
+#    the log.
 #
 # A sink that refuses an alert (a 4xx other than 408 and 429) has the
 # start of its answer logged, for the operator who must fix the
@@ -16,7 +18,18 @@
 # The receiver is this file, run with --server: it answers 404 to every
 # POST, "Cannot POST <target>", or, for an alert whose reason is "long",
 # the target's last piece over and over (its 1024 bytes end inside
-# one).  Nothing is timed: the test waits for the log lines.
+# one).
+#
+# 2. A receiver that refuses every alert (a wrong secret: 401) was sent
+#    the whole queue one alert after another, each alert waiting only
+#    its own backoff: with thousands queued, tens of requests and error
+#    lines a second for as long as it lasted.  Two alerts refused in a
+#    row now make the sink wait too, as a failure does, said in the
+#    second refusal's line; an alert it takes ends that, and once it
+#    takes them all, every alert is delivered.
+#
+# Nothing is timed: the test waits for the log lines and the deliveries
+# (a wait that follows a sink's backoff allows its cap, 5 minutes).
 
 use strict;
 use warnings;
@@ -89,4 +102,37 @@ for my $secret ($token, substr($token, 0, 12), 'T0FAKE01', 'B0FAKE02')
     unlike($log, qr/\Q$secret\E/, "the log does not hold $secret");
 }
 
-$t->done;
+$t->done_logs;
+
+# 2. every alert refused, until the receiver is fixed
+my $u = AlertdTest->new;
+my $up = $u->dir . '/up';
+my $r = $u->receiver(secret => $u->secret('hook', 'whsec_' . 'F' x 32),
+                     fail_until => $up, fail_mode => 401);
+$u->policy({ webhook => $r->{url}, secret => 'hook' });
+$u->alertd('--poll-interval', '1h', '--repeat-interval', '1h');
+
+my ($text, @ids) = ('');
+for my $i (1 .. 8) {
+    my ($id, $l) = $u->alert_line(reason => "r$i");
+    $text .= $l;
+    push @ids, $id;
+}
+$u->append($text);
+
+my $refused = qr/\berror: webhook \S+ refused alert \w+ with HTTP 401\b/;
+ok($u->log_has(qr/$refused.*; it refused the alert before too, and is sent nothing for \d+\.\d s: /),
+   'a second refusal in a row: the sink waits too')
+    or diag($u->alertd_log);
+my ($first) = $u->alertd_log =~ /^(.*$refused.*)$/m;
+unlike($first // '', qr/before too/, 'not after the first one');
+
+$u->write_file($up, '');
+{
+    local $AlertdTest::WAIT = 330;
+    ok($u->wait_for(sub { $u->delivered($r, @ids) }),
+       'fixed: every alert is delivered');
+    ok($u->drained($r), 'nothing is left queued');
+}
+
+$u->done;
