@@ -73,6 +73,14 @@ $t->write_file($up, '');
 $t->alertd('--outbox-max', '1');
 ok($t->drained($r), 'everything queued is delivered');
 
+# the report of C is queued once the first is delivered, in the same
+# round of the loop that removed the first's file: the outbox may be
+# seen empty in between
+ok($t->wait_for(sub {
+    grep { ($_->{json}{kind} // '') eq 'alerts_dropped'
+           && ($_->{json}{dropped}{last_id} // '') eq $c } $t->accepted($r)
+}), 'C is reported') && $t->drained($r);
+
 my %bodies;
 for my $x ($t->accepted($r)) {
     $bodies{$x->{id}}{$x->{body}} = $x->{json};
