@@ -9,6 +9,7 @@
  */
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -1294,8 +1295,28 @@ al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
         port = 443;
 
     } else {
+
+        /*
+         * Only the scheme is shown: the rest of a webhook's URL is its
+         * secret (Slack's, Teams'), and the error reaches logs.
+         */
+
+        for (i = 0; i < u->url.len && i < 16
+                    && (isalnum((unsigned char) s[i]) || s[i] == '+'
+                        || s[i] == '-' || s[i] == '.');
+             i++)
+        {
+            /* void */
+        }
+
+        if (i > 0 && u->url.len - i >= 3 && memcmp(s + i, "://", 3) == 0) {
+            return al_cc_error(cc, node, "%s must start with http:// or "
+                               "https://, found \"%.*s://...\"", what,
+                               (int) i, s);
+        }
+
         return al_cc_error(cc, node, "%s must start with http:// or "
-                           "https://, found \"%s\"", what, s);
+                           "https://, found no scheme", what);
     }
 
     for (hend = h; hend < end && *hend != '/'; hend++) {

@@ -1239,7 +1239,30 @@ test_alerts(void)
     refuse("alertmanager bad url",
            HEAD ALERTS "  sinks:\n"
            "    - alertmanager: { url: `localhost:9093 }\n",
-           "url must start with http:// or https://");
+           "url must start with http:// or https://, found no scheme");
+
+    /* a webhook's path is its secret: the error shows the scheme only */
+
+    refuse("webhook with a mistyped scheme",
+           HEAD SECRETS ALERTS "  sinks:\n"
+           "    - webhook: { url: `\"htps://hooks.example.com/services/"
+           "FAKE-T0/FAKE-B0/FAKEsecretPATH\", hmac_secret: github_pr }\n",
+           "url must start with http:// or https://, found \"htps://...\"");
+    {
+        const char  *yaml = HEAD SECRETS ALERTS "  sinks:\n"
+                            "    - webhook: { url: \"hooks.example.com/"
+                            "services/FAKEsecretPATH\", "
+                            "hmac_secret: github_pr }\n";
+        al_error_t    err;
+        al_policy_t  *p;
+
+        memset(&err, 0, sizeof(err));
+        p = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+        tap_ok(p == NULL && strstr(err.msg, "found no scheme") != NULL
+               && strstr(err.msg, "FAKEsecret") == NULL,
+               "webhook without a scheme: its path is not in the error");
+        al_policy_free(p);
+    }
 }
 
 
