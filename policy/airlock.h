@@ -702,8 +702,9 @@ int al_json_depth_ok(const unsigned char *p, size_t len);
 
 /*
  * 1 when a Content-Type names JSON as the loosest reader takes it:
- * "/json" or "+json" anywhere in it, in any case (Laravel's isJson()
- * looks for either in the whole header).
+ * "/json", "+json" or "-json" anywhere in it, in any case (Laravel's
+ * isJson() looks for the first two in the whole header, and Rails reads
+ * text/x-json as JSON).
  */
 int al_json_media(const char *ctype, size_t len);
 

@@ -81,8 +81,10 @@ al_json_media(const char *ctype, size_t len)
         return 0;
     }
 
+    /* "-json": Rails reads text/x-json as application/json */
+
     for (i = 0; i + 5 <= len; i++) {
-        if ((ctype[i] == '/' || ctype[i] == '+')
+        if ((ctype[i] == '/' || ctype[i] == '+' || ctype[i] == '-')
             && strncasecmp(ctype + i + 1, "json", 4) == 0)
         {
             return 1;

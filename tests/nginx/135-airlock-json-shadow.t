@@ -9,7 +9,8 @@
 # {"file":"../web.config"} passed the query pattern and reached an
 # upstream that read "../web.config".  Now a body whose Content-Type
 # names JSON as Laravel's isJson() reads it ("/json" or "+json" anywhere
-# in the header) is parsed strictly: a top-level field named like a
+# in the header), or as Rails does (text/x-json: "-json") is parsed
+# strictly: a top-level field named like a
 # checked param or "_method" is refused with reason "body", and so is a
 # body that does not parse (a lenient reader upstream, with comments,
 # single quotes or a key given twice, could still find such a field).
@@ -77,6 +78,10 @@ my @refused = (
     [ 'as "/json" in a parameter', '/files/abc', 'text/plain; x=a/json',
       '{"dir":".."}' ],
     [ 'in upper case', '/files/abc', 'APPLICATION/JSON', '{"dir":".."}' ],
+    [ 'as text/x-json, which Rails reads as JSON', '/files/abc?file=a.txt',
+      'text/x-json', '{"file":"../web.config"}' ],
+    [ 'as application/x-json', '/files/abc', 'application/x-json',
+      '{"_method":"DELETE"}' ],
     [ '"_method" on a route without params', '/plain', $json,
       '{"_method":"DELETE"}' ],
     [ 'a key given twice', '/plain', $json, '{"a":1,"a":2}' ],

@@ -668,6 +668,9 @@ test_names(void)
     tap_ok(al_json_media("application/vnd.api+json", 24), "media: +json");
     tap_ok(al_json_media("text/plain; x=a/json", 20),
            "media: /json in a parameter");
+    tap_ok(al_json_media("text/x-json", 11), "media: text/x-json (Rails)");
+    tap_ok(al_json_media("Application/X-JSON", 18),
+           "media: application/x-json in another case");
     tap_ok(!al_json_media("application/x-ndjson", 20), "media: ndjson");
     tap_ok(!al_json_media("application/jso", 15), "media: cut short");
     tap_ok(!al_json_media("application/json", 15),
