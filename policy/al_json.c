@@ -34,7 +34,7 @@ static const char *al_json_shadow(const al_param_t *params,
     size_t nparams, const al_param_t *query, size_t nquery, const char *key,
     size_t klen);
 static int al_json_load(const unsigned char *body, size_t len,
-    json_t **root, char *detail, size_t size);
+    size_t flags, json_t **root, char *detail, size_t size);
 static int al_json_syntax(const json_error_t *err, char *detail,
     size_t size);
 static size_t al_json_path_push(char *path, size_t plen, const char *name,
@@ -55,7 +55,7 @@ al_json_check(const al_json_rule_t *rule, const unsigned char *body,
     char     path[AL_JSON_PATH_MAX];
     json_t  *root;
 
-    if (al_json_load(body, len, &root, detail, detail_size) != 0) {
+    if (al_json_load(body, len, 0, &root, detail, detail_size) != 0) {
         return -1;
     }
 
@@ -110,7 +110,16 @@ al_json_names_check(const al_param_t *params, size_t nparams,
         return 0;
     }
 
-    if (al_json_load(body, len, &root, detail, size) != 0) {
+    /*
+     * Only the names are read: a value jansson would refuse as a value
+     * (an integer past 64 bits, a "\u0000" in a string) is taken; a name
+     * with a NUL is still refused, as is all else that is not JSON.
+     */
+
+    if (al_json_load(body, len, JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL,
+                     &root, detail, size)
+        != 0)
+    {
         return -1;
     }
 
@@ -147,11 +156,14 @@ al_json_names_check(const al_param_t *params, size_t nparams,
 }
 
 
-/* the body parsed as al_json_check() takes it: 0 with root, or -1 */
+/*
+ * The body parsed as al_json_check() takes it, with flags added to
+ * jansson's: 0 with root, or -1.
+ */
 
 static int
-al_json_load(const unsigned char *body, size_t len, json_t **root,
-    char *detail, size_t size)
+al_json_load(const unsigned char *body, size_t len, size_t flags,
+    json_t **root, char *detail, size_t size)
 {
     json_error_t  err;
 
@@ -168,10 +180,10 @@ al_json_load(const unsigned char *body, size_t len, json_t **root,
                             AL_JSON_DEPTH_MAX);
     }
 
-    /* no JSON_ALLOW_NUL, no JSON_DISABLE_EOF_CHECK: both are refusals */
+    /* no JSON_DISABLE_EOF_CHECK: trailing data is a refusal */
 
     *root = json_loadb((const char *) body, len,
-                       JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &err);
+                       JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | flags, &err);
     if (*root == NULL) {
         return al_json_syntax(&err, detail, size);
     }

@@ -88,6 +88,7 @@ my @refused = (
     [ 'a comment', '/files/abc', $json, '{/* x */"a":1}' ],
     [ 'single quotes', '/files/abc', $json, "{'dir':'..'}" ],
     [ 'trailing data', '/plain', $json, '{"a":1} {"_method":"PUT"}' ],
+    [ 'a NUL in a name', '/files/abc', $json, '{"di\\u0000r":".."}' ],
 );
 
 my @passed = (
@@ -99,6 +100,8 @@ my @passed = (
     [ 'an array', '/files/abc', $json, '[{"dir":".."}]' ],
     [ 'a string', '/plain', $json, '"_method"' ],
     [ 'not JSON', '/files/abc', 'text/plain', '{"dir":".."}' ],
+    [ 'values jansson would refuse', '/files/abc', $json,
+      '{"n":123456789012345678901234567890,"s":"a\\u0000b"}' ],
     [ 'application/x-ndjson', '/files/abc', 'application/x-ndjson',
       "{\"a\":1}\n{\"a\":2}\n" ],
 );

@@ -683,6 +683,10 @@ test_names(void)
            "names: nested fields pass");
     tap_ok(names("[{\"dir\":\"..\"}]", NULL), "names: an array passes");
     tap_ok(names("\"_method\"", NULL), "names: a string passes");
+    tap_ok(names("{\"n\":123456789012345678901234567890,"
+                 "\"s\":\"a\\u0000b\"}", NULL),
+           "names: a value jansson refuses as a value passes");
+    tap_ok(names("{\"di\\u0000r\":1}", "NUL"), "names: a NUL in a name");
     tap_ok(names("", NULL), "names: no body passes");
     tap_ok(names("{\"dir\":\"..\"}",
                  "field \"dir\" named like the checked param \"dir\""),
