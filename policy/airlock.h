@@ -750,11 +750,14 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * carry back to its client.  For every injected header whose template uses
  * a secret: the part after an auth scheme ("Bearer x" gives "x"), and
  * the rendered value and each secret it uses, raw and in base64 (standard
- * and URL-safe alphabets, each with and without padding), and the
- * secret and the part after the scheme in hex (lower or upper case,
- * nothing, " " or ":" between bytes).  For HTTP Basic ("Basic t", t the
- * base64 of "user:password"), also "user:password" and the password
- * alone, the password also in hex.  The strings live in guarded memory,
+ * and URL-safe alphabets, each with and without padding), the secret
+ * inside a longer base64 text (what only its own bits make there, for
+ * each of the three places it can start, when it has 12 bytes or more),
+ * and the secret and the part after the scheme in hex (lower or upper
+ * case, nothing, " " or ":" between bytes).  For HTTP Basic ("Basic t",
+ * t the base64 of "user:password"), also "user:password" (in base64 too,
+ * alone and inside a longer text) and the password alone, the password
+ * also in hex.  The strings live in guarded memory,
  * in byte order (a string before those it starts), without duplicates.
  * Returns NULL with *why set when memory runs out or secrets are not
  * open; a route that injects no secret gets a list with n == 0.

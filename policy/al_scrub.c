@@ -55,6 +55,8 @@ static const char *al_scrub_add(al_scrub_ctx_t *sc, const char *s,
     size_t len);
 static void al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
+static void al_scrub_add_inner(al_scrub_ctx_t *sc, const unsigned char *s,
+    size_t len);
 static void al_scrub_add_hex(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
 static void al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len);
@@ -416,6 +418,7 @@ al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec)
     if (sec->value != NULL) {
         al_scrub_add(sc, (const char *) sec->value, sec->len);
         al_scrub_add_base64(sc, sec->value, sec->len);
+        al_scrub_add_inner(sc, sec->value, sec->len);
         al_scrub_add_hex(sc, sec->value, sec->len);
     }
 }
@@ -460,6 +463,7 @@ al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
 
     al_scrub_add(sc, (const char *) sec->value, sec->len);
     al_scrub_add_base64(sc, sec->value, sec->len);
+    al_scrub_add_inner(sc, sec->value, sec->len);
     al_scrub_add_hex(sc, sec->value, sec->len);
 }
 
@@ -545,9 +549,9 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
 /*
  * Base64 of a value on its own, as an encoder given only the value writes
  * it: the standard and the URL-safe alphabets ("-_" for "+/"), each with
- * and without its padding.  (Inside a longer encoded blob, the value's
- * encoding depends on where it starts and is not looked for.)  A standard
- * padded one longer than a line is also listed as the line-wrapping
+ * and without its padding.  (Inside a longer encoded text a credential is
+ * looked for by what only its own bits make, al_scrub_add_inner().)  A
+ * standard padded one longer than a line is also listed as the wrapping
  * encoders write it, a line end after every 60 (Ruby's encode64), 64
  * (PEM, openssl) or 76 characters (MIME: Python's encodebytes, Perl's
  * encode_base64, Java's MIME encoder), LF or CRLF: their decoders, and
@@ -647,6 +651,72 @@ al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 
 
 /*
+ * A credential inside a longer base64 text (a JWT's payload, a Kubernetes
+ * Secret, a JSON document or a mail encoded whole): three bytes make four
+ * characters, so where the credential starts, 0, 1 or 2 bytes past a
+ * multiple of 3, decides how it is encoded, and its first and last
+ * characters share bits with the bytes around it.  What only its own
+ * bits make is the same in every such text: the characters from bit 0, 4
+ * or 2 of the credential (the first whose six bits are all its own) to
+ * the last whose bits are all its own, in both alphabets.  That covers
+ * the whole credential but for at most its first 4 and last 5 bits.  Only
+ * for a credential of AL_SCRUB_INNER bytes or more: the shortest such
+ * string is then 15 characters, 90 bits, which no other text meets by
+ * chance.  (From bit 0 with a length that is a multiple of 3, the string
+ * is the credential's own base64 without padding, listed already.)
+ */
+
+#define AL_SCRUB_INNER  12
+
+static void
+al_scrub_add_inner(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
+{
+    char          *d;
+    size_t         b, k, at, f;
+    unsigned       v;
+
+    static const char    std[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const size_t  from[] = { 0, 4, 2 };
+
+    if (len < AL_SCRUB_INNER) {
+        return;
+    }
+
+    if (sc->scrub == NULL) {
+        sc->n += 6;
+        sc->bytes += 6 * (8 * len / 6);
+        return;
+    }
+
+    for (f = 0; f < 6; f++) {
+        if (f / 2 == 0 && len % 3 == 0) {
+            continue;
+        }
+
+        d = sc->next;
+        k = 0;
+
+        for (b = from[f / 2]; b + 6 <= 8 * len; b += 6) {
+            at = b / 8;
+            v = (unsigned) s[at] << 8 | (at + 1 < len ? s[at + 1] : 0);
+            v = (v >> (10 - b % 8)) & 0x3f;
+
+            d[k] = std[v];
+
+            if (f & 1) {
+                d[k] = (v == 62) ? '-' : (v == 63) ? '_' : d[k];
+            }
+
+            k++;
+        }
+
+        al_scrub_add(sc, d, k);
+    }
+}
+
+
+/*
  * A credential's bytes in hex, as an upstream that shows what it got as
  * bytes writes them: each byte as two hex digits, all lower or all upper
  * case, side by side ("736b2d", Go's %x, Python's bytes.hex()), or a
@@ -724,6 +794,7 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
         sc->n += 2;
         sc->bytes += 2 * n;
         al_scrub_add_base64(sc, NULL, n);
+        al_scrub_add_inner(sc, NULL, n);
         al_scrub_add_hex(sc, NULL, n);
         return;
     }
@@ -756,6 +827,7 @@ al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len)
     }
 
     al_scrub_add_base64(sc, (const unsigned char *) cred, (size_t) d);
+    al_scrub_add_inner(sc, (const unsigned char *) cred, (size_t) d);
 }
 
 
@@ -933,7 +1005,10 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
     *len = 0;
     partial = 0;
 
-    if (avail == 0) {
+    /* no form is shorter than its string: the end of a response that
+       cannot hold the shortest holds none */
+
+    if (avail == 0 || (final && avail < s->minlen)) {
         return AL_SCRUB_NONE;
     }
 

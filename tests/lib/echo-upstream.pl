@@ -23,6 +23,7 @@
 #   X-Echo-Header: Name: v    add "Name: v" to the response; repeatable
 #   X-Echo-Size: N            N bytes of a repeating 64-byte pattern instead
 #   X-Echo-Pattern: text      with X-Echo-Size, repeat text instead
+#   X-Echo-Pattern-B64: b64   the same, text given in base64 (any bytes)
 #   X-Echo-Body-B64: b64      answer these bytes (application/json)
 #                             instead of the description
 #   X-Echo-Truncate: N        send only the first N bytes of the body, then
@@ -315,6 +316,8 @@ sub respond {
     }
 
     my $unit = header($r, 'x-echo-pattern') // '';
+    $unit = decode_base64(header($r, 'x-echo-pattern-b64') // '')
+        if $unit eq '';
     $unit = $PATTERN if $unit eq '';
 
     if ((header($r, 'x-echo-gzip') // '') eq '1') {

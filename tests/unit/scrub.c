@@ -42,6 +42,9 @@ static int redacted(const al_scrub_t *s, const char *in, const char *name);
 static void test_forms(al_keyring_t *kr, const char *pub);
 static void test_wrapped(al_keyring_t *kr, const char *pub);
 static void test_many(al_keyring_t *kr, const char *pub);
+static void test_inner(al_keyring_t *kr, const char *pub);
+static int inner_redacted(const al_scrub_t *s, const char *text,
+    size_t least, const char *name);
 static clock_t many_cpu(const al_scrub_t *s, char *body, char *out);
 static void test_policy_list(const al_policy_t *p);
 static void test_url(const al_scrub_t *s);
@@ -1350,6 +1353,151 @@ done:
 }
 
 
+/*
+ * A credential inside a longer base64 text: 0 to 5 bytes before it (each
+ * place modulo 3, twice), 0 to 3 after it, in both alphabets, padded or
+ * not.  At least its base64 but for its first 2 bytes' worth is
+ * redacted, whole and in pieces of 1 to 7 bytes.
+ */
+
+#define INNER_SECRET  "FAKE-inner-key/0123456789?>~abcdefghi"
+
+static void
+test_inner(al_keyring_t *kr, const char *pub)
+{
+    int            ok;
+    char          *sealed, *t;
+    char           yaml[4096], text[256], name[128];
+    size_t         pre, post, len, n, k, fails;
+    al_error_t     err;
+    al_scrub_t    *s;
+    al_policy_t   *p;
+    const char    *why;
+    unsigned char  blob[64];
+
+    sealed = NULL;
+    len = sizeof(INNER_SECRET) - 1;
+
+    if (!tap_ok(al_seal(pub, (const unsigned char *) INNER_SECRET, len,
+                        &sealed, &err) == 0,
+                "inner: seal the secret"))
+    {
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    snprintf(yaml, sizeof(yaml),
+             HEAD
+             "secrets:\n"
+             "  tok: { sealed: \"%s\" }\n"
+             "upstreams:\n"
+             "  up: { url: \"http://127.0.0.1:9090\" }\n"
+             "routes:\n"
+             "  - name: bearer\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /bearer }\n"
+             "    upstream: up\n"
+             "    to: /b\n"
+             "    inject: { Authorization: \"Bearer {tok}\" }\n"
+             ALERTS, sealed);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    if (!tap_ok(p != NULL && p->secrets_open, "inner: policy opens")) {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    s = al_scrub_collect_all(p, &why);
+    if (!tap_ok(s != NULL, "inner: scrub list built")) {
+        goto policy;
+    }
+
+    for (pre = 0; pre < 6; pre++) {
+        for (post = 0; post < 4; post++) {
+            memcpy(blob, "{\"a\":\"", pre);
+            memcpy(blob + pre, INNER_SECRET, len);
+            memcpy(blob + pre + len, "\"}\n", post);
+
+            fails = 0;
+
+            for (k = 0; k < 4; k++) {
+                n = al_base64_encode(text, sizeof(text), blob,
+                                     pre + len + post);
+
+                for (t = text; (k & 1) && *t != '\0'; t++) {
+                    *t = (*t == '+') ? '-' : (*t == '/') ? '_' : *t;
+                }
+
+                while ((k & 2) && n > 0 && text[n - 1] == '=') {
+                    text[--n] = '\0';
+                }
+
+                snprintf(name, sizeof(name),
+                         "inner: %zu bytes before, %zu after, %s%s", pre,
+                         post, (k & 1) ? "base64url" : "base64",
+                         (k & 2) ? ", unpadded" : "");
+
+                ok = inner_redacted(s, text, 4 * (len - 2) / 3, name);
+                fails += !ok;
+            }
+
+            snprintf(name, sizeof(name),
+                     "inner: %zu bytes before, %zu after: every form", pre,
+                     post);
+            tap_ok(fails == 0, name);
+        }
+    }
+
+    al_scrub_free(s);
+
+policy:
+
+    al_policy_free(p);
+
+done:
+
+    free(sealed);
+}
+
+
+/*
+ * "x<text>y": one "[REDACTED]" that covers at least least bytes of text,
+ * whole and in pieces of 1 to 7 bytes
+ */
+
+static int
+inner_redacted(const al_scrub_t *s, const char *text, size_t least,
+    const char *name)
+{
+    int      ok;
+    char     in[1024], out[2048];
+    size_t   piece, len, olen;
+
+    snprintf(in, sizeof(in), "x%sy", text);
+    len = strlen(in);
+    ok = 1;
+
+    for (piece = 0; ok && piece <= 7; piece++) {
+        olen = (piece == 0) ? scrub_whole(s, in, len, out)
+                            : scrub_pieces(s, in, len, piece, out);
+
+        ok = olen != (size_t) -1
+             && strstr(out, REDACTED) != NULL
+             && strstr(strstr(out, REDACTED) + 1, REDACTED) == NULL
+             && len + sizeof(REDACTED) - 1 >= olen + least;
+    }
+
+    if (!ok) {
+        tap_diag(name, "");
+        tap_diag("input: ", in);
+        tap_diag("got:   ", out);
+    }
+
+    return ok;
+}
+
+
 int
 main(void)
 {
@@ -1373,6 +1521,7 @@ main(void)
     {
         test_forms(kr, pub);
         test_wrapped(kr, pub);
+        test_inner(kr, pub);
         test_many(kr, pub);
 
     } else {

@@ -16,7 +16,7 @@ use Test::More;
 use Airlock::Test;
 
 our @EXPORT_OK = qw(url_all url_reserved json_all b64 unpadded b64url
-                    echo_forms echo_policy);
+                    echo_forms echo_policy echo_blobs inner_pieces);
 
 # every byte as %XX, each hex letter in a random case
 sub url_all {
@@ -196,6 +196,127 @@ EOF
     like($log, qr/scrubbed an injected credential from the response on (?#
                   )route "basic"/,
          'error log: the scrub on "basic" is reported');
+    ok(index($log, $pass) < 0 && index($log, $tok) < 0,
+       'error log: no secret');
+
+    is($t->error_log_check, '', 'no alerts or sanitizer reports');
+}
+
+# The pieces of a credential's base64 that only its own bits make, when
+# it starts 0, 1 or 2 bytes past a multiple of 3 in a longer encoded text:
+# every 16 characters in a row of them, in both alphabets.
+sub inner_pieces {
+    my ($secret) = @_;
+    my %seen;
+
+    for my $o (0 .. 2) {
+        my $b = b64(("\0" x $o) . $secret);
+        my $from = int((8 * $o + 5) / 6);
+        my $to = int(8 * ($o + length $secret) / 6);
+        my $pure = substr($b, $from, $to - $from);
+        (my $url = $pure) =~ tr{+/}{-_};
+
+        for my $s ($pure, $url) {
+            $seen{substr($s, $_, 16)} = 1 for 0 .. length($s) - 16;
+        }
+    }
+
+    return keys %seen;
+}
+
+# echo_blobs($t, $p, tok => T, cred => "user:password", forms => [[route,
+# name, unit, secret], ...]): the echo upstream answers unit (any bytes,
+# ending ">>;") over and over: 40 times in a body held whole (the units'
+# length odd, so a credential in them starts at every offset of a 32-byte
+# block), 8 times in 2- and 7-byte pieces (a cut at every offset of a
+# unit whose length neither divides), and through 1 KB buffers in a body
+# past the hold (airlock_scrub_hold 4k).  Each unit must come back with
+# a "[REDACTED]" in it, and the response, with its line ends taken out,
+# with none of the secret's inner_pieces().
+sub echo_blobs {
+    my ($t, $p, %a) = @_;
+    my @forms = @{$a{forms}};
+    my ($tok, $cred) = @a{qw(tok cred)};
+    (my $pass = $cred) =~ s/^[^:]*://;
+
+    echo_policy($t, $p, $tok, $cred,
+                'query: { allow: [f, size, chunked, piece, delay] }');
+
+    # ?f=i: form i's unit, given as X-Echo-Pattern-B64 (a header cannot
+    # carry a line end)
+    my $map = '';
+    for my $i (0 .. $#forms) {
+        $map .= "        $i \"" . encode_base64($forms[$i][2], '') . "\";\n";
+    }
+
+    $t->write_file_expand('nginx.conf', $p->conf(http => <<"EOF",
+    map \$arg_f \$echo_pattern {
+        default "";
+$map    }
+EOF
+                                                 location => <<'EOF'));
+            proxy_set_header X-Echo-Pattern-B64 $echo_pattern;
+            proxy_set_header X-Echo-Size $arg_size;
+            proxy_set_header X-Echo-Chunked $arg_chunked;
+            proxy_set_header X-Echo-Chunk-Size $arg_piece;
+            proxy_set_header X-Echo-Delay-Ms $arg_delay;
+
+            airlock_scrub_hold 4k;
+
+            # small proxy buffers: a long body crosses many of them
+            proxy_buffer_size 1k;
+            proxy_buffers 8 1k;
+            proxy_busy_buffers_size 2k;
+EOF
+
+    $t->start_echo(8081);
+    $t->run;
+
+    my $get = sub {
+        my ($route, %q) = @_;
+        my $q = join '&', map { "$_=$q{$_}" } sort keys %q;
+        my $raw = $t->http_get("/$route?$q", timeout => 30);
+        return ($raw, parse_response($raw));
+    };
+
+    my $check = sub {
+        my ($name, $raw, $r, $n, $secret) = @_;
+        my @units = split /(?<=>>;)/, $r->{body} // '';
+        my $bad = grep { index($_, '[REDACTED]') < 0 } @units;
+
+        ok(@units == $n && $bad == 0, "$name: every unit redacted")
+            or diag(substr($r->{body} // '', 0, 300));
+
+        (my $flat = $raw) =~ s/\r?\n//g;
+        my @left = grep { index($flat, $_) >= 0 } inner_pieces($secret);
+        ok(@left == 0, "$name: no piece of the secret's base64")
+            or diag("left: $left[0]");
+    };
+
+    for my $i (0 .. $#forms) {
+        my ($route, $name, $unit, $secret) = @{$forms[$i]};
+        my $long = int(6000 / length $unit) + 1;
+        my ($raw, $r);
+
+        ($raw, $r) = $get->($route, f => $i, size => 40 * length $unit);
+        ok($r->{status} == 200
+           && $r->{headers}{'content-length'} == length $r->{body},
+           "$name: held: 200, exact Content-Length");
+        $check->("$name: held", $raw, $r, 40, $secret);
+
+        for my $piece (2, 7) {
+            ($raw, $r) = $get->($route, f => $i, size => 8 * length $unit,
+                                chunked => 1, piece => $piece, delay => 1);
+            $check->("$name: $piece-byte pieces", $raw, $r, 8, $secret);
+        }
+
+        ($raw, $r) = $get->($route, f => $i, size => $long * length $unit);
+        ok(!defined $r->{headers}{'content-length'},
+           "$name: long body streamed");
+        $check->("$name: long body", $raw, $r, $long, $secret);
+    }
+
+    my $log = $t->read_file('error.log');
     ok(index($log, $pass) < 0 && index($log, $tok) < 0,
        'error log: no secret');
 
