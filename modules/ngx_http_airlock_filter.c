@@ -222,7 +222,9 @@ ngx_http_airlock_route_scrub_init(ngx_conf_t *cf,
  * entry its low nibble picks is the byte itself.  The first for a lane's
  * own byte: '%', '&', '\\' and, on routes with a space, '+'; the second
  * for the byte after it: '%', '&', '\\', '=' (a quoted-printable escape
- * or soft line break) and NUL (the second byte of a UTF-16LE form).
+ * or soft line break), NUL (the second byte of a UTF-16LE form) and LF
+ * (a line end, which a match skips; a CR, which has the low nibble of
+ * '=', is compared on its own).
  */
 
 static ngx_int_t
@@ -258,6 +260,7 @@ ngx_http_airlock_nibbles_init(ngx_conf_t *cf, ngx_http_airlock_route_t *rc)
     t[80 + 0xc] = '\\';
     t[80 + 0xd] = '=';
     t[80 + 0x0] = '\0';
+    t[80 + 0xa] = '\n';
 
     for (i = 0; i < scrub->npairs; i++) {
         bits[i] = (u_char) i;
@@ -1698,10 +1701,10 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
  * at p) that is a candidate, v1 being the bytes at p + 1, for vectors of
  * type vt and the starts' bytes broadcast in a[] and b[].  A lane is a
  * candidate when it and the byte after it are a start, or the second
- * byte begins an escape of a start or is the NUL of its UTF-16LE form, or
- * the lane itself begins an escape ('%', '\\', '&', '+'), or is a NUL
- * before a start's first byte (UTF-16BE).  A macro for the two vector
- * widths.
+ * byte begins an escape of a start or a line end in it (CR, LF) or is the
+ * NUL of its UTF-16LE form, or the lane itself begins an escape ('%',
+ * '\\', '&', '+'), or is a NUL before a start's first byte (UTF-16BE).  A
+ * macro for the two vector widths.
  */
 
 #define ngx_http_airlock_pairs_mask(vt, m, v, v1, a, b, scrub)                \
@@ -1716,7 +1719,7 @@ typedef u_char  ngx_http_airlock_v16_t __attribute__((vector_size(16)));
         }                                                                     \
                                                                               \
         e_ = (vt) ((v1 == '%') | (v1 == '\\') | (v1 == '&') | (v1 == '=')    \
-                   | (v1 == 0));                                              \
+                   | (v1 == 0) | (v1 == '\r') | (v1 == '\n'));                \
         ep_ = (vt) (v1 == '+');                                               \
                                                                               \
         for (i_ = 0; i_ < (scrub)->npairs; i_++) {                            \
@@ -1841,8 +1844,8 @@ bytes:
  * group, in a copy of the loop of its own): for the bytes v and
  * those one on, v1, a lane is a candidate when v begins an escape, or is
  * a NUL before a start's first byte (UTF-16BE), or when the start bits of
- * v and those of v1 (all of them when v1 begins an escape or is a NUL,
- * those ending in a space when v1 is '+') share one.  Sanitizer
+ * v and those of v1 (all of them when v1 begins an escape or a line end
+ * or is a NUL, those ending in a space when v1 is '+') share one.  Sanitizer
  * builds check every lane against the test of ngx_http_airlock_walk_pairs().
  */
 
@@ -1868,7 +1871,7 @@ ngx_http_airlock_walk32(ngx_http_airlock_route_t *rc, u_char **pp,
 {
     u_char      *p;
     uint32_t     bits;
-    __m256i      lo1, hi1, lo2, hi2, nib, t0, t1, pls, spc, zero;
+    __m256i      lo1, hi1, lo2, hi2, nib, t0, t1, pls, spc, zero, cr;
     __m256i      lo1b, hi1b, lo2b, hi2b, spcb;
     __m256i      v, v1, f, f1, g, z, esc, e1, p1, fb, gb, fg;
 
@@ -1906,6 +1909,7 @@ ngx_http_airlock_walk32(ngx_http_airlock_route_t *rc, u_char **pp,
     spc = _mm256_set1_epi8((char) rc->space[0]);
     spcb = _mm256_set1_epi8((char) rc->space[1]);
     zero = _mm256_setzero_si256();
+    cr = _mm256_set1_epi8('\r');
 
     while (last - p >= 33) {
         v = _mm256_loadu_si256((__m256i *) p);
@@ -1926,6 +1930,7 @@ ngx_http_airlock_walk32(ngx_http_airlock_route_t *rc, u_char **pp,
                     _mm256_and_si256(_mm256_srli_epi16(v1, 4), nib)));
 
         e1 = _mm256_cmpeq_epi8(_mm256_shuffle_epi8(t1, v1), v1);
+        e1 = _mm256_or_si256(e1, _mm256_cmpeq_epi8(v1, cr));
         p1 = _mm256_cmpeq_epi8(v1, pls);
 
         g = _mm256_or_si256(g, e1);
@@ -2023,7 +2028,8 @@ ngx_http_airlock_pairs_check(al_scrub_t *scrub, u_char *p, uint32_t bits)
         for (i = 0; i < scrub->npairs; i++) {
             want |= (c == scrub->pair[i][0]
                      && (d == scrub->pair[i][1] || d == '%' || d == '\\'
-                         || d == '&' || d == '=' || d == 0
+                         || d == '&' || d == '=' || d == 0 || d == '\r'
+                         || d == '\n'
                          || (scrub->pair[i][1] == ' ' && d == '+')));
             want |= (c == 0 && d == scrub->pair[i][0]);
         }

@@ -770,7 +770,9 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * character), quoted-printable (=XX for any byte but the first, a soft
  * line break "=\r\n" or "=\n" between two bytes), and an ASCII string in
  * UTF-16 and UTF-32 (LE, BE).  A match is read in one form from its first
- * byte to its last.
+ * byte to its last, with a line end (CRLF or LF, in that form) allowed
+ * between any two characters, as a wrapping encoder puts one anywhere in
+ * base64 (not two in a row).
  */
 
 /*
@@ -849,6 +851,18 @@ al_scrub_t *al_scrub_collect_all(const al_policy_t *p, const char **why);
 /* 1 when the route injects a header rendered from a secret: its responses
    are scrubbed (with the policy's list) */
 int al_scrub_route_scrubbed(const al_route_t *route);
+
+/*
+ * What only the credential s's own bits make in a longer base64 text
+ * where it starts place (0, 1 or 2) bytes past a multiple of 3, in the
+ * standard or (url) the URL-safe alphabet: its length, written to out
+ * (8 * len / 6 bytes at most, no NUL).  Listed for every credential of
+ * AL_SCRUB_INNER bytes or more.
+ */
+#define AL_SCRUB_INNER  12
+
+size_t al_scrub_inner(char *out, const unsigned char *s, size_t len,
+    unsigned place, int url);
 
 /* orders the n strings at str by their bytes and fills in the lengths
    and the first-byte and pair tables (the collectors call it) */

@@ -8,13 +8,13 @@
  * agent.
  *
  * The list holds the forms that need work to build (base64 in both
- * alphabets, with and without padding; hex; the Basic credential
- * decoded).
- * The forms a client decodes byte by byte (URL-encoding, JSON escapes,
- * HTML and XML character references, quoted-printable, in any mix of hex
- * case, and UTF-16 and UTF-32) are not listed, 2^n strings each:
- * al_scrub_match() decodes them as it compares, so one string stands for
- * all of them.
+ * alphabets, with and without padding, and inside a longer base64 text;
+ * hex; the Basic credential decoded).  The forms a client decodes byte
+ * by byte (URL-encoding, JSON escapes, HTML and XML character references,
+ * quoted-printable, in any mix of hex case, and UTF-16 and UTF-32) and
+ * the line ends a wrapping encoder puts anywhere are not listed, 2^n
+ * strings each: al_scrub_match() decodes them as it compares, so one
+ * string stands for all of them.
  */
 
 #include <stdint.h>
@@ -27,6 +27,7 @@
 
 
 #define AL_SCRUB_SPAN   6               /* bytes of a JSON \u escape */
+#define AL_SCRUB_HTML_MAX  10           /* bytes of an HTML reference */
 
 #define AL_SCRUB_RAW    0
 #define AL_SCRUB_URL    1
@@ -88,6 +89,8 @@ static int al_scrub_match_wide(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, size_t *len);
 static int al_scrub_match_qp(const al_str_t *str, const unsigned char *p,
     size_t avail, int final, size_t *len);
+static int al_scrub_break(const unsigned char *p, size_t avail, int mode,
+    int final, size_t i, size_t k, size_t *j);
 static int al_scrub_hex(int c);
 static size_t al_scrub_utf8(unsigned char *out, uint32_t cp);
 
@@ -550,15 +553,10 @@ al_scrub_add(al_scrub_ctx_t *sc, const char *s, size_t len)
  * Base64 of a value on its own, as an encoder given only the value writes
  * it: the standard and the URL-safe alphabets ("-_" for "+/"), each with
  * and without its padding.  (Inside a longer encoded text a credential is
- * looked for by what only its own bits make, al_scrub_add_inner().)  A
- * standard padded one longer than a line is also listed as the wrapping
- * encoders write it, a line end after every 60 (Ruby's encode64), 64
- * (PEM, openssl) or 76 characters (MIME: Python's encodebytes, Perl's
- * encode_base64, Java's MIME encoder), LF or CRLF: their decoders, and
- * most others, skip the line ends.
+ * looked for by what only its own bits make, al_scrub_add_inner().)  The
+ * line ends a wrapping encoder puts in, wherever they fall, are skipped
+ * as the string is compared (al_scrub_break()).
  */
-
-static const size_t  al_scrub_wrap[] = { 60, 64, 76 };
 
 /*
  * The bytes some form reads other than as themselves: the escapes' first
@@ -567,28 +565,27 @@ static const size_t  al_scrub_wrap[] = { 60, 64, 76 };
  */
 
 static const unsigned char  al_scrub_escapes[256] = {
-    [0] = 1, ['%'] = 1, ['\\'] = 1, ['&'] = 1, ['='] = 1, ['+'] = 1
+    [0] = 1, ['%'] = 1, ['\\'] = 1, ['&'] = 1, ['='] = 1, ['+'] = 1,
+    ['\r'] = 1, ['\n'] = 1
+};
+
+/* the bytes a line end starts with, in some form (al_scrub_break()) */
+
+static const unsigned char  al_scrub_breaks[256] = {
+    [0] = 1, ['%'] = 1, ['\\'] = 1, ['&'] = 1, ['='] = 1, ['\r'] = 1,
+    ['\n'] = 1
 };
 
 static void
 al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 {
-    size_t  i, n, k, pad, w, e, lines, wlen, from;
+    size_t  i, n, k, pad;
 
     n = (len + 2) / 3 * 4;
 
     if (sc->scrub == NULL) {
         sc->n += 4;
         sc->bytes += 4 * n;
-
-        for (w = 0; w < sizeof(al_scrub_wrap) / sizeof(size_t); w++) {
-            if (n > al_scrub_wrap[w]) {
-                lines = (n + al_scrub_wrap[w] - 1) / al_scrub_wrap[w];
-                sc->n += 2;
-                sc->bytes += 2 * n + 3 * (lines - 1);
-            }
-        }
-
         return;
     }
 
@@ -612,41 +609,6 @@ al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 
         al_scrub_add(sc, sc->next, (k & 2) ? n - pad : n);
     }
-
-    for (w = 0; w < sizeof(al_scrub_wrap) / sizeof(size_t); w++) {
-        if (n <= al_scrub_wrap[w]) {
-            continue;
-        }
-
-        lines = (n + al_scrub_wrap[w] - 1) / al_scrub_wrap[w];
-
-        for (e = 1; e <= 2; e++) {
-            /*
-             * Encoded at the end of the room the wrapped string takes,
-             * then moved forward a line at a time: a character never
-             * goes past one not moved yet.
-             */
-
-            wlen = n + e * (lines - 1);
-            from = wlen - n;
-
-            al_base64_encode(sc->next + from, n, s, len);
-
-            for (i = 0, k = 0; i < n; i++) {
-                if (i && i % al_scrub_wrap[w] == 0) {
-                    if (e == 2) {
-                        sc->next[k++] = '\r';
-                    }
-
-                    sc->next[k++] = '\n';
-                }
-
-                sc->next[k++] = sc->next[from + i];
-            }
-
-            al_scrub_add(sc, sc->next, wlen);
-        }
-    }
 }
 
 
@@ -666,18 +628,10 @@ al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
  * is the credential's own base64 without padding, listed already.)
  */
 
-#define AL_SCRUB_INNER  12
-
 static void
 al_scrub_add_inner(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 {
-    char          *d;
-    size_t         b, k, at, f;
-    unsigned       v;
-
-    static const char    std[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    static const size_t  from[] = { 0, 4, 2 };
+    size_t  f;
 
     if (len < AL_SCRUB_INNER) {
         return;
@@ -690,29 +644,36 @@ al_scrub_add_inner(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
     }
 
     for (f = 0; f < 6; f++) {
-        if (f / 2 == 0 && len % 3 == 0) {
-            continue;
+        if (f / 2 != 0 || len % 3 != 0) {
+            al_scrub_add(sc, sc->next,
+                         al_scrub_inner(sc->next, s, len, f / 2, f & 1));
         }
-
-        d = sc->next;
-        k = 0;
-
-        for (b = from[f / 2]; b + 6 <= 8 * len; b += 6) {
-            at = b / 8;
-            v = (unsigned) s[at] << 8 | (at + 1 < len ? s[at + 1] : 0);
-            v = (v >> (10 - b % 8)) & 0x3f;
-
-            d[k] = std[v];
-
-            if (f & 1) {
-                d[k] = (v == 62) ? '-' : (v == 63) ? '_' : d[k];
-            }
-
-            k++;
-        }
-
-        al_scrub_add(sc, d, k);
     }
+}
+
+
+size_t
+al_scrub_inner(char *out, const unsigned char *s, size_t len,
+    unsigned place, int url)
+{
+    size_t    b, k, at;
+    unsigned  v;
+
+    static const char    std[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const size_t  from[] = { 0, 4, 2 };
+
+    k = 0;
+
+    for (b = from[place % 3]; b + 6 <= 8 * len; b += 6) {
+        at = b / 8;
+        v = (unsigned) s[at] << 8 | (at + 1 < len ? s[at + 1] : 0);
+        v = (v >> (10 - b % 8)) & 0x3f;
+
+        out[k++] = (url && v >= 62) ? "-_"[v - 62] : std[v];
+    }
+
+    return k;
 }
 
 
@@ -972,6 +933,8 @@ al_scrub_index(al_scrub_t *s)
         al_scrub_pair_clear(s, c, '&');
         al_scrub_pair_clear(s, c, '=');     /* quoted-printable */
         al_scrub_pair_clear(s, c, '\0');    /* UTF-16LE, UTF-32LE */
+        al_scrub_pair_clear(s, c, '\r');    /* a line end */
+        al_scrub_pair_clear(s, c, '\n');
 
         if (s->str[i].data[1] == ' ') {
             al_scrub_pair_clear(s, c, '+');
@@ -999,7 +962,7 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
     int final, size_t *len)
 {
     int            mode, partial;
-    size_t         i, k, lo, hi, nu, iu;
+    size_t         i, k, lo, hi, nu, iu, la, ha, at;
     unsigned char  u[4];
 
     *len = 0;
@@ -1063,6 +1026,7 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
         k = 0;
         nu = 0;
         iu = 0;
+        at = 0;
 
         for ( ;; ) {
             while (lo < hi && s->str[lo].len == k) {
@@ -1086,6 +1050,46 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
 
                 if (nu == (size_t) -1) {
                     break;                  /* unsure: compare the rest */
+                }
+
+                /*
+                 * a line end no string has here is skipped as
+                 * al_scrub_match_str() skips it: not two in a row, and
+                 * within 6 bytes a byte
+                 */
+
+                if (k > 0 && nu == 1 && (u[0] == '\r' || u[0] == '\n')
+                    && at != i)
+                {
+                    la = lo;
+                    ha = hi;
+                    al_scrub_narrow(s, k, u[0], &la, &ha);
+
+                    if (la < ha) {
+                        break;              /* some have it: compare */
+                    }
+
+                    if (u[0] == '\r') {
+                        nu = al_scrub_next(p, avail, mode, &i, u);
+
+                        if (nu == (size_t) -1) {
+                            break;
+                        }
+
+                        if (nu != 1 || u[0] != '\n') {
+                            hi = lo;
+                            break;
+                        }
+                    }
+
+                    if (i > AL_SCRUB_SPAN * k) {
+                        hi = lo;
+                        break;
+                    }
+
+                    at = i;
+                    nu = 0;
+                    continue;
                 }
             }
 
@@ -1396,7 +1400,7 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
     int mode, int final, size_t *len)
 {
     int                   h[4], m;
-    size_t                i, k, e, n, x, need;
+    size_t                i, k, e, n, x, need, brk;
     uint32_t              cp, lo;
     unsigned char         u[4];
     const unsigned char  *v;
@@ -1412,25 +1416,62 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
     }
 
     if (mode == AL_SCRUB_RAW) {
-        if (str->len <= avail) {
-            if (memcmp(p, v, str->len) == 0) {
-                *len = str->len;
+        n = (str->len < avail) ? str->len : avail;
+
+        if (memcmp(p, v, n) == 0) {
+            if (n == str->len) {
+                *len = n;
                 return AL_SCRUB_FULL;
             }
 
-            return AL_SCRUB_NONE;
+            return AL_SCRUB_PARTIAL;
         }
 
-        return memcmp(p, v, avail) == 0 ? AL_SCRUB_PARTIAL : AL_SCRUB_NONE;
+        /* read on only where a line end is in the way */
+
+        for (i = 0; p[i] == v[i]; i++) { /* void */ }
+
+        if (i == 0 || (p[i] != '\r' && p[i] != '\n')) {
+            return AL_SCRUB_NONE;
+        }
     }
 
     i = 0;
     k = 0;
+    brk = 0;
 
     while (k < str->len) {
 
         if (i == avail) {
             return AL_SCRUB_PARTIAL;
+        }
+
+        /* a line end between two characters (al_scrub_break()) */
+
+        if (k > 0 && al_scrub_breaks[p[i]] && i != brk && v[k] != '\r'
+            && v[k] != '\n')
+        {
+            m = al_scrub_break(p, avail, mode, final, i, k, &e);
+
+            if (m == AL_SCRUB_PARTIAL) {
+                return AL_SCRUB_PARTIAL;
+            }
+
+            if (m == AL_SCRUB_FULL) {
+                i = e;
+                brk = e;
+                continue;
+            }
+        }
+
+        if (mode == AL_SCRUB_RAW) {
+            if (p[i] != v[k]) {
+                return AL_SCRUB_NONE;
+            }
+
+            i++;
+            k++;
+            continue;
         }
 
         if (mode == AL_SCRUB_URL) {
@@ -1642,17 +1683,34 @@ static int
 al_scrub_match_wide(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, size_t *len)
 {
-    size_t                i, k, w, at, n;
+    int                   m;
+    size_t                i, k, w, at, n, e, brk;
     unsigned char         c;
     const unsigned char  *v;
 
     v = (const unsigned char *) str->data;
     w = (mode >= AL_SCRUB_U32LE) ? 4 : 2;
     at = 0;
+    brk = 0;
 
     for (k = 0; k < str->len; k++) {
         if (v[k] >= 0x80) {
             return AL_SCRUB_NONE;
+        }
+
+        if (k > 0 && at < avail && al_scrub_breaks[p[at]] && at != brk
+            && v[k] != '\r' && v[k] != '\n')
+        {
+            m = al_scrub_break(p, avail, mode, 0, at, k, &e);
+
+            if (m == AL_SCRUB_PARTIAL) {
+                return AL_SCRUB_PARTIAL;
+            }
+
+            if (m == AL_SCRUB_FULL) {
+                at = e;
+                brk = e;
+            }
         }
 
         /* the character's bytes, its own last when big-endian */
@@ -1701,8 +1759,8 @@ static int
 al_scrub_match_qp(const al_str_t *str, const unsigned char *p, size_t avail,
     int final, size_t *len)
 {
-    int                   d, h;
-    size_t                i, k;
+    int                   d, h, m;
+    size_t                i, k, e;
     unsigned              soft;
     const unsigned char  *v;
 
@@ -1716,6 +1774,24 @@ al_scrub_match_qp(const al_str_t *str, const unsigned char *p, size_t avail,
 
         if (i == avail) {
             return AL_SCRUB_PARTIAL;
+        }
+
+        /* a hard line break, as a soft one: not two in a row */
+
+        if (k > 0 && !soft && al_scrub_breaks[p[i]] && v[k] != '\r'
+            && v[k] != '\n')
+        {
+            m = al_scrub_break(p, avail, AL_SCRUB_QP, final, i, k, &e);
+
+            if (m == AL_SCRUB_PARTIAL) {
+                return AL_SCRUB_PARTIAL;
+            }
+
+            if (m == AL_SCRUB_FULL) {
+                i = e;
+                soft = 1;
+                continue;
+            }
         }
 
         if (p[i] == '=' && i > 0 && (i + 1 < avail || !final)) {
@@ -1779,6 +1855,58 @@ al_scrub_match_qp(const al_str_t *str, const unsigned char *p, size_t avail,
     *len = i;
 
     return AL_SCRUB_FULL;
+}
+
+
+/*
+ * A line end at p + i, in one form, after k bytes of a string were read
+ * there: CRLF or LF as that form writes them ("\\n" in JSON, "%0A" in a
+ * URL, "&#10;", "=0D=0A", a wide LF), as an encoder that wraps its lines
+ * (base64 after 64 characters in PEM, 76 in MIME) puts one anywhere in a
+ * credential's encoding, and a decoder skips it.  FULL with *j past it,
+ * NONE, or PARTIAL when more bytes may make one.  Only within 6 bytes a
+ * byte of the string read so far (AL_SCRUB_SPAN): a match with its line
+ * ends still spans at most what the carry holds.
+ */
+
+static int
+al_scrub_break(const unsigned char *p, size_t avail, int mode, int final,
+    size_t i, size_t k, size_t *j)
+{
+    size_t         lim, nu;
+    unsigned char  u[4];
+
+    lim = AL_SCRUB_SPAN * k;
+
+    if (lim >= avail) {
+        lim = avail;
+
+    } else {
+        final = 1;                          /* more would be too long */
+    }
+
+    *j = i;
+
+    nu = al_scrub_next(p, lim, mode, j, u);
+
+    if (nu == 1 && u[0] == '\r') {
+        nu = al_scrub_next(p, lim, mode, j, u);
+
+        if (nu == 1 && u[0] == '\n') {
+            return AL_SCRUB_FULL;
+        }
+
+    } else if (nu == 1 && u[0] == '\n') {
+        return AL_SCRUB_FULL;
+    }
+
+    /* unsure: an escape or a CR cut short by the end of what is there */
+
+    if (nu == (size_t) -1 && !final && lim - i < 2 * AL_SCRUB_HTML_MAX) {
+        return AL_SCRUB_PARTIAL;
+    }
+
+    return AL_SCRUB_NONE;
 }
 
 

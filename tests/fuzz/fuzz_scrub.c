@@ -15,7 +15,12 @@
  *   - the stream scrubs to exactly what the whole response scrubs to,
  *     and to the same with the pair and prefix filters as without them;
  *   - a scrub string placed raw in the response is always redacted:
- *     none is left raw in what the scan passed over.
+ *     none is left raw in what the scan passed over;
+ *   - with the first string's inner base64 forms listed (when it has
+ *     AL_SCRUB_INNER bytes, al_scrub_inner()), the first string encoded
+ *     in base64 0 to 2 bytes past a multiple of 3 in a longer text, with
+ *     a line end (LF or CRLF) put anywhere in it, leaves none of them in
+ *     what is sent, line ends taken out.
  */
 
 #include <stdint.h>
@@ -32,6 +37,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static size_t fuzz_scrub(const al_scrub_t *s, const uint8_t *in, size_t len,
     size_t piece, uint8_t *out);
+static void fuzz_inner(const al_str_t *str, size_t n, const uint8_t *data,
+    size_t size, size_t piece);
 
 
 int
@@ -143,7 +150,94 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(whole);
     free(stream);
 
+    fuzz_inner(str, n, data, size, piece);
+
     return 0;
+}
+
+
+static void
+fuzz_inner(const al_str_t *str, size_t n, const uint8_t *data, size_t size,
+    size_t piece)
+{
+    char           forms[6][16 * 8 / 6 + 1];
+    size_t         i, k, m, len, blen, elen, at, olen, pre, flen[6];
+    uint8_t        blob[2 + 16 + 8], text[64], out[64 * 10 + 1];
+    al_str_t       all[FUZZ_STR_MAX + 6];
+    al_scrub_t     s;
+    const char    *eol;
+
+    len = str[0].len;
+
+    if (len < AL_SCRUB_INNER || size < 3) {
+        return;
+    }
+
+    memcpy(all, str, n * sizeof(al_str_t));
+    m = n;
+
+    for (k = 0; k < 6; k++) {
+        flen[k] = al_scrub_inner(forms[k],
+                                 (const unsigned char *) str[0].data, len,
+                                 (unsigned) k / 2, (int) k & 1);
+        all[m].data = forms[k];
+        all[m].len = flen[k];
+        m++;
+    }
+
+    memset(&s, 0, sizeof(s));
+    s.str = all;
+    s.n = m;
+    al_scrub_index(&s);
+
+    /* the text: 0 to 2 bytes of the response, the string, up to 8 more */
+
+    pre = data[0] % 3;
+    blen = 0;
+
+    for (i = 0; i < pre; i++) {
+        blob[blen++] = data[1 + i];
+    }
+
+    memcpy(blob + blen, str[0].data, len);
+    blen += len;
+
+    for (i = 0; i < data[2] % 9u && i < size; i++) {
+        blob[blen++] = data[size - 1 - i];
+    }
+
+    elen = al_base64_encode((char *) text, sizeof(text), blob, blen);
+
+    if (data[1] & 1) {
+        for (i = 0; i < elen; i++) {
+            text[i] = (text[i] == '+') ? '-' : (text[i] == '/') ? '_'
+                                                                : text[i];
+        }
+    }
+
+    /* a line end somewhere inside */
+
+    eol = (data[0] & 4) ? "\r\n" : "\n";
+    at = 1 + data[2] % (elen - 1);
+    memmove(text + at + strlen(eol), text + at, elen - at);
+    memcpy(text + at, eol, strlen(eol));
+    elen += strlen(eol);
+
+    olen = fuzz_scrub(&s, text, elen, piece, out);
+
+    /* line ends out, then none of the forms is there */
+
+    for (i = 0, k = 0; i < olen; i++) {
+        if (out[i] != '\r' && out[i] != '\n') {
+            out[k++] = out[i];
+        }
+    }
+
+    for (i = 0; i < 6; i++) {
+        if (memmem(out, k, forms[i], flen[i]) != NULL) {
+            abort();
+        }
+    }
 }
 
 

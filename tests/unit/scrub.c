@@ -1,10 +1,10 @@
 /*
  * Scrub lists and the scrub matcher: the forms built when the policy loads
  * (raw, after the scheme, base64 in both alphabets with and without
- * padding, the Basic credential decoded and its password alone), and the
- * forms al_scrub_match() decodes as it compares (URL-encoding in every
- * hex case, JSON escapes, HTML references), whole and fed a few bytes at
- * a time.
+ * padding and inside a longer text, the Basic credential decoded and its
+ * password alone), and the forms al_scrub_match() decodes as it compares
+ * (URL-encoding in every hex case, JSON escapes, HTML references, line
+ * ends), whole and fed a few bytes at a time.
  */
 
 #include <stdio.h>
@@ -43,6 +43,7 @@ static void test_forms(al_keyring_t *kr, const char *pub);
 static void test_wrapped(al_keyring_t *kr, const char *pub);
 static void test_many(al_keyring_t *kr, const char *pub);
 static void test_inner(al_keyring_t *kr, const char *pub);
+static void test_breaks(const al_scrub_t *s);
 static int inner_redacted(const al_scrub_t *s, const char *text,
     size_t least, const char *name);
 static clock_t many_cpu(const al_scrub_t *s, char *body, char *out);
@@ -1449,6 +1450,8 @@ test_inner(al_keyring_t *kr, const char *pub)
         }
     }
 
+    test_breaks(s);
+
     al_scrub_free(s);
 
 policy:
@@ -1458,6 +1461,87 @@ policy:
 done:
 
     free(sealed);
+}
+
+
+/*
+ * Line ends in the base64 text: one (LF, CRLF, and each as a JSON string
+ * has it) at every place in the credential's base64, the credential 0 to
+ * 2 bytes past a multiple of 3; and a longer text with the credential 0
+ * to 47 bytes in, wrapped as PEM (64 a line, LF) and MIME (76, CRLF)
+ * write it.  Two line ends in a row end the text.
+ */
+
+static void
+test_breaks(const al_scrub_t *s)
+{
+    char           text[512], b64[256], name[128], out[1024];
+    size_t         pre, len, n, at, k, w, o, fails;
+    unsigned char  blob[128];
+
+    static const char  *ends[] = { "\n", "\r\n", "\\n", "\\r\\n" };
+
+    len = sizeof(INNER_SECRET) - 1;
+
+    for (k = 0; k < 4; k++) {
+        fails = 0;
+
+        for (pre = 0; pre < 3; pre++) {
+            memcpy(blob, "xyz", pre);
+            memcpy(blob + pre, INNER_SECRET, len);
+            n = al_base64_encode(b64, sizeof(b64), blob, pre + len);
+
+            for (at = 1; at < n; at++) {
+                snprintf(text, sizeof(text), "%.*s%s%s", (int) at, b64,
+                         ends[k], b64 + at);
+                snprintf(name, sizeof(name), "breaks: after %zu", at);
+                fails += !inner_redacted(s, text, 4 * (len - 2) / 3, name);
+            }
+        }
+
+        snprintf(name, sizeof(name),
+                 "breaks: a line end (%s) at every place",
+                 k == 0 ? "LF" : k == 1 ? "CRLF" : k == 2 ? "JSON LF"
+                                                          : "JSON CRLF");
+        tap_ok(fails == 0, name);
+    }
+
+    for (w = 0; w < 2; w++) {
+        fails = 0;
+
+        for (pre = 0; pre < 48; pre++) {
+            memset(blob, 'a', pre);
+            memcpy(blob + pre, INNER_SECRET, len);
+            memcpy(blob + pre + len, "\n}", 2);
+            n = al_base64_encode(b64, sizeof(b64), blob, pre + len + 2);
+
+            for (o = 0, at = 0; at < n; at++) {
+                if (at > 0 && at % (w ? 76 : 64) == 0) {
+                    o += (size_t) snprintf(text + o, sizeof(text) - o, "%s",
+                                           w ? "\r\n" : "\n");
+                }
+
+                text[o++] = b64[at];
+            }
+
+            text[o] = '\0';
+
+            snprintf(name, sizeof(name), "breaks: %s, %zu bytes in",
+                     w ? "MIME" : "PEM", pre);
+            fails += !inner_redacted(s, text, 4 * (len - 2) / 3, name);
+        }
+
+        tap_ok(fails == 0, w ? "breaks: wrapped as MIME, 76 a line, CRLF"
+                             : "breaks: wrapped as PEM, 64 a line, LF");
+    }
+
+    /* two in a row end the text: nothing is redacted */
+
+    n = al_base64_encode(b64, sizeof(b64),
+                         (const unsigned char *) INNER_SECRET, len);
+    snprintf(text, sizeof(text), "%.20s\n\n%s", b64, b64 + 20);
+    scrub_whole(s, text, strlen(text), out);
+    tap_is_str(out, text, "breaks: two line ends in a row are no break");
 }
 
 

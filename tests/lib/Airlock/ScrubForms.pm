@@ -230,7 +230,7 @@ sub inner_pieces {
 # length odd, so a credential in them starts at every offset of a 32-byte
 # block), 8 times in 2- and 7-byte pieces (a cut at every offset of a
 # unit whose length neither divides), and through 1 KB buffers in a body
-# past the hold (airlock_scrub_hold 4k).  Each unit must come back with
+# past the hold (airlock_scrub_hold 8k).  Each unit must come back with
 # a "[REDACTED]" in it, and the response, with its line ends taken out,
 # with none of the secret's inner_pieces().
 sub echo_blobs {
@@ -261,7 +261,7 @@ EOF
             proxy_set_header X-Echo-Chunk-Size $arg_piece;
             proxy_set_header X-Echo-Delay-Ms $arg_delay;
 
-            airlock_scrub_hold 4k;
+            airlock_scrub_hold 8k;
 
             # small proxy buffers: a long body crosses many of them
             proxy_buffer_size 1k;
@@ -295,7 +295,7 @@ EOF
 
     for my $i (0 .. $#forms) {
         my ($route, $name, $unit, $secret) = @{$forms[$i]};
-        my $long = int(6000 / length $unit) + 1;
+        my $long = int(12000 / length $unit) + 1;
         my ($raw, $r);
 
         ($raw, $r) = $get->($route, f => $i, size => 40 * length $unit);
