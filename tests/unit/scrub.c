@@ -1080,7 +1080,7 @@ test_pairs(const al_scrub_t *s, const char *name)
  * and in hex, have about that many) keeps them listed, for the walk that
  * takes a block at a time, in two groups of eight; seventeen (the walk's
  * groups then shared) and sixty-four too (AL_SCRUB_PAIRS: a policy of six
- * secrets has about twenty-five); more, none.
+ * secrets has about thirty-five); more, none.
  */
 
 static void
