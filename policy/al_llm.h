@@ -445,9 +445,9 @@ const char *al_llm_source_name(al_llm_source_t source);
  * AL_LLM_USAGE_MAX, goes to AL_LLM_USAGE_MAX bytes from alloc(alloc_ctx,
  * size) (al_llm_alloc_pt, as for al_llm_request_with()), which the caller
  * may set after init.  A value longer than its buffer (AL_LLM_USAGE_MAX,
- * or the struct's own with no alloc or when it returns NULL) keeps only
- * the members the usage is read from, the last of each name, over the
- * bytes read: its counts are read all the same, whatever else a provider
+ * or the struct's own with no alloc or when it returns NULL) is read as
+ * it comes by the usage reader (al_llm_uread_t), which reads a taken
+ * value too: its counts are read all the same, whatever else a provider
  * puts in it.  The memory is asked for at most once and is the caller's
  * to free.
  */
@@ -459,6 +459,59 @@ const char *al_llm_source_name(al_llm_source_t source);
  * creation, output, (cache_creation), its 5-minute and 1-hour parts.
  */
 #define AL_LLM_USAGE_V          7
+
+#define AL_LLM_UREAD_DEPTH      2048    /* jansson's: JSON_PARSER_MAX_DEPTH */
+#define AL_LLM_UREAD_DIGITS     40      /* of a number written as text */
+
+/*
+ * The usage reader (al_llm_usage.c): a usage object read a byte at a time
+ * as it comes, never buffered, validated as JSON (RFC 8259) and its counts
+ * read the way a client's JSON reader reads them (the last member of a
+ * name, escapes decoded).  Private.
+ */
+typedef struct {
+    unsigned             state:4;
+    unsigned             anthropic:1;
+    unsigned             responses:1;
+    unsigned             name:1;        /* the string is a member's name */
+    unsigned             nest:1;        /* in the object whose members are
+                                           read too */
+    unsigned             esc:1;
+    unsigned             hex:3;         /* \uXXXX digits to come */
+    unsigned             u8:2;          /* UTF-8 bytes to come */
+    unsigned             num:4;         /* where in a number */
+    unsigned             real:1;        /* the number has '.' or 'e' */
+    unsigned char        lo, hi;        /* the next UTF-8 byte's range */
+    unsigned char        klen;          /* the name's bytes; past key: none
+                                           read */
+    int                  slot;          /* the member's value: v[slot] */
+    int                  cur;           /* the value being read: v[cur] */
+    unsigned             cp;
+    unsigned             depth;
+    const char          *lit;           /* the rest of true, false, null */
+    uint64_t             iv;
+    uint64_t             v[AL_LLM_USAGE_V];     /* integers */
+    uint64_t             c[AL_LLM_USAGE_V];     /* decimals and strings */
+    char                 key[32];
+    uint64_t             stack[AL_LLM_UREAD_DEPTH / 64];  /* 1: object */
+
+    struct {                            /* a value's text as a number */
+        unsigned         bad:1;         /* no number */
+        unsigned         any:1;
+        unsigned         neg:1;
+        unsigned         point:1;
+        unsigned         digit:1;       /* a digit before the exponent */
+        unsigned         exp:1;
+        unsigned         esign:1;       /* the exponent may take a sign */
+        unsigned         edigit:1;
+        unsigned         eneg:1;
+        unsigned         sticky:1;      /* digits not 0 past sig */
+        unsigned char    nsig;
+        int32_t          dexp;
+        int32_t          e;
+        char             sig[AL_LLM_UREAD_DIGITS];
+    }                    t;
+} al_llm_uread_t;
 
 typedef struct {
     al_llm_kind_t        kind;
@@ -480,18 +533,8 @@ typedef struct {
     unsigned             cap_over:1;
     unsigned             quick:1;       /* quick_v is the usage value's */
     unsigned             filter:1;      /* the usage value is over its
-                                           buffer: its members are read
-                                           (al_llm_resp_filter()) */
-    unsigned             f_bad:1;       /* and could not be */
-    unsigned             f_str:1;
-    unsigned             f_esc:1;
-    unsigned             f_keep:1;      /* the member is kept */
-    unsigned             f_comma:1;     /* a member must follow */
-    unsigned             f_array:1;     /* the value kept as "[]" */
-    unsigned             f_state:4;
-    unsigned             f_level:2;     /* 1: the usage object, 2: the
-                                           object in it that is read */
-    unsigned             f_hex:3;       /* \uXXXX digits to come */
+                                           buffer: read as it comes, by
+                                           reader */
     unsigned             capture;       /* 0, or which value */
     unsigned             key_cap;       /* what the last name takes */
     size_t               key_len;
@@ -500,24 +543,18 @@ typedef struct {
     size_t               usage_size;
     size_t               usage_len;
     size_t               model_len;
-    unsigned             f_skip;        /* nesting of the value passed */
-    unsigned             f_mask;        /* the names a name may still be */
-    unsigned             f_cp;
-    unsigned             f_klen;        /* a name's decoded bytes */
-    unsigned             f_id;          /* the member's name */
-    unsigned             f_id1;         /* the usage object's member
-                                           holding level 2 */
-    uint16_t             f_at[AL_LLM_USAGE_V][2];  /* the members kept,
-                                                     where they begin and
-                                                     end (0: none) */
-    size_t               f_out;         /* the bytes kept */
     uint64_t             quick_v[AL_LLM_USAGE_V];  /* read where the
                                                      value lay */
     char                 key[32];       /* a name cut between pieces or
                                            escaped: "usage" with each
                                            letter a \uXXXX fits */
     char                 model[AL_LLM_MODEL_MAX + 8];
-    char                 usage_in[AL_LLM_USAGE_INLINE];
+
+    union {
+        char             usage_in[AL_LLM_USAGE_INLINE];
+        al_llm_uread_t   reader;        /* once the value is over its
+                                           buffer (filter), in its place */
+    };
 } al_llm_resp_t;
 
 void al_llm_resp_init(al_llm_resp_t *r, al_llm_kind_t kind,

@@ -253,7 +253,7 @@ typedef struct {
  * number a client reads, a fraction rounded up, at most 2^48; v (what
  * was read of it as an integer) when it is neither or reads as less.
  * al_llm_count_text() reads the text of one (a number, or a string's
- * bytes between its quotes, \u00XX escapes decoded), 0 for none;
+ * bytes between its quotes, its escapes decoded), 0 for none;
  * al_llm_field_count() a scanned field whose raw span is in p;
  * al_llm_json_count() a member of obj.
  */
@@ -454,12 +454,18 @@ int al_llm_json_quick(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b);
 /*
  * A captured usage object of the API of kind and ep, in the same layout
- * (al_llm_usage.c): 0 with v[] what al_llm_resp_usage() reads from the
- * strict scanner's fields 0 to 4 (for OpenAI 4 is cached_tokens); 1 for
- * the rest, which the strict scanner reads.
+ * (al_llm_usage.c): 0 with v[] what al_llm_resp_usage() reads (for
+ * OpenAI v[4] is cached_tokens); 1 for the rest, which the usage reader
+ * reads (al_llm_uread_feed()).
  */
 int al_llm_usage_quick(al_llm_kind_t kind, al_llm_endpoint_t ep,
     const unsigned char *p, size_t len, uint64_t v[AL_LLM_USAGE_V]);
+/* the usage reader (al_llm_usage.c, al_llm_uread_t) */
+void al_llm_uread_init(al_llm_uread_t *u, al_llm_kind_t kind,
+    al_llm_endpoint_t ep);
+void al_llm_uread_feed(al_llm_uread_t *u, const unsigned char *p, size_t n);
+/* 0 with v[] as al_llm_usage_quick() gives them, -1: no usage object */
+int al_llm_uread_end(const al_llm_uread_t *u, uint64_t v[AL_LLM_USAGE_V]);
 /* al_llm_json_quick(), else al_llm_json_scan() */
 int al_llm_json_read(const al_llm_scan_spec_t *spec, const unsigned char *p,
     size_t len, al_llm_body_t *b, char *detail, size_t size);

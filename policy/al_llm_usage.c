@@ -7,9 +7,9 @@
  * the top-level object, recognizes its member names, and copies only the
  * raw values of "usage" and "model" (each bounded), once, straight where
  * they are kept.  Inside other members it only looks for quotes and
- * brackets.  jansson parses the two small captures at the end.  The
- * scanner is not a validator: on bytes that are not JSON it captures
- * nothing usable and the usage is estimated.
+ * brackets.  The usage reader (al_llm_uread_feed()) reads the usage
+ * taken at the end, or as it comes when it is over its buffer, and
+ * validates it; the scanner is not a validator.
  */
 
 #include <stddef.h>
@@ -40,18 +40,23 @@ enum {
     AL_LLM_CAP_MODEL
 };
 
-/* where al_llm_resp_filter() is in a usage value over its buffer */
+_Static_assert(sizeof(al_llm_uread_t) <= AL_LLM_USAGE_INLINE,
+               "the usage reader takes the place of the struct's buffer");
+
+/* where al_llm_uread_feed() is */
 enum {
-    AL_LLM_F_START = 0,                 /* before the object */
-    AL_LLM_F_KEY,                       /* a member's name, or the end */
-    AL_LLM_F_NAME,                      /* in a member's name */
-    AL_LLM_F_COLON,
-    AL_LLM_F_VALUE,
-    AL_LLM_F_SCALAR,                    /* a number, true, false, null */
-    AL_LLM_F_STRING,
-    AL_LLM_F_NEST,                      /* an object or array passed */
-    AL_LLM_F_AFTER,                     /* ',' or the end */
-    AL_LLM_F_DONE
+    AL_LLM_U_START = 0,                 /* before the object */
+    AL_LLM_U_KEY1,                      /* after '{': a name or '}' */
+    AL_LLM_U_KEY,                       /* after ',' in an object */
+    AL_LLM_U_COLON,
+    AL_LLM_U_VALUE1,                    /* after '[': a value or ']' */
+    AL_LLM_U_VALUE,
+    AL_LLM_U_STRING,
+    AL_LLM_U_NUMBER,
+    AL_LLM_U_LITERAL,
+    AL_LLM_U_AFTER,                     /* after a value */
+    AL_LLM_U_END,                       /* after the object */
+    AL_LLM_U_BAD
 };
 
 /* what an object is to the quick reader, as the strict scanner's kinds */
@@ -105,18 +110,17 @@ static void al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p,
     size_t n);
 static AL_LLM_NOINLINE int al_llm_resp_over(al_llm_resp_t *r,
     const unsigned char *p, size_t n);
-static void al_llm_resp_filter(al_llm_resp_t *r, const unsigned char *p,
-    size_t n);
-static void al_llm_resp_name_end(al_llm_resp_t *r);
-static void al_llm_resp_member_end(al_llm_resp_t *r);
-static void al_llm_resp_cut(al_llm_resp_t *r, size_t pos, size_t k);
-static void al_llm_resp_put(al_llm_resp_t *r, const char *s, size_t n);
-static const al_str_t *al_llm_resp_names(const al_llm_resp_t *r);
+static void al_llm_uread_value(al_llm_uread_t *u, unsigned char c);
+static int al_llm_uread_number(al_llm_uread_t *u, unsigned char c);
+static void al_llm_uread_string(al_llm_uread_t *u, unsigned char c);
+static void al_llm_uread_char(al_llm_uread_t *u, unsigned cp);
+static void al_llm_uread_name(al_llm_uread_t *u);
+static void al_llm_uread_push(al_llm_uread_t *u, unsigned obj);
+static void al_llm_uread_pop(al_llm_uread_t *u, unsigned obj);
+static void al_llm_uread_text(al_llm_uread_t *u, unsigned char c);
+static uint64_t al_llm_uread_count(const al_llm_uread_t *u);
 static void al_llm_resp_model(const al_llm_resp_t *r, char *model,
     size_t size);
-static uint64_t al_llm_usage_u64(const al_llm_jfield_t *f);
-static int al_llm_usage_loose(const al_llm_resp_t *r, const char *p,
-    size_t len, al_llm_usage_t *u);
 static size_t al_llm_json_tame(const unsigned char *p, size_t n, char *q);
 static const char *al_llm_json_huge(const unsigned char *p, size_t n);
 static int al_llm_json_hex4(const unsigned char *p, size_t n,
@@ -178,18 +182,6 @@ typedef unsigned char  al_llm_v16_t __attribute__((vector_size(16)));
  * in the details object; Anthropic's f[5] and f[6] are the 5-minute and
  * 1-hour parts of its cache writes, in its cache_creation object.
  */
-static const char *const  al_llm_usage_details[] = { "cached_tokens", NULL };
-
-static const char *const  al_llm_usage_oai_names[] = {
-    "prompt_tokens", "completion_tokens", "total_tokens",
-    "prompt_tokens_details", NULL
-};
-
-static const char *const  al_llm_usage_resp_names[] = {
-    "input_tokens", "output_tokens", "total_tokens", "input_tokens_details",
-    NULL
-};
-
 const char *const  al_llm_usage_ant_names[] = {
     "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
     "output_tokens", "cache_creation", NULL
@@ -197,14 +189,6 @@ const char *const  al_llm_usage_ant_names[] = {
 
 const char *const  al_llm_usage_ant_cc_names[] = {
     "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", NULL
-};
-
-static const al_llm_scan_spec_t  al_llm_usage_oai = {
-    al_llm_usage_oai_names, -1, 3, al_llm_usage_details, 4, 0
-};
-
-static const al_llm_scan_spec_t  al_llm_usage_resp = {
-    al_llm_usage_resp_names, -1, 3, al_llm_usage_details, 4, 0
 };
 
 const al_llm_scan_spec_t  al_llm_usage_ant = {
@@ -696,86 +680,29 @@ al_llm_resp_rest(al_llm_resp_t *r, const unsigned char *p, size_t i,
 
 
 /*
- * A member's name written with escapes, as a client's JSON reader decodes
- * it, compared with "usage" and "model": "\u0061" is 'a', "\/" is '/';
- * an escape that decodes to no ASCII byte, or no valid escape, is no
- * name taken.
+ * A member's name written with escapes, decoded as a client's JSON
+ * reader decodes it (al_llm_uread_string()), compared with "usage" and
+ * "model": "\u0061" is 'a', "\/" is '/'; an escape that decodes to no
+ * ASCII byte, or no valid escape, is no name taken.
  */
 
 static unsigned
 al_llm_resp_escaped(const char *s, size_t n)
 {
-    size_t         i, k, len;
-    unsigned       cp, d;
-    unsigned char  c, name[5];
+    al_llm_uread_t  u;
 
-    static const char  simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+    al_llm_uread_init(&u, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+    u.state = AL_LLM_U_STRING;
+    u.name = 1;
 
-    len = 0;
+    al_llm_uread_feed(&u, (const unsigned char *) s, n);
+    al_llm_uread_feed(&u, (const unsigned char *) "\"", 1);
 
-    for (i = 0; i < n; i++) {
-        c = (unsigned char) s[i];
-
-        if (c == '\\') {
-            if (++i == n) {
-                return AL_LLM_CAP_NONE;
-            }
-
-            c = (unsigned char) s[i];
-
-            if (c == 'u') {
-                if (n - i < 5) {
-                    return AL_LLM_CAP_NONE;
-                }
-
-                cp = 0;
-
-                for (k = 1; k <= 4; k++) {
-                    d = (unsigned char) s[i + k];
-
-                    if (al_llm_digit(d)) {
-                        d -= '0';
-
-                    } else if ((d | 0x20) >= 'a' && (d | 0x20) <= 'f') {
-                        d = (d | 0x20) - 'a' + 10;
-
-                    } else {
-                        return AL_LLM_CAP_NONE;
-                    }
-
-                    cp = cp << 4 | d;
-                }
-
-                if (cp >= 0x80) {
-                    return AL_LLM_CAP_NONE;
-                }
-
-                c = (unsigned char) cp;
-                i += 4;
-
-            } else {
-                for (k = 0; simple[k] != '\0' && simple[k] != (char) c;
-                     k += 2)
-                {
-                    /* void */
-                }
-
-                if (simple[k] == '\0') {
-                    return AL_LLM_CAP_NONE;
-                }
-
-                c = (unsigned char) simple[k + 1];
-            }
-        }
-
-        if (len == sizeof(name)) {
-            return AL_LLM_CAP_NONE;
-        }
-
-        name[len++] = c;
+    if (u.state != AL_LLM_U_COLON) {
+        return AL_LLM_CAP_NONE;
     }
 
-    return al_llm_resp_name(name, len);
+    return al_llm_resp_name((const unsigned char *) u.key, u.klen);
 }
 
 
@@ -938,18 +865,19 @@ al_llm_resp_capture(al_llm_resp_t *r, const unsigned char *p, size_t n)
 /*
  * n bytes of a "usage" value that do not fit where it is taken: the
  * struct's buffer moves to one of AL_LLM_USAGE_MAX from r->alloc(), once;
- * returns 0 when they fit there.  Past that, the members read are kept
- * (al_llm_resp_filter()); usage_size and cap_len are then 0, so every
- * byte to come goes there too and nothing is taken as the raw value.
+ * returns 0 when they fit there.  Past that, the value is read as it
+ * comes (al_llm_uread_feed()); usage_size and cap_len are then 0, so
+ * every byte to come goes there too and nothing is taken as the raw
+ * value.
  */
 
 static AL_LLM_NOINLINE int
 al_llm_resp_over(al_llm_resp_t *r, const unsigned char *p, size_t n)
 {
-    char  *buf;
+    char  *buf, taken[AL_LLM_USAGE_INLINE];
 
     if (r->filter) {
-        al_llm_resp_filter(r, p, n);
+        al_llm_uread_feed(&r->reader, p, n);
         return 1;
     }
 
@@ -979,14 +907,19 @@ al_llm_resp_over(al_llm_resp_t *r, const unsigned char *p, size_t n)
         }
     }
 
-    r->filter = 1;
-    r->f_bad = 0;
-    r->f_state = AL_LLM_F_START;
-    r->f_out = 0;
-    memset(r->f_at, 0, sizeof(r->f_at));
+    /* the reader takes the struct's buffer: what it holds is read first */
 
-    al_llm_resp_filter(r, (const unsigned char *) r->usage, r->cap_len);
-    al_llm_resp_filter(r, p, n);
+    buf = r->usage;
+
+    if (buf == r->usage_in) {
+        memcpy(taken, r->usage_in, r->cap_len);
+        buf = taken;
+    }
+
+    r->filter = 1;
+    al_llm_uread_init(&r->reader, r->kind, r->endpoint);
+    al_llm_uread_feed(&r->reader, (const unsigned char *) buf, r->cap_len);
+    al_llm_uread_feed(&r->reader, p, n);
 
     r->cap_len = 0;
     r->usage_size = 0;
@@ -995,465 +928,13 @@ al_llm_resp_over(al_llm_resp_t *r, const unsigned char *p, size_t n)
 }
 
 
-/*
- * A "usage" value longer than its buffer, read a member at a time as it
- * comes: only the members al_llm_resp_usage() reads are kept (the names
- * of al_llm_usage_keys(), and in the object one of them names, its own),
- * under their plain names, without whitespace, the last of each name as
- * a client's JSON reader keeps it (the one before is taken out); an
- * object or array in such a member is kept as "{}" or "[]", every other
- * member is passed over.  What is kept is never longer than what was
- * read, so it is written over the bytes read, in the same buffer, and the
- * value's first bytes, taken before it was known to be long, are read in
- * place.  Bytes that do not make the object's members leave nothing
- * (f_bad), as a kept part that outgrows the buffer does.
- */
-
-static void
-al_llm_resp_filter(al_llm_resp_t *r, const unsigned char *p, size_t n)
-{
-    size_t           i, k;
-    unsigned         d;
-    unsigned char    c;
-    const al_str_t  *names;
-
-    static const char  simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
-
-    for (i = 0; i < n && !r->f_bad; i++) {
-        c = p[i];
-
-        switch (r->f_state) {
-
-        case AL_LLM_F_START:
-            if (al_llm_json_ws(c)) {
-                break;
-            }
-
-            if (c != '{') {
-                r->f_bad = 1;
-                break;
-            }
-
-            al_llm_resp_put(r, "{", 1);
-            r->f_level = 1;
-            r->f_comma = 0;
-            r->f_state = AL_LLM_F_KEY;
-            break;
-
-        case AL_LLM_F_KEY:
-            if (al_llm_json_ws(c)) {
-                break;
-            }
-
-            if (c == '}' && !r->f_comma) {
-                goto close;
-            }
-
-            if (c != '"') {
-                r->f_bad = 1;
-                break;
-            }
-
-            names = al_llm_resp_names(r);
-
-            for (k = 0; names[k].data != NULL; k++) { /* void */ }
-
-            r->f_mask = (1u << k) - 1;
-            r->f_klen = 0;
-            r->f_hex = 0;
-            r->f_esc = 0;
-            r->f_state = AL_LLM_F_NAME;
-            break;
-
-        case AL_LLM_F_NAME:
-
-            /* decoded as it comes, and compared with the names kept */
-
-            if (r->f_hex) {
-                if (al_llm_digit(c)) {
-                    d = c - '0';
-
-                } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
-                    d = (c | 0x20) - 'a' + 10;
-
-                } else {
-                    r->f_bad = 1;
-                    break;
-                }
-
-                r->f_cp = r->f_cp << 4 | d;
-
-                if (--r->f_hex != 0) {
-                    break;
-                }
-
-                c = (r->f_cp < 0x80) ? (unsigned char) r->f_cp : 0x80;
-
-            } else if (r->f_esc) {
-                r->f_esc = 0;
-
-                if (c == 'u') {
-                    r->f_hex = 4;
-                    r->f_cp = 0;
-                    break;
-                }
-
-                for (k = 0; simple[k] != '\0' && simple[k] != (char) c;
-                     k += 2)
-                {
-                    /* void */
-                }
-
-                if (simple[k] == '\0') {
-                    r->f_bad = 1;
-                    break;
-                }
-
-                c = (unsigned char) simple[k + 1];
-
-            } else if (c == '\\') {
-                r->f_esc = 1;
-                break;
-
-            } else if (c == '"') {
-                al_llm_resp_name_end(r);
-                r->f_state = AL_LLM_F_COLON;
-                break;
-
-            } else if (c < 0x20) {
-                r->f_bad = 1;
-                break;
-            }
-
-            names = al_llm_resp_names(r);
-
-            for (k = 0; names[k].data != NULL; k++) {
-                if (names[k].len <= r->f_klen
-                    || (unsigned char) names[k].data[r->f_klen] != c)
-                {
-                    r->f_mask &= ~(1u << k);
-                }
-            }
-
-            if (r->f_klen < 64) {
-                r->f_klen++;
-            }
-
-            break;
-
-        case AL_LLM_F_COLON:
-            if (al_llm_json_ws(c)) {
-                break;
-            }
-
-            if (c != ':') {
-                r->f_bad = 1;
-                break;
-            }
-
-            if (r->f_keep) {
-                al_llm_resp_put(r, ":", 1);
-            }
-
-            r->f_state = AL_LLM_F_VALUE;
-            break;
-
-        case AL_LLM_F_VALUE:
-            if (al_llm_json_ws(c)) {
-                break;
-            }
-
-            if (c == '{' && r->f_keep && r->f_level == 1
-                && r->f_id == ((r->kind == AL_LLM_ANTHROPIC) ? 4u : 3u))
-            {
-                /* the object whose members are read too */
-
-                al_llm_resp_put(r, "{", 1);
-                r->f_id1 = r->f_id;
-                r->f_level = 2;
-                r->f_comma = 0;
-                memset(r->f_at[5], 0, 2 * sizeof(r->f_at[0]));
-                r->f_state = AL_LLM_F_KEY;
-                break;
-            }
-
-            if (c == '{' || c == '[') {
-                if (r->f_keep) {
-                    al_llm_resp_put(r, (const char *) &c, 1);
-                }
-
-                r->f_array = (c == '[');
-                r->f_skip = 1;
-                r->f_str = 0;
-                r->f_esc = 0;
-                r->f_state = AL_LLM_F_NEST;
-                break;
-            }
-
-            if (c == '}' || c == ']' || c == ',' || c == ':') {
-                r->f_bad = 1;
-                break;
-            }
-
-            if (r->f_keep) {
-                al_llm_resp_put(r, (const char *) &c, 1);
-            }
-
-            r->f_esc = 0;
-            r->f_state = (c == '"') ? AL_LLM_F_STRING : AL_LLM_F_SCALAR;
-            break;
-
-        case AL_LLM_F_SCALAR:
-            if (al_llm_json_ws(c) || c == ',' || c == '}' || c == ']') {
-                al_llm_resp_member_end(r);
-                r->f_state = AL_LLM_F_AFTER;
-                i--;                    /* read again there */
-                break;
-            }
-
-            if (c == '"' || c == '{' || c == '[' || c == ':') {
-                r->f_bad = 1;
-                break;
-            }
-
-            if (r->f_keep) {
-                al_llm_resp_put(r, (const char *) &c, 1);
-            }
-
-            break;
-
-        case AL_LLM_F_STRING:
-            if (r->f_keep) {
-                al_llm_resp_put(r, (const char *) &c, 1);
-            }
-
-            if (r->f_esc) {
-                r->f_esc = 0;
-
-            } else if (c == '\\') {
-                r->f_esc = 1;
-
-            } else if (c == '"') {
-                al_llm_resp_member_end(r);
-                r->f_state = AL_LLM_F_AFTER;
-            }
-
-            break;
-
-        case AL_LLM_F_NEST:
-            if (r->f_str) {
-                if (r->f_esc) {
-                    r->f_esc = 0;
-
-                } else if (c == '\\') {
-                    r->f_esc = 1;
-
-                } else if (c == '"') {
-                    r->f_str = 0;
-                }
-
-                break;
-            }
-
-            if (c == '"') {
-                r->f_str = 1;
-
-            } else if (c == '{' || c == '[') {
-                if (r->f_skip < UINT32_MAX) {
-                    r->f_skip++;
-                }
-
-            } else if ((c == '}' || c == ']') && --r->f_skip == 0) {
-                if (r->f_keep) {
-                    al_llm_resp_put(r, r->f_array ? "]" : "}", 1);
-                }
-
-                al_llm_resp_member_end(r);
-                r->f_state = AL_LLM_F_AFTER;
-            }
-
-            break;
-
-        case AL_LLM_F_AFTER:
-            if (al_llm_json_ws(c)) {
-                break;
-            }
-
-            if (c == ',') {
-                r->f_comma = 1;
-                r->f_state = AL_LLM_F_KEY;
-                break;
-            }
-
-            if (c == '}') {
-                goto close;
-            }
-
-            r->f_bad = 1;
-            break;
-
-        default:                        /* AL_LLM_F_DONE */
-            if (!al_llm_json_ws(c)) {
-                r->f_bad = 1;
-            }
-
-            break;
-        }
-
-        continue;
-
-    close:
-
-        al_llm_resp_put(r, "}", 1);
-
-        if (r->f_level == 2) {
-            r->f_level = 1;
-            r->f_id = r->f_id1;
-            r->f_keep = 1;
-            al_llm_resp_member_end(r);
-            r->f_state = AL_LLM_F_AFTER;
-
-        } else {
-            r->f_state = AL_LLM_F_DONE;
-        }
-    }
-}
-
-
-/* the names kept at the level al_llm_resp_filter() is at */
-
-static const al_str_t *
-al_llm_resp_names(const al_llm_resp_t *r)
-{
-    if (r->f_level == 1) {
-        return al_llm_usage_keys(r->kind, r->endpoint);
-    }
-
-    return (r->kind == AL_LLM_ANTHROPIC) ? al_llm_usage_ant_cc_keys
-                                         : al_llm_usage_details_keys;
-}
-
-
-/*
- * A member's name ended: kept when it is one of the names, and then the
- * member of that name kept before goes (the last is the one read).
- */
-
-static void
-al_llm_resp_name_end(al_llm_resp_t *r)
-{
-    size_t           k, at, len;
-    const al_str_t  *names;
-
-    names = al_llm_resp_names(r);
-
-    r->f_keep = 0;
-
-    for (k = 0; names[k].data != NULL; k++) {
-        if ((r->f_mask & (1u << k)) && names[k].len == r->f_klen) {
-            break;
-        }
-    }
-
-    if (names[k].data == NULL) {
-        return;
-    }
-
-    r->f_keep = 1;
-    r->f_id = (unsigned) k;
-
-    k += (r->f_level == 2) ? 5 : 0;
-
-    if (r->f_at[k][1] != 0) {
-        at = r->f_at[k][0];
-        len = r->f_at[k][1] - at;
-        r->f_at[k][0] = 0;
-        r->f_at[k][1] = 0;
-
-        al_llm_resp_cut(r, at, len);
-
-        /* it was the first: the next one's comma goes too */
-
-        if (at < r->f_out && r->usage[at] == ',' && r->usage[at - 1] == '{') {
-            al_llm_resp_cut(r, at, 1);
-        }
-    }
-
-    at = r->f_out;
-
-    if (r->usage[r->f_out - 1] != '{') {
-        al_llm_resp_put(r, ",", 1);
-    }
-
-    al_llm_resp_put(r, "\"", 1);
-    al_llm_resp_put(r, names[r->f_id].data, names[r->f_id].len);
-    al_llm_resp_put(r, "\"", 1);
-
-    r->f_at[k][0] = (uint16_t) at;
-}
-
-
-/* a member's value ended: where its kept text ends */
-
-static void
-al_llm_resp_member_end(al_llm_resp_t *r)
-{
-    if (r->f_keep && !r->f_bad) {
-        r->f_at[r->f_id + ((r->f_level == 2) ? 5 : 0)][1]
-            = (uint16_t) r->f_out;
-    }
-}
-
-
-/* k bytes at pos taken out of what is kept */
-
-static void
-al_llm_resp_cut(al_llm_resp_t *r, size_t pos, size_t k)
-{
-    size_t  j;
-
-    memmove(r->usage + pos, r->usage + pos + k, r->f_out - pos - k);
-    r->f_out -= k;
-
-    for (j = 0; j < AL_LLM_USAGE_V; j++) {
-        if (r->f_at[j][0] > pos) {
-            r->f_at[j][0] -= (uint16_t) k;
-        }
-
-        if (r->f_at[j][1] > pos) {
-            r->f_at[j][1] -= (uint16_t) k;
-        }
-    }
-}
-
-
-static void
-al_llm_resp_put(al_llm_resp_t *r, const char *s, size_t n)
-{
-    size_t  size;
-
-    size = (r->usage == r->usage_in) ? sizeof(r->usage_in)
-                                     : AL_LLM_USAGE_MAX;
-
-    if (n > size - r->f_out) {
-        r->f_bad = 1;
-        return;
-    }
-
-    memcpy(r->usage + r->f_out, s, n);
-    r->f_out += n;
-}
-
-
 int
 al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
     size_t model_size)
 {
-    size_t                     k, len;
-    uint64_t                   v[AL_LLM_USAGE_V];
-    al_llm_body_t              b;
-    const al_llm_scan_spec_t  *spec;
-    char                       detail[AL_DETAIL_MAX];
+    size_t          len;
+    uint64_t        v[AL_LLM_USAGE_V];
+    al_llm_uread_t  ur;
 
     memset(u, 0, sizeof(*u));
 
@@ -1463,68 +944,37 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
 
     len = r->usage_len;
 
+    /*
+     * The usage object is a few integers: read by the quick loop when laid
+     * out as providers lay it out, else by the usage reader; the same
+     * numbers either way.  A value over its buffer was read as it came.
+     */
+
     if (r->filter) {
 
-        /* a value over its buffer: the members kept of it, if it ended */
+        /* read as it came: the value must have ended, as a taken one */
 
-        if (r->f_bad || r->f_state != AL_LLM_F_DONE) {
+        if (r->capture == AL_LLM_CAP_USAGE
+            || al_llm_uread_end(&r->reader, v) != 0)
+        {
             return -1;
         }
 
-        len = r->f_out;
-    }
-
-    if (len == 0) {
+    } else if (len == 0) {
         return -1;
-    }
 
-    /*
-     * The usage object is a few integers: read by the quick loop below
-     * when laid out as providers lay it out, else by the strict scanner
-     * (no tree); the same numbers either way.
-     */
-
-    if (r->quick) {
+    } else if (r->quick) {
         memcpy(v, r->quick_v, sizeof(v));
 
     } else if (al_llm_usage_quick(r->kind, r->endpoint,
                                   (const unsigned char *) r->usage, len, v)
                != 0)
     {
-        spec = (r->kind == AL_LLM_ANTHROPIC) ? &al_llm_usage_ant
-               : (r->endpoint == AL_LLM_EP_RESPONSES) ? &al_llm_usage_resp
-               : &al_llm_usage_oai;
+        al_llm_uread_init(&ur, r->kind, r->endpoint);
+        al_llm_uread_feed(&ur, (const unsigned char *) r->usage, len);
 
-        if (al_llm_json_scan(spec, (const unsigned char *) r->usage, len,
-                             &b, detail, sizeof(detail))
-            != 0)
-        {
-            return al_llm_usage_loose(r, r->usage, len, u);
-        }
-
-        if (b.root.type != AL_LLM_JT_OBJECT) {
+        if (al_llm_uread_end(&ur, v) != 0) {
             return -1;
-        }
-
-        for (k = 0; k < AL_LLM_USAGE_V; k++) {
-            v[k] = al_llm_usage_u64(&b.f[k]);
-        }
-
-        /*
-         * Some count read: the others written as decimals or strings
-         * are the numbers a client reads, not 0 (cached_tokens, which
-         * only lowers the price, aside).  With none read, the usage
-         * counts no token and is taken for none, as documented.
-         */
-
-        if ((v[0] | v[1] | v[2] | v[3] | v[5] | v[6]) != 0) {
-            for (k = 0; k < AL_LLM_USAGE_V; k++) {
-                if (k != 4) {
-                    v[k] = al_llm_field_count(&b.f[k],
-                                              (const unsigned char *) r->usage,
-                                              v[k]);
-                }
-            }
         }
     }
 
@@ -1547,77 +997,637 @@ al_llm_resp_usage(const al_llm_resp_t *r, al_llm_usage_t *u, char *model,
 
 
 /*
- * A usage object the strict scanner refuses: a member named twice (or
- * once plainly and once with escapes) is read as a client's reader reads
- * it, the last of them, and so is one holding valid JSON the scanner and
- * jansson do not take (al_llm_json_load()); invalid JSON is no usage.
- * Rare, so jansson's tree costs nothing on the usual answer.
+ * The usage reader: the one reader of a usage object that the quick
+ * reader (al_llm_usage_quick()) does not take, whole or a byte at a time
+ * as it comes, in no buffer.  It takes the JSON a client's reader takes
+ * (RFC 8259: UTF-8, any escape, a lone surrogate, "\u0000", numbers of
+ * any size), at most AL_LLM_UREAD_DEPTH deep as jansson, and reads the
+ * members the usage is read from (al_llm_usage_keys(), and the members
+ * of the object one of them names) as a client does: a name is what its
+ * escapes decode to, and of a name given twice the last counts (an
+ * object named twice: the members of the last).
  */
 
-static int
-al_llm_usage_loose(const al_llm_resp_t *r, const char *p, size_t len,
-    al_llm_usage_t *u)
+void
+al_llm_uread_init(al_llm_uread_t *u, al_llm_kind_t kind,
+    al_llm_endpoint_t ep)
 {
-    size_t         k;
-    json_t        *root, *cc;
-    unsigned       any;
-    uint64_t       v[AL_LLM_USAGE_V];
+    memset(u, 0, sizeof(*u));
 
-    root = al_llm_json_load((const unsigned char *) p, len);
+    u->anthropic = (kind == AL_LLM_ANTHROPIC);
+    u->responses = (ep == AL_LLM_EP_RESPONSES);
+    u->slot = -1;
+    u->cur = -1;
+}
 
-    if (root == NULL || !json_is_object(root)) {
-        json_decref(root);
+
+void
+al_llm_uread_feed(al_llm_uread_t *u, const unsigned char *p, size_t n)
+{
+    size_t         i;
+    unsigned char  c;
+
+    for (i = 0; i < n && u->state != AL_LLM_U_BAD; i++) {
+        c = p[i];
+
+        switch (u->state) {
+
+        case AL_LLM_U_STRING:
+            al_llm_uread_string(u, c);
+            continue;
+
+        case AL_LLM_U_NUMBER:
+            if (al_llm_uread_number(u, c) == 0) {
+                continue;
+            }
+
+            /* the number ended before c, which is read after it */
+
+            u->state = AL_LLM_U_AFTER;
+            break;
+
+        case AL_LLM_U_LITERAL:
+            if (*u->lit != (char) c) {
+                u->state = AL_LLM_U_BAD;
+
+            } else if (*++u->lit == '\0') {
+                u->state = AL_LLM_U_AFTER;
+            }
+
+            continue;
+
+        default:
+            break;
+        }
+
+        if (al_llm_json_ws(c)) {
+            continue;
+        }
+
+        switch (u->state) {
+
+        case AL_LLM_U_START:
+            if (c != '{') {
+                u->state = AL_LLM_U_BAD;
+                break;
+            }
+
+            al_llm_uread_push(u, 1);
+            break;
+
+        case AL_LLM_U_KEY1:
+        case AL_LLM_U_KEY:
+            if (c == '}' && u->state == AL_LLM_U_KEY1) {
+                al_llm_uread_pop(u, 1);
+                break;
+            }
+
+            if (c != '"') {
+                u->state = AL_LLM_U_BAD;
+                break;
+            }
+
+            u->name = 1;
+            u->klen = 0;
+            u->state = AL_LLM_U_STRING;
+            break;
+
+        case AL_LLM_U_COLON:
+            u->state = (c == ':') ? AL_LLM_U_VALUE : AL_LLM_U_BAD;
+            break;
+
+        case AL_LLM_U_VALUE1:
+            if (c == ']') {
+                al_llm_uread_pop(u, 0);
+                break;
+            }
+
+            /* fall through */
+
+        case AL_LLM_U_VALUE:
+            al_llm_uread_value(u, c);
+            break;
+
+        case AL_LLM_U_AFTER:
+            if (c == ',') {
+                u->state = (u->stack[(u->depth - 1) / 64]
+                            >> ((u->depth - 1) % 64) & 1)
+                           ? AL_LLM_U_KEY : AL_LLM_U_VALUE;
+
+            } else if (c == '}' || c == ']') {
+                al_llm_uread_pop(u, c == '}');
+
+            } else {
+                u->state = AL_LLM_U_BAD;
+            }
+
+            break;
+
+        default:                        /* AL_LLM_U_END */
+            u->state = AL_LLM_U_BAD;
+            break;
+        }
+    }
+}
+
+
+/*
+ * The numbers read, when the bytes fed made one object: v[k] as the
+ * quick reader has them, the integers; and when one of the counts is
+ * one, the others written as decimals or strings are the numbers a
+ * client reads (cached_tokens, which only lowers the price, aside).
+ */
+
+int
+al_llm_uread_end(const al_llm_uread_t *u, uint64_t v[AL_LLM_USAGE_V])
+{
+    size_t    k;
+    uint64_t  any;
+
+    if (u->state != AL_LLM_U_END) {
         return -1;
     }
 
-    if (r->kind != AL_LLM_ANTHROPIC) {
-        if (r->endpoint == AL_LLM_EP_RESPONSES) {
-            al_llm_usage_responses(root, u);
+    any = 0;
 
-        } else {
-            al_llm_usage_openai(root, u);
+    for (k = 0; k < AL_LLM_USAGE_V; k++) {
+        v[k] = u->v[k];
+        any |= (k != 4) ? v[k] : 0;
+    }
+
+    for (k = 0; any && k < AL_LLM_USAGE_V; k++) {
+        if (k != 4 && u->c[k] > v[k]) {
+            v[k] = u->c[k];
+        }
+    }
+
+    return 0;
+}
+
+
+/* a value begins with c */
+
+static void
+al_llm_uread_value(al_llm_uread_t *u, unsigned char c)
+{
+    unsigned  nested;
+
+    u->cur = u->slot;
+    u->slot = -1;
+
+    nested = u->anthropic ? 4 : 3;
+
+    if (u->cur == (int) nested) {
+
+        /* the object read too: the last of its name counts */
+
+        memset(&u->v[4], 0, 3 * sizeof(uint64_t));
+        memset(&u->c[4], 0, 3 * sizeof(uint64_t));
+        u->cur = -1;
+
+        if (c == '{' && u->depth == 1) {
+            al_llm_uread_push(u, 1);
+            u->nest = 1;
+            return;
         }
 
-        json_decref(root);
+    } else if (u->cur >= 0) {
+        u->v[u->cur] = 0;
+        u->c[u->cur] = 0;
+    }
+
+    memset(&u->t, 0, sizeof(u->t));
+
+    switch (c) {
+
+    case '"':
+        u->name = 0;
+        u->state = AL_LLM_U_STRING;
+        return;
+
+    case '{':
+        al_llm_uread_push(u, 1);
+        return;
+
+    case '[':
+        al_llm_uread_push(u, 0);
+        return;
+
+    case 't':
+    case 'f':
+    case 'n':
+        u->lit = (c == 't') ? "rue" : (c == 'f') ? "alse" : "ull";
+        u->state = AL_LLM_U_LITERAL;
+        return;
+
+    default:
+        if (c != '-' && !al_llm_digit(c)) {
+            u->state = AL_LLM_U_BAD;
+            return;
+        }
+
+        u->iv = 0;
+        u->real = 0;
+        u->num = 8;
+        u->state = AL_LLM_U_NUMBER;
+
+        (void) al_llm_uread_number(u, c);
+        return;
+    }
+}
+
+
+/*
+ * A byte of a number: 0 when it is one of its bytes, 1 when the number
+ * ended before it (and was taken).  u->num: 0 after '-', 1 after a
+ * leading 0, 2 in the integer digits, 3 after '.', 4 in the fraction,
+ * 5 after 'e', 6 after its sign, 7 in the exponent, 8 before it.
+ */
+
+static int
+al_llm_uread_number(al_llm_uread_t *u, unsigned char c)
+{
+    unsigned  digit, num;
+
+    digit = al_llm_digit(c);
+    num = u->num;
+
+    if (num == 8) {
+        num = (c == '-') ? 0 : (c == '0') ? 1 : 2;
+
+    } else if (digit && num != 1) {
+        num = (num == 0) ? ((c == '0') ? 1 : 2)
+              : (num == 3) ? 4 : (num == 5 || num == 6) ? 7 : num;
+
+    } else if (c == '.' && (num == 1 || num == 2)) {
+        num = 3;
+        u->real = 1;
+
+    } else if ((c == 'e' || c == 'E') && (num == 1 || num == 2 || num == 4)) {
+        num = 5;
+        u->real = 1;
+
+    } else if ((c == '+' || c == '-') && num == 5) {
+        num = 6;
+
+    } else {
+
+        /* its end: valid after a digit */
+
+        if (num != 1 && num != 2 && num != 4 && num != 7) {
+            u->state = AL_LLM_U_BAD;
+            return 0;
+        }
+
+        if (u->cur >= 0) {
+            if (u->real) {
+                u->c[u->cur] = al_llm_uread_count(u);
+
+            } else if (!u->t.neg) {
+                u->v[u->cur] = u->iv;
+            }
+        }
+
+        u->cur = -1;
+
+        return 1;
+    }
+
+    u->num = num;
+
+    if (u->cur >= 0) {
+        if (digit && !u->real) {
+
+            /* as al_llm_json_u64(): at most 2^48 */
+
+            u->iv = u->iv * 10 + (c - '0');
+
+            if (u->iv > (UINT64_C(1) << 48)) {
+                u->iv = UINT64_C(1) << 48;
+            }
+        }
+
+        al_llm_uread_text(u, c);
+    }
+
+    return 0;
+}
+
+
+/* a byte of a string, or of a member's name */
+
+static void
+al_llm_uread_string(al_llm_uread_t *u, unsigned char c)
+{
+    unsigned  d, k;
+
+    static const char  simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+
+    if (u->u8 != 0) {
+        if (c < u->lo || c > u->hi) {
+            u->state = AL_LLM_U_BAD;
+            return;
+        }
+
+        u->u8--;
+        u->lo = 0x80;
+        u->hi = 0xbf;
+        return;
+    }
+
+    if (u->hex != 0) {
+        if (al_llm_digit(c)) {
+            d = c - '0';
+
+        } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+            d = (c | 0x20) - 'a' + 10;
+
+        } else {
+            u->state = AL_LLM_U_BAD;
+            return;
+        }
+
+        u->cp = u->cp << 4 | d;
+
+        if (--u->hex == 0) {
+            al_llm_uread_char(u, u->cp);
+        }
+
+        return;
+    }
+
+    if (u->esc) {
+        u->esc = 0;
+
+        if (c == 'u') {
+            u->hex = 4;
+            u->cp = 0;
+            return;
+        }
+
+        for (k = 0; simple[k] != '\0' && simple[k] != (char) c; k += 2) {
+            /* void */
+        }
+
+        if (simple[k] == '\0') {
+            u->state = AL_LLM_U_BAD;
+            return;
+        }
+
+        al_llm_uread_char(u, (unsigned char) simple[k + 1]);
+        return;
+    }
+
+    if (c == '\\') {
+        u->esc = 1;
+        return;
+    }
+
+    if (c == '"') {
+        if (u->name) {
+            al_llm_uread_name(u);
+            u->state = AL_LLM_U_COLON;
+            return;
+        }
+
+        if (u->cur >= 0) {
+            u->c[u->cur] = al_llm_uread_count(u);
+            u->cur = -1;
+        }
+
+        u->state = (u->depth == 0) ? AL_LLM_U_END : AL_LLM_U_AFTER;
+        return;
+    }
+
+    if (c < 0x20) {
+        u->state = AL_LLM_U_BAD;
+        return;
+    }
+
+    if (c >= 0x80) {
+
+        /* UTF-8 as RFC 3629 has it: no overlong form, no surrogate */
+
+        if (c < 0xc2 || c > 0xf4) {
+            u->state = AL_LLM_U_BAD;
+            return;
+        }
+
+        u->u8 = (c < 0xe0) ? 1 : (c < 0xf0) ? 2 : 3;
+        u->lo = (c == 0xe0) ? 0xa0 : (c == 0xf0) ? 0x90 : 0x80;
+        u->hi = (c == 0xed) ? 0x9f : (c == 0xf4) ? 0x8f : 0xbf;
+    }
+
+    al_llm_uread_char(u, c);
+}
+
+
+/* a character of a string decoded: its code point, or a byte past ASCII */
+
+static void
+al_llm_uread_char(al_llm_uread_t *u, unsigned cp)
+{
+    if (!u->name) {
+        if (u->cur >= 0) {
+            al_llm_uread_text(u, (cp < 0x80) ? (unsigned char) cp : 'x');
+        }
+
+        return;
+    }
+
+    if (cp >= 0x80 || u->klen >= sizeof(u->key)) {
+        u->klen = sizeof(u->key) + 1;           /* no name read */
+        return;
+    }
+
+    u->key[u->klen++] = (char) cp;
+}
+
+
+/* a member's name ended: which of v[] its value is, else -1 */
+
+static void
+al_llm_uread_name(al_llm_uread_t *u)
+{
+    size_t           k;
+    const al_str_t  *keys;
+
+    u->slot = -1;
+
+    if (u->depth == 1) {
+        keys = u->anthropic ? al_llm_usage_ant_keys
+               : u->responses ? al_llm_usage_resp_keys
+               : al_llm_usage_oai_keys;
+
+    } else if (u->depth == 2 && u->nest) {
+        keys = u->anthropic ? al_llm_usage_ant_cc_keys
+                            : al_llm_usage_details_keys;
+
+    } else {
+        return;
+    }
+
+    for (k = 0; keys[k].data != NULL; k++) {
+        if (keys[k].len == u->klen
+            && memcmp(keys[k].data, u->key, u->klen) == 0)
+        {
+            u->slot = (int) k + ((u->depth == 1) ? 0
+                                 : u->anthropic ? 5 : 4);
+            return;
+        }
+    }
+}
+
+
+/* an object (1) or an array opens */
+
+static void
+al_llm_uread_push(al_llm_uread_t *u, unsigned obj)
+{
+    uint64_t  bit;
+
+    if (u->depth == AL_LLM_UREAD_DEPTH) {
+        u->state = AL_LLM_U_BAD;
+        return;
+    }
+
+    bit = UINT64_C(1) << (u->depth % 64);
+
+    if (obj) {
+        u->stack[u->depth / 64] |= bit;
+
+    } else {
+        u->stack[u->depth / 64] &= ~bit;
+    }
+
+    u->depth++;
+    u->state = obj ? AL_LLM_U_KEY1 : AL_LLM_U_VALUE1;
+}
+
+
+/* an object (1) or an array closes: the one open, else the JSON is bad */
+
+static void
+al_llm_uread_pop(al_llm_uread_t *u, unsigned obj)
+{
+    u->depth--;
+
+    if ((u->stack[u->depth / 64] >> (u->depth % 64) & 1) != obj) {
+        u->state = AL_LLM_U_BAD;
+        return;
+    }
+
+    if (u->depth <= 1) {
+        u->nest = 0;
+    }
+
+    u->state = (u->depth == 0) ? AL_LLM_U_END : AL_LLM_U_AFTER;
+}
+
+
+/*
+ * A count written as a decimal or a string is read as strtod() reads its
+ * characters (al_llm_count_text()), from any number of them: kept are
+ * its sign, its first AL_LLM_UREAD_DIGITS significant digits, whether a
+ * digit not 0 follows them, and its power of ten, which make the same
+ * double.
+ */
+
+static void
+al_llm_uread_text(al_llm_uread_t *u, unsigned char c)
+{
+    unsigned  first;
+
+    first = !u->t.any;
+    u->t.any = 1;
+
+    if (u->t.exp) {
+        if ((c == '+' || c == '-') && u->t.esign) {
+            u->t.eneg = (c == '-');
+
+        } else if (al_llm_digit(c)) {
+            u->t.edigit = 1;
+
+            if (u->t.e < 1000000) {
+                u->t.e = u->t.e * 10 + (c - '0');
+            }
+
+        } else {
+            u->t.bad = 1;
+        }
+
+        u->t.esign = 0;
+        return;
+    }
+
+    if ((c == '+' || c == '-') && first) {
+        u->t.neg = (c == '-');
+
+    } else if (c == '.' && !u->t.point) {
+        u->t.point = 1;
+
+    } else if ((c == 'e' || c == 'E') && u->t.digit) {
+        u->t.exp = 1;
+        u->t.esign = 1;
+
+    } else if (!al_llm_digit(c)) {
+        u->t.bad = 1;
+
+    } else {
+        u->t.digit = 1;
+
+        if (c == '0' && u->t.nsig == 0) {
+            if (u->t.point && u->t.dexp > -1000000) {
+                u->t.dexp--;
+            }
+
+            return;
+        }
+
+        if (!u->t.point && u->t.dexp < 1000000) {
+            u->t.dexp++;
+        }
+
+        if (u->t.nsig < AL_LLM_UREAD_DIGITS) {
+            u->t.sig[u->t.nsig++] = (char) c;
+
+        } else if (c != '0') {
+            u->t.sticky = 1;
+        }
+    }
+}
+
+
+/* the count the text read makes, as al_llm_count_text() */
+
+static uint64_t
+al_llm_uread_count(const al_llm_uread_t *u)
+{
+    int       e;
+    char      buf[AL_LLM_UREAD_DIGITS + 24];
+    double    d;
+    uint64_t  x;
+
+    if (u->t.bad || !u->t.digit || (u->t.exp && !u->t.edigit) || u->t.neg
+        || u->t.nsig == 0)
+    {
         return 0;
     }
 
-    /* Anthropic's, in the places of al_llm_usage_ant_names */
+    e = u->t.dexp + (u->t.eneg ? -u->t.e : u->t.e);
 
-    cc = json_object_get(root, "cache_creation");
-    if (!json_is_object(cc)) {
-        cc = NULL;
+    (void) snprintf(buf, sizeof(buf), "0.%.*s%se%d", (int) u->t.nsig,
+                    u->t.sig, u->t.sticky ? "1" : "", e);
+
+    d = strtod(buf, NULL);
+
+    if (d >= (double) (UINT64_C(1) << 48)) {
+        return UINT64_C(1) << 48;
     }
 
-    memset(v, 0, sizeof(v));
-    any = 0;
+    x = (uint64_t) d;
 
-    for (k = 0; k < 4; k++) {
-        v[k] = al_llm_json_u64(root, al_llm_usage_ant_names[k], NULL);
-        any |= (v[k] != 0);
-    }
-
-    for (k = 0; cc != NULL && k < 2; k++) {
-        v[5 + k] = al_llm_json_u64(cc, al_llm_usage_ant_cc_names[k], NULL);
-        any |= (v[5 + k] != 0);
-    }
-
-    /* some count read: the others as a client reads them */
-
-    for (k = 0; any && k < 4; k++) {
-        v[k] = al_llm_json_count(root, al_llm_usage_ant_names[k], v[k]);
-    }
-
-    for (k = 0; any && cc != NULL && k < 2; k++) {
-        v[5 + k] = al_llm_json_count(cc, al_llm_usage_ant_cc_names[k],
-                                     v[5 + k]);
-    }
-
-    json_decref(root);
-
-    al_llm_usage_anthropic(v[0], v[1], v[2], v[5], v[6], v[3], u);
-
-    return 0;
+    return x + ((double) x < d);
 }
 
 
@@ -1626,9 +1636,9 @@ al_llm_usage_loose(const al_llm_resp_t *r, const char *p, size_t len,
  * a "\u0000" (in a name, or in a value without JSON_ALLOW_NUL), a lone
  * surrogate, an integer past 64 bits, a number past a double.  A client's
  * reader takes them (JSON.parse: a string with U+0000 or the lone half,
- * 1e20, Infinity), so a usage beside such a member, or an event with one
- * anywhere, is read again with them written as what the gateway reads
- * the same way:
+ * 1e20, Infinity), so a stream's event with one anywhere is read again
+ * with them written as what the gateway reads the same way (a JSON
+ * answer's usage takes them as they are: al_llm_uread_feed()):
  *
  *   - "\u0000" and a lone second half of a surrogate pair as "\u0001", a
  *     lone first half as "\ufffd": no name the gateway reads holds
@@ -1934,31 +1944,17 @@ al_llm_json_hex4(const unsigned char *p, size_t n, unsigned *cp)
 }
 
 
-/* as al_llm_json_u64(): a non-negative integer, else 0; at most 2^48 */
-
-static uint64_t
-al_llm_usage_u64(const al_llm_jfield_t *f)
-{
-    if (f->type != AL_LLM_JT_INT || f->num < 0) {
-        return 0;
-    }
-
-    return (uint64_t) f->num > (UINT64_C(1) << 48) ? (UINT64_C(1) << 48)
-                                                  : (uint64_t) f->num;
-}
-
-
 /*
- * A usage object as the strict scanner reads it with the spec of the API
- * (al_llm_resp_usage()), in the layout providers send: an object whose
+ * A usage object as the usage reader reads it (al_llm_resp_usage()), in
+ * the layout providers send: an object whose
  * values are integers of at most 18 digits, decimals without exponent,
  * strings of printable ASCII without escapes, true, false, null, or
  * objects of those (one level); no key twice in an object, keys without
- * escapes, whitespace where JSON allows it.  v[k] is what
- * al_llm_usage_u64() makes of the member keys[k] (v[4]: "cached_tokens"
- * in the details object OpenAI's keys[3] names; Anthropic's v[5] and v[6]:
- * the members of its keys[4], cache_creation).  1: anything else, which
- * the strict scanner reads.
+ * escapes, whitespace where JSON allows it.  v[k] is the count of the
+ * member keys[k], a non-negative integer, at most 2^48 (v[4]:
+ * "cached_tokens" in the details object OpenAI's keys[3] names;
+ * Anthropic's v[5] and v[6]: the members of its keys[4],
+ * cache_creation).  1: anything else, which the usage reader reads.
  */
 
 int
@@ -2936,104 +2932,25 @@ al_llm_json_u64(const json_t *obj, const char *key, unsigned *found)
 }
 
 
+/*
+ * The characters of a number, or of a string between its quotes, read as
+ * the usage reader reads a count's (al_llm_uread_text()): a string's
+ * escapes decoded, its characters a number as strtod() reads one.
+ */
+
 uint64_t
 al_llm_count_text(const unsigned char *p, size_t n)
 {
-    char           buf[64], *s, *end;
-    double         d;
-    size_t         i, k, len;
-    unsigned       cp, h;
-    uint64_t       x;
-    unsigned char  c;
+    al_llm_uread_t  u;
 
-    /*
-     * The characters of a number, a string's escapes decoded, never more
-     * than n: a long one (zeros before it or after its point) is read
-     * whole, as a client reads it.
-     */
+    al_llm_uread_init(&u, AL_LLM_OPENAI, AL_LLM_EP_CHAT);
+    u.state = AL_LLM_U_STRING;
+    u.cur = 0;
 
-    s = buf;
+    al_llm_uread_feed(&u, p, n);
+    al_llm_uread_feed(&u, (const unsigned char *) "\"", 1);
 
-    if (n >= sizeof(buf)) {
-        s = malloc(n + 1);
-        if (s == NULL) {
-            return 0;
-        }
-    }
-
-    x = 0;
-    len = 0;
-
-    for (i = 0; i < n; i++) {
-        c = p[i];
-
-        if (c == '\\') {
-            if (n - i < 6 || p[i + 1] != 'u') {
-                goto done;
-            }
-
-            cp = 0;
-
-            for (k = 2; k < 6; k++) {
-                h = p[i + k];
-
-                if (al_llm_digit(h)) {
-                    h -= '0';
-
-                } else if ((h | 0x20) >= 'a' && (h | 0x20) <= 'f') {
-                    h = (h | 0x20) - 'a' + 10;
-
-                } else {
-                    goto done;
-                }
-
-                cp = cp << 4 | h;
-            }
-
-            if (cp >= 0x80) {
-                goto done;
-            }
-
-            c = (unsigned char) cp;
-            i += 5;
-        }
-
-        if (!al_llm_digit(c) && c != '.' && c != 'e' && c != 'E'
-            && c != '+' && c != '-')
-        {
-            goto done;
-        }
-
-        s[len++] = (char) c;
-    }
-
-    if (len == 0) {
-        goto done;
-    }
-
-    s[len] = '\0';
-
-    d = strtod(s, &end);
-
-    if (end != s + len || !(d > 0)) {
-        goto done;
-    }
-
-    if (d >= (double) (UINT64_C(1) << 48)) {
-        x = UINT64_C(1) << 48;
-
-    } else {
-        x = (uint64_t) d;
-        x += ((double) x < d);
-    }
-
-done:
-
-    if (s != buf) {
-        free(s);
-    }
-
-    return x;
+    return (u.state == AL_LLM_U_END) ? u.c[0] : 0;
 }
 
 

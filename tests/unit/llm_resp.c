@@ -35,6 +35,10 @@ static void ut_twice(void);
 static void ut_big(void);
 static void ut_unsupported(void);
 static void ut_long_count(void);
+static void ut_reader(void);
+static int ut_usage(const char *body, al_llm_usage_t *u);
+static int ut_long_usage(al_llm_kind_t kind, const char *head,
+    const char *tail, size_t cut, al_llm_usage_t *u);
 
 
 static void *
@@ -1035,6 +1039,181 @@ ut_long_count(void)
 }
 
 
+/*
+ * A usage object of kind (OpenAI's chat, or Anthropic's) made of head, a
+ * member of 5,000 bytes, tail and its '}', in an answer, read by
+ * al_llm_usage_parse() (over its buffer) or, when cut is not 0, fed in
+ * two pieces with no alloc, cut short after cut bytes of tail and the
+ * two '}' after it.
+ */
+
+static int
+ut_long_usage(al_llm_kind_t kind, const char *head, const char *tail,
+    size_t cut, al_llm_usage_t *u)
+{
+    int             rc;
+    char           *body, *q;
+    size_t          len;
+    al_llm_resp_t   r;
+
+    body = malloc(8192);
+    if (body == NULL) {
+        return -2;
+    }
+
+    q = body + sprintf(body, "{\"usage\":%s\"pad\":\"", head);
+    memset(q, 'p', 5000);
+    q += 5000;
+    q += sprintf(q, "\"%s}}", tail);
+    len = (size_t) (q - body);
+
+    if (cut == 0) {
+        rc = al_llm_usage_parse(kind, (kind == AL_LLM_ANTHROPIC)
+                                      ? AL_LLM_EP_MESSAGES : AL_LLM_EP_CHAT,
+                                (unsigned char *) body, len, u, NULL, 0);
+
+    } else {
+        al_llm_resp_init(&r, kind, (kind == AL_LLM_ANTHROPIC)
+                                   ? AL_LLM_EP_MESSAGES : AL_LLM_EP_CHAT);
+        al_llm_resp_feed(&r, (unsigned char *) body, 100);
+        al_llm_resp_feed(&r, (unsigned char *) body + 100,
+                         len - strlen(tail) - 2 - 100 + cut);
+        rc = al_llm_resp_usage(&r, u, NULL, 0);
+    }
+
+    free(body);
+
+    return rc;
+}
+
+
+/* an OpenAI chat answer's usage, read whole */
+
+static int
+ut_usage(const char *body, al_llm_usage_t *u)
+{
+    return al_llm_usage_parse(AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+                              (const unsigned char *) body, strlen(body), u,
+                              NULL, 0);
+}
+
+
+/*
+ * The usage reader: one reading of a usage object however long it is and
+ * however it arrives, the reading of a client's JSON reader (RFC 8259;
+ * the last member of a name).  Before it, a usage over its buffer was
+ * read by a member filter that took invalid JSON for a usage (bytes in
+ * the members it passed over were not checked), and counted one the
+ * answer was cut in; the jansson fallback decoded a count's string twice
+ * ("\\u0035" read as 5); and the strict scanner took a details object
+ * written as a number for a count read.
+ */
+
+static void
+ut_reader(void)
+{
+    int             rc;
+    char            name[128], head[128];
+    size_t          k;
+    al_llm_usage_t  u;
+
+    static const struct {
+        const char  *member;
+        const char  *what;
+    }  bad[] = {
+        { "\"x\\u00zz\":1,", "a bad escape in a name" },
+        { "\"x\xff\":1,", "a name not UTF-8" },
+        { "\"x\":\"a\tb\",", "a control byte in a string" },
+        { "\"x\":tru,", "a bad literal" },
+        { "\"x\":01,", "a number with a leading 0" },
+        { "\"x\":1.,", "a number without its fraction" },
+        { "\"x\":[1},", "brackets that do not pair" },
+        { "\"x\":{\"a\" 1},", "a member without its colon, nested" },
+        { "\"x\":{\"a\":[\"\xc0\xaf\"]},", "an overlong UTF-8 form, nested" },
+        { "\"x\":{\"a\":\"\xed\xa0\x80\"},", "a UTF-8 surrogate, nested" },
+        { "\"x\":1 2,", "two values" },
+        { "\"x\":1,,", "two commas" },
+    };
+
+    for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        (void) snprintf(head, sizeof(head), "{\"prompt_tokens\":5,%s",
+                        bad[k].member);
+        rc = ut_long_usage(AL_LLM_OPENAI, head, ",\"completion_tokens\":7",
+                           0, &u);
+        (void) snprintf(name, sizeof(name),
+                        "a long usage with %s: invalid, no usage",
+                        bad[k].what);
+        tap_is_int(rc, -1, name);
+    }
+
+    /* valid JSON the filter passed over: read as before */
+
+    rc = ut_long_usage(AL_LLM_OPENAI,
+                       "{\"prompt_tokens\":5,\"x\":{\"a\":[1,-0.5e+3,"
+                       "\"\\ud800\\u0000\xc3\xa9\",true,false,null,{}]},",
+                       ",\"completion_tokens\":7", 0, &u);
+    tap_ok(rc == 0 && u.prompt_tokens == 5 && u.completion_tokens == 7,
+           "a long usage with valid nested members: read");
+
+    /* cut short in the usage: no usage, as for a short one */
+
+    rc = ut_long_usage(AL_LLM_OPENAI, "{\"prompt_tokens\":5,",
+                       ",\"completion_tokens\":7", 24, &u);
+    tap_ok(rc == 0 && u.completion_tokens == 7,
+           "a long usage fed in pieces, whole: read");
+
+    rc = ut_long_usage(AL_LLM_OPENAI, "{\"prompt_tokens\":5,",
+                       ",\"completion_tokens\":7", 23, &u);
+    tap_is_int(rc, -1, "a long usage, the answer cut after it: no usage");
+
+    rc = ut_long_usage(AL_LLM_OPENAI, "{\"prompt_tokens\":5,",
+                       ",\"completion_tokens\":7", 22, &u);
+    tap_is_int(rc, -1, "a long usage cut before its end: no usage");
+
+    /* a count's string is decoded once, short or long */
+
+    rc = ut_usage("{\"usage\":{\"prompt_tokens\":1,"
+                  "\"completion_tokens\":\"\\\\u0035\","
+                  "\"completion_tokens\":\"\\\\u0035\"}}", &u);
+    tap_ok(rc == 0 && u.prompt_tokens == 1 && u.completion_tokens == 0,
+           "a count \"\\\\u0035\", named twice: no number, not 5");
+
+    rc = ut_usage("{\"usage\":{\"prompt_tokens\":1,"
+                  "\"completion_tokens\":\"\\u0035\","
+                  "\"completion_tokens\":\"\\u0035\"}}", &u);
+    tap_ok(rc == 0 && u.completion_tokens == 5,
+           "a count \"\\u0035\", named twice: 5");
+
+    /* prompt_tokens_details is no count, however it is written */
+
+    rc = ut_usage("{\"usage\":{\"prompt_tokens\":\"10\","
+                  "\"prompt_tokens_details\":5}}", &u);
+    tap_ok(rc == 0 && u.prompt_tokens == 0,
+           "details written as a number: no count read, as twice");
+
+    rc = ut_usage("{\"usage\":{\"prompt_tokens\":\"10\","
+                  "\"prompt_tokens_details\":5,"
+                  "\"prompt_tokens_details\":5}}", &u);
+    tap_ok(rc == 0 && u.prompt_tokens == 0,
+           "details written as a number twice: no count read");
+
+    /* numbers written long: as strtod() reads them */
+
+    rc = ut_long_usage(AL_LLM_ANTHROPIC, "{\"input_tokens\":1,",
+                       ",\"output_tokens\":\"0.0000000000000000000000000"
+                       "000000000000000000000000000000000000000000000001\","
+                       "\"cache_read_input_tokens\":"
+                       "100000000000000000000000000000000000000000000000"
+                       "000000e-60,\"cache_creation\":{"
+                       "\"ephemeral_5m_input_tokens\":"
+                       "2.0000000000000000000000000000000000000000000000"
+                       "0000001}", 0, &u);
+    tap_ok(rc == 0 && u.completion_tokens == 1 && u.cached_tokens == 1
+           && u.cache_write_tokens == 2,
+           "long decimals: 1e-73 as 1, 1e-6 as 1, 2.0...01 as 2 (a double)");
+}
+
+
 int
 main(void)
 {
@@ -1047,6 +1226,7 @@ main(void)
     ut_big();
     ut_unsupported();
     ut_long_count();
+    ut_reader();
 
     return tap_done();
 }
