@@ -2957,10 +2957,12 @@ al_llm_count_text(const unsigned char *p, size_t n)
 uint64_t
 al_llm_json_count(const json_t *obj, const char *key, uint64_t v)
 {
-    double       d;
-    json_t      *j;
-    uint64_t     x;
-    const char  *s;
+    size_t           k, len;
+    double           d;
+    json_t          *j;
+    uint64_t         x;
+    const char      *s;
+    al_llm_uread_t   u;
 
     j = json_object_get(obj, key);
 
@@ -2984,9 +2986,18 @@ al_llm_json_count(const json_t *obj, const char *key, uint64_t v)
         }
 
     } else if (json_is_string(j)) {
+
+        /* its characters, decoded already: a backslash is no escape */
+
         s = json_string_value(j);
-        x = al_llm_count_text((const unsigned char *) s,
-                              json_string_length(j));
+        len = json_string_length(j);
+        memset(&u.t, 0, sizeof(u.t));
+
+        for (k = 0; k < len; k++) {
+            al_llm_uread_text(&u, (unsigned char) s[k]);
+        }
+
+        x = al_llm_uread_count(&u);
 
     } else {
         return v;

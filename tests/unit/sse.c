@@ -2951,6 +2951,28 @@ test_usage_escaped(void)
         run_free(&r);
     }
 
+    /*
+     * A count's string is decoded once where the event goes to jansson
+     * (a member named twice): "\\u0035" is no number, "\u0035" is 5.
+     */
+
+    (void) snprintf(buf, sizeof(buf),
+                    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+                    "\"completion_tokens\":\"\\\\u0035\","
+                    "\"completion_tokens\":\"\\\\u0035\","
+                    "\"total_tokens\":\"\\u0035\","
+                    "\"total_tokens\":\"\\u0035\"}}\n\n"
+                    "data: [DONE]\n\n");
+
+    run(&openai_hide, buf, strlen(buf), NULL, 0, 40, &r);
+    tap_ok(r.source == AL_LLM_SOURCE_STREAM
+           && r.usage.completion_tokens == 4 && r.usage.total_tokens == 5,
+           "chat stream, a count's string decoded once");
+    if (r.usage.completion_tokens != 4) {
+        tap_diag("event", buf);
+    }
+    run_free(&r);
+
     /* Anthropic: message_start's and message_delta's usage alike */
 
     (void) snprintf(buf, sizeof(buf),
