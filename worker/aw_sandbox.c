@@ -158,7 +158,6 @@ static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_runsc_delete(const aw_conf_t *conf, const char *slot,
     int kill_first);
 static void aw_runsc_forget(const aw_conf_t *conf, const char *slot);
-static void aw_runsc_stale(const aw_conf_t *conf);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
@@ -1360,53 +1359,18 @@ aw_runsc_delete(const aw_conf_t *conf, const char *slot, int kill_first)
  * whatever process has them now: after a crash or a reboot they are free
  * and reused.  What of a sandbox was still alive is found by its
  * cgroups, which the kernel keeps exact (aw_cg_destroy()), before this.
+ *
+ * slot NULL: the files of every slot whose worker is gone, with or
+ * without its job directory (a directory went while the state stayed
+ * when a `runsc delete` failed, before this), once the slots' cgroups
+ * are emptied.
  */
 
 static void
 aw_runsc_forget(const aw_conf_t *conf, const char *slot)
 {
     DIR            *d;
-    char            path[2304], prefix[80];
-    size_t          plen;
-    struct dirent  *e;
-
-    snprintf(path, sizeof(path), "%s/runsc", conf->workdir);
-    plen = (size_t) snprintf(prefix, sizeof(prefix), "%s_", slot);
-
-    d = opendir(path);
-    if (d == NULL) {
-        return;
-    }
-
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, plen) != 0) {
-            continue;
-        }
-
-        snprintf(path, sizeof(path), "%s/runsc/%s", conf->workdir,
-                 e->d_name);
-
-        if (unlink(path) != 0 && errno != ENOENT) {
-            aw_log("alert", "cannot remove %s: %s", path, strerror(errno));
-        }
-    }
-
-    closedir(d);
-}
-
-
-/*
- * runsc's state of every slot whose worker is gone, with or without its
- * job directory (a directory went while the state stayed when a `runsc
- * delete` failed, before aw_runsc_forget()).  Runs after the slots'
- * cgroups are emptied.
- */
-
-static void
-aw_runsc_stale(const aw_conf_t *conf)
-{
-    DIR            *d;
-    char            path[2304], slot[64], *us;
+    char            path[2304], name[64], *us;
     pid_t           pid;
     size_t          len;
     struct dirent  *e;
@@ -1425,25 +1389,31 @@ aw_runsc_stale(const aw_conf_t *conf)
         }
 
         len = (size_t) (us - e->d_name);
-        if (len >= sizeof(slot)) {
+        if (len >= sizeof(name)) {
             continue;
         }
 
-        memcpy(slot, e->d_name, len);
-        slot[len] = '\0';
+        memcpy(name, e->d_name, len);
+        name[len] = '\0';
 
         /* <slot>_sandbox:<slot>.state: the container is the sandbox */
         us += sizeof("_sandbox:") - 1;
 
-        if (strncmp(us, slot, len) != 0 || us[len] != '.'
-            || aw_owner_alive(slot, &pid) != 0)
-        {
+        if (strncmp(us, name, len) != 0 || us[len] != '.') {
             continue;
         }
 
-        if (strcmp(us + len, ".state") == 0) {
+        if (slot != NULL) {
+            if (strcmp(name, slot) != 0) {
+                continue;
+            }
+
+        } else if (aw_owner_alive(name, &pid) != 0) {
+            continue;
+
+        } else if (strcmp(us + len, ".state") == 0) {
             aw_log("notice", "removing runsc state of %s, left by worker %d",
-                   slot, (int) pid);
+                   name, (int) pid);
         }
 
         snprintf(path, sizeof(path), "%s/runsc/%s", conf->workdir,
@@ -2295,5 +2265,5 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
 
     /* runsc's state of the slots found dead above, and of any other */
 
-    aw_runsc_stale(conf);
+    aw_runsc_forget(conf, NULL);
 }
