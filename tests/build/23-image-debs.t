@@ -37,8 +37,12 @@ sub write_file {
 }
 
 mkdir "$t/bin";
+# the stub records its arguments and the packages' paths the hooks are
+# given in the environment
 write_file("$t/bin/mmdebstrap",
-           "#!/bin/sh\nprintf '%s\\n' \"\$@\" > $t/mmdebstrap.args\n");
+           "#!/bin/sh\nprintf '%s\\n' \"\$@\" > $t/mmdebstrap.args\n"
+           . "printf 'pkg=%s\\nmod=%s\\n' \"\$AIRLOCK_IMAGE_PKG\" "
+           . "\"\$AIRLOCK_IMAGE_MOD\" >> $t/mmdebstrap.args\n");
 chmod 0755, "$t/bin/mmdebstrap";
 system("mkdir -p $t/rootfs/usr/bin && touch $t/rootfs/usr/bin/python3 "
        . "&& chmod 755 $t/rootfs/usr/bin/python3") == 0 or die "rootfs";
@@ -89,10 +93,10 @@ ok(!defined $args, 'mmdebstrap is not run');
 deb("$t/one", $_, '0.10.0') for qw(libnginx-mod-http-airlock airlock);
 ($rc, $out, $args) = build("$t/one");
 is($rc, 0, 'one of each: build.sh makes the root') or diag($out);
-like($args // '', qr{upload \Q$t\E/one/airlock_0\.10\.0_all\.deb },
+like($args // '', qr{^pkg=\Q$t\E/one/airlock_0\.10\.0_all\.deb$}m,
      'with the package');
 like($args // '',
-     qr{upload \Q$t\E/one/libnginx-mod-http-airlock_0\.10\.0_all\.deb },
+     qr{^mod=\Q$t\E/one/libnginx-mod-http-airlock_0\.10\.0_all\.deb$}m,
      'and the module');
 
 # none
