@@ -31,7 +31,7 @@ $p->keygen;
 # made up, each of a real kind's shape (FAKE in every one): none is a key
 my @keys = ('ghp_FAKE0test0token0not0real', 'glpat-FAKE-test-token-0000',
             'prometheus:FAKE-test-password', 'xoxb-0000-0000-FAKEtestTOKEN',
-            'AKIAIOSFODNN7EXAMPLE', 'sk-ant-api03-FAKE-test-key-0000',
+            'AKIAFAKE0TEST0KEY000', 'sk-ant-api03-FAKE-test-key-0000',
             'lt_FAKE_test_token_0000', 'whsec_FAKEtestSECRET000000',
             'sk-proj-FAKE-test-key-00000000');
 
