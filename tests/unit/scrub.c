@@ -44,6 +44,8 @@ static void test_wrapped(al_keyring_t *kr, const char *pub);
 static void test_many(al_keyring_t *kr, const char *pub);
 static void test_inner(al_keyring_t *kr, const char *pub);
 static void test_breaks(const al_scrub_t *s);
+static al_policy_t *bearer_policy(al_keyring_t *kr, const char *pub,
+    const char *secret, size_t len, const char *label);
 static int inner_redacted(const al_scrub_t *s, const char *text,
     size_t least, const char *name);
 static clock_t many_cpu(const al_scrub_t *s, char *body, char *out);
@@ -1286,43 +1288,14 @@ test_decode(void)
 static void
 test_wrapped(al_keyring_t *kr, const char *pub)
 {
-    char          *sealed;
-    char           yaml[4096];
-    al_error_t     err;
     al_scrub_t    *s;
     al_policy_t   *p;
     const char    *why;
 
-    sealed = NULL;
-
-    if (!tap_ok(al_seal(pub, (const unsigned char *) WRAP_SECRET,
-                        sizeof(WRAP_SECRET) - 1, &sealed, &err) == 0,
-                "wrapped: seal the secret"))
-    {
-        tap_diag("error: ", err.msg);
+    p = bearer_policy(kr, pub, WRAP_SECRET, sizeof(WRAP_SECRET) - 1,
+                      "wrapped");
+    if (p == NULL) {
         return;
-    }
-
-    snprintf(yaml, sizeof(yaml),
-             HEAD
-             "secrets:\n"
-             "  tok: { sealed: \"%s\" }\n"
-             "upstreams:\n"
-             "  up: { url: \"http://127.0.0.1:9090\" }\n"
-             "routes:\n"
-             "  - name: bearer\n"
-             "    clients: [agent]\n"
-             "    match: { method: GET, path: /bearer }\n"
-             "    upstream: up\n"
-             "    to: /b\n"
-             "    inject: { Authorization: \"Bearer {tok}\" }\n"
-             ALERTS, sealed);
-
-    memset(&err, 0, sizeof(err));
-    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
-    if (!tap_ok(p != NULL && p->secrets_open, "wrapped: policy opens")) {
-        tap_diag("error: ", err.msg);
-        goto done;
     }
 
     s = al_scrub_collect(p, al_policy_route(p, "bearer", 6), &why);
@@ -1347,10 +1320,6 @@ test_wrapped(al_keyring_t *kr, const char *pub)
     }
 
     al_policy_free(p);
-
-done:
-
-    free(sealed);
 }
 
 
@@ -1367,46 +1336,19 @@ static void
 test_inner(al_keyring_t *kr, const char *pub)
 {
     int            ok;
-    char          *sealed, *t;
-    char           yaml[4096], text[256], name[128];
+    char          *t;
+    char           text[256], name[128];
     size_t         pre, post, len, n, k, fails;
-    al_error_t     err;
     al_scrub_t    *s;
     al_policy_t   *p;
     const char    *why;
     unsigned char  blob[64];
 
-    sealed = NULL;
     len = sizeof(INNER_SECRET) - 1;
 
-    if (!tap_ok(al_seal(pub, (const unsigned char *) INNER_SECRET, len,
-                        &sealed, &err) == 0,
-                "inner: seal the secret"))
-    {
-        tap_diag("error: ", err.msg);
+    p = bearer_policy(kr, pub, INNER_SECRET, len, "inner");
+    if (p == NULL) {
         return;
-    }
-
-    snprintf(yaml, sizeof(yaml),
-             HEAD
-             "secrets:\n"
-             "  tok: { sealed: \"%s\" }\n"
-             "upstreams:\n"
-             "  up: { url: \"http://127.0.0.1:9090\" }\n"
-             "routes:\n"
-             "  - name: bearer\n"
-             "    clients: [agent]\n"
-             "    match: { method: GET, path: /bearer }\n"
-             "    upstream: up\n"
-             "    to: /b\n"
-             "    inject: { Authorization: \"Bearer {tok}\" }\n"
-             ALERTS, sealed);
-
-    memset(&err, 0, sizeof(err));
-    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
-    if (!tap_ok(p != NULL && p->secrets_open, "inner: policy opens")) {
-        tap_diag("error: ", err.msg);
-        goto done;
     }
 
     s = al_scrub_collect_all(p, &why);
@@ -1457,10 +1399,62 @@ test_inner(al_keyring_t *kr, const char *pub)
 policy:
 
     al_policy_free(p);
+}
 
-done:
+
+/*
+ * A policy whose one route, "bearer", injects "Bearer <secret>", the
+ * secret sealed with pub; NULL, said, when it does not open.
+ */
+
+static al_policy_t *
+bearer_policy(al_keyring_t *kr, const char *pub, const char *secret,
+    size_t len, const char *label)
+{
+    char         *sealed;
+    char          yaml[4096], name[128];
+    al_error_t    err;
+    al_policy_t  *p;
+
+    sealed = NULL;
+    memset(&err, 0, sizeof(err));
+
+    snprintf(name, sizeof(name), "%s: seal the secret", label);
+    if (!tap_ok(al_seal(pub, (const unsigned char *) secret, len, &sealed,
+                        &err) == 0, name))
+    {
+        tap_diag("error: ", err.msg);
+        return NULL;
+    }
+
+    snprintf(yaml, sizeof(yaml),
+             HEAD
+             "secrets:\n"
+             "  tok: { sealed: \"%s\" }\n"
+             "upstreams:\n"
+             "  up: { url: \"http://127.0.0.1:9090\" }\n"
+             "routes:\n"
+             "  - name: bearer\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /bearer }\n"
+             "    upstream: up\n"
+             "    to: /b\n"
+             "    inject: { Authorization: \"Bearer {tok}\" }\n"
+             ALERTS, sealed);
 
     free(sealed);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+
+    snprintf(name, sizeof(name), "%s: policy opens", label);
+    if (!tap_ok(p != NULL && p->secrets_open, name)) {
+        tap_diag("error: ", err.msg);
+        al_policy_free(p);
+        return NULL;
+    }
+
+    return p;
 }
 
 
