@@ -8,8 +8,8 @@
 # a longer text with the credential 0 to 47 bytes in, wrapped.  Each comes
 # back with the credential's base64 redacted (but for the characters it
 # shares with the bytes around it) in a body held whole (at every offset
-# of a 32-byte block), streamed in 2- and 7-byte pieces (cut at every
-# offset) and through 1 KB buffers.
+# of a 32-byte block), streamed in 7-byte pieces (cut at every offset;
+# every fourth also in 2-byte pieces) and through 1 KB buffers.
 
 use strict;
 use warnings;
@@ -74,6 +74,7 @@ for my $f (@forms) {
                                 || length($f->[2]) % 7 == 0;
 }
 
-echo_blobs($t, $p, tok => $tok, cred => $cred, forms => \@forms);
+echo_blobs($t, $p, tok => $tok, cred => $cred, forms => \@forms,
+           two_every => 4);
 
 done_testing();

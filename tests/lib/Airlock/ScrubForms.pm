@@ -225,17 +225,20 @@ sub inner_pieces {
 }
 
 # echo_blobs($t, $p, tok => T, cred => "user:password", forms => [[route,
-# name, unit, secret], ...]): the echo upstream answers unit (any bytes,
-# ending ">>;") over and over: 40 times in a body held whole (the units'
-# length odd, so a credential in them starts at every offset of a 32-byte
-# block), 8 times in 2- and 7-byte pieces (a cut at every offset of a
-# unit whose length neither divides), and through 1 KB buffers in a body
-# past the hold (airlock_scrub_hold 8k).  Each unit must come back with
-# a "[REDACTED]" in it, and the response, with its line ends taken out,
+# name, unit, secret], ...][, two_every => N]): the echo upstream answers
+# unit (any bytes, ending ">>;") over and over: 40 times in a body held
+# whole (the units' length odd, so a credential in them starts at every
+# offset of a 32-byte block), 8 times in 7-byte pieces and, for every
+# Nth form (default every one), in 2-byte pieces (a cut at every offset
+# of a unit whose length neither divides: the 7-byte pieces alone cut
+# each unit at every offset), and through 1 KB buffers in a body past
+# the hold (airlock_scrub_hold 8k).  Each unit must come back with a
+# "[REDACTED]" in it, and the response, with its line ends taken out,
 # with none of the secret's inner_pieces().
 sub echo_blobs {
     my ($t, $p, %a) = @_;
     my @forms = @{$a{forms}};
+    my $two_every = $a{two_every} // 1;
     my ($tok, $cred) = @a{qw(tok cred)};
     (my $pass = $cred) =~ s/^[^:]*://;
 
@@ -304,7 +307,7 @@ EOF
            "$name: held: 200, exact Content-Length");
         $check->("$name: held", $raw, $r, 40, $secret);
 
-        for my $piece (2, 7) {
+        for my $piece ($i % $two_every ? (7) : (2, 7)) {
             ($raw, $r) = $get->($route, f => $i, size => 8 * length $unit,
                                 chunked => 1, piece => $piece, delay => 1);
             $check->("$name: $piece-byte pieces", $raw, $r, 8, $secret);
