@@ -9,6 +9,9 @@ B := $(abspath $(BUILD))
 # package build, a machine prepared by hand)
 DEPS ?= auto/deps
 
+# make test's and make deb's builds run JOBS jobs at once (one per CPU)
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+
 # goals that need no configuration do not make one
 NOCONF_GOALS := help clean deps bench-deps down
 ifneq ($(filter-out $(NOCONF_GOALS),$(or $(MAKECMDGOALS),all)),)
@@ -90,6 +93,8 @@ help:
 	@echo "make down         stop what make demo-up left running"
 	@echo "make test         install the test packages, build, run every suite"
 	@echo "make asan         the same suite built with ASan+UBSan (build-asan/)"
+	@echo "JOBS=N            make test's and make deb's builds run N jobs" \
+	      "at once (default: one per CPU)"
 	@echo "make fuzz         run each libFuzzer target FUZZ_TIME seconds"
 	@echo "make fuzz-build   build the libFuzzer targets only"
 	@echo "make bench        run every benchmark below"
@@ -230,12 +235,26 @@ $(B)/tests/nginx/%.so: tests/nginx/fixture/%.c $(NGX_OBJS)/Makefile
 
 # Fuzzing: clang + libFuzzer, ASan and UBSan, policy sources built in (a
 # target of a worker parser includes its source, worker/aw_scan.c).
-FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ipolicy $(LIB_CFLAGS) \
-              -fsanitize=fuzzer,address,undefined
-$(B)/fuzz/%: tests/fuzz/%.c $(POLICY_SRCS) $(POLICY_HDRS) tests/unit/nfkc.h \
+# The policy sources are compiled once, instrumented, into one archive
+# that every target links (compiling them into each target took minutes).
+FUZZ_SAN = -fsanitize=address,undefined
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ipolicy $(LIB_CFLAGS)
+FUZZ_OBJS := $(POLICY_SRCS:%.c=$(B)/fuzz-obj/%.o)
+FUZZ_LIB := $(B)/fuzz-obj/libairlock-fuzz.a
+
+$(B)/fuzz-obj/%.o: %.c $(POLICY_HDRS) $(B)/config.mk
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(POLICY_HDRS) tests/unit/nfkc.h \
     worker/aw_scan.c worker/aw_json.c worker/aw.h $(B)/config.mk
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) $< $(POLICY_SRCS) -o $@ $(LIB_LIBS)
+	clang $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $< $(FUZZ_LIB) \
+	    -o $@ $(LIB_LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 
@@ -264,10 +283,18 @@ down:
 	@conf/demo/run.sh --down
 
 # the fuzz smoke test (tests/fuzz/smoke.t) runs each target on its seeds
+# The suite runs one test at a time, but for its four long ones (a second
+# build of the tree, the packages, the image's root, the fuzz smoke run),
+# which run one after another beside the rest, each at a lower priority
+# (nice) so that the tests beside it keep their timing.
+SLOW_TESTS = tests/{build/00-make,build/10-deb,image/10-root,fuzz/smoke}.t
+PROVE_RULES = -j2 --rules='seq=$(SLOW_TESTS)' --rules='seq=**'
+
 test:
 	@$(DEPS) test
-	@$(MAKE) --no-print-directory all fuzz-build worker-rootfs
-	AIRLOCK_BUILD=$(B) $(PROVE) $(PROVE_FLAGS) tests $(B)/tests
+	@$(MAKE) --no-print-directory -j$(JOBS) all fuzz-build worker-rootfs
+	AIRLOCK_BUILD=$(B) $(PROVE) $(PROVE_FLAGS) $(PROVE_RULES) \
+	    tests $(B)/tests
 
 asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 test
@@ -468,7 +495,8 @@ deb:
 	    | tar -x -C $(DEB_DIR)/src -f -
 	cd $(DEB_DIR)/src && env -u SAN -u BUILD -u MAKEFLAGS -u MFLAGS \
 	    -u MAKELEVEL -u PREFIX -u DESTDIR -u SYSTEMD_DIR -u NGX_MOD_DIR \
-	    -u NGX_MOD_CONF_DIR -u INSTALL_SETUP dpkg-buildpackage -b -us -uc \
+	    -u NGX_MOD_CONF_DIR -u INSTALL_SETUP \
+	    dpkg-buildpackage -b -us -uc -j$(JOBS) \
 	    > $(DEB_DIR)/build.log 2>&1 || { tail -30 $(DEB_DIR)/build.log; exit 1; }
 	@ls $(DEB_DIR)/*.deb
 

@@ -13,6 +13,11 @@ use Cwd ();
 use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
+use POSIX ();
+
+# a long run: make test runs it beside its other tests (PROVE_RULES in the
+# Makefile), at a lower priority, so that they keep their timing
+POSIX::nice(10);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 my $ci = $ENV{CI};
@@ -225,6 +230,32 @@ for my $target (@targets) {
 is($rc, 0, 'make -n bench-llm BENCH_ARGS=...') or diag($out);
 like($out, qr{tests/bench/llm\.pl --pin --rounds 3\s*$}m,
      'the benchmark gets BENCH_ARGS');
+
+# make fuzz-build compiles each policy source once, into the archive that
+# every target links (compiled into each target, they took six minutes of
+# make test's set-up)
+($rc, $out) = run("$make -n fuzz-build");
+is($rc, 0, 'make -n fuzz-build') or diag($out);
+my %compiled;
+$compiled{$1}++ while $out =~ m{^clang .* -c (policy/al_\w+\.c) }mg;
+my @policy = map { s{^\Q$src\E/}{}r } glob("$src/policy/al_*.c");
+is(join(' ', sort keys %compiled), join(' ', sort @policy),
+   'it compiles every policy source');
+is(scalar(grep { $_ > 1 } values %compiled), 0, 'each once');
+my @fuzz = glob("$src/tests/fuzz/fuzz_*.c");
+my @linked = $out =~ m{^clang\ .*-fsanitize=fuzzer\ (?:\S+/)?tests/fuzz/
+                       fuzz_\w+\.c\ \S+/libairlock-fuzz\.a}mgx;
+ok(@fuzz > 5 && @linked == @fuzz,
+   scalar(@fuzz) . ' targets, each linked with the archive');
+ok($out !~ m{^clang .*tests/fuzz/fuzz_\w+\.c.*policy/al_\w+\.c}m,
+   'and with no policy source of its own');
+
+# make test runs its long tests beside the rest (PROVE_RULES): each one
+# it names exists, or it would run with the rest, one at a time
+my ($slow) = $mk =~ /^SLOW_TESTS = tests\/\{(.*)\}\.t$/m;
+my @slow = split /,/, $slow // '';
+ok(@slow >= 3, "make test's long tests: @slow");
+is(join(' ', grep { !-f "$src/tests/$_.t" } @slow), '', 'each exists');
 
 # auto/deps: options and sets
 ($rc, $out) = run("sh $top/auto/deps --frobnicate");
