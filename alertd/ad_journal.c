@@ -185,6 +185,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     j->watch = (watch != 0);
     j->open_errno = 0;
     j->watch_errno = 0;
+    memset(&j->read_fail, 0, sizeof(ad_fail_t));
     memset(&j->pending, 0, sizeof(ad_fpos_t));
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
@@ -819,10 +820,13 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
         n = ad_pread_all(f->fd, j->buf, tlen + AD_READ_MAX + 1, start);
 
         if (n == -1) {
-            ad_log(AD_LOG_ERR, "reading journal %s at offset %lld: %s",
-                   j->path, (long long) f->off, strerror(errno));
+            ad_fail(&j->read_fail, AD_LOG_ERR, "reading journal %s at "
+                    "offset %lld: %s", j->path, (long long) f->off,
+                    strerror(errno));
             return 0;
         }
+
+        ad_fail_over(&j->read_fail, "reading journal %s", j->path);
 
         /*
          * Without a tail (a position from an older state file) only a

@@ -6,6 +6,13 @@
  * strips and files as the priority; elsewhere it starts with the time and
  * the level in words.  Nothing secret is ever passed in: URLs go through
  * ad_url_label() first, which drops userinfo, the path and the query.
+ *
+ * A failure that repeats for as long as it lasts (a save, tried again
+ * every second on a full disk) is not a line a second: ad_fail() says
+ * the first, then one with the count of those since at most every
+ * AD_FAIL_TELL ms, twice that, ... up to AD_FAIL_TELL_MAX; the others
+ * are debug lines (-v).  ad_fail_over() says when it works again, after
+ * how many failures and how long.
  */
 
 #include <errno.h>
@@ -24,6 +31,7 @@
 
 
 static int ad_journal_stream(void);
+static void ad_span(char *buf, size_t size, int64_t ms);
 static int ad_digits(const char **p, int n, int *v);
 
 
@@ -132,6 +140,109 @@ ad_log(int level, const char *fmt, ...)
     }
 
     errno = saved;
+}
+
+
+void
+ad_fail(ad_fail_t *f, int level, const char *fmt, ...)
+{
+    int      saved;
+    int64_t  now;
+    va_list  ap;
+    char     what[AD_LOG_LINE_MAX];
+    char     span[64];
+
+    saved = errno;
+    now = ad_mono_ms();
+
+    va_start(ap, fmt);
+    (void) vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+
+    if (f->count++ == 0) {
+        f->untold = 0;
+        f->since_ms = now;
+        f->told_ms = now;
+        f->wait_ms = AD_FAIL_TELL;
+
+        ad_log(level, "%s", what);
+
+    } else if (now - f->told_ms < f->wait_ms) {
+        f->untold++;
+
+        ad_log(AD_LOG_DEBUG, "%s (failure %lld in a row)", what,
+               (long long) f->count);
+
+    } else {
+        ad_span(span, sizeof(span), now - f->since_ms);
+
+        ad_log(level, "%s (still failing: %lld time(s) since the last "
+               "line, %lld in a row in %s)", what, (long long) f->untold + 1,
+               (long long) f->count, span);
+
+        f->untold = 0;
+        f->told_ms = now;
+        f->wait_ms = (f->wait_ms < AD_FAIL_TELL_MAX / 2)
+                     ? f->wait_ms * 2 : AD_FAIL_TELL_MAX;
+    }
+
+    errno = saved;
+}
+
+
+void
+ad_fail_over(ad_fail_t *f, const char *fmt, ...)
+{
+    int      saved;
+    va_list  ap;
+    char     what[AD_LOG_LINE_MAX];
+    char     span[64];
+
+    if (f->count == 0) {
+        return;
+    }
+
+    saved = errno;
+
+    va_start(ap, fmt);
+    (void) vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+
+    ad_span(span, sizeof(span), ad_mono_ms() - f->since_ms);
+
+    ad_log(AD_LOG_INFO, "%s works again, after %lld failure(s) in %s (%lld "
+           "since the last line)", what, (long long) f->count, span,
+           (long long) f->untold);
+
+    f->count = 0;
+    f->untold = 0;
+
+    errno = saved;
+}
+
+
+/* "850 ms", "42 s", "3 min 20 s", "5 h 2 min" */
+
+static void
+ad_span(char *buf, size_t size, int64_t ms)
+{
+    long long  s;
+
+    s = (long long) (ms / 1000);
+
+    if (s < 1) {
+        (void) snprintf(buf, size, "%lld ms", (long long) (ms > 0 ? ms : 0));
+
+    } else if (s < 120) {
+        (void) snprintf(buf, size, "%lld s", s);
+
+    } else if (s < 7200) {
+        (void) snprintf(buf, size, "%lld min %lld s", s / 60, s % 60);
+
+    } else {
+        (void) snprintf(buf, size, "%lld h %lld min", s / 3600,
+                        s / 60 % 60);
+    }
 }
 
 

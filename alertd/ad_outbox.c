@@ -668,7 +668,8 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
     q = ad_sinkq_get(ob, key, kind, url, 1);
 
     if (q == NULL) {
-        ad_log(AD_LOG_ERR, "cannot queue alert %s: out of memory", a->id);
+        ad_fail(&ob->queue_fail, AD_LOG_ERR, "cannot queue alert %s: out "
+                "of memory", a->id);
         return -1;
     }
 
@@ -690,7 +691,8 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
 
     if (e == NULL || e->url == NULL) {
         ad_entry_free(e);
-        ad_log(AD_LOG_ERR, "cannot queue alert %s: out of memory", a->id);
+        ad_fail(&ob->queue_fail, AD_LOG_ERR, "cannot queue alert %s: out "
+                "of memory", a->id);
         return -1;
     }
 
@@ -788,8 +790,8 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
     json_decref(o);
 
     if (s == NULL) {
-        ad_log(AD_LOG_ERR, "cannot queue alert %s: out of memory",
-               e->alert.id);
+        ad_fail(&ob->queue_fail, AD_LOG_ERR, "cannot queue alert %s: out "
+                "of memory", e->alert.id);
         errno = ENOMEM;
         return -1;
     }
@@ -798,12 +800,13 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
     free(s);
 
     if (rc != 0) {
-        ad_log(AD_LOG_ERR, "cannot queue alert %s in the outbox: %s; "
-               "trying again in %d ms", e->alert.id, strerror(errno),
-               AD_BLOCKED_WAIT);
+        ad_fail(&ob->queue_fail, AD_LOG_ERR, "cannot queue alert %s in the "
+                "outbox: %s; trying again in %d ms", e->alert.id,
+                strerror(errno), AD_BLOCKED_WAIT);
         return -1;
     }
 
+    ad_fail_over(&ob->queue_fail, "queueing alerts in the outbox");
     ob->dirty = 1;
 
     return 0;
@@ -1148,8 +1151,8 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
 
     if (e == NULL || e->url == NULL) {
         ad_entry_free(e);
-        ad_log(AD_LOG_ERR, "cannot queue the report of dropped alerts: "
-               "out of memory");
+        ad_fail(&ob->queue_fail, AD_LOG_ERR, "cannot queue the report of "
+                "dropped alerts: out of memory");
         return -1;
     }
 

@@ -76,6 +76,8 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     st->log_size = 0;
     st->snapshot = 1;
     st->errnum = 0;
+    memset(&st->append_fail, 0, sizeof(ad_fail_t));
+    memset(&st->empty_fail, 0, sizeof(ad_fail_t));
 
     st->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -763,12 +765,14 @@ ad_state_append(ad_state_t *st, json_t *o, const ad_groups_t *gs)
     free(line);
 
     if (rc != 0 || fsync(st->log) != 0) {
-        ad_log(AD_LOG_WARN, "cannot append to %s/offset.log: %s; writing "
-               "a snapshot instead", st->path, strerror(errno));
+        ad_fail(&st->append_fail, AD_LOG_WARN, "cannot append to "
+                "%s/offset.log: %s; writing a snapshot instead", st->path,
+                strerror(errno));
         st->snapshot = 1;
         return 1;
     }
 
+    ad_fail_over(&st->append_fail, "appending to %s/offset.log", st->path);
     st->log_size += len;
 
     return 0;
@@ -820,12 +824,14 @@ ad_state_snapshot(ad_state_t *st, json_t *o, const ad_groups_t *gs)
     st->snapshot = 1;
 
     if (ftruncate(st->log, 0) == 0 && fsync(st->log) == 0) {
+        ad_fail_over(&st->empty_fail, "emptying %s/offset.log", st->path);
         st->log_size = 0;
         st->snapshot = 0;
 
     } else {
-        ad_log(AD_LOG_WARN, "cannot empty %s/offset.log: %s; the next save "
-               "writes a snapshot again", st->path, strerror(errno));
+        ad_fail(&st->empty_fail, AD_LOG_WARN, "cannot empty "
+                "%s/offset.log: %s; the next save writes a snapshot again",
+                st->path, strerror(errno));
     }
 
     return 0;

@@ -97,6 +97,8 @@ typedef struct {
                                            of ad_work() */
     int64_t          saved_at;          /* monotonic */
     int64_t          blocked_until;     /* monotonic: queueing failed */
+    ad_fail_t        sync_fail;         /* syncing the outbox */
+    ad_fail_t        save_fail;         /* saving the state */
     int64_t          stop_at;
 } ad_ctx_t;
 
@@ -1233,11 +1235,13 @@ ad_persist(ad_ctx_t *ctx, int force)
     }
 
     if (ad_outbox_sync(&ctx->outbox) != 0) {
-        ad_log(AD_LOG_ERR, "cannot sync %s/outbox: %s; the journal "
-               "position is saved once it works", ctx->state_path,
-               strerror(errno));
+        ad_fail(&ctx->sync_fail, AD_LOG_ERR, "cannot sync %s/outbox: %s; "
+                "the journal position is saved once it works",
+                ctx->state_path, strerror(errno));
         return -1;
     }
+
+    ad_fail_over(&ctx->sync_fail, "syncing %s/outbox", ctx->state_path);
 
     if (!ctx->changed
         && !(ctx->moved
@@ -1251,8 +1255,8 @@ ad_persist(ad_ctx_t *ctx, int force)
     if (ad_state_save(&ctx->state, ctx->journal_path, &pos, &ctx->groups,
                       &ctx->outbox) != 0)
     {
-        ad_log(AD_LOG_ERR, "cannot save %s/offset: %s", ctx->state_path,
-               strerror(errno));
+        ad_fail(&ctx->save_fail, AD_LOG_ERR, "cannot save %s/offset: %s",
+                ctx->state_path, strerror(errno));
 
         ad_group_held(&ctx->groups, &dirty, &closed);
 
@@ -1270,6 +1274,7 @@ ad_persist(ad_ctx_t *ctx, int force)
         return -1;
     }
 
+    ad_fail_over(&ctx->save_fail, "saving %s/offset", ctx->state_path);
     ad_outbox_saved(&ctx->outbox);
 
     ctx->changed = 0;

@@ -68,6 +68,11 @@
                                            default --rotate-grace */
 #define AD_BLOCKED_WAIT        1000     /* ms before queueing or a save
                                            that failed is tried again */
+#define AD_FAIL_TELL           5000     /* ms, at least, between the
+                                           first line of a failure that
+                                           repeats and the next; then
+                                           twice as long each time */
+#define AD_FAIL_TELL_MAX       300000   /* ms, 5 minutes: the longest */
 #define AD_PRINT_MAX           4096     /* journal bytes before the
                                            position that identify it */
 #define AD_PRINT_HASH          32       /* SHA-256 of those bytes */
@@ -86,6 +91,25 @@ enum {
 
 void ad_log_init(int verbose);
 void ad_log(int level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * A failure that repeats, as long as it lasts (a save tried again every
+ * AD_BLOCKED_WAIT ms on a full disk): ad_fail() for each failure,
+ * ad_fail_over() for each success.  See ad_log.c.
+ */
+
+typedef struct {
+    int64_t          count;                 /* in a row; 0: none */
+    int64_t          untold;                /* since the last line */
+    int64_t          since_ms;              /* monotonic: the first */
+    int64_t          told_ms;               /* monotonic: the last line */
+    int64_t          wait_ms;               /* from it to the next */
+} ad_fail_t;
+
+void ad_fail(ad_fail_t *f, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ad_fail_over(ad_fail_t *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /*
@@ -265,6 +289,8 @@ typedef struct {
     size_t           snap_size;             /* its bytes */
     size_t           log_size;
     unsigned         snapshot:1;            /* the next save writes one */
+    ad_fail_t        append_fail;           /* appending to the log */
+    ad_fail_t        empty_fail;            /* emptying it */
     int              errnum;                /* why opening or loading
                                                failed, if the system said
                                                (else 0) */
@@ -313,6 +339,7 @@ typedef struct {
     int64_t          old_until;             /* monotonic ms */
     int              open_errno;            /* last open() failure */
     int              watch_errno;           /* last inotify failure */
+    ad_fail_t        read_fail;             /* reading, cur or old */
     ad_fpos_t        pending;               /* where to go on in a
                                                journal that could not be
                                                opened at start */
@@ -407,6 +434,7 @@ struct ad_outbox_s {
     int              errnum;                /* why ad_outbox_open() failed,
                                                if the system said */
     size_t           unsaved;               /* entries marked unsaved */
+    ad_fail_t        queue_fail;            /* writing an entry */
     char           **damaged;               /* files that are no entry
                                                and could not be renamed
                                                *.bad: not queued alerts */

@@ -10,6 +10,10 @@
 # test knows the name, the sink key and the folded alert's id, and
 # takes the directory away when alertd has tried again after a later
 # alert.  The windows are in the alerts' own time: no time passes.
+#
+# A failure that repeats is an error line when it begins, not at every
+# try; B, queued for the sink that is up in between, ends it (said so),
+# and A-1 failing after it begins another, said again.
 
 use strict;
 use warnings;
@@ -57,7 +61,7 @@ my (undef, $lr) = $t->alert_line(reason => 'ra',
 my $block = $t->state . "/outbox/.tmp-$key-$a~1.json";
 mkdir $block or die "mkdir $block: $!";
 
-my $fail = qr/cannot queue alert \Q$a\E~1 in the outbox/;
+my $fail = qr/\berror: cannot queue alert \Q$a\E~1 in the outbox/;
 ok($t->log_more($fail, sub { $t->append($la . $lr) }),
    'A-1 cannot be queued for the sink that is up')
     or diag($t->alertd_log);
@@ -66,7 +70,10 @@ ok($t->log_more($fail, sub { $t->append($la . $lr) }),
 my $b;
 ok($t->log_more($fail, sub { $b = $t->alert(reason => 'rb') }),
    'B is read, then A-1 is tried again and fails again');
-like($t->alertd_log, qr/alert \Q$b\E: .*(?s:.*)$fail/, '... in that order');
+my $over = qr/\binfo: queueing alerts in the outbox works again, after /
+           . qr/\d+ failure\(s\)/;
+like($t->alertd_log, qr/$over(?s:.*)alert \Q$b\E: (?s:.*)$fail/,
+     '... in that order: queueing B ended the failure, said');
 
 rmdir $block or die "rmdir: $!";
 ok($t->wait_for(sub { $t->delivered($ok, $a, "$a~1", $b) }),

@@ -88,7 +88,9 @@ for my $b (1 .. 2) {
     }
     push @closed, sprintf('10.3.%d.1', $b);
 
-    my $fail = qr/\berror: cannot save /;
+    # each try: an error line the first time, then now and then, and
+    # with -v a debug line the others
+    my $fail = qr/\b(?:error|debug): cannot save /;
     my $before = $t->log_count($fail);
     $t->append($text);
     ok(sent($last), "batch $b: $batch new peers read");
