@@ -68,11 +68,9 @@ cleanup() {
     rm -rf "$STATE"
 }
 
-if [ $KEEP = 0 ]; then
-    trap cleanup EXIT
-else
-    trap 'echo "left running; state in $STATE"' EXIT
-fi
+# kept (--keep) only once it is up: a demo that stops on the way stops
+# what it started, which make down could not find
+trap cleanup EXIT
 
 say()  { printf '\n%s== %s%s\n' "$bold" "$*" "$off"; }
 note() { printf '%s   %s%s\n' "$dim" "$*" "$off"; }
@@ -231,7 +229,7 @@ note "alertmanager (real) on 127.0.0.1:$AM_PORT"
 
 for d in body proxy fastcgi uwsgi scgi; do mkdir -p "$STATE/$d"; done
 : > "$STATE/journal.jsonl"
-sed -e "s|@TOP@|$TOP|g" -e "s|@STATE@|$STATE|g" \
+sed -e "s|@TOP@|$TOP|g" -e "s|@BUILD@|$BUILD|g" -e "s|@STATE@|$STATE|g" \
     -e "s|@PROXY_PORT@|$PROXY_PORT|g" -e "s|@ADMIN_PORT@|$ADMIN_PORT|g" \
     "$TOP/conf/demo/nginx.conf.in" > "$STATE/nginx.conf"
 if ! nginx -t -c "$STATE/nginx.conf" -e "$STATE/error.log" \

@@ -6,12 +6,14 @@
 # local user would otherwise queue jobs the worker fetches inputs for as
 # the proxy's client "worker", and read or rewrite the operator's
 # sessions.  The demo itself is left running for the probe, then stopped
-# with run.sh --down.
+# with run.sh --down.  It runs what AIRLOCK_BUILD names (make demo's
+# BUILD=DIR), here through a path of its own, nginx's module too.
 
 use strict;
 use warnings;
 use Cwd ();
 use FindBin;
+use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
 use Airlock::Prereq qw(absent need_cmd);
@@ -31,7 +33,12 @@ for my $u (qw(airlock-agent airlock-worker nobody)) {
 }
 absent('a demo is already up (make down)') if -s '/run/airlock-demo.state';
 
-my $out = `AIRLOCK_BUILD=$build $top/conf/demo/run.sh --keep 2>&1`;
+# the build through a link: a path the demo can only have from
+# AIRLOCK_BUILD, not from where the tree is
+my $link = tempdir(CLEANUP => 1) . '/build';
+symlink($build, $link) or die "symlink $link: $!";
+
+my $out = `AIRLOCK_BUILD=$link $top/conf/demo/run.sh --keep 2>&1`;
 my $rc = $? >> 8;
 my $state = -s '/run/airlock-demo.state'
     ? `cat /run/airlock-demo.state` : '';
@@ -40,7 +47,11 @@ is($rc, 0, 'the demo runs, kept up')
     or diag(join "\n", grep { defined } (split /\n/, $out)[-20 .. -1]);
 
 SKIP: {
-    skip 'no demo state', 3 unless $state ne '' && -d $state;
+    skip 'no demo state', 4 unless $state ne '' && -d $state;
+    my $conf = do { local (@ARGV, $/) = "$state/nginx.conf"; <> } // '';
+    like($conf,
+         qr{^load_module \Q$link\E/modules/ngx_http_airlock_module\.so;}m,
+         'nginx loads the module of the build it was given');
     my $sock = "$state/redis/redis.sock";
     ok(-S $sock, 'its Redis socket') or last;
 
