@@ -29,7 +29,7 @@
 
 #define AL_LLM_LIT(s)     { s, sizeof(s) - 1 }
 #define AL_LLM_SHOW_MAX   64
-#define AL_LLM_EDITS      4             /* splices per body, at most */
+#define AL_LLM_EDITS      6             /* splices per body, at most */
 #define AL_LLM_EDIT_MAX   64            /* bytes one splice inserts */
 #define AL_LLM_USAGE_ON   "{\"include_usage\":true}"
 
@@ -76,6 +76,8 @@ static int al_llm_req_model(al_llm_rq_t *rq);
 static int al_llm_req_lists(al_llm_rq_t *rq);
 static int al_llm_req_stream(al_llm_rq_t *rq);
 static int al_llm_req_tokens(al_llm_rq_t *rq);
+static int al_llm_req_cap(al_llm_rq_t *rq, const al_llm_jfield_t *f,
+    const char *name, uint64_t *val);
 static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
@@ -137,6 +139,16 @@ static const al_llm_ep_def_t  al_llm_eps[] = {
       AL_LLM_EP_MODELS, al_llm_q_list },
     { AL_LLM_K_ANT, AL_METHOD_GET, { AL_LLM_LIT("models") }, 2,
       AL_LLM_EP_MODEL, NULL }
+};
+
+/* the output limits of the three APIs, each read on every endpoint */
+static const unsigned  al_llm_out_ids[] = {
+    AL_LLM_F_MAX_TOKENS, AL_LLM_F_MAX_COMPLETION_TOKENS,
+    AL_LLM_F_MAX_OUTPUT_TOKENS
+};
+
+static const char *const  al_llm_out_names[] = {
+    "max_tokens", "max_completion_tokens", "max_output_tokens"
 };
 
 /*
@@ -899,7 +911,7 @@ static int
 al_llm_req_tokens(al_llm_rq_t *rq)
 {
     size_t                  i, n, tlen;
-    uint64_t                cap, val, max, dflt;
+    uint64_t                val, max, dflt;
     unsigned                found, addk;
     const char             *names[2], *add, *null_name;
     al_llm_req_t           *req;
@@ -909,7 +921,6 @@ al_llm_req_tokens(al_llm_rq_t *rq)
 
     req = rq->req;
     b = rq->b;
-    cap = rq->lc != NULL ? rq->lc->max_tokens : 0;
     add = NULL;
     n = 1;
 
@@ -984,38 +995,8 @@ al_llm_req_tokens(al_llm_rq_t *rq)
             continue;
         }
 
-        /*
-         * 0 is refused as the providers that check it refuse it: Ollama
-         * would read it as no limit, against a reservation of nothing.
-         */
-
-        if (f->type != AL_LLM_JT_INT || f->num < 1) {
-            req->reason = AL_REASON_BODY;
-            return al_llm_fail(req->detail, sizeof(req->detail),
-                               "\"%s\" must be a positive integer",
-                               names[i]);
-        }
-
-        val = (uint64_t) f->num;
-
-        if (cap != 0 && val > cap) {
-            if (!rq->lc->clamp) {
-                req->reason = AL_REASON_BODY;
-                return al_llm_fail(req->detail, sizeof(req->detail),
-                                   "\"%s\" %llu is over this client's "
-                                   "limit of %llu", names[i],
-                                   (unsigned long long) val,
-                                   (unsigned long long) cap);
-            }
-
-            tlen = al_llm_u64_text(cap_text, cap);
-
-            if (al_llm_edit(rq, f->at, f->len, cap_text, tlen) != 0) {
-                return -1;
-            }
-
-            val = cap;
-            req->clamped = 1;
+        if (al_llm_req_cap(rq, f, names[i], &val) != 0) {
+            return -1;
         }
 
         found = 1;
@@ -1124,7 +1105,85 @@ al_llm_req_tokens(al_llm_rq_t *rq)
         }
     }
 
+    /*
+     * The output limits of the other APIs: the provider does not read
+     * them on this endpoint, but a router or server behind an entry may
+     * (one that bridges the Responses API to chat, one that takes any of
+     * the names), so each one sent is held to the same cap and reserved
+     * for, as the endpoint's own.
+     */
+
+    for (i = 0; i < 3; i++) {
+        f = &b->f[al_llm_out_ids[i]];
+
+        if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL
+            || f == fields[0] || (n == 2 && f == fields[1]))
+        {
+            continue;
+        }
+
+        if (al_llm_req_cap(rq, f, al_llm_out_names[i], &val) != 0) {
+            return -1;
+        }
+
+        if (val > max) {
+            max = val;
+        }
+    }
+
     req->max_output = max;
+
+    return 0;
+}
+
+
+/*
+ * An output limit the body names, in *val: a positive integer, clamped
+ * to the client's cap or refused over it.  0 is refused as the providers
+ * that check it refuse it: Ollama would read it as no limit, against a
+ * reservation of nothing.
+ */
+
+static int
+al_llm_req_cap(al_llm_rq_t *rq, const al_llm_jfield_t *f, const char *name,
+    uint64_t *val)
+{
+    size_t         tlen;
+    uint64_t       cap;
+    al_llm_req_t  *req;
+    char           cap_text[24];
+
+    req = rq->req;
+    cap = rq->lc != NULL ? rq->lc->max_tokens : 0;
+
+    if (f->type != AL_LLM_JT_INT || f->num < 1) {
+        req->reason = AL_REASON_BODY;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"%s\" must be a positive integer", name);
+    }
+
+    *val = (uint64_t) f->num;
+
+    if (cap == 0 || *val <= cap) {
+        return 0;
+    }
+
+    if (!rq->lc->clamp) {
+        req->reason = AL_REASON_BODY;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"%s\" %llu is over this client's limit of "
+                           "%llu", name, (unsigned long long) *val,
+                           (unsigned long long) cap);
+    }
+
+    tlen = al_llm_u64_text(cap_text, cap);
+
+    if (al_llm_edit(rq, f->at, f->len, cap_text, tlen) != 0) {
+        return -1;
+    }
+
+    *val = cap;
+    req->clamped = 1;
 
     return 0;
 }

@@ -37,6 +37,7 @@ static void test_estimate(void);
 static void test_splice(void);
 static void test_strict(void);
 static void test_cap_members(void);
+static void test_other_caps(void);
 static int body_is(const char *want);
 static const al_llm_req_t *reqn(const al_llm_t *llm,
     const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *body,
@@ -208,6 +209,7 @@ main(void)
     test_total_over();
     test_members();
     test_cap_members();
+    test_other_caps();
 
     al_llm_request_free(&rq);
 
@@ -3976,4 +3978,75 @@ test_cap_members(void)
                              : body_is(want) && rq.max_output == max,
                name);
     }
+}
+
+
+/*
+ * The output limits of the other APIs (max_tokens on responses,
+ * max_output_tokens on chat, max_completion_tokens on completions and
+ * messages): a router behind an entry may read them, so they are held to
+ * the cap and reserved for, as the endpoint's own.
+ */
+
+static void
+test_other_caps(void)
+{
+    req(&oai, WORKER, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o-mini\",\"max_tokens\":10,"
+        "\"max_output_tokens\":99999}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"max_output_tokens\" 99999 is over"),
+           "chat: max_output_tokens over the cap, reject mode: refused");
+
+    req(&oai, WORKER, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o-mini\",\"prompt\":\"x\","
+        "\"max_completion_tokens\":99999}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"max_completion_tokens\" 99999 is over"),
+           "completions: max_completion_tokens over the cap: refused");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"max_tokens\":100000}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.clamped
+           && req_int("max_tokens") == 1000
+           && req_int("max_output_tokens") == 1000
+           && rq.max_output == 1000,
+           "responses: max_tokens clamped, max_output_tokens still added");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"max_output_tokens\":5,"
+        "\"max_completion_tokens\":700}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL
+           && rq.max_output == 700,
+           "responses: under the cap, the larger limit is reserved");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"max_completion_tokens\":50000,\"max_output_tokens\":0}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"max_output_tokens\" must be a positive"),
+           "messages: a limit of 0 under another name: refused");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"max_completion_tokens\":50000,\"max_output_tokens\":null}");
+    tap_ok(rq.reason == AL_REASON_NONE
+           && req_int("max_completion_tokens") == 1000
+           && req_int("max_tokens") == 10 && rq.max_output == 1000,
+           "messages: max_completion_tokens clamped and reserved");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_completion_tokens\":5000,"
+        "\"max_output_tokens\":6000,\"stream\":true}");
+    tap_ok(rq.reason == AL_REASON_NONE && req_int("max_tokens") == 1000
+           && req_int("max_completion_tokens") == 1000
+           && req_int("max_output_tokens") == 1000
+           && rq.max_output == 1000,
+           "openai-compatible chat: all three at the cap, with the usage "
+           "option");
+
+    req(&oai, AGENT, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\"}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL,
+           "embeddings: untouched");
 }
