@@ -1293,7 +1293,9 @@ al_llm_req_count(al_llm_rq_t *rq, unsigned id, const char *name,
  * The output cap times the answers made: "n", or "best_of" when larger
  * (completions: the provider makes best_of answers, returns n and
  * charges for all of them; vLLM takes it on chat too); on completions,
- * times the prompts of a batch as well (al_llm_req_prompt()).
+ * times the prompts of a batch as well (al_llm_req_prompt()).  Read on
+ * the Responses API and messages too, where the providers have no "n":
+ * a router behind an entry that serves them through chat passes it on.
  */
 
 static int
@@ -1310,7 +1312,9 @@ al_llm_req_n(al_llm_rq_t *rq)
         return -1;
     }
 
-    if (rq->ep != AL_LLM_EP_CHAT && rq->ep != AL_LLM_EP_COMPLETIONS) {
+    if (rq->ep != AL_LLM_EP_CHAT && rq->ep != AL_LLM_EP_COMPLETIONS
+        && rq->ep != AL_LLM_EP_RESPONSES && rq->ep != AL_LLM_EP_MESSAGES)
+    {
         return 0;
     }
 

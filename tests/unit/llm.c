@@ -38,6 +38,7 @@ static void test_splice(void);
 static void test_strict(void);
 static void test_cap_members(void);
 static void test_other_caps(void);
+static void test_other_n(void);
 static int body_is(const char *want);
 static const al_llm_req_t *reqn(const al_llm_t *llm,
     const al_llm_client_t *lc, al_llm_endpoint_t ep, const char *body,
@@ -210,6 +211,7 @@ main(void)
     test_members();
     test_cap_members();
     test_other_caps();
+    test_other_n();
 
     al_llm_request_free(&rq);
 
@@ -4049,4 +4051,42 @@ test_other_caps(void)
         "{\"model\":\"gpt-4o\",\"input\":\"hi\"}");
     tap_ok(rq.reason == AL_REASON_NONE && rq.body == NULL,
            "embeddings: untouched");
+}
+
+
+/*
+ * "n" and "best_of" on the Responses API and messages: the providers
+ * have none, a router that serves them through chat passes them on, so
+ * they are checked and multiply the output reserved there too.
+ */
+
+static void
+test_other_n(void)
+{
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"max_output_tokens\":100,"
+        "\"n\":9}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 900,
+           "responses: n multiplies the output reserved");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":100,"
+        "\"best_of\":4,\"n\":2}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 400,
+           "messages: best_of over n multiplies it");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"n\":1000}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "\"n\" must be"),
+           "responses: n over 128 refused");
+
+    req(&ant, &ant_clients[0], AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":100,"
+        "\"n\":\"5\"}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "messages: a string n refused");
+
+    req(&oai, AGENT, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"n\":3}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 0,
+           "embeddings: no output, nothing reserved");
 }
