@@ -106,15 +106,18 @@ static ngx_uint_t                     ngx_http_airlock_llm_nspares;
 
 /*
  * The provider's own limits describe its key, shared by every client, not
- * the client.  (Its Retry-After on a 429 of its own passes: that wait is
- * the client's too.)  A router in front of the provider (LiteLLM's proxy,
- * an openai-compatible entry) describes the key in x-litellm-key-* (its
- * spend, budget and limits) and relays the provider's own headers under
- * "llm_provider-", the account's organization among them.
+ * the client: Anthropic's Priority Tier capacity (anthropic-priority-*)
+ * as its rate limits.  (Its Retry-After on a 429 of its own passes: that
+ * wait is the client's too.)  A router in front of the provider
+ * (LiteLLM's proxy, an openai-compatible entry) describes the key in
+ * x-litellm-key-* (its spend, budget and limits) and relays the
+ * provider's own headers under "llm_provider-", the account's
+ * organization among them.
  */
 static ngx_str_t  ngx_http_airlock_llm_ratelimit_prefixes[] = {
     ngx_string("x-ratelimit-"),
     ngx_string("anthropic-ratelimit-"),
+    ngx_string("anthropic-priority-"),
     ngx_string("x-litellm-key-"),
     ngx_string("llm_provider-"),
     ngx_null_string
