@@ -65,7 +65,8 @@ static void airlock_event(airlock_ctx_t *ctx, const char *data);
 static void airlock_clear(airlock_ctx_t *ctx);
 static size_t airlock_collect(char *p, size_t size, size_t n, void *data);
 static size_t airlock_stream(char *p, size_t size, size_t n, void *data);
-static char *airlock_escape(const char *p, size_t len, size_t *n);
+static char *airlock_escape(const char *p, size_t len, size_t *n,
+    int lines);
 static int airlock_escape_event(json_t *e);
 static void airlock_print(FILE *f, const char *p, size_t len);
 static int airlock_session_ok(const char *id);
@@ -723,11 +724,12 @@ airlock_event(airlock_ctx_t *ctx, const char *data)
  * text overwrite the line before it), DEL, and the C1 controls
  * U+0080-U+009F (C2 80-9F in UTF-8).  Inside a JSON string the escape
  * means the same character, so a --json line still decodes to the event
- * the agent sent.
+ * the agent sent.  Without lines, \n too: a field shown on a line of
+ * its own cannot start another.
  */
 
 static char *
-airlock_escape(const char *p, size_t len, size_t *n)
+airlock_escape(const char *p, size_t len, size_t *n, int lines)
 {
     char           *s;
     size_t          i, o;
@@ -753,7 +755,9 @@ airlock_escape(const char *p, size_t len, size_t *n)
         {
             c = (unsigned char) p[++i];
 
-        } else if ((c >= 0x20 && c != 0x7f) || c == '\n' || c == '\t') {
+        } else if ((c >= 0x20 && c != 0x7f) || (c == '\n' && lines)
+                   || c == '\t')
+        {
             s[o++] = (char) c;
             continue;
         }
@@ -768,23 +772,35 @@ airlock_escape(const char *p, size_t len, size_t *n)
 }
 
 
-/* the event's strings escaped in place: S() in airlock_event reads them */
+/*
+ * The event's strings escaped in place: S() in airlock_event reads them.
+ * Each is shown within a line of the CLI's own on stderr, so its
+ * newlines are escaped too: a tool name the model chose (quoted in an
+ * error's message), a job's status the worker chose, could otherwise
+ * start lines that read as the CLI's (a tool call never made, a job that
+ * never ran).  The answer's text alone keeps them: it is the answer,
+ * shown on stdout as the model wrote it.
+ */
 
 static int
 airlock_escape_event(json_t *e)
 {
-    int          rc;
+    int          rc, answer;
     char        *s;
     size_t       n;
     json_t      *v;
-    const char  *k;
+    const char  *k, *type;
+
+    type = json_string_value(json_object_get(e, "type"));
+    answer = (type != NULL && strcmp(type, "answer") == 0);
 
     json_object_foreach(e, k, v) {
         if (!json_is_string(v)) {
             continue;
         }
 
-        s = airlock_escape(json_string_value(v), json_string_length(v), &n);
+        s = airlock_escape(json_string_value(v), json_string_length(v), &n,
+                           answer && strcmp(k, "text") == 0);
         rc = (s != NULL) ? json_string_setn(v, s, n) : -1;
         free(s);
 
@@ -808,7 +824,7 @@ airlock_print(FILE *f, const char *p, size_t len)
         return;
     }
 
-    s = airlock_escape(p, len, &n);
+    s = airlock_escape(p, len, &n, 1);
     if (s == NULL) {
         fprintf(stderr, "airlock: out of memory\n");
         return;
