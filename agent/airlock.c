@@ -431,7 +431,34 @@ static CURL *
 airlock_curl(const char *sock, const char *url, const char *path,
     char *full, size_t size)
 {
-    CURL  *curl;
+    int     n;
+    CURL   *curl;
+    size_t  len;
+
+    /*
+     * Never cut to fit: a URL cut at its end names another session
+     * ("/v1/sessions/abcdef" cut to ".../abc").
+     */
+
+    if (url != NULL) {
+        /* nginx publishes the agent at .../api/ */
+        len = strlen(url);
+        if (len && url[len - 1] == '/') {
+            len--;
+        }
+
+        n = (len < size) ? snprintf(full, size, "%.*s%s", (int) len, url,
+                                    path)
+                         : -1;
+    } else {
+        n = snprintf(full, size, "http://agent%s", path);
+    }
+
+    if (n < 0 || (size_t) n >= size) {
+        fprintf(stderr, "airlock: the URL is over %zu bytes: --url is too "
+                "long\n", size - 1);
+        return NULL;
+    }
 
     curl = curl_easy_init();
     if (curl == NULL) {
@@ -439,14 +466,7 @@ airlock_curl(const char *sock, const char *url, const char *path,
         return NULL;
     }
 
-    if (url != NULL) {
-        snprintf(full, size, "%s%s", url, path);
-        /* nginx publishes the agent at .../api/ */
-        if (strlen(url) && url[strlen(url) - 1] == '/') {
-            snprintf(full, size, "%.*s%s", (int) strlen(url) - 1, url, path);
-        }
-    } else {
-        snprintf(full, size, "http://agent%s", path);
+    if (url == NULL) {
         curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, sock);
     }
 
