@@ -721,11 +721,24 @@ al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p, size_t i,
     unsigned char  c;
 
     do {
-        if (!al_llm_resp_struct[p[i]]) {
-            i = al_llm_resp_next(p, i + 1, len);
 
-            if (i == len) {
+        /*
+         * Between two strings of a nested value there is most often one
+         * byte (the ':' or ',' of "a":"b"), looked at before the vector
+         * search is set up.
+         */
+
+        if (!al_llm_resp_struct[p[i]]) {
+            if (++i == len) {
                 return len;
+            }
+
+            if (!al_llm_resp_struct[p[i]]) {
+                i = al_llm_resp_next(p, i + 1, len);
+
+                if (i == len) {
+                    return len;
+                }
             }
         }
 
