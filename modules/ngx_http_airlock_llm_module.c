@@ -526,7 +526,8 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
     plen = llm->prefix.len;
 
     if (r->unparsed_uri.len <= plen
-        || ngx_strncmp(r->unparsed_uri.data, llm->prefix.data, plen) != 0
+        || !ngx_http_airlock_same(r->unparsed_uri.data,
+                                  (u_char *) llm->prefix.data, plen)
         || r->unparsed_uri.data[plen] != '/')
     {
         *detail = "the request target is not under the provider's prefix";

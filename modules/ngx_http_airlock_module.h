@@ -324,6 +324,27 @@ ngx_http_airlock_cleanup_link(ngx_pool_t *pool, ngx_pool_cleanup_t *c,
     pool->cleanup = c;
 }
 
+/*
+ * 1 when the n bytes at a and b are the same: names of 8 to 16 bytes (most
+ * header names) as two words each, overlapping, the rest by memcmp()
+ */
+static ngx_inline ngx_uint_t
+ngx_http_airlock_same(const u_char *a, const u_char *b, size_t n)
+{
+    uint64_t  a0, a1, b0, b1;
+
+    if (n < 8 || n > 16) {
+        return ngx_memcmp(a, b, n) == 0;
+    }
+
+    ngx_memcpy(&a0, a, 8);
+    ngx_memcpy(&b0, b, 8);
+    ngx_memcpy(&a1, a + n - 8, 8);
+    ngx_memcpy(&b1, b + n - 8, 8);
+
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 /* a chain link and the buffer struct it holds, allocated together */
 typedef struct {
     ngx_chain_t                  cl;

@@ -766,9 +766,8 @@ ngx_http_airlock_token(ngx_http_request_t *r,
 
             if (!(tc->headers & th->kind)
                 || h[i].key.len != th->name.len
-                || ngx_strncmp(h[i].lowcase_key, th->name.data,
-                               th->name.len)
-                   != 0)
+                || !ngx_http_airlock_same(h[i].lowcase_key, th->name.data,
+                                          th->name.len))
             {
                 k = NGX_HTTP_AIRLOCK_NTOKEN_HEADERS;
             }
@@ -800,8 +799,9 @@ ngx_http_airlock_token(ngx_http_request_t *r,
         }
 
         if (h[i].key.len == sizeof("content-type") - 1
-            && ngx_strncmp(h[i].lowcase_key, "content-type",
-                           sizeof("content-type") - 1) == 0)
+            && ngx_http_airlock_same(h[i].lowcase_key,
+                                     (u_char *) "content-type",
+                                     sizeof("content-type") - 1))
         {
             nctype++;
             continue;
@@ -1169,7 +1169,8 @@ ngx_http_airlock_header_kept(ngx_table_elt_t *h, uint64_t lens,
     {
         if (h->key.len == name->len
             && h->lowcase_key[0] == name->data[0]
-            && ngx_strncmp(h->lowcase_key, name->data, name->len) == 0)
+            && ngx_http_airlock_same(h->lowcase_key, name->data,
+                                     name->len))
         {
             return name - hs->keep;
         }
