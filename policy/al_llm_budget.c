@@ -67,6 +67,18 @@ al_llm_budget_roll(al_llm_budget_t *b, int64_t now)
 {
     int64_t  w;
 
+    /*
+     * Most calls fall in the windows of the last: nothing rolls, and the
+     * two divisions are not needed to say so.  The differences are taken
+     * unsigned: now before a window's start is far from under its length.
+     */
+
+    if ((uint64_t) now - (uint64_t) b->minute < AL_LLM_MINUTE
+        && (uint64_t) now - (uint64_t) b->day < AL_LLM_DAY)
+    {
+        return;
+    }
+
     w = al_llm_window(now, AL_LLM_MINUTE);
     if (w > b->minute) {
         b->minute = w;
