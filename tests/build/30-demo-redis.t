@@ -16,22 +16,12 @@ use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent need_cmd);
+use Airlock::Prereq qw(need_demo);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
 
-absent('the demo runs as root') if $> != 0;
-# the demo's packages are the demo set's, which the test set includes
-absent('the demo set is not installed (auto/deps demo)')
-    if system("sh $top/auto/deps --check demo >/dev/null 2>&1") != 0;
-need_cmd(qw(redis-server redis-cli prometheus prometheus-node-exporter
-            prometheus-alertmanager runuser python3 curl));
-absent("not built: $build/airlock-agent") unless -x "$build/airlock-agent";
-for my $u (qw(airlock-agent airlock-worker nobody)) {
-    absent("user $u missing (auto/deps demo)") unless defined getpwnam($u);
-}
-absent('a demo is already up (make down)') if -s '/run/airlock-demo.state';
+need_demo($top, $build);
 
 # the build through a link: a path the demo can only have from
 # AIRLOCK_BUILD, not from where the tree is
