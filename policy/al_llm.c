@@ -81,6 +81,15 @@ static int al_llm_req_cap(al_llm_rq_t *rq, const al_llm_jfield_t *f,
 static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
+static int al_llm_req_tool_choice(al_llm_rq_t *rq);
+static int al_llm_choice_plain(const al_llm_rq_t *rq,
+    const al_llm_jfield_t *f, const char **type, size_t *len);
+static int al_llm_choice_tools(al_llm_rq_t *rq, json_t *list);
+static int al_llm_choice_case(al_llm_rq_t *rq, json_t *obj,
+    const char *const *names);
+static int al_llm_tool_allowed(const al_llm_t *llm, int family);
+static int al_llm_req_tool_refuse(al_llm_rq_t *rq, int family,
+    const char *type, size_t len, const char *where);
 static int al_llm_req_tier(al_llm_rq_t *rq);
 static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
     const char *name, const char *pass, const char *what);
@@ -90,7 +99,7 @@ static int al_llm_req_prediction(al_llm_rq_t *rq);
 static int al_llm_req_prompt(al_llm_rq_t *rq, const al_llm_jfield_t *f,
     uint64_t *batch);
 static int al_llm_req_listed_on(al_llm_rq_t *rq, const char *name,
-    al_llm_endpoint_t ep);
+    unsigned eps);
 static int al_llm_req_refuse_member(al_llm_rq_t *rq, const char *show);
 static uint64_t al_llm_prompt_batch(const unsigned char *p, size_t len);
 static int al_llm_req_unlisted(al_llm_rq_t *rq);
@@ -1363,7 +1372,7 @@ al_llm_req_prompt(al_llm_rq_t *rq, const al_llm_jfield_t *f,
     uint64_t *batch)
 {
     if (rq->ep != AL_LLM_EP_COMPLETIONS) {
-        return al_llm_req_listed_on(rq, "prompt", AL_LLM_EP_COMPLETIONS);
+        return al_llm_req_listed_on(rq, "prompt", AL_LLM_M_COMPLETIONS);
     }
 
     if (f->type == AL_LLM_JT_ARRAY) {
@@ -1535,19 +1544,20 @@ al_llm_req_usage(al_llm_rq_t *rq)
 /*
  * Tools the provider would run (al_llm.h): the elements of "tools" the
  * scan classified, the first in the body of a family the entry does not
- * allow named in the detail; then web_search_options and mcp_servers.
+ * allow named in the detail; then "tool_choice", web_search_options and
+ * mcp_servers.
  */
 
 static int
 al_llm_req_tools(al_llm_rq_t *rq)
 {
-    unsigned                i, first;
+    int                     first;
+    unsigned                i;
     uint32_t                bad;
     size_t                  at;
     al_llm_req_t           *req;
     al_llm_body_t          *b;
     const al_llm_jfield_t  *f;
-    char                    show[AL_LLM_SHOW_MAX + 4];
 
     req = rq->req;
     b = rq->b;
@@ -1572,43 +1582,24 @@ al_llm_req_tools(al_llm_rq_t *rq)
             if ((bad & (UINT32_C(1) << i))
                 && (first == AL_LLM_PT_MAX || b->tool_at[i] < at))
             {
-                first = i;
+                first = (int) i;
                 at = b->tool_at[i];
             }
         }
 
-        req->reason = AL_REASON_BODY;
-
-        if (first == AL_LLM_PT_NOT_OBJECT) {
-            return al_llm_fail(req->detail, sizeof(req->detail),
-                               "\"tools\" must be a list of objects");
+        if (first == AL_LLM_PT_NOT_OBJECT || rq->body[at] != '"') {
+            return al_llm_req_tool_refuse(rq, first, NULL, 0, "");
         }
 
-        if (rq->body[at] != '"') {
-            return al_llm_fail(req->detail, sizeof(req->detail),
-                               "a tool's \"type\" must be a string");
-        }
-
-        (void) al_llm_show(show, sizeof(show),
-                           (const char *) rq->body + at + 1,
-                           b->tool_len[first] - 2, AL_LLM_SHOW_MAX);
-
-        if (first == AL_LLM_PT_UNKNOWN) {
-            return al_llm_fail(req->detail, sizeof(req->detail),
-                               "tool type \"%s\" is unknown to the "
-                               "gateway and may be run by the provider; "
-                               "it is refused", show);
-        }
-
-        return al_llm_fail(req->detail, sizeof(req->detail),
-                           "tool type \"%s\" is run by the provider; the "
-                           "policy does not allow it (provider_tools: %s)",
-                           show, al_llm_tool_names[first]);
+        return al_llm_req_tool_refuse(rq, first,
+                                      (const char *) rq->body + at + 1,
+                                      b->tool_len[first] - 2, "");
     }
 
-    if (al_llm_req_member(rq, AL_LLM_F_WEB_SEARCH_OPTIONS,
-                          AL_LLM_PT_WEB_SEARCH, "web_search_options")
-        != 0
+    if (al_llm_req_tool_choice(rq) != 0
+        || al_llm_req_member(rq, AL_LLM_F_WEB_SEARCH_OPTIONS,
+                             AL_LLM_PT_WEB_SEARCH, "web_search_options")
+           != 0
         || al_llm_req_member(rq, AL_LLM_F_MCP_SERVERS, AL_LLM_PT_MCP,
                              "mcp_servers")
            != 0
@@ -1618,6 +1609,367 @@ al_llm_req_tools(al_llm_rq_t *rq)
         || al_llm_req_plugins(rq) != 0)
     {
         return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * The refusal of a tool (al_llm.h): of family (AL_LLM_PT_*), its "type"
+ * the len bytes at type, or NULL for a type that is none or no string;
+ * where says where it is ("" for the body's "tools").
+ */
+
+static int
+al_llm_req_tool_refuse(al_llm_rq_t *rq, int family, const char *type,
+    size_t len, const char *where)
+{
+    al_llm_req_t  *req;
+    char           show[AL_LLM_SHOW_MAX + 4];
+
+    req = rq->req;
+    req->reason = AL_REASON_BODY;
+
+    if (family == AL_LLM_PT_NOT_OBJECT) {
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"tools\"%s must be a list of objects", where);
+    }
+
+    if (type == NULL) {
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "a tool's \"type\"%s must be a string", where);
+    }
+
+    (void) al_llm_show(show, sizeof(show), type, len, AL_LLM_SHOW_MAX);
+
+    if (family == AL_LLM_PT_UNKNOWN) {
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "tool type \"%s\"%s is unknown to the gateway "
+                           "and may be run by the provider; it is refused",
+                           show, where);
+    }
+
+    return al_llm_fail(req->detail, sizeof(req->detail),
+                       "tool type \"%s\"%s is run by the provider; the "
+                       "policy does not allow it (provider_tools: %s)",
+                       show, where, al_llm_tool_names[family]);
+}
+
+
+/* 1: the entry's provider_tools allows a tool of family (AL_LLM_PT_*) */
+
+static int
+al_llm_tool_allowed(const al_llm_t *llm, int family)
+{
+    return family >= 0 && family < AL_LLM_PT_NAMED
+           && (llm->provider_tools & (UINT32_C(1) << family));
+}
+
+
+/*
+ * "tool_choice" may name a tool the provider runs, which a server behind
+ * an entry runs even when "tools" does not list it: the Responses API's
+ * {"type": "web_search_preview"}, {"type": "mcp", "server_label": ...}
+ * and the like, and {"type": "allowed_tools", "tools": [...]} (chat's:
+ * {"type": "allowed_tools", "allowed_tools": {"tools": [...]}}), whose
+ * elements are read as those of "tools" are.  A type is of a family as
+ * a tool's is (al_llm_tool_family()); the types and strings that name
+ * no tool or one the client runs pass: "function", "custom", Anthropic's
+ * "tool" (by name: of "tools", read above), "auto", "any", "none",
+ * "required".  Any other type is refused as an unknown tool is, and so
+ * is a choice of no string "type", and "type" or "tools" in another
+ * case, as a Go server binds it.  The providers document it on chat,
+ * responses and messages; elsewhere it passes only as allow_members
+ * names it.  Read by jansson, only when the member is there.
+ */
+
+static int
+al_llm_req_tool_choice(al_llm_rq_t *rq)
+{
+    int                     rc, family;
+    size_t                  i, n;
+    json_t                 *v, *t, *a;
+    const char             *s;
+    json_error_t            err;
+    const al_llm_jfield_t  *f;
+
+    static const char *const  own[] = {
+        "tool", "auto", "any", "none", "required", NULL
+    };
+    static const char *const  keys[] = {
+        "type", "tools", "allowed_tools", NULL
+    };
+
+    f = &rq->b->f[AL_LLM_F_TOOL_CHOICE];
+
+    if (f->type == AL_LLM_JT_NONE) {
+        return 0;
+    }
+
+    if (al_llm_req_listed_on(rq, "tool_choice",
+                             AL_LLM_M_CHAT | AL_LLM_M_RESPONSES
+                             | AL_LLM_M_MESSAGES)
+        != 0)
+    {
+        return -1;
+    }
+
+    if (f->type == AL_LLM_JT_NULL) {
+        return 0;
+    }
+
+    if (f->type != AL_LLM_JT_STRING && f->type != AL_LLM_JT_OBJECT) {
+        rq->req->reason = AL_REASON_BODY;
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"tool_choice\" must be a string or an object");
+    }
+
+    v = NULL;
+
+    if (f->type == AL_LLM_JT_STRING && !f->esc) {
+
+        /* "auto" and the like, as most clients send it: no tree */
+
+        s = (const char *) rq->body + f->at + 1;
+        n = (size_t) f->num;
+
+    } else if (!al_llm_choice_plain(rq, f, &s, &n)) {
+        v = json_loadb((const char *) rq->body + f->at, f->len,
+                       JSON_DECODE_ANY, &err);
+        t = v;
+
+        if (json_is_object(v)) {
+            if (al_llm_choice_case(rq, v, keys) != 0) {
+                json_decref(v);
+                return -1;
+            }
+
+            t = json_object_get(v, "type");
+        }
+
+        if (!json_is_string(t)) {
+            json_decref(v);
+            return al_llm_req_tool_refuse(rq, AL_LLM_PT_UNKNOWN, NULL, 0,
+                                          " in \"tool_choice\"");
+        }
+
+        s = json_string_value(t);
+        n = json_string_length(t);
+    }
+
+    rc = 0;
+
+    for (i = 0; own[i] != NULL; i++) {
+        if (strlen(own[i]) == n && memcmp(own[i], s, n) == 0) {
+            break;
+        }
+    }
+
+    if (own[i] != NULL) {
+        /* names no tool, or one of "tools" */
+
+    } else if (json_is_object(v) && n == 13
+               && memcmp(s, "allowed_tools", 13) == 0)
+    {
+        a = json_object_get(v, "allowed_tools");
+
+        rc = al_llm_choice_tools(rq, json_object_get(v, "tools"));
+
+        if (rc == 0 && a != NULL && !json_is_null(a)) {
+            if (!json_is_object(a)) {
+                rq->req->reason = AL_REASON_BODY;
+                rc = al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                                 "\"allowed_tools\" in \"tool_choice\" "
+                                 "must be an object");
+
+            } else {
+                rc = al_llm_choice_case(rq, a, keys + 1);
+
+                if (rc == 0) {
+                    rc = al_llm_choice_tools(rq,
+                                             json_object_get(a, "tools"));
+                }
+            }
+        }
+
+    } else {
+        family = (n > AL_LLM_TOOL_TYPE) ? AL_LLM_PT_UNKNOWN
+                                        : al_llm_tool_family(s, n);
+
+        if (family >= 0 && !al_llm_tool_allowed(rq->llm, family)) {
+            rc = al_llm_req_tool_refuse(rq, family, s, n,
+                                        " in \"tool_choice\"");
+        }
+    }
+
+    json_decref(v);
+
+    return rc;
+}
+
+
+/*
+ * The "type" of a "tool_choice" object read without a tree, as most are
+ * ({"type": "function", "function": {"name": ...}}): when it has no
+ * escape and no byte past ASCII, so that a key is its raw bytes, no
+ * string in it is "type", "tools" or "allowed_tools" in another case
+ * (al_llm_choice_case()), and the type is a string, not "allowed_tools".
+ * 1 with *type and *len, else 0: jansson reads it.
+ */
+
+static int
+al_llm_choice_plain(const al_llm_rq_t *rq, const al_llm_jfield_t *f,
+    const char **type, size_t *len)
+{
+    size_t                i, k, n;
+    al_llm_body_t         b;
+    const unsigned char  *p;
+    char                  detail[AL_DETAIL_MAX];
+
+    static const char *const  names[] = { "type", NULL };
+    static const al_llm_scan_spec_t  spec = { names, -1, -1, NULL, 0, 0 };
+    static const al_str_t  keys[] = {
+        { "type", 4 }, { "tools", 5 }, { "allowed_tools", 13 }
+    };
+
+    if (f->type != AL_LLM_JT_OBJECT) {
+        return 0;
+    }
+
+    p = rq->body + f->at;
+
+    for (i = 0; i < f->len; i++) {
+        if (p[i] >= 0x80 || p[i] == '\\') {
+            return 0;
+        }
+
+        if (p[i] != '"') {
+            continue;
+        }
+
+        for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+            n = keys[k].len;
+
+            if (f->len - i > n + 1 && p[i + 1 + n] == '"'
+                && strncasecmp((const char *) p + i + 1, keys[k].data, n)
+                   == 0
+                && memcmp(p + i + 1, keys[k].data, n) != 0)
+            {
+                return 0;
+            }
+        }
+    }
+
+    if (al_llm_json_scan(&spec, p, f->len, &b, detail, sizeof(detail)) != 0
+        || b.f[0].type != AL_LLM_JT_STRING)
+    {
+        return 0;
+    }
+
+    *type = (const char *) p + b.f[0].at + 1;
+    *len = (size_t) b.f[0].num;
+
+    return *len != 13 || memcmp(*type, "allowed_tools", 13) != 0;
+}
+
+
+/*
+ * The "tools" of a "tool_choice" of type "allowed_tools", read as the
+ * body's "tools" are (al_llm_scan_tool()): none or null, or a list of
+ * objects, each of no "type" (Anthropic's own tools), a type the client
+ * runs, or one of a family the entry allows.
+ */
+
+static int
+al_llm_choice_tools(al_llm_rq_t *rq, json_t *list)
+{
+    int          family;
+    size_t       i, n;
+    json_t      *e, *t;
+    const char  *s;
+
+    static const char *const  keys[] = { "type", NULL };
+
+    if (list == NULL || json_is_null(list)) {
+        return 0;
+    }
+
+    if (!json_is_array(list)) {
+        rq->req->reason = AL_REASON_BODY;
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"tools\" in \"tool_choice\" must be a list");
+    }
+
+    json_array_foreach(list, i, e) {
+        if (!json_is_object(e)) {
+            return al_llm_req_tool_refuse(rq, AL_LLM_PT_NOT_OBJECT, NULL,
+                                          0, " in \"tool_choice\"");
+        }
+
+        if (al_llm_choice_case(rq, e, keys) != 0) {
+            return -1;
+        }
+
+        t = json_object_get(e, "type");
+
+        if (t == NULL) {
+            continue;
+        }
+
+        if (!json_is_string(t)) {
+            return al_llm_req_tool_refuse(rq, AL_LLM_PT_UNKNOWN, NULL, 0,
+                                          " in \"tool_choice\"");
+        }
+
+        s = json_string_value(t);
+        n = json_string_length(t);
+
+        family = (n > AL_LLM_TOOL_TYPE) ? AL_LLM_PT_UNKNOWN
+                                        : al_llm_tool_family(s, n);
+
+        if (family >= 0 && !al_llm_tool_allowed(rq->llm, family)) {
+            return al_llm_req_tool_refuse(rq, family, s, n,
+                                          " in \"tool_choice\"");
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * A key of obj in "tool_choice" that is one of names in another case, as
+ * a Go server behind an entry binds it (al_folds_to()): refused, as the
+ * scan refuses the keys it reads in another case.  0, or -1.
+ */
+
+static int
+al_llm_choice_case(al_llm_rq_t *rq, json_t *obj, const char *const *names)
+{
+    size_t       i, len;
+    json_t      *e;
+    const char  *key;
+    char         show[AL_LLM_SHOW_MAX + 4];
+
+    json_object_foreach(obj, key, e) {
+        len = strlen(key);
+
+        if (al_fold_plain(key, len)) {
+            continue;
+        }
+
+        for (i = 0; names[i] != NULL; i++) {
+            if (al_folds_to(key, len, names[i], strlen(names[i]))) {
+                (void) al_llm_show(show, sizeof(show), key, len,
+                                   AL_LLM_SHOW_MAX);
+                rq->req->reason = AL_REASON_BODY;
+                return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                                   "key \"%s\" in \"tool_choice\" differs "
+                                   "from \"%s\" only by case", show,
+                                   names[i]);
+            }
+        }
     }
 
     return 0;
@@ -1809,9 +2161,7 @@ al_llm_req_prediction(al_llm_rq_t *rq)
         return 0;
     }
 
-    if (rq->ep != AL_LLM_EP_CHAT
-        && al_llm_req_listed_on(rq, "prediction", AL_LLM_EP_CHAT) != 0)
-    {
+    if (al_llm_req_listed_on(rq, "prediction", AL_LLM_M_CHAT) != 0) {
         return -1;
     }
 
@@ -1835,16 +2185,17 @@ al_llm_req_prediction(al_llm_rq_t *rq)
 
 
 /*
- * A member the gateway reads that the providers document on endpoint ep
- * alone, sent to another: it passes only as the entry's allow_members
- * names it.  0, or -1 with the refusal.
+ * A member the gateway reads that the providers document on the
+ * endpoints eps (AL_LLM_M_*) alone, sent to another: it passes only as
+ * the entry's allow_members names it.  0, or -1 with the refusal.
  */
 
 static int
-al_llm_req_listed_on(al_llm_rq_t *rq, const char *name,
-    al_llm_endpoint_t ep)
+al_llm_req_listed_on(al_llm_rq_t *rq, const char *name, unsigned eps)
 {
-    if (rq->ep == ep || al_llm_allows_member(rq->llm, name, strlen(name))) {
+    if ((AL_LLM_M(rq->ep) & eps)
+        || al_llm_allows_member(rq->llm, name, strlen(name)))
+    {
         return 0;
     }
 

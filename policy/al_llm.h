@@ -257,7 +257,9 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * of a client that has no other way out.  So every element of "tools"
  * must be a tool the client runs (a type of "function" or "custom", or
  * no "type" at all, as Anthropic's own tools have), or a tool of a family
- * the entry's provider_tools allows; "web_search_options" (chat) counts
+ * the entry's provider_tools allows; so must a hosted tool "tool_choice"
+ * names, and the tools of an "allowed_tools" choice (al_llm.c has the
+ * types that pass); "web_search_options" (chat) counts
  * as web_search, a top-level "mcp_servers" (Anthropic) as mcp and a
  * top-level "data_sources" (Azure On Your Data: the provider queries the
  * search service the request names) as data_sources, each unless null;

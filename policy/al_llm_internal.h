@@ -234,8 +234,9 @@ enum {
     AL_LLM_F_HEADERS,                   /*   refused */
     AL_LLM_F_PREDICTION,                /* Predicted Outputs */
     AL_LLM_F_PROMPT,                    /* completions: one, or a batch */
+    AL_LLM_F_TOOL_CHOICE,               /* may name a provider tool */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 38                   /* room for other specs */
+    AL_LLM_F_MAX = 39                   /* room for other specs */
 };
 
 typedef struct {
@@ -342,8 +343,8 @@ const char *al_llm_url_key(const char *key, size_t len);
 /*
  * A scan's start: the types of root and f[] AL_LLM_JT_NONE, the rest up
  * to model[] zero (unlisted with it), model[] empty, the counts after it
- * zero; what follows tools is left.  The 38 types are stored one by one,
- * the loop unrolled: zeroing all of f[] was 1.2 KB a scan, 152 words.
+ * zero; what follows tools is left.  The 39 types are stored one by one,
+ * the loop unrolled: zeroing all of f[] was 1.2 KB a scan, 156 words.
  */
 static inline void
 al_llm_body_clear(al_llm_body_t *b)
@@ -353,7 +354,7 @@ al_llm_body_clear(al_llm_body_t *b)
     b->root.type = AL_LLM_JT_NONE;
 
 #ifdef __GNUC__
-#pragma GCC unroll 38
+#pragma GCC unroll 39
 #endif
     for (i = 0; i < AL_LLM_F_MAX; i++) {
         b->f[i].type = AL_LLM_JT_NONE;

@@ -186,7 +186,7 @@ static const char *const  al_llm_scan_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", "prompt", NULL
+    "headers", "prediction", "prompt", "tool_choice", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -283,8 +283,6 @@ const al_llm_member_t  al_llm_scan_members[] = {
     { AL_LLM_SCAN_STR("temperature"),
       AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_RESPONSES
       | AL_LLM_M_MESSAGES },
-    { AL_LLM_SCAN_STR("tool_choice"),
-      AL_LLM_M_CHAT | AL_LLM_M_RESPONSES | AL_LLM_M_MESSAGES },
     { AL_LLM_SCAN_STR("conversation"), AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("instructions"), AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("top_logprobs"), AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
@@ -315,8 +313,8 @@ const al_llm_member_t  al_llm_scan_members[] = {
 };
 
 const unsigned char  al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2] = {
-    0, 0, 0, 0, 0, 5, 10, 12, 13, 16, 20, 23, 25, 28, 30, 32, 34, 37, 39, 41,
-    42, 43, 43, 44
+    0, 0, 0, 0, 0, 5, 10, 12, 13, 16, 20, 23, 24, 27, 29, 31, 33, 36, 38, 40,
+    41, 42, 42, 43
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
@@ -2029,6 +2027,9 @@ al_llm_scan_field(const char *const *names, const char *name, size_t len)
 static inline int
 al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
 {
+    int          id;
+    const char  *want;
+
     *prompt = 0;
 
     switch (n) {
@@ -2133,14 +2134,34 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return al_llm_scan_is(name, "prediction") ? AL_LLM_F_PREDICTION : -1;
 
     case 11:
-        if (al_llm_scan_is(name, "mcp_servers")) {
-            return AL_LLM_F_MCP_SERVERS;
+
+        /*
+         * "temperature" is as long: the first byte picks the one name it
+         * may be, then two words compared, not memcmp()
+         */
+
+        switch (name[0]) {
+
+        case 'm':
+            want = "mcp_servers";
+            id = AL_LLM_F_MCP_SERVERS;
+            break;
+
+        case 'u':
+            want = "user_config";
+            id = AL_LLM_F_USER_CONFIG;
+            break;
+
+        case 't':
+            want = "tool_choice";
+            id = AL_LLM_F_TOOL_CHOICE;
+            break;
+
+        default:
+            return -1;
         }
 
-        /* "temperature" is as long: one byte, not a call to memcmp() */
-
-        return (name[0] == 'u' && al_llm_scan_is(name, "user_config"))
-               ? AL_LLM_F_USER_CONFIG : -1;
+        return al_llm_scan_eq(name, want, 11) ? id : -1;
 
     case 12:
         if (al_llm_scan_is(name, "service_tier")) {
@@ -2378,8 +2399,9 @@ al_llm_member_refused(const char *name, size_t len)
         return "the gateway refuses it in every request: routers read it "
                "as other models, URLs, keys or headers";
 
-    case AL_LLM_F_PREDICTION:           /* one endpoint's; their checks */
+    case AL_LLM_F_PREDICTION:           /* some endpoints'; their checks */
     case AL_LLM_F_PROMPT:               /*   read the list elsewhere */
+    case AL_LLM_F_TOOL_CHOICE:
     case -1:
         break;
 

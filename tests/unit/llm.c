@@ -54,6 +54,7 @@ static void *arena_alloc(void *data, size_t size);
 static void test_scan_runs(void);
 static void test_route_uri(void);
 static void test_provider_tools(void);
+static void test_tool_choice(void);
 static int refused_tool(const char *want);
 static void test_case_fold(void);
 static void test_service_tier(void);
@@ -199,6 +200,7 @@ main(void)
     test_scan_runs();
     test_route_uri();
     test_provider_tools();
+    test_tool_choice();
     test_case_fold();
     test_service_tier();
     test_provider_routing();
@@ -2848,6 +2850,345 @@ test_provider_tools(void)
            && al_llm_tool_name("url_input", 9) == AL_LLM_PT_URL_INPUT
            && al_llm_tool_names[AL_LLM_PT_NAMED] == NULL,
            "tool families: the names the policy takes");
+}
+
+
+/*
+ * "tool_choice" may name a tool the provider runs, which a server behind
+ * an entry runs though "tools" does not list it: such a choice needs the
+ * tool's family in provider_tools, as the tool in "tools" would.
+ */
+
+static void
+test_tool_choice(void)
+{
+    size_t    i;
+    al_llm_t  llm;
+    char      body[512];
+    al_str_t  listed[] = { S("tool_choice") };
+
+    static const struct {
+        const char  *type;
+        const char  *family;
+    } hosted[] = {
+        { "web_search_preview", "web_search" },
+        { "web_search_preview_2025_03_11", "web_search" },
+        { "file_search", "file_search" },
+        { "code_interpreter", "code_interpreter" },
+        { "image_generation", "image_generation" },
+        { "computer_use_preview", "computer" },
+        { "mcp\",\"server_label\":\"x", "mcp" },
+        { "shell", "shell" },
+        { "apply_patch", "apply_patch" }
+    };
+
+    static const char *const  pass[] = {
+        "\"none\"", "\"auto\"", "\"required\"", "\"any\"", "null",
+        "\"\\u0061uto\"",
+        "{\"type\":\"function\",\"name\":\"f\"}",
+        "{\"type\":\"function\",\"function\":{\"name\":\"f\"}}",
+        "{\"type\":\"function\",\"function\":{\"name\":\"getType\"}}",
+        "{\"type\":\"function\",\"function\":{\"name\":\"f\\u00e9\"}}",
+        "{\"type\":\"custom\",\"name\":\"g\"}",
+        "{\"type\":\"auto\",\"disable_parallel_tool_use\":true}",
+        "{\"type\":\"any\"}", "{\"type\":\"none\"}",
+        "{\"type\":\"tool\",\"name\":\"f\"}",
+        "{\"type\":\"allowed_tools\",\"mode\":\"auto\",\"tools\":"
+        "[{\"type\":\"function\",\"name\":\"f\"},{\"name\":\"g\"}]}",
+        "{\"type\":\"allowed_tools\",\"allowed_tools\":{\"mode\":"
+        "\"required\",\"tools\":[{\"type\":\"function\",\"function\":"
+        "{\"name\":\"f\"}}]}}"
+    };
+
+    /* a hosted tool named only in tool_choice, on each endpoint */
+
+    for (i = 0; i < sizeof(hosted) / sizeof(hosted[0]); i++) {
+        (void) snprintf(body, sizeof(body), "{\"model\":\"gpt-4o\","
+                        "\"input\":\"x\",\"tool_choice\":{\"type\":\"%s\"}}",
+                        hosted[i].type);
+        req(&oai, TOOLS, AL_LLM_EP_RESPONSES, body);
+        tap_ok(refused_tool("in \"tool_choice\" is run by the provider; "
+                            "the policy does not allow it")
+               && has(rq.detail, hosted[i].family),
+               "tool_choice: a hosted tool refused");
+    }
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"web_search_preview\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strcmp(rq.detail, "tool type \"web_search_preview\" in "
+                     "\"tool_choice\" is run by the provider; the policy "
+                     "does not allow it (provider_tools: web_search)") == 0,
+           "tool_choice: the detail names the type, where, the family");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"web_search\"}}");
+    tap_ok(refused_tool("provider_tools: web_search"),
+           "tool_choice: a hosted tool on chat refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"code_interpreter\"}}");
+    tap_ok(refused_tool("provider_tools: code_interpreter"),
+           "tool_choice: on an openai-compatible entry refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"tool_choice\":{\"type\":\"web_fetch_20250910\"}}");
+    tap_ok(refused_tool("provider_tools: web_fetch"),
+           "tool_choice: on an anthropic entry refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":"
+        "\"web_search_preview\"}");
+    tap_ok(refused_tool("provider_tools: web_search"),
+           "tool_choice: a hosted tool named by a string refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"typ\\u0065"
+        "\":\"m\\u0063p\",\"server_label\":\"x\"}}");
+    tap_ok(refused_tool("provider_tools: mcp"),
+           "tool_choice: escapes read as the provider reads them");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":"
+        "\"web_se\\u0061rch\"}");
+    tap_ok(refused_tool("provider_tools: web_search"),
+           "tool_choice: an escaped string is the name it spells");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"function\":"
+        "{\"type\":\"function\"},\"type\":\"file_search\"}}");
+    tap_ok(refused_tool("provider_tools: file_search"),
+           "tool_choice: its own type, not a nested one's");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"file_search\",\"note\":\"Type\"}}");
+    tap_ok(refused_tool("provider_tools: file_search"),
+           "tool_choice: read by jansson, the same");
+
+    /* allowed_tools: its tools are read as "tools" */
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\"}],\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"mode\":\"auto\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\"},{\"type\":\"mcp\",\"server_label\":"
+        "\"deepwiki\"}]}}");
+    tap_ok(refused_tool("tool type \"mcp\" in \"tool_choice\" is run by "
+                        "the provider"),
+           "tool_choice: allowed_tools with a hosted tool refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"allowed_tools\":{\"mode\":\"auto\",\"tools\":"
+        "[{\"type\":\"image_generation\"}]}}}");
+    tap_ok(refused_tool("provider_tools: image_generation"),
+           "tool_choice: chat's allowed_tools with a hosted tool refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[{\"type\":\"frobnicate\"}]}}");
+    tap_ok(refused_tool("tool type \"frobnicate\" in \"tool_choice\" is "
+                        "unknown"),
+           "tool_choice: allowed_tools with an unknown type refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[\"web_search\"]}}");
+    tap_ok(refused_tool("\"tools\" in \"tool_choice\" must be a list of "
+                        "objects"),
+           "tool_choice: an allowed tool that is no object refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":{\"type\":\"mcp\"}}}");
+    tap_ok(refused_tool("\"tools\" in \"tool_choice\" must be a list"),
+           "tool_choice: allowed tools that are no list refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[{\"type\":1}]}}");
+    tap_ok(refused_tool("a tool's \"type\" in \"tool_choice\" must be a "
+                        "string"),
+           "tool_choice: an allowed tool's type that is no string refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"allowed_tools\":[]}}");
+    tap_ok(refused_tool("\"allowed_tools\" in \"tool_choice\" must be an "
+                        "object"),
+           "tool_choice: allowed_tools that is no object refused");
+
+    /* unknown types, wrong shapes */
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"frobnicate\"}}");
+    tap_ok(refused_tool("tool type \"frobnicate\" in \"tool_choice\" is "
+                        "unknown to the gateway"),
+           "tool_choice: an unknown type refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":"
+        "\"sometimes\"}");
+    tap_ok(refused_tool("tool type \"sometimes\" in \"tool_choice\" is "
+                        "unknown"),
+           "tool_choice: an unknown string refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":1}");
+    tap_ok(refused_tool("\"tool_choice\" must be a string or an object"),
+           "tool_choice: a number refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":[{\"type\":"
+        "\"function\"}]}");
+    tap_ok(refused_tool("\"tool_choice\" must be a string or an object"),
+           "tool_choice: a list refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":true}");
+    tap_ok(refused_tool("\"tool_choice\" must be a string or an object"),
+           "tool_choice: true refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"function\":"
+        "{\"name\":\"f\"}}}");
+    tap_ok(refused_tool("a tool's \"type\" in \"tool_choice\" must be a "
+                        "string"),
+           "tool_choice: an object of no type refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "null}}");
+    tap_ok(refused_tool("a tool's \"type\" in \"tool_choice\" must be a "
+                        "string"),
+           "tool_choice: a type that is no string refused");
+
+    /* keys in another case, as a Go server binds them */
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"Tool_Choice\":{\"type\":"
+        "\"web_search\"}}");
+    tap_ok(refused_case("\"tool_choice\""), "fold: Tool_Choice refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"function\",\"TYPE\":\"web_search\"}}");
+    tap_ok(refused_case("\"type\""), "fold: tool_choice's TYPE refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"Tools\":[{\"type\":\"mcp\"}]}}");
+    tap_ok(refused_case("\"tools\""), "fold: allowed_tools' Tools refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"allowed_tools\":{\"TOOLS\":[]}}}");
+    tap_ok(refused_case("\"tools\""),
+           "fold: chat allowed_tools' TOOLS refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tool\xc5\xbf\":[{\"type\":\"mcp\"}]}}");
+    tap_ok(refused_case("\"tools\""),
+           "fold: allowed_tools' tools with a long s refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[],\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[{\"Typ\xc3\xa9\":\"x\",\"tYpE\":"
+        "\"mcp\"}]}}");
+    tap_ok(refused_case("\"type\""), "fold: an allowed tool's tYpE refused");
+
+    /* what passes */
+
+    for (i = 0; i < sizeof(pass) / sizeof(pass[0]); i++) {
+        (void) snprintf(body, sizeof(body), "{\"model\":\"gpt-4o\","
+                        "\"messages\":[],\"tool_choice\":%s}", pass[i]);
+        req(&oai, TOOLS, AL_LLM_EP_CHAT, body);
+        tap_is_int(rq.reason, AL_REASON_NONE,
+                   "tool_choice: no tool, or one the client runs, passes");
+
+        if (rq.reason != AL_REASON_NONE) {
+            tap_diag("tool_choice: ", pass[i]);
+            tap_diag("detail: ", rq.detail);
+        }
+    }
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":[],"
+        "\"tools\":[{\"name\":\"f\",\"input_schema\":{}}],\"tool_choice\":"
+        "{\"type\":\"tool\",\"name\":\"f\"}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tool_choice: anthropic's tool by name passes");
+
+    /* families allowed by provider_tools */
+
+    llm = oai;
+    llm.provider_tools = UINT32_C(1) << AL_LLM_PT_WEB_SEARCH;
+
+    req(&llm, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"web_search_preview\"}],\"tool_choice\":{\"type\":"
+        "\"web_search_preview\"}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "provider_tools web_search: tool_choice web_search passes");
+
+    req(&llm, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[{\"type\":\"web_search_preview\"}]}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "provider_tools web_search: allowed web_search passes");
+
+    req(&llm, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[{\"type\":\"web_search_preview\"},"
+        "{\"type\":\"file_search\"}]}}");
+    tap_ok(refused_tool("provider_tools: file_search"),
+           "provider_tools web_search: allowed file_search still refused");
+
+    llm.provider_tools = ~UINT32_C(0);
+
+    req(&llm, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"frobnicate\"}}");
+    tap_ok(refused_tool("\"frobnicate\" in \"tool_choice\" is unknown"),
+           "every bit set: an unknown tool_choice still refused");
+
+    /* documented on chat, responses and messages only */
+
+    req(&bare, TOOLS, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"x\",\"tool_choice\":\"auto\"}");
+    tap_ok(refused_member("tool_choice", "completions", "bare"),
+           "tool_choice on completions refused");
+
+    req(&bare, TOOLS, AL_LLM_EP_EMBEDDINGS,
+        "{\"model\":\"text-embedding-3-small\",\"input\":\"x\","
+        "\"tool_choice\":\"none\"}");
+    tap_ok(refused_member("tool_choice", "embeddings", "bare"),
+           "tool_choice on embeddings refused");
+
+    llm = bare;
+    llm.allow_members = listed;
+    llm.nallow_members = 1;
+
+    req(&llm, TOOLS, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"x\",\"tool_choice\":\"auto\"}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tool_choice on completions: allow_members lets it pass");
+
+    req(&llm, TOOLS, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":\"x\",\"tool_choice\":{\"type\":"
+        "\"web_search\"}}");
+    tap_ok(refused_tool("provider_tools: web_search"),
+           "tool_choice on completions: ... and its check still runs");
+
+    tap_ok(al_llm_member_refused("tool_choice", 11) == NULL,
+           "allow_members: tool_choice may be listed");
 }
 
 
