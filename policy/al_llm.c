@@ -1574,6 +1574,10 @@ al_llm_req_tools(al_llm_rq_t *rq)
     bad = b->tools & ~(rq->llm->provider_tools
                        & ((UINT32_C(1) << AL_LLM_PT_NAMED) - 1));
 
+    if (rq->ep == AL_LLM_EP_MESSAGES) {
+        bad &= ~(UINT32_C(1) << AL_LLM_PT_UNTYPED);
+    }
+
     if (bad != 0) {
         first = AL_LLM_PT_MAX;
         at = 0;
@@ -1587,7 +1591,7 @@ al_llm_req_tools(al_llm_rq_t *rq)
             }
         }
 
-        if (first == AL_LLM_PT_NOT_OBJECT || rq->body[at] != '"') {
+        if (first >= AL_LLM_PT_NOT_OBJECT || rq->body[at] != '"') {
             return al_llm_req_tool_refuse(rq, first, NULL, 0, "");
         }
 
@@ -1634,6 +1638,14 @@ al_llm_req_tool_refuse(al_llm_rq_t *rq, int family, const char *type,
     if (family == AL_LLM_PT_NOT_OBJECT) {
         return al_llm_fail(req->detail, sizeof(req->detail),
                            "\"tools\"%s must be a list of objects", where);
+    }
+
+    if (family == AL_LLM_PT_UNTYPED) {
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "a tool%s has no \"type\": it is refused on %s, "
+                           "where a router may read it as a tool the "
+                           "provider runs ({\"googleSearch\": {}})", where,
+                           al_llm_endpoint_name(rq->ep));
     }
 
     if (type == NULL) {
@@ -1877,8 +1889,8 @@ al_llm_choice_plain(const al_llm_rq_t *rq, const al_llm_jfield_t *f,
 /*
  * The "tools" of a "tool_choice" of type "allowed_tools", read as the
  * body's "tools" are (al_llm_scan_tool()): none or null, or a list of
- * objects, each of no "type" (Anthropic's own tools), a type the client
- * runs, or one of a family the entry allows.
+ * objects, each of no "type" (on messages: Anthropic's own tools), a
+ * type the client runs, or one of a family the entry allows.
  */
 
 static int
@@ -1914,7 +1926,12 @@ al_llm_choice_tools(al_llm_rq_t *rq, json_t *list)
         t = json_object_get(e, "type");
 
         if (t == NULL) {
-            continue;
+            if (rq->ep == AL_LLM_EP_MESSAGES) {
+                continue;
+            }
+
+            return al_llm_req_tool_refuse(rq, AL_LLM_PT_UNTYPED, NULL, 0,
+                                          " in \"tool_choice\"");
         }
 
         if (!json_is_string(t)) {

@@ -256,10 +256,12 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * on the client's behalf, past the gateway, which would undo the boxing
  * of a client that has no other way out.  So every element of "tools"
  * must be a tool the client runs (a type of "function" or "custom", or
- * no "type" at all, as Anthropic's own tools have), or a tool of a family
- * the entry's provider_tools allows; so must a hosted tool "tool_choice"
- * names, and the tools of an "allowed_tools" choice (al_llm.c has the
- * types that pass); "web_search_options" (chat) counts
+ * on messages no "type" at all, as Anthropic's own tools have: elsewhere
+ * a router reads such an element as a tool the provider runs, LiteLLM
+ * {"googleSearch": {}} and {"urlContext": {}} as Gemini's), or a tool of
+ * a family the entry's provider_tools allows; so must a hosted tool
+ * "tool_choice" names, and the tools of an "allowed_tools" choice
+ * (al_llm.c has the types that pass); "web_search_options" (chat) counts
  * as web_search, a top-level "mcp_servers" (Anthropic) as mcp and a
  * top-level "data_sources" (Azure On Your Data: the provider queries the
  * search service the request names) as data_sources, each unless null;
@@ -296,6 +298,7 @@ enum {
     AL_LLM_PT_NAMED,                    /* the families with a name */
     AL_LLM_PT_UNKNOWN = AL_LLM_PT_NAMED, /* a type of no family */
     AL_LLM_PT_NOT_OBJECT,               /* an element that is no object */
+    AL_LLM_PT_UNTYPED,                  /* an object of no "type" */
     AL_LLM_PT_MAX
 };
 

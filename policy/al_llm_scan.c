@@ -2601,7 +2601,9 @@ al_llm_scan_ws(al_llm_sc_t *sc)
  * raw span, obj says whether it was an object, and then b->tool is its
  * "type" (AL_LLM_JT_NONE: none).  Its family goes into b->tools, with the
  * span of the first element of each family (the type's, when it has one)
- * for the refusal to name.  Tools the client runs leave no trace.
+ * for the refusal to name.  Tools the client runs leave no trace; one of
+ * no "type" is AL_LLM_PT_UNTYPED, which al_llm_request() passes on
+ * messages alone (Anthropic's own tools).
  */
 
 static void
@@ -2616,7 +2618,7 @@ al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
         family = AL_LLM_PT_NOT_OBJECT;
 
     } else if (t->type == AL_LLM_JT_NONE) {
-        return;                         /* Anthropic's own tools */
+        family = AL_LLM_PT_UNTYPED;     /* Anthropic's own tools, or not */
 
     } else {
         at = t->at;

@@ -8,7 +8,7 @@
 # the entry's provider_tools allows their family.  Tools the client runs
 # (function, custom, Anthropic tools without a type) pass.  After a
 # reload with provider_tools, the allowed families pass and the others
-# are still refused.
+# are still refused.  A tool of no type passes on messages alone.
 
 use strict;
 use warnings;
@@ -26,7 +26,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 37;
+plan tests => 40;
 
 my $agent = $l->token('agent');
 
@@ -118,6 +118,18 @@ $r = messages_with(tools => [{ name => 'f', input_schema => {} },
 is($r->{status}, 400, 'messages, web fetch after a client tool: 400');
 like(ant_error($r)->{message}, qr/web_fetch_20250910/,
      'web fetch: the message names the tool type');
+
+# a tool of no type is Anthropic's own on messages alone: elsewhere a
+# router reads one as a tool the provider runs (LiteLLM: Gemini's Google
+# Search, URL context, code execution)
+
+$r = $l->chat(token => $agent, fields => { tools => [ { urlContext => {} } ] });
+is($r->{status}, 400, 'chat, a tool of no type (urlContext): 400');
+like(oai_error($r)->{message}, qr/has no "type": it is refused on chat/,
+     'a tool of no type: the message says so');
+
+$r = responses({ googleSearch => {} });
+is($r->{status}, 400, 'responses, a tool of no type (googleSearch): 400');
 
 is(provider_count(), $n, 'refused provider tools never reach the provider');
 

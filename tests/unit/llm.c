@@ -2513,6 +2513,43 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "tools: anthropic tools without a type, or custom, pass");
 
+    /*
+     * elsewhere a tool of no type is none the client runs: LiteLLM reads
+     * {"googleSearch": {}}, {"urlContext": {}} as Gemini's own tools
+     */
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"type\":\"function\","
+        "\"function\":{\"name\":\"f\"}},{\"urlContext\":{}}]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strcmp(rq.detail, "a tool has no \"type\": it is refused on "
+                     "chat/completions, where a router may read it as a "
+                     "tool the provider runs ({\"googleSearch\": {}})") == 0,
+           "tools: a chat tool of no type refused");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"googleSearch\":"
+        "{}}]}");
+    tap_ok(refused_tool("has no \"type\": it is refused on responses"),
+           "tools: a responses tool of no type refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{}]}");
+    tap_ok(refused_tool("has no \"type\""), "tools: {} refused on chat");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"codeExecution\":{}},"
+        "{\"type\":\"mcp\"}]}");
+    tap_ok(refused_tool("has no \"type\""),
+           "tools: the first refused element is named");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[{\"type\":\"function\",\"name\":\"f\"},"
+        "{\"googleSearch\":{}}]}}");
+    tap_ok(refused_tool("a tool in \"tool_choice\" has no \"type\""),
+           "tools: an allowed tool of no type refused off messages");
+
     req(&oai, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"tools\":[],\"web_search_options\":null}");
     tap_is_int(rq.reason, AL_REASON_NONE,
@@ -2818,6 +2855,11 @@ test_provider_tools(void)
     tap_ok(refused_tool("list of objects"),
            "every bit set: an element that is no object still refused");
 
+    req(&oai_tools, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"googleSearch\":{}}]}");
+    tap_ok(refused_tool("has no \"type\""),
+           "every bit set: a chat tool of no type still refused");
+
     /* the families: a name, or the name, '_' and more */
 
     tap_ok(al_llm_tool_family("function", 8) == -1
@@ -2894,7 +2936,7 @@ test_tool_choice(void)
         "{\"type\":\"any\"}", "{\"type\":\"none\"}",
         "{\"type\":\"tool\",\"name\":\"f\"}",
         "{\"type\":\"allowed_tools\",\"mode\":\"auto\",\"tools\":"
-        "[{\"type\":\"function\",\"name\":\"f\"},{\"name\":\"g\"}]}",
+        "[{\"type\":\"function\",\"name\":\"f\"},{\"type\":\"custom\"}]}",
         "{\"type\":\"allowed_tools\",\"allowed_tools\":{\"mode\":"
         "\"required\",\"tools\":[{\"type\":\"function\",\"function\":"
         "{\"name\":\"f\"}}]}}"

@@ -461,7 +461,8 @@ main(void)
                && b.tools == ((UINT32_C(1) << AL_LLM_PT_MCP)
                               | (UINT32_C(1) << AL_LLM_PT_WEB_SEARCH)
                               | (UINT32_C(1) << AL_LLM_PT_UNKNOWN)
-                              | (UINT32_C(1) << AL_LLM_PT_NOT_OBJECT))
+                              | (UINT32_C(1) << AL_LLM_PT_NOT_OBJECT)
+                              | (UINT32_C(1) << AL_LLM_PT_UNTYPED))
                && b.tool_len[AL_LLM_PT_MCP] == 5
                && memcmp(t + b.tool_at[AL_LLM_PT_MCP], "\"mcp\"", 5) == 0
                && memcmp(t + b.tool_at[AL_LLM_PT_WEB_SEARCH],
@@ -469,6 +470,9 @@ main(void)
                && memcmp(t + b.tool_at[AL_LLM_PT_NOT_OBJECT], "\"x\"", 3)
                   == 0
                && memcmp(t + b.tool_at[AL_LLM_PT_UNKNOWN], "null", 4) == 0
+               && b.tool_len[AL_LLM_PT_UNTYPED] == 12
+               && memcmp(t + b.tool_at[AL_LLM_PT_UNTYPED], "{\"name\":\"f\"}",
+                         12) == 0
                && b.f[AL_LLM_F_WEB_SEARCH_OPTIONS].type == AL_LLM_JT_OBJECT
                && b.f[AL_LLM_F_MCP_SERVERS].type == AL_LLM_JT_ARRAY
                && b.f[AL_LLM_F_TOOLS].type == AL_LLM_JT_ARRAY,
