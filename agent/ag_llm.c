@@ -89,8 +89,9 @@ ag_curl_progress(void *data, curl_off_t dltotal, curl_off_t dlnow,
 int
 ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
 {
-    int                 rc;
-    char                url[512], *body;
+    int                 rc, n;
+    char                url[sizeof("http://airlock/chat/completions")
+                            + AG_PREFIX_MAX], *body;
     size_t              i;
     CURL               *curl;
     CURLcode            cc;
@@ -118,8 +119,15 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
     ctx.curl = curl;
     res->sent_len = strlen(body);
 
-    snprintf(url, sizeof(url), "http://airlock%s/chat/completions",
-             run->conf->llm_prefix);
+    /* --llm-prefix is at most AG_PREFIX_MAX bytes: never cut here */
+    n = snprintf(url, sizeof(url), "http://airlock%s/chat/completions",
+                 run->conf->llm_prefix);
+    if (n < 0 || (size_t) n >= sizeof(url)) {
+        snprintf(res->error, sizeof(res->error), "--llm-prefix is too long");
+        free(body);
+        curl_easy_cleanup(curl);
+        return -1;
+    }
 
     hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream");

@@ -73,6 +73,11 @@ static int ag_write_all(int fd, const char *p, size_t len,
     int64_t deadline);
 static long ag_long_option(const char *name, const char *v, long min,
     long max);
+static int ag_text_option(const char *name, const char *v, size_t max,
+    int lines, const char *want);
+static void ag_option_error(const char *name, const char *v,
+    const char *want);
+static int ag_llm_prefix(ag_conf_t *conf);
 
 
 static const struct option  ag_options[] = {
@@ -123,6 +128,8 @@ main(int argc, char **argv)
     }
 
     if (ag_load_tools(&conf) != 0) {
+        al_policy_free(conf.policy);        /* a policy --client or
+                                               --llm-prefix does not fit */
         return 1;
     }
 
@@ -316,7 +323,8 @@ ag_usage(FILE *f)
 "  --policy FILE        the policy: the tools are its routes for --client\n"
 "  --client NAME        the agent's policy client (agent)\n"
 "  --sandbox NAME       run_python's client (worker; none: no run_python)\n"
-"  --llm-prefix PATH    the gateway's prefix (/v1/proxy/openai)\n"
+"  --llm-prefix PATH    the gateway's prefix, one of the policy's llm\n"
+"                       prefixes (/v1/proxy/openai)\n"
 "  --model NAME         the model (gpt-4o-mini)\n"
 "  --system TEXT        operator text added to the system prompt\n"
 "limits per question:\n"
@@ -336,22 +344,62 @@ ag_usage(FILE *f)
 "                       its own; more get 503 \"busy\" (64)\n"
 "  --send-timeout MS    how long a client has to take an answer: a\n"
 "                       question's events past its wall time, a\n"
-"                       session whole (30000)\n");
+"                       session whole (30000)\n"
+"\n"
+"a value is refused whole, never cut: empty, too long, or with a control\n"
+"character (--system may hold newlines and tabs).  Exit status 2: a bad\n"
+"option; 1: the policy does not fit them, or the socket\n");
 }
 
+
+/*
+ * A bad value, on one line: its control characters written as \xNN (a
+ * newline in it would start a line of its own in the journal), and only
+ * its first 64 bytes, with its length, when it is longer.
+ */
+
+static void
+ag_option_error(const char *name, const char *v, const char *want)
+{
+    size_t          i, len;
+    unsigned char   c;
+
+    fprintf(stderr, "airlock-agent: --%s wants %s, not \"", name, want);
+
+    len = strlen(v);
+
+    for (i = 0; i < len && i < 64; i++) {
+        c = (unsigned char) v[i];
+
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+            fprintf(stderr, "\\x%02x", c);
+        } else {
+            fputc(c, stderr);
+        }
+    }
+
+    if (len > 64) {
+        fprintf(stderr, "...\" (%zu bytes)\n", len);
+    } else {
+        fprintf(stderr, "\"\n");
+    }
+}
+
+
+/* digits alone: strtol() also takes leading spaces and a sign */
 
 static long
 ag_long_option(const char *name, const char *v, long min, long max)
 {
     long   n;
-    char  *end;
+    char  *end, want[64];
 
     errno = 0;
-    n = strtol(v, &end, 10);
+    n = (*v >= '0' && *v <= '9') ? strtol(v, &end, 10) : -1;
 
-    if (errno != 0 || *end != '\0' || end == v || n < min || n > max) {
-        fprintf(stderr, "airlock-agent: --%s wants a number from %ld to "
-                "%ld, not \"%s\"\n", name, min, max, v);
+    if (n == -1 || errno != 0 || *end != '\0' || n < min || n > max) {
+        snprintf(want, sizeof(want), "a number from %ld to %ld", min, max);
+        ag_option_error(name, v, want);
         return -1;
     }
 
@@ -359,11 +407,47 @@ ag_long_option(const char *name, const char *v, long min, long max)
 }
 
 
+/*
+ * 1 to max bytes, and no control character (but newline and tab with
+ * lines): each of these values is logged, and the names and the prefix
+ * are sent, the prefix in the request target.  Never cut to fit.
+ */
+
+static int
+ag_text_option(const char *name, const char *v, size_t max, int lines,
+    const char *want)
+{
+    size_t          i, len;
+    unsigned char   c;
+
+    len = strlen(v);
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) v[i];
+
+        if ((c < 0x20 || c == 0x7f)
+            && !(lines && (c == '\n' || c == '\t')))
+        {
+            break;
+        }
+    }
+
+    if (len == 0 || len > max || i < len) {
+        ag_option_error(name, v, want);
+        return -1;
+    }
+
+    return 0;
+}
+
+
 static int
 ag_parse_options(int argc, char **argv, ag_conf_t *conf)
 {
-    int    c, idx;
-    long  *slot, n, min, max;
+    int          c, idx;
+    char         host[256];
+    long        *slot, n, min, max, port;
+    const char  *why;
 
     memset(conf, 0, sizeof(*conf));
     conf->client = "agent";
@@ -434,7 +518,14 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         }
     }
 
-    if (optind != argc || conf->listen == NULL || conf->gateway == NULL
+    if (optind != argc) {
+        fprintf(stderr, "airlock-agent: an argument that is no option: "
+                "each value follows its --option\n");
+        ag_usage(stderr);
+        return -1;
+    }
+
+    if (conf->listen == NULL || conf->gateway == NULL
         || conf->redis == NULL || conf->policy_file == NULL)
     {
         fprintf(stderr, "airlock-agent: --listen, --gateway, --redis and "
@@ -443,15 +534,83 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         return -1;
     }
 
-    if (strlen(conf->listen) >= sizeof(((struct sockaddr_un *) 0)->sun_path)
-        || strlen(conf->gateway)
-           >= sizeof(((struct sockaddr_un *) 0)->sun_path))
+    /*
+     * Every value whole, or refused here: an empty socket path is an
+     * abstract socket (anyone in the namespace may bind it), a long one
+     * is cut by the kernel's address, a prefix with '?', '#', a space or
+     * a newline would make another request target.
+     */
+
+    if (ag_text_option("listen", conf->listen, AG_SOCKET_MAX, 0,
+                       "a socket path of 1 to 107 bytes") != 0
+        || ag_text_option("gateway", conf->gateway, AG_SOCKET_MAX, 0,
+                          "a socket path of 1 to 107 bytes") != 0
+        || ag_text_option("policy", conf->policy_file, 4096, 0,
+                          "a file of 1 to 4096 bytes") != 0
+        || ag_text_option("client", conf->client, AG_NAME_MAX, 0,
+                          "a client's name of 1 to 256 bytes") != 0
+        || (conf->sandbox != NULL
+            && ag_text_option("sandbox", conf->sandbox, AG_NAME_MAX, 0,
+                              "a client's name of 1 to 256 bytes, or "
+                              "none") != 0)
+        || ag_text_option("llm-prefix", conf->llm_prefix, AG_PREFIX_MAX, 0,
+                          "the path of an llm entry's prefix, 1 to 256 "
+                          "bytes") != 0
+        || ag_text_option("model", conf->model, AG_NAME_MAX, 0,
+                          "a model's name of 1 to 256 bytes") != 0
+        || (conf->system_prompt != NULL
+            && ag_text_option("system", conf->system_prompt, AG_PROMPT_MAX,
+                              1, "text of 1 to 65536 bytes") != 0))
     {
-        fprintf(stderr, "airlock-agent: a socket path is too long\n");
+        return -1;
+    }
+
+    if (conf->llm_prefix[0] != '/'
+        || conf->llm_prefix[strcspn(conf->llm_prefix, "?#% ")] != '\0')
+    {
+        ag_option_error("llm-prefix", conf->llm_prefix, "a path: '/' "
+                        "first, no '?', '#', '%' or space");
+        return -1;
+    }
+
+    if (ag_redis_where(conf->redis, host, sizeof(host), &port, &why) != 0) {
+        ag_option_error("redis", conf->redis, why);
         return -1;
     }
 
     return 0;
+}
+
+
+/*
+ * --llm-prefix is one of the policy's llm prefixes, exactly: the policy
+ * has checked those (a path of its own characters, no '?', '#', '%', no
+ * "." or ".." segment, no trailing '/'), and a prefix it has not is
+ * refused by the gateway on every call.
+ */
+
+static int
+ag_llm_prefix(ag_conf_t *conf)
+{
+    size_t           i, len;
+    const al_llm_t  *l;
+
+    len = strlen(conf->llm_prefix);
+
+    for (i = 0; i < conf->policy->nllm; i++) {
+        l = &conf->policy->llm[i];
+
+        if (l->prefix.len == len
+            && memcmp(l->prefix.data, conf->llm_prefix, len) == 0)
+        {
+            return 0;
+        }
+    }
+
+    ag_option_error("llm-prefix", conf->llm_prefix, "the prefix of one "
+                    "of the policy's llm entries");
+
+    return -1;
 }
 
 
@@ -491,6 +650,10 @@ ag_load_tools(ag_conf_t *conf)
     }
 
     conf->psandbox = sandbox;
+
+    if (ag_llm_prefix(conf) != 0) {
+        return -1;
+    }
 
     text = al_tools_json(conf->policy, conf->pclient, sandbox,
                          AL_TOOLS_OPENAI, &err);

@@ -59,35 +59,93 @@ static void ag_session_keeper(ag_conf_t *conf, const char *id,
 static char *ag_session_text(json_t *session, char *err, size_t size);
 
 
+/*
+ * --redis, checked whole, at start and on each connect: "unix:PATH", the
+ * path (1 to 107 bytes: hiredis would cut a longer one, and an empty one
+ * names an abstract socket anyone may bind) copied to host with *port 0,
+ * or "HOST:PORT", a port of digits alone (one read by strtol() took
+ * "6379x" for 6379).  No control character or space anywhere: the
+ * address is logged.  0, or -1 with *why set.
+ */
+
+int
+ag_redis_where(const char *where, char *host, size_t size, long *port,
+    const char **why)
+{
+    size_t       i, n, len;
+    const char  *colon, *p;
+
+    len = strlen(where);
+
+    for (i = 0; i < len; i++) {
+        if ((unsigned char) where[i] <= 0x20 || where[i] == 0x7f) {
+            *why = "no control character or space";
+            return -1;
+        }
+    }
+
+    if (strncmp(where, "unix:", 5) == 0) {
+        n = len - 5;
+
+        if (n == 0 || n > AG_SOCKET_MAX || n >= size) {
+            *why = "unix: and a socket path of 1 to 107 bytes";
+            return -1;
+        }
+
+        memcpy(host, where + 5, n + 1);
+        *port = 0;
+
+        return 0;
+    }
+
+    colon = strrchr(where, ':');
+    n = (colon != NULL) ? (size_t) (colon - where) : 0;
+
+    if (n == 0 || n >= size || n > 255) {
+        *why = "unix:/path or host:port, a host of 1 to 255 bytes";
+        return -1;
+    }
+
+    p = colon + 1;
+    *port = 0;
+
+    for (i = 0; p[i] >= '0' && p[i] <= '9' && i < 5; i++) {
+        *port = *port * 10 + (p[i] - '0');
+    }
+
+    if (i == 0 || p[i] != '\0' || *port == 0 || *port > 65535) {
+        *why = "unix:/path or host:port, a port from 1 to 65535";
+        return -1;
+    }
+
+    memcpy(host, where, n);
+    host[n] = '\0';
+
+    return 0;
+}
+
+
 redisContext *
 ag_redis_connect(const char *where, char *err, size_t size)
 {
     char            host[256];
-    const char     *colon;
-    size_t          n;
     long            port;
+    const char     *why;
     redisContext   *c;
     struct timeval  tv;
 
     tv.tv_sec = 5;
     tv.tv_usec = 0;
 
-    if (strncmp(where, "unix:", 5) == 0) {
-        c = redisConnectUnixWithTimeout(where + 5, tv);
+    if (ag_redis_where(where, host, sizeof(host), &port, &why) != 0) {
+        snprintf(err, size, "redis address \"%s\": want %s", where, why);
+        return NULL;
+    }
+
+    if (port == 0) {
+        c = redisConnectUnixWithTimeout(host, tv);
 
     } else {
-        colon = strrchr(where, ':');
-        n = (colon != NULL) ? (size_t) (colon - where) : 0;
-        port = (colon != NULL) ? strtol(colon + 1, NULL, 10) : 0;
-
-        if (n == 0 || n >= sizeof(host) || port <= 0 || port > 65535) {
-            snprintf(err, size, "redis address \"%s\": want unix:/path or "
-                     "host:port", where);
-            return NULL;
-        }
-
-        memcpy(host, where, n);
-        host[n] = '\0';
         c = redisConnectWithTimeout(host, (int) port, tv);
     }
 

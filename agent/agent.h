@@ -39,6 +39,12 @@
 #define AG_TOOL_NAME_MAX     64             /* a tool's name, at most */
 #define AG_SCRIPT_MAX        (64 * 1024)
 #define AG_ERRBODY_MAX       4096
+#define AG_PREFIX_MAX        256            /* --llm-prefix, at most */
+#define AG_SOCKET_MAX        107            /* a unix socket's path: the
+                                               kernel's sun_path, less
+                                               its NUL */
+#define AG_NAME_MAX          256            /* --client, --sandbox,
+                                               --model, at most */
 
 /*
  * The longest event line the agent sends, "data: " and all: the answer,
@@ -165,6 +171,8 @@ int ag_route_call(ag_run_t *run, const char *method, const char *target,
 void ag_http_free(ag_http_t *h);
 
 /* ag_redis.c: sessions and sandbox jobs */
+int ag_redis_where(const char *where, char *host, size_t size, long *port,
+    const char **why);
 redisContext *ag_redis_connect(const char *where, char *err, size_t size);
 json_t *ag_session_load(redisContext *c, const char *id, int *damaged,
     char *err, size_t size);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <sys/random.h>
 
@@ -70,6 +71,9 @@ static char *airlock_escape(const char *p, size_t len, size_t *n,
 static int airlock_escape_event(json_t *e);
 static void airlock_print(FILE *f, const char *p, size_t len);
 static int airlock_session_ok(const char *id);
+static int airlock_bad_chars(const char *s, const char *these);
+static void airlock_value_error(const char *name, const char *v,
+    const char *want);
 static void airlock_failed(const char *url, CURLcode cc);
 
 
@@ -90,7 +94,10 @@ main(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
 
-    if (!isatty(STDERR_FILENO) || getenv("NO_COLOR") != NULL) {
+    /* NO_COLOR set and not empty (no-color.org) */
+    if (!isatty(STDERR_FILENO)
+        || (getenv("NO_COLOR") != NULL && getenv("NO_COLOR")[0] != '\0'))
+    {
         airlock_red = airlock_green = airlock_dim = airlock_bold =
             airlock_off = "";
     }
@@ -120,11 +127,14 @@ airlock_usage(FILE *f)
 "       airlock history ID [--socket PATH | --url URL]\n"
 "\n"
 "  --socket PATH   the agent's unix socket ($AIRLOCK_AGENT_SOCKET, else\n"
-"                  " AIRLOCK_SOCKET ")\n"
+"                  " AIRLOCK_SOCKET "), 1 to 107 bytes\n"
 "  --url URL       the agent through nginx instead, e.g.\n"
-"                  http://airlock.internal/api ($AIRLOCK_URL)\n"
+"                  http://airlock.internal/api ($AIRLOCK_URL); http or\n"
+"                  https, no '?', '#' or space\n"
 "  --session ID    continue a session (a new one is made otherwise)\n"
 "  --json          print the raw events, one JSON object a line\n"
+"\n"
+"an empty variable counts as unset; TEXT is UTF-8, up to 65536 bytes\n"
 "\n"
 "what the agent sends is shown with control characters (but newline and\n"
 "tab) as \\u00XX, so it cannot act on the terminal\n"
@@ -144,14 +154,33 @@ static const struct option  airlock_options[] = {
 };
 
 
+/*
+ * The socket and the URL are checked whole before anything is sent: an
+ * empty socket path is an abstract socket (anyone may bind it), a long
+ * one was cut; a URL with a '?' or a '#' would send the path after it as
+ * a query or not at all, one with a space or a control character is no
+ * URL.  An empty variable counts as unset.
+ */
+
 static int
 airlock_parse(int argc, char **argv, const char **session, int *json,
     const char **sock, const char **url)
 {
-    int  c;
+    int          c;
+    const char  *sock_from, *url_from;
 
     *sock = getenv("AIRLOCK_AGENT_SOCKET");
     *url = getenv("AIRLOCK_URL");
+    sock_from = "$AIRLOCK_AGENT_SOCKET";
+    url_from = "$AIRLOCK_URL";
+
+    if (*sock != NULL && (*sock)[0] == '\0') {
+        *sock = NULL;
+    }
+
+    if (*url != NULL && (*url)[0] == '\0') {
+        *url = NULL;
+    }
 
     for ( ;; ) {
         c = getopt_long(argc, argv, "", airlock_options, NULL);
@@ -162,8 +191,16 @@ airlock_parse(int argc, char **argv, const char **session, int *json,
         switch (c) {
         case 's': *session = optarg; break;
         case 'j': *json = 1; break;
-        case 'S': *sock = optarg; *url = NULL; break;
-        case 'u': *url = optarg; *sock = NULL; break;
+        case 'S':
+            *sock = optarg;
+            *url = NULL;
+            sock_from = "--socket";
+            break;
+        case 'u':
+            *url = optarg;
+            *sock = NULL;
+            url_from = "--url";
+            break;
         case 'h': airlock_usage(stdout); exit(0);
         default: return -1;
         }
@@ -173,19 +210,88 @@ airlock_parse(int argc, char **argv, const char **session, int *json,
         *sock = AIRLOCK_SOCKET;
     }
 
+    if (*url != NULL
+        && (airlock_bad_chars(*url, " ?#") != 0
+            || (strncasecmp(*url, "http://", 7) != 0
+                && strncasecmp(*url, "https://", 8) != 0)))
+    {
+        airlock_value_error(url_from, *url, "an http:// or https:// URL "
+                            "with no '?', '#', space or control character");
+        return -2;
+    }
+
+    if (*url == NULL
+        && (airlock_bad_chars(*sock, "") != 0 || strlen(*sock) == 0
+            || strlen(*sock) > AG_SOCKET_MAX))
+    {
+        airlock_value_error(sock_from, *sock, "a socket path of 1 to 107 "
+                            "bytes, no control character");
+        return -2;
+    }
+
     return 0;
+}
+
+
+/* 1 when s has a control character or one of these */
+
+static int
+airlock_bad_chars(const char *s, const char *these)
+{
+    for ( /* void */ ; *s != '\0'; s++) {
+        if ((unsigned char) *s < 0x20 || *s == 0x7f
+            || strchr(these, *s) != NULL)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * A bad value, on one line: its control characters as \xNN, and only
+ * its first 64 bytes, with its length, when it is longer.
+ */
+
+static void
+airlock_value_error(const char *name, const char *v, const char *want)
+{
+    size_t          i, len;
+    unsigned char   c;
+
+    fprintf(stderr, "airlock: %s wants %s, not \"", name, want);
+
+    len = strlen(v);
+
+    for (i = 0; i < len && i < 64; i++) {
+        c = (unsigned char) v[i];
+
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+            fprintf(stderr, "\\x%02x", c);
+        } else {
+            fputc(c, stderr);
+        }
+    }
+
+    if (len > 64) {
+        fprintf(stderr, "...\" (%zu bytes)\n", len);
+    } else {
+        fprintf(stderr, "\"\n");
+    }
 }
 
 
 static int
 airlock_ask(int argc, char **argv)
 {
-    int                 json, i;
+    int                 json, i, rc;
     char                sid[33], path[256], full[1024], *body;
     long                status;
     CURL               *curl;
     CURLcode            cc;
-    json_t             *req;
+    json_t             *req, *v;
     const char         *session, *sock, *url;
     airlock_ctx_t       ctx;
     unsigned char       raw[8];
@@ -194,14 +300,24 @@ airlock_ask(int argc, char **argv)
     session = NULL;
     json = 0;
 
-    if (airlock_parse(argc, argv, &session, &json, &sock, &url) != 0
-        || optind != argc - 1 || argv[optind][0] == '\0')
-    {
+    rc = airlock_parse(argc, argv, &session, &json, &sock, &url);
+    if (rc == -2) {
+        return 2;
+    }
+
+    if (rc != 0 || optind != argc - 1 || argv[optind][0] == '\0') {
         airlock_usage(stderr);
         return 2;
     }
 
     if (session != NULL && !airlock_session_ok(session)) {
+        return 2;
+    }
+
+    /* what the agent takes: never sent to be refused there */
+    if (strlen(argv[optind]) > AG_PROMPT_MAX) {
+        fprintf(stderr, "airlock: the question is %zu bytes, over the %d "
+                "the agent takes\n", strlen(argv[optind]), AG_PROMPT_MAX);
         return 2;
     }
 
@@ -222,12 +338,20 @@ airlock_ask(int argc, char **argv)
         return 2;
     }
 
-    req = json_pack("{s:s}", "prompt", argv[optind]);
+    v = json_string(argv[optind]);
+    if (v == NULL) {
+        fprintf(stderr, "airlock: the question is not UTF-8 text\n");
+        curl_easy_cleanup(curl);
+        return 2;
+    }
+
+    req = json_pack("{s:o}", "prompt", v);
     body = (req != NULL) ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
 
     if (body == NULL) {
         fprintf(stderr, "airlock: out of memory\n");
+        curl_easy_cleanup(curl);
         return 2;
     }
 
@@ -318,7 +442,7 @@ airlock_ask(int argc, char **argv)
 static int
 airlock_history(int argc, char **argv)
 {
-    int             json;
+    int             json, rc;
     char            path[256], full[1024];
     long            status;
     CURL           *curl;
@@ -329,10 +453,19 @@ airlock_history(int argc, char **argv)
     session = NULL;
     json = 0;
 
-    if (airlock_parse(argc, argv, &session, &json, &sock, &url) != 0
-        || optind != argc - 1)
-    {
+    rc = airlock_parse(argc, argv, &session, &json, &sock, &url);
+    if (rc == -2) {
+        return 2;
+    }
+
+    if (rc != 0 || optind != argc - 1) {
         airlock_usage(stderr);
+        return 2;
+    }
+
+    if (session != NULL) {
+        fprintf(stderr, "airlock: history takes the session as its "
+                "argument, not --session\n");
         return 2;
     }
 
@@ -472,6 +605,7 @@ airlock_curl(const char *sock, const char *url, const char *path,
 
     curl_easy_setopt(curl, CURLOPT_URL, full);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
 
     return curl;
 }
