@@ -183,8 +183,8 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     j->dwd = -1;
     j->check = 0;
     j->watch = (watch != 0);
-    j->open_errno = 0;
-    j->watch_errno = 0;
+    memset(&j->open_fail, 0, sizeof(ad_fail_t));
+    memset(&j->watch_fail, 0, sizeof(ad_fail_t));
     memset(&j->read_fail, 0, sizeof(ad_fail_t));
     memset(&j->pending, 0, sizeof(ad_fpos_t));
     j->poll_ms = poll_ms;
@@ -246,10 +246,9 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
             return -1;
         }
 
-        j->open_errno = errno;
-        ad_log(AD_LOG_ERR, "cannot open the journal %s: %s; trying again "
-               "every %lld ms (--poll-interval)", j->path,
-               ad_file_strerror(errno), (long long) j->poll_ms);
+        ad_fail(&j->open_fail, AD_LOG_ERR, "cannot open the journal %s: "
+                "%s; trying again every %lld ms (--poll-interval)", j->path,
+                ad_file_strerror(errno), (long long) j->poll_ms);
     }
 
     if (saved->old.valid && saved->old.ino != 0) {
@@ -293,7 +292,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         (void) ad_jfile_open(j, &j->cur, j->path);
     }
 
-    if (j->cur.fd == -1 && j->open_errno != 0) {
+    if (j->cur.fd == -1 && j->open_fail.count != 0) {
         /* it may be the file we read: go on where we were once it opens */
         j->pending = saved->cur;
         ad_log(AD_LOG_INFO, "journal %s: reading goes on from offset %lld "
@@ -327,8 +326,8 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
  * inotify, and the watch on the journal's directory, may be refused for
  * a while (fs.inotify.max_user_instances or max_user_watches reached by
  * other processes of the user): the journal is then polled every
- * --poll-interval, and the watch tried again at each poll.  Said once
- * per cause, and when it works again.
+ * --poll-interval, and the watch tried again at each poll.  Said as
+ * ad_fail() says a failure that repeats, and when it works again.
  */
 
 static void
@@ -347,30 +346,23 @@ ad_journal_watch(ad_journal_t *j)
 
     if (j->ifd == -1 || j->dwd == -1) {
         err = errno;
+        what = (j->ifd == -1) ? "cannot use inotify"
+                              : "cannot watch the journal directory";
+        hint = (err == EMFILE && j->ifd == -1)
+               ? " (sysctl fs.inotify.max_user_instances)"
+               : (err == ENOSPC) ? " (sysctl fs.inotify.max_user_watches)"
+               : "";
 
-        if (err != j->watch_errno) {
-            j->watch_errno = err;
-            what = (j->ifd == -1) ? "cannot use inotify"
-                                  : "cannot watch the journal directory";
-            hint = (err == EMFILE && j->ifd == -1)
-                   ? " (sysctl fs.inotify.max_user_instances)"
-                   : (err == ENOSPC) ? " (sysctl fs.inotify.max_user_watches)"
-                   : "";
-
-            ad_log(AD_LOG_ERR, "%s %s: %s%s; polling the journal every "
-                   "%lld ms instead (--poll-interval) and trying again",
-                   what, j->dir, strerror(err), hint,
-                   (long long) j->poll_ms);
-        }
+        ad_fail(&j->watch_fail, AD_LOG_ERR, "%s %s: %s%s; polling the "
+                "journal every %lld ms instead (--poll-interval) and "
+                "trying again", what, j->dir, strerror(err), hint,
+                (long long) j->poll_ms);
 
         return;
     }
 
-    if (j->watch_errno != 0) {
-        j->watch_errno = 0;
-        ad_log(AD_LOG_INFO, "watching the journal directory %s again",
-               j->dir);
-    }
+    ad_fail_over(&j->watch_fail, "watching the journal directory %s",
+                 j->dir);
 
     if (j->cur.fd != -1 && j->cur.wd == -1) {
         /* as in ad_jfile_open(): the poll notices a name moved on */
@@ -719,17 +711,19 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
     }
 
     if (ad_jfile_open(j, &f, j->path) != 0) {
-        /* said once per cause, then tried again at every poll */
-        if (errno != j->open_errno) {
-            j->open_errno = errno;
-            ad_log(errno == ENOENT ? AD_LOG_DEBUG : AD_LOG_ERR,
-                   "cannot open the journal %s: %s; trying again", j->path,
-                   ad_file_strerror(errno));
+        if (errno == ENOENT) {
+            /* gone since the stat(): as above */
+            return 0;
         }
+
+        /* tried again at every poll */
+        ad_fail(&j->open_fail, AD_LOG_ERR, "cannot open the journal %s: "
+                "%s; trying again every %lld ms (--poll-interval)", j->path,
+                ad_file_strerror(errno), (long long) j->poll_ms);
         return 0;
     }
 
-    j->open_errno = 0;
+    ad_fail_over(&j->open_fail, "opening the journal %s", j->path);
 
     if (j->cur.fd != -1 && f.ino == j->cur.ino && f.dev == j->cur.dev) {
         ad_jfile_close(j, &f);

@@ -337,8 +337,8 @@ typedef struct {
     ad_jfile_t       old;                   /* rotated away, read a
                                                while longer */
     int64_t          old_until;             /* monotonic ms */
-    int              open_errno;            /* last open() failure */
-    int              watch_errno;           /* last inotify failure */
+    ad_fail_t        open_fail;             /* opening the name */
+    ad_fail_t        watch_fail;            /* inotify, the dir's watch */
     ad_fail_t        read_fail;             /* reading, cur or old */
     ad_fpos_t        pending;               /* where to go on in a
                                                journal that could not be

@@ -14,6 +14,12 @@
 #     a watch on the journal's directory (fs.inotify.max_user_watches),
 #     it polls, delivers, and watches again once it can.
 #
+# Each is said as a failure that repeats (ad_fail()): when it begins,
+# then after 5 s with the count of tries (each a debug line with -v),
+# not at every poll, and once when it works again.  Time has to pass
+# (the 5 s before the second line): the test waits for that line, it
+# does not time anything.
+#
 # The journal is made unreadable with chmod 000; as root, alertd then
 # runs in a user namespace as a user without capabilities (unshare
 # --map-user), so that the mode is obeyed.  The inotify limits are
@@ -53,7 +59,8 @@ $t->policy({ webhook => $r->{url}, secret => 'hook' });
 
 my @args = ('--policy', "$d/policy.yaml", '--keyring', $t->keyring,
             '--journal', $t->journal, '--state', $t->state, '--foreground',
-            '--repeat-interval', '1h', '--poll-interval', '1s');
+            '--repeat-interval', '1h', '--poll-interval', '1s',
+            '--verbose');
 
 sub log_of { $t->read_file("$_[0].log") }
 
@@ -71,6 +78,40 @@ sub start {
     });
 
     return defined $st ? (undef, $st >> 8) : ($pid, undef);
+}
+
+# the failure said when it begins, again after a while with the count,
+# and not at every try (as ad_fail() says it); over: its recovery line
+sub said_as_failure {
+    my ($name, $re, $over, $what) = @_;
+
+    ok($t->wait_for(sub { log_of($name) =~ /\berror: $re.*still failing/ }),
+       "$what: said again after a while, with the count")
+        or diag(log_of($name));
+
+    my $f = $t->failures($re, $over, log_of($name));
+    like($f->{tries}[0] // '', qr/\berror: $re/,
+         "$what: the first try is an error line");
+    is($f->{bad}, '', "$what: each later error line counts the tries "
+       . 'since the last one and in all; the others are debug lines')
+        or diag(join "\n", @{$f->{tries}});
+    ok(@{$f->{said}} && $f->{said}[0] > 1, "$what: not a line a try: the "
+       . 'second came after ' . ($f->{said}[0] // 0) . ' tries');
+}
+
+# its recovery line, once, with the count of tries
+sub said_over {
+    my ($name, $re, $over, $what) = @_;
+
+    ok($t->wait_for(sub { log_of($name) =~ $over }),
+       "$what works again: said") or diag(log_of($name));
+
+    my $f = $t->failures($re, $over, log_of($name));
+    is($f->{over}[0], scalar @{$f->{tries}}, "$what: ... with the count "
+       . 'of failures');
+    is($f->{over}[1], $#{$f->{tries}} - $f->{last},
+       "$what: ... and of those since the last error line");
+    is($f->{over}[2], 1, "$what: ... once");
 }
 
 sub count_of {
@@ -92,13 +133,16 @@ chmod 0, $t->journal or die "chmod: $!";
 ($pid, $st) = start('alertd-2', @user);
 ok($pid, 'the journal cannot be read at start: alertd runs all the same')
     or diag('exit status ' . ($st // '?') . ":\n" . log_of('alertd-2'));
-like(log_of('alertd-2'),
-     qr/\berror: cannot open the journal \Q${\ $t->journal}\E: Permission denied; trying again every 1000 ms/,
+my $open = qr/cannot open the journal \Q${\ $t->journal}\E: Permission denied; trying again every 1000 ms \(--poll-interval\)/;
+my $reopen = qr/\binfo: opening the journal \Q${\ $t->journal}\E works again, /;
+like(log_of('alertd-2'), qr/\berror: $open/,
      'and says why and that it tries again');
+said_as_failure('alertd-2', $open, $reopen, 'the journal unreadable');
 
 chmod 0640, $t->journal or die "chmod: $!";
 ok($t->wait_for(sub { $t->delivered($r, $a2) }),
    'the alert written before it opened is sent once it can be read');
+said_over('alertd-2', $open, $reopen, 'opening the journal');
 like(log_of('alertd-2'), qr/\binfo: reading journal .* from offset \d+, where alertd was/,
      'read from the saved position');
 my $a3 = $t->alert(client => 'three');
@@ -112,9 +156,9 @@ $t->stop($pid) if $pid;
                     "$limits && exec \"\$@\"", 'sh');
 ok($pid, 'inotify refused (max_user_instances 0): alertd runs')
     or diag('exit status ' . ($st // '?') . ":\n" . log_of('alertd-3'));
-like(log_of('alertd-3'),
-     qr/\berror: cannot use inotify \S+: Too many open files \(sysctl fs.inotify.max_user_instances\); polling the journal every 1000 ms/,
-     'and says it polls instead');
+my $noino = qr/cannot use inotify \S+: Too many open files \(sysctl fs.inotify.max_user_instances\); polling the journal every 1000 ms/;
+like(log_of('alertd-3'), qr/\berror: $noino/, 'and says it polls instead');
+said_as_failure('alertd-3', $noino, undef, 'no inotify');
 my $a4 = $t->alert(client => 'four');
 ok($t->wait_for(sub { $t->delivered($r, $a4) }), 'an alert is sent');
 $t->stop($pid) if $pid;
@@ -134,15 +178,15 @@ $ENV{RAISE} = $raise;
 ($pid, $st) = start('alertd-4', 'unshare', '-Ur', 'sh', '-c', $sh, 'sh');
 ok($pid, 'no watch (max_user_watches 0): alertd runs')
     or diag('exit status ' . ($st // '?') . ":\n" . log_of('alertd-4'));
-like(log_of('alertd-4'),
-     qr/\berror: cannot watch the journal directory \S+: No space left on device \(sysctl fs.inotify.max_user_watches\); polling/,
-     'and says it polls instead');
+my $nowatch = qr/cannot watch the journal directory \S+: No space left on device \(sysctl fs.inotify.max_user_watches\); polling/;
+my $watch = qr/\binfo: watching the journal directory \S+ works again, /;
+like(log_of('alertd-4'), qr/\berror: $nowatch/, 'and says it polls instead');
 my $a5 = $t->alert(client => 'five');
 ok($t->wait_for(sub { $t->delivered($r, $a5) }), 'an alert is sent');
+said_as_failure('alertd-4', $nowatch, $watch, 'no watch');
 
 $t->write_file($raise, '');
-ok($t->wait_for(sub { log_of('alertd-4') =~ /\binfo: watching the journal directory \S+ again/ }),
-   'the watch is taken once the limit allows it');
+said_over('alertd-4', $nowatch, $watch, 'the watch on the directory');
 my $a6 = $t->alert(client => 'six');
 ok($t->wait_for(sub { $t->delivered($r, $a6) }), 'and alerts go on');
 $t->stop($pid) if $pid;

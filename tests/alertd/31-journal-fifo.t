@@ -3,12 +3,16 @@
 # a device) is not opened as the journal: alertd neither hangs on it
 # (an open() of a FIFO waits for a writer, with every signal held on
 # the signalfd: only SIGKILL ended it, and nothing was delivered
-# meanwhile) nor reads it.  It says so once and tries again at each
-# poll, as for a journal it cannot open; a rotated file still in its
-# grace is read meanwhile, and a regular file under the name is read
-# once it is there.  At start likewise; --once exits 2.
+# meanwhile) nor reads it.  It says so and tries again at each poll, as
+# for a journal it cannot open: said as a failure that repeats
+# (ad_fail()), when it begins, again after 5 s with the count of tries
+# (each a debug line with -v), and once when a file opens again; a
+# rotated file still in its grace is read meanwhile, and a regular file
+# under the name is read once it is there.  At start likewise; --once
+# exits 2.
 #
-# Nothing is timed: each step waits for a delivery or a log line.
+# Nothing is timed: each step waits for a delivery or a log line (the
+# 5 s before the second line have to pass: the test waits for it).
 
 use strict;
 use warnings;
@@ -25,8 +29,9 @@ $t->policy({ webhook => $r->{url}, secret => 'hook' });
 
 my $j = $t->journal;
 my $not_reg = qr/cannot open the journal \Q$j\E: not a regular file/;
+my $reopen = qr/\binfo: opening the journal \Q$j\E works again, /;
 my @run = ('--poll-interval', '1s', '--rotate-grace', '1h',
-           '--repeat-interval', '1h');
+           '--repeat-interval', '1h', '--verbose');
 
 $t->alertd(@run);
 my $one = $t->alert(reason => 'fifo-one');
@@ -43,11 +48,28 @@ $t->append($line, "$j.1");
 ok($t->wait_for(sub { $t->delivered($r, $rot) }),
    'a late line of the rotated file is read and sent meanwhile');
 
+ok($t->log_has(qr/\berror: $not_reg.*still failing/),
+   'the FIFO is said again after a while, with the count')
+    or diag($t->alertd_log);
+my $f = $t->failures($not_reg, $reopen);
+like($f->{tries}[0], qr/\berror: $not_reg/, 'the first try is an error line');
+is($f->{bad}, '', 'each later error line counts the tries since the last '
+   . 'one and in all; the others are debug lines')
+    or diag(join "\n", @{$f->{tries}});
+ok(@{$f->{said}} && $f->{said}[0] > 1, 'not a line a try: the second '
+   . 'came after ' . ($f->{said}[0] // 0) . ' tries');
+
 unlink $j or die "unlink: $!";
 my $two = $t->alert(reason => 'fifo-two');
 ok($t->wait_for(sub { $t->delivered($r, $two) }),
    'a regular journal under the name is read once it is there');
-is($t->log_count($not_reg), 1, 'the FIFO was said once');
+ok($t->log_has($reopen), 'and opening it is said to work again');
+$f = $t->failures($not_reg, $reopen);
+is($f->{over}[0], scalar @{$f->{tries}}, '... with the count of failures');
+is($f->{over}[1], $#{$f->{tries}} - $f->{last},
+   '... and of those since the last error line');
+is($f->{over}[2], 1, '... once');
+is($t->log_count($not_reg), scalar @{$f->{tries}}, 'no failure since');
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'stopped');
 
 # at start

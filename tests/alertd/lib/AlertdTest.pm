@@ -588,6 +588,64 @@ sub write_state {
 }
 
 
+# A failure that repeats, as alertd says it (ad_fail(), with -v): each
+# try is a line matching re, an error or warning line when said, a debug
+# line between.  Looks at the tries up to the line that says it works
+# again, if there is one (matching over), in alertd's log or the text
+# log, and returns
+#
+#   tries   the lines of the tries, in order
+#   bad     what is not as ad_fail() says it: the first said as the
+#           first, each later said line with the count of tries since
+#           the last said and in a row, each debug line its number
+#   said    the counts since the last said line, of each later said line
+#   last    the index of the last said line in tries
+#   over    the count of failures and of those since the last line the
+#           recovery line gives, and how many recovery lines there are
+sub failures {
+    my ($self, $re, $over, $log) = @_;
+    my (@l, $n, $total, $untold);
+
+    $n = 0;
+    for (split /\n/, $log // $self->alertd_log) {
+        if (defined $over && /$over/) {
+            $n++;
+            next if $n > 1;
+            ($total, $untold) = /works again, after (\d+) failure\(s\) in [^(]+ \((\d+) since the last line\)$/;
+            next;
+        }
+        push @l, $_ if !$n && /$re/;
+    }
+
+    my $told = qr/\(still failing: (\d+) time\(s\) since the last line, /
+               . qr/(\d+) in a row in [^)]+\)$/;
+    my ($last, $bad, @said) = (0, '');
+
+    $bad .= "the first is not said: " . ($l[0] // '(none)') . "\n"
+        unless @l && $l[0] =~ /\b(?:error|warning): / && $l[0] !~ $told;
+
+    for my $i (1 .. $#l) {
+        if ($l[$i] =~ /\bdebug: /) {
+            $bad .= "not try " . ($i + 1) . ": $l[$i]\n"
+                unless $l[$i] =~ /\(failure (\d+) in a row\)$/
+                       && $1 == $i + 1;
+            next;
+        }
+
+        my ($since, $all) = $l[$i] =~ /\b(?:error|warning): .*$told/;
+        $bad .= "no counts: $l[$i]\n" unless defined $all;
+        $bad .= "counts $since, $all for try " . ($i + 1) . " after try "
+                . ($last + 1) . "\n"
+            if defined $all && ($since != $i - $last || $all != $i + 1);
+        push @said, $since // 0;
+        $last = $i;
+    }
+
+    return { tries => \@l, bad => $bad, said => \@said, last => $last,
+             over => [$total, $untold, $n] };
+}
+
+
 # stops what is still running, checks every log for sanitizer reports
 # (an ASan/UBSan build of alertd), and ends the plan
 sub done {
