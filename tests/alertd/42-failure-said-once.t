@@ -36,6 +36,8 @@ mkdir $block or die "mkdir $block: $!";
 $t->alertd('--verbose');
 
 my $save = qr/cannot save \Q$st\E\/offset: /;
+my $over = qr/\binfo: saving \Q$st\E\/offset works again, after (\d+) /
+           . qr/failure\(s\) in [^(]+ \((\d+) since the last line\)$/m;
 
 # every try, in order: one line each
 sub tries {
@@ -53,45 +55,28 @@ ok($t->wait_for(sub { grep { /\berror: .*still failing/ } tries() }),
 # B is read once a save works: alertd holds the journal till then
 my $b = $t->alert(reason => 'rb');
 
-my @l = tries();
+my $f = $t->failures($save, $over);
+my @l = @{$f->{tries}};
 like($l[0], qr/\berror: $save/, 'the first failure is an error line');
 unlike($l[0], qr/still failing/, '... said as the first');
 cmp_ok(scalar @l, '>', 2, 'the save was tried again and again');
 
-my $told = qr/\(still failing: (\d+) time\(s\) since the last line, /
-           . qr/(\d+) in a row in [^)]+\)$/;
-my ($last, $bad, @k) = (0, '');
-for my $i (1 .. $#l) {
-    if ($l[$i] =~ /\bdebug: /) {
-        $bad .= "not try " . ($i + 1) . ": $l[$i]\n"
-            unless $l[$i] =~ /\(failure (\d+) in a row\)$/ && $1 == $i + 1;
-        next;
-    }
-
-    my ($since, $all) = $l[$i] =~ /\berror: $save.*$told/;
-    $bad .= "no counts: $l[$i]\n" unless defined $all;
-    $bad .= "counts $since, $all for try " . ($i + 1) . " after try "
-            . ($last + 1) . "\n"
-        if defined $all && ($since != $i - $last || $all != $i + 1);
-    push @k, $since // 0;
-    $last = $i;
-}
-is($bad, '', 'each later error line counts the tries since the last one '
-   . 'and in all; the others are debug lines') or diag(join "\n", @l);
-ok(@k && $k[0] > 1, 'not an error line a try: the second came after '
-   . ($k[0] // 0) . ' tries');
+is($f->{bad}, '', 'each later error line counts the tries since the last '
+   . 'one and in all; the others are debug lines') or diag(join "\n", @l);
+ok(@{$f->{said}} && $f->{said}[0] > 1, 'not an error line a try: the '
+   . 'second came after ' . ($f->{said}[0] // 0) . ' tries');
 
 rmdir $block or die "rmdir: $!";
 
-my $over = qr/\binfo: saving \Q$st\E\/offset works again, after (\d+) /
-           . qr/failure\(s\) in [^(]+ \((\d+) since the last line\)$/m;
 ok($t->log_has($over), 'a save works again: said once it does')
     or diag($t->alertd_log);
 
 @l = tries();
+$f = $t->failures($save, $over);
 my ($n, $untold) = $t->alertd_log =~ $over;
 is($n, scalar @l, '... with the count of failures');
-is($untold, $#l - $last, '... and of those since the last error line');
+is($untold, $#{$f->{tries}} - $f->{last},
+   '... and of those since the last error line');
 like($t->alertd_log, qr/\Q$l[-1]\E\n(?s:.*)$over/,
      '... after the last failure');
 
