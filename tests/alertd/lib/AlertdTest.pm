@@ -588,6 +588,63 @@ sub write_state {
 }
 
 
+# alertd with more in its environment: alertd_env({ NAME => VALUE }, @args)
+sub alertd_env {
+    my ($self, $env, @args) = @_;
+    local @ENV{keys %$env} = values %$env;
+    return $self->alertd(@args);
+}
+
+
+# The fault injector (lib/fault.c), built into the test's directory:
+# returns the environment in which alertd's call (write, fsync,
+# ftruncate, pread) on a file whose path ends with suffix fails with
+# errno while fault_on() holds; fault_made() counts the failures made.
+# Call it before the first test: without cc it skips (fails under CI).
+sub fault {
+    my ($self, $call, $suffix, $errno) = @_;
+    my $so = "$self->{dir}/fault.so";
+
+    Airlock::Prereq::need_cmd('cc');
+    my $cmd = "cc -shared -fPIC -O2 -Wall -Werror -o \Q$so\E "
+              . "\Q$TOP\E/tests/alertd/lib/fault.c -ldl 2>&1";
+    my $out = `$cmd`;
+    Airlock::Prereq::absent("cannot build tests/alertd/lib/fault.c: $out")
+        if $?;
+
+    # an ASan-built alertd runs only with the runtime first in the list
+    my $preload = $so;
+    my $mk = $self->read_file("$self->{build}/config.mk");
+    if ($mk =~ /^SAN\s*=\s*1\s*$/m) {
+        my $cc = $mk =~ /^CC\s*=\s*(\S+)/m ? $1 : 'cc';
+        my $asan = `$cc -print-file-name=libasan.so 2>/dev/null` // '';
+        chomp $asan;
+        $preload = "$asan $so" if $asan =~ m{^/};
+    }
+
+    return { LD_PRELOAD => $preload,
+             AIRLOCK_FAULT => "$call $suffix $errno",
+             AIRLOCK_FAULT_ON => "$self->{dir}/fault-on" };
+}
+
+
+sub fault_on { $_[0]->write_file('fault-on', '') }
+
+sub fault_off {
+    my ($self) = @_;
+    rename "$self->{dir}/fault-on", "$self->{dir}/fault-made"
+        or die "rename: $!";
+}
+
+# how many failures the injector made (since fault_on)
+sub fault_made {
+    my ($self) = @_;
+    my $f = "$self->{dir}/fault-" . (-e "$self->{dir}/fault-on" ? 'on'
+                                                                : 'made');
+    return (-s $f) || 0;
+}
+
+
 # A failure that repeats, as alertd says it (ad_fail(), with -v): each
 # try is a line matching re, an error or warning line when said, a debug
 # line between.  Looks at the tries up to the line that says it works

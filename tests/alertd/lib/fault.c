@@ -1,0 +1,165 @@
+/*
+ * A fault injector for the alertd tests, loaded with LD_PRELOAD (see
+ * AlertdTest::fault).  AIRLOCK_FAULT is "CALL SUFFIX ERRNO": CALL (write,
+ * fsync, ftruncate or pread) fails with ERRNO on a descriptor whose path
+ * (/proc/self/fd/N) ends with SUFFIX, while the file AIRLOCK_FAULT_ON
+ * names exists.  Each failure it makes appends one byte to that file,
+ * through a descriptor opened before the call fails: once the test
+ * renames the file away, no failure is made, and the file's size is the
+ * count of those made.  Other calls, and other descriptors, go through.
+ */
+
+#define _GNU_SOURCE
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+
+ssize_t write(int fd, const void *buf, size_t n);
+int fsync(int fd);
+int ftruncate(int fd, off_t len);
+int ftruncate64(int fd, off_t len);
+ssize_t pread(int fd, void *buf, size_t n, off_t off);
+ssize_t pread64(int fd, void *buf, size_t n, off_t off);
+
+static int fault(const char *call, int fd);
+
+
+static int
+fault(const char *call, int fd)
+{
+    int          on, err;
+    char         name[32], path[4096], want[64], suffix[4096];
+    size_t       len, slen;
+    ssize_t      n;
+    const char  *spec, *flag;
+
+    spec = getenv("AIRLOCK_FAULT");
+    flag = getenv("AIRLOCK_FAULT_ON");
+
+    if (spec == NULL || flag == NULL
+        || sscanf(spec, "%63s %4095s %d", want, suffix, &err) != 3
+        || strcmp(want, call) != 0)
+    {
+        return 0;
+    }
+
+    (void) snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+
+    n = readlink(name, path, sizeof(path) - 1);
+    if (n <= 0) {
+        return 0;
+    }
+
+    path[n] = '\0';
+    len = (size_t) n;
+    slen = strlen(suffix);
+
+    if (len < slen || strcmp(path + len - slen, suffix) != 0) {
+        return 0;
+    }
+
+    on = open(flag, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (on == -1) {
+        return 0;
+    }
+
+    /* the raw system call: our own write() would look at it again */
+    (void) syscall(SYS_write, on, "x", 1);
+    (void) close(on);
+
+    errno = err;
+
+    return 1;
+}
+
+
+typedef ssize_t (*ad_write_pt)(int fd, const void *buf, size_t n);
+typedef int (*ad_fsync_pt)(int fd);
+typedef int (*ad_ftruncate_pt)(int fd, off_t len);
+typedef ssize_t (*ad_pread_pt)(int fd, void *buf, size_t n, off_t off);
+
+
+ssize_t
+write(int fd, const void *buf, size_t n)
+{
+    static ad_write_pt  next;
+
+    if (next == NULL) {
+        next = (ad_write_pt) dlsym(RTLD_NEXT, "write");
+    }
+
+    return fault("write", fd) ? -1 : next(fd, buf, n);
+}
+
+
+int
+fsync(int fd)
+{
+    static ad_fsync_pt  next;
+
+    if (next == NULL) {
+        next = (ad_fsync_pt) dlsym(RTLD_NEXT, "fsync");
+    }
+
+    return fault("fsync", fd) ? -1 : next(fd);
+}
+
+
+int
+ftruncate(int fd, off_t len)
+{
+    static ad_ftruncate_pt  next;
+
+    if (next == NULL) {
+        next = (ad_ftruncate_pt) dlsym(RTLD_NEXT, "ftruncate");
+    }
+
+    return fault("ftruncate", fd) ? -1 : next(fd, len);
+}
+
+
+int
+ftruncate64(int fd, off_t len)
+{
+    static ad_ftruncate_pt  next;
+
+    if (next == NULL) {
+        next = (ad_ftruncate_pt) dlsym(RTLD_NEXT, "ftruncate64");
+    }
+
+    return fault("ftruncate", fd) ? -1 : next(fd, len);
+}
+
+
+ssize_t
+pread(int fd, void *buf, size_t n, off_t off)
+{
+    static ad_pread_pt  next;
+
+    if (next == NULL) {
+        next = (ad_pread_pt) dlsym(RTLD_NEXT, "pread");
+    }
+
+    return fault("pread", fd) ? -1 : next(fd, buf, n, off);
+}
+
+
+ssize_t
+pread64(int fd, void *buf, size_t n, off_t off)
+{
+    static ad_pread_pt  next;
+
+    if (next == NULL) {
+        next = (ad_pread_pt) dlsym(RTLD_NEXT, "pread64");
+    }
+
+    return fault("pread", fd) ? -1 : next(fd, buf, n, off);
+}
