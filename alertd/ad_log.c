@@ -10,7 +10,8 @@
  * A failure that repeats for as long as it lasts (a save, tried again
  * every second on a full disk) is not a line a second: ad_fail() says
  * the first, then one with the count of those since at most every
- * AD_FAIL_TELL ms, twice that, ... up to AD_FAIL_TELL_MAX; the others
+ * AD_FAIL_TELL ms, twice that, ... up to AD_FAIL_TELL_MAX, and at once
+ * a failure of a cause (errno) not said yet since it began; the others
  * are debug lines (-v).  ad_fail_over() says when it works again, after
  * how many failures and how long.
  */
@@ -146,11 +147,12 @@ ad_log(int level, const char *fmt, ...)
 void
 ad_fail(ad_fail_t *f, int level, const char *fmt, ...)
 {
-    int      saved;
-    int64_t  now;
-    va_list  ap;
-    char     what[AD_LOG_LINE_MAX];
-    char     span[64];
+    int       saved;
+    int64_t   now;
+    uint64_t  cause;
+    va_list   ap;
+    char      what[AD_LOG_LINE_MAX];
+    char      span[64];
 
     saved = errno;
     now = ad_mono_ms();
@@ -159,31 +161,41 @@ ad_fail(ad_fail_t *f, int level, const char *fmt, ...)
     (void) vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
 
+    cause = UINT64_C(1) << (saved >= 0 && saved < 63 ? saved : 63);
+
     if (f->count++ == 0) {
         f->untold = 0;
         f->since_ms = now;
         f->told_ms = now;
         f->wait_ms = AD_FAIL_TELL;
+        f->causes = cause;
 
         ad_log(level, "%s", what);
 
-    } else if (now - f->told_ms < f->wait_ms) {
+    } else if (now - f->told_ms < f->wait_ms && (f->causes & cause)) {
         f->untold++;
 
         ad_log(AD_LOG_DEBUG, "%s (failure %lld in a row)", what,
                (long long) f->count);
 
     } else {
+
+        /* the interval is over, or a cause not said yet is said at once */
+
         ad_span(span, sizeof(span), now - f->since_ms);
 
         ad_log(level, "%s (still failing: %lld time(s) since the last "
                "line, %lld in a row in %s)", what, (long long) f->untold + 1,
                (long long) f->count, span);
 
+        if (now - f->told_ms >= f->wait_ms) {
+            f->wait_ms = (f->wait_ms < AD_FAIL_TELL_MAX / 2)
+                         ? f->wait_ms * 2 : AD_FAIL_TELL_MAX;
+        }
+
         f->untold = 0;
         f->told_ms = now;
-        f->wait_ms = (f->wait_ms < AD_FAIL_TELL_MAX / 2)
-                     ? f->wait_ms * 2 : AD_FAIL_TELL_MAX;
+        f->causes |= cause;
     }
 
     errno = saved;

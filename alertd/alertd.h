@@ -105,6 +105,8 @@ typedef struct {
     int64_t          since_ms;              /* monotonic: the first */
     int64_t          told_ms;               /* monotonic: the last line */
     int64_t          wait_ms;               /* from it to the next */
+    uint64_t         causes;                /* the errnos said, a bit
+                                               each (63: any above) */
 } ad_fail_t;
 
 void ad_fail(ad_fail_t *f, int level, const char *fmt, ...)

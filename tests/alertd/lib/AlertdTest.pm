@@ -624,8 +624,12 @@ sub fault {
 
     return { LD_PRELOAD => $preload,
              AIRLOCK_FAULT => "$call $suffix $errno",
-             AIRLOCK_FAULT_ON => "$self->{dir}/fault-on" };
+             AIRLOCK_FAULT_ON => "$self->{dir}/fault-on",
+             AIRLOCK_FAULT_ERRNO => "$self->{dir}/fault-errno" };
 }
+
+# the failures made from now on have this errno, not fault()'s
+sub fault_cause { $_[0]->write_file('fault-errno', $_[1]) }
 
 
 sub fault_on { $_[0]->write_file('fault-on', '') }

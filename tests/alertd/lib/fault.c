@@ -7,6 +7,8 @@
  * through a descriptor opened before the call fails: once the test
  * renames the file away, no failure is made, and the file's size is the
  * count of those made.  Other calls, and other descriptors, go through.
+ * While the file AIRLOCK_FAULT_ERRNO names holds a number, that is the
+ * errno made instead: the test changes the failure's cause.
  */
 
 #define _GNU_SOURCE
@@ -35,11 +37,11 @@ static int fault(const char *call, int fd);
 static int
 fault(const char *call, int fd)
 {
-    int          on, err;
-    char         name[32], path[4096], want[64], suffix[4096];
+    int          on, c, err;
+    char         name[32], path[4096], want[64], suffix[4096], num[16];
     size_t       len, slen;
     ssize_t      n;
-    const char  *spec, *flag;
+    const char  *spec, *flag, *cause;
 
     spec = getenv("AIRLOCK_FAULT");
     flag = getenv("AIRLOCK_FAULT_ON");
@@ -69,6 +71,19 @@ fault(const char *call, int fd)
     on = open(flag, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (on == -1) {
         return 0;
+    }
+
+    cause = getenv("AIRLOCK_FAULT_ERRNO");
+    c = (cause != NULL) ? open(cause, O_RDONLY | O_CLOEXEC) : -1;
+
+    if (c != -1) {
+        n = read(c, num, sizeof(num) - 1);
+        (void) close(c);
+
+        if (n > 0) {
+            num[n] = '\0';
+            err = atoi(num);
+        }
     }
 
     /* the raw system call: our own write() would look at it again */
