@@ -7,7 +7,10 @@
  * the top-level object, recognizes its member names, and copies only the
  * raw values of "usage" and "model" (each bounded), once, straight where
  * they are kept.  Inside other members it only looks for quotes and
- * brackets.  The usage reader (al_llm_uread_feed()) reads the usage
+ * brackets.  An answer whole in one piece, when the model is not taken
+ * (the gateway's), is first read by bit masks up to its top-level
+ * "usage" (al_llm_resp_whole()), and the scanner goes on from there.
+ * The usage reader (al_llm_uread_feed()) reads the usage
  * taken at the end, or as it comes when it is over its buffer, and
  * validates it; the scanner is not a validator.
  */
@@ -101,6 +104,10 @@ static size_t al_llm_resp_rest(al_llm_resp_t *r, const unsigned char *p,
 static size_t al_llm_resp_skip(al_llm_resp_t *r, const unsigned char *p,
     size_t i, size_t len);
 static void al_llm_resp_end_value(al_llm_resp_t *r);
+static size_t al_llm_resp_whole(al_llm_resp_t *r, const unsigned char *p,
+    size_t len);
+static inline void al_llm_resp_block(const unsigned char *p, uint64_t *q,
+    uint64_t *bs, uint64_t *br);
 static size_t al_llm_resp_quick(al_llm_resp_t *r, const unsigned char *p,
     size_t i, size_t len);
 static const al_str_t *al_llm_usage_keys(al_llm_kind_t kind,
@@ -322,6 +329,10 @@ al_llm_resp_feed(al_llm_resp_t *r, const unsigned char *p, size_t len)
     i = 0;
     cs = 0;                 /* a value taken continues from here */
 
+    if (r->state == AL_LLM_R_START && r->no_model) {
+        i = al_llm_resp_whole(r, p, len);
+    }
+
     while (i < len && r->state != AL_LLM_R_DONE) {
 
         if (r->in_str) {
@@ -467,6 +478,218 @@ end:
     if (r->capture && cs < len) {
         al_llm_resp_capture(r, p + cs, len - cs);
     }
+}
+
+
+/*
+ * An answer whole in its first piece, when the model is not taken (the
+ * gateway's reader).  The scanner visits every string and structural
+ * byte of the top level to follow its state; here the piece's quotes,
+ * backslashes and brackets are found sixty-four bytes at a time as bit
+ * masks, and only the brackets are visited, with the strings that open
+ * at the top level between them.  That is enough to find where the
+ * scanner takes a "usage" value: at a top-level string "usage" that is a
+ * name, which one right after a top-level ',' or the object's '{' is.
+ * Returns where the scanner goes on: the opening quote of that name
+ * (r->state AL_LLM_R_KEY, depth 1), or len when the object ended with no
+ * top-level string "usage" (AL_LLM_R_DONE), or 0 to read the piece from
+ * its start as before, whenever this is unsure: a piece that does not
+ * end with '}', a backslash at the top level (a name may be escaped),
+ * one outside a string (the masks pair backslashes wherever they are,
+ * the scanner only in strings), a string "usage" at the top level after
+ * another byte, an object the piece does not close.
+ */
+
+static size_t
+al_llm_resp_whole(al_llm_resp_t *r, const unsigned char *p, size_t len)
+{
+#if (AL_LLM_V16 && AL_LLM_V16_MASK)
+    size_t         i, j, k, n, top, base, pos;
+    unsigned       depth;
+    uint64_t       q, bs, br, esc, carry, in, u, s, t, seg, m;
+    unsigned char  tail[64];
+
+    n = len;
+
+    while (n > 0 && al_llm_json_ws(p[n - 1])) {
+        n--;
+    }
+
+    if (n == 0 || p[n - 1] != '}') {
+        return 0;
+    }
+
+    for (i = 0; al_llm_json_ws(p[i]); i++) {
+        /* void */
+    }
+
+    if (p[i] != '{') {
+        return 0;
+    }
+
+    top = i;
+    depth = 1;
+    carry = 0;          /* the block before ended with a lone backslash */
+    in = 0;             /* all ones: the block before ended in a string */
+
+    for (base = top + 1; base < n; base += 64) {
+
+        if (n - base >= 64) {
+            al_llm_resp_block(p + base, &q, &bs, &br);
+
+        } else {
+            memset(tail, 0, sizeof(tail));
+            memcpy(tail, p + base, n - base);
+            al_llm_resp_block(tail, &q, &bs, &br);
+        }
+
+        /* the bytes a backslash escapes: backslashes paired left to right */
+
+        esc = carry;
+        carry = 0;
+        t = bs;
+
+        while (t != 0) {
+            k = (size_t) __builtin_ctzll(t);
+            t &= t - 1;
+
+            if (esc >> k & 1) {
+                continue;
+            }
+
+            if (k == 63) {
+                carry = 1;
+
+            } else {
+                esc |= UINT64_C(2) << k;
+            }
+        }
+
+        /* s: inside a string after each byte (its opening quote included) */
+
+        u = q & ~esc;
+        s = u ^ (u << 1);
+        s ^= s << 2;
+        s ^= s << 4;
+        s ^= s << 8;
+        s ^= s << 16;
+        s ^= s << 32;
+        s ^= in;
+
+        if (bs & ~((s << 1) | (in & 1))) {
+            return 0;
+        }
+
+        in = 0 - (s >> 63);
+        u &= s;                         /* the strings' opening quotes */
+        br &= ~s;
+        pos = 0;
+
+        for ( ;; ) {
+            k = (br != 0) ? (size_t) __builtin_ctzll(br) : 64;
+
+            if (depth == 1 && pos < k) {
+
+                /* the top level's bytes from pos to k */
+
+                seg = (k == 64 ? ~UINT64_C(0) : (UINT64_C(1) << k) - 1)
+                      & (~UINT64_C(0) << pos);
+
+                if (bs & seg) {
+                    return 0;
+                }
+
+                for (m = u & seg; m != 0; m &= m - 1) {
+                    j = base + (size_t) __builtin_ctzll(m);
+
+                    if (p[j + 1] != 'u' || len - j < 7
+                        || memcmp(p + j + 1, "usage\"", 6) != 0)
+                    {
+                        continue;
+                    }
+
+                    /* a name after a top-level ',' or the object's '{' */
+
+                    for (i = j - 1; al_llm_json_ws(p[i]); i--) {
+                        /* void */
+                    }
+
+                    if (p[i] != ',' && i != top) {
+                        return 0;
+                    }
+
+                    r->state = AL_LLM_R_KEY;
+                    r->depth = 1;
+                    return j;
+                }
+            }
+
+            if (k == 64) {
+                break;
+            }
+
+            br &= br - 1;
+            pos = k + 1;
+
+            if (p[base + k] == '{' || p[base + k] == '[') {
+                if (depth < UINT32_MAX) {
+                    depth++;
+                }
+
+            } else if (depth > 1) {
+                depth--;
+
+            } else {
+                r->state = AL_LLM_R_DONE;
+                r->depth = (p[base + k] == '}');
+                return len;
+            }
+        }
+    }
+#else
+    (void) r;
+    (void) p;
+    (void) len;
+#endif
+
+    return 0;
+}
+
+
+/* sixty-four bytes' quotes, backslashes and brackets as bits */
+
+static inline void
+al_llm_resp_block(const unsigned char *p, uint64_t *q, uint64_t *bs,
+    uint64_t *br)
+{
+#if (AL_LLM_V16 && AL_LLM_V16_MASK)
+    unsigned      k;
+    uint64_t      mq, mb, mr;
+    al_llm_v16_t  v, x;
+
+    mq = 0;
+    mb = 0;
+    mr = 0;
+
+    for (k = 0; k < 64; k += 16) {
+        memcpy(&v, p + k, 16);
+        x = v | 0x20;
+
+        mq |= (uint64_t) al_llm_v16_mask(v == '"') << k;
+        mb |= (uint64_t) al_llm_v16_mask(v == '\\') << k;
+        mr |= (uint64_t) al_llm_v16_mask((x == '{') | (x == '}')) << k;
+    }
+
+    *q = mq;
+    *bs = mb;
+    *br = mr;
+#else
+    (void) p;
+
+    *q = 0;
+    *bs = 0;
+    *br = 0;
+#endif
 }
 
 

@@ -36,6 +36,13 @@ static void ut_big(void);
 static void ut_unsupported(void);
 static void ut_long_count(void);
 static void ut_reader(void);
+static void ut_random(void);
+static uint32_t ut_rand(void);
+static void ut_put(char *buf, size_t *len, const char *s);
+static void ut_gen_value(char *buf, size_t *len, unsigned depth);
+static void ut_gen_string(char *buf, size_t *len);
+static void ut_gen_answer(char *buf, size_t *len);
+static int ut_random_body(const char *body, size_t len);
 static int ut_usage(const char *body, al_llm_usage_t *u);
 static int ut_long_usage(al_llm_kind_t kind, const char *head,
     const char *tail, size_t cut, al_llm_usage_t *u);
@@ -245,6 +252,11 @@ static const char *const  ut_cases[] = {
     "{\"\\u0075\\u0073\\u0061\\u0067\\u0065\":{\"prompt_tokens\":26},"
     "\"\\u0075\\u0073\\u0061\\u0067\\u00651\":2,\"usag\\e\":3,"
     "\"\\u00\":4,\"\\u00e9sage\":5,\"mode\\\\\":6,\"\\/usage\":7}",
+
+    /* backslashes outside strings: bytes the scanner passes over */
+    "{\"x\":1,\\\"usage\":{\"prompt_tokens\":27}}",
+    "{\"x\":[1,\\\"],\"usage\":{\"prompt_tokens\":28}}",
+    "{\\\"x\":\"usage\",\"usage\":{\"prompt_tokens\":29}}",
 };
 
 
@@ -1214,6 +1226,308 @@ ut_reader(void)
 }
 
 
+
+/*
+ * Generated answers, valid and mutated, read by the gateway's reader (the
+ * model not taken) fed whole, cut in two at every byte, and a byte at a
+ * time: the same usage value as the reference fed whole.  The whole
+ * answer takes the mask reader's way (al_llm_resp_whole()) where it can:
+ * strings with escapes across its 64-byte blocks, names escaped or named
+ * twice, "usage" inside strings and nested objects, brackets that do not
+ * pair, backslashes outside strings.
+ */
+
+#define UT_GEN_MAX  4096
+
+static uint32_t  ut_seed = 12345;
+
+
+static uint32_t
+ut_rand(void)
+{
+    ut_seed = ut_seed * 1103515245u + 12345u;
+
+    return ut_seed >> 8;
+}
+
+
+static void
+ut_put(char *buf, size_t *len, const char *s)
+{
+    size_t  n;
+
+    n = strlen(s);
+
+    if (*len + n < UT_GEN_MAX - 64) {
+        memcpy(buf + *len, s, n);
+        *len += n;
+    }
+}
+
+
+static void
+ut_gen_string(char *buf, size_t *len)
+{
+    unsigned  k, n;
+
+    static const char *const  pieces[] = {
+        "usage", "model", "Hello from the bench ", "\\\"", "\\\\", "\\n",
+        "\\u0075", "{", "}", "[", "]", ",", ":", " ", "\\\\\\\"", "x",
+        "\\/", "\xc3\xa9", "\\\\\\\\", "usage\\\"", "a long run of text "
+        "that takes most of a block, to cut escapes at its end "
+    };
+
+    ut_put(buf, len, "\"");
+    n = ut_rand() % 8;
+
+    for (k = 0; k < n; k++) {
+        ut_put(buf, len, pieces[ut_rand() % (sizeof(pieces)
+                                             / sizeof(pieces[0]))]);
+    }
+
+    ut_put(buf, len, "\"");
+}
+
+
+static void
+ut_gen_value(char *buf, size_t *len, unsigned depth)
+{
+    unsigned  k, n, pick;
+    char      num[32];
+
+    static const char *const  names[] = {
+        "\"usage\"", "\"model\"", "\"content\"", "\"prompt_tokens\"",
+        "\"us\\u0061ge\"", "\"role\""
+    };
+    static const char *const  ws[] = { "", "", "", " ", "\n  ", "\t" };
+
+    pick = ut_rand() % (depth > 4 ? 3 : 6);
+
+    switch (pick) {
+
+    case 0:
+        sprintf(num, "%u", ut_rand() % 100000);
+        ut_put(buf, len, num);
+        return;
+
+    case 1:
+        ut_gen_string(buf, len);
+        return;
+
+    case 2:
+        ut_put(buf, len, (ut_rand() & 1) ? "null" : "true");
+        return;
+
+    case 3:
+    case 4:
+        ut_put(buf, len, "{");
+        n = ut_rand() % 4;
+
+        for (k = 0; k < n; k++) {
+            if (k > 0) {
+                ut_put(buf, len, ",");
+            }
+
+            ut_put(buf, len, ws[ut_rand() % 6]);
+
+            if (ut_rand() % 3 == 0) {
+                ut_gen_string(buf, len);
+
+            } else {
+                ut_put(buf, len, names[ut_rand() % 6]);
+            }
+
+            ut_put(buf, len, ws[ut_rand() % 6]);
+            ut_put(buf, len, ":");
+            ut_put(buf, len, ws[ut_rand() % 6]);
+            ut_gen_value(buf, len, depth + 1);
+        }
+
+        ut_put(buf, len, "}");
+        return;
+
+    default:
+        ut_put(buf, len, "[");
+        n = ut_rand() % 4;
+
+        for (k = 0; k < n; k++) {
+            if (k > 0) {
+                ut_put(buf, len, ",");
+            }
+
+            ut_gen_value(buf, len, depth + 1);
+        }
+
+        ut_put(buf, len, "]");
+    }
+}
+
+
+static void
+ut_gen_answer(char *buf, size_t *len)
+{
+    unsigned  k, n;
+    char      num[96];
+
+    static const char *const  names[] = {
+        "\"id\"", "\"model\"", "\"choices\"", "\"usage\"", "\"object\"",
+        "\"us\\u0061ge\"", "\"usagex\"", "\"usage\"", "\"x\\\\\""
+    };
+    static const char *const  ws[] = { "", "", "", " ", "\n  ", "\t" };
+
+    *len = 0;
+    ut_put(buf, len, ws[ut_rand() % 6]);
+    ut_put(buf, len, "{");
+    n = ut_rand() % 7;
+
+    for (k = 0; k < n; k++) {
+        if (k > 0) {
+            ut_put(buf, len, ",");
+        }
+
+        ut_put(buf, len, ws[ut_rand() % 6]);
+
+        if (ut_rand() % 3 == 0) {
+            ut_put(buf, len, "\"usage\"");
+            ut_put(buf, len, ws[ut_rand() % 6]);
+            ut_put(buf, len, ":");
+            sprintf(num, "{\"prompt_tokens\":%u,\"completion_tokens\":%u,"
+                    "\"total_tokens\":%u}", ut_rand() % 100,
+                    ut_rand() % 100, ut_rand() % 1000);
+            ut_put(buf, len, num);
+            continue;
+        }
+
+        ut_put(buf, len, names[ut_rand() % 9]);
+        ut_put(buf, len, ws[ut_rand() % 6]);
+        ut_put(buf, len, ":");
+        ut_put(buf, len, ws[ut_rand() % 6]);
+        ut_gen_value(buf, len, 1);
+    }
+
+    ut_put(buf, len, ws[ut_rand() % 6]);
+    ut_put(buf, len, "}");
+    ut_put(buf, len, ws[ut_rand() % 6]);
+}
+
+
+static int
+ut_random_body(const char *body, size_t len)
+{
+    int                   bad, rc1, rc2;
+    size_t                i;
+    ref_resp_t           *ref;
+    al_llm_resp_t         r, r2;
+    al_llm_usage_t        u1, u2;
+    const unsigned char  *p;
+
+    p = (const unsigned char *) body;
+    bad = 0;
+
+    ref = malloc(sizeof(ref_resp_t));
+    if (ref == NULL) {
+        return 1;
+    }
+
+    ref_resp_init(ref);
+    ref_resp_feed(ref, p, len);
+
+    ut_init(&r, 1);
+    al_llm_resp_feed(&r, p, len);
+    bad += !ut_same(&r, ref);
+
+    for (i = 0; i <= len; i++) {
+        ut_init(&r2, 1);
+        al_llm_resp_feed(&r2, p, i);
+        al_llm_resp_feed(&r2, p + i, len - i);
+        bad += !ut_same(&r2, ref);
+    }
+
+    ut_init(&r2, 1);
+    for (i = 0; i < len; i++) {
+        al_llm_resp_feed(&r2, p + i, 1);
+    }
+    bad += !ut_same(&r2, ref);
+
+    rc1 = al_llm_resp_usage(&r, &u1, NULL, 0);
+    rc2 = al_llm_resp_usage(&r2, &u2, NULL, 0);
+    bad += rc1 != rc2 || (rc1 == 0 && memcmp(&u1, &u2, sizeof(u1)) != 0);
+
+    free(ref);
+
+    return bad;
+}
+
+
+static void
+ut_random(void)
+{
+    int           bad, mutated;
+    char         *buf;
+    size_t        len, at;
+    unsigned      n, k, m;
+
+    static const char  bytes[] = "{}[]\",:\\u }";
+
+    buf = malloc(UT_GEN_MAX);
+    if (buf == NULL) {
+        tap_ok(0, "memory");
+        return;
+    }
+
+    ut_no_model = 1;
+
+    for (mutated = 0; mutated < 2; mutated++) {
+        bad = 0;
+
+        for (n = 0; n < 3000; n++) {
+            ut_gen_answer(buf, &len);
+
+            for (k = mutated ? 1 + ut_rand() % 3 : 0; k > 0 && len > 1; k--)
+            {
+                at = ut_rand() % len;
+                m = ut_rand() % 4;
+
+                if (m == 0) {                           /* a byte less */
+                    memmove(buf + at, buf + at + 1, len - at - 1);
+                    len--;
+
+                } else if (m == 1) {                    /* a byte more */
+                    memmove(buf + at + 1, buf + at, len - at);
+                    buf[at] = bytes[ut_rand() % (sizeof(bytes) - 1)];
+                    len++;
+
+                } else if (m == 2) {
+                    buf[at] = bytes[ut_rand() % (sizeof(bytes) - 1)];
+
+                } else {                        /* a backslash before '"' */
+                    while (at < len && buf[at] != '"') {
+                        at++;
+                    }
+
+                    memmove(buf + at + 1, buf + at, len - at);
+                    buf[at] = '\\';
+                    len++;
+                }
+            }
+
+            if (ut_random_body(buf, len) != 0) {
+                buf[len] = '\0';
+                tap_diag("body", buf);
+                bad++;
+            }
+        }
+
+        tap_is_int(bad, 0, mutated ? "generated answers, mutated: the same"
+                                     " usage as the reference, any cut"
+                                   : "generated answers: the same usage as"
+                                     " the reference, any cut");
+    }
+
+    ut_no_model = 0;
+    free(buf);
+}
+
 int
 main(void)
 {
@@ -1227,6 +1541,7 @@ main(void)
     ut_unsupported();
     ut_long_count();
     ut_reader();
+    ut_random();
 
     return tap_done();
 }
