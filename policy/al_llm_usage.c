@@ -73,6 +73,7 @@ enum {
 #define AL_LLM_QUICK_DEPTH 16           /* open objects and arrays */
 #define AL_LLM_ONES        UINT64_C(0x0101010101010101)
 #define AL_LLM_HIGHS       UINT64_C(0x8080808080808080)
+#define AL_LLM_ODD         UINT64_C(0xaaaaaaaaaaaaaaaa)   /* odd bits */
 
 /* an object or array the quick reader is in */
 typedef struct {
@@ -543,26 +544,24 @@ al_llm_resp_whole(al_llm_resp_t *r, const unsigned char *p, size_t len)
             al_llm_resp_block(tail, &q, &bs, &br);
         }
 
-        /* the bytes a backslash escapes: backslashes paired left to right */
+        /*
+         * The bytes a backslash escapes, backslashes paired left to right:
+         * t holds the backslashes that may escape (not one the block
+         * before escapes); adding each run's first bit shifted by one to
+         * the odd bits ends at an even or odd place by the run's length
+         * (simdjson's way), and esc is the byte after each run of odd
+         * length, and each escaped backslash.
+         */
 
-        esc = carry;
-        carry = 0;
-        t = bs;
+        if (bs == 0) {
+            esc = carry;
+            carry = 0;
 
-        while (t != 0) {
-            k = (size_t) __builtin_ctzll(t);
-            t &= t - 1;
-
-            if (esc >> k & 1) {
-                continue;
-            }
-
-            if (k == 63) {
-                carry = 1;
-
-            } else {
-                esc |= UINT64_C(2) << k;
-            }
+        } else {
+            t = bs & ~carry;
+            t = (((t << 1) | AL_LLM_ODD) - t) ^ AL_LLM_ODD;
+            esc = t ^ (bs | carry);
+            carry = (t & bs) >> 63;
         }
 
         /* s: inside a string after each byte (its opening quote included) */

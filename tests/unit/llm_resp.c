@@ -1238,6 +1238,7 @@ ut_reader(void)
  */
 
 #define UT_GEN_MAX  4096
+#define UT_XS       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"  /* 40 */
 
 static uint32_t  ut_seed = 12345;
 
@@ -1468,6 +1469,10 @@ ut_random(void)
     unsigned      n, k, m;
 
     static const char  bytes[] = "{}[]\",:\\u }";
+    static const char *const  escapes[] = {
+        "\\\\", "\\\"", "\\\\\\\"", "\\\\\\\\", "\\\"\\\"\\\\",
+        "\\u0022", "\\\\\",\\\"usage", "\\\"}", "\\\\\"}"
+    };
 
     buf = malloc(UT_GEN_MAX);
     if (buf == NULL) {
@@ -1523,6 +1528,41 @@ ut_random(void)
                                    : "generated answers: the same usage as"
                                      " the reference, any cut");
     }
+
+    /* escapes at every place about the 64-byte blocks' bounds */
+
+    bad = 0;
+
+    for (n = 0; n < 160; n++) {
+        for (k = 0; k < sizeof(escapes) / sizeof(escapes[0]); k++) {
+            len = (size_t) sprintf(buf, "{\"id\":\"%.*s%s\",\"usage\":"
+                                   "{\"prompt_tokens\":%u}}", (int) n,
+                                   UT_XS UT_XS UT_XS UT_XS UT_XS, escapes[k],
+                                   n);
+            bad += ut_random_body(buf, len) != 0;
+        }
+    }
+
+    /*
+     * Nested, where the mask reader reads them: a backslash pair or an
+     * escaped quote at every place about a block's bound, each followed
+     * by bytes that close the object early if it is paired wrong.
+     */
+
+    for (n = 0; n < 160; n++) {
+        len = (size_t) sprintf(buf, "{\"a\":[{\"b\":\"%.*s\\\"}}}}\"}],"
+                               "\"usage\":{\"prompt_tokens\":%u}}", (int) n,
+                               UT_XS UT_XS UT_XS UT_XS UT_XS, n);
+        bad += ut_random_body(buf, len) != 0;
+
+        len = (size_t) sprintf(buf, "{\"a\":[{\"b\":\"%.*s\\\\\"}],"
+                               "\"x\":\"}}}\",\"usage\":{\"prompt_tokens\":"
+                               "%u}}", (int) n, UT_XS UT_XS UT_XS UT_XS UT_XS,
+                               n);
+        bad += ut_random_body(buf, len) != 0;
+    }
+
+    tap_is_int(bad, 0, "escapes across the reader's blocks");
 
     ut_no_model = 0;
     free(buf);
