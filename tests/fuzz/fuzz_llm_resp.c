@@ -4,7 +4,9 @@
  * bytes pick, must give the captures of the byte scanner it replaced
  * (tests/unit/llm_resp_ref.h) fed whole, with and without an alloc for
  * long usage values; and the usage and model read from them those of
- * al_llm_usage_parse() on the whole body.
+ * al_llm_usage_parse() on the whole body.  The gateway's reader (the
+ * model not taken) is fed the body whole, which it may read by its bit
+ * masks (al_llm_resp_whole()).
  */
 
 #include <stdint.h>
@@ -162,6 +164,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
 
+    /* the gateway's reader: the model not taken, the answer whole */
+
+    spill = NULL;
+    al_llm_resp_init(r, kinds[pick % 3], eps[pick % 3]);
+    r->alloc = fz_alloc;
+    r->alloc_ctx = &spill;
+    r->no_model = 1;
+
+    al_llm_resp_feed(r, p, len);
+
+    if (r->model_len != 0 || r->usage_len != ref->usage_len
+        || memcmp(r->usage, ref->usage, ref->usage_len) != 0)
+    {
+        abort();
+    }
+
+    rc2 = al_llm_resp_usage(r, &u2, m2, sizeof(m2));
+
+    if (rc1 != rc2 || memcmp(&u1, &u2, sizeof(u1)) != 0 || m2[0] != '\0') {
+        abort();
+    }
+
+    free(spill);
     free(ref);
     free(r);
 
