@@ -154,9 +154,10 @@ $(AGENT): $(AGENT_SRCS) agent/agent.h $(REDIS_SRCS) $(REDIS_HDRS) \
 	$(CC) $(CFLAGS_ALL) -Iagent -Iredis $(AGENT_SRCS) $(REDIS_SRCS) -o $@ \
 	    $(LIB) $(LDFLAGS) $(LIB_LIBS)
 
-$(AIRLOCK_CLI): agent/airlock.c agent/agent.h $(POLICY_HDRS)
+$(AIRLOCK_CLI): agent/airlock.c agent/ag_show.c agent/agent.h $(POLICY_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) agent/airlock.c -o $@ $(LDFLAGS) $(LIB_LIBS)
+	$(CC) $(CFLAGS_ALL) agent/airlock.c agent/ag_show.c -o $@ $(LDFLAGS) \
+	    $(LIB_LIBS)
 
 $(WORKER): $(WORKER_SRCS) worker/aw.h $(REDIS_SRCS) $(REDIS_HDRS) \
     $(POLICY_HDRS) $(LIB)

@@ -352,37 +352,13 @@ ag_usage(FILE *f)
 }
 
 
-/*
- * A bad value, on one line: its control characters written as \xNN (a
- * newline in it would start a line of its own in the journal), and only
- * its first 64 bytes, with its length, when it is longer.
- */
+/* a bad value, on one line (ag_show_value()) */
 
 static void
 ag_option_error(const char *name, const char *v, const char *want)
 {
-    size_t          i, len;
-    unsigned char   c;
-
-    fprintf(stderr, "airlock-agent: --%s wants %s, not \"", name, want);
-
-    len = strlen(v);
-
-    for (i = 0; i < len && i < 64; i++) {
-        c = (unsigned char) v[i];
-
-        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-            fprintf(stderr, "\\x%02x", c);
-        } else {
-            fputc(c, stderr);
-        }
-    }
-
-    if (len > 64) {
-        fprintf(stderr, "...\" (%zu bytes)\n", len);
-    } else {
-        fprintf(stderr, "\"\n");
-    }
+    fprintf(stderr, "airlock-agent: --%s wants %s, not ", name, want);
+    ag_show_value(stderr, v);
 }
 
 

@@ -20,6 +20,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -144,6 +145,7 @@ int ag_random_hex(char *out, size_t hexlen);
 int ag_id_ok(const char *s, size_t len);
 void ag_array_drop(json_t *a, size_t k);
 int ag_write_fd(int fd, const char *p, size_t len, int64_t deadline);
+void ag_show_value(FILE *f, const char *v);
 
 /* ag_run.c: one question, events written to run->fd */
 int ag_run_ask(ag_run_t *run, const char *prompt);

@@ -250,36 +250,13 @@ airlock_bad_chars(const char *s, const char *these)
 }
 
 
-/*
- * A bad value, on one line: its control characters as \xNN, and only
- * its first 64 bytes, with its length, when it is longer.
- */
+/* a bad value, on one line (ag_show_value()) */
 
 static void
 airlock_value_error(const char *name, const char *v, const char *want)
 {
-    size_t          i, len;
-    unsigned char   c;
-
-    fprintf(stderr, "airlock: %s wants %s, not \"", name, want);
-
-    len = strlen(v);
-
-    for (i = 0; i < len && i < 64; i++) {
-        c = (unsigned char) v[i];
-
-        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
-            fprintf(stderr, "\\x%02x", c);
-        } else {
-            fputc(c, stderr);
-        }
-    }
-
-    if (len > 64) {
-        fprintf(stderr, "...\" (%zu bytes)\n", len);
-    } else {
-        fprintf(stderr, "\"\n");
-    }
+    fprintf(stderr, "airlock: %s wants %s, not ", name, want);
+    ag_show_value(stderr, v);
 }
 
 
