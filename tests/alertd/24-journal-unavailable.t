@@ -92,11 +92,7 @@ sub said_as_failure {
     my $f = $t->failures($re, $over, log_of($name));
     like($f->{tries}[0] // '', qr/\berror: $re/,
          "$what: the first try is an error line");
-    is($f->{bad}, '', "$what: each later error line counts the tries "
-       . 'since the last one and in all; the others are debug lines')
-        or diag(join "\n", @{$f->{tries}});
-    ok(@{$f->{said}} && $f->{said}[0] > 1, "$what: not a line a try: the "
-       . 'second came after ' . ($f->{said}[0] // 0) . ' tries');
+    $t->said_checks($f, "$what: ");
 }
 
 # its recovery line, once, with the count of tries
@@ -107,11 +103,7 @@ sub said_over {
        "$what works again: said") or diag(log_of($name));
 
     my $f = $t->failures($re, $over, log_of($name));
-    is($f->{over}[0], scalar @{$f->{tries}}, "$what: ... with the count "
-       . 'of failures');
-    is($f->{over}[1], $#{$f->{tries}} - $f->{last},
-       "$what: ... and of those since the last error line");
-    is($f->{over}[2], 1, "$what: ... once");
+    $t->over_checks($f, "$what: ");
 }
 
 sub count_of {

@@ -53,11 +53,7 @@ ok($t->log_has(qr/\berror: $not_reg.*still failing/),
     or diag($t->alertd_log);
 my $f = $t->failures($not_reg, $reopen);
 like($f->{tries}[0], qr/\berror: $not_reg/, 'the first try is an error line');
-is($f->{bad}, '', 'each later error line counts the tries since the last '
-   . 'one and in all; the others are debug lines')
-    or diag(join "\n", @{$f->{tries}});
-ok(@{$f->{said}} && $f->{said}[0] > 1, 'not a line a try: the second '
-   . 'came after ' . ($f->{said}[0] // 0) . ' tries');
+$t->said_checks($f, '');
 
 unlink $j or die "unlink: $!";
 my $two = $t->alert(reason => 'fifo-two');
@@ -65,10 +61,7 @@ ok($t->wait_for(sub { $t->delivered($r, $two) }),
    'a regular journal under the name is read once it is there');
 ok($t->log_has($reopen), 'and opening it is said to work again');
 $f = $t->failures($not_reg, $reopen);
-is($f->{over}[0], scalar @{$f->{tries}}, '... with the count of failures');
-is($f->{over}[1], $#{$f->{tries}} - $f->{last},
-   '... and of those since the last error line');
-is($f->{over}[2], 1, '... once');
+$t->over_checks($f, '');
 is($t->log_count($not_reg), scalar @{$f->{tries}}, 'no failure since');
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'stopped');
 

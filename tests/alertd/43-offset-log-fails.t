@@ -66,11 +66,7 @@ sub run {
     like($l[0] // '', qr/\bwarning: $fail$/,
          "$name: the first failure is a warning line, said as the first");
     cmp_ok(scalar @l, '>', 2, "$name: tried again and again");
-    is($f->{bad}, '', "$name: each later warning line counts the tries "
-       . 'since the last one and in all; the others are debug lines')
-        or diag(join "\n", @l);
-    ok(@{$f->{said}} && $f->{said}[0] > 1, "$name: not a warning line a "
-       . 'try: the second came after ' . ($f->{said}[0] // 0) . ' tries');
+    $t->said_checks($f, "$name: ");
     ok($t->wait_for($saved),
        "$name: the position is saved meanwhile, in a snapshot");
 
@@ -81,11 +77,7 @@ sub run {
         or diag($t->alertd_log);
 
     $f = $t->failures($fail, $works);
-    my ($n, $untold) = @{$f->{over}};
-    is($n, scalar @{$f->{tries}}, "$name: ... with the count of failures");
-    is($n, $t->fault_made, "$name: ... each one a failure made");
-    is($untold, $#{$f->{tries}} - $f->{last},
-       "$name: ... and of those since the last warning line");
+    $t->over_checks($f, "$name: ", 'made');
 
     # a save after the recovery: appended to the log, which was emptied
     push @ids, $t->alert(reason => "$name-last");
@@ -97,7 +89,6 @@ sub run {
          "$name: ... in lines of offset.log");
     is($t->log_count($fail), scalar @{$f->{tries}},
        "$name: no failure since");
-    is($f->{over}[2], 1, "$name: the recovery is said once");
     is(scalar(uniq(map { $_->{id} } $t->accepted($r))),
        scalar($t->accepted($r)), "$name: none was sent twice");
 

@@ -45,10 +45,7 @@ my @l = @{$f->{tries}};
 like($l[0], qr/\berror: $sync; the journal position is saved once it works$/,
      'the first failure is an error line, said as the first');
 cmp_ok(scalar @l, '>', 2, 'the sync was tried again and again');
-is($f->{bad}, '', 'each later error line counts the tries since the last '
-   . 'one and in all; the others are debug lines') or diag(join "\n", @l);
-ok(@{$f->{said}} && $f->{said}[0] > 1, 'not an error line a try: the '
-   . 'second came after ' . ($f->{said}[0] // 0) . ' tries');
+$t->said_checks($f, '');
 
 $t->fault_off;
 
@@ -56,11 +53,7 @@ ok($t->log_has($over), 'the sync works again: said once it does')
     or diag($t->alertd_log);
 
 $f = $t->failures($sync, $over);
-my ($n, $untold) = @{$f->{over}};
-is($n, scalar @{$f->{tries}}, '... with the count of failures');
-is($n, $t->fault_made, '... each one a failure made');
-is($untold, $#{$f->{tries}} - $f->{last},
-   '... and of those since the last error line');
+$t->over_checks($f, '', 'made');
 
 ok($t->wait_for(sub { $t->delivered($r, $b) }),
    'B, written while the sync failed, is delivered');
@@ -70,7 +63,6 @@ ok($t->wait_for(sub {
        ($t->saved_state->{offset} // -1) == -s $t->journal
    }), 'the position after C is saved');
 is($t->log_count($sync), scalar @{$f->{tries}}, 'no failure since');
-is($f->{over}[2], 1, 'the recovery is said once');
 is(scalar(grep { $_->{id} eq $a || $_->{id} eq $b } $t->accepted($r)), 2,
    'A and B were each sent once');
 

@@ -49,10 +49,7 @@ like($l[0], qr/\berror: $read$/, 'the first failure is an error line, '
 is(join(',', uniq(map { /$read/ } @l)), $at,
    '... at the offset after A, each time');
 cmp_ok(scalar @l, '>', 2, 'the read was tried again and again');
-is($f->{bad}, '', 'each later error line counts the tries since the last '
-   . 'one and in all; the others are debug lines') or diag(join "\n", @l);
-ok(@{$f->{said}} && $f->{said}[0] > 1, 'not an error line a try: the '
-   . 'second came after ' . ($f->{said}[0] // 0) . ' tries');
+$t->said_checks($f, '');
 ok(!$t->delivered($r, $b), 'B is not read meanwhile');
 
 $t->fault_off;
@@ -61,11 +58,7 @@ ok($t->log_has($over), 'reading works again: said once it does')
     or diag($t->alertd_log);
 
 $f = $t->failures($read, $over);
-my ($n, $untold) = @{$f->{over}};
-is($n, scalar @{$f->{tries}}, '... with the count of failures');
-is($n, $t->fault_made, '... each one a failure made');
-is($untold, $#{$f->{tries}} - $f->{last},
-   '... and of those since the last error line');
+$t->over_checks($f, '', 'made');
 
 ok($t->wait_for(sub { $t->delivered($r, $b) }),
    'B, written while reads failed, is delivered');
@@ -75,7 +68,6 @@ ok($t->wait_for(sub {
        ($t->saved_state->{offset} // -1) == -s $j
    }), 'the position after C is saved');
 is($t->log_count($read), scalar @{$f->{tries}}, 'no failure since');
-is($f->{over}[2], 1, 'the recovery is said once');
 is(join(',', map { my $id = $_; scalar grep { $_->{id} eq $id }
                    $t->accepted($r) } $a, $b, $c),
    '1,1,1', 'A, B and C were each sent once');

@@ -66,11 +66,8 @@ ok($t->log_has($over), 'the sync works again: said once it does')
     or diag($t->alertd_log);
 
 my $f = $t->failures($sync, $over);
-is($f->{bad}, '', 'each said line counts the tries since the last one '
-   . 'and in all; the others are debug lines')
-    or diag(join "\n", @{$f->{tries}});
-is($f->{over}[0], scalar @{$f->{tries}}, 'the recovery counts every try');
-is($f->{over}[0], $t->fault_made, '... each one a failure made');
+$t->said_checks($f, '');
+$t->over_checks($f, '', 'made');
 cmp_ok(scalar @{$f->{said}}, '<', $#{$f->{tries}},
        'not a line a try: ' . scalar @{$f->{said}} . ' said after the '
        . 'first, of ' . scalar @{$f->{tries}} . ' tries');

@@ -707,6 +707,37 @@ sub failures {
 }
 
 
+# The checks of what failures() returned while the failure lasts: each
+# later said line counts the tries since the last and in a row, and not
+# a line a try.  $what starts each check's name ("" or "name: ").
+sub said_checks {
+    my ($self, $f, $what) = @_;
+
+    Test::More::is($f->{bad}, '', "${what}each later said line counts the "
+                   . 'tries since the last one and in all; the others are '
+                   . 'debug lines')
+        or Test::More::diag(join "\n", @{$f->{tries}});
+    Test::More::ok(@{$f->{said}} && $f->{said}[0] > 1, "${what}not a line "
+                   . 'a try: the second came after '
+                   . ($f->{said}[0] // 0) . ' tries');
+}
+
+# ... and once it works again: the recovery line, once, with the count
+# of failures (each one the injector made, when $made) and of those since
+# the last said line
+sub over_checks {
+    my ($self, $f, $what, $made) = @_;
+
+    Test::More::is($f->{over}[0], scalar @{$f->{tries}},
+                   "${what}works again, with the count of failures");
+    Test::More::is($f->{over}[0], $self->fault_made,
+                   "${what}... each one a failure made") if $made;
+    Test::More::is($f->{over}[1], $#{$f->{tries}} - $f->{last},
+                   "${what}... and of those since the last said line");
+    Test::More::is($f->{over}[2], 1, "${what}... said once");
+}
+
+
 # stops what is still running, checks every log for sanitizer reports
 # (an ASan/UBSan build of alertd), and ends the plan
 sub done {
