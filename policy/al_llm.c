@@ -1840,7 +1840,9 @@ al_llm_choice_plain(const al_llm_rq_t *rq, const al_llm_jfield_t *f,
     char                  detail[AL_DETAIL_MAX];
 
     static const char *const  names[] = { "type", NULL };
-    static const al_llm_scan_spec_t  spec = { names, -1, -1, NULL, 0, 0 };
+    static const al_llm_scan_spec_t  spec = {
+        names, -1, -1, NULL, 0, 0, NULL, NULL
+    };
     static const al_str_t  keys[] = {
         { "type", 4 }, { "tools", 5 }, { "allowed_tools", 13 }
     };

@@ -375,7 +375,10 @@ al_llm_body_clear(al_llm_body_t *b)
  * model[]; when the one at index nested is an object, its members named in
  * nested_names go to f[nested_base + index].  prompt: a request body:
  * count prompt text, and read the type of each element of its "tools"
- * into tools (al_llm_tool_family()).
+ * into tools (al_llm_tool_family()).  keys and nested_keys, when not NULL,
+ * are names and nested_names with their lengths, in the same order, ended
+ * by a NULL data: the quick reader then compares a key only with the
+ * names of its length.
  */
 typedef struct {
     const char *const   *names;
@@ -384,6 +387,8 @@ typedef struct {
     const char *const   *nested_names;
     size_t               nested_base;
     unsigned             prompt;
+    const al_str_t      *keys;
+    const al_str_t      *nested_keys;
 } al_llm_scan_spec_t;
 
 /* 1: a byte of a JSON string that needs no escape (printable ASCII but

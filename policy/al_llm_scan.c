@@ -195,7 +195,7 @@ static const char *const  al_llm_scan_tool_names[] = { "type", NULL };
 
 static const al_llm_scan_spec_t  al_llm_scan_request = {
     al_llm_scan_fields, AL_LLM_F_MODEL, AL_LLM_F_STREAM_OPTIONS,
-    al_llm_scan_so, AL_LLM_F_INCLUDE_USAGE, 1
+    al_llm_scan_so, AL_LLM_F_INCLUDE_USAGE, 1, NULL, NULL
 };
 
 /*

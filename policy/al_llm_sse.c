@@ -241,7 +241,7 @@ static const unsigned char  al_llm_scan_stop[256] = {
 static const char *const  al_llm_sse_none[] = { NULL };
 
 static const al_llm_scan_spec_t  al_llm_sse_plain = {
-    al_llm_sse_none, -1, -1, NULL, 0, 0
+    al_llm_sse_none, -1, -1, NULL, 0, 0, NULL, NULL
 };
 
 /* chat: model, error, usage (its members from 4 on), choices */
@@ -266,15 +266,28 @@ static const char *const  al_llm_sse_chat_usage[] = {
     "prompt_tokens_details", NULL
 };
 
+/* the two lists above with their lengths, for the quick reader */
+
+static const al_str_t  al_llm_sse_chat_keys[] = {
+    { "model", 5 }, { "error", 5 }, { "usage", 5 }, { "choices", 7 },
+    { NULL, 0 }
+};
+
+static const al_str_t  al_llm_sse_chat_usage_keys[] = {
+    { "prompt_tokens", 13 }, { "completion_tokens", 17 },
+    { "total_tokens", 12 }, { "prompt_tokens_details", 21 }, { NULL, 0 }
+};
+
 static const al_llm_scan_spec_t  al_llm_sse_chat_spec = {
     al_llm_sse_chat_names, AL_LLM_C_MODEL, AL_LLM_C_USAGE,
-    al_llm_sse_chat_usage, AL_LLM_C_PROMPT, 0
+    al_llm_sse_chat_usage, AL_LLM_C_PROMPT, 0, al_llm_sse_chat_keys,
+    al_llm_sse_chat_usage_keys
 };
 
 static const char *const  al_llm_sse_cached[] = { "cached_tokens", NULL };
 
 static const al_llm_scan_spec_t  al_llm_sse_details_spec = {
-    al_llm_sse_cached, -1, -1, NULL, 0, 0
+    al_llm_sse_cached, -1, -1, NULL, 0, 0, NULL, NULL
 };
 
 /* responses: response {model, usage}, then the usage object */
@@ -287,7 +300,7 @@ static const char *const  al_llm_sse_model_usage[] = {
 };
 
 static const al_llm_scan_spec_t  al_llm_sse_resp_spec = {
-    al_llm_sse_resp_names, -1, 0, al_llm_sse_model_usage, 1, 0
+    al_llm_sse_resp_names, -1, 0, al_llm_sse_model_usage, 1, 0, NULL, NULL
 };
 
 static const char *const  al_llm_sse_resp_usage[] = {
@@ -296,19 +309,19 @@ static const char *const  al_llm_sse_resp_usage[] = {
 };
 
 static const al_llm_scan_spec_t  al_llm_sse_resp_usage_spec = {
-    al_llm_sse_resp_usage, -1, 3, al_llm_sse_cached, 4, 0
+    al_llm_sse_resp_usage, -1, 3, al_llm_sse_cached, 4, 0, NULL, NULL
 };
 
 /* anthropic: message {model, usage}; usage; the usage members */
 
 static const al_llm_scan_spec_t  al_llm_sse_start_spec = {
-    al_llm_sse_msg_names, -1, 0, al_llm_sse_model_usage, 1, 0
+    al_llm_sse_msg_names, -1, 0, al_llm_sse_model_usage, 1, 0, NULL, NULL
 };
 
 static const char *const  al_llm_sse_usage_names[] = { "usage", NULL };
 
 static const al_llm_scan_spec_t  al_llm_sse_mdelta_spec = {
-    al_llm_sse_usage_names, -1, 0, al_llm_usage_ant_names, 1, 0
+    al_llm_sse_usage_names, -1, 0, al_llm_usage_ant_names, 1, 0, NULL, NULL
 };
 
 

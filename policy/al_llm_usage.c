@@ -139,6 +139,8 @@ static inline size_t al_llm_quick_number(const unsigned char *p, size_t i,
     size_t len, uint64_t *v, unsigned *frac);
 static inline int al_llm_quick_name(const char *const *names,
     const unsigned char *s, size_t n);
+static inline int al_llm_quick_key(const al_str_t *keys,
+    const unsigned char *s, size_t n);
 static inline size_t al_llm_quick_run(const unsigned char *p, size_t i,
     size_t n);
 static inline size_t al_llm_ascii_run(const unsigned char *p, size_t i,
@@ -200,11 +202,12 @@ const char *const  al_llm_usage_ant_cc_names[] = {
 };
 
 const al_llm_scan_spec_t  al_llm_usage_ant = {
-    al_llm_usage_ant_names, -1, 4, al_llm_usage_ant_cc_names, 5, 0
+    al_llm_usage_ant_names, -1, 4, al_llm_usage_ant_cc_names, 5, 0, NULL,
+    NULL
 };
 
 const al_llm_scan_spec_t  al_llm_usage_ant_cc = {
-    al_llm_usage_ant_cc_names, -1, -1, NULL, 0, 0
+    al_llm_usage_ant_cc_names, -1, -1, NULL, 0, 0, NULL, NULL
 };
 
 /*
@@ -2861,7 +2864,8 @@ key:
     model = 0;
 
     if (fr->kind == AL_LLM_QK_ROOT) {
-        id = al_llm_quick_name(spec->names, p + at, n);
+        id = (spec->keys != NULL) ? al_llm_quick_key(spec->keys, p + at, n)
+                                  : al_llm_quick_name(spec->names, p + at, n);
 
         if (id >= 0) {
             field = &b->f[id];
@@ -2875,7 +2879,9 @@ key:
         }
 
     } else if (fr->kind == AL_LLM_QK_NESTED) {
-        id = al_llm_quick_name(spec->nested_names, p + at, n);
+        id = (spec->nested_keys != NULL)
+             ? al_llm_quick_key(spec->nested_keys, p + at, n)
+             : al_llm_quick_name(spec->nested_names, p + at, n);
 
         if (id >= 0) {
             field = &b->f[spec->nested_base + (size_t) id];
@@ -2975,6 +2981,28 @@ al_llm_quick_name(const char *const *names, const unsigned char *s,
 
         if ((unsigned char) name[0] == s[0]
             && strncmp(name, (const char *) s, n) == 0 && name[n] == '\0')
+        {
+            return i;
+        }
+    }
+
+    return -1;
+}
+
+
+/*
+ * al_llm_quick_name() with the names' lengths: a name is compared only
+ * when it has the key's length and first byte, in place, by words.
+ */
+
+static inline int
+al_llm_quick_key(const al_str_t *keys, const unsigned char *s, size_t n)
+{
+    int  i;
+
+    for (i = 0; keys[i].data != NULL; i++) {
+        if (keys[i].len == n && (unsigned char) keys[i].data[0] == s[0]
+            && al_llm_same(keys[i].data, s, n))
         {
             return i;
         }

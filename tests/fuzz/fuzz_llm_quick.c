@@ -76,18 +76,29 @@ static const char *const  fz_ant_cc[] = {
     "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", NULL
 };
 
+/* fz_chat and fz_oai with their lengths, for the lookup by length */
+static const al_str_t  fz_chat_keys[] = {
+    { "model", 5 }, { "error", 5 }, { "usage", 5 }, { "choices", 7 },
+    { NULL, 0 }
+};
+static const al_str_t  fz_oai_keys[] = {
+    { "prompt_tokens", 13 }, { "completion_tokens", 17 },
+    { "total_tokens", 12 }, { "prompt_tokens_details", 21 }, { NULL, 0 }
+};
+
 static const al_llm_scan_spec_t  fz_specs[] = {
-    { fz_oai, -1, 3, fz_details, 4, 0 },
-    { fz_resp, -1, 3, fz_details, 4, 0 },
-    { al_llm_usage_ant_names, -1, 4, fz_ant_cc, 5, 0 },
-    { fz_none, -1, -1, NULL, 0, 0 },
-    { fz_chat, 0, 2, fz_oai, 4, 0 },
-    { fz_details, -1, -1, NULL, 0, 0 },
-    { fz_response, -1, 0, fz_model_usage, 1, 0 },
-    { fz_message, -1, 0, fz_model_usage, 1, 0 },
-    { fz_usage, -1, 0, al_llm_usage_ant_names, 1, 0 },
-    { fz_type_model, 2, 3, fz_details, 5, 0 },
-    { fz_type_model, 2, -1, NULL, 0, 1 }        /* prompt: never quick */
+    { fz_oai, -1, 3, fz_details, 4, 0, NULL, NULL },
+    { fz_resp, -1, 3, fz_details, 4, 0, NULL, NULL },
+    { al_llm_usage_ant_names, -1, 4, fz_ant_cc, 5, 0, NULL, NULL },
+    { fz_none, -1, -1, NULL, 0, 0, NULL, NULL },
+    { fz_chat, 0, 2, fz_oai, 4, 0, NULL, NULL },
+    { fz_details, -1, -1, NULL, 0, 0, NULL, NULL },
+    { fz_response, -1, 0, fz_model_usage, 1, 0, NULL, NULL },
+    { fz_message, -1, 0, fz_model_usage, 1, 0, NULL, NULL },
+    { fz_usage, -1, 0, al_llm_usage_ant_names, 1, 0, NULL, NULL },
+    { fz_type_model, 2, 3, fz_details, 5, 0, NULL, NULL },
+    { fz_type_model, 2, -1, NULL, 0, 1, NULL, NULL },   /* never quick */
+    { fz_chat, 0, 2, fz_oai, 4, 0, fz_chat_keys, fz_oai_keys }
 };
 
 #define FZ_NSPECS  (sizeof(fz_specs) / sizeof(fz_specs[0]))

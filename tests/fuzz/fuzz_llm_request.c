@@ -66,7 +66,7 @@ static const char *const  fz_fields[] = {
 };
 static const char *const  fz_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  fz_request_spec = {
-    fz_fields, 0, 5, fz_so, AL_LLM_F_INCLUDE_USAGE, 1
+    fz_fields, 0, 5, fz_so, AL_LLM_F_INCLUDE_USAGE, 1, NULL, NULL
 };
 static const char *const  fz_usage_names[] = {
     "prompt_tokens", "completion_tokens", "total_tokens",
@@ -74,7 +74,7 @@ static const char *const  fz_usage_names[] = {
 };
 static const char *const  fz_details[] = { "cached_tokens", NULL };
 static const al_llm_scan_spec_t  fz_usage_spec = {
-    fz_usage_names, -1, 3, fz_details, 4, 0
+    fz_usage_names, -1, 3, fz_details, 4, 0, NULL, NULL
 };
 static void fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const uint8_t *body, size_t len);

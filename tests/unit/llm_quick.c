@@ -66,16 +66,16 @@ static const char *const  ut_resp[] = {
 };
 
 static const al_llm_scan_spec_t  ut_oai_spec = {
-    ut_oai, -1, 3, ut_details, 4, 0
+    ut_oai, -1, 3, ut_details, 4, 0, NULL, NULL
 };
 static const al_llm_scan_spec_t  ut_resp_spec = {
-    ut_resp, -1, 3, ut_details, 4, 0
+    ut_resp, -1, 3, ut_details, 4, 0, NULL, NULL
 };
 static const char *const  ut_ant_cc[] = {
     "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", NULL
 };
 static const al_llm_scan_spec_t  ut_ant_spec = {
-    al_llm_usage_ant_names, -1, 4, ut_ant_cc, 5, 0
+    al_llm_usage_ant_names, -1, 4, ut_ant_cc, 5, 0, NULL, NULL
 };
 
 #define OAI   AL_LLM_OPENAI, AL_LLM_EP_CHAT
@@ -489,7 +489,7 @@ test_scan(void)
     int             rq, rs;
     size_t          k, n;
     al_llm_body_t   q, s;
-    char            detail[AL_DETAIL_MAX];
+    char            detail[AL_DETAIL_MAX], name[512];
 
     static const char *const  chat[] = {
         "model", "error", "usage", "choices", NULL
@@ -497,9 +497,21 @@ test_scan(void)
     static const char *const  msg[] = { "message", NULL };
     static const char *const  mu[] = { "model", "usage", NULL };
 
+    /* chat and ut_oai with their lengths (spec 2, as al_llm_sse.c's) */
+    static const al_str_t  chat_keys[] = {
+        { "model", 5 }, { "error", 5 }, { "usage", 5 }, { "choices", 7 },
+        { NULL, 0 }
+    };
+    static const al_str_t  oai_keys[] = {
+        { "prompt_tokens", 13 }, { "completion_tokens", 17 },
+        { "total_tokens", 12 }, { "prompt_tokens_details", 21 },
+        { NULL, 0 }
+    };
+
     static const al_llm_scan_spec_t  specs[] = {
-        { chat, 0, 2, ut_oai, 4, 0 },
-        { msg, -1, 0, mu, 1, 0 }
+        { chat, 0, 2, ut_oai, 4, 0, NULL, NULL },
+        { msg, -1, 0, mu, 1, 0, NULL, NULL },
+        { chat, 0, 2, ut_oai, 4, 0, chat_keys, oai_keys }
     };
 
     static const struct {
@@ -583,6 +595,20 @@ test_scan(void)
                && (rq != 0
                    || (rs == 0 && scan_same(&specs[docs[k].spec], &q, &s))),
                docs[k].json);
+
+        if (docs[k].spec != 0) {
+            continue;
+        }
+
+        /* the chat documents again, the names looked up by length */
+
+        rq = al_llm_json_quick(&specs[2],
+                               (const unsigned char *) docs[k].json, n, &q);
+
+        (void) snprintf(name, sizeof(name), "by length: %s", docs[k].json);
+
+        tap_ok(rq == (docs[k].quick ? 0 : 1)
+               && (rq != 0 || scan_same(&specs[2], &q, &s)), name);
     }
 }
 

@@ -31,7 +31,7 @@ static const char *const  ut_fields[] = {
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
-    ut_fields, 0, 5, ut_so, AL_LLM_F_INCLUDE_USAGE, 1
+    ut_fields, 0, 5, ut_so, AL_LLM_F_INCLUDE_USAGE, 1, NULL, NULL
 };
 static const char *const  ut_usage_names[] = {
     "prompt_tokens", "completion_tokens", "total_tokens",
@@ -39,7 +39,7 @@ static const char *const  ut_usage_names[] = {
 };
 static const char *const  ut_details[] = { "cached_tokens", NULL };
 static const al_llm_scan_spec_t  ut_usage = {
-    ut_usage_names, -1, 3, ut_details, 4, 0
+    ut_usage_names, -1, 3, ut_details, 4, 0, NULL, NULL
 };
 
 /* al_llm_scan.c's names: the fields read and where prompt text lives */
