@@ -797,8 +797,8 @@ ngx_http_airlock_llm_slice(ngx_http_request_t *r,
     ctx->last_shadow = NULL;
 
     while (off < len) {
-        if (al_llm_sse_feed(sse, b->pos + off, len - off, &used, &blk) == 1
-            && blk.drop)
+        if (al_llm_sse_feed_drops(sse, b->pos + off, len - off, &used, &blk)
+            == 1)
         {
             if (ngx_http_airlock_llm_emit(r, ctx, b, a, blk.start)
                 != NGX_OK)

@@ -786,6 +786,14 @@ void al_llm_sse_free(al_llm_sse_t *s);
 int al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
     size_t *used, al_llm_sse_block_t *blk);
 
+/*
+ * al_llm_sse_feed() that returns 1 only for a block to drop: the blocks
+ * kept pass without a return, so a caller that acts on dropped blocks
+ * alone (the loop above) runs once a slice and once a dropped block.
+ */
+int al_llm_sse_feed_drops(al_llm_sse_t *s, const unsigned char *p,
+    size_t len, size_t *used, al_llm_sse_block_t *blk);
+
 /* feeds all of p, ignoring blocks: for callers that never drop */
 void al_llm_sse_observe(al_llm_sse_t *s, const unsigned char *p,
     size_t len);

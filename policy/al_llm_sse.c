@@ -142,6 +142,8 @@ enum {
     ((offsetof(al_llm_sse_scan_t, key_buf) + 7) & ~(size_t) 7)
 
 
+static int al_llm_sse_run(al_llm_sse_t *s, const unsigned char *p,
+    size_t len, size_t *used, al_llm_sse_block_t *blk, unsigned each);
 static size_t al_llm_sse_eol(const unsigned char *p, size_t i, size_t len);
 static void al_llm_sse_field(al_llm_sse_t *s);
 static void al_llm_sse_data_line(al_llm_sse_t *s);
@@ -371,6 +373,27 @@ int
 al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
     size_t *used, al_llm_sse_block_t *blk)
 {
+    return al_llm_sse_run(s, p, len, used, blk, 1);
+}
+
+
+int
+al_llm_sse_feed_drops(al_llm_sse_t *s, const unsigned char *p, size_t len,
+    size_t *used, al_llm_sse_block_t *blk)
+{
+    return al_llm_sse_run(s, p, len, used, blk, 0);
+}
+
+
+/*
+ * al_llm_sse_feed() (each 1), or al_llm_sse_feed_drops() (each 0): a block
+ * that is not dropped does not end the call, the slice goes on.
+ */
+
+static int
+al_llm_sse_run(al_llm_sse_t *s, const unsigned char *p, size_t len,
+    size_t *used, al_llm_sse_block_t *blk, unsigned each)
+{
     size_t          i, j;
     uint64_t        base;
     unsigned char   c;
@@ -398,9 +421,11 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
 
         s->offset = base + i;
         al_llm_sse_block(s, blk);
-        *used = i;
 
-        return 1;
+        if (each || blk->drop) {
+            *used = i;
+            return 1;
+        }
     }
 
     while (i < len) {
@@ -447,9 +472,13 @@ al_llm_sse_feed(al_llm_sse_t *s, const unsigned char *p, size_t len,
 
                 s->offset = base + i;
                 al_llm_sse_block(s, blk);
-                *used = i;
 
-                return 1;
+                if (each || blk->drop) {
+                    *used = i;
+                    return 1;
+                }
+
+                break;
             }
 
             if (c == ':') {
@@ -664,7 +693,7 @@ al_llm_sse_observe(al_llm_sse_t *s, const unsigned char *p, size_t len)
     off = 0;
 
     while (off < len) {
-        (void) al_llm_sse_feed(s, p + off, len - off, &used, &blk);
+        (void) al_llm_sse_run(s, p + off, len - off, &used, &blk, 0);
         off += used;
     }
 }

@@ -55,6 +55,7 @@ typedef struct {
     unsigned             usage_seen;
     unsigned             started;
     char                 model[AL_LLM_MODEL_MAX];
+    unsigned             drops;         /* fed by al_llm_sse_feed_drops() */
 } fuzz_run_t;
 
 
@@ -90,7 +91,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t              len, cuts[2], t;
     const uint8_t      *s;
     unsigned            hide;
-    fuzz_run_t          one, two, three, ref, nomodel;
+    fuzz_run_t          one, two, three, ref, nomodel, drops;
     al_llm_kind_t       kind;
     al_llm_endpoint_t   ep;
     al_llm_sse_t        sse;
@@ -122,7 +123,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_run(kind, ep, hide, 0, s, len, cuts, 2, &three);
     fuzz_run(kind, ep, hide, 1, s, len, cuts, 1, &ref);
     fuzz_run(kind, ep, hide, 2, s, len, cuts, 2, &nomodel);
+    fuzz_run(kind, ep, hide, 3, s, len, cuts, 2, &drops);
 
+    fuzz_same(&nomodel, &drops);
     fuzz_same(&one, &two);
     fuzz_same(&one, &three);
     fuzz_like_ref(&one, &ref);
@@ -155,6 +158,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(three.kept);
     free(ref.kept);
     free(nomodel.kept);
+    free(drops.kept);
 
     return 0;
 }
@@ -201,7 +205,8 @@ fuzz_bytes(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
 
 
 /* ref: 0 the parser as the module runs it but with the model wanted, 1
-   the reference (parse_all), 2 as the module runs it (no_model) */
+   the reference (parse_all), 2 as the module runs it (no_model), 3 the
+   same fed as the module feeds it, by al_llm_sse_feed_drops() */
 
 static void
 fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
@@ -215,6 +220,7 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
 
     memset(r, 0, sizeof(*r));
 
+    r->drops = (ref == 3);
     r->kept = malloc(len + 1);
     r->held = malloc(len + 1);
     if (r->kept == NULL || r->held == NULL) {
@@ -223,7 +229,7 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
 
     al_llm_sse_init(&sse, kind, ep, hide);
     sse.parse_all = (ref == 1);
-    sse.no_model = (ref == 2);
+    sse.no_model = (ref >= 2);
 
     from = 0;
 
@@ -240,6 +246,16 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
     }
 
     if (al_llm_sse_finish(&sse, &blk) == 1) {
+        if (r->drops) {
+            /* the blocks kept before it were passed by */
+
+            if (blk.start < r->next_block) {
+                abort();
+            }
+
+            r->next_block = blk.start;
+        }
+
         fuzz_block(r, &blk, NULL, end);
     }
 
@@ -289,7 +305,26 @@ fuzz_slice(al_llm_sse_t *sse, fuzz_run_t *r, const uint8_t *p, size_t len)
     off = 0;
 
     while (off < len) {
-        if (al_llm_sse_feed(sse, p + off, len - off, &used, &blk) == 1) {
+        if (r->drops) {
+            if (al_llm_sse_feed_drops(sse, p + off, len - off, &used, &blk)
+                == 1)
+            {
+                /* only blocks to drop; the blocks kept are passed by */
+
+                if (!blk.drop || blk.start < r->next_block) {
+                    abort();
+                }
+
+                r->next_block = blk.start;
+                fuzz_block(r, &blk, p, a);
+
+            } else if (used != len - off) {
+                abort();
+            }
+
+        } else if (al_llm_sse_feed(sse, p + off, len - off, &used, &blk)
+                   == 1)
+        {
             fuzz_block(r, &blk, p, a);
 
         } else if (used != len - off) {

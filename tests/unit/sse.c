@@ -110,6 +110,14 @@ static int strict_case(const cfg_t *cfg, const char *s, const char *model,
 
 /* the output cap run() passes to al_llm_sse_result() */
 static uint64_t  reserved;
+
+/*
+ * drops: the filter feeds by al_llm_sse_feed_drops(), not
+ * al_llm_sse_feed(); every_split(), byte_at_a_time() and random_splits()
+ * run each stream both ways.  drops_bad: blocks it returned not dropped.
+ */
+static unsigned  drops;
+static unsigned  drops_bad;
 static void scan_stream(const cfg_t *cfg, const char *s, size_t len,
     size_t cut, unsigned ref, al_llm_sse_t *sse);
 
@@ -374,6 +382,7 @@ run(const cfg_t *cfg, const char *s, size_t len, const size_t *cuts,
 static void
 filt_slice(al_llm_sse_t *sse, filt_t *f, const char *p, size_t len)
 {
+    int                 rc;
     size_t              off, used;
     uint64_t            a;
     al_llm_sse_block_t  blk;
@@ -382,10 +391,19 @@ filt_slice(al_llm_sse_t *sse, filt_t *f, const char *p, size_t len)
     off = 0;
 
     while (off < len) {
-        if (al_llm_sse_feed(sse, (const unsigned char *) p + off, len - off,
-                            &used, &blk) == 1
-            && blk.drop)
-        {
+        if (drops) {
+            rc = al_llm_sse_feed_drops(sse, (const unsigned char *) p + off,
+                                       len - off, &used, &blk);
+
+            /* a block it returns is one to drop */
+            drops_bad += (rc == 1 && !blk.drop);
+
+        } else {
+            rc = al_llm_sse_feed(sse, (const unsigned char *) p + off,
+                                 len - off, &used, &blk);
+        }
+
+        if (rc == 1 && blk.drop) {
             filt_emit(f, p, a, blk.start);
             f->held_len = 0;
             f->pending = blk.end;
@@ -563,16 +581,23 @@ every_split(const cfg_t *cfg, const char *s, size_t len, const run_t *want)
 
     bad = 0;
 
-    for (i = 0; i <= len; i++) {
-        run(cfg, s, len, &i, 1, 0, &r);
-        if (!same(&r, want)) {
-            if (bad == 0) {
-                printf("# first mismatch at split %zu\n", i);
+    for (drops = 0; drops < 2; drops++) {
+        for (i = 0; i <= len; i++) {
+            run(cfg, s, len, &i, 1, 0, &r);
+            if (!same(&r, want)) {
+                if (bad == 0) {
+                    printf("# first mismatch at split %zu%s\n", i,
+                           drops ? " (al_llm_sse_feed_drops)" : "");
+                }
+                bad++;
             }
-            bad++;
+            run_free(&r);
         }
-        run_free(&r);
     }
+
+    drops = 0;
+    bad += drops_bad;
+    drops_bad = 0;
 
     return bad == 0;
 }
@@ -597,8 +622,15 @@ byte_at_a_time(const cfg_t *cfg, const char *s, size_t len,
 
     run(cfg, s, len, cuts, len > 0 ? len - 1 : 0, 0, &r);
     ok = same(&r, want);
-
     run_free(&r);
+
+    drops = 1;
+    run(cfg, s, len, cuts, len > 0 ? len - 1 : 0, 0, &r);
+    ok = ok && same(&r, want) && drops_bad == 0;
+    run_free(&r);
+    drops = 0;
+    drops_bad = 0;
+
     free(cuts);
 
     return ok;
@@ -634,6 +666,13 @@ random_splits(const cfg_t *cfg, const char *s, size_t len,
         run(cfg, s, len, cuts, n, 0, &r);
         bad += !same(&r, want);
         run_free(&r);
+
+        drops = 1;
+        run(cfg, s, len, cuts, n, 0, &r);
+        bad += !same(&r, want) + drops_bad;
+        run_free(&r);
+        drops = 0;
+        drops_bad = 0;
     }
 
     return bad == 0;
