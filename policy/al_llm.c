@@ -1648,6 +1648,15 @@ al_llm_req_tool_refuse(al_llm_rq_t *rq, int family, const char *type,
                            al_llm_endpoint_name(rq->ep));
     }
 
+    if (family == AL_LLM_PT_UNNAMED) {
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "a tool%s of a type the client runs has no "
+                           "\"function\", \"custom\" or \"name\": it is "
+                           "refused, as a router may read its other key as "
+                           "a tool the provider runs ({\"type\": "
+                           "\"function\", \"googleSearch\": {}})", where);
+    }
+
     if (type == NULL) {
         return al_llm_fail(req->detail, sizeof(req->detail),
                            "a tool's \"type\"%s must be a string", where);

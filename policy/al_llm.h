@@ -258,7 +258,10 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * must be a tool the client runs (a type of "function" or "custom", or
  * on messages no "type" at all, as Anthropic's own tools have: elsewhere
  * a router reads such an element as a tool the provider runs, LiteLLM
- * {"googleSearch": {}} and {"urlContext": {}} as Gemini's), or a tool of
+ * {"googleSearch": {}} and {"urlContext": {}} as Gemini's; a "function"
+ * or "custom" element must have a "function", "custom" or "name" member,
+ * as LiteLLM drops "type" and reads {"type": "function", "googleSearch":
+ * {}} as Gemini's too), or a tool of
  * a family the entry's provider_tools allows; so must a hosted tool
  * "tool_choice" names, and the tools of an "allowed_tools" choice
  * (al_llm.c has the types that pass); "web_search_options" (chat) counts
@@ -299,6 +302,9 @@ enum {
     AL_LLM_PT_UNKNOWN = AL_LLM_PT_NAMED, /* a type of no family */
     AL_LLM_PT_NOT_OBJECT,               /* an element that is no object */
     AL_LLM_PT_UNTYPED,                  /* an object of no "type" */
+    AL_LLM_PT_UNNAMED,                  /* of a type the client runs, with
+                                           no "function", "custom" or
+                                           "name" */
     AL_LLM_PT_MAX
 };
 

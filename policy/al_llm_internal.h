@@ -325,6 +325,8 @@ typedef struct {
      * its bit of tools is first set, and none is read otherwise.
      */
     al_llm_jfield_t      tool;          /* the element's "type" */
+    unsigned             tool_named;    /* it has "function", "custom" or
+                                           "name" */
     char                 tool_type[AL_LLM_TOOL_TYPE];  /* unescaped, cut */
     size_t               tool_at[AL_LLM_PT_MAX];   /* the family's first
                                                       type value (or, for

@@ -159,6 +159,7 @@ static inline void al_llm_scan_ws(al_llm_sc_t *sc);
 static inline int al_llm_scan_deep_key(const char *name, size_t n);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
+static inline int al_llm_scan_tool_self(const char *name, size_t n);
 static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
     size_t len);
 static const char *al_llm_scan_case(const al_llm_scan_spec_t *spec,
@@ -528,6 +529,7 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             if (fr->obj) {
                 if (kind == AL_LLM_SK_TOOL) {
                     b->tool.type = AL_LLM_JT_NONE;
+                    b->tool_named = 0;
                 }
 
                 fr->last = i;
@@ -811,6 +813,10 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             b->cache_control = 1;
         }
 
+        if (fr->kind == AL_LLM_SK_TOOL && al_llm_scan_tool_self(name, n)) {
+            b->tool_named = 1;
+        }
+
         if (sc->spec->prompt) {
             deep = al_llm_scan_deep_key(name, n);
 
@@ -1012,6 +1018,7 @@ al_llm_scan_value(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
         if (sv->kind == AL_LLM_SK_TOOL) {
             sc->b->tool.type = AL_LLM_JT_NONE;
+            sc->b->tool_named = 0;
         }
 
         if (al_llm_scan_object(sc, depth + 1, sv) != 0) {
@@ -1200,6 +1207,11 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
         if (s.dlen == 13 && al_llm_scan_is(name, "cache_control")) {
             b->cache_control = 1;
+        }
+
+        if (sv->kind == AL_LLM_SK_TOOL && al_llm_scan_tool_self(name, s.dlen))
+        {
+            b->tool_named = 1;
         }
 
         if (sc->spec->prompt) {
@@ -2597,13 +2609,30 @@ al_llm_scan_ws(al_llm_sc_t *sc)
 
 
 /*
+ * 1: a key of an element of "tools" that names the tool the client runs
+ * ("function" of chat, "custom", "name" of the other APIs).
+ */
+
+static inline int
+al_llm_scan_tool_self(const char *name, size_t n)
+{
+    return (n == 8 && al_llm_scan_is(name, "function"))
+           || (n == 6 && al_llm_scan_is(name, "custom"))
+           || (n == 4 && al_llm_scan_is(name, "name"));
+}
+
+
+/*
  * An element of a request's "tools" has been read: [at, at + len) is its
  * raw span, obj says whether it was an object, and then b->tool is its
- * "type" (AL_LLM_JT_NONE: none).  Its family goes into b->tools, with the
+ * "type" (AL_LLM_JT_NONE: none) and b->tool_named whether it has a key
+ * al_llm_scan_tool_self() takes.  Its family goes into b->tools, with the
  * span of the first element of each family (the type's, when it has one)
- * for the refusal to name.  Tools the client runs leave no trace; one of
- * no "type" is AL_LLM_PT_UNTYPED, which al_llm_request() passes on
- * messages alone (Anthropic's own tools).
+ * for the refusal to name.  Tools the client runs leave no trace, unless
+ * they name no tool (AL_LLM_PT_UNNAMED: a router may read the key left
+ * as a tool the provider runs); one of no "type" is AL_LLM_PT_UNTYPED,
+ * which al_llm_request() passes on messages alone (Anthropic's own
+ * tools).
  */
 
 static void
@@ -2633,7 +2662,11 @@ al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
             family = al_llm_tool_family(b->tool_type, (size_t) t->num);
 
             if (family < 0) {
-                return;
+                if (b->tool_named) {
+                    return;
+                }
+
+                family = AL_LLM_PT_UNNAMED;
             }
         }
     }

@@ -8,7 +8,8 @@
 # the entry's provider_tools allows their family.  Tools the client runs
 # (function, custom, Anthropic tools without a type) pass.  After a
 # reload with provider_tools, the allowed families pass and the others
-# are still refused.  A tool of no type passes on messages alone.
+# are still refused.  A tool of no type passes on messages alone; one of
+# type function or custom that names no tool is refused.
 
 use strict;
 use warnings;
@@ -26,7 +27,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 40;
+plan tests => 43;
 
 my $agent = $l->token('agent');
 
@@ -130,6 +131,18 @@ like(oai_error($r)->{message}, qr/has no "type": it is refused on chat/,
 
 $r = responses({ googleSearch => {} });
 is($r->{status}, 400, 'responses, a tool of no type (googleSearch): 400');
+
+# LiteLLM drops "type" first: a function or custom tool must name itself
+
+$r = $l->chat(token => $agent, fields => {
+    tools => [ { type => 'function', googleSearch => {} } ] });
+is($r->{status}, 400, 'chat, a function tool of no function: 400');
+like(oai_error($r)->{message},
+     qr/type the client runs has no "function", "custom" or "name"/,
+     'a tool that names none: the message says so');
+
+$r = responses({ type => 'custom', urlContext => {} });
+is($r->{status}, 400, 'responses, a custom tool of no name: 400');
 
 is(provider_count(), $n, 'refused provider tools never reach the provider');
 

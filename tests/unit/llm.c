@@ -2550,6 +2550,52 @@ test_provider_tools(void)
     tap_ok(refused_tool("a tool in \"tool_choice\" has no \"type\""),
            "tools: an allowed tool of no type refused off messages");
 
+    /*
+     * LiteLLM drops a tool's "type" before it looks for Gemini's: a tool
+     * of a type the client runs that names no tool is refused, on every
+     * endpoint; its name ("function", "custom", "name") lets it pass
+     */
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"type\":\"function\","
+        "\"googleSearch\":{}}]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strcmp(rq.detail, "a tool of a type the client runs has no "
+                     "\"function\", \"custom\" or \"name\": it is "
+                     "refused, as a router may read its other key as a "
+                     "tool the provider runs ({\"type\": \"function\", "
+                     "\"googleSearch\": {}})") == 0,
+           "tools: a function tool of no function refused on chat");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\"},{\"type\":\"custom\","
+        "\"urlContext\":{}}]}");
+    tap_ok(refused_tool("has no \"function\", \"custom\" or \"name\""),
+           "tools: a custom tool of no name refused on responses");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"messages\":[],\"tools\":[{\"type\":\"custom\","
+        "\"codeExecution\":{}}]}");
+    tap_ok(refused_tool("has no \"function\", \"custom\" or \"name\""),
+           "tools: a custom tool of no name refused on messages");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"type\":\"function\","
+        "\"function\":{\"name\":\"f\"}},{\"type\":\"function\","
+        "\"googleSearch\":{\"function\":{},\"name\":\"g\"}}]}");
+    tap_ok(refused_tool("has no \"function\", \"custom\" or \"name\""),
+           "tools: a name nested in another key does not count");
+
+    req(&oai, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"type\":\"function\","
+        "\"function\":{\"name\":\"f\"}},{\"type\":\"custom\","
+        "\"custom\":{\"name\":\"g\"}},{\"googleSearch\":{},"
+        "\"type\":\"function\",\"nam\\u0065\":\"h\"}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tools: function, custom and an escaped name pass");
+
     req(&oai, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"tools\":[],\"web_search_options\":null}");
     tap_is_int(rq.reason, AL_REASON_NONE,

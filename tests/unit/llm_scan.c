@@ -233,6 +233,10 @@ static const char *const  ut_bodies[] = {
     "{\"x\":{\"Model\":\"b\"},\"MAX_to\xe2\x84\xaa" "ens\":1}",
     "{\"stream_options\":{\"Include_usage\":true}}",
     "{\"tools\":[{\"function\":{\"Type\":1}},{\"TYPE\":\"mcp\"}]}",
+    "{\"tools\":[{\"type\":\"function\",\"googleSearch\":{}},{\"type\":"
+    "\"custom\",\"name\":\"g\"},{\"type\":\"function\",\"x\":{\"name\":1}},"
+    "{\"name\":\"f\",\"type\":\"custom\"},{\"type\":\"function\","
+    "\"functio\\u006e\":{}}]}",
     "{\"\\u017Ftream\":true,\"m\\u0061x_tokens\":1}",
     "{\"Prompt_tokens\":1,\"prompt_tokens_detail\xc5\xbf\":{}}",
     "{\"model\":\"" "0123456789012345678901234567890123456789"
@@ -478,6 +482,19 @@ main(void)
                && b.f[AL_LLM_F_TOOLS].type == AL_LLM_JT_ARRAY,
                "tools: the families of the elements and where each first "
                "is");
+
+        t = "{\"tools\":[{\"type\":\"custom\",\"name\":\"g\"},{\"type\":"
+            "\"function\",\"x\":{\"name\":1}},{\"function\":{},\"type\":"
+            "\"function\"}]}";
+        tap_ok(al_llm_body_scan((const unsigned char *) t, strlen(t), &b, d,
+                                sizeof(d)) == 0
+               && b.tools == (UINT32_C(1) << AL_LLM_PT_UNNAMED)
+               && b.tool_len[AL_LLM_PT_UNNAMED] == 10
+               && memcmp(t + b.tool_at[AL_LLM_PT_UNNAMED], "\"function\"",
+                         10) == 0
+               && t + b.tool_at[AL_LLM_PT_UNNAMED]
+                  == strstr(t, "\"function\",\"x\""),
+               "tools: a function of no function, custom or name noted");
 
         t = "{\"tools\":{\"type\":\"mcp\"},\"x\":{\"tools\":[{\"type\":"
             "\"mcp\"}]}}";
