@@ -6,7 +6,8 @@
  * long usage values; and the usage and model read from them those of
  * al_llm_usage_parse() on the whole body.  The gateway's reader (the
  * model not taken) is fed the body whole, which it may read by its bit
- * masks (al_llm_resp_whole()).
+ * masks (al_llm_resp_whole()), and in two pieces at the point data[1]
+ * picks, where the masks read the first.
  */
 
 #include <stdint.h>
@@ -183,6 +184,28 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rc2 = al_llm_resp_usage(r, &u2, m2, sizeof(m2));
 
     if (rc1 != rc2 || memcmp(&u1, &u2, sizeof(u1)) != 0 || m2[0] != '\0') {
+        abort();
+    }
+
+    free(spill);
+
+    /*
+     * and in two pieces: the first, a prefix of the answer that may end
+     * in '}', read by the masks, the scanner going on in the second
+     */
+
+    spill = NULL;
+    al_llm_resp_init(r, kinds[pick % 3], eps[pick % 3]);
+    r->alloc = fz_alloc;
+    r->alloc_ctx = &spill;
+    r->no_model = 1;
+
+    al_llm_resp_feed(r, p, cuts[0]);
+    al_llm_resp_feed(r, p + cuts[0], len - cuts[0]);
+
+    if (r->model_len != 0 || r->usage_len != ref->usage_len
+        || memcmp(r->usage, ref->usage, ref->usage_len) != 0)
+    {
         abort();
     }
 
