@@ -1640,7 +1640,15 @@ al_llm_req_tool_refuse(al_llm_rq_t *rq, int family, const char *type,
                            "\"tools\"%s must be a list of objects", where);
     }
 
-    if (family == AL_LLM_PT_UNTYPED) {
+    if (family == AL_LLM_PT_ANONYMOUS && rq->ep == AL_LLM_EP_MESSAGES) {
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "a tool%s has no \"type\" and no \"name\": it "
+                           "is refused, as a router may read its key as a "
+                           "tool the provider runs ({\"googleSearch\": {}})",
+                           where);
+    }
+
+    if (family == AL_LLM_PT_UNTYPED || family == AL_LLM_PT_ANONYMOUS) {
         return al_llm_fail(req->detail, sizeof(req->detail),
                            "a tool%s has no \"type\": it is refused on %s, "
                            "where a router may read it as a tool the "
@@ -1901,13 +1909,14 @@ al_llm_choice_plain(const al_llm_rq_t *rq, const al_llm_jfield_t *f,
  * The "tools" of a "tool_choice" of type "allowed_tools", read as the
  * body's "tools" are (al_llm_scan_tool()): none or null, or a list of
  * objects, each of no "type" (on messages: Anthropic's own tools), a
- * type the client runs, or one of a family the entry allows.
+ * type the client runs, or one of a family the entry allows; the first
+ * two must name their tool ("function", "custom" or "name").
  */
 
 static int
 al_llm_choice_tools(al_llm_rq_t *rq, json_t *list)
 {
-    int          family;
+    int          family, named;
     size_t       i, n;
     json_t      *e, *t;
     const char  *s;
@@ -1935,14 +1944,18 @@ al_llm_choice_tools(al_llm_rq_t *rq, json_t *list)
         }
 
         t = json_object_get(e, "type");
+        named = json_object_get(e, "function") != NULL
+                || json_object_get(e, "custom") != NULL
+                || json_object_get(e, "name") != NULL;
 
         if (t == NULL) {
-            if (rq->ep == AL_LLM_EP_MESSAGES) {
+            if (rq->ep == AL_LLM_EP_MESSAGES && named) {
                 continue;
             }
 
-            return al_llm_req_tool_refuse(rq, AL_LLM_PT_UNTYPED, NULL, 0,
-                                          " in \"tool_choice\"");
+            return al_llm_req_tool_refuse(rq, named ? AL_LLM_PT_UNTYPED
+                                                    : AL_LLM_PT_ANONYMOUS,
+                                          NULL, 0, " in \"tool_choice\"");
         }
 
         if (!json_is_string(t)) {
@@ -1955,6 +1968,11 @@ al_llm_choice_tools(al_llm_rq_t *rq, json_t *list)
 
         family = (n > AL_LLM_TOOL_TYPE) ? AL_LLM_PT_UNKNOWN
                                         : al_llm_tool_family(s, n);
+
+        if (family < 0 && !named) {
+            return al_llm_req_tool_refuse(rq, AL_LLM_PT_UNNAMED, NULL, 0,
+                                          " in \"tool_choice\"");
+        }
 
         if (family >= 0 && !al_llm_tool_allowed(rq->llm, family)) {
             return al_llm_req_tool_refuse(rq, family, s, n,

@@ -259,9 +259,9 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * on messages no "type" at all, as Anthropic's own tools have: elsewhere
  * a router reads such an element as a tool the provider runs, LiteLLM
  * {"googleSearch": {}} and {"urlContext": {}} as Gemini's; a "function"
- * or "custom" element must have a "function", "custom" or "name" member,
- * as LiteLLM drops "type" and reads {"type": "function", "googleSearch":
- * {}} as Gemini's too), or a tool of
+ * or "custom" element, and one of no "type", must have a "function",
+ * "custom" or "name" member, as LiteLLM drops "type" and reads {"type":
+ * "function", "googleSearch": {}} as Gemini's too), or a tool of
  * a family the entry's provider_tools allows; so must a hosted tool
  * "tool_choice" names, and the tools of an "allowed_tools" choice
  * (al_llm.c has the types that pass); "web_search_options" (chat) counts
@@ -305,6 +305,8 @@ enum {
     AL_LLM_PT_UNNAMED,                  /* of a type the client runs, with
                                            no "function", "custom" or
                                            "name" */
+    AL_LLM_PT_ANONYMOUS,                /* of no "type", with none of
+                                           those either */
     AL_LLM_PT_MAX
 };
 

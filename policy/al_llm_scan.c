@@ -2632,7 +2632,8 @@ al_llm_scan_tool_self(const char *name, size_t n)
  * they name no tool (AL_LLM_PT_UNNAMED: a router may read the key left
  * as a tool the provider runs); one of no "type" is AL_LLM_PT_UNTYPED,
  * which al_llm_request() passes on messages alone (Anthropic's own
- * tools).
+ * tools), or AL_LLM_PT_ANONYMOUS when it names no tool either, which
+ * passes nowhere.
  */
 
 static void
@@ -2647,7 +2648,8 @@ al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
         family = AL_LLM_PT_NOT_OBJECT;
 
     } else if (t->type == AL_LLM_JT_NONE) {
-        family = AL_LLM_PT_UNTYPED;     /* Anthropic's own tools, or not */
+        family = b->tool_named ? AL_LLM_PT_UNTYPED  /* Anthropic's, or not */
+                               : AL_LLM_PT_ANONYMOUS;
 
     } else {
         at = t->at;

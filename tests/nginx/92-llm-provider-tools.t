@@ -8,8 +8,9 @@
 # the entry's provider_tools allows their family.  Tools the client runs
 # (function, custom, Anthropic tools without a type) pass.  After a
 # reload with provider_tools, the allowed families pass and the others
-# are still refused.  A tool of no type passes on messages alone; one of
-# type function or custom that names no tool is refused.
+# are still refused.  A tool of no type passes on messages alone, and
+# there only when it has a name; one of type function or custom that
+# names no tool is refused, in "tools" and in an allowed_tools choice.
 
 use strict;
 use warnings;
@@ -27,7 +28,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 43;
+plan tests => 46;
 
 my $agent = $l->token('agent');
 
@@ -143,6 +144,24 @@ like(oai_error($r)->{message},
 
 $r = responses({ type => 'custom', urlContext => {} });
 is($r->{status}, 400, 'responses, a custom tool of no name: 400');
+
+# so must a tool of no type on messages (Anthropic's have a name), and
+# the tools of an allowed_tools choice
+
+$r = messages_with(tools => [{ name => 'f', input_schema => {} },
+                             { googleSearch => {} }]);
+is($r->{status}, 400, 'messages, a tool of no type and no name: 400');
+like(ant_error($r)->{message}, qr/has no "type" and no "name"/,
+     'a tool of no type and no name: the message says so');
+
+$r = $l->request('POST', '/v1/proxy/openai/responses', token => $agent,
+                 body => { model => 'gpt-4o-mini', input => 'Hi',
+                           tool_choice => { type => 'allowed_tools',
+                                            mode => 'auto',
+                                            tools => [ { type => 'function',
+                                                         googleSearch => {} }
+                                                     ] } });
+is($r->{status}, 400, 'responses, an allowed function of no name: 400');
 
 is(provider_count(), $n, 'refused provider tools never reach the provider');
 

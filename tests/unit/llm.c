@@ -2588,6 +2588,65 @@ test_provider_tools(void)
     tap_ok(refused_tool("has no \"function\", \"custom\" or \"name\""),
            "tools: a name nested in another key does not count");
 
+    /*
+     * the rule holds on messages for a tool of no "type" (Anthropic's
+     * own tools have a "name"), and for the tools of an allowed_tools
+     * choice on every endpoint
+     */
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"messages\":[],\"tools\":[{\"name\":\"f\",\"input_schema\":{}},"
+        "{\"googleSearch\":{}}]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && strcmp(rq.detail, "a tool has no \"type\" and no \"name\": "
+                     "it is refused, as a router may read its key as a "
+                     "tool the provider runs ({\"googleSearch\": {}})") == 0,
+           "tools: a messages tool of no type and no name refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"messages\":[],\"tools\":[{}]}");
+    tap_ok(refused_tool("has no \"type\" and no \"name\""),
+           "tools: {} refused on messages");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tools\":[{\"name\":\"f\"},{}]}");
+    tap_ok(refused_tool("has no \"type\": it is refused on chat"),
+           "tools: off messages, no name still says no type");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,"
+        "\"messages\":[],\"tool_choice\":{\"type\":\"allowed_tools\","
+        "\"tools\":[{\"name\":\"f\"},{\"urlContext\":{}}]}}");
+    tap_ok(refused_tool("a tool in \"tool_choice\" has no \"type\" and "
+                        "no \"name\""),
+           "tools: an allowed tool of no type and no name refused on "
+           "messages");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"tools\":[{\"type\":\"function\","
+        "\"googleSearch\":{}}]}}");
+    tap_ok(refused_tool("a tool in \"tool_choice\" of a type the client "
+                        "runs has no \"function\", \"custom\" or \"name\""),
+           "tools: an allowed function of no name refused on responses");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"allowed_tools\":{\"tools\":[{\"type\":"
+        "\"custom\",\"urlContext\":{}}]}}}");
+    tap_ok(refused_tool("has no \"function\", \"custom\" or \"name\""),
+           "tools: a chat allowed custom tool of no name refused");
+
+    req(&compat, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"tool_choice\":{\"type\":"
+        "\"allowed_tools\",\"allowed_tools\":{\"tools\":[{\"type\":"
+        "\"function\",\"function\":{\"name\":\"f\"}},{\"type\":\"custom\","
+        "\"nam\\u0065\":\"g\"}]}}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "tools: allowed tools that name themselves pass");
+
     req(&oai, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"tools\":[{\"type\":\"function\","
         "\"function\":{\"name\":\"f\"}},{\"type\":\"custom\","
@@ -2982,7 +3041,8 @@ test_tool_choice(void)
         "{\"type\":\"any\"}", "{\"type\":\"none\"}",
         "{\"type\":\"tool\",\"name\":\"f\"}",
         "{\"type\":\"allowed_tools\",\"mode\":\"auto\",\"tools\":"
-        "[{\"type\":\"function\",\"name\":\"f\"},{\"type\":\"custom\"}]}",
+        "[{\"type\":\"function\",\"name\":\"f\"},{\"type\":\"custom\","
+        "\"name\":\"g\"}]}",
         "{\"type\":\"allowed_tools\",\"allowed_tools\":{\"mode\":"
         "\"required\",\"tools\":[{\"type\":\"function\",\"function\":"
         "{\"name\":\"f\"}}]}}"

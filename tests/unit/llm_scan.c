@@ -466,7 +466,10 @@ main(void)
                               | (UINT32_C(1) << AL_LLM_PT_WEB_SEARCH)
                               | (UINT32_C(1) << AL_LLM_PT_UNKNOWN)
                               | (UINT32_C(1) << AL_LLM_PT_NOT_OBJECT)
-                              | (UINT32_C(1) << AL_LLM_PT_UNTYPED))
+                              | (UINT32_C(1) << AL_LLM_PT_UNTYPED)
+                              | (UINT32_C(1) << AL_LLM_PT_ANONYMOUS))
+               && b.tool_len[AL_LLM_PT_ANONYMOUS] == 2
+               && memcmp(t + b.tool_at[AL_LLM_PT_ANONYMOUS], "{}]", 3) == 0
                && b.tool_len[AL_LLM_PT_MCP] == 5
                && memcmp(t + b.tool_at[AL_LLM_PT_MCP], "\"mcp\"", 5) == 0
                && memcmp(t + b.tool_at[AL_LLM_PT_WEB_SEARCH],
