@@ -31,6 +31,7 @@
 #include <curl/curl.h>
 
 #include "agent.h"
+#include "al_llm.h"
 
 
 #define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
@@ -77,7 +78,10 @@ static int ag_text_option(const char *name, const char *v, size_t max,
     int lines, const char *want);
 static void ag_option_error(const char *name, const char *v,
     const char *want);
-static int ag_llm_prefix(ag_conf_t *conf);
+static const al_llm_t *ag_llm_prefix(ag_conf_t *conf);
+static int ag_llm_model(ag_conf_t *conf, const al_llm_t *l);
+static void ag_llm_models(const al_llm_t *l, const al_llm_client_t *lc,
+    char *buf, size_t size);
 
 
 static const struct option  ag_options[] = {
@@ -325,7 +329,8 @@ ag_usage(FILE *f)
 "  --sandbox NAME       run_python's client (worker; none: no run_python)\n"
 "  --llm-prefix PATH    the gateway's prefix, one of the policy's llm\n"
 "                       prefixes (/v1/proxy/openai)\n"
-"  --model NAME         the model (gpt-4o-mini)\n"
+"  --model NAME         the model (gpt-4o-mini): one the --llm-prefix\n"
+"                       entry lets --client use, or an alias of one\n"
 "  --system TEXT        operator text added to the system prompt\n"
 "limits per question:\n"
 "  --max-steps N        model calls (8)\n"
@@ -562,10 +567,10 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
  * --llm-prefix is one of the policy's llm prefixes, exactly: the policy
  * has checked those (a path of its own characters, no '?', '#', '%', no
  * "." or ".." segment, no trailing '/'), and a prefix it has not is
- * refused by the gateway on every call.
+ * refused by the gateway on every call.  Its entry, or NULL.
  */
 
-static int
+static const al_llm_t *
 ag_llm_prefix(ag_conf_t *conf)
 {
     size_t           i, len;
@@ -579,14 +584,142 @@ ag_llm_prefix(ag_conf_t *conf)
         if (l->prefix.len == len
             && memcmp(l->prefix.data, conf->llm_prefix, len) == 0)
         {
-            return 0;
+            return l;
         }
     }
 
     ag_option_error("llm-prefix", conf->llm_prefix, "the prefix of one "
                     "of the policy's llm entries");
 
+    return NULL;
+}
+
+
+/*
+ * --model is one the gateway lets --client use under the entry l, as it
+ * decides on each call: an alias of the entry's is its model (the
+ * gateway maps it before anything looks at the body), and that model is
+ * one of the client's models, its own list or else the entry's.  A
+ * client the entry does not list may use none.  Otherwise the first
+ * question's first call would be refused (403 "model"), after the agent
+ * had started.
+ */
+
+static int
+ag_llm_model(ag_conf_t *conf, const al_llm_t *l)
+{
+    int                     ok;
+    char                    want[AG_MODELS_SHOWN + 2 * AG_NAME_MAX + 64];
+    char                    list[AG_MODELS_SHOWN];
+    size_t                  len;
+    const al_llm_alias_t   *a;
+    const al_llm_client_t  *lc;
+
+    lc = al_llm_find_client(l, conf->pclient);
+
+    if (lc == NULL) {
+        fprintf(stderr, "airlock-agent: the llm entry \"%.*s\" of %s "
+                "(--llm-prefix) has no client \"%s\" (--client): the "
+                "gateway would refuse its every call\n", (int) l->name.len,
+                l->name.data, conf->policy_file, conf->client);
+        return -1;
+    }
+
+    len = strlen(conf->model);
+    a = al_llm_alias_find(l, conf->model, len);
+
+    ok = (a != NULL)
+         ? al_llm_model_allowed(l, lc, a->model.data, a->model.len)
+         : al_llm_model_allowed(l, lc, conf->model, len);
+
+    if (ok) {
+        return 0;
+    }
+
+    ag_llm_models(l, lc, list, sizeof(list));
+
+    snprintf(want, sizeof(want), "a model the llm entry \"%.*s\" allows "
+             "client \"%s\" (%s)", (int) l->name.len, l->name.data,
+             conf->client, list);
+
+    ag_option_error("model", conf->model, want);
+
     return -1;
+}
+
+
+/*
+ * The names ag_llm_model() takes, in the policy's order (the models,
+ * then the aliases of those), ", " between them, into buf: those that
+ * fit, then how many more there are, so the error stays one short line
+ * however many the policy lists.  A model is any YAML string: its
+ * control characters are written as \xNN, so the line stays one.
+ */
+
+static void
+ag_llm_models(const al_llm_t *l, const al_llm_client_t *lc, char *buf,
+    size_t size)
+{
+    size_t           i, k, n, used, more, total, shown;
+    unsigned char    c;
+    const al_str_t  *name, *models;
+
+    models = (lc->nmodels > 0) ? lc->models : l->models;
+    n = (lc->nmodels > 0) ? lc->nmodels : l->nmodels;
+
+    used = 0;
+    more = 0;
+    buf[0] = '\0';
+
+    for (i = 0, total = n + l->naliases; i < total; i++) {
+        if (i < n) {
+            name = &models[i];
+
+        } else {
+            name = &l->aliases[i - n].model;
+
+            if (!al_llm_model_allowed(l, lc, name->data, name->len)) {
+                continue;
+            }
+
+            name = &l->aliases[i - n].name;
+        }
+
+        shown = 0;
+
+        for (k = 0; k < name->len; k++) {
+            c = (unsigned char) name->data[k];
+            shown += (c < 0x20 || c == 0x7f) ? 4 : 1;
+        }
+
+        /* room for ", ", the name, and ", and 18446744073709551615 more" */
+        if (more > 0 || used + 2 + shown + 32 >= size) {
+            more++;
+            continue;
+        }
+
+        if (used > 0) {
+            buf[used++] = ',';
+            buf[used++] = ' ';
+        }
+
+        for (k = 0; k < name->len; k++) {
+            c = (unsigned char) name->data[k];
+
+            if (c < 0x20 || c == 0x7f) {
+                used += snprintf(buf + used, size - used, "\\x%02x", c);
+            } else {
+                buf[used++] = (char) c;
+            }
+        }
+
+        buf[used] = '\0';
+    }
+
+    if (more > 0) {
+        snprintf(buf + used, size - used, "%sand %zu more",
+                 used > 0 ? ", " : "", more);
+    }
 }
 
 
@@ -596,6 +729,7 @@ ag_load_tools(ag_conf_t *conf)
     char                msg[AL_ERR_MAX + 300], *text;
     al_error_t          err;
     json_error_t        jerr;
+    const al_llm_t     *llm;
     const al_client_t  *sandbox;
 
     conf->policy = al_policy_load(conf->policy_file, NULL, &err);
@@ -627,7 +761,9 @@ ag_load_tools(ag_conf_t *conf)
 
     conf->psandbox = sandbox;
 
-    if (ag_llm_prefix(conf) != 0) {
+    llm = ag_llm_prefix(conf);
+
+    if (llm == NULL || ag_llm_model(conf, llm) != 0) {
         return -1;
     }
 

@@ -46,6 +46,9 @@
                                                its NUL */
 #define AG_NAME_MAX          256            /* --client, --sandbox,
                                                --model, at most */
+#define AG_MODELS_SHOWN      512            /* the models --model may
+                                               name, as its error lists
+                                               them, at most */
 
 /*
  * The longest event line the agent sends, "data: " and all: the answer,

@@ -78,6 +78,9 @@ sub policy {
         ? "{ unix_uid: airlock-worker }"
         : "{ token_sha256: \"$wsha\" }";
     my $extra = $self->{routes} // '';
+    my $llm = $self->{llm} // '';
+    my $llm_agent = $self->{llm_agent} // '{}';
+    my $models = $self->{models} // '[gpt-4o-mini]';
 
     return <<"EOF";
 version: 1
@@ -126,10 +129,11 @@ llm:
     provider: openai
     upstream: "http://127.0.0.1:%%PORT_8081%%/v1"
     secret: openai_key
-    models: [gpt-4o-mini]
+    models: $models
     max_body_bytes: 1048576
+$llm
     clients:
-      agent: {}
+      agent: $llm_agent
 alerts:
   deny: { threshold: 1, window: 60s }
 EOF
@@ -169,7 +173,9 @@ EOF
 
 
 # policy, nginx, provider, services, redis, and agent "a" with the
-# options in $o{agent}
+# options in $o{agent}; $o{routes}: more routes; the openai llm entry's
+# $o{models}, more lines of it ($o{llm}), the agent's settings in it
+# ($o{llm_agent})
 sub setup {
     my ($self, %o) = @_;
     my $t = $self->{t};
@@ -179,6 +185,9 @@ sub setup {
     $self->{l}{key} = $self->{key};
     $self->{worker_uid} = $o{worker_uid};
     $self->{routes} = $o{routes};
+    $self->{llm} = $o{llm};
+    $self->{llm_agent} = $o{llm_agent};
+    $self->{models} = $o{models};
 
     $t->write_file_expand('policy.yaml', $self->policy);
     $t->write_file_expand('nginx.conf', $self->conf);
