@@ -6,7 +6,8 @@
  * past that gets 503 from the server itself, and a process is counted
  * until it is reaped.
  *
- *   airlock-agent --listen PATH --gateway PATH --redis unix:PATH|HOST:PORT
+ *   airlock-agent --listen PATH --gateway PATH
+ *                 --redis unix:PATH|HOST:PORT|[IPV6]:PORT|[IPV6]
  *                 --policy FILE [options]     (--help lists them)
  */
 
@@ -323,7 +324,8 @@ ag_usage(FILE *f)
 "\n"
 "  --listen PATH        our unix socket (HTTP; nginx publishes it at /api/)\n"
 "  --gateway PATH       Airlock's unix socket (LLM gateway, named routes)\n"
-"  --redis WHERE        unix:/path/redis.sock or host:port\n"
+"  --redis WHERE        unix:/path/redis.sock, host:port, [ipv6]:port\n"
+"                       or [ipv6] (port 6379)\n"
 "  --policy FILE        the policy: the tools are its routes for --client\n"
 "  --client NAME        the agent's policy client (agent)\n"
 "  --sandbox NAME       run_python's client (worker; none: no run_python)\n"

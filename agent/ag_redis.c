@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/wait.h>
@@ -43,6 +44,7 @@
 #define AG_GROUP    "airlock-workers"
 #define AG_AWAITED  "airlock:jobs:awaited"
 #define AG_SWEEP_ROUNDS  64     /* HSCAN rounds of a sweep, at most */
+#define AG_REDIS_PORT    6379   /* "[IPV6]" without a port */
 
 
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
@@ -62,18 +64,22 @@ static char *ag_session_text(json_t *session, char *err, size_t size);
 /*
  * --redis, checked whole, at start and on each connect: "unix:PATH", the
  * path (1 to 107 bytes: hiredis would cut a longer one, and an empty one
- * names an abstract socket anyone may bind) copied to host with *port 0,
- * or "HOST:PORT", a port of digits alone (one read by strtol() took
- * "6379x" for 6379).  No control character or space anywhere: the
- * address is logged.  0, or -1 with *why set.
+ * names an abstract socket anyone may bind) copied to host with *port 0;
+ * "HOST:PORT", a port of digits alone (one read by strtol() took "6379x"
+ * for 6379); or "[IPV6]:PORT" or "[IPV6]" (port 6379), an address
+ * inet_pton() reads, copied without its brackets (hiredis looked up
+ * "[::1]" as a host name).  A bare IPv6 address is refused: "::1:6379"
+ * is ::1 port 6379 or the address ::1:6379.  No control character or
+ * space anywhere: the address is logged.  0, or -1 with *why set.
  */
 
 int
 ag_redis_where(const char *where, char *host, size_t size, long *port,
     const char **why)
 {
-    size_t       i, n, len;
-    const char  *colon, *p;
+    size_t           i, n, len;
+    const char      *colon, *p;
+    struct in6_addr  a6;
 
     len = strlen(where);
 
@@ -98,16 +104,55 @@ ag_redis_where(const char *where, char *host, size_t size, long *port,
         return 0;
     }
 
-    colon = strrchr(where, ':');
-    n = (colon != NULL) ? (size_t) (colon - where) : 0;
-
-    if (n == 0 || n >= size || n > 255) {
-        *why = "unix:/path or host:port, a host of 1 to 255 bytes";
-        return -1;
-    }
-
-    p = colon + 1;
     *port = 0;
+
+    if (where[0] == '[') {
+        p = strchr(where, ']');
+        n = (p != NULL) ? (size_t) (p - where - 1) : 0;
+
+        if (n == 0 || n >= size || n >= INET6_ADDRSTRLEN) {
+            *why = "an IPv6 address in brackets, [::1] or [::1]:6379";
+            return -1;
+        }
+
+        memcpy(host, where + 1, n);
+        host[n] = '\0';
+
+        if (inet_pton(AF_INET6, host, &a6) != 1
+            || (p[1] != '\0' && p[1] != ':'))
+        {
+            *why = "an IPv6 address in brackets, [::1] or [::1]:6379";
+            return -1;
+        }
+
+        if (p[1] == '\0') {
+            *port = AG_REDIS_PORT;
+            return 0;
+        }
+
+        p += 2;
+
+    } else {
+        colon = strchr(where, ':');
+
+        if (colon != NULL && strchr(colon + 1, ':') != NULL) {
+            *why = "an IPv6 address in brackets, [::1]:6379 (a bare one "
+                   "is ambiguous)";
+            return -1;
+        }
+
+        n = (colon != NULL) ? (size_t) (colon - where) : 0;
+
+        if (n == 0 || n >= size || n > 255) {
+            *why = "unix:/path or host:port, a host of 1 to 255 bytes";
+            return -1;
+        }
+
+        memcpy(host, where, n);
+        host[n] = '\0';
+
+        p = colon + 1;
+    }
 
     for (i = 0; p[i] >= '0' && p[i] <= '9' && i < 5; i++) {
         *port = *port * 10 + (p[i] - '0');
@@ -117,9 +162,6 @@ ag_redis_where(const char *where, char *host, size_t size, long *port,
         *why = "unix:/path or host:port, a port from 1 to 65535";
         return -1;
     }
-
-    memcpy(host, where, n);
-    host[n] = '\0';
 
     return 0;
 }

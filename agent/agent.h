@@ -67,7 +67,8 @@
 typedef struct {
     const char      *listen;                /* our unix socket */
     const char      *gateway;               /* Airlock's unix socket */
-    const char      *redis;                 /* unix:/path or host:port */
+    const char      *redis;                 /* unix:/path, host:port,
+                                               [ipv6]:port or [ipv6] */
     const char      *policy_file;
     const char      *client;                /* the agent's policy client */
     const char      *sandbox;               /* run_python's client, or NULL */

@@ -260,17 +260,32 @@ sub restart_redis {
 # agent-NAME.sock
 sub start_agent {
     my ($self, $name, @opt) = @_;
+
+    return $self->start_agent_with($name, {}, @opt);
+}
+
+
+# start_agent() with $w->{env} (variables set for the agent) and
+# $w->{netns} 0 (the host's network: loopback TCP, which the agent's own
+# namespace lacks)
+sub start_agent_with {
+    my ($self, $name, $w, @opt) = @_;
     my $t = $self->{t};
     my $d = $t->testdir;
     my $sock = "$d/agent-$name.sock";
+    my $env = $w->{env} // {};
 
     unlink $sock;
 
-    my @ns = $> == 0 ? ('unshare', '-n') : ('unshare', '-r', '-n');
-    my $pid = $t->run_daemon(@ns, $self->{agent}, '--listen', $sock,
-                             '--gateway', "$d/airlock.sock",
-                             '--redis', "unix:$d/redis.sock",
-                             '--policy', "$d/policy.yaml", @opt);
+    my @ns = !($w->{netns} // 1) ? ()
+           : $> == 0 ? ('unshare', '-n') : ('unshare', '-r', '-n');
+    my $pid = do {
+        local @ENV{keys %$env} = values %$env;
+        $t->run_daemon(@ns, $self->{agent}, '--listen', $sock,
+                       '--gateway', "$d/airlock.sock",
+                       '--redis', "unix:$d/redis.sock",
+                       '--policy', "$d/policy.yaml", @opt);
+    };
 
     $t->wait_for_port("unix:$sock", 20)
         or die "agent $name did not start\n"
