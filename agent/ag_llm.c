@@ -133,6 +133,7 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream");
 
     curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, run->conf->gateway);
+    curl_easy_setopt(curl, CURLOPT_PROXY, "");  /* see ag_route_call() */
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
@@ -554,6 +555,15 @@ ag_route_call(ag_run_t *run, const char *method, const char *target,
 
     curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, run->conf->gateway);
     curl_easy_setopt(curl, CURLOPT_URL, url);
+
+    /*
+     * The gateway's socket and nothing else: "" is no proxy, whatever
+     * http_proxy, HTTPS_PROXY, ALL_PROXY and the rest say.  libcurl
+     * 7.88 already uses none with a unix socket; a libcurl that did
+     * would send the call past Airlock.
+     */
+
+    curl_easy_setopt(curl, CURLOPT_PROXY, "");
 
     /*
      * An answer to HEAD has no body, whatever its Content-Length says:

@@ -130,7 +130,8 @@ airlock_usage(FILE *f)
 "                  " AIRLOCK_SOCKET "), 1 to 107 bytes\n"
 "  --url URL       the agent through nginx instead, e.g.\n"
 "                  http://airlock.internal/api ($AIRLOCK_URL); http or\n"
-"                  https, no '?', '#' or space\n"
+"                  https, no '?', '#' or space; sent to no proxy,\n"
+"                  whatever http_proxy, HTTPS_PROXY, ALL_PROXY say\n"
 "  --session ID    continue a session (a new one is made otherwise)\n"
 "  --json          print the raw events, one JSON object a line\n"
 "\n"
@@ -580,6 +581,14 @@ airlock_curl(const char *sock, const char *url, const char *path,
         curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, sock);
     }
 
+    /*
+     * The agent's socket or --url, and nothing else: "" is no proxy,
+     * whatever http_proxy, HTTPS_PROXY, ALL_PROXY and the rest say (they
+     * sent --url's question, and a password in it, to the proxy they
+     * named).
+     */
+
+    curl_easy_setopt(curl, CURLOPT_PROXY, "");
     curl_easy_setopt(curl, CURLOPT_URL, full);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
