@@ -2401,6 +2401,30 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
                 x->role = AL_LLM_R_NONE;
 
                 if (x->expect == AL_LLM_X_KEY) {
+
+                    /*
+                     * A key whole in the slice and its colon right after
+                     * it, as providers write them: what the string state
+                     * and a turn of this switch for the colon do, here.
+                     */
+
+                    j = al_llm_scan_run(p, i + 1, n);
+
+                    if (n - j >= 2 && p[j] == '"' && p[j + 1] == ':') {
+                        al_llm_scan_key(x, (const char *) p + i + 1,
+                                        j - i - 1);
+                        x->expect = AL_LLM_X_VALUE;
+
+                        i = j + 2;
+
+                        if (i == n) {
+                            return n;
+                        }
+
+                        c = p[i];
+                        goto in;
+                    }
+
                     x->role = AL_LLM_R_KEY;
                     x->key_len = 0;
 
@@ -2413,6 +2437,35 @@ al_llm_scan(al_llm_sse_t *s, const unsigned char *p, size_t n)
 
                 if (s->memo_try && x->role == AL_LLM_R_COUNT) {
                     al_llm_scan_memo(s, p + i + 1, 1);
+                }
+
+                if (x->role == AL_LLM_R_NONE) {
+
+                    /* a string nothing is read of: the string state's run */
+
+                    i = al_llm_scan_run(p, i + 1, n);
+
+                    if (i == n) {
+                        return n;
+                    }
+
+                    if (p[i] == '\\') {
+                        x->state = AL_LLM_L_ESC;
+                        break;
+                    }
+
+                    if (p[i] != '"') {
+                        return i;                       /* CR or LF */
+                    }
+
+                    x->state = AL_LLM_L_IN;
+
+                    if (++i == n) {
+                        return n;
+                    }
+
+                    c = p[i];
+                    goto in;
                 }
 
                 /* on into the string, without a turn of the loop */

@@ -1488,6 +1488,48 @@ test_scan_reference(void)
     len = strlen(s);
     tap_ok(like_reference(&responses_cfg, s, len),
            "scan = reference: responses delta types, names, long type");
+
+    /*
+     * The scan reads a key whose colon follows it, and a string value
+     * nothing is read of, in one step; around them: blanks before the
+     * colon, escapes in keys and in values, empty strings, a line's end
+     * inside a string, data lines joined before a colon and a value.
+     */
+
+    s = "data: {\"id\" :\"x\",\"model\":\"m\",\"choices\":[{\"index\":0,"
+        "\"delta\":{\"content\" : \"a b\",\"role\"\t:\"assistant\"}}]}\n\n"
+        "data: {\"id\":\"a\\\"b\\\\c\\u0041\",\"object\":\"x\\/y\","
+        "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t\\\"\"}}]}\n\n"
+        "data: {\"mod\\u0065l\":\"m2\",\"choices\":[{\"delta\":{"
+        "\"cont\\\"ent\":\"zz\",\"content\":\"q\\\"r\\\\s\\u00e9\"}}]}\n\n"
+        "data: {\"\":\"\",\"choices\":[{\"delta\":{\"content\":\"\","
+        "\"\":\"\"}}],\"x\":[\"\",\"y\",{\"\":1}]}\n\n"
+        "data: {\"id\":\"a\rb\",\"choices\":[{\"delta\":{\"content\":"
+        "\"c\"}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\"\n"
+        "data: :\"d\",\"refusal\":\n"
+        "data: \"e\"}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"f\",\"refusal\":"
+        "\"g\\\\\"}}],\"model\" :\"m3\"}\n\n"
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\" :1,"
+        "\"completion_tokens\": 2,\"total_tokens\":3}}\n\n"
+        "data: [DONE]\n\n";
+    len = strlen(s);
+    tap_ok(like_reference(&openai_hide, s, len),
+           "scan = reference: keys and plain strings read in one step");
+    tap_ok(like_reference(&openai_keep, s, len),
+           "scan = reference: the same, usage kept");
+
+    s = "data: {\"type\" :\"response.output_text.delta\",\"delta\" :"
+        "\"ab\",\"item_id\":\"i\\\"d\"}\n\n"
+        "data: {\"delta\":\"c\\u00e9\",\"ty\\u0070e\":"
+        "\"response.output_text.delta\"}\n\n"
+        "data: {\"type\":\"response.completed\",\"response\" :{\"model\":"
+        "\"gpt\",\"usage\":{\"input_tokens\" :2,\"output_tokens\":3,"
+        "\"total_tokens\":5}}}\n\n";
+    len = strlen(s);
+    tap_ok(like_reference(&responses_cfg, s, len),
+           "scan = reference: responses, keys read in one step");
 }
 
 
