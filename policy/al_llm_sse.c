@@ -501,8 +501,16 @@ al_llm_sse_run(al_llm_sse_t *s, const unsigned char *p, size_t len,
                     goto stop;
                 }
 
-                al_llm_sse_data_line(s);
                 i += 5;
+
+                if (s->data_lines == 0) {
+                    /* the event's first data line: nothing to join */
+                    s->target = AL_LLM_T_DATA;
+                    s->data_lines = 1;
+
+                } else {
+                    al_llm_sse_data_line(s);
+                }
 
                 if (s->stopped) {
                     goto stop;
