@@ -150,6 +150,10 @@ static int al_cc_query_same(const char *a, const char *b, size_t len);
 static int al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static int al_cc_json_members(al_cc_t *cc, const al_ynode_t *node,
     al_json_rule_t *obj);
+static const char *al_cc_query_base(const char *name, size_t len,
+    size_t *blen);
+static int al_cc_json_shadowed(al_cc_t *cc, const al_ynode_t *node,
+    const al_route_t *r);
 static int al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
 static al_inject_t *al_cc_rendered(al_cc_t *cc, const al_inject_t *inj,
     int add);
@@ -3032,7 +3036,9 @@ al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         r->json->type = AL_JSON_OBJECT;
         r->json->required = 1;
 
-        if (al_cc_json_members(cc, v, r->json) != 0) {
+        if (al_cc_json_members(cc, v, r->json) != 0
+            || al_cc_json_shadowed(cc, v, r) != 0)
+        {
             return -1;
         }
 
@@ -3052,6 +3058,96 @@ al_cc_body(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
     } else if (al_cc_get(node, "additional") != NULL) {
         return al_cc_error(cc, al_cc_get(node, "additional"),
                            "additional only applies together with json");
+    }
+
+    return 0;
+}
+
+
+/*
+ * The top-level key of a query name as PHP and Rack read "a[b]": leading
+ * spaces (PHP) and brackets (Rack) skipped, up to a '[' or a ']'.  Its
+ * length in *blen; 0 when nothing is left.
+ */
+
+static const char *
+al_cc_query_base(const char *name, size_t len, size_t *blen)
+{
+    size_t  i, k;
+
+    for (i = 0; i < len; i++) {
+        if (name[i] != ' ' && name[i] != '[' && name[i] != ']') {
+            break;
+        }
+    }
+
+    for (k = i; k < len; k++) {
+        if (name[k] == '[' || name[k] == ']') {
+            break;
+        }
+    }
+
+    *blen = k - i;
+
+    return name + i;
+}
+
+
+/*
+ * Rails merges the query over a JSON body's top-level fields and the path
+ * params over both, Symfony's get() (Laravel's $request->get()) reads the
+ * query first, Laravel's input() the body, ASP.NET binds any of them in
+ * any case: a field the rules check, named like a path param or a query
+ * parameter the route allows (with a pattern or not: it is a second
+ * value), could be read upstream as the other, unchecked or checked by
+ * another rule.  Names are compared as al_cc_query() compares them, and
+ * a query name also by the key PHP and Rack nest it under ("pr[head]" is
+ * pr's, which Rails merges over the body's whole "pr").
+ */
+
+static int
+al_cc_json_shadowed(al_cc_t *cc, const al_ynode_t *node, const al_route_t *r)
+{
+    size_t             i, j, blen;
+    const char        *base;
+    const al_str_t    *q;
+    const al_ynode_t  *key;
+
+    for (i = 0; i < node->n; i++) {
+        key = node->items[i * 2];
+
+        for (j = 0; j < r->nparams; j++) {
+            if (r->params[j].name.len == key->scalar.len
+                && al_cc_query_same(r->params[j].name.data,
+                                    key->scalar.data, key->scalar.len))
+            {
+                return al_cc_error(cc, key, "JSON field \"%s\" has the "
+                                   "name of the path param {%s}, which an "
+                                   "upstream may read for it (Rails reads "
+                                   "the path's over the body's); rename "
+                                   "one", key->scalar.data,
+                                   r->params[j].name.data);
+            }
+        }
+
+        for (j = 0; j < r->nquery_allow; j++) {
+            q = &r->query_allow[j];
+            base = al_cc_query_base(q->data, q->len, &blen);
+
+            if ((q->len == key->scalar.len
+                 && al_cc_query_same(q->data, key->scalar.data, q->len))
+                || (blen == key->scalar.len
+                    && al_cc_query_same(base, key->scalar.data, blen)))
+            {
+                return al_cc_error(cc, key, "JSON field \"%s\" has the "
+                                   "name of the query parameter \"%s\", "
+                                   "which an upstream may read for it "
+                                   "(Rails and Symfony read the query's "
+                                   "over the body's, ASP.NET in any case); "
+                                   "rename one or take it out of allow",
+                                   key->scalar.data, q->data);
+            }
+        }
     }
 
     return 0;

@@ -79,6 +79,7 @@ static void test_secrets(void);
 static void test_upstreams(void);
 static void test_routes(void);
 static void test_query_body(void);
+static void test_json_names_apart(void);
 static void test_inject(void);
 static void test_llm(void);
 static void test_alerts(void);
@@ -939,6 +940,101 @@ test_query_body(void)
     refuse("additional without json",
            HEAD UPS ROUTE "    body: { max_bytes: 100, additional: `true }\n"
            ALERTS, "additional only applies together with json");
+
+    /*
+     * A JSON field the rules check, named like a query parameter or a
+     * path param: an upstream that merges them reads one of two values
+     */
+
+    refuse("json field named like a query parameter in another case",
+           HEAD UPS ROUTE "    query: { allow: [head, Base] }\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json: { head2: '^x$', `base: '^main$' }\n" ALERTS,
+           "JSON field \"base\" has the name of the query parameter "
+           "\"Base\"");
+    refuse("json field named like a query parameter without a pattern",
+           HEAD UPS ROUTE "    query: { allow: [head, Base] }\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json: { `head: '^remediation/.+$' }\n" ALERTS,
+           "JSON field \"head\" has the name of the query parameter "
+           "\"head\", which an upstream may read for it");
+    refuse("json field named like a query parameter with its pattern",
+           HEAD UPS ROUTE "    query: { allow: [head],"
+           " patterns: { head: '^main$' } }\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json: { `head: '^main$' }\n" ALERTS,
+           "has the name of the query parameter \"head\"");
+    refuse("json field rule named like a query parameter, '_' for '.'",
+           HEAD UPS ROUTE "    query: { allow: [a.b] }\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json: { x: '^x$', `A_B: { type: string } }\n" ALERTS,
+           "JSON field \"A_B\" has the name of the query parameter "
+           "\"a.b\"");
+    refuse("json field named like the key a query parameter nests under",
+           HEAD UPS ROUTE "    query: { allow: [page, \"pr[head]\"] }\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json:\n"
+           "        `pr: { type: object, fields: { head: '^x$' } }\n" ALERTS,
+           "JSON field \"pr\" has the name of the query parameter "
+           "\"pr[head]\"");
+    refuse("json field named like a query parameter's key, brackets first",
+           HEAD UPS ROUTE "    query: { allow: [\"[]Head\"] }\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json: { `head: '^x$' }\n" ALERTS,
+           "JSON field \"head\" has the name of the query parameter "
+           "\"[]Head\"");
+    refuse("json field named like a path param",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: POST, path: \"/prs/{head}\" }\n"
+           "    params: { head: '.+' }\n"
+           "    upstream: prom\n    to: \"/prs/{head}\"\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json: { `head: '^remediation/.+$' }\n" ALERTS,
+           "JSON field \"head\" has the name of the path param {head}");
+    refuse("json field named like a path param in another case",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: POST, path: \"/items/{item_id}\" }\n"
+           "    params: { item_id: '^[0-9]+$' }\n"
+           "    upstream: prom\n    to: \"/items/{item_id}\"\n"
+           "    query: { allow: [page] }\n"
+           "    body:\n      max_bytes: 256\n"
+           "      json:\n        `Item.Id: { type: integer }\n" ALERTS,
+           "JSON field \"Item.Id\" has the name of the path param "
+           "{item_id}");
+
+    test_json_names_apart();
+}
+
+
+/* names that no upstream reads as one, and nested fields, still load */
+
+static void
+test_json_names_apart(void)
+{
+    al_error_t    err;
+    al_policy_t  *p;
+
+    p = load(HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+             "    match: { method: POST, path: \"/prs/{id}\" }\n"
+             "    params: { id: '^[0-9]+$' }\n"
+             "    upstream: prom\n    to: \"/prs/{id}\"\n"
+             "    query: { allow: [head, page, \"page[size]\", \"[]x\"],"
+             " patterns: { head: '^x$' } }\n"
+             "    body:\n      max_bytes: 256\n"
+             "      json:\n"
+             "        heads: '^x$'\n"
+             "        ids: { type: array }\n"
+             "        _id: { type: integer }\n"
+             "        user: { type: object, fields: { head: '^x$',"
+             " id: { type: integer }, page: '^[0-9]+$' } }\n" ALERTS, &err);
+    if (!tap_ok(p != NULL && p->nroutes == 1
+                && p->routes[0].json->nmembers == 4,
+                "json fields apart from the params' names, and nested "
+                "fields named like them, load"))
+    {
+        tap_diag("error: ", err.msg);
+    }
+    al_policy_free(p);
 }
 
 

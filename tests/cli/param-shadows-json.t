@@ -1,0 +1,99 @@
+#!/usr/bin/perl
+# A JSON field the json rules check, named like a query parameter the
+# route allows or like one of its path params (docs/policy.md, query):
+# check and explain refuse the policy at the field's line and column and
+# exit non-zero, as nginx -t does (tests/nginx/138-*).  They loaded it,
+# and explain allowed POST /github/pull-request?head=main&Base=release.
+
+use strict;
+use warnings;
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent);
+
+my $top = "$FindBin::Bin/../..";
+my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
+my $ctl = "$build/airlockctl";
+my $dir = tempdir(CLEANUP => 1);
+
+absent("$ctl not built") unless -x $ctl;
+
+sub write_file {
+    my ($name, $text) = @_;
+    open my $fh, '>', "$dir/$name" or die;
+    print $fh $text;
+    close $fh;
+    return "$dir/$name";
+}
+
+# airlockctl: (exit code, stdout and stderr)
+sub run {
+    my $cmd = join ' ', map { quotemeta } $ctl, @_;
+    my $out = `$cmd 2>&1 </dev/null`;
+    return ($? >> 8, $out);
+}
+
+my $policy = <<'Y';
+version: 1
+clients:
+  agent: { unix_uid: 1000 }
+upstreams:
+  github: { url: "https://api.github.com" }
+routes:
+  - name: github-pull-request
+    clients: [agent]
+    match: { method: POST, path: "PATH" }
+    PARAMS
+    upstream: github
+    to: /repos/acme/infra/pulls
+    query: { allow: [QUERY] }
+    body:
+      max_bytes: 256
+      json: { head: '^remediation/[A-Za-z0-9._/-]+$', base: '^main$' }
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
+
+sub policy {
+    my ($name, $path, $params, $query) = @_;
+    (my $text = $policy) =~ s/PATH/$path/;
+    $text =~ s/PARAMS/$params/;
+    $text =~ s/QUERY/$query/;
+    return write_file($name, $text);
+}
+
+my $query = policy('query.yaml', '/github/pull-request', '# none',
+                   'head, Base');
+my $path = policy('path.yaml', '/prs/{head}', "params: { head: '.+' }",
+                  'page');
+my $apart = policy('apart.yaml', '/github/pull-request', '# none',
+                   'head_ref, page');
+
+my ($rc, $out);
+
+($rc, $out) = run('check', $query);
+my $why = 'JSON field "head" has the name of the query parameter "head", '
+    . 'which an upstream may read for it';
+ok($rc != 0 && $out =~ /^\Q$query\E:16:15: \Q$why\E/m,
+   'check: a query parameter named like a checked JSON field')
+    or diag("rc $rc: $out");
+
+($rc, $out) = run('explain', $query, '--client', 'agent', 'POST',
+                  '/github/pull-request?head=main&Base=release');
+ok($rc != 0 && $out =~ /^\Q$query\E:16:15: JSON field "head"/m
+   && $out !~ /forward:/,
+   'explain: refuses the policy, forwards nothing') or diag("rc $rc: $out");
+
+($rc, $out) = run('check', $path);
+$why = 'JSON field "head" has the name of the path param {head}';
+ok($rc != 0 && $out =~ /^\Q$path\E:16:15: \Q$why\E/m,
+   'check: a path param named like a checked JSON field')
+    or diag("rc $rc: $out");
+
+($rc, $out) = run('check', $apart);
+ok($rc == 0 && $out =~ /^\Q$apart\E: ok \(/m, 'check: names apart load')
+    or diag("rc $rc: $out");
+
+done_testing();
