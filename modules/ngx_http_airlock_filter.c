@@ -2,9 +2,10 @@
 /*
  * Airlock response scrubbing.
  *
- * On routes that inject credentials, any scrub string of the route (see
- * al_scrub_collect()) in a response header or in the body, raw,
- * URL-encoded, JSON- or HTML-escaped, quoted-printable
+ * On scrubbed routes (every route once the policy holds a secret, but one
+ * of "scrub: false": al_scrub_route_scrubbed()), any string of the
+ * policy's list (al_scrub_collect_all()) in a response header or in the
+ * body, raw, URL-encoded, JSON- or HTML-escaped, quoted-printable
  * (al_scrub_match()), reaches the client as "[REDACTED]".  A body of
  * known length up to airlock_scrub_hold (64 KB) is held whole and sent
  * with the Content-Length of what is sent.  Others are scrubbed as they

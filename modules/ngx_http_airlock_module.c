@@ -11,8 +11,8 @@
  * loses every client header outside a short allowlist, gains the route's
  * injected credentials, and leaves through nginx's own proxy module, which
  * reads the upstream URL from $airlock_upstream$airlock_uri.  Responses on
- * routes that inject credentials are scrubbed (ngx_http_airlock_filter.c)
- * of every credential the policy holds.
+ * every route (but one that says "scrub: false") are scrubbed
+ * (ngx_http_airlock_filter.c) of every credential the policy holds.
  *
  * The decision runs in the preaccess phase, so "satisfy any" and the
  * access-phase modules cannot skip it, and first in that phase, so no
@@ -30,12 +30,15 @@
 /*
  * While routes load: routes that inject the same headers (the library
  * keeps each distinct name and rendered value once) share one inject
- * table and scrub tables, and routes to one upstream share its URL.
+ * table, every scrubbed route the scrub tables of the policy's one list,
+ * and routes to one upstream share its URL.
  */
 typedef struct {
     ngx_uint_t                  *slot;      /* route index + 1; 0: empty */
     ngx_uint_t                   mask;
     ngx_str_t                   *upstream;  /* [policy->nupstreams] */
+    ngx_http_airlock_route_t    *scrubbed;  /* the first scrubbed route;
+                                               NULL: none yet */
 } ngx_http_airlock_load_t;
 
 
@@ -68,6 +71,9 @@ static char *ngx_http_airlock_load(ngx_conf_t *cf,
 static char *ngx_http_airlock_load_error(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf, const al_error_t *err);
 static char *ngx_http_airlock_load_route(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
+    ngx_http_airlock_route_t *rc, ngx_http_airlock_load_t *ld);
+static char *ngx_http_airlock_load_inject(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
     ngx_http_airlock_route_t *rc, ngx_http_airlock_load_t *ld);
 static ngx_http_airlock_route_t *ngx_http_airlock_same_inject(
@@ -867,6 +873,7 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
     }
 
     ld.mask--;
+    ld.scrubbed = NULL;
 
     for (i = 0; i < p->nroutes; i++) {
         rv = ngx_http_airlock_load_route(cf, amcf, &p->routes[i],
@@ -919,15 +926,11 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
     ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
     ngx_http_airlock_route_t *rc, ngx_http_airlock_load_t *ld)
 {
-    size_t                     len;
-    ngx_uint_t                 i;
-    const char                *why;
-    al_scrub_t                *scrub;
-    ngx_table_elt_t           *h;
-    al_inject_t               *inj;
-    ngx_str_t                 *us;
-    const al_upstream_t       *u;
-    ngx_http_airlock_route_t  *same;
+    size_t                len;
+    const char           *why;
+    al_scrub_t           *scrub;
+    ngx_str_t            *us;
+    const al_upstream_t  *u;
 
     u = route->upstream;
     us = &ld->upstream[u - amcf->policy->upstreams];
@@ -952,18 +955,67 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
         amcf->body_max = route->body_max;
     }
 
-    if (route->ninject == 0) {
+    if (route->ninject > 0
+        && ngx_http_airlock_load_inject(cf, amcf, route, rc, ld)
+           != NGX_CONF_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    if (!al_scrub_route_scrubbed(amcf->policy, route)) {
         return NGX_CONF_OK;
     }
 
+    /* the tables depend on the list alone, which is the policy's */
+
+    if (ld->scrubbed != NULL) {
+        rc->scrub = ld->scrubbed->scrub;
+        rc->minlen = ld->scrubbed->minlen;
+        rc->first = ld->scrubbed->first;
+        rc->nfirst = ld->scrubbed->nfirst;
+        ngx_memcpy(rc->firsts, ld->scrubbed->firsts, sizeof(rc->firsts));
+        rc->nibbles = ld->scrubbed->nibbles;
+        ngx_memcpy(rc->space, ld->scrubbed->space, sizeof(rc->space));
+
+        return NGX_CONF_OK;
+    }
+
+    scrub = ngx_http_airlock_policy_scrub(cf, amcf, &why);
+    if (scrub == NULL) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "route \"%s\": cannot build its scrub list: %s",
+                      route->name.data, why);
+        return NGX_CONF_ERROR;
+    }
+
+    if (scrub->n == 0) {
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_http_airlock_route_scrub_init(cf, rc, scrub) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    ld->scrubbed = rc;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_airlock_load_inject(ngx_conf_t *cf,
+    ngx_http_airlock_main_conf_t *amcf, const al_route_t *route,
+    ngx_http_airlock_route_t *rc, ngx_http_airlock_load_t *ld)
+{
+    ngx_uint_t                 i;
+    ngx_table_elt_t           *h;
+    al_inject_t               *inj;
+    ngx_http_airlock_route_t  *same;
+
     same = ngx_http_airlock_same_inject(amcf, route, ld);
     if (same != NULL) {
-
-        /* all but the upstream is the injection's: headers, scrub list,
-           its search tables */
-
-        *rc = *same;
-        rc->upstream = *us;
+        rc->inject = same->inject;
+        rc->ninject = same->ninject;
 
         return NGX_CONF_OK;
     }
@@ -1009,26 +1061,6 @@ ngx_http_airlock_load_route(ngx_conf_t *cf,
     }
 
     rc->ninject = route->ninject;
-
-    if (!al_scrub_route_scrubbed(route)) {
-        return NGX_CONF_OK;
-    }
-
-    scrub = ngx_http_airlock_policy_scrub(cf, amcf, &why);
-    if (scrub == NULL) {
-        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                      "route \"%s\": cannot build its scrub list: %s",
-                      route->name.data, why);
-        return NGX_CONF_ERROR;
-    }
-
-    if (scrub->n == 0) {
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_http_airlock_route_scrub_init(cf, rc, scrub) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
 
     return NGX_CONF_OK;
 }

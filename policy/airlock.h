@@ -394,6 +394,8 @@ typedef struct {
     unsigned         methods;               /* AL_METHOD_* */
     unsigned         has_body:1;
     unsigned         allow_cookies:1;
+    unsigned         no_scrub:1;            /* "scrub: false": answers
+                                               pass unscrubbed */
     al_str_t         path;                  /* template as written */
     al_str_t        *segs;                  /* literal, or param name */
     uint8_t         *seg_is_param;
@@ -848,9 +850,14 @@ void al_scrub_free(al_scrub_t *s);
  */
 al_scrub_t *al_scrub_collect_all(const al_policy_t *p, const char **why);
 
-/* 1 when the route injects a header rendered from a secret: its responses
-   are scrubbed (with the policy's list) */
-int al_scrub_route_scrubbed(const al_route_t *route);
+/*
+ * 1 when the route's responses are scrubbed (with the policy's list):
+ * every route is once the policy holds a credential (a secret or an llm
+ * entry), whether or not it injects one, as its upstream may have one
+ * from elsewhere (another route to it, a log it serves), unless the
+ * route says "scrub: false".
+ */
+int al_scrub_route_scrubbed(const al_policy_t *p, const al_route_t *route);
 
 /*
  * What only the credential s's own bits make in a longer base64 text

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sodium.h>
@@ -76,6 +77,8 @@ typedef struct {
 
 static int al_ctl_written(int rc);
 static int al_ctl_check(int argc, char **argv);
+static void al_ctl_check_scrub(const al_policy_t *p, const al_route_t *r);
+static int al_ctl_same_host(const al_upstream_t *a, const al_upstream_t *b);
 static int al_ctl_explain(int argc, char **argv);
 static int al_ctl_routes(int argc, char **argv);
 static int al_ctl_diff(int argc, char **argv);
@@ -141,7 +144,9 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "Validates a policy file.  Prints \"FILE: ok\" and a summary, or the\n"
       "first error as FILE:LINE:COLUMN: message.  With --key, sealed and\n"
       "file: secrets are opened too, as nginx will open them; without it,\n"
-      "they are not, and check says so.\n"
+      "they are not, and check says so.  A valid policy may get warnings:\n"
+      "a route of scrub: false whose upstream (host and port) another\n"
+      "route or an llm entry sends a secret to.\n"
       "Exit status: 0 valid, 1 invalid, 2 usage error or a file that\n"
       "cannot be read." },
 
@@ -609,6 +614,14 @@ al_ctl_check(int argc, char **argv)
         }
     }
 
+    /* each scrub: false route whose upstream is sent a credential */
+
+    for (k = 0; k < p->nroutes && p->nsecrets > 0; k++) {
+        if (p->routes[k].no_scrub) {
+            al_ctl_check_scrub(p, &p->routes[k]);
+        }
+    }
+
     if (key == NULL && p->nsecrets > 0) {
         nsealed = 0;
         for (k = 0; k < p->nsecrets; k++) {
@@ -625,6 +638,66 @@ al_ctl_check(int argc, char **argv)
     al_policy_free(p);
 
     return 0;
+}
+
+
+/*
+ * A route of "scrub: false" is the operator's word that its upstream holds
+ * no credential; one that another route or an llm entry sends a secret to
+ * (the same host and port) may have it in a log or a record of requests,
+ * and serve it unscrubbed.  A warning: the policy is valid.
+ */
+
+static void
+al_ctl_check_scrub(const al_policy_t *p, const al_route_t *r)
+{
+    size_t             i, j;
+    const al_llm_t    *l;
+    const al_route_t  *o;
+
+    for (i = 0; i < p->nroutes; i++) {
+        o = &p->routes[i];
+
+        if (o == r || !al_ctl_same_host(o->upstream, r->upstream)) {
+            continue;
+        }
+
+        for (j = 0; j < o->ninject; j++) {
+            if (memchr(o->inject[j].tmpl.data, '{', o->inject[j].tmpl.len)
+                != NULL)
+            {
+                al_ctl_out("warning: route \"%s\" (line %u) has scrub: "
+                           "false, but route \"%s\" (line %u) sends a "
+                           "secret to its upstream %s: its answers are not "
+                           "scrubbed of it\n", r->name.data, r->line,
+                           o->name.data, o->line, r->upstream->host.data);
+                return;
+            }
+        }
+    }
+
+    for (i = 0; i < p->nllm; i++) {
+        l = &p->llm[i];
+
+        if (l->secret != NULL && al_ctl_same_host(&l->upstream, r->upstream))
+        {
+            al_ctl_out("warning: route \"%s\" (line %u) has scrub: false, "
+                       "but llm entry \"%s\" (line %u) sends a secret to "
+                       "its upstream %s: its answers are not scrubbed of "
+                       "it\n", r->name.data, r->line, l->name.data, l->line,
+                       r->upstream->host.data);
+            return;
+        }
+    }
+}
+
+
+static int
+al_ctl_same_host(const al_upstream_t *a, const al_upstream_t *b)
+{
+    return a->port == b->port && a->hostname.len == b->hostname.len
+           && strncasecmp(a->hostname.data, b->hostname.data,
+                          a->hostname.len) == 0;
 }
 
 

@@ -635,6 +635,13 @@ al_diff_route(al_diff_t *df, const al_policy_t *o, const al_route_t *a,
         al_diff_emit(df, b->allow_cookies ? '+' : '-', "route %s: cookies "
                      "%s", name, b->allow_cookies ? "allowed" : "stripped");
     }
+
+    /* an answer not scrubbed may carry what a scrubbed one could not */
+    if (a->no_scrub != b->no_scrub) {
+        al_diff_emit(df, b->no_scrub ? '+' : '-', "route %s: answers %s",
+                     name, b->no_scrub ? "not scrubbed (scrub: false)"
+                                       : "scrubbed");
+    }
 }
 
 

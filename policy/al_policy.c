@@ -213,7 +213,7 @@ static const char *const al_upstream_keys[] = {
 
 static const char *const al_route_keys[] = {
     "name", "description", "clients", "match", "params", "upstream", "to",
-    "query", "body", "inject", "cookies", NULL
+    "query", "body", "inject", "cookies", "scrub", NULL
 };
 
 static const char *const al_param_keys[] = {
@@ -2280,7 +2280,7 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 {
     char               what[128];
     size_t             i;
-    unsigned           cookies;
+    unsigned           cookies, scrub;
     const al_ynode_t  *v, *match, *m;
 
     if (al_cc_type(cc, node, AL_Y_MAP, "a route") != 0
@@ -2409,6 +2409,28 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             return -1;
         }
         r->allow_cookies = cookies;
+    }
+
+    /* scrub: false says the upstream holds no credential: not one sent */
+
+    v = al_cc_get(node, "scrub");
+    if (v != NULL) {
+        if (al_cc_bool(cc, v, "scrub", &scrub) != 0) {
+            return -1;
+        }
+        r->no_scrub = !scrub;
+
+        for (i = 0; r->no_scrub && i < r->ninject; i++) {
+            if (memchr(r->inject[i].tmpl.data, '{', r->inject[i].tmpl.len)
+                != NULL)
+            {
+                return al_cc_error(cc, v, "%s injects a secret in %s, so "
+                                   "its answers are scrubbed: scrub: false "
+                                   "is only for a route whose upstream "
+                                   "holds no credential", what,
+                                   r->inject[i].name.data);
+            }
+        }
     }
 
     return 0;

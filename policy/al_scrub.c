@@ -2,10 +2,11 @@
  * Scrub lists: what a response must not carry back to the client.  The
  * nginx module replaces each string of the policy's list
  * (al_scrub_collect_all(), every route's and llm entry's strings) with
- * "[REDACTED]" in the response headers and body of routes that inject
- * credentials, and of every LLM prefix, so an upstream that echoes its
- * request, or has another route's credential, cannot hand a secret to the
- * agent.
+ * "[REDACTED]" in the response headers and body of every route (but
+ * those that say "scrub: false") and of every LLM prefix, once the policy
+ * holds a secret, so an upstream that echoes its request, or has another
+ * route's credential (the same upstream behind a route that injects
+ * nothing, a log it serves), cannot hand a secret to the agent.
  *
  * The list holds the forms that need work to build (base64 in both
  * alphabets, with and without padding, and inside a longer base64 text;
@@ -226,21 +227,16 @@ al_scrub_collect_all(const al_policy_t *p, const char **why)
 }
 
 
+/*
+ * Every string of the policy's list is made from a secret (an llm entry's
+ * key is one too): a policy without secrets leaves every answer as it
+ * comes.
+ */
+
 int
-al_scrub_route_scrubbed(const al_route_t *route)
+al_scrub_route_scrubbed(const al_policy_t *p, const al_route_t *route)
 {
-    size_t              i;
-    const al_inject_t  *inj;
-
-    for (i = 0; i < route->ninject; i++) {
-        inj = &route->inject[i];
-
-        if (memchr(inj->tmpl.data, '{', inj->tmpl.len) != NULL) {
-            return 1;
-        }
-    }
-
-    return 0;
+    return !route->no_scrub && p->nsecrets > 0;
 }
 
 

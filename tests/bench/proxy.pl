@@ -15,8 +15,9 @@
 #                requests through plain nginx (the script costs wrk time)
 #   plain-1m     plain proxy_pass of a 1 MiB response (with its
 #                Content-Length)
-#   route-1m     Airlock route with no credential: the same 1 MiB, not
-#                scrubbed, with its Content-Length
+#   route-1m     Airlock route of "scrub: false": the same 1 MiB, not
+#                scrubbed, with its Content-Length (a route without a
+#                credential is scrubbed too once the policy holds one)
 #   scrub-1m     Airlock route that injects a secret: the 1 MiB response goes
 #                through the scrubber, which sends a body that long chunked
 #                (its length may change); that framing is part of its cost
@@ -137,6 +138,7 @@ routes:
     match: { method: GET, path: /big-unscrubbed }
     upstream: up
     to: /big
+    scrub: false
 EOF
 
 my $many = "routes:\n";
@@ -214,7 +216,11 @@ for my $v (['plain', undef], ['example', 'example.yaml'],
         $n = Airlock::Test->new;
         $n->require_module;
         for my $f ('airlock.key', $policy) {
-            $n->write_file($f, $t->read_file($f));
+            # a build from before "scrub" refuses the key; the -cmp
+            # variants never ask for /big-unscrubbed
+            my $text = $t->read_file($f);
+            $text =~ s/^    scrub: false\n//mg if $name =~ /-cmp$/;
+            $n->write_file($f, $text);
             chmod 0600, $n->testdir . "/$f";
         }
     }

@@ -137,6 +137,7 @@ my @rows = (
     ['routes:1:body', '+', sub { s/    cookies: false\n/    cookies: false\n    body: { max_bytes: 10 }\n/ }],
     ['routes:1:inject', '+', sub { s/\{ Authorization: "Bearer \{tok\}" \}/{ Authorization: "Bearer {tok}", X-Extra: "{ftok}" }/ }],
     ['routes:1:cookies', '+', sub { s/cookies: false/cookies: true/ }],
+    ['routes:1:scrub', '+', sub { s{    to: /pulls\n}{    to: /pulls\n    scrub: false\n} }],
 
     ['params:1:pattern', '+', sub { s/params: \{ svc: '\^\[a-z\]\+\$' \}/params: { svc: { pattern: '^[a-z0-9]+\$' } }/ }],
     ['params:1:drive', '+', sub { s/params: \{ svc: ('\^\[a-z\]\+\$') \}/params: { svc: { pattern: $1, drive: true } }/ }],

@@ -207,6 +207,9 @@ main(void)
     grant("cookies allowed",
           "    to: /upload\n", "    to: /upload\n    cookies: true\n",
           1, "route upload: cookies allowed");
+    grant("answers no longer scrubbed",
+          "    to: /upload\n", "    to: /upload\n    scrub: false\n",
+          1, "route upload: answers not scrubbed (scrub: false)");
     grant("upstream url changed",
           "http://127.0.0.1:9090", "http://127.0.0.1:9091",
           -1, "upstream prom: url http://127.0.0.1:9090 -> "

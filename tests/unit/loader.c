@@ -876,6 +876,65 @@ test_routes(void)
     }
     al_policy_free(p);
 
+    /* scrub: false, a route's statement that its upstream holds no
+       credential; every other route is scrubbed once there are secrets */
+
+    refuse("scrub yes", HEAD UPS ROUTE "    scrub: `yes\n" ALERTS,
+           "scrub must be true or false, found \"yes\"");
+    refuse("scrub quoted", HEAD UPS ROUTE "    scrub: `\"false\"\n" ALERTS,
+           "scrub must be true or false, found \"false\"");
+    refuse("scrub a number", HEAD UPS ROUTE "    scrub: `0\n" ALERTS,
+           "scrub must be true or false, found \"0\"");
+    refuse("scrub a list", HEAD UPS ROUTE "    scrub: `[false]\n" ALERTS,
+           "scrub must be a scalar, found a list");
+    refuse("scrub empty", HEAD UPS ROUTE "    scrub:`\n" ALERTS,
+           "scrub is empty");
+    refuse("scrub: false with a secret injected",
+           HEAD SECRETS UPS ROUTE
+           "    inject: { Authorization: \"Bearer {github_pr}\" }\n"
+           "    scrub: `false\n" ALERTS,
+           "route \"q\" injects a secret in Authorization, so its answers "
+           "are scrubbed: scrub: false is only for a route whose upstream "
+           "holds no credential");
+
+    p = load(HEAD SECRETS UPS ROUTE "    scrub: false\n"
+             "  - name: r\n    clients: [agent]\n"
+             "    match: { method: GET, path: /r }\n"
+             "    upstream: prom\n    to: /r\n"
+             "  - name: s\n    clients: [agent]\n"
+             "    match: { method: GET, path: /s }\n"
+             "    upstream: prom\n    to: /s\n    scrub: true\n"
+             "    inject: { Accept: application/json }\n" ALERTS, &err);
+    if (!tap_ok(p != NULL && p->nroutes == 3, "scrub: true and false load"))
+    {
+        tap_diag("error: ", err.msg);
+
+    } else {
+        tap_ok(p->routes[0].no_scrub && !p->routes[1].no_scrub
+               && !p->routes[2].no_scrub,
+               "scrub: false on its route only, true by default");
+        tap_ok(!al_scrub_route_scrubbed(p, &p->routes[0])
+               && al_scrub_route_scrubbed(p, &p->routes[1])
+               && al_scrub_route_scrubbed(p, &p->routes[2]),
+               "with secrets: every route scrubbed, injecting or not, "
+               "but scrub: false");
+    }
+    al_policy_free(p);
+
+    p = load(HEAD UPS ROUTE "  - name: r\n    clients: [agent]\n"
+             "    match: { method: GET, path: /r }\n"
+             "    upstream: prom\n    to: /r\n"
+             "    inject: { Accept: application/json }\n" ALERTS, &err);
+    if (!tap_ok(p != NULL, "a policy without secrets loads")) {
+        tap_diag("error: ", err.msg);
+
+    } else {
+        tap_ok(!al_scrub_route_scrubbed(p, &p->routes[0])
+               && !al_scrub_route_scrubbed(p, &p->routes[1]),
+               "without secrets: nothing to scrub, no route scrubbed");
+    }
+    al_policy_free(p);
+
     p = load(HEAD UPS "routes:\n"
              "  - name: read\n    clients: [agent]\n"
              "    match: { method: GET, path: \"/logs/{s}\" }\n"

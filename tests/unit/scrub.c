@@ -270,6 +270,12 @@ test_forms(al_keyring_t *kr, const char *pub)
              "    upstream: up\n"
              "    to: /d\n"
              "    inject: { Accept: \"application/json\" }\n"
+             "  - name: quiet\n"
+             "    clients: [agent]\n"
+             "    match: { method: GET, path: /quiet }\n"
+             "    upstream: up\n"
+             "    to: /q\n"
+             "    scrub: false\n"
              ALERTS, basic, bearer, pre, ukey);
 
     memset(&err, 0, sizeof(err));
@@ -405,7 +411,8 @@ done:
  * The policy's list, what every scrubbed response is searched for: each
  * route's strings, once, and no other; "bearer"'s response is searched
  * for the Basic route's credential too.  A route with only a constant
- * header is not scrubbed.
+ * header is scrubbed as well (its upstream may hold another route's
+ * credential); one of "scrub: false" is not.
  */
 
 static void
@@ -503,9 +510,11 @@ test_policy_list(const al_policy_t *p)
 
     tap_ok(i >= all->n, "policy list: in byte order");
 
-    tap_ok(al_scrub_route_scrubbed(al_policy_route(p, "bearer", 6))
-           && !al_scrub_route_scrubbed(al_policy_route(p, "fixed", 5)),
-           "policy list: routes with a secret are scrubbed, others not");
+    tap_ok(al_scrub_route_scrubbed(p, al_policy_route(p, "bearer", 6))
+           && al_scrub_route_scrubbed(p, al_policy_route(p, "fixed", 5))
+           && !al_scrub_route_scrubbed(p, al_policy_route(p, "quiet", 5)),
+           "policy list: every route is scrubbed, with or without a "
+           "secret, but one of scrub: false");
 
     (void) redacted(all, "user:pw-Secret9",
                     "policy list: the Basic route's credential");
