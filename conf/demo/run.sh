@@ -232,14 +232,23 @@ for d in body proxy fastcgi uwsgi scgi; do mkdir -p "$STATE/$d"; done
 sed -e "s|@TOP@|$TOP|g" -e "s|@BUILD@|$BUILD|g" -e "s|@STATE@|$STATE|g" \
     -e "s|@PROXY_PORT@|$PROXY_PORT|g" -e "s|@ADMIN_PORT@|$ADMIN_PORT|g" \
     "$TOP/conf/demo/nginx.conf.in" > "$STATE/nginx.conf"
-if ! nginx -t -c "$STATE/nginx.conf" -e "$STATE/error.log" \
+# an ASan build's module loads only with the runtime in place first, as
+# the tests' nginx has it (tests/lib/Airlock/Test.pm)
+NGX_ENV=
+if grep -q '^SAN = 1$' "$BUILD/config.mk" 2>/dev/null; then
+    cc=$(sed -n 's/^CC = //p' "$BUILD/config.mk")
+    NGX_ENV="LD_PRELOAD=$(${cc:-cc} -print-file-name=libasan.so)"
+    NGX_ENV="$NGX_ENV ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}"
+fi
+if ! env $NGX_ENV nginx -t -c "$STATE/nginx.conf" -e "$STATE/error.log" \
      > "$STATE/nginx-t.log" 2>&1
 then
     sed 's/^/   /' "$STATE/nginx-t.log"
     die "nginx -t failed"
 fi
 sed 's/^/   /' "$STATE/nginx-t.log"
-start nginx.log nginx -c "$STATE/nginx.conf" -e "$STATE/error.log"
+start nginx.log env $NGX_ENV nginx -c "$STATE/nginx.conf" \
+    -e "$STATE/error.log"
 
 mkdir -p "$STATE/alertd"
 start alertd.log "$BUILD/airlock-alertd" --policy "$STATE/policy.yaml" \

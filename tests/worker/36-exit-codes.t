@@ -98,7 +98,10 @@ for my $s ([SIGKILL => 9], [SIGXCPU => 24], [SIGABRT => 6]) {
 if ($w->backend eq 'bwrap') {
     for my $s ([SIGXCPU => 24], [SIGKILL => 9]) {
         my ($name, $n) = @$s;
-        $r = $w->run_job(job_id => "late$n", limits => { cpu_ms => 4000 },
+        # 3.2 s of CPU within the longest wall time: on a loaded machine
+        # the default 10 s of wall time ran out first
+        $r = $w->run_job(job_id => "late$n",
+                         limits => { cpu_ms => 4000, wall_ms => 60000 },
                          script => <<"PY");
 import os, signal, time
 while time.process_time() < 3.2:
