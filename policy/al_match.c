@@ -414,6 +414,7 @@ al_reason_t
 al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_decision_t *d)
 {
+    int                 utf8;
     const al_inject_t  *inj;
 
     /*
@@ -450,11 +451,22 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
                        route->body_max);
     }
 
-    /* JSON rules read the body as UTF-8: so must the upstream */
+    /*
+     * A body read as JSON, by the route's json rules or for its names
+     * below, is read as UTF-8: so must the upstream be, or
+     * {"+AF8-method":1} under "charset=utf-7" is {"_method":1} to it.
+     * Then the parameters must parse and a charset must be utf-8,
+     * whatever the media type when the route names none.
+     */
 
-    if (route->content_type.len
-        && al_media_type_check(ctype, ctype_len, route->content_type.data,
-                               route->content_type.len, route->json != NULL,
+    utf8 = (route->json != NULL
+            || (len > 0 && al_json_media(ctype, ctype_len)));
+
+    if ((route->content_type.len || utf8)
+        && al_media_type_check(ctype, ctype_len,
+                               route->content_type.len
+                               ? route->content_type.data : NULL,
+                               route->content_type.len, utf8,
                                d->detail, sizeof(d->detail))
            != 0)
     {
@@ -509,35 +521,63 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
  * "application/json; charset=utf-8" is application/json.  A parameter's
  * value is kept only as far as "utf-8" is long: that is all it is
  * compared with ("utf8", its other name, too), and its length tells a
- * longer one apart.
+ * longer one apart.  Without want, any type is taken, but only as a
+ * media type is written (tchar and '/'), so that no reader can find a
+ * parameter in it: "application/json,charset=utf-7" has one for Rack.
  */
 
 int
 al_media_type_check(const char *ctype, size_t len, const char *want,
     size_t want_len, int utf8, char *why, size_t whylen)
 {
-    size_t         n, name, name_len, vlen, escaped;
+    int            any;
+    size_t         n, start, name, name_len, vlen, escaped;
     char           value[sizeof("utf-8") - 1];
     unsigned char  c;
 
+    any = (want == NULL);
+
     if (ctype == NULL) {
+        if (any) {
+            return 0;
+        }
+
         goto type;
     }
 
-    /* what nearly every client sends, in one compare */
+    if (any) {
+        for (start = 0; start < len && (ctype[start] == ' '
+                                        || ctype[start] == '\t'); start++)
+        {
+            /* void */
+        }
 
-    if (len == want_len && memcmp(ctype, want, len) == 0) {
-        return 0;
-    }
+        for (n = start; n < len && (al_media_tchar((unsigned char) ctype[n])
+                                    || ctype[n] == '/'); n++)
+        {
+            /* void */
+        }
 
-    for (n = 0; n < len && ctype[n] != ';' && ctype[n] != ' '
-                && ctype[n] != '\t'; n++)
-    {
-        /* void */
-    }
+        want = ctype + start;
+        want_len = n - start;
 
-    if (n != want_len || strncasecmp(ctype, want, n) != 0) {
-        goto type;
+    } else {
+
+        /* what nearly every client sends, in one compare */
+
+        if (len == want_len && memcmp(ctype, want, len) == 0) {
+            return 0;
+        }
+
+        for (n = 0; n < len && ctype[n] != ';' && ctype[n] != ' '
+                    && ctype[n] != '\t'; n++)
+        {
+            /* void */
+        }
+
+        if (n != want_len || strncasecmp(ctype, want, n) != 0) {
+            goto type;
+        }
     }
 
     for ( ;; ) {
@@ -551,6 +591,10 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
 
         /* only parameters may follow */
         if (ctype[n++] != ';') {
+            if (any) {
+                goto params;
+            }
+
             goto type;
         }
 

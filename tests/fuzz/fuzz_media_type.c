@@ -5,7 +5,8 @@
  * past the length; what the utf8 check accepts the plain one accepts;
  * a refusal always says why; an accepted value has no charset parameter
  * but utf-8 or utf8 (a second, naive reading of unquoted values finds
- * none).
+ * none).  Without a media type to want (a body read as JSON whatever
+ * its type), the same, and what the utf8 check accepts it accepts.
  */
 
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static int fuzz_other_charset(const char *s, size_t len);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int    plain, utf8;
+    int    plain, utf8, any;
     char  *s, why[128];
 
     s = malloc(size ? size : 1);
@@ -48,6 +49,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     if (utf8 == 0 && (plain != 0 || fuzz_other_charset(s, size))) {
+        abort();
+    }
+
+    why[0] = '\0';
+    any = al_media_type_check(s, size, NULL, 0, 1, why, sizeof(why));
+    if (any != 0 && why[0] == '\0') {
+        abort();
+    }
+
+    if ((any == 0 && fuzz_other_charset(s, size)) || (utf8 == 0 && any != 0))
+    {
         abort();
     }
 

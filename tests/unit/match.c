@@ -98,6 +98,21 @@ static const char *const  policy_fmt =
     "    params: { id: '^[a-z]+$', range: '^[A-Za-z0-9!:]+$' }\n"
     "    upstream: gh\n"
     "    to: \"/v4/{id}/clear/{range}\"\n"
+    "  - name: items\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: \"/items/{id}\" }\n"
+    "    params: { id: '^[0-9]+$' }\n"
+    "    upstream: gh\n"
+    "    to: \"/items/{id}\"\n"
+    "    query: { allow: [file], patterns: { file: '^[a-z]+[.]txt$' } }\n"
+    "    body: { max_bytes: 256 }\n"
+    "  - name: items-typed\n"
+    "    clients: [agent]\n"
+    "    match: { method: POST, path: \"/typed/{id}\" }\n"
+    "    params: { id: '^[0-9]+$' }\n"
+    "    upstream: gh\n"
+    "    to: \"/typed/{id}\"\n"
+    "    body: { max_bytes: 256, content_type: application/json }\n"
     "alerts:\n"
     "  deny: { threshold: 3, window: 60s }\n";
 
@@ -129,6 +144,7 @@ static void test_params_query(void);
 static void test_normalize(void);
 static void test_drives(void);
 static void test_body(void);
+static void test_body_json_charset(void);
 static void test_media_type(void);
 static void test_identify(void);
 static void test_trie(void);
@@ -174,6 +190,7 @@ main(void)
     test_normalize();
     test_drives();
     test_body();
+    test_body_json_charset();
     test_media_type();
     test_identify();
     test_trie();
@@ -551,6 +568,128 @@ test_body(void)
 
 
 /*
+ * A route with a body and no json rules reads a JSON body's top-level
+ * names (_method, the checked params'): it is read as UTF-8, so its
+ * charset must be utf-8 as on a route with json rules.  In UTF-7
+ * (Express's body-parser decodes it) {"+AF8-method":1} is {"_method":1}.
+ * A byte order mark is refused by the strict parse, in every form.
+ */
+
+static void
+test_body_json_charset(void)
+{
+    size_t             i;
+    char               name[160];
+    const al_route_t  *items, *typed;
+
+    static const struct {
+        const char  *ctype;
+        const char  *body;
+        size_t       len;
+        al_reason_t  want;
+        const char  *name;
+    } cases[] = {
+#define C(ct, b, w, n)  { ct, b, sizeof(b) - 1, w, n }
+        C("application/json; charset=utf-7", "{\"+AF8-method\":\"DELETE\"}",
+          AL_REASON_BODY, "_method in UTF-7"),
+        C("application/json; charset=utf-7", "{\"fil+AGU-\":\"../x\"}",
+          AL_REASON_BODY, "a checked query param's name in UTF-7"),
+        C("application/json; charset=utf-7", "{\"+AGk-d\":\"../x\"}",
+          AL_REASON_BODY, "a path param's name in UTF-7"),
+        C("application/json; charset=utf-7-imap", "{\"&AF8-method\":1}",
+          AL_REASON_BODY, "_method in UTF-7-IMAP"),
+        C("application/json; charset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "UTF-7, whatever the names"),
+        C("application/json;charset=UTF-16", "{\"a\":1}",
+          AL_REASON_BODY, "UTF-16"),
+        C("application/json; charset=\"utf-7\"", "{\"a\":1}",
+          AL_REASON_BODY, "quoted"),
+        C("application/json; charset=\"utf\\-8\"", "{\"a\":1}",
+          AL_REASON_BODY, "quoted with a backslash"),
+        C("application/json; charset*=utf-7''", "{\"a\":1}",
+          AL_REASON_BODY, "charset*"),
+        C("application/json; charset=utf-8; charset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "a second charset"),
+        C("application/json; charset = utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "parameters that do not parse"),
+        C("application/json,charset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "a charset after ',' (Rack's split)"),
+        C("application/vnd.api+json; charset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "+json in UTF-7"),
+        C("text/x-json; charset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "text/x-json in UTF-7"),
+        C("application/json", "\xef\xbb\xbf{\"_method\":1}",
+          AL_REASON_BODY, "a UTF-8 byte order mark"),
+        C("application/json", "\xff\xfe{\0\"\0_\0m\0\"\0:\0" "1\0}\0",
+          AL_REASON_BODY, "UTF-16LE with its byte order mark"),
+        C("application/json", "\xfe\xff\0{\0\"\0_\0m\0\"\0:\0" "1\0}",
+          AL_REASON_BODY, "UTF-16BE with its byte order mark"),
+        C("application/json", "\xff\xfe\0\0{\0\0\0}\0\0\0",
+          AL_REASON_BODY, "UTF-32LE with its byte order mark"),
+        C("application/json", "\0\0\xfe\xff\0\0\0{\0\0\0}",
+          AL_REASON_BODY, "UTF-32BE with its byte order mark"),
+
+        C("application/json", "{\"a\":1}", AL_REASON_NONE, "no charset"),
+        C("application/json; charset=utf-8", "{\"a\":1}", AL_REASON_NONE,
+          "utf-8"),
+        C("Application/JSON; Charset=\"UTF8\"", "{\"a\":1}", AL_REASON_NONE,
+          "utf8, quoted, any case"),
+        C("application/vnd.api+json; v=2", "{\"a\":1}", AL_REASON_NONE,
+          "+json with another parameter"),
+        C("application/json; charset=utf-7", "", AL_REASON_NONE,
+          "an empty body is not read"),
+        C("text/plain; charset=utf-7", "{\"+AF8-method\":1}", AL_REASON_NONE,
+          "text/plain is not read as JSON"),
+#undef C
+    };
+
+    items = al_policy_route(p, "items", 5);
+    typed = al_policy_route(p, "items-typed", 11);
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(name, sizeof(name), "JSON without rules: %s",
+                 cases[i].name);
+        memset(&d, 0, sizeof(d));
+        if (!tap_is_int(al_decide_body(items, cases[i].ctype,
+                                       strlen(cases[i].ctype),
+                                       (const unsigned char *) cases[i].body,
+                                       cases[i].len, &d),
+                        cases[i].want, name))
+        {
+            tap_diag("detail: ", d.detail);
+        }
+    }
+
+    memset(&d, 0, sizeof(d));
+    (void) body(items, "application/json; charset=utf-7",
+                "{\"+AF8-method\":\"DELETE\"}");
+    tap_is_str(d.detail, "content type application/json: the charset must "
+               "be utf-8", "JSON without rules: the detail");
+
+    (void) body(items, "text/x-json; charset=latin1", "{}");
+    tap_is_str(d.detail, "content type text/x-json: the charset must be "
+               "utf-8", "JSON without rules: the detail names the type");
+
+    /* a route whose content_type is JSON reads the body as JSON too */
+
+    tap_is_int(body(typed, "application/json; charset=utf-7",
+                    "{\"+AF8-method\":\"DELETE\"}"),
+               AL_REASON_BODY, "content_type application/json: UTF-7 refused");
+    tap_is_int(body(typed, "application/json; charset=utf-8", "{\"a\":1}"),
+               AL_REASON_NONE, "content_type application/json: utf-8 passes");
+    tap_is_int(body(typed, "application/json; charset=utf-7", ""),
+               AL_REASON_NONE, "content_type application/json: an empty "
+               "body passes");
+
+    /* as the form's charset is, in the same decision */
+
+    tap_is_int(body(items, "application/x-www-form-urlencoded; charset=utf-7",
+                    "+AF8-method=DELETE"),
+               AL_REASON_BODY, "a form in UTF-7 refused");
+}
+
+
+/*
  * al_media_type_check() on its own: the type, and with utf8 the
  * parameters as RFC 9110 writes them and the charset.
  */
@@ -611,6 +750,27 @@ test_media_type(void)
         { "application/json; a=\"\x01\"", 1, -1 },
     };
 
+    static const struct {
+        const char  *ctype;
+        int          want;
+    } any[] = {
+        { "application/json", 0 },
+        { "application/vnd.api+json; charset=utf-8", 0 },
+        { "text/x-json;charset=\"UTF8\"", 0 },
+        { "application/json ; v=1", 0 },
+        { "  application/json", 0 },
+        { "application/json; charset=utf-7", -1 },
+        { "application/json; charset=utf-7-imap", -1 },
+        { "text/x-json; CHARSET=utf-16", -1 },
+        { "application/json; charset*=utf-8''utf-8", -1 },
+        { "application/json; charset=\"utf\\-8\"", -1 },
+        { "application/json,charset=utf-7", -1 },
+        { "application/json\vcharset=utf-7", -1 },
+        { "application/json charset=utf-7", -1 },
+        { "text/plain; x=a/json", -1 },
+        { "application/json; x", -1 },
+    };
+
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         why[0] = '\0';
         rc = al_media_type_check(cases[i].ctype, strlen(cases[i].ctype),
@@ -644,6 +804,31 @@ test_media_type(void)
                                    "application/json", 16, 1, why,
                                    sizeof(why)),
                0, "media type: read within len");
+
+    /* without want: any type written as one, its parameters checked */
+
+    for (i = 0; i < sizeof(any) / sizeof(any[0]); i++) {
+        why[0] = '\0';
+        rc = al_media_type_check(any[i].ctype, strlen(any[i].ctype), NULL, 0,
+                                 1, why, sizeof(why));
+        snprintf(name, sizeof(name), "media type, any: %s", any[i].ctype);
+        if (!tap_is_int(rc, any[i].want, name)) {
+            tap_diag("why: ", why);
+        }
+    }
+
+    tap_is_int(al_media_type_check(NULL, 0, NULL, 0, 1, why, sizeof(why)),
+               0, "media type, any: none");
+
+    (void) al_media_type_check("application/json,charset=utf-7", 30, NULL, 0,
+                               1, why, sizeof(why));
+    tap_is_str(why, "content type application/json: parameters must be "
+               "name=value", "media type, any: why, after the type");
+
+    (void) al_media_type_check(" text/x-json;charset=utf-16", 27, NULL, 0,
+                               1, why, sizeof(why));
+    tap_is_str(why, "content type text/x-json: the charset must be utf-8",
+               "media type, any: why, charset");
 }
 
 
