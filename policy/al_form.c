@@ -44,6 +44,10 @@
  * Content-Type may name no charset but an ASCII-compatible one the
  * parsers know (al_form_charsets[]); any other, "charset*" and an
  * escaped quoted value are refused, wherever "charset" is in the header.
+ * A byte order mark is a charset too: ASP.NET Core's FormReader decodes
+ * by it (a StreamReader that detects one), so a form that begins with a
+ * UTF-16 or UTF-32 one is refused, and one that begins with UTF-8's is
+ * read without it, as that reader reads its first field.
  */
 
 #include <stdio.h>
@@ -89,6 +93,7 @@ typedef enum {
 
 static al_form_kind_t al_form_kind(const char *ctype, size_t len);
 static int al_form_charset(const char *ctype, size_t len);
+static size_t al_form_bom(const unsigned char *p, size_t len);
 static const char *al_form_urlencoded(const unsigned char *p, size_t len,
     const al_form_names_t *names);
 static int al_form_multipart(const unsigned char *p, size_t len,
@@ -146,6 +151,7 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
     size_t len, const al_param_t *params, size_t nparams,
     const al_param_t *query, size_t nquery, char *why, size_t whylen)
 {
+    size_t            bom;
     const char       *bad, *field;
     al_form_kind_t    kind;
     al_form_names_t   names;
@@ -163,13 +169,23 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
     kind = al_form_kind(ctype, ctype_len);
 
     bad = NULL;
+    bom = (kind != AL_FORM_NONE) ? al_form_bom(body, len) : 0;
 
     if (kind != AL_FORM_NONE && ctype != NULL
         && !al_form_charset(ctype, ctype_len))
     {
         bad = "form body: the charset must be utf-8, us-ascii or iso-8859-1";
 
+    } else if (bom == (size_t) -1 && ctype != NULL) {
+        bad = "form body: a UTF-16 or UTF-32 byte order mark would have "
+              "it read in that charset";
+
     } else if (kind == AL_FORM_URL) {
+        if (bom != (size_t) -1) {
+            body += bom;
+            len -= bom;
+        }
+
         field = al_form_urlencoded(body, len, &names);
 
         if (field == al_form_method) {
@@ -326,6 +342,34 @@ al_form_charset(const char *ctype, size_t len)
     }
 
     return 1;
+}
+
+
+/*
+ * The length of the UTF-8 byte order mark a body begins with, 0 for
+ * none, or (size_t) -1 for a UTF-16 or UTF-32 one (FF FE is UTF-32LE's
+ * start too; 00 00 FE FF is UTF-32BE's), the ones a .NET StreamReader
+ * detects.
+ */
+
+static size_t
+al_form_bom(const unsigned char *p, size_t len)
+{
+    if (len >= 3 && p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf) {
+        return 3;
+    }
+
+    if (len >= 2
+        && ((p[0] == 0xfe && p[1] == 0xff) || (p[0] == 0xff && p[1] == 0xfe)))
+    {
+        return (size_t) -1;
+    }
+
+    if (len >= 4 && p[0] == 0 && p[1] == 0 && p[2] == 0xfe && p[3] == 0xff) {
+        return (size_t) -1;
+    }
+
+    return 0;
 }
 
 

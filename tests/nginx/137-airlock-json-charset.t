@@ -12,8 +12,10 @@
 # utf8), whatever JSON media type it has, and on a route whose
 # content_type is application/json too; else 403 "body".  A JSON body
 # with a byte order mark (UTF-8, UTF-16, UTF-32) does not parse strictly
-# and is refused.  Other charsets on bodies not read for names
-# (text/plain) still pass.
+# and is refused.  Forms, already held to ASCII charsets, now also
+# refuse a UTF-16 or UTF-32 byte order mark and read the first field
+# after a UTF-8 one, as ASP.NET Core's FormReader does.  Other charsets
+# on bodies not read for names (text/plain) still pass.
 
 use strict;
 use warnings;
@@ -100,6 +102,10 @@ my @refused = (
       '{"_method":"DELETE"}' ],
     [ 'control: a form in UTF-7', $items, "$form; charset=utf-7",
       '+AF8-method=DELETE' ],
+    [ 'a form after a UTF-8 byte order mark', $items, $form,
+      "\xef\xbb\xbf_method=DELETE" ],
+    [ 'a form in UTF-16LE with its byte order mark', $items, $form,
+      "\xff\xfe" . utf16le('_method=DELETE') ],
 );
 
 my @passed = (
@@ -111,6 +117,8 @@ my @passed = (
       'text/plain; charset=utf-7', '{"+AF8-method":"DELETE"}' ],
     [ 'content_type application/json, utf-8', '/typed/1',
       'application/json;charset=utf-8', '{"a":1}' ],
+    [ 'a form after a UTF-8 byte order mark, other fields', $items, $form,
+      "\xef\xbb\xbfa=1&b=2" ],
 );
 
 plan tests => 2 * @refused + @passed + 1;

@@ -388,6 +388,36 @@ test_charsets(void)
     pass("text/plain; charset=utf-16", "_method=PUT",
          "text/plain in UTF-16 is not a form");
     pass(FORM "; charset=utf-16", "", "an empty body");
+
+    /*
+     * A byte order mark names a charset too: ASP.NET Core's FormReader
+     * decodes by it, and drops UTF-8's before the first field.
+     */
+
+    tap_ok(check_len(FORM, "\xff\xfe" "_\0m\0e\0t\0h\0o\0d\0=\0P\0", 18)
+           == -1, "a UTF-16LE byte order mark refused");
+    tap_is_str(why, "form body: a UTF-16 or UTF-32 byte order mark would "
+               "have it read in that charset", "byte order mark: the reason");
+    tap_ok(check_len(FORM, "\xfe\xff\0_\0m", 6) == -1,
+           "a UTF-16BE byte order mark refused");
+    tap_ok(check_len(FORM, "\xff\xfe\0\0_\0\0\0", 8) == -1,
+           "a UTF-32LE byte order mark refused");
+    tap_ok(check_len(FORM, "\0\0\xfe\xff\0\0\0_", 8) == -1,
+           "a UTF-32BE byte order mark refused");
+    tap_ok(check_len(MP, "\xff\xfe-\0-\0b\0", 8) == -1,
+           "multipart: a UTF-16 byte order mark refused");
+    refuse(FORM, "\xef\xbb\xbf_method=DELETE",
+           "_method after a UTF-8 byte order mark");
+    refuse(FORM, "\xef\xbb\xbf%5Fmethod=DELETE",
+           "%5Fmethod after a UTF-8 byte order mark");
+
+    pass(FORM, "\xef\xbb\xbf" "a=1&b=2", "a UTF-8 byte order mark, other "
+         "fields");
+    pass(FORM, "a=\xff\xfe", "FF FE inside a value");
+    tap_ok(check_len(NULL, "\xff\xfe" "a\0=\0", 6) == 0,
+           "no Content-Type: a byte order mark is not read");
+    tap_ok(check_len("text/plain", "\xff\xfe_\0m\0", 6) == 0,
+           "text/plain: a byte order mark is not read");
 }
 
 

@@ -686,6 +686,14 @@ test_body_json_charset(void)
     tap_is_int(body(items, "application/x-www-form-urlencoded; charset=utf-7",
                     "+AF8-method=DELETE"),
                AL_REASON_BODY, "a form in UTF-7 refused");
+    tap_is_int(al_decide_body(items, "application/x-www-form-urlencoded", 33,
+                              (const unsigned char *) "\xff\xfe_\0m\0", 6,
+                              &d),
+               AL_REASON_BODY, "a form with a UTF-16 byte order mark");
+    tap_is_int(body(items, "application/x-www-form-urlencoded",
+                    "\xef\xbb\xbf_method=DELETE"),
+               AL_REASON_BODY, "a form's first field after a UTF-8 byte "
+               "order mark");
 }
 
 
