@@ -5,19 +5,13 @@
 use strict;
 use warnings;
 use FindBin;
-use File::Temp qw(tempdir);
 use POSIX ();
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent);
+use Airlock::Ctl qw(ctl_setup write_file);
 
-my $top = "$FindBin::Bin/../..";
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-my $ctl = "$build/airlockctl";
+my ($top, $build, $ctl, $dir) = ctl_setup();
 my $example = "$top/conf/policy.example.yaml";
-my $dir = tempdir(CLEANUP => 1);
-
-absent("$ctl not built") unless -x $ctl;
 
 # runs airlockctl; returns (exit code, stdout, stderr)
 sub run {
@@ -32,14 +26,6 @@ sub run {
     open $fh, '<', "$dir/stderr" or die;
     my $err = do { local $/; <$fh> };
     return ($rc, $out, $err);
-}
-
-sub write_file {
-    my ($name, $text) = @_;
-    open my $fh, '>', "$dir/$name" or die;
-    print $fh $text;
-    close $fh;
-    return "$dir/$name";
 }
 
 my ($rc, $out, $err);

@@ -7,32 +7,11 @@
 use strict;
 use warnings;
 use FindBin;
-use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent);
+use Airlock::Ctl qw(ctl_setup write_file run_ctl);
 
-my $top = "$FindBin::Bin/../..";
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-my $ctl = "$build/airlockctl";
-my $dir = tempdir(CLEANUP => 1);
-
-absent("$ctl not built") unless -x $ctl;
-
-sub write_file {
-    my ($name, $text) = @_;
-    open my $fh, '>', "$dir/$name" or die;
-    print $fh $text;
-    close $fh;
-    return "$dir/$name";
-}
-
-# airlockctl: (exit code, stdout and stderr)
-sub run {
-    my $cmd = join ' ', map { quotemeta } $ctl, @_;
-    my $out = `$cmd 2>&1 </dev/null`;
-    return ($? >> 8, $out);
-}
+my ($top, $build, $ctl, $dir) = ctl_setup();
 
 my $policy = <<'Y';
 version: 1
@@ -60,18 +39,18 @@ my $off = write_file('off.yaml', $text);
 
 my ($rc, $out);
 
-($rc, $out) = run('check', $on);
+($rc, $out) = run_ctl('check', $on);
 my $note = 'route "sheet-values" (line 7): param {range} takes a drive '
     . '(drive: true)';
 ok($rc == 0 && $out =~ /^\Q$on\E: ok \(/m && $out =~ /^\Q$note\E$/m,
    'check names the param that takes a drive')
     or diag($out);
 
-($rc, $out) = run('check', $off);
+($rc, $out) = run_ctl('check', $off);
 ok($rc == 0 && $out !~ /drive/, 'check: drive: false says nothing')
     or diag($out);
 
-($rc, $out) = run('explain', $on, '--client', 'agent', 'GET',
+($rc, $out) = run_ctl('explain', $on, '--client', 'agent', 'GET',
                   '/sheets/s1/values/A:B');
 my $sent = 'https://sheets.googleapis.com/v4/spreadsheets/s1/values/A:B';
 $note = '  drive:    {range} "A:B" starts with a drive, taken (drive: true)';
@@ -79,12 +58,12 @@ ok($rc == 0 && $out =~ /^  forward:  GET \Q$sent\E$/m
    && $out =~ /^\Q$note\E$/m,
    'explain: the drive taken, and by which param') or diag($out);
 
-($rc, $out) = run('explain', $on, '--client', 'agent', 'GET',
+($rc, $out) = run_ctl('explain', $on, '--client', 'agent', 'GET',
                   '/sheets/s1/values/A1:B2');
 ok($rc == 0 && $out !~ /drive/, 'explain: no drive, no drive line')
     or diag($out);
 
-($rc, $out) = run('explain', $off, '--client', 'agent', 'GET',
+($rc, $out) = run_ctl('explain', $off, '--client', 'agent', 'GET',
                   '/sheets/s1/values/A:B');
 $note = 'deny: path (request target refused: drive letter in param '
     . '"range" of route "sheet-values", which does not take one)';
@@ -92,7 +71,7 @@ ok($rc == 1 && $out =~ /^\Q$note\E$/m
    && $out =~ /^route: sheet-values \(line 7\)$/m,
    'explain: without the option, the param that refuses it') or diag($out);
 
-($rc, $out) = run('explain', $on, '--client', 'agent', 'GET',
+($rc, $out) = run_ctl('explain', $on, '--client', 'agent', 'GET',
                   '/sheets/s1/values/c:%2e%2e');
 ok($rc == 1
    && $out =~ /^deny: path \(request target refused: drive letter\)$/m,
@@ -104,7 +83,7 @@ for my $c ([ 'yes', 'yes' ], [ '"true"', 'true' ], [ '1', '1' ]) {
     my ($value, $shown) = @$c;
     ($text = $policy) =~ s/DRIVE/$value/;
     my $bad = write_file('bad.yaml', $text);
-    ($rc, $out) = run('check', $bad);
+    ($rc, $out) = run_ctl('check', $bad);
     is($out, "$bad:12:52: param {range}: drive must be true or false, "
        . "found \"$shown\"\n", "check: drive: $value refused at its place");
     is($rc, 1, "check: drive: $value exits 1");
@@ -112,16 +91,16 @@ for my $c ([ 'yes', 'yes' ], [ '"true"', 'true' ], [ '1', '1' ]) {
 
 ($text = $policy) =~ s/drive: DRIVE/drvie: true/;
 my $typo = write_file('typo.yaml', $text);
-($rc, $out) = run('check', $typo);
+($rc, $out) = run_ctl('check', $typo);
 is($out, "$typo:12:45: unknown key \"drvie\" in param {range} (did you "
    . "mean \"drive\"?)\n", 'check: a misspelt drive is named');
 
 # diff: the option granted is '+', taken back '-'
-($rc, $out) = run('diff', $off, $on);
+($rc, $out) = run_ctl('diff', $off, $on);
 ok($rc == 1
    && $out =~ /^\+ route sheet-values: param range drive false -> true$/m,
    'diff: drive: true is a grant') or diag($out);
-($rc, $out) = run('diff', $on, $off);
+($rc, $out) = run_ctl('diff', $on, $off);
 ok($rc == 0
    && $out =~ /^- route sheet-values: param range drive true -> false$/m,
    'diff: drive: false takes it back') or diag($out);

@@ -7,13 +7,11 @@
 use strict;
 use warnings;
 use FindBin;
-use File::Temp qw(tempdir);
 use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Ctl qw(ctl_setup write_file);
 
-my $top = "$FindBin::Bin/../..";
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-my $ctl = "$build/airlockctl";
-my $dir = tempdir(CLEANUP => 1);
+my ($top, $build, $ctl, $dir) = ctl_setup();
 
 if (!-x $ctl) {
     plan skip_all => "$ctl not built" unless $ENV{CI};
@@ -27,14 +25,6 @@ sub run {
     my $cmd = join ' ', map { quotemeta } $ctl, @args;
     my $out = `$cmd 2>&1 </dev/null`;
     return ($? >> 8, $out);
-}
-
-sub write_file {
-    my ($name, $text) = @_;
-    open my $fh, '>', "$dir/$name" or die;
-    print $fh $text;
-    close $fh;
-    return "$dir/$name";
 }
 
 my $policy = <<'Y';

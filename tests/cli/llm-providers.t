@@ -8,23 +8,13 @@
 use strict;
 use warnings;
 use FindBin;
-use File::Temp qw(tempdir);
 use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Ctl qw(ctl_setup write_file);
 
-my $top = "$FindBin::Bin/../..";
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-my $ctl = "$build/airlockctl";
-my $dir = tempdir(CLEANUP => 1);
+my ($top, $build, $ctl, $dir) = ctl_setup();
 
 plan skip_all => "$ctl not built" unless -x $ctl;
-
-sub write_file {
-    my ($name, $text) = @_;
-    open my $fh, '>', "$dir/$name" or die;
-    print $fh $text;
-    close $fh;
-    return "$dir/$name";
-}
 
 sub run {
     my $cmd = join ' ', map { quotemeta } $ctl, @_;

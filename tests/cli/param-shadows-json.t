@@ -8,32 +8,11 @@
 use strict;
 use warnings;
 use FindBin;
-use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent);
+use Airlock::Ctl qw(ctl_setup write_file run_ctl);
 
-my $top = "$FindBin::Bin/../..";
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-my $ctl = "$build/airlockctl";
-my $dir = tempdir(CLEANUP => 1);
-
-absent("$ctl not built") unless -x $ctl;
-
-sub write_file {
-    my ($name, $text) = @_;
-    open my $fh, '>', "$dir/$name" or die;
-    print $fh $text;
-    close $fh;
-    return "$dir/$name";
-}
-
-# airlockctl: (exit code, stdout and stderr)
-sub run {
-    my $cmd = join ' ', map { quotemeta } $ctl, @_;
-    my $out = `$cmd 2>&1 </dev/null`;
-    return ($? >> 8, $out);
-}
+my ($top, $build, $ctl, $dir) = ctl_setup();
 
 my $policy = <<'Y';
 version: 1
@@ -73,26 +52,26 @@ my $apart = policy('apart.yaml', '/github/pull-request', '# none',
 
 my ($rc, $out);
 
-($rc, $out) = run('check', $query);
+($rc, $out) = run_ctl('check', $query);
 my $why = 'JSON field "head" has the name of the query parameter "head", '
     . 'which an upstream may read for it';
 ok($rc != 0 && $out =~ /^\Q$query\E:16:15: \Q$why\E/m,
    'check: a query parameter named like a checked JSON field')
     or diag("rc $rc: $out");
 
-($rc, $out) = run('explain', $query, '--client', 'agent', 'POST',
+($rc, $out) = run_ctl('explain', $query, '--client', 'agent', 'POST',
                   '/github/pull-request?head=main&Base=release');
 ok($rc != 0 && $out =~ /^\Q$query\E:16:15: JSON field "head"/m
    && $out !~ /forward:/,
    'explain: refuses the policy, forwards nothing') or diag("rc $rc: $out");
 
-($rc, $out) = run('check', $path);
+($rc, $out) = run_ctl('check', $path);
 $why = 'JSON field "head" has the name of the path param {head}';
 ok($rc != 0 && $out =~ /^\Q$path\E:16:15: \Q$why\E/m,
    'check: a path param named like a checked JSON field')
     or diag("rc $rc: $out");
 
-($rc, $out) = run('check', $apart);
+($rc, $out) = run_ctl('check', $apart);
 ok($rc == 0 && $out =~ /^\Q$apart\E: ok \(/m, 'check: names apart load')
     or diag("rc $rc: $out");
 

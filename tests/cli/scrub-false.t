@@ -8,32 +8,11 @@
 use strict;
 use warnings;
 use FindBin;
-use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent);
+use Airlock::Ctl qw(ctl_setup write_file run_ctl);
 
-my $top = "$FindBin::Bin/../..";
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-my $ctl = "$build/airlockctl";
-my $dir = tempdir(CLEANUP => 1);
-
-absent("$ctl not built") unless -x $ctl;
-
-sub write_file {
-    my ($name, $text) = @_;
-    open my $fh, '>', "$dir/$name" or die;
-    print $fh $text;
-    close $fh;
-    return "$dir/$name";
-}
-
-# airlockctl: (exit code, stdout and stderr)
-sub run {
-    my $cmd = join ' ', map { quotemeta } $ctl, @_;
-    my $out = `$cmd 2>&1 </dev/null`;
-    return ($? >> 8, $out);
-}
+my ($top, $build, $ctl, $dir) = ctl_setup();
 
 # LOGS_URL: the opted-out route's upstream; INJECT: route a's header
 my $policy = <<'Y';
@@ -83,7 +62,7 @@ my ($rc, $out);
 
 my $f = write_file('shared.yaml',
                    policy('http://127.0.0.1:9200/logs', '"Bearer {ta}"'));
-($rc, $out) = run('check', $f);
+($rc, $out) = run_ctl('check', $f);
 my $warn = 'warning: route "raw-logs" (line 17) has scrub: false, but '
     . 'route "a" (line 11) sends a secret to its upstream 127.0.0.1:9200: '
     . 'its answers are not scrubbed of it';
@@ -95,13 +74,13 @@ ok($rc == 0 && $out =~ /^\Q$f\E: ok \(/m && $out =~ /^\Q$warn\E$/m,
 $p2 =~ s/LOGS_URL/http:\/\/LOCALHOST:9200/;
 $p2 =~ s/INJECT/"Bearer {ta}"/;
 $f = write_file('upper.yaml', $p2);
-($rc, $out) = run('check', $f);
+($rc, $out) = run_ctl('check', $f);
 ok($rc == 0 && $out =~ /^warning: route "raw-logs" .* route "a" /m,
    'check: the host compared without case') or diag($out);
 
 $f = write_file('llm.yaml',
                 policy('https://api.openai.com/files', 'application/json'));
-($rc, $out) = run('check', $f);
+($rc, $out) = run_ctl('check', $f);
 ok($rc == 0 && $out =~ /^warning: route "raw-logs" \(line 17\) has scrub: (?x)
                         false,\ but\ llm\ entry\ "oa"\ \(line\ \d+\)\ sends
                         \ a\ secret\ to\ its\ upstream\ api\.openai\.com/m,
@@ -110,13 +89,13 @@ ok($rc == 0 && $out =~ /^warning: route "raw-logs" \(line 17\) has scrub: (?x)
 
 $f = write_file('port.yaml',
                 policy('http://127.0.0.1:9201', '"Bearer {ta}"'));
-($rc, $out) = run('check', $f);
+($rc, $out) = run_ctl('check', $f);
 ok($rc == 0 && $out !~ /warning/, 'check: another port: no warning')
     or diag($out);
 
 $f = write_file('constant.yaml',
                 policy('http://127.0.0.1:9200', 'application/json'));
-($rc, $out) = run('check', $f);
+($rc, $out) = run_ctl('check', $f);
 ok($rc == 0 && $out !~ /warning/,
    'check: a constant header to the same upstream: no warning')
     or diag($out);
@@ -125,7 +104,7 @@ ok($rc == 0 && $out !~ /warning/,
     =~ s/secrets:\n.*\n.*\n//;
 $nosecrets =~ s/llm:\n(?:  .*\n)+//;
 $f = write_file('nosecrets.yaml', $nosecrets);
-($rc, $out) = run('check', $f);
+($rc, $out) = run_ctl('check', $f);
 ok($rc == 0 && $out !~ /warning/, 'check: no secrets: no warning')
     or diag($out);
 
@@ -133,7 +112,7 @@ ok($rc == 0 && $out !~ /warning/, 'check: no secrets: no warning')
 $self =~ s/INJECT/"Bearer {ta}"/;
 $self =~ s/(    to: \/raw\n)/$1    inject: { X-Key: "{ta}" }\n/;
 $f = write_file('self.yaml', $self);
-($rc, $out) = run('check', $f);
+($rc, $out) = run_ctl('check', $f);
 ok($rc == 1 && $out =~ /^\Q$f\E:23:12: route "raw-logs" injects a secret (?x)
                        in\ X-Key,\ so\ its\ answers\ are\ scrubbed/m,
    'check: scrub: false on a route that injects a secret: refused')
@@ -145,11 +124,11 @@ my $old = write_file('old.yaml', policy('http://127.0.0.1:9300',
 $on =~ s/LOGS_URL/http:\/\/127.0.0.1:9300/;
 $on =~ s/INJECT/"Bearer {ta}"/;
 my $scrubbed = write_file('on.yaml', $on);
-($rc, $out) = run('diff', $scrubbed, $old);
+($rc, $out) = run_ctl('diff', $scrubbed, $old);
 ok($rc == 1 && $out =~ /^\+ route raw-logs: answers not scrubbed (?x)
                        \(scrub:\ false\)$/m,
    'diff: scrub: false is a grant') or diag($out);
-($rc, $out) = run('diff', $old, $scrubbed);
+($rc, $out) = run_ctl('diff', $old, $scrubbed);
 ok($rc == 0 && $out =~ /^- route raw-logs: answers scrubbed$/m,
    'diff: scrubbed again takes away') or diag($out);
 

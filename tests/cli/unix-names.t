@@ -9,27 +9,14 @@
 use strict;
 use warnings;
 use FindBin;
-use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
+use Airlock::Ctl qw(ctl_setup write_file);
 use Airlock::Prereq qw(absent need_cmd);
 
-my $top = "$FindBin::Bin/../..";
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-my $ctl = "$build/airlockctl";
-my $dir = tempdir(CLEANUP => 1);
-
-absent("$ctl not built") unless -x $ctl;
+my ($top, $build, $ctl, $dir) = ctl_setup();
 need_cmd(qw(unshare mount getent));
 absent('a private mount namespace needs root') unless $> == 0;
-
-sub write_file {
-    my ($name, $text) = @_;
-    open my $fh, '>', "$dir/$name" or die;
-    print $fh $text;
-    close $fh;
-    return "$dir/$name";
-}
 
 my $system = do { local (@ARGV, $/) = '/etc/group'; <> };
 my $members = join ',', map { sprintf 'member%04d', $_ } 0 .. 899;
