@@ -62,7 +62,7 @@ static const char *const  fz_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", "prompt", NULL
+    "headers", "prediction", "prompt", "tool_choice", NULL
 };
 static const char *const  fz_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  fz_request_spec = {
