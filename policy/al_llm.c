@@ -33,6 +33,11 @@
 #define AL_LLM_EDIT_MAX   64            /* bytes one splice inserts */
 #define AL_LLM_USAGE_ON   "{\"include_usage\":true}"
 
+/* the scan keeps as much of a "tool_choice" as is compared and shown */
+_Static_assert(AL_LLM_SHOW_MAX <= AL_LLM_CHOICE_TYPE
+               && AL_LLM_TOOL_TYPE <= AL_LLM_CHOICE_TYPE,
+               "choice_type holds what is read of it");
+
 
 typedef struct {
     unsigned             kinds;
@@ -82,11 +87,11 @@ static int al_llm_req_n(al_llm_rq_t *rq);
 static int al_llm_req_usage(al_llm_rq_t *rq);
 static int al_llm_req_tools(al_llm_rq_t *rq);
 static int al_llm_req_tool_choice(al_llm_rq_t *rq);
-static int al_llm_choice_plain(const al_llm_rq_t *rq,
-    const al_llm_jfield_t *f, const char **type, size_t *len);
 static int al_llm_choice_tools(al_llm_rq_t *rq, json_t *list);
 static int al_llm_choice_case(al_llm_rq_t *rq, json_t *obj,
     const char *const *names);
+static int al_llm_choice_case_fail(al_llm_rq_t *rq, const char *key,
+    size_t len, const char *name);
 static int al_llm_tool_allowed(const al_llm_t *llm, int family);
 static int al_llm_req_tool_refuse(al_llm_rq_t *rq, int family,
     const char *type, size_t len, const char *where);
@@ -1710,7 +1715,10 @@ al_llm_tool_allowed(const al_llm_t *llm, int family)
  * is a choice of no string "type", and "type" or "tools" in another
  * case, as a Go server binds it.  The providers document it on chat,
  * responses and messages; elsewhere it passes only as allow_members
- * names it.  Read by jansson, only when the member is there.
+ * names it.  The body scan has read the string, or the object's "type"
+ * and its first key in another case (al_llm_body_t's choice); only an
+ * "allowed_tools" choice is read again, by jansson, for its lists of
+ * tools.
  */
 
 static int
@@ -1718,10 +1726,11 @@ al_llm_req_tool_choice(al_llm_rq_t *rq)
 {
     int                     rc, family;
     size_t                  i, n;
-    json_t                 *v, *t, *a;
+    json_t                 *v, *a;
     const char             *s;
     json_error_t            err;
-    const al_llm_jfield_t  *f;
+    al_llm_body_t          *b;
+    const al_llm_jfield_t  *f, *t;
 
     static const char *const  own[] = {
         "tool", "auto", "any", "none", "required", NULL
@@ -1730,7 +1739,8 @@ al_llm_req_tool_choice(al_llm_rq_t *rq)
         "type", "tools", "allowed_tools", NULL
     };
 
-    f = &rq->b->f[AL_LLM_F_TOOL_CHOICE];
+    b = rq->b;
+    f = &b->f[AL_LLM_F_TOOL_CHOICE];
 
     if (f->type == AL_LLM_JT_NONE) {
         return 0;
@@ -1754,154 +1764,86 @@ al_llm_req_tool_choice(al_llm_rq_t *rq)
                            "\"tool_choice\" must be a string or an object");
     }
 
-    v = NULL;
+    /*
+     * The string, or the object's "type", as the scan read it: its raw
+     * bytes when it has no escape ("auto", {"type": "function", ...}, as
+     * most clients send it), else its unescaped bytes, as much of them
+     * as is compared or shown
+     */
 
-    if (f->type == AL_LLM_JT_STRING && !f->esc) {
+    t = f;
 
-        /* "auto" and the like, as most clients send it: no tree */
-
-        s = (const char *) rq->body + f->at + 1;
-        n = (size_t) f->num;
-
-    } else if (!al_llm_choice_plain(rq, f, &s, &n)) {
-        v = json_loadb((const char *) rq->body + f->at, f->len,
-                       JSON_DECODE_ANY, &err);
-        t = v;
-
-        if (json_is_object(v)) {
-            if (al_llm_choice_case(rq, v, keys) != 0) {
-                json_decref(v);
-                return -1;
-            }
-
-            t = json_object_get(v, "type");
+    if (f->type == AL_LLM_JT_OBJECT) {
+        if (b->choice_case != NULL) {
+            return al_llm_choice_case_fail(rq, b->choice_key,
+                                           b->choice_key_len,
+                                           b->choice_case);
         }
 
-        if (!json_is_string(t)) {
-            json_decref(v);
+        t = &b->choice;
+
+        if (t->type != AL_LLM_JT_STRING) {
             return al_llm_req_tool_refuse(rq, AL_LLM_PT_UNKNOWN, NULL, 0,
                                           " in \"tool_choice\"");
         }
-
-        s = json_string_value(t);
-        n = json_string_length(t);
     }
 
-    rc = 0;
+    s = t->esc ? b->choice_type : (const char *) rq->body + t->at + 1;
+    n = (size_t) t->num;
 
     for (i = 0; own[i] != NULL; i++) {
         if (strlen(own[i]) == n && memcmp(own[i], s, n) == 0) {
-            break;
+            return 0;                   /* no tool, or one of "tools" */
         }
     }
 
-    if (own[i] != NULL) {
-        /* names no tool, or one of "tools" */
-
-    } else if (json_is_object(v) && n == 13
-               && memcmp(s, "allowed_tools", 13) == 0)
+    if (f->type == AL_LLM_JT_STRING || n != 13
+        || memcmp(s, "allowed_tools", 13) != 0)
     {
-        a = json_object_get(v, "allowed_tools");
-
-        rc = al_llm_choice_tools(rq, json_object_get(v, "tools"));
-
-        if (rc == 0 && a != NULL && !json_is_null(a)) {
-            if (!json_is_object(a)) {
-                rq->req->reason = AL_REASON_BODY;
-                rc = al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                                 "\"allowed_tools\" in \"tool_choice\" "
-                                 "must be an object");
-
-            } else {
-                rc = al_llm_choice_case(rq, a, keys + 1);
-
-                if (rc == 0) {
-                    rc = al_llm_choice_tools(rq,
-                                             json_object_get(a, "tools"));
-                }
-            }
-        }
-
-    } else {
         family = (n > AL_LLM_TOOL_TYPE) ? AL_LLM_PT_UNKNOWN
                                         : al_llm_tool_family(s, n);
 
         if (family >= 0 && !al_llm_tool_allowed(rq->llm, family)) {
-            rc = al_llm_req_tool_refuse(rq, family, s, n,
-                                        " in \"tool_choice\"");
+            return al_llm_req_tool_refuse(rq, family, s, n,
+                                          " in \"tool_choice\"");
+        }
+
+        return 0;
+    }
+
+    /* allowed_tools: its lists of tools, read by jansson */
+
+    v = json_loadb((const char *) rq->body + f->at, f->len, 0, &err);
+
+    if (!json_is_object(v)) {
+        json_decref(v);                 /* out of memory: refused */
+        return al_llm_req_tool_refuse(rq, AL_LLM_PT_UNKNOWN, NULL, 0,
+                                      " in \"tool_choice\"");
+    }
+
+    a = json_object_get(v, "allowed_tools");
+
+    rc = al_llm_choice_tools(rq, json_object_get(v, "tools"));
+
+    if (rc == 0 && a != NULL && !json_is_null(a)) {
+        if (!json_is_object(a)) {
+            rq->req->reason = AL_REASON_BODY;
+            rc = al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                             "\"allowed_tools\" in \"tool_choice\" "
+                             "must be an object");
+
+        } else {
+            rc = al_llm_choice_case(rq, a, keys + 1);
+
+            if (rc == 0) {
+                rc = al_llm_choice_tools(rq, json_object_get(a, "tools"));
+            }
         }
     }
 
     json_decref(v);
 
     return rc;
-}
-
-
-/*
- * The "type" of a "tool_choice" object read without a tree, as most are
- * ({"type": "function", "function": {"name": ...}}): when it has no
- * escape and no byte past ASCII, so that a key is its raw bytes, no
- * string in it is "type", "tools" or "allowed_tools" in another case
- * (al_llm_choice_case()), and the type is a string, not "allowed_tools".
- * 1 with *type and *len, else 0: jansson reads it.
- */
-
-static int
-al_llm_choice_plain(const al_llm_rq_t *rq, const al_llm_jfield_t *f,
-    const char **type, size_t *len)
-{
-    size_t                i, k, n;
-    al_llm_body_t         b;
-    const unsigned char  *p;
-    char                  detail[AL_DETAIL_MAX];
-
-    static const char *const  names[] = { "type", NULL };
-    static const al_llm_scan_spec_t  spec = {
-        names, -1, -1, NULL, 0, 0, NULL, NULL
-    };
-    static const al_str_t  keys[] = {
-        { "type", 4 }, { "tools", 5 }, { "allowed_tools", 13 }
-    };
-
-    if (f->type != AL_LLM_JT_OBJECT) {
-        return 0;
-    }
-
-    p = rq->body + f->at;
-
-    for (i = 0; i < f->len; i++) {
-        if (p[i] >= 0x80 || p[i] == '\\') {
-            return 0;
-        }
-
-        if (p[i] != '"') {
-            continue;
-        }
-
-        for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-            n = keys[k].len;
-
-            if (f->len - i > n + 1 && p[i + 1 + n] == '"'
-                && strncasecmp((const char *) p + i + 1, keys[k].data, n)
-                   == 0
-                && memcmp(p + i + 1, keys[k].data, n) != 0)
-            {
-                return 0;
-            }
-        }
-    }
-
-    if (al_llm_json_scan(&spec, p, f->len, &b, detail, sizeof(detail)) != 0
-        || b.f[0].type != AL_LLM_JT_STRING)
-    {
-        return 0;
-    }
-
-    *type = (const char *) p + b.f[0].at + 1;
-    *len = (size_t) b.f[0].num;
-
-    return *len != 13 || memcmp(*type, "allowed_tools", 13) != 0;
 }
 
 
@@ -1996,7 +1938,6 @@ al_llm_choice_case(al_llm_rq_t *rq, json_t *obj, const char *const *names)
     size_t       i, len;
     json_t      *e;
     const char  *key;
-    char         show[AL_LLM_SHOW_MAX + 4];
 
     json_object_foreach(obj, key, e) {
         len = strlen(key);
@@ -2007,18 +1948,29 @@ al_llm_choice_case(al_llm_rq_t *rq, json_t *obj, const char *const *names)
 
         for (i = 0; names[i] != NULL; i++) {
             if (al_folds_to(key, len, names[i], strlen(names[i]))) {
-                (void) al_llm_show(show, sizeof(show), key, len,
-                                   AL_LLM_SHOW_MAX);
-                rq->req->reason = AL_REASON_BODY;
-                return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                                   "key \"%s\" in \"tool_choice\" differs "
-                                   "from \"%s\" only by case", show,
-                                   names[i]);
+                return al_llm_choice_case_fail(rq, key, len, names[i]);
             }
         }
     }
 
     return 0;
+}
+
+
+/* the refusal of a key of len bytes in "tool_choice" that folds to name */
+
+static int
+al_llm_choice_case_fail(al_llm_rq_t *rq, const char *key, size_t len,
+    const char *name)
+{
+    char  show[AL_LLM_SHOW_MAX + 4];
+
+    (void) al_llm_show(show, sizeof(show), key, len, AL_LLM_SHOW_MAX);
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "key \"%s\" in \"tool_choice\" differs from \"%s\" "
+                       "only by case", show, name);
 }
 
 

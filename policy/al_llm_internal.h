@@ -281,6 +281,10 @@ al_llm_field_count(const al_llm_jfield_t *f, const unsigned char *p,
 }
 
 #define AL_LLM_TOOL_TYPE  32            /* longest tool type read */
+#define AL_LLM_CHOICE_TYPE  64          /* of "tool_choice"'s: as much as
+                                           a refusal shows of it */
+#define AL_LLM_CHOICE_KEY   48          /* a key of it: the scan's longest
+                                           name (AL_LLM_MEMBER_MAX) */
 
 /*
  * root and f[]: a scan's start sets only their type to
@@ -333,6 +337,24 @@ typedef struct {
                                                       NOT_OBJECT, element),
                                                       raw */
     size_t               tool_len[AL_LLM_PT_MAX];
+
+    /*
+     * Not cleared either: set as the body's "tool_choice" is read
+     * (al_llm_scan_choice_value()), and read only under the type of
+     * f[AL_LLM_F_TOOL_CHOICE]: choice and choice_case of an object,
+     * reset as it opens; choice_type of a string with an escape, or of
+     * the object's "type" string.
+     */
+    al_llm_jfield_t      choice;        /* the object's "type" */
+    const char          *choice_case;   /* its first key that is "type",
+                                           "tools" or "allowed_tools" in
+                                           another case: that name, or
+                                           NULL (al_llm_scan_case()) */
+    size_t               choice_key_len;
+    char                 choice_key[AL_LLM_CHOICE_KEY];  /* that key,
+                                                            unescaped */
+    char                 choice_type[AL_LLM_CHOICE_TYPE];   /* unescaped,
+                                                               cut */
 } al_llm_body_t;
 
 /*

@@ -10,6 +10,9 @@
  * builds no tree: it records where the members al_llm_request() reads
  * begin and end in the body, so a rewrite is a splice of a few byte
  * ranges, and it counts the prompt text for the estimate on the way.
+ * It reads a little inside some of them: the type of each element of
+ * "tools" (al_llm_scan_tool()), and the "type" of a "tool_choice"
+ * object with its first key in another case (al_llm_scan_choice_key()).
  *
  * Duplicate keys are found by comparing each key with the keys before it
  * in the same object: its unescaped length, then a hash, then the bytes.
@@ -106,7 +109,8 @@ enum {
     AL_LLM_SK_ROOT,                     /* the body */
     AL_LLM_SK_SO,                       /* spec->nested */
     AL_LLM_SK_TOOLS,                    /* a request body's "tools" */
-    AL_LLM_SK_TOOL                      /* an element of it */
+    AL_LLM_SK_TOOL,                     /* an element of it */
+    AL_LLM_SK_CHOICE                    /* its "tool_choice" */
 };
 
 #define al_llm_scan_is(name, lit)  (memcmp(name, lit, sizeof(lit) - 1) == 0)
@@ -164,6 +168,11 @@ static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
     size_t len);
 static const char *al_llm_scan_case(const al_llm_scan_spec_t *spec,
     unsigned kind, const char *name, size_t len);
+static char *al_llm_scan_choice(al_llm_body_t *b) __attribute__((cold));
+static int al_llm_scan_choice_value(al_llm_sc_t *sc, size_t pos,
+    unsigned depth) __attribute__((noinline));
+static al_llm_jfield_t *al_llm_scan_choice_key(al_llm_body_t *b,
+    const char *name, size_t len) __attribute__((cold));
 static int al_llm_scan_case_fail(al_llm_sc_t *sc, const al_llm_sstr_t *s,
     unsigned kind, const char *name) __attribute__((cold));
 static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
@@ -193,6 +202,14 @@ static const char *const  al_llm_scan_fields[] = {
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
 
 static const char *const  al_llm_scan_tool_names[] = { "type", NULL };
+
+/* the keys of a "tool_choice" object al_llm_request() reads */
+static const char *const  al_llm_scan_choice_names[] = {
+    "type", "tools", "allowed_tools", NULL
+};
+
+_Static_assert(AL_LLM_SCAN_NAME <= AL_LLM_CHOICE_KEY,
+               "a key the scan compares fits choice_key");
 
 static const al_llm_scan_spec_t  al_llm_scan_request = {
     al_llm_scan_fields, AL_LLM_F_MODEL, AL_LLM_F_STREAM_OPTIONS,
@@ -865,6 +882,21 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 }
             }
 
+            if (id == AL_LLM_F_TOOL_CHOICE) {
+
+                /*
+                 * read apart (al_llm_scan_choice_value()): a frame kind
+                 * of its own here cost every body's keys instructions
+                 */
+
+                if (al_llm_scan_choice_value(sc, i, nf) != 0) {
+                    return 1;
+                }
+
+                i = sc->pos;
+                goto next;
+            }
+
         } else if (fr->kind == AL_LLM_SK_ROOT) {
             id = al_llm_scan_field(sc->spec->names, name, n);
 
@@ -1263,6 +1295,13 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
                 } else if (id == sc->spec->nested) {
                     child.kind = AL_LLM_SK_SO;
+
+                } else if (id == AL_LLM_F_TOOL_CHOICE
+                           && sc->spec == &al_llm_scan_request)
+                {
+                    child.kind = AL_LLM_SK_CHOICE;
+                    child.dst = al_llm_scan_choice(b);
+                    child.cap = AL_LLM_CHOICE_TYPE;
                 }
             }
 
@@ -1302,6 +1341,11 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
                       != NULL)
         {
             return al_llm_scan_case_fail(sc, &s, sv->kind, name);
+
+        } else if (sv->kind == AL_LLM_SK_CHOICE) {
+            child.field = al_llm_scan_choice_key(b, name, s.dlen);
+            child.dst = (child.field != NULL) ? b->choice_type : NULL;
+            child.cap = AL_LLM_CHOICE_TYPE;
 
         } else if (sv->count
                    && al_llm_scan_in(al_llm_scan_attachment,
@@ -2684,9 +2728,11 @@ al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
 
 
 /*
- * A key of a request body's root, stream_options or tool element that is
- * one of the names read there in another case, as Go's encoding/json
- * folds (al_folds_to()): that name, else NULL.  Ollama and Go proxies
+ * A key of a request body's root, stream_options or tool element (or
+ * "tool_choice" object, where it is noted, not refused:
+ * al_llm_scan_choice_key()) that is one of the names read there in
+ * another case, as Go's encoding/json folds (al_folds_to()): that name,
+ * else NULL.  Ollama and Go proxies
  * behind an openai-compatible entry bind such a key to the member, the
  * last one winning, so {"model":"a","Model":"b"} would be checked as "a"
  * and used as "b".  At the root, the keys where the prompt is count
@@ -2722,6 +2768,10 @@ al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
         names = al_llm_scan_tool_names;
         break;
 
+    case AL_LLM_SK_CHOICE:
+        names = al_llm_scan_choice_names;
+        break;
+
     default:
         return NULL;
     }
@@ -2753,6 +2803,108 @@ al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
             && al_folds_to(name, len, al_llm_scan_prompt[i].data, n))
         {
             return al_llm_scan_prompt[i].data;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * The body's "tool_choice" is about to be read: what the scan notes of
+ * it reset (al_llm_body_t's choice); where a string is unescaped.
+ */
+
+static char *
+al_llm_scan_choice(al_llm_body_t *b)
+{
+    b->choice.type = AL_LLM_JT_NONE;
+    b->choice_case = NULL;
+
+    return b->choice_type;
+}
+
+
+/*
+ * The body's "tool_choice", at pos, for the loop (al_llm_scan_flat(), at
+ * depth open frames): a string of no escape as the loop reads one ("auto"
+ * and the like, as most clients send it), anything else by the recursive
+ * scan with what it notes of the choice (AL_LLM_SK_CHOICE), so that the
+ * loop, which every body runs, carries no frame kind of its own for it.
+ * The keys it grew (an object of many keys) are moved back to the
+ * loop's buffer, which they fit once the member is read.  0 with
+ * sc->pos after the value, else -1 (the recursive scan then reads the
+ * body from the start, and frees them).
+ */
+
+static int
+al_llm_scan_choice_value(al_llm_sc_t *sc, size_t pos, unsigned depth)
+{
+    int               rc;
+    size_t            j;
+    al_llm_sv_t       sv;
+    al_llm_jfield_t  *f;
+
+    f = &sc->b->f[AL_LLM_F_TOOL_CHOICE];
+
+    if (pos < sc->len && sc->p[pos] == '"') {
+        j = al_llm_scan_plain(sc->p, pos + 1, sc->len);
+
+        if (j < sc->len && sc->p[j] == '"') {
+            f->type = AL_LLM_JT_STRING;
+            f->esc = 0;
+            f->at = pos;
+            f->len = j + 1 - pos;
+            f->num = (int64_t) (j - pos - 1);
+            sc->pos = j + 1;
+            return 0;
+        }
+    }
+
+    sc->pos = pos;
+
+    sv.kind = AL_LLM_SK_CHOICE;
+    sv.count = 0;
+    sv.dst = al_llm_scan_choice(sc->b);
+    sv.cap = AL_LLM_CHOICE_TYPE;
+    sv.field = f;
+
+    rc = al_llm_scan_value(sc, depth, &sv);
+
+    if (rc == 0 && sc->keys != sc->kbuf) {
+        memcpy(sc->kbuf, sc->keys, sc->nkeys * sizeof(al_llm_key_t));
+        free(sc->keys);
+        sc->keys = sc->kbuf;
+        sc->nalloc = AL_LLM_SCAN_KEYS;
+    }
+
+    return rc;
+}
+
+
+/*
+ * A key of the body's "tool_choice" object (name, len: unescaped, len at
+ * most AL_LLM_SCAN_NAME): for "type", where its value is recorded; a key
+ * that is "type", "tools" or "allowed_tools" in another case
+ * (al_llm_scan_case()) is not refused here but noted, the first one, for
+ * al_llm_request() to refuse where it reads the choice, after the checks
+ * before it, as it always has.
+ */
+
+static al_llm_jfield_t *
+al_llm_scan_choice_key(al_llm_body_t *b, const char *name, size_t len)
+{
+    if (len == 4 && al_llm_scan_is(name, "type")) {
+        return &b->choice;
+    }
+
+    if (b->choice_case == NULL) {
+        b->choice_case = al_llm_scan_case(&al_llm_scan_request,
+                                          AL_LLM_SK_CHOICE, name, len);
+
+        if (b->choice_case != NULL) {
+            b->choice_key_len = len;
+            memcpy(b->choice_key, name, len);
         }
     }
 

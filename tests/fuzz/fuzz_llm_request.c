@@ -86,6 +86,8 @@ static void fuzz_scan(const uint8_t *body, size_t len);
 static void fuzz_field(const al_llm_body_t *b, const uint8_t *body,
     const al_llm_jfield_t *f, json_t *v);
 static void fuzz_prompt(const al_llm_body_t *b, json_t *root);
+static void fuzz_choice(const al_llm_body_t *b, const uint8_t *body,
+    json_t *v);
 static void fuzz_count(json_t *v, uint64_t *text, uint64_t *extra);
 static int fuzz_in(const char *const *list, const char *key);
 static int fuzz_case(json_t *root);
@@ -377,6 +379,10 @@ fuzz_scan(const uint8_t *body, size_t len)
 
         fuzz_prompt(&b, j);
 
+        fuzz_field(&b, body, &b.f[AL_LLM_F_TOOL_CHOICE],
+                   json_object_get(j, "tool_choice"));
+        fuzz_choice(&b, body, json_object_get(j, "tool_choice"));
+
         if (json_is_string(json_object_get(j, "model"))
             && json_string_length(json_object_get(j, "model"))
                < sizeof(b.model)
@@ -389,6 +395,82 @@ fuzz_scan(const uint8_t *body, size_t len)
     }
 
     json_decref(j);
+}
+
+
+/*
+ * What the scan notes of "tool_choice" (al_llm_body_t's choice), from
+ * jansson's tree: a string, unescaped; of an object, its "type" (the
+ * string unescaped) and its first key that is "type", "tools" or
+ * "allowed_tools" in another case, as Go folds it.
+ */
+
+static void
+fuzz_choice(const al_llm_body_t *b, const uint8_t *body, json_t *v)
+{
+    size_t       i, n, klen;
+    json_t      *t, *e;
+    const char  *key, *want, *wkey;
+
+    static const char *const  names[] = {
+        "type", "tools", "allowed_tools", NULL
+    };
+
+    if (json_is_string(v)) {
+        n = json_string_length(v);
+        n = n < AL_LLM_CHOICE_TYPE ? n : AL_LLM_CHOICE_TYPE;
+
+        if (b->f[AL_LLM_F_TOOL_CHOICE].esc
+            && memcmp(b->choice_type, json_string_value(v), n) != 0)
+        {
+            abort();
+        }
+        return;
+    }
+
+    if (!json_is_object(v)) {
+        return;
+    }
+
+    t = json_object_get(v, "type");
+
+    fuzz_field(b, body, &b->choice, t);
+
+    if (json_is_string(t)) {
+        n = json_string_length(t);
+        n = n < AL_LLM_CHOICE_TYPE ? n : AL_LLM_CHOICE_TYPE;
+
+        if (memcmp(b->choice_type, json_string_value(t), n) != 0) {
+            abort();
+        }
+    }
+
+    want = NULL;
+    wkey = NULL;
+    klen = 0;
+
+    json_object_keylen_foreach(v, key, n, e) {
+        (void) e;
+
+        for (i = 0; want == NULL && names[i] != NULL; i++) {
+            if (strcmp(key, names[i]) != 0
+                && al_folds_to(key, n, names[i], strlen(names[i])))
+            {
+                want = names[i];
+                wkey = key;
+                klen = n;
+            }
+        }
+    }
+
+    if ((want == NULL) != (b->choice_case == NULL)
+        || (want != NULL
+            && (strcmp(want, b->choice_case) != 0
+                || klen != b->choice_key_len
+                || memcmp(wkey, b->choice_key, klen) != 0)))
+    {
+        abort();
+    }
 }
 
 
