@@ -1,7 +1,8 @@
 /*
  * The shapes of tests/unit/llm_choice.c: where each is sent, the
  * "tool_choice", and what the code before decided of it (the detail of
- * its refusal, or "": allowed).
+ * its refusal, or "": allowed), but for the custom tool of no name in an
+ * allowed_tools list, which 35c020c refuses.
  */
 
     { CT_RESPONSES, "\"auto\"", "" },
@@ -162,7 +163,11 @@
       "duplicate key ?typ?u0065?" },
     { CT_RESPONSES, "{\"type\":\"allowed_tools\",\"mode\":\"auto\",\"tools\":"
                     "[{\"type\":\"function\",\"name\":\"f\"},{\"type\":\"cust"
-                    "om\"}]}", "" },
+                    "om\"}]}",
+      "a tool in \"tool_choice\" of a type the client runs has no "
+      "\"function\", \"custom\" or \"name\": it is refused, as a router "
+      "may read its other key as a tool the provider runs ({\"type\": "
+      "\"function\", \"googleSearch\": {}})" },
     { CT_RESPONSES, "{\"type\":\"allowed_tools\",\"mode\":\"auto\",\"tools\":"
                     "[{\"type\":\"web_search_preview\"}]}", "" },
     { CT_RESPONSES, "{\"type\":\"allowed_tools\",\"mode\":\"auto\",\"tools\":"
