@@ -225,7 +225,8 @@ static const al_str_t  al_llm_scan_prompt[] = {
     AL_LLM_SCAN_STR("messages"), AL_LLM_SCAN_STR("prompt"),
     AL_LLM_SCAN_STR("input"), AL_LLM_SCAN_STR("instructions"),
     AL_LLM_SCAN_STR("system"), AL_LLM_SCAN_STR("tools"),
-    AL_LLM_SCAN_STR("functions"), { NULL, 0 }
+    AL_LLM_SCAN_STR("functions"), AL_LLM_SCAN_STR("response_format"),
+    AL_LLM_SCAN_STR("text"), { NULL, 0 }
 };
 
 #define AL_LLM_LEN(n)  (UINT64_C(1) << (sizeof(n) - 1))
@@ -234,7 +235,8 @@ static const al_str_t  al_llm_scan_prompt[] = {
 #define AL_LLM_SCAN_PROMPT_LENS                                               \
     (AL_LLM_LEN("messages") | AL_LLM_LEN("prompt") | AL_LLM_LEN("input")     \
      | AL_LLM_LEN("instructions") | AL_LLM_LEN("system")                      \
-     | AL_LLM_LEN("tools") | AL_LLM_LEN("functions"))
+     | AL_LLM_LEN("tools") | AL_LLM_LEN("functions")                          \
+     | AL_LLM_LEN("response_format") | AL_LLM_LEN("text"))
 
 /* values that are images, audio or files: a flat estimate each */
 static const al_str_t  al_llm_scan_attachment[] = {
@@ -2093,6 +2095,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
     case 1:
         return name[0] == 'n' ? AL_LLM_F_N : -1;
 
+    case 4:
+        *prompt = al_llm_scan_is(name, "text");
+        return -1;
+
     case 5:
         if (al_llm_scan_is(name, "model")) {
             return AL_LLM_F_MODEL;
@@ -2244,8 +2250,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
                ? AL_LLM_F_STREAM_OPTIONS : -1;
 
     case 15:
-        return al_llm_scan_is(name, "fallback_models")
-               ? AL_LLM_F_FALLBACK_MODELS : -1;
+        if (al_llm_scan_is(name, "fallback_models")) {
+            return AL_LLM_F_FALLBACK_MODELS;
+        }
+
+        *prompt = al_llm_scan_is(name, "response_format");
+        return -1;
 
     case 17:
         return al_llm_scan_is(name, "max_output_tokens")
