@@ -212,14 +212,16 @@ static const struct {
 
 
 /*
- * The socket families a script may open under bwrap, the ones gVisor's
- * sentry has: any other socket() fails with EAFNOSUPPORT.  A network
- * namespace holds the IP and netlink families, not every family: an
- * AF_VSOCK socket reaches the hypervisor's host (CID 2) and listens on
- * the VM's own address, whatever the namespace.
+ * The socket families a script may open under bwrap: any other socket()
+ * fails with EAFNOSUPPORT.  A network namespace holds the IP and netlink
+ * families, not every family: an AF_VSOCK socket reaches the
+ * hypervisor's host (CID 2) and listens on the VM's own address,
+ * whatever the namespace.  Netlink is left out too: what its sockets
+ * queue (NETLINK_ROUTE replies never read, NETLINK_USERSOCK datagrams,
+ * up to twice rmem_max a socket) is charged to no memory cgroup, v1 or
+ * v2, so a script could pin the host's memory past its own limit.
  */
-static const int  aw_families[] = { AF_UNIX, AF_INET, AF_INET6,
-                                    AF_NETLINK };
+static const int  aw_families[] = { AF_UNIX, AF_INET, AF_INET6 };
 
 #define AW_NFAMILIES  (sizeof(aw_families) / sizeof(aw_families[0]))
 
@@ -419,6 +421,22 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
 
     /* no swap to spill into, where the kernel accounts it */
     (void) aw_cg_write(box->cg[0], "memory.memsw.limit_in_bytes", val);
+
+    /*
+     * Socket buffers (TCP, and UDP, on a bwrap sandbox's own loopback)
+     * are charged to a v1 memory cgroup only once its kmem.tcp limit is
+     * set, on a counter of their own (v2 charges them to memory.max): a
+     * script queued 600 MB and more with 64 MB of memory.  gVisor's
+     * network stack is the sandbox's own memory, so there it may fail.
+     */
+    if (aw_cg_write(box->cg[0], "memory.kmem.tcp.limit_in_bytes", val) != 0
+        && conf->backend != AW_BACKEND_GVISOR)
+    {
+        snprintf(err, n, "cannot set memory.kmem.tcp.limit_in_bytes in %s "
+                 "(socket buffers would escape the memory limit)",
+                 box->cg[0]);
+        return -1;
+    }
 
     snprintf(val, sizeof(val), "%ld", aw_host_pids(conf, lim));
     if (aw_cg_write(box->cg[1], "pids.max", val) != 0) {
