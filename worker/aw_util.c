@@ -60,6 +60,14 @@ aw_log(const char *level, const char *fmt, ...)
             line[n++] = *p == '\n' ? 'n' : *p == '\r' ? 'r'
                         : *p == '\t' ? 't' : '\\';
 
+        } else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+
+            /* a C1 control in UTF-8: U+009B is a terminal's CSI */
+
+            p++;
+            n += (size_t) snprintf(line + n, sizeof(line) - n, "\\u%04x",
+                                   *p);
+
         } else if (*p < 0x20 || *p == 0x7f) {
             n += (size_t) snprintf(line + n, sizeof(line) - n, "\\x%02x",
                                    *p);
