@@ -30,7 +30,6 @@ use AgentTest;
 my $a = AgentTest->new;
 my $t = $a->t;
 my $d = $t->testdir;
-my $agent = "$t->{build}/airlock-agent";
 my $cli = "$t->{build}/airlock";
 
 $a->setup(agent => [ '--llm-prefix', '/v1/proxy/openai',
@@ -84,34 +83,7 @@ plan tests => 2 * @agent_bad + 18;
 # the agent with one bad value: it must exit at once, before it listens
 sub run_agent {
     my ($opt, $value) = @_;
-    my %o = ('--listen' => "$d/bad.sock", '--gateway' => "$d/airlock.sock",
-             '--redis' => "unix:$d/redis.sock",
-             '--policy' => "$d/policy.yaml");
-    $o{"--$opt"} = $value;
-
-    unlink "$d/bad.sock";
-    my $pid = fork // die;
-    if ($pid == 0) {
-        open(STDOUT, '>', "$d/agent.out");
-        open(STDERR, '>', "$d/agent.err");
-        exec($agent, %o) or POSIX::_exit(127);
-    }
-
-    my $rc;
-    for (1 .. 50) {
-        if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
-            $rc = $? >> 8;
-            last;
-        }
-        sleep 0.1;
-    }
-    if (!defined $rc) {
-        kill 'TERM', $pid;
-        waitpid($pid, 0);
-        $rc = 'still running';
-    }
-
-    return ($rc, $t->read_file('agent.err') // '');
+    return $a->run_briefly("--$opt" => $value);
 }
 
 for my $c (@agent_bad) {

@@ -25,7 +25,6 @@ use AgentTest;
 my $a = AgentTest->new;
 my $t = $a->t;
 my $d = $t->testdir;
-my $agent = "$t->{build}/airlock-agent";
 
 $a->setup(models => '[gpt-4o-mini, gpt-4o, big-model]',
           llm => '    aliases: { fast: gpt-4o-mini, big: big-model }',
@@ -38,37 +37,7 @@ plan tests => 20;
 # standard error
 sub run_agent {
     my (@opt) = @_;
-    my %o = ('--listen' => "$d/bad.sock", '--gateway' => "$d/airlock.sock",
-             '--redis' => "unix:$d/redis.sock",
-             '--policy' => "$d/policy.yaml", '--sandbox' => 'none', @opt);
-
-    unlink "$d/bad.sock";
-    my $pid = fork // die;
-    if ($pid == 0) {
-        open(STDOUT, '>', "$d/agent.out");
-        open(STDERR, '>', "$d/agent.err");
-        exec($agent, %o) or POSIX::_exit(127);
-    }
-
-    my $rc;
-    for (1 .. 50) {
-        if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
-            $rc = $? >> 8;
-            last;
-        }
-        if (-S "$d/bad.sock") {
-            $rc = 'listening';
-            last;
-        }
-        sleep 0.1;
-    }
-    $rc //= 'still running';
-    if ($rc !~ /^\d+$/) {
-        kill 'TERM', $pid;
-        waitpid($pid, 0);
-    }
-
-    return ($rc, $t->read_file('agent.err') // '');
+    return $a->run_briefly('--sandbox' => 'none', @opt);
 }
 
 my ($rc, $err);

@@ -26,7 +26,6 @@ use AgentTest;
 my $a = AgentTest->new;
 my $t = $a->t;
 my $d = $t->testdir;
-my $agent = "$t->{build}/airlock-agent";
 
 IO::Socket::IP->new(LocalHost => '::1', LocalPort => 0, Listen => 1)
     or Airlock::Prereq::absent("no IPv6 loopback: $!");
@@ -43,36 +42,7 @@ plan tests => 2 * @bad + 9;
 # the agent with --redis $where: its exit status, or 'listening'
 sub run_agent {
     my ($where) = @_;
-
-    unlink "$d/bad.sock";
-    my $pid = fork // die;
-    if ($pid == 0) {
-        open(STDOUT, '>', "$d/agent.out");
-        open(STDERR, '>', "$d/agent.err");
-        exec($agent, '--listen', "$d/bad.sock", '--gateway',
-             "$d/airlock.sock", '--redis', $where, '--policy',
-             "$d/policy.yaml", '--sandbox', 'none') or POSIX::_exit(127);
-    }
-
-    my $rc;
-    for (1 .. 50) {
-        if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
-            $rc = $? >> 8;
-            last;
-        }
-        if (-S "$d/bad.sock") {
-            $rc = 'listening';
-            last;
-        }
-        sleep 0.1;
-    }
-    $rc //= 'still running';
-    if ($rc !~ /^\d+$/) {
-        kill 'TERM', $pid;
-        waitpid($pid, 0);
-    }
-
-    return ($rc, $t->read_file('agent.err') // '');
+    return $a->run_briefly('--redis' => $where, '--sandbox' => 'none');
 }
 
 for my $w (@bad) {

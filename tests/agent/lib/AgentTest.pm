@@ -21,6 +21,7 @@ use Exporter qw(import);
 use FindBin;
 use JSON::PP;
 use MIME::Base64 ();
+use POSIX ();
 use Test::More ();
 use Time::HiRes qw(sleep time);
 
@@ -253,6 +254,49 @@ sub restart_redis {
     die "redis saved nothing\n" unless -f "$d/dump.rdb";
 
     return $self->start_redis;
+}
+
+
+# airlock-agent with these options over the test's own (a socket
+# DIR/bad.sock, the gateway, Redis, the policy), for options it should
+# refuse at start: (its exit status, or 'listening' once its socket is
+# there, or 'still running' after 5 s, and then it is stopped; its
+# stderr)
+sub run_briefly {
+    my ($self, %opt) = @_;
+    my $t = $self->{t};
+    my $d = $t->testdir;
+    my %o = ('--listen' => "$d/bad.sock", '--gateway' => "$d/airlock.sock",
+             '--redis' => "unix:$d/redis.sock",
+             '--policy' => "$d/policy.yaml", %opt);
+
+    unlink "$d/bad.sock";
+    my $pid = fork // die;
+    if ($pid == 0) {
+        open(STDOUT, '>', "$d/agent.out");
+        open(STDERR, '>', "$d/agent.err");
+        exec($self->{agent}, %o) or POSIX::_exit(127);
+    }
+
+    my $rc;
+    for (1 .. 50) {
+        if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
+            $rc = $? >> 8;
+            last;
+        }
+        if (-S "$d/bad.sock") {
+            $rc = 'listening';
+            last;
+        }
+        sleep 0.1;
+    }
+    $rc //= 'still running';
+    if ($rc !~ /^\d+$/) {
+        kill 'TERM', $pid;
+        waitpid($pid, 0);
+    }
+
+    return ($rc, $t->read_file('agent.err') // '');
 }
 
 
