@@ -20,6 +20,10 @@
  *   5. the client's credentials and every header outside a short
  *      allowlist are removed, and the provider key is added.
  *
+ * GET /models is answered here, from the policy, and never reaches the
+ * provider (al_llm_model_list()): the account's list names models the
+ * client may not use, and the account itself.
+ *
  * A refused request is answered in the provider's own error format, so
  * SDKs raise their usual exceptions, and logged to airlock_deny_log.  The
  * request then leaves through nginx's proxy module
@@ -62,6 +66,12 @@ static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
+static ngx_int_t ngx_http_airlock_llm_page(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_page_t *page);
+static ngx_int_t ngx_http_airlock_llm_page_id(ngx_http_request_t *r,
+    char *name, size_t len, al_str_t *id);
+static ngx_int_t ngx_http_airlock_llm_models(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_page_t *page);
 static ngx_int_t ngx_http_airlock_llm_admit(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
 static ngx_int_t ngx_http_airlock_llm_deny(ngx_http_request_t *r,
@@ -967,9 +977,18 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need)
 {
     ngx_int_t                         rc;
+    al_llm_page_t                     page;
     ngx_http_airlock_ctx_t           *actx;
     ngx_http_airlock_headers_t        hs;
     ngx_http_airlock_llm_provider_t  *prov;
+
+    if (ctx->endpoint == AL_LLM_EP_MODELS) {
+        rc = ngx_http_airlock_llm_page(r, ctx, &page);
+
+        if (rc != NGX_OK) {
+            return rc;
+        }
+    }
 
     rc = ngx_http_airlock_llm_admit(r, ctx, need);
 
@@ -990,12 +1009,131 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ctx->allowed = 1;
     actx->uri = ctx->uri;
 
+    if (ctx->endpoint == AL_LLM_EP_MODELS) {
+        rc = ngx_http_airlock_llm_models(r, ctx, &page);
+
+        ngx_http_finalize_request(r, rc);
+
+        return NGX_DONE;
+    }
+
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "airlock: client \"%s\" llm \"%s\" model \"%V\" to "
                    "\"%V\"", ctx->client->name.data,
                    ctx->provider->llm->name.data, &ctx->model, &ctx->uri);
 
     return NGX_DECLINED;
+}
+
+
+/*
+ * Anthropic's page of GET /models from the query al_llm_route() let
+ * through: limit, after_id, before_id.  A limit that is not a number
+ * from 1 to AL_LLM_PAGE_MAX is refused, as Anthropic refuses it.
+ * Returns NGX_OK, NGX_DONE when refused, or a status.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_page(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_page_t *page)
+{
+    ngx_int_t  n;
+    ngx_str_t  v;
+
+    ngx_memzero(page, sizeof(al_llm_page_t));
+
+    if (ctx->provider->llm->kind != AL_LLM_ANTHROPIC || r->args.len == 0) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_arg(r, (u_char *) "limit", 5, &v) == NGX_OK) {
+        n = ngx_atoi(v.data, v.len);
+
+        if (n < 1 || n > AL_LLM_PAGE_MAX) {
+            return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_QUERY,
+                                   AL_LLM_ERR_INVALID,
+                                   "limit must be a number from 1 to 1000",
+                                   "limit must be a number from 1 to 1000");
+        }
+
+        page->limit = (uint64_t) n;
+    }
+
+    if (ngx_http_airlock_llm_page_id(r, "after_id", 8, &page->after_id)
+        != NGX_OK
+        || ngx_http_airlock_llm_page_id(r, "before_id", 9, &page->before_id)
+           != NGX_OK)
+    {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* a cursor of the query, decoded into the request's pool */
+
+static ngx_int_t
+ngx_http_airlock_llm_page_id(ngx_http_request_t *r, char *name, size_t len,
+    al_str_t *id)
+{
+    u_char     *dst, *src;
+    ngx_str_t   v;
+
+    id->data = "";
+    id->len = 0;
+
+    if (ngx_http_arg(r, (u_char *) name, len, &v) != NGX_OK || v.len == 0) {
+        return NGX_OK;
+    }
+
+    dst = ngx_pnalloc(r->pool, v.len);
+    if (dst == NULL) {
+        return NGX_ERROR;
+    }
+
+    id->data = (char *) dst;
+    src = v.data;
+
+    ngx_unescape_uri(&dst, &src, v.len, 0);
+
+    id->len = dst - (u_char *) id->data;
+
+    return NGX_OK;
+}
+
+
+/*
+ * GET /models: the models this client may use, from the policy, in the
+ * provider's format; the provider is not asked.  The answer is a few
+ * hundred bytes a model, in the request's pool.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_models(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_page_t *page)
+{
+    size_t      len;
+    ngx_buf_t  *b;
+
+    len = al_llm_model_list(ctx->provider->llm, ctx->lc, page, NULL, 0);
+
+    b = ngx_create_temp_buf(r->pool, len + 2);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    (void) al_llm_model_list(ctx->provider->llm, ctx->lc, page,
+                             (char *) b->pos, len + 1);
+
+    b->last = b->pos + len;
+    *b->last++ = LF;
+
+    if (ngx_http_airlock_llm_request_id_header(r) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    return ngx_http_airlock_send_json(r, NGX_HTTP_OK, b);
 }
 
 

@@ -395,6 +395,45 @@ int al_llm_model_map(const al_llm_t *llm, const al_str_t *force,
     const unsigned char *body, size_t len, al_llm_map_t *m);
 
 /*
+ * GET /models is answered by the gateway, from the policy: the provider
+ * is not asked, so the list names no model the client may not use (other
+ * entries', other clients', an account's fine-tuned ones) and nothing of
+ * the account (OpenAI's "owned_by": "org-...").  al_llm_model_list()
+ * writes the answer: the models lc may use (lc->models, else
+ * llm->models), in the policy's order, then the entry's aliases whose
+ * model lc may use, in the provider's format:
+ *
+ *   openai, openai-compatible   {"object":"list","data":[{"id":ID,
+ *                               "object":"model","created":0,
+ *                               "owned_by":"airlock"},...]}
+ *   anthropic                   {"data":[{"type":"model","id":ID,
+ *                               "display_name":ID,"created_at":
+ *                               "1970-01-01T00:00:00Z"},...],
+ *                               "has_more":B,"first_id":ID,"last_id":ID}
+ *
+ * (created, owned_by, display_name and created_at stand in for what the
+ * policy does not know).  Anthropic's pages follow page: at most limit
+ * ids (0: AL_LLM_PAGE_DEFAULT), after after_id or before before_id; an
+ * id that is not listed gives an empty page; first_id and last_id are
+ * null on an empty page.  Returns the length the answer needs, without
+ * its NUL, as snprintf does: out (size bytes, may be NULL when size is
+ * 0) holds it when that is below size.
+ */
+
+#define AL_LLM_PAGE_DEFAULT     20      /* Anthropic's default limit */
+#define AL_LLM_PAGE_MAX         1000    /* and its largest */
+
+typedef struct {
+    uint64_t         limit;             /* 0: AL_LLM_PAGE_DEFAULT */
+    al_str_t         after_id;          /* len 0: none */
+    al_str_t         before_id;
+} al_llm_page_t;
+
+size_t al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
+    const al_llm_page_t *page, char *out, size_t size);
+
+
+/*
  * Fallback to entry b (llm->fallback) with lc, the client's entry in b.
  * al_llm_fallback_model(): the model b gets for a call that asked for
  * model (alias: the alias the client named, alen 0 for none): b's alias

@@ -22,6 +22,10 @@
  *   splices the JSON string value of the top-level "model" member; the
  *   rest of the body is not touched.
  *
+ *   The model list.  GET /models is answered from the policy: the
+ *   models and aliases the client may use, nothing the provider's
+ *   account lists besides (al_llm_model_list()).
+ *
  *   Fallback.  A call the entry's provider answers 429 or 5xx, or that
  *   cannot connect, may go once to the entry's "fallback" (the nginx
  *   module decides when: before any byte of an answer reached the
@@ -52,6 +56,12 @@ static size_t al_llm_json_skip(const unsigned char *p, size_t len, size_t i);
 static int al_llm_seg_is(const al_str_t *seg, const char *s);
 static const char *al_llm_fallback_path(al_llm_endpoint_t ep);
 static int al_llm_plain(const unsigned char *p, size_t len);
+static int al_llm_list_nth(const al_llm_t *llm, const al_llm_client_t *lc,
+    size_t i, al_str_t *id);
+static size_t al_llm_list_find(const al_llm_t *llm,
+    const al_llm_client_t *lc, size_t total, const al_str_t *id);
+static void al_llm_list_item(al_llm_out_t *o, al_llm_kind_t kind,
+    const al_str_t *id);
 
 
 const al_llm_alias_t *
@@ -636,4 +646,174 @@ al_llm_fallback_uri(const al_llm_t *b, al_llm_endpoint_t ep,
     *len = (size_t) n;
 
     return 0;
+}
+
+
+/*
+ * The i-th id of the model list: lc's models (else the entry's), then
+ * the aliases whose model lc may use.  0 past the end.
+ */
+
+static int
+al_llm_list_nth(const al_llm_t *llm, const al_llm_client_t *lc, size_t i,
+    al_str_t *id)
+{
+    size_t           j, n;
+    const al_str_t  *list;
+
+    if (lc != NULL && lc->nmodels > 0) {
+        list = lc->models;
+        n = lc->nmodels;
+
+    } else {
+        list = llm->models;
+        n = llm->nmodels;
+    }
+
+    if (i < n) {
+        *id = list[i];
+        return 1;
+    }
+
+    i -= n;
+
+    for (j = 0; j < llm->naliases; j++) {
+        if (!al_llm_model_allowed(llm, lc, llm->aliases[j].model.data,
+                                  llm->aliases[j].model.len))
+        {
+            continue;
+        }
+
+        if (i-- == 0) {
+            *id = llm->aliases[j].name;
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* the index of id in the list, or total when it is not listed */
+
+static size_t
+al_llm_list_find(const al_llm_t *llm, const al_llm_client_t *lc,
+    size_t total, const al_str_t *id)
+{
+    size_t    i;
+    al_str_t  s;
+
+    for (i = 0; i < total && al_llm_list_nth(llm, lc, i, &s); i++) {
+        if (s.len == id->len && memcmp(s.data, id->data, s.len) == 0) {
+            return i;
+        }
+    }
+
+    return total;
+}
+
+
+static void
+al_llm_list_item(al_llm_out_t *o, al_llm_kind_t kind, const al_str_t *id)
+{
+    if (kind == AL_LLM_ANTHROPIC) {
+        al_llm_out_lit(o, "{\"type\":\"model\",\"id\":");
+        al_llm_out_json(o, id->data, id->len);
+        al_llm_out_lit(o, ",\"display_name\":");
+        al_llm_out_json(o, id->data, id->len);
+        al_llm_out_lit(o, ",\"created_at\":\"1970-01-01T00:00:00Z\"}");
+        return;
+    }
+
+    al_llm_out_lit(o, "{\"id\":");
+    al_llm_out_json(o, id->data, id->len);
+    al_llm_out_lit(o, ",\"object\":\"model\",\"created\":0,"
+                   "\"owned_by\":\"airlock\"}");
+}
+
+
+size_t
+al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
+    const al_llm_page_t *page, char *out, size_t size)
+{
+    size_t        i, total, start, end;
+    uint64_t      limit;
+    al_str_t      id;
+    al_llm_out_t  o;
+
+    al_llm_out_init(&o, out, size);
+
+    for (total = 0; al_llm_list_nth(llm, lc, total, &id); total++) {
+        /* void */
+    }
+
+    start = 0;
+    end = total;
+
+    if (llm->kind == AL_LLM_ANTHROPIC) {
+        limit = (page != NULL && page->limit > 0) ? page->limit
+                                                  : AL_LLM_PAGE_DEFAULT;
+
+        if (page != NULL && page->before_id.len > 0) {
+            end = al_llm_list_find(llm, lc, total, &page->before_id);
+
+            if (end == total) {
+                end = 0;
+            }
+
+            start = (end > limit) ? end - (size_t) limit : 0;
+
+        } else {
+            if (page != NULL && page->after_id.len > 0) {
+                start = al_llm_list_find(llm, lc, total, &page->after_id);
+                start = (start < total) ? start + 1 : total;
+            }
+
+            end = (total - start > limit) ? start + (size_t) limit : total;
+        }
+
+        al_llm_out_lit(&o, "{\"data\":[");
+
+    } else {
+        al_llm_out_lit(&o, "{\"object\":\"list\",\"data\":[");
+    }
+
+    for (i = start; i < end; i++) {
+        (void) al_llm_list_nth(llm, lc, i, &id);
+
+        if (i > start) {
+            al_llm_out_lit(&o, ",");
+        }
+
+        al_llm_list_item(&o, llm->kind, &id);
+    }
+
+    al_llm_out_lit(&o, "]");
+
+    if (llm->kind == AL_LLM_ANTHROPIC) {
+        if (page != NULL && page->before_id.len > 0) {
+            al_llm_out_cstr(&o, start > 0 ? ",\"has_more\":true"
+                                          : ",\"has_more\":false");
+        } else {
+            al_llm_out_cstr(&o, end < total ? ",\"has_more\":true"
+                                            : ",\"has_more\":false");
+        }
+
+        al_llm_out_lit(&o, ",\"first_id\":");
+
+        if (start < end) {
+            (void) al_llm_list_nth(llm, lc, start, &id);
+            al_llm_out_json(&o, id.data, id.len);
+            al_llm_out_lit(&o, ",\"last_id\":");
+            (void) al_llm_list_nth(llm, lc, end - 1, &id);
+            al_llm_out_json(&o, id.data, id.len);
+
+        } else {
+            al_llm_out_lit(&o, "null,\"last_id\":null");
+        }
+    }
+
+    al_llm_out_lit(&o, "}");
+
+    return o.len;
 }

@@ -7,7 +7,8 @@
 //   AIRLOCK_BASE_URL=http://127.0.0.1:PORT/v1/proxy/anthropic \
 //   AIRLOCK_API_KEY=TOKEN node anthropic-client.mjs STEP...
 //
-// Steps: messages, stream, bad-model.  Each prints one JSON line: what the
+// Steps: messages, stream, bad-model, models (a page of one model at a
+// time, the SDK following after_id).  Each prints one JSON line: what the
 // SDK returned, or the class and status of the error it raised.
 
 import Anthropic from '@anthropic-ai/sdk';
@@ -43,6 +44,14 @@ const steps = {
     'bad-model': () => client.messages.create({
         model: 'claude-opus-9', max_tokens: 100, messages,
     }),
+
+    async models() {
+        const ids = [];
+        for await (const m of client.models.list({ limit: 1 })) {
+            ids.push(m.id);
+        }
+        return { ids };
+    },
 };
 
 for (const name of process.argv.slice(2)) {

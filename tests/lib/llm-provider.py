@@ -341,9 +341,18 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(status, obj)
 
     def models(self):
+        # as an account lists them: its fine-tuned models too, named
+        # after its organization, and models no policy entry grants
         self.send_json(200, {"object": "list", "has_more": False, "data": [
-            {"id": "gpt-4o-mini", "object": "model", "type": "model"},
-            {"id": "claude-3-5-haiku", "object": "model", "type": "model"},
+            {"id": "gpt-4o-mini", "object": "model", "type": "model",
+             "owned_by": "system"},
+            {"id": "claude-3-5-haiku", "object": "model", "type": "model",
+             "owned_by": "system"},
+            {"id": "ft:gpt-4o-mini:org-FAKE-acme:custom:FAKE01",
+             "object": "model", "type": "model",
+             "owned_by": "org-FAKE-acme"},
+            {"id": "o1-pro", "object": "model", "type": "model",
+             "owned_by": "system"},
         ]})
 
     def embeddings(self):

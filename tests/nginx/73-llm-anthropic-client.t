@@ -23,10 +23,10 @@ my $l = Airlock::LLM->new($t);
 
 my $dir = $l->sdk_install('anthropic-client.mjs', '@anthropic-ai/sdk');
 
-$l->setup;
+$l->setup(anthropic_fields => "    aliases:\n      haiku: claude-3-5-haiku\n");
 $t->run;
 
-plan tests => 10;
+plan tests => 12;
 
 sub sdk {
     my ($token, @steps) = @_;
@@ -59,3 +59,11 @@ is($p->{headers}{'x-api-key'}, $Airlock::LLM::ANTHROPIC_KEY,
 my @u = grep { $_->{client} eq 'agent' } $l->usage_log;
 is(scalar @u, 2, 'two usage lines');
 is($u[-1]{endpoint}, 'messages', 'usage line: messages');
+
+# the gateway's own list (tests/nginx/142-llm-model-list.t), paged by the
+# SDK one model at a time
+$r = sdk($l->token('agent'), 'models');
+ok($r->{models}{ok}, 'models: the SDK pages the list')
+    or diag(encode_json($r->{models} // {}));
+is_deeply($r->{models}{result}{ids}, [ 'claude-3-5-haiku', 'haiku' ],
+          'models: the ids, the alias too');

@@ -303,8 +303,10 @@ is($u && $u->{provider}, 'direct', 'fallback: the usage line says so');
 # ---- over TLS ---------------------------------------------------------------
 
 sub messages {
-    my ($name) = @_;
-    return $l->request('POST', "/v1/proxy/$name/messages", token => $agent,
+    my ($name, $query) = @_;
+    $query //= '';
+    return $l->request('POST', "/v1/proxy/$name/messages$query",
+                       token => $agent,
                        anthropic => 1,
                        headers => [ [ 'anthropic-version', '2023-06-01' ] ],
                        body => { model => 'claude-3-5-haiku',
@@ -320,15 +322,16 @@ is($p[0]{path}, '/v1/messages', 'TLS: the route\'s target');
 is((split /\n/, $t->read_file('tls.log') // '')[-1],
    'llmprovider.test /v1/messages', 'TLS: SNI is the block\'s name');
 
-# a query the route allows, byte for byte
-$r = $l->request('GET', '/v1/proxy/anthropic/models?limit=5',
-                 token => $agent, anthropic => 1);
+# a query the route allows, byte for byte (GET models is answered by the
+# gateway itself: messages' beta is the other query a route lets through)
+$r = messages('anthropic', '?beta=true');
 is($r->{status}, 200, 'TLS, a query: 200');
 @p = provider_new();
-is($p[0]{path}, '/v1/models?limit=5', 'TLS, a query: the target as routed');
-is((bound_calls())[-1][1], '/v1/models?limit=5',
+is($p[0]{path}, '/v1/messages?beta=true',
+   'TLS, a query: the target as routed');
+is((bound_calls())[-1][1], '/v1/messages?beta=true',
    'TLS, a query: the target sent is the one logged');
-ruri_is('/v1/proxy/anthropic/models?limit=5 200',
+ruri_is('/v1/proxy/anthropic/messages?beta=true 200',
    'TLS, a query: $request_uri is still the client\'s');
 
 $r = messages('wrong');

@@ -22,7 +22,7 @@ my $l = Airlock::LLM->new($t);
 $l->setup;
 $t->run;
 
-plan tests => 23;
+plan tests => 24;
 
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
@@ -93,7 +93,8 @@ is($r->{status}, 200, 'the first client again: 200');
 
 $r = $l->request('GET', '/v1/proxy/openai/models', token => $worker);
 is($r->{status}, 200, 'models: 200');
-is(upstream_path(), '/v1/models', 'models: upstream path');
+is_deeply([ map { $_->{id} } @{$r->{json}{data} // []} ], [ 'gpt-4o-mini' ],
+          'models: this client\'s list');
 
 $r = $l->request('GET', '/v1/proxy/openai/models/gpt-4o', token => $agent);
 is($r->{status}, 200, 'models/{id} allowed for one client: 200');
@@ -107,5 +108,8 @@ is($r->{status}, 200, 'models/{id} for the first again: 200');
 
 $r = $l->request('GET', '/v1/proxy/openai/models', token => $agent);
 is($r->{status}, 200, 'the list for the first client: 200');
+is_deeply([ map { $_->{id} } @{$r->{json}{data} // []} ],
+          [ 'gpt-4o-mini', 'gpt-4o', 'text-embedding-3-small' ],
+          'the list for the first client: its own');
 
 is($t->error_log_check, "", "no alerts or sanitizer reports");

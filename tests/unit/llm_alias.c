@@ -2,7 +2,8 @@
  * Azure entries, model aliases and fallback (policy/al_llm_alias.c): the
  * policy fields and their errors, the Azure endpoint table and
  * api-version, the top-level "model" scanner, the splice, the fallback's
- * model and URI, and the usage line's "alias" and "fallback_from".
+ * model and URI, the usage line's "alias" and "fallback_from", and the
+ * model list the gateway answers GET /models with.
  */
 
 #include <stdio.h>
@@ -51,6 +52,7 @@ static void test_locate(void);
 static void test_map(void);
 static void test_record(void);
 static void test_fallback(void);
+static void test_list(void);
 
 
 static al_policy_t     *pol;
@@ -67,6 +69,7 @@ main(void)
     test_map();
     test_record();
     test_fallback();
+    test_list();
 
     al_policy_free(pol);
 
@@ -539,6 +542,127 @@ test_fallback(void)
            "fallback URI: messages only on anthropic");
     tap_ok(al_llm_fallback_uri(oa, AL_LLM_EP_CHAT, &m, uri, 5, &len) == -1,
            "fallback URI: bounded");
+
+    al_policy_free(p);
+}
+
+
+
+#define LIST_OAI                                                             \
+    "  - name: oa\n"                                                         \
+    "    prefix: /v1/proxy/openai\n"                                         \
+    "    provider: openai\n"                                                 \
+    "    upstream: https://api.openai.com/v1\n"                              \
+    "    secret: k\n"                                                        \
+    "    models: [gpt-4o-mini, gpt-4o, embed]\n"                             \
+    "    aliases: { fast: gpt-4o-mini, large: gpt-4o }\n"
+
+#define LIST_ANT                                                             \
+    "  - name: an\n"                                                         \
+    "    prefix: /v1/proxy/anthropic\n"                                      \
+    "    provider: anthropic\n"                                              \
+    "    upstream: https://api.anthropic.com/v1\n"                           \
+    "    secret: k\n"                                                        \
+    "    models: [c1, c2]\n"                                                 \
+    "    aliases: { c3: c1 }\n"                                              \
+    "    clients: { agent: {}, worker: { models: [c2] } }\n"
+
+
+static void
+test_list(void)
+{
+    char                    buf[1024];
+    size_t                  len;
+    const char             *yaml;
+    al_error_t              err;
+    al_policy_t            *p;
+    al_llm_page_t           page;
+    const al_llm_t         *oa, *an;
+
+    yaml = HEAD LIST_OAI CLIENTS LIST_ANT;
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+
+    if (!tap_ok(p != NULL && p->nllm == 2, "list: the policy loads")) {
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    oa = &p->llm[0];
+    an = &p->llm[1];
+
+    len = al_llm_model_list(oa, &oa->clients[0], NULL, buf, sizeof(buf));
+    tap_is_str(buf,
+        "{\"object\":\"list\",\"data\":["
+        "{\"id\":\"gpt-4o-mini\",\"object\":\"model\",\"created\":0,"
+        "\"owned_by\":\"airlock\"},"
+        "{\"id\":\"gpt-4o\",\"object\":\"model\",\"created\":0,"
+        "\"owned_by\":\"airlock\"},"
+        "{\"id\":\"embed\",\"object\":\"model\",\"created\":0,"
+        "\"owned_by\":\"airlock\"},"
+        "{\"id\":\"fast\",\"object\":\"model\",\"created\":0,"
+        "\"owned_by\":\"airlock\"},"
+        "{\"id\":\"large\",\"object\":\"model\",\"created\":0,"
+        "\"owned_by\":\"airlock\"}]}",
+        "list: openai, the entry's models, then its aliases");
+    tap_ok(len == strlen(buf), "list: the length");
+
+    (void) al_llm_model_list(oa, &oa->clients[1], NULL, buf, sizeof(buf));
+    tap_is_str(buf,
+        "{\"object\":\"list\",\"data\":["
+        "{\"id\":\"embed\",\"object\":\"model\",\"created\":0,"
+        "\"owned_by\":\"airlock\"}]}",
+        "list: a client's own models, no alias of a model it may not use");
+
+    tap_ok(al_llm_model_list(oa, &oa->clients[0], NULL, NULL, 0) == len,
+           "list: the length without a buffer");
+    tap_ok(al_llm_model_list(oa, &oa->clients[0], NULL, buf, 16) == len
+           && strlen(buf) == 15, "list: bounded, NUL-terminated");
+
+    (void) al_llm_model_list(an, &an->clients[0], NULL, buf, sizeof(buf));
+    tap_is_str(buf,
+        "{\"data\":["
+        "{\"type\":\"model\",\"id\":\"c1\",\"display_name\":\"c1\","
+        "\"created_at\":\"1970-01-01T00:00:00Z\"},"
+        "{\"type\":\"model\",\"id\":\"c2\",\"display_name\":\"c2\","
+        "\"created_at\":\"1970-01-01T00:00:00Z\"},"
+        "{\"type\":\"model\",\"id\":\"c3\",\"display_name\":\"c3\","
+        "\"created_at\":\"1970-01-01T00:00:00Z\"}],"
+        "\"has_more\":false,\"first_id\":\"c1\",\"last_id\":\"c3\"}",
+        "list: anthropic");
+
+    memset(&page, 0, sizeof(page));
+    page.limit = 1;
+    page.after_id.data = "c1";
+    page.after_id.len = 2;
+
+    (void) al_llm_model_list(an, &an->clients[0], &page, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"id\":\"c2\"") != NULL
+           && strstr(buf, "\"id\":\"c3\"") == NULL
+           && strstr(buf, "\"has_more\":true,\"first_id\":\"c2\","
+                          "\"last_id\":\"c2\"}") != NULL,
+           "list: after_id and limit");
+
+    page.after_id.len = 0;
+    page.before_id.data = "c3";
+    page.before_id.len = 2;
+    page.limit = 5;
+
+    (void) al_llm_model_list(an, &an->clients[0], &page, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"has_more\":false,\"first_id\":\"c1\","
+                       "\"last_id\":\"c2\"}") != NULL,
+           "list: before_id");
+
+    page.before_id.data = "c9";
+
+    (void) al_llm_model_list(an, &an->clients[0], &page, buf, sizeof(buf));
+    tap_is_str(buf, "{\"data\":[],\"has_more\":false,\"first_id\":null,"
+                    "\"last_id\":null}", "list: a cursor not listed");
+
+    (void) al_llm_model_list(an, &an->clients[1], NULL, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"first_id\":\"c2\",\"last_id\":\"c2\"}")
+           != NULL, "list: anthropic, a client's own models");
 
     al_policy_free(p);
 }
