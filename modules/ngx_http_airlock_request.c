@@ -69,6 +69,7 @@ static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
     ngx_http_header_t *hh, ngx_table_elt_t *h);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
 static ngx_uint_t ngx_http_airlock_token_index(ngx_table_elt_t *h);
+static void ngx_http_airlock_refuse_tokens(ngx_http_request_t *r);
 static uint64_t ngx_http_airlock_lower_diff64(u_char *s, u_char *lower);
 static uint32_t ngx_http_airlock_lower_diff32(u_char *s, u_char *lower);
 
@@ -594,6 +595,8 @@ ngx_http_airlock_refuse(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ctx->allowed = 0;
     ctx->reason = reason;
 
+    ngx_http_airlock_refuse_tokens(r);
+
     n = counted ? ngx_http_airlock_count(r, ctx, alerts) : 0;
 
     ngx_http_airlock_log_deny(r, ctx, detail);
@@ -601,6 +604,63 @@ ngx_http_airlock_refuse(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     for (i = 0; i < n; i++) {
         ngx_http_airlock_log_alert(r, ctx, &alerts[i]);
     }
+}
+
+
+/*
+ * A refused request's own credentials leave its headers as an allowed
+ * one's do (ngx_http_airlock_rewrite_headers()), so that no log_format
+ * ($http_authorization, $http_x_api_key, $remote_user) and no location
+ * an error_page leads to reads the client's token.  Every reader of the
+ * list skips an entry of hash 0; the token was read before.
+ */
+
+static void
+ngx_http_airlock_refuse_tokens(ngx_http_request_t *r)
+{
+    ngx_uint_t                        i, k;
+    ngx_list_part_t                  *part;
+    ngx_table_elt_t                  *h;
+    ngx_http_airlock_token_header_t  *th;
+
+    part = &r->headers_in.headers.part;
+    h = part->elts;
+
+    for (i = 0; /* void */; i++) {
+
+        if (i >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+
+            part = part->next;
+            h = part->elts;
+            i = 0;
+        }
+
+        if (h[i].hash == 0) {
+            continue;
+        }
+
+        k = ngx_http_airlock_token_index(&h[i]);
+
+        if (k >= NGX_HTTP_AIRLOCK_NTOKEN_HEADERS) {
+            continue;
+        }
+
+        th = &ngx_http_airlock_token_headers[k];
+
+        if (h[i].key.len == th->name.len
+            && ngx_strncasecmp(h[i].key.data, th->name.data, th->name.len)
+               == 0)
+        {
+            h[i].hash = 0;
+        }
+    }
+
+    r->headers_in.authorization = NULL;
+    ngx_str_null(&r->headers_in.user);
+    ngx_str_null(&r->headers_in.passwd);
 }
 
 

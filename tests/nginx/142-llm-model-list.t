@@ -9,7 +9,9 @@
 # entry's), then the aliases it may use, in the provider's format;
 # Anthropic's pages (limit, after_id, before_id; first_id, last_id,
 # has_more) over that list.  GET models/{id} of a model the client may not
-# use is refused (model, 403).
+# use is refused (model, 403).  And a refused call's own credentials leave
+# its headers as an allowed one's do: a log_format with
+# $http_authorization or $http_x_api_key logs "-" either way.
 
 use strict;
 use warnings;
@@ -32,7 +34,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 34;
+plan tests => 38;
 
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');      # gpt-4o-mini only
@@ -134,5 +136,18 @@ $r = models($agent, '/v1/proxy/anthropic/models?limit=1001',
 is($r->{status}, 400, 'limit over 1000: 400');
 
 is(scalar $l->provider_requests, $n, 'anthropic: the provider is not asked');
+
+# ---- a refusal's credentials ---------------------------------------------
+
+$r = $l->chat(token => $worker, model => 'gpt-4o');
+is($r->{status}, 403, 'a refused call: 403');
+
+$r = $l->messages(token => $worker);
+is($r->{status}, 403, 'a refused call with x-api-key: 403');
+
+my $access = $t->read_file('access.log') // '';
+unlike($access, qr/al-[a-z]+-token/, 'no client token in the access log');
+is(scalar(() = $access =~ /^worker \S+ \S* 403 .* - -$/mg), 4,
+   'the refusals log "-" for $http_authorization and $http_x_api_key');
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');

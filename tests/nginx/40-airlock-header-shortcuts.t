@@ -69,7 +69,8 @@ EOF
 my @vars = qw(content_length content_type http_host http_user_agent
               http_referer http_via http_x_forwarded_for http_cookie
               cookie_a cookie_c remote_user http_authorization
-              http_content_length http_x_extra http_accept);
+              http_content_length http_x_extra http_accept
+              http_x_api_key);
 
 my $fmt = join ' ', map { "$_=[\$$_]" } @vars;
 
@@ -80,7 +81,7 @@ $t->write_file_expand('nginx.conf', $p->conf(
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 33;
+plan tests => 35;
 
 # the headers nginx 1.22 has a pointer for (ngx_http_headers_in[]), each
 # with a value that names it, but those that change how nginx reads the
@@ -223,5 +224,16 @@ is($v->{cookie_a}, '1', 'cookies: $cookie_a');
 is($v->{cookie_c}, '3', 'cookies: $cookie_c from the second header');
 is($v->{http_cookie}, 'a=1; b=2; c=3', 'cookies: $http_cookie');
 is($v->{http_x_forwarded_for}, '-', 'cookies: $http_x_forwarded_for removed');
+
+# a refused request: the client's own credentials leave its headers too
+
+$raw = request('GET', '/nowhere', undef, 'Host' => 'localhost',
+               'Authorization' => 'Basic dXNlcjpGQUtFLXBhc3M=',
+               'X-Api-Key' => 'FAKE-client-own-key');
+like($raw, qr/^HTTP\/1.1 403 /, 'refused: 403');
+($line, $v) = logged();
+is(join(',', map { $v->{$_} } qw(remote_user http_authorization
+                                 http_x_api_key)),
+   '-,-,-', 'refused: the client\'s credentials read as absent');
 
 is($t->error_log_check, '', 'no alerts');
