@@ -145,7 +145,14 @@ is($r->{status}, 403, 'a refused call: 403');
 $r = $l->messages(token => $worker);
 is($r->{status}, 403, 'a refused call with x-api-key: 403');
 
-my $access = $t->read_file('access.log') // '';
+# nginx writes a request's access log line after its answer: wait for it
+my ($access, $refusals);
+for (1 .. 50) {
+    $access = $t->read_file('access.log') // '';
+    $refusals = () = $access =~ /^worker \S+ \S* 403 /mg;
+    last if $refusals >= 4;
+    select(undef, undef, undef, 0.1);
+}
 unlike($access, qr/al-[a-z]+-token/, 'no client token in the access log');
 is(scalar(() = $access =~ /^worker \S+ \S* 403 .* - -$/mg), 4,
    'the refusals log "-" for $http_authorization and $http_x_api_key');
