@@ -53,10 +53,14 @@ WORKER := $(B)/airlock-worker
 # buffer is sized for that; snprintf still bounds each one
 
 # The sandbox root file system: Python 3 and what it links, nothing else
-# (no shell, no package manager run), from Debian's archive, built once.
+# (no shell, no package manager run), from Debian's archive, built once:
+# from the suite, its -updates and its -security, so that the Python and
+# the libraries it links (libssl) have Debian's security fixes as of the
+# build.
 ROOTFS := $(B)/worker-rootfs
 ROOTFS_SUITE ?= bookworm
 ROOTFS_MIRROR ?= http://deb.debian.org/debian
+ROOTFS_SECURITY_MIRROR ?= http://deb.debian.org/debian-security
 ROOTFS_PKGS = python3-minimal,libpython3.11-stdlib
 
 MOD_SRCS := $(wildcard modules/*.c modules/*.h) modules/config
@@ -87,6 +91,8 @@ help:
 	      "(tests/nginx/fixture/)"
 	@echo "make worker-rootfs  the sandboxes' root file system (mmdebstrap," \
 	      "Python 3 only, kept in BUILD/worker-rootfs)"
+	@echo "ROOTFS_MIRROR=URL, ROOTFS_SECURITY_MIRROR=URL   the Debian" \
+	      "archive and its security archive worker-rootfs installs from"
 	@echo "make deps         install the build packages (auto/deps build)"
 	@echo "make demo         install the demo's packages, build, run the demo"
 	@echo "make demo-up      the same demo, left running to try airlock ask"
@@ -171,7 +177,10 @@ $(WORKER): $(WORKER_SRCS) worker/aw.h $(REDIS_SRCS) $(REDIS_HDRS) \
 $(ROOTFS)/.built: Makefile
 	@rm -rf $(ROOTFS) $(ROOTFS).tmp
 	mmdebstrap --quiet --variant=extract --include=$(ROOTFS_PKGS) \
-	    $(ROOTFS_SUITE) $(ROOTFS).tmp $(ROOTFS_MIRROR)
+	    $(ROOTFS_SUITE) $(ROOTFS).tmp \
+	    "deb $(ROOTFS_MIRROR) $(ROOTFS_SUITE) main" \
+	    "deb $(ROOTFS_MIRROR) $(ROOTFS_SUITE)-updates main" \
+	    "deb $(ROOTFS_SECURITY_MIRROR) $(ROOTFS_SUITE)-security main"
 	cd $(ROOTFS).tmp && mkdir -p proc dev app/code app/data scratch tmp \
 	    && rm -rf var/cache/apt var/lib/apt/lists/* etc/resolv.conf \
 	       etc/hostname && chmod 755 . \

@@ -7,8 +7,8 @@
 # container runtime.
 #
 #   appliance-image/build.sh --debs DIR --rootfs DIR [--out DIR]
-#                            [--mirror URL] [--free MB] [--keep-root]
-#                            [--root-only]
+#                            [--mirror URL] [--security-mirror URL]
+#                            [--free MB] [--keep-root] [--root-only]
 #
 #   --debs DIR     where make deb left libnginx-mod-http-airlock_*.deb and
 #                  airlock_*.deb (required)
@@ -19,11 +19,19 @@
 #                  vmlinuz, initrd.img, cmdline (the kernel command line);
 #                  the root is unpacked in OUT/root, which must not exist
 #                  unless an earlier run made it
-#   --mirror URL   Debian mirror (default http://deb.debian.org/debian)
+#   --mirror URL   Debian mirror, for bookworm and bookworm-updates
+#                  (default http://deb.debian.org/debian)
+#   --security-mirror URL
+#                  Debian's security archive, for bookworm-security
+#                  (default http://deb.debian.org/debian-security)
 #   --free MB      free space left in the root file system (default 1024)
 #   --keep-root    keep the unpacked root (OUT/root) for inspection
 #   --root-only    only the root, in OUT/root: no disk, kernel or initrd
 #                  (tests/image/10-root.t checks it without booting)
+#
+# The root is installed from bookworm, bookworm-updates and
+# bookworm-security, so the image has Debian's security updates as of its
+# build, and its /etc/apt/sources.list names the same three.
 #
 # Boot it with the kernel and initrd beside it (tests/image/boot.sh does):
 #   qemu-system-x86_64 -m 1024 -kernel vmlinuz -initrd initrd.img \
@@ -32,7 +40,7 @@
 set -eu
 
 usage() {
-    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -46,6 +54,7 @@ out=$top/build/image
 debs=""
 rootfs=""
 mirror=http://deb.debian.org/debian
+security_mirror=http://deb.debian.org/debian-security
 free=1024
 keep=0
 root_only=0
@@ -56,6 +65,8 @@ while [ $# -gt 0 ]; do
     --rootfs) [ $# -ge 2 ] || { usage >&2; exit 2; }; rootfs=$2; shift ;;
     --out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift ;;
     --mirror) [ $# -ge 2 ] || { usage >&2; exit 2; }; mirror=$2; shift ;;
+    --security-mirror)
+        [ $# -ge 2 ] || { usage >&2; exit 2; }; security_mirror=$2; shift ;;
     --free) [ $# -ge 2 ] || { usage >&2; exit 2; }; free=$2; shift ;;
     --keep-root) keep=1 ;;
     --root-only) root_only=1 ;;
@@ -68,6 +79,13 @@ done
 [ -n "$debs" ] || { echo "build.sh: --debs DIR is required" >&2; exit 2; }
 [ -n "$rootfs" ] || { echo "build.sh: --rootfs DIR is required" >&2; exit 2; }
 case "$free" in *[!0-9]*|'') die "--free wants a number of MB" ;; esac
+# each becomes one line of the root's sources.list: a space or a newline
+# in one would make another field or line of it
+for m in "$mirror" "$security_mirror"; do
+    case "$m" in
+    ''|*[[:space:]]*) die "\"$m\" is no mirror URL" ;;
+    esac
+done
 
 tools="mmdebstrap mkfs.ext4 qemu-img"
 [ $root_only = 1 ] && tools=mmdebstrap
@@ -152,7 +170,9 @@ logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
         rm -f "$1/usr/lib/airlock/sandbox-rootfs/.built"' \
     --customize-hook='"$AIRLOCK_IMAGE_DIR/configure-root.sh" "$1" \
         "$AIRLOCK_IMAGE_DIR/root" "$AIRLOCK_IMAGE_CONF"' \
-    bookworm "$root" "$mirror" > "$log" 2>&1 \
+    bookworm "$root" "deb $mirror bookworm main" \
+    "deb $mirror bookworm-updates main" \
+    "deb $security_mirror bookworm-security main" > "$log" 2>&1 \
     || { tail -30 "$log"; rm -rf "$root"; rm -f "$mark";
          die "mmdebstrap failed"; }
 

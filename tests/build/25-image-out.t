@@ -28,11 +28,12 @@ sub write_file {
     close $fh;
 }
 
-# the stub makes its target (the argument before the mirror) and a file
+# the stub makes its target (the argument after the suite) and a file
 mkdir "$t/bin";
 write_file("$t/bin/mmdebstrap", <<'EOF');
 #!/bin/sh
-while [ $# -gt 2 ]; do shift; done
+while [ $# -gt 0 ] && [ "$1" != bookworm ]; do shift; done
+shift
 mkdir -p "$1" && touch "$1/unpacked"
 EOF
 chmod 0755, "$t/bin/mmdebstrap";
@@ -94,7 +95,8 @@ ok(!-e "$t/new/root/stale" && -f "$t/new/root/unpacked",
 # there later is someone's, and refused
 write_file("$t/bin/mmdebstrap", <<'EOF');
 #!/bin/sh
-while [ $# -gt 2 ]; do shift; done
+while [ $# -gt 0 ] && [ "$1" != bookworm ]; do shift; done
+shift
 mkdir -p "$1" && touch "$1/half"
 exit 1
 EOF

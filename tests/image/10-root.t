@@ -3,8 +3,9 @@
 # (appliance-image/build.sh --root-only: mmdebstrap from Debian's archive,
 # our packages, the sandbox root file system, the image's configuration)
 # and checked without booting it: the packages and the services the image
-# runs, the worker's configuration and sandbox (airlock-worker -t, Python
-# in the sandbox root), nginx -t on the image's configuration with the
+# runs, its sources.list (bookworm, bookworm-updates, bookworm-security),
+# the worker's configuration and sandbox (airlock-worker -t, Python in
+# the sandbox root), nginx -t on the image's configuration with the
 # first boot's key and placeholder credentials, Redis on its socket, the
 # egress rule, and nothing of the tests in the image.  The boot itself is
 # make image-test (tests/image/boot.sh), too slow for this suite.
@@ -85,6 +86,12 @@ for my $p (qw(airlock libnginx-mod-http-airlock nginx redis-server runsc
 }
 ok(-f (glob("$root/boot/vmlinuz-*"))[0] && -f (glob("$root/boot/initrd.img-*"))[0],
    'a kernel and its initrd in /boot');
+# installed from, and pointing at, bookworm's updates and security fixes
+my $sl = slurp("$root/etc/apt/sources.list");
+for my $s (qw(bookworm bookworm-updates bookworm-security)) {
+    like($sl, qr/^deb\s+\S+\s+\Q$s\E\s+main\s*$/m, "sources.list: $s")
+        or diag($sl);
+}
 
 # services: what the appliance runs at boot, what it leaves to the operator
 # (the root's own systemctl: the host needs no systemd)
