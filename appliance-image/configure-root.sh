@@ -6,8 +6,9 @@
 #
 # OVERLAY (appliance-image/root) is copied over ROOT, root-owned, 0644
 # and 0755 whatever the checkout's umask made of it; CONFDIR
-# (conf/) gives the nftables ruleset.  Then: host name, fstab, network by
-# DHCP (systemd-networkd), Redis on a unix socket with AOF, nginx without
+# (conf/) gives the nftables ruleset and Redis's ACL line.  Then: host
+# name, fstab, network by DHCP (systemd-networkd), Redis on a unix socket
+# with AOF and no admin commands for its clients, nginx without
 # Debian's default site, the services the appliance runs enabled and the
 # others left off.
 
@@ -85,7 +86,9 @@ printf 'LABEL=airlock-root / ext4 defaults,errors=remount-ro 0 1\n' \
 # port, streams kept across restarts and power loss (AOF, written to disk
 # before each reply: a job the agent was told is queued, or a result the
 # worker acknowledged, is on disk; jobs are sandboxes, never so many a
-# second that this costs)
+# second that this costs), and its default user, the one the agent and
+# worker are, without the admin commands (conf/redis-acl.conf: CONFIG,
+# FLUSHALL, SHUTDOWN, REPLICAOF would lose the jobs and results)
 # Each setting is checked once written: a redis.conf whose line the edit
 # missed would leave Redis as Debian ships it, on 127.0.0.1:6379 without
 # a password (every local user could queue jobs and read sessions), or
@@ -96,16 +99,34 @@ sed -i -e 's|^# *unixsocket[ \t].*|unixsocket /run/redis/redis.sock|' \
        -e 's|^port[ \t].*|port 0|' \
        -e 's|^appendonly[ \t].*|appendonly yes|' \
        -e 's|^appendfsync[ \t].*|appendfsync always|' "$rc"
+# the default user's line, as conf/redis-acl.conf has it; Redis refuses
+# to start with users in redis.conf and an aclfile both
+acl=$(grep -v -e '^#' -e '^[[:space:]]*$' "$conf/redis-acl.conf" || :)
+case $acl in
+    *'
+'*) ;;
+    'user default '*) acl_ok=1 ;;
+esac
+[ "${acl_ok:-0}" = 1 ] \
+    || { echo "configure-root.sh: $conf/redis-acl.conf has not one" \
+              "\"user default ...\" line" >&2
+         exit 1; }
+grep -qxF "$acl" "$rc" || printf '%s\n' "$acl" >> "$rc"
+if grep -qi '^[[:space:]]*aclfile[[:space:]]' "$rc"; then
+    echo "configure-root.sh: redis.conf names an aclfile" >&2
+    exit 1
+fi
 for want in 'unixsocket /run/redis/redis.sock' 'unixsocketperm 770' \
-    'port 0' 'appendonly yes' 'appendfsync always'
+    'port 0' 'appendonly yes' 'appendfsync always' "$acl"
 do
     key=${want%% *}
-    grep -q "^$want\$" "$rc" \
+    grep -qxF "$want" "$rc" \
         || { echo "configure-root.sh: redis.conf has no \"$want\" line" >&2
              exit 1; }
     # Redis takes the last of a directive's lines, whatever their case
-    # and leading blanks
-    if grep -i "^[[:space:]]*$key[[:space:]]" "$rc" | grep -qvx "$want"
+    # and leading blanks (a second user line for the same user it
+    # refuses, and does not start)
+    if grep -i "^[[:space:]]*$key[[:space:]]" "$rc" | grep -qvxF "$want"
     then
         echo "configure-root.sh: redis.conf sets $key otherwise than" \
              "\"$want\"" >&2

@@ -419,8 +419,12 @@ mkdir -p "$STATE/redis" "$STATE/agent" "$STATE/bin"
 # local user (who would queue jobs fetched as the client "worker")
 chgrp "$(id -g airlock-agent)" "$STATE/redis" && chmod 0750 "$STATE/redis" \
     || die "cannot restrict $STATE/redis"
-start redis.log redis-server --port 0 --unixsocket "$STATE/redis/redis.sock" \
-    --unixsocketperm 777 --save '' --appendonly no --dir "$STATE/redis"
+# and, as there, its clients, the agent driven by a model, have none of
+# Redis's admin commands (conf/redis-acl.conf: CONFIG, FLUSHALL, SHUTDOWN,
+# REPLICAOF would lose the jobs and results)
+start redis.log redis-server "$TOP/conf/redis-acl.conf" --port 0 \
+    --unixsocket "$STATE/redis/redis.sock" --unixsocketperm 777 --save '' \
+    --appendonly no --dir "$STATE/redis"
 for i in $(seq 1 100); do
     [ -S "$STATE/redis/redis.sock" ] && break
     sleep 0.1

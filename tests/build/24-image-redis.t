@@ -7,8 +7,12 @@
 # (Redis takes the last, whatever its case or leading blanks), left Redis
 # on 127.0.0.1:6379 without a password, which every local user may then
 # use to queue jobs and read sessions; the image was built.  Every
-# setting is checked now, and no other line may set it.  Run on a
-# stand-in root, with chroot stubbed out; no image is built.
+# setting is checked now, and no other line may set it.  Its default
+# user, the one the agent and the worker are, has no admin commands
+# (conf/redis-acl.conf; tests/build/27-redis-acl.t): a model driving the
+# agent could otherwise CONFIG SET appendonly no, FLUSHALL, SHUTDOWN
+# NOSAVE.  Run on a stand-in root, with chroot stubbed out; no image is
+# built.
 
 use strict;
 use warnings;
@@ -70,7 +74,8 @@ sub settings {
 }
 
 my %want = (unixsocket => '/run/redis/redis.sock', unixsocketperm => '770',
-            port => '0', appendonly => 'yes', appendfsync => 'always');
+            port => '0', appendonly => 'yes', appendfsync => 'always',
+            user => 'default on nopass ~* &* +@all -@admin -@dangerous');
 
 sub wrong {
     my ($conf) = @_;
@@ -78,6 +83,12 @@ sub wrong {
     return join(', ', map { "$_ " . ($s->{$_} // '(none)') }
                 grep { ($s->{$_} // '') ne $want{$_} } sort keys %want);
 }
+
+# the default user's line is conf/redis-acl.conf's, and that is the one
+# the tests of tests/build/27-redis-acl.t run under
+my $acl = do { local (@ARGV, $/) = "$top/conf/redis-acl.conf"; <> };
+is(join('', grep { !/^#/ && /\S/ } split /^/, $acl),
+   "user $want{user}\n", 'conf/redis-acl.conf: the default user\'s line');
 
 my ($rc, $out, $got) = configure('debian', $debian);
 is($rc, 0, 'Debian\'s redis.conf: configure-root.sh') or diag($out);
@@ -91,12 +102,16 @@ my %other = (
     'no port line' => $debian =~ s/^port 6379\n//mr,
     'an indented appendfsync line' => $debian . "  appendfsync no\n",
     'a second unixsocketperm line' => $debian . "unixsocketperm 777\n",
+    'a user line of its own' => $debian
+        . "user default on nopass ~* &* +\@all\n",
+    'an aclfile line' => $debian . "aclfile /etc/redis/users.acl\n",
 );
 my $n = 0;
 for my $case (sort keys %other) {
     ($rc, $out, $got) = configure('other' . $n++, $other{$case});
     if ($rc != 0) {
-        like($out, qr/redis\.conf (?:has no|sets \w+ otherwise)/,
+        like($out,
+             qr/redis\.conf (?:has no|sets \w+ otherwise|names an aclfile)/,
              "$case: configure-root.sh fails, and says what is wrong")
             or diag($out);
     } else {

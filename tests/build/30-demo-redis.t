@@ -5,9 +5,12 @@
 # Redis and the worker (root) and the agent (airlock-agent).  Another
 # local user would otherwise queue jobs the worker fetches inputs for as
 # the proxy's client "worker", and read or rewrite the operator's
-# sessions.  The demo itself is left running for the probe, then stopped
-# with run.sh --down.  It runs what AIRLOCK_BUILD names (make demo's
-# BUILD=DIR), here through a path of its own, nginx's module too.
+# sessions.  Its Redis takes conf/redis-acl.conf as the appliance's
+# does: the agent and the worker, run by the demo, need none of the
+# admin commands it refuses them.  The demo itself is left running for
+# the probe, then stopped with run.sh --down.  It runs what
+# AIRLOCK_BUILD names (make demo's BUILD=DIR), here through a path of
+# its own, nginx's module too.
 
 use strict;
 use warnings;
@@ -37,7 +40,7 @@ is($rc, 0, 'the demo runs, kept up')
     or diag(join "\n", grep { defined } (split /\n/, $out)[-20 .. -1]);
 
 SKIP: {
-    skip 'no demo state', 4 unless $state ne '' && -d $state;
+    skip 'no demo state', 11 unless $state ne '' && -d $state;
     my $conf = do { local (@ARGV, $/) = "$state/nginx.conf"; <> } // '';
     like($conf,
          qr{^load_module \Q$link\E/modules/ngx_http_airlock_module\.so;}m,
@@ -46,14 +49,28 @@ SKIP: {
     ok(-S $sock, 'its Redis socket') or last;
 
     my $as = sub {
-        my ($user) = @_;
-        my $r = `runuser -u $user -- redis-cli -s $sock PING 2>&1`;
+        my ($user, $cmd) = @_;
+        $cmd //= 'PING';
+        my $r = `runuser -u $user -- redis-cli -s $sock $cmd 2>&1`;
         chomp $r;
         return $r;
     };
     is($as->('airlock-agent'), 'PONG', 'the agent reaches Redis');
     isnt($as->('nobody'), 'PONG', 'another local user does not')
         or diag("stat: " . `stat -c '%a %U %G' $state/redis $sock`);
+
+    # and, as on the appliance, none of its admin commands
+    # (conf/redis-acl.conf): the demo above ran its agent and worker
+    # under that, and they were refused nothing
+    for my $c ('CONFIG SET appendonly no', 'FLUSHALL',
+               'REPLICAOF 127.0.0.1 9', 'SHUTDOWN NOSAVE') {
+        like($as->('airlock-agent', $c), qr/^NOPERM/,
+             "the agent is refused $c");
+    }
+    for my $log ('agent.log', 'worker.log', 'redis.log') {
+        my $text = do { local (@ARGV, $/) = "$state/$log"; <> } // '';
+        unlike($text, qr/NOPERM|no permissions/, "$log: nothing refused");
+    }
 }
 
 system("$top/conf/demo/run.sh --down >/dev/null 2>&1");
