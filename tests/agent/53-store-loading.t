@@ -65,7 +65,8 @@ for (1 .. 3000) {
 # Redis restarted with its data, loading it slowly
 system("redis-cli -s $d/redis.sock SHUTDOWN SAVE >/dev/null 2>&1");
 waitpid($a->{redis}, 0);
-$a->{redis} = $t->run_daemon('redis-server', '--port', '0', '--unixsocket',
+$a->{redis} = $t->run_daemon('redis-server', $t->redis_args,
+                             '--port', '0', '--unixsocket',
                              "$d/redis.sock", '--unixsocketperm', '777',
                              '--save', '', '--appendonly', 'no',
                              '--dir', $d, '--key-load-delay', 1000,

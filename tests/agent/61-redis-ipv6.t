@@ -61,7 +61,8 @@ is($rc, 'listening', '--redis [::1]: taken (port 6379)');
 
 # a real redis-server on ::1 alone, and an agent on the host's network
 my $port = $t->port(8090);
-$t->run_daemon('redis-server', '--bind', '::1', '--port', $port,
+$t->run_daemon('redis-server', $t->redis_args, '--bind', '::1',
+               '--port', $port,
                '--save', '', '--appendonly', 'no', '--dir', $d);
 my $up;
 for (1 .. 100) {

@@ -58,6 +58,21 @@ sub new {
     }
     $self->{agent} = $agent;
 
+    # the tests' redis-cli is the tests' own Redis user, with the admin
+    # commands a test runs (CONFIG SET, SHUTDOWN, CLIENT PAUSE, INFO);
+    # the agents are Redis's default user, without them, as on the
+    # appliance (Airlock::Test::redis_args)
+    my ($cli) = grep { -x } map { "$_/redis-cli" } split /:/, $ENV{PATH};
+    if (defined $cli) {
+        mkdir "$t->{testdir}/redis-bin";
+        $t->write_file("redis-bin/redis-cli",
+                       "#!/bin/sh\nexec $cli --user $Airlock::Test::REDIS_USER"
+                       . " --pass $Airlock::Test::REDIS_PASS"
+                       . " --no-auth-warning \"\$@\"\n");
+        chmod 0755, "$t->{testdir}/redis-bin/redis-cli";
+        $ENV{PATH} = "$t->{testdir}/redis-bin:$ENV{PATH}";
+    }
+
     return $self;
 }
 
@@ -228,7 +243,8 @@ sub start_redis {
     my $t = $self->{t};
     my $d = $t->testdir;
 
-    my $pid = $t->run_daemon('redis-server', '--port', '0', '--unixsocket',
+    my $pid = $t->run_daemon('redis-server', $t->redis_args,
+                             '--port', '0', '--unixsocket',
                              "$d/redis.sock", '--unixsocketperm', '777',
                              '--save', '', '--appendonly', 'no',
                              '--dir', $d);

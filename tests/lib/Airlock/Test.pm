@@ -129,6 +129,21 @@ sub new {
 
 sub testdir { $_[0]{testdir} }
 
+
+# redis-server's first arguments: Redis as the appliance has it for its
+# clients (conf/redis-acl.conf: no admin commands for the default user,
+# which the agent and the worker are), and a user of the tests' own for
+# what a test does to Redis itself (CONFIG SET, SHUTDOWN, CLIENT PAUSE,
+# INFO): $REDIS_USER, password $REDIS_PASS
+our $REDIS_USER = 'airlock-test';
+our $REDIS_PASS = 'FAKE-redis-test-pass';
+
+sub redis_args {
+    my ($self) = @_;
+    return ("$self->{top}/conf/redis-acl.conf", '--user', $REDIS_USER,
+            'on', ">$REDIS_PASS", '~*', '&*', '+@all');
+}
+
 # the nginx binary run() starts; nginx_bin(PATH) sets another (a wrapper
 # that runs it as another user, say)
 sub nginx_bin {

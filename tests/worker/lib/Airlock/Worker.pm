@@ -114,6 +114,7 @@ sub start_redis {
     mkdir $d;
     $self->{redis_port} //= $t->port(6379);
     $self->{redis_pid} = $t->run_daemon('/usr/bin/redis-server',
+        $t->redis_args,
         '--port', $self->{redis_port}, '--bind', '127.0.0.1',
         '--dir', $d, '--appendonly', 'yes', '--appendfsync', 'always',
         '--save', '', '--daemonize', 'no', '--logfile', "$d/redis.log");
@@ -146,12 +147,25 @@ sub stop_redis {
 }
 
 
-# A minimal RESP client: one connection, commands as lists of strings.
+# A minimal RESP client: one connection, commands as lists of strings,
+# sent as the tests' own Redis user (Airlock::Test::redis_args); the
+# worker is Redis's default one, without the admin commands.
 sub redis {
     my ($self, @cmd) = @_;
-    my $s = $self->{redis} //= IO::Socket::INET->new(
-        PeerAddr => '127.0.0.1', PeerPort => $self->{redis_port},
-        Timeout => 5) or die "redis connect: $!";
+    my $s = $self->{redis};
+
+    if (!defined $s) {
+        $s = IO::Socket::INET->new(
+            PeerAddr => '127.0.0.1', PeerPort => $self->{redis_port},
+            Timeout => 5) or die "redis connect: $!";
+        $self->{redis} = $s;
+        my $r = eval { $self->redis('AUTH', $Airlock::Test::REDIS_USER,
+                                    $Airlock::Test::REDIS_PASS) };
+        if (!defined $r || $r ne 'OK') {
+            delete $self->{redis};
+            die "redis AUTH: " . ($r // $@) . "\n";
+        }
+    }
 
     my $req = '*' . @cmd . "\r\n";
     $req .= '$' . length($_) . "\r\n$_\r\n" for @cmd;
