@@ -9,7 +9,7 @@
 # use to queue jobs and read sessions; the image was built.  Every
 # setting is checked now, and no other line may set it.  Its default
 # user, the one the agent and the worker are, has no admin commands
-# (conf/redis-acl.conf; tests/build/27-redis-acl.t): a model driving the
+# (conf/redis-acl.conf; tests/build/28-redis-acl.t): a model driving the
 # agent could otherwise CONFIG SET appendonly no, FLUSHALL, SHUTDOWN
 # NOSAVE.  Run on a stand-in root, with chroot stubbed out; no image is
 # built.
@@ -85,7 +85,7 @@ sub wrong {
 }
 
 # the default user's line is conf/redis-acl.conf's, and that is the one
-# the tests of tests/build/27-redis-acl.t run under
+# the tests of tests/build/28-redis-acl.t run under
 my $acl = do { local (@ARGV, $/) = "$top/conf/redis-acl.conf"; <> };
 is(join('', grep { !/^#/ && /\S/ } split /^/, $acl),
    "user $want{user}\n", 'conf/redis-acl.conf: the default user\'s line');
