@@ -36,6 +36,17 @@
  *     queues an "alerts_dropped" alert for it, ahead of its queue, and
  *     logs the summary: the sink's operator learns of the loss first.
  *
+ * An unidentified peer's alert (no client) is queued only while the
+ * sink holds fewer than ad_outbox_room() alerts, half of ob->max rounded
+ * up: the rest is kept for the alerts of the policy's clients.  Anyone
+ * who reaches the proxy's port can raise a peer alert, from as many
+ * addresses as it has (cheap with IPv6), each a group of its own; that
+ * must not crowd out a client's quarantine while the sink is down.  A
+ * client's alerts are few (a group per kind and reason, repeats folded),
+ * and only a client is ever quarantined, so every critical alert that
+ * nginx writes has the reserve.  Beyond the share a peer's alert is
+ * folded or dropped and counted as at the bound.
+ *
  * Only entries queued by this process and not yet sent are folded into:
  * one loaded from disk may have been delivered just before a crash, and
  * one an attempt has sent may have reached the sink though the attempt
@@ -81,6 +92,8 @@ static void ad_outbox_link(ad_outbox_t *ob, ad_entry_t *e);
 static void ad_outbox_unlink(ad_outbox_t *ob, ad_entry_t *e);
 static int ad_outbox_in_the_way(ad_outbox_t *ob, size_t i,
     const char *id, const ad_sinkq_t *q);
+static size_t ad_outbox_room(const ad_outbox_t *ob, const ad_alert_t *a);
+static size_t ad_outbox_share(const ad_outbox_t *ob);
 static int ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q,
     const ad_alert_t *a);
 static int ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q,
@@ -673,7 +686,7 @@ ad_outbox_add(ad_outbox_t *ob, const ad_alert_t *a, al_sink_kind_t kind,
         return -1;
     }
 
-    if (q->n >= ob->max) {
+    if (q->n >= ad_outbox_room(ob, a)) {
         return ad_outbox_full(ob, q, a);
     }
 
@@ -813,7 +826,34 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
 }
 
 
-/* the sink q has ob->max alerts queued: fold a into one, or drop it */
+/*
+ * How many alerts a sink may hold for a to be queued: ob->max, or for an
+ * unidentified peer's alert half of it, rounded up (3 of 5, 5000 of
+ * 10000), so that the other half is kept for the clients' alerts.
+ */
+
+static size_t
+ad_outbox_room(const ad_outbox_t *ob, const ad_alert_t *a)
+{
+    if (a->has_client || a->kind == AD_KIND_DROPPED) {
+        return ob->max;
+    }
+
+    return ad_outbox_share(ob);
+}
+
+
+static size_t
+ad_outbox_share(const ad_outbox_t *ob)
+{
+    return ob->max - ob->max / 2;
+}
+
+
+/*
+ * the sink q has as many alerts queued as a may find there
+ * (ad_outbox_room()): fold a into one, or drop it
+ */
 
 static int
 ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
@@ -830,6 +870,7 @@ ad_outbox_full(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
     }
 
     q->pending = 1;
+    q->pending_peer = (q->n < ob->max);
 
     return AD_OUTBOX_DROPPED;
 }
@@ -846,6 +887,7 @@ ad_outbox_count(ad_outbox_t *ob, const ad_alert_t *a, int taken)
 {
     size_t       i;
     int64_t      now;
+    unsigned     share;
     ad_sinkq_t  *q;
     char         since[AD_TIME_MAX];
 
@@ -856,7 +898,9 @@ ad_outbox_count(ad_outbox_t *ob, const ad_alert_t *a, int taken)
             continue;
         }
 
+        share = q->pending_peer;
         q->pending = 0;
+        q->pending_peer = 0;
 
         if (!taken) {
             continue;
@@ -874,17 +918,34 @@ ad_outbox_count(ad_outbox_t *ob, const ad_alert_t *a, int taken)
             (void) snprintf(q->d.first_time, sizeof(q->d.first_time), "%s",
                             a->time);
 
-            ad_log(AD_LOG_WARN, "%s %s: %zu alert(s) queued, the most "
-                   "--outbox-max allows: alert %s and the new alerts after "
-                   "it are not queued for it but counted (repeats of a "
-                   "queued group are folded into it), until it takes one; "
-                   "the journal keeps them", ad_sink_kind_name(q->kind),
-                   q->label, q->n, a->id);
+            if (share) {
+                ad_log(AD_LOG_WARN, "%s %s: %zu alert(s) queued, the most "
+                       "an unidentified peer's alert may find (half of "
+                       "--outbox-max %zu; the rest is kept for the "
+                       "clients' alerts): alert %s and the new alerts "
+                       "after it that do not fit are not queued for it "
+                       "but counted (repeats of a queued group are folded "
+                       "into it), until it takes one; the journal keeps "
+                       "them", ad_sink_kind_name(q->kind), q->label, q->n,
+                       ob->max, a->id);
+
+            } else {
+                ad_log(AD_LOG_WARN, "%s %s: %zu alert(s) queued, the most "
+                       "--outbox-max allows: alert %s and the new alerts "
+                       "after it are not queued for it but counted "
+                       "(repeats of a queued group are folded into it), "
+                       "until it takes one; the journal keeps them",
+                       ad_sink_kind_name(q->kind), q->label, q->n, a->id);
+            }
         }
 
         q->dropped++;
         if (a->critical) {
             q->d.critical++;
+        }
+
+        if (!a->has_client) {
+            q->peers++;
         }
 
         (void) snprintf(q->d.last_id, sizeof(q->d.last_id), "%s", a->id);
@@ -995,8 +1056,9 @@ ad_outbox_fold(ad_outbox_t *ob, ad_sinkq_t *q, const ad_alert_t *a)
     }
 
     ad_log(AD_LOG_INFO, "folded alert %s into %s, queued for %s %s: its "
-           "outbox is full (count %lld in %lld s)", a->id, e->alert.id,
+           "outbox is full%s (count %lld in %lld s)", a->id, e->alert.id,
            ad_sink_kind_name(q->kind), q->label,
+           (q->n < ob->max) ? " for an unidentified peer's alert" : "",
            (long long) e->alert.count, (long long) e->alert.window);
 
     return 0;
@@ -1127,7 +1189,14 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
         goto reset;
     }
 
-    if (q->n >= ob->max) {
+    /*
+     * A count of unidentified peers' alerts only is told once the sink
+     * is below their share again, not in the place kept for the
+     * clients: else a flood could fill that place with reports.
+     */
+
+    if (q->n >= ((q->peers == q->dropped) ? ad_outbox_share(ob) : ob->max))
+    {
         return 0;
     }
 
@@ -1203,6 +1272,7 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
 reset:
 
     q->dropped = 0;
+    q->peers = 0;
     q->since_ms = 0;
     memset(&q->d, 0, sizeof(ad_dropped_t));
 
@@ -1276,6 +1346,13 @@ ad_outbox_drops_to_json(const ad_outbox_t *ob)
                       "last_id", q->d.last_id,
                       "last_time", q->d.last_time);
 
+        if (o != NULL && q->peers > 0
+            && json_object_set_new(o, "peers", json_integer(q->peers)) != 0)
+        {
+            json_decref(o);
+            o = NULL;
+        }
+
         if (o == NULL || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
             return NULL;
@@ -1291,8 +1368,8 @@ ad_outbox_drops_from_json(ad_outbox_t *ob, const json_t *a, char *why,
     size_t whysize)
 {
     size_t          i;
-    json_t         *o;
-    json_int_t      count, since, critical;
+    json_t         *o, *p;
+    json_int_t      count, since, critical, peers;
     ad_sinkq_t     *q;
     const char     *key, *kind, *label, *s[5];
     al_sink_kind_t  k;
@@ -1325,6 +1402,19 @@ ad_outbox_drops_from_json(ad_outbox_t *ob, const json_t *a, char *why,
             return -1;
         }
 
+        /* of count, unidentified peers' alerts; absent in older files */
+
+        p = json_object_get(o, "peers");
+        peers = json_is_integer(p) ? json_integer_value(p) : 0;
+
+        if ((p != NULL && !json_is_integer(p)) || peers < 0
+            || peers > count)
+        {
+            (void) snprintf(why, whysize, "dropped alerts record %zu is "
+                            "malformed", i);
+            return -1;
+        }
+
         k = (strcmp(kind, "webhook") == 0) ? AL_SINK_WEBHOOK
                                            : AL_SINK_ALERTMANAGER;
 
@@ -1339,6 +1429,7 @@ ad_outbox_drops_from_json(ad_outbox_t *ob, const json_t *a, char *why,
         }
 
         q->dropped = count;
+        q->peers = peers;
         q->since_ms = since;
         q->d.critical = critical;
         (void) snprintf(q->d.since, sizeof(q->d.since), "%s", s[0]);

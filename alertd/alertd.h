@@ -417,11 +417,19 @@ typedef struct {
     char             label[AD_LABEL_MAX];   /* loggable URL */
     size_t           n;                     /* entries queued */
     int64_t          dropped;
+    int64_t          peers;                 /* of dropped, unidentified
+                                               peers' alerts: only those,
+                                               and the report waits for
+                                               the sink to be below
+                                               their share */
     int64_t          since_ms;              /* wall clock */
     ad_dropped_t     d;
     unsigned         pending:1;             /* the alert being queued is
                                                dropped for it: counted
                                                once every sink took it */
+    unsigned         pending_peer:1;        /* at the share of an
+                                               unidentified peer's alert,
+                                               not at --outbox-max */
 } ad_sinkq_t;
 
 struct ad_outbox_s {
