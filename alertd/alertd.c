@@ -22,7 +22,7 @@
  * A journal line is read when its write wakes us (inotify); the poll,
  * every --poll-interval, only catches what an event did not tell.
  *
- *   airlock-alertd --policy FILE --keyring FILE --journal FILE --state DIR
+ *   airlock-alertd --policy FILE [--keyring FILE] --journal FILE --state DIR
  *
  * See --help, and docs/alerts.md for the payloads, the state directory
  * and the systemd unit.
@@ -303,12 +303,11 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         return 2;
     }
 
-    if (policy == NULL || keyring == NULL || journal == NULL
-        || state == NULL)
-    {
+    /* the keyring only opens sealed secrets: see ad_secret_open() */
+
+    if (policy == NULL || journal == NULL || state == NULL) {
         (void) fprintf(stderr, "%s: --%s is required (see --help)\n",
                        AD_NAME, policy == NULL ? "policy"
-                                : keyring == NULL ? "keyring"
                                 : journal == NULL ? "journal" : "state");
         return 2;
     }
@@ -342,8 +341,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
 
     if (ad_absolute(ctx->policy, sizeof(ctx->policy), policy, "--policy")
         != 0
-        || ad_absolute(ctx->keyring, sizeof(ctx->keyring), keyring,
-                       "--keyring") != 0
+        || (keyring != NULL
+            && ad_absolute(ctx->keyring, sizeof(ctx->keyring), keyring,
+                           "--keyring") != 0)
         || ad_absolute(ctx->journal_path, sizeof(ctx->journal_path),
                        journal, "--journal") != 0
         || ad_absolute(ctx->state_path, sizeof(ctx->state_path), state,
@@ -379,7 +379,7 @@ static void
 ad_usage(FILE *f)
 {
     (void) fprintf(f,
-"usage: airlock-alertd --policy FILE --keyring FILE --journal FILE\n"
+"usage: airlock-alertd --policy FILE [--keyring FILE] --journal FILE\n"
 "                      --state DIR [--repeat-interval 5m]\n"
 "                      [--poll-interval 1s] [--rotate-grace 5s]\n"
 "                      [--attempt-timeout 10s] [--outbox-max %d]\n"
@@ -392,8 +392,10 @@ ad_usage(FILE *f)
 "what a full queue cannot take is counted and reported.\n"
 "\n"
 "  --policy FILE           the Airlock policy (alerts.sinks, secrets)\n"
-"  --keyring FILE          the appliance private key, to open sealed\n"
-"                          sink secrets\n"
+"  --keyring FILE          the appliance private key, to open a sealed\n"
+"                          webhook hmac_secret; needed only for one:\n"
+"                          a file: secret, Alertmanager or no sink\n"
+"                          runs without it\n"
 "  --journal FILE          the journal nginx appends deny and alert\n"
 "                          lines to\n"
 "  --state DIR             read position, open groups and the outbox\n"
@@ -746,6 +748,8 @@ ad_exit_status(int errnum)
 /*
  * Reads the keyring and the policy and takes what alertd needs from them:
  * copies of the sink URLs and the HMAC keys, in guarded memory.  The
+ * keyring only when --keyring was given: a sealed secret needs it, and
+ * ad_secret_open() says so when it is missing.  The
  * policy is loaded without the keyring, so none of its secrets is opened;
  * only the sinks' own are (ad_secret.c).  The policy and the keyring are
  * freed at once.
@@ -760,10 +764,14 @@ ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n, char *err,
     al_policy_t   *p;
     al_keyring_t  *kr;
 
-    kr = al_keyring_load(ctx->keyring, &e);
-    if (kr == NULL) {
-        (void) al_error_format(&e, err, errsize);
-        return -1;
+    kr = NULL;
+
+    if (ctx->keyring[0] != '\0') {
+        kr = al_keyring_load(ctx->keyring, &e);
+        if (kr == NULL) {
+            (void) al_error_format(&e, err, errsize);
+            return -1;
+        }
     }
 
     p = al_policy_load(ctx->policy, NULL, &e);

@@ -33,7 +33,7 @@ my ($rc, $out) = $t->run_alertd('--help');
 is($rc, 0, '--help exits 0');
 {
     my $help = `\Q${\$t->bin}\E --help`;
-    like($help, qr/^usage: airlock-alertd --policy FILE --keyring FILE/,
+    like($help, qr/^usage: airlock-alertd --policy FILE \[--keyring FILE\]/,
          '--help prints the usage on stdout');
     like($help, qr/--repeat-interval/, '--help lists the options');
 }
