@@ -20,9 +20,10 @@
  *   5. the client's credentials and every header outside a short
  *      allowlist are removed, and the provider key is added.
  *
- * GET /models is answered here, from the policy, and never reaches the
- * provider (al_llm_model_list()): the account's list names models the
- * client may not use, and the account itself.
+ * GET /models and GET /models/{id} are answered here, from the policy,
+ * and never reach the provider (al_llm_model_list(), al_llm_model_get()):
+ * the account's list names models the client may not use, and the
+ * account itself.
  *
  * A refused request is answered in the provider's own error format, so
  * SDKs raise their usual exceptions, and logged to airlock_deny_log.  The
@@ -476,7 +477,7 @@ ngx_http_airlock_llm_decide(ngx_http_request_t *r,
     reason = ngx_http_airlock_llm_route(r, ctx, detail);
 
     if (reason != AL_REASON_NONE) {
-        *err = al_llm_error_from_reason(reason, NULL);
+        *err = al_llm_error_from_route(reason, ctx->endpoint);
     }
 
     return reason;
@@ -578,6 +579,9 @@ ngx_http_airlock_llm_route(ngx_http_request_t *r,
 
         ngx_memcpy(p, rt->detail, AL_DETAIL_MAX);
         *detail = (char *) p;
+
+        /* the error's shape: an id GET models/{id} does not list is 404 */
+        ctx->endpoint = rt->endpoint;
 
         return reason;
     }
@@ -1009,7 +1013,9 @@ ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ctx->allowed = 1;
     actx->uri = ctx->uri;
 
-    if (ctx->endpoint == AL_LLM_EP_MODELS) {
+    if (ctx->endpoint == AL_LLM_EP_MODELS
+        || ctx->endpoint == AL_LLM_EP_MODEL)
+    {
         rc = ngx_http_airlock_llm_models(r, ctx, &page);
 
         ngx_http_finalize_request(r, rc);
@@ -1106,25 +1112,42 @@ ngx_http_airlock_llm_page_id(ngx_http_request_t *r, char *name, size_t len,
 /*
  * GET /models: the models this client may use, from the policy, in the
  * provider's format; the provider is not asked.  The answer is a few
- * hundred bytes a model, in the request's pool.
+ * hundred bytes a model, in the request's pool.  GET /models/{id}: the
+ * one model of that list (al_llm_route() refused an id not on it).
  */
 
 static ngx_int_t
 ngx_http_airlock_llm_models(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_llm_page_t *page)
 {
-    size_t      len;
-    ngx_buf_t  *b;
+    size_t           len;
+    al_str_t         id;
+    ngx_buf_t       *b;
+    const al_llm_t  *llm;
 
-    len = al_llm_model_list(ctx->provider->llm, ctx->lc, page, NULL, 0);
+    llm = ctx->provider->llm;
+    id.data = (char *) ctx->model.data;
+    id.len = ctx->model.len;
+
+    if (ctx->endpoint == AL_LLM_EP_MODEL) {
+        len = al_llm_model_get(llm, &id, NULL, 0);
+
+    } else {
+        len = al_llm_model_list(llm, ctx->lc, page, NULL, 0);
+    }
 
     b = ngx_create_temp_buf(r->pool, len + 2);
     if (b == NULL) {
         return NGX_ERROR;
     }
 
-    (void) al_llm_model_list(ctx->provider->llm, ctx->lc, page,
-                             (char *) b->pos, len + 1);
+    if (ctx->endpoint == AL_LLM_EP_MODEL) {
+        (void) al_llm_model_get(llm, &id, (char *) b->pos, len + 1);
+
+    } else {
+        (void) al_llm_model_list(llm, ctx->lc, page, (char *) b->pos,
+                                 len + 1);
+    }
 
     b->last = b->pos + len;
     *b->last++ = LF;

@@ -458,6 +458,14 @@ typedef struct {
      */
     char             cap_member[3][AL_LLM_CAP_MEMBER];
     unsigned char    cap_member_len[3];
+
+    /*
+     * The aliases of the entry whose model this client may use, in the
+     * policy's order: the tail of its model list (GET /models), made at
+     * load (al_llm_client_list()).
+     */
+    const struct al_llm_alias_s  **aliases;
+    size_t           naliases;
 } al_llm_client_t;
 
 /* the output cap's names, the index of cap_member[] */
@@ -485,7 +493,7 @@ typedef struct {
 #define AL_LLM_DEFAULT_MAX_TOKENS  4096
 
 /* a name clients ask for, and the entry's model it stands for */
-typedef struct {
+typedef struct al_llm_alias_s {
     al_str_t         name;                  /* "fast" */
     al_str_t         model;                 /* one of the entry's models */
 } al_llm_alias_t;

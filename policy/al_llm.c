@@ -379,12 +379,15 @@ al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
     if (def->endpoint == AL_LLM_EP_MODEL) {
         rt->model = rt->path.seg[1];
 
-        if (!al_llm_model_allowed(llm, lc, rt->model.data, rt->model.len)) {
+        /* the id of an alias too: what GET /models lists, no more */
+
+        if (!al_llm_model_listed(llm, lc, rt->model.data, rt->model.len)) {
             (void) al_llm_show(show, sizeof(show), rt->model.data,
                                rt->model.len, AL_LLM_SHOW_MAX);
             rt->reason = AL_REASON_MODEL;
             (void) al_llm_fail(rt->detail, sizeof(rt->detail),
-                               "model \"%s\" is not allowed", show);
+                               "model \"%s\" does not exist or this "
+                               "client may not use it", show);
             return rt->reason;
         }
     }

@@ -125,8 +125,10 @@ typedef struct {
  * "/models?limit=5").  The path goes through al_target_parse(), so the
  * same refusals as for named routes apply (AL_REASON_PATH); then the
  * endpoint table (NO_ROUTE, METHOD), the query allowlist (QUERY) and, for
- * GET /models/{id}, the client's model allowlist (MODEL; lc may be NULL
- * for the provider's list).  Returns rt->reason.
+ * GET /models/{id}, the client's model list (al_llm_model_listed(): a
+ * model it may use or an alias of one; lc may be NULL for the provider's
+ * list): an id not on it is MODEL, answered as not found
+ * (al_llm_error_from_route()).  Returns rt->reason.
  */
 al_reason_t al_llm_route(const al_llm_t *llm, const al_llm_client_t *lc,
     unsigned method, const char *target, size_t len, al_llm_route_t *rt);
@@ -431,6 +433,31 @@ typedef struct {
 
 size_t al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
     const al_llm_page_t *page, char *out, size_t size);
+
+/*
+ * GET /models/{id} is answered from the same list: al_llm_model_listed()
+ * says whether id is on lc's list (a model lc may use, or an alias of
+ * one), and al_llm_model_get() writes the one object the list holds for
+ * it, in the provider's format, with the same return as
+ * al_llm_model_list().  An id that is not listed is answered 404, the
+ * provider's not-found error (AL_LLM_ERR_NOT_FOUND), the same for a model
+ * no one may use and one another client may: the answer tells nothing of
+ * the rest of the policy.
+ */
+int al_llm_model_listed(const al_llm_t *llm, const al_llm_client_t *lc,
+    const char *id, size_t len);
+size_t al_llm_model_get(const al_llm_t *llm, const al_str_t *id, char *out,
+    size_t size);
+
+/*
+ * At load, once lc->models is set: lists in out (room for llm->naliases)
+ * the aliases of llm whose model lc may use, in the policy's order, and
+ * sets lc->aliases and lc->naliases to them, so that no request looks for
+ * them again.  Returns how many.  A client never passed here lists no
+ * alias.
+ */
+size_t al_llm_client_list(const al_llm_t *llm, al_llm_client_t *lc,
+    const al_llm_alias_t **out);
 
 
 /*
@@ -1161,6 +1188,8 @@ int al_llm_decimal_parse(const char *s, size_t len, unsigned scale,
  *   AUTH          401     invalid_request_error /            authentication_
  *                         invalid_api_key                      error
  *   REQUESTS      429     requests / rate_limit_exceeded     rate_limit_error
+ *   NOT_FOUND     404     invalid_request_error /            not_found_error
+ *                         model_not_found, param "model"
  *
  * OpenAI: {"error":{"message","type","param","code"}}; the request id is
  * appended to the message.  Anthropic: {"type":"error","error":{"type",
@@ -1178,7 +1207,8 @@ typedef enum {
     AL_LLM_ERR_TOO_LARGE,
     AL_LLM_ERR_DENIED,
     AL_LLM_ERR_AUTH,
-    AL_LLM_ERR_REQUESTS                 /* request rate or concurrency */
+    AL_LLM_ERR_REQUESTS,                /* request rate or concurrency */
+    AL_LLM_ERR_NOT_FOUND                /* GET models/{id}: not listed */
 } al_llm_error_t;
 
 /*
@@ -1188,6 +1218,14 @@ typedef enum {
  */
 al_llm_error_t al_llm_error_from_reason(al_reason_t reason,
     const al_llm_quota_t *q);
+
+/*
+ * A route's refusal (al_llm_route()): as al_llm_error_from_reason(),
+ * but an id of GET models/{id} that is not on the client's list is
+ * NOT_FOUND, as the providers answer an id they do not have.
+ */
+al_llm_error_t al_llm_error_from_route(al_reason_t reason,
+    al_llm_endpoint_t ep);
 unsigned al_llm_error_status(al_llm_error_t err);
 
 /* returns the length needed, as snprintf does */

@@ -22,9 +22,11 @@
  *   splices the JSON string value of the top-level "model" member; the
  *   rest of the body is not touched.
  *
- *   The model list.  GET /models is answered from the policy: the
- *   models and aliases the client may use, nothing the provider's
- *   account lists besides (al_llm_model_list()).
+ *   The model list.  GET /models and GET /models/{id} are answered
+ *   from the policy: the models and aliases the client may use, nothing
+ *   the provider's account lists besides (al_llm_model_list(),
+ *   al_llm_model_get()).  The aliases a client may use are listed once,
+ *   at load (al_llm_client_list()).
  *
  *   Fallback.  A call the entry's provider answers 429 or 5xx, or that
  *   cannot connect, may go once to the entry's "fallback" (the nginx
@@ -49,6 +51,17 @@
 #define AL_LLM_DEPLOYMENT_MAX  64
 
 
+/* a client's model list, as al_llm_list_of() reads it */
+typedef struct {
+    const al_str_t         *models;
+    size_t                  nmodels;
+    const al_llm_alias_t   *all;        /* no client: every alias */
+    const al_llm_alias_t  **aliases;    /* else the client's */
+    size_t                  naliases;
+    size_t                  total;
+} al_llm_list_t;
+
+
 static int al_llm_azure_name(const char *s, size_t len);
 static size_t al_llm_json_ws(const unsigned char *p, size_t len, size_t i);
 static size_t al_llm_json_str(const unsigned char *p, size_t len, size_t i);
@@ -56,10 +69,11 @@ static size_t al_llm_json_skip(const unsigned char *p, size_t len, size_t i);
 static int al_llm_seg_is(const al_str_t *seg, const char *s);
 static const char *al_llm_fallback_path(al_llm_endpoint_t ep);
 static int al_llm_plain(const unsigned char *p, size_t len);
-static int al_llm_list_nth(const al_llm_t *llm, const al_llm_client_t *lc,
-    size_t i, al_str_t *id);
-static size_t al_llm_list_find(const al_llm_t *llm,
-    const al_llm_client_t *lc, size_t total, const al_str_t *id);
+static void al_llm_list_of(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_list_t *l);
+static const al_str_t *al_llm_list_id(const al_llm_list_t *l, size_t i);
+static size_t al_llm_list_index(const al_llm_list_t *l, const char *id,
+    size_t len);
 static void al_llm_list_item(al_llm_out_t *o, al_llm_kind_t kind,
     const al_str_t *id);
 
@@ -650,66 +664,108 @@ al_llm_fallback_uri(const al_llm_t *b, al_llm_endpoint_t ep,
 
 
 /*
- * The i-th id of the model list: lc's models (else the entry's), then
- * the aliases whose model lc may use.  0 past the end.
+ * The model list of lc: its models (lc->models, else the entry's), then
+ * its aliases (lc->aliases, made at load; with lc NULL, every alias of
+ * the entry, whose models are all the entry's).  Each id is found by its
+ * index in constant time, so a page costs what it holds and a cursor one
+ * pass.
  */
 
-static int
-al_llm_list_nth(const al_llm_t *llm, const al_llm_client_t *lc, size_t i,
-    al_str_t *id)
+static void
+al_llm_list_of(const al_llm_t *llm, const al_llm_client_t *lc,
+    al_llm_list_t *l)
 {
-    size_t           j, n;
-    const al_str_t  *list;
-
     if (lc != NULL && lc->nmodels > 0) {
-        list = lc->models;
-        n = lc->nmodels;
+        l->models = lc->models;
+        l->nmodels = lc->nmodels;
 
     } else {
-        list = llm->models;
-        n = llm->nmodels;
+        l->models = llm->models;
+        l->nmodels = llm->nmodels;
     }
 
-    if (i < n) {
-        *id = list[i];
-        return 1;
+    if (lc != NULL) {
+        l->all = NULL;
+        l->aliases = lc->aliases;
+        l->naliases = lc->naliases;
+
+    } else {
+        l->all = llm->aliases;
+        l->aliases = NULL;
+        l->naliases = llm->naliases;
     }
 
-    i -= n;
-
-    for (j = 0; j < llm->naliases; j++) {
-        if (!al_llm_model_allowed(llm, lc, llm->aliases[j].model.data,
-                                  llm->aliases[j].model.len))
-        {
-            continue;
-        }
-
-        if (i-- == 0) {
-            *id = llm->aliases[j].name;
-            return 1;
-        }
-    }
-
-    return 0;
+    l->total = l->nmodels + l->naliases;
 }
 
 
-/* the index of id in the list, or total when it is not listed */
+/* the i-th id, i below l->total */
+
+static const al_str_t *
+al_llm_list_id(const al_llm_list_t *l, size_t i)
+{
+    if (i < l->nmodels) {
+        return &l->models[i];
+    }
+
+    i -= l->nmodels;
+
+    return (l->all != NULL) ? &l->all[i].name : &l->aliases[i]->name;
+}
+
+
+/* the index of id in the list, or l->total when it is not listed */
 
 static size_t
-al_llm_list_find(const al_llm_t *llm, const al_llm_client_t *lc,
-    size_t total, const al_str_t *id)
+al_llm_list_index(const al_llm_list_t *l, const char *id, size_t len)
 {
-    size_t    i;
-    al_str_t  s;
+    size_t           i;
+    const al_str_t  *s;
 
-    for (i = 0; i < total && al_llm_list_nth(llm, lc, i, &s); i++) {
-        if (s.len == id->len && memcmp(s.data, id->data, s.len) == 0) {
+    for (i = 0; i < l->total; i++) {
+        s = al_llm_list_id(l, i);
+
+        if (s->len == len && memcmp(s->data, id, len) == 0) {
             return i;
         }
     }
 
-    return total;
+    return l->total;
+}
+
+
+size_t
+al_llm_client_list(const al_llm_t *llm, al_llm_client_t *lc,
+    const al_llm_alias_t **out)
+{
+    size_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i < llm->naliases; i++) {
+        if (al_llm_model_allowed(llm, lc, llm->aliases[i].model.data,
+                                 llm->aliases[i].model.len))
+        {
+            out[n++] = &llm->aliases[i];
+        }
+    }
+
+    lc->aliases = out;
+    lc->naliases = n;
+
+    return n;
+}
+
+
+int
+al_llm_model_listed(const al_llm_t *llm, const al_llm_client_t *lc,
+    const char *id, size_t len)
+{
+    al_llm_list_t  l;
+
+    al_llm_list_of(llm, lc, &l);
+
+    return al_llm_list_index(&l, id, len) < l.total;
 }
 
 
@@ -733,19 +789,32 @@ al_llm_list_item(al_llm_out_t *o, al_llm_kind_t kind, const al_str_t *id)
 
 
 size_t
-al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
-    const al_llm_page_t *page, char *out, size_t size)
+al_llm_model_get(const al_llm_t *llm, const al_str_t *id, char *out,
+    size_t size)
 {
-    size_t        i, total, start, end;
-    uint64_t      limit;
-    al_str_t      id;
     al_llm_out_t  o;
 
     al_llm_out_init(&o, out, size);
+    al_llm_list_item(&o, llm->kind, id);
 
-    for (total = 0; al_llm_list_nth(llm, lc, total, &id); total++) {
-        /* void */
-    }
+    return o.len;
+}
+
+
+size_t
+al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
+    const al_llm_page_t *page, char *out, size_t size)
+{
+    size_t           i, total, start, end;
+    uint64_t         limit;
+    al_llm_out_t     o;
+    al_llm_list_t    l;
+    const al_str_t  *id;
+
+    al_llm_out_init(&o, out, size);
+
+    al_llm_list_of(llm, lc, &l);
+    total = l.total;
 
     start = 0;
     end = total;
@@ -755,7 +824,8 @@ al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
                                                   : AL_LLM_PAGE_DEFAULT;
 
         if (page != NULL && page->before_id.len > 0) {
-            end = al_llm_list_find(llm, lc, total, &page->before_id);
+            end = al_llm_list_index(&l, page->before_id.data,
+                                    page->before_id.len);
 
             if (end == total) {
                 end = 0;
@@ -765,7 +835,8 @@ al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
 
         } else {
             if (page != NULL && page->after_id.len > 0) {
-                start = al_llm_list_find(llm, lc, total, &page->after_id);
+                start = al_llm_list_index(&l, page->after_id.data,
+                                          page->after_id.len);
                 start = (start < total) ? start + 1 : total;
             }
 
@@ -779,13 +850,11 @@ al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
     }
 
     for (i = start; i < end; i++) {
-        (void) al_llm_list_nth(llm, lc, i, &id);
-
         if (i > start) {
             al_llm_out_lit(&o, ",");
         }
 
-        al_llm_list_item(&o, llm->kind, &id);
+        al_llm_list_item(&o, llm->kind, al_llm_list_id(&l, i));
     }
 
     al_llm_out_lit(&o, "]");
@@ -802,11 +871,11 @@ al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
         al_llm_out_lit(&o, ",\"first_id\":");
 
         if (start < end) {
-            (void) al_llm_list_nth(llm, lc, start, &id);
-            al_llm_out_json(&o, id.data, id.len);
+            id = al_llm_list_id(&l, start);
+            al_llm_out_json(&o, id->data, id->len);
             al_llm_out_lit(&o, ",\"last_id\":");
-            (void) al_llm_list_nth(llm, lc, end - 1, &id);
-            al_llm_out_json(&o, id.data, id.len);
+            id = al_llm_list_id(&l, end - 1);
+            al_llm_out_json(&o, id->data, id->len);
 
         } else {
             al_llm_out_lit(&o, "null,\"last_id\":null");

@@ -58,7 +58,9 @@ static const al_llm_err_def_t  al_llm_errs[] = {
     { "invalid_request_error", "invalid_api_key", NULL,
       "authentication_error", 401, "invalid or missing API key" },
     { "requests", "rate_limit_exceeded", NULL, "rate_limit_error", 429,
-      "request rate limit reached for this client" }
+      "request rate limit reached for this client" },
+    { "invalid_request_error", "model_not_found", "model",
+      "not_found_error", 404, "no such model for this client" }
 };
 
 
@@ -357,10 +359,21 @@ al_llm_error_from_reason(al_reason_t reason, const al_llm_quota_t *q)
 }
 
 
+al_llm_error_t
+al_llm_error_from_route(al_reason_t reason, al_llm_endpoint_t ep)
+{
+    if (reason == AL_REASON_MODEL && ep == AL_LLM_EP_MODEL) {
+        return AL_LLM_ERR_NOT_FOUND;
+    }
+
+    return al_llm_error_from_reason(reason, NULL);
+}
+
+
 unsigned
 al_llm_error_status(al_llm_error_t err)
 {
-    if ((unsigned) err > AL_LLM_ERR_REQUESTS) {
+    if ((unsigned) err > AL_LLM_ERR_NOT_FOUND) {
         return 403;
     }
 
@@ -377,7 +390,7 @@ al_llm_error_body(al_llm_kind_t kind, al_llm_error_t err,
     const al_llm_err_def_t  *e;
     char                     text[AL_DETAIL_MAX + 128];
 
-    if ((unsigned) err > AL_LLM_ERR_REQUESTS) {
+    if ((unsigned) err > AL_LLM_ERR_NOT_FOUND) {
         err = AL_LLM_ERR_DENIED;
     }
 

@@ -4138,6 +4138,20 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
 
         al_llm_client_caps(lc);
 
+        /* the aliases of its model list, once: GET /models reads them */
+
+        if (l->naliases > 0) {
+            const al_llm_alias_t  **list;
+
+            list = al_palloc(cc->pool,
+                             l->naliases * sizeof(const al_llm_alias_t *));
+            if (list == NULL) {
+                return al_cc_error(cc, val, "out of memory");
+            }
+
+            (void) al_llm_client_list(l, lc, list);
+        }
+
         for (j = 0; j < i; j++) {
             if (l->clients[j].client == c) {
                 return al_cc_error(cc, key, "client \"%s\" is listed twice",

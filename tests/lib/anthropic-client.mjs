@@ -8,8 +8,9 @@
 //   AIRLOCK_API_KEY=TOKEN node anthropic-client.mjs STEP...
 //
 // Steps: messages, stream, bad-model, models (a page of one model at a
-// time, the SDK following after_id).  Each prints one JSON line: what the
-// SDK returned, or the class and status of the error it raised.
+// time, the SDK following after_id), retrieve, retrieve-missing.  Each
+// prints one JSON line: what the SDK returned, or the class and status of
+// the error it raised.
 
 import Anthropic from '@anthropic-ai/sdk';
 
@@ -52,6 +53,13 @@ const steps = {
         }
         return { ids };
     },
+
+    async retrieve() {
+        const m = await client.models.retrieve('claude-3-5-haiku');
+        return { id: m.id, type: m.type };
+    },
+
+    'retrieve-missing': () => client.models.retrieve('claude-FAKE-opus'),
 };
 
 for (const name of process.argv.slice(2)) {

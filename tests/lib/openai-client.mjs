@@ -6,9 +6,9 @@
 //   AIRLOCK_BASE_URL=http://127.0.0.1:PORT/v1/proxy/openai \
 //   AIRLOCK_API_KEY=TOKEN node openai-client.mjs STEP...
 //
-// Steps: chat, stream, stream-usage, models, embeddings, bad-key,
-// bad-model, over-max.  Each prints one JSON line: what the SDK returned,
-// or the class and status of the error it raised.
+// Steps: chat, stream, stream-usage, models, retrieve, retrieve-missing,
+// embeddings, bad-key, bad-model, over-max.  Each prints one JSON line:
+// what the SDK returned, or the class and status of the error it raised.
 
 import OpenAI from 'openai';
 
@@ -61,6 +61,13 @@ const steps = {
         }
         return { ids };
     },
+
+    async retrieve() {
+        const m = await client.models.retrieve('gpt-4o');
+        return { id: m.id, object: m.object };
+    },
+
+    'retrieve-missing': () => client.models.retrieve('no-such-FAKE-model'),
 
     async embeddings() {
         const r = await client.embeddings.create({

@@ -9,9 +9,10 @@
 # entry's), then the aliases it may use, in the provider's format;
 # Anthropic's pages (limit, after_id, before_id; first_id, last_id,
 # has_more) over that list.  GET models/{id} of a model the client may not
-# use is refused (model, 403).  And a refused call's own credentials leave
-# its headers as an allowed one's do: a log_format with
-# $http_authorization or $http_x_api_key logs "-" either way.
+# use is not found (404), one it may use is the list's object.  And a
+# refused call's own credentials leave its headers as an allowed one's
+# do: a log_format with $http_authorization or $http_x_api_key logs "-"
+# either way.
 
 use strict;
 use warnings;
@@ -34,7 +35,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 38;
+plan tests => 39;
 
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');      # gpt-4o-mini only
@@ -79,18 +80,19 @@ is_deeply(ids($r), [ 'gpt-4o-mini', 'fast' ], 'openai: under /v1 too');
 # ---- models/{id} ---------------------------------------------------------
 
 $r = models($worker, '/v1/proxy/openai/models/gpt-4o');
-is($r->{status}, 403, 'models/{id} of another entry\'s client: 403');
-like($r->{body}, qr/model_not_allowed/, '... a model error');
+is($r->{status}, 404, 'models/{id} of another entry\'s client: 404');
+like($r->{body}, qr/model_not_found/, '... not found');
 
 $r = models($worker, '/v1/proxy/openai/models/'
                      . 'ft:gpt-4o-mini:org-FAKE-acme:custom:FAKE01');
-is($r->{status}, 403, 'models/{id} of a fine-tuned model: 403');
+is($r->{status}, 404, 'models/{id} of a fine-tuned model: 404');
 
 $r = models($worker, '/v1/proxy/openai/models/gpt-4o-mini');
 is($r->{status}, 200, 'models/{id} allowed: 200');
-is($l->last_provider_request->{path}, '/v1/models/gpt-4o-mini',
-   '... from the provider');
-$n = scalar $l->provider_requests;
+is_deeply($r->{json}, $l->request('GET', '/v1/proxy/openai/models',
+                                  token => $worker)->{json}{data}[0],
+          '... the object of the list (tests/nginx/145-llm-model-get.t)');
+is(scalar $l->provider_requests, $n, '... the provider is not asked');
 
 # ---- Anthropic -----------------------------------------------------------
 
@@ -149,12 +151,12 @@ is($r->{status}, 403, 'a refused call with x-api-key: 403');
 my ($access, $refusals);
 for (1 .. 50) {
     $access = $t->read_file('access.log') // '';
-    $refusals = () = $access =~ /^worker \S+ \S* 403 /mg;
+    $refusals = () = $access =~ /^worker \S+ \S* 40[34] /mg;
     last if $refusals >= 4;
     select(undef, undef, undef, 0.1);
 }
 unlike($access, qr/al-[a-z]+-token/, 'no client token in the access log');
-is(scalar(() = $access =~ /^worker \S+ \S* 403 .* - -$/mg), 4,
+is(scalar(() = $access =~ /^worker \S+ \S* 40[34] .* - -$/mg), 4,
    'the refusals log "-" for $http_authorization and $http_x_api_key');
 
 is($t->error_log_check, '', 'no alerts or sanitizer reports');

@@ -192,8 +192,8 @@ $r = $l->request('POST', '/v1/proxy/openai//chat/completions',
 is($r->{status}, 403, 'empty segment: 403');
 
 $r = $l->request('GET', '/v1/proxy/openai/models/gpt-3', token => $agent);
-is($r->{status}, 403, 'models/{id} of a model not allowed: 403');
-is(oai_error($r)->{code}, 'model_not_allowed', 'models/{id}: model error');
+is($r->{status}, 404, 'models/{id} of a model not allowed: 404');
+is(oai_error($r)->{code}, 'model_not_found', 'models/{id}: not found');
 
 is(provider_count(), $n, 'refused endpoints never reach the provider');
 

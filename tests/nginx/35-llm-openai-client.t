@@ -28,7 +28,7 @@ my $dir = $l->sdk_install('openai-client.mjs', 'openai');
 $l->setup;
 $t->run;
 
-plan tests => 22;
+plan tests => 25;
 
 sub sdk {
     my ($token, @steps) = @_;
@@ -40,7 +40,8 @@ sub sdk {
 }
 
 my $r = sdk($l->token('agent'), qw(chat stream stream-usage models
-                                   embeddings bad-key bad-model));
+                                   retrieve retrieve-missing embeddings
+                                   bad-key bad-model));
 
 ok($r->{chat}{ok}, 'chat: the SDK gets an answer');
 is($r->{chat}{result}{text}, 'Hello from fixture', 'chat: the text');
@@ -60,6 +61,14 @@ is_deeply($r->{models}{result}{ids},
           [ 'gpt-4o-mini', 'gpt-4o', 'text-embedding-3-small' ],
           'models: the ids, the client\'s only');
 
+# models.retrieve(): the same list (tests/nginx/145-llm-model-get.t)
+is_deeply($r->{retrieve}{result}, { id => 'gpt-4o', object => 'model' },
+          'retrieve: the SDK gets the model');
+is($r->{'retrieve-missing'}{error}, 'NotFoundError',
+   'retrieve of an id not listed: NotFoundError');
+is($r->{'retrieve-missing'}{code}, 'model_not_found',
+   'retrieve of an id not listed: model_not_found');
+
 is($r->{embeddings}{result}{dims}, 3, 'embeddings: the vector');
 
 is($r->{'bad-key'}{error}, 'AuthenticationError',
@@ -78,7 +87,7 @@ is($r->{'over-budget'}{error}, 'RateLimitError',
 is($r->{'over-budget'}{status}, 429, 'over the budget: 429');
 
 my @u = grep { $_->{client} eq 'agent' } $l->usage_log;
-is(scalar(@u), 5, 'five calls reached the provider');
+is(scalar(@u), 6, 'six usage lines: four calls, the list and a model');
 my ($s) = grep { $_->{stream} } @u;
 is($s && $s->{usage_source}, 'stream', 'the SDK stream: usage from it');
 is(Airlock::LLM::leaks(join '', map { $t->read_file($_) // '' }

@@ -26,7 +26,7 @@ my $dir = $l->sdk_install('anthropic-client.mjs', '@anthropic-ai/sdk');
 $l->setup(anthropic_fields => "    aliases:\n      haiku: claude-3-5-haiku\n");
 $t->run;
 
-plan tests => 12;
+plan tests => 16;
 
 sub sdk {
     my ($token, @steps) = @_;
@@ -62,8 +62,18 @@ is($u[-1]{endpoint}, 'messages', 'usage line: messages');
 
 # the gateway's own list (tests/nginx/142-llm-model-list.t), paged by the
 # SDK one model at a time
-$r = sdk($l->token('agent'), 'models');
+$r = sdk($l->token('agent'), qw(models retrieve retrieve-missing));
 ok($r->{models}{ok}, 'models: the SDK pages the list')
     or diag(encode_json($r->{models} // {}));
 is_deeply($r->{models}{result}{ids}, [ 'claude-3-5-haiku', 'haiku' ],
           'models: the ids, the alias too');
+
+# models.retrieve(): the same list (tests/nginx/145-llm-model-get.t)
+ok($r->{retrieve}{ok}, 'retrieve: the SDK gets the model')
+    or diag(encode_json($r->{retrieve} // {}));
+is_deeply($r->{retrieve}{result}, { id => 'claude-3-5-haiku',
+                                    type => 'model' },
+          'retrieve: the model');
+is($r->{'retrieve-missing'}{error}, 'NotFoundError',
+   'retrieve of an id not listed: NotFoundError');
+is($r->{'retrieve-missing'}{status}, 404, '... 404');

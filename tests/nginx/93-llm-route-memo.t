@@ -100,8 +100,8 @@ $r = $l->request('GET', '/v1/proxy/openai/models/gpt-4o', token => $agent);
 is($r->{status}, 200, 'models/{id} allowed for one client: 200');
 
 $r = $l->request('GET', '/v1/proxy/openai/models/gpt-4o', token => $worker);
-is($r->{status}, 403, 'the same models/{id} for another: 403');
-is(code($r), 'model_not_allowed', 'the same models/{id}: model error');
+is($r->{status}, 404, 'the same models/{id} for another: 404');
+is(code($r), 'model_not_found', 'the same models/{id}: not found');
 
 $r = $l->request('GET', '/v1/proxy/openai/models/gpt-4o', token => $agent);
 is($r->{status}, 200, 'models/{id} for the first again: 200');

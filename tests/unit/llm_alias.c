@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "airlock.h"
 #include "al_llm.h"
@@ -53,6 +54,7 @@ static void test_map(void);
 static void test_record(void);
 static void test_fallback(void);
 static void test_list(void);
+static void test_list_many(void);
 
 
 static al_policy_t     *pol;
@@ -70,6 +72,7 @@ main(void)
     test_record();
     test_fallback();
     test_list();
+    test_list_many();
 
     al_policy_free(pol);
 
@@ -573,11 +576,13 @@ test_list(void)
 {
     char                    buf[1024];
     size_t                  len;
+    al_str_t                id;
     const char             *yaml;
     al_error_t              err;
     al_policy_t            *p;
     al_llm_page_t           page;
     const al_llm_t         *oa, *an;
+    const al_llm_route_t   *r;
 
     yaml = HEAD LIST_OAI CLIENTS LIST_ANT;
 
@@ -664,5 +669,173 @@ test_list(void)
     tap_ok(strstr(buf, "\"first_id\":\"c2\",\"last_id\":\"c2\"}")
            != NULL, "list: anthropic, a client's own models");
 
+    tap_ok(oa->clients[0].naliases == 2 && oa->clients[1].naliases == 0
+           && an->clients[0].naliases == 1 && an->clients[1].naliases == 0,
+           "list: each client's aliases, listed at load");
+
+    /* GET models/{id}: the same list, one object of it */
+
+    tap_ok(al_llm_model_listed(oa, &oa->clients[0], "fast", 4)
+           && al_llm_model_listed(oa, &oa->clients[0], "gpt-4o", 6)
+           && al_llm_model_listed(oa, &oa->clients[1], "embed", 5),
+           "models/{id}: a model or an alias the client may use is listed");
+    tap_ok(!al_llm_model_listed(oa, &oa->clients[1], "fast", 4)
+           && !al_llm_model_listed(oa, &oa->clients[1], "gpt-4o", 6)
+           && !al_llm_model_listed(oa, &oa->clients[0], "gpt-5", 5)
+           && !al_llm_model_listed(an, &an->clients[1], "c3", 2),
+           "models/{id}: another client's model or alias is not, nor "
+           "one of no entry");
+    tap_ok(al_llm_model_listed(oa, NULL, "large", 5)
+           && !al_llm_model_listed(oa, NULL, "larg", 4),
+           "models/{id}: no client, the entry's list");
+
+    r = route(oa, &oa->clients[0], AL_METHOD_GET, "/models/fast");
+    tap_ok(r->reason == AL_REASON_NONE && r->endpoint == AL_LLM_EP_MODEL
+           && r->model.len == 4 && memcmp(r->model.data, "fast", 4) == 0,
+           "models/{id}: an alias routes, its id kept");
+
+    r = route(oa, &oa->clients[1], AL_METHOD_GET, "/v1/models/gpt-4o");
+    tap_ok(r->reason == AL_REASON_MODEL && r->endpoint == AL_LLM_EP_MODEL
+           && al_llm_error_from_route(r->reason, r->endpoint)
+              == AL_LLM_ERR_NOT_FOUND,
+           "models/{id}: not on the list, not found");
+    tap_ok(al_llm_error_from_route(AL_REASON_MODEL, AL_LLM_EP_CHAT)
+           == AL_LLM_ERR_MODEL
+           && al_llm_error_from_route(AL_REASON_QUERY, AL_LLM_EP_MODEL)
+              == AL_LLM_ERR_ENDPOINT,
+           "models/{id}: other refusals keep their errors");
+
+    id.data = "fast";
+    id.len = 4;
+    len = al_llm_model_get(oa, &id, buf, sizeof(buf));
+    tap_is_str(buf, "{\"id\":\"fast\",\"object\":\"model\",\"created\":0,"
+                    "\"owned_by\":\"airlock\"}", "models/{id}: openai");
+    tap_ok(len == strlen(buf) && al_llm_model_get(oa, &id, NULL, 0) == len,
+           "models/{id}: the length");
+
+    id.data = "c3";
+    id.len = 2;
+    (void) al_llm_model_get(an, &id, buf, sizeof(buf));
+    tap_is_str(buf, "{\"type\":\"model\",\"id\":\"c3\",\"display_name\":"
+                    "\"c3\",\"created_at\":\"1970-01-01T00:00:00Z\"}",
+               "models/{id}: anthropic");
+
+    len = al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_NOT_FOUND, "gone",
+                            "r1", buf, sizeof(buf));
+    tap_ok(len == strlen(buf) && al_llm_error_status(AL_LLM_ERR_NOT_FOUND)
+           == 404 && strstr(buf, "\"type\":\"invalid_request_error\","
+                                 "\"param\":\"model\",\"code\":"
+                                 "\"model_not_found\"") != NULL,
+           "models/{id}: OpenAI's 404");
+
+    (void) al_llm_error_body(AL_LLM_ANTHROPIC, AL_LLM_ERR_NOT_FOUND, NULL,
+                             "r1", buf, sizeof(buf));
+    tap_ok(strstr(buf, "{\"type\":\"error\",\"error\":{\"type\":"
+                       "\"not_found_error\"") != NULL,
+           "models/{id}: Anthropic's 404");
+
     al_policy_free(p);
+}
+
+
+/*
+ * Many aliases: a page and its cursors cost what the page holds and one
+ * pass over the list, not a pass over the aliases for every id (which
+ * took seconds at this size: the list was found again id by id).
+ */
+
+#define MANY  20000
+
+static void
+test_list_many(void)
+{
+    char                   buf[4096], want[64];
+    size_t                 i;
+    double                 cpu;
+    al_str_t               models[2], cmodels[1];
+    al_llm_t               llm;
+    al_llm_page_t          page;
+    al_llm_client_t        lc;
+    struct timespec        t0, t1;
+    static char            names[MANY][8];
+    static al_llm_alias_t  aliases[MANY];
+    static const al_llm_alias_t  *list[MANY];
+
+    models[0].data = "m-ok";
+    models[0].len = 4;
+    models[1].data = "m-no";
+    models[1].len = 4;
+    cmodels[0] = models[0];
+
+    /* even aliases to the client's model, odd ones to another */
+
+    for (i = 0; i < MANY; i++) {
+        (void) snprintf(names[i], sizeof(names[i]), "a%zu", i);
+        aliases[i].name.data = names[i];
+        aliases[i].name.len = strlen(names[i]);
+        aliases[i].model = models[i % 2];
+    }
+
+    memset(&llm, 0, sizeof(llm));
+    llm.kind = AL_LLM_ANTHROPIC;
+    llm.models = models;
+    llm.nmodels = 2;
+    llm.aliases = aliases;
+    llm.naliases = MANY;
+
+    memset(&lc, 0, sizeof(lc));
+    lc.models = cmodels;
+    lc.nmodels = 1;
+
+    tap_ok(al_llm_client_list(&llm, &lc, list) == MANY / 2
+           && lc.naliases == MANY / 2 && lc.aliases[1] == &aliases[2],
+           "many: the client's aliases, once");
+
+    (void) clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+
+    memset(&page, 0, sizeof(page));
+    page.limit = 1;
+    page.after_id.data = "a19996";
+    page.after_id.len = 6;
+
+    (void) al_llm_model_list(&llm, &lc, &page, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"has_more\":false,\"first_id\":\"a19998\","
+                       "\"last_id\":\"a19998\"}") != NULL,
+           "many: after_id near the end");
+
+    page.after_id.len = 0;
+    page.before_id.data = "a4";
+    page.before_id.len = 2;
+    page.limit = 5;
+
+    (void) al_llm_model_list(&llm, &lc, &page, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"has_more\":false,\"first_id\":\"m-ok\","
+                       "\"last_id\":\"a2\"}") != NULL,
+           "many: before_id near the start");
+
+    page.before_id.len = 0;
+    page.limit = 10;
+    page.after_id.data = "a19978";
+    page.after_id.len = 6;
+
+    (void) al_llm_model_list(&llm, &lc, &page, buf, sizeof(buf));
+    (void) snprintf(want, sizeof(want), "\"last_id\":\"a%d\"}", MANY - 2);
+    tap_ok(strstr(buf, "\"first_id\":\"a19980\"") != NULL
+           && strstr(buf, want) != NULL
+           && strstr(buf, "\"has_more\":false") != NULL,
+           "many: the last page");
+
+    tap_ok(!al_llm_model_listed(&llm, &lc, "a19999", 6)
+           && al_llm_model_listed(&llm, &lc, "a19998", 6),
+           "many: models/{id} of the last aliases");
+
+    (void) clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+
+    cpu = (double) (t1.tv_sec - t0.tv_sec)
+          + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9;
+
+    if (!tap_ok(cpu < 0.25, "many: the pages take no quadratic time")) {
+        (void) snprintf(buf, sizeof(buf), "%.3f s of CPU", cpu);
+        tap_diag("took: ", buf);
+    }
 }
