@@ -81,6 +81,9 @@ static int al_llm_req_model(al_llm_rq_t *rq);
 static int al_llm_req_lists(al_llm_rq_t *rq);
 static int al_llm_req_stream(al_llm_rq_t *rq);
 static int al_llm_req_tokens(al_llm_rq_t *rq);
+static int al_llm_req_thinking(al_llm_rq_t *rq);
+static int al_llm_req_budget(al_llm_rq_t *rq, unsigned id,
+    const char *name, const char *key, unsigned eps);
 static int al_llm_req_cap(al_llm_rq_t *rq, const al_llm_jfield_t *f,
     const char *name, uint64_t *val);
 static int al_llm_req_n(al_llm_rq_t *rq);
@@ -619,6 +622,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_lists(&rq) != 0
         || al_llm_req_stream(&rq) != 0
         || al_llm_req_tokens(&rq) != 0
+        || al_llm_req_thinking(&rq) != 0
         || al_llm_req_n(&rq) != 0
         || al_llm_req_usage(&rq) != 0
         || al_llm_req_tools(&rq) != 0
@@ -1151,6 +1155,106 @@ al_llm_req_tokens(al_llm_rq_t *rq)
     req->max_output = max;
 
     return 0;
+}
+
+
+/*
+ * The thinking budget a body names: Anthropic's "thinking.budget_tokens"
+ * (messages) and the "reasoning.max_tokens" of OpenRouter and the routers
+ * that copy it (the Responses API, and wherever allow_members lets
+ * "reasoning" pass).  Thinking tokens are output tokens, and the
+ * providers count them in the output limit: Anthropic refuses a budget
+ * not below max_tokens.  But not always (Anthropic lets interleaved
+ * thinking's budget go past max_tokens, and a router that turns one API
+ * into another may raise the output limit to fit the budget), so a
+ * budget is held to the output the request is reserved for, per choice
+ * (max_output as al_llm_req_tokens() left it): an integer from 0 to it,
+ * refused over it, clamp or not (lowering it would change the answer
+ * the client asked for, not only its length).  A request with nothing
+ * reserved (max_output 0: a client with no cap and no budget) has
+ * nothing to hold it to.  Read by jansson, only when the member is there.
+ */
+
+static int
+al_llm_req_thinking(al_llm_rq_t *rq)
+{
+    if (al_llm_req_budget(rq, AL_LLM_F_THINKING, "thinking", "budget_tokens",
+                          AL_LLM_M_MESSAGES)
+        != 0
+        || al_llm_req_budget(rq, AL_LLM_F_REASONING, "reasoning",
+                             "max_tokens", AL_LLM_M_RESPONSES)
+           != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
+
+
+static int
+al_llm_req_budget(al_llm_rq_t *rq, unsigned id, const char *name,
+    const char *key, unsigned eps)
+{
+    int                     rc;
+    json_t                 *v, *e;
+    json_int_t              n;
+    json_error_t            err;
+    al_llm_req_t           *req;
+    const al_llm_jfield_t  *f;
+
+    f = &rq->b->f[id];
+
+    if (f->type == AL_LLM_JT_NONE) {
+        return 0;
+    }
+
+    if (al_llm_req_listed_on(rq, name, eps) != 0) {
+        return -1;
+    }
+
+    req = rq->req;
+
+    if (f->type != AL_LLM_JT_OBJECT || req->max_output == 0) {
+        return 0;
+    }
+
+    v = json_loadb((const char *) rq->body + f->at, f->len, 0, &err);
+
+    if (v == NULL) {
+        req->reason = AL_REASON_BODY;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"%s\" cannot be read", name);
+    }
+
+    e = json_object_get(v, key);
+    rc = 0;
+
+    if (e != NULL && !json_is_null(e)) {
+        n = json_is_integer(e) ? json_integer_value(e) : -1;
+
+        if (n < 0) {
+            rc = al_llm_fail(req->detail, sizeof(req->detail),
+                             "\"%s.%s\" must be a non-negative integer",
+                             name, key);
+
+        } else if ((uint64_t) n > req->max_output) {
+            rc = al_llm_fail(req->detail, sizeof(req->detail),
+                             "\"%s.%s\" %llu is over the %llu output "
+                             "tokens this request may produce (its "
+                             "output limit)", name, key,
+                             (unsigned long long) n,
+                             (unsigned long long) req->max_output);
+        }
+
+        if (rc != 0) {
+            req->reason = AL_REASON_BODY;
+        }
+    }
+
+    json_decref(v);
+
+    return rc;
 }
 
 

@@ -235,8 +235,10 @@ enum {
     AL_LLM_F_PREDICTION,                /* Predicted Outputs */
     AL_LLM_F_PROMPT,                    /* completions: one, or a batch */
     AL_LLM_F_TOOL_CHOICE,               /* may name a provider tool */
+    AL_LLM_F_THINKING,                  /* budget_tokens: output */
+    AL_LLM_F_REASONING,                 /* max_tokens: output */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 39                   /* room for other specs */
+    AL_LLM_F_MAX = 41                   /* room for other specs */
 };
 
 typedef struct {
@@ -367,8 +369,8 @@ const char *al_llm_url_key(const char *key, size_t len);
 /*
  * A scan's start: the types of root and f[] AL_LLM_JT_NONE, the rest up
  * to model[] zero (unlisted with it), model[] empty, the counts after it
- * zero; what follows tools is left.  The 39 types are stored one by one,
- * the loop unrolled: zeroing all of f[] was 1.2 KB a scan, 156 words.
+ * zero; what follows tools is left.  The 41 types are stored one by one,
+ * the loop unrolled: zeroing all of f[] was 1.3 KB a scan, 164 words.
  */
 static inline void
 al_llm_body_clear(al_llm_body_t *b)
@@ -378,7 +380,7 @@ al_llm_body_clear(al_llm_body_t *b)
     b->root.type = AL_LLM_JT_NONE;
 
 #ifdef __GNUC__
-#pragma GCC unroll 39
+#pragma GCC unroll 41
 #endif
     for (i = 0; i < AL_LLM_F_MAX; i++) {
         b->f[i].type = AL_LLM_JT_NONE;

@@ -196,7 +196,8 @@ static const char *const  al_llm_scan_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", "prompt", "tool_choice", NULL
+    "headers", "prediction", "prompt", "tool_choice", "thinking",
+    "reasoning", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -292,10 +293,8 @@ const al_llm_member_t  al_llm_scan_members[] = {
     { AL_LLM_SCAN_STR("include"), AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("logprobs"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
     { AL_LLM_SCAN_STR("messages"), AL_LLM_M_CHAT | AL_LLM_M_MESSAGES },
-    { AL_LLM_SCAN_STR("thinking"), AL_LLM_M_MESSAGES },
     { AL_LLM_SCAN_STR("container"), AL_LLM_M_MESSAGES },
     { AL_LLM_SCAN_STR("functions"), AL_LLM_M_CHAT },
-    { AL_LLM_SCAN_STR("reasoning"), AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("verbosity"), AL_LLM_M_CHAT },
     { AL_LLM_SCAN_STR("dimensions"), AL_LLM_M_EMBEDDINGS },
     { AL_LLM_SCAN_STR("logit_bias"), AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
@@ -333,8 +332,8 @@ const al_llm_member_t  al_llm_scan_members[] = {
 };
 
 const unsigned char  al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2] = {
-    0, 0, 0, 0, 0, 5, 10, 12, 13, 16, 20, 23, 24, 27, 29, 31, 33, 36, 38, 40,
-    41, 42, 42, 43
+    0, 0, 0, 0, 0, 5, 10, 12, 13, 15, 18, 21, 22, 25, 27, 29, 31, 34, 36, 38,
+    39, 40, 40, 41
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
@@ -2154,6 +2153,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return -1;
         }
 
+        if (al_llm_scan_is(name, "thinking")) {
+            return AL_LLM_F_THINKING;
+        }
+
         if (al_llm_scan_is(name, "provider")) {
             return AL_LLM_F_PROVIDER;
         }
@@ -2171,6 +2174,10 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
 
         if (al_llm_scan_is(name, "fallbacks")) {
             return AL_LLM_F_FALLBACKS;
+        }
+
+        if (al_llm_scan_is(name, "reasoning")) {
+            return AL_LLM_F_REASONING;
         }
 
         *prompt = al_llm_scan_is(name, "functions");
@@ -2417,7 +2424,20 @@ al_llm_member_eps(const char *name, size_t len)
         return 0;
     }
 
-    if (al_llm_scan_field(al_llm_scan_fields, name, len) >= 0) {
+    switch (al_llm_scan_field(al_llm_scan_fields, name, len)) {
+
+    case -1:
+        break;
+
+    /* read by the gateway where they pass: the providers' endpoints */
+
+    case AL_LLM_F_THINKING:
+        return AL_LLM_M_MESSAGES;
+
+    case AL_LLM_F_REASONING:
+        return AL_LLM_M_RESPONSES;
+
+    default:
         return AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_EMBEDDINGS
                | AL_LLM_M_RESPONSES | AL_LLM_M_MESSAGES;
     }
@@ -2468,6 +2488,8 @@ al_llm_member_refused(const char *name, size_t len)
     case AL_LLM_F_PREDICTION:           /* some endpoints'; their checks */
     case AL_LLM_F_PROMPT:               /*   read the list elsewhere */
     case AL_LLM_F_TOOL_CHOICE:
+    case AL_LLM_F_THINKING:
+    case AL_LLM_F_REASONING:
     case -1:
         break;
 

@@ -31,6 +31,7 @@ static int has(const char *s, const char *sub);
 static void test_endpoints(void);
 static void test_models(void);
 static void test_caps(void);
+static void test_thinking(void);
 static void test_usage_option(void);
 static void test_bodies(void);
 static void test_estimate(void);
@@ -185,6 +186,7 @@ main(void)
     test_endpoints();
     test_models();
     test_caps();
+    test_thinking();
     test_usage_option();
     test_bodies();
     test_estimate();
@@ -490,6 +492,135 @@ test_models(void)
                AL_REASON_NONE, "embeddings: model checked, nothing capped");
     tap_ok(rq.body == NULL && rq.max_output == 0,
            "embeddings: no rewrite, no output");
+}
+
+
+/*
+ * A thinking budget (Anthropic's thinking.budget_tokens, OpenRouter's
+ * reasoning.max_tokens) is output: held to the output the request is
+ * reserved for, per choice, clamp or not.
+ */
+
+static void
+test_thinking(void)
+{
+    al_llm_t         routed;
+    static al_str_t  reasoning[] = { S("reasoning") };
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":900,"
+        "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":800},"
+        "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 900,
+           "thinking: a budget under max_tokens passes");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":900,"
+        "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":901},"
+        "\"messages\":[]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"thinking.budget_tokens\" 901 is over the "
+                             "900 output tokens"),
+           "thinking: a budget over max_tokens is refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":16000,"
+        "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":10000},"
+        "\"messages\":[]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "10000 is over the 1000 output tokens"),
+           "thinking: over the cap max_tokens was clamped to: refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":900,"
+        "\"thinking\":{\"type\":\"enabled\",\"budget\\u005ftokens\":"
+        "5000},\"messages\":[]}");
+    tap_ok(rq.reason == AL_REASON_BODY,
+           "thinking: the key read as the provider reads it, escapes too");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":900,"
+        "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":\"800\"},"
+        "\"messages\":[]}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "must be a non-negative integer"),
+           "thinking: a budget that is no integer is refused");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":900,"
+        "\"thinking\":{\"type\":\"adaptive\"},\"messages\":[]}");
+    tap_ok(rq.reason == AL_REASON_NONE, "thinking: no budget passes");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":900,"
+        "\"thinking\":null,\"messages\":[]}");
+    tap_ok(rq.reason == AL_REASON_NONE, "thinking: null passes");
+
+    req(&oai, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"thinking\":{\"budget_tokens\":10}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"thinking\" is not accepted on "
+                             "chat/completions"),
+           "thinking: still only on messages");
+
+    /* reasoning.max_tokens on responses, and the cap added */
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\","
+        "\"reasoning\":{\"effort\":\"high\",\"max_tokens\":5000}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"reasoning.max_tokens\" 5000 is over the "
+                             "1000 output tokens"),
+           "reasoning: over the output cap added: refused");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"max_output_tokens\":600,"
+        "\"reasoning\":{\"max_tokens\":600,\"summary\":\"auto\"}}");
+    tap_ok(rq.reason == AL_REASON_NONE, "reasoning: at the limit passes");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\","
+        "\"reasoning\":{\"effort\":\"low\"}}");
+    tap_ok(rq.reason == AL_REASON_NONE, "reasoning: an effort passes");
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\","
+        "\"reasoning\":{\"max_tokens\":99999}}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 0,
+           "reasoning: nothing reserved, nothing to hold it to");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"reasoning\":{\"max_tokens\":400}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"reasoning\" is not accepted on "
+                             "chat/completions"),
+           "reasoning: on chat only as allow_members lets it");
+
+    routed = compat;
+    routed.allow_members = reasoning;
+    routed.nallow_members = 1;
+
+    req(&routed, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,\"n\":2,"
+        "\"reasoning\":{\"max_tokens\":400}}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 1000,
+           "reasoning: allowed on chat, under max_tokens");
+
+    req(&routed, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,\"n\":2,"
+        "\"reasoning\":{\"max_tokens\":501}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "501 is over the 500 output tokens"),
+           "reasoning: per choice, n does not raise it");
+
+    tap_ok(al_llm_member_eps("thinking", 8) == (1u << AL_LLM_EP_MESSAGES)
+           && al_llm_member_eps("reasoning", 9)
+              == (1u << AL_LLM_EP_RESPONSES)
+           && al_llm_member_refused("reasoning", 9) == NULL
+           && al_llm_member_refused("thinking", 8) == NULL,
+           "thinking, reasoning: where they pass, and allow_members may "
+           "add them");
 }
 
 
