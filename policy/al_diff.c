@@ -1131,6 +1131,15 @@ al_diff_alerts(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
                          n->sinks[k].hmac ? n->sinks[k].hmac->name.data
                                           : "-");
         }
+
+        /* http:// past this host: the alerts may cross a network in clear */
+        if (o->sinks[i].insecure_http != n->sinks[k].insecure_http) {
+            al_diff_emit(df, n->sinks[k].insecure_http ? '+' : '-',
+                         "alert sink %s: allow_insecure_http %s -> %s",
+                         n->sinks[k].url.data,
+                         o->sinks[i].insecure_http ? "true" : "false",
+                         n->sinks[k].insecure_http ? "true" : "false");
+        }
     }
 }
 

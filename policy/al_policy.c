@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,6 +121,7 @@ static int al_cc_list(al_cc_t *cc, const al_ynode_t *node, const char *what,
     const al_ynode_t ***items, size_t *n);
 static int al_cc_regex(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_param_t *param);
+static int al_cc_loopback(const al_str_t *hostname);
 static int al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_upstream_t *u);
 
@@ -270,7 +272,7 @@ static const char *const al_sink_kinds[] = {
 };
 
 static const char *const al_webhook_keys[] = {
-    "url", "hmac_secret", NULL
+    "url", "hmac_secret", "allow_insecure_http", NULL
 };
 
 static const char *const al_alertmanager_keys[] = {
@@ -1428,6 +1430,57 @@ al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
     }
 
     return 0;
+}
+
+
+/*
+ * The URL's host is this host: "localhost", 127.0.0.0/8, ::1 (or
+ * ::ffff:127.x.y.z).  A host name other than localhost is not looked up:
+ * what it resolves to is DNS's to say, and may change.
+ */
+
+static int
+al_cc_loopback(const al_str_t *hostname)
+{
+    char             a[INET6_ADDRSTRLEN];
+    size_t           len;
+    const char      *h;
+    struct in_addr   in4;
+    struct in6_addr  in6;
+
+    h = hostname->data;
+    len = hostname->len;
+
+    if (len > 0 && h[len - 1] == '.') {
+        len--;
+    }
+
+    if (len == 9 && strncasecmp(h, "localhost", 9) == 0) {
+        return 1;
+    }
+
+    if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
+        if (len - 2 >= sizeof(a)) {
+            return 0;
+        }
+        memcpy(a, h + 1, len - 2);
+        a[len - 2] = '\0';
+        if (inet_pton(AF_INET6, a, &in6) != 1) {
+            return 0;
+        }
+        return IN6_IS_ADDR_LOOPBACK(&in6)
+               || (IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127);
+    }
+
+    if (len >= sizeof(a)) {
+        return 0;
+    }
+
+    memcpy(a, h, len);
+    a[len] = '\0';
+
+    return inet_pton(AF_INET, a, &in4) == 1
+           && (ntohl(in4.s_addr) >> 24) == 127;
 }
 
 
@@ -4624,10 +4677,11 @@ static int
 al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
 {
     size_t             i, j;
+    unsigned           insecure;
     al_sink_t         *sink;
     al_str_t           s = { NULL, 0 };
     al_upstream_t      u;
-    const al_ynode_t  *v, *k, *val, *w;
+    const al_ynode_t  *v, *k, *val, *w, *f;
 
     if (al_cc_type(cc, node, AL_Y_MAP, "alerts") != 0
         || al_cc_keys(cc, node, "alerts", al_alert_keys) != 0
@@ -4700,6 +4754,7 @@ al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
             }
         }
 
+        insecure = 0;
         memset(&u, 0, sizeof(u));
         if (al_cc_need(cc, val, "url", k->scalar.data, &w) != 0
             || al_cc_url(cc, w, "url", &u) != 0)
@@ -4708,6 +4763,32 @@ al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
         }
 
         sink->url = u.url;
+
+        /*
+         * A webhook's alerts and their signatures would cross the network
+         * in clear: http:// only to this host, or where the operator says
+         * so (a network of its own, a TLS-terminating sidecar).
+         */
+
+        if (sink->kind == AL_SINK_WEBHOOK) {
+            f = al_cc_get(val, "allow_insecure_http");
+            if (f != NULL
+                && al_cc_bool(cc, f, "allow_insecure_http", &insecure) != 0)
+            {
+                return -1;
+            }
+
+            if (!u.https && !insecure && !al_cc_loopback(&u.hostname)) {
+                return al_cc_error(cc, w, "webhook url is http:// to "
+                                   "\"%s\", not this host: alerts and "
+                                   "their signatures would cross the "
+                                   "network in clear; use https://, or "
+                                   "set allow_insecure_http: true",
+                                   u.hostname.data);
+            }
+
+            sink->insecure_http = insecure;
+        }
 
         /*
          * The same place twice (after the URL is normalized, as alertd

@@ -1418,6 +1418,65 @@ test_alerts(void)
                "webhook without a scheme: its path is not in the error");
         al_policy_free(p);
     }
+
+    /* http:// only to this host, or with allow_insecure_http: true */
+
+    refuse("webhook over http:// past this host",
+           HEAD SECRETS ALERTS "  sinks:\n"
+           "    - webhook: { url: `\"http://hooks.example.com/FAKEsecretPATH\","
+           " hmac_secret: github_pr }\n",
+           "webhook url is http:// to \"hooks.example.com\", not this host");
+    refuse("webhook over http:// to a name that starts 127",
+           HEAD SECRETS ALERTS "  sinks:\n"
+           "    - webhook: { url: `\"http://127.0.0.1.example.com/x\","
+           " hmac_secret: github_pr }\n",
+           "webhook url is http:// to \"127.0.0.1.example.com\"");
+    refuse("webhook over http:// to an IPv6 address past this host",
+           HEAD SECRETS ALERTS "  sinks:\n"
+           "    - webhook: { url: `\"http://[2001:db8::1]:8080/x\","
+           " hmac_secret: github_pr }\n",
+           "webhook url is http:// to \"[2001:db8::1]\"");
+    refuse("webhook allow_insecure_http not a boolean",
+           HEAD SECRETS ALERTS "  sinks:\n"
+           "    - webhook: { url: \"http://192.0.2.1/x\","
+           " hmac_secret: github_pr, allow_insecure_http: `yes }\n",
+           "allow_insecure_http must be true or false");
+    {
+        static const char  *ok[] = {
+            "http://127.0.0.1:9/x\", hmac_secret: github_pr",
+            "http://127.255.0.1/x\", hmac_secret: github_pr",
+            "http://localhost:9/x\", hmac_secret: github_pr",
+            "http://LocalHost./x\", hmac_secret: github_pr",
+            "http://[::1]:9/x\", hmac_secret: github_pr",
+            "http://[::ffff:127.0.0.2]/x\", hmac_secret: github_pr",
+            "https://hooks.example.com/x\", hmac_secret: github_pr",
+            "http://192.0.2.1/x\", hmac_secret: github_pr, "
+                "allow_insecure_http: true",
+            NULL
+        };
+        char           yaml[1024];
+        size_t         i;
+        al_error_t     err;
+        al_policy_t   *p;
+
+        for (i = 0; ok[i] != NULL; i++) {
+            snprintf(yaml, sizeof(yaml), "%s%s%s  sinks:\n"
+                     "    - webhook: { url: \"%s }\n"
+                     "    - alertmanager: { url: \"http://192.0.2.9\" }\n",
+                     HEAD, SECRETS, ALERTS, ok[i]);
+            p = load(yaml, &err);
+            if (!tap_ok(p != NULL && p->nsinks == 2
+                        && p->sinks[0].insecure_http
+                           == (strstr(ok[i], "insecure") != NULL),
+                        "a webhook url to this host, https:// or with "
+                        "allow_insecure_http: true loads"))
+            {
+                tap_diag("url: ", ok[i]);
+                tap_diag("error: ", p == NULL ? err.msg : "");
+            }
+            al_policy_free(p);
+        }
+    }
 }
 
 
