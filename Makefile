@@ -401,6 +401,8 @@ install: all
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock.conf
 	install -m 644 conf/redis-runtime-dir.conf \
 	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d/airlock.conf
+	$(if $(ALERTD_SRCS),install -m 644 conf/airlock-alertd-keyring.conf \
+	    $(DESTDIR)$(PREFIX)/share/airlock/airlock-alertd-keyring.conf)
 	@if test -e $(DESTDIR)/etc/airlock/policy.yaml; then \
 	    echo "keeping $(DESTDIR)/etc/airlock/policy.yaml"; \
 	else \

@@ -52,7 +52,10 @@ ad_secret_open(const al_policy_t *p, const al_secret_t *sec,
             (void) snprintf(err, errsize, "%s:%u: secret \"%s\" is sealed "
                             "and no keyring was given: a webhook's sealed "
                             "hmac_secret needs --keyring FILE (the "
-                            "appliance key), or make it a file: secret",
+                            "appliance key; the airlock-alertd unit gives "
+                            "it with the drop-in "
+                            "airlock-alertd-keyring.conf, see alerts.md), "
+                            "or make it a file: secret",
                             p->file.data, sec->line, sec->name.data);
             return -1;
         }

@@ -154,7 +154,8 @@ for my $f ('/lib/systemd/system/airlock-alertd.service',
            '/etc/logrotate.d/airlock',
            '/usr/lib/sysusers.d/airlock.conf',
            '/usr/lib/tmpfiles.d/airlock.conf',
-           '/usr/share/doc/airlock/copyright')
+           '/usr/share/doc/airlock/copyright',
+           '/usr/share/airlock/airlock-alertd-keyring.conf')
 {
     is($c->{$f}, '-rw-r--r--', "$f");
 }

@@ -208,13 +208,16 @@ for my $n (sort keys %units) {
 # A file a unit loads with LoadCredential= and no SetCredential= of the
 # same ID to fall back on must be there, or the unit does not start: the
 # README's "Installing" tells a package install where each comes from
-# (the appliance key, which only the image makes on its first boot).
+# (the appliance key, which only the image makes on its first boot, and
+# which only alertd's keyring drop-in loads).
 {
     (my $install = slurp("$top/README.md"))
         =~ s/.*?^## Installing\n(.*?)^## .*/$1/ms;
     $install =~ s/\s+/ /g;
     my @need;
-    for my $u (glob("$top/conf/*.service")) {
+    for my $u (glob("$top/conf/*.service"),
+               "$top/conf/airlock-alertd-keyring.conf")
+    {
         my $d = directives(slurp($u));
         my %set = map { /^([^:]+):/ ? ($1 => 1) : () }
                   @{$d->{SetCredential} || []};
