@@ -399,6 +399,8 @@ install: all
 	done
 	install -m 644 conf/nginx-credentials.conf \
 	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock.conf
+	install -m 644 conf/nginx-restart.conf \
+	    $(DESTDIR)$(SYSTEMD_DIR)/nginx.service.d/airlock-restart.conf
 	install -m 644 conf/redis-runtime-dir.conf \
 	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d/airlock.conf
 	$(if $(ALERTD_SRCS),install -m 644 conf/airlock-alertd-keyring.conf \

@@ -150,6 +150,7 @@ for my $f ('/usr/bin/airlockctl', '/usr/bin/airlock-alertd') {
 }
 for my $f ('/lib/systemd/system/airlock-alertd.service',
            '/lib/systemd/system/nginx.service.d/airlock.conf',
+           '/lib/systemd/system/nginx.service.d/airlock-restart.conf',
            '/etc/airlock/policy.yaml',
            '/etc/logrotate.d/airlock',
            '/usr/lib/sysusers.d/airlock.conf',

@@ -1,0 +1,124 @@
+#!/usr/bin/perl
+# What the package and the image ship around nginx.
+#
+# nginx restarts after a failure: Debian's nginx.service has no
+# Restart=, so a master that died (a crash, the OOM killer, kill -9)
+# stayed down.  conf/nginx-restart.conf, a drop-in with Restart=on-failure,
+# a RestartSec= of a few seconds and a start limit that a configuration
+# that keeps failing trips, is installed by make install (and so by the
+# package, which the image installs) as
+# /lib/systemd/system/nginx.service.d/airlock-restart.conf; nothing in
+# the image's overlay undoes it; systemd-analyze verify passes Debian's
+# unit with it, and with it the unit's last Restart= is on-failure.
+
+use strict;
+use warnings;
+use Cwd ();
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent);
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
+
+absent("$build/airlockctl not built") unless -x "$build/airlockctl";
+
+delete @ENV{qw(MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES)};
+
+sub slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or return '';
+    local $/;
+    return <$fh> // '';
+}
+
+sub directives {
+    my %d;
+    for my $s (@_) {
+        (my $t = $s) =~ s/\\\n\s*/ /g;
+        for (split /\n/, $t) {
+            next if /^\s*(#|;|\[|$)/;
+            my ($k, $v) = /^\s*([A-Za-z]+)=(.*)$/ or next;
+            push @{$d{$k}}, $v;
+        }
+    }
+    return \%d;
+}
+
+sub seconds {
+    my ($v) = @_;
+    return undef unless defined $v && $v =~ /^(\d+)(ms|s|min)?$/;
+    return $1 / 1000 if ($2 // 's') eq 'ms';
+    return $1 * 60 if ($2 // 's') eq 'min';
+    return $1;
+}
+
+my $dest = tempdir(CLEANUP => 1);
+my $out = `make -C $top DEPS=true BUILD=$build INSTALL_SETUP=no install DESTDIR=$dest 2>&1`;
+is($? >> 8, 0, 'make install DESTDIR=...') or diag($out);
+
+# --- nginx restarts after a failure
+
+my $src = "$top/conf/nginx-restart.conf";
+my $rel = 'lib/systemd/system/nginx.service.d/airlock-restart.conf';
+my $r = directives(slurp($src));
+is($r->{Restart} ? $r->{Restart}[-1] : undef, 'on-failure',
+   'conf/nginx-restart.conf: Restart=on-failure');
+my $sec = seconds($r->{RestartSec} ? $r->{RestartSec}[-1] : undef);
+ok(defined $sec && $sec >= 1 && $sec <= 30, 'RestartSec= from 1 to 30 s')
+    or diag($r->{RestartSec} ? "@{$r->{RestartSec}}" : 'none');
+my $burst = $r->{StartLimitBurst} ? $r->{StartLimitBurst}[-1] : undef;
+my $int = seconds($r->{StartLimitIntervalSec}
+                  ? $r->{StartLimitIntervalSec}[-1] : undef);
+ok(defined $burst && $burst =~ /^\d+$/ && $burst >= 2 && defined $int
+   && defined $sec && $burst * $sec < $int,
+   'a start limit a configuration that keeps failing reaches');
+ok(-f "$dest/$rel" && slurp("$dest/$rel") eq slurp($src),
+   "make install installs it as /$rel");
+
+# the package takes make install's lib/systemd/system whole
+my @install = grep { /\S/ && !/^\s*#/ }
+              split /\n/, slurp("$top/debian/airlock.install");
+ok((grep { my $p = $_; $p =~ s{/+$}{}; $rel =~ m{^\Q$p\E(/|$)} } @install),
+   'debian/airlock.install ships it');
+
+# the image installs the package, and its overlay does not undo it
+(my $bs = slurp("$top/appliance-image/build.sh")) =~ s/\\\n\s*/ /g;
+like($bs, qr{dpkg -i [^\n]*/airlock-debs/airlock\.deb},
+     'the image installs the airlock package');
+my @undo = grep { directives(slurp($_))->{Restart}
+                  || m{/airlock-restart\.conf$} }
+           glob("$top/appliance-image/root/{etc,lib,usr/lib}/systemd/system/"
+                . "nginx.service.d/*");
+is("@undo", '', 'the image\'s overlay sets no Restart= of its own');
+unlike(slurp("$top/appliance-image/configure-root.sh"),
+       qr/nginx\.service\.d|airlock-restart/,
+       'configure-root.sh leaves the drop-in alone');
+
+SKIP: {
+    my $unit = '/lib/systemd/system/nginx.service';
+    my $sa = `command -v systemd-analyze 2>/dev/null`;
+    chomp $sa;
+    skip "no $unit or systemd-analyze here", 2 unless -f $unit && $sa;
+    my $d = tempdir(CLEANUP => 1);
+    system('cp', $unit, "$d/nginx.service") == 0 or die;
+    mkdir "$d/nginx.service.d" or die;
+    for my $f (glob("$dest/lib/systemd/system/nginx.service.d/*")) {
+        (my $n = $f) =~ s{.*/}{};
+        system('cp', $f, "$d/nginx.service.d/$n") == 0 or die;
+    }
+    local $ENV{SYSTEMD_UNIT_PATH} = "$d:";
+    my @bad = grep { /\S/ } split /\n/,
+              `$sa verify nginx.service 2>&1`;
+    ok(!@bad, "systemd-analyze verify Debian's nginx.service with the "
+              . 'installed drop-ins') or diag("@bad");
+    # drop-ins apply after the unit, in the order of their names
+    my $m = directives(slurp($unit),
+                       map { slurp($_) } sort glob("$d/nginx.service.d/*"));
+    is($m->{Restart} ? $m->{Restart}[-1] : undef, 'on-failure',
+       'with them, nginx.service has Restart=on-failure');
+}
+
+done_testing();
