@@ -10,11 +10,20 @@
 # /lib/systemd/system/nginx.service.d/airlock-restart.conf; nothing in
 # the image's overlay undoes it; systemd-analyze verify passes Debian's
 # unit with it, and with it the unit's last Restart= is on-failure.
+#
+# No guessable client token: no file the package, the image or the docs
+# ship holds the SHA-256 of a word (the docs' example was sha256("test"),
+# which an operator who copied it made a token anyone could guess).  The
+# docs' token_sha256 examples are a placeholder, which airlockctl check
+# refuses with the error docs/policy.md shows; with a hash in its place
+# the docs' example policy passes; the shipped example passes as it is.
 
 use strict;
 use warnings;
 use Cwd ();
 use FindBin;
+use Digest::SHA qw(sha256_hex);
+use File::Find ();
 use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
@@ -119,6 +128,58 @@ SKIP: {
                        map { slurp($_) } sort glob("$d/nginx.service.d/*"));
     is($m->{Restart} ? $m->{Restart}[-1] : undef, 'on-failure',
        'with them, nginx.service has Restart=on-failure');
+}
+
+# --- no guessable client token
+
+my @words = ('', qw(test token password secret changeme admin tools
+                    example airlock demo 123456 foo));
+my %weak = map { sha256_hex($_) => $_ } @words;
+my @found;
+File::Find::find({ no_chdir => 1, wanted => sub {
+    return unless -f $_;
+    my $s = lc slurp($_);
+    for my $h (sort keys %weak) {
+        push @found, "$_: sha256(\"$weak{$h}\")" if index($s, $h) >= 0;
+    }
+} }, map { "$top/$_" } qw(docs conf debian appliance-image README.md));
+is(join("\n", @found), '', 'no shipped file holds the SHA-256 of a word');
+
+my $doc = slurp("$top/docs/policy.md");
+my @values = $doc =~ /token_sha256:\s*"([^"]*)"/g;
+ok(@values, 'docs/policy.md shows token_sha256 examples');
+my @real = grep { /^[0-9a-fA-F]{64}$/ } @values;
+is("@real", '', 'each is a placeholder, not a hash');
+
+my ($example) = $doc =~ /^```yaml\n(.*?)^```/ms;
+my ($shown) = $doc =~ /^ +policy\.yaml:(\d+:\d+: token_sha256 [^\n]*)$/m;
+ok($shown, 'docs/policy.md shows the error of its example\'s placeholder');
+my $tmp = tempdir(CLEANUP => 1);
+open my $fh, '>', "$tmp/policy.yaml" or die;
+print $fh $example // '';
+close $fh;
+my $ctl = "$build/airlockctl";
+$out = `$ctl check $tmp/policy.yaml 2>&1`;
+my $rc = $? >> 8;
+isnt($rc, 0, 'airlockctl check refuses the docs\' example as it is');
+like($out, qr/\Q$tmp\E\/policy\.yaml:\Q${\($shown \/\/ 'none')}\E/,
+     'with the error, line and column the docs show') or diag($out);
+my $hash = sha256_hex("FAKE-token-$$-" . time);
+(my $filled = $example // '') =~ s/PUT-THE-SHA256-OF-YOUR-TOKEN-HERE/$hash/g;
+open $fh, '>', "$tmp/filled.yaml" or die;
+print $fh $filled;
+close $fh;
+$out = `$ctl check $tmp/filled.yaml 2>&1`;
+is($? >> 8, 0, 'with a hash in the placeholder\'s place, it passes')
+    or diag($out);
+$out = `$ctl check $top/conf/policy.example.yaml 2>&1`;
+$rc = $? >> 8;
+SKIP: {
+    skip 'the example policy names users this machine lacks '
+         . '(auto/deps test adds them)', 1
+        if $out =~ /unix_uid/ && !$ENV{CI};
+    is($rc, 0, 'airlockctl check passes the shipped example policy')
+        or diag($out);
 }
 
 done_testing();
