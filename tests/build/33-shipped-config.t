@@ -17,6 +17,11 @@
 # docs' token_sha256 examples are a placeholder, which airlockctl check
 # refuses with the error docs/policy.md shows; with a hash in its place
 # the docs' example policy passes; the shipped example passes as it is.
+#
+# The clients' TCP listener is plain HTTP: each TCP port the image's
+# nginx listens on past loopback is named in docs/nginx.md's notes, in
+# the README and beside the listen line as carrying tokens in clear, and
+# the notes say how to keep it off the network.
 
 use strict;
 use warnings;
@@ -181,5 +186,30 @@ SKIP: {
     is($rc, 0, 'airlockctl check passes the shipped example policy')
         or diag($out);
 }
+
+# --- the clients' TCP listener, in clear
+
+my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
+my @open;
+for ($ngx =~ /^\s*listen\s+([^;\s]+)[^;]*;/mg) {
+    next if /^unix:/ || /^(127\.|\[::1\]|localhost)/;
+    push @open, /(\d+)$/;
+}
+ok(@open, 'the image listens on TCP past loopback: ' . join(', ', @open));
+(my $notes = $doc = slurp("$top/docs/nginx.md"))
+    =~ s/.*?^## Notes\n(.*?)^## .*/$1/ms;
+$notes =~ s/\s+/ /g;
+(my $readme = slurp("$top/README.md")) =~ s/\s+/ /g;
+(my $ngx1 = $ngx) =~ s/\s*\n#\s*/ /g;
+for my $port (@open) {
+    like($notes, qr/port $port\b.*\bin clear\b/,
+         "docs/nginx.md's notes say port $port carries tokens in clear");
+    like($readme, qr/port $port\b[^.]*\.[^.]*\bin clear\b/,
+         "the README says so");
+    like($ngx1, qr/Port $port is plain HTTP[^.]*\bin clear\b/,
+         'and the image\'s nginx conf, beside it');
+}
+like($notes, qr/listen 127\.0\.0\.1:\d+;/,
+     'the notes show how to bind it to loopback');
 
 done_testing();
