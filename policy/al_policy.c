@@ -2943,7 +2943,8 @@ al_cc_query_same(const char *a, const char *b, size_t len)
 static int
 al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 {
-    size_t              i, j, n;
+    size_t              i, j, n, blen;
+    const char         *base;
     const al_ynode_t   *v, **items;
 
     if (al_cc_type(cc, node, AL_Y_MAP, "query") != 0
@@ -2990,14 +2991,21 @@ al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
         /*
          * Spring's @ModelAttribute binds a request parameter over the
          * path variable of its name, ASP.NET in any case: the query
-         * value would stand for the path param its pattern checked
+         * value would stand for the path param its pattern checked.
+         * A name is also its key as PHP and Rack nest it ("id[x]" is
+         * id's), as the JSON fields are compared (al_cc_json_shadowed()).
          */
 
+        base = al_cc_query_base(items[i]->scalar.data, items[i]->scalar.len,
+                                &blen);
+
         for (j = 0; j < r->nparams; j++) {
-            if (r->params[j].name.len == items[i]->scalar.len
-                && al_cc_query_same(r->params[j].name.data,
-                                    items[i]->scalar.data,
-                                    items[i]->scalar.len))
+            if ((r->params[j].name.len == items[i]->scalar.len
+                 && al_cc_query_same(r->params[j].name.data,
+                                     items[i]->scalar.data,
+                                     items[i]->scalar.len))
+                || (r->params[j].name.len == blen
+                    && al_cc_query_same(r->params[j].name.data, base, blen)))
             {
                 return al_cc_error(cc, items[i], "query parameter \"%s\" "
                                    "has the name of the path param {%s}, "

@@ -4,6 +4,8 @@
 # check and explain refuse the policy at the field's line and column and
 # exit non-zero, as nginx -t does (tests/nginx/138-*).  They loaded it,
 # and explain allowed POST /github/pull-request?head=main&Base=release.
+# A query name nested under a path param's name ("Ref[x]") is refused as
+# the param's own name is.
 
 use strict;
 use warnings;
@@ -69,6 +71,16 @@ ok($rc != 0 && $out =~ /^\Q$query\E:16:15: JSON field "head"/m
 $why = 'JSON field "head" has the name of the path param {head}';
 ok($rc != 0 && $out =~ /^\Q$path\E:16:15: \Q$why\E/m,
    'check: a path param named like a checked JSON field')
+    or diag("rc $rc: $out");
+
+# a query name nested under a path param's name ("Ref[x]" is ref's, as
+# PHP and Rack read it): refused as the plain name is
+my $nested = policy('nested.yaml', '/prs/{ref}', "params: { ref: '.+' }",
+                    '"Ref[x]"');
+($rc, $out) = run_ctl('check', $nested);
+$why = 'query parameter "Ref[x]" has the name of the path param {ref}';
+ok($rc != 0 && $out =~ /^\Q$nested\E:\d+:\d+: \Q$why\E/m,
+   'check: a query name nested under a path param\'s name')
     or diag("rc $rc: $out");
 
 ($rc, $out) = run_ctl('check', $apart);

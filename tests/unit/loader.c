@@ -728,6 +728,21 @@ test_routes(void)
            "    upstream: prom\n    to: /x\n"
            "    query: { allow: [page, `ID] }\n" ALERTS,
            "query parameter \"ID\" has the name of the path param {id}");
+    refuse("query parameter nesting under a path param's name",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/items/{id}\" }\n"
+           "    params: { id: '^[0-9]+$' }\n"
+           "    upstream: prom\n    to: /x\n"
+           "    query: { allow: [page, `\"Id[x]\"] }\n" ALERTS,
+           "query parameter \"Id[x]\" has the name of the path param {id}");
+    refuse("query parameter nesting under a path param's name, brackets "
+           "first",
+           HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
+           "    match: { method: GET, path: \"/items/{id}\" }\n"
+           "    params: { id: '^[0-9]+$' }\n"
+           "    upstream: prom\n    to: /x\n"
+           "    query: { allow: [`\"[]id\"] }\n" ALERTS,
+           "query parameter \"[]id\" has the name of the path param {id}");
     refuse("query parameters differing by case",
            HEAD UPS "routes:\n  - name: q\n    clients: [agent]\n"
            "    match: { method: GET, path: /items }\n"
@@ -1077,7 +1092,8 @@ test_json_names_apart(void)
              "    match: { method: POST, path: \"/prs/{id}\" }\n"
              "    params: { id: '^[0-9]+$' }\n"
              "    upstream: prom\n    to: \"/prs/{id}\"\n"
-             "    query: { allow: [head, page, \"page[size]\", \"[]x\"],"
+             "    query: { allow: [head, page, \"page[size]\", \"[]x\","
+             " \"idx[0]\"],"
              " patterns: { head: '^x$' } }\n"
              "    body:\n      max_bytes: 256\n"
              "      json:\n"
