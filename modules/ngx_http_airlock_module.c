@@ -1342,6 +1342,7 @@ ngx_http_airlock_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 static ngx_int_t
 ngx_http_airlock_init(ngx_conf_t *cf)
 {
+    ngx_array_t                   *a;
     ngx_http_handler_pt           *h;
     ngx_http_core_main_conf_t     *cmcf;
     ngx_http_airlock_main_conf_t  *amcf;
@@ -1355,14 +1356,24 @@ ngx_http_airlock_init(ngx_conf_t *cf)
 
     *h = ngx_http_airlock_handler;
 
-    /* requests refused before the decision: ngx_http_airlock_refused.c */
+    /*
+     * requests refused before the decision: ngx_http_airlock_refused.c;
+     * first of the log phase's handlers, which run in the order they
+     * were added: the refusal takes the cookies out before the access
+     * log (added by a module before this one) reads them
+     */
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_LOG_PHASE].handlers);
     if (h == NULL) {
         return NGX_ERROR;
     }
 
-    *h = ngx_http_airlock_refused_handler;
+    a = &cmcf->phases[NGX_HTTP_LOG_PHASE].handlers;
+    h = a->elts;
+
+    ngx_memmove(&h[1], &h[0], (a->nelts - 1) * sizeof(ngx_http_handler_pt));
+
+    h[0] = ngx_http_airlock_refused_handler;
 
     amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
 

@@ -22,6 +22,10 @@
  * bad chunk (400) or a chunked body over client_max_body_size (413)
  * itself while it reads it.  Such a request, whose client and route are
  * known but which was never decided, is logged and counted the same way.
+ *
+ * The refusal is the decided one's (ngx_http_airlock_refuse()): counted,
+ * one deny line, its alerts, its cookies taken out.  This handler runs
+ * first in the log phase, before the access log reads the headers.
  */
 
 
@@ -53,12 +57,11 @@ static ngx_http_airlock_token_conf_t  ngx_http_airlock_refused_token_conf = {
 ngx_int_t
 ngx_http_airlock_refused_handler(ngx_http_request_t *r)
 {
-    ngx_uint_t                     i, n, status;
+    ngx_uint_t                     status;
     ngx_str_t                      token;
     const char                    *why, *when;
     u_char                         detail[64];
     ngx_http_airlock_ctx_t        *ctx;
-    ngx_http_airlock_alert_t       alerts[2];
     ngx_http_airlock_srv_conf_t   *ascf;
     ngx_http_airlock_main_conf_t  *amcf;
 
@@ -152,19 +155,10 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
 
 refused:
 
-    ctx->decided = 1;
-    ctx->reason = AL_REASON_REFUSED;
-
     ngx_snprintf(detail, sizeof(detail), "nginx answered %ui %s%Z",
                  status, when);
 
-    n = ngx_http_airlock_count(r, ctx, alerts);
-
-    ngx_http_airlock_log_deny(r, ctx, (char *) detail);
-
-    for (i = 0; i < n; i++) {
-        ngx_http_airlock_log_alert(r, ctx, &alerts[i]);
-    }
+    ngx_http_airlock_refuse(r, ctx, AL_REASON_REFUSED, (char *) detail, 1);
 
     return NGX_OK;
 }

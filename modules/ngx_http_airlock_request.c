@@ -18,7 +18,9 @@
  *   - sending a JSON answer (the Airlock-Denial header that marks a
  *     refusal as the proxy's is ngx_http_airlock_denial.c's);
  *   - reading the client's token from the request headers, strictly for
- *     a decision and leniently for a request nginx refused first;
+ *     a decision and leniently for a request nginx refused first, and
+ *     taking the client's credential headers out as they are read (a
+ *     refusal takes its cookies out too);
  *   - the header rewrite: only allowlisted client headers are kept, the
  *     credentials are added, and every r->headers_in shortcut is pointed at
  *     a kept header or cleared; the credentials are taken out again when
@@ -69,7 +71,7 @@ static void ngx_http_airlock_set_shortcut(ngx_http_request_t *r,
     ngx_http_header_t *hh, ngx_table_elt_t *h);
 static ngx_uint_t ngx_http_airlock_shortcut_multi(ngx_uint_t offset);
 static ngx_uint_t ngx_http_airlock_token_index(ngx_table_elt_t *h);
-static void ngx_http_airlock_refuse_tokens(ngx_http_request_t *r);
+static void ngx_http_airlock_refuse_cookies(ngx_http_request_t *r);
 static uint64_t ngx_http_airlock_lower_diff64(u_char *s, u_char *lower);
 static uint32_t ngx_http_airlock_lower_diff32(u_char *s, u_char *lower);
 
@@ -595,7 +597,7 @@ ngx_http_airlock_refuse(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ctx->allowed = 0;
     ctx->reason = reason;
 
-    ngx_http_airlock_refuse_tokens(r);
+    ngx_http_airlock_refuse_cookies(r);
 
     n = counted ? ngx_http_airlock_count(r, ctx, alerts) : 0;
 
@@ -608,59 +610,39 @@ ngx_http_airlock_refuse(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
 
 /*
- * A refused request's own credentials leave its headers as an allowed
- * one's do (ngx_http_airlock_rewrite_headers()), so that no log_format
- * ($http_authorization, $http_x_api_key, $remote_user) and no location
- * an error_page leads to reads the client's token.  Every reader of the
- * list skips an entry of hash 0; the token was read before.
+ * A refused request's cookies leave its headers as those of an allowed
+ * one on a route without allow_cookies do (ngx_http_airlock_rewrite_
+ * headers()), so that no log_format ($http_cookie, $cookie_NAME) and no
+ * location an error_page leads to reads them; its token headers went
+ * when they were read (ngx_http_airlock_token()).  nginx's parser keeps
+ * every Cookie header behind the shortcut: they are found there, not by
+ * a walk of the list.  Every reader of the list skips an entry of hash 0.
  */
 
 static void
-ngx_http_airlock_refuse_tokens(ngx_http_request_t *r)
+ngx_http_airlock_refuse_cookies(ngx_http_request_t *r)
 {
-    ngx_uint_t                        i, k;
-    ngx_list_part_t                  *part;
-    ngx_table_elt_t                  *h;
-    ngx_http_airlock_token_header_t  *th;
+#if (NGX_HTTP_AIRLOCK_LINKED_HEADERS)
+    ngx_table_elt_t   *h;
 
-    part = &r->headers_in.headers.part;
-    h = part->elts;
-
-    for (i = 0; /* void */; i++) {
-
-        if (i >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-
-            part = part->next;
-            h = part->elts;
-            i = 0;
-        }
-
-        if (h[i].hash == 0) {
-            continue;
-        }
-
-        k = ngx_http_airlock_token_index(&h[i]);
-
-        if (k >= NGX_HTTP_AIRLOCK_NTOKEN_HEADERS) {
-            continue;
-        }
-
-        th = &ngx_http_airlock_token_headers[k];
-
-        if (h[i].key.len == th->name.len
-            && ngx_strncasecmp(h[i].key.data, th->name.data, th->name.len)
-               == 0)
-        {
-            h[i].hash = 0;
-        }
+    for (h = r->headers_in.cookie; h; h = h->next) {
+        h->hash = 0;
     }
 
-    r->headers_in.authorization = NULL;
-    ngx_str_null(&r->headers_in.user);
-    ngx_str_null(&r->headers_in.passwd);
+    r->headers_in.cookie = NULL;
+
+#else
+    ngx_uint_t         i;
+    ngx_table_elt_t  **h;
+
+    h = r->headers_in.cookies.elts;
+
+    for (i = 0; i < r->headers_in.cookies.nelts; i++) {
+        h[i]->hash = 0;
+    }
+
+    r->headers_in.cookies.nelts = 0;
+#endif
 }
 
 
@@ -743,13 +725,19 @@ ngx_http_airlock_send_json(ngx_http_request_t *r, ngx_uint_t status,
  * Leniently (tc->lenient: a request nginx refused before the decision,
  * whose headers may be cut short): the first token found in the order
  * the headers came, and nothing is refused.
+ *
+ * Either way, every header of the four names (those tc->headers leaves
+ * out too) is taken out of the list as it is read: the one walk that
+ * finds the token finds the client's credentials, and whatever follows
+ * (an allowed request's header rewrite, a refusal, a body nginx could
+ * not read, a log_format, an error_page's location) never sees them.
  */
 
 /*
  * The one entry of ngx_http_airlock_token_headers[] a header's name can
  * be, by its length (theirs all differ; the cases follow the table's
  * order), or NGX_HTTP_AIRLOCK_NTOKEN_HEADERS; the caller compares the
- * length and the name with the entry's.
+ * name with the entry's.
  */
 
 static ngx_uint_t
@@ -779,6 +767,7 @@ al_reason_t
 ngx_http_airlock_token(ngx_http_request_t *r,
     ngx_http_airlock_token_conf_t *tc, ngx_str_t *token, const char **detail)
 {
+    uint64_t                          rlens;
     ngx_str_t                         t, *name;
     ngx_uint_t                        i, k, m, nctype, seen, twice;
     const char                       *bad;
@@ -793,6 +782,18 @@ ngx_http_airlock_token(ngx_http_request_t *r,
 
     if (!tc->lenient && (r->schema_start != NULL || r->host_start != NULL)) {
         bad = "absolute-form request target";
+    }
+
+    /*
+     * bit n: a name of tc->refuse is n bytes long, or n + 64k: a header
+     * of no such length is not compared with them
+     */
+    rlens = 0;
+
+    if (!tc->lenient && tc->refuse != NULL) {
+        for (name = tc->refuse; name->len; name++) {
+            rlens |= (uint64_t) 1 << (name->len & 63);
+        }
     }
 
     /* bit k: a header of entry k was seen, then seen again */
@@ -824,34 +825,48 @@ ngx_http_airlock_token(ngx_http_request_t *r,
         if (k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS) {
             th = &ngx_http_airlock_token_headers[k];
 
-            if (!(tc->headers & th->kind)
-                || h[i].key.len != th->name.len
-                || !ngx_http_airlock_same(h[i].lowcase_key, th->name.data,
-                                          th->name.len))
+            if (h[i].lowcase_key[0] == th->name.data[0]
+                && ngx_http_airlock_same(h[i].lowcase_key, th->name.data,
+                                         th->name.len))
             {
-                k = NGX_HTTP_AIRLOCK_NTOKEN_HEADERS;
-            }
-        }
+                /*
+                 * A client's credential, whether or not this module
+                 * reads a token in it: gone from the list once read
+                 * (the value stays where it is, for the token), so no
+                 * reader of the list sees it again on any path, an
+                 * allowed request's header rewrite included.
+                 */
 
-        if (k < NGX_HTTP_AIRLOCK_NTOKEN_HEADERS) {
+                h[i].hash = 0;
 
-            if (tc->lenient) {
-                if (ngx_http_airlock_token_value(&h[i],
-                                                 th->bearer, &t)
-                    == NGX_OK
-                    && t.len)
-                {
-                    *token = t;
-                    return AL_REASON_NONE;
+                if (k == 0) {
+                    /* Authorization's shortcut, $remote_user's Basic */
+                    r->headers_in.authorization = NULL;
+                    ngx_str_null(&r->headers_in.user);
+                    ngx_str_null(&r->headers_in.passwd);
                 }
 
+                if (!(tc->headers & th->kind)) {
+                    continue;
+                }
+
+                if (tc->lenient) {
+                    if (token->len == 0
+                        && ngx_http_airlock_token_value(&h[i], th->bearer,
+                                                        &t)
+                           == NGX_OK)
+                    {
+                        *token = t;
+                    }
+
+                    continue;
+                }
+
+                found[k] = &h[i];
+                twice |= seen & ((ngx_uint_t) 1 << k);
+                seen |= (ngx_uint_t) 1 << k;
                 continue;
             }
-
-            found[k] = &h[i];
-            twice |= seen & ((ngx_uint_t) 1 << k);
-            seen |= (ngx_uint_t) 1 << k;
-            continue;
         }
 
         if (tc->lenient) {
@@ -867,7 +882,9 @@ ngx_http_airlock_token(ngx_http_request_t *r,
             continue;
         }
 
-        if (tc->refuse == NULL) {
+        if (tc->refuse == NULL
+            || (h[i].key.len < 64 && (rlens >> h[i].key.len & 1) == 0))
+        {
             continue;
         }
 
@@ -1114,7 +1131,9 @@ ngx_http_airlock_rewrite_headers(ngx_http_request_t *r,
  * location puts the fallback's key in with a new rewrite.
  *
  * After the rewrite a hash 0 entry is an injected credential, or a header
- * another module removed since, which goes nowhere either.  That holds
+ * another module removed since, which goes nowhere either; before it, a
+ * client's credential header (ngx_http_airlock_token()) or a refused
+ * request's cookie (ngx_http_airlock_refuse()).  That holds
  * whether or not the request is still allowed: a refusal made after the
  * rewrite leaves the credentials in, and they go here too.  The list is
  * built anew, never compacted in place: its entries are shared with the
