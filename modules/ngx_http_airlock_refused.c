@@ -21,7 +21,16 @@
  * read for the decision, in the module's location, and nginx answers a
  * bad chunk (400) or a chunked body over client_max_body_size (413)
  * itself while it reads it.  Such a request, whose client and route are
- * known but which was never decided, is logged and counted the same way.
+ * known but which was never decided, is logged and counted the same way,
+ * and so is one whose body stopped coming (408, client_body_timeout): a
+ * client that sends a body slowly holds a connection and a buffer of
+ * the proxy's for the timeout, and one that kept doing so would never
+ * reach alerting or quarantine otherwise.  A 408 before the decision
+ * (client_header_timeout) is not counted: the request was never whole
+ * enough to decide, nginx closes the connection without an answer, and
+ * a client on a slow or lost network ends that way as readily as an
+ * attacker; a body read's 408 comes after half a decision, a known
+ * client on a named route.
  *
  * The refusal is the decided one's (ngx_http_airlock_refuse()): counted,
  * one deny line, its alerts, its cookies taken out.  This handler runs
@@ -57,7 +66,7 @@ static ngx_http_airlock_token_conf_t  ngx_http_airlock_refused_token_conf = {
 ngx_int_t
 ngx_http_airlock_refused_handler(ngx_http_request_t *r)
 {
-    ngx_uint_t                     status;
+    ngx_uint_t                     status, early;
     ngx_str_t                      token;
     const char                    *why, *when;
     u_char                         detail[64];
@@ -67,6 +76,8 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
 
     status = r->err_status ? r->err_status : r->headers_out.status;
 
+    early = 1;
+
     switch (status) {
     case NGX_HTTP_BAD_REQUEST:
     case NGX_HTTP_NOT_ALLOWED:
@@ -75,6 +86,12 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
     case NGX_HTTP_REQUEST_HEADER_TOO_LARGE:
     case NGX_HTTP_NOT_IMPLEMENTED:
         break;
+
+    case NGX_HTTP_REQUEST_TIME_OUT:
+        /* only while the body was read, see above */
+        early = 0;
+        break;
+
     default:
         return NGX_OK;
     }
@@ -113,7 +130,7 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
         goto refused;
     }
 
-    if (!ngx_http_airlock_refused_early(r)) {
+    if (!early || !ngx_http_airlock_refused_early(r)) {
         return NGX_OK;
     }
 
