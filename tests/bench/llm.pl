@@ -69,6 +69,10 @@
 #               core's smallest caches.  The more it brings, the more a
 #               call slows when other work shares the core's caches; the
 #               figures do not depend on this machine's caches or load
+#   code lines  in the same run, the 64-byte lines of code a call runs
+#               (an instruction starting in the line ran at least once
+#               every two calls): what the L1i misses follow, without
+#               their moves with where the code lies
 #   Portkey     the same rounds against Portkey (one Node process, the
 #               provider given as x-portkey-provider: openai and
 #               x-portkey-custom-host): requests/s, p50, p99, CPU per call
@@ -747,7 +751,7 @@ sub instructions {
         open(STDERR, '>&', \*STDOUT);
         exec('valgrind', '--tool=callgrind', "--callgrind-out-file=$out",
              '--cache-sim=yes', '--I1=32768,8,64', '--D1=32768,8,64',
-             '--LL=1048576,8,64',
+             '--LL=1048576,8,64', '--dump-instr=yes',
              $ENV{AIRLOCK_NGINX} // '/usr/sbin/nginx', '-p', "$prefix/",
              '-c', 'callgrind.conf', '-e', "$prefix/callgrind-error.log")
             or die "exec valgrind: $!";
@@ -790,21 +794,51 @@ sub instructions {
     kill 'QUIT', $pid;
     waitpid($pid, 0);
 
-    # "events: Ir Dr Dw I1mr D1mr D1mw ..." names the summary's columns
+    # "events: Ir Dr Dw I1mr D1mr D1mw ..." names the summary's columns;
+    # each cost line is "ADDRESS LINE Ir ...", the address absolute (0x...)
+    # or relative to the line before (+N, -N, *), in the object of the
+    # last ob=; the line after a calls= line is the call's cost, not an
+    # instruction's
     open(my $fh, '<', "$out.1") or die "$out.1: $!";
-    my (@events, @sum);
+    my (@events, @sum, %ir, %ran);
+    my ($ob, $at, $callcost) = ('', 0, 0);
     while (<$fh>) {
+        if (/^(0x[0-9a-f]+|[+-]\d+|\*)(?: \S+(?: (\d+))?)?/) {
+            my ($a, $n) = ($1, $2 // 0);
+            $at = $a =~ /^0x/ ? hex($a)
+                : $a =~ /^\+(\d+)$/ ? $at + $1
+                : $a =~ /^-(\d+)$/ ? $at - $1
+                : $at;
+            if ($callcost) {
+                $callcost = 0;
+            } else {
+                $ir{"$ob $at"} += $n;
+            }
+            next;
+        }
+        $ob = $1 if /^ob=\((\d+)\)/;
+        $callcost = 1 if /^calls=/;
         @events = split ' ', $1 if /^events: (.*)/;
         @sum = split ' ', $1 if /^summary: (.*)/;
     }
     close $fh;
+    for my $k (keys %ir) {
+        my ($o, $a) = split ' ', $k;
+        my $l = "$o " . ($a >> 6);
+        $ran{$l} = $ir{$k} if ($ran{$l} // 0) < $ir{$k};
+    }
     my %e;
     @e{@events} = @sum;
     defined $e{$_} or die "$out.1: no $_ in the summary\n"
         for qw(Ir I1mr D1mr D1mw);
+    $events[0] eq 'Ir' or die "$out.1: Ir is not the first event\n";
+
+    # the code lines a call runs: 64-byte lines one of whose instructions
+    # ran at least once every two calls
+    my $code = grep { $_ * 2 >= $count } values %ran;
 
     return { ir => $e{Ir} / $count, i1 => $e{I1mr} / $count,
-             d1 => ($e{D1mr} + $e{D1mw}) / $count };
+             d1 => ($e{D1mr} + $e{D1mw}) / $count, lines => $code };
 }
 
 my %ins;
@@ -817,8 +851,8 @@ if ($icalls) {
         for my $n (qw(plain gateway)) {
             $ins{$name}{$n} = instructions($n, $name, $icalls);
             printf STDERR "%-5s %-8s %8.0f instructions, %.0f L1i and %.0f "
-                . "L1d misses per call\n", $name, $n,
-                @{$ins{$name}{$n}}{qw(ir i1 d1)};
+                . "L1d misses, %d code lines per call\n", $name, $n,
+                @{$ins{$name}{$n}}{qw(ir i1 d1 lines)};
         }
     }
 }
@@ -965,6 +999,20 @@ if ($icalls) {
         push @lines, sprintf($markdown ? "| %s | %.0f | %.0f | %.0f | %.0f |"
                                        : "%-12s %9.0f %9.0f %9.0f %9.0f",
                              $label, $p->{i1}, $g->{i1}, $p->{d1}, $g->{d1});
+    }
+
+    # the code a call runs, in 64-byte lines: what the L1i misses follow,
+    # without the simulated cache's sets moving them with the layout
+    push @lines, '';
+    push @lines, $markdown
+        ? "| call | plain code lines/call | gateway code lines/call |\n"
+          . "| --- | --- | --- |"
+        : sprintf("%-12s %9s %9s", 'code lines', 'plain', 'gateway');
+    for my $v (['chat JSON', 'json'], ['chat stream', 'sse']) {
+        my ($label, $name) = @$v;
+        push @lines, sprintf($markdown ? "| %s | %d | %d |"
+                                       : "%-12s %9d %9d", $label,
+                             map { $ins{$name}{$_}{lines} } qw(plain gateway));
     }
 }
 
