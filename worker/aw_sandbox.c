@@ -9,8 +9,9 @@
  *
  *   gvisor  `runsc run` on the bundle: read-only root (the dedicated
  *           rootfs), code and data bind-mounted read-only, /scratch,
- *           /tmp and /dev/shm tmpfs of scratch_mb each (nothing else
- *           writable), uid/gid 10001, no capabilities, noNewPrivileges,
+ *           /tmp and /dev/shm tmpfs of scratch_mb each, noexec
+ *           (nothing else writable), uid/gid 10001, no capabilities,
+ *           noNewPrivileges,
  *           PATH only, --network=none.
  *   bwrap   bubblewrap started as the worker's own host uid
  *           (aw_sandbox_lease()), 10001 inside, in the job's cgroup, with
@@ -36,6 +37,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@
 #include <string.h>
 #include <stddef.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -150,6 +153,8 @@ static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t worker, long start, const int fds[4],
     int report) __attribute__((noreturn));
+static void aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box,
+    int fail);
 static void aw_die_with_parent(pid_t parent, int fail);
 static void aw_child_fail(int fail, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
@@ -841,16 +846,18 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
                   "nosuid", "nodev", "noexec"));
 
     /*
-     * Every writable place is a tmpfs of scratch_mb.  /tmp and /dev/shm
+     * Every writable place is a tmpfs of scratch_mb, noexec (what a
+     * script writes is data, never a program).  /tmp and /dev/shm
      * are named here because gVisor mounts an unbounded tmpfs of its own
      * at a /tmp the bundle leaves out, and Python's tempfile and
      * multiprocessing expect both to be writable.
      */
     snprintf(opt, sizeof(opt), "size=%ldm", conf->scratch_mb);
     for (i = 0; i < (int) AW_NWRITABLE; i++) {
-        m = json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "destination",
+        m = json_pack("{s:s,s:s,s:s,s:[s,s,s,s,s]}", "destination",
                       aw_writable[i], "type", "tmpfs", "source", "tmpfs",
-                      "options", "nosuid", "nodev", "mode=1777", opt);
+                      "options", "nosuid", "nodev", "noexec", "mode=1777",
+                      opt);
         json_array_append_new(mounts, m);
     }
     json_object_set_new(spec, "mounts", mounts);
@@ -966,6 +973,90 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
                  SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
 
     return n;
+}
+
+
+/*
+ * bwrap: the writable places, made in the child before bwrap starts.
+ * bwrap mounts a tmpfs nosuid and nodev, never noexec, and a bind mount
+ * keeps the flags of its source (in a user namespace, locked): so the
+ * child takes a user and mount namespace of its own (its uid mapped to
+ * itself, nothing shared with the host's mounts), covers the job's
+ * empty directory with a small tmpfs and mounts in it one tmpfs of
+ * scratch_mb each, noexec, nosuid, nodev, which bwrap binds on
+ * /scratch, /tmp and /dev/shm.  A file written there is not run
+ * (execve fails with EACCES, a library there is not mapped executable).
+ * Beside them, an empty directory (void), the read-only cover of
+ * /dev/pts.  The namespace ends with the sandbox's last process: nothing
+ * to remove.
+ */
+
+static void
+aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box, int fail)
+{
+    int          fd, i;
+    char         base[2304], path[2400], map[64], opt[64];
+    uid_t        uid;
+    gid_t        gid;
+    const char  *const files[3] = { "setgroups", "uid_map", "gid_map" };
+    const char  *const dirs[3] = { "scratch", "tmp", "shm" };
+
+    uid = getuid();
+    gid = getgid();
+
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+        aw_child_fail(fail, "unshare: %s", strerror(errno));
+    }
+
+    /* the new namespace's capabilities made the process undumpable */
+    if (prctl(PR_SET_DUMPABLE, 1) != 0) {
+        aw_child_fail(fail, "prctl: %s", strerror(errno));
+    }
+
+    for (i = 0; i < 3; i++) {
+        if (i == 0) {
+            snprintf(map, sizeof(map), "deny");
+        } else {
+            snprintf(map, sizeof(map), "%lu %lu 1",
+                     i == 1 ? (unsigned long) uid : (unsigned long) gid,
+                     i == 1 ? (unsigned long) uid : (unsigned long) gid);
+        }
+
+        snprintf(path, sizeof(path), "/proc/self/%s", files[i]);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, map, strlen(map)) != (ssize_t) strlen(map)
+            || close(fd) != 0)
+        {
+            aw_child_fail(fail, "%s: %s", path, strerror(errno));
+        }
+    }
+
+    snprintf(base, sizeof(base), "%s/empty", box->dir);
+
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
+        || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 "size=64k,mode=755") != 0)
+    {
+        aw_child_fail(fail, "mount %s: %s", base, strerror(errno));
+    }
+
+    snprintf(path, sizeof(path), "%s/void", base);
+    if (mkdir(path, 0555) != 0) {
+        aw_child_fail(fail, "mkdir %s: %s", path, strerror(errno));
+    }
+
+    snprintf(opt, sizeof(opt), "size=%ldm,mode=1777", conf->scratch_mb);
+
+    for (i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", base, dirs[i]);
+
+        if (mkdir(path, 0755) != 0
+            || mount("tmpfs", path, "tmpfs",
+                     MS_NOSUID | MS_NODEV | MS_NOEXEC, opt) != 0)
+        {
+            aw_child_fail(fail, "tmpfs %s: %s", path, strerror(errno));
+        }
+    }
 }
 
 
@@ -1167,9 +1258,9 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     int status)
 {
     int            fd;
-    char           root[2304], code[2304], data[2304], size[32], uid[32];
+    char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
-    char           empty[2304];
+    char           empty[2304], scratch[2304], tmp[2304], shm[2304];
     int            sp[2];
     long           cpu_s;
     size_t         nf;
@@ -1260,8 +1351,10 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     snprintf(code, sizeof(code), "%s/code", box->dir);
     snprintf(data, sizeof(data), "%s/data", box->dir);
-    snprintf(empty, sizeof(empty), "%s/empty", box->dir);
-    snprintf(size, sizeof(size), "%ld", conf->scratch_mb << 20);
+    snprintf(empty, sizeof(empty), "%s/empty/void", box->dir);
+    snprintf(scratch, sizeof(scratch), "%s/empty/scratch", box->dir);
+    snprintf(tmp, sizeof(tmp), "%s/empty/tmp", box->dir);
+    snprintf(shm, sizeof(shm), "%s/empty/shm", box->dir);
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
 
     /*
@@ -1269,6 +1362,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * sets: its own processes are visible inside (/proc/<pid>/environ).
      * --as-pid-1 leaves none of them in the sandbox's pid namespace:
      * pid 1 is the init, aw_bwrap_init, with the environment set here.
+     * The writable places are aw_bwrap_mounts()'s.
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
      * is remounted read-only once the bounded /dev/shm is on it.  It
      * also mounts a devpts of the host kernel, whose ptys count against
@@ -1277,6 +1371,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * use it up): an empty read-only directory covers it, and /dev/ptmx,
      * a link to pts/ptmx, leads nowhere.
      */
+    aw_bwrap_mounts(conf, box, fail);
     aw_die_with_parent(keeper, fail);
     execle(conf->bwrap, "bwrap",
           "--unshare-all", "--unshare-user", "--disable-userns",
@@ -1286,11 +1381,11 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
           "--ro-bind", conf->rootfs, "/",
           "--ro-bind", code, "/app/code",
           "--ro-bind", data, "/app/data",
-          "--size", size, "--perms", "1777", "--tmpfs", "/scratch",
-          "--size", size, "--perms", "1777", "--tmpfs", "/tmp",
+          "--bind", scratch, "/scratch",
+          "--bind", tmp, "/tmp",
           "--proc", "/proc", "--dev", "/dev",
           "--ro-bind", empty, "/dev/pts",
-          "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm",
+          "--bind", shm, "/dev/shm",
           "--remount-ro", "/dev",
           "--hostname", "sandbox",
           "--cap-drop", "ALL", "--clearenv",
