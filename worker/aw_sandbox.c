@@ -15,7 +15,8 @@
  *           PATH only, --network=none.
  *   bwrap   bubblewrap started as the worker's own host uid
  *           (aw_sandbox_lease()), 10001 inside, in the job's cgroup, with
- *           the same mounts (its /dev read-only), every namespace
+ *           the same mounts (its /dev read-only, the host's entries
+ *           of its /proc covered), every namespace
  *           unshared (no network), no further user namespaces, no
  *           capabilities; pid 1 inside is a small Python init
  *           (aw_bwrap_init) that runs the script and reports its wait
@@ -180,10 +181,14 @@ static size_t aw_seccomp_program(struct sock_filter *f, size_t cap);
 
 /*
  * System calls refused inside every sandbox (EPERM), on top of what no
- * capability already refuses: a script has no business debugging,
- * mounting, entering or making namespaces, or loading kernel programs,
- * nor with io_uring, a second way into the kernel that seccomp does not
- * see into (what a ring submits is not a system call).
+ * capability already refuses: a script has no business debugging or
+ * looking into other processes (kcmp compares two processes' files and
+ * memory, pidfd_getfd takes another's descriptor), mounting (the new
+ * mount API too), opening files by handle, entering or making
+ * namespaces, reading the kernel's log, or loading kernel programs or
+ * modules, nor with io_uring, a second way into the kernel that seccomp
+ * does not see into (what a ring submits is not a system call).  Python
+ * and its standard library call none of them.
  */
 static const struct {
     const char  *name;
@@ -211,6 +216,19 @@ static const struct {
     { "io_uring_enter", __NR_io_uring_enter },
     { "io_uring_register", __NR_io_uring_register },
     { "chroot", __NR_chroot },
+    { "kcmp", __NR_kcmp },
+    { "pidfd_getfd", __NR_pidfd_getfd },
+    { "name_to_handle_at", __NR_name_to_handle_at },
+    { "open_tree", __NR_open_tree },
+    { "move_mount", __NR_move_mount },
+    { "fsopen", __NR_fsopen },
+    { "fsconfig", __NR_fsconfig },
+    { "fsmount", __NR_fsmount },
+    { "fspick", __NR_fspick },
+    { "mount_setattr", __NR_mount_setattr },
+    { "kexec_file_load", __NR_kexec_file_load },
+    { "delete_module", __NR_delete_module },
+    { "syslog", __NR_syslog },
 };
 
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
@@ -237,6 +255,43 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
 
 #define AW_NWRITABLE  (sizeof(aw_writable) / sizeof(aw_writable[0]))
 
+
+/*
+ * bwrap: what of its /proc (the kernel's, the sandbox's own namespaces)
+ * a script does not see: a directory is covered with an empty one, a
+ * file with an empty file, both read-only; what the kernel does not
+ * have is left out.  Each names the host, not the sandbox: its kernel's
+ * symbols, configuration and command line, its devices, interrupts,
+ * memory and disks, its keys and key users, its log, its boot id, what
+ * other processes lock and how the host's CPU, memory and I/O are under
+ * pressure.  Left: the pid directories (the sandbox's own pid
+ * namespace), net (its network namespace), sys (read-only; but for
+ * kernel/random, dev, debug and fs), and the few files Python and the
+ * C library read: cpuinfo, meminfo, stat, loadavg, uptime, version,
+ * filesystems, mounts, cgroups, sysvipc.  gVisor's /proc is its
+ * sentry's and has none of these.
+ */
+static const char *const  aw_masked[] = {
+    "/proc/acpi", "/proc/asound", "/proc/bootconfig", "/proc/buddyinfo",
+    "/proc/bus", "/proc/cmdline", "/proc/config.gz", "/proc/consoles",
+    "/proc/crypto", "/proc/devices", "/proc/diskstats", "/proc/dma",
+    "/proc/driver", "/proc/dynamic_debug", "/proc/execdomains",
+    "/proc/fb", "/proc/fs", "/proc/interrupts", "/proc/iomem",
+    "/proc/ioports", "/proc/irq", "/proc/kallsyms", "/proc/kcore",
+    "/proc/key-users", "/proc/keys", "/proc/kmsg", "/proc/kpagecgroup",
+    "/proc/kpagecount", "/proc/kpageflags", "/proc/latency_stats",
+    "/proc/locks", "/proc/mdstat", "/proc/misc", "/proc/modules",
+    "/proc/mtrr", "/proc/pagetypeinfo", "/proc/partitions",
+    "/proc/pressure", "/proc/sched_debug", "/proc/schedstat",
+    "/proc/scsi", "/proc/slabinfo", "/proc/softirqs", "/proc/swaps",
+    "/proc/sysrq-trigger", "/proc/timer_list", "/proc/timer_stats",
+    "/proc/tty", "/proc/vmallocinfo", "/proc/vmcore", "/proc/vmstat",
+    "/proc/zoneinfo", "/proc/sys/debug", "/proc/sys/dev", "/proc/sys/fs",
+    "/proc/sys/kernel/random",
+};
+
+#define AW_NMASKED  (sizeof(aw_masked) / sizeof(aw_masked[0]))
+
 /*
  * bwrap's pid 1 (python3 -I -S -c): starts the script as its child, with
  * the signal dispositions bwrap would have left it (Python's own
@@ -247,10 +302,19 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
  * and it handles none (SIGINT, Python's one, is ignored).  What it
  * reports is the script's word about the script, which chooses how it
  * ends anyway; the limits are the worker's evidence (aw_sandbox_run()).
+ * It starts nothing when the status pipe has no reader left (POLLERR):
+ * the worker and the keeper are gone, and bwrap with them, which kills
+ * the sandbox only once its setup is done (--die-with-parent is set just
+ * before the exec): a worker killed while bwrap set the sandbox up left
+ * the script running for good.
  */
 static const char  aw_bwrap_init[] =
-    "import os, signal\n"
+    "import os, select, signal\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "w = select.poll()\n"
+    "w.register(" AW_XSTR(AW_STATUS_FD) ", select.POLLOUT)\n"
+    "if dict(w.poll(0)).get(" AW_XSTR(AW_STATUS_FD) ", 0) & select.POLLERR:\n"
+    "    os._exit(1)\n"
     "os.set_inheritable(" AW_XSTR(AW_STATUS_FD) ", False)\n"
     "p = os.posix_spawn('/usr/bin/python3',\n"
     "    ['/usr/bin/python3', '-I', '/app/code/script.py'], os.environ,\n"
@@ -913,16 +977,23 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
 
 /*
  * The classic BPF program bwrap loads: x86-64 only, aw_denied -> EPERM,
- * socket() of a family not in aw_families -> EAFNOSUPPORT.
+ * socket() of a family not in aw_families -> EAFNOSUPPORT, clone() with
+ * a namespace flag -> EPERM, clone3() -> ENOSYS (its flags are in
+ * memory seccomp cannot read; the C library then uses clone()), and
+ * personality() but its query (0xffffffff) -> EPERM (a new personality
+ * turns off address space randomisation for what the process runs).
  */
 
 static size_t
 aw_seccomp_program(struct sock_filter *f, size_t cap)
 {
-    size_t  n, i, eperm;
+    size_t  n, i, afn, allow, enosys, eperm;
 
-    /* the last instruction; every jump below is relative to the next */
-    eperm = AW_NDENIED + AW_NFAMILIES + 10;
+    /* the last four instructions; every jump is relative to the next */
+    afn = AW_NDENIED + AW_NFAMILIES + 14;
+    allow = afn + 1;
+    enosys = afn + 2;
+    eperm = afn + 3;
 
     if (cap < eperm + 1) {
         return 0;
@@ -950,25 +1021,52 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
         n++;
     }
 
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+               __NR_clone3, (unsigned char) (enosys - n - 1), 0);
+    n++;
+
+    /* clone(flags, ...) and personality(persona): the low word */
     f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-                 __NR_socket, 1, 0);
-    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
-                 SECCOMP_RET_ALLOW);
+                 __NR_clone, 0, 2);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[0]));
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+               CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC
+               | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET,
+               (unsigned char) (eperm - n - 1),
+               (unsigned char) (allow - n - 1));
+    n++;
+
+    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                 __NR_personality, 0, 2);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[0]));
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+               0xffffffff, (unsigned char) (allow - n - 1),
+               (unsigned char) (eperm - n - 1));
+    n++;
+
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+               __NR_socket, 0, (unsigned char) (allow - n - 1));
+    n++;
 
     /* socket(family, ...): the family, an int, is the low word */
     f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
                  offsetof(struct seccomp_data, args[0]));
 
     for (i = 0; i < AW_NFAMILIES; i++) {
-        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-                     (unsigned) aw_families[i],
-                     (unsigned char) (AW_NFAMILIES - i), 0);
+        f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                   (unsigned) aw_families[i],
+                   (unsigned char) (allow - n - 1), 0);
+        n++;
     }
 
     f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
                  SECCOMP_RET_ERRNO | (EAFNOSUPPORT & SECCOMP_RET_DATA));
     f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
                  SECCOMP_RET_ALLOW);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
+                 SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA));
     f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K,
                  SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
 
@@ -986,9 +1084,9 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * scratch_mb each, noexec, nosuid, nodev, which bwrap binds on
  * /scratch, /tmp and /dev/shm.  A file written there is not run
  * (execve fails with EACCES, a library there is not mapped executable).
- * Beside them, an empty directory (void), the read-only cover of
- * /dev/pts.  The namespace ends with the sandbox's last process: nothing
- * to remove.
+ * Beside them, an empty directory (void) and an empty file (null), the
+ * read-only covers of /dev/pts and of aw_masked.  The namespace ends
+ * with the sandbox's last process: nothing to remove.
  */
 
 static void
@@ -1043,6 +1141,12 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box, int fail)
     snprintf(path, sizeof(path), "%s/void", base);
     if (mkdir(path, 0555) != 0) {
         aw_child_fail(fail, "mkdir %s: %s", path, strerror(errno));
+    }
+
+    snprintf(path, sizeof(path), "%s/null", base);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0 || close(fd) != 0) {
+        aw_child_fail(fail, "%s: %s", path, strerror(errno));
     }
 
     snprintf(opt, sizeof(opt), "size=%ldm,mode=1777", conf->scratch_mb);
@@ -1261,11 +1365,14 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
+    char           null[2304];
     int            sp[2];
     long           cpu_s;
-    size_t         nf;
+    size_t         nf, na, i;
+    struct stat    st;
     struct rlimit  rl;
-    struct sock_filter  filter[64];
+    const char    *av[64 + 3 * AW_NMASKED];
+    struct sock_filter  filter[128];
 
     fd = open("/dev/null", O_RDONLY);
     if (fd < 0 || dup2(fd, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
@@ -1355,6 +1462,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     snprintf(scratch, sizeof(scratch), "%s/empty/scratch", box->dir);
     snprintf(tmp, sizeof(tmp), "%s/empty/tmp", box->dir);
     snprintf(shm, sizeof(shm), "%s/empty/shm", box->dir);
+    snprintf(null, sizeof(null), "%s/empty/null", box->dir);
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
 
     /*
@@ -1362,7 +1470,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * sets: its own processes are visible inside (/proc/<pid>/environ).
      * --as-pid-1 leaves none of them in the sandbox's pid namespace:
      * pid 1 is the init, aw_bwrap_init, with the environment set here.
-     * The writable places are aw_bwrap_mounts()'s.
+     * The writable places are aw_bwrap_mounts()'s, and so are the
+     * covers of aw_masked, after --proc.
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
      * is remounted read-only once the bounded /dev/shm is on it.  It
      * also mounts a devpts of the host kernel, whose ptys count against
@@ -1372,27 +1481,55 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * a link to pts/ptmx, leads nowhere.
      */
     aw_bwrap_mounts(conf, box, fail);
+
+    {
+        const char  *head[] = {
+            "bwrap",
+            "--unshare-all", "--unshare-user", "--disable-userns",
+            "--as-pid-1",
+            "--uid", uid, "--gid", uid,
+            "--die-with-parent", "--new-session",
+            "--ro-bind", conf->rootfs, "/",
+            "--ro-bind", code, "/app/code",
+            "--ro-bind", data, "/app/data",
+            "--bind", scratch, "/scratch",
+            "--bind", tmp, "/tmp",
+            "--proc", "/proc", "--dev", "/dev",
+            "--ro-bind", empty, "/dev/pts",
+            "--bind", shm, "/dev/shm",
+            "--remount-ro", "/dev" };
+        const char  *tail[] = {
+            "--hostname", "sandbox",
+            "--cap-drop", "ALL", "--clearenv",
+            "--setenv", "PATH", "/usr/bin:/bin",
+            "--chdir", "/scratch", "--seccomp", "3",
+            "--", "/usr/bin/python3", "-I", "-S", "-c", aw_bwrap_init,
+            NULL };
+
+        na = 0;
+        for (i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
+            av[na++] = head[i];
+        }
+
+        for (i = 0; i < AW_NMASKED; i++) {
+            if (lstat(aw_masked[i], &st) != 0
+                || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+            {
+                continue;
+            }
+
+            av[na++] = "--ro-bind";
+            av[na++] = S_ISDIR(st.st_mode) ? empty : null;
+            av[na++] = aw_masked[i];
+        }
+
+        for (i = 0; i < sizeof(tail) / sizeof(tail[0]); i++) {
+            av[na++] = tail[i];
+        }
+    }
+
     aw_die_with_parent(keeper, fail);
-    execle(conf->bwrap, "bwrap",
-          "--unshare-all", "--unshare-user", "--disable-userns",
-          "--as-pid-1",
-          "--uid", uid, "--gid", uid,
-          "--die-with-parent", "--new-session",
-          "--ro-bind", conf->rootfs, "/",
-          "--ro-bind", code, "/app/code",
-          "--ro-bind", data, "/app/data",
-          "--bind", scratch, "/scratch",
-          "--bind", tmp, "/tmp",
-          "--proc", "/proc", "--dev", "/dev",
-          "--ro-bind", empty, "/dev/pts",
-          "--bind", shm, "/dev/shm",
-          "--remount-ro", "/dev",
-          "--hostname", "sandbox",
-          "--cap-drop", "ALL", "--clearenv",
-          "--setenv", "PATH", "/usr/bin:/bin",
-          "--chdir", "/scratch", "--seccomp", "3",
-          "--", "/usr/bin/python3", "-I", "-S", "-c", aw_bwrap_init,
-          (char *) NULL, aw_runtime_env);
+    execve(conf->bwrap, (char *const *) av, aw_runtime_env);
     aw_child_fail(fail, "exec %s: %s", conf->bwrap, strerror(errno));
 }
 
