@@ -2179,11 +2179,41 @@ al_ctl_write(const char *to, const unsigned char *buf, size_t len,
         }
     }
 
-    if ((fchown(out, st->st_uid, st->st_gid) == -1 && geteuid() == 0)
-        || fchmod(out, st->st_mode & 07777) == -1)
-    {
-        fprintf(stderr, "%s: cannot set mode and owner: %s\n", to,
-                strerror(errno));
+    /*
+     * Run by another user than root, the owner cannot be given away, but
+     * the group must still be the file's own: the mode's group bits
+     * would otherwise give the user's own group what they gave the
+     * file's.  A group the user is not in is refused when the mode gives
+     * it anything.
+     */
+
+    if (fchown(out, st->st_uid, st->st_gid) == -1) {
+        if (geteuid() == 0) {
+            fprintf(stderr, "%s: cannot set owner: %s\n", to,
+                    strerror(errno));
+            goto done;
+        }
+
+        if (fchown(out, (uid_t) -1, st->st_gid) == -1
+            && (st->st_mode & 0070) != 0)
+        {
+            fprintf(stderr, "%s: cannot give it the policy's group (gid "
+                    "%lu), which its mode gives access: %s; run airlockctl "
+                    "as root or as a member of that group\n", to,
+                    (unsigned long) st->st_gid, strerror(errno));
+            goto done;
+        }
+
+        if (st->st_uid != geteuid()) {
+            fprintf(stderr, "airlockctl: %s: its owner is you (uid %lu), "
+                    "not the policy's owner (uid %lu): only root can give "
+                    "a file away\n", to, (unsigned long) geteuid(),
+                    (unsigned long) st->st_uid);
+        }
+    }
+
+    if (fchmod(out, st->st_mode & 07777) == -1) {
+        fprintf(stderr, "%s: cannot set mode: %s\n", to, strerror(errno));
         goto done;
     }
 
