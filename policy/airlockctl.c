@@ -133,6 +133,7 @@ static int al_ctl_write(const char *to, const unsigned char *buf,
 static int al_ctl_edit_copy(al_ctl_edit_t *e);
 static int al_ctl_same(const char *a, const char *b);
 static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
+static int al_ctl_sh_status(const char *what, const char *cmd, int status);
 static int al_ctl_install(al_ctl_edit_t *e, const char *candidate);
 static int al_ctl_again(const char *question);
 
@@ -2312,23 +2313,40 @@ al_ctl_same(const char *a, const char *b)
 /*
  * runs "CMD [ARG]" with /bin/sh; 0 when it exits 0, -1 when it exits
  * otherwise, -2 when it was killed by a signal (or could not be waited
- * for): then it may have done part of its work, and what is not known
+ * for): then it may have done part of its work, and what is not known.
+ *
+ * With ARG, CMD is the editor: a Ctrl-C there (SIGINT to the whole
+ * foreground process group) is the editor's to take, as vi does, or to
+ * die of.  As system(3) does, airlockctl ignores SIGINT and SIGQUIT
+ * while it waits, and the shell traps them (its children get them as
+ * they were): either used to die of it, the edit over and its lock let
+ * go while the editor went on writing the copy for no one.
  */
 
 static int
 al_ctl_sh(const char *what, const char *cmd, const char *arg)
 {
-    int       status;
-    pid_t     pid;
-    sigset_t  none;
+    int               status, rc;
+    pid_t             pid;
+    sigset_t          none;
+    struct sigaction  ign, saved_int, saved_quit;
 
     fflush(stdout);
     fflush(stderr);
 
+    if (arg != NULL) {
+        memset(&ign, 0, sizeof(ign));
+        ign.sa_handler = SIG_IGN;
+        sigemptyset(&ign.sa_mask);
+        sigaction(SIGINT, &ign, &saved_int);
+        sigaction(SIGQUIT, &ign, &saved_quit);
+    }
+
     pid = fork();
     if (pid == -1) {
         fprintf(stderr, "airlockctl: fork: %s\n", strerror(errno));
-        return -1;
+        rc = -1;
+        goto restore;
     }
 
     if (pid == 0) {
@@ -2337,9 +2355,12 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
         sigprocmask(SIG_SETMASK, &none, NULL);
 
         if (arg != NULL) {
+            sigaction(SIGINT, &saved_int, NULL);
+            sigaction(SIGQUIT, &saved_quit, NULL);
+
             /* "$0" "$1": CMD may carry its own arguments, ARG is quoted */
-            execl("/bin/sh", "sh", "-c", "eval \"$0\" '\"$1\"'", cmd, arg,
-                  (char *) NULL);
+            execl("/bin/sh", "sh", "-c", "trap : INT QUIT; "
+                  "eval \"$0\" '\"$1\"'", cmd, arg, (char *) NULL);
         } else {
             execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
         }
@@ -2349,10 +2370,29 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
     while (waitpid(pid, &status, 0) == -1) {
         if (errno != EINTR) {
             fprintf(stderr, "airlockctl: waitpid: %s\n", strerror(errno));
-            return -2;
+            rc = -2;
+            goto restore;
         }
     }
 
+    rc = al_ctl_sh_status(what, cmd, status);
+
+restore:
+
+    if (arg != NULL) {
+        sigaction(SIGINT, &saved_int, NULL);
+        sigaction(SIGQUIT, &saved_quit, NULL);
+    }
+
+    return rc;
+}
+
+
+/* al_ctl_sh()'s result from the command's wait status, told */
+
+static int
+al_ctl_sh_status(const char *what, const char *cmd, int status)
+{
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         return 0;
     }
