@@ -135,6 +135,7 @@ static int al_ctl_same(const char *a, const char *b);
 static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
 static int al_ctl_sh_status(const char *what, const char *cmd, int status);
 static int al_ctl_install(al_ctl_edit_t *e, const char *candidate);
+static int al_ctl_trusted(const char *path, const struct stat *policy);
 static int al_ctl_again(const char *question);
 
 
@@ -2433,6 +2434,15 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
     struct stat     st;
     unsigned char  *bytes;
 
+    if (stat(e->policy, &st) == -1) {
+        fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        return 2;
+    }
+
+    if (al_ctl_trusted(candidate, &st) != 0) {
+        return 2;
+    }
+
     p = al_ctl_load_bytes(candidate, e->key, &bytes, &len, &rc);
     if (p == NULL) {
         return rc;
@@ -2611,6 +2621,61 @@ done:
     sigprocmask(SIG_SETMASK, &saved, NULL);
 
     return rc;
+}
+
+
+/*
+ * The file installed, FILE.prev or FILE.edit, is one no one else can
+ * have written: each keeps the mode the policy had when it was made (a
+ * policy once world-writable by mistake, fixed since with chmod, left
+ * a FILE.prev anyone could write, and rollback installed what was in
+ * it).  A regular file, owned by root, the policy's owner or the user
+ * running airlockctl, writable by no group (but root's) or others that
+ * may not write the policy itself.  The directory is trusted: whoever
+ * may write it may replace the policy too.
+ */
+
+static int
+al_ctl_trusted(const char *path, const struct stat *policy)
+{
+    struct stat  st;
+    const char  *why;
+
+    if (lstat(path, &st) == -1) {
+        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        return -1;
+    }
+
+    if (S_ISLNK(st.st_mode)) {
+        why = "it is a symbolic link";
+
+    } else if (!S_ISREG(st.st_mode)) {
+        why = "it is not a regular file";
+
+    } else if (st.st_uid != 0 && st.st_uid != policy->st_uid
+               && st.st_uid != geteuid())
+    {
+        why = "its owner is another user than root, the policy's owner "
+              "or you";
+
+    } else if ((st.st_mode & S_IWOTH) && !(policy->st_mode & S_IWOTH)) {
+        why = "others can write it";
+
+    } else if ((st.st_mode & S_IWGRP) && st.st_gid != 0
+               && !((policy->st_mode & S_IWGRP)
+                    && st.st_gid == policy->st_gid))
+    {
+        why = "its group can write it, and may not write the policy";
+
+    } else {
+        return 0;
+    }
+
+    fprintf(stderr, "airlockctl: %s is not installed: %s; the policy is "
+            "unchanged (look at it, then make it the policy's owner's "
+            "alone, or remove it)\n", path, why);
+
+    return -1;
 }
 
 
