@@ -2706,6 +2706,7 @@ al_ctl_edit(int argc, char **argv)
 {
     int                  rc;
     const char          *editor;
+    struct stat          st;
     al_ctl_edit_t        e;
     const al_ctl_cmd_t  *cmd;
 
@@ -2727,7 +2728,25 @@ al_ctl_edit(int argc, char **argv)
         editor = "vi";
     }
 
-    if (access(e.candidate, F_OK) == 0) {
+    /*
+     * A copy kept is resumed only if no one else can have written it,
+     * nor made it a link to another file: the editor runs as the
+     * operator, often root
+     */
+
+    if (lstat(e.candidate, &st) == 0) {
+        if (stat(e.policy, &st) == -1) {
+            fprintf(stderr, "%s: cannot open: %s\n", e.policy,
+                    strerror(errno));
+            rc = 2;
+            goto done;
+        }
+
+        if (al_ctl_trusted(e.candidate, &st) != 0) {
+            rc = 2;
+            goto done;
+        }
+
         fprintf(stderr, "airlockctl: resuming the refused edit in %s "
                 "(remove it to start from %s)\n", e.candidate, e.policy);
 

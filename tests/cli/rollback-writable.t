@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # airlockctl rollback, and edit resuming its copy, over a file that others
-# can write.  FILE.prev and FILE.edit keep the mode the policy had when
+# can write (or a symbolic link: the editor used to open what it named).  FILE.prev and FILE.edit keep the mode the policy had when
 # they were made; a policy once world-writable by mistake, then fixed
 # with chmod, left a FILE.prev anyone could write, and the next rollback
 # checked and installed whatever was in it (as root, with the policy's
@@ -19,7 +19,7 @@ use Airlock::Ctl qw(ctl_setup write_file);
 
 my ($top, $build, $ctl, $dir) = ctl_setup();
 
-plan tests => 16;
+plan tests => 22;
 
 my $text = <<'Y';
 version: 1
@@ -125,3 +125,21 @@ my $fix = editor('fix.sh', "sed -i 's/    upstrem: up/    upstream: up/; "
 ($rc, $err) = ctl($fix, 'edit');
 is($rc, 2, 'a copy others can write is not installed') or diag($err);
 is(slurp($policy), $evil, 'the policy is unchanged');
+
+# nor is it resumed: the editor does not run on it
+my $ran = "$dir/editor-ran";
+my $mark = editor('mark.sh', "touch '$ran'\n");
+($rc, $err) = ctl($mark, 'edit');
+is($rc, 2, 'a copy others can write is not resumed') or diag($err);
+ok(!-e $ran, 'the editor did not run on it');
+
+# a copy that is a symbolic link to another file
+unlink "$policy.edit";
+my $other = write_file('other.txt', "not a policy\n");
+symlink $other, "$policy.edit" or die;
+($rc, $err) = ctl($mark, 'edit');
+is($rc, 2, 'a copy that is a symbolic link is not resumed') or diag($err);
+like($err // '', qr/policy\.yaml\.edit is not installed: it is a symbolic/,
+     'the error says why') or diag($err);
+ok(!-e $ran, 'the editor did not run on it');
+is(slurp($other), "not a policy\n", 'the file it points to is untouched');
