@@ -66,12 +66,14 @@ typedef struct {
     const char  *test;
     const char  *reload;
     int          dirfd;
+    int          lockfd;                        /* holds POLICY.lock */
     char         real[PATH_MAX];                /* the policy, resolved */
     char         dir[AL_CTL_PATH_MAX];
     char         candidate[AL_CTL_PATH_MAX];    /* POLICY.edit */
     char         prev[AL_CTL_PATH_MAX];         /* POLICY.prev */
     char         old[AL_CTL_PATH_MAX];          /* POLICY.old, transient */
     char         next[AL_CTL_PATH_MAX];         /* POLICY.new, transient */
+    char         lock[AL_CTL_PATH_MAX];         /* POLICY.lock, held */
 } al_ctl_edit_t;
 
 
@@ -126,6 +128,9 @@ static void al_ctl_print_line(void *data, const char *line);
 static int al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
     al_ctl_edit_t *e);
 static int al_ctl_edit_paths(al_ctl_edit_t *e);
+static int al_ctl_lock(al_ctl_edit_t *e);
+static void al_ctl_unlock(al_ctl_edit_t *e);
+static void al_ctl_lock_signal(int signo);
 static int al_ctl_copy(const char *from, const char *to,
     const struct stat *st);
 static int al_ctl_write(const char *to, const unsigned char *buf,
@@ -258,6 +263,14 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
 static struct termios  al_ctl_tty;
 static const int       al_ctl_tty_sigs[4] = {
     SIGINT, SIGTERM, SIGHUP, SIGQUIT
+};
+
+/* edit's and rollback's lock, removed by the run that holds it when a
+   fatal signal ends it (al_ctl_lock_signal()) */
+static char                   al_ctl_lock_path[AL_CTL_PATH_MAX];
+static volatile sig_atomic_t  al_ctl_lock_pid;
+static const int              al_ctl_lock_sigs[5] = {
+    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE
 };
 
 
@@ -1993,8 +2006,8 @@ al_ctl_tools(int argc, char **argv)
  * real configuration, so the candidate is put at that path for the test
  * and the old file renamed back if the test fails; the old file is kept
  * as a hard link (POLICY.old) for the whole time, fatal signals are held
- * off and the directory is locked, so no other edit or rollback runs at
- * the same time.
+ * off and POLICY.lock is held (al_ctl_lock()), so no other edit or
+ * rollback runs at the same time.
  */
 
 static int
@@ -2008,6 +2021,7 @@ al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
     e->test = AL_CTL_TEST;
     e->reload = AL_CTL_RELOAD;
     e->dirfd = -1;
+    e->lockfd = -1;
 
     for (i = 1; i < argc; i++) {
         if (i + 1 >= argc) {
@@ -2075,6 +2089,7 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     snprintf(e->prev, sizeof(e->prev), "%s.prev", e->policy);
     snprintf(e->old, sizeof(e->old), "%s.old", e->policy);
     snprintf(e->next, sizeof(e->next), "%s.new", e->policy);
+    snprintf(e->lock, sizeof(e->lock), "%s.lock", e->policy);
 
     errno = 0;
 
@@ -2090,13 +2105,11 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
         return 2;
     }
 
-    /* one edit or rollback at a time on this directory */
+    /* one edit or rollback at a time on this policy */
 
-    if (flock(e->dirfd, LOCK_EX | LOCK_NB) == -1) {
-        fprintf(stderr, "airlockctl: %s: another airlockctl edit or "
-                "rollback is running\n", e->dir);
-        close(e->dirfd);
-        e->dirfd = -1;
+    e->lockfd = al_ctl_lock(e);
+    if (e->lockfd == -1) {
+        al_ctl_unlock(e);
         return 2;
     }
 
@@ -2107,12 +2120,135 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
                 "interrupted; compare them with %s, keep the right one as "
                 "%s and remove them\n", e->old, e->next, e->policy,
                 e->policy);
-        close(e->dirfd);
-        e->dirfd = -1;
+        al_ctl_unlock(e);
         return 2;
     }
 
     return 0;
+}
+
+
+/*
+ * Takes POLICY.lock, made 0600 by the run that holds it and removed by
+ * it before it lets it go (al_ctl_unlock()): no one who cannot write the
+ * directory can open it, let alone hold it.  The lock used to be
+ * flock(2) on the directory, which anyone who may open the directory
+ * may take (/etc/airlock is 0755), and keep every edit and rollback
+ * refused.  One opened before its removal is locked then, but no
+ * longer the file at POLICY.lock, and is opened again; one left by a
+ * run that was killed is locked as any other.
+ */
+
+static int
+al_ctl_lock(al_ctl_edit_t *e)
+{
+    int               fd, tries, i;
+    struct stat       fst, lst;
+    struct sigaction  sa, old;
+
+    for (tries = 0; tries < 100; tries++) {
+        /* O_NONBLOCK: a FIFO put in its place must not hang us */
+
+        fd = open(e->lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK
+                           | O_CLOEXEC, 0600);
+        if (fd == -1) {
+            fprintf(stderr, "airlockctl: cannot create the lock %s: %s\n",
+                    e->lock, strerror(errno));
+            return -1;
+        }
+
+        if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+            if (errno == EWOULDBLOCK) {
+                fprintf(stderr, "airlockctl: %s: another airlockctl edit or "
+                        "rollback is running (it holds %s)\n", e->policy,
+                        e->lock);
+            } else {
+                fprintf(stderr, "airlockctl: cannot lock %s: %s\n",
+                        e->lock, strerror(errno));
+            }
+
+            close(fd);
+            return -1;
+        }
+
+        if (fstat(fd, &fst) == 0 && lstat(e->lock, &lst) == 0
+            && fst.st_dev == lst.st_dev && fst.st_ino == lst.st_ino)
+        {
+            break;
+        }
+
+        close(fd);
+        fd = -1;
+    }
+
+    if (fd != -1) {
+        /*
+         * A fatal signal removes it too (install holds them off until
+         * the policy file is consistent); one that is ignored (nohup)
+         * stays ignored
+         */
+
+        snprintf(al_ctl_lock_path, sizeof(al_ctl_lock_path), "%s",
+                 e->lock);
+        al_ctl_lock_pid = (sig_atomic_t) getpid();
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = al_ctl_lock_signal;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+
+        for (i = 0; i < 5; i++) {
+            if (sigaction(al_ctl_lock_sigs[i], NULL, &old) == 0
+                && old.sa_handler != SIG_IGN)
+            {
+                sigaction(al_ctl_lock_sigs[i], &sa, NULL);
+            }
+        }
+
+        return fd;
+    }
+
+    fprintf(stderr, "airlockctl: cannot lock %s: it keeps being replaced\n",
+            e->lock);
+
+    return -1;
+}
+
+
+/*
+ * A fatal signal: the lock removed by the process that holds it (not by
+ * a command's child between its fork and its exec), then the signal's
+ * default action (SA_RESETHAND)
+ */
+
+static void
+al_ctl_lock_signal(int signo)
+{
+    if (al_ctl_lock_pid != 0 && al_ctl_lock_pid == (sig_atomic_t) getpid())
+    {
+        (void) unlink(al_ctl_lock_path);
+    }
+
+    (void) raise(signo);
+}
+
+
+/* the lock removed, then let go; the directory closed */
+
+static void
+al_ctl_unlock(al_ctl_edit_t *e)
+{
+    if (e->lockfd != -1) {
+        al_ctl_lock_pid = 0;
+        (void) unlink(e->lock);
+        close(e->lockfd);
+        e->lockfd = -1;
+    }
+
+    if (e->dirfd != -1) {
+        close(e->dirfd);
+        e->dirfd = -1;
+    }
 }
 
 
@@ -2812,7 +2948,7 @@ al_ctl_edit(int argc, char **argv)
 
 done:
 
-    close(e.dirfd);
+    al_ctl_unlock(&e);
 
     return rc;
 }
@@ -2838,7 +2974,7 @@ al_ctl_rollback(int argc, char **argv)
     if (access(e.prev, F_OK) != 0) {
         fprintf(stderr, "%s: no previous policy to roll back to: %s\n",
                 e.prev, strerror(errno));
-        close(e.dirfd);
+        al_ctl_unlock(&e);
         return 2;
     }
 
@@ -2858,7 +2994,7 @@ al_ctl_rollback(int argc, char **argv)
                e.policy, e.prev);
     }
 
-    close(e.dirfd);
+    al_ctl_unlock(&e);
 
     return rc;
 }
