@@ -228,7 +228,8 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "replaced policy is kept as FILE.prev for rollback.  On any error\n"
       "FILE is put back as it was, and on a terminal edit offers to\n"
       "reopen the same copy; otherwise the copy is kept and the next edit\n"
-      "resumes it.  A reload killed by a signal may have reloaded nginx:\n"
+      "resumes it, unless others can write it.  One run at a time holds\n"
+      "FILE.lock.  A reload killed by a signal may have reloaded nginx:\n"
       "the new FILE stays, and edit says so.  Exit status: 0 installed\n"
       "(or no changes), 1 refused, 2 usage error, a file that cannot be\n"
       "read or written, or a reload killed." },
@@ -239,8 +240,9 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "Reinstalls FILE.prev, the policy the last edit or rollback\n"
       "replaced, with the same checks, test and reload as edit; the\n"
       "replaced policy becomes FILE.prev, so a second rollback undoes the\n"
-      "first.  Exit status: 0 restored, 1 refused, 2 usage error or no\n"
-      "previous policy." },
+      "first.  A FILE.prev that others than FILE's writers can write, or\n"
+      "a symbolic link, is refused.  Exit status: 0 restored, 1 refused,\n"
+      "2 usage error, no previous policy or one refused so." },
 
     { "usage", al_ctl_llm_usage,
       "usage LOG [--by client|model|day] [--json]",
