@@ -649,10 +649,21 @@ ag_tool(ag_run_t *run, json_t *call)
     args = json_loads(text[0] != '\0' ? text : "{}", JSON_REJECT_DUPLICATES,
                       &jerr);
 
-    if (args == NULL || !json_is_object(args)) {
+    /*
+     * jansson's message quotes the text near the error: the model's own
+     * words, never repeated to it as the agent's; the byte says where
+     */
+
+    if (args == NULL) {
         ag_tool_error(run, id, name, "bad_tool_arguments",
-                      "the arguments of %s are not a JSON object: %s",
-                      name, args == NULL ? jerr.text : "another type");
+                      "the arguments of %.64s are not JSON: a syntax error "
+                      "at byte %d", name, jerr.position);
+        return 0;
+    }
+
+    if (!json_is_object(args)) {
+        ag_tool_error(run, id, name, "bad_tool_arguments",
+                      "the arguments of %.64s are not a JSON object", name);
         json_decref(args);
         return 0;
     }
