@@ -2006,9 +2006,22 @@ main(int argc, char **argv)
 
     aw_sandbox_cleanup_stale(&conf);
 
+    /*
+     * From here on the root part is the launcher's alone (aw_priv.c):
+     * this process, which reads Redis, the envelopes and the sandboxes'
+     * output, runs as the worker's user with no capability
+     */
+    if (aw_priv_split(&conf, err, sizeof(err)) != 0) {
+        aw_log("emerg", "%s", err);
+        return 1;
+    }
+
     while (!aw_stop) {
         job = NULL;
         state = 0;
+
+        /* a launcher gone ends the worker before its next entry */
+        aw_priv_watch();
 
         switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen, &state)) {
         case 1:

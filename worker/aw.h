@@ -145,6 +145,68 @@ typedef struct {
 } aw_result_t;
 
 
+/*
+ * The launcher (aw_priv.c): the one process that keeps root.  A request
+ * is one aw_launch_req_t on a SOCK_SEQPACKET socket with exactly
+ * AW_LAUNCH_NFDS descriptors (SCM_RIGHTS) in this order: the script and
+ * data.json (regular files, read from offset 0), then the write ends of
+ * the stdout, stderr and status pipes.  The answer is one
+ * aw_launch_rep_t.  Both are fixed-layout: no field is parsed as text.
+ */
+#define AW_LAUNCH_MAGIC  0x31574c41     /* "ALW1" */
+#define AW_LAUNCH_NFDS   5
+
+/* the limits' floors, as aw_job.c enforces them on an envelope */
+#define AW_MIN_WALL_MS    100
+#define AW_MIN_CPU_MS     1000
+#define AW_MIN_MEMORY_MB  16
+#define AW_MIN_PIDS       8
+
+/* the most data.json a fetch can hand over (aw_fetch()'s buffer) */
+#define AW_DATA_MAX(conf)                                                    \
+    (2 * ((size_t) (conf)->fetch_max_bytes * 6 * (size_t) (conf)->max_inputs \
+          + 65536))
+
+
+typedef struct {
+    uint32_t         magic;
+    uint32_t         seq;
+    int64_t          wall_ms;
+    int64_t          cpu_ms;
+    int64_t          memory_mb;
+    int64_t          pids;
+} aw_launch_req_t;
+
+
+typedef enum {
+    AW_LAUNCH_RAN = 0,                  /* the keeper reported */
+    AW_LAUNCH_NOREPORT,                 /* the keeper died */
+    AW_LAUNCH_SETUP,                    /* the job's directory or cgroup */
+    AW_LAUNCH_INTERNAL,                 /* pipes, fork */
+    AW_LAUNCH_REFUSED                   /* a request out of bounds */
+} aw_launch_e;
+
+
+typedef struct {
+    uint32_t         magic;
+    uint32_t         seq;
+    int32_t          result;            /* aw_launch_e */
+    int32_t          end;               /* the keeper's verdict */
+    int32_t          status;            /* the runtime's wait status */
+    int32_t          runsc_rc;          /* 0: runsc logged runsc_status */
+    int32_t          runsc_status;
+    int32_t          pad;
+    int64_t          cpu_ms;
+    int64_t          ooms;
+    int64_t          pids_max;
+    int64_t          prepare_ms;
+    int64_t          run_ms;
+    int64_t          teardown_ms;
+    char             slot[64];
+    char             text[256];         /* what failed, "" when nothing */
+} aw_launch_rep_t;
+
+
 /* aw_config.c */
 void aw_conf_defaults(aw_conf_t *conf);
 int aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n);
@@ -186,6 +248,19 @@ int aw_sandbox_lease(aw_conf_t *conf, char *err, size_t n);
 void aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job,
     const char *data, size_t data_len, aw_result_t *res);
 void aw_sandbox_cleanup_stale(const aw_conf_t *conf);
+void aw_sandbox_owner(void);
+void aw_sandbox_launch(const aw_conf_t *conf, const aw_limits_t *lim,
+    int fds[AW_LAUNCH_NFDS], int sock, aw_launch_rep_t *rep);
+
+/* aw_priv.c: the launcher and the unprivileged worker */
+int aw_priv_split(aw_conf_t *conf, char *err, size_t n);
+int aw_priv_fd(void);
+void aw_priv_watch(void);
+void aw_priv_send(const aw_launch_req_t *req,
+    const int fds[AW_LAUNCH_NFDS]);
+void aw_priv_recv(uint32_t seq, aw_launch_rep_t *rep);
+void aw_priv_serve(const aw_conf_t *conf, int sock)
+    __attribute__((noreturn));
 
 /* aw_util.c */
 long aw_now_ms(void);

@@ -474,6 +474,10 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
             _exit(2);
         }
         close_range(4, ~0U, 0);
+
+        /* known apart from the worker, whose user it now shares */
+        (void) prctl(PR_SET_NAME, "aw-fetch", 0, 0, 0);
+
         aw_fetch_child(conf, job, 3, worker);
         _exit(2);
     }

@@ -22,12 +22,16 @@
  *           (aw_bwrap_init) that runs the script and reports its wait
  *           status.
  *
- * The runtime is started by the job's keeper (aw_keeper()), a child of
- * the worker that holds the sandbox to its wall and CPU time whatever the
- * worker does (stopped, hung); the worker reads the output.  Whatever
- * happens, the sandbox is deleted, the cgroup removed and the files
- * wiped afterwards.  A sandbox dies with its worker (the keeper's and
- * the runtime's parent-death signals); a worker that starts removes the
+ * Two processes share the work (aw_priv.c).  The launcher, root, makes
+ * the directory and the cgroup (aw_sandbox_launch()), and the job's
+ * keeper (aw_keeper()), its child, starts the runtime and holds the
+ * sandbox to its wall and CPU time whatever the worker does (stopped,
+ * hung).  The worker, unprivileged, hands the launcher the script,
+ * data.json and its output pipes, and reads the output and the status
+ * (aw_sandbox_run()).  Whatever happens, the sandbox is deleted, the
+ * cgroup removed and the files wiped afterwards.  A sandbox dies with
+ * its worker (the launcher's kill, the keeper's and the runtime's
+ * parent-death signals); a worker that starts removes the
  * rest of what a crashed worker left (directories, cgroups and runsc's
  * state whose worker, by pid and start time, is gone), never through
  * runsc, which would signal the pids its state names (aw_runsc_forget()).
@@ -46,6 +50,7 @@
 #include <string.h>
 #include <stddef.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
@@ -145,7 +150,8 @@ static long aw_cg_cpu_ms(const aw_box_t *box);
 static long aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim);
 static int aw_cg_join(const aw_box_t *box, pid_t pid);
 static int aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job,
-    const char *data, size_t len, aw_box_t *box, char *err, size_t n);
+    int script_fd, int data_fd, aw_box_t *box, char *err, size_t n);
+static int aw_copy_fd(const char *path, int fd, size_t max, int mode);
 static int aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box);
 static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
@@ -174,9 +180,10 @@ static int aw_runsc_status(const aw_box_t *box, int *status);
 static int aw_init_status(int fd, int *status);
 static int aw_cpu_spent(long cpu, long limit);
 static long aw_rlimit_cpu(long cpu_ms);
-static int aw_end_signal(const aw_conf_t *conf, const aw_box_t *box,
-    int st, int status_fd, int *code);
+static int aw_end_signal(const aw_conf_t *conf, const char *slot, int st,
+    int rc, int ws, int *code);
 static size_t aw_seccomp_program(struct sock_filter *f, size_t cap);
+static int aw_write_fd(int fd, const char *buf, size_t len);
 
 
 /*
@@ -331,7 +338,9 @@ static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
                                          NULL };
 
 static unsigned long       aw_seq;
-static uint64_t            aw_start;    /* this worker's, from /proc */
+static pid_t               aw_self;     /* the worker's, which names jobs */
+static uint64_t            aw_start;    /* its start time, from /proc */
+static uint32_t            aw_req_seq;  /* the worker's launcher requests */
 
 
 static int
@@ -733,27 +742,28 @@ aw_cg_stale(const aw_conf_t *conf, const char *hier)
 
 
 static int
-aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, const char *data,
-    size_t len, aw_box_t *box, char *err, size_t n)
+aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
+    int data_fd, aw_box_t *box, char *err, size_t n)
 {
     char  path[2304];
 
     /*
      * The worker's pid and start time name the job: a pid alone names
-     * any process that gets it later (aw_owner_alive())
+     * any process that gets it later (aw_owner_alive()).  The worker's,
+     * not the launcher's (aw_sandbox_owner()).
      */
-    if (aw_start == 0) {
-        aw_start = al_proc_started(getpid(), 1);
+    if (aw_self == 0) {
+        aw_sandbox_owner();
     }
 
     if (aw_start == 0) {
         snprintf(err, n, "cannot read this worker's start time from "
-                 "/proc/%d/stat", (int) getpid());
+                 "/proc/%d/stat", (int) aw_self);
         return -1;
     }
 
     snprintf(box->slot, sizeof(box->slot), "aw-%d-%llu-%lu",
-             (int) getpid(), (unsigned long long) aw_start, ++aw_seq);
+             (int) aw_self, (unsigned long long) aw_start, ++aw_seq);
     snprintf(box->dir, sizeof(box->dir), "%s/jobs/%s", conf->workdir,
              box->slot);
 
@@ -779,7 +789,9 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     }
 
     snprintf(path, sizeof(path), "%s/code/script.py", box->dir);
-    if (aw_write_file(path, job->script, job->script_len, 0444) != 0) {
+    if (aw_copy_fd(path, script_fd, (size_t) conf->max_script_bytes, 0444)
+        != 0)
+    {
         goto fail;
     }
 
@@ -789,7 +801,7 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     }
 
     snprintf(path, sizeof(path), "%s/data/data.json", box->dir);
-    if (aw_write_file(path, data, len, 0444) != 0) {
+    if (aw_copy_fd(path, data_fd, AW_DATA_MAX(conf), 0444) != 0) {
         goto fail;
     }
 
@@ -823,6 +835,72 @@ fail:
 
     snprintf(err, n, "%s: %s", path, strerror(errno));
     return -1;
+}
+
+
+/*
+ * The launcher's: a file of the job's directory from a descriptor the
+ * worker passed (aw_priv_serve()), read from offset 0, at most max
+ * bytes (EFBIG past it): bytes copied, never read as anything.
+ */
+
+static int
+aw_copy_fd(const char *path, int fd, size_t max, int mode)
+{
+    int      out;
+    char     buf[65536];
+    off_t    off;
+    size_t   w;
+    ssize_t  n, k;
+
+    out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+               mode);
+    if (out < 0) {
+        return -1;
+    }
+
+    off = 0;
+
+    for ( ;; ) {
+        n = pread(fd, buf, sizeof(buf), off);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+
+        if (n <= 0) {
+            break;
+        }
+
+        if ((size_t) off + (size_t) n > max) {
+            n = -1;
+            errno = EFBIG;
+            break;
+        }
+
+        for (w = 0; w < (size_t) n; w += (size_t) k) {
+            k = write(out, buf + w, (size_t) n - w);
+            if (k < 0 && errno == EINTR) {
+                k = 0;
+                continue;
+            }
+
+            if (k <= 0) {
+                close(out);
+                return -1;
+            }
+        }
+
+        off += n;
+    }
+
+    if (n < 0 || fchmod(out, mode) != 0) {
+        k = errno;
+        close(out);
+        errno = (int) k;
+        return -1;
+    }
+
+    return close(out);
 }
 
 
@@ -1962,11 +2040,12 @@ aw_init_status(int fd, int *status)
  * code as the result reports it (128 + N for signal N).  Both runtimes
  * fold a signal into the exit code 128 + N, a code any script can also
  * choose, so the code alone does not say; each tells the script's real
- * wait status on the side:
+ * wait status on the side, ws when rc is 0:
  *
- *   gvisor  runsc logs it (aw_runsc_status());
- *   bwrap   the sandbox's init reports it on status_fd
- *           (aw_init_status()).
+ *   gvisor  runsc logs it (aw_runsc_status(), read by the launcher);
+ *   bwrap   the sandbox's init reports it on the status pipe
+ *           (aw_init_status(), read by the worker: the sandbox can
+ *           write there too).
  *
  * A runtime that died itself was signalled in the keeper's waitpid().
  * With no status reported (the sandbox was killed: the caller tells the
@@ -1975,11 +2054,9 @@ aw_init_status(int fd, int *status)
  */
 
 static int
-aw_end_signal(const aw_conf_t *conf, const aw_box_t *box, int st,
-    int status_fd, int *code)
+aw_end_signal(const aw_conf_t *conf, const char *slot, int st, int rc,
+    int ws, int *code)
 {
-    int  ws, rc;
-
     if (WIFSIGNALED(st)) {
         /* the runtime itself died of it */
         *code = 128 + WTERMSIG(st);
@@ -1988,13 +2065,10 @@ aw_end_signal(const aw_conf_t *conf, const aw_box_t *box, int st,
 
     *code = WEXITSTATUS(st);
 
-    rc = conf->backend == AW_BACKEND_GVISOR ? aw_runsc_status(box, &ws)
-                                            : aw_init_status(status_fd, &ws);
-
     if (rc != 0) {
         if (*code > 128) {
             aw_log("warn", "%s: %s reported no wait status; exit code %d "
-                   "taken for signal %d", box->slot,
+                   "taken for signal %d", slot,
                    conf->backend == AW_BACKEND_GVISOR ? "runsc"
                                                       : "the sandbox's init",
                    *code, *code - 128);
@@ -2050,59 +2124,65 @@ aw_rlimit_cpu(long cpu_ms)
 }
 
 
+/*
+ * The launcher's part of a job (aw_priv_serve()): the job's directory,
+ * from the script and data descriptors the worker passed (closed once
+ * copied, -1 in fds), and its cgroup; the keeper and the runtime, on
+ * the worker's stdout, stderr and status pipes; then the teardown.  It waits for the keeper's
+ * report, or for the worker's end of sock to close (the keeper is then
+ * killed, and the sandbox with it), and fills rep with what it saw of
+ * the runtime and the cgroup.  What the sandbox writes it never reads:
+ * the worker does (aw_sandbox_run()).
+ */
+
 void
-aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
-    size_t data_len, aw_result_t *res)
+aw_sandbox_launch(const aw_conf_t *conf, const aw_limits_t *lim,
+    int fds[AW_LAUNCH_NFDS], int sock, aw_launch_rep_t *rep)
 {
-    int            p[5][2], fds[4], st, timed_out, killed, code, reported;
-    int            cpu_out, fd, sig, nfd, i, npipes;
-    char           err[AW_ERRLEN], failed[256];
-    long           t0, t1, left, drain, ooms, pids_max, cpu;
-    pid_t          pid, worker;
+    int            p[2][2], kfds[4], io[3], st, i, fd, npipes, killed;
+    int            ws, watch;
+    char           err[AW_ERRLEN];
+    long           t0, t1;
+    pid_t          pid, launcher;
     ssize_t        n;
     aw_box_t       box;
-    aw_stream_t    s[2];
-    aw_report_t    rep;
-    struct pollfd  pfd[3];
+    aw_job_t       job;
+    aw_report_t    kr;
+    struct pollfd  pfd[2];
 
     memset(&box, 0, sizeof(box));
-    memset(s, 0, sizeof(s));
-    memset(&rep, 0, sizeof(rep));
-    s[0].fd = s[1].fd = -1;
-    timed_out = 0;
-    cpu_out = 0;
+    memset(&job, 0, sizeof(job));
+    memset(&kr, 0, sizeof(kr));
+    job.limits = *lim;
+    io[0] = io[1] = io[2] = -1;
     killed = 0;
     npipes = 0;
 
     t0 = aw_now_ms();
 
-    if (aw_box_prepare(conf, job, data, data_len, &box, err, sizeof(err))
-        != 0)
-    {
-        aw_result_fail(res, AW_ST_ERROR, "sandbox", "%s", err);
-        goto teardown;
-    }
+    i = aw_box_prepare(conf, &job, fds[0], fds[1], &box, err, sizeof(err));
 
-    s[0].max = (size_t) job->limits.stdout_bytes;
-    s[1].max = (size_t) job->limits.stderr_bytes;
-    s[0].buf = malloc(s[0].max + 1);
-    s[1].buf = malloc(s[1].max + 1);
+    /* copied: the memory files go now, not with the job */
+    close(fds[0]);
+    close(fds[1]);
+    fds[0] = fds[1] = -1;
 
-    if (s[0].buf == NULL || s[1].buf == NULL) {
-        aw_result_fail(res, AW_ST_ERROR, "internal", "out of resources");
+    if (i != 0) {
+        rep->result = AW_LAUNCH_SETUP;
+        snprintf(rep->text, sizeof(rep->text), "%s", err);
         goto teardown;
     }
 
     /*
-     * The pipes: stdout, stderr, the failure pipe (aw_child_fail()), the
-     * status pipe (bwrap: aw_bwrap_init; unused under gVisor) and the
-     * keeper's report.  Every write end is above the fds the runtime's
-     * child sets up (0 to AW_STATUS_FD), so that none replaces another.
+     * The failure pipe (aw_child_fail()) and the keeper's report, and
+     * the worker's three.  Every write end is above the fds the
+     * runtime's child sets up (0 to AW_STATUS_FD), so that none
+     * replaces another.
      */
 
-    for (npipes = 0; npipes < 5; npipes++) {
-        if (pipe2(p[npipes], O_CLOEXEC | (npipes == 2 || npipes == 3
-                                          ? O_NONBLOCK : 0)) != 0)
+    for (npipes = 0; npipes < 2; npipes++) {
+        if (pipe2(p[npipes], O_CLOEXEC | (npipes == 0 ? O_NONBLOCK : 0))
+            != 0)
         {
             break;
         }
@@ -2117,9 +2197,16 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         }
     }
 
-    if (npipes < 5) {
-        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
-                       strerror(errno));
+    for (i = 0; npipes == 2 && i < 3; i++) {
+        io[i] = fcntl(fds[2 + i], F_DUPFD_CLOEXEC, 10);
+        if (io[i] < 0) {
+            break;
+        }
+    }
+
+    if (npipes < 2 || i < 3) {
+        rep->result = AW_LAUNCH_INTERNAL;
+        snprintf(rep->text, sizeof(rep->text), "pipe: %s", strerror(errno));
 
         for (i = 0; i < npipes; i++) {
             close(p[i][1]);
@@ -2127,37 +2214,212 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         goto teardown;
     }
 
-    for (i = 0; i < 4; i++) {
-        fds[i] = p[i][1];
-    }
-
-    if (conf->backend != AW_BACKEND_BWRAP) {
-        fds[3] = -1;
-    }
+    kfds[0] = io[0];
+    kfds[1] = io[1];
+    kfds[2] = p[0][1];
+    kfds[3] = conf->backend == AW_BACKEND_BWRAP ? io[2] : -1;
 
     t1 = aw_now_ms();
-    res->timing.prepare = t1 - t0;
+    rep->prepare_ms = t1 - t0;
 
-    /*
-     * The keeper (aw_keeper()) starts the runtime and holds it to the
-     * limits; the worker reads the output until the pipes close and the
-     * keeper has reported
-     */
+    /* the keeper (aw_keeper()) starts the runtime, holds it to the limits */
 
-    worker = getpid();
+    launcher = getpid();
     pid = fork();
     if (pid == 0) {
-        aw_keeper(conf, job, &box, worker, t1, fds, p[4][1]);
+        aw_keeper(conf, &job, &box, launcher, t1, kfds, p[1][1]);
     }
 
-    for (i = 0; i < 5; i++) {
-        close(p[i][1]);
+    for (i = 0; i < 3; i++) {
+        close(io[i]);
+        io[i] = -1;
     }
+
+    close(p[0][1]);
+    close(p[1][1]);
 
     if (pid < 0) {
-        aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
-                       strerror(errno));
+        rep->result = AW_LAUNCH_INTERNAL;
+        snprintf(rep->text, sizeof(rep->text), "fork: %s", strerror(errno));
         goto teardown;
+    }
+
+    /* the keeper's report; a worker gone meanwhile ends the job */
+
+    watch = 1;
+
+    for ( ;; ) {
+        pfd[0].fd = p[1][0];
+        pfd[0].events = POLLIN;
+        pfd[0].revents = 0;
+        pfd[1].fd = sock;
+        pfd[1].events = 0;
+        pfd[1].revents = 0;
+
+        if (poll(pfd, watch ? 2 : 1, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+
+        if (pfd[0].revents != 0) {
+            break;
+        }
+
+        if (watch && (pfd[1].revents & (POLLHUP | POLLERR)) != 0) {
+            aw_log("notice", "launcher: the worker is gone, ending %s",
+                   box.slot);
+            kill(pid, SIGKILL);
+            watch = 0;
+        }
+    }
+
+    do {
+        n = read(p[1][0], &kr, sizeof(kr));
+    } while (n < 0 && errno == EINTR);
+
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
+
+    rep->run_ms = aw_now_ms() - t1;
+
+    aw_child_failure(p[0][0], rep->text, sizeof(rep->text));
+
+    if (n != (ssize_t) sizeof(kr)) {
+        /* the keeper died, and the runtime with it */
+        killed = 1;
+        rep->result = AW_LAUNCH_NOREPORT;
+        rep->status = st;
+        goto teardown;
+    }
+
+    killed = kr.end != AW_END_RAN;
+
+    rep->result = AW_LAUNCH_RAN;
+    rep->end = kr.end;
+    rep->status = kr.status;
+    rep->cpu_ms = aw_cg_cpu_ms(&box);
+    rep->ooms = aw_cg_oom_kills(&box);
+    rep->pids_max = box.ncg == 0 ? 0
+                    : aw_cg_read_key(box.cg[box.v2 ? 0 : 1], "pids.events",
+                                     "max");
+    rep->runsc_rc = -1;
+
+    if (conf->backend == AW_BACKEND_GVISOR) {
+        ws = 0;
+        rep->runsc_rc = aw_runsc_status(&box, &ws);
+        rep->runsc_status = ws;
+    }
+
+teardown:
+
+    for (i = 0; i < 3; i++) {
+        if (io[i] >= 0) {
+            close(io[i]);
+        }
+    }
+
+    for (i = 0; i < npipes; i++) {
+        close(p[i][0]);
+    }
+
+    snprintf(rep->slot, sizeof(rep->slot), "%s", box.slot);
+
+    t1 = aw_now_ms();
+    aw_box_teardown(conf, &box, killed);
+    rep->teardown_ms = aw_now_ms() - t1;
+}
+
+
+/*
+ * The worker's part of a job: the script and data.json in memory files
+ * and three pipes, handed to the launcher (aw_priv_send()).  The worker
+ * reads stdout and stderr, bounded, until the launcher has answered
+ * and the pipes have closed (at most AW_DRAIN_MS after the answer), and
+ * tells the result from the answer and, under bwrap, the status pipe.
+ */
+
+void
+aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
+    size_t data_len, aw_result_t *res)
+{
+    int              p[3][2], fds[AW_LAUNCH_NFDS], mf[2], i, nfd, npipes;
+    int              code, sig, reported, rc, ws, timed_out, cpu_out;
+    long             drain, left;
+    aw_stream_t      s[2];
+    aw_launch_req_t  req;
+    aw_launch_rep_t  rep;
+    struct pollfd    pfd[3];
+
+    memset(s, 0, sizeof(s));
+    memset(&req, 0, sizeof(req));
+    memset(&rep, 0, sizeof(rep));
+    s[0].fd = s[1].fd = -1;
+    mf[0] = mf[1] = -1;
+    npipes = 0;
+
+    s[0].max = (size_t) job->limits.stdout_bytes;
+    s[1].max = (size_t) job->limits.stderr_bytes;
+    s[0].buf = malloc(s[0].max + 1);
+    s[1].buf = malloc(s[1].max + 1);
+
+    if (s[0].buf == NULL || s[1].buf == NULL) {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "out of resources");
+        goto done;
+    }
+
+    mf[0] = memfd_create("script.py", MFD_CLOEXEC);
+    mf[1] = memfd_create("data.json", MFD_CLOEXEC);
+
+    if (mf[0] < 0 || mf[1] < 0
+        || aw_write_fd(mf[0], job->script, job->script_len) != 0
+        || aw_write_fd(mf[1], data, data_len) != 0)
+    {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "memfd: %s",
+                       strerror(errno));
+        goto done;
+    }
+
+    /* stdout, stderr and the status pipe (bwrap: aw_bwrap_init) */
+
+    for (npipes = 0; npipes < 3; npipes++) {
+        if (pipe2(p[npipes], O_CLOEXEC | (npipes == 2 ? O_NONBLOCK : 0))
+            != 0)
+        {
+            break;
+        }
+    }
+
+    if (npipes < 3) {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "pipe: %s",
+                       strerror(errno));
+        goto done;
+    }
+
+    req.magic = AW_LAUNCH_MAGIC;
+    req.seq = ++aw_req_seq;
+    req.wall_ms = job->limits.wall_ms;
+    req.cpu_ms = job->limits.cpu_ms;
+    req.memory_mb = job->limits.memory_mb;
+    req.pids = job->limits.pids;
+
+    fds[0] = mf[0];
+    fds[1] = mf[1];
+
+    for (i = 0; i < 3; i++) {
+        fds[2 + i] = p[i][1];
+    }
+
+    aw_priv_send(&req, fds);
+
+    for (i = 0; i < 3; i++) {
+        close(p[i][1]);
+        p[i][1] = -1;
+    }
+
+    for (i = 0; i < 2; i++) {
+        close(mf[i]);
+        mf[i] = -1;
     }
 
     s[0].fd = p[0][0];
@@ -2165,7 +2427,6 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     p[0][0] = p[1][0] = -1;
     reported = 0;
     drain = 0;
-    n = 0;
 
     while (!reported || s[0].fd >= 0 || s[1].fd >= 0) {
         left = -1;
@@ -2189,7 +2450,7 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         }
 
         if (!reported) {
-            pfd[nfd].fd = p[4][0];
+            pfd[nfd].fd = aw_priv_fd();
             pfd[nfd].events = POLLIN;
             pfd[nfd].revents = 0;
             nfd++;
@@ -2213,53 +2474,64 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         }
 
         if (!reported && pfd[nfd].revents != 0) {
-            do {
-                n = read(p[4][0], &rep, sizeof(rep));
-            } while (n < 0 && errno == EINTR);
-
+            aw_priv_recv(req.seq, &rep);
             reported = 1;
             drain = aw_now_ms() + AW_DRAIN_MS;
         }
     }
 
     if (!reported) {
-        do {
-            n = read(p[4][0], &rep, sizeof(rep));
-        } while (n < 0 && errno == EINTR);
+        aw_priv_recv(req.seq, &rep);
     }
 
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) { }
+    res->timing.prepare = (long) rep.prepare_ms;
+    res->timing.run = (long) rep.run_ms;
+    res->timing.teardown = (long) rep.teardown_ms;
 
-    res->timing.run = aw_now_ms() - t1;
+    switch (rep.result) {
 
-    aw_child_failure(p[2][0], failed, sizeof(failed));
+    case AW_LAUNCH_RAN:
+        break;
 
-    if (n != (ssize_t) sizeof(rep)) {
-        /* the keeper died, and the runtime with it */
-        killed = 1;
+    case AW_LAUNCH_SETUP:
+        aw_result_fail(res, AW_ST_ERROR, "sandbox", "%s", rep.text);
+        goto done;
 
-        if (failed[0] != '\0') {
+    case AW_LAUNCH_NOREPORT:
+        if (rep.text[0] != '\0') {
             aw_result_fail(res, AW_ST_ERROR, "sandbox",
-                           "the sandbox could not start: %s", failed);
+                           "the sandbox could not start: %s", rep.text);
 
         } else {
             aw_result_fail(res, AW_ST_ERROR, "internal",
                            "the sandbox's keeper ended without a report "
-                           "(wait status %d)", st);
+                           "(wait status %d)", (int) rep.status);
         }
-        goto teardown;
+        goto done;
+
+    case AW_LAUNCH_REFUSED:
+        aw_result_fail(res, AW_ST_ERROR, "internal",
+                       "the launcher refused the job: %s", rep.text);
+        goto done;
+
+    default:
+        aw_result_fail(res, AW_ST_ERROR, "internal", "%s", rep.text);
+        goto done;
     }
 
     timed_out = rep.end == AW_END_WALL;
     cpu_out = rep.end == AW_END_CPU;
-    killed = rep.end != AW_END_RAN;
 
-    cpu = aw_cg_cpu_ms(&box);
-    sig = aw_end_signal(conf, &box, rep.status, p[3][0], &code);
+    if (conf->backend == AW_BACKEND_GVISOR) {
+        rc = rep.runsc_rc;
+        ws = rep.runsc_status;
 
-    ooms = aw_cg_oom_kills(&box);
-    pids_max = box.ncg == 0 ? 0
-               : aw_cg_read_key(box.cg[box.v2 ? 0 : 1], "pids.events", "max");
+    } else {
+        ws = 0;
+        rc = aw_init_status(p[2][0], &ws);
+    }
+
+    sig = aw_end_signal(conf, rep.slot, (int) rep.status, rc, ws, &code);
 
     res->ran = 1;
     res->exit_code = code;
@@ -2276,13 +2548,13 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                        "the script ran past its wall time of %ld ms",
                        job->limits.wall_ms);
 
-    } else if (failed[0] != '\0') {
+    } else if (rep.text[0] != '\0') {
         aw_result_fail(res, AW_ST_ERROR, "sandbox",
-                       "the sandbox could not start: %s", failed);
+                       "the sandbox could not start: %s", rep.text);
 
     } else if (cpu_out
-               || ((sig == SIGXCPU || (sig == SIGKILL && ooms == 0))
-                   && aw_cpu_spent(cpu, job->limits.cpu_ms)))
+               || ((sig == SIGXCPU || (sig == SIGKILL && rep.ooms == 0))
+                   && aw_cpu_spent((long) rep.cpu_ms, job->limits.cpu_ms)))
     {
         /*
          * The keeper's poll, or a SIGXCPU or SIGKILL (not the OOM
@@ -2293,7 +2565,7 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                        "the script used up its CPU time of %ld ms",
                        job->limits.cpu_ms);
 
-    } else if (ooms > 0) {
+    } else if (rep.ooms > 0) {
         aw_result_fail(res, AW_ST_OOM, "memory",
                        "the script went over its memory limit of %ld MiB",
                        job->limits.memory_mb);
@@ -2301,7 +2573,7 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     } else if (code == 0) {
         res->status = AW_ST_OK;
 
-    } else if (pids_max > 0) {
+    } else if (rep.pids_max > 0) {
         aw_result_fail(res, AW_ST_KILLED, "pids",
                        "the sandbox reached its process limit of %ld "
                        "(exit code %d)", job->limits.pids, code);
@@ -2315,11 +2587,15 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
                        "the script exited with code %d", code);
     }
 
-teardown:
+done:
 
     for (i = 0; i < 2; i++) {
         if (s[i].fd >= 0) {
             close(s[i].fd);
+        }
+
+        if (mf[i] >= 0) {
+            close(mf[i]);
         }
     }
 
@@ -2327,14 +2603,53 @@ teardown:
         if (p[i][0] >= 0) {
             close(p[i][0]);
         }
-    }
 
-    t1 = aw_now_ms();
-    aw_box_teardown(conf, &box, killed);
-    res->timing.teardown = aw_now_ms() - t1;
+        if (p[i][1] >= 0) {
+            close(p[i][1]);
+        }
+    }
 
     free(s[0].buf);
     free(s[1].buf);
+}
+
+
+/* The worker's: all of buf on fd, rewound to 0 for the launcher. */
+
+static int
+aw_write_fd(int fd, const char *buf, size_t len)
+{
+    size_t   off;
+    ssize_t  n;
+
+    for (off = 0; off < len; off += (size_t) n) {
+        n = write(fd, buf + off, len - off);
+        if (n < 0 && errno == EINTR) {
+            n = 0;
+            continue;
+        }
+
+        if (n <= 0) {
+            return -1;
+        }
+    }
+
+    return lseek(fd, 0, SEEK_SET) == 0 ? 0 : -1;
+}
+
+
+/*
+ * Names the jobs after this process (the worker that stays): called
+ * before the split (aw_priv_split()), so that the launcher's job
+ * directories and cgroups carry the worker's pid and start time, which
+ * aw_owner_alive() finds and the worker's end takes with it.
+ */
+
+void
+aw_sandbox_owner(void)
+{
+    aw_self = getpid();
+    aw_start = al_proc_started(aw_self, 1);
 }
 
 

@@ -97,13 +97,17 @@ aw_rmtree(const char *path)
         return errno == ENOENT ? 0 : -1;
     }
 
+    /*
+     * What is gone already counts as removed: a killed worker's launcher
+     * and the next worker's start may remove the same job directory
+     */
     if (!S_ISDIR(st.st_mode)) {
-        return unlink(path);
+        return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
     }
 
     d = opendir(path);
     if (d == NULL) {
-        return -1;
+        return errno == ENOENT ? 0 : -1;
     }
 
     rc = 0;
@@ -127,7 +131,7 @@ aw_rmtree(const char *path)
 
     closedir(d);
 
-    if (rmdir(path) != 0) {
+    if (rmdir(path) != 0 && errno != ENOENT) {
         rc = -1;
     }
 

@@ -29,22 +29,25 @@ my $conf = $t->testdir . '/worker.conf';
 my $fetcher = getpwnam('airlock-worker');
 
 # processes started from this test's worker.conf: the worker, its
-# heartbeat and its fetch, [pid, uid]
+# launcher, its heartbeat and its fetch, [pid, uid, name]
 sub procs {
     my @p;
     for my $d (glob('/proc/[0-9]*')) {
         my $cmd = Airlock::Worker::_slurp("$d/cmdline") // next;
         next unless (grep { $_ eq $conf } split /\0/, $cmd);
-        my ($uid) = (Airlock::Worker::_slurp("$d/status") // '')
-                    =~ /^Uid:\s+(\d+)/m;
-        push @p, [ $d =~ s{/proc/}{}r, $uid ];
+        my $st = Airlock::Worker::_slurp("$d/status") // '';
+        my ($uid) = $st =~ /^Uid:\s+(\d+)/m;
+        my ($name) = $st =~ /^Name:\s+(\S+)/m;
+        push @p, [ $d =~ s{/proc/}{}r, $uid, $name // '' ];
     }
     return @p;
 }
 
+# the fetch: the worker itself runs as airlock-worker too (aw_priv.c)
 sub fetch_pid {
     for (1 .. 400) {
-        my ($f) = grep { $_->[1] == $fetcher } procs();
+        my ($f) = grep { $_->[1] == $fetcher && $_->[2] eq 'aw-fetch' }
+                  procs();
         return $f->[0] if $f;
         sleep 0.025;
     }

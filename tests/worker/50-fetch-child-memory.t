@@ -87,11 +87,13 @@ sub status_kb {
     return $s =~ /^\Q$field\E:\s+(\d+) kB/m ? $1 : -1;
 }
 
-# the worker's child running as the fetch user
+# the worker's child running as the fetch user (the worker and its
+# heartbeat run as that user too: the fetch is known by its name)
 sub fetch_child {
     for my $st (glob '/proc/[0-9]*/status') {
         my $s = Airlock::Worker::_slurp($st) // next;
-        next unless $s =~ /^PPid:\s+$pid$/m && $s =~ /^Uid:\s+$fuid\s/m;
+        next unless $s =~ /^PPid:\s+$pid$/m && $s =~ /^Uid:\s+$fuid\s/m
+                    && $s =~ /^Name:\s+aw-fetch$/m;
         return ($st =~ m{/proc/(\d+)/})[0];
     }
     return undef;

@@ -56,8 +56,20 @@ sub alive {
     return waitpid($pid, WNOHANG) == 0;
 }
 
-# a worker killed while its job sleeps: its sandbox dies with it, its
-# directory and runsc's state stay
+# the worker's launcher (aw_priv.c): its child that stays root
+sub launcher_of {
+    my ($pid) = @_;
+    for my $st (glob '/proc/[0-9]*/status') {
+        my $s = Airlock::Worker::_slurp($st) // next;
+        return ($st =~ m{/proc/(\d+)/})[0]
+            if $s =~ /^PPid:\s+$pid$/m && $s =~ /^Name:\s+airlock-worker$/m;
+    }
+    return undef;
+}
+
+# a worker killed while its job sleeps, with its launcher (as the OOM
+# killer ends the whole unit; the launcher alone would tear the job
+# down): its sandbox dies with them, its directory and runsc's state stay
 my $a = $w->start_worker;
 $w->add_job(job_id => 'sleeper',
             script => "import time\nprint('up', flush=True)\n"
@@ -69,6 +81,8 @@ for (1 .. 400) {
     sleep 0.05;
 }
 ok(scalar @files, 'the running job has runsc state');
+my $l = launcher_of($a);
+kill 'KILL', $l if $l;
 $w->kill_worker('KILL', $a);
 for (1 .. 200) {
     last unless $w->job_procs($a);

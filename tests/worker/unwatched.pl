@@ -52,15 +52,22 @@ sub wait_procs {
     return 0;
 }
 
-# wait until they are all gone; the process list left, '' when none
+# wait until they are all gone; the process list left, '' when none.
+# The job cgroup's CPU time, last read, in $cpu_seen: the launcher
+# removes the cgroup once the sandbox is gone, the worker stopped or not.
+my $cpu_seen;
 sub wait_gone {
     my ($pid, $tries) = @_;
     my @left;
     for (1 .. $tries) {
+        my $c = $w->job_cpu_ms($pid);
+        $cpu_seen = $c if defined $c;
         @left = $w->job_procs($pid);
         last unless @left;
         sleep 0.1;
     }
+    my $c = $w->job_cpu_ms($pid);
+    $cpu_seen = $c if defined $c;
     return join ' ', map {
         my $c = Airlock::Worker::_slurp("$_/cmdline") // '';
         $c =~ s/\0/ /g;
@@ -83,7 +90,7 @@ kill 'STOP', $a;
 is(wait_gone($a, 900), '',
    'spin-stopped: the sandbox ends at its CPU time while its worker is '
    . 'stopped');
-$cpu = $w->job_cpu_ms($a);
+$cpu = $cpu_seen;
 ok(defined $cpu && $cpu < 30000,
    'spin-stopped: its cgroup used about its CPU time, not the wall time '
    . '(' . ($cpu // 'none') . ' ms)');
