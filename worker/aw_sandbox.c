@@ -2128,10 +2128,10 @@ aw_rlimit_cpu(long cpu_ms)
  * The launcher's part of a job (aw_priv_serve()): the job's directory,
  * from the script and data descriptors the worker passed (closed once
  * copied, -1 in fds), and its cgroup; the keeper and the runtime, on
- * the worker's stdout, stderr and status pipes; then the teardown.  It waits for the keeper's
- * report, or for the worker's end of sock to close (the keeper is then
- * killed, and the sandbox with it), and fills rep with what it saw of
- * the runtime and the cgroup.  What the sandbox writes it never reads:
+ * the worker's stdout, stderr and status pipes; then the teardown.  It
+ * waits for the keeper's report, or for the worker's end of sock to
+ * close (the keeper is then killed, and the sandbox with it), and fills
+ * rep with what it saw of the runtime and the cgroup.  What the sandbox writes it never reads:
  * the worker does (aw_sandbox_run()).
  */
 
