@@ -669,10 +669,11 @@ int al_media_type_check(const char *ctype, size_t len, const char *want,
  * A body an upstream may read as a form (Content-Type
  * application/x-www-form-urlencoded, multipart/..., or none) must not
  * have a field named _method, however it is encoded: Rack, Symfony,
- * Laravel and method-override read it as the request's method
- * (al_form.c).  Nor may it be in a charset other than utf-8, us-ascii
- * or iso-8859-1, or have a multipart name in RFC 2231 form or with an
- * RFC 2047 encoded word, which would hide the name from this check.
+ * Laravel and method-override read it as the request's method, and
+ * ASP.NET MVC a field named X-HTTP-Method-Override (al_form.c).  Nor
+ * may it be in a charset other than utf-8, us-ascii or iso-8859-1, or
+ * have a multipart name in RFC 2231 form or with an RFC 2047 encoded
+ * word, which would hide the name from this check.
  * Returns 0, or -1 with the reason in why.
  */
 int al_form_method_check(const char *ctype, size_t ctype_len,

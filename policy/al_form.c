@@ -19,6 +19,12 @@
  *     PHP's "_method%00x");
  *   - in any case (ASP.NET reads form fields without case).
  *
+ * ASP.NET MVC (System.Web.Mvc's GetHttpMethodOverride(), by which
+ * [HttpDelete] and AcceptVerbs select an action) reads the method of a
+ * POST from the header X-HTTP-Method-Override, then from the form field
+ * of that name, in any case: a field of that name, read the same way, is
+ * refused as _method is.
+ *
  * A urlencoded body is split on '&' and ';'.  A multipart body is not cut
  * on its boundary, which parsers find in different ways: every "name"
  * parameter in it (name="...", name=token) counts, wherever it is, a
@@ -116,6 +122,11 @@ static int al_form_alnum(unsigned c);
 
 
 static const char  al_form_method[] = AL_FORM_FIELD;
+static const char  al_form_override[] = "X-HTTP-Method-Override";
+
+/* a name of those two: the field is a method override */
+#define al_form_overrides(f)                                                  \
+    ((f) == al_form_method || (f) == al_form_override)
 
 
 /*
@@ -188,12 +199,7 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
 
         field = al_form_urlencoded(body, len, &names);
 
-        if (field == al_form_method) {
-            bad = "form field \"" AL_FORM_FIELD "\" would change the method "
-                  "upstream";
-            field = NULL;
-
-        } else if (field != NULL) {
+        if (field != NULL) {
             bad = "form field";
         }
 
@@ -205,7 +211,11 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
         return 0;
     }
 
-    if (field != NULL) {
+    if (field != NULL && al_form_overrides(field)) {
+        (void) snprintf(why, whylen, "%s \"%s\" would change the method "
+                        "upstream", bad, field);
+
+    } else if (field != NULL) {
         (void) snprintf(why, whylen, "%s named like the checked param \"%s\" "
                         "would stand for it upstream", bad, field);
 
@@ -229,12 +239,12 @@ al_cookie_check(const al_route_t *route, const char *cookie, size_t len,
     names.query = route->query_patterns;
     names.nquery = route->nquery_allow;
 
-    /* "a=1; b=2" splits on ';' as a form does; no reader takes _method
-       from a cookie */
+    /* "a=1; b=2" splits on ';' as a form does; no reader takes a method
+       override from a cookie */
 
     field = al_form_urlencoded((const unsigned char *) cookie, len, &names);
 
-    if (field == NULL || field == al_form_method) {
+    if (field == NULL || al_form_overrides(field)) {
         return 0;
     }
 
@@ -373,8 +383,8 @@ al_form_bom(const unsigned char *p, size_t len)
 }
 
 
-/* the name a field of "a=1&b=2;c" has (al_form_method, or a param's),
-   or NULL */
+/* the name a field of "a=1&b=2;c" has (al_form_method,
+   al_form_override, or a param's), or NULL */
 
 static const char *
 al_form_urlencoded(const unsigned char *p, size_t len,
@@ -416,8 +426,9 @@ al_form_urlencoded(const unsigned char *p, size_t len,
 
 
 /*
- * 1, with *why, when a "name" parameter anywhere in the body is _method
- * or a checked param's name (then in *field too), is in RFC 2231 form or
+ * 1, with *why, when a "name" parameter anywhere in the body is a method
+ * override (_method, X-HTTP-Method-Override) or a checked param's name
+ * (then in *field too, al_form_field()'s pointer), is in RFC 2231 form or
  * holds an RFC 2047 encoded word.  "name" counts
  * after a byte that is not a letter or a digit, so "filename" does not.
  * The scan goes on right after each "name", not after its value: a
@@ -468,12 +479,6 @@ al_form_multipart(const unsigned char *p, size_t len,
         }
 
         f = al_form_field(v, vlen, flags, names);
-
-        if (f == al_form_method) {
-            *why = "multipart field \"" AL_FORM_FIELD "\" would change the "
-                   "method upstream";
-            return 1;
-        }
 
         if (f != NULL) {
             *why = "multipart field";
@@ -640,8 +645,9 @@ al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
 
 /*
  * The name a field has, read as the parsers in the comment above read it:
- * al_form_method (the pointer itself) for _method, a path param's name, a
- * checked query parameter's name, or NULL for another.
+ * al_form_method (the pointer itself) for _method, al_form_override for
+ * X-HTTP-Method-Override, a path param's name, a checked query
+ * parameter's name, or NULL for another.
  */
 
 static const char *
@@ -665,6 +671,12 @@ al_form_field(const unsigned char *p, size_t len, unsigned flags,
     if (al_form_is_name(p, len, i, flags, al_form_method, AL_FORM_FIELD_LEN))
     {
         return al_form_method;
+    }
+
+    if (al_form_is_name(p, len, i, flags, al_form_override,
+                        sizeof(al_form_override) - 1))
+    {
+        return al_form_override;
     }
 
     if (names == NULL) {

@@ -183,6 +183,22 @@ test_urlencoded(void)
     pass(FORM, "%255Fmethod=PUT", "urlencoded: decoded once only");
     pass(FORM, "", "urlencoded: empty body");
     pass(FORM, "&&=&", "urlencoded: empty fields");
+
+    /* ASP.NET MVC reads the override header's name as a form field */
+    refuse(FORM, "X-HTTP-Method-Override=DELETE",
+           "urlencoded: X-HTTP-Method-Override (ASP.NET MVC)");
+    tap_is_str(why, "form field \"X-HTTP-Method-Override\" would change "
+               "the method upstream", "urlencoded: its reason");
+    refuse(FORM, "x-http-method-override[]=DELETE",
+           "urlencoded: x-http-method-override[]");
+    refuse(MP, PART("name=\"X-Http-Method-Override\""),
+           "multipart: X-Http-Method-Override");
+    tap_is_str(why, "multipart field \"X-HTTP-Method-Override\" would "
+               "change the method upstream", "multipart: its reason");
+    pass(FORM, "X-HTTP-Method-Overrides=DELETE",
+         "urlencoded: X-HTTP-Method-Overrides");
+    pass(FORM, "X_HTTP_Method_Override=DELETE",
+         "urlencoded: X_HTTP_Method_Override is another name");
 }
 
 
