@@ -667,7 +667,8 @@ int al_media_type_check(const char *ctype, size_t len, const char *want,
 
 /*
  * A body an upstream may read as a form (Content-Type
- * application/x-www-form-urlencoded, multipart/..., or none) must not
+ * application/x-www-form-urlencoded or a type that begins with it,
+ * multipart/..., or none) must not
  * have a field named _method, however it is encoded: Rack, Symfony,
  * Laravel and method-override read it as the request's method, and
  * ASP.NET MVC a field named X-HTTP-Method-Override (al_form.c).  Nor

@@ -7,9 +7,10 @@
  * method it names: a POST the route allowed would reach the application
  * as a DELETE or a PUT.  The modules refuse the override headers; this is
  * the body's half.  A body an upstream may read as a form (Content-Type
- * application/x-www-form-urlencoded, any multipart/ type, or none at all:
- * Rack reads a POST without one as a form) is refused when one of its
- * field names, as any of those parsers reads it, is _method:
+ * application/x-www-form-urlencoded or a type that begins with it, any
+ * multipart/ type, or none at all: Rack reads a POST without one as a
+ * form) is refused when one of its field names, as any of those parsers
+ * reads it, is _method:
  *
  *   - percent-decoded ("%5Fmethod"), with '+' a space, and in a quoted
  *     multipart name with backslash escapes undone;
@@ -262,7 +263,10 @@ al_cookie_check(const al_route_t *route, const char *cookie, size_t len,
  * trim() on a header Node reads as Latin-1 (0xA0 too), Go's TrimSpace
  * (UTF-8 U+0085, U+00A0, ...): so every control byte, the space and
  * every byte outside ASCII, none of which a media type has.  No
- * Content-Type, or one without a media type, is a form to Rack.
+ * Content-Type, or one without a media type, is a form to Rack.  A type
+ * that begins with application/x-www-form-urlencoded is one: Symfony's
+ * Request::createFromGlobals() (Laravel's too) parses the body of a PUT,
+ * PATCH or DELETE as a form when the header starts with that text.
  */
 
 static al_form_kind_t
@@ -290,8 +294,12 @@ al_form_kind(const char *ctype, size_t len)
         return AL_FORM_URL;
     }
 
-    if (n == sizeof(AL_FORM_URLENCODED) - 1
-        && strncasecmp(ctype + i, AL_FORM_URLENCODED, n) == 0)
+    /* Symfony takes any type that starts with it, "...urlencodedx" */
+
+    if (n >= sizeof(AL_FORM_URLENCODED) - 1
+        && strncasecmp(ctype + i, AL_FORM_URLENCODED,
+                       sizeof(AL_FORM_URLENCODED) - 1)
+           == 0)
     {
         return AL_FORM_URL;
     }

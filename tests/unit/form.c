@@ -463,8 +463,12 @@ test_types(void)
     pass("text/plain", "_method=PUT", "text/plain is not a form");
     pass("application/json", "{\"_method\":\"PUT\"}",
          "JSON is not scanned here (al_json.c)");
-    pass("application/x-www-form-urlencodedx", "_method=PUT",
-         "a longer type is another type");
+    refuse("application/x-www-form-urlencodedx", "_method=PUT",
+           "a longer type that begins with the form's (Symfony)");
+    refuse("Application/X-WWW-Form-URLEncoded-v2", "_method=PUT",
+           "a longer type that begins with the form's, in any case");
+    pass("application/x-www-form-urlencode", "_method=PUT",
+         "a shorter type is another type");
     pass("application/octet-stream", "\x01name=\"_method\"",
          "binary is not a form");
     pass("text/plain\v", "_method=PUT", "text/plain before \\v is not a form");
