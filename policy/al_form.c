@@ -18,7 +18,9 @@
  *     "[]_method"), '.' and ' ' read as '_' (PHP: ".method");
  *   - ended by '[', ']', a space or a NUL (PHP's and Rack's "_method[]",
  *     PHP's "_method%00x");
- *   - in any case (ASP.NET reads form fields without case).
+ *   - in any case (ASP.NET reads form fields without case), a letter
+ *     outside ASCII that folds to an ASCII one (the Kelvin sign, the
+ *     long s: Go's strings.EqualFold) read as that one.
  *
  * ASP.NET MVC (System.Web.Mvc's GetHttpMethodOverride(), by which
  * [HttpDelete] and AcceptVerbs select an action) reads the method of a
@@ -111,6 +113,8 @@ static void al_form_param(const unsigned char *p, size_t len, size_t i,
     const unsigned char **v, size_t *vlen, unsigned *flags, size_t *tail);
 static unsigned al_form_char(const unsigned char *p, size_t len, size_t *i,
     unsigned flags);
+static unsigned al_form_letter(const unsigned char *p, size_t len,
+    size_t *i, unsigned flags);
 static const char *al_form_field(const unsigned char *p, size_t len,
     unsigned flags, const al_form_names_t *names);
 static int al_form_is_name(const unsigned char *p, size_t len, size_t i,
@@ -652,6 +656,56 @@ al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
 
 
 /*
+ * The character at p[*i] of a name as al_form_char() reads it, but a
+ * letter outside ASCII that a case-insensitive reader folds to an ASCII
+ * one is read as that one: Go's strings.EqualFold (Echo binds a form
+ * field by it) takes the Kelvin sign (U+212A) for 'k' and the long s
+ * (U+017F) for 's', and a JSON key is read with those and with U+0130
+ * and U+0131 as 'i' (al_folds_to()); so is a field's name.  Its UTF-8
+ * may be escaped byte by byte ("%E2%84%AA").  *i is left on its last
+ * byte.
+ */
+
+static unsigned
+al_form_letter(const unsigned char *p, size_t len, size_t *i,
+    unsigned flags)
+{
+    size_t    k;
+    unsigned  c, c2;
+
+    c = al_form_char(p, len, i, flags);
+
+    if ((c != 0xc4 && c != 0xc5 && c != 0xe2) || *i + 1 >= len) {
+        return c;
+    }
+
+    k = *i + 1;
+    c2 = al_form_char(p, len, &k, flags);
+
+    if ((c == 0xc4 && (c2 == 0xb0 || c2 == 0xb1))
+        || (c == 0xc5 && c2 == 0xbf))
+    {
+        *i = k;
+        return (c == 0xc4) ? 'i' : 's';
+    }
+
+    if (c != 0xe2 || c2 != 0x84 || k + 1 >= len) {
+        return c;
+    }
+
+    k++;
+
+    if (al_form_char(p, len, &k, flags) != 0xaa) {
+        return c;
+    }
+
+    *i = k;
+
+    return 'k';
+}
+
+
+/*
  * The name a field has, read as the parsers in the comment above read it:
  * al_form_method (the pointer itself) for _method, al_form_override for
  * X-HTTP-Method-Override, a path param's name, a checked query
@@ -714,8 +768,8 @@ al_form_field(const unsigned char *p, size_t len, unsigned flags,
 
 /*
  * 1 when the field name from p[i] on (leading blanks and brackets
- * skipped) is name: compared in any case, '.' and ' ' as '_', ended by
- * '[', ']', a blank or a NUL.
+ * skipped) is name: compared in any case (al_form_letter()), '.' and ' '
+ * as '_', ended by '[', ']', a blank or a NUL.
  */
 
 static int
@@ -726,7 +780,7 @@ al_form_is_name(const unsigned char *p, size_t len, size_t i, unsigned flags,
     unsigned  c;
 
     for (m = 0; i < len; i++) {
-        c = al_form_char(p, len, &i, flags);
+        c = al_form_letter(p, len, &i, flags);
 
         if (m == n) {
             return c == '[' || c == ']' || c == ' ' || c == '\t'

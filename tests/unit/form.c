@@ -574,6 +574,19 @@ test_routes(void)
                "multipart field named like a path param refused");
     tap_is_str(d.detail, "multipart field named like the checked param "
                "\"dir\" would stand for it upstream", "the detail names it");
+    tap_is_int(body(shadow, FORM, "%C4%B1%C5%BF%C4%B0tem=x"),
+               AL_REASON_NONE, "U+0131, U+017F, U+0130 are i, s, i: "
+               "\"isitem\" is no param");
+    tap_is_int(body(shadow, FORM, "f%C4%B1le=.."), AL_REASON_BODY,
+               "a dotless i folds to i (as a JSON key does)");
+    tap_is_int(body(shadow, FORM, "D\xc4\xb0R=.."), AL_REASON_BODY,
+               "a raw dotted capital I folds to i");
+    tap_is_int(body(shadow, MP, PART("name=\"d\xc4\xb1r\"")),
+               AL_REASON_BODY, "... in a multipart name too");
+    tap_is_int(body(shadow, FORM, "f%C4%B2le=.."), AL_REASON_NONE,
+               "U+0132 is no i");
+    tap_is_int(body(shadow, FORM, "fi%C4"), AL_REASON_NONE,
+               "a lead byte at the end is read as itself");
     tap_is_int(body(shadow, FORM, "page=..&files=1&xdir=2"), AL_REASON_NONE,
                "a query parameter without a pattern, other names pass");
     tap_is_int(body(raw, FORM, "file=..&dir=.."), AL_REASON_NONE,
