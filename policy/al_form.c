@@ -12,8 +12,9 @@
  * form) is refused when one of its field names, as any of those parsers
  * reads it, is _method:
  *
- *   - percent-decoded ("%5Fmethod"), with '+' a space, and in a quoted
- *     multipart name with backslash escapes undone;
+ *   - percent-decoded ("%5Fmethod", and System.Web's "%u005Fmethod"),
+ *     with '+' a space, and in a quoted multipart name with backslash
+ *     escapes undone;
  *   - leading spaces and brackets skipped (PHP's " _method", Rack's
  *     "[]_method"), '.' and ' ' read as '_' (PHP: ".method");
  *   - ended by '[', ']', a space or a NUL (PHP's and Rack's "_method[]",
@@ -78,6 +79,10 @@
 #define AL_FORM_RFC2231    4            /* name*= or name*0: no value read */
 #define AL_FORM_ESCAPED    8            /* quoted, with a backslash */
 #define AL_FORM_TAIL       16           /* the tail of the last token read */
+
+/* what al_form_char() reads for a "%uXXXX" outside ASCII that folds to
+   no ASCII letter */
+#define AL_FORM_WIDE       0x100
 
 /* a byte some reader trims from a media type (al_form_kind()) */
 #define al_form_blank(c)                                                      \
@@ -623,13 +628,18 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
  * The character at p[*i] of a name as the parsers read it: a backslash
  * escape undone in a quoted one, "%XX" decoded, '+' a space with
  * AL_FORM_PLUS; *i is left on its last byte.
+ *
+ * "%uXXXX" is decoded too, as System.Web's HttpUtility.UrlDecode (the
+ * form ASP.NET MVC reads) decodes it: to the character, which is ASCII,
+ * one of the letters al_form_letter() folds (read as its ASCII one
+ * here), or else AL_FORM_WIDE, which no name has.
  */
 
 static unsigned
 al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
 {
     int       hi, lo;
-    size_t    k;
+    size_t    k, n;
     unsigned  c;
 
     k = *i;
@@ -637,6 +647,27 @@ al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
 
     if ((flags & AL_FORM_QUOTED) && c == '\\' && len - k > 1) {
         c = p[++k];
+
+    } else if (c == '%' && len - k > 5 && (p[k + 1] | 0x20) == 'u') {
+
+        for (c = 0, n = 2; n < 6 && (hi = al_form_hex(p[k + n])) >= 0; n++)
+        {
+            c = c << 4 | (unsigned) hi;
+        }
+
+        if (n < 6) {
+            c = '%';
+
+        } else {
+            k += 5;
+
+            if (c >= 0x80) {
+                c = (c == 0x212a) ? 'k'
+                    : (c == 0x017f) ? 's'
+                    : (c == 0x0130 || c == 0x0131) ? 'i'
+                    : AL_FORM_WIDE;
+            }
+        }
 
     } else if (c == '%' && len - k > 2
                && (hi = al_form_hex(p[k + 1])) >= 0
@@ -662,8 +693,8 @@ al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
  * field by it) takes the Kelvin sign (U+212A) for 'k' and the long s
  * (U+017F) for 's', and a JSON key is read with those and with U+0130
  * and U+0131 as 'i' (al_folds_to()); so is a field's name.  Its UTF-8
- * may be escaped byte by byte ("%E2%84%AA").  *i is left on its last
- * byte.
+ * may be escaped byte by byte ("%E2%84%AA"); a "%u212A" al_form_char()
+ * folds itself.  *i is left on its last byte.
  */
 
 static unsigned

@@ -10,8 +10,11 @@
 # the checked query parameter "since".  A JSON key was already read so
 # (al_folds_to(): those two, and U+0130 and U+0131 for "i"); a form
 # field, urlencoded (raw or percent-encoded) or a multipart name, now is
-# too, and is refused with reason "body", reaching no upstream.  A
-# letter that folds to none (U+212B ANGSTROM SIGN) passes.
+# too, and is refused with reason "body", reaching no upstream; so is
+# a name written with "%uXXXX" escapes, which System.Web's
+# HttpUtility.UrlDecode (ASP.NET MVC's form, whose value provider comes
+# before the route's) decodes.  A letter that folds to none (U+212B
+# ANGSTROM SIGN) passes.
 
 use strict;
 use warnings;
@@ -68,12 +71,15 @@ my @refused = (
     [ 'dotless i for i', $form, '%C4%B1d=../x' ],
     [ 'dotted capital I for i', $form, '%C4%B0D=../x' ],
     [ 'Kelvin sign in a multipart name', $mp, part("\xe2\x84\xaaEY") ],
+    [ '%u escape of a letter (System.Web)', $form, '%u006Bey=../x' ],
+    [ 'Kelvin sign as a %u escape', $form, '%u212Aey=../x' ],
 );
 
 my @passed = (
     [ 'the Angstrom sign folds to no ASCII letter', $form,
       '%E2%84%ABey=../x' ],
     [ 'a Kelvin sign in a longer name', $form, '%E2%84%AAeys=../x' ],
+    [ 'the Angstrom sign as a %u escape', $form, '%u212Bey=../x' ],
 );
 
 plan tests => @refused + @passed + 1;

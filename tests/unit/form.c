@@ -159,6 +159,8 @@ test_urlencoded(void)
     refuse(FORM, "a=1;_method=PUT", "urlencoded: after ';'");
     refuse(FORM, "%5Fmethod=PUT", "urlencoded: %5Fmethod");
     refuse(FORM, "%5fm%65thod=PUT", "urlencoded: lower-case escapes");
+    refuse(FORM, "%u005Fmethod=PUT", "urlencoded: %u005F (System.Web)");
+    refuse(FORM, "%U005f%u006D%u0065thod=PUT", "urlencoded: %U, %u escapes");
     refuse(FORM, "_METHOD=PUT", "urlencoded: upper case (ASP.NET)");
     refuse(FORM, "_method[]=PUT", "urlencoded: _method[] (PHP, Rack)");
     refuse(FORM, "_method%5B%5D=PUT", "urlencoded: _method%5B%5D");
@@ -181,6 +183,9 @@ test_urlencoded(void)
     pass(FORM, "a=_method&b=%5Fmethod", "urlencoded: _method as a value");
     pass(FORM, "a%3D1%26_method=PUT", "urlencoded: an encoded '&' is data");
     pass(FORM, "%255Fmethod=PUT", "urlencoded: decoded once only");
+    pass(FORM, "%u05Fmethod=PUT", "urlencoded: %u with three digits is "
+         "no escape");
+    pass(FORM, "%u015Fmethod=PUT", "urlencoded: %u015F is no '_'");
     pass(FORM, "", "urlencoded: empty body");
     pass(FORM, "&&=&", "urlencoded: empty fields");
 
@@ -587,6 +592,10 @@ test_routes(void)
                "U+0132 is no i");
     tap_is_int(body(shadow, FORM, "fi%C4"), AL_REASON_NONE,
                "a lead byte at the end is read as itself");
+    tap_is_int(body(shadow, FORM, "f%u0131le=.."), AL_REASON_BODY,
+               "a %u escape of a dotless i folds to i");
+    tap_is_int(body(shadow, FORM, "f%u00C4%B1le=.."), AL_REASON_NONE,
+               "%u00C4 is a character, not a UTF-8 lead byte");
     tap_is_int(body(shadow, FORM, "page=..&files=1&xdir=2"), AL_REASON_NONE,
                "a query parameter without a pattern, other names pass");
     tap_is_int(body(raw, FORM, "file=..&dir=.."), AL_REASON_NONE,
