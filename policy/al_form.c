@@ -72,6 +72,7 @@
 
 #define AL_FORM_URLENCODED "application/x-www-form-urlencoded"
 #define AL_FORM_MULTIPART  "multipart/"
+#define AL_FORM_MULTIPART_DATA  "multipart/form-data"
 
 /* how a name is written */
 #define AL_FORM_PLUS       1            /* '+' is a space */
@@ -106,6 +107,8 @@ typedef enum {
 
 
 static al_form_kind_t al_form_kind(const char *ctype, size_t len);
+static int al_form_holds(const char *s, size_t len, const char *lit,
+    size_t n);
 static int al_form_charset(const char *ctype, size_t len);
 static size_t al_form_bom(const unsigned char *p, size_t len);
 static const char *al_form_urlencoded(const unsigned char *p, size_t len,
@@ -276,6 +279,10 @@ al_cookie_check(const al_route_t *route, const char *cookie, size_t len,
  * that begins with application/x-www-form-urlencoded is one: Symfony's
  * Request::createFromGlobals() (Laravel's too) parses the body of a PUT,
  * PATCH or DELETE as a form when the header starts with that text.
+ * Failing all that, a header that holds either type anywhere is one:
+ * Fastify before 4.10.2 chose its body parser by a substring
+ * (CVE-2022-41919), so "text/plain; x=application/x-www-form-urlencoded"
+ * is a form to it.
  */
 
 static al_form_kind_t
@@ -321,7 +328,38 @@ al_form_kind(const char *ctype, size_t len)
         return AL_FORM_PARTS;
     }
 
+    /* Fastify before 4.10.2 takes a type that holds it anywhere */
+
+    if (al_form_holds(ctype, len, AL_FORM_URLENCODED,
+                      sizeof(AL_FORM_URLENCODED) - 1))
+    {
+        return AL_FORM_URL;
+    }
+
+    if (al_form_holds(ctype, len, AL_FORM_MULTIPART_DATA,
+                      sizeof(AL_FORM_MULTIPART_DATA) - 1))
+    {
+        return AL_FORM_PARTS;
+    }
+
     return AL_FORM_NONE;
+}
+
+
+/* whether s holds lit, in any case */
+
+static int
+al_form_holds(const char *s, size_t len, const char *lit, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i + n <= len; i++) {
+        if (strncasecmp(s + i, lit, n) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

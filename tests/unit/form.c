@@ -474,6 +474,16 @@ test_types(void)
            "a longer type that begins with the form's, in any case");
     pass("application/x-www-form-urlencode", "_method=PUT",
          "a shorter type is another type");
+    refuse("text/plain; x=application/x-www-form-urlencoded", "_method=PUT",
+           "a type that holds the form's in a parameter (old Fastify)");
+    refuse("text/plain; x=\"Application/X-WWW-Form-URLEncoded\"",
+           "_method=PUT", "a type that holds the form's, quoted, any case");
+    refuse("text/plain; x=multipart/form-data", PART("name=\"_method\""),
+           "a type that holds multipart/form-data in a parameter");
+    pass("text/plain; x=multipart/mixed", PART("name=\"_method\""),
+         "a parameter of another multipart type is no form");
+    refuse("application/json; x=application/x-www-form-urlencoded",
+           "_method=PUT", "JSON whose parameter holds the form's type");
     pass("application/octet-stream", "\x01name=\"_method\"",
          "binary is not a form");
     pass("text/plain\v", "_method=PUT", "text/plain before \\v is not a form");
