@@ -380,6 +380,14 @@ case "$left" in
     ok "nothing of the jobs is left (directories, cgroups, runsc)" ;;
 *) not_ok "nothing of the jobs is left: $left" ;;
 esac
+procs=$(check worker-procs)
+wuid=$(printf '%s' "$procs" | sed -n 's/^main=\([0-9]*\):.*/\1/p')
+case "$procs" in
+main=0:*|main=:*) not_ok "the worker's main process is not root: $procs" ;;
+"main=$wuid:0000000000000000 launchers=0:"*)
+    ok "the worker's main process is uid $wuid with no capability; its launcher is root ($procs)" ;;
+*) not_ok "the worker's main process has no capability, its launcher is root: $procs" ;;
+esac
 check end > /dev/null
 logs=$(tr -d '\r' < "$console" | grep -a 'airlock-check: worker-log' \
     | sed 's/.*airlock-check: worker-log //')

@@ -22,6 +22,9 @@
 #   timeout-result JSON a job looping past its wall time
 #   left ...           job directories, cgroups, runsc processes left
 #   worker-log LINE    the worker's warnings and errors, if any
+#   worker-procs main=UID:CAPEFF launchers=UID:CAPEFF ...
+#                      the worker unit's main process and its root
+#                      children (uids and effective capabilities)
 #   alertd-egress user=U code=C  an HTTP request to the host's webhook
 #                      receiver (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
@@ -163,6 +166,21 @@ sleep 2
 say "left jobs=$(ls /var/lib/airlock-worker/jobs 2>/dev/null | tr '\n' ' ')" \
     "cgroups=$(cd /sys/fs/cgroup/airlock-worker 2>/dev/null && ls -d aw-* 2>/dev/null | tr '\n' ' ')" \
     "runsc=$(pgrep -c -f runsc)"
+# the worker's privilege split as systemd starts it (docs/jobs.md): the
+# unit's main process, which parses jobs, is airlock-worker with no
+# capability; its launcher child alone stays root
+status() {
+    awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+main=$(systemctl show -p MainPID --value airlock-worker)
+roots=""
+for c in $(pgrep -P "$main"); do
+    if [ "$(status "$c" Uid)" = 0 ]; then
+        roots="$roots 0:$(status "$c" CapEff)"
+    fi
+done
+say "worker-procs main=$(status "$main" Uid):$(status "$main" CapEff)" \
+    "launchers=${roots# }"
 journalctl -u airlock-worker --no-pager -o cat \
     | grep -E ' (alert|emerg|error|warn): ' \
     | sed 's/^/airlock-check: worker-log /'
