@@ -383,7 +383,8 @@ install: all
 	    $(DESTDIR)/etc/logrotate.d \
 	    $(DESTDIR)/usr/lib/sysusers.d $(DESTDIR)/usr/lib/tmpfiles.d \
 	    $(DESTDIR)$(PREFIX)/share/doc/airlock \
-	    $(DESTDIR)$(PREFIX)/share/airlock
+	    $(DESTDIR)$(PREFIX)/share/airlock \
+	    $(DESTDIR)/usr/lib/airlock $(DESTDIR)/usr/share/airlock
 	for d in $(DESTDIR)/etc/airlock $(DESTDIR)/var/log/airlock; do \
 	    test -d $$d || install -d $$d || exit 1; \
 	done
@@ -405,6 +406,8 @@ install: all
 	    $(DESTDIR)$(SYSTEMD_DIR)/redis-server.service.d/airlock.conf
 	$(if $(ALERTD_SRCS),install -m 644 conf/airlock-alertd-keyring.conf \
 	    $(DESTDIR)$(PREFIX)/share/airlock/airlock-alertd-keyring.conf)
+	install -m 755 conf/airlock-redis-users $(DESTDIR)/usr/lib/airlock/
+	install -m 644 conf/redis-acl.conf $(DESTDIR)/usr/share/airlock/
 	@if test -e $(DESTDIR)/etc/airlock/policy.yaml; then \
 	    echo "keeping $(DESTDIR)/etc/airlock/policy.yaml"; \
 	else \
@@ -416,11 +419,13 @@ install: all
 	$(if $(WORKER_SRCS),@if test -e $(DESTDIR)/etc/airlock/worker.conf; then \
 	    echo "keeping $(DESTDIR)/etc/airlock/worker.conf"; \
 	else \
-	    echo "install conf/worker.conf (redis_unix)" \
+	    echo "install conf/worker.conf (redis_unix, redis_user)" \
 	         "$(DESTDIR)/etc/airlock/worker.conf"; \
-	    sed 's|^# *\(redis_unix  *[^ ]*\).*|\1|' conf/worker.conf \
+	    sed 's@^# *\(redis_\(unix\|user\|password_file\)  *[^ ]*\).*@\1@' \
+	        conf/worker.conf \
 	        > $(DESTDIR)/etc/airlock/worker.conf.new \
 	    && grep -q '^redis_unix ' $(DESTDIR)/etc/airlock/worker.conf.new \
+	    && grep -q '^redis_user ' $(DESTDIR)/etc/airlock/worker.conf.new \
 	    && mv $(DESTDIR)/etc/airlock/worker.conf.new \
 	          $(DESTDIR)/etc/airlock/worker.conf \
 	    || { rm -f $(DESTDIR)/etc/airlock/worker.conf.new; exit 1; }; \

@@ -8,6 +8,7 @@
  *
  *   airlock-agent --listen PATH --gateway PATH
  *                 --redis unix:PATH|HOST:PORT|[IPV6]:PORT|[IPV6]
+ *                 [--redis-user NAME --redis-password-file FILE]
  *                 --policy FILE [options]     (--help lists them)
  */
 
@@ -33,6 +34,7 @@
 
 #include "agent.h"
 #include "al_llm.h"
+#include "ar_auth.h"
 
 
 #define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
@@ -89,6 +91,8 @@ static const struct option  ag_options[] = {
     { "listen",          required_argument, NULL, 'l' },
     { "gateway",         required_argument, NULL, 'g' },
     { "redis",           required_argument, NULL, 'r' },
+    { "redis-user",      required_argument, NULL, 'u' },
+    { "redis-password-file", required_argument, NULL, 'P' },
     { "policy",          required_argument, NULL, 'p' },
     { "client",          required_argument, NULL, 'c' },
     { "sandbox",         required_argument, NULL, 's' },
@@ -161,8 +165,10 @@ main(int argc, char **argv)
     }
 
     fprintf(stderr, "airlock-agent: listening on unix:%s, gateway "
-            "unix:%s, redis %s, %zu tools\n", conf.listen, conf.gateway,
-            conf.redis, json_array_size(conf.tools));
+            "unix:%s, redis %s%s%s, %zu tools\n", conf.listen, conf.gateway,
+            conf.redis, conf.redis_user != NULL ? " as " : "",
+            conf.redis_user != NULL ? conf.redis_user : "",
+            json_array_size(conf.tools));
 
     children = 0;
     full = 0;
@@ -326,6 +332,11 @@ ag_usage(FILE *f)
 "  --gateway PATH       Airlock's unix socket (LLM gateway, named routes)\n"
 "  --redis WHERE        unix:/path/redis.sock, host:port, [ipv6]:port\n"
 "                       or [ipv6] (port 6379)\n"
+"  --redis-user NAME    AUTH as this Redis user (airlock-agent on the\n"
+"                       appliance: conf/redis-acl.conf); with\n"
+"  --redis-password-file FILE  its password, one line, a file its owner\n"
+"                       alone may read (mode 0400 or 0600); read again\n"
+"                       at each connect, checked at start\n"
 "  --policy FILE        the policy: the tools are its routes for --client\n"
 "  --client NAME        the agent's policy client (agent)\n"
 "  --sandbox NAME       run_python's client (worker; none: no run_python)\n"
@@ -428,7 +439,7 @@ static int
 ag_parse_options(int argc, char **argv, ag_conf_t *conf)
 {
     int          c, idx;
-    char         host[256];
+    char         host[256], err[512], pass[AR_PASS_MAX + 1];
     long        *slot, n, min, max, port;
     const char  *why;
 
@@ -464,6 +475,8 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 'l': conf->listen = optarg; break;
         case 'g': conf->gateway = optarg; break;
         case 'r': conf->redis = optarg; break;
+        case 'u': conf->redis_user = optarg; break;
+        case 'P': conf->redis_password_file = optarg; break;
         case 'p': conf->policy_file = optarg; break;
         case 'c': conf->client = optarg; break;
         case 's':
@@ -559,6 +572,34 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     if (ag_redis_where(conf->redis, host, sizeof(host), &port, &why) != 0) {
         ag_option_error("redis", conf->redis, why);
         return -1;
+    }
+
+    /*
+     * Both or neither; the file is read here once, so that a missing or
+     * unreadable one stops the agent at start, not its first question
+     */
+    if ((conf->redis_user == NULL) != (conf->redis_password_file == NULL)) {
+        fprintf(stderr, "airlock-agent: --redis-user and "
+                "--redis-password-file go together\n");
+        return -1;
+    }
+
+    if (conf->redis_user != NULL) {
+        if (ar_user_check(conf->redis_user, err, sizeof(err)) != 0) {
+            ag_option_error("redis-user", conf->redis_user, err);
+            return -1;
+        }
+
+        if (ar_password_read(conf->redis_password_file, pass, sizeof(pass),
+                             err, sizeof(err)) != 0)
+        {
+            explicit_bzero(pass, sizeof(pass));
+            fprintf(stderr, "airlock-agent: --redis-password-file: %s\n",
+                    err);
+            return -1;
+        }
+
+        explicit_bzero(pass, sizeof(pass));
     }
 
     return 0;
@@ -1183,7 +1224,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    run.redis = ag_redis_connect(conf->redis, err, sizeof(err));
+    run.redis = ag_redis_connect(conf, err, sizeof(err));
     if (run.redis == NULL) {
         ag_respond_error(fd, 503, "redis", err);
         json_decref(body);
@@ -1317,7 +1358,7 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session)
     redisContext  *c;
     json_t        *s;
 
-    c = ag_redis_connect(conf->redis, err, sizeof(err));
+    c = ag_redis_connect(conf, err, sizeof(err));
     if (c == NULL) {
         ag_respond_error(fd, 503, "redis", err);
         return;

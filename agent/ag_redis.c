@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 
 #include "agent.h"
+#include "ar_auth.h"
 #include "ar_reply.h"
 
 
@@ -167,14 +168,24 @@ ag_redis_where(const char *where, char *host, size_t size, long *port,
 }
 
 
+/*
+ * A connection to --redis, as --redis-user when one is given (AUTH with
+ * the password in --redis-password-file, read again at each connect).
+ * NULL with err set when Redis cannot be reached or refuses the user:
+ * the question asked then gets a 503 "redis" with that reason, and the
+ * next question tries again.
+ */
+
 redisContext *
-ag_redis_connect(const char *where, char *err, size_t size)
+ag_redis_connect(const ag_conf_t *conf, char *err, size_t size)
 {
     char            host[256];
     long            port;
-    const char     *why;
+    const char     *why, *where;
     redisContext   *c;
     struct timeval  tv;
+
+    where = conf->redis;
 
     tv.tv_sec = 5;
     tv.tv_usec = 0;
@@ -200,6 +211,14 @@ ag_redis_connect(const char *where, char *err, size_t size)
 
     tv.tv_sec = 10;
     redisSetTimeout(c, tv);
+
+    if (conf->redis_user != NULL
+        && ar_auth_file(c, conf->redis_user, conf->redis_password_file,
+                        err, size) != 0)
+    {
+        redisFree(c);
+        return NULL;
+    }
 
     return c;
 }
@@ -563,7 +582,7 @@ ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
         }
 
         if (c == NULL) {
-            c = ag_redis_connect(conf->redis, err, sizeof(err));
+            c = ag_redis_connect(conf, err, sizeof(err));
             if (c == NULL) {
                 continue;                   /* Redis is not back yet */
             }
@@ -646,7 +665,7 @@ ag_redis_revive(ag_run_t *run, char *err, size_t size)
         return 0;
     }
 
-    c = ag_redis_connect(run->conf->redis, err, size);
+    c = ag_redis_connect(run->conf, err, size);
     if (c == NULL) {
         return -1;
     }
@@ -1116,7 +1135,7 @@ ag_job_subscribe(ag_run_t *run, const char *job_id, char *err, size_t size)
     redisReply    *r;
     redisContext  *sub;
 
-    sub = ag_redis_connect(run->conf->redis, err, size);
+    sub = ag_redis_connect(run->conf, err, size);
     if (sub == NULL) {
         return NULL;
     }
@@ -1139,13 +1158,15 @@ ag_job_subscribe(ag_run_t *run, const char *job_id, char *err, size_t size)
 /*
  * result:<job> when it is at most max bytes, else its size (an integer
  * reply); nil when there is none.  One script, so the size is the one
- * of the value not read.
+ * of the value not read.  EVAL_RO: Redis takes EVAL's keys for written
+ * ones, and the agent's Redis user may only read result:* (the worker
+ * stores them; conf/redis-acl.conf).
  */
 
 static redisReply *
 ag_job_get(ag_run_t *run, const char *job_id, size_t max)
 {
-    return redisCommand(run->redis, "EVAL %s 1 result:%s %lld",
+    return redisCommand(run->redis, "EVAL_RO %s 1 result:%s %lld",
                         "local n = redis.call('strlen', KEYS[1]) "
                         "if n > tonumber(ARGV[1]) then return n end "
                         "return redis.call('get', KEYS[1])",

@@ -69,6 +69,8 @@ typedef struct {
     const char      *gateway;               /* Airlock's unix socket */
     const char      *redis;                 /* unix:/path, host:port,
                                                [ipv6]:port or [ipv6] */
+    const char      *redis_user;            /* AUTH as, or NULL */
+    const char      *redis_password_file;   /* its password */
     const char      *policy_file;
     const char      *client;                /* the agent's policy client */
     const char      *sandbox;               /* run_python's client, or NULL */
@@ -179,7 +181,8 @@ void ag_http_free(ag_http_t *h);
 /* ag_redis.c: sessions and sandbox jobs */
 int ag_redis_where(const char *where, char *host, size_t size, long *port,
     const char **why);
-redisContext *ag_redis_connect(const char *where, char *err, size_t size);
+redisContext *ag_redis_connect(const ag_conf_t *conf, char *err,
+    size_t size);
 json_t *ag_session_load(redisContext *c, const char *id, int *damaged,
     char *err, size_t size);
 int ag_session_store(redisContext *c, const char *id, const char *owner,

@@ -6,7 +6,7 @@
 #
 # OVERLAY (appliance-image/root) is copied over ROOT, root-owned, 0644
 # and 0755 whatever the checkout's umask made of it; CONFDIR
-# (conf/) gives the nftables ruleset and Redis's ACL line.  Then: host
+# (conf/) gives the nftables ruleset and Redis's users.  Then: host
 # name, fstab, network by DHCP (systemd-networkd), Redis on a unix socket
 # with AOF and no admin commands for its clients, nginx without
 # Debian's default site, the services the appliance runs enabled and the
@@ -86,46 +86,47 @@ printf 'LABEL=airlock-root / ext4 defaults,errors=remount-ro 0 1\n' \
 # port, streams kept across restarts and power loss (AOF, written to disk
 # before each reply: a job the agent was told is queued, or a result the
 # worker acknowledged, is on disk; jobs are sandboxes, never so many a
-# second that this costs), and its default user, the one the agent and
-# worker are, without the admin commands (conf/redis-acl.conf: CONFIG,
-# FLUSHALL, SHUTDOWN, REPLICAOF would lose the jobs and results)
+# second that this costs), and its users from an ACL file,
+# /etc/redis/airlock-users.acl: the default user off, airlock-agent and
+# airlock-worker each with only what it uses and no admin command
+# (conf/redis-acl.conf: CONFIG, FLUSHALL, SHUTDOWN, REPLICAOF would lose
+# the jobs and results; the agent may not DEL or XTRIM the job stream).
+# airlock-redis-users.service writes that file before Redis starts, with
+# the passwords it makes on the first boot: none is in the image.
 # Each setting is checked once written: a redis.conf whose line the edit
 # missed would leave Redis as Debian ships it, on 127.0.0.1:6379 without
 # a password (every local user could queue jobs and read sessions), or
 # its socket root's alone; so would a second line of the directive
 rc=$root/etc/redis/redis.conf
+aclfile='aclfile /etc/redis/airlock-users.acl'
 sed -i -e 's|^# *unixsocket[ \t].*|unixsocket /run/redis/redis.sock|' \
        -e 's|^# *unixsocketperm[ \t].*|unixsocketperm 770|' \
        -e 's|^port[ \t].*|port 0|' \
        -e 's|^appendonly[ \t].*|appendonly yes|' \
-       -e 's|^appendfsync[ \t].*|appendfsync always|' "$rc"
-# the default user's line, as conf/redis-acl.conf has it; Redis refuses
-# to start with users in redis.conf and an aclfile both
-acl=$(grep -v -e '^#' -e '^[[:space:]]*$' "$conf/redis-acl.conf" || :)
-case $acl in
-    *'
-'*) ;;
-    'user default '*) acl_ok=1 ;;
-esac
-[ "${acl_ok:-0}" = 1 ] \
-    || { echo "configure-root.sh: $conf/redis-acl.conf has not one" \
-              "\"user default ...\" line" >&2
-         exit 1; }
-grep -qxF "$acl" "$rc" || printf '%s\n' "$acl" >> "$rc"
-if grep -qi '^[[:space:]]*aclfile[[:space:]]' "$rc"; then
-    echo "configure-root.sh: redis.conf names an aclfile" >&2
+       -e 's|^appendfsync[ \t].*|appendfsync always|' \
+       -e "s|^# *aclfile[ \t].*|$aclfile|" "$rc"
+grep -qxF "$aclfile" "$rc" || printf '%s\n' "$aclfile" >> "$rc"
+# the template's three users, and no placeholder but the two hashes
+for u in default airlock-agent airlock-worker; do
+    grep -q "^user $u " "$conf/redis-acl.conf" \
+        || { echo "configure-root.sh: $conf/redis-acl.conf has no" \
+                  "\"user $u\" line" >&2
+             exit 1; }
+done
+# Redis refuses to start with users in redis.conf and an aclfile both
+if grep -qi '^[[:space:]]*user[[:space:]]' "$rc"; then
+    echo "configure-root.sh: redis.conf has a user line" >&2
     exit 1
 fi
 for want in 'unixsocket /run/redis/redis.sock' 'unixsocketperm 770' \
-    'port 0' 'appendonly yes' 'appendfsync always' "$acl"
+    'port 0' 'appendonly yes' 'appendfsync always' "$aclfile"
 do
     key=${want%% *}
     grep -qxF "$want" "$rc" \
         || { echo "configure-root.sh: redis.conf has no \"$want\" line" >&2
              exit 1; }
     # Redis takes the last of a directive's lines, whatever their case
-    # and leading blanks (a second user line for the same user it
-    # refuses, and does not start)
+    # and leading blanks
     if grep -i "^[[:space:]]*$key[[:space:]]" "$rc" | grep -qvxF "$want"
     then
         echo "configure-root.sh: redis.conf sets $key otherwise than" \
@@ -138,7 +139,8 @@ done
 rm -f "$root/etc/nginx/sites-enabled/default"
 
 chroot "$root" systemctl enable systemd-networkd systemd-resolved \
-    nftables nginx redis-server airlock-firstboot airlock-credentials \
+    nftables nginx redis-server airlock-redis-users airlock-firstboot \
+    airlock-credentials \
     airlock-alertd airlock-worker airlock-ready airlock-selftest
 # the agent needs the operator's model key first; the worker needs only
 # Redis, the proxy's socket and the sandbox root file system, all here

@@ -37,6 +37,7 @@
 #include <hiredis/hiredis.h>
 
 #include "airlock.h"
+#include "ar_auth.h"
 #include "ar_reply.h"
 #include "aw.h"
 
@@ -181,6 +182,7 @@ aw_backoff(aw_worker_t *w)
 static redisContext *
 aw_redis_open(const aw_conf_t *conf)
 {
+    char             err[AW_ERRLEN];
     redisContext    *c;
     struct timeval   tv;
 
@@ -208,6 +210,21 @@ aw_redis_open(const aw_conf_t *conf)
     tv.tv_sec = (conf->block_ms + 10000) / 1000;
     tv.tv_usec = 0;
     redisSetTimeout(c, tv);
+
+    /*
+     * A refused AUTH (a wrong password, a user Redis has not) is logged
+     * and taken as an outage: the caller backs off and connects again,
+     * so an ACL Redis is given (restarted with) is taken without a
+     * restart; a new password file needs one (aw_conf_password())
+     */
+    if (conf->redis_password != NULL
+        && ar_auth(c, conf->redis_user, conf->redis_password, err,
+                   sizeof(err)) != 0)
+    {
+        aw_log("error", "%s", err);
+        redisFree(c);
+        return NULL;
+    }
 
     return c;
 }
@@ -1900,7 +1917,7 @@ aw_usage(void)
 int
 main(int argc, char **argv)
 {
-    int               opt, test, state;
+    int               opt, test, state, rc;
     char              err[AW_ERRLEN], id[64], *job;
     const char       *file;
     size_t            joblen;
@@ -1945,6 +1962,16 @@ main(int argc, char **argv)
     if (aw_conf_consumer(&conf, err, sizeof(err)) != 0) {
         aw_log(test ? "warn" : "emerg", "%s: %s", file, err);
         if (!test) {
+            aw_conf_free(&conf);
+            return 1;
+        }
+    }
+
+    /* so is a Redis password file, which the first boot writes */
+    rc = aw_conf_password(&conf, err, sizeof(err));
+    if (rc != 0) {
+        aw_log(test && rc == 1 ? "warn" : "emerg", "%s: %s", file, err);
+        if (!test || rc != 1) {
             aw_conf_free(&conf);
             return 1;
         }

@@ -46,6 +46,9 @@ typedef struct {
     char            *redis_host;
     int              redis_port;
     char            *redis_unix;
+    char            *redis_user;            /* AUTH as, or NULL */
+    char            *redis_password_file;   /* its password's file */
+    char            *redis_password;        /* read at start, kept */
     char            *stream;
     char            *group;
     char            *consumer;
@@ -211,6 +214,7 @@ typedef struct {
 void aw_conf_defaults(aw_conf_t *conf);
 int aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n);
 int aw_conf_consumer(aw_conf_t *conf, char *err, size_t n);
+int aw_conf_password(aw_conf_t *conf, char *err, size_t n);
 void aw_conf_free(aw_conf_t *conf);
 const char *aw_backend_name(aw_backend_e b);
 

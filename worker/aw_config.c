@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include <sodium.h>
 
 #include "aw.h"
+#include "ar_auth.h"
 
 
 #define AW_MACHINE_ID  "/etc/machine-id"
@@ -39,6 +41,8 @@ typedef struct {
 
 static int aw_conf_set(aw_conf_t *conf, const char *key, const char *val,
     char *err, size_t n);
+static int aw_conf_redis(aw_conf_t *conf, const char *path, char *err,
+    size_t n);
 static char *aw_strdup(const char *s);
 
 
@@ -48,6 +52,8 @@ static const aw_cf_key_t  aw_keys[] = {
     { "redis_host", AW_CF_STR, AW_OFF(redis_host), 0, 0 },
     { "redis_port", AW_CF_INT, AW_OFF(redis_port), 1, 65535 },
     { "redis_unix", AW_CF_STR, AW_OFF(redis_unix), 0, 0 },
+    { "redis_user", AW_CF_STR, AW_OFF(redis_user), 0, 0 },
+    { "redis_password_file", AW_CF_STR, AW_OFF(redis_password_file), 0, 0 },
     { "stream", AW_CF_STR, AW_OFF(stream), 0, 0 },
     { "group", AW_CF_STR, AW_OFF(group), 0, 0 },
     { "consumer", AW_CF_STR, AW_OFF(consumer), 0, 0 },
@@ -355,6 +361,10 @@ aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
         }
     }
 
+    if (aw_conf_redis(conf, path, err, n) != 0) {
+        return -1;
+    }
+
     pw = getpwnam(conf->user);
     if (pw == NULL) {
         snprintf(err, n, "%s: user \"%s\" does not exist (auto/deps adds "
@@ -378,6 +388,113 @@ aw_conf_load(aw_conf_t *conf, const char *path, char *err, size_t n)
 
     conf->uid = pw->pw_uid;
     conf->gid = pw->pw_gid;
+
+    return 0;
+}
+
+
+/*
+ * redis_host as the agent's --redis takes a host: a name, an IPv4
+ * address, or an IPv6 one in brackets ("[::1]", copied without them:
+ * hiredis looks "[::1]" up as a host name and fails); a bare IPv6
+ * address too, redis_port being apart.  No control character or space
+ * (the host is logged).  redis_user and redis_password_file go
+ * together (the file: aw_conf_password()).
+ */
+
+static int
+aw_conf_redis(aw_conf_t *conf, const char *path, char *err, size_t n)
+{
+    char             msg[AW_ERRLEN];
+    char            *h;
+    size_t           i, len;
+    struct in6_addr  a6;
+
+    h = conf->redis_host;
+    len = strlen(h);
+
+    for (i = 0; i < len; i++) {
+        if ((unsigned char) h[i] <= 0x20 || h[i] == 0x7f) {
+            snprintf(err, n, "%s: redis_host: no control character or "
+                     "space", path);
+            return -1;
+        }
+    }
+
+    if (h[0] == '[') {
+        if (len < 3 || h[len - 1] != ']' || len - 2 >= INET6_ADDRSTRLEN) {
+            snprintf(err, n, "%s: redis_host \"%s\": an IPv6 address in "
+                     "brackets is [::1], the port apart (redis_port)",
+                     path, h);
+            return -1;
+        }
+
+        memmove(h, h + 1, len - 2);
+        h[len - 2] = '\0';
+
+        if (inet_pton(AF_INET6, h, &a6) != 1) {
+            snprintf(err, n, "%s: redis_host \"[%s]\": not an IPv6 address",
+                     path, h);
+            return -1;
+        }
+
+    } else if (len > 255) {
+        snprintf(err, n, "%s: redis_host: a host of 1 to 255 bytes", path);
+        return -1;
+    }
+
+    if ((conf->redis_user == NULL) != (conf->redis_password_file == NULL)) {
+        snprintf(err, n, "%s: redis_user and redis_password_file go "
+                 "together", path);
+        return -1;
+    }
+
+    if (conf->redis_user == NULL) {
+        return 0;
+    }
+
+    if (ar_user_check(conf->redis_user, msg, sizeof(msg)) != 0) {
+        snprintf(err, n, "%s: redis_user \"%s\": want %s", path,
+                 conf->redis_user, msg);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * redis_password_file, read once at start (and by -t), while the worker
+ * is still root: the file is root's alone, and the process that talks
+ * to Redis then runs as the worker's user (aw_priv.c); the password is
+ * kept for every connect (aw_redis_open()), a new one taken at the next
+ * start.  0; 1 when the file is missing (an image root before its first
+ * boot, when airlock-redis-users writes it: -t says so and passes); -1
+ * otherwise.
+ */
+
+int
+aw_conf_password(aw_conf_t *conf, char *err, size_t n)
+{
+    char  pass[AR_PASS_MAX + 1];
+    int   missing;
+
+    if (conf->redis_user == NULL) {
+        return 0;
+    }
+
+    missing = access(conf->redis_password_file, F_OK) != 0
+              && errno == ENOENT;
+
+    if (ar_password_read(conf->redis_password_file, pass, sizeof(pass), err,
+                         n) != 0)
+    {
+        explicit_bzero(pass, sizeof(pass));
+        return missing ? 1 : -1;
+    }
+
+    conf->redis_password = aw_strdup(pass);
+    explicit_bzero(pass, sizeof(pass));
 
     return 0;
 }
@@ -467,6 +584,12 @@ aw_conf_free(aw_conf_t *conf)
     }
 
     free(conf->redis_host);
+
+    if (conf->redis_password != NULL) {
+        explicit_bzero(conf->redis_password, strlen(conf->redis_password));
+        free(conf->redis_password);
+        conf->redis_password = NULL;
+    }
 
     if (conf->host_uid_fd >= 0) {
         close(conf->host_uid_fd);

@@ -413,16 +413,23 @@ say "10. airlockctl explain gives the same answer the proxy gave"
 
 say "11. the assistant: Redis, the worker, and airlock-agent with no network"
 mkdir -p "$STATE/redis" "$STATE/agent" "$STATE/bin"
-# Redis has no password and holds the jobs and the sessions: as on the
+# Redis holds the jobs and the sessions: as on the
 # appliance (its socket for group redis), only what the demo runs reaches
 # it, Redis and the worker (root) and the agent (its group), not every
 # local user (who would queue jobs fetched as the client "worker")
 chgrp "$(id -g airlock-agent)" "$STATE/redis" && chmod 0750 "$STATE/redis" \
     || die "cannot restrict $STATE/redis"
-# and, as there, its clients, the agent driven by a model, have none of
-# Redis's admin commands (conf/redis-acl.conf: CONFIG, FLUSHALL, SHUTDOWN,
-# REPLICAOF would lose the jobs and results)
-start redis.log redis-server "$TOP/conf/redis-acl.conf" --port 0 \
+# and, as there, its users are airlock-redis-users': the default user
+# off, the agent (driven by a model) and the worker each a user of its
+# own with only what it uses and none of Redis's admin commands
+# (conf/redis-acl.conf: CONFIG, FLUSHALL, SHUTDOWN, REPLICAOF, or the
+# agent's DEL or XTRIM of the job stream, would lose the jobs and
+# results), each password in a file of the client's own, 0400
+"$TOP/conf/airlock-redis-users" --agent-owner airlock-agent \
+    --worker-owner root "$TOP/conf/redis-acl.conf" \
+    "$STATE/redis/users.acl" "$STATE/redis-agent.pass" \
+    "$STATE/redis-worker.pass" || die "cannot write Redis's users"
+start redis.log redis-server --aclfile "$STATE/redis/users.acl" --port 0 \
     --unixsocket "$STATE/redis/redis.sock" --unixsocketperm 777 --save '' \
     --appendonly no --dir "$STATE/redis"
 for i in $(seq 1 100); do
@@ -457,6 +464,8 @@ chown airlock-agent "$STATE/agent"
 start agent.log unshare -n runuser -u airlock-agent -- \
     "$STATE/bin/airlock-agent" --listen "$STATE/agent/agent.sock" \
     --gateway "$STATE/airlock.sock" --redis "unix:$STATE/redis/redis.sock" \
+    --redis-user airlock-agent \
+    --redis-password-file "$STATE/redis-agent.pass" \
     --policy "$STATE/policy.yaml" --max-denials 5
 for i in $(seq 1 100); do
     [ -S "$STATE/agent/agent.sock" ] && break

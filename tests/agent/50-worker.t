@@ -48,7 +48,9 @@ $a->setup(worker_uid => 1);
 
 mkdir "$d/work";
 $t->write_file('worker.conf', join '', map { "$_->[0] $_->[1]\n" }
-    [ redis_unix => "$d/redis.sock" ], [ policy => "$d/policy.yaml" ],
+    [ redis_unix => "$d/redis.sock" ], [ redis_user => 'airlock-worker' ],
+    [ redis_password_file => $t->redis_pass('airlock-worker') ],
+    [ policy => "$d/policy.yaml" ],
     [ proxy_socket => "$d/airlock.sock" ], [ rootfs => $rootfs ],
     [ workdir => "$d/work" ], [ backend => $backend ],
     [ cgroup_name => "airlock-agent-test-$$" ], [ consumer => 'w1' ],

@@ -85,9 +85,7 @@ EOF
     my @pids = map { $w->start_worker(consumer => "b$_", block_ms => 1000,
                                       cpus => $cpus) } 1 .. $nworkers;
 
-    my $sub = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                    PeerPort => $w->{redis_port})
-        or die "redis: $!";
+    my $sub = $w->redis_socket;
 
     # warm-up: page cache, the first runsc start
     $w->run_job(job_id => "warm$_-$backend", script => $script) for 1 .. 3;

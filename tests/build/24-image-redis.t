@@ -7,12 +7,13 @@
 # (Redis takes the last, whatever its case or leading blanks), left Redis
 # on 127.0.0.1:6379 without a password, which every local user may then
 # use to queue jobs and read sessions; the image was built.  Every
-# setting is checked now, and no other line may set it.  Its default
-# user, the one the agent and the worker are, has no admin commands
-# (conf/redis-acl.conf; tests/build/28-redis-acl.t): a model driving the
-# agent could otherwise CONFIG SET appendonly no, FLUSHALL, SHUTDOWN
-# NOSAVE.  Run on a stand-in root, with chroot stubbed out; no image is
-# built.
+# setting is checked now, and no other line may set it.  Its users come
+# from an ACL file, /etc/redis/airlock-users.acl, which
+# airlock-redis-users.service writes from conf/redis-acl.conf at boot:
+# the default user off, the agent and the worker each a user of its own
+# with no admin command (tests/build/28-redis-acl.t, 29-redis-users.t);
+# a user line in redis.conf would stop Redis from starting.  Run on a
+# stand-in root, with chroot stubbed out; no image is built.
 
 use strict;
 use warnings;
@@ -42,7 +43,7 @@ system("mkdir -p $t/plain && cp -R $top/appliance-image/root "
 
 my $debian = "# unixsocket /run/redis-server/redis-server.sock\n"
     . "# unixsocketperm 700\nport 6379\nappendonly no\n"
-    . "appendfsync everysec\n";
+    . "appendfsync everysec\n# aclfile /etc/redis/users.acl\n";
 
 sub configure {
     my ($name, $conf) = @_;
@@ -75,7 +76,7 @@ sub settings {
 
 my %want = (unixsocket => '/run/redis/redis.sock', unixsocketperm => '770',
             port => '0', appendonly => 'yes', appendfsync => 'always',
-            user => 'default on nopass ~* &* +@all -@admin -@dangerous');
+            aclfile => '/etc/redis/airlock-users.acl');
 
 sub wrong {
     my ($conf) = @_;
@@ -84,11 +85,11 @@ sub wrong {
                 grep { ($s->{$_} // '') ne $want{$_} } sort keys %want);
 }
 
-# the default user's line is conf/redis-acl.conf's, and that is the one
-# the tests of tests/build/28-redis-acl.t run under
+# conf/redis-acl.conf, the ACL file's template, has the three users
 my $acl = do { local (@ARGV, $/) = "$top/conf/redis-acl.conf"; <> };
-is(join('', grep { !/^#/ && /\S/ } split /^/, $acl),
-   "user $want{user}\n", 'conf/redis-acl.conf: the default user\'s line');
+is(join(' ', map { /^user (\S+)/ ? $1 : () } split /\n/, $acl),
+   'default airlock-agent airlock-worker',
+   'conf/redis-acl.conf: the default user, the agent\'s, the worker\'s');
 
 my ($rc, $out, $got) = configure('debian', $debian);
 is($rc, 0, 'Debian\'s redis.conf: configure-root.sh') or diag($out);
@@ -111,7 +112,7 @@ for my $case (sort keys %other) {
     ($rc, $out, $got) = configure('other' . $n++, $other{$case});
     if ($rc != 0) {
         like($out,
-             qr/redis\.conf (?:has no|sets \w+ otherwise|names an aclfile)/,
+             qr/redis\.conf (?:has no|sets \w+ otherwise|has a user line)/,
              "$case: configure-root.sh fails, and says what is wrong")
             or diag($out);
     } else {

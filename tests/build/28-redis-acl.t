@@ -1,13 +1,14 @@
 #!/usr/bin/perl
-# Redis's clients, airlock-agent (which a model drives) and
-# airlock-worker, are its default user: no password, the socket's group
-# is the door.  That user was Redis's admin: CONFIG SET appendonly no
-# with CONFIG REWRITE, FLUSHALL, SHUTDOWN NOSAVE or REPLICAOF lost the
-# queued jobs and stored results without a trace.  conf/redis-acl.conf,
-# which the image's redis.conf and the demo's Redis take, leaves it
-# every command Airlock's programs send, directly or from their EVAL
-# scripts (whose redis.call()s Redis checks too), and none of the admin
-# ones.  A redis-server is started with it, and asked as the agent asks.
+# Redis's users for Airlock's clients (conf/redis-acl.conf, made into
+# Redis's ACL file by conf/airlock-redis-users, as the image, the demo
+# and the tests have it): each client may send every command it sends,
+# on the keys it sends it on, directly or from its EVAL scripts (whose
+# redis.call()s Redis checks too), and no admin command (CONFIG SET
+# appendonly no with CONFIG REWRITE, FLUSHALL, SHUTDOWN NOSAVE or
+# REPLICAOF lost the queued jobs and stored results without a trace).
+# A redis-server is started with it, and asked as each client asks.
+# What the agent's user may not do to the worker's keys:
+# tests/build/29-redis-users.t.
 
 use strict;
 use warnings;
@@ -23,12 +24,24 @@ need_cmd(qw(redis-server redis-cli));
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 my $t = tempdir(CLEANUP => 1);
 my $sock = "$t/redis.sock";
+my %pass = ('airlock-agent' => 'FAKE-agent-pass-28',
+            'airlock-worker' => 'FAKE-worker-pass-28');
+
+for my $u (keys %pass) {
+    open my $fh, '>', "$t/$u.pass" or die $!;
+    print $fh "$pass{$u}\n";
+    close $fh;
+    chmod 0400, "$t/$u.pass";
+}
+system("$top/conf/airlock-redis-users", "$top/conf/redis-acl.conf",
+       "$t/users.acl", "$t/airlock-agent.pass", "$t/airlock-worker.pass")
+    == 0 or die "airlock-redis-users failed";
 
 my $pid = fork() // die "fork: $!";
 if ($pid == 0) {
     open STDOUT, '>', "$t/redis.log";
     open STDERR, '>&', \*STDOUT;
-    exec('redis-server', "$top/conf/redis-acl.conf", '--port', '0',
+    exec('redis-server', '--aclfile', "$t/users.acl", '--port', '0',
          '--unixsocket', $sock, '--save', '', '--appendonly', 'no',
          '--dir', $t) or die "redis-server: $!";
 }
@@ -36,116 +49,177 @@ for (1 .. 100) {
     last if -S $sock;
     select(undef, undef, undef, 0.05);
 }
-ok(-S $sock, 'redis-server starts with conf/redis-acl.conf')
+ok(-S $sock, 'redis-server starts with the ACL file')
     or diag(`cat $t/redis.log`);
 
-# one command, as the agent sends it: no AUTH, the default user
+# one command, as USER sends it (AUTH USER its password)
 sub cmd {
-    my $q = join ' ', map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @_;
-    my $r = `redis-cli -s $sock $q 2>&1`;
+    my ($user, @c) = @_;
+    my $q = join ' ', map { my $a = $_; $a =~ s/'/'\\''/g; "'$a'" } @c;
+    local $ENV{REDISCLI_AUTH} = $pass{$user};
+    my $r = `redis-cli -s $sock --user $user $q 2>&1`;
     chomp $r;
     return $r;
 }
 
-# what Airlock's programs send (agent/, worker/, the image's checks and
-# the demo's), as they send it; each as a command and from a script
-my @used = (
-    [ 'PING' ], [ qw(SET s v EX 60) ], [ qw(SET l v NX EX 60) ],
-    [ qw(GET s) ], [ qw(STRLEN s) ], [ qw(TYPE s) ], [ qw(TTL l) ],
-    [ qw(EXPIRE l 60) ], [ qw(EXISTS s) ], [ qw(DEL l) ],
-    [ qw(HSET h f v) ], [ qw(HGET h f) ], [ qw(HEXISTS h f) ],
-    [ qw(HSCAN h 0 MATCH * COUNT 10) ], [ qw(HDEL h f) ],
-    [ qw(PUBLISH c m) ], [ 'TIME' ],
-    [ qw(ZADD z NX 1 m) ], [ qw(ZADD z XX 2 m) ], [ qw(ZSCORE z m) ],
-    [ qw(ZRANGEBYSCORE z -inf +inf LIMIT 0 1) ], [ qw(ZREM z m) ],
-    [ qw(XGROUP CREATE j g 0 MKSTREAM) ], [ qw(XADD j * job x) ],
-    [ qw(XADD j MAXLEN ~ 100 * job x) ], [ qw(XLEN j) ],
-    [ qw(XREADGROUP GROUP g c COUNT 1 STREAMS j >) ],
-    [ qw(XPENDING j g) ], [ qw(XPENDING j g - + 1 c) ],
-    [ qw(XAUTOCLAIM j g c 0 0-0 COUNT 1) ],
-    [ qw(XCLAIM j g c 0 0-1 JUSTID) ], [ qw(XRANGE j - +) ],
-    [ qw(XACK j g 0-1) ], [ qw(XDEL j 0-1) ],
+# what each program sends (agent/, worker/), on the keys it sends it on,
+# as a command and from a script; the agent's scripts that read a
+# result are EVAL_RO (EVAL's keys are taken for written ones)
+my %used = (
+    'airlock-agent' => [
+        [ qw(SET airlock:session:s v EX 60) ],
+        [ qw(SET airlock:session:s:lock v NX EX 60) ],
+        [ qw(GET airlock:session:s) ], [ qw(STRLEN airlock:session:s) ],
+        [ qw(TYPE airlock:session:s) ], [ qw(TTL airlock:session:s:lock) ],
+        [ qw(EXPIRE airlock:session:s:lock 60) ],
+        [ qw(DEL airlock:session:s:lock) ],
+        [ qw(XGROUP CREATE airlock:jobs airlock-workers 0 MKSTREAM) ],
+        [ qw(XADD airlock:jobs * job x) ], [ qw(XLEN airlock:jobs) ],
+        [ qw(XPENDING airlock:jobs airlock-workers - + 1) ],
+        [ qw(XDEL airlock:jobs 0-1) ],
+        [ qw(TYPE airlock:jobs:awaited) ],
+        [ qw(HSET airlock:jobs:awaited f v) ],
+        [ qw(HSCAN airlock:jobs:awaited 0 COUNT 10) ],
+        [ qw(HDEL airlock:jobs:awaited f) ],
+        [ qw(EXISTS result:j) ], [ qw(GET result:j) ],
+        [ qw(STRLEN result:j) ],
+    ],
+    'airlock-worker' => [
+        [ qw(XGROUP CREATE airlock:jobs airlock-workers 0 MKSTREAM) ],
+        [ qw(XADD airlock:jobs:dead MAXLEN ~ 100 * job x) ],
+        [ qw(XREADGROUP GROUP airlock-workers c COUNT 1 STREAMS
+             airlock:jobs >) ],
+        [ qw(XPENDING airlock:jobs airlock-workers) ],
+        [ qw(XPENDING airlock:jobs airlock-workers - + 1 c) ],
+        [ qw(XAUTOCLAIM airlock:jobs airlock-workers c 0 0-0 COUNT 1) ],
+        [ qw(XCLAIM airlock:jobs airlock-workers c 0 0-1 JUSTID) ],
+        [ qw(XRANGE airlock:jobs - +) ],
+        [ qw(XACK airlock:jobs airlock-workers 0-1) ],
+        [ qw(XDEL airlock:jobs 0-1) ],
+        [ qw(SET result:j v NX EX 60) ], [ qw(GET result:j) ],
+        [ qw(TYPE result:j) ], [ qw(PUBLISH response:j m) ],
+        [ qw(SET airlock:jobs:errors:gone:0-1 v EX 60) ],
+        [ qw(GET airlock:jobs:errors:gone:0-1) ],
+        [ qw(HSET airlock:jobs:errors f v) ],
+        [ qw(HGET airlock:jobs:errors f) ],
+        [ qw(HEXISTS airlock:jobs:errors f) ],
+        [ qw(HDEL airlock:jobs:errors f) ],
+        [ qw(ZADD airlock:jobs:errors:held NX 1 m) ],
+        [ qw(ZADD airlock:jobs:errors:held XX 2 m) ],
+        [ qw(ZSCORE airlock:jobs:errors:held m) ],
+        [ qw(ZRANGEBYSCORE airlock:jobs:errors:held -inf +inf LIMIT 0 1) ],
+        [ qw(ZREM airlock:jobs:errors:held m) ], [ 'TIME' ],
+    ],
 );
+my %ro = map { $_ => 1 } qw(result:j);
 my %cover;
-for my $c (@used) {
-    my $name = lc $c->[0];
-    $cover{$name} = 1;
-    my $r = cmd(@$c);
-    unlike($r, qr/NOPERM|ERR/, "@$c");
-    next if $name eq 'ping';
-    my @a = $name eq 'xgroup' ? map { $_ eq 'g' ? 'g2' : $_ } @$c : @$c;
-    my $lua = 'redis.pcall(' . join(', ', map { "'$_'" } @a) . ')';
-    $lua .= "['ok'] or 'x'" if $name eq 'type';
-    $r = cmd('EVAL', "local r = $lua if type(r) == 'table' and r.err then "
-             . "return 'E ' .. r.err end return 'OK'", 0);
-    is($r, 'OK', "from EVAL: @$c");
-}
-$cover{$_} = 1 for qw(eval subscribe);
-my $r = `timeout 1 redis-cli -s $sock SUBSCRIBE response:x 2>&1`;
-like($r, qr/^subscribe/m, 'SUBSCRIBE');
-like(cmd('EVAL', "return redis.call('get', KEYS[1])", 1, 's'), qr/^v$/,
-     'EVAL');
+for my $user (sort keys %used) {
+    for my $c (@{$used{$user}}) {
+        my $name = lc $c->[0];
+        $cover{$user}{$name} = 1;
+        my $r = cmd($user, @$c);
+        unlike($r, qr/NOPERM|NOAUTH|WRONGPASS|ERR/, "$user: @$c");
 
-# what must be refused: each would lose jobs or results, or hand the
-# server to someone else
+        # from a script: its key declared, as the programs declare them
+        my @a = $name eq 'xgroup'
+            ? map { $_ eq 'airlock-workers' ? "g-$user" : $_ } @$c : @$c;
+        my $key = $name eq 'xreadgroup' ? 'airlock:jobs'
+                : $name =~ /^(?:time|publish)$/ ? undef
+                : $name eq 'xgroup' ? $a[2] : $a[1];
+        my $lua = 'redis.pcall(' . join(', ', map { "'$_'" } @a) . ')';
+        $lua .= "['ok'] or 'x'" if $name eq 'type';
+        my $eval = $user eq 'airlock-agent' && defined $key && $ro{$key}
+            ? 'EVAL_RO' : 'EVAL';
+        next if $user eq 'airlock-agent' && $name eq 'exists';
+        $r = cmd($user, $eval, "local r = $lua if type(r) == 'table' "
+                 . "and r.err then return 'E ' .. r.err end return 'OK'",
+                 defined $key ? (1, $key) : (0));
+        is($r, 'OK', "$user: @$c from $eval");
+        $cover{$user}{lc $eval} = 1;
+    }
+}
+my $r = `REDISCLI_AUTH=$pass{'airlock-agent'} timeout 1 redis-cli -s $sock \\
+    --user airlock-agent SUBSCRIBE response:x 2>&1`;
+like($r, qr/^subscribe/m, 'airlock-agent: SUBSCRIBE response:x');
+$cover{'airlock-agent'}{subscribe} = 1;
+$cover{$_}{auth} = 1 for keys %used;
+
+# what must be refused to either: each would lose jobs or results, or
+# hand the server to someone else
 my @admin = (
     [ qw(CONFIG SET appendonly no) ], [ qw(CONFIG SET appendfsync no) ],
     [ qw(CONFIG REWRITE) ], [ qw(CONFIG GET *) ], [ qw(FLUSHALL) ],
     [ qw(FLUSHDB) ],
     [ qw(REPLICAOF 127.0.0.1 9) ], [ qw(SLAVEOF 127.0.0.1 9) ],
     [ qw(SAVE) ], [ qw(BGSAVE) ], [ qw(BGREWRITEAOF) ],
-    [ qw(ACL SETUSER default +@all) ], [ qw(CLIENT KILL TYPE normal) ],
-    [ qw(CLIENT PAUSE 1000) ],
-    [ qw(MIGRATE 127.0.0.1 9 k 0 1000) ], [ qw(RESTORE k 0 x) ],
+    [ qw(ACL SETUSER default on nopass +@all) ],
+    [ qw(ACL SETUSER airlock-agent +@all) ], [ qw(ACL LIST) ],
+    [ qw(CLIENT KILL TYPE normal) ], [ qw(CLIENT PAUSE 1000) ],
+    [ qw(MIGRATE 127.0.0.1 9 airlock:jobs 0 1000) ],
+    [ qw(RESTORE airlock:jobs 0 x) ],
     [ qw(SWAPDB 0 1) ], [ qw(FAILOVER) ], [ qw(CLUSTER RESET) ],
+    [ qw(KEYS *) ], [ qw(SCAN 0) ],
 );
-for my $c (@admin) {
-    like(cmd(@$c), qr/^NOPERM/, "@$c: NOPERM");
+for my $user (sort keys %used) {
+    for my $c (@admin) {
+        like(cmd($user, @$c), qr/^NOPERM/, "$user: @$c: NOPERM");
+    }
+    for my $c ([ qw(DEBUG SLEEP 0) ], [ qw(MODULE LOAD /nonexistent.so) ]) {
+        like(cmd($user, @$c),
+             qr/^(?:NOPERM|ERR \w+ command not allowed)/,
+             "$user: @$c: refused");
+    }
+    # SYNC, PSYNC and MONITOR hold the connection
+    for my $c ([ 'SYNC' ], [ qw(PSYNC ? -1) ], [ 'MONITOR' ]) {
+        local $ENV{REDISCLI_AUTH} = $pass{$user};
+        my $o = `timeout 5 redis-cli -s $sock --user $user @$c 2>&1`;
+        like($o, qr/NOPERM/, "$user: @$c: NOPERM");
+    }
+    for my $c ('FLUSHALL', 'FLUSHDB', "SWAPDB', '0', '1") {
+        like(cmd($user, 'EVAL', "return redis.call('$c')", 0),
+             qr/can't run this command|NOPERM/,
+             "$user: EVAL of redis.call('$c'): refused");
+    }
+    like(cmd($user, qw(SHUTDOWN NOSAVE)), qr/^NOPERM/,
+         "$user: SHUTDOWN NOSAVE: NOPERM");
 }
-# off in Redis 7.0 whatever the user (enable-debug-command and
-# enable-module-command no): their refusal comes before the ACL's
-for my $c ([ qw(DEBUG SLEEP 0) ], [ qw(MODULE LOAD /nonexistent.so) ]) {
-    like(cmd(@$c), qr/^(?:NOPERM|ERR \w+ command not allowed)/,
-         "@$c: refused");
-}
-# SYNC, PSYNC and MONITOR hold the connection: the refusal is the
-# ACL's all the same
-for my $c ([ 'SYNC' ], [ qw(PSYNC ? -1) ], [ 'MONITOR' ]) {
-    my $r = `timeout 5 redis-cli -s $sock @$c 2>&1`;
-    like($r, qr/NOPERM/, "@$c: NOPERM");
-}
-# a script's commands are the user's: these three Redis runs from
-# scripts (CONFIG, SHUTDOWN it never does)
-for my $c ('FLUSHALL', 'FLUSHDB', "SWAPDB', '0', '1") {
-    like(cmd('EVAL', "return redis.call('$c')", 0),
-         qr/can't run this command/, "EVAL of redis.call('$c'): refused");
-}
-like(cmd(qw(SHUTDOWN NOSAVE)), qr/^NOPERM/, 'SHUTDOWN NOSAVE: NOPERM');
-is(cmd('PING'), 'PONG', 'the server is still up');
+like(cmd('airlock-agent', 'XLEN', 'airlock:jobs'), qr/^\d+$/,
+     'the server is still up');
 
-# every command the programs' sources send is one of those above: a new
-# one is tried here before an appliance refuses it
+# every command the programs' sources send is one of those above, for
+# the program that sends it: a new one is tried here before an
+# appliance refuses it
 my %seen;
+my %who = (agent => 'airlock-agent', worker => 'airlock-worker');
 for my $f (glob("$top/agent/*.c $top/worker/*.c $top/redis/*.c")) {
+    my ($dir) = $f =~ m{/(agent|worker|redis)/[^/]+$};
+    my @users = $dir eq 'redis' ? values %who : ($who{$dir});
     my $src = do { local (@ARGV, $/) = $f; <> };
-    $seen{lc $1}{$f} = 1 while $src =~ /redis\.p?call\(\s*'(\w+)'/g;
-    $seen{lc $1}{$f} = 1
+    my @c;
+    push @c, lc $1 while $src =~ /redis\.p?call\(\s*'(\w+)'/g;
+    push @c, lc $1
         while $src =~ /redis(?:Append)?Command\(\s*[\w>-]+,\s*"(\w+)/g;
-    $seen{lc $1}{$f} = 1 while $src =~ /\[\]\s*=\s*\{\s*"([A-Z]+)"/g;
-    $seen{lc $1}{$f} = 1 while $src =~ /argv\[0\]\s*=\s*"([A-Z]+)"/g;
+    push @c, lc $1 while $src =~ /\[\]\s*=\s*\{\s*"([A-Z]+)"/g;
+    push @c, lc $1 while $src =~ /argv\[0\]\s*=\s*"([A-Z]+)"/g;
+    for my $u (@users) {
+        $seen{$u}{$_}{$f} = 1 for @c;
+    }
 }
-for my $f ("$top/tests/image/guest-check.sh",
-           "$top/tests/build/30-demo-redis.t") {
-    my $src = do { local (@ARGV, $/) = $f; <> };
-    $seen{lc $1}{$f} = 1 while $src =~ /\$redis\s+([A-Z]+)/g;
-    $seen{lc $1}{$f} = 1
-        while $src =~ /redis-cli -s \$\w+ ([A-Z]+)/g;
-}
-ok(scalar(keys %seen) >= 20, 'the sources\' commands found')
-    or diag(join ' ', sort keys %seen);
-for my $c (sort keys %seen) {
-    ok($cover{$c}, "$c (" . join(', ', map { s{^\Q$top\E/}{}r }
-                                 sort keys %{$seen{$c}}) . ') is tried');
+# the image's check queues a job and reads its result as the agent
+my $gc = "$top/tests/image/guest-check.sh";
+my $src = do { local (@ARGV, $/) = $gc; <> };
+$seen{'airlock-agent'}{lc $1}{$gc} = 1 while $src =~ /\$redis\s+([A-Z]+)/g;
+
+ok(scalar(keys %{$seen{'airlock-agent'}}) >= 10
+   && scalar(keys %{$seen{'airlock-worker'}}) >= 15,
+   'the sources\' commands found')
+    or diag(explain \%seen);
+for my $u (sort keys %seen) {
+    for my $c (sort keys %{$seen{$u}}) {
+        ok($cover{$u}{$c}, "$u: $c ("
+           . join(', ', map { s{^\Q$top\E/}{}r } sort keys %{$seen{$u}{$c}})
+           . ') is tried');
+    }
 }
 
 kill 'TERM', $pid;

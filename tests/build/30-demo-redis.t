@@ -1,13 +1,14 @@
 #!/usr/bin/perl
 # make demo-up's Redis (conf/demo/run.sh --keep): it holds the job stream
-# and the agent's sessions and has no password, so, as on the appliance
+# and the agent's sessions, so, as on the appliance
 # (unixsocketperm 770, group redis), only what the demo runs reaches it:
 # Redis and the worker (root) and the agent (airlock-agent).  Another
 # local user would otherwise queue jobs the worker fetches inputs for as
 # the proxy's client "worker", and read or rewrite the operator's
 # sessions.  Its Redis takes conf/redis-acl.conf as the appliance's
-# does: the agent and the worker, run by the demo, need none of the
-# admin commands it refuses them.  The demo itself is left running for
+# does (through conf/airlock-redis-users): the agent and the worker, run
+# by the demo as users of their own, need none of the commands it
+# refuses them.  The demo itself is left running for
 # the probe, then stopped with run.sh --down.  It runs what
 # AIRLOCK_BUILD names (make demo's BUILD=DIR), here through a path of
 # its own, nginx's module too.
@@ -40,7 +41,7 @@ is($rc, 0, 'the demo runs, kept up')
     or diag(join "\n", grep { defined } (split /\n/, $out)[-20 .. -1]);
 
 SKIP: {
-    skip 'no demo state', 11 unless $state ne '' && -d $state;
+    skip 'no demo state', 12 unless $state ne '' && -d $state;
     my $conf = do { local (@ARGV, $/) = "$state/nginx.conf"; <> } // '';
     like($conf,
          qr{^load_module \Q$link\E/modules/ngx_http_airlock_module\.so;}m,
@@ -48,14 +49,21 @@ SKIP: {
     my $sock = "$state/redis/redis.sock";
     ok(-S $sock, 'its Redis socket') or last;
 
+    # as Redis user airlock-agent, with the password only it may read
+    # ($state/redis-agent.pass, 0400): the default user is off
     my $as = sub {
         my ($user, $cmd) = @_;
         $cmd //= 'PING';
-        my $r = `runuser -u $user -- redis-cli -s $sock $cmd 2>&1`;
+        my $auth = "REDISCLI_AUTH=\$(cat $state/redis-agent.pass)";
+        my $r = `runuser -u $user -- sh -c '$auth exec redis-cli \\
+            --user airlock-agent -s $sock $cmd' 2>&1`;
         chomp $r;
         return $r;
     };
-    is($as->('airlock-agent'), 'PONG', 'the agent reaches Redis');
+    like($as->('airlock-agent', 'XLEN airlock:jobs'), qr/^\d+$/,
+         'the agent reaches Redis');
+    like(`runuser -u airlock-agent -- redis-cli -s $sock PING 2>&1`,
+         qr/NOAUTH/, 'not as the default user: it is off');
     isnt($as->('nobody'), 'PONG', 'another local user does not')
         or diag("stat: " . `stat -c '%a %U %G' $state/redis $sock`);
 

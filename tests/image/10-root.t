@@ -184,6 +184,32 @@ is(-s "$root/etc/machine-id", 0, 'an empty machine-id (made at first boot)');
 like($wt, qr/warn: .*no machine id in \/etc\/machine-id/,
      'airlock-worker -t: no consumer name before the first boot (each '
      . 'appliance\'s own after it)');
+like($wt, qr/warn: .*redis-worker\.pass: No such file/,
+     'airlock-worker -t: no Redis password before the first boot '
+     . '(airlock-redis-users.service writes it)');
+ok(!grep({ -e "$root$_" } '/etc/airlock/redis-agent.pass',
+         '/etc/airlock/redis-worker.pass', '/etc/redis/airlock-users.acl'),
+   'no Redis password nor ACL file in the image');
+like($rconf, qr{^aclfile /etc/redis/airlock-users\.acl$}m,
+     'Redis: its users from the file airlock-redis-users writes');
+($rc, $out) = in_root('systemctl is-enabled airlock-redis-users.service');
+is($out =~ s/\s+$//r, 'enabled', 'airlock-redis-users enabled');
+# what the first boot does: the files, each client's own
+($rc, $out) = in_root('/usr/lib/airlock/airlock-redis-users --agent-owner '
+                      . 'airlock-agent --worker-owner root --acl-group redis '
+                      . '/usr/share/airlock/redis-acl.conf '
+                      . '/etc/redis/airlock-users.acl '
+                      . '/etc/airlock/redis-agent.pass '
+                      . '/etc/airlock/redis-worker.pass '
+                      . '&& stat -c "%a %U %G" /etc/airlock/redis-agent.pass '
+                      . '/etc/airlock/redis-worker.pass '
+                      . '/etc/redis/airlock-users.acl');
+is($out, "400 airlock-agent airlock-agent\n400 root root\n640 root redis\n",
+   'first boot: the Redis passwords, each its client\'s, and Redis\'s ACL')
+    or diag($out);
+($rc, $out) = in_root('airlock-worker -c /etc/airlock/worker.conf -t');
+unlike($out, qr/redis-worker\.pass/, 'airlock-worker -t takes the password')
+    or diag($out);
 like(slurp("$root/etc/shadow"), qr/^root:!/m, 'root\'s password is locked');
 
 done_testing();

@@ -84,7 +84,12 @@ run_job() {
 
 policy=/etc/airlock/policy.yaml
 tmp=$(mktemp -d)
-redis="redis-cli -s /run/redis/redis.sock"
+# as the agent queues jobs and reads results: Redis user airlock-agent,
+# its password from its file (airlock-redis-users.service), in the
+# environment, not the arguments; the default user is off
+REDISCLI_AUTH=$(cat /etc/airlock/redis-agent.pass)
+export REDISCLI_AUTH
+redis="redis-cli -s /run/redis/redis.sock --user airlock-agent"
 
 # the units the ready line names, when one is not running: why
 for u in nginx airlock-alertd airlock-worker; do

@@ -38,8 +38,7 @@ like($w->worker_log, qr/backend \Q${\ $w->backend }\E/,
 # ---- the happy path --------------------------------------------------------
 
 # subscribe first, as a client awaiting the job would
-my $sub = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                PeerPort => $w->{redis_port}) or die $!;
+my $sub = $w->redis_socket;
 print {$sub} "*2\r\n\$9\r\nSUBSCRIBE\r\n\$15\r\nresponse:happy1\r\n";
 Airlock::Worker::_resp_read($sub);
 

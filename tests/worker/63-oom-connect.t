@@ -52,7 +52,7 @@ sub pending_ids {
 }
 
 # a job done, its result stored, its worker killed before XACK
-$w->redis('ACL', 'SETUSER', 'default', '-xack');
+$w->redis('ACL', 'SETUSER', 'airlock-worker', '-xack');
 my $pid = $w->start_worker;
 my $id = $w->add_job(job_id => 'oom-a', script => "print('a')");
 my $r = $w->wait_result('oom-a', 60);
@@ -60,12 +60,10 @@ is($r && $r->{stdout}, "a\n", 'oom-a ran');
 ok(wait_for(sub { $w->worker_log($pid) =~ /XACK\/XDEL \S+: / }),
    'its acknowledgement is refused');
 $w->kill_worker('KILL', $pid);
-$w->redis('ACL', 'SETUSER', 'default', '+xack');
+$w->redis('ACL', 'SETUSER', 'airlock-worker', '+xack');
 my $next = $w->add_job(job_id => 'oom-b', script => "print('b')");
 
-my $sub = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                PeerPort => $w->{redis_port}, Timeout => 5)
-    or die "redis connect: $!";
+my $sub = $w->redis_socket;
 print {$sub} "*2\r\n\$9\r\nSUBSCRIBE\r\n\$14\r\nresponse:oom-a\r\n";
 IO::Select->new($sub)->can_read(5) or die "redis SUBSCRIBE: no answer";
 Airlock::Worker::_resp_read($sub);

@@ -58,9 +58,7 @@ for my $s (@steps) {
     my ($step, $re, $stored) = @$s;
     my $job = "kill-$step";
 
-    my $sub = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                    PeerPort => $w->{redis_port},
-                                    Timeout => 5) or die "redis: $!";
+    my $sub = $w->redis_socket;
     my $chan = "response:$job";
     print {$sub} "*2\r\n\$9\r\nSUBSCRIBE\r\n\$" . length($chan)
                  . "\r\n$chan\r\n";

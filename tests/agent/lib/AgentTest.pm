@@ -60,8 +60,9 @@ sub new {
 
     # the tests' redis-cli is the tests' own Redis user, with the admin
     # commands a test runs (CONFIG SET, SHUTDOWN, CLIENT PAUSE, INFO);
-    # the agents are Redis's default user, without them, as on the
-    # appliance (Airlock::Test::redis_args)
+    # the agents are Redis user airlock-agent, and the fake worker
+    # airlock-worker, each with only what it uses, as on the appliance
+    # (Airlock::Test::redis_args, redis_opts())
     my ($cli) = grep { -x } map { "$_/redis-cli" } split /:/, $ENV{PATH};
     if (defined $cli) {
         mkdir "$t->{testdir}/redis-bin";
@@ -78,6 +79,14 @@ sub new {
 
 
 sub t { $_[0]{t} }
+
+
+# an agent's Redis user options: airlock-agent and its password file
+sub redis_opts {
+    my ($self) = @_;
+    return ('--redis-user', 'airlock-agent', '--redis-password-file',
+            $self->{t}->redis_pass('airlock-agent'));
+}
 sub llm { $_[0]{l} }
 sub proxy { $_[0]{p} }
 
@@ -274,7 +283,8 @@ sub restart_redis {
 
 
 # airlock-agent with these options over the test's own (a socket
-# DIR/bad.sock, the gateway, Redis, the policy), for options it should
+# DIR/bad.sock, the gateway, Redis, its user, the policy; one given as
+# undef is left out), for options it should
 # refuse at start: (its exit status, or 'listening' once its socket is
 # there, or 'still running' after 5 s, and then it is stopped; its
 # stderr)
@@ -284,14 +294,16 @@ sub run_briefly {
     my $d = $t->testdir;
     my %o = ('--listen' => "$d/bad.sock", '--gateway' => "$d/airlock.sock",
              '--redis' => "unix:$d/redis.sock",
-             '--policy' => "$d/policy.yaml", %opt);
+             '--policy' => "$d/policy.yaml", $self->redis_opts, %opt);
 
     unlink "$d/bad.sock";
     my $pid = fork // die;
     if ($pid == 0) {
         open(STDOUT, '>', "$d/agent.out");
         open(STDERR, '>', "$d/agent.err");
-        exec($self->{agent}, %o) or POSIX::_exit(127);
+        exec($self->{agent}, map { ($_, $o{$_}) } grep { defined $o{$_} }
+                                                   keys %o)
+            or POSIX::_exit(127);
     }
 
     my $rc;
@@ -344,7 +356,8 @@ sub start_agent_with {
         $t->run_daemon(@ns, $self->{agent}, '--listen', $sock,
                        '--gateway', "$d/airlock.sock",
                        '--redis', "unix:$d/redis.sock",
-                       '--policy', "$d/policy.yaml", @opt);
+                       '--policy', "$d/policy.yaml", $self->redis_opts,
+                       @opt);
     };
 
     $t->wait_for_port("unix:$sock", 20)
@@ -393,6 +406,8 @@ sub start_worker {
 
     my $pid = $t->run_daemon('python3', "$HERE/fake-worker.py",
                              '--redis', "$d/redis.sock",
+                             '--user', 'airlock-worker', '--password-file',
+                             $t->redis_pass('airlock-worker'),
                              '--log', "$d/jobs.log",
                              '--proxy', '127.0.0.1:' . $t->port(8080),
                              '--token', $WORKER_TOKEN, @opt);

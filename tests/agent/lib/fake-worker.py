@@ -3,7 +3,7 @@
 (Python 3 standard library, a minimal RESP client).
 
   fake-worker.py --redis PATH --log FILE [--proxy HOST:PORT --token T]
-                 [--result JSON]
+                 [--result JSON] [--user NAME --password-file FILE]
 
 Joins group airlock-workers on stream airlock:jobs, and for each job:
 appends the envelope to --log (one JSON line), fetches each blueprint
@@ -11,7 +11,8 @@ input through the proxy as client "worker" (token over TCP) into
 data.json, runs the script with python3 in a temporary directory (this
 is a test double: no sandbox), then does what the contract says a worker
 does: SET result:<job> NX EX, PUBLISH response:<job> with the stored
-value, XACK.  --result replaces the run with a fixed result object; a
+value, XACK.  It is Redis user --user (airlock-worker) when one is
+given, with the password in --password-file.  --result replaces the run with a fixed result object; a
 script whose first line is "# result: JSON" is not run either, its
 result is that JSON as it is (a compromised worker's, for the tests).
 """
@@ -129,9 +130,16 @@ def main():
     ap.add_argument("--proxy")
     ap.add_argument("--token")
     ap.add_argument("--result")
+    ap.add_argument("--user")
+    ap.add_argument("--password-file")
     args = ap.parse_args()
 
     r = Redis(args.redis)
+    if args.user:
+        with open(args.password_file) as f:
+            ok = r.cmd("AUTH", args.user, f.readline().strip())
+        if ok != "OK":
+            sys.exit("fake-worker: AUTH as %s: %s" % (args.user, ok))
     r.cmd("XGROUP", "CREATE", "airlock:jobs", "airlock-workers", "0",
           "MKSTREAM")
     parent = os.getppid()

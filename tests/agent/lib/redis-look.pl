@@ -14,7 +14,9 @@
 # on, it runs the Redis command the plan gives the key, as another
 # client would between the two.  PLAN is read at that moment, one line a
 # key: "KEY WORD...", e.g. "airlock:session:s:lock DEL
-# airlock:session:s:lock".
+# airlock:session:s:lock".  The side connection it runs them and its
+# looks on is the tests' own Redis user (Airlock::Test::redis_args):
+# the default user is off.
 #
 #   redis-look.pl LISTEN REDIS LOG PLAN
 
@@ -24,6 +26,9 @@ use warnings;
 use IO::Select;
 use IO::Socket::UNIX;
 use Socket qw(SOCK_STREAM);
+use FindBin;
+use lib "$FindBin::Bin/../../lib";
+use Airlock::Test;
 
 my ($listen, $redis, $log, $plan) = @ARGV;
 die "usage: redis-look.pl LISTEN REDIS LOG PLAN\n" unless defined $plan;
@@ -41,6 +46,9 @@ chmod 0777, $listen;
 
 my $side = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $redis)
     or die "redis $redis: $!";
+
+side('AUTH', $Airlock::Test::REDIS_USER, $Airlock::Test::REDIS_PASS) eq '+OK'
+    or die "redis AUTH refused\n";
 
 my $sel = IO::Select->new($l);
 my (%peer, %client, %in, %queue, %done);

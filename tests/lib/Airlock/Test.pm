@@ -131,17 +131,45 @@ sub testdir { $_[0]{testdir} }
 
 
 # redis-server's first arguments: Redis as the appliance has it for its
-# clients (conf/redis-acl.conf: no admin commands for the default user,
-# which the agent and the worker are), and a user of the tests' own for
+# clients (conf/redis-acl.conf through conf/airlock-redis-users: the
+# default user off, airlock-agent and airlock-worker each with only what
+# it uses, their passwords in $REDIS_AGENT_PASS and $REDIS_WORKER_PASS
+# in the test directory, redis_pass()), and a user of the tests' own for
 # what a test does to Redis itself (CONFIG SET, SHUTDOWN, CLIENT PAUSE,
-# INFO): $REDIS_USER, password $REDIS_PASS
+# INFO, ACL SETUSER): $REDIS_USER, password $REDIS_PASS
 our $REDIS_USER = 'airlock-test';
 our $REDIS_PASS = 'FAKE-redis-test-pass';
+our %REDIS_CLIENT_PASS = ('airlock-agent' => 'FAKE-redis-agent-pass',
+                          'airlock-worker' => 'FAKE-redis-worker-pass');
 
 sub redis_args {
     my ($self) = @_;
-    return ("$self->{top}/conf/redis-acl.conf", '--user', $REDIS_USER,
+    my $d = $self->{testdir};
+
+    if (!-f "$d/redis-users.acl") {
+        for my $u (sort keys %REDIS_CLIENT_PASS) {
+            my $f = $self->redis_pass($u);
+            next if -f $f;
+            open my $fh, '>', $f or die "$f: $!";
+            print $fh "$REDIS_CLIENT_PASS{$u}\n";
+            close $fh;
+            chmod 0400, $f;
+        }
+        system("$self->{top}/conf/airlock-redis-users",
+               "$self->{top}/conf/redis-acl.conf", "$d/redis-users.acl",
+               $self->redis_pass('airlock-agent'),
+               $self->redis_pass('airlock-worker')) == 0
+            or die "conf/airlock-redis-users failed\n";
+    }
+
+    return ("$d/redis-users.acl", '--user', $REDIS_USER,
             'on', ">$REDIS_PASS", '~*', '&*', '+@all');
+}
+
+# the password file of Redis user airlock-agent or airlock-worker
+sub redis_pass {
+    my ($self, $user) = @_;
+    return "$self->{testdir}/redis-$user.pass";
 }
 
 # the nginx binary run() starts; nginx_bin(PATH) sets another (a wrapper

@@ -149,7 +149,7 @@ sub stop_redis {
 
 # A minimal RESP client: one connection, commands as lists of strings,
 # sent as the tests' own Redis user (Airlock::Test::redis_args); the
-# worker is Redis's default one, without the admin commands.
+# worker is Redis user airlock-worker, with only what it uses.
 sub redis {
     my ($self, @cmd) = @_;
     my $s = $self->{redis};
@@ -182,6 +182,23 @@ sub redis {
     }
 
     return $r;
+}
+
+
+# A connection of its own as the tests' Redis user (a SUBSCRIBE holds
+# it): the default user is off, as on the appliance.
+sub redis_socket {
+    my ($self) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $self->{redis_port},
+                                  Timeout => 5) or die "redis connect: $!";
+    my @a = ('AUTH', $Airlock::Test::REDIS_USER,
+             $Airlock::Test::REDIS_PASS);
+    print {$s} "*3\r\n",
+               map { '$' . length($_) . "\r\n$_\r\n" } @a;
+    my $r = _resp_read($s);
+    die "redis AUTH: $r\n" unless $r eq 'OK';
+    return $s;
 }
 
 
@@ -251,6 +268,8 @@ sub write_conf {
     my $name = delete $o{name} // 'worker.conf';
     my %c = (
         redis_port            => $self->{redis_port},
+        redis_user            => 'airlock-worker',
+        redis_password_file   => $t->redis_pass('airlock-worker'),
         policy                => "$t->{testdir}/policy.yaml",
         proxy_socket          => $self->socket_path,
         rootfs                => $self->{rootfs},
