@@ -413,11 +413,15 @@ say "10. airlockctl explain gives the same answer the proxy gave"
 
 say "11. the assistant: Redis, the worker, and airlock-agent with no network"
 mkdir -p "$STATE/redis" "$STATE/agent" "$STATE/bin"
-# Redis holds the jobs and the sessions: as on the
-# appliance (its socket for group redis), only what the demo runs reaches
-# it, Redis and the worker (root) and the agent (its group), not every
-# local user (who would queue jobs fetched as the client "worker")
-chgrp "$(id -g airlock-agent)" "$STATE/redis" && chmod 0750 "$STATE/redis" \
+# Redis holds the jobs and the sessions: as on the appliance (its socket
+# for group redis, which the agent and the worker join), only what the
+# demo runs reaches it, Redis (root), the worker and the agent, not
+# every local user (who would queue jobs fetched as the client
+# "worker").  The worker drops root for airlock-worker and keeps only
+# the groups it was started with: group redis is one of them
+getent group redis >/dev/null \
+    || die "no group redis (the redis-server package makes it)"
+chgrp redis "$STATE/redis" && chmod 0750 "$STATE/redis" \
     || die "cannot restrict $STATE/redis"
 # and, as there, its users are airlock-redis-users': the default user
 # off, the agent (driven by a model) and the worker each a user of its
@@ -448,7 +452,8 @@ if [ -x "$WORKER_BIN" ] && [ -x "$ROOTFS/usr/bin/python3" ]; then
     sed -e "s|@STATE@|$STATE|g" -e "s|@ROOTFS@|$ROOTFS|g" \
         -e "s|@BACKEND@|$BACKEND|g" \
         "$TOP/conf/demo/worker.conf.in" > "$STATE/worker.conf"
-    start worker.log "$WORKER_BIN" -c "$STATE/worker.conf"
+    start worker.log setpriv --groups redis -- \
+        "$WORKER_BIN" -c "$STATE/worker.conf"
     WORKER=1
     note "airlock-worker: jobs from Redis, inputs through Airlock as the"
     note "airlock-worker user, scripts in $BACKEND sandboxes"
@@ -461,7 +466,7 @@ fi
 # only ways out are the unix sockets of Airlock, Redis and its own
 cp "$BUILD/airlock-agent" "$BUILD/airlock" "$STATE/bin/"
 chown airlock-agent "$STATE/agent"
-start agent.log unshare -n runuser -u airlock-agent -- \
+start agent.log unshare -n runuser -u airlock-agent -G redis -- \
     "$STATE/bin/airlock-agent" --listen "$STATE/agent/agent.sock" \
     --gateway "$STATE/airlock.sock" --redis "unix:$STATE/redis/redis.sock" \
     --redis-user airlock-agent \

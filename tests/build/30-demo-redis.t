@@ -2,10 +2,10 @@
 # make demo-up's Redis (conf/demo/run.sh --keep): it holds the job stream
 # and the agent's sessions, so, as on the appliance
 # (unixsocketperm 770, group redis), only what the demo runs reaches it:
-# Redis and the worker (root) and the agent (airlock-agent).  Another
-# local user would otherwise queue jobs the worker fetches inputs for as
-# the proxy's client "worker", and read or rewrite the operator's
-# sessions.  Its Redis takes conf/redis-acl.conf as the appliance's
+# Redis (root), the worker and the agent (airlock-agent), both in group
+# redis.  Another local user would otherwise queue jobs the worker
+# fetches inputs for as the proxy's client "worker", and read or rewrite
+# the operator's sessions.  Its Redis takes conf/redis-acl.conf as the appliance's
 # does (through conf/airlock-redis-users): the agent and the worker, run
 # by the demo as users of their own, need none of the commands it
 # refuses them.  The demo itself is left running for
@@ -55,14 +55,16 @@ SKIP: {
         my ($user, $cmd) = @_;
         $cmd //= 'PING';
         my $auth = "REDISCLI_AUTH=\$(cat $state/redis-agent.pass)";
-        my $r = `runuser -u $user -- sh -c '$auth exec redis-cli \\
+        my $g = $user eq 'airlock-agent' ? '-G redis' : '';
+        my $r = `runuser -u $user $g -- sh -c '$auth exec redis-cli \\
             --user airlock-agent -s $sock $cmd' 2>&1`;
         chomp $r;
         return $r;
     };
     like($as->('airlock-agent', 'XLEN airlock:jobs'), qr/^\d+$/,
          'the agent reaches Redis');
-    like(`runuser -u airlock-agent -- redis-cli -s $sock PING 2>&1`,
+    like(`runuser -u airlock-agent -G redis -- redis-cli -s $sock PING \
+          2>&1`,
          qr/NOAUTH/, 'not as the default user: it is off');
     isnt($as->('nobody'), 'PONG', 'another local user does not')
         or diag("stat: " . `stat -c '%a %U %G' $state/redis $sock`);
