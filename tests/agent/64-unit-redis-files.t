@@ -1,56 +1,71 @@
 #!/usr/bin/perl
 
-# airlock-agent's unit: group redis, which it has to connect to Redis's
-# socket (SupplementaryGroups=redis), is also the group of Redis's
-# configuration and data on Debian (/etc/redis 2770 redis:redis, its
-# redis.conf 0640; /var/lib/redis 0750 redis:redis, the dump and the
-# append-only files in it).  ProtectSystem=strict makes them read-only,
-# not unreadable: the agent could read every client's Redis password or
-# ACL line in redis.conf, and every session and job result of every run
-# in the dump, past whatever Redis's ACL lets it see.  Its unit now takes
-# both directories away (InaccessiblePaths=), as it does the appliance's
-# key and credentials.  A check of the unit file; systemd-analyze verify
-# where it is installed.
+# airlock-agent's and airlock-worker's units: group redis, which each has
+# to connect to Redis's socket (SupplementaryGroups=redis), is also the
+# group of Redis's configuration and data on Debian (/etc/redis 2770
+# redis:redis, its redis.conf 0640 and the users' ACL file; /var/lib/redis
+# 0750 redis:redis, the dump and the append-only files in it), and the
+# worker's launcher is root with CAP_DAC_OVERRIDE, which reads them
+# whatever their group.  ProtectSystem=strict makes them read-only, not
+# unreadable: a client could read every Redis user's ACL line and every
+# session and job result of every run in the dump, past whatever Redis's
+# ACL lets it see.  Both units take both directories away
+# (InaccessiblePaths=), as they do the appliance's key and credentials.
+# Each binds Redis's socket directory read-only: a client connects to the
+# socket, and needs to make nothing there.  A check of the unit files;
+# systemd-analyze verify of each.
 
 use strict;
 use warnings;
 
 use Cwd ();
 use FindBin;
+use lib "$FindBin::Bin/../lib";
 use Test::More;
+use Airlock::Prereq qw(need_cmd);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
-my $unit = "$top/conf/airlock-agent.service";
 
-plan tests => 4;
+need_cmd('systemd-analyze');
 
-open my $fh, '<', $unit or die "$unit: $!";
-my $text = do { local $/; <$fh> };
-$text =~ s/\\\n\s*/ /g;                     # continued lines
+my %units = (agent => "$top/conf/airlock-agent.service",
+             worker => "$top/conf/airlock-worker.service");
 
-my (@groups, @gone);
-for (split /\n/, $text) {
-    next if /^\s*(#|;|\[|$)/;
-    push @groups, split ' ', $1 if /^\s*SupplementaryGroups=(.*)$/;
-    push @gone, map { s/^-//r } split ' ', $1
-        if /^\s*InaccessiblePaths=(.*)$/;
-}
+plan tests => 6 * keys %units;
 
-ok((grep { $_ eq 'redis' } @groups),
-   'the agent is in group redis (Redis\'s socket)');
+for my $who (sort keys %units) {
+    my $unit = $units{$who};
 
-for my $dir (qw(/etc/redis /var/lib/redis)) {
-    ok((grep { $_ eq $dir } @gone), "$dir is out of the agent's reach")
-        or diag("InaccessiblePaths: @gone");
-}
+    open my $fh, '<', $unit or die "$unit: $!";
+    my $text = do { local $/; <$fh> };
+    $text =~ s/\\\n\s*/ /g;                     # continued lines
 
-SKIP: {
-    my $sa = `command -v systemd-analyze 2>/dev/null`;
-    chomp $sa;
-    skip 'systemd-analyze is missing', 1 unless $sa;
-    my $out = `$sa verify $unit 2>&1`;
+    my (@groups, @gone, @ro, @rw);
+    for (split /\n/, $text) {
+        next if /^\s*(#|;|\[|$)/;
+        push @groups, split ' ', $1 if /^\s*SupplementaryGroups=(.*)$/;
+        push @gone, map { s/^-//r } split ' ', $1
+            if /^\s*InaccessiblePaths=(.*)$/;
+        push @ro, split ' ', $1 if /^\s*BindReadOnlyPaths=(.*)$/;
+        push @rw, split ' ', $1 if /^\s*BindPaths=(.*)$/;
+    }
+
+    ok((grep { $_ eq 'redis' } @groups),
+       "the $who is in group redis (Redis's socket)");
+
+    for my $dir (qw(/etc/redis /var/lib/redis)) {
+        ok((grep { $_ eq $dir } @gone), "$dir is out of the $who\'s reach")
+            or diag("InaccessiblePaths: @gone");
+    }
+
+    ok((grep { $_ eq '/run/redis' } @ro),
+       "the $who binds /run/redis read-only") or diag("BindReadOnlyPaths: @ro");
+    ok(!(grep { $_ eq '/run/redis' } @rw),
+       "the $who does not bind /run/redis writable") or diag("BindPaths: @rw");
+
+    my $out = `systemd-analyze verify $unit 2>&1`;
     my @bad = grep { !/Command \/usr\/bin\/airlock\S* is not executable/ }
               grep { /\S/ } split /\n/, $out;
-    ok(!@bad, 'systemd-analyze verify airlock-agent.service')
+    ok(!@bad, "systemd-analyze verify " . ($unit =~ s{.*/}{}r))
         or diag(join "\n", @bad);
 }
