@@ -17,7 +17,7 @@ use FindBin;
 use POSIX ();
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Ctl qw(ctl_setup write_file);
+use Airlock::Ctl qw(ctl_setup write_file slurp one_route_policy);
 
 my ($top, $build, $ctl, $dir) = ctl_setup();
 
@@ -38,21 +38,7 @@ mkdir "$dir/etc" or die;
 chown 0, $gid, "$dir/etc" or die;
 chmod 0770, "$dir/etc" or die;
 
-my $text = <<'Y';
-version: 1
-clients:
-  agent: { unix_uid: 1000 }
-upstreams:
-  up: { url: "http://127.0.0.1:9090" }
-routes:
-  - name: one
-    clients: [agent]
-    match: { method: GET, path: /one }
-    upstream: up
-    to: /one
-alerts:
-  deny: { threshold: 3, window: 60s }
-Y
+my $text = one_route_policy();
 
 my $policy = "$dir/etc/policy.yaml";
 
@@ -65,12 +51,7 @@ sub install_policy {
     chmod 0660, $policy or die;
 }
 
-sub editor {
-    my ($name, $script) = @_;
-    my $path = write_file($name, "#!/bin/sh\nset -e\n$script");
-    chmod 0755, $path or die;
-    return $path;
-}
+sub editor { return Airlock::Ctl::editor(@_, set_e => 1); }
 
 # airlockctl as nobody, in group $gid too: (exit code, stderr)
 sub edit_as_nobody {

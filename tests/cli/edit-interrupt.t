@@ -16,43 +16,15 @@ use FindBin;
 use POSIX ();
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Ctl qw(ctl_setup write_file);
+use Airlock::Ctl qw(ctl_setup write_file slurp editor one_route_policy);
 
 my ($top, $build, $ctl, $dir) = ctl_setup();
 
 plan tests => 8;
 
-my $text = <<'Y';
-version: 1
-clients:
-  agent: { unix_uid: 1000 }
-upstreams:
-  up: { url: "http://127.0.0.1:9090" }
-routes:
-  - name: one
-    clients: [agent]
-    match: { method: GET, path: /one }
-    upstream: up
-    to: /one
-alerts:
-  deny: { threshold: 3, window: 60s }
-Y
+my $text = one_route_policy();
 
 my $policy = write_file('policy.yaml', $text);
-
-sub editor {
-    my ($name, $script) = @_;
-    my $path = write_file($name, "#!/bin/sh\n$script");
-    chmod 0755, $path or die;
-    return $path;
-}
-
-sub slurp {
-    my ($path) = @_;
-    open my $fh, '<', $path or return undef;
-    local $/;
-    return <$fh>;
-}
 
 # airlockctl edit in a process group of its own, as a terminal's
 # foreground job: (wait status, stderr)

@@ -18,7 +18,7 @@ use FindBin;
 use POSIX ();
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Ctl qw(ctl_setup write_file);
+use Airlock::Ctl qw(ctl_setup write_file slurp editor one_route_policy);
 
 my ($top, $build, $ctl, $dir) = ctl_setup();
 
@@ -30,38 +30,10 @@ plan tests => 9;
 
 chmod 0755, $dir or die;
 
-my $text = <<'Y';
-version: 1
-clients:
-  agent: { unix_uid: 1000 }
-upstreams:
-  up: { url: "http://127.0.0.1:9090" }
-routes:
-  - name: one
-    clients: [agent]
-    match: { method: GET, path: /one }
-    upstream: up
-    to: /one
-alerts:
-  deny: { threshold: 3, window: 60s }
-Y
+my $text = one_route_policy();
 
 my $policy = write_file('policy.yaml', $text);
 chmod 0644, $policy or die;
-
-sub slurp {
-    my ($path) = @_;
-    open my $fh, '<', $path or return undef;
-    local $/;
-    return <$fh>;
-}
-
-sub editor {
-    my ($name, $script) = @_;
-    my $path = write_file($name, "#!/bin/sh\n$script");
-    chmod 0755, $path or die;
-    return $path;
-}
 
 my @opts = ('--policy', $policy, '--test', 'true', '--reload', 'true');
 

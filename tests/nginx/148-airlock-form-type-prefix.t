@@ -1,16 +1,19 @@
 #!/usr/bin/perl
 
 # ngx_http_airlock_module: a Content-Type that begins with
-# application/x-www-form-urlencoded is a form.  Symfony's
-# Request::createFromGlobals() (Laravel's requests too) parses the body
-# of a PUT, PATCH or DELETE as a form when the header starts with that
-# text, whatever follows ("application/x-www-form-urlencodedx"), and
-# Laravel's $request->input() and $request->id read the form's fields
-# over the query and the route's params: "id=../x" in such a body stood
-# for the path param {id} its pattern checked, and the gate, which took
-# only the exact type for a form, forwarded it.  Each is refused with
-# reason "body", as the same body under the exact type is, and reaches
-# no upstream; a type that only shares a shorter start passes.
+# application/x-www-form-urlencoded, or holds it or multipart/form-data
+# anywhere, is a form.  Symfony's Request::createFromGlobals() (Laravel's
+# requests too) parses the body of a PUT, PATCH or DELETE as a form when
+# the header starts with that text, whatever follows
+# ("application/x-www-form-urlencodedx"); Fastify before 4.10.2 chose its
+# body parser by a substring of the header (CVE-2022-41919), so
+# "text/plain; x=application/x-www-form-urlencoded" was a form to it.
+# Their applications read the form's fields over the query and the
+# route's params: "id=../x" in such a body stood for the path param {id}
+# its pattern checked, and the gate, which took only the exact type for a
+# form, forwarded it.  Each is refused with reason "body", as the same
+# body under the exact type is, and reaches no upstream; a type that only
+# shares a shorter start, or names another type in a parameter, passes.
 
 use strict;
 use warnings;
@@ -60,6 +63,18 @@ my @refused = (
       'id=../x' ],
     [ 'a checked query param', 'PUT', "${form}x", 'mode=admin' ],
     [ '_method', 'POST', "${form}x", '_method=DELETE' ],
+    [ 'the form type in a parameter', 'PUT', "text/plain; x=$form",
+      'id=../x' ],
+    [ 'in a parameter, quoted, in another case', 'PATCH',
+      'text/plain; x="Application/X-WWW-Form-URLEncoded"', 'id=../x' ],
+    [ 'in a parameter: a checked query param', 'PUT', "text/plain; x=$form",
+      'mode=admin' ],
+    [ 'in a parameter: _method', 'POST', "text/plain; x=$form",
+      '_method=DELETE' ],
+    [ 'multipart/form-data in a parameter', 'PUT',
+      'text/plain; x=multipart/form-data; boundary=b',
+      "--b\r\nContent-Disposition: form-data; name=\"id\"\r\n\r\n"
+      . "../x\r\n--b--\r\n" ],
 );
 
 my @passed = (
@@ -67,6 +82,10 @@ my @passed = (
     [ 'a shorter type', 'PUT', 'application/x-www-form-urlencode',
       'id=../x' ],
     [ 'text/plain', 'PUT', 'text/plain', 'id=../x' ],
+    [ 'in a parameter: a field of no param', 'PUT', "text/plain; x=$form",
+      'a=1' ],
+    [ 'another type in a parameter', 'PUT', 'text/plain; x=text/csv',
+      'id=../x' ],
 );
 
 plan tests => @refused + @passed + 1;

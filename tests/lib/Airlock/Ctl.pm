@@ -4,10 +4,14 @@ package Airlock::Ctl;
 # its airlockctl (absent() when it is not built: failed under CI), a
 # scratch directory, files written there, and airlockctl run.
 #
-#   use Airlock::Ctl qw(ctl_setup write_file run_ctl);
+#   use Airlock::Ctl qw(ctl_setup write_file run_ctl slurp editor
+#                       one_route_policy);
 #   my ($top, $build, $ctl, $dir) = ctl_setup();    # before the plan
 #   my $path = write_file('policy.yaml', $text);    # in $dir
 #   my ($rc, $out) = run_ctl('check', $path);       # stdout and stderr
+#   my $text = slurp($path);                        # undef: unreadable
+#   my $ed = editor('ed.sh', $sh, set_e => 1);      # an EDITOR script
+#   my $yaml = one_route_policy();                  # route "one"
 
 use strict;
 use warnings;
@@ -18,7 +22,8 @@ use FindBin;
 
 use Airlock::Prereq qw(absent);
 
-our @EXPORT_OK = qw(ctl_setup write_file run_ctl);
+our @EXPORT_OK = qw(ctl_setup write_file run_ctl slurp editor
+                    one_route_policy);
 
 my ($ctl, $dir);
 
@@ -54,6 +59,47 @@ sub run_ctl {
     my $out = `$cmd 2>&1 </dev/null`;
 
     return ($? >> 8, $out);
+}
+
+
+# the whole of a file, or undef when it cannot be read
+sub slurp {
+    my ($path) = @_;
+    open my $fh, '<', $path or return undef;
+    local $/;
+    return <$fh>;
+}
+
+
+# an executable /bin/sh script in the scratch directory (set_e: it stops
+# at the first failing command): its path, for EDITOR or VISUAL
+sub editor {
+    my ($name, $script, %opt) = @_;
+    my $path = write_file($name, "#!/bin/sh\n" . ($opt{set_e} ? "set -e\n" : '')
+                                 . $script);
+    chmod 0755, $path or die "$path: $!";
+    return $path;
+}
+
+
+# a policy of one route, "one" (GET /one for the client agent, uid 1000),
+# that airlockctl check takes: what the edit and rollback tests change
+sub one_route_policy {
+    return <<'Y';
+version: 1
+clients:
+  agent: { unix_uid: 1000 }
+upstreams:
+  up: { url: "http://127.0.0.1:9090" }
+routes:
+  - name: one
+    clients: [agent]
+    match: { method: GET, path: /one }
+    upstream: up
+    to: /one
+alerts:
+  deny: { threshold: 3, window: 60s }
+Y
 }
 
 1;
