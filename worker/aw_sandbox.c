@@ -2131,8 +2131,8 @@ aw_rlimit_cpu(long cpu_ms)
  * the worker's stdout, stderr and status pipes; then the teardown.  It
  * waits for the keeper's report, or for the worker's end of sock to
  * close (the keeper is then killed, and the sandbox with it), and fills
- * rep with what it saw of the runtime and the cgroup.  What the sandbox writes it never reads:
- * the worker does (aw_sandbox_run()).
+ * rep with what it saw of the runtime and the cgroup.  What the sandbox
+ * writes it never reads: the worker does (aw_sandbox_run()).
  */
 
 void
