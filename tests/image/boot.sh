@@ -16,6 +16,8 @@
 #   a Python job runs in the worker's gVisor sandbox and its result comes
 #   back through Redis; a job past its wall time is killed and nothing of
 #   either job is left behind;
+# - the worker's main process, in its mount namespace and as its uid,
+#   reaches the proxy's socket and not the agent's;
 # - alertd's user may connect to a webhook receiver off the appliance (the
 #   host);
 # - after Redis restarts, the worker's unit still sees Redis's socket and
@@ -387,6 +389,12 @@ main=0:*|main=:*) not_ok "the worker's main process is not root: $procs" ;;
 "main=$wuid:0000000000000000 launchers=0:"*)
     ok "the worker's main process is uid $wuid with no capability; its launcher is root ($procs)" ;;
 *) not_ok "the worker's main process has no capability, its launcher is root: $procs" ;;
+esac
+reach=$(check worker-reach)
+case "$reach" in
+"agent=000 proxy="[1-5]*)
+    ok "the worker's main process reaches the proxy's socket, not the agent's ($reach)" ;;
+*) not_ok "the worker's main process reaches the proxy's socket, not the agent's: $reach" ;;
 esac
 check end > /dev/null
 logs=$(tr -d '\r' < "$console" | grep -a 'airlock-check: worker-log' \

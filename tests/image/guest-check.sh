@@ -25,6 +25,11 @@
 #   worker-procs main=UID:CAPEFF launchers=UID:CAPEFF ...
 #                      the worker unit's main process and its root
 #                      children (uids and effective capabilities)
+#   worker-reach agent=CODE proxy=CODE
+#                      an HTTP request from the worker's main process's
+#                      mount namespace, as its uid, to the agent's socket
+#                      and to the proxy's: the status, 000 if it could not
+#                      connect
 #   alertd-egress user=U code=C  an HTTP request to the host's webhook
 #                      receiver (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
@@ -186,6 +191,18 @@ for c in $(pgrep -P "$main"); do
 done
 say "worker-procs main=$(status "$main" Uid):$(status "$main" CapEff)" \
     "launchers=${roots# }"
+# what the worker's main process may connect to, in its own mount
+# namespace and as its own uid: the proxy's socket (its job inputs), not
+# the agent's (0666, every session in it); HTTP status, 000 for no
+# connection
+reach() {
+    nsenter -t "$main" -m -S "$(status "$main" Uid | cut -f1)" \
+        -G "$(status "$main" Gid | cut -f1)" \
+        curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+        --unix-socket "$1" "http://airlock-check/$2" 2>/dev/null
+}
+say "worker-reach agent=$(reach /run/airlock/agent/agent.sock v1/sessions/x)" \
+    "proxy=$(reach /run/airlock/airlock.sock airlock-check/unknown)"
 journalctl -u airlock-worker --no-pager -o cat \
     | grep -E ' (alert|emerg|error|warn): ' \
     | sed 's/^/airlock-check: worker-log /'

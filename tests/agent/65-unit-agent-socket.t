@@ -1,0 +1,54 @@
+#!/usr/bin/perl
+
+# The agent's socket, /run/airlock/agent/agent.sock, is 0666: nginx
+# publishes it at /api/, and whoever connects to it may read every session
+# and ask in any, with the agent's tools and tokens.  The daemons that
+# parse what others wrote and have no use for it do not see it: the
+# worker (its main process parses every sandbox's output; its unit binds
+# /run/airlock for the proxy's socket) and alertd (it parses the deny log,
+# whose fields clients write).  A check of the unit files, and
+# systemd-analyze verify of each; tests/image/boot.sh checks the worker's
+# as systemd runs it, by connecting from its mount namespace.
+
+use strict;
+use warnings;
+
+use Cwd ();
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Test::More;
+use Airlock::Prereq qw(need_cmd);
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+
+need_cmd('systemd-analyze');
+
+my %units = (alertd => "$top/conf/airlock-alertd.service",
+             worker => "$top/conf/airlock-worker.service");
+
+plan tests => 2 * keys %units;
+
+for my $who (sort keys %units) {
+    my $unit = $units{$who};
+
+    open my $fh, '<', $unit or die "$unit: $!";
+    my $text = do { local $/; <$fh> };
+    $text =~ s/\\\n\s*/ /g;                     # continued lines
+
+    my @gone;
+    for (split /\n/, $text) {
+        next if /^\s*(#|;|\[|$)/;
+        push @gone, map { s/^-//r } split ' ', $1
+            if /^\s*InaccessiblePaths=(.*)$/;
+    }
+
+    ok((grep { $_ eq '/run/airlock/agent' || $_ eq '/run/airlock' } @gone),
+       "the agent's socket is out of the $who\'s reach")
+        or diag("InaccessiblePaths: @gone");
+
+    my $out = `systemd-analyze verify $unit 2>&1`;
+    my @bad = grep { !/Command \/usr\/bin\/airlock\S* is not executable/ }
+              grep { /\S/ } split /\n/, $out;
+    ok(!@bad, "systemd-analyze verify " . ($unit =~ s{.*/}{}r))
+        or diag(join "\n", @bad);
+}
