@@ -272,7 +272,7 @@ airlock_ask(int argc, char **argv)
     json_t             *req, *v;
     const char         *session, *sock, *url;
     airlock_ctx_t       ctx;
-    unsigned char       raw[8];
+    unsigned char       raw[16];
     struct curl_slist  *hdrs;
 
     session = NULL;
@@ -304,7 +304,7 @@ airlock_ask(int argc, char **argv)
             fprintf(stderr, "airlock: no random bytes\n");
             return 2;
         }
-        for (i = 0; i < 8; i++) {
+        for (i = 0; i < (int) sizeof(raw); i++) {
             snprintf(sid + 2 * i, 3, "%02x", raw[i]);
         }
         session = sid;
