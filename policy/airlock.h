@@ -126,9 +126,11 @@ int al_query_parse(al_query_t *query, const char *raw, size_t len,
 
 /*
  * Percent-encodes s for a path segment (query == 0) or a query name or
- * value (query == 1).  Unreserved bytes are kept, everything else becomes
- * %XX.  Writes at most cap bytes to out and returns the length the full
- * encoding needs (as snprintf does), so callers can detect truncation.
+ * value (query == 1).  Unreserved bytes and the delimiters that are data
+ * there are kept, everything else becomes %XX; '+' always does, a space
+ * to a form decoder.  Writes at most cap bytes to out and returns the
+ * length the full encoding needs (as snprintf does), so callers can
+ * detect truncation.
  */
 size_t al_uri_escape(char *out, size_t cap, const char *s, size_t len,
     int query);

@@ -183,9 +183,13 @@ static const al_fold_t  al_folds[] = {
  *                is refused
  *   query keep   what a re-encoded query name or value keeps raw: also
  *                '&', '=', '+' and ';' are escaped, which would otherwise
- *                change its meaning.  A path segment keeps exactly what
- *                path accepts, so a re-encoded segment parses back to
- *                itself.
+ *                change its meaning
+ *   path keep    what a re-encoded path segment keeps raw: what path
+ *                accepts but '+', a literal plus to us (RFC 3986) and a
+ *                space to an upstream that decodes its path as a form
+ *                (PHP's urldecode(), Java's URLDecoder, Go's
+ *                QueryUnescape): sent as %2B, it is a plus to both.  A
+ *                re-encoded segment parses back to itself.
  */
 
 #define AL_UNRES(c)                                                       \
@@ -207,14 +211,19 @@ static const al_fold_t  al_folds[] = {
 #define AL_QKEEP(c)                                                       \
     (AL_UNRES(c) || AL_SUBQ(c) || (c) == '/' || (c) == '?')
 
+#define AL_PKEEP(c)                                                       \
+    (AL_UNRES(c) || AL_SUBQ(c) || (c) == '&' || (c) == '=')
+
 #define AL_C_UNRES   0x01
 #define AL_C_PATH    0x02
 #define AL_C_QUERY   0x04
 #define AL_C_QKEEP   0x08
+#define AL_C_PKEEP   0x10
 
 #define AL_CLASS(c)                                                       \
     ((AL_UNRES(c) ? AL_C_UNRES : 0) | (AL_PATHC(c) ? AL_C_PATH : 0)       \
-     | (AL_QUERYC(c) ? AL_C_QUERY : 0) | (AL_QKEEP(c) ? AL_C_QKEEP : 0))
+     | (AL_QUERYC(c) ? AL_C_QUERY : 0) | (AL_QKEEP(c) ? AL_C_QKEEP : 0)   \
+     | (AL_PKEEP(c) ? AL_C_PKEEP : 0))
 
 #define AL_C4(c)    AL_CLASS(c), AL_CLASS(c + 1), AL_CLASS(c + 2),         \
                     AL_CLASS(c + 3)
@@ -226,7 +235,7 @@ static const unsigned char  al_class[256] = {
 };
 
 #define al_escape_keep(c, q)                                              \
-    (al_class[(c) & 0xff] & ((q) ? AL_C_QKEEP : AL_C_PATH))
+    (al_class[(c) & 0xff] & ((q) ? AL_C_QKEEP : AL_C_PKEEP))
 
 #if (AL_SEGMENTS_MAX > 64)
 #error "al_path_t.drive has a bit per segment"

@@ -113,6 +113,13 @@ static const char *const  policy_fmt =
     "    upstream: gh\n"
     "    to: \"/typed/{id}\"\n"
     "    body: { max_bytes: 256, content_type: application/json }\n"
+    "  - name: tags\n"
+    "    clients: [agent]\n"
+    "    match: { method: GET, path: \"/tags/{tag}\" }\n"
+    "    params: { tag: '^[^ ]+$' }\n"
+    "    upstream: gh\n"
+    "    to: \"/t/{tag}\"\n"
+    "    query: { allow: [q] }\n"
     "alerts:\n"
     "  deny: { threshold: 3, window: 60s }\n";
 
@@ -319,6 +326,18 @@ test_params_query(void)
          "param \"day\" does not match ^[0-9]{8}$");
     deny("GET", "/logs/API/20250101", ops, AL_REASON_PARAM,
          "param \"service\"");
+
+    /*
+     * '+' in a path is a plus, checked as one and sent as %2B: a form
+     * decoder upstream reads a space for a raw '+', which the pattern
+     * refuses (a%20b)
+     */
+    allow("GET", "/tags/a+b", agent, "tags", "/t/a%2Bb");
+    allow("GET", "/tags/a%2Bb", agent, "tags", "/t/a%2Bb");
+    allow("GET", "/tags/c++?q=c+%2B", agent, "tags", "/t/c%2B%2B?q=c%20%2B");
+    allow("GET", "/tags/a&b=c", agent, "tags", "/t/a&b=c");
+    deny("GET", "/tags/a%20b", agent, AL_REASON_PARAM,
+         "param \"tag\" does not match");
 
     /* query: allow, require, anchored patterns, canonical form */
     allow("GET", "/prometheus/query?query=up", agent, "prom-query",

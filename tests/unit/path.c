@@ -68,6 +68,7 @@ static void test_good_queries(void);
 static void test_limits(void);
 static void test_direct(void);
 static void test_escape(void);
+static void test_escape_plain(void);
 static void test_round_trip(void);
 static void test_nfkc(void);
 static void test_fold(void);
@@ -440,12 +441,15 @@ static const good_query_t  good_queries[] = {
 static const escape_t  escapes[] = {
     { "abcXYZ019-._~", 0, 0, "abcXYZ019-._~" },
     { "abcXYZ019-._~", 0, 1, "abcXYZ019-._~" },
-    { "!$&'()*+,=:@", 0, 0, "!$&'()*+,=:@" },
+    { "!$&'()*+,=:@", 0, 0, "!$&'()*%2B,=:@" },
     { "!$&'()*+,=:@", 0, 1, "!$%26'()*%2B,%3D:@" },
     { "/?", 0, 0, "%2F%3F" },
     { "/?", 0, 1, "/?" },
     { ";", 0, 0, "%3B" },
     { ";", 0, 1, "%3B" },
+    { "a+b", 0, 0, "a%2Bb" },
+    { "a+b", 0, 1, "a%2Bb" },
+    { "c++", 0, 0, "c%2B%2B" },
     { "a b", 0, 0, "a%20b" },
     { "a b", 0, 1, "a%20b" },
     { "%#\\", 0, 0, "%25%23%5C" },
@@ -798,6 +802,48 @@ test_escape(void)
 
 
 /*
+ * A byte a re-encoded segment keeps raw is one every upstream reads as
+ * itself: a path accepts it raw and reads it so, and a form decoder
+ * (urldecode(), URLDecoder: '+' is a space) does too.  So the bytes kept
+ * are exactly those the path accepts as themselves, but '+'.
+ */
+
+static void
+test_escape_plain(void)
+{
+    int          kept, plain;
+    char         t[4], out[4];
+    unsigned     c, wrong;
+    const char  *why;
+
+    wrong = 256;
+
+    for (c = 0; c < 256; c++) {
+        t[0] = '/';
+        t[1] = '0';
+        t[2] = (char) c;
+        t[3] = '0';
+
+        plain = al_path_parse(&path, t, 4, &why) == 0 && path.nseg == 1
+                && path.seg[0].len == 3
+                && memcmp(path.seg[0].data, t + 1, 3) == 0
+                && c != '+';
+
+        kept = al_uri_escape(out, sizeof(out), t + 2, 1, 0) == 1
+               && out[0] == (char) c;
+
+        if (kept != plain) {
+            wrong = c;
+            break;
+        }
+    }
+
+    tap_is_int((long) wrong, 256, "a segment keeps raw only what every "
+               "decoder reads as itself, never '+'");
+}
+
+
+/*
  * Every good target, re-encoded from its decoded form, must parse back to
  * the same segments and parameters.
  */
@@ -815,6 +861,8 @@ test_round_trip(void)
         "/",
         "/caf%C3%A9/a%2Cb/%41",
         "/a%20b/c%3Fd%23e/!$&'()*+,=:@",
+        "/a+b/a%2Bb/c%2b%2B+",
+        "/x?q=a%2B+b%20c&a+b=%2B",
         "/x?q=hello+world&a%2Bb=c%3D%26d&flag",
         "/x?path=/a/b?c&n=%E2%82%AC&e="
     };
@@ -1350,6 +1398,7 @@ main(void)
     test_limits();
     test_direct();
     test_escape();
+    test_escape_plain();
     test_round_trip();
     test_nfkc();
     test_fold();
