@@ -14,7 +14,8 @@
  *
  * A dot segment is also what an upstream reads as one: a segment of dots
  * and spaces that begins with a dot ("..%20", "..."; Windows, so IIS and
- * ASP.NET, trims trailing dots and spaces from a name), the dots
+ * ASP.NET, trims trailing dots and spaces from a name; "..+", a space to
+ * a form decoder behind a proxy that decodes the path), the dots
  * including the characters NFKC normalization makes dots of (U+2025 TWO
  * DOT LEADER is ".."), the spaces the characters it makes a space of and
  * the other White_Space ones, which .NET trims like a space (U+00A0,
@@ -802,8 +803,12 @@ al_utf8_valid(const unsigned char *p, size_t len)
 
 /*
  * 1 when a decoded segment is dot-likes and space-likes, a dot-like
- * first.  The segment is well-formed UTF-8 here, as for
- * al_separator_like().
+ * first.  A '+' counts as a space: the segment goes out with it as %2B,
+ * but a proxy that decodes the path and sends it on (nginx's proxy_pass
+ * with a URI re-escapes only ' ', '#', '%' and '?') hands the upstream a
+ * raw '+', which one that decodes its path as a form reads as a space:
+ * "..+" is ".. ", which Windows trims to "..".  The segment is
+ * well-formed UTF-8 here, as for al_separator_like().
  */
 
 static int
@@ -820,8 +825,13 @@ al_dot_segment(const unsigned char *p, size_t len)
                 return 0;
             }
 
-            n = al_char_like(p + i, len - i, ' ', al_nfkc_spaces,
-                             al_nelts(al_nfkc_spaces));
+            if (p[i] == '+') {
+                n = 1;
+
+            } else {
+                n = al_char_like(p + i, len - i, ' ', al_nfkc_spaces,
+                                 al_nelts(al_nfkc_spaces));
+            }
 
             if (n == 0) {
                 return 0;

@@ -120,6 +120,18 @@ static const bad_t  bad[] = {
     { "/a/...", 0, "dot segment" },
     { "/a/..%2e/b", 0, "dot segment" },
     { "/a/.%20.%20", 0, "dot segment" },
+
+    /*
+     * a '+' is a space to a form decoder behind a proxy that decodes the
+     * path and sends a raw '+' on (nginx's proxy_pass with a URI)
+     */
+    { "/a/..+", 0, "dot segment" },
+    { "/a/.+/b", 0, "dot segment" },
+    { "/a/..%2B/b", 0, "dot segment" },
+    { "/a/..%2b", 0, "dot segment" },
+    { "/a/.+.+", 0, "dot segment" },
+    { "/a/...+%20", 0, "dot segment" },
+    { "/a/..+%C2%A0", 0, "dot segment" },
     { "/%E2%80%A4", 0, "dot segment" },
     { "/%E2%80%A4%E2%80%A4/x", 0, "dot segment" },
     { "/%e2%80%a4.", 0, "dot segment" },
@@ -363,6 +375,7 @@ static const bad_t  drive_refused[] = {
     { "/files/c:%2e%2e", 0, "drive letter" },
     { "/files/%43%3A%2E%2E", 0, "drive letter" },
     { "/files/C:..%20", 0, "drive letter" },
+    { "/files/C:..+", 0, "drive letter" },
     { "/files/C:.%20.%20", 0, "drive letter" },
     { "/files/C:%E2%80%A5", 0, "drive letter" },
     { "/files/C:%EF%BC%8E%EF%BC%8E", 0, "drive letter" },
@@ -404,6 +417,7 @@ static const good_path_t  good_paths[] = {
     { "/%C2%A0../a%E3%80%80", 2, { "\xc2\xa0..", "a\xe3\x80\x80" } },
     { "/..a%C2%A0/%E2%84%84", 2, { "..a\xc2\xa0", "\xe2\x84\x84" } },
     { "/.a/a.", 2, { ".a", "a." } },
+    { "/+../..+a/.a+/c++", 4, { "+..", "..+a", ".a+", "c++" } },
     { "/v1/chat:completions", 2, { "v1", "chat:completions" } },
     { "/user@host/!$&'()*+,=", 2, { "user@host", "!$&'()*+,=" } },
     { "/-._~", 1, { "-._~" } },
