@@ -65,6 +65,7 @@
 #include <strings.h>
 
 #include "airlock.h"
+#include "al_internal.h"
 
 
 #define AL_FORM_FIELD      "_method"
@@ -700,10 +701,11 @@ al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
             k += 5;
 
             if (c >= 0x80) {
-                c = (c == 0x212a) ? 'k'
-                    : (c == 0x017f) ? 's'
-                    : (c == 0x0130 || c == 0x0131) ? 'i'
-                    : AL_FORM_WIDE;
+                c = al_fold_letter(c);
+
+                if (c == 0) {
+                    c = AL_FORM_WIDE;
+                }
             }
         }
 
@@ -727,50 +729,58 @@ al_form_char(const unsigned char *p, size_t len, size_t *i, unsigned flags)
 /*
  * The character at p[*i] of a name as al_form_char() reads it, but a
  * letter outside ASCII that a case-insensitive reader folds to an ASCII
- * one is read as that one: Go's strings.EqualFold (Echo binds a form
- * field by it) takes the Kelvin sign (U+212A) for 'k' and the long s
- * (U+017F) for 's', and a JSON key is read with those and with U+0130
- * and U+0131 as 'i' (al_folds_to()); so is a field's name.  Its UTF-8
- * may be escaped byte by byte ("%E2%84%AA"); a "%u212A" al_form_char()
- * folds itself.  *i is left on its last byte.
+ * one (al_fold_letters[]) is read as that one: Go's strings.EqualFold
+ * (Echo binds a form field by it) takes the Kelvin sign (U+212A) for 'k'
+ * and the long s (U+017F) for 's', and a JSON key is read with those and
+ * with U+0130 and U+0131 as 'i' (al_folds_to()); so is a field's name.
+ * Its UTF-8 may be escaped byte by byte ("%E2%84%AA"); a "%u212A"
+ * al_form_char() folds itself.  *i is left on its last byte.
  */
 
 static unsigned
 al_form_letter(const unsigned char *p, size_t len, size_t *i,
     unsigned flags)
 {
-    size_t    k;
-    unsigned  c, c2;
+    size_t         k, n, end[4];
+    uint32_t       code;
+    unsigned       c, b, letter;
+    unsigned char  u[4];
 
     c = al_form_char(p, len, i, flags);
 
-    if ((c != 0xc4 && c != 0xc5 && c != 0xe2) || *i + 1 >= len) {
+    if (!al_fold_lead(c)) {
         return c;
     }
 
-    k = *i + 1;
-    c2 = al_form_char(p, len, &k, flags);
+    /* the continuation bytes that follow, each as al_form_char() reads
+       it; al_utf8_read() takes as many as c needs */
 
-    if ((c == 0xc4 && (c2 == 0xb0 || c2 == 0xb1))
-        || (c == 0xc5 && c2 == 0xbf))
-    {
-        *i = k;
-        return (c == 0xc4) ? 'i' : 's';
+    u[0] = (unsigned char) c;
+    end[0] = *i;
+    k = *i;
+
+    for (n = 1; n < sizeof(u) && k + 1 < len; n++) {
+        k++;
+        b = al_form_char(p, len, &k, flags);
+
+        if ((b & ~0x3fu) != 0x80) {
+            break;
+        }
+
+        u[n] = (unsigned char) b;
+        end[n] = k;
     }
 
-    if (c != 0xe2 || c2 != 0x84 || k + 1 >= len) {
+    n = al_utf8_read(u, n, &code);
+    letter = (n != 0) ? al_fold_letter(code) : 0;
+
+    if (letter == 0) {
         return c;
     }
 
-    k++;
+    *i = end[n - 1];
 
-    if (al_form_char(p, len, &k, flags) != 0xaa) {
-        return c;
-    }
-
-    *i = k;
-
-    return 'k';
+    return letter;
 }
 
 

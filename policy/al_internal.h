@@ -80,6 +80,28 @@ int al_folds_to(const char *key, size_t klen, const char *name,
     size_t nlen);
 int al_fold_plain(const char *s, size_t len);
 
+/*
+ * The one table of those letters outside ASCII (al_util.c), which every
+ * reader that folds them uses: JSON keys (al_folds_to()), form field
+ * names in UTF-8 and in "%uXXXX" (al_form.c).  al_fold_letter() is the
+ * lower case ASCII letter a code point folds to, 0 for none;
+ * al_fold_lead() is 1 when byte c begins the UTF-8 of one of them.
+ * al_utf8_read() reads the character p begins, as strict UTF-8 (no
+ * overlong form, surrogate or code point past U+10FFFF): its length in
+ * bytes, with *code, or 0 when len bytes hold no such character.
+ */
+typedef struct {
+    uint32_t       code;                    /* the code point */
+    unsigned char  letter;                  /* lower case ASCII */
+} al_fold_letter_t;
+
+extern const al_fold_letter_t  al_fold_letters[];
+extern const size_t            al_nfold_letters;
+
+unsigned al_fold_letter(uint32_t code);
+int al_fold_lead(unsigned c);
+size_t al_utf8_read(const unsigned char *p, size_t len, uint32_t *code);
+
 
 /* FNV-1a of len bytes, for the library's hash tables */
 

@@ -300,8 +300,21 @@ al_folds_to(const char *key, size_t klen, const char *name, size_t nlen)
     j = 0;
 
     while (i < klen && j < nlen) {
-        i = al_fold(key, klen, i, &a);
-        j = al_fold(name, nlen, j, &b);
+        a = (unsigned char) key[i];
+        b = (unsigned char) name[j];
+
+        if ((a | b) < 0x80) {
+            /* both ASCII, as nearly every key is: al_fold() in line */
+
+            a = (a >= 'A' && a <= 'Z') ? (unsigned char) (a | 0x20) : a;
+            b = (b >= 'A' && b <= 'Z') ? (unsigned char) (b | 0x20) : b;
+            i++;
+            j++;
+
+        } else {
+            i = al_fold(key, klen, i, &a);
+            j = al_fold(name, nlen, j, &b);
+        }
 
         if (a != b) {
             return 0;
@@ -343,7 +356,7 @@ al_fold_plain(const char *s, size_t len)
     for ( /* void */ ; i < len; i++) {
         c = (unsigned char) s[i];
 
-        if ((c >= 'A' && c <= 'Z') || c == 0xc4 || c == 0xc5 || c == 0xe2) {
+        if ((c >= 'A' && c <= 'Z') || al_fold_lead(c)) {
             return 0;
         }
     }
@@ -355,38 +368,39 @@ al_fold_plain(const char *s, size_t len)
 /*
  * The character at s[i] folded: ASCII letters to lower case, and the
  * letters outside ASCII that Go's encoding/json folds to ASCII ones
- * (upper case of lower case): the Kelvin sign (U+212A) to 'k', the long
- * s (U+017F) to 's', the dotted capital I (U+0130) and the dotless i
- * (U+0131) to 'i'.  Go folds every other letter by Unicode's case
- * orbits too ("É" and "é", "ẞ" and "ß", of other lengths in UTF-8), and
- * none of them to ASCII: so every other character outside ASCII, its
- * whole UTF-8 sequence, folds to one and the same 0x80, and a name
- * outside ASCII is matched in any case (and, more than Go would, with
- * any other such character in the place of one).  Other bytes stand for
- * themselves.  Returns where the next character starts.
+ * (al_fold_letters[]) to theirs.  Go folds every other letter by
+ * Unicode's case orbits too ("É" and "é", "ẞ" and "ß", of other lengths
+ * in UTF-8), and none of them to ASCII: so every other character outside
+ * ASCII, its whole UTF-8 sequence, folds to one and the same 0x80, and a
+ * name outside ASCII is matched in any case (and, more than Go would,
+ * with any other such character in the place of one).  Other bytes stand
+ * for themselves.  Returns where the next character starts.
  */
 
 static size_t
 al_fold(const char *s, size_t len, size_t i, unsigned char *c)
 {
     size_t                n, k;
+    uint32_t              code;
+    unsigned              letter;
     const unsigned char  *p;
 
     p = (const unsigned char *) s + i;
 
-    if (len - i >= 3 && p[0] == 0xe2 && p[1] == 0x84 && p[2] == 0xaa) {
-        *c = 'k';
-        return i + 3;
+    if (p[0] < 0x80) {
+        *c = (p[0] >= 'A' && p[0] <= 'Z') ? (unsigned char) (p[0] | 0x20)
+                                          : p[0];
+        return i + 1;
     }
 
-    if (len - i >= 2 && p[0] == 0xc5 && p[1] == 0xbf) {
-        *c = 's';
-        return i + 2;
-    }
+    if (al_fold_lead(p[0])) {
+        n = al_utf8_read(p, len - i, &code);
+        letter = (n != 0) ? al_fold_letter(code) : 0;
 
-    if (len - i >= 2 && p[0] == 0xc4 && (p[1] == 0xb0 || p[1] == 0xb1)) {
-        *c = 'i';
-        return i + 2;
+        if (letter != 0) {
+            *c = (unsigned char) letter;
+            return i + n;
+        }
     }
 
     if (p[0] >= 0xc0) {
@@ -400,9 +414,131 @@ al_fold(const char *s, size_t len, size_t i, unsigned char *c)
         return i + k;
     }
 
-    *c = (p[0] >= 'A' && p[0] <= 'Z') ? (unsigned char) (p[0] | 0x20) : p[0];
+    *c = p[0];
 
     return i + 1;
+}
+
+
+/*
+ * The letters outside ASCII that case-insensitive readers take for ASCII
+ * ones: Go's strings.EqualFold and encoding/json (upper case of lower
+ * case) fold the Kelvin sign to 'k', the long s to 's', the dotted
+ * capital I and the dotless i to 'i'.  JSON keys (al_fold()), form field
+ * names as UTF-8 (al_form.c's al_form_letter()) and as System.Web's
+ * "%uXXXX" (al_form_char()) are all folded by this one table.
+ */
+
+const al_fold_letter_t  al_fold_letters[] = {
+    { 0x212a, 'k' },                        /* KELVIN SIGN */
+    { 0x017f, 's' },                        /* LATIN SMALL LETTER LONG S */
+    { 0x0130, 'i' },                        /* LATIN CAPITAL LETTER I
+                                               WITH DOT ABOVE */
+    { 0x0131, 'i' }                         /* LATIN SMALL LETTER
+                                               DOTLESS I */
+};
+
+const size_t  al_nfold_letters =
+    sizeof(al_fold_letters) / sizeof(al_fold_letters[0]);
+
+
+unsigned
+al_fold_letter(uint32_t code)
+{
+    size_t  k;
+
+    for (k = 0; k < al_nfold_letters; k++) {
+        if (al_fold_letters[k].code == code) {
+            return al_fold_letters[k].letter;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+al_fold_lead(unsigned c)
+{
+    size_t    k;
+    uint32_t  code;
+    unsigned  lead;
+
+    if (c < 0xc0 || c > 0xff) {
+        return 0;
+    }
+
+    for (k = 0; k < al_nfold_letters; k++) {
+        code = al_fold_letters[k].code;
+
+        lead = (code < 0x800) ? (0xc0 | code >> 6)
+               : (code < 0x10000) ? (0xe0 | code >> 12)
+               : (0xf0 | code >> 18);
+
+        if (lead == c) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+size_t
+al_utf8_read(const unsigned char *p, size_t len, uint32_t *code)
+{
+    size_t    n, k;
+    uint32_t  c, min;
+
+    if (len == 0) {
+        return 0;
+    }
+
+    c = p[0];
+
+    if (c < 0x80) {
+        *code = c;
+        return 1;
+    }
+
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        c &= 0x1f;
+        min = 0x80;
+
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        c &= 0x0f;
+        min = 0x800;
+
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        c &= 0x07;
+        min = 0x10000;
+
+    } else {
+        return 0;
+    }
+
+    if (len < n) {
+        return 0;
+    }
+
+    for (k = 1; k < n; k++) {
+        if ((p[k] & 0xc0) != 0x80) {
+            return 0;
+        }
+
+        c = c << 6 | (p[k] & 0x3f);
+    }
+
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+        return 0;
+    }
+
+    *code = c;
+
+    return n;
 }
 
 

@@ -1,7 +1,9 @@
 /*
  * al_form_method_check(): a form body's _method field, however a parser
  * upstream would read its name, and the route body decision that calls
- * it on every route with a body.
+ * it on every route with a body; every entry of al_fold_letters[] read
+ * as its letter in a field name, raw, "%XX"-escaped and "%uXXXX", and no
+ * other character.
  */
 
 #include <signal.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "airlock.h"
+#include "al_internal.h"
 #include "tap.h"
 
 
@@ -87,6 +90,9 @@ static void test_charsets(void);
 static al_reason_t body(const al_route_t *route, const char *ctype,
     const char *s);
 static void test_routes(void);
+static void test_fold_letters(void);
+static size_t fold_body(char *buf, size_t size, unsigned how,
+    uint32_t code);
 
 
 static char           why[AL_DETAIL_MAX];
@@ -102,6 +108,7 @@ main(void)
     test_types();
     test_charsets();
     test_routes();
+    test_fold_letters();
 
     return tap_done();
 }
@@ -612,4 +619,147 @@ test_routes(void)
                "a route without those params passes them");
 
     al_policy_free(p);
+}
+
+
+/* how fold_body() writes the character */
+#define FOLD_RAW      0                 /* UTF-8 */
+#define FOLD_ESCAPED  1                 /* UTF-8, each byte "%XX" */
+#define FOLD_WIDE     2                 /* "%uXXXX" */
+#define FOLD_PART     3                 /* UTF-8 in a multipart name */
+#define FOLD_WAYS     4
+
+
+/*
+ * Fields "xa" to "xz" are checked params: "x" and a letter of
+ * al_fold_letters[] written each way is refused as "x" and its letter,
+ * and "x" and any other character from U+0080 to U+FFFF is no param.
+ */
+
+static void
+test_fold_letters(void)
+{
+    int          rc;
+    char         buf[256], names[26][3], want[64];
+    size_t       k, n, bad;
+    unsigned     how, letter;
+    uint32_t     code;
+    al_param_t   params[26];
+
+    static const char *const  ways[] = {
+        "raw UTF-8", "UTF-8 as %XX", "%uXXXX", "a multipart name"
+    };
+
+    memset(params, 0, sizeof(params));
+
+    for (k = 0; k < 26; k++) {
+        names[k][0] = 'x';
+        names[k][1] = (char) ('a' + k);
+        names[k][2] = '\0';
+        params[k].name.data = names[k];
+        params[k].name.len = 2;
+    }
+
+    for (how = 0; how < FOLD_WAYS; how++) {
+        bad = 0;
+
+        for (k = 0; k < al_nfold_letters; k++) {
+            code = al_fold_letters[k].code;
+            letter = al_fold_letters[k].letter;
+
+            n = fold_body(buf, sizeof(buf), how, code);
+            rc = al_form_check(how == FOLD_PART ? MP : FORM,
+                               strlen(how == FOLD_PART ? MP : FORM),
+                               (const unsigned char *) buf, n, params, 26,
+                               NULL, 0, why, sizeof(why));
+
+            (void) snprintf(want, sizeof(want), "\"x%c\"", letter);
+
+            if (rc != -1 || strstr(why, want) == NULL) {
+                tap_diag("not folded: ", buf);
+                bad++;
+            }
+        }
+
+        (void) snprintf(want, sizeof(want), "fold letters: each entry, %s, "
+                        "is its letter", ways[how]);
+        tap_ok(bad == 0, want);
+
+        bad = 0;
+
+        for (code = 0x80; code <= 0xffff; code++) {
+            if (al_fold_letter(code) != 0
+                || (how != FOLD_WIDE && code >= 0xd800 && code <= 0xdfff))
+            {
+                continue;
+            }
+
+            n = fold_body(buf, sizeof(buf), how, code);
+
+            if (al_form_check(how == FOLD_PART ? MP : FORM,
+                              strlen(how == FOLD_PART ? MP : FORM),
+                              (const unsigned char *) buf, n, params, 26,
+                              NULL, 0, why, sizeof(why))
+                != 0)
+            {
+                tap_diag("folded: ", buf);
+                bad++;
+            }
+        }
+
+        (void) snprintf(want, sizeof(want), "fold letters: no other "
+                        "character, %s, is a letter", ways[how]);
+        tap_ok(bad == 0, want);
+    }
+}
+
+
+/* a body with one field, "x" and the code point written as how says */
+
+static size_t
+fold_body(char *buf, size_t size, unsigned how, uint32_t code)
+{
+    int            n;
+    char           name[32];
+    size_t         k, len;
+    unsigned char  u[4];
+
+    if (code < 0x800) {
+        u[0] = (unsigned char) (0xc0 | code >> 6);
+        u[1] = (unsigned char) (0x80 | (code & 0x3f));
+        len = 2;
+
+    } else {
+        u[0] = (unsigned char) (0xe0 | code >> 12);
+        u[1] = (unsigned char) (0x80 | (code >> 6 & 0x3f));
+        u[2] = (unsigned char) (0x80 | (code & 0x3f));
+        len = 3;
+    }
+
+    name[0] = 'x';
+
+    if (how == FOLD_WIDE) {
+        (void) snprintf(name + 1, sizeof(name) - 1, "%%u%04X",
+                        (unsigned) code);
+
+    } else if (how == FOLD_ESCAPED) {
+        for (k = 0; k < len; k++) {
+            (void) snprintf(name + 1 + 3 * k, sizeof(name) - 1 - 3 * k,
+                            "%%%02X", u[k]);
+        }
+
+    } else {
+        memcpy(name + 1, u, len);
+        name[1 + len] = '\0';
+    }
+
+    if (how == FOLD_PART) {
+        n = snprintf(buf, size, "--b\r\nContent-Disposition: form-data; "
+                     "name=\"%s\"\r\n\r\n1\r\n--b--\r\n", name);
+
+    } else {
+        n = snprintf(buf, size, "%s=1", name);
+    }
+
+    return (n < 0) ? 0 : (size_t) n;
 }

@@ -4,7 +4,9 @@
  * bytes at a time against the byte it is about; and al_reason_find() and
  * al_denial_reason(), which tell the proxy's denials from an upstream's
  * 403; al_proc_started(), against a child whose pid is then free;
- * al_shown(), the \xHH form airlockctl shows policy text in.
+ * al_shown(), the \xHH form airlockctl shows policy text in;
+ * al_fold_letters[], every entry through al_folds_to() and al_fold_plain(),
+ * and no other code point folded to ASCII.
  */
 
 #include <inttypes.h>
@@ -26,6 +28,8 @@ static void test_reason_find(void);
 static void test_denial_reason(void);
 static void test_proc_started(void);
 static void test_shown(void);
+static void test_fold_letters(void);
+static size_t utf8_put(unsigned char *p, uint32_t code);
 
 
 int
@@ -37,6 +41,7 @@ main(void)
     test_denial_reason();
     test_proc_started();
     test_shown();
+    test_fold_letters();
 
     return tap_done();
 }
@@ -248,4 +253,124 @@ test_shown(void)
 
     n = al_shown(out, 8, "a\0b", 3);
     tap_is_str(out, "a\\x00b", "al_shown: a NUL inside is shown");
+}
+
+
+/*
+ * Each entry of al_fold_letters[] as JSON keys hold it, raw UTF-8: read
+ * back as its code point, folded to its letter by al_folds_to() (in a
+ * name of either case, between other letters), to no other letter, and
+ * not plain.  Every other code point outside ASCII folds to no ASCII
+ * letter: to what "é" folds to.
+ */
+
+static void
+test_fold_letters(void)
+{
+    char            key[8], name[4];
+    size_t          k, n, bad, folded;
+    uint32_t        code, got;
+    unsigned char   u[4];
+    unsigned        letter;
+
+    bad = 0;
+
+    for (k = 0; k < al_nfold_letters; k++) {
+        code = al_fold_letters[k].code;
+        letter = al_fold_letters[k].letter;
+        n = utf8_put(u, code);
+
+        bad += (al_utf8_read(u, n, &got) != n || got != code);
+        bad += (al_utf8_read(u, n - 1, &got) != 0);
+        bad += (al_fold_letter(code) != letter);
+        bad += (al_fold_lead(u[0]) != 1);
+        bad += (al_fold_plain((char *) u, n) != 0);
+
+        key[0] = 'x';
+        memcpy(key + 1, u, n);
+        key[n + 1] = 'Y';
+
+        name[0] = 'x';
+        name[1] = (char) letter;
+        name[2] = 'y';
+        bad += (al_folds_to(key, n + 2, name, 3) != 1);
+
+        name[1] = (char) (letter & ~0x20);
+        bad += (al_folds_to(key, n + 2, name, 3) != 1);
+
+        name[1] = (char) (letter == 'z' ? 'a' : letter + 1);
+        bad += (al_folds_to(key, n + 2, name, 3) != 0);
+    }
+
+    tap_ok(bad == 0, "al_fold_letters: each one read, folded to its letter "
+           "by al_folds_to(), not plain");
+
+    bad = 0;
+    folded = 0;
+
+    for (code = 0x80; code <= 0x10ffff; code++) {
+        if (code >= 0xd800 && code <= 0xdfff) {
+            continue;
+        }
+
+        n = utf8_put(u, code);
+
+        if (al_utf8_read(u, n, &got) != n || got != code) {
+            bad++;
+            continue;
+        }
+
+        if (al_fold_letter(code) != 0) {
+            folded++;
+            continue;
+        }
+
+        bad += (al_folds_to((char *) u, n, "\xc3\xa9", 2) != 1);
+    }
+
+    tap_ok(bad == 0 && folded == al_nfold_letters,
+           "al_fold_letters: no other code point folds to ASCII");
+
+    /* overlong forms and surrogates are no character */
+
+    bad = (al_utf8_read((const unsigned char *) "\xc0\xaf", 2, &got) != 0)
+          + (al_utf8_read((const unsigned char *) "\xe0\x84\xb0", 3, &got)
+             != 0)
+          + (al_utf8_read((const unsigned char *) "\xed\xa0\x80", 3, &got)
+             != 0)
+          + (al_utf8_read((const unsigned char *) "\xf4\x90\x80\x80", 4,
+                          &got) != 0);
+
+    tap_ok(bad == 0, "al_utf8_read: no overlong form, surrogate, or code "
+           "point past U+10FFFF");
+}
+
+
+static size_t
+utf8_put(unsigned char *p, uint32_t code)
+{
+    if (code < 0x80) {
+        p[0] = (unsigned char) code;
+        return 1;
+    }
+
+    if (code < 0x800) {
+        p[0] = (unsigned char) (0xc0 | code >> 6);
+        p[1] = (unsigned char) (0x80 | (code & 0x3f));
+        return 2;
+    }
+
+    if (code < 0x10000) {
+        p[0] = (unsigned char) (0xe0 | code >> 12);
+        p[1] = (unsigned char) (0x80 | (code >> 6 & 0x3f));
+        p[2] = (unsigned char) (0x80 | (code & 0x3f));
+        return 3;
+    }
+
+    p[0] = (unsigned char) (0xf0 | code >> 18);
+    p[1] = (unsigned char) (0x80 | (code >> 12 & 0x3f));
+    p[2] = (unsigned char) (0x80 | (code >> 6 & 0x3f));
+    p[3] = (unsigned char) (0x80 | (code & 0x3f));
+
+    return 4;
 }
