@@ -396,6 +396,7 @@ static ngx_http_airlock_token_conf_t  ngx_http_airlock_llm_token_conf = {
     NGX_HTTP_AIRLOCK_TOKEN_ANY,
     AL_REASON_CLIENT_UNKNOWN,
     NULL,
+    0,
     0
 };
 

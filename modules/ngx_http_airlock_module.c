@@ -112,10 +112,13 @@ static ngx_str_t  ngx_http_airlock_allowed_headers[] = {
 
 /* headers that would make an upstream read a method other than the one
    that was decided */
+#define NGX_HTTP_AIRLOCK_OVERRIDE_HEADERS(X)                                  \
+    X("x-http-method-override")                                               \
+    X("x-http-method")                                                        \
+    X("x-method-override")
+
 static ngx_str_t  ngx_http_airlock_override_headers[] = {
-    ngx_string("x-http-method-override"),
-    ngx_string("x-http-method"),
-    ngx_string("x-method-override"),
+    NGX_HTTP_AIRLOCK_OVERRIDE_HEADERS(NGX_HTTP_AIRLOCK_HEADER_STR)
     ngx_null_string
 };
 
@@ -128,6 +131,7 @@ static ngx_http_airlock_token_conf_t  ngx_http_airlock_token_conf = {
     NGX_HTTP_AIRLOCK_TOKEN_PROXY,
     AL_REASON_REQUEST,
     ngx_http_airlock_override_headers,
+    NGX_HTTP_AIRLOCK_HEADER_LENS(NGX_HTTP_AIRLOCK_OVERRIDE_HEADERS),
     0
 };
 

@@ -168,8 +168,9 @@ typedef struct {
 
 /*
  * A list of header names, written once for both its ngx_str_t array and
- * the mask of their lengths (ngx_http_airlock_headers_t's keep_lens):
- * LIST(X) calls X("name") for each.
+ * the mask of their lengths (ngx_http_airlock_headers_t's keep_lens,
+ * ngx_http_airlock_token_conf_t's refuse_lens), a constant: LIST(X)
+ * calls X("name") for each.
  */
 #define NGX_HTTP_AIRLOCK_HEADER_STR(s)      ngx_string(s),
 #define NGX_HTTP_AIRLOCK_HEADER_LEN_BIT(s)  | ((uint64_t) 1 << (sizeof(s) - 1))
@@ -221,6 +222,9 @@ typedef struct {
                                                    refused, lower case, a
                                                    null string ends it;
                                                    NULL: none */
+    uint64_t                     refuse_lens;   /* bit n: one of them is
+                                                   n bytes long; a
+                                                   constant */
     ngx_uint_t                   lenient;       /* the first token found;
                                                    nothing refused */
 } ngx_http_airlock_token_conf_t;

@@ -59,6 +59,7 @@ static ngx_http_airlock_token_conf_t  ngx_http_airlock_refused_token_conf = {
     NGX_HTTP_AIRLOCK_TOKEN_ANY,
     AL_REASON_NONE,
     NULL,
+    0,
     1
 };
 

@@ -767,7 +767,6 @@ al_reason_t
 ngx_http_airlock_token(ngx_http_request_t *r,
     ngx_http_airlock_token_conf_t *tc, ngx_str_t *token, const char **detail)
 {
-    uint64_t                          rlens;
     ngx_str_t                         t, *name;
     ngx_uint_t                        i, k, m, nctype, seen, twice;
     const char                       *bad;
@@ -782,18 +781,6 @@ ngx_http_airlock_token(ngx_http_request_t *r,
 
     if (!tc->lenient && (r->schema_start != NULL || r->host_start != NULL)) {
         bad = "absolute-form request target";
-    }
-
-    /*
-     * bit n: a name of tc->refuse is n bytes long, or n + 64k: a header
-     * of no such length is not compared with them
-     */
-    rlens = 0;
-
-    if (!tc->lenient && tc->refuse != NULL) {
-        for (name = tc->refuse; name->len; name++) {
-            rlens |= (uint64_t) 1 << (name->len & 63);
-        }
     }
 
     /* bit k: a header of entry k was seen, then seen again */
@@ -882,8 +869,10 @@ ngx_http_airlock_token(ngx_http_request_t *r,
             continue;
         }
 
-        if (tc->refuse == NULL
-            || (h[i].key.len < 64 && (rlens >> h[i].key.len & 1) == 0))
+        /* a header of no length of theirs is not compared with them */
+
+        if (tc->refuse == NULL || h[i].key.len >= 64
+            || (tc->refuse_lens >> h[i].key.len & 1) == 0)
         {
             continue;
         }
