@@ -659,13 +659,21 @@ al_reason_t al_decide_body(const al_route_t *route, const char *ctype,
  * utf8, for a body the proxy reads as UTF-8 (JSON): the parameters must
  * parse as RFC 9110 has them (name=token or name="quoted string") and a
  * charset must be utf-8, so an upstream cannot read the bytes as another
- * document.  want NULL takes any media type written as one (tchar and
- * '/', "text/x-json"), for a body read as JSON whatever its type, and
- * checks its parameters as above.  Returns 0, or -1 with the reason in
- * why.  Route bodies and the LLM gateway both check through it.
+ * document.  No Content-Type is refused.  Returns 0, or -1 with the
+ * reason in why.  Route bodies and the LLM gateway both check through
+ * it.
  */
 int al_media_type_check(const char *ctype, size_t len, const char *want,
     size_t want_len, int utf8, char *why, size_t whylen);
+
+/*
+ * A body read as JSON whatever its type, on a route that names none: any
+ * media type written as one (tchar and '/', "text/x-json"), or no
+ * Content-Type, with its parameters checked as al_media_type_check()'s
+ * utf8 does.  Returns 0, or -1 with the reason in why.
+ */
+int al_media_charset_check(const char *ctype, size_t len, char *why,
+    size_t whylen);
 
 /*
  * A body an upstream may read as a form (Content-Type

@@ -21,6 +21,8 @@ static int al_drive_taken(const al_route_t *r, const al_request_t *req,
     al_decision_t *d);
 static int al_build_uri(const al_route_t *route, al_decision_t *d,
     const size_t *param_seg);
+static int al_media_params(const char *ctype, size_t len, size_t n,
+    const char *type, size_t type_len, int utf8, char *why, size_t whylen);
 static int al_media_tchar(unsigned char c);
 
 
@@ -414,7 +416,7 @@ al_reason_t
 al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, al_decision_t *d)
 {
-    int                 utf8;
+    int                 rc, utf8;
     const al_inject_t  *inj;
 
     /*
@@ -462,14 +464,20 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
     utf8 = (route->json != NULL
             || (len > 0 && al_json_media(ctype, ctype_len)));
 
-    if ((route->content_type.len || utf8)
-        && al_media_type_check(ctype, ctype_len,
-                               route->content_type.len
-                               ? route->content_type.data : NULL,
-                               route->content_type.len, utf8,
-                               d->detail, sizeof(d->detail))
-           != 0)
-    {
+    if (route->content_type.len) {
+        rc = al_media_type_check(ctype, ctype_len, route->content_type.data,
+                                 route->content_type.len, utf8, d->detail,
+                                 sizeof(d->detail));
+
+    } else if (utf8) {
+        rc = al_media_charset_check(ctype, ctype_len, d->detail,
+                                    sizeof(d->detail));
+
+    } else {
+        rc = 0;
+    }
+
+    if (rc != 0) {
         d->reason = AL_REASON_BODY;
         return AL_REASON_BODY;
     }
@@ -518,67 +526,111 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
 
 
 /*
- * "application/json; charset=utf-8" is application/json.  A parameter's
- * value is kept only as far as "utf-8" is long: that is all it is
- * compared with ("utf8", its other name, too), and its length tells a
- * longer one apart.  Without want, any type is taken, but only as a
- * media type is written (tchar and '/'), so that no reader can find a
- * parameter in it: "application/json,charset=utf-7" has one for Rack.
+ * "application/json; charset=utf-8" is application/json; the parameters
+ * after the type are read by al_media_params().
  */
 
 int
 al_media_type_check(const char *ctype, size_t len, const char *want,
     size_t want_len, int utf8, char *why, size_t whylen)
 {
-    int            any;
-    size_t         n, start, name, name_len, vlen, escaped;
-    char           value[sizeof("utf-8") - 1];
-    unsigned char  c;
-
-    any = (want == NULL);
+    int     rc;
+    size_t  n;
 
     if (ctype == NULL) {
-        if (any) {
-            return 0;
-        }
-
         goto type;
     }
 
-    if (any) {
-        for (start = 0; start < len && (ctype[start] == ' '
-                                        || ctype[start] == '\t'); start++)
-        {
-            /* void */
-        }
+    /* what nearly every client sends, in one compare */
 
-        for (n = start; n < len && (al_media_tchar((unsigned char) ctype[n])
-                                    || ctype[n] == '/'); n++)
-        {
-            /* void */
-        }
-
-        want = ctype + start;
-        want_len = n - start;
-
-    } else {
-
-        /* what nearly every client sends, in one compare */
-
-        if (len == want_len && memcmp(ctype, want, len) == 0) {
-            return 0;
-        }
-
-        for (n = 0; n < len && ctype[n] != ';' && ctype[n] != ' '
-                    && ctype[n] != '\t'; n++)
-        {
-            /* void */
-        }
-
-        if (n != want_len || strncasecmp(ctype, want, n) != 0) {
-            goto type;
-        }
+    if (len == want_len && memcmp(ctype, want, len) == 0) {
+        return 0;
     }
+
+    for (n = 0; n < len && ctype[n] != ';' && ctype[n] != ' '
+                && ctype[n] != '\t'; n++)
+    {
+        /* void */
+    }
+
+    if (n != want_len || strncasecmp(ctype, want, n) != 0) {
+        goto type;
+    }
+
+    rc = al_media_params(ctype, len, n, want, want_len, utf8, why, whylen);
+
+    if (rc != 1) {
+        return rc;
+    }
+
+type:
+
+    (void) snprintf(why, whylen, "content type must be %.*s",
+                    (int) want_len, want);
+    return -1;
+}
+
+
+/*
+ * Any type is taken, but only as a media type is written (tchar and '/'),
+ * so that no reader can find a parameter in it:
+ * "application/json,charset=utf-7" has one for Rack.
+ */
+
+int
+al_media_charset_check(const char *ctype, size_t len, char *why,
+    size_t whylen)
+{
+    int     rc;
+    size_t  n, start;
+
+    if (ctype == NULL) {
+        return 0;
+    }
+
+    for (start = 0; start < len && (ctype[start] == ' '
+                                    || ctype[start] == '\t'); start++)
+    {
+        /* void */
+    }
+
+    for (n = start; n < len && (al_media_tchar((unsigned char) ctype[n])
+                                || ctype[n] == '/'); n++)
+    {
+        /* void */
+    }
+
+    rc = al_media_params(ctype, len, n, ctype + start, n - start, 1, why,
+                         whylen);
+
+    if (rc != 1) {
+        return rc;
+    }
+
+    (void) snprintf(why, whylen, "content type %.*s: parameters must be "
+                    "name=value", (int) (n - start), ctype + start);
+    return -1;
+}
+
+
+/*
+ * The parameters after the media type, from ctype[n] on: blanks, then
+ * nothing or ";" and a parameter, and so on.  With utf8 each must parse
+ * as RFC 9110 has it (name=token or name="quoted string") and a charset
+ * must be utf-8 (or utf8, its other name).  A parameter's value is kept
+ * only as far as "utf-8" is long: that is all it is compared with, and
+ * its length tells a longer one apart.  Returns 0; -1 with the reason in
+ * why (type is the media type it names); or 1, why untouched, when
+ * something other than ';' follows the type.
+ */
+
+static int
+al_media_params(const char *ctype, size_t len, size_t n, const char *type,
+    size_t type_len, int utf8, char *why, size_t whylen)
+{
+    size_t         name, name_len, vlen, escaped;
+    char           value[sizeof("utf-8") - 1];
+    unsigned char  c;
 
     for ( ;; ) {
         while (n < len && (ctype[n] == ' ' || ctype[n] == '\t')) {
@@ -591,11 +643,7 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
 
         /* only parameters may follow */
         if (ctype[n++] != ';') {
-            if (any) {
-                goto params;
-            }
-
-            goto type;
+            return 1;
         }
 
         if (!utf8) {
@@ -689,21 +737,15 @@ al_media_type_check(const char *ctype, size_t len, const char *want,
                          && strncasecmp(value, "utf8", vlen) == 0))))
         {
             (void) snprintf(why, whylen, "content type %.*s: the charset "
-                            "must be utf-8", (int) want_len, want);
+                            "must be utf-8", (int) type_len, type);
             return -1;
         }
     }
 
-type:
-
-    (void) snprintf(why, whylen, "content type must be %.*s",
-                    (int) want_len, want);
-    return -1;
-
 params:
 
     (void) snprintf(why, whylen, "content type %.*s: parameters must be "
-                    "name=value", (int) want_len, want);
+                    "name=value", (int) type_len, type);
     return -1;
 }
 

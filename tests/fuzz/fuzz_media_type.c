@@ -1,12 +1,13 @@
 /*
- * libFuzzer target: the Content-Type check of route bodies and the LLM
- * gateway (al_media_type_check).  The input is the header value, in a
- * buffer of exactly its length.  Invariants: no crash and nothing read
- * past the length; what the utf8 check accepts the plain one accepts;
- * a refusal always says why; an accepted value has no charset parameter
- * but utf-8 or utf8 (a second, naive reading of unquoted values finds
- * none).  Without a media type to want (a body read as JSON whatever
- * its type), the same, and what the utf8 check accepts it accepts.
+ * libFuzzer target: the Content-Type checks of route bodies and the LLM
+ * gateway (al_media_type_check, al_media_charset_check).  The input is
+ * the header value, in a buffer of exactly its length.  Invariants: no
+ * crash and nothing read past the length; what the utf8 check accepts
+ * the plain one accepts; a refusal always says why; an accepted value
+ * has no charset parameter but utf-8 or utf8 (a second, naive reading of
+ * unquoted values finds none).  al_media_charset_check (no media type
+ * to want: a body read as JSON whatever its type), the same, and what
+ * the utf8 check accepts it accepts.
  */
 
 #include <stdlib.h>
@@ -53,7 +54,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     why[0] = '\0';
-    any = al_media_type_check(s, size, NULL, 0, 1, why, sizeof(why));
+    any = al_media_charset_check(s, size, why, sizeof(why));
     if (any != 0 && why[0] == '\0') {
         abort();
     }
