@@ -1,0 +1,125 @@
+#!/usr/bin/perl
+# The appliance image's nginx.service drop-in
+# (appliance-image/root/etc/systemd/system/nginx.service.d/
+# airlock-hardening.conf), read without building the image.
+#
+# UMask=: Debian's nginx.service has none, so nginx ran with systemd's
+# 0022, and a log file nginx creates is 0644 less the umask: the image's
+# access log, /var/log/nginx/airlock.log, was readable by every local
+# user (every client's request line, the denials) until logrotate first
+# replaced it.  The drop-in's umask takes the others' bits and the
+# group's write away; an nginx started with it creates its access log
+# 0640.  The drop-in is a file git tracks (configure-root.sh copies no
+# other), and systemd-analyze verify passes Debian's nginx.service with
+# it and the package's drop-ins.
+
+use strict;
+use warnings;
+use Cwd ();
+use FindBin;
+use File::Temp qw(tempdir);
+use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(need_cmd);
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my $rel = 'appliance-image/root/etc/systemd/system/nginx.service.d/'
+          . 'airlock-hardening.conf';
+my $dropin = "$top/$rel";
+
+need_cmd('git');
+
+sub slurp {
+    my ($f) = @_;
+    open my $fh, '<', $f or return '';
+    local $/;
+    return <$fh> // '';
+}
+
+sub directives {
+    my %d;
+    for my $s (@_) {
+        (my $t = $s) =~ s/\\\n\s*/ /g;
+        for (split /\n/, $t) {
+            next if /^\s*(#|;|\[|$)/;
+            my ($k, $v) = /^\s*([A-Za-z]+)=(.*)$/ or next;
+            push @{$d{$k}}, $v;
+        }
+    }
+    return \%d;
+}
+
+ok(-f $dropin, "the image's overlay has $rel");
+my $tracked = `git -C $top ls-files -- $rel 2>/dev/null`;
+chomp $tracked;
+is($tracked, $rel, 'a file git tracks (configure-root.sh copies no other)');
+my $d = directives(slurp($dropin));
+
+# --- the umask
+
+my $um = $d->{UMask} ? $d->{UMask}[-1] : undef;
+ok(defined $um && $um =~ /^0?[0-7]{3,4}$/, 'UMask= is set')
+    or diag($um // 'none');
+my $mask = defined $um && $um =~ /^[0-7]+$/ ? oct($um) : 0;
+is($mask & 0027, 0027, 'it takes the others\' bits and the group\'s write');
+is($mask & 0700, 0, 'and none of the owner\'s (nginx, root, writes its logs)');
+
+my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
+like($ngx, qr{^\s*access_log\s+/var/log/nginx/airlock\.log\b}m,
+     'the image\'s nginx writes an access log of its own');
+
+# an nginx started with that umask creates its access log 0640
+SKIP: {
+    my $nginx = `command -v nginx 2>/dev/null || ls /usr/sbin/nginx 2>/dev/null`;
+    chomp $nginx;
+    skip 'no nginx here', 1 unless $nginx && -x $nginx;
+    my $p = tempdir(CLEANUP => 1);
+    mkdir "$p/logs" or die;
+    open my $fh, '>', "$p/nginx.conf" or die;
+    print $fh "pid $p/nginx.pid; error_log $p/logs/error.log;\n"
+              . "daemon off; master_process off;\n"
+              . "events {}\nhttp { access_log $p/logs/airlock.log;\n"
+              . "    server { listen unix:$p/s.sock; } }\n";
+    close $fh;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        umask $mask;
+        open STDERR, '>', '/dev/null';
+        exec $nginx, '-p', $p, '-c', "$p/nginx.conf";
+        exit 127;
+    }
+    my $mode;
+    for (1 .. 50) {
+        last if -e "$p/logs/airlock.log" && -S "$p/s.sock";
+        select(undef, undef, undef, 0.1);
+    }
+    $mode = (stat "$p/logs/airlock.log")[2];
+    kill 'TERM', $pid;
+    waitpid $pid, 0;
+    is(defined $mode ? sprintf('%04o', $mode & 07777) : 'none', '0640',
+       'nginx with this umask creates its access log 0640');
+}
+
+# systemd-analyze verify: Debian's unit, the package's drop-ins, this one
+SKIP: {
+    my $unit = '/lib/systemd/system/nginx.service';
+    my $sa = `command -v systemd-analyze 2>/dev/null`;
+    chomp $sa;
+    skip "no $unit or systemd-analyze here", 1 unless -f $unit && $sa;
+    skip 'no drop-in to verify', 1 unless -f $dropin;
+    my $u = tempdir(CLEANUP => 1);
+    system('cp', $unit, "$u/nginx.service") == 0 or die;
+    mkdir "$u/nginx.service.d" or die;
+    system('cp', "$top/conf/nginx-credentials.conf",
+           "$u/nginx.service.d/airlock.conf") == 0 or die;
+    system('cp', "$top/conf/nginx-restart.conf",
+           "$u/nginx.service.d/airlock-restart.conf") == 0 or die;
+    system('cp', $dropin, "$u/nginx.service.d/airlock-hardening.conf") == 0
+        or die;
+    local $ENV{SYSTEMD_UNIT_PATH} = "$u:";
+    my @bad = grep { /\S/ } split /\n/, `$sa verify nginx.service 2>&1`;
+    ok(!@bad, "systemd-analyze verify Debian's nginx.service with it")
+        or diag("@bad");
+}
+
+done_testing();
