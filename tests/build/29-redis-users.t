@@ -9,6 +9,8 @@
 # per client with its own keys and commands, and conf/airlock-redis-users
 # writes Redis's ACL file from it with each password's SHA-256 (Redis
 # holds no password), each password in a file of the client's own.
+# A kept password file is given its mode and owner again at each run (a
+# file others could read stayed so).
 # Here: that script's files, and a redis-server started with them, asked
 # what the agent's user must be refused.  What each user is allowed:
 # tests/build/28-redis-acl.t.
@@ -65,6 +67,25 @@ ok(system($gen, $tpl, "$t/users.acl", "$t/agent.pass", "$t/worker.pass")
    == 0 && (slurp("$t/agent.pass") // '') eq "$pass{agent}\n"
    && (slurp("$t/users.acl") // '') eq $acl,
    'run again: the passwords and the ACL file are kept');
+
+# a kept password file others may read (a backup restored with its
+# umask's mode, a copy made by hand) was kept so at every boot: it gets
+# its mode again, and keeps its password
+chmod 0644, "$t/agent.pass", "$t/worker.pass";
+ok(system($gen, $tpl, "$t/users.acl", "$t/agent.pass", "$t/worker.pass")
+   == 0 && (slurp("$t/agent.pass") // '') eq "$pass{agent}\n",
+   'run again over a password file others may read: kept');
+for my $c (qw(agent worker)) {
+    is(sprintf('%04o', (stat "$t/$c.pass")[2] & 07777), '0400',
+       "$c.pass: mode 0400 again");
+}
+SKIP: {
+    skip 'chown to another user needs root', 1 if $> != 0;
+    chown 1, 1, "$t/agent.pass";
+    system($gen, '--agent-owner', 'root', $tpl, "$t/users.acl",
+           "$t/agent.pass", "$t/worker.pass");
+    is((stat "$t/agent.pass")[4], 0, 'and its owner (--agent-owner) again');
+}
 
 open my $fh, '>', "$t/bad.conf" or die;
 print $fh "user airlock-agent on #\@AGENT_SHA256\@ +get\n"
