@@ -151,6 +151,14 @@ AIRLOCK_IMAGE_CONF=$top/conf
 export AIRLOCK_IMAGE_MOD AIRLOCK_IMAGE_PKG AIRLOCK_IMAGE_ROOTFS \
        AIRLOCK_IMAGE_DIR AIRLOCK_IMAGE_CONF
 
+# The sandboxes' root file system lies on the appliance's own root, where
+# every local user reaches it: it is copied without its device nodes
+# (mmdebstrap makes /dev/console there 0666, the system console for any
+# user to read and write; runsc and bwrap give each sandbox a /dev of
+# its own), FIFOs or sockets, set-user-ID or set-group-ID bits, and
+# with nothing but its owner's to write (its /tmp was 1777: a place any
+# user could leave files in; each sandbox has a /tmp of its own).
+
 echo "build.sh: mmdebstrap bookworm into $root (log: $log)"
 mmdebstrap --variant=minbase --format=directory \
     --include=systemd,systemd-sysv,udev,dbus,kmod,linux-image-amd64,\
@@ -165,9 +173,13 @@ logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
         /tmp/airlock-debs/libnginx-mod-http-airlock.deb \
         /tmp/airlock-debs/airlock.deb' \
     --customize-hook='set -e
-        mkdir -p "$1/usr/lib/airlock/sandbox-rootfs"
-        cp -a "$AIRLOCK_IMAGE_ROOTFS/." "$1/usr/lib/airlock/sandbox-rootfs/"
-        rm -f "$1/usr/lib/airlock/sandbox-rootfs/.built"' \
+        s=$1/usr/lib/airlock/sandbox-rootfs
+        mkdir -p "$s"
+        cp -a "$AIRLOCK_IMAGE_ROOTFS/." "$s/"
+        rm -f "$s/.built"
+        find "$s" -xdev \( -type b -o -type c -o -type p -o -type s \) \
+            -exec rm -f {} +
+        find "$s" -xdev ! -type l -perm /6022 -exec chmod ug-s,go-w {} +' \
     --customize-hook='"$AIRLOCK_IMAGE_DIR/configure-root.sh" "$1" \
         "$AIRLOCK_IMAGE_DIR/root" "$AIRLOCK_IMAGE_CONF"' \
     bookworm "$root" "deb $mirror bookworm main" \

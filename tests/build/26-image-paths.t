@@ -10,6 +10,11 @@
 # split with shellwords), with a stub chroot; build.sh is run from a copy
 # of appliance-image/ whose configure-root.sh is a stub that records its
 # arguments.  No image is built.
+#
+# The sandboxes' root is copied without what would give the appliance's
+# local users more than they have: its device nodes (mmdebstrap's
+# /dev/console is 0666), FIFOs, set-user-ID and set-group-ID bits, and
+# write access for others (its /tmp was 1777).
 
 use strict;
 use warnings;
@@ -55,6 +60,20 @@ for my $d ("$t/bin", "$tree", "$tree/appliance-image",
 }
 write_file("$rootfs/usr/bin/python3", "", 0755);
 write_file("$rootfs/.built", "");
+
+# what mmdebstrap leaves in the sandboxes' root that the appliance's
+# local users must not get: a device node (as root only), a FIFO, a
+# set-user-ID program, a directory any user may write
+for my $d ("$rootfs/dev", "$rootfs/tmp", "$rootfs/usr/sbin") {
+    mkdir $d or die "$d: $!";
+}
+my $mknod = $> == 0
+            && system('mknod', '-m', '0666', "$rootfs/dev/console", 'c',
+                      '5', '1') == 0;
+system('mkfifo', "$rootfs/dev/initctl") == 0 or die 'mkfifo';
+write_file("$rootfs/usr/sbin/setuid", "", 0755);
+chmod 04755, "$rootfs/usr/sbin/setuid" or die;
+chmod 01777, "$rootfs/tmp" or die;
 
 system('cp', "$top/appliance-image/build.sh", "$tree/appliance-image/")
     == 0 or die "cp build.sh";
@@ -143,6 +162,18 @@ ok(-f "$r/usr/lib/airlock/sandbox-rootfs/usr/bin/python3",
    'the sandboxes\' root is copied in');
 ok(!-e "$r/usr/lib/airlock/sandbox-rootfs/.built",
    'without its build mark');
+my $sr = "$r/usr/lib/airlock/sandbox-rootfs";
+SKIP: {
+    skip 'a device node needs root', 1 unless $mknod;
+    ok(!-e "$sr/dev/console" && !-l "$sr/dev/console",
+       'without its device nodes (/dev/console, 0666)');
+}
+ok(!-e "$sr/dev/initctl", 'nor FIFOs');
+ok(-d "$sr/dev", 'its /dev kept, empty (the sandboxes mount theirs)');
+ok(-f "$sr/usr/sbin/setuid" && !((stat _)[2] & 06000),
+   'no set-user-ID or set-group-ID bit');
+is(sprintf('%o', (stat "$sr/tmp")[2] & 0022), '0',
+   'no directory others may write (its /tmp was 1777)');
 is(read_file("$r/configure-root.args"),
    "$r\n$tree/appliance-image/root\n$tree/conf\n",
    'configure-root.sh is given the root, the overlay and conf/ whole');

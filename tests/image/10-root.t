@@ -5,7 +5,8 @@
 # and checked without booting it: the packages and the services the image
 # runs, its sources.list (bookworm, bookworm-updates, bookworm-security),
 # the worker's configuration and sandbox (airlock-worker -t, Python in
-# the sandbox root), nginx -t on the image's configuration with the
+# the sandbox root, nothing in it for local users: no device node, no
+# set-ID bit, nothing others may write), nginx -t on the image's configuration with the
 # first boot's key and placeholder credentials, Redis on its socket, the
 # egress rule, and nothing of the tests in the image.  The boot itself is
 # make image-test (tests/image/boot.sh), too slow for this suite.
@@ -133,6 +134,12 @@ is($out, "42\n", 'Python runs in the sandbox root file system');
 ok(!-e "$root/usr/lib/airlock/sandbox-rootfs/bin/sh"
    && !-e "$root/usr/lib/airlock/sandbox-rootfs/usr/bin/sh",
    'which has no shell');
+# nor anything that gives the appliance's local users more than they have
+($rc, $out) = run("find $root/usr/lib/airlock/sandbox-rootfs -xdev "
+                  . "\\( -type b -o -type c -o -type p -o -type s -o "
+                  . "\\( ! -type l -perm /6022 \\) \\) -print");
+is($out, '', 'and no device node, FIFO, socket, set-ID bit or file '
+             . 'others may write');
 
 # Redis: a unix socket for group redis, no TCP port, AOF
 my $rconf = slurp("$root/etc/redis/redis.conf");
