@@ -396,6 +396,30 @@ case "$reach" in
     ok "the worker's main process reaches the proxy's socket, not the agent's ($reach)" ;;
 *) not_ok "the worker's main process reaches the proxy's socket, not the agent's: $reach" ;;
 esac
+# what a local user of the appliance gets: nginx's access log 0640; the
+# nginx master's bounding set is its drop-in's (CAP_CHOWN 0,
+# CAP_DAC_OVERRIDE 1, CAP_FOWNER 3, CAP_KILL 5, CAP_SETGID 6, CAP_SETUID
+# 7, CAP_NET_BIND_SERVICE 10); no device node in the sandboxes' root;
+# the worker does not see the agent's socket directory
+lu=$(check local-users)
+case "$lu" in
+*"nginx-log=640 "*) ok "nginx's access log is 0640 ($lu)" ;;
+*) not_ok "nginx's access log is 0640: $lu" ;;
+esac
+case "$lu" in
+*"nginx-capbnd=00000000000004eb "*)
+    ok "nginx's bounding set is the seven capabilities of its drop-in" ;;
+*) not_ok "nginx's bounding set is the seven capabilities of its drop-in: $lu" ;;
+esac
+case "$lu" in
+*"sandbox-devs=0 "*) ok "no device node in the sandboxes' root" ;;
+*) not_ok "no device node in the sandboxes' root: $lu" ;;
+esac
+case "$lu" in
+*"worker-agent-dir=0:root"*)
+    ok "the worker's unit hides the agent's socket directory" ;;
+*) not_ok "the worker's unit hides the agent's socket directory: $lu" ;;
+esac
 check end > /dev/null
 logs=$(tr -d '\r' < "$console" | grep -a 'airlock-check: worker-log' \
     | sed 's/.*airlock-check: worker-log //')

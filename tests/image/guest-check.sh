@@ -30,6 +30,11 @@
 #                      mount namespace, as its uid, to the agent's socket
 #                      and to the proxy's: the status, 000 if it could not
 #                      connect
+#   local-users nginx-log=MODE nginx-capbnd=HEX sandbox-devs=N
+#                      worker-agent-dir=MODE:OWNER
+#                      the access log's mode, nginx's bounding set, device
+#                      nodes in the sandboxes' root, /run/airlock/agent in
+#                      the worker's namespace
 #   alertd-egress user=U code=C  an HTTP request to the host's webhook
 #                      receiver (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
@@ -203,6 +208,16 @@ reach() {
 }
 say "worker-reach agent=$(reach /run/airlock/agent/agent.sock v1/sessions/x)" \
     "proxy=$(reach /run/airlock/airlock.sock airlock-check/unknown)"
+# what the appliance leaves a local user: nginx's access log (created
+# under its drop-in's umask), the nginx master's bounding set, device
+# nodes in the sandboxes' root, and the agent's socket directory as the
+# worker's mount namespace shows it (hidden: an empty, mode-0 directory)
+ngx=$(cat /run/nginx.pid 2>/dev/null)
+say "local-users nginx-log=$(stat -c %a /var/log/nginx/airlock.log 2>&1)" \
+    "nginx-capbnd=$(status "$ngx" CapBnd)" \
+    "sandbox-devs=$(find /usr/lib/airlock/sandbox-rootfs -xdev \
+        \( -type b -o -type c \) | wc -l)" \
+    "worker-agent-dir=$(stat -c %a:%U "/proc/$main/root/run/airlock/agent" 2>&1)"
 journalctl -u airlock-worker --no-pager -o cat \
     | grep -E ' (alert|emerg|error|warn): ' \
     | sed 's/^/airlock-check: worker-log /'
