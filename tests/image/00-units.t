@@ -267,6 +267,19 @@ for my $n (sort keys %units) {
        "airlock-alertd runs as a user sysusers.d makes ($user)");
     ok($user ne '' && (grep { /skuid "?\Q$user\E"? .*accept\s*$/ } @accepts),
        'nftables: alertd\'s user may connect out (its webhooks)');
+    # but not to the appliance's own listeners on loopback, which the
+    # rule lets every other local socket reach: the agent's /api/, the
+    # status, the clients' listener
+    my ($out) = $s =~ /chain output \{(.*?)\n    \}/s;
+    my @lines = grep { /\S/ && !/^\s*#/ } split /\n/, $out // '';
+    my ($lo) = grep { $lines[$_] =~ /^\s*oif "lo" accept/ } 0 .. $#lines;
+    my ($deny) = grep {
+        $lines[$_] =~ /skuid "?\Q$user\E"? oif "lo" tcp dport \{ ([\d, ]+) \}\s+reject/
+        && join(',', sort split /,\s*/, $1) eq '3128,8080,9901'
+    } 0 .. $#lines;
+    ok(defined $deny && defined $lo && $deny < $lo,
+       'nftables: alertd\'s user may not reach the appliance\'s own '
+       . 'listeners on loopback (3128, 8080, 9901), before lo is let out');
     like($s, qr/hook forward priority filter; policy drop;/,
          'nftables: no forwarding');
 }

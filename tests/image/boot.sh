@@ -437,6 +437,15 @@ none) ok "# SKIP alertd's way out: no receiver port in the guest" ;;
 *code=200) ok "alertd's user reaches a webhook off the appliance ($eg)" ;;
 *) not_ok "alertd's user reaches a webhook off the appliance ($eg)" ;;
 esac
+case "$eg" in
+none) ok "# SKIP alertd's user and the appliance's own listeners: no receiver port" ;;
+*) loc=$(check alertd-local)
+   case "$loc" in
+   "api=000 status=000")
+       ok "alertd's user does not reach the agent's /api/ or the status ($loc)" ;;
+   *) not_ok "alertd's user does not reach the agent's /api/ or the status: $loc" ;;
+   esac ;;
+esac
 
 # Redis restarted: systemd makes /run/redis anew, the worker's /run must
 # still show the new socket

@@ -35,6 +35,9 @@
 #                      the access log's mode, nginx's bounding set, device
 #                      nodes in the sandboxes' root, /run/airlock/agent in
 #                      the worker's namespace
+#   alertd-local api=C status=C  the same user's requests to the agent's
+#                      /api/ and to the status listener on loopback: 000
+#                      when the egress rule refused them
 #   alertd-egress user=U code=C  an HTTP request to the host's webhook
 #                      receiver (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
@@ -235,6 +238,15 @@ if [ -r "$hp" ]; then
         "http://10.0.2.2:$(cat "$hp")/airlock")
     user=$(id -un "$uid" 2>/dev/null || echo "$uid")
     say "alertd-egress user=$user code=$code"
+    # and not the appliance's own listeners on loopback: the agent's
+    # /api/ (8080) and the status (9901); 000 when the rule refused
+    api=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+        curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+        "http://127.0.0.1:8080/api/v1/sessions/airlock-check")
+    st=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+        curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+        "http://127.0.0.1:9901/")
+    say "alertd-local api=$api status=$st"
 else
     say "alertd-egress none"
 fi
