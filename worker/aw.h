@@ -245,6 +245,8 @@ void aw_result_fail(aw_result_t *res, aw_status_e st, const char *code,
 /* aw_fetch.c: data.json through the proxy, as the worker user */
 char *aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     aw_result_t *res);
+int aw_fetch_split(aw_conf_t *conf, char *err, size_t n);
+int aw_fetch_gone(int *st);
 
 /* aw_sandbox.c */
 int aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n);
@@ -258,6 +260,8 @@ void aw_sandbox_launch(const aw_conf_t *conf, const aw_limits_t *lim,
 
 /* aw_priv.c: the launcher and the unprivileged worker */
 int aw_priv_split(aw_conf_t *conf, char *err, size_t n);
+int aw_priv_drop(const aw_conf_t *conf, int keep, char *err, size_t n);
+void aw_priv_close_others(int a, int b);
 int aw_priv_fd(void);
 void aw_priv_watch(void);
 void aw_priv_send(const aw_launch_req_t *req,

@@ -8,17 +8,37 @@
  * bytes included (a raw one in a text body, "\u0000" in a JSON one): the
  * script's json.load reads JSON with NULs in strings.  A JSON body is
  * its text, checked by aw_json_valid(), never a tree.
+ *
+ * The worker keeps the supplementary groups it was started with (the
+ * unit's SupplementaryGroups=redis, Redis's socket), and having no
+ * capability it cannot drop them in a child.  So, started as root, it
+ * splits off the fetch spawner before it drops (aw_fetch_split(), from
+ * aw_priv_split()): a process of the worker's user and group alone (no
+ * supplementary group, no capability, no new privileges, no Redis
+ * password, no descriptor but its socket and stdio) that, for each
+ * job, clones a fetch as the worker's child (CLONE_PARENT: the worker
+ * waits for it and kills it as before) on the job's inputs, which the
+ * worker hands over in a memory file (aw_fetch_pack()).  Started as
+ * another user, the worker forks its fetches itself.
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -29,6 +49,29 @@
 
 /* the proxy's own denial body is under 200 bytes */
 #define AW_FETCH_DENIAL_MAX  4096
+
+#define AW_SPAWN_MAGIC       0x31534641     /* "AFS1" */
+
+/* a job's inputs as the worker packs them: its envelope's size at most */
+#define AW_PACK_MAX(conf)                                                    \
+    ((size_t) (conf)->max_envelope_bytes * 2 + 65536                         \
+     + (size_t) (conf)->max_inputs * (AW_ERRLEN + 8192))
+#define AW_PACK_NULL         0xffffffffU
+
+
+/* the worker's request: the pipe's write end and the packed inputs */
+typedef struct {
+    uint32_t         magic;
+    uint32_t         seq;
+} aw_spawn_req_t;
+
+
+typedef struct {
+    uint32_t         magic;
+    uint32_t         seq;
+    int32_t          pid;               /* the fetch's, or -errno */
+    int32_t          pad;
+} aw_spawn_rep_t;
 
 
 typedef struct {
@@ -48,6 +91,21 @@ static int aw_fetch_dump(const char *p, size_t n, void *data);
 static void aw_fetch_child(const aw_conf_t *conf, const aw_job_t *job,
     int fd, pid_t worker);
 static int aw_drop_privileges(const aw_conf_t *conf);
+static void aw_fetch_serve(aw_conf_t *conf, int sock, pid_t worker)
+    __attribute__((noreturn));
+static pid_t aw_fetch_clone(const aw_conf_t *conf, int fd, int pack,
+    pid_t worker);
+static void aw_fetch_unpacked(const aw_conf_t *conf, int fd, int pack,
+    pid_t worker) __attribute__((noreturn));
+static int aw_fetch_pack(const aw_conf_t *conf, const aw_job_t *job);
+static int aw_fetch_put(aw_buf_t *out, const char *s);
+static pid_t aw_fetch_spawn(const aw_conf_t *conf, const aw_job_t *job,
+    int fd, aw_result_t *res);
+
+
+static int       aw_fetch_sock = -1;
+static pid_t     aw_fetch_spawner = -1;
+static uint32_t  aw_fetch_seq;
 
 
 static size_t
@@ -426,6 +484,504 @@ write:
 }
 
 
+/*
+ * Called by aw_priv_split() as root, before the worker drops: the fetch
+ * spawner, a child that drops to the worker's user and group with no
+ * supplementary group and clones each job's fetch (aw_fetch_serve()).
+ */
+
+int
+aw_fetch_split(aw_conf_t *conf, char *err, size_t n)
+{
+    int    sv[2];
+    pid_t  pid, worker;
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        snprintf(err, n, "socketpair: %s", strerror(errno));
+        return -1;
+    }
+
+    worker = getpid();
+
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, n, "fork: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+
+    if (pid == 0) {
+        close(sv[0]);
+        aw_fetch_serve(conf, sv[1], worker);
+    }
+
+    close(sv[1]);
+    aw_fetch_sock = sv[0];
+    aw_fetch_spawner = pid;
+
+    return 0;
+}
+
+
+/* The worker's: whether the fetch spawner has exited, and how. */
+
+int
+aw_fetch_gone(int *st)
+{
+    return aw_fetch_spawner > 0
+           && waitpid(aw_fetch_spawner, st, WNOHANG) == aw_fetch_spawner;
+}
+
+
+/*
+ * The fetch spawner: one request at a time, a fixed-layout
+ * aw_spawn_req_t with two descriptors, the write end of the fetch's
+ * pipe and the memory file of its inputs, each answered with the
+ * fetch's pid or -errno.  It reads neither; it ends with the worker
+ * (its socket's end, or PR_SET_PDEATHSIG).
+ */
+
+static void
+aw_fetch_serve(aw_conf_t *conf, int sock, pid_t worker)
+{
+    int              i, nfd, fds[2 + 16], fl, *p;
+    char             err[AW_ERRLEN];
+    size_t           k;
+    ssize_t          r;
+    struct stat      st;
+    struct iovec     iov;
+    struct msghdr    msg;
+    struct cmsghdr  *cm;
+    aw_spawn_req_t   req[2];
+    aw_spawn_rep_t   rep;
+    union {
+        char             buf[CMSG_SPACE(sizeof(int) * (2 + 16))];
+        struct cmsghdr   align;
+    } u;
+
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGCHLD, SIG_DFL);
+
+    (void) prctl(PR_SET_NAME, "aw-fetchd", 0, 0, 0);
+
+    /* nothing of the worker's but the socket and stdio: not the uid lease */
+    aw_priv_close_others(sock, -1);
+
+    /* nor the Redis password */
+    if (conf->redis_password != NULL) {
+        explicit_bzero(conf->redis_password, strlen(conf->redis_password));
+        free(conf->redis_password);
+        conf->redis_password = NULL;
+    }
+
+    if (aw_priv_drop(conf, 0, err, sizeof(err)) != 0) {
+        aw_log("alert", "fetch spawner: %s", err);
+        _exit(1);
+    }
+
+    /* set after the change of credentials, which clears it */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != worker) {
+        _exit(1);
+    }
+
+    for ( ;; ) {
+        memset(&msg, 0, sizeof(msg));
+        memset(req, 0, sizeof(req));
+        iov.iov_base = req;
+        iov.iov_len = sizeof(req);
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = u.buf;
+        msg.msg_controllen = sizeof(u.buf);
+
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+
+        if (r <= 0) {
+            /* the worker is gone (or sent what it never sends) */
+            _exit(r == 0 ? 0 : 1);
+        }
+
+        nfd = 0;
+
+        for (cm = CMSG_FIRSTHDR(&msg); cm != NULL;
+             cm = CMSG_NXTHDR(&msg, cm))
+        {
+            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS
+                || cm->cmsg_len < CMSG_LEN(0))
+            {
+                continue;
+            }
+
+            p = (int *) (void *) CMSG_DATA(cm);
+
+            for (k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                 k++)
+            {
+                if (nfd < (int) (sizeof(fds) / sizeof(fds[0]))) {
+                    fds[nfd++] = p[k];
+
+                } else {
+                    close(p[k]);
+                }
+            }
+        }
+
+        memset(&rep, 0, sizeof(rep));
+        rep.magic = AW_SPAWN_MAGIC;
+        rep.seq = req[0].seq;
+        rep.pid = -EINVAL;
+
+        if (r == (ssize_t) sizeof(req[0])
+            && (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == 0
+            && req[0].magic == AW_SPAWN_MAGIC && nfd == 2
+            && fstat(fds[0], &st) == 0 && S_ISFIFO(st.st_mode)
+            && (fl = fcntl(fds[0], F_GETFL)) >= 0
+            && (fl & O_ACCMODE) == O_WRONLY
+            && fstat(fds[1], &st) == 0 && S_ISREG(st.st_mode)
+            && (size_t) st.st_size <= AW_PACK_MAX(conf))
+        {
+            rep.pid = aw_fetch_clone(conf, fds[0], fds[1], worker);
+        }
+
+        for (i = 0; i < nfd; i++) {
+            close(fds[i]);
+        }
+
+        do {
+            r = send(sock, &rep, sizeof(rep), MSG_NOSIGNAL);
+        } while (r < 0 && errno == EINTR);
+
+        if (r != (ssize_t) sizeof(rep)) {
+            _exit(1);
+        }
+    }
+}
+
+
+/*
+ * The fetch, cloned as the worker's child (CLONE_PARENT), not the
+ * spawner's: the worker waits for it, reads its pipe and kills it as
+ * one it forked itself.  Raw clone() with no stack is fork() for a
+ * process of one thread.
+ */
+
+static pid_t
+aw_fetch_clone(const aw_conf_t *conf, int fd, int pack, pid_t worker)
+{
+    long  pid;
+
+    pid = syscall(SYS_clone, (unsigned long) (CLONE_PARENT | SIGCHLD),
+                  NULL, NULL, NULL, NULL);
+
+    if (pid < 0) {
+        return -errno;
+    }
+
+    if (pid == 0) {
+        aw_fetch_unpacked(conf, fd, pack, worker);
+    }
+
+    return (pid_t) pid;
+}
+
+
+/*
+ * The fetch's start: the inputs read back from the memory file
+ * (aw_fetch_pack()), every length checked, and the pipe moved to 3 with
+ * every other descriptor closed (the spawner's socket too).
+ */
+
+static void
+aw_fetch_unpacked(const aw_conf_t *conf, int fd, int pack, pid_t worker)
+{
+    int           f;
+    char         *buf, *p, *end, *s;
+    size_t        i, len, off;
+    ssize_t       r;
+    uint32_t      ni, sl;
+    aw_job_t      job;
+    struct stat   st;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != worker) {
+        _exit(2);
+    }
+
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    (void) prctl(PR_SET_NAME, "aw-fetch", 0, 0, 0);
+
+    if (fstat(pack, &st) != 0 || st.st_size < 4
+        || (size_t) st.st_size > AW_PACK_MAX(conf))
+    {
+        _exit(2);
+    }
+
+    len = (size_t) st.st_size;
+    buf = malloc(len);
+    if (buf == NULL) {
+        _exit(2);
+    }
+
+    for (off = 0; off < len; off += (size_t) r) {
+        r = pread(pack, buf + off, len - off, (off_t) off);
+        if (r <= 0) {
+            _exit(2);
+        }
+    }
+
+    if (dup2(fd, 3) != 3) {
+        _exit(2);
+    }
+    close_range(4, ~0U, 0);
+
+    memcpy(&ni, buf, 4);
+    if (ni == 0 || ni > (uint32_t) conf->max_inputs) {
+        _exit(2);
+    }
+
+    memset(&job, 0, sizeof(job));
+    job.inputs = calloc(ni, sizeof(aw_input_t));
+    if (job.inputs == NULL) {
+        _exit(2);
+    }
+    job.ninputs = ni;
+
+    p = buf + 4;
+    end = buf + len;
+
+    /* name, method, path, body (or none): a length, the bytes, a NUL */
+    for (i = 0; i < ni; i++) {
+        for (f = 0; f < 4; f++) {
+            if (end - p < 4) {
+                _exit(2);
+            }
+
+            memcpy(&sl, p, 4);
+            p += 4;
+
+            if (f == 3 && sl == AW_PACK_NULL) {
+                continue;
+            }
+
+            if ((size_t) (end - p) <= (size_t) sl || p[sl] != '\0'
+                || memchr(p, '\0', sl) != NULL)
+            {
+                _exit(2);
+            }
+
+            s = p;
+            p += (size_t) sl + 1;
+
+            switch (f) {
+            case 0:
+                if (sl > AW_ID_MAX) {
+                    _exit(2);
+                }
+                memcpy(job.inputs[i].name, s, (size_t) sl + 1);
+                break;
+
+            case 1:
+                job.inputs[i].method = s;
+                break;
+
+            case 2:
+                job.inputs[i].path = s;
+                break;
+
+            default:
+                job.inputs[i].body = s;
+                break;
+            }
+        }
+    }
+
+    if (p != end) {
+        _exit(2);
+    }
+
+    aw_fetch_child(conf, &job, 3, worker);
+    _exit(2);
+}
+
+
+/* The worker's: a job's inputs in a memory file, for the spawner. */
+
+static int
+aw_fetch_pack(const aw_conf_t *conf, const aw_job_t *job)
+{
+    int        fd;
+    size_t     i, off;
+    ssize_t    r;
+    uint32_t   ni;
+    aw_buf_t   out;
+
+    memset(&out, 0, sizeof(out));
+    ni = (uint32_t) job->ninputs;
+
+    if (aw_fetch_append(&out, (const char *) &ni, 4) != 0) {
+        goto nomem;
+    }
+
+    for (i = 0; i < job->ninputs; i++) {
+        if (aw_fetch_put(&out, job->inputs[i].name) != 0
+            || aw_fetch_put(&out, job->inputs[i].method) != 0
+            || aw_fetch_put(&out, job->inputs[i].path) != 0
+            || aw_fetch_put(&out, job->inputs[i].body) != 0)
+        {
+            goto nomem;
+        }
+    }
+
+    if (out.len > AW_PACK_MAX(conf)) {
+        free(out.buf);
+        errno = EFBIG;
+        return -1;
+    }
+
+    fd = memfd_create("aw-inputs", MFD_CLOEXEC);
+    if (fd < 0) {
+        free(out.buf);
+        return -1;
+    }
+
+    for (off = 0; off < out.len; off += (size_t) r) {
+        r = write(fd, out.buf + off, out.len - off);
+        if (r <= 0) {
+            free(out.buf);
+            close(fd);
+            errno = r < 0 ? errno : EIO;
+            return -1;
+        }
+    }
+
+    free(out.buf);
+
+    return fd;
+
+nomem:
+
+    free(out.buf);
+    errno = ENOMEM;
+    return -1;
+}
+
+
+/* s as a length, its bytes and a NUL; NULL as AW_PACK_NULL alone */
+
+static int
+aw_fetch_put(aw_buf_t *out, const char *s)
+{
+    size_t    n;
+    uint32_t  sl;
+
+    if (s == NULL) {
+        sl = AW_PACK_NULL;
+        return aw_fetch_append(out, (const char *) &sl, 4);
+    }
+
+    n = strlen(s);
+    if (n >= AW_PACK_NULL) {
+        return -1;
+    }
+
+    sl = (uint32_t) n;
+
+    return aw_fetch_append(out, (const char *) &sl, 4) != 0
+           || aw_fetch_append(out, s, n + 1) != 0 ? -1 : 0;
+}
+
+
+/*
+ * The worker's: the job's fetch, cloned by the spawner on the pipe's
+ * write end fd; its pid, or -1 with res set.  A spawner gone ends the
+ * worker (exit 1), as a launcher gone does: the entry in hand stays
+ * pending.
+ */
+
+static pid_t
+aw_fetch_spawn(const aw_conf_t *conf, const aw_job_t *job, int fd,
+    aw_result_t *res)
+{
+    int              pack, fds[2];
+    ssize_t          r;
+    struct iovec     iov;
+    struct msghdr    msg;
+    struct cmsghdr  *cm;
+    aw_spawn_req_t   req;
+    aw_spawn_rep_t   rep;
+    union {
+        char             buf[CMSG_SPACE(sizeof(int) * 2)];
+        struct cmsghdr   align;
+    } u;
+
+    pack = aw_fetch_pack(conf, job);
+    if (pack < 0) {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "the fetch's inputs: "
+                       "%s", strerror(errno));
+        return -1;
+    }
+
+    memset(&req, 0, sizeof(req));
+    req.magic = AW_SPAWN_MAGIC;
+    req.seq = ++aw_fetch_seq;
+
+    memset(&msg, 0, sizeof(msg));
+    memset(&u, 0, sizeof(u));
+    iov.iov_base = &req;
+    iov.iov_len = sizeof(req);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof(u.buf);
+
+    fds[0] = fd;
+    fds[1] = pack;
+
+    cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(fds));
+    memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+
+    do {
+        r = sendmsg(aw_fetch_sock, &msg, MSG_NOSIGNAL);
+    } while (r < 0 && errno == EINTR);
+
+    close(pack);
+
+    if (r == (ssize_t) sizeof(req)) {
+        do {
+            r = recv(aw_fetch_sock, &rep, sizeof(rep), 0);
+        } while (r < 0 && errno == EINTR);
+    }
+
+    if (r != (ssize_t) sizeof(rep) || rep.magic != AW_SPAWN_MAGIC
+        || rep.seq != req.seq)
+    {
+        aw_log("alert", "the fetch spawner is gone or answered out of turn "
+               "(%zd bytes), exiting", r);
+        exit(1);
+    }
+
+    if (rep.pid <= 0) {
+        aw_result_fail(res, AW_ST_ERROR, "internal", "the fetch spawner: "
+                       "%s", strerror(rep.pid < 0 ? -rep.pid : EINVAL));
+        return -1;
+    }
+
+    return (pid_t) rep.pid;
+}
+
+
 char *
 aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
     aw_result_t *res)
@@ -453,12 +1009,16 @@ aw_fetch(const aw_conf_t *conf, const aw_job_t *job, size_t *len,
 
     worker = getpid();
 
-    pid = fork();
+    /* started as root: the spawner's clone, with no group of the worker's */
+    pid = aw_fetch_sock >= 0 ? aw_fetch_spawn(conf, job, fds[1], res)
+                             : fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
-                       strerror(errno));
+        if (aw_fetch_sock < 0) {
+            aw_result_fail(res, AW_ST_ERROR, "internal", "fork: %s",
+                           strerror(errno));
+        }
         return NULL;
     }
 

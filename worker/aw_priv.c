@@ -1,6 +1,6 @@
 /*
  * Privilege separation.  Once the configuration is read and checked,
- * the worker splits in two (aw_priv_split()):
+ * the worker splits in three (aw_priv_split()):
  *
  *   the launcher   a child that stays root with the unit's capabilities
  *                  and does only what needs them: for each request it
@@ -13,6 +13,11 @@
  *                  every descriptor for its type.  It never reads JSON,
  *                  a Redis reply or what a sandbox writes.
  *
+ *   the fetch spawner
+ *                  a second child, the worker's user with no
+ *                  supplementary group, that clones each job's fetch
+ *                  (aw_fetch_split(), aw_fetch.c)
+ *
  *   the worker     the process systemd started, which drops to the
  *                  worker's user (setgroups, setgid, setuid: no
  *                  capability left, setuid(0) refused, no new
@@ -20,11 +25,12 @@
  *                  Redis, the envelope's parse, the fetches, the
  *                  sandbox's output, the result.
  *
- * Either ends with the other: the worker exits 1 when the launcher is
- * gone (found dead between entries, aw_priv_watch(), or by the socket's
- * end during a job), leaving the entry in hand pending for its next
- * delivery; the launcher kills the job it runs and exits when the
- * worker's end of the socket closes.
+ * Either ends with the other: the worker exits 1 when the launcher (or
+ * the spawner) is gone (found dead between entries, aw_priv_watch(), or
+ * by the socket's end during a job), leaving the entry in hand pending
+ * for its next delivery; the launcher kills the job it runs and exits
+ * when the worker's end of the socket closes, the spawner when it does
+ * or the worker dies.
  */
 
 #include <errno.h>
@@ -49,9 +55,7 @@
 #define AW_GROUPS_MAX  64
 
 
-static void aw_priv_close_others(int a, int b);
 static int aw_priv_hangup(int sock);
-static int aw_priv_drop(const aw_conf_t *conf, char *err, size_t n);
 static int aw_priv_check(const aw_conf_t *conf, const aw_launch_req_t *req,
     const int fds[AW_LAUNCH_NFDS], char *why, size_t n);
 static void aw_priv_refuse(int sock, uint32_t seq, const char *why);
@@ -93,7 +97,14 @@ aw_priv_split(aw_conf_t *conf, char *err, size_t n)
     aw_priv_sock = sv[0];
     aw_priv_launcher = pid;
 
-    if (aw_priv_drop(conf, err, n) != 0) {
+    /* the fetches' spawner, which drops every supplementary group */
+    if ((getuid() == 0 || geteuid() == 0)
+        && aw_fetch_split(conf, err, n) != 0)
+    {
+        return -1;
+    }
+
+    if (aw_priv_drop(conf, 1, err, n) != 0) {
         return -1;
     }
 
@@ -105,14 +116,15 @@ aw_priv_split(aw_conf_t *conf, char *err, size_t n)
 
 
 /*
- * The worker's user for good.  The supplementary groups the worker was
- * started with stay (the unit's SupplementaryGroups=redis: Redis's
- * socket), except root's.  Started as another user (no root to drop),
- * it stays that user.
+ * The worker's user for good.  With keep, the supplementary groups the
+ * process was started with stay (the unit's SupplementaryGroups=redis:
+ * Redis's socket), except root's; without, none does (the fetch
+ * spawner, aw_fetch.c).  Started as another user (no root to drop), it
+ * stays that user.
  */
 
-static int
-aw_priv_drop(const aw_conf_t *conf, char *err, size_t n)
+int
+aw_priv_drop(const aw_conf_t *conf, int keep, char *err, size_t n)
 {
     int                               i, k, ng;
     gid_t                             groups[AW_GROUPS_MAX];
@@ -126,7 +138,7 @@ aw_priv_drop(const aw_conf_t *conf, char *err, size_t n)
             return -1;
         }
 
-        for (i = 0, k = 0; i < ng; i++) {
+        for (i = 0, k = 0; i < ng && keep; i++) {
             if (groups[i] != 0) {
                 groups[k++] = groups[i];
             }
@@ -147,6 +159,12 @@ aw_priv_drop(const aw_conf_t *conf, char *err, size_t n)
     {
         snprintf(err, n, "still root after the switch to user %s",
                  conf->user);
+        return -1;
+    }
+
+    if (!keep && getgroups(0, NULL) != 0) {
+        snprintf(err, n, "supplementary groups left after the switch to "
+                 "user %s", conf->user);
         return -1;
     }
 
@@ -198,6 +216,12 @@ aw_priv_watch(void)
     {
         aw_log("alert", "the launcher is gone (wait status %d), exiting",
                st);
+        exit(1);
+    }
+
+    if (aw_fetch_gone(&st)) {
+        aw_log("alert", "the fetch spawner is gone (wait status %d), "
+               "exiting", st);
         exit(1);
     }
 }
@@ -431,7 +455,7 @@ aw_priv_hangup(int sock)
 
 /* Closes every descriptor from 3 up but a and b (-1: none). */
 
-static void
+void
 aw_priv_close_others(int a, int b)
 {
     int  lo, hi, from;
