@@ -80,6 +80,7 @@ typedef struct {
     redisContext    *redis;
     long             backoff_ms;
     int              own_done;
+    int              lost;              /* the launcher or the spawner */
     char             claim_cursor[64];
 } aw_worker_t;
 
@@ -1875,6 +1876,17 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         free(data);
     }
 
+    if (res.lost) {
+        /* as a crash leaves it: no result, pending for the next start */
+        aw_log("alert", "job %s (entry %s): no result, left pending for "
+               "its next delivery", job.job_id, id);
+        aw_heartbeat_stop(hb);
+        w->lost = 1;
+        aw_result_free(&res);
+        aw_job_free(&job);
+        return;
+    }
+
     /* the heartbeat goes on until the result is stored (aw_finish()) */
 
 done:
@@ -1917,7 +1929,7 @@ aw_usage(void)
 int
 main(int argc, char **argv)
 {
-    int               opt, test, state, rc;
+    int               opt, test, state, rc, status;
     char              err[AW_ERRLEN], id[64], *job;
     const char       *file;
     size_t            joblen;
@@ -2043,12 +2055,17 @@ main(int argc, char **argv)
         return 1;
     }
 
+    status = 0;
+
     while (!aw_stop) {
         job = NULL;
         state = 0;
 
         /* a launcher gone ends the worker before its next entry */
-        aw_priv_watch();
+        if (aw_priv_watch() != 0) {
+            status = 1;
+            break;
+        }
 
         switch (aw_next_entry(&w, id, sizeof(id), &job, &joblen, &state)) {
         case 1:
@@ -2067,14 +2084,21 @@ main(int argc, char **argv)
         }
 
         free(job);
+
+        /* and one found gone during the job, its entry left pending */
+        if (w.lost) {
+            status = 1;
+            break;
+        }
     }
 
-    aw_log("notice", "stopping");
+    aw_log("notice", "stopping%s", status ? " (exit 1): the launcher or "
+           "the fetch spawner is gone" : "");
 
     aw_disconnect(&w);
     curl_global_cleanup();
     al_policy_free(w.policy);
     aw_conf_free(&conf);
 
-    return 0;
+    return status;
 }

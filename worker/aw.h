@@ -145,6 +145,9 @@ typedef struct {
     char             code[64];          /* error code, "" when ok */
     char             message[AW_ERRLEN];
     aw_timing_t      timing;
+    int              lost;              /* the launcher or the fetch
+                                           spawner is gone: no result,
+                                           the entry stays pending */
 } aw_result_t;
 
 
@@ -263,10 +266,10 @@ int aw_priv_split(aw_conf_t *conf, char *err, size_t n);
 int aw_priv_drop(const aw_conf_t *conf, int keep, char *err, size_t n);
 void aw_priv_close_others(int a, int b);
 int aw_priv_fd(void);
-void aw_priv_watch(void);
-void aw_priv_send(const aw_launch_req_t *req,
+int aw_priv_watch(void);
+int aw_priv_send(const aw_launch_req_t *req,
     const int fds[AW_LAUNCH_NFDS]);
-void aw_priv_recv(uint32_t seq, aw_launch_rep_t *rep);
+int aw_priv_recv(uint32_t seq, aw_launch_rep_t *rep);
 void aw_priv_serve(const aw_conf_t *conf, int sock)
     __attribute__((noreturn));
 

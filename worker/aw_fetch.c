@@ -902,9 +902,9 @@ aw_fetch_put(aw_buf_t *out, const char *s)
 
 /*
  * The worker's: the job's fetch, cloned by the spawner on the pipe's
- * write end fd; its pid, or -1 with res set.  A spawner gone ends the
- * worker (exit 1), as a launcher gone does: the entry in hand stays
- * pending.
+ * write end fd; its pid, or -1 with res set.  A spawner gone sets
+ * res->lost, which ends the worker (exit 1) as a launcher gone does:
+ * the entry in hand stays pending.
  */
 
 static pid_t
@@ -968,8 +968,11 @@ aw_fetch_spawn(const aw_conf_t *conf, const aw_job_t *job, int fd,
         || rep.seq != req.seq)
     {
         aw_log("alert", "the fetch spawner is gone or answered out of turn "
-               "(%zd bytes), exiting", r);
-        exit(1);
+               "(%zd bytes)", r);
+        aw_result_fail(res, AW_ST_ERROR, "internal",
+                       "the fetch spawner is gone");
+        res->lost = 1;
+        return -1;
     }
 
     if (rep.pid <= 0) {

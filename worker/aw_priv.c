@@ -25,12 +25,13 @@
  *                  Redis, the envelope's parse, the fetches, the
  *                  sandbox's output, the result.
  *
- * Either ends with the other: the worker exits 1 when the launcher (or
- * the spawner) is gone (found dead between entries, aw_priv_watch(), or
- * by the socket's end during a job), leaving the entry in hand pending
- * for its next delivery; the launcher kills the job it runs and exits
- * when the worker's end of the socket closes, the spawner when it does
- * or the worker dies.
+ * Either ends with the other: the worker stops and exits 1 when the
+ * launcher (or the spawner) is gone (found dead between entries,
+ * aw_priv_watch(), or by the socket's end during a job, which the job's
+ * result (lost) carries back to the main loop), leaving the entry in
+ * hand pending for its next delivery; the launcher kills the job it
+ * runs and exits when the worker's end of the socket closes, the
+ * spawner when it does or the worker dies.
  */
 
 #include <errno.h>
@@ -200,13 +201,14 @@ aw_priv_fd(void)
 
 
 /*
- * The worker's, between entries: a launcher that died ends the worker
- * (exit 1), for systemd to start both again.  No SIGCHLD handler: its
- * signal would break the worker's other waits (hiredis's connect polls
- * are not restarted).  During a job the socket's end tells it.
+ * The worker's, between entries: -1 when the launcher or the fetch
+ * spawner died, which ends the worker (exit 1, from its main loop) for
+ * systemd to start them all again.  No SIGCHLD handler: its signal
+ * would break the worker's other waits (hiredis's connect polls are not
+ * restarted).  During a job the socket's end tells it.
  */
 
-void
+int
 aw_priv_watch(void)
 {
     int  st;
@@ -214,22 +216,23 @@ aw_priv_watch(void)
     if (aw_priv_launcher > 0
         && waitpid(aw_priv_launcher, &st, WNOHANG) == aw_priv_launcher)
     {
-        aw_log("alert", "the launcher is gone (wait status %d), exiting",
-               st);
-        exit(1);
+        aw_priv_launcher = -1;
+        aw_log("alert", "the launcher is gone (wait status %d)", st);
+        return -1;
     }
 
     if (aw_fetch_gone(&st)) {
-        aw_log("alert", "the fetch spawner is gone (wait status %d), "
-               "exiting", st);
-        exit(1);
+        aw_log("alert", "the fetch spawner is gone (wait status %d)", st);
+        return -1;
     }
+
+    return 0;
 }
 
 
-/* The worker's: a request to the launcher, or exit with it gone. */
+/* The worker's: a request to the launcher; -1 with it gone. */
 
-void
+int
 aw_priv_send(const aw_launch_req_t *req, const int fds[AW_LAUNCH_NFDS])
 {
     ssize_t          r;
@@ -261,20 +264,22 @@ aw_priv_send(const aw_launch_req_t *req, const int fds[AW_LAUNCH_NFDS])
     } while (r < 0 && errno == EINTR);
 
     if (r != (ssize_t) sizeof(*req)) {
-        aw_log("alert", "the launcher is gone (%s), exiting",
+        aw_log("alert", "the launcher is gone (%s)",
                r < 0 ? strerror(errno) : "short write");
-        exit(1);
+        return -1;
     }
+
+    return 0;
 }
 
 
 /*
  * The worker's: the launcher's answer to request seq.  A launcher gone,
- * or one answering out of turn, ends the worker (exit 1): the entry in
- * hand stays pending, delivered again to the next start.
+ * or one answering out of turn: -1, which ends the worker (exit 1) with
+ * the entry in hand pending, delivered again to the next start.
  */
 
-void
+int
 aw_priv_recv(uint32_t seq, aw_launch_rep_t *rep)
 {
     ssize_t  r;
@@ -287,12 +292,14 @@ aw_priv_recv(uint32_t seq, aw_launch_rep_t *rep)
         || rep->seq != seq)
     {
         aw_log("alert", "the launcher is gone or answered out of turn "
-               "(%zd bytes), exiting", r);
-        exit(1);
+               "(%zd bytes)", r);
+        return -1;
     }
 
     rep->slot[sizeof(rep->slot) - 1] = '\0';
     rep->text[sizeof(rep->text) - 1] = '\0';
+
+    return 0;
 }
 
 

@@ -2410,7 +2410,9 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         fds[2 + i] = p[i][1];
     }
 
-    aw_priv_send(&req, fds);
+    if (aw_priv_send(&req, fds) != 0) {
+        goto lost;
+    }
 
     for (i = 0; i < 3; i++) {
         close(p[i][1]);
@@ -2474,14 +2476,16 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         }
 
         if (!reported && pfd[nfd].revents != 0) {
-            aw_priv_recv(req.seq, &rep);
+            if (aw_priv_recv(req.seq, &rep) != 0) {
+                goto lost;
+            }
             reported = 1;
             drain = aw_now_ms() + AW_DRAIN_MS;
         }
     }
 
-    if (!reported) {
-        aw_priv_recv(req.seq, &rep);
+    if (!reported && aw_priv_recv(req.seq, &rep) != 0) {
+        goto lost;
     }
 
     res->timing.prepare = (long) rep.prepare_ms;
@@ -2586,6 +2590,13 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
         aw_result_fail(res, AW_ST_ERROR, "exit",
                        "the script exited with code %d", code);
     }
+
+    goto done;
+
+lost:
+
+    aw_result_fail(res, AW_ST_ERROR, "internal", "the launcher is gone");
+    res->lost = 1;
 
 done:
 

@@ -4,7 +4,8 @@
 # parses the envelopes and reads the sandboxes' output runs as the
 # worker's user with no capability; only its child, the launcher, stays
 # root.  Either ends with the other: the launcher killed, the worker
-# exits non-zero and its job stays pending (run once on the next start);
+# stops through its main loop (it says so, and that its job is left
+# pending) and exits 1, its job pending (run once on the next start);
 # the worker killed, the launcher ends the job it runs and exits.
 
 use strict;
@@ -25,7 +26,7 @@ my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
 $w->start_proxy;
 $w->start_redis;
 
-plan tests => 24;
+plan tests => 27;
 
 my $uid = getpwnam('airlock-worker');
 
@@ -117,6 +118,11 @@ ok(defined $ws && ($ws >> 8) == 1,
    . ($ws // 'none'));
 $t->{daemons} = [ grep { $_ != $pid } @{$t->{daemons}} ];
 like($w->worker_log($pid), qr/the launcher is gone/, 'and says why');
+like($w->worker_log($pid),
+     qr/job ps2 \(entry [^)]+\): no result, left pending for its next/,
+     'and that the job is left pending');
+like($w->worker_log($pid), qr/stopping \(exit 1\): the launcher/,
+     'it stops through its main loop');
 my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
 is(ref $p ? $p->[0] : -1, 1, 'the job is still pending');
 ok(!defined $w->result('ps2'), 'with no result');
@@ -155,6 +161,8 @@ $ws = wait_exit($pid);
 ok(@l && defined $ws && ($ws >> 8) == 1,
    'the launcher killed between jobs: the worker exits 1 too');
 $t->{daemons} = [ grep { $_ != $pid } @{$t->{daemons}} ];
+like($w->worker_log($pid), qr/stopping \(exit 1\): the launcher/,
+     'through its main loop too');
 
 unlike($w->all_worker_logs, qr/Sanitizer|runtime error/,
        'no sanitizer reports in the logs');

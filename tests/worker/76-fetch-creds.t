@@ -64,7 +64,7 @@ $w->start_redis;
 $t->run_daemon($^X, "$dir/held.pl", $t->port(8082), $dir);
 $t->wait_for_port(8082) or die 'the held upstream did not start';
 
-plan tests => 23;
+plan tests => 27;
 
 my $uid = getpwnam('airlock-worker');
 my $gid = (getpwnam('airlock-worker'))[3];
@@ -185,8 +185,17 @@ my $r = $w->wait_result('creds', 120);
 is($r && $r->{status}, 'ok', 'the job runs with its input')
     or diag explain $r;
 
-# the spawner killed: the worker exits 1, as with its launcher
+# a job added and the spawner killed while the worker (stopped) waits
+# for an entry: it finds the spawner gone at the job's fetch, and exits
+# 1 as with its launcher, the job left pending
+sleep 0.5;
+kill 'STOP', $pid;
+$w->add_job(job_id => 'lost', script => "print(1)\n",
+    blueprint => { inputs => [ { name => 'n1', route => 'nested',
+                                 params => { n => '1' } } ] });
 kill 'KILL', $sp if $sp;
+sleep 0.1;
+kill 'CONT', $pid;
 my $ws;
 for (1 .. 400) {
     $ws = $?, last if waitpid($pid, POSIX::WNOHANG()) == $pid;
@@ -197,6 +206,14 @@ ok($sp && defined $ws && ($ws >> 8) == 1,
     or diag('wait status ' . ($ws // 'none'));
 $t->{daemons} = [ grep { $_ != $pid } @{$t->{daemons}} ];
 like($w->worker_log($pid), qr/the fetch spawner is gone/, 'and says why');
+like($w->worker_log($pid),
+     qr/job lost \(entry [^)]+\): no result, left pending for its next/,
+     'and that the job is left pending');
+like($w->worker_log($pid), qr/stopping \(exit 1\): the launcher or the /,
+     'it stops through its main loop');
+my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
+is(ref $p ? $p->[0] : -1, 1, 'the job is still pending');
+ok(!defined $w->result('lost'), 'with no result');
 
 unlike($w->all_worker_logs, qr/Sanitizer|runtime error/,
        'no sanitizer reports in the logs');
