@@ -2004,6 +2004,22 @@ main(int argc, char **argv)
 
     if (aw_sandbox_check(&conf, err, sizeof(err)) != 0) {
         aw_log("emerg", "sandbox: %s", err);
+        al_policy_free(w.policy);
+        aw_conf_free(&conf);
+        return 1;
+    }
+
+    /*
+     * Started as another user than root, the worker stays it, and so do
+     * its fetches, which the proxy knows by their uid: that user must
+     * be the policy's worker client
+     */
+    if (getuid() != 0 && (getuid() != conf.uid || geteuid() != conf.uid)) {
+        aw_log("emerg", "started as uid %d, neither root nor user %s "
+               "(uid %d): its fetches would reach the proxy as uid %d",
+               (int) getuid(), conf.user, (int) conf.uid, (int) getuid());
+        al_policy_free(w.policy);
+        aw_conf_free(&conf);
         return 1;
     }
 
@@ -2030,8 +2046,9 @@ main(int argc, char **argv)
     }
 
     if (conf.backend == AW_BACKEND_BWRAP) {
-        aw_log("notice", "jobs run as host uid %ld, uid %ld inside",
-               conf.host_uid, conf.sandbox_uid);
+        aw_log("notice", "jobs run as host uid %ld%s, uid %ld inside",
+               conf.host_uid, getuid() != 0 ? " (the worker's own: it was "
+               "not started as root)" : "", conf.sandbox_uid);
     }
 
     memset(&sa, 0, sizeof(sa));

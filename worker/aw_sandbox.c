@@ -2672,6 +2672,15 @@ aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n)
 
     bin = conf->backend == AW_BACKEND_GVISOR ? conf->runsc : conf->bwrap;
 
+    /* its jobs would all fail, each as the script's exit code 128 */
+    if (conf->backend == AW_BACKEND_GVISOR && geteuid() != 0) {
+        snprintf(err, n, "backend gvisor needs root (runsc makes each "
+                 "sandbox's namespaces, mounts and cgroups), started as "
+                 "uid %d: start it as root (the unit does) or use backend "
+                 "bwrap", (int) geteuid());
+        return -1;
+    }
+
     if (access(bin, X_OK) != 0) {
         snprintf(err, n, "%s: %s (apt-get install %s)", bin,
                  strerror(errno),
@@ -2709,6 +2718,8 @@ aw_sandbox_check(const aw_conf_t *conf, char *err, size_t n)
  * descriptor; its children, which die with it, close theirs or go with
  * it).  A worker runs one job at a time: one uid a worker is one a job.
  * bwrap_uids 1 is the old way: every job as sandbox_uid, no lock.
+ * A worker started as another user than root cannot switch: its jobs
+ * run as its own uid, with no lease.
  */
 
 int
@@ -2720,7 +2731,16 @@ aw_sandbox_lease(aw_conf_t *conf, char *err, size_t n)
 
     conf->host_uid = conf->sandbox_uid;
 
-    if (conf->backend != AW_BACKEND_BWRAP || conf->bwrap_uids == 1) {
+    if (conf->backend != AW_BACKEND_BWRAP) {
+        return 0;
+    }
+
+    if (getuid() != 0) {
+        conf->host_uid = (long) getuid();
+        return 0;
+    }
+
+    if (conf->bwrap_uids == 1) {
         return 0;
     }
 

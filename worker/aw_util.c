@@ -87,7 +87,7 @@ aw_log(const char *level, const char *fmt, ...)
 int
 aw_rmtree(const char *path)
 {
-    int             rc;
+    int             rc, fd;
     DIR            *d;
     char            sub[4096];
     struct stat     st;
@@ -105,9 +105,26 @@ aw_rmtree(const char *path)
         return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
     }
 
-    d = opendir(path);
-    if (d == NULL) {
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
         return errno == ENOENT ? 0 : -1;
+    }
+
+    /*
+     * A job's code and data directories are 0555: root (the launcher's
+     * CAP_DAC_OVERRIDE) empties them as they are; their owner, a worker
+     * started as another user, gives itself write access first
+     */
+    if (fstat(fd, &st) == 0 && st.st_uid == geteuid()
+        && (st.st_mode & S_IRWXU) != S_IRWXU)
+    {
+        (void) fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+    }
+
+    d = fdopendir(fd);
+    if (d == NULL) {
+        close(fd);
+        return -1;
     }
 
     rc = 0;
