@@ -72,6 +72,16 @@ typedef struct {
     al_llm_edit_t           edit[AL_LLM_EDITS];
 } al_llm_rq_t;
 
+/* a thinking budget of another server (al_llm_req_think_members()) */
+typedef struct {
+    const char             *name;
+    const char             *key;            /* the budget is this member of
+                                               the object; NULL: the member
+                                               itself */
+    unsigned                apart;          /* billed beside the output
+                                               limit, not within it */
+} al_llm_think_t;
+
 
 static const al_llm_ep_def_t *al_llm_ep_find(al_llm_kind_t kind,
     unsigned method, const al_path_t *path, al_reason_t *reason);
@@ -84,6 +94,11 @@ static int al_llm_req_tokens(al_llm_rq_t *rq);
 static int al_llm_req_thinking(al_llm_rq_t *rq);
 static int al_llm_req_budget(al_llm_rq_t *rq, unsigned id,
     const char *name, const char *key, unsigned eps);
+static int al_llm_req_think_members(al_llm_rq_t *rq);
+static int al_llm_req_think_in(al_llm_rq_t *rq, const al_llm_jfield_t *f,
+    const char *name, const char *key, uint64_t max, uint64_t *n);
+static int al_llm_req_think_value(al_llm_rq_t *rq, const char *name,
+    const char *key, int valid, uint64_t n, uint64_t max);
 static int al_llm_req_cap(al_llm_rq_t *rq, const al_llm_jfield_t *f,
     const char *name, uint64_t *val);
 static int al_llm_req_n(al_llm_rq_t *rq);
@@ -166,6 +181,26 @@ static const unsigned  al_llm_out_ids[] = {
 
 static const char *const  al_llm_out_names[] = {
     "max_tokens", "max_completion_tokens", "max_output_tokens"
+};
+
+/* the thinking budgets of other servers (al_llm_req_think_members()) */
+static const al_llm_think_t  al_llm_think[] = {
+    { "thinking_budget", NULL, 1 },
+    { "thinking_token_budget", NULL, 0 },
+    { "thinking_budget_tokens", NULL, 0 },
+    { "chat_template_kwargs", "thinking_budget", 0 },
+    { "nvext", "max_thinking_tokens", 0 }
+};
+
+#define AL_LLM_THINK  (sizeof(al_llm_think) / sizeof(al_llm_think[0]))
+
+static const char *const  al_llm_think_names[AL_LLM_THINK + 1] = {
+    "thinking_budget", "thinking_token_budget", "thinking_budget_tokens",
+    "chat_template_kwargs", "nvext", NULL
+};
+
+static const al_llm_scan_spec_t  al_llm_think_spec = {
+    al_llm_think_names, -1, -1, NULL, 0, 0, NULL, NULL
 };
 
 /*
@@ -1162,16 +1197,17 @@ al_llm_req_tokens(al_llm_rq_t *rq)
  * The thinking budget a body names: Anthropic's "thinking.budget_tokens"
  * (messages) and the "reasoning.max_tokens" of OpenRouter and the routers
  * that copy it (the Responses API, and wherever allow_members lets
- * "reasoning" pass).  Thinking tokens are output tokens, and the
- * providers count them in the output limit: Anthropic refuses a budget
- * not below max_tokens.  But not always (Anthropic lets interleaved
- * thinking's budget go past max_tokens, and a router that turns one API
- * into another may raise the output limit to fit the budget), so a
- * budget is held to the output the request is reserved for, per choice
- * (max_output as al_llm_req_tokens() left it): an integer from 0 to it,
- * refused over it, clamp or not (lowering it would change the answer
- * the client asked for, not only its length).  A request with nothing
- * reserved (max_output 0: a client with no cap and no budget) has
+ * "reasoning" pass), and the members of other servers that allow_members
+ * may let pass (al_llm_req_think_members()).  Thinking tokens are output
+ * tokens, and the providers count them in the output limit: Anthropic
+ * refuses a budget not below max_tokens.  But not always (Anthropic lets
+ * interleaved thinking's budget go past max_tokens, and a router that
+ * turns one API into another may raise the output limit to fit the
+ * budget), so a budget is held to the output the request is reserved
+ * for, per choice (max_output as al_llm_req_tokens() left it): an integer
+ * from 0 to it, refused over it, clamp or not (lowering it would change
+ * the answer the client asked for, not only its length).  A request with
+ * nothing reserved (max_output 0: a client with no cap and no budget) has
  * nothing to hold it to.  Read by jansson, only when the member is there.
  */
 
@@ -1183,7 +1219,8 @@ al_llm_req_thinking(al_llm_rq_t *rq)
         != 0
         || al_llm_req_budget(rq, AL_LLM_F_REASONING, "reasoning",
                              "max_tokens", AL_LLM_M_RESPONSES)
-           != 0)
+           != 0
+        || al_llm_req_think_members(rq) != 0)
     {
         return -1;
     }
@@ -1196,11 +1233,7 @@ static int
 al_llm_req_budget(al_llm_rq_t *rq, unsigned id, const char *name,
     const char *key, unsigned eps)
 {
-    int                     rc;
-    json_t                 *v, *e;
-    json_int_t              n;
-    json_error_t            err;
-    al_llm_req_t           *req;
+    uint64_t                n;
     const al_llm_jfield_t  *f;
 
     f = &rq->b->f[id];
@@ -1213,9 +1246,129 @@ al_llm_req_budget(al_llm_rq_t *rq, unsigned id, const char *name,
         return -1;
     }
 
-    req = rq->req;
+    if (f->type != AL_LLM_JT_OBJECT) {
+        return 0;
+    }
 
-    if (f->type != AL_LLM_JT_OBJECT || req->max_output == 0) {
+    return al_llm_req_think_in(rq, f, name, key, rq->req->max_output, &n);
+}
+
+
+/*
+ * The thinking budgets of other servers, top-level members that pass
+ * only as the entry's allow_members names them (none of them is a member
+ * the providers document on their endpoints): Qwen's "thinking_budget"
+ * (Alibaba's DashScope and SiliconFlow, in their OpenAI-compatible APIs),
+ * vLLM's "thinking_token_budget", llama.cpp's server's
+ * "thinking_budget_tokens", the "thinking_budget" of
+ * "chat_template_kwargs" (Qwen3's chat template, under vLLM and SGLang)
+ * and NVIDIA NIM's "nvext.max_thinking_tokens".  Each is held to the
+ * output reserved as the ones above are.  DashScope and SiliconFlow do
+ * not count the thinking in "max_tokens" (it limits the answer after
+ * it), so a call there may produce its "thinking_budget" and its output
+ * limit both: that budget is reserved on top of the output limit.
+ * (Gemini's "extra_body.google.thinking_config" cannot pass: "extra_body"
+ * is refused.)  The body is scanned again for them, only when the entry
+ * allows one.
+ */
+
+static int
+al_llm_req_think_members(al_llm_rq_t *rq)
+{
+    size_t                  i;
+    uint64_t                max, n, extra;
+    al_llm_req_t           *req;
+    al_llm_body_t           b;
+    const al_llm_think_t   *t;
+    const al_llm_jfield_t  *f;
+
+    req = rq->req;
+    max = req->max_output;
+
+    if (max == 0 || rq->llm->nallow_members == 0) {
+        return 0;
+    }
+
+    for (i = 0; i < AL_LLM_THINK; i++) {
+        if (al_llm_allows_member(rq->llm, al_llm_think[i].name,
+                                 strlen(al_llm_think[i].name)))
+        {
+            break;
+        }
+    }
+
+    if (i == AL_LLM_THINK) {
+        return 0;
+    }
+
+    if (al_llm_json_scan(&al_llm_think_spec, rq->body, rq->len, &b,
+                         req->detail, sizeof(req->detail))
+        != 0)
+    {
+        req->reason = AL_REASON_BODY;
+        return -1;
+    }
+
+    extra = 0;
+
+    for (i = 0; i < AL_LLM_THINK; i++) {
+        t = &al_llm_think[i];
+        f = &b.f[i];
+        n = 0;
+
+        if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
+            continue;
+        }
+
+        if (t->key != NULL) {
+            if (f->type == AL_LLM_JT_OBJECT
+                && al_llm_req_think_in(rq, f, t->name, t->key, max, &n)
+                   != 0)
+            {
+                return -1;
+            }
+
+        } else if (al_llm_req_think_value(rq, t->name, NULL,
+                                          f->type == AL_LLM_JT_INT
+                                          && f->num >= 0,
+                                          (uint64_t) f->num, max)
+                   != 0)
+        {
+            return -1;
+
+        } else {
+            n = (uint64_t) f->num;
+        }
+
+        if (t->apart && n > extra) {
+            extra = n;
+        }
+    }
+
+    /* extra <= max, and a limit read is at most INT64_MAX: no overflow */
+
+    req->max_output = max + extra;
+
+    return 0;
+}
+
+
+/* f, an object: its member key, if there and not null, as a budget */
+
+static int
+al_llm_req_think_in(al_llm_rq_t *rq, const al_llm_jfield_t *f,
+    const char *name, const char *key, uint64_t max, uint64_t *n)
+{
+    int            rc;
+    json_t        *v, *e;
+    json_int_t     i;
+    json_error_t   err;
+    al_llm_req_t  *req;
+
+    req = rq->req;
+    *n = 0;
+
+    if (max == 0) {
         return 0;
     }
 
@@ -1231,25 +1384,10 @@ al_llm_req_budget(al_llm_rq_t *rq, unsigned id, const char *name,
     rc = 0;
 
     if (e != NULL && !json_is_null(e)) {
-        n = json_is_integer(e) ? json_integer_value(e) : -1;
-
-        if (n < 0) {
-            rc = al_llm_fail(req->detail, sizeof(req->detail),
-                             "\"%s.%s\" must be a non-negative integer",
-                             name, key);
-
-        } else if ((uint64_t) n > req->max_output) {
-            rc = al_llm_fail(req->detail, sizeof(req->detail),
-                             "\"%s.%s\" %llu is over the %llu output "
-                             "tokens this request may produce (its "
-                             "output limit)", name, key,
-                             (unsigned long long) n,
-                             (unsigned long long) req->max_output);
-        }
-
-        if (rc != 0) {
-            req->reason = AL_REASON_BODY;
-        }
+        i = json_is_integer(e) ? json_integer_value(e) : -1;
+        rc = al_llm_req_think_value(rq, name, key, i >= 0, (uint64_t) i,
+                                    max);
+        *n = (i >= 0) ? (uint64_t) i : 0;
     }
 
     json_decref(v);
@@ -1258,12 +1396,36 @@ al_llm_req_budget(al_llm_rq_t *rq, unsigned id, const char *name,
 }
 
 
-/*
- * An output limit the body names, in *val: a positive integer, clamped
- * to the client's cap or refused over it.  0 is refused as the providers
- * that check it refuse it: Ollama would read it as no limit, against a
- * reservation of nothing.
- */
+/* a budget read (valid: a non-negative integer, n) held to max */
+
+static int
+al_llm_req_think_value(al_llm_rq_t *rq, const char *name, const char *key,
+    int valid, uint64_t n, uint64_t max)
+{
+    al_llm_req_t  *req;
+
+    req = rq->req;
+
+    if (valid && n <= max) {
+        return 0;
+    }
+
+    req->reason = AL_REASON_BODY;
+
+    if (!valid) {
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"%s%s%s\" must be a non-negative integer",
+                           name, key != NULL ? "." : "",
+                           key != NULL ? key : "");
+    }
+
+    return al_llm_fail(req->detail, sizeof(req->detail),
+                       "\"%s%s%s\" %llu is over the %llu output tokens this "
+                       "request may produce (its output limit)", name,
+                       key != NULL ? "." : "", key != NULL ? key : "",
+                       (unsigned long long) n, (unsigned long long) max);
+}
+
 
 static int
 al_llm_req_cap(al_llm_rq_t *rq, const al_llm_jfield_t *f, const char *name,

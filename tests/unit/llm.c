@@ -504,8 +504,13 @@ test_models(void)
 static void
 test_thinking(void)
 {
-    al_llm_t         routed;
+    al_llm_t         routed, qwen;
     static al_str_t  reasoning[] = { S("reasoning") };
+    static al_str_t  budgets[] = {
+        S("thinking_budget"), S("thinking_token_budget"),
+        S("thinking_budget_tokens"), S("chat_template_kwargs"), S("nvext"),
+        S("enable_thinking")
+    };
 
     req(&ant, AGENT, AL_LLM_EP_MESSAGES,
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":900,"
@@ -613,6 +618,103 @@ test_thinking(void)
     tap_ok(rq.reason == AL_REASON_BODY
            && has(rq.detail, "501 is over the 500 output tokens"),
            "reasoning: per choice, n does not raise it");
+
+    /*
+     * Other servers' budgets, which pass only as allow_members names them:
+     * held to the output limit too, and Qwen's, which those servers bill
+     * beside max_tokens, reserved on top of it.
+     */
+
+    qwen = compat;
+    qwen.allow_members = budgets;
+    qwen.nallow_members = sizeof(budgets) / sizeof(budgets[0]);
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"enable_thinking\":true,\"thinking_budget\":30000}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"thinking_budget\" 30000 is over the 500 "
+                             "output tokens"),
+           "thinking_budget: over the output limit: refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,\"n\":2,"
+        "\"thinking_budget\":400}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 1800,
+           "thinking_budget: under it passes, reserved beside max_tokens, "
+           "per choice");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"thinking_budget\":-1}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"thinking_budget\" must be a non-negative "
+                             "integer"),
+           "thinking_budget: -1 (no limit) is refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"thinking_budget\":\"400\"}");
+    tap_ok(rq.reason == AL_REASON_BODY, "thinking_budget: a string refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"thinking\\u005fbudget\":30000}");
+    tap_ok(rq.reason == AL_REASON_BODY,
+           "thinking_budget: the key read unescaped, as allowed");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"thinking_token_budget\":1001}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"thinking_token_budget\" 1001 is over the "
+                             "1000 output tokens"),
+           "thinking_token_budget (vLLM): over the default limit: refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"thinking_token_budget\":500,\"thinking_budget_tokens\":500}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 500,
+           "vLLM's, llama.cpp's: at the limit pass, within it");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"thinking_budget_tokens\":8192}");
+    tap_ok(rq.reason == AL_REASON_BODY,
+           "thinking_budget_tokens (llama.cpp): over it: refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"chat_template_kwargs\":{\"enable_thinking\":true,"
+        "\"thinking_budget\":4096}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"chat_template_kwargs.thinking_budget\" "
+                             "4096 is over"),
+           "chat_template_kwargs.thinking_budget: over it: refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"chat_template_kwargs\":{\"enable_thinking\":true}}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 500,
+           "chat_template_kwargs without a budget passes");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"nvext\":{\"max_thinking_tokens\":501}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"nvext.max_thinking_tokens\" 501"),
+           "nvext.max_thinking_tokens (NIM): over it: refused");
+
+    req(&qwen, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"thinking_budget\":99999}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 0,
+           "thinking_budget: nothing reserved, nothing to hold it to");
+
+    req(&compat, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"thinking_budget\":400}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"thinking_budget\" is not accepted"),
+           "thinking_budget: only as allow_members lets it");
 
     tap_ok(al_llm_member_eps("thinking", 8) == (1u << AL_LLM_EP_MESSAGES)
            && al_llm_member_eps("reasoning", 9)
