@@ -78,6 +78,10 @@ static void al_llm_list_item(al_llm_out_t *o, al_llm_kind_t kind,
     const al_str_t *id);
 
 
+/* al_llm.h: the ids of a model list looked at, a count for the tests */
+size_t  al_llm_list_looks;
+
+
 const al_llm_alias_t *
 al_llm_alias_find(const al_llm_t *llm, const char *name, size_t len)
 {
@@ -704,6 +708,8 @@ al_llm_list_of(const al_llm_t *llm, const al_llm_client_t *lc,
 static const al_str_t *
 al_llm_list_id(const al_llm_list_t *l, size_t i)
 {
+    al_llm_list_looks++;
+
     if (i < l->nmodels) {
         return &l->models[i];
     }
