@@ -437,12 +437,12 @@ size_t al_llm_model_list(const al_llm_t *llm, const al_llm_client_t *lc,
 /*
  * GET /models/{id} is answered from the same list: al_llm_model_listed()
  * says whether id is on lc's list (a model lc may use, or an alias of
- * one), and al_llm_model_get() writes the one object the list holds for
- * it, in the provider's format, with the same return as
- * al_llm_model_list().  An id that is not listed is answered 404, the
- * provider's not-found error (AL_LLM_ERR_NOT_FOUND), the same for a model
- * no one may use and one another client may: the answer tells nothing of
- * the rest of the policy.
+ * one), in one pass over it, and al_llm_model_get() writes the one
+ * object the list holds for it, in the provider's format, with the same
+ * return as al_llm_model_list().  An id that is not listed is answered
+ * 404, the provider's not-found error (AL_LLM_ERR_NOT_FOUND), the same
+ * for a model no one may use and one another client may: the answer
+ * tells nothing of the rest of the policy.
  */
 int al_llm_model_listed(const al_llm_t *llm, const al_llm_client_t *lc,
     const char *id, size_t len);

@@ -670,9 +670,11 @@ al_llm_fallback_uri(const al_llm_t *b, al_llm_endpoint_t ep,
 /*
  * The model list of lc: its models (lc->models, else the entry's), then
  * its aliases (lc->aliases, made at load; with lc NULL, every alias of
- * the entry, whose models are all the entry's).  Each id is found by its
- * index in constant time, so a page costs what it holds and a cursor one
- * pass.
+ * the entry, whose models are all the entry's).  The id at an index is
+ * read in constant time (al_llm_list_id()), so a page costs what it
+ * holds; the index of an id is found by one pass over the list
+ * (al_llm_list_index()), linear in its length, so a cursor costs that
+ * pass, and so does al_llm_model_listed().
  */
 
 static void
@@ -762,6 +764,11 @@ al_llm_client_list(const al_llm_t *llm, al_llm_client_t *lc,
     return n;
 }
 
+
+/*
+ * One pass over lc's list, linear in its length (not constant time: only
+ * reading the id at an index is), the cost of a page's cursor.
+ */
 
 int
 al_llm_model_listed(const al_llm_t *llm, const al_llm_client_t *lc,
