@@ -194,9 +194,10 @@ static const al_llm_think_t  al_llm_think[] = {
 
 #define AL_LLM_THINK  (sizeof(al_llm_think) / sizeof(al_llm_think[0]))
 
-static const char *const  al_llm_think_names[AL_LLM_THINK + 1] = {
+/* their names, then Qwen's switch, at AL_LLM_THINK */
+static const char *const  al_llm_think_names[AL_LLM_THINK + 2] = {
     "thinking_budget", "thinking_token_budget", "thinking_budget_tokens",
-    "chat_template_kwargs", "nvext", NULL
+    "chat_template_kwargs", "nvext", "enable_thinking", NULL
 };
 
 static const al_llm_scan_spec_t  al_llm_think_spec = {
@@ -1266,10 +1267,13 @@ al_llm_req_budget(al_llm_rq_t *rq, unsigned id, const char *name,
  * output reserved as the ones above are.  DashScope and SiliconFlow do
  * not count the thinking in "max_tokens" (it limits the answer after
  * it), so a call there may produce its "thinking_budget" and its output
- * limit both: that budget is reserved on top of the output limit.
- * (Gemini's "extra_body.google.thinking_config" cannot pass: "extra_body"
- * is refused.)  The body is scanned again for them, only when the entry
- * allows one.
+ * limit both: that budget is reserved on top of the output limit.  And
+ * their "enable_thinking" (on, with no "thinking_budget") thinks up to
+ * the server's own default (the model's longest chain of thought, tens of
+ * thousands of tokens), which no check here can bound: refused, where
+ * output is reserved.  (Gemini's "extra_body.google.thinking_config"
+ * cannot pass: "extra_body" is refused.)  The body is scanned again for
+ * them, only when the entry allows one.
  */
 
 static int
@@ -1277,6 +1281,7 @@ al_llm_req_think_members(al_llm_rq_t *rq)
 {
     size_t                  i;
     uint64_t                max, n, extra;
+    unsigned                apart;
     al_llm_req_t           *req;
     al_llm_body_t           b;
     const al_llm_think_t   *t;
@@ -1289,15 +1294,15 @@ al_llm_req_think_members(al_llm_rq_t *rq)
         return 0;
     }
 
-    for (i = 0; i < AL_LLM_THINK; i++) {
-        if (al_llm_allows_member(rq->llm, al_llm_think[i].name,
-                                 strlen(al_llm_think[i].name)))
+    for (i = 0; al_llm_think_names[i] != NULL; i++) {
+        if (al_llm_allows_member(rq->llm, al_llm_think_names[i],
+                                 strlen(al_llm_think_names[i])))
         {
             break;
         }
     }
 
-    if (i == AL_LLM_THINK) {
+    if (al_llm_think_names[i] == NULL) {
         return 0;
     }
 
@@ -1310,6 +1315,7 @@ al_llm_req_think_members(al_llm_rq_t *rq)
     }
 
     extra = 0;
+    apart = 0;
 
     for (i = 0; i < AL_LLM_THINK; i++) {
         t = &al_llm_think[i];
@@ -1319,6 +1325,8 @@ al_llm_req_think_members(al_llm_rq_t *rq)
         if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
             continue;
         }
+
+        apart |= t->apart;
 
         if (t->key != NULL) {
             if (f->type == AL_LLM_JT_OBJECT
@@ -1343,6 +1351,22 @@ al_llm_req_think_members(al_llm_rq_t *rq)
         if (t->apart && n > extra) {
             extra = n;
         }
+    }
+
+    /* the switch, on (any value but false or null) with no budget */
+
+    f = &b.f[AL_LLM_THINK];
+
+    if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL
+        && f->type != AL_LLM_JT_FALSE && !apart)
+    {
+        req->reason = AL_REASON_BODY;
+        return al_llm_fail(req->detail, sizeof(req->detail),
+                           "\"enable_thinking\" needs a \"thinking_budget\" "
+                           "(0 to the %llu output tokens this request may "
+                           "produce): without one the server thinks as "
+                           "long as it likes, billed beside the output "
+                           "limit", (unsigned long long) max);
     }
 
     /* extra <= max, and a limit read is at most INT64_MAX: no overflow */

@@ -709,6 +709,40 @@ test_thinking(void)
     tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 0,
            "thinking_budget: nothing reserved, nothing to hold it to");
 
+    /* Qwen's switch with no budget: the server's own, unbounded here */
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"enable_thinking\":true}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"enable_thinking\" needs a "
+                             "\"thinking_budget\" (0 to the 500 output "
+                             "tokens"),
+           "enable_thinking with no thinking_budget: refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"enable_thinking\":1,"
+        "\"thinking_budget\":null}");
+    tap_ok(rq.reason == AL_REASON_BODY,
+           "enable_thinking 1, thinking_budget null: refused");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"enable_thinking\":false}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 500,
+           "enable_thinking false passes");
+
+    req(&qwen, AGENT, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
+        "\"enable_thinking\":true,\"thinking_budget\":0}");
+    tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 500,
+           "enable_thinking with a thinking_budget passes");
+
+    req(&qwen, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"enable_thinking\":true}");
+    tap_ok(rq.reason == AL_REASON_NONE,
+           "enable_thinking: nothing reserved, nothing to hold it to");
+
     req(&compat, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"max_tokens\":500,"
         "\"thinking_budget\":400}");
