@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -265,6 +266,7 @@ void aw_sandbox_launch(const aw_conf_t *conf, const aw_limits_t *lim,
 int aw_priv_split(aw_conf_t *conf, char *err, size_t n);
 int aw_priv_drop(const aw_conf_t *conf, int keep, char *err, size_t n);
 void aw_priv_close_others(int a, int b);
+int aw_priv_take_fds(struct msghdr *msg, int *fds, size_t max);
 int aw_priv_fd(void);
 int aw_priv_watch(void);
 int aw_priv_send(const aw_launch_req_t *req,

@@ -545,14 +545,12 @@ aw_fetch_gone(int *st)
 static void
 aw_fetch_serve(aw_conf_t *conf, int sock, pid_t worker)
 {
-    int              i, nfd, fds[2 + 16], fl, *p;
+    int              i, nfd, fds[2 + 16], fl;
     char             err[AW_ERRLEN];
-    size_t           k;
     ssize_t          r;
     struct stat      st;
     struct iovec     iov;
     struct msghdr    msg;
-    struct cmsghdr  *cm;
     aw_spawn_req_t   req[2];
     aw_spawn_rep_t   rep;
     union {
@@ -609,30 +607,7 @@ aw_fetch_serve(aw_conf_t *conf, int sock, pid_t worker)
             _exit(r == 0 ? 0 : 1);
         }
 
-        nfd = 0;
-
-        for (cm = CMSG_FIRSTHDR(&msg); cm != NULL;
-             cm = CMSG_NXTHDR(&msg, cm))
-        {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS
-                || cm->cmsg_len < CMSG_LEN(0))
-            {
-                continue;
-            }
-
-            p = (int *) (void *) CMSG_DATA(cm);
-
-            for (k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                 k++)
-            {
-                if (nfd < (int) (sizeof(fds) / sizeof(fds[0]))) {
-                    fds[nfd++] = p[k];
-
-                } else {
-                    close(p[k]);
-                }
-            }
-        }
+        nfd = aw_priv_take_fds(&msg, fds, sizeof(fds) / sizeof(fds[0]));
 
         memset(&rep, 0, sizeof(rep));
         rep.magic = AW_SPAWN_MAGIC;

@@ -313,15 +313,13 @@ aw_priv_recv(uint32_t seq, aw_launch_rep_t *rep)
 void
 aw_priv_serve(const aw_conf_t *conf, int sock)
 {
-    int              i, nfd, fds[AW_LAUNCH_NFDS + 16], *p;
+    int              i, nfd, fds[AW_LAUNCH_NFDS + 16];
     char             why[256];
-    size_t           k;
     ssize_t          r;
     uint32_t         seq;
     aw_limits_t      lim;
     struct iovec     iov;
     struct msghdr    msg;
-    struct cmsghdr  *cm;
     aw_launch_req_t  req[2];
     aw_launch_rep_t  rep;
     union {
@@ -361,30 +359,7 @@ aw_priv_serve(const aw_conf_t *conf, int sock)
         }
 
         /* every descriptor received, whatever else is wrong */
-        nfd = 0;
-
-        for (cm = CMSG_FIRSTHDR(&msg); cm != NULL;
-             cm = CMSG_NXTHDR(&msg, cm))
-        {
-            if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS
-                || cm->cmsg_len < CMSG_LEN(0))
-            {
-                continue;
-            }
-
-            p = (int *) (void *) CMSG_DATA(cm);
-
-            for (k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                 k++)
-            {
-                if (nfd < (int) (sizeof(fds) / sizeof(fds[0]))) {
-                    fds[nfd++] = p[k];
-
-                } else {
-                    close(p[k]);
-                }
-            }
-        }
+        nfd = aw_priv_take_fds(&msg, fds, sizeof(fds) / sizeof(fds[0]));
 
         seq = r >= (ssize_t) sizeof(uint32_t) * 2 ? req[0].seq : 0;
 
@@ -457,6 +432,44 @@ aw_priv_hangup(int sock)
     pfd.revents = 0;
 
     return poll(&pfd, 1, 0) != 0 && (pfd.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+
+/*
+ * The descriptors a message carried, every one of them whatever else is
+ * wrong with it: the first max go to fds, the rest are closed.  Returns
+ * how many went to fds.
+ */
+
+int
+aw_priv_take_fds(struct msghdr *msg, int *fds, size_t max)
+{
+    int             *p;
+    size_t           k, n;
+    struct cmsghdr  *cm;
+
+    n = 0;
+
+    for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS
+            || cm->cmsg_len < CMSG_LEN(0))
+        {
+            continue;
+        }
+
+        p = (int *) (void *) CMSG_DATA(cm);
+
+        for (k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+            if (n < max) {
+                fds[n++] = p[k];
+
+            } else {
+                close(p[k]);
+            }
+        }
+    }
+
+    return (int) n;
 }
 
 
