@@ -23,6 +23,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Test::More;
 use Airlock::Prereq qw(need_cmd);
+use Airlock::Unit qw(unit_directives unit_paths unit_verify);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 
@@ -35,20 +36,11 @@ plan tests => 6 * keys %units;
 
 for my $who (sort keys %units) {
     my $unit = $units{$who};
-
-    open my $fh, '<', $unit or die "$unit: $!";
-    my $text = do { local $/; <$fh> };
-    $text =~ s/\\\n\s*/ /g;                     # continued lines
-
-    my (@groups, @gone, @ro, @rw);
-    for (split /\n/, $text) {
-        next if /^\s*(#|;|\[|$)/;
-        push @groups, split ' ', $1 if /^\s*SupplementaryGroups=(.*)$/;
-        push @gone, map { s/^-//r } split ' ', $1
-            if /^\s*InaccessiblePaths=(.*)$/;
-        push @ro, split ' ', $1 if /^\s*BindReadOnlyPaths=(.*)$/;
-        push @rw, split ' ', $1 if /^\s*BindPaths=(.*)$/;
-    }
+    my $d = unit_directives($unit);
+    my @groups = unit_paths($d, 'SupplementaryGroups');
+    my @gone = unit_paths($d, 'InaccessiblePaths');
+    my @ro = unit_paths($d, 'BindReadOnlyPaths');
+    my @rw = unit_paths($d, 'BindPaths');
 
     ok((grep { $_ eq 'redis' } @groups),
        "the $who is in group redis (Redis's socket)");
@@ -63,9 +55,7 @@ for my $who (sort keys %units) {
     ok(!(grep { $_ eq '/run/redis' } @rw),
        "the $who does not bind /run/redis writable") or diag("BindPaths: @rw");
 
-    my $out = `systemd-analyze verify $unit 2>&1`;
-    my @bad = grep { !/Command \/usr\/bin\/airlock\S* is not executable/ }
-              grep { /\S/ } split /\n/, $out;
+    my @bad = unit_verify($unit);
     ok(!@bad, "systemd-analyze verify " . ($unit =~ s{.*/}{}r))
         or diag(join "\n", @bad);
 }

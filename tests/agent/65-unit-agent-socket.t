@@ -18,6 +18,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Test::More;
 use Airlock::Prereq qw(need_cmd);
+use Airlock::Unit qw(unit_directives unit_paths unit_verify);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 
@@ -30,25 +31,13 @@ plan tests => 2 * keys %units;
 
 for my $who (sort keys %units) {
     my $unit = $units{$who};
-
-    open my $fh, '<', $unit or die "$unit: $!";
-    my $text = do { local $/; <$fh> };
-    $text =~ s/\\\n\s*/ /g;                     # continued lines
-
-    my @gone;
-    for (split /\n/, $text) {
-        next if /^\s*(#|;|\[|$)/;
-        push @gone, map { s/^-//r } split ' ', $1
-            if /^\s*InaccessiblePaths=(.*)$/;
-    }
+    my @gone = unit_paths(unit_directives($unit), 'InaccessiblePaths');
 
     ok((grep { $_ eq '/run/airlock/agent' || $_ eq '/run/airlock' } @gone),
        "the agent's socket is out of the $who\'s reach")
         or diag("InaccessiblePaths: @gone");
 
-    my $out = `systemd-analyze verify $unit 2>&1`;
-    my @bad = grep { !/Command \/usr\/bin\/airlock\S* is not executable/ }
-              grep { /\S/ } split /\n/, $out;
+    my @bad = unit_verify($unit);
     ok(!@bad, "systemd-analyze verify " . ($unit =~ s{.*/}{}r))
         or diag(join "\n", @bad);
 }
