@@ -52,9 +52,18 @@
 
 #define AW_SPAWN_MAGIC       0x31534641     /* "AFS1" */
 
-/* a job's inputs as the worker packs them: its envelope's size at most */
+/*
+ * A job's inputs as the worker packs them, at most: each path (its
+ * params escaped) under AL_URI_MAX, and the bodies, each written again by
+ * jansson from the envelope's tree, where only a real grows: at least 3
+ * bytes in the envelope, it is written with 17 digits, up to 24 bytes
+ * ("0.1" is "0.10000000000000001"), so every body together stays under
+ * 8 times the envelope.  (Twice, the bound refused a body of reals as
+ * "internal: File too large", which a worker that forks its fetches
+ * sends.)
+ */
 #define AW_PACK_MAX(conf)                                                    \
-    ((size_t) (conf)->max_envelope_bytes * 2 + 65536                         \
+    ((size_t) (conf)->max_envelope_bytes * 8 + 65536                         \
      + (size_t) (conf)->max_inputs * (AW_ERRLEN + 8192))
 #define AW_PACK_NULL         0xffffffffU
 
