@@ -45,7 +45,7 @@ static char        uri[4 * AL_URI_MAX];
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t       i, n;
+    size_t       i, k, n, plus;
     const char  *why;
 
     why = NULL;
@@ -82,34 +82,48 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       1);
     }
 
-    /* the path alone: re-encoding never makes it longer, so it must parse */
+    /*
+     * the path alone: re-encoding makes it no longer but for a '+', sent
+     * as %2B (two bytes more where the request had it raw), so it must
+     * parse unless those took it past AL_PATH_MAX (the gateway then
+     * refuses the request: "upstream URI too long")
+     */
 
     n = 0;
+    plus = 0;
 
     for (i = 0; i < path.nseg; i++) {
         n = put(uri, sizeof(uri), n, "/", 1, -1);
         n = put(uri, sizeof(uri), n, path.seg[i].data, path.seg[i].len, 0);
+
+        for (k = 0; k < path.seg[i].len; k++) {
+            plus += (path.seg[i].data[k] == '+');
+        }
     }
 
     if (n == 0) {
         n = put(uri, sizeof(uri), n, "/", 1, -1);
     }
 
-    if (n > sizeof(uri) || n > size) {
+    if (n > sizeof(uri) || n > size + 2 * plus
+        || memchr(uri, '+', n) != NULL)
+    {
         abort();
     }
 
     why = NULL;
 
-    if (al_path_parse(&path2, uri, n, &why) != 0
-        || path2.nseg != path.nseg)
-    {
-        abort();
-    }
-
-    for (i = 0; i < path.nseg; i++) {
-        if (!same(&path.seg[i], &path2.seg[i])) {
+    if (n <= AL_PATH_MAX || plus == 0) {
+        if (al_path_parse(&path2, uri, n, &why) != 0
+            || path2.nseg != path.nseg)
+        {
             abort();
+        }
+
+        for (i = 0; i < path.nseg; i++) {
+            if (!same(&path.seg[i], &path2.seg[i])) {
+                abort();
+            }
         }
     }
 
