@@ -266,6 +266,27 @@ $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(POLICY_HDRS) tests/unit/nfkc.h \
 	clang $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $< $(FUZZ_LIB) \
 	    -o $@ $(LIB_LIBS)
 
+# The agent's targets (tests/fuzz/fuzz_agent_*.c) include the source
+# they fuzz, its parsers being static, with its main() renamed; the other
+# agent and Redis client sources, main() excluded, are one more archive.
+FUZZ_AGENT_SRCS := $(filter-out agent/ag_main.c,$(AGENT_SRCS)) $(REDIS_SRCS)
+FUZZ_AGENT_OBJS := $(FUZZ_AGENT_SRCS:%.c=$(B)/fuzz-obj/%.o)
+FUZZ_AGENT_LIB := $(B)/fuzz-obj/libairlock-agent-fuzz.a
+
+$(FUZZ_AGENT_OBJS): agent/agent.h $(REDIS_HDRS)
+$(FUZZ_AGENT_OBJS): FUZZ_CFLAGS += -Iagent -Iredis
+
+$(FUZZ_AGENT_LIB): $(FUZZ_AGENT_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/fuzz/fuzz_agent_%: tests/fuzz/fuzz_agent_%.c $(FUZZ_AGENT_LIB) \
+    $(FUZZ_LIB) $(wildcard agent/*.c) agent/agent.h $(POLICY_HDRS) \
+    $(B)/config.mk
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -Iagent -Iredis $(FUZZ_SAN) -fsanitize=fuzzer $< \
+	    $(FUZZ_AGENT_LIB) $(FUZZ_LIB) -o $@ $(LIB_LIBS)
+
 fuzz-build: $(FUZZ_BINS)
 
 fuzz:

@@ -1,0 +1,277 @@
+/*
+ * libFuzzer target for what the agent makes of bytes it passes on
+ * (agent/ag_run.c): ag_text, the answer of a named route (any bytes an
+ * upstream returns) made a string for the model; ag_wrap, the wrapper
+ * that marks it as data; ag_target, the request target built from a
+ * tool call's JSON arguments, which the model chooses;
+ * ag_tool_name_cut, the name of a tool call the model made.
+ *
+ * Input: byte 0 the route (bits 0-2 its segments, 0 to 7; bits 3-7 which
+ * are parameters, the others literal); the rest is both the tool call's
+ * arguments (JSON) and an answer's bytes.  Besides the sanitizers it
+ * checks:
+ *
+ *   - ag_text's result is UTF-8 that jansson takes, without NUL, at most
+ *     3 bytes for each byte it came from, and the bytes themselves when
+ *     they were UTF-8 without NUL already;
+ *   - the wrapped answer holds its boundary (in any case) twice only: in
+ *     the lines that open and close it;
+ *   - a target is NUL-terminated within its buffer, starts with '/', has
+ *     the route's segments and no more, and holds no space, control, '#'
+ *     or byte past ASCII: the arguments cannot reshape the request;
+ *   - a tool call's name is cut to AG_TOOL_NAME_MAX bytes (each at most
+ *     a U+FFFD) and "...", its length then in "name_bytes".
+ */
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ag_run.c"
+
+
+#define FUZZ_SEGS_MAX  7
+
+static const char  fuzz_boundary[] = "0123456789abcdef0123456789abcdef";
+
+
+/* what the agent's ag_main.c gives ag_run.c; none of it is reached here */
+
+volatile sig_atomic_t  ag_stopping;
+
+
+int64_t
+ag_now_ms(void)
+{
+    return 0;
+}
+
+
+int
+ag_write_fd(int fd, const char *p, size_t len, int64_t deadline)
+{
+    (void) fd;
+    (void) p;
+    (void) deadline;
+
+    return (int) len;
+}
+
+
+int
+ag_id_ok(const char *s, size_t len)
+{
+    (void) s;
+
+    return len > 0;
+}
+
+
+int
+ag_random_hex(char *out, size_t hexlen)
+{
+    memset(out, 'a', hexlen);
+    out[hexlen] = '\0';
+
+    return 0;
+}
+
+
+void
+ag_array_drop(json_t *a, size_t k)
+{
+    json_array_remove(a, k);
+}
+
+
+static void
+fuzz_text(const char *p, size_t size)
+{
+    char          *t, *w, *s;
+    size_t         n, count;
+    json_t        *j;
+    const char    *b;
+
+    t = ag_text(p, size);
+    if (t == NULL) {
+        abort();
+    }
+
+    n = strlen(t);
+
+    if (n > size * 3) {
+        abort();
+    }
+
+    j = json_stringn(t, n);
+    if (j == NULL) {
+        abort();                            /* not UTF-8 */
+    }
+    json_decref(j);
+
+    j = json_stringn(p, size);
+    if (j != NULL && memchr(p, '\0', size) == NULL
+        && (n != size || memcmp(t, p, size) != 0))
+    {
+        abort();
+    }
+    json_decref(j);
+
+    w = ag_wrap(fuzz_boundary, t, n);
+    if (w == NULL) {
+        abort();
+    }
+
+    count = 0;
+    for (b = strcasestr(w, fuzz_boundary); b != NULL;
+         b = strcasestr(b + 1, fuzz_boundary))
+    {
+        count++;
+    }
+
+    if (count != 2
+        || strncmp(w, "<<<DATA ", 8) != 0
+        || strncmp(w + 8, fuzz_boundary, sizeof(fuzz_boundary) - 1) != 0)
+    {
+        abort();
+    }
+
+    /* the last line: "<<<END DATA " boundary ">>>" */
+    s = strrchr(w, '\n');
+    if (s == NULL
+        || strncmp(s, "\n<<<END DATA ", 13) != 0
+        || strncmp(s + 13, fuzz_boundary, sizeof(fuzz_boundary) - 1) != 0
+        || strcmp(s + 13 + sizeof(fuzz_boundary) - 1, ">>>") != 0)
+    {
+        abort();
+    }
+
+    free(w);
+    free(t);
+}
+
+
+static void
+fuzz_target(unsigned route_byte, const char *p, size_t size)
+{
+    char          out[2048], why[256];
+    size_t        i, n, slashes;
+    uint8_t       is_param[FUZZ_SEGS_MAX];
+    json_t       *args;
+    al_str_t      segs[FUZZ_SEGS_MAX];
+    al_route_t    route;
+    unsigned char c;
+
+    static char  *names[FUZZ_SEGS_MAX] = {
+        "a", "b", "c", "d", "e", "f", "g"
+    };
+
+    args = json_loadb(p, size, JSON_REJECT_DUPLICATES, NULL);
+    if (args == NULL || !json_is_object(args)) {
+        json_decref(args);
+        return;
+    }
+
+    memset(&route, 0, sizeof(route));
+    route.nsegs = route_byte & 7;
+    route.segs = segs;
+    route.seg_is_param = is_param;
+
+    for (i = 0; i < route.nsegs; i++) {
+        is_param[i] = (route_byte >> (3 + i % 5)) & 1;
+        segs[i].data = (is_param[i] ? names[i] : "v1");
+        segs[i].len = is_param[i] ? 1 : 2;
+    }
+
+    memset(out, 0x55, sizeof(out));
+
+    if (ag_target(&route, args, out, sizeof(out), why, sizeof(why)) != 0) {
+        if (memchr(why, '\0', sizeof(why)) == NULL) {
+            abort();
+        }
+        json_decref(args);
+        return;
+    }
+
+    n = strnlen(out, sizeof(out));
+    if (n == sizeof(out) || n == 0 || out[0] != '/') {
+        abort();
+    }
+
+    slashes = 0;
+
+    for (i = 0; i < n; i++) {
+        c = (unsigned char) out[i];
+
+        if (c <= 0x20 || c >= 0x7f || c == '#') {
+            abort();
+        }
+
+        if (c == '?') {
+            break;
+        }
+
+        slashes += (c == '/');
+    }
+
+    if (slashes != (route.nsegs ? route.nsegs : 1)) {
+        abort();
+    }
+
+    json_decref(args);
+}
+
+
+/* a tool call's name, as the model sent it, cut to fit */
+
+static void
+fuzz_name(const char *p, size_t size)
+{
+    json_t  *call, *name;
+
+    /* the model's stream has no NUL in a string (no JSON_ALLOW_NUL) */
+    if (memchr(p, '\0', size) != NULL) {
+        return;
+    }
+
+    name = json_stringn(p, size);
+    if (name == NULL) {
+        return;                             /* not UTF-8: nor is a name */
+    }
+
+    call = json_pack("{s:o}", "name", name);
+    if (call == NULL) {
+        abort();
+    }
+
+    ag_tool_name_cut(call);
+
+    /* its first bytes, each U+FFFD at worst, and "..." */
+    name = json_object_get(call, "name");
+    if (!json_is_string(name)
+        || json_string_length(name) > 3 * AG_TOOL_NAME_MAX + 3
+        || (size > AG_TOOL_NAME_MAX
+            && json_integer_value(json_object_get(call, "name_bytes"))
+               != (json_int_t) size))
+    {
+        abort();
+    }
+
+    json_decref(call);
+}
+
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) {
+        return 0;
+    }
+
+    fuzz_text((const char *) data + 1, size - 1);
+    fuzz_target(data[0], (const char *) data + 1, size - 1);
+    fuzz_name((const char *) data + 1, size - 1);
+
+    return 0;
+}
