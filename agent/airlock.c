@@ -70,6 +70,7 @@ static char *airlock_escape(const char *p, size_t len, size_t *n,
     int lines);
 static int airlock_escape_event(json_t *e);
 static void airlock_print(FILE *f, const char *p, size_t len);
+static void airlock_print_json(FILE *f, const char *data);
 static int airlock_session_ok(const char *id);
 static int airlock_bad_chars(const char *s, const char *these);
 static void airlock_value_error(const char *name, const char *v,
@@ -767,7 +768,7 @@ airlock_event(airlock_ctx_t *ctx, const char *data)
     }
 
     if (ctx->json) {
-        airlock_print(stdout, data, strlen(data));
+        airlock_print_json(stdout, data);
         printf("\n");
         fflush(stdout);
         json_decref(e);
@@ -971,5 +972,38 @@ airlock_print(FILE *f, const char *p, size_t len)
     }
 
     fwrite(s, 1, n, f);
+    free(s);
+}
+
+
+/*
+ * An event for --json: data is JSON, so a CR in it can only be white
+ * space between its tokens (a string holds none unescaped), as the one
+ * that ends a line sent with CRLF.  Escaped like the rest, it would be a
+ * "\u000d" where JSON has no escape, and the line would not decode: it
+ * is dropped.
+ */
+
+static void
+airlock_print_json(FILE *f, const char *data)
+{
+    char        *s, *o;
+    const char  *p;
+
+    s = malloc(strlen(data) + 1);
+    if (s == NULL) {
+        fprintf(stderr, "airlock: out of memory\n");
+        return;
+    }
+
+    o = s;
+
+    for (p = data; *p != '\0'; p++) {
+        if (*p != '\r') {
+            *o++ = *p;
+        }
+    }
+
+    airlock_print(f, s, (size_t) (o - s));
     free(s);
 }
