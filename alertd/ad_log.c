@@ -437,11 +437,26 @@ ad_time_parse(const char *s, int64_t *ms)
 }
 
 
+/*
+ * Every time written is one ad_time_parse() (and Alertmanager) reads: a
+ * four-digit year from 1970.  A journal time near either end, with an
+ * offset or a repeat interval added, would be written as year 10000 or
+ * with a negative millisecond field, and Alertmanager refuses the
+ * whole alert; it is written as the nearest end of the range.
+ */
+
 void
 ad_time_format(char *buf, size_t size, int64_t ms)
 {
     time_t     t;
     struct tm  tm;
+
+    if (ms < 0) {
+        ms = 0;
+
+    } else if (ms > AD_TIME_LAST_MS) {
+        ms = AD_TIME_LAST_MS;
+    }
 
     t = (time_t) (ms / 1000);
 

@@ -38,6 +38,9 @@
 #define AD_FIELD_MAX           128      /* client, reason, route, peer */
 #define AD_SAMPLE_MAX          512      /* longer samples are cut */
 #define AD_TIME_MAX            40       /* RFC 3339 text */
+#define AD_TIME_LAST_MS        INT64_C(253402300799999)  /* the last ms
+                                           of 9999: the latest time
+                                           written */
 #define AD_READ_MAX            65536    /* the longest journal line, its
                                            newline not counted; a longer
                                            one is malformed */
