@@ -287,6 +287,10 @@ $(B)/fuzz/fuzz_agent_%: tests/fuzz/fuzz_agent_%.c $(FUZZ_AGENT_LIB) \
 	clang $(FUZZ_CFLAGS) -Iagent -Iredis $(FUZZ_SAN) -fsanitize=fuzzer $< \
 	    $(FUZZ_AGENT_LIB) $(FUZZ_LIB) -o $@ $(LIB_LIBS)
 
+# the alertd target includes the alertd sources it drives (no main)
+$(B)/fuzz/fuzz_alertd_line: alertd/ad_alert.c alertd/ad_group.c \
+    alertd/ad_log.c alertd/alertd.h
+
 fuzz-build: $(FUZZ_BINS)
 
 fuzz:
