@@ -263,6 +263,12 @@ for my $n (sort keys %units) {
     my $d = directives(slurp("$top/conf/airlock-alertd.service"));
     my $user = $d->{User}[-1] // '';
     my $sysusers = slurp("$top/conf/airlock.sysusers");
+    # each user and group declared once (debian/ links to this file)
+    my %seen;
+    my @twice = grep { $seen{$_}++ == 1 }
+                map { /^([ug])\s+(\S+)/ ? "$1 $2" : () } split /\n/, $sysusers;
+    ok(!@twice, 'sysusers.d: each user and group declared once')
+        or diag("declared twice: @twice");
     ok($user ne '' && $sysusers =~ /^u\s+\Q$user\E\s/m,
        "airlock-alertd runs as a user sysusers.d makes ($user)");
     ok($user ne '' && (grep { /skuid "?\Q$user\E"? .*accept\s*$/ } @accepts),
