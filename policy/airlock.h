@@ -529,6 +529,10 @@ typedef struct al_llm_s {
                                                allowed beyond the
                                                gateway's list */
     size_t           nallow_members;
+    unsigned         think_members;         /* the other servers' thinking
+                                               members allow_members
+                                               lists, a bit each
+                                               (al_llm_members_think()) */
 } al_llm_t;
 
 typedef enum {

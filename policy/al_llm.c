@@ -183,7 +183,10 @@ static const char *const  al_llm_out_names[] = {
     "max_tokens", "max_completion_tokens", "max_output_tokens"
 };
 
-/* the thinking budgets of other servers (al_llm_req_think_members()) */
+/*
+ * The thinking budgets of other servers (al_llm_req_think_members()), as
+ * the body's members from AL_LLM_F_THINKING_BUDGET on, in that order
+ */
 static const al_llm_think_t  al_llm_think[] = {
     { "thinking_budget", NULL, 1 },
     { "thinking_token_budget", NULL, 0 },
@@ -194,15 +197,9 @@ static const al_llm_think_t  al_llm_think[] = {
 
 #define AL_LLM_THINK  (sizeof(al_llm_think) / sizeof(al_llm_think[0]))
 
-/* their names, then Qwen's switch, at AL_LLM_THINK */
-static const char *const  al_llm_think_names[AL_LLM_THINK + 2] = {
-    "thinking_budget", "thinking_token_budget", "thinking_budget_tokens",
-    "chat_template_kwargs", "nvext", "enable_thinking", NULL
-};
-
-static const al_llm_scan_spec_t  al_llm_think_spec = {
-    al_llm_think_names, -1, -1, NULL, 0, 0, NULL, NULL
-};
+_Static_assert(AL_LLM_F_THINKING_BUDGET + AL_LLM_THINK
+               == AL_LLM_F_ENABLE_THINKING,
+               "al_llm_think[] is the body's members before the switch");
 
 /*
  * The families of tools the provider defines, by AL_LLM_PT_*: a type is
@@ -1272,8 +1269,11 @@ al_llm_req_budget(al_llm_rq_t *rq, unsigned id, const char *name,
  * the server's own default (the model's longest chain of thought, tens of
  * thousands of tokens), which no check here can bound: refused, where
  * output is reserved.  (Gemini's "extra_body.google.thinking_config"
- * cannot pass: "extra_body" is refused.)  The body is scanned again for
- * them, only when the entry allows one.
+ * cannot pass: "extra_body" is refused.)  The scan records them
+ * (AL_LLM_F_THINKING_BUDGET on); they are read only when the entry's
+ * allow_members lists one of them (think_members, made at load), and
+ * then all of them, a member the entry does not list too (refused as
+ * unlisted after, if no check here refuses it first).
  */
 
 static int
@@ -1283,35 +1283,14 @@ al_llm_req_think_members(al_llm_rq_t *rq)
     uint64_t                max, n, extra;
     unsigned                apart;
     al_llm_req_t           *req;
-    al_llm_body_t           b;
     const al_llm_think_t   *t;
     const al_llm_jfield_t  *f;
 
     req = rq->req;
     max = req->max_output;
 
-    if (max == 0 || rq->llm->nallow_members == 0) {
+    if (max == 0 || rq->llm->think_members == 0) {
         return 0;
-    }
-
-    for (i = 0; al_llm_think_names[i] != NULL; i++) {
-        if (al_llm_allows_member(rq->llm, al_llm_think_names[i],
-                                 strlen(al_llm_think_names[i])))
-        {
-            break;
-        }
-    }
-
-    if (al_llm_think_names[i] == NULL) {
-        return 0;
-    }
-
-    if (al_llm_json_scan(&al_llm_think_spec, rq->body, rq->len, &b,
-                         req->detail, sizeof(req->detail))
-        != 0)
-    {
-        req->reason = AL_REASON_BODY;
-        return -1;
     }
 
     extra = 0;
@@ -1319,7 +1298,7 @@ al_llm_req_think_members(al_llm_rq_t *rq)
 
     for (i = 0; i < AL_LLM_THINK; i++) {
         t = &al_llm_think[i];
-        f = &b.f[i];
+        f = &rq->b->f[AL_LLM_F_THINKING_BUDGET + i];
         n = 0;
 
         if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
@@ -1355,7 +1334,7 @@ al_llm_req_think_members(al_llm_rq_t *rq)
 
     /* the switch, on (any value but false or null) with no budget */
 
-    f = &b.f[AL_LLM_THINK];
+    f = &rq->b->f[AL_LLM_F_ENABLE_THINKING];
 
     if (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL
         && f->type != AL_LLM_JT_FALSE && !apart)

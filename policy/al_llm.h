@@ -325,10 +325,22 @@ int al_llm_tool_family(const char *type, size_t len);
 /*
  * The endpoints (1 << al_llm_endpoint_t) where the top-level request
  * member name may be sent without an entry's allow_members: all five
- * for a member the gateway reads itself (its checks decide), else those
+ * for a member the gateway reads itself (its checks decide) but the
+ * thinking members of other servers (al_llm_members_think()), else those
  * where a provider documents it (al_llm_scan.c has the list); 0: none.
  */
 unsigned al_llm_member_eps(const char *name, size_t len);
+
+/*
+ * The thinking members of other servers the n names of an entry's
+ * allow_members list, a bit each, lowest first: "thinking_budget",
+ * "thinking_token_budget", "thinking_budget_tokens",
+ * "chat_template_kwargs", "nvext" and "enable_thinking" (compared
+ * exactly).  The policy's loader keeps it in al_llm_t's think_members;
+ * a request to an entry of none is not read for them (where they are
+ * sent, they are refused as members no list has).
+ */
+unsigned al_llm_members_think(const al_str_t *members, size_t n);
 
 /*
  * NULL when name may be listed in an llm entry's allow_members, else why

@@ -237,9 +237,23 @@ enum {
     AL_LLM_F_TOOL_CHOICE,               /* may name a provider tool */
     AL_LLM_F_THINKING,                  /* budget_tokens: output */
     AL_LLM_F_REASONING,                 /* max_tokens: output */
+    AL_LLM_F_THINKING_BUDGET,           /* other servers' thinking */
+    AL_LLM_F_THINKING_TOKEN_BUDGET,     /*   budgets, al_llm_think[]'s */
+    AL_LLM_F_THINKING_BUDGET_TOKENS,    /*   order: read only where */
+    AL_LLM_F_CHAT_TEMPLATE_KWARGS,      /*   allow_members lists one, */
+    AL_LLM_F_NVEXT,                     /*   unlisted keys elsewhere */
+    AL_LLM_F_ENABLE_THINKING,           /* and Qwen's switch */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 41                   /* room for other specs */
+    AL_LLM_F_MAX = 47                   /* room for other specs */
 };
+
+/*
+ * The first of the members read only as allow_members lists them: to the
+ * scan they are still keys of no endpoint's list (al_llm_scan_unlisted(),
+ * as listed exactly), and not names a key must not be in another case
+ * (al_llm_scan_case()).
+ */
+#define AL_LLM_F_LISTED  AL_LLM_F_THINKING_BUDGET
 
 typedef struct {
     unsigned             type;          /* AL_LLM_JT_* */
@@ -369,8 +383,8 @@ const char *al_llm_url_key(const char *key, size_t len);
 /*
  * A scan's start: the types of root and f[] AL_LLM_JT_NONE, the rest up
  * to model[] zero (unlisted with it), model[] empty, the counts after it
- * zero; what follows tools is left.  The 41 types are stored one by one,
- * the loop unrolled: zeroing all of f[] was 1.3 KB a scan, 164 words.
+ * zero; what follows tools is left.  The 47 types are stored one by one,
+ * the loop unrolled: zeroing all of f[] was 1.5 KB a scan, 188 words.
  */
 static inline void
 al_llm_body_clear(al_llm_body_t *b)
@@ -380,7 +394,7 @@ al_llm_body_clear(al_llm_body_t *b)
     b->root.type = AL_LLM_JT_NONE;
 
 #ifdef __GNUC__
-#pragma GCC unroll 41
+#pragma GCC unroll 47
 #endif
     for (i = 0; i < AL_LLM_F_MAX; i++) {
         b->f[i].type = AL_LLM_JT_NONE;

@@ -182,9 +182,9 @@ static int al_llm_scan_fail(al_llm_sc_t *sc, const char *what)
 /*
  * The members of the body read by al_llm_request(), by AL_LLM_F_*; with
  * stream_options' and a tool's, the names a key must not be in another
- * case (al_llm_scan_case()).  All lower case ASCII, at most 43 bytes
- * folded (mock_testing_content_policy_fallbacks): within
- * AL_LLM_SCAN_NAME.
+ * case (al_llm_scan_case()), but for the ones from AL_LLM_F_LISTED on.
+ * All lower case ASCII, at most 43 bytes folded
+ * (mock_testing_content_policy_fallbacks): within AL_LLM_SCAN_NAME.
  */
 static const char *const  al_llm_scan_fields[] = {
     "model", "stream", "max_tokens", "max_completion_tokens",
@@ -197,7 +197,9 @@ static const char *const  al_llm_scan_fields[] = {
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
     "headers", "prediction", "prompt", "tool_choice", "thinking",
-    "reasoning", NULL
+    "reasoning", "thinking_budget", "thinking_token_budget",
+    "thinking_budget_tokens", "chat_template_kwargs", "nvext",
+    "enable_thinking", NULL
 };
 
 static const char *const  al_llm_scan_so[] = { "include_usage", NULL };
@@ -880,6 +882,9 @@ al_llm_scan_flat(al_llm_sc_t *sc)
 
                 } else if (id == AL_LLM_F_TOOLS) {
                     kind = AL_LLM_SK_TOOLS;
+
+                } else if (id >= AL_LLM_F_LISTED && sc->ep != 0) {
+                    al_llm_scan_unlisted(sc, &s, name);
                 }
             }
 
@@ -1303,6 +1308,9 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
                     child.kind = AL_LLM_SK_CHOICE;
                     child.dst = al_llm_scan_choice(b);
                     child.cap = AL_LLM_CHOICE_TYPE;
+
+                } else if (id >= AL_LLM_F_LISTED && sc->ep != 0) {
+                    al_llm_scan_unlisted(sc, &s, name);
                 }
             }
 
@@ -2116,8 +2124,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_AUDIO;
         }
 
-        *prompt = al_llm_scan_is(name, "input");
-        return -1;
+        if (al_llm_scan_is(name, "input")) {
+            *prompt = 1;
+            return -1;
+        }
+
+        return al_llm_scan_is(name, "nvext") ? AL_LLM_F_NVEXT : -1;
 
     case 6:
         if (al_llm_scan_is(name, "stream")) {
@@ -2261,8 +2273,17 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
             return AL_LLM_F_FALLBACK_MODELS;
         }
 
-        *prompt = al_llm_scan_is(name, "response_format");
-        return -1;
+        if (al_llm_scan_is(name, "response_format")) {
+            *prompt = 1;
+            return -1;
+        }
+
+        if (al_llm_scan_is(name, "thinking_budget")) {
+            return AL_LLM_F_THINKING_BUDGET;
+        }
+
+        return al_llm_scan_is(name, "enable_thinking")
+               ? AL_LLM_F_ENABLE_THINKING : -1;
 
     case 17:
         return al_llm_scan_is(name, "max_output_tokens")
@@ -2272,13 +2293,25 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
         return al_llm_scan_is(name, "web_search_options")
                ? AL_LLM_F_WEB_SEARCH_OPTIONS : -1;
 
+    case 20:
+        return al_llm_scan_is(name, "chat_template_kwargs")
+               ? AL_LLM_F_CHAT_TEMPLATE_KWARGS : -1;
+
     case 21:
-        return al_llm_scan_is(name, "max_completion_tokens")
-               ? AL_LLM_F_MAX_COMPLETION_TOKENS : -1;
+        if (al_llm_scan_is(name, "max_completion_tokens")) {
+            return AL_LLM_F_MAX_COMPLETION_TOKENS;
+        }
+
+        return al_llm_scan_is(name, "thinking_token_budget")
+               ? AL_LLM_F_THINKING_TOKEN_BUDGET : -1;
 
     case 22:
-        return al_llm_scan_is(name, "mock_testing_fallbacks")
-               ? AL_LLM_F_MOCK_FALLBACKS : -1;
+        if (al_llm_scan_is(name, "mock_testing_fallbacks")) {
+            return AL_LLM_F_MOCK_FALLBACKS;
+        }
+
+        return al_llm_scan_is(name, "thinking_budget_tokens")
+               ? AL_LLM_F_THINKING_BUDGET_TOKENS : -1;
 
     case 24:
         if (al_llm_scan_is(name, "context_window_fallbacks")) {
@@ -2418,6 +2451,32 @@ al_llm_allows_member(const al_llm_t *llm, const char *name, size_t len)
 
 
 unsigned
+al_llm_members_think(const al_str_t *members, size_t n)
+{
+    int       id;
+    size_t    i;
+    unsigned  think;
+
+    think = 0;
+
+    for (i = 0; i < n; i++) {
+        if (members[i].len > AL_LLM_SCAN_NAME) {
+            continue;
+        }
+
+        id = al_llm_scan_field(al_llm_scan_fields, members[i].data,
+                               members[i].len);
+
+        if (id >= AL_LLM_F_LISTED) {
+            think |= 1u << (id - AL_LLM_F_LISTED);
+        }
+    }
+
+    return think;
+}
+
+
+unsigned
 al_llm_member_eps(const char *name, size_t len)
 {
     if (len == 0 || len > AL_LLM_SCAN_NAME) {
@@ -2426,7 +2485,15 @@ al_llm_member_eps(const char *name, size_t len)
 
     switch (al_llm_scan_field(al_llm_scan_fields, name, len)) {
 
+    /* not read, or other servers' thinking members: the list's (none) */
+
     case -1:
+    case AL_LLM_F_THINKING_BUDGET:
+    case AL_LLM_F_THINKING_TOKEN_BUDGET:
+    case AL_LLM_F_THINKING_BUDGET_TOKENS:
+    case AL_LLM_F_CHAT_TEMPLATE_KWARGS:
+    case AL_LLM_F_NVEXT:
+    case AL_LLM_F_ENABLE_THINKING:
         break;
 
     /* read by the gateway where they pass: the providers' endpoints */
@@ -2490,6 +2557,12 @@ al_llm_member_refused(const char *name, size_t len)
     case AL_LLM_F_TOOL_CHOICE:
     case AL_LLM_F_THINKING:
     case AL_LLM_F_REASONING:
+    case AL_LLM_F_THINKING_BUDGET:      /* other servers': pass only */
+    case AL_LLM_F_THINKING_TOKEN_BUDGET:    /*   as listed */
+    case AL_LLM_F_THINKING_BUDGET_TOKENS:
+    case AL_LLM_F_CHAT_TEMPLATE_KWARGS:
+    case AL_LLM_F_NVEXT:
+    case AL_LLM_F_ENABLE_THINKING:
     case -1:
         break;
 
@@ -2773,13 +2846,17 @@ al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at, size_t len)
  * the names are lower case ASCII, so most keys (lower case, no lead byte
  * of a folded letter) are passed over after one look at their bytes, and
  * a key folds to a name of n bytes only if it is n to 3 * n bytes long.
+ * The request's members from AL_LLM_F_LISTED on are not names here: they
+ * pass only as allow_members lists them, which compares keys exactly, so
+ * such a key in another case is a key of its own, unlisted unless listed
+ * itself (al_llm_scan_unlisted()).
  */
 
 static const char *
 al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
     const char *name, size_t len)
 {
-    size_t              i, n;
+    size_t              i, n, last;
     const char *const  *names;
 
     if (!spec->prompt) {
@@ -2812,7 +2889,9 @@ al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
         return NULL;
     }
 
-    for (i = 0; names[i] != NULL; i++) {
+    last = (names == al_llm_scan_fields) ? AL_LLM_F_LISTED : SIZE_MAX;
+
+    for (i = 0; i < last && names[i] != NULL; i++) {
         n = strlen(names[i]);
 
         if (len >= n && len - n <= 2 * n

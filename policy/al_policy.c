@@ -3885,6 +3885,7 @@ al_cc_llm_members(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
     }
 
     l->nallow_members = n;
+    l->think_members = al_llm_members_think(l->allow_members, n);
 
     return 0;
 }

@@ -62,7 +62,10 @@ static const char *const  fz_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", "prompt", "tool_choice", NULL
+    "headers", "prediction", "prompt", "tool_choice", "thinking",
+    "reasoning", "thinking_budget", "thinking_token_budget",
+    "thinking_budget_tokens", "chat_template_kwargs", "nvext",
+    "enable_thinking", NULL
 };
 static const char *const  fz_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  fz_request_spec = {
@@ -941,7 +944,12 @@ fuzz_case_in(json_t *obj, const char *const *names)
     json_object_keylen_foreach(obj, key, klen, v) {
         (void) v;
 
-        for (i = 0; names[i] != NULL; i++) {
+        /* the scan's members from AL_LLM_F_LISTED on: not in case */
+
+        for (i = 0;
+             names[i] != NULL && (names != fz_fields || i < AL_LLM_F_LISTED);
+             i++)
+        {
             if (strcmp(key, names[i]) != 0
                 && al_folds_to(key, klen, names[i], strlen(names[i])))
             {

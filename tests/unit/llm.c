@@ -628,6 +628,7 @@ test_thinking(void)
     qwen = compat;
     qwen.allow_members = budgets;
     qwen.nallow_members = sizeof(budgets) / sizeof(budgets[0]);
+    qwen.think_members = al_llm_members_think(budgets, qwen.nallow_members);
 
     req(&qwen, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"max_tokens\":500,"

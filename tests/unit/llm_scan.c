@@ -58,11 +58,18 @@ static const char *const  ut_names[] = {
     "headers", "prediction"
 };
 
+/* other servers' thinking members, as from AL_LLM_F_THINKING_BUDGET */
+static const char *const  ut_thinks[] = {
+    "thinking_budget", "thinking_token_budget", "thinking_budget_tokens",
+    "chat_template_kwargs", "nvext", "enable_thinking"
+};
+
 static int ut_same_field(const al_llm_jfield_t *a, const al_llm_jfield_t *b);
 static int ut_same(const al_llm_scan_spec_t *spec, const char *body,
     size_t len);
 static int ut_same_body(const al_llm_body_t *a, const al_llm_body_t *b,
     const al_llm_scan_spec_t *spec);
+static int ut_think(const char *name, unsigned id, size_t keys);
 
 
 static int
@@ -569,5 +576,112 @@ main(void)
     tap_is_int(bad, 0, "members: the names the gateway reads pass its "
                "checks, and allow_members may not list them");
 
+    /*
+     * Other servers' thinking members: fields of the one scan, read by
+     * the loop and by the recursive scan alike (an object of 63 keys
+     * fills the loop's stack of keys), yet keys of no endpoint's list,
+     * unlisted unless allow_members lists them exactly, and no names a
+     * key must not be in another case; allow_members may list them, in
+     * any case, and think_members has a bit for each.
+     */
+
+    bad = 0;
+
+    for (i = 0; i < sizeof(ut_thinks) / sizeof(ut_thinks[0]); i++) {
+        al_str_t  m;
+
+        m.data = (char *) ut_thinks[i];
+        m.len = strlen(ut_thinks[i]);
+
+        if (ut_think(ut_thinks[i], AL_LLM_F_THINKING_BUDGET + (unsigned) i,
+                     62)
+               != 0
+            || ut_think(ut_thinks[i],
+                        AL_LLM_F_THINKING_BUDGET + (unsigned) i, 63)
+               != 0
+            || al_llm_member_eps(m.data, m.len) != 0
+            || al_llm_member_refused(m.data, m.len) != NULL
+            || al_llm_members_think(&m, 1) != 1u << i)
+        {
+            tap_diag("thinking member ", ut_thinks[i]);
+            bad++;
+        }
+    }
+
+    tap_is_int(bad, 0, "members: other servers' thinking members, read "
+               "only as allow_members lists them");
+
     return tap_done();
+}
+
+
+/*
+ * The body {"model":"m","response_format":{keys keys},NAME:[1,{"a":2}]}
+ * to an entry that lists no member, then to one that lists NAME, with
+ * NAME as it is and with its first letter in upper case: 0 when each
+ * reads as it should (NAME recorded at id, the first unlisted member
+ * unless listed), else 1.
+ */
+
+static int
+ut_think(const char *name, unsigned id, size_t keys)
+{
+    int             rc, up;
+    char            body[1024], key[64], d[AL_DETAIL_MAX];
+    size_t          i, n, at, klen;
+    al_str_t        listed;
+    al_llm_t        none, one;
+    al_llm_body_t   b;
+    const al_llm_jfield_t  *f;
+
+    memset(&none, 0, sizeof(none));
+    memset(&one, 0, sizeof(one));
+    one.allow_members = &listed;
+    one.nallow_members = 1;
+
+    for (up = 0; up <= 1; up++) {
+        klen = (size_t) snprintf(key, sizeof(key), "%s", name);
+        key[0] = (char) (up ? key[0] - 'a' + 'A' : key[0]);
+        listed.data = key;
+        listed.len = klen;
+
+        n = (size_t) snprintf(body, sizeof(body), "{\"model\":\"m\","
+                              "\"response_format\":{");
+
+        for (i = 0; i < keys; i++) {
+            n += (size_t) snprintf(body + n, sizeof(body) - n,
+                                   "%s\"k%zu\":0", i ? "," : "", i);
+        }
+
+        at = n + 3;
+        n += (size_t) snprintf(body + n, sizeof(body) - n,
+                               "},\"%s\":[1,{\"a\":2}]}", key);
+
+        rc = al_llm_body_scan_ep(&none, AL_LLM_EP_CHAT,
+                                 (const unsigned char *) body, n, &b, d,
+                                 sizeof(d));
+        f = &b.f[id];
+
+        if (rc != 0
+            || f->type != (up ? AL_LLM_JT_NONE : AL_LLM_JT_ARRAY)
+            || (!up && (f->at != at + klen + 2 || f->len != 11))
+            || b.unlisted.type != AL_LLM_JT_STRING
+            || b.unlisted.at != at || b.unlisted.len != klen)
+        {
+            return 1;
+        }
+
+        rc = al_llm_body_scan_ep(&one, AL_LLM_EP_CHAT,
+                                 (const unsigned char *) body, n, &b, d,
+                                 sizeof(d));
+
+        if (rc != 0 || b.unlisted.type != AL_LLM_JT_NONE
+            || (!up && b.f[id].type != AL_LLM_JT_ARRAY)
+            || (up && al_llm_member_refused(key, klen) != NULL))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
