@@ -462,16 +462,6 @@ size_t al_llm_model_get(const al_llm_t *llm, const al_str_t *id, char *out,
     size_t size);
 
 /*
- * The ids of a model list al_llm_model_list() and al_llm_model_listed()
- * have looked at, since the process began: a count for
- * tests/unit/llm_alias.c, which holds a page to what it holds plus one
- * pass over the list (a cursor's), whatever the machine's speed.  Every
- * read of an id of the list goes through the one function that counts
- * it; nothing else reads the count.
- */
-extern size_t  al_llm_list_looks;
-
-/*
  * At load, once lc->models is set: lists in out (room for llm->naliases)
  * the aliases of llm whose model lc may use, in the policy's order, and
  * sets lc->aliases and lc->naliases to them, so that no request looks for

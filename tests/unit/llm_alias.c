@@ -16,6 +16,19 @@
 #include "refuse.h"
 
 
+/*
+ * The ids of a model list al_llm_model_list() and al_llm_model_listed()
+ * read (test_list_many()): policy/al_llm_alias.c is built in here, with
+ * a count where it reads one; the library it ships in counts nothing.
+ * Its functions here stand for the library's (the linker takes no
+ * member of the archive whose symbols are all defined).
+ */
+static size_t  list_looks;
+
+#define AL_LLM_LIST_LOOK()  (list_looks++)
+#include "al_llm_alias.c"
+
+
 #define HEAD                                                                 \
     "version: 1\n"                                                           \
     "clients:\n"                                                             \
@@ -742,7 +755,7 @@ test_list(void)
  * Many aliases: a page and its cursors cost what the page holds and one
  * pass over the list, not a pass over the aliases for every id (which
  * took seconds at this size: the list was found again id by id).  Held
- * by count, not by time: al_llm_list_looks counts the ids of the list
+ * by count, not by time: list_looks counts the ids of the list
  * read, and each call may read one pass (the cursor's, or the id's for
  * models/{id}) and the page, and its first and last ids again; a list
  * found again id by id reads about total^2 / 2 of them.  And the pages
@@ -809,9 +822,9 @@ test_list_many(void)
     page.after_id.data = "a19996";
     page.after_id.len = 6;
 
-    looks = al_llm_list_looks;
+    looks = list_looks;
     (void) al_llm_model_list(&llm, &lc, &page, buf, sizeof(buf));
-    looks = al_llm_list_looks - looks;
+    looks = list_looks - looks;
     most = (looks > most) ? looks : most;
     tap_ok(strstr(buf, "\"has_more\":false,\"first_id\":\"a19998\","
                        "\"last_id\":\"a19998\"}") != NULL,
@@ -824,9 +837,9 @@ test_list_many(void)
     page.before_id.len = 2;
     page.limit = 5;
 
-    looks = al_llm_list_looks;
+    looks = list_looks;
     (void) al_llm_model_list(&llm, &lc, &page, buf, sizeof(buf));
-    looks = al_llm_list_looks - looks;
+    looks = list_looks - looks;
     most = (looks > most) ? looks : most;
     tap_ok(strstr(buf, "\"has_more\":false,\"first_id\":\"m-ok\","
                        "\"last_id\":\"a2\"}") != NULL,
@@ -839,9 +852,9 @@ test_list_many(void)
     page.after_id.data = "a19978";
     page.after_id.len = 6;
 
-    looks = al_llm_list_looks;
+    looks = list_looks;
     (void) al_llm_model_list(&llm, &lc, &page, buf, sizeof(buf));
-    looks = al_llm_list_looks - looks;
+    looks = list_looks - looks;
     most = (looks > most) ? looks : most;
     (void) snprintf(want, sizeof(want), "\"last_id\":\"a%d\"}", MANY - 2);
     tap_ok(strstr(buf, "\"first_id\":\"a19980\"") != NULL
@@ -851,11 +864,11 @@ test_list_many(void)
     looks_ok(looks, total + page.limit + 2,
              "many: the last page: one pass and the page");
 
-    looks = al_llm_list_looks;
+    looks = list_looks;
     tap_ok(!al_llm_model_listed(&llm, &lc, "a19999", 6)
            && al_llm_model_listed(&llm, &lc, "a19998", 6),
            "many: models/{id} of the last aliases");
-    looks = al_llm_list_looks - looks;
+    looks = list_looks - looks;
     most = (looks > most) ? looks : most;
     looks_ok(looks, 2 * total, "many: models/{id}: one pass each");
 
