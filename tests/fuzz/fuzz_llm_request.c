@@ -486,7 +486,7 @@ fuzz_choice(const al_llm_body_t *b, const uint8_t *body, json_t *v)
 
 static const char *const  fuzz_prompt_keys[] = {
     "messages", "prompt", "input", "instructions", "system", "tools",
-    "functions", NULL
+    "functions", "response_format", "text", NULL
 };
 
 static const char *const  fuzz_attachment_keys[] = {
@@ -903,7 +903,7 @@ fuzz_case(json_t *root)
     /* the scan's members (fz_fields) and where the prompt is */
     static const char *const  top[] = {
         "messages", "prompt", "input", "instructions", "system",
-        "functions", NULL
+        "functions", "response_format", "text", NULL
     };
     static const char *const  so[] = { "include_usage", NULL };
     static const char *const  tool[] = { "type", NULL };
