@@ -2516,7 +2516,8 @@ al_llm_member_eps(const char *name, size_t len)
 const char *
 al_llm_member_refused(const char *name, size_t len)
 {
-    int  id;
+    int     id;
+    size_t  i, n;
 
     if (len == 0) {
         return "a member name is not empty";
@@ -2576,6 +2577,25 @@ al_llm_member_refused(const char *name, size_t len)
     {
         return "it differs from a member the gateway reads only by case, "
                "and is refused as a duplicate is";
+    }
+
+    /*
+     * A thinking member of another server in another case: a server
+     * that binds keys in any case (Go's) would take it for the member,
+     * which the gateway reads only as it is spelled
+     */
+
+    if (id < 0 && !al_fold_plain(name, len)) {
+        for (i = AL_LLM_F_LISTED; al_llm_scan_fields[i] != NULL; i++) {
+            n = strlen(al_llm_scan_fields[i]);
+
+            if (len >= n && len - n <= 2 * n
+                && al_folds_to(name, len, al_llm_scan_fields[i], n))
+            {
+                return "it differs from a thinking member the gateway "
+                       "reads only by case: list it in lower case";
+            }
+        }
     }
 
     return NULL;

@@ -70,6 +70,7 @@ static int refused_case(const char *want);
 static void test_members(void);
 static int refused_member(const char *name, const char *ep,
     const char *llm);
+static int member_case(const char *name);
 
 
 static al_client_t  c_agent = { .name = S("agent") };
@@ -4441,6 +4442,24 @@ refused_member(const char *name, const char *ep, const char *llm)
 }
 
 
+/* refused in allow_members as a name the gateway reads in another case */
+
+static int
+member_case(const char *name)
+{
+    const char  *why;
+
+    why = al_llm_member_refused(name, strlen(name));
+
+    if (why == NULL || strstr(why, "case") == NULL) {
+        tap_diag("allowed or refused for another cause", name);
+        return 0;
+    }
+
+    return 1;
+}
+
+
 /*
  * Top-level members: the providers' documented ones pass on their
  * endpoints, any other is refused unless allow_members lists it.
@@ -4667,6 +4686,13 @@ test_members(void)
                                     "aaaaaaaa", 49) != NULL
            && al_llm_member_refused("a\0b", 3) != NULL,
            "allow_members: refused or read names may not");
+    tap_ok(al_llm_member_refused("enable_thinking", 15) == NULL
+           && al_llm_member_refused("nvext", 5) == NULL
+           && member_case("Enable_Thinking")
+           && member_case("THINKING_BUDGET")
+           && member_case("nvExt")
+           && member_case("chat_template_Kwargs"),
+           "allow_members: a thinking member only in lower case");
 
     tap_ok(al_llm_member_eps("max_tokens", 10) == 0x3e
            && al_llm_member_eps("messages", 8)

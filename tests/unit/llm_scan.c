@@ -581,8 +581,9 @@ main(void)
      * the loop and by the recursive scan alike (an object of 63 keys
      * fills the loop's stack of keys), yet keys of no endpoint's list,
      * unlisted unless allow_members lists them exactly, and no names a
-     * key must not be in another case; allow_members may list them, in
-     * any case, and think_members has a bit for each.
+     * key must not be in another case (a key in another case is an
+     * unlisted key); allow_members may list them in lower case only
+     * (al_llm_member_refused()), and think_members has a bit for each.
      */
 
     bad = 0;
@@ -620,7 +621,8 @@ main(void)
  * to an entry that lists no member, then to one that lists NAME, with
  * NAME as it is and with its first letter in upper case: 0 when each
  * reads as it should (NAME recorded at id, the first unlisted member
- * unless listed), else 1.
+ * unless listed; the loader would refuse to list it in upper case),
+ * else 1.
  */
 
 static int
@@ -677,7 +679,7 @@ ut_think(const char *name, unsigned id, size_t keys)
 
         if (rc != 0 || b.unlisted.type != AL_LLM_JT_NONE
             || (!up && b.f[id].type != AL_LLM_JT_ARRAY)
-            || (up && al_llm_member_refused(key, klen) != NULL))
+            || (up && al_llm_member_refused(key, klen) == NULL))
         {
             return 1;
         }
