@@ -6,6 +6,12 @@
  * past that gets 503 from the server itself, and a process is counted
  * until it is reaped.
  *
+ * Who asks is the socket's peer, as the kernel tells it (SO_PEERCRED):
+ * its uid, or for --api-peer (nginx's workers, which publish the socket
+ * at /api/) the person nginx authenticated, named in X-Airlock-User.
+ * A session is its first asker's; to anyone else but root it is a
+ * session that does not exist (404).
+ *
  *   airlock-agent --listen PATH --gateway PATH
  *                 --redis unix:PATH|HOST:PORT|[IPV6]:PORT|[IPV6]
  *                 [--redis-user NAME --redis-password-file FILE]
@@ -16,6 +22,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +46,7 @@
 
 #define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
 #define AG_REQUEST_MS      30000  /* a request's whole read, from accept */
+#define AG_NO_SESSION      "no such session (or it expired)"
 
 
 volatile sig_atomic_t  ag_stopping;
@@ -51,6 +59,7 @@ typedef struct {
     char             path[512];
     char            *body;
     size_t           body_len;
+    char             user[AG_API_USER_MAX + 1];  /* X-Airlock-User, or "" */
 } ag_request_t;
 
 
@@ -70,9 +79,17 @@ static void ag_respond(int fd, int status, const char *ctype,
     const char *body, int64_t deadline);
 static void ag_respond_error(int fd, int status, const char *code,
     const char *message);
+static int ag_peer(ag_conf_t *conf, int fd, const ag_request_t *req,
+    ag_peer_t *peer, char *why, size_t size);
+static int ag_api_user_ok(const char *s, size_t len);
+static int ag_session_mine(json_t *s, const ag_peer_t *peer);
+static int ag_session_hidden(redisContext *c, const char *session,
+    const ag_peer_t *peer);
 static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
-    ag_request_t *req);
-static void ag_handle_session(ag_conf_t *conf, int fd, const char *session);
+    const ag_peer_t *peer, ag_request_t *req);
+static void ag_handle_session(ag_conf_t *conf, int fd, const char *session,
+    const ag_peer_t *peer);
+static int ag_api_peer(ag_conf_t *conf);
 static int ag_write_all(int fd, const char *p, size_t len,
     int64_t deadline);
 static long ag_long_option(const char *name, const char *v, long min,
@@ -110,6 +127,7 @@ static const struct option  ag_options[] = {
     { "max-connections", required_argument, NULL, 9 },
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
+    { "api-peer",        required_argument, NULL, 'A' },
     { "help",            no_argument,       NULL, 'h' },
     { "version",         no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -363,6 +381,13 @@ ag_usage(FILE *f)
 "  --send-timeout MS    how long a client has to take an answer: a\n"
 "                       question's events past its wall time, a\n"
 "                       session whole (30000)\n"
+"  --api-peer USER      the front end that publishes the socket (nginx's\n"
+"                       workers: www-data on the appliance): each of its\n"
+"                       requests names who nginx authenticated in\n"
+"                       X-Airlock-User, and is refused (403) without;\n"
+"                       none: every peer is its uid\n"
+"sessions are their first asker's, by the peer's uid (SO_PEERCRED) or\n"
+"the --api-peer's X-Airlock-User; to others but root they do not exist\n"
 "\n"
 "a value is refused whole, never cut: empty, too long, or with a control\n"
 "character (--system may hold newlines and tabs).  Exit status 2: a bad\n"
@@ -485,6 +510,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 'L': conf->llm_prefix = optarg; break;
         case 'm': conf->model = optarg; break;
         case 'S': conf->system_prompt = optarg; break;
+        case 'A': conf->api_peer = optarg; break;
         case 1: slot = &conf->max_steps; max = 1000; break;
         case 2: slot = &conf->max_tokens; break;
         case 3: slot = &conf->max_tool_bytes; max = 64L << 20; break;
@@ -574,6 +600,10 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         return -1;
     }
 
+    if (ag_api_peer(conf) != 0) {
+        return -1;
+    }
+
     /*
      * Both or neither; the file is read here once, so that a missing or
      * unreadable one stops the agent at start, not its first question
@@ -600,6 +630,71 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         }
 
         explicit_bzero(pass, sizeof(pass));
+    }
+
+    return 0;
+}
+
+
+/*
+ * --api-peer: a user's name or a uid, that exists (nginx's user, which a
+ * typo would leave every /api/ client sharing its uid's sessions).  And
+ * the uid a peer has when the kernel could not map it into the agent's
+ * user namespace (systemd's PrivateUsers=, unshare -U): that is no one
+ * in particular, and is refused.
+ */
+
+static int
+ag_api_peer(ag_conf_t *conf)
+{
+    long            n;
+    FILE           *f;
+    char           *end;
+    struct passwd  *pw;
+
+    conf->overflow_uid = 65534;
+
+    f = fopen("/proc/sys/kernel/overflowuid", "re");
+    if (f != NULL) {
+        if (fscanf(f, "%ld", &n) == 1 && n >= 0) {
+            conf->overflow_uid = (uid_t) n;
+        }
+        fclose(f);
+    }
+
+    if (conf->api_peer == NULL) {
+        return 0;
+    }
+
+    if (ag_text_option("api-peer", conf->api_peer, AG_NAME_MAX, 0,
+                       "a user's name or uid") != 0)
+    {
+        return -1;
+    }
+
+    pw = getpwnam(conf->api_peer);
+
+    if (pw != NULL) {
+        conf->api_uid = pw->pw_uid;
+
+    } else {
+        errno = 0;
+        n = (*conf->api_peer >= '0' && *conf->api_peer <= '9')
+            ? strtol(conf->api_peer, &end, 10) : -1;
+
+        if (n < 0 || errno != 0 || *end != '\0' || n > 0x7fffffffL) {
+            ag_option_error("api-peer", conf->api_peer, "the name of a "
+                            "user that exists, or a uid: nginx's");
+            return -1;
+        }
+
+        conf->api_uid = (uid_t) n;
+    }
+
+    if (conf->api_uid == conf->overflow_uid) {
+        ag_option_error("api-peer", conf->api_peer, "a user other than "
+                        "the kernel's overflow uid");
+        return -1;
     }
 
     return 0;
@@ -878,9 +973,10 @@ static void
 ag_serve(ag_conf_t *conf, int fd)
 {
     int              rc;
-    char            *p, session[AG_ID_MAX + 1];
+    char            *p, session[AG_ID_MAX + 1], who[256];
     size_t           n;
     const char      *why;
+    ag_peer_t        peer;
     ag_request_t     req;
     struct timeval   tv;
 
@@ -929,11 +1025,17 @@ ag_serve(ag_conf_t *conf, int fd)
     session[n] = '\0';
     p += n;
 
+    if (ag_peer(conf, fd, &req, &peer, who, sizeof(who)) != 0) {
+        ag_respond_error(fd, 403, "peer", who);
+        free(req.buf);
+        return;
+    }
+
     if (strcmp(p, "/ask") == 0 && strcmp(req.method, "POST") == 0) {
-        ag_handle_ask(conf, fd, session, &req);
+        ag_handle_ask(conf, fd, session, &peer, &req);
 
     } else if (*p == '\0' && strcmp(req.method, "GET") == 0) {
-        ag_handle_session(conf, fd, session);
+        ag_handle_session(conf, fd, session, &peer);
 
     } else if (strcmp(p, "/ask") == 0 || *p == '\0') {
         ag_respond_error(fd, 405, "method", "ask is POST, a session GET");
@@ -958,7 +1060,7 @@ static int
 ag_read_request(int fd, ag_request_t *req, const char **why)
 {
     char     *end, *line, *h, *v, *q;
-    size_t    hlen, clen, want;
+    size_t    hlen, clen, want, ulen;
     ssize_t   n;
     int       chunked;
     int64_t   deadline;
@@ -1039,6 +1141,20 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
             clen = strtoul(v, NULL, 10);
         } else if (strcasecmp(line, "Transfer-Encoding") == 0) {
             chunked = 1;
+
+        } else if (strcasecmp(line, "X-Airlock-User") == 0) {
+
+            /* one, whole: two, or one cut to fit, could name another */
+            ulen = strcspn(v, " \t");
+            if (req->user[0] != '\0' || !ag_api_user_ok(v, ulen)
+                || v[ulen + strspn(v + ulen, " \t")] != '\0')
+            {
+                *why = "X-Airlock-User is one name of 1 to 64 of A-Z a-z "
+                       "0-9 . _ @ -";
+                return -1;
+            }
+            memcpy(req->user, v, ulen);
+            req->user[ulen] = '\0';
         }
     }
 
@@ -1073,6 +1189,148 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
     req->body_len = clen;
 
     return 0;
+}
+
+
+/*
+ * Who asks, from the connection itself: the peer's uid as the kernel
+ * gives it (SO_PEERCRED, taken at its connect()).  The --api-peer's
+ * requests are nginx's for the people it authenticated: each names one
+ * in X-Airlock-User (nginx sets it, over whatever its client sent), and
+ * one that names none is refused, or every /api/ client would share the
+ * sessions of nginx's uid.  That header from any other peer is refused
+ * too: it is the sign of a front end the agent was not told of.  -1
+ * (why set): refused, 403.
+ */
+
+static int
+ag_peer(ag_conf_t *conf, int fd, const ag_request_t *req, ag_peer_t *peer,
+    char *why, size_t size)
+{
+    struct ucred  uc;
+    socklen_t     len;
+
+    memset(peer, 0, sizeof(*peer));
+
+    len = sizeof(uc);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == -1
+        || len != sizeof(uc))
+    {
+        snprintf(why, size, "the agent cannot tell who you are (no peer "
+                 "credentials: %s)", strerror(errno));
+        return -1;
+    }
+
+    if (uc.uid == conf->overflow_uid) {
+        snprintf(why, size, "the agent cannot tell who you are: your uid "
+                 "is not mapped in its user namespace (it shows as %lu); "
+                 "run the agent in the host's", (unsigned long) uc.uid);
+        return -1;
+    }
+
+    if (conf->api_peer != NULL && uc.uid == conf->api_uid) {
+        if (req->user[0] == '\0') {
+            snprintf(why, size, "a request from --api-peer %s names the "
+                     "user its front end authenticated in X-Airlock-User: "
+                     "this one names none", conf->api_peer);
+            return -1;
+        }
+
+        snprintf(peer->owner, sizeof(peer->owner), "api:%s", req->user);
+        return 0;
+    }
+
+    if (req->user[0] != '\0') {
+        snprintf(why, size, "X-Airlock-User comes from the --api-peer "
+                 "alone, not from uid %lu", (unsigned long) uc.uid);
+        return -1;
+    }
+
+    snprintf(peer->owner, sizeof(peer->owner), "uid:%lu",
+             (unsigned long) uc.uid);
+    peer->admin = (uc.uid == 0);
+
+    return 0;
+}
+
+
+/* an X-Airlock-User name: 1 to AG_API_USER_MAX of A-Z a-z 0-9 . _ @ - */
+
+static int
+ag_api_user_ok(const char *s, size_t len)
+{
+    size_t  i;
+    char    c;
+
+    if (len == 0 || len > AG_API_USER_MAX) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '.' || c == '_'
+              || c == '@' || c == '-'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+/*
+ * Whether peer may read s and ask in it: its owner's, and root's on the
+ * socket.  A session stored before sessions had owners has none: root's
+ * alone, since anyone might have asked in it.
+ */
+
+static int
+ag_session_mine(json_t *s, const ag_peer_t *peer)
+{
+    const char  *owner;
+
+    if (peer->admin) {
+        return 1;
+    }
+
+    owner = json_string_value(json_object_get(s, "owner"));
+
+    return owner != NULL && strcmp(owner, peer->owner) == 0;
+}
+
+
+/*
+ * Whether the session is one peer may not know of: stored, and another
+ * owner's (or none's, or damaged, whose owner cannot be read).  A
+ * question refused busy or damaged is 404 to such a peer, as a session
+ * that is not there; Redis failing is not "hidden" (503 says nothing).
+ */
+
+static int
+ag_session_hidden(redisContext *c, const char *session,
+    const ag_peer_t *peer)
+{
+    int      damaged, hidden;
+    char     err[256];
+    json_t  *s;
+
+    if (peer->admin) {
+        return 0;
+    }
+
+    s = ag_session_load(c, session, peer->owner, &damaged, err,
+                        sizeof(err));
+    if (s == NULL) {
+        return damaged;
+    }
+
+    hidden = !ag_session_mine(s, peer);
+    json_decref(s);
+
+    return hidden;
 }
 
 
@@ -1123,6 +1381,7 @@ ag_status_text(int status)
     switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -1174,7 +1433,7 @@ ag_respond_error(int fd, int status, const char *code, const char *message)
 
 static void
 ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
-    ag_request_t *req)
+    const ag_peer_t *peer, ag_request_t *req)
 {
     int              damaged, rc;
     char             err[256];
@@ -1234,7 +1493,11 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     rc = ag_session_lock(run.redis, session, run.run_id, AG_LOCK_TTL, err,
                          sizeof(err));
     if (rc != 0) {
-        if (rc == 1) {
+        if ((rc == 1 || rc == 2)
+            && ag_session_hidden(run.redis, session, peer))
+        {
+            ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
+        } else if (rc == 1) {
             ag_respond_error(fd, 409, "session_busy",
                              "another question is running in this "
                              "session");
@@ -1248,13 +1511,21 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    run.session_obj = ag_session_load(run.redis, session, &damaged, err,
-                                      sizeof(err));
-    if (run.session_obj == NULL) {
-        ag_respond_error(fd, damaged ? 409 : 503,
-                         damaged ? "session_damaged" : "redis", err);
+    /* a new session is the asker's */
+    run.session_obj = ag_session_load(run.redis, session, peer->owner,
+                                      &damaged, err, sizeof(err));
+    if (run.session_obj == NULL
+        || !ag_session_mine(run.session_obj, peer))
+    {
+        if (run.session_obj != NULL || (damaged && !peer->admin)) {
+            ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
+        } else {
+            ag_respond_error(fd, damaged ? 409 : 503,
+                             damaged ? "session_damaged" : "redis", err);
+        }
         ag_session_unlock(run.redis, session, run.run_id);
         redisFree(run.redis);
+        json_decref(run.session_obj);
         json_decref(body);
         return;
     }
@@ -1351,7 +1622,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 
 
 static void
-ag_handle_session(ag_conf_t *conf, int fd, const char *session)
+ag_handle_session(ag_conf_t *conf, int fd, const char *session,
+    const ag_peer_t *peer)
 {
     int            damaged;
     char           err[256], *text;
@@ -1364,18 +1636,21 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session)
         return;
     }
 
-    s = ag_session_load(c, session, &damaged, err, sizeof(err));
+    s = ag_session_load(c, session, peer->owner, &damaged, err,
+                        sizeof(err));
     redisFree(c);
 
-    if (s == NULL) {
+    if (s == NULL && !(damaged && !peer->admin)) {
         ag_respond_error(fd, damaged ? 409 : 503,
                          damaged ? "session_damaged" : "redis", err);
         return;
     }
 
-    if (json_array_size(json_object_get(s, "messages")) == 0) {
-        ag_respond_error(fd, 404, "no_session", "no such session (or it "
-                         "expired)");
+    /* another's is answered as one that is not there, word for word */
+    if (s == NULL || !ag_session_mine(s, peer)
+        || json_array_size(json_object_get(s, "messages")) == 0)
+    {
+        ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
         json_decref(s);
         return;
     }

@@ -2,8 +2,11 @@
  * What the agent keeps in Redis: sessions, and the sandbox jobs it hands
  * to the workers.
  *
- *   airlock:session:<id>        {"id", "messages": [...], "runs": [...]}
- *                               with a TTL, renewed on every question
+ *   airlock:session:<id>        {"id", "owner", "messages": [...],
+ *                               "runs": [...]} with a TTL, renewed on
+ *                               every question; "owner" is "uid:N" or
+ *                               "api:NAME" (agent.h), none in a session
+ *                               stored before owners were
  *   airlock:session:<id>:lock   the run that holds the session, while it
  *                               runs (SET NX EX, renewed by its keeper);
  *                               only the run it names stores the session
@@ -224,9 +227,15 @@ ag_redis_connect(const ag_conf_t *conf, char *err, size_t size)
 }
 
 
+/*
+ * The session stored under id, or a new one (owner its owner, none when
+ * owner is NULL) when there is none; NULL (err set) when it is damaged
+ * (*damaged set) or Redis failed.
+ */
+
 json_t *
-ag_session_load(redisContext *c, const char *id, int *damaged, char *err,
-    size_t size)
+ag_session_load(redisContext *c, const char *id, const char *owner,
+    int *damaged, char *err, size_t size)
 {
     json_t        *s;
     redisReply    *r;
@@ -309,7 +318,10 @@ ag_session_load(redisContext *c, const char *id, int *damaged, char *err,
     freeReplyObject(r);
 
     if (s == NULL) {
-        s = json_pack("{s:s, s:[], s:[]}", "id", id, "messages", "runs");
+        s = (owner != NULL)
+            ? json_pack("{s:s, s:s, s:[], s:[]}", "id", id, "owner", owner,
+                        "messages", "runs")
+            : json_pack("{s:s, s:[], s:[]}", "id", id, "messages", "runs");
         if (s == NULL) {
             snprintf(err, size, "out of memory");
         }

@@ -13,6 +13,12 @@
  * to the model wrapped as untrusted data.  The agent holds no key and no
  * route credential: the proxy knows it by its unix uid.  Sessions live in
  * Redis with a TTL, so any agent process can continue any session.
+ *
+ * Each session has an owner, whoever asked its first question: the unix
+ * uid of the socket's peer (SO_PEERCRED), or for the front end that
+ * publishes the socket (--api-peer, nginx's workers) the person it
+ * authenticated (X-Airlock-User).  Only its owner, and root, read it or
+ * ask in it; to anyone else it does not exist (404).
  */
 
 #ifndef AGENT_H
@@ -46,6 +52,8 @@
                                                its NUL */
 #define AG_NAME_MAX          256            /* --client, --sandbox,
                                                --model, at most */
+#define AG_API_USER_MAX      64             /* X-Airlock-User, at most */
+#define AG_OWNER_MAX         (AG_API_USER_MAX + 8)  /* "uid:N", "api:NAME" */
 #define AG_MODELS_SHOWN      512            /* the models --model may
                                                name, as its error lists
                                                them, at most */
@@ -77,6 +85,10 @@ typedef struct {
     const char      *llm_prefix;            /* "/v1/proxy/openai" */
     const char      *model;
     const char      *system_prompt;         /* extra operator text */
+    const char      *api_peer;              /* --api-peer, or NULL */
+    uid_t            api_uid;               /* its uid */
+    uid_t            overflow_uid;          /* a peer's uid the kernel
+                                               could not map */
 
     long             max_steps;
     long             max_tokens;
@@ -131,6 +143,14 @@ typedef struct {
 } ag_run_t;
 
 
+/* who asks: a session's owner is the one that asked its first question */
+typedef struct {
+    char             owner[AG_OWNER_MAX];   /* "uid:N" or "api:NAME" */
+    unsigned         admin:1;               /* uid 0 on the socket: every
+                                               session */
+} ag_peer_t;
+
+
 /* a finished HTTP exchange made with libcurl */
 typedef struct {
     long             status;                /* 0: no answer */
@@ -183,8 +203,8 @@ int ag_redis_where(const char *where, char *host, size_t size, long *port,
     const char **why);
 redisContext *ag_redis_connect(const ag_conf_t *conf, char *err,
     size_t size);
-json_t *ag_session_load(redisContext *c, const char *id, int *damaged,
-    char *err, size_t size);
+json_t *ag_session_load(redisContext *c, const char *id, const char *owner,
+    int *damaged, char *err, size_t size);
 int ag_session_store(redisContext *c, const char *id, const char *owner,
     json_t *session, long ttl, char *err, size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,

@@ -14,7 +14,9 @@
  *     the Content-Length, and no more than AG_REQUEST_MAX bytes were
  *     read in all;
  *   - a session id taken from the path is 1 to AG_ID_MAX of the
- *     characters ag_id_ok() allows, within the path.
+ *     characters ag_id_ok() allows, within the path;
+ *   - X-Airlock-User, as kept, is "" or one name ag_api_user_ok()
+ *     takes, NUL-terminated within its field.
  */
 
 #include <stdint.h>
@@ -78,6 +80,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         || req.body < req.buf
         || req.body + req.body_len > req.buf + req.len
         || req.body[req.body_len] != '\0')
+    {
+        abort();
+    }
+
+    if (memchr(req.user, '\0', sizeof(req.user)) == NULL
+        || (req.user[0] != '\0'
+            && !ag_api_user_ok(req.user, strlen(req.user))))
     {
         abort();
     }

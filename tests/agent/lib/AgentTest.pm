@@ -165,10 +165,12 @@ EOF
 }
 
 
+# nginx.conf; its /api/ location has $self->{api}'s directives
 sub conf {
     my ($self) = @_;
+    my $api = $self->{api} // '';
 
-    return $self->{p}->conf(
+    my $conf = $self->{p}->conf(
         listen => 'listen unix:%%TESTDIR%%/airlock.sock;',
         http => <<'EOF',
     airlock_zone airlock 1m;
@@ -192,15 +194,19 @@ EOF
             proxy_http_version 1.1;
             proxy_buffering off;
             proxy_read_timeout 120s;
+            %%API%%
         }
 EOF
+    $conf =~ s/%%API%%/$api/;
+
+    return $conf;
 }
 
 
 # policy, nginx, provider, services, redis, and agent "a" with the
 # options in $o{agent}; $o{routes}: more routes; the openai llm entry's
 # $o{models}, more lines of it ($o{llm}), the agent's settings in it
-# ($o{llm_agent})
+# ($o{llm_agent}); $o{api}: more directives in nginx's /api/ location
 sub setup {
     my ($self, %o) = @_;
     my $t = $self->{t};
@@ -213,6 +219,7 @@ sub setup {
     $self->{llm} = $o{llm};
     $self->{llm_agent} = $o{llm_agent};
     $self->{models} = $o{models};
+    $self->{api} = $o{api};
 
     $t->write_file_expand('policy.yaml', $self->policy);
     $t->write_file_expand('nginx.conf', $self->conf);
@@ -337,9 +344,10 @@ sub start_agent {
 }
 
 
-# start_agent() with $w->{env} (variables set for the agent) and
+# start_agent() with $w->{env} (variables set for the agent),
 # $w->{netns} 0 (the host's network: loopback TCP, which the agent's own
-# namespace lacks)
+# namespace lacks) and $w->{userns} 1 (a user namespace of its own, where
+# only the test's uid is mapped, as root: systemd's PrivateUsers=)
 sub start_agent_with {
     my ($self, $name, $w, @opt) = @_;
     my $t = $self->{t};
@@ -350,7 +358,8 @@ sub start_agent_with {
     unlink $sock;
 
     my @ns = !($w->{netns} // 1) ? ()
-           : $> == 0 ? ('unshare', '-n') : ('unshare', '-r', '-n');
+           : $> == 0 && !$w->{userns} ? ('unshare', '-n')
+           : ('unshare', '-r', '-n');
     my $pid = do {
         local @ENV{keys %$env} = values %$env;
         $t->run_daemon(@ns, $self->{agent}, '--listen', $sock,

@@ -1,0 +1,187 @@
+#!/usr/bin/perl
+
+# airlock-agent: a session is its first asker's.  The agent's socket is
+# 0666 (every local user reaches it, nginx too) and used to ask no one
+# who they were: any local user or daemon that named a session read it
+# (GET /v1/sessions/{id}) and asked in it, with the agent's tools and
+# tokens.  Now the peer's uid (SO_PEERCRED) owns the sessions it starts;
+# to another uid such a session does not exist (404, word for word the
+# answer for one never stored), root reads and asks in every one.  A
+# session stored before owners were (none in its JSON), and one stored
+# damaged (whose owner cannot be read), are root's alone.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
+
+use IO::Socket::UNIX;
+use JSON::PP;
+use POSIX ();
+use Socket qw(SOCK_STREAM);
+use Test::More;
+use Airlock::Test;
+use AgentTest;
+
+local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
+
+Airlock::Prereq::absent('the test connects as other uids: run it as root')
+    if $> != 0;
+
+my $a = AgentTest->new;
+my $t = $a->t;
+my $d = $t->testdir;
+
+Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
+    unless grep { -x "$_/redis-cli" } split /:/, $ENV{PATH};
+
+$a->setup(agent => [ '--max-wall', 30000 ]);
+
+plan tests => 24;
+
+# two local users with no name: uids the kernel maps as they are
+my ($ALICE, $BOB) = (61001, 61002);
+my $sock = $a->{agents}{a}{sock};
+
+sub redis {
+    open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @_)
+        or die "redis-cli: $!\n";
+    my $out = join '', <$fh>;
+    close $fh;
+    chomp $out;
+    return $out;
+}
+
+# the raw answer to $req sent on the agent's socket by a process of uid
+# $uid (its groups $uid alone)
+sub as_uid {
+    my ($uid, $req) = @_;
+
+    pipe(my $r, my $w) or die "pipe: $!\n";
+    my $pid = fork // die "fork: $!\n";
+
+    if ($pid == 0) {
+        close $r;
+        $( = $uid;
+        $) = "$uid $uid";
+        $< = $> = $uid;
+        POSIX::_exit(3) if $> != $uid || $< != $uid;
+        alarm 60;
+        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $sock)
+            or POSIX::_exit(4);
+        print {$s} $req;
+        local $/;
+        my $out = <$s> // '';
+        print {$w} $out;
+        close $w;
+        POSIX::_exit(0);
+    }
+
+    close $w;
+    local $/;
+    my $out = <$r> // '';
+    close $r;
+    waitpid($pid, 0);
+
+    return $out;
+}
+
+sub get {
+    my ($uid, $id, $extra) = @_;
+    my $raw = as_uid($uid, "GET /v1/sessions/$id HTTP/1.1\r\nHost: a\r\n"
+                           . ($extra // '') . "Connection: close\r\n\r\n");
+    my $r = Airlock::Test::parse_response($raw);
+    $r->{json} = eval { decode_json($r->{body} // '') } // {};
+    return $r;
+}
+
+sub ask {
+    my ($uid, $id, $prompt) = @_;
+    my $body = encode_json({ prompt => $prompt });
+    my $raw = as_uid($uid, "POST /v1/sessions/$id/ask HTTP/1.1\r\n"
+                           . "Host: a\r\nContent-Length: " . length($body)
+                           . "\r\nConnection: close\r\n\r\n$body");
+    my $r = Airlock::Test::parse_response($raw);
+    $r->{events} = [ AgentTest::events($raw) ];
+    $r->{json} = eval { decode_json($r->{body} // '') } // {};
+    return $r;
+}
+
+sub answer_of {
+    my ($r) = @_;
+    return ((of_type('answer', $r->{events}))[0] // {})->{text} // '';
+}
+
+sub calls { scalar(() = $a->provider_requests) }
+
+# alice starts a session on the socket
+$a->script({ pieces => [ 'for alice' ] });
+my $r = ask($ALICE, 'alpha', 'a question of alice\'s');
+is(answer_of($r), 'for alice', 'alice asks in a new session');
+my $stored = decode_json(redis(qw(GET airlock:session:alpha)) || '{}');
+is($stored->{owner}, "uid:$ALICE", 'the session is stored as alice\'s');
+
+# bob knows its id: it is no session of his
+my $none = get($BOB, 'never-stored');
+$r = get($BOB, 'alpha');
+is($r->{status}, 404, 'bob cannot read alice\'s session');
+is($r->{body}, $none->{body},
+   'the same answer as for a session that does not exist');
+unlike($r->{body} // '', qr/alice's|for alice|$ALICE/,
+       'nothing of the session in it');
+
+my $before = calls();
+$a->script({ pieces => [ 'for bob' ] });
+$r = ask($BOB, 'alpha', 'a question of bob\'s');
+is($r->{status} . ' ' . ($r->{json}{error} // ''), '404 no_session',
+   'bob cannot ask in it');
+is(calls(), $before, 'the model was not called for him');
+is(scalar(@{(decode_json(redis(qw(GET airlock:session:alpha)) || '{}'))
+            ->{runs} // []}), 1, 'the session is as alice left it');
+is(redis(qw(EXISTS airlock:session:alpha:lock)), '0', 'and not locked');
+
+# alice and root read it; root asks in it, and it stays alice's
+$r = get($ALICE, 'alpha');
+is($r->{status} . ' ' . ($r->{json}{owner} // ''), "200 uid:$ALICE",
+   'alice reads her session');
+$r = get(0, 'alpha');
+is($r->{status}, 200, 'root reads it');
+$a->script({ pieces => [ 'for root' ] });
+$r = ask(0, 'alpha', 'root asks');
+is(answer_of($r), 'for root', 'root asks in it');
+$stored = decode_json(redis(qw(GET airlock:session:alpha)) || '{}');
+is($stored->{owner} . ' ' . scalar(@{$stored->{runs} // []}),
+   "uid:$ALICE 2", 'it is still alice\'s, with root\'s question');
+
+# bob's own session of the same kind is his
+$a->script({ pieces => [ 'bob\'s own' ] });
+$r = ask($BOB, 'beta', 'bob asks');
+is(answer_of($r), 'bob\'s own', 'bob asks in a session of his own');
+is(get($ALICE, 'beta')->{status}, 404, 'which alice cannot read');
+
+# a session stored before owners: root's alone
+redis('SET', 'airlock:session:old', encode_json({
+    id => 'old', messages => [ { role => 'user', content => 'old one' } ],
+    runs => [] }));
+is(get($ALICE, 'old')->{status}, 404, 'a session with no owner: 404');
+$r = ask($ALICE, 'old', 'mine now?');
+is($r->{status}, 404, 'no one takes it by asking in it');
+is(get(0, 'old')->{status}, 200, 'root reads it');
+
+# a damaged one: 409 to root, not there to others
+redis(qw(SET airlock:session:broken), 'not json');
+is(get($ALICE, 'broken')->{status}, 404, 'a damaged session: 404 to alice');
+is(ask($ALICE, 'broken', 'x')->{status}, 404,
+   'and her question in it too');
+is(get(0, 'broken')->{status} . ' ' . (get(0, 'broken')->{json}{error}
+                                       // ''), '409 session_damaged',
+   'root is told it is damaged');
+
+# a front end's header, from a peer that is no --api-peer
+$r = get($ALICE, 'alpha', "X-Airlock-User: bob\r\n");
+is($r->{status} . ' ' . ($r->{json}{error} // ''), '403 peer',
+   'X-Airlock-User from a peer that is not --api-peer: refused');
+
+is($t->error_log_check, '', 'no alerts in the error log');
+is($a->agent_errors, '', 'no sanitizer reports from the agents');
