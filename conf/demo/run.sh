@@ -228,6 +228,15 @@ start alertmanager.log prometheus-alertmanager \
 note "alertmanager (real) on 127.0.0.1:$AM_PORT"
 
 for d in body proxy fastcgi uwsgi scgi; do mkdir -p "$STATE/$d"; done
+# /api/'s one user, demo, with a password of this run's (SHA-512 crypt,
+# which nginx reads through libc's crypt()); nginx's workers read it
+API_PASS=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+perl -e 'my @c = ("a".."z", "A".."Z", 0..9, ".", "/");
+    print "demo:", crypt($ARGV[0], q{$6$} . join("", map { $c[rand @c] }
+                                                  1..16)), "\n"' \
+    "$API_PASS" > "$STATE/api.htpasswd"
+chgrp www-data "$STATE/api.htpasswd"
+chmod 0640 "$STATE/api.htpasswd"
 : > "$STATE/journal.jsonl"
 sed -e "s|@TOP@|$TOP|g" -e "s|@BUILD@|$BUILD|g" -e "s|@STATE@|$STATE|g" \
     -e "s|@PROXY_PORT@|$PROXY_PORT|g" -e "s|@ADMIN_PORT@|$ADMIN_PORT|g" \
@@ -471,7 +480,7 @@ start agent.log unshare -n runuser -u airlock-agent -G redis -- \
     --gateway "$STATE/airlock.sock" --redis "unix:$STATE/redis/redis.sock" \
     --redis-user airlock-agent \
     --redis-password-file "$STATE/redis-agent.pass" \
-    --policy "$STATE/policy.yaml" --max-denials 5
+    --policy "$STATE/policy.yaml" --max-denials 5 --api-peer www-data
 for i in $(seq 1 100); do
     [ -S "$STATE/agent/agent.sock" ] && break
     sleep 0.1
@@ -579,7 +588,7 @@ if [ $KEEP = 1 ]; then
     echo "   $STATE/bin/airlock ask \\"
     echo "       --socket $STATE/agent/agent.sock 'why is the load high?'"
     echo "   $STATE/bin/airlock ask \\"
-    echo "       --url http://127.0.0.1:$ADMIN_PORT/api/ 'hello'"
+    echo "       --url http://demo:$API_PASS@127.0.0.1:$ADMIN_PORT/api/ 'hello'"
     echo "   (the scripted model answers from $STATE/llm.control)"
     echo "   curl --unix-socket $STATE/airlock.sock 'http://airlock/prometheus/query?query=up'"
     echo "   (as airlock-agent: runuser -u airlock-agent -- curl ...)"

@@ -1,8 +1,8 @@
 #!/usr/bin/perl
 
 # The agent's socket, /run/airlock/agent/agent.sock, is 0666: nginx
-# publishes it at /api/, and whoever connects to it may read every session
-# and ask in any, with the agent's tools and tokens.  The daemons that
+# publishes it at /api/, and whoever connects to it may ask, with the
+# agent's tools and tokens, in sessions of its own uid's.  The daemons that
 # parse what others wrote and have no use for it do not see it: the
 # worker (its main process parses every sandbox's output; its unit binds
 # /run/airlock for the proxy's socket) and alertd (it parses the deny log,
