@@ -1304,18 +1304,22 @@ ag_session_mine(json_t *s, const ag_peer_t *peer)
 
 /*
  * Whether the session is one peer may not know of: stored, and another
- * owner's (or none's, or damaged, whose owner cannot be read).  A
- * question refused busy or damaged is 404 to such a peer, as a session
- * that is not there; Redis failing is not "hidden" (503 says nothing).
+ * owner's (or none's, or damaged, whose owner cannot be read); or not
+ * stored yet, and its lock another asker's (its first question runs).
+ * A question refused busy or damaged is 404 to such a peer, as a
+ * session that is not there; Redis failing is not "hidden" (503 says
+ * nothing).
  */
 
 static int
 ag_session_hidden(redisContext *c, const char *session,
     const ag_peer_t *peer)
 {
-    int      damaged, hidden;
-    char     err[256];
-    json_t  *s;
+    int          damaged, hidden;
+    char         err[256];
+    json_t      *s;
+    const char  *asker;
+    redisReply  *r;
 
     if (peer->admin) {
         return 0;
@@ -1328,6 +1332,21 @@ ag_session_hidden(redisContext *c, const char *session,
     }
 
     hidden = !ag_session_mine(s, peer);
+
+    /* none stored (a stored one has its question's messages) */
+    if (!hidden && json_array_size(json_object_get(s, "messages")) == 0
+        && json_array_size(json_object_get(s, "runs")) == 0)
+    {
+        r = redisCommand(c, "GET airlock:session:%s:lock", session);
+
+        if (r != NULL && r->type == REDIS_REPLY_STRING) {
+            asker = strchr(r->str, ' ');
+            hidden = (asker != NULL && strcmp(asker + 1, peer->owner) != 0);
+        }
+
+        freeReplyObject(r);
+    }
+
     json_decref(s);
 
     return hidden;
@@ -1436,7 +1455,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req)
 {
     int              damaged, rc;
-    char             err[256];
+    char             err[256], lock[AG_BOUNDARY_LEN + 1 + AG_OWNER_MAX];
     pid_t            keeper;
     json_t          *body, *prompt;
     int64_t          until, stored;
@@ -1490,7 +1509,14 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    rc = ag_session_lock(run.redis, session, run.run_id, AG_LOCK_TTL, err,
+    /*
+     * The lock names the run and its asker: a session's first question
+     * is not stored until it ends, and its lock is what tells another
+     * asker, meanwhile, that the session is not theirs.
+     */
+    snprintf(lock, sizeof(lock), "%s %s", run.run_id, peer->owner);
+
+    rc = ag_session_lock(run.redis, session, lock, AG_LOCK_TTL, err,
                          sizeof(err));
     if (rc != 0) {
         if ((rc == 1 || rc == 2)
@@ -1523,7 +1549,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
             ag_respond_error(fd, damaged ? 409 : 503,
                              damaged ? "session_damaged" : "redis", err);
         }
-        ag_session_unlock(run.redis, session, run.run_id);
+        ag_session_unlock(run.redis, session, lock);
         redisFree(run.redis);
         json_decref(run.session_obj);
         json_decref(body);
@@ -1531,7 +1557,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     }
 
     /* the lock holds as long as this process lives, past the lease */
-    keeper = ag_session_keep(conf, session, run.run_id);
+    keeper = ag_session_keep(conf, session, lock);
 
     if (conf->sandbox != NULL) {
         ag_jobs_sweep(&run);
@@ -1568,7 +1594,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     for ( ;; ) {
         rc = ag_redis_revive(&run, err, sizeof(err));
         if (rc == 0) {
-            rc = ag_session_store(run.redis, session, run.run_id,
+            rc = ag_session_store(run.redis, session, lock,
                                   run.session_obj, conf->session_ttl, err,
                                   sizeof(err));
         }
@@ -1593,7 +1619,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     ag_session_keep_end(keeper);
 
     if (run.redis != NULL) {
-        ag_session_unlock(run.redis, session, run.run_id);
+        ag_session_unlock(run.redis, session, lock);
     }
 
     /*

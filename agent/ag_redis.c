@@ -7,9 +7,10 @@
  *                               every question; "owner" is "uid:N" or
  *                               "api:NAME" (agent.h), none in a session
  *                               stored before owners were
- *   airlock:session:<id>:lock   the run that holds the session, while it
- *                               runs (SET NX EX, renewed by its keeper);
- *                               only the run it names stores the session
+ *   airlock:session:<id>:lock   "<run> <owner>": the run that holds the
+ *                               session, while it runs, and who asked
+ *                               (SET NX EX, renewed by its keeper); only
+ *                               the run it names stores the session
  *   airlock:jobs                the job stream (group airlock-workers)
  *   airlock:jobs:awaited        entry id -> "<session> <run> <job>", for
  *                               each job a run awaits: one whose run
@@ -1019,6 +1020,7 @@ ag_jobs_orphan(ag_run_t *run, const char *entry, const char *value)
     int          rc;
     char         session[AG_ID_MAX + 1], owner[AG_BOUNDARY_LEN + 1],
                  job[AG_ID_MAX + 1];
+    size_t       n;
     redisReply  *r;
 
     if (strspn(entry, "0123456789-") != strlen(entry)
@@ -1041,7 +1043,10 @@ ag_jobs_orphan(ag_run_t *run, const char *entry, const char *value)
         return -1;
     }
 
-    rc = (r->type == REDIS_REPLY_STRING && strcmp(r->str, owner) == 0);
+    /* a lock is "<run> <asker>" (an older agent's "<run>") */
+    n = strlen(owner);
+    rc = (r->type == REDIS_REPLY_STRING && strncmp(r->str, owner, n) == 0
+          && (r->str[n] == '\0' || r->str[n] == ' '));
     freeReplyObject(r);
 
     if (rc) {

@@ -6,9 +6,10 @@
 # (GET /v1/sessions/{id}) and asked in it, with the agent's tools and
 # tokens.  Now the peer's uid (SO_PEERCRED) owns the sessions it starts;
 # to another uid such a session does not exist (404, word for word the
-# answer for one never stored), root reads and asks in every one.  A
-# session stored before owners were (none in its JSON), and one stored
-# damaged (whose owner cannot be read), are root's alone.
+# answer for one never stored, and so while its first question runs),
+# root reads and asks in every one.  A session stored before owners were
+# (none in its JSON), and one stored damaged (whose owner cannot be
+# read), are root's alone.
 
 use strict;
 use warnings;
@@ -38,7 +39,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup(agent => [ '--max-wall', 30000 ]);
 
-plan tests => 24;
+plan tests => 29;
 
 # two local users with no name: uids the kernel maps as they are
 my ($ALICE, $BOB) = (61001, 61002);
@@ -53,9 +54,9 @@ sub redis {
     return $out;
 }
 
-# the raw answer to $req sent on the agent's socket by a process of uid
-# $uid (its groups $uid alone)
-sub as_uid {
+# a process of uid $uid (its groups $uid alone) that sends $req on the
+# agent's socket; its pid, and a pipe it writes the raw answer to
+sub as_uid_start {
     my ($uid, $req) = @_;
 
     pipe(my $r, my $w) or die "pipe: $!\n";
@@ -79,12 +80,32 @@ sub as_uid {
     }
 
     close $w;
+
+    return ($pid, $r);
+}
+
+sub as_uid_end {
+    my ($pid, $r) = @_;
+
     local $/;
     my $out = <$r> // '';
     close $r;
     waitpid($pid, 0);
 
     return $out;
+}
+
+# the raw answer to $req sent on the agent's socket by uid $uid
+sub as_uid {
+    return as_uid_end(as_uid_start(@_));
+}
+
+sub ask_req {
+    my ($id, $prompt) = @_;
+    my $body = encode_json({ prompt => $prompt });
+    return "POST /v1/sessions/$id/ask HTTP/1.1\r\nHost: a\r\n"
+           . "Content-Length: " . length($body)
+           . "\r\nConnection: close\r\n\r\n$body";
 }
 
 sub get {
@@ -98,10 +119,7 @@ sub get {
 
 sub ask {
     my ($uid, $id, $prompt) = @_;
-    my $body = encode_json({ prompt => $prompt });
-    my $raw = as_uid($uid, "POST /v1/sessions/$id/ask HTTP/1.1\r\n"
-                           . "Host: a\r\nContent-Length: " . length($body)
-                           . "\r\nConnection: close\r\n\r\n$body");
+    my $raw = as_uid($uid, ask_req($id, $prompt));
     my $r = Airlock::Test::parse_response($raw);
     $r->{events} = [ AgentTest::events($raw) ];
     $r->{json} = eval { decode_json($r->{body} // '') } // {};
@@ -159,6 +177,28 @@ $a->script({ pieces => [ 'bob\'s own' ] });
 $r = ask($BOB, 'beta', 'bob asks');
 is(answer_of($r), 'bob\'s own', 'bob asks in a session of his own');
 is(get($ALICE, 'beta')->{status}, 404, 'which alice cannot read');
+
+# alice's first question runs (the session not stored yet): bob naming
+# it is told there is none, alice herself that it is busy
+$a->script({ pieces => [ 'held' ], wait_file => "$d/go" });
+$before = calls();
+my @held = as_uid_start($ALICE, ask_req('gamma', 'a held question'));
+for (1 .. 500) {
+    last if calls() > $before;
+    select(undef, undef, undef, 0.02);
+}
+is(redis(qw(EXISTS airlock:session:gamma)), '0',
+   'alice\'s first question runs, the session not stored yet');
+$r = ask($BOB, 'gamma', 'bob too');
+is($r->{status} . ' ' . ($r->{json}{error} // ''), '404 no_session',
+   'bob naming it meanwhile: no such session');
+$r = ask($ALICE, 'gamma', 'again');
+is($r->{status} . ' ' . ($r->{json}{error} // ''), '409 session_busy',
+   'alice asking again: busy');
+$t->write_file('go', '');
+my $raw = as_uid_end(@held);
+like($raw, qr/"text":"held"/, 'her first question answered');
+is(get($BOB, 'gamma')->{status}, 404, 'and stored hers');
 
 # a session stored before owners: root's alone
 redis('SET', 'airlock:session:old', encode_json({
