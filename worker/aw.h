@@ -264,6 +264,7 @@ void aw_sandbox_launch(const aw_conf_t *conf, const aw_limits_t *lim,
 
 /* aw_priv.c: the launcher and the unprivileged worker */
 int aw_priv_split(aw_conf_t *conf, char *err, size_t n);
+pid_t aw_priv_fork(int *sock, char *err, size_t n);
 int aw_priv_drop(const aw_conf_t *conf, int keep, char *err, size_t n);
 void aw_priv_close_others(int a, int b);
 int aw_priv_take_fds(struct msghdr *msg, int *fds, size_t max);

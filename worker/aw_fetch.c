@@ -502,31 +502,21 @@ write:
 int
 aw_fetch_split(aw_conf_t *conf, char *err, size_t n)
 {
-    int    sv[2];
+    int    sock;
     pid_t  pid, worker;
-
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-        snprintf(err, n, "socketpair: %s", strerror(errno));
-        return -1;
-    }
 
     worker = getpid();
 
-    pid = fork();
+    pid = aw_priv_fork(&sock, err, n);
     if (pid < 0) {
-        snprintf(err, n, "fork: %s", strerror(errno));
-        close(sv[0]);
-        close(sv[1]);
         return -1;
     }
 
     if (pid == 0) {
-        close(sv[0]);
-        aw_fetch_serve(conf, sv[1], worker);
+        aw_fetch_serve(conf, sock, worker);
     }
 
-    close(sv[1]);
-    aw_fetch_sock = sv[0];
+    aw_fetch_sock = sock;
     aw_fetch_spawner = pid;
 
     return 0;

@@ -70,32 +70,22 @@ static pid_t  aw_priv_launcher = -1;
 int
 aw_priv_split(aw_conf_t *conf, char *err, size_t n)
 {
-    int    sv[2];
+    int    sock;
     pid_t  pid;
-
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-        snprintf(err, n, "socketpair: %s", strerror(errno));
-        return -1;
-    }
 
     /* the jobs are named after this process, the one that stays */
     aw_sandbox_owner();
 
-    pid = fork();
+    pid = aw_priv_fork(&sock, err, n);
     if (pid < 0) {
-        snprintf(err, n, "fork: %s", strerror(errno));
-        close(sv[0]);
-        close(sv[1]);
         return -1;
     }
 
     if (pid == 0) {
-        close(sv[0]);
-        aw_priv_serve(conf, sv[1]);
+        aw_priv_serve(conf, sock);
     }
 
-    close(sv[1]);
-    aw_priv_sock = sv[0];
+    aw_priv_sock = sock;
     aw_priv_launcher = pid;
 
     /* the fetches' spawner, which drops every supplementary group */
@@ -113,6 +103,40 @@ aw_priv_split(aw_conf_t *conf, char *err, size_t n)
            "uid %d gid %d", (int) pid, (int) getuid(), (int) getgid());
 
     return 0;
+}
+
+
+/*
+ * A child on a socketpair of its own, as the launcher and the fetch
+ * spawner are started: fork()'s answer, with *sock this side's end of a
+ * new SOCK_SEQPACKET pair (the child's end in the child, the parent's in
+ * the parent; the other end closed on each side), or -1 with err and
+ * nothing left open.
+ */
+
+pid_t
+aw_priv_fork(int *sock, char *err, size_t n)
+{
+    int    sv[2];
+    pid_t  pid;
+
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        snprintf(err, n, "socketpair: %s", strerror(errno));
+        return -1;
+    }
+
+    pid = fork();
+    if (pid < 0) {
+        snprintf(err, n, "fork: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+
+    close(pid == 0 ? sv[0] : sv[1]);
+    *sock = pid == 0 ? sv[1] : sv[0];
+
+    return pid;
 }
 
 
