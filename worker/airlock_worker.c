@@ -69,6 +69,12 @@
  */
 #define AW_RECORD_MAX  65536
 
+/*
+ * How long the answer to a command Redis closed the connection on is
+ * waited for (aw_cmd_max()): it is in hand or never comes
+ */
+#define AW_CLOSED_MS  1000
+
 /* what aw_next_entry() found, besides an entry's fields */
 #define AW_ENTRY_GONE   1           /* deleted from the stream, pending */
 #define AW_ENTRY_LARGE  2           /* over AW_ENTRY_MAX(): not read */
@@ -432,9 +438,10 @@ aw_send(redisContext *c, int argc, const char **argv, const size_t *lens)
 
 
 /*
- * One command; NULL after a transport error (the connection is gone),
- * or a reply over max bytes (0: any), *large then set: the connection
- * is dropped, as the rest of the reply cannot be skipped.  The reply is
+ * One command; NULL after a transport error (the connection is gone;
+ * but an error Redis answered before it closed it is returned), or a
+ * reply over max bytes (0: any), *large then set: the connection is
+ * dropped, as the rest of the reply cannot be skipped.  The reply is
  * read by ar_reply_read(), never whole: a stream entry of 512 MB cost
  * the worker three copies (the buffer, the reply's string, the job's),
  * over the unit's MemoryMax=, at every delivery.  No deadline: each
@@ -456,13 +463,36 @@ aw_cmd_max(aw_worker_t *w, int argc, const char **argv, const size_t *lens,
         return NULL;
     }
 
+    r = NULL;
+
     if (aw_send(w->redis, argc, argv, lens) != 0) {
-        aw_log("error", "redis %s: %s", argv[0], strerror(errno));
+        rc = errno;
+        aw_log("error", "redis %s: %s", argv[0], strerror(rc));
+
+        /*
+         * Redis answers a value over proto-max-bulk-len ("-ERR Protocol
+         * error: invalid bulk length") and closes the connection while
+         * the rest is still being written: its answer is read, so that
+         * the caller sees the refusal and not an outage, which would
+         * send the same value again for ever
+         */
+        if ((rc == EPIPE || rc == ECONNRESET)
+            && ar_reply_read(w->redis, &r, AW_RECORD_MAX,
+                             aw_now_ms() + AW_CLOSED_MS, NULL) == AR_OK
+            && r != NULL && r->type != REDIS_REPLY_ERROR)
+        {
+            freeReplyObject(r);
+            r = NULL;
+        }
+
+        if (r != NULL) {
+            aw_log("error", "redis %s: %s", argv[0], r->str);
+        }
+
         aw_disconnect(w);
-        return NULL;
+        return r;
     }
 
-    r = NULL;
     rc = ar_reply_read(w->redis, &r, max, 0, NULL);
 
     if (rc == AR_LARGE) {
