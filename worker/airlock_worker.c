@@ -75,6 +75,13 @@
  */
 #define AW_CLOSED_MS  1000
 
+/*
+ * A result whose SET had its connection closed this many times in a
+ * row while it was written, with no answer (a value over Redis's
+ * client-query-buffer-limit), is taken for refused (aw_finish())
+ */
+#define AW_CUTS_MAX   3
+
 /* what aw_next_entry() found, besides an entry's fields */
 #define AW_ENTRY_GONE   1           /* deleted from the stream, pending */
 #define AW_ENTRY_LARGE  2           /* over AW_ENTRY_MAX(): not read */
@@ -87,6 +94,8 @@ typedef struct {
     long             backoff_ms;
     int              own_done;
     int              lost;              /* the launcher or the spawner */
+    int              cut;               /* the last command's connection
+                                           closed while it was written */
     char             claim_cursor[64];
 } aw_worker_t;
 
@@ -459,6 +468,8 @@ aw_cmd_max(aw_worker_t *w, int argc, const char **argv, const size_t *lens,
         *large = 0;
     }
 
+    w->cut = 0;
+
     if (aw_connect(w) != 0) {
         return NULL;
     }
@@ -467,6 +478,7 @@ aw_cmd_max(aw_worker_t *w, int argc, const char **argv, const size_t *lens,
 
     if (aw_send(w->redis, argc, argv, lens) != 0) {
         rc = errno;
+        w->cut = 1;
         aw_log("error", "redis %s: %s", argv[0], strerror(rc));
 
         /*
@@ -1241,7 +1253,12 @@ aw_refused(const redisReply *r)
  * heartbeat hb (-1 for none), which ends before the acknowledgement.
  * (An ACL that denies the script its SET answers ERR, and is taken for
  * a refusal of the value: the small result is refused too, and the
- * worker backs off as for any refusal.)
+ * worker backs off as for any refusal.)  Redis refuses a value over its
+ * client-query-buffer-limit with no answer: it closes the connection
+ * while the value is written.  That, AW_CUTS_MAX times in a row, is
+ * taken for a refusal too; taken for an outage, the same result was
+ * sent again for ever, at once (the connection came back at the first
+ * try), and the job never answered.
  */
 
 static void
@@ -1249,10 +1266,10 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
     const aw_job_t *job, const aw_result_t *res, const char *result,
     pid_t hb)
 {
-    int          large;
+    int          large, cuts;
     char         key[128], ttl[32], how[AW_ERRLEN], *fallback;
-    char         done[AW_ID_MAX + 64];
-    const char  *value;
+    char         done[AW_ID_MAX + 64], cut[128];
+    const char  *value, *why;
     redisReply  *r, *g;
     aw_conf_t   *conf;
     static const char  script[] =
@@ -1269,24 +1286,34 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
     fallback = NULL;
     value = result;
     g = NULL;
+    cuts = 0;
 
     for ( ;; ) {
         const char  *set[] = { "EVAL", script, "2", key, conf->errors_key,
                                value, ttl, done };
 
         r = aw_cmd(w, 8, set, NULL);
-        if (r == NULL) {
-            value = result;
-            aw_backoff(w);
-            continue;
-        }
+        why = NULL;
 
-        if (r->type == REDIS_REPLY_STATUS) {
+        if (r == NULL) {
+            cuts = value == result && w->cut ? cuts + 1 : cuts;
+
+            if (cuts < AW_CUTS_MAX) {
+                value = result;
+                aw_backoff(w);
+                continue;
+            }
+
+            snprintf(cut, sizeof(cut), "the connection was closed %d "
+                     "times while it was sent (client-query-buffer-limit)",
+                     cuts);
+            why = cut;
+
+        } else if (r->type == REDIS_REPLY_STATUS) {
             freeReplyObject(r);
             break;
-        }
 
-        if (r->type == REDIS_REPLY_NIL) {
+        } else if (r->type == REDIS_REPLY_NIL) {
             freeReplyObject(r);
 
             g = aw_get_result(w, key, &large);
@@ -1319,20 +1346,27 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
             freeReplyObject(g);
             g = NULL;
             continue;
+
+        } else if (value == result && aw_refused(r)) {
+            why = r->str;
         }
 
-        if (value == result && aw_refused(r)) {
+        cuts = 0;
+
+        if (why != NULL) {
             aw_log("error", "job %s: redis refused its result (%zu bytes): "
                    "%s; a result_not_stored error takes its place",
-                   job->job_id, strlen(result), r->str);
+                   job->job_id, strlen(result), why);
 
             if (fallback == NULL) {
                 fallback = aw_result_unstored(conf, job->job_id,
                                               job->session_id, res,
-                                              strlen(result), r->str);
+                                              strlen(result), why);
             }
 
-            freeReplyObject(r);
+            if (r != NULL) {
+                freeReplyObject(r);
+            }
 
             /*
              * On a fresh connection: Redis keeps a query buffer as large

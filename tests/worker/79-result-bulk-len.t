@@ -10,7 +10,10 @@
 # never answered, the worker's log flooded, no other job run.  The
 # answer Redis sent before it closed is now read, and the refusal
 # handled as the one for memory (37-result-refused.t): a small
-# result_not_stored error result takes the result's place.
+# result_not_stored error result takes the result's place.  A value
+# over client-query-buffer-limit gets no answer: Redis closes the
+# connection while it is written, which the worker took for an outage
+# the same way; three such closes in a row are now a refusal too.
 
 use strict;
 use warnings;
@@ -30,7 +33,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker;
 
-plan tests => 10;
+plan tests => 17;
 
 sub pending {
     my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
@@ -92,3 +95,33 @@ my $resets = () = $w->worker_log
                   =~ /redis EVAL: (?:Connection reset|Broken pipe)/g;
 ok($resets <= 2, "the refused write is not sent again ($resets)")
     or diag $w->worker_log;
+
+# ---- over client-query-buffer-limit: no answer -----------------------------
+
+$w->redis('CONFIG', 'SET', 'proto-max-bulk-len', 512 << 20);
+is($w->redis('CONFIG', 'SET', 'client-query-buffer-limit', 1 << 20), 'OK',
+   'client-query-buffer-limit 1 MiB');
+
+$t0 = time;
+$r = $w->run_job(job_id => 'qbuf', script => <<'PY',
+import sys
+sys.stdout.buffer.write(b'\x01' * (1 << 20))
+sys.stdout.flush()
+PY
+                 limits => { stdout_bytes => 1 << 20 }, timeout => 30);
+
+ok($r && $r->{status} eq 'error'
+   && $r->{error}{code} eq 'result_not_stored',
+   'a result over client-query-buffer-limit gives way to a '
+   . 'result_not_stored error') or diag explain $r;
+like($r && $r->{error}{message},
+     qr/closed 3 times while it was sent.*the job ended ok/,
+     'its message says the connection was closed on it');
+ok($r && $r->{stdout} eq '' && $r->{stdout_truncated},
+   'no output, flagged truncated') or diag explain $r;
+ok(time - $t0 < 20, 'answered without waiting on an outage');
+is(wait_pending(0), 0, 'its entry is acknowledged');
+
+$r = $w->run_job(job_id => 'after-qbuf', script => "print('after')\n",
+                 timeout => 30);
+is($r && $r->{stdout}, "after\n", 'the next job runs') or diag explain $r;
