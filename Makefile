@@ -261,7 +261,8 @@ $(FUZZ_LIB): $(FUZZ_OBJS)
 	ar rcs $@ $^
 
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(POLICY_HDRS) tests/unit/nfkc.h \
-    worker/aw_scan.c worker/aw_json.c worker/aw.h $(B)/config.mk
+    worker/aw_scan.c worker/aw_json.c worker/aw_job.c worker/aw.h \
+    $(B)/config.mk
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $< $(FUZZ_LIB) \
 	    -o $@ $(LIB_LIBS)
