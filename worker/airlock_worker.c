@@ -145,7 +145,7 @@ static void aw_finish(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const aw_job_t *job, const aw_result_t *res,
     const char *result, pid_t hb);
 static void aw_publish_done(aw_worker_t *w, const char *id,
-    const char *job_id, const char *stored, pid_t hb);
+    const char *job_id, const char *stored, size_t len, pid_t hb);
 static void aw_dead_letter(aw_worker_t *w, const char *id, const char *raw,
     size_t len, const char *error, long deliveries, int gone);
 static int aw_done(aw_worker_t *w, const char *id, const char *job_id,
@@ -1389,7 +1389,8 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
         aw_backoff(w);
     }
 
-    aw_publish_done(w, id, job->job_id, value, hb);
+    aw_publish_done(w, id, job->job_id, value,
+                    g != NULL ? g->len : strlen(value), hb);
 
     if (g != NULL) {
         freeReplyObject(g);
@@ -1400,14 +1401,15 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
 
 /*
- * Publish the stored result, acknowledge and delete the entry.  The
+ * Publish the stored result (len bytes, as GET read it: a value no
+ * worker stored may hold a NUL), acknowledge and delete the entry.  The
  * heartbeat hb (-1 for none) ends first: once acknowledged, the entry
  * is no longer pending, which it would take for a takeover.
  */
 
 static void
 aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
-    const char *stored, pid_t hb)
+    const char *stored, size_t len, pid_t hb)
 {
     char         chan[128];
     redisReply  *r;
@@ -1416,8 +1418,9 @@ aw_publish_done(aw_worker_t *w, const char *id, const char *job_id,
 
     {
         const char  *argv[] = { "PUBLISH", chan, stored };
+        size_t       lens[] = { 7, strlen(chan), len };
 
-        r = aw_cmd_retry(w, 3, argv, NULL);
+        r = aw_cmd_retry(w, 3, argv, lens);
         freeReplyObject(r);
     }
 
@@ -1628,7 +1631,7 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
         if (g->type == REDIS_REPLY_STRING) {
             aw_log("notice", "job %s (entry %s, deleted) already has a "
                    "result", job.job_id, id);
-            aw_publish_done(w, id, job.job_id, g->str, -1);
+            aw_publish_done(w, id, job.job_id, g->str, g->len, -1);
             freeReplyObject(g);
             return;
         }
@@ -1885,7 +1888,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
 
     if (r->type == REDIS_REPLY_STRING) {
         aw_log("notice", "job %s already has a result", job.job_id);
-        aw_publish_done(w, id, job.job_id, r->str, hb);
+        aw_publish_done(w, id, job.job_id, r->str, r->len, hb);
         freeReplyObject(r);
         aw_job_free(&job);
         return;
