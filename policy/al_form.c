@@ -366,10 +366,12 @@ al_form_holds(const char *s, size_t len, const char *lit, size_t n)
 
 /*
  * 1 when every "charset" parameter of the Content-Type, wherever it is
- * (after a byte that is not a letter or a digit, so a quoted boundary
- * counts too), names one of al_form_charsets[] in any case, quoted or
- * not; 0 for another, for "charset*" (RFC 2231) and for a quoted value
- * with a backslash, which readers unquote differently.
+ * (after any byte: a quoted boundary counts, and so does the end of
+ * another name, "xcharset=utf-16", which Tomcat's getCharacterEncoding()
+ * reads as the charset it decodes a form's fields in), names one of
+ * al_form_charsets[] in any case, quoted or not; 0 for another, for
+ * "charset*" (RFC 2231) and for a quoted value with a backslash, which
+ * readers unquote differently.
  */
 
 static int
@@ -381,7 +383,12 @@ al_form_charset(const char *ctype, size_t len)
 
     p = (const unsigned char *) ctype;
 
-    for (i = 0; (i = al_form_find(p, len, i, "charset", 7)) < len; i++) {
+    for (i = 0; i + 7 <= len; i++) {
+
+        if ((p[i] | 0x20) != 'c' || strncasecmp(ctype + i, "charset", 7) != 0)
+        {
+            continue;
+        }
 
         al_form_param(p, len, i + 7, &v, &vlen, &flags, NULL);
 

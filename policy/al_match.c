@@ -24,6 +24,7 @@ static int al_build_uri(const al_route_t *route, al_decision_t *d,
 static int al_media_params(const char *ctype, size_t len, size_t n,
     const char *type, size_t type_len, int utf8, char *why, size_t whylen);
 static int al_media_tchar(unsigned char c);
+static size_t al_media_charsets(const char *ctype, size_t len);
 
 
 const al_client_t *
@@ -622,15 +623,22 @@ al_media_charset_check(const char *ctype, size_t len, char *why,
  * its length tells a longer one apart.  Returns 0; -1 with the reason in
  * why (type is the media type it names); or 1, why untouched, when
  * something other than ';' follows the type.
+ *
+ * With utf8, "charset" may also be nowhere else in the header, in any
+ * case: Tomcat's getCharacterEncoding() takes what follows the first
+ * "charset=" wherever it is (in "xcharset=shift_jis", in a quoted
+ * value), and Spring MVC reads a JSON body in it.
  */
 
 static int
 al_media_params(const char *ctype, size_t len, size_t n, const char *type,
     size_t type_len, int utf8, char *why, size_t whylen)
 {
-    size_t         name, name_len, vlen, escaped;
+    size_t         name, name_len, vlen, escaped, nset;
     char           value[sizeof("utf-8") - 1];
     unsigned char  c;
+
+    nset = 0;                               /* charset parameters read */
 
     for ( ;; ) {
         while (n < len && (ctype[n] == ' ' || ctype[n] == '\t')) {
@@ -638,7 +646,7 @@ al_media_params(const char *ctype, size_t len, size_t n, const char *type,
         }
 
         if (n == len) {
-            return 0;
+            break;
         }
 
         /* only parameters may follow */
@@ -740,13 +748,49 @@ al_media_params(const char *ctype, size_t len, size_t n, const char *type,
                             "must be utf-8", (int) type_len, type);
             return -1;
         }
+
+        if (name_len == sizeof("charset") - 1
+            && strncasecmp(ctype + name, "charset", name_len) == 0)
+        {
+            nset++;
+        }
     }
+
+    if (utf8 && al_media_charsets(ctype, len) != nset) {
+        (void) snprintf(why, whylen, "content type %.*s: \"charset\" "
+                        "outside a charset parameter", (int) type_len,
+                        type);
+        return -1;
+    }
+
+    return 0;
 
 params:
 
     (void) snprintf(why, whylen, "content type %.*s: parameters must be "
                     "name=value", (int) type_len, type);
     return -1;
+}
+
+
+/* how many times "charset" is in ctype, in any case */
+
+static size_t
+al_media_charsets(const char *ctype, size_t len)
+{
+    size_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i + sizeof("charset") - 1 <= len; i++) {
+        if ((ctype[i] | 0x20) == 'c'
+            && strncasecmp(ctype + i, "charset", sizeof("charset") - 1) == 0)
+        {
+            n++;
+        }
+    }
+
+    return n;
 }
 
 

@@ -539,6 +539,22 @@ test_body(void)
     tap_is_int(body(pr, "application/json; charset = utf-7",
                     "{\"head\":\"remediation/a\"}"),
                AL_REASON_BODY, "parameters that do not parse refused");
+
+    /* Tomcat reads the charset after the first "charset=", wherever */
+    tap_is_int(body(pr, "application/json; xcharset=shift_jis",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "charset in another name refused");
+    tap_ok(strstr(d.detail, "outside a charset parameter") != NULL,
+           "charset elsewhere: detail");
+    tap_is_int(body(pr, "application/json; x=\"a;charset=shift_jis;\"",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "charset in a quoted value refused");
+    tap_is_int(body(pr, "application/json; charset=utf-8; x=\"Charset\"",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "charset beside a charset parameter refused");
+    tap_is_int(body(pr, "application/json; Charset=UTF-8; charsets=1",
+                    "{\"head\":\"remediation/a\"}"),
+               AL_REASON_BODY, "charsets refused");
     tap_is_int(body(up, "text/plain; charset=utf-7", "x"), AL_REASON_NONE,
                "no JSON rules: the charset is not read");
     tap_is_int(body(pr, "text/plain", "{\"head\":\"remediation/a\"}"),
@@ -637,6 +653,10 @@ test_body_json_charset(void)
           AL_REASON_BODY, "+json in UTF-7"),
         C("text/x-json; charset=utf-7", "{\"a\":1}",
           AL_REASON_BODY, "text/x-json in UTF-7"),
+        C("application/json; xcharset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "charset in another name (Tomcat)"),
+        C("application/json; x=\"charset=utf-7;\"", "{\"a\":1}",
+          AL_REASON_BODY, "charset in a quoted value (Tomcat)"),
         C("application/json", "\xef\xbb\xbf{\"_method\":1}",
           AL_REASON_BODY, "a UTF-8 byte order mark"),
         C("application/json", "\xff\xfe{\0\"\0_\0m\0\"\0:\0" "1\0}\0",
