@@ -35,6 +35,7 @@ static const char *al_json_shadow(const al_param_t *params,
     size_t klen);
 static int al_json_load(const unsigned char *body, size_t len,
     size_t flags, json_t **root, char *detail, size_t size);
+static int al_json_proto(json_t *v, char *detail, size_t size);
 static int al_json_syntax(const json_error_t *err, char *detail,
     size_t size);
 static size_t al_json_path_push(char *path, size_t plen, const char *name,
@@ -64,6 +65,10 @@ al_json_check(const al_json_rule_t *rule, const unsigned char *body,
     if (rule != NULL) {
         path[0] = '\0';
         rc = al_json_value(rule, root, path, 0, detail, detail_size);
+
+        if (rc == 0) {
+            rc = al_json_proto(root, detail, detail_size);
+        }
     }
 
     json_decref(root);
@@ -123,9 +128,9 @@ al_json_names_check(const al_param_t *params, size_t nparams,
         return -1;
     }
 
-    rc = 0;
+    rc = al_json_proto(root, detail, size);
 
-    if (json_is_object(root)) {
+    if (rc == 0 && json_is_object(root)) {
 
         json_object_keylen_foreach(root, key, klen, v) {
 
@@ -435,6 +440,50 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
                                     "from \"%.*s\" only by case", path,
                                     plen ? "." : "", show,
                                     (int) m->name.len, m->name.data);
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * A key "__proto__", at any depth, is refused: a JavaScript reader that
+ * builds its objects by assignment (JSON5's parse() before 2.2.2, a
+ * merge with Object.assign() or an old lodash merge()) takes its value
+ * for the object's prototype, through which a field the rules saw
+ * absent ({"__proto__":{"base":"release"}}) is read as present.
+ * Nesting is bounded (al_json_depth_ok()), and so is the recursion.
+ */
+
+static int
+al_json_proto(json_t *v, char *detail, size_t size)
+{
+    size_t       i, klen;
+    json_t      *m;
+    const char  *key;
+
+    if (json_is_object(v)) {
+        json_object_keylen_foreach(v, key, klen, m) {
+
+            if (klen == sizeof("__proto__") - 1
+                && memcmp(key, "__proto__", klen) == 0)
+            {
+                return al_json_fail(detail, size, "a \"__proto__\" key "
+                                    "would set an object's prototype "
+                                    "upstream");
+            }
+
+            if (al_json_proto(m, detail, size) != 0) {
+                return -1;
+            }
+        }
+
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, m) {
+            if (al_json_proto(m, detail, size) != 0) {
+                return -1;
             }
         }
     }

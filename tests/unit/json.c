@@ -701,4 +701,17 @@ test_names(void)
            "names: a key given twice");
     tap_ok(names("{\"a\":1} x", ""), "names: trailing data");
     tap_ok(names("{'dir':1}", ""), "names: single quotes");
+
+    /* a JavaScript reader that assigns takes it for the prototype */
+    tap_ok(names("{\"__proto__\":{\"dir\":\"..\"}}", "__proto__"),
+           "names: a __proto__ key");
+    tap_ok(names("{\"a\":[{\"\\u005f_proto__\":1}]}", "__proto__"),
+           "names: a __proto__ key, nested and escaped");
+    tap_ok(names("{\"__proto\":1,\"__PROTO__\":2,\"x\":\"__proto__\"}",
+                 NULL),
+           "names: keys like __proto__ and a value pass");
+    refuse(&any_object, "{\"a\":1,\"__proto__\":{\"a\":2}}", (size_t) -1,
+           "*\"__proto__\" key would set*", "additional: a __proto__ key");
+    pass(&any_object, "{\"a\":1,\"__proto\":{\"a\":2}}", (size_t) -1,
+         "additional: __proto passes");
 }
