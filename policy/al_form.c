@@ -111,6 +111,7 @@ static al_form_kind_t al_form_kind(const char *ctype, size_t len);
 static int al_form_holds(const char *s, size_t len, const char *lit,
     size_t n);
 static int al_form_charset(const char *ctype, size_t len);
+static int al_form_query_checked(const al_param_t *query, size_t nquery);
 static size_t al_form_bom(const unsigned char *p, size_t len);
 static const char *al_form_urlencoded(const unsigned char *p, size_t len,
     const al_form_names_t *names);
@@ -200,6 +201,13 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
         && !al_form_charset(ctype, ctype_len))
     {
         bad = "form body: the charset must be utf-8, us-ascii or iso-8859-1";
+
+    } else if (kind == AL_FORM_NONE && ctype != NULL
+               && al_form_query_checked(query, nquery)
+               && !al_form_charset(ctype, ctype_len))
+    {
+        bad = "the charset must be utf-8, us-ascii or iso-8859-1: the "
+              "query is read in it";
 
     } else if (bom == (size_t) -1 && ctype != NULL) {
         bad = "form body: a UTF-16 or UTF-32 byte order mark would have "
@@ -415,6 +423,30 @@ al_form_charset(const char *ctype, size_t len)
     }
 
     return 1;
+}
+
+
+/*
+ * Whether a query parameter has a pattern.  System.Web (ASP.NET on .NET
+ * Framework) decodes the query of a request with a body in the charset
+ * of its Content-Type, whatever the body is: under "text/plain;
+ * charset=ibm037" the "KKaKKa" that '^[A-Za-z]+$' took is "../../" to
+ * it.  So on a route that checks its query, any body is held to a
+ * form's charsets, which read ASCII as ASCII.
+ */
+
+static int
+al_form_query_checked(const al_param_t *query, size_t nquery)
+{
+    size_t  i;
+
+    for (i = 0; i < nquery; i++) {
+        if (query[i].re != NULL) {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -15,7 +15,8 @@
 # and is refused.  Forms, already held to ASCII charsets, now also
 # refuse a UTF-16 or UTF-32 byte order mark and read the first field
 # after a UTF-8 one, as ASP.NET Core's FormReader does.  Other charsets
-# on bodies not read for names (text/plain) still pass.
+# on bodies not read for names (text/plain) still pass, on a route
+# without query patterns (156-airlock-query-charset.t).
 
 use strict;
 use warnings;
@@ -54,6 +55,12 @@ routes:
     upstream: echo
     to: "/typed/{id}"
     body: { max_bytes: 1024, content_type: application/json }
+  - name: plain
+    clients: [local]
+    match: { method: POST, path: /plain }
+    upstream: echo
+    to: /plain
+    body: { max_bytes: 1024 }
 alerts:
   deny: { threshold: 1000, window: 60s }
 EOF
@@ -113,7 +120,7 @@ my @passed = (
     [ 'no charset', $items, 'application/json', '{"a":1}' ],
     [ 'utf8, quoted, any case', $items, 'Application/JSON; charset="UTF8"',
       '{"a":1}' ],
-    [ 'text/plain in UTF-7 is not read as JSON', $items,
+    [ 'text/plain in UTF-7 is not read as JSON', '/plain',
       'text/plain; charset=utf-7', '{"+AF8-method":"DELETE"}' ],
     [ 'content_type application/json, utf-8', '/typed/1',
       'application/json;charset=utf-8', '{"a":1}' ],

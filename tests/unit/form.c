@@ -87,6 +87,7 @@ static void test_overlap(void);
 static void overlap_alarm(int signo);
 static void test_types(void);
 static void test_charsets(void);
+static void test_query_charset(void);
 static al_reason_t body(const al_route_t *route, const char *ctype,
     const char *s);
 static void test_routes(void);
@@ -411,6 +412,8 @@ test_charsets(void)
     pass(FORM "; charset=iso_8859-1", "a=1", "charset=iso_8859-1");
     pass(MP "; charset=utf-8", PART("name=\"a\""),
          "multipart: charset=utf-8");
+    test_query_charset();
+
     /* Tomcat reads the charset after the first "charset=", wherever */
     refuse(FORM "; xcharset=utf-16", "a=1", "xcharset=utf-16 (Tomcat)");
     refuse(FORM "; a1charset=utf-16", "a=1", "a1charset=utf-16 (Tomcat)");
@@ -765,4 +768,54 @@ fold_body(char *buf, size_t size, unsigned how, uint32_t code)
     }
 
     return (n < 0) ? 0 : (size_t) n;
+}
+
+
+/*
+ * System.Web reads the query of a request with a body in the charset of
+ * its Content-Type: on a route with a query pattern, any body is held
+ * to a form's charsets.
+ */
+
+static void
+test_query_charset(void)
+{
+    int          rc;
+    char         err[128];
+    al_regex_t  *re;
+    al_param_t   query[1];
+
+    query[0].name.data = "name";
+    query[0].name.len = 4;
+    re = al_regex_compile("^[a-z]+$", 8, err, sizeof(err));
+    query[0].re = re;
+
+    if (!tap_ok(re != NULL, "query charset: the pattern compiles")) {
+        return;
+    }
+
+    rc = al_form_check("text/plain; charset=ibm037", 26,
+                       (const unsigned char *) "data", 4, NULL, 0, query, 1,
+                       why, sizeof(why));
+    tap_ok(rc == -1 && strstr(why, "query is read in it") != NULL,
+           "query charset: text/plain in EBCDIC refused");
+
+    rc = al_form_check("text/plain; charset=utf-8", 25,
+                       (const unsigned char *) "data", 4, NULL, 0, query, 1,
+                       why, sizeof(why));
+    tap_ok(rc == 0, "query charset: text/plain in utf-8 passes");
+
+    query[0].re = NULL;
+
+    rc = al_form_check("text/plain; charset=ibm037", 26,
+                       (const unsigned char *) "data", 4, NULL, 0, query, 1,
+                       why, sizeof(why));
+    tap_ok(rc == 0, "query charset: no pattern, any charset");
+
+    rc = al_form_check("text/plain; charset=ibm037", 26,
+                       (const unsigned char *) "", 0, NULL, 0, query, 1,
+                       why, sizeof(why));
+    tap_ok(rc == 0, "query charset: no body, any charset");
+
+    al_regex_free(re);
 }

@@ -677,8 +677,10 @@ test_body_json_charset(void)
           "+json with another parameter"),
         C("application/json; charset=utf-7", "", AL_REASON_NONE,
           "an empty body is not read"),
-        C("text/plain; charset=utf-7", "{\"+AF8-method\":1}", AL_REASON_NONE,
+        C("text/plain", "{\"_method\":1}", AL_REASON_NONE,
           "text/plain is not read as JSON"),
+        C("text/plain; charset=utf-7", "x", AL_REASON_BODY,
+          "a query pattern: text/plain in UTF-7 (System.Web)"),
 #undef C
     };
 
