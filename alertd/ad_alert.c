@@ -8,6 +8,11 @@
  * Only what an alert needs is required (id, time, kind, reason); count,
  * window, severity and sample have defaults, so an alert is not dropped
  * over a field it could do without.  Every string is bounded.
+ * A JSON string may hold a NUL (\u0000), which a client chooses as any
+ * other byte: the free text (client, peer, reason, route, sample) is
+ * kept with its length and written back with the NUL in it; the fields
+ * that must have a form (id, time, kind, severity, quarantine_until) are
+ * refused with one.
  *
  * The kind "alerts_dropped" is alertd's own (ad_outbox_report): it is
  * read back from the outbox, never taken from the journal, where it would
@@ -21,8 +26,8 @@
 
 
 static int ad_json_string(const json_t *o, const char *name, int required,
-    int nullable, char *buf, size_t size, int *present, char *why,
-    size_t whysize);
+    int nullable, char *buf, size_t size, size_t *lenp, int *present,
+    char *why, size_t whysize);
 static int ad_json_uint(const json_t *o, const char *name, int64_t *v,
     char *why, size_t whysize);
 static int ad_id_valid(const char *id);
@@ -46,7 +51,8 @@ ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
     const char    *type;
     json_error_t   jerr;
 
-    o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                   &jerr);
     if (o == NULL) {
         (void) snprintf(why, whysize, "not JSON: %s at column %d",
                         jerr.text, jerr.column);
@@ -120,8 +126,8 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
 
     memset(a, 0, sizeof(ad_alert_t));
 
-    if (ad_json_string(o, "id", 1, 0, a->id, sizeof(a->id), &present,
-                       why, whysize) != 0)
+    if (ad_json_string(o, "id", 1, 0, a->id, sizeof(a->id), NULL,
+                       &present, why, whysize) != 0)
     {
         return -1;
     }
@@ -132,8 +138,8 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
         return -1;
     }
 
-    if (ad_json_string(o, "time", 1, 0, a->time, sizeof(a->time), &present,
-                       why, whysize) != 0)
+    if (ad_json_string(o, "time", 1, 0, a->time, sizeof(a->time), NULL,
+                       &present, why, whysize) != 0)
     {
         return -1;
     }
@@ -143,8 +149,8 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
         return -1;
     }
 
-    if (ad_json_string(o, "kind", 1, 0, buf, sizeof(buf), &present, why,
-                       whysize) != 0)
+    if (ad_json_string(o, "kind", 1, 0, buf, sizeof(buf), NULL, &present,
+                       why, whysize) != 0)
     {
         return -1;
     }
@@ -160,8 +166,8 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
         return -1;
     }
 
-    if (ad_json_string(o, "severity", 0, 0, buf, sizeof(buf), &present,
-                       why, whysize) != 0)
+    if (ad_json_string(o, "severity", 0, 0, buf, sizeof(buf), NULL,
+                       &present, why, whysize) != 0)
     {
         return -1;
     }
@@ -177,28 +183,28 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
     }
 
     if (ad_json_string(o, "client", 0, 1, a->client, sizeof(a->client),
-                       &present, why, whysize) != 0)
+                       &a->client_len, &present, why, whysize) != 0)
     {
         return -1;
     }
     a->has_client = present;
 
     /* an unidentified client's address; an empty one names no one */
-    if (ad_json_string(o, "peer", 0, 1, a->peer, sizeof(a->peer), &present,
-                       why, whysize) != 0)
+    if (ad_json_string(o, "peer", 0, 1, a->peer, sizeof(a->peer),
+                       &a->peer_len, &present, why, whysize) != 0)
     {
         return -1;
     }
-    a->has_peer = (present && a->peer[0] != '\0');
+    a->has_peer = (present && a->peer_len != 0);
 
     if (ad_json_string(o, "reason", 1, 0, a->reason, sizeof(a->reason),
-                       &present, why, whysize) != 0)
+                       &a->reason_len, &present, why, whysize) != 0)
     {
         return -1;
     }
 
     if (ad_json_string(o, "route", 0, 1, a->route, sizeof(a->route),
-                       &present, why, whysize) != 0)
+                       &a->route_len, &present, why, whysize) != 0)
     {
         return -1;
     }
@@ -221,10 +227,11 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
         n = ad_utf8_cut(s, json_string_length(v), AD_SAMPLE_MAX);
         memcpy(a->sample, s, n);
         a->sample[n] = '\0';
+        a->sample_len = n;
     }
 
     if (ad_json_string(o, "quarantine_until", 0, 1, a->until,
-                       sizeof(a->until), &present, why, whysize) != 0)
+                       sizeof(a->until), NULL, &present, why, whysize) != 0)
     {
         return -1;
     }
@@ -266,17 +273,19 @@ ad_dropped_from_json(const json_t *o, ad_dropped_t *d, char *why,
 
     if (ad_json_uint(o, "critical", &d->critical, why, whysize) != 0
         || ad_json_string(o, "since", 1, 0, d->since, sizeof(d->since),
-                          &present, why, whysize) != 0
+                          NULL, &present, why, whysize) != 0
         || ad_json_string(o, "first_id", 1, 0, d->first_id,
-                          sizeof(d->first_id), &present, why, whysize) != 0
+                          sizeof(d->first_id), NULL, &present, why,
+                          whysize) != 0
         || ad_json_string(o, "first_time", 1, 0, d->first_time,
-                          sizeof(d->first_time), &present, why, whysize)
-           != 0
+                          sizeof(d->first_time), NULL, &present, why,
+                          whysize) != 0
         || ad_json_string(o, "last_id", 1, 0, d->last_id,
-                          sizeof(d->last_id), &present, why, whysize) != 0
+                          sizeof(d->last_id), NULL, &present, why,
+                          whysize) != 0
         || ad_json_string(o, "last_time", 1, 0, d->last_time,
-                          sizeof(d->last_time), &present, why, whysize)
-           != 0)
+                          sizeof(d->last_time), NULL, &present, why,
+                          whysize) != 0)
     {
         return -1;
     }
@@ -298,19 +307,25 @@ ad_dropped_to_json(const ad_dropped_t *d)
 
 /*
  * A string member: absent (unless required), null (when nullable, which
- * counts as absent) or a string that fits buf with its NUL.
+ * counts as absent) or a string that fits buf with a NUL after it.  With
+ * lenp its length goes there and it may hold a NUL; without, one is
+ * refused.
  */
 
 static int
 ad_json_string(const json_t *o, const char *name, int required,
-    int nullable, char *buf, size_t size, int *present, char *why,
-    size_t whysize)
+    int nullable, char *buf, size_t size, size_t *lenp, int *present,
+    char *why, size_t whysize)
 {
     size_t   len;
     json_t  *v;
 
     *present = 0;
     buf[0] = '\0';
+
+    if (lenp != NULL) {
+        *lenp = 0;
+    }
 
     v = json_object_get(o, name);
 
@@ -340,9 +355,19 @@ ad_json_string(const json_t *o, const char *name, int required,
         return -1;
     }
 
+    if (lenp == NULL && memchr(json_string_value(v), '\0', len) != NULL) {
+        (void) snprintf(why, whysize, "\"%s\" holds a NUL (\\u0000)",
+                        name);
+        return -1;
+    }
+
     memcpy(buf, json_string_value(v), len);
     buf[len] = '\0';
     *present = 1;
+
+    if (lenp != NULL) {
+        *lenp = len;
+    }
 
     return 0;
 }
@@ -425,6 +450,50 @@ ad_utf8_cut(const char *s, size_t len, size_t max)
 }
 
 
+/*
+ * A field as text for a line or a summary: a NUL is written "\u0000"
+ * (a client's "abc\u0000evil" is not shown as "abc"); cut to fit size.
+ */
+
+const char *
+ad_field_show(char *buf, size_t size, const char *s, size_t len)
+{
+    size_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] != '\0') {
+            if (n + 1 >= size) {
+                break;
+            }
+            buf[n++] = s[i];
+            continue;
+        }
+
+        if (n + 6 >= size) {
+            break;
+        }
+
+        memcpy(buf + n, "\\u0000", 6);
+        n += 6;
+    }
+
+    if (size > 0) {
+        buf[n] = '\0';
+    }
+
+    return buf;
+}
+
+
+int
+ad_field_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+
 const char *
 ad_alert_kind_name(ad_kind_t kind)
 {
@@ -464,16 +533,18 @@ ad_alert_to_json(const ad_alert_t *a)
          | ad_set(o, "severity",
                   json_string(a->critical ? "critical" : "warning"))
          | ad_set(o, "client",
-                  a->has_client ? json_string(a->client) : json_null())
-         | ad_set(o, "reason", json_string(a->reason))
+                  a->has_client ? json_stringn(a->client, a->client_len)
+                                : json_null())
+         | ad_set(o, "reason", json_stringn(a->reason, a->reason_len))
          | ad_set(o, "route",
-                  a->has_route ? json_string(a->route) : json_null())
+                  a->has_route ? json_stringn(a->route, a->route_len)
+                               : json_null())
          | ad_set(o, "count", json_integer(a->count))
          | ad_set(o, "window", json_integer(a->window))
-         | ad_set(o, "sample", json_string(a->sample));
+         | ad_set(o, "sample", json_stringn(a->sample, a->sample_len));
 
     if (a->has_peer) {
-        rc |= ad_set(o, "peer", json_string(a->peer));
+        rc |= ad_set(o, "peer", json_stringn(a->peer, a->peer_len));
     }
 
     if (a->has_until) {
@@ -514,19 +585,26 @@ json_t *
 ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
 {
     int          rc;
-    char         who[AD_FIELD_MAX + 32];
-    char         summary[AD_FIELD_MAX * 3 + 128];
+    char         who[AD_SHOW_MAX + 32];
+    char         reason[AD_SHOW_MAX], show[AD_SHOW_MAX];
+    char         summary[AD_SHOW_MAX * 2 + AD_TIME_MAX + 128];
     json_t      *labels, *ann;
 
     if (a->kind == AD_KIND_DROPPED) {
         return ad_dropped_to_alertmanager(a, repeat_ms);
     }
 
+    /* the summary is text to read: a NUL in it is shown, not cut at */
+    (void) ad_field_show(reason, sizeof(reason), a->reason, a->reason_len);
+
     if (a->has_client) {
-        (void) snprintf(who, sizeof(who), "client %s", a->client);
+        (void) snprintf(who, sizeof(who), "client %s",
+                        ad_field_show(show, sizeof(show), a->client,
+                                      a->client_len));
     } else if (a->has_peer) {
         (void) snprintf(who, sizeof(who), "an unidentified client (peer %s)",
-                        a->peer);
+                        ad_field_show(show, sizeof(show), a->peer,
+                                      a->peer_len));
     } else {
         (void) snprintf(who, sizeof(who), "an unidentified client");
     }
@@ -537,20 +615,20 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
                         (long long) a->count,
                         a->kind == AD_KIND_QUARANTINE ? "quarantine"
                                                       : "deny",
-                        (long long) a->window, a->reason);
+                        (long long) a->window, reason);
 
     } else if (a->kind == AD_KIND_QUARANTINE) {
         (void) snprintf(summary, sizeof(summary),
                         "%s quarantined%s%s after %lld denials in %llds "
                         "(%s)", who, a->has_until ? " until " : "",
                         a->has_until ? a->until : "", (long long) a->count,
-                        (long long) a->window, a->reason);
+                        (long long) a->window, reason);
 
     } else {
         (void) snprintf(summary, sizeof(summary),
                         "%s denied %lld times in %llds (%s)", who,
                         (long long) a->count, (long long) a->window,
-                        a->reason);
+                        reason);
     }
 
     labels = json_object();
@@ -566,21 +644,21 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
                 json_string(a->kind == AD_KIND_QUARANTINE
                             ? "AirlockQuarantine" : "AirlockDenied"))
          | ad_set(labels, "client",
-                  json_string(a->has_client ? a->client : ""))
+                  json_stringn(a->client, a->has_client ? a->client_len : 0))
          | ad_set(labels, "route",
-                  json_string(a->has_route ? a->route : ""))
-         | ad_set(labels, "reason", json_string(a->reason))
+                  json_stringn(a->route, a->has_route ? a->route_len : 0))
+         | ad_set(labels, "reason", json_stringn(a->reason, a->reason_len))
          | ad_set(labels, "severity",
                   json_string(a->critical ? "critical" : "warning"))
          | ad_set(labels, "source", json_string("airlock"));
 
     /* only when there is one: the labels of other alerts stay as they were */
     if (a->has_peer) {
-        rc |= ad_set(labels, "peer", json_string(a->peer));
+        rc |= ad_set(labels, "peer", json_stringn(a->peer, a->peer_len));
     }
 
     rc |= ad_set(ann, "summary", json_string(summary))
-          | ad_set(ann, "sample", json_string(a->sample))
+          | ad_set(ann, "sample", json_stringn(a->sample, a->sample_len))
           | ad_set(ann, "id", json_string(a->id));
 
     if (a->has_until) {
@@ -673,7 +751,7 @@ ad_dropped_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
     }
 
     rc = ad_set(labels, "alertname", json_string("AirlockAlertsDropped"))
-         | ad_set(labels, "reason", json_string(a->reason))
+         | ad_set(labels, "reason", json_stringn(a->reason, a->reason_len))
          | ad_set(labels, "severity",
                   json_string(a->critical ? "critical" : "warning"))
          | ad_set(labels, "source", json_string("airlock"));

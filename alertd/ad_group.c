@@ -69,16 +69,20 @@ ad_group_find(const ad_groups_t *gs, const ad_alert_t *a)
     for (i = 0; i < gs->n; i++) {
         b = &gs->g[i].last;
 
+        /* by length: "a\u0000b" and "a" are two clients */
         if (b->kind != a->kind || b->has_client != a->has_client
-            || strcmp(b->client, a->client) != 0
-            || strcmp(b->reason, a->reason) != 0)
+            || !ad_field_eq(b->client, b->client_len, a->client,
+                            a->client_len)
+            || !ad_field_eq(b->reason, b->reason_len, a->reason,
+                            a->reason_len))
         {
             continue;
         }
 
         if (!a->has_client
             && (b->has_peer != a->has_peer
-                || strcmp(b->peer, a->peer) != 0))
+                || !ad_field_eq(b->peer, b->peer_len, a->peer,
+                                a->peer_len)))
         {
             continue;
         }
@@ -267,6 +271,8 @@ ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit, void *data,
 {
     ad_alert_t   f;
     ad_group_t  *g;
+    char         client[AD_SHOW_MAX], peer[AD_SHOW_MAX];
+    char         reason[AD_SHOW_MAX];
 
     g = &gs->g[i];
 
@@ -274,9 +280,15 @@ ad_group_close(ad_groups_t *gs, size_t i, ad_emit_pt emit, void *data,
         ad_log(AD_LOG_DEBUG, "closed the group of alert %s: %s, client %s%s%s, "
                "reason %s: its window ended with no repeat", g->first_id,
                ad_alert_kind_name(g->last.kind),
-               g->last.has_client ? g->last.client : "(none)",
+               g->last.has_client
+               ? ad_field_show(client, sizeof(client), g->last.client,
+                               g->last.client_len)
+               : "(none)",
                g->last.has_peer ? ", peer " : "",
-               g->last.has_peer ? g->last.peer : "", g->last.reason);
+               ad_field_show(peer, sizeof(peer), g->last.peer,
+                             g->last.has_peer ? g->last.peer_len : 0),
+               ad_field_show(reason, sizeof(reason), g->last.reason,
+                             g->last.reason_len));
         ad_group_remove(gs, i);
         *removed = 1;
         return 0;

@@ -300,7 +300,7 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
         }
     }
 
-    o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    o = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     free(buf);
 
     if (o == NULL) {
@@ -1239,8 +1239,9 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
     ad_time_format(e->alert.time, sizeof(e->alert.time), e->queued_ms);
     e->alert.kind = AD_KIND_DROPPED;
     e->alert.critical = (q->d.critical > 0);
-    (void) snprintf(e->alert.reason, sizeof(e->alert.reason),
-                    "outbox_full");
+    e->alert.reason_len = (size_t) snprintf(e->alert.reason,
+                                            sizeof(e->alert.reason),
+                                            "outbox_full");
     e->alert.count = q->dropped;
     e->alert.dropped = q->d;
 

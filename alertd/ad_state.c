@@ -379,7 +379,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
 
     st->snap_size = len;
 
-    o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    o = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     free(buf);
 
     if (o == NULL) {
@@ -565,7 +565,8 @@ ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last, char *why,
             break;
         }
 
-        o = json_loadb(p, (size_t) (nl - p), JSON_REJECT_DUPLICATES, &jerr);
+        o = json_loadb(p, (size_t) (nl - p),
+                       JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         if (o == NULL) {
             break;
         }

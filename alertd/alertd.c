@@ -1170,6 +1170,8 @@ ad_emit(void *data, const ad_alert_t *a)
     const char       *what;
     const ad_sink_t  *s;
     char              but[128];
+    char              client[AD_SHOW_MAX], peer[AD_SHOW_MAX];
+    char              reason[AD_SHOW_MAX];
 
     ctx = data;
     n[AD_OUTBOX_QUEUED] = 0;
@@ -1222,9 +1224,14 @@ ad_emit(void *data, const ad_alert_t *a)
     ad_log(AD_LOG_INFO, "%s %salert %s: %s, client %s%s%s, reason %s, "
            "count %lld%s", what, a->folded ? "folded " : "", a->id,
            ad_alert_kind_name(a->kind),
-           a->has_client ? a->client : "(none)",
-           a->has_peer ? ", peer " : "", a->has_peer ? a->peer : "",
-           a->reason, (long long) a->count, but);
+           a->has_client
+           ? ad_field_show(client, sizeof(client), a->client, a->client_len)
+           : "(none)",
+           a->has_peer ? ", peer " : "",
+           ad_field_show(peer, sizeof(peer), a->peer,
+                         a->has_peer ? a->peer_len : 0),
+           ad_field_show(reason, sizeof(reason), a->reason, a->reason_len),
+           (long long) a->count, but);
 
     return 0;
 }

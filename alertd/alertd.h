@@ -165,14 +165,24 @@ typedef struct {
     unsigned         has_until:1;
     unsigned         has_peer:1;
     unsigned         folded:1;
+    /*
+     * client, peer, reason, route and sample are the journal's bytes and
+     * may hold a NUL (\u0000): each has its length, and is compared and
+     * written by it, never as a C string
+     */
     char             client[AD_FIELD_MAX + 1];
+    size_t           client_len;
     char             peer[AD_FIELD_MAX + 1]; /* an unidentified client's
                                                address, as nginx wrote it */
+    size_t           peer_len;
     char             reason[AD_FIELD_MAX + 1];
+    size_t           reason_len;
     char             route[AD_FIELD_MAX + 1];
+    size_t           route_len;
     int64_t          count;
     int64_t          window;                /* seconds */
     char             sample[AD_SAMPLE_MAX + 1];
+    size_t           sample_len;
     char             until[AD_TIME_MAX];
     ad_dropped_t     dropped;               /* AD_KIND_DROPPED only */
 } ad_alert_t;
@@ -193,6 +203,13 @@ int ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
 json_t *ad_alert_to_json(const ad_alert_t *a);
 json_t *ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms);
 const char *ad_alert_kind_name(ad_kind_t kind);
+
+/* a field of len bytes as text to show, a NUL as "\u0000"; returns buf */
+const char *ad_field_show(char *buf, size_t size, const char *s,
+    size_t len);
+int ad_field_eq(const char *a, size_t alen, const char *b, size_t blen);
+
+#define AD_SHOW_MAX            (AD_FIELD_MAX * 6 + 1)   /* a field shown */
 
 
 /* grouping (ad_group.c) */

@@ -13,7 +13,8 @@
  *    would be an alert never sent), both of which json_dumps() writes
  *    and jansson reads back;
  *  - the webhook body read back with ad_alert_from_json(), as the outbox
- *    and the state do, is the same alert;
+ *    and the state do, is the same alert, a NUL (\u0000) in its text
+ *    included: the fields are compared by their lengths;
  *  - its Alertmanager timestamps are RFC 3339 times alertd itself reads;
  *  - the group table written as the state writes it and read back holds
  *    the same groups.
@@ -61,13 +62,13 @@ fz_same_alert(const ad_alert_t *a, const ad_alert_t *b)
         || a->has_until != b->has_until
         || a->has_peer != b->has_peer
         || a->folded != b->folded
-        || strcmp(a->client, b->client) != 0
-        || strcmp(a->peer, b->peer) != 0
-        || strcmp(a->reason, b->reason) != 0
-        || strcmp(a->route, b->route) != 0
+        || !ad_field_eq(a->client, a->client_len, b->client, b->client_len)
+        || !ad_field_eq(a->peer, a->peer_len, b->peer, b->peer_len)
+        || !ad_field_eq(a->reason, a->reason_len, b->reason, b->reason_len)
+        || !ad_field_eq(a->route, a->route_len, b->route, b->route_len)
         || a->count != b->count
         || a->window != b->window
-        || strcmp(a->sample, b->sample) != 0
+        || !ad_field_eq(a->sample, a->sample_len, b->sample, b->sample_len)
         || strcmp(a->until, b->until) != 0
         || (a->kind == AD_KIND_DROPPED
             && (a->dropped.critical != b->dropped.critical
@@ -98,7 +99,7 @@ fz_reload(const json_t *o)
         abort();
     }
 
-    r = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
+    r = json_loads(s, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     free(s);
 
     if (r == NULL) {
@@ -222,7 +223,7 @@ fz_read_back(const char *line, size_t len)
     ad_alert_t    a;
     ad_groups_t   gs;
 
-    o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+    o = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
         return;
