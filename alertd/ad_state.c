@@ -29,6 +29,11 @@
  * another generation is older than the snapshot and is skipped.  The
  * first save after a start and every save after a failed append write a
  * snapshot, so the log never holds a broken line before a good one.
+ *
+ * A snapshot found cut short all the same (a file system that does not
+ * keep the order of write, fsync and rename) is set aside as offset.bad,
+ * said, and the journal read from its start: alertd runs, and what the
+ * outbox does not hold is queued again (sent at least once).
  */
 
 #include <errno.h>
@@ -55,6 +60,10 @@ static json_t *ad_print_to_json(const ad_fpos_t *fp);
 static int ad_print_from_json(const json_t *o, ad_fpos_t *fp);
 static int ad_rotated_from_json(const json_t *o, ad_fpos_t *fp);
 static int ad_state_check(const json_t *o, char *why, size_t whysize);
+static int ad_state_cut(const char *buf, size_t len,
+    const json_error_t *jerr);
+static int ad_state_set_aside(ad_state_t *st, size_t len,
+    const json_error_t *jerr, char *err, size_t errsize);
 static int ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last,
     char *why, size_t whysize);
 static json_t *ad_state_to_json(const char *journal, const ad_pos_t *pos,
@@ -338,10 +347,84 @@ ad_fsync_dir(int dirfd)
 }
 
 
+/*
+ * Whether a snapshot that is no JSON was cut short: empty, or the start
+ * of an object whose text ends where it went wrong (jansson's position
+ * is at its end), not a whole value with bytes after it.  Its
+ * write, fsync and rename keep it whole on a file system that keeps
+ * their order; one that does not (or a copy taken while alertd ran)
+ * may leave it cut at any byte after a power cut.
+ */
+
+static int
+ad_state_cut(const char *buf, size_t len, const json_error_t *jerr)
+{
+    if (len == 0) {
+        return 1;
+    }
+
+    if (buf[0] != '{'
+        || json_error_code(jerr) == json_error_end_of_input_expected)
+    {
+        return 0;
+    }
+
+    return json_error_code(jerr) == json_error_premature_end_of_input
+           || (jerr->position >= 0 && (size_t) jerr->position >= len);
+}
+
+
+/*
+ * A snapshot cut short holds no position to trust, and the log's lines
+ * are changes to it: both are set aside (offset.bad, offset.log
+ * emptied) and the journal is read from its start, which queues again
+ * what the outbox does not hold (alerts sent before are sent again,
+ * with their ids: at least once).  The first save writes a snapshot.
+ */
+
+static int
+ad_state_set_aside(ad_state_t *st, size_t len, const json_error_t *jerr,
+    char *err, size_t errsize)
+{
+    const char  *kept;
+
+    kept = "set aside as offset.bad";
+
+    if (renameat(st->fd, "offset", st->fd, "offset.bad") != 0) {
+        kept = "left in place (cannot rename it to offset.bad), the first "
+               "save replaces it";
+        ad_log(AD_LOG_ERR, "cannot rename %s/offset to offset.bad: %s",
+               st->path, strerror(errno));
+
+    } else if (ad_fsync_dir(st->fd) != 0) {
+        ad_log(AD_LOG_WARN, "cannot sync %s after renaming offset: %s",
+               st->path, strerror(errno));
+    }
+
+    ad_log(AD_LOG_ERR, "%s/offset is cut short (%zu bytes: %s), by a crash "
+           "or a power cut during its write: %s; the journal is read from "
+           "its start, and alerts sent before are sent again, with their "
+           "ids", st->path, len, len == 0 ? "empty" : jerr->text, kept);
+
+    if (ftruncate(st->log, 0) != 0) {
+        st->errnum = errno;
+        (void) snprintf(err, errsize, "cannot empty %s/offset.log: %s",
+                        st->path, strerror(errno));
+        return -1;
+    }
+
+    st->snap_size = 0;
+    st->log_size = 0;
+
+    return 0;
+}
+
+
 int
 ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     ad_groups_t *gs, ad_outbox_t *ob, char *err, size_t errsize)
 {
+    int            cut;
     char          *buf;
     size_t         len;
     json_t        *o, *last, *print, *rotated, *dropped;
@@ -380,9 +463,14 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
     st->snap_size = len;
 
     o = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    cut = (o == NULL && ad_state_cut(buf, len, &jerr));
     free(buf);
 
     if (o == NULL) {
+        if (cut) {
+            return ad_state_set_aside(st, len, &jerr, err, errsize);
+        }
+
         (void) snprintf(why, sizeof(why), "%s", jerr.text);
         goto bad;
     }

@@ -118,9 +118,14 @@ config_error([@base], qr/another airlock-alertd is using the state directory/,
              'state directory in use');
 $t->stop($pid, 'TERM');
 
-$t->write_file($t->state . '/offset', '{"version":1');
+# a bad byte before its end: damaged, not cut short by a crash (which
+# 53-cut-files.t shows is set aside, and alertd runs)
+$t->write_file($t->state . '/offset', '{"version":1,]}');
 config_error([@base], qr/offset is not a valid state file .* move it away/,
              'damaged state file');
+$t->write_file($t->state . '/offset', '{"version":1}x');
+config_error([@base], qr/offset is not a valid state file .* move it away/,
+             'a state file with bytes after it: damaged');
 unlink $t->state . '/offset';
 
 # a change log line that is JSON but not a save
