@@ -406,6 +406,7 @@ sub held_chat {
 # for tests that hang up or hold the connection.
 sub raw_chat {
     my ($self, $token, $body) = @_;
+    $self->_usage_before;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                   PeerPort => $self->{t}->port(8080),
                                   Proto => 'tcp', Timeout => 5)
@@ -420,16 +421,34 @@ sub raw_chat {
 
 
 # The usage line of the last call, waiting for it: the log phase runs
-# after the client has the response.
+# after the client has the response.  $count is the least number of
+# lines the log must have; and when the call went through request() or
+# raw_chat(), the log must have more lines than before it: calls the
+# gateway answers itself (the models list) have lines and no provider
+# request, so a count of provider requests alone can be reached before
+# the last call's line is written.
 sub last_usage {
     my ($self, $count) = @_;
     my $deadline = time + 5;
+    my $before = $self->{usage_before} // -1;
 
     for (;;) {
         my @l = $self->usage_log;
-        return $l[-1] if @l >= $count || time > $deadline;
+        return $l[-1] if (@l >= $count && @l > $before) || time > $deadline;
         sleep 0.02;
     }
+}
+
+
+# the usage log's lines before a call, for last_usage()
+sub _usage_before {
+    my ($self) = @_;
+    my $f = $self->{t}->testdir . '/usage.log';
+    my $text = -f $f ? $self->{t}->read_file($f) : '';
+
+    # the lines usage_log() would give, counted, not decoded
+    $text =~ s/[^\n]*\z//;
+    $self->{usage_before} = scalar grep { length } split /\n/, $text;
 }
 
 
@@ -458,6 +477,8 @@ sub request {
 
     my $req = "$method $path HTTP/1.1\r\nHost: localhost\r\n$h"
             . "Connection: close\r\n\r\n" . ($body // $o{raw_body} // '');
+
+    $self->_usage_before;
 
     my $raw = $self->{t}->http($req, %{$o{http} // {}},
                                timeout => $o{timeout} // 10);
