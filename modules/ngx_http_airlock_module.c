@@ -51,6 +51,7 @@ static ngx_int_t ngx_http_airlock_body_read(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static al_reason_t ngx_http_airlock_check_body(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char **detail);
+static ngx_uint_t ngx_http_airlock_body_empty(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_allow(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_deny(ngx_http_request_t *r,
@@ -94,18 +95,32 @@ static ngx_int_t ngx_http_airlock_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_airlock_init_module(ngx_cycle_t *cycle);
 
 
-/* client headers that reach an upstream; all others are removed */
-#define NGX_HTTP_AIRLOCK_ALLOWED_HEADERS(X)                                   \
+/*
+ * Client headers that reach an upstream; all others are removed.  With
+ * no body (a route that takes none, or an empty one), Content-Type is
+ * removed too: there is nothing for it to describe, and a server may
+ * decode the query in the charset it names (Tomcat's
+ * useBodyEncodingForURI), which the query's patterns never saw.
+ */
+#define NGX_HTTP_AIRLOCK_BODYLESS_HEADERS(X)                                  \
     X("accept")                                                               \
     X("accept-language")                                                      \
-    X("content-type")                                                         \
     X("user-agent")                                                           \
     X("if-none-match")                                                        \
     X("if-modified-since")                                                    \
     X("cache-control")
 
+#define NGX_HTTP_AIRLOCK_ALLOWED_HEADERS(X)                                   \
+    NGX_HTTP_AIRLOCK_BODYLESS_HEADERS(X)                                      \
+    X("content-type")
+
 static ngx_str_t  ngx_http_airlock_allowed_headers[] = {
     NGX_HTTP_AIRLOCK_ALLOWED_HEADERS(NGX_HTTP_AIRLOCK_HEADER_STR)
+    ngx_null_string
+};
+
+static ngx_str_t  ngx_http_airlock_bodyless_headers[] = {
+    NGX_HTTP_AIRLOCK_BODYLESS_HEADERS(NGX_HTTP_AIRLOCK_HEADER_STR)
     ngx_null_string
 };
 
@@ -583,6 +598,30 @@ ngx_http_airlock_check_body(ngx_http_request_t *r,
 }
 
 
+/* the request's body, as read, has no byte */
+
+static ngx_uint_t
+ngx_http_airlock_body_empty(ngx_http_request_t *r)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    if (r->request_body == NULL) {
+        return r->headers_in.content_length_n <= 0 && !r->headers_in.chunked;
+    }
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_size(b) > 0) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
 static ngx_int_t
 ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
@@ -591,11 +630,20 @@ ngx_http_airlock_allow(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
-    hs.keep = ngx_http_airlock_allowed_headers;
-    hs.keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(
-                       NGX_HTTP_AIRLOCK_ALLOWED_HEADERS);
-    hs.keep_hh = amcf->keep_hh;
-    hs.keep_at = amcf->keep_at;
+    if (ctx->route->has_body && !ngx_http_airlock_body_empty(r)) {
+        hs.keep = ngx_http_airlock_allowed_headers;
+        hs.keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(
+                           NGX_HTTP_AIRLOCK_ALLOWED_HEADERS);
+        hs.keep_hh = amcf->keep_hh;
+        hs.keep_at = amcf->keep_at;
+
+    } else {
+        hs.keep = ngx_http_airlock_bodyless_headers;
+        hs.keep_lens = NGX_HTTP_AIRLOCK_HEADER_LENS(
+                           NGX_HTTP_AIRLOCK_BODYLESS_HEADERS);
+        hs.keep_hh = amcf->bodyless_hh;
+        hs.keep_at = amcf->bodyless_at;
+    }
     hs.cookies = ctx->route->allow_cookies;
     hs.inject = ctx->rconf->inject;
     hs.ninject = ctx->rconf->ninject;
@@ -1387,6 +1435,13 @@ ngx_http_airlock_init(ngx_conf_t *cf)
 
     if (ngx_http_airlock_keep_init(cf, ngx_http_airlock_allowed_headers,
                                    amcf->keep_hh, amcf->keep_at)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_airlock_keep_init(cf, ngx_http_airlock_bodyless_headers,
+                                   amcf->bodyless_hh, amcf->bodyless_at)
         != NGX_OK)
     {
         return NGX_ERROR;

@@ -105,6 +105,10 @@ typedef struct {
        their names of each length begin */
     ngx_http_header_t           *keep_hh[NGX_HTTP_AIRLOCK_KEEP_MAX];
     u_char                       keep_at[64];
+
+    /* the same for a route that takes no body: no Content-Type */
+    ngx_http_header_t           *bodyless_hh[NGX_HTTP_AIRLOCK_KEEP_MAX];
+    u_char                       bodyless_at[64];
 } ngx_http_airlock_main_conf_t;
 
 
