@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -66,7 +67,7 @@ typedef struct {
 static int ag_parse_options(int argc, char **argv, ag_conf_t *conf);
 static void ag_usage(FILE *f);
 static int ag_load_tools(ag_conf_t *conf);
-static int ag_listen(const char *path);
+static int ag_listen(const ag_conf_t *conf);
 static void ag_sigchld(int signo);
 static void ag_sigterm(int signo);
 static long ag_reap(long children);
@@ -90,6 +91,7 @@ static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 static void ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer);
 static int ag_api_peer(ag_conf_t *conf);
+static int ag_listen_group(ag_conf_t *conf);
 static int ag_write_all(int fd, const char *p, size_t len,
     int64_t deadline);
 static long ag_long_option(const char *name, const char *v, long min,
@@ -128,6 +130,7 @@ static const struct option  ag_options[] = {
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
     { "api-peer",        required_argument, NULL, 'A' },
+    { "listen-group",    required_argument, NULL, 'G' },
     { "help",            no_argument,       NULL, 'h' },
     { "version",         no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -177,7 +180,7 @@ main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &chld, &unblocked);
     sigdelset(&unblocked, SIGCHLD);
 
-    lfd = ag_listen(conf.listen);
+    lfd = ag_listen(&conf);
     if (lfd == -1) {
         return 1;
     }
@@ -347,6 +350,11 @@ ag_usage(FILE *f)
 "                     --policy FILE [options]\n"
 "\n"
 "  --listen PATH        our unix socket (HTTP; nginx publishes it at /api/)\n"
+"  --listen-group GROUP the socket is 0660, this group's: only its members\n"
+"                       (nginx's www-data, operators) and root connect\n"
+"                       (airlock-api on the appliance); the agent is a\n"
+"                       member, or the directory set-group-ID and the\n"
+"                       group's.  None: 0666, every local user\n"
 "  --gateway PATH       Airlock's unix socket (LLM gateway, named routes)\n"
 "  --redis WHERE        unix:/path/redis.sock, host:port, [ipv6]:port\n"
 "                       or [ipv6] (port 6379)\n"
@@ -511,6 +519,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 'm': conf->model = optarg; break;
         case 'S': conf->system_prompt = optarg; break;
         case 'A': conf->api_peer = optarg; break;
+        case 'G': conf->listen_group = optarg; break;
         case 1: slot = &conf->max_steps; max = 1000; break;
         case 2: slot = &conf->max_tokens; break;
         case 3: slot = &conf->max_tool_bytes; max = 64L << 20; break;
@@ -600,7 +609,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         return -1;
     }
 
-    if (ag_api_peer(conf) != 0) {
+    if (ag_api_peer(conf) != 0 || ag_listen_group(conf) != 0) {
         return -1;
     }
 
@@ -696,6 +705,54 @@ ag_api_peer(ag_conf_t *conf)
                         "the kernel's overflow uid");
         return -1;
     }
+
+    return 0;
+}
+
+
+/*
+ * --listen-group: a group's name or a gid, that exists by name or is
+ * given as digits (as --api-peer), so that a typo stops the agent here
+ * rather than leaving the socket to a group no one is in.  Whether the
+ * socket can be that group's (made so in a set-group-ID directory of the
+ * group, or given to it by a member or root) is known when it binds.
+ */
+
+static int
+ag_listen_group(ag_conf_t *conf)
+{
+    long           n;
+    char          *end;
+    struct group  *gr;
+
+    if (conf->listen_group == NULL) {
+        return 0;
+    }
+
+    if (ag_text_option("listen-group", conf->listen_group, AG_NAME_MAX, 0,
+                       "a group's name or gid") != 0)
+    {
+        return -1;
+    }
+
+    gr = getgrnam(conf->listen_group);
+
+    if (gr != NULL) {
+        conf->listen_gid = gr->gr_gid;
+        return 0;
+    }
+
+    errno = 0;
+    n = (*conf->listen_group >= '0' && *conf->listen_group <= '9')
+        ? strtol(conf->listen_group, &end, 10) : -1;
+
+    if (n < 0 || errno != 0 || *end != '\0' || n > 0x7fffffffL) {
+        ag_option_error("listen-group", conf->listen_group, "the name of "
+                        "a group that exists, or a gid");
+        return -1;
+    }
+
+    conf->listen_gid = (gid_t) n;
 
     return 0;
 }
@@ -925,12 +982,27 @@ ag_load_tools(ag_conf_t *conf)
 }
 
 
+/*
+ * The socket is made 0600 (its umask for bind(), the one call that
+ * decides a unix socket's mode), so that no one but the agent and root
+ * connects before it has its group and mode: 0660 and --listen-group's,
+ * or 0666 without one.  In a set-group-ID directory of that group (the
+ * appliance's /run/airlock/agent) the socket is the group's as it is
+ * made; elsewhere the agent gives it to the group (chown(), which the
+ * unit's system call filter refuses).  The directory is the agent's own,
+ * so the path still names the socket it bound.
+ */
+
 static int
-ag_listen(const char *path)
+ag_listen(const ag_conf_t *conf)
 {
-    int                 fd;
+    int                 fd, rc;
+    mode_t              mask;
+    const char         *path;
     struct stat         st;
     struct sockaddr_un  sun;
+
+    path = conf->listen;
 
     /* a stale socket from an earlier process; never anything else */
     if (lstat(path, &st) == 0) {
@@ -953,17 +1025,49 @@ ag_listen(const char *path)
     sun.sun_family = AF_UNIX;
     memcpy(sun.sun_path, path, strlen(path));
 
-    if (bind(fd, (struct sockaddr *) &sun, sizeof(sun)) == -1
-        || listen(fd, 64) == -1)
-    {
+    mask = umask(0177);
+    rc = bind(fd, (struct sockaddr *) &sun, sizeof(sun));
+    umask(mask);
+
+    if (rc == -1 || listen(fd, 64) == -1) {
         fprintf(stderr, "airlock-agent: listen on %s: %s\n", path,
                 strerror(errno));
         close(fd);
         return -1;
     }
 
-    /* nginx and the airlock CLI connect; the directory decides who may */
-    chmod(path, 0666);
+    if (conf->listen_group != NULL) {
+        rc = stat(path, &st);
+
+        if (rc == 0 && st.st_gid != conf->listen_gid) {
+            rc = chown(path, (uid_t) -1, conf->listen_gid);
+        }
+
+        if (rc == -1) {
+            fprintf(stderr, "airlock-agent: --listen-group %s: the socket "
+                    "%s cannot be given to gid %lu: %s (the agent must be "
+                    "a member of the group, or the socket's directory "
+                    "set-group-ID and the group's)\n", conf->listen_group,
+                    path, (unsigned long) conf->listen_gid,
+                    strerror(errno));
+            unlink(path);
+            close(fd);
+            return -1;
+        }
+
+        rc = chmod(path, 0660);
+
+    } else {
+        rc = chmod(path, 0666);
+    }
+
+    if (rc == -1) {
+        fprintf(stderr, "airlock-agent: chmod %s: %s\n", path,
+                strerror(errno));
+        unlink(path);
+        close(fd);
+        return -1;
+    }
 
     return fd;
 }

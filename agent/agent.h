@@ -85,6 +85,8 @@ typedef struct {
     const char      *llm_prefix;            /* "/v1/proxy/openai" */
     const char      *model;
     const char      *system_prompt;         /* extra operator text */
+    const char      *listen_group;          /* --listen-group, or NULL */
+    gid_t            listen_gid;            /* its gid */
     const char      *api_peer;              /* --api-peer, or NULL */
     uid_t            api_uid;               /* its uid */
     uid_t            overflow_uid;          /* a peer's uid the kernel

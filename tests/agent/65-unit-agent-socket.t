@@ -1,14 +1,15 @@
 #!/usr/bin/perl
 
-# The agent's socket, /run/airlock/agent/agent.sock, is 0666: nginx
-# publishes it at /api/, and whoever connects to it may ask, with the
-# agent's tools and tokens, in sessions of its own uid's.  The daemons that
-# parse what others wrote and have no use for it do not see it: the
-# worker (its main process parses every sandbox's output; its unit binds
-# /run/airlock for the proxy's socket) and alertd (it parses the deny log,
-# whose fields clients write).  A check of the unit files, and
-# systemd-analyze verify of each; tests/image/boot.sh checks the worker's
-# as systemd runs it, by connecting from its mount namespace.
+# The agent's socket, /run/airlock/agent/agent.sock, is 0660 and group
+# airlock-api's (70-socket-group.t): nginx publishes it at /api/, and
+# whoever connects to it may ask, with the agent's tools and tokens, in
+# sessions of its own uid's.  The daemons that parse what others wrote
+# and have no use for it are not in the group, and do not see it at
+# all: the worker (its main process parses every sandbox's output; its
+# unit binds /run/airlock for the proxy's socket) and alertd (it parses
+# the deny log, whose fields clients write).  A check of the unit files,
+# and systemd-analyze verify of each; tests/image/boot.sh checks the
+# worker's as systemd runs it, by connecting from its mount namespace.
 
 use strict;
 use warnings;

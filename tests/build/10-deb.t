@@ -301,8 +301,9 @@ SH
     like($out, qr/^credentials 700$/m, '/etc/airlock/credentials is 0700');
     like($out, qr/^run-airlock 755 root root$/m,
          '/run/airlock made by the package (tmpfiles.d), 0755 root:root');
-    like($out, qr/^run-airlock-agent 755 airlock-agent airlock-agent$/m,
-         '/run/airlock/agent, the agent\'s own, for its socket');
+    like($out, qr/^run-airlock-agent 2750 airlock-agent airlock-api$/m,
+         '/run/airlock/agent, the agent\'s own, for its socket '
+         . '(set-group-ID airlock-api)');
     like($out, qr/^log-airlock 2755 root airlock-log$/m,
          '/var/log/airlock set-group-ID airlock-log (tmpfiles.d)');
     my %g = $out =~ /^group (\S+): (\w+)$/mg;

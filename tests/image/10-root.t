@@ -172,9 +172,12 @@ is($rc, 0, 'systemd-tmpfiles --create airlock.conf') or diag($out);
                       . 'airlock_${f##*/}; done');
 is($rc, 0, 'first boot: key pair, placeholder credentials') or diag($out);
 ($rc, $out) = in_root('stat -c "%a %U %G" /run/airlock /run/airlock/agent');
-is($out, "755 root root\n755 airlock-agent airlock-agent\n",
-   '/run/airlock (root\'s) and /run/airlock/agent (the agent\'s socket) '
-   . 'made by the package\'s tmpfiles.d');
+is($out, "755 root root\n2750 airlock-agent airlock-api\n",
+   '/run/airlock (root\'s) and /run/airlock/agent (the agent\'s socket, '
+   . 'set-group-ID airlock-api) made by the package\'s tmpfiles.d');
+# who may use the agent's socket: nginx's user is in its group
+($rc, $out) = in_root('id -nG www-data');
+like($out, qr/(^|\s)airlock-api(\s|$)/, 'www-data is in airlock-api');
 ($rc, $out) = in_root('stat -c "%a %U %G" /var/log/airlock');
 is($out, "2755 root airlock-log\n",
    '/var/log/airlock set-group-ID airlock-log: alertd reads the journal');
