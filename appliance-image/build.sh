@@ -163,7 +163,7 @@ echo "build.sh: mmdebstrap bookworm into $root (log: $log)"
 mmdebstrap --variant=minbase --format=directory \
     --include=systemd,systemd-sysv,udev,dbus,kmod,linux-image-amd64,\
 initramfs-tools,ca-certificates,iproute2,nftables,nginx,redis-server,runsc,\
-logrotate,procps,systemd-timesyncd,systemd-resolved,curl,${deps%,} \
+logrotate,procps,systemd-timesyncd,systemd-resolved,curl,openssl,${deps%,} \
     --customize-hook='set -e
         mkdir -p "$1/tmp/airlock-debs"
         cp "$AIRLOCK_IMAGE_MOD" \

@@ -81,7 +81,7 @@ sub slurp {
 
 # packages
 for my $p (qw(airlock libnginx-mod-http-airlock nginx redis-server runsc
-              nftables linux-image-amd64 systemd-resolved)) {
+              nftables linux-image-amd64 systemd-resolved openssl)) {
     ($rc, $out) = in_root("dpkg-query -W -f=\\\${db:Status-Status} $p");
     is($out, 'installed', "$p installed");
 }
@@ -175,9 +175,12 @@ is($rc, 0, 'first boot: key pair, placeholder credentials') or diag($out);
 is($out, "755 root root\n2750 airlock-agent airlock-api\n",
    '/run/airlock (root\'s) and /run/airlock/agent (the agent\'s socket, '
    . 'set-group-ID airlock-api) made by the package\'s tmpfiles.d');
-# who may use the agent's socket: nginx's user is in its group
+# who may use the agent's socket: nginx's user is in its group, and the
+# tool docs/agent.md gives operators for /api/'s passwords is there
 ($rc, $out) = in_root('id -nG www-data');
 like($out, qr/(^|\s)airlock-api(\s|$)/, 'www-data is in airlock-api');
+($rc, $out) = in_root('printf "FAKE\n" | openssl passwd -6 -stdin');
+like($out, qr/^\$6\$/, 'openssl passwd -6 makes an /api/ password\'s hash');
 ($rc, $out) = in_root('stat -c "%a %U %G" /var/log/airlock');
 is($out, "2755 root airlock-log\n",
    '/var/log/airlock set-group-ID airlock-log: alertd reads the journal');

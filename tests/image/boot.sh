@@ -22,6 +22,11 @@
 #   host);
 # - after Redis restarts, the worker's unit still sees Redis's socket and
 #   a job still runs;
+# - the agent, started, has its socket 0660 and airlock-api's: daemons
+#   outside the group (systemd-resolve, redis) cannot connect, www-data
+#   and root can; /api/ lets no one in without /etc/airlock/api.htpasswd,
+#   and with one made by `openssl passwd -6` a wrong password gets 401
+#   and the right one the agent's own 404;
 # - the airlock package installed again over itself, as an upgrade is (the
 #   .deb beside the image, IMAGE_DIR/../deb, as make image leaves it;
 #   AIRLOCK_DEB=FILE another), leaves alertd and the worker running.
@@ -459,6 +464,63 @@ res=$(check redis-restart-result)
 case "$res" in
 *'"status":"ok"'*) ok "and a job queued after the restart runs" ;;
 *) not_ok "and a job queued after the restart runs: $(printf '%s' "$res" | head -c 300)" ;;
+esac
+
+# who may use the agent: its socket is root's and airlock-api's (nginx's
+# www-data a member), not every daemon's; /api/ wants a user and password
+as=$(check agent-sock)
+case "$as" in
+"agent=active "*) ok "airlock-agent starts in the image ($as)" ;;
+*) not_ok "airlock-agent starts in the image: $as" ;;
+esac
+case "$as" in
+*" sock=660:airlock-agent:airlock-api "*)
+    ok "the agent's socket is 0660, group airlock-api" ;;
+*) not_ok "the agent's socket is 0660, group airlock-api: $as" ;;
+esac
+case "$as" in
+*" dir=2750:airlock-agent:airlock-api "*)
+    ok "its directory is set-group-ID airlock-api, closed to others" ;;
+*) not_ok "its directory is set-group-ID airlock-api, closed to others: $as" ;;
+esac
+case "$as" in
+*" www-data="*airlock-api*) ok "nginx's www-data is in airlock-api" ;;
+*) not_ok "nginx's www-data is in airlock-api: $as" ;;
+esac
+so=$(check agent-socket)
+case "$so" in
+"systemd-resolve=000 redis=000 "*)
+    ok "daemons outside airlock-api cannot connect to the agent's socket ($so)" ;;
+*) not_ok "daemons outside airlock-api cannot connect to the agent's socket: $so" ;;
+esac
+case "$so" in
+*" www-data=403 "*)
+    ok "www-data connects (the agent's 403: no X-Airlock-User)" ;;
+*) not_ok "www-data connects (the agent's 403: no X-Airlock-User): $so" ;;
+esac
+case "$so" in
+*" root=404 root-body="*'"error":"no_session"'*)
+    ok "root connects: the agent's 404 for a session no one has" ;;
+*) not_ok "root connects: the agent's 404 for a session no one has: $so" ;;
+esac
+ap=$(check agent-api)
+case "$ap" in
+"none=401/403 "*)
+    ok "without /etc/airlock/api.htpasswd /api/ lets no one in (401, then 403)" ;;
+*) not_ok "without /etc/airlock/api.htpasswd /api/ lets no one in: $ap" ;;
+esac
+case "$ap" in
+*" hash=\$6\$"*) ok "openssl passwd -6, as docs/agent.md says, makes its hash" ;;
+*) not_ok "openssl passwd -6, as docs/agent.md says, makes its hash: $ap" ;;
+esac
+case "$ap" in
+*" wrong=401 "*) ok "a wrong password gets 401" ;;
+*) not_ok "a wrong password gets 401: $ap" ;;
+esac
+case "$ap" in
+*" right=404 body="*'"error":"no_session"'*)
+    ok "the right one reaches the agent: its 404 no_session JSON" ;;
+*) not_ok "the right one reaches the agent: its 404 no_session JSON: $ap" ;;
 esac
 
 up=$(check upgrade)

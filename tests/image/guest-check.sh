@@ -45,6 +45,18 @@
 #   redis-restart-sock W  after `systemctl restart redis-server`, whether
 #                      Redis's socket is in the worker's /run/redis (w/-)
 #   redis-restart-result JSON  a job queued after that restart
+#   agent-sock agent=STATE sock=MODE:OWNER:GROUP dir=MODE:OWNER:GROUP
+#                      www-data=GROUPS
+#                      the agent started (disabled in the image): its
+#                      socket, its directory, nginx's user's groups
+#   agent-socket systemd-resolve=C redis=C www-data=C root=C root-body=B
+#                      a request on the agent's socket as each of these
+#                      users: the status, 000 when it could not connect
+#   agent-api none=C/C wrong=C right=C body=B hash=H
+#                      /api/ without /etc/airlock/api.htpasswd (no user,
+#                      a user), then with one made as docs/agent.md says
+#                      (openssl passwd -6): a wrong password, the right
+#                      one (the agent's answer for a session no one has)
 #   upgrade RC alertd=STATE worker=STATE
 #                      dpkg -i of the airlock package the host passed in
 #                      (-fw_cfg name=opt/airlock/deb), as an upgrade over
@@ -267,7 +279,66 @@ fi
 script='print(\"after the restart\", 6 * 7)\n'
 say "redis-restart-result $(run_job airlock-check-3 "$script" 60000 240)"
 
-# 7. the airlock package installed again over itself, as an upgrade is:
+# 7. who may use the agent: its socket (0660, group airlock-api, in a
+#    set-group-ID directory of that group) and nginx's /api/ (a user and
+#    password from /etc/airlock/api.htpasswd, made as docs/agent.md
+#    tells operators to).  The agent is disabled in the image (it needs
+#    the operator's model key to answer, not to start): started for this
+#    and stopped again
+systemctl start airlock-agent
+sock=/run/airlock/agent/agent.sock
+i=0
+while [ "$i" -lt 60 ] && ! [ -S "$sock" ]; do
+    sleep 1
+    i=$((i + 1))
+done
+id=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+say "agent-sock agent=$(systemctl is-active airlock-agent)" \
+    "sock=$(stat -c %a:%U:%G "$sock" 2>&1)" \
+    "dir=$(stat -c %a:%U:%G /run/airlock/agent 2>&1)" \
+    "www-data=$(id -nG www-data | tr ' ' ',')"
+# a user's request on the socket (as root, or by setpriv as USER with
+# its own groups): the status, 000 when it could not connect; root's
+# answer in $tmp/sock-root
+on_sock() {
+    out=/dev/null
+    if [ "$1" = root ]; then
+        out=$tmp/sock-root
+        set --
+    else
+        set -- setpriv --reuid="$1" --regid="$(id -g "$1")" --init-groups
+    fi
+    "$@" curl -s -o "$out" -w '%{http_code}' --max-time 10 \
+        --unix-socket "$sock" "http://agent/v1/sessions/$id" 2>/dev/null
+}
+say "agent-socket systemd-resolve=$(on_sock systemd-resolve)" \
+    "redis=$(on_sock redis) www-data=$(on_sock www-data)" \
+    "root=$(on_sock root) root-body=$(head -c 80 "$tmp/sock-root" \
+        2>/dev/null | tr -d '\n')"
+# /api/ with no user file (the image ships none), with a wrong password
+# and with the right one: the agent's own 404 for a session no one has
+api() {
+    curl -s -o "$tmp/api" -w '%{http_code}' --max-time 10 "$@" \
+        "http://127.0.0.1:8080/api/v1/sessions/$id" 2>/dev/null
+}
+f=/etc/airlock/api.htpasswd
+pw=check-FAKE-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+none=$(api)/$(api -u "check:$pw")
+if [ -e "$f" ]; then
+    none="$none(a user file was there)"
+fi
+[ -e "$f" ] || install -m 0640 -o root -g www-data /dev/null "$f"
+printf '%s:%s\n' check "$(printf '%s\n' "$pw" | openssl passwd -6 -stdin)" \
+    >> "$f"
+wrong=$(api -u "check:not-$pw")
+right=$(api -u "check:$pw")
+say "agent-api none=$none wrong=$wrong right=$right" \
+    "body=$(head -c 120 "$tmp/api" 2>/dev/null | tr -d '\n')" \
+    "hash=$(cut -d: -f2 "$f" | cut -c1-3)"
+rm -f "$f"
+systemctl stop airlock-agent
+
+# 8. the airlock package installed again over itself, as an upgrade is:
 #    what runs keeps running (the edited policy is kept)
 deb=/sys/firmware/qemu_fw_cfg/by_name/opt/airlock/deb/raw
 if [ -r "$deb" ]; then
