@@ -1,8 +1,8 @@
 #!/usr/bin/perl
 
-# airlock-agent: a session is its first asker's.  The agent's socket is
-# 0666 (every local user reaches it, nginx too) and used to ask no one
-# who they were: any local user or daemon that named a session read it
+# airlock-agent: a session is its first asker's.  The agent's socket
+# was 0666 (every local user reached it, nginx too; on the appliance it
+# is now 0660, root's and airlock-api's) and asked no one who they were: any local user or daemon that named a session read it
 # (GET /v1/sessions/{id}) and asked in it, with the agent's tools and
 # tokens.  Now the peer's uid (SO_PEERCRED) owns the sessions it starts;
 # to another uid such a session does not exist (404, word for word the
