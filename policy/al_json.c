@@ -453,8 +453,14 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
  * builds its objects by assignment (JSON5's parse() before 2.2.2, a
  * merge with Object.assign() or an old lodash merge()) takes its value
  * for the object's prototype, through which a field the rules saw
- * absent ({"__proto__":{"base":"release"}}) is read as present.
- * Nesting is bounded (al_json_depth_ok()), and so is the recursion.
+ * absent ({"__proto__":{"base":"release"}}) is read as present.  So is
+ * a key "constructor" whose value is an object with a key "prototype":
+ * a deep merge that walks into what the target already has (mixin-deep
+ * before 1.3.2, merge-deep before 3.0.3, lodash's defaultsDeep() before
+ * 4.17.12) goes from any object's "constructor", Object, to its
+ * "prototype", Object.prototype, and writes the fields there, where
+ * every object reads them.  Nesting is bounded (al_json_depth_ok()), and
+ * so is the recursion.
  */
 
 static int
@@ -473,6 +479,15 @@ al_json_proto(json_t *v, char *detail, size_t size)
                 return al_json_fail(detail, size, "a \"__proto__\" key "
                                     "would set an object's prototype "
                                     "upstream");
+            }
+
+            if (klen == sizeof("constructor") - 1
+                && memcmp(key, "constructor", klen) == 0
+                && json_object_get(m, "prototype") != NULL)
+            {
+                return al_json_fail(detail, size, "a \"constructor\" key "
+                                    "holding \"prototype\" would set "
+                                    "Object.prototype upstream");
             }
 
             if (al_json_proto(m, detail, size) != 0) {

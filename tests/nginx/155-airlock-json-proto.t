@@ -11,7 +11,10 @@
 # named like a checked param.  Now a "__proto__" key at any depth of a
 # body read as JSON is refused (reason "body") and never forwarded;
 # names like it ("__proto", "__PROTO__"), and a body not read as JSON,
-# pass.
+# pass.  So is a key "constructor" holding an object with a key
+# "prototype" (mixin-deep before 1.3.2, merge-deep before 3.0.3,
+# lodash's defaultsDeep() before 4.17.12 walk from it to
+# Object.prototype and write the fields there); either key alone passes.
 
 use strict;
 use warnings;
@@ -77,6 +80,12 @@ my @refused = (
       '{"__proto__":{"dir":".."}}' ],
     [ 'no json rules: nested', '/files/abc', $json,
       '{"a":{"__proto__":{"dir":".."}}}' ],
+    [ 'json rules: constructor.prototype', '/github/pull-request', $json,
+      "{$head,\"constructor\":{\"prototype\":{\"base\":\"release\"}}}" ],
+    [ 'json rules: constructor.prototype, escaped', '/github/pull-request',
+      $json, "{$head,\"x\":{\"constructor\":{\"\\u0070rototype\":{}}}}" ],
+    [ 'no json rules: constructor.prototype', '/files/abc', $json,
+      '{"constructor":{"prototype":{"dir":".."}}}' ],
 );
 
 my @passed = (
@@ -84,6 +93,8 @@ my @passed = (
       "{$head,\"__proto\":1,\"__PROTO__\":2,\"proto\":3}" ],
     [ 'json rules: as a value', '/github/pull-request', $json,
       "{$head,\"x\":\"__proto__\"}" ],
+    [ 'json rules: constructor and prototype apart', '/github/pull-request',
+      $json, "{$head,\"constructor\":{\"name\":1},\"prototype\":{}}" ],
     [ 'not read as JSON', '/files/abc', 'text/plain',
       '{"__proto__":{"dir":".."}}' ],
 );

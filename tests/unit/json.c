@@ -714,4 +714,21 @@ test_names(void)
            "*\"__proto__\" key would set*", "additional: a __proto__ key");
     pass(&any_object, "{\"a\":1,\"__proto\":{\"a\":2}}", (size_t) -1,
          "additional: __proto passes");
+
+    /* a deep merge goes from "constructor" (Object) to Object.prototype */
+    tap_ok(names("{\"constructor\":{\"prototype\":{\"dir\":\"..\"}}}",
+                 "\"constructor\" key holding \"prototype\""),
+           "names: constructor.prototype");
+    tap_ok(names("{\"a\":[{\"\\u0063onstructor\":{\"prototype\":1}}]}",
+                 "\"constructor\" key holding \"prototype\""),
+           "names: constructor.prototype, nested and escaped");
+    tap_ok(names("{\"constructor\":{\"name\":1},\"prototype\":{},"
+                 "\"x\":{\"constructor\":\"prototype\"}}", NULL),
+           "names: constructor without prototype, prototype alone pass");
+    refuse(&any_object, "{\"a\":1,\"constructor\":{\"prototype\":"
+           "{\"a\":2}}}", (size_t) -1,
+           "*\"constructor\" key holding \"prototype\"*",
+           "additional: constructor.prototype");
+    pass(&any_object, "{\"a\":1,\"constructor\":{\"a\":2}}", (size_t) -1,
+         "additional: constructor without prototype passes");
 }
