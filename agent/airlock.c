@@ -76,6 +76,7 @@ static int airlock_bad_chars(const char *s, const char *these);
 static void airlock_value_error(const char *name, const char *v,
     const char *want);
 static void airlock_failed(const char *url, CURLcode cc);
+static char *airlock_url_shown(const char *url);
 
 
 static const char  *airlock_red = "\033[31m";
@@ -172,6 +173,7 @@ airlock_parse(int argc, char **argv, const char **session, int *json,
     const char **sock, const char **url)
 {
     int          c;
+    char        *shown;
     const char  *sock_from, *url_from;
 
     *sock = getenv("AIRLOCK_AGENT_SOCKET");
@@ -220,8 +222,11 @@ airlock_parse(int argc, char **argv, const char **session, int *json,
             || (strncasecmp(*url, "http://", 7) != 0
                 && strncasecmp(*url, "https://", 8) != 0)))
     {
-        airlock_value_error(url_from, *url, "an http:// or https:// URL "
-                            "with no '?', '#', space or control character");
+        shown = airlock_url_shown(*url);
+        airlock_value_error(url_from, shown != NULL ? shown : "(a URL)",
+                            "an http:// or https:// URL with no '?', '#', "
+                            "space or control character");
+        free(shown);
         return -2;
     }
 
@@ -497,24 +502,52 @@ airlock_history(int argc, char **argv)
 static void
 airlock_failed(const char *url, CURLcode cc)
 {
-    size_t       auth, at;
-    const char  *p;
+    char  *shown;
+
+    shown = airlock_url_shown(url);
+
+    fprintf(stderr, "airlock: %s: %s\n", shown != NULL ? shown : "(a URL)",
+            curl_easy_strerror(cc));
+
+    free(shown);
+}
+
+
+/*
+ * url as an error message may show it: all before its last '@' (after
+ * "://") is "***".  The last '@' of all, not the one before the host as
+ * a URL parser finds it: a password with a '/', '?', '#', space or '@'
+ * of its own, which the URL check refuses or libcurl reads as another
+ * host or port, is still left out.  A '@' of the path hides more than
+ * it needs to, which is all it costs.  NULL: out of memory.
+ */
+
+static char *
+airlock_url_shown(const char *url)
+{
+    char        *s;
+    size_t       n;
+    const char  *p, *at;
+
+    at = strrchr(url, '@');
+
+    if (at == NULL) {
+        return strdup(url);
+    }
 
     p = strstr(url, "://");
-    p = (p != NULL) ? p + 3 : url;
-    auth = strcspn(p, "/?#");
+    p = (p != NULL && p < at) ? p + 3 : url;
 
-    for (at = auth; at > 0 && p[at - 1] != '@'; at--) {
-        /* void */
+    n = (size_t) (p - url) + sizeof("***") - 1 + strlen(at) + 1;
+
+    s = malloc(n);
+    if (s == NULL) {
+        return NULL;
     }
 
-    if (at == 0) {
-        fprintf(stderr, "airlock: %s: %s\n", url, curl_easy_strerror(cc));
-        return;
-    }
+    (void) snprintf(s, n, "%.*s***%s", (int) (p - url), url, at);
 
-    fprintf(stderr, "airlock: %.*s***@%s: %s\n", (int) (p - url), url,
-            p + at, curl_easy_strerror(cc));
+    return s;
 }
 
 
