@@ -707,6 +707,14 @@ int al_form_check(const char *ctype, size_t ctype_len,
     size_t whylen);
 
 /*
+ * The charset test al_form_check() holds a form body to (and any body
+ * on a route with a query pattern): every "charset" in the Content-Type
+ * names utf-8, us-ascii or iso-8859-1.  Returns 0 when it does, -1
+ * otherwise.
+ */
+int al_form_charset_check(const char *ctype, size_t ctype_len);
+
+/*
  * A Cookie header a route lets through ("cookies: true"): a cookie named
  * like one of the route's path params or checked query parameters, read
  * as a form field's name is, is refused: PHP's $_REQUEST, without a

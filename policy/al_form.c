@@ -250,6 +250,13 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
 
 
 int
+al_form_charset_check(const char *ctype, size_t ctype_len)
+{
+    return al_form_charset(ctype, ctype_len) ? 0 : -1;
+}
+
+
+int
 al_cookie_check(const al_route_t *route, const char *cookie, size_t len,
     char *why, size_t whylen)
 {

@@ -157,6 +157,8 @@ static const char *al_cc_query_base(const char *name, size_t len,
 static int al_cc_json_shadowed(al_cc_t *cc, const al_ynode_t *node,
     const al_route_t *r);
 static int al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r);
+static int al_cc_inject_ctype(al_cc_t *cc, const al_ynode_t *node,
+    al_route_t *r);
 static al_inject_t *al_cc_rendered(al_cc_t *cc, const al_inject_t *inj,
     int add);
 static unsigned char *al_cc_secure_alloc(al_cc_t *cc, size_t size);
@@ -3425,10 +3427,60 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 
         if (strcmp(lower, "content-type") == 0) {
             r->inject_ctype = inj;
+
+            if (al_cc_inject_ctype(cc, val, r) != 0) {
+                return -1;
+            }
         }
     }
 
     r->ninject = node->n;
+
+    return 0;
+}
+
+
+/*
+ * An injected Content-Type reaches the upstream with a body or without
+ * one, and Tomcat (useBodyEncodingForURI) or System.Web may read the
+ * query in its charset, where the route's query patterns read UTF-8:
+ * on a route with query patterns it is held to a form's charsets, here
+ * where airlockctl check sees it.  A secret in it would be a charset
+ * not seen until the secrets open.
+ */
+
+static int
+al_cc_inject_ctype(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
+{
+    size_t              i;
+    const al_inject_t  *inj;
+
+    for (i = 0; i < r->nquery_allow; i++) {
+        if (r->query_patterns[i].re != NULL) {
+            break;
+        }
+    }
+
+    if (i == r->nquery_allow) {
+        return 0;
+    }
+
+    inj = r->inject_ctype;
+
+    if (memchr(inj->tmpl.data, '{', inj->tmpl.len) != NULL) {
+        return al_cc_error(cc, node, "route \"%s\" injects a secret in "
+                           "Content-Type: on a route with query patterns "
+                           "it must be a constant, as an upstream may read "
+                           "the query in its charset", r->name.data);
+    }
+
+    if (al_form_charset_check(inj->tmpl.data, inj->tmpl.len) != 0) {
+        return al_cc_error(cc, node, "route \"%s\" injects Content-Type "
+                           "\"%s\": on a route with query patterns its "
+                           "charset must be utf-8, us-ascii or iso-8859-1, "
+                           "as an upstream may read the query in it",
+                           r->name.data, inj->tmpl.data);
+    }
 
     return 0;
 }

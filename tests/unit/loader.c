@@ -53,6 +53,10 @@
     "    upstream: prom\n"                                                   \
     "    to: /api/q\n"
 
+/* a checked query, for ROUTE */
+#define QUERY_PATTERN                                                        \
+    "    query: { allow: [name], patterns: { name: '^[A-Za-z]+$' } }\n"
+
 /* a route with two params, for their params: entries */
 #define DRIVE_ROUTE                                                          \
     "routes:\n  - name: q\n    clients: [agent]\n"                           \
@@ -81,6 +85,7 @@ static void test_routes(void);
 static void test_query_body(void);
 static void test_json_names_apart(void);
 static void test_inject(void);
+static void loads(const char *name, const char *yaml);
 static void test_llm(void);
 static void test_alerts(void);
 static void test_open_secrets(void);
@@ -1157,6 +1162,58 @@ test_inject(void)
            HEAD SECRETS UPS ROUTE
            "    inject: { Accept: a, `accept: b }\n" ALERTS,
            "injected twice");
+
+    /* the upstream may read the query in an injected charset */
+
+    refuse("injected Content-Type in EBCDIC beside a query pattern",
+           HEAD SECRETS UPS ROUTE QUERY_PATTERN
+           "    inject: { Content-Type: `\"text/plain; charset=ibm037\" }\n"
+           ALERTS, "route \"q\" injects Content-Type \"text/plain; "
+           "charset=ibm037\": on a route with query patterns its charset "
+           "must be utf-8, us-ascii or iso-8859-1");
+    refuse("injected Content-Type, charset in another parameter's name",
+           HEAD SECRETS UPS ROUTE QUERY_PATTERN
+           "    inject:\n      Accept: a\n"
+           "      content-type: `\"text/plain; xcharset=utf-16\"\n"
+           ALERTS, "its charset must be utf-8, us-ascii or iso-8859-1");
+    refuse("injected Content-Type in RFC 2231 form",
+           HEAD SECRETS UPS ROUTE QUERY_PATTERN
+           "    inject: { Content-Type: `\"text/plain; charset*=utf-8''x\" }"
+           "\n" ALERTS, "its charset must be utf-8");
+    refuse("secret in an injected Content-Type beside a query pattern",
+           HEAD SECRETS UPS ROUTE QUERY_PATTERN
+           "    inject: { Content-Type: `\"text/plain; {github_pr}\" }\n"
+           ALERTS, "route \"q\" injects a secret in Content-Type: on a "
+           "route with query patterns it must be a constant");
+    loads("injected Content-Type in utf-8 beside a query pattern",
+          HEAD SECRETS UPS ROUTE QUERY_PATTERN
+          "    inject: { Content-Type: \"text/plain; charset=UTF-8\" }\n"
+          ALERTS);
+    loads("injected Content-Type without charset beside a query pattern",
+          HEAD SECRETS UPS ROUTE QUERY_PATTERN
+          "    inject: { Content-Type: application/x-www-form-urlencoded }\n"
+          ALERTS);
+    loads("injected Content-Type in EBCDIC, query without a pattern",
+          HEAD SECRETS UPS ROUTE "    query: { allow: [name] }\n"
+          "    inject: { Content-Type: \"text/plain; charset=ibm037\" }\n"
+          ALERTS);
+}
+
+
+static void
+loads(const char *name, const char *yaml)
+{
+    al_error_t    err;
+    al_policy_t  *p;
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), NULL, &err);
+
+    if (!tap_ok(p != NULL, name)) {
+        tap_diag("message: ", err.msg);
+    }
+
+    al_policy_free(p);
 }
 
 
