@@ -86,6 +86,8 @@ static int ag_api_user_ok(const char *s, size_t len);
 static int ag_session_mine(json_t *s, const ag_peer_t *peer);
 static int ag_session_hidden(redisContext *c, const char *session,
     const ag_peer_t *peer);
+static int ag_session_foreign(redisContext *c, const char *session,
+    const ag_peer_t *peer);
 static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req);
 static void ag_handle_session(ag_conf_t *conf, int fd, const char *session,
@@ -1457,6 +1459,48 @@ ag_session_hidden(redisContext *c, const char *session,
 }
 
 
+/*
+ * Whether a question's session is one peer may not know of, as told
+ * before its lock is taken: a stored session of another owner's (its
+ * head read alone; the whole of it when its head says nothing sure or
+ * Redis refused the look at the head), or one stored damaged.  A
+ * session not stored yet is left to its lock, which names the asker of
+ * its first question.  The check after the lock stays: it is the one
+ * that holds should the session be stored between the two.
+ */
+
+static int
+ag_session_foreign(redisContext *c, const char *session,
+    const ag_peer_t *peer)
+{
+    char  owner[AG_OWNER_MAX];
+
+    if (peer->admin) {
+        return 0;
+    }
+
+    switch (ag_session_owner(c, session, owner, sizeof(owner))) {
+
+    case 1:
+        return strcmp(owner, peer->owner) != 0;
+
+    case 2:
+        return ag_session_hidden(c, session, peer);
+
+    case 3:
+        return 1;
+
+    case 0:
+        /* none stored: the lock tells */
+        return 0;
+
+    default:
+        /* refused (a Redis user without GETRANGE): the whole session */
+        return ag_session_hidden(c, session, peer);
+    }
+}
+
+
 /* read(), once something came before deadline; -2 when nothing did */
 
 static ssize_t
@@ -1609,6 +1653,18 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     run.redis = ag_redis_connect(conf, err, sizeof(err));
     if (run.redis == NULL) {
         ag_respond_error(fd, 503, "redis", err);
+        json_decref(body);
+        return;
+    }
+
+    /*
+     * Another's session is refused before its lock is taken: taken first,
+     * a question in it held the lock for the time of a read of the
+     * session, and its owner's questions meanwhile were refused busy.
+     */
+    if (ag_session_foreign(run.redis, session, peer)) {
+        ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
+        redisFree(run.redis);
         json_decref(body);
         return;
     }

@@ -474,6 +474,68 @@ done:
 
 
 /*
+ * The owner of the session stored under id, read from the head of its
+ * JSON alone (the agent stores "id" and "owner" first): 1 found (owner
+ * set), 0 none stored, 2 stored but its head says nothing sure (no
+ * owner there, or one written with escapes: the whole session must be
+ * read), 3 stored damaged (another type, or over AG_SESSION_MAX), -1
+ * Redis failed.  A question reads it before it takes the session's
+ * lock, so that one in another's session never holds the lock.
+ */
+
+int
+ag_session_owner(redisContext *c, const char *id, char *owner,
+    size_t size)
+{
+    int          rc;
+    redisReply  *r;
+
+    r = redisCommand(c, "EVAL_RO %s 1 airlock:session:%s %d %d",
+                     "local t = redis.call('type', KEYS[1])['ok'] "
+                     "if t == 'none' then return {0} end "
+                     "if t ~= 'string' then return {3} end "
+                     "if redis.call('strlen', KEYS[1]) > tonumber(ARGV[1]) "
+                     "then return {3} end "
+                     "local h = redis.call('getrange', KEYS[1], 0, "
+                     "tonumber(ARGV[2]) - 1) "
+                     "local o = string.match(h, "
+                     "'^{\"id\":\"[^\"\\\\]*\",\"owner\":"
+                     "\"([^\"\\\\]*)\",') "
+                     "if o then return {1, o} end "
+                     "return {2}",
+                     id, AG_SESSION_MAX, AG_OWNER_MAX + AG_ID_MAX + 32);
+
+    rc = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1
+        && r->element[0]->type == REDIS_REPLY_INTEGER)
+    {
+        rc = (int) r->element[0]->integer;
+
+        if (rc == 1) {
+            if (r->elements == 2
+                && r->element[1]->type == REDIS_REPLY_STRING
+                && r->element[1]->len < size)
+            {
+                memcpy(owner, r->element[1]->str, r->element[1]->len + 1);
+
+            } else {
+                rc = 2;
+            }
+        }
+
+        if (rc < 0 || rc > 3) {
+            rc = -1;
+        }
+    }
+
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+/*
  * 0 locked, 1 another run holds the lock, 2 the lock is no run's (it
  * never expires: err set), -1 Redis failed (err set).
  *

@@ -209,6 +209,8 @@ json_t *ag_session_load(redisContext *c, const char *id, const char *owner,
     int *damaged, char *err, size_t size);
 int ag_session_store(redisContext *c, const char *id, const char *owner,
     json_t *session, long ttl, char *err, size_t size);
+int ag_session_owner(redisContext *c, const char *id, char *owner,
+    size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,
     long ttl, char *err, size_t size);
 pid_t ag_session_keep(ag_conf_t *conf, const char *id, const char *owner);

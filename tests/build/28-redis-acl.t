@@ -70,6 +70,7 @@ my %used = (
         [ qw(SET airlock:session:s v EX 60) ],
         [ qw(SET airlock:session:s:lock v NX EX 60) ],
         [ qw(GET airlock:session:s) ], [ qw(STRLEN airlock:session:s) ],
+        [ qw(GETRANGE airlock:session:s 0 99) ],
         [ qw(TYPE airlock:session:s) ], [ qw(TTL airlock:session:s:lock) ],
         [ qw(EXPIRE airlock:session:s:lock 60) ],
         [ qw(DEL airlock:session:s:lock) ],
