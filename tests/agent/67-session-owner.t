@@ -17,10 +17,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
-use IO::Socket::UNIX;
 use JSON::PP;
-use POSIX ();
-use Socket qw(SOCK_STREAM);
 use Test::More;
 use Airlock::Test;
 use AgentTest;
@@ -45,55 +42,16 @@ plan tests => 29;
 my ($ALICE, $BOB) = (61001, 61002);
 my $sock = $a->{agents}{a}{sock};
 
-sub redis {
-    open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @_)
-        or die "redis-cli: $!\n";
-    my $out = join '', <$fh>;
-    close $fh;
-    chomp $out;
-    return $out;
-}
+sub redis { return $a->redis_cli(@_) }
 
 # a process of uid $uid (its groups $uid alone) that sends $req on the
 # agent's socket; its pid, and a pipe it writes the raw answer to
 sub as_uid_start {
     my ($uid, $req) = @_;
-
-    pipe(my $r, my $w) or die "pipe: $!\n";
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        close $r;
-        $( = $uid;
-        $) = "$uid $uid";
-        $< = $> = $uid;
-        POSIX::_exit(3) if $> != $uid || $< != $uid;
-        alarm 60;
-        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $sock)
-            or POSIX::_exit(4);
-        print {$s} $req;
-        local $/;
-        my $out = <$s> // '';
-        print {$w} $out;
-        close $w;
-        POSIX::_exit(0);
-    }
-
-    close $w;
-
-    return ($pid, $r);
+    return $a->as_uid_start($sock, $uid, $req);
 }
 
-sub as_uid_end {
-    my ($pid, $r) = @_;
-
-    local $/;
-    my $out = <$r> // '';
-    close $r;
-    waitpid($pid, 0);
-
-    return $out;
-}
+sub as_uid_end { return scalar $a->as_uid_end(@_) }
 
 # the raw answer to $req sent on the agent's socket by uid $uid
 sub as_uid {

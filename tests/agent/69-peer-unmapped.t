@@ -17,10 +17,7 @@ use Cwd ();
 use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
-use IO::Socket::UNIX;
 use JSON::PP;
-use POSIX ();
-use Socket qw(SOCK_STREAM);
 use Test::More;
 use Airlock::Test;
 use Airlock::Unit qw(unit_directives);
@@ -45,33 +42,7 @@ plan tests => 13;
 # the raw answer to $req on agent $name's socket, sent as uid $uid
 sub as_uid {
     my ($uid, $name, $req) = @_;
-
-    pipe(my $r, my $w) or die "pipe: $!\n";
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        close $r;
-        $( = $uid;
-        $) = "$uid $uid";
-        $< = $> = $uid;
-        POSIX::_exit(3) if $> != $uid || $< != $uid;
-        alarm 60;
-        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM,
-                                      Peer => $a->{agents}{$name}{sock})
-            or POSIX::_exit(4);
-        print {$s} $req;
-        local $/;
-        my $out = <$s> // '';
-        print {$w} $out;
-        close $w;
-        POSIX::_exit(0);
-    }
-
-    close $w;
-    local $/;
-    my $out = <$r> // '';
-    close $r;
-    waitpid($pid, 0);
+    my $out = $a->as_uid($a->{agents}{$name}{sock}, $uid, $req);
 
     my $resp = Airlock::Test::parse_response($out);
     $resp->{json} = eval { decode_json($resp->{body} // '') } // {};

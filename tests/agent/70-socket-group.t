@@ -19,10 +19,8 @@ use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
 use Errno ();
-use IO::Socket::UNIX;
 use JSON::PP;
 use POSIX ();
-use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(sleep);
 use Airlock::Test;
@@ -68,40 +66,7 @@ our $sock = "$d/agent-g.sock";
 # connect()'s errno)
 sub as_uid {
     my ($uid, $gid, $groups, $req) = @_;
-
-    pipe(my $r, my $w) or die "pipe: $!\n";
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        close $r;
-        $( = $gid;
-        $) = join ' ', $gid, @$groups ? @$groups : ($gid);
-        $< = $> = $uid;
-        POSIX::_exit(3) if $> != $uid || $< != $uid || $( != $gid;
-        alarm 60;
-        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $sock);
-        if (!$s) {
-            print {$w} 'errno ' . ($! + 0);
-            close $w;
-            POSIX::_exit(0);
-        }
-        print {$s} $req;
-        local $/;
-        my $out = <$s> // '';
-        print {$w} "answer $out";
-        close $w;
-        POSIX::_exit(0);
-    }
-
-    close $w;
-    local $/;
-    my $out = <$r> // '';
-    close $r;
-    waitpid($pid, 0);
-
-    return $out =~ /^answer (.*)\z/s ? ($1, 0)
-         : $out =~ /^errno (\d+)\z/ ? (undef, $1)
-         : (undef, -1);
+    return $a->as_uid($sock, $uid, $req, gid => $gid, groups => $groups);
 }
 
 sub get_as {

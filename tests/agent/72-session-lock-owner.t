@@ -45,46 +45,12 @@ plan tests => 35;
 my ($ALICE, $BOB) = (61001, 61002);
 my $sock = $a->{agents}{a}{sock};
 
-sub redis {
-    open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @_)
-        or die "redis-cli: $!\n";
-    my $out = join '', <$fh>;
-    close $fh;
-    chomp $out;
-    return $out;
-}
+sub redis { return $a->redis_cli(@_) }
 
 # the raw answer to $req sent on the agent's socket by uid $uid
 sub as_uid {
     my ($uid, $req) = @_;
-
-    pipe(my $r, my $w) or die "pipe: $!\n";
-    my $pid = fork // die "fork: $!\n";
-
-    if ($pid == 0) {
-        close $r;
-        $( = $uid;
-        $) = "$uid $uid";
-        $< = $> = $uid;
-        POSIX::_exit(3) if $> != $uid || $< != $uid;
-        alarm 60;
-        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $sock)
-            or POSIX::_exit(4);
-        print {$s} $req;
-        local $/;
-        my $out = <$s> // '';
-        print {$w} $out;
-        close $w;
-        POSIX::_exit(0);
-    }
-
-    close $w;
-    local $/;
-    my $out = <$r> // '';
-    close $r;
-    waitpid($pid, 0);
-
-    return $out;
+    return scalar $a->as_uid($sock, $uid, $req);
 }
 
 sub get {

@@ -19,9 +19,11 @@ use warnings;
 
 use Exporter qw(import);
 use FindBin;
+use IO::Socket::UNIX;
 use JSON::PP;
 use MIME::Base64 ();
 use POSIX ();
+use Socket qw(SOCK_STREAM);
 use Test::More ();
 use Time::HiRes qw(sleep time);
 
@@ -423,6 +425,86 @@ sub start_worker {
     $self->{worker} = $pid;
 
     return $pid;
+}
+
+
+# A process of uid $uid that sends $req on the unix socket $sock: its
+# gid is $o{gid} (else $uid), its supplementary groups @{$o{groups}}
+# (else that gid alone).  Returns its pid and a pipe it writes to:
+# "answer " and the raw answer, or "errno " and connect()'s errno.
+sub as_uid_start {
+    my ($self, $sock, $uid, $req, %o) = @_;
+    my $gid = $o{gid} // $uid;
+    my @groups = @{$o{groups} // []};
+
+    pipe(my $r, my $w) or die "pipe: $!\n";
+    my $pid = fork // die "fork: $!\n";
+
+    if ($pid == 0) {
+        close $r;
+        $( = $gid;
+        $) = join ' ', $gid, @groups ? @groups : ($gid);
+        $< = $> = $uid;
+        POSIX::_exit(3) if $> != $uid || $< != $uid || $( != $gid;
+        alarm 60;
+        my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $sock);
+        if (!$s) {
+            print {$w} 'errno ' . ($! + 0);
+            close $w;
+            POSIX::_exit(0);
+        }
+        print {$s} $req;
+        local $/;
+        my $out = <$s> // '';
+        print {$w} "answer $out";
+        close $w;
+        POSIX::_exit(0);
+    }
+
+    close $w;
+
+    return ($pid, $r);
+}
+
+
+# as_uid_start()'s process waited for: the raw answer ('' when it could
+# not connect), and in list context connect()'s errno (0 when it did,
+# -1 when the process did not get that far)
+sub as_uid_end {
+    my ($self, $pid, $r) = @_;
+
+    local $/;
+    my $out = <$r> // '';
+    close $r;
+    waitpid($pid, 0);
+
+    my ($raw, $errno) = $out =~ /^answer (.*)\z/s ? ($1, 0)
+                      : $out =~ /^errno (\d+)\z/ ? (undef, $1)
+                      : (undef, -1);
+
+    return wantarray ? ($raw, $errno) : $raw // '';
+}
+
+
+# the two at once
+sub as_uid {
+    my $self = shift;
+    return $self->as_uid_end($self->as_uid_start(@_));
+}
+
+
+# redis-cli on the test's Redis: its output, the last newline cut
+sub redis_cli {
+    my ($self, @args) = @_;
+    my $d = $self->{t}->testdir;
+
+    open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @args)
+        or die "redis-cli: $!\n";
+    my $out = join '', <$fh>;
+    close $fh;
+    chomp $out;
+
+    return $out;
 }
 
 
