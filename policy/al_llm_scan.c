@@ -168,6 +168,8 @@ static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
     size_t len);
 static const char *al_llm_scan_case(const al_llm_scan_spec_t *spec,
     unsigned kind, const char *name, size_t len);
+static const char *al_llm_scan_folded(const char *const *names,
+    size_t from, size_t to, const char *name, size_t len);
 static char *al_llm_scan_choice(al_llm_body_t *b) __attribute__((cold));
 static int al_llm_scan_choice_value(al_llm_sc_t *sc, size_t pos,
     unsigned depth) __attribute__((noinline));
@@ -2516,8 +2518,7 @@ al_llm_member_eps(const char *name, size_t len)
 const char *
 al_llm_member_refused(const char *name, size_t len)
 {
-    int     id;
-    size_t  i, n;
+    int  id;
 
     if (len == 0) {
         return "a member name is not empty";
@@ -2585,17 +2586,13 @@ al_llm_member_refused(const char *name, size_t len)
      * which the gateway reads only as it is spelled
      */
 
-    if (id < 0 && !al_fold_plain(name, len)) {
-        for (i = AL_LLM_F_LISTED; al_llm_scan_fields[i] != NULL; i++) {
-            n = strlen(al_llm_scan_fields[i]);
-
-            if (len >= n && len - n <= 2 * n
-                && al_folds_to(name, len, al_llm_scan_fields[i], n))
-            {
-                return "it differs from a thinking member the gateway "
-                       "reads only by case: list it in lower case";
-            }
-        }
+    if (id < 0 && !al_fold_plain(name, len)
+        && al_llm_scan_folded(al_llm_scan_fields, AL_LLM_F_LISTED, SIZE_MAX,
+                              name, len)
+           != NULL)
+    {
+        return "it differs from a thinking member the gateway reads only "
+               "by case: list it in lower case";
     }
 
     return NULL;
@@ -2877,6 +2874,7 @@ al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
     const char *name, size_t len)
 {
     size_t              i, n, last;
+    const char         *found;
     const char *const  *names;
 
     if (!spec->prompt) {
@@ -2910,15 +2908,10 @@ al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
     }
 
     last = (names == al_llm_scan_fields) ? AL_LLM_F_LISTED : SIZE_MAX;
+    found = al_llm_scan_folded(names, 0, last, name, len);
 
-    for (i = 0; i < last && names[i] != NULL; i++) {
-        n = strlen(names[i]);
-
-        if (len >= n && len - n <= 2 * n
-            && al_folds_to(name, len, names[i], n))
-        {
-            return names[i];
-        }
+    if (found != NULL) {
+        return found;
     }
 
     if (kind != AL_LLM_SK_ROOT) {
@@ -2934,6 +2927,33 @@ al_llm_scan_case(const al_llm_scan_spec_t *spec, unsigned kind,
             && al_folds_to(name, len, al_llm_scan_prompt[i].data, n))
         {
             return al_llm_scan_prompt[i].data;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * The name of names[from] up to names[to] (or the list's end) that name
+ * folds to in any case Go folds (al_folds_to()), or NULL: the one loop
+ * of al_llm_scan_case() and of al_llm_member_refused()'s look at the
+ * names al_llm_scan_case() leaves out.
+ */
+
+static const char *
+al_llm_scan_folded(const char *const *names, size_t from, size_t to,
+    const char *name, size_t len)
+{
+    size_t  i, n;
+
+    for (i = from; i < to && names[i] != NULL; i++) {
+        n = strlen(names[i]);
+
+        if (len >= n && len - n <= 2 * n
+            && al_folds_to(name, len, names[i], n))
+        {
+            return names[i];
         }
     }
 
