@@ -50,9 +50,18 @@ sub dead_for {
     return undef;
 }
 
+# the entries pending, once none is or after 30 s: the worker acknowledges
+# an entry after it stores the result, so a result seen does not mean
+# its entry is acknowledged yet
 sub pending {
-    my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
-    return ref $p ? $p->[0] : -1;
+    my $n = -1;
+    for (1 .. 1200) {
+        my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
+        $n = ref $p ? $p->[0] : -1;
+        return $n if $n == 0;
+        sleep 0.025;
+    }
+    return $n;
 }
 
 $w->start_worker;
