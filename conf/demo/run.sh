@@ -472,11 +472,21 @@ else
 fi
 
 # the agent runs as airlock-agent, in a network namespace of its own: its
-# only ways out are the unix sockets of Airlock, Redis and its own
+# only ways out are the unix sockets of Airlock, Redis and its own.  Its
+# socket is, as on the appliance (docs/agent.md, "Who may use the
+# agent"), 0660 and one group's: here www-data, the group nginx's
+# workers run as (nginx.conf.in's user), which publish it at /api/, so
+# root (the demo's airlock ask) and nginx connect, and no other local
+# user, who would ask with the agent's tools and LLM tokens.  The
+# directory is set-group-ID and www-data's, so the socket is the
+# group's as it is made (the agent is not a member), and keeps others
+# out too: the appliance's /run/airlock/agent with airlock-api
 cp "$BUILD/airlock-agent" "$BUILD/airlock" "$STATE/bin/"
-chown airlock-agent "$STATE/agent"
+chown airlock-agent:www-data "$STATE/agent" && chmod 2750 "$STATE/agent" \
+    || die "cannot restrict $STATE/agent"
 start agent.log unshare -n runuser -u airlock-agent -G redis -- \
     "$STATE/bin/airlock-agent" --listen "$STATE/agent/agent.sock" \
+    --listen-group www-data \
     --gateway "$STATE/airlock.sock" --redis "unix:$STATE/redis/redis.sock" \
     --redis-user airlock-agent \
     --redis-password-file "$STATE/redis-agent.pass" \
@@ -590,6 +600,7 @@ if [ $KEEP = 1 ]; then
     echo "   $STATE/bin/airlock ask \\"
     echo "       --url http://demo:$API_PASS@127.0.0.1:$ADMIN_PORT/api/ 'hello'"
     echo "   (the scripted model answers from $STATE/llm.control)"
+    echo "   (the agent's socket is root's and group www-data's, 0660)"
     echo "   curl --unix-socket $STATE/airlock.sock 'http://airlock/prometheus/query?query=up'"
     echo "   (as airlock-agent: runuser -u airlock-agent -- curl ...)"
     echo "   stop: make down"

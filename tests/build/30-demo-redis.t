@@ -8,7 +8,9 @@
 # the operator's sessions.  Its Redis takes conf/redis-acl.conf as the appliance's
 # does (through conf/airlock-redis-users): the agent and the worker, run
 # by the demo as users of their own, need none of the commands it
-# refuses them.  The demo itself is left running for
+# refuses them.  The agent's socket, as the appliance's, is 0660 and
+# one group's, www-data's (nginx's workers): no other local user
+# connects.  The demo itself is left running for
 # the probe, then stopped with run.sh --down.  It runs what
 # AIRLOCK_BUILD names (make demo's BUILD=DIR), here through a path of
 # its own, nginx's module too.
@@ -41,7 +43,7 @@ is($rc, 0, 'the demo runs, kept up')
     or diag(join "\n", grep { defined } (split /\n/, $out)[-20 .. -1]);
 
 SKIP: {
-    skip 'no demo state', 12 unless $state ne '' && -d $state;
+    skip 'no demo state', 16 unless $state ne '' && -d $state;
     my $conf = do { local (@ARGV, $/) = "$state/nginx.conf"; <> } // '';
     like($conf,
          qr{^load_module \Q$link\E/modules/ngx_http_airlock_module\.so;}m,
@@ -77,6 +79,26 @@ SKIP: {
         like($as->('airlock-agent', $c), qr/^NOPERM/,
              "the agent is refused $c");
     }
+    # the agent's socket, as on the appliance (--listen-group, 0660):
+    # root's and the group nginx's workers run as, www-data's, which
+    # publish it at /api/; no other local user's (it was 0666: anyone
+    # asked with the agent's tools and LLM tokens)
+    my $asock = "$state/agent/agent.sock";
+    my @st = stat $asock;
+    ok(@st && !($st[2] & 0007), 'the agent\'s socket: nothing for others')
+        or diag(sprintf('mode %o', $st[2] // 0));
+    is(@st ? (getgrgid($st[5]))[0] : '', 'www-data',
+       'the agent\'s socket: group www-data (nginx\'s workers\')');
+    my $probe = sub {
+        my ($user) = @_;
+        my $c = `runuser -u $user -- curl -s -o /dev/null -w '%{http_code}' \\
+                 --unix-socket $asock http://agent/v1/sessions/x 2>&1`;
+        return $c;
+    };
+    is($probe->('nobody'), '000', 'another local user does not connect');
+    like($probe->('www-data'), qr/^[1-5]\d\d$/,
+         'www-data (nginx\'s workers) does');
+
     for my $log ('agent.log', 'worker.log', 'redis.log') {
         my $text = do { local (@ARGV, $/) = "$state/$log"; <> } // '';
         unlike($text, qr/NOPERM|no permissions/, "$log: nothing refused");
