@@ -702,30 +702,6 @@ ag_session_unlock(redisContext *c, const char *id, const char *owner)
 }
 
 
-int
-ag_jobs_init(redisContext *c, char *err, size_t size)
-{
-    redisReply  *r;
-
-    /* from id 0: a job added before any worker started is not lost */
-    r = redisCommand(c, "XGROUP CREATE " AG_STREAM " " AG_GROUP
-                     " 0 MKSTREAM");
-    if (r == NULL
-        || (r->type == REDIS_REPLY_ERROR
-            && strncmp(r->str, "BUSYGROUP", 9) != 0))
-    {
-        snprintf(err, size, "redis XGROUP CREATE: %s",
-                 r != NULL ? r->str : c->errstr);
-        freeReplyObject(r);
-        return -1;
-    }
-
-    freeReplyObject(r);
-
-    return 0;
-}
-
-
 /*
  * The run's connection, connected again when a command found it broken
  * (Redis restarted, or closed it): a run outlives a Redis restart.
@@ -775,9 +751,14 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     *large = 0;
     entry[0] = '\0';
 
-    if (ag_redis_revive(run, err, size) != 0
-        || ag_jobs_init(run->redis, err, size) != 0)
-    {
+    /*
+     * The workers' group is theirs to make (from id 0, so the jobs added
+     * before the first worker started are read; docs/jobs.md): one the
+     * agent made at "$" would have them skip every entry queued before,
+     * and its Redis user has no XGROUP (conf/redis-acl.conf).
+     */
+
+    if (ag_redis_revive(run, err, size) != 0) {
         return NULL;
     }
 

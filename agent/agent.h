@@ -217,7 +217,6 @@ pid_t ag_session_keep(ag_conf_t *conf, const char *id, const char *owner);
 void ag_session_keep_end(pid_t keeper);
 void ag_session_unlock(redisContext *c, const char *id, const char *owner);
 int ag_redis_revive(ag_run_t *run, char *err, size_t size);
-int ag_jobs_init(redisContext *c, char *err, size_t size);
 void ag_jobs_sweep(ag_run_t *run);
 json_t *ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
     long wait_ms, size_t max, int *withdrawn, long long *large, char *err,
