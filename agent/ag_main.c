@@ -48,6 +48,10 @@
 #define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
 #define AG_REQUEST_MS      30000  /* a request's whole read, from accept */
 #define AG_NO_SESSION      "no such session (or it expired)"
+#define AG_NO_SESSION_NEW  AG_NO_SESSION "; a new session's id is 32 of " \
+                           "0-9 a-f, 128 random bits (airlock ask " \
+                           "without --session makes one)"
+#define AG_RANDOM_ID_LEN   32
 
 
 volatile sig_atomic_t  ag_stopping;
@@ -84,6 +88,8 @@ static int ag_peer(ag_conf_t *conf, int fd, const ag_request_t *req,
     ag_peer_t *peer, char *why, size_t size);
 static int ag_api_user_ok(const char *s, size_t len);
 static int ag_session_mine(json_t *s, const ag_peer_t *peer);
+static int ag_session_id_random(const char *session);
+static const char *ag_no_session(const ag_conf_t *conf);
 static int ag_session_hidden(redisContext *c, const char *session,
     const ag_peer_t *peer);
 static int ag_session_foreign(redisContext *c, const char *session,
@@ -133,6 +139,7 @@ static const struct option  ag_options[] = {
     { "max-queued-jobs", required_argument, NULL, 11 },
     { "api-peer",        required_argument, NULL, 'A' },
     { "listen-group",    required_argument, NULL, 'G' },
+    { "random-session-ids", no_argument,    NULL, 'R' },
     { "help",            no_argument,       NULL, 'h' },
     { "version",         no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 }
@@ -396,6 +403,10 @@ ag_usage(FILE *f)
 "                       requests names who nginx authenticated in\n"
 "                       X-Airlock-User, and is refused (403) without;\n"
 "                       none: every peer is its uid\n"
+"  --random-session-ids a new session's id is 32 of 0-9 a-f (the CLI's\n"
+"                       128 random bits): a question that would make one\n"
+"                       of another id is 404, as for another's, so no\n"
+"                       one takes an id someone chose first; root's not\n"
 "sessions are their first asker's, by the peer's uid (SO_PEERCRED) or\n"
 "the --api-peer's X-Airlock-User; to others but root they do not exist\n"
 "\n"
@@ -522,6 +533,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 'S': conf->system_prompt = optarg; break;
         case 'A': conf->api_peer = optarg; break;
         case 'G': conf->listen_group = optarg; break;
+        case 'R': conf->random_ids = 1; break;
         case 1: slot = &conf->max_steps; max = 1000; break;
         case 2: slot = &conf->max_tokens; break;
         case 3: slot = &conf->max_tool_bytes; max = 64L << 20; break;
@@ -1408,6 +1420,34 @@ ag_session_mine(json_t *s, const ag_peer_t *peer)
 }
 
 
+/* an id as the CLI makes a new session's: 32 of 0-9 a-f */
+
+static int
+ag_session_id_random(const char *session)
+{
+    size_t  i;
+
+    for (i = 0; i < AG_RANDOM_ID_LEN; i++) {
+        if (!((session[i] >= '0' && session[i] <= '9')
+              || (session[i] >= 'a' && session[i] <= 'f')))
+        {
+            return 0;
+        }
+    }
+
+    return session[i] == '\0';
+}
+
+
+/* the answer for a session that is not there, or not the asker's */
+
+static const char *
+ag_no_session(const ag_conf_t *conf)
+{
+    return conf->random_ids ? AG_NO_SESSION_NEW : AG_NO_SESSION;
+}
+
+
 /*
  * Whether the session is one peer may not know of: stored, and another
  * owner's (or none's, or damaged, whose owner cannot be read); or not
@@ -1663,7 +1703,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * session, and its owner's questions meanwhile were refused busy.
      */
     if (ag_session_foreign(run.redis, session, peer)) {
-        ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
+        ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         redisFree(run.redis);
         json_decref(body);
         return;
@@ -1682,7 +1722,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         if ((rc == 1 || rc == 2)
             && ag_session_hidden(run.redis, session, peer))
         {
-            ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
+            ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         } else if (rc == 1) {
             ag_respond_error(fd, 409, "session_busy",
                              "another question is running in this "
@@ -1704,11 +1744,32 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         || !ag_session_mine(run.session_obj, peer))
     {
         if (run.session_obj != NULL || (damaged && !peer->admin)) {
-            ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
+            ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         } else {
             ag_respond_error(fd, damaged ? 409 : 503,
                              damaged ? "session_damaged" : "redis", err);
         }
+        ag_session_unlock(run.redis, session, lock);
+        redisFree(run.redis);
+        json_decref(run.session_obj);
+        json_decref(body);
+        return;
+    }
+
+    /*
+     * --random-session-ids: a session not stored yet (a stored one has
+     * its question's messages) is made only under an id of the CLI's 128
+     * random bits, which no one else can know to take first; an id a
+     * person chose could be, by any asker, and then it was theirs.  The
+     * answer is another's session's, word for word, so it tells nothing
+     * of whether one is stored under that id.
+     */
+    if (conf->random_ids && !peer->admin && !ag_session_id_random(session)
+        && json_array_size(json_object_get(run.session_obj, "messages"))
+           == 0
+        && json_array_size(json_object_get(run.session_obj, "runs")) == 0)
+    {
+        ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         ag_session_unlock(run.redis, session, lock);
         redisFree(run.redis);
         json_decref(run.session_obj);
@@ -1836,7 +1897,7 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     if (s == NULL || !ag_session_mine(s, peer)
         || json_array_size(json_object_get(s, "messages")) == 0)
     {
-        ag_respond_error(fd, 404, "no_session", AG_NO_SESSION);
+        ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         json_decref(s);
         return;
     }

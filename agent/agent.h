@@ -91,6 +91,7 @@ typedef struct {
     uid_t            api_uid;               /* its uid */
     uid_t            overflow_uid;          /* a peer's uid the kernel
                                                could not map */
+    int              random_ids;            /* --random-session-ids */
 
     long             max_steps;
     long             max_tokens;

@@ -480,7 +480,10 @@ fi
 # user, who would ask with the agent's tools and LLM tokens.  The
 # directory is set-group-ID and www-data's, so the socket is the
 # group's as it is made (the agent is not a member), and keeps others
-# out too: the appliance's /run/airlock/agent with airlock-api
+# out too: the appliance's /run/airlock/agent with airlock-api.  As
+# there, a new session is made only under an id of 128 random bits
+# (--random-session-ids); the demo's questions are root's, which may
+# name any
 cp "$BUILD/airlock-agent" "$BUILD/airlock" "$STATE/bin/"
 chown airlock-agent:www-data "$STATE/agent" && chmod 2750 "$STATE/agent" \
     || die "cannot restrict $STATE/agent"
@@ -490,7 +493,8 @@ start agent.log unshare -n runuser -u airlock-agent -G redis -- \
     --gateway "$STATE/airlock.sock" --redis "unix:$STATE/redis/redis.sock" \
     --redis-user airlock-agent \
     --redis-password-file "$STATE/redis-agent.pass" \
-    --policy "$STATE/policy.yaml" --max-denials 5 --api-peer www-data
+    --policy "$STATE/policy.yaml" --max-denials 5 --api-peer www-data \
+    --random-session-ids
 for i in $(seq 1 100); do
     [ -S "$STATE/agent/agent.sock" ] && break
     sleep 0.1
