@@ -416,6 +416,8 @@ typedef struct {
     al_param_t      *query_patterns;        /* [nquery_allow], re may be
                                                NULL */
     size_t           nquery_allow;
+    unsigned         query_checked:1;       /* a query parameter has a
+                                               pattern: set at load */
 
     size_t           body_max;              /* bytes; 0 = no body allowed */
     al_str_t         content_type;          /* "" = any */
@@ -699,12 +701,15 @@ int al_form_method_check(const char *ctype, size_t ctype_len,
  * path params) or of query whose re is set (its query parameters with a
  * pattern) is refused too: PHP's $_REQUEST, Rails, Laravel, ASP.NET MVC
  * and Spring read a form field over the query parameter or path param of
- * its name, so it would stand for the value the pattern checked.
+ * its name, so it would stand for the value the pattern checked.  With
+ * query_checked set (a route's query_checked: one of its query
+ * parameters has a pattern), a body that is not a form is held to a
+ * form's charsets too, as an upstream may read the query in its charset.
  */
 int al_form_check(const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, const al_param_t *params,
-    size_t nparams, const al_param_t *query, size_t nquery, char *why,
-    size_t whylen);
+    size_t nparams, const al_param_t *query, size_t nquery,
+    unsigned query_checked, char *why, size_t whylen);
 
 /*
  * The charset test al_form_check() holds a form body to (and any body

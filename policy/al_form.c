@@ -111,7 +111,6 @@ static al_form_kind_t al_form_kind(const char *ctype, size_t len);
 static int al_form_holds(const char *s, size_t len, const char *lit,
     size_t n);
 static int al_form_charset(const char *ctype, size_t len);
-static int al_form_query_checked(const al_param_t *query, size_t nquery);
 static size_t al_form_bom(const unsigned char *p, size_t len);
 static const char *al_form_urlencoded(const unsigned char *p, size_t len,
     const al_form_names_t *names);
@@ -167,15 +166,16 @@ int
 al_form_method_check(const char *ctype, size_t ctype_len,
     const unsigned char *body, size_t len, char *why, size_t whylen)
 {
-    return al_form_check(ctype, ctype_len, body, len, NULL, 0, NULL, 0, why,
-                         whylen);
+    return al_form_check(ctype, ctype_len, body, len, NULL, 0, NULL, 0, 0,
+                         why, whylen);
 }
 
 
 int
 al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
     size_t len, const al_param_t *params, size_t nparams,
-    const al_param_t *query, size_t nquery, char *why, size_t whylen)
+    const al_param_t *query, size_t nquery, unsigned query_checked,
+    char *why, size_t whylen)
 {
     size_t            bom;
     const char       *bad, *field;
@@ -202,10 +202,18 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
     {
         bad = "form body: the charset must be utf-8, us-ascii or iso-8859-1";
 
-    } else if (kind == AL_FORM_NONE && ctype != NULL
-               && al_form_query_checked(query, nquery)
+    } else if (kind == AL_FORM_NONE && ctype != NULL && query_checked
                && !al_form_charset(ctype, ctype_len))
     {
+        /*
+         * System.Web (ASP.NET on .NET Framework) decodes the query of a
+         * request with a body in the charset of its Content-Type,
+         * whatever the body is: under "text/plain; charset=ibm037" the
+         * "KKaKKa" that '^[A-Za-z]+$' took is "../../" to it.  So on a
+         * route that checks its query, any body is held to a form's
+         * charsets, which read ASCII as ASCII.
+         */
+
         bad = "the charset must be utf-8, us-ascii or iso-8859-1: the "
               "query is read in it";
 
@@ -430,30 +438,6 @@ al_form_charset(const char *ctype, size_t len)
     }
 
     return 1;
-}
-
-
-/*
- * Whether a query parameter has a pattern.  System.Web (ASP.NET on .NET
- * Framework) decodes the query of a request with a body in the charset
- * of its Content-Type, whatever the body is: under "text/plain;
- * charset=ibm037" the "KKaKKa" that '^[A-Za-z]+$' took is "../../" to
- * it.  So on a route that checks its query, any body is held to a
- * form's charsets, which read ASCII as ASCII.
- */
-
-static int
-al_form_query_checked(const al_param_t *query, size_t nquery)
-{
-    size_t  i;
-
-    for (i = 0; i < nquery; i++) {
-        if (query[i].re != NULL) {
-            return 1;
-        }
-    }
-
-    return 0;
 }
 
 

@@ -490,7 +490,8 @@ al_decide_body(const al_route_t *route, const char *ctype, size_t ctype_len,
 
     if (al_form_check(ctype, ctype_len, body, len, route->params,
                       route->nparams, route->query_patterns,
-                      route->nquery_allow, d->detail, sizeof(d->detail))
+                      route->nquery_allow, route->query_checked, d->detail,
+                      sizeof(d->detail))
         != 0)
     {
         d->reason = AL_REASON_BODY;

@@ -3075,6 +3075,8 @@ al_cc_query(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             {
                 return -1;
             }
+
+            r->query_checked = 1;
         }
     }
 
@@ -3452,16 +3454,9 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 static int
 al_cc_inject_ctype(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 {
-    size_t              i;
     const al_inject_t  *inj;
 
-    for (i = 0; i < r->nquery_allow; i++) {
-        if (r->query_patterns[i].re != NULL) {
-            break;
-        }
-    }
-
-    if (i == r->nquery_allow) {
+    if (!r->query_checked) {
         return 0;
     }
 

@@ -312,6 +312,8 @@ test_full(void)
     tap_ok(r->query_patterns[0].re == NULL && r->query_patterns[1].re != NULL
            && str_is(&r->query_patterns[1].pattern, "^[0-9]+$"),
            "query pattern for time only");
+    tap_ok(r->query_checked, "query_checked: a query parameter has a "
+           "pattern");
     tap_ok(r->ninject == 1 && str_is(&r->inject[0].name, "Authorization")
            && str_is(&r->inject[0].tmpl, "Basic {prom_basic|base64}")
            && r->inject[0].value == NULL, "inject template kept, not rendered");
@@ -335,6 +337,7 @@ test_full(void)
            "to: literal, then {day} (param 1), then {service} (param 0)");
     tap_ok(r->allow_cookies, "cookies: true");
     tap_ok(r->client_ok[0] && !r->client_ok[1], "clients: a single name");
+    tap_ok(!r->query_checked, "query_checked: not without query patterns");
 
     /* route 3: body and json rules */
     r = &p->routes[2];
