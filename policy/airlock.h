@@ -690,7 +690,9 @@ int al_media_charset_check(const char *ctype, size_t len, char *why,
  * ASP.NET MVC a field named X-HTTP-Method-Override (al_form.c).  Nor
  * may it be in a charset other than utf-8, us-ascii or iso-8859-1, or
  * have a multipart name in RFC 2231 form or with an RFC 2047 encoded
- * word, which would hide the name from this check.
+ * word, which would hide the name from this check, or a field whose name
+ * read as a path ("a[b]", "a.b") has a part "__proto__", or
+ * "constructor" then "prototype", which would set a prototype upstream.
  * Returns 0, or -1 with the reason in why.
  */
 int al_form_method_check(const char *ctype, size_t ctype_len,

@@ -48,6 +48,12 @@
  * the same way, a field named like a path param or like a query
  * parameter with a pattern.
  *
+ * No other name is listed, so one that qs (Express's extended
+ * body-parser) or express-fileupload reads as a path of keys is read for
+ * a part "__proto__", or "constructor" then "prototype"
+ * (al_form_path()): such a field sets an object's prototype upstream,
+ * through which a value no check saw is read.
+ *
  * All of that reads the body as ASCII, and so must the upstream: ASP.NET
  * Core decodes a form in the charset its Content-Type names, and
  * "_method=DELETE" in UTF-16 has no ASCII "_method" in it.  So a form's
@@ -97,6 +103,8 @@ typedef struct {
     size_t             nparams;
     const al_param_t  *query;
     size_t             nquery;
+    unsigned           proto:1;         /* and no prototype key
+                                           (al_form_path()) */
 } al_form_names_t;
 
 
@@ -126,6 +134,8 @@ static unsigned al_form_letter(const unsigned char *p, size_t len,
     size_t *i, unsigned flags);
 static const char *al_form_field(const unsigned char *p, size_t len,
     unsigned flags, const al_form_names_t *names);
+static const char *al_form_path(const unsigned char *p, size_t len,
+    unsigned flags);
 static int al_form_is_name(const unsigned char *p, size_t len, size_t i,
     unsigned flags, const char *name, size_t n);
 static unsigned al_form_fold(unsigned c);
@@ -137,6 +147,8 @@ static int al_form_alnum(unsigned c);
 
 static const char  al_form_method[] = AL_FORM_FIELD;
 static const char  al_form_override[] = "X-HTTP-Method-Override";
+static const char  al_form_proto[] = "__proto__";
+static const char  al_form_ctor[] = "constructor";
 
 /* a name of those two: the field is a method override */
 #define al_form_overrides(f)                                                  \
@@ -190,6 +202,7 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
     names.nparams = nparams;
     names.query = query;
     names.nquery = nquery;
+    names.proto = 1;
     field = NULL;
 
     kind = al_form_kind(ctype, ctype_len);
@@ -245,6 +258,15 @@ al_form_check(const char *ctype, size_t ctype_len, const unsigned char *body,
         (void) snprintf(why, whylen, "%s \"%s\" would change the method "
                         "upstream", bad, field);
 
+    } else if (field == al_form_proto) {
+        (void) snprintf(why, whylen, "%s with a \"__proto__\" key would set "
+                        "an object's prototype upstream", bad);
+
+    } else if (field == al_form_ctor) {
+        (void) snprintf(why, whylen, "%s with a \"constructor\" key holding "
+                        "\"prototype\" would set Object.prototype upstream",
+                        bad);
+
     } else if (field != NULL) {
         (void) snprintf(why, whylen, "%s named like the checked param \"%s\" "
                         "would stand for it upstream", bad, field);
@@ -275,9 +297,10 @@ al_cookie_check(const al_route_t *route, const char *cookie, size_t len,
     names.nparams = route->nparams;
     names.query = route->query_patterns;
     names.nquery = route->nquery_allow;
+    names.proto = 0;
 
     /* "a=1; b=2" splits on ';' as a form does; no reader takes a method
-       override from a cookie */
+       override from a cookie, or builds objects from its names */
 
     field = al_form_urlencoded((const unsigned char *) cookie, len, &names);
 
@@ -513,9 +536,9 @@ al_form_urlencoded(const unsigned char *p, size_t len,
 
 /*
  * 1, with *why, when a "name" parameter anywhere in the body is a method
- * override (_method, X-HTTP-Method-Override) or a checked param's name
- * (then in *field too, al_form_field()'s pointer), is in RFC 2231 form or
- * holds an RFC 2047 encoded word.  "name" counts
+ * override (_method, X-HTTP-Method-Override), a checked param's name or a
+ * prototype key (then in *field too, al_form_field()'s pointer), is in
+ * RFC 2231 form or holds an RFC 2047 encoded word.  "name" counts
  * after a byte that is not a letter or a digit, so "filename" does not.
  * The scan goes on right after each "name", not after its value: a
  * quoted value that another parser ends elsewhere cannot hide a name
@@ -818,7 +841,8 @@ al_form_letter(const unsigned char *p, size_t len, size_t *i,
  * The name a field has, read as the parsers in the comment above read it:
  * al_form_method (the pointer itself) for _method, al_form_override for
  * X-HTTP-Method-Override, a path param's name, a checked query
- * parameter's name, or NULL for another.
+ * parameter's name, with names->proto al_form_proto or al_form_ctor
+ * (al_form_path()), or NULL for another.
  */
 
 static const char *
@@ -871,7 +895,57 @@ al_form_field(const unsigned char *p, size_t len, unsigned flags,
         }
     }
 
-    return NULL;
+    return names->proto ? al_form_path(p, len, flags) : NULL;
+}
+
+
+/*
+ * al_form_proto or al_form_ctor when a field's name, read as
+ * al_form_char() reads it (percent-decoded) and cut into parts as
+ * al_key_path_next() cuts a key, has a part "__proto__", or a part
+ * "constructor" then "prototype": qs (Express's extended body-parser)
+ * reads "a[b]" as nested keys, with allowDots "a.b" too, and
+ * express-fileupload's parseNested a multipart name ("a.__proto__.b",
+ * CVE-2020-7699); without their guards such a key sets an object's
+ * prototype, or Object.prototype, whose fields every object then reads.
+ * Else NULL.  Keys have case in JavaScript: "__PROTO__" is no such part.
+ *
+ * A multipart token that is the tail of the last one read (AL_FORM_TAIL,
+ * al_form_param()) is read only until its second part has ended, its
+ * first is not "constructor" or either is too long to be a word: the
+ * parts after those are the whole token's, cut at the same characters
+ * (a tail begins after an '=', outside any escape) and read already, and
+ * reading each tail to its end would make the scan quadratic again.
+ */
+
+static const char *
+al_form_path(const unsigned char *p, size_t len, unsigned flags)
+{
+    size_t         i;
+    unsigned       hit;
+    al_key_path_t  kp;
+
+    al_key_path_init(&kp, 0);
+    hit = 0;
+
+    for (i = 0; i < len && hit == 0; i++) {
+
+        if ((flags & AL_FORM_TAIL)
+            && (kp.n == sizeof(kp.part) || kp.parts > 1
+                || (kp.parts == 1 && !kp.ctor)))
+        {
+            break;
+        }
+
+        hit = al_key_path_next(&kp, al_form_char(p, len, &i, flags));
+    }
+
+    if (hit == 0) {
+        hit = al_key_path_end(&kp);
+    }
+
+    return (hit == AL_KEY_PROTO) ? al_form_proto
+           : (hit == AL_KEY_CTOR) ? al_form_ctor : NULL;
 }
 
 

@@ -103,6 +103,36 @@ int al_fold_lead(unsigned c);
 size_t al_utf8_read(const unsigned char *p, size_t len, uint32_t *code);
 
 
+/*
+ * A key an upstream may read as a path of keys to set, as qs reads a
+ * form ("a[b][c]", "a.b.c" with allowDots), express-fileupload's
+ * parseNested a multipart name, and a path setter a JSON key (flat's
+ * unflatten()), read a character at a time (al_util.c): its parts are
+ * cut at '[', ']' and '.', an empty one is no part.  al_key_path_next()
+ * takes the next character (a code point; one past 0xff is in no
+ * word), al_key_path_end() ends the key; each returns AL_KEY_PROTO once
+ * a part is "__proto__", AL_KEY_CTOR once a part "prototype" follows a
+ * part "constructor", or 0.  ctor in al_key_path_init() says the key is
+ * read as if after a part "constructor" (a key of the object a
+ * "constructor" key holds); after al_key_path_end() it says the last
+ * part was one.  parts counts the parts ended, n the current part's
+ * characters, sizeof(part) for that many or more (no word is so long).
+ */
+typedef struct {
+    unsigned char  part[12];
+    size_t         n;
+    size_t         parts;
+    unsigned       ctor;
+} al_key_path_t;
+
+#define AL_KEY_PROTO  1
+#define AL_KEY_CTOR   2
+
+void al_key_path_init(al_key_path_t *kp, unsigned ctor);
+unsigned al_key_path_next(al_key_path_t *kp, unsigned c);
+unsigned al_key_path_end(al_key_path_t *kp);
+
+
 /* FNV-1a of len bytes, for the library's hash tables */
 
 static inline uint32_t

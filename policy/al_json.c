@@ -35,7 +35,8 @@ static const char *al_json_shadow(const al_param_t *params,
     size_t klen);
 static int al_json_load(const unsigned char *body, size_t len,
     size_t flags, json_t **root, char *detail, size_t size);
-static int al_json_proto(json_t *v, char *detail, size_t size);
+static int al_json_proto(json_t *v, unsigned ctor, char *detail,
+    size_t size);
 static int al_json_syntax(const json_error_t *err, char *detail,
     size_t size);
 static size_t al_json_path_push(char *path, size_t plen, const char *name,
@@ -67,7 +68,7 @@ al_json_check(const al_json_rule_t *rule, const unsigned char *body,
         rc = al_json_value(rule, root, path, 0, detail, detail_size);
 
         if (rc == 0) {
-            rc = al_json_proto(root, detail, detail_size);
+            rc = al_json_proto(root, 0, detail, detail_size);
         }
     }
 
@@ -128,7 +129,7 @@ al_json_names_check(const al_param_t *params, size_t nparams,
         return -1;
     }
 
-    rc = al_json_proto(root, detail, size);
+    rc = al_json_proto(root, 0, detail, size);
 
     if (rc == 0 && json_is_object(root)) {
 
@@ -459,45 +460,69 @@ al_json_object(const al_json_rule_t *rule, json_t *obj, char *path,
  * before 1.3.2, merge-deep before 3.0.3, lodash's defaultsDeep() before
  * 4.17.12) goes from any object's "constructor", Object, to its
  * "prototype", Object.prototype, and writes the fields there, where
- * every object reads them.  Nesting is bounded (al_json_depth_ok()), and
- * so is the recursion.
+ * every object reads them.  A path setter (flat's unflatten() before
+ * 5.0.1) reads a key as a path, "__proto__.base" or "a[__proto__]", so
+ * each key is read as al_key_path_next() reads one: a part "__proto__",
+ * or a part "prototype" after a part "constructor" (in the key, or as
+ * its first part in the object a key ending in "constructor" holds), is
+ * refused the same way.  ctor says v is the value of such a key.
+ * Nesting is bounded (al_json_depth_ok()), and so is the recursion.
  */
 
 static int
-al_json_proto(json_t *v, char *detail, size_t size)
+al_json_proto(json_t *v, unsigned ctor, char *detail, size_t size)
 {
-    size_t       i, klen;
-    json_t      *m;
-    const char  *key;
+    size_t          i, k, klen;
+    json_t         *m;
+    unsigned        hit;
+    const char     *key;
+    al_key_path_t   kp;
+    char            show[AL_JSON_SHOW_MAX + 4];
 
     if (json_is_object(v)) {
         json_object_keylen_foreach(v, key, klen, m) {
 
-            if (klen == sizeof("__proto__") - 1
-                && memcmp(key, "__proto__", klen) == 0)
-            {
+            al_key_path_init(&kp, ctor);
+            hit = 0;
+
+            for (k = 0; k < klen && hit == 0; k++) {
+                hit = al_key_path_next(&kp, (unsigned char) key[k]);
+            }
+
+            if (hit == 0) {
+                hit = al_key_path_end(&kp);
+            }
+
+            if (hit != 0) {
+                (void) al_json_show(show, sizeof(show), key, klen);
+            }
+
+            if (hit == AL_KEY_PROTO) {
                 return al_json_fail(detail, size, "a \"__proto__\" key "
                                     "would set an object's prototype "
-                                    "upstream");
+                                    "upstream%s%s%s",
+                                    klen != 9 ? " (in \"" : "",
+                                    klen != 9 ? show : "",
+                                    klen != 9 ? "\")" : "");
             }
 
-            if (klen == sizeof("constructor") - 1
-                && memcmp(key, "constructor", klen) == 0
-                && json_object_get(m, "prototype") != NULL)
-            {
+            if (hit == AL_KEY_CTOR) {
                 return al_json_fail(detail, size, "a \"constructor\" key "
                                     "holding \"prototype\" would set "
-                                    "Object.prototype upstream");
+                                    "Object.prototype upstream%s%s%s",
+                                    klen != 9 ? " (in \"" : "",
+                                    klen != 9 ? show : "",
+                                    klen != 9 ? "\")" : "");
             }
 
-            if (al_json_proto(m, detail, size) != 0) {
+            if (al_json_proto(m, kp.ctor, detail, size) != 0) {
                 return -1;
             }
         }
 
     } else if (json_is_array(v)) {
         json_array_foreach(v, i, m) {
-            if (al_json_proto(m, detail, size) != 0) {
+            if (al_json_proto(m, 0, detail, size) != 0) {
                 return -1;
             }
         }

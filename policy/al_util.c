@@ -1,6 +1,6 @@
 /*
  * Small shared pieces: error values, reason and method names, hex digits,
- * key case as Go folds it, a process's start time.
+ * key case as Go folds it, a key read as a path, a process's start time.
  */
 
 #include <fcntl.h>
@@ -539,6 +539,63 @@ al_utf8_read(const unsigned char *p, size_t len, uint32_t *code)
     *code = c;
 
     return n;
+}
+
+
+
+void
+al_key_path_init(al_key_path_t *kp, unsigned ctor)
+{
+    kp->n = 0;
+    kp->parts = 0;
+    kp->ctor = ctor;
+}
+
+
+unsigned
+al_key_path_next(al_key_path_t *kp, unsigned c)
+{
+    if (c == '[' || c == ']' || c == '.') {
+        return al_key_path_end(kp);
+    }
+
+    if (kp->n < sizeof(kp->part)) {
+        kp->part[kp->n++] = (c <= 0xff) ? (unsigned char) c : 0;
+    }
+
+    return 0;
+}
+
+
+unsigned
+al_key_path_end(al_key_path_t *kp)
+{
+    size_t          n;
+    unsigned        ctor;
+    unsigned char  *w;
+
+    n = kp->n;
+
+    if (n == 0) {
+        return 0;
+    }
+
+    kp->n = 0;
+    kp->parts++;
+
+    w = kp->part;
+    ctor = kp->ctor;
+    kp->ctor = (n == 11 && memcmp(w, "constructor", 11) == 0);
+
+    if (n == 9 && memcmp(w, "__proto__", 9) == 0) {
+        return AL_KEY_PROTO;
+    }
+
+    if (ctor && n == 9 && memcmp(w, "prototype", 9) == 0) {
+        return AL_KEY_CTOR;
+    }
+
+    return 0;
 }
 
 

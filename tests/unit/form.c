@@ -88,6 +88,8 @@ static void overlap_alarm(int signo);
 static void test_types(void);
 static void test_charsets(void);
 static void test_query_charset(void);
+static void test_proto(void);
+static void test_proto_overlap(void);
 static al_reason_t body(const al_route_t *route, const char *ctype,
     const char *s);
 static void test_routes(void);
@@ -110,6 +112,8 @@ main(void)
     test_charsets();
     test_routes();
     test_fold_letters();
+    test_proto();
+    test_proto_overlap();
 
     return tap_done();
 }
@@ -768,6 +772,124 @@ fold_body(char *buf, size_t size, unsigned how, uint32_t code)
     }
 
     return (n < 0) ? 0 : (size_t) n;
+}
+
+
+/*
+ * A field whose name qs or express-fileupload reads as a path with a
+ * part "__proto__", or "constructor" then "prototype", would set a
+ * prototype upstream.
+ */
+
+static void
+test_proto(void)
+{
+    size_t  i;
+
+    static const char *const  proto[] = {
+        "__proto__[dir]=..", "a[__proto__][dir]=..", "a.__proto__.dir=..",
+        "__proto__.dir=..", "__proto__=1", "x=1&__proto__[dir]=..",
+        "x=1;__proto__[dir]=..", "%5F%5Fproto%5F%5F[dir]=..",
+        "__proto__%5Bdir%5D=..", "a%2E__proto__=1", "a]__proto__[b=1",
+        "%u005F_proto__[dir]=.."
+    };
+
+    static const char *const  ctor[] = {
+        "constructor[prototype][dir]=..", "constructor.prototype.dir=..",
+        "a[constructor][prototype][dir]=..", "constructor][prototype=1",
+        "constructor[][prototype]=1", "constructor%2Eprototype%2Edir=..",
+        "%63onstructor[prototype]=1"
+    };
+
+    static const char *const  passed[] = {
+        "__proto=1&proto__=2&x=__proto__&y=constructor[prototype]",
+        "constructor[name]=1&prototype[x]=2&a.constructor=3&b.prototype=4",
+        "__PROTO__[x]=1", "Constructor[prototype]=1", "__proto__x[y]=1",
+        "x__proto__=1", "prototype.constructor=1", "constructor=prototype",
+        "a+__proto__=1"
+    };
+
+    for (i = 0; i < sizeof(proto) / sizeof(proto[0]); i++) {
+        tap_ok(check(FORM, proto[i]) == -1
+               && strcmp(why, "form field with a \"__proto__\" key would "
+                         "set an object's prototype upstream") == 0,
+               proto[i]);
+    }
+
+    for (i = 0; i < sizeof(ctor) / sizeof(ctor[0]); i++) {
+        tap_ok(check(FORM, ctor[i]) == -1
+               && strcmp(why, "form field with a \"constructor\" key "
+                         "holding \"prototype\" would set Object.prototype "
+                         "upstream") == 0,
+               ctor[i]);
+    }
+
+    for (i = 0; i < sizeof(passed) / sizeof(passed[0]); i++) {
+        pass(FORM, passed[i], passed[i]);
+    }
+
+    tap_ok(check(NULL, "__proto__[dir]=..") == -1
+           && strstr(why, "__proto__") != NULL,
+           "proto: no Content-Type (Rack's form)");
+    tap_ok(check(MP, PART("name=\"__proto__[dir]\"")) == -1
+           && strstr(why, "multipart field with a \"__proto__\"") != NULL,
+           "proto: a multipart name");
+    tap_ok(check(MP, PART("name=a.__proto__.dir")) == -1,
+           "proto: a multipart token a.__proto__.dir (parseNested)");
+    tap_ok(check(MP, PART("name=\"constructor[prototype]\"")) == -1
+           && strstr(why, "\"constructor\"") != NULL,
+           "proto: a multipart constructor[prototype]");
+    pass(MP, PART("name=\"a\"; filename=\"__proto__[x]\""),
+         "proto: a file name is no field name");
+    pass("text/plain", "__proto__[dir]=..", "proto: text/plain is no form");
+}
+
+
+/*
+ * Overlapping multipart tokens read for prototype parts: each tail is
+ * read only as far as its first parts, so this stays linear.
+ */
+
+static void
+test_proto_overlap(void)
+{
+    char    *s;
+    size_t   i, n, k;
+
+    static const char *const  units[] = {
+        "name=", "name=constructor.", "name=[[", "name=a.b."
+    };
+
+    n = 1024 * 1024;
+
+    s = malloc(n + 64);
+    if (!tap_ok(s != NULL, "proto overlap: memory")) {
+        return;
+    }
+
+    (void) signal(SIGALRM, overlap_alarm);
+    alarm(10);
+
+    for (k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
+        for (i = 0; i + strlen(units[k]) <= n; i += strlen(units[k])) {
+            memcpy(s + i, units[k], strlen(units[k]));
+        }
+
+        tap_ok(check_len(MP, s, i) == 0, units[k]);
+
+        memcpy(s + i, "name=__proto__", 14);
+        tap_ok(check_len(MP, s, i + 14) == -1
+               && strstr(why, "__proto__") != NULL, "... then __proto__");
+
+        memcpy(s + i, "name=constructor.prototype", 26);
+        tap_ok(check_len(MP, s, i + 26) == -1
+               && strstr(why, "constructor") != NULL,
+               "... then constructor.prototype");
+    }
+
+    alarm(0);
+
+    free(s);
 }
 
 

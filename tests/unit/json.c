@@ -731,4 +731,36 @@ test_names(void)
            "additional: constructor.prototype");
     pass(&any_object, "{\"a\":1,\"constructor\":{\"a\":2}}", (size_t) -1,
          "additional: constructor without prototype passes");
+
+    /* a path setter (flat's unflatten()) reads a key as a path */
+    tap_ok(names("{\"__proto__.dir\":\"..\"}",
+                 "\"__proto__\" key would set an object's prototype "
+                 "upstream (in \"__proto__.dir\")"),
+           "names: a key __proto__.dir");
+    tap_ok(names("{\"a\":{\"b[__proto__][dir]\":1}}", "__proto__"),
+           "names: a key b[__proto__][dir], nested");
+    tap_ok(names("{\"constructor.prototype.dir\":1}",
+                 "\"constructor\" key holding \"prototype\" would set "
+                 "Object.prototype upstream (in "
+                 "\"constructor.prototype.dir\")"),
+           "names: a key constructor.prototype.dir");
+    tap_ok(names("{\"constructor[][prototype]\":1}", "\"constructor\""),
+           "names: empty parts are no parts");
+    tap_ok(names("{\"constructor\":{\"prototype.dir\":1}}",
+                 "\"constructor\" key holding \"prototype\""),
+           "names: constructor holding a key prototype.dir");
+    tap_ok(names("{\"a.constructor\":{\"prototype\":1}}",
+                 "\"constructor\" key holding \"prototype\""),
+           "names: a.constructor holding prototype");
+    tap_ok(names("{\"a.b\":1,\"x.__proto\":2,\"c[d]\":3,"
+                 "\"constructor.name\":4,\"prototype.constructor\":5,"
+                 "\"constructor\":{\"a.prototype\":6},"
+                 "\"__proto__x.y\":7,\"a.__PROTO__\":8}", NULL),
+           "names: path keys without those parts pass");
+    refuse(&any_object, "{\"a\":1,\"__proto__.a\":2}", (size_t) -1,
+           "*\"__proto__\" key would set*",
+           "additional: a key __proto__.a");
+    refuse(&any_object, "{\"a\":1,\"constructor.prototype.a\":2}",
+           (size_t) -1, "*\"constructor\" key holding \"prototype\"*",
+           "additional: a key constructor.prototype.a");
 }
