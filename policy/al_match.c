@@ -625,21 +625,25 @@ al_media_charset_check(const char *ctype, size_t len, char *why,
  * why (type is the media type it names); or 1, why untouched, when
  * something other than ';' follows the type.
  *
- * With utf8, "charset" may also be nowhere else in the header, in any
- * case: Tomcat's getCharacterEncoding() takes what follows the first
+ * With utf8, "charset" may also be nowhere else in the parameters, in
+ * any case: Tomcat's getCharacterEncoding() takes what follows the first
  * "charset=" wherever it is (in "xcharset=shift_jis", in a quoted
- * value), and Spring MVC reads a JSON body in it.
+ * value), and Spring MVC reads a JSON body in it.  The media type before
+ * ctype[n] is not looked at: it holds no '=' (the callers end it at any
+ * byte but a token's and '/', or compare it with the route's), so no
+ * reader finds a charset in "application/vnd.charset+json".
  */
 
 static int
 al_media_params(const char *ctype, size_t len, size_t n, const char *type,
     size_t type_len, int utf8, char *why, size_t whylen)
 {
-    size_t         name, name_len, vlen, escaped, nset;
+    size_t         name, name_len, vlen, escaped, nset, start;
     char           value[sizeof("utf-8") - 1];
     unsigned char  c;
 
     nset = 0;                               /* charset parameters read */
+    start = n;                              /* the parameters begin here */
 
     for ( ;; ) {
         while (n < len && (ctype[n] == ' ' || ctype[n] == '\t')) {
@@ -757,7 +761,7 @@ al_media_params(const char *ctype, size_t len, size_t n, const char *type,
         }
     }
 
-    if (utf8 && al_media_charsets(ctype, len) != nset) {
+    if (utf8 && al_media_charsets(ctype + start, len - start) != nset) {
         (void) snprintf(why, whylen, "content type %.*s: \"charset\" "
                         "outside a charset parameter", (int) type_len,
                         type);

@@ -657,6 +657,16 @@ test_body_json_charset(void)
           AL_REASON_BODY, "charset in another name (Tomcat)"),
         C("application/json; x=\"charset=utf-7;\"", "{\"a\":1}",
           AL_REASON_BODY, "charset in a quoted value (Tomcat)"),
+        C("application/vnd.charset+json; xcharset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "charset in the type, then in another name"),
+        C("application/vnd.charset+json; x=charset", "{\"a\":1}",
+          AL_REASON_BODY, "charset in the type, then in a value"),
+        C("application/vnd.charset+json; charset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "charset in the type, then UTF-7"),
+        C("application/vnd.charset=utf-7+json", "{\"a\":1}",
+          AL_REASON_BODY, "charset= in the type (Tomcat)"),
+        C("application/vnd.charset+json,charset=utf-7", "{\"a\":1}",
+          AL_REASON_BODY, "charset in the type, then after ','"),
         C("application/json", "\xef\xbb\xbf{\"_method\":1}",
           AL_REASON_BODY, "a UTF-8 byte order mark"),
         C("application/json", "\xff\xfe{\0\"\0_\0m\0\"\0:\0" "1\0}\0",
@@ -675,6 +685,10 @@ test_body_json_charset(void)
           "utf8, quoted, any case"),
         C("application/vnd.api+json; v=2", "{\"a\":1}", AL_REASON_NONE,
           "+json with another parameter"),
+        C("application/vnd.charset+json", "{\"a\":1}", AL_REASON_NONE,
+          "charset in the media type only (no '=' there)"),
+        C("Application/Vnd.Charset+JSON; charset=utf-8; v=1", "{\"a\":1}",
+          AL_REASON_NONE, "charset in the media type, then a utf-8 one"),
         C("application/json; charset=utf-7", "", AL_REASON_NONE,
           "an empty body is not read"),
         C("text/plain", "{\"_method\":1}", AL_REASON_NONE,
@@ -710,6 +724,23 @@ test_body_json_charset(void)
     (void) body(items, "text/x-json; charset=latin1", "{}");
     tap_is_str(d.detail, "content type text/x-json: the charset must be "
                "utf-8", "JSON without rules: the detail names the type");
+
+    /* a route's own type with "charset" in it: only its parameters count */
+
+#define VND  "application/vnd.charset+json"
+    tap_is_int(al_media_type_check(VND "; charset=utf-8",
+                                   sizeof(VND "; charset=utf-8") - 1, VND,
+                                   sizeof(VND) - 1, 1, d.detail,
+                                   sizeof(d.detail)),
+               0, "content_type " VND ": a utf-8 charset passes");
+    tap_is_int(al_media_type_check(VND "; xcharset=utf-7",
+                                   sizeof(VND "; xcharset=utf-7") - 1, VND,
+                                   sizeof(VND) - 1, 1, d.detail,
+                                   sizeof(d.detail)),
+               -1, "content_type " VND ": xcharset=utf-7 refused");
+    tap_ok(strstr(d.detail, "outside a charset parameter") != NULL,
+           "content_type " VND ": the detail");
+#undef VND
 
     /* a route whose content_type is JSON reads the body as JSON too */
 
