@@ -97,6 +97,9 @@ Keys:
   transfer_encoding
                 JSON answers: send the body in one chunk, with
                 "Transfer-Encoding: this" (not only "chunked")
+  raw           instead of an answer, these strings, each a write of its
+                Latin-1 bytes (status line, headers and body as the test
+                wrote them), then the connection is closed
 
 Every request is appended to --log as one JSON line: n, method, path,
 headers (lower-case names), body (parsed JSON, or the text), script,
@@ -232,7 +235,9 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(script["delay_first_ms"] / 1000.0)
 
         try:
-            if status:
+            if script.get("raw"):
+                self.raw(script["raw"])
+            elif status:
                 self.error(status, path)
             elif self.command == "GET" and path == "/models":
                 self.models()
@@ -292,6 +297,13 @@ class Handler(BaseHTTPRequestHandler):
             h["X-Echo-Auth-%d" % i] = self.auth_seen()
         h.update(self.script.get("headers", {}))
         return h
+
+    def raw(self, parts):
+        for part in parts:
+            self.wfile.write(part.encode("latin-1"))
+            self.wfile.flush()
+            time.sleep(0.02)
+        self.close_connection = True
 
     def send_json(self, status, obj):
         if self.script.get("echo"):
