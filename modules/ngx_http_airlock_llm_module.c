@@ -1454,14 +1454,13 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     /*
      * The provider answered 2xx and the client went away (or timed out)
      * before a byte of it was sent: nginx holds a header until the first
-     * bytes of the body, and then says 499 (408).  The provider has the
-     * call: it is charged as the answer cut short it is.
+     * bytes of the body, and then says 499 (408).  Or the gateway would
+     * not pass the answer on: the key scrubber cannot read an encoded
+     * one, and refuses it with 502.  Either way the provider has the
+     * call, and bills it: it is charged as the answer cut short it is.
      */
 
-    if ((status == NGX_HTTP_CLIENT_CLOSED_REQUEST
-         || status == NGX_HTTP_REQUEST_TIME_OUT)
-        && ctx->answered)
-    {
+    if (status >= NGX_HTTP_SPECIAL_RESPONSE && ctx->answered) {
         status = NGX_HTTP_OK;
     }
 

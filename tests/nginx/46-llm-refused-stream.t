@@ -1,11 +1,15 @@
 #!/usr/bin/perl
 
-# ngx_http_airlock_llm_module: an answer the gateway refuses costs nothing.
+# ngx_http_airlock_llm_module: a 2xx answer the gateway refuses is charged.
 # An event stream (and a JSON answer) the key scrubber refuses with 502,
-# because the provider marked it encoded, is charged no tokens: the usage
-# line says 0 and the client's budget is left as it was.  The provider's
-# answers pass through a plain nginx server that marks those to the chat
-# endpoint "Content-Encoding: gzip".
+# because the provider marked it encoded, was answered by the provider,
+# which bills it: it is charged its reservation (the prompt estimate and
+# the output cap), in the usage line, the budget and the metrics, as an
+# answer cut short is.  It used to be charged nothing, so that a provider
+# whose answers are encoded served every call for free
+# (162-llm-charge-refused.t).  The provider's answers pass through a
+# plain nginx server that marks those to the chat endpoint
+# "Content-Encoding: gzip".
 
 use strict;
 use warnings;
@@ -60,8 +64,10 @@ $r = $l->chat(token => $tight, fields => { stream => JSON::PP::true },
 is($r->{status}, 502, 'encoded stream: refused 502');
 $u = $l->last_usage(++$n);
 is($u->{status}, 502, 'encoded stream: usage line status 502');
-is($u->{total_tokens}, 0, 'encoded stream: charged nothing');
-is($u->{prompt_tokens}, 0, 'encoded stream: no prompt tokens');
+cmp_ok($u->{completion_tokens}, '>=', 20,
+       'encoded stream: charged its output cap');
+cmp_ok($u->{prompt_tokens}, '>=', 100,
+       'encoded stream: charged its prompt estimate');
 
 # the same for a client without a budget
 
@@ -69,22 +75,25 @@ $r = $l->chat(token => $agent, fields => { stream => JSON::PP::true },
               prompt => 'x' x 400);
 is($r->{status}, 502, 'encoded stream, no budget: refused 502');
 $u = $l->last_usage(++$n);
-is($u->{total_tokens}, 0, 'encoded stream, no budget: charged nothing');
+cmp_ok($u->{total_tokens}, '>', 100,
+       'encoded stream, no budget: charged too');
 
 # a refused JSON answer
 
 $r = $l->chat(token => $tight, prompt => 'x' x 400);
 is($r->{status}, 502, 'encoded JSON: refused 502');
 $u = $l->last_usage(++$n);
-is($u->{total_tokens}, 0, 'encoded JSON: charged nothing');
+cmp_ok($u->{total_tokens}, '>=', 120,
+       'encoded JSON: charged its reservation');
 
-# the metrics count the calls, and no tokens for them
+# the metrics count the calls, and their tokens
 
 my $m = http_get('/metrics', port => 8082);
 my ($prompt) = $m =~ /^airlock_llm_tokens_total\{provider="openai",
                        client="tight",model="gpt-4o-mini",kind="prompt"\}
                        \s+(\d+)$/mx;
-is($prompt // 0, 0, 'metrics: no prompt tokens for the refused calls');
+cmp_ok($prompt // 0, '>=', 200,
+       'metrics: the refused calls\' prompt tokens');
 
 # an answer that passes is still charged
 
