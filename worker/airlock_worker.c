@@ -180,7 +180,11 @@ aw_sleep_ms(long ms)
 
 /*
  * After an outage or a refusal: 100 ms, doubled after each wait while
- * under 5 s (so up to 6.4 s), reset on success
+ * under 5 s (so up to 6.4 s), reset only once Redis has answered a read
+ * (main()).  Not when a connection is made: one that answered AUTH and
+ * XGROUP CREATE and closed at the next command (a proxy, or a Redis that
+ * drops its clients) started it again at 100 ms each time, and was
+ * connected to 10 times a second for as long as that lasted.
  */
 
 static void
@@ -271,20 +275,13 @@ aw_connect(aw_worker_t *w)
      * (aw_read_error()).  Taken for an outage, it kept a worker that
      * connected meanwhile from finishing anything, its own pending
      * entries included, for as long as Redis was full.  The backoff
-     * goes on growing then: a result refused for memory is tried again
-     * on a fresh connection (aw_finish()), which must not start it
-     * again at 100 ms.  Any other refusal (READONLY: a replica, LOADING)
-     * is an outage, and the next try a new connection.
+     * goes on growing either way (aw_backoff()): a result refused for
+     * memory is tried again on a fresh connection (aw_finish()), which
+     * must not start it again at 100 ms.  Any other refusal (READONLY:
+     * a replica, LOADING) is an outage, and the next try a new
+     * connection.
      */
-    switch (aw_group_create(w)) {
-    case 0:
-        w->backoff_ms = 100;
-        break;
-
-    case 1:
-        break;
-
-    default:
+    if (aw_group_create(w) < 0) {
         aw_disconnect(w);
         return -1;
     }

@@ -293,11 +293,13 @@ sub write_conf {
 
 
 # wrap => [ command ... ] starts the worker through that command, which
-# must end by exec'ing its arguments (the pid stays the worker's)
+# must end by exec'ing its arguments (the pid stays the worker's);
+# wait => 0 returns at once, not once it has connected to Redis
 sub start_worker {
     my ($self, %o) = @_;
     my $t = $self->{t};
     my $wrap = delete $o{wrap} // [];
+    my $wait = delete $o{wait} // 1;
     my $conf = $self->write_conf(%o);
     my $n = $self->{nworker}++;
 
@@ -311,7 +313,7 @@ sub start_worker {
     $self->{last_worker} = $pid;
 
     # ready once it has created the group (or named a problem)
-    for (1 .. 400) {
+    for (1 .. ($wait ? 400 : 0)) {
         my $l = _slurp("$t->{testdir}/$log") // '';
         last if $l =~ /connected to redis|emerg/;
         sleep 0.025;
