@@ -1264,8 +1264,8 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
     pid_t hb)
 {
     int          large, cuts;
-    char         key[128], ttl[32], how[AW_ERRLEN], *fallback;
-    char         done[AW_ID_MAX + 64], cut[128];
+    char         key[128], ttl[32], how[AW_ERRLEN];
+    char         done[AW_ID_MAX + 64], cut[128], fallback[AW_RESULT_SMALL];
     const char  *value, *why;
     redisReply  *r, *g;
     aw_conf_t   *conf;
@@ -1280,7 +1280,7 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
     snprintf(ttl, sizeof(ttl), "%ld", conf->result_ttl);
     snprintf(done, sizeof(done), "%s:done", id);
 
-    fallback = NULL;
+    fallback[0] = '\0';
     value = result;
     g = NULL;
     cuts = 0;
@@ -1316,7 +1316,6 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
             g = aw_get_result(w, key, &large);
             if (g == NULL) {
                 aw_publish_large(w, id, job->job_id, hb);
-                free(fallback);
                 return;
             }
 
@@ -1335,7 +1334,6 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
                          res->message[0] ? ": " : "", res->message);
                 freeReplyObject(g);
                 aw_wrong_type(w, id, raw, len, key, how, hb);
-                free(fallback);
                 return;
             }
 
@@ -1355,10 +1353,11 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
                    "%s; a result_not_stored error takes its place",
                    job->job_id, strlen(result), why);
 
-            if (fallback == NULL) {
-                fallback = aw_result_unstored(conf, job->job_id,
-                                              job->session_id, res,
-                                              strlen(result), why);
+            if (fallback[0] == '\0') {
+                (void) aw_result_unstored(conf, job->job_id,
+                                          job->session_id, res,
+                                          strlen(result), why, fallback,
+                                          sizeof(fallback));
             }
 
             if (r != NULL) {
@@ -1371,13 +1370,8 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
              * (expecting another as large), which alone can keep it over
              * maxmemory
              */
-            if (fallback != NULL) {
-                aw_disconnect(w);
-                value = fallback;
-                continue;
-            }
-
-            aw_backoff(w);
+            aw_disconnect(w);
+            value = fallback;
             continue;
         }
 
@@ -1392,8 +1386,6 @@ aw_finish(aw_worker_t *w, const char *id, const char *raw, size_t len,
     if (g != NULL) {
         freeReplyObject(g);
     }
-
-    free(fallback);
 }
 
 
@@ -1580,10 +1572,11 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
 {
     int           large;
     char          last[AW_ERRLEN], jkey[AW_ID_MAX + 64], key[128];
-    char         *json;
+    char         *json, small[AW_RESULT_SMALL];
     aw_job_t      job;
     redisReply   *r, *g;
     aw_result_t   res;
+    const char   *result;
     const char   *note[] = { "HGET", w->conf->errors_key, id };
     const char   *ids[] = { "HGET", w->conf->errors_key, jkey };
 
@@ -1649,17 +1642,19 @@ aw_gone(aw_worker_t *w, const char *id, long deliveries)
 
     aw_result_fail(&res, AW_ST_ERROR, "entry_deleted", "%s", last);
 
-    json = aw_result_json(w->conf, job.job_id, job.session_id, &res);
+    result = aw_result_text(w->conf, job.job_id, job.session_id, &res,
+                            &json, small);
     if (json == NULL) {
-        aw_log("alert", "job %s: cannot build the result", job.job_id);
-        json = strdup("{\"status\":\"error\"}");
+        aw_log("alert", "job %s: out of memory while its result was "
+               "built; a result_not_stored error takes its place",
+               job.job_id);
     }
 
     aw_log("info", "job %s (entry %s): %s %s", job.job_id, id,
            aw_status_name(res.status), res.code);
 
     /* a gone entry's acknowledgement changes nothing; the records go */
-    aw_finish(w, id, NULL, 0, &job, &res, json, -1);
+    aw_finish(w, id, NULL, 0, &job, &res, result, -1);
 
     free(json);
     aw_result_free(&res);
@@ -1757,7 +1752,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     int           ok, over, large;
     char          code[64], err[AW_ERRLEN], last[AW_ERRLEN], note[256];
     char          ids[2 * AW_ID_MAX + 2], jkey[AW_ID_MAX + 64];
-    char         *json, *data, key[128];
+    char         *json, *data, key[128], small[AW_RESULT_SMALL];
     long          deliveries, t0;
     pid_t         hb;
     size_t        data_len;
@@ -1765,6 +1760,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     aw_conf_t    *conf;
     redisReply   *r;
     aw_result_t   res;
+    const char   *result;
 
     conf = w->conf;
     memset(&res, 0, sizeof(res));
@@ -1957,13 +1953,16 @@ done:
 
     res.timing.total = aw_now_ms() - t0;
 
-    json = aw_result_json(conf, job.job_id, job.session_id, &res);
+    result = aw_result_text(conf, job.job_id, job.session_id, &res, &json,
+                            small);
     if (json == NULL) {
-        aw_log("alert", "job %s: cannot build the result", job.job_id);
-        json = strdup("{\"status\":\"error\"}");
+        aw_log("alert", "job %s: out of memory while its result was built "
+               "(stdout %zu bytes, stderr %zu bytes); a result_not_stored "
+               "error takes its place", job.job_id, res.out_len,
+               res.err_len);
     }
 
-    /* in json now; what aw_finish() reads of them is their lengths */
+    /* in the result now; what aw_finish() reads of them is their lengths */
     free(res.out);
     free(res.err);
     res.out = NULL;
@@ -1973,7 +1972,7 @@ done:
            aw_status_name(res.status), res.code[0] ? " " : "", res.code,
            res.timing.total);
 
-    aw_finish(w, id, raw, len, &job, &res, json, hb);
+    aw_finish(w, id, raw, len, &job, &res, result, hb);
 
     free(json);
     aw_result_free(&res);

@@ -22,6 +22,13 @@
 #define AW_ERRLEN        512
 #define AW_ID_MAX        64
 
+/*
+ * The room a result_not_stored stand-in needs (aw_result_unstored()):
+ * two ids and a code of 64 bytes, a message of AW_ERRLEN, each escaped
+ * up to 6 times, six timings
+ */
+#define AW_RESULT_SMALL  8192
+
 /* aw_json_bytes(): a NUL becomes U+FFFD too (text for the agent) */
 #define AW_JSON_NO_NUL   1
 
@@ -239,9 +246,12 @@ json_t *aw_json_bytes(const char *s, size_t len, unsigned flags);
 const char *aw_status_name(aw_status_e st);
 char *aw_result_json(const aw_conf_t *conf, const char *job_id,
     const char *session_id, const aw_result_t *res);
-char *aw_result_unstored(const aw_conf_t *conf, const char *job_id,
+size_t aw_result_unstored(const aw_conf_t *conf, const char *job_id,
     const char *session_id, const aw_result_t *res, size_t len,
-    const char *why);
+    const char *why, char *buf, size_t size);
+const char *aw_result_text(const aw_conf_t *conf, const char *job_id,
+    const char *session_id, const aw_result_t *res, char **json,
+    char *small);
 void aw_result_free(aw_result_t *res);
 void aw_result_fail(aw_result_t *res, aw_status_e st, const char *code,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));

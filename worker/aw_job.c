@@ -19,6 +19,14 @@
 #include "aw.h"
 
 
+/* a bounded buffer text is appended to (aw_result_unstored()) */
+typedef struct {
+    char            *p;
+    char            *end;
+    int              over;
+} aw_text_t;
+
+
 static int aw_id_valid(const char *s);
 static int aw_reject(char *code, size_t codelen, char *err, size_t errlen,
     const char *c, const char *fmt, ...)
@@ -30,6 +38,9 @@ static int aw_input_parse(const aw_conf_t *conf, const al_policy_t *policy,
     char *err, size_t errlen);
 static int aw_limits_parse(const aw_conf_t *conf, json_t *lim,
     aw_limits_t *out, char *code, size_t codelen, char *err, size_t errlen);
+static void aw_text(aw_text_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void aw_text_str(aw_text_t *b, const char *s);
 
 
 static const char *const  aw_env_keys[] = {
@@ -712,6 +723,7 @@ char *
 aw_result_json(const aw_conf_t *conf, const char *job_id,
     const char *session_id, const aw_result_t *res)
 {
+    int      rc;
     char    *s;
     size_t   n;
     json_t  *r, *t, *e;
@@ -725,40 +737,61 @@ aw_result_json(const aw_conf_t *conf, const char *job_id,
         return NULL;
     }
 
-    json_object_set_new(r, "job_id", json_string(job_id));
-    json_object_set_new(r, "session_id", json_string(session_id));
-    json_object_set_new(r, "status", json_string(aw_status_name(res->status)));
-    json_object_set_new(r, "exit_code", res->ran
-                        ? json_integer(res->exit_code) : json_null());
-    json_object_set_new(r, "stdout", aw_json_bytes(res->out ? res->out : "",
-                                                   res->out_len,
-                                                   AW_JSON_NO_NUL));
-    json_object_set_new(r, "stderr", aw_json_bytes(res->err ? res->err : "",
-                                                   res->err_len,
-                                                   AW_JSON_NO_NUL));
-    json_object_set_new(r, "stdout_truncated", json_boolean(res->out_trunc));
-    json_object_set_new(r, "stderr_truncated", json_boolean(res->err_trunc));
+    /*
+     * All or nothing: json_object_set_new() leaves out a value that
+     * could not be allocated (NULL), and a result without its stdout,
+     * say, was stored as if whole; the caller has aw_result_unstored()
+     * for a result that cannot be built
+     */
+    rc = json_object_set_new(r, "job_id", json_string(job_id));
+    rc |= json_object_set_new(r, "session_id", json_string(session_id));
+    rc |= json_object_set_new(r, "status",
+                              json_string(aw_status_name(res->status)));
+    rc |= json_object_set_new(r, "exit_code", res->ran
+                              ? json_integer(res->exit_code) : json_null());
+    rc |= json_object_set_new(r, "stdout",
+                              aw_json_bytes(res->out ? res->out : "",
+                                            res->out_len, AW_JSON_NO_NUL));
+    rc |= json_object_set_new(r, "stderr",
+                              aw_json_bytes(res->err ? res->err : "",
+                                            res->err_len, AW_JSON_NO_NUL));
+    rc |= json_object_set_new(r, "stdout_truncated",
+                              json_boolean(res->out_trunc));
+    rc |= json_object_set_new(r, "stderr_truncated",
+                              json_boolean(res->err_trunc));
 
     if (res->status != AW_ST_OK) {
         e = json_object();
-        json_object_set_new(e, "code", json_string(res->code[0]
-                                                   ? res->code : "error"));
-        json_object_set_new(e, "message", aw_json_bytes(res->message,
-                                                  strlen(res->message),
-                                                  AW_JSON_NO_NUL));
-        json_object_set_new(r, "error", e);
+        rc |= json_object_set_new(r, "error", e);
+
+        if (e != NULL) {
+            rc |= json_object_set_new(e, "code",
+                                      json_string(res->code[0] ? res->code
+                                                               : "error"));
+            rc |= json_object_set_new(e, "message",
+                                      aw_json_bytes(res->message,
+                                                    strlen(res->message),
+                                                    AW_JSON_NO_NUL));
+        }
     }
 
-    json_object_set_new(r, "backend",
-                        json_string(aw_backend_name(conf->backend)));
+    rc |= json_object_set_new(r, "backend",
+                              json_string(aw_backend_name(conf->backend)));
 
-    json_object_set_new(t, "fetch", json_integer(res->timing.fetch));
-    json_object_set_new(t, "prepare", json_integer(res->timing.prepare));
-    json_object_set_new(t, "start", json_integer(res->timing.start));
-    json_object_set_new(t, "run", json_integer(res->timing.run));
-    json_object_set_new(t, "teardown", json_integer(res->timing.teardown));
-    json_object_set_new(t, "total", json_integer(res->timing.total));
-    json_object_set_new(r, "timing_ms", t);
+    rc |= json_object_set_new(t, "fetch", json_integer(res->timing.fetch));
+    rc |= json_object_set_new(t, "prepare",
+                              json_integer(res->timing.prepare));
+    rc |= json_object_set_new(t, "start", json_integer(res->timing.start));
+    rc |= json_object_set_new(t, "run", json_integer(res->timing.run));
+    rc |= json_object_set_new(t, "teardown",
+                              json_integer(res->timing.teardown));
+    rc |= json_object_set_new(t, "total", json_integer(res->timing.total));
+    rc |= json_object_set_new(r, "timing_ms", t);
+
+    if (rc != 0) {
+        json_decref(r);
+        return NULL;
+    }
 
     /*
      * Dumped to its exact size: json_dumps() grows a buffer by doubling
@@ -785,41 +818,174 @@ aw_result_json(const aw_conf_t *conf, const char *job_id,
 
 
 /*
- * What is stored in place of a result Redis refused (len bytes, the
- * reply in why): the same job, its exit code and timings, status error
- * and code result_not_stored with how the job ended in the message, and
- * no stdout or stderr (flagged truncated when there was any), so that it
- * is small enough to fit where the whole did not.
+ * What is stored in place of a result that could not be (len bytes,
+ * why in why; len 0 when it was never built): the same job, its exit
+ * code and timings, status error and code result_not_stored with how
+ * the job ended in the message, and no stdout or stderr (flagged
+ * truncated when there was any), so that it is small enough to fit
+ * where the whole did not.  Written into buf, of AW_RESULT_SMALL bytes
+ * or more, with no allocation, by the fields aw_result_json() writes, in
+ * its order: it is there when the worker is out of memory, the result
+ * it could not build then included (aw_result_text()).  Its length.
  */
 
-char *
+size_t
 aw_result_unstored(const aw_conf_t *conf, const char *job_id,
     const char *session_id, const aw_result_t *res, size_t len,
-    const char *why)
+    const char *why, char *buf, size_t size)
 {
-    aw_result_t  r;
+    char         size_s[48], ended[AW_ERRLEN], msg[AW_ERRLEN];
+    aw_text_t    b;
 
-    r = *res;
-    r.out = NULL;
-    r.out_len = 0;
-    r.out_trunc = res->out_trunc || res->out_len > 0;
-    r.err = NULL;
-    r.err_len = 0;
-    r.err_trunc = res->err_trunc || res->err_len > 0;
-
-    if (res->status == AW_ST_OK) {
-        aw_result_fail(&r, AW_ST_ERROR, "result_not_stored", "the result "
-                       "(%zu bytes) could not be stored: %.200s; the job "
-                       "ended ok", len, why);
+    if (len > 0) {
+        snprintf(size_s, sizeof(size_s), " (%zu bytes)", len);
 
     } else {
-        aw_result_fail(&r, AW_ST_ERROR, "result_not_stored", "the result "
-                       "(%zu bytes) could not be stored: %.200s; the job "
-                       "ended %s (%s): %.200s", len, why,
-                       aw_status_name(res->status), res->code, res->message);
+        size_s[0] = '\0';
     }
 
-    return aw_result_json(conf, job_id, session_id, &r);
+    if (res->status == AW_ST_OK) {
+        snprintf(ended, sizeof(ended), "ok");
+
+    } else {
+        snprintf(ended, sizeof(ended), "%s (%s): %.200s",
+                 aw_status_name(res->status), res->code, res->message);
+    }
+
+    snprintf(msg, sizeof(msg), "the result%s could not be stored: %.200s; "
+             "the job ended %s", size_s, why, ended);
+
+    b.p = buf;
+    b.end = buf + size;
+    b.over = size < AW_RESULT_SMALL;
+
+    aw_text(&b, "{\"job_id\":");
+    aw_text_str(&b, job_id);
+    aw_text(&b, ",\"session_id\":");
+    aw_text_str(&b, session_id);
+    aw_text(&b, ",\"status\":\"error\",\"exit_code\":");
+
+    if (res->ran) {
+        aw_text(&b, "%d", res->exit_code);
+
+    } else {
+        aw_text(&b, "null");
+    }
+
+    aw_text(&b, ",\"stdout\":\"\",\"stderr\":\"\",\"stdout_truncated\":%s,"
+            "\"stderr_truncated\":%s,\"error\":{\"code\":"
+            "\"result_not_stored\",\"message\":",
+            res->out_trunc || res->out_len > 0 ? "true" : "false",
+            res->err_trunc || res->err_len > 0 ? "true" : "false");
+    aw_text_str(&b, msg);
+    aw_text(&b, "},\"backend\":");
+    aw_text_str(&b, aw_backend_name(conf->backend));
+    aw_text(&b, ",\"timing_ms\":{\"fetch\":%ld,\"prepare\":%ld,\"start\":%ld,"
+            "\"run\":%ld,\"teardown\":%ld,\"total\":%ld}}",
+            res->timing.fetch, res->timing.prepare, res->timing.start,
+            res->timing.run, res->timing.teardown, res->timing.total);
+
+    /* not reached with AW_RESULT_SMALL bytes: every field is bounded */
+    if (b.over) {
+        if (size > 0) {
+            buf[0] = '\0';
+        }
+        return 0;
+    }
+
+    return (size_t) (b.p - buf);
+}
+
+
+/*
+ * A job's result as it is stored: aw_result_json() (*json, for the
+ * caller to free), or, when that fails for memory, the
+ * result_not_stored stand-in written into small (AW_RESULT_SMALL bytes),
+ * *json NULL, for the caller to say so.  Before, the worker stored
+ * {"status":"error"} then: no job_id, nothing a client could tie to its
+ * job.
+ */
+
+const char *
+aw_result_text(const aw_conf_t *conf, const char *job_id,
+    const char *session_id, const aw_result_t *res, char **json,
+    char *small)
+{
+    char  why[160];
+
+    *json = aw_result_json(conf, job_id, session_id, res);
+    if (*json != NULL) {
+        return *json;
+    }
+
+    snprintf(why, sizeof(why), "out of memory while the worker built it "
+             "(stdout %zu bytes, stderr %zu bytes)", res->out_len,
+             res->err_len);
+
+    (void) aw_result_unstored(conf, job_id, session_id, res, 0, why, small,
+                              AW_RESULT_SMALL);
+
+    return small;
+}
+
+
+/*
+ * Text appended to b, cut nowhere: one that does not fit sets b->over
+ * and leaves b as it was.
+ */
+
+static void
+aw_text(aw_text_t *b, const char *fmt, ...)
+{
+    int      n;
+    va_list  ap;
+
+    if (b->over) {
+        return;
+    }
+
+    va_start(ap, fmt);
+    n = vsnprintf(b->p, (size_t) (b->end - b->p), fmt, ap);
+    va_end(ap);
+
+    if (n < 0 || n >= b->end - b->p) {
+        b->over = 1;
+        return;
+    }
+
+    b->p += n;
+}
+
+
+/*
+ * A C string as a JSON string, in ASCII: '"', '\\' and control
+ * characters escaped, any other byte over 0x7f U+FFFD (the stand-in's
+ * text is the worker's own, the job's message at most)
+ */
+
+static void
+aw_text_str(aw_text_t *b, const char *s)
+{
+    const unsigned char  *p;
+
+    aw_text(b, "\"");
+
+    for (p = (const unsigned char *) s; *p != '\0' && !b->over; p++) {
+        if (*p == '"' || *p == '\\') {
+            aw_text(b, "\\%c", *p);
+
+        } else if (*p < 0x20 || *p == 0x7f) {
+            aw_text(b, "\\u%04x", *p);
+
+        } else if (*p > 0x7f) {
+            aw_text(b, "\\ufffd");
+
+        } else {
+            aw_text(b, "%c", *p);
+        }
+    }
+
+    aw_text(b, "\"");
 }
 
 

@@ -1,14 +1,18 @@
 /*
  * libFuzzer target: what a sandbox writes, as the worker packs it into
  * a result (aw_result_json(), aw_json_bytes(), worker/aw_job.c), and the
- * small result that stands in for one Redis refused
- * (aw_result_unstored()).  The input is split into stdout, stderr and
- * an error message (a C string) by its first two bytes.  Invariants:
- * no crash and nothing read past the lengths; the result is one JSON
- * object that jansson reads without JSON_ALLOW_NUL (as the agent does:
- * no "\u0000"); stdout and stderr are strings of at most 3 bytes for
- * each byte written (U+FFFD), and exactly what was written when that is
- * UTF-8 with no NUL; the stand-in has neither, and says each was there.
+ * small result that stands in for one Redis refused or the worker could
+ * not build (aw_result_unstored(), written with no allocation).  The
+ * input is split into stdout, stderr and an error message (a C string)
+ * by its first two bytes; the top six bits of the second, when not 0,
+ * make jansson's allocation of that number fail in aw_result_json().
+ * Invariants: no crash and nothing read past the lengths; the result is
+ * one JSON object that jansson reads without JSON_ALLOW_NUL (as the
+ * agent does: no "\u0000"); stdout and stderr are strings of at most 3
+ * bytes for each byte written (U+FFFD), and exactly what was written
+ * when that is UTF-8 with no NUL; a failed allocation gives no result
+ * (NULL), never one with a field left out; the stand-in has neither
+ * stdout nor stderr, and says each was there.
  */
 
 #include <stdlib.h>
@@ -20,11 +24,34 @@
 #include "../../worker/aw_job.c"
 
 
+/* what fuzz_check() expects */
+#define FUZZ_WHOLE    0             /* the result, exactly */
+#define FUZZ_SHAPE    1             /* the result, an allocation failed */
+#define FUZZ_STANDIN  2             /* aw_result_unstored()'s */
+
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz_check(const char *s, const aw_result_t *res, int whole);
+static void *fuzz_malloc(size_t n);
+
+static void fuzz_check(const char *s, const aw_result_t *res, int how);
 static void fuzz_stream(json_t *root, const char *key, const char *in,
     size_t len, int whole);
+
+
+/* jansson's allocations: the fuzz_fail_at-th fails (0: none) */
+static unsigned long  fuzz_allocs, fuzz_fail_at;
+
+
+static void *
+fuzz_malloc(size_t n)
+{
+    if (fuzz_fail_at != 0 && ++fuzz_allocs == fuzz_fail_at) {
+        return NULL;
+    }
+
+    return malloc(n);
+}
 
 
 /* aw_config.c's, which reads files: the one name a result needs */
@@ -39,7 +66,7 @@ aw_backend_name(aw_backend_e b)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char         *s, *body;
+    char         *s, *body, small[AW_RESULT_SMALL];
     size_t        k, m, n;
     aw_conf_t     conf;
     aw_result_t   res;
@@ -79,14 +106,37 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        body + n - m);
     }
 
+    json_set_alloc_funcs(fuzz_malloc, free);
+    fuzz_allocs = 0;
+    fuzz_fail_at = data[1] >> 2;
+
     s = aw_result_json(&conf, "job-1", "sess-1", &res);
-    fuzz_check(s, &res, 1);
+
+    if (fuzz_fail_at != 0 && fuzz_allocs >= fuzz_fail_at) {
+        /*
+         * an allocation failed: no result, or every field there (one
+         * aw_json_bytes() could not check may be U+FFFD)
+         */
+        fuzz_fail_at = 0;
+        if (s != NULL) {
+            fuzz_check(s, &res, FUZZ_SHAPE);
+        }
+
+    } else {
+        fuzz_fail_at = 0;
+        fuzz_check(s, &res, FUZZ_WHOLE);
+    }
+
     free(s);
 
-    s = aw_result_unstored(&conf, "job-1", "sess-1", &res, n,
-                           "OOM command not allowed");
-    fuzz_check(s, &res, 0);
-    free(s);
+    if (aw_result_unstored(&conf, "job-1", "sess-1", &res, n,
+                           "OOM command not allowed", small, sizeof(small))
+        != strlen(small))
+    {
+        abort();
+    }
+
+    fuzz_check(small, &res, FUZZ_STANDIN);
 
     free(body);
 
@@ -95,9 +145,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 
 static void
-fuzz_check(const char *s, const aw_result_t *res, int whole)
+fuzz_check(const char *s, const aw_result_t *res, int how)
 {
-    json_t  *root;
+    size_t       i;
+    json_t      *root, *t;
+    static const char  *const keys[] = {
+        "job_id", "session_id", "status", "exit_code", "stdout", "stderr",
+        "stdout_truncated", "stderr_truncated", "backend", "timing_ms"
+    };
+    static const char  *const timings[] = {
+        "fetch", "prepare", "start", "run", "teardown", "total"
+    };
 
     if (s == NULL) {
         abort();
@@ -109,14 +167,41 @@ fuzz_check(const char *s, const aw_result_t *res, int whole)
     if (!json_is_object(root)
         || !json_is_string(json_object_get(root, "status"))
         || json_is_object(json_object_get(root, "error"))
-           != (res->status != AW_ST_OK || !whole))
+           != (res->status != AW_ST_OK || how == FUZZ_STANDIN))
     {
         abort();
     }
 
-    if (whole) {
-        fuzz_stream(root, "stdout", res->out, res->out_len, 1);
-        fuzz_stream(root, "stderr", res->err, res->err_len, 1);
+    /* every field, always: none is left out */
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        if (json_object_get(root, keys[i]) == NULL) {
+            abort();
+        }
+    }
+
+    t = json_object_get(root, "timing_ms");
+
+    for (i = 0; i < sizeof(timings) / sizeof(timings[0]); i++) {
+        if (!json_is_integer(json_object_get(t, timings[i]))) {
+            abort();
+        }
+    }
+
+    if (json_is_object(json_object_get(root, "error"))
+        && (!json_is_string(json_object_get(json_object_get(root, "error"),
+                                            "code"))
+            || !json_is_string(json_object_get(json_object_get(root,
+                                                               "error"),
+                                               "message"))))
+    {
+        abort();
+    }
+
+    if (how == FUZZ_WHOLE || how == FUZZ_SHAPE) {
+        fuzz_stream(root, "stdout", res->out, res->out_len,
+                    how == FUZZ_WHOLE);
+        fuzz_stream(root, "stderr", res->err, res->err_len,
+                    how == FUZZ_WHOLE);
 
     } else {
         fuzz_stream(root, "stdout", "", 0, 0);

@@ -294,19 +294,21 @@ sub write_conf {
 
 # wrap => [ command ... ] starts the worker through that command, which
 # must end by exec'ing its arguments (the pid stays the worker's);
-# wait => 0 returns at once, not once it has connected to Redis
+# wait => 0 returns at once, not once it has connected to Redis; env =>
+# { NAME => VALUE } adds to its environment
 sub start_worker {
     my ($self, %o) = @_;
     my $t = $self->{t};
     my $wrap = delete $o{wrap} // [];
     my $wait = delete $o{wait} // 1;
+    my $env = delete $o{env} // {};
     my $conf = $self->write_conf(%o);
     my $n = $self->{nworker}++;
 
     # a secret in the worker's own environment, which no sandbox may see
     my $log = "worker-$n.log";
     my $pid = $t->_spawn("$t->{testdir}/$log",
-                         { AIRLOCK_WORKER_TEST_SECRET => $SECRET },
+                         { AIRLOCK_WORKER_TEST_SECRET => $SECRET, %$env },
                          @$wrap, $self->{worker}, '-c', $conf);
     push @{$t->{daemons}}, $pid;
     $self->{workers}{$pid} = $log;
@@ -346,6 +348,66 @@ sub kill_worker {
         sleep 0.025;
     }
     $self->{t}{daemons} = [ grep { $_ != $pid } @{$self->{t}{daemons}} ];
+}
+
+
+# The jansson fault injector (lib/jansson-fault.c), built into the
+# test's directory: the environment (for start_worker(env => ...)) in
+# which every allocation jansson makes in the worker's own process fails
+# while jansson_fault_on() holds; jansson_fault_off() ends it and
+# jansson_faults() counts the failures made.  Without cc it skips (fails
+# under CI).
+sub jansson_fault {
+    my ($self) = @_;
+    my $t = $self->{t};
+    my $so = "$t->{testdir}/jansson-fault.so";
+
+    Airlock::Prereq::need_cmd('cc');
+    my $cmd = "cc -shared -fPIC -O2 -Wall -Werror -o \Q$so\E "
+              . "\Q$t->{top}\E/tests/worker/lib/jansson-fault.c "
+              . "-ljansson 2>&1";
+    my $out = `$cmd`;
+    Airlock::Prereq::absent(
+        "cannot build tests/worker/lib/jansson-fault.c: $out") if $?;
+
+    # an ASan-built worker runs only with the runtime first in the list
+    my $preload = $so;
+    if ((Airlock::Test::_config_mk($t->{build}, 'SAN') // '') eq '1') {
+        my $cc = Airlock::Test::_config_mk($t->{build}, 'CC') // 'cc';
+        my $asan = `$cc -print-file-name=libasan.so 2>/dev/null` // '';
+        chomp $asan;
+        $preload = "$asan $so" if $asan =~ m{^/};
+    }
+
+    return { LD_PRELOAD => $preload, AIRLOCK_FAULT => 'jansson',
+             AIRLOCK_FAULT_ON => "$t->{testdir}/jansson-fault-on" };
+}
+
+# from now on, in worker process $pid; with $min, only the allocations
+# of at least $min bytes
+sub jansson_fault_on {
+    my ($self, $pid, $min) = @_;
+    my $line = defined $min ? "$pid $min\n" : "$pid\n";
+    $self->{t}->write_file('jansson-fault-on', $line);
+    # the worker no longer runs as root to count its failures there
+    chmod 0666, "$self->{t}{testdir}/jansson-fault-on";
+    $self->{jansson_fault_line} = $line;
+}
+
+sub jansson_fault_off {
+    my ($self) = @_;
+    my $d = $self->{t}{testdir};
+    rename "$d/jansson-fault-on", "$d/jansson-fault-made"
+        or die "rename: $!";
+}
+
+sub jansson_faults {
+    my ($self) = @_;
+    my $d = $self->{t}{testdir};
+    my $f = -e "$d/jansson-fault-on" ? "$d/jansson-fault-on"
+                                     : "$d/jansson-fault-made";
+    my $n = (-s $f) || 0;
+    return $n ? $n - length($self->{jansson_fault_line}) : 0;
 }
 
 
