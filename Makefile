@@ -292,6 +292,9 @@ $(B)/fuzz/fuzz_agent_%: tests/fuzz/fuzz_agent_%.c $(FUZZ_AGENT_LIB) \
 $(B)/fuzz/fuzz_alertd_line: alertd/ad_alert.c alertd/ad_group.c \
     alertd/ad_log.c alertd/alertd.h
 
+# so does the worker's status target (aw_sandbox.c's readers)
+$(B)/fuzz/fuzz_aw_status: worker/aw_sandbox.c worker/aw_util.c
+
 fuzz-build: $(FUZZ_BINS)
 
 fuzz:
