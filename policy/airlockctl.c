@@ -252,9 +252,10 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "calls to priced models (UNPRICED counts the others), in total or by\n"
       "client, model or UTC day.  LOG is a file, or - for standard input;\n"
       "it is read as a stream.  Lines that are not usage lines (cut short,\n"
-      "garbage) are skipped, counted and the first few named.  --json\n"
+      "garbage) are skipped, counted and the first few named.  A\n"
+      "compressed log is refused: zcat LOG | airlockctl usage -.  --json\n"
       "prints one JSON object.  Exit status: 0 summarised, 2 usage error\n"
-      "or a log that cannot be read." },
+      "or a log that cannot be read (compressed included)." },
 
     { NULL, NULL, NULL, NULL }
 };

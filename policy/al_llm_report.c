@@ -62,6 +62,14 @@ typedef struct {
     char             reason[64];
 } al_llm_report_bad_t;
 
+typedef struct {
+    const char      *magic;
+    size_t           len;
+    unsigned         digit;             /* a digit 1-9 follows the magic */
+    const char      *name;
+    const char      *cat;               /* what decompresses it */
+} al_llm_report_packed_t;
+
 struct al_llm_report_s {
     al_llm_report_by_t      by;
     al_llm_report_group_t   all;
@@ -81,6 +89,8 @@ struct al_llm_report_s {
 
 
 static int al_llm_report_bad(al_llm_report_t *rep, const char *reason);
+static const al_llm_report_packed_t *al_llm_report_packed(const char *buf,
+    size_t len);
 static const char *al_llm_report_why(const json_error_t *jerr,
     size_t len);
 static int al_llm_report_time(const char *s, size_t len);
@@ -274,15 +284,19 @@ al_llm_report_line(al_llm_report_t *rep, const char *line, size_t len)
  * Lines through one buffer of AL_LLM_REPORT_LINE_MAX bytes: a longer
  * line is skipped whole; a last line without a newline is read too (a
  * line cut short by a crash fails to parse and is counted as skipped).
+ * A compressed log (a rotated llm.log.2.gz) is refused, not read as one
+ * line of garbage: that summary, all zeros with a success, read as a
+ * month without LLM calls.
  */
 
 int
 al_llm_report_read(al_llm_report_t *rep, FILE *f, const char *name,
     al_error_t *err)
 {
-    int      too_long;
-    char    *buf, *chunk, *p, *end, *nl;
-    size_t   n, len, take;
+    int                            too_long, first;
+    char                          *buf, *chunk, *p, *end, *nl;
+    size_t                         n, len, take;
+    const al_llm_report_packed_t  *packed;
 
     buf = malloc(AL_LLM_REPORT_LINE_MAX + 65536);
     if (buf == NULL) {
@@ -293,10 +307,25 @@ al_llm_report_read(al_llm_report_t *rep, FILE *f, const char *name,
     chunk = buf + AL_LLM_REPORT_LINE_MAX;
     len = 0;
     too_long = 0;
+    first = 1;
 
     while ((n = fread(chunk, 1, 65536, f)) > 0) {
         p = chunk;
         end = chunk + n;
+
+        if (first) {
+            first = 0;
+            packed = al_llm_report_packed(chunk, n);
+
+            if (packed != NULL) {
+                al_error_set(err, name, 0, 0, "cannot read: %s-compressed, "
+                             "not a usage log; decompress it to standard "
+                             "input (%s LOG | airlockctl usage -)",
+                             packed->name, packed->cat);
+                free(buf);
+                return -1;
+            }
+        }
 
         while (p < end) {
             nl = memchr(p, '\n', end - p);
@@ -511,6 +540,37 @@ al_llm_report_bad(al_llm_report_t *rep, const char *reason)
     rep->skipped++;
 
     return -1;
+}
+
+
+/*
+ * The compression whose magic number starts the file, or NULL.  A usage
+ * line starts with '{': a log that starts with one of these is none.
+ */
+
+static const al_llm_report_packed_t *
+al_llm_report_packed(const char *buf, size_t len)
+{
+    size_t  i;
+
+    static const al_llm_report_packed_t  packed[] = {
+        { "\x1f\x8b", 2, 0, "gzip", "zcat" },
+        { "\xfd" "7zXZ\0", 6, 0, "xz", "xzcat" },
+        { "\x28\xb5\x2f\xfd", 4, 0, "zstd", "zstdcat" },
+        { "BZh", 3, 1, "bzip2", "bzcat" }       /* then the block size */
+    };
+
+    for (i = 0; i < sizeof(packed) / sizeof(packed[0]); i++) {
+        if (len >= packed[i].len + packed[i].digit
+            && memcmp(buf, packed[i].magic, packed[i].len) == 0
+            && (packed[i].digit == 0
+                || (buf[packed[i].len] >= '1' && buf[packed[i].len] <= '9')))
+        {
+            return &packed[i];
+        }
+    }
+
+    return NULL;
 }
 
 
