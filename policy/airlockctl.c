@@ -135,6 +135,7 @@ static int al_ctl_copy(const char *from, const char *to,
     const struct stat *st);
 static int al_ctl_write(const char *to, const unsigned char *buf,
     size_t len, const struct stat *st);
+static void al_ctl_part_done(void);
 static int al_ctl_edit_copy(al_ctl_edit_t *e);
 static int al_ctl_same(const char *a, const char *b);
 static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
@@ -275,6 +276,12 @@ static volatile sig_atomic_t  al_ctl_lock_pid;
 static const int              al_ctl_lock_sigs[5] = {
     SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE
 };
+
+/* the file al_ctl_write() made and is not yet in place (FILE.new,
+   FILE.edit.part): removed with the lock by such a signal */
+static char                   al_ctl_part_path[AL_CTL_PATH_MAX
+                                               + sizeof(".part")];
+static volatile sig_atomic_t  al_ctl_part_set;
 
 
 int
@@ -2220,8 +2227,11 @@ al_ctl_lock(al_ctl_edit_t *e)
 
 /*
  * A fatal signal: the lock removed by the process that holds it (not by
- * a command's child between its fork and its exec), then the signal's
- * default action (SA_RESETHAND)
+ * a command's child between its fork and its exec), and the file it was
+ * writing, then the signal's default action (SA_RESETHAND).  A FILE.new
+ * left behind by a Ctrl-C while it was written (its fsync can take a
+ * while) stopped every later edit and rollback as one interrupted
+ * between two renames, FILE untouched.
  */
 
 static void
@@ -2229,6 +2239,10 @@ al_ctl_lock_signal(int signo)
 {
     if (al_ctl_lock_pid != 0 && al_ctl_lock_pid == (sig_atomic_t) getpid())
     {
+        if (al_ctl_part_set) {
+            (void) unlink(al_ctl_part_path);
+        }
+
         (void) unlink(al_ctl_lock_path);
     }
 
@@ -2306,6 +2320,11 @@ al_ctl_write(const char *to, const unsigned char *buf, size_t len,
         return -1;
     }
 
+    /* ours until the caller puts it in place (al_ctl_part_done()) */
+
+    snprintf(al_ctl_part_path, sizeof(al_ctl_part_path), "%s", to);
+    al_ctl_part_set = 1;
+
     rc = -1;
 
     for (off = 0; off < len; off += (size_t) w) {
@@ -2373,9 +2392,22 @@ done:
     }
     if (rc != 0) {
         unlink(to);
+        al_ctl_part_done();
     }
 
     return rc;
+}
+
+
+/*
+ * The file al_ctl_write() made is in place, or removed, or no signal can
+ * come before it is: a fatal signal no longer removes it
+ */
+
+static void
+al_ctl_part_done(void)
+{
+    al_ctl_part_set = 0;
 }
 
 
@@ -2412,8 +2444,11 @@ al_ctl_edit_copy(al_ctl_edit_t *e)
         fprintf(stderr, "%s: cannot rename to %s: %s\n", part, e->candidate,
                 strerror(errno));
         unlink(part);
+        al_ctl_part_done();
         return -1;
     }
+
+    al_ctl_part_done();
 
     (void) fsync(e->dirfd);
 
@@ -2641,6 +2676,9 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
     sigaddset(&block, SIGQUIT);
     sigaddset(&block, SIGPIPE);
     sigprocmask(SIG_BLOCK, &block, &saved);
+
+    /* renamed into place or removed below, before a signal comes */
+    al_ctl_part_done();
 
     rc = 2;
     failed = 0;
