@@ -301,8 +301,8 @@ main(int argc, char **argv)
                 }
             }
 
-            fprintf(stderr, "airlockctl: unknown command \"%s\"; see "
-                    "airlockctl --help\n", argv[2]);
+            al_ctl_err("airlockctl: unknown command \"%s\"; see "
+                       "airlockctl --help\n", argv[2]);
             return 2;
         }
 
@@ -330,8 +330,8 @@ main(int argc, char **argv)
         }
     }
 
-    fprintf(stderr, "airlockctl: unknown command \"%s\"; see airlockctl "
-            "--help\n", argv[1]);
+    al_ctl_err("airlockctl: unknown command \"%s\"; see airlockctl "
+               "--help\n", argv[1]);
 
     return 2;
 }
@@ -350,8 +350,8 @@ al_ctl_written(int rc)
 
         /* a failed command (2 and over) has said why already */
 
-        fprintf(stderr, "airlockctl: cannot write the output: %s\n",
-                strerror(errno));
+        al_ctl_err("airlockctl: cannot write the output: %s\n",
+                   strerror(errno));
         return 2;
     }
 
@@ -529,12 +529,12 @@ al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
 
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd == -1) {
-        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        al_ctl_err("%s: cannot open: %s\n", path, strerror(errno));
         return NULL;
     }
 
     if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "%s: cannot read: not a regular file\n", path);
+        al_ctl_err("%s: cannot read: not a regular file\n", path);
         close(fd);
         return NULL;
     }
@@ -547,9 +547,9 @@ al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
     close(fd);
 
     if (buf == NULL) {
-        fprintf(stderr, "%s: cannot read: %s\n", path,
-                (errno != 0 && errno != EFBIG)
-                ? strerror(errno) : "larger than the policy limit");
+        al_ctl_err("%s: cannot read: %s\n", path,
+                   (errno != 0 && errno != EFBIG)
+                   ? strerror(errno) : "larger than the policy limit");
         return NULL;
     }
 
@@ -621,9 +621,10 @@ al_ctl_check(int argc, char **argv)
         return rc;
     }
 
-    printf("%s: ok (%zu clients, %zu routes, %zu llm providers, %zu secrets"
-           "%s, %zu alert sinks)\n", file, p->nclients, p->nroutes, p->nllm,
-           p->nsecrets, key ? " opened" : "", p->nsinks);
+    al_ctl_out("%s: ok (%zu clients, %zu routes, %zu llm providers, "
+               "%zu secrets%s, %zu alert sinks)\n", file, p->nclients,
+               p->nroutes, p->nllm, p->nsecrets, key ? " opened" : "",
+               p->nsinks);
 
     /* each param that takes a drive: its upstream is no Windows one */
 
@@ -797,7 +798,7 @@ al_ctl_explain(int argc, char **argv)
             errno = 0;
             v = strtoull(argv[++i], &end, 10);
             if (errno || *end || end == argv[i] || v > 0xfffffffe) {
-                fprintf(stderr, "airlockctl: %s needs a number\n", a);
+                al_ctl_err("airlockctl: %s needs a number\n", a);
                 return 2;
             }
             peer.unix_peer = 1;
@@ -816,8 +817,8 @@ al_ctl_explain(int argc, char **argv)
                 memcpy(&peer.addr[12], &a4, 4);
 
             } else if (inet_pton(AF_INET6, argv[i], peer.addr) != 1) {
-                fprintf(stderr, "airlockctl: invalid address \"%s\"\n",
-                        argv[i]);
+                al_ctl_err("airlockctl: invalid address \"%s\"\n",
+                           argv[i]);
                 return 2;
             }
             peer.has_addr = 1;
@@ -830,7 +831,7 @@ al_ctl_explain(int argc, char **argv)
             ctype = argv[++i];
 
         } else if (a[0] == '-' && a[1] == '-') {
-            fprintf(stderr, "airlockctl: unknown option \"%s\"\n", a);
+            al_ctl_err("airlockctl: unknown option \"%s\"\n", a);
             return al_ctl_usage(stderr, cmd);
 
         } else if (file == NULL) {
@@ -934,8 +935,8 @@ al_ctl_explain(int argc, char **argv)
         fd = strcmp(body_file, "-") == 0
              ? 0 : open(body_file, O_RDONLY | O_CLOEXEC);
         if (fd == -1) {
-            fprintf(stderr, "airlockctl: cannot open %s: %s\n", body_file,
-                    strerror(errno));
+            al_ctl_err("airlockctl: cannot open %s: %s\n", body_file,
+                       strerror(errno));
             rc = 2;
             goto done;
         }
@@ -944,9 +945,9 @@ al_ctl_explain(int argc, char **argv)
             close(fd);
         }
         if (body == NULL) {
-            fprintf(stderr, "airlockctl: cannot read %s: %s\n", body_file,
-                    errno == EFBIG ? "larger than the body limit"
-                                   : strerror(errno));
+            al_ctl_err("airlockctl: cannot read %s: %s\n", body_file,
+                       errno == EFBIG ? "larger than the body limit"
+                                      : strerror(errno));
             rc = 2;
             goto done;
         }
@@ -955,8 +956,8 @@ al_ctl_explain(int argc, char **argv)
     if (client != NULL) {
         req.client = al_policy_client(p, client, strlen(client));
         if (req.client == NULL) {
-            fprintf(stderr, "airlockctl: the policy has no client \"%s\"\n",
-                    client);
+            al_ctl_err("airlockctl: the policy has no client \"%s\"\n",
+                       client);
             rc = 2;
             goto done;
         }
@@ -1471,8 +1472,8 @@ al_ctl_token_read(const char *env, int stdin_token, size_t *plen)
                 fprintf(stderr, "airlockctl: the token on standard input "
                         "is over %d bytes\n", AL_CTL_SEAL_MAX);
             } else {
-                fprintf(stderr, "airlockctl: cannot read the token from "
-                        "standard input: %s\n", strerror(errno));
+                al_ctl_err("airlockctl: cannot read the token from "
+                           "standard input: %s\n", strerror(errno));
             }
             return NULL;
         }
@@ -1500,8 +1501,8 @@ al_ctl_token_read(const char *env, int stdin_token, size_t *plen)
 
     e = getenv(env);
     if (e == NULL || e[0] == '\0') {
-        fprintf(stderr, "airlockctl: the environment variable %s is not "
-                "set or empty\n", env);
+        al_ctl_err("airlockctl: the environment variable %s is not "
+                   "set or empty\n", env);
         return NULL;
     }
 
@@ -1675,12 +1676,12 @@ al_ctl_keygen(int argc, char **argv)
 
     if (al_keygen(argv[1], &err) != 0) {
         al_error_format(&err, msg, sizeof(msg));
-        fprintf(stderr, "airlockctl: %s\n", msg);
+        al_ctl_err("airlockctl: %s\n", msg);
         return 1;
     }
 
-    fprintf(stderr, "wrote %s (private, 0600) and %s.pub\n", argv[1],
-            argv[1]);
+    al_ctl_err("wrote %s (private, 0600) and %s.pub\n", argv[1],
+               argv[1]);
 
     return 0;
 }
@@ -1732,8 +1733,8 @@ al_ctl_seal(int argc, char **argv)
             fprintf(stderr, "airlockctl: the secret is over %d bytes\n",
                     AL_CTL_SEAL_MAX);
         } else {
-            fprintf(stderr, "airlockctl: cannot read the secret: %s\n",
-                    strerror(errno));
+            al_ctl_err("airlockctl: cannot read the secret: %s\n",
+                       strerror(errno));
         }
         return 2;
     }
@@ -1761,7 +1762,7 @@ al_ctl_seal(int argc, char **argv)
     if (al_seal(pub, secret, len, &out, &err) != 0) {
         al_secure_free(secret);
         al_error_format(&err, msg, sizeof(msg));
-        fprintf(stderr, "airlockctl: %s\n", msg);
+        al_ctl_err("airlockctl: %s\n", msg);
         return 1;
     }
 
@@ -1772,8 +1773,8 @@ al_ctl_seal(int argc, char **argv)
 
     if (printf("%s\n", out) < 0 || fflush(stdout) != 0 || ferror(stdout)) {
         free(out);
-        fprintf(stderr, "airlockctl: cannot write the sealed value: %s\n",
-                strerror(errno));
+        al_ctl_err("airlockctl: cannot write the sealed value: %s\n",
+                   strerror(errno));
         return 2;
     }
 
@@ -1880,8 +1881,8 @@ al_ctl_read_secret(const char *what, size_t max, size_t *len)
         quiet.c_lflag |= ECHONL;
         (void) tcsetattr(0, TCSAFLUSH, &quiet);
 
-        fprintf(stderr, "enter the %s (it is not shown), then Ctrl-D:\n",
-                what);
+        al_ctl_err("enter the %s (it is not shown), then Ctrl-D:\n",
+                   what);
     }
 
     buf = al_ctl_read(0, max, len, 1);
@@ -1950,8 +1951,8 @@ al_ctl_tools(int argc, char **argv)
             } else if (strcmp(argv[i], "mcp") == 0) {
                 fmt = AL_TOOLS_MCP;
             } else {
-                fprintf(stderr, "airlockctl tools: unknown format \"%s\" "
-                        "(openai or mcp)\n", argv[i]);
+                al_ctl_err("airlockctl tools: unknown format \"%s\" "
+                           "(openai or mcp)\n", argv[i]);
                 return 2;
             }
 
@@ -1974,8 +1975,8 @@ al_ctl_tools(int argc, char **argv)
 
     c = al_policy_client(p, client, strlen(client));
     if (c == NULL) {
-        fprintf(stderr, "airlockctl tools: %s has no client \"%s\"\n", file,
-                client);
+        al_ctl_err("airlockctl tools: %s has no client \"%s\"\n", file,
+                   client);
         al_policy_free(p);
         return 1;
     }
@@ -1986,8 +1987,8 @@ al_ctl_tools(int argc, char **argv)
     } else if (strcmp(sandbox, "none") != 0) {
         sc = al_policy_client(p, sandbox, strlen(sandbox));
         if (sc == NULL) {
-            fprintf(stderr, "airlockctl tools: %s has no client \"%s\"\n",
-                    file, sandbox);
+            al_ctl_err("airlockctl tools: %s has no client \"%s\"\n",
+                       file, sandbox);
             al_policy_free(p);
             return 1;
         }
@@ -2069,7 +2070,7 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     /* a symbolic link is followed: the file nginx reads is replaced */
 
     if (realpath(e->policy, e->real) == NULL) {
-        fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        al_ctl_err("%s: cannot open: %s\n", e->policy, strerror(errno));
         return 2;
     }
 
@@ -2079,8 +2080,8 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     if (len == 0 || len + sizeof(".edit") > AL_CTL_PATH_MAX
         || e->policy[len - 1] == '/')
     {
-        fprintf(stderr, "airlockctl: invalid policy path \"%s\"\n",
-                e->policy);
+        al_ctl_err("airlockctl: invalid policy path \"%s\"\n",
+                   e->policy);
         return 2;
     }
 
@@ -2104,14 +2105,14 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     errno = 0;
 
     if (stat(e->policy, &st) == -1 || !S_ISREG(st.st_mode)) {
-        fprintf(stderr, "%s: cannot open: %s\n", e->policy,
-                errno ? strerror(errno) : "not a regular file");
+        al_ctl_err("%s: cannot open: %s\n", e->policy,
+                   errno ? strerror(errno) : "not a regular file");
         return 2;
     }
 
     e->dirfd = open(e->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (e->dirfd == -1) {
-        fprintf(stderr, "%s: cannot open: %s\n", e->dir, strerror(errno));
+        al_ctl_err("%s: cannot open: %s\n", e->dir, strerror(errno));
         return 2;
     }
 
@@ -2126,10 +2127,10 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     /* left by an edit that was killed between two renames */
 
     if (access(e->old, F_OK) == 0 || access(e->next, F_OK) == 0) {
-        fprintf(stderr, "airlockctl: %s or %s exists: an earlier edit was "
-                "interrupted; compare them with %s, keep the right one as "
-                "%s and remove them\n", e->old, e->next, e->policy,
-                e->policy);
+        al_ctl_err("airlockctl: %s or %s exists: an earlier edit was "
+                   "interrupted; compare them with %s, keep the right one as "
+                   "%s and remove them\n", e->old, e->next, e->policy,
+                   e->policy);
         al_ctl_unlock(e);
         return 2;
     }
@@ -2162,19 +2163,19 @@ al_ctl_lock(al_ctl_edit_t *e)
         fd = open(e->lock, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK
                            | O_CLOEXEC, 0600);
         if (fd == -1) {
-            fprintf(stderr, "airlockctl: cannot create the lock %s: %s\n",
-                    e->lock, strerror(errno));
+            al_ctl_err("airlockctl: cannot create the lock %s: %s\n",
+                       e->lock, strerror(errno));
             return -1;
         }
 
         if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
             if (errno == EWOULDBLOCK) {
-                fprintf(stderr, "airlockctl: %s: another airlockctl edit or "
-                        "rollback is running (it holds %s)\n", e->policy,
-                        e->lock);
+                al_ctl_err("airlockctl: %s: another airlockctl edit or "
+                           "rollback is running (it holds %s)\n", e->policy,
+                           e->lock);
             } else {
-                fprintf(stderr, "airlockctl: cannot lock %s: %s\n",
-                        e->lock, strerror(errno));
+                al_ctl_err("airlockctl: cannot lock %s: %s\n",
+                           e->lock, strerror(errno));
             }
 
             close(fd);
@@ -2218,8 +2219,8 @@ al_ctl_lock(al_ctl_edit_t *e)
         return fd;
     }
 
-    fprintf(stderr, "airlockctl: cannot lock %s: it keeps being replaced\n",
-            e->lock);
+    al_ctl_err("airlockctl: cannot lock %s: it keeps being replaced\n",
+               e->lock);
 
     return -1;
 }
@@ -2280,7 +2281,7 @@ al_ctl_copy(const char *from, const char *to, const struct stat *st)
 
     fd = open(from, O_RDONLY | O_CLOEXEC);
     if (fd == -1) {
-        fprintf(stderr, "%s: cannot open: %s\n", from, strerror(errno));
+        al_ctl_err("%s: cannot open: %s\n", from, strerror(errno));
         return -1;
     }
 
@@ -2290,9 +2291,9 @@ al_ctl_copy(const char *from, const char *to, const struct stat *st)
     close(fd);
 
     if (buf == NULL) {
-        fprintf(stderr, "%s: read: %s\n", from,
-                (errno != 0 && errno != EFBIG)
-                ? strerror(errno) : "larger than the policy limit");
+        al_ctl_err("%s: read: %s\n", from,
+                   (errno != 0 && errno != EFBIG)
+                   ? strerror(errno) : "larger than the policy limit");
         return -1;
     }
 
@@ -2316,7 +2317,7 @@ al_ctl_write(const char *to, const unsigned char *buf, size_t len,
 
     out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (out == -1) {
-        fprintf(stderr, "%s: cannot create: %s\n", to, strerror(errno));
+        al_ctl_err("%s: cannot create: %s\n", to, strerror(errno));
         return -1;
     }
 
@@ -2334,7 +2335,7 @@ al_ctl_write(const char *to, const unsigned char *buf, size_t len,
                 w = 0;
                 continue;
             }
-            fprintf(stderr, "%s: write: %s\n", to, strerror(errno));
+            al_ctl_err("%s: write: %s\n", to, strerror(errno));
             goto done;
         }
     }
@@ -2349,36 +2350,36 @@ al_ctl_write(const char *to, const unsigned char *buf, size_t len,
 
     if (fchown(out, st->st_uid, st->st_gid) == -1) {
         if (geteuid() == 0) {
-            fprintf(stderr, "%s: cannot set owner: %s\n", to,
-                    strerror(errno));
+            al_ctl_err("%s: cannot set owner: %s\n", to,
+                       strerror(errno));
             goto done;
         }
 
         if (fchown(out, (uid_t) -1, st->st_gid) == -1
             && (st->st_mode & 0070) != 0)
         {
-            fprintf(stderr, "%s: cannot give it the policy's group (gid "
-                    "%lu), which its mode gives access: %s; run airlockctl "
-                    "as root or as a member of that group\n", to,
-                    (unsigned long) st->st_gid, strerror(errno));
+            al_ctl_err("%s: cannot give it the policy's group (gid "
+                       "%lu), which its mode gives access: %s; run airlockctl "
+                       "as root or as a member of that group\n", to,
+                       (unsigned long) st->st_gid, strerror(errno));
             goto done;
         }
 
         if (st->st_uid != geteuid()) {
-            fprintf(stderr, "airlockctl: %s: its owner is you (uid %lu), "
-                    "not the policy's owner (uid %lu): only root can give "
-                    "a file away\n", to, (unsigned long) geteuid(),
-                    (unsigned long) st->st_uid);
+            al_ctl_err("airlockctl: %s: its owner is you (uid %lu), "
+                       "not the policy's owner (uid %lu): only root can give "
+                       "a file away\n", to, (unsigned long) geteuid(),
+                       (unsigned long) st->st_uid);
         }
     }
 
     if (fchmod(out, st->st_mode & 07777) == -1) {
-        fprintf(stderr, "%s: cannot set mode: %s\n", to, strerror(errno));
+        al_ctl_err("%s: cannot set mode: %s\n", to, strerror(errno));
         goto done;
     }
 
     if (fsync(out) == -1) {
-        fprintf(stderr, "%s: fsync: %s\n", to, strerror(errno));
+        al_ctl_err("%s: fsync: %s\n", to, strerror(errno));
         goto done;
     }
 
@@ -2387,7 +2388,7 @@ al_ctl_write(const char *to, const unsigned char *buf, size_t len,
 done:
 
     if (close(out) == -1 && rc == 0) {
-        fprintf(stderr, "%s: write: %s\n", to, strerror(errno));
+        al_ctl_err("%s: write: %s\n", to, strerror(errno));
         rc = -1;
     }
     if (rc != 0) {
@@ -2425,14 +2426,14 @@ al_ctl_edit_copy(al_ctl_edit_t *e)
     struct stat  st;
 
     if (stat(e->policy, &st) == -1) {
-        fprintf(stderr, "%s: cannot stat: %s\n", e->policy, strerror(errno));
+        al_ctl_err("%s: cannot stat: %s\n", e->policy, strerror(errno));
         return -1;
     }
 
     snprintf(part, sizeof(part), "%s.part", e->candidate);
 
     if (unlink(part) == -1 && errno != ENOENT) {
-        fprintf(stderr, "%s: cannot remove: %s\n", part, strerror(errno));
+        al_ctl_err("%s: cannot remove: %s\n", part, strerror(errno));
         return -1;
     }
 
@@ -2441,8 +2442,8 @@ al_ctl_edit_copy(al_ctl_edit_t *e)
     }
 
     if (rename(part, e->candidate) == -1) {
-        fprintf(stderr, "%s: cannot rename to %s: %s\n", part, e->candidate,
-                strerror(errno));
+        al_ctl_err("%s: cannot rename to %s: %s\n", part, e->candidate,
+                   strerror(errno));
         unlink(part);
         al_ctl_part_done();
         return -1;
@@ -2519,7 +2520,7 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
 
     pid = fork();
     if (pid == -1) {
-        fprintf(stderr, "airlockctl: fork: %s\n", strerror(errno));
+        al_ctl_err("airlockctl: fork: %s\n", strerror(errno));
         rc = -1;
         goto restore;
     }
@@ -2544,7 +2545,7 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
 
     while (waitpid(pid, &status, 0) == -1) {
         if (errno != EINTR) {
-            fprintf(stderr, "airlockctl: waitpid: %s\n", strerror(errno));
+            al_ctl_err("airlockctl: waitpid: %s\n", strerror(errno));
             rc = -2;
             goto restore;
         }
@@ -2573,11 +2574,11 @@ al_ctl_sh_status(const char *what, const char *cmd, int status)
     }
 
     if (WIFEXITED(status)) {
-        fprintf(stderr, "airlockctl: %s (%s) exited with status %d\n", what,
-                cmd, WEXITSTATUS(status));
+        al_ctl_err("airlockctl: %s (%s) exited with status %d\n", what,
+                   cmd, WEXITSTATUS(status));
     } else {
-        fprintf(stderr, "airlockctl: %s (%s) was killed by signal %d\n",
-                what, cmd, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        al_ctl_err("airlockctl: %s (%s) was killed by signal %d\n",
+                   what, cmd, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
         return -2;
     }
 
@@ -2609,7 +2610,7 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
     unsigned char  *bytes;
 
     if (stat(e->policy, &st) == -1) {
-        fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        al_ctl_err("%s: cannot open: %s\n", e->policy, strerror(errno));
         return 2;
     }
 
@@ -2634,17 +2635,17 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
     } else {
         /* its error above names FILE, not the candidate: say whose */
 
-        fprintf(stderr, "airlockctl: %s, the policy %s replaces, does not "
-                "load (above): what %s grants is not compared with it, "
-                "and no change is shown\n", e->policy,
-                candidate == e->candidate ? "this edit" : "the rollback",
-                candidate);
+        al_ctl_err("airlockctl: %s, the policy %s replaces, does not "
+                   "load (above): what %s grants is not compared with it, "
+                   "and no change is shown\n", e->policy,
+                   candidate == e->candidate ? "this edit" : "the rollback",
+                   candidate);
     }
 
     al_policy_free(p);
 
     if (stat(e->policy, &st) == -1) {
-        fprintf(stderr, "%s: cannot open: %s\n", e->policy, strerror(errno));
+        al_ctl_err("%s: cannot open: %s\n", e->policy, strerror(errno));
         free(bytes);
         return 2;
     }
@@ -2684,15 +2685,15 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
     failed = 0;
 
     if (link(e->policy, e->old) == -1) {
-        fprintf(stderr, "%s: cannot link to %s: %s\n", e->policy, e->old,
-                strerror(errno));
+        al_ctl_err("%s: cannot link to %s: %s\n", e->policy, e->old,
+                   strerror(errno));
         unlink(e->next);
         goto done;
     }
 
     if (rename(e->next, e->policy) == -1) {
-        fprintf(stderr, "%s: cannot rename to %s: %s\n", e->next,
-                e->policy, strerror(errno));
+        al_ctl_err("%s: cannot rename to %s: %s\n", e->next,
+                   e->policy, strerror(errno));
         unlink(e->next);
         unlink(e->old);
         goto done;
@@ -2701,9 +2702,9 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
     fsync(e->dirfd);
 
     if (al_ctl_sh("the nginx configuration test", e->test, NULL) != 0) {
-        fprintf(stderr, "airlockctl: nginx read %s at %s: the lines and "
-                "columns above are those of %s\n", candidate, e->policy,
-                candidate);
+        al_ctl_err("airlockctl: nginx read %s at %s: the lines and "
+                   "columns above are those of %s\n", candidate, e->policy,
+                   candidate);
         failed = 1;
 
     } else {
@@ -2721,26 +2722,26 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
         if (reload == -2) {
             kept = (rename(e->old, e->prev) == 0);
             if (!kept) {
-                fprintf(stderr, "airlockctl: the replaced policy cannot be "
-                        "kept as %s: %s\n", e->prev, strerror(errno));
+                al_ctl_err("airlockctl: the replaced policy cannot be "
+                           "kept as %s: %s\n", e->prev, strerror(errno));
             }
 
             fsync(e->dirfd);
 
-            fprintf(stderr, "airlockctl: the reload did not finish: nginx "
-                    "may be running the new policy or still the old one; "
-                    "%s is the new policy (it passed the test) and the one "
-                    "it replaced is %s; run the reload again (%s) to be "
-                    "sure nginx runs %s, or ", e->policy,
-                    kept ? e->prev : e->old, e->reload, e->policy);
+            al_ctl_err("airlockctl: the reload did not finish: nginx "
+                       "may be running the new policy or still the old one; "
+                       "%s is the new policy (it passed the test) and the one "
+                       "it replaced is %s; run the reload again (%s) to be "
+                       "sure nginx runs %s, or ", e->policy,
+                       kept ? e->prev : e->old, e->reload, e->policy);
 
             if (kept) {
                 fprintf(stderr, "airlockctl rollback\n");
 
             } else {
-                fprintf(stderr, "move it to %s and airlockctl rollback "
-                        "(edit and rollback refuse to start while it is "
-                        "there)\n", e->prev);
+                al_ctl_err("move it to %s and airlockctl rollback "
+                           "(edit and rollback refuse to start while it is "
+                           "there)\n", e->prev);
             }
             rc = 3;
             goto done;
@@ -2751,11 +2752,11 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
 
     if (failed) {
         if (rename(e->old, e->policy) == -1) {
-            fprintf(stderr, "airlockctl: CANNOT RESTORE %s from %s: %s; "
-                    "%s is the refused policy, which nginx would load at "
-                    "its next reload or start: move %s back to %s\n",
-                    e->policy, e->old, strerror(errno), e->policy, e->old,
-                    e->policy);
+            al_ctl_err("airlockctl: CANNOT RESTORE %s from %s: %s; "
+                       "%s is the refused policy, which nginx would load at "
+                       "its next reload or start: move %s back to %s\n",
+                       e->policy, e->old, strerror(errno), e->policy, e->old,
+                       e->policy);
             goto done;
         }
         fsync(e->dirfd);
@@ -2769,11 +2770,11 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
      */
 
     if (rename(e->old, e->prev) == -1) {
-        fprintf(stderr, "%s: installed and reloaded, but the replaced "
-                "policy cannot be kept as %s: %s; the one it replaced is "
-                "%s: move it to %s (edit and rollback refuse to start "
-                "while it is there)\n", e->policy, e->prev, strerror(errno),
-                e->old, e->prev);
+        al_ctl_err("%s: installed and reloaded, but the replaced "
+                   "policy cannot be kept as %s: %s; the one it replaced is "
+                   "%s: move it to %s (edit and rollback refuse to start "
+                   "while it is there)\n", e->policy, e->prev, strerror(errno),
+                   e->old, e->prev);
         rc = 4;
         goto done;
     }
@@ -2819,7 +2820,7 @@ al_ctl_trusted(const char *path, const struct stat *policy)
     const char  *why;
 
     if (lstat(path, &st) == -1) {
-        fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+        al_ctl_err("%s: cannot open: %s\n", path, strerror(errno));
         return -1;
     }
 
@@ -2848,9 +2849,9 @@ al_ctl_trusted(const char *path, const struct stat *policy)
         return 0;
     }
 
-    fprintf(stderr, "airlockctl: %s is not installed: %s; the policy is "
-            "unchanged (look at it, then make it the policy's owner's "
-            "alone, or remove it)\n", path, why);
+    al_ctl_err("airlockctl: %s is not installed: %s; the policy is "
+               "unchanged (look at it, then make it the policy's owner's "
+               "alone, or remove it)\n", path, why);
 
     return -1;
 }
@@ -2867,7 +2868,7 @@ al_ctl_again(const char *question)
         return 0;
     }
 
-    fprintf(stderr, "%s [Y/n] ", question);
+    al_ctl_err("%s [Y/n] ", question);
 
     if (fgets(line, sizeof(line), stdin) == NULL) {
         fprintf(stderr, "\n");
@@ -2913,8 +2914,8 @@ al_ctl_edit(int argc, char **argv)
 
     if (lstat(e.candidate, &st) == 0) {
         if (stat(e.policy, &st) == -1) {
-            fprintf(stderr, "%s: cannot open: %s\n", e.policy,
-                    strerror(errno));
+            al_ctl_err("%s: cannot open: %s\n", e.policy,
+                       strerror(errno));
             rc = 2;
             goto done;
         }
@@ -2924,8 +2925,8 @@ al_ctl_edit(int argc, char **argv)
             goto done;
         }
 
-        fprintf(stderr, "airlockctl: resuming the refused edit in %s "
-                "(remove it to start from %s)\n", e.candidate, e.policy);
+        al_ctl_err("airlockctl: resuming the refused edit in %s "
+                   "(remove it to start from %s)\n", e.candidate, e.policy);
 
     } else if (al_ctl_edit_copy(&e) != 0) {
         rc = 2;
@@ -2934,8 +2935,8 @@ al_ctl_edit(int argc, char **argv)
 
     for ( ;; ) {
         if (al_ctl_sh("the editor", editor, e.candidate) != 0) {
-            fprintf(stderr, "airlockctl: nothing installed; your copy is "
-                    "in %s\n", e.candidate);
+            al_ctl_err("airlockctl: nothing installed; your copy is "
+                       "in %s\n", e.candidate);
             rc = 2;
             goto done;
         }
@@ -2950,8 +2951,8 @@ al_ctl_edit(int argc, char **argv)
         rc = al_ctl_install(&e, e.candidate);
 
         if (rc == 0) {
-            printf("%s: installed and reloaded; the previous policy is %s "
-                   "(airlockctl rollback)\n", e.policy, e.prev);
+            al_ctl_out("%s: installed and reloaded; the previous policy is "
+                       "%s (airlockctl rollback)\n", e.policy, e.prev);
             goto done;
         }
 
@@ -2978,13 +2979,13 @@ al_ctl_edit(int argc, char **argv)
 
         /* the next edit refuses to start beside it: not "resumes it" */
 
-        fprintf(stderr, "airlockctl: your copy is kept in %s; airlockctl "
-                "edit resumes it once %s is gone (see above)\n",
-                e.candidate, e.old);
+        al_ctl_err("airlockctl: your copy is kept in %s; airlockctl "
+                   "edit resumes it once %s is gone (see above)\n",
+                   e.candidate, e.old);
 
     } else {
-        fprintf(stderr, "airlockctl: your copy is kept in %s; airlockctl "
-                "edit resumes it\n", e.candidate);
+        al_ctl_err("airlockctl: your copy is kept in %s; airlockctl "
+                   "edit resumes it\n", e.candidate);
     }
 
 done:
@@ -3013,8 +3014,8 @@ al_ctl_rollback(int argc, char **argv)
     }
 
     if (access(e.prev, F_OK) != 0) {
-        fprintf(stderr, "%s: no previous policy to roll back to: %s\n",
-                e.prev, strerror(errno));
+        al_ctl_err("%s: no previous policy to roll back to: %s\n",
+                   e.prev, strerror(errno));
         al_ctl_unlock(&e);
         return 2;
     }
@@ -3031,8 +3032,8 @@ al_ctl_rollback(int argc, char **argv)
     }
 
     if (rc == 0) {
-        printf("%s: rolled back and reloaded; the replaced policy is %s\n",
-               e.policy, e.prev);
+        al_ctl_out("%s: rolled back and reloaded; the replaced policy is "
+                   "%s\n", e.policy, e.prev);
     }
 
     al_ctl_unlock(&e);
@@ -3078,8 +3079,8 @@ al_ctl_llm_usage(int argc, char **argv)
             } else if (strcmp(argv[i], "day") == 0) {
                 by = AL_LLM_REPORT_BY_DAY;
             } else {
-                fprintf(stderr, "airlockctl usage: --by takes client, "
-                        "model or day, not \"%s\"\n", argv[i]);
+                al_ctl_err("airlockctl usage: --by takes client, "
+                           "model or day, not \"%s\"\n", argv[i]);
                 return al_ctl_usage(stderr, cmd);
             }
 
@@ -3104,7 +3105,7 @@ al_ctl_llm_usage(int argc, char **argv)
     } else {
         f = fopen(path, "re");
         if (f == NULL) {
-            fprintf(stderr, "%s: cannot open: %s\n", path, strerror(errno));
+            al_ctl_err("%s: cannot open: %s\n", path, strerror(errno));
             return 2;
         }
     }
