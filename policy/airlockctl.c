@@ -1670,7 +1670,9 @@ al_ctl_keygen(int argc, char **argv)
         return 0;
     }
 
-    if (argc != 2 || argv[1][0] == '-') {
+    /* "" would be the pair ".tmp" and ".pub" in the current directory */
+
+    if (argc != 2 || argv[1][0] == '-' || argv[1][0] == '\0') {
         return al_ctl_usage(stderr, cmd);
     }
 
