@@ -17,7 +17,8 @@
  * or 429, the sink waits (exponential backoff from AD_BACKOFF_BASE,
  * doubling to AD_BACKOFF_CAP, full jitter; Retry-After is honoured up to
  * the cap).  Any other non-2xx is about that one alert: it alone waits,
- * with the same backoff, the sink goes on with the rest, and the answer
+ * with the same backoff, and goes after the alerts the sink did not
+ * refuse; the sink goes on with the rest, and the answer
  * is logged as an error since only the receiver's operator can fix it;
  * but a second refusal in a row makes the sink wait too (a receiver
  * with a wrong secret refuses them all).
@@ -72,6 +73,8 @@ struct ad_xfer_s {
 static int ad_hmac_key(const al_policy_t *p, const al_secret_t *sec,
     const al_keyring_t *kr, ad_sink_t *s, char *err, size_t errsize);
 static ad_sink_t *ad_sink_find(ad_deliver_t *d, const char *key);
+static ad_entry_t *ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s,
+    int64_t now, int refused);
 static int ad_xfer_start(ad_deliver_t *d, ad_sink_t *s, ad_entry_t *e);
 static int ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x);
 static void ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res);
@@ -429,25 +432,51 @@ ad_deliver_start(ad_deliver_t *d)
             continue;
         }
 
-        for (e = d->outbox->head; e != NULL; e = e->next) {
-            if (e->busy || e->unsaved || strcmp(e->key, s->key) != 0) {
-                continue;
-            }
+        /*
+         * The alerts the sink refused go after those it did not: a few
+         * that it will never take, each ready again at its own backoff,
+         * would otherwise come first at nearly every turn of the sink,
+         * whose wait grows with each refusal, and hold up every alert
+         * queued behind them for hours.
+         */
 
-            if (d->once ? e->tried : (now < e->next_ms)) {
-                continue;
-            }
+        e = ad_deliver_pick(d, s, now, 0);
+        if (e == NULL) {
+            e = ad_deliver_pick(d, s, now, 1);
+        }
 
-            if (ad_xfer_start(d, s, e) != 0) {
-                /* out of memory or libcurl refused: do not spin */
-                s->failures++;
-                s->next_ms = now + ad_backoff(s->failures);
-                s->failed = d->once;
-            }
-
-            break;
+        if (e != NULL && ad_xfer_start(d, s, e) != 0) {
+            /* out of memory or libcurl refused: do not spin */
+            s->failures++;
+            s->next_ms = now + ad_backoff(s->failures);
+            s->failed = d->once;
         }
     }
+}
+
+
+/* the sink's first entry ready to send, of those it refused or not */
+
+static ad_entry_t *
+ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s, int64_t now, int refused)
+{
+    ad_entry_t  *e;
+
+    for (e = d->outbox->head; e != NULL; e = e->next) {
+        if (e->busy || e->unsaved || e->refused != (unsigned) refused
+            || strcmp(e->key, s->key) != 0)
+        {
+            continue;
+        }
+
+        if (d->once ? e->tried : (now < e->next_ms)) {
+            continue;
+        }
+
+        return e;
+    }
+
+    return NULL;
 }
 
 
@@ -796,6 +825,7 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 
         delay = ad_backoff(e->attempts);
         e->next_ms = now + delay;
+        e->refused = 1;
         wait[0] = '\0';
 
         /*

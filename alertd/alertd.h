@@ -423,6 +423,9 @@ struct ad_entry_s {
                                                into it (ad_outbox_add) */
     unsigned         unsaved:1;             /* folded into since the last
                                                state save: not sent */
+    unsigned         refused:1;             /* its sink refused it (a
+                                               4xx): sent after the
+                                               entries it did not */
 };
 
 /*

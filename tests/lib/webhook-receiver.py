@@ -30,6 +30,8 @@ Failing on purpose:
                       (drop the connection without an answer); default 500
   --delay SECONDS     wait before answering (a slow receiver)
   --retry-after VALUE a failing answer carries "Retry-After: VALUE"
+  --refuse REGEX      a request whose body matches REGEX is refused (422),
+                      every time: an alert this receiver will never take
 
 Accepting without finishing the answer:
   --no-end N          the first N requests that do not fail are answered
@@ -48,6 +50,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -84,6 +87,8 @@ class State:
         self.lock = threading.Lock()
         self.count = 0
         self.unended_left = args.no_end
+        self.refuse = (re.compile(args.refuse.encode())
+                       if args.refuse is not None else None)
         self.log = open(args.log, "a", encoding="utf-8")
 
     def next_number(self):
@@ -159,6 +164,8 @@ class Handler(BaseHTTPRequestHandler):
         unended = False
         if state.failing(n):
             status = state.args.fail_mode
+        elif state.refuse is not None and state.refuse.search(body):
+            status = 422
         elif state.unended():
             unended = True
 
@@ -247,6 +254,7 @@ def main():
     p.add_argument("--delay", type=float, default=0)
     p.add_argument("--retry-after")
     p.add_argument("--no-end", type=int, default=0)
+    p.add_argument("--refuse")
     p.add_argument("--tolerance", type=int, default=300)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()

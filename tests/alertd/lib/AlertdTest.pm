@@ -242,7 +242,8 @@ sub stop {
 
 # options: secret (a path), fail, fail_until, fail_mode, delay, port,
 # retry_after (a failing answer's Retry-After), no_end (that many 200
-# answers whose body never ends)
+# answers whose body never ends), refuse (a regex: a body that matches
+# it is refused with 422, every time)
 sub receiver {
     my ($self, %opt) = @_;
     my $n = ++$self->{n};
@@ -261,6 +262,7 @@ sub receiver {
     push @cmd, '--no-end', $opt{no_end} if $opt{no_end};
     push @cmd, '--retry-after', $opt{retry_after}
         if defined $opt{retry_after};
+    push @cmd, '--refuse', $opt{refuse} if defined $opt{refuse};
 
     my $pid = $self->spawn("receiver-$n", @cmd);
 
