@@ -10,16 +10,18 @@
  * and the reload; one loop needs none of them.
  *
  * Each sink has at most one attempt in flight and sends its entries in
- * queue order.  A 2xx status delivers the alert, whatever then happens
- * to the answer's body (its start is kept for the log, AD_RESP_MAX bytes,
- * the rest is read and dropped, at most until --attempt-timeout).  When
+ * queue order, the clients' alerts before unidentified peers', and
+ * those it refused after the others (ad_deliver_pick).  A 2xx status
+ * delivers the alert, whatever then happens to the answer's body (its
+ * start is kept for the log, AD_RESP_MAX bytes, the rest is read and
+ * dropped, at most until --attempt-timeout).  When
  * a sink is unreachable, times out before a status, or answers 5xx, 408
  * or 429, the sink waits (exponential backoff from AD_BACKOFF_BASE,
  * doubling to AD_BACKOFF_CAP, full jitter; Retry-After is honoured up to
  * the cap).  Any other non-2xx is about that one alert: it alone waits,
  * with the same backoff, and goes after the alerts the sink did not
- * refuse; the sink goes on with the rest, and the answer
- * is logged as an error since only the receiver's operator can fix it;
+ * refuse; the sink goes on with the rest, and the answer is logged as
+ * an error since only the receiver's operator can fix it;
  * but a second refusal in a row makes the sink wait too (a receiver
  * with a wrong secret refuses them all).
  * Nothing is dropped for failing; what a full outbox does not take is
@@ -74,7 +76,7 @@ static int ad_hmac_key(const al_policy_t *p, const al_secret_t *sec,
     const al_keyring_t *kr, ad_sink_t *s, char *err, size_t errsize);
 static ad_sink_t *ad_sink_find(ad_deliver_t *d, const char *key);
 static ad_entry_t *ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s,
-    int64_t now, int refused);
+    int64_t now);
 static int ad_xfer_start(ad_deliver_t *d, ad_sink_t *s, ad_entry_t *e);
 static int ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x);
 static void ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res);
@@ -432,18 +434,7 @@ ad_deliver_start(ad_deliver_t *d)
             continue;
         }
 
-        /*
-         * The alerts the sink refused go after those it did not: a few
-         * that it will never take, each ready again at its own backoff,
-         * would otherwise come first at nearly every turn of the sink,
-         * whose wait grows with each refusal, and hold up every alert
-         * queued behind them for hours.
-         */
-
-        e = ad_deliver_pick(d, s, now, 0);
-        if (e == NULL) {
-            e = ad_deliver_pick(d, s, now, 1);
-        }
+        e = ad_deliver_pick(d, s, now);
 
         if (e != NULL && ad_xfer_start(d, s, e) != 0) {
             /* out of memory or libcurl refused: do not spin */
@@ -455,17 +446,35 @@ ad_deliver_start(ad_deliver_t *d)
 }
 
 
-/* the sink's first entry ready to send, of those it refused or not */
+/*
+ * The sink's next entry: the first ready one in queue order, of the
+ * first of these ranks that has one:
+ *
+ *   0  a client's alert, or alertd's report of dropped alerts
+ *   1  an unidentified peer's alert
+ *   2  an alert the sink refused, a client's
+ *   3  an alert the sink refused, a peer's
+ *
+ * Anyone who reaches the proxy's port raises peers' alerts, from as
+ * many addresses as it has, each a group of its own: queued ahead of a
+ * client's quarantine, they would hold it up for as many attempts.
+ * And a few alerts a sink will never take, each ready again at its
+ * own backoff, would come first at nearly every turn of the sink,
+ * whose wait grows with each refusal in a row, and hold up every
+ * alert behind them for hours.
+ */
 
 static ad_entry_t *
-ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s, int64_t now, int refused)
+ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s, int64_t now)
 {
-    ad_entry_t  *e;
+    unsigned     rank, best;
+    ad_entry_t  *e, *pick;
+
+    pick = NULL;
+    best = 4;
 
     for (e = d->outbox->head; e != NULL; e = e->next) {
-        if (e->busy || e->unsaved || e->refused != (unsigned) refused
-            || strcmp(e->key, s->key) != 0)
-        {
+        if (e->busy || e->unsaved || strcmp(e->key, s->key) != 0) {
             continue;
         }
 
@@ -473,10 +482,20 @@ ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s, int64_t now, int refused)
             continue;
         }
 
-        return e;
+        rank = (e->refused ? 2 : 0)
+               + (!e->alert.has_client && e->alert.kind != AD_KIND_DROPPED);
+
+        if (rank < best) {
+            pick = e;
+            best = rank;
+
+            if (rank == 0) {
+                break;
+            }
+        }
     }
 
-    return NULL;
+    return pick;
 }
 
 
