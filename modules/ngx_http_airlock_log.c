@@ -20,7 +20,9 @@
  * reopened on USR1.  A line is built in a buffer of its own, at most
  * NGX_HTTP_AIRLOCK_LINE_MAX bytes with every string field cut to fit, and
  * written with one write() to an O_APPEND file: the lines of several
- * workers never interleave.
+ * workers never interleave.  What a full disk will not take is kept in
+ * the buffer, and never left cut short in the file (see
+ * ngx_http_airlock_write()).
  *
  * The journal may buffer deny lines the way access_log does (buffer=,
  * flush=): whole lines gather in the worker's buffer, written with one
@@ -164,9 +166,15 @@ static void ngx_http_airlock_line_time(ngx_http_airlock_line_t *l,
     const char *key, ngx_msec_t ms);
 static void ngx_http_airlock_line_write(ngx_http_airlock_line_t *l,
     ngx_open_file_t *file, ngx_uint_t now, ngx_log_t *log);
-static void ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf,
+static void ngx_http_airlock_write_held(ngx_open_file_t *file,
+    ngx_http_airlock_buf_t *b, u_char *line, size_t len, ngx_log_t *log);
+static size_t ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf,
     size_t len, ngx_log_t *log);
-static void ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log);
+static ngx_int_t ngx_http_airlock_take_back(ngx_open_file_t *file,
+    u_char *part, size_t len, ngx_log_t *log);
+static size_t ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log);
+static void ngx_http_airlock_region_drop(ngx_http_airlock_region_t *r,
+    size_t n);
 static void ngx_http_airlock_create(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_flush_handler(ngx_event_t *ev);
@@ -694,13 +702,35 @@ static void
 ngx_http_airlock_region_give(ngx_cycle_t *cycle, ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b)
 {
+    size_t  held;
+
+    held = ngx_http_airlock_flush(file, cycle->log);
+
     if (b->own == NULL) {
+        if (held > 0) {
+            ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                          "airlock: %uz bytes of lines to \"%V\" are lost: "
+                          "the file cannot be written", held, &file->name);
+        }
+
         return;
     }
 
-    ngx_http_airlock_flush(file, cycle->log);
+    /*
+     * Lines the file would not take stay in the region, which stays this
+     * process's: once it is gone, another worker writes them.  Lines
+     * after this (none are expected) go to the process's buffer.
+     */
 
-    /* lines after this (none are expected) go to the process's buffer */
+    if (b->own->len > 0) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, 0,
+                      "airlock: %uz bytes of lines to \"%V\" are left in "
+                      "its shared buffer: the file cannot be written, "
+                      "another worker writes them", b->own->len,
+                      &file->name);
+        b->own = NULL;
+        return;
+    }
 
     ngx_memory_barrier();
     b->own->owner = 0;
@@ -753,13 +783,15 @@ ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
                           "airlock: writing %uz bytes of lines to \"%V\" "
                           "that process %P left", r->len, &file->name, pid);
 
-            ngx_http_airlock_write(file, r->data, ngx_min(r->len, rs->size),
-                                   log);
-            r->len = 0;
+            ngx_http_airlock_region_drop(r,
+                ngx_http_airlock_write(file, r->data,
+                                       ngx_min(r->len, rs->size), log));
         }
 
+        /* what the file would not take waits for another look */
+
         ngx_memory_barrier();
-        r->owner = 0;
+        r->owner = (r->len > 0) ? owner : 0;
     }
 }
 
@@ -1236,20 +1268,28 @@ static void
 ngx_http_airlock_line_write(ngx_http_airlock_line_t *l, ngx_open_file_t *file,
     ngx_uint_t now, ngx_log_t *log)
 {
-    size_t  len;
+    size_t  len, n;
 
     *l->pos++ = '}';
     *l->pos++ = LF;
 
     len = l->pos - l->buf;
 
-    if (now && file->flush == ngx_http_airlock_reopen) {
-        ngx_http_airlock_flush(file, log);
-        ngx_http_airlock_write(file, l->buf, len, log);
-        return;
+    n = 0;
+
+    if (now && file->flush == ngx_http_airlock_reopen
+        && ngx_http_airlock_flush(file, log) == 0)
+    {
+        n = ngx_http_airlock_write(file, l->buf, len, log);
+
+        if (n == len) {
+            return;
+        }
     }
 
-    ngx_http_airlock_file_write(file, l->buf, len, log);
+    /* not buffered, or what the file would not take: kept, in order */
+
+    ngx_http_airlock_file_write(file, l->buf + n, len - n, log);
 }
 
 
@@ -1266,7 +1306,11 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
     b = (file->flush == ngx_http_airlock_reopen) ? file->data : NULL;
 
     if (b == NULL) {
-        ngx_http_airlock_write(file, line, len, log);
+        if (ngx_http_airlock_write(file, line, len, log) != len) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          "airlock: a line to \"%V\" is lost", &file->name);
+        }
+
         return;
     }
 
@@ -1274,10 +1318,10 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
 
     if (r != NULL) {
         if (len > b->size - r->len) {
-            ngx_http_airlock_flush(file, log);
+            (void) ngx_http_airlock_flush(file, log);
 
-            if (len > b->size) {
-                ngx_http_airlock_write(file, line, len, log);
+            if (len > b->size - r->len) {
+                ngx_http_airlock_write_held(file, b, line, len, log);
                 return;
             }
         }
@@ -1286,10 +1330,10 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
 
     } else {
         if (len > (size_t) (b->last - b->pos)) {
-            ngx_http_airlock_flush(file, log);
+            (void) ngx_http_airlock_flush(file, log);
 
             if (len > (size_t) (b->last - b->pos)) {
-                ngx_http_airlock_write(file, line, len, log);
+                ngx_http_airlock_write_held(file, b, line, len, log);
                 return;
             }
         }
@@ -1358,47 +1402,222 @@ ngx_http_airlock_file_commit(ngx_open_file_t *file, size_t len)
 }
 
 
+/*
+ * A line that does not fit in the file's buffer, even written: it is
+ * written at once if the buffer holds nothing, so the file keeps the
+ * order of the lines; else (the file cannot be written, and its buffer
+ * is full) it is lost, and the error log says so.
+ */
+
 static void
-ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
-    ngx_log_t *log)
+ngx_http_airlock_write_held(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
+    u_char *line, size_t len, ngx_log_t *log)
 {
-    ssize_t  n;
-
-    n = ngx_write_fd(file->fd, buf, len);
-
-    if (n == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      ngx_write_fd_n " to \"%s\" failed", file->name.data);
-
-    } else if ((size_t) n != len) {
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
-                      ngx_write_fd_n " to \"%s\" was incomplete: %z of %uz",
-                      file->name.data, n, len);
+    if (b->pos == b->start && (b->own == NULL || b->own->len == 0)
+        && ngx_http_airlock_write(file, line, len, log) == len)
+    {
+        return;
     }
+
+    ngx_log_error(NGX_LOG_ALERT, log, 0,
+                  "airlock: a line to \"%V\" is lost: the file cannot be "
+                  "written and its buffer is full", &file->name);
 }
 
 
-static void
+/*
+ * Writes buf, whole lines, to the file.  Returns how many of its bytes
+ * are in the file: all, or, when the file could not take them all (the
+ * disk full, the file size limit), the lines written whole; the caller
+ * keeps the rest and writes it later.  A write() that stops in the
+ * middle of a line is followed by another for the rest; when that fails
+ * too, the part of the line written is taken back out of the file
+ * (ngx_http_airlock_take_back()), so that no line cut short is ever
+ * followed by another glued to it.  Where that cannot be done (not a
+ * regular file) the rest of the line is what is written next.
+ */
+
+static size_t
+ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
+    ngx_log_t *log)
+{
+    u_char     *p;
+    size_t      done, whole;
+    ssize_t     n;
+    ngx_err_t   err;
+
+    done = 0;
+
+    while (done < len) {
+        n = ngx_write_fd(file->fd, buf + done, len - done);
+
+        if (n > 0) {
+            done += n;
+            continue;
+        }
+
+        err = (n == -1) ? ngx_errno : 0;
+
+        if (err == NGX_EINTR) {
+            continue;
+        }
+
+        ngx_log_error(NGX_LOG_ALERT, log, err,
+                      ngx_write_fd_n " to \"%s\" failed: %uz of %uz bytes "
+                      "written", file->name.data, done, len);
+        break;
+    }
+
+    if (done == len) {
+        return len;
+    }
+
+    for (p = buf + done; p > buf && p[-1] != LF; p--) { /* void */ }
+
+    whole = p - buf;
+
+    if (whole == done
+        || ngx_http_airlock_take_back(file, buf + whole, done - whole, log)
+           != NGX_ERROR)
+    {
+        return whole;
+    }
+
+    return done;
+}
+
+
+/*
+ * The part of a line a write() left at the end of the file is cut off
+ * it (ftruncate), at once, while the file is still full: NGX_OK.  It is
+ * read back first, through /proc (nginx opens the file write-only), and
+ * left where the end of the file is not that part (another process wrote
+ * after it, the line is broken already: NGX_DECLINED, the line is
+ * written whole later); when it cannot be read back, the file's size
+ * says where it ends.  NGX_ERROR: not a regular file, or the truncation
+ * failed.
+ */
+
+static ngx_int_t
+ngx_http_airlock_take_back(ngx_open_file_t *file, u_char *part, size_t len,
+    ngx_log_t *log)
+{
+    int              fd;
+    off_t            end;
+    size_t           i, n;
+    ngx_int_t        rc;
+    ngx_file_info_t  fi;
+    u_char           path[sizeof("/proc/self/fd/") + NGX_INT_T_LEN];
+    u_char           tail[1024];
+
+    if (ngx_fd_info(file->fd, &fi) == NGX_FILE_ERROR
+        || !ngx_is_file(&fi)
+        || ngx_file_size(&fi) < (off_t) len)
+    {
+        return NGX_ERROR;
+    }
+
+    end = ngx_file_size(&fi);
+    rc = NGX_OK;
+
+    (void) ngx_sprintf(path, "/proc/self/fd/%d%Z", file->fd);
+
+    fd = open((char *) path, O_RDONLY|O_NOCTTY|O_CLOEXEC);
+
+    if (fd != -1) {
+        for (i = 0; i < len; i += n) {
+            n = ngx_min(len - i, sizeof(tail));
+
+            if (pread(fd, tail, n, end - (off_t) (len - i)) != (ssize_t) n
+                || ngx_memcmp(tail, part + i, n) != 0)
+            {
+                rc = NGX_DECLINED;
+                break;
+            }
+        }
+
+        (void) close(fd);
+    }
+
+    if (rc == NGX_OK && ftruncate(file->fd, end - (off_t) len) == -1) {
+        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                      "airlock: ftruncate(\"%V\") failed: a line is cut "
+                      "short in it", &file->name);
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_ALERT, log, 0,
+                      "airlock: a line is cut short in \"%V\": it is written "
+                      "again whole", &file->name);
+    }
+
+    return rc;
+}
+
+
+/*
+ * Writes what the buffer holds: the process's (an access_log's lines),
+ * then the region's.  Returns how many bytes it still holds, the
+ * file could not take them; they are written by the next flush.
+ */
+
+static size_t
 ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log)
 {
+    size_t                   n, held;
     ngx_http_airlock_buf_t  *b;
 
     b = file->data;
 
-    /* an access_log's lines in the process's buffer, then ours */
-
     if (b->pos > b->start) {
-        ngx_http_airlock_write(file, b->start, b->pos - b->start, log);
-        b->pos = b->start;
+        held = b->pos - b->start;
+        n = ngx_http_airlock_write(file, b->start, held, log);
+
+        if (n < held) {
+            ngx_memmove(b->start, b->start + n, held - n);
+        }
+
+        b->pos -= n;
     }
 
-    if (b->own != NULL && b->own->len > 0) {
-        ngx_http_airlock_write(file, b->own->data, b->own->len, log);
-        b->own->len = 0;
+    if (b->own != NULL && b->own->len > 0 && b->pos == b->start) {
+        n = ngx_http_airlock_write(file, b->own->data, b->own->len, log);
+        ngx_http_airlock_region_drop(b->own, n);
     }
 
     if (b->event->timer_set) {
         ngx_del_timer(b->event);
+    }
+
+    return (b->pos - b->start) + ((b->own != NULL) ? b->own->len : 0);
+}
+
+
+/*
+ * The first n bytes of a region are written: the rest is moved to its
+ * start.  The length is 0 while it moves, so a process killed then loses
+ * the rest rather than have it written twice or cut.
+ */
+
+static void
+ngx_http_airlock_region_drop(ngx_http_airlock_region_t *r, size_t n)
+{
+    size_t  len;
+
+    len = r->len;
+
+    if (n == 0) {
+        return;
+    }
+
+    r->len = 0;
+
+    if (n < len) {
+        ngx_memory_barrier();
+        ngx_memmove(r->data, r->data + n, len - n);
+        ngx_memory_barrier();
+        r->len = len - n;
     }
 }
 
@@ -1422,7 +1641,11 @@ ngx_http_airlock_flush_handler(ngx_event_t *ev)
     file = ev->data;
     b = file->data;
 
-    ngx_http_airlock_flush(file, ev->log);
+    /* what the file would not take is tried again in a second */
+
+    if (ngx_http_airlock_flush(file, ev->log) > 0 && !ev->timer_set) {
+        ngx_add_timer(ev, 1000);
+    }
 
     if (b->own != NULL && ngx_current_msec - b->scanned >= 1000) {
         ngx_http_airlock_recover(file, b, 0, ev->log);
