@@ -602,6 +602,23 @@ static ngx_atomic_uint_t  ngx_http_airlock_me;    /* this process, owner */
 void
 ngx_http_airlock_logs_init_process(ngx_cycle_t *cycle)
 {
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return;
+    }
+
+    /*
+     * A file at its size limit (RLIMIT_FSIZE): the write() fails with
+     * EFBIG, and the lines wait in the buffer, rather than SIGXFSZ kill
+     * the worker, and the next that writes the lines it left, on and on.
+     */
+
+    if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR) {
+        ngx_log_error(NGX_LOG_ALERT, cycle->log, ngx_errno,
+                      "airlock: signal(SIGXFSZ) failed");
+    }
+
     if (ngx_process != NGX_PROCESS_WORKER) {
         return;
     }
