@@ -1575,8 +1575,9 @@ ngx_http_airlock_take_back(ngx_open_file_t *file, u_char *part, size_t len,
 
 /*
  * Writes what the buffer holds: the process's (an access_log's lines),
- * then the region's.  Returns how many bytes it still holds, the
- * file could not take them; they are written by the next flush.
+ * then the region's.  Returns how many bytes it still holds, the file
+ * could not take them; they are written by the next flush, the flush
+ * timer's at the latest (ngx_http_airlock_flush_handler()).
  */
 
 static size_t
@@ -1603,11 +1604,15 @@ ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log)
         ngx_http_airlock_region_drop(b->own, n);
     }
 
-    if (b->event->timer_set) {
+    held = (b->pos - b->start) + ((b->own != NULL) ? b->own->len : 0);
+
+    /* a timer set stays while lines are held: it tries again */
+
+    if (held == 0 && b->event->timer_set) {
         ngx_del_timer(b->event);
     }
 
-    return (b->pos - b->start) + ((b->own != NULL) ? b->own->len : 0);
+    return held;
 }
 
 

@@ -5,7 +5,9 @@
 # it fails (EFBIG) and the worker goes on: no SIGXFSZ kills it (then its
 # replacement, writing the lines it left, past the limit too).  The lines
 # wait in the buffer, and once the limit is lifted every call has its
-# line once, whole.  Counts of lines only.
+# line once, whole; lines past a full buffer are lost, each said, and
+# those it holds are written with no more traffic.  Counts of lines
+# only.
 
 use strict;
 use warnings;
@@ -36,7 +38,7 @@ my ($worker) = map { $_->[0] } $t->_workers;
 absent('prlimit cannot set the worker\'s file size limit')
     if system('prlimit', '--pid', $worker, '--fsize=16384:unlimited');
 
-plan tests => 8;
+plan tests => 11;
 
 my $json = JSON::PP->new->utf8;
 my @ids;
@@ -77,7 +79,42 @@ is(scalar @ok, scalar @ids, 'one line per call');
 is(scalar(grep { !$seen{$_} } @ids), 0, 'every call\'s line');
 is(scalar(grep { $_ > 1 } values %seen), 0, 'no line twice');
 
+# a buffer of 4k: calls past the limit fill it and the lines past that
+# are lost, each said; the lines it holds are written once the limit is
+# lifted, with no more traffic
+
+$t->write_file('nginx.conf',
+               $t->read_file('nginx.conf') =~ s/buffer=64k/buffer=4k/r);
+$t->reload;
+($worker) = map { $_->[0] } $t->_workers;
+
+my $size = -s $t->testdir . '/usage.log';
+my $offset = length($t->read_file('error.log') // '');
+
+system('prlimit', '--pid', $worker, '--fsize=' . ($size + 1000)
+       . ':unlimited');
+
+my @more;
+is($l->chats(40, \@more), 40, '40 calls past the limit, a 4k buffer');
+
+my $lost = () = substr($t->read_file('error.log') // '', $offset)
+                =~ /a line to "[^"]*usage\.log" is lost/g;
+ok($lost > 0 && $lost < 40, 'some lines lost, each said')
+    or diag "$lost lost";
+
+system('prlimit', '--pid', $worker, '--fsize=unlimited');
+
+$deadline = time + 10;
+for (;;) {
+    $text = $t->read_file('usage.log') // '';
+    last if (() = $text =~ /\n/g) >= @ids + 40 - $lost || time > $deadline;
+    sleep 0.05;
+}
+
+is((() = $text =~ /\n/g), @ids + 40 - $lost,
+   'the lines the buffer held are written, no more calls');
+
 $t->stop;
 
-is($t->error_log_check(qr/File too large/), '',
+is($t->error_log_check(qr/File too large/, qr/a line to .* is lost/), '',
    'no other alert or sanitizer report');
