@@ -689,6 +689,7 @@ ngx_http_airlock_region_take(ngx_cycle_t *cycle, ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b)
 {
     ngx_uint_t                   j;
+    ngx_atomic_uint_t            owner;
     ngx_http_airlock_region_t   *r;
     ngx_http_airlock_regions_t  *rs;
 
@@ -703,6 +704,31 @@ ngx_http_airlock_region_take(ngx_cycle_t *cycle, ngx_open_file_t *file,
             && ngx_atomic_cmp_set(&r->owner, 0, ngx_http_airlock_me))
         {
             r->len = 0;
+            b->own = r;
+            return;
+        }
+    }
+
+    /*
+     * None free: the file would not take the lines workers that are gone
+     * left (recover() gave their regions back to them).  Such a region
+     * is taken with its lines, which this worker writes before its own.
+     */
+
+    for (j = 0; j < rs->n; j++) {
+        r = rs->region[j];
+        owner = r->owner;
+
+        if (owner != 0
+            && (ngx_http_airlock_owner_pid(owner) == ngx_pid
+                || !ngx_http_airlock_alive(owner))
+            && ngx_atomic_cmp_set(&r->owner, owner, ngx_http_airlock_me))
+        {
+            ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                          "airlock: this worker takes %uz bytes of lines "
+                          "to \"%V\" that process %P left",
+                          r->len, &file->name,
+                          ngx_http_airlock_owner_pid(owner));
             b->own = r;
             return;
         }

@@ -7,7 +7,9 @@
 # stay in the buffer and are written once there is room again; old
 # workers a reload replaced while the disk was full leave theirs in the
 # shared buffer, and a new worker writes them.  Every call has its usage
-# line once, every denial its journal line once.  Counts of lines, no
+# line once, every denial its journal line once.  Reloads while the
+# disk is full: new workers that find no free region take one of those
+# the old ones left, lines and all.  Counts of lines, no
 # timing: each wait is for a number of lines.
 
 use strict;
@@ -51,7 +53,7 @@ $t->write_file('nginx.conf',
 
 $t->run;
 
-plan tests => 13;
+plan tests => 17;
 
 my $json = JSON::PP->new->utf8;
 
@@ -100,10 +102,16 @@ is($l->chats(30, \@ids), 30, '30 calls on a full disk');
 $denied = grep { $_ == 403 } map { deny() } 1 .. 10;
 is($denied, 10, '10 denials on a full disk');
 
-# the old workers exit holding lines the disk will not take
+# the old workers exit holding lines the disk will not take, four
+# times: their regions (6, for two workers) stay theirs, and the workers
+# of the fourth reload find none free: each takes one of those, with its
+# lines
 
-$t->reload;
-is($l->chats(10, \@ids), 10, '10 calls after a reload, the disk still full');
+for my $n (1 .. 4) {
+    $t->reload;
+    is($l->chats(5, \@ids), 5, "5 calls after reload $n, the disk full");
+    $denied += grep { $_ == 403 } map { deny() } 1 .. 2;
+}
 
 unlink "$fs/filler";
 
@@ -147,6 +155,8 @@ like($el, qr/are left in its shared buffer/,
      'an old worker left its lines for another');
 
 $t->stop;
+
+unlike($el, qr/no free region/, 'every worker had a region');
 
 is($t->error_log_check(qr/No space left|\[alert\].* airlock: /), '',
    'no other alert or sanitizer report');
