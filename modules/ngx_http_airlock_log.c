@@ -20,7 +20,8 @@
  * reopened on USR1.  A line is built in a buffer of its own, at most
  * NGX_HTTP_AIRLOCK_LINE_MAX bytes with every string field cut to fit, and
  * written with one write() to an O_APPEND file: the lines of several
- * workers never interleave.  What a full disk will not take is kept in
+ * workers never interleave (to a pipe, whole lines of at most PIPE_BUF
+ * bytes a write()).  What a full disk will not take is kept in
  * the buffer, and never left cut short in the file (see
  * ngx_http_airlock_write()).
  *
@@ -51,6 +52,13 @@
 #define NGX_HTTP_AIRLOCK_FIELD_MIN   32      /* room a field starts with */
 #define NGX_HTTP_AIRLOCK_PATH_MAX    256
 #define NGX_HTTP_AIRLOCK_METHOD_MAX  64
+
+/* what a pipe takes in one write() */
+#ifdef PIPE_BUF
+#define NGX_HTTP_AIRLOCK_PIPE_BUF    PIPE_BUF
+#else
+#define NGX_HTTP_AIRLOCK_PIPE_BUF    512
+#endif
 
 /* U+2026 HORIZONTAL ELLIPSIS: a string was cut */
 #define NGX_HTTP_AIRLOCK_CUT         "\xe2\x80\xa6"
@@ -1484,15 +1492,41 @@ static size_t
 ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
     ngx_log_t *log)
 {
-    u_char     *p;
-    size_t      done, whole;
-    ssize_t     n;
-    ngx_err_t   err;
+    u_char           *p;
+    size_t            done, whole, size, most;
+    ssize_t           n;
+    ngx_err_t         err;
+    ngx_file_info_t   fi;
+
+    /*
+     * A pipe takes a write() whole, never mixed with another process's,
+     * only up to PIPE_BUF bytes: to one (or anything but a regular
+     * file), whole lines of at most that much a write().
+     */
+
+    most = len;
+
+    if (len > NGX_HTTP_AIRLOCK_PIPE_BUF
+        && ngx_fd_info(file->fd, &fi) != NGX_FILE_ERROR
+        && !ngx_is_file(&fi))
+    {
+        most = NGX_HTTP_AIRLOCK_PIPE_BUF;
+    }
 
     done = 0;
 
     while (done < len) {
-        n = ngx_write_fd(file->fd, buf + done, len - done);
+        size = len - done;
+
+        if (size > most) {
+            for (p = buf + done + most; p > buf + done && p[-1] != LF; p--) {
+                /* void */
+            }
+
+            size = (p > buf + done) ? (size_t) (p - (buf + done)) : most;
+        }
+
+        n = ngx_write_fd(file->fd, buf + done, size);
 
         if (n > 0) {
             done += n;

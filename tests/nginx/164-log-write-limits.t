@@ -1,12 +1,14 @@
 #!/usr/bin/perl
 
-# ngx_http_airlock_module: the usage log at the worker's file size limit
-# (RLIMIT_FSIZE, set on the running worker with prlimit).  A write() past
-# it fails (EFBIG) and the worker goes on: no SIGXFSZ kills it (then its
-# replacement, writing the lines it left, past the limit too).  The lines
-# wait in the buffer, and once the limit is lifted every call has its
-# line once, whole; lines past a full buffer are lost, each said, and
-# those it holds are written with no more traffic.  Counts of lines
+# ngx_http_airlock_module: what a file takes in a write().  The usage
+# log at the worker's file size limit (RLIMIT_FSIZE, set on the running
+# worker with prlimit): a write() past it fails (EFBIG) and the worker
+# goes on; no SIGXFSZ kills it (then its replacement, writing the lines
+# it left, past the limit too).  The lines wait in the buffer, and once
+# the limit is lifted every call has its line once, whole; lines past a
+# full buffer are lost, each said, and those it holds are written with
+# no more traffic.  And a FIFO, which takes a write() whole (never mixed
+# with another worker's) only up to PIPE_BUF bytes.  Counts of lines
 # only.
 
 use strict;
@@ -16,6 +18,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use JSON::PP;
+use POSIX ();
 use Test::More;
 use Time::HiRes qw(time sleep);
 use Airlock::Test;
@@ -38,7 +41,7 @@ my ($worker) = map { $_->[0] } $t->_workers;
 absent('prlimit cannot set the worker\'s file size limit')
     if system('prlimit', '--pid', $worker, '--fsize=16384:unlimited');
 
-plan tests => 11;
+plan tests => 14;
 
 my $json = JSON::PP->new->utf8;
 my @ids;
@@ -118,3 +121,75 @@ $t->stop;
 
 is($t->error_log_check(qr/File too large/, qr/a line to .* is lost/), '',
    'no other alert or sanitizer report');
+
+# a pipe (a FIFO, a log shipper reading it slowly) takes a write() whole
+# only up to PIPE_BUF bytes: four workers write their 64k buffers to it
+# in whole lines of at most that much each, and no line is mixed with
+# another worker's
+
+my $p = Airlock::Test->new;
+my $pl = Airlock::LLM->new($p);
+my $pd = $p->testdir;
+
+$pl->setup(log => ' buffer=64k flush=200ms');
+unlink "$pd/usage.log";
+POSIX::mkfifo("$pd/usage.log", 0644) or die "mkfifo: $!";
+
+# the reader opens the FIFO again when nginx closes it (nginx -t, the
+# check of the file's mode): 4k every 20 ms, until told to stop
+my $reader = fork // die "fork: $!";
+
+if ($reader == 0) {
+    open my $out, '>', "$pd/read.log" or POSIX::_exit(1);
+    until (-e "$pd/stop") {
+        open my $in, '<', "$pd/usage.log" or POSIX::_exit(1);
+        my $buf;
+        while (sysread($in, $buf, 4096)) {
+            syswrite $out, $buf;
+            sleep 0.02;
+        }
+    }
+    POSIX::_exit(0);
+}
+
+$p->write_file('nginx.conf',
+               $p->read_file('nginx.conf')
+               =~ s/worker_processes 1;/worker_processes 4;/r);
+$p->run;
+
+my @clients;
+for my $k (1 .. 4) {
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        my @i;
+        open my $o, '>', "$pd/ids.$k" or POSIX::_exit(1);
+        $pl->chats(150, \@i);
+        print $o map { "$_\n" } @i;
+        close $o;
+        POSIX::_exit(0);
+    }
+    push @clients, $pid;
+}
+waitpid $_, 0 for @clients;
+
+$p->stop;
+
+# the reader is told to stop, and let go of its open()
+$p->write_file('stop', '');
+if (open my $w, '>', "$pd/usage.log") { close $w }
+waitpid $reader, 0;
+
+my @pids = map { split /\n/, $p->read_file("ids.$_") // '' } 1 .. 4;
+$text = $p->read_file('read.log') // '';
+(@ok, @bad) = ();
+for (split /\n/, $text) {
+    my $j = eval { $json->decode($_) };
+    if (ref $j eq 'HASH') { push @ok, $j } else { push @bad, $_ }
+}
+%seen = ();
+$seen{$_->{request_id} // ''}++ for @ok;
+
+is(scalar @pids, 600, 'a FIFO: 600 calls from four clients');
+is(scalar @bad, 0, 'a FIFO: no line mixed with another')
+    or diag scalar(@bad) . ' lines mixed';
+is(scalar(grep { !$seen{$_} } @pids), 0, 'a FIFO: every call\'s line');
