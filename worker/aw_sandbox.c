@@ -15,8 +15,8 @@
  *           PATH only, --network=none.
  *   bwrap   bubblewrap started as the worker's own host uid
  *           (aw_sandbox_lease()), 10001 inside, in the job's cgroup, with
- *           the same mounts (its /dev read-only, the host's entries
- *           of its /proc covered), every namespace
+ *           the same mounts (its /dev read-only, of its /proc only
+ *           an allow list shown, aw_proc_shown), every namespace
  *           unshared (no network), no further user namespaces, no
  *           capabilities; pid 1 inside is a small Python init
  *           (aw_bwrap_init) that runs the script and reports its wait
@@ -97,6 +97,13 @@
 #define AW_KEEP_MS             200
 #define AW_DRAIN_MS            2000
 
+/*
+ * bwrap's arguments: the fixed ones, and three for each entry of /proc
+ * covered (aw_proc_cover()), of which there are at most AW_PROC_COVERS
+ */
+#define AW_PROC_COVERS         160
+#define AW_BWRAP_ARGS          (64 + 3 * AW_PROC_COVERS)
+
 #define AW_STR(x)              #x
 #define AW_XSTR(x)             AW_STR(x)
 
@@ -126,6 +133,15 @@ typedef struct {
     int              end;               /* aw_end_e */
     int              status;
 } aw_report_t;
+
+
+/* bwrap's command line, and the paths of the /proc entries it covers */
+typedef struct {
+    const char      *av[AW_BWRAP_ARGS];
+    size_t           na;
+    char             path[AW_PROC_COVERS][64];
+    size_t           np;
+} aw_bwrap_argv_t;
 
 
 typedef struct {
@@ -162,6 +178,11 @@ static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     int report) __attribute__((noreturn));
 static void aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box,
     int fail);
+static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
+    const char *const *shown, const char *empty, const char *null,
+    int fail);
+static void aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover,
+    const char *path, int fail);
 static void aw_die_with_parent(pid_t parent, int fail);
 static void aw_child_fail(int fail, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
@@ -264,36 +285,35 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
 
 
 /*
- * bwrap: what of its /proc (the kernel's, the sandbox's own namespaces)
- * a script does not see: a directory is covered with an empty one, a
- * file with an empty file, both read-only; what the kernel does not
- * have is left out.  Each names the host, not the sandbox: its kernel's
+ * bwrap: what of its /proc (the kernel's, mounted for the sandbox's own
+ * pid and network namespaces) a script sees, an allow list: the pid
+ * directories (its own processes), self and thread-self, mounts and net
+ * (links into self), sys (read-only; below), and the few files Python
+ * and the C library read: cpuinfo, meminfo, stat, loadavg, uptime,
+ * version (what they say of the host's CPUs, memory and kernel,
+ * sysinfo() and uname() say too), and sysvipc (its own IPC namespace).
+ * Every other entry the kernel has is covered, read-only, with an empty
+ * directory or an empty file: whatever names the host (its kernel's
  * symbols, configuration and command line, its devices, interrupts,
- * memory and disks, its keys and key users, its log, its boot id, what
- * other processes lock and how the host's CPU, memory and I/O are under
- * pressure.  Left: the pid directories (the sandbox's own pid
- * namespace), net (its network namespace), sys (read-only; but for
- * kernel/random, dev, debug and fs), and the few files Python and the
- * C library read: cpuinfo, meminfo, stat, loadavg, uptime, version,
- * filesystems, mounts, cgroups, sysvipc.  gVisor's /proc is its
- * sentry's and has none of these.
+ * memory, disks, keys, log, locks, its cgroups' counts, the pressure on
+ * its CPU, memory and I/O), and whatever a later kernel adds.  A deny
+ * list of those names left such an entry visible (a kernel's
+ * program_cpu, the host's cgroups and filesystems).  Of sys, kernel, net
+ * (its own namespace) and vm are shown (glibc reads
+ * vm/overcommit_memory, kernel/ngroups_max), the rest covered the same
+ * way, and so is aw_masked.  gVisor's /proc is its sentry's own.
  */
+static const char *const  aw_proc_shown[] = {
+    "self", "thread-self", "mounts", "net", "sys", "cpuinfo", "meminfo",
+    "stat", "loadavg", "uptime", "version", "sysvipc", NULL
+};
+
+static const char *const  aw_proc_sys_shown[] = {
+    "kernel", "net", "vm", NULL
+};
+
+/* below the shown entries: the host's boot id */
 static const char *const  aw_masked[] = {
-    "/proc/acpi", "/proc/asound", "/proc/bootconfig", "/proc/buddyinfo",
-    "/proc/bus", "/proc/cmdline", "/proc/config.gz", "/proc/consoles",
-    "/proc/crypto", "/proc/devices", "/proc/diskstats", "/proc/dma",
-    "/proc/driver", "/proc/dynamic_debug", "/proc/execdomains",
-    "/proc/fb", "/proc/fs", "/proc/interrupts", "/proc/iomem",
-    "/proc/ioports", "/proc/irq", "/proc/kallsyms", "/proc/kcore",
-    "/proc/key-users", "/proc/keys", "/proc/kmsg", "/proc/kpagecgroup",
-    "/proc/kpagecount", "/proc/kpageflags", "/proc/latency_stats",
-    "/proc/locks", "/proc/mdstat", "/proc/misc", "/proc/modules",
-    "/proc/mtrr", "/proc/pagetypeinfo", "/proc/partitions",
-    "/proc/pressure", "/proc/sched_debug", "/proc/schedstat",
-    "/proc/scsi", "/proc/slabinfo", "/proc/softirqs", "/proc/swaps",
-    "/proc/sysrq-trigger", "/proc/timer_list", "/proc/timer_stats",
-    "/proc/tty", "/proc/vmallocinfo", "/proc/vmcore", "/proc/vmstat",
-    "/proc/zoneinfo", "/proc/sys/debug", "/proc/sys/dev", "/proc/sys/fs",
     "/proc/sys/kernel/random",
 };
 
@@ -1163,8 +1183,8 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * /scratch, /tmp and /dev/shm.  A file written there is not run
  * (execve fails with EACCES, a library there is not mapped executable).
  * Beside them, an empty directory (void) and an empty file (null), the
- * read-only covers of /dev/pts and of aw_masked.  The namespace ends
- * with the sandbox's last process: nothing to remove.
+ * read-only covers of /dev/pts and of /proc (aw_proc_cover()).  The
+ * namespace ends with the sandbox's last process: nothing to remove.
  */
 
 static void
@@ -1446,10 +1466,10 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     char           null[2304];
     int            sp[2];
     long           cpu_s;
-    size_t         nf, na, i;
+    size_t         nf, i;
     struct stat    st;
     struct rlimit  rl;
-    const char    *av[64 + 3 * AW_NMASKED];
+    aw_bwrap_argv_t  a;
     struct sock_filter  filter[128];
 
     fd = open("/dev/null", O_RDONLY);
@@ -1549,7 +1569,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * --as-pid-1 leaves none of them in the sandbox's pid namespace:
      * pid 1 is the init, aw_bwrap_init, with the environment set here.
      * The writable places are aw_bwrap_mounts()'s, and so are the
-     * covers of aw_masked, after --proc.
+     * covers of /proc (aw_proc_cover(), aw_masked), after --proc.
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
      * is remounted read-only once the bounded /dev/shm is on it.  It
      * also mounts a devpts of the host kernel, whose ptys count against
@@ -1584,10 +1604,15 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
             "--", "/usr/bin/python3", "-I", "-S", "-c", aw_bwrap_init,
             NULL };
 
-        na = 0;
+        a.na = 0;
+        a.np = 0;
         for (i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
-            av[na++] = head[i];
+            a.av[a.na++] = head[i];
         }
+
+        aw_proc_cover(&a, "/proc", aw_proc_shown, empty, null, fail);
+        aw_proc_cover(&a, "/proc/sys", aw_proc_sys_shown, empty, null,
+                      fail);
 
         for (i = 0; i < AW_NMASKED; i++) {
             if (lstat(aw_masked[i], &st) != 0
@@ -1596,19 +1621,117 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
                 continue;
             }
 
-            av[na++] = "--ro-bind";
-            av[na++] = S_ISDIR(st.st_mode) ? empty : null;
-            av[na++] = aw_masked[i];
+            aw_bwrap_cover(&a, S_ISDIR(st.st_mode) ? empty : null,
+                           aw_masked[i], fail);
+        }
+
+        if (a.na + sizeof(tail) / sizeof(tail[0]) > AW_BWRAP_ARGS) {
+            aw_child_fail(fail, "too many arguments for bwrap");
         }
 
         for (i = 0; i < sizeof(tail) / sizeof(tail[0]); i++) {
-            av[na++] = tail[i];
+            a.av[a.na++] = tail[i];
         }
     }
 
     aw_die_with_parent(keeper, fail);
-    execve(conf->bwrap, (char *const *) av, aw_runtime_env);
+    execve(conf->bwrap, (char *const *) a.av, aw_runtime_env);
     aw_child_fail(fail, "exec %s: %s", conf->bwrap, strerror(errno));
+}
+
+
+/*
+ * bwrap: covers each entry of the directory dir of the host's /proc (the
+ * same kernel's, so the same entries but the pid directories) that is
+ * neither a pid directory nor in shown: a directory with the empty one,
+ * a file with the empty file, read-only.  A link is left: it leads into
+ * /proc, where what it names is shown or covered.  A directory the
+ * worker cannot read (its /proc mounted subset=pid: no sys) fails the
+ * job's start, and bwrap refuses such a /proc anyway.
+ */
+
+static void
+aw_proc_cover(aw_bwrap_argv_t *a, const char *dir, const char *const *shown,
+    const char *empty, const char *null, int fail)
+{
+    int             n;
+    DIR            *d;
+    char           *path;
+    unsigned char   type;
+    size_t          i;
+    struct stat     st;
+    const char     *name;
+    struct dirent  *de;
+
+    d = opendir(dir);
+    if (d == NULL) {
+        aw_child_fail(fail, "%s: %s", dir, strerror(errno));
+    }
+
+    while ((de = readdir(d)) != NULL) {
+        name = de->d_name;
+
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0
+            || name[strspn(name, "0123456789")] == '\0')
+        {
+            continue;
+        }
+
+        for (i = 0; shown[i] != NULL; i++) {
+            if (strcmp(shown[i], name) == 0) {
+                break;
+            }
+        }
+
+        if (shown[i] != NULL) {
+            continue;
+        }
+
+        if (a->np == AW_PROC_COVERS) {
+            aw_child_fail(fail, "%s: more than %d entries to cover", dir,
+                          AW_PROC_COVERS);
+        }
+
+        path = a->path[a->np];
+        n = snprintf(path, sizeof(a->path[0]), "%s/%s", dir, name);
+        if (n < 0 || (size_t) n >= sizeof(a->path[0])) {
+            aw_child_fail(fail, "%s: a name too long to cover", dir);
+        }
+
+        /* the entry's own type (readdir's), not that of a mount on it */
+        type = de->d_type;
+        if (type == DT_UNKNOWN) {
+            if (lstat(path, &st) != 0) {
+                continue;
+            }
+
+            type = S_ISDIR(st.st_mode) ? DT_DIR
+                   : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+        }
+
+        if (type != DT_DIR && type != DT_REG) {
+            continue;
+        }
+
+        a->np++;
+        aw_bwrap_cover(a, type == DT_DIR ? empty : null, path, fail);
+    }
+
+    closedir(d);
+}
+
+
+static void
+aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover, const char *path,
+    int fail)
+{
+    if (a->na + 3 > AW_BWRAP_ARGS) {
+        aw_child_fail(fail, "too many arguments for bwrap");
+    }
+
+    a->av[a->na++] = "--ro-bind";
+    a->av[a->na++] = cover;
+    a->av[a->na++] = path;
 }
 
 
