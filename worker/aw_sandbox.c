@@ -1521,6 +1521,27 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     rl.rlim_cur = rl.rlim_max = 256;
     setrlimit(RLIMIT_NOFILE, &rl);
 
+    /*
+     * A proc of its own under bwrap's.  The unit's ProtectKernelTunables=
+     * and ProtectKernelLogs= mount over parts of its /proc, and the
+     * kernel mounts no new proc in a user namespace (bwrap's --proc)
+     * where every proc it could show is partly covered: every job failed
+     * "Can't mount proc on /newroot/proc: Operation not permitted".  So
+     * the child, while root, takes a mount namespace of its own and mounts
+     * a fresh proc over /proc there, with nothing on it; the unit's /proc
+     * stays as it is.  Inside, bwrap makes sys, sysrq-trigger, irq and
+     * bus read-only, and aw_proc_cover() empties all but aw_proc_shown.
+     */
+
+    if (getuid() == 0
+        && (unshare(CLONE_NEWNS) != 0
+            || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
+            || mount("proc", "/proc", "proc",
+                     MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0))
+    {
+        aw_child_fail(fail, "a proc for bwrap: %s", strerror(errno));
+    }
+
     /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
 
     if (getuid() == 0
