@@ -116,6 +116,7 @@ static char *ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf,
     void *parent, void *child);
 static ngx_int_t ngx_http_airlock_llm_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_airlock_llm_init_module(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_airlock_llm_init_process(ngx_cycle_t *cycle);
 
 
 /*
@@ -208,7 +209,7 @@ ngx_module_t  ngx_http_airlock_llm_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     ngx_http_airlock_llm_init_module,      /* init module */
-    NULL,                                  /* init process */
+    ngx_http_airlock_llm_init_process,     /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
@@ -2531,4 +2532,17 @@ static ngx_int_t
 ngx_http_airlock_llm_init_module(ngx_cycle_t *cycle)
 {
     return ngx_http_airlock_phase_first(cycle, ngx_http_airlock_llm_handler);
+}
+
+
+/* a worker gives back the places in flight of workers that are gone */
+
+static ngx_int_t
+ngx_http_airlock_llm_init_process(ngx_cycle_t *cycle)
+{
+    if (ngx_process == NGX_PROCESS_WORKER) {
+        ngx_http_airlock_llm_zone_reclaim(cycle);
+    }
+
+    return NGX_OK;
 }

@@ -29,6 +29,9 @@
 /* a client's budget, or a series of counters, in airlock_llm_zone */
 typedef struct ngx_http_airlock_llm_node_s  ngx_http_airlock_llm_node_t;
 
+/* a request's place in flight, in airlock_llm_zone */
+typedef struct ngx_http_airlock_llm_flight_s  ngx_http_airlock_llm_flight_t;
+
 
 /*
  * The last request line al_llm_route() allowed on a provider, in this
@@ -153,6 +156,7 @@ typedef struct {
                                                    from; it cannot expire
                                                    while the request is
                                                    admitted */
+    ngx_http_airlock_llm_flight_t   *flight;    /* its place in flight */
     al_llm_quota_t                   quota;
 
     /* admission and cost (ngx_http_airlock_llm_zone.c) */
@@ -258,6 +262,7 @@ ngx_int_t ngx_http_airlock_llm_limit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 void ngx_http_airlock_llm_close(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
+void ngx_http_airlock_llm_zone_reclaim(ngx_cycle_t *cycle);
 
 
 extern ngx_module_t  ngx_http_airlock_llm_module;

@@ -35,8 +35,14 @@
  * ngx_http_airlock_llm_settle() gives it back, from the log phase or,
  * for a request that never gets there, the request pool's cleanup: every
  * end of a request passes one of the two, and ctx->settled makes the
- * second a no-op.  Only a worker that dies mid-request loses its places
- * (as limit_conn does); they come back with a restart.
+ * second a no-op.  Each place is also a small record in the zone naming
+ * the process that holds it: a worker that dies mid-request (SIGKILL, a
+ * crash) never gives its places back, and the worker the master starts
+ * in its stead gives back those of processes that are gone
+ * (ngx_http_airlock_llm_zone_reclaim()); what they reserved stays spent.
+ * An old worker of a reload killed while it finishes is not replaced:
+ * its places wait for the next worker to start.
+ * A full zone without room for the record admits the call without one.
  */
 
 
@@ -54,6 +60,7 @@
 #define NGX_HTTP_AIRLOCK_LLM_SAID_BUDGET  1     /* no room for a budget */
 #define NGX_HTTP_AIRLOCK_LLM_SAID_SERIES  2     /* no room for a series */
 #define NGX_HTTP_AIRLOCK_LLM_SAID_CAP     4     /* series= reached */
+#define NGX_HTTP_AIRLOCK_LLM_SAID_FLIGHT  8     /* no room for a place */
 
 /* series nodes cached per worker, a power of two */
 #define NGX_HTTP_AIRLOCK_LLM_CACHE     16
@@ -76,7 +83,8 @@
 
 /* checked when a zone is reused: the layout of the nodes below */
 #define NGX_HTTP_AIRLOCK_LLM_MAGIC                                           \
-    (0x4c4c0000 + sizeof(ngx_http_airlock_llm_node_t))
+    (0x4c4d0000 + sizeof(ngx_http_airlock_llm_node_t)                        \
+     + (sizeof(ngx_http_airlock_llm_flight_t) << 8))
 
 
 struct ngx_http_airlock_llm_node_s {
@@ -95,10 +103,20 @@ struct ngx_http_airlock_llm_node_s {
 };
 
 
+/* a place in flight: the budget it is taken from, and its process */
+struct ngx_http_airlock_llm_flight_s {
+    ngx_queue_t                   queue;
+    ngx_http_airlock_llm_node_t  *node;
+    uint64_t                      start;        /* of pid: 0 unknown */
+    ngx_pid_t                     pid;
+};
+
+
 typedef struct {
     ngx_rbtree_t                  rbtree;
     ngx_rbtree_node_t             sentinel;
     ngx_queue_t                   queue;        /* budgets, recent first */
+    ngx_queue_t                   flights;      /* places in flight */
     ngx_uint_t                    magic;
     ngx_uint_t                    series;
     ngx_uint_t                    budgets;
@@ -121,6 +139,8 @@ typedef struct {
     ngx_uint_t                    nomem;        /* what this worker said:
                                                    NGX_HTTP_AIRLOCK_LLM_
                                                    SAID_* */
+    uint64_t                      start;        /* this worker's start
+                                                   time, al_proc_started() */
 
     /* series nodes this worker counted lately: never freed */
     ngx_http_airlock_llm_node_t  *cache[NGX_HTTP_AIRLOCK_LLM_CACHE];
@@ -155,7 +175,8 @@ static void ngx_http_airlock_llm_rbtree_insert_value(ngx_rbtree_node_t *temp,
 static ngx_http_airlock_llm_zone_ctx_t *ngx_http_airlock_llm_zone_ctx(
     ngx_http_request_t *r);
 static void ngx_http_airlock_llm_finish_locked(
-    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u, uint64_t cost);
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_http_airlock_llm_ctx_t *ctx,
+    const al_llm_usage_t *u, uint64_t cost);
 static size_t ngx_http_airlock_llm_key(u_char *key, ngx_uint_t kind,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status);
 static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_lookup(
@@ -168,6 +189,9 @@ static ngx_http_airlock_llm_node_t *ngx_http_airlock_llm_get(
     size_t len, time_t now);
 static void ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc,
     time_t now);
+static ngx_http_airlock_llm_flight_t *ngx_http_airlock_llm_flight(
+    ngx_http_airlock_llm_zone_ctx_t *zc, time_t now);
+static ngx_uint_t ngx_http_airlock_llm_gone(ngx_pid_t pid, uint64_t start);
 static void ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
     ngx_http_airlock_llm_zone_ctx_t *zc, ngx_uint_t what);
 static ngx_int_t ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r);
@@ -306,6 +330,7 @@ ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_http_airlock_llm_rbtree_insert_value);
 
     ngx_queue_init(&zc->sh->queue);
+    ngx_queue_init(&zc->sh->flights);
 
     zc->sh->magic = NGX_HTTP_AIRLOCK_LLM_MAGIC;
     zc->sh->series = 0;
@@ -559,6 +584,7 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     time_t                            now;
     uint32_t                          hash;
     ngx_http_airlock_llm_node_t      *ln;
+    ngx_http_airlock_llm_flight_t    *fl;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
     u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
 
@@ -581,10 +607,28 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     rc = al_llm_admit(&ln->budget, ctx->lc, (int64_t) now, need,
                       &ctx->quota);
 
+    if (rc != 0) {
+        ngx_shmtx_unlock(&zc->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    /*
+     * Without room for the record of its place, the call is admitted all
+     * the same (its budget is there): only a worker killed during it
+     * would keep its place.
+     */
+
+    fl = ngx_http_airlock_llm_flight(zc, now);
+
+    if (fl != NULL) {
+        fl->node = ln;
+        ngx_queue_insert_head(&zc->sh->flights, &fl->queue);
+    }
+
     ngx_shmtx_unlock(&zc->shpool->mutex);
 
-    if (rc != 0) {
-        return NGX_DECLINED;
+    if (fl == NULL) {
+        ngx_http_airlock_llm_nomem(r, zc, NGX_HTTP_AIRLOCK_LLM_SAID_FLIGHT);
     }
 
     /* budget: the token headers of the filter have a budget to show */
@@ -594,6 +638,7 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     ctx->reserved_cost = need->cost;
     ctx->reserved_at = now;
     ctx->node = ln;
+    ctx->flight = fl;
 
     return NGX_OK;
 }
@@ -620,7 +665,7 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
 
     ngx_shmtx_lock(&zc->shpool->mutex);
 
-    ngx_http_airlock_llm_finish_locked(ctx, u, cost);
+    ngx_http_airlock_llm_finish_locked(zc, ctx, u, cost);
 
     ngx_shmtx_unlock(&zc->shpool->mutex);
 }
@@ -633,12 +678,18 @@ ngx_http_airlock_llm_settle(ngx_http_request_t *r,
  */
 
 static void
-ngx_http_airlock_llm_finish_locked(ngx_http_airlock_llm_ctx_t *ctx,
-    const al_llm_usage_t *u, uint64_t cost)
+ngx_http_airlock_llm_finish_locked(ngx_http_airlock_llm_zone_ctx_t *zc,
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *u, uint64_t cost)
 {
     al_llm_amount_t  reserved, actual;
 
     ctx->settled = 1;
+
+    if (ctx->flight != NULL) {
+        ngx_queue_remove(&ctx->flight->queue);
+        ngx_slab_free_locked(zc->shpool, ctx->flight);
+        ctx->flight = NULL;
+    }
 
     reserved.tokens = ctx->reserved;
     reserved.cost = ctx->reserved_cost;
@@ -698,7 +749,8 @@ ngx_http_airlock_llm_close(ngx_http_request_t *r,
     ngx_shmtx_lock(&zc->shpool->mutex);
 
     if (ctx->admitted && !ctx->settled) {
-        ngx_http_airlock_llm_finish_locked(ctx, &ctx->usage, ctx->cost);
+        ngx_http_airlock_llm_finish_locked(zc, ctx, &ctx->usage,
+                                           ctx->cost);
     }
 
     if (ln != NULL) {
@@ -961,9 +1013,140 @@ ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
 
 
 /*
+ * A place in flight of this process, not yet in the queue; the zone is
+ * locked.  NULL when the zone has no room, even once idle budgets are
+ * freed.
+ */
+
+static ngx_http_airlock_llm_flight_t *
+ngx_http_airlock_llm_flight(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
+{
+    ngx_http_airlock_llm_flight_t  *fl;
+
+    fl = ngx_slab_alloc_locked(zc->shpool,
+                               sizeof(ngx_http_airlock_llm_flight_t));
+
+    if (fl == NULL) {
+        ngx_http_airlock_llm_expire(zc, now);
+
+        fl = ngx_slab_alloc_locked(zc->shpool,
+                                   sizeof(ngx_http_airlock_llm_flight_t));
+        if (fl == NULL) {
+            return NULL;
+        }
+    }
+
+    fl->node = NULL;
+    fl->pid = ngx_pid;
+    fl->start = zc->start;
+
+    return fl;
+}
+
+
+/*
+ * A worker starts, in the stead of one that died (a crash, SIGKILL), or
+ * after a reload, or with nginx: the places in flight of processes that
+ * are gone are given back (their budgets' requests in flight), and what
+ * those calls reserved stays spent, as the provider may have had them.
+ * The old workers of a reload still live, and keep theirs.  A place this
+ * worker's pid holds is of a process that had the pid before: this one
+ * has admitted nothing yet.
+ */
+
+void
+ngx_http_airlock_llm_zone_reclaim(ngx_cycle_t *cycle)
+{
+    ngx_uint_t                         n;
+    ngx_queue_t                       *q, *next;
+    ngx_http_airlock_llm_flight_t     *fl;
+    ngx_http_airlock_llm_zone_ctx_t   *zc;
+    ngx_http_airlock_llm_main_conf_t  *lmcf;
+
+    lmcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_airlock_llm_module);
+
+    if (lmcf == NULL || lmcf->zone == NULL) {
+        return;
+    }
+
+    zc = lmcf->zone->data;
+
+    if (zc == NULL || zc->sh == NULL) {
+        return;
+    }
+
+    zc->start = al_proc_started(ngx_pid, 1);
+    n = 0;
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    for (q = ngx_queue_head(&zc->sh->flights);
+         q != ngx_queue_sentinel(&zc->sh->flights);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+
+        fl = ngx_queue_data(q, ngx_http_airlock_llm_flight_t, queue);
+
+        if (fl->pid != ngx_pid && !ngx_http_airlock_llm_gone(fl->pid,
+                                                             fl->start))
+        {
+            continue;
+        }
+
+        if (fl->node->budget.active > 0) {
+            fl->node->budget.active--;
+        }
+
+        ngx_queue_remove(q);
+        ngx_slab_free_locked(zc->shpool, fl);
+        n++;
+    }
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    if (n != 0) {
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "airlock: %ui place%s in flight of processes that are "
+                      "gone given back%s", n, (n == 1) ? "" : "s",
+                      zc->shpool->log_ctx);
+    }
+}
+
+
+/*
+ * Whether the process that held a place is gone: kill(pid, 0) fails with
+ * ESRCH for a pid no process has, and a process with the pid that started
+ * at another time got it later.  A start time unknown either way is taken
+ * for the same process: its place waits rather than be given back while
+ * it may be in use.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_llm_gone(ngx_pid_t pid, uint64_t start)
+{
+    uint64_t  now;
+
+    if (kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH) {
+        return 1;
+    }
+
+    if (start == 0) {
+        return 0;
+    }
+
+    now = al_proc_started(pid, 0);
+
+    return (now != 0 && now != start);
+}
+
+
+/*
  * Once per worker for each of: no room for a budget (the call is
  * answered 500), no room for a series, the series cap reached (the
- * call is counted in airlock_llm_series_dropped_total only); each says
+ * call is counted in airlock_llm_series_dropped_total only), no room
+ * for the record of a place in flight (the call is admitted); each says
  * what to change.
  */
 
@@ -984,6 +1167,16 @@ ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
                       "airlock_llm_series_dropped_total only; raise "
                       "\"series=\" (a series takes 256 bytes of the zone)",
                       zc->shpool->log_ctx, zc->series_max);
+        return;
+    }
+
+    if (what == NGX_HTTP_AIRLOCK_LLM_SAID_FLIGHT) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "airlock: no room for the record of a call in "
+                      "flight%s: such calls are admitted, and a worker "
+                      "killed during one keeps its place until nginx "
+                      "restarts; make the zone larger",
+                      zc->shpool->log_ctx);
         return;
     }
 
