@@ -636,7 +636,7 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     ctx->admitted = 1;
     ctx->reserved = need->tokens;
     ctx->reserved_cost = need->cost;
-    ctx->reserved_at = now;
+    ctx->reserved_at = (time_t) ctx->quota.at;
     ctx->node = ln;
     ctx->flight = fl;
 

@@ -1030,6 +1030,9 @@ typedef struct {
     unsigned         over_cost_day:1;
     unsigned         over_cost_month:1;
     unsigned         cost_too_large:1;  /* cost need exceeds a budget */
+    int64_t          at;                /* admitted: the time its
+                                           reservation counts at, the
+                                           at of al_llm_finish() */
 } al_llm_quota_t;
 
 /* starts new windows when now has left the current ones */
@@ -1092,8 +1095,10 @@ size_t al_llm_quota_message(const al_llm_quota_t *q, uint64_t need,
  *
  * al_llm_finish() ends an admitted request: it gives back its place in
  * flight (when slot), and replaces the reserved tokens and cost with the
- * actual ones as al_llm_budget_settle() does.  It must run exactly once
- * per admitted request, whatever became of it.
+ * actual ones as al_llm_budget_settle() does, at being q->at of its
+ * admission: now, or, when a clock stepped back, a time in the windows
+ * the reservation went to (they never move back).  It must run exactly
+ * once per admitted request, whatever became of it.
  */
 
 typedef struct {

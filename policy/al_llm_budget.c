@@ -546,6 +546,14 @@ al_llm_admit(al_llm_budget_t *b, const al_llm_client_t *lc, int64_t now,
     if (!refused) {
         q->retry_after = 0;
 
+        /*
+         * The windows never move back: after a clock stepped back, the
+         * reservation goes to the current windows, later than now, and
+         * al_llm_finish() must take it back from there.
+         */
+
+        q->at = (now < b->minute) ? b->minute : now;
+
         b->active++;
         b->minute_requests = al_llm_add(b->minute_requests, 1);
         b->minute_used = al_llm_add(b->minute_used, need->tokens);

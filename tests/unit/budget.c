@@ -23,6 +23,7 @@ static void test_cost(void);
 static void test_admit_requests(void);
 static void test_admit_concurrent(void);
 static void test_admit_cost(void);
+static void test_admit_clock_back(void);
 static void test_errors(void);
 static void test_policy(void);
 static al_policy_t *load(const char *yaml, al_error_t *err);
@@ -39,6 +40,7 @@ main(void)
     test_admit_requests();
     test_admit_concurrent();
     test_admit_cost();
+    test_admit_clock_back();
     test_errors();
     test_policy();
 
@@ -296,6 +298,82 @@ test_admit_requests(void)
 
     tap_ok(al_llm_admit(&b, &lc, DAY0 + 60, &need, &q) == 0
            && q.requests_remaining == 1, "a new minute admits again");
+}
+
+
+/*
+ * A clock that jumped ahead steps back: the windows stay where they are,
+ * the reservations of calls admitted meanwhile go to them, and finishing
+ * the calls takes the reservations back from there, not from the windows
+ * of the earlier time, which are gone.
+ */
+
+static void
+test_admit_clock_back(void)
+{
+    int64_t           aug1, at;
+    al_llm_budget_t   b;
+    al_llm_client_t   lc;
+    al_llm_quota_t    q;
+    al_llm_amount_t   need, used;
+    int               i, ok;
+
+    memset(&b, 0, sizeof(b));
+    memset(&lc, 0, sizeof(lc));
+    lc.tokens_per_minute = 100;
+    lc.tokens_per_day = 1000;
+    lc.cost_per_day = 1000;
+    lc.cost_per_month = 5000;
+
+    need.tokens = 40;
+    need.cost = 400;
+    used.tokens = 2;
+    used.cost = 20;
+
+    tap_ok(al_llm_admit(&b, &lc, DAY0 + 3600, &need, &q) == 0
+           && q.at == DAY0 + 3600, "admitted at now: counted at now");
+    al_llm_finish(&b, DAY0 + 3601, q.at, &need, &used, 1);
+
+    /* the clock steps back an hour: ten calls, each finished */
+
+    ok = 1;
+
+    for (i = 0; i < 10; i++) {
+        if (al_llm_admit(&b, &lc, DAY0 + i, &need, &q) != 0
+            || q.at != DAY0 + 3600)
+        {
+            ok = 0;
+            break;
+        }
+
+        al_llm_finish(&b, DAY0 + i, q.at, &need, &used, 1);
+    }
+
+    tap_ok(ok, "a clock stepped back: ten calls admitted, each counted "
+           "in the windows it went to");
+    tap_ok(b.minute_used == 22 && b.day_used == 22,
+           "their token reservations are taken back");
+    tap_ok(b.day_cost == 220 && b.month_cost == 220 && b.active == 0,
+           "their cost reservations too");
+
+    /* a month's first minute, then back into the month before */
+
+    aug1 = INT64_C(1722470400);         /* 2024-08-01T00:00:00Z */
+
+    memset(&b, 0, sizeof(b));
+
+    tap_ok(al_llm_admit(&b, &lc, aug1 + 10, &need, &q) == 0,
+           "admitted in a month's first minute");
+    al_llm_finish(&b, aug1 + 11, q.at, &need, &used, 1);
+
+    tap_ok(al_llm_admit(&b, &lc, aug1 - 10, &need, &q) == 0,
+           "the clock back in the month before: admitted");
+    at = q.at;
+    al_llm_finish(&b, aug1 - 9, at, &need, &used, 1);
+
+    tap_ok(at == aug1 && b.minute_used == 4 && b.day_used == 4
+           && b.day_cost == 40 && b.month_cost == 40,
+           "its reservation is taken back from the new month's windows");
 }
 
 
