@@ -1252,7 +1252,11 @@ ngx_http_airlock_llm_admit(ngx_http_request_t *r,
     rc = ngx_http_airlock_llm_reserve(r, ctx, &amount);
 
     if (rc == NGX_ERROR) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        /* a full zone: refused as budgets are, not counted (an alert) */
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BUDGET,
+                               AL_LLM_ERR_UNAVAILABLE,
+                               "no room for this client's budget in "
+                               "airlock_llm_zone", NULL);
     }
 
     if (rc == NGX_DECLINED) {

@@ -1207,6 +1207,8 @@ int al_llm_decimal_parse(const char *s, size_t len, unsigned scale,
  *   REQUESTS      429     requests / rate_limit_exceeded     rate_limit_error
  *   NOT_FOUND     404     invalid_request_error /            not_found_error
  *                         model_not_found, param "model"
+ *   UNAVAILABLE   503     server_error /                     api_error
+ *                         budget_unavailable
  *
  * OpenAI: {"error":{"message","type","param","code"}}; the request id is
  * appended to the message.  Anthropic: {"type":"error","error":{"type",
@@ -1225,7 +1227,8 @@ typedef enum {
     AL_LLM_ERR_DENIED,
     AL_LLM_ERR_AUTH,
     AL_LLM_ERR_REQUESTS,                /* request rate or concurrency */
-    AL_LLM_ERR_NOT_FOUND                /* GET models/{id}: not listed */
+    AL_LLM_ERR_NOT_FOUND,               /* GET models/{id}: not listed */
+    AL_LLM_ERR_UNAVAILABLE              /* no room for the budget */
 } al_llm_error_t;
 
 /*

@@ -60,7 +60,10 @@ static const al_llm_err_def_t  al_llm_errs[] = {
     { "requests", "rate_limit_exceeded", NULL, "rate_limit_error", 429,
       "request rate limit reached for this client" },
     { "invalid_request_error", "model_not_found", "model",
-      "not_found_error", 404, "no such model for this client" }
+      "not_found_error", 404, "no such model for this client" },
+    { "server_error", "budget_unavailable", NULL, "api_error", 503,
+      "the gateway cannot keep this client's budget now; try again "
+      "later" }
 };
 
 
@@ -373,7 +376,7 @@ al_llm_error_from_route(al_reason_t reason, al_llm_endpoint_t ep)
 unsigned
 al_llm_error_status(al_llm_error_t err)
 {
-    if ((unsigned) err > AL_LLM_ERR_NOT_FOUND) {
+    if ((unsigned) err > AL_LLM_ERR_UNAVAILABLE) {
         return 403;
     }
 
@@ -390,7 +393,7 @@ al_llm_error_body(al_llm_kind_t kind, al_llm_error_t err,
     const al_llm_err_def_t  *e;
     char                     text[AL_DETAIL_MAX + 128];
 
-    if ((unsigned) err > AL_LLM_ERR_NOT_FOUND) {
+    if ((unsigned) err > AL_LLM_ERR_UNAVAILABLE) {
         err = AL_LLM_ERR_DENIED;
     }
 

@@ -82,7 +82,7 @@ like($cap[0] // '',
     or diag($cap[0]);
 
 # a zone full of series: the budget that then finds no room, which
-# refuses calls (500), is alerted too, not hidden behind the series alert
+# refuses calls (503), is alerted too, not hidden behind the series alert
 
 $conf =~ s/airlock_llm_zone llm 2m series=1;/airlock_llm_zone llm 32k;/;
 $t->write_file('nginx.conf', $conf);
@@ -101,8 +101,8 @@ is(scalar alerts(qr/no room for a series node/), 1,
 
 my $r = $l->chat(token => $l->token('tight'));
 my @budget = alerts(qr/no room for a budget node.*make the zone larger/);
-ok($r->{status} == 500 && @budget == 1,
-   '... and a budget it has no room for: 500, and its own alert')
+ok($r->{status} == 503 && @budget == 1,
+   '... and a budget it has no room for: 503, and its own alert')
     or diag("$r->{status}, " . scalar @budget);
 
 is($t->error_log_check(qr/reached series=1|no room for a (series|budget)/),

@@ -524,6 +524,18 @@ test_errors(void)
                              NULL, buf, sizeof(buf));
     tap_ok(strstr(buf, "\"type\":\"rate_limit_error\"") != NULL,
            "anthropic: rate_limit_error");
+
+    (void) al_llm_error_body(AL_LLM_OPENAI, AL_LLM_ERR_UNAVAILABLE, NULL,
+                             "rid2", buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"code\":\"budget_unavailable\"") != NULL
+           && strstr(buf, "try again later (request id rid2)") != NULL
+           && al_llm_error_status(AL_LLM_ERR_UNAVAILABLE) == 503,
+           "openai: no room for the budget, 503 budget_unavailable");
+
+    (void) al_llm_error_body(AL_LLM_ANTHROPIC, AL_LLM_ERR_UNAVAILABLE, NULL,
+                             NULL, buf, sizeof(buf));
+    tap_ok(strstr(buf, "\"type\":\"api_error\"") != NULL,
+           "anthropic: api_error");
 }
 
 
