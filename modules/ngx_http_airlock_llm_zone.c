@@ -103,10 +103,14 @@ struct ngx_http_airlock_llm_node_s {
 };
 
 
-/* a place in flight: the budget it is taken from, and its process */
+/*
+ * A place in flight: the budget it is taken from (NULL: a spare of its
+ * process, between two calls), and its process
+ */
 struct ngx_http_airlock_llm_flight_s {
     ngx_queue_t                   queue;
     ngx_http_airlock_llm_node_t  *node;
+    ngx_http_airlock_llm_flight_t  *spare;      /* next of its process's */
     uint64_t                      start;        /* of pid: 0 unknown */
     ngx_pid_t                     pid;
 };
@@ -141,6 +145,8 @@ typedef struct {
                                                    SAID_* */
     uint64_t                      start;        /* this worker's start
                                                    time, al_proc_started() */
+    ngx_http_airlock_llm_flight_t  *spare;      /* this worker's records
+                                                   of places, idle */
 
     /* series nodes this worker counted lately: never freed */
     ngx_http_airlock_llm_node_t  *cache[NGX_HTTP_AIRLOCK_LLM_CACHE];
@@ -622,7 +628,6 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
 
     if (fl != NULL) {
         fl->node = ln;
-        ngx_queue_insert_head(&zc->sh->flights, &fl->queue);
     }
 
     ngx_shmtx_unlock(&zc->shpool->mutex);
@@ -685,9 +690,12 @@ ngx_http_airlock_llm_finish_locked(ngx_http_airlock_llm_zone_ctx_t *zc,
 
     ctx->settled = 1;
 
+    /* the record stays in the zone, a spare for this worker's next call */
+
     if (ctx->flight != NULL) {
-        ngx_queue_remove(&ctx->flight->queue);
-        ngx_slab_free_locked(zc->shpool, ctx->flight);
+        ctx->flight->node = NULL;
+        ctx->flight->spare = zc->spare;
+        zc->spare = ctx->flight;
         ctx->flight = NULL;
     }
 
@@ -1013,8 +1021,12 @@ ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
 
 
 /*
- * A place in flight of this process, not yet in the queue; the zone is
- * locked.  NULL when the zone has no room, even once idle budgets are
+ * A record of a place in flight of this process, in the zone's queue;
+ * the zone is locked.  One of its spares when it has one: a record is
+ * made once, the first time a worker has that many calls in flight, and
+ * stays the worker's, so a call costs no allocation (the zone's queue
+ * holds the spares too, given back with the process's places once it is
+ * gone).  NULL when the zone has no room, even once idle budgets are
  * freed.
  */
 
@@ -1022,6 +1034,13 @@ static ngx_http_airlock_llm_flight_t *
 ngx_http_airlock_llm_flight(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
 {
     ngx_http_airlock_llm_flight_t  *fl;
+
+    fl = zc->spare;
+
+    if (fl != NULL) {
+        zc->spare = fl->spare;
+        return fl;
+    }
 
     fl = ngx_slab_alloc_locked(zc->shpool,
                                sizeof(ngx_http_airlock_llm_flight_t));
@@ -1037,8 +1056,11 @@ ngx_http_airlock_llm_flight(ngx_http_airlock_llm_zone_ctx_t *zc, time_t now)
     }
 
     fl->node = NULL;
+    fl->spare = NULL;
     fl->pid = ngx_pid;
     fl->start = zc->start;
+
+    ngx_queue_insert_head(&zc->sh->flights, &fl->queue);
 
     return fl;
 }
@@ -1077,6 +1099,7 @@ ngx_http_airlock_llm_zone_reclaim(ngx_cycle_t *cycle)
     }
 
     zc->start = al_proc_started(ngx_pid, 1);
+    zc->spare = NULL;
     n = 0;
 
     ngx_shmtx_lock(&zc->shpool->mutex);
@@ -1095,13 +1118,18 @@ ngx_http_airlock_llm_zone_reclaim(ngx_cycle_t *cycle)
             continue;
         }
 
-        if (fl->node->budget.active > 0) {
-            fl->node->budget.active--;
+        /* node NULL: a spare of the process, between two calls */
+
+        if (fl->node != NULL) {
+            if (fl->node->budget.active > 0) {
+                fl->node->budget.active--;
+            }
+
+            n++;
         }
 
         ngx_queue_remove(q);
         ngx_slab_free_locked(zc->shpool, fl);
-        n++;
     }
 
     ngx_shmtx_unlock(&zc->shpool->mutex);
