@@ -24,6 +24,13 @@
  * written to the journal once it is released.  When the zone is full and
  * nothing can be freed, denials are not counted (they are still refused
  * and logged), and each worker says so once.
+ *
+ * The nodes of unknown peers are kept in an LRU queue of their own.  Any
+ * peer can reach the port, from as many addresses as it has (an IPv6
+ * network has plenty), so a full zone frees a live peer's node before a
+ * client's, and a peer's new node never frees a client's live one: a
+ * flood of anonymous denials cannot push out the counts that lead to a
+ * client's quarantine.
  */
 
 
@@ -42,7 +49,7 @@
 
 /* checked when a zone is reused: the layout of the nodes below */
 #define NGX_HTTP_AIRLOCK_ZONE_MAGIC                                         \
-    (0x41690000 + sizeof(ngx_http_airlock_node_t))
+    (0x416a0000 + sizeof(ngx_http_airlock_node_t))
 
 /* the first byte of a key */
 #define NGX_HTTP_AIRLOCK_KEY_CLIENT   0       /* a client, by name */
@@ -76,7 +83,9 @@ typedef struct {
 typedef struct {
     ngx_rbtree_t                  rbtree;
     ngx_rbtree_node_t             sentinel;
-    ngx_queue_t                   queue;        /* most recent first */
+    ngx_queue_t                   queue;        /* clients' nodes, most
+                                                   recent first */
+    ngx_queue_t                   peers;        /* unknown peers' nodes */
     ngx_uint_t                    magic;
     ngx_uint_t                    nodes;
     ngx_atomic_t                  quarantine_end;   /* the latest end of a
@@ -118,7 +127,7 @@ static ngx_http_airlock_node_t *ngx_http_airlock_get(
     ngx_http_airlock_zone_ctx_t *zc, u_char *key, size_t len, ngx_msec_t now,
     ngx_uint_t *how);
 static void ngx_http_airlock_expire(ngx_http_airlock_zone_ctx_t *zc,
-    ngx_uint_t force, ngx_msec_t now);
+    ngx_queue_t *queue, ngx_uint_t force, ngx_msec_t now);
 static ngx_uint_t ngx_http_airlock_expired(ngx_http_airlock_node_t *an,
     ngx_msec_t now);
 static ngx_uint_t ngx_http_airlock_add(ngx_http_airlock_node_t *an,
@@ -236,6 +245,7 @@ ngx_http_airlock_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     ngx_http_airlock_rbtree_insert_value);
 
     ngx_queue_init(&zc->sh->queue);
+    ngx_queue_init(&zc->sh->peers);
 
     zc->sh->magic = NGX_HTTP_AIRLOCK_ZONE_MAGIC;
     zc->sh->nodes = 0;
@@ -567,16 +577,20 @@ ngx_http_airlock_get(ngx_http_airlock_zone_ctx_t *zc, u_char *key,
 {
     size_t                    size;
     uint32_t                  hash;
+    ngx_queue_t              *queue;
     ngx_rbtree_node_t        *node;
     ngx_http_airlock_node_t  *an;
 
     hash = ngx_crc32_short(key, len);
 
+    queue = (key[0] == NGX_HTTP_AIRLOCK_KEY_PEER) ? &zc->sh->peers
+                                                  : &zc->sh->queue;
+
     an = ngx_http_airlock_lookup(zc, hash, key, len);
 
     if (an != NULL) {
         ngx_queue_remove(&an->queue);
-        ngx_queue_insert_head(&zc->sh->queue, &an->queue);
+        ngx_queue_insert_head(queue, &an->queue);
 
         *how = NGX_HTTP_AIRLOCK_FOUND;
         return an;
@@ -588,18 +602,28 @@ ngx_http_airlock_get(ngx_http_airlock_zone_ctx_t *zc, u_char *key,
 
     *how = NGX_HTTP_AIRLOCK_NEW;
 
-    ngx_http_airlock_expire(zc, 0, now);
+    ngx_http_airlock_expire(zc, queue, 0, now);
 
     node = ngx_slab_alloc_locked(zc->shpool, size);
 
     if (node == NULL) {
         *how = NGX_HTTP_AIRLOCK_FORCED;
 
-        ngx_http_airlock_expire(zc, 1, now);
+        /* a live peer goes first; a client's live count only for a
+           client */
+
+        ngx_http_airlock_expire(zc, &zc->sh->peers, 1, now);
 
         node = ngx_slab_alloc_locked(zc->shpool, size);
+
         if (node == NULL) {
-            return NULL;
+            ngx_http_airlock_expire(zc, &zc->sh->queue,
+                                    queue == &zc->sh->queue, now);
+
+            node = ngx_slab_alloc_locked(zc->shpool, size);
+            if (node == NULL) {
+                return NULL;
+            }
         }
     }
 
@@ -619,7 +643,7 @@ ngx_http_airlock_get(ngx_http_airlock_zone_ctx_t *zc, u_char *key,
     ngx_memcpy(an->data, key, len);
 
     ngx_rbtree_insert(&zc->sh->rbtree, node);
-    ngx_queue_insert_head(&zc->sh->queue, &an->queue);
+    ngx_queue_insert_head(queue, &an->queue);
 
     zc->sh->nodes++;
 
@@ -628,14 +652,14 @@ ngx_http_airlock_get(ngx_http_airlock_zone_ctx_t *zc, u_char *key,
 
 
 /*
- * Looks at the least recently used nodes: frees up to two that have
- * expired and, with force, the oldest live one.  A running quarantine is
- * never freed: it goes back to the head of the queue.
+ * Looks at the least recently used nodes of a queue: frees up to two that
+ * have expired and, with force, the oldest live one.  A running quarantine
+ * is never freed: it goes back to the head of the queue.
  */
 
 static void
-ngx_http_airlock_expire(ngx_http_airlock_zone_ctx_t *zc, ngx_uint_t force,
-    ngx_msec_t now)
+ngx_http_airlock_expire(ngx_http_airlock_zone_ctx_t *zc, ngx_queue_t *queue,
+    ngx_uint_t force, ngx_msec_t now)
 {
     ngx_uint_t                i, expired;
     ngx_queue_t              *q;
@@ -646,17 +670,17 @@ ngx_http_airlock_expire(ngx_http_airlock_zone_ctx_t *zc, ngx_uint_t force,
 
     for (i = 0; i < NGX_HTTP_AIRLOCK_EXPIRE_MAX; i++) {
 
-        if (ngx_queue_empty(&zc->sh->queue)) {
+        if (ngx_queue_empty(queue)) {
             return;
         }
 
-        q = ngx_queue_last(&zc->sh->queue);
+        q = ngx_queue_last(queue);
 
         an = ngx_queue_data(q, ngx_http_airlock_node_t, queue);
 
         if (an->until && (ngx_msec_int_t) (an->until - now) > 0) {
             ngx_queue_remove(q);
-            ngx_queue_insert_head(&zc->sh->queue, q);
+            ngx_queue_insert_head(queue, q);
             continue;
         }
 
@@ -807,7 +831,8 @@ ngx_http_airlock_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /*
  * airlock_status: the zone as JSON, for an admin listener.  The nodes are
- * copied under the lock, most recent first (at most STATUS_MAX of them,
+ * copied under the lock, the clients' then the unknown peers', each most
+ * recent first (at most STATUS_MAX of them,
  * out of at most STATUS_SCAN looked at, so the lock is held for a bounded
  * time whatever the zone's size) and written out once it is released.
  *
@@ -831,10 +856,10 @@ ngx_http_airlock_status_handler(ngx_http_request_t *r)
     ngx_buf_t                     *b;
     ngx_int_t                      rc;
     ngx_uint_t                     i, n, max, seen, pages, pfree, nodes;
-    ngx_uint_t                     first, truncated;
+    ngx_uint_t                     first, truncated, k;
     ngx_msec_t                     now, wall;
     ngx_time_t                    *tp;
-    ngx_queue_t                   *q;
+    ngx_queue_t                   *q, *queue;
     ngx_chain_t                    out;
     ngx_shm_zone_t                *shm_zone;
     ngx_http_airlock_node_t       *an;
@@ -872,31 +897,35 @@ ngx_http_airlock_status_handler(ngx_http_request_t *r)
 
     ngx_shmtx_lock(&zc->shpool->mutex);
 
-    for (q = ngx_queue_head(&zc->sh->queue);
-         q != ngx_queue_sentinel(&zc->sh->queue);
-         q = ngx_queue_next(q))
-    {
-        if (n == max || seen++ == NGX_HTTP_AIRLOCK_STATUS_SCAN) {
-            truncated = 1;
-            break;
-        }
+    for (k = 0; k < 2 && !truncated; k++) {
+        queue = (k == 0) ? &zc->sh->queue : &zc->sh->peers;
 
-        an = ngx_queue_data(q, ngx_http_airlock_node_t, queue);
-        s = &snap[n];
+        for (q = ngx_queue_head(queue);
+             q != ngx_queue_sentinel(queue);
+             q = ngx_queue_next(q))
+        {
+            if (n == max || seen++ == NGX_HTTP_AIRLOCK_STATUS_SCAN) {
+                truncated = 1;
+                break;
+            }
 
-        s->kind = an->data[0];
-        s->reason = an->data[1];
-        s->qreason = an->qreason;
-        s->len = (u_char) ngx_min((size_t) an->len - 2,
-                                  NGX_HTTP_AIRLOCK_KEY_MAX);
-        ngx_memcpy(s->name, an->data + 2, s->len);
-        s->count = ngx_http_airlock_sum(an, now);
-        s->window = an->window;
-        s->left = (an->until && (ngx_msec_int_t) (an->until - now) > 0)
-                  ? an->until - now : 0;
+            an = ngx_queue_data(q, ngx_http_airlock_node_t, queue);
+            s = &snap[n];
 
-        if (s->count || s->left) {
-            n++;
+            s->kind = an->data[0];
+            s->reason = an->data[1];
+            s->qreason = an->qreason;
+            s->len = (u_char) ngx_min((size_t) an->len - 2,
+                                      NGX_HTTP_AIRLOCK_KEY_MAX);
+            ngx_memcpy(s->name, an->data + 2, s->len);
+            s->count = ngx_http_airlock_sum(an, now);
+            s->window = an->window;
+            s->left = (an->until && (ngx_msec_int_t) (an->until - now) > 0)
+                      ? an->until - now : 0;
+
+            if (s->count || s->left) {
+                n++;
+            }
         }
     }
 
