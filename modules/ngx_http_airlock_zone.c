@@ -11,8 +11,9 @@
  *   (client)          all denials of a client, against alerts.quarantine,
  *                     and the client's quarantine.
  *
- * A client the policy does not know is counted under its peer (address, or
- * uid on a unix socket), so that an anonymous scanner raises alerts too.
+ * A client the policy does not know is counted under its peer (address, an
+ * IPv6 address's /64, or uid on a unix socket), so that an anonymous
+ * scanner raises alerts too.
  * It is never quarantined: it is refused everything already.
  *
  * A count is a ring of 16 slots of window/16 each: a denial counts for at
@@ -517,15 +518,33 @@ ngx_http_airlock_key(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 }
 
 
-/* the peer of an unknown client: "uid:1000" on a unix socket, else the
-   address */
+/*
+ * The peer of an unknown client: "uid:1000" on a unix socket, an IPv4
+ * address, or the /64 of an IPv6 one ("fd00:0:0:7::/64"): a host is given
+ * a whole /64 and may send from any address in it, one count each.
+ */
 
 u_char *
 ngx_http_airlock_peer_text(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, u_char *last)
 {
+    al_peer_t  net;
+
     /* the real peer, not c->addr_text: realip rewrites that */
-    return ngx_http_airlock_peer_addr_text(&ctx->peer, p, last);
+
+    if (ctx->peer.unix_peer || !ctx->peer.has_addr
+        || ngx_memcmp(ctx->peer.addr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)
+           == 0)
+    {
+        return ngx_http_airlock_peer_addr_text(&ctx->peer, p, last);
+    }
+
+    net = ctx->peer;
+    ngx_memzero(&net.addr[8], 8);
+
+    p = ngx_http_airlock_peer_addr_text(&net, p, last);
+
+    return ngx_slprintf(p, last, "/64");
 }
 
 
