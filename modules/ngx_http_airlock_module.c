@@ -1451,6 +1451,10 @@ ngx_http_airlock_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
+    if (ngx_http_airlock_status_check(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_http_airlock_filter_init(cf);
 }
 

@@ -115,6 +115,7 @@ typedef struct {
 typedef struct {
     ngx_open_file_t             *deny_log;      /* NULL: off */
     ngx_flag_t                   airlock;       /* has Airlock locations */
+    ngx_flag_t                   status;        /* has airlock_status */
 } ngx_http_airlock_srv_conf_t;
 
 
@@ -482,6 +483,7 @@ ngx_uint_t ngx_http_airlock_count(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_alert_t *alerts);
 u_char *ngx_http_airlock_peer_text(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, u_char *last);
+ngx_int_t ngx_http_airlock_status_check(ngx_conf_t *cf);
 
 void *ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name);
 char *ngx_http_airlock_conf_check(ngx_conf_t *cf,

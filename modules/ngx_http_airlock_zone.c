@@ -833,7 +833,8 @@ ngx_http_airlock_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_airlock_loc_conf_t  *alcf = conf;
 
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_core_loc_conf_t     *clcf;
+    ngx_http_airlock_srv_conf_t  *ascf;
 
     if (alcf->status) {
         return "is duplicate";
@@ -844,7 +845,103 @@ ngx_http_airlock_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     alcf->status = 1;
 
+    ascf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_airlock_module);
+    ascf->status = 1;
+
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The status tells who is denied what: a server with airlock_status may
+ * listen only on loopback addresses and unix sockets, which the boxed
+ * clients cannot reach, and on none that a server with Airlock locations
+ * listens on, where a Host header would take a client to it.
+ */
+
+ngx_int_t
+ngx_http_airlock_status_check(ngx_conf_t *cf)
+{
+    ngx_str_t                     *text;
+    ngx_uint_t                     i, j, k, loopback;
+    ngx_http_conf_port_t          *port;
+    ngx_http_conf_addr_t          *addr;
+    ngx_http_core_srv_conf_t     **cscfp, *status, *airlock;
+    ngx_http_conf_ctx_t           *ctx;
+    ngx_http_core_main_conf_t     *cmcf;
+    ngx_http_airlock_srv_conf_t   *ascf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    if (cmcf->ports == NULL) {
+        return NGX_OK;
+    }
+
+    port = cmcf->ports->elts;
+
+    for (i = 0; i < cmcf->ports->nelts; i++) {
+
+        addr = port[i].addrs.elts;
+
+        for (j = 0; j < port[i].addrs.nelts; j++) {
+
+            status = NULL;
+            airlock = NULL;
+            cscfp = addr[j].servers.elts;
+
+            for (k = 0; k < addr[j].servers.nelts; k++) {
+                ctx = cscfp[k]->ctx;
+                ascf = ctx->srv_conf[ngx_http_airlock_module.ctx_index];
+
+                if (ascf->status) {
+                    status = cscfp[k];
+                }
+
+                if (ascf->airlock) {
+                    airlock = cscfp[k];
+                }
+            }
+
+            if (status == NULL) {
+                continue;
+            }
+
+            text = &addr[j].opt.addr_text;
+
+            if (airlock != NULL) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "\"airlock_status\" in the server at %s:%ui "
+                              "listens on \"%V\" with the Airlock server "
+                              "at %s:%ui, where clients reach it: put it "
+                              "on an admin listener of its own",
+                              status->file_name, status->line, text,
+                              airlock->file_name, airlock->line);
+                return NGX_ERROR;
+            }
+
+            loopback = (text->len > 5
+                        && ngx_strncmp(text->data, "unix:", 5) == 0)
+                       || (text->len > 4
+                           && ngx_strncmp(text->data, "127.", 4) == 0)
+                       || (text->len > 6
+                           && ngx_strncmp(text->data, "[::1]:", 6) == 0)
+                       || (text->len > 12
+                           && ngx_strncmp(text->data, "[::ffff:127.", 12)
+                              == 0);
+
+            if (!loopback) {
+                ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                              "\"airlock_status\" in the server at %s:%ui "
+                              "listens on \"%V\", not a loopback address "
+                              "or a unix socket: put it on an admin "
+                              "listener the clients cannot reach",
+                              status->file_name, status->line, text);
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
 }
 
 

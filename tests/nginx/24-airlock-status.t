@@ -3,7 +3,9 @@
 # ngx_http_airlock_module: airlock_status and the configuration of the
 # zone, the journal and the status.  The status answers JSON on an admin
 # listener, read-only; it refuses to share a location with "airlock on" and
-# needs a zone.  Directive errors fail "nginx -t".
+# needs a zone.  Its server listens only on loopback addresses and unix
+# sockets, and on none an Airlock server listens on.  Directive errors fail
+# "nginx -t".
 
 use strict;
 use warnings;
@@ -51,7 +53,7 @@ EOF
 my $zone = "    airlock_zone airlock 1m;\n";
 my $good = $p->conf(http => $zone . $status_server);
 
-plan tests => 32;
+plan tests => 39;
 
 sub conf_test {
     my ($conf) = @_;
@@ -84,6 +86,55 @@ like($out, qr/"airlock_status" in location "\/status" cannot be used with/,
         }
 EOF
 isnt($status, 0, 'status under a server with "airlock on": fails');
+
+($status, $out) = conf_test($p->conf(http => $zone, locations => <<'EOF'));
+        location = /status {
+            airlock_status;
+        }
+EOF
+isnt($status, 0, 'status beside an Airlock location: fails');
+like($out, qr/"airlock_status" in the server at \S+:\d+ listens on "127\.0\.0\.1:\d+" with the Airlock server at \S+:\d+, where clients reach it/,
+     'status beside an Airlock location: message');
+
+($status, $out) = conf_test($p->conf(http => $zone . <<'EOF'));
+    server {
+        listen 127.0.0.1:%%PORT_8080%%;
+        server_name admin;
+        location = /status {
+            airlock_status;
+        }
+    }
+EOF
+isnt($status, 0, 'status on the Airlock server\'s listener, by name: fails');
+like($out, qr/listens on "127\.0\.0\.1:\d+" with the Airlock server/,
+     'status on the Airlock server\'s listener: message');
+
+($status, $out) = conf_test($p->conf(http => $zone . <<'EOF'));
+    server {
+        listen %%PORT_8082%%;
+        location = /status {
+            airlock_status;
+        }
+    }
+EOF
+isnt($status, 0, 'status on every address: fails');
+like($out, qr/listens on "0\.0\.0\.0:\d+", not a loopback address or a unix socket/,
+     'status on every address: message');
+
+($status, $out) = conf_test($p->conf(http => $zone . <<'EOF'));
+    server {
+        listen 127.0.0.1:%%PORT_8082%%;
+        listen unix:%%TESTDIR%%/admin.sock;
+        location = /status {
+            airlock_status;
+        }
+    }
+    server {
+        listen 127.0.0.1:%%PORT_8082%%;
+        server_name other;
+    }
+EOF
+is($status, 0, 'status on loopback and a unix socket: passes') or diag($out);
 
 ($status, $out) = conf_test($p->conf(http => $status_server));
 isnt($status, 0, 'status without a zone: fails');
