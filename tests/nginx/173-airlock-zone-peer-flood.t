@@ -5,7 +5,7 @@
 # whole IPv6 network, here 127.0.0.0/8), each a count of its own.  A
 # flood of them fills a small zone, but never pushes out a client's live
 # counts: its next denials still lead to its quarantine.  Peers push out
-# peers.
+# peers.  The quarantine, in shared memory, outlives a killed worker.
 
 use strict;
 use warnings;
@@ -65,7 +65,7 @@ my $from = IO::Socket::INET->new(LocalAddr => '127.0.1.2',
 plan(skip_all => "no 127.0.1.2 to send from: $!") unless $from;
 close $from;
 
-plan tests => 8;
+plan tests => 10;
 
 my $json = JSON::PP->new->utf8;
 
@@ -113,4 +113,9 @@ is(deny_json(a_get('/nope/3'))->[1], 'no_route', 'a: a third denial');
 is(scalar(quarantines()), 1, 'a: quarantined, its count kept');
 is(deny_json(a_get('/ok'))->[1], 'quarantined', 'a: refused while in it');
 
-is($t->error_log_check, '', 'no alerts: peers made room for peers');
+ok(scalar $t->kill_workers, 'the workers killed, the master starts others');
+is(deny_json(a_get('/ok'))->[1], 'quarantined',
+   'a: still quarantined by the new worker');
+
+is($t->error_log_check(qr/exited on signal 9/), '',
+   'no other alerts: peers made room for peers');
