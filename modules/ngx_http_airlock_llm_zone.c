@@ -1222,10 +1222,15 @@ ngx_http_airlock_llm_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_airlock_llm_loc_conf_t  *llcf = conf;
 
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_core_loc_conf_t     *clcf;
+    ngx_http_airlock_srv_conf_t  *ascf;
 
     /* merge_loc_conf checks that the zone exists, once http{} is read */
     llcf->metrics = 1;
+
+    /* and ngx_http_airlock_status_check() where it listens */
+    ascf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_airlock_module);
+    ascf->admin = "airlock_llm_metrics";
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_airlock_llm_metrics_handler;

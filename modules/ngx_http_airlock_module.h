@@ -115,7 +115,10 @@ typedef struct {
 typedef struct {
     ngx_open_file_t             *deny_log;      /* NULL: off */
     ngx_flag_t                   airlock;       /* has Airlock locations */
-    ngx_flag_t                   status;        /* has airlock_status */
+    char                        *admin;         /* "airlock_status" or
+                                                   "airlock_llm_metrics":
+                                                   an admin location's,
+                                                   NULL: none */
 } ngx_http_airlock_srv_conf_t;
 
 

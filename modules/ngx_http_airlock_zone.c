@@ -846,22 +846,24 @@ ngx_http_airlock_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     alcf->status = 1;
 
     ascf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_airlock_module);
-    ascf->status = 1;
+    ascf->admin = "airlock_status";
 
     return NGX_CONF_OK;
 }
 
 
 /*
- * The status tells who is denied what: a server with airlock_status may
- * listen only on loopback addresses and unix sockets, which the boxed
- * clients cannot reach, and on none that a server with Airlock locations
- * listens on, where a Host header would take a client to it.
+ * The status tells who is denied what, and airlock_llm_metrics who spends
+ * what on which model: a server with either may listen only on loopback
+ * addresses and unix sockets, which the boxed clients cannot reach, and on
+ * none that a server with Airlock or LLM locations listens on, where a
+ * Host header would take a client to it.
  */
 
 ngx_int_t
 ngx_http_airlock_status_check(ngx_conf_t *cf)
 {
+    char                          *name;
     ngx_str_t                     *text;
     ngx_uint_t                     i, j, k, loopback;
     ngx_http_conf_port_t          *port;
@@ -885,6 +887,7 @@ ngx_http_airlock_status_check(ngx_conf_t *cf)
 
         for (j = 0; j < port[i].addrs.nelts; j++) {
 
+            name = NULL;
             status = NULL;
             airlock = NULL;
             cscfp = addr[j].servers.elts;
@@ -893,8 +896,9 @@ ngx_http_airlock_status_check(ngx_conf_t *cf)
                 ctx = cscfp[k]->ctx;
                 ascf = ctx->srv_conf[ngx_http_airlock_module.ctx_index];
 
-                if (ascf->status) {
+                if (ascf->admin != NULL) {
                     status = cscfp[k];
+                    name = ascf->admin;
                 }
 
                 if (ascf->airlock) {
@@ -910,11 +914,11 @@ ngx_http_airlock_status_check(ngx_conf_t *cf)
 
             if (airlock != NULL) {
                 ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                              "\"airlock_status\" in the server at %s:%ui "
+                              "\"%s\" in the server at %s:%ui "
                               "listens on \"%V\" with the Airlock server "
                               "at %s:%ui, where clients reach it: put it "
                               "on an admin listener of its own",
-                              status->file_name, status->line, text,
+                              name, status->file_name, status->line, text,
                               airlock->file_name, airlock->line);
                 return NGX_ERROR;
             }
@@ -931,11 +935,11 @@ ngx_http_airlock_status_check(ngx_conf_t *cf)
 
             if (!loopback) {
                 ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                              "\"airlock_status\" in the server at %s:%ui "
+                              "\"%s\" in the server at %s:%ui "
                               "listens on \"%V\", not a loopback address "
                               "or a unix socket: put it on an admin "
                               "listener the clients cannot reach",
-                              status->file_name, status->line, text);
+                              name, status->file_name, status->line, text);
                 return NGX_ERROR;
             }
         }

@@ -25,7 +25,7 @@ $l->setup(location => 'airlock_llm_log off;');
 
 my $good = $t->read_file('nginx.conf');
 
-plan tests => 20;
+plan tests => 26;
 
 sub conf_test {
     my ($conf) = @_;
@@ -51,6 +51,25 @@ like($out, qr/"airlock_llm" needs "airlock_llm_zone"/, 'no zone: says so');
                                 =~ s/airlock_llm (openai|anthropic);//gr);
 like($out, qr/"airlock_llm_metrics" in location "\/metrics" needs "airlock_llm_zone"/,
      'metrics without a zone: nginx -t fails');
+
+# the metrics name every client's spending: never where clients reach them
+
+($status, $out) = conf_test($good =~ s{(location /v1/proxy/openai/)}
+                                      {location = /m { airlock_llm_metrics; }\n$1}r);
+isnt($status, 0, 'metrics beside the gateway\'s locations: nginx -t fails');
+like($out, qr/"airlock_llm_metrics" in the server at \S+:\d+ listens on "127\.0\.0\.1:\d+" with the Airlock server at \S+:\d+, where clients reach it/,
+     'metrics beside the gateway\'s locations: says so');
+
+($status, $out) = conf_test($good =~ s/listen 127\.0\.0\.1:(\d+);\n(\s*)location = \/metrics/listen 127.0.0.1:$1;\n$2server_name admin;\n$2location = \/metrics/r
+                                  =~ s/listen 127\.0\.0\.1:(\d+);(\s*server_name admin)/"listen 127.0.0.1:" . $t->port(8080) . ";$2"/er);
+isnt($status, 0, 'metrics on the gateway\'s listener, by name: nginx -t fails');
+like($out, qr/"airlock_llm_metrics" .* with the Airlock server/,
+     'metrics on the gateway\'s listener, by name: says so');
+
+($status, $out) = conf_test($good =~ s/listen 127\.0\.0\.1:(\d+);(\s*location = \/metrics)/listen $1;$2/r);
+isnt($status, 0, 'metrics on every address: nginx -t fails');
+like($out, qr/"airlock_llm_metrics" in the server at \S+:\d+ listens on "0\.0\.0\.0:\d+", not a loopback address or a unix socket/,
+     'metrics on every address: says so');
 
 ($status, $out) = conf_test($good =~ s/client_body_buffer_size 64k;/client_body_buffer_size 8k;/r);
 isnt($status, 0, 'small client_body_buffer_size: nginx -t fails');
