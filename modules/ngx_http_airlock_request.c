@@ -342,6 +342,26 @@ ngx_http_airlock_read_body(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         return ctx->path->body(r, ctx);
     }
 
+    /*
+     * nginx is throwing the body away (an HTTP/2 stream skips its DATA):
+     * it answered the request before its location's phases (a
+     * Content-Length over client_max_body_size) or in another location,
+     * and an error_page brought it here undecided.  nginx's read would
+     * hand over no body at once; the bytes are gone unchecked, and the
+     * proxy module would still write the Content-Length, with no body
+     * after it: the upstream would read what it is sent next on the
+     * connection, another request, as the rest of this one.
+     */
+
+    if (r->discard_body
+#if (NGX_HTTP_V2)
+        || (r->stream != NULL && r->stream->skip_data)
+#endif
+       )
+    {
+        return ngx_http_airlock_body_error(r, ctx);
+    }
+
     r->request_body_in_single_buf = 1;
     r->request_body_in_file_only = 0;
     r->request_body_in_persistent_file = 0;
