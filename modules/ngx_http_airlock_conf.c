@@ -11,7 +11,8 @@
  * proxy_set_body, proxy_method or "proxy_pass_request_body off" that sends
  * another body or method than the one the route matched, a proxy_set_header
  * that frames or types the checked body otherwise (Content-Length,
- * Transfer-Encoding, Content-Type, Content-Encoding), names another Host than
+ * Transfer-Encoding, Content-Type, Content-Encoding; "proxy_pass_request_
+ * headers off", which sends it untyped), names another Host than
  * the route's upstream or another method or path (override headers), lets the
  * client choose the site (X-Forwarded-Host, Forwarded, X-Host,
  * X-Forwarded-Prefix...) or the TLS name (proxy_ssl_name) the upstream is
@@ -561,6 +562,22 @@ ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
                       "body off\": the upstream would get the checked "
                       "body's Content-Length without the body, and read "
                       "what follows on the connection as the body", where);
+        return NGX_CONF_ERROR;
+    }
+
+    /*
+     * merged: set here or inherited from the server or http level.  The
+     * body was checked as its Content-Type says, and would go without
+     * it: a text/plain body is a form to Rack without one, and a JSON
+     * body with "&_method=DELETE&" in a string a DELETE.
+     */
+
+    if (ucf->pass_request_headers == 0) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock location \"%V\" has \"proxy_pass_request_"
+                      "headers off\": the upstream would read the checked "
+                      "body without the Content-Type it was checked as "
+                      "(and get none of the route's credentials)", where);
         return NGX_CONF_ERROR;
     }
 

@@ -12,7 +12,8 @@
 #   - proxy_set_header Content-Type or Content-Encoding: the upstream
 #     would read the checked body as another type, or decode it;
 #   - proxy_pass_request_body off, here or inherited: the checked body's
-#     Content-Length without the body;
+#     Content-Length without the body (proxy_pass_request_headers off,
+#     the body without its Content-Type: 172);
 #   - proxy_set_header Host other than $airlock_host (the location body's;
 #     the gateway's $airlock_llm_host too): "Host $host" let the client
 #     choose the site the upstream serves, with the route's credential;
@@ -36,9 +37,8 @@
 #     both spellings as the same HTTP_X_FORWARDED_HOST.
 #
 # The standard location body passes, and so do headers of other names
-# with fixed values, proxy_pass_request_headers off (it removes headers,
-# the credential too, and adds none) and proxy_http_version 1.0 (the
-# body is forwarded from memory with its length, never chunked).
+# with fixed values and proxy_http_version 1.0 (the body is forwarded
+# from memory with its length, never chunked).
 
 use strict;
 use warnings;
@@ -212,8 +212,6 @@ my @accepted = (
     [ 'the standard location body', $L ],
     [ 'a header of another name, fixed',
       "$L\nproxy_set_header X-Echo-Size 3;" ],
-    [ 'proxy_pass_request_headers off',
-      "$L\nproxy_pass_request_headers off;" ],
     [ 'proxy_http_version 1.0', "$bare\nproxy_http_version 1.0;" ],
     [ 'proxy_set_header Host ${airlock_host}',
       "$bare\nproxy_set_header Host \${airlock_host};" ],
