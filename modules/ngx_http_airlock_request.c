@@ -457,6 +457,11 @@ ngx_http_airlock_body_error(ngx_http_request_t *r,
  * which replaces them, so that what is checked is what is forwarded.
  * NGX_DECLINED: it is over max (a part of it in a file is, too:
  * client_body_buffer_size is checked to hold the largest body allowed).
+ * NGX_ERROR: out of memory, or the body is not the length nginx's read
+ * leaves in content_length_n, the Content-Length the proxy module writes:
+ * another location read it (proxy_request_buffering off) or threw it away
+ * before the decision, and the upstream would read what it is sent next
+ * on the connection as the rest.
  */
 
 ngx_int_t
@@ -505,6 +510,16 @@ ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
     }
 
     body->len = len;
+
+    if (r->headers_in.content_length_n > 0
+        && r->headers_in.content_length_n != (off_t) len)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "airlock: the request body is %uz bytes, not the %O "
+                      "announced: it was read or discarded before the "
+                      "decision", len, r->headers_in.content_length_n);
+        return NGX_ERROR;
+    }
 
     if (len > max) {
         return NGX_DECLINED;

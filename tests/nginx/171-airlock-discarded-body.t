@@ -12,7 +12,10 @@
 # chunked body has no length to refuse it by there: the route reads it and
 # nginx refuses it then (42-airlock-body-error.t), with the same answer.
 # Over HTTP/2 nginx skips the stream's DATA instead, and its read hands
-# over no body at once, however soon the body came: the same again.
+# over no body at once, however soon the body came: the same again.  A
+# body another location read first (proxy_request_buffering off, to an
+# upstream that failed) is no longer there either: whatever is left
+# is not the length announced, and the request is refused (500).
 
 use strict;
 use warnings;
@@ -34,6 +37,12 @@ clients:
 upstreams:
   up: { url: "http://127.0.0.1:%%PORT_8081%%" }
 routes:
+  - name: unbuffered
+    clients: [local]
+    match: { method: POST, path: /unbuffered/raw }
+    upstream: up
+    to: /raw
+    body: { max_bytes: 60000 }
   - name: raw
     clients: [local]
     match: { method: POST, path: /raw }
@@ -67,6 +76,13 @@ http {
             client_max_body_size 10;
             proxy_read_timeout 3s;
             error_page 413 @retry;
+        }
+
+        location /unbuffered/ {
+            proxy_pass http://127.0.0.1:%%PORT_8083%%/;
+            proxy_request_buffering off;
+            proxy_http_version 1.1;
+            error_page 502 @retry;
         }
 
         location @retry {
@@ -114,6 +130,24 @@ while (my $c = $l->accept) {
 }
 EOF
 
+# a server that reads what it gets, then hangs up: nginx answers 502
+
+$t->write_file('closer.pl', <<'EOF');
+use strict;
+use warnings;
+use IO::Socket::INET;
+my $l = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $ARGV[0],
+                              Listen => 64, ReuseAddr => 1) or die "$!";
+while (my $c = $l->accept) {
+    my $b;
+    sysread($c, $b, 65536);
+    close $c;
+}
+EOF
+
+$t->run_daemon($^X, $t->testdir . '/closer.pl', $t->port(8083));
+$t->wait_for_port(8083) or die "closer did not start";
+
 my $log = $t->testdir . '/upstream.log';
 $t->write_file('upstream.log', '');
 $t->run_daemon($^X, $t->testdir . '/upstream.pl', $t->port(8081), $log);
@@ -121,7 +155,7 @@ $t->wait_for_port(8081) or die "upstream did not start";
 
 $t->run;
 
-plan tests => 12;
+plan tests => 14;
 
 sub seen { grep { length } split /\n/, $t->read_file('upstream.log') }
 
@@ -146,6 +180,12 @@ $r = late("POST /raw HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
           . "Transfer-Encoding: chunked\r\n\r\n",
           sprintf("%x\r\n%s\r\n0\r\n\r\n", 50, 'x' x 50));
 is($r->{status}, 413, 'chunked body over the limit: 413');
+
+# the body read by another location, unbuffered, before the decision
+
+$r = late("POST /unbuffered/raw HTTP/1.1\r\nHost: localhost\r\n"
+          . "Connection: close\r\nContent-Length: 50\r\n\r\n", 'y' x 50);
+is($r->{status}, 500, 'body read by another location first: 500');
 
 # HTTP/2, headers and body in one write (h2c, prior knowledge): the
 # answer's :status, written as nginx writes one not in HPACK's table
@@ -228,5 +268,9 @@ SKIP: {
     is(h2_post('/raw', 'hello')->{status}, 200,
        'HTTP/2, a body within the limit: 200');
 }
+
+like($t->read_file('error.log'),
+     qr/the request body is \d+ bytes, not the 50 announced/,
+     'body read by another location first: logged');
 
 is($t->error_log_check, '', 'no alerts');
