@@ -17,6 +17,12 @@
  * and held; SSE clients act on an event only at its blank line, so holding
  * it delays nothing they could see.
  *
+ * The header of a 2xx answer waits for the first bytes of its body, which
+ * must be text (al_llm_body_text()): a body compressed without a
+ * Content-Encoding that says so (gzip, zstd, brotli), which the key
+ * scrubber could not search and a client unpacks all the same, is refused
+ * with 502, as an answer marked encoded is.
+ *
  * This filter runs before ngx_http_airlock_module's, which scrubs the
  * provider key from what it passes on.
  */
@@ -48,6 +54,8 @@ static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
     u_char *slot);
 static ngx_uint_t ngx_http_airlock_llm_headers_n(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_llm_start(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
 static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
 static ngx_int_t ngx_http_airlock_llm_slice(ngx_http_request_t *r,
@@ -276,6 +284,12 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
     /* buffers a temporary file holds are read back before they get here */
     r->filter_need_in_memory = 1;
+
+    if (ctx->answered) {
+        /* on with the body's first bytes (ngx_http_airlock_llm_start()) */
+        ctx->start = 1;
+        return NGX_OK;
+    }
 
     return ngx_http_next_header_filter(r);
 }
@@ -601,6 +615,7 @@ ngx_http_airlock_llm_event_type(ngx_http_request_t *r)
 static ngx_int_t
 ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
+    ngx_int_t                    rc;
     ngx_buf_t                   *b;
     ngx_chain_t                 *cl;
     ngx_http_airlock_llm_ctx_t  *ctx;
@@ -618,6 +633,18 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                 ngx_http_airlock_llm_ttfb(r, ctx);
                 break;
             }
+        }
+    }
+
+    if (ctx->start) {
+        rc = ngx_http_airlock_llm_start(r, ctx, in);
+
+        if (rc == NGX_DONE) {
+            return NGX_OK;
+        }
+
+        if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+            return rc;
         }
     }
 
@@ -649,6 +676,70 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     return ngx_http_next_body_filter(r, in);
+}
+
+
+/*
+ * The held header goes on with the first bytes of the body, or with its
+ * end when it has none; until then (flushes only) it waits: NGX_DONE.
+ * A body whose first bytes are not text is refused, as
+ * ngx_http_airlock_module refuses an answer marked encoded: 502, the
+ * connection closed after it.  Only the first bytes of the first buffer
+ * are read (AL_LLM_TEXT_PEEK): what an encoder writes is told from text
+ * there.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_start(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(b) && b->last > b->pos) {
+            if (!al_llm_body_text(b->pos, b->last - b->pos)) {
+                goto refuse;
+            }
+
+            break;
+        }
+
+        if (b->last_buf || b->last_in_chain) {
+            break;
+        }
+    }
+
+    if (cl == NULL) {
+        return NGX_DONE;
+    }
+
+    ctx->start = 0;
+
+    return ngx_http_next_header_filter(r);
+
+refuse:
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "airlock: llm \"%s\" answered %ui with a body that is "
+                  "not text (%02xd %02xd ...: compressed without a "
+                  "Content-Encoding?), a response that cannot be scrubbed",
+                  ctx->provider->llm->name.data,
+                  ctx->status, b->pos[0],
+                  (b->last - b->pos > 1) ? b->pos[1] : 0);
+
+    ctx->start = 0;
+
+    /* the error page that follows is not this upstream's answer */
+    ctx->actx->refused = r->upstream;
+
+    /* see ngx_http_airlock_header_filter(): the connection is closed */
+    r->keepalive = 0;
+
+    return ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
+                                            NGX_HTTP_BAD_GATEWAY);
 }
 
 

@@ -197,6 +197,9 @@ typedef struct {
     unsigned                         answered:1;   /* the provider's 2xx
                                                    reached the filters */
     unsigned                         filter:1;     /* blocks are dropped */
+    unsigned                         start:1;      /* the header waits for
+                                                   the body's first
+                                                   bytes */
     unsigned                         ttfb_set:1;
     unsigned                         ended:1;      /* the last buffer */
     unsigned                         accounted:1;

@@ -247,6 +247,71 @@ al_llm_endpoint_has_body(al_llm_endpoint_t ep)
 }
 
 
+/*
+ * The usual first bytes of a JSON answer or an event stream ("data: {",
+ * "{\"id\":") are printable ASCII: two words of them are told at once,
+ * by bits set where a byte is over 0x7e, under 0x20 or 0x7f (exact for
+ * "some byte is").  Anything else is read a byte at a time.
+ */
+
+#define AL_LLM_ONES  0x0101010101010101ULL
+#define AL_LLM_HIGH  0x8080808080808080ULL
+
+_Static_assert(AL_LLM_TEXT_PEEK == 16, "the peek is two words");
+
+#define al_llm_not_printable(w, d)                                           \
+    ((w) | (((w) - 0x20 * AL_LLM_ONES) & ~(w)) | (((d) - AL_LLM_ONES) & ~(d)))
+
+int
+al_llm_body_text(const unsigned char *p, size_t len)
+{
+    size_t    i, k, n;
+    uint64_t  w, v, dw, dv;
+    unsigned  c;
+
+    if (len >= AL_LLM_TEXT_PEEK) {
+        memcpy(&w, p, 8);
+        memcpy(&v, p + 8, 8);
+        dw = w ^ (0x7f * AL_LLM_ONES);
+        dv = v ^ (0x7f * AL_LLM_ONES);
+
+        if (((al_llm_not_printable(w, dw) | al_llm_not_printable(v, dv))
+             & AL_LLM_HIGH)
+            == 0)
+        {
+            return 1;
+        }
+    }
+
+    n = (len < AL_LLM_TEXT_PEEK) ? len : AL_LLM_TEXT_PEEK;
+
+    for (i = 0; i < n; i += c) {
+        c = p[i];
+
+        if ((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\r' || c == '\t') {
+            c = 1;
+            continue;
+        }
+
+        /* the first byte of a UTF-8 sequence, and its continuation */
+
+        if (c < 0xc2 || c > 0xf4) {
+            return 0;
+        }
+
+        c = (c >= 0xf0) ? 4 : (c >= 0xe0) ? 3 : 2;
+
+        for (k = 1; k < c && i + k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80) {
+                return 0;
+            }
+        }
+    }
+
+    return 1;
+}
+
+
 al_llm_endpoint_t
 al_llm_endpoint(al_llm_kind_t kind, unsigned method,
     const al_path_t *suffix, al_reason_t *reason)

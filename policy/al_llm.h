@@ -98,6 +98,20 @@ const char *al_llm_endpoint_name(al_llm_endpoint_t ep);
 int al_llm_endpoint_has_body(al_llm_endpoint_t ep);
 
 /*
+ * 1 when the first bytes of an answer's body (the first len, at most
+ * AL_LLM_TEXT_PEEK) are text: printable ASCII, tab, CR, LF and UTF-8
+ * sequences (a BOM is one), the last one possibly cut by the end of the
+ * bytes.  0 otherwise: a compressed body (gzip 1f 8b, zstd 28 b5 2f fd,
+ * zlib 78 9c and the like, xz, lz4 by their first bytes, brotli, raw
+ * deflate or bzip2 by what follows, which is random), or any other
+ * binary one (a NUL: UTF-16 and UTF-32 too).  Random bytes pass as
+ * text by a chance of about one in 2^20 over 16 bytes.
+ */
+#define AL_LLM_TEXT_PEEK        16
+
+int al_llm_body_text(const unsigned char *p, size_t len);
+
+/*
  * Classifies a parsed suffix.  Returns the endpoint, or AL_LLM_EP_NONE with
  * *reason set: AL_REASON_NO_ROUTE when no endpoint has that path,
  * AL_REASON_METHOD when one does under another method.

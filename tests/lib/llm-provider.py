@@ -90,7 +90,11 @@ Keys:
                 with what X-Echo-Auth has
   headers       more response headers, {"Name": "value", ...}, on every
                 answer (an error's, a stream's)
-  gzip          JSON answers: gzip the body
+  gzip          gzip the body, JSON answers and streams (each event
+                flushed in its chunk); no Content-Encoding says so unless
+                content_encoding or headers does
+  zlib          the same in zlib's format (78 9c), as "Content-Encoding:
+                deflate" is
   content_encoding
                 JSON answers: a Content-Encoding header for each value of
                 this list, in order
@@ -116,6 +120,7 @@ import struct
 import sys
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -315,6 +320,8 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(obj).encode()
         if self.script.get("gzip"):
             data = gzip.compress(data)
+        elif self.script.get("zlib"):
+            data = zlib.compress(data)
         te = self.script.get("transfer_encoding")
 
         self.send_response(status)
@@ -599,8 +606,14 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.flush()
+        if self.script.get("gzip") or self.script.get("zlib"):
+            self.z = zlib.compressobj(wbits=31 if self.script.get("gzip")
+                                      else 15)
 
     def chunk(self, data):
+        z = getattr(self, "z", None)
+        if z is not None:
+            data = z.compress(data) + z.flush(zlib.Z_SYNC_FLUSH)
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
@@ -622,6 +635,10 @@ class Handler(BaseHTTPRequestHandler):
             self.chunk(raw[i:i + split])
 
     def end_stream(self):
+        z = getattr(self, "z", None)
+        if z is not None:
+            data = z.flush()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

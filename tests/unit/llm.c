@@ -58,6 +58,7 @@ static void test_provider_tools(void);
 static void test_tool_choice(void);
 static int refused_tool(const char *want);
 static void test_case_fold(void);
+static void test_body_text(void);
 static void test_service_tier(void);
 static void test_provider_routing(void);
 static void test_background(void);
@@ -205,6 +206,7 @@ main(void)
     test_provider_tools();
     test_tool_choice();
     test_case_fold();
+    test_body_text();
     test_service_tier();
     test_provider_routing();
     test_background();
@@ -4872,4 +4874,131 @@ test_other_n(void)
         "{\"model\":\"gpt-4o\",\"input\":\"hi\",\"n\":3}");
     tap_ok(rq.reason == AL_REASON_NONE && rq.max_output == 0,
            "embeddings: no output, nothing reserved");
+}
+
+
+/*
+ * al_llm_body_text(): JSON answers, event streams and other text, whole
+ * or cut anywhere, are text; compressed bodies (their first bytes as
+ * encoders write them) and random bytes are not.
+ */
+
+static void
+test_body_text(void)
+{
+    int            want;
+    size_t         i, k, at, len, bad, pass;
+    uint32_t       x;
+    unsigned char  r[AL_LLM_TEXT_PEEK], b[AL_LLM_TEXT_PEEK + 8];
+
+    static const struct {
+        const char  *body;
+        size_t       len;
+        int          want;
+    } t[] = {
+#define B(s, w)  { s, sizeof(s) - 1, w }
+        B("{\"id\":\"chatcmpl-1\"}", 1),
+        B("{\n  \"id\": \"chatcmpl-1\",\n  \"object\": \"chat\"", 1),
+        B("\xef\xbb\xbf{\"id\":1}", 1),
+        B("data: {\"id\":1}\n\n", 1),
+        B("event: message_start\r\ndata: {}\r\n\r\n", 1),
+        B(": OPENROUTER PROCESSING\n\ndata: {}\n\n", 1),
+        B("{\"text\":\"\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80\"}", 1),
+        B("<<%73%6B>>;<<%73%6B>>;", 1),
+        B("<html><body>502</body></html>", 1),
+        B("{\"id\":\"chatcmpl-1\"}\x1f\x8b\x08", 1),     /* past the peek */
+        /* the first 16 bytes of real bodies: gzip, zlib at levels 1, 6
+         and 9, raw deflate, zstd, bzip2, xz */
+        B("\x1f\x8b\x08\x00\xac\xd5\x15\x6b"
+          "\x02\xff\x35\xcc\x31\x0e\x83\x30", 0),
+        B("\x78\x01\x35\xcc\x31\x0e\x83\x30"
+          "\x14\x03\xd0\xab\x44\x7f\x06\xc4", 0),
+        B("\x78\x9c\x35\xcc\x31\x0e\x83\x30"
+          "\x14\x03\xd0\xab\x44\x7f\x06\xc4", 0),
+        B("\x78\xda\x35\xcc\x31\x0e\x83\x30"
+          "\x14\x03\xd0\xab\x44\x7f\x06\xc4", 0),
+        B("\x35\xcc\x31\x0e\x83\x30\x14\x03"
+          "\xd0\xab\x44\x7f\x06\xc4\xdc\x0d", 0),
+        B("\x28\xb5\x2f\xfd\x04\x58\x35\x02"
+          "\x00\xb4\x03\x7b\x22\x69\x64\x22", 0),
+        B("\x42\x5a\x68\x39\x31\x41\x59\x26"
+          "\x53\x59\xd2\x8a\xca\xa0\x00\x00", 0),
+        B("\xfd\x37\x7a\x58\x5a\x00\x00\x04"
+          "\xe6\xd6\xb4\x46\x02\x00\x21\x01", 0),
+        B("\x1b\x5c\x02\x00\x04\x58", 0),                     /* brotli */
+        B("\x8b\x07\x80\x7b\x22\x69", 0),
+        B("\x5b\x3a\x94\x21\x02\x80", 0),
+        B("\x22\x8f\x41\x30", 0),
+        B("\x04\x22\x4d\x18", 0),                             /* lz4 */
+        B("{\x1f\x8b", 0),
+        B("dat\x8b", 0),
+        B("\xef\xbb\x00{}", 0),
+        B("\xe6\x97x", 0),
+        B("{\"a\":\"\xc0\xaf\"}", 0),                         /* overlong */
+        B("\x00{\x00\"\x00", 0),                              /* UTF-16 */
+#undef B
+    };
+
+    bad = 0;
+
+    for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        if (al_llm_body_text((const unsigned char *) t[i].body, t[i].len)
+            != t[i].want)
+        {
+            tap_diag("body", t[i].body);
+            bad++;
+        }
+
+        /* text cut anywhere, a UTF-8 sequence too, is text */
+
+        for (k = 1; k < t[i].len && t[i].want; k++) {
+            if (!al_llm_body_text((const unsigned char *) t[i].body, k)) {
+                tap_diag("body cut", t[i].body);
+                bad++;
+            }
+        }
+    }
+
+    tap_ok(bad == 0, "al_llm_body_text(): text in, compressed bodies out");
+
+    /* every byte value at every place of the peek, words and bytes alike */
+
+    bad = 0;
+
+    for (k = 0; k < 2 * AL_LLM_TEXT_PEEK; k++) {
+        for (i = 0; i < 256; i++) {
+            memcpy(b, "data: {\"id\":\"chatcmpl-1", sizeof(b));
+            at = k % AL_LLM_TEXT_PEEK;
+            len = (k < AL_LLM_TEXT_PEEK) ? AL_LLM_TEXT_PEEK : sizeof(b);
+            b[at] = (unsigned char) i;
+
+            want = (i >= 0x20 && i < 0x7f) || i == '\t' || i == '\n'
+                   || i == '\r'
+                   || (i >= 0xc2 && i <= 0xf4 && at + 1 == len);
+
+            if (al_llm_body_text(b, len) != want) {
+                bad++;
+            }
+        }
+    }
+
+    tap_ok(bad == 0, "al_llm_body_text(): each byte at each place");
+
+    /* random bytes, as a compressed body's are past its header */
+
+    x = 2463534242u;
+    pass = 0;
+
+    for (i = 0; i < 100000; i++) {
+        for (k = 0; k < sizeof(r); k++) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            r[k] = (unsigned char) x;
+        }
+
+        pass += al_llm_body_text(r, sizeof(r));
+    }
+
+    tap_ok(pass <= 2, "al_llm_body_text(): random bytes are not text");
 }
