@@ -879,7 +879,8 @@ al_scrub_t *al_scrub_collect(const al_policy_t *p, const al_route_t *route,
     const char **why);
 
 /* the same for an llm entry: its key as sent ("Bearer k" to OpenAI-style
-   providers), raw and in base64, and the key alone in hex */
+   providers), raw and in base64, and the key alone in hex and its first
+   and last halves (AL_SCRUB_HALF) */
 al_scrub_t *al_scrub_collect_llm(const al_policy_t *p, const al_llm_t *llm,
     const char **why);
 void al_scrub_free(al_scrub_t *s);
@@ -910,6 +911,13 @@ int al_scrub_route_scrubbed(const al_policy_t *p, const al_route_t *route);
  * AL_SCRUB_INNER bytes or more.
  */
 #define AL_SCRUB_INNER  12
+
+/*
+ * An llm entry's key of 2 * AL_SCRUB_HALF bytes or more is listed with
+ * its first and its last half ((len + 1) / 2 bytes each): a key cut short
+ * or split in two holds one of them whole.
+ */
+#define AL_SCRUB_HALF   16
 
 size_t al_scrub_inner(char *out, const unsigned char *s, size_t len,
     unsigned place, int url);

@@ -61,6 +61,8 @@ static void al_scrub_add_inner(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
 static void al_scrub_add_hex(al_scrub_ctx_t *sc, const unsigned char *s,
     size_t len);
+static void al_scrub_add_halves(al_scrub_ctx_t *sc, const unsigned char *s,
+    size_t len);
 static void al_scrub_basic(al_scrub_ctx_t *sc, const char *v, size_t len);
 static al_scrub_t *al_scrub_build(const al_policy_t *p,
     const al_route_t *route, const al_llm_t *llm, const char **why);
@@ -426,7 +428,7 @@ al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec)
 /*
  * The provider key as it is sent ("Bearer k" to OpenAI-style providers,
  * "k" in x-api-key to Anthropic), raw and in base64, and "Bearer k" in
- * base64.
+ * base64; and its halves (al_scrub_add_halves()).
  */
 
 static void
@@ -464,6 +466,41 @@ al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
     al_scrub_add_base64(sc, sec->value, sec->len);
     al_scrub_add_inner(sc, sec->value, sec->len);
     al_scrub_add_hex(sc, sec->value, sec->len);
+    al_scrub_add_halves(sc, sec->value, sec->len);
+}
+
+
+/*
+ * A key cut short (an echo cut at a length, "all but the last few
+ * characters") holds its first half; a key split in two with something
+ * between (a line of a log, a quote) holds one of its halves whole,
+ * wherever it is split: the part of at least half its length.  So its
+ * first and last halves, each (len + 1) / 2 bytes, are listed, raw (and
+ * in the forms al_scrub_match() reads as it compares): what is left of
+ * the key beside a redacted half lacks that half, half the key's
+ * characters, which no one guesses.  A prefix or a part shorter than half
+ * passes (a "sk-proj-abc...wxyz" a provider writes to name a key): it is
+ * less than half the key.  Only for keys of 2 * AL_SCRUB_HALF bytes or
+ * more, as a half of a shorter one may be met by chance.  What it costs:
+ * the last half's start is one more two-byte start for the walks
+ * (AL_SCRUB_PAIRS; the first half's is the key's own), and a half may be
+ * the list's shortest string (minlen), below which a header value is
+ * passed over unsearched.
+ */
+
+static void
+al_scrub_add_halves(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
+{
+    size_t  n;
+
+    if (len < 2 * AL_SCRUB_HALF) {
+        return;
+    }
+
+    n = (len + 1) / 2;
+
+    al_scrub_add(sc, (const char *) s, n);
+    al_scrub_add(sc, (const char *) s + len - n, n);
 }
 
 

@@ -64,6 +64,7 @@ static void test_utf8(void);
 static void test_starts(void);
 static void test_prefix(void);
 static void test_decode(void);
+static void test_halves(al_keyring_t *kr, const char *pub);
 
 
 static int
@@ -1610,6 +1611,7 @@ main(void)
         test_wrapped(kr, pub);
         test_inner(kr, pub);
         test_many(kr, pub);
+        test_halves(kr, pub);
 
     } else {
         tap_diag("error: ", err.msg);
@@ -1818,4 +1820,122 @@ many_cpu(const al_scrub_t *s, char *body, char *out)
     scrub_whole(s, body, i, out);
 
     return clock() - t0;
+}
+
+
+/*
+ * An llm key cut short or split in two: its first and last halves are
+ * listed (AL_SCRUB_HALF), so the key less its last characters, or either
+ * part of a split of at least half the key, is redacted, raw and in the
+ * forms decoded as they are compared; a part shorter than half passes.
+ * A short key (a secret too) has no halves listed.
+ */
+
+#define HKEY   "sk-proj-FAKE0123456789abcdefghijklmnopqrstuv"   /* 44 */
+#define HSHORT "sk-FAKE-0123456789abcdefghijk"                  /* 29 */
+
+static void
+test_halves(al_keyring_t *kr, const char *pub)
+{
+    char          *sk, *ss, yaml[4096], text[512], out[4096];
+    al_error_t     err;
+    al_scrub_t    *s;
+    al_policy_t   *p;
+    const char    *why;
+
+    sk = ss = NULL;
+    p = NULL;
+    s = NULL;
+
+    if (!tap_ok(al_seal(pub, (const unsigned char *) HKEY, sizeof(HKEY) - 1,
+                        &sk, &err) == 0
+                && al_seal(pub, (const unsigned char *) HSHORT,
+                           sizeof(HSHORT) - 1, &ss, &err) == 0,
+                "halves: seal the keys"))
+    {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    snprintf(yaml, sizeof(yaml),
+             HEAD
+             "secrets:\n"
+             "  key: { sealed: \"%s\" }\n"
+             "  short: { sealed: \"%s\" }\n"
+             "llm:\n"
+             "  - name: openai\n"
+             "    prefix: /v1/proxy/openai\n"
+             "    provider: openai\n"
+             "    upstream: https://api.openai.com/v1\n"
+             "    secret: key\n"
+             "    models: [gpt-4o-mini]\n"
+             "    clients:\n"
+             "      agent: {}\n"
+             "  - name: other\n"
+             "    prefix: /v1/proxy/other\n"
+             "    provider: anthropic\n"
+             "    upstream: https://api.anthropic.com/v1\n"
+             "    secret: short\n"
+             "    models: [claude-3-5-haiku]\n"
+             "    clients:\n"
+             "      agent: {}\n"
+             ALERTS, sk, ss);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
+    if (!tap_ok(p != NULL && p->secrets_open, "halves: policy opens")) {
+        tap_diag("error: ", err.msg);
+        goto done;
+    }
+
+    s = al_scrub_collect_all(p, &why);
+    if (!tap_ok(s != NULL, "halves: the policy list")) {
+        goto done;
+    }
+
+    tap_ok(has(s, "sk-proj-FAKE0123456789")
+           && has(s, "abcdefghijklmnopqrstuv"),
+           "halves: the key's first and last 22 bytes are listed");
+    tap_ok(!has(s, "sk-FAKE-0123456"),
+           "halves: a key under 2 * AL_SCRUB_HALF bytes has none");
+
+    (void) redacted(s, HKEY, "halves: the whole key, one match");
+    (void) redacted(s, "sk-proj-FAKE0123456789", "halves: the first half");
+    (void) redacted(s, "abcdefghijklmnopqrstuv", "halves: the last half");
+    (void) redacted(s, "ab\\u0063defghijklmnopqrstuv",
+                    "halves: the last half, JSON-escaped");
+    (void) redacted(s, "sk-proj-FAKE01234%35%36789",
+                    "halves: the first half, URL-encoded");
+
+    /* the key less its last four characters: its first half goes */
+
+    scrub_whole(s, "\"sk-proj-FAKE0123456789abcdefghijklmnopqr\"", 42, out);
+    tap_is_str(out, "\"" REDACTED "abcdefghijklmnopqr\"",
+               "halves: the key cut short loses its first half");
+
+    /* split anywhere with something between: one part holds a half */
+
+    snprintf(text, sizeof(text), "%.*s ... %s", 10, HKEY, HKEY + 10);
+    scrub_whole(s, text, strlen(text), out);
+    tap_ok(strstr(out, "sk-proj-FA ... ") == out
+           && strstr(out, "abcdefghijklmnopqrstuv") == NULL,
+           "halves: split early, the second part loses the last half");
+
+    snprintf(text, sizeof(text), "%.*s | %s", 30, HKEY, HKEY + 30);
+    scrub_whole(s, text, strlen(text), out);
+    tap_ok(strncmp(out, REDACTED, sizeof(REDACTED) - 1) == 0
+           && strstr(out, "sk-proj-FAKE0123456789") == NULL,
+           "halves: split late, the first part loses the first half");
+
+    /* shorter than half: a provider's "sk-proj-FAKE...stuv" passes */
+
+    scrub_whole(s, "sk-proj-FAKE...stuv", 19, out);
+    tap_is_str(out, "sk-proj-FAKE...stuv", "halves: a short prefix passes");
+
+done:
+
+    al_scrub_free(s);
+    al_policy_free(p);
+    free(sk);
+    free(ss);
 }
