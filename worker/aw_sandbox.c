@@ -98,11 +98,12 @@
 #define AW_DRAIN_MS            2000
 
 /*
- * bwrap's arguments: the fixed ones, and three for each entry of /proc
- * covered (aw_proc_cover()), of which there are at most AW_PROC_COVERS
+ * bwrap's arguments: the fixed ones and aw_proc_sys_cover()'s, and three
+ * for each entry of /proc covered (aw_proc_cover()), of which there are
+ * at most AW_PROC_COVERS
  */
 #define AW_PROC_COVERS         160
-#define AW_BWRAP_ARGS          (64 + 3 * AW_PROC_COVERS)
+#define AW_BWRAP_ARGS          (96 + 3 * AW_PROC_COVERS)
 
 #define AW_STR(x)              #x
 #define AW_XSTR(x)             AW_STR(x)
@@ -183,6 +184,9 @@ static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
     int fail);
 static void aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover,
     const char *path, int fail);
+static void aw_proc_sys_cover(aw_bwrap_argv_t *a, int fail);
+static void aw_bwrap_args(aw_bwrap_argv_t *a, const char *op,
+    const char *src, const char *dst, int fail);
 static void aw_die_with_parent(pid_t parent, int fail);
 static void aw_child_fail(int fail, const char *fmt, ...)
     __attribute__((noreturn, format(printf, 2, 3)));
@@ -298,10 +302,14 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
  * memory, disks, keys, log, locks, its cgroups' counts, the pressure on
  * its CPU, memory and I/O), and whatever a later kernel adds.  A deny
  * list of those names left such an entry visible (a kernel's
- * program_cpu, the host's cgroups and filesystems).  Of sys, kernel, net
- * (its own namespace) and vm are shown (glibc reads
- * vm/overcommit_memory, kernel/ngroups_max), the rest covered the same
- * way, and so is aw_masked.  gVisor's /proc is its sentry's own.
+ * program_cpu, the host's cgroups and filesystems).  Of sys, net (its
+ * own namespace), kernel and vm are shown, the rest covered the same
+ * way; kernel and vm are the host's settings (its taint flags, core
+ * pattern, pointer and perf restrictions, panic, watchdog and memory
+ * tuning, the boot id), so each is a read-only tmpfs with only what
+ * glibc reads bound back in (aw_proc_sys_files: kernel/ngroups_max,
+ * vm/overcommit_memory); each file bound costs bwrap some 25 system
+ * calls a job.  gVisor's /proc is its sentry's own.
  */
 static const char *const  aw_proc_shown[] = {
     "self", "thread-self", "mounts", "net", "sys", "cpuinfo", "meminfo",
@@ -312,12 +320,19 @@ static const char *const  aw_proc_sys_shown[] = {
     "kernel", "net", "vm", NULL
 };
 
-/* below the shown entries: the host's boot id */
-static const char *const  aw_masked[] = {
-    "/proc/sys/kernel/random",
+static const char *const  aw_proc_sys_dirs[] = {
+    "/proc/sys/kernel", "/proc/sys/vm"
 };
 
-#define AW_NMASKED  (sizeof(aw_masked) / sizeof(aw_masked[0]))
+#define AW_NPROC_SYS_DIRS                                                    \
+    (sizeof(aw_proc_sys_dirs) / sizeof(aw_proc_sys_dirs[0]))
+
+static const char *const  aw_proc_sys_files[] = {
+    "/proc/sys/kernel/ngroups_max", "/proc/sys/vm/overcommit_memory"
+};
+
+#define AW_NPROC_SYS_FILES                                                   \
+    (sizeof(aw_proc_sys_files) / sizeof(aw_proc_sys_files[0]))
 
 /*
  * bwrap's pid 1 (python3 -I -S -c): starts the script as its child, with
@@ -1467,7 +1482,6 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     int            sp[2];
     long           cpu_s;
     size_t         nf, i;
-    struct stat    st;
     struct rlimit  rl;
     aw_bwrap_argv_t  a;
     struct sock_filter  filter[128];
@@ -1590,7 +1604,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * --as-pid-1 leaves none of them in the sandbox's pid namespace:
      * pid 1 is the init, aw_bwrap_init, with the environment set here.
      * The writable places are aw_bwrap_mounts()'s, and so are the
-     * covers of /proc (aw_proc_cover(), aw_masked), after --proc.
+     * covers of /proc (aw_proc_cover(), aw_proc_sys_cover()), after
+     * --proc.
      * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
      * is remounted read-only once the bounded /dev/shm is on it.  It
      * also mounts a devpts of the host kernel, whose ptys count against
@@ -1635,16 +1650,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         aw_proc_cover(&a, "/proc/sys", aw_proc_sys_shown, empty, null,
                       fail);
 
-        for (i = 0; i < AW_NMASKED; i++) {
-            if (lstat(aw_masked[i], &st) != 0
-                || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-            {
-                continue;
-            }
-
-            aw_bwrap_cover(&a, S_ISDIR(st.st_mode) ? empty : null,
-                           aw_masked[i], fail);
-        }
+        aw_proc_sys_cover(&a, fail);
 
         if (a.na + sizeof(tail) / sizeof(tail[0]) > AW_BWRAP_ARGS) {
             aw_child_fail(fail, "too many arguments for bwrap");
@@ -1746,13 +1752,60 @@ static void
 aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover, const char *path,
     int fail)
 {
+    aw_bwrap_args(a, "--ro-bind", cover, path, fail);
+}
+
+
+/*
+ * bwrap: /proc/sys/kernel and /proc/sys/vm become read-only tmpfs with
+ * only aw_proc_sys_files in them, bound from the host's /proc/sys (a
+ * sysctl is read for the namespaces of the process that reads it: the
+ * sandbox's).  A file the kernel does not have is left out.
+ */
+
+static void
+aw_proc_sys_cover(aw_bwrap_argv_t *a, int fail)
+{
+    size_t       i;
+    struct stat  st;
+
+    for (i = 0; i < AW_NPROC_SYS_DIRS; i++) {
+        aw_bwrap_args(a, "--tmpfs", aw_proc_sys_dirs[i], NULL, fail);
+    }
+
+    for (i = 0; i < AW_NPROC_SYS_FILES; i++) {
+        if (lstat(aw_proc_sys_files[i], &st) != 0
+            || !S_ISREG(st.st_mode))
+        {
+            continue;
+        }
+
+        aw_bwrap_args(a, "--ro-bind", aw_proc_sys_files[i],
+                      aw_proc_sys_files[i], fail);
+    }
+
+    for (i = 0; i < AW_NPROC_SYS_DIRS; i++) {
+        aw_bwrap_args(a, "--remount-ro", aw_proc_sys_dirs[i], NULL, fail);
+    }
+}
+
+
+/* bwrap: one option with its one or two arguments (dst NULL: one) */
+
+static void
+aw_bwrap_args(aw_bwrap_argv_t *a, const char *op, const char *src,
+    const char *dst, int fail)
+{
     if (a->na + 3 > AW_BWRAP_ARGS) {
         aw_child_fail(fail, "too many arguments for bwrap");
     }
 
-    a->av[a->na++] = "--ro-bind";
-    a->av[a->na++] = cover;
-    a->av[a->na++] = path;
+    a->av[a->na++] = op;
+    a->av[a->na++] = src;
+
+    if (dst != NULL) {
+        a->av[a->na++] = dst;
+    }
 }
 
 
