@@ -1674,7 +1674,12 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
  * a file with the empty file, read-only.  A link is left: it leads into
  * /proc, where what it names is shown or covered.  A directory the
  * worker cannot read (its /proc mounted subset=pid: no sys) fails the
- * job's start, and bwrap refuses such a /proc anyway.
+ * job's start, and bwrap refuses such a /proc anyway.  It reads at each
+ * job's start, not once: a module loaded later adds entries (sunrpc's
+ * /proc/sys/sunrpc when the host first mounts NFS, md's /proc/mdstat),
+ * which a list made earlier would leave shown until the worker
+ * restarts; and the reading is cheap, 10 system calls (two of openat,
+ * fstat, getdents64 twice, close) of some 3000 a job start makes.
  */
 
 static void
