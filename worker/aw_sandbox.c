@@ -219,7 +219,11 @@ static int aw_write_fd(int fd, const char *buf, size_t len);
  * mount API too), opening files by handle, entering or making
  * namespaces, reading the kernel's log, or loading kernel programs or
  * modules, nor with io_uring, a second way into the kernel that seccomp
- * does not see into (what a ring submits is not a system call).  Python
+ * does not see into (what a ring submits is not a system call), nor with
+ * ustat() and sysfs(), which answer about the host whatever the
+ * namespaces: the free blocks and inodes of any file system mounted
+ * anywhere on it, by device number (another job's /scratch too), and
+ * its kernel's file system types (/proc/filesystems, covered).  Python
  * and its standard library call none of them.
  */
 static const struct {
@@ -261,6 +265,8 @@ static const struct {
     { "kexec_file_load", __NR_kexec_file_load },
     { "delete_module", __NR_delete_module },
     { "syslog", __NR_syslog },
+    { "ustat", __NR_ustat },
+    { "sysfs", __NR_sysfs },
 };
 
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
