@@ -223,7 +223,11 @@ static int aw_write_fd(int fd, const char *buf, size_t len);
  * ustat() and sysfs(), which answer about the host whatever the
  * namespaces: the free blocks and inodes of any file system mounted
  * anywhere on it, by device number (another job's /scratch too), and
- * its kernel's file system types (/proc/filesystems, covered).  Python
+ * its kernel's file system types (/proc/filesystems, covered); nor
+ * with inotify or fanotify watches, which report every open and read of
+ * an inode whoever makes it: under bwrap the rootfs's inodes are every
+ * sandbox's and the host's, so a watch saw other jobs' imports as they
+ * happened (inotify_init answers, and its watches are refused).  Python
  * and its standard library call none of them.
  */
 static const struct {
@@ -267,6 +271,9 @@ static const struct {
     { "syslog", __NR_syslog },
     { "ustat", __NR_ustat },
     { "sysfs", __NR_sysfs },
+    { "inotify_add_watch", __NR_inotify_add_watch },
+    { "fanotify_init", __NR_fanotify_init },
+    { "fanotify_mark", __NR_fanotify_mark },
 };
 
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
