@@ -185,6 +185,7 @@ static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
 static void aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover,
     const char *path, int fail);
 static void aw_proc_sys_cover(aw_bwrap_argv_t *a, int fail);
+static void aw_proc_stat(const char *path, int fail);
 static void aw_bwrap_args(aw_bwrap_argv_t *a, const char *op,
     const char *src, const char *dst, int fail);
 static void aw_die_with_parent(pid_t parent, int fail);
@@ -306,9 +307,10 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
  * pid and network namespaces) a script sees, an allow list: the pid
  * directories (its own processes), self and thread-self, mounts and net
  * (links into self), sys (read-only; below), and the few files Python
- * and the C library read: cpuinfo, meminfo, stat, loadavg, uptime,
- * version (what they say of the host's CPUs, memory and kernel,
- * sysinfo() and uname() say too), and sysvipc (its own IPC namespace).
+ * and the C library read: cpuinfo, meminfo, loadavg, uptime, version
+ * (what they say of the host's CPUs, memory and kernel, sysinfo() and
+ * uname() say too), stat (aw_proc_stat()'s, not the host's), and
+ * sysvipc (its own IPC namespace).
  * Every other entry the kernel has is covered, read-only, with an empty
  * directory or an empty file: whatever names the host (its kernel's
  * symbols, configuration and command line, its devices, interrupts,
@@ -1211,8 +1213,9 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * /scratch, /tmp and /dev/shm.  A file written there is not run
  * (execve fails with EACCES, a library there is not mapped executable).
  * Beside them, an empty directory (void) and an empty file (null), the
- * read-only covers of /dev/pts and of /proc (aw_proc_cover()).  The
- * namespace ends with the sandbox's last process: nothing to remove.
+ * read-only covers of /dev/pts and of /proc (aw_proc_cover()), and the
+ * sandbox's /proc/stat (aw_proc_stat()).  The namespace ends with the
+ * sandbox's last process: nothing to remove.
  */
 
 static void
@@ -1259,7 +1262,7 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box, int fail)
 
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
         || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                 "size=64k,mode=755") != 0)
+                 "size=256k,mode=755") != 0)
     {
         aw_child_fail(fail, "mount %s: %s", base, strerror(errno));
     }
@@ -1275,6 +1278,9 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box, int fail)
         aw_child_fail(fail, "%s: %s", path, strerror(errno));
     }
 
+    snprintf(path, sizeof(path), "%s/stat", base);
+    aw_proc_stat(path, fail);
+
     snprintf(opt, sizeof(opt), "size=%ldm,mode=1777", conf->scratch_mb);
 
     for (i = 0; i < 3; i++) {
@@ -1286,6 +1292,64 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box, int fail)
         {
             aw_child_fail(fail, "tmpfs %s: %s", path, strerror(errno));
         }
+    }
+}
+
+
+/*
+ * bwrap: the sandbox's /proc/stat, written at path.  The host's has,
+ * beside the CPU lines the C library counts CPUs by (there is no /sys
+ * inside), its forks since boot, context switches, interrupts line by
+ * line (what /proc/interrupts, covered, says without the names),
+ * softirqs, boot time and running processes, all live: read twice, they
+ * tell how busy the host and the other jobs are.  This one has a line
+ * for each of the host's CPUs and no time counted.
+ */
+
+static void
+aw_proc_stat(const char *path, int fail)
+{
+    int       fd, n;
+    char     *line, out[64];
+    FILE     *f;
+    size_t    cap, len;
+
+    f = fopen("/proc/stat", "re");
+    if (f == NULL) {
+        aw_child_fail(fail, "/proc/stat: %s", strerror(errno));
+    }
+
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0) {
+        aw_child_fail(fail, "%s: %s", path, strerror(errno));
+    }
+
+    line = NULL;
+    cap = 0;
+
+    while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "cpu", 3) != 0) {
+            continue;
+        }
+
+        len = strspn(line + 3, "0123456789");
+        if (len > 8 || line[3 + len] != ' ') {
+            continue;
+        }
+
+        n = snprintf(out, sizeof(out), "cpu%.*s%s 0 0 0 0 0 0 0 0 0 0\n",
+                     (int) len, line + 3, len == 0 ? " " : "");
+
+        if (n <= 0 || write(fd, out, (size_t) n) != n) {
+            aw_child_fail(fail, "%s: %s", path, strerror(errno));
+        }
+    }
+
+    free(line);
+    fclose(f);
+
+    if (close(fd) != 0) {
+        aw_child_fail(fail, "%s: %s", path, strerror(errno));
     }
 }
 
@@ -1491,7 +1555,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
-    char           null[2304];
+    char           null[2304], pstat[2304];
     int            sp[2];
     long           cpu_s;
     size_t         nf, i;
@@ -1609,6 +1673,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     snprintf(tmp, sizeof(tmp), "%s/empty/tmp", box->dir);
     snprintf(shm, sizeof(shm), "%s/empty/shm", box->dir);
     snprintf(null, sizeof(null), "%s/empty/null", box->dir);
+    snprintf(pstat, sizeof(pstat), "%s/empty/stat", box->dir);
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
 
     /*
@@ -1660,6 +1725,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         }
 
         aw_proc_cover(&a, "/proc", aw_proc_shown, empty, null, fail);
+        aw_bwrap_args(&a, "--ro-bind", pstat, "/proc/stat", fail);
         aw_proc_cover(&a, "/proc/sys", aw_proc_sys_shown, empty, null,
                       fail);
 
