@@ -1107,10 +1107,19 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
  * The classic BPF program bwrap loads: x86-64 only, aw_denied -> EPERM,
  * socket() of a family not in aw_families -> EAFNOSUPPORT, clone() with
  * a namespace flag -> EPERM, clone3() -> ENOSYS (its flags are in
- * memory seccomp cannot read; the C library then uses clone()), and
+ * memory seccomp cannot read; the C library then uses clone()),
  * personality() but its query (0xffffffff) -> EPERM (a new personality
- * turns off address space randomisation for what the process runs).
+ * turns off address space randomisation for what the process runs), and
+ * statmount(), listmount() and statx() asking for STATX_MNT_ID_UNIQUE ->
+ * EPERM: a mount's unique id comes from one counter for the whole host,
+ * and the sandbox's mounts, made as it starts, say how many the host has
+ * made since boot (about 150 a bwrap job: how many jobs ran).  gVisor
+ * has none of the three (its statx gives 0).
  */
+
+#define AW_NR_STATMOUNT        457
+#define AW_NR_LISTMOUNT        458
+#define AW_STATX_MNT_ID_UNIQUE 0x4000
 
 static size_t
 aw_seccomp_program(struct sock_filter *f, size_t cap)
@@ -1118,7 +1127,7 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
     size_t  n, i, afn, allow, enosys, eperm;
 
     /* the last four instructions; every jump is relative to the next */
-    afn = AW_NDENIED + AW_NFAMILIES + 14;
+    afn = AW_NDENIED + AW_NFAMILIES + 19;
     allow = afn + 1;
     enosys = afn + 2;
     eperm = afn + 3;
@@ -1153,6 +1162,13 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
                __NR_clone3, (unsigned char) (enosys - n - 1), 0);
     n++;
 
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+               AW_NR_STATMOUNT, (unsigned char) (eperm - n - 1), 0);
+    n++;
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+               AW_NR_LISTMOUNT, (unsigned char) (eperm - n - 1), 0);
+    n++;
+
     /* clone(flags, ...) and personality(persona): the low word */
     f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
                  __NR_clone, 0, 2);
@@ -1172,6 +1188,16 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
     f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
                0xffffffff, (unsigned char) (allow - n - 1),
                (unsigned char) (eperm - n - 1));
+    n++;
+
+    /* statx(dirfd, path, flags, mask, buf): the mask, an int */
+    f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                 __NR_statx, 0, 2);
+    f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                 offsetof(struct seccomp_data, args[3]));
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+               AW_STATX_MNT_ID_UNIQUE, (unsigned char) (eperm - n - 1),
+               (unsigned char) (allow - n - 1));
     n++;
 
     f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
