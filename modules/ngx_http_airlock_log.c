@@ -91,6 +91,7 @@ typedef struct {
     ngx_http_airlock_region_t   *own;           /* this worker's */
     size_t                       size;          /* of a region's data */
     ngx_msec_t                   scanned;       /* last look at others' */
+    unsigned                     pipe:1;        /* not a regular file */
 } ngx_http_airlock_buf_t;
 
 
@@ -184,6 +185,8 @@ static size_t ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_region_drop(ngx_http_airlock_region_t *r,
     size_t n);
 static void ngx_http_airlock_create(ngx_open_file_t *file, ngx_log_t *log);
+static void ngx_http_airlock_file_kind(ngx_open_file_t *file,
+    ngx_http_airlock_buf_t *b);
 static void ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_flush_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_airlock_regions_init(ngx_shm_zone_t *zone,
@@ -510,10 +513,31 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
     buf->zone->data = lay;
     buf->size = size;
 
+    ngx_http_airlock_file_kind(file, buf);
+
     file->flush = ngx_http_airlock_reopen;
     file->data = buf;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * Whether the file is a pipe (a FIFO, or anything but a regular file),
+ * which takes a write() whole, never mixed with another process's, only
+ * up to PIPE_BUF bytes: the buffer is then written in whole lines of at
+ * most that much a write() (see ngx_http_airlock_write()).  Told by the
+ * path when the buffer is made, and again before each reopen (USR1),
+ * right before nginx opens the path anew; not by an fstat() per write().
+ */
+
+static void
+ngx_http_airlock_file_kind(ngx_open_file_t *file, ngx_http_airlock_buf_t *b)
+{
+    ngx_file_info_t  fi;
+
+    b->pipe = (ngx_file_info(file->name.data, &fi) == NGX_FILE_ERROR
+               || !ngx_is_file(&fi));
 }
 
 
@@ -1492,25 +1516,28 @@ static size_t
 ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
     ngx_log_t *log)
 {
-    u_char           *p;
-    size_t            done, whole, size, most;
-    ssize_t           n;
-    ngx_err_t         err;
-    ngx_file_info_t   fi;
+    u_char                  *p;
+    size_t                   done, whole, size, most;
+    ssize_t                  n;
+    ngx_err_t                err;
+    ngx_http_airlock_buf_t  *b;
 
     /*
-     * A pipe takes a write() whole, never mixed with another process's,
-     * only up to PIPE_BUF bytes: to one (or anything but a regular
-     * file), whole lines of at most that much a write().
+     * To a pipe, whole lines of at most PIPE_BUF bytes a write(): more
+     * than a line only comes from a buffer, which knows what the file
+     * is (ngx_http_airlock_file_kind()).
      */
 
     most = len;
 
     if (len > NGX_HTTP_AIRLOCK_PIPE_BUF
-        && ngx_fd_info(file->fd, &fi) != NGX_FILE_ERROR
-        && !ngx_is_file(&fi))
+        && file->flush == ngx_http_airlock_reopen)
     {
-        most = NGX_HTTP_AIRLOCK_PIPE_BUF;
+        b = file->data;
+
+        if (b->pipe) {
+            most = NGX_HTTP_AIRLOCK_PIPE_BUF;
+        }
     }
 
     done = 0;
@@ -1711,6 +1738,7 @@ ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log)
 {
     ngx_http_airlock_flush(file, log);
     ngx_http_airlock_create(file, log);
+    ngx_http_airlock_file_kind(file, file->data);
 }
 
 
