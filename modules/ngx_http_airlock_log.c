@@ -22,7 +22,8 @@
  * written with one write() to an O_APPEND file: the lines of several
  * workers never interleave (to a pipe, whole lines of at most PIPE_BUF
  * bytes a write()).  What a full disk will not take is kept in
- * the buffer, and never left cut short in the file (see
+ * the buffer; a line it stops half-way stays in the file as a line of
+ * its own, with no other glued to it, and is written again whole (see
  * ngx_http_airlock_write()).
  *
  * The journal may buffer deny lines the way access_log does (buffer=,
@@ -91,8 +92,32 @@ typedef struct {
     ngx_http_airlock_region_t   *own;           /* this worker's */
     size_t                       size;          /* of a region's data */
     ngx_msec_t                   scanned;       /* last look at others' */
+    ngx_shm_zone_t              *end;           /* the file's end */
     unsigned                     pipe:1;        /* not a regular file */
 } ngx_http_airlock_buf_t;
+
+
+/*
+ * Where a file ends, shared by every process writing it, in a zone of
+ * its own (airlock_log_end:FILE): the lines a write() stopped half-way
+ * (a full disk), counted, and of those the ones that a newline has
+ * followed since.  While they differ the file may end in the middle of
+ * a line, and the next write() to it, any process's, starts with a
+ * newline.
+ */
+
+typedef struct {
+    ngx_atomic_t                 cut;
+    ngx_atomic_t                 mended;
+} ngx_http_airlock_end_t;
+
+
+/* a log file and its end's zone, in the main configuration's ends */
+
+typedef struct {
+    ngx_open_file_t             *file;
+    ngx_shm_zone_t              *zone;
+} ngx_http_airlock_file_end_t;
 
 
 /*
@@ -179,14 +204,18 @@ static void ngx_http_airlock_write_held(ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b, u_char *line, size_t len, ngx_log_t *log);
 static size_t ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf,
     size_t len, ngx_log_t *log);
-static ngx_int_t ngx_http_airlock_take_back(ngx_open_file_t *file,
-    u_char *part, size_t len, ngx_log_t *log);
+static ngx_http_airlock_end_t *ngx_http_airlock_end(ngx_open_file_t *file);
+static void ngx_http_airlock_mended(ngx_http_airlock_end_t *end,
+    ngx_atomic_uint_t cut);
 static size_t ngx_http_airlock_flush(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_region_drop(ngx_http_airlock_region_t *r,
     size_t n);
 static void ngx_http_airlock_create(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_file_kind(ngx_open_file_t *file,
     ngx_http_airlock_buf_t *b);
+static ngx_shm_zone_t *ngx_http_airlock_end_add(ngx_conf_t *cf,
+    ngx_open_file_t *file);
+static ngx_int_t ngx_http_airlock_end_init(ngx_shm_zone_t *zone, void *data);
 static void ngx_http_airlock_reopen(ngx_open_file_t *file, ngx_log_t *log);
 static void ngx_http_airlock_flush_handler(ngx_event_t *ev);
 static ngx_int_t ngx_http_airlock_regions_init(ngx_shm_zone_t *zone,
@@ -228,7 +257,102 @@ ngx_http_airlock_open_file(ngx_conf_t *cf, ngx_str_t *name)
         file->flush = ngx_http_airlock_create;
     }
 
+    if (ngx_http_airlock_end_add(cf, file) == NULL) {
+        return NULL;
+    }
+
     return file;
+}
+
+
+/*
+ * The zone of a file's end (ngx_http_airlock_end_t): one per file name,
+ * kept across reloads, so that old workers and new ones see the same.
+ * Returns it, made if the file has none yet, or NULL.
+ */
+
+static ngx_shm_zone_t *
+ngx_http_airlock_end_add(ngx_conf_t *cf, ngx_open_file_t *file)
+{
+    ngx_str_t                      name;
+    ngx_uint_t                     i;
+    ngx_shm_zone_t                *zone;
+    ngx_http_airlock_file_end_t   *fe;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+
+    if (amcf->ends == NULL) {
+        amcf->ends = ngx_array_create(cf->pool, 4,
+                                      sizeof(ngx_http_airlock_file_end_t));
+        if (amcf->ends == NULL) {
+            return NULL;
+        }
+    }
+
+    fe = amcf->ends->elts;
+
+    for (i = 0; i < amcf->ends->nelts; i++) {
+        if (fe[i].file == file) {
+            return fe[i].zone;
+        }
+    }
+
+    name.len = sizeof("airlock_log_end:") - 1 + file->name.len;
+    name.data = ngx_pnalloc(cf->pool, name.len);
+    if (name.data == NULL) {
+        return NULL;
+    }
+
+    (void) ngx_sprintf(name.data, "airlock_log_end:%V", &file->name);
+
+    zone = ngx_shared_memory_add(cf, &name, 8 * ngx_pagesize,
+                                 &ngx_http_airlock_module);
+    if (zone == NULL) {
+        return NULL;
+    }
+
+    zone->init = ngx_http_airlock_end_init;
+
+    fe = ngx_array_push(amcf->ends);
+    if (fe == NULL) {
+        return NULL;
+    }
+
+    fe->file = file;
+    fe->zone = zone;
+
+    return zone;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_end_init(ngx_shm_zone_t *zone, void *data)
+{
+    ngx_slab_pool_t         *shpool;
+    ngx_http_airlock_end_t  *end;
+
+    if (data != NULL) {
+        zone->data = data;
+        return NGX_OK;
+    }
+
+    shpool = (ngx_slab_pool_t *) zone->shm.addr;
+
+    if (zone->shm.exists) {
+        zone->data = shpool->data;
+        return NGX_OK;
+    }
+
+    end = ngx_slab_calloc(shpool, sizeof(ngx_http_airlock_end_t));
+    if (end == NULL) {
+        return NGX_ERROR;
+    }
+
+    shpool->data = end;
+    zone->data = end;
+
+    return NGX_OK;
 }
 
 
@@ -514,6 +638,11 @@ ngx_http_airlock_file_buffer(ngx_conf_t *cf, ngx_open_file_t *file,
     buf->size = size;
 
     ngx_http_airlock_file_kind(file, buf);
+
+    buf->end = ngx_http_airlock_end_add(cf, file);
+    if (buf->end == NULL) {
+        return NGX_CONF_ERROR;
+    }
 
     file->flush = ngx_http_airlock_reopen;
     file->data = buf;
@@ -1505,11 +1634,16 @@ ngx_http_airlock_write_held(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
  * are in the file: all, or, when the file could not take them all (the
  * disk full, the file size limit), the lines written whole; the caller
  * keeps the rest and writes it later.  A write() that stops in the
- * middle of a line is followed by another for the rest; when that fails
- * too, the part of the line written is taken back out of the file
- * (ngx_http_airlock_take_back()), so that no line cut short is ever
- * followed by another glued to it.  Where that cannot be done (not a
- * regular file) the rest of the line is what is written next.
+ * middle of a line leaves the part written at the end of the file, and
+ * the file's end (ngx_http_airlock_end_t) says so at once: the next
+ * write() to the file, this process's or another's, starts with a
+ * newline.  The part is then a line of its own that does not parse, and
+ * the line is written again whole (unless the part lacks only the
+ * newline); no other line is glued to the part or cut.  The rest of the
+ * line is not written after the part: a line another worker appended
+ * meanwhile would be between them.  Nor is the part taken back off the
+ * file (ftruncate): whatever another worker appended since would go
+ * with it.
  */
 
 static size_t
@@ -1520,17 +1654,22 @@ ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
     size_t                   done, whole, size, most;
     ssize_t                  n;
     ngx_err_t                err;
+    ngx_uint_t               mend;
+    struct iovec             iov[2];
+    ngx_atomic_uint_t        cut;
     ngx_http_airlock_buf_t  *b;
+    ngx_http_airlock_end_t  *end;
 
     /*
-     * To a pipe, whole lines of at most PIPE_BUF bytes a write(): more
-     * than a line only comes from a buffer, which knows what the file
-     * is (ngx_http_airlock_file_kind()).
+     * To a pipe, whole lines of at most PIPE_BUF bytes a write(), the
+     * newline before them included: more than a line only comes from a
+     * buffer, which knows what the file is (ngx_http_airlock_file_kind()).
+     * 0: no limit.
      */
 
-    most = len;
+    most = 0;
 
-    if (len > NGX_HTTP_AIRLOCK_PIPE_BUF
+    if (len >= NGX_HTTP_AIRLOCK_PIPE_BUF
         && file->flush == ngx_http_airlock_reopen)
     {
         b = file->data;
@@ -1540,24 +1679,63 @@ ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
         }
     }
 
+    end = ngx_http_airlock_end(file);
+
+    cut = 0;
+    mend = 0;
+
+    if (end != NULL) {
+        cut = end->cut;
+        mend = (cut != end->mended);
+    }
+
+    n = 0;
     done = 0;
 
     while (done < len) {
         size = len - done;
 
-        if (size > most) {
-            for (p = buf + done + most; p > buf + done && p[-1] != LF; p--) {
+        if (most != 0 && size + mend > most) {
+            for (p = buf + done + most - mend;
+                 p > buf + done && p[-1] != LF;
+                 p--)
+            {
                 /* void */
             }
 
-            size = (p > buf + done) ? (size_t) (p - (buf + done)) : most;
+            size = (p > buf + done) ? (size_t) (p - (buf + done))
+                                    : most - mend;
         }
 
-        n = ngx_write_fd(file->fd, buf + done, size);
+        if (mend) {
+            /* the file may end in the middle of a line: a newline first */
 
-        if (n > 0) {
+            iov[0].iov_base = (void *) "\n";
+            iov[0].iov_len = 1;
+            iov[1].iov_base = (void *) (buf + done);
+            iov[1].iov_len = size;
+
+            n = writev(file->fd, iov, 2);
+
+            if (n > 0) {
+                mend = 0;
+                ngx_http_airlock_mended(end, cut);
+                n--;
+            }
+
+        } else {
+            n = ngx_write_fd(file->fd, buf + done, size);
+        }
+
+        if (n >= 0 && (size_t) n == size) {
             done += n;
             continue;
+        }
+
+        if (n > 0) {
+            /* the file took part: said below */
+            done += n;
+            break;
         }
 
         err = (n == -1) ? ngx_errno : 0;
@@ -1580,83 +1758,90 @@ ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
 
     whole = p - buf;
 
-    if (whole == done
-        || ngx_http_airlock_take_back(file, buf + whole, done - whole, log)
-           != NGX_ERROR)
-    {
+    if (whole == done || end == NULL) {
+        if (n > 0) {
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
+                          "airlock: a write() to \"%V\" stopped after %uz "
+                          "of %uz bytes: the rest waits", &file->name,
+                          done, len);
+        }
+
         return whole;
     }
 
-    return done;
+    (void) ngx_atomic_fetch_add(&end->cut, 1);
+
+    ngx_log_error(NGX_LOG_ALERT, log, 0,
+                  "airlock: a write() to \"%V\" stopped in the middle of "
+                  "a line, after %uz of %uz bytes: the next starts on a "
+                  "line of its own", &file->name, done, len);
+
+    /*
+     * All of the line but its newline: the newline to come ends it, and
+     * the line is written (again, it would be there twice).
+     */
+
+    return (buf[done] == LF) ? done + 1 : whole;
 }
 
 
 /*
- * The part of a line a write() left at the end of the file is cut off
- * it (ftruncate), at once, while the file is still full: NGX_OK.  It is
- * read back first, through /proc (nginx opens the file write-only), and
- * left where the end of the file is not that part (another process wrote
- * after it, the line is broken already: NGX_DECLINED, the line is
- * written whole later); when it cannot be read back, the file's size
- * says where it ends.  NGX_ERROR: not a regular file, or the truncation
- * failed.
+ * The file's end: in its buffer, or else looked for among the files of
+ * the cycle (a file without a buffer writes a line at a time).
  */
 
-static ngx_int_t
-ngx_http_airlock_take_back(ngx_open_file_t *file, u_char *part, size_t len,
-    ngx_log_t *log)
+static ngx_http_airlock_end_t *
+ngx_http_airlock_end(ngx_open_file_t *file)
 {
-    int              fd;
-    off_t            end;
-    size_t           i, n;
-    ngx_int_t        rc;
-    ngx_file_info_t  fi;
-    u_char           path[sizeof("/proc/self/fd/") + NGX_INT_T_LEN];
-    u_char           tail[1024];
+    ngx_uint_t                     i;
+    ngx_http_airlock_buf_t        *b;
+    ngx_http_airlock_file_end_t   *fe;
+    ngx_http_airlock_main_conf_t  *amcf;
 
-    if (ngx_fd_info(file->fd, &fi) == NGX_FILE_ERROR
-        || !ngx_is_file(&fi)
-        || ngx_file_size(&fi) < (off_t) len)
-    {
-        return NGX_ERROR;
+    if (file->flush == ngx_http_airlock_reopen) {
+        b = file->data;
+        return b->end->data;
     }
 
-    end = ngx_file_size(&fi);
-    rc = NGX_OK;
+    amcf = ngx_http_cycle_get_module_main_conf(ngx_cycle,
+                                               ngx_http_airlock_module);
 
-    (void) ngx_sprintf(path, "/proc/self/fd/%d%Z", file->fd);
+    if (amcf == NULL || amcf->ends == NULL) {
+        return NULL;
+    }
 
-    fd = open((char *) path, O_RDONLY|O_NOCTTY|O_CLOEXEC);
+    fe = amcf->ends->elts;
 
-    if (fd != -1) {
-        for (i = 0; i < len; i += n) {
-            n = ngx_min(len - i, sizeof(tail));
-
-            if (pread(fd, tail, n, end - (off_t) (len - i)) != (ssize_t) n
-                || ngx_memcmp(tail, part + i, n) != 0)
-            {
-                rc = NGX_DECLINED;
-                break;
-            }
+    for (i = 0; i < amcf->ends->nelts; i++) {
+        if (fe[i].file == file) {
+            return fe[i].zone->data;
         }
-
-        (void) close(fd);
     }
 
-    if (rc == NGX_OK && ftruncate(file->fd, end - (off_t) len) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      "airlock: ftruncate(\"%V\") failed: a line is cut "
-                      "short in it", &file->name);
-        return NGX_ERROR;
-    }
+    return NULL;
+}
 
-    if (rc == NGX_DECLINED) {
-        ngx_log_error(NGX_LOG_ALERT, log, 0,
-                      "airlock: a line is cut short in \"%V\": it is written "
-                      "again whole", &file->name);
-    }
 
-    return rc;
+/*
+ * A newline is in the file after the lines cut short up to cut: mended
+ * becomes cut, unless another process has made it that or more.  A line
+ * cut after cut was read keeps the two apart, for the next write().
+ */
+
+static void
+ngx_http_airlock_mended(ngx_http_airlock_end_t *end, ngx_atomic_uint_t cut)
+{
+    ngx_atomic_uint_t  m;
+
+    for ( ;; ) {
+        m = end->mended;
+
+        if ((ngx_atomic_int_t) (cut - m) <= 0
+            || ngx_atomic_cmp_set(&end->mended, m, cut))
+        {
+            return;
+        }
+    }
 }
 
 

@@ -81,6 +81,9 @@ typedef struct {
     ngx_shm_zone_t              *zone;          /* airlock_zone; NULL: no
                                                    counting */
     ngx_open_file_t             *journal;       /* airlock_journal */
+    ngx_array_t                 *ends;          /* of the log files: their
+                                                   zones, where a line is
+                                                   left cut short */
     ngx_flag_t                   dumpable;      /* airlock_worker_dumpable */
     ngx_http_handler_pt          proxy_handler; /* the proxy module's
                                                    content handler */

@@ -523,18 +523,34 @@ sub error_log_check {
 }
 
 
+# More environment for nginx, from the next run() or reload_test() on:
+# env(NAME => VALUE, ...).  An LD_PRELOAD (a test's fault injector) comes
+# after the sanitizer runtime's.
+sub env {
+    my ($self, %env) = @_;
+    $self->{env} = { %{$self->{env} // {}}, %env };
+    return $self;
+}
+
+
 sub _nginx_env {
     my ($self) = @_;
+    my %env = %{$self->{env} // {}};
 
-    return {} unless (_config_mk($self->{build}, 'SAN') // '') eq '1';
+    return \%env unless (_config_mk($self->{build}, 'SAN') // '') eq '1';
 
     # An ASan-built module loads only with the runtime already in place.
     my $cc = _config_mk($self->{build}, 'CC') // 'cc';
     my $asan = `$cc -print-file-name=libasan.so 2>/dev/null` // '';
     chomp $asan;
 
+    $env{LD_PRELOAD} = join ' ', grep { defined }
+                                 ($asan =~ m{^/} ? $asan : undef),
+                                 $env{LD_PRELOAD};
+    delete $env{LD_PRELOAD} if $env{LD_PRELOAD} eq '';
+
     return {
-        ($asan =~ m{^/} ? (LD_PRELOAD => $asan) : ()),
+        %env,
         ASAN_OPTIONS => $ENV{ASAN_OPTIONS} // 'detect_leaks=0',
         UBSAN_OPTIONS => $ENV{UBSAN_OPTIONS} // 'print_stacktrace=1',
     };
