@@ -193,6 +193,9 @@ int al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
 int al_secret_read_file(const char *path, size_t max, unsigned char **out,
     size_t *outlen, char *why, size_t whylen);
 
+/* 1 when a secret's value is an Airlock private key file's text */
+int al_key_is_private(const unsigned char *value, size_t len);
+
 /* guarded memory: sodium_malloc'ed, wiped on free */
 void *al_secure_alloc(size_t size);
 void al_secure_free(void *p);

@@ -2191,6 +2191,15 @@ al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
         return al_cc_error(cc, node, "secret \"%s\" is empty", s->name.data);
     }
 
+    if (al_key_is_private(s->value, s->len)) {
+        return al_cc_error(cc, node, "secret \"%s\"%s%s holds an Airlock "
+                           "private key, the one that opens sealed "
+                           "secrets: it is never a credential to send "
+                           "upstream", s->name.data,
+                           s->sealed ? "" : ": ",
+                           s->sealed ? "" : s->source.data);
+    }
+
     return 0;
 }
 

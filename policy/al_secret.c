@@ -901,6 +901,23 @@ al_secret_read_file(const char *path, size_t max, unsigned char **out,
 }
 
 
+/*
+ * The private key's file is one line, which passes every check a file:
+ * secret gets when it is root's and 0600: named as a secret, the key that
+ * opens every sealed secret would be sent upstream as a credential.
+ */
+
+int
+al_key_is_private(const unsigned char *value, size_t len)
+{
+    size_t  hlen;
+
+    hlen = sizeof(AL_KEY_SECRET_HEADER) - 1;
+
+    return len >= hlen && memcmp(value, AL_KEY_SECRET_HEADER, hlen) == 0;
+}
+
+
 void *
 al_secure_alloc(size_t size)
 {

@@ -657,6 +657,29 @@ test_secret_files(void)
 }
 
 
+/* a secret that is the private key's file is told from a credential */
+
+static void
+test_key_is_private(void)
+{
+    static const char  key[] = "airlock-secret-key-v1 RkFLRQ==";
+    static const char  pub[] = "airlock-public-key-v1 RkFLRQ==";
+    static const char  other[] = "FAKE airlock-secret-key-v1";
+
+    tap_ok(al_key_is_private((const unsigned char *) key, sizeof(key) - 1),
+           "key_is_private: a private key file's line");
+    tap_ok(al_key_is_private((const unsigned char *) key, 21),
+           "key_is_private: its header alone");
+    tap_ok(!al_key_is_private((const unsigned char *) key, 20),
+           "key_is_private: less than its header is no key");
+    tap_ok(!al_key_is_private((const unsigned char *) pub, sizeof(pub) - 1),
+           "key_is_private: a public key file is not");
+    tap_ok(!al_key_is_private((const unsigned char *) other,
+                              sizeof(other) - 1),
+           "key_is_private: the header inside a credential is not");
+}
+
+
 int
 main(void)
 {
@@ -676,6 +699,7 @@ main(void)
     }
 
     test_base64();
+    test_key_is_private();
     test_keyfiles();
     test_seal();
     test_secret_files();
