@@ -34,6 +34,10 @@ static void al_diff_identities(al_diff_t *df, const char *name,
 static unsigned al_diff_rivals(const size_t *counts, const al_client_t *c);
 static void al_diff_clients(al_diff_t *df, const al_policy_t *o,
     const al_policy_t *n);
+static void al_diff_secrets(al_diff_t *df, const al_policy_t *o,
+    const al_policy_t *n);
+static const al_secret_t *al_diff_copied(const al_policy_t *o,
+    const al_policy_t *n, const al_secret_t *s);
 static void al_diff_route(al_diff_t *df, const al_policy_t *o,
     const al_route_t *a, const al_policy_t *n, const al_route_t *b);
 static void al_diff_json(al_diff_t *df, const char *route, const char *path,
@@ -122,38 +126,7 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
         }
     }
 
-    for (i = 0; i < n->nsecrets; i++) {
-        for (j = 0; j < o->nsecrets; j++) {
-            if (al_str_eq(&n->secrets[i].name, &o->secrets[j].name)) {
-                break;
-            }
-        }
-        if (j == o->nsecrets) {
-            al_diff_emit(&df, '~', "secret %s added",
-                         n->secrets[i].name.data);
-
-        } else if (n->secrets[i].sealed != o->secrets[j].sealed) {
-            al_diff_emit(&df, '~', "secret %s: now %s", n->secrets[i].name.data,
-                         n->secrets[i].sealed ? "sealed" : "read from a file");
-
-        } else if (!al_str_eq(&n->secrets[i].source, &o->secrets[j].source)) {
-            al_diff_emit(&df, '~', "secret %s changed (%s)",
-                         n->secrets[i].name.data,
-                         n->secrets[i].sealed ? "rotated" : "another file");
-        }
-    }
-
-    for (j = 0; j < o->nsecrets; j++) {
-        for (i = 0; i < n->nsecrets; i++) {
-            if (al_str_eq(&n->secrets[i].name, &o->secrets[j].name)) {
-                break;
-            }
-        }
-        if (i == n->nsecrets) {
-            al_diff_emit(&df, '~', "secret %s removed",
-                         o->secrets[j].name.data);
-        }
-    }
+    al_diff_secrets(&df, o, n);
 
     for (i = 0; i < o->nroutes; i++) {
         a = &o->routes[i];
@@ -278,6 +251,117 @@ al_str_eq(const al_str_t *a, const al_str_t *b)
 {
     return a->len == b->len && (a->len == 0
                                 || memcmp(a->data, b->data, a->len) == 0);
+}
+
+
+/*
+ * A secret's new source is compared as text, never opened.  A sealed
+ * value is random: one that another secret has (in either policy) is
+ * that secret's credential, copied, and now sent wherever this one is
+ * (as naming the other secret in a template would be, a '+').  A file
+ * path names whatever file is there, root's 0600 files included: what
+ * the new file holds goes upstream, a '+' showing both paths.  A new
+ * sealed value of its own is a rotation, '~'.
+ */
+
+static void
+al_diff_secrets(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
+{
+    size_t              i, j;
+    const al_secret_t  *a, *b, *c;
+
+    for (i = 0; i < n->nsecrets; i++) {
+        b = &n->secrets[i];
+        a = NULL;
+
+        for (j = 0; j < o->nsecrets; j++) {
+            if (al_str_eq(&b->name, &o->secrets[j].name)) {
+                a = &o->secrets[j];
+                break;
+            }
+        }
+
+        if (a != NULL && a->sealed == b->sealed
+            && al_str_eq(&a->source, &b->source))
+        {
+            continue;
+        }
+
+        c = al_diff_copied(o, n, b);
+
+        if (a == NULL) {
+            if (c != NULL) {
+                al_diff_emit(df, '~', "secret %s added (the %s of secret "
+                             "%s)", b->name.data,
+                             b->sealed ? "sealed value" : "file",
+                             c->name.data);
+            } else {
+                al_diff_emit(df, '~', "secret %s added", b->name.data);
+            }
+
+        } else if (!b->sealed) {
+            al_diff_emit(df, '+', "secret %s: %s%s -> file %s%s%s%s: what "
+                         "that file holds is now sent as %s", b->name.data,
+                         a->sealed ? "sealed" : "file ",
+                         a->sealed ? "" : (const char *) a->source.data,
+                         b->source.data, c ? " (the file of secret " : "",
+                         c ? (const char *) c->name.data : "",
+                         c ? ")" : "", b->name.data);
+
+        } else if (c != NULL) {
+            al_diff_emit(df, '+', "secret %s: now the sealed value of "
+                         "secret %s: its credential is now sent as %s",
+                         b->name.data, c->name.data, b->name.data);
+
+        } else if (!a->sealed) {
+            al_diff_emit(df, '~', "secret %s: now sealed (was file %s)",
+                         b->name.data, a->source.data);
+
+        } else {
+            al_diff_emit(df, '~', "secret %s changed (rotated)",
+                         b->name.data);
+        }
+    }
+
+    for (j = 0; j < o->nsecrets; j++) {
+        for (i = 0; i < n->nsecrets; i++) {
+            if (al_str_eq(&n->secrets[i].name, &o->secrets[j].name)) {
+                break;
+            }
+        }
+        if (i == n->nsecrets) {
+            al_diff_emit(df, '~', "secret %s removed",
+                         o->secrets[j].name.data);
+        }
+    }
+}
+
+
+/* another secret, of o or of n, with the same sealed value or file */
+
+static const al_secret_t *
+al_diff_copied(const al_policy_t *o, const al_policy_t *n,
+    const al_secret_t *s)
+{
+    size_t              i, k;
+    const al_secret_t  *c;
+    const al_policy_t  *p;
+
+    for (k = 0; k < 2; k++) {
+        p = (k == 0) ? n : o;
+
+        for (i = 0; i < p->nsecrets; i++) {
+            c = &p->secrets[i];
+
+            if (c->sealed == s->sealed && !al_str_eq(&c->name, &s->name)
+                && al_str_eq(&c->source, &s->source))
+            {
+                return c;
+            }
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -119,7 +119,7 @@ my @rows = (
     ['clients:1:description', '', sub { s/"the agent"/"another text"/ }],
 
     ['secrets:1:sealed', '~', sub { s/c2VhbGVk/c2VhbGVkMg==/ }],
-    ['secrets:1:file', '~', sub { s{airlock/tok\b}{airlock/tok2} }],
+    ['secrets:1:file', '+', sub { s{airlock/tok\b}{airlock/tok2} }],
     ['secrets:1:description', '', sub { s/(tok: \{ sealed: "c2VhbGVk", description: )"d"/$1"e"/ }],
 
     ['upstreams:1:url', '+', sub { s/9090"/9092"/ }],
