@@ -7,7 +7,9 @@
  * <base64>" or "airlock-public-key-v1 <base64>".  The private key is
  * refused when other users can reach it (mode bits, or an owner neither
  * root nor the reader) or when it is a symbolic link, and once loaded it
- * lives in guarded, read-only sodium memory.  Opened
+ * lives in guarded, read-only sodium memory.  The public key is refused
+ * when another user can write it (others' write bit, or such an owner):
+ * whoever chooses the key opens what is sealed to it.  Opened
  * secrets live in guarded memory too (al_secure_alloc), wiped on free.
  */
 
@@ -510,6 +512,32 @@ al_key_read(const char *path, int secret, unsigned char *key,
 
     if (!S_ISREG(st.st_mode)) {
         al_error_set(err, path, 0, 0, "key file is not a regular file");
+        (void) close(fd);
+        return -1;
+    }
+
+    /*
+     * What is sealed to a public key another user can replace is theirs
+     * to open, and lands in a policy anyone may read.  Group write is
+     * taken: with a group for each user, every file a user makes has it.
+     */
+
+    if (!secret && (st.st_mode & 002)) {
+        al_error_set(err, path, 0, 0, "public key file can be written by "
+                     "others (mode %04o): whoever replaces it can open "
+                     "what is sealed to it; chmod o-w it",
+                     (unsigned) (st.st_mode & 07777));
+        (void) close(fd);
+        return -1;
+    }
+
+    if (!secret && st.st_uid != 0 && st.st_uid != geteuid()) {
+        al_error_set(err, path, 0, 0, "public key file is owned by uid %lu, "
+                     "neither root nor the user sealing (uid %lu): its owner "
+                     "can put a key of their own in it and open what is "
+                     "sealed to it; use the appliance's own "
+                     "(/etc/airlock/airlock.key.pub), or a copy of yours",
+                     (unsigned long) st.st_uid, (unsigned long) geteuid());
         (void) close(fd);
         return -1;
     }

@@ -359,6 +359,22 @@ test_seal(void)
                        &box, &err),
                -1, "seal with a missing public key fails");
 
+    /* a public key others may write is someone else's to choose */
+
+    (void) chmod(tmp("key.pub"), 0666);
+    box = (char *) 1;
+    tap_is_int(al_seal(tmp("key.pub"), (const unsigned char *) "x", 1, &box,
+                       &err),
+               -1, "seal refuses a public key others may write");
+    tap_ok(box == NULL && has(&err, "written by others (mode 0666)"),
+           "and says why");
+    (void) chmod(tmp("key.pub"), 0664);
+    tap_is_int(al_seal(tmp("key.pub"), (const unsigned char *) "x", 1, &box,
+                       &err),
+               0, "seal takes a group-writable public key");
+    free(box);
+    (void) chmod(tmp("key.pub"), 0644);
+
     rc = al_seal(tmp("key.pub"), (const unsigned char *) "s3cret", 6, &box,
                  &err);
     tap_is_int(rc, 0, "seal");
