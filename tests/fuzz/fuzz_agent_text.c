@@ -17,8 +17,9 @@
  *   - the wrapped answer holds its boundary (in any case) twice only: in
  *     the lines that open and close it;
  *   - a target is NUL-terminated within its buffer, starts with '/', has
- *     the route's segments and no more, and holds no space, control, '#'
- *     or byte past ASCII: the arguments cannot reshape the request;
+ *     the route's segments and no more, none empty, "." or "..", and
+ *     holds no space, control, '#' or byte past ASCII: the arguments
+ *     cannot reshape the request;
  *   - a tool call's name is cut to AG_TOOL_NAME_MAX bytes (each at most
  *     a U+FFFD) and "...", its length then in "name_bytes".
  */
@@ -156,7 +157,7 @@ static void
 fuzz_target(unsigned route_byte, const char *p, size_t size)
 {
     char          out[2048], why[256];
-    size_t        i, n, slashes;
+    size_t        i, k, n, slashes;
     uint8_t       is_param[FUZZ_SEGS_MAX];
     json_t       *args;
     al_str_t      segs[FUZZ_SEGS_MAX];
@@ -217,6 +218,20 @@ fuzz_target(unsigned route_byte, const char *p, size_t size)
 
     if (slashes != (route.nsegs ? route.nsegs : 1)) {
         abort();
+    }
+
+    /* and none of them empty (but "/" alone), "." or ".." */
+
+    for (i = 0; route.nsegs && i < n && out[i] != '?'; i = k) {
+        for (k = i + 1; k < n && out[k] != '/' && out[k] != '?'; k++) {
+            /* void */
+        }
+
+        if (k - i == 1 || (k - i == 2 && out[i + 1] == '.')
+            || (k - i == 3 && out[i + 1] == '.' && out[i + 2] == '.'))
+        {
+            abort();
+        }
     }
 
     json_decref(args);
