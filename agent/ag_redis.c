@@ -52,6 +52,14 @@
 #define AG_REDIS_PORT    6379   /* "[IPV6]" without a port */
 
 
+/* a string of a question's that may be cut for the session to fit */
+typedef struct {
+    json_t          *obj;
+    const char      *key;
+    size_t           size;                  /* as JSON, quotes and all */
+} ag_string_t;
+
+
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
 static redisReply *ag_job_get(ag_run_t *run, const char *job_id, size_t max);
@@ -64,6 +72,11 @@ static int ag_jobs_orphan(ag_run_t *run, const char *entry,
 static void ag_session_keeper(ag_conf_t *conf, const char *id,
     const char *owner, pid_t run);
 static char *ag_session_text(json_t *session, char *err, size_t size);
+static char *ag_session_fit(json_t *session, size_t first, size_t *len);
+static size_t ag_session_cut(json_t *session, size_t first, size_t over);
+static void ag_string_add(ag_string_t *s, size_t *n, json_t *obj,
+    const char *key);
+static int ag_string_larger(const void *a, const void *b);
 
 
 /*
@@ -387,16 +400,18 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
 
 /*
  * The session as it is stored: the last AG_RUNS_KEPT runs, and at most
- * AG_SESSION_MAX bytes, the oldest runs dropped first (never this run's,
- * the last), then the oldest questions' messages, each question whole.
- * NULL (err set) when even that is over: this question alone is.
+ * AG_SESSION_MAX bytes.  A question that alone is over first has its
+ * largest strings cut to a note (ag_session_cut()); then the oldest
+ * runs are dropped (never this run's, the last), then the oldest
+ * questions' messages, each question whole.  NULL (err set) when even
+ * that is over.
  */
 
 static char *
 ag_session_text(json_t *session, char *err, size_t size)
 {
     char        *text;
-    size_t       i, k, n, len, over, total, one, mine;
+    size_t       i, k, n, len, over, total, old, one, mine;
     json_t      *runs, *messages, *m;
     const char  *role;
 
@@ -416,17 +431,6 @@ ag_session_text(json_t *session, char *err, size_t size)
 
     free(text);
 
-    over = len - AG_SESSION_MAX;
-    n = json_array_size(runs);
-
-    for (k = 0; over > 0 && k + 1 < n; k++) {
-        one = json_dumpb(json_array_get(runs, k), NULL, 0, JSON_COMPACT)
-              + 1;
-        over = (one < over) ? over - one : 0;
-    }
-
-    ag_array_drop(runs, k);
-
     /* this question's messages: from its prompt, the last "user" one */
     n = json_array_size(messages);
     mine = 0;
@@ -440,28 +444,73 @@ ag_session_text(json_t *session, char *err, size_t size)
         }
     }
 
-    if (over > 0) {
-        total = 0;
-        for (i = 0; i < n; i++) {
-            total += json_dumpb(json_array_get(messages, i), NULL, 0,
-                                JSON_COMPACT);
+    /*
+     * This question, its messages and its run's record, alone over: its
+     * largest strings are cut until the whole fits, the earlier
+     * questions kept (dropping them could not make it fit).
+     */
+
+    one = json_dumpb(json_array_get(runs, json_array_size(runs) - 1), NULL,
+                     0, JSON_COMPACT);
+
+    for (i = n - mine; i < n; i++) {
+        one += json_dumpb(json_array_get(messages, i), NULL, 0,
+                          JSON_COMPACT) + 1;
+    }
+
+    if (one > AG_SESSION_MAX) {
+        text = ag_session_fit(session, n - mine, &len);
+        if (text == NULL || len <= AG_SESSION_MAX) {
+            goto done;
         }
 
-        ag_history_trim(messages, (long) (over < total ? total - over : 0));
-    }
-
-    text = (json_array_size(messages) >= mine)
-           ? json_dumps(session, JSON_COMPACT) : NULL;
-    len = (text != NULL) ? strlen(text) : 0;
-
-    if (json_array_size(messages) < mine
-        || (text != NULL && len > AG_SESSION_MAX))
-    {
         free(text);
-        snprintf(err, size, "this question alone makes the session over "
-                 "the %d bytes a session may have", AG_SESSION_MAX);
-        return NULL;
     }
+
+    over = len - AG_SESSION_MAX;
+    n = json_array_size(runs);
+
+    for (k = 0; over > 0 && k + 1 < n; k++) {
+        one = json_dumpb(json_array_get(runs, k), NULL, 0, JSON_COMPACT)
+              + 1;
+        over = (one < over) ? over - one : 0;
+    }
+
+    ag_array_drop(runs, k);
+
+    /* the earlier questions', each whole, never this one's */
+
+    n = json_array_size(messages);
+
+    if (over > 0) {
+        total = 0;
+        old = 0;
+
+        for (i = 0; i < n; i++) {
+            one = json_dumpb(json_array_get(messages, i), NULL, 0,
+                             JSON_COMPACT);
+            total += one;
+            old += (i < n - mine) ? one : 0;
+        }
+
+        if (over >= old) {
+            ag_array_drop(messages, n - mine);
+
+        } else {
+            ag_history_trim(messages, (long) (total - over));
+        }
+    }
+
+    text = ag_session_fit(session, json_array_size(messages) - mine, &len);
+    if (text == NULL || len <= AG_SESSION_MAX) {
+        goto done;
+    }
+
+    free(text);
+
+    snprintf(err, size, "this question alone makes the session over the "
+             "%d bytes a session may have", AG_SESSION_MAX);
+    return NULL;
 
 done:
 
@@ -470,6 +519,161 @@ done:
     }
 
     return text;
+}
+
+
+/*
+ * The session as JSON (its length in *len), this question's strings
+ * from messages[first] cut as it takes to be at most AG_SESSION_MAX
+ * bytes, in a few rounds (the sizes cut are the strings', the whole's
+ * is counted anew): over still when cutting cannot make it fit; NULL
+ * when out of memory.
+ */
+
+static char *
+ag_session_fit(json_t *session, size_t first, size_t *len)
+{
+    char    *text;
+    size_t   k;
+
+    for (k = 0; /* void */; k++) {
+        text = json_dumps(session, JSON_COMPACT);
+        *len = (text != NULL) ? strlen(text) : 0;
+
+        if (text == NULL || *len <= AG_SESSION_MAX || k == 3
+            || ag_session_cut(session, first, *len - AG_SESSION_MAX) == 0)
+        {
+            return text;
+        }
+
+        free(text);
+    }
+}
+
+
+/*
+ * This question's largest strings (from messages[first]: the model's
+ * text and tool calls' arguments, the tools' results; the answer in its
+ * run's record) each replaced by a note of its size, the largest first,
+ * until over bytes are gone.  What the model writes is bounded per step
+ * (AG_CONTENT_MAX, AG_CALLS_MAX of AG_ARGS_MAX), and JSON writes a
+ * control character in 6 bytes: 16 calls' arguments took 24 MiB, and
+ * the question was not stored at all, its prompt and its run's record
+ * (what the model did) lost.  Returns how many were cut.
+ */
+
+static size_t
+ag_session_cut(json_t *session, size_t first, size_t over)
+{
+    char          note[128];
+    size_t        i, k, n, cut, saved;
+    json_t       *messages, *events, *m, *v, *ev;
+    const char   *role;
+    ag_string_t  *s;
+
+    messages = json_object_get(session, "messages");
+    events = json_object_get(json_array_get(json_object_get(session, "runs"),
+                             json_array_size(json_object_get(session,
+                                                             "runs")) - 1),
+                             "events");
+
+    n = 0;
+
+    json_array_foreach(messages, i, m) {
+        n += (i >= first) ? 1 + json_array_size(json_object_get(m,
+                                                           "tool_calls"))
+                          : 0;
+    }
+
+    n += json_array_size(events);
+
+    s = calloc(n + 1, sizeof(ag_string_t));
+    if (s == NULL) {
+        return 0;
+    }
+
+    n = 0;
+
+    for (i = first; i < json_array_size(messages); i++) {
+        m = json_array_get(messages, i);
+        role = json_string_value(json_object_get(m, "role"));
+
+        if (role != NULL && strcmp(role, "user") != 0) {
+            ag_string_add(s, &n, m, "content");
+        }
+
+        json_array_foreach(json_object_get(m, "tool_calls"), k, v) {
+            ag_string_add(s, &n, json_object_get(v, "function"),
+                          "arguments");
+        }
+    }
+
+    json_array_foreach(events, i, ev) {
+        role = json_string_value(json_object_get(ev, "type"));
+        if (role != NULL && strcmp(role, "answer") == 0) {
+            ag_string_add(s, &n, ev, "text");
+        }
+    }
+
+    qsort(s, n, sizeof(ag_string_t), ag_string_larger);
+
+    cut = 0;
+
+    for (i = 0; i < n && over > 0; i++) {
+        snprintf(note, sizeof(note), "[not kept: %zu bytes as JSON; the "
+                 "session would be over its %d]", s[i].size,
+                 AG_SESSION_MAX);
+
+        if (s[i].size <= strlen(note) + 2) {
+            break;
+        }
+
+        saved = s[i].size - (strlen(note) + 2);
+        over = (saved < over) ? over - saved : 0;
+
+        json_object_set_new(s[i].obj, s[i].key, json_string(note));
+
+        /* the agent's words, not data: no wrapper, no lead */
+        if (json_object_get(s[i].obj, "untrusted") != NULL) {
+            json_object_set_new(s[i].obj, "untrusted", json_false());
+            json_object_del(s[i].obj, "lead");
+        }
+
+        cut++;
+    }
+
+    free(s);
+
+    return cut;
+}
+
+
+/* obj's key, when it is a string, a candidate for ag_session_cut() */
+
+static void
+ag_string_add(ag_string_t *s, size_t *n, json_t *obj, const char *key)
+{
+    json_t  *v;
+
+    v = json_object_get(obj, key);
+
+    if (!json_is_string(v)) {
+        return;
+    }
+
+    s[*n].obj = obj;
+    s[*n].key = key;
+    s[*n].size = json_dumpb(v, NULL, 0, JSON_ENCODE_ANY);
+    (*n)++;
+}
+
+
+static int
+ag_string_larger(const void *a, const void *b)
+{
+    const ag_string_t  *x = a, *y = b;
+
+    return (x->size < y->size) - (x->size > y->size);
 }
 
 

@@ -7,7 +7,8 @@
 # in Redis made the question's process as large as it liked.  And the
 # agent never stores one larger: a question that would make it so drops
 # the oldest runs' records (then the oldest questions' messages), never
-# its own; one that alone is larger is not stored, and its client told.
+# its own; one that alone is larger has its largest strings cut to a
+# note (tests/agent/76-session-cut.t).
 
 use strict;
 use warnings;
@@ -116,7 +117,7 @@ $r = $a->session('full');
 is(join(',', map { $_->{prompt} } @{$r->{json}{runs} // []}),
    'p,one more question', 'stored: the oldest run dropped, the new kept');
 
-# ---- a question alone over the bound: not stored, the session as it was --
+# ---- a question alone over the bound: stored, its result cut to a note ---
 
 $a->script({ pieces => [ 'small' ] });
 $a->ask('alone', 'a small question');
@@ -126,12 +127,14 @@ $a->script({ tool_calls => [ { name => 'logs', arguments => {
            { pieces => [ 'never' ] });
 $ev = $a->ask('alone', 'the whole log');
 my @err = map { $_->{code} } of_type('error', $ev);
-is($err[-1], 'not_stored', 'alone: the client is told it was not stored');
+ok(!grep({ $_ eq 'not_stored' } @err), 'alone: stored');
 is(($ev->[-1] // {})->{type}, 'done', 'alone: "done" last');
 $r = $a->session('alone');
 is(join(',', map { $_->{prompt} } @{$r->{json}{runs} // []}),
-   'a small question', 'alone: the session is as it was');
-like($a->agent_log, qr/session alone not stored: this question alone/,
-     'alone: logged');
+   'a small question,the whole log', 'alone: both questions kept');
+my @tool = grep { ($_->{role} // '') eq 'tool' }
+           @{$r->{json}{messages} // []};
+like(($tool[-1] // {})->{content} // '', qr/^\[not kept: \d+ bytes as JSON/,
+     'alone: the result cut to a note (tests/agent/76-session-cut.t)');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
