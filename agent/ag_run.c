@@ -916,7 +916,8 @@ static int
 ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 {
     int                denied, withdrawn;
-    char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text;
+    char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text,
+                       target[AL_URI_MAX], why[256];
     size_t             i, bytes, max;
     long               wait;
     long long          large;
@@ -979,6 +980,22 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
                           "granted to client \"%s\"; it is not one of "
                           "run_python's routes", i, route,
                           conf->sandbox);
+            json_decref(bp);
+            json_decref(names);
+            return 0;
+        }
+
+        /*
+         * Nor a target the proxy would refuse (a path parameter "..",
+         * ".. " or empty, ...: ag_target()), which the worker would be
+         * denied as well.
+         */
+
+        if (ag_target(r, in, target, sizeof(target), why, sizeof(why))
+            != 0)
+        {
+            ag_tool_error(run, id, AL_TOOL_RUN_PYTHON, "bad_tool_arguments",
+                          "run_python: input %zu: %s", i, why);
             json_decref(bp);
             json_decref(names);
             return 0;

@@ -10,7 +10,10 @@
 # Now the target is parsed as the proxy parses it before anything is
 # sent: such a call is an "error" event, bad_tool_arguments, the model
 # is told, no request is made, and a good call in the same answer goes
-# on as before.
+# on as before.  The same holds for a run_python input's target, which
+# the worker builds from it: no job is queued that the proxy would
+# refuse the worker (a denial of the worker's client, which every run's
+# jobs share).
 
 use strict;
 use warnings;
@@ -27,7 +30,9 @@ my $a = AgentTest->new;
 my $t = $a->t;
 $a->setup;
 
-plan tests => 9;
+$a->start_worker;
+
+plan tests => 13;
 
 my @bad = ('..', '.', '', '.. ', 'C:..', '%2e%2e');
 my @calls = map { { name => 'logs',
@@ -57,5 +62,28 @@ is_deeply([ $done->{outcome}, $done->{denials} ], [ 'answer', 0 ],
 
 my @deny = grep { ($_->{client} // '') eq 'agent' } $a->proxy->deny_log;
 is(scalar @deny, 0, 'the proxy refused nothing of the agent\'s');
+
+# ---- a run_python input: no job the worker would be denied -------------
+
+sub job {
+    my ($service) = @_;
+    return { name => 'run_python', arguments => {
+        script => "print(42)\n",
+        inputs => [ { name => 'in', route => 'logs',
+                      params => { service => $service } } ] } };
+}
+
+$a->script({ tool_calls => [ job('.. '), job('checkout-api') ] },
+           { pieces => [ 'done' ] });
+$ev = $a->ask('segs-2', 'a job over the logs');
+
+@err = of_type('error', $ev);
+is(join(',', map { $_->{code} } @err), 'bad_tool_arguments',
+   'the input ".. ": bad_tool_arguments');
+like(($err[0] // {})->{message} // '', qr/^run_python: input 0: .*dot segment/,
+     'the message names the input');
+is(join(',', map { $_->{status} // '' } of_type('job', $ev)), 'ok',
+   'one job run: the good one');
+is(scalar($a->jsonl('jobs.log')), 1, 'one job queued for the worker');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
