@@ -1471,8 +1471,8 @@ ag_session_hidden(redisContext *c, const char *session,
         return 0;
     }
 
-    s = ag_session_load(c, session, peer->owner, &damaged, err,
-                        sizeof(err));
+    s = ag_session_load(c, session, peer->owner, &damaged, NULL, NULL,
+                        err, sizeof(err));
     if (s == NULL) {
         return damaged;
     }
@@ -1739,7 +1739,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 
     /* a new session is the asker's */
     run.session_obj = ag_session_load(run.redis, session, peer->owner,
-                                      &damaged, err, sizeof(err));
+                                      &damaged, &run.loaded,
+                                      &run.loaded_len, err, sizeof(err));
     if (run.session_obj == NULL
         || !ag_session_mine(run.session_obj, peer))
     {
@@ -1751,6 +1752,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         }
         ag_session_unlock(run.redis, session, lock);
         redisFree(run.redis);
+        free(run.loaded);
         json_decref(run.session_obj);
         json_decref(body);
         return;
@@ -1772,6 +1774,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         ag_session_unlock(run.redis, session, lock);
         redisFree(run.redis);
+        free(run.loaded);
         json_decref(run.session_obj);
         json_decref(body);
         return;
@@ -1816,7 +1819,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         rc = ag_redis_revive(&run, err, sizeof(err));
         if (rc == 0) {
             rc = ag_session_store(run.redis, session, lock,
-                                  run.session_obj, conf->session_ttl, err,
+                                  run.session_obj, conf->session_ttl,
+                                  run.loaded, run.loaded_len, err,
                                   sizeof(err));
         }
 
@@ -1863,6 +1867,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     ag_run_done(&run);
 
     redisFree(run.redis);
+    free(run.loaded);
     json_decref(run.session_obj);
     json_decref(body);
 }
@@ -1883,8 +1888,8 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    s = ag_session_load(c, session, peer->owner, &damaged, err,
-                        sizeof(err));
+    s = ag_session_load(c, session, peer->owner, &damaged, NULL, NULL,
+                        err, sizeof(err));
     redisFree(c);
 
     if (s == NULL && !(damaged && !peer->admin)) {

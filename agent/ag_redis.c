@@ -249,13 +249,18 @@ ag_redis_connect(const ag_conf_t *conf, char *err, size_t size)
 
 json_t *
 ag_session_load(redisContext *c, const char *id, const char *owner,
-    int *damaged, char *err, size_t size)
+    int *damaged, char **raw, size_t *raw_len, char *err, size_t size)
 {
     json_t        *s;
     redisReply    *r;
     json_error_t   jerr;
 
     *damaged = 0;
+
+    if (raw != NULL) {
+        *raw = NULL;
+        *raw_len = 0;
+    }
 
     /*
      * Its size first, in the same script: one over AG_SESSION_MAX, which
@@ -307,6 +312,17 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
 
     s = NULL;
 
+    if (r->type == REDIS_REPLY_STRING && raw != NULL) {
+        *raw = malloc(r->len + 1);
+        if (*raw == NULL) {
+            snprintf(err, size, "out of memory");
+            freeReplyObject(r);
+            return NULL;
+        }
+        memcpy(*raw, r->str, r->len + 1);
+        *raw_len = r->len;
+    }
+
     if (r->type == REDIS_REPLY_STRING) {
         s = json_loadb(r->str, r->len, 0, &jerr);
         if (s != NULL && (!json_is_array(json_object_get(s, "messages"))
@@ -355,7 +371,8 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
 
 int
 ag_session_store(redisContext *c, const char *id, const char *owner,
-    json_t *session, long ttl, char *err, size_t size)
+    json_t *session, long ttl, const char *loaded, size_t loaded_len,
+    char *err, size_t size)
 {
     int          rc;
     char        *text;
@@ -373,6 +390,46 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
                      "redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3]) "
                      "return 1",
                      id, id, owner, text, strlen(text), ttl);
+
+    /*
+     * Its lock gone, no other's there: Redis lost it (restarted without
+     * it, or without any of the session's keys).  Nothing was stored
+     * since this run read the session if it is as it read it, or none
+     * is stored (any run that stored one after the loss would have left
+     * it): then it is stored all the same.  It was lost, the question
+     * and, with a Redis that lost all, the whole session the run held.
+     */
+
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+        freeReplyObject(r);
+        r = redisCommand(c, "EVAL %s 2 airlock:session:%s:lock "
+                         "airlock:session:%s %s %b %ld %s %b",
+                         "if redis.call('get', KEYS[1]) == ARGV[1] then "
+                         "redis.call('set', KEYS[2], ARGV[2], 'EX', "
+                         "ARGV[3]) return 1 end "
+                         "if redis.call('type', KEYS[1])['ok'] ~= 'none' "
+                         "then return 0 end "
+                         "local t = redis.call('type', KEYS[2])['ok'] "
+                         "if t ~= 'none' and (t ~= 'string' "
+                         "or ARGV[4] ~= '1' "
+                         "or redis.call('get', KEYS[2]) ~= ARGV[5]) then "
+                         "return 0 end "
+                         "redis.call('set', KEYS[2], ARGV[2], 'EX', "
+                         "ARGV[3]) return 2",
+                         id, id, owner, text, strlen(text), ttl,
+                         loaded != NULL ? "1" : "0",
+                         loaded != NULL ? loaded : "", loaded_len);
+
+        if (r != NULL && r->type == REDIS_REPLY_INTEGER
+            && r->integer == 2)
+        {
+            fprintf(stderr, "airlock-agent: session %s: its lock was "
+                    "lost (Redis lost it), and no other run stored the "
+                    "session since this one read it: stored\n", id);
+            r->integer = 1;
+        }
+    }
+
     free(text);
 
     if (r != NULL && r->type == REDIS_REPLY_INTEGER) {

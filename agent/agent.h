@@ -127,6 +127,9 @@ typedef struct {
     char             boundary[AG_BOUNDARY_LEN + 1];
 
     json_t          *session_obj;           /* {"id", "messages", "runs"} */
+    char            *loaded;                /* the session as read, or
+                                               NULL: none was stored */
+    size_t           loaded_len;
     json_t          *messages;              /* borrowed from session_obj */
     json_t          *events;                /* this run's events */
     json_t          *denied;                /* signatures of denied calls */
@@ -207,9 +210,10 @@ int ag_redis_where(const char *where, char *host, size_t size, long *port,
 redisContext *ag_redis_connect(const ag_conf_t *conf, char *err,
     size_t size);
 json_t *ag_session_load(redisContext *c, const char *id, const char *owner,
-    int *damaged, char *err, size_t size);
+    int *damaged, char **raw, size_t *raw_len, char *err, size_t size);
 int ag_session_store(redisContext *c, const char *id, const char *owner,
-    json_t *session, long ttl, char *err, size_t size);
+    json_t *session, long ttl, const char *loaded, size_t loaded_len,
+    char *err, size_t size);
 int ag_session_owner(redisContext *c, const char *id, char *owner,
     size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,

@@ -8,7 +8,7 @@
 # agent never stores one larger: a question that would make it so drops
 # the oldest runs' records (then the oldest questions' messages), never
 # its own; one that alone is larger has its largest strings cut to a
-# note (tests/agent/76-session-cut.t).
+# note (tests/agent/76-session-kept.t).
 
 use strict;
 use warnings;
@@ -135,6 +135,6 @@ is(join(',', map { $_->{prompt} } @{$r->{json}{runs} // []}),
 my @tool = grep { ($_->{role} // '') eq 'tool' }
            @{$r->{json}{messages} // []};
 like(($tool[-1] // {})->{content} // '', qr/^\[not kept: \d+ bytes as JSON/,
-     'alone: the result cut to a note (tests/agent/76-session-cut.t)');
+     'alone: the result cut to a note (tests/agent/76-session-kept.t)');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');

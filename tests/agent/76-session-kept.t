@@ -1,16 +1,18 @@
 #!/usr/bin/perl
 
-# airlock-agent: a question that alone would make its session over the
-# 16 MiB a session keeps is stored all the same, its largest strings cut
-# to a note.  What the model writes is bounded per step (16 calls of
-# 256 KiB of arguments), and JSON writes a control character in six
-# bytes: one answer of 16 calls whose arguments are control characters
-# is 24 MiB as JSON.  Such a question was not stored at all: the prompt
-# and the run's record (what the model did in it) were lost, and the
-# model could make it so whenever it liked.  Now each of the largest
-# strings of the question (arguments, texts, results) is replaced by a
-# note of its size, the largest first, until the session fits; the
-# next question goes on from it, the note in its history.
+# airlock-agent: a question is kept in its session.  One that alone
+# would make its session over the 16 MiB a session keeps is stored all
+# the same, its largest strings cut to a note.  What the model writes
+# is bounded per step (16 calls of 256 KiB of arguments), and JSON
+# writes a control character in six bytes: one answer of 16 calls
+# whose arguments are control characters is 24 MiB as JSON.  Such a
+# question was not stored at all: the prompt and the run's record (what
+# the model did in it) were lost, and the model could make it so
+# whenever it liked.  Now each of the largest strings of the question
+# (arguments, texts, results) is replaced by a note of its size, the
+# largest first, until the session fits; the next question goes on
+# from it, the note in its history.  And a run whose lock Redis lost
+# stores its question when no other run can have stored since (below).
 
 use strict;
 use warnings;
@@ -34,7 +36,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup;
 
-plan tests => 11;
+plan tests => 19;
 
 my $MAX = 16 * 1024 * 1024;
 
@@ -155,5 +157,74 @@ is(((of_type('done', $ev))[0] // {})->{outcome}, 'answer',
 $r = $a->session('cut-1', agent => 'b');
 is(join(',', map { $_->{prompt} } @{($r->{json} // {})->{runs} // []}),
    'a bulky question,and then?', 'and stored after it');
+
+# ---- a lock Redis lost: the question stored all the same ---------------
+#
+# Redis that crashes or restarts without the lock (it was made after its
+# last snapshot, or Redis keeps none) used to lose the question: its run
+# found its lock gone and stored nothing, though no other run had taken
+# the session.  With none there, and the session as the run read it or
+# not there at all (Redis lost everything: the run holds it whole), it
+# is stored; another run's store since is never written over
+# (tests/agent/36-session-lock.t).
+
+use IO::Select;
+
+my $n = 0;
+
+# asks in SESSION, and while the model's answer is held, runs @lost
+sub ask_losing {
+    my ($session, $prompt, @lost) = @_;
+    my $gate = "$d/gate-" . ++$n;
+    $a->script({ pieces => [ "answer $n" ], wait_file => $gate });
+    my $n0 = scalar $a->provider_requests;
+    my $body = encode_json({ prompt => $prompt });
+    my $s = $t->http("POST /v1/sessions/$session/ask HTTP/1.1\r\n"
+                     . "Host: a\r\nContent-Length: " . length($body)
+                     . "\r\n\r\n$body",
+                     unix => $a->{agents}{a}{sock}, start => 1);
+    for (1 .. 2500) {
+        last if scalar($a->provider_requests) > $n0;
+        sleep 0.02;
+    }
+    redis(@$_) for @lost;
+    $t->write_file("gate-$n", '');
+
+    my $raw = '';
+    my $sel = IO::Select->new($s);
+    my $deadline = time + 60;
+    while (time < $deadline && $sel->can_read($deadline - time)) {
+        last unless sysread($s, $raw, 65536, length $raw);
+    }
+    close $s;
+    return [ AgentTest::events($raw) ];
+}
+
+$a->script({ pieces => [ 'first' ] });
+$a->ask('lost-1', 'the first question');
+
+$ev = ask_losing('lost-1', 'the lock lost',
+                 [ qw(DEL airlock:session:lost-1:lock) ]);
+is(join(',', map { $_->{code} } of_type('error', $ev)), '',
+   'lock lost: no error, not_stored none');
+is(((of_type('done', $ev))[0] // {})->{outcome}, 'answer',
+   'lock lost: answered');
+$r = $a->session('lost-1');
+is(join(',', map { $_->{prompt} } @{($r->{json} // {})->{runs} // []}),
+   'the first question,the lock lost', 'lock lost: the question stored');
+like($a->agent_log, qr/session lost-1: its lock was lost .*: stored/,
+     'lock lost: logged');
+
+$ev = ask_losing('lost-1', 'all lost',
+                 [ qw(DEL airlock:session:lost-1:lock airlock:session:lost-1) ]);
+is(((of_type('done', $ev))[0] // {})->{outcome}, 'answer',
+   'all lost: answered');
+is(join(',', map { $_->{code} } of_type('error', $ev)), '',
+   'all lost: no error');
+$r = $a->session('lost-1');
+is(join(',', map { $_->{prompt} } @{($r->{json} // {})->{runs} // []}),
+   'the first question,the lock lost,all lost',
+   'all lost: the whole session stored again, as the run held it');
+is(($r->{json} // {})->{owner}, 'uid:' . $>, 'all lost: its owner kept');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
