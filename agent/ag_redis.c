@@ -623,7 +623,7 @@ static size_t
 ag_session_cut(json_t *session, size_t first, size_t over)
 {
     char          note[128];
-    size_t        i, k, n, cut, saved;
+    size_t        i, k, n, cut, one, saved;
     json_t       *messages, *events, *m, *v, *ev;
     const char   *role;
     ag_string_t  *s;
@@ -677,18 +677,29 @@ ag_session_cut(json_t *session, size_t first, size_t over)
     cut = 0;
 
     for (i = 0; i < n && over > 0; i++) {
-        snprintf(note, sizeof(note), "[not kept: %zu bytes as JSON; the "
-                 "session would be over its %d]", s[i].size,
-                 AG_SESSION_MAX);
 
-        if (s[i].size <= strlen(note) + 2) {
+        /* arguments stay a JSON object, as a provider may want them */
+
+        snprintf(note, sizeof(note),
+                 strcmp(s[i].key, "arguments") == 0
+                 ? "{\"not_kept\":\"%zu bytes as JSON; the session would "
+                   "be over its %d\"}"
+                 : "[not kept: %zu bytes as JSON; the session would be "
+                   "over its %d]",
+                 s[i].size, AG_SESSION_MAX);
+
+        v = json_string(note);
+        one = json_dumpb(v, NULL, 0, JSON_ENCODE_ANY);
+
+        if (v == NULL || s[i].size <= one) {
+            json_decref(v);
             break;
         }
 
-        saved = s[i].size - (strlen(note) + 2);
+        saved = s[i].size - one;
         over = (saved < over) ? over - saved : 0;
 
-        json_object_set_new(s[i].obj, s[i].key, json_string(note));
+        json_object_set_new(s[i].obj, s[i].key, v);
 
         /* the agent's words, not data: no wrapper, no lead */
         if (json_object_get(s[i].obj, "untrusted") != NULL) {

@@ -142,8 +142,8 @@ is(scalar(grep { $_->{type} eq 'error' }
 
 my @calls = map { @{$_->{tool_calls} // []} } @{$s->{messages} // []};
 is(scalar @calls, 16, 'the sixteen calls kept');
-my @cut = grep { $_->{function}{arguments} =~ /^\[not kept: \d+ bytes/ }
-          @calls;
+my @cut = grep { (((eval { decode_json($_->{function}{arguments}) } // {})
+                      ->{not_kept}) // '') =~ /^\d+ bytes as JSON/ } @calls;
 ok(@cut > 0 && @cut < 16, scalar(@cut) . ' arguments cut to a note, '
    . 'as many as it takes');
 is(scalar(grep { $_->{role} eq 'user' } @{$s->{messages} // []}), 1,
