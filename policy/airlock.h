@@ -611,6 +611,10 @@ al_policy_t *al_policy_load_open(const char *path, const al_keyring_t *kr,
     int open_secrets, al_error_t *err);
 al_policy_t *al_policy_parse_open(const char *name, const char *buf,
     size_t len, const al_keyring_t *kr, int open_secrets, al_error_t *err);
+
+/* -1 with err set when a policy file of this mode is refused: any user
+   may write it (the loaders above check it; airlockctl check too) */
+int al_policy_writable(const char *path, unsigned mode, al_error_t *err);
 void al_policy_free(al_policy_t *p);
 
 const al_client_t *al_policy_client(const al_policy_t *p, const char *name,

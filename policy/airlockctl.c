@@ -99,7 +99,7 @@ static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
 static al_policy_t *al_ctl_load_bytes(const char *path, const char *key,
-    unsigned char **bytes, size_t *len, int *rc);
+    unsigned char **bytes, size_t *len, int strict, int *rc);
 static void al_ctl_explain_tools(const al_llm_t *l);
 static void al_ctl_explain_peer(const al_policy_t *p,
     const al_client_t *client, unsigned unseen, int token);
@@ -494,7 +494,7 @@ al_ctl_load(const char *path, const char *key, int *rc)
     al_policy_t    *p;
     unsigned char  *bytes;
 
-    p = al_ctl_load_bytes(path, key, &bytes, &len, rc);
+    p = al_ctl_load_bytes(path, key, &bytes, &len, 0, rc);
 
     free(bytes);
 
@@ -507,11 +507,13 @@ al_ctl_load(const char *path, const char *key, int *rc)
  * in *bytes (malloc()ed) for the caller to write as they are: what edit
  * installs is then the policy it checked and showed, whatever writes the
  * file after the check (a backgrounded editor saving, another process).
+ * strict: the file is refused as nginx refuses it (any user may write
+ * it), for check; the others read a policy, whoever may write it.
  */
 
 static al_policy_t *
 al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
-    size_t *len, int *rc)
+    size_t *len, int strict, int *rc)
 {
     int             fd;
     char            msg[AL_ERR_MAX + 300];
@@ -535,6 +537,14 @@ al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
 
     if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
         al_ctl_err("%s: cannot read: not a regular file\n", path);
+        close(fd);
+        return NULL;
+    }
+
+    if (strict && al_policy_writable(path, (unsigned) st.st_mode, &err) != 0)
+    {
+        al_error_format(&err, msg, sizeof(msg));
+        al_ctl_err("%s\n", msg);
         close(fd);
         return NULL;
     }
@@ -586,9 +596,10 @@ static int
 al_ctl_check(int argc, char **argv)
 {
     int                  i, rc;
-    size_t               k, j, nsealed;
+    size_t               k, j, nsealed, len;
     const char          *file, *key;
     al_policy_t         *p;
+    unsigned char       *bytes;
     const al_route_t    *r;
     const al_ctl_cmd_t  *cmd;
 
@@ -616,7 +627,9 @@ al_ctl_check(int argc, char **argv)
         return al_ctl_usage(stderr, cmd);
     }
 
-    p = al_ctl_load(file, key, &rc);
+    p = al_ctl_load_bytes(file, key, &bytes, &len, 1, &rc);
+    free(bytes);
+
     if (p == NULL) {
         return rc;
     }
@@ -2620,7 +2633,7 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
         return 2;
     }
 
-    p = al_ctl_load_bytes(candidate, e->key, &bytes, &len, &rc);
+    p = al_ctl_load_bytes(candidate, e->key, &bytes, &len, 0, &rc);
     if (p == NULL) {
         return rc;
     }

@@ -336,6 +336,11 @@ al_policy_load_open(const char *path, const al_keyring_t *kr, int open_secrets,
         return NULL;
     }
 
+    if (al_policy_writable(path, (unsigned) st.st_mode, err) != 0) {
+        close(fd);
+        return NULL;
+    }
+
     if (st.st_size > AL_POLICY_FILE_MAX) {
         al_error_set(err, path, 0, 0, "file is larger than %d bytes",
                      AL_POLICY_FILE_MAX);
@@ -356,6 +361,27 @@ al_policy_load_open(const char *path, const al_keyring_t *kr, int open_secrets,
     free(buf);
 
     return p;
+}
+
+
+/*
+ * The policy decides where every secret is sent: one that any user may
+ * write is any user's (an agent's or a worker's uid on the appliance),
+ * at the next reload.  Group write is the operators' (airlockctl edit
+ * keeps it), and the owner may be one of them.
+ */
+
+int
+al_policy_writable(const char *path, unsigned mode, al_error_t *err)
+{
+    if (mode & S_IWOTH) {
+        al_error_set(err, path, 0, 0, "any user can write the policy (mode "
+                     "%04o), and choose where its secrets are sent; "
+                     "chmod o-w it", mode & 07777);
+        return -1;
+    }
+
+    return 0;
 }
 
 
