@@ -27,7 +27,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker(max_script_bytes => 2000, max_inputs => 4);
 
-plan tests => 70;
+plan tests => 73;
 
 my $SECRET = $Airlock::Worker::SECRET;
 my ($r, $j);
@@ -215,6 +215,17 @@ for my $v ('..', '.', '') {
              'bad_envelope', length $v
                  ? qr/path param "name" may not be "\." or "\.\."/
                  : qr/non-empty/, "path param \"$v\" refused");
+}
+# nor one the escaping keeps that the proxy still reads as a dot segment
+# or a drive: the denial would count against the worker's client
+for my $v ('.. ', 'C:..', '. ') {
+    (my $id = "dotx$v") =~ s/[^A-Za-z0-9]/_/g;
+    rejected($id, $w->envelope(job_id => $id, script => '1',
+                 blueprint => { inputs => [ { name => 'a', route => 'files',
+                     params => { name => $v } } ] }),
+             'bad_envelope',
+             qr/input "a": its params make a request target the proxy refuses/,
+             "path param \"$v\" refused before the proxy");
 }
 is(join(' ', map { $_->{path} } grep { $_->{path} =~ m{^/api/(files|ROOT)} }
              $t->echo_requests(8081)),
