@@ -52,7 +52,8 @@
 #define NGX_HTTP_AIRLOCK_LLM_OVERLOADED    529
 
 
-static ngx_uint_t ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
 static const char *ngx_http_airlock_llm_fallback_to(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t status);
 static const char *ngx_http_airlock_llm_fallback_body(
@@ -102,7 +103,7 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
                              : NGX_HTTP_FORBIDDEN;
     }
 
-    status = ngx_http_airlock_llm_fallback_status(r);
+    status = ngx_http_airlock_llm_fallback_status(r, ctx);
 
     if (ctx->served != NULL) {
         if (r->upstream == ctx->first) {
@@ -174,15 +175,24 @@ ngx_http_airlock_llm_fallback_need(const ngx_http_airlock_llm_ctx_t *ctx)
 }
 
 
-/* what the first provider did: its status, or 502/504 for no answer */
+/*
+ * What the first provider did: its status, or 502/504 for no answer, or
+ * for a 2xx answer the gateway refused or that failed before any of it
+ * reached the client
+ */
 
 static ngx_uint_t
-ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r)
+ngx_http_airlock_llm_fallback_status(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
 {
     ngx_http_upstream_t  *u;
 
     if (r->err_status) {
         return r->err_status;
+    }
+
+    if (ctx->failed) {
+        return ctx->failed;
     }
 
     u = r->upstream;

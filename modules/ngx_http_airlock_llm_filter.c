@@ -21,7 +21,10 @@
  * must be text (al_llm_body_text()): a body compressed without a
  * Content-Encoding that says so (gzip, zstd, brotli), which the key
  * scrubber could not search and a client unpacks all the same, is refused
- * with 502, as an answer marked encoded is.
+ * with 502, as an answer marked encoded is.  A provider that fails while
+ * the header is held (here, or by the scrubber) gets the client the
+ * failure's status (ngx_http_airlock_llm_finalize()), not a closed
+ * connection.
  *
  * This filter runs before ngx_http_airlock_module's, which scrubs the
  * provider key from what it passes on.
@@ -76,6 +79,8 @@ static void ngx_http_airlock_llm_update(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_ttfb(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
+static void ngx_http_airlock_llm_finalize(ngx_http_request_t *r,
+    ngx_int_t rc);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -288,6 +293,12 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
     if (ctx->answered) {
         /* on with the body's first bytes (ngx_http_airlock_llm_start()) */
         ctx->start = 1;
+
+        if (r->upstream->finalize_request != ngx_http_airlock_llm_finalize) {
+            ctx->finalize = r->upstream->finalize_request;
+            r->upstream->finalize_request = ngx_http_airlock_llm_finalize;
+        }
+
         return NGX_OK;
     }
 
@@ -731,6 +742,7 @@ refuse:
                   (b->last - b->pos > 1) ? b->pos[1] : 0);
 
     ctx->start = 0;
+    ctx->failed = NGX_HTTP_BAD_GATEWAY;
 
     /* the error page that follows is not this upstream's answer */
     ctx->actx->refused = r->upstream;
@@ -740,6 +752,90 @@ refuse:
 
     return ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
                                             NGX_HTTP_BAD_GATEWAY);
+}
+
+
+/*
+ * The upstream's end, in place of the proxy's finalize_request, on a 2xx
+ * answer whose header the gateway holds: this filter until the body's
+ * first bytes, ngx_http_airlock_module's until the whole of a small body.
+ * nginx takes a header it handed to the filters for sent (u->header_sent)
+ * and, when the provider then fails (the connection closed or reset, a
+ * timeout: 502, 504), only closes the connection: the client would get
+ * nothing at all.  Nothing has reached the client, so the call is
+ * answered as the provider's failure before its header would be: with
+ * that status, through the location's error_page (the fallback's
+ * location answers in the provider's format), the connection closed
+ * after it.  The held header and body are dropped; the call is charged
+ * as the answer cut short it is (ngx_http_airlock_llm_usage()).  An
+ * answer that ends well pays the call through here and a compare.
+ */
+
+static void
+ngx_http_airlock_llm_finalize(ngx_http_request_t *r, ngx_int_t rc)
+{
+    ngx_http_upstream_t         *u;
+    ngx_http_airlock_ctx_t      *actx;
+    al_llm_sse_block_t           blk;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+
+    if (ctx == NULL) {
+        /* the modules' contexts cleared: a filter's error page */
+        ctx = ngx_http_airlock_llm_get_ctx(r);
+
+        if (ctx == NULL) {
+            /* cannot be: the context lives as long as the request */
+            return;
+        }
+    }
+
+    ctx->finalize(r, rc);
+
+    u = r->upstream;
+
+    if (rc < NGX_HTTP_INTERNAL_SERVER_ERROR || r->header_sent
+        || !u->header_sent)
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "airlock: llm \"%s\" answered %ui and failed before any "
+                  "of it reached the client, who gets %i",
+                  ctx->provider->llm->name.data, ctx->status, rc);
+
+    /* the upstream finalizes the request with rc, as before a header */
+    u->header_sent = 0;
+    ctx->failed = (unsigned) rc;
+
+    ctx->start = 0;
+    ctx->filter = 0;
+
+    if (!ctx->ended) {
+        /* cut short: what was seen is what there is */
+        ctx->ended = 1;
+
+        if (ctx->sse != NULL) {
+            (void) al_llm_sse_finish(ctx->sse, &blk);
+        }
+    }
+
+    /* the scrubber's held body, if any, goes, and its header with it */
+
+    actx = ctx->actx;
+    actx->held = NULL;
+    actx->whole = NULL;
+    actx->hold = 0;
+
+    /* the error page that follows is not this upstream's answer */
+    actx->refused = u;
+
+    ngx_http_clean_header(r);
+
+    /* see ngx_http_airlock_header_filter(): the connection is closed */
+    r->keepalive = 0;
 }
 
 

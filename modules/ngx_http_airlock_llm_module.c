@@ -1461,8 +1461,10 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
      * before a byte of it was sent: nginx holds a header until the first
      * bytes of the body, and then says 499 (408).  Or the gateway would
      * not pass the answer on: the key scrubber cannot read an encoded
-     * one, and refuses it with 502.  Either way the provider has the
-     * call, and bills it: it is charged as the answer cut short it is.
+     * one, and refuses it with 502.  Or the provider failed while the
+     * header was held (ngx_http_airlock_llm_finalize()): 502, 504.  In
+     * each case the provider has the call, and bills it: it is charged
+     * as the answer cut short it is.
      */
 
     if (status >= NGX_HTTP_SPECIAL_RESPONSE && ctx->answered) {

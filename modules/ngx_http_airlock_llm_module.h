@@ -144,6 +144,11 @@ typedef struct {
     ngx_http_upstream_t             *first;     /* the first provider's
                                                    attempt, once the call
                                                    fell back */
+    void                           (*finalize)(ngx_http_request_t *r,
+                                                ngx_int_t rc);
+                                                /* the proxy's: the upstream
+                                                   calls ngx_http_airlock_
+                                                   llm_finalize() */
 
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
@@ -212,6 +217,10 @@ typedef struct {
                                                    x-request-id set
                                                    (no fallback) */
     unsigned                         body_own:1;   /* body_buf is used */
+    unsigned                         failed:10;    /* a 2xx answer the
+                                                   client got none of:
+                                                   the status it got
+                                                   instead */
 
     /* allocated with this one: actx, and this one's pool cleanup */
     ngx_http_airlock_ctx_t           airlock;

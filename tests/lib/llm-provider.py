@@ -104,6 +104,7 @@ Keys:
   raw           instead of an answer, these strings, each a write of its
                 Latin-1 bytes (status line, headers and body as the test
                 wrote them), then the connection is closed
+  reset         with raw: the connection is reset (RST), not closed
 
 Every request is appended to --log as one JSON line: n, method, path,
 headers (lower-case names), body (parsed JSON, or the text), script,
@@ -116,6 +117,7 @@ import gzip
 import json
 import os
 import signal
+import socket
 import struct
 import sys
 import threading
@@ -309,6 +311,10 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(0.02)
         self.close_connection = True
+        if self.script.get("reset"):
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
 
     def send_json(self, status, obj):
         if self.script.get("echo"):
