@@ -23,7 +23,12 @@
  * refuse; the sink goes on with the rest, and the answer is logged as
  * an error since only the receiver's operator can fix it;
  * but a second refusal in a row makes the sink wait too (a receiver
- * with a wrong secret refuses them all).
+ * with a wrong secret refuses them all).  An alert the receiver had and
+ * failed on AD_FAILS_PROBE times in a row (a 5xx, or no answer once the
+ * request was sent: a receiver that crashes on its content) is passed
+ * over once the sink's wait is over, and the next alert sent instead;
+ * should the sink take that one and then fail on the first again, the
+ * first is refused too.
  * Nothing is dropped for failing; what a full outbox does not take is
  * counted and reported (ad_outbox.c).
  *
@@ -454,6 +459,9 @@ ad_deliver_start(ad_deliver_t *d)
  *   1  an unidentified peer's alert
  *   2  an alert the sink refused, a client's
  *   3  an alert the sink refused, a peer's
+ *   4  while the sink waits after a failure, an alert it failed on
+ *      AD_FAILS_PROBE times in a row, a client's
+ *   5  the same, a peer's
  *
  * Anyone who reaches the proxy's port raises peers' alerts, from as
  * many addresses as it has, each a group of its own: queued ahead of a
@@ -461,7 +469,12 @@ ad_deliver_start(ad_deliver_t *d)
  * And a few alerts a sink will never take, each ready again at its
  * own backoff, would come first at nearly every turn of the sink,
  * whose wait grows with each refusal in a row, and hold up every
- * alert behind them for hours.
+ * alert behind them for hours.  An alert the sink keeps failing on
+ * (ranks 4 and 5) would hold them up for ever: the sink, failing,
+ * waits and tries it again, and no other.  With the next alert tried
+ * instead, a sink that is down fails on that one too, and waits as
+ * long; one that takes it is up, and fails on the first alone
+ * (ad_xfer_done).
  */
 
 static ad_entry_t *
@@ -471,7 +484,7 @@ ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s, int64_t now)
     ad_entry_t  *e, *pick;
 
     pick = NULL;
-    best = 4;
+    best = 6;
 
     for (e = d->outbox->head; e != NULL; e = e->next) {
         if (e->busy || e->unsaved || strcmp(e->key, s->key) != 0) {
@@ -484,6 +497,10 @@ ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s, int64_t now)
 
         rank = (e->refused ? 2 : 0)
                + (!e->alert.has_client && e->alert.kind != AD_KIND_DROPPED);
+
+        if (s->failures > 0 && !e->refused && e->fails >= AD_FAILS_PROBE) {
+            rank += 4;
+        }
 
         if (rank < best) {
             pick = e;
@@ -765,10 +782,11 @@ ad_deliver_collect(ad_deliver_t *d)
 static void
 ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
 {
-    long         code;
+    long         code, sent;
+    int          alone;
     int64_t      now, delay, sdelay, took;
     ad_sink_t   *s;
-    ad_entry_t  *e;
+    ad_entry_t  *e, *f;
     curl_off_t   after;
     const char  *err;
     char         why[CURL_ERROR_SIZE + 64], wait[96];
@@ -779,8 +797,10 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
     took = now - x->started;
 
     code = 0;
+    sent = 0;
     after = 0;
     (void) curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
+    (void) curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &sent);
     (void) curl_easy_getinfo(x->easy, CURLINFO_RETRY_AFTER, &after);
 
     err = NULL;
@@ -825,7 +845,28 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
         return;
     }
 
-    if (res == CURLE_OK && code != 408 && code != 429 && code < 500) {
+    /*
+     * A receiver that crashes on one alert's content answers it 5xx, or
+     * nothing once it has the request, every time: counted, as long as
+     * no other alert fails between (below).  A connection, name or TLS
+     * failure never sent the alert, and a 408 or 429 is about the rate.
+     * Once the sink's failures are over (it took, or refused, another
+     * alert since), one more such failure is about this alert alone,
+     * and it is refused like a 4xx: a sink that is down would have
+     * failed on the other alert too.
+     */
+
+    alone = 0;
+
+    if (code >= 500 || (code == 0 && sent > 0)) {
+        e->fails++;
+        alone = (s != NULL && s->failures == 0
+                 && e->fails > AD_FAILS_PROBE);
+    }
+
+    if ((res == CURLE_OK && code != 408 && code != 429 && code < 500)
+        || alone)
+    {
         /* the receiver is up and refuses this alert: it alone waits */
 
         ad_resp_scrub(x, x->url, (e->kind == AL_SINK_WEBHOOK)
@@ -870,25 +911,52 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
             s->refused = 1;
         }
 
-        ad_log(AD_LOG_ERR, "%s %s refused alert %s with HTTP %ld%s%s%s "
-               "(attempt %u); retrying it in %.1f s%s: fix the receiver, "
-               "or rm STATE/outbox/%s to drop it",
-               ad_sink_kind_name(e->kind), x->label, e->alert.id, code,
-               (code >= 300 && code < 400) ? " (redirects are not "
-                                             "followed)" : "",
-               x->resp_len > 0 ? ": " : "", x->resp, e->attempts,
-               (double) delay / 1000, wait, e->name);
+        if (alone) {
+            if (err != NULL) {
+                (void) snprintf(why, sizeof(why), "%s", err);
+            } else {
+                (void) snprintf(why, sizeof(why), "HTTP %ld", code);
+            }
+
+            ad_log(AD_LOG_ERR, "%s %s: alert %s not delivered: %s%s%s "
+                   "(attempt %u); failed %u times in a row while the sink "
+                   "takes other alerts, it is sent after them, retrying it "
+                   "in %.1f s%s: fix the receiver, or rm STATE/outbox/%s "
+                   "to drop it",
+                   ad_sink_kind_name(e->kind), x->label, e->alert.id, why,
+                   x->resp_len > 0 ? ": " : "", x->resp, e->attempts,
+                   e->fails, (double) delay / 1000, wait, e->name);
+
+        } else {
+            ad_log(AD_LOG_ERR, "%s %s refused alert %s with HTTP %ld%s%s%s "
+                   "(attempt %u); retrying it in %.1f s%s: fix the "
+                   "receiver, or rm STATE/outbox/%s to drop it",
+                   ad_sink_kind_name(e->kind), x->label, e->alert.id, code,
+                   (code >= 300 && code < 400) ? " (redirects are not "
+                                                 "followed)" : "",
+                   x->resp_len > 0 ? ": " : "", x->resp, e->attempts,
+                   (double) delay / 1000, wait, e->name);
+        }
 
         ad_xfer_free(d, x);
         return;
     }
 
-    /* the sink is down, slow or overloaded: the whole sink waits */
+    /*
+     * The sink is down, slow or overloaded: the whole sink waits.  And
+     * an alert it failed on before is not one it fails on alone.
+     */
 
     if (err != NULL) {
         (void) snprintf(why, sizeof(why), "%s", err);
     } else {
         (void) snprintf(why, sizeof(why), "HTTP %ld", code);
+    }
+
+    for (f = d->outbox->head; f != NULL; f = f->next) {
+        if (f != e && !f->refused && strcmp(f->key, x->key) == 0) {
+            f->fails = 0;
+        }
     }
 
     if (s != NULL) {

@@ -61,6 +61,11 @@
 
 #define AD_BACKOFF_BASE        1000     /* ms */
 #define AD_BACKOFF_CAP         300000   /* ms, 5 minutes */
+#define AD_FAILS_PROBE         3        /* failures of one alert in a
+                                           row that the receiver had:
+                                           the sink, while it waits,
+                                           tries the next alert (see
+                                           ad_deliver.c) */
 #define AD_CONNECT_TIMEOUT     5000     /* ms */
 #define AD_ATTEMPT_TIMEOUT     10000    /* ms, connect included: the
                                            default --attempt-timeout */
@@ -424,8 +429,14 @@ struct ad_entry_s {
     unsigned         unsaved:1;             /* folded into since the last
                                                state save: not sent */
     unsigned         refused:1;             /* its sink refused it (a
-                                               4xx): sent after the
-                                               entries it did not */
+                                               4xx), or failed on it
+                                               alone (fails): sent after
+                                               the entries it did not */
+    unsigned         fails;                 /* failures in a row that
+                                               the receiver had it for
+                                               (a 5xx, no answer after
+                                               the request), no other
+                                               alert failing between */
 };
 
 /*

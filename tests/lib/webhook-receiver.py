@@ -32,6 +32,9 @@ Failing on purpose:
   --retry-after VALUE a failing answer carries "Retry-After: VALUE"
   --refuse REGEX      a request whose body matches REGEX is refused (422),
                       every time: an alert this receiver will never take
+  --fail-match REGEX  a request whose body matches REGEX fails as
+                      --fail-mode says, every time: an alert this
+                      receiver crashes on
 
 Accepting without finishing the answer:
   --no-end N          the first N requests that do not fail are answered
@@ -89,6 +92,8 @@ class State:
         self.unended_left = args.no_end
         self.refuse = (re.compile(args.refuse.encode())
                        if args.refuse is not None else None)
+        self.fail_match = (re.compile(args.fail_match.encode())
+                           if args.fail_match is not None else None)
         self.log = open(args.log, "a", encoding="utf-8")
 
     def next_number(self):
@@ -103,10 +108,12 @@ class State:
                 return True
             return False
 
-    def failing(self, n):
+    def failing(self, n, body):
         if n <= self.args.fail:
             return True
         if self.args.fail_until and not os.path.exists(self.args.fail_until):
+            return True
+        if self.fail_match is not None and self.fail_match.search(body):
             return True
         return False
 
@@ -162,7 +169,7 @@ class Handler(BaseHTTPRequestHandler):
 
         status = 200
         unended = False
-        if state.failing(n):
+        if state.failing(n, body):
             status = state.args.fail_mode
         elif state.refuse is not None and state.refuse.search(body):
             status = 422
@@ -255,6 +262,7 @@ def main():
     p.add_argument("--retry-after")
     p.add_argument("--no-end", type=int, default=0)
     p.add_argument("--refuse")
+    p.add_argument("--fail-match")
     p.add_argument("--tolerance", type=int, default=300)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()

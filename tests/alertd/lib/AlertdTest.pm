@@ -243,7 +243,8 @@ sub stop {
 # options: secret (a path), fail, fail_until, fail_mode, delay, port,
 # retry_after (a failing answer's Retry-After), no_end (that many 200
 # answers whose body never ends), refuse (a regex: a body that matches
-# it is refused with 422, every time)
+# it is refused with 422, every time), fail_match (a regex: a body that
+# matches it fails as fail_mode says, every time)
 sub receiver {
     my ($self, %opt) = @_;
     my $n = ++$self->{n};
@@ -263,6 +264,8 @@ sub receiver {
     push @cmd, '--retry-after', $opt{retry_after}
         if defined $opt{retry_after};
     push @cmd, '--refuse', $opt{refuse} if defined $opt{refuse};
+    push @cmd, '--fail-match', $opt{fail_match}
+        if defined $opt{fail_match};
 
     my $pid = $self->spawn("receiver-$n", @cmd);
 
