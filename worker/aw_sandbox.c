@@ -62,6 +62,7 @@
 #include <linux/seccomp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "airlock.h"
@@ -177,8 +178,9 @@ static void aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t worker, long start, const int fds[4],
     int report) __attribute__((noreturn));
-static void aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box,
-    int fail);
+static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
+static void aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
+    const aw_box_t *box, int fail);
 static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
     const char *const *shown, const char *empty, const char *null,
     int fail);
@@ -186,6 +188,11 @@ static void aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover,
     const char *path, int fail);
 static void aw_proc_sys_cover(aw_bwrap_argv_t *a, int fail);
 static void aw_proc_stat(const char *path, int fail);
+static void aw_proc_meminfo(const char *path, long total_mb, long free_mb,
+    int fail);
+static void aw_proc_uptime(const char *path, int fail);
+static void aw_proc_file(const char *path, const char *text, size_t len,
+    int fail);
 static void aw_bwrap_args(aw_bwrap_argv_t *a, const char *op,
     const char *src, const char *dst, int fail);
 static void aw_die_with_parent(pid_t parent, int fail);
@@ -307,10 +314,10 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
  * pid and network namespaces) a script sees, an allow list: the pid
  * directories (its own processes), self and thread-self, mounts and net
  * (links into self), sys (read-only; below), and the few files Python
- * and the C library read: cpuinfo, meminfo, loadavg, uptime, version
- * (what they say of the host's CPUs, memory and kernel, sysinfo() and
- * uname() say too), stat (aw_proc_stat()'s, not the host's), and
- * sysvipc (its own IPC namespace).
+ * and the C library read: cpuinfo and version (what they say of the
+ * host's CPUs and kernel, uname() says too), stat, meminfo, loadavg and
+ * uptime (the worker's, aw_proc_own, not the host's), and sysvipc (its
+ * own IPC namespace).
  * Every other entry the kernel has is covered, read-only, with an empty
  * directory or an empty file: whatever names the host (its kernel's
  * symbols, configuration and command line, its devices, interrupts,
@@ -330,6 +337,48 @@ static const char *const  aw_proc_shown[] = {
     "self", "thread-self", "mounts", "net", "sys", "cpuinfo", "meminfo",
     "stat", "loadavg", "uptime", "version", "sysvipc", NULL
 };
+
+/*
+ * bwrap: the files of its /proc the worker writes for each job
+ * (aw_bwrap_mounts()), which bwrap binds over the host's: theirs are
+ * live and host-wide (its processes, interrupts, memory, dirty pages,
+ * load, idle time), and read twice they tell how busy the host and the
+ * other jobs are, a channel between jobs
+ */
+static const char *const  aw_proc_own[] = {
+    "stat", "meminfo", "loadavg", "uptime"
+};
+
+#define AW_NPROC_OWN  (sizeof(aw_proc_own) / sizeof(aw_proc_own[0]))
+
+/*
+ * bwrap: the sandbox's /proc/meminfo, the fields the kernel's has that
+ * psutil, free and the like read, in its order, each T (what the job's
+ * cgroup allows), F (the job's own memory_mb), U (T less F, the share
+ * of the sandbox's init, as anonymous memory in use) or 0: nothing of
+ * the host's.  Beside them the kernel's has its own sizes (vmalloc,
+ * direct map, huge pages), which no job's limit bounds.
+ */
+static const struct {
+    const char  *name;
+    char         val;
+} aw_meminfo[] = {
+    { "MemTotal", 'T' }, { "MemFree", 'F' }, { "MemAvailable", 'F' },
+    { "Buffers", 0 }, { "Cached", 0 }, { "SwapCached", 0 },
+    { "Active", 'U' }, { "Inactive", 0 }, { "Active(anon)", 'U' },
+    { "Inactive(anon)", 0 }, { "Active(file)", 0 },
+    { "Inactive(file)", 0 }, { "Unevictable", 0 }, { "Mlocked", 0 },
+    { "SwapTotal", 0 }, { "SwapFree", 0 }, { "Dirty", 0 },
+    { "Writeback", 0 }, { "AnonPages", 'U' }, { "Mapped", 0 },
+    { "Shmem", 0 }, { "KReclaimable", 0 }, { "Slab", 0 },
+    { "SReclaimable", 0 }, { "SUnreclaim", 0 }, { "KernelStack", 0 },
+    { "PageTables", 0 }, { "CommitLimit", 'T' }, { "Committed_AS", 'U' }
+};
+
+#define AW_NMEMINFO  (sizeof(aw_meminfo) / sizeof(aw_meminfo[0]))
+
+/* bwrap: the sandbox's /proc/loadavg, no load (gVisor's says as much) */
+static const char  aw_loadavg[] = "0.00 0.00 0.00 0/0 0\n";
 
 static const char *const  aw_proc_sys_shown[] = {
     "kernel", "net", "vm", NULL
@@ -451,6 +500,19 @@ aw_cg_read_key(const char *dir, const char *file, const char *key)
 }
 
 
+/*
+ * What the job's cgroup allows, in MiB: the job's memory_mb and the
+ * runtime's own share (gVisor's sentry and gofer, bwrap's init)
+ */
+
+static long
+aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim)
+{
+    return lim->memory_mb + (conf->backend == AW_BACKEND_GVISOR
+                             ? AW_GVISOR_OVERHEAD_MB : AW_BWRAP_OVERHEAD_MB);
+}
+
+
 static int
 aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
     char *err, size_t n)
@@ -464,8 +526,7 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
     /* a copy: the compiler cannot see slot and cg[] do not overlap */
     memcpy(slot, box->slot, sizeof(slot));
 
-    mem = lim->memory_mb + (conf->backend == AW_BACKEND_GVISOR
-                            ? AW_GVISOR_OVERHEAD_MB : AW_BWRAP_OVERHEAD_MB);
+    mem = aw_cg_memory_mb(conf, lim);
 
     snprintf(probe, sizeof(probe), "%s/cgroup.controllers",
              conf->cgroup_root);
@@ -1240,12 +1301,14 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * (execve fails with EACCES, a library there is not mapped executable).
  * Beside them, an empty directory (void) and an empty file (null), the
  * read-only covers of /dev/pts and of /proc (aw_proc_cover()), and the
- * sandbox's /proc/stat (aw_proc_stat()).  The namespace ends with the
- * sandbox's last process: nothing to remove.
+ * sandbox's own /proc files (aw_proc_own): stat, meminfo, loadavg and
+ * uptime.  The namespace ends with the sandbox's last process: nothing
+ * to remove.
  */
 
 static void
-aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box, int fail)
+aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
+    const aw_box_t *box, int fail)
 {
     int          fd, i;
     char         base[2304], path[2400], map[64], opt[64];
@@ -1306,6 +1369,16 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_box_t *box, int fail)
 
     snprintf(path, sizeof(path), "%s/stat", base);
     aw_proc_stat(path, fail);
+
+    snprintf(path, sizeof(path), "%s/meminfo", base);
+    aw_proc_meminfo(path, aw_cg_memory_mb(conf, &job->limits),
+                    job->limits.memory_mb, fail);
+
+    snprintf(path, sizeof(path), "%s/loadavg", base);
+    aw_proc_file(path, aw_loadavg, sizeof(aw_loadavg) - 1, fail);
+
+    snprintf(path, sizeof(path), "%s/uptime", base);
+    aw_proc_uptime(path, fail);
 
     snprintf(opt, sizeof(opt), "size=%ldm,mode=1777", conf->scratch_mb);
 
@@ -1375,6 +1448,98 @@ aw_proc_stat(const char *path, int fail)
     fclose(f);
 
     if (close(fd) != 0) {
+        aw_child_fail(fail, "%s: %s", path, strerror(errno));
+    }
+}
+
+
+/*
+ * bwrap: the sandbox's /proc/meminfo (aw_meminfo), written at path.
+ * The host's is its memory, live: what is free, cached, dirty and under
+ * writeback, which another job moves at will, and a MemTotal no job may
+ * use.  This one's MemTotal is what the job's cgroup allows, as
+ * gVisor's sentry shows it, and MemFree and MemAvailable the job's
+ * memory_mb.
+ */
+
+static void
+aw_proc_meminfo(const char *path, long total_mb, long free_mb, int fail)
+{
+    int     n;
+    char    buf[2048];
+    long    v;
+    size_t  i, len;
+
+    len = 0;
+
+    for (i = 0; i < AW_NMEMINFO; i++) {
+        switch (aw_meminfo[i].val) {
+        case 'T':
+            v = total_mb << 10;
+            break;
+        case 'F':
+            v = free_mb << 10;
+            break;
+        case 'U':
+            v = (total_mb - free_mb) << 10;
+            break;
+        default:
+            v = 0;
+        }
+
+        /* the kernel's layout: the name and colon in 16, the kB in 8 */
+        n = snprintf(buf + len, sizeof(buf) - len, "%s:%*s%8ld kB\n",
+                     aw_meminfo[i].name,
+                     (int) (15 - strlen(aw_meminfo[i].name)), "", v);
+        if (n <= 0 || (size_t) n >= sizeof(buf) - len) {
+            aw_child_fail(fail, "%s: too long", path);
+        }
+
+        len += (size_t) n;
+    }
+
+    aw_proc_file(path, buf, len, fail);
+}
+
+
+/*
+ * bwrap: the sandbox's /proc/uptime, written at path: the host's
+ * uptime at the job's start (what CLOCK_BOOTTIME and sysinfo() tell
+ * the sandbox anyway, and its processes' start times in /proc/<pid>/stat
+ * count from the host's boot) and no idle time.  The host's idle time
+ * is its CPUs', live: read twice, it tells how busy the host is.
+ */
+
+static void
+aw_proc_uptime(const char *path, int fail)
+{
+    int              n;
+    char             buf[64];
+    struct timespec  ts;
+
+    if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0) {
+        aw_child_fail(fail, "clock_gettime: %s", strerror(errno));
+    }
+
+    n = snprintf(buf, sizeof(buf), "%lld.%02ld 0.00\n",
+                 (long long) ts.tv_sec, ts.tv_nsec / 10000000);
+    if (n <= 0 || (size_t) n >= sizeof(buf)) {
+        aw_child_fail(fail, "%s: too long", path);
+    }
+
+    aw_proc_file(path, buf, (size_t) n, fail);
+}
+
+
+/* bwrap: a read-only file at path that holds text */
+
+static void
+aw_proc_file(const char *path, const char *text, size_t len, int fail)
+{
+    int  fd;
+
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0 || write(fd, text, len) != (ssize_t) len || close(fd) != 0) {
         aw_child_fail(fail, "%s: %s", path, strerror(errno));
     }
 }
@@ -1581,7 +1746,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
-    char           null[2304], pstat[2304];
+    char           null[2304], own[AW_NPROC_OWN][2304];
+    char           own_dst[AW_NPROC_OWN][32];
     int            sp[2];
     long           cpu_s;
     size_t         nf, i;
@@ -1699,7 +1865,14 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     snprintf(tmp, sizeof(tmp), "%s/empty/tmp", box->dir);
     snprintf(shm, sizeof(shm), "%s/empty/shm", box->dir);
     snprintf(null, sizeof(null), "%s/empty/null", box->dir);
-    snprintf(pstat, sizeof(pstat), "%s/empty/stat", box->dir);
+
+    for (i = 0; i < AW_NPROC_OWN; i++) {
+        snprintf(own[i], sizeof(own[i]), "%s/empty/%s", box->dir,
+                 aw_proc_own[i]);
+        snprintf(own_dst[i], sizeof(own_dst[i]), "/proc/%s",
+                 aw_proc_own[i]);
+    }
+
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
 
     /*
@@ -1718,7 +1891,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * use it up): an empty read-only directory covers it, and /dev/ptmx,
      * a link to pts/ptmx, leads nowhere.
      */
-    aw_bwrap_mounts(conf, box, fail);
+    aw_bwrap_mounts(conf, job, box, fail);
 
     {
         const char  *head[] = {
@@ -1751,7 +1924,11 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         }
 
         aw_proc_cover(&a, "/proc", aw_proc_shown, empty, null, fail);
-        aw_bwrap_args(&a, "--ro-bind", pstat, "/proc/stat", fail);
+
+        for (i = 0; i < AW_NPROC_OWN; i++) {
+            aw_bwrap_args(&a, "--ro-bind", own[i], own_dst[i], fail);
+        }
+
         aw_proc_cover(&a, "/proc/sys", aw_proc_sys_shown, empty, null,
                       fail);
 
