@@ -1402,7 +1402,8 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
  * line (what /proc/interrupts, covered, says without the names),
  * softirqs, boot time and running processes, all live: read twice, they
  * tell how busy the host and the other jobs are.  This one has a line
- * for each of the host's CPUs and no time counted.
+ * for each of the host's CPUs and no time counted, and the boot time
+ * ("btime", fixed; psutil's boot_time() reads it).
  */
 
 static void
@@ -1427,6 +1428,17 @@ aw_proc_stat(const char *path, int fail)
     cap = 0;
 
     while (getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "btime ", 6) == 0) {
+            /* the boot time, fixed: /proc/uptime tells it already */
+            len = strlen(line);
+
+            if (write(fd, line, len) != (ssize_t) len) {
+                aw_child_fail(fail, "%s: %s", path, strerror(errno));
+            }
+
+            continue;
+        }
+
         if (strncmp(line, "cpu", 3) != 0) {
             continue;
         }

@@ -28,7 +28,7 @@ $w->start_proxy;
 $w->start_redis;
 $w->start_worker;
 
-plan tests => 5;
+plan tests => 6;
 
 my $r = $w->run_job(job_id => 'stat', script => <<'PY');
 import json, os, subprocess, time
@@ -49,13 +49,17 @@ my $p = eval { decode_json($r->{stdout}) } // {};
 is($r->{status}, 'ok', 'the /proc/stat probe ran') or diag explain $r;
 
 my @names = map { (split ' ', $_)[0] } split /\n/, $p->{a} // '';
-is(join(' ', grep { !/^cpu\d*$/ } @names), '',
-   'no line but the CPUs\' (no processes, ctxt, intr, btime)')
+is(join(' ', grep { !/^(cpu\d*|btime)$/ } @names), '',
+   'no line but the CPUs\' and btime (no processes, ctxt, intr)')
     or diag $p->{a};
 
 open(my $fh, '<', '/proc/stat') or die "/proc/stat: $!";
-my @host = grep { /^cpu\d*$/ } map { (split ' ', $_)[0] } <$fh>;
+my @lines = <$fh>;
 close $fh;
+my @host = grep { /^cpu\d*$/ } map { (split ' ', $_)[0] } @lines;
+my ($btime) = grep { /^btime / } @lines;
+like($p->{a} // '', qr/^\Q$btime\E/m,
+     "the host's boot time, which psutil's boot_time() reads");
 is(join(' ', grep { /^cpu/ } @names), join(' ', @host),
    "a line for each of the host's CPUs");
 is($p->{a}, $p->{b}, 'nothing in it moves while the host works');
