@@ -41,7 +41,9 @@
  * in its stead gives back those of processes that are gone
  * (ngx_http_airlock_llm_zone_reclaim()); what they reserved stays spent.
  * An old worker of a reload killed while it finishes is not replaced:
- * its places wait for the next worker to start.
+ * a call refused for its client's max_concurrent_requests looks at the
+ * processes that hold its budget's places, and gives back those of the
+ * ones gone (ngx_http_airlock_llm_sweep()), then tries once more.
  * A full zone without room for the record admits the call without one.
  */
 
@@ -61,6 +63,14 @@
 #define NGX_HTTP_AIRLOCK_LLM_SAID_SERIES  2     /* no room for a series */
 #define NGX_HTTP_AIRLOCK_LLM_SAID_CAP     4     /* series= reached */
 #define NGX_HTTP_AIRLOCK_LLM_SAID_FLIGHT  8     /* no room for a place */
+
+/*
+ * A call refused for max_concurrent_requests looks, under the lock, at
+ * this many records of places (the oldest first) and checks, unlocked,
+ * this many processes holding its budget's places
+ */
+#define NGX_HTTP_AIRLOCK_LLM_SWEEP       1024
+#define NGX_HTTP_AIRLOCK_LLM_SWEEP_PIDS  8
 
 /* series nodes cached per worker, a power of two */
 #define NGX_HTTP_AIRLOCK_LLM_CACHE     16
@@ -156,6 +166,13 @@ typedef struct {
 } ngx_http_airlock_llm_zone_ctx_t;
 
 
+/* a process that holds places: its pid and start time */
+typedef struct {
+    ngx_pid_t                     pid;
+    uint64_t                      start;
+} ngx_http_airlock_llm_proc_t;
+
+
 /* a series as the metrics handler copies it under the lock */
 typedef struct {
     u_char                       *key;
@@ -198,6 +215,12 @@ static void ngx_http_airlock_llm_expire(ngx_http_airlock_llm_zone_ctx_t *zc,
 static ngx_http_airlock_llm_flight_t *ngx_http_airlock_llm_flight(
     ngx_http_airlock_llm_zone_ctx_t *zc, time_t now);
 static ngx_uint_t ngx_http_airlock_llm_gone(ngx_pid_t pid, uint64_t start);
+static ngx_uint_t ngx_http_airlock_llm_holders(
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_http_airlock_llm_node_t *ln,
+    ngx_http_airlock_llm_proc_t *procs);
+static ngx_uint_t ngx_http_airlock_llm_sweep(ngx_http_request_t *r,
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_http_airlock_llm_proc_t *procs,
+    ngx_uint_t n);
 static void ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
     ngx_http_airlock_llm_zone_ctx_t *zc, ngx_uint_t what);
 static ngx_int_t ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r);
@@ -589,16 +612,21 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
     size_t                            len;
     time_t                            now;
     uint32_t                          hash;
+    ngx_uint_t                        n, swept;
     ngx_http_airlock_llm_node_t      *ln;
     ngx_http_airlock_llm_flight_t    *fl;
     ngx_http_airlock_llm_zone_ctx_t  *zc;
+    ngx_http_airlock_llm_proc_t       procs[NGX_HTTP_AIRLOCK_LLM_SWEEP_PIDS];
     u_char                            key[NGX_HTTP_AIRLOCK_LLM_KEY_MAX];
 
     zc = ngx_http_airlock_llm_zone_ctx(r);
     now = ngx_time();
+    swept = 0;
 
     len = ngx_http_airlock_llm_key(key, NGX_HTTP_AIRLOCK_LLM_BUDGET, ctx, 0);
     hash = ngx_http_airlock_llm_budget_hash(zc, key, len);
+
+again:
 
     ngx_shmtx_lock(&zc->shpool->mutex);
 
@@ -614,7 +642,27 @@ ngx_http_airlock_llm_reserve(ngx_http_request_t *r,
                       &ctx->quota);
 
     if (rc != 0) {
+
+        /*
+         * Refused for max_concurrent_requests: the places may be held by
+         * processes that are gone and that no worker start followed (an
+         * old worker of a reload killed while it finished its calls);
+         * those are given back, and the call tried once more.
+         */
+
+        n = 0;
+
+        if (ctx->quota.over_concurrent && !swept) {
+            n = ngx_http_airlock_llm_holders(zc, ln, procs);
+        }
+
         ngx_shmtx_unlock(&zc->shpool->mutex);
+
+        if (n != 0 && ngx_http_airlock_llm_sweep(r, zc, procs, n) != 0) {
+            swept = 1;
+            goto again;
+        }
+
         return NGX_DECLINED;
     }
 
@@ -1167,6 +1215,137 @@ ngx_http_airlock_llm_gone(ngx_pid_t pid, uint64_t start)
     now = al_proc_started(pid, 0);
 
     return (now != 0 && now != start);
+}
+
+
+/*
+ * The processes, other than this one, that hold places of the budget ln
+ * in the zone's last NGX_HTTP_AIRLOCK_LLM_SWEEP records (the oldest: those
+ * of the old workers of reloads), at most NGX_HTTP_AIRLOCK_LLM_SWEEP_PIDS
+ * of them, into procs; the zone is locked.  A process whose start time is
+ * unknown is left to the start-up sweep: its pid alone may name a new
+ * process by the time its places are given back.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_llm_holders(ngx_http_airlock_llm_zone_ctx_t *zc,
+    ngx_http_airlock_llm_node_t *ln, ngx_http_airlock_llm_proc_t *procs)
+{
+    ngx_uint_t                      i, n, seen;
+    ngx_queue_t                    *q;
+    ngx_http_airlock_llm_flight_t  *fl;
+
+    n = 0;
+    seen = 0;
+
+    for (q = ngx_queue_last(&zc->sh->flights);
+         q != ngx_queue_sentinel(&zc->sh->flights)
+         && seen < NGX_HTTP_AIRLOCK_LLM_SWEEP;
+         q = ngx_queue_prev(q), seen++)
+    {
+        fl = ngx_queue_data(q, ngx_http_airlock_llm_flight_t, queue);
+
+        if (fl->node != ln || fl->pid == ngx_pid || fl->start == 0) {
+            continue;
+        }
+
+        for (i = 0; i < n; i++) {
+            if (procs[i].pid == fl->pid && procs[i].start == fl->start) {
+                break;
+            }
+        }
+
+        if (i < n) {
+            continue;
+        }
+
+        procs[n].pid = fl->pid;
+        procs[n].start = fl->start;
+
+        if (++n == NGX_HTTP_AIRLOCK_LLM_SWEEP_PIDS) {
+            break;
+        }
+    }
+
+    return n;
+}
+
+
+/*
+ * Of the n processes in procs, those gone (as the start-up sweep says,
+ * checked with the zone unlocked) give back the places they held, in
+ * the zone's last NGX_HTTP_AIRLOCK_LLM_SWEEP records, whatever their
+ * budgets; their records are freed, spares with them.  Returns the
+ * number of places given back.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_llm_sweep(ngx_http_request_t *r,
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_http_airlock_llm_proc_t *procs,
+    ngx_uint_t n)
+{
+    ngx_uint_t                      i, k, given, seen;
+    ngx_queue_t                    *q, *prev;
+    ngx_http_airlock_llm_flight_t  *fl;
+
+    k = 0;
+
+    for (i = 0; i < n; i++) {
+        if (ngx_http_airlock_llm_gone(procs[i].pid, procs[i].start)) {
+            procs[k++] = procs[i];
+        }
+    }
+
+    if (k == 0) {
+        return 0;
+    }
+
+    given = 0;
+    seen = 0;
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    for (q = ngx_queue_last(&zc->sh->flights);
+         q != ngx_queue_sentinel(&zc->sh->flights)
+         && seen < NGX_HTTP_AIRLOCK_LLM_SWEEP;
+         q = prev, seen++)
+    {
+        prev = ngx_queue_prev(q);
+
+        fl = ngx_queue_data(q, ngx_http_airlock_llm_flight_t, queue);
+
+        for (i = 0; i < k; i++) {
+            if (procs[i].pid == fl->pid && procs[i].start == fl->start) {
+                break;
+            }
+        }
+
+        if (i == k) {
+            continue;
+        }
+
+        if (fl->node != NULL) {
+            if (fl->node->budget.active > 0) {
+                fl->node->budget.active--;
+            }
+
+            given++;
+        }
+
+        ngx_queue_remove(q);
+        ngx_slab_free_locked(zc->shpool, fl);
+    }
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    if (given != 0) {
+        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                      "airlock: %ui place%s in flight of processes that are "
+                      "gone given back%s", given, (given == 1) ? "" : "s",
+                      zc->shpool->log_ctx);
+    }
+
+    return given;
 }
 
 

@@ -6,8 +6,8 @@
 # a client with max_concurrent_requests: 1 is not locked out until nginx
 # restarts; what the killed calls reserved stays spent (the provider may
 # have had them).  The places of an old worker that still serves a call
-# after a reload are not taken from it; one killed is not replaced, and
-# its place comes back when a worker next starts.
+# after a reload are not taken from it (one killed, which the master does
+# not replace: 180-llm-zone-old-worker-killed.t).
 
 use strict;
 use warnings;
@@ -38,7 +38,7 @@ $l->setup(
 
 $t->run;
 
-plan tests => 14;
+plan tests => 12;
 
 my $go = $t->testdir . '/go';
 
@@ -104,23 +104,7 @@ like(answer($s), qr/^HTTP\/1\.1 200/, 'the old worker\'s call answers');
 is($l->chat(token => $one)->{status}, 200, 'then the client is served');
 
 # a reload's old worker killed while it serves a call is not replaced:
-# its place comes back when a worker next starts, at the next reload
-
-unlink $go;
-my %old = map { $_->[0] => 1 } $t->_workers;
-$s = $l->held_chat({ wait_file => $go }, token => $one);
-$t->reload;
-kill 'KILL', keys %old;
-close $s;
-
-is($l->chat(token => $one)->{status}, 429,
-   'a killed old worker\'s place waits for a worker to start');
-
-$t->reload;
-$t->write_file('go', '');
-
-is($l->chat(token => $one)->{status}, 200,
-   'the next reload\'s worker gives it back');
+# tests/nginx/180-llm-zone-old-worker-killed.t
 
 is($t->error_log_check(qr/exited on signal 9/), '',
    'no alerts or sanitizer reports');
