@@ -1211,8 +1211,6 @@ ag_target(const al_route_t *route, json_t *args, char *out, size_t size,
     char         num[64];
     size_t       i, k, n, len;
     json_t      *params, *query, *v;
-    al_path_t    path;
-    al_query_t   qs;
     const char  *s, *key, *bad;
 
     params = json_object_get(args, "params");
@@ -1289,20 +1287,17 @@ ag_target(const al_route_t *route, json_t *args, char *out, size_t size,
     /*
      * What the proxy would refuse as a target is not built: a path
      * parameter that is a dot segment ("..", ".", "..%20"), empty, a
-     * drive ("C:..") the escaping keeps, or an empty query name.  The
-     * proxy's parser says, so the two cannot differ; a route's own
+     * drive the escaping keeps ("C:..", or "C:x" where the route's
+     * param takes none), or an empty query name.  The proxy's own code
+     * says (al_route_target()), so the two cannot differ; a route's own
      * patterns are the proxy's to check.
      */
 
-    bad = NULL;
-
-    if (al_target_parse_drives(out, n, &path, &qs, &bad) != 0
-        || path.nseg != route->nsegs)
-    {
+    if (al_route_target(route, out, n, &bad) != 0) {
         snprintf(why, why_size, "the arguments make a request target the "
                  "proxy refuses (%s): each path parameter is one segment, "
-                 "not empty, \".\" or \"..\"",
-                 bad != NULL ? bad : "not the route's segments");
+                 "not empty, \".\" or \"..\", and starts with a drive "
+                 "(\"C:\") only where the route takes one", bad);
         return -1;
     }
 

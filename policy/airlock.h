@@ -661,6 +661,18 @@ typedef struct {
 al_reason_t al_decide(const al_policy_t *p, const al_request_t *req,
     al_decision_t *d);
 
+/*
+ * 0 when target, built for route r by one of the proxy's clients (the
+ * agent's tool call, the worker's input), is a target the proxy reads as
+ * r's path: al_target_parse_drives() takes it, it has r's segments, and
+ * each segment that starts with a drive ("C:x") is a param of r that
+ * takes one (al_decide() refuses it otherwise, whatever r's patterns).
+ * -1 otherwise, *why a static reason ("dot segment", "drive letter").
+ * r's own patterns are al_decide()'s alone.
+ */
+int al_route_target(const al_route_t *r, const char *target, size_t len,
+    const char **why);
+
 /* the body half of the decision, for routes with has_body */
 al_reason_t al_decide_body(const al_route_t *route, const char *ctype,
     size_t ctype_len, const unsigned char *body, size_t len,

@@ -345,6 +345,54 @@ al_drive_taken(const al_route_t *r, const al_request_t *req,
 
 
 /*
+ * The proxy's own refusals of a target built for r, for its clients to
+ * check before they send it (airlock.h): a denial counts against the
+ * client, and the worker's is every job's.
+ */
+
+int
+al_route_target(const al_route_t *r, const char *target, size_t len,
+    const char **why)
+{
+    size_t             i, np;
+    al_path_t          path;
+    al_query_t         query;
+    const al_param_t  *param;
+
+    *why = NULL;
+
+    if (al_target_parse_drives(target, len, &path, &query, why) != 0) {
+        if (*why == NULL) {
+            *why = "request target refused";
+        }
+        return -1;
+    }
+
+    if (path.nseg != r->nsegs) {
+        *why = "not the route's segments";
+        return -1;
+    }
+
+    /* as al_drive_taken() reads the route's params: in segment order */
+
+    np = 0;
+
+    for (i = 0; i < path.nseg; i++) {
+        param = r->seg_is_param[i] ? &r->params[np++] : NULL;
+
+        if ((path.drive & ((uint64_t) 1 << i))
+            && (param == NULL || !param->drive))
+        {
+            *why = "drive letter";
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
  * The upstream URI is written from the decoded, validated segments and
  * query pairs, re-encoded one way, never from the client's bytes.
  */

@@ -121,8 +121,6 @@ aw_input_parse(const aw_conf_t *conf, const al_policy_t *policy, json_t *in,
     unsigned           bit;
     const char        *bad, *name, *route_name, *qk, *why;
     json_t            *jname, *jroute, *params, *query, *body, *v;
-    al_path_t          path;
-    al_query_t         qs;
     const al_route_t  *route;
 
     (void) conf;
@@ -299,22 +297,18 @@ aw_input_parse(const aw_conf_t *conf, const al_policy_t *policy, json_t *in,
     /*
      * What the proxy would refuse as a target is not fetched: a path
      * param the escaping keeps that is a dot segment all the same (".. "
-     * is "..%20"), a drive ("C:.."), an empty query name.  The proxy's
-     * parser says, so the two cannot differ; the denial would count
-     * against the worker's client, which every job shares.  The route's
-     * own patterns are the proxy's to check.
+     * is "..%20"), a drive ("C:..", or "C:x" where the route's param
+     * takes none), an empty query name.  The proxy's own code says
+     * (al_route_target()), so the two cannot differ; the denial would
+     * count against the worker's client, which every job shares.  The
+     * route's own patterns are the proxy's to check.
      */
 
-    why = NULL;
-
-    if (al_target_parse_drives(buf, n, &path, &qs, &why) != 0
-        || path.nseg != route->nsegs)
-    {
+    if (al_route_target(route, buf, n, &why) != 0) {
         free(buf);
         return aw_reject(code, codelen, err, errlen, "bad_envelope",
                          "input \"%s\": its params make a request target "
-                         "the proxy refuses (%s)", name,
-                         why != NULL ? why : "not the route's segments");
+                         "the proxy refuses (%s)", name, why);
     }
 
     out->path = buf;

@@ -150,6 +150,7 @@ static void test_routes(void);
 static void test_params_query(void);
 static void test_normalize(void);
 static void test_drives(void);
+static const char *route_target(const al_route_t *r, const char *target);
 static void test_body(void);
 static void test_body_json_charset(void);
 static void test_media_type(void);
@@ -424,6 +425,9 @@ test_normalize(void)
 static void
 test_drives(void)
 {
+    const char        *why;
+    const al_route_t  *sheet, *clear, *axd;
+
     allow("GET", "/sheets/abc/values/A:B", agent, "sheet",
           "/v4/abc/values/A:B");
     allow("GET", "/sheets/abc/values/A1:B2", agent, "sheet",
@@ -486,6 +490,57 @@ test_drives(void)
     /* the pattern still decides */
     deny("GET", "/sheets/abc/values/A:B-C", agent, AL_REASON_PARAM,
          "param \"range\" does not match");
+
+    /*
+     * al_route_target(), what the agent and the worker check before they
+     * send: the drives al_decide() refuses above, it refuses; a drive in
+     * the param that takes one it takes; the pattern is not its to judge
+     */
+    sheet = al_policy_route(p, "sheet", 5);
+    clear = al_policy_route(p, "sheet-clear", 11);
+    axd = al_policy_route(p, "axd", 3);
+
+    tap_ok(route_target(sheet, "/sheets/abc/values/A:B") == NULL,
+           "al_route_target: a drive where the param takes one");
+    tap_ok(route_target(sheet, "/sheets/abc/values/A:B-C") == NULL,
+           "al_route_target: the pattern is al_decide()'s");
+    why = route_target(sheet, "/sheets/A:x/values/A:B");
+    tap_ok(why != NULL && strcmp(why, "drive letter") == 0,
+           "al_route_target: a drive in the param that takes none");
+    why = route_target(clear, "/sheets/abc/clear/A:B");
+    tap_ok(why != NULL && strcmp(why, "drive letter") == 0,
+           "al_route_target: a drive in another route's param");
+    why = route_target(axd, "/a/C:x/d");
+    tap_ok(why != NULL && strcmp(why, "drive letter") == 0,
+           "al_route_target: \"C:x\", whatever the pattern");
+    why = route_target(sheet, "/sheets/abc/values/C:..");
+    tap_ok(why != NULL && strcmp(why, "drive letter") == 0,
+           "al_route_target: a drive and a dot segment");
+    why = route_target(axd, "/a/../d");
+    tap_ok(why != NULL && strcmp(why, "dot segment") == 0,
+           "al_route_target: a dot segment");
+    why = route_target(axd, "/a/x%2Fy/d");
+    tap_ok(why != NULL && strcmp(why, "encoded slash") == 0,
+           "al_route_target: an encoded slash");
+    why = route_target(axd, "/a/x");
+    tap_ok(why != NULL && strcmp(why, "not the route's segments") == 0,
+           "al_route_target: not the route's segments");
+    tap_ok(route_target(axd, "/a/ab:c/d") == NULL,
+           "al_route_target: a colon past the first character");
+}
+
+
+static const char *
+route_target(const al_route_t *r, const char *target)
+{
+    const char  *why;
+
+    if (r == NULL) {
+        return "no such route";
+    }
+
+    return al_route_target(r, target, strlen(target), &why) == 0 ? NULL
+                                                                  : why;
 }
 
 
