@@ -58,7 +58,7 @@ static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
 static ngx_uint_t ngx_http_airlock_llm_headers_n(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_start(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t **in);
 static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
 static ngx_int_t ngx_http_airlock_llm_slice(ngx_http_request_t *r,
@@ -648,7 +648,7 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     if (ctx->start) {
-        rc = ngx_http_airlock_llm_start(r, ctx, in);
+        rc = ngx_http_airlock_llm_start(r, ctx, &in);
 
         if (rc == NGX_DONE) {
             return NGX_OK;
@@ -695,27 +695,50 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * end when it has none; until then (flushes only) it waits: NGX_DONE.
  * A body whose first bytes are not text is refused, as
  * ngx_http_airlock_module refuses an answer marked encoded: 502, the
- * connection closed after it.  Only the first bytes of the first buffer
- * are read (AL_LLM_TEXT_PEEK): what an encoder writes is told from text
- * there.
+ * connection closed after it.  The first AL_LLM_TEXT_PEEK bytes are read
+ * (what an encoder writes is told from text there): in the usual case
+ * all in the first buffer, read where it is.  Fewer, with more to come
+ * (a provider may send a byte and wait), are copied and held with the
+ * header (ctx->peek), the buffers they were in given back, and go first
+ * once the header does (*in then starts with them).
  */
 
 static ngx_int_t
 ngx_http_airlock_llm_start(ngx_http_request_t *r,
-    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in)
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t **in)
 {
+    u_char       *p, peek[AL_LLM_TEXT_PEEK];
+    size_t        n, k;
+    ngx_int_t     rc;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
-    for (cl = in; cl; cl = cl->next) {
+    p = peek;
+    n = ctx->peeked;
+
+    if (n) {
+        ngx_memcpy(peek, ctx->peek, n);
+    }
+
+    for (cl = *in; cl; cl = cl->next) {
         b = cl->buf;
 
         if (ngx_buf_in_memory(b) && b->last > b->pos) {
-            if (!al_llm_body_text(b->pos, b->last - b->pos)) {
-                goto refuse;
+            k = b->last - b->pos;
+
+            if (n == 0 && k >= AL_LLM_TEXT_PEEK) {
+                p = b->pos;
+                n = AL_LLM_TEXT_PEEK;
+                break;
             }
 
-            break;
+            k = ngx_min(k, AL_LLM_TEXT_PEEK - n);
+            ngx_memcpy(peek + n, b->pos, k);
+            n += k;
+
+            if (n == AL_LLM_TEXT_PEEK) {
+                break;
+            }
         }
 
         if (b->last_buf || b->last_in_chain) {
@@ -724,12 +747,70 @@ ngx_http_airlock_llm_start(ngx_http_request_t *r,
     }
 
     if (cl == NULL) {
+        if (n == ctx->peeked) {
+            return NGX_DONE;
+        }
+
+        /* fewer than the peek, and more to come: held, with the header */
+
+        if (ctx->peek == NULL) {
+            ctx->peek = ngx_pnalloc(r->pool, AL_LLM_TEXT_PEEK);
+            if (ctx->peek == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
+        ngx_memcpy(ctx->peek + ctx->peeked, peek + ctx->peeked,
+                   n - ctx->peeked);
+        ctx->peeked = n;
+
+        for (cl = *in; cl; cl = cl->next) {
+            if (ngx_buf_in_memory(cl->buf)) {
+                cl->buf->pos = cl->buf->last;
+            }
+        }
+
         return NGX_DONE;
+    }
+
+    if (!al_llm_body_text(p, n)) {
+        goto refuse;
     }
 
     ctx->start = 0;
 
-    return ngx_http_next_header_filter(r);
+    rc = ngx_http_next_header_filter(r);
+
+    if (ctx->peeked == 0 || rc == NGX_ERROR || rc > NGX_OK || r->header_only)
+    {
+        return rc;
+    }
+
+    /* the bytes held go first */
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = ctx->peek;
+    b->last = ctx->peek + ctx->peeked;
+    b->start = b->pos;
+    b->end = b->last;
+    b->temporary = 1;
+
+    cl = ngx_alloc_chain_link(r->pool);
+    if (cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    cl->buf = b;
+    cl->next = *in;
+    *in = cl;
+
+    ctx->peeked = 0;
+
+    return rc;
 
 refuse:
 
@@ -738,10 +819,10 @@ refuse:
                   "not text (%02xd %02xd ...: compressed without a "
                   "Content-Encoding?), a response that cannot be scrubbed",
                   ctx->provider->llm->name.data,
-                  ctx->status, b->pos[0],
-                  (b->last - b->pos > 1) ? b->pos[1] : 0);
+                  ctx->status, p[0], (n > 1) ? p[1] : 0);
 
     ctx->start = 0;
+    ctx->peeked = 0;
     ctx->failed = NGX_HTTP_BAD_GATEWAY;
 
     /* the error page that follows is not this upstream's answer */
@@ -811,6 +892,7 @@ ngx_http_airlock_llm_finalize(ngx_http_request_t *r, ngx_int_t rc)
     ctx->failed = (unsigned) rc;
 
     ctx->start = 0;
+    ctx->peeked = 0;
     ctx->filter = 0;
 
     if (!ctx->ended) {

@@ -149,6 +149,10 @@ typedef struct {
                                                 /* the proxy's: the upstream
                                                    calls ngx_http_airlock_
                                                    llm_finalize() */
+    u_char                          *peek;      /* the body's first bytes
+                                                   while fewer than the
+                                                   peek: held with the
+                                                   header */
 
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
@@ -205,6 +209,7 @@ typedef struct {
     unsigned                         start:1;      /* the header waits for
                                                    the body's first
                                                    bytes */
+    unsigned                         peeked:5;     /* in peek */
     unsigned                         ttfb_set:1;
     unsigned                         ended:1;      /* the last buffer */
     unsigned                         accounted:1;
