@@ -393,6 +393,7 @@ static ngx_int_t
 ngx_http_airlock_header_filter(ngx_http_request_t *r)
 {
     off_t                         len;
+    ngx_int_t                     rc;
     ngx_str_t                     key, value;
     ngx_table_elt_t              *h;
     ngx_http_airlock_ctx_t       *ctx;
@@ -452,8 +453,23 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
          */
         r->keepalive = 0;
 
-        return ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
-                                                NGX_HTTP_BAD_GATEWAY);
+        rc = ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
+                                              NGX_HTTP_BAD_GATEWAY);
+
+        /*
+         * NGX_AGAIN: the error page is not all sent yet (a slow client,
+         * limit_rate, an HTTP/2 window), and nginx goes on with the
+         * upstream, whose body would follow the page to the client,
+         * unsearched: it is dropped (ngx_http_airlock_body_filter()).
+         * Not after NGX_ERROR: the request is over, or an error_page
+         * took it elsewhere, where another answer must pass.
+         */
+
+        if (rc == NGX_AGAIN) {
+            ctx->discard = 1;
+        }
+
+        return rc;
     }
 
     ngx_http_clear_accept_ranges(r);
@@ -1118,8 +1134,24 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
 
-    if (ctx == NULL || !ctx->scrub_body) {
+    if (ctx == NULL || !(ctx->scrub_body | ctx->discard)) {
         return ngx_http_next_body_filter(r, in);
+    }
+
+    if (ctx->discard && r->upstream == ctx->refused) {
+
+        /* the refused answer's body, after the error page: dropped */
+
+        for (cl = in; cl; cl = cl->next) {
+            b = cl->buf;
+            b->pos = b->last;
+
+            if (b->in_file) {
+                b->file_pos = b->file_last;
+            }
+        }
+
+        return ngx_http_next_body_filter(r, NULL);
     }
 
     if (ctx->hold) {

@@ -657,6 +657,11 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
             return rc;
         }
+
+        if (ctx->actx->discard) {
+            /* refused: ngx_http_airlock_module's filter drops them */
+            return ngx_http_next_body_filter(r, in);
+        }
     }
 
     if (ctx->filter) {
@@ -831,8 +836,17 @@ refuse:
     /* see ngx_http_airlock_header_filter(): the connection is closed */
     r->keepalive = 0;
 
-    return ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
-                                            NGX_HTTP_BAD_GATEWAY);
+    rc = ngx_http_filter_finalize_request(r, &ngx_http_airlock_module,
+                                          NGX_HTTP_BAD_GATEWAY);
+
+    /* the body is dropped after an error page not all sent yet (see
+       ngx_http_airlock_header_filter()) */
+
+    if (rc == NGX_AGAIN) {
+        ctx->actx->discard = 1;
+    }
+
+    return rc;
 }
 
 

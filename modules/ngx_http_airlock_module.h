@@ -302,6 +302,9 @@ struct ngx_http_airlock_ctx_s {
     unsigned                     hold:1;
     unsigned                     scrubbed:1;
     unsigned                     scrub_logged:1;
+    unsigned                     discard:1;     /* what comes of the
+                                                   refused answer after
+                                                   its error page */
 };
 
 
