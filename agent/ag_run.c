@@ -51,8 +51,9 @@ static int ag_tool(ag_run_t *run, json_t *call);
 static int ag_tool_route(ag_run_t *run, const char *id,
     const al_route_t *route, json_t *args);
 static int ag_tool_python(ag_run_t *run, const char *id, json_t *args);
-static int ag_target(const al_route_t *route, json_t *args, char *out,
-    size_t size, char *why, size_t why_size);
+static int ag_target(const al_route_t *route, json_t *args, json_t *sent,
+    char *out, size_t size, char *why, size_t why_size);
+static int ag_body_ok(const al_route_t *route, int body);
 static int ag_query_value(json_t *v, char *buf, size_t size,
     const char **s);
 static void ag_tool_message(ag_run_t *run, const char *id,
@@ -717,7 +718,8 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
     conf = run->conf;
     method = al_method_name(al_tool_method(route));
 
-    if (ag_target(route, args, target, sizeof(target), why, sizeof(why))
+    if (ag_target(route, args, NULL, target, sizeof(target), why,
+                  sizeof(why))
         != 0)
     {
         ag_tool_error(run, id, route->name.data, "bad_tool_arguments",
@@ -918,11 +920,11 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     int                denied, withdrawn;
     char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text,
                        target[AL_URI_MAX], why[256];
-    size_t             i, bytes, max;
+    size_t             i, k, bytes, max;
     long               wait;
     long long          large;
     json_t            *script, *inputs, *in, *bp, *env, *res, *timing,
-                      *shown, *names, *v;
+                      *shown, *names, *v, *body;
     const char        *name, *route;
     ag_conf_t         *conf;
     const al_route_t  *r;
@@ -988,28 +990,64 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
         /*
          * Nor a target the proxy would refuse (a path parameter "..",
          * ".. " or empty, ...: ag_target()), which the worker would be
-         * denied as well.
+         * denied as well.  The input sent is what was checked: the
+         * route's path params and the query, each the string the target
+         * was built from (a number as the target writes it), since the
+         * worker takes strings only and the route's params only.
          */
 
-        if (ag_target(r, in, target, sizeof(target), why, sizeof(why))
-            != 0)
+        v = json_pack("{s:s, s:s}", "name", name, "route", route);
+
+        if (v == NULL
+            || ag_target(r, in, v, target, sizeof(target), why,
+                         sizeof(why))
+               != 0)
         {
             ag_tool_error(run, id, AL_TOOL_RUN_PYTHON, "bad_tool_arguments",
-                          "run_python: input %zu: %s", i, why);
+                          "run_python: input %zu: %s", i,
+                          v != NULL ? why : "no memory");
+            json_decref(v);
             json_decref(bp);
             json_decref(names);
             return 0;
         }
 
-        v = json_pack("{s:s, s:s}", "name", name, "route", route);
-        if (json_is_object(json_object_get(in, "params"))) {
-            json_object_set(v, "params", json_object_get(in, "params"));
+        /*
+         * The worker names each input's data by its name, and fetches
+         * with a body only by a method that takes one (and without one
+         * only by one that does not): what it would refuse is refused
+         * here, before a job is queued.
+         */
+
+        body = json_object_get(in, "body");
+        why[0] = '\0';
+
+        for (k = 0; k < json_array_size(bp); k++) {
+            if (strcmp(json_string_value(json_object_get(
+                           json_array_get(bp, k), "name")), name) == 0)
+            {
+                snprintf(why, sizeof(why), "input %zu: the name \"%s\" "
+                         "is input %zu's already", i, name, k);
+            }
         }
-        if (json_is_object(json_object_get(in, "query"))) {
-            json_object_set(v, "query", json_object_get(in, "query"));
+
+        if (why[0] == '\0' && !ag_body_ok(r, body != NULL)) {
+            snprintf(why, sizeof(why), "input %zu: route \"%s\" %s", i,
+                     route, body != NULL ? "takes no \"body\""
+                                         : "needs a \"body\"");
         }
-        if (json_object_get(in, "body") != NULL) {
-            json_object_set(v, "body", json_object_get(in, "body"));
+
+        if (why[0] != '\0') {
+            ag_tool_error(run, id, AL_TOOL_RUN_PYTHON, "bad_tool_arguments",
+                          "run_python: %s", why);
+            json_decref(v);
+            json_decref(bp);
+            json_decref(names);
+            return 0;
+        }
+
+        if (body != NULL) {
+            json_object_set(v, "body", body);
         }
         json_array_append_new(bp, v);
         json_array_append_new(names, json_string(route));
@@ -1203,14 +1241,20 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 }
 
 
-/* the request target from the route's path template and the arguments */
+/*
+ * The request target from the route's path template and the arguments;
+ * with sent, also the route's path params and the query as the target
+ * has them, each a string, in sent's "params" and "query" (a run_python
+ * input's, for the worker).
+ */
+
 static int
-ag_target(const al_route_t *route, json_t *args, char *out, size_t size,
-    char *why, size_t why_size)
+ag_target(const al_route_t *route, json_t *args, json_t *sent, char *out,
+    size_t size, char *why, size_t why_size)
 {
     char         num[64];
     size_t       i, k, n, len;
-    json_t      *params, *query, *v;
+    json_t      *params, *query, *v, *sp, *sq;
     const char  *s, *key, *bad;
 
     params = json_object_get(args, "params");
@@ -1221,6 +1265,20 @@ ag_target(const al_route_t *route, json_t *args, char *out, size_t size,
     {
         snprintf(why, why_size, "\"params\" and \"query\" are objects");
         return -1;
+    }
+
+    sp = NULL;
+    sq = NULL;
+
+    if (sent != NULL) {
+        sp = json_object();
+        sq = json_object();
+        if (json_object_set_new(sent, "params", sp) != 0
+            || json_object_set_new(sent, "query", sq) != 0)
+        {
+            snprintf(why, why_size, "no memory");
+            return -1;
+        }
     }
 
     n = 0;
@@ -1238,10 +1296,19 @@ ag_target(const al_route_t *route, json_t *args, char *out, size_t size,
             v = json_object_get(params, route->segs[i].data);
             if (ag_query_value(v, num, sizeof(num), &s) != 0) {
                 snprintf(why, why_size, "path parameter \"%s\" is missing "
-                         "or not a string", route->segs[i].data);
+                         "or not a string or a number", route->segs[i].data);
                 return -1;
             }
             len = strlen(s);
+
+            if (sp != NULL
+                && json_object_set_new(sp, route->segs[i].data,
+                                       json_string(s))
+                   != 0)
+            {
+                snprintf(why, why_size, "no memory");
+                return -1;
+            }
         }
 
         k = al_uri_escape(out + n, size - n, s, len, 0);
@@ -1260,6 +1327,12 @@ ag_target(const al_route_t *route, json_t *args, char *out, size_t size,
         if (ag_query_value(v, num, sizeof(num), &s) != 0) {
             snprintf(why, why_size, "query parameter \"%.64s\" is not a "
                      "string or a number", key);
+            return -1;
+        }
+
+        if (sq != NULL && json_object_set_new(sq, key, json_string(s)) != 0)
+        {
+            snprintf(why, why_size, "no memory");
             return -1;
         }
 
@@ -1284,6 +1357,14 @@ ag_target(const al_route_t *route, json_t *args, char *out, size_t size,
 
     out[n] = '\0';
 
+    if (sp != NULL && json_object_size(sp) == 0) {
+        json_object_del(sent, "params");
+    }
+
+    if (sq != NULL && json_object_size(sq) == 0) {
+        json_object_del(sent, "query");
+    }
+
     /*
      * What the proxy would refuse as a target is not built: a path
      * parameter that is a dot segment ("..", ".", "..%20"), empty, a
@@ -1307,6 +1388,31 @@ long_target:
 
     snprintf(why, why_size, "the request target is over %zu bytes", size);
     return -1;
+}
+
+
+/*
+ * Whether the route has a method that takes a body (POST, PUT, PATCH)
+ * when body, one that takes none when not: the worker's choice of
+ * method (aw_input_parse()), which refuses an input that has none.
+ */
+
+static int
+ag_body_ok(const al_route_t *route, int body)
+{
+    unsigned  bit;
+
+    for (bit = 1; bit <= AL_METHOD_OPTIONS; bit <<= 1) {
+        if ((route->methods & bit)
+            && (body != 0)
+               == ((bit & (AL_METHOD_POST | AL_METHOD_PUT | AL_METHOD_PATCH))
+                   != 0))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 
