@@ -1419,6 +1419,9 @@ ag_body_ok(const al_route_t *route, int body)
 static int
 ag_query_value(json_t *v, char *buf, size_t size, const char **s)
 {
+    int     prec;
+    double  d;
+
     if (json_is_string(v)) {
         *s = json_string_value(v);
         return 0;
@@ -1431,7 +1434,23 @@ ag_query_value(json_t *v, char *buf, size_t size, const char **s)
     }
 
     if (json_is_real(v)) {
-        snprintf(buf, size, "%.17g", json_real_value(v));
+        /* the shortest that reads back as the same number: 0.1, not
+           0.10000000000000001 */
+
+        d = json_real_value(v);
+
+        for (prec = 1; prec < 17; prec++) {
+            snprintf(buf, size, "%.*g", prec, d);
+
+            if (strtod(buf, NULL) == d) {
+                break;
+            }
+        }
+
+        if (prec == 17) {
+            snprintf(buf, size, "%.17g", d);
+        }
+
         *s = buf;
         return 0;
     }

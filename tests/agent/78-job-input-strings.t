@@ -140,11 +140,13 @@ $a->script({ tool_calls => [
                { name => 'logs', arguments => {
                    params => { service => 7 }, query => { limit => 30 } } },
                { name => 'prometheus-query', arguments => {
-                   query => { query => 1.5 } } } ] },
+                   query => { query => 1.5 } } },
+               { name => 'prometheus-query', arguments => {
+                   query => { query => 0.1 } } } ] },
            { pieces => [ 'done' ] });
 $ev = $a->ask('strings-3', 'numbers in a tool call');
 is(join(' ', map { $_->{target} } of_type('tool_call', $ev)),
-   '/logs/7?limit=30 /prometheus/query?query=1.5',
+   '/logs/7?limit=30 /prometheus/query?query=1.5 /prometheus/query?query=0.1',
    'a tool call\'s numbers: written in its target');
 
 # ---- a job: the strings the target was built from, the route's params ------
