@@ -463,10 +463,21 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
          * unsearched: it is dropped (ngx_http_airlock_body_filter()).
          * Not after NGX_ERROR: the request is over, or an error_page
          * took it elsewhere, where another answer must pass.
+         *
+         * Straight from nginx's upstream (its header not yet taken for
+         * sent: an error answer, a header no filter held), the upstream
+         * would go on to read the body with its module's context
+         * cleared, fail, and close the connection with the page half
+         * sent.  Marked header only, it ends as for a HEAD request: the
+         * upstream is closed unread, and the page finishes leaving.
          */
 
         if (rc == NGX_AGAIN) {
             ctx->discard = 1;
+
+            if (r->upstream != NULL && !r->upstream->header_sent) {
+                r->header_only = 1;
+            }
         }
 
         return rc;
