@@ -36,7 +36,12 @@
  * the same on every attempt), webhook-timestamp (this attempt) and
  * webhook-signature "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>".
  * The key is the secret's bytes, or, for a secret written "whsec_<base64>"
- * as Standard Webhooks tooling generates them, the decoded base64.
+ * as Standard Webhooks tooling generates them, the decoded base64.  A
+ * webhook with an hmac_secret_also (a change of secret) gets a second
+ * signature after the first, space-delimited as Standard Webhooks lists
+ * them: the hmac_secret's stays first, so a receiver that reads one
+ * signature reads the same one as before, and one that checks each
+ * takes the alert under either key.
  */
 
 #include <errno.h>
@@ -51,7 +56,8 @@
 #include "alertd.h"
 
 
-#define AD_SIG_MAX      (3 + 64)        /* "v1," + base64 of 32 bytes */
+#define AD_SIG_ONE      (3 + 44)        /* "v1," + base64 of 32 bytes */
+#define AD_SIG_MAX      (2 * AD_SIG_ONE + 1)    /* two, a space between */
 #define AD_RESP_MAX     160             /* of an error answer, logged */
 #define AD_RESP_KEEP    1024            /* of it, kept to take the
                                            sink's URL out */
@@ -78,7 +84,8 @@ struct ad_xfer_s {
 
 
 static int ad_hmac_key(const al_policy_t *p, const al_secret_t *sec,
-    const al_keyring_t *kr, ad_sink_t *s, char *err, size_t errsize);
+    const char *field, const al_keyring_t *kr, ad_sink_t *s,
+    unsigned char **key, size_t *keylen, char *err, size_t errsize);
 static ad_sink_t *ad_sink_find(ad_deliver_t *d, const char *key);
 static ad_entry_t *ad_deliver_pick(ad_deliver_t *d, ad_sink_t *s,
     int64_t now);
@@ -86,8 +93,8 @@ static int ad_xfer_start(ad_deliver_t *d, ad_sink_t *s, ad_entry_t *e);
 static int ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x);
 static void ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res);
 static void ad_xfer_free(ad_deliver_t *d, ad_xfer_t *x);
-static void ad_sign(const ad_sink_t *s, const char *id, const char *ts,
-    const char *body, size_t len, char *out, size_t size);
+static void ad_sign(const unsigned char *key, size_t keylen, const char *id,
+    const char *ts, const char *body, size_t len, char *out, size_t size);
 static size_t ad_xfer_write(char *ptr, size_t size, size_t nmemb,
     void *data);
 static void ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len);
@@ -181,10 +188,42 @@ ad_sinks_from_policy(const al_policy_t *p, const al_keyring_t *kr,
             }
         }
 
-        if (s->kind == AL_SINK_WEBHOOK
-            && ad_hmac_key(p, ps->hmac, kr, s, err, errsize) != 0)
+        if (s->kind != AL_SINK_WEBHOOK) {
+            continue;
+        }
+
+        if (ad_hmac_key(p, ps->hmac, "hmac_secret", kr, s, &s->hmac,
+                        &s->hmac_len, err, errsize)
+            != 0)
         {
             goto failed;
+        }
+
+        if (ps->hmac_also == NULL) {
+            continue;
+        }
+
+        if (ad_hmac_key(p, ps->hmac_also, "hmac_secret_also", kr, s,
+                        &s->hmac_also, &s->hmac_also_len, err, errsize)
+            != 0)
+        {
+            goto failed;
+        }
+
+        s->hmac_also_name = strdup(ps->hmac_also->name.data);
+        if (s->hmac_also_name == NULL) {
+            (void) snprintf(err, errsize, "out of memory");
+            goto failed;
+        }
+
+        /* two names, one key: two equal signatures, and no change */
+        if (s->hmac_len == s->hmac_also_len
+            && sodium_memcmp(s->hmac, s->hmac_also, s->hmac_len) == 0)
+        {
+            ad_log(AD_LOG_WARN, "webhook %s: secrets \"%s\" "
+                   "(hmac_secret) and \"%s\" (hmac_secret_also) are the "
+                   "same key", s->label, ps->hmac->name.data,
+                   ps->hmac_also->name.data);
         }
     }
 
@@ -201,19 +240,24 @@ failed:
 }
 
 
-/* opens the webhook's secret alone and derives its HMAC key */
+/*
+ * Opens one of the webhook's secrets (field: hmac_secret or
+ * hmac_secret_also) alone and derives its HMAC key into *key, guarded
+ * memory.
+ */
 
 static int
 ad_hmac_key(const al_policy_t *p, const al_secret_t *sec,
-    const al_keyring_t *kr, ad_sink_t *s, char *err, size_t errsize)
+    const char *field, const al_keyring_t *kr, ad_sink_t *s,
+    unsigned char **key, size_t *keylen, char *err, size_t errsize)
 {
     int             rc;
     size_t          len, vlen;
-    unsigned char  *v;
+    unsigned char  *v, *k;
 
     if (sec == NULL) {
-        (void) snprintf(err, errsize, "webhook %s: it names no hmac_secret",
-                        s->label);
+        (void) snprintf(err, errsize, "webhook %s: it names no %s",
+                        s->label, field);
         return -1;
     }
 
@@ -223,49 +267,53 @@ ad_hmac_key(const al_policy_t *p, const al_secret_t *sec,
 
     rc = -1;
 
-    s->hmac = al_secure_alloc(vlen);
-    if (s->hmac == NULL) {
+    k = al_secure_alloc(vlen);
+    if (k == NULL) {
         (void) snprintf(err, errsize, "out of memory");
         goto done;
     }
 
     if (vlen > 6 && memcmp(v, "whsec_", 6) == 0) {
-        if (sodium_base642bin(s->hmac, vlen, (const char *) v + 6, vlen - 6,
+        if (sodium_base642bin(k, vlen, (const char *) v + 6, vlen - 6,
                               NULL, &len, NULL,
                               sodium_base64_VARIANT_ORIGINAL)
             != 0
-            && sodium_base642bin(s->hmac, vlen, (const char *) v + 6,
+            && sodium_base642bin(k, vlen, (const char *) v + 6,
                                  vlen - 6, NULL, &len, NULL,
                                  sodium_base64_VARIANT_ORIGINAL_NO_PADDING)
                != 0)
         {
-            (void) snprintf(err, errsize, "webhook %s: secret \"%s\" starts "
-                            "with whsec_ but the rest is not base64",
-                            s->label, sec->name.data);
+            (void) snprintf(err, errsize, "webhook %s: secret \"%s\" (%s) "
+                            "starts with whsec_ but the rest is not base64",
+                            s->label, sec->name.data, field);
             goto done;
         }
 
     } else {
-        memcpy(s->hmac, v, vlen);
+        memcpy(k, v, vlen);
         len = vlen;
     }
 
     if (len == 0) {
-        (void) snprintf(err, errsize, "webhook %s: secret \"%s\" is empty",
-                        s->label, sec->name.data);
+        (void) snprintf(err, errsize, "webhook %s: secret \"%s\" (%s) is "
+                        "empty", s->label, sec->name.data, field);
         goto done;
     }
 
     if (len < 16) {
-        ad_log(AD_LOG_WARN, "webhook %s: secret \"%s\" is only %zu bytes; "
-               "use 24 to 64 random bytes", s->label, sec->name.data, len);
+        ad_log(AD_LOG_WARN, "webhook %s: secret \"%s\" (%s) is only %zu "
+               "bytes; use 24 to 64 random bytes", s->label, sec->name.data,
+               field, len);
     }
 
-    s->hmac_len = len;
+    *key = k;
+    *keylen = len;
+    k = NULL;
     rc = 0;
 
 done:
 
+    al_secure_free(k);
     al_secure_free(v);
 
     return rc;
@@ -283,7 +331,9 @@ ad_sinks_free(ad_sink_t *sinks, size_t n)
 
     for (i = 0; i < n; i++) {
         free(sinks[i].url);
+        free(sinks[i].hmac_also_name);
         al_secure_free(sinks[i].hmac);
+        al_secure_free(sinks[i].hmac_also);
     }
 
     free(sinks);
@@ -566,7 +616,7 @@ ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x)
     int                 rc;
     char                line[AD_FID_MAX + AD_SIG_MAX + 32];
     char                ts[32], sig[AD_SIG_MAX + 1];
-    size_t              len;
+    size_t              len, n;
     json_t             *o;
     CURLcode            c;
     ad_entry_t         *e;
@@ -604,8 +654,16 @@ ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x)
 
     if (h != NULL && s->kind == AL_SINK_WEBHOOK) {
         (void) snprintf(ts, sizeof(ts), "%lld", (long long) time(NULL));
-        ad_sign(s, e->alert.id, ts, x->body, strlen(x->body), sig,
+        len = strlen(x->body);
+        ad_sign(s->hmac, s->hmac_len, e->alert.id, ts, x->body, len, sig,
                 sizeof(sig));
+
+        if (s->hmac_also != NULL) {
+            n = strlen(sig);
+            sig[n++] = ' ';
+            ad_sign(s->hmac_also, s->hmac_also_len, e->alert.id, ts,
+                    x->body, len, sig + n, sizeof(sig) - n);
+        }
 
         (void) snprintf(line, sizeof(line), "webhook-id: %s", e->alert.id);
         h = curl_slist_append(h, line);
@@ -622,6 +680,7 @@ ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x)
         }
 
         sodium_memzero(sig, sizeof(sig));
+        sodium_memzero(line, sizeof(line));
     }
 
     if (h == NULL) {
@@ -700,14 +759,16 @@ ad_xfer_prepare(ad_deliver_t *d, ad_sink_t *s, ad_xfer_t *x)
 }
 
 
+/* writes "v1,<base64 HMAC-SHA256(key, id.ts.body)>" to out */
+
 static void
-ad_sign(const ad_sink_t *s, const char *id, const char *ts,
-    const char *body, size_t len, char *out, size_t size)
+ad_sign(const unsigned char *key, size_t keylen, const char *id,
+    const char *ts, const char *body, size_t len, char *out, size_t size)
 {
     unsigned char                  mac[crypto_auth_hmacsha256_BYTES];
     crypto_auth_hmacsha256_state   st;
 
-    crypto_auth_hmacsha256_init(&st, s->hmac, s->hmac_len);
+    crypto_auth_hmacsha256_init(&st, key, keylen);
     crypto_auth_hmacsha256_update(&st, (const unsigned char *) id,
                                   strlen(id));
     crypto_auth_hmacsha256_update(&st, (const unsigned char *) ".", 1);

@@ -116,6 +116,7 @@ static int ad_init(ad_ctx_t *ctx);
 static int ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n,
     char *err, size_t errsize);
 static void ad_reload(ad_ctx_t *ctx);
+static void ad_sinks_log(const ad_sink_t *sinks, size_t n);
 static int ad_loop(ad_ctx_t *ctx);
 static void ad_signals(ad_ctx_t *ctx);
 static void ad_stop(ad_ctx_t *ctx, const char *why);
@@ -387,7 +388,8 @@ ad_usage(FILE *f)
 "\n"
 "Delivers the alerts the Airlock nginx module writes to its journal to\n"
 "the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
-"the sink's hmac_secret) and Alertmanager (API v2).  Every alert is\n"
+"the sink's hmac_secret, and while its secret changes with its\n"
+"hmac_secret_also too) and Alertmanager (API v2).  Every alert is\n"
 "queued on disk before it is sent and retried until the sink takes it;\n"
 "what a full queue cannot take is counted and reported.\n"
 "\n"
@@ -599,7 +601,7 @@ ad_daemonize(int *notify, int *code)
 static int
 ad_init(ad_ctx_t *ctx)
 {
-    size_t      n, nsinks;
+    size_t      nsinks;
     sigset_t    set;
     ad_pos_t    pos;
     ad_sink_t  *sinks;
@@ -694,11 +696,7 @@ ad_init(ad_ctx_t *ctx)
                "journal and are not delivered", ctx->policy);
     }
 
-    for (n = 0; n < nsinks; n++) {
-        ad_log(AD_LOG_INFO, "sink %zu: %s %s", n + 1,
-               sinks[n].kind == AL_SINK_WEBHOOK ? "webhook" : "alertmanager",
-               sinks[n].label);
-    }
+    ad_sinks_log(sinks, nsinks);
 
     ad_log(AD_LOG_INFO, "started %s: journal %s at offset %lld, state %s, "
            "%zu alert(s) queued, %zu group(s) open, repeat interval %lld s, "
@@ -807,7 +805,33 @@ ad_reload(ad_ctx_t *ctx)
     ad_log(n > 0 ? AD_LOG_INFO : AD_LOG_WARN, "reloaded %s: %zu sink(s)%s",
            ctx->policy, n, n > 0 ? "" : "; alerts stay in the journal and "
                                         "are not delivered");
+    ad_sinks_log(sinks, n);
     ad_deliver_orphans(&ctx->deliver);
+}
+
+
+/*
+ * One line per sink; a webhook signed with a second key says so by the
+ * secret's name (never more of it), so that the end of a change of
+ * secret shows in the log as well.
+ */
+
+static void
+ad_sinks_log(const ad_sink_t *sinks, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (sinks[i].hmac_also_name != NULL) {
+            ad_log(AD_LOG_INFO, "sink %zu: webhook %s, each alert also "
+                   "signed with secret \"%s\" (hmac_secret_also)", i + 1,
+                   sinks[i].label, sinks[i].hmac_also_name);
+            continue;
+        }
+
+        ad_log(AD_LOG_INFO, "sink %zu: %s %s", i + 1,
+               ad_sink_kind_name(sinks[i].kind), sinks[i].label);
+    }
 }
 
 

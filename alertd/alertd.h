@@ -525,6 +525,11 @@ typedef struct {
     char             label[AD_LABEL_MAX];   /* loggable URL */
     unsigned char   *hmac;                  /* guarded memory */
     size_t           hmac_len;
+    unsigned char   *hmac_also;             /* hmac_secret_also: a second
+                                               signature; guarded, or
+                                               NULL */
+    size_t           hmac_also_len;
+    char            *hmac_also_name;        /* its secret's name, logged */
     unsigned         failures;              /* in a row */
     int64_t          next_ms;               /* monotonic; not before */
     unsigned         busy:1;

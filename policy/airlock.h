@@ -549,6 +549,8 @@ typedef struct {
     al_sink_kind_t   kind;
     al_str_t         url;
     const al_secret_t  *hmac;               /* webhooks */
+    const al_secret_t  *hmac_also;          /* webhooks: a second key that
+                                               signs too, or NULL */
     unsigned         insecure_http:1;       /* webhooks: allow_insecure_http,
                                                http:// past this host */
 } al_sink_t;

@@ -1216,6 +1216,26 @@ al_diff_alerts(al_diff_t *df, const al_policy_t *o, const al_policy_t *n)
                                           : "-");
         }
 
+        /*
+         * A second key that signs them (a change of secret): added or
+         * another one, whoever holds it can forge alerts; taken away,
+         * no longer.
+         */
+        if ((o->sinks[i].hmac_also == NULL)
+            != (n->sinks[k].hmac_also == NULL)
+            || (o->sinks[i].hmac_also != NULL
+                && !al_str_eq(&o->sinks[i].hmac_also->name,
+                              &n->sinks[k].hmac_also->name)))
+        {
+            al_diff_emit(df, n->sinks[k].hmac_also != NULL ? '+' : '-',
+                         "alert sink %s: hmac_secret_also %s -> %s",
+                         n->sinks[k].url.data,
+                         o->sinks[i].hmac_also
+                             ? o->sinks[i].hmac_also->name.data : "-",
+                         n->sinks[k].hmac_also
+                             ? n->sinks[k].hmac_also->name.data : "-");
+        }
+
         /* http:// past this host: the alerts may cross a network in clear */
         if (o->sinks[i].insecure_http != n->sinks[k].insecure_http) {
             al_diff_emit(df, n->sinks[k].insecure_http ? '+' : '-',

@@ -274,7 +274,7 @@ static const char *const al_sink_kinds[] = {
 };
 
 static const char *const al_webhook_keys[] = {
-    "url", "hmac_secret", "allow_insecure_http", NULL
+    "url", "hmac_secret", "hmac_secret_also", "allow_insecure_http", NULL
 };
 
 static const char *const al_alertmanager_keys[] = {
@@ -4833,6 +4833,31 @@ al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
             sink->hmac = al_cc_secret_ref(cc, w, s.data, s.len);
             if (sink->hmac == NULL) {
                 return -1;
+            }
+
+            /*
+             * A second key for a change of secret: alertd signs each
+             * alert with both, so a receiver that knows either takes it.
+             */
+
+            f = al_cc_get(val, "hmac_secret_also");
+            if (f != NULL) {
+                if (al_cc_string(cc, f, "hmac_secret_also", &s) != 0) {
+                    return -1;
+                }
+
+                sink->hmac_also = al_cc_secret_ref(cc, f, s.data, s.len);
+                if (sink->hmac_also == NULL) {
+                    return -1;
+                }
+
+                if (sink->hmac_also == sink->hmac) {
+                    return al_cc_error(cc, f, "hmac_secret_also names "
+                                       "\"%s\", the webhook's hmac_secret; "
+                                       "it is the other key of a change "
+                                       "of secret, the old or the new one",
+                                       sink->hmac->name.data);
+                }
             }
 
         } else {

@@ -339,6 +339,75 @@ Y
     is($rc, 0, "root's own file: secret is taken");
 }
 
+# a webhook's second key for a change of secret, hmac_secret_also: a
+# secret of the policy other than its hmac_secret, on a webhook only,
+# and opened by check --key with the same checks as every secret
+{
+    my %f = map { $_ => write_file("hook_$_", "FAKE-hook-$_-0123456789ab\n") }
+            qw(old new);
+    chmod 0600, values %f;
+
+    my $also = sub {
+        my ($sink) = @_;
+        return write_file('also.yaml', <<"Y");
+version: 1
+clients:
+  agent: { cidr: 10.0.0.0/8 }
+secrets:
+  hook_old: { file: "$f{old}" }
+  hook_new: { file: "$f{new}" }
+alerts:
+  deny: { threshold: 3, window: 60s }
+  sinks:
+    - $sink
+Y
+    };
+    my $hook = 'webhook: { url: "http://127.0.0.1:9/h", hmac_secret: hook_new';
+    my $at = sub { length("    - $hook, hmac_secret_also: ") + 1 };
+
+    my $p = $also->("$hook, hmac_secret_also: hook_old }");
+    ($rc, $out, $err) = run('', 'check', $p);
+    is($rc, 0, 'check: a webhook with hmac_secret_also passes') or diag($err);
+    ($rc, $out, $err) = run('', 'check', $p, '--key', $key);
+    is($rc, 0, 'check --key: and its secrets open') or diag($err);
+    like($out, qr/2 secrets opened/, 'check --key: both opened');
+    unlike("$out$err", qr/FAKE-hook/, 'neither is shown');
+
+    $p = $also->("$hook, hmac_secret_also: hook_odl }");
+    ($rc, undef, $err) = run('', 'check', $p);
+    is($rc, 1, 'check: hmac_secret_also naming no secret fails');
+    like($err, qr/^\Q$p\E:10:${\ $at->()}: unknown secret "hook_odl" \(did you mean "hook_old"\?\)/,
+         'located, with the secret it may mean');
+
+    $p = $also->("$hook, hmac_secret_also: hook_new }");
+    ($rc, undef, $err) = run('', 'check', $p);
+    is($rc, 1, 'check: hmac_secret_also naming the hmac_secret fails');
+    like($err, qr/^\Q$p\E:10:${\ $at->()}: hmac_secret_also names "hook_new", the webhook's hmac_secret/,
+         'located, and said');
+
+    $p = $also->("$hook, hmac_secret_also: [hook_old] }");
+    ($rc, undef, $err) = run('', 'check', $p);
+    is($rc, 1, 'check: hmac_secret_also not a name fails');
+    like($err, qr/^\Q$p\E:10:\d+: hmac_secret_also must be a scalar/,
+         'located, and said');
+
+    $p = $also->('alertmanager: { url: "http://127.0.0.1:9093", '
+                 . 'hmac_secret_also: hook_old }');
+    ($rc, undef, $err) = run('', 'check', $p);
+    is($rc, 1, 'check: hmac_secret_also on an alertmanager fails');
+    like($err, qr/^\Q$p\E:10:\d+: unknown key "hmac_secret_also" in alertmanager/,
+         'an unknown key there');
+
+    $p = $also->("$hook, hmac_secret_also: hook_old }");
+    chmod 0644, $f{old};
+    ($rc, undef, $err) = run('', 'check', $p, '--key', $key);
+    is($rc, 1, 'check --key: a second secret group and others can reach '
+       . 'fails');
+    like($err, qr/^\Q$p\E:5:\d+: secret "hook_old": \Q$f{old}\E can be reached by group or others/,
+         'located, and said');
+    chmod 0600, $f{old};
+}
+
 # explain
 ($rc, $out) = run('', 'explain', $example, '--client', 'agent', 'GET',
                   '/prometheus/query?query=up+%7B%7D');

@@ -198,6 +198,7 @@ my @rows = (
     ['alerts:2:quarantine.for', '+', sub { s/for: 10m/for: 5m/ }],
     ['alerts:2:webhook.url', '+', sub { s{9099/a}{9099/b} }],
     ['alerts:2:webhook.hmac_secret', '+', sub { s/hmac_secret: hmac\b/hmac_secret: hmac2/ }],
+    ['alerts:2:webhook.hmac_secret_also', '+', sub { s/hmac_secret: hmac \}/hmac_secret: hmac, hmac_secret_also: hmac2 }/ }],
     ['alerts:2:webhook.allow_insecure_http', '+', sub { s/hmac_secret: hmac \}/hmac_secret: hmac, allow_insecure_http: true }/ }],
     ['alerts:2:alertmanager.url', '+', sub { s/9093"/9094"/ }],
 );

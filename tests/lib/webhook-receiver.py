@@ -35,6 +35,10 @@ Failing on purpose:
   --fail-match REGEX  a request whose body matches REGEX fails as
                       --fail-mode says, every time: an alert this
                       receiver crashes on
+  --refuse-unverified a request without a v1 signature that matches under
+                      the key is refused (401), as a receiver that checks
+                      signatures does; without it, it is answered as any
+                      other and recorded "verified": false
 
 Accepting without finishing the answer:
   --no-end N          the first N requests that do not fail are answered
@@ -171,6 +175,8 @@ class Handler(BaseHTTPRequestHandler):
         unended = False
         if state.failing(n, body):
             status = state.args.fail_mode
+        elif state.args.refuse_unverified and not ok:
+            status = 401
         elif state.refuse is not None and state.refuse.search(body):
             status = 422
         elif state.unended():
@@ -263,6 +269,7 @@ def main():
     p.add_argument("--no-end", type=int, default=0)
     p.add_argument("--refuse")
     p.add_argument("--fail-match")
+    p.add_argument("--refuse-unverified", action="store_true")
     p.add_argument("--tolerance", type=int, default=300)
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()

@@ -348,6 +348,34 @@ main(void)
            "  sinks:\n    - alertmanager: { url: \"http://10.0.0.1:9093\" }\n",
            "alert sink http://10.0.0.1:9093 added");
 
+    /*
+     * a webhook's second key (a change of secret): whoever holds it can
+     * sign alerts, a grant; taken away at the end of the change, not one
+     */
+    grant("a second webhook key",
+          "hmac_secret: hmac }", "hmac_secret: hmac, hmac_secret_also: key }",
+          1, "alert sink http://127.0.0.1:9099/hook: hmac_secret_also - -> "
+          "key");
+    {
+        char         *yaml;
+        al_policy_t  *with;
+
+        yaml = subst("hmac_secret: hmac }",
+                     "hmac_secret: hmac, hmac_secret_also: key }");
+        with = (yaml == NULL) ? NULL : parse("with", yaml);
+        free(yaml);
+
+        l.n = 0;
+        tap_is_int(with ? al_policy_diff(with, old, collect, &l) : -1, 0,
+                   "the second webhook key removed: 0 grants");
+        tap_ok(l.n == 1 && has_line(&l, '-', "alert sink "
+                                    "http://127.0.0.1:9099/hook: "
+                                    "hmac_secret_also key -> -"),
+               "the second webhook key removed: \"- ... hmac_secret_also "
+               "key -> -\"");
+        al_policy_free(with);
+    }
+
     al_policy_free(old);
 
     return tap_done();

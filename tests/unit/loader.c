@@ -1451,6 +1451,48 @@ test_alerts(void)
     refuse("webhook with unknown hmac secret",
            HEAD SECRETS ALERTS "  sinks:\n    - webhook: { url: \"http://x\", "
            "hmac_secret: `alert_hmac }\n", "unknown secret \"alert_hmac\"");
+    refuse("webhook with unknown hmac_secret_also",
+           HEAD SECRETS ALERTS "  sinks:\n    - webhook: { url: \"http://x\", "
+           "hmac_secret: github_pr, hmac_secret_also: `github_prr }\n",
+           "unknown secret \"github_prr\" (did you mean \"github_pr\"?)");
+    refuse("webhook with hmac_secret_also not a scalar",
+           HEAD SECRETS ALERTS "  sinks:\n    - webhook: { url: \"http://x\", "
+           "hmac_secret: github_pr, hmac_secret_also: `[openai_key] }\n",
+           "hmac_secret_also must be a scalar");
+    refuse("webhook with hmac_secret_also its hmac_secret",
+           HEAD SECRETS ALERTS "  sinks:\n    - webhook: { url: \"http://x\", "
+           "hmac_secret: github_pr, hmac_secret_also: `github_pr }\n",
+           "hmac_secret_also names \"github_pr\", the webhook's "
+           "hmac_secret");
+    refuse("alertmanager with hmac_secret_also",
+           HEAD SECRETS ALERTS "  sinks:\n    - alertmanager: { url: "
+           "\"http://x\", `hmac_secret_also: github_pr }\n",
+           "unknown key \"hmac_secret_also\" in alertmanager");
+    {
+        const char    *yaml = HEAD SECRETS ALERTS "  sinks:\n"
+                              "    - webhook: { url: "
+                              "\"http://127.0.0.1:9/x\", "
+                              "hmac_secret: github_pr, "
+                              "hmac_secret_also: openai_key }\n"
+                              "    - webhook: { url: "
+                              "\"http://127.0.0.1:9/y\", "
+                              "hmac_secret: openai_key }\n";
+        al_error_t     err;
+        al_policy_t   *p;
+
+        p = load(yaml, &err);
+        if (!tap_ok(p != NULL && p->nsinks == 2
+                    && p->sinks[0].hmac_also != NULL
+                    && str_is(&p->sinks[0].hmac_also->name, "openai_key")
+                    && str_is(&p->sinks[0].hmac->name, "github_pr")
+                    && p->sinks[1].hmac_also == NULL,
+                    "hmac_secret_also names a second secret; without it, "
+                    "none"))
+        {
+            tap_diag("error: ", p == NULL ? err.msg : "");
+        }
+        al_policy_free(p);
+    }
     refuse("alertmanager without url",
            HEAD ALERTS "  sinks:\n    - alertmanager: `{}\n",
            "alertmanager is missing the required key \"url\"");

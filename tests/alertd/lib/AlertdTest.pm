@@ -137,7 +137,8 @@ sub secret {
 }
 
 
-# sinks: { webhook => URL, secret => NAME } or { alertmanager => URL }
+# sinks: { webhook => URL, secret => NAME [, secret_also => NAME] } or
+# { alertmanager => URL }
 sub policy {
     my ($self, @sinks) = @_;
     my $y = "version: 1\n"
@@ -160,7 +161,10 @@ sub policy {
         for my $s (@sinks) {
             if ($s->{webhook}) {
                 $y .= "    - webhook: { url: \"$s->{webhook}\", "
-                    . "hmac_secret: $s->{secret} }\n";
+                    . "hmac_secret: $s->{secret}"
+                    . ($s->{secret_also}
+                       ? ", hmac_secret_also: $s->{secret_also}" : '')
+                    . " }\n";
             } else {
                 $y .= "    - alertmanager: { url: \"$s->{alertmanager}\" }\n";
             }
@@ -244,7 +248,8 @@ sub stop {
 # retry_after (a failing answer's Retry-After), no_end (that many 200
 # answers whose body never ends), refuse (a regex: a body that matches
 # it is refused with 422, every time), fail_match (a regex: a body that
-# matches it fails as fail_mode says, every time)
+# matches it fails as fail_mode says, every time), refuse_unverified (a
+# request whose signatures do not verify under the secret is refused: 401)
 sub receiver {
     my ($self, %opt) = @_;
     my $n = ++$self->{n};
@@ -266,6 +271,7 @@ sub receiver {
     push @cmd, '--refuse', $opt{refuse} if defined $opt{refuse};
     push @cmd, '--fail-match', $opt{fail_match}
         if defined $opt{fail_match};
+    push @cmd, '--refuse-unverified' if $opt{refuse_unverified};
 
     my $pid = $self->spawn("receiver-$n", @cmd);
 
