@@ -159,7 +159,7 @@ fuzz_target(unsigned route_byte, const char *p, size_t size)
     char          out[2048], why[256];
     size_t        i, k, n, slashes;
     uint8_t       is_param[FUZZ_SEGS_MAX];
-    json_t       *args;
+    json_t       *args, *sent;
     al_str_t      segs[FUZZ_SEGS_MAX];
     al_route_t    route;
     unsigned char c;
@@ -187,13 +187,28 @@ fuzz_target(unsigned route_byte, const char *p, size_t size)
 
     memset(out, 0x55, sizeof(out));
 
-    if (ag_target(&route, args, out, sizeof(out), why, sizeof(why)) != 0) {
+    /* with the strings a run_python input would carry, every other run */
+
+    sent = (route_byte & 0x80) ? json_object() : NULL;
+
+    if (ag_target(&route, args, sent, out, sizeof(out), why, sizeof(why))
+        != 0)
+    {
         if (memchr(why, '\0', sizeof(why)) == NULL) {
             abort();
         }
+        json_decref(sent);
         json_decref(args);
         return;
     }
+
+    if (sent != NULL && !json_is_object(json_object_get(sent, "params"))
+        && json_object_get(sent, "params") != NULL)
+    {
+        abort();
+    }
+
+    json_decref(sent);
 
     n = strnlen(out, sizeof(out));
     if (n == sizeof(out) || n == 0 || out[0] != '/') {
