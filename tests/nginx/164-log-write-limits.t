@@ -108,7 +108,11 @@ is(scalar(grep { $_ > 1 } values %seen), 0, 'no line twice');
 $t->write_file('nginx.conf',
                $t->read_file('nginx.conf') =~ s/buffer=64k/buffer=4k/r);
 $t->reload;
-($worker) = map { $_->[0] } $t->_workers;
+
+# the new worker: the old one may still be finishing ("shutting down"),
+# and gone by the time prlimit looks for it
+($worker) = map { $_->[0] } grep { $_->[1] !~ /shutting down/ }
+            $t->_workers;
 
 my $size = -s $t->testdir . '/usage.log';
 my $offset = length($t->read_file('error.log') // '');
