@@ -308,12 +308,16 @@ sub label {
 }
 
 
-# the receiver's records, oldest first
+# the receiver's records, oldest first: the complete lines (a line the
+# receiver is writing may be read in part, its first pages only, while
+# alertd still sends)
 sub records {
     my ($self, $r) = @_;
+    my $text = $self->read_file($r->{log});
     my @rec;
 
-    for my $line (split /\n/, $self->read_file($r->{log})) {
+    $text =~ s/[^\n]+\z//;
+    for my $line (split /\n/, $text) {
         next unless length $line;
         push @rec, $JSON->decode($line);
     }
