@@ -172,8 +172,7 @@ EOF
 # The deny log, one decoded JSON object per line.
 sub deny_log {
     my ($self) = @_;
-    my $text = $self->{t}->read_file('deny.log') // '';
-    return map { decode_json($_) } grep { length } split /\n/, $text;
+    return Airlock::Test::json_lines($self->{t}->read_file('deny.log'));
 }
 
 

@@ -803,8 +803,7 @@ sub echo_requests {
     my ($self, $n) = @_;
     my $log = $self->{echo}{$n} or die "no echo upstream on %%PORT_$n%%";
 
-    return map { _echo_normalize(decode_json($_)) }
-           grep { length } split /\n/, _slurp($log) // '';
+    return map { _echo_normalize($_) } json_lines(_slurp($log));
 }
 
 
