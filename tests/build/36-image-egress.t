@@ -1,0 +1,225 @@
+#!/usr/bin/perl
+# The appliance's egress rule (conf/nftables-airlock.conf) as the kernel
+# runs it: loaded into a network namespace of the test's own (unshare
+# -n; the host's rules are not touched), with listeners where the
+# appliance has them on loopback (systemd-resolved's stub on 127.0.0.53
+# and 127.0.0.54 port 53, the clients' listener 3128, the agent's /api/
+# 8080, the status 9901) and a route off the box (a veth pair),
+# each local user is tried in turn.
+#
+# Loopback is no way around the proxy: the stub sends whatever name it
+# is asked for to the network's DNS servers, so only those that resolve
+# names for the appliance (root, nginx's www-data, airlock-alertd,
+# systemd-timesync) are answered; nobody, redis and the agent's and
+# worker's users are not.  The status listener is root's and nginx's.
+# The agent's and the worker's users reach the clients' listener and
+# nothing else.  Off the box only www-data, alertd (TCP), the resolver
+# and timesyncd go.
+#
+# The users the host lacks (alertd's, systemd-resolve, ...) are given
+# spare uids in the copy of the ruleset loaded here.
+
+use strict;
+use warnings;
+use Cwd ();
+use Errno ();
+use FindBin;
+use File::Temp qw(tempdir);
+use IO::Select;
+use IO::Socket::INET;
+use POSIX ();
+use Socket qw(SOCK_DGRAM SOCK_STREAM);
+use Test::More;
+use lib "$FindBin::Bin/../lib";
+use Airlock::Prereq qw(absent need_cmd);
+
+my $top = Cwd::abs_path("$FindBin::Bin/../..");
+
+# the users tried, and the name each has in the ruleset
+my @users = qw(root www-data airlock-alertd systemd-timesync
+               systemd-resolve airlock-agent airlock-worker redis nobody);
+
+# the targets: name => [proto, address, port]
+my %target = (
+    'stub-udp'   => ['udp', '127.0.0.53', 53],
+    'stub-tcp'   => ['tcp', '127.0.0.53', 53],
+    'stub54-udp' => ['udp', '127.0.0.54', 53],
+    'proxy'      => ['tcp', '127.0.0.1', 3128],
+    'api'        => ['tcp', '127.0.0.1', 8080],
+    'status'     => ['tcp', '127.0.0.1', 9901],
+    'out-dns'    => ['udp-out', '198.51.100.7', 53],
+    'out-ntp'    => ['udp-out', '198.51.100.7', 123],
+);
+
+# inside the namespace: prints "uid target outcome" lines
+if (@ARGV && $ARGV[0] eq '--in-netns') {
+    in_netns(@ARGV[1 .. $#ARGV]);
+    POSIX::_exit(0);
+}
+
+absent('loading a ruleset in a namespace of its own needs root') if $> != 0;
+need_cmd(qw(nft unshare ip));
+
+my $t = tempdir(CLEANUP => 1);
+
+# the ruleset, each user name a uid: the host's own, or a spare one
+my %uid;
+my $spare = 61000;
+for my $u (@users) {
+    my $n = getpwnam($u);
+    $uid{$u} = defined $n ? $n : $spare++;
+}
+open my $fh, '<', "$top/conf/nftables-airlock.conf" or die $!;
+my $rules = do { local $/; <$fh> };
+close $fh;
+my %named;
+$rules =~ s{"([a-z_][a-z0-9_-]*)"}{
+    my $n = $1;
+    $n eq 'lo' ? '"lo"'
+               : defined $uid{$n} ? ($named{$n} = 1, $uid{$n})
+               : die "the ruleset names $n, which this test does not know"
+}ge;
+for my $u (qw(www-data airlock-alertd airlock-agent airlock-worker
+              systemd-resolve systemd-timesync)) {
+    ok($named{$u}, "the ruleset names $u");
+}
+open $fh, '>', "$t/rules.nft" or die $!;
+print $fh $rules;
+close $fh;
+
+my $out = `unshare -n $^X $FindBin::Bin/$FindBin::Script --in-netns $t/rules.nft @uid{@users} 2>&1`;
+my %got;
+for (split /\n/, $out) {
+    $got{"$1 $2"} = $3 if /^probe (\d+) (\S+) (\S+)$/;
+}
+ok(%got, 'the probes ran in a namespace with the ruleset loaded')
+    or diag($out);
+
+# user => { target => outcome }; a target left out is not asserted
+my $dns = { 'stub-udp' => 'answer', 'stub-tcp' => 'open',
+            'stub54-udp' => 'answer' };
+# a datagram the rule rejects fails to send (EPERM)
+my $nodns = { 'stub-udp' => 'eperm', 'stub-tcp' => 'refused',
+              'stub54-udp' => 'eperm' };
+my %want = (
+    root => { %$dns, proxy => 'open', api => 'open', status => 'open',
+              'out-dns' => 'eperm' },
+    'www-data' => { %$dns, proxy => 'open', status => 'open',
+                    'out-dns' => 'sent' },
+    'airlock-alertd' => { %$dns, proxy => 'refused', api => 'refused',
+                          status => 'refused', 'out-dns' => 'eperm' },
+    'systemd-timesync' => { %$dns, status => 'refused',
+                            'out-ntp' => 'sent', 'out-dns' => 'eperm' },
+    'systemd-resolve' => { 'out-dns' => 'sent', status => 'refused' },
+    'airlock-agent' => { %$nodns, proxy => 'open', api => 'refused',
+                         status => 'refused', 'out-dns' => 'eperm',
+                         'out-ntp' => 'eperm' },
+    'airlock-worker' => { %$nodns, proxy => 'open', api => 'refused',
+                          status => 'refused', 'out-dns' => 'eperm',
+                          'out-ntp' => 'eperm' },
+    redis => { %$nodns, status => 'refused', 'out-dns' => 'eperm' },
+    nobody => { %$nodns, proxy => 'open', api => 'open',
+                status => 'refused', 'out-dns' => 'eperm',
+                'out-ntp' => 'eperm' },
+);
+
+for my $u (@users) {
+    for my $k (sort keys %{$want{$u}}) {
+        is($got{"$uid{$u} $k"} // 'no probe', $want{$u}{$k},
+           "$u, $k ($target{$k}[0] $target{$k}[1]:$target{$k}[2])");
+    }
+}
+
+done_testing();
+
+
+# in the namespace: lo and a route off the box, the ruleset, listeners
+# (a child, as root), then one probe per user and target (a child each,
+# with the user's uid and gid and no other group)
+sub in_netns {
+    my ($rules, @uids) = @_;
+    my (@srv, $pid);
+
+    system("ip link set lo up && ip link add v0 type veth peer name v1 "
+           . "&& ip addr add 192.0.2.2/24 dev v0 "
+           . "&& ip link set v1 up && ip link set v0 up "
+           . "&& ip route add default via 192.0.2.1") == 0
+        or die "ip: $?";
+    system('nft', '-f', $rules) == 0 or die "nft -f $rules: $?";
+
+    for my $k (sort keys %target) {
+        my ($proto, $addr, $port) = @{$target{$k}};
+        next if $proto eq 'udp-out';
+        push @srv, IO::Socket::INET->new(
+            LocalAddr => $addr, LocalPort => $port, ReuseAddr => 1,
+            $proto eq 'tcp' ? (Proto => 'tcp', Listen => 64)
+                            : (Proto => 'udp'))
+            or die "listen $proto $addr:$port: $!";
+    }
+    $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        # the UDP listeners answer each datagram with itself
+        my $sel = IO::Select->new(grep { $_->socktype == SOCK_DGRAM } @srv);
+        while (1) {
+            for my $s ($sel->can_read) {
+                my $from = $s->recv(my $buf, 512) // next;
+                $s->send($buf, 0, $from);
+            }
+        }
+    }
+
+    for my $u (@uids) {
+        for my $k (sort keys %target) {
+            my $r = probe($u, @{$target{$k}});
+            print "probe $u $k $r\n";
+        }
+    }
+    kill 'KILL', $pid;
+    waitpid $pid, 0;
+}
+
+
+sub probe {
+    my ($uid, $proto, $addr, $port) = @_;
+    my ($pid, $r);
+
+    pipe my $rd, my $wr or die "pipe: $!";
+    $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        close $rd;
+        POSIX::setgid($uid == 0 ? 0 : $uid);
+        $) = ($uid == 0 ? 0 : $uid) . ' ' . ($uid == 0 ? 0 : $uid);
+        POSIX::setuid($uid);
+        print $wr ($< == $uid ? attempt($proto, $addr, $port) : 'no-setuid');
+        close $wr;
+        POSIX::_exit(0);
+    }
+    close $wr;
+    $r = <$rd> // 'no-result';
+    waitpid $pid, 0;
+    return $r;
+}
+
+
+sub attempt {
+    my ($proto, $addr, $port) = @_;
+    my ($s, $buf);
+
+    if ($proto eq 'tcp') {
+        $s = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port,
+                                   Proto => 'tcp', Timeout => 3);
+        return 'open' if $s;
+        return $!{ECONNREFUSED} ? 'refused'
+               : $!{EPERM} ? 'eperm' : 'none';
+    }
+
+    $s = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port,
+                               Proto => 'udp') or return "socket-$!";
+    if (!defined $s->send('airlock-36')) {
+        return $!{EPERM} ? 'eperm' : $!{ECONNREFUSED} ? 'none' : "send-$!";
+    }
+    return 'sent' if $proto eq 'udp-out';
+    return 'none' unless IO::Select->new($s)->can_read(3);
+    return defined $s->recv($buf, 512) && $buf eq 'airlock-36'
+           ? 'answer' : 'none';
+}
