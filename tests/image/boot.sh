@@ -452,6 +452,15 @@ none) ok "# SKIP alertd's user and the appliance's own listeners: no receiver po
    esac ;;
 esac
 
+# systemd-resolved's doors and the status listener, for a local user who
+# is not root: closed; for root: open
+rd=$(check resolver-doors)
+case "$rd" in
+"varlink=600 varlink-nobody=- dbus-nobody=denied dbus-root=ok status-nobody=000 status-root=200")
+    ok "resolved's varlink and D-Bus, and the status, are root's ($rd)" ;;
+*) not_ok "resolved's varlink and D-Bus, and the status, are root's: $rd" ;;
+esac
+
 # Redis restarted: systemd makes /run/redis anew, the worker's /run must
 # still show the new socket
 sock=$(check redis-restart-sock)

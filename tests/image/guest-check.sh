@@ -42,6 +42,11 @@
 #                      receiver (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
 #                      the egress rule dropped it
+#   resolver-doors varlink=MODE varlink-nobody=W dbus-nobody=R dbus-root=R
+#                      status-nobody=C status-root=C
+#                      systemd-resolved's varlink socket and D-Bus
+#                      ResolveHostname as nobody and root, and the status
+#                      listener as each (section 5b)
 #   redis-restart-sock W  after `systemctl restart redis-server`, whether
 #                      Redis's socket is in the worker's /run/redis (w/-)
 #   redis-restart-result JSON  a job queued after that restart
@@ -262,6 +267,34 @@ if [ -r "$hp" ]; then
 else
     say "alertd-egress none"
 fi
+
+# 5b. what a local user who is not root gets of systemd-resolved, which
+#    sends any name it is asked for to the network's DNS servers: its
+#    varlink socket (its mode, and whether nobody may connect: w/-) and
+#    its D-Bus ResolveHostname (nobody's answer and root's: ok, denied,
+#    or the error); and the status listener (9901) as nobody and root
+#    (the HTTP status, 000 when the egress rule refused)
+vl=/run/systemd/resolve/io.systemd.Resolve
+as_nobody() {
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
+}
+resolve_dbus() {
+    out=$("$@" busctl call org.freedesktop.resolve1 /org/freedesktop/resolve1 \
+        org.freedesktop.resolve1.Manager ResolveHostname isit 0 localhost \
+        0 0 2>&1)
+    case $?:$out in
+    0:*) echo ok ;;
+    *[Aa]ccess\ denied*) echo denied ;;
+    *) printf '%s' "$out" | head -1 | tr -c 'A-Za-z0-9.:-' _ ;;
+    esac
+}
+say "resolver-doors varlink=$(stat -c %a "$vl" 2>&1 | tr ' ' _)" \
+    "varlink-nobody=$(as_nobody sh -c "[ -w $vl ] && echo w || echo -")" \
+    "dbus-nobody=$(resolve_dbus as_nobody) dbus-root=$(resolve_dbus)" \
+    "status-nobody=$(as_nobody curl -s -o /dev/null -w '%{http_code}' \
+        --max-time 5 http://127.0.0.1:9901/airlock/status)" \
+    "status-root=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+        http://127.0.0.1:9901/airlock/status)"
 
 # 6. Redis restarted (a crash, an upgrade of redis-server): its socket
 #    directory is made anew, and the worker's unit binds /run/redis into
