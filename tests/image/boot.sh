@@ -461,6 +461,14 @@ case "$rd" in
 *) not_ok "resolved's varlink and D-Bus, and the status, are root's: $rd" ;;
 esac
 
+# Redis has no network (the image's drop-in): loopback of its own only
+rn=$(check redis-net)
+if [ "$rn" = "if=lo, own=yes" ]; then
+    ok "Redis has a network namespace of its own, loopback only ($rn)"
+else
+    not_ok "Redis has a network namespace of its own, loopback only: $rn"
+fi
+
 # Redis restarted: systemd makes /run/redis anew, the worker's /run must
 # still show the new socket
 sock=$(check redis-restart-sock)

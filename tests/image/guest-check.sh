@@ -47,6 +47,9 @@
 #                      systemd-resolved's varlink socket and D-Bus
 #                      ResolveHostname as nobody and root, and the status
 #                      listener as each (section 5b)
+#   redis-net if=IFS own=yes|no
+#                      the interfaces of Redis's network namespace, and
+#                      whether it is not the host's (section 5c)
 #   redis-restart-sock W  after `systemctl restart redis-server`, whether
 #                      Redis's socket is in the worker's /run/redis (w/-)
 #   redis-restart-result JSON  a job queued after that restart
@@ -295,6 +298,14 @@ say "resolver-doors varlink=$(stat -c %a "$vl" 2>&1 | tr ' ' _)" \
         --max-time 5 http://127.0.0.1:9901/airlock/status)" \
     "status-root=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
         http://127.0.0.1:9901/airlock/status)"
+
+# 5c. Redis's network (its image drop-in): the interfaces of its
+#    namespace, and whether that namespace is its own
+rp=$(systemctl show -p MainPID --value redis-server)
+say "redis-net if=$(tail -n +3 "/proc/$rp/net/dev" 2>/dev/null \
+        | cut -d: -f1 | tr -d ' ' | tr '\n' ',')" \
+    "own=$([ "$(readlink "/proc/$rp/ns/net")" != "$(readlink /proc/1/ns/net)" ] \
+        && echo yes || echo no)"
 
 # 6. Redis restarted (a crash, an upgrade of redis-server): its socket
 #    directory is made anew, and the worker's unit binds /run/redis into
