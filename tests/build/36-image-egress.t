@@ -27,6 +27,7 @@ use FindBin;
 use File::Temp qw(tempdir);
 use IO::Select;
 use IO::Socket::INET;
+use IO::Socket::IP;
 use POSIX ();
 use Socket qw(SOCK_DGRAM SOCK_STREAM);
 use Test::More;
@@ -49,6 +50,7 @@ my %target = (
     'status'     => ['tcp', '127.0.0.1', 9901],
     'out-dns'    => ['udp-out', '198.51.100.7', 53],
     'out-ntp'    => ['udp-out', '198.51.100.7', 123],
+    'out6-dns'   => ['udp-out', '2001:db8:1::7', 53],
 );
 
 # inside the namespace: prints "uid target outcome" lines
@@ -83,6 +85,14 @@ for my $u (qw(www-data airlock-alertd airlock-agent airlock-worker
               systemd-resolve systemd-timesync)) {
     ok($named{$u}, "the ruleset names $u");
 }
+# deny by default, both ways, IPv6 too (one table of the inet family)
+for my $c (qw(input output forward)) {
+    like($rules, qr/chain $c \{\s*type filter hook $c priority filter; policy drop;/,
+         "the $c chain drops what no rule accepts");
+}
+my @tables = $rules =~ /^table\s+(\S+)/mg;
+is("@tables", 'inet', 'one table, of the inet family (IPv4 and IPv6)');
+
 open $fh, '>', "$t/rules.nft" or die $!;
 print $fh $rules;
 close $fh;
@@ -103,14 +113,15 @@ my $nodns = { 'stub-udp' => 'eperm', 'stub-tcp' => 'refused',
               'stub54-udp' => 'eperm' };
 my %want = (
     root => { %$dns, proxy => 'open', api => 'open', status => 'open',
-              'out-dns' => 'eperm' },
+              'out-dns' => 'eperm', 'out6-dns' => 'eperm' },
     'www-data' => { %$dns, proxy => 'open', status => 'open',
-                    'out-dns' => 'sent' },
+                    'out-dns' => 'sent', 'out6-dns' => 'sent' },
     'airlock-alertd' => { %$dns, proxy => 'refused', api => 'refused',
                           status => 'refused', 'out-dns' => 'eperm' },
     'systemd-timesync' => { %$dns, status => 'refused',
                             'out-ntp' => 'sent', 'out-dns' => 'eperm' },
-    'systemd-resolve' => { 'out-dns' => 'sent', status => 'refused' },
+    'systemd-resolve' => { 'out-dns' => 'sent', 'out6-dns' => 'sent',
+                           status => 'refused' },
     'airlock-agent' => { %$nodns, proxy => 'open', api => 'refused',
                          status => 'refused', 'out-dns' => 'eperm',
                          'out-ntp' => 'eperm' },
@@ -120,7 +131,7 @@ my %want = (
     redis => { %$nodns, status => 'refused', 'out-dns' => 'eperm' },
     nobody => { %$nodns, proxy => 'open', api => 'open',
                 status => 'refused', 'out-dns' => 'eperm',
-                'out-ntp' => 'eperm' },
+                'out-ntp' => 'eperm', 'out6-dns' => 'eperm' },
 );
 
 for my $u (@users) {
@@ -143,7 +154,9 @@ sub in_netns {
     system("ip link set lo up && ip link add v0 type veth peer name v1 "
            . "&& ip addr add 192.0.2.2/24 dev v0 "
            . "&& ip link set v1 up && ip link set v0 up "
-           . "&& ip route add default via 192.0.2.1") == 0
+           . "&& ip route add default via 192.0.2.1 "
+           . "&& ip -6 addr add 2001:db8::2/64 dev v0 nodad "
+           . "&& ip -6 route add default via 2001:db8::1") == 0
         or die "ip: $?";
     system('nft', '-f', $rules) == 0 or die "nft -f $rules: $?";
 
@@ -213,8 +226,8 @@ sub attempt {
                : $!{EPERM} ? 'eperm' : 'none';
     }
 
-    $s = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port,
-                               Proto => 'udp') or return "socket-$!";
+    $s = IO::Socket::IP->new(PeerHost => $addr, PeerPort => $port,
+                             Proto => 'udp') or return "socket-$!";
     if (!defined $s->send('airlock-36')) {
         return $!{EPERM} ? 'eperm' : $!{ECONNREFUSED} ? 'none' : "send-$!";
     }
