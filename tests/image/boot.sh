@@ -461,6 +461,14 @@ case "$rd" in
 *) not_ok "resolved's varlink and D-Bus, and the status, are root's: $rd" ;;
 esac
 
+# the egress rule failing to load: the fail-safe rule, then the rule back
+nf=$(check nft-failsafe)
+case "$nf" in
+"broken=table_inet_airlock-failsafe_ state=failed restored=table_inet_airlock_ restored-state=active")
+    ok "a ruleset that fails to load leaves the fail-safe rule ($nf)" ;;
+*) not_ok "a ruleset that fails to load leaves the fail-safe rule: $nf" ;;
+esac
+
 # Redis has no network (the image's drop-in): loopback of its own only
 rn=$(check redis-net)
 if [ "$rn" = "if=lo, own=yes" ]; then

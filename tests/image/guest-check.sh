@@ -69,6 +69,11 @@
 #                      dpkg -i of the airlock package the host passed in
 #                      (-fw_cfg name=opt/airlock/deb), as an upgrade over
 #                      the installed one: the running daemons still run
+#   nft-failsafe broken=TABLES state=STATE restored=TABLES
+#                      restored-state=STATE
+#                      nftables restarted with a ruleset nft cannot load
+#                      (the fail-safe's table alone, the unit failed),
+#                      then with the image's again (section 9)
 #   end alertd=STATE   airlock-alertd after the denials it has read
 #                      (before the upgrade above)
 
@@ -398,6 +403,21 @@ if [ -r "$deb" ]; then
 else
     say "upgrade none"
 fi
+
+# 9. the egress rule failing to load (a user name nft cannot resolve):
+#    the fail-safe rule (nftables.service's drop-in), then the rule
+#    restored
+cp /etc/nftables.conf "$tmp/nftables.conf"
+printf 'table inet airlock-check { chain c { meta skuid "%s" accept; } }\n' \
+    airlock-no-such-user >> /etc/nftables.conf
+systemctl restart nftables 2>/dev/null
+broken=$(nft list tables | tr '\n' ' ')
+state=$(systemctl is-active nftables)
+cat "$tmp/nftables.conf" > /etc/nftables.conf
+systemctl restart nftables
+say "nft-failsafe broken=$(printf '%s' "$broken" | tr ' ' _) state=$state" \
+    "restored=$(nft list tables | tr '\n' ' ' | tr ' ' _)" \
+    "restored-state=$(systemctl is-active nftables)"
 
 rm -rf "$tmp"
 say "end alertd=$alertd"
