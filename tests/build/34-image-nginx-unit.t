@@ -13,8 +13,12 @@
 #
 # A sandbox: Debian's unit has none (systemd-analyze security 9.6,
 # "UNSAFE"), and nginx holds every credential while its workers parse
-# every client request.  The drop-in makes the system read-only but /var
-# and /run (ProtectSystem=full), hides /home and /tmp, keeps no device,
+# every client request.  The drop-in makes the system read-only but what
+# nginx writes (ProtectSystem=strict, ReadWritePaths=: every path
+# nginx's build, Debian's nginx.conf and the image's conf.d/airlock.conf
+# write to is under one of them, and neither /var nor /var/lib is one:
+# Redis's append-only file, the worker's jobs, alertd's outbox and
+# dpkg's database are not nginx's), hides /home and /tmp, keeps no device,
 # no new privileges, only the capabilities the master uses (none of
 # CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_PTRACE, ...), no
 # socket families but unix, IP and netlink, no kernel tunables, modules,
@@ -78,7 +82,7 @@ is($mask & 0700, 0, 'and none of the owner\'s (nginx, root, writes its logs)');
 
 # --- the sandbox
 
-my %want = (ProtectSystem => 'full', ProtectHome => 'yes',
+my %want = (ProtectSystem => 'strict', ProtectHome => 'yes',
             PrivateTmp => 'yes', PrivateDevices => 'yes',
             PrivateIPC => 'yes', NoNewPrivileges => 'yes',
             AmbientCapabilities => '', ProtectKernelTunables => 'yes',
@@ -112,6 +116,38 @@ is("@unfiltered", '', 'SystemCallFilter= denies ' . join(' ', @groups));
 my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
 like($ngx, qr{^\s*access_log\s+/var/log/nginx/airlock\.log\b}m,
      'the image\'s nginx writes an access log of its own');
+
+# what nginx writes is writable under the drop-in: its build's paths
+# (nginx -V), Debian's nginx.conf, the image's conf.d/airlock.conf
+{
+    my @rw = map { split ' ' } @{$d->{ReadWritePaths} || []};
+    my $ps = $d->{ProtectSystem} ? $d->{ProtectSystem}[-1] : 'no';
+    # /var/lock is Debian's link to /run/lock
+    my $writable = sub {
+        (my $p = shift) =~ s{^/var/lock/}{/run/lock/};
+        return 1 if grep { $p eq $_ || index($p, "$_/") == 0 }
+                    map { s/^-//r } @rw;
+        return 1 if $ps eq 'full' && $p =~ m{^/(var|run)/};
+        return 0;
+    };
+    my @paths;
+    my $nginx = `command -v nginx 2>/dev/null || ls /usr/sbin/nginx 2>/dev/null`;
+    chomp $nginx;
+    if ($nginx && -x $nginx) {
+        push @paths, `$nginx -V 2>&1`
+            =~ /--(?:http-log|error-log|lock|pid|http-[a-z-]+-temp)-path=(\/\S+)/g;
+    }
+    my $conf = slurp('/etc/nginx/nginx.conf');
+    push @paths, $conf =~ /^\s*(?:pid|error_log|access_log)\s+(\/[^\s;]+)/mg;
+    push @paths, $ngx =~ /^\s*(?:access_log|error_log|airlock_deny_log|airlock_journal|airlock_llm_log)\s+(\/[^\s;]+)/mg;
+    push @paths, $ngx =~ /^\s*listen\s+unix:(\/[^\s;]+)/mg;
+    ok(@paths >= 6, 'the paths nginx writes: ' . join(' ', @paths));
+    my @ro = grep { !$writable->($_) } @paths;
+    is("@ro", '', 'each is writable under the drop-in');
+    my @wide = grep { m{^-?/(var|var/lib|var/log|usr|etc)/?$} } @rw;
+    is("@wide", '', 'no ReadWritePaths= opens all of /var, /var/lib, '
+       . '/var/log, /usr or /etc');
+}
 
 # an nginx started with that umask creates its access log 0640
 SKIP: {
