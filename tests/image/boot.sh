@@ -454,6 +454,13 @@ esac
 
 # systemd-resolved's doors and the status listener, for a local user who
 # is not root: closed; for root: open
+rs=$(check resolver-stub)
+if [ "$rs" = "www-data=ok systemd-timesync=ok airlock-alertd=ok nobody=no redis=no" ]
+then
+    ok "resolved's stub answers nginx, timesyncd and alertd, not nobody or redis ($rs)"
+else
+    not_ok "resolved's stub answers nginx, timesyncd and alertd, not nobody or redis: $rs"
+fi
 rd=$(check resolver-doors)
 case "$rd" in
 "varlink=600 varlink-nobody=- dbus-nobody=denied dbus-root=ok status-nobody=000 status-root=200")

@@ -42,6 +42,10 @@
 #                      receiver (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
 #                      the egress rule dropped it
+#   resolver-stub www-data=R systemd-timesync=R airlock-alertd=R nobody=R
+#                      redis=R
+#                      getent hosts _outbound (resolved's own answer, through
+#                      its stub on 127.0.0.53) as each user: ok or no
 #   resolver-doors varlink=MODE varlink-nobody=W dbus-nobody=R dbus-root=R
 #                      status-nobody=C status-root=C
 #                      systemd-resolved's varlink socket and D-Bus
@@ -296,6 +300,22 @@ resolve_dbus() {
     *) printf '%s' "$out" | head -1 | tr -c 'A-Za-z0-9.:-' _ ;;
     esac
 }
+# resolved's stub on 127.0.0.53, through glibc as each user: "_outbound",
+# a name resolved answers itself (no network needed; not in /etc/hosts,
+# and not one nss-myhostname answers)
+stub_as() {
+    if setpriv --reuid="$1" --regid="$(id -g "$1")" --clear-groups \
+        getent hosts _outbound > /dev/null 2>&1
+    then
+        echo ok
+    else
+        echo no
+    fi
+}
+say "resolver-stub www-data=$(stub_as www-data)" \
+    "systemd-timesync=$(stub_as systemd-timesync)" \
+    "airlock-alertd=$(stub_as airlock-alertd) nobody=$(stub_as nobody)" \
+    "redis=$(stub_as redis)"
 say "resolver-doors varlink=$(stat -c %a "$vl" 2>&1 | tr ' ' _)" \
     "varlink-nobody=$(as_nobody sh -c "[ -w $vl ] && echo w || echo -")" \
     "dbus-nobody=$(resolve_dbus as_nobody) dbus-root=$(resolve_dbus)" \
