@@ -51,6 +51,7 @@ my %target = (
     'out-dns'    => ['udp-out', '198.51.100.7', 53],
     'out-ntp'    => ['udp-out', '198.51.100.7', 123],
     'out6-dns'   => ['udp-out', '2001:db8:1::7', 53],
+    'out-https'  => ['tcp-out', '198.51.100.7', 443],
 );
 
 # inside the namespace: prints "uid target outcome" lines
@@ -113,11 +114,14 @@ my $nodns = { 'stub-udp' => 'eperm', 'stub-tcp' => 'refused',
               'stub54-udp' => 'eperm' };
 my %want = (
     root => { %$dns, proxy => 'open', api => 'open', status => 'open',
-              'out-dns' => 'eperm', 'out6-dns' => 'eperm' },
+              'out-dns' => 'eperm', 'out6-dns' => 'eperm',
+              'out-https' => 'dropped' },
     'www-data' => { %$dns, proxy => 'open', status => 'open',
-                    'out-dns' => 'sent', 'out6-dns' => 'sent' },
+                    'out-https' => 'sent', 'out-dns' => 'eperm',
+                    'out6-dns' => 'eperm' },
     'airlock-alertd' => { %$dns, proxy => 'refused', api => 'refused',
-                          status => 'refused', 'out-dns' => 'eperm' },
+                          status => 'refused', 'out-dns' => 'eperm',
+                          'out-https' => 'sent' },
     'systemd-timesync' => { %$dns, status => 'refused',
                             'out-ntp' => 'sent', 'out-dns' => 'eperm' },
     'systemd-resolve' => { 'out-dns' => 'sent', 'out6-dns' => 'sent',
@@ -131,7 +135,8 @@ my %want = (
     redis => { %$nodns, status => 'refused', 'out-dns' => 'eperm' },
     nobody => { %$nodns, proxy => 'open', api => 'open',
                 status => 'refused', 'out-dns' => 'eperm',
-                'out-ntp' => 'eperm', 'out6-dns' => 'eperm' },
+                'out-ntp' => 'eperm', 'out6-dns' => 'eperm',
+                'out-https' => 'dropped' },
 );
 
 for my $u (@users) {
@@ -162,7 +167,7 @@ sub in_netns {
 
     for my $k (sort keys %target) {
         my ($proto, $addr, $port) = @{$target{$k}};
-        next if $proto eq 'udp-out';
+        next if $proto =~ /-out$/;
         push @srv, IO::Socket::INET->new(
             LocalAddr => $addr, LocalPort => $port, ReuseAddr => 1,
             $proto eq 'tcp' ? (Proto => 'tcp', Listen => 64)
@@ -183,12 +188,29 @@ sub in_netns {
 
     for my $u (@uids) {
         for my $k (sort keys %target) {
-            my $r = probe($u, @{$target{$k}});
+            my $r;
+            if ($target{$k}[0] eq 'tcp-out') {
+                # a SYN off the box gets no answer either way: whether
+                # the rule dropped it is its last rule's counter
+                my $before = dropped();
+                probe($u, @{$target{$k}});
+                $r = dropped() > $before ? 'dropped' : 'sent';
+            } else {
+                $r = probe($u, @{$target{$k}});
+            }
             print "probe $u $k $r\n";
         }
     }
     kill 'KILL', $pid;
     waitpid $pid, 0;
+}
+
+
+# the packets the output chain's last rule ("counter drop") dropped
+sub dropped {
+    my ($n) = `nft list chain inet airlock output`
+        =~ /counter packets (\d+) bytes \d+ drop\s*$/m;
+    return $n // die 'no "counter drop" rule in the output chain';
 }
 
 
@@ -218,6 +240,11 @@ sub attempt {
     my ($proto, $addr, $port) = @_;
     my ($s, $buf);
 
+    if ($proto eq 'tcp-out') {
+        IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port,
+                              Proto => 'tcp', Timeout => 0.3);
+        return 'tried';
+    }
     if ($proto eq 'tcp') {
         $s = IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port,
                                    Proto => 'tcp', Timeout => 3);
