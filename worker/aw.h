@@ -105,7 +105,7 @@ typedef struct {
     char             name[AW_ID_MAX + 1];
     char            *path;              /* the request target, escaped */
     const char      *method;
-    char            *body;              /* JSON text or NULL */
+    char            *body;              /* text or NULL */
 } aw_input_t;
 
 

@@ -338,7 +338,31 @@ aw_input_parse(const aw_conf_t *conf, const al_policy_t *policy, json_t *in,
                                       : "needs a body");
     }
 
-    if (body != NULL) {
+    /*
+     * A string is the body's text, sent as it is, as a tool call of the
+     * route sends it (agent/ag_run.c, ag_tool_route()): the route's tool
+     * takes a body without JSON rules as a string, and run_python's
+     * inputs take the body "as for that route's tool".  Any other value
+     * is its JSON text.  A string was sent JSON-encoded, "\"...\"": the
+     * upstream read a JSON string where the tool call had sent it the
+     * text, and a route with JSON rules refused it.  The envelope's
+     * parse refuses a "\u0000", so the text has no NUL.
+     */
+
+    if (json_is_string(body)) {
+        if (strlen(json_string_value(body)) != json_string_length(body)) {
+            return aw_reject(code, codelen, err, errlen, "bad_envelope",
+                             "input \"%s\": the body has a NUL byte",
+                             name);
+        }
+
+        out->body = strdup(json_string_value(body));
+        if (out->body == NULL) {
+            return aw_reject(code, codelen, err, errlen, "internal",
+                             "out of memory");
+        }
+
+    } else if (body != NULL) {
         val_s = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
         if (val_s == NULL) {
             return aw_reject(code, codelen, err, errlen, "internal",
