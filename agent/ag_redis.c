@@ -862,8 +862,9 @@ ag_session_lock(redisContext *c, const char *id, const char *owner,
  * The lock lives as long as the run: a keeper process renews its lease
  * every AG_LOCK_KEEP_MS while the run's process lives (a client that
  * reads the events slowly can keep a run going far past its wall time).
- * It dies with the run's process, and ends when the lock is not the
- * run's any more; then the run does not store the session either.
+ * It dies with the run's process, takes the lock again when Redis lost
+ * it and no other run holds it, and ends when another run's is there;
+ * then the run does not store the session either.
  * Returns the keeper's pid, or -1 (the lease alone then holds it).
  */
 
@@ -935,11 +936,32 @@ ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
             }
         }
 
+        /*
+         * A lock that is gone, no other's there, is taken again: Redis
+         * lost it (its lease ran out while Redis was down longer than
+         * AG_LOCK_TTL: a key's expiry is a time of day, and a restart
+         * drops the keys past it).  Left gone, the run went on without
+         * it, and the next question's sweep, in any session, took the
+         * run for a killed one and withdrew the job it awaited: never
+         * run, the run waited out its wall time (ag_jobs_sweep()).
+         */
+
         r = redisCommand(c, "EVAL %s 1 airlock:session:%s:lock %s %d",
-                         "if redis.call('get', KEYS[1]) == ARGV[1] then "
+                         "local v = redis.call('get', KEYS[1]) "
+                         "if v == ARGV[1] then "
                          "return redis.call('expire', KEYS[1], ARGV[2]) "
-                         "end return 0",
+                         "end "
+                         "if v == false and redis.call('set', KEYS[1], "
+                         "ARGV[1], 'NX', 'EX', ARGV[2]) then return 2 end "
+                         "return 0",
                          id, owner, AG_LOCK_TTL);
+
+        if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2)
+        {
+            fprintf(stderr, "airlock-agent: session %s: its lock was lost "
+                    "(Redis lost it), no other run held it: taken "
+                    "again\n", id);
+        }
 
         if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0)
         {
