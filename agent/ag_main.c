@@ -386,7 +386,8 @@ ag_usage(FILE *f)
 "  --max-tool-bytes N   bytes of tool output (262144)\n"
 "  --max-wall MS        wall time (120000)\n"
 "  --max-denials N      proxy denials (3)\n"
-"  --job-wall MS        a sandbox job's wall time (10000)\n"
+"  --job-wall MS        a sandbox job's wall time (10000), 100 to the\n"
+"                       worker's max_wall_ms (60000): it refuses more\n"
 "  --max-queued-jobs N  jobs in the stream (all agents'), at most, for a\n"
 "                       run_python to add one (1024)\n"
 "  --session-ttl S      how long an idle session is kept (86400)\n"
@@ -539,7 +540,11 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 3: slot = &conf->max_tool_bytes; max = 64L << 20; break;
         case 4: slot = &conf->max_wall_ms; max = 3600000; break;
         case 5: slot = &conf->max_denials; max = 1000; break;
-        case 6: slot = &conf->job_wall_ms; max = 3600000; break;
+        case 6:
+            slot = &conf->job_wall_ms;
+            min = AG_JOB_WALL_MIN;
+            max = 3600000;
+            break;
         case 7: slot = &conf->session_ttl; max = 366L * 86400; break;
         case 8:
             slot = &conf->history_bytes;

@@ -1061,8 +1061,13 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
         return 0;
     }
 
+    /*
+     * A job given less than the worker's floor of wall time is one it
+     * refuses (bad_envelope): not queued.
+     */
+
     wait = (long) (run->deadline_ms - ag_now_ms());
-    if (wait < 1) {
+    if (wait < AG_JOB_WALL_MIN) {
         json_decref(bp);
         json_decref(names);
         ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "not run: the run's "

@@ -68,6 +68,9 @@
 #define AG_RUNS_KEPT         50
 #define AG_SESSION_MAX       (16 * 1024 * 1024)  /* a session's JSON, at
                                                     most: stored, read */
+#define AG_JOB_WALL_MIN      100            /* ms: a job's wall time, at
+                                               least (the worker refuses
+                                               less: AW_MIN_WALL_MS) */
 #define AG_LOCK_TTL          30             /* s: a session lock's lease */
 #define AG_LOCK_KEEP_MS      1000           /* how often it is renewed */
 
