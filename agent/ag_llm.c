@@ -524,9 +524,9 @@ ag_llm_args(ag_llm_ctx_t *ctx)
 
 int
 ag_route_call(ag_run_t *run, const char *method, const char *target,
-    const char *body, size_t max, ag_http_t *out)
+    const char *body, const char *ctype, size_t max, ag_http_t *out)
 {
-    char                url[AL_URI_MAX + 64];
+    char                url[AL_URI_MAX + 64], head[1024];
     CURL               *curl;
     CURLcode            cc;
     ag_http_ctx_t       ctx;
@@ -548,7 +548,17 @@ ag_route_call(ag_run_t *run, const char *method, const char *target,
 
     hdrs = NULL;
     if (body != NULL) {
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        /*
+         * The route's (al_tool_content_type()); one too long for this,
+         * application/json, which such a route refuses, as it did all
+         */
+        if (ctype == NULL
+            || snprintf(head, sizeof(head), "Content-Type: %s", ctype)
+               >= (int) sizeof(head))
+        {
+            snprintf(head, sizeof(head), "Content-Type: application/json");
+        }
+        hdrs = curl_slist_append(hdrs, head);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
     }

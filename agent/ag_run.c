@@ -779,7 +779,10 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         max = AG_ERRBODY_MAX;
     }
 
-    if (ag_route_call(run, method, target, body, max, &h) != 0) {
+    if (ag_route_call(run, method, target, body,
+                      al_tool_content_type(route), max, &h)
+        != 0)
+    {
         free(body);
 
         if (ag_stopping) {

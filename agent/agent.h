@@ -204,7 +204,7 @@ typedef struct {
 int ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res);
 void ag_llm_result_free(ag_llm_result_t *res);
 int ag_route_call(ag_run_t *run, const char *method, const char *target,
-    const char *body, size_t max, ag_http_t *out);
+    const char *body, const char *ctype, size_t max, ag_http_t *out);
 void ag_http_free(ag_http_t *h);
 
 /* ag_redis.c: sessions and sandbox jobs */

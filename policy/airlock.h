@@ -982,6 +982,11 @@ char *al_tools_json(const al_policy_t *p, const al_client_t *client,
 /* the method a tool call uses on a route (one bit of AL_METHOD_*) */
 unsigned al_tool_method(const al_route_t *r);
 
+/* the Content-Type a tool call's body is sent with on a route: at most
+   AL_TOOL_CTYPE_MAX bytes, no control byte */
+#define AL_TOOL_CTYPE_MAX       512
+const char *al_tool_content_type(const al_route_t *r);
+
 /* 1 when name is a valid tool name: 1-64 of [A-Za-z0-9_-] */
 int al_tool_name_ok(const char *name, size_t len);
 

@@ -58,6 +58,38 @@ al_tool_method(const al_route_t *r)
 }
 
 
+/*
+ * The route's body content_type, which the proxy holds a request to
+ * (al_match.c), or application/json when it has none (any is taken
+ * then).  A tool call (the agent's) and a run_python input (the
+ * worker's fetch) both send this: each sent application/json, which a
+ * route with another content_type refuses, every call.  One that is no
+ * header value (a control byte) is not sent: the proxy refuses the
+ * request then, as before, and so is one over AL_TOOL_CTYPE_MAX bytes.
+ */
+
+const char *
+al_tool_content_type(const al_route_t *r)
+{
+    size_t  i;
+
+    if (r->content_type.len == 0 || r->content_type.len > AL_TOOL_CTYPE_MAX)
+    {
+        return "application/json";
+    }
+
+    for (i = 0; i < r->content_type.len; i++) {
+        if ((unsigned char) r->content_type.data[i] < 0x20
+            || (unsigned char) r->content_type.data[i] > 0x7e)
+        {
+            return "application/json";
+        }
+    }
+
+    return r->content_type.data;
+}
+
+
 int
 al_tool_name_ok(const char *name, size_t len)
 {

@@ -106,6 +106,9 @@ typedef struct {
     char            *path;              /* the request target, escaped */
     const char      *method;
     char            *body;              /* text or NULL */
+    const char      *ctype;             /* the body's Content-Type: the
+                                           route's, al_tool_content_type()
+                                           (not owned), or NULL */
 } aw_input_t;
 
 

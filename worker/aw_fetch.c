@@ -60,11 +60,12 @@
  * ("0.1" is "0.10000000000000001"), so every body together stays under
  * 8 times the envelope.  (Twice, the bound refused a body of reals as
  * "internal: File too large", which a worker that forks its fetches
- * sends.)
+ * sends.)  Each input's content type is at most AL_TOOL_CTYPE_MAX.
  */
 #define AW_PACK_MAX(conf)                                                    \
     ((size_t) (conf)->max_envelope_bytes * 8 + 65536                         \
-     + (size_t) (conf)->max_inputs * (AW_ERRLEN + 8192))
+     + (size_t) (conf)->max_inputs                                           \
+       * (AW_ERRLEN + 8192 + AL_TOOL_CTYPE_MAX + 8))
 #define AW_PACK_NULL         0xffffffffU
 
 
@@ -183,7 +184,7 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, aw_buf_t *out,
 {
     int                 rc, n;
     char                url[AW_ERRLEN + 8192], cerr[CURL_ERROR_SIZE];
-    char                head[64];
+    char                head[64], ctype[AL_TOOL_CTYPE_MAX + 16];
     long                status;
     CURL               *c;
     json_t             *body, *reason, *rid;
@@ -234,7 +235,10 @@ aw_fetch_one(const aw_conf_t *conf, const aw_input_t *in, aw_buf_t *out,
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
 
     if (in->body != NULL) {
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        /* the route's, as a tool call of the agent's sends it */
+        snprintf(ctype, sizeof(ctype), "Content-Type: %s",
+                 in->ctype != NULL ? in->ctype : "application/json");
+        hdrs = curl_slist_append(hdrs, ctype);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, in->body);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long) strlen(in->body));
     }
@@ -732,9 +736,12 @@ aw_fetch_unpacked(const aw_conf_t *conf, int fd, int pack, pid_t worker)
     p = buf + 4;
     end = buf + len;
 
-    /* name, method, path, body (or none): a length, the bytes, a NUL */
+    /*
+     * name, method, path, content type and body (each of the last two
+     * or none): a length, the bytes, a NUL
+     */
     for (i = 0; i < ni; i++) {
-        for (f = 0; f < 4; f++) {
+        for (f = 0; f < 5; f++) {
             if (end - p < 4) {
                 _exit(2);
             }
@@ -742,7 +749,7 @@ aw_fetch_unpacked(const aw_conf_t *conf, int fd, int pack, pid_t worker)
             memcpy(&sl, p, 4);
             p += 4;
 
-            if (f == 3 && sl == AW_PACK_NULL) {
+            if (f >= 3 && sl == AW_PACK_NULL) {
                 continue;
             }
 
@@ -769,6 +776,13 @@ aw_fetch_unpacked(const aw_conf_t *conf, int fd, int pack, pid_t worker)
 
             case 2:
                 job.inputs[i].path = s;
+                break;
+
+            case 3:
+                if (sl > AL_TOOL_CTYPE_MAX) {
+                    _exit(2);
+                }
+                job.inputs[i].ctype = s;
                 break;
 
             default:
@@ -809,6 +823,7 @@ aw_fetch_pack(const aw_conf_t *conf, const aw_job_t *job)
         if (aw_fetch_put(&out, job->inputs[i].name) != 0
             || aw_fetch_put(&out, job->inputs[i].method) != 0
             || aw_fetch_put(&out, job->inputs[i].path) != 0
+            || aw_fetch_put(&out, job->inputs[i].ctype) != 0
             || aw_fetch_put(&out, job->inputs[i].body) != 0)
         {
             goto nomem;

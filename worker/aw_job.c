@@ -349,6 +349,8 @@ aw_input_parse(const aw_conf_t *conf, const al_policy_t *policy, json_t *in,
      * parse refuses a "\u0000", so the text has no NUL.
      */
 
+    out->ctype = (body != NULL) ? al_tool_content_type(route) : NULL;
+
     if (json_is_string(body)) {
         if (strlen(json_string_value(body)) != json_string_length(body)) {
             return aw_reject(code, codelen, err, errlen, "bad_envelope",

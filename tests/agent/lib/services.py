@@ -20,7 +20,8 @@
                                       rest only once PATH exists (at
                                       most 60 s)
 
-HEAD is answered as GET, without the body.
+HEAD is answered as GET, without the body.  POST to any path is
+answered 200 "posted", its body logged too ("body").
 
 Every request is appended to --log as one JSON line: method, path,
 headers (lower-case names), status.  Exits with its parent.
@@ -108,6 +109,20 @@ class Handler(BaseHTTPRequestHandler):
                 self.answer(200, "text/plain; charset=utf-8", data)
 
     do_HEAD = do_GET
+
+    def do_POST(self):
+        # logged with its body and answered 200, whatever the path
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n > 0 else b""
+        with lock:
+            with open(args.log, "a") as f:
+                f.write(json.dumps({
+                    "method": self.command, "path": self.path,
+                    "status": 200,
+                    "headers": {k.lower(): v
+                                for k, v in self.headers.items()},
+                    "body": body.decode("utf-8", "replace")}) + "\n")
+        self.answer(200, "text/plain", "posted\n")
 
 
 def watch_parent():
