@@ -49,6 +49,8 @@
 #define AG_GROUP    "airlock-workers"
 #define AG_AWAITED  "airlock:jobs:awaited"
 #define AG_SWEEP_ROUNDS  64     /* HSCAN rounds of a sweep, at most */
+#define AG_FIND_ROUNDS   4096   /* HSCAN rounds of a look for one job's
+                                   record, at most (of 1024 each) */
 #define AG_REDIS_PORT    6379   /* "[IPV6]" without a port */
 
 
@@ -69,6 +71,10 @@ static int ag_job_withdraw(ag_run_t *run, const char *session,
     const char *entry, const char *job_id);
 static int ag_jobs_orphan(ag_run_t *run, const char *entry,
     const char *value);
+static int ag_job_added(ag_run_t *run, const char *record, char *entry,
+    size_t esize, int64_t deadline, char *err, size_t size);
+static int ag_job_find(ag_run_t *run, const char *record, char *entry,
+    size_t esize);
 static void ag_session_keeper(ag_conf_t *conf, const char *id,
     const char *owner, pid_t run);
 static char *ag_session_text(json_t *session, char *err, size_t size);
@@ -1113,16 +1119,46 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
         goto done;
     }
 
-    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+    /*
+     * A reply lost with the connection (Redis restarted, or closed it)
+     * says nothing of whether the script ran: it may have added the job
+     * and its record.  The record says (one script wrote both): with
+     * it, the job is awaited as any; without, it was not added.  The
+     * run used to tell the model the job was not added, though a worker
+     * ran it all the same (and the model, told so, asked for it again:
+     * its inputs fetched twice, a POST among them).
+     */
+
+    if (r == NULL) {
+        snprintf(why, sizeof(why), "%s", run->redis->errstr);
+
+        rc = ag_job_added(run, owner, entry, sizeof(entry), deadline, err,
+                          size);
+        if (rc == 0) {
+            snprintf(err, size, "redis XADD: %s", why);
+        }
+
+        fprintf(stderr, "airlock-agent: job %s of session %s: the reply "
+                "to its XADD was lost (%s); %s\n", job_id, run->session,
+                why, rc == 1 ? "it was added: awaited"
+                     : rc == 0 ? "it was not added"
+                     : "not known whether it was added");
+
+        if (rc != 1) {
+            goto done;
+        }
+
+    } else if (r->type != REDIS_REPLY_STRING) {
         snprintf(err, size, "redis XADD: %s",
-                 r != NULL && r->str != NULL ? r->str : run->redis->errstr);
+                 r->str != NULL ? r->str : "not an entry id");
         fprintf(stderr, "airlock-agent: job %s of session %s not added: "
                 "%s\n", job_id, run->session, err);
         goto done;
-    }
-    if (r->len < sizeof(entry)) {
+
+    } else if (r->len < sizeof(entry)) {
         memcpy(entry, r->str, r->len + 1);
     }
+
     freeReplyObject(r);
     r = NULL;
 
@@ -1276,6 +1312,105 @@ done:
     }
 
     return res;
+}
+
+
+/*
+ * Whether the job whose record (its "<session> <run> <job>") is in the
+ * hash of awaited jobs was added, once Redis answers again: 1 it was
+ * (entry set to its entry id), 0 it was not, -1 not known by the
+ * deadline, or the agent stops (err set: "timeout", "stopping").  The
+ * run holds its session's lock meanwhile, so no sweep removes it.
+ */
+
+static int
+ag_job_added(ag_run_t *run, const char *record, char *entry, size_t esize,
+    int64_t deadline, char *err, size_t size)
+{
+    int             rc;
+    struct timeval  tv;
+
+    for ( ;; ) {
+        if (ag_stopping) {
+            snprintf(err, size, "stopping");
+            return -1;
+        }
+
+        if (ag_redis_revive(run, err, size) == 0) {
+            rc = ag_job_find(run, record, entry, esize);
+            if (rc != -1) {
+                return rc;
+            }
+        }
+
+        if (ag_now_ms() >= deadline) {
+            snprintf(err, size, "timeout");
+            return -1;
+        }
+
+        /* Redis is not back yet, or is loading its data */
+        tv.tv_sec = 0;
+        tv.tv_usec = 100000;
+        select(0, NULL, NULL, NULL, &tv);
+    }
+}
+
+
+/*
+ * 1 found (entry set), 0 not there, -1 Redis failed or answered an
+ * error.  Each page of the hash is looked at by Redis, which answers
+ * the field whose value is the record, if any: a value of any size
+ * (anything that can write Redis may plant one) is never read here, as
+ * in a sweep.
+ */
+
+static int
+ag_job_find(ag_run_t *run, const char *record, char *entry, size_t esize)
+{
+    int          rounds, rc;
+    char         cursor[32];
+    redisReply  *r;
+
+    memcpy(cursor, "0", 2);
+
+    for (rounds = 0; rounds < AG_FIND_ROUNDS; rounds++) {
+        r = redisCommand(run->redis, "EVAL %s 1 " AG_AWAITED " %s %s",
+                         "local c = redis.call('hscan', KEYS[1], ARGV[1], "
+                         "'count', 1024) "
+                         "for i = 1, #c[2], 2 do "
+                         "if c[2][i + 1] == ARGV[2] then "
+                         "return {c[1], c[2][i]} end "
+                         "end "
+                         "return {c[1]}",
+                         cursor, record);
+
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1
+            || r->elements > 2
+            || r->element[0]->type != REDIS_REPLY_STRING
+            || r->element[0]->len >= sizeof(cursor)
+            || (r->elements == 2
+                && r->element[1]->type != REDIS_REPLY_STRING))
+        {
+            freeReplyObject(r);
+            return -1;
+        }
+
+        memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+        rc = 0;
+
+        if (r->elements == 2 && r->element[1]->len < esize) {
+            memcpy(entry, r->element[1]->str, r->element[1]->len + 1);
+            rc = 1;
+        }
+
+        freeReplyObject(r);
+
+        if (rc == 1 || strcmp(cursor, "0") == 0) {
+            return rc;
+        }
+    }
+
+    return 0;
 }
 
 
