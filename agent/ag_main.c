@@ -48,10 +48,9 @@
 #define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
 #define AG_REQUEST_MS      30000  /* a request's whole read, from accept */
 #define AG_NO_SESSION      "no such session (or it expired)"
-#define AG_NO_SESSION_NEW  AG_NO_SESSION "; a new session's id is 32 of " \
-                           "0-9 a-f, 128 random bits (airlock ask " \
-                           "without --session makes one)"
-#define AG_RANDOM_ID_LEN   32
+#define AG_NO_SESSION_NEW  AG_NO_SESSION "; a new session is the " \
+                           "agent's to make: POST /v1/sessions (airlock " \
+                           "ask without --session asks for one)"
 
 
 volatile sig_atomic_t  ag_stopping;
@@ -88,7 +87,6 @@ static int ag_peer(ag_conf_t *conf, int fd, const ag_request_t *req,
     ag_peer_t *peer, char *why, size_t size);
 static int ag_api_user_ok(const char *s, size_t len);
 static int ag_session_mine(json_t *s, const ag_peer_t *peer);
-static int ag_session_id_random(const char *session);
 static const char *ag_no_session(const ag_conf_t *conf);
 static int ag_session_hidden(redisContext *c, const char *session,
     const ag_peer_t *peer);
@@ -96,6 +94,7 @@ static int ag_session_foreign(redisContext *c, const char *session,
     const ag_peer_t *peer);
 static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req);
+static void ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer);
 static void ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer);
 static int ag_api_peer(ag_conf_t *conf);
@@ -404,10 +403,12 @@ ag_usage(FILE *f)
 "                       requests names who nginx authenticated in\n"
 "                       X-Airlock-User, and is refused (403) without;\n"
 "                       none: every peer is its uid\n"
-"  --random-session-ids a new session's id is 32 of 0-9 a-f (the CLI's\n"
-"                       128 random bits): a question that would make one\n"
-"                       of another id is 404, as for another's, so no\n"
-"                       one takes an id someone chose first; root's not\n"
+"  --random-session-ids a question makes no session: a new one is the\n"
+"                       agent's to make (POST /v1/sessions: an id of its\n"
+"                       128 random bits, for the asker), and a question\n"
+"                       in one not stored is 404, as for another's, so\n"
+"                       no one takes an id someone chose first; root's\n"
+"                       not\n"
 "sessions are their first asker's, by the peer's uid (SO_PEERCRED) or\n"
 "the --api-peer's X-Airlock-User; to others but root they do not exist\n"
 "\n"
@@ -1126,9 +1127,24 @@ ag_serve(ag_conf_t *conf, int fd)
         return;
     }
 
+    if (strcmp(req.path, "/v1/sessions") == 0) {
+        if (strcmp(req.method, "POST") != 0) {
+            ag_respond_error(fd, 405, "method", "a new session is POST");
+
+        } else if (ag_peer(conf, fd, &req, &peer, who, sizeof(who)) != 0) {
+            ag_respond_error(fd, 403, "peer", who);
+
+        } else {
+            ag_handle_new(conf, fd, &peer);
+        }
+
+        free(req.buf);
+        return;
+    }
+
     if (strncmp(req.path, "/v1/sessions/", 13) != 0) {
         ag_respond_error(fd, 404, "not_found",
-                         "POST /v1/sessions/{id}/ask or "
+                         "POST /v1/sessions, POST /v1/sessions/{id}/ask or "
                          "GET /v1/sessions/{id}");
         free(req.buf);
         return;
@@ -1165,7 +1181,7 @@ ag_serve(ag_conf_t *conf, int fd)
 
     } else {
         ag_respond_error(fd, 404, "not_found",
-                         "POST /v1/sessions/{id}/ask or "
+                         "POST /v1/sessions, POST /v1/sessions/{id}/ask or "
                          "GET /v1/sessions/{id}");
     }
 
@@ -1425,25 +1441,6 @@ ag_session_mine(json_t *s, const ag_peer_t *peer)
 }
 
 
-/* an id as the CLI makes a new session's: 32 of 0-9 a-f */
-
-static int
-ag_session_id_random(const char *session)
-{
-    size_t  i;
-
-    for (i = 0; i < AG_RANDOM_ID_LEN; i++) {
-        if (!((session[i] >= '0' && session[i] <= '9')
-              || (session[i] >= 'a' && session[i] <= 'f')))
-        {
-            return 0;
-        }
-    }
-
-    return session[i] == '\0';
-}
-
-
 /* the answer for a session that is not there, or not the asker's */
 
 static const char *
@@ -1592,6 +1589,7 @@ ag_status_text(int status)
 {
     switch (status) {
     case 200: return "OK";
+    case 201: return "Created";
     case 400: return "Bad Request";
     case 403: return "Forbidden";
     case 404: return "Not Found";
@@ -1764,18 +1762,16 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     }
 
     /*
-     * --random-session-ids: a session not stored yet (a stored one has
-     * its question's messages) is made only under an id of the CLI's 128
-     * random bits, which no one else can know to take first; an id a
-     * person chose could be, by any asker, and then it was theirs.  The
-     * answer is another's session's, word for word, so it tells nothing
-     * of whether one is stored under that id.
+     * --random-session-ids: a question makes no session; one not stored
+     * is 404, whatever its id.  A new session is the agent's to make
+     * (POST /v1/sessions: an id of its 128 random bits, stored for its
+     * asker at once), so no id can be taken first: one a person chose
+     * could be, by any asker, and then it was theirs, and so could one
+     * of the CLI's form picked by hand ("0000...").  The answer is
+     * another's session's, word for word, so it tells nothing of
+     * whether one is stored under that id.
      */
-    if (conf->random_ids && !peer->admin && !ag_session_id_random(session)
-        && json_array_size(json_object_get(run.session_obj, "messages"))
-           == 0
-        && json_array_size(json_object_get(run.session_obj, "runs")) == 0)
-    {
+    if (conf->random_ids && !peer->admin && run.loaded == NULL) {
         ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         ag_session_unlock(run.redis, session, lock);
         redisFree(run.redis);
@@ -1875,6 +1871,56 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     free(run.loaded);
     json_decref(run.session_obj);
     json_decref(body);
+}
+
+
+/*
+ * POST /v1/sessions: a new session of the asker's, under an id of the
+ * agent's (ag_session_new()), stored now with no question: {"id": ID},
+ * 201, kept AG_NEW_SESSION_TTL (or --session-ttl, if less) until its
+ * first question stores it.  With --random-session-ids no other
+ * session is made (a question in one not stored is 404), so an id
+ * someone chose, by hand or not, can never be taken first by another
+ * asker.
+ */
+
+static void
+ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer)
+{
+    char           err[256], id[AG_BOUNDARY_LEN + 1], *text;
+    json_t        *j;
+    redisContext  *c;
+
+    c = ag_redis_connect(conf, err, sizeof(err));
+    if (c == NULL) {
+        ag_respond_error(fd, 503, "redis", err);
+        return;
+    }
+
+    if (ag_session_new(c, peer->owner,
+                       conf->session_ttl < AG_NEW_SESSION_TTL
+                       ? conf->session_ttl : AG_NEW_SESSION_TTL,
+                       id, err, sizeof(err))
+        != 0)
+    {
+        redisFree(c);
+        ag_respond_error(fd, 503, "redis", err);
+        return;
+    }
+
+    redisFree(c);
+
+    j = json_pack("{s:s}", "id", id);
+    text = (j != NULL) ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+
+    if (text == NULL) {
+        ag_respond_error(fd, 503, "internal", "out of memory");
+        return;
+    }
+
+    ag_respond(fd, 201, "application/json", text, 0);
+    free(text);
 }
 
 

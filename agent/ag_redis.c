@@ -865,6 +865,62 @@ ag_session_lock(redisContext *c, const char *id, const char *owner,
 
 
 /*
+ * A new session for owner, under an id of the agent's (128 random bits,
+ * 32 of 0-9 a-f, into id): stored with no question yet, so that it is
+ * owner's from now on, whoever asks in it first.  0, or -1 (err set).
+ */
+
+int
+ag_session_new(redisContext *c, const char *owner, long ttl, char *id,
+    char *err, size_t size)
+{
+    int          tries;
+    char        *text;
+    json_t      *s;
+    redisReply  *r;
+
+    for (tries = 0; tries < 4; tries++) {
+        if (ag_random_hex(id, AG_BOUNDARY_LEN) != 0) {
+            snprintf(err, size, "no random bytes");
+            return -1;
+        }
+
+        s = json_pack("{s:s, s:s, s:[], s:[]}", "id", id, "owner", owner,
+                      "messages", "runs");
+        text = (s != NULL) ? json_dumps(s, JSON_COMPACT) : NULL;
+        json_decref(s);
+
+        if (text == NULL) {
+            snprintf(err, size, "out of memory");
+            return -1;
+        }
+
+        r = redisCommand(c, "SET airlock:session:%s %s NX EX %ld", id, text,
+                         ttl);
+        free(text);
+
+        if (r != NULL && r->type == REDIS_REPLY_STATUS) {
+            freeReplyObject(r);
+            return 0;
+        }
+
+        if (r == NULL || r->type != REDIS_REPLY_NIL) {
+            snprintf(err, size, "redis SET: %s",
+                     r != NULL && r->str != NULL ? r->str : c->errstr);
+            freeReplyObject(r);
+            return -1;
+        }
+
+        /* taken: 128 random bits met another's; another draw */
+        freeReplyObject(r);
+    }
+
+    snprintf(err, size, "no free session id in %d draws", tries);
+    return -1;
+}
+
+
+/*
  * The lock lives as long as the run: a keeper process renews its lease
  * every AG_LOCK_KEEP_MS while the run's process lives (a client that
  * reads the events slowly can keep a run going far past its wall time).

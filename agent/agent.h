@@ -3,6 +3,7 @@
  *
  * It serves HTTP on a unix socket only (nginx publishes it at /api/):
  *
+ *   POST /v1/sessions                               ->  {"id": ...}, 201
  *   POST /v1/sessions/{id}/ask   {"prompt": "..."}  ->  text/event-stream
  *   GET  /v1/sessions/{id}                          ->  the history (JSON)
  *
@@ -71,6 +72,10 @@
 #define AG_JOB_WALL_MIN      100            /* ms: a job's wall time, at
                                                least (the worker refuses
                                                less: AW_MIN_WALL_MS) */
+#define AG_NEW_SESSION_TTL   3600           /* s: a new session's, until
+                                               its first question (one
+                                               asked for, never used, is
+                                               not kept a day) */
 #define AG_LOCK_TTL          30             /* s: a session lock's lease */
 #define AG_LOCK_KEEP_MS      1000           /* how often it is renewed */
 
@@ -219,6 +224,8 @@ int ag_session_store(redisContext *c, const char *id, const char *owner,
     char *err, size_t size);
 int ag_session_owner(redisContext *c, const char *id, char *owner,
     size_t size);
+int ag_session_new(redisContext *c, const char *owner, long ttl, char *id,
+    char *err, size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,
     long ttl, char *err, size_t size);
 pid_t ag_session_keep(ag_conf_t *conf, const char *id, const char *owner);

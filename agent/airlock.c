@@ -72,6 +72,8 @@ static int airlock_escape_event(json_t *e);
 static void airlock_print(FILE *f, const char *p, size_t len);
 static void airlock_print_json(FILE *f, const char *data);
 static int airlock_session_ok(const char *id);
+static int airlock_new_session(const char *sock, const char *url, char *sid,
+    size_t size);
 static int airlock_bad_chars(const char *s, const char *these);
 static void airlock_value_error(const char *name, const char *v,
     const char *want);
@@ -136,10 +138,10 @@ airlock_usage(FILE *f)
 "                  which keeps the password out of the process list);\n"
 "                  http or https, no '?', '#' or space; sent to no proxy,\n"
 "                  whatever http_proxy, HTTPS_PROXY, ALL_PROXY say\n"
-"  --session ID    continue a session of yours (a new one is made\n"
-"                  otherwise, its id 128 random bits: the appliance's\n"
-"                  agent makes new ones under such ids alone); another's\n"
-"                  is no such session\n"
+"  --session ID    continue a session of yours (a new one otherwise:\n"
+"                  the agent gives its id, 128 random bits, and makes it\n"
+"                  yours; the appliance's agent makes sessions no other\n"
+"                  way); another's is no such session\n"
 "  --json          print the raw events, one JSON object a line\n"
 "\n"
 "an empty variable counts as unset; TEXT is UTF-8, up to 65536 bytes\n"
@@ -311,13 +313,22 @@ airlock_ask(int argc, char **argv)
     }
 
     if (session == NULL) {
-        if (getrandom(raw, sizeof(raw), 0) != sizeof(raw)) {
-            fprintf(stderr, "airlock: no random bytes\n");
+        rc = airlock_new_session(sock, url, sid, sizeof(sid));
+        if (rc == -1) {
             return 2;
         }
-        for (i = 0; i < (int) sizeof(raw); i++) {
-            snprintf(sid + 2 * i, 3, "%02x", raw[i]);
+
+        /* an agent older than POST /v1/sessions: an id of our own */
+        if (rc == 1) {
+            if (getrandom(raw, sizeof(raw), 0) != sizeof(raw)) {
+                fprintf(stderr, "airlock: no random bytes\n");
+                return 2;
+            }
+            for (i = 0; i < (int) sizeof(raw); i++) {
+                snprintf(sid + 2 * i, 3, "%02x", raw[i]);
+            }
         }
+
         session = sid;
     }
 
@@ -574,6 +585,84 @@ airlock_session_ok(const char *id)
     }
 
     return 1;
+}
+
+
+/*
+ * A new session's id from the agent (POST /v1/sessions: one of its 128
+ * random bits, the asker's from then on) into sid: 0, 1 when the agent
+ * has no such request (an older one: 404 not_found), -1 when it failed
+ * (said on stderr).  An id the CLI drew itself could be drawn by hand
+ * too, and taken first by another asker; an agent with
+ * --random-session-ids makes no session but these.
+ */
+
+static int
+airlock_new_session(const char *sock, const char *url, char *sid,
+    size_t size)
+{
+    int             rc;
+    long            status;
+    char            full[1024];
+    CURL           *curl;
+    json_t         *j, *id;
+    CURLcode        cc;
+    airlock_ctx_t   ctx;
+
+    curl = airlock_curl(sock, url, "/v1/sessions", full, sizeof(full));
+    if (curl == NULL) {
+        return -1;
+    }
+
+    memset(&ctx, 0, sizeof(ctx));
+
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, airlock_collect);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &ctx);
+
+    cc = curl_easy_perform(curl);
+
+    status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(curl);
+
+    if (cc != CURLE_OK) {
+        airlock_failed(full, cc);
+        free(ctx.errbody);
+        return -1;
+    }
+
+    j = (ctx.errbody != NULL) ? json_loadb(ctx.errbody, ctx.errlen, 0, NULL)
+                              : NULL;
+    id = json_object_get(j, "id");
+    rc = -1;
+
+    if (status == 201 && json_is_string(id)
+        && json_string_length(id) < size
+        && airlock_session_ok(json_string_value(id)))
+    {
+        memcpy(sid, json_string_value(id), json_string_length(id) + 1);
+        rc = 0;
+
+    } else if (status == 404
+               && json_is_string(json_object_get(j, "error"))
+               && strcmp(json_string_value(json_object_get(j, "error")),
+                         "not_found")
+                  == 0)
+    {
+        rc = 1;
+
+    } else {
+        fprintf(stderr, "airlock: no new session: the agent answered "
+                "%ld: ", status);
+        airlock_print(stderr, ctx.errbody, ctx.errlen);
+        fprintf(stderr, "\n");
+    }
+
+    json_decref(j);
+    free(ctx.errbody);
+
+    return rc;
 }
 
 

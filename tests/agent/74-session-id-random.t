@@ -4,13 +4,16 @@
 # yet made it, under whatever id it named, for its asker; an id a person
 # chose (--session deploy-review) could so be taken first by any other
 # local user, and was theirs from then on (to its chooser "no such
-# session").  The CLI's own ids are 128 random bits, which no one else
-# can know.  With the option (the appliance's unit passes it) a new
-# session is made only under an id of that form, 32 of 0-9 a-f: a
-# question that would make one of another id is 404 no_session, the
+# session").  With the option (the appliance's unit passes it) a
+# question makes no session: a new one is the agent's to make, POST
+# /v1/sessions, under an id of its 128 random bits, stored at once for
+# its asker; a question in a session not stored is 404 no_session, the
 # answer for another's session word for word, nothing stored, the model
-# not called.  Sessions already stored, of any id, go on; root makes
-# any.  Without the option, as before.
+# not called, whatever the id.  The option used to take any id of the
+# CLI's form, 32 of 0-9 a-f, so one of that form picked by hand
+# ("0000...") could still be taken first.  Sessions already stored, of
+# any id, go on; root makes any.  Without the option, as before.  The
+# CLI asks the agent for a new session's id.
 
 use strict;
 use warnings;
@@ -19,6 +22,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
 use JSON::PP;
+use POSIX ();
 use Test::More;
 use Airlock::Test;
 use Airlock::Unit qw(unit_directives);
@@ -38,7 +42,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 $a->setup(agent => [ '--max-wall', 30000 ]);
 $a->start_agent('r', '--max-wall', 30000, '--random-session-ids');
 
-plan tests => 23;
+plan tests => 34;
 
 my ($ALICE, $BOB) = (61101, 61102);
 
@@ -95,8 +99,8 @@ my $before = calls();
 $r = ask('r', $BOB, 'team-review', 'taken first?');
 is($r->{status} . ' ' . ($r->{json}{error} // ''), '404 no_session',
    'with it: a new session of a chosen id is refused, 404');
-like($r->{json}{message} // '', qr/32 of 0-9 a-f.*airlock ask without/,
-     'saying what a new session\'s id is');
+like($r->{json}{message} // '', qr{POST /v1/sessions.*airlock ask without},
+     'saying how a new session is made');
 is(calls(), $before, 'the model was not called');
 is(redis(qw(EXISTS airlock:session:team-review
             airlock:session:team-review:lock)), '0',
@@ -111,13 +115,36 @@ for my $id ('A' x 32, 'a' x 31, 'a' x 33, ('0' x 31) . 'g',
 }
 is(calls(), $before, 'the model called for none of them');
 
-# a random id: made, the asker's, and goes on
+# an id of the CLI's old form, picked by anyone: made for no one
 my $rid = random_id();
-$a->script({ pieces => [ 'random one' ] });
-$r = ask('r', $BOB, $rid, 'a random id');
-is(answer_of($r), 'random one', 'an id of 128 random bits is made');
+$r = ask('r', $ALICE, $rid, 'a hand-picked random-looking id');
+is($r->{status}, 404, 'an id of 32 of 0-9 a-f not made by the agent: 404');
+is(calls(), $before, '... the model not called');
+is(redis('EXISTS', "airlock:session:$rid"), '0', '... nothing stored');
+
+# the agent's: POST /v1/sessions, the asker's at once
+$r = req('r', $BOB, "POST /v1/sessions HTTP/1.1\r\nHost: a\r\n"
+                    . "Content-Length: 0\r\nConnection: close\r\n\r\n");
+is($r->{status}, 201, 'POST /v1/sessions: 201');
+$rid = $r->{json}{id} // '';
+like($rid, qr/^[0-9a-f]{32}\z/, '... an id of 128 random bits');
 my $stored = decode_json(redis('GET', "airlock:session:$rid") || '{}');
-is($stored->{owner}, "uid:$BOB", 'bob\'s');
+is($stored->{owner}, "uid:$BOB", '... stored as bob\'s, with no question');
+my $ttl = redis('TTL', "airlock:session:$rid");
+ok($ttl > 0 && $ttl <= 3600, "... kept an hour until it is used ($ttl s)");
+isnt(req('r', $BOB, "POST /v1/sessions HTTP/1.1\r\nHost: a\r\n"
+                    . "Content-Length: 0\r\nConnection: close\r\n\r\n")
+         ->{json}{id} // '', $rid, '... another id each time');
+is(req('r', $BOB, "GET /v1/sessions HTTP/1.1\r\nHost: a\r\n"
+                  . "Connection: close\r\n\r\n")->{status}, 405,
+   'GET /v1/sessions: 405');
+
+# bob's, first asked in by alice: not hers
+$r = ask('r', $ALICE, $rid, 'first in his?');
+is($r->{status}, 404, 'alice first in bob\'s new session: 404');
+$a->script({ pieces => [ 'random one' ] });
+$r = ask('r', $BOB, $rid, 'a new session of the agent\'s');
+is(answer_of($r), 'random one', 'bob asks in it');
 $a->script({ pieces => [ 'again' ] });
 is(answer_of(ask('r', $BOB, $rid, 'and again')), 'again',
    'his next question in it');
@@ -136,6 +163,31 @@ is(answer_of(ask('r', $ALICE, 'deploy-review', 'still mine?')), 'kept',
 $a->script({ pieces => [ 'root\'s' ] });
 is(answer_of(ask('r', 0, 'root-chosen', 'root')), 'root\'s',
    'root makes a session of a chosen id');
+
+# ---- the CLI: a new session is the agent's ---------------------------------
+{
+    $a->script({ pieces => [ 'from the cli' ] });
+    pipe(my $rd, my $wr) or die "pipe: $!\n";
+    my $pid = fork // die "fork: $!\n";
+    if ($pid == 0) {
+        close $rd;
+        $( = $) = "$BOB $BOB";
+        $< = $> = $BOB;
+        open(STDOUT, '>&', $wr);
+        open(STDERR, '>', '/dev/null');
+        exec("$t->{build}/airlock", 'ask', '--json', '--socket',
+             $a->{agents}{r}{sock}, 'a question') or POSIX::_exit(127);
+    }
+    close $wr;
+    my @lines = <$rd>;
+    waitpid($pid, 0);
+    my ($run) = grep { ($_->{type} // '') eq 'run' }
+                map { eval { decode_json($_) } // () } @lines;
+    my $sid = ($run // {})->{session} // '';
+    is($? >> 8, 0, 'airlock ask without --session: answered');
+    my $cs = decode_json(redis('GET', "airlock:session:$sid") || '{}');
+    is($cs->{owner}, "uid:$BOB", '... in a session the agent made, bob\'s');
+}
 
 # ---- the appliance's unit, the help ---------------------------------------
 my $u = unit_directives("$top/conf/airlock-agent.service");
