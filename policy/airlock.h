@@ -615,8 +615,14 @@ al_policy_t *al_policy_parse_open(const char *name, const char *buf,
     size_t len, const al_keyring_t *kr, int open_secrets, al_error_t *err);
 
 /* -1 with err set when a policy file of this mode is refused: any user
-   may write it (the loaders above check it; airlockctl check too) */
+   may write it (al_policy_trusted() checks it) */
 int al_policy_writable(const char *path, unsigned mode, al_error_t *err);
+
+/* -1 with err set when the policy open on fd, at path, is refused: any
+   user may write it, or a directory of its path (symbolic links
+   followed) is one a user other than root and its writers may change
+   (the loaders above check it; airlockctl check too) */
+int al_policy_trusted(const char *path, int fd, al_error_t *err);
 void al_policy_free(al_policy_t *p);
 
 const al_client_t *al_policy_client(const al_policy_t *p, const char *name,

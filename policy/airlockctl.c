@@ -541,8 +541,7 @@ al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
         return NULL;
     }
 
-    if (strict && al_policy_writable(path, (unsigned) st.st_mode, &err) != 0)
-    {
+    if (strict && al_policy_trusted(path, fd, &err) != 0) {
         al_error_format(&err, msg, sizeof(msg));
         al_ctl_err("%s\n", msg);
         close(fd);

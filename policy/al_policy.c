@@ -336,7 +336,7 @@ al_policy_load_open(const char *path, const al_keyring_t *kr, int open_secrets,
         return NULL;
     }
 
-    if (al_policy_writable(path, (unsigned) st.st_mode, err) != 0) {
+    if (al_policy_trusted(path, fd, err) != 0) {
         close(fd);
         return NULL;
     }
