@@ -206,7 +206,13 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "Reads a secret from standard input (never from the command line),\n"
       "seals it to the public key and prints the sealed value to put in\n"
       "the policy as secrets: { NAME: { sealed: \"...\" } }.  One trailing\n"
-      "newline is dropped unless --keep-newline is given." },
+      "newline is dropped unless --keep-newline is given.  A public key\n"
+      "another user can replace is refused: one others may write, one\n"
+      "owned by neither root nor you, or one its group may write when\n"
+      "another user is in that group.\n"
+      "Exit status: 0 sealed, 1 the public key cannot be read or is\n"
+      "refused, 2 usage error or a secret that cannot be read, is empty\n"
+      "or is over 64 KiB." },
 
     { "tools", al_ctl_tools,
       "tools FILE --client NAME [--format openai|mcp] [--sandbox CLIENT]",

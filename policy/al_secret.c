@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,7 @@ static void al_fsync_dir(const char *path);
 static void al_keygen_exists(const char *path, al_error_t *err);
 static int al_keygen_lock(const char *lock, const char *path,
     al_error_t *err);
+static int al_group_others(gid_t gid, uid_t owner, uid_t *other);
 static int al_key_read(const char *path, int secret, unsigned char *key,
     al_error_t *err);
 static int al_key_parse(const char *path, int secret, const char *buf,
@@ -466,6 +469,69 @@ al_keyring_free(al_keyring_t *kr)
 
 
 /*
+ * 0 when no user but owner is in group gid: none has it as primary
+ * group, and its member list names no one else.  Else -1, *other the
+ * first such uid, or (uid_t) -1 when the databases cannot be read.
+ */
+
+static int
+al_group_others(gid_t gid, uid_t owner, uid_t *other)
+{
+    int             rc;
+    char            gbuf[16384], buf[16384];
+    char          **m;
+    struct group    gr, *grp;
+    struct passwd   pw, *pwp;
+
+    *other = (uid_t) -1;
+
+    rc = getgrgid_r(gid, &gr, gbuf, sizeof(gbuf), &grp);
+    if (rc != 0) {
+        return -1;
+    }
+
+    for (m = (grp != NULL) ? grp->gr_mem : NULL; m != NULL && *m != NULL;
+         m++)
+    {
+        rc = getpwnam_r(*m, &pw, buf, sizeof(buf), &pwp);
+        if (rc != 0 || pwp == NULL) {
+            return -1;
+        }
+
+        if (pwp->pw_uid != owner) {
+            *other = pwp->pw_uid;
+            return -1;
+        }
+    }
+
+    setpwent();
+
+    for ( ;; ) {
+        rc = getpwent_r(&pw, buf, sizeof(buf), &pwp);
+
+        if (rc == ENOENT) {
+            break;
+        }
+
+        if (rc != 0) {
+            endpwent();
+            return -1;
+        }
+
+        if (pwp->pw_gid == gid && pwp->pw_uid != owner) {
+            *other = pwp->pw_uid;
+            endpwent();
+            return -1;
+        }
+    }
+
+    endpwent();
+
+    return 0;
+}
+
+
+/*
  * Reads a key file into key (32 bytes).  The private key file must be a
  * regular file, not a symbolic link, reachable by its owner only, and
  * owned by root or by the user reading it: any other owner (nginx's
@@ -477,6 +543,7 @@ al_key_read(const char *path, int secret, unsigned char *key,
     al_error_t *err)
 {
     int          fd, flags, rc;
+    uid_t        other;
     char         buf[AL_KEY_FILE_MAX];
     size_t       n;
     ssize_t      r;
@@ -527,6 +594,37 @@ al_key_read(const char *path, int secret, unsigned char *key,
                      "others (mode %04o): whoever replaces it can open "
                      "what is sealed to it; chmod o-w it",
                      (unsigned) (st.st_mode & 07777));
+        (void) close(fd);
+        return -1;
+    }
+
+    /*
+     * Group write is taken for a group of the owner's alone (a group
+     * per user): one with another member, or one that cannot be told,
+     * lets that member put a key of their own in the file.
+     */
+
+    if (!secret && (st.st_mode & 020)
+        && al_group_others(st.st_gid, st.st_uid, &other) != 0)
+    {
+        if (other == (uid_t) -1) {
+            al_error_set(err, path, 0, 0, "public key file can be written "
+                         "by its group %lu (mode %04o), whose members "
+                         "cannot be told: whoever is in it can replace "
+                         "it and open what is sealed to it; chmod g-w it",
+                         (unsigned long) st.st_gid,
+                         (unsigned) (st.st_mode & 07777));
+
+        } else {
+            al_error_set(err, path, 0, 0, "public key file can be written "
+                         "by its group %lu (mode %04o), which uid %lu is "
+                         "in: whoever is in it can replace it and open "
+                         "what is sealed to it; chmod g-w it",
+                         (unsigned long) st.st_gid,
+                         (unsigned) (st.st_mode & 07777),
+                         (unsigned long) other);
+        }
+
         (void) close(fd);
         return -1;
     }

@@ -6,7 +6,8 @@
 # one owned by another user (a copy left in /tmp by someone else, or a
 # symbolic link to one), let that user put their own key in it and open
 # the credential the operator sealed.  Both were taken, and the value
-# printed.  Group write is taken (a group per user makes every file so),
+# printed.  Group write is taken (a group per user makes every file so;
+# a group others are in is refused, seal-pub-group.t),
 # and so is a symbolic link to a key no one else can write.
 
 use strict;
