@@ -1005,13 +1005,19 @@ al_cc_header_secret(al_cc_t *cc, const al_ynode_t *node,
         }
 
         if (!b64 && ((p[i] < 0x20 && p[i] != '\t') || p[i] >= 0x7f)) {
-            /* where, not what: the error goes to logs and terminals */
+
+            /*
+             * where, not what: the error goes to logs and terminals.
+             * Nor the secret's length: the place is counted from the
+             * nearer end, which tells little more than that place.
+             */
 
             return al_cc_error(cc, node, "secret \"%s\" contains a byte "
-                               "outside printable ASCII (its byte %zu of "
-                               "%zu) and cannot be used %s as it is "
-                               "(|base64 can carry it)", sec->name.data,
-                               i + 1, sec->len, use);
+                               "outside printable ASCII (its byte %zu "
+                               "from its %s) and cannot be used %s as it "
+                               "is (|base64 can carry it)", sec->name.data,
+                               i < sec->len - i ? i + 1 : sec->len - i,
+                               i < sec->len - i ? "start" : "end", use);
         }
     }
 
