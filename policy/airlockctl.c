@@ -7,12 +7,15 @@
  *   diff OLD NEW           semantic diff; exit 1 when NEW grants more
  *   keygen PATH            the appliance keypair (PATH, PATH.pub)
  *   seal --pub PATH.pub    seal a secret read from standard input
+ *   tools FILE --client C  the tool definitions a model is offered
  *   edit                   edit the installed policy, test, install, reload
  *   rollback               reinstall the policy edit replaced
+ *   usage LOG              summarise the LLM gateway's usage log
  *
  * explain runs the same library calls as the nginx module, so its answer
- * is the proxy's answer.  Exit status 2 means the tool was misused or an
- * input could not be read.
+ * is the proxy's answer.  Exit status 2 means the tool was misused (one
+ * line naming what is wrong, then the usage) or an input could not be
+ * read.
  */
 
 #include <errno.h>
@@ -95,6 +98,9 @@ static void al_ctl_explain_limits(const al_llm_t *l,
     const al_client_t *client, const al_llm_client_t *lc,
     const al_llm_req_t *req, const char *alias, size_t alias_len);
 static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
+static int al_ctl_bad(const al_ctl_cmd_t *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int al_ctl_option(const char *arg);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
@@ -154,9 +160,12 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "file: secrets are opened too, as nginx will open them; without it,\n"
       "they are not, and check says so.  A valid policy may get warnings:\n"
       "a route of scrub: false whose upstream (host and port) another\n"
-      "route or an llm entry sends a secret to.\n"
-      "Exit status: 0 valid, 1 invalid, 2 usage error or a file that\n"
-      "cannot be read." },
+      "route or an llm entry sends a secret to.  A policy another user\n"
+      "could replace (the file, or a directory of its path, symbolic\n"
+      "links followed, writable by others) is refused, as nginx refuses\n"
+      "it.\n"
+      "Exit status: 0 valid, 1 invalid, 2 usage error, a file that\n"
+      "cannot be read, or a policy or key refused for who can reach it." },
 
     { "explain", al_ctl_explain,
       "explain FILE (--client NAME | [--uid N] [--gid N] [--addr IP]\n"
@@ -185,21 +194,29 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
 
     { "routes", al_ctl_routes,
       "routes FILE",
-      "Prints the compiled route table and the LLM providers." },
+      "Prints the compiled route table (name, methods, path, clients,\n"
+      "body limit, upstream target) and the LLM providers with each\n"
+      "client's budgets.\n"
+      "Exit status: 0 printed, 2 usage error or a policy that cannot be\n"
+      "read or is invalid." },
 
     { "diff", al_ctl_diff,
       "diff OLD NEW",
       "Compares two policies by meaning.  Lines start with '+' for what NEW\n"
       "grants that OLD did not, '-' for what it takes away and '~' for\n"
       "other changes.  Exit status: 0 when NEW grants nothing new, 1 when\n"
-      "it does, 2 when a policy cannot be read.  Use it in CI to gate\n"
-      "policy changes against a known-good baseline." },
+      "it does, 2 usage error or a policy that cannot be read or is\n"
+      "invalid.  Use it in CI to gate policy changes against a\n"
+      "known-good baseline." },
 
     { "keygen", al_ctl_keygen,
       "keygen PATH",
       "Writes a new X25519 keypair for sealing secrets: the private key to\n"
       "PATH (mode 0600) and the public key to PATH.pub.  Refuses to\n"
-      "overwrite an existing file." },
+      "overwrite an existing file.  One keygen of PATH at a time (it\n"
+      "holds PATH.lock).\n"
+      "Exit status: 0 written, 1 a file exists already or cannot be\n"
+      "written, 2 usage error." },
 
     { "seal", al_ctl_seal,
       "seal --pub PUBLIC_KEY [--keep-newline] < SECRET",
@@ -222,7 +239,10 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "inputs are fetched as the sandbox client (\"worker\" by default when\n"
       "the policy has it; --sandbox none leaves run_python out).  This is\n"
       "what airlock-agent gives its model.  --format openai (default):\n"
-      "chat completions \"tools\"; mcp: an MCP tools/list result." },
+      "chat completions \"tools\"; mcp: an MCP tools/list result.\n"
+      "Exit status: 0 printed, 1 an unknown client or a route name that\n"
+      "cannot be a tool name, 2 usage error or a policy that cannot be\n"
+      "read or is invalid." },
 
     { "edit", al_ctl_edit,
       "edit [--policy FILE] [--key PRIVATE_KEY] [--test CMD] [--reload CMD]",
@@ -293,6 +313,7 @@ static volatile sig_atomic_t  al_ctl_part_set;
 int
 main(int argc, char **argv)
 {
+    FILE                *f;
     const al_ctl_cmd_t  *cmd;
 
     if (argc < 2 || strcmp(argv[1], "--help") == 0
@@ -312,11 +333,20 @@ main(int argc, char **argv)
             return 2;
         }
 
-        printf("usage: airlockctl COMMAND [ARGS]\n\ncommands:\n");
-        for (cmd = al_ctl_cmds; cmd->name != NULL; cmd++) {
-            printf("  %s\n", cmd->usage);
+        /* no command is a usage error: the list goes to stderr */
+
+        f = argc < 2 ? stderr : stdout;
+
+        if (argc < 2) {
+            fprintf(f, "airlockctl: no command given\n");
         }
-        printf("\n'airlockctl COMMAND --help' describes one command.\n");
+
+        fprintf(f, "usage: airlockctl COMMAND [ARGS]\n\ncommands:\n");
+        for (cmd = al_ctl_cmds; cmd->name != NULL; cmd++) {
+            fprintf(f, "  %s\n", cmd->usage);
+        }
+        fprintf(f, "\n'airlockctl COMMAND --help' describes one command; "
+                "'airlockctl --version' prints the version.\n");
         return argc < 2 ? 2 : 0;
     }
 
@@ -370,6 +400,37 @@ al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd)
 {
     fprintf(f, "usage: airlockctl %s\n", cmd->usage);
     return 2;
+}
+
+
+/*
+ * A command misused (an unknown option, an option without its value, an
+ * argument missing or one too many): one line naming what is wrong, then
+ * the command's usage, on standard error; exit status 2.
+ */
+
+static int
+al_ctl_bad(const al_ctl_cmd_t *cmd, const char *fmt, ...)
+{
+    char     msg[1024];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    (void) vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+
+    al_ctl_err("airlockctl %s: %s\n", cmd->name, msg);
+
+    return al_ctl_usage(stderr, cmd);
+}
+
+
+/* an option, not an operand: "-" alone names standard input */
+
+static int
+al_ctl_option(const char *arg)
+{
+    return arg[0] == '-' && arg[1] != '\0';
 }
 
 
@@ -617,11 +678,18 @@ al_ctl_check(int argc, char **argv)
     key = NULL;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--key") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--key") == 0) {
+            if (i + 1 >= argc) {
+                return al_ctl_bad(cmd, "--key needs a PRIVATE_KEY");
+            }
             key = argv[++i];
 
-        } else if (argv[i][0] == '-' || file != NULL) {
-            return al_ctl_usage(stderr, cmd);
+        } else if (al_ctl_option(argv[i])) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[i]);
+
+        } else if (file != NULL) {
+            return al_ctl_bad(cmd, "one FILE only, not \"%s\" too",
+                              argv[i]);
 
         } else {
             file = argv[i];
@@ -629,7 +697,7 @@ al_ctl_check(int argc, char **argv)
     }
 
     if (file == NULL) {
-        return al_ctl_usage(stderr, cmd);
+        return al_ctl_bad(cmd, "no FILE given");
     }
 
     p = al_ctl_load_bytes(file, key, &bytes, &len, 1, &rc);
@@ -800,8 +868,13 @@ al_ctl_explain(int argc, char **argv)
             continue;
         }
 
-        if (a[0] == '-' && a[1] == '-' && i + 1 >= argc) {
-            return al_ctl_usage(stderr, cmd);
+        if (al_ctl_option(a) && i + 1 >= argc
+            && (strcmp(a, "--client") == 0 || strcmp(a, "--token-env") == 0
+                || strcmp(a, "--uid") == 0 || strcmp(a, "--gid") == 0
+                || strcmp(a, "--addr") == 0 || strcmp(a, "--body") == 0
+                || strcmp(a, "--content-type") == 0))
+        {
+            return al_ctl_bad(cmd, "%s needs a value", a);
         }
 
         if (strcmp(a, "--client") == 0) {
@@ -848,9 +921,8 @@ al_ctl_explain(int argc, char **argv)
         } else if (strcmp(a, "--content-type") == 0) {
             ctype = argv[++i];
 
-        } else if (a[0] == '-' && a[1] == '-') {
-            al_ctl_err("airlockctl: unknown option \"%s\"\n", a);
-            return al_ctl_usage(stderr, cmd);
+        } else if (al_ctl_option(a)) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", a);
 
         } else if (file == NULL) {
             file = a;
@@ -862,7 +934,8 @@ al_ctl_explain(int argc, char **argv)
             target = a;
 
         } else {
-            return al_ctl_usage(stderr, cmd);
+            return al_ctl_bad(cmd, "one FILE, METHOD and TARGET only, not "
+                              "\"%s\" too", a);
         }
     }
 
@@ -887,11 +960,20 @@ al_ctl_explain(int argc, char **argv)
         return 2;
     }
 
-    if (file == NULL || method == NULL || target == NULL
-        || (client != NULL && (have_peer || token_stdin || token_env))
-        || (client == NULL && !have_peer && !token_stdin && !token_env))
-    {
-        return al_ctl_usage(stderr, cmd);
+    if (file == NULL || method == NULL || target == NULL) {
+        return al_ctl_bad(cmd, "no %s given", file == NULL ? "FILE"
+                          : method == NULL ? "METHOD" : "TARGET");
+    }
+
+    if (client != NULL && (have_peer || token_stdin || token_env)) {
+        return al_ctl_bad(cmd, "--client names the client: it cannot be "
+                          "given with --uid, --gid, --addr, --token-stdin "
+                          "or --token-env");
+    }
+
+    if (client == NULL && !have_peer && !token_stdin && !token_env) {
+        return al_ctl_bad(cmd, "no client: give --client NAME, or the "
+                          "peer (--uid, --gid, --addr) and/or a token");
     }
 
     token = NULL;
@@ -1542,7 +1624,7 @@ al_ctl_token_read(const char *env, int stdin_token, size_t *plen)
 static int
 al_ctl_routes(int argc, char **argv)
 {
-    int                  rc;
+    int                  rc, a;
     char                 m[64], body[32];
     size_t               i, k, n;
     al_policy_t         *p;
@@ -1555,8 +1637,15 @@ al_ctl_routes(int argc, char **argv)
         return 0;
     }
 
+    for (a = 1; a < argc; a++) {
+        if (al_ctl_option(argv[a])) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[a]);
+        }
+    }
+
     if (argc != 2) {
-        return al_ctl_usage(stderr, cmd);
+        return al_ctl_bad(cmd, argc < 2 ? "no FILE given"
+                                        : "one FILE only");
     }
 
     p = al_ctl_load(argv[1], NULL, &rc);
@@ -1638,7 +1727,7 @@ al_ctl_print_line(void *data, const char *line)
 static int
 al_ctl_diff(int argc, char **argv)
 {
-    int                  grants, rc;
+    int                  grants, rc, i;
     al_policy_t         *o, *n;
     const al_ctl_cmd_t  *cmd;
 
@@ -1647,8 +1736,15 @@ al_ctl_diff(int argc, char **argv)
         return 0;
     }
 
+    for (i = 1; i < argc; i++) {
+        if (al_ctl_option(argv[i])) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[i]);
+        }
+    }
+
     if (argc != 3) {
-        return al_ctl_usage(stderr, cmd);
+        return al_ctl_bad(cmd, argc < 3 ? "OLD and NEW are needed"
+                                        : "OLD and NEW only");
     }
 
     o = al_ctl_load(argv[1], NULL, &rc);
@@ -1690,8 +1786,21 @@ al_ctl_keygen(int argc, char **argv)
 
     /* "" would be the pair ".tmp" and ".pub" in the current directory */
 
-    if (argc != 2 || argv[1][0] == '-' || argv[1][0] == '\0') {
-        return al_ctl_usage(stderr, cmd);
+    if (argc < 2) {
+        return al_ctl_bad(cmd, "no PATH given");
+    }
+
+    if (al_ctl_option(argv[1])) {
+        return al_ctl_bad(cmd, "unknown option \"%s\"", argv[1]);
+    }
+
+    if (argc != 2) {
+        return al_ctl_bad(cmd, "one PATH only");
+    }
+
+    if (argv[1][0] == '\0' || strcmp(argv[1], "-") == 0) {
+        return al_ctl_bad(cmd, "PATH is %s", argv[1][0] == '\0'
+                          ? "empty" : "\"-\"");
     }
 
     if (al_keygen(argv[1], &err) != 0) {
@@ -1727,22 +1836,31 @@ al_ctl_seal(int argc, char **argv)
     keep = 0;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--pub") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--pub") == 0) {
+            if (i + 1 >= argc) {
+                return al_ctl_bad(cmd, "--pub needs a PUBLIC_KEY");
+            }
             pub = argv[++i];
 
         } else if (strcmp(argv[i], "--keep-newline") == 0) {
             keep = 1;
 
+        } else if (al_ctl_option(argv[i])) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[i]);
+
         } else {
-            /* a secret on the command line would sit in ps and history */
-            fprintf(stderr, "airlockctl: seal reads the secret from "
-                    "standard input only\n");
-            return al_ctl_usage(stderr, cmd);
+            /*
+             * a secret on the command line would sit in ps and history:
+             * the argument is not shown, it may be one
+             */
+            return al_ctl_bad(cmd, "an argument that is not an option; "
+                              "seal reads the secret from standard input "
+                              "only");
         }
     }
 
     if (pub == NULL) {
-        return al_ctl_usage(stderr, cmd);
+        return al_ctl_bad(cmd, "--pub PUBLIC_KEY is needed");
     }
 
     /* room for the newline echo adds to a secret of the largest size */
@@ -1958,34 +2076,49 @@ al_ctl_tools(int argc, char **argv)
     fmt = AL_TOOLS_OPENAI;
 
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--client") == 0 && i + 1 < argc) {
+        if ((strcmp(argv[i], "--client") == 0
+             || strcmp(argv[i], "--sandbox") == 0
+             || strcmp(argv[i], "--format") == 0)
+            && i + 1 >= argc)
+        {
+            return al_ctl_bad(cmd, "%s needs a value", argv[i]);
+        }
+
+        if (strcmp(argv[i], "--client") == 0) {
             client = argv[++i];
 
-        } else if (strcmp(argv[i], "--sandbox") == 0 && i + 1 < argc) {
+        } else if (strcmp(argv[i], "--sandbox") == 0) {
             sandbox = argv[++i];
 
-        } else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) {
+        } else if (strcmp(argv[i], "--format") == 0) {
             i++;
             if (strcmp(argv[i], "openai") == 0) {
                 fmt = AL_TOOLS_OPENAI;
             } else if (strcmp(argv[i], "mcp") == 0) {
                 fmt = AL_TOOLS_MCP;
             } else {
-                al_ctl_err("airlockctl tools: unknown format \"%s\" "
-                           "(openai or mcp)\n", argv[i]);
-                return 2;
+                return al_ctl_bad(cmd, "unknown format \"%s\" (openai "
+                                  "or mcp)", argv[i]);
             }
 
-        } else if (argv[i][0] != '-' && file == NULL) {
-            file = argv[i];
+        } else if (al_ctl_option(argv[i])) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[i]);
+
+        } else if (file != NULL) {
+            return al_ctl_bad(cmd, "one FILE only, not \"%s\" too",
+                              argv[i]);
 
         } else {
-            return al_ctl_usage(stderr, cmd);
+            file = argv[i];
         }
     }
 
-    if (file == NULL || client == NULL) {
-        return al_ctl_usage(stderr, cmd);
+    if (file == NULL) {
+        return al_ctl_bad(cmd, "no FILE given");
+    }
+
+    if (client == NULL) {
+        return al_ctl_bad(cmd, "--client NAME is needed");
     }
 
     p = al_ctl_load(file, NULL, &rc);
@@ -2055,8 +2188,18 @@ al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
     e->lockfd = -1;
 
     for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--policy") != 0 && strcmp(argv[i], "--key") != 0
+            && strcmp(argv[i], "--test") != 0
+            && strcmp(argv[i], "--reload") != 0)
+        {
+            return al_ctl_bad(cmd, al_ctl_option(argv[i])
+                                   ? "unknown option \"%s\""
+                                   : "no arguments but options, not \"%s\"",
+                              argv[i]);
+        }
+
         if (i + 1 >= argc) {
-            return al_ctl_usage(stderr, cmd);
+            return al_ctl_bad(cmd, "%s needs a value", argv[i]);
         }
 
         if (strcmp(argv[i], "--policy") == 0) {
@@ -2068,11 +2211,8 @@ al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
         } else if (strcmp(argv[i], "--test") == 0) {
             e->test = argv[++i];
 
-        } else if (strcmp(argv[i], "--reload") == 0) {
-            e->reload = argv[++i];
-
         } else {
-            return al_ctl_usage(stderr, cmd);
+            e->reload = argv[++i];
         }
     }
 
@@ -3090,7 +3230,10 @@ al_ctl_llm_usage(int argc, char **argv)
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
 
-        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc) {
+        } else if (strcmp(argv[i], "--by") == 0) {
+            if (i + 1 >= argc) {
+                return al_ctl_bad(cmd, "--by needs client, model or day");
+            }
             i++;
             if (strcmp(argv[i], "client") == 0) {
                 by = AL_LLM_REPORT_BY_CLIENT;
@@ -3099,23 +3242,24 @@ al_ctl_llm_usage(int argc, char **argv)
             } else if (strcmp(argv[i], "day") == 0) {
                 by = AL_LLM_REPORT_BY_DAY;
             } else {
-                al_ctl_err("airlockctl usage: --by takes client, "
-                           "model or day, not \"%s\"\n", argv[i]);
-                return al_ctl_usage(stderr, cmd);
+                return al_ctl_bad(cmd, "--by takes client, model or day, "
+                                  "not \"%s\"", argv[i]);
             }
 
-        } else if (path == NULL
-                   && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0))
-        {
-            path = argv[i];
+        } else if (al_ctl_option(argv[i])) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[i]);
+
+        } else if (path != NULL) {
+            return al_ctl_bad(cmd, "one LOG only, not \"%s\" too",
+                              argv[i]);
 
         } else {
-            return al_ctl_usage(stderr, cmd);
+            path = argv[i];
         }
     }
 
     if (path == NULL) {
-        return al_ctl_usage(stderr, cmd);
+        return al_ctl_bad(cmd, "no LOG given (- for standard input)");
     }
 
     if (strcmp(path, "-") == 0) {
