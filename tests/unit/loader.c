@@ -91,6 +91,7 @@ static void test_alerts(void);
 static void test_open_secrets(void);
 static void test_many(void);
 static void test_changed_file(void);
+static void test_path_trusted(void);
 static int write_file(const char *path, const char *text, int flags);
 
 
@@ -209,6 +210,7 @@ main(void)
     test_open_secrets();
     test_many();
     test_changed_file();
+    test_path_trusted();
 
     return tap_done();
 }
@@ -1961,6 +1963,80 @@ test_changed_file(void)
 done:
 
     (void) unlink(file);
+    (void) rmdir(dir);
+}
+
+
+/*
+ * al_policy_load(), which airlock-agent, airlock-worker and
+ * airlock-alertd call, refuses a policy in a directory others may
+ * write, the file's own mode 0600: anyone could put another policy under
+ * its name (al_policy_trusted()).  The scratch directory (0700 under the
+ * sticky /tmp) is taken, and so is a sticky directory.
+ */
+
+static void
+test_path_trusted(void)
+{
+    char          dir[] = "/tmp/airlock-loader-XXXXXX";
+    char          sub[128], file[128];
+    al_error_t    err;
+    al_policy_t  *p;
+
+    static const char  one[] = HEAD UPS ALERTS ROUTE;
+
+    if (mkdtemp(dir) == NULL) {
+        tap_ok(0, "mkdtemp");
+        return;
+    }
+
+    snprintf(sub, sizeof(sub), "%s/pub", dir);
+    snprintf(file, sizeof(file), "%s/pub/policy.yaml", dir);
+
+    if (mkdir(sub, 0755) != 0 || write_file(file, one, O_TRUNC) != 0) {
+        tap_ok(0, "write the policy file");
+        goto done;
+    }
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_load(file, NULL, &err);
+    if (!tap_ok(p != NULL, "al_policy_load: a policy in a directory only "
+                "its owner may write is loaded"))
+    {
+        tap_diag("error: ", err.msg);
+    }
+    al_policy_free(p);
+
+    (void) chmod(sub, 0777);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_load(file, NULL, &err);
+    if (!tap_ok(p == NULL && strcmp(err.file, file) == 0
+                && strstr(err.msg, "any user can write the directory ")
+                   != NULL
+                && strstr(err.msg, "/pub (mode 0777)") != NULL,
+                "al_policy_load: one in a directory others may write is "
+                "refused, the directory and its mode named"))
+    {
+        tap_diag("error: ", err.msg);
+    }
+    al_policy_free(p);
+
+    (void) chmod(sub, 01777);
+
+    memset(&err, 0, sizeof(err));
+    p = al_policy_load(file, NULL, &err);
+    if (!tap_ok(p != NULL, "al_policy_load: sticky, the policy its "
+                "owner's: loaded"))
+    {
+        tap_diag("error: ", err.msg);
+    }
+    al_policy_free(p);
+
+done:
+
+    (void) unlink(file);
+    (void) rmdir(sub);
     (void) rmdir(dir);
 }
 
