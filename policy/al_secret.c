@@ -771,8 +771,10 @@ al_seal(const char *pubpath, const unsigned char *msg, size_t len,
     *out = NULL;
 
     if (len > AL_SEAL_MAX) {
-        al_error_set(err, pubpath, 0, 0, "secret is %zu bytes; at most %d "
-                     "can be sealed", len, AL_SEAL_MAX);
+        /* the limit, not the length: a secret's is not printed */
+
+        al_error_set(err, pubpath, 0, 0, "secret is over %d bytes, which "
+                     "is as much as can be sealed", AL_SEAL_MAX);
         return -1;
     }
 

@@ -347,6 +347,10 @@ test_seal(void)
     tap_is_int(al_seal(tmp("key.pub"), big, 64 * 1024 + 1, &box, &err), -1,
                "seal refuses more than 64 KiB");
     tap_ok(box == NULL, "seal leaves *out NULL on failure");
+    tap_ok(strstr(err.msg, "over 65536 bytes") != NULL
+           && strstr(err.msg, "65537") == NULL,
+           "seal's refusal gives the limit, not the secret's length");
+    tap_diag("error: ", err.msg);
     free(big);
 
     tap_is_int(al_seal(tmp("key"), (const unsigned char *) "x", 1, &box,
