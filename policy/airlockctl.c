@@ -857,10 +857,9 @@ al_ctl_explain(int argc, char **argv)
 
         if (strcmp(a, "--token") == 0 || strncmp(a, "--token=", 8) == 0) {
             /* a token in argv sits in ps and in the shell history */
-            fprintf(stderr, "airlockctl: explain does not take a token on "
-                    "the command line; use --token-stdin (and write it to "
-                    "standard input) or --token-env VAR\n");
-            return 2;
+            return al_ctl_bad(cmd, "explain does not take a token on the "
+                              "command line; use --token-stdin (and write "
+                              "it to standard input) or --token-env VAR");
         }
 
         if (strcmp(a, "--token-stdin") == 0) {
@@ -889,8 +888,8 @@ al_ctl_explain(int argc, char **argv)
             errno = 0;
             v = strtoull(argv[++i], &end, 10);
             if (errno || *end || end == argv[i] || v > 0xfffffffe) {
-                al_ctl_err("airlockctl: %s needs a number\n", a);
-                return 2;
+                return al_ctl_bad(cmd, "%s needs a number, not \"%s\"", a,
+                                  argv[i]);
             }
             peer.unix_peer = 1;
             if (a[2] == 'u') {
@@ -908,9 +907,8 @@ al_ctl_explain(int argc, char **argv)
                 memcpy(&peer.addr[12], &a4, 4);
 
             } else if (inet_pton(AF_INET6, argv[i], peer.addr) != 1) {
-                al_ctl_err("airlockctl: invalid address \"%s\"\n",
-                           argv[i]);
-                return 2;
+                return al_ctl_bad(cmd, "--addr needs an IPv4 or IPv6 "
+                                  "address, not \"%s\"", argv[i]);
             }
             peer.has_addr = 1;
             have_peer = 1;
@@ -940,24 +938,21 @@ al_ctl_explain(int argc, char **argv)
     }
 
     if (token_stdin && token_env != NULL) {
-        fprintf(stderr, "airlockctl: --token-stdin and --token-env are "
-                "exclusive\n");
-        return 2;
+        return al_ctl_bad(cmd, "--token-stdin and --token-env are "
+                          "exclusive");
     }
 
     /* nginx sees a unix socket's peer (ids) or a TCP peer (an address) */
 
     if (peer.unix_peer && peer.has_addr) {
-        fprintf(stderr, "airlockctl: --addr (a TCP peer) cannot be given "
-                "with --uid or --gid (a unix socket peer): a request comes "
-                "from one or the other\n");
-        return 2;
+        return al_ctl_bad(cmd, "--addr (a TCP peer) cannot be given with "
+                          "--uid or --gid (a unix socket peer): a request "
+                          "comes from one or the other");
     }
 
     if (token_stdin && body_file != NULL && strcmp(body_file, "-") == 0) {
-        fprintf(stderr, "airlockctl: the token and the body cannot both "
-                "come from standard input\n");
-        return 2;
+        return al_ctl_bad(cmd, "the token and the body cannot both come "
+                          "from standard input");
     }
 
     if (file == NULL || method == NULL || target == NULL) {
