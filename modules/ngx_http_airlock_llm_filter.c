@@ -24,7 +24,8 @@
  * with 502, as an answer marked encoded is.  A provider that fails while
  * the header is held (here, or by the scrubber) gets the client the
  * failure's status (ngx_http_airlock_llm_finalize()), not a closed
- * connection.
+ * connection; one whose chunked framing breaks there fails as one that
+ * closed does (ngx_http_airlock_llm_input()).
  *
  * This filter runs before ngx_http_airlock_module's, which scrubs the
  * provider key from what it passes on.
@@ -79,8 +80,17 @@ static void ngx_http_airlock_llm_update(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_ttfb(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
+static ngx_inline ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_held_ctx(
+    ngx_http_request_t *r);
 static void ngx_http_airlock_llm_finalize(ngx_http_request_t *r,
     ngx_int_t rc);
+static ngx_int_t ngx_http_airlock_llm_input_init(void *data);
+static ngx_int_t ngx_http_airlock_llm_input(void *data, ssize_t bytes);
+static ngx_int_t ngx_http_airlock_llm_input_drop(void *data, ssize_t bytes);
+static ngx_int_t ngx_http_airlock_llm_pipe_input(ngx_event_pipe_t *p,
+    ngx_buf_t *buf);
+static ngx_int_t ngx_http_airlock_llm_pipe_drop(ngx_event_pipe_t *p,
+    ngx_buf_t *buf);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
@@ -176,6 +186,7 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
     ngx_uint_t                   own, rid;
     ngx_msec_t                   now;
     ngx_time_t                  *tp;
+    ngx_http_upstream_t         *u;
     ngx_http_airlock_llm_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
@@ -294,9 +305,21 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         /* on with the body's first bytes (ngx_http_airlock_llm_start()) */
         ctx->start = 1;
 
-        if (r->upstream->finalize_request != ngx_http_airlock_llm_finalize) {
-            ctx->finalize = r->upstream->finalize_request;
-            r->upstream->finalize_request = ngx_http_airlock_llm_finalize;
+        u = r->upstream;
+
+        if (u->finalize_request != ngx_http_airlock_llm_finalize) {
+            ctx->finalize = u->finalize_request;
+            u->finalize_request = ngx_http_airlock_llm_finalize;
+        }
+
+        if (u->headers_in.chunked
+            && u->input_filter_init != ngx_http_airlock_llm_input_init
+            && u->input_filter_ctx == r && u->pipe != NULL
+            && u->pipe->input_ctx == r)
+        {
+            /* see ngx_http_airlock_llm_input() */
+            ctx->input.init = u->input_filter_init;
+            u->input_filter_init = ngx_http_airlock_llm_input_init;
         }
 
         return NGX_OK;
@@ -851,6 +874,28 @@ refuse:
 
 
 /*
+ * The context, in the functions nginx's upstream calls in place of the
+ * proxy's while a header is held.  NULL cannot be: the context lives as
+ * long as the request.
+ */
+
+static ngx_inline ngx_http_airlock_llm_ctx_t *
+ngx_http_airlock_llm_held_ctx(ngx_http_request_t *r)
+{
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+
+    if (ctx == NULL) {
+        /* the modules' contexts cleared: a filter's error page */
+        ctx = ngx_http_airlock_llm_get_ctx(r);
+    }
+
+    return ctx;
+}
+
+
+/*
  * The upstream's end, in place of the proxy's finalize_request, on a 2xx
  * answer whose header the gateway holds: this filter until the body's
  * first bytes, ngx_http_airlock_module's until the whole of a small body.
@@ -874,16 +919,10 @@ ngx_http_airlock_llm_finalize(ngx_http_request_t *r, ngx_int_t rc)
     al_llm_sse_block_t           blk;
     ngx_http_airlock_llm_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_llm_module);
+    ctx = ngx_http_airlock_llm_held_ctx(r);
 
     if (ctx == NULL) {
-        /* the modules' contexts cleared: a filter's error page */
-        ctx = ngx_http_airlock_llm_get_ctx(r);
-
-        if (ctx == NULL) {
-            /* cannot be: the context lives as long as the request */
-            return;
-        }
+        return;
     }
 
     ctx->finalize(r, rc);
@@ -932,6 +971,153 @@ ngx_http_airlock_llm_finalize(ngx_http_request_t *r, ngx_int_t rc)
 
     /* see ngx_http_airlock_header_filter(): the connection is closed */
     r->keepalive = 0;
+}
+
+
+/*
+ * A chunked body whose framing breaks (a chunk-size line that is not
+ * one) makes the proxy's input filter fail, and nginx's upstream then
+ * ends with an error, not a status: the connection is closed, with
+ * nothing sent while the header is held.  So, for a chunked 2xx answer
+ * (ngx_http_airlock_llm_header_filter()), the input filter the proxy
+ * picks in its input_filter_init, which the upstream calls after the
+ * header filters, is called through ngx_http_airlock_llm_input()
+ * (unbuffered) or ngx_http_airlock_llm_pipe_input() (buffered) for as
+ * long as the header is held.  There a failure becomes one nginx's
+ * upstream ends with 502, as nginx's FastCGI module reports an answer
+ * its framing cuts short: u->error, or the pipe's upstream_error; the
+ * 502 then goes through ngx_http_airlock_llm_finalize() as a close
+ * does.  What the provider sends after it is dropped; what the proxy
+ * read of the body before it goes on, and takes the header with it once
+ * there is enough of it, as before a close.  The first call after the
+ * header has gone puts the proxy's filter back: a failure then closes
+ * the connection, as any cut does.  An answer with a Content-Length, or
+ * with none (read to the close), is read by filters that do not fail
+ * so: it pays one test in the header filter.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_input_init(void *data)
+{
+    ngx_int_t                    rc;
+    ngx_http_request_t          *r;
+    ngx_http_upstream_t         *u;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    r = data;
+    u = r->upstream;
+
+    ctx = ngx_http_airlock_llm_held_ctx(r);
+
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = ctx->input.init(data);
+
+    if (rc != NGX_OK || !ctx->start) {
+        return rc;
+    }
+
+    if (u->buffering) {
+        ctx->input.pipe = u->pipe->input_filter;
+        u->pipe->input_filter = ngx_http_airlock_llm_pipe_input;
+
+    } else {
+        ctx->input.filter = u->input_filter;
+        u->input_filter = ngx_http_airlock_llm_input;
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_input(void *data, ssize_t bytes)
+{
+    ngx_http_request_t          *r;
+    ngx_http_upstream_t         *u;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    r = data;
+    u = r->upstream;
+
+    ctx = ngx_http_airlock_llm_held_ctx(r);
+
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (!ctx->start) {
+        u->input_filter = ctx->input.filter;
+        return ctx->input.filter(data, bytes);
+    }
+
+    if (ctx->input.filter(data, bytes) != NGX_ERROR) {
+        return NGX_OK;
+    }
+
+    u->error = 1;
+    u->keepalive = 0;
+    u->input_filter = ngx_http_airlock_llm_input_drop;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_input_drop(void *data, ssize_t bytes)
+{
+    ngx_http_request_t   *r;
+    ngx_http_upstream_t  *u;
+
+    r = data;
+    u = r->upstream;
+
+    u->buffer.last += bytes;
+    u->buffer.pos = u->buffer.last;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_pipe_input(ngx_event_pipe_t *p, ngx_buf_t *buf)
+{
+    ngx_http_request_t          *r;
+    ngx_http_airlock_llm_ctx_t  *ctx;
+
+    r = p->input_ctx;
+
+    ctx = ngx_http_airlock_llm_held_ctx(r);
+
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (!ctx->start) {
+        p->input_filter = ctx->input.pipe;
+        return ctx->input.pipe(p, buf);
+    }
+
+    if (ctx->input.pipe(p, buf) != NGX_ERROR) {
+        return NGX_OK;
+    }
+
+    p->upstream_error = 1;
+    r->upstream->keepalive = 0;
+    p->input_filter = ngx_http_airlock_llm_pipe_drop;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_airlock_llm_pipe_drop(ngx_event_pipe_t *p, ngx_buf_t *buf)
+{
+    buf->pos = buf->last;
+
+    return NGX_OK;
 }
 
 

@@ -149,6 +149,16 @@ typedef struct {
                                                 /* the proxy's: the upstream
                                                    calls ngx_http_airlock_
                                                    llm_finalize() */
+    union {
+        ngx_int_t                  (*init)(void *data);
+        ngx_int_t                  (*filter)(void *data, ssize_t bytes);
+        ngx_event_pipe_input_filter_pt  pipe;
+    }                                input;     /* the proxy's, of a chunked
+                                                   2xx answer: its input_
+                                                   filter_init, then the
+                                                   filter that picks; the
+                                                   upstream calls ngx_http_
+                                                   airlock_llm_*input*() */
     u_char                          *peek;      /* the body's first bytes
                                                    while fewer than the
                                                    peek: held with the
@@ -172,8 +182,6 @@ typedef struct {
     const al_llm_price_t            *price;     /* the model's, or NULL */
     uint64_t                         reserved_cost;   /* picodollars */
     uint64_t                         cost;      /* once accounted */
-    unsigned                         admitted:1; /* in the zone:
-                                                   finished exactly once */
 
     /* the response */
     ngx_msec_t                       ttfb;      /* ms to the first body
@@ -226,6 +234,15 @@ typedef struct {
                                                    client got none of:
                                                    the status it got
                                                    instead */
+    unsigned                         admitted:1;   /* in the zone
+                                                   (ngx_http_airlock_llm_
+                                                   zone.c): finished
+                                                   exactly once; here, in
+                                                   the word the flags
+                                                   above leave, the
+                                                   context keeps its size
+                                                   (a larger one costs
+                                                   every call pool walks) */
 
     /* allocated with this one: actx, and this one's pool cleanup */
     ngx_http_airlock_ctx_t           airlock;

@@ -105,6 +105,9 @@ Keys:
                 Latin-1 bytes (status line, headers and body as the test
                 wrote them), then the connection is closed
   reset         with raw: the connection is reset (RST), not closed
+  raw_gate      with raw: before the last string, wait (at most 60 s)
+                until this file exists: the test opens the gate once the
+                client has what the strings before it made
 
 Every request is appended to --log as one JSON line: n, method, path,
 headers (lower-case names), body (parsed JSON, or the text), script,
@@ -306,7 +309,12 @@ class Handler(BaseHTTPRequestHandler):
         return h
 
     def raw(self, parts):
-        for part in parts:
+        gate = self.script.get("raw_gate")
+        for i, part in enumerate(parts):
+            if gate and i and i == len(parts) - 1:
+                until = time.time() + 60
+                while not os.path.exists(gate) and time.time() < until:
+                    time.sleep(0.01)
             self.wfile.write(part.encode("latin-1"))
             self.wfile.flush()
             time.sleep(0.02)
