@@ -25,6 +25,10 @@
 #include "alertd.h"
 
 
+#define AD_RESYNC_TRIES  16     /* starts of an object looked at in a
+                                   line that is not JSON */
+
+
 static int ad_json_string(const json_t *o, const char *name, int required,
     int nullable, char *buf, size_t size, size_t *lenp, int *present,
     char *why, size_t whysize);
@@ -111,6 +115,61 @@ ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
     json_decref(o);
 
     return rc;
+}
+
+
+/*
+ * A line that is not JSON may be a line cut short with a whole one glued
+ * to it, the newline between them lost: a write a crash or a full disk
+ * stopped half-way, or the zeros a power cut leaves at a file's end,
+ * then nginx's next line.  Skipped whole, the line would take the alert
+ * glued to it along.  Returns where in line the first JSON object that
+ * runs to the line's end starts ('{' then '"', where the bytes before it
+ * do not parse), or 0: none, or line is JSON.  The nginx module escapes
+ * every '"' of a string, so a client's bytes cannot make such a start.
+ * At most AD_RESYNC_TRIES starts are tried.
+ */
+
+size_t
+ad_alert_resync(const char *line, size_t len)
+{
+    size_t         p, tries;
+    json_t        *o;
+    const char    *s;
+    json_error_t   jerr;
+
+    o = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
+    if (o != NULL) {
+        json_decref(o);
+        return 0;
+    }
+
+    tries = 0;
+    p = 1;
+
+    while (p + 1 < len && tries < AD_RESYNC_TRIES) {
+        s = memchr(line + p, '{', len - p - 1);
+        if (s == NULL) {
+            break;
+        }
+
+        p = (size_t) (s - line);
+
+        if (line[p + 1] == '"') {
+            tries++;
+            o = json_loadb(line + p, len - p,
+                           JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+            if (o != NULL) {
+                /* what starts with '{' and parses is an object */
+                json_decref(o);
+                return p;
+            }
+        }
+
+        p++;
+    }
+
+    return 0;
 }
 
 

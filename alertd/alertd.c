@@ -1135,7 +1135,9 @@ ad_report(ad_ctx_t *ctx)
 static int
 ad_on_line(void *data, const char *line, size_t len, int64_t off)
 {
+    size_t       skip;
     ad_ctx_t    *ctx;
+    ad_line_t    rc;
     ad_alert_t   a;
     char         why[256];
 
@@ -1149,7 +1151,25 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off)
 
     ctx->round_lines++;
 
-    switch (ad_alert_parse_line(line, len, &a, why, sizeof(why))) {
+    rc = ad_alert_parse_line(line, len, &a, why, sizeof(why));
+
+    /* a line cut short, and the line after it glued on: that one is read */
+
+    skip = (rc == AD_LINE_BAD) ? ad_alert_resync(line, len) : 0;
+
+    if (skip > 0) {
+        ad_log(AD_LOG_WARN, "journal %s offset %lld: skipped %zu bytes of "
+               "a malformed line (%s), a line cut short: the line glued "
+               "to it at offset %lld is read", ctx->journal_path,
+               (long long) off, skip, why, (long long) off + (long long) skip);
+
+        line += skip;
+        len -= skip;
+        off += (int64_t) skip;
+        rc = ad_alert_parse_line(line, len, &a, why, sizeof(why));
+    }
+
+    switch (rc) {
 
     case AD_LINE_ALERT:
         a.folded = 0;

@@ -201,6 +201,7 @@ typedef enum {
 
 ad_line_t ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a,
     char *why, size_t whysize);
+size_t ad_alert_resync(const char *line, size_t len);  /* 0: none */
 int ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
     size_t whysize);
 

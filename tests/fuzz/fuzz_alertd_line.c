@@ -6,8 +6,9 @@
  * choose most of their bytes (client names, paths, samples).
  *
  * The input is split into lines as the journal is; each goes through
- * ad_alert_parse_line().  Invariants, beyond no crash and no sanitizer
- * report:
+ * ad_alert_parse_line(), and one that is not JSON through
+ * ad_alert_resync(), as alertd does: the object it finds is the line.
+ * Invariants, beyond no crash and no sanitizer report:
  *  - an alert taken from a line, and each alert grouping emits (folded
  *    ones included), has a webhook body and an Alertmanager body (NULL
  *    would be an alert never sent), both of which json_dumps() writes
@@ -252,6 +253,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char          why[256];
+    size_t        skip;
     const char   *p, *end, *nl;
     ad_line_t     rc;
     ad_alert_t    a;
@@ -271,6 +273,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         why[0] = '\0';
         rc = ad_alert_parse_line(p, (size_t) (nl - p), &a, why, sizeof(why));
+
+        /* as alertd does: a line cut short, a whole one glued to it */
+        skip = (rc == AD_LINE_BAD) ? ad_alert_resync(p, (size_t) (nl - p))
+                                   : 0;
+
+        if (skip > 0) {
+            if (skip >= (size_t) (nl - p) || p[skip] != '{') {
+                abort();
+            }
+
+            rc = ad_alert_parse_line(p + skip, (size_t) (nl - p) - skip, &a,
+                                     why, sizeof(why));
+        }
 
         if (rc == AD_LINE_ALERT) {
             if (a.kind == AD_KIND_DROPPED || strlen(a.id) > AD_ID_MAX
