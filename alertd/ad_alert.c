@@ -633,11 +633,18 @@ ad_alert_to_json(const ad_alert_t *a)
  * Alertmanager API v2: POST /api/v2/alerts takes an array of alerts.  The
  * labels name the alert (Alertmanager deduplicates on them), so a folded
  * repeat updates the alert its first one opened.  endsAt is two repeat
- * intervals out: a storm that goes on keeps the alert firing with each
- * folded repeat, and one that stops resolves by itself.  An alert sent
- * late (the sink was down, alertd stopped) still fires for one interval
- * from when it is sent: with an endsAt in the past Alertmanager takes it
- * as resolved already and notifies no one.
+ * intervals after the alert is sent (after its time, if that is later):
+ * the next fold of its group is sent at most one interval after it, so a
+ * storm that goes on renews the alert an interval before it would end,
+ * and one that stops resolves by itself.  Two intervals after the
+ * alert's own time would not do: a fold's time is its window's last
+ * repeat, which may be the window's first moment, and its endsAt would
+ * then be the very moment the next fold is sent, the alert resolved
+ * and fired again by any delay.  And an alert sent late (the sink was
+ * down, alertd stopped) must not have an endsAt in the past: Alertmanager
+ * would take it as resolved already and notify no one.  A quarantine
+ * fires at least until its quarantine_until, when the client is let in
+ * again.
  */
 
 json_t *
@@ -730,9 +737,9 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
 
 /*
  * The array Alertmanager's API takes, of one alert: labels and ann (taken
- * either way), active from a's time to two repeat intervals on, and at
- * least to one interval from now.  NULL when rc, the result of filling
- * them, says that failed.
+ * either way), active from a's time to two repeat intervals after now (or
+ * after a's time, if later), a quarantine at least to its end.  NULL when
+ * rc, the result of filling them, says that failed.
  */
 
 static json_t *
@@ -741,7 +748,7 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
 {
     char     starts[AD_TIME_MAX], ends[AD_TIME_MAX];
     json_t  *arr, *alert;
-    int64_t  end, now;
+    int64_t  end, now, until;
 
     arr = json_array();
     alert = json_object();
@@ -754,11 +761,13 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
         return NULL;
     }
 
-    end = a->time_ms + 2 * repeat_ms;
     now = ad_now_ms();
+    end = ((a->time_ms > now) ? a->time_ms : now) + 2 * repeat_ms;
 
-    if (end < now + repeat_ms) {
-        end = now + repeat_ms;
+    if (a->kind == AD_KIND_QUARANTINE && a->has_until
+        && ad_time_parse(a->until, &until) == 0 && until > end)
+    {
+        end = until;
     }
 
     ad_time_format(starts, sizeof(starts), a->time_ms);
