@@ -116,7 +116,8 @@ is(scalar(@queued), 1, 'the third sink, down, holds the alert queued')
 
 $t->write_file($gate, '');
 $t->alertd(@hour);
-my $rep2 = $t->alert(client => "abc\0evil", reason => 'no_route');
+my $rep2 = $t->alert(client => "abc\0evil", route => "r\0x",
+                     reason => 'no_route');
 my $short2 = $t->alert(client => 'abc', reason => 'no_route');
 my $mark2 = $t->alert(client => 'mark2');
 ok($t->wait_for(sub { $t->delivered($r, $mark2) }), 'restarted')
