@@ -737,9 +737,10 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
 
 /*
  * The array Alertmanager's API takes, of one alert: labels and ann (taken
- * either way), active from a's time to two repeat intervals after now (or
- * after a's time, if later), a quarantine at least to its end.  NULL when
- * rc, the result of filling them, says that failed.
+ * either way), active from a's time (now, if that is more than
+ * AD_CLOCK_SLACK ahead) to two repeat intervals after now (or after its
+ * start, if later), a quarantine at least to its end.  NULL when rc, the
+ * result of filling them, says that failed.
  */
 
 static json_t *
@@ -748,7 +749,7 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
 {
     char     starts[AD_TIME_MAX], ends[AD_TIME_MAX];
     json_t  *arr, *alert;
-    int64_t  end, now, until;
+    int64_t  start, end, now, until;
 
     arr = json_array();
     alert = json_object();
@@ -762,7 +763,19 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
     }
 
     now = ad_now_ms();
-    end = ((a->time_ms > now) ? a->time_ms : now) + 2 * repeat_ms;
+    start = a->time_ms;
+
+    /*
+     * Stamped ahead of our clock (nginx's clock, since set right): taken
+     * now, as grouping takes it, or Alertmanager would show it firing
+     * until that time is past, a day for a clock a day ahead.
+     */
+
+    if (start > now + AD_CLOCK_SLACK) {
+        start = now;
+    }
+
+    end = ((start > now) ? start : now) + 2 * repeat_ms;
 
     if (a->kind == AD_KIND_QUARANTINE && a->has_until
         && ad_time_parse(a->until, &until) == 0 && until > end)
@@ -770,7 +783,7 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
         end = until;
     }
 
-    ad_time_format(starts, sizeof(starts), a->time_ms);
+    ad_time_format(starts, sizeof(starts), start);
     ad_time_format(ends, sizeof(ends), end);
 
     rc = ad_set(alert, "labels", labels)

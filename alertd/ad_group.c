@@ -46,7 +46,6 @@
 #include "alertd.h"
 
 
-#define AD_CLOCK_SLACK   5000   /* ms an alert may be ahead of our clock */
 #define AD_CLOSED_MIN    64     /* keys of closed groups always kept for
                                    the next save's change */
 

@@ -81,6 +81,9 @@
                                            repeats and the next; then
                                            twice as long each time */
 #define AD_FAIL_TELL_MAX       300000   /* ms, 5 minutes: the longest */
+#define AD_CLOCK_SLACK         5000     /* ms an alert may be ahead of
+                                           our clock: more, and it is
+                                           taken at our clock */
 #define AD_PRINT_MAX           4096     /* journal bytes before the
                                            position that identify it */
 #define AD_PRINT_HASH          32       /* SHA-256 of those bytes */

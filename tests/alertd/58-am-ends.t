@@ -16,6 +16,11 @@
 # (with a repeat interval of 1 s, gone from the active alerts long
 # before its end).
 #
+# An alert stamped a day ahead of alertd's clock (nginx's clock, since
+# set right) starts when it is sent, as the grouping takes it, and ends
+# two intervals later, not a day later (the eighth and ninth tests
+# fail on an alertd that sent its time as it was).
+#
 # Time has to pass for the last part only: a quarantine of 20 s.
 
 use strict;
@@ -92,11 +97,18 @@ my $short = $t->alert(kind => 'quarantine', severity => 'critical',
 my $odd = $t->alert(kind => 'quarantine', severity => 'critical',
                     client => 'agent', reason => 'odd',
                     quarantine_until => 'soon');
+my $ahead = $t->alert(client => 'agent', reason => 'a-day-ahead',
+                      time => AlertdTest::now_rfc3339($sent + 86400));
+my $near_time = AlertdTest::now_rfc3339($sent + 2);
+my $near = $t->alert(client => 'agent', reason => '2s-ahead',
+                     time => $near_time);
 
-ok($t->wait_for(sub { !grep { !find_alert($_) } $late, $long, $short, $odd },
-                120), 'the four alerts are active in Alertmanager');
+my @all = ($late, $long, $short, $odd, $ahead, $near);
+ok($t->wait_for(sub { !grep { !find_alert($_) } @all }, 120),
+   'the six alerts are active in Alertmanager');
+my $listed = time;
 
-my ($l, $q, $s, $o) = map { find_alert($_) // {} } $late, $long, $short, $odd;
+my ($l, $q, $s, $o, $h, $n) = map { find_alert($_) // {} } @all;
 
 ok(epoch($l->{endsAt}) >= int($sent) + 600,
    'an alert raised 0.9 intervals ago ends two intervals after it is sent')
@@ -112,6 +124,19 @@ ok(epoch($s->{endsAt}) >= int($sent) + 600,
 ok(epoch($o->{endsAt}) >= int($sent) + 600,
    'a quarantine_until that is no time: two intervals')
     or diag("endsAt $o->{endsAt}");
+
+# a clock a day ahead stamped it (then set right): taken now, as the
+# grouping takes it, not firing for a day
+ok(epoch($h->{startsAt}) >= int($sent) && epoch($h->{startsAt}) <= $listed,
+   'an alert stamped a day ahead starts when it is sent')
+    or diag("startsAt $h->{startsAt}");
+ok(epoch($h->{endsAt}) <= $listed + 600,
+   '... and ends two intervals after that, not a day later')
+    or diag("endsAt $h->{endsAt}");
+is(epoch($n->{startsAt}), epoch($near_time),
+   'one 2 s ahead, within the slack, keeps its time');
+ok(epoch($n->{endsAt}) >= epoch($near_time) + 600,
+   '... and ends two intervals after it');
 
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'alertd stops cleanly');
 
