@@ -40,6 +40,14 @@ Failing on purpose:
                       signatures does; without it, it is answered as any
                       other and recorded "verified": false
 
+Answering otherwise:
+  --redirect URL      every request is answered 307 with "Location: URL"
+                      (recorded with status 307): a sender must not follow
+                      it, the signed alert would go to another host
+  --tls-cert FILE, --tls-key FILE
+                      serve HTTPS with this certificate and key (PEM); a
+                      sender that refuses the certificate is not recorded
+
 Accepting without finishing the answer:
   --no-end N          the first N requests that do not fail are answered
                       200 with no Content-Length and the start of a body
@@ -59,6 +67,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -173,7 +182,9 @@ class Handler(BaseHTTPRequestHandler):
 
         status = 200
         unended = False
-        if state.failing(n, body):
+        if state.args.redirect is not None:
+            status = 307
+        elif state.failing(n, body):
             status = state.args.fail_mode
         elif state.args.refuse_unverified and not ok:
             status = 401
@@ -239,6 +250,8 @@ class Handler(BaseHTTPRequestHandler):
         after = self.server.state.args.retry_after
         if status != 200 and after is not None:
             self.send_header("Retry-After", after)
+        if status == 307:
+            self.send_header("Location", self.server.state.args.redirect)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -271,6 +284,9 @@ def main():
     p.add_argument("--fail-match")
     p.add_argument("--refuse-unverified", action="store_true")
     p.add_argument("--tolerance", type=int, default=300)
+    p.add_argument("--redirect")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()
 
@@ -294,6 +310,11 @@ def main():
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     server.state = State(args, signing_key(secret))
+
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
 
     def stop(signum, frame):
         threading.Thread(target=server.shutdown, daemon=True).start()

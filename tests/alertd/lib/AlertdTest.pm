@@ -249,7 +249,9 @@ sub stop {
 # answers whose body never ends), refuse (a regex: a body that matches
 # it is refused with 422, every time), fail_match (a regex: a body that
 # matches it fails as fail_mode says, every time), refuse_unverified (a
-# request whose signatures do not verify under the secret is refused: 401)
+# request whose signatures do not verify under the secret is refused: 401),
+# redirect (a URL: every request answered 307 to it), tls_cert and tls_key
+# (PEM files: served over HTTPS, the url https://)
 sub receiver {
     my ($self, %opt) = @_;
     my $n = ++$self->{n};
@@ -272,6 +274,9 @@ sub receiver {
     push @cmd, '--fail-match', $opt{fail_match}
         if defined $opt{fail_match};
     push @cmd, '--refuse-unverified' if $opt{refuse_unverified};
+    push @cmd, '--redirect', $opt{redirect} if defined $opt{redirect};
+    push @cmd, '--tls-cert', $opt{tls_cert}, '--tls-key', $opt{tls_key}
+        if $opt{tls_cert};
 
     my $pid = $self->spawn("receiver-$n", @cmd);
 
@@ -282,12 +287,14 @@ sub receiver {
     my $port = $self->read_file($port_file);
     chomp $port;
 
+    my $url = ($opt{tls_cert} ? 'https' : 'http') . "://127.0.0.1:$port/hook";
+
     return {
         pid   => $pid,
         port  => $port,
         log   => $log,
-        url   => "http://127.0.0.1:$port/hook",
-        label => label("http://127.0.0.1:$port/hook"),
+        url   => $url,
+        label => label($url),
         name  => "receiver-$n",
     };
 }
