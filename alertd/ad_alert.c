@@ -123,17 +123,19 @@ ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
  * to it, the newline between them lost: a write a crash or a full disk
  * stopped half-way, or the zeros a power cut leaves at a file's end,
  * then nginx's next line.  Skipped whole, the line would take the alert
- * glued to it along.  Returns where in line the first JSON object that
- * runs to the line's end starts ('{' then '"', where the bytes before it
- * do not parse), or 0: none, or line is JSON.  The nginx module escapes
+ * glued to it along.  Returns where in line the JSON object that runs to
+ * the line's end starts ('{' then '"', after bytes that do not parse), or
+ * 0: none, or line is JSON.  The starts are tried from the end, at most
+ * AD_RESYNC_TRIES: a line the module writes is flat, and a '{"' in it
+ * other than its start ends a string, at most one a field; the bytes
+ * cut short before it may hold any number.  The nginx module escapes
  * every '"' of a string, so a client's bytes cannot make such a start.
- * At most AD_RESYNC_TRIES starts are tried.
  */
 
 size_t
 ad_alert_resync(const char *line, size_t len)
 {
-    size_t         p, tries;
+    size_t         p, n, tries;
     json_t        *o;
     const char    *s;
     json_error_t   jerr;
@@ -144,11 +146,17 @@ ad_alert_resync(const char *line, size_t len)
         return 0;
     }
 
-    tries = 0;
-    p = 1;
+    if (len < 3) {
+        return 0;
+    }
 
-    while (p + 1 < len && tries < AD_RESYNC_TRIES) {
-        s = memchr(line + p, '{', len - p - 1);
+    /* from the end: the bytes cut short before it may hold any number */
+
+    tries = 0;
+    n = len - 2;                        /* starts looked at: 1 to n */
+
+    while (n > 0 && tries < AD_RESYNC_TRIES) {
+        s = memrchr(line + 1, '{', n);
         if (s == NULL) {
             break;
         }
@@ -166,7 +174,7 @@ ad_alert_resync(const char *line, size_t len)
             }
         }
 
-        p++;
+        n = p - 1;
     }
 
     return 0;

@@ -6,7 +6,10 @@
  * stays at its start, until the rest arrives.  A line longer than
  * AD_READ_MAX bytes, its newline not counted, is skipped as malformed:
  * each read takes AD_READ_MAX + 1 bytes, room for the longest line and
- * its newline.
+ * its newline.  Its end goes to the handler all the same, marked cut
+ * (at most AD_READ_MAX bytes, at least the AD_PRINT_MAX of the tail and
+ * what follows: a line nginx writes is no longer): a line cut short (a
+ * power cut's zeros) may have a whole one glued to its end.
  *
  * inotify tells us when to look: the file itself (IN_MODIFY, IN_MOVE_SELF,
  * IN_DELETE_SELF, IN_ATTRIB for an unlink) and its directory (IN_CREATE
@@ -804,7 +807,7 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
     size_t        len, tlen;
     ssize_t       n;
     int64_t       start, size;
-    const char   *p, *data_start, *end, *nl;
+    const char   *p, *data_start, *end, *nl, *seg;
     struct stat   st;
 
     for ( ;; ) {
@@ -864,13 +867,30 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
             len = (size_t) (nl - p);
 
             if (f->skipping) {
+
+                /*
+                 * A line cut short (a power cut's zeros) may have a
+                 * whole one glued to its end: in the bytes read before
+                 * the line end, the tail's included, which are the
+                 * skipped line's.  On a failure the end is read again.
+                 */
+
+                seg = (nl - j->buf > AD_READ_MAX) ? nl - AD_READ_MAX
+                                                  : j->buf;
+                rc = handler(data, seg, (size_t) (nl - seg),
+                             start + (int64_t) (seg - j->buf), 1);
+                if (rc != 0) {
+                    ad_jfile_keep(f, j->buf, start);
+                    return rc;
+                }
+
                 f->skipping = 0;
                 ad_log(AD_LOG_WARN, "journal %s: skipped a line longer "
                        "than %d bytes ending at offset %lld", j->path,
                        AD_READ_MAX, (long long) (f->off + (int64_t) len));
 
             } else {
-                rc = handler(data, p, len, f->off);
+                rc = handler(data, p, len, f->off, 0);
                 if (rc != 0) {
                     ad_jfile_keep(f, j->buf, start);
                     return rc;

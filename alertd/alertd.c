@@ -123,7 +123,7 @@ static void ad_stop(ad_ctx_t *ctx, const char *why);
 static void ad_work(ad_ctx_t *ctx);
 static int ad_report(ad_ctx_t *ctx);
 static int ad_on_line(void *data, const char *line, size_t len,
-    int64_t off);
+    int64_t off, int cut);
 static int ad_emit(void *data, const ad_alert_t *a);
 static int ad_persist(ad_ctx_t *ctx, int force);
 static void ad_cleanup(ad_ctx_t *ctx);
@@ -1133,7 +1133,7 @@ ad_report(ad_ctx_t *ctx)
 
 
 static int
-ad_on_line(void *data, const char *line, size_t len, int64_t off)
+ad_on_line(void *data, const char *line, size_t len, int64_t off, int cut)
 {
     size_t       skip;
     ad_ctx_t    *ctx;
@@ -1157,7 +1157,28 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off)
 
     skip = (rc == AD_LINE_BAD) ? ad_alert_resync(line, len) : 0;
 
-    if (skip > 0) {
+    if (cut) {
+        if (rc == AD_LINE_BAD && skip == 0) {
+            /* no whole line at its end: the journal says it skipped it */
+            ctx->moved = 1;
+            return 0;
+        }
+
+        ad_log(AD_LOG_WARN, "journal %s: a line longer than %d bytes, "
+               "cut short, ends at offset %lld with a whole line glued "
+               "to it at offset %lld, which is read", ctx->journal_path,
+               AD_READ_MAX, (long long) off + (long long) len,
+               (long long) off + (long long) skip);
+
+        line += skip;
+        len -= skip;
+        off += (int64_t) skip;
+
+        if (skip > 0) {
+            rc = ad_alert_parse_line(line, len, &a, why, sizeof(why));
+        }
+
+    } else if (skip > 0) {
         ad_log(AD_LOG_WARN, "journal %s offset %lld: skipped %zu bytes of "
                "a malformed line (%s), a line cut short: the line glued "
                "to it at offset %lld is read", ctx->journal_path,

@@ -390,10 +390,13 @@ typedef struct {
 /*
  * Returns 0; -1 to stop reading, it failed; 1 to stop reading for this
  * round of the loop.  Either way the line is read again later, and
- * ad_journal_read() returns what the handler did.
+ * ad_journal_read() returns what the handler did.  With cut, line is the
+ * end of a line longer than AD_READ_MAX (at most its last AD_READ_MAX
+ * bytes), which is skipped: only a whole line glued to its end may be
+ * taken from it.
  */
 typedef int (*ad_line_pt)(void *data, const char *line, size_t len,
-    int64_t off);
+    int64_t off, int cut);
 
 int ad_journal_open(ad_journal_t *j, const char *path, int watch,
     int64_t poll_ms, int64_t grace_ms, const ad_pos_t *saved, char *err,

@@ -81,6 +81,57 @@ like($log, qr/offset $offsets[5]: skipped a malformed line: not JSON/,
      'a line with no whole object at its end is malformed, said');
 unlike($log, qr/alert \Q$torn_id\E/, 'nor is the alert cut short');
 
+# Past the longest line, 65536 bytes: a power cut's zeros may be more
+# than that, and the line glued to them is still read, from the end of
+# the line skipped; and the bytes cut short may hold any number of '{"'
+# (here deny lines cut short, each a start that does not parse): the
+# starts are tried from the end.  An alertd that read such a line from
+# its start, or skipped a line too long whole, fails the tests marked
+# (long).
+
+my ($big, $m1) = $t->alert_line(reason => 'after-70000-zeros');
+my ($many, $m2) = $t->alert_line(reason => 'after-40-starts');
+my ($manybig, $m3) = $t->alert_line(reason => 'after-3000-starts');
+my ($plain, $m4) = $t->alert_line(reason => 'after-a-long-line');
+my ($last2, $m5) = $t->alert_line(reason => 'last-2');
+
+my @long = (
+    ("\0" x 70000) . $m1,
+    ($deny x 40) . $m2,
+    ($deny x 3000) . $m3,
+    ('x' x 70000) . "\n" . $m4,
+    $m5,
+);
+@offsets = ();
+$off = -s $t->journal;
+for my $l (@long) {
+    push @offsets, $off;
+    $off += length $l;
+}
+$t->append(join('', @long));
+ok($t->log_has(qr/alert \Q$last2\E: /), 'the alert after them is read');
+
+$log = $t->alertd_log;
+like($log, qr/no sinks for alert \Q$big\E: /,
+     '(long) an alert after 70000 zero bytes is read');
+like($log, qr/no sinks for alert \Q$many\E: /,
+     '(long) an alert after 40 deny lines cut short is read');
+like($log, qr/no sinks for alert \Q$manybig\E: /,
+     '(long) an alert after 3000 of them, past 65536 bytes, is read');
+like($log, qr/no sinks for alert \Q$plain\E: /,
+     'the alert after a long line of its own is read');
+
+my $end = $offsets[1] - 1;
+like($log, qr/a line longer than 65536 bytes, cut short, ends at offset $end with a whole line glued to it at offset @{[$offsets[0] + 70000]}, which is read/,
+     '(long) the line glued to a long one is said, with its offset');
+is($t->log_count(qr/skipped a line longer than 65536 bytes/), 3,
+   'each long line is said to be skipped');
+$end = $offsets[3] + 70000;
+like($log, qr/skipped a line longer than 65536 bytes ending at offset $end\b/,
+     '... the one with no line glued to it too');
+is($t->log_count(qr/with a whole line glued to it/), 2,
+   '... which is said of the two with a line glued to them only');
+
 is($t->stop($t->alertd_pid, 'TERM') >> 8, 0, 'stopped');
 
 $t->done;
