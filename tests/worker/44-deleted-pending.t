@@ -73,8 +73,7 @@ like($dead{$other} && $dead{$other}{error},
      'saying it was deleted, and which delivery started');
 is($w->redis('HLEN', 'airlock:jobs:errors'), 0,
    'no delivery record left in errors_key');
-my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
-is($p->[0], 0, 'nothing pending');
+is($w->pending_after, 0, 'nothing pending');
 
 $w->kill_worker('TERM');
 unlike($w->all_worker_logs,

@@ -73,8 +73,7 @@ my %f = @mine ? @{$mine[0][1]} : ();
 is(scalar @mine, 1, 'the entry is in the dead-letter stream');
 ok(defined $f{job} && $f{job} eq $raw, 'with its envelope as it came');
 
-my $p = $w->redis('XPENDING', 'airlock:jobs', 'airlock-workers');
-is($p->[0], 0, 'nothing pending');
+is($w->pending_after, 0, 'nothing pending');
 
 $w->kill_worker('TERM', $pid);
 unlike($w->all_worker_logs,

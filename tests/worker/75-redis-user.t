@@ -66,8 +66,7 @@ like($w->worker_log($pid), qr/connected to redis/, 'the worker connects');
 my $r = $w->run_job(job_id => 'user-1', script => "print(6 * 7)");
 is($r && $r->{status}, 'ok', 'a job runs as Redis user airlock-worker');
 is($r && $r->{stdout}, "42\n", 'with its output');
-is($w->redis('XPENDING', 'airlock:jobs', 'airlock-workers')->[0], 0,
-   'acknowledged');
+is($w->pending_after, 0, 'acknowledged');
 my @who = grep { / user=airlock-worker / }
           split /\n/, $w->redis('CLIENT', 'LIST');
 ok(@who >= 1, 'its connection is user airlock-worker')

@@ -509,6 +509,23 @@ sub run_job {
 }
 
 
+# The entries the workers' group has not acknowledged, once that is 0
+# or after 10 s: a worker acknowledges a job right after its result is
+# stored and published, which is what run_job() returns on, so a count
+# read at once may still hold it.
+sub pending_after {
+    my ($self) = @_;
+    my $deadline = Time::HiRes::time() + 10;
+    my $n;
+
+    for (;;) {
+        $n = $self->redis('XPENDING', 'airlock:jobs', 'airlock-workers')->[0];
+        return $n if $n == 0 || Time::HiRes::time() > $deadline;
+        Time::HiRes::sleep(0.025);
+    }
+}
+
+
 # What the worker leaves on the host after its jobs: job directories,
 # runsc's state files and job cgroups (empty lists when clean).
 sub leftovers {
