@@ -12,9 +12,12 @@
 # names for the appliance (root, nginx's www-data, airlock-alertd,
 # systemd-timesync) are answered; nobody, redis and the agent's and
 # worker's users are not.  The status listener is root's and nginx's.
-# The agent's and the worker's users reach the clients' listener and
-# nothing else.  Off the box only www-data, alertd (TCP), the resolver
-# and timesyncd go.
+# The clients' listener (3128, on loopback and on the box's own address,
+# which is loopback too) and /api/ (8080) are the operators': root and
+# the people's accounts (uids 1000 to 59999), no system user, not
+# nobody, not uid 60000 and up (DynamicUser='s among them).  The agent's
+# and the worker's users reach nothing on loopback.  Off the box only
+# www-data, alertd (TCP), the resolver and timesyncd go.
 #
 # The users the host lacks (alertd's, systemd-resolve, ...) are given
 # spare uids in the copy of the ruleset loaded here.
@@ -37,8 +40,10 @@ use Airlock::Prereq qw(absent need_cmd);
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 
 # the users tried, and the name each has in the ruleset
+# (uid-N: a person's account of that uid, named nowhere in the ruleset)
 my @users = qw(root www-data airlock-alertd systemd-timesync
-               systemd-resolve airlock-agent airlock-worker redis nobody);
+               systemd-resolve airlock-agent airlock-worker
+               redis nobody uid-1000 uid-59999 uid-60000);
 
 # the targets: name => [proto, address, port]
 my %target = (
@@ -46,6 +51,7 @@ my %target = (
     'stub-tcp'   => ['tcp', '127.0.0.53', 53],
     'stub54-udp' => ['udp', '127.0.0.54', 53],
     'proxy'      => ['tcp', '127.0.0.1', 3128],
+    'proxy-own'  => ['tcp', '192.0.2.2', 3128],
     'api'        => ['tcp', '127.0.0.1', 8080],
     'status'     => ['tcp', '127.0.0.1', 9901],
     'out-dns'    => ['udp-out', '198.51.100.7', 53],
@@ -69,7 +75,7 @@ my $t = tempdir(CLEANUP => 1);
 my %uid;
 my $spare = 61000;
 for my $u (@users) {
-    my $n = getpwnam($u);
+    my $n = $u =~ /^uid-(\d+)$/ ? $1 : getpwnam($u);
     $uid{$u} = defined $n ? $n : $spare++;
 }
 open my $fh, '<', "$top/conf/nftables-airlock.conf" or die $!;
@@ -112,31 +118,40 @@ my $dns = { 'stub-udp' => 'answer', 'stub-tcp' => 'open',
 # a datagram the rule rejects fails to send (EPERM)
 my $nodns = { 'stub-udp' => 'eperm', 'stub-tcp' => 'refused',
               'stub54-udp' => 'eperm' };
+# the listeners for people (3128, 8080)
+my $people = { proxy => 'open', 'proxy-own' => 'open', api => 'open' };
+my $daemon = { proxy => 'refused', 'proxy-own' => 'refused',
+               api => 'refused' };
 my %want = (
-    root => { %$dns, proxy => 'open', api => 'open', status => 'open',
+    root => { %$dns, %$people, status => 'open',
               'out-dns' => 'eperm', 'out6-dns' => 'eperm',
               'out-https' => 'dropped' },
-    'www-data' => { %$dns, proxy => 'open', status => 'open',
+    'www-data' => { %$dns, %$daemon, status => 'open',
                     'out-https' => 'sent', 'out-dns' => 'eperm',
                     'out6-dns' => 'eperm' },
-    'airlock-alertd' => { %$dns, proxy => 'refused', api => 'refused',
+    'airlock-alertd' => { %$dns, %$daemon,
                           status => 'refused', 'out-dns' => 'eperm',
                           'out-https' => 'sent' },
-    'systemd-timesync' => { %$dns, status => 'refused',
+    'systemd-timesync' => { %$dns, %$daemon, status => 'refused',
                             'out-ntp' => 'sent', 'out-dns' => 'eperm' },
-    'systemd-resolve' => { 'out-dns' => 'sent', 'out6-dns' => 'sent',
-                           status => 'refused' },
-    'airlock-agent' => { %$nodns, proxy => 'open', api => 'refused',
+    'systemd-resolve' => { %$daemon, 'out-dns' => 'sent',
+                           'out6-dns' => 'sent', status => 'refused' },
+    'airlock-agent' => { %$nodns, %$daemon,
                          status => 'refused', 'out-dns' => 'eperm',
                          'out-ntp' => 'eperm' },
-    'airlock-worker' => { %$nodns, proxy => 'open', api => 'refused',
+    'airlock-worker' => { %$nodns, %$daemon,
                           status => 'refused', 'out-dns' => 'eperm',
                           'out-ntp' => 'eperm' },
-    redis => { %$nodns, status => 'refused', 'out-dns' => 'eperm' },
-    nobody => { %$nodns, proxy => 'open', api => 'open',
+    redis => { %$nodns, %$daemon, status => 'refused',
+               'out-dns' => 'eperm' },
+    nobody => { %$nodns, %$daemon,
                 status => 'refused', 'out-dns' => 'eperm',
                 'out-ntp' => 'eperm', 'out6-dns' => 'eperm',
                 'out-https' => 'dropped' },
+    'uid-1000' => { %$nodns, %$people, status => 'refused',
+                    'out-dns' => 'eperm', 'out-https' => 'dropped' },
+    'uid-59999' => { %$nodns, %$people, status => 'refused' },
+    'uid-60000' => { %$nodns, %$daemon, status => 'refused' },
 );
 
 for my $u (@users) {

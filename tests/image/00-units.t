@@ -274,18 +274,26 @@ for my $n (sort keys %units) {
     ok($user ne '' && (grep { /skuid "?\Q$user\E"? .*accept\s*$/ } @accepts),
        'nftables: alertd\'s user may connect out (its webhooks)');
     # but not to the appliance's own listeners on loopback, which the
-    # rule lets every other local socket reach: the agent's /api/, the
-    # status, the clients' listener
+    # rule lets every other local socket reach: the status is root's and
+    # nginx's, the clients' listener and the agent's /api/ the
+    # operators' (root and uids 1000 and up), each refused to the rest
+    # before lo is let out
     my ($out) = $s =~ /chain output \{(.*?)\n    \}/s;
     my @lines = grep { /\S/ && !/^\s*#/ } split /\n/, $out // '';
     my ($lo) = grep { $lines[$_] =~ /^\s*oif "lo" accept/ } 0 .. $#lines;
-    my ($deny) = grep {
-        $lines[$_] =~ /skuid "?\Q$user\E"? oif "lo" tcp dport \{ ([\d, ]+) \}\s+reject/
-        && join(',', sort split /,\s*/, $1) eq '3128,8080,9901'
-    } 0 .. $#lines;
-    ok(defined $deny && defined $lo && $deny < $lo,
-       'nftables: alertd\'s user may not reach the appliance\'s own '
-       . 'listeners on loopback (3128, 8080, 9901), before lo is let out');
+    my ($ops) = $s =~ /^define operators = \{([^}]*)\}/m;
+    my %allowed = (9901 => '"root", "www-data"', '3128,8080' => $ops // '');
+    for my $ports (sort keys %allowed) {
+        my ($deny) = grep {
+            $lines[$_] =~ /^\s*oif "lo" tcp dport (?:\{ ([\d, ]+) \}|(\d+)) meta skuid != (?:\{([^}]*)\}|\$(\w+)) .*reject/
+            && join(',', sort split /,\s*/, $1 // $2) eq $ports
+        } 0 .. $#lines;
+        ok(defined $deny && defined $lo && $deny < $lo
+           && $allowed{$ports} ne ''
+           && $allowed{$ports} !~ /"\Q$user\E"/,
+           "nftables: alertd's user may not reach $ports on loopback, "
+           . 'refused before lo is let out');
+    }
     like($s, qr/hook forward priority filter; policy drop;/,
          'nftables: no forwarding');
 }

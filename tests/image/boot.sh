@@ -468,6 +468,14 @@ case "$rd" in
 *) not_ok "resolved's varlink and D-Bus, and the status, are root's: $rd" ;;
 esac
 
+# the clients' listener and /api/ on loopback: root's, no daemon's
+pl=$(check people-listeners)
+case "$pl" in
+"nobody-proxy=000 nobody-api=000 redis-proxy=000 www-data-proxy=000 root-proxy="[1-5]??" root-api="[1-5]??)
+    ok "3128 and 8080 on loopback answer root, not nobody, redis or nginx's user ($pl)" ;;
+*) not_ok "3128 and 8080 on loopback answer root, not nobody, redis or nginx's user: $pl" ;;
+esac
+
 # the egress rule failing to load: the fail-safe rule, then the rule back
 nf=$(check nft-failsafe)
 case "$nf" in

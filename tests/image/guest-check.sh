@@ -51,6 +51,11 @@
 #                      systemd-resolved's varlink socket and D-Bus
 #                      ResolveHostname as nobody and root, and the status
 #                      listener as each (section 5b)
+#   people-listeners nobody-proxy=C nobody-api=C redis-proxy=C
+#                      www-data-proxy=C root-proxy=C root-api=C
+#                      the clients' listener (127.0.0.1:3128) and /api/
+#                      (127.0.0.1:8080) as each user: the HTTP status,
+#                      000 when the egress rule refused (section 5b)
 #   redis-net if=IFS own=yes|no
 #                      the interfaces of Redis's network namespace, and
 #                      whether it is not the host's (section 5c)
@@ -323,6 +328,26 @@ say "resolver-doors varlink=$(stat -c %a "$vl" 2>&1 | tr ' ' _)" \
         --max-time 5 http://127.0.0.1:9901/airlock/status)" \
     "status-root=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
         http://127.0.0.1:9901/airlock/status)"
+
+# the listeners for people on loopback, the clients' 3128 and /api/'s
+# 8080: the operators' (root, the people's accounts), no daemon's
+code_as() {
+    u=$1
+    shift
+    if [ "$u" = root ]; then
+        curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"
+    else
+        setpriv --reuid="$u" --regid="$(id -g "$u")" --clear-groups \
+            curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"
+    fi
+}
+say "people-listeners" \
+    "nobody-proxy=$(code_as nobody http://127.0.0.1:3128/)" \
+    "nobody-api=$(code_as nobody http://127.0.0.1:8080/api/)" \
+    "redis-proxy=$(code_as redis http://127.0.0.1:3128/)" \
+    "www-data-proxy=$(code_as www-data http://127.0.0.1:3128/)" \
+    "root-proxy=$(code_as root http://127.0.0.1:3128/)" \
+    "root-api=$(code_as root http://127.0.0.1:8080/api/)"
 
 # 5c. Redis's network (its image drop-in): the interfaces of its
 #    namespace, and whether that namespace is its own
