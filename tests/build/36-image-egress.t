@@ -17,7 +17,9 @@
 # the people's accounts (uids 1000 to 59999), no system user, not
 # nobody, not uid 60000 and up (DynamicUser='s among them).  The agent's
 # and the worker's users reach nothing on loopback.  Off the box only
-# www-data, alertd (TCP), the resolver and timesyncd go.
+# www-data, alertd (TCP), the resolver and timesyncd go, and networkd's
+# DHCPv6 (from port 546 to 547; any user may bind those ports in the
+# namespace, so that the rule, not the port, is what is tried).
 #
 # The users the host lacks (alertd's, systemd-resolve, ...) are given
 # spare uids in the copy of the ruleset loaded here.
@@ -42,7 +44,7 @@ my $top = Cwd::abs_path("$FindBin::Bin/../..");
 # the users tried, and the name each has in the ruleset
 # (uid-N: a person's account of that uid, named nowhere in the ruleset)
 my @users = qw(root www-data airlock-alertd systemd-timesync
-               systemd-resolve airlock-agent airlock-worker
+               systemd-resolve systemd-network airlock-agent airlock-worker
                redis nobody uid-1000 uid-59999 uid-60000);
 
 # the targets: name => [proto, address, port]
@@ -58,6 +60,8 @@ my %target = (
     'out-ntp'    => ['udp-out', '198.51.100.7', 123],
     'out6-dns'   => ['udp-out', '2001:db8:1::7', 53],
     'out-https'  => ['tcp-out', '198.51.100.7', 443],
+    'dhcp6'      => ['udp546-out', 'ff02::1:2%v0', 547],
+    'dhcp6-uni'  => ['udp546-out', '2001:db8:1::7', 547],
 );
 
 # inside the namespace: prints "uid target outcome" lines
@@ -67,7 +71,7 @@ if (@ARGV && $ARGV[0] eq '--in-netns') {
 }
 
 absent('loading a ruleset in a namespace of its own needs root') if $> != 0;
-need_cmd(qw(nft unshare ip));
+need_cmd(qw(nft unshare ip sysctl));
 
 my $t = tempdir(CLEANUP => 1);
 
@@ -89,7 +93,7 @@ $rules =~ s{"([a-z_][a-z0-9_-]*)"}{
                : die "the ruleset names $n, which this test does not know"
 }ge;
 for my $u (qw(www-data airlock-alertd airlock-agent airlock-worker
-              systemd-resolve systemd-timesync)) {
+              systemd-resolve systemd-timesync systemd-network)) {
     ok($named{$u}, "the ruleset names $u");
 }
 # deny by default, both ways, IPv6 too (one table of the inet family)
@@ -97,6 +101,11 @@ for my $c (qw(input output forward)) {
     like($rules, qr/chain $c \{\s*type filter hook $c priority filter; policy drop;/,
          "the $c chain drops what no rule accepts");
 }
+# the DHCPv6 servers' answers come in (from 547 to networkd's 546; a
+# reply to a multicast question is no connection conntrack knows)
+my ($input) = $rules =~ /chain input \{(.*?)\n    \}/s;
+like($input // '', qr/^\s*udp sport 547 udp dport 546 accept$/m,
+     'the input chain lets DHCPv6 answers in');
 my @tables = $rules =~ /^table\s+(\S+)/mg;
 is("@tables", 'inet', 'one table, of the inet family (IPv4 and IPv6)');
 
@@ -118,37 +127,42 @@ my $dns = { 'stub-udp' => 'answer', 'stub-tcp' => 'open',
 # a datagram the rule rejects fails to send (EPERM)
 my $nodns = { 'stub-udp' => 'eperm', 'stub-tcp' => 'refused',
               'stub54-udp' => 'eperm' };
-# the listeners for people (3128, 8080)
+# the listeners for people (3128, 8080), and DHCPv6 off the box
 my $people = { proxy => 'open', 'proxy-own' => 'open', api => 'open' };
 my $daemon = { proxy => 'refused', 'proxy-own' => 'refused',
                api => 'refused' };
+my $nodhcp6 = { dhcp6 => 'eperm', 'dhcp6-uni' => 'eperm' };
 my %want = (
-    root => { %$dns, %$people, status => 'open',
+    root => { %$dns, %$people, %$nodhcp6, status => 'open',
               'out-dns' => 'eperm', 'out6-dns' => 'eperm',
               'out-https' => 'dropped' },
-    'www-data' => { %$dns, %$daemon, status => 'open',
+    'www-data' => { %$dns, %$daemon, %$nodhcp6, status => 'open',
                     'out-https' => 'sent', 'out-dns' => 'eperm',
                     'out6-dns' => 'eperm' },
-    'airlock-alertd' => { %$dns, %$daemon,
+    'airlock-alertd' => { %$dns, %$daemon, %$nodhcp6,
                           status => 'refused', 'out-dns' => 'eperm',
                           'out-https' => 'sent' },
     'systemd-timesync' => { %$dns, %$daemon, status => 'refused',
                             'out-ntp' => 'sent', 'out-dns' => 'eperm' },
     'systemd-resolve' => { %$daemon, 'out-dns' => 'sent',
                            'out6-dns' => 'sent', status => 'refused' },
-    'airlock-agent' => { %$nodns, %$daemon,
+    'systemd-network' => { %$nodns, %$daemon, status => 'refused',
+                           dhcp6 => 'sent', 'dhcp6-uni' => 'sent',
+                           'out-dns' => 'eperm', 'out-ntp' => 'eperm',
+                           'out-https' => 'dropped' },
+    'airlock-agent' => { %$nodns, %$daemon, %$nodhcp6,
                          status => 'refused', 'out-dns' => 'eperm',
                          'out-ntp' => 'eperm' },
-    'airlock-worker' => { %$nodns, %$daemon,
+    'airlock-worker' => { %$nodns, %$daemon, %$nodhcp6,
                           status => 'refused', 'out-dns' => 'eperm',
                           'out-ntp' => 'eperm' },
     redis => { %$nodns, %$daemon, status => 'refused',
                'out-dns' => 'eperm' },
-    nobody => { %$nodns, %$daemon,
+    nobody => { %$nodns, %$daemon, %$nodhcp6,
                 status => 'refused', 'out-dns' => 'eperm',
                 'out-ntp' => 'eperm', 'out6-dns' => 'eperm',
                 'out-https' => 'dropped' },
-    'uid-1000' => { %$nodns, %$people, status => 'refused',
+    'uid-1000' => { %$nodns, %$people, %$nodhcp6, status => 'refused',
                     'out-dns' => 'eperm', 'out-https' => 'dropped' },
     'uid-59999' => { %$nodns, %$people, status => 'refused' },
     'uid-60000' => { %$nodns, %$daemon, status => 'refused' },
@@ -176,7 +190,8 @@ sub in_netns {
            . "&& ip link set v1 up && ip link set v0 up "
            . "&& ip route add default via 192.0.2.1 "
            . "&& ip -6 addr add 2001:db8::2/64 dev v0 nodad "
-           . "&& ip -6 route add default via 2001:db8::1") == 0
+           . "&& ip -6 route add default via 2001:db8::1 "
+           . "&& sysctl -q -w net.ipv4.ip_unprivileged_port_start=0") == 0
         or die "ip: $?";
     system('nft', '-f', $rules) == 0 or die "nft -f $rules: $?";
 
@@ -269,11 +284,14 @@ sub attempt {
     }
 
     $s = IO::Socket::IP->new(PeerHost => $addr, PeerPort => $port,
-                             Proto => 'udp') or return "socket-$!";
+                             Proto => 'udp',
+                             $proto eq 'udp546-out' ? (LocalPort => 546)
+                                                    : ())
+        or return "socket-$!";
     if (!defined $s->send('airlock-36')) {
         return $!{EPERM} ? 'eperm' : $!{ECONNREFUSED} ? 'none' : "send-$!";
     }
-    return 'sent' if $proto eq 'udp-out';
+    return 'sent' if $proto =~ /-out$/;
     return 'none' unless IO::Select->new($s)->can_read(3);
     return defined $s->recv($buf, 512) && $buf eq 'airlock-36'
            ? 'answer' : 'none';
