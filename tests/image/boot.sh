@@ -476,6 +476,14 @@ case "$pl" in
 *) not_ok "3128 and 8080 on loopback answer root, not nobody, redis or nginx's user: $pl" ;;
 esac
 
+# the boot's order: the egress rule before the units that use the network
+no=$(check nft-order)
+case "$no" in
+"systemd-timesyncd=ok systemd-resolved=ok systemd-networkd=ok nginx=ok")
+    ok "the egress rule loaded before timesyncd, resolved, networkd and nginx started ($no)" ;;
+*) not_ok "the egress rule loaded before timesyncd, resolved, networkd and nginx started: $no" ;;
+esac
+
 # the egress rule failing to load: the fail-safe rule, then the rule back
 nf=$(check nft-failsafe)
 case "$nf" in

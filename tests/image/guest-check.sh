@@ -78,6 +78,11 @@
 #                      dpkg -i of the airlock package the host passed in
 #                      (-fw_cfg name=opt/airlock/deb), as an upgrade over
 #                      the installed one: the running daemons still run
+#   nft-order systemd-timesyncd=O systemd-resolved=O systemd-networkd=O
+#                      nginx=O
+#                      whether each unit's main process started after the
+#                      egress rule loaded at boot (ok) or before it
+#                      (early), from their monotonic timestamps
 #   nft-failsafe broken=TABLES state=STATE restored=TABLES
 #                      restored-state=STATE
 #                      nftables restarted with a ruleset nft cannot load
@@ -145,6 +150,21 @@ for u in nginx airlock-alertd airlock-worker; do
         | sed "s/^/airlock-check: ${u#airlock-}-log /"
 done
 say "alertd-log-end"
+
+# 0. the boot's order: the egress rule loaded before the units that use
+#    the network started (before the fail-safe check, section 9,
+#    restarts nftables)
+nft_at=$(systemctl show -p ActiveEnterTimestampMonotonic --value nftables)
+order=""
+for u in systemd-timesyncd systemd-resolved systemd-networkd nginx; do
+    at=$(systemctl show -p ExecMainStartTimestampMonotonic --value "$u")
+    if [ "${nft_at:-0}" -gt 0 ] && [ "${at:-0}" -ge "$nft_at" ]; then
+        order="$order $u=ok"
+    else
+        order="$order $u=early"
+    fi
+done
+say "nft-order$order"
 
 # 1. an unknown route, asked by the host: the deny log's line
 say "ready-for-deny"
