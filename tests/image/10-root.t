@@ -8,7 +8,9 @@
 # the sandbox root, nothing in it for local users: no device node, no
 # set-ID bit, nothing others may write), nginx -t on the image's configuration with the
 # first boot's key and placeholder credentials, Redis on its socket, the
-# egress rule, and nothing of the tests in the image.  The boot itself is
+# egress rule (the root's nft loads it, resolving its users in the
+# root's /etc/passwd, and it loads before the network's units start), the
+# overlay's files, and nothing of the tests in the image.  The boot itself is
 # make image-test (tests/image/boot.sh), too slow for this suite.
 #
 # Needs root (mmdebstrap, chroot) and Debian's archive; AIRLOCK_KEEP=1
@@ -23,6 +25,7 @@ use Test::More;
 use POSIX ();
 use lib "$FindBin::Bin/../lib";
 use Airlock::Prereq qw(absent need_cmd);
+use Airlock::UnitOrder qw(starts_before);
 
 # a long run: make test runs it beside its other tests (PROVE_RULES in the
 # Makefile), at a lower priority, so that they keep their timing
@@ -154,6 +157,89 @@ is(slurp("$root/etc/nftables.conf"), slurp("$top/conf/nftables-airlock.conf"),
    '/etc/nftables.conf is conf/nftables-airlock.conf');
 is(readlink("$root/etc/resolv.conf"), '/run/systemd/resolve/stub-resolv.conf',
    'resolv.conf: systemd-resolved\'s stub');
+
+# the overlay: every file git tracks in appliance-image/root is in the
+# root as it is in the checkout, 0755 for a program and 0644 for the
+# rest (the resolver's and Redis's drop-ins, resolved's D-Bus policy,
+# the egress rule's fail-safe and its order among others, named below)
+{
+    my @files = split /\0/, `git -C $top ls-files -z appliance-image/root`;
+    SKIP: {
+        skip 'not a git checkout', 1 unless @files;
+        my @bad;
+        for my $f (@files) {
+            (my $in = $f) =~ s{^appliance-image/root}{};
+            my $want = -x "$top/$f" ? 0755 : 0644;
+            my @st = lstat "$root$in";
+            push @bad, $in
+                unless @st && -f _ && ($st[2] & 07777) == $want
+                       && slurp("$root$in") eq slurp("$top/$f");
+        }
+        ok(!@bad, 'the overlay\'s ' . scalar(@files) . ' files are in the '
+           . 'root, as the checkout has them, 0644 or 0755')
+            or diag("missing or not the same: @bad");
+    }
+}
+for my $f (qw(/etc/systemd/resolved.conf.d/airlock.conf
+              /etc/dbus-1/system.d/airlock-resolve1.conf
+              /etc/systemd/system/systemd-resolved.service.d/airlock.conf
+              /etc/systemd/system/redis-server.service.d/airlock-hardening.conf
+              /etc/systemd/system/nftables.service.d/airlock-failsafe.conf
+              /etc/systemd/system/nftables.service.d/airlock-before-network.conf))
+{
+    ok(-s "$root$f", "$f is in the root");
+}
+ok(-x "$root/usr/lib/airlock/nftables-failsafe",
+   '/usr/lib/airlock/nftables-failsafe is in the root, a program');
+
+# the egress rule as the booted appliance's nftables.service loads it:
+# the root's own nft, its user names resolved through the root's own
+# /etc/passwd (chroot), in a network namespace of its own (nft -c sends
+# the ruleset to the kernel and commits nothing)
+my $rules = slurp("$root/etc/nftables.conf");
+my %names;
+$names{$1} = 1 while $rules =~ /"([a-z_][a-z0-9_-]*)"/g;
+delete $names{lo};
+my $passwd = slurp("$root/etc/passwd");
+my @absent = grep { $passwd !~ /^\Q$_\E:/m } sort keys %names;
+ok(%names && !@absent, 'the users the egress rule names are in the '
+   . 'root\'s /etc/passwd (' . join(' ', sort keys %names) . ')')
+    or diag("absent: @absent");
+($rc, $out) = run("unshare -n chroot $root nft -c -f /etc/nftables.conf");
+is($rc, 0, 'nft -c -f /etc/nftables.conf in the root (its own nft and '
+   . '/etc/passwd)') or diag($out);
+# and the root's passwd is what decides: a name it lacks fails
+{
+    (my $bad = $rules) =~ s/"www-data"/"airlock-no-such-user-10"/g;
+    open my $fh, '>', "$root/tmp/airlock-10-bad.nft" or die $!;
+    print $fh $bad;
+    close $fh;
+    ($rc, $out) = run("unshare -n chroot $root nft -c -f "
+                      . '/tmp/airlock-10-bad.nft');
+    unlink "$root/tmp/airlock-10-bad.nft";
+    ok($rc != 0 && $out =~ /User does not exist/,
+       'nft -c in the root fails on a user its /etc/passwd lacks')
+        or diag("rc $rc: $out");
+}
+
+# the egress rule loads before the units that use the network start,
+# as the root's own units and drop-ins order them (Debian's, the
+# overlay's; tests/build/40-image-nft-order.t with the host's)
+{
+    my @dirs = map { "$root$_" } qw(/etc/systemd/system /lib/systemd/system
+                                    /usr/lib/systemd/system);
+    for my $u (qw(systemd-networkd.service systemd-resolved.service
+                  systemd-timesyncd.service sysinit.target nginx.service
+                  redis-server.service airlock-alertd.service
+                  airlock-worker.service airlock-agent.service)) {
+        my @p = starts_before(\@dirs, 'nftables.service', $u);
+        ok(@p, "the egress rule loads before $u starts")
+            and note(join ' -> ', @p);
+        my @back = starts_before(\@dirs, $u, 'nftables.service');
+        ok(!@back, "$u is not ordered before the rule (no cycle)")
+            or diag(join ' -> ', @back);
+    }
+}
 
 # nginx -t on the image's configuration, with what the boot makes
 # (systemd-tmpfiles, with a /proc of its own in a private mount
