@@ -368,11 +368,20 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
 
 
 /*
- * 0 stored, 1 not: the lock is not owner's (another run's, or gone), -1
- * Redis failed (err set), -2 Redis is loading its data after a restart
- * (or busy with a script): worth trying again (err set).  The check and
- * the SET are one script, so a session is only ever written by the run
- * that holds it.
+ * 0 stored, 1 not: the lock is another run's, or the session is not as
+ * this run read it (loaded: its text then, NULL when none was stored),
+ * -1 Redis failed (err set), -2 Redis is loading its data after a
+ * restart (or busy with a script): worth trying again (err set).
+ *
+ * The checks and the SET are one script, so a session is only ever
+ * written by a run that holds it, or by one whose lock is gone with no
+ * other's there (Redis lost it: restarted without it, or without any of
+ * the session's keys), and only over the session it read: as it read
+ * it, none at all (a Redis that lost all: the whole session is lost,
+ * the run's question is not), or this very text (a store sent again).
+ * A run's keeper takes a lost lock again (ag_session_keeper()), so a
+ * lock that is the run's does not say it always was: another run may
+ * have taken it while it was gone, stored, and let it go.
  */
 
 int
@@ -390,57 +399,43 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
     }
 
     r = redisCommand(c, "EVAL %s 2 airlock:session:%s:lock "
-                     "airlock:session:%s %s %b %ld",
-                     "if redis.call('get', KEYS[1]) ~= ARGV[1] then "
-                     "return 0 end "
+                     "airlock:session:%s %s %b %ld %s %b",
+                     "local mine = redis.call('get', KEYS[1]) == ARGV[1] "
+                     "if not mine and redis.call('type', KEYS[1])['ok'] "
+                     "~= 'none' then return 0 end "
+                     "local t = redis.call('type', KEYS[2])['ok'] "
+                     "if t == 'string' then "
+                     "local v = redis.call('get', KEYS[2]) "
+                     "if v ~= ARGV[2] and (ARGV[4] ~= '1' "
+                     "or v ~= ARGV[5]) then return 3 end "
+                     "elseif t ~= 'none' and not mine then return 0 end "
                      "redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3]) "
-                     "return 1",
-                     id, id, owner, text, strlen(text), ttl);
+                     "if mine then return 1 end "
+                     "return 2",
+                     id, id, owner, text, strlen(text), ttl,
+                     loaded != NULL ? "1" : "0",
+                     loaded != NULL ? loaded : "", loaded_len);
 
-    /*
-     * Its lock gone, no other's there: Redis lost it (restarted without
-     * it, or without any of the session's keys).  Nothing was stored
-     * since this run read the session if it is as it read it, or none
-     * is stored (any run that stored one after the loss would have left
-     * it): then it is stored all the same.  It was lost, the question
-     * and, with a Redis that lost all, the whole session the run held.
-     */
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
+        fprintf(stderr, "airlock-agent: session %s: its lock was lost "
+                "(Redis lost it), and no other run stored the session "
+                "since this one read it: stored\n", id);
+        r->integer = 1;
+    }
 
-    if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
-        freeReplyObject(r);
-        r = redisCommand(c, "EVAL %s 2 airlock:session:%s:lock "
-                         "airlock:session:%s %s %b %ld %s %b",
-                         "if redis.call('get', KEYS[1]) == ARGV[1] then "
-                         "redis.call('set', KEYS[2], ARGV[2], 'EX', "
-                         "ARGV[3]) return 1 end "
-                         "if redis.call('type', KEYS[1])['ok'] ~= 'none' "
-                         "then return 0 end "
-                         "local t = redis.call('type', KEYS[2])['ok'] "
-                         "if t ~= 'none' and (t ~= 'string' "
-                         "or ARGV[4] ~= '1' "
-                         "or redis.call('get', KEYS[2]) ~= ARGV[5]) then "
-                         "return 0 end "
-                         "redis.call('set', KEYS[2], ARGV[2], 'EX', "
-                         "ARGV[3]) return 2",
-                         id, id, owner, text, strlen(text), ttl,
-                         loaded != NULL ? "1" : "0",
-                         loaded != NULL ? loaded : "", loaded_len);
-
-        if (r != NULL && r->type == REDIS_REPLY_INTEGER
-            && r->integer == 2)
-        {
-            fprintf(stderr, "airlock-agent: session %s: its lock was "
-                    "lost (Redis lost it), and no other run stored the "
-                    "session since this one read it: stored\n", id);
-            r->integer = 1;
-        }
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 3) {
+        snprintf(err, size, "another run stored the session since this "
+                 "one read it (this run's lock was lost for a while: "
+                 "Redis lost it, or its lease ran out): not written "
+                 "over");
+        r->integer = 4;
     }
 
     free(text);
 
     if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
         rc = (r->integer == 1) ? 0 : 1;
-        if (rc == 1) {
+        if (r->integer == 0) {
             snprintf(err, size, "its lock is not this run's any more (it "
                      "expired or Redis lost it; another run may hold the "
                      "session): not written over");

@@ -39,7 +39,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup;
 
-plan tests => 16;
+plan tests => 19;
 
 my $sock = $a->{agents}{a}{sock};
 
@@ -137,15 +137,52 @@ my $ev = $a->ask('lock-1', 'and now?');
 is((of_type('answer', $ev))[0]{text}, 'now', 'the session takes a question');
 
 # ---- a lost lock: the run does not write over the next run's session --------
+#
+# Its keeper, which takes a lost lock again (79-lock-lost.t), is stopped
+# while the lock is gone and the second run takes the session, stores it
+# and lets it go; continued, it takes the lock again: the first run's
+# lock is its own once more, and still it must not store.
+
+# the keeper of a run: an agent process whose parent is one, and whose
+# parent's parent is one too (the server, the run, its keeper)
+sub keeper_pid {
+    my %ppid;
+    for my $f (glob '/proc/[0-9]*/cmdline') {
+        my ($pid) = $f =~ m{/proc/(\d+)/};
+        open(my $fh, '<', $f) or next;
+        my $cmd = <$fh> // '';
+        close $fh;
+        next if index($cmd, "airlock-agent\0--listen\0$sock\0") < 0;
+        my $stat = Airlock::Test::_slurp("/proc/$pid/stat") // '';
+        $ppid{$pid} = $1 if $stat =~ /\) \S+ (\d+)/;
+    }
+    my @k = grep { exists $ppid{$ppid{$_}} && exists $ppid{$ppid{$ppid{$_}}} }
+            keys %ppid;
+    return @k == 1 ? $k[0] : undef;
+}
 
 $a->script($big);
 my $s2 = start_stalled('lock-2', 'the first question');
+my $keeper = keeper_pid();
+ok($keeper, 'the run has a keeper');
+kill 'STOP', $keeper if $keeper;
 is(rcli('DEL airlock:session:lock-2:lock'), '1', 'the lock is lost');
 
 $a->script({ pieces => [ 'second' ] });
 $ev = $a->ask('lock-2', 'the second question');
 is((of_type('answer', $ev))[0]{text}, 'second',
    'a second run takes the session');
+is(rcli('EXISTS airlock:session:lock-2:lock'), '0',
+   'and lets it go when it ends');
+
+kill 'CONT', $keeper if $keeper;
+my $took;
+for (1 .. 3000) {
+    $took = $a->agent_log =~ /session lock-2: its lock was lost .*taken again/;
+    last if $took;
+    sleep 0.02;
+}
+ok($took, "the first run's keeper takes the lock again");
 
 $raw = drain($s2);
 like($raw, qr/event: done/, 'the first run ended');
@@ -158,8 +195,9 @@ is_deeply(\@prompts, [ 'the second question' ],
           'the session is the second run\'s, not written over');
 my @msgs = @{$r->{json}{messages} // []};
 is(@msgs && $msgs[-1]{content}, 'second', '... with its answer');
-like($a->agent_log, qr/session lock-2 not stored: its lock is not this run's/,
-     'the first run said it did not store the session');
+like($a->agent_log,
+     qr/session lock-2 not stored: another run stored the session since/,
+     'the first run said it did not store the session, and why');
 
 # no keeper outlives its run
 my $procs;
