@@ -1,10 +1,10 @@
 /*
- * Grouping: repeats of one (kind, client, reason, route) are folded; for
- * an alert without a client the peer takes the client's place.  The key
- * is what Alertmanager's labels hold: a fold carries its latest alert's
- * fields, and with a route other than its first alert's it would be
- * another Alertmanager alert, the first one left to resolve while the
- * storm goes on.
+ * Grouping: repeats of one (kind, client, reason, route, severity) are
+ * folded; for an alert without a client the peer takes the client's
+ * place.  The key is what Alertmanager's labels hold: a fold carries its
+ * latest alert's fields, and with a route or severity other than its
+ * first alert's it would be another Alertmanager alert, the first one
+ * left to resolve while the storm goes on.
  *
  * The first alert of a group is sent at once and opens a window of one
  * repeat interval.  Alerts of the same group inside the window are only
@@ -73,7 +73,8 @@ ad_group_find(const ad_groups_t *gs, const ad_alert_t *a)
         b = &gs->g[i].last;
 
         /* by length: "a\u0000b" and "a" are two clients */
-        if (b->kind != a->kind || b->has_client != a->has_client
+        if (b->kind != a->kind || b->critical != a->critical
+            || b->has_client != a->has_client
             || !ad_field_eq(b->client, b->client_len, a->client,
                             a->client_len)
             || !ad_field_eq(b->reason, b->reason_len, a->reason,
