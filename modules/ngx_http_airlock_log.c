@@ -1055,9 +1055,7 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     dlen = ngx_strlen(detail);
 
-    if (dlen > AL_DETAIL_MAX) {
-        dlen = AL_DETAIL_MAX;
-    }
+    dlen = al_utf8_cut(detail, dlen, AL_DETAIL_MAX);
 
     if (ctx->client != NULL) {
         client.data = (u_char *) ctx->client->name.data;
@@ -1082,8 +1080,7 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     /* the error log line: the detail never holds a secret */
 
     esc.data = buf;
-    esc.len = ngx_http_airlock_json_escape(buf, (u_char *) detail, dlen)
-              - buf;
+    esc.len = (u_char *) al_json_escape((char *) buf, detail, dlen) - buf;
 
     alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
 
@@ -1395,16 +1392,17 @@ ngx_http_airlock_line_str(ngx_http_airlock_line_t *l, const char *key,
 
 
 /*
- * The escaped bytes of s, cut at max bytes, or earlier where the line
- * ends; a cut string ends with the mark.  What is left always holds the
- * mark and the closing quote.
+ * The escaped bytes of s (al_json_escape()), cut at max bytes, or earlier
+ * where the line ends; a cut string ends with the mark.  A cut never
+ * splits a UTF-8 sequence.  What is left always holds the mark and the
+ * closing quote.
  */
 
 static void
 ngx_http_airlock_line_esc(ngx_http_airlock_line_t *l, u_char *s, size_t len,
     size_t max)
 {
-    size_t      room, i;
+    size_t      room, i, k;
     ngx_uint_t  cut;
 
     if (l->full) {
@@ -1414,17 +1412,20 @@ ngx_http_airlock_line_esc(ngx_http_airlock_line_t *l, u_char *s, size_t len,
     cut = 0;
 
     if (len > max) {
-        len = max;
+        len = al_utf8_cut((char *) s, len, max);
         cut = 1;
     }
 
     room = l->last - l->pos;
 
     if (room >= len * 6 + sizeof(NGX_HTTP_AIRLOCK_CUT) - 1 + 1) {
-        l->pos = ngx_http_airlock_json_escape(l->pos, s, len);
+        l->pos = (u_char *) al_json_escape((char *) l->pos, (char *) s, len);
 
     } else {
-        for (i = 0; i < len; i++) {
+
+        /* a character at a time: a valid UTF-8 sequence, or one byte */
+
+        for (i = 0; i < len; i += k) {
             if ((size_t) (l->last - l->pos)
                 < 6 + sizeof(NGX_HTTP_AIRLOCK_CUT) - 1 + 1)
             {
@@ -1433,7 +1434,14 @@ ngx_http_airlock_line_esc(ngx_http_airlock_line_t *l, u_char *s, size_t len,
                 break;
             }
 
-            l->pos = ngx_http_airlock_json_escape(l->pos, &s[i], 1);
+            k = (s[i] >= 0x80) ? al_utf8_len(&s[i], len - i) : 0;
+
+            if (k == 0) {
+                k = 1;
+            }
+
+            l->pos = (u_char *) al_json_escape((char *) l->pos,
+                                               (char *) &s[i], k);
         }
     }
 
@@ -2029,65 +2037,4 @@ ngx_http_airlock_request_id(ngx_http_request_t *r, ngx_str_t *id)
     id->len = v->len;
 
     return NGX_OK;
-}
-
-
-/*
- * Bytes outside printable ASCII become \u00XX, one code point per byte,
- * so the line is valid JSON (and UTF-8) whatever the client sent.
- */
-
-u_char *
-ngx_http_airlock_json_escape(u_char *dst, u_char *src, size_t len)
-{
-    u_char         c;
-    static u_char  hex[] = "0123456789abcdef";
-
-    while (len--) {
-        c = *src++;
-
-        if (c == '"' || c == '\\') {
-            *dst++ = '\\';
-            *dst++ = c;
-
-        } else if (c < 0x20 || c >= 0x7f) {
-            *dst++ = '\\';
-            *dst++ = 'u';
-            *dst++ = '0';
-            *dst++ = '0';
-            *dst++ = hex[c >> 4];
-            *dst++ = hex[c & 0xf];
-
-        } else {
-            *dst++ = c;
-        }
-    }
-
-    return dst;
-}
-
-
-size_t
-ngx_http_airlock_json_escape_len(u_char *src, size_t len)
-{
-    u_char  c;
-    size_t  n;
-
-    n = 0;
-
-    while (len--) {
-        c = *src++;
-
-        if (c == '"' || c == '\\') {
-            n += 2;
-
-        } else if (c < 0x20 || c >= 0x7f) {
-            n += 6;
-
-        } else {
-            n++;
-        }
-    }
-
-    return n;
 }

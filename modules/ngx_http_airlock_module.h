@@ -474,8 +474,6 @@ void ngx_http_airlock_log_deny(ngx_http_request_t *r,
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_alert_t *alert);
 u_char *ngx_http_airlock_time(u_char *p, ngx_msec_t ms);
-u_char *ngx_http_airlock_json_escape(u_char *dst, u_char *src, size_t len);
-size_t ngx_http_airlock_json_escape_len(u_char *src, size_t len);
 ngx_int_t ngx_http_airlock_request_id(ngx_http_request_t *r,
     ngx_str_t *id);
 

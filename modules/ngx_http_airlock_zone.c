@@ -1063,14 +1063,14 @@ ngx_http_airlock_status_handler(ngx_http_request_t *r)
                   "\"quarantined\":[],\"counters\":[],"
                   "\"truncated\":false}" CRLF)
            + NGX_HTTP_AIRLOCK_TIME_LEN
-           + ngx_http_airlock_json_escape_len(shm_zone->shm.name.data,
-                                              shm_zone->shm.name.len)
+           + al_json_escape_len((char *) shm_zone->shm.name.data,
+                                shm_zone->shm.name.len)
            + 5 * NGX_INT_T_LEN;
 
     for (i = 0; i < n; i++) {
         len = sizeof(",{\"client\":\"\",\"peer\":\"\",\"reason\":\"\","
                      "\"count\":,\"window\":}") - 1
-              + ngx_http_airlock_json_escape_len(snap[i].name, snap[i].len)
+              + al_json_escape_len((char *) snap[i].name, snap[i].len)
               + 2 * NGX_HTTP_AIRLOCK_REASON_LEN + 2 * NGX_INT_T_LEN;
 
         if (snap[i].left) {
@@ -1092,8 +1092,9 @@ ngx_http_airlock_status_handler(ngx_http_request_t *r)
     p = ngx_http_airlock_time(p, wall);
     p = ngx_cpymem(p, "\",\"zone\":{\"name\":\"",
                    sizeof("\",\"zone\":{\"name\":\"") - 1);
-    p = ngx_http_airlock_json_escape(p, shm_zone->shm.name.data,
-                                     shm_zone->shm.name.len);
+    p = (u_char *) al_json_escape((char *) p,
+                                  (char *) shm_zone->shm.name.data,
+                                  shm_zone->shm.name.len);
     p = ngx_sprintf(p, "\",\"size\":%uz,\"pages\":%ui,\"free_pages\":%ui,"
                     "\"nodes\":%ui},\"quarantined\":[",
                     shm_zone->shm.size, pages, pfree, nodes);
@@ -1187,7 +1188,8 @@ ngx_http_airlock_status_name(u_char *p, ngx_http_airlock_snap_t *s)
 {
     if (s->kind == NGX_HTTP_AIRLOCK_KEY_CLIENT) {
         p = ngx_cpymem(p, "\"client\":\"", sizeof("\"client\":\"") - 1);
-        p = ngx_http_airlock_json_escape(p, s->name, s->len);
+        p = (u_char *) al_json_escape((char *) p, (char *) s->name,
+                                      s->len);
         *p++ = '"';
 
         return p;
@@ -1195,7 +1197,7 @@ ngx_http_airlock_status_name(u_char *p, ngx_http_airlock_snap_t *s)
 
     p = ngx_cpymem(p, "\"client\":null,\"peer\":\"",
                    sizeof("\"client\":null,\"peer\":\"") - 1);
-    p = ngx_http_airlock_json_escape(p, s->name, s->len);
+    p = (u_char *) al_json_escape((char *) p, (char *) s->name, s->len);
     *p++ = '"';
 
     return p;

@@ -67,6 +67,31 @@ void al_error_set(al_error_t *err, const char *file, unsigned line,
  */
 size_t al_shown(char *out, size_t size, const char *s, size_t len);
 
+/*
+ * A JSON string's content, for every log line and status body the
+ * modules write.  Valid UTF-8 (no overlong form, no surrogate, nothing
+ * past U+10FFFF, no sequence cut short) is copied as it is; '"' and '\\'
+ * get a backslash; a control (C0, DEL, and C1: U+0080..U+009F, which a
+ * terminal may act on) becomes \u00XX; so does a byte that is not part
+ * of valid UTF-8 (XX 80 to ff).  Other valid characters are never
+ * escaped, so in the written line \u00a0..\u00ff always stands for one
+ * such byte of the input and says which, and \u0080..\u009f for that
+ * byte or the C1 control it names.  al_json_escape() writes at dst the
+ * al_json_escape_len() bytes (at most 6 a byte) and returns their end.
+ */
+size_t al_json_escape_len(const char *s, size_t len);
+char *al_json_escape(char *dst, const char *s, size_t len);
+
+/* the length of the valid UTF-8 sequence at p (p[0] >= 0x80), else 0 */
+size_t al_utf8_len(const unsigned char *p, size_t n);
+
+/*
+ * How much of s to keep to cut it at max bytes: max, or less so as not
+ * to split a valid UTF-8 sequence (invalid bytes are cut anywhere);
+ * len when len <= max.
+ */
+size_t al_utf8_cut(const char *s, size_t len, size_t max);
+
 
 /*
  * Request paths and queries (al_path.c).

@@ -71,7 +71,11 @@ void al_llm_out_cstr(al_llm_out_t *o, const char *s);
 #define al_llm_out_lit(o, lit)  al_llm_out_raw(o, lit, sizeof(lit) - 1)
 void al_llm_out_u64(al_llm_out_t *o, uint64_t v);
 
-/* a JSON string, quotes included; NUL and invalid UTF-8 become \ufffd */
+/*
+ * A JSON string, quotes included: as al_json_escape() (invalid UTF-8 and
+ * C1 controls as \u00XX), but \n, \r, \t short and NUL as \ufffd (many
+ * readers refuse \u0000; the bodies go to clients too).
+ */
 void al_llm_out_json(al_llm_out_t *o, const char *s, size_t n);
 
 

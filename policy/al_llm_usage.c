@@ -150,7 +150,6 @@ static inline int al_llm_same(const char *a, const unsigned char *b,
 static size_t al_llm_dec_len(uint64_t v);
 static void al_llm_out_dec(al_llm_out_t *o, uint64_t v, size_t width);
 static void al_llm_digits(char *p, unsigned v, size_t width);
-static int al_llm_utf8_len(const unsigned char *p, size_t n);
 static const al_str_t *al_llm_record_endpoint(al_llm_endpoint_t ep);
 static AL_LLM_NOINLINE size_t al_llm_record_cut(const al_llm_record_t *rec,
     char *buf, size_t size);
@@ -3377,7 +3376,7 @@ al_llm_show(char *dst, size_t cap, const char *src, size_t len, size_t max)
  * line: AL_LLM_RECORD_WORST bounds it, with the names and punctuation
  * under 512 bytes, five strings of AL_LLM_RECORD_STR_MAX bytes and the
  * model's AL_LLM_MODEL_MAX / 2 escaped at worst (six bytes a byte:
- * \u0001 or \ufffd, and two quotes), ten numbers of 20 digits and the
+ * \u0001, \u00ff or \ufffd, and two quotes), ten numbers of 20 digits and the
  * cost (tests/unit/llm.c writes the worst line).  So only the strings and
  * numbers are written by the bounded writer, and the names and
  * punctuation between them are plain copies: a short line of code each.
@@ -3397,11 +3396,15 @@ _Static_assert(AL_LLM_RECORD_WORST < AL_LLM_RECORD_MAX,
         (o)->len += sizeof(lit) - 1;                                          \
     } while (0)
 
-/* name (a literal: ,"key":) and the string s cut to max bytes */
+/* name (a literal: ,"key":) and the string s cut to max bytes, never
+   inside a UTF-8 sequence */
 #define al_llm_put_field(o, name, s, max)                                     \
     do {                                                                      \
         al_llm_put_lit(o, name);                                              \
-        al_llm_out_json(o, (s)->data, (s)->len < (max) ? (s)->len : (max));   \
+        al_llm_out_json(o, (s)->data,                                         \
+                        (s)->len <= (max)                                     \
+                            ? (s)->len                                        \
+                            : al_utf8_cut((s)->data, (s)->len, (max)));       \
     } while (0)
 
 /* name (a literal: ,"key":) and the string s, needing no escape, cut */
@@ -3887,8 +3890,8 @@ al_llm_out_json(al_llm_out_t *o, const char *s, size_t n)
 static AL_LLM_NOINLINE void
 al_llm_out_escaped(al_llm_out_t *o, const char *s, size_t n)
 {
-    int                   k;
-    size_t                i, j;
+    char                 *e;
+    size_t                i, j, k;
     unsigned char         c;
     const unsigned char  *p;
     char                  esc[8];
@@ -3914,17 +3917,22 @@ al_llm_out_escaped(al_llm_out_t *o, const char *s, size_t n)
         c = p[i];
 
         if (c >= 0x80) {
-            k = al_llm_utf8_len(p + i, n - i);
 
-            if (k == 0) {
-                al_llm_out_raw(o, "\\ufffd", 6);
-                i++;
+            /* as in every log line (al_json_escape()): an invalid byte or
+               a C1 control as \u00XX, other characters as they are */
+
+            k = al_utf8_len(p + i, n - i);
+
+            if (k == 0 || (k == 2 && c == 0xc2 && p[i + 1] < 0xa0)) {
+                k = (k == 0) ? 1 : k;
+                e = al_json_escape(esc, s + i, k);
+                al_llm_out_raw(o, esc, (size_t) (e - esc));
 
             } else {
-                al_llm_out_raw(o, s + i, (size_t) k);
-                i += (size_t) k;
+                al_llm_out_raw(o, s + i, k);
             }
 
+            i += k;
             continue;
         }
 
@@ -4088,48 +4096,3 @@ al_llm_ascii_run(const unsigned char *p, size_t i, size_t n, unsigned del)
     return i;
 }
 
-
-/* the length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0 */
-
-static int
-al_llm_utf8_len(const unsigned char *p, size_t n)
-{
-    int       k, i;
-    uint32_t  cp, min;
-
-    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-        k = 2;
-        cp = p[0] & 0x1f;
-        min = 0x80;
-
-    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-        k = 3;
-        cp = p[0] & 0x0f;
-        min = 0x800;
-
-    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-        k = 4;
-        cp = p[0] & 0x07;
-        min = 0x10000;
-
-    } else {
-        return 0;
-    }
-
-    if ((size_t) k > n) {
-        return 0;
-    }
-
-    for (i = 1; i < k; i++) {
-        if ((p[i] & 0xc0) != 0x80) {
-            return 0;
-        }
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        return 0;
-    }
-
-    return k;
-}

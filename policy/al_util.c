@@ -134,6 +134,174 @@ al_shown(char *out, size_t size, const char *s, size_t len)
 }
 
 
+
+size_t
+al_utf8_len(const unsigned char *p, size_t n)
+{
+    size_t    k, i;
+    uint32_t  cp, min;
+
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+        k = 2;
+        cp = p[0] & 0x1f;
+        min = 0x80;
+
+    } else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        k = 3;
+        cp = p[0] & 0x0f;
+        min = 0x800;
+
+    } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        k = 4;
+        cp = p[0] & 0x07;
+        min = 0x10000;
+
+    } else {
+        return 0;
+    }
+
+    if (k > n) {
+        return 0;
+    }
+
+    for (i = 1; i < k; i++) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (p[i] & 0x3f);
+    }
+
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+
+    return k;
+}
+
+
+size_t
+al_utf8_cut(const char *s, size_t len, size_t max)
+{
+    size_t                j, k;
+    const unsigned char  *p;
+
+    if (len <= max) {
+        return len;
+    }
+
+    p = (const unsigned char *) s;
+
+    /* the lead byte of a sequence that s[max] would continue */
+
+    for (j = max; j > 0 && max - j < 3 && (p[j] & 0xc0) == 0x80; j--) {
+        /* void */
+    }
+
+    if (j < max && p[j] >= 0xc2) {
+        k = al_utf8_len(p + j, len - j);
+
+        if (j + k > max) {
+            return j;
+        }
+    }
+
+    return max;
+}
+
+
+size_t
+al_json_escape_len(const char *s, size_t len)
+{
+    size_t                i, n, k;
+    unsigned char         c;
+    const unsigned char  *p;
+
+    p = (const unsigned char *) s;
+    n = 0;
+
+    for (i = 0; i < len; /* void */) {
+        c = p[i];
+
+        if (c >= 0x20 && c < 0x7f) {
+            n += (c == '"' || c == '\\') ? 2 : 1;
+            i++;
+            continue;
+        }
+
+        if (c >= 0x80) {
+            k = al_utf8_len(p + i, len - i);
+
+            if (k != 0) {
+                /* a C1 control (U+0080..U+009F) is escaped as C0 is */
+                n += (c == 0xc2 && p[i + 1] < 0xa0) ? 6 : k;
+                i += k;
+                continue;
+            }
+        }
+
+        n += 6;
+        i++;
+    }
+
+    return n;
+}
+
+
+char *
+al_json_escape(char *dst, const char *s, size_t len)
+{
+    size_t                i, k;
+    unsigned char         c;
+    const unsigned char  *p;
+
+    static const char  hex[] = "0123456789abcdef";
+
+    p = (const unsigned char *) s;
+
+    for (i = 0; i < len; /* void */) {
+        c = p[i];
+
+        if (c >= 0x20 && c < 0x7f) {
+            if (c == '"' || c == '\\') {
+                *dst++ = '\\';
+            }
+
+            *dst++ = (char) c;
+            i++;
+            continue;
+        }
+
+        if (c >= 0x80) {
+            k = al_utf8_len(p + i, len - i);
+
+            if (k == 2 && c == 0xc2 && p[i + 1] < 0xa0) {
+                /* a C1 control: CSI (U+009B) moves a terminal's cursor */
+                c = p[i + 1];
+                i++;
+
+            } else if (k != 0) {
+                memcpy(dst, p + i, k);
+                dst += k;
+                i += k;
+                continue;
+            }
+        }
+
+        /* a control, DEL, or a byte of no valid UTF-8 sequence */
+
+        *dst++ = '\\';
+        *dst++ = 'u';
+        *dst++ = '0';
+        *dst++ = '0';
+        *dst++ = hex[c >> 4];
+        *dst++ = hex[c & 0xf];
+        i++;
+    }
+
+    return dst;
+}
+
+
 const char *
 al_reason_name(al_reason_t reason)
 {

@@ -17,7 +17,12 @@
  *     before the quick paths), and for a usage the strict scanner
  *     refuses, what a JSON reader of RFC 8259 reads (llm_quick_ref.h);
  *   - al_llm_out_json() writes what the byte-by-byte writer wrote, and
- *     al_llm_out_u64() what printf writes, into buffers of every size.
+ *     al_llm_out_u64() what printf writes, into buffers of every size;
+ *   - al_json_escape() writes al_json_escape_len() bytes, of valid UTF-8
+ *     and no control, from which the input's bytes read back (\u00XX as
+ *     byte XX; but for a C1 control, its one escape for two bytes); the
+ *     string cut by al_utf8_cut() at every length is escaped as the
+ *     start of the whole, and never splits a valid sequence.
  */
 
 #include <inttypes.h>
@@ -47,6 +52,7 @@ static void fuzz_out_json(const uint8_t *p, size_t len, char *e, char *y,
     size_t size);
 static void ref_out_json(al_llm_out_t *o, const char *s, size_t n);
 static int ref_utf8_len(const unsigned char *p, size_t n);
+static void fuzz_escape(const uint8_t *p, size_t len);
 
 
 /* the specs of al_llm_usage.c and al_llm_sse.c, and two more shapes */
@@ -128,6 +134,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fuzz_usage(data[0], data + 2, size - 2, data[1]);
     fuzz_out(data + 2, size - 2);
+    fuzz_escape(data + 2, size - 2);
 
     return 0;
 }
@@ -443,8 +450,14 @@ ref_out_json(al_llm_out_t *o, const char *s, size_t n)
         if (c >= 0x80) {
             k = ref_utf8_len(p + i, n - i);
 
-            if (k == 0) {
-                al_llm_out_raw(o, "\\ufffd", 6);
+            if (k == 0 || (k == 2 && c == 0xc2 && p[i + 1] < 0xa0)) {
+                /* an invalid byte, a C1 control: \u00XX */
+                c = (k == 0) ? c : p[i + 1];
+                i += (k == 0) ? 0 : 1;
+                memcpy(esc, "\\u00", 4);
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 0xf];
+                al_llm_out_raw(o, esc, 6);
 
             } else {
                 al_llm_out_raw(o, s + i, (size_t) k);
@@ -511,4 +524,106 @@ ref_utf8_len(const unsigned char *p, size_t n)
     }
 
     return k;
+}
+
+
+static void
+fuzz_escape(const uint8_t *p, size_t len)
+{
+    int             k;
+    size_t   n, i, max, c, o;
+    char    *e, *f;
+
+    n = al_json_escape_len((const char *) p, len);
+    e = malloc(n + 1);
+    f = malloc(n + 1);
+
+    if (e == NULL || f == NULL) {
+        abort();
+    }
+
+    if ((size_t) (al_json_escape(e, (const char *) p, len) - e) != n) {
+        abort();
+    }
+
+    /* valid UTF-8, no control; the bytes read back */
+
+    o = 0;
+
+    for (i = 0; i < n; /* void */) {
+        c = (unsigned char) e[i];
+
+        if (c < 0x20 || c == 0x7f) {
+            abort();
+        }
+
+        if (c >= 0x80) {
+            k = ref_utf8_len((const unsigned char *) e + i, n - i);
+
+            if (k == 0 || o + (size_t) k > len
+                || memcmp(e + i, p + o, (size_t) k) != 0)
+            {
+                abort();
+            }
+
+            i += (size_t) k;
+            o += (size_t) k;
+            continue;
+        }
+
+        if (c == '\\' && e[i + 1] == 'u') {
+            c = (size_t) strtoul((char []) { e[i + 4], e[i + 5], '\0' },
+                                 NULL, 16);
+            i += 6;
+
+            if (c >= 0x80 && c < 0xa0 && p[o] == 0xc2
+                && ref_utf8_len(p + o, len - o) == 2)
+            {
+                o += 2;         /* a C1 control */
+                continue;
+            }
+
+        } else if (c == '\\') {
+            c = (unsigned char) e[i + 1];
+            i += 2;
+
+        } else {
+            i++;
+        }
+
+        if (o >= len || p[o] != c) {
+            abort();
+        }
+
+        o++;
+    }
+
+    if (o != len) {
+        abort();
+    }
+
+    /* a cut at every length: a prefix of the whole, no sequence split */
+
+    for (max = 0; max <= len && max < 64; max++) {
+        i = al_utf8_cut((const char *) p, len, max);
+
+        if (i > max || (max >= len && i != len)) {
+            abort();
+        }
+
+        if (i < max && (p[i] < 0xc2
+                        || i + (size_t) ref_utf8_len(p + i, len - i) <= max))
+        {
+            abort();
+        }
+
+        c = (size_t) (al_json_escape(f, (const char *) p, i) - f);
+
+        if (c > n || memcmp(e, f, c) != 0) {
+            abort();
+        }
+    }
+
+    free(e);
+    free(f);
 }

@@ -800,6 +800,6 @@ test_out(void)
     al_llm_out_json(&o, "plain ascii, 0123456789abcdef!", 30);
     al_llm_out_json(&o, "a\"b\\c\x7f\x01\n\xc3\xa9\xff", 11);
     tap_is_str(buf, "\"plain ascii, 0123456789abcdef!\""
-                    "\"a\\\"b\\\\c\\u007f\\u0001\\n\xc3\xa9\\ufffd\"",
+                    "\"a\\\"b\\\\c\\u007f\\u0001\\n\xc3\xa9\\u00ff\"",
                "al_llm_out_json: plain runs, escapes, UTF-8, invalid");
 }
