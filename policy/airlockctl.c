@@ -65,6 +65,7 @@ typedef struct {
 
 typedef struct {
     const char  *policy;
+    const char  *given;                         /* --policy, as given */
     const char  *key;
     const char  *test;
     const char  *reload;
@@ -148,6 +149,7 @@ static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
 static int al_ctl_sh_status(const char *what, const char *cmd, int status);
 static int al_ctl_install(al_ctl_edit_t *e, const char *candidate);
 static int al_ctl_trusted(const char *path, const struct stat *policy);
+static int al_ctl_path_trusted(const char *path);
 static int al_ctl_again(const char *question);
 
 
@@ -255,7 +257,9 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "replaced policy is kept as FILE.prev for rollback.  On any error\n"
       "FILE is put back as it was, and on a terminal edit offers to\n"
       "reopen the same copy; otherwise the copy is kept and the next edit\n"
-      "resumes it, unless others can write it.  One run at a time holds\n"
+      "resumes it, unless others can write it.  A FILE check refuses for\n"
+      "its path (another user may change it or a directory above) is\n"
+      "refused before the editor runs.  One run at a time holds\n"
       "FILE.lock.  A reload killed by a signal may have reloaded nginx:\n"
       "the new FILE stays, and edit says so.  Exit status: 0 installed\n"
       "(or no changes), 1 refused, 2 usage error, a file that cannot be\n"
@@ -268,7 +272,8 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "replaced, with the same checks, test and reload as edit; the\n"
       "replaced policy becomes FILE.prev, so a second rollback undoes the\n"
       "first.  A FILE.prev that others than FILE's writers can write, or\n"
-      "a symbolic link, is refused.  Exit status: 0 restored, 1 refused,\n"
+      "a symbolic link, is refused, as is a FILE check refuses for its\n"
+      "path.  Exit status: 0 restored, 1 refused,\n"
       "2 usage error, no previous policy or one refused so." },
 
     { "usage", al_ctl_llm_usage,
@@ -2224,6 +2229,8 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
 
     /* a symbolic link is followed: the file nginx reads is replaced */
 
+    e->given = e->policy;
+
     if (realpath(e->policy, e->real) == NULL) {
         al_ctl_err("%s: cannot open: %s\n", e->policy, strerror(errno));
         return 2;
@@ -2262,6 +2269,15 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     if (stat(e->policy, &st) == -1 || !S_ISREG(st.st_mode)) {
         al_ctl_err("%s: cannot open: %s\n", e->policy,
                    errno ? strerror(errno) : "not a regular file");
+        return 2;
+    }
+
+    /*
+     * refused as check and nginx refuse it, before the editor runs or
+     * anything is made in the directory (al_ctl_install() asks again)
+     */
+
+    if (al_ctl_path_trusted(e->given) != 0) {
         return 2;
     }
 
@@ -2769,6 +2785,19 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
         return 2;
     }
 
+    /*
+     * The new file gets the policy's mode, at the policy's path: one
+     * nginx would refuse (any user may write it, or its directory) is
+     * refused now, before anything is renamed.  A --test that does not
+     * run nginx (true) used to install it, and nginx refused it only at
+     * its next reload or start.  Asked again here as the directories
+     * may have changed while the editor ran.
+     */
+
+    if (al_ctl_path_trusted(e->given) != 0) {
+        return 2;
+    }
+
     if (al_ctl_trusted(candidate, &st) != 0) {
         return 2;
     }
@@ -3009,6 +3038,50 @@ al_ctl_trusted(const char *path, const struct stat *policy)
                "alone, or remove it)\n", path, why);
 
     return -1;
+}
+
+
+/*
+ * The policy at path (as given: its links are followed) as check, nginx
+ * and the daemons take it: no user but its writers may change the file
+ * or its path (al_policy_trusted()).  Check's message when not.
+ */
+
+static int
+al_ctl_path_trusted(const char *path)
+{
+    int          fd, rc;
+    char         msg[AL_ERR_MAX + 300];
+    struct stat  st;
+    al_error_t   err;
+
+    /* O_NONBLOCK: a FIFO in place of the policy must not hang us */
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd == -1) {
+        al_ctl_err("%s: cannot open: %s\n", path, strerror(errno));
+        return -1;
+    }
+
+    if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+        al_ctl_err("%s: cannot read: not a regular file\n", path);
+        close(fd);
+        return -1;
+    }
+
+    rc = al_policy_trusted(path, fd, &err);
+
+    close(fd);
+
+    if (rc != 0) {
+        al_error_format(&err, msg, sizeof(msg));
+        al_ctl_err("%s\n", msg);
+        al_ctl_err("airlockctl: nothing installed; the policy is "
+                   "unchanged\n");
+        return -1;
+    }
+
+    return 0;
 }
 
 
