@@ -648,6 +648,13 @@ int al_policy_writable(const char *path, unsigned mode, al_error_t *err);
    followed) is one a user other than root and its writers may change
    (the loaders above check it; airlockctl check too) */
 int al_policy_trusted(const char *path, int fd, al_error_t *err);
+
+/* -1 with err set when a directory of the path of the file open on fd
+   (symbolic links followed) is one a user other than root and the
+   file's writers may change: al_policy_trusted()'s walk, for secret
+   files and keys too; what names the file in the message ("policy") */
+int al_path_trusted(const char *path, int fd, const char *what,
+    al_error_t *err);
 void al_policy_free(al_policy_t *p);
 
 const al_client_t *al_policy_client(const al_policy_t *p, const char *name,

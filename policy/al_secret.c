@@ -56,6 +56,19 @@ static int al_key_parse(const char *path, int secret, const char *buf,
     size_t n, unsigned char *key, al_error_t *err);
 
 
+/*
+ * A secret or private key with another name (a hard link) may not be
+ * the file its path was meant to hold: with fs.protected_hardlinks=0 any
+ * user may link a file of root's (another secret, a key) under a name
+ * they could make, and the owner and mode checks pass; its other names
+ * are in directories no one checked.  A secret has one name.
+ */
+static const char  al_secret_links_why[] =
+    "another name of it may be in a directory another user may write, "
+    "or it may be another file of root's linked there (the owner and mode "
+    "checks pass a link to it where fs.protected_hardlinks is 0); copy it "
+    "to a file of its own";
+
 static const char  al_b64_chars[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -657,6 +670,24 @@ al_key_read(const char *path, int secret, unsigned char *key,
         return -1;
     }
 
+    if (secret && st.st_nlink > 1) {
+        al_error_set(err, path, 0, 0, "private key file has %lu hard "
+                     "links: %s", (unsigned long) st.st_nlink,
+                     al_secret_links_why);
+        (void) close(fd);
+        return -1;
+    }
+
+    /* whoever may change its path may put another key under its name */
+
+    if (al_path_trusted(path, fd, secret ? "private key" : "public key",
+                        err)
+        != 0)
+    {
+        (void) close(fd);
+        return -1;
+    }
+
     n = 0;
 
     while (n < sizeof(buf)) {
@@ -894,13 +925,15 @@ al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
 
 
 /*
- * A file: secret gets the private key's checks.  O_NONBLOCK: a FIFO or a
- * device put in place of the file must not hang the load (nginx -t, a
- * reload); fstat() then refuses anything but a regular file before a byte
- * is read.  A file other users can reach is refused, as a key is: one
- * with group or other mode bits, and one owned by neither root nor the
- * reader.  The reader's own is what systemd makes of a credential for a
- * unit with User= (airlock-alertd's) on a file system without ACLs.
+ * A file: secret gets the private key's checks (one name, a path no
+ * other user may change, as the policy's: al_path_trusted()).
+ * O_NONBLOCK: a FIFO or a device put in place of the file must not hang
+ * the load (nginx -t, a reload); fstat() then refuses anything but a
+ * regular file before a byte is read.  A file other users can reach is
+ * refused, as a key is: one with group or other mode bits, and one owned
+ * by neither root nor the reader.  The reader's own is what systemd
+ * makes of a credential for a unit with User= (airlock-alertd's) on a
+ * file system without ACLs.
  */
 
 int
@@ -910,6 +943,7 @@ al_secret_read_file(const char *path, size_t max, unsigned char **out,
     int             fd;
     size_t          len;
     ssize_t         n;
+    al_error_t      err;
     struct stat     st;
     unsigned char  *buf;
 
@@ -960,6 +994,24 @@ al_secret_read_file(const char *path, size_t max, unsigned char **out,
                  "user reading it (uid %lu): its owner can read and replace "
                  "it; chown root it", path, (unsigned long) st.st_uid,
                  (unsigned long) geteuid());
+        (void) close(fd);
+        return -1;
+    }
+
+    if (st.st_nlink > 1) {
+        snprintf(why, whylen, "%s has %lu hard links: %s", path,
+                 (unsigned long) st.st_nlink, al_secret_links_why);
+        (void) close(fd);
+        return -1;
+    }
+
+    /*
+     * whoever may change its path may put another file under its name
+     * between airlockctl check and the reload (al_path_trusted())
+     */
+
+    if (al_path_trusted(path, fd, "secret file", &err) != 0) {
+        (void) al_error_format(&err, why, whylen);
         (void) close(fd);
         return -1;
     }

@@ -15,6 +15,10 @@
  * the entry looked up there must then be owned by root or the file's
  * owner.  The walk ends on the file that was opened (device and inode),
  * or the policy is refused as changed while it was checked.
+ *
+ * A file: secret and the keys are held to the same walk
+ * (al_path_trusted(), from al_secret.c): whoever could put another file
+ * under their name chooses the credential sent, or the key sealed to.
  */
 
 #include <errno.h>
@@ -33,6 +37,7 @@
 
 typedef struct {
     const char    *path;        /* as given, for the messages */
+    const char    *what;        /* "policy", "secret file", ... */
     uid_t          owner;
     gid_t          group;
     int            group_writes;
@@ -49,6 +54,30 @@ static int al_trust_entry(al_trust_t *t, const char *dir,
 int
 al_policy_trusted(const char *path, int fd, al_error_t *err)
 {
+    struct stat  st;
+
+    if (fstat(fd, &st) == -1) {
+        al_error_set(err, path, 0, 0, "cannot stat: %s", strerror(errno));
+        return -1;
+    }
+
+    if (al_policy_writable(path, (unsigned) st.st_mode, err) != 0) {
+        return -1;
+    }
+
+    return al_path_trusted(path, fd, "policy", err);
+}
+
+
+/*
+ * The walk, for any file whose writers are root, its owner and, when it
+ * gives its group write, that group: the policy, a secret file, a key.
+ * what names the file in the messages.
+ */
+
+int
+al_path_trusted(const char *path, int fd, const char *what, al_error_t *err)
+{
     int          sticky, links;
     char         done[PATH_MAX], todo[PATH_MAX], link[PATH_MAX];
     char         next[PATH_MAX], *name, *rest;
@@ -63,11 +92,8 @@ al_policy_trusted(const char *path, int fd, al_error_t *err)
         return -1;
     }
 
-    if (al_policy_writable(path, (unsigned) fst.st_mode, err) != 0) {
-        return -1;
-    }
-
     t.path = path;
+    t.what = what;
     t.owner = fst.st_uid;
     t.group = fst.st_gid;
     t.group_writes = (fst.st_mode & S_IWGRP) != 0;
@@ -81,7 +107,7 @@ al_policy_trusted(const char *path, int fd, al_error_t *err)
     } else {
         if (getcwd(done, sizeof(done)) == NULL) {
             al_error_set(err, path, 0, 0, "cannot get the working "
-                         "directory to check the policy's path: %s",
+                         "directory to check the %s's path: %s", what,
                          strerror(errno));
             return -1;
         }
@@ -236,7 +262,7 @@ al_policy_trusted(const char *path, int fd, al_error_t *err)
 
 
 /*
- * A directory a name of the policy's path is looked up in: whoever may
+ * A directory a name of the file's path is looked up in: whoever may
  * write it may put another file under that name.
  */
 
@@ -251,10 +277,10 @@ al_trust_dir(al_trust_t *t, const char *dir, const struct stat *st,
 
     if (st->st_uid != 0 && st->st_uid != t->owner) {
         al_error_set(t->err, t->path, 0, 0, "the directory %s is owned by "
-                     "uid %lu, neither root nor the policy's owner (uid "
-                     "%lu): its owner can replace the policy there; "
+                     "uid %lu, neither root nor the %s's owner (uid "
+                     "%lu): its owner can replace the %s there; "
                      "chown root it", dir, (unsigned long) st->st_uid,
-                     (unsigned long) t->owner);
+                     t->what, (unsigned long) t->owner, t->what);
         return -1;
     }
 
@@ -266,16 +292,16 @@ al_trust_dir(al_trust_t *t, const char *dir, const struct stat *st,
 
     if (mode & S_IWOTH) {
         al_error_set(t->err, t->path, 0, 0, "any user can write the "
-                     "directory %s (mode %04o), and replace the policy "
-                     "there; chmod o-w it", dir, mode);
+                     "directory %s (mode %04o), and replace the %s "
+                     "there; chmod o-w it", dir, mode, t->what);
         return -1;
     }
 
     if ((mode & S_IWGRP) && !(t->group_writes && st->st_gid == t->group)) {
         al_error_set(t->err, t->path, 0, 0, "group %lu can write the "
-                     "directory %s (mode %04o), and replace the policy, "
+                     "directory %s (mode %04o), and replace the %s, "
                      "which it may not write; chmod g-w it",
-                     (unsigned long) st->st_gid, dir, mode);
+                     (unsigned long) st->st_gid, dir, mode, t->what);
         return -1;
     }
 
@@ -298,8 +324,8 @@ al_trust_entry(al_trust_t *t, const char *dir, const char *name,
 
     al_error_set(t->err, t->path, 0, 0, "%s, in the sticky directory %s "
                  "others may write, is owned by uid %lu, neither root nor "
-                 "the policy's owner (uid %lu): its owner can replace it",
-                 name, dir, (unsigned long) st->st_uid,
+                 "the %s's owner (uid %lu): its owner can replace it",
+                 name, dir, (unsigned long) st->st_uid, t->what,
                  (unsigned long) t->owner);
 
     return -1;
