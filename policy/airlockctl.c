@@ -149,7 +149,7 @@ static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
 static int al_ctl_sh_status(const char *what, const char *cmd, int status);
 static int al_ctl_install(al_ctl_edit_t *e, const char *candidate);
 static int al_ctl_trusted(const char *path, const struct stat *policy);
-static int al_ctl_path_trusted(const char *path);
+static int al_ctl_path_trusted(const char *path, const char *real);
 static int al_ctl_again(const char *question);
 
 
@@ -2277,7 +2277,7 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
      * anything is made in the directory (al_ctl_install() asks again)
      */
 
-    if (al_ctl_path_trusted(e->given) != 0) {
+    if (al_ctl_path_trusted(e->given, e->policy) != 0) {
         return 2;
     }
 
@@ -2794,7 +2794,7 @@ al_ctl_install(al_ctl_edit_t *e, const char *candidate)
      * may have changed while the editor ran.
      */
 
-    if (al_ctl_path_trusted(e->given) != 0) {
+    if (al_ctl_path_trusted(e->given, e->policy) != 0) {
         return 2;
     }
 
@@ -3044,15 +3044,18 @@ al_ctl_trusted(const char *path, const struct stat *policy)
 /*
  * The policy at path (as given: its links are followed) as check, nginx
  * and the daemons take it: no user but its writers may change the file
- * or its path (al_policy_trusted()).  Check's message when not.
+ * or its path (al_policy_trusted()).  Check's message when not.  It
+ * must still be the file real, the one installed over: a link
+ * retargeted while the editor ran would otherwise be checked, and
+ * another file replaced.
  */
 
 static int
-al_ctl_path_trusted(const char *path)
+al_ctl_path_trusted(const char *path, const char *real)
 {
     int          fd, rc;
     char         msg[AL_ERR_MAX + 300];
-    struct stat  st;
+    struct stat  st, rst;
     al_error_t   err;
 
     /* O_NONBLOCK: a FIFO in place of the policy must not hang us */
@@ -3065,6 +3068,16 @@ al_ctl_path_trusted(const char *path)
 
     if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
         al_ctl_err("%s: cannot read: not a regular file\n", path);
+        close(fd);
+        return -1;
+    }
+
+    if (stat(real, &rst) == -1 || rst.st_dev != st.st_dev
+        || rst.st_ino != st.st_ino)
+    {
+        al_ctl_err("airlockctl: %s no longer leads to %s, the policy this "
+                   "run replaces; nothing installed, the policy is "
+                   "unchanged: run it again\n", path, real);
         close(fd);
         return -1;
     }
