@@ -405,12 +405,15 @@ ag_usage(FILE *f)
 "                       none: every peer is its uid\n"
 "  --random-session-ids a question makes no session: a new one is the\n"
 "                       agent's to make (POST /v1/sessions: an id of its\n"
-"                       128 random bits, for the asker), and a question\n"
-"                       in one not stored is 404, as for another's, so\n"
-"                       no one takes an id someone chose first; root's\n"
-"                       not\n"
+"                       128 random bits and their MAC for the asker,\n"
+"                       nothing stored until its first question, the\n"
+"                       key airlock:session:!key, shared by the agents\n"
+"                       on that Redis), and a question in one not\n"
+"                       stored is 404, as for another's, so no one\n"
+"                       takes an id someone chose first; root's not\n"
 "sessions are their first asker's, by the peer's uid (SO_PEERCRED) or\n"
-"the --api-peer's X-Airlock-User; to others but root they do not exist\n"
+"the --api-peer's X-Airlock-User; to others but root they do not exist;\n"
+"an id POST /v1/sessions made is its asker's alone, to root too\n"
 "\n"
 "a value is refused whole, never cut: empty, too long, or with a control\n"
 "character (--system may hold newlines and tabs).  Exit status 2: a bad\n"
@@ -1645,7 +1648,7 @@ static void
 ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req)
 {
-    int              damaged, rc;
+    int              damaged, rc, made;
     char             err[256], lock[AG_BOUNDARY_LEN + 1 + AG_OWNER_MAX];
     pid_t            keeper;
     json_t          *body, *prompt;
@@ -1701,11 +1704,29 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     }
 
     /*
+     * An id of the agent's (POST /v1/sessions) is its asker's by its
+     * tag: one whose tag is another's (or forged) is refused here, for
+     * all but root before anything of the session is read, so the
+     * answer and its time are the same whether it is stored or not, and
+     * it never takes the lock its owner's question would wait on.
+     */
+    made = ag_session_made(run.redis, session, peer->owner, err,
+                           sizeof(err));
+    if (made == -1) {
+        ag_respond_error(fd, 503, "redis", err);
+        redisFree(run.redis);
+        json_decref(body);
+        return;
+    }
+
+    /*
      * Another's session is refused before its lock is taken: taken first,
      * a question in it held the lock for the time of a read of the
      * session, and its owner's questions meanwhile were refused busy.
      */
-    if (ag_session_foreign(run.redis, session, peer)) {
+    if ((made == 2 && !peer->admin)
+        || ag_session_foreign(run.redis, session, peer))
+    {
         ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         redisFree(run.redis);
         json_decref(body);
@@ -1762,16 +1783,19 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     }
 
     /*
-     * --random-session-ids: a question makes no session; one not stored
-     * is 404, whatever its id.  A new session is the agent's to make
-     * (POST /v1/sessions: an id of its 128 random bits, stored for its
-     * asker at once), so no id can be taken first: one a person chose
-     * could be, by any asker, and then it was theirs, and so could one
-     * of the CLI's form picked by hand ("0000...").  The answer is
-     * another's session's, word for word, so it tells nothing of
-     * whether one is stored under that id.
+     * --random-session-ids: a question makes no session but in an id of
+     * the agent's for its asker (POST /v1/sessions: a nonce of 128
+     * random bits and its tag); another not stored is 404, whatever its
+     * id, so no id can be taken first: one a person chose could be, by
+     * any asker, and then it was theirs, and so could one of the CLI's
+     * form picked by hand ("0000...").  An id of the agent's form whose
+     * tag is not the asker's is 404 with or without the option, to
+     * root too.  The answer is another's session's, word for word, so
+     * it tells nothing of whether one is stored under that id.
      */
-    if (conf->random_ids && !peer->admin && run.loaded == NULL) {
+    if (run.loaded == NULL
+        && (made == 2 || (conf->random_ids && !peer->admin && made != 1)))
+    {
         ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         ag_session_unlock(run.redis, session, lock);
         redisFree(run.redis);
@@ -1876,18 +1900,19 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 
 /*
  * POST /v1/sessions: a new session of the asker's, under an id of the
- * agent's (ag_session_new()), stored now with no question: {"id": ID},
- * 201, kept AG_NEW_SESSION_TTL (or --session-ttl, if less) until its
- * first question stores it.  With --random-session-ids no other
- * session is made (a question in one not stored is 404), so an id
- * someone chose, by hand or not, can never be taken first by another
- * asker.
+ * agent's (ag_session_new(): a nonce and its MAC for the asker), {"id":
+ * ID}, 201.  Nothing is stored until its first question: the id is the
+ * asker's by its tag alone (ag_session_made()), so a caller asking for
+ * ids in a loop fills nothing (each used to be stored, kept an hour).
+ * With --random-session-ids no other session is made (a question in one
+ * not stored is 404), so an id someone chose, by hand or not, can never
+ * be taken first by another asker.
  */
 
 static void
 ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer)
 {
-    char           err[256], id[AG_BOUNDARY_LEN + 1], *text;
+    char           err[256], id[AG_NEW_ID_LEN + 1], *text;
     json_t        *j;
     redisContext  *c;
 
@@ -1897,12 +1922,7 @@ ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer)
         return;
     }
 
-    if (ag_session_new(c, peer->owner,
-                       conf->session_ttl < AG_NEW_SESSION_TTL
-                       ? conf->session_ttl : AG_NEW_SESSION_TTL,
-                       id, err, sizeof(err))
-        != 0)
-    {
+    if (ag_session_new(c, peer->owner, id, err, sizeof(err)) != 0) {
         redisFree(c);
         ag_respond_error(fd, 503, "redis", err);
         return;

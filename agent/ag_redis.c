@@ -7,6 +7,9 @@
  *                               every question; "owner" is "uid:N" or
  *                               "api:NAME" (agent.h), none in a session
  *                               stored before owners were
+ *   airlock:session:!key        the session key, 64 of 0-9 a-f, no TTL:
+ *                               the MAC key of the ids the agent makes
+ *                               (ag_session_new()), the first agent's
  *   airlock:session:<id>:lock   "<run> <owner>": the run that holds the
  *                               session, while it runs, and who asked
  *                               (SET NX EX, renewed by its keeper); only
@@ -40,6 +43,8 @@
 #include <sys/select.h>
 #include <sys/wait.h>
 
+#include <sodium.h>
+
 #include "agent.h"
 #include "ar_auth.h"
 #include "ar_reply.h"
@@ -52,6 +57,8 @@
 #define AG_FIND_ROUNDS   4096   /* HSCAN rounds of a look for one job's
                                    record, at most (of 1024 each) */
 #define AG_REDIS_PORT    6379   /* "[IPV6]" without a port */
+#define AG_SESSION_KEY   "airlock:session:!key"  /* ag_session_key() */
+#define AG_SESSION_KEY_LEN  32  /* bytes */
 
 
 /* a string of a question's that may be cut for the session to fit */
@@ -78,6 +85,10 @@ static int ag_job_find(ag_run_t *run, const char *record, char *entry,
 static void ag_session_keeper(ag_conf_t *conf, const char *id,
     const char *owner, pid_t run);
 static char *ag_session_text(json_t *session, char *err, size_t size);
+static int ag_session_key(redisContext *c, unsigned char *key, char *err,
+    size_t size);
+static void ag_session_tag(const unsigned char *key, const char *owner,
+    const char *nonce, char *tag);
 static char *ag_session_fit(json_t *session, size_t first, size_t *len);
 static size_t ag_session_cut(json_t *session, size_t first, size_t over);
 static void ag_string_add(ag_string_t *s, size_t *n, json_t *obj,
@@ -860,58 +871,158 @@ ag_session_lock(redisContext *c, const char *id, const char *owner,
 
 
 /*
- * A new session for owner, under an id of the agent's (128 random bits,
- * 32 of 0-9 a-f, into id): stored with no question yet, so that it is
- * owner's from now on, whoever asks in it first.  0, or -1 (err set).
+ * A new session's id for owner, into id (AG_NEW_ID_LEN of 0-9 a-f): a
+ * nonce of 128 random bits, then its tag, a MAC of owner and the nonce
+ * under the session key (ag_session_key()).  Nothing is stored: the id
+ * is owner's by its tag alone until its first question stores the
+ * session, so asking for ids in a loop fills nothing.  0, or -1 (err
+ * set: Redis failed).
  */
 
 int
-ag_session_new(redisContext *c, const char *owner, long ttl, char *id,
-    char *err, size_t size)
+ag_session_new(redisContext *c, const char *owner, char *id, char *err,
+    size_t size)
 {
-    int          tries;
-    char        *text;
-    json_t      *s;
-    redisReply  *r;
+    unsigned char  key[AG_SESSION_KEY_LEN];
 
-    for (tries = 0; tries < 4; tries++) {
-        if (ag_random_hex(id, AG_BOUNDARY_LEN) != 0) {
-            snprintf(err, size, "no random bytes");
-            return -1;
-        }
-
-        s = json_pack("{s:s, s:s, s:[], s:[]}", "id", id, "owner", owner,
-                      "messages", "runs");
-        text = (s != NULL) ? json_dumps(s, JSON_COMPACT) : NULL;
-        json_decref(s);
-
-        if (text == NULL) {
-            snprintf(err, size, "out of memory");
-            return -1;
-        }
-
-        r = redisCommand(c, "SET airlock:session:%s %s NX EX %ld", id, text,
-                         ttl);
-        free(text);
-
-        if (r != NULL && r->type == REDIS_REPLY_STATUS) {
-            freeReplyObject(r);
-            return 0;
-        }
-
-        if (r == NULL || r->type != REDIS_REPLY_NIL) {
-            snprintf(err, size, "redis SET: %s",
-                     r != NULL && r->str != NULL ? r->str : c->errstr);
-            freeReplyObject(r);
-            return -1;
-        }
-
-        /* taken: 128 random bits met another's; another draw */
-        freeReplyObject(r);
+    if (ag_session_key(c, key, err, size) != 0) {
+        return -1;
     }
 
-    snprintf(err, size, "no free session id in %d draws", tries);
-    return -1;
+    if (ag_random_hex(id, AG_BOUNDARY_LEN) != 0) {
+        sodium_memzero(key, sizeof(key));
+        snprintf(err, size, "no random bytes");
+        return -1;
+    }
+
+    ag_session_tag(key, owner, id, id + AG_BOUNDARY_LEN);
+    sodium_memzero(key, sizeof(key));
+
+    return 0;
+}
+
+
+/*
+ * Whether id is one of the agent's (ag_session_new()), for owner: 1 it
+ * is, 0 it is not of their form (any other id), 2 it is of their form
+ * but its tag is not owner's (another's, or forged), -1 Redis failed
+ * (err set).  The tags are compared in constant time.
+ */
+
+int
+ag_session_made(redisContext *c, const char *id, const char *owner,
+    char *err, size_t size)
+{
+    int            ok;
+    size_t         i;
+    unsigned char  key[AG_SESSION_KEY_LEN];
+    char           tag[AG_BOUNDARY_LEN + 1];
+
+    if (strlen(id) != AG_NEW_ID_LEN) {
+        return 0;
+    }
+
+    for (i = 0; i < AG_NEW_ID_LEN; i++) {
+        if (!((id[i] >= '0' && id[i] <= '9')
+              || (id[i] >= 'a' && id[i] <= 'f')))
+        {
+            return 0;
+        }
+    }
+
+    if (ag_session_key(c, key, err, size) != 0) {
+        return -1;
+    }
+
+    ag_session_tag(key, owner, id, tag);
+    sodium_memzero(key, sizeof(key));
+
+    ok = sodium_memcmp(tag, id + AG_BOUNDARY_LEN, AG_BOUNDARY_LEN) == 0;
+
+    return ok ? 1 : 2;
+}
+
+
+/*
+ * The session key, AG_SESSION_KEY_LEN bytes, from Redis: every agent
+ * that shares the Redis shares it, and it outlives their restarts.  The
+ * first to look makes it (random, SET where there is none, in one
+ * script: two agents that start together agree on one).  Its name is
+ * among the sessions' keys (the agent's Redis user reaches no others)
+ * but is no session's: no id has a '!'.  0, or -1 (err set).
+ */
+
+static int
+ag_session_key(redisContext *c, unsigned char *key, char *err,
+    size_t size)
+{
+    int          rc;
+    size_t       len;
+    char         fresh[2 * AG_SESSION_KEY_LEN + 1];
+    redisReply  *r;
+
+    if (sodium_init() < 0
+        || ag_random_hex(fresh, 2 * AG_SESSION_KEY_LEN) != 0)
+    {
+        snprintf(err, size, "no random bytes");
+        return -1;
+    }
+
+    r = redisCommand(c, "EVAL %s 1 %s %s",
+                     "local k = redis.call('get', KEYS[1]) "
+                     "if k then return k end "
+                     "redis.call('set', KEYS[1], ARGV[1]) "
+                     "return ARGV[1]",
+                     AG_SESSION_KEY, fresh);
+
+    sodium_memzero(fresh, sizeof(fresh));
+
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        snprintf(err, size, "redis GET %s: %s", AG_SESSION_KEY,
+                 r != NULL && r->str != NULL ? r->str : c->errstr);
+        freeReplyObject(r);
+        return -1;
+    }
+
+    rc = sodium_hex2bin(key, AG_SESSION_KEY_LEN, r->str, r->len, NULL,
+                        &len, NULL);
+
+    freeReplyObject(r);
+
+    if (rc != 0 || len != AG_SESSION_KEY_LEN) {
+        sodium_memzero(key, AG_SESSION_KEY_LEN);
+        snprintf(err, size, "the session key %s is damaged (not %d of "
+                 "0-9 a-f): delete it, and the agent makes another (the "
+                 "new sessions not yet asked in are lost)", AG_SESSION_KEY,
+                 2 * AG_SESSION_KEY_LEN);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* the tag of nonce (AG_BOUNDARY_LEN of hex) for owner, as hex, into tag */
+
+static void
+ag_session_tag(const unsigned char *key, const char *owner,
+    const char *nonce, char *tag)
+{
+    unsigned char             mac[AG_BOUNDARY_LEN / 2];
+    crypto_generichash_state  st;
+    static const char         what[] = "airlock-agent session id";
+
+    crypto_generichash_init(&st, key, AG_SESSION_KEY_LEN, sizeof(mac));
+    crypto_generichash_update(&st, (const unsigned char *) what,
+                              sizeof(what));
+    crypto_generichash_update(&st, (const unsigned char *) owner,
+                              strlen(owner) + 1);
+    crypto_generichash_update(&st, (const unsigned char *) nonce,
+                              AG_BOUNDARY_LEN);
+    crypto_generichash_final(&st, mac, sizeof(mac));
+
+    sodium_bin2hex(tag, AG_BOUNDARY_LEN + 1, mac, sizeof(mac));
+    sodium_memzero(&st, sizeof(st));
 }
 
 

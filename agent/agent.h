@@ -72,10 +72,8 @@
 #define AG_JOB_WALL_MIN      100            /* ms: a job's wall time, at
                                                least (the worker refuses
                                                less: AW_MIN_WALL_MS) */
-#define AG_NEW_SESSION_TTL   3600           /* s: a new session's, until
-                                               its first question (one
-                                               asked for, never used, is
-                                               not kept a day) */
+#define AG_NEW_ID_LEN        (2 * AG_BOUNDARY_LEN)  /* a new session's
+                                               id: nonce and tag */
 #define AG_LOCK_TTL          30             /* s: a session lock's lease */
 #define AG_LOCK_KEEP_MS      1000           /* how often it is renewed */
 
@@ -224,7 +222,9 @@ int ag_session_store(redisContext *c, const char *id, const char *owner,
     char *err, size_t size);
 int ag_session_owner(redisContext *c, const char *id, char *owner,
     size_t size);
-int ag_session_new(redisContext *c, const char *owner, long ttl, char *id,
+int ag_session_new(redisContext *c, const char *owner, char *id, char *err,
+    size_t size);
+int ag_session_made(redisContext *c, const char *id, const char *owner,
     char *err, size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,
     long ttl, char *err, size_t size);

@@ -139,9 +139,9 @@ airlock_usage(FILE *f)
 "                  http or https, no '?', '#' or space; sent to no proxy,\n"
 "                  whatever http_proxy, HTTPS_PROXY, ALL_PROXY say\n"
 "  --session ID    continue a session of yours (a new one otherwise:\n"
-"                  the agent gives its id, 128 random bits, and makes it\n"
-"                  yours; the appliance's agent makes sessions no other\n"
-"                  way); another's is no such session\n"
+"                  the agent gives its id, 128 random bits and their\n"
+"                  tag, yours alone; the appliance's agent makes\n"
+"                  sessions no other way); another's is no such session\n"
 "  --json          print the raw events, one JSON object a line\n"
 "\n"
 "an empty variable counts as unset; TEXT is UTF-8, up to 65536 bytes\n"
@@ -278,7 +278,7 @@ static int
 airlock_ask(int argc, char **argv)
 {
     int                 json, i, rc;
-    char                sid[33], path[256], full[1024], *body;
+    char                sid[AG_ID_MAX + 1], path[256], full[1024], *body;
     long                status;
     CURL               *curl;
     CURLcode            cc;
@@ -589,8 +589,9 @@ airlock_session_ok(const char *id)
 
 
 /*
- * A new session's id from the agent (POST /v1/sessions: one of its 128
- * random bits, the asker's from then on) into sid: 0, 1 when the agent
+ * A new session's id from the agent (POST /v1/sessions: 128 random bits
+ * and their tag, 64 of 0-9 a-f, the asker's alone) into sid, of
+ * AG_ID_MAX + 1 bytes: 0, 1 when the agent
  * has no such request (an older one: 404 not_found), -1 when it failed
  * (said on stderr).  An id the CLI drew itself could be drawn by hand
  * too, and taken first by another asker; an agent with

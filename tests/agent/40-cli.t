@@ -84,9 +84,9 @@ $a->script({ tool_calls => [ { name => 'logs', arguments => {
                params => { service => 'api' } } } ] });
 ($rc, $out, $err) = run_cli('ask', @sock, 'try');
 is($rc, 3, 'stopped by a limit: exit 3');
-like($err, qr/^session [0-9a-f]{32}$/m,
-     'no --session: a new one, 128 random bits (its id is all that keeps '
-     . 'others out of it)');
+like($err, qr/^session [0-9a-f]{64}$/m,
+     'no --session: a new one, 128 random bits and their tag (the '
+     . 'agent\'s, for its asker)');
 like($err, qr/DENIED 403 \(query\)/, 'the denial shown');
 like($err, qr/stopped: the steps limit \(2, at most 2\)/, 'the limit shown');
 
