@@ -77,6 +77,8 @@ static long ag_reap(long children);
 static void ag_refuse(int fd, long max);
 static void ag_serve(ag_conf_t *conf, int fd);
 static int ag_read_request(int fd, ag_request_t *req, const char **why);
+static int ag_request_line(const char *line, ag_request_t *req);
+static int ag_content_length(const char *v, size_t *clen);
 static ssize_t ag_read_until(int fd, char *buf, size_t len,
     int64_t deadline);
 static void ag_respond(int fd, int status, const char *ctype,
@@ -1202,9 +1204,9 @@ static int
 ag_read_request(int fd, ag_request_t *req, const char **why)
 {
     char     *end, *line, *h, *v, *q;
-    size_t    hlen, clen, want, ulen;
+    size_t    hlen, clen, want, ulen, from;
     ssize_t   n;
-    int       chunked;
+    int       chunked, have_clen;
     int64_t   deadline;
 
     memset(req, 0, sizeof(*req));
@@ -1235,9 +1237,22 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
             return -1;
         }
 
+        /*
+         * What is new, and the 3 bytes before it: the whole of it each
+         * time was quadratic in a header sent a byte at a time, and
+         * strstr() stopped at a NUL, so a header with one never ended
+         * (its connection held for its 30 s)
+         */
+        from = (req->len > 3) ? req->len - 3 : 0;
         req->len += n;
         req->buf[req->len] = '\0';
-        end = strstr(req->buf, "\r\n\r\n");
+        end = memmem(req->buf + from, req->len - from, "\r\n\r\n", 4);
+    }
+
+    /* every string function below would stop at one */
+    if (memchr(req->buf, '\0', end - req->buf) != NULL) {
+        *why = "a NUL in the request header";
+        return -1;
     }
 
     *end = '\0';
@@ -1250,8 +1265,10 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
         h += 2;
     }
 
-    if (sscanf(line, "%15s %511s HTTP/1.%*c", req->method, req->path) != 2) {
-        *why = "bad request line";
+    if (ag_request_line(line, req) != 0) {
+        *why = "bad request line: METHOD TARGET HTTP/1.1 (or 1.0), one "
+               "space between, a method of 1 to 15 bytes, a target of 1 "
+               "to 511";
         return -1;
     }
 
@@ -1262,6 +1279,7 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
 
     clen = 0;
     chunked = 0;
+    have_clen = 0;
 
     while (h != NULL && *h != '\0') {
         line = h;
@@ -1280,7 +1298,14 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
         v += strspn(v, " \t");
 
         if (strcasecmp(line, "Content-Length") == 0) {
-            clen = strtoul(v, NULL, 10);
+
+            /* one, digits alone: two could frame two bodies */
+            if (have_clen || ag_content_length(v, &clen) != 0) {
+                *why = "Content-Length is one header, digits alone";
+                return -1;
+            }
+            have_clen = 1;
+
         } else if (strcasecmp(line, "Transfer-Encoding") == 0) {
             chunked = 1;
 
@@ -1329,6 +1354,79 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
     req->buf[want] = '\0';
     req->body = req->buf + hlen;
     req->body_len = clen;
+
+    return 0;
+}
+
+
+/*
+ * "METHOD TARGET HTTP/1.1" (or 1.0) into req: one space between, the
+ * method 1 to 15 bytes, the target 1 to 511, nothing after.  0, or -1.
+ * Never cut to fit: sscanf()'s widths cut a long target to a shorter
+ * one, served as that, and took a line with no version, or more after.
+ */
+
+static int
+ag_request_line(const char *line, ag_request_t *req)
+{
+    size_t       mlen, plen;
+    const char  *target, *version;
+
+    mlen = strcspn(line, " ");
+    target = line + mlen;
+
+    if (mlen == 0 || mlen >= sizeof(req->method) || *target != ' ') {
+        return -1;
+    }
+
+    target++;
+    plen = strcspn(target, " ");
+    version = target + plen;
+
+    if (plen == 0 || plen >= sizeof(req->path) || *version != ' ') {
+        return -1;
+    }
+
+    version++;
+
+    if (strcmp(version, "HTTP/1.1") != 0
+        && strcmp(version, "HTTP/1.0") != 0)
+    {
+        return -1;
+    }
+
+    memcpy(req->method, line, mlen);
+    req->method[mlen] = '\0';
+    memcpy(req->path, target, plen);
+    req->path[plen] = '\0';
+
+    return 0;
+}
+
+
+/*
+ * A Content-Length value (its leading blanks already skipped): digits,
+ * then blanks alone; one over AG_REQUEST_MAX is read as some number
+ * over it, never wrapped.  0, or -1.
+ */
+
+static int
+ag_content_length(const char *v, size_t *clen)
+{
+    size_t  n, digits;
+
+    n = 0;
+
+    for (digits = 0; v[digits] >= '0' && v[digits] <= '9'; digits++) {
+        /* past the bound it stays past it: "request body too large" */
+        n = (n > AG_REQUEST_MAX) ? n : n * 10 + (v[digits] - '0');
+    }
+
+    if (digits == 0 || v[digits + strspn(v + digits, " \t")] != '\0') {
+        return -1;
+    }
+
+    *clen = n;
 
     return 0;
 }
