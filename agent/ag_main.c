@@ -2,9 +2,12 @@
  * airlock-agent: options, the unix-socket HTTP server, and the two
  * endpoints.  One process per connection (forked): a run holds nothing
  * another run needs, and whatever a run does, it cannot take the server
- * down with it.  At most --max-connections of them at once: a connection
- * past that gets 503 from the server itself, and a process is counted
- * until it is reaped.
+ * down with it.  At most --max-connections of them at once, and
+ * --max-user-connections of one peer uid's (but root's and the
+ * --api-peer's): a connection past that gets 503 from the server
+ * itself, and a process is counted until it is reaped.  Otherwise one
+ * local user who opened them all, again as each ran out its 30 s, kept
+ * every other out.
  *
  * Who asks is the socket's peer, as the kernel tells it (SO_PEERCRED):
  * its uid, or for --api-peer (nginx's workers, which publish the socket
@@ -56,6 +59,13 @@
 volatile sig_atomic_t  ag_stopping;
 
 
+/* a connection's process, and its peer's uid */
+typedef struct {
+    pid_t            pid;
+    uid_t            uid;
+} ag_child_t;
+
+
 typedef struct {
     char            *buf;
     size_t           len;
@@ -73,8 +83,10 @@ static int ag_load_tools(ag_conf_t *conf);
 static int ag_listen(const ag_conf_t *conf);
 static void ag_sigchld(int signo);
 static void ag_sigterm(int signo);
-static long ag_reap(long children);
-static void ag_refuse(int fd, long max);
+static long ag_reap(ag_child_t *kids, long children);
+static long ag_user_children(const ag_conf_t *conf, const ag_child_t *kids,
+    long children, int fd, uid_t *uid);
+static void ag_refuse(int fd, const char *msg);
 static void ag_serve(ag_conf_t *conf, int fd);
 static int ag_read_request(int fd, ag_request_t *req, const char **why);
 static int ag_request_line(const char *line, ag_request_t *req);
@@ -136,6 +148,7 @@ static const struct option  ag_options[] = {
     { "session-ttl",     required_argument, NULL, 7 },
     { "history-bytes",   required_argument, NULL, 8 },
     { "max-connections", required_argument, NULL, 9 },
+    { "max-user-connections", required_argument, NULL, 12 },
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
     { "api-peer",        required_argument, NULL, 'A' },
@@ -151,8 +164,11 @@ int
 main(int argc, char **argv)
 {
     int                 lfd, cfd, full;
-    long                children;
+    long                children, mine;
+    char                msg[200];
+    uid_t               uid;
     pid_t               pid;
+    ag_child_t         *kids;
     sigset_t            chld, unblocked;
     ag_conf_t           conf;
     struct pollfd       pfd;
@@ -190,6 +206,12 @@ main(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &chld, &unblocked);
     sigdelset(&unblocked, SIGCHLD);
 
+    kids = calloc(conf.max_connections, sizeof(ag_child_t));
+    if (kids == NULL) {
+        fprintf(stderr, "airlock-agent: out of memory\n");
+        return 1;
+    }
+
     lfd = ag_listen(&conf);
     if (lfd == -1) {
         return 1;
@@ -208,7 +230,7 @@ main(int argc, char **argv)
     pfd.events = POLLIN;
 
     for ( ;; ) {
-        children = ag_reap(children);
+        children = ag_reap(kids, children);
 
         if (ppoll(&pfd, 1, NULL, &unblocked) == -1) {
             if (errno != EINTR) {
@@ -231,7 +253,7 @@ main(int argc, char **argv)
             continue;
         }
 
-        children = ag_reap(children);
+        children = ag_reap(kids, children);
 
         if (children >= conf.max_connections) {
             if (!full) {
@@ -240,12 +262,27 @@ main(int argc, char **argv)
                         children);
                 full = 1;
             }
-            ag_refuse(cfd, conf.max_connections);
+            snprintf(msg, sizeof(msg), "the agent serves %ld connections "
+                     "at once (--max-connections), all busy: try again "
+                     "later", conf.max_connections);
+            ag_refuse(cfd, msg);
             close(cfd);
             continue;
         }
 
         full = 0;
+
+        mine = ag_user_children(&conf, kids, children, cfd, &uid);
+
+        if (mine >= conf.max_user_connections) {
+            snprintf(msg, sizeof(msg), "you have %ld connections to the "
+                     "agent at once, the most one user may have "
+                     "(--max-user-connections): try again once one ends",
+                     mine);
+            ag_refuse(cfd, msg);
+            close(cfd);
+            continue;
+        }
 
         pid = fork();
 
@@ -274,6 +311,8 @@ main(int argc, char **argv)
             ag_respond_error(cfd, 503, "busy", "cannot start a run now");
 
         } else {
+            kids[children].pid = pid;
+            kids[children].uid = uid;
             children++;
         }
 
@@ -302,16 +341,69 @@ ag_sigterm(int signo)
 }
 
 
-/* children, less those that have exited (reaped now) */
+/* children, less those that have exited (reaped now, and left kids) */
 
 static long
-ag_reap(long children)
+ag_reap(ag_child_t *kids, long children)
 {
-    while (children > 0 && waitpid(-1, NULL, WNOHANG) > 0) {
-        children--;
+    long   i;
+    pid_t  pid;
+
+    while (children > 0) {
+        pid = waitpid(-1, NULL, WNOHANG);
+        if (pid <= 0) {
+            break;
+        }
+
+        for (i = 0; i < children; i++) {
+            if (kids[i].pid == pid) {
+                kids[i] = kids[--children];
+                break;
+            }
+        }
     }
 
     return children;
+}
+
+
+/*
+ * The connections the peer of fd has open now (its uid into *uid, as
+ * SO_PEERCRED tells), or -1 for one the per-user cap is not for: root,
+ * the --api-peer (nginx, for all its users: its own limits are its),
+ * or a peer the kernel did not name (refused when it asks).
+ */
+
+static long
+ag_user_children(const ag_conf_t *conf, const ag_child_t *kids,
+    long children, int fd, uid_t *uid)
+{
+    long          i, n;
+    socklen_t     len;
+    struct ucred  uc;
+
+    *uid = (uid_t) -1;
+
+    len = sizeof(uc);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == -1
+        || len != sizeof(uc))
+    {
+        return -1;
+    }
+
+    *uid = uc.uid;
+
+    if (uc.uid == 0 || (conf->api_peer != NULL && uc.uid == conf->api_uid))
+    {
+        return -1;
+    }
+
+    for (i = 0, n = 0; i < children; i++) {
+        n += (kids[i].uid == uc.uid);
+    }
+
+    return n;
 }
 
 
@@ -323,9 +415,9 @@ ag_reap(long children)
  */
 
 static void
-ag_refuse(int fd, long max)
+ag_refuse(int fd, const char *msg)
 {
-    char  buf[4096], msg[160];
+    char  buf[4096];
     int   i, flags;
 
     flags = fcntl(fd, F_GETFL);
@@ -338,9 +430,6 @@ ag_refuse(int fd, long max)
             break;
         }
     }
-
-    snprintf(msg, sizeof(msg), "the agent serves %ld connections at once "
-             "(--max-connections), all busy: try again later", max);
 
     ag_respond_error(fd, 503, "busy", msg);
 
@@ -397,6 +486,10 @@ ag_usage(FILE *f)
 "server:\n"
 "  --max-connections N  connections served at once, each a process of\n"
 "                       its own; more get 503 \"busy\" (64)\n"
+"  --max-user-connections N  of those, one peer uid's at once (half of\n"
+"                       --max-connections, rounded up); more get 503\n"
+"                       \"busy\"; root and the --api-peer have none (nginx\n"
+"                       limits its users: limit_conn)\n"
 "  --send-timeout MS    how long a client has to take an answer: a\n"
 "                       question's events past its wall time, a\n"
 "                       session whole (30000)\n"
@@ -558,6 +651,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             max = 64L << 20;
             break;
         case 9: slot = &conf->max_connections; max = 100000; break;
+        case 12: slot = &conf->max_user_connections; max = 100000; break;
         case 10: slot = &conf->send_timeout_ms; max = 3600000; break;
         case 11: slot = &conf->max_queued_jobs; max = 1000000; break;
         case 'h': ag_usage(stdout); exit(0);
@@ -572,6 +666,10 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             }
             *slot = n;
         }
+    }
+
+    if (conf->max_user_connections == 0) {
+        conf->max_user_connections = (conf->max_connections + 1) / 2;
     }
 
     if (optind != argc) {

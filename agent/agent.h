@@ -112,6 +112,10 @@ typedef struct {
                                                sent, at most */
     long             max_connections;       /* served at once, each a
                                                process */
+    long             max_user_connections;  /* of one peer uid (not
+                                               root's, not the
+                                               --api-peer's); 0: half of
+                                               max_connections */
     long             send_timeout_ms;       /* a client's time to take an
                                                answer, past a run's wall
                                                time */
