@@ -2140,12 +2140,19 @@ ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer)
 }
 
 
+/*
+ * GET /v1/sessions/{id}.  Another's session is told from its head alone
+ * (ag_session_owner(), or its id's tag) before it is read: read whole
+ * first, up to 16 MiB, its 404 came as much later than one for a
+ * session not there as it was large, and told whether it was stored.
+ */
+
 static void
 ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer)
 {
-    int            damaged;
-    char           err[256], *text;
+    int            damaged, hidden;
+    char           err[256], owner[AG_OWNER_MAX], *text;
     redisContext  *c;
     json_t        *s;
 
@@ -2153,6 +2160,39 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     if (c == NULL) {
         ag_respond_error(fd, 503, "redis", err);
         return;
+    }
+
+    if (!peer->admin) {
+        hidden = ag_session_made(c, session, peer->owner, err,
+                                 sizeof(err));
+        if (hidden == -1) {
+            redisFree(c);
+            ag_respond_error(fd, 503, "redis", err);
+            return;
+        }
+
+        hidden = (hidden == 2);
+
+        if (!hidden) {
+            switch (ag_session_owner(c, session, owner, sizeof(owner))) {
+            case 1:
+                hidden = (strcmp(owner, peer->owner) != 0);
+                break;
+            case 0:
+            case 3:
+                hidden = 1;             /* none, or damaged: 404 to all
+                                           but root */
+                break;
+            default:
+                break;                  /* read whole: it says */
+            }
+        }
+
+        if (hidden) {
+            redisFree(c);
+            ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
+            return;
+        }
     }
 
     s = ag_session_load(c, session, peer->owner, &damaged, NULL, NULL,
