@@ -1526,7 +1526,7 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
     ngx_qsort(snap, n, sizeof(ngx_http_airlock_llm_snap_t),
               ngx_http_airlock_llm_snap_cmp);
 
-    /* every value may need escaping: twice its length, and the labels */
+    /* a value takes three times its length at most, and the labels */
 
     size = sizeof("# HELP airlock_llm_requests_total LLM gateway calls, by "
                   "provider, client, model and status.\n"
@@ -1545,7 +1545,7 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
     for (i = 0; i < n; i++) {
         len = sizeof("airlock_llm_tokens_total{provider=\"\",client=\"\","
                      "model=\"\",kind=\"completion\"} \n")
-              + 2 * snap[i].len + NGX_INT64_LEN + AL_LLM_USD_MAX;
+              + 3 * snap[i].len + NGX_INT64_LEN + AL_LLM_USD_MAX;
         size += 5 * len;
     }
 
@@ -1738,27 +1738,51 @@ ngx_http_airlock_llm_labels(u_char *p, ngx_http_airlock_llm_snap_t *s,
 }
 
 
-/* a label value, escaped as the exposition format wants */
+/*
+ * A label value, escaped as the exposition format wants, and valid UTF-8:
+ * Prometheus refuses the whole scrape for one label value that is not.
+ * The values are policy names (UTF-8, as the YAML reader takes them), cut
+ * to the key's limits, which may split a character: a byte of no valid
+ * sequence is written as U+FFFD (three bytes at most for one).
+ */
 
 static u_char *
 ngx_http_airlock_llm_label(u_char *p, const char *name, u_char *v,
     size_t len)
 {
+    size_t  k;
+
     p = ngx_cpymem(p, name, ngx_strlen(name));
 
-    while (len--) {
+    while (len) {
         if (*v == '\\' || *v == '"') {
             *p++ = '\\';
-            *p++ = *v++;
+            *p++ = *v;
+            k = 1;
 
         } else if (*v == '\n') {
             *p++ = '\\';
             *p++ = 'n';
-            v++;
+            k = 1;
+
+        } else if (*v < 0x80) {
+            *p++ = *v;
+            k = 1;
 
         } else {
-            *p++ = *v++;
+            k = al_utf8_len(v, len);
+
+            if (k == 0) {
+                p = ngx_cpymem(p, "\xef\xbf\xbd", 3);
+                k = 1;
+
+            } else {
+                p = ngx_cpymem(p, v, k);
+            }
         }
+
+        v += k;
+        len -= k;
     }
 
     *p++ = '"';
