@@ -73,10 +73,13 @@ size_t al_shown(char *out, size_t size, const char *s, size_t len);
  * past U+10FFFF, no sequence cut short) is copied as it is; '"' and '\\'
  * get a backslash; a control (C0, DEL, and C1: U+0080..U+009F, which a
  * terminal may act on) becomes \u00XX; so does a byte that is not part
- * of valid UTF-8 (XX 80 to ff).  Other valid characters are never
- * escaped, so in the written line \u00a0..\u00ff always stands for one
- * such byte of the input and says which, and \u0080..\u009f for that
- * byte or the C1 control it names.  al_json_escape() writes at dst the
+ * of valid UTF-8 (XX 80 to ff).  The format characters that make a
+ * line read as something else to a terminal or viewer are \u20XX:
+ * U+2028, U+2029 (line and paragraph separators), U+200E, U+200F and the
+ * bidi controls U+202A..U+202E, U+2066..U+2069.  Other valid characters
+ * are never escaped, so in the written line \u00a0..\u00ff always stands
+ * for one such byte of the input and says which, and \u0080..\u009f for
+ * that byte or the C1 control it names.  al_json_escape() writes at dst the
  * al_json_escape_len() bytes (at most 6 a byte) and returns their end.
  */
 size_t al_json_escape_len(const char *s, size_t len);

@@ -3919,11 +3919,15 @@ al_llm_out_escaped(al_llm_out_t *o, const char *s, size_t n)
         if (c >= 0x80) {
 
             /* as in every log line (al_json_escape()): an invalid byte or
-               a C1 control as \u00XX, other characters as they are */
+               a C1 control as \u00XX, a bidi control or line separator
+               (all of them E2 xx xx) as \u20XX, other characters as
+               they are */
 
             k = al_utf8_len(p + i, n - i);
 
-            if (k == 0 || (k == 2 && c == 0xc2 && p[i + 1] < 0xa0)) {
+            if (k == 0 || (k == 2 && c == 0xc2 && p[i + 1] < 0xa0)
+                || (k == 3 && c == 0xe2))
+            {
                 k = (k == 0) ? 1 : k;
                 e = al_json_escape(esc, s + i, k);
                 al_llm_out_raw(o, esc, (size_t) (e - esc));

@@ -209,6 +209,20 @@ al_utf8_cut(const char *s, size_t len, size_t max)
 }
 
 
+/*
+ * A format character that makes a line read as something else to a
+ * terminal or a viewer, at p (a valid three-byte sequence, p[0] 0xe2):
+ * U+200E, U+200F (direction marks), U+2028, U+2029 (line and paragraph
+ * separators), U+202A..U+202E and U+2066..U+2069 (bidi embeddings,
+ * overrides and isolates).
+ */
+#define al_json_format_char(p)                                              \
+    (((p)[1] == 0x80                                                        \
+      && ((p)[2] == 0x8e || (p)[2] == 0x8f                                  \
+          || ((p)[2] >= 0xa8 && (p)[2] <= 0xae)))                           \
+     || ((p)[1] == 0x81 && (p)[2] >= 0xa6 && (p)[2] <= 0xa9))
+
+
 size_t
 al_json_escape_len(const char *s, size_t len)
 {
@@ -233,7 +247,9 @@ al_json_escape_len(const char *s, size_t len)
 
             if (k != 0) {
                 /* a C1 control (U+0080..U+009F) is escaped as C0 is */
-                n += (c == 0xc2 && p[i + 1] < 0xa0) ? 6 : k;
+                n += ((c == 0xc2 && p[i + 1] < 0xa0)
+                      || (c == 0xe2 && al_json_format_char(p + i)))
+                     ? 6 : k;
                 i += k;
                 continue;
             }
@@ -278,6 +294,19 @@ al_json_escape(char *dst, const char *s, size_t len)
                 /* a C1 control: CSI (U+009B) moves a terminal's cursor */
                 c = p[i + 1];
                 i++;
+
+            } else if (k == 3 && c == 0xe2 && al_json_format_char(p + i)) {
+                /* U+20XX: a line break, or text shown in another order */
+                c = (unsigned char) (((p[i + 1] & 0x3f) << 6)
+                                     | (p[i + 2] & 0x3f));
+                *dst++ = '\\';
+                *dst++ = 'u';
+                *dst++ = '2';
+                *dst++ = '0';
+                *dst++ = hex[c >> 4];
+                *dst++ = hex[c & 0xf];
+                i += 3;
+                continue;
 
             } else if (k != 0) {
                 memcpy(dst, p + i, k);

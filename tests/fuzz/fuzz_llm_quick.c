@@ -20,7 +20,8 @@
  *     al_llm_out_u64() what printf writes, into buffers of every size;
  *   - al_json_escape() writes al_json_escape_len() bytes, of valid UTF-8
  *     and no control, from which the input's bytes read back (\u00XX as
- *     byte XX; but for a C1 control, its one escape for two bytes); the
+ *     byte XX; but for a C1 control, its one escape for two bytes;
+ *     \u20XX for a line separator or bidi control, its three); the
  *     string cut by al_utf8_cut() at every length is escaped as the
  *     start of the whole, and never splits a valid sequence.
  */
@@ -52,6 +53,7 @@ static void fuzz_out_json(const uint8_t *p, size_t len, char *e, char *y,
     size_t size);
 static void ref_out_json(al_llm_out_t *o, const char *s, size_t n);
 static int ref_utf8_len(const unsigned char *p, size_t n);
+static int ref_format_char(const unsigned char *p);
 static void fuzz_escape(const uint8_t *p, size_t len);
 
 
@@ -459,6 +461,16 @@ ref_out_json(al_llm_out_t *o, const char *s, size_t n)
                 esc[5] = hex[c & 0xf];
                 al_llm_out_raw(o, esc, 6);
 
+            } else if (k == 3 && ref_format_char(p + i)) {
+                /* a line break or bidi control: \u20XX */
+                c = (unsigned char) (((p[i + 1] & 0x3f) << 6)
+                                     | (p[i + 2] & 0x3f));
+                memcpy(esc, "\\u20", 4);
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 0xf];
+                al_llm_out_raw(o, esc, 6);
+                i += 2;
+
             } else {
                 al_llm_out_raw(o, s + i, (size_t) k);
                 i += (size_t) k - 1;
@@ -489,6 +501,25 @@ ref_out_json(al_llm_out_t *o, const char *s, size_t n)
     }
 
     al_llm_out_raw(o, "\"", 1);
+}
+
+
+/* U+200E, U+200F, U+2028..U+202E, U+2066..U+2069 at p (valid, 3 bytes) */
+
+static int
+ref_format_char(const unsigned char *p)
+{
+    uint32_t  cp;
+
+    if (p[0] != 0xe2) {
+        return 0;
+    }
+
+    cp = 0x2000 | ((uint32_t) (p[1] & 0x3f) << 6) | (p[2] & 0x3f);
+
+    return (cp == 0x200e || cp == 0x200f
+            || (cp >= 0x2028 && cp <= 0x202e)
+            || (cp >= 0x2066 && cp <= 0x2069));
 }
 
 
@@ -568,6 +599,25 @@ fuzz_escape(const uint8_t *p, size_t len)
 
             i += (size_t) k;
             o += (size_t) k;
+            continue;
+        }
+
+        if (c == '\\' && e[i + 1] == 'u' && e[i + 2] == '2') {
+            c = (size_t) strtoul((char []) { e[i + 4], e[i + 5], '\0' },
+                                 NULL, 16);
+            i += 6;
+
+            /* U+20XX: the three bytes, one of the format characters */
+
+            if (o + 3 > len || p[o] != 0xe2
+                || p[o + 1] != (unsigned char) (0x80 | (c >> 6))
+                || p[o + 2] != (unsigned char) (0x80 | (c & 0x3f))
+                || !ref_format_char(p + o))
+            {
+                abort();
+            }
+
+            o += 3;
             continue;
         }
 

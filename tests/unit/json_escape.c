@@ -27,6 +27,7 @@ static void test_cases(void);
 static void test_utf8_len(void);
 static void test_back(void);
 static void test_cut(void);
+static void test_format(void);
 static void test_llm_out(void);
 static void test_llm_cut(void);
 static size_t escape(char *out, const char *s, size_t len);
@@ -41,6 +42,7 @@ main(void)
     test_utf8_len();
     test_back();
     test_cut();
+    test_format();
     test_llm_out();
 
     return tap_done();
@@ -116,6 +118,17 @@ test_cases(void)
         { "\x80\xbf", 2, "\\u0080\\u00bf", "lone continuation bytes" },
         { "\xc2\x9b" "31m\xc2\x85", 7, "\\u009b31m\\u0085",
           "C1 controls (CSI, NEL) as \\u00XX" },
+        { "a\xe2\x80\xa8" "b\xe2\x80\xa9", 8, "a\\u2028b\\u2029",
+          "line and paragraph separators as \\u2028, \\u2029" },
+        { "\xe2\x80\xae" "fdp.exe", 10, "\\u202efdp.exe",
+          "a right-to-left override as \\u202e" },
+        { "\xe2\x81\xa6x\xe2\x81\xa9\xe2\x80\x8f", 10,
+          "\\u2066x\\u2069\\u200f", "isolates and a direction mark" },
+        { "\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa", 12,
+          "\xe2\x80\xa7\xe2\x80\xaf\xe2\x81\xa5\xe2\x81\xaa",
+          "their neighbours U+2027, U+202F, U+2065, U+206A as they are" },
+        { "\xe2\x80\xae", 2, "\\u00e2\\u0080",
+          "U+202E cut short: the bytes as \\u00XX" },
     };
 
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -390,6 +403,51 @@ test_cut(void)
 }
 
 
+/*
+ * Every character of three bytes: the line breaks and direction controls
+ * (13 of them) as \u20XX, every other one as it is.
+ */
+
+static void
+test_format(void)
+{
+    size_t         n, k, bad, escaped;
+    uint32_t       cp;
+    unsigned char  p[4];
+    char           out[32], want[16];
+
+    bad = 0;
+    escaped = 0;
+
+    for (cp = 0x800; cp <= 0xffff; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) {
+            continue;
+        }
+
+        n = encode(p, cp);
+        k = escape(out, (char *) p, n);
+
+        if ((cp >= 0x200e && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e)
+            || (cp >= 0x2066 && cp <= 0x2069))
+        {
+            (void) snprintf(want, sizeof(want), "\\u%04x", (unsigned) cp);
+            escaped++;
+
+            if (k != 6 || strcmp(out, want) != 0) {
+                bad++;
+            }
+
+        } else if (k != n || memcmp(out, p, n) != 0) {
+            bad++;
+        }
+    }
+
+    tap_ok(bad == 0 && escaped == 13, "U+200E, U+200F, U+2028..U+202E, "
+           "U+2066..U+2069 as \\u20XX, every other character of three "
+           "bytes as it is");
+}
+
+
 static void
 test_llm_out(void)
 {
@@ -401,6 +459,12 @@ test_llm_out(void)
     tap_is_str(buf, "\"caf\xc3\xa9 \\u00e9\\u009b\\u0001\\n\"",
                "al_llm_out_json: UTF-8 as it is, an invalid byte and a C1 "
                "control as al_json_escape() writes them");
+
+    al_llm_out_init(&o, buf, sizeof(buf));
+    al_llm_out_json(&o, "a\xe2\x80\xae" "b\xe2\x80\xa8\xe2\x82\xac", 11);
+    tap_is_str(buf, "\"a\\u202eb\\u2028\xe2\x82\xac\"",
+               "al_llm_out_json: a bidi override and a line separator as "
+               "\\u20XX, U+20AC as it is");
 
     test_llm_cut();
 }
