@@ -18,6 +18,8 @@ use strict;
 use warnings;
 
 use Exporter qw(import);
+use Cwd ();
+use File::Basename ();
 use FindBin;
 use IO::Socket::UNIX;
 use JSON::PP;
@@ -39,7 +41,8 @@ our $LOGS_TOKEN = 'logs-token-4f1c9e77';
 our $WORKER_TOKEN = 'worker-token-0123456789abcdef';
 our $LOAD = '3.14159';
 
-my $HERE = "$FindBin::Bin/lib";
+# this file's directory (its helpers' too), whichever test dir uses it
+my $HERE = Cwd::abs_path(File::Basename::dirname(__FILE__));
 
 
 sub new {
