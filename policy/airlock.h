@@ -221,6 +221,14 @@ int al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
 int al_secret_read_file(const char *path, size_t max, unsigned char **out,
     size_t *outlen, char *why, size_t whylen);
 
+/*
+ * The checks al_secret_read_file() makes, without reading the file (it is
+ * opened O_PATH): 0 taken, -1 refused, 1 not reachable here (no such
+ * file, or a directory this user may not search); why says so.
+ */
+int al_secret_check_file(const char *path, size_t max, char *why,
+    size_t whylen);
+
 /* 1 when a secret's value is an Airlock private key file's text */
 int al_key_is_private(const unsigned char *value, size_t len);
 
@@ -350,6 +358,8 @@ typedef struct {
     al_str_t         name;
     unsigned         line;
     unsigned         sealed:1;              /* else file: */
+    unsigned         unreached:1;           /* file: not checked, not
+                                               reachable here */
     al_str_t         source;                /* the sealed box or the path */
     unsigned char   *value;                 /* guarded memory, NUL-ended;
                                                NULL until opened */
@@ -632,7 +642,13 @@ typedef struct {
  * else is validated and values stay NULL.  The _open forms say whether to
  * open the secrets: with open_secrets and no keyring, file: secrets are
  * opened and a sealed one is an error (nginx without airlock_keyring).
+ * open_secrets AL_POLICY_SECRET_PATHS (airlockctl check without the key):
+ * nothing is opened, but each file: secret's file is held to the checks
+ * opening it makes (al_secret_check_file()), not read; one that cannot
+ * be reached from here is marked unreached.
  */
+#define AL_POLICY_SECRET_PATHS  2
+
 al_policy_t *al_policy_load(const char *path, const al_keyring_t *kr,
     al_error_t *err);
 al_policy_t *al_policy_parse(const char *name, const char *buf, size_t len,

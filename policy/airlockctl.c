@@ -160,7 +160,10 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "Validates a policy file.  Prints \"FILE: ok\" and a summary, or the\n"
       "first error as FILE:LINE:COLUMN: message.  With --key, sealed and\n"
       "file: secrets are opened too, as nginx will open them; without it,\n"
-      "they are not, and check says so.  A valid policy may get warnings:\n"
+      "they are not, and check says so, but each file: secret's file is\n"
+      "held to nginx's checks of it but the read (mode, owner, one hard\n"
+      "link, a path no other user may change), where it can be reached.\n"
+      "A valid policy may get warnings:\n"
       "a route of scrub: false whose upstream (host and port) another\n"
       "route or an llm entry sends a secret to.  A policy another user\n"
       "could replace (the file, or a directory of its path, symbolic\n"
@@ -646,7 +649,15 @@ al_ctl_load_bytes(const char *path, const char *key, unsigned char **bytes,
 
     *rc = 1;
 
-    p = al_policy_parse(path, (const char *) buf, *len, kr, &err);
+    /*
+     * check without the key: each file: secret's file held to every
+     * check nginx makes when it opens it, but the read, so that a policy
+     * nginx refuses for a secret's path is refused here too
+     */
+
+    p = al_policy_parse_open(path, (const char *) buf, *len, kr,
+                             kr != NULL ? 1
+                             : strict ? AL_POLICY_SECRET_PATHS : 0, &err);
 
     al_keyring_free(kr);
 
@@ -750,6 +761,16 @@ al_ctl_check(int argc, char **argv)
                "PRIVATE_KEY to open them as nginx will\n", nsealed,
                nsealed == 1 ? "" : "s", p->nsecrets - nsealed,
                p->nsecrets - nsealed == 1 ? "" : "s");
+
+        for (k = 0; k < p->nsecrets; k++) {
+            if (p->secrets[k].unreached) {
+                al_ctl_out("secret \"%s\" (line %u): %s cannot be reached "
+                           "here (no such file, or a directory you may not "
+                           "search): its file and path are NOT checked\n",
+                           p->secrets[k].name.data, p->secrets[k].line,
+                           p->secrets[k].source.data);
+            }
+        }
     }
 
     al_policy_free(p);

@@ -70,7 +70,8 @@ typedef struct {
     al_error_t          *err;
     al_policy_t         *p;
     const al_keyring_t  *kr;
-    int                  open;              /* open the secrets */
+    int                  open;              /* open the secrets: 0, 1 or
+                                               AL_POLICY_SECRET_PATHS */
     al_cc_re_t          *re[AL_RE_BUCKETS];
     al_names_t           secret_names;
     al_names_t           upstream_names;
@@ -2173,11 +2174,12 @@ al_cc_secrets(al_cc_t *cc, const al_ynode_t *node)
 static int
 al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
 {
+    int             rc;
     size_t          i;
     const char     *why;
     char            why_buf[AL_ERR_MAX];
 
-    if (!cc->open) {
+    if (cc->open != 1) {
         /* validated for shape only; opened where the key lives */
         for (i = 0; s->sealed && i < s->source.len; i++) {
             if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -2187,6 +2189,20 @@ al_cc_secret_open(al_cc_t *cc, const al_ynode_t *node, al_secret_t *s)
                                    "base64", s->name.data);
             }
         }
+
+        /* a file: secret's file as opening it checks it, not read */
+
+        if (cc->open == AL_POLICY_SECRET_PATHS && !s->sealed) {
+            rc = al_secret_check_file(s->source.data, AL_SECRET_MAX,
+                                      why_buf, sizeof(why_buf));
+            if (rc == -1) {
+                return al_cc_error(cc, node, "secret \"%s\": %s",
+                                   s->name.data, why_buf);
+            }
+
+            s->unreached = (rc == 1);
+        }
+
         return 0;
     }
 

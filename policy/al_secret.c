@@ -52,6 +52,8 @@ static int al_keygen_lock(const char *lock, const char *path,
 static int al_group_others(gid_t gid, uid_t owner, uid_t *other);
 static int al_key_read(const char *path, int secret, unsigned char *key,
     al_error_t *err);
+static int al_secret_file_checks(const char *path, int fd,
+    const struct stat *st, size_t max, char *why, size_t whylen);
 static int al_key_parse(const char *path, int secret, const char *buf,
     size_t n, unsigned char *key, al_error_t *err);
 
@@ -925,6 +927,113 @@ al_unseal(const al_keyring_t *kr, const char *b64, size_t b64len,
 
 
 /*
+ * What al_secret_read_file() asks of the file open on fd (st its fstat())
+ * before a byte is read; al_secret_check_file() asks the same of a file
+ * it does not read.  One copy, so that check and nginx agree.
+ */
+
+static int
+al_secret_file_checks(const char *path, int fd, const struct stat *st,
+    size_t max, char *why, size_t whylen)
+{
+    al_error_t  err;
+
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(why, whylen, "%s is not a regular file (%s)", path,
+                 S_ISFIFO(st->st_mode) ? "a FIFO"
+                 : S_ISDIR(st->st_mode) ? "a directory"
+                 : S_ISSOCK(st->st_mode) ? "a socket"
+                 : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device"
+                 : "not a file");
+        return -1;
+    }
+
+    if (st->st_mode & 077) {
+        snprintf(why, whylen, "%s can be reached by group or others (mode "
+                 "%04o); chmod 600 it (or 400)", path,
+                 (unsigned) (st->st_mode & 07777));
+        return -1;
+    }
+
+    if (st->st_uid != 0 && st->st_uid != geteuid()) {
+        snprintf(why, whylen, "%s is owned by uid %lu, neither root nor the "
+                 "user reading it (uid %lu): its owner can read and replace "
+                 "it; chown root it", path, (unsigned long) st->st_uid,
+                 (unsigned long) geteuid());
+        return -1;
+    }
+
+    if (st->st_nlink > 1) {
+        snprintf(why, whylen, "%s has %lu hard links: %s", path,
+                 (unsigned long) st->st_nlink, al_secret_links_why);
+        return -1;
+    }
+
+    /*
+     * whoever may change its path may put another file under its name
+     * between airlockctl check and the reload (al_path_trusted())
+     */
+
+    if (al_path_trusted(path, fd, "secret file", &err) != 0) {
+        (void) al_error_format(&err, why, whylen);
+        return -1;
+    }
+
+    if ((uintmax_t) st->st_size > max) {
+        snprintf(why, whylen, "%s is larger than %zu bytes", path, max);
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/*
+ * airlockctl check without the key: a file: secret's file is held to
+ * every check al_secret_read_file() makes but the reading (it is opened
+ * O_PATH, which needs no read permission and reads nothing).  1 with why
+ * set when the file cannot be reached from here (no such file, or a
+ * directory this user may not search): nginx, on its own host and as
+ * root, may see it.
+ */
+
+int
+al_secret_check_file(const char *path, size_t max, char *why,
+    size_t whylen)
+{
+    int          fd, rc, e;
+    struct stat  st;
+
+    fd = open(path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+    if (fd == -1) {
+        e = errno;
+        snprintf(why, whylen, "cannot open %s: %s", path, strerror(e));
+
+        return (e == ENOENT || e == ENOTDIR || e == EACCES) ? 1 : -1;
+    }
+
+    if (fstat(fd, &st) == -1) {
+        snprintf(why, whylen, "cannot stat %s: %s", path, strerror(errno));
+        (void) close(fd);
+        return -1;
+    }
+
+    if (S_ISLNK(st.st_mode)) {
+        snprintf(why, whylen, "%s is a symbolic link; refusing to follow "
+                 "it, use the real path", path);
+        (void) close(fd);
+        return -1;
+    }
+
+    rc = al_secret_file_checks(path, fd, &st, max, why, whylen);
+
+    (void) close(fd);
+
+    return rc;
+}
+
+
+/*
  * A file: secret gets the private key's checks (one name, a path no
  * other user may change, as the policy's: al_path_trusted()).
  * O_NONBLOCK: a FIFO or a device put in place of the file must not hang
@@ -943,7 +1052,6 @@ al_secret_read_file(const char *path, size_t max, unsigned char **out,
     int             fd;
     size_t          len;
     ssize_t         n;
-    al_error_t      err;
     struct stat     st;
     unsigned char  *buf;
 
@@ -970,54 +1078,7 @@ al_secret_read_file(const char *path, size_t max, unsigned char **out,
         return -1;
     }
 
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(why, whylen, "%s is not a regular file (%s)", path,
-                 S_ISFIFO(st.st_mode) ? "a FIFO"
-                 : S_ISDIR(st.st_mode) ? "a directory"
-                 : S_ISSOCK(st.st_mode) ? "a socket"
-                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                 : "not a file");
-        (void) close(fd);
-        return -1;
-    }
-
-    if (st.st_mode & 077) {
-        snprintf(why, whylen, "%s can be reached by group or others (mode "
-                 "%04o); chmod 600 it (or 400)", path,
-                 (unsigned) (st.st_mode & 07777));
-        (void) close(fd);
-        return -1;
-    }
-
-    if (st.st_uid != 0 && st.st_uid != geteuid()) {
-        snprintf(why, whylen, "%s is owned by uid %lu, neither root nor the "
-                 "user reading it (uid %lu): its owner can read and replace "
-                 "it; chown root it", path, (unsigned long) st.st_uid,
-                 (unsigned long) geteuid());
-        (void) close(fd);
-        return -1;
-    }
-
-    if (st.st_nlink > 1) {
-        snprintf(why, whylen, "%s has %lu hard links: %s", path,
-                 (unsigned long) st.st_nlink, al_secret_links_why);
-        (void) close(fd);
-        return -1;
-    }
-
-    /*
-     * whoever may change its path may put another file under its name
-     * between airlockctl check and the reload (al_path_trusted())
-     */
-
-    if (al_path_trusted(path, fd, "secret file", &err) != 0) {
-        (void) al_error_format(&err, why, whylen);
-        (void) close(fd);
-        return -1;
-    }
-
-    if ((uintmax_t) st.st_size > max) {
-        snprintf(why, whylen, "%s is larger than %zu bytes", path, max);
+    if (al_secret_file_checks(path, fd, &st, max, why, whylen) != 0) {
         (void) close(fd);
         return -1;
     }
