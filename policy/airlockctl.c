@@ -74,6 +74,7 @@ typedef struct {
     char         real[PATH_MAX];                /* the policy, resolved */
     char         dir[AL_CTL_PATH_MAX];
     char         candidate[AL_CTL_PATH_MAX];    /* POLICY.edit */
+    char         mark[AL_CTL_PATH_MAX];         /* POLICY.edit.open */
     char         prev[AL_CTL_PATH_MAX];         /* POLICY.prev */
     char         old[AL_CTL_PATH_MAX];          /* POLICY.old, transient */
     char         next[AL_CTL_PATH_MAX];         /* POLICY.new, transient */
@@ -146,7 +147,14 @@ static void al_ctl_part_done(void);
 static int al_ctl_edit_copy(al_ctl_edit_t *e);
 static int al_ctl_same(const char *a, const char *b);
 static int al_ctl_sh(const char *what, const char *cmd, const char *arg);
-static int al_ctl_sh_status(const char *what, const char *cmd, int status);
+static int al_ctl_sh_status(const char *what, const char *cmd, int status,
+    int shell);
+static int al_ctl_mark(al_ctl_edit_t *e);
+static void al_ctl_unmark(al_ctl_edit_t *e);
+static unsigned char *al_ctl_snap(const char *path, struct stat *st,
+    size_t *len);
+static int al_ctl_saved(const char *path, const struct stat *st,
+    const unsigned char *bytes, size_t len);
 static int al_ctl_install(al_ctl_edit_t *e, const char *candidate);
 static int al_ctl_trusted(const char *path, const struct stat *policy);
 static int al_ctl_path_trusted(const char *path, const char *real);
@@ -260,13 +268,17 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "replaced policy is kept as FILE.prev for rollback.  On any error\n"
       "FILE is put back as it was, and on a terminal edit offers to\n"
       "reopen the same copy; otherwise the copy is kept and the next edit\n"
-      "resumes it, unless others can write it.  A FILE check refuses for\n"
-      "its path (another user may change it or a directory above) is\n"
-      "refused before the editor runs.  One run at a time holds\n"
-      "FILE.lock.  A reload killed by a signal may have reloaded nginx:\n"
-      "the new FILE stays, and edit says so.  Exit status: 0 installed\n"
-      "(or no changes), 1 refused, 2 usage error, a file that cannot be\n"
-      "read or written, or a reload killed." },
+      "resumes it, unless others can write it.  A copy whose editor did\n"
+      "not exit cleanly (killed, failed, the machine stopped: marked by\n"
+      "FILE.edit.open) may be cut short: the next edit says so and\n"
+      "installs it only if it is saved in its editor, else exits 1.\n"
+      "A FILE check refuses for its path (another user may change it\n"
+      "or a directory above) is refused before the editor runs.  One\n"
+      "run at a time holds FILE.lock.  A reload killed by a signal may\n"
+      "have reloaded nginx: the new FILE stays, and edit says so.\n"
+      "Exit status: 0 installed (or no changes), 1 refused or an\n"
+      "interrupted editor's copy not saved, 2 usage error, a file that\n"
+      "cannot be read or written, or a reload killed." },
 
     { "rollback", al_ctl_rollback,
       "rollback [--policy FILE] [--key PRIVATE_KEY] [--test CMD] "
@@ -2260,7 +2272,7 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     e->policy = e->real;
     len = strlen(e->policy);
 
-    if (len == 0 || len + sizeof(".edit") > AL_CTL_PATH_MAX
+    if (len == 0 || len + sizeof(".edit.open") > AL_CTL_PATH_MAX
         || e->policy[len - 1] == '/')
     {
         al_ctl_err("airlockctl: invalid policy path \"%s\"\n",
@@ -2280,6 +2292,7 @@ al_ctl_edit_paths(al_ctl_edit_t *e)
     }
 
     snprintf(e->candidate, sizeof(e->candidate), "%s.edit", e->policy);
+    snprintf(e->mark, sizeof(e->mark), "%s.edit.open", e->policy);
     snprintf(e->prev, sizeof(e->prev), "%s.prev", e->policy);
     snprintf(e->old, sizeof(e->old), "%s.old", e->policy);
     snprintf(e->next, sizeof(e->next), "%s.new", e->policy);
@@ -2743,7 +2756,7 @@ al_ctl_sh(const char *what, const char *cmd, const char *arg)
         }
     }
 
-    rc = al_ctl_sh_status(what, cmd, status);
+    rc = al_ctl_sh_status(what, cmd, status, arg != NULL);
 
 restore:
 
@@ -2756,13 +2769,27 @@ restore:
 }
 
 
-/* al_ctl_sh()'s result from the command's wait status, told */
+/*
+ * al_ctl_sh()'s result from the command's wait status, told.  shell: the
+ * shell outlived the command (the editor's, which traps SIGINT and
+ * SIGQUIT and so cannot exec it), and says a command killed by signal N
+ * by exiting 128 + N: an editor killed was told as "exited with status
+ * 137"
+ */
 
 static int
-al_ctl_sh_status(const char *what, const char *cmd, int status)
+al_ctl_sh_status(const char *what, const char *cmd, int status, int shell)
 {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         return 0;
+    }
+
+    if (shell && WIFEXITED(status) && WEXITSTATUS(status) > 128
+        && WEXITSTATUS(status) - 128 < NSIG)
+    {
+        al_ctl_err("airlockctl: %s (%s) was killed by signal %d\n",
+                   what, cmd, WEXITSTATUS(status) - 128);
+        return -2;
     }
 
     if (WIFEXITED(status)) {
@@ -3119,6 +3146,116 @@ al_ctl_path_trusted(const char *path, const char *real)
 }
 
 
+/*
+ * POLICY.edit.open is there while an editor has the copy open, and stays
+ * when it does not exit cleanly (killed, failed, the machine stopped):
+ * the next edit then knows its copy may be cut short, and installs it
+ * only if it is saved again.  Made before the editor runs, removed after
+ * it exits 0; its name is all it says, made or removed by one call.
+ */
+
+static int
+al_ctl_mark(al_ctl_edit_t *e)
+{
+    int  fd;
+
+    fd = open(e->mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd == -1) {
+        al_ctl_err("%s: cannot create: %s\n", e->mark, strerror(errno));
+        return -1;
+    }
+
+    close(fd);
+
+    /* there before the editor writes a byte, a power cut or not */
+    (void) fsync(e->dirfd);
+
+    return 0;
+}
+
+
+static void
+al_ctl_unmark(al_ctl_edit_t *e)
+{
+    if (unlink(e->mark) == 0) {
+        (void) fsync(e->dirfd);
+    }
+}
+
+
+/* the copy's bytes and stat, before an editor that must save it runs */
+
+static unsigned char *
+al_ctl_snap(const char *path, struct stat *st, size_t *len)
+{
+    int             fd;
+    unsigned char  *bytes;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd == -1) {
+        al_ctl_err("%s: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
+
+    bytes = NULL;
+
+    if (fstat(fd, st) == 0) {
+        bytes = al_ctl_read(fd, AL_CTL_BODY_MAX, len, 0);
+    }
+
+    if (bytes == NULL) {
+        al_ctl_err("%s: cannot read: %s\n", path, strerror(errno));
+    }
+
+    close(fd);
+
+    return bytes;
+}
+
+
+/*
+ * 1 when the file was saved since al_ctl_snap(): its bytes, or its
+ * modification time, size or inode (an editor that writes a new file and
+ * renames it) changed.  A ":w" that writes the same bytes counts.
+ */
+
+static int
+al_ctl_saved(const char *path, const struct stat *st,
+    const unsigned char *bytes, size_t len)
+{
+    int             fd, saved;
+    size_t          nlen;
+    struct stat     now;
+    unsigned char  *nbytes;
+
+    if (stat(path, &now) == -1) {
+        return 1;
+    }
+
+    if (now.st_dev != st->st_dev || now.st_ino != st->st_ino
+        || now.st_size != st->st_size
+        || now.st_mtim.tv_sec != st->st_mtim.tv_sec
+        || now.st_mtim.tv_nsec != st->st_mtim.tv_nsec)
+    {
+        return 1;
+    }
+
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd == -1) {
+        return 1;
+    }
+
+    nbytes = al_ctl_read(fd, AL_CTL_BODY_MAX, &nlen, 0);
+    close(fd);
+
+    saved = nbytes == NULL || nlen != len || memcmp(nbytes, bytes, len) != 0;
+
+    free(nbytes);
+
+    return saved;
+}
+
+
 /* asks on a terminal; 1 for yes */
 
 static int
@@ -3144,10 +3281,12 @@ al_ctl_again(const char *question)
 static int
 al_ctl_edit(int argc, char **argv)
 {
-    int                  rc;
+    int                  rc, cut;
+    size_t               len;
     const char          *editor;
-    struct stat          st;
+    struct stat          st, snap;
     al_ctl_edit_t        e;
+    unsigned char       *bytes;
     const al_ctl_cmd_t  *cmd;
 
     cmd = al_ctl_cmd("edit");
@@ -3187,28 +3326,87 @@ al_ctl_edit(int argc, char **argv)
             goto done;
         }
 
-        al_ctl_err("airlockctl: resuming the refused edit in %s "
-                   "(remove it to start from %s)\n", e.candidate, e.policy);
+        cut = (lstat(e.mark, &st) == 0);
 
-    } else if (al_ctl_edit_copy(&e) != 0) {
-        rc = 2;
-        goto done;
+        if (cut) {
+            al_ctl_err("airlockctl: %s is the copy of an editor that did "
+                       "not exit cleanly (killed, failed, or the machine "
+                       "stopped): it may be cut short.  It is reopened; "
+                       "it is installed only if you save it in this "
+                       "editor (remove it to start from %s)\n", e.candidate,
+                       e.policy);
+
+        } else {
+            al_ctl_err("airlockctl: resuming the refused edit in %s "
+                       "(remove it to start from %s)\n", e.candidate,
+                       e.policy);
+        }
+
+    } else {
+        /* left by a run stopped before its copy was made */
+        al_ctl_unmark(&e);
+
+        if (al_ctl_edit_copy(&e) != 0) {
+            rc = 2;
+            goto done;
+        }
+
+        cut = 0;
     }
 
     for ( ;; ) {
+        bytes = NULL;
+
+        if (cut) {
+            bytes = al_ctl_snap(e.candidate, &snap, &len);
+            if (bytes == NULL) {
+                rc = 2;
+                goto done;
+            }
+        }
+
+        if (al_ctl_mark(&e) != 0) {
+            free(bytes);
+            rc = 2;
+            goto done;
+        }
+
         if (al_ctl_sh("the editor", editor, e.candidate) != 0) {
+            free(bytes);
             al_ctl_err("airlockctl: nothing installed; your copy is "
-                       "in %s\n", e.candidate);
+                       "in %s, and the next edit reopens it as an "
+                       "interrupted editor's, installed only if saved "
+                       "then\n", e.candidate);
             rc = 2;
             goto done;
         }
 
         if (al_ctl_same(e.candidate, e.policy)) {
+            free(bytes);
             fprintf(stderr, "airlockctl: no changes\n");
             unlink(e.candidate);
+            al_ctl_unmark(&e);
             rc = 0;
             goto done;
         }
+
+        if (cut && !al_ctl_saved(e.candidate, &snap, bytes, len)) {
+            free(bytes);
+            al_ctl_err("airlockctl: %s, an interrupted editor's copy, was "
+                       "not saved in this editor: nothing installed, the "
+                       "running policy is unchanged; save it in the editor "
+                       "to install it, or remove it to start from %s\n",
+                       e.candidate, e.policy);
+            rc = 1;
+            goto done;
+        }
+
+        free(bytes);
+
+        /* the editor exited cleanly: a copy kept now is a refused one */
+
+        al_ctl_unmark(&e);
+        cut = 0;
 
         rc = al_ctl_install(&e, e.candidate);
 

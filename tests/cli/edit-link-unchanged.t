@@ -9,7 +9,8 @@
 # - an editor that leaves the copy unchanged: "no changes", exit 0, no
 #   test and no reload run, no copy left;
 # - an editor killed by a signal: nothing installed, no test or reload,
-#   exit 2, the copy kept and no FILE.new, FILE.old or FILE.lock left.
+#   exit 2, the copy kept (and FILE.edit.open, its mark) and no FILE.new,
+#   FILE.old or FILE.lock left.
 #
 # --test and --reload append to a file that says whether they ran.
 
@@ -87,9 +88,10 @@ like($err, qr/nothing installed; your copy is in \S+policy\.yaml\.edit/,
      'nothing installed, the copy named') or diag($err);
 ok(!-e $ran, 'neither tested nor reloaded');
 is(slurp($real), $after, 'the policy is as it was');
-is(files('/real'), 'policy.yaml policy.yaml.edit policy.yaml.prev',
-   'no FILE.new, FILE.old or FILE.lock left');
-unlink "$real.edit" or die;
+is(files('/real'), 'policy.yaml policy.yaml.edit policy.yaml.edit.open '
+   . 'policy.yaml.prev', 'no FILE.new, FILE.old or FILE.lock left (the '
+   . 'copy marked as an interrupted editor\'s: edit-cut-resume.t)');
+unlink "$real.edit", "$real.edit.open" or die;
 
 # the link retargeted while the editor ran
 
