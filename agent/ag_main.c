@@ -1673,7 +1673,7 @@ ag_session_hidden(redisContext *c, const char *session,
     }
 
     s = ag_session_load(c, session, peer->owner, &damaged, NULL, NULL,
-                        err, sizeof(err));
+                        NULL, err, sizeof(err));
     if (s == NULL) {
         return damaged;
     }
@@ -1960,7 +1960,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     /* a new session is the asker's */
     run.session_obj = ag_session_load(run.redis, session, peer->owner,
                                       &damaged, &run.loaded,
-                                      &run.loaded_len, err, sizeof(err));
+                                      &run.loaded_len, run.version, err,
+                                      sizeof(err));
     if (run.session_obj == NULL
         || !ag_session_mine(run.session_obj, peer))
     {
@@ -2041,7 +2042,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         if (rc == 0) {
             rc = ag_session_store(run.redis, session, lock,
                                   run.session_obj, conf->session_ttl,
-                                  run.loaded, run.loaded_len, err,
+                                  run.loaded, run.loaded_len,
+                                  run.version, run.run_id, err,
                                   sizeof(err));
         }
 
@@ -2196,7 +2198,7 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     }
 
     s = ag_session_load(c, session, peer->owner, &damaged, NULL, NULL,
-                        err, sizeof(err));
+                        NULL, err, sizeof(err));
     redisFree(c);
 
     if (s == NULL && !(damaged && !peer->admin)) {

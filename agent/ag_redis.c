@@ -7,6 +7,10 @@
  *                               every question; "owner" is "uid:N" or
  *                               "api:NAME" (agent.h), none in a session
  *                               stored before owners were
+ *   airlock:session:<id>:version  "<n> <run>": the session's version,
+ *                               n its stores, run the run that made the
+ *                               last; written with it, with its TTL
+ *                               (ag_session_store())
  *   airlock:session:!key        the session key, 64 of 0-9 a-f, no TTL:
  *                               the MAC key of the ids the agent makes
  *                               (ag_session_new()), the first agent's
@@ -261,15 +265,19 @@ ag_redis_connect(const ag_conf_t *conf, char *err, size_t size)
 /*
  * The session stored under id, or a new one (owner its owner, none when
  * owner is NULL) when there is none; NULL (err set) when it is damaged
- * (*damaged set) or Redis failed.
+ * (*damaged set) or Redis failed.  With raw, the text as read (NULL:
+ * none stored); with version (AG_VERSION_MAX + 1 bytes), its version as
+ * read in the same script, "" when it has none (none stored, or stored
+ * by an agent of before versions): what ag_session_store() checks.
  */
 
 json_t *
 ag_session_load(redisContext *c, const char *id, const char *owner,
-    int *damaged, char **raw, size_t *raw_len, char *err, size_t size)
+    int *damaged, char **raw, size_t *raw_len, char *version, char *err,
+    size_t size)
 {
     json_t        *s;
-    redisReply    *r;
+    redisReply    *r, *v, *w;
     json_error_t   jerr;
 
     *damaged = 0;
@@ -279,31 +287,78 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
         *raw_len = 0;
     }
 
+    if (version != NULL) {
+        version[0] = '\0';
+    }
+
     /*
      * Its size first, in the same script: one over AG_SESSION_MAX, which
      * no agent stores, is not read (hiredis would hold it whole, and
-     * jansson takes up to 80 times its size to parse it).
+     * jansson takes up to 80 times its size to parse it).  {0}: none,
+     * {1, size}: over, {2, text, version}: the version "" when there is
+     * none fit to read (ag_session_store() reads it the same way).
      */
 
-    r = redisCommand(c, "EVAL %s 1 airlock:session:%s %d",
+    r = redisCommand(c, "EVAL %s 2 airlock:session:%s "
+                     "airlock:session:%s:version %d %d",
                      "local t = redis.call('type', KEYS[1])['ok'] "
-                     "if t == 'none' then return false end "
+                     "if t == 'none' then return {0} end "
                      "if t ~= 'string' then "
                      "return redis.error_reply('WRONGTYPE not a string') end "
                      "local n = redis.call('strlen', KEYS[1]) "
-                     "if n > tonumber(ARGV[1]) then return n end "
-                     "return redis.call('get', KEYS[1])",
-                     id, AG_SESSION_MAX);
+                     "if n > tonumber(ARGV[1]) then return {1, n} end "
+                     "local w = '' "
+                     "if redis.call('type', KEYS[2])['ok'] == 'string' then "
+                     "local m = redis.call('strlen', KEYS[2]) "
+                     "if m > 0 and m <= tonumber(ARGV[2]) then "
+                     "w = redis.call('get', KEYS[2]) end end "
+                     "return {2, redis.call('get', KEYS[1]), w}",
+                     id, id, AG_SESSION_MAX, AG_VERSION_MAX);
 
-    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
-        snprintf(err, size, "session %s is stored damaged (%lld bytes, "
-                 "over the %d a session may have; none is stored so "
-                 "large); it is kept as it is: ask in another session", id,
-                 r->integer, AG_SESSION_MAX);
-        fprintf(stderr, "airlock-agent: %s\n", err);
-        freeReplyObject(r);
-        *damaged = 1;
-        return NULL;
+    v = NULL;
+    w = NULL;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1
+        && r->element[0]->type == REDIS_REPLY_INTEGER)
+    {
+        switch (r->element[0]->integer) {
+
+        case 0:
+            if (r->elements == 1) {
+                v = r->element[0];          /* none: no text */
+            }
+            break;
+
+        case 1:
+            if (r->elements == 2
+                && r->element[1]->type == REDIS_REPLY_INTEGER)
+            {
+                snprintf(err, size, "session %s is stored damaged (%lld "
+                         "bytes, over the %d a session may have; none is "
+                         "stored so large); it is kept as it is: ask in "
+                         "another session", id, r->element[1]->integer,
+                         AG_SESSION_MAX);
+                fprintf(stderr, "airlock-agent: %s\n", err);
+                freeReplyObject(r);
+                *damaged = 1;
+                return NULL;
+            }
+            break;
+
+        case 2:
+            if (r->elements == 3
+                && r->element[1]->type == REDIS_REPLY_STRING
+                && r->element[2]->type == REDIS_REPLY_STRING
+                && r->element[2]->len <= AG_VERSION_MAX)
+            {
+                v = r->element[1];
+                w = r->element[2];
+            }
+            break;
+
+        default:
+            break;
+        }
     }
 
     if (r != NULL && r->type == REDIS_REPLY_ERROR
@@ -320,28 +375,35 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
         return NULL;
     }
 
-    if (r == NULL || r->type == REDIS_REPLY_ERROR) {
+    if (r == NULL || r->type == REDIS_REPLY_ERROR || v == NULL) {
         snprintf(err, size, "redis GET: %s",
-                 r != NULL ? r->str : c->errstr);
+                 r == NULL ? c->errstr
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                 : "an answer not of the script's");
         freeReplyObject(r);
         return NULL;
     }
 
+    if (w != NULL && version != NULL) {
+        memcpy(version, w->str, w->len);
+        version[w->len] = '\0';
+    }
+
     s = NULL;
 
-    if (r->type == REDIS_REPLY_STRING && raw != NULL) {
-        *raw = malloc(r->len + 1);
+    if (v->type == REDIS_REPLY_STRING && raw != NULL) {
+        *raw = malloc(v->len + 1);
         if (*raw == NULL) {
             snprintf(err, size, "out of memory");
             freeReplyObject(r);
             return NULL;
         }
-        memcpy(*raw, r->str, r->len + 1);
-        *raw_len = r->len;
+        memcpy(*raw, v->str, v->len + 1);
+        *raw_len = v->len;
     }
 
-    if (r->type == REDIS_REPLY_STRING) {
-        s = json_loadb(r->str, r->len, 0, &jerr);
+    if (v->type == REDIS_REPLY_STRING) {
+        s = json_loadb(v->str, v->len, 0, &jerr);
         if (s != NULL && (!json_is_array(json_object_get(s, "messages"))
                           || !json_is_array(json_object_get(s, "runs"))))
         {
@@ -380,52 +442,87 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
 
 /*
  * 0 stored, 1 not: the lock is another run's, or the session is not as
- * this run read it (loaded: its text then, NULL when none was stored),
- * -1 Redis failed (err set), -2 Redis is loading its data after a
- * restart (or busy with a script): worth trying again (err set).
+ * this run read it (loaded: its text then, NULL when none was stored;
+ * version: its version then, "" when it had none), -1 Redis failed (err
+ * set), -2 Redis is loading its data after a restart (or busy with a
+ * script): worth trying again (err set).
  *
  * The checks and the SET are one script, so a session is only ever
  * written by a run that holds it, or by one whose lock is gone with no
  * other's there (Redis lost it: restarted without it, or without any of
  * the session's keys), and only over the session it read: as it read
  * it, none at all (a Redis that lost all: the whole session is lost,
- * the run's question is not), or this very text (a store sent again).
+ * the run's question is not), or this run's own (a store sent again).
  * A run's keeper takes a lost lock again (ag_session_keeper()), so a
  * lock that is the run's does not say it always was: another run may
  * have taken it while it was gone, stored, and let it go.
+ *
+ * "As it read it" is told by the session's version, stored beside it
+ * (airlock:session:<id>:version, "<n> <run>": the number of its stores
+ * and the run that made the last), written with it in the same script:
+ * the same version, and the same length (no store keeps the length; a
+ * writer that keeps no version, an agent of before versions during an
+ * upgrade, changes it), is the session as read.  The run is in the
+ * version, not the number alone: a Redis that lost all counts again
+ * from none, and another run's n-th store would pass for the one this
+ * run read.  A session stored with no version (by an agent of before
+ * versions) is compared whole, once: the text read is sent only then,
+ * and the store gives it a version.  The text was compared whole on
+ * every store, up to AG_SESSION_MAX bytes sent and compared again.
  */
 
 int
 ag_session_store(redisContext *c, const char *id, const char *owner,
     json_t *session, long ttl, const char *loaded, size_t loaded_len,
-    char *err, size_t size)
+    const char *version, const char *run_id, char *err, size_t size)
 {
-    int          rc;
-    char        *text;
-    redisReply  *r;
+    int                 rc, whole;
+    char               *text;
+    char                next[AG_VERSION_MAX + 1];
+    redisReply         *r;
+    unsigned long long  n;
 
     text = ag_session_text(session, err, size);
     if (text == NULL) {
         return -1;
     }
 
-    r = redisCommand(c, "EVAL %s 2 airlock:session:%s:lock "
-                     "airlock:session:%s %s %b %ld %s %b",
+    /* the version this store makes: the one read, counted on */
+
+    n = strtoull(version, NULL, 10);
+    snprintf(next, sizeof(next), "%llu %s", n + 1, run_id);
+
+    whole = (loaded != NULL && version[0] == '\0');
+
+    r = redisCommand(c, "EVAL %s 3 airlock:session:%s:lock "
+                     "airlock:session:%s airlock:session:%s:version "
+                     "%s %b %ld %s %b %s %lu %d %b",
                      "local mine = redis.call('get', KEYS[1]) == ARGV[1] "
                      "if not mine and redis.call('type', KEYS[1])['ok'] "
                      "~= 'none' then return 0 end "
                      "local t = redis.call('type', KEYS[2])['ok'] "
                      "if t == 'string' then "
-                     "local v = redis.call('get', KEYS[2]) "
-                     "if v ~= ARGV[2] and (ARGV[4] ~= '1' "
-                     "or v ~= ARGV[5]) then return 3 end "
+                     "local w = '' "
+                     "if redis.call('type', KEYS[3])['ok'] == 'string' then "
+                     "local m = redis.call('strlen', KEYS[3]) "
+                     "if m > 0 and m <= tonumber(ARGV[8]) then "
+                     "w = redis.call('get', KEYS[3]) end end "
+                     "if w == ARGV[6] then "
+                     "elseif w ~= '' then "
+                     "if w ~= ARGV[5] or redis.call('strlen', KEYS[2]) "
+                     "~= tonumber(ARGV[7]) then return 3 end "
+                     "elseif ARGV[4] ~= '1' "
+                     "or redis.call('get', KEYS[2]) ~= ARGV[9] then "
+                     "return 3 end "
                      "elseif t ~= 'none' and not mine then return 0 end "
                      "redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3]) "
+                     "redis.call('set', KEYS[3], ARGV[6], 'EX', ARGV[3]) "
                      "if mine then return 1 end "
                      "return 2",
-                     id, id, owner, text, strlen(text), ttl,
-                     loaded != NULL ? "1" : "0",
-                     loaded != NULL ? loaded : "", loaded_len);
+                     id, id, id, owner, text, strlen(text), ttl,
+                     whole ? "1" : "0", version, strlen(version),
+                     next, (unsigned long) loaded_len, AG_VERSION_MAX,
+                     whole ? loaded : "", whole ? loaded_len : 0);
 
     if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
         fprintf(stderr, "airlock-agent: session %s: its lock was lost "

@@ -76,6 +76,8 @@
                                                id: nonce and tag */
 #define AG_LOCK_TTL          30             /* s: a session lock's lease */
 #define AG_LOCK_KEEP_MS      1000           /* how often it is renewed */
+#define AG_VERSION_MAX       64             /* a session's version,
+                                               "<n> <run>", at most */
 
 
 typedef struct {
@@ -140,6 +142,9 @@ typedef struct {
     char            *loaded;                /* the session as read, or
                                                NULL: none was stored */
     size_t           loaded_len;
+    char             version[AG_VERSION_MAX + 1];  /* the session's as
+                                               read, "<n> <run>", or "":
+                                               none (ag_session_store()) */
     json_t          *messages;              /* borrowed from session_obj */
     json_t          *events;                /* this run's events */
     json_t          *denied;                /* signatures of denied calls */
@@ -220,10 +225,11 @@ int ag_redis_where(const char *where, char *host, size_t size, long *port,
 redisContext *ag_redis_connect(const ag_conf_t *conf, char *err,
     size_t size);
 json_t *ag_session_load(redisContext *c, const char *id, const char *owner,
-    int *damaged, char **raw, size_t *raw_len, char *err, size_t size);
+    int *damaged, char **raw, size_t *raw_len, char *version, char *err,
+    size_t size);
 int ag_session_store(redisContext *c, const char *id, const char *owner,
     json_t *session, long ttl, const char *loaded, size_t loaded_len,
-    char *err, size_t size);
+    const char *version, const char *run_id, char *err, size_t size);
 int ag_session_owner(redisContext *c, const char *id, char *owner,
     size_t size);
 int ag_session_new(redisContext *c, const char *owner, char *id, char *err,
