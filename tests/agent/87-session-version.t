@@ -14,8 +14,10 @@
 # rewritten by a writer that keeps no version, is not written over; nor
 # is one that Redis lost and another run stored anew, its number of
 # stores the same as the one the first run read (the run that stored is
-# in the version).  The test counts the bytes Redis received, not the
-# time, and waits for files and log lines, never for a time.
+# in the version).  And a store sent again, its reply lost with the
+# connection, finds its own version and stores.  The test counts the
+# bytes Redis received, not the time, and waits for files and log
+# lines, never for a time.
 
 use strict;
 use warnings;
@@ -41,7 +43,7 @@ Airlock::Prereq::absent('redis-cli not found (auto/deps installs it)')
 
 $a->setup;
 
-plan tests => 23;
+plan tests => 27;
 
 my $sock = $a->{agents}{a}{sock};
 my $OWNER = 'uid:' . $>;
@@ -219,5 +221,77 @@ is(prompts('aba'), 'the second run', '... over the second\'s');
 like($a->agent_log,
      qr/session aba not stored: another run stored the session since/,
      '... and said why');
+
+# ---- a store whose reply is lost, sent again: the run's own ----------------
+#
+# A proxy in front of Redis runs the first store's script and drops the
+# connection in place of its reply; the run stores again on a new
+# connection and finds the version its own store made.
+
+$t->write_file('drop-proxy.pl', <<'PL');
+use strict;
+use warnings;
+use IO::Select;
+use IO::Socket::UNIX;
+use Socket qw(SOCK_STREAM);
+
+my ($listen, $redis, $mark) = @ARGV;
+$SIG{PIPE} = 'IGNORE';
+unlink $listen;
+my $l = IO::Socket::UNIX->new(Type => SOCK_STREAM, Local => $listen,
+                              Listen => 64) or die "listen: $!";
+chmod 0777, $listen;
+my $sel = IO::Select->new($l);
+my (%peer, %drop, $dropped);
+
+for (;;) {
+    for my $s ($sel->can_read) {
+        if ($s == $l) {
+            my $c = $l->accept or next;
+            my $r = IO::Socket::UNIX->new(Type => SOCK_STREAM,
+                                          Peer => $redis)
+                or do { close $c; next };
+            @peer{$c, $r} = ($r, $c);
+            $sel->add($c, $r);
+            next;
+        }
+        my $o = $peer{$s};
+        my $n = sysread($s, my $buf, 65536);
+        if (!$n || ($drop{$s} && !$dropped)) {
+            if ($n) {
+                $dropped = 1;
+                open(my $fh, '>', $mark);
+                close $fh;
+            }
+            for my $x ($s, $o) {
+                $sel->remove($x);
+                delete $peer{$x};
+                delete $drop{$x};
+                close $x;
+            }
+            next;
+        }
+        # a client's command that stores a session: its reply, from
+        # Redis, is dropped
+        $drop{$o} = 1 if !$dropped && $buf =~ /'set', KEYS\[2\]/;
+        syswrite($o, $buf);
+    }
+}
+PL
+$t->run_daemon('/usr/bin/perl', "$d/drop-proxy.pl", "$d/drop.sock",
+               "$d/redis.sock", "$d/dropped");
+$t->wait_for_port("unix:$d/drop.sock")
+    or BAIL_OUT('the proxy did not start');
+$a->start_agent('c', '--redis', "unix:$d/drop.sock");
+
+$a->script({ pieces => [ 'one' ] });
+$ev = $a->ask('again', 'stored twice', agent => 'c');
+ok(-e "$d/dropped", 'the reply to a store was lost with its connection');
+is(codes($ev), '', '... and the question stored all the same');
+$r = $a->session('again');
+is(prompts('again'), 'stored twice', '... once');
+is(redis(qw(GET airlock:session:again:version)),
+   '1 ' . ((($r->{json} // {})->{runs} // [])->[-1] // {})->{run},
+   '... its version the one store\'s');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
