@@ -37,7 +37,7 @@ $a->setup(agent => [ '--max-wall', 30000 ]);
 # the same agent in a user namespace of its own (PrivateUsers=)
 $a->start_agent_with('u', { userns => 1 }, '--max-wall', 30000);
 
-plan tests => 13;
+plan tests => 14;
 
 # the raw answer to $req on agent $name's socket, sent as uid $uid
 sub as_uid {
@@ -103,9 +103,19 @@ $api //= '';
 like($api, qr/^\s*auth_basic\s+"[^"]+";/m, '/api/: auth_basic');
 unlike($api, qr/^\s*auth_basic\s+off;/m, 'not turned off');
 like($api, qr/^\s*auth_basic_user_file\s+\S+;/m, 'a user file');
-like($api, qr/^\s*proxy_set_header\s+X-Airlock-User\s+\$remote_user;/m,
+
+# past auth_basic, /api/ hands each request on to a named location
+# (try_files' last), which proxies it to the agent
+my ($to) = $api =~ /^\s*try_files\s+\S+\s+(\@\w+);/m;
+my ($proxy) = defined $to ? $ngx =~ m#location\s+\Q$to\E\s*\{([^}]*)\}#
+                           : ();
+$proxy //= '';
+ok(defined $to && $proxy =~ /^\s*proxy_pass\s/m,
+   '/api/ hands on to a named location that proxies to the agent')
+    or diag('try_files: ' . ($to // 'none'));
+like($proxy, qr/^\s*proxy_set_header\s+X-Airlock-User\s+\$remote_user;/m,
      'the user nginx authenticated named to the agent');
-like($api, qr/^\s*proxy_set_header\s+Authorization\s+"";/m,
+like($proxy, qr/^\s*proxy_set_header\s+Authorization\s+"";/m,
      'and not the password');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');

@@ -168,7 +168,7 @@ for my $n (sort keys %units) {
     is($dir{$ldir} && $dir{$ldir}{user}, $d->{User}[0],
        "its directory $ldir is the agent's own (tmpfiles.d)");
     my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
-    like($ngx, qr{proxy_pass http://unix:\Q$listen\E:/;},
+    like($ngx, qr{proxy_pass http://unix:\Q$listen\E:;},
          'the image\'s nginx publishes that socket at /api/');
 }
 
