@@ -27,6 +27,10 @@
  * connection; one whose chunked framing breaks there fails as one that
  * closed does (ngx_http_airlock_llm_input()).
  *
+ * A 2xx Responses answer's id (the response the provider stored) is
+ * bound to the call's client in airlock_llm_zone before the bytes that
+ * carry it go on (ngx_http_airlock_llm_state_read()).
+ *
  * This filter runs before ngx_http_airlock_module's, which scrubs the
  * provider key from what it passes on.
  */
@@ -80,6 +84,10 @@ static void ngx_http_airlock_llm_update(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_ttfb(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
+static ngx_int_t ngx_http_airlock_llm_state_start(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t stream);
+static void ngx_http_airlock_llm_state_read(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
 static ngx_inline ngx_http_airlock_llm_ctx_t *ngx_http_airlock_llm_held_ctx(
     ngx_http_request_t *r);
 static void ngx_http_airlock_llm_finalize(ngx_http_request_t *r,
@@ -183,7 +191,7 @@ static ngx_int_t
 ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 {
     ngx_str_t                    id;
-    ngx_uint_t                   own, rid;
+    ngx_uint_t                   own, rid, stream;
     ngx_msec_t                   now;
     ngx_time_t                  *tp;
     ngx_http_upstream_t         *u;
@@ -250,9 +258,10 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         return ngx_http_next_header_filter(r);
     }
 
-    if (r->headers_out.status < NGX_HTTP_SPECIAL_RESPONSE
-        && ngx_http_airlock_llm_event_type(r))
-    {
+    stream = (r->headers_out.status < NGX_HTTP_SPECIAL_RESPONSE
+              && ngx_http_airlock_llm_event_type(r));
+
+    if (stream) {
         /* each chunk leaves as it comes, whatever proxy_buffering says */
         r->upstream->buffering = 0;
 
@@ -296,6 +305,12 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
         /* the usage line names the model the request was checked for */
         ctx->resp->no_model = 1;
+    }
+
+    if (ctx->endpoint == AL_LLM_EP_RESPONSES
+        && ngx_http_airlock_llm_state_start(r, ctx, stream) != NGX_OK)
+    {
+        return NGX_ERROR;
     }
 
     /* buffers a temporary file holds are read back before they get here */
@@ -691,7 +706,15 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         return ngx_http_airlock_llm_filter_stream(r, ctx, in);
     }
 
-    /* watch only: the buffers go on as they are */
+    /*
+     * watch only: the buffers go on as they are; a Responses answer's
+     * id is read here (its streams are never filtered: only chat and
+     * completions hide a usage chunk)
+     */
+
+    if (ctx->state != NULL) {
+        ngx_http_airlock_llm_state_read(r, ctx, in);
+    }
 
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
@@ -715,6 +738,64 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     }
 
     return ngx_http_next_body_filter(r, in);
+}
+
+
+/*
+ * A 2xx Responses answer carries the id of the response the provider
+ * stored: it is read as the body passes (al_llm_state_resp_*()), and
+ * bound to the client before the bytes that hold it go on, so the client
+ * cannot name it before the binding exists.  A second answer (a
+ * fallback) starts over.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_state_start(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t stream)
+{
+    if (!ctx->answered) {
+        ctx->state = NULL;
+        return NGX_OK;
+    }
+
+    if (ctx->state == NULL) {
+        ctx->state = ngx_palloc(r->pool, sizeof(al_llm_state_resp_t));
+        if (ctx->state == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    al_llm_state_resp_init(ctx->state, stream);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_airlock_llm_state_read(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in)
+{
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+
+    for (cl = in; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!ngx_buf_in_memory(b) || b->last <= b->pos) {
+            continue;
+        }
+
+        if (al_llm_state_resp_feed(ctx->state, b->pos, b->last - b->pos)) {
+            (void) ngx_http_airlock_llm_state_bind(r, ctx,
+                                                (u_char *) ctx->state->id,
+                                                ctx->state->id_len);
+        }
+
+        if (ctx->state->done) {
+            ctx->state = NULL;
+            return;
+        }
+    }
 }
 
 

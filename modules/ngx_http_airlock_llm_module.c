@@ -15,6 +15,9 @@
  *   3. the JSON body is read into memory and checked and, when needed,
  *      rewritten (model allowlist, max tokens, include_usage:
  *      al_llm_request()); those exact bytes are what the provider gets;
+ *      a Responses request may name as its previous_response_id only a
+ *      response its own client's calls made (the filters bind each id
+ *      to its client as the answer passes);
  *   4. the tokens the request may use are reserved from the client's
  *      minute and day budgets, in shared memory;
  *   5. the client's credentials and every header outside a short
@@ -65,6 +68,8 @@ static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t *need);
 static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
+static ngx_int_t ngx_http_airlock_llm_state_check(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const u_char *body, size_t len);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
 static ngx_int_t ngx_http_airlock_llm_page(ngx_http_request_t *r,
@@ -833,6 +838,19 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
         return rc;
     }
 
+    if (ctx->endpoint == AL_LLM_EP_RESPONSES) {
+        rc = ngx_http_airlock_llm_state_check(r, ctx,
+                                              req.body != NULL
+                                              ? (u_char *) req.body
+                                              : body.data,
+                                              req.body != NULL
+                                              ? req.body_len : body.len);
+        if (rc != NGX_OK) {
+            al_llm_request_free(&req);
+            return rc;
+        }
+    }
+
     ctx->stream = req.stream;
     ctx->hide_usage = req.hide_usage;
     ctx->max_output = req.max_output;
@@ -875,6 +893,63 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     r->headers_in.content_length_n = body.len;
 
     return NGX_OK;
+}
+
+
+/*
+ * A Responses request may continue a stored response only of its own
+ * client: the id it names as "previous_response_id" must be bound to the
+ * client in airlock_llm_zone (ngx_http_airlock_llm_state_bind(), as the
+ * answer that made it passed).  Unknown ids are refused too: the gateway
+ * cannot tell whose they are.  The client is told the same for an id of
+ * another client's as for one of none, so it learns nothing of others'
+ * ids.  Returns NGX_OK, or NGX_DONE when refused (and answered).
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_state_check(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const u_char *body, size_t len)
+{
+    int                  rc;
+    ngx_int_t            owner;
+    const char          *detail;
+    al_llm_state_ref_t   ref;
+
+    rc = al_llm_state_request(body, len, &ref);
+
+    if (rc == 0) {
+        return NGX_OK;
+    }
+
+    if (rc < 0) {
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY,
+                                         AL_LLM_ERR_INVALID,
+                                         "the body could not be read for "
+                                         "its previous_response_id",
+                                         "the body could not be read");
+    }
+
+    owner = (ref.len == 0) ? NGX_DONE
+                           : ngx_http_airlock_llm_state_owner(r, ctx,
+                                                    (u_char *) ref.id,
+                                                    ref.len);
+
+    if (owner == NGX_OK) {
+        return NGX_OK;
+    }
+
+    detail = (owner == NGX_DECLINED)
+             ? "previous_response_id names a response another client's "
+               "call made"
+             : "previous_response_id names a response the gateway has no "
+               "binding for (never seen, dropped from a full zone, or "
+               "made before it kept them)";
+
+    return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_NO_ROUTE,
+                                     AL_LLM_ERR_DENIED, detail,
+                                     "previous_response_id names no "
+                                     "response this client made through "
+                                     "the gateway");
 }
 
 

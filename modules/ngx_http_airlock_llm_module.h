@@ -188,6 +188,10 @@ typedef struct {
                                                    byte */
     al_llm_resp_t                   *resp;      /* JSON usage scanner */
     al_llm_sse_t                    *sse;       /* event-stream parser */
+    al_llm_state_resp_t             *state;     /* a Responses answer's
+                                                   id, until it is bound
+                                                   (ngx_http_airlock_llm_
+                                                   state_bind()) */
 
     /* the event stream, when blocks are dropped */
     uint64_t                         pending;   /* first byte not yet sent
@@ -297,6 +301,10 @@ ngx_int_t ngx_http_airlock_llm_limit_headers(ngx_http_request_t *r,
 void ngx_http_airlock_llm_close(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 void ngx_http_airlock_llm_zone_reclaim(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_airlock_llm_state_bind(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, u_char *id, size_t len);
+ngx_int_t ngx_http_airlock_llm_state_owner(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, u_char *id, size_t len);
 
 
 extern ngx_module_t  ngx_http_airlock_llm_module;

@@ -45,6 +45,17 @@
  * processes that hold its budget's places, and gives back those of the
  * ones gone (ngx_http_airlock_llm_sweep()), then tries once more.
  * A full zone without room for the record admits the call without one.
+ *
+ * The zone also binds the stored responses of the Responses API to the
+ * clients that made them (al_llm_state.c says why): a second rbtree of
+ * small nodes, (response id, client), made as a 2xx answer's id passes
+ * through the filters and looked up when a request names that id as its
+ * "previous_response_id".  They take at most half the zone (so budgets
+ * and series always have room), one 128-byte slab chunk each (256 for
+ * ids of more than about 70 bytes); at that bound, or when the slab has
+ * no room, the least recently used are dropped, with a warning once per
+ * worker, and a call that names a dropped one is refused as one naming
+ * an unknown id is.
  */
 
 
@@ -63,6 +74,14 @@
 #define NGX_HTTP_AIRLOCK_LLM_SAID_SERIES  2     /* no room for a series */
 #define NGX_HTTP_AIRLOCK_LLM_SAID_CAP     4     /* series= reached */
 #define NGX_HTTP_AIRLOCK_LLM_SAID_FLIGHT  8     /* no room for a place */
+#define NGX_HTTP_AIRLOCK_LLM_SAID_STATE   16    /* bindings dropped */
+#define NGX_HTTP_AIRLOCK_LLM_SAID_BIND    32    /* no room for one */
+
+/* the slab chunk a binding of a stored response takes, mostly */
+#define NGX_HTTP_AIRLOCK_LLM_STATE_SIZE   128
+
+/* bindings a full zone drops to make room for one, at most */
+#define NGX_HTTP_AIRLOCK_LLM_STATE_DROP   8
 
 /*
  * A call refused for max_concurrent_requests looks, under the lock, at
@@ -91,9 +110,12 @@
 #define NGX_HTTP_AIRLOCK_LLM_BUDGET_KEY_MAX                                  \
     (1 + 2 * (AL_LLM_RECORD_STR_MAX + 1))
 
-/* checked when a zone is reused: the layout of the nodes below */
+/*
+ * checked when a zone is reused: the layout of the nodes below (0x4c4e:
+ * with the bindings of stored responses)
+ */
 #define NGX_HTTP_AIRLOCK_LLM_MAGIC                                           \
-    (0x4c4d0000 + sizeof(ngx_http_airlock_llm_node_t)                        \
+    (0x4c4e0000 + sizeof(ngx_http_airlock_llm_node_t)                        \
      + (sizeof(ngx_http_airlock_llm_flight_t) << 8))
 
 
@@ -126,6 +148,19 @@ struct ngx_http_airlock_llm_flight_s {
 };
 
 
+/*
+ * A stored response's binding: its id, then the name of the client whose
+ * call made it, in data; the rbtree node's key is the id's crc32
+ */
+typedef struct {
+    u_char                        color;
+    u_char                        len;          /* of the id */
+    u_char                        client_len;
+    ngx_queue_t                   queue;
+    u_char                        data[1];
+} ngx_http_airlock_llm_state_t;
+
+
 typedef struct {
     ngx_rbtree_t                  rbtree;
     ngx_rbtree_node_t             sentinel;
@@ -135,6 +170,11 @@ typedef struct {
     ngx_uint_t                    series;
     ngx_uint_t                    budgets;
     uint64_t                      dropped;
+    ngx_rbtree_t                  states;       /* bindings of stored
+                                                   responses */
+    ngx_rbtree_node_t             states_sentinel;
+    ngx_queue_t                   states_queue; /* recent first */
+    ngx_uint_t                    nstates;
 } ngx_http_airlock_llm_shctx_t;
 
 
@@ -150,6 +190,8 @@ typedef struct {
     ngx_http_airlock_llm_shctx_t *sh;
     ngx_slab_pool_t              *shpool;
     ngx_uint_t                    series_max;
+    ngx_uint_t                    states_max;   /* bindings: half the
+                                                   zone */
     ngx_uint_t                    nomem;        /* what this worker said:
                                                    NGX_HTTP_AIRLOCK_LLM_
                                                    SAID_* */
@@ -195,6 +237,15 @@ static ngx_uint_t ngx_http_airlock_llm_node_copy(
     ngx_http_airlock_llm_zone_ctx_t *zc, ngx_http_airlock_llm_node_t *oln);
 static void ngx_http_airlock_llm_rbtree_insert_value(ngx_rbtree_node_t *temp,
     ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static void ngx_http_airlock_llm_state_insert_value(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel);
+static ngx_uint_t ngx_http_airlock_llm_state_copy(
+    ngx_http_airlock_llm_zone_ctx_t *zc, ngx_http_airlock_llm_state_t *ost);
+static ngx_http_airlock_llm_state_t *ngx_http_airlock_llm_state_find(
+    ngx_http_airlock_llm_zone_ctx_t *zc, uint32_t hash, u_char *id,
+    size_t len);
+static ngx_uint_t ngx_http_airlock_llm_state_drop(
+    ngx_http_airlock_llm_zone_ctx_t *zc);
 static ngx_http_airlock_llm_zone_ctx_t *ngx_http_airlock_llm_zone_ctx(
     ngx_http_request_t *r);
 static void ngx_http_airlock_llm_finish_locked(
@@ -326,6 +377,9 @@ ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     zc = shm_zone->data;
 
+    zc->states_max = shm_zone->shm.size / 2
+                     / NGX_HTTP_AIRLOCK_LLM_STATE_SIZE;
+
     if (ozc != NULL) {
         if (ozc->sh->magic != NGX_HTTP_AIRLOCK_LLM_MAGIC) {
             ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
@@ -358,13 +412,18 @@ ngx_http_airlock_llm_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&zc->sh->rbtree, &zc->sh->sentinel,
                     ngx_http_airlock_llm_rbtree_insert_value);
 
+    ngx_rbtree_init(&zc->sh->states, &zc->sh->states_sentinel,
+                    ngx_http_airlock_llm_state_insert_value);
+
     ngx_queue_init(&zc->sh->queue);
     ngx_queue_init(&zc->sh->flights);
+    ngx_queue_init(&zc->sh->states_queue);
 
     zc->sh->magic = NGX_HTTP_AIRLOCK_LLM_MAGIC;
     zc->sh->series = 0;
     zc->sh->budgets = 0;
     zc->sh->dropped = 0;
+    zc->sh->nstates = 0;
 
     len = sizeof(" in airlock_llm_zone \"\"") + shm_zone->shm.name.len;
 
@@ -400,12 +459,13 @@ static void
 ngx_http_airlock_llm_zone_copy(ngx_shm_zone_t *shm_zone,
     ngx_http_airlock_llm_zone_ctx_t *zc)
 {
-    ngx_uint_t                        i, nb, ns;
+    ngx_uint_t                        i, nb, ns, nr;
     ngx_queue_t                      *q;
     ngx_shm_zone_t                   *oz;
     ngx_list_part_t                  *part;
     ngx_rbtree_node_t                *node, *root, *sentinel;
     ngx_http_airlock_llm_node_t      *ln;
+    ngx_http_airlock_llm_state_t     *st;
     ngx_http_airlock_llm_shctx_t     *osh;
     ngx_http_airlock_llm_zone_ctx_t  *ozc;
 
@@ -445,6 +505,7 @@ ngx_http_airlock_llm_zone_copy(ngx_shm_zone_t *shm_zone,
     osh = ozc->sh;
     nb = 0;
     ns = 0;
+    nr = 0;
 
     ngx_shmtx_lock(&ozc->shpool->mutex);
 
@@ -487,12 +548,32 @@ ngx_http_airlock_llm_zone_copy(ngx_shm_zone_t *shm_zone,
 
     zc->sh->dropped = osh->dropped;
 
+    /*
+     * the bindings of stored responses last, the most recent first, up
+     * to the new zone's bound: a smaller zone keeps the newest
+     */
+
+    for (q = ngx_queue_head(&osh->states_queue);
+         q != ngx_queue_sentinel(&osh->states_queue)
+         && nr < zc->states_max;
+         q = ngx_queue_next(q))
+    {
+        st = ngx_queue_data(q, ngx_http_airlock_llm_state_t, queue);
+
+        if (!ngx_http_airlock_llm_state_copy(zc, st)) {
+            break;
+        }
+
+        nr++;
+    }
+
     ngx_shmtx_unlock(&ozc->shpool->mutex);
 
     ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
-                  "airlock_llm_zone \"%V\" of a new size: %ui budgets and "
-                  "%ui series copied from the old zone", &shm_zone->shm.name,
-                  nb, ns);
+                  "airlock_llm_zone \"%V\" of a new size: %ui budgets, "
+                  "%ui series and %ui of %ui bindings of stored responses "
+                  "copied from the old zone", &shm_zone->shm.name, nb, ns,
+                  nr, osh->nstates);
     return;
 
 full:
@@ -503,6 +584,43 @@ full:
                   "airlock_llm_zone \"%V\" of a new size is too small for "
                   "what the old zone holds: %ui budgets and %ui series "
                   "copied, the rest lost", &shm_zone->shm.name, nb, ns);
+}
+
+
+/* a binding of the old zone in the new one, behind those copied before */
+
+static ngx_uint_t
+ngx_http_airlock_llm_state_copy(ngx_http_airlock_llm_zone_ctx_t *zc,
+    ngx_http_airlock_llm_state_t *ost)
+{
+    size_t                         size;
+    ngx_rbtree_node_t             *node, *onode;
+    ngx_http_airlock_llm_state_t  *st;
+
+    onode = (ngx_rbtree_node_t *)
+                ((u_char *) ost - offsetof(ngx_rbtree_node_t, color));
+
+    size = offsetof(ngx_rbtree_node_t, color)
+           + offsetof(ngx_http_airlock_llm_state_t, data)
+           + ost->len + ost->client_len;
+
+    node = ngx_slab_alloc_locked(zc->shpool, size);
+    if (node == NULL) {
+        return 0;
+    }
+
+    node->key = onode->key;
+
+    st = (ngx_http_airlock_llm_state_t *) &node->color;
+    st->len = ost->len;
+    st->client_len = ost->client_len;
+    ngx_memcpy(st->data, ost->data, ost->len + ost->client_len);
+
+    ngx_rbtree_insert(&zc->sh->states, node);
+    ngx_queue_insert_tail(&zc->sh->states_queue, &st->queue);
+    zc->sh->nstates++;
+
+    return 1;
 }
 
 
@@ -568,6 +686,45 @@ ngx_http_airlock_llm_rbtree_insert_value(ngx_rbtree_node_t *temp,
             lnt = (ngx_http_airlock_llm_node_t *) &temp->color;
 
             p = (ngx_memn2cmp(ln->data, lnt->data, ln->len, lnt->len) < 0)
+                ? &temp->left : &temp->right;
+        }
+
+        if (*p == sentinel) {
+            break;
+        }
+
+        temp = *p;
+    }
+
+    *p = node;
+    node->parent = temp;
+    node->left = sentinel;
+    node->right = sentinel;
+    ngx_rbt_red(node);
+}
+
+
+static void
+ngx_http_airlock_llm_state_insert_value(ngx_rbtree_node_t *temp,
+    ngx_rbtree_node_t *node, ngx_rbtree_node_t *sentinel)
+{
+    ngx_rbtree_node_t             **p;
+    ngx_http_airlock_llm_state_t   *st, *stt;
+
+    for ( ;; ) {
+
+        if (node->key < temp->key) {
+            p = &temp->left;
+
+        } else if (node->key > temp->key) {
+            p = &temp->right;
+
+        } else { /* node->key == temp->key */
+
+            st = (ngx_http_airlock_llm_state_t *) &node->color;
+            stt = (ngx_http_airlock_llm_state_t *) &temp->color;
+
+            p = (ngx_memn2cmp(st->data, stt->data, st->len, stt->len) < 0)
                 ? &temp->left : &temp->right;
         }
 
@@ -1377,6 +1534,26 @@ ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
         return;
     }
 
+    if (what == NGX_HTTP_AIRLOCK_LLM_SAID_STATE) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "airlock: the bindings of stored responses%s reached "
+                      "their bound (%ui, half the zone): the least "
+                      "recently used are dropped, and a call naming one "
+                      "as its previous_response_id is refused; make the "
+                      "zone larger to keep more",
+                      zc->shpool->log_ctx, zc->states_max);
+        return;
+    }
+
+    if (what == NGX_HTTP_AIRLOCK_LLM_SAID_BIND) {
+        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                      "airlock: no room for the binding of a stored "
+                      "response%s: a call naming it as its "
+                      "previous_response_id is refused; make the zone "
+                      "larger", zc->shpool->log_ctx);
+        return;
+    }
+
     if (what == NGX_HTTP_AIRLOCK_LLM_SAID_FLIGHT) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "airlock: no room for the record of a call in "
@@ -1954,4 +2131,214 @@ ngx_http_airlock_llm_header(ngx_http_request_t *r, const char *name,
     h->hash = 1;
 
     return NGX_OK;
+}
+
+
+/*
+ * Binds the stored response id (len bytes, at most AL_LLM_STATE_ID_MAX)
+ * to the request's client.  An id bound already keeps its client (the
+ * provider makes each id once) and becomes the most recently used.
+ * Returns NGX_OK, or NGX_DECLINED when the zone had no room (logged).
+ */
+
+ngx_int_t
+ngx_http_airlock_llm_state_bind(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, u_char *id, size_t len)
+{
+    size_t                            size;
+    uint32_t                          hash;
+    ngx_uint_t                        i, dropped;
+    ngx_rbtree_node_t                *node;
+    const al_str_t                   *client;
+    ngx_http_airlock_llm_state_t     *st;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+
+    if (zc == NULL || ctx->client == NULL || len == 0
+        || len > AL_LLM_STATE_ID_MAX || ctx->client->name.len > 255)
+    {
+        return NGX_DECLINED;
+    }
+
+    client = &ctx->client->name;
+    hash = ngx_crc32_short(id, len);
+
+    size = offsetof(ngx_rbtree_node_t, color)
+           + offsetof(ngx_http_airlock_llm_state_t, data) + len + client->len;
+
+    dropped = 0;
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    st = ngx_http_airlock_llm_state_find(zc, hash, id, len);
+
+    if (st != NULL) {
+        ngx_queue_remove(&st->queue);
+        ngx_queue_insert_head(&zc->sh->states_queue, &st->queue);
+        ngx_shmtx_unlock(&zc->shpool->mutex);
+        return NGX_OK;
+    }
+
+    if (zc->sh->nstates >= zc->states_max) {
+        dropped += ngx_http_airlock_llm_state_drop(zc);
+    }
+
+    node = ngx_slab_alloc_locked(zc->shpool, size);
+
+    for (i = 0; node == NULL && i < NGX_HTTP_AIRLOCK_LLM_STATE_DROP; i++) {
+        if (!ngx_http_airlock_llm_state_drop(zc)) {
+            break;
+        }
+
+        dropped++;
+        node = ngx_slab_alloc_locked(zc->shpool, size);
+    }
+
+    if (node == NULL) {
+        ngx_shmtx_unlock(&zc->shpool->mutex);
+        ngx_http_airlock_llm_nomem(r, zc, NGX_HTTP_AIRLOCK_LLM_SAID_BIND);
+        return NGX_DECLINED;
+    }
+
+    node->key = hash;
+
+    st = (ngx_http_airlock_llm_state_t *) &node->color;
+    st->len = (u_char) len;
+    st->client_len = (u_char) client->len;
+    ngx_memcpy(st->data, id, len);
+    ngx_memcpy(st->data + len, client->data, client->len);
+
+    ngx_rbtree_insert(&zc->sh->states, node);
+    ngx_queue_insert_head(&zc->sh->states_queue, &st->queue);
+    zc->sh->nstates++;
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    if (dropped) {
+        ngx_http_airlock_llm_nomem(r, zc, NGX_HTTP_AIRLOCK_LLM_SAID_STATE);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * Whose the stored response id is: NGX_OK when it is bound to the
+ * request's client (it becomes the most recently used), NGX_DECLINED when
+ * to another client, NGX_DONE when to none (never seen, dropped, or made
+ * before the zone kept bindings).
+ */
+
+ngx_int_t
+ngx_http_airlock_llm_state_owner(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, u_char *id, size_t len)
+{
+    uint32_t                          hash;
+    ngx_int_t                         rc;
+    const al_str_t                   *client;
+    ngx_http_airlock_llm_state_t     *st;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+
+    if (zc == NULL || ctx->client == NULL || len == 0
+        || len > AL_LLM_STATE_ID_MAX)
+    {
+        return NGX_DONE;
+    }
+
+    client = &ctx->client->name;
+    hash = ngx_crc32_short(id, len);
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    st = ngx_http_airlock_llm_state_find(zc, hash, id, len);
+
+    if (st == NULL) {
+        rc = NGX_DONE;
+
+    } else if (st->client_len == client->len
+               && ngx_memcmp(st->data + st->len, client->data, client->len)
+                  == 0)
+    {
+        ngx_queue_remove(&st->queue);
+        ngx_queue_insert_head(&zc->sh->states_queue, &st->queue);
+        rc = NGX_OK;
+
+    } else {
+        rc = NGX_DECLINED;
+    }
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    return rc;
+}
+
+
+static ngx_http_airlock_llm_state_t *
+ngx_http_airlock_llm_state_find(ngx_http_airlock_llm_zone_ctx_t *zc,
+    uint32_t hash, u_char *id, size_t len)
+{
+    ngx_int_t                      rc;
+    ngx_rbtree_node_t             *node, *sentinel;
+    ngx_http_airlock_llm_state_t  *st;
+
+    node = zc->sh->states.root;
+    sentinel = zc->sh->states.sentinel;
+
+    while (node != sentinel) {
+
+        if (hash < node->key) {
+            node = node->left;
+            continue;
+        }
+
+        if (hash > node->key) {
+            node = node->right;
+            continue;
+        }
+
+        /* hash == node->key */
+
+        st = (ngx_http_airlock_llm_state_t *) &node->color;
+
+        rc = ngx_memn2cmp(id, st->data, len, (size_t) st->len);
+
+        if (rc == 0) {
+            return st;
+        }
+
+        node = (rc < 0) ? node->left : node->right;
+    }
+
+    return NULL;
+}
+
+
+/* frees the least recently used binding, under the lock; 0: none */
+
+static ngx_uint_t
+ngx_http_airlock_llm_state_drop(ngx_http_airlock_llm_zone_ctx_t *zc)
+{
+    ngx_queue_t                   *q;
+    ngx_rbtree_node_t             *node;
+    ngx_http_airlock_llm_state_t  *st;
+
+    if (ngx_queue_empty(&zc->sh->states_queue)) {
+        return 0;
+    }
+
+    q = ngx_queue_last(&zc->sh->states_queue);
+    ngx_queue_remove(q);
+
+    st = ngx_queue_data(q, ngx_http_airlock_llm_state_t, queue);
+    node = (ngx_rbtree_node_t *)
+               ((u_char *) st - offsetof(ngx_rbtree_node_t, color));
+
+    ngx_rbtree_delete(&zc->sh->states, node);
+    ngx_slab_free_locked(zc->shpool, node);
+    zc->sh->nstates--;
+
+    return 1;
 }

@@ -681,6 +681,77 @@ int al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
 
 
 /*
+ * State the provider keeps for the account (al_llm_state.c).  A Responses
+ * API request may name a stored response, "previous_response_id", and
+ * the provider continues that conversation from what it stored; every
+ * client of an entry shares its key, so the gateway binds each response
+ * id it sees a 2xx answer carry to the client of that call (the module
+ * keeps the bindings in airlock_llm_zone) and lets a request name only a
+ * response of its own client.  An id is kept as printable ASCII without
+ * escapes, at most AL_LLM_STATE_ID_MAX bytes.
+ *
+ * al_llm_state_request() reads a Responses body that al_llm_request()
+ * accepted: 0 when it names no previous response (none, or null); 1 when
+ * it does, with ref->id and ref->len the id, or ref->len 0 when the value
+ * is no id that could be bound (not a string, escaped, too long):
+ * a request that names it is refused as one naming an unknown id is;
+ * -1 when the body cannot be read (refuse it).
+ *
+ * al_llm_state_resp_*() read a Responses answer as it arrives: a JSON
+ * body's top-level "id", or, in an event stream (stream 1), the
+ * "response.id" of the first event whose "type" begins "response."
+ * (response.created; the others repeat it).  feed() returns 1 once the
+ * id is known (id, id_len), and reads nothing more after that, or after
+ * a JSON body's end.
+ */
+
+#define AL_LLM_STATE_ID_MAX     128
+
+typedef struct {
+    size_t           len;               /* 0: no id that could be bound */
+    char             id[AL_LLM_STATE_ID_MAX + 1];
+} al_llm_state_ref_t;
+
+int al_llm_state_request(const unsigned char *body, size_t len,
+    al_llm_state_ref_t *ref);
+
+typedef struct {
+    size_t           id_len;            /* 0: not known yet */
+    unsigned         done:1;            /* nothing more is read */
+
+    /* private */
+    unsigned         stream:1;
+    unsigned         cr:1;
+    unsigned         line:3;
+    unsigned         in_str:1;
+    unsigned         esc:1;
+    unsigned         bad:1;
+    unsigned         ended:1;           /* the document closed */
+    unsigned         expect_key:1;
+    unsigned         obj1:1;            /* depth 1 is an object */
+    unsigned         obj2:1;
+    unsigned         key1:2;            /* the key of depth 1's value */
+    unsigned         key2:2;
+    unsigned         str:2;             /* what the open string is */
+    unsigned         str_bad:1;
+    unsigned         type_ok:1;
+    uint32_t         depth;
+    size_t           field_len;
+    size_t           str_len;
+    size_t           cand_len;
+    char             field[4];
+    char             key[8];
+    char             cand[AL_LLM_STATE_ID_MAX];
+
+    char             id[AL_LLM_STATE_ID_MAX + 1];     /* last */
+} al_llm_state_resp_t;
+
+void al_llm_state_resp_init(al_llm_state_resp_t *s, unsigned stream);
+int al_llm_state_resp_feed(al_llm_state_resp_t *s, const unsigned char *p,
+    size_t len);
+
+
+/*
  * Streaming responses (al_llm_sse.c): an incremental text/event-stream
  * parser that extracts usage and says which bytes to drop.
  *

@@ -271,7 +271,11 @@ static const al_str_t  al_llm_scan_attachment[] = {
  * key or a dearer option (LiteLLM's custom_llm_provider,
  * aws_bedrock_runtime_endpoint, tags; OpenRouter's route), and a list of
  * what to refuse is never complete.  "metadata" is not here: LiteLLM
- * routes a call by its "tags".
+ * routes a call by its "tags".  Nor is the Responses API's
+ * "conversation": it names a conversation the provider keeps for the
+ * account, which no call through the gateway creates, so the gateway
+ * cannot tell whose it is (a "previous_response_id" it can: see
+ * al_llm_state.c).
  *
  * Sorted by length, then name; al_llm_scan_member_first[n] is the first
  * of length n or more (tests/unit/llm_scan.c checks both).
@@ -306,7 +310,6 @@ const al_llm_member_t  al_llm_scan_members[] = {
     { AL_LLM_SCAN_STR("temperature"),
       AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS | AL_LLM_M_RESPONSES
       | AL_LLM_M_MESSAGES },
-    { AL_LLM_SCAN_STR("conversation"), AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("instructions"), AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("top_logprobs"), AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
     { AL_LLM_SCAN_STR("cache_control"), AL_LLM_M_MESSAGES },
@@ -336,8 +339,8 @@ const al_llm_member_t  al_llm_scan_members[] = {
 };
 
 const unsigned char  al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2] = {
-    0, 0, 0, 0, 0, 5, 10, 12, 13, 15, 18, 21, 22, 25, 27, 29, 31, 34, 36, 38,
-    39, 40, 40, 41
+    0, 0, 0, 0, 0, 5, 10, 12, 13, 15, 18, 21, 22, 24, 26, 28, 30, 33, 35,
+    37, 38, 39, 39, 40
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */

@@ -86,6 +86,9 @@ Keys:
                 file: a test waits for the answers to be in the gateway's
                 sockets, not for a time
   request_id    send this as the answer's x-request-id, as OpenAI does
+  response_id   responses: the response's id (default "resp_1"), in the
+                JSON answer and in the stream's response.created and
+                response.completed
   echo_headers  send this many more headers, X-Echo-Auth-0, -1, ..., each
                 with what X-Echo-Auth has
   headers       more response headers, {"Name": "value", ...}, on every
@@ -530,7 +533,8 @@ class Handler(BaseHTTPRequestHandler):
         model = self.body.get("model", "unknown")
         usage = {"input_tokens": p, "output_tokens": c, "total_tokens": p + c,
                  "input_tokens_details": {"cached_tokens": cached}}
-        resp = {"id": "resp_1", "object": "response", "model": model,
+        rid = self.script.get("response_id", "resp_1")
+        resp = {"id": rid, "object": "response", "model": model,
                 "status": "completed", "output": [
                     {"type": "message", "role": "assistant", "content": [
                         {"type": "output_text", "text": "".join(pieces)}]}]}
@@ -543,7 +547,7 @@ class Handler(BaseHTTPRequestHandler):
 
         events = [("response.created", json.dumps(
             {"type": "response.created",
-             "response": {"id": "resp_1", "object": "response",
+             "response": {"id": rid, "object": "response",
                           "model": model, "status": "in_progress"}}))]
         for t in pieces:
             events.append(("response.output_text.delta", json.dumps(
