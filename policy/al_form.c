@@ -87,6 +87,10 @@
 #define AL_FORM_RFC2231    4            /* name*= or name*0: no value read */
 #define AL_FORM_ESCAPED    8            /* quoted, with a backslash */
 #define AL_FORM_TAIL       16           /* the tail of the last token read */
+#define AL_FORM_SINGLE     32           /* quoted in ' (PHP), not " */
+
+/* the most bytes of a name read on past a line end (al_form_joined()) */
+#define AL_FORM_JOIN_MAX   256
 
 /* what al_form_char() reads for a "%uXXXX" outside ASCII that folds to
    no ASCII letter */
@@ -125,9 +129,15 @@ static const char *al_form_urlencoded(const unsigned char *p, size_t len,
 static int al_form_multipart(const unsigned char *p, size_t len,
     const al_form_names_t *names, const char **why, const char **field);
 static size_t al_form_find(const unsigned char *p, size_t len, size_t i,
-    const char *word, size_t n);
+    const char *word, size_t n, size_t *end);
+static size_t al_form_eol(const unsigned char *p, size_t len, size_t i);
 static void al_form_param(const unsigned char *p, size_t len, size_t i,
-    const unsigned char **v, size_t *vlen, unsigned *flags, size_t *tail);
+    unsigned single, const unsigned char **v, size_t *vlen, unsigned *flags,
+    size_t *tail);
+static const char *al_form_joined(const unsigned char *p, size_t len,
+    const unsigned char *v, size_t vlen, unsigned flags, size_t max,
+    const al_form_names_t *names);
+static size_t al_form_longest(const al_form_names_t *names);
 static unsigned al_form_char(const unsigned char *p, size_t len, size_t *i,
     unsigned flags);
 static unsigned al_form_letter(const unsigned char *p, size_t len,
@@ -436,7 +446,7 @@ al_form_charset(const char *ctype, size_t len)
             continue;
         }
 
-        al_form_param(p, len, i + 7, &v, &vlen, &flags, NULL);
+        al_form_param(p, len, i + 7, 0, &v, &vlen, &flags, NULL);
 
         if (flags & (AL_FORM_RFC2231 | AL_FORM_ESCAPED)) {
             return 0;
@@ -544,6 +554,16 @@ al_form_urlencoded(const unsigned char *p, size_t len,
  * quoted value that another parser ends elsewhere cannot hide a name
  * inside it.
  *
+ * PHP reads a part's headers in its own way (main/rfc1867.c): a value
+ * may be quoted in ' as in " (name='_method'), and a line that begins
+ * with a blank or has no ':' is joined to the line before it, the line
+ * end taken out (multipart_buffer_headers()), so that a name cut by a
+ * line end is whole to it: name="_me<CRLF>thod", name=_me<CRLF>thod,
+ * na<CRLF>me=_method.  So "name" is found with a line end between two
+ * of its letters too (al_form_find()), a value in ' is read as one in "
+ * is, and a value that a line end cut is read on as PHP joins it
+ * (al_form_joined()), besides as it is.
+ *
  * So values overlap ("name=name=name=..." is as many tokens, each to the
  * end of the body), and reading each to its end made the scan quadratic:
  * a 64 KiB body held an nginx worker for a second and a half, 1 MiB for
@@ -551,25 +571,27 @@ al_form_urlencoded(const unsigned char *p, size_t len,
  * (al_form_param()): its end is that one's, and an encoded word in it
  * would have been found in the whole (a tail begins right after an '=',
  * which no "%XX" holds, so it decodes as that part of the whole does).
- * Quoted values never overlap (the quote that opens one after "name="
- * closes any value it is in), so each byte is read a bounded number of
- * times.
+ * A quoted value holds the start of no other in the same quotes (the
+ * quote that opens one after "name=" closes any value it is in), so
+ * each byte is read a bounded number of times; a value is read on past
+ * a line end for at most the length of the longest name looked for.
  */
 
 static int
 al_form_multipart(const unsigned char *p, size_t len,
     const al_form_names_t *names, const char **why, const char **field)
 {
-    size_t                i, vlen, tail;
+    size_t                i, w, vlen, tail, max;
     unsigned              flags;
     const char           *f;
     const unsigned char  *v;
 
     tail = 0;
+    max = al_form_longest(names);
 
-    for (i = 0; (i = al_form_find(p, len, i, "name", 4)) < len; i++) {
+    for (i = 0; (i = al_form_find(p, len, i, "name", 4, &w)) < len; i++) {
 
-        al_form_param(p, len, i + 4, &v, &vlen, &flags, &tail);
+        al_form_param(p, len, w, 1, &v, &vlen, &flags, &tail);
 
         if (flags & AL_FORM_RFC2231) {
             *why = "multipart name in RFC 2231 form (name*=, name*0=)";
@@ -589,6 +611,12 @@ al_form_multipart(const unsigned char *p, size_t len,
 
         f = al_form_field(v, vlen, flags, names);
 
+        /* PHP reads no name that begins inside another: no tail */
+
+        if (f == NULL && !(flags & AL_FORM_TAIL)) {
+            f = al_form_joined(p, len, v, vlen, flags, max, names);
+        }
+
         if (f != NULL) {
             *why = "multipart field";
             *field = f;
@@ -602,23 +630,56 @@ al_form_multipart(const unsigned char *p, size_t len,
 
 /*
  * The offset of the next word (n bytes, lower case) at or after p[i], in
- * any case and after a byte that is not a letter or a digit, or len.
+ * any case and after a byte that is not a letter or a digit, or len;
+ * *end is the offset right after it.  A line end ("\n" or "\r\n") may
+ * come between two of its letters: PHP joins the line that follows.
  */
 
 static size_t
 al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
-    size_t n)
+    size_t n, size_t *end)
 {
+    size_t  k, m;
+
     for ( /* void */ ; len - i >= n; i++) {
-        if ((p[i] | 0x20) == (unsigned char) word[0]
-            && strncasecmp((const char *) p + i, word, n) == 0
-            && (i == 0 || !al_form_alnum(p[i - 1])))
+        if ((p[i] | 0x20) != (unsigned char) word[0]
+            || (i > 0 && al_form_alnum(p[i - 1])))
         {
+            continue;
+        }
+
+        for (k = i + 1, m = 1; m < n; k++, m++) {
+            k = al_form_eol(p, len, k);
+
+            if (k == len || (p[k] | 0x20) != (unsigned char) word[m]) {
+                break;
+            }
+        }
+
+        if (m == n) {
+            *end = k;
             return i;
         }
     }
 
     return len;
+}
+
+
+/* the offset after the line end "\n" or "\r\n" at p[i], or i: none */
+
+static size_t
+al_form_eol(const unsigned char *p, size_t len, size_t i)
+{
+    if (i < len && p[i] == '\n') {
+        return i + 1;
+    }
+
+    if (len - i >= 2 && p[i] == '\r' && p[i + 1] == '\n') {
+        return i + 2;
+    }
+
+    return i;
 }
 
 
@@ -632,7 +693,9 @@ al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
  * value, and when the name is followed by '*' and a digit or '=' (RFC
  * 2231: name*0=..., name*=utf-8''...), told by AL_FORM_RFC2231 in
  * *flags.  A quoted value has AL_FORM_QUOTED, and AL_FORM_ESCAPED too
- * when it has a backslash.
+ * when it has a backslash; with single, a value may be quoted in ' as
+ * PHP reads a multipart header (AL_FORM_SINGLE).  A quoted value ends at
+ * its closing quote or a line end.
  *
  * tail (NULL: not kept) is where the last token value read ended, 0
  * before the first.  Values are read in the order they begin, so a token
@@ -641,10 +704,11 @@ al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
  */
 
 static void
-al_form_param(const unsigned char *p, size_t len, size_t i,
+al_form_param(const unsigned char *p, size_t len, size_t i, unsigned single,
     const unsigned char **v, size_t *vlen, unsigned *flags, size_t *tail)
 {
-    size_t  start;
+    size_t         start;
+    unsigned char  q;
 
     *v = NULL;
     *vlen = 0;
@@ -678,11 +742,13 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
         i++;
     }
 
-    if (i < len && p[i] == '"') {
+    if (i < len && (p[i] == '"' || (single && p[i] == '\''))) {
+        q = p[i];
         start = ++i;
-        *flags = AL_FORM_QUOTED;
+        *flags = (q == '"') ? AL_FORM_QUOTED
+                            : (AL_FORM_QUOTED | AL_FORM_SINGLE);
 
-        while (i < len && p[i] != '"' && p[i] != '\r' && p[i] != '\n') {
+        while (i < len && p[i] != q && p[i] != '\r' && p[i] != '\n') {
             if (p[i] == '\\' && len - i > 1) {
                 *flags |= AL_FORM_ESCAPED;
                 i++;
@@ -713,6 +779,132 @@ al_form_param(const unsigned char *p, size_t len, size_t i,
 
     *v = p + start;
     *vlen = i - start;
+}
+
+
+/*
+ * The name PHP reads when a line end cut the value v (vlen bytes, as
+ * al_form_param() read it, with its flags): PHP joins the next line to
+ * it, and a quoted value goes on to its closing quote, a token to a
+ * blank or ';' (one ends at the line end when the next line begins with
+ * a blank).  Any line is joined here, ':' in it or not.  The name is
+ * read into a buffer, without the blanks it begins with (PHP skips the
+ * spaces a name begins with), up to max bytes, the longest name looked
+ * for and the byte after it: no longer name is any of them.  Then it is
+ * compared as al_form_field() compares a name, or NULL.
+ */
+
+static const char *
+al_form_joined(const unsigned char *p, size_t len, const unsigned char *v,
+    size_t vlen, unsigned flags, size_t max, const al_form_names_t *names)
+{
+    size_t           i, n;
+    unsigned char    q, c, buf[AL_FORM_JOIN_MAX];
+    al_form_names_t  php;
+
+    i = (size_t) (v - p) + vlen;
+
+    if (al_form_eol(p, len, i) == i) {
+        return NULL;                        /* not cut by a line end */
+    }
+
+    q = (flags & AL_FORM_SINGLE) ? '\'' : '"';
+    n = 0;
+
+    /* what was read, then each line joined */
+
+    while (v < p + i && n < max) {
+        if (n > 0 || (*v != ' ' && *v != '\t')) {
+            buf[n++] = *v;
+        }
+
+        v++;
+    }
+
+    while (n < max && (i = al_form_eol(p, len, i)) < len) {
+
+        /* an empty line ends the headers; a token, a blank or ';' */
+
+        if (al_form_eol(p, len, i) != i
+            || (!(flags & AL_FORM_QUOTED)
+                && (al_form_blank(p[i]) || p[i] == ';')))
+        {
+            break;
+        }
+
+        while (i < len && n < max && p[i] != '\r' && p[i] != '\n') {
+            c = p[i];
+
+            if (flags & AL_FORM_QUOTED) {
+                if (c == q) {
+                    goto joined;
+                }
+
+                if (c == '\\' && len - i > 1 && p[i + 1] != '\r'
+                    && p[i + 1] != '\n')
+                {
+                    buf[n++] = c;
+                    c = p[++i];
+
+                    if (n == max) {
+                        break;
+                    }
+                }
+
+            } else if (al_form_blank(c) || c == ';') {
+                goto joined;
+            }
+
+            if (n > 0 || (c != ' ' && c != '\t')) {
+                buf[n++] = c;
+            }
+
+            i++;
+        }
+
+        if (i < len && p[i] == '\r' && al_form_eol(p, len, i) == i) {
+            break;                          /* a CR alone: no line end */
+        }
+    }
+
+joined:
+
+    if (n == 0) {
+        return NULL;
+    }
+
+    /* PHP's names: no prototype keys (no JavaScript reader joins lines) */
+
+    php = *names;
+    php.proto = 0;
+
+    return al_form_field(buf, n, flags & AL_FORM_QUOTED, &php);
+}
+
+
+/*
+ * The length of the longest name al_form_field() looks for but a
+ * prototype key, and a byte for what ends it, at most AL_FORM_JOIN_MAX.
+ */
+
+static size_t
+al_form_longest(const al_form_names_t *names)
+{
+    size_t  i, n;
+
+    n = sizeof(al_form_override) - 1;
+
+    for (i = 0; i < names->nparams; i++) {
+        n = (names->params[i].name.len > n ? names->params[i].name.len : n);
+    }
+
+    for (i = 0; i < names->nquery; i++) {
+        if (names->query[i].re != NULL) {
+            n = (names->query[i].name.len > n ? names->query[i].name.len : n);
+        }
+    }
+
+    return (n + 1 < AL_FORM_JOIN_MAX) ? n + 1 : AL_FORM_JOIN_MAX;
 }
 
 

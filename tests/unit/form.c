@@ -83,6 +83,7 @@ static void refuse(const char *ctype, const char *s, const char *name);
 static void pass(const char *ctype, const char *s, const char *name);
 static void test_urlencoded(void);
 static void test_multipart(void);
+static void test_multipart_php(void);
 static void test_overlap(void);
 static void overlap_alarm(int signo);
 static void test_types(void);
@@ -107,6 +108,7 @@ main(void)
 {
     test_urlencoded();
     test_multipart();
+    test_multipart_php();
     test_overlap();
     test_types();
     test_charsets();
@@ -298,6 +300,60 @@ test_multipart(void)
 
 
 /*
+ * A part's headers as PHP reads them (main/rfc1867.c), which Laravel and
+ * Symfony take _method from: a value quoted in ' as in ", and a line
+ * that begins with a blank or has no ':' joined to the one before it,
+ * without the line end, so a name cut by one is whole to PHP.
+ */
+
+static void
+test_multipart_php(void)
+{
+    refuse(MP, PART("name='_method'"), "PHP: name in single quotes");
+    refuse(MP, PART("NAME = '_METHOD'; filename=\"x\""),
+           "PHP: single quotes, case, spaces");
+    refuse(MP, PART("name='\\_method'"),
+           "PHP: single quotes, a backslash escape");
+    refuse(MP, PART("name=\"_me\r\nthod\""),
+           "PHP: a quoted name cut by CRLF, joined");
+    refuse(MP, PART("name='_me\nthod'"),
+           "PHP: a name in single quotes cut by LF, joined");
+    refuse(MP, PART("name=\"\r\n _method\""),
+           "PHP: a folded quoted name, its leading blank skipped");
+    refuse(MP, PART("name=_me\r\nthod"), "PHP: a token cut by CRLF, joined");
+    refuse(MP, PART("name=_\nme\nthod"), "PHP: a token cut twice");
+    refuse(MP, PART("na\r\nme=\"_method\""), "PHP: \"name\" cut by CRLF");
+    refuse(MP, PART("nam\nE=_method"), "PHP: \"name\" cut by LF");
+    refuse(MP, PART("n\r\na\r\nm\r\ne='_method'"),
+           "PHP: \"name\" cut between each letter");
+    refuse(MP, PART("name=\"X-HTTP-Method-\r\nOverride\""),
+           "PHP: X-HTTP-Method-Override cut, joined");
+
+    pass(MP, PART("name='a'"), "PHP: another name in single quotes");
+    refuse(MP, PART("name='_method"),
+           "PHP: an unterminated single quote ends with its line");
+    pass(MP, PART("name=\"_me\r\n thod\""),
+         "PHP: a folded line keeps its blank (\"_me thod\")");
+    pass(MP, PART("name=_me\r\n thod"),
+         "PHP: a token ends at the blank a folded line begins with");
+    pass(MP, PART("name=\"_me\r\n\r\nthod\""),
+         "PHP: an empty line ends the headers: nothing joined");
+    pass(MP, PART("name=_me\rthod"), "PHP: a CR alone is no line end");
+    pass(MP, PART("na\r\n me=_method"), "PHP: \"na me\" is no \"name\"");
+    pass(MP, PART("na\r\n\r\nme=_method"),
+         "PHP: two line ends inside \"name\": not joined");
+    pass(MP, PART("name=\"a\"\r\nContent-Type: text/plain"),
+         "PHP: a closed value is not read on");
+    pass(MP, PART("name=a\r\nContent-Type: text/plain"),
+         "PHP: a token and the next header");
+    pass(MP, PART("name=_method_\r\nx"),
+         "PHP: a token read on is longer than the name");
+    pass(MP, "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n"
+         "name=x\nport=1\n--b--\r\n", "PHP: name=x in a part's text");
+}
+
+
+/*
  * Values that overlap: "name=name=..." is as many names, each a token to
  * the end of the body.  Read whole for each name, 64 KiB of it held an
  * nginx worker for over a second, 1 MiB for minutes.  The alarm is a
@@ -341,6 +397,29 @@ test_overlap(void)
     memcpy(s + 5, "\"=?", 3);
     tap_ok(check_len(MP, s, n) == -1 && strstr(why, "RFC 2047") != NULL,
            "overlap: ... or in a quoted value among them");
+
+    /* each token read on past its line end, as PHP joins the lines */
+
+    for (i = 0; i + 7 <= n; i += 7) {
+        memcpy(s + i, "name=x\n", 7);
+    }
+
+    tap_ok(check_len(MP, s, i) == 0, "overlap: 1 MiB of name=x LF ... "
+           "passes, read in linear time");
+
+    for (i = 0; i + 7 <= n; i += 7) {
+        memcpy(s + i, "name=\"\n", 7);
+    }
+
+    tap_ok(check_len(MP, s, i) == 0, "overlap: 1 MiB of name=\" LF ... "
+           "passes, read in linear time");
+
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(s + i, "nam\ne='\n", 8);
+    }
+
+    tap_ok(check_len(MP, s, i) == 0, "overlap: 1 MiB of nam LF e=' LF ... "
+           "passes, read in linear time");
 
     alarm(0);
 
@@ -615,6 +694,12 @@ test_routes(void)
                "a raw dotted capital I folds to i");
     tap_is_int(body(shadow, MP, PART("name=\"d\xc4\xb1r\"")),
                AL_REASON_BODY, "... in a multipart name too");
+    tap_is_int(body(shadow, MP, PART("name='file'")), AL_REASON_BODY,
+               "a multipart name in single quotes (PHP)");
+    tap_is_int(body(shadow, MP, PART("name=\"fi\r\nle\"")),
+               AL_REASON_BODY, "a multipart name cut by a line end (PHP)");
+    tap_is_int(body(shadow, MP, PART("name=\"fi\r\nles\"")),
+               AL_REASON_NONE, "... that is another name joined passes");
     tap_is_int(body(shadow, FORM, "f%C4%B2le=.."), AL_REASON_NONE,
                "U+0132 is no i");
     tap_is_int(body(shadow, FORM, "fi%C4"), AL_REASON_NONE,
