@@ -129,7 +129,9 @@ static const char *al_form_urlencoded(const unsigned char *p, size_t len,
 static int al_form_multipart(const unsigned char *p, size_t len,
     const al_form_names_t *names, const char **why, const char **field);
 static size_t al_form_find(const unsigned char *p, size_t len, size_t i,
-    const char *word, size_t n, size_t *end);
+    size_t *end, unsigned *cid);
+static const char *al_form_content_id(const unsigned char *p, size_t len,
+    size_t i, size_t max, const al_form_names_t *names);
 static size_t al_form_eol(const unsigned char *p, size_t len, size_t i);
 static void al_form_param(const unsigned char *p, size_t len, size_t i,
     unsigned single, const unsigned char **v, size_t *vlen, unsigned *flags,
@@ -564,6 +566,12 @@ al_form_urlencoded(const unsigned char *p, size_t len,
  * is, and a value that a line end cut is read on as PHP joins it
  * (al_form_joined()), besides as it is.
  *
+ * Rack (Rails, Sinatra), whose MethodOverride takes _method from the
+ * parsed form, names a part without a Content-Disposition name by its
+ * Content-ID header (Rack 3 also one whose Content-Disposition is over
+ * 1536 bytes): so a "Content-ID:" anywhere, its value to the end of its
+ * line, is a name too (al_form_content_id()).
+ *
  * So values overlap ("name=name=name=..." is as many tokens, each to the
  * end of the body), and reading each to its end made the scan quadratic:
  * a 64 KiB body held an nginx worker for a second and a half, 1 MiB for
@@ -582,14 +590,28 @@ al_form_multipart(const unsigned char *p, size_t len,
     const al_form_names_t *names, const char **why, const char **field)
 {
     size_t                i, w, vlen, tail, max;
-    unsigned              flags;
+    unsigned              flags, cid;
     const char           *f;
     const unsigned char  *v;
 
     tail = 0;
+    w = 0;
+    cid = 0;
     max = al_form_longest(names);
 
-    for (i = 0; (i = al_form_find(p, len, i, "name", 4, &w)) < len; i++) {
+    for (i = 0; (i = al_form_find(p, len, i, &w, &cid)) < len; i++) {
+
+        if (cid) {
+            f = al_form_content_id(p, len, w, max, names);
+
+            if (f != NULL) {
+                *why = "multipart field";
+                *field = f;
+                return 1;
+            }
+
+            continue;
+        }
 
         al_form_param(p, len, w, 1, &v, &vlen, &flags, &tail);
 
@@ -629,29 +651,53 @@ al_form_multipart(const unsigned char *p, size_t len,
 
 
 /*
- * The offset of the next word (n bytes, lower case) at or after p[i], in
- * any case and after a byte that is not a letter or a digit, or len;
- * *end is the offset right after it.  A line end ("\n" or "\r\n") may
- * come between two of its letters: PHP joins the line that follows.
+ * The offset of the next "name" at or after p[i], in any case and after
+ * a byte that is not a letter or a digit, or of the next "content-id"
+ * (*cid set), in any case and after any byte (Rack 2 finds it so), or
+ * len; *end is the offset right after it.  A line end ("\n" or "\r\n")
+ * may come between two of its letters: PHP joins the line that follows.
  */
 
 static size_t
-al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
-    size_t n, size_t *end)
+al_form_find(const unsigned char *p, size_t len, size_t i, size_t *end,
+    unsigned *cid)
 {
-    size_t  k, m;
+    size_t               k, m, n;
+    unsigned             c;
+    const unsigned char  *word;
 
-    for ( /* void */ ; len - i >= n; i++) {
-        if ((p[i] | 0x20) != (unsigned char) word[0]
-            || (i > 0 && al_form_alnum(p[i - 1])))
-        {
+    for ( /* void */ ; i < len; i++) {
+
+        c = p[i] | 0x20;
+
+        if (c == 'n' && (i == 0 || !al_form_alnum(p[i - 1]))) {
+            word = (const unsigned char *) "name";
+            n = 4;
+            *cid = 0;
+
+        } else if (c == 'c') {
+            word = (const unsigned char *) "content-id";
+            n = 10;
+            *cid = 1;
+
+        } else {
             continue;
         }
 
         for (k = i + 1, m = 1; m < n; k++, m++) {
             k = al_form_eol(p, len, k);
 
-            if (k == len || (p[k] | 0x20) != (unsigned char) word[m]) {
+            if (k == len) {
+                break;
+            }
+
+            c = p[k];
+
+            if (c >= 'A' && c <= 'Z') {
+                c |= 0x20;
+            }
+
+            if (c != word[m]) {
                 break;
             }
         }
@@ -663,6 +709,46 @@ al_form_find(const unsigned char *p, size_t len, size_t i, const char *word,
     }
 
     return len;
+}
+
+
+/*
+ * The name Rack reads in a part's Content-ID, "content-id" having ended
+ * before p[i]: blanks ':' blanks (Rack 2's \s* crosses line ends), then
+ * the rest of the line, its leading brackets skipped (Rack's
+ * normalize_params() skips them), read for at most max bytes, the
+ * longest name looked for and one more; compared as al_form_field()
+ * compares a name.  NULL: no ':', or another name.
+ */
+
+static const char *
+al_form_content_id(const unsigned char *p, size_t len, size_t i, size_t max,
+    const al_form_names_t *names)
+{
+    size_t  start;
+
+    while (i < len && al_form_blank(p[i])) {
+        i++;
+    }
+
+    if (i == len || p[i] != ':') {
+        return NULL;
+    }
+
+    i++;
+
+    while (i < len && (al_form_blank(p[i]) || p[i] == '[' || p[i] == ']')) {
+        i++;
+    }
+
+    for (start = i; i < len && i - start < max; i++) {
+        if (p[i] == '\r' || p[i] == '\n') {
+            break;
+        }
+    }
+
+    return (i > start) ? al_form_field(p + start, i - start, 0, names)
+                       : NULL;
 }
 
 

@@ -84,6 +84,7 @@ static void pass(const char *ctype, const char *s, const char *name);
 static void test_urlencoded(void);
 static void test_multipart(void);
 static void test_multipart_php(void);
+static void test_multipart_content_id(void);
 static void test_overlap(void);
 static void overlap_alarm(int signo);
 static void test_types(void);
@@ -109,6 +110,7 @@ main(void)
     test_urlencoded();
     test_multipart();
     test_multipart_php();
+    test_multipart_content_id();
     test_overlap();
     test_types();
     test_charsets();
@@ -354,6 +356,40 @@ test_multipart_php(void)
 
 
 /*
+ * Rack (Rails, Sinatra) names a part that has no Content-Disposition
+ * name by its Content-ID header, and MethodOverride reads _method from
+ * what Rack parsed.
+ */
+
+static void
+test_multipart_content_id(void)
+{
+    refuse(MP, "--b\r\nContent-ID: _method\r\n\r\nDELETE\r\n--b--\r\n",
+           "Rack: a part named by its Content-ID");
+    refuse(MP, "--b\r\ncontent-id:_METHOD\r\n\r\nDELETE\r\n--b--\r\n",
+           "Rack: Content-ID in any case, no blank");
+    refuse(MP, "--b\r\nContent-ID: [_method]\r\n\r\nDELETE\r\n--b--\r\n",
+           "Rack: its leading brackets skipped");
+    refuse(MP, "--b\r\nContent-ID:\r\n _method\r\n\r\nDELETE\r\n",
+           "Rack: a folded Content-ID");
+    refuse(MP, "--b\r\nX-Content-ID: _method\r\n\r\nDELETE\r\n",
+           "Rack 2: Content-ID found inside another name");
+    refuse(MP, "--b\r\nContent-Disposition: form-data; filename=\"x\"\r\n"
+           "Content-ID: X-HTTP-Method-Override\r\n\r\nDELETE\r\n",
+           "Rack: Content-ID beside a disposition without a name");
+
+    pass(MP, "--b\r\nContent-ID: <_method@x>\r\n\r\nDELETE\r\n--b--\r\n",
+         "Rack: another Content-ID");
+    pass(MP, "--b\r\nContent-ID _method\r\n\r\nDELETE\r\n--b--\r\n",
+         "Rack: no ':', no header");
+    pass(MP, "--b\r\nContent-Type: _method\r\n\r\nDELETE\r\n--b--\r\n",
+         "Rack: another header");
+    pass(MP, "--b\r\nContent-ID: _method_x\r\n\r\nDELETE\r\n--b--\r\n",
+         "Rack: a longer name");
+}
+
+
+/*
  * Values that overlap: "name=name=..." is as many names, each a token to
  * the end of the body.  Read whole for each name, 64 KiB of it held an
  * nginx worker for over a second, 1 MiB for minutes.  The alarm is a
@@ -420,6 +456,17 @@ test_overlap(void)
 
     tap_ok(check_len(MP, s, i) == 0, "overlap: 1 MiB of nam LF e=' LF ... "
            "passes, read in linear time");
+
+    for (i = 0; i + 11 <= n; i += 11) {
+        memcpy(s + i, "Content-ID:", 11);
+    }
+
+    tap_ok(check_len(MP, s, i) == 0, "overlap: 1 MiB of Content-ID: ... "
+           "passes, read in linear time");
+
+    memcpy(s + i, "_method", 7);
+    tap_ok(check_len(MP, s, i + 7) == -1 && strstr(why, "_method") != NULL,
+           "overlap: ... ending in Content-ID:_method is refused");
 
     alarm(0);
 
