@@ -27,9 +27,10 @@
  * connection; one whose chunked framing breaks there fails as one that
  * closed does (ngx_http_airlock_llm_input()).
  *
- * A 2xx Responses answer's id (the response the provider stored) is
- * bound to the call's client in airlock_llm_zone before the bytes that
- * carry it go on (ngx_http_airlock_llm_state_read()).
+ * A 2xx Responses answer's ids (of the response the provider stored,
+ * and of its output items) are bound to the call's client in
+ * airlock_llm_zone before the bytes that carry them go on
+ * (ngx_http_airlock_llm_state_read()).
  *
  * This filter runs before ngx_http_airlock_module's, which scrubs the
  * provider key from what it passes on.
@@ -743,10 +744,10 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
 /*
  * A 2xx Responses answer carries the id of the response the provider
- * stored: it is read as the body passes (al_llm_state_resp_*()), and
- * bound to the client before the bytes that hold it go on, so the client
- * cannot name it before the binding exists.  A second answer (a
- * fallback) starts over.
+ * stored, and the ids of its output items: each is read as the body
+ * passes (al_llm_state_resp_*()), and bound to the client before the
+ * bytes that hold it go on, so the client cannot name it before the
+ * binding exists.  A second answer (a fallback) starts over.
  */
 
 static ngx_int_t
@@ -775,25 +776,30 @@ static void
 ngx_http_airlock_llm_state_read(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in)
 {
+    u_char       *p;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
 
     for (cl = in; cl; cl = cl->next) {
         b = cl->buf;
 
-        if (!ngx_buf_in_memory(b) || b->last <= b->pos) {
+        if (!ngx_buf_in_memory(b)) {
             continue;
         }
 
-        if (al_llm_state_resp_feed(ctx->state, b->pos, b->last - b->pos)) {
-            (void) ngx_http_airlock_llm_state_bind(r, ctx,
+        for (p = b->pos; p < b->last; /* void */) {
+            p += al_llm_state_resp_feed(ctx->state, p, b->last - p);
+
+            if (ctx->state->id_len > 0) {
+                (void) ngx_http_airlock_llm_state_bind(r, ctx,
                                                 (u_char *) ctx->state->id,
                                                 ctx->state->id_len);
-        }
+            }
 
-        if (ctx->state->done) {
-            ctx->state = NULL;
-            return;
+            if (ctx->state->done) {
+                ctx->state = NULL;
+                return;
+            }
         }
     }
 }

@@ -15,9 +15,10 @@
  *   3. the JSON body is read into memory and checked and, when needed,
  *      rewritten (model allowlist, max tokens, include_usage:
  *      al_llm_request()); those exact bytes are what the provider gets;
- *      a Responses request may name as its previous_response_id only a
- *      response its own client's calls made (the filters bind each id
- *      to its client as the answer passes);
+ *      a Responses request may name as its previous_response_id, and
+ *      by id in its input, only responses and output items its own
+ *      client's calls made (the filters bind each id to its client as
+ *      the answer passes);
  *   4. the tokens the request may use are reserved from the client's
  *      minute and day budgets, in shared memory;
  *   5. the client's credentials and every header outside a short
@@ -900,10 +901,13 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
  * A Responses request may continue a stored response only of its own
  * client: the id it names as "previous_response_id" must be bound to the
  * client in airlock_llm_zone (ngx_http_airlock_llm_state_bind(), as the
- * answer that made it passed).  Unknown ids are refused too: the gateway
- * cannot tell whose they are.  The client is told the same for an id of
- * another client's as for one of none, so it learns nothing of others'
- * ids.  Returns NGX_OK, or NGX_DONE when refused (and answered).
+ * answer that made it passed), and so must the "id" of every element of
+ * its "input" that has one: an item_reference, or an item the provider
+ * reads from storage by its id (al_llm_state.c).  Unknown ids are
+ * refused too: the gateway cannot tell whose they are.  The client is
+ * told the same for an id of another client's as for one of none, so it
+ * learns nothing of others' ids.  Returns NGX_OK, or NGX_DONE when
+ * refused (and answered).
  */
 
 static ngx_int_t
@@ -911,45 +915,85 @@ ngx_http_airlock_llm_state_check(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const u_char *body, size_t len)
 {
     int                  rc;
+    u_char              *p;
     ngx_int_t            owner;
-    const char          *detail;
+    const char          *whose;
+    al_llm_state_req_t   req;
     al_llm_state_ref_t   ref;
+    u_char               detail[AL_DETAIL_MAX], message[AL_DETAIL_MAX];
 
-    rc = al_llm_state_request(body, len, &ref);
-
-    if (rc == 0) {
-        return NGX_OK;
+    if (al_llm_state_request(body, len, &req) != 0) {
+        goto unread;
     }
 
-    if (rc < 0) {
-        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY,
-                                         AL_LLM_ERR_INVALID,
-                                         "the body could not be read for "
-                                         "its previous_response_id",
-                                         "the body could not be read");
+    if (req.named) {
+        owner = (req.prev.len == 0) ? NGX_DONE
+                                    : ngx_http_airlock_llm_state_owner(r,
+                                          ctx, (u_char *) req.prev.id,
+                                          req.prev.len);
+
+        if (owner != NGX_OK) {
+            whose = (owner == NGX_DECLINED)
+                    ? "previous_response_id names a response another "
+                      "client's call made"
+                    : "previous_response_id names a response the gateway "
+                      "has no binding for (never seen, dropped from a full "
+                      "zone, or made before it kept them)";
+
+            return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_NO_ROUTE,
+                                             AL_LLM_ERR_DENIED, whose,
+                                             "previous_response_id names "
+                                             "no response this client made "
+                                             "through the gateway");
+        }
     }
 
-    owner = (ref.len == 0) ? NGX_DONE
-                           : ngx_http_airlock_llm_state_owner(r, ctx,
+    for ( ;; ) {
+        rc = al_llm_state_item(&req, body, &ref);
+
+        if (rc == 0) {
+            return NGX_OK;
+        }
+
+        if (rc < 0) {
+            goto unread;
+        }
+
+        owner = (ref.len == 0) ? NGX_DONE
+                               : ngx_http_airlock_llm_state_owner(r, ctx,
                                                     (u_char *) ref.id,
                                                     ref.len);
 
-    if (owner == NGX_OK) {
-        return NGX_OK;
+        if (owner != NGX_OK) {
+            break;
+        }
     }
 
-    detail = (owner == NGX_DECLINED)
-             ? "previous_response_id names a response another client's "
-               "call made"
-             : "previous_response_id names a response the gateway has no "
-               "binding for (never seen, dropped from a full zone, or "
-               "made before it kept them)";
+    whose = (owner == NGX_DECLINED)
+            ? "an item another client's call made"
+            : "an item the gateway has no binding for (never seen, "
+              "dropped from a full zone, or made before it kept them)";
+
+    p = ngx_snprintf(detail, sizeof(detail) - 1,
+                     "input[%uz] names by its id %s", req.index, whose);
+    *p = '\0';
+
+    p = ngx_snprintf(message, sizeof(message) - 1,
+                     "input[%uz] names by its id no item of a response "
+                     "this client made through the gateway", req.index);
+    *p = '\0';
 
     return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_NO_ROUTE,
-                                     AL_LLM_ERR_DENIED, detail,
-                                     "previous_response_id names no "
-                                     "response this client made through "
-                                     "the gateway");
+                                     AL_LLM_ERR_DENIED, (char *) detail,
+                                     (char *) message);
+
+unread:
+
+    return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_BODY,
+                                     AL_LLM_ERR_INVALID,
+                                     "the body could not be read for the "
+                                     "stored responses and items it names",
+                                     "the body could not be read");
 }
 
 

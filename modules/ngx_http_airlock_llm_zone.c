@@ -46,16 +46,17 @@
  * ones gone (ngx_http_airlock_llm_sweep()), then tries once more.
  * A full zone without room for the record admits the call without one.
  *
- * The zone also binds the stored responses of the Responses API to the
- * clients that made them (al_llm_state.c says why): a second rbtree of
- * small nodes, (response id, client), made as a 2xx answer's id passes
- * through the filters and looked up when a request names that id as its
- * "previous_response_id".  They take at most half the zone (so budgets
- * and series always have room), one 128-byte slab chunk each (256 for
- * ids of more than about 70 bytes); at that bound, or when the slab has
- * no room, the least recently used are dropped, with a warning once per
- * worker, and a call that names a dropped one is refused as one naming
- * an unknown id is.
+ * The zone also binds the stored responses of the Responses API, and
+ * their output items, to the clients that made them (al_llm_state.c
+ * says why): a second rbtree of small nodes, (id, client), one for the
+ * response and one for each output item, made as a 2xx answer's ids
+ * pass through the filters and looked up when a request names an id as
+ * its "previous_response_id" or in its "input".  They take at most half
+ * the zone (so budgets and series always have room), one 128-byte slab
+ * chunk each (256 for ids of more than about 70 bytes); at that bound,
+ * or when the slab has no room, the least recently used are dropped,
+ * with a warning once per worker, and a call that names a dropped one is
+ * refused as one naming an unknown id is.
  */
 
 
@@ -1539,8 +1540,8 @@ ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
                       "airlock: the bindings of stored responses%s reached "
                       "their bound (%ui, half the zone): the least "
                       "recently used are dropped, and a call naming one "
-                      "as its previous_response_id is refused; make the "
-                      "zone larger to keep more",
+                      "(as its previous_response_id or an input item) is "
+                      "refused; make the zone larger to keep more",
                       zc->shpool->log_ctx, zc->states_max);
         return;
     }
@@ -1548,9 +1549,8 @@ ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
     if (what == NGX_HTTP_AIRLOCK_LLM_SAID_BIND) {
         ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
                       "airlock: no room for the binding of a stored "
-                      "response%s: a call naming it as its "
-                      "previous_response_id is refused; make the zone "
-                      "larger", zc->shpool->log_ctx);
+                      "response or item%s: a call naming it is refused; "
+                      "make the zone larger", zc->shpool->log_ctx);
         return;
     }
 
@@ -2135,9 +2135,10 @@ ngx_http_airlock_llm_header(ngx_http_request_t *r, const char *name,
 
 
 /*
- * Binds the stored response id (len bytes, at most AL_LLM_STATE_ID_MAX)
- * to the request's client.  An id bound already keeps its client (the
- * provider makes each id once) and becomes the most recently used.
+ * Binds the id of a stored response or output item (len bytes, at most
+ * AL_LLM_STATE_ID_MAX) to the request's client.  An id bound already
+ * keeps its client (the provider makes each id once) and becomes the
+ * most recently used.
  * Returns NGX_OK, or NGX_DECLINED when the zone had no room (logged).
  */
 
@@ -2224,7 +2225,7 @@ ngx_http_airlock_llm_state_bind(ngx_http_request_t *r,
 
 
 /*
- * Whose the stored response id is: NGX_OK when it is bound to the
+ * Whose the stored response or item id is: NGX_OK when it is bound to the
  * request's client (it becomes the most recently used), NGX_DECLINED when
  * to another client, NGX_DONE when to none (never seen, dropped, or made
  * before the zone kept bindings).

@@ -683,26 +683,38 @@ int al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
 /*
  * State the provider keeps for the account (al_llm_state.c).  A Responses
  * API request may name a stored response, "previous_response_id", and
- * the provider continues that conversation from what it stored; every
- * client of an entry shares its key, so the gateway binds each response
- * id it sees a 2xx answer carry to the client of that call (the module
- * keeps the bindings in airlock_llm_zone) and lets a request name only a
- * response of its own client.  An id is kept as printable ASCII without
- * escapes, at most AL_LLM_STATE_ID_MAX bytes.
+ * the provider continues that conversation from what it stored; its
+ * "input" may name stored items by their ids (an item_reference, or any
+ * item that carries an "id": the provider reads that item from storage).
+ * Every client of an entry shares its key, so the gateway binds each
+ * response id, and each output item id, it sees a 2xx answer carry to the
+ * client of that call (the module keeps the bindings in airlock_llm_zone)
+ * and lets a request name only ids bound to its own client.  An id is
+ * kept as printable ASCII without escapes, at most AL_LLM_STATE_ID_MAX
+ * bytes.
  *
  * al_llm_state_request() reads a Responses body that al_llm_request()
- * accepted: 0 when it names no previous response (none, or null); 1 when
- * it does, with ref->id and ref->len the id, or ref->len 0 when the value
- * is no id that could be bound (not a string, escaped, too long):
- * a request that names it is refused as one naming an unknown id is;
- * -1 when the body cannot be read (refuse it).
+ * accepted: 0, with req->named 0 when it names no previous response
+ * (none, or null) and 1 when it does, req->prev the id, or req->prev.len
+ * 0 when the value is no id that could be bound (not a string, escaped,
+ * too long): a request that names it is refused as one naming an unknown
+ * id is; -1 when the body cannot be read (refuse it).
+ * al_llm_state_item() then gives, one a call, the ids the elements of
+ * "input" carry (an element of no "id", or "id": null, names none): 1
+ * with ref (len 0 as above) and req->index the element's index, 0 after
+ * the last, -1 when the body cannot be read.
  *
- * al_llm_state_resp_*() read a Responses answer as it arrives: a JSON
- * body's top-level "id", or, in an event stream (stream 1), the
- * "response.id" of the first event whose "type" begins "response."
- * (response.created; the others repeat it).  feed() returns 1 once the
- * id is known (id, id_len), and reads nothing more after that, or after
- * a JSON body's end.
+ * al_llm_state_resp_*() read a Responses answer as it arrives and give
+ * the ids it binds, one at a time: a JSON body's top-level "id" and the
+ * "id" of each element of its top-level "output"; in an event stream
+ * (stream 1), of the events whose "type" begins "response.", the
+ * "response.id" of the first that has one (response.created; the others
+ * repeat it) and the "item.id" of each (response.output_item.added and
+ * .done; the completed response's output repeats them).  feed() reads
+ * up to len bytes and returns how many it read: when id_len is then not
+ * 0, an id ended in them (id, of an output item when item is 1), and the
+ * caller takes it before it feeds the rest; done: a JSON body ended,
+ * nothing more is read.
  */
 
 #define AL_LLM_STATE_ID_MAX     128
@@ -712,15 +724,33 @@ typedef struct {
     char             id[AL_LLM_STATE_ID_MAX + 1];
 } al_llm_state_ref_t;
 
+typedef struct {
+    al_llm_state_ref_t  prev;           /* previous_response_id */
+    unsigned         named;             /* it names one */
+    size_t           index;             /* al_llm_state_item(): of the
+                                           element */
+
+    /* private */
+    size_t           at;                /* in "input": the next element */
+    size_t           end;               /* its closing bracket */
+    size_t           next;              /* the next element's index */
+} al_llm_state_req_t;
+
 int al_llm_state_request(const unsigned char *body, size_t len,
+    al_llm_state_req_t *req);
+int al_llm_state_item(al_llm_state_req_t *req, const unsigned char *body,
     al_llm_state_ref_t *ref);
 
+#define AL_LLM_STATE_KEYS   4           /* depths whose keys are followed */
+
 typedef struct {
-    size_t           id_len;            /* 0: not known yet */
+    size_t           id_len;            /* 0: none in the bytes read */
+    unsigned         item:1;            /* the id is an output item's */
     unsigned         done:1;            /* nothing more is read */
 
     /* private */
     unsigned         stream:1;
+    unsigned         rid:1;             /* the response's id was given */
     unsigned         cr:1;
     unsigned         line:3;
     unsigned         in_str:1;
@@ -728,26 +758,26 @@ typedef struct {
     unsigned         bad:1;
     unsigned         ended:1;           /* the document closed */
     unsigned         expect_key:1;
-    unsigned         obj1:1;            /* depth 1 is an object */
-    unsigned         obj2:1;
-    unsigned         key1:2;            /* the key of depth 1's value */
-    unsigned         key2:2;
-    unsigned         str:2;             /* what the open string is */
+    unsigned         str:3;             /* what the open string is */
     unsigned         str_bad:1;
     unsigned         type_ok:1;
+    unsigned         cand_item:1;       /* the candidate is an item's */
+    unsigned         cand_two:1;        /* an event with two: none */
     uint32_t         depth;
+    unsigned char    obj[AL_LLM_STATE_KEYS];    /* depth d an object */
+    unsigned char    key[AL_LLM_STATE_KEYS];    /* the key of its value */
     size_t           field_len;
     size_t           str_len;
     size_t           cand_len;
     char             field[4];
-    char             key[8];
+    char             keybuf[8];
     char             cand[AL_LLM_STATE_ID_MAX];
 
     char             id[AL_LLM_STATE_ID_MAX + 1];     /* last */
 } al_llm_state_resp_t;
 
 void al_llm_state_resp_init(al_llm_state_resp_t *s, unsigned stream);
-int al_llm_state_resp_feed(al_llm_state_resp_t *s, const unsigned char *p,
+size_t al_llm_state_resp_feed(al_llm_state_resp_t *s, const unsigned char *p,
     size_t len);
 
 

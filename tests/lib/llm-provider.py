@@ -18,7 +18,8 @@ chunked, one event per chunk, flushed:
       ("choices": [], "usage": {...}; the other chunks then carry
       "usage": null, as OpenAI does), then "data: [DONE]"
   responses
-      response.created, response.output_text.delta per piece,
+      response.created, response.output_item.added and .done of each
+      scripted output item, response.output_text.delta per piece,
       response.completed with response.usage
   messages
       message_start (input usage), content_block_start, ping, one
@@ -89,6 +90,13 @@ Keys:
   response_id   responses: the response's id (default "resp_1"), in the
                 JSON answer and in the stream's response.created and
                 response.completed
+  output        responses: more output items, a list of objects sent as
+                they are before the message of the text pieces (say
+                [{"type": "reasoning", "id": "rs_1", "summary": []}]);
+                streamed as response.output_item.added and .done each
+  message_id    responses: the id of that message item (default none);
+                a stream then has its response.output_item.added and
+                .done too, and its deltas name it
   echo_headers  send this many more headers, X-Echo-Auth-0, -1, ..., each
                 with what X-Echo-Auth has
   headers       more response headers, {"Name": "value", ...}, on every
@@ -534,10 +542,14 @@ class Handler(BaseHTTPRequestHandler):
         usage = {"input_tokens": p, "output_tokens": c, "total_tokens": p + c,
                  "input_tokens_details": {"cached_tokens": cached}}
         rid = self.script.get("response_id", "resp_1")
+        mid = self.script.get("message_id")
+        items = list(self.script.get("output", []))
+        message = {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "".join(pieces)}]}
+        if mid is not None:
+            message["id"] = mid
         resp = {"id": rid, "object": "response", "model": model,
-                "status": "completed", "output": [
-                    {"type": "message", "role": "assistant", "content": [
-                        {"type": "output_text", "text": "".join(pieces)}]}]}
+                "status": "completed", "output": items + [message]}
         if not self.script.get("no_usage"):
             resp["usage"] = usage
 
@@ -545,14 +557,29 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, resp)
             return
 
+        def item_event(kind, index, item):
+            return ("response.output_item." + kind, json.dumps(
+                {"type": "response.output_item." + kind,
+                 "output_index": index, "item": item}))
+
         events = [("response.created", json.dumps(
             {"type": "response.created",
              "response": {"id": rid, "object": "response",
                           "model": model, "status": "in_progress"}}))]
+        for i, item in enumerate(items):
+            events.append(item_event("added", i, item))
+            events.append(item_event("done", i, item))
+        if mid is not None:
+            events.append(item_event("added", len(items),
+                                     dict(message, content=[])))
         for t in pieces:
             events.append(("response.output_text.delta", json.dumps(
-                {"type": "response.output_text.delta", "item_id": "msg_1",
-                 "output_index": 0, "content_index": 0, "delta": t})))
+                {"type": "response.output_text.delta",
+                 "item_id": mid if mid is not None else "msg_1",
+                 "output_index": len(items), "content_index": 0,
+                 "delta": t})))
+        if mid is not None:
+            events.append(item_event("done", len(items), message))
         events.append(("response.completed", json.dumps(
             {"type": "response.completed", "response": resp})))
 
