@@ -572,9 +572,20 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
             return -1;
         }
 
+        /*
+         * The quota is the operator's limit like the others: a job is
+         * not started without it (no cpu.max where the cpu controller
+         * is not enabled above; it used to run with every CPU)
+         */
         if (conf->cpus > 0) {
             snprintf(val, sizeof(val), "%ld 100000", conf->cpus * 100000);
-            (void) aw_cg_write(box->cg[0], "cpu.max", val);
+            if (aw_cg_write(box->cg[0], "cpu.max", val) != 0) {
+                snprintf(err, n, "cannot set cpu.max in %s (cpus %ld; is "
+                         "the cpu controller enabled in %s's "
+                         "cgroup.subtree_control?)", box->cg[0],
+                         conf->cpus, conf->cgroup_root);
+                return -1;
+            }
         }
         return 0;
     }
@@ -633,11 +644,22 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
         return -1;
     }
 
-    /* at most conf->cpus CPUs at a time */
+    /*
+     * At most conf->cpus CPUs at a time, or the job is not started (the
+     * kernel refuses a quota over its parent's, and a hierarchy without
+     * CFS bandwidth has none; it used to run with every CPU)
+     */
     if (conf->cpus > 0) {
         snprintf(val, sizeof(val), "%ld", conf->cpus * 100000);
-        (void) aw_cg_write(box->cg[2], "cpu.cfs_period_us", "100000");
-        (void) aw_cg_write(box->cg[2], "cpu.cfs_quota_us", val);
+        if (aw_cg_write(box->cg[2], "cpu.cfs_period_us", "100000") != 0
+            || aw_cg_write(box->cg[2], "cpu.cfs_quota_us", val) != 0
+            || aw_cg_read_key(box->cg[2], "cpu.cfs_quota_us", NULL)
+               != conf->cpus * 100000)
+        {
+            snprintf(err, n, "cannot set cpu.cfs_quota_us in %s (cpus %ld)",
+                     box->cg[2], conf->cpus);
+            return -1;
+        }
     }
 
     return 0;
