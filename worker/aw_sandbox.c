@@ -235,8 +235,13 @@ static int aw_write_fd(int fd, const char *buf, size_t len);
  * with inotify or fanotify watches, which report every open and read of
  * an inode whoever makes it: under bwrap the rootfs's inodes are every
  * sandbox's and the host's, so a watch saw other jobs' imports as they
- * happened (inotify_init answers, and its watches are refused).  Python
- * and its standard library call none of them.
+ * happened (inotify_init answers, and its watches are refused); nor
+ * memfd_create(): a memory file is on no mount of the sandbox's, so not
+ * noexec, and a program a script wrote into one ran (execve of
+ * /proc/self/fd/N), past the noexec of every place it can write.  Python
+ * and its standard library call none of them (libffi tries a memory
+ * file for its closures only where it cannot map memory writable and
+ * executable, which it can here).
  */
 static const struct {
     const char  *name;
@@ -282,6 +287,7 @@ static const struct {
     { "inotify_add_watch", __NR_inotify_add_watch },
     { "fanotify_init", __NR_fanotify_init },
     { "fanotify_mark", __NR_fanotify_mark },
+    { "memfd_create", __NR_memfd_create },
 };
 
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
