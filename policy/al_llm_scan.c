@@ -818,6 +818,12 @@ al_llm_scan_flat(al_llm_sc_t *sc)
 
         fr->members++;
 
+        /* a key of the prompt is prompt too: a schema's property names */
+
+        if (fr->count) {
+            b->text_bytes += s.dlen;
+        }
+
         al_llm_scan_skip_ws(p, &i, len);
 
         if (i >= len || p[i] != ':') {
@@ -1236,6 +1242,12 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
         }
 
         nmembers++;
+
+        /* a key of the prompt is prompt too: a schema's property names */
+
+        if (sv->count) {
+            b->text_bytes += s.dlen;
+        }
 
         al_llm_scan_ws(sc);
 

@@ -1174,7 +1174,7 @@ test_estimate(void)
     req(&oai, TOOLS, AL_LLM_EP_CHAT, body);
     tap_ok(rq.reason == AL_REASON_NONE
            && rq.prompt_estimate >= 200
-           && rq.prompt_estimate < 200 + 10 + AL_LLM_ATTACHMENT_TOKENS,
+           && rq.prompt_estimate < 200 + 25 + AL_LLM_ATTACHMENT_TOKENS,
            "prompt estimate: text bytes / 4 plus a flat image estimate");
     tap_is_int((long) al_llm_request_need(&rq),
                (long) (rq.prompt_estimate + 100), "need = prompt + output");
@@ -1518,15 +1518,18 @@ test_splice(void)
     req(&oai, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\","
         "\"content\":\"\\u00e9\\u00e9\\u00e9\\u00e9\\n\\n\\n\\n\"}]}");
-    tap_is_int((long) rq.prompt_estimate, 4,
-               "estimate: 4 + 8 + 4 unescaped bytes (role, content) / 4");
+    tap_is_int((long) rq.prompt_estimate, 7,
+               "estimate: 4 + 8 + 4 unescaped bytes (role, content) and "
+               "the keys' 4 + 7, / 4");
 
     req(&oai, TOOLS, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"messages\":[{\"content\":[{\"image_url\":"
         "{\"url\":\"data:xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}},"
         "{\"text\":\"abcd\"}]}],\"prompt\":[1,2,3.5],\"other\":\"zzzzzzzz\"}");
-    tap_is_int((long) rq.prompt_estimate, 1 + AL_LLM_ATTACHMENT_TOKENS + 2,
-               "estimate: text, an attachment, integers; other keys not");
+    tap_is_int((long) rq.prompt_estimate, 6 + AL_LLM_ATTACHMENT_TOKENS + 2,
+               "estimate: text and the keys of the prompt (content, "
+               "image_url, text), an attachment, integers; other members "
+               "not");
 }
 
 
@@ -2669,7 +2672,7 @@ test_scan_runs(void)
         reqn(&oai, TOOLS, AL_LLM_EP_CHAT, body, n);
         ok += (rq.reason == AL_REASON_NONE
                && rq.prompt_estimate
-                  == (k + (k % 9) + (24 - k) + 1 + 1 + 2 + 3) / 4);
+                  == (k + (k % 9) + (24 - k) + 1 + 1 + 2 + 7 + 3) / 4);
 
         /* a string cut at the end of the body, at k */
 
