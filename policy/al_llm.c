@@ -119,6 +119,8 @@ static int al_llm_req_dearer(al_llm_rq_t *rq, unsigned field,
 static int al_llm_req_provider(al_llm_rq_t *rq);
 static int al_llm_req_background(al_llm_rq_t *rq);
 static int al_llm_req_prediction(al_llm_rq_t *rq);
+static int al_llm_req_context(al_llm_rq_t *rq);
+static int al_llm_context_edit(const char *type);
 static int al_llm_req_prompt(al_llm_rq_t *rq, const al_llm_jfield_t *f,
     uint64_t *batch);
 static int al_llm_req_listed_on(al_llm_rq_t *rq, const char *name,
@@ -729,6 +731,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_audio(&rq) != 0
         || al_llm_req_background(&rq) != 0
         || al_llm_req_prediction(&rq) != 0
+        || al_llm_req_context(&rq) != 0
         || al_llm_req_unlisted(&rq) != 0)
     {
         return req->reason;
@@ -2516,6 +2519,169 @@ al_llm_req_prediction(al_llm_rq_t *rq)
                        "\"prediction\" is not accepted for a client with a "
                        "budget: the predicted tokens the answer does not "
                        "use are billed as output past the call's cap");
+}
+
+
+/*
+ * Anthropic's "context_management", a messages member: elsewhere it
+ * passes only as the entry's allow_members names it.  Its edits that
+ * clear tool results or thinking blocks only take input away; but server
+ * side compaction ("compact_20260112") summarizes the conversation in a
+ * sampling step of its own, billed apart, whose tokens (the whole
+ * conversation read, the summary written) the answer's usage leaves out
+ * (they are in its "iterations" alone).  Such a call would be charged a
+ * fraction of what it costs: for a client with a token or dollar budget
+ * each edit must be of a type that clears (clear_tool_uses_*,
+ * clear_thinking_*), any other is refused, unknown ones included, and so
+ * is a key beside "edits"; null passes.
+ */
+
+static int
+al_llm_req_context(al_llm_rq_t *rq)
+{
+    size_t                  i;
+    json_t                 *cm, *edits, *e, *v, *type;
+    const char             *key, *bad;
+    const al_llm_jfield_t  *f;
+    const al_llm_client_t  *lc;
+    char                    show[AL_LLM_SHOW_MAX + 4];
+
+    f = &rq->b->f[AL_LLM_F_CONTEXT_MANAGEMENT];
+
+    if (f->type == AL_LLM_JT_NONE) {
+        return 0;
+    }
+
+    if (al_llm_req_listed_on(rq, "context_management", AL_LLM_M_MESSAGES)
+        != 0)
+    {
+        return -1;
+    }
+
+    lc = rq->lc;
+
+    if (f->type == AL_LLM_JT_NULL
+        || lc == NULL
+        || (lc->tokens_per_minute == 0 && lc->tokens_per_day == 0
+            && !al_llm_client_priced(lc)))
+    {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    if (f->type != AL_LLM_JT_OBJECT) {
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"context_management\" must be an object");
+    }
+
+    /* rare, and checked strict already: a tree of the member alone */
+
+    cm = json_loadb((const char *) rq->body + f->at, f->len, 0, NULL);
+    if (cm == NULL) {
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"context_management\" could not be read");
+    }
+
+    bad = NULL;
+    edits = NULL;
+
+    json_object_foreach(cm, key, e) {
+        if (strcmp(key, "edits") == 0) {
+            edits = e;
+
+        } else {
+            /* the API has no other: one would be read unchecked */
+            bad = "a key other than \"edits\"";
+            break;
+        }
+    }
+
+    if (bad == NULL && edits != NULL && !json_is_null(edits)) {
+        if (!json_is_array(edits)) {
+            bad = "\"edits\" that is not a list";
+        }
+
+        for (i = 0; bad == NULL && i < json_array_size(edits); i++) {
+            e = json_array_get(edits, i);
+            type = NULL;
+
+            if (!json_is_object(e)) {
+                bad = "an edit that is not an object";
+                break;
+            }
+
+            json_object_foreach(e, key, v) {
+                if (strcmp(key, "type") == 0) {
+                    type = v;
+
+                } else if (strcasecmp(key, "type") == 0) {
+                    bad = "a key \"type\" in another case";
+                    break;
+                }
+            }
+
+            if (bad == NULL && !json_is_string(type)) {
+                bad = "an edit with no string \"type\"";
+            }
+
+            if (bad != NULL) {
+                break;
+            }
+
+            if (!al_llm_context_edit(json_string_value(type))) {
+                (void) al_llm_show(show, sizeof(show),
+                                   json_string_value(type),
+                                   json_string_length(type),
+                                   AL_LLM_SHOW_MAX);
+                json_decref(cm);
+
+                return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                                   "context edit \"%s\" is not accepted "
+                                   "for a client with a budget: only edits "
+                                   "that clear (clear_tool_uses, "
+                                   "clear_thinking) pass; compaction is "
+                                   "billed in a sampling step the usage "
+                                   "leaves out", show);
+            }
+        }
+    }
+
+    json_decref(cm);
+
+    if (bad != NULL) {
+        return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                           "\"context_management\" has %s", bad);
+    }
+
+    rq->req->reason = AL_REASON_NONE;
+
+    return 0;
+}
+
+
+/* an edit type of a family that clears: the family, or it, '_' and more */
+
+static int
+al_llm_context_edit(const char *type)
+{
+    size_t  i, n;
+
+    static const char *const  clears[] = {
+        "clear_tool_uses", "clear_thinking", NULL
+    };
+
+    for (i = 0; clears[i] != NULL; i++) {
+        n = strlen(clears[i]);
+
+        if (strncmp(type, clears[i], n) == 0
+            && (type[n] == '\0' || type[n] == '_'))
+        {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

@@ -237,6 +237,7 @@ enum {
     AL_LLM_F_EXTRA_HEADERS,             /*   the provider gets: */
     AL_LLM_F_HEADERS,                   /*   refused */
     AL_LLM_F_PREDICTION,                /* Predicted Outputs */
+    AL_LLM_F_CONTEXT_MANAGEMENT,        /* Anthropic's: compaction */
     AL_LLM_F_PROMPT,                    /* completions: one, or a batch */
     AL_LLM_F_TOOL_CHOICE,               /* may name a provider tool */
     AL_LLM_F_THINKING,                  /* budget_tokens: output */
@@ -248,7 +249,7 @@ enum {
     AL_LLM_F_NVEXT,                     /*   unlisted keys elsewhere */
     AL_LLM_F_ENABLE_THINKING,           /* and Qwen's switch */
     AL_LLM_F_INCLUDE_USAGE,             /* in stream_options */
-    AL_LLM_F_MAX = 47                   /* room for other specs */
+    AL_LLM_F_MAX = 48                   /* room for other specs */
 };
 
 /*
@@ -398,7 +399,7 @@ al_llm_body_clear(al_llm_body_t *b)
     b->root.type = AL_LLM_JT_NONE;
 
 #ifdef __GNUC__
-#pragma GCC unroll 47
+#pragma GCC unroll 48
 #endif
     for (i = 0; i < AL_LLM_F_MAX; i++) {
         b->f[i].type = AL_LLM_JT_NONE;

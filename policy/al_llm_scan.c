@@ -198,7 +198,8 @@ static const char *const  al_llm_scan_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", "prompt", "tool_choice", "thinking",
+    "headers", "prediction", "context_management", "prompt",
+    "tool_choice", "thinking",
     "reasoning", "thinking_budget", "thinking_token_budget",
     "thinking_budget_tokens", "chat_template_kwargs", "nvext",
     "enable_thinking", NULL
@@ -327,7 +328,6 @@ const al_llm_member_t  al_llm_scan_members[] = {
       AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
     { AL_LLM_SCAN_STR("safety_identifier"),
       AL_LLM_M_CHAT | AL_LLM_M_RESPONSES },
-    { AL_LLM_SCAN_STR("context_management"), AL_LLM_M_MESSAGES },
     { AL_LLM_SCAN_STR("repetition_penalty"),
       AL_LLM_M_CHAT | AL_LLM_M_COMPLETIONS },
     { AL_LLM_SCAN_STR("parallel_tool_calls"),
@@ -340,7 +340,7 @@ const al_llm_member_t  al_llm_scan_members[] = {
 
 const unsigned char  al_llm_scan_member_first[AL_LLM_MEMBER_LONGEST + 2] = {
     0, 0, 0, 0, 0, 5, 10, 12, 13, 15, 18, 21, 22, 24, 26, 28, 30, 33, 35,
-    37, 38, 39, 39, 40
+    36, 37, 38, 38, 39
 };
 
 /* 1: a string byte that needs no look (printable ASCII, not " or \) */
@@ -2307,8 +2307,12 @@ al_llm_scan_request_key(const char *name, size_t n, unsigned *prompt)
                ? AL_LLM_F_MAX_OUTPUT_TOKENS : -1;
 
     case 18:
-        return al_llm_scan_is(name, "web_search_options")
-               ? AL_LLM_F_WEB_SEARCH_OPTIONS : -1;
+        if (al_llm_scan_is(name, "web_search_options")) {
+            return AL_LLM_F_WEB_SEARCH_OPTIONS;
+        }
+
+        return al_llm_scan_is(name, "context_management")
+               ? AL_LLM_F_CONTEXT_MANAGEMENT : -1;
 
     case 20:
         return al_llm_scan_is(name, "chat_template_kwargs")
@@ -2570,6 +2574,7 @@ al_llm_member_refused(const char *name, size_t len)
                "as other models, URLs, keys or headers";
 
     case AL_LLM_F_PREDICTION:           /* some endpoints'; their checks */
+    case AL_LLM_F_CONTEXT_MANAGEMENT:
     case AL_LLM_F_PROMPT:               /*   read the list elsewhere */
     case AL_LLM_F_TOOL_CHOICE:
     case AL_LLM_F_THINKING:

@@ -27,7 +27,7 @@ static const char *const  ut_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", "prompt", NULL
+    "headers", "prediction", "context_management", "prompt", NULL
 };
 static const char *const  ut_so[] = { "include_usage", NULL };
 static const al_llm_scan_spec_t  ut_request = {
@@ -55,7 +55,7 @@ static const char *const  ut_names[] = {
     "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction"
+    "headers", "prediction", "context_management"
 };
 
 /* other servers' thinking members, as from AL_LLM_F_THINKING_BUDGET */
@@ -566,6 +566,7 @@ main(void)
             || (al_llm_member_refused(ut_fields[i], strlen(ut_fields[i]))
                 == NULL)
                != (strcmp(ut_fields[i], "prediction") == 0
+                   || strcmp(ut_fields[i], "context_management") == 0
                    || strcmp(ut_fields[i], "prompt") == 0))
         {
             tap_diag("field ", ut_fields[i]);
