@@ -92,7 +92,8 @@ static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r);
 
 #define AL_LLM_BETA_PRICED                                                   \
     "anthropic-beta names a beta billed above the policy's prices "          \
-    "(context-1m, fast-mode), and this client has a dollar budget"
+    "(context-1m, fast-mode), or is no plain list of beta names, and this "  \
+    "client has a dollar budget"
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_write(ngx_http_request_t *r,

@@ -1244,7 +1244,9 @@ int al_llm_client_priced(const al_llm_client_t *lc);
  * beta billed above the policy's prices: the 1M-token context window
  * ("context-1m-..."), whose long prompts cost twice the input price and
  * 1.5 times the output price, and fast mode ("fast-mode-..."), billed at
- * several times the model's prices.
+ * several times the model's prices; or that is no plain list of beta
+ * names (letters, digits, '-', '_', '.', ',', SP, HTAB), which a router
+ * behind an entry may read otherwise.
  */
 int al_llm_beta_priced(const char *v, size_t len);
 

@@ -655,13 +655,34 @@ al_llm_client_priced(const al_llm_client_t *lc)
 int
 al_llm_beta_priced(const char *v, size_t len)
 {
-    size_t  i, j, k;
+    size_t    i, j, k;
+    unsigned  c;
 
     static const al_str_t  priced[] = {
         { "context-1m", sizeof("context-1m") - 1 },
         { "fast-mode", sizeof("fast-mode") - 1 },
         { NULL, 0 }
     };
+
+    /*
+     * A value that is not a plain list of beta names (letters, digits,
+     * '-', '_', '.', separated by ',' and SP or HTAB) cannot be read
+     * here as the provider's side reads it: LiteLLM's proxy strips each
+     * item as Python does (VT, FF, NBSP, ... go too) and takes a JSON
+     * list as well (["context-1m-..."], escapes and all).  Taken for a
+     * priced one.
+     */
+
+    for (i = 0; i < len; i++) {
+        c = (unsigned char) v[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
+              || c == ',' || c == ' ' || c == '\t'))
+        {
+            return 1;
+        }
+    }
 
     for (i = 0; i < len; i = j + 1) {
         while (i < len && (v[i] == ' ' || v[i] == '\t')) {

@@ -394,8 +394,19 @@ test_beta(void)
            && !al_llm_beta_priced("x-context-1m", 12)
            && !al_llm_beta_priced("context-1", 9)
            && !al_llm_beta_priced("x-fast-mode", 11)
-           && !al_llm_beta_priced("", 0),
+           && !al_llm_beta_priced("", 0)
+           && !al_llm_beta_priced("a_1.x, b-2,\tc", 13),
            "beta: other betas pass");
+#define UT_BETA(s)  al_llm_beta_priced(s, sizeof(s) - 1)
+
+    tap_ok(UT_BETA("\xa0" "context-1m-2025-08-07")
+           && UT_BETA("a-1,\vcontext-1m-x")
+           && UT_BETA("a-1,\x1f" "fast-mode-x")
+           && UT_BETA("[\"context-1m-x\"]")
+           && UT_BETA("[\"\\u0063ontext-1m-x\"]")
+           && UT_BETA("a-1;b-2"),
+           "beta: a value that is no plain list of names is taken for "
+           "a priced one (Python's strip, a JSON list)");
 }
 
 
