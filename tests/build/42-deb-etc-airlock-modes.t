@@ -26,7 +26,7 @@ use Airlock::MiniRoot qw(mini_root);
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 
 absent('chroot needs root') if $> != 0;
-need_cmd(qw(chroot ldd sh stat chown chmod ls install));
+need_cmd(qw(chroot ldd sh stat chown chmod ls install getent cut));
 
 my $t = tempdir(CLEANUP => 1);
 my $nobody = getpwnam('nobody') // 65534;
@@ -34,7 +34,7 @@ my $nobody = getpwnam('nobody') // 65534;
 sub root_with {
     my ($name) = @_;
     my $r = "$t/$name";
-    mini_root($r, qw(sh stat chown chmod ls install));
+    mini_root($r, qw(sh stat chown chmod ls install getent cut));
     for my $s (qw(preinst postinst)) {
         my $src = "$top/debian/airlock.$s";
         # an absent script is one that does nothing: its checks fail
