@@ -206,6 +206,15 @@ unlike($postinst, qr/deb-systemd-invoke\s+(?:start|restart)\b/,
 my @enable = $postinst =~ /((?:.*\n){2})\s*deb-systemd-helper enable/g;
 ok(!grep({ !/was-enabled/ } @enable),
    'and enables one only where the admin had enabled it before');
+# the maintainer scripts tests/build/41, 42 and 44 run from debian/ are
+# the package's
+for my $s (qw(preinst postrm)) {
+    my $built = do { local (@ARGV, $/) = "$ctl/$s"; <> } // '';
+    my $src = do { local (@ARGV, $/) = "$top/debian/airlock.$s"; <> } // '';
+    $src =~ s/^#DEBHELPER#\n.*//ms;
+    ok($src ne '' && index($built, $src) == 0,
+       "the package's $s is debian/airlock.$s (then debhelper's)");
+}
 
 # lintian: no error
 SKIP: {
