@@ -181,6 +181,8 @@ static ngx_uint_t ngx_http_airlock_conf_proxy_pass(ngx_conf_t *cf,
     ngx_array_t *values);
 static ngx_uint_t ngx_http_airlock_conf_is_var(ngx_conf_t *cf,
     ngx_uint_t index, const char *a, const char *b);
+static ngx_str_t *ngx_http_airlock_conf_far(
+    ngx_http_upstream_srv_conf_t *uscf);
 
 
 /* client credential headers an Airlock location never sets itself */
@@ -1303,6 +1305,192 @@ ngx_http_airlock_conf_bind(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf,
     *block = pcf->upstream.upstream;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * A secret the policy sends over http:// without allow_insecure_http
+ * must stay on this host.  The loader placed addresses, localhost and
+ * host names with a port (al_policy_clear()); a name without a port is
+ * nginx's: the upstream block of that name, found as the proxy module
+ * finds it for "http://name", else a DNS lookup when a request is made.
+ * It passes only as a block whose every server is on this host, which
+ * can be told here: a block's servers are resolved as the configuration
+ * is read.  A block named localhost or 127.0.0.1 decides for them too.
+ * Configuration time only: requests are not touched.
+ */
+
+char *
+ngx_http_airlock_conf_clear(ngx_conf_t *cf, const al_policy_t *p,
+    ngx_str_t *conf, ngx_uint_t line)
+{
+    char                            what[256], fix[128];
+    size_t                          i;
+    ngx_str_t                      *far, server;
+    ngx_uint_t                      k;
+    al_clear_t                      c;
+    const char                     *why;
+    const al_upstream_t            *u;
+    ngx_http_upstream_srv_conf_t   *uscf, **uscfp;
+    ngx_http_upstream_main_conf_t  *umcf;
+
+    umcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    i = 0;
+
+    while (al_policy_clear(p, &i, &c)) {
+        if (c.insecure) {
+            continue;
+        }
+
+        u = c.upstream;
+        uscf = NULL;
+
+        /* "http://name:port" never takes a block */
+
+        for (k = 0; u->host.len == u->hostname.len
+                    && k < umcf->upstreams.nelts; k++)
+        {
+            if ((uscfp[k]->flags & NGX_HTTP_UPSTREAM_CREATE)
+                && uscfp[k]->host.len == u->hostname.len
+                && ngx_strncasecmp(uscfp[k]->host.data,
+                                   (u_char *) u->hostname.data,
+                                   u->hostname.len) == 0)
+            {
+                uscf = uscfp[k];
+                break;
+            }
+        }
+
+        far = NULL;
+
+        if (uscf != NULL) {
+            far = ngx_http_airlock_conf_far(uscf);
+
+            if (far == NULL) {
+                continue;
+            }
+
+        } else if (c.local) {
+            continue;
+        }
+
+        if (c.llm != NULL) {
+            ngx_snprintf((u_char *) what, sizeof(what), "llm \"%s\" (%s "
+                         "line %ui) sends its secret%Z", c.llm->name.data,
+                         p->file.data, (ngx_uint_t) c.llm->line);
+            ngx_snprintf((u_char *) fix, sizeof(fix), "llm \"%s\"%Z",
+                         c.llm->name.data);
+
+        } else {
+            ngx_snprintf((u_char *) what, sizeof(what), "route \"%s\" (%s "
+                         "line %ui) sends a secret to upstream \"%s\"%Z",
+                         c.route->name.data, p->file.data,
+                         (ngx_uint_t) c.route->line, u->name.data);
+            ngx_snprintf((u_char *) fix, sizeof(fix), "upstream \"%s\"%Z",
+                         u->name.data);
+        }
+
+        what[sizeof(what) - 1] = '\0';
+        fix[sizeof(fix) - 1] = '\0';
+
+        if (far != NULL) {
+            why = "an upstream block with a server not on this host";
+            server = *far;
+
+        } else {
+            why = "which is neither this host nor an upstream block";
+            ngx_str_null(&server);
+        }
+
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "airlock: %s over http:// to \"%s\", %s%s%V%s: the "
+                      "credential would cross the network in clear; use "
+                      "https://, an upstream block whose servers are all "
+                      "on this host (loopback addresses or unix sockets), "
+                      "or set allow_insecure_http: true on %s in %V:%ui",
+                      what, u->hostname.data, why,
+                      far ? " (\"" : "", &server, far ? "\")" : "", fix,
+                      conf, line);
+
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The first server of the block not on this host (a loopback address or
+ * a unix socket), or NULL when none is.  A server nginx resolves while
+ * it runs ("resolve": no address yet) is not placed, and a block with no
+ * server is not either.
+ */
+
+static ngx_str_t *
+ngx_http_airlock_conf_far(ngx_http_upstream_srv_conf_t *uscf)
+{
+    ngx_uint_t                   i, j;
+    struct sockaddr             *sa;
+    struct sockaddr_in          *sin;
+#if (NGX_HAVE_INET6)
+    struct sockaddr_in6         *sin6;
+#endif
+    ngx_http_upstream_server_t  *us;
+
+    static ngx_str_t  none = ngx_string("no server");
+
+    if (uscf->servers == NULL || uscf->servers->nelts == 0) {
+        return &none;
+    }
+
+    us = uscf->servers->elts;
+
+    for (i = 0; i < uscf->servers->nelts; i++) {
+        if (us[i].naddrs == 0) {
+            return &us[i].name;
+        }
+
+        for (j = 0; j < us[i].naddrs; j++) {
+            sa = us[i].addrs[j].sockaddr;
+
+            switch (sa->sa_family) {
+
+#if (NGX_HAVE_UNIX_DOMAIN)
+            case AF_UNIX:
+                continue;
+#endif
+
+            case AF_INET:
+                sin = (struct sockaddr_in *) sa;
+
+                if ((ntohl(sin->sin_addr.s_addr) >> 24) == 127) {
+                    continue;
+                }
+
+                break;
+
+#if (NGX_HAVE_INET6)
+            case AF_INET6:
+                sin6 = (struct sockaddr_in6 *) sa;
+
+                if (IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)
+                    || (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)
+                        && sin6->sin6_addr.s6_addr[12] == 127))
+                {
+                    continue;
+                }
+
+                break;
+#endif
+            }
+
+            return &us[i].name;
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -935,7 +935,10 @@ ngx_http_airlock_load(ngx_conf_t *cf, ngx_http_airlock_main_conf_t *amcf)
         }
     }
 
-    return NGX_CONF_OK;
+    /* the http block is read: its upstream blocks are all known */
+
+    return ngx_http_airlock_conf_clear(cf, p, &amcf->policy_conf,
+                                       amcf->policy_line);
 }
 
 

@@ -498,6 +498,8 @@ char *ngx_http_airlock_conf_check(ngx_conf_t *cf,
 char *ngx_http_airlock_conf_bind(ngx_conf_t *cf,
     ngx_http_core_loc_conf_t *clcf, ngx_str_t *url, ngx_uint_t https,
     ngx_http_handler_pt *handler, ngx_http_upstream_srv_conf_t **block);
+char *ngx_http_airlock_conf_clear(ngx_conf_t *cf, const al_policy_t *p,
+    ngx_str_t *conf, ngx_uint_t line);
 ngx_int_t ngx_http_airlock_init_process(ngx_cycle_t *cycle);
 void ngx_http_airlock_not_dumpable(ngx_log_t *log);
 ngx_int_t ngx_http_airlock_refused_handler(ngx_http_request_t *r);

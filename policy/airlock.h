@@ -375,6 +375,13 @@ typedef struct {
     al_str_t         hostname;
     unsigned         port;
     al_str_t         base_path;             /* "" or "/v1" */
+    unsigned         insecure_http:1;       /* allow_insecure_http: a
+                                               secret may go over http://
+                                               past this host */
+    unsigned         secret_route;          /* 1 + the index of the first
+                                               route that injects a secret
+                                               into requests to it; 0:
+                                               none */
 } al_upstream_t;
 
 typedef struct {
@@ -466,6 +473,8 @@ typedef struct {
 
     al_inject_t     *inject;
     size_t           ninject;
+    unsigned         inject_secret:1;       /* an injected header holds a
+                                               secret */
     const al_inject_t  *inject_ctype;       /* the injected Content-Type,
                                                or NULL */
 } al_route_t;
@@ -680,6 +689,31 @@ const al_client_t *al_policy_client(const al_policy_t *p, const char *name,
     size_t len);
 const al_route_t *al_policy_route(const al_policy_t *p, const char *name,
     size_t len);
+
+/*
+ * Where a secret goes over http://: an upstream a route injects a
+ * secret into requests to, or an llm entry.  Without allow_insecure_http,
+ * the loader has refused an address that is not this host's and a host
+ * name with a port; what is left is this host (localhost, 127.0.0.0/8,
+ * ::1: local set) or a host name without a port, which only nginx can
+ * place: on this host if it names an upstream block whose servers all
+ * are.  nginx checks each against its blocks when it loads the policy;
+ * airlockctl check, which has no blocks, warns.  Those with
+ * allow_insecure_http come too (insecure set), for check and explain to
+ * show.  *i starts at 0; 0 past the last.
+ */
+typedef struct {
+    const al_upstream_t  *upstream;         /* url, hostname, line */
+    const al_route_t     *route;            /* the first route that sends
+                                               it a secret, or NULL */
+    const al_llm_t       *llm;              /* or the llm entry */
+    unsigned              local:1;          /* localhost or an address
+                                               of this host */
+    unsigned              insecure:1;       /* allow_insecure_http: true,
+                                               nothing to place */
+} al_clear_t;
+
+int al_policy_clear(const al_policy_t *p, size_t *i, al_clear_t *c);
 
 /*
  * Identifies the client from the transport peer and, when one was sent,

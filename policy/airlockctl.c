@@ -87,6 +87,8 @@ static int al_ctl_check(int argc, char **argv);
 static void al_ctl_check_scrub(const al_policy_t *p, const al_route_t *r);
 static int al_ctl_same_host(const al_upstream_t *a, const al_upstream_t *b);
 static int al_ctl_explain(int argc, char **argv);
+static void al_ctl_check_clear(const al_policy_t *p);
+static void al_ctl_explain_clear(const al_upstream_t *u);
 static int al_ctl_routes(int argc, char **argv);
 static int al_ctl_diff(int argc, char **argv);
 static int al_ctl_keygen(int argc, char **argv);
@@ -762,6 +764,8 @@ al_ctl_check(int argc, char **argv)
         }
     }
 
+    al_ctl_check_clear(p);
+
     if (key == NULL && p->nsecrets > 0) {
         nsealed = 0;
         for (k = 0; k < p->nsecrets; k++) {
@@ -838,6 +842,71 @@ al_ctl_check_scrub(const al_policy_t *p, const al_route_t *r)
                        r->upstream->host.data);
             return;
         }
+    }
+}
+
+
+/*
+ * Each secret sent over http:// past what the loader could place: a
+ * host name without a port is nginx's to place (an upstream block of
+ * servers on this host loads, anything else fails the load), and check
+ * sees no nginx configuration: a warning, the policy is valid.  And each
+ * one allow_insecure_http lets cross the network in clear.
+ */
+
+static void
+al_ctl_check_clear(const al_policy_t *p)
+{
+    char        who[256], fix[128];
+    size_t      i;
+    al_clear_t  c;
+
+    i = 0;
+
+    while (al_policy_clear(p, &i, &c)) {
+        if (c.local) {
+            continue;
+        }
+
+        if (c.llm != NULL) {
+            snprintf(who, sizeof(who), "llm \"%s\" (line %u) sends its "
+                     "secret", c.llm->name.data, c.llm->line);
+            snprintf(fix, sizeof(fix), "llm \"%s\"", c.llm->name.data);
+
+        } else {
+            snprintf(who, sizeof(who), "route \"%s\" (line %u) sends a "
+                     "secret to upstream \"%s\"", c.route->name.data,
+                     c.route->line, c.upstream->name.data);
+            snprintf(fix, sizeof(fix), "upstream \"%s\"",
+                     c.upstream->name.data);
+        }
+
+        if (c.insecure) {
+            al_ctl_out("%s over http:// to \"%s\", in clear: "
+                       "allow_insecure_http: true\n", who,
+                       c.upstream->host.data);
+            continue;
+        }
+
+        al_ctl_out("warning: %s over http:// to \"%s\": nginx loads this "
+                   "policy only if it has an upstream block \"%s\" whose "
+                   "servers are all on this host (loopback addresses or "
+                   "unix sockets), checked when it loads; otherwise use "
+                   "https://, or set allow_insecure_http: true on %s\n",
+                   who, c.upstream->hostname.data,
+                   c.upstream->hostname.data, fix);
+    }
+}
+
+
+/* a secret allow_insecure_http sends over http://, maybe in clear */
+
+static void
+al_ctl_explain_clear(const al_upstream_t *u)
+{
+    if (!u->https && u->insecure_http) {
+        al_ctl_out("  clear:    the secret goes over http:// to %s without "
+                   "TLS (allow_insecure_http: true)\n", u->host.data);
     }
 }
 
@@ -1191,6 +1260,10 @@ al_ctl_explain(int argc, char **argv)
                    r->inject[k].tmpl.data);
     }
 
+    if (r->inject_secret) {
+        al_ctl_explain_clear(r->upstream);
+    }
+
     if (body_len) {
         al_ctl_out("  body:     %zu bytes, checked\n", body_len);
     }
@@ -1354,6 +1427,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                    l->upstream.url.data, rt->uri);
         al_ctl_out("  inject:   the key of secret \"%s\"\n",
                    l->secret->name.data);
+        al_ctl_explain_clear(&l->upstream);
         al_ctl_explain_limits(l, client, lc, NULL, NULL, 0);
         rc = 0;
         goto done;
@@ -1445,6 +1519,7 @@ al_ctl_explain_llm(const al_llm_t *l, const al_client_t *client,
                l->kind == AL_LLM_AZURE ? "api-key"
                : l->kind == AL_LLM_ANTHROPIC ? "x-api-key"
                : "Authorization: Bearer");
+    al_ctl_explain_clear(&l->upstream);
 
     if (req.clamped) {
         al_ctl_out("  max_tokens: clamped to %llu (over_max_tokens: clamp)\n",

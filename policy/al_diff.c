@@ -103,14 +103,33 @@ al_policy_diff(const al_policy_t *o, const al_policy_t *n,
                 break;
             }
         }
-        if (j == o->nupstreams) {
-            al_diff_emit(&df, '~', "upstream %s added (%s)",
-                         n->upstreams[i].name.data, n->upstreams[i].url.data);
+        /*
+         * allow_insecure_http: a secret a route sends there may cross the
+         * network in clear; a new upstream with it is one a route may
+         * take in place of another of the same url
+         */
 
-        } else if (!al_str_eq(&n->upstreams[i].url, &o->upstreams[j].url)) {
+        if (j == o->nupstreams) {
+            al_diff_emit(&df, n->upstreams[i].insecure_http ? '+' : '~',
+                         "upstream %s added (%s%s)",
+                         n->upstreams[i].name.data, n->upstreams[i].url.data,
+                         n->upstreams[i].insecure_http
+                             ? ", allow_insecure_http: true" : "");
+            continue;
+        }
+
+        if (!al_str_eq(&n->upstreams[i].url, &o->upstreams[j].url)) {
             al_diff_emit(&df, '+', "upstream %s: url %s -> %s",
                          n->upstreams[i].name.data, o->upstreams[j].url.data,
                          n->upstreams[i].url.data);
+        }
+
+        if (n->upstreams[i].insecure_http != o->upstreams[j].insecure_http) {
+            al_diff_emit(&df, n->upstreams[i].insecure_http ? '+' : '-',
+                         "upstream %s: allow_insecure_http %s -> %s",
+                         n->upstreams[i].name.data,
+                         o->upstreams[j].insecure_http ? "true" : "false",
+                         n->upstreams[i].insecure_http ? "true" : "false");
         }
     }
 
@@ -575,6 +594,15 @@ al_diff_route(al_diff_t *df, const al_policy_t *o, const al_route_t *a,
                      a->upstream->url.data, b->upstream->url.data);
     }
 
+    /* another upstream entry of the same url, but for the word on http */
+    if (a->upstream->insecure_http != b->upstream->insecure_http) {
+        al_diff_emit(df, b->upstream->insecure_http ? '+' : '-',
+                     "route %s: upstream %s allow_insecure_http %s -> %s",
+                     name, b->upstream->name.data,
+                     a->upstream->insecure_http ? "true" : "false",
+                     b->upstream->insecure_http ? "true" : "false");
+    }
+
     if (!al_str_eq(&a->to, &b->to)) {
         al_diff_emit(df, '+', "route %s: to %s -> %s", name, a->to.data,
                      b->to.data);
@@ -921,6 +949,14 @@ al_diff_llm(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
     if (!al_str_eq(&a->upstream.url, &b->upstream.url)) {
         al_diff_emit(df, '+', "llm %s: upstream %s -> %s", name,
                      a->upstream.url.data, b->upstream.url.data);
+    }
+
+    /* its own, or its named upstream's: the key may cross in clear */
+    if (a->upstream.insecure_http != b->upstream.insecure_http) {
+        al_diff_emit(df, b->upstream.insecure_http ? '+' : '-',
+                     "llm %s: allow_insecure_http %s -> %s", name,
+                     a->upstream.insecure_http ? "true" : "false",
+                     b->upstream.insecure_http ? "true" : "false");
     }
 
     /* another API: other endpoints and body rules apply */

@@ -123,6 +123,9 @@ static int al_cc_list(al_cc_t *cc, const al_ynode_t *node, const char *what,
 static int al_cc_regex(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_param_t *param);
 static int al_cc_loopback(const al_str_t *hostname);
+static int al_cc_host_kind(const al_str_t *hostname);
+static int al_cc_clear(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    const al_upstream_t *u, const char *fix);
 static int al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
     al_upstream_t *u);
 
@@ -213,7 +216,7 @@ static const char *const al_secret_keys[] = {
 };
 
 static const char *const al_upstream_keys[] = {
-    "url", "description", NULL
+    "url", "description", "allow_insecure_http", NULL
 };
 
 static const char *const al_route_keys[] = {
@@ -245,7 +248,7 @@ static const char *const al_llm_keys[] = {
     "name", "description", "prefix", "provider", "upstream", "secret",
     "models", "clients", "include_usage", "max_body_bytes", "api_version",
     "aliases", "fallback", "prices", "provider_tools", "allow_members",
-    NULL
+    "allow_insecure_http", NULL
 };
 
 static const char *const al_llm_client_keys[] = {
@@ -1520,6 +1523,152 @@ al_cc_loopback(const al_str_t *hostname)
 
 
 /*
+ * An upstream's host as nginx reads it: "localhost", an address (IPv4
+ * dotted quad or bracketed IPv6) of this host or of another, or any
+ * other name, which nginx takes to its upstream blocks or to DNS.  A
+ * trailing dot makes a name ("127.0.0.1." is looked up).
+ */
+
+#define AL_HOST_LOCAL    0
+#define AL_HOST_ADDRESS  1
+#define AL_HOST_NAME     2
+
+static int
+al_cc_host_kind(const al_str_t *hostname)
+{
+    char             a[INET6_ADDRSTRLEN];
+    size_t           len;
+    const char      *h;
+    struct in_addr   in4;
+    struct in6_addr  in6;
+
+    h = hostname->data;
+    len = hostname->len;
+
+    if (len == 9 && strncasecmp(h, "localhost", 9) == 0) {
+        return AL_HOST_LOCAL;
+    }
+
+    if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
+        if (len - 2 >= sizeof(a)) {
+            return AL_HOST_ADDRESS;
+        }
+
+        memcpy(a, h + 1, len - 2);
+        a[len - 2] = '\0';
+
+        if (inet_pton(AF_INET6, a, &in6) == 1
+            && (IN6_IS_ADDR_LOOPBACK(&in6)
+                || (IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127)))
+        {
+            return AL_HOST_LOCAL;
+        }
+
+        return AL_HOST_ADDRESS;
+    }
+
+    if (len >= sizeof(a)) {
+        return AL_HOST_NAME;
+    }
+
+    memcpy(a, h, len);
+    a[len] = '\0';
+
+    if (inet_pton(AF_INET, a, &in4) != 1) {
+        return AL_HOST_NAME;
+    }
+
+    return (ntohl(in4.s_addr) >> 24) == 127 ? AL_HOST_LOCAL
+                                              : AL_HOST_ADDRESS;
+}
+
+
+/*
+ * A secret sent over http:// crosses the network in clear unless its
+ * destination stays on this host, or the operator says so on the
+ * upstream or llm entry (fix): a network of its own, a TLS-terminating
+ * sidecar.  An address, and a name with a port (nginx looks it up in
+ * DNS, never in its upstream blocks), are decided here; a name without
+ * a port is nginx's to place (al_policy_clear()).
+ */
+
+static int
+al_cc_clear(al_cc_t *cc, const al_ynode_t *node, const char *what,
+    const al_upstream_t *u, const char *fix)
+{
+    if (u->https || u->insecure_http) {
+        return 0;
+    }
+
+    switch (al_cc_host_kind(&u->hostname)) {
+
+    case AL_HOST_LOCAL:
+        return 0;
+
+    case AL_HOST_ADDRESS:
+        return al_cc_error(cc, node, "%s over http:// to \"%s\", not this "
+                           "host: the credential would cross the network "
+                           "in clear; use https://, or set "
+                           "allow_insecure_http: true on %s", what,
+                           u->hostname.data, fix);
+
+    default:
+        if (u->host.len == u->hostname.len) {
+            return 0;
+        }
+
+        return al_cc_error(cc, node, "%s over http:// to \"%s\", a host "
+                           "name with a port, which nginx looks up in DNS "
+                           "(only a name without a port is one of its "
+                           "upstream blocks): the credential could cross "
+                           "the network in clear; use https://, localhost "
+                           "or 127.0.0.1, or set allow_insecure_http: true "
+                           "on %s", what, u->host.data, fix);
+    }
+}
+
+
+int
+al_policy_clear(const al_policy_t *p, size_t *i, al_clear_t *c)
+{
+    const al_llm_t       *l;
+    const al_upstream_t  *u;
+
+    while (*i < p->nupstreams + p->nllm) {
+        if (*i < p->nupstreams) {
+            u = &p->upstreams[*i];
+            l = NULL;
+
+            if (u->secret_route == 0) {
+                (*i)++;
+                continue;
+            }
+
+        } else {
+            l = &p->llm[*i - p->nupstreams];
+            u = &l->upstream;
+        }
+
+        (*i)++;
+
+        if (u->https) {
+            continue;
+        }
+
+        c->upstream = u;
+        c->route = (l == NULL) ? &p->routes[u->secret_route - 1] : NULL;
+        c->llm = l;
+        c->local = (al_cc_host_kind(&u->hostname) == AL_HOST_LOCAL);
+        c->insecure = u->insecure_http;
+
+        return 1;
+    }
+
+    return 0;
+}
+
+
+/*
  * Characters that may stand unencoded in a path we write ourselves: the
  * unreserved set, sub-delims but ';', ':', '@' and '/'.  No '%': what the
  * policy says is what is sent.
@@ -2288,8 +2437,9 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
 {
     char               what[128];
     size_t             i;
+    unsigned           insecure;
     al_upstream_t     *u;
-    const al_ynode_t  *key, *val, *url;
+    const al_ynode_t  *key, *val, *url, *f;
 
     if (al_cc_type(cc, node, AL_Y_MAP, "upstreams") != 0) {
         return -1;
@@ -2322,6 +2472,18 @@ al_cc_upstreams(al_cc_t *cc, const al_ynode_t *node)
         {
             return -1;
         }
+
+        /* checked where a route or an llm entry sends it a secret */
+
+        insecure = 0;
+        f = al_cc_get(val, "allow_insecure_http");
+        if (f != NULL
+            && al_cc_bool(cc, f, "allow_insecure_http", &insecure) != 0)
+        {
+            return -1;
+        }
+
+        u->insecure_http = insecure;
 
         cc->p->nupstreams++;
         (void) al_names_add(&cc->upstream_names, cc->p->upstreams,
@@ -2390,10 +2552,11 @@ al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
 static int
 al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
 {
-    char               what[128];
+    char               what[128], sends[256], fix[128];
     size_t             i;
     unsigned           cookies, scrub;
-    const al_ynode_t  *v, *match, *m;
+    al_upstream_t     *up;
+    const al_ynode_t  *v, *match, *m, *unode;
 
     if (al_cc_type(cc, node, AL_Y_MAP, "a route") != 0
         || al_cc_keys(cc, node, "a route", al_route_keys) != 0
@@ -2488,6 +2651,8 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
                            "defined in upstreams", what, v->scalar.data);
     }
 
+    unode = v;
+
     if (al_cc_need(cc, node, "to", what, &v) != 0 || al_cc_to(cc, v, r) != 0)
     {
         return -1;
@@ -2513,6 +2678,22 @@ al_cc_route(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
     v = al_cc_get(node, "inject");
     if (v != NULL && al_cc_inject(cc, v, r) != 0) {
         return -1;
+    }
+
+    if (r->inject_secret) {
+        up = &cc->p->upstreams[r->upstream - cc->p->upstreams];
+
+        snprintf(sends, sizeof(sends), "%s sends a secret to upstream "
+                 "\"%s\"", what, up->name.data);
+        snprintf(fix, sizeof(fix), "upstream \"%s\"", up->name.data);
+
+        if (al_cc_clear(cc, unode, sends, up, fix) != 0) {
+            return -1;
+        }
+
+        if (up->secret_route == 0) {
+            up->secret_route = r->index + 1;
+        }
     }
 
     v = al_cc_get(node, "cookies");
@@ -3484,6 +3665,11 @@ al_cc_inject(al_cc_t *cc, const al_ynode_t *node, al_route_t *r)
             return -1;
         }
 
+        /* a '{' that al_cc_render() took is a secret's */
+        if (memchr(inj->tmpl.data, '{', inj->tmpl.len) != NULL) {
+            r->inject_secret = 1;
+        }
+
         if (strcmp(lower, "content-type") == 0) {
             r->inject_ctype = inj;
 
@@ -3998,13 +4184,13 @@ al_cc_llm_members(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
 static int
 al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
 {
-    char                what[128];
+    char                what[128], sends[160];
     size_t              i, j, k, n;
     uint64_t            v64;
     unsigned            flag;
     al_str_t            s;
     al_llm_client_t    *lc;
-    const al_ynode_t   *v, *key, *val, *w, **items;
+    const al_ynode_t   *v, *key, *val, *w, **items, *unode;
     const al_client_t  *c;
 
     if (al_cc_type(cc, node, AL_Y_MAP, "an llm provider") != 0
@@ -4080,6 +4266,27 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
                                "nor defined in upstreams", what,
                                v->scalar.data);
         }
+    }
+
+    unode = v;
+
+    /* its own, or the named upstream's (copied above) */
+
+    v = al_cc_get(node, "allow_insecure_http");
+    if (v != NULL) {
+        if (al_cc_bool(cc, v, "allow_insecure_http", &flag) != 0) {
+            return -1;
+        }
+
+        l->upstream.insecure_http |= flag;
+    }
+
+    l->upstream.secret_route = 0;
+
+    snprintf(sends, sizeof(sends), "%s sends its secret", what);
+
+    if (al_cc_clear(cc, unode, sends, &l->upstream, what) != 0) {
+        return -1;
     }
 
     if (al_cc_need(cc, node, "secret", what, &v) != 0

@@ -124,6 +124,7 @@ my @rows = (
 
     ['upstreams:1:url', '+', sub { s/9090"/9092"/ }],
     ['upstreams:1:description', '', sub { s/(9090", description: )"d"/$1"e"/ }],
+    ['upstreams:1:allow_insecure_http', '+', sub { s/(9090", description: "d")/$1, allow_insecure_http: true/ }],
 
     ['routes:1:name', '+', sub { s/name: r1\n/name: r1x\n/ }],
     ['routes:1:description', '', sub { s/(name: r1\n    description: )d/$1e/ }],
@@ -162,6 +163,7 @@ my @rows = (
     ['llm:1:provider', '+', sub { s/provider: openai/provider: openai-compatible/ }],
     ['llm:1:upstream', '+', sub { s{https://api\.openai\.com/v1}{https://api.example.com/v1} }],
     ['llm:1:secret', '+', sub { s/secret: tok/secret: key2/ }],
+    ['llm:1:allow_insecure_http', '+', sub { s/(    include_usage: true\n)/$1    allow_insecure_http: true\n/ }],
     ['llm:1:models', '+', sub { s/models: \[m1, m2\]/models: [m1, m2, m3]/ }],
     ['llm:1:clients', '+', sub { s/(      agent: \{ models: \[m1\].*\n)/$1      ops: {}\n/ }],
     ['llm:1:include_usage', '~', sub { s/include_usage: true/include_usage: false/ }],
