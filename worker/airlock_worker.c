@@ -153,6 +153,11 @@ static int aw_done(aw_worker_t *w, const char *id, const char *job_id,
 static void aw_gone(aw_worker_t *w, const char *id, long deliveries);
 static void aw_hold(aw_worker_t *w, const char *id);
 static void aw_held(aw_worker_t *w);
+static int aw_idempotent(const char *method);
+static char *aw_fetch_once(aw_worker_t *w, const char *id,
+    const aw_job_t *job, long deliveries, size_t *len, aw_result_t *res);
+static int aw_interrupted(aw_worker_t *w, const char *id, const char *job_id,
+    long deliveries, aw_result_t *res);
 static void aw_usage(void);
 
 
@@ -999,8 +1004,9 @@ aw_deliveries(aw_worker_t *w, const char *id)
  * acknowledge nothing until something else made room.
  *
  * The same script removes the entry's records in errors_key, the
- * delivery record, the job's ids, "<entry>:dead" (aw_dead_letter()) and
- * "<entry>:done" (aw_finish()), and its lease in <errors_key>:held, if
+ * delivery record, the job's ids, "<entry>:dead" (aw_dead_letter()),
+ * "<entry>:done" (aw_finish()) and "<entry>:sent" (aw_fetch_once()),
+ * and its lease in <errors_key>:held, if
  * it was deleted from the stream while its job ran (aw_heartbeat()):
  * they go exactly when the entry stops being pending.  A second command
  * did, after this one, and a worker killed in between left them in
@@ -1014,24 +1020,27 @@ aw_ack_delete(aw_worker_t *w, const char *id)
 {
     char         mark[AW_ID_MAX + 64], jkey[AW_ID_MAX + 64];
     char         done[AW_ID_MAX + 64], held[AW_ID_MAX + 600];
+    char         sent[AW_ID_MAX + 64];
     redisReply  *r;
     static const char  script[] =
         "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) "
         "redis.call('XDEL', KEYS[1], ARGV[2]) "
-        "redis.call('HDEL', KEYS[2], ARGV[2], ARGV[3], ARGV[4], ARGV[5]) "
+        "redis.call('HDEL', KEYS[2], ARGV[2], ARGV[3], ARGV[4], ARGV[5], "
+        "ARGV[6]) "
         "redis.call('ZREM', KEYS[3], ARGV[2]) "
         "return 1";
     const char  *argv[] = { "EVAL", script, "3", w->conf->stream,
                             w->conf->errors_key, held, w->conf->group, id,
-                            mark, jkey, done };
+                            mark, jkey, done, sent };
 
     snprintf(mark, sizeof(mark), "%s:dead", id);
     snprintf(jkey, sizeof(jkey), "%s:job", id);
     snprintf(done, sizeof(done), "%s:done", id);
+    snprintf(sent, sizeof(sent), "%s:sent", id);
     snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
 
     for ( ;; ) {
-        r = aw_cmd(w, 11, argv, NULL);
+        r = aw_cmd(w, 12, argv, NULL);
 
         if (r != NULL && r->type != REDIS_REPLY_ERROR) {
             freeReplyObject(r);
@@ -1894,6 +1903,10 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         return;
     }
 
+    if (aw_interrupted(w, id, job.job_id, deliveries, &res)) {
+        goto done;
+    }
+
     if (over) {
         aw_dead_letter(w, id, raw, len, last, deliveries, 0);
         aw_result_fail(&res, AW_ST_ERROR, "dead_letter", "%s", last);
@@ -1928,7 +1941,7 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
     aw_log("info", "job %s (entry %s, delivery %ld): %zu input(s)",
            job.job_id, id, deliveries, job.ninputs);
 
-    data = aw_fetch(conf, &job, &data_len, &res);
+    data = aw_fetch_once(w, id, &job, deliveries, &data_len, &res);
     res.timing.fetch = aw_now_ms() - t0;
 
     if (data != NULL) {
@@ -1977,6 +1990,164 @@ done:
     free(json);
     aw_result_free(&res);
     aw_job_free(&job);
+}
+
+
+/*
+ * GET and HEAD ask; any other method (a POST that opens a pull request,
+ * one that posts a comment) may change something upstream each time
+ * it is sent
+ */
+
+static int
+aw_idempotent(const char *method)
+{
+    return strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+}
+
+
+/*
+ * A job's inputs, fetched so that one that is not idempotent is sent at
+ * most once per job, however often its entry is delivered.  Delivery is
+ * at least once: a worker killed after such an input and before the
+ * result left the entry pending, and the next delivery sent it again,
+ * silently (a second pull request), up to max_deliveries times.
+ *
+ * The inputs go in runs, one fetch each (aw_fetch()): the first from
+ * input 0, each other from a non-idempotent input, up to the next.
+ * Before a run that starts with one, the worker records in errors_key,
+ * under "<entry>:sent", which input it is about to send, and sends
+ * nothing until Redis has taken the record (aw_cmd_retry()).  A later
+ * delivery that finds the record and no result does not fetch again
+ * (aw_interrupted()).  GET and HEAD inputs before the first such input
+ * leave no record: a worker killed while it fetched them has the job
+ * run again, as it always had.  The record goes with the entry's others
+ * when the entry is acknowledged (aw_ack_delete()).  data.json is the
+ * runs' objects joined: each is "{...}" with at least one member.
+ */
+
+static char *
+aw_fetch_once(aw_worker_t *w, const char *id, const aw_job_t *job,
+    long deliveries, size_t *len, aw_result_t *res)
+{
+    char         field[AW_ID_MAX + 64], note[AW_ERRLEN];
+    char        *data, *part, *nd;
+    size_t       i, j, total, plen;
+    aw_job_t     run;
+    redisReply  *r;
+    const char  *argv[] = { "HSET", w->conf->errors_key, field, note };
+
+    for (i = 0; i < job->ninputs; i++) {
+        if (!aw_idempotent(job->inputs[i].method)) {
+            break;
+        }
+    }
+
+    if (i == job->ninputs) {
+        return aw_fetch(w->conf, job, len, res);
+    }
+
+    snprintf(field, sizeof(field), "%s:sent", id);
+    data = NULL;
+    total = 0;
+
+    for (i = 0; i < job->ninputs; i = j) {
+        for (j = i + 1; j < job->ninputs; j++) {
+            if (!aw_idempotent(job->inputs[j].method)) {
+                break;
+            }
+        }
+
+        if (!aw_idempotent(job->inputs[i].method)) {
+            snprintf(note, sizeof(note), "delivery %ld to consumer %.128s "
+                     "began sending input %zu of %zu, \"%s\" (%s), and did "
+                     "not finish", deliveries, w->conf->consumer, i + 1,
+                     job->ninputs, job->inputs[i].name,
+                     job->inputs[i].method);
+
+            r = aw_cmd_retry(w, 4, argv, NULL);
+            freeReplyObject(r);
+        }
+
+        run = *job;
+        run.inputs = job->inputs + i;
+        run.ninputs = j - i;
+
+        part = aw_fetch(w->conf, &run, &plen, res);
+        if (part == NULL) {
+            free(data);
+            return NULL;
+        }
+
+        if (data == NULL) {
+            data = part;
+            total = plen;
+            continue;
+        }
+
+        /* "{a}" and "{b}" are "{a,b}" */
+        nd = realloc(data, total + plen + 1);
+        if (nd == NULL) {
+            free(part);
+            free(data);
+            aw_result_fail(res, AW_ST_ERROR, "internal", "out of memory "
+                           "while the inputs were joined");
+            return NULL;
+        }
+
+        data = nd;
+        data[total - 1] = ',';
+        memcpy(data + total, part + 1, plen - 1);
+        total += plen - 1;
+        data[total] = '\0';
+        free(part);
+    }
+
+    *len = total;
+
+    return data;
+}
+
+
+/*
+ * An earlier delivery of the entry began sending an input that is not
+ * idempotent (aw_fetch_once()) and stored no result: whether the
+ * request reached its upstream, and what it did there, is unknown, and
+ * sending it again might do it twice.  The job ends with an error
+ * result that says so, stored, published and acknowledged as any, and
+ * is not run again.  A record too large to read (written by something
+ * else) counts as found.
+ */
+
+static int
+aw_interrupted(aw_worker_t *w, const char *id, const char *job_id,
+    long deliveries, aw_result_t *res)
+{
+    char         field[AW_ID_MAX + 64];
+    redisReply  *r;
+    const char  *argv[] = { "HGET", w->conf->errors_key, field };
+
+    snprintf(field, sizeof(field), "%s:sent", id);
+
+    r = aw_cmd_record(w, 3, argv, NULL);
+    if (r != NULL && r->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        return 0;
+    }
+
+    aw_result_fail(res, AW_ST_ERROR, "interrupted", "not run again "
+                   "(delivery %ld): %.300s; that request is not sent twice, "
+                   "and whether it reached its upstream is unknown: check "
+                   "there before asking again", deliveries,
+                   r != NULL ? r->str : "a record of an input sent, over "
+                   "65536 bytes");
+
+    aw_log("notice", "job %s (entry %s) was interrupted while it sent an "
+           "input that is not idempotent; not run again", job_id, id);
+
+    freeReplyObject(r);
+
+    return 1;
 }
 
 
