@@ -12,7 +12,7 @@
 # the first such input leave no record and are fetched again.  Here the
 # worker is killed while the upstream holds its answer to a POST (and,
 # later, to a GET after the POST, and to a GET before it), and started
-# again.
+# again, or another worker takes its entry over.
 
 use strict;
 use warnings;
@@ -32,7 +32,7 @@ my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
 $w->start_proxy;
 $w->start_redis;
 
-plan tests => 21;
+plan tests => 25;
 
 # the requests the upstream took for a path, those of one job's POST
 # when a tag is given (its body's text)
@@ -146,6 +146,28 @@ is(requests('/api/slow-post', 'open pr three'), 1,
 pending_for('c1');
 is($w->redis('HLEN', 'airlock:jobs:errors'), 0,
    'pr3: its records are removed');
+$w->kill_worker('TERM', $pid);
+
+# ---- taken over by another consumer (XAUTOCLAIM) ---------------------------
+
+$pid = $w->start_worker(consumer => 'c1');
+$w->add_job(job_id => 'pr4', script => $script,
+            blueprint => { inputs => [ post('pr', 'open pr four') ] });
+is(wait_requests(1, '/api/slow-post', 'open pr four'), 1,
+   'pr4: its POST reached the upstream');
+$w->kill_worker('KILL', $pid);
+
+$pid = $w->start_worker(consumer => 'c2', name => 'worker-c2.conf',
+                        visibility_timeout_ms => 1000);
+$r = $w->wait_result('pr4', 60);
+$e = $r && $r->{error} ? $r->{error} : { code => '', message => '' };
+ok($e->{code} eq 'interrupted'
+   && $e->{message} =~ /delivery 1 to consumer c1 began sending input 1 of 1/,
+   "pr4: the worker that takes it over ends it: $e->{message}")
+    or diag explain $r;
+is(requests('/api/slow-post', 'open pr four'), 1,
+   'pr4: the POST was sent once');
+is(pending_for('c1') + pending_for('c2'), 0, 'pr4: the entry is acknowledged');
 $w->kill_worker('TERM', $pid);
 
 unlike($w->all_worker_logs,
