@@ -70,6 +70,15 @@
 #define AW_RECORD_MAX  65536
 
 /*
+ * The most bytes of the answer of one input kept in errors_key
+ * (aw_fetch_once()): its member of data.json, escaped, and its name
+ */
+#define AW_ANSWER_MAX(conf)  ((size_t) (conf)->fetch_max_bytes * 6 + 65536)
+
+/* the most inputs a job has (worker.conf's max_inputs at its largest) */
+#define AW_INPUTS_MAX  64
+
+/*
  * How long the answer to a command Redis closed the connection on is
  * waited for (aw_cmd_max()): it is in hand or never comes
  */
@@ -156,6 +165,8 @@ static void aw_held(aw_worker_t *w);
 static int aw_idempotent(const char *method);
 static char *aw_fetch_once(aw_worker_t *w, const char *id,
     const aw_job_t *job, long deliveries, size_t *len, aw_result_t *res);
+static int aw_join(char **data, size_t *total, const char *m,
+    size_t mlen);
 static int aw_interrupted(aw_worker_t *w, const char *id, const char *job_id,
     long deliveries, aw_result_t *res);
 static void aw_usage(void);
@@ -1005,7 +1016,8 @@ aw_deliveries(aw_worker_t *w, const char *id)
  *
  * The same script removes the entry's records in errors_key, the
  * delivery record, the job's ids, "<entry>:dead" (aw_dead_letter()),
- * "<entry>:done" (aw_finish()) and "<entry>:sent" (aw_fetch_once()),
+ * "<entry>:done" (aw_finish()), "<entry>:sent" and
+ * "<entry>:answer:<input index>" (aw_fetch_once()),
  * and its lease in <errors_key>:held, if
  * it was deleted from the stream while its job ran (aw_heartbeat()):
  * they go exactly when the entry stops being pending.  A second command
@@ -1020,27 +1032,33 @@ aw_ack_delete(aw_worker_t *w, const char *id)
 {
     char         mark[AW_ID_MAX + 64], jkey[AW_ID_MAX + 64];
     char         done[AW_ID_MAX + 64], held[AW_ID_MAX + 600];
-    char         sent[AW_ID_MAX + 64];
+    char         sent[AW_ID_MAX + 64], answers[AW_ID_MAX + 64];
+    char         count[16];
     redisReply  *r;
     static const char  script[] =
         "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) "
         "redis.call('XDEL', KEYS[1], ARGV[2]) "
         "redis.call('HDEL', KEYS[2], ARGV[2], ARGV[3], ARGV[4], ARGV[5], "
         "ARGV[6]) "
+        "local f = {} "
+        "for i = 0, tonumber(ARGV[8]) - 1 do f[#f + 1] = ARGV[7] .. i end "
+        "redis.call('HDEL', KEYS[2], unpack(f)) "
         "redis.call('ZREM', KEYS[3], ARGV[2]) "
         "return 1";
     const char  *argv[] = { "EVAL", script, "3", w->conf->stream,
                             w->conf->errors_key, held, w->conf->group, id,
-                            mark, jkey, done, sent };
+                            mark, jkey, done, sent, answers, count };
 
     snprintf(mark, sizeof(mark), "%s:dead", id);
     snprintf(jkey, sizeof(jkey), "%s:job", id);
     snprintf(done, sizeof(done), "%s:done", id);
     snprintf(sent, sizeof(sent), "%s:sent", id);
+    snprintf(answers, sizeof(answers), "%s:answer:", id);
+    snprintf(count, sizeof(count), "%d", AW_INPUTS_MAX);
     snprintf(held, sizeof(held), "%s:held", w->conf->errors_key);
 
     for ( ;; ) {
-        r = aw_cmd(w, 12, argv, NULL);
+        r = aw_cmd(w, 14, argv, NULL);
 
         if (r != NULL && r->type != REDIS_REPLY_ERROR) {
             freeReplyObject(r);
@@ -2013,29 +2031,41 @@ aw_idempotent(const char *method)
  * result left the entry pending, and the next delivery sent it again,
  * silently (a second pull request), up to max_deliveries times.
  *
- * The inputs go in runs, one fetch each (aw_fetch()): the first from
- * input 0, each other from a non-idempotent input, up to the next.
- * Before a run that starts with one, the worker records in errors_key,
- * under "<entry>:sent", which input it is about to send, and sends
- * nothing until Redis has taken the record (aw_cmd_retry()).  A later
- * delivery that finds the record and no result does not fetch again
- * (aw_interrupted()).  GET and HEAD inputs before the first such input
- * leave no record: a worker killed while it fetched them has the job
- * run again, as it always had.  The record goes with the entry's others
- * when the entry is acknowledged (aw_ack_delete()).  data.json is the
- * runs' objects joined: each is "{...}" with at least one member.
+ * The inputs go in runs, one fetch each (aw_fetch()): each input that
+ * is not idempotent a run of its own, the GET and HEAD inputs between
+ * them runs of theirs.  Before such an input the worker records in
+ * errors_key, under "<entry>:sent", that it is about to send it, and
+ * sends nothing until Redis has taken the record (aw_cmd_retry()).
+ * Once its answer is in, one script keeps it under
+ * "<entry>:answer:<input index>", its member of data.json as it is
+ * ("name":{...}), and removes "<entry>:sent".  A later delivery that
+ * finds "<entry>:sent" (sent, no answer kept) does not fetch again
+ * (aw_interrupted()); one that finds an answer takes it for its input
+ * instead of sending it again.  GET and HEAD inputs are fetched at
+ * every delivery, as they always were.  The records go with the
+ * entry's others when it is acknowledged (aw_ack_delete()).  data.json
+ * is the runs' objects joined: each is "{...}" with at least one
+ * member.
  */
 
 static char *
 aw_fetch_once(aw_worker_t *w, const char *id, const aw_job_t *job,
     long deliveries, size_t *len, aw_result_t *res)
 {
-    char         field[AW_ID_MAX + 64], note[AW_ERRLEN];
-    char        *data, *part, *nd;
-    size_t       i, j, total, plen;
+    char         sfield[AW_ID_MAX + 64], afield[AW_ID_MAX + 64];
+    char         note[AW_ERRLEN];
+    char        *data, *part;
+    size_t       i, j, total, plen, nl, klens[7];
     aw_job_t     run;
     redisReply  *r;
-    const char  *argv[] = { "HSET", w->conf->errors_key, field, note };
+    static const char  script[] =
+        "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) "
+        "redis.call('HDEL', KEYS[1], ARGV[3]) "
+        "return 1";
+    const char  *get[] = { "HGET", w->conf->errors_key, afield };
+    const char  *sent[] = { "HSET", w->conf->errors_key, sfield, note };
+    const char  *keep[] = { "EVAL", script, "1", w->conf->errors_key,
+                            afield, NULL, sfield };
 
     for (i = 0; i < job->ninputs; i++) {
         if (!aw_idempotent(job->inputs[i].method)) {
@@ -2047,25 +2077,61 @@ aw_fetch_once(aw_worker_t *w, const char *id, const aw_job_t *job,
         return aw_fetch(w->conf, job, len, res);
     }
 
-    snprintf(field, sizeof(field), "%s:sent", id);
+    snprintf(sfield, sizeof(sfield), "%s:sent", id);
     data = NULL;
     total = 0;
 
     for (i = 0; i < job->ninputs; i = j) {
-        for (j = i + 1; j < job->ninputs; j++) {
-            if (!aw_idempotent(job->inputs[j].method)) {
-                break;
-            }
-        }
+        j = i + 1;
 
-        if (!aw_idempotent(job->inputs[i].method)) {
+        if (aw_idempotent(job->inputs[i].method)) {
+            while (j < job->ninputs && aw_idempotent(job->inputs[j].method)) {
+                j++;
+            }
+
+        } else {
+            snprintf(afield, sizeof(afield), "%s:answer:%zu", id, i);
+
+            /* sent by an earlier delivery, its answer kept */
+            r = aw_cmd_retry_max(w, 3, get, NULL, AW_ANSWER_MAX(w->conf));
+            if (r == NULL || r->type == REDIS_REPLY_STRING) {
+                nl = strlen(job->inputs[i].name);
+
+                if (r == NULL || r->len < nl + 4 || r->str[0] != '"'
+                    || memcmp(r->str + 1, job->inputs[i].name, nl) != 0
+                    || r->str[nl + 1] != '"' || r->str[nl + 2] != ':')
+                {
+                    freeReplyObject(r);
+                    aw_result_fail(res, AW_ST_ERROR, "interrupted",
+                                   "not run again (delivery %ld): the "
+                                   "answer an earlier delivery kept for "
+                                   "input %zu of %zu, \"%s\" (%s), is "
+                                   "unreadable; whether it was sent is "
+                                   "unknown: check its upstream before "
+                                   "asking again", deliveries, i + 1,
+                                   job->ninputs, job->inputs[i].name,
+                                   job->inputs[i].method);
+                    goto fail;
+                }
+
+                if (aw_join(&data, &total, r->str, r->len) != 0) {
+                    freeReplyObject(r);
+                    goto nomem;
+                }
+
+                freeReplyObject(r);
+                continue;
+            }
+
+            freeReplyObject(r);
+
             snprintf(note, sizeof(note), "delivery %ld to consumer %.128s "
                      "began sending input %zu of %zu, \"%s\" (%s), and did "
                      "not finish", deliveries, w->conf->consumer, i + 1,
                      job->ninputs, job->inputs[i].name,
                      job->inputs[i].method);
 
-            r = aw_cmd_retry(w, 4, argv, NULL);
+            r = aw_cmd_retry(w, 4, sent, NULL);
             freeReplyObject(r);
         }
 
@@ -2075,37 +2141,77 @@ aw_fetch_once(aw_worker_t *w, const char *id, const aw_job_t *job,
 
         part = aw_fetch(w->conf, &run, &plen, res);
         if (part == NULL) {
-            free(data);
-            return NULL;
+            goto fail;
         }
 
-        if (data == NULL) {
-            data = part;
-            total = plen;
-            continue;
-        }
-
-        /* "{a}" and "{b}" are "{a,b}" */
-        nd = realloc(data, total + plen + 1);
-        if (nd == NULL) {
+        if (aw_join(&data, &total, part + 1, plen - 2) != 0) {
             free(part);
-            free(data);
-            aw_result_fail(res, AW_ST_ERROR, "internal", "out of memory "
-                           "while the inputs were joined");
-            return NULL;
+            goto nomem;
         }
 
-        data = nd;
-        data[total - 1] = ',';
-        memcpy(data + total, part + 1, plen - 1);
-        total += plen - 1;
-        data[total] = '\0';
+        if (!aw_idempotent(job->inputs[i].method)) {
+            /* its answer kept, the mark of it sent removed: one script */
+            keep[5] = part + 1;
+            klens[0] = 4;
+            klens[1] = sizeof(script) - 1;
+            klens[2] = 1;
+            klens[3] = strlen(w->conf->errors_key);
+            klens[4] = strlen(afield);
+            klens[5] = plen - 2;
+            klens[6] = strlen(sfield);
+
+            r = aw_cmd_retry(w, 7, keep, klens);
+            freeReplyObject(r);
+        }
+
         free(part);
     }
 
     *len = total;
 
     return data;
+
+nomem:
+
+    aw_result_fail(res, AW_ST_ERROR, "internal", "out of memory while the "
+                   "inputs were joined");
+
+fail:
+
+    free(data);
+
+    return NULL;
+}
+
+
+/* a member ("name":{...}) added to the object *data (NULL: none yet) */
+
+static int
+aw_join(char **data, size_t *total, const char *m, size_t mlen)
+{
+    char  *nd;
+
+    nd = realloc(*data, (*data != NULL ? *total : 1) + mlen + 2);
+    if (nd == NULL) {
+        return -1;
+    }
+
+    if (*data == NULL) {
+        nd[0] = '{';
+        *total = 1;
+
+    } else {
+        /* its "}" becomes "," */
+        nd[*total - 1] = ',';
+    }
+
+    memcpy(nd + *total, m, mlen);
+    *total += mlen;
+    nd[(*total)++] = '}';
+    nd[*total] = '\0';
+    *data = nd;
+
+    return 0;
 }
 
 

@@ -8,8 +8,9 @@
 # second time, silently, up to max_deliveries times.  The worker now
 # records in errors_key that it is about to send the input; a delivery
 # that finds the record and no result ends the job with an error result,
-# "interrupted", naming the input, and sends nothing.  GET inputs before
-# the first such input leave no record and are fetched again.  Here the
+# "interrupted", naming the input, and sends nothing; once the answer is
+# in, it is kept with the record, and a later delivery takes it instead
+# of sending the input again.  GET inputs are fetched again.  Here the
 # worker is killed while the upstream holds its answer to a POST (and,
 # later, to a GET after the POST, and to a GET before it), and started
 # again, or another worker takes its entry over.
@@ -32,7 +33,7 @@ my $w = Airlock::Worker->new($t, backend => $ENV{AIRLOCK_WORKER_BACKEND}
 $w->start_proxy;
 $w->start_redis;
 
-plan tests => 25;
+plan tests => 34;
 
 # the requests the upstream took for a path, those of one job's POST
 # when a tag is given (its body's text)
@@ -99,9 +100,13 @@ is(pending_for('c1'), 0, 'pr1: the entry is acknowledged');
 is($w->redis('HLEN', 'airlock:jobs:errors'), 0,
    'pr1: its records are removed');
 
-# ---- killed during a GET after the POST ------------------------------------
+# ---- killed during a GET after the POST: its answer kept, reused ---------
 
-$w->add_job(job_id => 'pr2', script => $script,
+my $reuse = "import json\nd = json.load(open('/app/data/data.json'))\n"
+          . "print(list(d), d['pr']['status'], "
+          . "json.loads(d['pr']['body']['body'])['text'], "
+          . "d['after']['status'])\n";
+$w->add_job(job_id => 'pr2', script => $reuse,
             blueprint => { inputs => [ post('pr', 'open pr two'),
                                        slow('after') ] });
 my $gets = requests('/api/slow');
@@ -113,12 +118,16 @@ is($w->redis('EXISTS', 'result:pr2'), 0,
 
 $pid = $w->start_worker(consumer => 'c1');
 $r = $w->wait_result('pr2', 60);
-$e = $r && $r->{error} ? $r->{error} : { code => '', message => '' };
-is($e->{code}, 'interrupted', 'pr2: its next delivery ends it as '
-   . 'interrupted') or diag explain $r;
+is($r && $r->{status}, 'ok', 'pr2: its next delivery runs it')
+    or diag explain $r;
+is($r && $r->{stdout}, "['pr', 'after'] 200 open pr two 200\n",
+   "pr2: with the POST's answer kept, the GET fetched again");
 is(requests('/api/slow-post', 'open pr two'), 1,
    'pr2: the POST was sent once');
+is(requests('/api/slow'), $gets + 2, 'pr2: the GET twice');
 is(pending_for('c1'), 0, 'pr2: the entry is acknowledged');
+is($w->redis('HLEN', 'airlock:jobs:errors'), 0,
+   'pr2: its records are removed');
 
 # ---- killed during a GET before the POST: fetched again, run --------------
 
@@ -168,6 +177,42 @@ ok($e->{code} eq 'interrupted'
 is(requests('/api/slow-post', 'open pr four'), 1,
    'pr4: the POST was sent once');
 is(pending_for('c1') + pending_for('c2'), 0, 'pr4: the entry is acknowledged');
+$w->kill_worker('TERM', $pid);
+
+# ---- the records as a worker reads them back ------------------------------
+
+# an answer kept for the POST: taken, the POST not sent
+my $member = '"pr":{"status":201,"body":{"kept":"yes"}}';
+my $taken = "import json\nd = json.load(open('/app/data/data.json'))\n"
+          . "print(list(d), d['pr']['status'], d['pr']['body']['kept'], "
+          . "d['after']['status'])\n";
+my $id5 = $w->add_job(job_id => 'pr5', script => $taken,
+                      blueprint => { inputs => [ post('pr', 'open pr five'),
+                                                 slow('after') ] });
+$w->redis('XREADGROUP', 'GROUP', 'airlock-workers', 'c1', 'COUNT', '1',
+          'STREAMS', 'airlock:jobs', '>');
+$w->redis('HSET', 'airlock:jobs:errors', "$id5:answer:0", $member);
+# one that is not a worker's: the job is not run
+my $id6 = $w->add_job(job_id => 'pr6', script => $script,
+                      blueprint => { inputs => [ post('pr', 'open pr six') ] });
+$w->redis('XREADGROUP', 'GROUP', 'airlock-workers', 'c1', 'COUNT', '1',
+          'STREAMS', 'airlock:jobs', '>');
+$w->redis('HSET', 'airlock:jobs:errors', "$id6:answer:0",
+          '"other":{"status":201}');
+
+$pid = $w->start_worker(consumer => 'c1');
+$r = $w->wait_result('pr5', 60);
+is($r && $r->{stdout}, "['pr', 'after'] 201 yes 200\n",
+   'pr5: the answer kept is taken') or diag explain $r;
+is(requests('/api/slow-post', 'open pr five'), 0, 'pr5: the POST not sent');
+$r = $w->wait_result('pr6', 60);
+$e = $r && $r->{error} ? $r->{error} : { code => '', message => '' };
+ok($e->{code} eq 'interrupted' && $e->{message} =~ /unreadable/,
+   "pr6: a record not a worker's ends it: $e->{message}") or diag explain $r;
+is(requests('/api/slow-post', 'open pr six'), 0, 'pr6: the POST not sent');
+is(pending_for('c1'), 0, 'pr5, pr6: the entries are acknowledged');
+is($w->redis('HLEN', 'airlock:jobs:errors'), 0,
+   'pr5, pr6: their records are removed');
 $w->kill_worker('TERM', $pid);
 
 unlike($w->all_worker_logs,
