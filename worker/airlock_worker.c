@@ -1016,10 +1016,10 @@ aw_deliveries(aw_worker_t *w, const char *id)
  *
  * The same script removes the entry's records in errors_key, the
  * delivery record, the job's ids, "<entry>:dead" (aw_dead_letter()),
- * "<entry>:done" (aw_finish()), "<entry>:sent" and
- * "<entry>:answer:<input index>" (aw_fetch_once()),
- * and its lease in <errors_key>:held, if
- * it was deleted from the stream while its job ran (aw_heartbeat()):
+ * "<entry>:done" (aw_finish()), "<entry>:sent" and every
+ * "<entry>:answer:<input index>" (aw_fetch_once()), and its lease in
+ * <errors_key>:held, if it was deleted from the stream while its job
+ * ran (aw_heartbeat()):
  * they go exactly when the entry stops being pending.  A second command
  * did, after this one, and a worker killed in between left them in
  * errors_key for ever, nothing looking at an acknowledged entry again.
