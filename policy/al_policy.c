@@ -1523,10 +1523,12 @@ al_cc_loopback(const al_str_t *hostname)
 
 
 /*
- * An upstream's host as nginx reads it: "localhost", an address (IPv4
- * dotted quad or bracketed IPv6) of this host or of another, or any
- * other name, which nginx takes to its upstream blocks or to DNS.  A
- * trailing dot makes a name ("127.0.0.1." is looked up).
+ * An upstream's host as nginx reads it: an address (IPv4 dotted quad or
+ * bracketed IPv6) of this host or of another, or a name, which nginx
+ * takes to its upstream blocks or to DNS.  A trailing dot makes a name
+ * ("127.0.0.1." is looked up).  "localhost" is a name like any other:
+ * nginx never reads /etc/hosts for a url it resolves per request, but
+ * asks its resolver, whose answer anyone on the network path may forge.
  */
 
 #define AL_HOST_LOCAL    0
@@ -1544,10 +1546,6 @@ al_cc_host_kind(const al_str_t *hostname)
 
     h = hostname->data;
     len = hostname->len;
-
-    if (len == 9 && strncasecmp(h, "localhost", 9) == 0) {
-        return AL_HOST_LOCAL;
-    }
 
     if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
         if (len - 2 >= sizeof(a)) {
@@ -1621,9 +1619,9 @@ al_cc_clear(al_cc_t *cc, const al_ynode_t *node, const char *what,
                            "name with a port, which nginx looks up in DNS "
                            "(only a name without a port is one of its "
                            "upstream blocks): the credential could cross "
-                           "the network in clear; use https://, localhost "
-                           "or 127.0.0.1, or set allow_insecure_http: true "
-                           "on %s", what, u->host.data, fix);
+                           "the network in clear; use https://, 127.0.0.1 "
+                           "or an upstream block, or set "
+                           "allow_insecure_http: true on %s", what, u->host.data, fix);
     }
 }
 

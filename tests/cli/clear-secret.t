@@ -2,9 +2,11 @@
 # A secret goes over http:// only to this host (docs/policy.md,
 # upstreams): check refuses, as nginx does, a route that injects a secret
 # or an llm entry whose http:// upstream is an address of another host or
-# a host name with a port; it passes localhost, 127.0.0.0/8 and ::1; a
-# host name without a port is an nginx upstream block or nothing, which
-# check cannot see: a warning, exit 0.  allow_insecure_http: true on the
+# a host name with a port (localhost too: nginx asks its resolver for it
+# per request, whose answer anyone on the path may forge); it passes
+# 127.0.0.0/8 and ::1; a host name without a port (localhost too) is an
+# nginx upstream block or nothing, which check cannot see: a warning,
+# exit 0.  allow_insecure_http: true on the
 # upstream or the llm entry passes any of them, and check, explain and
 # diff show it; a route that injects no secret is not held to the rule.
 
@@ -79,6 +81,8 @@ my @refused = (
          \ allow_insecure_http:\ true\ on\ upstream\ "api"$/m ],
     [ 'an IPv6 address of another host', { url => 'http://[2001:db8::9]' },
       qr/to "\[2001:db8::9\]", not this host/ ],
+    [ 'localhost with a port', { url => 'http://localhost:9200' },
+      qr/over http:\/\/ to "localhost:9200", a host name with a port/ ],
     [ 'a host name with a port', { url => 'http://api.example:8080' },
       qr/:14:15: route "a" .* to "api\.example:8080", a host name with a (?x)
          port,\ which\ nginx\ looks\ up\ in\ DNS/m ],
@@ -99,7 +103,7 @@ for my $c (@refused) {
 }
 
 for my $url ('http://127.0.0.1:9200', 'http://127.9.8.7', 'http://[::1]:81',
-             'http://localhost:9200', 'http://LocalHost', 'https://api.example')
+             'https://api.example')
 {
     $f = write_file('local.yaml', policy(url => $url));
     ($rc, $out) = run_ctl('check', $f);
@@ -119,6 +123,14 @@ my $warn = 'warning: route "a" (line 11) sends a secret to upstream "api" '
     . 'upstream "api"';
 ok($rc == 0 && $out =~ /^\Q$f\E: ok \(/m && $out =~ /^\Q$warn\E$/m,
    'check: a host name: a warning, exit 0') or diag($out);
+
+$f = write_file('localhost.yaml', policy(url => 'http://LocalHost'));
+($rc, $out) = run_ctl('check', $f);
+ok($rc == 0 && $out =~ /^warning: route "a" \(line 11\) sends a secret (?x)
+                       to\ upstream\ "api"\ over\ http:\/\/\ to
+                       \ "LocalHost":\ nginx\ loads/m,
+   'check: localhost without a port: a name, a warning, exit 0')
+    or diag($out);
 
 $f = write_file('llmname.yaml', policy(llm => 'http://llmblock/v1'));
 ($rc, $out) = run_ctl('check', $f);

@@ -6,10 +6,13 @@
 # upstream and the fix, an address of another host, a host name with a
 # port, a name that is no upstream block, and an upstream block with a
 # server that is not on this host (a block of the url's name decides for
-# localhost too, as the proxy module takes it).  Loopback addresses,
-# localhost, a block whose servers are all loopback addresses or unix
-# sockets, allow_insecure_http: true and a route that injects no secret
-# load; a refused reload keeps the old policy serving.
+# localhost too, as the proxy module takes it).  localhost is a name like
+# any other: nginx asks its resolver for it per request, not /etc/hosts,
+# and anyone on the network path may forge the answer; it passes only as
+# a block of loopback servers.  Loopback addresses, a block whose servers
+# are all loopback addresses or unix sockets, allow_insecure_http: true
+# and a route that injects no secret load; a refused reload keeps the old
+# policy serving.
 
 use strict;
 use warnings;
@@ -86,6 +89,10 @@ my @refused = (
       "upstream backend {\n        server 127.0.0.1:%%PORT_8081%%;\n"
       . "        server 192.0.2.7:8080 backup;\n    }",
       qr/to "backend", an upstream block with a server not on this host \("192\.0\.2\.7:8080"\): .*on upstream "up"/ ],
+    [ 'localhost with a port', 'http://localhost:%%PORT_8081%%', '',
+      qr/over http:\/\/ to "localhost:\d+", a host name with a port/ ],
+    [ 'localhost without a block', 'http://localhost', '',
+      qr/to "localhost", which is neither this host nor an upstream block/ ],
     [ 'a block named localhost, of another host', 'http://localhost',
       "upstream localhost {\n        server 192.0.2.7:8080;\n    }",
       qr/to "localhost", an upstream block with a server not on this host/ ],
@@ -99,7 +106,8 @@ my @loaded = (
     [ 'a loopback address', 'http://127.0.0.1:%%PORT_8081%%', '' ],
     [ '127.0.0.0/8', 'http://127.3.2.1:%%PORT_8081%%', '' ],
     [ '::1', 'http://[::1]:%%PORT_8081%%', '' ],
-    [ 'localhost', 'http://localhost:%%PORT_8081%%', '' ],
+    [ 'a block named localhost, of loopback servers', 'http://localhost',
+      "upstream localhost {\n        server 127.0.0.1:%%PORT_8081%%;\n    }" ],
     [ 'a block of loopback servers and a unix socket', 'http://backend',
       "upstream backend {\n        server 127.0.0.1:%%PORT_8081%%;\n"
       . "        server [::1]:%%PORT_8081%% backup;\n"
