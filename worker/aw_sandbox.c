@@ -156,6 +156,7 @@ typedef struct {
 
 
 static int aw_cg_write(const char *dir, const char *file, const char *val);
+static int aw_host_swap(void);
 static long aw_cg_read_key(const char *dir, const char *file,
     const char *key);
 static int aw_cg_create(const aw_conf_t *conf, aw_box_t *box,
@@ -506,6 +507,33 @@ aw_cg_read_key(const char *dir, const char *file, const char *key)
 }
 
 
+/* whether the host has swap in use: any device or file /proc/swaps lists */
+
+static int
+aw_host_swap(void)
+{
+    int    lines;
+    FILE  *f;
+    char   line[512];
+
+    f = fopen("/proc/swaps", "re");
+    if (f == NULL) {
+        return 1;
+    }
+
+    lines = 0;
+
+    while (fgets(line, sizeof(line), f) != NULL) {
+        lines++;
+    }
+
+    fclose(f);
+
+    /* the first line is the header */
+    return lines > 1;
+}
+
+
 /*
  * What the job's cgroup allows, in MiB: the job's memory_mb and the
  * runtime's own share (gVisor's sentry and gofer, bwrap's init)
@@ -625,8 +653,29 @@ aw_cg_create(const aw_conf_t *conf, aw_box_t *box, const aw_limits_t *lim,
         return -1;
     }
 
-    /* no swap to spill into, where the kernel accounts it */
-    (void) aw_cg_write(box->cg[0], "memory.memsw.limit_in_bytes", val);
+    /*
+     * No swap to spill into: memory and swap together held to the same
+     * limit.  Where the kernel does not account swap (no memsw files,
+     * swapaccount=0) the job is not started if the host has swap (it
+     * used to run past memory_mb into it); without swap, the job's
+     * cgroup is kept from swapping should swap be enabled later.
+     */
+    if (aw_cg_write(box->cg[0], "memory.memsw.limit_in_bytes", val) != 0) {
+        if (aw_host_swap()) {
+            snprintf(err, n, "cannot set memory.memsw.limit_in_bytes in %s "
+                     "and the host has swap (boot with swapaccount=1, or "
+                     "swapoff)", box->cg[0]);
+            return -1;
+        }
+
+        if (aw_cg_write(box->cg[0], "memory.swappiness", "0") != 0
+            || aw_cg_read_key(box->cg[0], "memory.swappiness", NULL) != 0)
+        {
+            snprintf(err, n, "cannot set memory.memsw.limit_in_bytes nor "
+                     "memory.swappiness in %s", box->cg[0]);
+            return -1;
+        }
+    }
 
     /*
      * Socket buffers (TCP, and UDP, on a bwrap sandbox's own loopback)
