@@ -242,7 +242,10 @@ static int aw_write_fd(int fd, const char *buf, size_t len);
  * /proc/self/fd/N), past the noexec of every place it can write.  Python
  * and its standard library call none of them (libffi tries a memory
  * file for its closures only where it cannot map memory writable and
- * executable, which it can here).
+ * executable, which it can here).  Nor modify_ldt() and vmsplice(),
+ * which no Python program needs and which under bwrap reach the host's
+ * kernel, each with its history of holes (a process's own descriptor
+ * table; pages mapped straight into a pipe).
  */
 static const struct {
     const char  *name;
@@ -289,6 +292,8 @@ static const struct {
     { "fanotify_init", __NR_fanotify_init },
     { "fanotify_mark", __NR_fanotify_mark },
     { "memfd_create", __NR_memfd_create },
+    { "modify_ldt", __NR_modify_ldt },
+    { "vmsplice", __NR_vmsplice },
 };
 
 #define AW_NDENIED  (sizeof(aw_denied) / sizeof(aw_denied[0]))
