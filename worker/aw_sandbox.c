@@ -1163,6 +1163,10 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
         json_pack("{s:s,s:s,s:s,s:[s,s,s]}", "destination", "/proc",
                   "type", "proc", "source", "proc", "options", "nosuid",
                   "noexec", "nodev"));
+    /*
+     * /dev root's and 0755, so not the sandbox user's to write; not
+     * "ro": gVisor then refuses a write to /dev/null too (EROFS)
+     */
     json_array_append_new(mounts,
         json_pack("{s:s,s:s,s:s,s:[s,s,s]}", "destination", "/dev",
                   "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
