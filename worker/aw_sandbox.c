@@ -3159,7 +3159,17 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     } else if (code == 0) {
         res->status = AW_ST_OK;
 
-    } else if (rep.pids_max > 0) {
+    } else if (rep.pids_max > 0
+               && (conf->backend == AW_BACKEND_GVISOR || sig != 0 || rc != 0))
+    {
+        /*
+         * The limit was hit and ended the sandbox: under gVisor always
+         * (its sentry cannot start a thread and exits, status 2, a code
+         * a script could choose too); under bwrap a fork fails inside,
+         * so only a script dead of a signal, or with no status from the
+         * init, is the limit's.  One that met a refused fork and exited
+         * with a code of its choosing is reported by that code, below.
+         */
         aw_result_fail(res, AW_ST_KILLED, "pids",
                        "the sandbox reached its process limit of %ld "
                        "(exit code %d)", job->limits.pids, code);
