@@ -365,6 +365,8 @@ bench: bench-match bench-proxy bench-llm bench-deny bench-load bench-worker
 
 # Installation, as the packages lay it out.  A new program is one line:
 # INSTALL_BINS += $(B)/its-binary; a unit in conf/*.service comes with it.
+# Its manual page is debian/NAME.1, listed in debian/airlock.manpages
+# (tests/build/45-man-pages.t: every option its --help prints is in it).
 # The units name the programs and docs under /usr; installed, they name
 # them under PREFIX (with PREFIX=/usr/local, they would run /usr/bin's
 # programs: none, or a package's older ones).

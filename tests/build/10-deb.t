@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # make deb: the two packages' contents, dependencies and maintainer
-# scripts, and nothing git does not track in them; lintian finds no
-# error; the packages would install here (dpkg --dry-run); installed into
+# scripts, and nothing git does not track in them; every command has its
+# manual page; lintian finds no error and no command without a manual
+# page; the packages would install here (dpkg --dry-run); installed into
 # a fresh root of this release, its users, groups and /run/airlock exist
 # and nginx -t passes; unpacked, the module loads into this machine's
 # nginx and airlockctl passes the packaged policy; the packaged policy's
@@ -170,7 +171,7 @@ ok(grep(m{^/usr/share/doc/airlock/policy\.md}, keys %$c), 'the docs');
 # the docs the units (Documentation=) and the manual pages point to are
 # there under the names they give (not compressed to NAME.md.gz)
 my %doc;
-for my $f (glob("$top/conf/*.service"), glob("$top/debian/*.1")) {
+for my $f (glob("$top/conf/*.service"), glob("$top/debian/*.[18]")) {
     my $text = do { local (@ARGV, $/) = $f; <> } // '';
     $text =~ s/\\//g;
     (my $name = $f) =~ s{.*/}{};
@@ -181,6 +182,15 @@ ok(%doc, 'the units and manual pages name docs: '
 for my $d (sort keys %doc) {
     ok(exists $c->{$d}, "$d, which " . join(', ', sort keys %{$doc{$d}})
        . ' names, is in the package');
+}
+# every command has its manual page (tests/build/45-man-pages.t checks
+# the pages themselves)
+my @cmds = sort grep { m{^/usr/s?bin/[^/]+$} && $c->{$_} =~ /^-/ } keys %$c;
+ok(@cmds, 'the package installs commands: ' . join(' ', @cmds));
+for my $f (@cmds) {
+    (my $n = $f) =~ s{.*/}{};
+    ok(grep({ exists $c->{"/usr/share/man/man$_/$n.$_.gz"} } 1, 8),
+       "$f has its manual page in /usr/share/man/man1 or man8");
 }
 ok(!grep(m{^/usr/lib/debug|\.a$|/etc/airlock/credentials}, keys %$c),
    'no debug files, static libraries or credentials directory');
@@ -220,7 +230,7 @@ for my $s (qw(preinst postrm)) {
 SKIP: {
     if (system('command -v lintian >/dev/null 2>&1') != 0) {
         fail('lintian not installed (auto/deps test installs it)') if $ci;
-        skip 'lintian not installed', 2;
+        skip 'lintian not installed', 3;
     }
     # it exits 0 when it reports no error, 1 when it does, anything else
     # when it could not check the packages at all (as with an unknown tag
@@ -232,6 +242,10 @@ SKIP: {
     ok($rc == 0 || ($rc == 1 && @errors), "lintian checked the packages "
        . "(exit $rc)") or diag($out);
     is("@errors", '', 'lintian reports no error');
+    my @noman = grep {
+        /^[WEI]: .*\b(?:no-manual-page|binary-without-manpage)\b/
+    } split /\n/, $out;
+    is("@noman", '', 'lintian finds a manual page for every command');
     diag("lintian: $_") for grep { /^[WE]: / } split /\n/, $out;
 }
 
