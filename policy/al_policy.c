@@ -1472,57 +1472,6 @@ al_cc_url(al_cc_t *cc, const al_ynode_t *node, const char *what,
 
 
 /*
- * The URL's host is this host: "localhost", 127.0.0.0/8, ::1 (or
- * ::ffff:127.x.y.z).  A host name other than localhost is not looked up:
- * what it resolves to is DNS's to say, and may change.
- */
-
-static int
-al_cc_loopback(const al_str_t *hostname)
-{
-    char             a[INET6_ADDRSTRLEN];
-    size_t           len;
-    const char      *h;
-    struct in_addr   in4;
-    struct in6_addr  in6;
-
-    h = hostname->data;
-    len = hostname->len;
-
-    if (len > 0 && h[len - 1] == '.') {
-        len--;
-    }
-
-    if (len == 9 && strncasecmp(h, "localhost", 9) == 0) {
-        return 1;
-    }
-
-    if (len >= 2 && h[0] == '[' && h[len - 1] == ']') {
-        if (len - 2 >= sizeof(a)) {
-            return 0;
-        }
-        memcpy(a, h + 1, len - 2);
-        a[len - 2] = '\0';
-        if (inet_pton(AF_INET6, a, &in6) != 1) {
-            return 0;
-        }
-        return IN6_IS_ADDR_LOOPBACK(&in6)
-               || (IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127);
-    }
-
-    if (len >= sizeof(a)) {
-        return 0;
-    }
-
-    memcpy(a, h, len);
-    a[len] = '\0';
-
-    return inet_pton(AF_INET, a, &in4) == 1
-           && (ntohl(in4.s_addr) >> 24) == 127;
-}
-
-
-/*
  * An upstream's host as nginx reads it: an address (IPv4 dotted quad or
  * bracketed IPv6) of this host or of another, or a name, which nginx
  * takes to its upstream blocks or to DNS.  A trailing dot makes a name
@@ -1578,6 +1527,32 @@ al_cc_host_kind(const al_str_t *hostname)
 
     return (ntohl(in4.s_addr) >> 24) == 127 ? AL_HOST_LOCAL
                                               : AL_HOST_ADDRESS;
+}
+
+
+/*
+ * A webhook URL's host is this host: "localhost", 127.0.0.0/8, ::1 (or
+ * ::ffff:127.x.y.z), a trailing dot or not.  alertd's client answers
+ * localhost itself, without DNS.  A host name other than localhost is
+ * not looked up: what it resolves to is DNS's to say, and may change.
+ */
+
+static int
+al_cc_loopback(const al_str_t *hostname)
+{
+    al_str_t  h;
+
+    h = *hostname;
+
+    if (h.len > 0 && h.data[h.len - 1] == '.') {
+        h.len--;
+    }
+
+    if (h.len == 9 && strncasecmp(h.data, "localhost", 9) == 0) {
+        return 1;
+    }
+
+    return al_cc_host_kind(&h) == AL_HOST_LOCAL;
 }
 
 
