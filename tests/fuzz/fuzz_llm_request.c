@@ -62,7 +62,8 @@ static const char *const  fz_fields[] = {
     "plugins", "mock_testing_fallbacks", "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks", "provider", "background",
     "user_config", "api_base", "base_url", "extra_body", "extra_headers",
-    "headers", "prediction", "prompt", "tool_choice", "thinking",
+    "headers", "prediction", "context_management", "prompt",
+    "tool_choice", "thinking",
     "reasoning", "thinking_budget", "thinking_token_budget",
     "thinking_budget_tokens", "chat_template_kwargs", "nvext",
     "enable_thinking", NULL
@@ -480,7 +481,7 @@ fuzz_choice(const al_llm_body_t *b, const uint8_t *body, json_t *v)
 /*
  * The prompt estimate's counts, from jansson's tree by the scanner's
  * rules: under the root members that hold prompt text, the unescaped
- * length of every string and one per integer; a member named like an
+ * length of every string and key and one per integer; a member named like an
  * attachment counts a flat estimate instead of its value.
  */
 
@@ -542,6 +543,8 @@ fuzz_count(json_t *v, uint64_t *text, uint64_t *extra)
 
     case JSON_OBJECT:
         json_object_foreach(v, key, m) {
+            *text += strlen(key);           /* keys are prompt too */
+
             if (fuzz_in(fuzz_attachment_keys, key)) {
                 *extra += AL_LLM_ATTACHMENT_TOKENS;
 
