@@ -1596,7 +1596,8 @@ al_cc_clear(al_cc_t *cc, const al_ynode_t *node, const char *what,
                            "upstream blocks): the credential could cross "
                            "the network in clear; use https://, 127.0.0.1 "
                            "or an upstream block, or set "
-                           "allow_insecure_http: true on %s", what, u->host.data, fix);
+                           "allow_insecure_http: true on %s", what,
+                           u->host.data, fix);
     }
 }
 
