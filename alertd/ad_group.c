@@ -17,6 +17,12 @@
  *
  * Windows are measured in alert time (the journal's "time"), so a
  * backlog read after a restart folds exactly as it would have live.
+ * That is the wall clock, which NTP may step (a VM that booted with no
+ * clock): alertd tells a step from the boot clock and moves every open
+ * window with it (ad_group_shift()), so that a window lasts its
+ * interval of elapsed time, neither ended at once by a step forward nor
+ * held by one back, and the alerts stamped after the step, by the same
+ * stepped clock, fall in the window they would have.
  * The kind is part of the key: a quarantine is news even right after a
  * deny alert for the same client and reason.  So is the peer when there
  * is no client: folded into the first peer's group, a second peer probing
@@ -468,6 +474,26 @@ ad_group_expire(ad_groups_t *gs, int64_t now_ms, size_t max,
     }
 
     return 0;
+}
+
+
+/*
+ * The wall clock stepped by "by" ms: every open window moves with it.
+ * Returns how many did.
+ */
+
+size_t
+ad_group_shift(ad_groups_t *gs, int64_t by)
+{
+    size_t  i;
+
+    for (i = 0; i < gs->n; i++) {
+        gs->g[i].start_ms += by;
+        gs->g[i].end_ms += by;
+        gs->g[i].dirty = 1;
+    }
+
+    return gs->n;
 }
 
 

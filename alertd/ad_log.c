@@ -322,6 +322,17 @@ ad_mono_ms(void)
 }
 
 
+int64_t
+ad_boot_ms(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
 static int
 ad_digits(const char **p, int n, int *v)
 {

@@ -95,6 +95,9 @@ typedef struct {
     size_t           round_alerts;      /* emitted in this round */
     int64_t          wall_ms;           /* the wall clock of this round
                                            of ad_work() */
+    int64_t          boot_ms;           /* the boot clock then */
+    int64_t          clock_off;         /* wall_ms - boot_ms */
+    unsigned         clock_known:1;     /* clock_off is set */
     int64_t          saved_at;          /* monotonic */
     int64_t          blocked_until;     /* monotonic: queueing failed */
     ad_fail_t        sync_fail;         /* syncing the outbox */
@@ -128,6 +131,7 @@ static int ad_emit(void *data, const ad_alert_t *a);
 static int ad_persist(ad_ctx_t *ctx, int force);
 static void ad_cleanup(ad_ctx_t *ctx);
 static int ad_timeout(ad_ctx_t *ctx);
+static void ad_clock(ad_ctx_t *ctx);
 static int ad_exit_status(int errnum);
 
 
@@ -940,14 +944,13 @@ ad_loop(ad_ctx_t *ctx)
 static int
 ad_timeout(ad_ctx_t *ctx)
 {
-    int64_t  now, wall, t, timeout;
+    int64_t  now, wait, t, timeout;
 
     if (ctx->more && !ctx->stopping) {
         return 0;
     }
 
     now = ad_mono_ms();
-    wall = ad_now_ms();
     timeout = ctx->poll_ms;
 
     t = ad_deliver_next(&ctx->deliver);
@@ -955,9 +958,20 @@ ad_timeout(ad_ctx_t *ctx)
         timeout = t - now;
     }
 
+    /*
+     * A window's end is in wall time, as of the round's wall clock: the
+     * wait to it is measured from the round by the boot clock, which a
+     * step of the wall clock since does not move (the next round moves
+     * the windows with the step).
+     */
+
     t = ad_group_next(&ctx->groups);
-    if (t != -1 && !ctx->once && t - wall < timeout) {
-        timeout = t - wall;
+    if (t != -1 && !ctx->once) {
+        wait = (t - ctx->wall_ms) - (ad_boot_ms() - ctx->boot_ms);
+
+        if (wait < timeout) {
+            timeout = wait;
+        }
     }
 
     /*
@@ -1066,7 +1080,7 @@ ad_work(ad_ctx_t *ctx)
     int64_t  now;
 
     now = ad_mono_ms();
-    ctx->wall_ms = ad_now_ms();
+    ad_clock(ctx);
     ctx->more = 0;
     ctx->round_lines = 0;
     ctx->round_alerts = 0;
@@ -1103,6 +1117,58 @@ ad_work(ad_ctx_t *ctx)
         ctx->blocked_until = now + AD_BLOCKED_WAIT;
         ctx->more = 0;
     }
+}
+
+
+/*
+ * The round's wall clock, and a step of it since the last round: the
+ * wall clock moved apart from the boot clock (which counts a suspend
+ * too, so a resume is no step) by AD_CLOCK_STEP or more.  The group
+ * windows move with it: they are in wall time, as the alerts are, but
+ * each must last its interval of elapsed time.  A step forward
+ * would otherwise end every window at once, and an alert stamped after
+ * it would end its group's window and be sent, not folded; a step back
+ * would hold a storm's repeats until the clock is back where it was.
+ */
+
+static void
+ad_clock(ad_ctx_t *ctx)
+{
+    size_t   n;
+    int64_t  off, by;
+    char     from[AD_TIME_MAX], to[AD_TIME_MAX];
+
+    ctx->boot_ms = ad_boot_ms();
+    ctx->wall_ms = ad_now_ms();
+    off = ctx->wall_ms - ctx->boot_ms;
+
+    if (!ctx->clock_known) {
+        ctx->clock_off = off;
+        ctx->clock_known = 1;
+        return;
+    }
+
+    by = off - ctx->clock_off;
+    ctx->clock_off = off;
+
+    if (by > -AD_CLOCK_STEP && by < AD_CLOCK_STEP) {
+        return;
+    }
+
+    n = ad_group_shift(&ctx->groups, by);
+    if (n > 0) {
+        ctx->changed = 1;
+    }
+
+    ad_time_format(from, sizeof(from), ctx->wall_ms - by);
+    ad_time_format(to, sizeof(to), ctx->wall_ms);
+
+    ad_log(AD_LOG_WARN, "the wall clock stepped %s by %lld.%03lld s (from "
+           "%s to %s): %zu alert group window(s) open moved with it, each "
+           "ends one repeat interval after it started all the same",
+           by > 0 ? "forward" : "back",
+           (long long) ((by > 0 ? by : -by) / 1000),
+           (long long) ((by > 0 ? by : -by) % 1000), from, to, n);
 }
 
 

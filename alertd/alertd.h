@@ -84,6 +84,13 @@
 #define AD_CLOCK_SLACK         5000     /* ms an alert may be ahead of
                                            our clock: more, and it is
                                            taken at our clock */
+#define AD_CLOCK_STEP          1000     /* ms the wall clock may move
+                                           apart from the boot clock
+                                           between two rounds: more is
+                                           a step (or a slew as long
+                                           as a step, chrony's 83 ms a
+                                           second slept through), and
+                                           the windows follow it */
 #define AD_PRINT_MAX           4096     /* journal bytes before the
                                            position that identify it */
 #define AD_PRINT_HASH          32       /* SHA-256 of those bytes */
@@ -133,6 +140,8 @@ void ad_url_label(char *buf, size_t size, const char *url);
 
 int64_t ad_now_ms(void);                    /* wall clock */
 int64_t ad_mono_ms(void);                   /* monotonic */
+int64_t ad_boot_ms(void);                   /* monotonic, and counts a
+                                               suspend */
 
 /* "2026-11-30T03:40:00.123Z", "...+01:00"; returns 0 or -1 */
 int ad_time_parse(const char *s, int64_t *ms);
@@ -272,6 +281,7 @@ int ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
 int ad_group_expire(ad_groups_t *gs, int64_t now_ms, size_t max,
     ad_emit_pt emit, void *data);       /* 1: max emitted, more ended */
 int64_t ad_group_next(const ad_groups_t *gs);   /* -1: none */
+size_t ad_group_shift(ad_groups_t *gs, int64_t by);
 void ad_group_stop(ad_groups_t *gs);
 json_t *ad_group_to_json(const ad_groups_t *gs);
 int ad_group_from_json(ad_groups_t *gs, const json_t *a, char *why,

@@ -625,13 +625,42 @@ sub alertd_env {
 # Call it before the first test: without cc it skips (fails under CI).
 sub fault {
     my ($self, $call, $suffix, $errno) = @_;
-    my $so = "$self->{dir}/fault.so";
+
+    return { LD_PRELOAD => $self->preload('fault'),
+             AIRLOCK_FAULT => "$call $suffix $errno",
+             AIRLOCK_FAULT_ON => "$self->{dir}/fault-on",
+             AIRLOCK_FAULT_ERRNO => "$self->{dir}/fault-errno" };
+}
+
+
+# The stepping wall clock (lib/clock.c), built likewise: returns the
+# environment in which alertd's wall clock is the machine's plus what
+# clock_step() last set (0 at first), its monotonic and boot clocks the
+# machine's.  Call it before the first test, as fault().
+sub clock {
+    my ($self) = @_;
+
+    $self->clock_step(0);
+    return { LD_PRELOAD => $self->preload('clock'),
+             AIRLOCK_CLOCK_STEP => "$self->{dir}/clock-step" };
+}
+
+# alertd's wall clock from now on: the machine's plus seconds (written
+# whole by write_file's rename: alertd never reads half a number)
+sub clock_step { $_[0]->write_file('clock-step', int($_[1]) . "\n") }
+
+
+# tests/alertd/lib/NAME.c built into the test's directory as a shared
+# object: what LD_PRELOAD takes to load it into alertd
+sub preload {
+    my ($self, $name) = @_;
+    my $so = "$self->{dir}/$name.so";
 
     Airlock::Prereq::need_cmd('cc');
     my $cmd = "cc -shared -fPIC -O2 -Wall -Werror -o \Q$so\E "
-              . "\Q$TOP\E/tests/alertd/lib/fault.c -ldl 2>&1";
+              . "\Q$TOP\E/tests/alertd/lib/$name.c -ldl 2>&1";
     my $out = `$cmd`;
-    Airlock::Prereq::absent("cannot build tests/alertd/lib/fault.c: $out")
+    Airlock::Prereq::absent("cannot build tests/alertd/lib/$name.c: $out")
         if $?;
 
     # an ASan-built alertd runs only with the runtime first in the list
@@ -644,10 +673,7 @@ sub fault {
         $preload = "$asan $so" if $asan =~ m{^/};
     }
 
-    return { LD_PRELOAD => $preload,
-             AIRLOCK_FAULT => "$call $suffix $errno",
-             AIRLOCK_FAULT_ON => "$self->{dir}/fault-on",
-             AIRLOCK_FAULT_ERRNO => "$self->{dir}/fault-errno" };
+    return $preload;
 }
 
 # the failures made from now on have this errno, not fault()'s
