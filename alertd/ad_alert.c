@@ -747,8 +747,8 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
  * The array Alertmanager's API takes, of one alert: labels and ann (taken
  * either way), active from a's time (now, if that is more than
  * AD_CLOCK_SLACK ahead) to two repeat intervals after now (or after its
- * start, if later), a quarantine at least to its end.  NULL when rc, the
- * result of filling them, says that failed.
+ * start, if later), a quarantine at least to its end, which moves with
+ * its start.  NULL when rc, the result of filling them, says that failed.
  */
 
 static json_t *
@@ -785,10 +785,22 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
 
     end = ((start > now) ? start : now) + 2 * repeat_ms;
 
+    /*
+     * nginx times a quarantine on its monotonic clock: it lasts
+     * quarantine_until - time from the alert, whatever the wall clock
+     * does.  Its end, stamped by the clock that was ahead, moves back
+     * with its start, or it would fire as long after the quarantine
+     * as the clock was ahead, a day for a day.
+     */
+
     if (a->kind == AD_KIND_QUARANTINE && a->has_until
-        && ad_time_parse(a->until, &until) == 0 && until > end)
+        && ad_time_parse(a->until, &until) == 0)
     {
-        end = until;
+        until -= a->time_ms - start;
+
+        if (until > end) {
+            end = until;
+        }
     }
 
     ad_time_format(starts, sizeof(starts), start);
