@@ -97,6 +97,11 @@ ok($? != 0 && $out =~ /placeholder left over/ && !-e "$t/bad.acl",
     or diag($out);
 
 # ---- Redis with it, as the image has it (aclfile) ----------------------
+# and a user of the test's own, to look at what the clients may not
+open $fh, '>>', "$t/users.acl" or die;
+print $fh "user airlock-test on >FAKE-admin-29 ~* &* +\@all\n";
+close $fh;
+$pass{test} = 'FAKE-admin-29';
 my $pid = fork() // die "fork: $!";
 if ($pid == 0) {
     open STDOUT, '>', "$t/redis.log";
@@ -194,7 +199,7 @@ like(cmd('worker', qw(XPENDING airlock:jobs airlock-workers)),
      qr/^1\n\Q$e1\E/, 'the first still the worker\'s, pending');
 is(cmd('agent', qw(GET result:j0)), '{"status":"ok"}',
    'the result kept, and the agent reads it');
-like(cmd('worker', qw(XRANGE airlock:jobs:dead - +)), qr/^\d+-\d+\njob\nd$/,
+like(cmd('test', qw(XRANGE airlock:jobs:dead - +)), qr/^\d+-\d+\njob\nd$/,
      'the dead letter kept');
 
 # nor the worker's: the agent's sessions, and what loses the stream

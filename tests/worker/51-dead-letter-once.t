@@ -67,13 +67,13 @@ my $got = $w->redis('XREADGROUP', 'GROUP', 'airlock-workers', 'ghost',
                     'COUNT', '1', 'STREAMS', 'airlock:jobs', '>');
 is($got->[0][1][0][0], $id, 'a consumer that dies takes the entry');
 
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '-set');
+$w->acl_deny('airlock-worker', 'set');
 my $pid = $w->start_worker(%c);
 ok(wait_log($pid, qr/job twice: redis refused its result .*can't run/),
    'the worker takes it over, past max_deliveries: its result is refused');
 is(dead_for($id), 1, 'its dead-letter entry is written');
 $w->kill_worker('KILL', $pid);
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '+set');
+$w->acl_restore('airlock-worker');
 
 $pid = $w->start_worker(%c);
 my $r = $w->wait_result('twice', 60);
@@ -88,14 +88,14 @@ $w->kill_worker('TERM', $pid);
 # ---- no job_id: killed between the dead-letter entry and the
 # acknowledgement
 
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '-xack');
+$w->acl_deny('airlock-worker', 'xack');
 $pid = $w->start_worker(%c);
 $id = $w->add_raw('{"script": "print(1)"}');
 ok(wait_log($pid, qr/redis (EXEC )?XACK\/XDEL \S+: /),
    'an envelope with no job_id: its acknowledgement is refused');
 is(dead_for($id), 1, 'its dead-letter entry is written');
 $w->kill_worker('KILL', $pid);
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '+xack');
+$w->acl_restore('airlock-worker');
 
 $pid = $w->start_worker(%c);
 is(pending(), 0, 'the next delivery acknowledges the entry');

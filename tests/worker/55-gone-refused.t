@@ -70,14 +70,14 @@ $w->redis('XGROUP', 'CREATE', 'airlock:jobs', 'airlock-workers', '0',
 # ---- killed while the record is refused
 
 my $id = gone_entry('gone1', 'c1');
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '-xadd');
+$w->acl_deny('airlock-worker', 'xadd');
 
 my $pid = $w->start_worker(%c);
 # three refusals: 700 ms of backoff, past two heartbeats (100 ms)
 ok(wait_log($pid, $refused, 3),
    'the worker finds the deleted entry; its record is refused');
 $w->kill_worker('KILL', $pid);
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '+xadd');
+$w->acl_restore('airlock-worker');
 
 $pid = $w->start_worker(%c);
 my $r = $w->run_job(job_id => 'after1', script => "print('after')");
@@ -92,13 +92,13 @@ $w->kill_worker('TERM', $pid);
 # ---- taken over while its worker waits: one record
 
 $id = gone_entry('gone2', 'c1');
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '-xadd');
+$w->acl_deny('airlock-worker', 'xadd');
 my $a = $w->start_worker(%c);
 ok(wait_log($a, $refused), 'the worker waits on its record');
 my $b = $w->start_worker(%c, consumer => 'c2');
 ok(wait_log($b, $refused),
    'another takes the entry over past the visibility timeout, and waits');
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '+xadd');
+$w->acl_restore('airlock-worker');
 
 $r = $w->run_job(job_id => 'after2', script => "print('after')");
 ok(wait_log($a, qr/entry \Q$id\E (to|is in) airlock:jobs:dead/)

@@ -65,7 +65,7 @@ sub expire {
     return 0;
 }
 
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '-xack');
+$w->acl_deny('airlock-worker', 'xack');
 
 # a job done, its result stored, the worker killed before XACK
 my %id;
@@ -80,7 +80,7 @@ for my $c ('c1', 'c2') {
     $w->kill_worker('KILL', $pid);
 }
 
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '+xack');
+$w->acl_restore('airlock-worker');
 ok(expire('result:exp1') && expire('result:exp2'), 'both results expired');
 $w->redis('XDEL', 'airlock:jobs', $id{exp2});
 

@@ -52,7 +52,7 @@ sub pending {
 # sleeps a second: the time for the test to see it started.
 $w->add_job(job_id => 'nd1',
             script => "import time\ntime.sleep(1)\nprint('nd1')");
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '-xadd');
+$w->acl_deny('airlock-worker', 'xadd');
 
 my $pid = $w->start_worker(consumer => 'c1');
 ok(wait_log($pid, qr/job nd1 \(entry \S+, delivery 1\)/), 'the job runs');
@@ -64,7 +64,7 @@ $w->kill_worker('KILL', $pid);
 is(pending(), 1, 'the entry is pending, the worker killed');
 
 # the key put right, Redis takes writes again
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '+xadd');
+$w->acl_restore('airlock-worker');
 $w->redis('DEL', 'result:nd1');
 
 $pid = $w->start_worker(consumer => 'c1');

@@ -52,7 +52,7 @@ sub pending_ids {
 }
 
 # a job done, its result stored, its worker killed before XACK
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '-xack');
+$w->acl_deny('airlock-worker', 'xack');
 my $pid = $w->start_worker;
 my $id = $w->add_job(job_id => 'oom-a', script => "print('a')");
 my $r = $w->wait_result('oom-a', 60);
@@ -60,7 +60,7 @@ is($r && $r->{stdout}, "a\n", 'oom-a ran');
 ok(wait_for(sub { $w->worker_log($pid) =~ /XACK\/XDEL \S+: / }),
    'its acknowledgement is refused');
 $w->kill_worker('KILL', $pid);
-$w->redis('ACL', 'SETUSER', 'airlock-worker', '+xack');
+$w->acl_restore('airlock-worker');
 my $next = $w->add_job(job_id => 'oom-b', script => "print('b')");
 
 my $sub = $w->redis_socket;

@@ -185,6 +185,35 @@ sub redis {
 }
 
 
+# A command refused to a Redis user for a while, and its rules as they
+# were again: conf/redis-acl.conf gives a client's commands in selectors
+# of their own, which a bare "ACL SETUSER USER -CMD" leaves as they are,
+# so the command is taken from the user's root rules and every selector.
+sub acl_deny {
+    my ($self, $user, $cmd) = @_;
+    my $list = $self->redis('ACL', 'LIST');
+    my ($line) = grep { /^user \Q$user\E / } ref $list ? @$list : ();
+    die "no Redis user $user\n" unless defined $line;
+
+    my @rules;
+    my $rest = substr($line, length("user $user "));
+    push @rules, $1 while $rest =~ /\G\s*(\([^)]*\)|\S+)/gc;
+    $self->{acl_saved}{$user} //= [ @rules ];
+
+    my @less = map { /^\((.*)\)$/ ? "($1 -$cmd)" : $_ } @rules;
+    my $r = $self->redis('ACL', 'SETUSER', $user, 'reset', @less, "-$cmd");
+    die "ACL SETUSER $user: $r\n" unless defined $r && $r eq 'OK';
+}
+
+sub acl_restore {
+    my ($self, $user) = @_;
+    my $rules = delete $self->{acl_saved}{$user}
+        or die "no rules of $user kept\n";
+    my $r = $self->redis('ACL', 'SETUSER', $user, 'reset', @$rules);
+    die "ACL SETUSER $user: $r\n" unless defined $r && $r eq 'OK';
+}
+
+
 # A connection of its own as the tests' Redis user (a SUBSCRIBE holds
 # it): the default user is off, as on the appliance.
 sub redis_socket {
