@@ -74,7 +74,9 @@ unlike($seen, qr/<<<DATA/, 'the model is told in the agent\'s words, not as '
                            . 'data');
 like($seen, qr/operator's setting.*will not help/s,
      'that it is an operator\'s setting, and a call again will not help');
-like($a->agent_log, qr/job \S+ of session lim-1 refused by the worker \(limit_exceeded\): its wall time, 7000 ms, is above the worker's max_wall_ms; set --job-wall/,
+my $said = 'refused by the worker (limit_exceeded): its wall time, 7000 '
+    . 'ms, is above the worker\'s max_wall_ms; set --job-wall';
+like($a->agent_log, qr/job \S+ of session lim-1 \Q$said\E/,
      'the agent\'s log names the setting');
 
 # ---- a job a limit ended: the model gets the status and the limit ---------
@@ -96,8 +98,10 @@ is(scalar(grep { ($_->{code} // '') eq 'job_limits' }
 
 # ---- the system prompt states the limits -----------------------------------
 my @prov = $a->provider_requests;
+my $prompt = 'A run_python script gets at most 7000 ms of wall time; the '
+    . 'worker also bounds its CPU time, memory, processes and output.';
 like($prov[-1]{body}{messages}[0]{content},
-     qr/run_python script gets at most 7000 ms of wall time; the worker also bounds its CPU time, memory, processes and output/,
+     qr/\Q$prompt\E/,
      'the system prompt: the wall time a script gets, the worker\'s limits');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agent');

@@ -129,7 +129,8 @@ my @agent = (
     [ qw(XADD airlock:jobs:awaited * a b) ],
     [ qw(XDEL airlock:jobs:awaited 0-1) ],
     [ qw(HSET airlock:jobs a b) ], [ qw(HDEL airlock:jobs a) ],
-    [ qw(XADD airlock:session:s * a b) ], [ qw(HSET airlock:session:s a b) ],
+    [ qw(XADD airlock:session:s * a b) ],
+    [ qw(HSET airlock:session:s a b) ],
     [ 'EVAL', "return redis.call('hset', KEYS[1], 'a', 'b')", 1,
       'airlock:jobs' ],
 );
@@ -137,7 +138,7 @@ for my $c (@agent) {
     like(cmd('agent', @$c), $NO, "the agent: @$c: refused");
 }
 
-# ---- nothing of it lost -------------------------------------------------------
+# ---- nothing of it lost ---------------------------------------------------
 is(cmd('test', qw(TYPE airlock:jobs)), 'stream', 'the job stream is one');
 is(cmd('test', qw(XLEN airlock:jobs)), 2, 'both jobs still queued');
 like(cmd('worker', qw(XPENDING airlock:jobs airlock-workers)), qr/^1\n/,
