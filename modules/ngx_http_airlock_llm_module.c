@@ -1553,9 +1553,11 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
  * charged what was reserved for it (the prompt estimate and the output
  * cap), and so is a call sent to the provider that nginx ended before
  * its answer began; a 2xx answer nginx ended (499) before a byte of it
- * was sent is charged as an answer cut short.  Errors and other answers
- * nginx made up count nothing, a stream refused after its header was
- * seen (the scrubber's 502) included.  A call that fell back after its
+ * was sent is charged as an answer cut short.  A provider's error is
+ * charged the usage its JSON body carries (a router that bills a call
+ * and then fails it), else nothing; other answers nginx made up count
+ * nothing, a stream refused after its header was seen (the scrubber's
+ * 502) included.  A call that fell back after its
  * first provider was sent it and never answered has that attempt's
  * charge added (ngx_http_airlock_llm_fallback()).
  */
@@ -1608,6 +1610,21 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
         {
             ngx_http_airlock_llm_reserved(ctx, u);
             u->total_tokens = u->prompt_tokens + u->completion_tokens;
+
+        } else if (ctx->resp != NULL && ctx->header_seen
+                   && al_llm_resp_usage(ctx->resp, u, NULL, 0) == 0
+                   && u->total_tokens != 0)
+        {
+            /*
+             * The provider's error says what it used: a router that
+             * bills a call and then fails it (OpenRouter) has charged
+             * the operator that much.
+             */
+
+            *source = AL_LLM_SOURCE_RESPONSE;
+
+        } else {
+            ngx_memzero(u, sizeof(al_llm_usage_t));
         }
 
         goto first;

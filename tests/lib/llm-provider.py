@@ -74,6 +74,9 @@ Keys:
                 own chunk, split_delay_ms apart
   split_delay_ms
   sse_on_error  with status: answer the error as an event stream
+  error_usage   with status: the error body carries a "usage" in the
+                API's format (the scripted numbers, else the defaults),
+                as a router that bills a call and then fails it does
   tool_calls    chat: the answer calls these tools, [{"name": ...,
                 "arguments": object (sent as JSON) or string (sent as
                 is, so it may be broken JSON), "id": optional}]; streamed
@@ -375,6 +378,13 @@ class Handler(BaseHTTPRequestHandler):
         else:
             obj = {"error": {"message": msg, "type": "server_error",
                              "param": None, "code": None}}
+
+        if self.script.get("error_usage"):
+            p, c, _, _ = usage_numbers(self.script, PIECES)
+            obj["usage"] = ({"input_tokens": p, "output_tokens": c}
+                            if path == "/messages" else
+                            {"prompt_tokens": p, "completion_tokens": c,
+                             "total_tokens": p + c})
 
         if self.script.get("sse_on_error"):
             self.start_stream(status)
