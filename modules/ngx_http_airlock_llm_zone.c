@@ -1025,7 +1025,8 @@ count:
 
 /*
  * kind, provider NUL client NUL [model NUL status]; names are cut to the
- * lengths the usage log keeps.
+ * lengths the usage log keeps, a model never inside a UTF-8 sequence: a
+ * label with half a character would read as U+FFFD.
  */
 
 static size_t
@@ -1058,7 +1059,8 @@ ngx_http_airlock_llm_key(u_char *key, ngx_uint_t kind,
 
     /* only an allowed model is set: client text is never a label */
 
-    n = ngx_min(ctx->model.len, AL_LLM_MODEL_MAX);
+    n = al_utf8_cut((char *) ctx->model.data, ctx->model.len,
+                    AL_LLM_MODEL_MAX);
     p = ngx_cpymem(p, ctx->model.data, n);
 
     *p++ = '\0';
@@ -1919,8 +1921,9 @@ ngx_http_airlock_llm_labels(u_char *p, ngx_http_airlock_llm_snap_t *s,
  * A label value, escaped as the exposition format wants, and valid UTF-8:
  * Prometheus refuses the whole scrape for one label value that is not.
  * The values are policy names (UTF-8, as the YAML reader takes them), cut
- * to the key's limits, which may split a character: a byte of no valid
- * sequence is written as U+FFFD (three bytes at most for one).
+ * to the key's limits at a character's boundary; a byte of no valid
+ * sequence, should one come, is written as U+FFFD (three bytes at most
+ * for one).
  */
 
 static u_char *
