@@ -906,6 +906,9 @@ typedef struct {
     unsigned         error:1;           /* an error event */
     unsigned         stopped:1;         /* an event was over the bound */
     unsigned         nomem:1;           /* ... or memory ran out */
+    unsigned         unread:1;          /* an event's data was no JSON
+                                           object: what it held is not
+                                           known */
 
     /* private */
     unsigned         proto;
@@ -1019,7 +1022,9 @@ int al_llm_sse_finish(al_llm_sse_t *s, al_llm_sse_block_t *blk);
  * ESTIMATED with what was seen: reported numbers where there are some,
  * completion tokens at least delta_bytes / 4, and prompt_estimate (from
  * al_llm_req_t) when no prompt count arrived; when the parser stopped,
- * completion tokens at least reserved (al_llm_req_t's max_output).
+ * or the final usage did not come and the stream was cut or had an event
+ * that was no JSON object (unread), completion tokens at least reserved
+ * (al_llm_req_t's max_output).
  */
 al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
     uint64_t prompt_estimate, uint64_t reserved, al_llm_usage_t *u);

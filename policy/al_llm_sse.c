@@ -156,6 +156,7 @@ static int al_llm_sse_append(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
 static void al_llm_sse_dispatch(al_llm_sse_t *s);
 static int al_llm_sse_wanted(al_llm_sse_t *s);
+static void al_llm_sse_unread(al_llm_sse_t *s);
 static void al_llm_sse_counted(al_llm_sse_t *s);
 static void al_llm_sse_decode(al_llm_sse_t *s, const unsigned char *p,
     size_t n);
@@ -781,12 +782,16 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
      * that closed its connection after the last text could otherwise
      * have it charged as the text alone.  A chat stream's usage beside
      * choices (in every chunk, with vLLM's continuous_usage_stats) is a
-     * count so far: the final one comes beside none.
+     * count so far: the final one comes beside none.  A stream that
+     * ended without its final usage after an event that was no JSON
+     * object is charged so too: that event may have been output the
+     * text count missed, as a JSON answer that cannot be read is
+     * charged its reservation.
      */
 
     last = s->usage_seen && (s->proto != AL_LLM_P_CHAT || s->usage_last);
 
-    if ((s->stopped || (!s->done && !last))
+    if ((s->stopped || (!last && (!s->done || s->unread)))
         && u->completion_tokens < reserved)
     {
         u->completion_tokens = reserved;
@@ -1078,10 +1083,14 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
             s->done = 1;
 
         } else if (s->parse_all) {
+            al_llm_sse_unread(s);
             al_llm_sse_keep(s);
             al_llm_sse_parse(s, s->data, s->data_len);
 
-        } else if (s->scan.state == AL_LLM_L_END) {
+        } else if (s->scan.state != AL_LLM_L_END) {
+            al_llm_sse_unread(s);
+
+        } else {
 
             /*
              * One object and blanks.  Anything else jansson refuses or
@@ -1113,6 +1122,22 @@ al_llm_sse_dispatch(al_llm_sse_t *s)
 
     /* key_buf, type and type_tail are read only as far as written */
     memset(&s->scan, 0, AL_LLM_SCAN_CORE);
+}
+
+
+/*
+ * An event whose data the scan did not see end as one object (not JSON,
+ * cut short, another value): what it carried, text or usage, is not
+ * known, and a client reading it less strictly may still take text from
+ * it.  Blank data carries nothing.
+ */
+
+static void
+al_llm_sse_unread(al_llm_sse_t *s)
+{
+    if (s->scan.state != AL_LLM_L_END && s->scan.state != AL_LLM_L_TOP) {
+        s->unread = 1;
+    }
 }
 
 

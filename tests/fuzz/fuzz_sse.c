@@ -51,6 +51,7 @@ typedef struct {
     uint64_t             delta;
     unsigned             done;
     unsigned             stopped;
+    unsigned             unread;
     unsigned             error;
     unsigned             usage_seen;
     unsigned             started;
@@ -197,7 +198,8 @@ fuzz_bytes(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
         || x.dropped != y.dropped || x.parsed != y.parsed
         || x.jansson != y.jansson || x.done != y.done
         || x.usage_seen != y.usage_seen || x.error != y.error
-        || x.stopped != y.stopped || x.started != y.started)
+        || x.stopped != y.stopped || x.started != y.started
+        || x.unread != y.unread)
     {
         abort();
     }
@@ -271,6 +273,7 @@ fuzz_run(al_llm_kind_t kind, al_llm_endpoint_t ep, unsigned hide,
     r->delta = sse.delta_bytes;
     r->done = sse.done;
     r->stopped = sse.stopped;
+    r->unread = sse.unread;
     r->error = sse.error;
     r->raw = sse.usage;
     r->usage_seen = sse.usage_seen;
@@ -444,6 +447,7 @@ fuzz_same(const fuzz_run_t *x, const fuzz_run_t *y)
         || x->delta != y->delta
         || x->done != y->done
         || x->stopped != y->stopped
+        || x->unread != y->unread
         || strcmp(x->model, y->model) != 0)
     {
         abort();
@@ -467,6 +471,7 @@ fuzz_like_ref(const fuzz_run_t *x, const fuzz_run_t *ref)
         || x->events != ref->events
         || x->done != ref->done
         || x->stopped != ref->stopped
+        || x->unread != ref->unread
         || x->error != ref->error
         || x->usage_seen != ref->usage_seen
         || x->started != ref->started

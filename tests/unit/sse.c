@@ -40,6 +40,7 @@ typedef struct {
     unsigned             done:1;
     unsigned             stopped:1;
     unsigned             error:1;
+    unsigned             unread:1;
 } run_t;
 
 /* the filter's state, as the nginx module would keep it */
@@ -59,6 +60,7 @@ static void test_usage_escaped(void);
 static void test_usage_partial(void);
 static void test_usage_unsupported(void);
 static void test_usage_delta_lax(void);
+static void test_stream_unread(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -313,6 +315,7 @@ main(void)
     test_usage_partial();
     test_usage_unsupported();
     test_usage_delta_lax();
+    test_stream_unread();
 
     return tap_done();
 }
@@ -371,6 +374,7 @@ run(const cfg_t *cfg, const char *s, size_t len, const size_t *cuts,
     r->done = sse.done;
     r->stopped = sse.stopped;
     r->error = sse.error;
+    r->unread = sse.unread;
 
     al_llm_sse_free(&sse);
     free(f.held);
@@ -523,7 +527,8 @@ same(const run_t *a, const run_t *b)
            && strcmp(a->model, b->model) == 0
            && a->dropped == b->dropped
            && a->done == b->done
-           && a->stopped == b->stopped;
+           && a->stopped == b->stopped
+           && a->unread == b->unread;
 }
 
 
@@ -1359,7 +1364,8 @@ like_reference(const cfg_t *cfg, const char *s, size_t len)
              && strcmp(x.model, y.model) == 0
              && x.delta_bytes == y.delta_bytes && x.events == y.events
              && x.done == y.done && x.usage_seen == y.usage_seen
-             && x.error == y.error && x.parsed <= y.parsed;
+             && x.error == y.error && x.unread == y.unread
+             && x.parsed <= y.parsed;
 
         al_llm_sse_free(&x);
         al_llm_sse_free(&y);
@@ -1391,6 +1397,7 @@ like_reference(const cfg_t *cfg, const char *s, size_t len)
         b.dropped = y.dropped;
         b.done = y.done;
         b.stopped = y.stopped;
+        b.unread = y.unread;
         al_llm_sse_free(&y);
         free(f.held);
     }
@@ -3363,6 +3370,74 @@ test_usage_partial(void)
                k == 0 ? "anthropic stream, output_tokens a string"
                       : "anthropic stream, output_tokens a decimal "
                         "(jansson)");
+        run_free(&r);
+    }
+}
+
+
+/*
+ * A stream that ends without its final usage after an event whose data
+ * is no JSON object (not JSON, cut short, another value) is charged at
+ * least the output cap: that event may be output the text count missed.
+ * Blank data and comments carry nothing; a final usage still counts.
+ */
+
+static void
+test_stream_unread(void)
+{
+    size_t       i, len;
+    run_t        r;
+    const char  *s;
+
+    static const char  text[] =
+        "data: {\"choices\":[{\"index\":0,\"delta\":"
+        "{\"content\":\"Hello\"}}]}\n\n";
+    static const char  usage[] =
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,"
+        "\"completion_tokens\":3,\"total_tokens\":10}}\n\n";
+
+    static const struct {
+        const char  *middle;
+        unsigned     usage;
+        unsigned     unread;
+        uint64_t     completion;
+        const char  *name;
+    } cases[] = {
+        { "data: Hello there, the whole answer\n\n", 0, 1, 500,
+          "an event that is not JSON, no usage: the output cap" },
+        { "data: {\"choices\":[{\"delta\":{\"content\":\"Hello\n\n",
+          0, 1, 500, "an event cut short, no usage: the output cap" },
+        { "data: [\"Hello there\"]\n\n", 0, 1, 500,
+          "an event that is an array, no usage: the output cap" },
+        { "data: Hel\ndata: lo\n\n", 0, 1, 500,
+          "an event of two lines, not JSON: the output cap" },
+        { "data: Hello there\n\n", 1, 1, 3,
+          "an event that is not JSON, then the usage: the usage" },
+        { "data: \n\ndata:\n\n: keep-alive\n\n", 0, 0, 2,
+          "blank data and comments, no usage: the text counted" },
+        { "", 0, 0, 2, "every event read, no usage: the text counted" },
+    };
+
+    char  buf[512], name[128];
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        len = (size_t) snprintf(buf, sizeof(buf), "%s%s%sdata: [DONE]\n\n",
+                                text, cases[i].middle,
+                                cases[i].usage ? usage : "");
+        s = buf;
+
+        run_capped(&openai_keep, s, len, 0, 500, &r);
+        tap_ok(r.unread == cases[i].unread
+               && r.usage.completion_tokens == cases[i].completion,
+               cases[i].name);
+
+        reserved = 500;
+        (void) snprintf(name, sizeof(name), "%s: however it is sliced",
+                        cases[i].name);
+        tap_ok(every_split(&openai_keep, s, len, &r)
+               && byte_at_a_time(&openai_keep, s, len, &r), name);
+        reserved = 0;
+
         run_free(&r);
     }
 }
