@@ -532,16 +532,23 @@ enum {
 /*
  * A model's price.  The policy gives USD per million tokens; stored as
  * microdollars per million tokens, which is also picodollars per token, so
- * costs are whole numbers of picodollars and sums never drift.
+ * costs are whole numbers of picodollars and sums never drift.  A model
+ * may have a second set of prices (long_context) for a call of more than
+ * above_input_tokens input tokens: all of such a call's tokens are priced
+ * at them (al_llm_price_tier()).
  */
-typedef struct {
+typedef struct al_llm_price_s  al_llm_price_t;
+
+struct al_llm_price_s {
     al_str_t         model;
     uint64_t         input;
     uint64_t         cached_input;
     uint64_t         output;
     uint64_t         cache_write;       /* 5-minute prompt-cache writes */
     uint64_t         cache_write_1h;    /* 1-hour ones */
-} al_llm_price_t;
+    uint64_t         above_input_tokens;    /* with long: its threshold */
+    const al_llm_price_t  *long_context;    /* NULL: one set of prices */
+};
 
 /* default_max_tokens of a client with a token budget and no output caps */
 #define AL_LLM_DEFAULT_MAX_TOKENS  4096

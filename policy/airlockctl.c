@@ -3701,7 +3701,7 @@ al_ctl_explain_limits(const al_llm_t *l, const al_client_t *client,
     uint64_t                need, fneed;
     al_str_t                model;
     const al_llm_t         *fb;
-    const al_llm_price_t   *pr;
+    const al_llm_price_t   *pr, *lp;
     const al_llm_client_t  *flc;
     char                    a[AL_LLM_USD_MAX], b[AL_LLM_USD_MAX];
     char                    c[AL_LLM_USD_MAX];
@@ -3740,6 +3740,31 @@ al_ctl_explain_limits(const al_llm_t *l, const al_client_t *client,
 
         al_ctl_out("  price:    $%s cache write (5 minutes), $%s (1 hour) per "
                    "million tokens\n", a, b);
+    }
+
+    if (pr->long_context != NULL) {
+        lp = pr->long_context;
+
+        (void) al_llm_usd_format(lp->input * 1000000, a, sizeof(a));
+        (void) al_llm_usd_format(lp->cached_input * 1000000, b, sizeof(b));
+        (void) al_llm_usd_format(lp->output * 1000000, c, sizeof(c));
+
+        al_ctl_out("  price:    above %llu input tokens, for all tokens: $%s "
+                   "input, $%s cached input, $%s output per million "
+                   "tokens\n",
+                   (unsigned long long) pr->above_input_tokens, a, b, c);
+
+        if (l->kind == AL_LLM_ANTHROPIC) {
+            (void) al_llm_usd_format(lp->cache_write * 1000000, a,
+                                     sizeof(a));
+            (void) al_llm_usd_format(lp->cache_write_1h * 1000000, b,
+                                     sizeof(b));
+
+            al_ctl_out("  price:    above %llu input tokens: $%s cache "
+                       "write (5 minutes), $%s (1 hour) per million "
+                       "tokens\n",
+                       (unsigned long long) pr->above_input_tokens, a, b);
+        }
     }
 
     if (!al_llm_client_priced(lc)) {
@@ -3785,6 +3810,15 @@ al_ctl_explain_limits(const al_llm_t *l, const al_client_t *client,
         al_ctl_out("  cost:     at the price of fallback llm \"%s\", model "
                    "%.*s, which may serve the call and charge it\n",
                    fb->name.data, (int) model.len, model.data);
+    }
+
+    if (pr->long_context != NULL) {
+        al_ctl_out("  cost:     at the prices %s %llu input tokens (the "
+                   "prompt estimate is %llu)\n",
+                   req->prompt_estimate > pr->above_input_tokens
+                   ? "above" : "up to",
+                   (unsigned long long) pr->above_input_tokens,
+                   (unsigned long long) req->prompt_estimate);
     }
 
     if (l->kind == AL_LLM_ANTHROPIC) {

@@ -54,6 +54,8 @@ static void al_diff_llm_provider(al_diff_t *df, const al_llm_t *a,
     const al_llm_t *b);
 static void al_diff_llm_limits(al_diff_t *df, const char *name,
     const al_llm_client_t *ac, const al_llm_client_t *bc);
+static void al_diff_llm_long(al_diff_t *df, const al_llm_t *b,
+    const al_llm_price_t *pa, const al_llm_price_t *pb);
 static void al_diff_llm_prices(al_diff_t *df, const al_llm_t *a,
     const al_llm_t *b);
 static void al_diff_usd(al_diff_t *df, const char *name,
@@ -1445,6 +1447,8 @@ al_diff_llm_prices(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
                          "%s -> %s USD per million tokens", b->name.data,
                          pb->model.data, f, sa, sb);
         }
+
+        al_diff_llm_long(df, b, pa, pb);
     }
 
     for (i = 0; i < a->nprices; i++) {
@@ -1454,6 +1458,73 @@ al_diff_llm_prices(al_diff_t *df, const al_llm_t *a, const al_llm_t *b)
             al_diff_emit(df, '~', "llm %s: price of model %s removed",
                          b->name.data, pa->model.data);
         }
+    }
+}
+
+
+/*
+ * A model's long_context prices: added or removed, their threshold, and
+ * each price, as al_diff_llm_prices() shows the model's own ('-': calls
+ * charged more).
+ */
+
+static void
+al_diff_llm_long(al_diff_t *df, const al_llm_t *b, const al_llm_price_t *pa,
+    const al_llm_price_t *pb)
+{
+    size_t                 k;
+    uint64_t               x, y;
+    const char            *f;
+    const al_llm_price_t  *la, *lb;
+    char                   sa[AL_LLM_USD_MAX], sb[AL_LLM_USD_MAX];
+
+    la = pa->long_context;
+    lb = pb->long_context;
+
+    if (la == NULL && lb == NULL) {
+        return;
+    }
+
+    if (la == NULL || lb == NULL) {
+        al_diff_emit(df, (la == NULL) ? '-' : '+', "llm %s: model %s "
+                     "long_context prices (above %llu input tokens) %s",
+                     b->name.data, pb->model.data,
+                     (unsigned long long) (la == NULL
+                                           ? pb->above_input_tokens
+                                           : pa->above_input_tokens),
+                     (la == NULL) ? "added" : "removed");
+        return;
+    }
+
+    if (pa->above_input_tokens != pb->above_input_tokens) {
+        al_diff_emit(df, pb->above_input_tokens > pa->above_input_tokens
+                         ? '+' : '-',
+                     "llm %s: model %s long_context above_input_tokens "
+                     "%llu -> %llu", b->name.data, pb->model.data,
+                     (unsigned long long) pa->above_input_tokens,
+                     (unsigned long long) pb->above_input_tokens);
+    }
+
+    for (k = 0; k < 5; k++) {
+        f = (k == 0) ? "input" : (k == 1) ? "cached_input"
+            : (k == 2) ? "output" : (k == 3) ? "cache_write"
+            : "cache_write_1h";
+        x = (k == 0) ? la->input : (k == 1) ? la->cached_input
+            : (k == 2) ? la->output : (k == 3) ? la->cache_write
+            : la->cache_write_1h;
+        y = (k == 0) ? lb->input : (k == 1) ? lb->cached_input
+            : (k == 2) ? lb->output : (k == 3) ? lb->cache_write
+            : lb->cache_write_1h;
+        if (x == y) {
+            continue;
+        }
+
+        (void) al_llm_usd_format(x * 1000000, sa, sizeof(sa));
+        (void) al_llm_usd_format(y * 1000000, sb, sizeof(sb));
+
+        al_diff_emit(df, y < x ? '+' : '-', "llm %s: model %s long_context "
+                     "%s price %s -> %s USD per million tokens",
+                     b->name.data, pb->model.data, f, sa, sb);
     }
 }
 

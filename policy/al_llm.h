@@ -1260,10 +1260,19 @@ const al_llm_price_t *al_llm_price(const al_llm_t *llm, const char *model,
     size_t len);
 
 /*
+ * The prices a call of input tokens pays: the model's long_context ones
+ * when it has them and input is above their above_input_tokens, else its
+ * own.  price may be NULL.
+ */
+const al_llm_price_t *al_llm_price_tier(const al_llm_price_t *price,
+    uint64_t input);
+
+/*
  * What a call costs, in picodollars, saturating: uncached input at the
  * input price, cached input (cached_tokens) at the cached price, input
  * written to a prompt cache at the cache_write price (the part written
- * for an hour at cache_write_1h), output at the output price.
+ * for an hour at cache_write_1h), output at the output price; the
+ * prices al_llm_price_tier() picks for its prompt_tokens.
  */
 uint64_t al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u);
 
@@ -1271,7 +1280,8 @@ uint64_t al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u);
  * The worst case of a request: all output used, and all input at the
  * input price, or, when the request may write the prompt cache (cache:
  * al_llm_req_t's cache_control), at the highest of the input and
- * cache-write prices.
+ * cache-write prices; the prices al_llm_price_tier() picks for input
+ * (the prompt estimate), as al_llm_cost() picks them for a usage of it.
  */
 uint64_t al_llm_cost_need(const al_llm_price_t *price, int cache,
     uint64_t input, uint64_t output);

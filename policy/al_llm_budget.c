@@ -721,6 +721,19 @@ al_llm_price(const al_llm_t *llm, const char *model, size_t len)
 }
 
 
+const al_llm_price_t *
+al_llm_price_tier(const al_llm_price_t *price, uint64_t input)
+{
+    if (price != NULL && price->long_context != NULL
+        && input > price->above_input_tokens)
+    {
+        return price->long_context;
+    }
+
+    return price;
+}
+
+
 uint64_t
 al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u)
 {
@@ -729,6 +742,8 @@ al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u)
     if (price == NULL) {
         return 0;
     }
+
+    price = al_llm_price_tier(price, u->prompt_tokens);
 
     cached = u->cached_tokens < u->prompt_tokens ? u->cached_tokens
                                                  : u->prompt_tokens;
@@ -766,6 +781,8 @@ al_llm_cost_need(const al_llm_price_t *price, int cache, uint64_t input,
         return 0;
     }
 
+    price = al_llm_price_tier(price, input);
+
     /*
      * A request that asks for the prompt cache may have any input token
      * written to it, at a price that may be above the input price; the
@@ -790,6 +807,8 @@ al_llm_cost_need(const al_llm_price_t *price, int cache, uint64_t input,
 void
 al_llm_cost_guess(const al_llm_price_t *price, int cache, al_llm_usage_t *u)
 {
+    price = al_llm_price_tier(price, u->prompt_tokens);
+
     if (price == NULL || !cache
         || (price->input >= price->cache_write
             && price->input >= price->cache_write_1h))

@@ -179,6 +179,10 @@ static int al_cc_llm_cache_write(al_cc_t *cc, const al_ynode_t *val,
     const al_llm_t *l, al_llm_price_t *pr);
 static int al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
+static int al_cc_llm_rates(al_cc_t *cc, const al_ynode_t *val,
+    const al_llm_t *l, const char *what, al_llm_price_t *pr);
+static int al_cc_llm_long(al_cc_t *cc, const al_ynode_t *val,
+    const al_llm_t *l, al_llm_price_t *pr);
 static int al_cc_llm_tools(al_cc_t *cc, const al_ynode_t *node,
     al_llm_t *l);
 static int al_cc_llm_members(al_cc_t *cc, const al_ynode_t *node,
@@ -258,7 +262,13 @@ static const char *const al_llm_client_keys[] = {
 };
 
 static const char *const al_llm_price_keys[] = {
-    "input", "cached_input", "output", "cache_write", "cache_write_1h", NULL
+    "input", "cached_input", "output", "cache_write", "cache_write_1h",
+    "long_context", NULL
+};
+
+static const char *const al_llm_long_keys[] = {
+    "above_input_tokens", "input", "cached_input", "output", "cache_write",
+    "cache_write_1h", NULL
 };
 
 static const char *const al_alert_keys[] = {
@@ -4687,46 +4697,132 @@ al_cc_llm_prices(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
         if (al_cc_keep(cc, key, &pr->model) != 0
             || al_cc_type(cc, val, AL_Y_MAP, "a model's prices") != 0
             || al_cc_keys(cc, val, "a model's prices", al_llm_price_keys)
-               != 0)
-        {
-            return -1;
-        }
-
-        if (al_cc_need(cc, val, "input", "a model's prices", &w) != 0
-            || al_cc_usd(cc, w, "input", 6, 0, AL_LLM_PRICE_MAX, &pr->input)
                != 0
-            || al_cc_need(cc, val, "output", "a model's prices", &w) != 0
-            || al_cc_usd(cc, w, "output", 6, 0, AL_LLM_PRICE_MAX,
-                         &pr->output)
-               != 0)
+            || al_cc_llm_rates(cc, val, l, "a model's prices", pr) != 0)
         {
             return -1;
         }
 
-        pr->cached_input = pr->input;
+        pr->above_input_tokens = 0;
+        pr->long_context = NULL;
 
-        w = al_cc_get(val, "cached_input");
-        if (w != NULL) {
-            if (al_cc_usd(cc, w, "cached_input", 6, 0, AL_LLM_PRICE_MAX,
-                          &pr->cached_input)
-                != 0)
-            {
-                return -1;
-            }
-
-            if (pr->cached_input > pr->input) {
-                return al_cc_error(cc, w, "cached_input is over input: "
-                                   "cached tokens cost at most as much as "
-                                   "the others");
-            }
-        }
-
-        if (al_cc_llm_cache_write(cc, val, l, pr) != 0) {
+        w = al_cc_get(val, "long_context");
+        if (w != NULL && al_cc_llm_long(cc, w, l, pr) != 0) {
             return -1;
         }
     }
 
     l->nprices = node->n;
+
+    return 0;
+}
+
+
+/* input, output, cached_input and the cache writes of a set of prices */
+
+static int
+al_cc_llm_rates(al_cc_t *cc, const al_ynode_t *val, const al_llm_t *l,
+    const char *what, al_llm_price_t *pr)
+{
+    const al_ynode_t  *w;
+
+    if (al_cc_need(cc, val, "input", what, &w) != 0
+        || al_cc_usd(cc, w, "input", 6, 0, AL_LLM_PRICE_MAX, &pr->input)
+           != 0
+        || al_cc_need(cc, val, "output", what, &w) != 0
+        || al_cc_usd(cc, w, "output", 6, 0, AL_LLM_PRICE_MAX, &pr->output)
+           != 0)
+    {
+        return -1;
+    }
+
+    pr->cached_input = pr->input;
+
+    w = al_cc_get(val, "cached_input");
+    if (w != NULL) {
+        if (al_cc_usd(cc, w, "cached_input", 6, 0, AL_LLM_PRICE_MAX,
+                      &pr->cached_input)
+            != 0)
+        {
+            return -1;
+        }
+
+        if (pr->cached_input > pr->input) {
+            return al_cc_error(cc, w, "cached_input is over input: "
+                               "cached tokens cost at most as much as "
+                               "the others");
+        }
+    }
+
+    return al_cc_llm_cache_write(cc, val, l, pr);
+}
+
+
+/*
+ * long_context: { above_input_tokens, input, output, ... }: the prices of
+ * a call of more input tokens than above_input_tokens (cached and
+ * cache-write ones included), for all of its tokens, as providers charge
+ * long prompts.  Its prices default as the model's own do, from its own
+ * input, and none is below the model's own: a long prompt never costs
+ * less, so no call is charged below what the prices named first say.
+ */
+
+static int
+al_cc_llm_long(al_cc_t *cc, const al_ynode_t *val, const al_llm_t *l,
+    al_llm_price_t *pr)
+{
+    size_t             k;
+    uint64_t           a, b;
+    const char        *name;
+    al_llm_price_t    *lp;
+    const al_ynode_t  *w;
+
+    static const char *const  names[] = {
+        "input", "cached_input", "output", "cache_write", "cache_write_1h"
+    };
+
+    if (al_cc_type(cc, val, AL_Y_MAP, "long_context") != 0
+        || al_cc_keys(cc, val, "long_context", al_llm_long_keys) != 0
+        || al_cc_need(cc, val, "above_input_tokens", "long_context", &w)
+           != 0
+        || al_cc_uint(cc, w, "above_input_tokens", 1, 100000000,
+                      &pr->above_input_tokens)
+           != 0)
+    {
+        return -1;
+    }
+
+    lp = al_palloc(cc->pool, sizeof(al_llm_price_t));
+    if (lp == NULL) {
+        return al_cc_error(cc, val, "out of memory");
+    }
+
+    memset(lp, 0, sizeof(al_llm_price_t));
+    lp->model = pr->model;
+
+    if (al_cc_llm_rates(cc, val, l, "long_context", lp) != 0) {
+        return -1;
+    }
+
+    for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+        name = names[k];
+        a = (k == 0) ? pr->input : (k == 1) ? pr->cached_input
+            : (k == 2) ? pr->output : (k == 3) ? pr->cache_write
+            : pr->cache_write_1h;
+        b = (k == 0) ? lp->input : (k == 1) ? lp->cached_input
+            : (k == 2) ? lp->output : (k == 3) ? lp->cache_write
+            : lp->cache_write_1h;
+
+        if (b < a) {
+            w = al_cc_get(val, name);
+
+            return al_cc_error(cc, (w != NULL) ? w : val, "long_context: "
+                               "%s is below the model's own %s: a long "
+                               "prompt costs at least as much", name, name);
+        }
+    }
+
+    pr->long_context = lp;
 
     return 0;
 }

@@ -99,7 +99,7 @@ llm:
     secret: tok
     models: [c1]
     prices:
-      c1: { input: 3, output: 15, cache_write: 3.75, cache_write_1h: 6 }
+      c1: { input: 3, output: 15, cache_write: 3.75, cache_write_1h: 6, long_context: { above_input_tokens: 200000, input: 6, output: 22.5 } }
     clients:
       agent: {}
 alerts:
@@ -189,6 +189,8 @@ my @rows = (
     ['llm:3:output', '-', sub { s/output: 10 \}/output: 12 }/ }],
     ['llm:3:cache_write', '-', sub { s/cache_write: 3\.75/cache_write: 4/ }],
     ['llm:3:cache_write_1h', '+', sub { s/cache_write_1h: 6/cache_write_1h: 5/ }],
+    ['llm:3:long_context', '+', sub { s/, long_context: \{[^}]*\}// }],
+    ['llm:4:above_input_tokens', '-', sub { s/above_input_tokens: 200000/above_input_tokens: 100000/ }],
 
     ['alerts:1:deny', '-', sub { s/deny: \{ threshold: 3, window: 60s \}/deny: { threshold: 2, window: 60s }/ }],
     ['alerts:1:quarantine', '+', sub { s/  quarantine: .*\n// }],

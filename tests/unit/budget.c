@@ -26,6 +26,7 @@ static void test_admit_cost(void);
 static void test_admit_clock_back(void);
 static void test_errors(void);
 static void test_policy(void);
+static void test_long_context(void);
 static al_policy_t *load(const char *yaml, al_error_t *err);
 static int error_is(const char *yaml, const char *want);
 
@@ -43,6 +44,7 @@ main(void)
     test_admit_clock_back();
     test_errors();
     test_policy();
+    test_long_context();
 
     return tap_done();
 }
@@ -740,4 +742,118 @@ error_is(const char *yaml, const char *want)
     }
 
     return ok;
+}
+
+
+/*
+ * long_context: a second set of prices for a call of more input tokens
+ * than above_input_tokens, for all of its tokens; the reservation picks
+ * them by the prompt estimate, as the charge of an estimated usage does.
+ */
+
+static void
+test_long_context(void)
+{
+    al_error_t             err;
+    al_policy_t           *p;
+    al_llm_usage_t         u;
+    const al_llm_t        *l;
+    const al_llm_price_t  *pr;
+
+    p = load(POLICY_HEAD
+             "    prices:\n"
+             "      m1:\n"
+             "        input: 1.25\n"
+             "        cached_input: 0.31\n"
+             "        output: 10\n"
+             "        long_context: { above_input_tokens: 200000, "
+             "input: 2.5, cached_input: 0.625, output: 15 }\n"
+             "      m2: { input: 2, output: 8, long_context: "
+             "{ above_input_tokens: 1000, input: 4, output: 8 } }\n"
+             "    clients:\n"
+             "      agent: { usd_per_day: 2.5 }\n"
+             POLICY_TAIL, &err);
+
+    tap_ok(p != NULL, "long_context: a policy with it loads");
+
+    if (p == NULL) {
+        tap_diag("error: ", err.msg);
+        return;
+    }
+
+    l = &p->llm[0];
+    pr = al_llm_price(l, "m1", 2);
+
+    tap_ok(pr != NULL && pr->long_context != NULL
+           && pr->above_input_tokens == 200000
+           && pr->long_context->input == 2500000
+           && pr->long_context->cached_input == 625000
+           && pr->long_context->output == 15000000,
+           "long_context: its threshold and prices");
+
+    tap_ok(al_llm_price_tier(pr, 200000) == pr
+           && al_llm_price_tier(pr, 200001) == pr->long_context
+           && al_llm_price_tier(NULL, 1) == NULL,
+           "long_context: above the threshold only");
+
+    memset(&u, 0, sizeof(u));
+    u.prompt_tokens = 200000;
+    u.cached_tokens = 100000;
+    u.completion_tokens = 1000;
+
+    /* 100000 * 1.25 + 100000 * 0.31 + 1000 * 10, in microdollars */
+    tap_ok(al_llm_cost(pr, &u) == UINT64_C(166000000000),
+           "long_context: a call at the threshold at the model's prices");
+
+    u.prompt_tokens = 200001;
+
+    /* 100001 * 2.5 + 100000 * 0.625 + 1000 * 15 */
+    tap_ok(al_llm_cost(pr, &u) == UINT64_C(327502500000),
+           "long_context: one token more: all tokens at its prices");
+
+    tap_ok(al_llm_cost_need(pr, 0, 200000, 1000)
+           == UINT64_C(260000000000)
+           && al_llm_cost_need(pr, 0, 200001, 1000)
+              == UINT64_C(515002500000),
+           "long_context: the worst case by the prompt estimate");
+
+    pr = al_llm_price(l, "m2", 2);
+
+    tap_ok(pr != NULL && pr->long_context != NULL
+           && pr->long_context->cached_input == 4000000
+           && pr->long_context->cache_write == 4000000,
+           "long_context: cached_input defaults to its own input");
+
+    al_policy_free(p);
+
+    tap_ok(error_is(POLICY_HEAD
+                    "    prices:\n"
+                    "      m1: { input: 2, output: 8, long_context: "
+                    "{ input: 4, output: 8 } }\n"
+                    POLICY_TAIL,
+                    "policy.yaml:15:48: long_context is missing the "
+                    "required key \"above_input_tokens\""),
+           "long_context: above_input_tokens is required");
+    tap_ok(error_is(POLICY_HEAD
+                    "    prices:\n"
+                    "      m1: { input: 2, output: 8, long_context: "
+                    "{ above_input_tokens: 10, input: 1, output: 8 } }\n"
+                    POLICY_TAIL,
+                    "policy.yaml:15:81: long_context: input is below the "
+                    "model's own input: a long prompt costs at least as "
+                    "much"),
+           "long_context: a price below the model's own is refused");
+    tap_ok(error_is(POLICY_HEAD
+                    "    prices:\n"
+                    "      m1: { input: 2, output: 8, long_context: "
+                    "{ above_input_tokens: 0, input: 4, output: 8 } }\n"
+                    POLICY_TAIL, "") == 0,
+           "long_context: above_input_tokens 0 is refused");
+    tap_ok(error_is(POLICY_HEAD
+                    "    prices:\n"
+                    "      m1: { input: 2, output: 8, long_context: "
+                    "{ above_input_tokens: 5, input: 4, output: 8, "
+                    "long_context: {} } }\n"
+                    POLICY_TAIL, "") == 0,
+           "long_context: not nested");
 }

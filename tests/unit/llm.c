@@ -3955,12 +3955,12 @@ test_provider_routing(void)
     al_llm_client_t        priced, bpriced;
     char                   body[256];
     static al_llm_price_t  prices[] = {
-        { S("gpt-4o"), 2500000, 1250000, 10000000, 0, 0 }
+        { S("gpt-4o"), 2500000, 1250000, 10000000, 0, 0, 0, NULL }
     };
     al_str_t               fast;
     static al_llm_price_t  bprices[] = {
-        { S("gpt-4o"), 2000000, 1000000, 8000000, 0, 0 },
-        { S("gpt-4o-mini"), 100000, 50000, 400000, 0, 0 }
+        { S("gpt-4o"), 2000000, 1000000, 8000000, 0, 0, 0, NULL },
+        { S("gpt-4o-mini"), 100000, 50000, 400000, 0, 0, 0, NULL }
     };
     static al_llm_alias_t  baliases[] = {
         { S("fast"), S("gpt-4o-mini") }
