@@ -700,9 +700,12 @@ int al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
  * too long): a request that names it is refused as one naming an unknown
  * id is; -1 when the body cannot be read (refuse it).
  * al_llm_state_item() then gives, one a call, the ids the elements of
- * "input" carry (an element of no "id", or "id": null, names none): 1
- * with ref (len 0 as above) and req->index the element's index, 0 after
- * the last, -1 when the body cannot be read.
+ * "input" carry: its "id", and an mcp_approval_response's
+ * "approval_request_id" (the id of the mcp_approval_request item it
+ * answers; an element of neither, or null, names none): 1 with ref (len
+ * 0 as above) and req->index the element's index (an element of both
+ * gives two, of the same index), 0 after the last, -1 when the body
+ * cannot be read.
  *
  * al_llm_state_resp_*() read a Responses answer as it arrives and give
  * the ids it binds, one at a time: a JSON body's top-level "id" and the
@@ -734,6 +737,8 @@ typedef struct {
     size_t           at;                /* in "input": the next element */
     size_t           end;               /* its closing bracket */
     size_t           next;              /* the next element's index */
+    unsigned         more;              /* ref2 is given next */
+    al_llm_state_ref_t  ref2;           /* the element's second id */
 } al_llm_state_req_t;
 
 int al_llm_state_request(const unsigned char *body, size_t len,

@@ -21,7 +21,9 @@
  *   al_llm_state_request()  the id a Responses request body names as
  *                           its previous response, and where its
  *                           "input" is
- *   al_llm_state_item()     the "id" of each element of that "input"
+ *   al_llm_state_item()     the "id" of each element of that "input",
+ *                           and an mcp_approval_response's
+ *                           "approval_request_id"
  *   al_llm_state_resp_*()   the ids of a Responses answer, from a JSON
  *                           body (the top-level "id", and the "id" of
  *                           each element of "output") or an event
@@ -104,12 +106,21 @@ static const al_llm_scan_spec_t  al_llm_state_spec = {
     al_llm_state_names, -1, -1, NULL, 0, 0, al_llm_state_keys, NULL
 };
 
-/* an element of "input": its "id" */
+/*
+ * an element of "input": its "id", and the "approval_request_id" of an
+ * mcp_approval_response, which names the mcp_approval_request output item
+ * it answers (approving another client's would run that client's MCP
+ * call); the member is read whatever the element's "type", as a server
+ * may take it without one
+ */
 
-static const char *const  al_llm_state_item_names[] = { "id", NULL };
+static const char *const  al_llm_state_item_names[] = {
+    "id", "approval_request_id", NULL
+};
 
 static const al_str_t  al_llm_state_item_keys[] = {
     { "id", sizeof("id") - 1 },
+    { "approval_request_id", sizeof("approval_request_id") - 1 },
     { NULL, 0 }
 };
 
@@ -166,12 +177,19 @@ al_llm_state_item(al_llm_state_req_t *req, const unsigned char *body,
     al_llm_state_ref_t *ref)
 {
     size_t                  start, index;
-    const al_llm_jfield_t  *f;
+    unsigned                named;
+    const al_llm_jfield_t  *f, *a;
     char                    detail[AL_DETAIL_MAX];
     al_llm_body_t           b;
 
     ref->len = 0;
     ref->id[0] = '\0';
+
+    if (req->more) {
+        req->more = 0;
+        *ref = req->ref2;
+        return 1;
+    }
 
     for ( ;; ) {
         while (req->at < req->end
@@ -208,8 +226,22 @@ al_llm_state_item(al_llm_state_req_t *req, const unsigned char *body,
         }
 
         f = &b.f[0];
+        a = &b.f[1];
 
-        if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
+        named = (f->type != AL_LLM_JT_NONE && f->type != AL_LLM_JT_NULL);
+
+        if (a->type != AL_LLM_JT_NONE && a->type != AL_LLM_JT_NULL) {
+            if (!named) {
+                f = a;
+                named = 1;
+
+            } else {
+                al_llm_state_ref(body + start, a, &req->ref2);
+                req->more = 1;
+            }
+        }
+
+        if (!named) {
             continue;
         }
 

@@ -141,7 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         fz_id(ref.id, ref.len);
 
-        if ((!first && req.index <= last) || req.index >= size) {
+        if ((!first && req.index < last) || req.index >= size) {
             abort();
         }
 

@@ -117,6 +117,16 @@ test_items(void)
 
     tap_is_str(req_items("{\"input\":[{\"id\":\"msg_8\"}"), "!",
                "input: a broken body");
+
+    tap_is_str(req_items("{\"input\":[{\"type\":\"mcp_approval_response\","
+                         "\"approval_request_id\":\"mcpr_1\","
+                         "\"approve\":true},{\"type\":"
+                         "\"mcp_approval_response\",\"id\":\"mcpa_2\","
+                         "\"approval_request_id\":\"mcpr_3\","
+                         "\"approve\":false},{\"approval_request_id\":"
+                         "null},{\"approval_request_id\":4}]}"),
+               "0:mcpr_1 1:mcpa_2 1:mcpr_3 3:",
+               "input: an mcp_approval_response's approval_request_id");
 }
 
 
