@@ -131,6 +131,9 @@ static int al_llm_req_unlisted(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
 static int al_llm_req_urls(al_llm_rq_t *rq);
+static int al_llm_req_stored(al_llm_rq_t *rq);
+static const char *al_llm_stored_find(json_t *v, unsigned depth);
+static const char *al_llm_stored_tool(json_t *tool);
 static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
 static const char *al_llm_url_find(json_t *v, unsigned depth);
@@ -211,7 +214,7 @@ const char *const  al_llm_tool_names[] = {
     "web_search", "web_fetch", "mcp", "code_execution", "code_interpreter",
     "file_search", "image_generation", "tool_search", "computer", "bash",
     "text_editor", "memory", "shell", "local_shell", "apply_patch",
-    "data_sources", "url_input", NULL
+    "data_sources", "url_input", "stored_files", NULL
 };
 
 static const char *const  al_llm_ep_names[] = {
@@ -727,6 +730,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_usage(&rq) != 0
         || al_llm_req_tools(&rq) != 0
         || al_llm_req_urls(&rq) != 0
+        || al_llm_req_stored(&rq) != 0
         || al_llm_req_tier(&rq) != 0
         || al_llm_req_audio(&rq) != 0
         || al_llm_req_background(&rq) != 0
@@ -3167,6 +3171,179 @@ al_llm_req_urls(al_llm_rq_t *rq)
                        "an input given by URL (\"%s\") is downloaded by "
                        "the provider; the policy does not allow it "
                        "(provider_tools: url_input)", key);
+}
+
+
+/*
+ * A file or container the provider keeps for the account, named by its
+ * id: a file part's or input's "file_id" that holds an id (no ':', so
+ * neither a URL, which al_llm_req_urls() reads, nor a data: URL), a
+ * code_interpreter's "container" given as an id, or one of "file_ids"
+ * (its files copied into the container), Anthropic's top-level
+ * "container" (a code execution container reused).  The provider then
+ * reads that file or runs in that container, whoever made it: no route
+ * of the gateway makes one (files and containers are made by the
+ * provider's other APIs, or by another client's call), so the gateway
+ * cannot tell whose it is, as with "conversation".  Refused unless the
+ * entry's provider_tools allows stored_files.  Read only when the scan
+ * saw a "file_id" (b->urls) or a tool that runs code, from the tree
+ * jansson builds, in the members that hold the prompt and in the tools
+ * the provider runs (a function's schema may name a property
+ * "file_id").  file_search's "vector_store_ids" is not read here: the
+ * tool searches the account's stores and is of no use without them, so
+ * provider_tools file_search is the grant.
+ */
+
+static int
+al_llm_req_stored(al_llm_rq_t *rq)
+{
+    size_t        i;
+    json_t       *root, *v;
+    uint32_t      code;
+    const char   *key;
+    json_error_t  err;
+
+    static const char *const  members[] = {
+        "messages", "input", "prompt", "system", "instructions", NULL
+    };
+
+    code = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
+           | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION);
+
+    if ((rq->llm->provider_tools & (UINT32_C(1) << AL_LLM_PT_STORED_FILES))
+        || (!rq->b->urls && (rq->b->tools & code) == 0))
+    {
+        return 0;
+    }
+
+    root = json_loadb((const char *) rq->body, rq->len, 0, &err);
+
+    key = NULL;
+
+    if (root == NULL) {
+        key = "the body";
+
+    } else {
+        for (i = 0; members[i] != NULL && key == NULL; i++) {
+            v = json_object_get(root, members[i]);
+
+            if (v != NULL) {
+                key = al_llm_stored_find(v, 0);
+            }
+        }
+
+        v = json_object_get(root, "tools");
+
+        for (i = 0; key == NULL && i < json_array_size(v); i++) {
+            key = al_llm_stored_tool(json_array_get(v, i));
+        }
+
+        v = json_object_get(root, "container");
+
+        if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES && v != NULL
+            && !json_is_null(v))
+        {
+            key = "container";
+        }
+
+        json_decref(root);
+    }
+
+    if (key == NULL) {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"%s\" names a file or container the account "
+                       "stores, which no call through the gateway made, so "
+                       "it cannot tell whose it is; the policy does not "
+                       "allow it (provider_tools: stored_files)", key);
+}
+
+
+/* the key of the first id of a stored file in v, or NULL */
+
+static const char *
+al_llm_stored_find(json_t *v, unsigned depth)
+{
+    size_t       i;
+    json_t      *m;
+    const char  *key, *found;
+
+    if (depth > AL_JSON_DEPTH_MAX) {
+        return "the body";              /* the scan allows less */
+    }
+
+    if (json_is_array(v)) {
+        for (i = 0; i < json_array_size(v); i++) {
+            found = al_llm_stored_find(json_array_get(v, i), depth + 1);
+
+            if (found != NULL) {
+                return found;
+            }
+        }
+
+        return NULL;
+    }
+
+    if (!json_is_object(v)) {
+        return NULL;
+    }
+
+    json_object_foreach(v, key, m) {
+        if (strcmp(key, "file_id") == 0 && json_is_string(m)
+            && memchr(json_string_value(m), ':', json_string_length(m))
+               == NULL)
+        {
+            return "file_id";
+        }
+
+        if (strcmp(key, "file_ids") == 0 && json_is_array(m)
+            && json_array_size(m) > 0)
+        {
+            return "file_ids";
+        }
+
+        found = al_llm_stored_find(m, depth + 1);
+
+        if (found != NULL) {
+            return found;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * A tool the provider runs (a type of a family, not "function" or
+ * "custom", nor one of no type: their schemas are the client's): its
+ * "container" given as an id, or its stored files anywhere in it
+ */
+
+static const char *
+al_llm_stored_tool(json_t *tool)
+{
+    json_t  *t, *c;
+
+    t = json_object_get(tool, "type");
+
+    if (!json_is_string(t)
+        || al_llm_tool_family(json_string_value(t), json_string_length(t))
+           < 0)
+    {
+        return NULL;
+    }
+
+    c = json_object_get(tool, "container");
+
+    if (json_is_string(c)) {
+        return "container";
+    }
+
+    return al_llm_stored_find(tool, 0);
 }
 
 

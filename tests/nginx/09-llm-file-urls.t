@@ -6,9 +6,10 @@
 # a "file_id" that is a URL (it downloads it for the providers that take
 # no URL).  Either is the provider (or the router) reaching a URL the
 # client chose, family url_input, as image_url is: refused (body, 400,
-# nothing sent) unless provider_tools allows it.  A data: URL, base64,
-# and a file_id of an uploaded file (file-...) pass.  07-llm-url-inputs.t
-# has the other keys.
+# nothing sent) unless provider_tools allows it.  A data: URL and base64
+# pass; a file_id of an uploaded file (file-...) is no download but a file
+# the account stores, family stored_files (205-llm-stored-files.t).
+# 07-llm-url-inputs.t has the other keys.
 
 use strict;
 use warnings;
@@ -27,7 +28,7 @@ $l->setup;
 
 $t->run;
 
-plan tests => 9;
+plan tests => 10;
 
 my $agent = $l->token('agent');
 my $n = scalar $l->provider_requests;
@@ -68,6 +69,7 @@ $r = $l->chat(token => $agent,
 is($r->{status}, 200, 'file_data as a data: URL passes');
 
 $r = $l->chat(token => $agent, body => file(file_id => 'file-abc123'));
-is($r->{status}, 200, 'file_id of an uploaded file passes');
+is($r->{status}, 400, 'file_id of an uploaded file: 400');
+like($r->{body}, qr/stored_files/, '... as a stored file, not a URL');
 
 $t->stop;

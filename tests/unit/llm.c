@@ -2768,7 +2768,7 @@ static void
 test_provider_tools(void)
 {
     size_t    i, n;
-    al_llm_t  oai_tools;
+    al_llm_t  oai_tools, stored;
     char      body[2048];
 
     /* client tools */
@@ -3053,8 +3053,102 @@ test_provider_tools(void)
         "[{\"type\":\"file\",\"file\":{\"file_id\":\"file-abc\","
         "\"file_data\":\"JVBERi0x\"}},{\"type\":\"file\",\"file\":"
         "{\"file_data\":\"data:application/pdf;base64,JVBE\"}}]}]}");
+    tap_ok(refused_tool("\"file_id\" names a file or container the account "
+                        "stores") && has(rq.detail, "stored_files"),
+           "urls: file_id of an upload needs stored_files");
+
+    stored = compat;
+    stored.provider_tools |= UINT32_C(1) << AL_LLM_PT_STORED_FILES;
+
+    req(&stored, TOOLS, AL_LLM_EP_CHAT,
+        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"file\",\"file\":{\"file_id\":\"file-abc\","
+        "\"file_data\":\"JVBERi0x\"}},{\"type\":\"file\",\"file\":"
+        "{\"file_data\":\"data:application/pdf;base64,JVBE\"}}]}]}");
     tap_is_int(rq.reason, AL_REASON_NONE,
-               "urls: file_id of an upload, base64 and data: pass");
+               "urls: with it, file_id of an upload, base64 and data: pass");
+
+    /* files and containers the account stores, named by their ids */
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"input_file\",\"file_id\":\"file-FAKE1\"}]}]}");
+    tap_ok(refused_tool("\"file_id\" names a file"),
+           "stored: a Responses input_file by file_id refused");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":[{\"role\":\"user\",\"content\":"
+        "[{\"type\":\"input_image\",\"file_id\":\"file-FAKE1\"}]}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: ... passes with stored_files");
+
+    stored = oai;
+    stored.provider_tools = UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"code_interpreter\",\"container\":{\"type\":\"auto\"}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: code_interpreter in a new container passes");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"code_interpreter\",\"container\":\"cntr_FAKE1\"}]}");
+    tap_ok(refused_tool("\"container\" names a file or container"),
+           "stored: code_interpreter in a container by its id refused");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"code_interpreter\",\"container\":{\"type\":\"auto\","
+        "\"file_ids\":[\"file-FAKE1\"]}}]}");
+    tap_ok(refused_tool("\"file_ids\" names a file"),
+           "stored: code_interpreter's file_ids refused");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\",\"parameters\":{\"type\":"
+        "\"object\",\"properties\":{\"file_id\":{\"type\":\"string\","
+        "\"default\":\"x\"},\"file_ids\":{\"type\":\"array\"},"
+        "\"container\":{\"type\":\"string\"}},\"examples\":[{"
+        "\"file_id\":\"file-x\"}]}},{\"type\":\"code_interpreter\","
+        "\"container\":{\"type\":\"auto\",\"file_ids\":[]}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: a function's schema is the client's; no file_ids "
+               "pass");
+
+    stored.provider_tools |= UINT32_C(1) << AL_LLM_PT_STORED_FILES;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"code_interpreter\",\"container\":\"cntr_FAKE1\"}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: ... a container by its id with stored_files");
+
+    stored = ant;
+    stored.provider_tools = UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION;
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":\"container_FAKE1\"}");
+    tap_ok(refused_tool("\"container\" names a file or container"),
+           "stored: an anthropic container reused refused");
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: ... null passes");
+
+    req(&ant, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":[{\"type\":\"document\","
+        "\"source\":{\"type\":\"file\",\"file_id\":\"file_FAKE1\"}}]}]}");
+    tap_ok(refused_tool("\"file_id\" names a file"),
+           "stored: an anthropic document by file_id refused");
 
     req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
         "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"p\",\"variables\":"
