@@ -70,7 +70,12 @@ static ngx_int_t ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
 static ngx_int_t ngx_http_airlock_llm_map_model(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_http_airlock_body_t *body);
 static ngx_int_t ngx_http_airlock_llm_state_check(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_req_t *req,
+    const u_char *body, const u_char *sent, size_t len);
+static ngx_int_t ngx_http_airlock_llm_state_read(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const u_char *body, size_t len);
+static ngx_int_t ngx_http_airlock_llm_state_deny(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_int_t owner, size_t index);
 static ngx_int_t ngx_http_airlock_llm_allow(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, uint64_t need);
 static ngx_int_t ngx_http_airlock_llm_page(ngx_http_request_t *r,
@@ -841,7 +846,7 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     }
 
     if (ctx->endpoint == AL_LLM_EP_RESPONSES) {
-        rc = ngx_http_airlock_llm_state_check(r, ctx,
+        rc = ngx_http_airlock_llm_state_check(r, ctx, &req, body.data,
                                               req.body != NULL
                                               ? (u_char *) req.body
                                               : body.data,
@@ -903,25 +908,55 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
  * client: the id it names as "previous_response_id" must be bound to the
  * client in airlock_llm_zone (ngx_http_airlock_llm_state_bind(), as the
  * answer that made it passed), and so must the "id" of every element of
- * its "input" that has one: an item_reference, or an item the provider
- * reads from storage by its id (al_llm_state.c).  Unknown ids are
- * refused too: the gateway cannot tell whose they are.  The client is
- * told the same for an id of another client's as for one of none, so it
- * learns nothing of others' ids.  Returns NGX_OK, or NGX_DONE when
+ * its "input" that has one (an item_reference, or an item the provider
+ * reads from storage by its id) and the "approval_request_id" of an
+ * mcp_approval_response (al_llm_state.c).  Unknown ids are refused too:
+ * the gateway cannot tell whose they are.  The client is told the same
+ * for an id of another client's as for one of none, so it learns nothing
+ * of others' ids.  The body scan of al_llm_request() kept the ids
+ * (req->state, in body, the body it read: the same bytes are in sent,
+ * the body sent), all looked up under one lock; a body it kept them not
+ * of (more than AL_LLM_STATE_REFS ids, or read by its recursive scan) is
+ * read again, sent, one id a lookup.  Returns NGX_OK, or NGX_DONE when
  * refused (and answered).
  */
 
 static ngx_int_t
 ngx_http_airlock_llm_state_check(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_req_t *req,
+    const u_char *body, const u_char *sent, size_t len)
+{
+    ngx_int_t   owner;
+    ngx_uint_t  first;
+
+    if (!req->state_read) {
+        return ngx_http_airlock_llm_state_read(r, ctx, sent, len);
+    }
+
+    owner = ngx_http_airlock_llm_state_owners(r, ctx, body, req->state,
+                                              req->nstate, &first);
+
+    if (owner == NGX_OK) {
+        return NGX_OK;
+    }
+
+    return ngx_http_airlock_llm_state_deny(r, ctx, owner,
+                                           first < req->nstate
+                                           ? req->state[first].index
+                                           : AL_LLM_STATE_PREV);
+}
+
+
+/* the body read again for the ids it names, each looked up on its own */
+
+static ngx_int_t
+ngx_http_airlock_llm_state_read(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, const u_char *body, size_t len)
 {
     int                  rc;
-    u_char              *p;
     ngx_int_t            owner;
-    const char          *whose;
     al_llm_state_req_t   req;
     al_llm_state_ref_t   ref;
-    u_char               detail[AL_DETAIL_MAX], message[AL_DETAIL_MAX];
 
     if (al_llm_state_request(body, len, &req) != 0) {
         goto unread;
@@ -934,18 +969,8 @@ ngx_http_airlock_llm_state_check(ngx_http_request_t *r,
                                           req.prev.len);
 
         if (owner != NGX_OK) {
-            whose = (owner == NGX_DECLINED)
-                    ? "previous_response_id names a response another "
-                      "client's call made"
-                    : "previous_response_id names a response the gateway "
-                      "has no binding for (never seen, dropped from a full "
-                      "zone, or made before it kept them)";
-
-            return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_NO_ROUTE,
-                                             AL_LLM_ERR_DENIED, whose,
-                                             "previous_response_id names "
-                                             "no response this client made "
-                                             "through the gateway");
+            return ngx_http_airlock_llm_state_deny(r, ctx, owner,
+                                                   AL_LLM_STATE_PREV);
         }
     }
 
@@ -966,27 +991,10 @@ ngx_http_airlock_llm_state_check(ngx_http_request_t *r,
                                                     ref.len);
 
         if (owner != NGX_OK) {
-            break;
+            return ngx_http_airlock_llm_state_deny(r, ctx, owner,
+                                                   req.index);
         }
     }
-
-    whose = (owner == NGX_DECLINED)
-            ? "an item another client's call made"
-            : "an item the gateway has no binding for (never seen, "
-              "dropped from a full zone, or made before it kept them)";
-
-    p = ngx_snprintf(detail, sizeof(detail) - 1,
-                     "input[%uz] names by its id %s", req.index, whose);
-    *p = '\0';
-
-    p = ngx_snprintf(message, sizeof(message) - 1,
-                     "input[%uz] names by its id no item of a response "
-                     "this client made through the gateway", req.index);
-    *p = '\0';
-
-    return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_NO_ROUTE,
-                                     AL_LLM_ERR_DENIED, (char *) detail,
-                                     (char *) message);
 
 unread:
 
@@ -995,6 +1003,55 @@ unread:
                                      "the body could not be read for the "
                                      "stored responses and items it names",
                                      "the body could not be read");
+}
+
+
+/*
+ * The refusal of an id of another client's (owner NGX_DECLINED) or of
+ * none: the previous response's (index AL_LLM_STATE_PREV), or of the
+ * element index of "input"
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_state_deny(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_int_t owner, size_t index)
+{
+    u_char      *p;
+    const char  *whose;
+    u_char       detail[AL_DETAIL_MAX], message[AL_DETAIL_MAX];
+
+    if (index == AL_LLM_STATE_PREV) {
+        whose = (owner == NGX_DECLINED)
+                ? "previous_response_id names a response another "
+                  "client's call made"
+                : "previous_response_id names a response the gateway "
+                  "has no binding for (never seen, dropped from a full "
+                  "zone, or made before it kept them)";
+
+        return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_NO_ROUTE,
+                                         AL_LLM_ERR_DENIED, whose,
+                                         "previous_response_id names "
+                                         "no response this client made "
+                                         "through the gateway");
+    }
+
+    whose = (owner == NGX_DECLINED)
+            ? "an item another client's call made"
+            : "an item the gateway has no binding for (never seen, "
+              "dropped from a full zone, or made before it kept them)";
+
+    p = ngx_snprintf(detail, sizeof(detail) - 1,
+                     "input[%uz] names by its id %s", index, whose);
+    *p = '\0';
+
+    p = ngx_snprintf(message, sizeof(message) - 1,
+                     "input[%uz] names by its id no item of a response "
+                     "this client made through the gateway", index);
+    *p = '\0';
+
+    return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_NO_ROUTE,
+                                     AL_LLM_ERR_DENIED, (char *) detail,
+                                     (char *) message);
 }
 
 

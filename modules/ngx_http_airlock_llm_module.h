@@ -305,6 +305,9 @@ ngx_int_t ngx_http_airlock_llm_state_bind(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, u_char *id, size_t len);
 ngx_int_t ngx_http_airlock_llm_state_owner(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, u_char *id, size_t len);
+ngx_int_t ngx_http_airlock_llm_state_owners(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const u_char *body,
+    const al_llm_state_id_t *ids, ngx_uint_t n, ngx_uint_t *first);
 
 
 extern ngx_module_t  ngx_http_airlock_llm_module;

@@ -2280,6 +2280,89 @@ ngx_http_airlock_llm_state_owner(ngx_http_request_t *r,
 }
 
 
+/*
+ * Whose the n ids are (each at ids[i].at in body, ids[i].len bytes; len
+ * 0: no id that could be bound), in order, under one lock: NGX_OK when
+ * every one is bound to the request's client (each becomes the most
+ * recently used), else what ngx_http_airlock_llm_state_owner() says of
+ * the first that is not, its place in *first (those before it were
+ * made the most recently used, as one call each would).
+ */
+
+ngx_int_t
+ngx_http_airlock_llm_state_owners(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, const u_char *body,
+    const al_llm_state_id_t *ids, ngx_uint_t n, ngx_uint_t *first)
+{
+    u_char                           *id;
+    size_t                            len;
+    uint32_t                          hash[AL_LLM_STATE_REFS + 1];
+    ngx_int_t                         rc;
+    ngx_uint_t                        i, m;
+    const al_str_t                   *client;
+    ngx_http_airlock_llm_state_t     *st;
+    ngx_http_airlock_llm_zone_ctx_t  *zc;
+
+    *first = 0;
+
+    if (n == 0) {
+        return NGX_OK;
+    }
+
+    zc = ngx_http_airlock_llm_zone_ctx(r);
+
+    if (zc == NULL || ctx->client == NULL
+        || n > AL_LLM_STATE_REFS + 1)
+    {
+        return NGX_DONE;
+    }
+
+    client = &ctx->client->name;
+
+    for (i = 0; i < n; i++) {
+        if (ids[i].len == 0 || ids[i].len > AL_LLM_STATE_ID_MAX) {
+            break;
+        }
+
+        hash[i] = ngx_crc32_short((u_char *) body + ids[i].at, ids[i].len);
+    }
+
+    m = i;                      /* looked up: the ids before one of none */
+    rc = NGX_DONE;
+
+    ngx_shmtx_lock(&zc->shpool->mutex);
+
+    for (i = 0; i < m; i++) {
+        id = (u_char *) body + ids[i].at;
+        len = ids[i].len;
+
+        st = ngx_http_airlock_llm_state_find(zc, hash[i], id, len);
+
+        if (st == NULL) {
+            rc = NGX_DONE;
+            break;
+        }
+
+        if (st->client_len != client->len
+            || ngx_memcmp(st->data + st->len, client->data, client->len)
+               != 0)
+        {
+            rc = NGX_DECLINED;
+            break;
+        }
+
+        ngx_queue_remove(&st->queue);
+        ngx_queue_insert_head(&zc->sh->states_queue, &st->queue);
+    }
+
+    ngx_shmtx_unlock(&zc->shpool->mutex);
+
+    *first = i;
+
+    return (i == n) ? NGX_OK : rc;
+}
+
+
 static ngx_http_airlock_llm_state_t *
 ngx_http_airlock_llm_state_find(ngx_http_airlock_llm_zone_ctx_t *zc,
     uint32_t hash, u_char *id, size_t len)

@@ -645,14 +645,15 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
     /*
      * Everything is zero but the two text buffers, which are written as C
      * strings before anything reads them: clearing their 512 bytes was a
-     * good part of a small request's cost.
+     * good part of a small request's cost; and state[], read only as far
+     * as nstate.
      */
 
     req->reason = AL_REASON_NONE;
     req->detail[0] = '\0';
     req->model[0] = '\0';
     memset(&req->model_len, 0,
-           sizeof(*req) - offsetof(al_llm_req_t, model_len));
+           offsetof(al_llm_req_t, state) - offsetof(al_llm_req_t, model_len));
 
     if (!al_llm_endpoint_has_body(ep)) {
         if (ep == AL_LLM_EP_NONE) {
@@ -743,6 +744,10 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
 
     req->prompt_estimate = (b.text_bytes + 3) / 4 + b.extra;
     req->cache_control = b.cache_control;
+
+    if (ep == AL_LLM_EP_RESPONSES) {
+        al_llm_state_collect(&b, body, req);
+    }
 
     if (rq.nedits > 0) {
         (void) al_llm_req_splice(&rq);

@@ -210,6 +210,25 @@ int al_llm_model_allowed(const al_llm_t *llm, const al_llm_client_t *lc,
  * same bytes are in body when it was rewritten (no splice touches them).
  */
 
+/*
+ * A Responses request's ids of stored state, as the body scan found them
+ * (al_llm_state.c): where the id's bytes are in the original body, the
+ * body al_llm_request() read (no splice touches them: the rewritten body
+ * carries the same bytes), and what names it.  len 0: named, but by no
+ * id that could be bound (not a string, escaped, of other than printable
+ * ASCII, or longer than AL_LLM_STATE_ID_MAX): refused as an unknown id.
+ */
+
+#define AL_LLM_STATE_REFS       64      /* ids a body scan keeps */
+#define AL_LLM_STATE_PREV       SIZE_MAX    /* index: previous_response_id */
+
+typedef struct {
+    size_t           at;                /* the id, between its quotes */
+    size_t           len;
+    size_t           index;             /* the element of "input", or
+                                           AL_LLM_STATE_PREV */
+} al_llm_state_id_t;
+
 typedef struct {
     al_reason_t      reason;            /* NONE, BODY, BODY_TOO_LARGE,
                                            MODEL */
@@ -225,6 +244,10 @@ typedef struct {
     unsigned         cache_control:1;   /* the body names cache_control:
                                            input may be written to a
                                            prompt cache */
+    unsigned         state_read:1;      /* responses: state[] holds every
+                                           id of stored state the body
+                                           names; 0: read them apart
+                                           (al_llm_state_request()) */
     uint64_t         max_output;        /* output tokens the request may
                                            produce (cap x n); 0: unknown */
     uint64_t         prompt_estimate;   /* input tokens, roughly */
@@ -234,6 +257,12 @@ typedef struct {
     size_t           model_at;          /* "model" value in the original */
     size_t           model_raw_len;     /* quotes included */
     size_t           body_model_at;     /* the same bytes in body */
+    size_t           nstate;            /* under state_read */
+
+    /* not zeroed: the first nstate are set */
+    al_llm_state_id_t  state[AL_LLM_STATE_REFS + 1];    /* the previous
+                                           response first, then the ids of
+                                           "input" in the body's order */
 } al_llm_req_t;
 
 /*
@@ -695,6 +724,11 @@ int al_llm_usage_parse(al_llm_kind_t kind, al_llm_endpoint_t ep,
  * and lets a request name only ids bound to its own client.  An id is
  * kept as printable ASCII without escapes, at most AL_LLM_STATE_ID_MAX
  * bytes.
+ *
+ * al_llm_request() keeps those ids as its body scan reads them (req's
+ * state[], state_read; al_llm_state_collect()); al_llm_state_request()
+ * reads them again, for a body it kept them not of, and for tests that
+ * compare the two.
  *
  * al_llm_state_request() reads a Responses body that al_llm_request()
  * accepted: 0, with req->named 0 when it names no previous response

@@ -333,6 +333,15 @@ typedef struct {
                                            depth (al_llm_scan_deep_key()) */
     unsigned             audio;         /* an "input_audio" member, at
                                            any depth */
+    unsigned             state_flat;    /* the flat scan read the body:
+                                           state_prev and state[] are
+                                           its (the recursive scan keeps
+                                           none) */
+    size_t               nstate;        /* Responses: the ids of stored
+                                           state of "input" (past
+                                           AL_LLM_STATE_REFS counted,
+                                           not kept) */
+    al_llm_jfield_t      state_prev;    /* "previous_response_id" */
     al_llm_jfield_t      unlisted;      /* the first top-level key that
                                            al_llm_body_scan_ep() did not
                                            find allowed (its raw span
@@ -376,6 +385,15 @@ typedef struct {
                                                             unescaped */
     char                 choice_type[AL_LLM_CHOICE_TYPE];   /* unescaped,
                                                                cut */
+
+    /*
+     * Not cleared either: the first nstate are set as the members of
+     * the elements of "input" that name stored state are read (an
+     * element's "id" before its "approval_request_id")
+     */
+    al_llm_jfield_t      state[AL_LLM_STATE_REFS];
+    size_t               state_index[AL_LLM_STATE_REFS];    /* of the
+                                                               element */
 } al_llm_body_t;
 
 /*
@@ -384,6 +402,13 @@ typedef struct {
  * "file_data", "file_id".
  */
 const char *al_llm_url_key(const char *key, size_t len);
+
+/*
+ * The ids of stored state the body scan kept (al_llm_state.c), into
+ * req's state[] with state_read set, when it kept them all
+ */
+void al_llm_state_collect(const al_llm_body_t *b, const unsigned char *body,
+    al_llm_req_t *req);
 
 /*
  * A scan's start: the types of root and f[] AL_LLM_JT_NONE, the rest up

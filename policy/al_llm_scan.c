@@ -110,7 +110,9 @@ enum {
     AL_LLM_SK_SO,                       /* spec->nested */
     AL_LLM_SK_TOOLS,                    /* a request body's "tools" */
     AL_LLM_SK_TOOL,                     /* an element of it */
-    AL_LLM_SK_CHOICE                    /* its "tool_choice" */
+    AL_LLM_SK_CHOICE,                   /* its "tool_choice" */
+    AL_LLM_SK_INPUT,                    /* a Responses body's "input" */
+    AL_LLM_SK_ITEM                      /* an element of it */
 };
 
 #define al_llm_scan_is(name, lit)  (memcmp(name, lit, sizeof(lit) - 1) == 0)
@@ -164,6 +166,9 @@ static inline int al_llm_scan_deep_key(const char *name, size_t n);
 static inline void al_llm_scan_skip_ws(const unsigned char *p, size_t *pos,
     size_t len);
 static inline int al_llm_scan_tool_self(const char *name, size_t n);
+static inline unsigned al_llm_scan_element(al_llm_frame_t *fr);
+static al_llm_jfield_t *al_llm_scan_state(al_llm_body_t *b, size_t index,
+    const char *name, size_t n);
 static void al_llm_scan_tool(al_llm_body_t *b, unsigned obj, size_t at,
     size_t len);
 static const char *al_llm_scan_case(const al_llm_scan_spec_t *spec,
@@ -448,6 +453,7 @@ al_llm_scan_run(const al_llm_scan_spec_t *spec, const al_llm_t *llm,
             al_llm_scan_ws(&sc);
 
             if (sc.pos == sc.len) {
+                b->state_flat = 1;
                 return 0;
             }
         }
@@ -572,6 +578,8 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 goto key;
             }
 
+            fr->members = 0;
+
             al_llm_scan_skip_ws(p, &i, len);
 
             if (i < len && p[i] == ']') {
@@ -579,8 +587,7 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 goto close;
             }
 
-            kind = (fr->kind == AL_LLM_SK_TOOLS) ? AL_LLM_SK_TOOL
-                                                 : AL_LLM_SK_OTHER;
+            kind = al_llm_scan_element(fr);
             dst = NULL;
             cap = 0;
             field = NULL;
@@ -699,8 +706,7 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 goto key;
             }
 
-            kind = (fr->kind == AL_LLM_SK_TOOLS) ? AL_LLM_SK_TOOL
-                                                 : AL_LLM_SK_OTHER;
+            kind = al_llm_scan_element(fr);
             count = fr->count;
             dst = NULL;
             cap = 0;
@@ -857,6 +863,13 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             }
         }
 
+        if (fr->kind == AL_LLM_SK_ITEM) {
+
+            /* its element of "input" opened after the last ',' of it */
+
+            field = al_llm_scan_state(b, st[nf - 2].members - 1, name, n);
+        }
+
         if (n > sizeof(nbuf)) {
             /* longer than any name looked for */
 
@@ -879,6 +892,19 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 && (al_llm_scan_member(name, n) & sc->ep) == 0)
             {
                 al_llm_scan_unlisted(sc, &s, name);
+            }
+
+            /* Responses: the stored state it names (al_llm_state.c) */
+
+            if (id < 0 && sc->ep == AL_LLM_M_RESPONSES) {
+                if (n == 5 && al_llm_scan_is(name, "input")) {
+                    kind = AL_LLM_SK_INPUT;
+
+                } else if (n == 20
+                           && al_llm_scan_is(name, "previous_response_id"))
+                {
+                    field = &b->state_prev;
+                }
             }
 
             if (id >= 0) {
@@ -976,6 +1002,65 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             count = 0;
         }
     }
+}
+
+
+/*
+ * What an element of the array fr is: of "tools", a tool; of a Responses
+ * body's "input", an item, counted in members (its index is members - 1)
+ */
+
+static inline unsigned
+al_llm_scan_element(al_llm_frame_t *fr)
+{
+    if (fr->kind == AL_LLM_SK_TOOLS) {
+        return AL_LLM_SK_TOOL;
+    }
+
+    if (fr->kind == AL_LLM_SK_INPUT) {
+        fr->members++;
+        return AL_LLM_SK_ITEM;
+    }
+
+    return AL_LLM_SK_OTHER;
+}
+
+
+/*
+ * A member of the element index of a Responses body's "input": where
+ * to record its value when it names stored state, as al_llm_state_item()
+ * reads them, "id" and "approval_request_id" (an element's "id" is kept
+ * before its "approval_request_id", as that reader gives them; no key
+ * is there twice), or NULL.  Past AL_LLM_STATE_REFS they are counted,
+ * and the module reads them apart.
+ */
+
+static al_llm_jfield_t *
+al_llm_scan_state(al_llm_body_t *b, size_t index, const char *name,
+    size_t n)
+{
+    size_t  k;
+
+    if (!(n == 2 && name[0] == 'i' && name[1] == 'd')
+        && !(n == 19 && al_llm_scan_is(name, "approval_request_id")))
+    {
+        return NULL;
+    }
+
+    k = b->nstate++;
+
+    if (k >= AL_LLM_STATE_REFS) {
+        return NULL;
+    }
+
+    b->state_index[k] = index;
+
+    if (n == 2 && k > 0 && b->state_index[k - 1] == index) {
+        b->state[k] = b->state[k - 1];          /* its approval, read */
+        return &b->state[k - 1];
+    }
+
+    return &b->state[k];
 }
 
 

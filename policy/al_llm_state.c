@@ -80,6 +80,10 @@ enum {
 
 static void al_llm_state_ref(const unsigned char *p,
     const al_llm_jfield_t *f, al_llm_state_ref_t *ref);
+static size_t al_llm_state_bound(const unsigned char *p,
+    const al_llm_jfield_t *f);
+static void al_llm_state_id(al_llm_req_t *req, const unsigned char *body,
+    const al_llm_jfield_t *f, size_t index);
 static size_t al_llm_state_skip(const unsigned char *p, size_t i,
     size_t end);
 static void al_llm_state_json(al_llm_state_resp_t *s, unsigned char c);
@@ -253,37 +257,94 @@ al_llm_state_item(al_llm_state_req_t *req, const unsigned char *body,
 }
 
 
+/*
+ * The ids the body scan kept as it read a Responses body (al_llm_scan.c:
+ * "previous_response_id", and the "id" and "approval_request_id" of
+ * each element of "input", which it reads as al_llm_state_request() and
+ * al_llm_state_item() do), the same ids in the same order, so the body
+ * is not read again.  Only a body the flat scan read whole, naming at
+ * most AL_LLM_STATE_REFS ids: otherwise state_read stays 0.
+ */
+
+void
+al_llm_state_collect(const al_llm_body_t *b, const unsigned char *body,
+    al_llm_req_t *req)
+{
+    size_t  i;
+
+    if (!b->state_flat || b->nstate > AL_LLM_STATE_REFS) {
+        return;
+    }
+
+    al_llm_state_id(req, body, &b->state_prev, AL_LLM_STATE_PREV);
+
+    for (i = 0; i < b->nstate; i++) {
+        al_llm_state_id(req, body, &b->state[i], b->state_index[i]);
+    }
+
+    req->state_read = 1;
+}
+
+
+static void
+al_llm_state_id(al_llm_req_t *req, const unsigned char *body,
+    const al_llm_jfield_t *f, size_t index)
+{
+    al_llm_state_id_t  *id;
+
+    if (f->type == AL_LLM_JT_NONE || f->type == AL_LLM_JT_NULL) {
+        return;                                 /* names none */
+    }
+
+    id = &req->state[req->nstate++];
+    id->at = f->at + 1;
+    id->len = al_llm_state_bound(body, f);
+    id->index = index;
+}
+
+
 /* an id as it is bound: a string without escapes, of printable ASCII */
 
 static void
 al_llm_state_ref(const unsigned char *p, const al_llm_jfield_t *f,
     al_llm_state_ref_t *ref)
 {
+    size_t  n;
+
+    n = al_llm_state_bound(p, f);
+
+    memcpy(ref->id, p + f->at + 1, n);
+    ref->id[n] = '\0';
+    ref->len = n;
+}
+
+
+/*
+ * The length of the id a value is, between its quotes, or 0: a value
+ * of another type, or an escape, is named but bound to none
+ */
+
+static size_t
+al_llm_state_bound(const unsigned char *p, const al_llm_jfield_t *f)
+{
     size_t                i;
     const unsigned char  *v;
-
-    ref->len = 0;
-    ref->id[0] = '\0';
-
-    /* a value of another type, or an escape, is named but bound to none */
 
     if (f->type != AL_LLM_JT_STRING || f->esc || f->len < 2
         || f->len - 2 > AL_LLM_STATE_ID_MAX)
     {
-        return;
+        return 0;
     }
 
     v = p + f->at + 1;
 
     for (i = 0; i < f->len - 2; i++) {
         if (v[i] < 0x21 || v[i] > 0x7e) {
-            return;
+            return 0;
         }
     }
 
-    memcpy(ref->id, v, f->len - 2);
-    ref->id[f->len - 2] = '\0';
-    ref->len = f->len - 2;
+    return f->len - 2;
 }
 
 

@@ -19,6 +19,9 @@
  *     and needs no rewrite (the rewrite is a fixed point);
  *   - al_llm_request_with() decides the same and writes the same bytes
  *     into its caller's memory;
+ *   - the ids of stored state a Responses body's scan keeps are those
+ *     al_llm_state_request() and al_llm_state_item() read, in the same
+ *     order, and the rewritten body has the same bytes where they are;
  *   - max_output never exceeds the client's cap times n when clamping
  *     (but on completions, where a batch of prompts multiplies it too);
  *   - an allowed route has a URI under the upstream's base path;
@@ -82,6 +85,8 @@ static const al_llm_scan_spec_t  fz_usage_spec = {
 };
 static void fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     al_llm_endpoint_t ep, const uint8_t *body, size_t len);
+static void fuzz_state(const al_llm_req_t *req, const uint8_t *body,
+    size_t len);
 static void fuzz_request_with(const al_llm_t *llm,
     const al_llm_client_t *lc, al_llm_endpoint_t ep, const uint8_t *body,
     size_t len, const al_llm_req_t *req);
@@ -201,6 +206,13 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
     fuzz_detail(req.detail, sizeof(req.detail), r == AL_REASON_NONE);
     fuzz_request_with(llm, lc, ep, body, len, &req);
 
+    if (r == AL_REASON_NONE && ep == AL_LLM_EP_RESPONSES) {
+        fuzz_state(&req, body, len);
+
+    } else if (req.state_read) {
+        abort();
+    }
+
     if (r != AL_REASON_NONE) {
         if (req.body != NULL) {
             abort();
@@ -252,6 +264,102 @@ fuzz_request(const al_llm_t *llm, const al_llm_client_t *lc,
 
     al_llm_request_free(&again);
     al_llm_request_free(&req);
+}
+
+
+/* the ids the scan kept are those the state reader reads */
+
+static void
+fuzz_state(const al_llm_req_t *req, const uint8_t *body, size_t len)
+{
+    int                  rc;
+    size_t               k;
+    al_llm_state_req_t   sr;
+    al_llm_state_ref_t   ref;
+    const al_llm_state_id_t  *id;
+
+    if (!req->state_read) {
+        return;                         /* read apart */
+    }
+
+    if (req->nstate > AL_LLM_STATE_REFS + 1
+        || al_llm_state_request(body, len, &sr) != 0)
+    {
+        abort();
+    }
+
+    k = 0;
+
+    if (sr.named) {
+        id = &req->state[k++];
+
+        if (k > req->nstate || id->index != AL_LLM_STATE_PREV
+            || id->len != sr.prev.len
+            || (id->len > 0
+                && memcmp(body + id->at, sr.prev.id, id->len) != 0))
+        {
+            abort();
+        }
+    }
+
+    for ( ;; ) {
+        rc = al_llm_state_item(&sr, body, &ref);
+
+        if (rc < 0) {
+            abort();
+        }
+
+        if (rc == 0) {
+            break;
+        }
+
+        id = &req->state[k++];
+
+        if (k > req->nstate || id->index != sr.index
+            || id->len != ref.len
+            || (id->len > 0 && memcmp(body + id->at, ref.id, id->len) != 0))
+        {
+            abort();
+        }
+    }
+
+    if (k != req->nstate) {
+        abort();
+    }
+
+    /* the rewrite keeps them: the ids the module looks up are sent */
+
+    if (req->body != NULL) {
+        if (al_llm_state_request((const unsigned char *) req->body,
+                                 req->body_len, &sr)
+            != 0)
+        {
+            abort();
+        }
+
+        k = 0;
+
+        if (sr.named && sr.prev.len != req->state[k++].len) {
+            abort();
+        }
+
+        while (al_llm_state_item(&sr, (const unsigned char *) req->body,
+                                 &ref)
+               == 1)
+        {
+            if (k >= req->nstate || ref.len != req->state[k].len
+                || memcmp(ref.id, body + req->state[k].at, ref.len) != 0)
+            {
+                abort();
+            }
+
+            k++;
+        }
+
+        if (k != req->nstate) {
+            abort();
+        }
+    }
 }
 
 

@@ -55,6 +55,8 @@ static void *arena_alloc(void *data, size_t size);
 static void test_scan_runs(void);
 static void test_route_uri(void);
 static void test_provider_tools(void);
+static void test_state_ids(void);
+static const char *state_ids(const char *body);
 static void test_tool_choice(void);
 static int refused_tool(const char *want);
 static void test_case_fold(void);
@@ -204,6 +206,7 @@ main(void)
     test_scan_runs();
     test_route_uri();
     test_provider_tools();
+    test_state_ids();
     test_tool_choice();
     test_case_fold();
     test_body_text();
@@ -3373,6 +3376,110 @@ test_provider_tools(void)
            && al_llm_tool_name("url_input", 9) == AL_LLM_PT_URL_INPUT
            && al_llm_tool_names[AL_LLM_PT_NAMED] == NULL,
            "tool families: the names the policy takes");
+}
+
+
+/*
+ * The ids of stored state a Responses body names, as the body scan keeps
+ * them: "index:id" each ("prev:" for previous_response_id, "index:"
+ * alone for one bound to none), or "apart" when it kept them not
+ */
+
+static const char *
+state_ids(const char *body)
+{
+    size_t                    k, n;
+    const al_llm_state_id_t  *id;
+    static char               out[4096];
+
+    (void) req(&oai, AGENT, AL_LLM_EP_RESPONSES, body);
+
+    if (rq.reason != AL_REASON_NONE) {
+        return rq.detail;
+    }
+
+    if (!rq.state_read) {
+        return "apart";
+    }
+
+    out[0] = '\0';
+    n = 0;
+
+    for (k = 0; k < rq.nstate && n < sizeof(out) - 200; k++) {
+        id = &rq.state[k];
+
+        if (id->index == AL_LLM_STATE_PREV) {
+            n += (size_t) snprintf(out + n, sizeof(out) - n, "%sprev:",
+                                   n ? " " : "");
+        } else {
+            n += (size_t) snprintf(out + n, sizeof(out) - n, "%s%zu:",
+                                   n ? " " : "", id->index);
+        }
+
+        n += (size_t) snprintf(out + n, sizeof(out) - n, "%.*s",
+                               (int) id->len, body + id->at);
+    }
+
+    return out;
+}
+
+
+static void
+test_state_ids(void)
+{
+    size_t  i, k, n;
+    char    body[8192];
+
+    tap_is_str(state_ids("{\"model\":\"gpt-4o\",\"input\":\"Hi\"}"), "",
+               "state: none named");
+
+    tap_is_str(state_ids("{\"model\":\"gpt-4o\",\"input\":[{\"role\":"
+                         "\"user\",\"content\":[{\"type\":\"input_text\","
+                         "\"text\":\"Hi\",\"id\":\"no\"}]},{\"type\":"
+                         "\"item_reference\",\"id\":\"msg_1\"},\"x\",[{\"id\":"
+                         "\"no\"}],{\"approval_request_id\":\"mcpr_2\","
+                         "\"type\":\"mcp_approval_response\",\"approve\":"
+                         "true,\"i\\u0064\":\"mcpa_3\"},{\"id\":null},"
+                         "{\"id\":5}],\"previous_response_id\":\"resp_4\"}"),
+               "prev:resp_4 1:msg_1 4:mcpa_3 4:mcpr_2 6:",
+               "state: the previous response first, an element's id before "
+               "its approval, its own members only");
+
+    tap_is_str(state_ids("{\"model\":\"gpt-4o\",\"previous_response_id\":"
+                         "\"resp\\u005f5\",\"input\":[{\"id\":\"a b\"}]}"),
+               "prev: 0:", "state: ids bound to none, named");
+
+    tap_is_str(state_ids("{\"model\":\"gpt-4o\",\"previous_response_id\":"
+                         "null,\"input\":{\"id\":\"no\"}}"),
+               "", "state: null, and an input that is no list: none");
+
+    tap_is_str(state_ids("{\"model\":\"gpt-4o\",\"text\":{\"format\":"
+                         "{\"type\":\"text\"}},\"input\":[{\"id\":\"m_1\"}],"
+                         "\"max_output_tokens\":1000000}"),
+               "0:m_1", "state: in a body that is rewritten");
+
+    for (n = 64; n <= 65; n++) {
+        i = (size_t) snprintf(body, sizeof(body),
+                              "{\"model\":\"gpt-4o\",\"input\":[");
+
+        for (k = 0; k < n; k++) {
+            i += (size_t) snprintf(body + i, sizeof(body) - i,
+                                   "%s{\"id\":\"m_%zu\"}", k ? "," : "", k);
+        }
+
+        (void) snprintf(body + i, sizeof(body) - i,
+                        "],\"previous_response_id\":\"r\"}");
+
+        if (n == 64) {
+            tap_ok(strncmp(state_ids(body), "prev:r 0:m_0 1:m_1", 18) == 0
+                   && rq.nstate == 65
+                   && rq.state[64].index == 63 && rq.state[64].len == 4,
+                   "state: 64 ids and the previous response kept");
+        } else {
+            tap_is_str(state_ids(body), "apart",
+                       "state: 65 ids read apart");
+        }
+    }
 }
 
 
