@@ -3185,7 +3185,8 @@ al_llm_req_urls(al_llm_rq_t *rq)
  * neither a URL, which al_llm_req_urls() reads, nor a data: URL), a
  * code_interpreter's "container" given as an id, or one of "file_ids"
  * (its files copied into the container), Anthropic's top-level
- * "container" (a code execution container reused).  The provider then
+ * "container" given as an id, or with one (a code execution container
+ * reused; one of "skills" alone is a new container).  The provider then
  * reads that file or runs in that container, whoever made it: no route
  * of the gateway makes one (files and containers are made by the
  * provider's other APIs, or by another client's call), so the gateway
@@ -3243,10 +3244,15 @@ al_llm_req_stored(al_llm_rq_t *rq)
             key = al_llm_stored_tool(json_array_get(v, i));
         }
 
+        /* Anthropic's: an id, or {"id": ..., "skills": [...]} */
+
         v = json_object_get(root, "container");
 
-        if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES && v != NULL
-            && !json_is_null(v))
+        if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES
+            && (json_is_string(v)
+                || (json_is_object(v)
+                    && json_object_get(v, "id") != NULL
+                    && !json_is_null(json_object_get(v, "id")))))
         {
             key = "container";
         }

@@ -3146,6 +3146,23 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "stored: ... null passes");
 
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":{\"id\":\"container_FAKE1\",\"skills\":[]}}");
+    tap_ok(refused_tool("\"container\" names a file or container"),
+           "stored: ... or an object with its id refused");
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":{\"id\":null,\"skills\":[{\"type\":\"anthropic\","
+        "\"skill_id\":\"pptx\",\"version\":\"latest\"}]}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: ... a new container of skills passes");
+
     req(&ant, AGENT, AL_LLM_EP_MESSAGES,
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
         "[{\"role\":\"user\",\"content\":[{\"type\":\"document\","
