@@ -3391,6 +3391,7 @@ test_provider_tools(void)
            && al_llm_tool_name("apply_patch", 11) == AL_LLM_PT_APPLY_PATCH
            && al_llm_tool_name("data_sources", 12) == AL_LLM_PT_DATA_SOURCES
            && al_llm_tool_name("url_input", 9) == AL_LLM_PT_URL_INPUT
+           && al_llm_tool_name("stored_files", 12) == AL_LLM_PT_STORED_FILES
            && al_llm_tool_names[AL_LLM_PT_NAMED] == NULL,
            "tool families: the names the policy takes");
 }
