@@ -18,8 +18,9 @@
 # nobody, not uid 60000 and up (DynamicUser='s among them).  The agent's
 # and the worker's users reach nothing on loopback.  Off the box only
 # www-data, alertd (TCP), the resolver and timesyncd go, and networkd's
-# DHCPv6 (from port 546 to 547; any user may bind those ports in the
-# namespace, so that the rule, not the port, is what is tried).
+# DHCP (from port 68 to 67) and DHCPv6 (from port 546 to 547); any user
+# may bind those ports in the namespace, so that the rule, not the port,
+# is what is tried.
 #
 # The users the host lacks (alertd's, systemd-resolve, ...) are given
 # spare uids in the copy of the ruleset loaded here.
@@ -60,6 +61,7 @@ my %target = (
     'out-ntp'    => ['udp-out', '198.51.100.7', 123],
     'out6-dns'   => ['udp-out', '2001:db8:1::7', 53],
     'out-https'  => ['tcp-out', '198.51.100.7', 443],
+    'dhcp4'      => ['udp68-out', '198.51.100.7', 67],
     'dhcp6'      => ['udp546-out', 'ff02::1:2%v0', 547],
     'dhcp6-uni'  => ['udp546-out', '2001:db8:1::7', 547],
 );
@@ -147,6 +149,7 @@ my %want = (
     'systemd-resolve' => { %$daemon, 'out-dns' => 'sent',
                            'out6-dns' => 'sent', status => 'refused' },
     'systemd-network' => { %$nodns, %$daemon, status => 'refused',
+                           dhcp4 => 'sent',
                            dhcp6 => 'sent', 'dhcp6-uni' => 'sent',
                            'out-dns' => 'eperm', 'out-ntp' => 'eperm',
                            'out-https' => 'dropped' },
@@ -167,6 +170,10 @@ my %want = (
     'uid-59999' => { %$nodns, %$people, status => 'refused' },
     'uid-60000' => { %$nodns, %$daemon, status => 'refused' },
 );
+# DHCP off the box: networkd's alone
+for my $u (grep { $_ ne 'systemd-network' } @users) {
+    $want{$u}{dhcp4} = 'eperm';
+}
 
 for my $u (@users) {
     for my $k (sort keys %{$want{$u}}) {
@@ -285,8 +292,8 @@ sub attempt {
 
     $s = IO::Socket::IP->new(PeerHost => $addr, PeerPort => $port,
                              Proto => 'udp',
-                             $proto eq 'udp546-out' ? (LocalPort => 546)
-                                                    : ())
+                             $proto =~ /^udp(\d+)-out$/ ? (LocalPort => $1)
+                                                       : ())
         or return "socket-$!";
     if (!defined $s->send('airlock-36')) {
         return $!{EPERM} ? 'eperm' : $!{ECONNREFUSED} ? 'none' : "send-$!";

@@ -468,6 +468,14 @@ case "$rd" in
 *) not_ok "resolved's varlink and D-Bus, and the status, are root's: $rd" ;;
 esac
 
+# DHCP off the box: networkd's alone
+dh=$(check dhcp4-out)
+if [ "$dh" = "systemd-network=sent nobody=eperm" ]; then
+    ok "DHCP to a server's port 67 is networkd's alone ($dh)"
+else
+    not_ok "DHCP to a server's port 67 is networkd's alone: $dh"
+fi
+
 # the clients' listener and /api/ on loopback: root's, no daemon's
 pl=$(check people-listeners)
 case "$pl" in

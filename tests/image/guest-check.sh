@@ -51,6 +51,11 @@
 #                      systemd-resolved's varlink socket and D-Bus
 #                      ResolveHostname as nobody and root, and the status
 #                      listener as each (section 5b)
+#   dhcp4-out systemd-network=R nobody=R
+#                      a datagram from port 68 to the DHCP server's 67
+#                      (10.0.2.2 on qemu's user network) as each user,
+#                      given the right to bind port 68: sent, or eperm
+#                      when the egress rule dropped it
 #   people-listeners nobody-proxy=C nobody-api=C redis-proxy=C
 #                      www-data-proxy=C root-proxy=C root-api=C
 #                      the clients' listener (127.0.0.1:3128) and /api/
@@ -348,6 +353,27 @@ say "resolver-doors varlink=$(stat -c %a "$vl" 2>&1 | tr ' ' _)" \
         --max-time 5 http://127.0.0.1:9901/airlock/status)" \
     "status-root=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
         http://127.0.0.1:9901/airlock/status)"
+
+# DHCP off the box (renewals, from networkd's UDP socket on port 68):
+# networkd's alone.  Each user is given the right to bind port 68
+# (ambient CAP_NET_BIND_SERVICE), so that the rule is what is tried;
+# networkd's own socket there has SO_REUSEADDR, as this one
+dhcp_as() {
+    setpriv --reuid="$1" --regid="$(id -g "$1")" --clear-groups \
+        --inh-caps=+net_bind_service --ambient-caps=+net_bind_service \
+        perl -MIO::Socket::INET -e '
+            my $s = IO::Socket::INET->new(Proto => "udp", LocalPort => 68,
+                ReuseAddr => 1, PeerAddr => "10.0.2.2", PeerPort => 67)
+                or do { print "socket-", $! + 0; exit };
+            print defined $s->send("airlock-check") ? "sent"
+                : $!{EPERM} ? "eperm" : "send-" . ($! + 0)' 2>&1 \
+        | tr -c 'a-z0-9-' _
+}
+# (nobody first: networkd's user's datagram, unanswered, leaves a
+# conntrack entry that is still new, never established, but the order
+# keeps that out of the question)
+nobody_dh=$(dhcp_as nobody)
+say "dhcp4-out systemd-network=$(dhcp_as systemd-network) nobody=$nobody_dh"
 
 # the listeners for people on loopback, the clients' 3128 and /api/'s
 # 8080: the operators' (root, the people's accounts), no daemon's
