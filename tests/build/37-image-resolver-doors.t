@@ -16,7 +16,12 @@
 # - varlink: the drop-in systemd-resolved.service.d/airlock.conf makes
 #   /run/systemd/resolve/io.systemd.Resolve (0666 as resolved makes
 #   it) root's alone, with full privileges, after the start, and a
-#   failure fails the unit.  Checked in the booted image by make
+#   failure fails the unit.  The window between resolved's bind and
+#   that chmod is closed too: the drop-in's commands are run in their
+#   order on a directory of the test's own, around a stand-in for
+#   resolved's bind (a socket made 0666), and nobody may connect to it
+#   at no point, while resolv.conf beside it is nobody's to read once
+#   the unit has started.  Checked in the booted image by make
 #   image-test (tests/image/guest-check.sh, "resolver-doors").
 
 use strict;
@@ -24,6 +29,8 @@ use warnings;
 use Cwd ();
 use FindBin;
 use File::Temp qw(tempdir);
+use IO::Socket::UNIX;
+use POSIX ();
 use Test::More;
 use lib "$FindBin::Bin/../lib";
 use Airlock::Prereq qw(absent need_cmd);
@@ -60,7 +67,47 @@ sub slurp {
        . 'full privileges, after it starts')
         or diag("ExecStartPost: @post");
     like($s, qr/^\[Service\]$/m, 'in the drop-in\'s [Service] section');
+
+    my @pre = grep { !/^\s*#/ } $s =~ /^\s*ExecStartPre=(.*)$/mg;
+    my $t = tempdir(CLEANUP => 1);
+    chmod 0755, $t;
+    my $dir = "$t/resolve";
+    my $sock = "$dir/io.systemd.Resolve";
+    # RuntimeDirectory=systemd/resolve (0755), resolv.conf kept in it
+    # from an earlier start (RuntimeDirectoryPreserve=yes)
+    mkdir $dir, 0755 or die $!;
+    chmod 0755, $dir;
+    open my $rc, '>', "$dir/resolv.conf" or die $!;
+    print $rc "nameserver 127.0.0.53\n";
+    close $rc;
+    chmod 0644, "$dir/resolv.conf";
+
+    my $run = sub {
+        my ($what, @cmds) = @_;
+        for my $c (@cmds) {
+            (my $l = $c) =~ s{/run/systemd/resolve\b}{$dir}g;
+            unlike($l, qr/^[+!:@]*-/, "$what $c: a failure fails the unit");
+            $l =~ s/^[-+!:@]+//;
+            is(system(split ' ', $l), 0, "$what $c runs");
+        }
+    };
+    $run->('ExecStartPre', @pre);
+    # resolved's bind: its socket, 0666 whatever the unit's umask
+    my $srv = IO::Socket::UNIX->new(Local => $sock, Listen => 8)
+        or die "listen $sock: $!";
+    chmod 0666, $sock;
+    is(connect_as('nobody', $sock), 'no',
+       'between resolved\'s bind and ExecStartPost=, nobody cannot '
+       . 'connect to its varlink socket');
+    $run->('ExecStartPost', @post);
+    is(connect_as('nobody', $sock), 'no',
+       'once started, nobody cannot connect to its varlink socket');
+    is(connect_as('root', $sock), 'yes', 'root can');
+    is(read_as('nobody', "$dir/resolv.conf"), 'yes',
+       'once started, nobody reads resolv.conf beside it');
+    close $srv;
 }
+
 
 # --- D-Bus: a bus of the test's own
 
@@ -251,3 +298,44 @@ is($got->{'nobody ResolveHostname'}, 'answered',
    . 'stand-in work)');
 
 done_testing();
+
+
+# connect_as USER SOCKET: whether USER, with its own group alone, can
+# connect to the unix socket SOCKET ("yes" or "no")
+sub connect_as {
+    my ($user, $path) = @_;
+    return as_user($user, sub {
+        IO::Socket::UNIX->new(Peer => $path) ? 'yes' : 'no'
+    });
+}
+
+
+sub read_as {
+    my ($user, $path) = @_;
+    return as_user($user, sub {
+        my $fh;
+        open($fh, '<', $path) && defined <$fh> ? 'yes' : 'no'
+    });
+}
+
+
+sub as_user {
+    my ($user, $code) = @_;
+    my (undef, undef, $uid, $gid) = getpwnam($user)
+        or die "no user $user";
+    pipe my $rd, my $wr or die "pipe: $!";
+    my $pid = fork() // die "fork: $!";
+    if ($pid == 0) {
+        close $rd;
+        POSIX::setgid($gid);
+        $) = "$gid $gid";
+        POSIX::setuid($uid);
+        print $wr ($< == $uid ? $code->() : 'no-setuid');
+        close $wr;
+        POSIX::_exit(0);
+    }
+    close $wr;
+    my $r = <$rd> // 'no-result';
+    waitpid $pid, 0;
+    return $r;
+}

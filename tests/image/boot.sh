@@ -468,6 +468,14 @@ case "$rd" in
 *) not_ok "resolved's varlink and D-Bus, and the status, are root's: $rd" ;;
 esac
 
+# resolved's directory: open again once its varlink socket is root's
+rdir=$(check resolver-dir)
+if [ "$rdir" = "dir=755 resolv-nobody=yes" ]; then
+    ok "resolved's directory is 0755 again once started, resolv.conf read by all ($rdir)"
+else
+    not_ok "resolved's directory is 0755 again once started, resolv.conf read by all: $rdir"
+fi
+
 # DHCP off the box: networkd's alone
 dh=$(check dhcp4-out)
 if [ "$dh" = "systemd-network=sent nobody=eperm" ]; then

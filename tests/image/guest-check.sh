@@ -51,6 +51,10 @@
 #                      systemd-resolved's varlink socket and D-Bus
 #                      ResolveHostname as nobody and root, and the status
 #                      listener as each (section 5b)
+#   resolver-dir dir=MODE resolv-nobody=yes|no
+#                      /run/systemd/resolve's mode once resolved has
+#                      started (0700 until its varlink socket is 0600),
+#                      and whether nobody reads /etc/resolv.conf in it
 #   dhcp4-out systemd-network=R nobody=R
 #                      a datagram from port 68 to the DHCP server's 67
 #                      (10.0.2.2 on qemu's user network) as each user,
@@ -353,6 +357,10 @@ say "resolver-doors varlink=$(stat -c %a "$vl" 2>&1 | tr ' ' _)" \
         --max-time 5 http://127.0.0.1:9901/airlock/status)" \
     "status-root=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
         http://127.0.0.1:9901/airlock/status)"
+
+say "resolver-dir dir=$(stat -c %a /run/systemd/resolve 2>&1 | tr ' ' _)" \
+    "resolv-nobody=$(as_nobody sh -c \
+        'cat /etc/resolv.conf > /dev/null 2>&1 && echo yes || echo no')"
 
 # DHCP off the box (renewals, from networkd's UDP socket on port 68):
 # networkd's alone.  Each user is given the right to bind port 68
