@@ -144,6 +144,8 @@ like($dep, qr/(^|, )redis-server(,|$)/,
      'and on redis-server (the agent and worker units join its group)');
 like(field($pkg, 'Recommends') // '', qr/(^|, )runsc(,|$)/,
      'and recommends runsc (the worker runs each job under it)');
+like(field($pkg, 'Suggests') // '', qr/(^|, )bubblewrap(,|$)/,
+     'and suggests bubblewrap (the worker\'s bwrap backend)');
 
 $c = contents($pkg);
 for my $f ('/usr/bin/airlockctl', '/usr/bin/airlock-alertd') {
