@@ -602,6 +602,8 @@ typedef enum {
 typedef struct {
     al_sink_kind_t   kind;
     al_str_t         url;
+    al_str_t         hostname;              /* the url's, [ ] for IPv6 */
+    unsigned         port;                  /* the url's, or its scheme's */
     const al_secret_t  *hmac;               /* webhooks */
     const al_secret_t  *hmac_also;          /* webhooks: a second key that
                                                signs too, or NULL */

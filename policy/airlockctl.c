@@ -4,6 +4,7 @@
  *   check FILE             validate a policy (exit 0 ok, 1 invalid)
  *   explain FILE ...       what the proxy does with one request
  *   routes FILE            the compiled route table
+ *   sinks FILE             the alert sinks' hosts and ports
  *   diff OLD NEW           semantic diff; exit 1 when NEW grants more
  *   keygen PATH            the appliance keypair (PATH, PATH.pub)
  *   seal --pub PATH.pub    seal a secret read from standard input
@@ -90,6 +91,7 @@ static int al_ctl_explain(int argc, char **argv);
 static void al_ctl_check_clear(const al_policy_t *p);
 static void al_ctl_explain_clear(const al_upstream_t *u);
 static int al_ctl_routes(int argc, char **argv);
+static int al_ctl_sinks(int argc, char **argv);
 static int al_ctl_diff(int argc, char **argv);
 static int al_ctl_keygen(int argc, char **argv);
 static int al_ctl_seal(int argc, char **argv);
@@ -212,6 +214,17 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "Prints the compiled route table (name, methods, path, clients,\n"
       "body limit, upstream target) and the LLM providers with each\n"
       "client's budgets.\n"
+      "Exit status: 0 printed, 2 usage error or a policy that cannot be\n"
+      "read or is invalid." },
+
+    { "sinks", al_ctl_sinks,
+      "sinks FILE",
+      "Prints the policy's alert sinks (alerts.sinks), one a line: the\n"
+      "kind (webhook or alertmanager), the URL's host (a name, or an\n"
+      "address: IPv6 without its brackets) and port (443 or 80 when the\n"
+      "URL has none), never the rest of the URL, a webhook's path being\n"
+      "its secret.  The appliance's egress rule lets airlock-alertd reach\n"
+      "these alone.\n"
       "Exit status: 0 printed, 2 usage error or a policy that cannot be\n"
       "read or is invalid." },
 
@@ -1816,6 +1829,63 @@ al_ctl_routes(int argc, char **argv)
             printf(")");
         }
         printf("\n");
+    }
+
+    al_policy_free(p);
+
+    return 0;
+}
+
+
+/*
+ * The sinks' hosts and ports, for the appliance's egress rule (its
+ * airlock-alertd-egress fills the sets alertd's user may connect to).
+ * Not their URLs: a webhook's path is its secret.
+ */
+
+static int
+al_ctl_sinks(int argc, char **argv)
+{
+    int                  rc, a;
+    size_t               i;
+    al_str_t             h;
+    al_policy_t         *p;
+    const al_sink_t     *s;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd("sinks");
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        return 0;
+    }
+
+    for (a = 1; a < argc; a++) {
+        if (al_ctl_option(argv[a])) {
+            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[a]);
+        }
+    }
+
+    if (argc != 2) {
+        return al_ctl_bad(cmd, argc < 2 ? "no FILE given"
+                                        : "one FILE only");
+    }
+
+    p = al_ctl_load(argv[1], NULL, &rc);
+    if (p == NULL) {
+        return 2;
+    }
+
+    for (i = 0; i < p->nsinks; i++) {
+        s = &p->sinks[i];
+        h = s->hostname;
+
+        if (h.len >= 2 && h.data[0] == '[' && h.data[h.len - 1] == ']') {
+            h.data++;
+            h.len -= 2;
+        }
+
+        printf("%s %.*s %u\n",
+               s->kind == AL_SINK_WEBHOOK ? "webhook" : "alertmanager",
+               (int) h.len, h.data, s->port);
     }
 
     al_policy_free(p);

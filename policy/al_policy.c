@@ -5178,6 +5178,8 @@ al_cc_alerts(al_cc_t *cc, const al_ynode_t *node)
         }
 
         sink->url = u.url;
+        sink->hostname = u.hostname;
+        sink->port = u.port;
 
         /*
          * A webhook's alerts and their signatures would cross the network
