@@ -141,7 +141,8 @@ rm -f "$root/etc/nginx/sites-enabled/default"
 chroot "$root" systemctl enable systemd-networkd systemd-resolved \
     nftables nginx redis-server airlock-redis-users airlock-firstboot \
     airlock-credentials \
-    airlock-alertd airlock-worker airlock-ready airlock-selftest
+    airlock-alertd airlock-alertd-egress.timer airlock-worker airlock-ready \
+    airlock-selftest
 # the agent needs the operator's model key first; the worker needs only
 # Redis, the proxy's socket and the sandbox root file system, all here
 chroot "$root" systemctl disable airlock-agent >/dev/null 2>&1 || true

@@ -17,10 +17,15 @@
 # the people's accounts (uids 1000 to 59999), no system user, not
 # nobody, not uid 60000 and up (DynamicUser='s among them).  The agent's
 # and the worker's users reach nothing on loopback.  Off the box only
-# www-data, alertd (TCP), the resolver and timesyncd go, and networkd's
-# DHCP (from port 68 to 67) and DHCPv6 (from port 546 to 547); any user
-# may bind those ports in the namespace, so that the rule, not the port,
-# is what is tried.
+# www-data, alertd (TCP, to its sinks alone), the resolver and
+# timesyncd go, and networkd's DHCP (from port 68 to 67) and DHCPv6
+# (from port 546 to 547); any user may bind those ports in the
+# namespace, so that the rule, not the port, is what is tried.
+#
+# alertd's sinks are those of a policy of the test's own, put in the
+# rule's sets by the image's airlock-alertd-egress (with this build's
+# airlockctl): an address and port of it is let out, another address,
+# or another port of the same address, is not.
 #
 # The users the host lacks (alertd's, systemd-resolve, ...) are given
 # spare uids in the copy of the ruleset loaded here.
@@ -61,6 +66,10 @@ my %target = (
     'out-ntp'    => ['udp-out', '198.51.100.7', 123],
     'out6-dns'   => ['udp-out', '2001:db8:1::7', 53],
     'out-https'  => ['tcp-out', '198.51.100.7', 443],
+    'out-other'  => ['tcp-out', '198.51.100.8', 443],
+    'out-port'   => ['tcp-out', '198.51.100.7', 8443],
+    'out6-am'    => ['tcp-out', '2001:db8:1::7', 9093],
+    'out6-other' => ['tcp-out', '2001:db8:1::7', 443],
     'dhcp4'      => ['udp68-out', '198.51.100.7', 67],
     'dhcp6'      => ['udp546-out', 'ff02::1:2%v0', 547],
     'dhcp6-uni'  => ['udp546-out', '2001:db8:1::7', 547],
@@ -73,9 +82,37 @@ if (@ARGV && $ARGV[0] eq '--in-netns') {
 }
 
 absent('loading a ruleset in a namespace of its own needs root') if $> != 0;
-need_cmd(qw(nft unshare ip sysctl));
+need_cmd(qw(nft unshare ip sysctl getent cut sort));
+my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
+absent("$build/airlockctl not built") unless -x "$build/airlockctl";
 
 my $t = tempdir(CLEANUP => 1);
+
+# alertd's sinks: an address off the box on 443, an Alertmanager at an
+# IPv6 address, and one on this host by name (localhost: /etc/hosts)
+open my $pf, '>', "$t/policy.yaml" or die $!;
+print $pf <<'EOT';
+version: 1
+clients:
+  agent: { unix_uid: 5000 }
+upstreams:
+  api: { url: "https://api.example.com" }
+routes:
+  - name: ping
+    clients: [agent]
+    match: { method: GET, path: /ping }
+    upstream: api
+    to: /ping
+alerts:
+  deny: { threshold: 3, window: 60s }
+  sinks:
+    - alertmanager: { url: "https://198.51.100.7" }
+    - alertmanager: { url: "http://[2001:db8:1::7]:9093" }
+    - alertmanager: { url: "http://localhost:9093" }
+EOT
+close $pf;
+mkdir "$t/bin" or die $!;
+symlink("$build/airlockctl", "$t/bin/airlockctl") or die $!;
 
 # the ruleset, each user name a uid: the host's own, or a spare one
 my %uid;
@@ -115,7 +152,7 @@ open $fh, '>', "$t/rules.nft" or die $!;
 print $fh $rules;
 close $fh;
 
-my $out = `unshare -n $^X $FindBin::Bin/$FindBin::Script --in-netns $t/rules.nft @uid{@users} 2>&1`;
+my $out = `unshare -n $^X $FindBin::Bin/$FindBin::Script --in-netns $t @uid{@users} 2>&1`;
 my %got;
 for (split /\n/, $out) {
     $got{"$1 $2"} = $3 if /^probe (\d+) (\S+) (\S+)$/;
@@ -139,11 +176,14 @@ my %want = (
               'out-dns' => 'eperm', 'out6-dns' => 'eperm',
               'out-https' => 'dropped' },
     'www-data' => { %$dns, %$daemon, %$nodhcp6, status => 'open',
-                    'out-https' => 'sent', 'out-dns' => 'eperm',
+                    'out-https' => 'sent', 'out-other' => 'sent',
+                    'out6-am' => 'sent', 'out-dns' => 'eperm',
                     'out6-dns' => 'eperm' },
     'airlock-alertd' => { %$dns, %$daemon, %$nodhcp6,
                           status => 'refused', 'out-dns' => 'eperm',
-                          'out-https' => 'sent' },
+                          'out-https' => 'sent', 'out-other' => 'dropped',
+                          'out-port' => 'dropped', 'out6-am' => 'sent',
+                          'out6-other' => 'dropped' },
     'systemd-timesync' => { %$dns, %$daemon, status => 'refused',
                             'out-ntp' => 'sent', 'out-dns' => 'eperm' },
     'systemd-resolve' => { %$daemon, 'out-dns' => 'sent',
@@ -189,7 +229,8 @@ done_testing();
 # (a child, as root), then one probe per user and target (a child each,
 # with the user's uid and gid and no other group)
 sub in_netns {
-    my ($rules, @uids) = @_;
+    my ($t, @uids) = @_;
+    my $rules = "$t/rules.nft";
     my (@srv, $pid);
 
     system("ip link set lo up && ip link add v0 type veth peer name v1 "
@@ -201,6 +242,10 @@ sub in_netns {
            . "&& sysctl -q -w net.ipv4.ip_unprivileged_port_start=0") == 0
         or die "ip: $?";
     system('nft', '-f', $rules) == 0 or die "nft -f $rules: $?";
+    # alertd's sinks into the rule's sets, as the image does
+    system("PATH=$t/bin:\$PATH sh $top/appliance-image/root/usr/lib/airlock/"
+           . "alertd-egress $t/policy.yaml >&2") == 0
+        or die "alertd-egress: $?";
 
     for my $k (sort keys %target) {
         my ($proto, $addr, $port) = @{$target{$k}};
@@ -278,8 +323,8 @@ sub attempt {
     my ($s, $buf);
 
     if ($proto eq 'tcp-out') {
-        IO::Socket::INET->new(PeerAddr => $addr, PeerPort => $port,
-                              Proto => 'tcp', Timeout => 0.3);
+        IO::Socket::IP->new(PeerHost => $addr, PeerPort => $port,
+                            Proto => 'tcp', Timeout => 0.3);
         return 'tried';
     }
     if ($proto eq 'tcp') {

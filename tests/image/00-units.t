@@ -3,7 +3,7 @@
 # worker units pass `systemd-analyze verify` and carry the directives that
 # take their network, capabilities and file system away; /run/airlock is
 # root's, the agent's socket in a directory of its own; the nftables
-# ruleset lets only nginx's user out, and alertd's to its webhooks;
+# ruleset lets only nginx's user out, and alertd's to its sinks alone;
 # Redis's socket directory, which both units bind, outlives a restart of
 # Redis, and the README tells a package install to give Redis the image's
 # settings (no TCP port) and to make the key alertd's unit loads; the
@@ -273,6 +273,20 @@ for my $n (sort keys %units) {
        "airlock-alertd runs as a user sysusers.d makes ($user)");
     ok($user ne '' && (grep { /skuid "?\Q$user\E"? .*accept\s*$/ } @accepts),
        'nftables: alertd\'s user may connect out (its webhooks)');
+    # to its sinks alone: each rule that lets it out names the sets of
+    # their addresses and ports (airlock-alertd-egress fills them)
+    my @alertd = grep { /skuid "?\Q$user\E"? .*accept\s*$/ } @accepts;
+    my @loose = grep {
+        !/\bip6? daddr \. tcp dport \@alertd_sinks[46]\s+accept\s*$/
+    } @alertd;
+    ok(@alertd && !@loose,
+       'nftables: alertd\'s user only to its sinks\' addresses and ports')
+        or diag("loose: @loose");
+    for my $f (qw(4 6)) {
+        like($s, qr/^\s*set\ alertd_sinks$f\ \{
+                    \s*type\ ipv${f}_addr\ \.\ inet_service\s*\}/mx,
+             "nftables: the set alertd_sinks$f (IPv$f address, port)");
+    }
     # but not to the appliance's own listeners on loopback, which the
     # rule lets every other local socket reach: the status is root's and
     # nginx's, the clients' listener and the agent's /api/ the

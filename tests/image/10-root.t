@@ -106,6 +106,11 @@ for my $u (qw(nginx redis-server nftables systemd-networkd systemd-resolved
     ($rc, $out) = in_root("systemctl is-enabled $u.service");
     is($out =~ s/\s+$//r, 'enabled', "$u enabled");
 }
+# the places alertd may connect to, put in the egress rule each minute
+($rc, $out) = in_root('systemctl is-enabled airlock-alertd-egress.timer');
+is($out =~ s/\s+$//r, 'enabled', 'airlock-alertd-egress.timer enabled');
+ok(-x "$root/usr/lib/airlock/alertd-egress",
+   '/usr/lib/airlock/alertd-egress is in the root, a program');
 ($rc, $out) = in_root('systemctl is-enabled airlock-agent.service');
 is($out =~ s/\s+$//r, 'disabled',
    'airlock-agent disabled (it needs the operator\'s model key)');

@@ -38,10 +38,15 @@
 #   alertd-local api=C status=C  the same user's requests to the agent's
 #                      /api/ and to the status listener on loopback: 000
 #                      when the egress rule refused them
-#   alertd-egress user=U code=C  an HTTP request to the host's webhook
-#                      receiver (-fw_cfg name=opt/airlock/hookport) made as
+#   alertd-egress user=U before=C code=C after=C timer=STATE
+#                      an HTTP request to the host's webhook receiver
+#                      (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
-#                      the egress rule dropped it
+#                      the egress rule dropped it; before it is one of
+#                      the policy's sinks, once it is (an Alertmanager
+#                      added, systemctl reload airlock-alertd), after it
+#                      is not again; and airlock-alertd-egress.timer's
+#                      state
 #   resolver-stub www-data=R systemd-timesync=R airlock-alertd=R nobody=R
 #                      redis=R
 #                      getent hosts _outbound (resolved's own answer, through
@@ -291,16 +296,30 @@ alertd=$(systemctl is-active airlock-alertd)
 
 # 5. alertd's way out: a webhook off the appliance (the host's receiver,
 #    10.0.2.2 on qemu's user network), asked as alertd's user, whose
-#    sockets the egress rule sees
+#    sockets the egress rule sees: only while it is one of the policy's
+#    sinks (airlock-alertd-egress puts their addresses and ports in the
+#    rule's sets, at each reload of alertd)
 hp=/sys/firmware/qemu_fw_cfg/by_name/opt/airlock/hookport/raw
 if [ -r "$hp" ]; then
     pid=$(systemctl show -p MainPID --value airlock-alertd)
     uid=$(ps -o uid= -p "$pid" | tr -d ' ')
-    code=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-        curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
-        "http://10.0.2.2:$(cat "$hp")/airlock")
+    hook="http://10.0.2.2:$(cat "$hp")"
+    as_alertd() {
+        setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+            curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"
+    }
+    before=$(as_alertd "$hook/airlock")
+    cp "$policy" "$tmp/policy-sinks"
+    sed "/^  sinks:\$/a\\    - alertmanager: { url: \"$hook\" }" \
+        "$tmp/policy-sinks" > "$policy"
+    systemctl reload airlock-alertd
+    code=$(as_alertd "$hook/airlock")
+    cat "$tmp/policy-sinks" > "$policy"
+    systemctl reload airlock-alertd
+    after=$(as_alertd "$hook/airlock")
     user=$(id -un "$uid" 2>/dev/null || echo "$uid")
-    say "alertd-egress user=$user code=$code"
+    say "alertd-egress user=$user before=$before code=$code after=$after" \
+        "timer=$(systemctl is-active airlock-alertd-egress.timer)"
     # and not the appliance's own listeners on loopback: the agent's
     # /api/ (8080) and the status (9901); 000 when the rule refused
     api=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
