@@ -417,9 +417,15 @@ static const char *const  aw_proc_sys_files[] = {
  * orphaned to it, and writes the script's wait status when the script
  * ends.  bwrap itself only passes on 128 + N.  Nothing inside can end
  * it: pid 1 gets no signal from its namespace that it does not handle,
- * and it handles none (SIGINT, Python's one, is ignored).  What it
- * reports is the script's word about the script, which chooses how it
- * ends anyway; the limits are the worker's evidence (aw_sandbox_run()).
+ * and it handles none (SIGINT, Python's one, is ignored).  Nor can the
+ * script reach into it: the init makes itself undumpable first, so its
+ * /proc entries (mem, maps, fd, environ) are the kernel's root's and the
+ * script, same uid, no capability, opens none of them; it used to write
+ * the init's memory through /proc/1/mem (its report, or its parent-death
+ * signal, which takes the sandbox along when bwrap dies).  The script
+ * stays dumpable (its exec resets the flag).  What the init reports is
+ * still the script's word about the script, which chooses how it ends
+ * anyway; the limits are the worker's evidence (aw_sandbox_run()).
  * It starts nothing when the status pipe has no reader left (POLLERR):
  * the worker and the keeper are gone, and bwrap with them, which kills
  * the sandbox only once its setup is done (--die-with-parent is set just
@@ -427,7 +433,9 @@ static const char *const  aw_proc_sys_files[] = {
  * the script running for good.
  */
 static const char  aw_bwrap_init[] =
-    "import os, select, signal\n"
+    "import ctypes, os, select, signal\n"
+    "if ctypes.CDLL(None).prctl(" AW_XSTR(PR_SET_DUMPABLE) ", 0, 0, 0, 0):\n"
+    "    os._exit(1)\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     "w = select.poll()\n"
     "w.register(" AW_XSTR(AW_STATUS_FD) ", select.POLLOUT)\n"
@@ -2556,8 +2564,8 @@ aw_runsc_status(const aw_box_t *box, int *status)
  * pipe (fd, non-blocking, every writer gone): 0 with *status set, or -1
  * when it reported none (the sandbox was killed, or the init could not
  * start the script).  The init's line is the last thing written; what
- * came before (the script can reach the pipe through /proc/1/fd) is
- * read and dropped.
+ * came before is read and dropped (the script reached the pipe through
+ * /proc/1/fd while the init was dumpable).
  */
 
 static int
