@@ -212,7 +212,7 @@ typedef struct {
     int32_t          status;            /* the runtime's wait status */
     int32_t          runsc_rc;          /* 0: runsc logged runsc_status */
     int32_t          runsc_status;
-    int32_t          pad;
+    int32_t          runsc_lost;        /* runsc: the sandbox was gone */
     int64_t          cpu_ms;
     int64_t          ooms;
     int64_t          pids_max;

@@ -81,6 +81,16 @@
 #define AW_RUNSC_EXITING       "] Exiting with status: "
 
 /*
+ * What `runsc run` logs when its wait for the script fails because the
+ * sandbox process (the sentry) is gone, just before it waits on that
+ * process and logs the process's exit status as the script's: a sentry
+ * that could not start a thread (the job's pids.max) exits with Go's
+ * status 2, which the script could have chosen too.  runsc's own line,
+ * on the host, where the sandbox cannot write.
+ */
+#define AW_RUNSC_LOST          "Will try waiting on the sandbox process instead"
+
+/*
  * bwrap: the descriptor the sandbox's init reports the script's wait
  * status on ("status 35072\n"), bwrap's own exit code being 128 + N for
  * a signal N, like an exit the script chose; and what the init costs
@@ -210,7 +220,7 @@ static void aw_stream_read(aw_stream_t *s);
 static int aw_owner_alive(const char *name, pid_t *owner);
 static int aw_status_parse(const char *buf, const char *prefix,
     int *status);
-static int aw_runsc_status(const aw_box_t *box, int *status);
+static int aw_runsc_status(const aw_box_t *box, int *status, int *lost);
 static int aw_init_status(int fd, int *status);
 static int aw_cpu_spent(long cpu, long limit);
 static long aw_rlimit_cpu(long cpu_ms);
@@ -2520,16 +2530,20 @@ aw_status_parse(const char *buf, const char *prefix, int *status)
  * The script's wait status as `runsc run` logged it just before it
  * exited: 0 with *status set, or -1 when the log has no such line (runsc
  * was killed, or failed before the container ran).  runsc writes the
- * line last; the tail of the file is enough.
+ * line last; the tail of the file is enough.  *lost is set when runsc
+ * logged that the sandbox was gone (AW_RUNSC_LOST): the status is then
+ * the sentry's, not the script's.
  */
 
 static int
-aw_runsc_status(const aw_box_t *box, int *status)
+aw_runsc_status(const aw_box_t *box, int *status, int *lost)
 {
     int      fd;
     char     path[2304], buf[4097];
     off_t    size;
     ssize_t  n;
+
+    *lost = 0;
 
     snprintf(path, sizeof(path), "%s/" AW_RUNSC_LOG, box->dir);
 
@@ -2554,6 +2568,9 @@ aw_runsc_status(const aw_box_t *box, int *status)
     }
 
     buf[n] = '\0';
+
+    *lost = memmem(buf, (size_t) n, AW_RUNSC_LOST,
+                   sizeof(AW_RUNSC_LOST) - 1) != NULL;
 
     return aw_status_parse(buf, AW_RUNSC_EXITING, status);
 }
@@ -2730,7 +2747,7 @@ aw_sandbox_launch(const aw_conf_t *conf, const aw_limits_t *lim,
     int fds[AW_LAUNCH_NFDS], int sock, aw_launch_rep_t *rep)
 {
     int            p[2][2], kfds[4], io[3], st, i, fd, npipes, killed;
-    int            ws, watch;
+    int            ws, lost, watch;
     char           err[AW_ERRLEN];
     long           t0, t1;
     pid_t          pid, launcher;
@@ -2894,11 +2911,14 @@ aw_sandbox_launch(const aw_conf_t *conf, const aw_limits_t *lim,
                     : aw_cg_read_key(box.cg[box.v2 ? 0 : 1], "pids.events",
                                      "max");
     rep->runsc_rc = -1;
+    rep->runsc_lost = 0;
 
     if (conf->backend == AW_BACKEND_GVISOR) {
         ws = 0;
-        rep->runsc_rc = aw_runsc_status(&box, &ws);
+        lost = 0;
+        rep->runsc_rc = aw_runsc_status(&box, &ws, &lost);
         rep->runsc_status = ws;
+        rep->runsc_lost = lost;
     }
 
 teardown:
@@ -3167,16 +3187,18 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
     } else if (code == 0) {
         res->status = AW_ST_OK;
 
-    } else if (rep.pids_max > 0
-               && (conf->backend == AW_BACKEND_GVISOR || sig != 0 || rc != 0))
+    } else if (rep.pids_max > 0 && (sig != 0 || rc != 0 || rep.runsc_lost))
     {
         /*
-         * The limit was hit and ended the sandbox: under gVisor always
-         * (its sentry cannot start a thread and exits, status 2, a code
-         * a script could choose too); under bwrap a fork fails inside,
-         * so only a script dead of a signal, or with no status from the
-         * init, is the limit's.  One that met a refused fork and exited
-         * with a code of its choosing is reported by that code, below.
+         * The limit was hit and ended the sandbox: a script dead of a
+         * signal, or with no status reported (bwrap's init, runsc), or,
+         * under gVisor, a sentry that could not start a thread and
+         * exited (status 2, a code a script could choose too), which
+         * runsc logged as the sandbox gone (aw_runsc_status()).  Under
+         * bwrap a fork past the limit fails inside: a script that met a
+         * refused fork and exited with a code of its choosing, under
+         * either runtime with its sandbox alive, is reported by that
+         * code, below.
          */
         aw_result_fail(res, AW_ST_KILLED, "pids",
                        "the sandbox reached its process limit of %ld "

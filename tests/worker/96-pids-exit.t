@@ -6,7 +6,9 @@
 # code (error/exit), as any other; it used to be killed/pids whenever
 # the cgroup's pids.max had been hit.  One that hits the limit and then
 # dies of a signal is still killed/pids.  Under gVisor the sentry cannot
-# start the thread and the sandbox ends: killed/pids either way.
+# start the thread and the sandbox ends: killed/pids either way, told by
+# runsc's log of the sandbox gone (a gVisor script whose sandbox lives
+# on after the limit was hit: tests/worker/98-pids-alive.t).
 # 96-pids-exit-bwrap.t runs this file with that backend.
 
 use strict;
