@@ -199,6 +199,7 @@ static void aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover,
     const char *path, int fail);
 static void aw_proc_sys_cover(aw_bwrap_argv_t *a, int fail);
 static void aw_proc_stat(const char *path, int fail);
+static void aw_proc_cpuinfo(const char *path, int fail);
 static void aw_proc_meminfo(const char *path, long total_mb, long free_mb,
     int fail);
 static void aw_proc_uptime(const char *path, int fail);
@@ -336,10 +337,10 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
  * pid and network namespaces) a script sees, an allow list: the pid
  * directories (its own processes), self and thread-self, mounts and net
  * (links into self), sys (read-only; below), and the few files Python
- * and the C library read: cpuinfo and version (what they say of the
- * host's CPUs and kernel, uname() says too), stat, meminfo, loadavg and
- * uptime (the worker's, aw_proc_own, not the host's), and sysvipc (its
- * own IPC namespace).
+ * and the C library read: version (what it says of the host's kernel,
+ * uname() says too), cpuinfo, stat, meminfo, loadavg and uptime (the
+ * worker's, aw_proc_own, not the host's; cpuinfo the host's CPUs, less
+ * their microcode, bugs and clock), and sysvipc (its own IPC namespace).
  * Every other entry the kernel has is covered, read-only, with an empty
  * directory or an empty file: whatever names the host (its kernel's
  * symbols, configuration and command line, its devices, interrupts,
@@ -364,11 +365,26 @@ static const char *const  aw_proc_shown[] = {
  * bwrap: the files of its /proc the worker writes for each job
  * (aw_bwrap_mounts()), which bwrap binds over the host's: theirs are
  * live and host-wide (its processes, interrupts, memory, dirty pages,
- * load, idle time), and read twice they tell how busy the host and the
- * other jobs are, a channel between jobs
+ * load, idle time, its CPUs' clock), and read twice they tell how busy
+ * the host and the other jobs are, a channel between jobs; and the
+ * host's cpuinfo also names its CPUs' microcode revision and known bugs
  */
 static const char *const  aw_proc_own[] = {
-    "stat", "meminfo", "loadavg", "uptime"
+    "stat", "meminfo", "loadavg", "uptime", "cpuinfo"
+};
+
+/*
+ * bwrap: the fields of the host's /proc/cpuinfo (x86-64: the seccomp
+ * program allows no other) its own keeps, what gVisor's sentry shows:
+ * not the microcode revision and the CPU's known bugs (how far the host
+ * is patched against what), nor the clock ("cpu MHz"), live
+ */
+static const char *const  aw_cpuinfo_keys[] = {
+    "processor", "vendor_id", "cpu family", "model", "model name",
+    "stepping", "cache size", "physical id", "siblings", "core id",
+    "cpu cores", "apicid", "initial apicid", "fpu", "fpu_exception",
+    "cpuid level", "wp", "flags", "bogomips", "TLB size", "clflush size",
+    "cache_alignment", "address sizes", "power management", NULL
 };
 
 #define AW_NPROC_OWN  (sizeof(aw_proc_own) / sizeof(aw_proc_own[0]))
@@ -1405,9 +1421,10 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * (execve fails with EACCES, a library there is not mapped executable).
  * Beside them, an empty directory (void) and an empty file (null), the
  * read-only covers of /dev/pts and of /proc (aw_proc_cover()), and the
- * sandbox's own /proc files (aw_proc_own): stat, meminfo, loadavg and
- * uptime.  The namespace ends with the sandbox's last process: nothing
- * to remove.
+ * sandbox's own /proc files (aw_proc_own): stat, meminfo, loadavg,
+ * uptime and cpuinfo (some 1.5 KiB a CPU: the small tmpfs is 4 MiB,
+ * charged to the job as written).  The namespace ends with the
+ * sandbox's last process: nothing to remove.
  */
 
 static void
@@ -1455,7 +1472,7 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
 
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
         || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                 "size=256k,mode=755") != 0)
+                 "size=4m,mode=755") != 0)
     {
         aw_child_fail(fail, "mount %s: %s", base, strerror(errno));
     }
@@ -1473,6 +1490,9 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
 
     snprintf(path, sizeof(path), "%s/stat", base);
     aw_proc_stat(path, fail);
+
+    snprintf(path, sizeof(path), "%s/cpuinfo", base);
+    aw_proc_cpuinfo(path, fail);
 
     snprintf(path, sizeof(path), "%s/meminfo", base);
     aw_proc_meminfo(path, aw_cg_memory_mb(conf, &job->limits),
@@ -1556,6 +1576,67 @@ aw_proc_stat(const char *path, int fail)
                      (int) len, line + 3, len == 0 ? " " : "");
 
         if (n <= 0 || write(fd, out, (size_t) n) != n) {
+            aw_child_fail(fail, "%s: %s", path, strerror(errno));
+        }
+    }
+
+    free(line);
+    fclose(f);
+
+    if (close(fd) != 0) {
+        aw_child_fail(fail, "%s: %s", path, strerror(errno));
+    }
+}
+
+
+/*
+ * bwrap: the sandbox's /proc/cpuinfo, written at path: the host's, line
+ * by line, but for the fields not in aw_cpuinfo_keys (a field is its
+ * name, tabs, a colon); blank lines, which end each CPU, are kept.
+ */
+
+static void
+aw_proc_cpuinfo(const char *path, int fail)
+{
+    int       fd;
+    char     *line;
+    FILE     *f;
+    size_t    cap, len, key, i;
+    ssize_t   n;
+
+    f = fopen("/proc/cpuinfo", "re");
+    if (f == NULL) {
+        aw_child_fail(fail, "/proc/cpuinfo: %s", strerror(errno));
+    }
+
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+    if (fd < 0) {
+        aw_child_fail(fail, "%s: %s", path, strerror(errno));
+    }
+
+    line = NULL;
+    cap = 0;
+
+    while ((n = getline(&line, &cap, f)) > 0) {
+        len = (size_t) n;
+
+        if (line[0] != '\n') {
+            key = strcspn(line, "\t:");
+
+            for (i = 0; aw_cpuinfo_keys[i] != NULL; i++) {
+                if (strlen(aw_cpuinfo_keys[i]) == key
+                    && strncmp(aw_cpuinfo_keys[i], line, key) == 0)
+                {
+                    break;
+                }
+            }
+
+            if (aw_cpuinfo_keys[i] == NULL) {
+                continue;
+            }
+        }
+
+        if (write(fd, line, len) != (ssize_t) len) {
             aw_child_fail(fail, "%s: %s", path, strerror(errno));
         }
     }
