@@ -1,7 +1,8 @@
 /*
  * Throw-away sandboxes.  Each job gets a directory under
- * <workdir>/jobs/aw-<worker pid>-<its start time>-<n> holding the bundle
- * (config.json for gVisor), code/script.py and data/data.json, and a
+ * <workdir>/jobs/aw-<worker pid>-<its start time>-<a random number>
+ * holding the bundle (config.json for gVisor), code/script.py and
+ * data/data.json, and a
  * cgroup of its own (<cgroup_root>/<controller>/<cgroup_name>/ and the
  * same name) whose limits
  * the worker writes itself before the runtime starts, so a limit is
@@ -54,6 +55,7 @@
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -482,7 +484,6 @@ static const char  aw_bwrap_init[] =
 static char *const  aw_runtime_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
                                          NULL };
 
-static unsigned long       aw_seq;
 static pid_t               aw_self;     /* the worker's, which names jobs */
 static uint64_t            aw_start;    /* its start time, from /proc */
 static uint32_t            aw_req_seq;  /* the worker's launcher requests */
@@ -972,12 +973,17 @@ static int
 aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
     int data_fd, aw_box_t *box, char *err, size_t n)
 {
-    char  path[2304];
+    char           path[2304];
+    unsigned long  nonce;
 
     /*
      * The worker's pid and start time name the job: a pid alone names
      * any process that gets it later (aw_owner_alive()).  The worker's,
-     * not the launcher's (aw_sandbox_owner()).
+     * not the launcher's (aw_sandbox_owner()).  The last part is a
+     * random number, not a count: under bwrap the name is in the
+     * sandbox's /proc/self/mountinfo (the code and data bind mounts'
+     * source), and a count said how many jobs the worker had run,
+     * other sessions' too.
      */
     if (aw_self == 0) {
         aw_sandbox_owner();
@@ -989,8 +995,13 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
         return -1;
     }
 
+    if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t) sizeof(nonce)) {
+        snprintf(err, n, "getrandom: %s", strerror(errno));
+        return -1;
+    }
+
     snprintf(box->slot, sizeof(box->slot), "aw-%d-%llu-%lu",
-             (int) aw_self, (unsigned long long) aw_start, ++aw_seq);
+             (int) aw_self, (unsigned long long) aw_start, nonce);
     snprintf(box->dir, sizeof(box->dir), "%s/jobs/%s", conf->workdir,
              box->slot);
 
