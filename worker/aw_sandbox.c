@@ -2673,8 +2673,10 @@ aw_runsc_status(const aw_box_t *box, int *status, int *lost)
  * pipe (fd, non-blocking, every writer gone): 0 with *status set, or -1
  * when it reported none (the sandbox was killed, or the init could not
  * start the script).  The init's line is the last thing written; what
- * came before is read and dropped (the script reached the pipe through
- * /proc/1/fd while the init was dumpable).
+ * came before is read and dropped (a script could make the init write
+ * anything there through its memory while the init was dumpable; the
+ * pipe itself, the worker's, is not the sandbox user's to open through
+ * /proc/1/fd).
  */
 
 static int

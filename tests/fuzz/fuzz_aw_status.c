@@ -3,8 +3,8 @@
  * the side (worker/aw_sandbox.c): the tail of `runsc run`'s log
  * (aw_status_parse() on what aw_runsc_status() reads, its last 4096
  * bytes) and the status pipe of bwrap's init (aw_init_status(), on a
- * real pipe, read as if anything could have written there: the sandbox
- * could, through /proc/1/fd, while its init was dumpable).  The
+ * real pipe, read as if anything could have written there: a script
+ * could, through its init's memory, while the init was dumpable).  The
  * input's first byte picks which; the rest is the log's tail or all
  * that was written on the pipe.  Invariants: no crash, nothing read past
  * the input; the answer is the one an independent reading gives: the
