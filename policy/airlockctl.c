@@ -110,6 +110,8 @@ static int al_ctl_option(const char *arg);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
+static al_policy_t *al_ctl_load_only(int argc, char **argv, const char *name,
+    int *rc);
 static al_policy_t *al_ctl_load_bytes(const char *path, const char *key,
     unsigned char **bytes, size_t *len, int strict, int *rc);
 static void al_ctl_explain_tools(const al_llm_t *l);
@@ -599,6 +601,46 @@ al_ctl_load(const char *path, const char *key, int *rc)
     p = al_ctl_load_bytes(path, key, &bytes, &len, 0, rc);
 
     free(bytes);
+
+    return p;
+}
+
+
+/*
+ * For a command that takes one FILE and no option: the policy it names,
+ * or NULL with *rc the exit status (0 after --help, 2 on a usage error
+ * or a policy that cannot be read).
+ */
+
+static al_policy_t *
+al_ctl_load_only(int argc, char **argv, const char *name, int *rc)
+{
+    int                  a;
+    al_policy_t         *p;
+    const al_ctl_cmd_t  *cmd;
+
+    cmd = al_ctl_cmd(name);
+    if (al_ctl_help_only(argc, argv, cmd)) {
+        *rc = 0;
+        return NULL;
+    }
+
+    for (a = 1; a < argc; a++) {
+        if (al_ctl_option(argv[a])) {
+            *rc = al_ctl_bad(cmd, "unknown option \"%s\"", argv[a]);
+            return NULL;
+        }
+    }
+
+    if (argc != 2) {
+        *rc = al_ctl_bad(cmd, argc < 2 ? "no FILE given" : "one FILE only");
+        return NULL;
+    }
+
+    p = al_ctl_load(argv[1], NULL, rc);
+    if (p == NULL) {
+        *rc = 2;
+    }
 
     return p;
 }
@@ -1745,33 +1787,16 @@ al_ctl_token_read(const char *env, int stdin_token, size_t *plen)
 static int
 al_ctl_routes(int argc, char **argv)
 {
-    int                  rc, a;
+    int                  rc;
     char                 m[64], body[32];
     size_t               i, k, n;
     al_policy_t         *p;
     const al_route_t    *r;
     const al_llm_t      *l;
-    const al_ctl_cmd_t  *cmd;
 
-    cmd = al_ctl_cmd("routes");
-    if (al_ctl_help_only(argc, argv, cmd)) {
-        return 0;
-    }
-
-    for (a = 1; a < argc; a++) {
-        if (al_ctl_option(argv[a])) {
-            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[a]);
-        }
-    }
-
-    if (argc != 2) {
-        return al_ctl_bad(cmd, argc < 2 ? "no FILE given"
-                                        : "one FILE only");
-    }
-
-    p = al_ctl_load(argv[1], NULL, &rc);
+    p = al_ctl_load_only(argc, argv, "routes", &rc);
     if (p == NULL) {
-        return 2;
+        return rc;
     }
 
     printf("%-24s %-10s %-32s %-20s %-8s %s\n", "ROUTE", "METHODS", "PATH",
@@ -1846,32 +1871,15 @@ al_ctl_routes(int argc, char **argv)
 static int
 al_ctl_sinks(int argc, char **argv)
 {
-    int                  rc, a;
+    int                  rc;
     size_t               i;
     al_str_t             h;
     al_policy_t         *p;
     const al_sink_t     *s;
-    const al_ctl_cmd_t  *cmd;
 
-    cmd = al_ctl_cmd("sinks");
-    if (al_ctl_help_only(argc, argv, cmd)) {
-        return 0;
-    }
-
-    for (a = 1; a < argc; a++) {
-        if (al_ctl_option(argv[a])) {
-            return al_ctl_bad(cmd, "unknown option \"%s\"", argv[a]);
-        }
-    }
-
-    if (argc != 2) {
-        return al_ctl_bad(cmd, argc < 2 ? "no FILE given"
-                                        : "one FILE only");
-    }
-
-    p = al_ctl_load(argv[1], NULL, &rc);
+    p = al_ctl_load_only(argc, argv, "sinks", &rc);
     if (p == NULL) {
-        return 2;
+        return rc;
     }
 
     for (i = 0; i < p->nsinks; i++) {
