@@ -132,11 +132,13 @@ static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
 static int al_llm_req_urls(al_llm_rq_t *rq);
 static int al_llm_req_stored(al_llm_rq_t *rq);
-static const char *al_llm_stored_find(json_t *v, unsigned depth);
+static const char *al_llm_json_find(json_t *v, unsigned depth,
+    const char *(*here)(json_t *obj));
+static const char *al_llm_stored_here(json_t *obj);
 static const char *al_llm_stored_tool(json_t *tool);
 static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
-static const char *al_llm_url_find(json_t *v, unsigned depth);
+static const char *al_llm_url_here(json_t *obj);
 static int al_llm_url_remote(json_t *v);
 static int al_llm_url_ref(json_t *v);
 static int al_llm_req_member(al_llm_rq_t *rq, unsigned id, unsigned family,
@@ -3159,7 +3161,7 @@ al_llm_req_urls(al_llm_rq_t *rq)
             v = json_object_get(root, members[i]);
 
             if (v != NULL) {
-                key = al_llm_url_find(v, 0);
+                key = al_llm_json_find(v, 0, al_llm_url_here);
             }
         }
 
@@ -3234,7 +3236,7 @@ al_llm_req_stored(al_llm_rq_t *rq)
             v = json_object_get(root, members[i]);
 
             if (v != NULL) {
-                key = al_llm_stored_find(v, 0);
+                key = al_llm_json_find(v, 0, al_llm_stored_here);
             }
         }
 
@@ -3274,10 +3276,14 @@ al_llm_req_stored(al_llm_rq_t *rq)
 }
 
 
-/* the key of the first id of a stored file in v, or NULL */
+/*
+ * The first value at any depth of v, arrays and objects, of which here()
+ * names a key: that key, or NULL.  here() looks at one object's members
+ * only; the walk goes into them after it.
+ */
 
 static const char *
-al_llm_stored_find(json_t *v, unsigned depth)
+al_llm_json_find(json_t *v, unsigned depth, const char *(*here)(json_t *obj))
 {
     size_t       i;
     json_t      *m;
@@ -3289,7 +3295,7 @@ al_llm_stored_find(json_t *v, unsigned depth)
 
     if (json_is_array(v)) {
         for (i = 0; i < json_array_size(v); i++) {
-            found = al_llm_stored_find(json_array_get(v, i), depth + 1);
+            found = al_llm_json_find(json_array_get(v, i), depth + 1, here);
 
             if (found != NULL) {
                 return found;
@@ -3303,7 +3309,33 @@ al_llm_stored_find(json_t *v, unsigned depth)
         return NULL;
     }
 
+    found = here(v);
+
+    if (found != NULL) {
+        return found;
+    }
+
     json_object_foreach(v, key, m) {
+        found = al_llm_json_find(m, depth + 1, here);
+
+        if (found != NULL) {
+            return found;
+        }
+    }
+
+    return NULL;
+}
+
+
+/* of an object's members, the key of an id of a stored file, or NULL */
+
+static const char *
+al_llm_stored_here(json_t *obj)
+{
+    json_t      *m;
+    const char  *key;
+
+    json_object_foreach(obj, key, m) {
         if (strcmp(key, "file_id") == 0 && json_is_string(m)
             && memchr(json_string_value(m), ':', json_string_length(m))
                == NULL)
@@ -3315,12 +3347,6 @@ al_llm_stored_find(json_t *v, unsigned depth)
             && json_array_size(m) > 0)
         {
             return "file_ids";
-        }
-
-        found = al_llm_stored_find(m, depth + 1);
-
-        if (found != NULL) {
-            return found;
         }
     }
 
@@ -3354,38 +3380,17 @@ al_llm_stored_tool(json_t *tool)
         return "container";
     }
 
-    return al_llm_stored_find(tool, 0);
+    return al_llm_json_find(tool, 0, al_llm_stored_here);
 }
 
 
-/* the key of the first input by URL in v, or NULL */
+/* of an object, the key of an input by URL in it, or NULL */
 
 static const char *
-al_llm_url_find(json_t *v, unsigned depth)
+al_llm_url_here(json_t *v)
 {
-    size_t       i;
     json_t      *m, *u, *t, *s;
-    const char  *key, *ukey, *name, *found;
-
-    if (depth > AL_JSON_DEPTH_MAX) {
-        return "the body";              /* the scan allows less */
-    }
-
-    if (json_is_array(v)) {
-        for (i = 0; i < json_array_size(v); i++) {
-            found = al_llm_url_find(json_array_get(v, i), depth + 1);
-
-            if (found != NULL) {
-                return found;
-            }
-        }
-
-        return NULL;
-    }
-
-    if (!json_is_object(v)) {
-        return NULL;
-    }
+    const char  *key, *ukey, *name;
 
     /* "image_url": U or {"url": U}, and the like, in any case */
 
@@ -3439,14 +3444,6 @@ al_llm_url_find(json_t *v, unsigned depth)
         && m != NULL && al_llm_url_remote(m))
     {
         return "url";
-    }
-
-    json_object_foreach(v, key, m) {
-        found = al_llm_url_find(m, depth + 1);
-
-        if (found != NULL) {
-            return found;
-        }
     }
 
     return NULL;
