@@ -1663,7 +1663,8 @@ ngx_http_airlock_conf_command(ngx_module_t *m, const char *name)
  * request with them in its buffers: it is made not dumpable (no core
  * file, no ptrace by the same user) unless "airlock_worker_dumpable on".
  * nginx itself makes workers dumpable before modules' init_process.
- * It also takes its regions of the shared log buffers.
+ * It also takes its regions of the shared log buffers, and the first
+ * worker of a new airlock_zone says in the journal that it is new.
  */
 
 ngx_int_t
@@ -1672,6 +1673,7 @@ ngx_http_airlock_init_process(ngx_cycle_t *cycle)
     ngx_http_airlock_main_conf_t  *amcf;
 
     ngx_http_airlock_logs_init_process(cycle);
+    ngx_http_airlock_log_zone(cycle);
 
     amcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_airlock_module);

@@ -1285,6 +1285,54 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 }
 
 
+/*
+ * airlock_zone was made anew (nginx started, or a reload renamed or
+ * resized it): the quarantines of the zone before are lifted, and
+ * alertd resolves their alerts.  One line, by the first worker of the
+ * cycle that made it:
+ *
+ *   {"type":"zone","time":"2026-11-30T03:40:00.123Z","zone":"airlock",
+ *    "state":"new"}
+ */
+
+void
+ngx_http_airlock_log_zone(ngx_cycle_t *cycle)
+{
+    ngx_http_airlock_line_t        line;
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return;
+    }
+
+    amcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_airlock_module);
+
+    if (amcf == NULL || amcf->zone == NULL || amcf->journal == NULL
+        || !ngx_http_airlock_zone_made(amcf->zone))
+    {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                  "airlock: airlock_zone \"%V\" is new: no client is "
+                  "quarantined", &amcf->zone->shm.name);
+
+    ngx_http_airlock_line_init(&line);
+
+    ngx_http_airlock_line_str(&line, "type", (u_char *) "zone", 4, 4);
+    ngx_http_airlock_line_time(&line, "time", ngx_http_airlock_wall_ms());
+    ngx_http_airlock_line_str(&line, "zone", amcf->zone->shm.name.data,
+                              amcf->zone->shm.name.len,
+                              NGX_HTTP_AIRLOCK_PATH_MAX);
+    ngx_http_airlock_line_str(&line, "state", (u_char *) "new", 3, 3);
+
+    ngx_http_airlock_line_write(&line, amcf->journal, 1, cycle->log);
+}
+
+
 /* "2026-11-30T03:40:00.123Z" of a wall clock time in ms */
 
 u_char *

@@ -474,6 +474,7 @@ void ngx_http_airlock_log_deny(ngx_http_request_t *r,
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_http_airlock_alert_t *alert);
 u_char *ngx_http_airlock_time(u_char *p, ngx_msec_t ms);
+void ngx_http_airlock_log_zone(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_airlock_request_id(ngx_http_request_t *r,
     ngx_str_t *id);
 
@@ -491,6 +492,7 @@ ngx_uint_t ngx_http_airlock_count(ngx_http_request_t *r,
 u_char *ngx_http_airlock_peer_text(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, u_char *p, u_char *last);
 ngx_int_t ngx_http_airlock_status_check(ngx_conf_t *cf);
+ngx_uint_t ngx_http_airlock_zone_made(ngx_shm_zone_t *shm_zone);
 
 void *ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name);
 char *ngx_http_airlock_conf_check(ngx_conf_t *cf,

@@ -48,9 +48,10 @@
 #define NGX_HTTP_AIRLOCK_STATUS_MAX   1000    /* nodes in a status answer */
 #define NGX_HTTP_AIRLOCK_STATUS_SCAN  4000    /* nodes it looks at */
 
-/* checked when a zone is reused: the layout of the nodes below */
+/* checked when a zone is reused: the layout of the nodes and head below */
 #define NGX_HTTP_AIRLOCK_ZONE_MAGIC                                         \
-    (0x416a0000 + sizeof(ngx_http_airlock_node_t))
+    (0x416a0000 + sizeof(ngx_http_airlock_node_t)                          \
+     + (sizeof(ngx_http_airlock_shctx_t) << 10))
 
 /* the first byte of a key */
 #define NGX_HTTP_AIRLOCK_KEY_CLIENT   0       /* a client, by name */
@@ -92,6 +93,8 @@ typedef struct {
     ngx_atomic_t                  quarantine_end;   /* the latest end of a
                                                        quarantine; read
                                                        without the lock */
+    ngx_atomic_t                  made;         /* 1: made anew, not yet
+                                                   said in the journal */
 } ngx_http_airlock_shctx_t;
 
 
@@ -251,6 +254,15 @@ ngx_http_airlock_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     zc->sh->magic = NGX_HTTP_AIRLOCK_ZONE_MAGIC;
     zc->sh->nodes = 0;
     zc->sh->quarantine_end = 0;
+
+    /*
+     * Every quarantine is lifted with the zone it was in: the first
+     * worker of the cycle says so in the journal
+     * (ngx_http_airlock_zone_made()).  Workers start only once the
+     * cycle did, so "nginx -t" and a reload that fails say nothing.
+     */
+
+    zc->sh->made = 1;
 
     len = sizeof(" in airlock_zone \"\"") + shm_zone->shm.name.len;
 
@@ -1201,4 +1213,24 @@ ngx_http_airlock_status_name(u_char *p, ngx_http_airlock_snap_t *s)
     *p++ = '"';
 
     return p;
+}
+
+
+/*
+ * Whether the zone was made anew and this process is the first to ask:
+ * it then writes the journal's line of it (ngx_http_airlock_log_zone()).
+ */
+
+ngx_uint_t
+ngx_http_airlock_zone_made(ngx_shm_zone_t *shm_zone)
+{
+    ngx_http_airlock_zone_ctx_t  *zc;
+
+    zc = shm_zone->data;
+
+    if (zc == NULL || zc->sh == NULL) {
+        return 0;
+    }
+
+    return ngx_atomic_cmp_set(&zc->sh->made, 1, 0) ? 1 : 0;
 }
