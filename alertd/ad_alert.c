@@ -14,6 +14,10 @@
  * that must have a form (id, time, kind, severity, quarantine_until) are
  * refused with one.
  *
+ * A line of type "zone" with "state":"new" says that nginx made its deny
+ * zone (airlock_zone) anew at its "time": every quarantine was lifted
+ * then (ad_lift.c).
+ *
  * The kind "alerts_dropped" is alertd's own (ad_outbox_report): it is
  * read back from the outbox, never taken from the journal, where it would
  * be a line telling the operator of a loss that did not happen.
@@ -34,6 +38,8 @@ static int ad_json_string(const json_t *o, const char *name, int required,
     char *why, size_t whysize);
 static int ad_json_uint(const json_t *o, const char *name, int64_t *v,
     char *why, size_t whysize);
+static ad_line_t ad_zone_parse(const json_t *o, ad_alert_t *a, char *why,
+    size_t whysize);
 static int ad_id_valid(const char *id);
 static size_t ad_utf8_cut(const char *s, size_t len, size_t max);
 static int ad_set(json_t *o, const char *name, json_t *v);
@@ -104,6 +110,12 @@ ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
             rc = AD_LINE_BAD;
         }
 
+        /* alertd's own mark, never the journal's */
+        a->lifted = 0;
+
+    } else if (strcmp(type, "zone") == 0) {
+        rc = ad_zone_parse(o, a, why, whysize);
+
     } else if (strcmp(type, "deny") == 0) {
         rc = AD_LINE_DENY;
 
@@ -131,6 +143,43 @@ ad_alert_parse_line(const char *line, size_t len, ad_alert_t *a, char *why,
  * cut short before it may hold any number.  The nginx module escapes
  * every '"' of a string, so a client's bytes cannot make such a start.
  */
+
+/* a zone line: AD_LINE_ZONE, with a->time, when it was made anew */
+
+static ad_line_t
+ad_zone_parse(const json_t *o, ad_alert_t *a, char *why, size_t whysize)
+{
+    int          present;
+    const char  *state;
+
+    memset(a, 0, sizeof(ad_alert_t));
+
+    state = json_string_value(json_object_get(o, "state"));
+
+    if (state == NULL || strcmp(state, "new") != 0) {
+        (void) snprintf(why, whysize, "type \"zone\" of state \"%.32s\"",
+                        state != NULL ? state : "");
+        return AD_LINE_OTHER;
+    }
+
+    if (ad_json_string(o, "time", 1, 0, a->time, sizeof(a->time), NULL,
+                       &present, why, whysize) != 0)
+    {
+        return AD_LINE_BAD;
+    }
+
+    if (ad_time_parse(a->time, &a->time_ms) != 0) {
+        (void) snprintf(why, whysize, "\"time\" is not an RFC 3339 time");
+        return AD_LINE_BAD;
+    }
+
+    /* its name, to log; a long one is cut */
+    (void) ad_json_string(o, "zone", 0, 1, a->reason, sizeof(a->reason),
+                          &a->reason_len, &present, why, whysize);
+
+    return AD_LINE_ZONE;
+}
+
 
 size_t
 ad_alert_resync(const char *line, size_t len)
@@ -310,6 +359,25 @@ ad_alert_from_json(const json_t *o, ad_alert_t *a, char *why,
         return -1;
     }
     a->folded = json_is_true(v);
+
+    if (ad_json_string(o, "lifted", 0, 1, a->lifted_time,
+                       sizeof(a->lifted_time), NULL, &present, why, whysize)
+        != 0)
+    {
+        return -1;
+    }
+
+    if (present) {
+        if (a->kind != AD_KIND_QUARANTINE
+            || ad_time_parse(a->lifted_time, &a->lifted_ms) != 0)
+        {
+            (void) snprintf(why, whysize, "\"lifted\" is not an RFC 3339 "
+                            "time of a quarantine");
+            return -1;
+        }
+
+        a->lifted = 1;
+    }
 
     if (a->kind == AD_KIND_DROPPED) {
         v = json_object_get(o, "dropped");
@@ -622,6 +690,10 @@ ad_alert_to_json(const ad_alert_t *a)
         rc |= ad_set(o, "folded", json_true());
     }
 
+    if (a->lifted) {
+        rc |= ad_set(o, "lifted", json_string(a->lifted_time));
+    }
+
     if (a->kind == AD_KIND_DROPPED) {
         rc |= ad_set(o, "dropped", ad_dropped_to_json(&a->dropped));
     }
@@ -683,7 +755,13 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
         (void) snprintf(who, sizeof(who), "an unidentified client");
     }
 
-    if (a->folded) {
+    if (a->lifted) {
+        (void) snprintf(summary, sizeof(summary),
+                        "%s let in again at %s: nginx made its deny zone "
+                        "anew, which lifts every quarantine (%s)",
+                        who, a->lifted_time, reason);
+
+    } else if (a->folded) {
         (void) snprintf(summary, sizeof(summary),
                         "%s: %lld more %s alerts in %llds (%s)", who,
                         (long long) a->count,
@@ -737,6 +815,10 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
 
     if (a->has_until) {
         rc |= ad_set(ann, "quarantine_until", json_string(a->until));
+    }
+
+    if (a->lifted) {
+        rc |= ad_set(ann, "lifted", json_string(a->lifted_time));
     }
 
     return ad_am_alert(a, repeat_ms, labels, ann, rc);
@@ -800,6 +882,24 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
 
         if (until > end) {
             end = until;
+        }
+    }
+
+    /*
+     * Lifted when nginx made its deny zone anew: resolved then, or now
+     * if that time is ahead of our clock; never before its start, which
+     * Alertmanager would refuse.
+     */
+
+    if (a->lifted) {
+        end = a->lifted_ms;
+
+        if (end > now + AD_CLOCK_SLACK) {
+            end = now;
+        }
+
+        if (end < start) {
+            end = start;
         }
     }
 

@@ -82,6 +82,7 @@ typedef struct {
     ad_state_t       state;
     ad_outbox_t      outbox;
     ad_groups_t      groups;
+    ad_lifts_t       lifts;
     ad_journal_t    *journal;
     ad_deliver_t     deliver;
     int              sfd;
@@ -667,6 +668,11 @@ ad_init(ad_ctx_t *ctx)
                                                      : ctx->outbox.errnum);
     }
 
+    if (ad_lift_load(&ctx->lifts, ctx->state.fd) != 0) {
+        ad_sinks_free(sinks, nsinks);
+        return 1;
+    }
+
     ctx->journal = malloc(sizeof(ad_journal_t));
     if (ctx->journal == NULL) {
         ad_sinks_free(sinks, nsinks);
@@ -1205,7 +1211,7 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off, int cut)
     ad_ctx_t    *ctx;
     ad_line_t    rc;
     ad_alert_t   a;
-    char         why[256];
+    char         why[256], zone[AD_SHOW_MAX];
 
     ctx = data;
 
@@ -1272,6 +1278,19 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off, int cut)
         ctx->changed = 1;
         break;
 
+    case AD_LINE_ZONE:
+        ad_log(AD_LOG_INFO, "journal offset %lld: nginx made its deny zone "
+               "%s anew at %s: the quarantines it held are lifted",
+               (long long) off, ad_field_show(zone, sizeof(zone), a.reason,
+                                              a.reason_len), a.time);
+
+        if (ad_lift_zone(&ctx->lifts, &a, ad_emit, ctx) != 0) {
+            return -1;
+        }
+
+        ctx->changed = 1;
+        break;
+
     case AD_LINE_DENY:
         break;
 
@@ -1296,7 +1315,7 @@ static int
 ad_emit(void *data, const ad_alert_t *a)
 {
     int               rc;
-    size_t            i, n[4];
+    size_t            i, n[4], am;
     ad_ctx_t         *ctx;
     const char       *what;
     const ad_sink_t  *s;
@@ -1309,9 +1328,18 @@ ad_emit(void *data, const ad_alert_t *a)
     n[AD_OUTBOX_FOLDED] = 0;
     n[AD_OUTBOX_DROPPED] = 0;
     n[AD_OUTBOX_BLOCKED] = 0;
+    am = 0;
 
     for (i = 0; i < ctx->deliver.nsinks; i++) {
         s = &ctx->deliver.sinks[i];
+
+        if (s->kind == AL_SINK_ALERTMANAGER) {
+            am++;
+
+        } else if (a->lifted) {
+            /* a webhook is told of alerts raised only */
+            continue;
+        }
 
         rc = ad_outbox_add(&ctx->outbox, a, s->kind, s->key, s->url);
         if (rc < 0) {
@@ -1325,11 +1353,20 @@ ad_emit(void *data, const ad_alert_t *a)
 
     ad_outbox_count(&ctx->outbox, a, 1);
 
+    /* resolved early if nginx makes its deny zone anew (ad_lift.c) */
+
+    if (am > 0) {
+        ad_lift_add(&ctx->lifts, a, ctx->wall_ms);
+    }
+
     ctx->changed = 1;
     ctx->round_alerts++;
 
     if (ctx->deliver.nsinks == 0) {
         what = "no sinks for";
+
+    } else if (a->lifted && am == 0) {
+        what = "no Alertmanager sink for";
     } else if (n[AD_OUTBOX_QUEUED] > 0) {
         what = "queued";
     } else if (n[AD_OUTBOX_FOLDED] > 0) {
@@ -1353,7 +1390,8 @@ ad_emit(void *data, const ad_alert_t *a)
     }
 
     ad_log(AD_LOG_INFO, "%s %salert %s: %s, client %s%s%s, reason %s, "
-           "count %lld%s", what, a->folded ? "folded " : "", a->id,
+           "count %lld%s", what,
+           a->lifted ? "lifted " : (a->folded ? "folded " : ""), a->id,
            ad_alert_kind_name(a->kind),
            a->has_client
            ? ad_field_show(client, sizeof(client), a->client, a->client_len)
@@ -1392,6 +1430,16 @@ ad_persist(ad_ctx_t *ctx, int force)
     }
 
     ad_fail_over(&ctx->sync_fail, "syncing %s/outbox", ctx->state_path);
+
+    /* before the position: a crash reads the quarantine lines again */
+
+    if (ad_lift_save(&ctx->lifts, ctx->state.fd) != 0) {
+        ad_fail(&ctx->lifts.save_fail, AD_LOG_ERR, "cannot save %s/lifts: "
+                "%s", ctx->state_path, strerror(errno));
+        return -1;
+    }
+
+    ad_fail_over(&ctx->lifts.save_fail, "saving %s/lifts", ctx->state_path);
 
     if (!ctx->changed
         && !(ctx->moved
@@ -1450,6 +1498,7 @@ ad_cleanup(ad_ctx_t *ctx)
 
     ad_outbox_close(&ctx->outbox);
     ad_group_free(&ctx->groups);
+    ad_lift_free(&ctx->lifts);
     ad_state_close(&ctx->state);
 
     if (ctx->sfd != -1) {

@@ -10,6 +10,8 @@
  *                 position and groups (a snapshot and a change log)
  *   ad_outbox.c   one durable file per pending (alert, sink), bounded
  *                 per sink; what a full one drops is counted
+ *   ad_lift.c     the quarantines sent to Alertmanager that still run,
+ *                 resolved when nginx's deny zone is made anew
  *   ad_deliver.c  sinks, signing, libcurl multi transfers, backoff
  *
  * See docs/alerts.md for what goes over the wire and what is on disk.
@@ -96,6 +98,10 @@
 #define AD_PRINT_HASH          32       /* SHA-256 of those bytes */
 #define AD_OUTBOX_DEFAULT      10000    /* alerts queued per sink */
 #define AD_OUTBOX_LIMIT        1000000  /* the most --outbox-max takes */
+#define AD_LIFT_MAX            1024     /* quarantines kept to resolve
+                                           when the deny zone goes */
+#define AD_LIFT_KEEP           (24 * 3600 * 1000)  /* ms one is kept
+                                           after its quarantine_until */
 
 
 /* logging and time (ad_log.c) */
@@ -182,6 +188,12 @@ typedef struct {
     unsigned         has_until:1;
     unsigned         has_peer:1;
     unsigned         folded:1;
+    unsigned         lifted:1;              /* a quarantine resolved at
+                                               lifted_ms: its zone was
+                                               made anew (ad_lift.c);
+                                               never from the journal */
+    int64_t          lifted_ms;
+    char             lifted_time[AD_TIME_MAX];
     /*
      * client, peer, reason, route and sample are the journal's bytes and
      * may hold a NUL (\u0000): each has its length, and is compared and
@@ -207,6 +219,8 @@ typedef struct {
 typedef enum {
     AD_LINE_ALERT = 0,
     AD_LINE_DENY,
+    AD_LINE_ZONE,                           /* nginx made its deny zone
+                                               anew: a->time is when */
     AD_LINE_OTHER,                          /* a type we do not deliver */
     AD_LINE_BAD
 } ad_line_t;
@@ -293,6 +307,26 @@ int ad_group_delta_to_json(const ad_groups_t *gs, json_t **groups,
 void ad_group_held(const ad_groups_t *gs, size_t *dirty, size_t *closed);
 void ad_group_saved(ad_groups_t *gs);
 void ad_group_free(ad_groups_t *gs);
+
+
+/* quarantines to resolve when the deny zone goes (ad_lift.c) */
+
+typedef struct {
+    ad_alert_t      *a;                     /* the latest sent of each
+                                               (client, peer, route,
+                                               reason, severity) */
+    size_t           n;
+    unsigned         dirty:1;               /* changed since the last
+                                               save */
+    ad_fail_t        save_fail;
+} ad_lifts_t;
+
+int ad_lift_load(ad_lifts_t *ls, int dirfd);
+void ad_lift_add(ad_lifts_t *ls, const ad_alert_t *a, int64_t now_ms);
+int ad_lift_zone(ad_lifts_t *ls, const ad_alert_t *zone, ad_emit_pt emit,
+    void *data);
+int ad_lift_save(ad_lifts_t *ls, int dirfd);
+void ad_lift_free(ad_lifts_t *ls);
 
 
 /* the state directory (ad_state.c) */
