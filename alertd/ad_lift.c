@@ -254,7 +254,9 @@ ad_lift_save(ad_lifts_t *ls, int dirfd)
     rc = ad_file_replace(dirfd, AD_LIFT_FILE, text, strlen(text));
     free(text);
 
-    if (rc != 0) {
+    /* the rename is durable before the position that follows it */
+
+    if (rc != 0 || ad_fsync_dir(dirfd) != 0) {
         return -1;
     }
 

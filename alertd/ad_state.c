@@ -12,6 +12,8 @@
  *                   again, the groups that changed and the keys of those
  *                   closed
  *   STATE/outbox/   one file per pending (alert, sink), see ad_outbox.c
+ *   STATE/lifts     the quarantines sent to Alertmanager, resolved if
+ *                   nginx makes its deny zone anew, see ad_lift.c
  *
  * Files are replaced atomically: written to ".tmp-NAME", fsync()ed,
  * renamed over NAME, and the directory fsync()ed by the caller once per
