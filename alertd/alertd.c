@@ -1364,7 +1364,6 @@ ad_emit(void *data, const ad_alert_t *a)
 
     if (ctx->deliver.nsinks == 0) {
         what = "no sinks for";
-
     } else if (a->lifted && am == 0) {
         what = "no Alertmanager sink for";
     } else if (n[AD_OUTBOX_QUEUED] > 0) {
