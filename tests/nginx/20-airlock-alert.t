@@ -65,7 +65,7 @@ sub get {
 }
 
 # the deny and alert lines: not the zone line of nginx's start
-# (tests/nginx/201-airlock-zone-new.t)
+# (tests/nginx/210-airlock-zone-new.t)
 sub journal {
     my $text = $t->read_file('journal.log') // '';
     return grep { $_->{type} ne 'zone' }

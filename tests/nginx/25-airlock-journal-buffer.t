@@ -38,7 +38,7 @@ plan tests => 12;
 my $json = JSON::PP->new->utf8;
 
 # the deny and alert lines: the zone line a worker writes when it
-# starts (tests/nginx/201-airlock-zone-new.t) is not buffered
+# starts (tests/nginx/210-airlock-zone-new.t) is not buffered
 sub journal {
     my $text = $t->read_file('journal.log') // '';
     return grep { $_->{type} ne 'zone' }

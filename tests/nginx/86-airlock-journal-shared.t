@@ -50,7 +50,7 @@ sub journal {
 
     for (;;) {
         my $text = $t->read_file('journal.log') // '';
-        # not the zone line of nginx's start (201-airlock-zone-new.t)
+        # not the zone line of nginx's start (210-airlock-zone-new.t)
         @j = grep { $_->{type} ne 'zone' }
              map { $json->decode($_) } grep { length } split /\n/, $text;
         last if @j >= $want || time > $deadline;
