@@ -44,6 +44,7 @@ use POSIX qw(WNOHANG);
 use Test::More ();
 
 use lib dirname(__FILE__) . "/../../lib";
+use Airlock::Port ();
 use Airlock::Prereq ();
 use Time::HiRes qw(sleep time);
 
@@ -176,12 +177,7 @@ sub policy {
 
 
 sub free_port {
-    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0,
-                                  Proto => 'tcp', ReuseAddr => 1)
-        or die "cannot bind a loopback port: $!";
-    my $p = $s->sockport;
-    close $s;
-    return $p;
+    return Airlock::Port::free_port();
 }
 
 

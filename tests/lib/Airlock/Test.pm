@@ -45,6 +45,7 @@ package Airlock::Test;
 use strict;
 use warnings;
 
+use Airlock::Port ();
 use Cwd qw(abs_path);
 use Exporter qw(import);
 use File::Basename qw(dirname);
@@ -222,17 +223,10 @@ sub port {
 
 sub _free_port {
     my ($self) = @_;
+    my $p = Airlock::Port::free_port();
 
-    for (1 .. 100) {
-        my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1',
-                                      LocalPort => 0, Proto => 'tcp')
-            or die "cannot bind a loopback port: $!";
-        my $p = $s->sockport;
-        close $s;
-        return $p unless $self->{used}{$p}++;
-    }
-
-    die "no free loopback port";
+    $self->{used}{$p}++;
+    return $p;
 }
 
 
