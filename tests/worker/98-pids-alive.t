@@ -68,9 +68,12 @@ sub wait_for {
     return undef;
 }
 
-$w->add_job(job_id => 'alive', limits => { pids => 16 }, script => <<'PY');
+# the wall time counts the frozen time too, and freezing a sandbox of
+# gVisor's threads, on a loaded machine, can take seconds: a minute
+$w->add_job(job_id => 'alive', limits => { pids => 16, wall_ms => 60000 },
+            script => <<'PY');
 import os, sys, time
-for _ in range(600):
+for _ in range(1100):
     if os.path.exists("/app/data/go"):
         break
     time.sleep(0.05)
