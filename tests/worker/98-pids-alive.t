@@ -90,9 +90,16 @@ my $pids = $frz && "/sys/fs/cgroup/pids/$root/" . (split m{/}, $frz)[-1];
 my $data = $frz && "$t->{testdir}/work/jobs/" . (split m{/}, $frz)[-1]
                    . '/data';
 
+# a v1 freezer cgroup can stay FREEZING when a task escaped the first
+# pass (a thread the sandbox was making): writing FROZEN again makes the
+# kernel try again, so it is written on every poll until it holds
 my $frozen = $frz && put("$frz/freezer.state", 'FROZEN')
              && wait_for($frz, sub {
-                    (slurp("$_[0]/freezer.state") // '') =~ /^FROZEN/ });
+                    my $s = slurp("$_[0]/freezer.state") // '';
+                    return 1 if $s =~ /^FROZEN/;
+                    put("$_[0]/freezer.state", 'FROZEN');
+                    return 0;
+                });
 
 # a fork refused by the job's pids.max, from a process of the test's in
 # the job's pids cgroup (and in no freezer cgroup of the job's)
