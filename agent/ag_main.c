@@ -57,6 +57,7 @@
 
 
 volatile sig_atomic_t  ag_stopping;
+volatile sig_atomic_t  ag_left;
 
 
 /* a connection's process, and its peer's uid */
@@ -83,6 +84,7 @@ static int ag_load_tools(ag_conf_t *conf);
 static int ag_listen(const ag_conf_t *conf);
 static void ag_sigchld(int signo);
 static void ag_sigterm(int signo);
+static void ag_sigleft(int signo);
 static long ag_reap(ag_child_t *kids, long children);
 static long ag_user_children(const ag_conf_t *conf, const ag_child_t *kids,
     long children, int fd, uid_t *uid);
@@ -299,6 +301,10 @@ main(int argc, char **argv)
             sa.sa_flags = 0;
             sigaction(SIGTERM, &sa, NULL);
 
+            /* its client hung up (the lock's keeper watches): the same */
+            sa.sa_handler = ag_sigleft;
+            sigaction(SIGUSR1, &sa, NULL);
+
             sigprocmask(SIG_UNBLOCK, &chld, NULL);
             close(lfd);
             ag_serve(&conf, cfd);
@@ -337,6 +343,24 @@ ag_sigterm(int signo)
 {
     (void) signo;
 
+    ag_stopping = 1;
+}
+
+
+/*
+ * A run's client hung up (ag_session_keep() tells): the run ends as at a
+ * stop, at once, not when what it waits for comes or its wall time runs
+ * out.  Its process held one of --max-connections meanwhile, and the
+ * --api-peer's users, whom nginx counts only while they are connected,
+ * could ask and hang up until they held every one.
+ */
+
+static void
+ag_sigleft(int signo)
+{
+    (void) signo;
+
+    ag_left = 1;
     ag_stopping = 1;
 }
 
@@ -2003,7 +2027,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     }
 
     /* the lock holds as long as this process lives, past the lease */
-    keeper = ag_session_keep(conf, session, lock);
+    keeper = ag_session_keep(conf, session, lock, fd);
 
     if (conf->sandbox != NULL) {
         ag_jobs_sweep(&run);

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <sys/prctl.h>
 #include <sys/select.h>
@@ -87,7 +88,7 @@ static int ag_job_added(ag_run_t *run, const char *record, char *entry,
 static int ag_job_find(ag_run_t *run, const char *record, char *entry,
     size_t esize);
 static void ag_session_keeper(ag_conf_t *conf, const char *id,
-    const char *owner, pid_t run);
+    const char *owner, pid_t run, int client);
 static char *ag_session_text(json_t *session, char *err, size_t size);
 static int ag_session_key(redisContext *c, unsigned char *key, char *err,
     size_t size);
@@ -1130,11 +1131,14 @@ ag_session_tag(const unsigned char *key, const char *owner,
  * It dies with the run's process, takes the lock again when Redis lost
  * it and no other run holds it, and ends when another run's is there;
  * then the run does not store the session either.
+ * It also watches the run's client (the connection, client): once that
+ * has hung up, it tells the run (SIGUSR1), which ends as at a stop.
  * Returns the keeper's pid, or -1 (the lease alone then holds it).
  */
 
 pid_t
-ag_session_keep(ag_conf_t *conf, const char *id, const char *owner)
+ag_session_keep(ag_conf_t *conf, const char *id, const char *owner,
+    int client)
 {
     pid_t  run, pid;
 
@@ -1144,7 +1148,7 @@ ag_session_keep(ag_conf_t *conf, const char *id, const char *owner)
 
     if (pid == 0) {
         signal(SIGTERM, SIG_DFL);           /* the run's handler is not */
-        ag_session_keeper(conf, id, owner, run);
+        ag_session_keeper(conf, id, owner, run, client);
         _exit(0);
     }
 
@@ -1169,15 +1173,27 @@ ag_session_keep_end(pid_t keeper)
 
 static void
 ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
-    pid_t run)
+    pid_t run, int client)
 {
+    int             rc;
     char            err[256];
+    int64_t         beat, left;
     redisReply     *r;
     redisContext   *c;
-    struct timeval  tv;
+    struct pollfd   pfd;
 
-    /* nothing of the run's: its client, its Redis connection */
-    closefrom(STDERR_FILENO + 1);
+    /*
+     * Nothing of the run's but its client, watched, never read or
+     * written: its Redis connection, the rest.  The client is fd 3 here
+     * (the run's process has its own; its connection ends with both).
+     */
+    if (client != STDERR_FILENO + 1) {
+        if (dup2(client, STDERR_FILENO + 1) == -1) {
+            return;
+        }
+    }
+
+    closefrom(STDERR_FILENO + 2);
 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != run) {
         return;
@@ -1185,10 +1201,34 @@ ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
 
     c = NULL;
 
+    /*
+     * A hang-up is POLLHUP (the client closed, or shut down both ways)
+     * or POLLERR (it closed with the run's events unread).  A client
+     * that only shut its writing side down still reads: no hang-up.
+     */
+    pfd.fd = STDERR_FILENO + 1;
+    pfd.events = 0;
+
+    beat = ag_now_ms() + AG_LOCK_KEEP_MS;
+
     for ( ;; ) {
-        tv.tv_sec = AG_LOCK_KEEP_MS / 1000;
-        tv.tv_usec = (AG_LOCK_KEEP_MS % 1000) * 1000;
-        select(0, NULL, NULL, NULL, &tv);
+        left = beat - ag_now_ms();
+
+        if (left > 0) {
+            pfd.revents = 0;
+            rc = poll(&pfd, 1, (int) left);
+
+            if (rc == 1 && (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)))
+            {
+                kill(run, SIGUSR1);
+                pfd.fd = -1;                /* told once; the lock is
+                                               kept until the store */
+            }
+
+            continue;
+        }
+
+        beat = ag_now_ms() + AG_LOCK_KEEP_MS;
 
         if (getppid() != run) {
             break;

@@ -41,6 +41,9 @@
                                    the proxy's or a worker's answer */
 #define AG_RESULT_SLACK  (64 * 1024)    /* bytes of a job's result read
                                            past what the run may show */
+#define AG_NO_RESULT_STOP  (ag_left ? "no result: the run ended first, "   \
+                                      "its client gone"                     \
+                                    : "no result: the agent stopped first")
 
 
 
@@ -805,8 +808,8 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         if (ag_stopping) {
             free(sig);
             ag_http_free(&h);
-            ag_tool_message(run, id, route->name.data, "no result: the "
-                            "agent stopped first", 0);
+            ag_tool_message(run, id, route->name.data, AG_NO_RESULT_STOP,
+                            0);
             return 0;
         }
 
@@ -1163,8 +1166,7 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
                                        "job_id", job_id, "status",
                                        "no result", "withdrawn",
                                        withdrawn));
-        ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "no result: the agent "
-                        "stopped first", 0);
+        ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, AG_NO_RESULT_STOP, 0);
         return 0;
     }
 
@@ -1757,6 +1759,16 @@ ag_wall_stop(ag_run_t *run)
 static void
 ag_stopped(ag_run_t *run)
 {
+    if (ag_left) {
+        /* for the run's record: its client is gone */
+        run->client_gone = 1;
+        ag_event(run, "error", json_pack("{s:s, s:s}", "code",
+                                         "client_gone", "message",
+                                         "the client hung up: the run "
+                                         "ended before its answer"));
+        return;
+    }
+
     ag_event(run, "error", json_pack("{s:s, s:s}", "code", "stopped",
                                      "message", "the agent is stopping: "
                                      "the run ended before its answer; "

@@ -185,7 +185,9 @@ typedef struct {
 
 
 /* ag_main.c */
-extern volatile sig_atomic_t  ag_stopping;  /* a run's SIGTERM came */
+extern volatile sig_atomic_t  ag_stopping;  /* a run's SIGTERM came, or
+                                               its client hung up */
+extern volatile sig_atomic_t  ag_left;      /* its client hung up */
 
 int64_t ag_now_ms(void);
 int ag_random_hex(char *out, size_t hexlen);
@@ -238,7 +240,8 @@ int ag_session_made(redisContext *c, const char *id, const char *owner,
     char *err, size_t size);
 int ag_session_lock(redisContext *c, const char *id, const char *owner,
     long ttl, char *err, size_t size);
-pid_t ag_session_keep(ag_conf_t *conf, const char *id, const char *owner);
+pid_t ag_session_keep(ag_conf_t *conf, const char *id, const char *owner,
+    int client);
 void ag_session_keep_end(pid_t keeper);
 void ag_session_unlock(redisContext *c, const char *id, const char *owner);
 int ag_redis_revive(ag_run_t *run, char *err, size_t size);

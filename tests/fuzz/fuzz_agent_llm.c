@@ -54,6 +54,7 @@ typedef struct {
 
 
 volatile sig_atomic_t  ag_stopping;
+volatile sig_atomic_t  ag_left;
 
 static fuzz_result_t  *fuzz_current;
 

@@ -40,6 +40,7 @@ static const char  fuzz_boundary[] = "0123456789abcdef0123456789abcdef";
 /* what the agent's ag_main.c gives ag_run.c; none of it is reached here */
 
 volatile sig_atomic_t  ag_stopping;
+volatile sig_atomic_t  ag_left;
 
 
 int64_t
