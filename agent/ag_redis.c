@@ -1175,7 +1175,7 @@ static void
 ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
     pid_t run, int client)
 {
-    int             rc;
+    int             rc, watch;
     char            err[256];
     int64_t         beat, left;
     redisReply     *r;
@@ -1185,15 +1185,16 @@ ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
     /*
      * Nothing of the run's but its client, watched, never read or
      * written: its Redis connection, the rest.  The client is fd 3 here
-     * (the run's process has its own; its connection ends with both).
+     * (the run's process has its own; its connection ends with both);
+     * one that cannot be is not watched, the lock kept all the same.
      */
-    if (client != STDERR_FILENO + 1) {
-        if (dup2(client, STDERR_FILENO + 1) == -1) {
-            return;
-        }
+    watch = STDERR_FILENO + 1;
+
+    if (client != watch && dup2(client, watch) != watch) {
+        watch = -1;
     }
 
-    closefrom(STDERR_FILENO + 2);
+    closefrom(watch != -1 ? watch + 1 : STDERR_FILENO + 1);
 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != run) {
         return;
@@ -1206,7 +1207,7 @@ ag_session_keeper(ag_conf_t *conf, const char *id, const char *owner,
      * or POLLERR (it closed with the run's events unread).  A client
      * that only shut its writing side down still reads: no hang-up.
      */
-    pfd.fd = STDERR_FILENO + 1;
+    pfd.fd = watch;
     pfd.events = 0;
 
     beat = ag_now_ms() + AG_LOCK_KEEP_MS;

@@ -19,6 +19,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
+use IO::Socket::INET;
 use IO::Socket::UNIX;
 use JSON::PP;
 use Socket qw(SOCK_STREAM);
@@ -37,11 +38,13 @@ my $a = AgentTest->new;
 my $t = $a->t;
 my $d = $t->testdir;
 
-# root plays nginx: every request names the user it authenticated
+# root plays nginx: every request names the user it authenticated (and
+# nginx's /api/ names the one the test's header says)
 $a->setup(agent => [ '--max-connections', 2, '--api-peer', 'root',
-                     '--job-wall', 60000 ]);
+                     '--job-wall', 60000 ],
+          api => 'proxy_set_header X-Airlock-User $http_x_test_user;');
 
-plan tests => 17;
+plan tests => 20;
 
 $SIG{PIPE} = 'IGNORE';
 my $sock = $a->{agents}{a}{sock};
@@ -162,6 +165,27 @@ my ($job) = grep { $_->{type} eq 'job' } @{($h->{runs}[0] // {})->{events}
                                            // []};
 is_deeply([ map { ($job // {})->{$_} } qw(status withdrawn) ],
           [ 'no result', JSON::PP::true ], 'job: its event stored');
+
+# ---- through nginx's /api/ --------------------------------------------------
+
+# nginx closes its connection to the agent when its client goes
+$a->script({ pieces => [ 'late' ], wait_file => "$d/never" });
+my $before = scalar($a->provider_requests);
+my $body = encode_json({ prompt => 'through nginx, then gone' });
+$s = IO::Socket::INET->new(PeerAddr => '127.0.0.1:' . $t->port(8080))
+    or die "connect: $!\n";
+print {$s} "POST /api/v1/sessions/gone4/ask HTTP/1.1\r\nHost: a\r\n"
+           . "X-Test-User: mallory\r\n"
+           . "Content-Length: " . length($body) . "\r\n"
+           . "Connection: close\r\n\r\n$body";
+ok(wait_until(sub { scalar($a->provider_requests) > $before }),
+   'api: the run waits for the model');
+close $s;
+
+ok(wait_until(sub { children() == 0 }),
+   'api: the run ends once its client is gone');
+$h = history('mallory', 'gone4');
+is(($h->{runs}[0] // {})->{outcome}, 'error', 'api: the question stored');
 
 # a client that has sent its request and shut its writing side still
 # reads its answer: that is no hang-up
