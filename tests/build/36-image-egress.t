@@ -242,9 +242,11 @@ sub in_netns {
            . "&& sysctl -q -w net.ipv4.ip_unprivileged_port_start=0") == 0
         or die "ip: $?";
     system('nft', '-f', $rules) == 0 or die "nft -f $rules: $?";
-    # alertd's sinks into the rule's sets, as the image does
-    system("PATH=$t/bin:\$PATH sh $top/appliance-image/root/usr/lib/airlock/"
-           . "alertd-egress $t/policy.yaml >&2") == 0
+    # alertd's sinks into the rule's sets, as the image does (what it
+    # keeps, in a directory of the test's own)
+    system("RUNTIME_DIRECTORY=$t/run PATH=$t/bin:\$PATH "
+           . "sh $top/appliance-image/root/usr/lib/airlock/"
+           . "alertd-egress --alertd $t/policy.yaml >&2") == 0
         or die "alertd-egress: $?";
 
     for my $k (sort keys %target) {

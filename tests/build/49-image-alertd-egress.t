@@ -14,8 +14,10 @@
 #   away: what did resolve is added, and that is said, exit 0;
 # - a policy that does not load, or a rule that is not loaded (the
 #   fail-safe's), leaves the sets as they are, exit 1.
-# The image's units: the timer runs it each minute, alertd's drop-in
-# before alertd starts and at each reload, before alertd's own reload.
+# The image's units: the timer runs it each minute (the refill's unit),
+# alertd's drop-in before alertd starts and at each reload, before
+# alertd's own reload (with --alertd).  Its directory (RUNTIME_DIRECTORY)
+# is the test's own; what --alertd keeps there is tests/build/53.
 
 use strict;
 use warnings;
@@ -173,14 +175,20 @@ like($r{4} // '', qr/could not fill/, 'and that is said');
 
 # the image's units around it
 my $svc = slurp("$ov/etc/systemd/system/airlock-alertd-egress.service");
-like($svc, qr{^ExecStart=/usr/lib/airlock/alertd-egress
+like($svc, qr{^ExecStart=/usr/lib/airlock/alertd-egress\ --alertd
               \ /etc/airlock/policy\.yaml$}mx,
-     'airlock-alertd-egress.service runs it on the policy');
+     'airlock-alertd-egress.service runs it on the policy, as alertd\'s');
 like($svc, qr/^After=.*\bnftables\.service\b/m, 'after the egress rule loads');
 like($svc, qr/^CapabilityBoundingSet=CAP_NET_ADMIN$/m,
      'with CAP_NET_ADMIN alone');
 my $timer = slurp("$ov/etc/systemd/system/airlock-alertd-egress.timer");
 like($timer, qr/^OnUnitActiveSec=1min$/m, 'its timer: each minute');
+like($timer, qr/^Unit=airlock-alertd-egress-refill\.service$/m,
+     'the refill\'s run (alertd\'s sinks and the policy\'s both)');
+like(slurp("$ov/etc/systemd/system/airlock-alertd-egress-refill.service"),
+     qr{^ExecStart=/usr/lib/airlock/alertd-egress
+        \ /etc/airlock/policy\.yaml$}mx,
+     'which runs it on the policy');
 like(slurp("$ov/../configure-root.sh"), qr/\bairlock-alertd-egress\.timer\b/,
      'the image enables the timer');
 (my $drop = slurp("$ov/etc/systemd/system/airlock-alertd.service.d/"
@@ -220,7 +228,8 @@ sub in_netns {
         system("cp $t/step$n/hosts $t/hosts") == 0 or die;
         # the last step: the rule flushed (the fail-safe's instead)
         system('nft flush ruleset') if !-d "$t/step" . ($n + 1);
-        $out = `PATH=$t/bin:\$PATH sh $helper $t/step$n/policy.yaml 2>&1`;
+        $out = `RUNTIME_DIRECTORY=$t/run PATH=$t/bin:\$PATH \\
+                sh $helper $t/step$n/policy.yaml 2>&1`;
         $rc = $? >> 8;
         print "step $n\n$out", "rc $rc\n";
         for my $f (4, 6) {

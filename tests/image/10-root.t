@@ -190,7 +190,9 @@ for my $f (qw(/etc/systemd/resolved.conf.d/airlock.conf
               /etc/systemd/system/systemd-resolved.service.d/airlock.conf
               /etc/systemd/system/redis-server.service.d/airlock-hardening.conf
               /etc/systemd/system/nftables.service.d/airlock-failsafe.conf
-              /etc/systemd/system/nftables.service.d/airlock-before-network.conf))
+              /etc/systemd/system/nftables.service.d/airlock-before-network.conf
+              /etc/systemd/system/nftables.service.d/airlock-alertd-egress.conf
+              /etc/systemd/system/airlock-alertd-egress-refill.service))
 {
     ok(-s "$root$f", "$f is in the root");
 }

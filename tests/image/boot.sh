@@ -436,13 +436,27 @@ else
 fi
 
 # alertd's sinks off the appliance: the egress rule lets its user out to
-# them alone, the policy's at each reload of alertd
+# them alone, the ones alertd sends to: the policy's at each reload of
+# alertd, again at once after a restart of nftables, and kept while an
+# edit that removed them is not reloaded
 eg=$(check alertd-egress)
 case "$eg" in
 none) ok "# SKIP alertd's way out: no receiver port in the guest" ;;
-*" before=000 code=200 after=000 timer=active")
+*" before=000 code=200 "*" after=000 timer=active")
     ok "alertd's user reaches a receiver off the appliance while it is a sink, not before or after ($eg)" ;;
 *) not_ok "alertd's user reaches a receiver off the appliance while it is a sink, not before or after ($eg)" ;;
+esac
+case "$eg" in
+none) ok "# SKIP alertd's way out after a restart of nftables: no receiver port" ;;
+*" nftrestart=200 "*)
+    ok "and at once after a restart of nftables ($eg)" ;;
+*) not_ok "and at once after a restart of nftables ($eg)" ;;
+esac
+case "$eg" in
+none) ok "# SKIP alertd's way out after an edit not reloaded: no receiver port" ;;
+*" edit=200 "*)
+    ok "and after an edit that removed it, until alertd is reloaded ($eg)" ;;
+*) not_ok "and after an edit that removed it, until alertd is reloaded ($eg)" ;;
 esac
 case "$eg" in
 none) ok "# SKIP alertd's user and the appliance's own listeners: no receiver port" ;;

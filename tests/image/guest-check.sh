@@ -38,15 +38,18 @@
 #   alertd-local api=C status=C  the same user's requests to the agent's
 #                      /api/ and to the status listener on loopback: 000
 #                      when the egress rule refused them
-#   alertd-egress user=U before=C code=C after=C timer=STATE
+#   alertd-egress user=U before=C code=C nftrestart=C edit=C after=C
+#                      timer=STATE
 #                      an HTTP request to the host's webhook receiver
 #                      (-fw_cfg name=opt/airlock/hookport) made as
 #                      alertd's user: C is the receiver's status, 000 if
 #                      the egress rule dropped it; before it is one of
 #                      the policy's sinks, once it is (an Alertmanager
-#                      added, systemctl reload airlock-alertd), after it
-#                      is not again; and airlock-alertd-egress.timer's
-#                      state
+#                      added, systemctl reload airlock-alertd), once
+#                      nftables is restarted, once it is taken out of
+#                      the policy on disk and the timer's unit has run
+#                      (alertd not reloaded), after alertd's reload; and
+#                      airlock-alertd-egress.timer's state
 #   resolver-stub www-data=R systemd-timesync=R airlock-alertd=R nobody=R
 #                      redis=R
 #                      getent hosts _outbound (resolved's own answer, through
@@ -314,11 +317,27 @@ if [ -r "$hp" ]; then
         "$tmp/policy-sinks" > "$policy"
     systemctl reload airlock-alertd
     code=$(as_alertd "$hook/airlock")
+    # nftables restarted (its sets emptied): filled again at once, not
+    # at the timer's next run (a bounded wait for the refill's job)
+    systemctl restart nftables
+    elem="10.0.2.2 . $(cat "$hp")"
+    i=0
+    while [ $i -lt 20 ] && ! nft list set inet airlock alertd_sinks4 \
+        2>/dev/null | grep -qF "$elem"; do
+        sleep 0.5
+        i=$((i + 1))
+    done
+    nftrestart=$(as_alertd "$hook/airlock")
+    # the sink taken out of the policy on disk, alertd not reloaded:
+    # the timer's run keeps the sink alertd still sends to
     cat "$tmp/policy-sinks" > "$policy"
+    systemctl start airlock-alertd-egress-refill.service
+    edit=$(as_alertd "$hook/airlock")
     systemctl reload airlock-alertd
     after=$(as_alertd "$hook/airlock")
     user=$(id -un "$uid" 2>/dev/null || echo "$uid")
-    say "alertd-egress user=$user before=$before code=$code after=$after" \
+    say "alertd-egress user=$user before=$before code=$code" \
+        "nftrestart=$nftrestart edit=$edit after=$after" \
         "timer=$(systemctl is-active airlock-alertd-egress.timer)"
     # and not the appliance's own listeners on loopback: the agent's
     # /api/ (8080) and the status (9901); 000 when the rule refused
