@@ -22,21 +22,11 @@ use Test::More;
 use Time::HiRes qw(time);
 
 my $t = AlertdTest->new;
-my $env = $t->clock;
-my $secret = $t->secret('hook', 'step-test-secret-FAKE-0123456789abcdef');
-my $r = $t->receiver(secret => $secret);
-$t->policy({ webhook => $r->{url}, secret => 'hook' });
+my $r = $t->clock_setup(secret => 'step-test-secret-FAKE-0123456789abcdef');
 
 my $ahead = 2 * 3600;
 
 sub at { AlertdTest::now_rfc3339(@_) }
-sub group_of {
-    my ($id) = @_;
-    my ($g) = grep { $_->{first_id} eq $id } @{$t->saved_state->{groups}};
-    return $g;
-}
-
-$t->alertd_env($env, '--repeat-interval', '1h', '--poll-interval', '1h');
 
 my $t0 = time;
 my $first = $t->alert(client => 'agent', reason => 'step', time => at($t0));
@@ -65,7 +55,7 @@ like($t->alertd_log,
         \ (?:7199\.9\d\d|72\d\d\.\d{3})\ s\b/x,
      'the log says the clock stepped forward');
 
-my $g = group_of($first);
+my $g = $t->group_of($first);
 ok($g, 'the group is open');
 is($g && $g->{count}, 2, 'with both repeats');
 is($g && $g->{end} - $g->{start}, 3600 * 1000, 'its window an hour long');

@@ -24,21 +24,11 @@ use Test::More;
 use Time::HiRes qw(time);
 
 my $t = AlertdTest->new;
-my $env = $t->clock;
-my $secret = $t->secret('hook', 'back-test-secret-FAKE-0123456789abcdef');
-my $r = $t->receiver(secret => $secret);
-$t->policy({ webhook => $r->{url}, secret => 'hook' });
+my $r = $t->clock_setup(secret => 'back-test-secret-FAKE-0123456789abcdef');
 
 my $day = 24 * 3600;
 
 sub at { AlertdTest::now_rfc3339(@_) }
-sub group_of {
-    my ($id) = @_;
-    my ($g) = grep { $_->{first_id} eq $id } @{$t->saved_state->{groups}};
-    return $g;
-}
-
-$t->alertd_env($env, '--repeat-interval', '1h', '--poll-interval', '1h');
 
 # stamped ten minutes ago (a line read late): its window is ten minutes
 # on, which the window of a clock stepped back does not keep if it is
@@ -63,7 +53,7 @@ like($t->alertd_log,
      qr/\bwarn(?:ing)?: the wall clock stepped back by 86\d\d\d\.\d{3} s\b/,
      'the log says the clock stepped back');
 
-my $g = group_of($first);
+my $g = $t->group_of($first);
 ok($g && abs($g->{start} - int(($t0 - $day) * 1000)) < 60 * 1000,
    'the window moved a day back with the clock, not to the step')
     or diag("start " . ($g ? $g->{start} : 'none') . ", the first at "
@@ -83,7 +73,7 @@ ok(!$t->delivered($r, "$first~1"), 'the window did not end: no fold sent');
 ok(!$t->delivered($r, $again), 'the repeat after it is not sent');
 is(scalar($t->accepted($r)), 3, 'nothing but the first and the marks');
 
-$g = group_of($first);
+$g = $t->group_of($first);
 is($g && $g->{count}, 2, 'the group holds both repeats');
 ok($g && abs($g->{start} - int($t0 * 1000)) < 60 * 1000,
    'its window back where it started')

@@ -646,6 +646,39 @@ sub clock {
 sub clock_step { $_[0]->write_file('clock-step', int($_[1]) . "\n") }
 
 
+# The set-up of a test of the stepping clock: alertd on it (clock()),
+# delivering to a receiver, with an hour of --repeat-interval and of
+# --poll-interval, so that no window ends and no poll comes during the
+# test but as its steps make them.  secret: the receiver's (the
+# webhook's hmac_secret); the other options go to receiver().  Returns
+# the receiver; clock_alertd() starts alertd again the same way.
+sub clock_setup {
+    my ($self, %opt) = @_;
+    my $secret = $self->secret('hook', delete $opt{secret});
+    my $r = $self->receiver(secret => $secret, %opt);
+
+    $self->policy({ webhook => $r->{url}, secret => 'hook' });
+    $self->{clock_env} = $self->clock;
+    $self->clock_alertd;
+
+    return $r;
+}
+
+sub clock_alertd {
+    my ($self, @args) = @_;
+    return $self->alertd_env($self->{clock_env}, '--repeat-interval', '1h',
+                             '--poll-interval', '1h', @args);
+}
+
+# the open group whose first alert is id, as saved; undef if none
+sub group_of {
+    my ($self, $id) = @_;
+    my ($g) = grep { $_->{first_id} eq $id }
+              @{$self->saved_state->{groups}};
+    return $g;
+}
+
+
 # tests/alertd/lib/NAME.c built into the test's directory as a shared
 # object: what LD_PRELOAD takes to load it into alertd
 sub preload {
