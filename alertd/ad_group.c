@@ -19,10 +19,11 @@
  * backlog read after a restart folds exactly as it would have live.
  * That is the wall clock, which NTP may step (a VM that booted with no
  * clock): alertd tells a step from the boot clock and moves every open
- * window with it (ad_group_shift()), so that a window lasts its
- * interval of elapsed time, neither ended at once by a step forward nor
- * held by one back, and the alerts stamped after the step, by the same
- * stepped clock, fall in the window they would have.
+ * window with it (ad_group_shift()), after a step while it was stopped
+ * too if it starts again in the same boot (ad_state.c), so that a
+ * window lasts its interval of elapsed time, neither ended at once by a
+ * step forward nor held by one back, and the alerts stamped after the
+ * step, by the same stepped clock, fall in the window they would have.
  * The kind is part of the key: a quarantine is news even right after a
  * deny alert for the same client and reason.  So is the peer when there
  * is no client: folded into the first peer's group, a second peer probing

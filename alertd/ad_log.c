@@ -17,6 +17,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 
 
 #define AD_LOG_LINE_MAX  2048
+#define AD_BOOT_ID_PATH  "/proc/sys/kernel/random/boot_id"
 
 
 static int ad_journal_stream(void);
@@ -36,8 +38,10 @@ static void ad_span(char *buf, size_t size, int64_t ms);
 static int ad_digits(const char **p, int n, int *v);
 
 
-static int  ad_log_verbose;
-static int  ad_log_journald;
+static int   ad_log_verbose;
+static int   ad_log_journald;
+static int   ad_boot_id_read;
+static char  ad_boot_id_text[AD_BOOT_ID_MAX + 1];
 
 
 void
@@ -330,6 +334,68 @@ ad_boot_ms(void)
     clock_gettime(CLOCK_BOOTTIME, &ts);
 
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+/*
+ * The kernel's id of this boot, read once: a reading of the boot clock
+ * saved by one alertd is compared with another's only if both are of
+ * the same boot (the clock starts again at 0 with each).  "" when it
+ * cannot be read, or is not the hex digits and dashes of an id: then
+ * nothing is compared.
+ */
+
+const char *
+ad_boot_id(void)
+{
+    int      fd;
+    char     buf[AD_BOOT_ID_MAX + 2];
+    size_t   i;
+    ssize_t  n;
+
+    if (ad_boot_id_read) {
+        return ad_boot_id_text;
+    }
+
+    ad_boot_id_read = 1;
+
+    fd = open(AD_BOOT_ID_PATH, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        ad_log(AD_LOG_WARN, "cannot read %s: %s; a step of the wall clock "
+               "while alertd is stopped is not told from the time that "
+               "passed", AD_BOOT_ID_PATH, strerror(errno));
+        return ad_boot_id_text;
+    }
+
+    do {
+        n = read(fd, buf, sizeof(buf) - 1);
+    } while (n == -1 && errno == EINTR);
+
+    (void) close(fd);
+
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) {
+        n--;
+    }
+
+    for (i = 0; n > 0 && i < (size_t) n; i++) {
+        if (!((buf[i] >= '0' && buf[i] <= '9')
+              || (buf[i] >= 'a' && buf[i] <= 'f') || buf[i] == '-'))
+        {
+            break;
+        }
+    }
+
+    if (n <= 0 || (size_t) n > AD_BOOT_ID_MAX || i != (size_t) n) {
+        ad_log(AD_LOG_WARN, "%s holds no boot id; a step of the wall clock "
+               "while alertd is stopped is not told from the time that "
+               "passed", AD_BOOT_ID_PATH);
+        return ad_boot_id_text;
+    }
+
+    memcpy(ad_boot_id_text, buf, (size_t) n);
+    ad_boot_id_text[n] = '\0';
+
+    return ad_boot_id_text;
 }
 
 

@@ -4,9 +4,10 @@
  *   STATE/lock      flock()ed while a daemon runs: one alertd per state
  *   STATE/offset    the journal position (device, inode, offset and a
  *                   fingerprint of the bytes before it; the same for a
- *                   rotated file still read), the open groups and the
- *                   counts of alerts a full outbox dropped, one JSON
- *                   object: the snapshot
+ *                   rotated file still read), the open groups, the
+ *                   counts of alerts a full outbox dropped and the
+ *                   clock the windows were measured by (the boot id,
+ *                   wall - boot clock), one JSON object: the snapshot
  *   STATE/offset.log  what changed since the snapshot, one JSON object
  *                   per save and line: the position and the drop counts
  *                   again, the groups that changed and the keys of those
@@ -68,8 +69,10 @@ static int ad_state_set_aside(ad_state_t *st, size_t len,
     const json_error_t *jerr, char *err, size_t errsize);
 static int ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last,
     char *why, size_t whysize);
-static json_t *ad_state_to_json(const char *journal, const ad_pos_t *pos,
-    const ad_outbox_t *ob);
+static json_t *ad_state_to_json(const ad_state_t *st, const char *journal,
+    const ad_pos_t *pos, const ad_outbox_t *ob);
+static int ad_state_clock(ad_state_t *st, const json_t *o, char *why,
+    size_t whysize);
 static int ad_state_snapshot(ad_state_t *st, json_t *o,
     const ad_groups_t *gs);
 static int ad_state_append(ad_state_t *st, json_t *o,
@@ -86,6 +89,8 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     st->snap_size = 0;
     st->log_size = 0;
     st->snapshot = 1;
+    st->clock = 0;
+    st->saved_clock = 0;
     st->errnum = 0;
     memset(&st->append_fail, 0, sizeof(ad_fail_t));
     memset(&st->empty_fail, 0, sizeof(ad_fail_t));
@@ -538,6 +543,10 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
         goto last_bad;
     }
 
+    if (ad_state_clock(st, o, why, sizeof(why)) != 0) {
+        goto last_bad;
+    }
+
     if (strcmp(path, journal) != 0) {
         ad_log(AD_LOG_WARN, "the saved position is for the journal %s, "
                "not %s: reading %s from its start", path, journal,
@@ -714,7 +723,7 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
     int      rc;
     json_t  *o;
 
-    o = ad_state_to_json(journal, pos, ob);
+    o = ad_state_to_json(st, journal, pos, ob);
     if (o == NULL) {
         errno = ENOMEM;
         return -1;
@@ -742,13 +751,52 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
 }
 
 
-/* the position and the drop counts */
+/*
+ * The clock of the last save: {"boot":"<boot id>","off":<wall - boot
+ * ms>}.  Of this boot, it says how far the wall clock stepped while
+ * alertd was stopped (alertd.c moves the windows with it).  Of another
+ * boot, or missing (an older alertd, no boot id), nothing can be told:
+ * the windows are taken as they are, on the wall clock.
+ */
+
+static int
+ad_state_clock(ad_state_t *st, const json_t *o, char *why, size_t whysize)
+{
+    json_t      *clock;
+    json_int_t   off;
+    const char  *boot;
+
+    st->saved_clock = 0;
+
+    clock = json_object_get(o, "clock");
+
+    if (clock != NULL
+        && json_unpack(clock, "{s:s, s:I}", "boot", &boot, "off", &off)
+           != 0)
+    {
+        (void) snprintf(why, whysize, "\"clock\" is not a boot id and a "
+                        "clock offset");
+        return -1;
+    }
+
+    if (clock != NULL && ad_boot_id()[0] != '\0'
+        && strcmp(boot, ad_boot_id()) == 0)
+    {
+        st->saved_off = off;
+        st->saved_clock = 1;
+    }
+
+    return 0;
+}
+
+
+/* the position, the drop counts and the clock */
 
 static json_t *
-ad_state_to_json(const char *journal, const ad_pos_t *pos,
-    const ad_outbox_t *ob)
+ad_state_to_json(const ad_state_t *st, const char *journal,
+    const ad_pos_t *pos, const ad_outbox_t *ob)
 {
-    json_t  *o, *r, *dropped;
+    json_t  *o, *r, *dropped, *clock;
 
     o = json_pack("{s:i, s:s, s:I, s:I, s:I}",
                   "version", AD_STATE_VERSION, "journal", journal,
@@ -796,6 +844,16 @@ ad_state_to_json(const char *journal, const ad_pos_t *pos,
     }
 
     json_decref(dropped);
+
+    if (st->clock && ad_boot_id()[0] != '\0') {
+        clock = json_pack("{s:s, s:I}", "boot", ad_boot_id(),
+                          "off", (json_int_t) st->clock_off);
+
+        if (clock == NULL || json_object_set_new(o, "clock", clock) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
 
     return o;
 }

@@ -1135,23 +1135,40 @@ ad_work(ad_ctx_t *ctx)
  * would otherwise end every window at once, and an alert stamped after
  * it would end its group's window and be sent, not folded; a step back
  * would hold a storm's repeats until the clock is back where it was.
+ *
+ * The first round compares with the clock the loaded state was saved
+ * by, if it was saved in this boot (ad_state.c): a step while alertd
+ * was stopped moves the saved windows as one while it runs.  A state
+ * of another boot cannot tell a step from the time the machine was
+ * down: its windows are taken on the wall clock, as they are.
  */
 
 static void
 ad_clock(ad_ctx_t *ctx)
 {
-    size_t   n;
-    int64_t  off, by;
-    char     from[AD_TIME_MAX], to[AD_TIME_MAX];
+    size_t       n;
+    int64_t      off, by;
+    const char  *when;
+    char         from[AD_TIME_MAX], to[AD_TIME_MAX];
 
     ctx->boot_ms = ad_boot_ms();
     ctx->wall_ms = ad_now_ms();
     off = ctx->wall_ms - ctx->boot_ms;
 
+    ctx->state.clock_off = off;
+    ctx->state.clock = 1;
+    when = "";
+
     if (!ctx->clock_known) {
-        ctx->clock_off = off;
         ctx->clock_known = 1;
-        return;
+
+        if (!ctx->state.saved_clock) {
+            ctx->clock_off = off;
+            return;
+        }
+
+        ctx->clock_off = ctx->state.saved_off;
+        when = " while alertd was stopped";
     }
 
     by = off - ctx->clock_off;
@@ -1169,12 +1186,12 @@ ad_clock(ad_ctx_t *ctx)
     ad_time_format(from, sizeof(from), ctx->wall_ms - by);
     ad_time_format(to, sizeof(to), ctx->wall_ms);
 
-    ad_log(AD_LOG_WARN, "the wall clock stepped %s by %lld.%03lld s (from "
-           "%s to %s): %zu alert group window(s) open moved with it, each "
-           "ends one repeat interval after it started all the same",
+    ad_log(AD_LOG_WARN, "the wall clock stepped %s by %lld.%03lld s%s "
+           "(from %s to %s): %zu alert group window(s) open moved with it, "
+           "each ends one repeat interval after it started all the same",
            by > 0 ? "forward" : "back",
            (long long) ((by > 0 ? by : -by) / 1000),
-           (long long) ((by > 0 ? by : -by) % 1000), from, to, n);
+           (long long) ((by > 0 ? by : -by) % 1000), when, from, to, n);
 }
 
 

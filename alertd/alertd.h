@@ -93,6 +93,8 @@
                                            as a step, chrony's 83 ms a
                                            second slept through), and
                                            the windows follow it */
+#define AD_BOOT_ID_MAX         64       /* the kernel's boot id, 36
+                                           characters */
 #define AD_PRINT_MAX           4096     /* journal bytes before the
                                            position that identify it */
 #define AD_PRINT_HASH          32       /* SHA-256 of those bytes */
@@ -148,6 +150,7 @@ int64_t ad_now_ms(void);                    /* wall clock */
 int64_t ad_mono_ms(void);                   /* monotonic */
 int64_t ad_boot_ms(void);                   /* monotonic, and counts a
                                                suspend */
+const char *ad_boot_id(void);               /* this boot's; "" unknown */
 
 /* "2026-11-30T03:40:00.123Z", "...+01:00"; returns 0 or -1 */
 int ad_time_parse(const char *s, int64_t *ms);
@@ -364,6 +367,12 @@ typedef struct {
     size_t           snap_size;             /* its bytes */
     size_t           log_size;
     unsigned         snapshot:1;            /* the next save writes one */
+    unsigned         clock:1;               /* clock_off is set */
+    unsigned         saved_clock:1;         /* the loaded state has
+                                               saved_off, of this boot */
+    int64_t          clock_off;             /* wall - boot clock of the
+                                               windows saved */
+    int64_t          saved_off;             /* the loaded state's */
     ad_fail_t        append_fail;           /* appending to the log */
     ad_fail_t        empty_fail;            /* emptying it */
     int              errnum;                /* why opening or loading

@@ -1,0 +1,99 @@
+#!/usr/bin/perl
+# The wall clock steps forward while alertd is stopped: NTP sets the
+# clock of a VM while the unit restarts.  A group window saved before
+# the stop is in wall time, measured by the clock before the step: it
+# was taken to have ended at start-up, its fold sent at once, an
+# interval early, and the next repeat, stamped by the stepped clock,
+# opened a new window and was sent on its own.  alertd saves the clock
+# with the windows (the boot id and wall - boot clock): started again
+# in the same boot, it tells the step from the time that passed and
+# moves the saved windows with it, as it does while it runs.
+#
+# After a reboot the boot clock starts again and says nothing of the
+# time that passed: a state saved in another boot is taken on the wall
+# clock, as it was, and a window the clock says ended, ends.
+#
+# The steps are made to alertd's wall clock only, and the reboot to the
+# boot id it reads (tests/alertd/lib/clock.c, LD_PRELOAD); the alerts
+# after a step are stamped by the stepped clock, as nginx would stamp
+# them.  Nothing is timed: the window is an hour, and what is not sent
+# is checked once a later alert, queued after it for the same sink, is
+# delivered.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use AlertdTest;
+use Test::More;
+use Time::HiRes qw(time);
+
+my $t = AlertdTest->new;
+my $r = $t->clock_setup(secret => 'stop-test-secret-FAKE-0123456789abcdef');
+
+my $ahead = 2 * 3600;
+
+sub at { AlertdTest::now_rfc3339(@_) }
+
+my $t0 = time;
+my $first = $t->alert(client => 'agent', reason => 'stopped',
+                      time => at($t0));
+ok($t->wait_for(sub { $t->delivered($r, $first) }), 'the first is sent');
+my $repeat = $t->alert(client => 'agent', reason => 'stopped',
+                       time => at($t0 + 1));
+ok($t->settle, 'a round read the repeat');
+is($t->stop($t->alertd_pid), 0, 'alertd stops');
+
+
+# 1. two hours forward while it is stopped, the same boot
+
+$t->clock_step($ahead);
+$t->clock_alertd;
+
+my $after = $t->alert(client => 'agent', reason => 'stopped',
+                      time => at(time + $ahead));
+my $mark = $t->alert(client => 'agent', reason => 'mark',
+                     time => at(time + $ahead));
+
+ok($t->wait_for(sub { $t->delivered($r, $mark) }),
+   'an alert after the restart is delivered');
+ok(!$t->delivered($r, "$first~1"),
+   'the saved window did not end at the start: no fold sent');
+ok(!$t->delivered($r, $after),
+   'the repeat stamped after the step is not sent on its own');
+is(scalar($t->accepted($r)), 2, 'nothing but the first and the mark');
+like($t->alertd_log,
+     qr/\bwarn(?:ing)?:\ the\ wall\ clock\ stepped\ forward\ by
+        \ (?:7199\.9\d\d|72\d\d\.\d{3})\ s\ while\ alertd\ was\ stopped\b/x,
+     'the log says the clock stepped forward while alertd was stopped');
+
+my $g = $t->group_of($first);
+ok($g, 'the group is open');
+is($g && $g->{count}, 2, 'with both repeats');
+is($g && $g->{end} - $g->{start}, 3600 * 1000, 'its window an hour long');
+ok($g && abs($g->{start} - int(($t0 + $ahead) * 1000)) < 60 * 1000,
+   'moved two hours forward with the clock')
+    or diag("start " . ($g ? $g->{start} : 'none') . ", the first at "
+            . int($t0 * 1000));
+is($t->stop($t->alertd_pid), 0, 'alertd stops again');
+
+
+# 2. two hours more, and a reboot: the saved clock is of another boot
+
+my $steps = () = $t->alertd_log =~ /the wall clock stepped/g;
+$t->clock_step(2 * $ahead);
+$t->clock_reboot;
+$t->clock_alertd;
+
+ok($t->wait_for(sub { $t->delivered($r, "$first~1") }),
+   'after a reboot, the window the wall clock says ended ends: its fold '
+   . 'is sent');
+my ($fold) = grep { $_->{id} eq "$first~1" } $t->accepted($r);
+is($fold && $fold->{json}{count}, 2, '... with both repeats');
+my $now = () = $t->alertd_log =~ /the wall clock stepped/g;
+is($now, $steps, '... and no step is said: none can be told');
+
+my @ids = map { $_->{id} } $t->accepted($r);
+is(scalar(@ids), scalar(AlertdTest::uniq(@ids)), 'every id once');
+
+$t->done;
