@@ -48,6 +48,7 @@ static int ad_dropped_from_json(const json_t *o, ad_dropped_t *d,
 static json_t *ad_dropped_to_json(const ad_dropped_t *d);
 static json_t *ad_am_alert(const ad_alert_t *a, int64_t repeat_ms,
     json_t *labels, json_t *ann, int rc);
+static int64_t ad_am_stepped(const ad_alert_t *a, int64_t now);
 static json_t *ad_dropped_to_alertmanager(const ad_alert_t *a,
     int64_t repeat_ms);
 
@@ -830,7 +831,9 @@ ad_alert_to_alertmanager(const ad_alert_t *a, int64_t repeat_ms)
  * either way), active from a's time (now, if that is more than
  * AD_CLOCK_SLACK ahead) to two repeat intervals after now (or after its
  * start, if later), a quarantine at least to its end, which moves with
- * its start.  NULL when rc, the result of filling them, says that failed.
+ * its start.  a's times are on the wall clock of when alertd read it: a
+ * step of the clock since moves them with it (see ad_am_stepped()).
+ * NULL when rc, the result of filling them, says that failed.
  */
 
 static json_t *
@@ -839,7 +842,7 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
 {
     char     starts[AD_TIME_MAX], ends[AD_TIME_MAX];
     json_t  *arr, *alert;
-    int64_t  start, end, now, until;
+    int64_t  start, end, now, until, stepped;
 
     arr = json_array();
     alert = json_object();
@@ -853,7 +856,8 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
     }
 
     now = ad_now_ms();
-    start = a->time_ms;
+    stepped = ad_am_stepped(a, now);
+    start = a->time_ms + stepped;
 
     /*
      * Stamped ahead of our clock (nginx's clock, since set right): taken
@@ -870,9 +874,11 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
     /*
      * nginx times a quarantine on its monotonic clock: it lasts
      * quarantine_until - time from the alert, whatever the wall clock
-     * does.  Its end, stamped by the clock that was ahead, moves back
-     * with its start, or it would fire as long after the quarantine
-     * as the clock was ahead, a day for a day.
+     * does.  Its end moves with its start: back with a start stamped by
+     * a clock that was ahead, or it would fire as long after the
+     * quarantine as the clock was ahead, a day for a day; forward with
+     * a step forward since it was read, or it would be resolved while
+     * the client is still kept out.
      */
 
     if (a->kind == AD_KIND_QUARANTINE && a->has_until
@@ -892,7 +898,7 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
      */
 
     if (a->lifted) {
-        end = a->lifted_ms;
+        end = a->lifted_ms + stepped;
 
         if (end > now + AD_CLOCK_SLACK) {
             end = now;
@@ -920,6 +926,32 @@ ad_am_alert(const ad_alert_t *a, int64_t repeat_ms, json_t *labels,
     }
 
     return arr;
+}
+
+
+/*
+ * How far the wall clock stepped since alertd read a (or made it), in
+ * ms: the clock's distance from the boot clock now, less then.  A step
+ * forward while a quarantine waited in the outbox (its sink down, the
+ * alerts before it) would otherwise end it on the clock before the
+ * step, as much too early; the quarantine lasts its length from when
+ * nginx wrote it, on nginx's monotonic clock.  0 for less than
+ * AD_CLOCK_STEP, the two clocks read a moment apart, and for an alert
+ * read before the last boot, or by an alertd that did not save when.
+ */
+
+static int64_t
+ad_am_stepped(const ad_alert_t *a, int64_t now)
+{
+    int64_t  by;
+
+    if (!a->clock_known) {
+        return 0;
+    }
+
+    by = (now - ad_boot_ms()) - a->clock_off;
+
+    return (by > -AD_CLOCK_STEP && by < AD_CLOCK_STEP) ? 0 : by;
 }
 
 

@@ -540,21 +540,37 @@ ad_group_to_json(const ad_groups_t *gs)
 }
 
 
+/*
+ * "clock": the wall - boot clock when the latest alert was read, which
+ * a fold sent to Alertmanager needs (ad_am_stepped()); it is of the
+ * boot the state file says (ad_state.c).
+ */
+
 static json_t *
 ad_group_one_to_json(const ad_group_t *g)
 {
-    json_t  *last;
+    json_t  *last, *o;
 
     last = ad_alert_to_json(&g->last);
     if (last == NULL) {
         return NULL;
     }
 
-    return json_pack("{s:s, s:i, s:I, s:I, s:I, s:o}",
-                     "first_id", g->first_id, "seq", (int) g->seq,
-                     "start", (json_int_t) g->start_ms,
-                     "end", (json_int_t) g->end_ms,
-                     "count", (json_int_t) g->count, "last", last);
+    o = json_pack("{s:s, s:i, s:I, s:I, s:I, s:o}",
+                  "first_id", g->first_id, "seq", (int) g->seq,
+                  "start", (json_int_t) g->start_ms,
+                  "end", (json_int_t) g->end_ms,
+                  "count", (json_int_t) g->count, "last", last);
+
+    if (o != NULL && g->last.clock_known
+        && json_object_set_new(o, "clock",
+                               json_integer(g->last.clock_off)) != 0)
+    {
+        json_decref(o);
+        return NULL;
+    }
+
+    return o;
 }
 
 
@@ -563,15 +579,21 @@ ad_group_parse(const json_t *o, size_t i, ad_group_t *g, char *why,
     size_t whysize)
 {
     int          seq;
-    json_t      *last;
+    json_t      *last, *clock;
     json_int_t   start, end, count;
     const char  *first;
     char         w[256];
 
-    if (json_unpack((json_t *) o, "{s:s, s:i, s:I, s:I, s:I, s:o}",
+    clock = NULL;
+
+    /* "clock" came later: a group without it is still good */
+
+    if (json_unpack((json_t *) o, "{s:s, s:i, s:I, s:I, s:I, s:o, s?o}",
                     "first_id", &first, "seq", &seq, "start", &start,
-                    "end", &end, "count", &count, "last", &last) != 0
-        || seq < 0 || count < 0 || strlen(first) > AD_ID_MAX)
+                    "end", &end, "count", &count, "last", &last,
+                    "clock", &clock) != 0
+        || seq < 0 || count < 0 || strlen(first) > AD_ID_MAX
+        || (clock != NULL && !json_is_integer(clock)))
     {
         (void) snprintf(why, whysize, "group %zu is malformed", i);
         return -1;
@@ -582,6 +604,11 @@ ad_group_parse(const json_t *o, size_t i, ad_group_t *g, char *why,
     if (ad_alert_from_json(last, &g->last, w, sizeof(w)) != 0) {
         (void) snprintf(why, whysize, "group %zu: %s", i, w);
         return -1;
+    }
+
+    if (clock != NULL) {
+        g->last.clock_off = json_integer_value(clock);
+        g->last.clock_known = 1;
     }
 
     (void) snprintf(g->first_id, sizeof(g->first_id), "%s", first);

@@ -203,6 +203,10 @@ ad_lift_zone(ad_lifts_t *ls, const ad_alert_t *zone, ad_emit_pt emit,
         a.folded = 0;
         a.lifted = 1;
         a.lifted_ms = zone->time_ms;
+
+        /* its end is the zone's time, on the clock the zone was read by */
+        a.clock_off = zone->clock_off;
+        a.clock_known = zone->clock_known;
         (void) snprintf(a.lifted_time, sizeof(a.lifted_time), "%s",
                         zone->time);
 

@@ -10,7 +10,12 @@
  * undoes costs a second delivery with the same webhook-id, nothing else.
  *
  *   {"v":1, "sink":{"kind":"webhook","url":"..."}, "queued":<unix ms>,
- *    "seq":<n>, "alert":{ the webhook body }}
+ *    "seq":<n>, "alert":{ the webhook body },
+ *    "clock":{"boot":"<boot id>","off":<ms>}}
+ *
+ * "clock" is the wall - boot clock when alertd read the alert: a step
+ * of the wall clock since, in this boot, moves the times Alertmanager
+ * is sent (ad_am_stepped()).
  *
  * Entries are kept in memory in queue order (seq), those marked
  * "first":true ahead of the rest.  An entry whose sink is no longer in
@@ -264,10 +269,10 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     int            version, err;
     char          *buf;
     size_t         len;
-    json_t        *o, *alert, *first, *merged;
-    json_int_t     queued, seq;
+    json_t        *o, *alert, *first, *merged, *clock;
+    json_int_t     queued, seq, off;
     ad_entry_t    *e;
-    const char    *kind, *url;
+    const char    *kind, *url, *boot;
     json_error_t   jerr;
 
     *ep = NULL;
@@ -338,6 +343,18 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
         return -1;
     }
 
+    /* "clock" came later still; of another boot it says nothing */
+    clock = json_object_get(o, "clock");
+    if (clock != NULL
+        && json_unpack(clock, "{s:s, s:I}", "boot", &boot, "off", &off)
+           != 0)
+    {
+        (void) snprintf(why, whysize, "\"clock\" is not a boot id and a "
+                        "clock offset");
+        json_decref(o);
+        return -1;
+    }
+
     e = calloc(1, sizeof(ad_entry_t));
     if (e == NULL) {
         (void) snprintf(why, whysize, "out of memory");
@@ -363,6 +380,13 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
 
     if (ad_alert_from_json(alert, &e->alert, why, whysize) != 0) {
         goto failed;
+    }
+
+    if (clock != NULL && ad_boot_id()[0] != '\0'
+        && strcmp(boot, ad_boot_id()) == 0)
+    {
+        e->alert.clock_off = off;
+        e->alert.clock_known = 1;
     }
 
     e->url = strdup(url);
@@ -794,6 +818,17 @@ ad_outbox_write(ad_outbox_t *ob, const ad_entry_t *e)
 
     if (o != NULL && e->merged[0] != '\0'
         && json_object_set_new(o, "merged", json_string(e->merged)) != 0)
+    {
+        json_decref(o);
+        o = NULL;
+    }
+
+    if (o != NULL && e->alert.clock_known && ad_boot_id()[0] != '\0'
+        && json_object_set_new(o, "clock",
+                               json_pack("{s:s, s:I}", "boot", ad_boot_id(),
+                                         "off",
+                                         (json_int_t) e->alert.clock_off))
+           != 0)
     {
         json_decref(o);
         o = NULL;
@@ -1237,6 +1272,8 @@ ad_outbox_report(ad_outbox_t *ob, al_sink_kind_t kind, const char *key,
 
     e->alert.time_ms = e->queued_ms;
     ad_time_format(e->alert.time, sizeof(e->alert.time), e->queued_ms);
+    e->alert.clock_off = e->queued_ms - ad_boot_ms();
+    e->alert.clock_known = 1;
     e->alert.kind = AD_KIND_DROPPED;
     e->alert.critical = (q->d.critical > 0);
     e->alert.reason_len = (size_t) snprintf(e->alert.reason,

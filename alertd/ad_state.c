@@ -71,8 +71,8 @@ static int ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last,
     char *why, size_t whysize);
 static json_t *ad_state_to_json(const ad_state_t *st, const char *journal,
     const ad_pos_t *pos, const ad_outbox_t *ob);
-static int ad_state_clock(ad_state_t *st, const json_t *o, char *why,
-    size_t whysize);
+static int ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs,
+    char *why, size_t whysize);
 static int ad_state_snapshot(ad_state_t *st, json_t *o,
     const ad_groups_t *gs);
 static int ad_state_append(ad_state_t *st, json_t *o,
@@ -543,7 +543,7 @@ ad_state_load(ad_state_t *st, const char *journal, ad_pos_t *pos,
         goto last_bad;
     }
 
-    if (ad_state_clock(st, o, why, sizeof(why)) != 0) {
+    if (ad_state_clock(st, o, gs, why, sizeof(why)) != 0) {
         goto last_bad;
     }
 
@@ -754,14 +754,17 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
 /*
  * The clock of the last save: {"boot":"<boot id>","off":<wall - boot
  * ms>}.  Of this boot, it says how far the wall clock stepped while
- * alertd was stopped (alertd.c moves the windows with it).  Of another
- * boot, or missing (an older alertd, no boot id), nothing can be told:
- * the windows are taken as they are, on the wall clock.
+ * alertd was stopped (alertd.c moves the windows with it), and the
+ * groups' "clock" holds.  Of another boot, or missing (an older alertd,
+ * no boot id), nothing can be told: the windows are taken as they are,
+ * on the wall clock, and their alerts' clocks let go.
  */
 
 static int
-ad_state_clock(ad_state_t *st, const json_t *o, char *why, size_t whysize)
+ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs, char *why,
+    size_t whysize)
 {
+    size_t       i;
     json_t      *clock;
     json_int_t   off;
     const char  *boot;
@@ -784,6 +787,11 @@ ad_state_clock(ad_state_t *st, const json_t *o, char *why, size_t whysize)
     {
         st->saved_off = off;
         st->saved_clock = 1;
+        return 0;
+    }
+
+    for (i = 0; i < gs->n; i++) {
+        gs->g[i].last.clock_known = 0;
     }
 
     return 0;

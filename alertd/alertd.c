@@ -1279,6 +1279,11 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off, int cut)
         rc = ad_alert_parse_line(line, len, &a, why, sizeof(why));
     }
 
+    /* read by the round's clock: see ad_am_stepped() */
+
+    a.clock_off = ctx->clock_off;
+    a.clock_known = 1;
+
     switch (rc) {
 
     case AD_LINE_ALERT:

@@ -197,6 +197,13 @@ typedef struct {
                                                never from the journal */
     int64_t          lifted_ms;
     char             lifted_time[AD_TIME_MAX];
+    unsigned         clock_known:1;         /* clock_off is of this boot */
+    int64_t          clock_off;             /* wall - boot clock when
+                                               alertd read it (or made
+                                               it): a step since moves
+                                               its times as Alertmanager
+                                               is sent them; never in
+                                               its webhook body */
     /*
      * client, peer, reason, route and sample are the journal's bytes and
      * may hold a NUL (\u0000): each has its length, and is compared and

@@ -659,15 +659,20 @@ sub clock_reboot {
 # The set-up of a test of the stepping clock: alertd on it (clock()),
 # delivering to a receiver, with an hour of --repeat-interval and of
 # --poll-interval, so that no window ends and no poll comes during the
-# test but as its steps make them.  secret: the receiver's (the
-# webhook's hmac_secret); the other options go to receiver().  Returns
-# the receiver; clock_alertd() starts alertd again the same way.
+# test but as its steps make them.  secret: the receiver's (a webhook's
+# hmac_secret); alertmanager: the receiver is an Alertmanager sink;
+# args: more of alertd's options (a later one wins); the other options
+# go to receiver().  Returns the receiver; clock_alertd() starts alertd
+# again the same way.
 sub clock_setup {
     my ($self, %opt) = @_;
+    my $am = delete $opt{alertmanager};
+    $self->{clock_args} = delete $opt{args} // [];
     my $secret = $self->secret('hook', delete $opt{secret});
     my $r = $self->receiver(secret => $secret, %opt);
 
-    $self->policy({ webhook => $r->{url}, secret => 'hook' });
+    $self->policy($am ? { alertmanager => "http://127.0.0.1:$r->{port}" }
+                      : { webhook => $r->{url}, secret => 'hook' });
     $self->{clock_env} = $self->clock;
     $self->clock_alertd;
 
@@ -677,7 +682,8 @@ sub clock_setup {
 sub clock_alertd {
     my ($self, @args) = @_;
     return $self->alertd_env($self->{clock_env}, '--repeat-interval', '1h',
-                             '--poll-interval', '1h', @args);
+                             '--poll-interval', '1h',
+                             @{$self->{clock_args}}, @args);
 }
 
 # the open group whose first alert is id, as saved; undef if none
