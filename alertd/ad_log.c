@@ -341,16 +341,16 @@ ad_boot_ms(void)
  * The kernel's id of this boot, read once: a reading of the boot clock
  * saved by one alertd is compared with another's only if both are of
  * the same boot (the clock starts again at 0 with each).  "" when it
- * cannot be read, or is not the hex digits and dashes of an id: then
- * nothing is compared.
+ * cannot be read: then nothing is compared.  --boot-id gives it
+ * instead (ad_boot_id_set()), for a systemd unit whose /proc shows no
+ * /proc/sys (ProcSubset=pid): its specifier %b is the same id.
  */
 
 const char *
 ad_boot_id(void)
 {
     int      fd;
-    char     buf[AD_BOOT_ID_MAX + 2];
-    size_t   i;
+    char     buf[64];
     ssize_t  n;
 
     if (ad_boot_id_read) {
@@ -363,7 +363,8 @@ ad_boot_id(void)
     if (fd == -1) {
         ad_log(AD_LOG_WARN, "cannot read %s: %s; a step of the wall clock "
                "while alertd is stopped is not told from the time that "
-               "passed", AD_BOOT_ID_PATH, strerror(errno));
+               "passed (--boot-id gives the boot id)", AD_BOOT_ID_PATH,
+               strerror(errno));
         return ad_boot_id_text;
     }
 
@@ -373,29 +374,57 @@ ad_boot_id(void)
 
     (void) close(fd);
 
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) {
-        n--;
-    }
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
 
-    for (i = 0; n > 0 && i < (size_t) n; i++) {
-        if (!((buf[i] >= '0' && buf[i] <= '9')
-              || (buf[i] >= 'a' && buf[i] <= 'f') || buf[i] == '-'))
-        {
-            break;
-        }
-    }
-
-    if (n <= 0 || (size_t) n > AD_BOOT_ID_MAX || i != (size_t) n) {
+    if (ad_boot_id_set(buf) != 0) {
         ad_log(AD_LOG_WARN, "%s holds no boot id; a step of the wall clock "
                "while alertd is stopped is not told from the time that "
-               "passed", AD_BOOT_ID_PATH);
-        return ad_boot_id_text;
+               "passed (--boot-id gives the boot id)", AD_BOOT_ID_PATH);
     }
 
-    memcpy(ad_boot_id_text, buf, (size_t) n);
-    ad_boot_id_text[n] = '\0';
-
     return ad_boot_id_text;
+}
+
+
+/*
+ * A boot id as the kernel writes it (8-4-4-4-12 hex digits) or as
+ * systemd's %b does (32, no dash), kept in the second form, lower case.
+ * Returns 0, or -1 when s is neither.
+ */
+
+int
+ad_boot_id_set(const char *s)
+{
+    size_t  n;
+    char    id[AD_BOOT_ID_MAX + 1];
+
+    n = 0;
+
+    for ( /* void */ ; *s != '\0'; s++) {
+        if (*s == '-' && (n == 8 || n == 12 || n == 16 || n == 20)) {
+            continue;
+        }
+
+        if (n == 32
+            || !((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')
+                 || (*s >= 'A' && *s <= 'F')))
+        {
+            return -1;
+        }
+
+        id[n++] = (*s >= 'A' && *s <= 'F') ? (char) (*s - 'A' + 'a') : *s;
+    }
+
+    if (n != 32) {
+        return -1;
+    }
+
+    memcpy(ad_boot_id_text, id, n);
+    ad_boot_id_text[n] = '\0';
+    ad_boot_id_read = 1;
+
+    return 0;
 }
 
 

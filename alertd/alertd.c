@@ -146,6 +146,7 @@ static const struct option  ad_long_options[] = {
     { "rotate-grace",    required_argument, NULL, 'g' },
     { "attempt-timeout", required_argument, NULL, 't' },
     { "outbox-max",      required_argument, NULL, 'm' },
+    { "boot-id",         required_argument, NULL, 'b' },
     { "once",            no_argument,       NULL, 'o' },
     { "foreground",      no_argument,       NULL, 'f' },
     { "verbose",         no_argument,       NULL, 'v' },
@@ -229,7 +230,7 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
 {
     int          c;
     const char  *policy, *keyring, *journal, *state, *repeat, *poll;
-    const char  *grace, *attempt, *max;
+    const char  *grace, *attempt, *max, *boot;
 
     policy = NULL;
     keyring = NULL;
@@ -240,6 +241,7 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
     grace = "5s";                       /* AD_ROTATE_GRACE */
     attempt = "10s";                    /* AD_ATTEMPT_TIMEOUT */
     max = NULL;
+    boot = NULL;
 
     opterr = 0;
 
@@ -276,6 +278,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
             break;
         case 'm':
             max = optarg;
+            break;
+        case 'b':
+            boot = optarg;
             break;
         case 'o':
             ctx->once = 1;
@@ -345,6 +350,13 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         return 2;
     }
 
+    if (boot != NULL && ad_boot_id_set(boot) != 0) {
+        (void) fprintf(stderr, "%s: --boot-id \"%s\" is not a boot id (32 "
+                       "hex digits, with dashes or not: systemd's %%b, or "
+                       "/proc/sys/kernel/random/boot_id)\n", AD_NAME, boot);
+        return 2;
+    }
+
     if (ad_absolute(ctx->policy, sizeof(ctx->policy), policy, "--policy")
         != 0
         || (keyring != NULL
@@ -389,7 +401,7 @@ ad_usage(FILE *f)
 "                      --state DIR [--repeat-interval 5m]\n"
 "                      [--poll-interval 1s] [--rotate-grace 5s]\n"
 "                      [--attempt-timeout 10s] [--outbox-max %d]\n"
-"                      [--once] [--foreground] [-v]\n"
+"                      [--boot-id ID] [--once] [--foreground] [-v]\n"
 "\n"
 "Delivers the alerts the Airlock nginx module writes to its journal to\n"
 "the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
@@ -434,6 +446,11 @@ ad_usage(FILE *f)
 "                          while the sink holds fewer than half of N\n"
 "                          (rounded up): the rest is kept for the\n"
 "                          clients' alerts, a quarantine among them\n"
+"  --boot-id ID            this boot's id, where /proc/sys cannot be\n"
+"                          read (systemd's ProcSubset=pid: give %%b);\n"
+"                          by default /proc/sys/kernel/random/boot_id.\n"
+"                          A step of the wall clock while alertd is\n"
+"                          stopped is told within one boot only\n"
 "  --once                  read the journal to its end, try each queued\n"
 "                          alert once and exit: 0 if none is left, 1 if\n"
 "                          some are (they stay queued)\n"

@@ -93,8 +93,7 @@
                                            as a step, chrony's 83 ms a
                                            second slept through), and
                                            the windows follow it */
-#define AD_BOOT_ID_MAX         64       /* the kernel's boot id, 36
-                                           characters */
+#define AD_BOOT_ID_MAX         32       /* a boot id's hex digits */
 #define AD_PRINT_MAX           4096     /* journal bytes before the
                                            position that identify it */
 #define AD_PRINT_HASH          32       /* SHA-256 of those bytes */
@@ -151,6 +150,7 @@ int64_t ad_mono_ms(void);                   /* monotonic */
 int64_t ad_boot_ms(void);                   /* monotonic, and counts a
                                                suspend */
 const char *ad_boot_id(void);               /* this boot's; "" unknown */
+int ad_boot_id_set(const char *s);          /* --boot-id; 0 or -1 */
 
 /* "2026-11-30T03:40:00.123Z", "...+01:00"; returns 0 or -1 */
 int ad_time_parse(const char *s, int64_t *ms);

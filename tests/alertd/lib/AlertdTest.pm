@@ -638,22 +638,12 @@ sub clock {
 
     $self->clock_step(0);
     return { LD_PRELOAD => $self->preload('clock'),
-             AIRLOCK_CLOCK_STEP => "$self->{dir}/clock-step",
-             AIRLOCK_CLOCK_BOOT_ID => "$self->{dir}/clock-boot-id" };
+             AIRLOCK_CLOCK_STEP => "$self->{dir}/clock-step" };
 }
 
 # alertd's wall clock from now on: the machine's plus seconds (written
 # whole by write_file's rename: alertd never reads half a number)
 sub clock_step { $_[0]->write_file('clock-step', int($_[1]) . "\n") }
-
-# the boot id the alertd started next reads: another boot than the
-# machine's, as after a reboot (its boot clock is the machine's still)
-sub clock_reboot {
-    my ($self) = @_;
-    my @h = map { sprintf('%04x', int(rand(65536))) } 1 .. 8;
-    $self->write_file('clock-boot-id',
-                      "$h[0]$h[1]-$h[2]-$h[3]-$h[4]-$h[5]$h[6]$h[7]\n");
-}
 
 
 # The set-up of a test of the stepping clock: alertd on it (clock()),

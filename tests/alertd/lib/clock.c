@@ -8,18 +8,12 @@
  * without stepping the machine's.  The monotonic and boot clocks, which
  * a step does not move, go through; so does every clock while the file
  * is missing or holds no number.
- *
- * A reboot, likewise: while the file AIRLOCK_CLOCK_BOOT_ID names
- * exists, opening /proc/sys/kernel/random/boot_id opens it instead, so
- * that a saved boot clock reading looks like one of another boot.
  */
 
 #define _GNU_SOURCE
 
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -29,11 +23,8 @@
 int clock_gettime(clockid_t id, struct timespec *ts);
 int gettimeofday(struct timeval *tv, void *tz);
 time_t time(time_t *t);
-int open(const char *path, int flags, ...);
-int open64(const char *path, int flags, ...);
 
 static long long step(void);
-static int boot_open(const char *path, int flags, va_list ap);
 
 
 static long long
@@ -118,57 +109,4 @@ time(time_t *t)
     }
 
     return ts.tv_sec;
-}
-
-
-static int
-boot_open(const char *path, int flags, va_list ap)
-{
-    mode_t       mode;
-    const char  *boot;
-
-    mode = 0;
-
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        mode = va_arg(ap, mode_t);
-    }
-
-    boot = getenv("AIRLOCK_CLOCK_BOOT_ID");
-
-    if (boot != NULL && path != NULL
-        && strcmp(path, "/proc/sys/kernel/random/boot_id") == 0
-        && access(boot, F_OK) == 0)
-    {
-        path = boot;
-    }
-
-    return (int) syscall(SYS_openat, AT_FDCWD, path, flags, mode);
-}
-
-
-int
-open(const char *path, int flags, ...)
-{
-    int      fd;
-    va_list  ap;
-
-    va_start(ap, flags);
-    fd = boot_open(path, flags, ap);
-    va_end(ap);
-
-    return fd;
-}
-
-
-int
-open64(const char *path, int flags, ...)
-{
-    int      fd;
-    va_list  ap;
-
-    va_start(ap, flags);
-    fd = boot_open(path, flags | O_LARGEFILE, ap);
-    va_end(ap);
-
-    return fd;
 }
