@@ -66,6 +66,13 @@ like($exec, qr/(^|\s)\$AIRLOCK_ALERTD_KEYRING(\s|$)/,
 is_deeply($u->{Environment} || [], ['AIRLOCK_ALERTD_KEYRING='],
           'which the unit sets empty');
 
+# ProcSubset=pid leaves /proc/sys out of the unit's /proc, and with it the
+# kernel's boot id alertd reads to tell a clock step while it was stopped
+# from a reboot (docs/alerts.md): systemd's %b gives it
+ok(!(grep { $_ eq 'pid' } @{$u->{ProcSubset} || []})
+   || $exec =~ /(^|\s)--boot-id %b(\s|$)/,
+   'its /proc has no /proc/sys: ExecStart= passes --boot-id %b');
+
 # the drop-in: the key, and --keyring to it
 my $dd = directives(slurp($dropin));
 ok(-f $dropin, 'conf/airlock-alertd-keyring.conf is there');
