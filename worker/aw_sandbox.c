@@ -1,8 +1,8 @@
 /*
  * Throw-away sandboxes.  Each job gets a directory under
  * <workdir>/jobs/aw-<worker pid>-<its start time>-<a random number>
- * holding the bundle (config.json for gVisor), code/script.py and
- * data/data.json, and a
+ * holding the bundle (config.json for gVisor), <workdir>/in/<the
+ * random number> holding code/script.py and data/data.json, and a
  * cgroup of its own (<cgroup_root>/<controller>/<cgroup_name>/ and the
  * same name) whose limits
  * the worker writes itself before the runtime starts, so a limit is
@@ -16,7 +16,8 @@
  *           PATH only, --network=none.
  *   bwrap   bubblewrap started as the worker's own host uid
  *           (aw_sandbox_lease()), 10001 inside, in the job's cgroup, with
- *           the same mounts (its /dev read-only, of its /proc only
+ *           the same mounts (its /dev a small read-only tmpfs of its
+ *           own, aw_bwrap_dev(), of its /proc only
  *           an allow list shown, aw_proc_shown), every namespace
  *           unshared (no network), no further user namespaces, no
  *           capabilities; pid 1 inside is a small Python init
@@ -63,6 +64,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -125,6 +127,7 @@
 typedef struct {
     char             slot[64];
     char             dir[2048];
+    char             in[2048];          /* code/ and data/ (aw_box_in()) */
     char             cg[4][2048];       /* memory, pids, cpu, cpuacct
                                            (v1); one (v2) */
     int              ncg;
@@ -192,6 +195,7 @@ static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t worker, long start, const int fds[4],
     int report) __attribute__((noreturn));
 static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
+static int aw_bwrap_dev(const aw_box_t *box, int fail);
 static void aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, int fail);
 static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
@@ -217,6 +221,8 @@ static int aw_run_cmd(char *const argv[], long timeout_ms);
 static void aw_runsc_delete(const aw_conf_t *conf, const char *slot,
     int kill_first);
 static void aw_runsc_forget(const aw_conf_t *conf, const char *slot);
+static int aw_box_in(const aw_conf_t *conf, const char *slot, char *buf,
+    size_t n);
 static void aw_box_teardown(const aw_conf_t *conf, aw_box_t *box,
     int killed);
 static void aw_stream_read(aw_stream_t *s);
@@ -980,10 +986,12 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
      * The worker's pid and start time name the job: a pid alone names
      * any process that gets it later (aw_owner_alive()).  The worker's,
      * not the launcher's (aw_sandbox_owner()).  The last part is a
-     * random number, not a count: under bwrap the name is in the
-     * sandbox's /proc/self/mountinfo (the code and data bind mounts'
-     * source), and a count said how many jobs the worker had run,
-     * other sessions' too.
+     * random number, not a count, which alone names the directory of
+     * the job's code and data (aw_box_in()): under bwrap that one's
+     * path is in the sandbox's /proc/self/mountinfo (the code and data
+     * bind mounts' source), where the worker's pid and start time said
+     * which worker ran the job and since when, and a count how many
+     * jobs it had run, other sessions' too.
      */
     if (aw_self == 0) {
         aw_sandbox_owner();
@@ -1021,40 +1029,68 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
         return -1;
     }
 
-    snprintf(path, sizeof(path), "%s/code", box->dir);
+    /*
+     * Made after the job's directory and removed before it
+     * (aw_box_teardown()), so that a worker that died in between
+     * leaves none without the other (aw_sandbox_cleanup_stale()).  The
+     * box names it only once it is this job's: a random number another
+     * job has too is refused (EEXIST), not shared.
+     */
+    snprintf(path, sizeof(path), "%s/in", conf->workdir);
+    if (mkdir(path, 0711) != 0 && errno != EEXIST) {
+        goto fail;
+    }
+
+    if (aw_box_in(conf, box->slot, path, sizeof(path)) != 0
+        || mkdir(path, 0711) != 0)
+    {
+        goto fail;
+    }
+
+    snprintf(box->in, sizeof(box->in), "%s", path);
+
+    snprintf(path, sizeof(path), "%s/code", box->in);
     if (mkdir(path, 0755) != 0) {
         goto fail;
     }
 
-    snprintf(path, sizeof(path), "%s/code/script.py", box->dir);
+    snprintf(path, sizeof(path), "%s/code/script.py", box->in);
     if (aw_copy_fd(path, script_fd, (size_t) conf->max_script_bytes, 0444)
         != 0)
     {
         goto fail;
     }
 
-    snprintf(path, sizeof(path), "%s/data", box->dir);
+    snprintf(path, sizeof(path), "%s/data", box->in);
     if (mkdir(path, 0755) != 0) {
         goto fail;
     }
 
-    snprintf(path, sizeof(path), "%s/data/data.json", box->dir);
+    snprintf(path, sizeof(path), "%s/data/data.json", box->in);
     if (aw_copy_fd(path, data_fd, AW_DATA_MAX(conf), 0444) != 0) {
         goto fail;
     }
 
-    snprintf(path, sizeof(path), "%s/code", box->dir);
+    snprintf(path, sizeof(path), "%s/code", box->in);
     if (chmod(path, 0555) != 0) {
         goto fail;
     }
 
-    /* bwrap: what covers the host kernel's devpts (aw_runtime_exec()) */
+    /*
+     * bwrap: the place of the small tmpfs aw_bwrap_mounts() mounts, and
+     * of the sandbox's /dev (aw_bwrap_dev())
+     */
     snprintf(path, sizeof(path), "%s/empty", box->dir);
     if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
         goto fail;
     }
 
-    snprintf(path, sizeof(path), "%s/data", box->dir);
+    snprintf(path, sizeof(path), "%s/dev", box->dir);
+    if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/data", box->in);
     if (chmod(path, 0555) != 0) {
         goto fail;
     }
@@ -1217,13 +1253,13 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
                   "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
                   "mode=755", "size=64k"));
 
-    snprintf(path, sizeof(path), "%s/code", box->dir);
+    snprintf(path, sizeof(path), "%s/code", box->in);
     json_array_append_new(mounts,
         json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "destination", "/app/code",
                   "type", "bind", "source", path, "options", "rbind", "ro",
                   "nosuid", "nodev"));
 
-    snprintf(path, sizeof(path), "%s/data", box->dir);
+    snprintf(path, sizeof(path), "%s/data", box->in);
     json_array_append_new(mounts,
         json_pack("{s:s,s:s,s:s,s:[s,s,s,s,s]}", "destination", "/app/data",
                   "type", "bind", "source", path, "options", "rbind", "ro",
@@ -1417,6 +1453,93 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
                  SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
 
     return n;
+}
+
+
+/*
+ * bwrap: the sandbox's /dev, made by the runtime's child while still
+ * root, in its own mount namespace (aw_runtime_exec()): a tmpfs of its
+ * own, 4 KiB, with the device nodes bwrap's --dev binds from the
+ * host's /dev (null, zero, full, random, urandom, tty), the links to
+ * /proc/self/fd it makes, and empty shm and pts, which bwrap binds on
+ * /dev as it is.  --dev's nodes were bind mounts of the host's
+ * devtmpfs, whose size (half the host's memory) and inode count each of
+ * their lines of /proc/self/mountinfo and /proc/mounts shows.  A user
+ * namespace makes no device node, so bwrap's --dev, run as the
+ * worker's uid, could do no other; nor can a worker started as another
+ * user than root, nor one without CAP_MKNOD: the shipped unit's
+ * PrivateDevices= takes it (its /dev is a tmpfs of systemd's, with the
+ * same nodes, not the host's devtmpfs).  -1 when the node is refused
+ * (EPERM), the tmpfs unmounted: bwrap's --dev then, as before.  The
+ * namespace ends with the sandbox's last process: nothing to remove.
+ */
+
+static int
+aw_bwrap_dev(const aw_box_t *box, int fail)
+{
+    size_t       i;
+    char         base[2304], path[2400];
+    const char  *const nodes[] = { "null", "zero", "full", "random",
+                                   "urandom", "tty" };
+    const dev_t  devs[] = { makedev(1, 3), makedev(1, 5), makedev(1, 7),
+                            makedev(1, 8), makedev(1, 9), makedev(5, 0) };
+    const char  *const links[][2] = {
+        { "fd", "/proc/self/fd" }, { "stdin", "/proc/self/fd/0" },
+        { "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" } };
+    const char  *const dirs[] = { "shm", "pts" };
+
+    snprintf(base, sizeof(base), "%s/dev", box->dir);
+
+    if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NOEXEC,
+              "size=4k,nr_inodes=16,mode=755") != 0)
+    {
+        aw_child_fail(fail, "mount %s: %s", base, strerror(errno));
+    }
+
+    for (i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", base, nodes[i]);
+
+        if (mknod(path, S_IFCHR | 0666, devs[i]) != 0) {
+            if (errno == EPERM && umount2(base, MNT_DETACH) == 0) {
+                return -1;
+            }
+
+            aw_child_fail(fail, "mknod %s: %s", path, strerror(errno));
+        }
+
+        if (chmod(path, 0666) != 0) {
+            aw_child_fail(fail, "chmod %s: %s", path, strerror(errno));
+        }
+    }
+
+    for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", base, links[i][0]);
+
+        if (symlink(links[i][1], path) != 0) {
+            aw_child_fail(fail, "symlink %s: %s", path, strerror(errno));
+        }
+    }
+
+    for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", base, dirs[i]);
+
+        if (mkdir(path, 0755) != 0) {
+            aw_child_fail(fail, "mkdir %s: %s", path, strerror(errno));
+        }
+    }
+
+    /*
+     * Read-only here, where the flag is locked for the namespaces below:
+     * bwrap's --remount-ro would add nodev too, and the nodes are on
+     * this mount, not on mounts of their own as --dev's
+     */
+    if (mount(NULL, base, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY
+              | MS_NOSUID | MS_NOEXEC, NULL) != 0)
+    {
+        aw_child_fail(fail, "remount %s: %s", base, strerror(errno));
+    }
+
+    return 0;
 }
 
 
@@ -1950,11 +2073,11 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t keeper, int out, int err, int fail,
     int status)
 {
-    int            fd;
+    int            fd, own_dev;
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
-    char           null[2304], own[AW_NPROC_OWN][2304];
+    char           null[2304], dev[2304], own[AW_NPROC_OWN][2304];
     char           own_dst[AW_NPROC_OWN][32];
     int            sp[2];
     long           cpu_s;
@@ -2033,6 +2156,10 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         aw_child_fail(fail, "a proc for bwrap: %s", strerror(errno));
     }
 
+    /* the sandbox's /dev, of its own (root makes device nodes) */
+
+    own_dev = getuid() == 0 && aw_bwrap_dev(box, fail) == 0;
+
     /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
 
     if (getuid() == 0
@@ -2066,13 +2193,14 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         aw_child_fail(fail, "close_range: %s", strerror(errno));
     }
 
-    snprintf(code, sizeof(code), "%s/code", box->dir);
-    snprintf(data, sizeof(data), "%s/data", box->dir);
+    snprintf(code, sizeof(code), "%s/code", box->in);
+    snprintf(data, sizeof(data), "%s/data", box->in);
     snprintf(empty, sizeof(empty), "%s/empty/void", box->dir);
     snprintf(scratch, sizeof(scratch), "%s/empty/scratch", box->dir);
     snprintf(tmp, sizeof(tmp), "%s/empty/tmp", box->dir);
     snprintf(shm, sizeof(shm), "%s/empty/shm", box->dir);
     snprintf(null, sizeof(null), "%s/empty/null", box->dir);
+    snprintf(dev, sizeof(dev), "%s/dev", box->dir);
 
     for (i = 0; i < AW_NPROC_OWN; i++) {
         snprintf(own[i], sizeof(own[i]), "%s/empty/%s", box->dir,
@@ -2091,13 +2219,16 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * The writable places are aw_bwrap_mounts()'s, and so are the
      * covers of /proc (aw_proc_cover(), aw_proc_sys_cover()), after
      * --proc.
-     * --dev makes /dev an unbounded tmpfs owned by the sandbox user: it
-     * is remounted read-only once the bounded /dev/shm is on it.  It
-     * also mounts a devpts of the host kernel, whose ptys count against
-     * kernel.pty.max for the whole host (every devpts but the host's own
-     * shares what the reserve leaves; 64 processes of 256 descriptors
-     * use it up): an empty read-only directory covers it, and /dev/ptmx,
-     * a link to pts/ptmx, leads nowhere.
+     * /dev is aw_bwrap_dev()'s, read-only, with the bounded /dev/shm
+     * on it; no devpts, so no pty.  Under a worker without CAP_MKNOD
+     * (not root; the unit's PrivateDevices=), --dev's: an unbounded
+     * tmpfs owned by the sandbox user, remounted read-only once
+     * /dev/shm is on it, with the worker's device nodes bound from its
+     * /dev, and a devpts of the host kernel, whose ptys count against
+     * kernel.pty.max for the whole host (every devpts but the host's
+     * own shares what the reserve leaves; 64 processes of 256
+     * descriptors use it up): an empty read-only directory covers it,
+     * and /dev/ptmx, a link to pts/ptmx, leads nowhere.
      */
     aw_bwrap_mounts(conf, job, box, fail);
 
@@ -2113,10 +2244,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
             "--ro-bind", data, "/app/data",
             "--bind", scratch, "/scratch",
             "--bind", tmp, "/tmp",
-            "--proc", "/proc", "--dev", "/dev",
-            "--ro-bind", empty, "/dev/pts",
-            "--bind", shm, "/dev/shm",
-            "--remount-ro", "/dev" };
+            "--proc", "/proc" };
         const char  *tail[] = {
             "--hostname", "sandbox",
             "--cap-drop", "ALL", "--clearenv",
@@ -2129,6 +2257,17 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         a.np = 0;
         for (i = 0; i < sizeof(head) / sizeof(head[0]); i++) {
             a.av[a.na++] = head[i];
+        }
+
+        if (own_dev) {
+            aw_bwrap_args(&a, "--dev-bind", dev, "/dev", fail);
+            aw_bwrap_args(&a, "--bind", shm, "/dev/shm", fail);
+
+        } else {
+            aw_bwrap_args(&a, "--dev", "/dev", NULL, fail);
+            aw_bwrap_args(&a, "--ro-bind", empty, "/dev/pts", fail);
+            aw_bwrap_args(&a, "--bind", shm, "/dev/shm", fail);
+            aw_bwrap_args(&a, "--remount-ro", "/dev", NULL, fail);
         }
 
         aw_proc_cover(&a, "/proc", aw_proc_shown, empty, null, fail);
@@ -2475,9 +2614,46 @@ aw_box_teardown(const aw_conf_t *conf, aw_box_t *box, int killed)
         }
     }
 
+    if (box->in[0] != '\0' && aw_rmtree(box->in) != 0) {
+        aw_log("alert", "cannot remove %s: %s", box->in, strerror(errno));
+    }
+
     if (box->dir[0] != '\0' && aw_rmtree(box->dir) != 0) {
         aw_log("alert", "cannot remove %s: %s", box->dir, strerror(errno));
     }
+}
+
+
+/*
+ * The directory of a job's code/ and data/, by its slot's name:
+ * <workdir>/in/<n> for aw-<pid>-<start>-<n>, named by the random
+ * number alone (aw_box_prepare()).  -1 for a name of another form (the
+ * old aw-<pid>-<n> held its code and data in the job's directory).
+ */
+
+static int
+aw_box_in(const aw_conf_t *conf, const char *slot, char *buf, size_t n)
+{
+    int                 pid, len, k;
+    unsigned long       nonce;
+    unsigned long long  start;
+
+    len = 0;
+
+    if (sscanf(slot, "aw-%d-%llu-%lu%n", &pid, &start, &nonce, &len) != 3
+        || slot[len] != '\0')
+    {
+        errno = EINVAL;
+        return -1;
+    }
+
+    k = snprintf(buf, n, "%s/in/%lu", conf->workdir, nonce);
+    if (k < 0 || (size_t) k >= n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+
+    return 0;
 }
 
 
@@ -3545,6 +3721,13 @@ aw_sandbox_cleanup_stale(const aw_conf_t *conf)
         /* never `runsc delete`: its pids may be others' now */
         aw_cg_destroy(&box);
         aw_cg_sweep(conf, box.slot);
+        if (aw_box_in(conf, box.slot, box.in, sizeof(box.in)) == 0
+            && aw_rmtree(box.in) != 0)
+        {
+            aw_log("alert", "cannot remove %s: %s", box.in,
+                   strerror(errno));
+        }
+
         if (aw_rmtree(box.dir) != 0) {
             aw_log("alert", "cannot remove %s: %s", box.dir,
                    strerror(errno));

@@ -83,7 +83,8 @@ sub children {
 }
 
 sub jobs_left {
-    return grep { m{/aw-} } glob("$dir/work/jobs/*");
+    return (grep({ m{/aw-} } glob("$dir/work/jobs/*")),
+            glob("$dir/work/in/*"));
 }
 
 sub cgroups_left {

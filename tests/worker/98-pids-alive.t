@@ -87,8 +87,8 @@ my $root = "airlock-test-$$";
 my $frz = wait_for("/sys/fs/cgroup/freezer/$root/aw-*",
                    sub { (slurp("$_[0]/cgroup.procs") // '') =~ /\d/ });
 my $pids = $frz && "/sys/fs/cgroup/pids/$root/" . (split m{/}, $frz)[-1];
-my $data = $frz && "$t->{testdir}/work/jobs/" . (split m{/}, $frz)[-1]
-                   . '/data';
+my $data = $frz && "$t->{testdir}/work/in/"
+                   . ((split m{/}, $frz)[-1] =~ s/.*-//r) . '/data';
 
 # a v1 freezer cgroup can stay FREEZING when a task escaped the first
 # pass (a thread the sandbox was making): writing FROZEN again makes the

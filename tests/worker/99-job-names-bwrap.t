@@ -1,12 +1,14 @@
 #!/usr/bin/perl
 
 # Under bwrap the sandbox's /proc/self/mountinfo names the source of its
-# code and data bind mounts, the job's directory on the host:
-# aw-<worker pid>-<its start time>-<n> (docs/jobs.md says why it stays
-# shown).  Its last part was a count of the sandboxes the worker had
-# started, so job after job of one session told how many jobs of other
-# sessions the worker ran between them.  Now it is a random number: the
-# names of three jobs in a row say nothing of how many came before.
+# code and data bind mounts, their directory on the host,
+# <workdir>/in/<n> (docs/jobs.md says why it stays shown; it was the
+# job's directory, aw-<worker pid>-<its start time>-<n>:
+# 101-mount-sources-bwrap.t).  <n> was a count of the sandboxes the
+# worker had started, so job after job of one session told how many
+# jobs of other sessions the worker ran between them.  Now it is a
+# random number: the names of three jobs in a row say nothing of how
+# many came before.
 
 use strict;
 use warnings;
@@ -35,7 +37,7 @@ with open("/proc/self/mountinfo") as f:
         if line.split()[4] == "/app/code":
             print(line.split()[3])
 PY
-    my ($n) = ($r->{stdout} // '') =~ m{/aw-\d+-\d+-(\d+)/code$}m;
+    my ($n) = ($r->{stdout} // '') =~ m{/in/(\d+)/code$}m;
     push @n, $n;
 }
 

@@ -555,12 +555,14 @@ sub pending_after {
 }
 
 
-# What the worker leaves on the host after its jobs: job directories,
-# runsc's state files and job cgroups (empty lists when clean).
+# What the worker leaves on the host after its jobs: job directories
+# (work/jobs) and their code and data (work/in), runsc's state files
+# and job cgroups (empty lists when clean).
 sub leftovers {
     my ($self) = @_;
     my $t = $self->{t};
     my @dirs = (glob("$t->{testdir}/work/jobs/*"),
+                glob("$t->{testdir}/work/in/*"),
                 glob("$t->{testdir}/work/runsc/*"));
     my @cg = grep { -d } glob("/sys/fs/cgroup/*/airlock-test-$$/aw-*"),
                          glob("/sys/fs/cgroup/airlock-test-$$/aw-*");
