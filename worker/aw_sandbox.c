@@ -16,8 +16,9 @@
  *           PATH only, --network=none.
  *   bwrap   bubblewrap started as the worker's own host uid
  *           (aw_sandbox_lease()), 10001 inside, in the job's cgroup, with
- *           the same mounts (its /dev a small read-only tmpfs of its
- *           own, aw_bwrap_dev(), of its /proc only
+ *           the same mounts (its root, code and data overlays of
+ *           their own, aw_bwrap_layers(), its /dev a small read-only
+ *           tmpfs of its own, aw_bwrap_dev(), of its /proc only
  *           an allow list shown, aw_proc_shown), every namespace
  *           unshared (no network), no further user namespaces, no
  *           capabilities; pid 1 inside is a small Python init
@@ -195,6 +196,8 @@ static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t worker, long start, const int fds[4],
     int report) __attribute__((noreturn));
 static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
+static int aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box,
+    int fail);
 static int aw_bwrap_dev(const aw_box_t *box, int fail);
 static void aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, int fail);
@@ -1077,8 +1080,9 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
     }
 
     /*
-     * bwrap: the place of the small tmpfs aw_bwrap_mounts() mounts, and
-     * of the sandbox's /dev (aw_bwrap_dev())
+     * bwrap: the places of the small tmpfs aw_bwrap_mounts() mounts, of
+     * the sandbox's /dev (aw_bwrap_dev()) and of its root, code and
+     * data (aw_bwrap_layers())
      */
     snprintf(path, sizeof(path), "%s/empty", box->dir);
     if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
@@ -1086,6 +1090,11 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
     }
 
     snprintf(path, sizeof(path), "%s/dev", box->dir);
+    if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/root", box->dir);
     if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
         goto fail;
     }
@@ -1453,6 +1462,87 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
                  SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
 
     return n;
+}
+
+
+/*
+ * bwrap: the sandbox's root, code and data, each an overlay of its own
+ * with the host's directory as its lower layer, made by the runtime's
+ * child while still root, in its own mount namespace (aw_runtime_exec()),
+ * in a small tmpfs on the job's root directory, which bwrap binds
+ * read-only.  The kernel shows a bind mount's root as its path in its
+ * file system, and its file system's device and options: so
+ * /proc/self/mountinfo showed the rootfs's path on the host, the job's
+ * code and data directories' under workdir, the host's block device
+ * and its file system's type and mount options.  An overlay's root is
+ * "/", its source "none", its device one of its own; its options name
+ * its layers as they were given, here relative to the tmpfs ("r:e",
+ * the host's directory bound on r, and e an empty one: an overlay with
+ * no upper layer needs two).  -1 when the kernel refuses an overlay (no
+ * overlay module loaded, a rootfs already two overlays deep), the
+ * tmpfs unmounted: bwrap then binds the host's directories, as before.
+ * The namespace ends with the sandbox's last process: nothing to
+ * remove.
+ */
+
+static int
+aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int fail)
+{
+    int          cwd;
+    size_t       i;
+    char         base[2304], code[2304], data[2304], opt[32];
+    const char  *src[3];
+    const char  *const lower[3] = { "r", "c", "d" };
+    const char  *const at[3] = { "root", "code", "data" };
+
+    snprintf(base, sizeof(base), "%s/root", box->dir);
+    snprintf(code, sizeof(code), "%s/code", box->in);
+    snprintf(data, sizeof(data), "%s/data", box->in);
+    src[0] = conf->rootfs;
+    src[1] = code;
+    src[2] = data;
+
+    cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+    if (cwd < 0
+        || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 "size=4k,nr_inodes=16,mode=755") != 0
+        || chdir(base) != 0
+        || mkdir("e", 0555) != 0)
+    {
+        aw_child_fail(fail, "layers in %s: %s", base, strerror(errno));
+    }
+
+    for (i = 0; i < 3; i++) {
+        if (mkdir(lower[i], 0555) != 0 || mkdir(at[i], 0555) != 0
+            || mount(src[i], lower[i], NULL, MS_BIND, NULL) != 0)
+        {
+            aw_child_fail(fail, "%s in %s: %s", src[i], base,
+                          strerror(errno));
+        }
+
+        snprintf(opt, sizeof(opt), "lowerdir=%s:e", lower[i]);
+
+        if (mount("none", at[i], "overlay",
+                  MS_RDONLY | MS_NOSUID | MS_NODEV, opt) != 0)
+        {
+            if (fchdir(cwd) != 0 || umount2(base, MNT_DETACH) != 0) {
+                aw_child_fail(fail, "umount %s: %s", base,
+                              strerror(errno));
+            }
+
+            close(cwd);
+            return -1;
+        }
+    }
+
+    if (fchdir(cwd) != 0) {
+        aw_child_fail(fail, "fchdir: %s", strerror(errno));
+    }
+
+    close(cwd);
+
+    return 0;
 }
 
 
@@ -2073,7 +2163,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t keeper, int out, int err, int fail,
     int status)
 {
-    int            fd, own_dev;
+    int            fd, own_dev, own_layers;
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
@@ -2160,6 +2250,10 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     own_dev = getuid() == 0 && aw_bwrap_dev(box, fail) == 0;
 
+    /* root, code and data as overlays: no host path, device or options */
+
+    own_layers = getuid() == 0 && aw_bwrap_layers(conf, box, fail) == 0;
+
     /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
 
     if (getuid() == 0
@@ -2193,8 +2287,17 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         aw_child_fail(fail, "close_range: %s", strerror(errno));
     }
 
-    snprintf(code, sizeof(code), "%s/code", box->in);
-    snprintf(data, sizeof(data), "%s/data", box->in);
+    if (own_layers) {
+        snprintf(root, sizeof(root), "%s/root/root", box->dir);
+        snprintf(code, sizeof(code), "%s/root/code", box->dir);
+        snprintf(data, sizeof(data), "%s/root/data", box->dir);
+
+    } else {
+        snprintf(root, sizeof(root), "%s", conf->rootfs);
+        snprintf(code, sizeof(code), "%s/code", box->in);
+        snprintf(data, sizeof(data), "%s/data", box->in);
+    }
+
     snprintf(empty, sizeof(empty), "%s/empty/void", box->dir);
     snprintf(scratch, sizeof(scratch), "%s/empty/scratch", box->dir);
     snprintf(tmp, sizeof(tmp), "%s/empty/tmp", box->dir);
@@ -2239,7 +2342,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
             "--as-pid-1",
             "--uid", uid, "--gid", uid,
             "--die-with-parent", "--new-session",
-            "--ro-bind", conf->rootfs, "/",
+            "--ro-bind", root, "/",
             "--ro-bind", code, "/app/code",
             "--ro-bind", data, "/app/data",
             "--bind", scratch, "/scratch",
