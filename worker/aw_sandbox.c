@@ -199,7 +199,7 @@ static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
 static int aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box,
     int fail);
 static int aw_bwrap_dev(const aw_box_t *box, int fail);
-static void aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
+static int aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, int fail);
 static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
     const char *const *shown, const char *empty, const char *null,
@@ -1080,9 +1080,9 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
     }
 
     /*
-     * bwrap: the places of the small tmpfs aw_bwrap_mounts() mounts, of
-     * the sandbox's /dev (aw_bwrap_dev()) and of its root, code and
-     * data (aw_bwrap_layers())
+     * bwrap: the places of the small tmpfs aw_bwrap_mounts() mounts
+     * (and in it aw_bwrap_layers()'s), and of the sandbox's /dev
+     * (aw_bwrap_dev())
      */
     snprintf(path, sizeof(path), "%s/empty", box->dir);
     if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
@@ -1090,11 +1090,6 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
     }
 
     snprintf(path, sizeof(path), "%s/dev", box->dir);
-    if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
-        goto fail;
-    }
-
-    snprintf(path, sizeof(path), "%s/root", box->dir);
     if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
         goto fail;
     }
@@ -1468,21 +1463,22 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
 /*
  * bwrap: the sandbox's root, code and data, each an overlay of its own
  * with the host's directory as its lower layer, made by the runtime's
- * child while still root, in its own mount namespace (aw_runtime_exec()),
- * in a small tmpfs on the job's root directory, which bwrap binds
- * read-only.  The kernel shows a bind mount's root as its path in its
- * file system, and its file system's device and options: so
- * /proc/self/mountinfo showed the rootfs's path on the host, the job's
- * code and data directories' under workdir, the host's block device
- * and its file system's type and mount options.  An overlay's root is
- * "/", its source "none", its device one of its own; its options name
- * its layers as they were given, here relative to the tmpfs ("r:e",
- * the host's directory bound on r, and e an empty one: an overlay with
- * no upper layer needs two).  -1 when the kernel refuses an overlay (no
- * overlay module loaded, a rootfs already two overlays deep), the
- * tmpfs unmounted: bwrap then binds the host's directories, as before.
- * The namespace ends with the sandbox's last process: nothing to
- * remove.
+ * child in the user and mount namespace of aw_bwrap_mounts() (so as the
+ * worker's host uid, not root: the overlay reaches its lower layer with
+ * its mounter's credentials), in a small tmpfs on the job's
+ * empty/layers, whose root, code and data bwrap binds read-only.  The
+ * kernel shows a bind mount's root as its path in its file system, and
+ * its file system's device and options: so /proc/self/mountinfo showed
+ * the rootfs's path on the host, the job's code and data directories'
+ * under workdir, the host's block device and its file system's type
+ * and mount options.  An overlay's root is "/", its source "none", its
+ * device one of its own; its options name its layers as they were
+ * given, here relative to the tmpfs ("r:e", the host's directory bound
+ * on r, and e an empty one: an overlay with no upper layer needs two).
+ * -1 when the kernel refuses an overlay (no overlay module loaded, a
+ * rootfs already two overlays deep), the tmpfs unmounted: bwrap then
+ * binds the host's directories, as before.  The namespace ends with
+ * the sandbox's last process: nothing to remove.
  */
 
 static int
@@ -1495,7 +1491,7 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int fail)
     const char  *const lower[3] = { "r", "c", "d" };
     const char  *const at[3] = { "root", "code", "data" };
 
-    snprintf(base, sizeof(base), "%s/root", box->dir);
+    snprintf(base, sizeof(base), "%s/empty/layers", box->dir);
     snprintf(code, sizeof(code), "%s/code", box->in);
     snprintf(data, sizeof(data), "%s/data", box->in);
     src[0] = conf->rootfs;
@@ -1505,6 +1501,7 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int fail)
     cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
     if (cwd < 0
+        || mkdir(base, 0755) != 0
         || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                  "size=4k,nr_inodes=16,mode=755") != 0
         || chdir(base) != 0
@@ -1634,7 +1631,9 @@ aw_bwrap_dev(const aw_box_t *box, int fail)
 
 
 /*
- * bwrap: the writable places, made in the child before bwrap starts.
+ * bwrap: the writable places, made in the child before bwrap starts,
+ * and the layers of its root, code and data (aw_bwrap_layers(), whose
+ * answer this is).
  * bwrap mounts a tmpfs nosuid and nodev, never noexec, and a bind mount
  * keeps the flags of its source (in a user namespace, locked): so the
  * child takes a user and mount namespace of its own (its uid mapped to
@@ -1651,7 +1650,7 @@ aw_bwrap_dev(const aw_box_t *box, int fail)
  * sandbox's last process: nothing to remove.
  */
 
-static void
+static int
 aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, int fail)
 {
@@ -1740,6 +1739,8 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
             aw_child_fail(fail, "tmpfs %s: %s", path, strerror(errno));
         }
     }
+
+    return aw_bwrap_layers(conf, box, fail);
 }
 
 
@@ -2250,10 +2251,6 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     own_dev = getuid() == 0 && aw_bwrap_dev(box, fail) == 0;
 
-    /* root, code and data as overlays: no host path, device or options */
-
-    own_layers = getuid() == 0 && aw_bwrap_layers(conf, box, fail) == 0;
-
     /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
 
     if (getuid() == 0
@@ -2285,17 +2282,6 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     if (close_range(AW_STATUS_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
         aw_child_fail(fail, "close_range: %s", strerror(errno));
-    }
-
-    if (own_layers) {
-        snprintf(root, sizeof(root), "%s/root/root", box->dir);
-        snprintf(code, sizeof(code), "%s/root/code", box->dir);
-        snprintf(data, sizeof(data), "%s/root/data", box->dir);
-
-    } else {
-        snprintf(root, sizeof(root), "%s", conf->rootfs);
-        snprintf(code, sizeof(code), "%s/code", box->in);
-        snprintf(data, sizeof(data), "%s/data", box->in);
     }
 
     snprintf(empty, sizeof(empty), "%s/empty/void", box->dir);
@@ -2333,7 +2319,20 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * descriptors use it up): an empty read-only directory covers it,
      * and /dev/ptmx, a link to pts/ptmx, leads nowhere.
      */
-    aw_bwrap_mounts(conf, job, box, fail);
+    own_layers = aw_bwrap_mounts(conf, job, box, fail) == 0;
+
+    /* root, code and data as overlays: no host path, device or options */
+
+    if (own_layers) {
+        snprintf(root, sizeof(root), "%s/empty/layers/root", box->dir);
+        snprintf(code, sizeof(code), "%s/empty/layers/code", box->dir);
+        snprintf(data, sizeof(data), "%s/empty/layers/data", box->dir);
+
+    } else {
+        snprintf(root, sizeof(root), "%s", conf->rootfs);
+        snprintf(code, sizeof(code), "%s/code", box->in);
+        snprintf(data, sizeof(data), "%s/data", box->in);
+    }
 
     {
         const char  *head[] = {

@@ -38,7 +38,7 @@ Airlock::Prereq::absent('cgroup v1 needed to delegate the job cgroups')
 $w->start_proxy;
 $w->start_redis;
 
-plan tests => 23;
+plan tests => 24;
 
 my $dir = $t->testdir;
 my $uid = getpwnam('airlock-worker');
@@ -118,6 +118,20 @@ my $r = $w->run_job(job_id => 'nr1',
 is($r && $r->{status}, 'ok', 'a job with an input runs') or diag explain $r;
 is($r && $r->{stdout}, "10001 200\n",
    'as uid 10001 inside, its input fetched as the worker client');
+
+# its root, code and data are overlays of its own too, made in its user
+# namespace (tests/worker/101-mount-sources-bwrap.t)
+$r = $w->run_job(job_id => 'nr-mounts', script => <<'PY');
+with open("/proc/self/mountinfo") as f:
+    for line in f:
+        pre, post = line.split(" - ")
+        if pre.split()[4] in ("/", "/app/code", "/app/data"):
+            print(pre.split()[4], pre.split()[3], post.split()[0])
+PY
+is($r && $r->{stdout}, "/ / overlay\n/app/code / overlay\n"
+                       . "/app/data / overlay\n",
+   'its root, code and data are overlays, naming no host path')
+    or diag explain $r;
 
 $r = $w->run_job(job_id => 'nr2', script => "import sys\nsys.exit(3)\n");
 is($r && $r->{exit_code}, 3, 'a script\'s exit code is its own')
