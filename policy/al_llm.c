@@ -136,6 +136,8 @@ static const char *al_llm_json_find(json_t *v, unsigned depth,
     const char *(*here)(json_t *obj));
 static const char *al_llm_stored_here(json_t *obj);
 static const char *al_llm_stored_tool(json_t *tool);
+static const char *al_llm_stored_tool_here(json_t *obj);
+static const char *al_llm_skill_here(json_t *obj);
 static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
 static const char *al_llm_url_here(json_t *obj);
@@ -3182,24 +3184,32 @@ al_llm_req_urls(al_llm_rq_t *rq)
 
 
 /*
- * A file or container the provider keeps for the account, named by its
- * id: a file part's or input's "file_id" that holds an id (no ':', so
- * neither a URL, which al_llm_req_urls() reads, nor a data: URL), a
- * code_interpreter's "container" given as an id, or one of "file_ids"
- * (its files copied into the container), Anthropic's top-level
- * "container" given as an id, or with one (a code execution container
- * reused; one of "skills" alone is a new container).  The provider then
- * reads that file or runs in that container, whoever made it: no route
- * of the gateway makes one (files and containers are made by the
- * provider's other APIs, or by another client's call), so the gateway
- * cannot tell whose it is, as with "conversation".  Refused unless the
- * entry's provider_tools allows stored_files.  Read only when the scan
- * saw a "file_id" (b->urls) or a tool that runs code, from the tree
- * jansson builds, in the members that hold the prompt and in the tools
- * the provider runs (a function's schema may name a property
- * "file_id").  file_search's "vector_store_ids" is not read here: the
- * tool searches the account's stores and is of no use without them, so
- * provider_tools file_search is the grant.
+ * A file, container or skill the provider keeps for the account, named
+ * by its id: a file part's or input's "file_id" that holds an id (no
+ * ':', so neither a URL, which al_llm_req_urls() reads, nor a data:
+ * URL), a code_interpreter's "container" given as an id, or one of
+ * "file_ids" (its files copied into the container), a hosted shell's
+ * "environment" of a "container_id" (type "container_reference") or of
+ * "file_ids", a skill a tool's container or environment mounts by its
+ * "skill_id" (OpenAI's "skill_reference"; an "inline" skill is the
+ * client's own bytes), Anthropic's top-level "container" given as an
+ * id, or with one (a code execution container reused; one of "skills"
+ * alone is a new container), or with a skill of type "custom" (one the
+ * account uploaded; those of type "anthropic" are the provider's own,
+ * the same for every account).  The provider then reads that file, runs
+ * in that container or loads that skill's files and instructions,
+ * whoever made it: no route of the gateway makes one (files, containers
+ * and skills are made by the provider's other APIs, or by another
+ * client's call), so the gateway cannot tell whose it is, as with
+ * "conversation".  Refused unless the entry's provider_tools allows
+ * stored_files.  Read only when the scan saw a "file_id" (b->urls) or a
+ * tool that runs code (code_interpreter, code_execution, shell: skills
+ * and containers are theirs), from the tree jansson builds, in the
+ * members that hold the prompt and in the tools the provider runs (a
+ * function's schema may name a property "file_id").  file_search's
+ * "vector_store_ids" is not read here: the tool searches the account's
+ * stores and is of no use without them, so provider_tools file_search
+ * is the grant.
  */
 
 static int
@@ -3216,7 +3226,8 @@ al_llm_req_stored(al_llm_rq_t *rq)
     };
 
     code = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
-           | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION);
+           | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)
+           | (UINT32_C(1) << AL_LLM_PT_SHELL);
 
     if ((rq->llm->provider_tools & (UINT32_C(1) << AL_LLM_PT_STORED_FILES))
         || (!rq->b->urls && (rq->b->tools & code) == 0))
@@ -3259,6 +3270,13 @@ al_llm_req_stored(al_llm_rq_t *rq)
             key = "container";
         }
 
+        if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES
+            && json_is_object(v))
+        {
+            key = al_llm_json_find(json_object_get(v, "skills"), 0,
+                                   al_llm_skill_here);
+        }
+
         json_decref(root);
     }
 
@@ -3269,10 +3287,12 @@ al_llm_req_stored(al_llm_rq_t *rq)
     rq->req->reason = AL_REASON_BODY;
 
     return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
-                       "\"%s\" names a file or container the account "
-                       "stores, which no call through the gateway made, so "
-                       "it cannot tell whose it is; the policy does not "
-                       "allow it (provider_tools: stored_files)", key);
+                       "\"%s\" names a %s the account stores, which no "
+                       "call through the gateway made, so it cannot tell "
+                       "whose it is; the policy does not allow it "
+                       "(provider_tools: stored_files)", key,
+                       strcmp(key, "skill_id") == 0 ? "skill"
+                                                    : "file or container");
 }
 
 
@@ -3357,7 +3377,8 @@ al_llm_stored_here(json_t *obj)
 /*
  * A tool the provider runs (a type of a family, not "function" or
  * "custom", nor one of no type: their schemas are the client's): its
- * "container" given as an id, or its stored files anywhere in it
+ * "container" given as an id, or its stored files, containers and
+ * skills anywhere in it
  */
 
 static const char *
@@ -3380,7 +3401,66 @@ al_llm_stored_tool(json_t *tool)
         return "container";
     }
 
-    return al_llm_json_find(tool, 0, al_llm_stored_here);
+    return al_llm_json_find(tool, 0, al_llm_stored_tool_here);
+}
+
+
+/*
+ * of an object in a tool the provider runs, the key of a stored file
+ * (al_llm_stored_here()), of a stored container (a shell environment's
+ * "container_id", of type "container_reference") or of a stored skill,
+ * or NULL
+ */
+
+static const char *
+al_llm_stored_tool_here(json_t *obj)
+{
+    json_t      *c;
+    const char  *key;
+
+    key = al_llm_stored_here(obj);
+
+    if (key != NULL) {
+        return key;
+    }
+
+    c = json_object_get(obj, "container_id");
+
+    if (c != NULL && !json_is_null(c)) {
+        return "container_id";
+    }
+
+    return al_llm_skill_here(obj);
+}
+
+
+/*
+ * of an object, "skill_id" when it names a skill the account stores: a
+ * "skill_id" that is not null, of any "type" but "anthropic" (Anthropic's
+ * own skills, pptx, xlsx and the like, the same for every account):
+ * OpenAI's "skill_reference", Anthropic's "custom", and types the
+ * gateway does not know.  Else NULL.
+ */
+
+static const char *
+al_llm_skill_here(json_t *obj)
+{
+    json_t  *id, *t;
+
+    id = json_object_get(obj, "skill_id");
+
+    if (id == NULL || json_is_null(id)) {
+        return NULL;
+    }
+
+    t = json_object_get(obj, "type");
+
+    if (json_is_string(t) && strcmp(json_string_value(t), "anthropic") == 0)
+    {
+        return NULL;
+    }
+
+    return "skill_id";
 }
 
 

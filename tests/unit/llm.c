@@ -3163,6 +3163,105 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "stored: ... a new container of skills passes");
 
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":{\"skills\":[{\"type\":\"anthropic\","
+        "\"skill_id\":\"xlsx\"},{\"type\":\"custom\",\"skill_id\":"
+        "\"skill_01FAKE\",\"version\":\"latest\"}]}}");
+    tap_ok(refused_tool("\"skill_id\" names a skill the account stores")
+           && has(rq.detail, "stored_files"),
+           "stored: an anthropic custom skill refused");
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":{\"skills\":[{\"typ\\u0065\":\"cust\\u006fm\","
+        "\"skill_id\":\"skill_01FAKE\"}]}}");
+    tap_ok(refused_tool("\"skill_id\""),
+           "stored: ... read as the provider reads it, escapes included");
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":{\"skills\":[{\"skill_id\":\"skill_01FAKE\"}]}}");
+    tap_ok(refused_tool("\"skill_id\""),
+           "stored: ... and one of no type");
+
+    stored.provider_tools |= UINT32_C(1) << AL_LLM_PT_STORED_FILES;
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
+        "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
+        "\"container\":{\"skills\":[{\"type\":\"custom\",\"skill_id\":"
+        "\"skill_01FAKE\",\"version\":\"latest\"}]}}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: ... passes with stored_files");
+
+    stored = oai;
+    stored.provider_tools = (UINT32_C(1) << AL_LLM_PT_SHELL)
+                            | (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER);
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"skills\":[{\"type\":\"skill_reference\",\"skill_id\":"
+        "\"skill_FAKE1\",\"version\":2}]}}]}");
+    tap_ok(refused_tool("\"skill_id\" names a skill"),
+           "stored: a hosted shell's skill by its id refused");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"code_interpreter\",\"container\":{\"type\":\"auto\","
+        "\"skills\":[{\"type\":\"skill_reference\",\"skill_id\":"
+        "\"skill_FAKE1\"}]}}]}");
+    tap_ok(refused_tool("\"skill_id\" names a skill"),
+           "stored: ... and a code_interpreter container's");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_reference\","
+        "\"container_id\":\"cntr_FAKE1\"}}]}");
+    tap_ok(refused_tool("\"container_id\" names a file or container"),
+           "stored: a hosted shell in a container by its id refused");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"file_ids\":[\"file-FAKE1\"]}}]}");
+    tap_ok(refused_tool("\"file_ids\" names a file"),
+           "stored: a hosted shell's file_ids refused");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"skills\":[{\"type\":\"inline\",\"name\":\"n\","
+        "\"description\":\"d\",\"source\":{\"type\":\"base64\","
+        "\"media_type\":\"application/zip\",\"data\":\"UEsFBgA=\"}}],"
+        "\"file_ids\":[]}},{\"type\":\"function\",\"name\":\"f\","
+        "\"parameters\":{\"type\":\"object\",\"properties\":{"
+        "\"skill_id\":{\"type\":\"string\"},\"container_id\":"
+        "{\"type\":\"string\"}}}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: an inline skill is the client's; so is a schema");
+
+    stored.provider_tools |= UINT32_C(1) << AL_LLM_PT_STORED_FILES;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"skills\":[{\"type\":\"skill_reference\",\"skill_id\":"
+        "\"skill_FAKE1\"}]}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "stored: ... a skill by its id with stored_files");
+
+    stored = ant;
+    stored.provider_tools = UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION;
+
     req(&ant, AGENT, AL_LLM_EP_MESSAGES,
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
         "[{\"role\":\"user\",\"content\":[{\"type\":\"document\","
