@@ -132,6 +132,7 @@ static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
 static int al_llm_req_urls(al_llm_rq_t *rq);
 static int al_llm_req_stored(al_llm_rq_t *rq);
+static int al_llm_req_stored_prompt(al_llm_rq_t *rq);
 static const char *al_llm_json_find(json_t *v, unsigned depth,
     const char *(*here)(json_t *obj));
 static const char *al_llm_stored_here(json_t *obj);
@@ -736,6 +737,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_tools(&rq) != 0
         || al_llm_req_urls(&rq) != 0
         || al_llm_req_stored(&rq) != 0
+        || al_llm_req_stored_prompt(&rq) != 0
         || al_llm_req_tier(&rq) != 0
         || al_llm_req_audio(&rq) != 0
         || al_llm_req_background(&rq) != 0
@@ -3293,6 +3295,39 @@ al_llm_req_stored(al_llm_rq_t *rq)
                        "(provider_tools: stored_files)", key,
                        strcmp(key, "skill_id") == 0 ? "skill"
                                                     : "file or container");
+}
+
+
+/*
+ * A "prompt" that is an object names a prompt the provider stores for
+ * the account: the Responses API's {"id": "pmpt_...", "version": ...,
+ * "variables": {...}}, which brings instructions, a model and tools of
+ * its own.  It is made in the provider's dashboard or by its other APIs,
+ * never by a route of the gateway, so the gateway cannot tell whose it
+ * is, as with a stored file: refused unless the entry's provider_tools
+ * allows stored_files (the member itself passes on responses only as
+ * allow_members names it, al_llm_req_prompt()).  A completions "prompt"
+ * (a string, a list) is the prompt's text, and null is none.  Read after
+ * al_llm_req_urls() and al_llm_req_stored(), which read the variables.
+ */
+
+static int
+al_llm_req_stored_prompt(al_llm_rq_t *rq)
+{
+    if (rq->b->f[AL_LLM_F_PROMPT].type != AL_LLM_JT_OBJECT
+        || (rq->llm->provider_tools
+            & (UINT32_C(1) << AL_LLM_PT_STORED_FILES)))
+    {
+        return 0;
+    }
+
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"prompt\" names a prompt the account stores, with "
+                       "tools of its own, which no call through the gateway "
+                       "made, so it cannot tell whose it is; the policy does "
+                       "not allow it (provider_tools: stored_files)");
 }
 
 

@@ -314,11 +314,12 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * top-level "data_sources" (Azure On Your Data: the provider queries the
  * search service the request names) as data_sources, each unless null;
  * an image, file or document of the prompt given by a URL the provider
- * downloads (al_llm_req_urls()) as url_input; a file, container or
- * skill the account stores, named by its id (al_llm_req_stored()), as
- * stored_files.  Anything else is refused
- * (AL_REASON_BODY): a type of no family, a "type" that is no string, an
- * element that is no object, "tools" that is no list (null passes).
+ * downloads (al_llm_req_urls()) as url_input; a file, container,
+ * skill or prompt the account stores, named by its id
+ * (al_llm_req_stored(), al_llm_req_stored_prompt()), as stored_files.
+ * Anything else is refused (AL_REASON_BODY): a type of no family, a
+ * "type" that is no string, an element that is no object, "tools" that
+ * is no list (null passes).
  *
  * A type is of family F when it is F, or F followed by '_' and more:
  * web_search covers web_search, web_search_preview and

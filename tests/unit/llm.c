@@ -770,7 +770,8 @@ test_thinking(void)
 static void
 test_caps(void)
 {
-    json_t  *j;
+    json_t    *j;
+    al_llm_t   stored;
 
     /* clamp */
 
@@ -854,7 +855,36 @@ test_caps(void)
     req(&oai, AGENT, AL_LLM_EP_RESPONSES,
         "{\"model\":\"gpt-4o\",\"input\":\"x\",\"prompt\":\"y\"}");
     tap_is_int(rq.reason, AL_REASON_NONE,
-               "... but where allow_members names it");
+               "... but where allow_members names it, as text");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"pmpt_FAKE1\","
+        "\"version\":\"2\",\"variables\":{\"city\":\"Paris\"}}}");
+    tap_ok(rq.reason == AL_REASON_BODY
+           && has(rq.detail, "\"prompt\" names a prompt the account stores")
+           && has(rq.detail, "provider_tools: stored_files"),
+           "a stored prompt by its id needs stored_files as well");
+
+    req(&oai, AGENT, AL_LLM_EP_COMPLETIONS,
+        "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"pmpt_FAKE1\"}}");
+    tap_is_int(rq.reason, AL_REASON_BODY, "... on completions too");
+
+    req(&oai, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"prompt\":null}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "... null is none");
+
+    stored = oai;
+    stored.provider_tools = UINT32_C(1) << AL_LLM_PT_STORED_FILES;
+
+    req(&stored, AGENT, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"pmpt_FAKE1\","
+        "\"version\":\"2\",\"variables\":{\"city\":\"Paris\"}}}");
+    tap_is_int(rq.reason, AL_REASON_NONE, "... and passes with it");
+
+    req(&bare, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"prompt\":{\"id\":\"pmpt_1\"}}");
+    tap_ok(rq.reason == AL_REASON_BODY && has(rq.detail, "allow_members"),
+           "... where allow_members names it");
 
     req(&compat, AGENT, AL_LLM_EP_CHAT,
         "{\"model\":\"gpt-4o\",\"max_tokens\":800,\"n\":2,\"best_of\":4}");
