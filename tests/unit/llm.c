@@ -3289,6 +3289,25 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "stored: ... a skill by its id with stored_files");
 
+    /* a connector is the provider's MCP server, with the client's token */
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"mcp\",\"server_label\":\"mail\",\"connector_id\":"
+        "\"connector_gmail\",\"authorization\":\"FAKE-oauth\"}]}");
+    tap_ok(refused_tool("provider_tools: mcp"),
+           "mcp: a connector by its id needs mcp");
+
+    stored = oai;
+    stored.provider_tools = UINT32_C(1) << AL_LLM_PT_MCP;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"mcp\",\"server_label\":\"mail\",\"connector_id\":"
+        "\"connector_gmail\",\"authorization\":\"FAKE-oauth\"}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "mcp: ... and no more (not stored_files)");
+
     stored = ant;
     stored.provider_tools = UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION;
 
