@@ -72,6 +72,18 @@ typedef struct {
     al_llm_edit_t           edit[AL_LLM_EDITS];
 } al_llm_rq_t;
 
+/*
+ * What al_llm_req_refs() looks for in the members that hold the prompt,
+ * in one walk: the key of the first input by URL and of the first file
+ * the account stores, each when wanted
+ */
+typedef struct {
+    const char             *url;            /* NULL: none found */
+    const char             *stored;         /* NULL: none found */
+    unsigned                want_url:1;
+    unsigned                want_stored:1;
+} al_llm_refs_t;
+
 /* a thinking budget of another server (al_llm_req_think_members()) */
 typedef struct {
     const char             *name;
@@ -130,8 +142,11 @@ static uint64_t al_llm_prompt_batch(const unsigned char *p, size_t len);
 static int al_llm_req_unlisted(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
-static int al_llm_req_urls(al_llm_rq_t *rq);
-static int al_llm_req_stored(al_llm_rq_t *rq);
+static int al_llm_req_refs(al_llm_rq_t *rq);
+static void al_llm_refs_find(json_t *v, unsigned depth, al_llm_refs_t *refs);
+static int al_llm_req_urls(al_llm_rq_t *rq, const char *key);
+static int al_llm_req_stored(al_llm_rq_t *rq, const char *key);
+static const char *al_llm_stored_tools(al_llm_rq_t *rq, json_t *root);
 static int al_llm_req_stored_prompt(al_llm_rq_t *rq);
 static const char *al_llm_json_find(json_t *v, unsigned depth,
     const char *(*here)(json_t *obj));
@@ -735,8 +750,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
         || al_llm_req_n(&rq) != 0
         || al_llm_req_usage(&rq) != 0
         || al_llm_req_tools(&rq) != 0
-        || al_llm_req_urls(&rq) != 0
-        || al_llm_req_stored(&rq) != 0
+        || al_llm_req_refs(&rq) != 0
         || al_llm_req_stored_prompt(&rq) != 0
         || al_llm_req_tier(&rq) != 0
         || al_llm_req_audio(&rq) != 0
@@ -3120,6 +3134,149 @@ al_llm_req_audio(al_llm_rq_t *rq)
 
 
 /*
+ * Inputs by URL (al_llm_req_urls()) and files, containers and skills the
+ * account stores (al_llm_req_stored()), read together: the body is
+ * loaded by jansson once, and the members that hold the prompt are
+ * walked once, for what the entry's provider_tools does not allow.  An
+ * input by URL is refused first, wherever it is; then a stored file of
+ * those members, then one of the tools.  Read only when the scan saw a
+ * key that may hold a URL or a file's id (b->urls), or a tool that
+ * runs code (for stored files only).
+ */
+
+static int
+al_llm_req_refs(al_llm_rq_t *rq)
+{
+    size_t         i;
+    json_t        *root, *v;
+    uint32_t       code, pt;
+    json_error_t   err;
+    al_llm_refs_t  refs;
+
+    static const char *const  members[] = {
+        "messages", "input", "prompt", "system", "instructions", NULL
+    };
+
+    code = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
+           | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)
+           | (UINT32_C(1) << AL_LLM_PT_SHELL);
+    pt = rq->llm->provider_tools;
+
+    refs.url = NULL;
+    refs.stored = NULL;
+    refs.want_url = rq->b->urls
+                    && (pt & (UINT32_C(1) << AL_LLM_PT_URL_INPUT)) == 0;
+    refs.want_stored = (pt & (UINT32_C(1) << AL_LLM_PT_STORED_FILES)) == 0
+                       && (rq->b->urls || (rq->b->tools & code) != 0);
+
+    if (!refs.want_url && !refs.want_stored) {
+        return 0;
+    }
+
+    root = json_loadb((const char *) rq->body, rq->len, 0, &err);
+
+    if (root == NULL) {
+        refs.url = refs.want_url ? "the body" : NULL;
+        refs.stored = "the body";
+
+    } else {
+        for (i = 0; members[i] != NULL && refs.url == NULL; i++) {
+            v = json_object_get(root, members[i]);
+
+            if (v != NULL) {
+                al_llm_refs_find(v, 0, &refs);
+            }
+        }
+
+        if (refs.url == NULL && refs.want_stored && refs.stored == NULL) {
+            refs.stored = al_llm_stored_tools(rq, root);
+        }
+
+        json_decref(root);
+    }
+
+    if (refs.url != NULL) {
+        return al_llm_req_urls(rq, refs.url);
+    }
+
+    if (refs.want_stored && refs.stored != NULL) {
+        return al_llm_req_stored(rq, refs.stored);
+    }
+
+    return 0;
+}
+
+
+/*
+ * al_llm_json_find() of al_llm_url_here() and of al_llm_stored_here() in
+ * one walk of v, as wanted: each finds the first key in the same order.
+ * Done at the first input by URL (it is refused first), or at the first
+ * stored file when no URL is wanted.
+ */
+
+static void
+al_llm_refs_find(json_t *v, unsigned depth, al_llm_refs_t *refs)
+{
+    size_t       i;
+    json_t      *m;
+    const char  *key;
+
+    if (depth > AL_JSON_DEPTH_MAX) {    /* the scan allows less */
+        if (refs->want_url) {
+            refs->url = "the body";
+
+        } else if (refs->stored == NULL) {
+            refs->stored = "the body";
+        }
+
+        return;
+    }
+
+    if (json_is_array(v)) {
+        for (i = 0; i < json_array_size(v); i++) {
+            al_llm_refs_find(json_array_get(v, i), depth + 1, refs);
+
+            if (refs->url != NULL
+                || (!refs->want_url && refs->stored != NULL))
+            {
+                return;
+            }
+        }
+
+        return;
+    }
+
+    if (!json_is_object(v)) {
+        return;
+    }
+
+    if (refs->want_url) {
+        refs->url = al_llm_url_here(v);
+
+        if (refs->url != NULL) {
+            return;
+        }
+    }
+
+    if (refs->want_stored && refs->stored == NULL) {
+        refs->stored = al_llm_stored_here(v);
+
+        if (refs->stored != NULL && !refs->want_url) {
+            return;
+        }
+    }
+
+    json_object_foreach(v, key, m) {
+        al_llm_refs_find(m, depth + 1, refs);
+
+        if (refs->url != NULL || (!refs->want_url && refs->stored != NULL)) {
+            return;
+        }
+    }
+}
+
+
+/*
  * An input of the prompt given by a URL is downloaded by the provider:
  * OpenAI's {"type":"image_url","image_url":{"url":U}}, the Responses
  * API's "image_url": U and "file_url": U, Anthropic's "source":
@@ -3129,53 +3286,15 @@ al_llm_req_audio(al_llm_rq_t *rq)
  * when they hold a URL, not base64 or an id.  The provider then reaches a
  * URL the client chose, which the URL can tell anything: a grant of
  * egress, family url_input, as its web fetch is.  A data: URL is no
- * download.  Read
- * only when the scan saw one of those keys (b->urls), in the members
- * that hold the prompt, from the tree jansson builds of the body the
- * scan accepted, so escapes are read as the provider reads them.
+ * download.  Read (al_llm_req_refs()) only when the scan saw one of
+ * those keys (b->urls), in the members that hold the prompt, from the
+ * tree jansson builds of the body the scan accepted, so escapes are read
+ * as the provider reads them.  The refusal of the input at key.
  */
 
 static int
-al_llm_req_urls(al_llm_rq_t *rq)
+al_llm_req_urls(al_llm_rq_t *rq, const char *key)
 {
-    size_t        i;
-    json_t       *root, *v;
-    const char   *key;
-    json_error_t  err;
-
-    static const char *const  members[] = {
-        "messages", "input", "prompt", "system", "instructions", NULL
-    };
-
-    if (!rq->b->urls
-        || (rq->llm->provider_tools & (UINT32_C(1) << AL_LLM_PT_URL_INPUT)))
-    {
-        return 0;
-    }
-
-    root = json_loadb((const char *) rq->body, rq->len, 0, &err);
-
-    key = NULL;
-
-    if (root == NULL) {
-        key = "the body";
-
-    } else {
-        for (i = 0; members[i] != NULL && key == NULL; i++) {
-            v = json_object_get(root, members[i]);
-
-            if (v != NULL) {
-                key = al_llm_json_find(v, 0, al_llm_url_here);
-            }
-        }
-
-        json_decref(root);
-    }
-
-    if (key == NULL) {
-        return 0;
-    }
-
     rq->req->reason = AL_REASON_BODY;
 
     return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
@@ -3204,88 +3323,20 @@ al_llm_req_urls(al_llm_rq_t *rq)
  * and skills are made by the provider's other APIs, or by another
  * client's call), so the gateway cannot tell whose it is, as with
  * "conversation".  Refused unless the entry's provider_tools allows
- * stored_files.  Read only when the scan saw a "file_id" (b->urls) or a
- * tool that runs code (code_interpreter, code_execution, shell: skills
- * and containers are theirs), from the tree jansson builds, in the
- * members that hold the prompt and in the tools the provider runs (a
- * function's schema may name a property "file_id").  file_search's
- * "vector_store_ids" is not read here: the tool searches the account's
- * stores and is of no use without them, so provider_tools file_search
- * is the grant.
+ * stored_files.  Read (al_llm_req_refs()) only when the scan saw a
+ * "file_id" (b->urls) or a tool that runs code (code_interpreter,
+ * code_execution, shell: skills and containers are theirs), from the
+ * tree jansson builds, in the members that hold the prompt and in the
+ * tools the provider runs (al_llm_stored_tools(): a function's schema
+ * may name a property "file_id").  file_search's "vector_store_ids" is
+ * not read here: the tool searches the account's stores and is of no
+ * use without them, so provider_tools file_search is the grant.  The
+ * refusal of the one at key.
  */
 
 static int
-al_llm_req_stored(al_llm_rq_t *rq)
+al_llm_req_stored(al_llm_rq_t *rq, const char *key)
 {
-    size_t        i;
-    json_t       *root, *v;
-    uint32_t      code;
-    const char   *key;
-    json_error_t  err;
-
-    static const char *const  members[] = {
-        "messages", "input", "prompt", "system", "instructions", NULL
-    };
-
-    code = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
-           | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)
-           | (UINT32_C(1) << AL_LLM_PT_SHELL);
-
-    if ((rq->llm->provider_tools & (UINT32_C(1) << AL_LLM_PT_STORED_FILES))
-        || (!rq->b->urls && (rq->b->tools & code) == 0))
-    {
-        return 0;
-    }
-
-    root = json_loadb((const char *) rq->body, rq->len, 0, &err);
-
-    key = NULL;
-
-    if (root == NULL) {
-        key = "the body";
-
-    } else {
-        for (i = 0; members[i] != NULL && key == NULL; i++) {
-            v = json_object_get(root, members[i]);
-
-            if (v != NULL) {
-                key = al_llm_json_find(v, 0, al_llm_stored_here);
-            }
-        }
-
-        v = json_object_get(root, "tools");
-
-        for (i = 0; key == NULL && i < json_array_size(v); i++) {
-            key = al_llm_stored_tool(json_array_get(v, i));
-        }
-
-        /* Anthropic's: an id, or {"id": ..., "skills": [...]} */
-
-        v = json_object_get(root, "container");
-
-        if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES
-            && (json_is_string(v)
-                || (json_is_object(v)
-                    && json_object_get(v, "id") != NULL
-                    && !json_is_null(json_object_get(v, "id")))))
-        {
-            key = "container";
-        }
-
-        if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES
-            && json_is_object(v))
-        {
-            key = al_llm_json_find(json_object_get(v, "skills"), 0,
-                                   al_llm_skill_here);
-        }
-
-        json_decref(root);
-    }
-
-    if (key == NULL) {
-        return 0;
-    }
-
     rq->req->reason = AL_REASON_BODY;
 
     return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
@@ -3299,6 +3350,48 @@ al_llm_req_stored(al_llm_rq_t *rq)
 
 
 /*
+ * Of the tools the provider runs and Anthropic's top-level "container",
+ * the key of a file, container or skill the account stores
+ * (al_llm_req_stored()), or NULL
+ */
+
+static const char *
+al_llm_stored_tools(al_llm_rq_t *rq, json_t *root)
+{
+    size_t       i;
+    json_t      *v;
+    const char  *key;
+
+    key = NULL;
+    v = json_object_get(root, "tools");
+
+    for (i = 0; key == NULL && i < json_array_size(v); i++) {
+        key = al_llm_stored_tool(json_array_get(v, i));
+    }
+
+    /* Anthropic's: an id, or {"id": ..., "skills": [...]} */
+
+    v = json_object_get(root, "container");
+
+    if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES
+        && (json_is_string(v)
+            || (json_is_object(v)
+                && json_object_get(v, "id") != NULL
+                && !json_is_null(json_object_get(v, "id")))))
+    {
+        key = "container";
+    }
+
+    if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES && json_is_object(v)) {
+        key = al_llm_json_find(json_object_get(v, "skills"), 0,
+                               al_llm_skill_here);
+    }
+
+    return key;
+}
+
+
+/*
  * A "prompt" that is an object names a prompt the provider stores for
  * the account: the Responses API's {"id": "pmpt_...", "version": ...,
  * "variables": {...}}, which brings instructions, a model and tools of
@@ -3308,7 +3401,7 @@ al_llm_req_stored(al_llm_rq_t *rq)
  * allows stored_files (the member itself passes on responses only as
  * allow_members names it, al_llm_req_prompt()).  A completions "prompt"
  * (a string, a list) is the prompt's text, and null is none.  Read after
- * al_llm_req_urls() and al_llm_req_stored(), which read the variables.
+ * al_llm_req_refs(), which reads the variables.
  */
 
 static int

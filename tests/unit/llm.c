@@ -3101,6 +3101,36 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "urls: with it, file_id of an upload, base64 and data: pass");
 
+    /* both kinds in one body: read once, the URL refused first */
+
+#define BOTH                                                                  \
+    "{\"model\":\"gpt-4o\",\"input\":[{\"role\":\"user\",\"content\":"  \
+    "[{\"type\":\"input_file\",\"file_id\":\"file-FAKE1\"}]}],"            \
+    "\"instructions\":[{\"role\":\"system\",\"content\":[{\"type\":"      \
+    "\"input_image\",\"image_url\":\"https://a.example/\"}]}]}"
+
+    req(&oai, TOOLS, AL_LLM_EP_RESPONSES, BOTH);
+    tap_ok(refused_tool("(\"image_url\") is downloaded"),
+           "both: a URL in a later member is refused before a stored file");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES, BOTH);
+    tap_ok(refused_tool("(\"image_url\") is downloaded"),
+           "both: with stored_files, the URL");
+
+    stored = oai;
+    stored.provider_tools = UINT32_C(1) << AL_LLM_PT_URL_INPUT;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES, BOTH);
+    tap_ok(refused_tool("\"file_id\" names a file"),
+           "both: with url_input, the stored file");
+
+    stored.provider_tools |= UINT32_C(1) << AL_LLM_PT_STORED_FILES;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES, BOTH);
+    tap_is_int(rq.reason, AL_REASON_NONE, "both: with both, it passes");
+
+#undef BOTH
+
     /* files and containers the account stores, named by their ids */
 
     req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
