@@ -80,8 +80,10 @@ typedef struct {
 typedef struct {
     const char             *url;            /* NULL: none found */
     const char             *stored;         /* NULL: none found */
+    const char             *network;        /* NULL: none found */
     unsigned                want_url:1;
     unsigned                want_stored:1;
+    unsigned                want_network:1;
 } al_llm_refs_t;
 
 /* a thinking budget of another server (al_llm_req_think_members()) */
@@ -147,6 +149,9 @@ static void al_llm_refs_find(json_t *v, unsigned depth, al_llm_refs_t *refs);
 static int al_llm_req_urls(al_llm_rq_t *rq, const char *key);
 static int al_llm_req_stored(al_llm_rq_t *rq, const char *key);
 static const char *al_llm_stored_tools(al_llm_rq_t *rq, json_t *root);
+static int al_llm_req_network(al_llm_rq_t *rq, const char *key);
+static const char *al_llm_network_tools(json_t *root);
+static const char *al_llm_network_here(json_t *obj);
 static int al_llm_req_stored_prompt(al_llm_rq_t *rq);
 static const char *al_llm_json_find(json_t *v, unsigned depth,
     const char *(*here)(json_t *obj));
@@ -3134,14 +3139,15 @@ al_llm_req_audio(al_llm_rq_t *rq)
 
 
 /*
- * Inputs by URL (al_llm_req_urls()) and files, containers and skills the
- * account stores (al_llm_req_stored()), read together: the body is
- * loaded by jansson once, and the members that hold the prompt are
- * walked once, for what the entry's provider_tools does not allow.  An
- * input by URL is refused first, wherever it is; then a stored file of
- * those members, then one of the tools.  Read only when the scan saw a
- * key that may hold a URL or a file's id (b->urls), or a tool that
- * runs code (for stored files only).
+ * Inputs by URL (al_llm_req_urls()), files, containers and skills the
+ * account stores (al_llm_req_stored()) and the network of the
+ * provider's code containers (al_llm_req_network()), read together: the
+ * body is loaded by jansson once, and the members that hold the prompt
+ * are walked once, for what the entry's provider_tools does not allow.
+ * An input by URL is refused first, wherever it is; then a stored file
+ * of those members, then one of the tools, then a container's network.
+ * Read only when the scan saw a key that may hold a URL or a file's id
+ * (b->urls), or a tool that runs code (for the others only).
  */
 
 static int
@@ -3149,7 +3155,7 @@ al_llm_req_refs(al_llm_rq_t *rq)
 {
     size_t         i;
     json_t        *root, *v;
-    uint32_t       code, pt;
+    uint32_t       code, net, pt;
     json_error_t   err;
     al_llm_refs_t  refs;
 
@@ -3160,16 +3166,21 @@ al_llm_req_refs(al_llm_rq_t *rq)
     code = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
            | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)
            | (UINT32_C(1) << AL_LLM_PT_SHELL);
+    net = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
+          | (UINT32_C(1) << AL_LLM_PT_SHELL);
     pt = rq->llm->provider_tools;
 
     refs.url = NULL;
     refs.stored = NULL;
+    refs.network = NULL;
     refs.want_url = rq->b->urls
                     && (pt & (UINT32_C(1) << AL_LLM_PT_URL_INPUT)) == 0;
     refs.want_stored = (pt & (UINT32_C(1) << AL_LLM_PT_STORED_FILES)) == 0
                        && (rq->b->urls || (rq->b->tools & code) != 0);
+    refs.want_network = (pt & (UINT32_C(1) << AL_LLM_PT_WEB_FETCH)) == 0
+                        && (rq->b->tools & net) != 0;
 
-    if (!refs.want_url && !refs.want_stored) {
+    if (!refs.want_url && !refs.want_stored && !refs.want_network) {
         return 0;
     }
 
@@ -3178,6 +3189,7 @@ al_llm_req_refs(al_llm_rq_t *rq)
     if (root == NULL) {
         refs.url = refs.want_url ? "the body" : NULL;
         refs.stored = "the body";
+        refs.network = "the body";
 
     } else {
         for (i = 0; members[i] != NULL && refs.url == NULL; i++) {
@@ -3192,6 +3204,12 @@ al_llm_req_refs(al_llm_rq_t *rq)
             refs.stored = al_llm_stored_tools(rq, root);
         }
 
+        if (refs.url == NULL && (!refs.want_stored || refs.stored == NULL)
+            && refs.want_network)
+        {
+            refs.network = al_llm_network_tools(root);
+        }
+
         json_decref(root);
     }
 
@@ -3201,6 +3219,10 @@ al_llm_req_refs(al_llm_rq_t *rq)
 
     if (refs.want_stored && refs.stored != NULL) {
         return al_llm_req_stored(rq, refs.stored);
+    }
+
+    if (refs.want_network && refs.network != NULL) {
+        return al_llm_req_network(rq, refs.network);
     }
 
     return 0;
@@ -3388,6 +3410,89 @@ al_llm_stored_tools(al_llm_rq_t *rq, json_t *root)
     }
 
     return key;
+}
+
+
+/*
+ * The container OpenAI runs a code_interpreter or a hosted shell in
+ * takes a "network_policy": {"type": "allowlist", "allowed_domains":
+ * [...]} (with "domain_secrets" for them) lets the code the model writes
+ * reach the domains the request lists, past the gateway, as a web fetch
+ * does.  So any policy but {"type": "disabled"} (or null: none, the
+ * default, disabled) needs provider_tools web_fetch; read in the tools
+ * of those two families only (a function's schema is the client's).
+ * The refusal of the one at key.
+ */
+
+static int
+al_llm_req_network(al_llm_rq_t *rq, const char *key)
+{
+    rq->req->reason = AL_REASON_BODY;
+
+    return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
+                       "\"%s\" lets the provider's container reach the "
+                       "network past the gateway; the policy does not "
+                       "allow it (provider_tools: web_fetch)", key);
+}
+
+
+/* of root's "tools", the key of a container's network, or NULL */
+
+static const char *
+al_llm_network_tools(json_t *root)
+{
+    int          family;
+    size_t       i;
+    json_t      *v, *tool, *t;
+    const char  *key;
+
+    key = NULL;
+    v = json_object_get(root, "tools");
+
+    for (i = 0; key == NULL && i < json_array_size(v); i++) {
+        tool = json_array_get(v, i);
+        t = json_object_get(tool, "type");
+
+        if (!json_is_string(t)) {
+            continue;
+        }
+
+        family = al_llm_tool_family(json_string_value(t),
+                                    json_string_length(t));
+
+        if (family == AL_LLM_PT_CODE_INTERPRETER
+            || family == AL_LLM_PT_SHELL)
+        {
+            key = al_llm_json_find(tool, 0, al_llm_network_here);
+        }
+    }
+
+    return key;
+}
+
+
+/* of an object, "network_policy" when it is not null nor disabled */
+
+static const char *
+al_llm_network_here(json_t *obj)
+{
+    json_t  *m, *t;
+
+    m = json_object_get(obj, "network_policy");
+
+    if (m == NULL || json_is_null(m)) {
+        return NULL;
+    }
+
+    t = json_object_get(m, "type");
+
+    if (json_is_object(m) && json_is_string(t)
+        && strcmp(json_string_value(t), "disabled") == 0)
+    {
+        return NULL;
+    }
+
+    return "network_policy";
 }
 
 

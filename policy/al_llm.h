@@ -316,7 +316,9 @@ uint64_t al_llm_request_need(const al_llm_req_t *req);
  * an image, file or document of the prompt given by a URL the provider
  * downloads (al_llm_req_urls()) as url_input; a file, container,
  * skill or prompt the account stores, named by its id
- * (al_llm_req_stored(), al_llm_req_stored_prompt()), as stored_files.
+ * (al_llm_req_stored(), al_llm_req_stored_prompt()), as stored_files;
+ * the network a code_interpreter's or hosted shell's container may reach
+ * (its "network_policy", al_llm_req_network()) as web_fetch.
  * Anything else is refused (AL_REASON_BODY): a type of no family, a
  * "type" that is no string, an element that is no object, "tools" that
  * is no list (null passes).

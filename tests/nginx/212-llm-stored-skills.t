@@ -10,7 +10,10 @@
 # nothing sent) unless the entry's provider_tools allows stored_files.
 # So is a hosted shell in a container named by its id, or with files
 # named by theirs.  Anthropic's own skills (type "anthropic") and an
-# inline skill (the client's bytes) pass.
+# inline skill (the client's bytes) pass.  A hosted shell's container
+# may reach the network the request names (its "network_policy"
+# allowlist), past the gateway: refused unless provider_tools allows
+# web_fetch; one disabled passes.
 
 use strict;
 use warnings;
@@ -31,7 +34,7 @@ my $exec = '    provider_tools: [code_execution]';
 $l->setup(openai_fields => $code, anthropic_fields => $exec);
 $t->run;
 
-plan tests => 14;
+plan tests => 18;
 
 my $agent = $l->token('agent');
 
@@ -98,6 +101,20 @@ is($r->{status}, 200, 'responses: an inline skill passes');
 
 $r = skills($own);
 is($r->{status}, 200, 'messages: an anthropic skill passes');
+
+# the container's network: past the gateway, as a web fetch is
+
+$n = sent();
+
+$r = shell(network_policy => { type => 'allowlist',
+                               allowed_domains => [ 'attacker.example' ] });
+is($r->{status}, 400, 'responses: a hosted shell with network access: 400');
+like($r->{body}, qr/network_policy.*provider_tools: web_fetch/,
+     '... naming the member and the family');
+is(sent(), $n, '... not sent');
+
+$r = shell(network_policy => { type => 'disabled' });
+is($r->{status}, 200, '... one without passes');
 
 # ---- entries whose provider_tools allow stored_files ------------------------
 

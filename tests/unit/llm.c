@@ -3319,6 +3319,58 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "stored: ... a skill by its id with stored_files");
 
+    /* the network of the provider's code containers */
+
+    stored = oai;
+    stored.provider_tools = (UINT32_C(1) << AL_LLM_PT_SHELL)
+                            | (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
+                            | (UINT32_C(1) << AL_LLM_PT_STORED_FILES);
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"network_policy\":{\"type\":\"allowlist\",\"allowed_domains\":"
+        "[\"attacker.example\"]}}}]}");
+    tap_ok(refused_tool("\"network_policy\" lets the provider's container")
+           && has(rq.detail, "provider_tools: web_fetch"),
+           "network: a hosted shell's allowlist needs web_fetch");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"code_interpreter\",\"container\":{\"type\":\"auto\","
+        "\"network_policy\":{\"typ\\u0065\":\"allowlist\","
+        "\"allowed_domains\":[\"a.example\"]}}}]}");
+    tap_ok(refused_tool("\"network_policy\""),
+           "network: ... so does a code_interpreter's");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"network_policy\":\"allowlist\"}}]}");
+    tap_ok(refused_tool("\"network_policy\""),
+           "network: ... and one that is no object");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"network_policy\":{\"type\":\"disabled\"}}},{\"type\":"
+        "\"code_interpreter\",\"container\":{\"type\":\"auto\","
+        "\"network_policy\":null}},{\"type\":\"function\",\"name\":"
+        "\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{"
+        "\"network_policy\":{\"type\":\"object\"}}}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "network: disabled and null pass, and a function's schema");
+
+    stored.provider_tools |= UINT32_C(1) << AL_LLM_PT_WEB_FETCH;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"shell\",\"environment\":{\"type\":\"container_auto\","
+        "\"network_policy\":{\"type\":\"allowlist\",\"allowed_domains\":"
+        "[\"a.example\"]}}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "network: ... an allowlist passes with web_fetch");
+
     /* a connector is the provider's MCP server, with the client's token */
 
     req(&oai, TOOLS, AL_LLM_EP_RESPONSES,
