@@ -2711,7 +2711,7 @@ al_llm_member_refused(const char *name, size_t len)
  * "audio_url" (vLLM), also in another case as a Go server behind an
  * entry binds them (al_folds_to()), and "file_data" and "file_id" (a file
  * part's, which OpenRouter and LiteLLM take as URLs too; as they are
- * spelled): AL_LLM_DEEP_URL, and al_llm_req_urls() reads the body when
+ * spelled): AL_LLM_DEEP_URL, and al_llm_req_refs() reads the body when
  * one is seen.  And "input_audio", an audio input
  * (OpenAI's chat content part, which routers pass on), billed at audio
  * prices: AL_LLM_DEEP_AUDIO, for al_llm_req_audio().
