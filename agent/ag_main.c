@@ -153,6 +153,7 @@ static const struct option  ag_options[] = {
     { "max-user-connections", required_argument, NULL, 12 },
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
+    { "max-user-bytes",  required_argument, NULL, 13 },
     { "api-peer",        required_argument, NULL, 'A' },
     { "listen-group",    required_argument, NULL, 'G' },
     { "random-session-ids", no_argument,    NULL, 'R' },
@@ -507,6 +508,10 @@ ag_usage(FILE *f)
 "  --session-ttl S      how long an idle session is kept (86400)\n"
 "  --history-bytes N    earlier questions' messages kept, as JSON; the\n"
 "                       oldest questions go first, whole (262144)\n"
+"  --max-user-bytes N   bytes one owner's sessions hold in Redis, all\n"
+"                       together (each its text and 1024), for a question\n"
+"                       to be taken; at or over it, 429 \"quota\" until\n"
+"                       some expire (268435456; 0: no limit); root's too\n"
 "server:\n"
 "  --max-connections N  connections served at once, each a process of\n"
 "                       its own; more get 503 \"busy\" (64)\n"
@@ -629,6 +634,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->max_connections = 64;
     conf->send_timeout_ms = 30000;
     conf->max_queued_jobs = 1024;
+    conf->max_user_bytes = 256L << 20;
 
     for ( ;; ) {
         idx = 0;
@@ -678,6 +684,11 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 12: slot = &conf->max_user_connections; max = 100000; break;
         case 10: slot = &conf->send_timeout_ms; max = 3600000; break;
         case 11: slot = &conf->max_queued_jobs; max = 1000000; break;
+        case 13:
+            slot = &conf->max_user_bytes;
+            min = 0;
+            max = 1L << 40;
+            break;
         case 'h': ag_usage(stdout); exit(0);
         case 'V': printf("airlock-agent %s\n", AL_VERSION); exit(0);
         default: ag_usage(stderr); return -1;
@@ -1819,6 +1830,7 @@ ag_status_text(int status)
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 409: return "Conflict";
+    case 429: return "Too Many Requests";
     case 503: return "Service Unavailable";
     default:  return "Error";
     }
@@ -1869,10 +1881,13 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req)
 {
     int              damaged, rc, made;
-    char             err[256], lock[AG_BOUNDARY_LEN + 1 + AG_OWNER_MAX];
+    char             err[256], lock[AG_BOUNDARY_LEN + 1 + AG_OWNER_MAX],
+                     payer[AG_OWNER_MAX], msg[512];
     pid_t            keeper;
     json_t          *body, *prompt;
     int64_t          until, stored;
+    long long        used, left;
+    const char      *owner;
     ag_run_t         run;
     json_error_t     jerr;
     struct timeval   tv;
@@ -2026,6 +2041,50 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
+    /*
+     * --max-user-bytes: the session is counted against its owner's
+     * quota (root's question in another's too; one stored before owners
+     * is root's alone, counted as root's), and a question is refused
+     * while the owner's sessions, those not expired, hold as much:
+     * before the model is called, so nothing is spent.  Questions
+     * running meanwhile store theirs all the same: an owner is over by
+     * what those add, at most.  Without it one user's questions (each
+     * stored, the model's failures too, kept --session-ttl), in as many
+     * sessions as they liked, filled Redis, which holds every user's.
+     */
+    owner = json_string_value(json_object_get(run.session_obj, "owner"));
+    if (owner == NULL || strlen(owner) >= sizeof(payer)) {
+        owner = peer->owner;
+    }
+    memcpy(payer, owner, strlen(owner) + 1);
+
+    if (conf->max_user_bytes > 0) {
+        rc = ag_quota_check(run.redis, payer, conf->max_user_bytes, &used,
+                            &left, err, sizeof(err));
+        if (rc != 0) {
+            if (rc == 1) {
+                snprintf(msg, sizeof(msg), "the sessions of %s hold %lld "
+                         "bytes in Redis, at or over --max-user-bytes "
+                         "(%ld): no question is taken until some expire "
+                         "(--session-ttl), the oldest in %lld s", payer,
+                         used, conf->max_user_bytes,
+                         left > 0 ? (left + 999) / 1000 : 0);
+                fprintf(stderr, "airlock-agent: session %s: a question "
+                        "refused: %s\n", session, msg);
+                ag_respond_error(fd, 429, "quota", msg);
+
+            } else {
+                ag_respond_error(fd, 503, "redis", err);
+            }
+            ag_session_unlock(run.redis, session, lock);
+            redisFree(run.redis);
+            free(run.loaded);
+            json_decref(run.session_obj);
+            json_decref(body);
+            return;
+        }
+    }
+
     /* the lock holds as long as this process lives, past the lease */
     keeper = ag_session_keep(conf, session, lock, fd);
 
@@ -2064,7 +2123,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     for ( ;; ) {
         rc = ag_redis_revive(&run, err, sizeof(err));
         if (rc == 0) {
-            rc = ag_session_store(run.redis, session, lock,
+            rc = ag_session_store(run.redis, session, lock, payer,
                                   run.session_obj, conf->session_ttl,
                                   run.loaded, run.loaded_len,
                                   run.version, run.run_id, err,

@@ -18,6 +18,16 @@
  *                               session, while it runs, and who asked
  *                               (SET NX EX, renewed by its keeper); only
  *                               the run it names stores the session
+ *   airlock:quota:sessions:<owner>  the owner's sessions, each id
+ *                               scored by when it expires (ms, Redis's
+ *                               clock), and
+ *   airlock:quota:bytes:<owner>  each one's size as counted (its text and
+ *                               AG_QUOTA_OVERHEAD), and "!total", their
+ *                               sum: written by the script that stores
+ *                               the session, both kept as long as the
+ *                               owner's last session (PEXPIREAT); the
+ *                               expired ones dropped at each look
+ *                               (ag_quota_check(), --max-user-bytes)
  *   airlock:jobs                the job stream (group airlock-workers)
  *   airlock:jobs:awaited        entry id -> "<session> <run> <job>", for
  *                               each job a run awaits: one whose run
@@ -64,6 +74,32 @@
 #define AG_REDIS_PORT    6379   /* "[IPV6]" without a port */
 #define AG_SESSION_KEY   "airlock:session:!key"  /* ag_session_key() */
 #define AG_SESSION_KEY_LEN  32  /* bytes */
+#define AG_QUOTA_OVERHEAD   1024    /* bytes a session is counted
+                                   over its text: its keys, its version,
+                                   its lock, its quota entries */
+
+
+/*
+ * A quota script's first part: zk, hk its owner's keys (the sessions by
+ * expiry, their sizes), now Redis's time in ms after it, and each
+ * session expired by then dropped from both, its size from "!total".
+ * Redis's clock is the one that expires the sessions themselves.
+ */
+
+#define AG_QUOTA_PRUNE                                                       \
+    "local tm = redis.call('time') "                                         \
+    "local now = tonumber(tm[1]) * 1000 "                                    \
+    "+ math.floor(tonumber(tm[2]) / 1000) "                                  \
+    "local gone = 0 "                                                        \
+    "while true do "                                                         \
+    "local g = redis.call('zrangebyscore', zk, '-inf', now, "                \
+    "'limit', 0, 1024) "                                                     \
+    "if #g == 0 then break end "                                             \
+    "for i = 1, #g do "                                                      \
+    "gone = gone + (tonumber(redis.call('hget', hk, g[i])) or 0) "           \
+    "redis.call('hdel', hk, g[i]) "                                          \
+    "redis.call('zrem', zk, g[i]) end end "                                  \
+    "if gone > 0 then redis.call('hincrby', hk, '!total', -gone) end "
 
 
 /* a string of a question's that may be cut for the session to fit */
@@ -470,12 +506,18 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
  * versions) is compared whole, once: the text read is sent only then,
  * and the store gives it a version.  The text was compared whole on
  * every store, up to AG_SESSION_MAX bytes sent and compared again.
+ *
+ * The same script counts the session against payer's quota (its owner,
+ * airlock:quota:*:<payer>, ag_quota_check()): its size now, expiring
+ * when it does.  Quota keys of another type (no agent writes them so)
+ * are left as they are, and the session stored all the same.
  */
 
 int
 ag_session_store(redisContext *c, const char *id, const char *owner,
-    json_t *session, long ttl, const char *loaded, size_t loaded_len,
-    const char *version, const char *run_id, char *err, size_t size)
+    const char *payer, json_t *session, long ttl, const char *loaded,
+    size_t loaded_len, const char *version, const char *run_id, char *err,
+    size_t size)
 {
     int                 rc, whole;
     char               *text;
@@ -495,9 +537,10 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
 
     whole = (loaded != NULL && version[0] == '\0');
 
-    r = redisCommand(c, "EVAL %s 3 airlock:session:%s:lock "
+    r = redisCommand(c, "EVAL %s 5 airlock:session:%s:lock "
                      "airlock:session:%s airlock:session:%s:version "
-                     "%s %b %ld %s %b %s %lu %d %b",
+                     "airlock:quota:sessions:%s airlock:quota:bytes:%s "
+                     "%s %b %ld %s %b %s %lu %d %b %s %d",
                      "local mine = redis.call('get', KEYS[1]) == ARGV[1] "
                      "if not mine and redis.call('type', KEYS[1])['ok'] "
                      "~= 'none' then return 0 end "
@@ -518,12 +561,31 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
                      "elseif t ~= 'none' and not mine then return 0 end "
                      "redis.call('set', KEYS[2], ARGV[2], 'EX', ARGV[3]) "
                      "redis.call('set', KEYS[3], ARGV[6], 'EX', ARGV[3]) "
+                     "local zk, hk = KEYS[4], KEYS[5] "
+                     "local zt = redis.call('type', zk)['ok'] "
+                     "local ht = redis.call('type', hk)['ok'] "
+                     "if (zt == 'zset' or zt == 'none') "
+                     "and (ht == 'hash' or ht == 'none') then "
+                     AG_QUOTA_PRUNE
+                     "local n = #ARGV[2] + tonumber(ARGV[11]) "
+                     "local old = tonumber(redis.call('hget', hk, ARGV[10])) "
+                     "or 0 "
+                     "redis.call('hset', hk, ARGV[10], n) "
+                     "redis.call('hincrby', hk, '!total', n - old) "
+                     "redis.call('zadd', zk, now + tonumber(ARGV[3]) * 1000, "
+                     "ARGV[10]) "
+                     "local last = redis.call('zrange', zk, -1, -1, "
+                     "'withscores') "
+                     "redis.call('pexpireat', zk, last[2]) "
+                     "redis.call('pexpireat', hk, last[2]) "
+                     "end "
                      "if mine then return 1 end "
                      "return 2",
-                     id, id, id, owner, text, strlen(text), ttl,
-                     whole ? "1" : "0", version, strlen(version),
+                     id, id, id, payer, payer, owner, text, strlen(text),
+                     ttl, whole ? "1" : "0", version, strlen(version),
                      next, (unsigned long) loaded_len, AG_VERSION_MAX,
-                     whole ? loaded : "", whole ? loaded_len : 0);
+                     whole ? loaded : "", whole ? loaded_len : 0, id,
+                     AG_QUOTA_OVERHEAD);
 
     if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2) {
         fprintf(stderr, "airlock-agent: session %s: its lock was lost "
@@ -557,6 +619,69 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
               && (strncmp(r->str, "LOADING", 7) == 0
                   || strncmp(r->str, "BUSY", 4) == 0))
              ? -2 : -1;
+    }
+
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+/*
+ * owner's sessions, as the stores counted them (ag_session_store()),
+ * the expired dropped first: 0 under max bytes (*used set), 1 at or over
+ * (*used set, *left_ms: until the oldest expires), -1 Redis failed or
+ * the keys are not the agent's (err set).  One script, with Redis's
+ * clock.
+ */
+
+int
+ag_quota_check(redisContext *c, const char *owner, long long max,
+    long long *used, long long *left_ms, char *err, size_t size)
+{
+    int          rc;
+    redisReply  *r;
+
+    *used = 0;
+    *left_ms = 0;
+
+    r = redisCommand(c, "EVAL %s 2 airlock:quota:sessions:%s "
+                     "airlock:quota:bytes:%s %lld",
+                     "local zk, hk = KEYS[1], KEYS[2] "
+                     "local zt = redis.call('type', zk)['ok'] "
+                     "local ht = redis.call('type', hk)['ok'] "
+                     "if (zt ~= 'zset' and zt ~= 'none') "
+                     "or (ht ~= 'hash' and ht ~= 'none') then "
+                     "return redis.error_reply('WRONGTYPE the quota keys "
+                     "are of another type') end "
+                     AG_QUOTA_PRUNE
+                     "local total = tonumber(redis.call('hget', hk, "
+                     "'!total')) or 0 "
+                     "if total < tonumber(ARGV[1]) then "
+                     "return {0, total} end "
+                     "local o = redis.call('zrange', zk, 0, 0, 'withscores') "
+                     "local left = 0 "
+                     "if o[2] then left = tonumber(o[2]) - now end "
+                     "return {1, total, left}",
+                     owner, owner, max);
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY
+        && (r->elements == 2 || r->elements == 3)
+        && r->element[0]->type == REDIS_REPLY_INTEGER
+        && r->element[1]->type == REDIS_REPLY_INTEGER
+        && (r->elements == 2
+            || r->element[2]->type == REDIS_REPLY_INTEGER))
+    {
+        rc = (r->element[0]->integer == 0) ? 0 : 1;
+        *used = r->element[1]->integer;
+        *left_ms = (r->elements == 3) ? r->element[2]->integer : 0;
+
+    } else {
+        snprintf(err, size, "redis (the quota of %s): %s", owner,
+                 r == NULL ? c->errstr
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                 : "an answer not of the script's");
+        rc = -1;
     }
 
     freeReplyObject(r);

@@ -110,6 +110,9 @@ typedef struct {
     long             max_queued_jobs;       /* entries in the job stream,
                                                at most, to add one */
     long             session_ttl;           /* seconds */
+    long             max_user_bytes;        /* an owner's sessions'
+                                               bytes, at most, for a
+                                               question; 0: no limit */
     long             history_bytes;         /* earlier questions' messages
                                                sent, at most */
     long             max_connections;       /* served at once, each a
@@ -230,8 +233,11 @@ json_t *ag_session_load(redisContext *c, const char *id, const char *owner,
     int *damaged, char **raw, size_t *raw_len, char *version, char *err,
     size_t size);
 int ag_session_store(redisContext *c, const char *id, const char *owner,
-    json_t *session, long ttl, const char *loaded, size_t loaded_len,
-    const char *version, const char *run_id, char *err, size_t size);
+    const char *payer, json_t *session, long ttl, const char *loaded,
+    size_t loaded_len, const char *version, const char *run_id, char *err,
+    size_t size);
+int ag_quota_check(redisContext *c, const char *owner, long long max,
+    long long *used, long long *left_ms, char *err, size_t size);
 int ag_session_owner(redisContext *c, const char *id, char *owner,
     size_t size);
 int ag_session_new(redisContext *c, const char *owner, char *id, char *err,

@@ -133,10 +133,40 @@ my @agent = (
     [ qw(HSET airlock:session:s a b) ],
     [ 'EVAL', "return redis.call('hset', KEYS[1], 'a', 'b')", 1,
       'airlock:jobs' ],
+    [ qw(ZADD airlock:session:s 1 m) ],
+    [ qw(SET airlock:quota:sessions:uid:1 x) ],
+    [ qw(SET airlock:quota:bytes:uid:1 x) ],
+    [ qw(DEL airlock:quota:sessions:uid:1) ],
+    [ qw(DEL airlock:quota:bytes:uid:1) ],
+    [ qw(HSET airlock:quota:sessions:uid:1 a b) ],
+    [ qw(ZADD airlock:quota:bytes:uid:1 1 m) ],
+    [ qw(GET airlock:quota:bytes:uid:1) ],
+    [ qw(EXPIRE airlock:quota:bytes:uid:1 1) ],
+    [ qw(ZADD airlock:jobs:awaited 1 m) ],
+    [ 'EVAL', "return redis.call('del', KEYS[1])", 1,
+      'airlock:quota:bytes:uid:1' ],
+    [ 'EVAL', "return redis.call('set', KEYS[1], 'x')", 1,
+      'airlock:quota:sessions:uid:1' ],
 );
 for my $c (@agent) {
     like(cmd('agent', @$c), $NO, "the agent: @$c: refused");
 }
+
+# ---- the agent's quota keys: one script with its session's, each command
+# ---- on its own key
+is(cmd('agent', 'EVAL', "redis.call('set', KEYS[1], 'v', 'EX', 60) "
+       . "local t = redis.call('time') "
+       . "redis.call('zadd', KEYS[2], t[1] * 1000, 's') "
+       . "redis.call('hincrby', KEYS[3], '!total', 1) "
+       . "redis.call('pexpireat', KEYS[2], t[1] * 1000 + 60000) "
+       . "redis.call('pexpireat', KEYS[3], t[1] * 1000 + 60000) "
+       . "return 'OK'", 3, 'airlock:session:q', 'airlock:quota:sessions:uid:1',
+       'airlock:quota:bytes:uid:1'),
+   'OK', 'the agent stores a session and counts it: one script');
+is(cmd('test', qw(TYPE airlock:quota:sessions:uid:1)), 'zset',
+   'the quota\'s sorted set kept');
+is(cmd('test', qw(TYPE airlock:quota:bytes:uid:1)), 'hash',
+   'the quota\'s sizes kept');
 
 # ---- nothing of it lost ---------------------------------------------------
 is(cmd('test', qw(TYPE airlock:jobs)), 'stream', 'the job stream is one');
