@@ -2053,8 +2053,10 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * sessions as they liked, filled Redis, which holds every user's.
      */
     owner = json_string_value(json_object_get(run.session_obj, "owner"));
-    if (owner == NULL || strlen(owner) >= sizeof(payer)) {
-        owner = peer->owner;
+    if (owner == NULL || strlen(owner) >= sizeof(payer)
+        || strspn(owner, AG_OWNER_CHARS) != strlen(owner))
+    {
+        owner = peer->owner;                /* none, or not an agent's */
     }
     memcpy(payer, owner, strlen(owner) + 1);
 

@@ -55,6 +55,10 @@
                                                --model, at most */
 #define AG_API_USER_MAX      64             /* X-Airlock-User, at most */
 #define AG_OWNER_MAX         (AG_API_USER_MAX + 8)  /* "uid:N", "api:NAME" */
+#define AG_OWNER_CHARS       "ABCDEFGHIJKLMNOPQRSTUVWXYZ"                 \
+                             "abcdefghijklmnopqrstuvwxyz0123456789._@-:"
+                                            /* of an owner, as the agent
+                                               writes it */
 #define AG_MODELS_SHOWN      512            /* the models --model may
                                                name, as its error lists
                                                them, at most */
