@@ -932,7 +932,8 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * raw, URL-encoded (any byte as %XX, hex digits in either case, "+" for a
  * space), JSON-escaped (\" \\ \/ \b \f \n \r \t and \uXXXX for any
  * character, either case, surrogate pairs for 4-byte UTF-8) and
- * HTML-escaped (&amp; &lt; &gt; &quot; &apos;, &#N; and &#xN; for any
+ * HTML-escaped (every name HTML5 gives an ASCII character, &amp; &lt;
+ * &lowbar; &period; &sol;..., in any case; &#N; and &#xN; for any
  * character), quoted-printable (=XX for any byte but the first, a soft
  * line break "=\r\n" or "=\n" between two bytes), and an ASCII string in
  * UTF-16 and UTF-32 (LE, BE).  A match is read in one form from its first
@@ -954,7 +955,8 @@ typedef struct {
     size_t           maxlen;                /* the longest string */
     size_t           minlen;                /* the shortest, 0 when n == 0 */
     size_t           maxspan;               /* most bytes one match covers
-                                               in a response: 6 a byte */
+                                               in a response: 10 a byte,
+                                               an HTML reference's */
     unsigned char    first[256];            /* 1: a byte a match can start
                                                with */
     unsigned char    no_pair[256];          /* bit AL_SCRUB_PAIR(a, b) set:

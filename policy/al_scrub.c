@@ -27,8 +27,13 @@
 #include "al_internal.h"
 
 
-#define AL_SCRUB_SPAN   6               /* bytes of a JSON \u escape */
-#define AL_SCRUB_HTML_MAX  10           /* bytes of an HTML reference */
+#define AL_SCRUB_HTML_MAX  10           /* bytes of an HTML reference:
+                                           "&#1114111;", "&UnderBar;" */
+#define AL_SCRUB_NAME_MAX  8            /* letters of a reference's name */
+
+/* the most bytes a form writes one byte of a string in: an HTML reference
+   ("&period;"; a JSON \u escape has 6) */
+#define AL_SCRUB_SPAN   AL_SCRUB_HTML_MAX
 
 #define AL_SCRUB_RAW    0
 #define AL_SCRUB_URL    1
@@ -88,6 +93,8 @@ static void al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c,
     size_t *lo, size_t *hi);
 static int al_scrub_html(const unsigned char *p, size_t avail,
     uint32_t *cp, size_t *len);
+static int al_scrub_html_name(const unsigned char *name, size_t n,
+    int whole);
 static int al_scrub_match_wide(const al_str_t *str, const unsigned char *p,
     size_t avail, int mode, size_t *len);
 static int al_scrub_match_qp(const al_str_t *str, const unsigned char *p,
@@ -609,6 +616,57 @@ static const unsigned char  al_scrub_breaks[256] = {
     ['\n'] = 1
 };
 
+/*
+ * The names HTML5 gives the ASCII characters (html.unescape() reads them
+ * all, and PHP's htmlentities() with ENT_HTML5 writes "_" as "&lowbar;",
+ * "." as "&period;", "=" as "&equals;"), in lower case and in byte
+ * order.  The two over AL_SCRUB_HTML_MAX bytes with "&" and ";"
+ * ("&VerticalLine;", "&DiacriticalGrave;") are left out: their
+ * characters have shorter names, which encoders write.
+ */
+
+typedef struct {
+    char            name[AL_SCRUB_NAME_MAX + 1];
+    unsigned char   len;
+    unsigned char   c;
+} al_scrub_ref_t;
+
+#define al_scrub_ref(name, c)  { name, sizeof(name) - 1, c }
+
+static const al_scrub_ref_t  al_scrub_refs[] = {
+    al_scrub_ref("amp", '&'), al_scrub_ref("apos", '\''),
+    al_scrub_ref("ast", '*'), al_scrub_ref("bsol", '\\'),
+    al_scrub_ref("colon", ':'), al_scrub_ref("comma", ','),
+    al_scrub_ref("commat", '@'), al_scrub_ref("dollar", '$'),
+    al_scrub_ref("equals", '='), al_scrub_ref("excl", '!'),
+    al_scrub_ref("grave", '`'), al_scrub_ref("gt", '>'),
+    al_scrub_ref("hat", '^'), al_scrub_ref("lbrace", '{'),
+    al_scrub_ref("lbrack", '['), al_scrub_ref("lcub", '{'),
+    al_scrub_ref("lowbar", '_'), al_scrub_ref("lpar", '('),
+    al_scrub_ref("lsqb", '['), al_scrub_ref("lt", '<'),
+    al_scrub_ref("midast", '*'), al_scrub_ref("newline", '\n'),
+    al_scrub_ref("num", '#'), al_scrub_ref("percnt", '%'),
+    al_scrub_ref("period", '.'), al_scrub_ref("plus", '+'),
+    al_scrub_ref("quest", '?'), al_scrub_ref("quot", '"'),
+    al_scrub_ref("rbrace", '}'), al_scrub_ref("rbrack", ']'),
+    al_scrub_ref("rcub", '}'), al_scrub_ref("rpar", ')'),
+    al_scrub_ref("rsqb", ']'), al_scrub_ref("semi", ';'),
+    al_scrub_ref("sol", '/'), al_scrub_ref("tab", '\t'),
+    al_scrub_ref("underbar", '_'), al_scrub_ref("verbar", '|'),
+    al_scrub_ref("vert", '|')
+};
+
+#define AL_SCRUB_NREFS  (sizeof(al_scrub_refs) / sizeof(al_scrub_refs[0]))
+
+/* the first name of al_scrub_refs[] that starts with 'a' + i or a later
+   letter (i = 26: AL_SCRUB_NREFS); tests/unit/scrub.c reads every name */
+
+static const unsigned char  al_scrub_ref_at[27] = {
+    0, 3, 4, 7, 8, 10, 10, 12, 13, 13, 13, 13, 20, 21, 23, 23, 26, 28, 33,
+    35, 36, 37, 39, 39, 39, 39, 39
+};
+
+
 static void
 al_scrub_add_base64(al_scrub_ctx_t *sc, const unsigned char *s, size_t len)
 {
@@ -1088,7 +1146,7 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
                 /*
                  * a line end no string has here is skipped as
                  * al_scrub_match_str() skips it: not two in a row, and
-                 * within 6 bytes a byte
+                 * within AL_SCRUB_SPAN bytes a byte
                  */
 
                 if (k > 0 && nu == 1 && (u[0] == '\r' || u[0] == '\n')
@@ -1542,7 +1600,8 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
                 m = al_scrub_html(p + i, avail - i, &cp, &e);
 
                 /* a reference stands for at most what is left of the
-                   string, 6 bytes a byte: no wait past the carry */
+                   string, AL_SCRUB_SPAN bytes a byte: no wait past the
+                   carry */
 
                 if (m == AL_SCRUB_PARTIAL) {
                     if (avail - i < AL_SCRUB_SPAN * (str->len - k)) {
@@ -1555,7 +1614,8 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
                 if (m == AL_SCRUB_FULL) {
                     n = al_scrub_utf8(u, cp);
 
-                    /* at most 6 bytes a byte, as the carry is sized */
+                    /* at most AL_SCRUB_SPAN bytes a byte, as the carry
+                       is sized */
 
                     if (e > AL_SCRUB_SPAN * n || n > str->len - k
                         || memcmp(u, v + k, n) != 0)
@@ -1663,7 +1723,8 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
                     if (cp >= 0xd800 && cp <= 0xdbff) {
 
                         /* a pair is 12 bytes for 4: only with 4 to come,
-                           so that no match spans more than 6 a byte */
+                           so that no match spans more than AL_SCRUB_SPAN
+                           a byte */
 
                         if (str->len - k < 4) {
                             return AL_SCRUB_NONE;
@@ -1897,9 +1958,9 @@ al_scrub_match_qp(const al_str_t *str, const unsigned char *p, size_t avail,
  * URL, "&#10;", "=0D=0A", a wide LF), as an encoder that wraps its lines
  * (base64 after 64 characters in PEM, 76 in MIME) puts one anywhere in a
  * credential's encoding, and a decoder skips it.  FULL with *j past it,
- * NONE, or PARTIAL when more bytes may make one.  Only within 6 bytes a
- * byte of the string read so far (AL_SCRUB_SPAN): a match with its line
- * ends still spans at most what the carry holds.
+ * NONE, or PARTIAL when more bytes may make one.  Only within
+ * AL_SCRUB_SPAN bytes a byte of the string read so far: a match with its
+ * line ends still spans at most what the carry holds.
  */
 
 static int
@@ -1944,57 +2005,61 @@ al_scrub_break(const unsigned char *p, size_t avail, int mode, int final,
 
 
 /*
- * An HTML or XML character reference at p (an "&"): "&amp;", "&lt;",
- * "&gt;", "&quot;", "&apos;" (the name in any case), "&#N;" or "&#xN;"
- * ("x" and the hex digits in either case), as html.unescape() and XML
- * parsers read them.  FULL with the character and the reference's length,
- * NONE when no reference is there (the "&" is then itself), PARTIAL when
- * the bytes so far may begin one.  A reference has at most 10 bytes
- * ("&#1114111;"); one without its ";" is not read.
+ * An HTML or XML character reference at p (an "&"): a name of
+ * al_scrub_refs[] ("&amp;", "&lt;", "&period;", "&lowbar;"; the name in
+ * any case), "&#N;" or "&#xN;" ("x" and the hex digits in either case),
+ * as html.unescape() and XML parsers read them.  FULL with the character
+ * and the reference's length, NONE when no reference is there (the "&"
+ * is then itself), PARTIAL when the bytes so far may begin one.  A
+ * reference has at most 10 bytes ("&#1114111;"); one without its ";" is
+ * not read.
  */
 
 static int
 al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
     size_t *len)
 {
-    int                   d;
-    size_t                i, k, base;
-    const unsigned char  *name;
-
-    static const struct {
-        const char        *name;
-        uint32_t           cp;
-    }  names[] = {
-        { "amp;", '&' }, { "lt;", '<' }, { "gt;", '>' },
-        { "quot;", '"' }, { "apos;", '\'' }
-    };
+    int            d;
+    size_t         i, k, base;
+    unsigned char  c, name[AL_SCRUB_NAME_MAX + 1];
 
     if (avail < 2) {
         return AL_SCRUB_PARTIAL;
     }
 
     if (p[1] != '#') {
-        for (k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
-            name = (const unsigned char *) names[k].name;
 
-            for (i = 0; name[i] != '\0'; i++) {
-                if (1 + i == avail) {
-                    return AL_SCRUB_PARTIAL;
-                }
+        /* letters, lowered, then ";" */
 
-                if ((p[1 + i] | (name[i] == ';' ? 0 : 0x20)) != name[i]) {
-                    break;
-                }
+        for (i = 1; i < avail && i <= AL_SCRUB_NAME_MAX + 1; i++) {
+            c = p[i] | 0x20;
+
+            if (c < 'a' || c > 'z') {
+                break;
             }
 
-            if (name[i] == '\0') {
-                *cp = names[k].cp;
-                *len = 1 + i;
-                return AL_SCRUB_FULL;
-            }
+            name[i - 1] = c;
         }
 
-        return AL_SCRUB_NONE;
+        if (i == avail) {
+            return al_scrub_html_name(name, i - 1, 0) >= 0
+                   ? AL_SCRUB_PARTIAL : AL_SCRUB_NONE;
+        }
+
+        if (p[i] != ';') {
+            return AL_SCRUB_NONE;
+        }
+
+        d = al_scrub_html_name(name, i - 1, 1);
+
+        if (d < 0) {
+            return AL_SCRUB_NONE;
+        }
+
+        *cp = al_scrub_refs[d].c;
+        *len = i + 1;
+
+        return AL_SCRUB_FULL;
     }
 
     i = 2;
@@ -2036,6 +2101,45 @@ al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
     *len = k + 1;
 
     return AL_SCRUB_FULL;
+}
+
+
+/*
+ * The index in al_scrub_refs[] of the name (n lower-case letters), with
+ * whole; without, of any name that begins with them; -1: none.  Only the
+ * few names of its first letter are compared.
+ */
+
+static int
+al_scrub_html_name(const unsigned char *name, size_t n, int whole)
+{
+    size_t                 i, k, last;
+    const al_scrub_ref_t  *r;
+
+    if (n == 0 || n > AL_SCRUB_NAME_MAX) {
+        return -1;
+    }
+
+    k = name[0] - 'a';
+    last = al_scrub_ref_at[k + 1];
+
+    for (k = al_scrub_ref_at[k]; k < last; k++) {
+        r = &al_scrub_refs[k];
+
+        if (r->len < n || (whole && r->len != n)) {
+            continue;
+        }
+
+        for (i = 1; i < n && (unsigned char) r->name[i] == name[i]; i++) {
+            /* void */
+        }
+
+        if (i == n) {
+            return (int) k;
+        }
+    }
+
+    return -1;
 }
 
 

@@ -64,6 +64,7 @@ static void test_utf8(void);
 static void test_starts(void);
 static void test_prefix(void);
 static void test_decode(void);
+static void test_html_names(void);
 static void test_halves(al_keyring_t *kr, const char *pub);
 
 
@@ -307,8 +308,9 @@ test_forms(al_keyring_t *kr, const char *pub)
         tap_is_int((long) s->maxlen, 3 * (sizeof(SECRET) - 1) - 1,
                    "bearer: maxlen is the longest string, the secret's "
                    "spaced hex");
-        tap_is_int((long) s->maxspan, 6 * (long) s->maxlen,
-                   "bearer: a match spans at most 6 bytes a byte");
+        tap_is_int((long) s->maxspan, 10 * (long) s->maxlen,
+                   "bearer: a match spans at most 10 bytes a byte, an "
+                   "HTML reference's");
         tap_ok(s->first['B'] && s->first['s'] && s->first['c']
                && s->first['%'] && s->first['\\'] && !s->first['x']
                && !s->first['+'],
@@ -605,9 +607,11 @@ test_json(const al_scrub_t *s)
 
 
 /*
- * HTML and XML: the five characters by name (in any case), and any
- * character as &#N; or &#xN; (the x and the hex digits in either case,
- * leading zeros while the reference is at most 6 bytes a byte).
+ * HTML and XML: the ASCII characters HTML5 names, by name (in any case:
+ * the five of XML, "&sol;", "&quest;" as PHP's htmlentities() with
+ * ENT_HTML5 writes them, and their other names), and any character as
+ * &#N; or &#xN; (the x and the hex digits in either case, leading zeros
+ * while the reference is at most 10 bytes a byte).
  */
 
 static void
@@ -620,6 +624,11 @@ test_html(const al_scrub_t *s)
     redacted(s, "s3cr3t/&GT;?~k", "html: &GT;");
     redacted(s, "s3cr3t/&#62;?~k", "html: &#62;");
     redacted(s, "s3cr3t/&#062;?~k", "html: &#062;");
+    redacted(s, "s3cr3t/&#0000062;?~k", "html: &#0000062;, 10 bytes");
+    redacted(s, "s3cr3t&sol;&gt;&quest;~k", "html: &sol; and &quest;");
+    redacted(s, "s3cr3t&SOL;&Gt;&QuEsT;~k", "html: names in any case");
+    redacted(s, "Bearer s3cr3t&sol;>?~k", "html: a name in the rendered "
+             "value");
     redacted(s, "s3cr3t/&#x3e;?~k", "html: &#x3e;");
     redacted(s, "s3cr3t/&#X3E;?~k", "html: &#X3E;");
     redacted(s, "&#115;&#51;&#99;&#114;&#51;&#116;&#47;&#62;&#63;&#126;"
@@ -634,6 +643,12 @@ test_html(const al_scrub_t *s)
 
     m = al_scrub_match(s, (const unsigned char *) "s3cr3t/&g", 9, 0, &n);
     tap_ok(m == AL_SCRUB_PARTIAL, "html: partial inside &gt;");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t&so", 9, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "html: partial inside &sol;");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t&sx", 9, 0, &n);
+    tap_ok(m == AL_SCRUB_NONE, "html: no name begins &sx");
 }
 
 
@@ -906,7 +921,11 @@ test_negative(const al_scrub_t *s)
         "s3cr3t%2F\\u003e?~k",          /* two encodings in one match */
         "czNjcjN0Lz4+fms",              /* not an encoding of the secret */
         "s3cr3t/&gt?~k",                /* no ";" */
-        "s3cr3t/&#0062;?~k",            /* 7 bytes for one */
+        "s3cr3t/&#00000062;?~k",        /* 11 bytes for one */
+        "s3cr3t&sol;&gt;&quest;&tilde;k",   /* ~ has no ASCII name */
+        "s3cr3t&sol;&gt;&quest;~&kay;",  /* no such name */
+        "s3cr3t&sol;&gt;&quest~k",      /* no ";" */
+        "s3cr3t&VerticalLine;>?~k",     /* a name too long to read */
         "s3cr3t/&#62 ;?~k",             /* not a reference */
         "s3cr3t/&#x;?~k",               /* no digits */
         "s3cr3t/&lt;?~k",               /* another character */
@@ -1619,6 +1638,7 @@ main(void)
 
     test_utf8();
     test_decode();
+    test_html_names();
 
     al_keyring_free(kr);
     unlink(key);
@@ -1938,4 +1958,109 @@ done:
     al_policy_free(p);
     free(sk);
     free(ss);
+}
+
+
+/*
+ * Every name HTML5 gives an ASCII character (Python's html.entities.html5,
+ * which html.unescape() reads), as written and in upper case, stands for
+ * it inside a string; those longer than AL_SCRUB_HTML_MAX bytes are not
+ * read.
+ */
+
+static void
+test_html_names(void)
+{
+    int          m;
+    char         in[32], want[4];
+    size_t       i, j, k, n, len, bad;
+    al_str_t     str[1];
+    al_scrub_t   s;
+
+    static const struct {
+        const char  *name;
+        char         c;
+    }  names[] = {
+        { "AMP", '&' }, { "amp", '&' }, { "apos", '\'' }, { "ast", '*' },
+        { "bsol", '\\' }, { "colon", ':' }, { "comma", ',' },
+        { "commat", '@' }, { "dollar", '$' }, { "equals", '=' },
+        { "excl", '!' }, { "grave", '`' }, { "GT", '>' }, { "gt", '>' },
+        { "Hat", '^' }, { "lbrace", '{' }, { "lbrack", '[' }, { "lcub", '{' },
+        { "lowbar", '_' }, { "lpar", '(' }, { "lsqb", '[' }, { "LT", '<' },
+        { "lt", '<' }, { "midast", '*' }, { "NewLine", '\n' }, { "num", '#' },
+        { "percnt", '%' }, { "period", '.' }, { "plus", '+' },
+        { "quest", '?' }, { "QUOT", '"' }, { "quot", '"' }, { "rbrace", '}' },
+        { "rbrack", ']' }, { "rcub", '}' }, { "rpar", ')' }, { "rsqb", ']' },
+        { "semi", ';' }, { "sol", '/' }, { "Tab", '\t' }, { "UnderBar", '_' },
+        { "verbar", '|' }, { "vert", '|' }
+    };
+
+    static const struct {
+        const char  *name;
+        const char  *want;
+    }  too_long[] = {
+        { "VerticalLine", "x|y" }, { "DiacriticalGrave", "x`y" }
+    };
+
+    bad = 0;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+
+        /* the string "x", the character, "y" */
+
+        want[0] = 'x';
+        want[1] = names[i].c;
+        want[2] = 'y';
+        want[3] = '\0';
+
+        str[0].data = want;
+        str[0].len = 3;
+
+        memset(&s, 0, sizeof(s));
+        s.str = str;
+        s.n = 1;
+        al_scrub_index(&s);
+
+        for (k = 0; k < 2; k++) {
+            len = (size_t) snprintf(in, sizeof(in), "x&%s;y", names[i].name);
+
+            for (j = 2; k == 1 && j < len - 2; j++) {
+                if (in[j] >= 'a' && in[j] <= 'z') {
+                    in[j] = (char) (in[j] - 'a' + 'A');
+                }
+            }
+
+            m = al_scrub_match(&s, (const unsigned char *) in, len, 1, &n);
+
+            if (m != AL_SCRUB_FULL || n != len) {
+                tap_diag("not read: ", in);
+                bad++;
+            }
+        }
+    }
+
+    tap_ok(bad == 0, "html names: every ASCII character's, in any case");
+
+    bad = 0;
+
+    for (i = 0; i < sizeof(too_long) / sizeof(too_long[0]); i++) {
+        str[0].data = too_long[i].want;
+        str[0].len = 3;
+
+        memset(&s, 0, sizeof(s));
+        s.str = str;
+        s.n = 1;
+        al_scrub_index(&s);
+
+        len = (size_t) snprintf(in, sizeof(in), "x&%s;y", too_long[i].name);
+
+        m = al_scrub_match(&s, (const unsigned char *) in, len, 1, &n);
+
+        if (m != AL_SCRUB_NONE) {
+            tap_diag("read: ", in);
+            bad++;
+        }
+    }
+
+    tap_ok(bad == 0, "html names: the two over 10 bytes are not read");
 }
