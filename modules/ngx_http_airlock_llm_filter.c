@@ -306,6 +306,25 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
         /* the usage line names the model the request was checked for */
         ctx->resp->no_model = 1;
+
+        if (r->headers_out.status >= NGX_HTTP_SPECIAL_RESPONSE
+            && ngx_http_airlock_llm_event_type(r))
+        {
+            /*
+             * An error as an event stream: its events may say what the
+             * call used ("event: error" with a usage); it is read as
+             * events and, for a body that is JSON all the same, as JSON.
+             */
+
+            ctx->sse = ngx_http_airlock_llm_sse_get(r->connection->log);
+            if (ctx->sse == NULL) {
+                return NGX_ERROR;
+            }
+
+            al_llm_sse_init(ctx->sse, ctx->provider->llm->kind,
+                            ctx->endpoint, 0);
+            ctx->sse->no_model = 1;
+        }
     }
 
     if (ctx->endpoint == AL_LLM_EP_RESPONSES
@@ -723,8 +742,11 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         if (ngx_buf_in_memory(b) && b->last > b->pos && !ctx->ended) {
             if (ctx->sse != NULL) {
                 al_llm_sse_observe(ctx->sse, b->pos, b->last - b->pos);
+            }
 
-            } else {
+            /* both for an error as an event stream */
+
+            if (ctx->resp != NULL) {
                 al_llm_resp_feed(ctx->resp, b->pos, b->last - b->pos);
             }
         }

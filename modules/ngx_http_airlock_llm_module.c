@@ -1612,7 +1612,8 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
  * its answer began; a 2xx answer nginx ended (499) before a byte of it
  * was sent is charged as an answer cut short.  A provider's error is
  * charged the usage its JSON body carries (a router that bills a call
- * and then fails it), else nothing; other answers nginx made up count
+ * and then fails it), or its events when it is an event stream, else
+ * nothing; other answers nginx made up count
  * nothing, a stream refused after its header was seen (the scrubber's
  * 502) included.  A call that fell back after its
  * first provider was sent it and never answered has that attempt's
@@ -1679,6 +1680,22 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
              */
 
             *source = AL_LLM_SOURCE_RESPONSE;
+
+        } else if (ctx->sse != NULL && ctx->header_seen
+                   && (ctx->sse->usage.prompt_tokens
+                       | ctx->sse->usage.completion_tokens
+                       | ctx->sse->usage.total_tokens)
+                      != 0)
+        {
+            /* ... or its events do, an error sent as an event stream */
+
+            *u = ctx->sse->usage;
+
+            if (u->total_tokens == 0) {
+                u->total_tokens = u->prompt_tokens + u->completion_tokens;
+            }
+
+            *source = AL_LLM_SOURCE_STREAM;
 
         } else {
             ngx_memzero(u, sizeof(al_llm_usage_t));

@@ -1387,6 +1387,12 @@ al_llm_sse_fast_responses(al_llm_sse_t *s, const unsigned char *p,
     al_llm_usage_t    u;
     al_llm_jfield_t  *f;
 
+    if ((s->scan.flags & AL_LLM_F_USAGE) && al_llm_scan_type(s, "error", 5))
+    {
+        /* an error that says what the call used: rare, jansson */
+        return -1;
+    }
+
     if (al_llm_sse_strict(&al_llm_sse_resp_spec, p, n, &b) != 0) {
         return -1;
     }
@@ -1612,6 +1618,13 @@ al_llm_sse_fast_anthropic(al_llm_sse_t *s, const unsigned char *p,
         }
 
     } else {
+        if ((s->scan.flags & AL_LLM_F_USAGE)
+            && al_llm_scan_type(s, "error", 5))
+        {
+            /* an error that says what the call used: rare, jansson */
+            return -1;
+        }
+
         if (al_llm_sse_strict(&al_llm_sse_plain, p, n, &b) != 0) {
             return -1;
         }
@@ -1802,6 +1815,19 @@ al_llm_sse_responses(al_llm_sse_t *s, json_t *root)
 
     if (len == 5 && memcmp(type, "error", 5) == 0) {
         s->error = 1;
+
+        /*
+         * A router that bills a call and then fails it may say what it
+         * used beside the error: kept for an error answer's charge
+         * (not a final usage: a stream cut by it is still charged at
+         * least its output cap).
+         */
+
+        usage = json_object_get(root, "usage");
+        if (usage != NULL && json_is_object(usage)) {
+            al_llm_usage_responses(usage, &s->usage);
+        }
+
         return;
     }
 
@@ -1826,13 +1852,15 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
     size_t       len;
     json_t      *msg, *usage;
     uint64_t     v;
-    unsigned     found, lax;
+    unsigned     found, lax, error;
     const char  *type;
 
     type = al_llm_sse_type(s, root, &len);
     if (type == NULL) {
         return;
     }
+
+    error = 0;
 
     if (len == 13 && memcmp(type, "message_start", 13) == 0) {
         msg = json_object_get(root, "message");
@@ -1873,7 +1901,22 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
             s->out = al_llm_json_count(usage, "output_tokens", s->out);
         }
 
-    } else if (len == 13 && memcmp(type, "message_delta", 13) == 0) {
+    } else if ((len == 13 && memcmp(type, "message_delta", 13) == 0)
+               || (len == 5 && memcmp(type, "error", 5) == 0))
+    {
+        /*
+         * An error may say what the call used, as a router that bills a
+         * call and then fails it does: read as a message_delta's, for
+         * an error answer's charge, but not a final usage (a stream cut
+         * by it is still charged at least its output cap).
+         */
+
+        error = (type[0] == 'e');
+
+        if (error) {
+            s->error = 1;
+        }
+
         usage = json_object_get(root, "usage");
         if (usage == NULL || !json_is_object(usage)) {
             return;
@@ -1901,7 +1944,7 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
 
         if (found) {
             s->out = v;
-            s->usage_seen = 1;
+            s->usage_seen |= !error;
         }
 
         v = al_llm_json_u64(usage, "input_tokens", &found);
@@ -1948,9 +1991,6 @@ al_llm_sse_anthropic(al_llm_sse_t *s, json_t *root)
         return;
 
     } else {
-        if (len == 5 && memcmp(type, "error", 5) == 0) {
-            s->error = 1;
-        }
         return;
     }
 
