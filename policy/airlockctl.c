@@ -3891,9 +3891,11 @@ al_ctl_explain_limits(const al_llm_t *l, const al_client_t *client,
     }
 
     if (pr->long_context != NULL) {
+        /* as al_llm_cost_need(): the prompt may be four times it */
         al_ctl_out("  cost:     at the prices %s %llu input tokens (the "
-                   "prompt estimate is %llu)\n",
-                   req->prompt_estimate > pr->above_input_tokens
+                   "prompt estimate is %llu, the prompt may be up to "
+                   "four times it)\n",
+                   req->prompt_estimate > pr->above_input_tokens / 4
                    ? "above" : "up to",
                    (unsigned long long) pr->above_input_tokens,
                    (unsigned long long) req->prompt_estimate);

@@ -1325,8 +1325,10 @@ uint64_t al_llm_cost(const al_llm_price_t *price, const al_llm_usage_t *u);
  * The worst case of a request: all output used, and all input at the
  * input price, or, when the request may write the prompt cache (cache:
  * al_llm_req_t's cache_control), at the highest of the input and
- * cache-write prices; the prices al_llm_price_tier() picks for input
- * (the prompt estimate), as al_llm_cost() picks them for a usage of it.
+ * cache-write prices; the prices al_llm_price_tier() picks for four
+ * times input (the prompt estimate counts four bytes a token, and a
+ * token is at least a byte): a prompt that may be above a long_context
+ * threshold is reserved at those prices.
  */
 uint64_t al_llm_cost_need(const al_llm_price_t *price, int cache,
     uint64_t input, uint64_t output);

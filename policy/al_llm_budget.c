@@ -781,7 +781,17 @@ al_llm_cost_need(const al_llm_price_t *price, int cache, uint64_t input,
         return 0;
     }
 
-    price = al_llm_price_tier(price, input);
+    /*
+     * The estimate counts four bytes of text a token; a token is at
+     * least a byte, so the prompt may count up to four times as many.
+     * A prompt that may be above the threshold is reserved at the
+     * long_context prices: reserved at the model's own, a call could
+     * spend past the budget that admitted it, and calls admitted at
+     * once each as much.
+     */
+
+    price = al_llm_price_tier(price, (input > UINT64_MAX / 4)
+                                     ? UINT64_MAX : input * 4);
 
     /*
      * A request that asks for the prompt cache may have any input token

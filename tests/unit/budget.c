@@ -748,7 +748,8 @@ error_is(const char *yaml, const char *want)
 /*
  * long_context: a second set of prices for a call of more input tokens
  * than above_input_tokens, for all of its tokens; the reservation picks
- * them by the prompt estimate, as the charge of an estimated usage does.
+ * them when the prompt may be above it (four times the estimate), the
+ * charge of an estimated usage by the estimate.
  */
 
 static void
@@ -811,11 +812,22 @@ test_long_context(void)
     tap_ok(al_llm_cost(pr, &u) == UINT64_C(327502500000),
            "long_context: one token more: all tokens at its prices");
 
-    tap_ok(al_llm_cost_need(pr, 0, 200000, 1000)
-           == UINT64_C(260000000000)
+    tap_ok(al_llm_cost_need(pr, 0, 50000, 1000)
+           == UINT64_C(72500000000)
            && al_llm_cost_need(pr, 0, 200001, 1000)
               == UINT64_C(515002500000),
            "long_context: the worst case by the prompt estimate");
+
+    /*
+     * an estimate the prompt may be four times: 50001 * 2.5 + 1000 * 15,
+     * not 50001 * 1.25 + 1000 * 10
+     */
+    tap_ok(al_llm_cost_need(pr, 0, 50001, 1000) == UINT64_C(140002500000)
+           && al_llm_cost_need(pr, 0, 200000, 1000)
+              == UINT64_C(515000000000)
+           && al_llm_cost_need(pr, 0, UINT64_MAX / 2, 0) == UINT64_MAX,
+           "long_context: an estimate the prompt may be above the "
+           "threshold: its prices");
 
     pr = al_llm_price(l, "m2", 2);
 
