@@ -148,14 +148,38 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
 uint64_t
 ngx_http_airlock_llm_fallback_need(const ngx_http_airlock_llm_ctx_t *ctx)
 {
+    ngx_uint_t              can;
+    const al_llm_price_t   *price;
+
+    price = ngx_http_airlock_llm_fallback_price(ctx, &can);
+
+    if (!can) {
+        return 0;
+    }
+
+    return al_llm_cost_need(price, ctx->cache_control, ctx->prompt_estimate,
+                            ctx->max_output);
+}
+
+
+/*
+ * The price of the model the fallback would be asked for (NULL when it
+ * has none); *can is 0 when the call could not fall back.
+ */
+
+const al_llm_price_t *
+ngx_http_airlock_llm_fallback_price(const ngx_http_airlock_llm_ctx_t *ctx,
+    ngx_uint_t *can)
+{
     al_str_t                model;
     const al_llm_t         *b;
     const al_llm_client_t  *lc;
 
+    *can = 0;
     b = ctx->provider->llm->fallback;
 
     if (b == NULL) {
-        return 0;
+        return NULL;
     }
 
     lc = al_llm_find_client(b, ctx->client);
@@ -166,12 +190,12 @@ ngx_http_airlock_llm_fallback_need(const ngx_http_airlock_llm_ctx_t *ctx)
                                  ctx->alias.len, &model)
            != 0)
     {
-        return 0;
+        return NULL;
     }
 
-    return al_llm_cost_need(al_llm_price(b, model.data, model.len),
-                            ctx->cache_control, ctx->prompt_estimate,
-                            ctx->max_output);
+    *can = 1;
+
+    return al_llm_price(b, model.data, model.len);
 }
 
 

@@ -93,12 +93,13 @@ static ngx_int_t ngx_http_airlock_llm_send_error(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, al_llm_error_t err,
     const char *message);
 static ngx_int_t ngx_http_airlock_llm_log_handler(ngx_http_request_t *r);
-static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r);
+static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r,
+    const ngx_http_airlock_llm_ctx_t *ctx);
 
 #define AL_LLM_BETA_PRICED                                                   \
     "anthropic-beta names a beta billed above the policy's prices "          \
-    "(context-1m, fast-mode), or is no plain list of beta names, and this "  \
-    "client has a dollar budget"
+    "(context-1m for a model without long_context prices, fast-mode), or "   \
+    "is no plain list of beta names, and this client has a dollar budget"
 static void ngx_http_airlock_llm_account(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static void ngx_http_airlock_llm_write(ngx_http_request_t *r,
@@ -1380,17 +1381,17 @@ ngx_http_airlock_llm_admit(ngx_http_request_t *r,
 
     lc = ctx->lc;
 
+    ctx->price = al_llm_price(ctx->provider->llm, (char *) ctx->model.data,
+                              ctx->model.len);
+
     if (al_llm_client_priced(lc)
         && al_llm_endpoint_has_body(ctx->endpoint)
-        && ngx_http_airlock_llm_beta_priced(r))
+        && ngx_http_airlock_llm_beta_priced(r, ctx))
     {
         return ngx_http_airlock_llm_deny(r, ctx, AL_REASON_REQUEST,
                                AL_LLM_ERR_INVALID,
                                AL_LLM_BETA_PRICED, AL_LLM_BETA_PRICED);
     }
-
-    ctx->price = al_llm_price(ctx->provider->llm, (char *) ctx->model.data,
-                              ctx->model.len);
 
     if (!al_llm_client_limited(lc)) {
         return NGX_OK;
@@ -1776,17 +1777,25 @@ ngx_http_airlock_llm_cost(const ngx_http_airlock_llm_ctx_t *ctx,
  * An anthropic-beta header that asks for a beta billed above the
  * policy's prices (al_llm_beta_priced()), for a client with a dollar
  * budget: its calls would spend past the budget at the prices counted.
- * Read on every kind of entry: the header is kept on all of them, and a
- * router behind an openai-compatible one (LiteLLM's proxy) passes it on
- * to Anthropic.
+ * The 1M-token context window is counted when the model has
+ * long_context prices (its long prompts are charged them), and so has
+ * the fallback's model if the call may fall back.  Read on
+ * every kind of entry: the header is kept on all of them, and a router
+ * behind an openai-compatible one (LiteLLM's proxy) passes it on to
+ * Anthropic.
  */
 
 static ngx_uint_t
-ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r)
+ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r,
+    const ngx_http_airlock_llm_ctx_t *ctx)
 {
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    int                    beta;
+    ngx_uint_t             i, can;
+    ngx_list_part_t       *part;
+    ngx_table_elt_t       *h;
+    const al_llm_price_t  *fallback;
+
+    beta = 0;
 
     part = &r->headers_in.headers.part;
     h = part->elts;
@@ -1795,7 +1804,7 @@ ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r)
 
         if (i >= part->nelts) {
             if (part->next == NULL) {
-                return 0;
+                break;
             }
 
             part = part->next;
@@ -1806,12 +1815,28 @@ ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r)
         if (h[i].key.len == sizeof("anthropic-beta") - 1
             && ngx_strncasecmp(h[i].key.data, (u_char *) "anthropic-beta",
                                sizeof("anthropic-beta") - 1)
-               == 0
-            && al_llm_beta_priced((char *) h[i].value.data, h[i].value.len))
+               == 0)
         {
-            return 1;
+            beta |= al_llm_beta_priced((char *) h[i].value.data,
+                                       h[i].value.len);
         }
     }
+
+    if (beta & AL_LLM_BETA_OTHER) {
+        return 1;
+    }
+
+    if (!(beta & AL_LLM_BETA_LONG)) {
+        return 0;
+    }
+
+    if (ctx->price == NULL || ctx->price->long_context == NULL) {
+        return 1;
+    }
+
+    fallback = ngx_http_airlock_llm_fallback_price(ctx, &can);
+
+    return can && (fallback == NULL || fallback->long_context == NULL);
 }
 
 

@@ -277,6 +277,8 @@ void ngx_http_airlock_llm_sse_put(al_llm_sse_t *sse);
 void ngx_http_airlock_llm_headers_of(ngx_http_request_t *r,
     ngx_http_airlock_llm_provider_t *prov, ngx_http_airlock_headers_t *hs);
 ngx_int_t ngx_http_airlock_llm_fallback(ngx_http_request_t *r);
+const al_llm_price_t *ngx_http_airlock_llm_fallback_price(
+    const ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t *can);
 uint64_t ngx_http_airlock_llm_fallback_need(
     const ngx_http_airlock_llm_ctx_t *ctx);
 char *ngx_http_airlock_llm_fallback_conf(ngx_conf_t *cf, ngx_command_t *cmd,

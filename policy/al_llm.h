@@ -1290,14 +1290,19 @@ int al_llm_client_limited(const al_llm_client_t *lc);
 int al_llm_client_priced(const al_llm_client_t *lc);
 
 /*
- * 1 when an anthropic-beta header value (a comma-separated list) names a
- * beta billed above the policy's prices: the 1M-token context window
- * ("context-1m-..."), whose long prompts cost twice the input price and
- * 1.5 times the output price, and fast mode ("fast-mode-..."), billed at
- * several times the model's prices; or that is no plain list of beta
- * names (letters, digits, '-', '_', '.', ',', SP, HTAB), which a router
- * behind an entry may read otherwise.
+ * Not 0 when an anthropic-beta header value (a comma-separated list)
+ * names a beta billed above the policy's prices: AL_LLM_BETA_LONG for
+ * the 1M-token context window ("context-1m-..."), whose long prompts
+ * cost twice the input price and 1.5 times the output price (a model's
+ * long_context prices count them); AL_LLM_BETA_OTHER for fast mode
+ * ("fast-mode-..."), billed at several times the model's prices, and
+ * for a value that is no plain list of beta names (letters, digits,
+ * '-', '_', '.', ',', SP, HTAB), which a router behind an entry may
+ * read otherwise.  Both may be set.
  */
+#define AL_LLM_BETA_LONG   1
+#define AL_LLM_BETA_OTHER  2
+
 int al_llm_beta_priced(const char *v, size_t len);
 
 /* the price of a model (exact name), or NULL */

@@ -655,6 +655,7 @@ al_llm_client_priced(const al_llm_client_t *lc)
 int
 al_llm_beta_priced(const char *v, size_t len)
 {
+    int       rc;
     size_t    i, j, k;
     unsigned  c;
 
@@ -663,6 +664,8 @@ al_llm_beta_priced(const char *v, size_t len)
         { "fast-mode", sizeof("fast-mode") - 1 },
         { NULL, 0 }
     };
+
+    static const int  kind[] = { AL_LLM_BETA_LONG, AL_LLM_BETA_OTHER };
 
     /*
      * A value that is not a plain list of beta names (letters, digits,
@@ -680,9 +683,11 @@ al_llm_beta_priced(const char *v, size_t len)
               || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
               || c == ',' || c == ' ' || c == '\t'))
         {
-            return 1;
+            return AL_LLM_BETA_OTHER;
         }
     }
+
+    rc = 0;
 
     for (i = 0; i < len; i = j + 1) {
         while (i < len && (v[i] == ' ' || v[i] == '\t')) {
@@ -695,12 +700,12 @@ al_llm_beta_priced(const char *v, size_t len)
             if (j - i >= priced[k].len
                 && strncasecmp(v + i, priced[k].data, priced[k].len) == 0)
             {
-                return 1;
+                rc |= kind[k];
             }
         }
     }
 
-    return 0;
+    return rc;
 }
 
 

@@ -407,6 +407,15 @@ test_beta(void)
            && UT_BETA("a-1;b-2"),
            "beta: a value that is no plain list of names is taken for "
            "a priced one (Python's strip, a JSON list)");
+
+    tap_ok(UT_BETA("a-1, context-1m-2025-08-07") == AL_LLM_BETA_LONG
+           && UT_BETA("fast-mode-x") == AL_LLM_BETA_OTHER
+           && UT_BETA("context-1m-x,fast-mode-x")
+              == (AL_LLM_BETA_LONG | AL_LLM_BETA_OTHER)
+           && UT_BETA("[\"context-1m-x\"]") == AL_LLM_BETA_OTHER
+           && UT_BETA("a-1") == 0,
+           "beta: the 1M context told from the betas long_context "
+           "prices cannot count");
 }
 
 
