@@ -103,6 +103,9 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
                              : NGX_HTTP_FORBIDDEN;
     }
 
+    /* the usage the provider's error carries, though nginx drops it */
+    ngx_http_airlock_llm_intercepted(r, ctx);
+
     status = ngx_http_airlock_llm_fallback_status(r, ctx);
 
     if (ctx->served != NULL) {

@@ -106,6 +106,9 @@ static void ngx_http_airlock_llm_write(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_uint_t ngx_http_airlock_llm_status(ngx_http_request_t *r);
 static ngx_msec_t ngx_http_airlock_llm_now(void);
+static ngx_int_t ngx_http_airlock_llm_intercepted_usage(
+    ngx_http_request_t *r, ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u);
 static char *ngx_http_airlock_llm_bind(ngx_conf_t *cf,
     ngx_http_airlock_llm_loc_conf_t *conf, ngx_http_core_loc_conf_t *clcf);
 static ngx_int_t ngx_http_airlock_llm_content(ngx_http_request_t *r);
@@ -1582,6 +1585,11 @@ ngx_http_airlock_llm_account(ngx_http_request_t *r,
     ctx->status = ngx_http_airlock_llm_status(r);
 
     if (ctx->allowed) {
+        if (r->upstream != NULL && !r->upstream->header_sent) {
+            /* the provider's error, if an error_page took it */
+            ngx_http_airlock_llm_intercepted(r, ctx);
+        }
+
         if (ctx->sse != NULL && !ctx->ended) {
             /* cut short: what was seen is what there is */
             (void) al_llm_sse_finish(ctx->sse, &blk);
@@ -1877,8 +1885,13 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
 
     u = r->upstream;
 
+    if (u != NULL && u->headers_in.status_n != 0) {
+        /* it answered: an error nginx intercepted, its usage */
+        ngx_http_airlock_llm_intercepted(r, ctx);
+        return;
+    }
+
     if (!ctx->allowed || u == NULL || u == ctx->charged || !u->request_sent
-        || u->headers_in.status_n != 0
         || !al_llm_endpoint_has_body(ctx->endpoint))
     {
         return;
@@ -1906,6 +1919,175 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
                   "airlock: llm call sent again after an attempt that was "
                   "never answered: charged its reservation, %uL tokens",
                   tokens);
+}
+
+
+/*
+ * A provider's error answer that nginx intercepted (proxy_intercept_errors
+ * and an error_page for its status: the fallback's, or any other): its
+ * header was never passed on (u->header_sent), and its body is dropped
+ * unread, but the part of it that came with the header is in
+ * u->buffer, which for a short error body written at once is all of it.
+ * The usage that body carries is charged as an error answer's is
+ * (ngx_http_airlock_llm_usage()), added as an earlier attempt's charge
+ * (first_tokens, first_cost: the answer that follows, the fallback's,
+ * does not replace it), at the price of the entry that answered.  A body
+ * not all there that names a "usage" in what came is charged its
+ * reservation: the provider billed the call, by how much is not known.
+ * Called where such a call goes on: the fallback, another location that
+ * sends it again, the log phase; once per attempt (ctx->charged).
+ */
+
+void
+ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx)
+{
+    uint64_t              tokens, cost;
+    ngx_int_t             rc;
+    al_llm_usage_t        usage;
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    if (!ctx->allowed || u == NULL || u == ctx->charged || u->header_sent
+        || u->headers_in.status_n < NGX_HTTP_SPECIAL_RESPONSE
+        || !al_llm_endpoint_has_body(ctx->endpoint))
+    {
+        return;
+    }
+
+    ctx->charged = u;
+
+    ngx_memzero(&usage, sizeof(al_llm_usage_t));
+
+    rc = ngx_http_airlock_llm_intercepted_usage(r, ctx, &usage);
+
+    if (rc == NGX_DECLINED) {
+        return;
+    }
+
+    if (rc == NGX_AGAIN) {
+        ngx_http_airlock_llm_reserved(ctx, &usage);
+    }
+
+    tokens = usage.total_tokens;
+
+    if (tokens == 0) {
+        tokens = usage.prompt_tokens + usage.completion_tokens;
+
+        if (tokens < usage.prompt_tokens) {
+            tokens = UINT64_MAX;
+        }
+    }
+
+    cost = al_llm_cost(ctx->price, &usage);
+
+    ctx->first_tokens = (ctx->first_tokens > UINT64_MAX - tokens)
+                        ? UINT64_MAX : ctx->first_tokens + tokens;
+    ctx->first_cost = (ctx->first_cost > UINT64_MAX - cost)
+                      ? UINT64_MAX : ctx->first_cost + cost;
+
+    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                  "airlock: llm error %ui intercepted by an error_page "
+                  "carries a usage: charged %uL tokens%s",
+                  u->headers_in.status_n, tokens,
+                  (rc == NGX_AGAIN) ? " (its reservation: the body was cut)"
+                                    : "");
+}
+
+
+/*
+ * The usage in the part of an intercepted error's body nginx read with
+ * its header: NGX_OK with *u, NGX_DECLINED without one, NGX_AGAIN for a
+ * body not all there that names a "usage" in what came.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_intercepted_usage(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, al_llm_usage_t *u)
+{
+    off_t                 cl;
+    size_t                len, n, piece;
+    u_char               *p, *d;
+    ngx_int_t             rc;
+    ngx_buf_t             b;
+    ngx_uint_t            all;
+    ngx_http_chunked_t    ch;
+    ngx_http_upstream_t  *up;
+
+    up = r->upstream;
+
+    if (up->buffer.start == NULL || up->buffer.pos >= up->buffer.last) {
+        return NGX_DECLINED;
+    }
+
+    p = up->buffer.pos;
+    len = up->buffer.last - up->buffer.pos;
+    cl = up->headers_in.content_length_n;
+
+    if (up->headers_in.chunked) {
+        d = ngx_pnalloc(r->pool, len);
+        if (d == NULL) {
+            return NGX_DECLINED;
+        }
+
+        /* the chunks' data, joined: never longer than the chunks */
+
+        ngx_memzero(&ch, sizeof(ngx_http_chunked_t));
+        b = up->buffer;
+        p = d;
+        n = 0;
+
+        for ( ;; ) {
+            rc = ngx_http_parse_chunked(r, &b, &ch);
+
+            if (rc != NGX_OK) {
+                break;
+            }
+
+            piece = (size_t) ngx_min((off_t) (b.last - b.pos), ch.size);
+            d = ngx_cpymem(d, b.pos, piece);
+            n += piece;
+            b.pos += piece;
+            ch.size -= piece;
+
+            if (b.pos == b.last) {
+                rc = NGX_AGAIN;
+                break;
+            }
+        }
+
+        all = (rc == NGX_DONE);
+        len = n;
+
+    } else if (cl >= 0) {
+        all = ((off_t) len >= cl);
+        len = all ? (size_t) cl : len;
+
+    } else {
+        /* ended by the connection's close: not known */
+        all = 0;
+    }
+
+    if (al_llm_usage_parse(ctx->provider->llm->kind, ctx->endpoint, p, len,
+                           u, NULL, 0)
+        == 0
+        && (u->total_tokens | u->prompt_tokens | u->completion_tokens) != 0)
+    {
+        return NGX_OK;
+    }
+
+    ngx_memzero(u, sizeof(al_llm_usage_t));
+
+    if (!all
+        && ngx_strlcasestrn(p, p + len, (u_char *) "\"usage\"",
+                            sizeof("\"usage\"") - 2)
+           != NULL)
+    {
+        return NGX_AGAIN;
+    }
+
+    return NGX_DECLINED;
 }
 
 

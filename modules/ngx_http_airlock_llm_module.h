@@ -270,6 +270,8 @@ void ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
 void ngx_http_airlock_llm_resend(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
+void ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx);
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
 al_llm_sse_t *ngx_http_airlock_llm_sse_get(ngx_log_t *log);
