@@ -61,6 +61,8 @@ static void test_usage_partial(void);
 static void test_usage_unsupported(void);
 static void test_usage_delta_lax(void);
 static void test_stream_unread(void);
+static void test_error_usage(void);
+static void test_cut_finish(void);
 static void run(const cfg_t *cfg, const char *s, size_t len,
     const size_t *cuts, size_t ncuts, uint64_t prompt, run_t *r);
 static void run_capped(const cfg_t *cfg, const char *s, size_t len,
@@ -316,6 +318,8 @@ main(void)
     test_usage_unsupported();
     test_usage_delta_lax();
     test_stream_unread();
+    test_error_usage();
+    test_cut_finish();
 
     return tap_done();
 }
@@ -3440,4 +3444,132 @@ test_stream_unread(void)
 
         run_free(&r);
     }
+}
+
+
+/*
+ * An error event that says what the call used (a router that bills a
+ * call and then fails it): its usage is read, for an error answer's
+ * charge, but it is no final usage: a stream it cut is still charged at
+ * least its output cap.
+ */
+
+static void
+test_error_usage(void)
+{
+    size_t               i;
+    al_llm_sse_t         sse;
+    al_llm_usage_t       u;
+    al_llm_source_t      src;
+    al_llm_sse_block_t   blk;
+
+    static const struct {
+        al_llm_kind_t      kind;
+        al_llm_endpoint_t  ep;
+        const char        *s;
+        uint64_t           in, out;
+        const char        *name;
+    } cases[] = {
+        { AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+          "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":"
+          "\"overloaded_error\"},\"usage\":{\"input_tokens\":40,"
+          "\"output_tokens\":9}}\n\n", 40, 9,
+          "anthropic: an error event's usage" },
+        { AL_LLM_ANTHROPIC, AL_LLM_EP_MESSAGES,
+          "event: message_start\ndata: {\"type\":\"message_start\","
+          "\"message\":{\"usage\":{\"input_tokens\":40,"
+          "\"output_tokens\":1}}}\n\n"
+          "event: error\ndata: {\"type\":\"error\",\"error\":{},"
+          "\"usage\":{\"output_tokens\":7}}\n\n", 40, 7,
+          "anthropic: an error event's usage after message_start" },
+        { AL_LLM_OPENAI, AL_LLM_EP_RESPONSES,
+          "event: error\ndata: {\"type\":\"error\",\"code\":\"x\","
+          "\"usage\":{\"input_tokens\":12,\"output_tokens\":5,"
+          "\"total_tokens\":17}}\n\n", 12, 5,
+          "responses: an error event's usage" },
+        { AL_LLM_OPENAI, AL_LLM_EP_CHAT,
+          "data: {\"error\":{\"message\":\"x\"},\"usage\":"
+          "{\"prompt_tokens\":3,\"completion_tokens\":2,"
+          "\"total_tokens\":5}}\n\n", 3, 2,
+          "chat: an error chunk's usage" },
+    };
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        al_llm_sse_init(&sse, cases[i].kind, cases[i].ep, 0);
+        al_llm_sse_observe(&sse, (const unsigned char *) cases[i].s,
+                           strlen(cases[i].s));
+        (void) al_llm_sse_finish(&sse, &blk);
+
+        tap_ok(sse.error && sse.usage.prompt_tokens == cases[i].in
+               && sse.usage.completion_tokens == cases[i].out,
+               cases[i].name);
+
+        if (cases[i].kind == AL_LLM_ANTHROPIC) {
+            src = al_llm_sse_result(&sse, 100, 50, &u);
+            tap_ok(src == AL_LLM_SOURCE_ESTIMATED
+                   && u.completion_tokens == 50,
+                   "anthropic: a stream an error cut: at least the cap");
+        }
+
+        al_llm_sse_free(&sse);
+    }
+}
+
+
+/*
+ * A stream cut at any byte (the client gone, the upstream reset): the
+ * charge is the parser's state with or without al_llm_sse_finish() (the
+ * request pool's cleanup settles without it), and an event cut short is
+ * not read (as a client would not): its usage neither lowers the charge
+ * under the output cap nor is taken; cut before the end of its final
+ * usage, it is charged at least the cap.
+ */
+
+static void
+test_cut_finish(void)
+{
+    char                 *s;
+    size_t                len, cut, end, i;
+    unsigned              bad;
+    al_llm_sse_t          x, y;
+    al_llm_usage_t        ux, uy;
+    al_llm_source_t       sx, sy;
+    al_llm_sse_block_t    blk;
+
+    s = join(openai_blocks, OPENAI_N, NOSKIP, "\n", &len);
+    bad = 0;
+
+    /* the end of the final usage: a cut after it is charged that */
+
+    end = 0;
+
+    for (i = 0; i <= OPENAI_USAGE; i++) {
+        end += strlen(openai_blocks[i]);
+    }
+
+    for (cut = 0; cut < len; cut++) {
+        al_llm_sse_init(&x, AL_LLM_OPENAI, AL_LLM_EP_CHAT, 0);
+        al_llm_sse_init(&y, AL_LLM_OPENAI, AL_LLM_EP_CHAT, 0);
+
+        al_llm_sse_observe(&x, (const unsigned char *) s, cut);
+        al_llm_sse_observe(&y, (const unsigned char *) s, cut);
+        (void) al_llm_sse_finish(&y, &blk);
+
+        sx = al_llm_sse_result(&x, 100, 1000, &ux);
+        sy = al_llm_sse_result(&y, 100, 1000, &uy);
+
+        if (sx != sy || memcmp(&ux, &uy, sizeof(ux)) != 0
+            || (cut < end && ux.completion_tokens < 1000))
+        {
+            bad++;
+        }
+
+        al_llm_sse_free(&x);
+        al_llm_sse_free(&y);
+    }
+
+    tap_ok(bad == 0, "a stream cut at any byte: the same charge finished "
+           "or not, at least the cap until its final usage");
+
+    free(s);
 }
