@@ -64,7 +64,7 @@ $r = $l->chat(token => $spender, headers => $beta);
 $l->script();
 is($r->{status}, 200, 'openai-style entry, a model with long_context '
    . 'prices: passes');
-my ($u) = ($l->usage_log)[-1];
+my $u = $l->last_usage(2);
 is($u->{cost_usd}, 0.000459, '... charged at the long_context prices')
     or diag(explain $u);
 

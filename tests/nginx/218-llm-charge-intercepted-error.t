@@ -213,6 +213,7 @@ on(8081, sub { $l->script(error_answer(500,
 $r = call('primary', client => 'tight');
 on(8081, sub { $l->script() });
 is($r->{status}, 200, 'tight: the fallback answers the call');
+usage_of($r);                           # settled: its line is written
 
 $r = call('primary', client => 'tight');
 is($r->{status}, 429, 'tight: the next call is over the day budget');
