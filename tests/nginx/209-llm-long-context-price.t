@@ -4,11 +4,11 @@
 # that reports more input tokens than above_input_tokens is charged all
 # of its tokens at those prices (cost_usd in the usage log, the cost
 # metric, the dollar budget); one at or under the threshold at the
-# model's own.  A dollar budget reserves a request at the prices its
-# prompt estimate falls under: a long prompt the model's own prices
-# would admit is refused when the long_context ones do not fit, and
-# a call charged its reservation (no usage came back) is charged at the
-# prices it reserved at.
+# model's own.  A dollar budget reserves a request at the long_context
+# prices when its prompt may be above the threshold (216): a long prompt
+# the model's own prices would admit is refused when the long_context
+# ones do not fit, and a call charged its reservation (no usage came
+# back) is charged at the prices its prompt estimate falls under.
 
 use strict;
 use warnings;
