@@ -62,7 +62,6 @@ static ngx_int_t ngx_http_airlock_llm_add_header(ngx_http_request_t *r,
     const char *name, size_t len, uint64_t value, u_char suffix,
     u_char *slot);
 static ngx_uint_t ngx_http_airlock_llm_headers_n(ngx_http_request_t *r);
-static ngx_int_t ngx_http_airlock_llm_event_type(ngx_http_request_t *r);
 static ngx_int_t ngx_http_airlock_llm_start(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t **in);
 static ngx_int_t ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
@@ -260,7 +259,7 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
     }
 
     stream = (r->headers_out.status < NGX_HTTP_SPECIAL_RESPONSE
-              && ngx_http_airlock_llm_event_type(r));
+              && ngx_http_airlock_llm_event_type(&r->headers_out.content_type));
 
     if (stream) {
         /* each chunk leaves as it comes, whatever proxy_buffering says */
@@ -308,7 +307,7 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
         ctx->resp->no_model = 1;
 
         if (r->headers_out.status >= NGX_HTTP_SPECIAL_RESPONSE
-            && ngx_http_airlock_llm_event_type(r))
+            && ngx_http_airlock_llm_event_type(&r->headers_out.content_type))
         {
             /*
              * An error as an event stream: its events may say what the
@@ -661,13 +660,11 @@ ngx_http_airlock_llm_headers_n(ngx_http_request_t *r)
 
 /* Content-Type: text/event-stream, parameters allowed */
 
-static ngx_int_t
-ngx_http_airlock_llm_event_type(ngx_http_request_t *r)
+ngx_int_t
+ngx_http_airlock_llm_event_type(const ngx_str_t *ct)
 {
-    size_t      n;
-    ngx_str_t  *ct;
+    size_t  n;
 
-    ct = &r->headers_out.content_type;
     n = sizeof("text/event-stream") - 1;
 
     if (ct->len < n

@@ -1928,7 +1928,8 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
  * header was never passed on (u->header_sent), and its body is dropped
  * unread, but the part of it that came with the header is in
  * u->buffer, which for a short error body written at once is all of it.
- * The usage that body carries is charged as an error answer's is
+ * The usage that body carries (as JSON, or in its events when it is an
+ * event stream) is charged as an error answer's is
  * (ngx_http_airlock_llm_usage()), added as an earlier attempt's charge
  * (first_tokens, first_cost: the answer that follows, the fallback's,
  * does not replace it), at the price of the entry that answered.  A body
@@ -2012,8 +2013,10 @@ ngx_http_airlock_llm_intercepted_usage(ngx_http_request_t *r,
     ngx_int_t             rc;
     ngx_buf_t             b;
     ngx_uint_t            all;
+    al_llm_sse_t         *sse;
     ngx_http_chunked_t    ch;
     ngx_http_upstream_t  *up;
+    al_llm_sse_block_t    blk;
 
     up = r->upstream;
 
@@ -2078,6 +2081,37 @@ ngx_http_airlock_llm_intercepted_usage(ngx_http_request_t *r,
     }
 
     ngx_memzero(u, sizeof(al_llm_usage_t));
+
+    if (up->headers_in.content_type != NULL
+        && ngx_http_airlock_llm_event_type(&up->headers_in.content_type->value))
+    {
+        /* an error as an event stream: its events' usage, as the filter */
+
+        sse = ngx_http_airlock_llm_sse_get(r->connection->log);
+
+        if (sse != NULL) {
+            al_llm_sse_init(sse, ctx->provider->llm->kind, ctx->endpoint, 0);
+            sse->no_model = 1;
+            al_llm_sse_observe(sse, p, len);
+            (void) al_llm_sse_finish(sse, &blk);
+
+            if ((sse->usage.prompt_tokens | sse->usage.completion_tokens
+                 | sse->usage.total_tokens)
+                != 0)
+            {
+                *u = sse->usage;
+            }
+
+            al_llm_sse_free(sse);
+            ngx_http_airlock_llm_sse_put(sse);
+
+            if ((u->total_tokens | u->prompt_tokens | u->completion_tokens)
+                != 0)
+            {
+                return NGX_OK;
+            }
+        }
+    }
 
     if (!all
         && ngx_strlcasestrn(p, p + len, (u_char *) "\"usage\"",

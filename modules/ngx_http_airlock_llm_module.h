@@ -275,6 +275,7 @@ void ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
 al_llm_sse_t *ngx_http_airlock_llm_sse_get(ngx_log_t *log);
+ngx_int_t ngx_http_airlock_llm_event_type(const ngx_str_t *ct);
 void ngx_http_airlock_llm_sse_put(al_llm_sse_t *sse);
 void ngx_http_airlock_llm_headers_of(ngx_http_request_t *r,
     ngx_http_airlock_llm_provider_t *prov, ngx_http_airlock_headers_t *hs);

@@ -98,7 +98,7 @@ $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
 $t->run;
 
-plan tests => 10;
+plan tests => 11;
 
 sub on {
     my ($port, $code) = @_;
@@ -165,6 +165,16 @@ $r = call('primary');
 on(8081, sub { $l->script() });
 is(usage_of($r)->{total_tokens}, 1014, 'a chunked 503 with usage: charged '
    . 'it too') or diag(explain usage_of($r));
+
+# an error sent as an event stream: its events' usage
+
+on(8081, sub { $l->script({ raw => [ "HTTP/1.1 502 Error\r\n"
+    . "Content-Type: text/event-stream\r\nContent-Length: "
+    . (length($usage) + 8) . "\r\n\r\ndata: $usage\n\n" ] }) });
+$r = call('primary');
+on(8081, sub { $l->script() });
+is(usage_of($r)->{total_tokens}, 1014, 'a 502 event stream with usage: '
+   . 'charged it too') or diag(explain usage_of($r));
 
 # an error without usage: the fallback's usage alone, as before
 
