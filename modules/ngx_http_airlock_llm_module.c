@@ -2042,7 +2042,11 @@ ngx_http_airlock_llm_intercepted_usage(ngx_http_request_t *r,
         n = 0;
 
         for ( ;; ) {
+#if (nginx_version >= 1027002)
+            rc = ngx_http_parse_chunked(r, &b, &ch, 0);  /* no trailers */
+#else
             rc = ngx_http_parse_chunked(r, &b, &ch);
+#endif
 
             if (rc != NGX_OK) {
                 break;
