@@ -106,6 +106,8 @@ static void ngx_http_airlock_llm_write(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_uint_t ngx_http_airlock_llm_status(ngx_http_request_t *r);
 static ngx_msec_t ngx_http_airlock_llm_now(void);
+static uint64_t ngx_http_airlock_llm_charge_attempt(
+    ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *usage);
 static ngx_int_t ngx_http_airlock_llm_intercepted_usage(
     ngx_http_request_t *r, ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
@@ -1865,6 +1867,39 @@ ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
 
 
 /*
+ * An earlier attempt's usage added to the call's charge (first_tokens,
+ * first_cost: the answer that follows does not replace it), at the price
+ * of the entry it was sent to; its tokens, for the log
+ */
+
+static uint64_t
+ngx_http_airlock_llm_charge_attempt(ngx_http_airlock_llm_ctx_t *ctx,
+    const al_llm_usage_t *usage)
+{
+    uint64_t  tokens, cost;
+
+    tokens = usage->total_tokens;
+
+    if (tokens == 0) {
+        tokens = usage->prompt_tokens + usage->completion_tokens;
+
+        if (tokens < usage->prompt_tokens) {
+            tokens = UINT64_MAX;
+        }
+    }
+
+    cost = al_llm_cost(ctx->price, usage);
+
+    ctx->first_tokens = (ctx->first_tokens > UINT64_MAX - tokens)
+                        ? UINT64_MAX : ctx->first_tokens + tokens;
+    ctx->first_cost = (ctx->first_cost > UINT64_MAX - cost)
+                      ? UINT64_MAX : ctx->first_cost + cost;
+
+    return tokens;
+}
+
+
+/*
  * A decided call is about to be sent again: an error_page (or a named
  * location) led it to a location that forwards it, the fallback's
  * included.  When the attempt before was sent and never answered (a
@@ -1879,7 +1914,7 @@ void
 ngx_http_airlock_llm_resend(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
-    uint64_t              tokens, cost;
+    uint64_t              tokens;
     al_llm_usage_t        first;
     ngx_http_upstream_t  *u;
 
@@ -1902,18 +1937,7 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
     ngx_memzero(&first, sizeof(al_llm_usage_t));
     ngx_http_airlock_llm_reserved(ctx, &first);
 
-    tokens = first.prompt_tokens + first.completion_tokens;
-
-    if (tokens < first.prompt_tokens) {
-        tokens = UINT64_MAX;
-    }
-
-    cost = al_llm_cost(ctx->price, &first);
-
-    ctx->first_tokens = (ctx->first_tokens > UINT64_MAX - tokens)
-                        ? UINT64_MAX : ctx->first_tokens + tokens;
-    ctx->first_cost = (ctx->first_cost > UINT64_MAX - cost)
-                      ? UINT64_MAX : ctx->first_cost + cost;
+    tokens = ngx_http_airlock_llm_charge_attempt(ctx, &first);
 
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "airlock: llm call sent again after an attempt that was "
@@ -1943,7 +1967,7 @@ void
 ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx)
 {
-    uint64_t              tokens, cost;
+    uint64_t              tokens;
     ngx_int_t             rc;
     al_llm_usage_t        usage;
     ngx_http_upstream_t  *u;
@@ -1971,22 +1995,7 @@ ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
         ngx_http_airlock_llm_reserved(ctx, &usage);
     }
 
-    tokens = usage.total_tokens;
-
-    if (tokens == 0) {
-        tokens = usage.prompt_tokens + usage.completion_tokens;
-
-        if (tokens < usage.prompt_tokens) {
-            tokens = UINT64_MAX;
-        }
-    }
-
-    cost = al_llm_cost(ctx->price, &usage);
-
-    ctx->first_tokens = (ctx->first_tokens > UINT64_MAX - tokens)
-                        ? UINT64_MAX : ctx->first_tokens + tokens;
-    ctx->first_cost = (ctx->first_cost > UINT64_MAX - cost)
-                      ? UINT64_MAX : ctx->first_cost + cost;
+    tokens = ngx_http_airlock_llm_charge_attempt(ctx, &usage);
 
     ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                   "airlock: llm error %ui intercepted by an error_page "
