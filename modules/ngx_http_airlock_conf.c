@@ -314,6 +314,54 @@ ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
 }
 
 
+/*
+ * A gateway location (airlock_llm, airlock_llm_fallback) may not have
+ * nginx send a call its provider was sent to the next server of the
+ * upstream: the first answer, an error that may carry the usage the
+ * provider billed, is dropped with its body, or there was none (the
+ * connection lost after the call went), and the call would be settled
+ * with the last server's usage alone.  For a POST, every call the
+ * gateway charges, nginx does that only with "non_idempotent" among the
+ * proxy_next_upstream conditions (ngx_http_upstream_test_next(),
+ * ngx_http_upstream_next()); without it a call is retried only before it
+ * was sent (a refused connect), which costs nothing.  The gateway's
+ * fallback sends a failed call again and charges each attempt.
+ */
+
+char *
+ngx_http_airlock_conf_resend(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
+{
+    ngx_str_t                       where;
+    ngx_http_airlock_proxy_conf_t  *pcf;
+
+    pcf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
+
+    if (pcf == NULL
+        || !(pcf->upstream.next_upstream & NGX_HTTP_UPSTREAM_FT_NON_IDEMPOTENT))
+    {
+        return NGX_CONF_OK;
+    }
+
+    if (clcf->name.len) {
+        where = clcf->name;
+
+    } else {
+        ngx_str_set(&where, "(server level)");
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "airlock location \"%V\" has \"proxy_next_upstream "
+                  "non_idempotent\" (here or inherited): nginx would send "
+                  "an LLM call its provider was sent to the next server and "
+                  "drop the first answer, with the usage it carries, so "
+                  "the budget would not count what the first server billed; "
+                  "use the entry's \"fallback\", which charges each attempt",
+                  &where);
+
+    return NGX_CONF_ERROR;
+}
+
+
 /* another module's configuration of the location being merged, by name */
 
 void *

@@ -2620,7 +2620,12 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
         }
 
         /* what other modules' directives may not do here */
-        return ngx_http_airlock_conf_check(cf, clcf);
+        rv = ngx_http_airlock_conf_check(cf, clcf);
+        if (rv != NGX_CONF_OK) {
+            return rv;
+        }
+
+        return ngx_http_airlock_conf_resend(cf, clcf);
     }
 
     if (conf->name.data == NULL) {
@@ -2739,6 +2744,11 @@ ngx_http_airlock_llm_bind(ngx_conf_t *cf,
     ngx_http_airlock_llm_main_conf_t  *lmcf;
 
     rv = ngx_http_airlock_conf_check(cf, clcf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
+    }
+
+    rv = ngx_http_airlock_conf_resend(cf, clcf);
     if (rv != NGX_CONF_OK) {
         return rv;
     }
