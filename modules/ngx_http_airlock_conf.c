@@ -18,10 +18,12 @@
  * X-Forwarded-Prefix...) or the TLS name (proxy_ssl_name) the upstream is
  * reached by, an https upstream whose certificate is not checked
  * (proxy_ssl_verify off), a response buffered to a temporary file with the
- * credential an upstream echoed in it.  Each location
- * of the two modules is checked when it is merged, after every static module
- * (the proxy and realip modules among them) has merged its own configuration,
- * and "nginx -t" refuses what would undo the policy, naming the location.
+ * credential an upstream echoed in it, or, with LLM entries in the policy,
+ * a retry that resends a call its provider was sent and loses the usage
+ * of the answer it drops (proxy_next_upstream non_idempotent).  Each
+ * location of the two modules is checked when it is merged, after every
+ * static module (the proxy and realip modules among them) has merged its
+ * own configuration, and "nginx -t" refuses what would undo the policy, naming the location.
  * Temporary files are not refused but made impossible: the location's
  * proxy_max_temp_file_size is set to 0 unless the operator set another
  * value, which is refused.
@@ -154,6 +156,8 @@ static char *ngx_http_airlock_conf_handler(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_core_loc_conf_t *clcf);
 static char *ngx_http_airlock_conf_filters(ngx_conf_t *cf, ngx_str_t *where);
 static char *ngx_http_airlock_conf_proxy(ngx_conf_t *cf, ngx_str_t *where,
+    ngx_http_airlock_proxy_conf_t *pcf);
+static char *ngx_http_airlock_conf_resend(ngx_conf_t *cf, ngx_str_t *where,
     ngx_http_airlock_proxy_conf_t *pcf);
 static char *ngx_http_airlock_conf_handler_of(ngx_conf_t *cf,
     const char *module, const char *directive, const char *arg,
@@ -310,55 +314,12 @@ ngx_http_airlock_conf_check(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
         return NGX_CONF_OK;
     }
 
-    return ngx_http_airlock_conf_proxy(cf, &where, pcf);
-}
-
-
-/*
- * A gateway location (airlock_llm, airlock_llm_fallback) may not have
- * nginx send a call its provider was sent to the next server of the
- * upstream: the first answer, an error that may carry the usage the
- * provider billed, is dropped with its body, or there was none (the
- * connection lost after the call went), and the call would be settled
- * with the last server's usage alone.  For a POST, every call the
- * gateway charges, nginx does that only with "non_idempotent" among the
- * proxy_next_upstream conditions (ngx_http_upstream_test_next(),
- * ngx_http_upstream_next()); without it a call is retried only before it
- * was sent (a refused connect), which costs nothing.  The gateway's
- * fallback sends a failed call again and charges each attempt.
- */
-
-char *
-ngx_http_airlock_conf_resend(ngx_conf_t *cf, ngx_http_core_loc_conf_t *clcf)
-{
-    ngx_str_t                       where;
-    ngx_http_airlock_proxy_conf_t  *pcf;
-
-    pcf = ngx_http_airlock_conf_of(cf, "ngx_http_proxy_module");
-
-    if (pcf == NULL
-        || !(pcf->upstream.next_upstream & NGX_HTTP_UPSTREAM_FT_NON_IDEMPOTENT))
-    {
-        return NGX_CONF_OK;
+    rv = ngx_http_airlock_conf_proxy(cf, &where, pcf);
+    if (rv != NGX_CONF_OK) {
+        return rv;
     }
 
-    if (clcf->name.len) {
-        where = clcf->name;
-
-    } else {
-        ngx_str_set(&where, "(server level)");
-    }
-
-    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                  "airlock location \"%V\" has \"proxy_next_upstream "
-                  "non_idempotent\" (here or inherited): nginx would send "
-                  "an LLM call its provider was sent to the next server and "
-                  "drop the first answer, with the usage it carries, so "
-                  "the budget would not count what the first server billed; "
-                  "use the entry's \"fallback\", which charges each attempt",
-                  &where);
-
-    return NGX_CONF_ERROR;
+    return ngx_http_airlock_conf_resend(cf, &where, pcf);
 }
 
 
@@ -379,6 +340,51 @@ ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name)
     ctx = cf->ctx;
 
     return ctx->loc_conf[m->ctx_index];
+}
+
+
+/*
+ * An Airlock location of a policy with LLM entries (a gateway location,
+ * the fallback's, or one of named routes an error_page may lead a
+ * gateway call to, which forwards it to its provider) may not have nginx
+ * send a call the provider was sent to the next server of the upstream:
+ * the first answer, an error that may carry the usage the provider
+ * billed, is dropped with its body, or there was none (the connection
+ * lost after the call went), and the call would be settled with the
+ * last server's usage alone.  For a POST, every call the gateway
+ * charges, nginx does that only with "non_idempotent" among the
+ * proxy_next_upstream conditions (ngx_http_upstream_test_next(),
+ * ngx_http_upstream_next()); without it a call is retried only before
+ * it was sent (a refused connect), which costs nothing.  The gateway's
+ * fallback sends a failed call again and charges each attempt.
+ */
+
+static char *
+ngx_http_airlock_conf_resend(ngx_conf_t *cf, ngx_str_t *where,
+    ngx_http_airlock_proxy_conf_t *pcf)
+{
+    ngx_http_airlock_main_conf_t  *amcf;
+
+    if (!(pcf->upstream.next_upstream & NGX_HTTP_UPSTREAM_FT_NON_IDEMPOTENT)) {
+        return NGX_CONF_OK;
+    }
+
+    amcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_airlock_module);
+
+    if (amcf->policy == NULL || amcf->policy->nllm == 0) {
+        return NGX_CONF_OK;
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                  "airlock location \"%V\" has \"proxy_next_upstream "
+                  "non_idempotent\" (here or inherited): nginx would send "
+                  "an LLM call its provider was sent to the next server and "
+                  "drop the first answer, with the usage it carries, so "
+                  "the budget would not count what the first server billed; "
+                  "use the entry's \"fallback\", which charges each attempt",
+                  where);
+
+    return NGX_CONF_ERROR;
 }
 
 

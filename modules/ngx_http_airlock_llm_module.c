@@ -2620,12 +2620,7 @@ ngx_http_airlock_llm_merge_loc_conf(ngx_conf_t *cf, void *parent,
         }
 
         /* what other modules' directives may not do here */
-        rv = ngx_http_airlock_conf_check(cf, clcf);
-        if (rv != NGX_CONF_OK) {
-            return rv;
-        }
-
-        return ngx_http_airlock_conf_resend(cf, clcf);
+        return ngx_http_airlock_conf_check(cf, clcf);
     }
 
     if (conf->name.data == NULL) {
@@ -2744,11 +2739,6 @@ ngx_http_airlock_llm_bind(ngx_conf_t *cf,
     ngx_http_airlock_llm_main_conf_t  *lmcf;
 
     rv = ngx_http_airlock_conf_check(cf, clcf);
-    if (rv != NGX_CONF_OK) {
-        return rv;
-    }
-
-    rv = ngx_http_airlock_conf_resend(cf, clcf);
     if (rv != NGX_CONF_OK) {
         return rv;
     }

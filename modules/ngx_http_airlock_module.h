@@ -497,8 +497,6 @@ ngx_uint_t ngx_http_airlock_zone_made(ngx_shm_zone_t *shm_zone);
 void *ngx_http_airlock_conf_of(ngx_conf_t *cf, const char *name);
 char *ngx_http_airlock_conf_check(ngx_conf_t *cf,
     ngx_http_core_loc_conf_t *clcf);
-char *ngx_http_airlock_conf_resend(ngx_conf_t *cf,
-    ngx_http_core_loc_conf_t *clcf);
 char *ngx_http_airlock_conf_bind(ngx_conf_t *cf,
     ngx_http_core_loc_conf_t *clcf, ngx_str_t *url, ngx_uint_t https,
     ngx_http_handler_pt *handler, ngx_http_upstream_srv_conf_t **block);

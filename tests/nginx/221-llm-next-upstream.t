@@ -7,13 +7,16 @@
 # connection lost after the call went): the call would be settled with
 # the last server's usage alone, and a budget overspent.  nginx resends a
 # POST, every call the gateway charges, only with "non_idempotent" among
-# the conditions, so "nginx -t" refuses that in a gateway location and in
-# the fallback's, here or inherited; the gateway's fallback sends a
+# the conditions, so "nginx -t" refuses that in a gateway location, in
+# the fallback's, and in a location of named routes an error_page may
+# lead a gateway call to, here or inherited, when the policy has LLM
+# entries (one without them keeps it); the gateway's fallback sends a
 # failed call again and charges each attempt.  Without it, with two real
 # servers in the block: a 500 that carries usage reaches the client and
 # is charged, and a server that resets the connection after reading the
 # call gives a 502 charged the call's reservation, the other server never
-# asked.  Before, nginx -t let "non_idempotent" pass.
+# asked.  Before, nginx -t let "non_idempotent" pass, and a 500 with usage
+# sent again to the second server was charged once.
 
 use strict;
 use warnings;
@@ -82,6 +85,7 @@ sub conf {
     my $locs = $locations;
     $locs =~ s/NEXT/$o{next} \/\/ ''/e;
     $locs =~ s/FB/$o{fb} \/\/ ''/e;
+    $locs .= $o{more} // '';
     return $l->conf(openai_clients => $entries, locations => $locs,
                     http => $http . ($o{http} // ''));
 }
@@ -95,7 +99,7 @@ $l->start_provider(8083);
 $l->start_provider(8085);
 $t->run;
 
-plan tests => 15;
+plan tests => 18;
 
 # nginx -t
 
@@ -123,6 +127,43 @@ is(($out =~ $refused)[0], '@airlock_llm_fallback', '... naming it')
 isnt($rc, 0, 'non_idempotent inherited from the http level: nginx -t '
      . 'fails');
 like($out, $refused, '... naming it') or diag($out);
+
+($rc, $out) = conf_test(more => <<'L');
+        location / {
+            airlock on;
+
+            %%AIRLOCK_LOCATION%%
+
+            proxy_next_upstream error non_idempotent;
+        }
+L
+isnt($rc, 0, 'non_idempotent in a location of named routes, the policy '
+     . 'with LLM entries: nginx -t fails');
+is(($out =~ $refused)[0], '/', '... naming it') or diag($out);
+
+# a policy of named routes alone: nothing to charge, it passes
+$t->write_file_expand('routes.yaml', <<'Y');
+version: 1
+clients:
+  local: { cidr: [127.0.0.1/32] }
+upstreams:
+  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
+routes:
+  - name: v1
+    clients: [local]
+    match: { method: POST, path: /x/v1 }
+    upstream: echo
+    to: /one
+    body: { max_bytes: 256 }
+alerts:
+  deny: { threshold: 1000, window: 60s }
+Y
+$t->write_file_expand('nginx.conf', $l->proxy->conf(
+    policy => 'routes.yaml', key => $l->{key},
+    location => 'proxy_next_upstream error non_idempotent;'));
+($rc, $out) = $t->reload_test;
+is($rc, 0, 'a policy without LLM entries: non_idempotent passes')
+    or diag($out);
 
 ($rc, $out) = conf_test(next => $running);
 is($rc, 0, 'the other conditions pass') or diag($out);
