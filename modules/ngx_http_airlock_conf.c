@@ -23,7 +23,8 @@
  * of the answer it drops (proxy_next_upstream non_idempotent).  Each
  * location of the two modules is checked when it is merged, after every
  * static module (the proxy and realip modules among them) has merged its
- * own configuration, and "nginx -t" refuses what would undo the policy, naming the location.
+ * own configuration, and "nginx -t" refuses what would undo the policy,
+ * naming the location.
  * Temporary files are not refused but made impossible: the location's
  * proxy_max_temp_file_size is set to 0 unless the operator set another
  * value, which is refused.

@@ -109,7 +109,11 @@ sub conf_test {
     return ($rc, $out // '');
 }
 
-my $refused = qr/airlock location "([^"]+)" has "proxy_next_upstream non_idempotent" \(here or inherited\): nginx would send an LLM call its provider was sent to the next server .*use the entry's "fallback", which charges each attempt/;
+my $refused = join '', 'airlock location "([^"]+)" has ',
+    '"proxy_next_upstream non_idempotent" \\(here or inherited\\): ',
+    'nginx would send an LLM call its provider was sent to the next ',
+    'server .*use the entry\'s "fallback", which charges each attempt';
+$refused = qr/$refused/;
 
 my ($rc, $out) = conf_test(next => 'proxy_next_upstream error timeout '
                                    . 'http_500 non_idempotent;');
