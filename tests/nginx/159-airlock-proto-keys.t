@@ -164,48 +164,20 @@ my @passed = (
 
 plan tests => 2 * @refused + 2 * @query + @passed + 2;
 
-sub post {
-    my ($target, $ct, $body, $extra) = @_;
-    return "POST $target HTTP/1.0\r\n"
-           . (defined $ct ? "Content-Type: $ct\r\n" : '')
-           . ($extra // '')
-           . "Content-Length: " . length($body) . "\r\n\r\n$body";
-}
+# each refused case: 403, reason "body", and not forwarded
+$p->posts_refused(\@refused);
 
-for my $c (@refused) {
-    my ($name, $target, $ct, $body) = @$c;
-    my $before = $p->echo_count;
-    my $raw = http(post($target, $ct, $body));
-    my $r = parse_response($raw);
-    my $j = json_body($raw);
+# each query: posted with a form body "a=1", refused (reason "query" or
+# "path") and not forwarded
+$p->posts_refused([ map { [ @$_, $form, 'a=1' ] } @query ],
+                  qr/^(query|path)$/);
 
-    ok($r->{status} == 403 && $j && $j->{reason} eq 'body',
-       "refused: $name") or diag("status $r->{status}");
-    is($p->echo_count, $before, "and not forwarded: $name");
-}
-
-for my $c (@query) {
-    my ($name, $target) = @$c;
-    my $before = $p->echo_count;
-    my $raw = http(post($target, $form, 'a=1'));
-    my $r = parse_response($raw);
-    my $j = json_body($raw);
-
-    ok($r->{status} == 403 && $j && $j->{reason} =~ /^(query|path)$/,
-       "refused: $name") or diag("status $r->{status}");
-    is($p->echo_count, $before, "and not forwarded: $name");
-}
-
-for my $c (@passed) {
-    my ($name, $target, $ct, $body) = @$c;
-    my $raw = http(post($target, $ct, $body));
-    is(parse_response($raw)->{status}, 200, "passes: $name")
-        or diag(json_body($raw) ? json_body($raw)->{detail} : $raw);
-}
+$p->posts_passed(\@passed);
 
 # no reader of a Cookie header builds objects from its names
-is(parse_response(http(post('/files/abc', $form, 'a=1',
-                            "Cookie: __proto__[dir]=..\r\n")))->{status},
-   200, 'passes: a cookie named __proto__[dir]');
+my $cookie = post_request('/files/abc', $form, 'a=1',
+                          "Cookie: __proto__[dir]=..\r\n");
+is(parse_response(http($cookie))->{status}, 200,
+   'passes: a cookie named __proto__[dir]');
 
 is($t->error_log_check, '', 'no alerts');

@@ -23,7 +23,7 @@ use Test::More ();
 
 use Airlock::Prereq ();
 
-our @EXPORT = qw(json_body deny_json);
+our @EXPORT = qw(json_body deny_json post_request);
 
 
 sub new {
@@ -206,6 +206,58 @@ sub deny_json {
     my $r = Airlock::Test::parse_response($raw);
     my $j = json_body($raw);
     return [ $r->{status}, $j ? $j->{reason} : undef ];
+}
+
+
+# A raw POST request for http(): the body with its Content-Length, a
+# Content-Type unless $ct is undef, and any further header lines in
+# $extra ("Name: value\r\n" each).
+sub post_request {
+    my ($target, $ct, $body, $extra) = @_;
+    return "POST $target HTTP/1.0\r\n"
+           . (defined $ct ? "Content-Type: $ct\r\n" : '')
+           . ($extra // '')
+           . "Content-Length: " . length($body) . "\r\n\r\n$body";
+}
+
+
+# Posts each case [name, target, Content-Type, body] and checks that it
+# is answered 403 with a reason matching $reason (default: "body") and
+# not forwarded to the echo upstream on 8081: two tests a case.
+sub posts_refused {
+    my ($self, $cases, $reason) = @_;
+    $reason //= qr/^body$/;
+
+    for my $c (@$cases) {
+        my ($name, $target, $ct, $body) = @$c;
+        my $before = $self->echo_count;
+        my $raw = Airlock::Test::http(post_request($target, $ct, $body));
+        my $r = Airlock::Test::parse_response($raw);
+        my $j = json_body($raw);
+
+        Test::More::ok($r->{status} == 403 && $j && $j->{reason} =~ $reason,
+                       "refused: $name")
+            or Test::More::diag("status $r->{status}");
+        Test::More::is($self->echo_count, $before,
+                       "and not forwarded: $name");
+    }
+}
+
+
+# Posts each case [name, target, Content-Type, body] and checks that it
+# is answered 200: one test a case.
+sub posts_passed {
+    my ($self, $cases) = @_;
+
+    for my $c (@$cases) {
+        my ($name, $target, $ct, $body) = @$c;
+        my $raw = Airlock::Test::http(post_request($target, $ct, $body));
+        my $j = json_body($raw);
+
+        Test::More::is(Airlock::Test::parse_response($raw)->{status}, 200,
+                       "passes: $name")
+            or Test::More::diag($j ? $j->{detail} : $raw);
+    }
 }
 
 
