@@ -16,7 +16,8 @@ use Test::More;
 use Airlock::Test;
 
 our @EXPORT_OK = qw(url_all url_reserved json_all b64 unpadded b64url
-                    echo_forms echo_policy echo_blobs inner_pieces);
+                    echo_forms echo_policy echo_blobs echo_units
+                    inner_pieces);
 
 # every byte as %XX, each hex letter in a random case
 sub url_all {
@@ -320,6 +321,131 @@ EOF
     }
 
     my $log = $t->read_file('error.log');
+    ok(index($log, $pass) < 0 && index($log, $tok) < 0,
+       'error log: no secret');
+
+    is($t->error_log_check, '', 'no alerts or sanitizer reports');
+}
+
+# echo_units($t, $p, tok => T, cred => "user:password", forms => [[route,
+# name, form, option => value, ...], ...]): with ?f=I&n=N the echo
+# upstream answers "<<form I>>;" N times, the bodies given in the
+# configuration as X-Echo-Body-B64 (a header cannot carry line breaks
+# or NULs).  Each form must come back as "<<[REDACTED]>>;" (with the
+# form's option kept => BYTES: "<<BYTES[REDACTED]>>;"), and nowhere in
+# the response, in a body held whole (about 500 bytes, under
+# airlock_scrub_hold 512, with its exact Content-Length), streamed 4
+# times in 2- and 5-byte pieces, and in a body longer than the hold
+# through 1 KB proxy buffers; with the form's option header => 1, also
+# in a response header "X-Leak: <<form>>;" (?hdr=I).
+sub echo_units {
+    my ($t, $p, %a) = @_;
+    my @forms = @{$a{forms}};
+    my ($tok, $cred) = @a{qw(tok cred)};
+    (my $pass = $cred) =~ s/^[^:]*://;
+    my (%held, %long, %opt);
+    my $map = '';
+    my $hdr = '';
+
+    for my $i (0 .. $#forms) {
+        my (undef, undef, $form, %o) = @{$forms[$i]};
+        my $unit = "<<$form>>;";
+
+        $opt{$i} = \%o;
+        $held{$i} = int(500 / length $unit);
+        $long{$i} = int(2500 / length $unit) + 1;
+
+        for my $n (4, $held{$i}, $long{$i}) {
+            $map .= "        \"$i:$n\" \"" . encode_base64($unit x $n, '')
+                  . "\";\n";
+        }
+
+        $hdr .= "        $i \"X-Leak: $unit\";\n" if $o{header};
+    }
+
+    echo_policy($t, $p, $tok, $cred,
+                'query: { allow: [f, n, chunked, piece'
+                . ($hdr ne '' ? ', hdr] }' : '] }'));
+
+    my ($http, $leak) = ('', '');
+    if ($hdr ne '') {
+        $http = <<"EOF";
+
+    map \$arg_hdr \$echo_leak {
+        default "";
+$hdr    }
+EOF
+        $leak = "            proxy_set_header X-Echo-Header \$echo_leak;\n";
+    }
+
+    $t->write_file_expand('nginx.conf', $p->conf(http => <<"EOF" . $http,
+    map "\$arg_f:\$arg_n" \$echo_body {
+        default "";
+$map    }
+EOF
+                                                 location => <<"EOF"));
+            proxy_set_header X-Echo-Body-B64 \$echo_body;
+$leak            proxy_set_header X-Echo-Chunked \$arg_chunked;
+            proxy_set_header X-Echo-Chunk-Size \$arg_piece;
+
+            airlock_scrub_hold 512;
+
+            # small proxy buffers: a long body crosses many of them
+            proxy_buffer_size 1k;
+            proxy_buffers 8 1k;
+            proxy_busy_buffers_size 2k;
+EOF
+
+    $t->start_echo(8081);
+    $t->run;
+
+    my $get = sub {
+        my ($route, %q) = @_;
+        my $q = join '&', map { "$_=$q{$_}" } sort keys %q;
+        my $raw = $t->http_get("/$route?$q", timeout => 20);
+        return ($raw, parse_response($raw));
+    };
+
+    for my $i (0 .. $#forms) {
+        my ($route, $name, $form) = @{$forms[$i]};
+        my $want = '<<' . ($opt{$i}{kept} // '') . '[REDACTED]>>;';
+        my ($raw, $r);
+
+        if ($opt{$i}{header}) {
+            ($raw, $r) = $get->($route, f => $i, n => 4, hdr => $i);
+            is($r->{headers}{'x-leak'}, $want, "$name: header");
+            ok(index($raw, $form) < 0, "$name: header: not in the response");
+        }
+
+        ($raw, $r) = $get->($route, f => $i, n => $held{$i});
+        is($r->{status}, 200, "$name: held: 200");
+        ok($r->{body} eq $want x $held{$i}
+           && $r->{headers}{'content-length'} == length $r->{body},
+           "$name: held: every occurrence redacted, exact Content-Length")
+            or diag(substr($r->{body}, 0, 200));
+        ok(index($raw, $form) < 0, "$name: held: not in the response");
+
+        for my $piece (2, 5) {
+            ($raw, $r) = $get->($route, f => $i, n => 4, chunked => 1,
+                                piece => $piece);
+            ok($r->{body} eq $want x 4,
+               "$name: streamed in $piece-byte pieces")
+                or diag($r->{body});
+            ok(index($raw, $form) < 0,
+               "$name: $piece-byte pieces: not in the response");
+        }
+
+        ($raw, $r) = $get->($route, f => $i, n => $long{$i});
+        ok(!defined $r->{headers}{'content-length'}
+           && $r->{body} eq $want x $long{$i},
+           "$name: long body streamed, every occurrence redacted");
+        ok(index($raw, $form) < 0, "$name: long body: not in the response");
+    }
+
+    my $log = $t->read_file('error.log');
+    like($log, qr/scrubbed an injected credential from the response on (?#
+                  )route "basic"/,
+         'error log: the scrub on "basic" is reported');
     ok(index($log, $pass) < 0 && index($log, $tok) < 0,
        'error log: no secret');
 
