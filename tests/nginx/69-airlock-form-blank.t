@@ -82,29 +82,14 @@ my @passed = (
 
 plan tests => @refused + @passed + 1;
 
-sub post {
-    my ($ct, $body) = @_;
-    return "POST /raw HTTP/1.0\r\nContent-Type: $ct\r\n"
-           . "Content-Length: " . length($body) . "\r\n\r\n$body";
-}
-
 for my $c (@refused) {
     my ($name, $ct, $body) = @$c;
-    my $before = $p->echo_count;
-    my $raw = http(post($ct, $body));
-    my $r = parse_response($raw);
-    my $j = json_body($raw);
-
-    ok($r->{status} == 403 && $j && $j->{reason} eq 'body'
-       && $p->echo_count == $before, "refused: $name")
-        or diag("status $r->{status}, upstream requests "
-                . ($p->echo_count - $before));
+    $p->is_refused(post_request('/raw', $ct, $body), "refused: $name");
 }
 
 for my $c (@passed) {
     my ($name, $ct, $body) = @$c;
-    is(parse_response(http(post($ct, $body)))->{status}, 200,
-       "passes: $name");
+    $p->is_passed(post_request('/raw', $ct, $body), "passes: $name");
 }
 
 is($t->error_log_check, '', 'no alerts');

@@ -261,4 +261,32 @@ sub posts_passed {
 }
 
 
+# One test: the raw request is answered 403 with a reason matching
+# $reason (default: "body") and not forwarded to the echo upstream on
+# 8081.
+sub is_refused {
+    my ($self, $request, $name, $reason) = @_;
+    my $before = $self->echo_count;
+    my $raw = Airlock::Test::http($request);
+    my $r = Airlock::Test::parse_response($raw);
+    my $j = json_body($raw);
+
+    $reason //= qr/^body$/;
+
+    return Test::More::ok($r->{status} == 403 && $j
+                          && $j->{reason} =~ $reason
+                          && $self->echo_count == $before, $name)
+        || Test::More::diag("status $r->{status}, upstream requests "
+                            . ($self->echo_count - $before));
+}
+
+
+# One test: the raw request is answered 200.
+sub is_passed {
+    my ($self, $request, $name) = @_;
+    return Test::More::is(
+        Airlock::Test::parse_response(Airlock::Test::http($request))
+            ->{status}, 200, $name);
+}
+
 1;
