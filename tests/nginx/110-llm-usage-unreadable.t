@@ -37,14 +37,8 @@ my $prompt = 'x' x 400;
 
 sub call {
     my ($script, %o) = @_;
-    $l->script($script);
-    my $r = $o{anthropic}
-        ? $l->messages(token => $tok, prompt => $prompt, max_tokens => 20,
-                       fields => $o{fields} // {})
-        : $l->chat(token => $tok, prompt => $prompt,
-                   fields => $o{fields} // {});
-    $l->script();
-    return ($r, $l->last_usage(++$n));
+    return $l->scripted_call(++$n, $script, token => $tok, prompt => $prompt,
+                             %o);
 }
 
 # a usage that counts: as the provider says

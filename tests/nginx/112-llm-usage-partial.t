@@ -35,14 +35,8 @@ my ($r, $u);
 
 sub call {
     my ($script, %o) = @_;
-    $l->script($script);
-    my $r = $o{anthropic}
-        ? $l->messages(token => $tok, prompt => 'Hi', max_tokens => 20,
-                       fields => $o{fields} // {})
-        : $l->chat(token => $tok, prompt => 'Hi',
-                   fields => $o{fields} // {});
-    $l->script();
-    return ($r, $l->last_usage(++$n));
+    return $l->scripted_call(++$n, $script, token => $tok, prompt => 'Hi',
+                             %o);
 }
 
 my $usage = { usage => { prompt => 700, completion => 89.5 } };

@@ -42,15 +42,10 @@ my $prompt = 'x' x 400;
 
 sub call {
     my ($script, %o) = @_;
-    $l->script($script);
-    my $r = $o{anthropic}
-        ? $l->messages(token => $tok, prompt => $prompt, max_tokens => 20,
-                       fields => $o{fields} // {})
-        : $l->chat(token => $tok, prompt => $prompt,
-                   fields => $o{fields} // {});
-    $l->script();
+    my ($r, $u) = $l->scripted_call(++$n, $script, token => $tok,
+                                    prompt => $prompt, %o);
     push @all, $r;
-    return ($r, $l->last_usage(++$n));
+    return ($r, $u);
 }
 
 sub reserved {

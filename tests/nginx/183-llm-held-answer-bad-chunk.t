@@ -62,14 +62,8 @@ my $prompt = 'x' x 400;
 
 sub call {
     my ($script, %o) = @_;
-    $l->script($script);
-    my $r = $o{anthropic}
-        ? $l->messages(token => $tok, prompt => $prompt, max_tokens => 20,
-                       fields => $o{fields} // {})
-        : $l->chat(token => $tok, prompt => $prompt,
-                   fields => $o{fields} // {});
-    $l->script();
-    return ($r, $l->last_usage(++$n));
+    return $l->scripted_call(++$n, $script, token => $tok, prompt => $prompt,
+                             %o);
 }
 
 sub reserved {
@@ -77,17 +71,6 @@ sub reserved {
     return $u->{completion_tokens} >= 20 && $u->{prompt_tokens} >= 100
            && $u->{total_tokens} == $u->{prompt_tokens}
                                     + $u->{completion_tokens};
-}
-
-# the provider's error format, with the status the client got
-sub provider_error {
-    my ($r, $anthropic) = @_;
-    my $j = $r->{json} // {};
-    return $anthropic
-        ? ($j->{type} // '') eq 'error' && ref $j->{error} eq 'HASH'
-          && defined $j->{error}{type}
-        : ref $j->{error} eq 'HASH' && defined $j->{error}{message}
-          && ($r->{headers}{'content-type'} // '') =~ m{application/json};
 }
 
 sub head {

@@ -31,12 +31,8 @@ my ($r, $u);
 
 sub call {
     my ($script, %o) = @_;
-    $l->script($script);
-    my $r = $o{anthropic}
-        ? $l->messages(token => $tok, max_tokens => 20)
-        : $l->chat(token => $tok);
-    $l->script();
-    return ($r, $l->last_usage(++$n));
+    return $l->scripted_call(++$n, $script, token => $tok,
+                             anthropic => $o{anthropic});
 }
 
 sub metric {

@@ -32,13 +32,9 @@ my $n = 0;
 
 sub call {
     my ($script, %o) = @_;
-    $l->script($script);
-    my $r = $o{anthropic}
-        ? $l->messages(token => $tok, max_tokens => 20,
-                       fields => { stream => $true })
-        : $l->chat(token => $tok, fields => { stream => $true });
-    $l->script();
-    return ($r, $l->last_usage(++$n));
+    return $l->scripted_call(++$n, $script, token => $tok,
+                             fields => { stream => $true },
+                             anthropic => $o{anthropic});
 }
 
 sub raw {

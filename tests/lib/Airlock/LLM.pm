@@ -28,7 +28,7 @@ use Airlock::Test;
 use Airlock::Proxy;
 use Airlock::Prereq ();
 
-our @EXPORT = qw(jdecode);
+our @EXPORT = qw(jdecode provider_error);
 
 # The provider keys the gateway injects: the tests look for them (and
 # their base64) in every response and log line.
@@ -451,6 +451,34 @@ sub _usage_before {
     $self->{usage_before} = scalar grep { length } split /\n/, $text;
 }
 
+
+# One call with the provider's next answer scripted ($script, reset
+# after the call): chat() or, with anthropic => 1, messages() with
+# max_tokens 20; the other options (token, prompt, fields) go to either.
+# Returns the response and the call's usage line, waited for as by
+# last_usage($count).
+sub scripted_call {
+    my ($self, $count, $script, %o) = @_;
+    my $anthropic = delete $o{anthropic};
+
+    $self->script($script);
+    my $r = $anthropic ? $self->messages(%o, max_tokens => 20)
+                       : $self->chat(%o);
+    $self->script();
+    return ($r, $self->last_usage($count));
+}
+
+# True when the parsed response $r carries an error in the provider's
+# own format (Anthropic's with $anthropic, else OpenAI's as JSON).
+sub provider_error {
+    my ($r, $anthropic) = @_;
+    my $j = $r->{json} // {};
+    return $anthropic
+        ? ($j->{type} // '') eq 'error' && ref $j->{error} eq 'HASH'
+          && defined $j->{error}{type}
+        : ref $j->{error} eq 'HASH' && defined $j->{error}{message}
+          && ($r->{headers}{'content-type'} // '') =~ m{application/json};
+}
 
 # A raw HTTP/1.1 request to the gateway; returns the parsed response.
 sub request {
