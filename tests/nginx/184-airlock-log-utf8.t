@@ -24,24 +24,9 @@ my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 
 my %tok = map { $_ => "token-$_-FAKE-0123456789" } qw(a b);
-my %sha = map { $_ => $p->token_sha256($tok{$_}) } keys %tok;
-
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  a: { token_sha256: "$sha{a}" }
-  b: { token_sha256: "$sha{b}" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [a, b]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 3, window: 1h }
-EOF
+# clients a and b, a bearer token each, on a route GET /ok; the third
+# denial of a client in an hour alerts
+$p->echo_policy(tokens => \%tok, threshold => 3, window => '1h');
 
 $t->write_file_expand('nginx.conf', $p->conf(http => <<'EOF'));
     airlock_zone airlock 1m;
@@ -57,15 +42,6 @@ sub get {
     my ($who, $path) = @_;
     return http("GET $path HTTP/1.0\r\n"
                 . "Proxy-Authorization: Bearer $tok{$who}\r\n\r\n");
-}
-
-# the last whole line of a file that matches re, as written
-sub raw_line {
-    my ($file, $re) = @_;
-    my $text = $t->read_file($file) // '';
-    $text =~ s/[^\n]*\z//;
-    my @l = grep { /$re/ } split /\n/, $text;
-    return $l[-1] // '';
 }
 
 my $cafe = "/logs/caf\xc3\xa9";
@@ -89,7 +65,7 @@ my %path = map { ($_->{path} // '') => $_ } @log;
 
 ok($path{"/logs/caf\x{e9}"}, '(old) the deny log reads café back');
 ok($path{"/k/\x{6f22}\x{1f600}"}, '(old) ... and a CJK character, an emoji');
-my $line = raw_line('deny.log', qr{"/logs/caf});
+my $line = $p->raw_line('deny.log', qr{"/logs/caf});
 like($line, qr{"path":"/logs/caf\xc3\xa9"}, '(old) as UTF-8 in the line');
 unlike($line, qr{\\u00c3}, '(old) not a byte at a time');
 
@@ -97,13 +73,13 @@ my ($cut) = grep { ($_->{path} // '') =~ /^\/a{254}/ } @log;
 is($cut && $cut->{path}, '/' . ('a' x 254) . "\x{2026}",
    '(old) a path is not cut inside a character: before it, then the mark');
 
-like(raw_line('deny.log', qr{"/x}), qr{"path":"/x\\u00e9y"},
+like($p->raw_line('deny.log', qr{"/x}), qr{"path":"/x\\u00e9y"},
      'a lone byte as \\u00e9');
-like(raw_line('deny.log', qr{"/o}), qr{"path":"/o\\u00c0\\u00afv"},
+like($p->raw_line('deny.log', qr{"/o}), qr{"path":"/o\\u00c0\\u00afv"},
      'an overlong form a byte at a time');
-like(raw_line('deny.log', qr{"/s}),
+like($p->raw_line('deny.log', qr{"/s}),
      qr{"path":"/s\\u00ed\\u00a0\\u0080t"}, 'a surrogate a byte at a time');
-like(raw_line('deny.log', qr{"/c}), qr{"path":"/c\\u009b2J"},
+like($p->raw_line('deny.log', qr{"/c}), qr{"path":"/c\\u009b2J"},
      '(old) a C1 control as \\u009b');
 unlike($t->read_file('deny.log'), qr{\xc2\x9b}, '... never as it is');
 
@@ -117,16 +93,16 @@ my ($alert) = grep { $_->{type} eq 'alert' && $_->{client} eq 'a' } @j;
 ok($alert, 'client a alerts');
 is($alert && $alert->{sample}, 'GET /' . ('a' x 254) . "\x{2026}",
    '(old) its sample is cut before the character, not in it');
-my $raw = raw_line('journal.log', qr{"type":"alert".*"client":"a"});
+my $raw = $p->raw_line('journal.log', qr{"type":"alert".*"client":"a"});
 unlike($raw, qr{\\u00c3}, '(old) the sample has no byte escaped');
 
 my ($ab) = grep { $_->{type} eq 'alert' && $_->{client} eq 'b' } @j;
 ok($ab, 'client b alerts');
-like(raw_line('journal.log', qr{"type":"alert".*"client":"b"}),
+like($p->raw_line('journal.log', qr{"type":"alert".*"client":"b"}),
      qr{"sample":"GET /(s\\u00ed\\u00a0\\u0080t|o\\u00c0\\u00afv)"},
      'its sample tells the bytes');
 
-like(raw_line('deny.log', qr{"/logs/caf}), qr{"reason":"path"},
+like($p->raw_line('deny.log', qr{"/logs/caf}), qr{"reason":"path"},
      'café: refused as a path');
 
 is($t->error_log_check, '', 'no alerts');

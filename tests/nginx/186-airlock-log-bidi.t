@@ -24,24 +24,9 @@ my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 
 my %tok = map { $_ => "token-$_-FAKE-0123456789" } qw(a b);
-my %sha = map { $_ => $p->token_sha256($tok{$_}) } keys %tok;
-
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  a: { token_sha256: "$sha{a}" }
-  b: { token_sha256: "$sha{b}" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [a, b]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 3, window: 1h }
-EOF
+# clients a and b, a bearer token each, on a route GET /ok; the third
+# denial of a client in an hour alerts
+$p->echo_policy(tokens => \%tok, threshold => 3, window => '1h');
 
 $t->write_file_expand('nginx.conf', $p->conf(http => <<'EOF'));
     airlock_zone airlock 1m;
@@ -59,16 +44,6 @@ sub get {
     return http("GET $path HTTP/1.0\r\n"
                 . "Proxy-Authorization: Bearer $tok{$who}\r\n\r\n");
 }
-
-# the last whole line of a file that matches re, as written
-sub raw_line {
-    my ($file, $re) = @_;
-    my $text = $t->read_file($file) // '';
-    $text =~ s/[^\n]*\z//;
-    my @l = grep { /$re/ } split /\n/, $text;
-    return $l[-1] // '';
-}
-
 
 my %cp = (rlo => 0x202e, lre => 0x202a, ls => 0x2028, ps => 0x2029,
           lri => 0x2066, pdi => 0x2069, rlm => 0x200f, lrm => 0x200e);
@@ -94,9 +69,9 @@ my %path = map { ($_->{path} // '') => $_ } $p->deny_log;
 for my $k (sort keys %cp) {
     my $want = sprintf('"path":"/%s/x\\u%04xgpj.exe"', $k, $cp{$k});
 
-    if (index(raw_line('deny.log', qr{"/$k/}), $want) < 0) {
+    if (index($p->raw_line('deny.log', qr{"/$k/}), $want) < 0) {
         $ok = 0;
-        diag("$k: " . raw_line('deny.log', qr{"/$k/}));
+        diag("$k: " . $p->raw_line('deny.log', qr{"/$k/}));
     }
 
     $back = 0 unless $path{"/$k/x" . chr($cp{$k}) . 'gpj.exe'};
@@ -108,7 +83,7 @@ unlike($deny, qr{\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]},
        'deny log: none of them as it is');
 is(scalar(() = $deny =~ /\n/g), 9, 'deny log: one line for each denial');
 
-like(raw_line('deny.log', qr{"/sep/}),
+like($p->raw_line('deny.log', qr{"/sep/}),
      qr{"path":"/sep/caf\xc3\xa9\\u2028rm\xe2\x82\xac"},
      'é and € as they are, beside an escaped U+2028');
 
@@ -117,7 +92,7 @@ like(raw_line('deny.log', qr{"/sep/}),
 my $journal = $t->read_file('journal.log') // '';
 $journal =~ s/[^\n]*\z//;
 
-like(raw_line('journal.log', qr{"type":"deny".*"/rlo/}),
+like($p->raw_line('journal.log', qr{"type":"deny".*"/rlo/}),
      qr{"path":"/rlo/x\\u202egpj\.exe"}, 'journal: U+202E as \\u202e');
 unlike($journal, qr{\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]},
        'journal: none of them as it is');
@@ -125,7 +100,7 @@ unlike($journal, qr{\xe2\x80[\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xa9]},
 my @j = Airlock::Test::json_lines($journal);
 my ($alert) = grep { $_->{type} eq 'alert' && $_->{client} eq 'a' } @j;
 ok($alert, 'client a alerts');
-like(raw_line('journal.log', qr{"type":"alert".*"client":"a"}),
+like($p->raw_line('journal.log', qr{"type":"alert".*"client":"a"}),
      qr{"sample":"GET /\w+/x\\u20[0-6][0-9a-f]gpj\.exe"},
      'the alert\'s sample: escaped too');
 ok($alert && $alert->{sample} =~ /^GET \/\w+\/x[\x{200e}-\x{2069}]gpj\.exe$/,

@@ -44,29 +44,41 @@ sub ctl { $_[0]{ctl} }
 
 # policy.yaml with one route, GET /ok to the echo server on %%PORT_8081%%,
 # for one client: token => T (client "a", a bearer token) or the
-# loopback address (client "local"); deny alerts past threshold => N
-# (1000) denials a minute.
+# loopback address (client "local"); or for several, tokens => { NAME =>
+# T, ... } (a client of each name, a bearer token each); deny alerts
+# past threshold => N (1000) denials in window => W (60s).
 sub echo_policy {
     my ($self, %o) = @_;
-    my ($name, $id) = defined $o{token}
-        ? ('a', '{ token_sha256: "' . $self->token_sha256($o{token}) . '" }')
-        : ('local', '{ cidr: [127.0.0.1/32] }');
+    my %tokens = $o{tokens} ? %{$o{tokens}}
+               : defined $o{token} ? (a => $o{token}) : ();
+    my @names = sort keys %tokens;
+    my $clients = join "\n", map {
+        "  $_: { token_sha256: \"" . $self->token_sha256($tokens{$_}) . '" }'
+    } @names;
     my $threshold = $o{threshold} // 1000;
+    my $window = $o{window} // '60s';
+
+    unless (@names) {
+        @names = ('local');
+        $clients = '  local: { cidr: [127.0.0.1/32] }';
+    }
+
+    my $names = join ', ', @names;
 
     $self->{t}->write_file_expand('policy.yaml', <<"EOF");
 version: 1
 clients:
-  $name: $id
+$clients
 upstreams:
   echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
 routes:
   - name: ok
-    clients: [$name]
+    clients: [$names]
     match: { method: GET, path: /ok }
     upstream: echo
     to: /ok
 alerts:
-  deny: { threshold: $threshold, window: 60s }
+  deny: { threshold: $threshold, window: $window }
 EOF
 }
 
@@ -189,6 +201,16 @@ sub echo_count {
     return scalar @r;
 }
 
+
+# The last whole line of a file in the test's directory that matches
+# $re, as written (not decoded); '' when none does.
+sub raw_line {
+    my ($self, $file, $re) = @_;
+    my $text = $self->{t}->read_file($file) // '';
+    $text =~ s/[^\n]*\z//;
+    my @l = grep { /$re/ } split /\n/, $text;
+    return $l[-1] // '';
+}
 
 # The decoded JSON body of a raw response, or undef.
 sub json_body {
