@@ -19,7 +19,6 @@
 use strict;
 use warnings;
 
-use Cwd ();
 use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/../agent/lib";
 
@@ -30,21 +29,20 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use AgentTest;
+use Airlock::ShippedApi;
 
 Airlock::Prereq::absent('the tests\' nginx workers run as root here')
     if $> != 0;
 
-my $top = Cwd::abs_path("$FindBin::Bin/../..");
+# the shipped /api/ server before agent "a"
+my $a = Airlock::ShippedApi->new;
+my $t = $a->t;
+my $d = $t->testdir;
+my ($cap) = $a->server =~ /^\s*limit_conn\s+\S+\s+(\d+)\s*;/m;
 
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or die "$f: $!\n";
-    local $/;
-    return <$fh> // '';
-}
-
-my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
-(my $unit = slurp("$top/conf/airlock-agent.service")) =~ s/\\\n\s*/ /g;
+(my $unit = Airlock::ShippedApi::slurp(Airlock::ShippedApi::top()
+                                       . '/conf/airlock-agent.service'))
+    =~ s/\\\n\s*/ /g;
 
 # the agent's limits, as the unit starts it (docs/agent.md's defaults
 # where it names none)
@@ -56,43 +54,6 @@ my $per_uid = $exec =~ /\s--max-user-connections\s+(\d+)/
 my @limits = ('--max-connections', $max);
 push @limits, '--max-user-connections', $1
     if $exec =~ /\s--max-user-connections\s+(\d+)/;
-
-# the shipped /api/ server and the zones it may use
-my @zones = $ngx =~ /^\s*(limit_(?:conn|req)_zone\s[^;]*;)/mg;
-my ($server) = grep { /^\s*listen\s+127\.0\.0\.1:8080;/m }
-               $ngx =~ /^(server\s*(\{(?:[^{}]++|(?2))*\}))/mg;
-die "no 127.0.0.1:8080 server in the shipped airlock.conf\n"
-    unless defined $server;
-my ($cap) = $server =~ /^\s*limit_conn\s+\S+\s+(\d+)\s*;/m;
-
-package ShippedApi {
-    our @ISA = ('AgentTest');
-    our $EXTRA = '';
-
-    sub conf {
-        my ($self) = @_;
-        my $conf = $self->SUPER::conf();
-        $conf =~ s/\}\s*\z/$EXTRA\n}\n/ or die "no http block's end\n";
-        return $conf;
-    }
-}
-
-my $a = ShippedApi->new;
-my $t = $a->t;
-my $d = $t->testdir;
-
-my $api = $server;
-for my $sub ([ '127.0.0.1:8080', '127.0.0.1:%%PORT_8090%%' ],
-             [ '/run/airlock/agent/agent.sock', "$d/agent-a.sock" ],
-             [ '/etc/airlock/api.htpasswd', "$d/api.htpasswd" ])
-{
-    $api =~ s/\Q$sub->[0]\E/$sub->[1]/g
-        or die "the shipped /api/ server has no $sub->[0]\n";
-}
-$ShippedApi::EXTRA = join("\n", @zones, $api);
-
-$t->write_file('api.htpasswd', "alice:{PLAIN}FAKE-alice-pw\n"
-                               . "bob:{PLAIN}FAKE-bob-pw\n");
 
 $a->setup(agent => [ '--max-wall', 60000, '--api-peer', 'root',
                      @limits ]);

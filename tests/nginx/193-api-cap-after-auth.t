@@ -22,7 +22,6 @@
 use strict;
 use warnings;
 
-use Cwd ();
 use FindBin;
 use lib "$FindBin::Bin/../lib", "$FindBin::Bin/../agent/lib";
 
@@ -33,59 +32,18 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use AgentTest;
+use Airlock::ShippedApi;
 
 Airlock::Prereq::absent('the tests\' nginx workers run as root here')
     if $> != 0;
 
-my $top = Cwd::abs_path("$FindBin::Bin/../..");
-
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or die "$f: $!\n";
-    local $/;
-    return <$fh> // '';
-}
-
-my $ngx = slurp("$top/appliance-image/root/etc/nginx/conf.d/airlock.conf");
-
-# the shipped /api/ server and the zones it may use
-my @zones = $ngx =~ /^\s*(limit_(?:conn|req)_zone\s[^;]*;)/mg;
-my ($server) = grep { /^\s*listen\s+127\.0\.0\.1:8080;/m }
-               $ngx =~ /^(server\s*(\{(?:[^{}]++|(?2))*\}))/mg;
-die "no 127.0.0.1:8080 server in the shipped airlock.conf\n"
-    unless defined $server;
-my ($cap) = $server =~ /^\s*limit_conn\s+\S+\s+(\d+)\s*;/m;
-die "no limit_conn in the shipped /api/ server\n" unless defined $cap;
-
-package ShippedApi {
-    our @ISA = ('AgentTest');
-    our $EXTRA = '';
-
-    sub conf {
-        my ($self) = @_;
-        my $conf = $self->SUPER::conf();
-        $conf =~ s/\}\s*\z/$EXTRA\n}\n/ or die "no http block's end\n";
-        return $conf;
-    }
-}
-
-my $a = ShippedApi->new;
+# the shipped /api/ server before agent "a", nginx lingering long
+my $a = Airlock::ShippedApi->new(before => [ 'lingering_time 600s;',
+                                             'lingering_timeout 600s;' ]);
 my $t = $a->t;
 my $d = $t->testdir;
-
-my $api = $server;
-for my $sub ([ '127.0.0.1:8080', '127.0.0.1:%%PORT_8090%%' ],
-             [ '/run/airlock/agent/agent.sock', "$d/agent-a.sock" ],
-             [ '/etc/airlock/api.htpasswd', "$d/api.htpasswd" ])
-{
-    $api =~ s/\Q$sub->[0]\E/$sub->[1]/g
-        or die "the shipped /api/ server has no $sub->[0]\n";
-}
-$ShippedApi::EXTRA = join("\n", 'lingering_time 600s;',
-                          'lingering_timeout 600s;', @zones, $api);
-
-$t->write_file('api.htpasswd', "alice:{PLAIN}FAKE-alice-pw\n"
-                               . "bob:{PLAIN}FAKE-bob-pw\n");
+my ($cap) = $a->server =~ /^\s*limit_conn\s+\S+\s+(\d+)\s*;/m;
+die "no limit_conn in the shipped /api/ server\n" unless defined $cap;
 
 $a->setup(agent => [ '--max-wall', 60000, '--api-peer', 'root' ]);
 
