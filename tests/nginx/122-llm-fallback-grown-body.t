@@ -44,25 +44,9 @@ my $entries = <<'Y';
       agent: {}
 Y
 
-my $locations = <<'L';
-        location /v1/proxy/primary/ {
-            airlock_llm primary;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 10s;
-            proxy_intercept_errors on;
-            error_page 429 500 502 503 504 = @airlock_llm_fallback;
-        }
-
-        location @airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 10s;
-        }
-L
+my $locations = Airlock::LLM::fallback_locations(
+    names => ['primary'], read_timeout => '10s',
+    fallback_read_timeout => '10s');
 
 $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
@@ -70,11 +54,7 @@ $t->run;
 
 plan tests => 5;
 
-sub on {
-    my ($port, $code) = @_;
-    local $l->{provider} = $port;
-    return $code->();
-}
+sub on { $l->on_provider(@_) }
 
 # a stream body 20 bytes under the limit: include_usage makes it longer
 

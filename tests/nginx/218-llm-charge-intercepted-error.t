@@ -59,25 +59,10 @@ my $entries = <<'Y';
       tight: {}
 Y
 
-my $locations = <<'L';
-        location /v1/proxy/primary/ {
-            airlock_llm primary;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 10s;
-            proxy_intercept_errors on;
-            error_page 429 500 502 503 504 = @airlock_llm_fallback;
-        }
-
-        location @airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 10s;
-        }
-
+my $locations = Airlock::LLM::fallback_locations(
+    names => ['primary'], read_timeout => '10s',
+    fallback_read_timeout => '10s');
+$locations .= <<'L';
         location /v1/proxy/paged/ {
             airlock_llm paged;
 
@@ -100,11 +85,7 @@ $t->run;
 
 plan tests => 11;
 
-sub on {
-    my ($port, $code) = @_;
-    local $l->{provider} = $port;
-    return $code->();
-}
+sub on { $l->on_provider(@_) }
 
 sub call {
     my ($name, %o) = @_;

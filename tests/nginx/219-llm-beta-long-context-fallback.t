@@ -59,21 +59,7 @@ my $entries = <<'Y';
       spender: { default_max_tokens: 100 }
 Y
 
-my $locations = <<'L';
-        location /v1/proxy/primary/ {
-            airlock_llm primary;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_intercept_errors on;
-            error_page 429 500 502 503 504 = @airlock_llm_fallback;
-        }
-        location @airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-        }
-L
+my $locations = Airlock::LLM::fallback_locations(names => ['primary']);
 
 $l->setup(clients => qq{  spender: { token_sha256: "$sha" }\n},
           openai_clients => $entries, locations => $locations);

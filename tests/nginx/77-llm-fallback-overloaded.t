@@ -44,21 +44,8 @@ my $entries = <<'Y';
       agent: {}
 Y
 
-my $locations = <<'L';
-        location /v1/proxy/claude/ {
-            airlock_llm claude;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_intercept_errors on;
-            error_page 429 500 502 503 504 529 = @airlock_llm_fallback;
-        }
-        location @airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-        }
-L
+my $locations = Airlock::LLM::fallback_locations(
+    names => ['claude'], codes => '429 500 502 503 504 529');
 
 $l->setup(anthropic_clients => $entries, locations => $locations);
 $l->start_provider(8083);
@@ -66,11 +53,7 @@ $t->run;
 
 plan tests => 9;
 
-sub on {
-    my ($port, $code) = @_;
-    local $l->{provider} = $port;
-    return $code->();
-}
+sub on { $l->on_provider(@_) }
 
 sub call {
     my ($model) = @_;

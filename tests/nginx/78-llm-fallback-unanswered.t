@@ -70,27 +70,8 @@ my $entries = <<'Y';
       spender: { default_max_tokens: 100 }
 Y
 
-my $locations = '';
-for my $name (qw(primary dead)) {
-    $locations .= <<"L";
-        location /v1/proxy/$name/ {
-            airlock_llm $name;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 1s;
-            proxy_intercept_errors on;
-            error_page 429 500 502 503 504 = \@airlock_llm_fallback;
-        }
-L
-}
-$locations .= <<'L';
-        location @airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-        }
-L
+my $locations = Airlock::LLM::fallback_locations(names => [qw(primary dead)],
+                                                 read_timeout => '1s');
 
 $l->setup(clients => qq{  spender: { token_sha256: "$sha{spender}" }\n},
           openai_clients => $entries, locations => $locations);
@@ -99,11 +80,7 @@ $t->run;
 
 plan tests => 12;
 
-sub on {
-    my ($port, $code) = @_;
-    local $l->{provider} = $port;
-    return $code->();
-}
+sub on { $l->on_provider(@_) }
 
 sub call {
     my ($token, $name) = @_;

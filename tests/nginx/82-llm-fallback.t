@@ -74,29 +74,9 @@ my $entries = <<'Y';
       worker: {}
 Y
 
-my $locations = '';
-for my $name (qw(primary dead quiet)) {
-    $locations .= <<"L";
-        location /v1/proxy/$name/ {
-            airlock_llm $name;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 10s;
-            proxy_intercept_errors on;
-            error_page 429 500 502 503 504 = \@airlock_llm_fallback;
-        }
-L
-}
-$locations .= <<'L';
-        location @airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 10s;
-        }
-L
+my $locations = Airlock::LLM::fallback_locations(
+    names => [qw(primary dead quiet)],
+    read_timeout => '10s', fallback_read_timeout => '10s');
 
 $l->setup(openai_clients => $entries, locations => $locations);
 $l->start_provider(8083);
@@ -105,11 +85,7 @@ $t->run;
 plan tests => 61;
 
 # the scripted providers: 8081 primary, 8083 backup
-sub on {
-    my ($port, $code) = @_;
-    local $l->{provider} = $port;
-    return $code->();
-}
+sub on { $l->on_provider(@_) }
 
 sub requests { my ($port) = @_; return on($port, sub { $l->provider_requests }) }
 

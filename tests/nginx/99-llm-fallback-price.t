@@ -58,21 +58,7 @@ my $entries = <<'Y';
       spender: { default_max_tokens: 100 }
 Y
 
-my $locations = <<'L';
-        location /v1/proxy/primary/ {
-            airlock_llm primary;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_intercept_errors on;
-            error_page 429 500 502 503 504 = @airlock_llm_fallback;
-        }
-        location @airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-        }
-L
+my $locations = Airlock::LLM::fallback_locations(names => ['primary']);
 
 $l->setup(clients => qq{  spender: { token_sha256: "$sha{spender}" }\n},
           openai_clients => $entries, locations => $locations);
@@ -81,11 +67,7 @@ $t->run;
 
 plan tests => 13;
 
-sub on {
-    my ($port, $code) = @_;
-    local $l->{provider} = $port;
-    return $code->();
-}
+sub on { $l->on_provider(@_) }
 
 sub call {
     my ($token, %o) = @_;

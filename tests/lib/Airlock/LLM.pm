@@ -293,6 +293,53 @@ sub start_provider {
 }
 
 
+# nginx locations for entries that fall back (docs/nginx.md): for each
+# of names => [NAME, ...], a location /v1/proxy/NAME/ of "airlock_llm
+# NAME" that intercepts the provider's errors codes => "..." (default
+# "429 500 502 503 504") and leads them to @airlock_llm_fallback; then
+# that named location.  read_timeout => T: proxy_read_timeout in the
+# entries' locations; fallback_read_timeout => T: in the named one.
+sub fallback_locations {
+    my (%o) = @_;
+    my $codes = $o{codes} // '429 500 502 503 504';
+    my $read = defined $o{read_timeout}
+        ? "            proxy_read_timeout $o{read_timeout};\n" : '';
+    my $fb_read = defined $o{fallback_read_timeout}
+        ? "\n            proxy_read_timeout $o{fallback_read_timeout};\n" : '';
+    my $text = '';
+
+    for my $name (@{$o{names}}) {
+        $text .= <<"L";
+        location /v1/proxy/$name/ {
+            airlock_llm $name;
+
+            %%AIRLOCK_LOCATION%%
+
+$read            proxy_intercept_errors on;
+            error_page $codes = \@airlock_llm_fallback;
+        }
+
+L
+    }
+
+    return $text . <<"L";
+        location \@airlock_llm_fallback {
+            airlock_llm_fallback;
+
+            %%AIRLOCK_LOCATION%%
+$fb_read        }
+L
+}
+
+
+# Runs $code with the provider on $port (start_provider()) as the one
+# script() and provider_requests() speak to; returns what $code does.
+sub on_provider {
+    my ($self, $port, $code) = @_;
+    local $self->{provider} = $port;
+    return $code->();
+}
+
 # The next answers of the provider: one script each, or {} for plain ones;
 # script() without arguments resets.
 sub script {
