@@ -32,22 +32,16 @@ plan tests => 39;
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
 
+# a Responses API call, input "Hi" unless given
 sub responses {
     my ($token, %f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $token,
-                       body => { model => 'gpt-4o-mini', input => 'Hi',
-                                 %f });
+    return $l->responses($token, input => 'Hi', %f);
 }
 
 sub sent { scalar $l->provider_requests }
 
 # the deny log lines of this reason and client, naming the id's member
-sub denials {
-    my ($client) = @_;
-    return scalar grep {
-        $_->{reason} eq 'no_route' && $_->{client} eq $client
-    } $l->proxy->deny_log;
-}
+sub denials { $l->proxy->denials('no_route', @_) }
 
 # ---- a JSON answer binds its id ------------------------------------------------
 
@@ -75,18 +69,11 @@ is(denials('worker'), $d + 1, '... one deny log line');
 
 # the same answer for an id no one made: nothing tells the two apart
 
-sub message {
-    my ($r) = @_;
-    my $m = $r->{json} ? $r->{json}{error}{message} : '';
-    $m =~ s/ \(request id \w+\)$//;
-    return $m;
-}
-
-my $other = message($r);
+my $other = error_message($r);
 
 $r = responses($worker, previous_response_id => 'resp_FAKE_never');
 is($r->{status}, 403, 'an id the gateway never saw: 403');
-is(message($r), $other,
+is(error_message($r), $other,
    '... told as another client\'s is');
 
 $r = responses($agent, previous_response_id => 'resp_FAKE_never');

@@ -29,18 +29,10 @@ plan tests => 29;
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
 
+# a Responses API call, input "Hi" unless given
 sub responses {
     my ($token, %f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $token,
-                       body => { model => 'gpt-4o-mini', input => 'Hi',
-                                 %f });
-}
-
-sub message {
-    my ($r) = @_;
-    my $m = $r->{json} ? $r->{json}{error}{message} : '';
-    $m =~ s/ \(request id \w+\)$//;
-    return $m;
+    return $l->responses($token, input => 'Hi', %f);
 }
 
 sub sent { scalar $l->provider_requests }
@@ -84,7 +76,7 @@ for my $n (40, 64, 100) {
         $r = responses($agent, input => refs(@bad));
         is($r->{status}, 403, "$n ids, the worker's at $at: 403")
             or diag($r->{body});
-        like(message($r), qr/input\[$at\]/, '... naming that element');
+        like(error_message($r), qr/input\[$at\]/, '... naming that element');
     }
 
     is(sent(), $before, '... none sent');
@@ -98,7 +90,7 @@ my $r = responses($agent, input => [ @{ refs(@mine[0 .. 30]) },
                                        approval_request_id => 'mcpr_FAKE_x',
                                        approve => \1 } ]);
 is($r->{status}, 403, 'an approval of no request after 32 own ids: 403');
-like(message($r), qr/input\[31\]/, '... naming that element');
+like(error_message($r), qr/input\[31\]/, '... naming that element');
 
 is($t->error_log_check, '', 'no alerts in the error log');
 

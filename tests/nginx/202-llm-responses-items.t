@@ -37,11 +37,10 @@ plan tests => 43;
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
 
+# a Responses API call, input "Hi" unless given
 sub responses {
     my ($token, %f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $token,
-                       body => { model => 'gpt-4o-mini', input => 'Hi',
-                                 %f });
+    return $l->responses($token, input => 'Hi', %f);
 }
 
 sub raw {
@@ -54,19 +53,7 @@ sub raw {
 
 sub sent { scalar $l->provider_requests }
 
-sub denials {
-    my ($client) = @_;
-    return scalar grep {
-        $_->{reason} eq 'no_route' && $_->{client} eq $client
-    } $l->proxy->deny_log;
-}
-
-sub message {
-    my ($r) = @_;
-    my $m = $r->{json} ? $r->{json}{error}{message} : '';
-    $m =~ s/ \(request id \w+\)$//;
-    return $m;
-}
+sub denials { $l->proxy->denials('no_route', @_) }
 
 my $user = { role => 'user', content => 'Go on' };
 my $reasoning = { type => 'reasoning', id => 'rs_FAKE_a1',
@@ -110,11 +97,11 @@ is($r->{status}, 403, "worker names agent's message by an item_reference: 403");
 is($r->{headers}{'airlock-denial'}, 'no_route', '... the gateway refused it');
 is($r->{json} && $r->{json}{error}{type}, 'permission_denied',
    '... in the provider\'s format');
-like(message($r), qr/input\[0\]/, '... saying which element');
+like(error_message($r), qr/input\[0\]/, '... saying which element');
 is(sent(), $n, '... nothing sent');
 is(denials('worker'), $d + 1, '... one deny log line');
 
-my $other = message($r);
+my $other = error_message($r);
 
 $r = responses($worker, input => [ { id => 'rs_FAKE_a1' } ]);
 is($r->{status}, 403, "worker names agent's reasoning by {\"id\"} alone: 403");
@@ -131,7 +118,7 @@ $r = responses($worker, input => [ $user, { role => 'assistant',
                                    { type => 'item_reference',
                                      id => 'msg_FAKE_a1' } ]);
 is($r->{status}, 403, '... after elements of no id: 403');
-like(message($r), qr/input\[2\]/, '... naming that element');
+like(error_message($r), qr/input\[2\]/, '... naming that element');
 is(sent(), $n, '... none sent');
 
 # the same answer for an id no one made
@@ -139,7 +126,7 @@ is(sent(), $n, '... none sent');
 $r = responses($worker, input => [ { type => 'item_reference',
                                      id => 'msg_FAKE_never' } ]);
 is($r->{status}, 403, 'an item id the gateway never saw: 403');
-is(message($r), $other, '... told as another client\'s is');
+is(error_message($r), $other, '... told as another client\'s is');
 
 $r = responses($agent, input => [ { type => 'item_reference',
                                     id => 'msg_FAKE_never' } ]);

@@ -29,11 +29,10 @@ plan tests => 14;
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
 
+# a Responses API call, input "Hi" unless given
 sub responses {
     my ($token, %f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $token,
-                       body => { model => 'gpt-4o-mini', input => 'Hi',
-                                 %f });
+    return $l->responses($token, input => 'Hi', %f);
 }
 
 sub refer {

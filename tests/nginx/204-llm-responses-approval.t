@@ -32,11 +32,10 @@ plan tests => 15;
 my $agent = $l->token('agent');
 my $worker = $l->token('worker');
 
+# a Responses API call, input "Hi" unless given
 sub responses {
     my ($token, %f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $token,
-                       body => { model => 'gpt-4o-mini', input => 'Hi',
-                                 %f });
+    return $l->responses($token, input => 'Hi', %f);
 }
 
 sub sent { scalar $l->provider_requests }

@@ -34,11 +34,7 @@ plan tests => 13;
 
 my $agent = $l->token('agent');
 
-sub responses {
-    my (%f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $agent,
-                       body => { model => 'gpt-4o-mini', %f });
-}
+sub responses { $l->responses($agent, @_) }
 
 sub sent { scalar $l->provider_requests }
 

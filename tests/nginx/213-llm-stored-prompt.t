@@ -34,11 +34,7 @@ sub sent { scalar $l->provider_requests }
 my $stored = { id => 'pmpt_FAKE1', version => '2',
                variables => { city => 'Paris' } };
 
-sub responses {
-    my (%f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $agent,
-                       body => { model => 'gpt-4o-mini', %f });
-}
+sub responses { $l->responses($agent, @_) }
 
 my $n = sent();
 

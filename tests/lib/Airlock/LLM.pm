@@ -28,7 +28,7 @@ use Airlock::Test;
 use Airlock::Proxy;
 use Airlock::Prereq ();
 
-our @EXPORT = qw(jdecode provider_error);
+our @EXPORT = qw(jdecode provider_error error_message);
 
 # The provider keys the gateway injects: the tests look for them (and
 # their base64) in every response and log line.
@@ -592,6 +592,25 @@ sub messages {
                           body => $body, anthropic => 1, %o);
 }
 
+
+# A Responses API call on the openai entry: POST /v1/proxy/openai/
+# responses with the token given, body { model: gpt-4o-mini, %fields }.
+sub responses {
+    my ($self, $token, %f) = @_;
+    return $self->request('POST', '/v1/proxy/openai/responses',
+                          token => $token,
+                          body => { model => 'gpt-4o-mini', %f });
+}
+
+
+# The error message of a gateway's answer, without its "(request id
+# ...)"; '' when the answer is not JSON.
+sub error_message {
+    my ($r) = @_;
+    my $m = $r->{json} ? $r->{json}{error}{message} : '';
+    $m =~ s/ \(request id \w+\)$//;
+    return $m;
+}
 
 # Sends a request and reads the response as it arrives: returns the raw
 # bytes and [time, bytes] of every read, times relative to the send.

@@ -194,6 +194,14 @@ sub deny_count {
     return scalar @l;
 }
 
+# How many deny log lines have this reason and client.
+sub denials {
+    my ($self, $reason, $client) = @_;
+    return scalar grep {
+        $_->{reason} eq $reason && $_->{client} eq $client
+    } $self->deny_log;
+}
+
 
 sub echo_count {
     my ($self, $n) = @_;
