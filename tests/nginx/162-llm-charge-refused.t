@@ -40,12 +40,8 @@ sub call {
                              %o);
 }
 
-sub reserved {
-    my ($u) = @_;
-    return $u->{completion_tokens} >= 20 && $u->{prompt_tokens} >= 100
-           && $u->{total_tokens} == $u->{prompt_tokens}
-                                    + $u->{completion_tokens};
-}
+# charged 100 tokens in (the prompt estimate) and 20 out (max_tokens)
+sub reserved { Airlock::LLM::charges_reservation($_[0], 100, 20) }
 
 for my $c (['JSON, gzip', {}, { gzip => 1, content_encoding => ['gzip'] }],
            ['JSON, br', {}, { content_encoding => ['br'] }],

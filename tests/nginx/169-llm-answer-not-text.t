@@ -48,12 +48,8 @@ sub call {
     return ($r, $u);
 }
 
-sub reserved {
-    my ($u) = @_;
-    return $u->{completion_tokens} >= 20 && $u->{prompt_tokens} >= 100
-           && $u->{total_tokens} == $u->{prompt_tokens}
-                                    + $u->{completion_tokens};
-}
+# charged 100 tokens in (the prompt estimate) and 20 out (max_tokens)
+sub reserved { Airlock::LLM::charges_reservation($_[0], 100, 20) }
 
 # the answer with its body as a client would unpack it, whatever it is
 sub unpacked {

@@ -29,27 +29,9 @@ use Airlock::LLM;
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 
-my $fallback = <<'L';
-proxy_intercept_errors on;
-            error_page 429 500 502 503 504 529 = @airlock_llm_fallback;
-L
-
-$l->setup(tight_tpm => 1000000, location => $fallback, locations => <<"L");
-        location /v1/proxy/openai/chat/ {
-            airlock_llm openai;
-
-            %%AIRLOCK_LOCATION%%
-
-            proxy_read_timeout 1s;
-            $fallback
-        }
-
-        location \@airlock_llm_fallback {
-            airlock_llm_fallback;
-
-            %%AIRLOCK_LOCATION%%
-        }
-L
+# the provider's errors led to the fallback location; chat answers time out
+# after 1s
+$l->setup_intercepting(tight_tpm => 1000000, read_timeout => '1s');
 $t->run;
 plan tests => 44;
 
@@ -67,12 +49,8 @@ sub call {
                              %o);
 }
 
-sub reserved {
-    my ($u) = @_;
-    return $u->{completion_tokens} >= 20 && $u->{prompt_tokens} >= 100
-           && $u->{total_tokens} == $u->{prompt_tokens}
-                                    + $u->{completion_tokens};
-}
+# charged 100 tokens in (the prompt estimate) and 20 out (max_tokens)
+sub reserved { Airlock::LLM::charges_reservation($_[0], 100, 20) }
 
 my $stream_head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                   . "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";

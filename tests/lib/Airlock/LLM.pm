@@ -251,6 +251,48 @@ sub setup {
 }
 
 
+# setup() for the tests of answers held before an error page: the
+# openai and anthropic locations intercept the provider's errors (429
+# 500 502 503 504 529) and lead them to @airlock_llm_fallback, and
+# /v1/proxy/openai/chat/ does so with proxy_read_timeout read_timeout
+# => T; %o as for setup().
+sub setup_intercepting {
+    my ($self, %o) = @_;
+    my $read = delete $o{read_timeout};
+    my $fallback = <<'L';
+proxy_intercept_errors on;
+            error_page 429 500 502 503 504 529 = @airlock_llm_fallback;
+L
+
+    return $self->setup(%o, location => $fallback, locations => <<"L");
+        location /v1/proxy/openai/chat/ {
+            airlock_llm openai;
+
+            %%AIRLOCK_LOCATION%%
+
+            proxy_read_timeout $read;
+            $fallback
+        }
+
+        location \@airlock_llm_fallback {
+            airlock_llm_fallback;
+
+            %%AIRLOCK_LOCATION%%
+        }
+L
+}
+
+
+# A usage line that charges the call its reservation: at least
+# $prompt_tokens in, at least $max_tokens out, the total their sum.
+sub charges_reservation {
+    my ($u, $prompt_tokens, $max_tokens) = @_;
+    return $u->{completion_tokens} >= $max_tokens
+           && $u->{prompt_tokens} >= $prompt_tokens
+           && $u->{total_tokens} == $u->{prompt_tokens}
+                                    + $u->{completion_tokens};
+}
+
 # setup() with one client, "spender", of the token given: a dollar
 # budget (usd_per_day 5, default_max_tokens 100) on the openai entry,
 # gpt-4o-mini at 0.15 and 0.6 a million tokens; %o as for setup() (more
