@@ -25,22 +25,9 @@ my $l = Airlock::LLM->new($t);
 
 my $spender = 'al-spender-token-FAKE-444555';
 my $small = 'al-small-token-FAKE-666777';
-my $sha = $l->proxy->token_sha256($spender);
-my $ssha = $l->proxy->token_sha256($small);
-
-$l->setup(
-    clients => qq{  spender: { token_sha256: "$sha" }\n}
-             . qq{  small: { token_sha256: "$ssha" }\n},
-    openai_fields => "    prices:\n"
-        . "      gpt-4o-mini:\n"
-        . "        input: 0.15\n"
-        . "        output: 0.6\n"
-        . "        long_context: { above_input_tokens: 1000, input: 1.5, "
-        . "output: 6 }\n",
-    openai_clients => "      spender:\n        models: [gpt-4o-mini]\n"
-        . "        usd_per_day: 5\n        default_max_tokens: 100\n"
-        . "      small:\n        models: [gpt-4o-mini]\n"
-        . "        usd_per_day: 0.001\n        default_max_tokens: 100\n");
+# spender ($5 a day) and small ($0.001), gpt-4o-mini's price tenfold
+# above 1000 input tokens
+$l->setup_long_context(spender => $spender, small => $small);
 $t->run;
 plan tests => 6;
 
@@ -48,10 +35,8 @@ my $n = 0;
 
 sub call {
     my ($token, $script, $prompt) = @_;
-    $l->script($script);
-    my $r = $l->chat(token => $token, prompt => $prompt);
-    $l->script();
-    return ($r, $l->last_usage(++$n));
+    return $l->scripted_call(++$n, $script, token => $token,
+                             prompt => $prompt);
 }
 
 # small has $0.001 a day.  800 bytes: an estimate of about 200 tokens,

@@ -293,6 +293,31 @@ sub charges_reservation {
                                     + $u->{completion_tokens};
 }
 
+# setup() for the long-context price tests: clients "spender" and
+# "small" of the tokens given, both on the openai entry, gpt-4o-mini
+# only, default_max_tokens 100, spender with usd_per_day 5 and small
+# with 0.001; gpt-4o-mini at 0.15 and 0.6 a million tokens, 1.5 and 6
+# above 1000 input tokens.
+sub setup_long_context {
+    my ($self, %tok) = @_;
+    my $sha = $self->{p}->token_sha256($tok{spender});
+    my $ssha = $self->{p}->token_sha256($tok{small});
+
+    return $self->setup(
+        clients => qq{  spender: { token_sha256: "$sha" }\n}
+                 . qq{  small: { token_sha256: "$ssha" }\n},
+        openai_fields => "    prices:\n"
+            . "      gpt-4o-mini:\n"
+            . "        input: 0.15\n"
+            . "        output: 0.6\n"
+            . "        long_context: { above_input_tokens: 1000, input: 1.5, "
+            . "output: 6 }\n",
+        openai_clients => "      spender:\n        models: [gpt-4o-mini]\n"
+            . "        usd_per_day: 5\n        default_max_tokens: 100\n"
+            . "      small:\n        models: [gpt-4o-mini]\n"
+            . "        usd_per_day: 0.001\n        default_max_tokens: 100\n");
+}
+
 # setup() with one client, "spender", of the token given: a dollar
 # budget (usd_per_day 5, default_max_tokens 100) on the openai entry,
 # gpt-4o-mini at 0.15 and 0.6 a million tokens; %o as for setup() (more
