@@ -63,21 +63,8 @@ $t->run;
 my $r = parse_response($t->http_get('/ok'));
 is($r->{status}, 200, 'the policy serves');
 
-$t->write_file_expand('policy.yaml', <<'EOF');
-version: 1
-clients:
-  local: { cidr: [127.0.0.1/32] }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: mine
-    clients: [local]
-    match: { method: GET, path: /mine }
-    upstream: echo
-    to: /mine
-alerts:
-  deny: { threshold: 1000, window: 60s }
-EOF
+# a policy of one route, /mine
+$p->echo_policy(route => 'mine');
 chmod 0646, "$d/policy.yaml" or die "chmod: $!";
 
 my ($ok) = $t->reload(allow_fail => 1);

@@ -73,21 +73,8 @@ $t->run;
 my $r = parse_response($t->http_get('/ok'));
 is($r->{status}, 200, 'the policy serves');
 
-$t->write_file_expand('mine.yaml', <<'EOF');
-version: 1
-clients:
-  local: { cidr: [127.0.0.1/32] }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: mine
-    clients: [local]
-    match: { method: GET, path: /mine }
-    upstream: echo
-    to: /mine
-alerts:
-  deny: { threshold: 1000, window: 60s }
-EOF
+# a policy of one route, /mine
+$p->echo_policy(route => 'mine', file => 'mine.yaml');
 chmod 0644, "$d/mine.yaml" or die "chmod: $!";
 
 # what nobody may do there: a link of their own, to a file of their choice

@@ -42,11 +42,12 @@ sub new {
 sub ctl { $_[0]{ctl} }
 
 
-# policy.yaml with one route, GET /ok to the echo server on %%PORT_8081%%,
-# for one client: token => T (client "a", a bearer token) or the
-# loopback address (client "local"); or for several, tokens => { NAME =>
-# T, ... } (a client of each name, a bearer token each); deny alerts
-# past threshold => N (1000) denials in window => W (60s).
+# policy.yaml (or file => F in the test dir) with one route, GET /ok
+# (route => NAME: a route NAME, GET /NAME) to the echo server on
+# %%PORT_8081%%, for one client: token => T (client "a", a bearer token)
+# or the loopback address (client "local"); or for several, tokens => {
+# NAME => T, ... } (a client of each name, a bearer token each); deny
+# alerts past threshold => N (1000) denials in window => W (60s).
 sub echo_policy {
     my ($self, %o) = @_;
     my %tokens = $o{tokens} ? %{$o{tokens}}
@@ -57,6 +58,7 @@ sub echo_policy {
     } @names;
     my $threshold = $o{threshold} // 1000;
     my $window = $o{window} // '60s';
+    my $route = $o{route} // 'ok';
 
     unless (@names) {
         @names = ('local');
@@ -65,18 +67,18 @@ sub echo_policy {
 
     my $names = join ', ', @names;
 
-    $self->{t}->write_file_expand('policy.yaml', <<"EOF");
+    $self->{t}->write_file_expand($o{file} // 'policy.yaml', <<"EOF");
 version: 1
 clients:
 $clients
 upstreams:
   echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
 routes:
-  - name: ok
+  - name: $route
     clients: [$names]
-    match: { method: GET, path: /ok }
+    match: { method: GET, path: /$route }
     upstream: echo
-    to: /ok
+    to: /$route
 alerts:
   deny: { threshold: $threshold, window: $window }
 EOF
