@@ -24,35 +24,13 @@ my $p = Airlock::Proxy->new($t);
 
 my $tok = 'token-a-FAKE-0123456789';
 
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  a: { token_sha256: "@{[ $p->token_sha256($tok) ]}" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [a]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 100, window: 60s }
-  quarantine: { threshold: 3, window: 60s, for: 60s }
-EOF
+# client a on GET /ok; quarantined at 3 denials in a minute, for one
+$p->echo_policy(token => $tok, threshold => 100,
+                quarantine => 'threshold: 3, window: 60s, for: 60s');
 
 # 8 pages: the smallest zone nginx accepts
-$t->write_file_expand('nginx.conf', $p->conf(http => <<'EOF'));
-    airlock_zone airlock 32k;
-    airlock_journal %%TESTDIR%%/journal.log;
-
-    server {
-        listen 127.0.0.1:%%PORT_8082%%;
-        location = /status {
-            airlock_status;
-        }
-    }
-EOF
+$t->write_file_expand('nginx.conf',
+                      $p->conf(http => $p->zone_status_http('32k')));
 
 $t->start_echo(8081);
 $t->run;

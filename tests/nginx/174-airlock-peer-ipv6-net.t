@@ -50,35 +50,11 @@ close $probe;
 my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  a: { token_sha256: "@{[ $p->token_sha256('token-a-FAKE-0123456789') ]}" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [a]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 3, window: 60s }
-EOF
+$p->echo_policy(token => 'token-a-FAKE-0123456789', threshold => 3);
 
 $t->write_file_expand('nginx.conf', $p->conf(
     listen => "listen [::]:%%PORT_8083%% ipv6only=off;",
-    http => <<'EOF'));
-    airlock_zone airlock 1m;
-    airlock_journal %%TESTDIR%%/journal.log;
-
-    server {
-        listen 127.0.0.1:%%PORT_8082%%;
-        location = /status {
-            airlock_status;
-        }
-    }
-EOF
+    http => $p->zone_status_http('1m')));
 
 $t->start_echo(8081);
 $t->run;

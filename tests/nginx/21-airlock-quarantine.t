@@ -24,37 +24,12 @@ my $t = Airlock::Test->new;
 my $p = Airlock::Proxy->new($t);
 
 my %tok = map { $_ => "token-$_-0123456789" } qw(q r);
-my %sha = map { $_ => $p->token_sha256($tok{$_}) } keys %tok;
+# clients q and r on GET /ok; quarantined at 3 denials in 4s, for 3s
+$p->echo_policy(tokens => \%tok, threshold => 100,
+                quarantine => 'threshold: 3, window: 4s, for: 3s');
 
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-  q: { token_sha256: "$sha{q}" }
-  r: { token_sha256: "$sha{r}" }
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [q, r]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 100, window: 60s }
-  quarantine: { threshold: 3, window: 4s, for: 3s }
-EOF
-
-$t->write_file_expand('nginx.conf', $p->conf(http => <<'EOF'));
-    airlock_zone airlock 1m;
-    airlock_journal %%TESTDIR%%/journal.log;
-
-    server {
-        listen 127.0.0.1:%%PORT_8082%%;
-        location = /status {
-            airlock_status;
-        }
-    }
-EOF
+$t->write_file_expand('nginx.conf',
+                      $p->conf(http => $p->zone_status_http('1m')));
 
 $t->start_echo(8081);
 $t->run;

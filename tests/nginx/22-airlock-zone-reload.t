@@ -61,17 +61,7 @@ EOF
 
 sub conf {
     my ($size) = @_;
-    return $p->conf(http => <<"EOF");
-    airlock_zone airlock $size;
-    airlock_journal %%TESTDIR%%/journal.log;
-
-    server {
-        listen 127.0.0.1:%%PORT_8082%%;
-        location = /status {
-            airlock_status;
-        }
-    }
-EOF
+    return $p->conf(http => $p->zone_status_http($size));
 }
 
 $t->write_file_expand('policy.yaml', $v1);

@@ -26,39 +26,13 @@ my $n = 300;
 my @who = map { sprintf 'c%03d', $_ } 0 .. $n - 1;
 my %tok = map { $_ => "token-$_-0123456789" } @who;
 
-my $clients = join '', map {
-    "  $_: { token_sha256: \"" . $p->token_sha256($tok{$_}) . "\" }\n"
-} @who;
-
-$t->write_file_expand('policy.yaml', <<"EOF");
-version: 1
-clients:
-$clients
-upstreams:
-  echo: { url: "http://127.0.0.1:%%PORT_8081%%" }
-routes:
-  - name: ok
-    clients: [@{[ join ', ', @who ]}]
-    match: { method: GET, path: /ok }
-    upstream: echo
-    to: /ok
-alerts:
-  deny: { threshold: 1, window: 5s }
-  quarantine: { threshold: 1, window: 5s, for: 5s }
-EOF
+# each client on GET /ok; quarantined at its first denial, for 5s
+$p->echo_policy(tokens => \%tok, threshold => 1, window => '5s',
+                quarantine => 'threshold: 1, window: 5s, for: 5s');
 
 # 8 pages: the smallest zone nginx accepts
-$t->write_file_expand('nginx.conf', $p->conf(http => <<'EOF'));
-    airlock_zone airlock 32k;
-    airlock_journal %%TESTDIR%%/journal.log;
-
-    server {
-        listen 127.0.0.1:%%PORT_8082%%;
-        location = /status {
-            airlock_status;
-        }
-    }
-EOF
+$t->write_file_expand('nginx.conf',
+                      $p->conf(http => $p->zone_status_http('32k')));
 
 $t->start_echo(8081);
 $t->run;

@@ -47,7 +47,8 @@ sub ctl { $_[0]{ctl} }
 # %%PORT_8081%%, for one client: token => T (client "a", a bearer token)
 # or the loopback address (client "local"); or for several, tokens => {
 # NAME => T, ... } (a client of each name, a bearer token each); deny
-# alerts past threshold => N (1000) denials in window => W (60s).
+# alerts past threshold => N (1000) denials in window => W (60s);
+# quarantine => "threshold: N, window: W, for: D" adds alerts.quarantine.
 sub echo_policy {
     my ($self, %o) = @_;
     my %tokens = $o{tokens} ? %{$o{tokens}}
@@ -59,6 +60,8 @@ sub echo_policy {
     my $threshold = $o{threshold} // 1000;
     my $window = $o{window} // '60s';
     my $route = $o{route} // 'ok';
+    my $quarantine = defined $o{quarantine}
+        ? "\n  quarantine: { $o{quarantine} }" : '';
 
     unless (@names) {
         @names = ('local');
@@ -80,7 +83,26 @@ routes:
     upstream: echo
     to: /$route
 alerts:
-  deny: { threshold: $threshold, window: $window }
+  deny: { threshold: $threshold, window: $window }$quarantine
+EOF
+}
+
+
+# conf()'s http => text for the zone tests: the zone "airlock" of $size,
+# the journal in journal.log, and a server on %%PORT_8082%% with
+# airlock_status at /status.
+sub zone_status_http {
+    my ($self, $size) = @_;
+    return <<"EOF";
+    airlock_zone airlock $size;
+    airlock_journal %%TESTDIR%%/journal.log;
+
+    server {
+        listen 127.0.0.1:%%PORT_8082%%;
+        location = /status {
+            airlock_status;
+        }
+    }
 EOF
 }
 
