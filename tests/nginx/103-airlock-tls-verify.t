@@ -68,15 +68,7 @@ sub conf_test {
 }
 
 # a location /x/ with "airlock on" and the given body
-sub loc {
-    my ($body, %o) = @_;
-    return $p->conf(%o, locations => <<"EOF");
-        location /x/ {
-            airlock on;
-$body
-        }
-EOF
-}
+sub loc { $p->x_location_conf(@_) }
 
 my $bare = 'proxy_pass $airlock_upstream$airlock_uri;' . "\n"
          . 'proxy_ignore_headers X-Accel-Redirect X-Accel-Expires '

@@ -40,11 +40,8 @@ alerts:
   deny: { threshold: 1000, window: 60s }
 EOF
 
-sub conf_test {
-    my ($conf) = @_;
-    $t->write_file_expand('nginx.conf', $conf);
-    return $t->reload_test;
-}
+# nginx -t of this nginx.conf
+sub conf_test { $p->conf_test(@_) }
 
 my $msg = qr/airlock location "\/" has "proxy_pass_request_headers off": (?x)
               the\ upstream\ would\ read\ the\ checked\ body\ without

@@ -50,22 +50,11 @@ alerts:
   deny: { threshold: 3, window: 60s }
 EOF
 
-sub conf_test {
-    my ($conf) = @_;
-    $t->write_file_expand('nginx.conf', $conf);
-    return $t->reload_test;
-}
+# nginx -t of this nginx.conf
+sub conf_test { $p->conf_test(@_) }
 
 # a location /x/ with "airlock on" and the given body
-sub loc {
-    my ($body, %o) = @_;
-    return $p->conf(%o, locations => <<"EOF");
-        location /x/ {
-            airlock on;
-$body
-        }
-EOF
-}
+sub loc { $p->x_location_conf(@_) }
 
 my $ignore = 'proxy_ignore_headers X-Accel-Redirect X-Accel-Expires '
            . 'X-Accel-Limit-Rate X-Accel-Buffering X-Accel-Charset;';

@@ -205,6 +205,26 @@ EOF
 }
 
 
+# Writes nginx.conf and runs "nginx -t" on it: returns its exit status
+# and output (Airlock::Test's reload_test()).
+sub conf_test {
+    my ($self, $conf) = @_;
+    $self->{t}->write_file_expand('nginx.conf', $conf);
+    return $self->{t}->reload_test;
+}
+
+
+# conf(%o) with one more location, /x/, of "airlock on" and $body.
+sub x_location_conf {
+    my ($self, $body, %o) = @_;
+    return $self->conf(%o, locations => <<"EOF");
+        location /x/ {
+            airlock on;
+$body
+        }
+EOF
+}
+
 # The deny log, one decoded JSON object per line.
 sub deny_log {
     my ($self) = @_;
