@@ -19,6 +19,15 @@ our @EXPORT_OK = qw(url_all url_reserved json_all b64 unpadded b64url
                     echo_forms echo_policy echo_blobs echo_units
                     inner_pieces);
 
+# the end of each echo location
+my $SMALL_BUFFERS = <<'EOF';
+
+            # small proxy buffers: a long body crosses many of them
+            proxy_buffer_size 1k;
+            proxy_buffers 8 1k;
+            proxy_busy_buffers_size 2k;
+EOF
+
 # every byte as %XX, each hex letter in a random case
 sub url_all {
     my ($s) = @_;
@@ -158,18 +167,13 @@ $map    }
 EOF
 
     $t->write_file_expand('nginx.conf', $p->conf(http => $http,
-                                                 location => <<'EOF'));
+        location => <<'EOF' . $SMALL_BUFFERS));
             proxy_set_header X-Echo-Pattern $echo_pattern;
             proxy_set_header X-Echo-Header $echo_leak;
             proxy_set_header X-Echo-Size $arg_size;
             proxy_set_header X-Echo-Chunked $arg_chunked;
             proxy_set_header X-Echo-Chunk-Size $arg_piece;
             proxy_set_header X-Echo-Delay-Ms $arg_delay;
-
-            # small proxy buffers: a long body crosses many of them
-            proxy_buffer_size 1k;
-            proxy_buffers 8 1k;
-            proxy_busy_buffers_size 2k;
 EOF
 
     my $get = _run_echo($t, 20);
@@ -277,7 +281,7 @@ sub echo_blobs {
         default "";
 $map    }
 EOF
-                                                 location => <<'EOF'));
+        location => <<'EOF' . $SMALL_BUFFERS));
             proxy_set_header X-Echo-Pattern-B64 $echo_pattern;
             proxy_set_header X-Echo-Size $arg_size;
             proxy_set_header X-Echo-Chunked $arg_chunked;
@@ -285,11 +289,6 @@ EOF
             proxy_set_header X-Echo-Delay-Ms $arg_delay;
 
             airlock_scrub_hold 8k;
-
-            # small proxy buffers: a long body crosses many of them
-            proxy_buffer_size 1k;
-            proxy_buffers 8 1k;
-            proxy_busy_buffers_size 2k;
 EOF
 
     my $get = _run_echo($t, 30);
@@ -390,17 +389,12 @@ EOF
         default "";
 $map    }
 EOF
-                                                 location => <<"EOF"));
+        location => <<"EOF" . $SMALL_BUFFERS));
             proxy_set_header X-Echo-Body-B64 \$echo_body;
 $leak            proxy_set_header X-Echo-Chunked \$arg_chunked;
             proxy_set_header X-Echo-Chunk-Size \$arg_piece;
 
             airlock_scrub_hold 512;
-
-            # small proxy buffers: a long body crosses many of them
-            proxy_buffer_size 1k;
-            proxy_buffers 8 1k;
-            proxy_busy_buffers_size 2k;
 EOF
 
     my $get = _run_echo($t, 20);
