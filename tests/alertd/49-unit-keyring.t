@@ -2,9 +2,10 @@
 # The shipped unit gives alertd the appliance key only where the policy
 # needs it.  alertd is run here as conf/airlock-alertd.service runs it:
 # its ExecStart= expanded as systemd does ($VAR as its words, ${VAR}
-# whole, %d the credentials directory, Environment= in order, a drop-in
-# after the unit) and a $CREDENTIALS_DIRECTORY holding what its
-# LoadCredential= lines copy, with the test's files in place of /etc's.
+# whole, %d the credentials directory, %b the boot id, Environment= in
+# order, a drop-in after the unit) and a $CREDENTIALS_DIRECTORY holding
+# what its LoadCredential= lines copy, with the test's files in place of
+# /etc's.
 #
 # - The unit as shipped, a file: webhook secret (the example policy's):
 #   no --keyring, no key among its credentials, the alert delivered.
@@ -93,10 +94,19 @@ sub unit_run {
             next;
         }
         $w =~ s/\$\{(\w+)\}/$env{$1} \/\/ die "no \$$1"/ge;
+        $w =~ s/%b/boot_id()/ge;
         push @argv, $file{$w} // $w;
     }
 
     return (\@argv, $creds, [sort @ids]);
+}
+
+# systemd's %b: the kernel's boot id without its dashes
+sub boot_id {
+    my $id = $t->read_file('/proc/sys/kernel/random/boot_id')
+             // die "no boot id";
+    $id =~ tr/-\n//d;
+    return $id;
 }
 
 sub run_unit {
