@@ -110,6 +110,7 @@ typedef struct {
 } ag_string_t;
 
 
+static const char *ag_redis_why(const redisReply *r, const char *other);
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
 static redisReply *ag_job_get(ag_run_t *run, const char *job_id, size_t max);
@@ -240,6 +241,32 @@ ag_redis_where(const char *where, char *host, size_t size, long *port,
     }
 
     return 0;
+}
+
+
+/*
+ * What an error reply says, for the answer a question gets: Redis's own
+ * text, but for an OOM refusal (Redis at its maxmemory, which under
+ * noeviction refuses whatever would store more and evicts nothing) said
+ * as such, without the script's hash Redis adds; other when there is no
+ * reply.  The refused command, or script (refused at its first write),
+ * wrote nothing.
+ */
+
+static const char *
+ag_redis_why(const redisReply *r, const char *other)
+{
+    if (r == NULL || r->str == NULL) {
+        return other;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM ", 4) == 0) {
+        return "Redis is full (OOM: at its maxmemory, noeviction): it "
+               "stores nothing more until some of what it holds expires "
+               "or maxmemory is raised";
+    }
+
+    return r->str;
 }
 
 
@@ -414,8 +441,8 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
 
     if (r == NULL || r->type == REDIS_REPLY_ERROR || v == NULL) {
         snprintf(err, size, "redis GET: %s",
-                 r == NULL ? c->errstr
-                 : r->type == REDIS_REPLY_ERROR ? r->str
+                 r == NULL || r->type == REDIS_REPLY_ERROR
+                 ? ag_redis_why(r, c->errstr)
                  : "an answer not of the script's");
         freeReplyObject(r);
         return NULL;
@@ -613,8 +640,7 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
         }
 
     } else {
-        snprintf(err, size, "redis SET: %s",
-                 r != NULL && r->str != NULL ? r->str : c->errstr);
+        snprintf(err, size, "redis SET: %s", ag_redis_why(r, c->errstr));
         rc = (r != NULL && r->type == REDIS_REPLY_ERROR
               && (strncmp(r->str, "LOADING", 7) == 0
                   || strncmp(r->str, "BUSY", 4) == 0))
@@ -678,8 +704,8 @@ ag_quota_check(redisContext *c, const char *owner, long long max,
 
     } else {
         snprintf(err, size, "redis (the quota of %s): %s", owner,
-                 r == NULL ? c->errstr
-                 : r->type == REDIS_REPLY_ERROR ? r->str
+                 r == NULL || r->type == REDIS_REPLY_ERROR
+                 ? ag_redis_why(r, c->errstr)
                  : "an answer not of the script's");
         rc = -1;
     }
@@ -1082,8 +1108,7 @@ ag_session_lock(redisContext *c, const char *id, const char *owner,
         }
 
     } else {
-        snprintf(err, size, "redis SET: %s",
-                 r != NULL && r->str != NULL ? r->str : c->errstr);
+        snprintf(err, size, "redis SET: %s", ag_redis_why(r, c->errstr));
         rc = -1;
     }
 
@@ -1202,7 +1227,7 @@ ag_session_key(redisContext *c, unsigned char *key, char *err,
 
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
         snprintf(err, size, "redis GET %s: %s", AG_SESSION_KEY,
-                 r != NULL && r->str != NULL ? r->str : c->errstr);
+                 ag_redis_why(r, c->errstr));
         freeReplyObject(r);
         return -1;
     }
@@ -1575,7 +1600,7 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
 
     } else if (r->type != REDIS_REPLY_STRING) {
         snprintf(err, size, "redis XADD: %s",
-                 r->str != NULL ? r->str : "not an entry id");
+                 ag_redis_why(r, "not an entry id"));
         fprintf(stderr, "airlock-agent: job %s of session %s not added: "
                 "%s\n", job_id, run->session, err);
         goto done;
