@@ -8,7 +8,8 @@
 # and 0755 whatever the checkout's umask made of it; CONFDIR
 # (conf/) gives the nftables ruleset and Redis's users.  Then: host
 # name, fstab, network by DHCP (systemd-networkd), Redis on a unix socket
-# with AOF and no admin commands for its clients, nginx without
+# with AOF, no admin commands for its clients and a bound on its memory
+# (maxmemory, noeviction), nginx without
 # Debian's default site, the services the appliance runs enabled and the
 # others left off.
 
@@ -134,6 +135,29 @@ do
         exit 1
     fi
 done
+
+# Redis's memory: maxmemory, a quarter of the machine's (or the
+# operator's AIRLOCK_REDIS_MAXMEMORY), and maxmemory-policy noeviction,
+# which /usr/lib/airlock/redis-maxmemory writes into
+# /run/redis/airlock-maxmemory.conf before each start (the drop-in
+# redis-server.service.d/airlock-maxmemory.conf).  redis.conf includes
+# it last, Redis taking the last line of a directive: no line of its own
+# sets either, which the include would hide.  Without a bound Redis grew
+# until the kernel's OOM killer ended nginx, or Redis and every job.
+include='include /run/redis/airlock-maxmemory.conf'
+grep -qxF "$include" "$rc" || printf '%s\n' "$include" >> "$rc"
+if grep -qi '^[[:space:]]*maxmemory\(-policy\)\{0,1\}[[:space:]]' "$rc"
+then
+    echo "configure-root.sh: redis.conf sets maxmemory or" \
+         "maxmemory-policy itself; $include sets both" >&2
+    exit 1
+fi
+if [ "$(grep -v '^[[:space:]]*\(#\|$\)' "$rc" | tail -n 1)" != "$include" ]
+then
+    echo "configure-root.sh: redis.conf's last line is not" \
+         "\"$include\"" >&2
+    exit 1
+fi
 
 # nginx: Airlock's servers only (conf.d/airlock.conf)
 rm -f "$root/etc/nginx/sites-enabled/default"

@@ -532,6 +532,18 @@ else
     not_ok "Redis has a network namespace of its own, loopback only: $rn"
 fi
 
+# Redis's memory: a quarter of the machine's, noeviction (the image's
+# drop-in airlock-maxmemory.conf, /usr/lib/airlock/redis-maxmemory)
+rm=$(check redis-memory)
+total=$(printf '%s\n' "$rm" | sed -n 's/.* total=\([0-9][0-9]*\) .*/\1/p')
+if [ -n "$total" ] \
+    && [ "$rm" = "max=$((total * 25 / 100)) policy=noeviction total=$total redis=active" ]
+then
+    ok "Redis's maxmemory is a quarter of the machine's memory, noeviction ($rm)"
+else
+    not_ok "Redis's maxmemory is a quarter of the machine's memory, noeviction: $rm"
+fi
+
 # Redis restarted: systemd makes /run/redis anew, the worker's /run must
 # still show the new socket
 sock=$(check redis-restart-sock)

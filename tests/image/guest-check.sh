@@ -76,6 +76,11 @@
 #   redis-net if=IFS own=yes|no
 #                      the interfaces of Redis's network namespace, and
 #                      whether it is not the host's (section 5c)
+#   redis-memory max=B policy=P total=B redis=STATE
+#                      the bound redis-maxmemory wrote before Redis
+#                      started (/run/redis/airlock-maxmemory.conf, which
+#                      redis.conf includes last), the machine's MemTotal
+#                      in bytes, and redis-server's state (section 5d)
 #   redis-restart-sock W  after `systemctl restart redis-server`, whether
 #                      Redis's socket is in the worker's /run/redis (w/-)
 #   redis-restart-result JSON  a job queued after that restart
@@ -448,6 +453,16 @@ say "redis-net if=$(tail -n +3 "/proc/$rp/net/dev" 2>/dev/null \
         | cut -d: -f1 | tr -d ' ' | tr '\n' ',')" \
     "own=$([ "$(readlink "/proc/$rp/ns/net")" != "$(readlink /proc/1/ns/net)" ] \
         && echo yes || echo no)"
+
+# 5d. Redis's memory (its image drop-in airlock-maxmemory.conf): the
+#    bound written before it started; Redis does not start without the
+#    file its redis.conf includes
+mm=/run/redis/airlock-maxmemory.conf
+say "redis-memory max=$(sed -n 's/^maxmemory //p' "$mm" 2>/dev/null)" \
+    "policy=$(sed -n 's/^maxmemory-policy //p' "$mm" 2>/dev/null)" \
+    "total=$(($(sed -n 's/^MemTotal: *\([0-9]*\) kB$/\1/p' /proc/meminfo) \
+              * 1024))" \
+    "redis=$(systemctl is-active redis-server)"
 
 # 6. Redis restarted (a crash, an upgrade of redis-server): its socket
 #    directory is made anew, and the worker's unit binds /run/redis into
