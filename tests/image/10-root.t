@@ -156,6 +156,17 @@ like($rconf, qr{^unixsocketperm 770$}m, 'Redis: for its group only');
 like($rconf, qr{^port 0$}m, 'Redis: no TCP port');
 like($rconf, qr{^appendonly yes$}m, 'Redis: AOF');
 like($rconf, qr{^appendfsync always$}m, 'Redis: on disk before each reply');
+like($rconf, qr{^include /run/redis/airlock-maxmemory\.conf\n(?:#.*\n|\s*\n)*\z}m,
+     'Redis: its memory bound included last');
+# (the chroot has no /proc: the host's MemTotal)
+system("cp /proc/meminfo $root/tmp/meminfo") == 0 or die "meminfo\n";
+($rc, $out) = in_root('/usr/lib/airlock/redis-maxmemory --meminfo '
+                      . '/tmp/meminfo /tmp/maxmemory.conf '
+                      . '&& cat /tmp/maxmemory.conf; '
+                      . 'rm -f /tmp/maxmemory.conf /tmp/meminfo');
+like($out, qr/\Amaxmemory [1-9][0-9]{7,}\nmaxmemory-policy noeviction\n\z/,
+     'Redis: redis-maxmemory writes its bound, noeviction, in the root')
+    or diag($out);
 
 # the egress rule and name resolution
 is(slurp("$root/etc/nftables.conf"), slurp("$top/conf/nftables-airlock.conf"),
@@ -189,6 +200,7 @@ for my $f (qw(/etc/systemd/resolved.conf.d/airlock.conf
               /etc/dbus-1/system.d/airlock-resolve1.conf
               /etc/systemd/system/systemd-resolved.service.d/airlock.conf
               /etc/systemd/system/redis-server.service.d/airlock-hardening.conf
+              /etc/systemd/system/redis-server.service.d/airlock-maxmemory.conf
               /etc/systemd/system/nftables.service.d/airlock-failsafe.conf
               /etc/systemd/system/nftables.service.d/airlock-before-network.conf
               /etc/systemd/system/nftables.service.d/airlock-alertd-egress.conf
