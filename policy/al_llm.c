@@ -145,6 +145,7 @@ static int al_llm_req_unlisted(al_llm_rq_t *rq);
 static int al_llm_provider_safe(const char *key, json_t *v);
 static int al_llm_provider_capped(al_llm_rq_t *rq, json_t *cap);
 static int al_llm_req_refs(al_llm_rq_t *rq);
+static AL_LLM_NOINLINE int al_llm_req_refs_read(al_llm_rq_t *rq);
 static void al_llm_refs_find(json_t *v, unsigned depth, al_llm_refs_t *refs);
 static int al_llm_req_urls(al_llm_rq_t *rq, const char *key);
 static int al_llm_req_stored(al_llm_rq_t *rq, const char *key);
@@ -3152,6 +3153,24 @@ al_llm_req_audio(al_llm_rq_t *rq)
 
 static int
 al_llm_req_refs(al_llm_rq_t *rq)
+{
+    /* what every call without either pays: not the read's frame */
+
+    if (!rq->b->urls
+        && (rq->b->tools & ((UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
+                            | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)
+                            | (UINT32_C(1) << AL_LLM_PT_SHELL)))
+           == 0)
+    {
+        return 0;
+    }
+
+    return al_llm_req_refs_read(rq);
+}
+
+
+static int
+al_llm_req_refs_read(al_llm_rq_t *rq)
 {
     size_t         i;
     json_t        *root, *v;
