@@ -428,6 +428,35 @@ ad_boot_id_set(const char *s)
 }
 
 
+/*
+ * A saved "clock" member of o, {"boot":"<boot id>","off":<wall - boot
+ * ms>} (an outbox entry's, the state's): 1 and *off when it is of this
+ * boot; 0 when o has none or it is of another boot (or this boot's id is
+ * unknown), which says nothing; -1 and why when it is no such object.
+ */
+
+int
+ad_clock_read(const json_t *o, json_int_t *off, char *why, size_t whysize)
+{
+    json_t      *clock;
+    const char  *boot;
+
+    clock = json_object_get(o, "clock");
+
+    if (clock == NULL) {
+        return 0;
+    }
+
+    if (json_unpack(clock, "{s:s, s:I}", "boot", &boot, "off", off) != 0) {
+        (void) snprintf(why, whysize, "\"clock\" is not a boot id and a "
+                        "clock offset");
+        return -1;
+    }
+
+    return (ad_boot_id()[0] != '\0' && strcmp(boot, ad_boot_id()) == 0);
+}
+
+
 static int
 ad_digits(const char **p, int n, int *v)
 {

@@ -266,13 +266,13 @@ static int
 ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     char *why, size_t whysize)
 {
-    int            version, err;
+    int            version, err, clock;
     char          *buf;
     size_t         len;
-    json_t        *o, *alert, *first, *merged, *clock;
+    json_t        *o, *alert, *first, *merged;
     json_int_t     queued, seq, off;
     ad_entry_t    *e;
-    const char    *kind, *url, *boot;
+    const char    *kind, *url;
     json_error_t   jerr;
 
     *ep = NULL;
@@ -344,13 +344,8 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
     }
 
     /* "clock" came later still; of another boot it says nothing */
-    clock = json_object_get(o, "clock");
-    if (clock != NULL
-        && json_unpack(clock, "{s:s, s:I}", "boot", &boot, "off", &off)
-           != 0)
-    {
-        (void) snprintf(why, whysize, "\"clock\" is not a boot id and a "
-                        "clock offset");
+    clock = ad_clock_read(o, &off, why, whysize);
+    if (clock < 0) {
         json_decref(o);
         return -1;
     }
@@ -382,9 +377,7 @@ ad_outbox_load(ad_outbox_t *ob, const char *name, ad_entry_t **ep,
         goto failed;
     }
 
-    if (clock != NULL && ad_boot_id()[0] != '\0'
-        && strcmp(boot, ad_boot_id()) == 0)
-    {
+    if (clock == 1) {
         e->alert.clock_off = off;
         e->alert.clock_known = 1;
     }

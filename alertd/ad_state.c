@@ -764,27 +764,19 @@ static int
 ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs, char *why,
     size_t whysize)
 {
+    int          rc;
     size_t       i;
-    json_t      *clock;
     json_int_t   off;
-    const char  *boot;
 
     st->saved_clock = 0;
 
-    clock = json_object_get(o, "clock");
+    rc = ad_clock_read(o, &off, why, whysize);
 
-    if (clock != NULL
-        && json_unpack(clock, "{s:s, s:I}", "boot", &boot, "off", &off)
-           != 0)
-    {
-        (void) snprintf(why, whysize, "\"clock\" is not a boot id and a "
-                        "clock offset");
+    if (rc < 0) {
         return -1;
     }
 
-    if (clock != NULL && ad_boot_id()[0] != '\0'
-        && strcmp(boot, ad_boot_id()) == 0)
-    {
+    if (rc == 1) {
         st->saved_off = off;
         st->saved_clock = 1;
         return 0;

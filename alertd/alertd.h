@@ -151,6 +151,8 @@ int64_t ad_boot_ms(void);                   /* monotonic, and counts a
                                                suspend */
 const char *ad_boot_id(void);               /* this boot's; "" unknown */
 int ad_boot_id_set(const char *s);          /* --boot-id; 0 or -1 */
+int ad_clock_read(const json_t *o, json_int_t *off, char *why,
+    size_t whysize);                        /* 1 this boot's, 0, -1 */
 
 /* "2026-11-30T03:40:00.123Z", "...+01:00"; returns 0 or -1 */
 int ad_time_parse(const char *s, int64_t *ms);
