@@ -219,7 +219,7 @@ sub x_location_conf {
     my ($self, $body, %o) = @_;
     return $self->conf(%o, locations => <<"EOF");
         location /x/ {
-            airlock on;
+            airlock on;   # its body the caller's: what nginx -t refuses
 $body
         }
 EOF
