@@ -3139,6 +3139,13 @@ al_llm_req_audio(al_llm_rq_t *rq)
 }
 
 
+/* the tools that run code, of which al_llm_req_refs_read() reads more */
+#define AL_LLM_REFS_CODE                                                     \
+    ((UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)                             \
+     | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)                             \
+     | (UINT32_C(1) << AL_LLM_PT_SHELL))
+
+
 /*
  * Inputs by URL (al_llm_req_urls()), files, containers and skills the
  * account stores (al_llm_req_stored()) and the network of the
@@ -3156,12 +3163,7 @@ al_llm_req_refs(al_llm_rq_t *rq)
 {
     /* what every call without either pays: not the read's frame */
 
-    if (!rq->b->urls
-        && (rq->b->tools & ((UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
-                            | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)
-                            | (UINT32_C(1) << AL_LLM_PT_SHELL)))
-           == 0)
-    {
+    if (!rq->b->urls && (rq->b->tools & AL_LLM_REFS_CODE) == 0) {
         return 0;
     }
 
@@ -3182,9 +3184,7 @@ al_llm_req_refs_read(al_llm_rq_t *rq)
         "messages", "input", "prompt", "system", "instructions", NULL
     };
 
-    code = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
-           | (UINT32_C(1) << AL_LLM_PT_CODE_EXECUTION)
-           | (UINT32_C(1) << AL_LLM_PT_SHELL);
+    code = AL_LLM_REFS_CODE;
     net = (UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER)
           | (UINT32_C(1) << AL_LLM_PT_SHELL);
     pt = rq->llm->provider_tools;
