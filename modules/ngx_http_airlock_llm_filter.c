@@ -658,26 +658,6 @@ ngx_http_airlock_llm_headers_n(ngx_http_request_t *r)
 }
 
 
-/* Content-Type: text/event-stream, parameters allowed */
-
-ngx_int_t
-ngx_http_airlock_llm_event_type(const ngx_str_t *ct)
-{
-    size_t  n;
-
-    n = sizeof("text/event-stream") - 1;
-
-    if (ct->len < n
-        || !ngx_http_airlock_lower_eq(ct->data, (u_char *) "text/event-stream",
-                                      n))
-    {
-        return 0;
-    }
-
-    return ct->len == n || ct->data[n] == ';' || ct->data[n] == ' ';
-}
-
-
 static ngx_int_t
 ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {

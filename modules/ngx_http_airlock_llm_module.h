@@ -275,7 +275,6 @@ void ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
 
 ngx_int_t ngx_http_airlock_llm_filter_init(ngx_conf_t *cf);
 al_llm_sse_t *ngx_http_airlock_llm_sse_get(ngx_log_t *log);
-ngx_int_t ngx_http_airlock_llm_event_type(const ngx_str_t *ct);
 void ngx_http_airlock_llm_sse_put(al_llm_sse_t *sse);
 void ngx_http_airlock_llm_headers_of(ngx_http_request_t *r,
     ngx_http_airlock_llm_provider_t *prov, ngx_http_airlock_headers_t *hs);
@@ -316,6 +315,29 @@ ngx_int_t ngx_http_airlock_llm_state_owners(ngx_http_request_t *r,
 
 
 extern ngx_module_t  ngx_http_airlock_llm_module;
+
+
+/*
+ * Content-Type: text/event-stream, parameters allowed.  Inline: every
+ * answer's header filter asks it.
+ */
+
+static ngx_inline ngx_int_t
+ngx_http_airlock_llm_event_type(const ngx_str_t *ct)
+{
+    size_t  n;
+
+    n = sizeof("text/event-stream") - 1;
+
+    if (ct->len < n
+        || !ngx_http_airlock_lower_eq(ct->data, (u_char *) "text/event-stream",
+                                      n))
+    {
+        return 0;
+    }
+
+    return ct->len == n || ct->data[n] == ';' || ct->data[n] == ' ';
+}
 
 
 #endif /* _NGX_HTTP_AIRLOCK_LLM_MODULE_H_INCLUDED_ */
