@@ -442,7 +442,15 @@ chgrp redis "$STATE/redis" && chmod 0750 "$STATE/redis" \
     --worker-owner root "$TOP/conf/redis-acl.conf" \
     "$STATE/redis/users.acl" "$STATE/redis-agent.pass" \
     "$STATE/redis-worker.pass" || die "cannot write Redis's users"
-start redis.log redis-server --aclfile "$STATE/redis/users.acl" --port 0 \
+# and, as there, bounded: a quarter of the machine's memory, noeviction
+# (appliance-image/root/usr/lib/airlock/redis-maxmemory, which
+# AIRLOCK_REDIS_MAXMEMORY sets as on the appliance): one user's sessions
+# fill it, and everyone is told Redis is full, before the kernel's OOM
+# killer picks Redis or nginx
+"$TOP/appliance-image/root/usr/lib/airlock/redis-maxmemory" \
+    "$STATE/redis/memory.conf" || die "cannot bound Redis's memory"
+start redis.log redis-server "$STATE/redis/memory.conf" \
+    --aclfile "$STATE/redis/users.acl" --port 0 \
     --unixsocket "$STATE/redis/redis.sock" --unixsocketperm 777 --save '' \
     --appendonly no --dir "$STATE/redis"
 for i in $(seq 1 100); do

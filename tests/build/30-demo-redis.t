@@ -34,7 +34,10 @@ need_demo($top, $build);
 my $link = tempdir(CLEANUP => 1) . '/build';
 symlink($build, $link) or die "symlink $link: $!";
 
-my $out = `AIRLOCK_BUILD=$link $top/conf/demo/run.sh --keep 2>&1`;
+# Redis bounded as on the appliance (redis-maxmemory), here at 16 MiB,
+# which the test fills
+my $out = `AIRLOCK_REDIS_MAXMEMORY=16mb AIRLOCK_BUILD=$link \\
+           $top/conf/demo/run.sh --keep 2>&1`;
 my $rc = $? >> 8;
 my $state = -s '/run/airlock-demo.state'
     ? `cat /run/airlock-demo.state` : '';
@@ -43,7 +46,7 @@ is($rc, 0, 'the demo runs, kept up')
     or diag(join "\n", grep { defined } (split /\n/, $out)[-20 .. -1]);
 
 SKIP: {
-    skip 'no demo state', 16 unless $state ne '' && -d $state;
+    skip 'no demo state', 21 unless $state ne '' && -d $state;
     my $conf = do { local (@ARGV, $/) = "$state/nginx.conf"; <> } // '';
     like($conf,
          qr{^load_module \Q$link\E/modules/ngx_http_airlock_module\.so;}m,
@@ -98,6 +101,46 @@ SKIP: {
     is($probe->('nobody'), '000', 'another local user does not connect');
     like($probe->('www-data'), qr/^[1-5]\d\d$/,
          'www-data (nginx\'s workers) does');
+
+    # its memory bounded, noeviction: a session too many is refused as
+    # "Redis is full", nothing evicted (it had no bound: one user's
+    # sessions could grow Redis until the kernel killed it or nginx)
+    my $mem = do { local (@ARGV, $/) = "$state/redis/memory.conf"; <> }
+        // '';
+    like($mem, qr/^maxmemory 16777216$/m, 'Redis: maxmemory as asked');
+    like($mem, qr/^maxmemory-policy noeviction$/m, 'Redis: noeviction');
+    # as the agent (its password; root reaches the socket), argument by
+    # argument: no shell to quote the script for
+    my $agent = sub {
+        my $pass = do { local (@ARGV, $/) = "$state/redis-agent.pass"; <> }
+            // '';
+        chomp $pass;
+        local $ENV{REDISCLI_AUTH} = $pass;
+        open(my $fh, '-|', 'redis-cli', '--user', 'airlock-agent',
+             '-s', $sock, @_) or return '';
+        my $r = do { local $/; <$fh> } // '';
+        close $fh;
+        chomp $r;
+        return $r;
+    };
+    my ($filled, $full) = (0, '');
+    for my $i (1 .. 40) {
+        my $r = $agent->('EVAL', "return redis.call('SET', KEYS[1], "
+                         . "string.rep('x', 1048576))", 1,
+                         "airlock:session:fill-$i");
+        if ($r ne 'OK') {
+            $full = $r;
+            last;
+        }
+        $filled++;
+    }
+    like($full, qr/OOM/, 'Redis refuses a write once full')
+        or diag("$filled MiB stored");
+    ok($filled >= 4 && $filled <= 16, 'after at most its 16 MiB')
+        or diag("$filled MiB stored");
+    is(length($agent->('GET', 'airlock:session:fill-1')), 1048576,
+       'and evicted nothing');
+    $agent->('DEL', "airlock:session:fill-$_") for 1 .. $filled;
 
     for my $log ('agent.log', 'worker.log', 'redis.log') {
         my $text = do { local (@ARGV, $/) = "$state/$log"; <> } // '';
