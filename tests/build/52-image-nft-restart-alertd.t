@@ -21,107 +21,34 @@
 
 use strict;
 use warnings;
-use Cwd ();
 use FindBin;
 use File::Copy qw(copy);
 use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent need_cmd);
+use Airlock::UnitRun qw(egress_setup need_nftables_unit netns_exec
+                        egress_bin sets_table sets sinks_policy spew);
 
-my $top = Cwd::abs_path("$FindBin::Bin/../..");
-my $ov = "$top/appliance-image/root";
-my $etc = "$ov/etc/systemd/system";
-my $lib = '/lib/systemd/system';
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-
-absent('a network namespace of its own needs root') if $> != 0;
-need_cmd(qw(nft unshare cut sort sh flock paste systemd-analyze));
-absent("$lib/nftables.service missing (Debian's nftables)")
-    unless -f "$lib/nftables.service";
-absent("$build/airlockctl not built") unless -x "$build/airlockctl";
-
-if (!@ARGV || $ARGV[0] ne '--in-netns') {
-    exec('unshare', '-n', $^X, "$FindBin::Bin/$FindBin::Script",
-         '--in-netns') or die "unshare: $!";
-}
-require Airlock::UnitRun;
-
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or return '';
-    local $/;
-    return <$fh>;
-}
-
-sub spew {
-    my ($f, $s) = @_;
-    open my $fh, '>', $f or die "$f: $!";
-    print $fh $s;
-    close $fh;
-}
-
-# the sets' elements, as "IPv4 | IPv6", each sorted
-sub sets {
-    my @s;
-    for my $f (4, 6) {
-        my $l = `nft list set inet airlock alertd_sinks$f 2>/dev/null`;
-        my ($e) = $l =~ /elements = \{\s*(.*?)\s*\}/s;
-        push @s, join(', ', sort split /,\s*/, $e // '');
-    }
-    return "$s[0] | $s[1]";
-}
+my %p = egress_setup(qw(nft unshare cut sort sh flock paste
+                        systemd-analyze));
+my ($etc, $lib) = @p{qw(etc lib)};
+need_nftables_unit();
+netns_exec();
 
 my $t = tempdir(CLEANUP => 1);
 
 # the rule: flushed, then the two sets as the rule declares them
-my @sets = slurp("$top/conf/nftables-airlock.conf")
-           =~ /^(\s*set alertd_sinks[46] \{.*?\})/msg;
-is(scalar @sets, 2, 'the egress rule declares alertd\'s two sets');
-my $rules = "flush ruleset\n\ntable inet airlock {\n"
-            . join("\n", @sets) . "\n}\n";
+my $rules = "flush ruleset\n\n" . sets_table();
 spew("$t/rules.nft", $rules);
 
-my $u = Airlock::UnitRun->new(
-    dir => $t,
-    dirs => [$etc, $lib],
-    map => [['/usr/lib/airlock/' => "$ov/usr/lib/airlock/"],
-            ['/etc/airlock/policy.yaml' => "$t/policy.yaml"],
-            ['/etc/nftables.conf' => "$t/rules.nft"],
-            ['/usr/sbin/nft' => 'nft'],
-            ['/bin/systemctl' => 'systemctl']]);
-symlink("$build/airlockctl", "$t/bin/airlockctl") or die $!;
-spew("$t/bin/getent", <<"EOT");
-#!/bin/sh
-[ "\$1" = ahosts ] || exit 2
-[ "\$2" = hooks.example.com ] || exit 2
-for ty in STREAM DGRAM RAW; do
-    printf '%-15s %-6s %s\\n' 203.0.113.5 "\$ty" "\$2"
-done
-EOT
-chmod 0755, "$t/bin/getent";
-spew("$t/hook.secret", "FAKE-hmac-secret\n");
-spew("$t/policy.yaml", <<"EOT");
-version: 1
-secrets:
-  hook: { file: "$t/hook.secret" }
-clients:
-  agent: { unix_uid: 5000 }
-upstreams:
-  api: { url: "https://api.example.com" }
-routes:
-  - name: ping
-    clients: [agent]
-    match: { method: GET, path: /ping }
-    upstream: api
-    to: /ping
-alerts:
-  deny: { threshold: 3, window: 60s }
-  sinks:
-    - webhook: { url: "https://hooks.example.com/services/FAKE", hmac_secret: hook }
-    - alertmanager: { url: "http://198.51.100.9:9093" }
-    - alertmanager: { url: "https://[2001:db8::9]" }
-EOT
+my $u = Airlock::UnitRun->image($t);
+egress_bin($t, "$t/hosts");
+spew("$t/hosts", "hooks.example.com 203.0.113.5\n");
+sinks_policy("$t/policy.yaml", "$t/hook.secret",
+             'webhook: { url: "https://hooks.example.com/services/FAKE", '
+             . 'hmac_secret: hook }',
+             'alertmanager: { url: "http://198.51.100.9:9093" }',
+             'alertmanager: { url: "https://[2001:db8::9]" }');
 my $all = '198.51.100.9 . 9093, 203.0.113.5 . 443 | 2001:db8::9 . 443';
 my $refill = 'restart --no-block airlock-alertd-egress-refill.service';
 my ($rc, @calls, $out);

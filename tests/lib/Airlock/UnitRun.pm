@@ -31,13 +31,46 @@ package Airlock::UnitRun;
 # a job's command for a unit ordered After= a unit whose job is under
 # way fails, as systemd would never end it (the job waits for the one
 # that waits for it).
+#
+# What the tests of the image's egress rule and its units share
+# (tests/build/36, 49, 52, 53): each runs in a network namespace of its
+# own (unshare -n: the host's rules are not touched), with this build's
+# airlockctl and, for a name, a stand-in getent:
+#
+#   use Airlock::UnitRun qw(egress_setup need_nftables_unit netns_exec
+#                           in_own_netns netns_run egress_bin sets_table
+#                           sets sinks_policy slurp spew);
+#   my %p = egress_setup(qw(nft unshare sh));   # before the plan
+#   need_nftables_unit();                    # Debian's, for image()
+#   netns_exec();             # the test again, in a namespace (or:
+#   my $out = netns_run($t);  # in_own_netns() ? ... : netns_run(...))
+#   egress_bin($t, "$t/hosts");              # airlockctl, getent
+#   spew("$t/rules.nft", sets_table());      # alertd's two sets
+#   sinks_policy("$t/policy.yaml", "$t/hook.secret",
+#                'alertmanager: { url: "http://198.51.100.9:9093" }');
+#   my $u = Airlock::UnitRun->image($t, ['/bin/kill' => 'true']);
+#   is(sets(), '198.51.100.9 . 9093 | ');    # "IPv4 | IPv6"
 
 use strict;
 use warnings;
 
 use Cwd ();
+use Exporter qw(import);
 use File::Basename qw(dirname);
+use FindBin ();
+use Test::More ();
+use Airlock::Prereq qw(absent need_cmd);
 use Airlock::UnitOrder qw(unit_merged);
+
+our @EXPORT_OK = qw(egress_setup need_nftables_unit netns_exec in_own_netns
+                    netns_run egress_bin sets_table sets sinks_policy
+                    slurp spew);
+
+my $TOP = Cwd::abs_path(dirname(__FILE__) . '/../../..');
+my $BUILD = $ENV{AIRLOCK_BUILD} // "$TOP/build";
+my $OV = "$TOP/appliance-image/root";
+my $ETC = "$OV/etc/systemd/system";
+my $LIB = '/lib/systemd/system';
 
 
 sub new {
@@ -58,6 +91,28 @@ sub new {
     close $fh;
     chmod 0755, "$o{dir}/bin/systemctl";
     return $self;
+}
+
+
+# The image's units as the appliance has them: the overlay's
+# (/etc/systemd/system), the package's (conf/, installed in
+# /lib/systemd/system) and Debian's (the host's /lib/systemd/system),
+# run in DIR, their paths of the image mapped to the test's: the
+# overlay's helpers, DIR/policy.yaml, DIR/rules.nft for
+# /etc/nftables.conf, nft and systemctl as PATH has them; then MAP's
+# pairs
+sub image {
+    my ($class, $dir, @map) = @_;
+
+    return $class->new(
+        dir => $dir,
+        dirs => [$ETC, "$TOP/conf", $LIB],
+        map => [['/usr/lib/airlock/' => "$OV/usr/lib/airlock/"],
+                ['/etc/airlock/policy.yaml' => "$dir/policy.yaml"],
+                ['/etc/nftables.conf' => "$dir/rules.nft"],
+                ['/usr/sbin/nft' => 'nft'],
+                ['/bin/systemctl' => 'systemctl'],
+                @map]);
 }
 
 
@@ -190,6 +245,156 @@ sub run {
         return $rc if $rc != 0 && $pfx !~ /-/;
     }
     return 0;
+}
+
+
+# Before the plan: root (a network namespace of its own), the commands
+# CMDS and this build's airlockctl, absent() when one is missing (failed
+# under CI).  Returns the paths the tests use: top, the source tree;
+# build, the build (AIRLOCK_BUILD, else top/build); ov, the image's
+# overlay (appliance-image/root); etc, its units; lib, Debian's units.
+sub egress_setup {
+    my (@cmds) = @_;
+
+    absent('a network namespace of its own needs root') if $> != 0;
+    need_cmd(@cmds);
+    absent("$BUILD/airlockctl not built") unless -x "$BUILD/airlockctl";
+    return (top => $TOP, build => $BUILD, ov => $OV, etc => $ETC,
+            lib => $LIB);
+}
+
+
+# Debian's nftables.service, which the image's drop-ins extend
+# (image()'s units): absent() when the host has none
+sub need_nftables_unit {
+    absent("$LIB/nftables.service missing (Debian's nftables)")
+        unless -f "$LIB/nftables.service";
+}
+
+
+# whether this run of the test is the one in a network namespace of its
+# own, that netns_exec() or netns_run() started (its arguments after the
+# first, --in-netns, are netns_run()'s)
+sub in_own_netns {
+    return @ARGV && $ARGV[0] eq '--in-netns';
+}
+
+
+# the test becomes itself run again in a network namespace of its own,
+# unless it is that run already
+sub netns_exec {
+    return if in_own_netns();
+    exec('unshare', '-n', $^X, "$FindBin::Bin/$FindBin::Script",
+         '--in-netns') or die "unshare: $!";
+}
+
+
+# the test run again in a network namespace of its own with ARGS: what
+# it printed (its output and errors)
+sub netns_run {
+    my (@args) = @_;
+
+    return `unshare -n $^X $FindBin::Bin/$FindBin::Script --in-netns @args 2>&1`;
+}
+
+
+# DIR/bin (PATH's first, for airlock-alertd-egress): this build's
+# airlockctl, and with HOSTS a stand-in getent: getent ahosts NAME prints
+# HOSTS's lines "NAME ADDRESS" for NAME as glibc's getent does (address,
+# padded, type, name), exit 2 when it has none
+sub egress_bin {
+    my ($dir, $hosts) = @_;
+
+    mkdir "$dir/bin";
+    symlink("$BUILD/airlockctl", "$dir/bin/airlockctl") or die $!;
+    return unless defined $hosts;
+    spew("$dir/bin/getent", <<"EOT");
+#!/bin/sh
+[ "\$1" = ahosts ] || exit 2
+found=2
+while read -r name addr; do
+    [ "\$name" = "\$2" ] || continue
+    for ty in STREAM DGRAM RAW; do
+        printf '%-15s %-6s %s\\n' "\$addr" "\$ty" "\$2"
+    done
+    found=0
+done < $hosts
+exit \$found
+EOT
+    chmod 0755, "$dir/bin/getent";
+}
+
+
+# the egress rule's table with alertd's two sets alone, as
+# conf/nftables-airlock.conf declares them (a test that it declares two)
+sub sets_table {
+    my @sets = slurp("$TOP/conf/nftables-airlock.conf")
+               =~ /^(\s*set alertd_sinks[46] \{.*?\})/msg;
+
+    Test::More::is(scalar @sets, 2,
+                   'the egress rule declares alertd\'s two sets');
+    return "table inet airlock {\n" . join("\n", @sets) . "\n}\n";
+}
+
+
+# the sets' elements, as "IPv4 | IPv6", each sorted
+sub sets {
+    my @s;
+
+    for my $f (4, 6) {
+        my $l = `nft list set inet airlock alertd_sinks$f 2>/dev/null`;
+        my ($e) = $l =~ /elements = \{\s*(.*?)\s*\}/s;
+        push @s, join(', ', sort split /,\s*/, $e // '');
+    }
+    return "$s[0] | $s[1]";
+}
+
+
+# FILE: a policy of one route whose alerts go to SINKS, each an item of
+# alerts.sinks ('alertmanager: { url: "..." }'); with HOOK, a file, the
+# secret "hook" (a webhook's hmac_secret) is read there, and written
+# there (FAKE)
+sub sinks_policy {
+    my ($file, $hook, @sinks) = @_;
+
+    spew($hook, "FAKE-hmac-secret\n") if defined $hook;
+    spew($file, "version: 1\n"
+                . (defined $hook ? "secrets:\n  hook: { file: \"$hook\" }\n"
+                                 : '')
+                . <<'EOT' . join('', map { "    - $_\n" } @sinks));
+clients:
+  agent: { unix_uid: 5000 }
+upstreams:
+  api: { url: "https://api.example.com" }
+routes:
+  - name: ping
+    clients: [agent]
+    match: { method: GET, path: /ping }
+    upstream: api
+    to: /ping
+alerts:
+  deny: { threshold: 3, window: 60s }
+  sinks:
+EOT
+}
+
+
+# the whole of a file, '' when it cannot be read
+sub slurp {
+    my ($f) = @_;
+
+    open my $fh, '<', $f or return '';
+    local $/;
+    return <$fh>;
+}
+
+
+sub spew {
+    my ($f, $s) = @_;
+
+    open my $fh, '>', $f or die "$f: $!";
+    print $fh $s;
+    close $fh;
 }
 
 1;
