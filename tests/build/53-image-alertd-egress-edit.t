@@ -30,107 +30,30 @@
 
 use strict;
 use warnings;
-use Cwd ();
 use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent need_cmd);
+use Airlock::UnitRun qw(egress_setup need_nftables_unit netns_exec
+                        egress_bin sets_table sets sinks_policy slurp spew);
+use Airlock::UnitOrder ();
 
-my $top = Cwd::abs_path("$FindBin::Bin/../..");
-my $ov = "$top/appliance-image/root";
-my $etc = "$ov/etc/systemd/system";
-my $lib = '/lib/systemd/system';
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-
-absent('a network namespace of its own needs root') if $> != 0;
-need_cmd(qw(nft unshare cut sort sh flock paste));
-absent("$lib/nftables.service missing (Debian's nftables)")
-    unless -f "$lib/nftables.service";
-absent("$build/airlockctl not built") unless -x "$build/airlockctl";
-
-if (!@ARGV || $ARGV[0] ne '--in-netns') {
-    exec('unshare', '-n', $^X, "$FindBin::Bin/$FindBin::Script",
-         '--in-netns') or die "unshare: $!";
-}
-require Airlock::UnitRun;
-require Airlock::UnitOrder;
-
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or return '';
-    local $/;
-    return <$fh>;
-}
-
-sub spew {
-    my ($f, $s) = @_;
-    open my $fh, '>', $f or die "$f: $!";
-    print $fh $s;
-    close $fh;
-}
-
-# the sets' elements, as "IPv4 | IPv6", each sorted
-sub sets {
-    my @s;
-    for my $f (4, 6) {
-        my $l = `nft list set inet airlock alertd_sinks$f 2>/dev/null`;
-        my ($e) = $l =~ /elements = \{\s*(.*?)\s*\}/s;
-        push @s, join(', ', sort split /,\s*/, $e // '');
-    }
-    return "$s[0] | $s[1]";
-}
+my %p = egress_setup(qw(nft unshare cut sort sh flock paste));
+my $etc = $p{etc};
+need_nftables_unit();
+netns_exec();
 
 my $t = tempdir(CLEANUP => 1);
 
-my @sets = slurp("$top/conf/nftables-airlock.conf")
-           =~ /^(\s*set alertd_sinks[46] \{.*?\})/msg;
-is(scalar @sets, 2, 'the egress rule declares alertd\'s two sets');
-spew("$t/rules.nft", "flush ruleset\n\ntable inet airlock {\n"
-                     . join("\n", @sets) . "\n}\n");
+spew("$t/rules.nft", "flush ruleset\n\n" . sets_table());
 
-my $u = Airlock::UnitRun->new(
-    dir => $t,
-    dirs => [$etc, "$top/conf", $lib],
-    map => [['/usr/lib/airlock/' => "$ov/usr/lib/airlock/"],
-            ['/etc/airlock/policy.yaml' => "$t/policy.yaml"],
-            ['/etc/nftables.conf' => "$t/rules.nft"],
-            ['/usr/sbin/nft' => 'nft'],
-            ['/bin/systemctl' => 'systemctl'],
-            ['/bin/kill' => 'true']]);
-symlink("$build/airlockctl", "$t/bin/airlockctl") or die $!;
-spew("$t/bin/getent", <<"EOT");
-#!/bin/sh
-[ "\$1" = ahosts ] || exit 2
-[ "\$2" = hooks.example.com ] || exit 2
-for ty in STREAM DGRAM RAW; do
-    printf '%-15s %-6s %s\\n' 203.0.113.5 "\$ty" "\$2"
-done
-EOT
-chmod 0755, "$t/bin/getent";
-spew("$t/hook.secret", "FAKE-hmac-secret\n");
+my $u = Airlock::UnitRun->image($t, ['/bin/kill' => 'true']);
+egress_bin($t, "$t/hosts");
+spew("$t/hosts", "hooks.example.com 203.0.113.5\n");
 
 # the policy, its sinks these
 sub policy {
-    my (@sinks) = @_;
-    spew("$t/policy.yaml", <<"EOT" . join('', map { "    - $_\n" } @sinks));
-version: 1
-secrets:
-  hook: { file: "$t/hook.secret" }
-clients:
-  agent: { unix_uid: 5000 }
-upstreams:
-  api: { url: "https://api.example.com" }
-routes:
-  - name: ping
-    clients: [agent]
-    match: { method: GET, path: /ping }
-    upstream: api
-    to: /ping
-alerts:
-  deny: { threshold: 3, window: 60s }
-  sinks:
-EOT
+    sinks_policy("$t/policy.yaml", "$t/hook.secret", @_);
 }
 my $hook = 'webhook: { url: "https://hooks.example.com/services/FAKE", '
            . 'hmac_secret: hook }';
