@@ -21,124 +21,54 @@
 
 use strict;
 use warnings;
-use Cwd ();
 use FindBin;
 use File::Temp qw(tempdir);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent need_cmd);
+use Airlock::UnitRun qw(egress_setup in_own_netns netns_run egress_bin
+                        sets_table sets sinks_policy slurp spew);
 
-my $top = Cwd::abs_path("$FindBin::Bin/../..");
-my $ov = "$top/appliance-image/root";
+my %p = egress_setup(qw(nft unshare cut sort sh));
+my ($top, $ov) = @p{qw(top ov)};
 my $helper = "$ov/usr/lib/airlock/alertd-egress";
 
-if (@ARGV && $ARGV[0] eq '--in-netns') {
+if (in_own_netns()) {
     exit(in_netns($ARGV[1]));
-}
-
-absent('a network namespace of its own needs root') if $> != 0;
-need_cmd(qw(nft unshare cut sort sh));
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-absent("$build/airlockctl not built") unless -x "$build/airlockctl";
-
-sub slurp {
-    my ($f) = @_;
-    open my $fh, '<', $f or return '';
-    local $/;
-    return <$fh>;
 }
 
 my $t = tempdir(CLEANUP => 1);
 
 # the rule's sets, as the rule declares them
-my $rules = slurp("$top/conf/nftables-airlock.conf");
-my @sets = $rules =~ /^(\s*set alertd_sinks[46] \{.*?\})/msg;
-is(scalar @sets, 2, 'the egress rule declares alertd\'s two sets');
-open my $fh, '>', "$t/sets.nft" or die $!;
-print $fh "table inet airlock {\n", join("\n", @sets), "\n}\n";
-close $fh;
+spew("$t/sets.nft", sets_table());
 
-# the stand-in resolver: getent ahosts NAME prints $t/hosts's lines
-# for NAME as glibc's getent does (address, padded, type, name)
-mkdir "$t/bin" or die $!;
-symlink("$build/airlockctl", "$t/bin/airlockctl") or die $!;
-open $fh, '>', "$t/bin/getent" or die $!;
-print $fh <<"EOT";
-#!/bin/sh
-[ "\$1" = ahosts ] || exit 2
-found=2
-while read -r name addr; do
-    [ "\$name" = "\$2" ] || continue
-    for ty in STREAM DGRAM RAW; do
-        printf '%-15s %-6s %s\\n' "\$addr" "\$ty" "\$2"
-    done
-    found=0
-done < $t/hosts
-exit \$found
-EOT
-close $fh;
-chmod 0755, "$t/bin/getent";
-
-sub policy {
-    my ($sinks) = @_;
-    open my $p, '>', "$t/policy.yaml" or die $!;
-    print $p <<"EOT";
-version: 1
-secrets:
-  hook: { file: "$t/hook.secret" }
-clients:
-  agent: { unix_uid: 5000 }
-upstreams:
-  api: { url: "https://api.example.com" }
-routes:
-  - name: ping
-    clients: [agent]
-    match: { method: GET, path: /ping }
-    upstream: api
-    to: /ping
-alerts:
-  deny: { threshold: 3, window: 60s }
-  sinks:
-$sinks
-EOT
-    close $p;
-}
-
-open $fh, '>', "$t/hook.secret" or die $!;
-print $fh "FAKE-hmac-secret\n";
-close $fh;
+# this build's airlockctl, and the stand-in resolver: getent ahosts
+# NAME prints $t/hosts's lines for NAME (each step's hosts, copied there)
+egress_bin($t, "$t/hosts");
 
 # the steps, each: the policy's sinks, the resolver's answers; the
 # namespace runs them in turn and prints, after each, the helper's exit
 # status, its words and the sets' elements
+my $webhook = 'webhook: { url: "https://hooks.example.com/services/FAKE", '
+              . 'hmac_secret: hook }';
 my @steps = (
     ['first',
-     qq(    - webhook: { url: "https://hooks.example.com/services/FAKE", hmac_secret: hook }\n)
-     . qq(    - alertmanager: { url: "http://198.51.100.9:9093" }\n)
-     . qq(    - alertmanager: { url: "https://[2001:db8::9]" }\n),
+     [$webhook, 'alertmanager: { url: "http://198.51.100.9:9093" }',
+      'alertmanager: { url: "https://[2001:db8::9]" }'],
      "hooks.example.com 203.0.113.5\nhooks.example.com 2001:db8::5\n"],
-    ['moved',
-     qq(    - webhook: { url: "https://hooks.example.com/services/FAKE", hmac_secret: hook }\n),
-     "hooks.example.com 203.0.113.6\n"],
+    ['moved', [$webhook], "hooks.example.com 203.0.113.6\n"],
     ['dns-down',
-     qq(    - webhook: { url: "https://hooks.example.com/services/FAKE", hmac_secret: hook }\n)
-     . qq(    - alertmanager: { url: "http://198.51.100.10:9093" }\n),
-     ''],
-    ['bad-policy', qq(    - pager: { url: "https://x.example" }\n), ''],
-    ['no-rule', qq(    - alertmanager: { url: "http://198.51.100.11" }\n),
-     ''],
+     [$webhook, 'alertmanager: { url: "http://198.51.100.10:9093" }'], ''],
+    ['bad-policy', ['pager: { url: "https://x.example" }'], ''],
+    ['no-rule', ['alertmanager: { url: "http://198.51.100.11" }'], ''],
 );
 my $i = 0;
 for my $s (@steps) {
     mkdir "$t/step$i" or die $!;
-    policy($s->[1]);
-    rename "$t/policy.yaml", "$t/step$i/policy.yaml" or die $!;
-    open my $h, '>', "$t/step$i/hosts" or die $!;
-    print $h $s->[2];
-    close $h;
+    sinks_policy("$t/step$i/policy.yaml", "$t/hook.secret", @{$s->[1]});
+    spew("$t/step$i/hosts", $s->[2]);
     $i++;
 }
-my $out = `unshare -n $^X $FindBin::Bin/$FindBin::Script --in-netns $t 2>&1`;
+my $out = netns_run($t);
 my %r;
 for (split /^(?=step )/m, $out) {
     $r{$1} = $_ if /^step (\d+)/;
@@ -212,9 +142,8 @@ sub got {
     my ($n) = @_;
     my $s = $r{$n} // '';
     my ($rc) = $s =~ /^rc (\d+)$/m;
-    my ($v4) = $s =~ /^set4 (.*)$/m;
-    my ($v6) = $s =~ /^set6 (.*)$/m;
-    return ($rc // -1, ($v4 // '?') . ' | ' . ($v6 // '?'));
+    my ($sets) = $s =~ /^sets (.*)$/m;
+    return ($rc // -1, $sets // '? | ?');
 }
 
 
@@ -231,13 +160,7 @@ sub in_netns {
         $out = `RUNTIME_DIRECTORY=$t/run PATH=$t/bin:\$PATH \\
                 sh $helper $t/step$n/policy.yaml 2>&1`;
         $rc = $? >> 8;
-        print "step $n\n$out", "rc $rc\n";
-        for my $f (4, 6) {
-            my $l = `nft list set inet airlock alertd_sinks$f 2>/dev/null`;
-            my ($e) = $l =~ /elements = \{\s*(.*?)\s*\}/s;
-            $e = join(', ', sort split /,\s*/, $e // '');
-            print "set$f $e\n";
-        }
+        print "step $n\n$out", "rc $rc\n", 'sets ', sets(), "\n";
     }
     return 0;
 }
