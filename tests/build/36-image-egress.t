@@ -32,7 +32,6 @@
 
 use strict;
 use warnings;
-use Cwd ();
 use Errno ();
 use FindBin;
 use File::Temp qw(tempdir);
@@ -43,9 +42,11 @@ use POSIX ();
 use Socket qw(SOCK_DGRAM SOCK_STREAM);
 use Test::More;
 use lib "$FindBin::Bin/../lib";
-use Airlock::Prereq qw(absent need_cmd);
+use Airlock::UnitRun qw(egress_setup in_own_netns netns_run egress_bin
+                        sinks_policy slurp spew);
 
-my $top = Cwd::abs_path("$FindBin::Bin/../..");
+my %p = egress_setup(qw(nft unshare ip sysctl getent cut sort));
+my $top = $p{top};
 
 # the users tried, and the name each has in the ruleset
 # (uid-N: a person's account of that uid, named nowhere in the ruleset)
@@ -76,43 +77,20 @@ my %target = (
 );
 
 # inside the namespace: prints "uid target outcome" lines
-if (@ARGV && $ARGV[0] eq '--in-netns') {
+if (in_own_netns()) {
     in_netns(@ARGV[1 .. $#ARGV]);
     POSIX::_exit(0);
 }
-
-absent('loading a ruleset in a namespace of its own needs root') if $> != 0;
-need_cmd(qw(nft unshare ip sysctl getent cut sort));
-my $build = $ENV{AIRLOCK_BUILD} // "$top/build";
-absent("$build/airlockctl not built") unless -x "$build/airlockctl";
 
 my $t = tempdir(CLEANUP => 1);
 
 # alertd's sinks: an address off the box on 443, an Alertmanager at an
 # IPv6 address, and one on this host by name (localhost: /etc/hosts)
-open my $pf, '>', "$t/policy.yaml" or die $!;
-print $pf <<'EOT';
-version: 1
-clients:
-  agent: { unix_uid: 5000 }
-upstreams:
-  api: { url: "https://api.example.com" }
-routes:
-  - name: ping
-    clients: [agent]
-    match: { method: GET, path: /ping }
-    upstream: api
-    to: /ping
-alerts:
-  deny: { threshold: 3, window: 60s }
-  sinks:
-    - alertmanager: { url: "https://198.51.100.7" }
-    - alertmanager: { url: "http://[2001:db8:1::7]:9093" }
-    - alertmanager: { url: "http://localhost:9093" }
-EOT
-close $pf;
-mkdir "$t/bin" or die $!;
-symlink("$build/airlockctl", "$t/bin/airlockctl") or die $!;
+sinks_policy("$t/policy.yaml", undef,
+             'alertmanager: { url: "https://198.51.100.7" }',
+             'alertmanager: { url: "http://[2001:db8:1::7]:9093" }',
+             'alertmanager: { url: "http://localhost:9093" }');
+egress_bin($t);
 
 # the ruleset, each user name a uid: the host's own, or a spare one
 my %uid;
@@ -121,9 +99,7 @@ for my $u (@users) {
     my $n = $u =~ /^uid-(\d+)$/ ? $1 : getpwnam($u);
     $uid{$u} = defined $n ? $n : $spare++;
 }
-open my $fh, '<', "$top/conf/nftables-airlock.conf" or die $!;
-my $rules = do { local $/; <$fh> };
-close $fh;
+my $rules = slurp("$top/conf/nftables-airlock.conf");
 my %named;
 $rules =~ s{"([a-z_][a-z0-9_-]*)"}{
     my $n = $1;
@@ -148,11 +124,9 @@ like($input // '', qr/^\s*udp sport 547 udp dport 546 accept$/m,
 my @tables = $rules =~ /^table\s+(\S+)/mg;
 is("@tables", 'inet', 'one table, of the inet family (IPv4 and IPv6)');
 
-open $fh, '>', "$t/rules.nft" or die $!;
-print $fh $rules;
-close $fh;
+spew("$t/rules.nft", $rules);
 
-my $out = `unshare -n $^X $FindBin::Bin/$FindBin::Script --in-netns $t @uid{@users} 2>&1`;
+my $out = netns_run($t, @uid{@users});
 my %got;
 for (split /\n/, $out) {
     $got{"$1 $2"} = $3 if /^probe (\d+) (\S+) (\S+)$/;
