@@ -19,49 +19,19 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use AlertdTest;
 use Test::More;
-use Time::HiRes qw(time);
 
 my $t = AlertdTest->new;
 my $r = $t->clock_setup(secret => 'step-test-secret-FAKE-0123456789abcdef');
 
 my $ahead = 2 * 3600;
 
-sub at { AlertdTest::now_rfc3339(@_) }
-
-my $t0 = time;
-my $first = $t->alert(client => 'agent', reason => 'step', time => at($t0));
-ok($t->wait_for(sub { $t->delivered($r, $first) }), 'the first is sent');
-my $repeat = $t->alert(client => 'agent', reason => 'step',
-                       time => at($t0 + 1));
-ok($t->settle, 'a round read the repeat');
+my ($first, $t0) = $t->clock_repeated($r, 'step');
 
 # two hours forward: alertd's clock, and nginx's stamps
 $t->clock_step($ahead);
-my $after = $t->alert(client => 'agent', reason => 'step',
-                      time => at(time + $ahead));
-my $mark = $t->alert(client => 'agent', reason => 'mark',
-                     time => at(time + $ahead));
-
-ok($t->wait_for(sub { $t->delivered($r, $mark) }),
-   'an alert after the step is delivered');
-ok(!$t->delivered($r, "$first~1"),
-   'the window did not end at the step: no fold sent');
-ok(!$t->delivered($r, $after),
-   'the repeat stamped after the step is not sent on its own');
-is(scalar($t->accepted($r)), 2, 'nothing but the first and the mark');
-# 7200 s, give or take the moment between alertd's two clock readings
-like($t->alertd_log,
-     qr/\bwarn(?:ing)?:\ the\ wall\ clock\ stepped\ forward\ by
-        \ (?:7199\.9\d\d|72\d\d\.\d{3})\ s\b/x,
-     'the log says the clock stepped forward');
-
-my $g = $t->group_of($first);
-ok($g, 'the group is open');
-is($g && $g->{count}, 2, 'with both repeats');
-is($g && $g->{end} - $g->{start}, 3600 * 1000, 'its window an hour long');
-ok($g && abs($g->{start} - int(($t0 + $ahead) * 1000)) < 60 * 1000,
-   'moved two hours forward with the clock')
-    or diag("start $g->{start}, the first at " . int($t0 * 1000));
+$t->clock_forward_checks($r, 'step', $first, $t0,
+                         after => 'the step',
+                         window => 'the window did not end at the step');
 
 my @ids = map { $_->{id} } $t->accepted($r);
 is(scalar(@ids), scalar(AlertdTest::uniq(@ids)), 'every id once');

@@ -27,22 +27,13 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use AlertdTest;
 use Test::More;
-use Time::HiRes qw(time);
 
 my $t = AlertdTest->new;
 my $r = $t->clock_setup(secret => 'stop-test-secret-FAKE-0123456789abcdef');
 
 my $ahead = 2 * 3600;
 
-sub at { AlertdTest::now_rfc3339(@_) }
-
-my $t0 = time;
-my $first = $t->alert(client => 'agent', reason => 'stopped',
-                      time => at($t0));
-ok($t->wait_for(sub { $t->delivered($r, $first) }), 'the first is sent');
-my $repeat = $t->alert(client => 'agent', reason => 'stopped',
-                       time => at($t0 + 1));
-ok($t->settle, 'a round read the repeat');
+my ($first, $t0) = $t->clock_repeated($r, 'stopped');
 is($t->stop($t->alertd_pid), 0, 'alertd stops');
 
 
@@ -55,31 +46,11 @@ chomp $boot;
 $t->clock_step($ahead);
 $t->clock_alertd('--boot-id', $b);
 
-my $after = $t->alert(client => 'agent', reason => 'stopped',
-                      time => at(time + $ahead));
-my $mark = $t->alert(client => 'agent', reason => 'mark',
-                     time => at(time + $ahead));
-
-ok($t->wait_for(sub { $t->delivered($r, $mark) }),
-   'an alert after the restart is delivered');
-ok(!$t->delivered($r, "$first~1"),
-   'the saved window did not end at the start: no fold sent');
-ok(!$t->delivered($r, $after),
-   'the repeat stamped after the step is not sent on its own');
-is(scalar($t->accepted($r)), 2, 'nothing but the first and the mark');
-like($t->alertd_log,
-     qr/\bwarn(?:ing)?:\ the\ wall\ clock\ stepped\ forward\ by
-        \ (?:7199\.9\d\d|72\d\d\.\d{3})\ s\ while\ alertd\ was\ stopped\b/x,
-     'the log says the clock stepped forward while alertd was stopped');
-
-my $g = $t->group_of($first);
-ok($g, 'the group is open');
-is($g && $g->{count}, 2, 'with both repeats');
-is($g && $g->{end} - $g->{start}, 3600 * 1000, 'its window an hour long');
-ok($g && abs($g->{start} - int(($t0 + $ahead) * 1000)) < 60 * 1000,
-   'moved two hours forward with the clock')
-    or diag("start " . ($g ? $g->{start} : 'none') . ", the first at "
-            . int($t0 * 1000));
+$t->clock_forward_checks($r, 'stopped', $first, $t0,
+                         after => 'the restart',
+                         window => 'the saved window did not end at the '
+                                   . 'start',
+                         said => ' while alertd was stopped');
 is($t->stop($t->alertd_pid), 0, 'alertd stops again');
 
 

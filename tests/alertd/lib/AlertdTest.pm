@@ -684,6 +684,71 @@ sub group_of {
     return $g;
 }
 
+# The start of a test of a step forward (clock_setup()'s alertd): an
+# alert for reason delivered to the receiver r, then a repeat of it,
+# stamped a second later, that a round read (folded into the group the
+# first opened: its window an hour).  Returns the first's id and the
+# time it is stamped with.
+sub clock_repeated {
+    my ($self, $r, $reason) = @_;
+    my $t0 = time;
+    my $first = $self->alert(client => 'agent', reason => $reason,
+                             time => now_rfc3339($t0));
+
+    Test::More::ok($self->wait_for(sub { $self->delivered($r, $first) }),
+                   'the first is sent');
+    $self->alert(client => 'agent', reason => $reason,
+                 time => now_rfc3339($t0 + 1));
+    Test::More::ok($self->settle, 'a round read the repeat');
+
+    return ($first, $t0);
+}
+
+# Once alertd's wall clock is two hours ahead (clock_step(2 * 3600))
+# after clock_repeated() (reason, first, t0): another repeat and a mark,
+# stamped by the stepped clock, as nginx would stamp them, and the
+# checks that the window moved with the clock: the mark delivered and
+# not the fold nor the repeat, the log's warning, the group saved with
+# both repeats, an hour long, moved two hours.  o: after (the mark's
+# check: "an alert after AFTER is delivered"), window (the fold's check:
+# "WINDOW: no fold sent"), said (what the warning says after the
+# seconds, as " while ..."; none: '')
+sub clock_forward_checks {
+    my ($self, $r, $reason, $first, $t0, %o) = @_;
+    my $ahead = 2 * 3600;
+    my $said = $o{said} // '';
+    my $after = $self->alert(client => 'agent', reason => $reason,
+                             time => now_rfc3339(time + $ahead));
+    my $mark = $self->alert(client => 'agent', reason => 'mark',
+                            time => now_rfc3339(time + $ahead));
+
+    Test::More::ok($self->wait_for(sub { $self->delivered($r, $mark) }),
+                   "an alert after $o{after} is delivered");
+    Test::More::ok(!$self->delivered($r, "$first~1"),
+                   "$o{window}: no fold sent");
+    Test::More::ok(!$self->delivered($r, $after),
+                   'the repeat stamped after the step is not sent on its '
+                   . 'own');
+    Test::More::is(scalar($self->accepted($r)), 2,
+                   'nothing but the first and the mark');
+    # 7200 s, give or take the moment between alertd's two clock readings
+    Test::More::like($self->alertd_log,
+                     qr/\bwarn(?:ing)?:\ the\ wall\ clock\ stepped\ forward
+                        \ by\ (?:7199\.9\d\d|72\d\d\.\d{3})\ s\Q$said\E\b/x,
+                     "the log says the clock stepped forward$said");
+
+    my $g = $self->group_of($first);
+    Test::More::ok($g, 'the group is open');
+    Test::More::is($g && $g->{count}, 2, 'with both repeats');
+    Test::More::is($g && $g->{end} - $g->{start}, 3600 * 1000,
+                   'its window an hour long');
+    Test::More::ok($g && abs($g->{start} - int(($t0 + $ahead) * 1000))
+                         < 60 * 1000,
+                   'moved two hours forward with the clock')
+        or Test::More::diag("start " . ($g ? $g->{start} : 'none')
+                            . ", the first at " . int($t0 * 1000));
+}
+
 
 # tests/alertd/lib/NAME.c built into the test's directory as a shared
 # object: what LD_PRELOAD takes to load it into alertd
