@@ -40,16 +40,18 @@ package Airlock::UnitRun;
 #   use Airlock::UnitRun qw(egress_setup need_nftables_unit netns_exec
 #                           in_own_netns netns_run egress_bin sets_table
 #                           sets sinks_policy slurp spew);
-#   my %p = egress_setup(qw(nft unshare sh));   # before the plan
-#   need_nftables_unit();                    # Debian's, for image()
-#   netns_exec();             # the test again, in a namespace (or:
-#   my $out = netns_run($t);  # in_own_netns() ? ... : netns_run(...))
-#   egress_bin($t, "$t/hosts");              # airlockctl, getent
-#   spew("$t/rules.nft", sets_table());      # alertd's two sets
+#   my %p = egress_setup(qw(nft unshare sh));   # before the plan; its
+#                                   # paths: top, build, ov, etc, lib
+#   need_nftables_unit();           # Debian's unit, for image()
+#   netns_exec();                   # the test, again in a namespace;
+#   exit(...) if in_own_netns();    # or its part in one, which
+#   my $out = netns_run($t);        # this runs with these arguments
+#   egress_bin($t, "$t/hosts");     # airlockctl, a stand-in getent
+#   spew("$t/rules.nft", sets_table());         # alertd's two sets
 #   sinks_policy("$t/policy.yaml", "$t/hook.secret",
 #                'alertmanager: { url: "http://198.51.100.9:9093" }');
 #   my $u = Airlock::UnitRun->image($t, ['/bin/kill' => 'true']);
-#   is(sets(), '198.51.100.9 . 9093 | ');    # "IPv4 | IPv6"
+#   is(sets(), '198.51.100.9 . 9093 | ');       # "IPv4 | IPv6"
 
 use strict;
 use warnings;
@@ -293,8 +295,9 @@ sub netns_exec {
 # it printed (its output and errors)
 sub netns_run {
     my (@args) = @_;
+    my $me = "$FindBin::Bin/$FindBin::Script";
 
-    return `unshare -n $^X $FindBin::Bin/$FindBin::Script --in-netns @args 2>&1`;
+    return `unshare -n $^X $me --in-netns @args 2>&1`;
 }
 
 
