@@ -206,7 +206,8 @@ static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
     int fail);
 static void aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover,
     const char *path, int fail);
-static void aw_proc_sys_cover(aw_bwrap_argv_t *a, int fail);
+static void aw_proc_sys_cover(aw_bwrap_argv_t *a,
+    const char (*dirs)[2304], int fail);
 static void aw_proc_stat(const char *path, int fail);
 static void aw_proc_cpuinfo(const char *path, int fail);
 static void aw_proc_meminfo(const char *path, long total_mb, long free_mb,
@@ -362,10 +363,11 @@ static const char *const  aw_writable[] = { "/scratch", "/tmp",
  * own namespace), kernel and vm are shown, the rest covered the same
  * way; kernel and vm are the host's settings (its taint flags, core
  * pattern, pointer and perf restrictions, panic, watchdog and memory
- * tuning, the boot id), so each is a read-only tmpfs with only what
- * glibc reads bound back in (aw_proc_sys_files: kernel/ngroups_max,
- * vm/overcommit_memory); each file bound costs bwrap some 25 system
- * calls a job.  gVisor's /proc is its sentry's own.
+ * tuning, the boot id), so each is a read-only directory of the job's
+ * (aw_proc_sys_cover()) with only what glibc reads bound back in
+ * (aw_proc_sys_files: kernel/ngroups_max, vm/overcommit_memory); each
+ * file bound costs bwrap some 25 system calls a job.  gVisor's /proc is
+ * its sentry's own.
  */
 static const char *const  aw_proc_shown[] = {
     "self", "thread-self", "mounts", "net", "sys", "cpuinfo", "meminfo",
@@ -1640,10 +1642,16 @@ aw_bwrap_dev(const aw_box_t *box, int fail)
  * itself, nothing shared with the host's mounts), covers the job's
  * empty directory with a small tmpfs and mounts in it one tmpfs of
  * scratch_mb each, noexec, nosuid, nodev, which bwrap binds on
- * /scratch, /tmp and /dev/shm.  A file written there is not run
+ * /scratch, /tmp and /dev/shm.  Each tmpfs has its size and its
+ * inodes set (nr_inodes: 1024 a MiB of scratch_mb, 64 for the small
+ * one): the kernel's defaults, each half the host's memory in pages,
+ * are what statvfs() answers a script, and what mountinfo's leaving
+ * them out tells.  A file written there is not run
  * (execve fails with EACCES, a library there is not mapped executable).
  * Beside them, an empty directory (void) and an empty file (null), the
- * read-only covers of /dev/pts and of /proc (aw_proc_cover()), and the
+ * read-only covers of /dev/pts and of /proc (aw_proc_cover()), the
+ * directories bound on /proc/sys/kernel and vm (aw_proc_sys_cover()),
+ * and the
  * sandbox's own /proc files (aw_proc_own): stat, meminfo, loadavg,
  * uptime and cpuinfo (some 1.5 KiB a CPU: the small tmpfs is 4 MiB,
  * charged to the job as written).  The namespace ends with the
@@ -1695,7 +1703,7 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
 
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
         || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                 "size=4m,mode=755") != 0)
+                 "size=4m,nr_inodes=64,mode=755") != 0)
     {
         aw_child_fail(fail, "mount %s: %s", base, strerror(errno));
     }
@@ -1703,6 +1711,15 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     snprintf(path, sizeof(path), "%s/void", base);
     if (mkdir(path, 0555) != 0) {
         aw_child_fail(fail, "mkdir %s: %s", path, strerror(errno));
+    }
+
+    for (i = 0; i < (int) AW_NPROC_SYS_DIRS; i++) {
+        snprintf(path, sizeof(path), "%s/%s", base,
+                 strrchr(aw_proc_sys_dirs[i], '/') + 1);
+
+        if (mkdir(path, 0755) != 0) {
+            aw_child_fail(fail, "mkdir %s: %s", path, strerror(errno));
+        }
     }
 
     snprintf(path, sizeof(path), "%s/null", base);
@@ -1727,7 +1744,8 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     snprintf(path, sizeof(path), "%s/uptime", base);
     aw_proc_uptime(path, fail);
 
-    snprintf(opt, sizeof(opt), "size=%ldm,mode=1777", conf->scratch_mb);
+    snprintf(opt, sizeof(opt), "size=%ldm,nr_inodes=%ldk,mode=1777",
+             conf->scratch_mb, conf->scratch_mb);
 
     for (i = 0; i < 3; i++) {
         snprintf(path, sizeof(path), "%s/%s", base, dirs[i]);
@@ -2170,6 +2188,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
     char           null[2304], dev[2304], own[AW_NPROC_OWN][2304];
     char           own_dst[AW_NPROC_OWN][32];
+    char           sys[AW_NPROC_SYS_DIRS][2304];
     int            sp[2];
     long           cpu_s;
     size_t         nf, i;
@@ -2298,6 +2317,11 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
                  aw_proc_own[i]);
     }
 
+    for (i = 0; i < AW_NPROC_SYS_DIRS; i++) {
+        snprintf(sys[i], sizeof(sys[i]), "%s/empty/%s", box->dir,
+                 strrchr(aw_proc_sys_dirs[i], '/') + 1);
+    }
+
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
 
     /*
@@ -2381,7 +2405,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         aw_proc_cover(&a, "/proc/sys", aw_proc_sys_shown, empty, null,
                       fail);
 
-        aw_proc_sys_cover(&a, fail);
+        aw_proc_sys_cover(&a, (const char (*)[2304]) sys, fail);
 
         if (a.na + sizeof(tail) / sizeof(tail[0]) > AW_BWRAP_ARGS) {
             aw_child_fail(fail, "too many arguments for bwrap");
@@ -2493,20 +2517,24 @@ aw_bwrap_cover(aw_bwrap_argv_t *a, const char *cover, const char *path,
 
 
 /*
- * bwrap: /proc/sys/kernel and /proc/sys/vm become read-only tmpfs with
- * only aw_proc_sys_files in them, bound from the host's /proc/sys (a
- * sysctl is read for the namespaces of the process that reads it: the
- * sandbox's).  A file the kernel does not have is left out.
+ * bwrap: /proc/sys/kernel and /proc/sys/vm become read-only directories
+ * with only aw_proc_sys_files in them, bound from the host's /proc/sys
+ * (a sysctl is read for the namespaces of the process that reads it:
+ * the sandbox's).  A file the kernel does not have is left out.  The
+ * directories are aw_bwrap_mounts()'s (dirs), on its bounded tmpfs:
+ * bwrap's --tmpfs has no inode bound (--size sets only the size), and
+ * a tmpfs's default size and inode count are half the host's memory,
+ * which statvfs() told.
  */
 
 static void
-aw_proc_sys_cover(aw_bwrap_argv_t *a, int fail)
+aw_proc_sys_cover(aw_bwrap_argv_t *a, const char (*dirs)[2304], int fail)
 {
     size_t       i;
     struct stat  st;
 
     for (i = 0; i < AW_NPROC_SYS_DIRS; i++) {
-        aw_bwrap_args(a, "--tmpfs", aw_proc_sys_dirs[i], NULL, fail);
+        aw_bwrap_args(a, "--bind", dirs[i], aw_proc_sys_dirs[i], fail);
     }
 
     for (i = 0; i < AW_NPROC_SYS_FILES; i++) {
