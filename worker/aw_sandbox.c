@@ -197,10 +197,11 @@ static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     int report) __attribute__((noreturn));
 static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
 static int aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box,
-    int fail);
+    int top, int fail);
+static int aw_bwrap_top(const aw_box_t *box, int fail);
 static int aw_bwrap_dev(const aw_box_t *box, int fail);
 static int aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, int fail);
+    const aw_box_t *box, int top, int fail);
 static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
     const char *const *shown, const char *empty, const char *null,
     int fail);
@@ -1083,10 +1084,15 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
 
     /*
      * bwrap: the places of the small tmpfs aw_bwrap_mounts() mounts
-     * (and in it aw_bwrap_layers()'s), and of the sandbox's /dev
-     * (aw_bwrap_dev())
+     * (and in it aw_bwrap_layers()'s), of the sandbox's /dev
+     * (aw_bwrap_dev()) and of the layers' top (aw_bwrap_top())
      */
     snprintf(path, sizeof(path), "%s/empty", box->dir);
+    if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/top", box->dir);
     if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
         goto fail;
     }
@@ -1475,8 +1481,17 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * under workdir, the host's block device and its file system's type
  * and mount options.  An overlay's root is "/", its source "none", its
  * device one of its own; its options name its layers as they were
- * given, here relative to the tmpfs ("r:e", the host's directory bound
+ * given, here relative to the tmpfs ("e:r", the host's directory bound
  * on r, and e an empty one: an overlay with no upper layer needs two).
+ * statfs() of an overlay answers for its top layer: with the host's
+ * directory on top it gave the host's file system's size and free
+ * blocks and inodes, live, which what the host and other jobs write
+ * moves.  So e is on top, aw_bwrap_top()'s tmpfs when the child was
+ * root (top: its root directory, owned by root, is the sandbox's root's
+ * and code's and data's, as the host directories' were); a child that
+ * never was root has no tmpfs of root's, and an e of its own on top
+ * would make the sandbox's user the owner of its root: there the
+ * host's directory stays on top ("r:e").
  * -1 when the kernel refuses an overlay (no overlay module loaded, a
  * rootfs already two overlays deep), the tmpfs unmounted: bwrap then
  * binds the host's directories, as before.  The namespace ends with
@@ -1484,16 +1499,19 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  */
 
 static int
-aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int fail)
+aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int top,
+    int fail)
 {
     int          cwd;
     size_t       i;
     char         base[2304], code[2304], data[2304], opt[32];
+    char         empty[2304];
     const char  *src[3];
     const char  *const lower[3] = { "r", "c", "d" };
     const char  *const at[3] = { "root", "code", "data" };
 
     snprintf(base, sizeof(base), "%s/empty/layers", box->dir);
+    snprintf(empty, sizeof(empty), "%s/top", box->dir);
     snprintf(code, sizeof(code), "%s/code", box->in);
     snprintf(data, sizeof(data), "%s/data", box->in);
     src[0] = conf->rootfs;
@@ -1507,7 +1525,8 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int fail)
         || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                  "size=4k,nr_inodes=16,mode=755") != 0
         || chdir(base) != 0
-        || mkdir("e", 0555) != 0)
+        || mkdir("e", 0555) != 0
+        || (top && mount(empty, "e", NULL, MS_BIND, NULL) != 0))
     {
         aw_child_fail(fail, "layers in %s: %s", base, strerror(errno));
     }
@@ -1520,7 +1539,8 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int fail)
                           strerror(errno));
         }
 
-        snprintf(opt, sizeof(opt), "lowerdir=%s:e", lower[i]);
+        snprintf(opt, sizeof(opt), top ? "lowerdir=e:%s" : "lowerdir=%s:e",
+                 lower[i]);
 
         if (mount("none", at[i], "overlay",
                   MS_RDONLY | MS_NOSUID | MS_NODEV, opt) != 0)
@@ -1540,6 +1560,32 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int fail)
     }
 
     close(cwd);
+
+    return 0;
+}
+
+
+/*
+ * bwrap: the empty top layer of the sandbox's root, code and data
+ * (aw_bwrap_layers()), made by the runtime's child while still root, in
+ * its own mount namespace (aw_runtime_exec()): a read-only tmpfs of one
+ * block and one inode, its root directory, owned by root, mode 0755, on
+ * the job's top.  statfs() of any file of the sandbox's root, code or
+ * data answers with its numbers, fixed, not the host file system's.
+ */
+
+static int
+aw_bwrap_top(const aw_box_t *box, int fail)
+{
+    char  path[2304];
+
+    snprintf(path, sizeof(path), "%s/top", box->dir);
+
+    if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV
+              | MS_NOEXEC, "size=4k,nr_inodes=1,mode=755") != 0)
+    {
+        aw_child_fail(fail, "mount %s: %s", path, strerror(errno));
+    }
 
     return 0;
 }
@@ -1660,7 +1706,7 @@ aw_bwrap_dev(const aw_box_t *box, int fail)
 
 static int
 aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
-    const aw_box_t *box, int fail)
+    const aw_box_t *box, int top, int fail)
 {
     int          fd, i;
     char         base[2304], path[2400], map[64], opt[64];
@@ -1758,7 +1804,7 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
         }
     }
 
-    return aw_bwrap_layers(conf, box, fail);
+    return aw_bwrap_layers(conf, box, top, fail);
 }
 
 
@@ -2182,7 +2228,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t keeper, int out, int err, int fail,
     int status)
 {
-    int            fd, own_dev, own_layers;
+    int            fd, own_dev, own_layers, own_top;
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
@@ -2270,6 +2316,10 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     own_dev = getuid() == 0 && aw_bwrap_dev(box, fail) == 0;
 
+    /* the top of the sandbox's layers, owned by root (aw_bwrap_layers()) */
+
+    own_top = getuid() == 0 && aw_bwrap_top(box, fail) == 0;
+
     /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
 
     if (getuid() == 0
@@ -2343,7 +2393,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * descriptors use it up): an empty read-only directory covers it,
      * and /dev/ptmx, a link to pts/ptmx, leads nowhere.
      */
-    own_layers = aw_bwrap_mounts(conf, job, box, fail) == 0;
+    own_layers = aw_bwrap_mounts(conf, job, box, own_top, fail) == 0;
 
     /* root, code and data as overlays: no host path, device or options */
 
