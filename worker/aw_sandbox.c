@@ -199,7 +199,7 @@ static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
 static int aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box,
     int top, int fail);
 static int aw_bwrap_top(const aw_box_t *box, int fail);
-static int aw_bwrap_dev(const aw_box_t *box, int fail);
+static int aw_bwrap_dev(const aw_box_t *box, int bound, int fail);
 static int aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, int top, int fail);
 static void aw_proc_cover(aw_bwrap_argv_t *a, const char *dir,
@@ -336,6 +336,14 @@ static const struct {
 static const int  aw_families[] = { AF_UNIX, AF_INET, AF_INET6 };
 
 #define AW_NFAMILIES  (sizeof(aw_families) / sizeof(aw_families[0]))
+
+
+/* bwrap: the device nodes of the sandbox's /dev (aw_bwrap_dev()) */
+static const char *const  aw_dev_nodes[] = {
+    "null", "zero", "full", "random", "urandom", "tty"
+};
+
+#define AW_NDEV_NODES  (sizeof(aw_dev_nodes) / sizeof(aw_dev_nodes[0]))
 
 
 /* the only places a script can write, each a tmpfs of scratch_mb */
@@ -1605,17 +1613,22 @@ aw_bwrap_top(const aw_box_t *box, int fail)
  * user than root, nor one without CAP_MKNOD: the shipped unit's
  * PrivateDevices= takes it (its /dev is a tmpfs of systemd's, with the
  * same nodes, not the host's devtmpfs).  -1 when the node is refused
- * (EPERM), the tmpfs unmounted: bwrap's --dev then, as before.  The
- * namespace ends with the sandbox's last process: nothing to remove.
+ * (EPERM), the tmpfs unmounted.  Then, bound, in the user namespace of
+ * aw_bwrap_mounts(), the same tmpfs with the worker's nodes bound on
+ * it one by one, as --dev does: --dev's own tmpfs had no size and no
+ * inode bound (statvfs() of /dev told half the host's memory; bwrap's
+ * --size is for --tmpfs only), and a devpts of the host kernel's, whose
+ * ptys count against kernel.pty.max for the whole host, was mounted on
+ * /dev/pts (and covered).  The namespace ends with the sandbox's last
+ * process: nothing to remove.
  */
 
 static int
-aw_bwrap_dev(const aw_box_t *box, int fail)
+aw_bwrap_dev(const aw_box_t *box, int bound, int fail)
 {
+    int          fd;
     size_t       i;
-    char         base[2304], path[2400];
-    const char  *const nodes[] = { "null", "zero", "full", "random",
-                                   "urandom", "tty" };
+    char         base[2304], path[2400], node[32];
     const dev_t  devs[] = { makedev(1, 3), makedev(1, 5), makedev(1, 7),
                             makedev(1, 8), makedev(1, 9), makedev(5, 0) };
     const char  *const links[][2] = {
@@ -1631,10 +1644,10 @@ aw_bwrap_dev(const aw_box_t *box, int fail)
         aw_child_fail(fail, "mount %s: %s", base, strerror(errno));
     }
 
-    for (i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s", base, nodes[i]);
+    for (i = 0; i < AW_NDEV_NODES; i++) {
+        snprintf(path, sizeof(path), "%s/%s", base, aw_dev_nodes[i]);
 
-        if (mknod(path, S_IFCHR | 0666, devs[i]) != 0) {
+        if (!bound && mknod(path, S_IFCHR | 0666, devs[i]) != 0) {
             if (errno == EPERM && umount2(base, MNT_DETACH) == 0) {
                 return -1;
             }
@@ -1642,8 +1655,22 @@ aw_bwrap_dev(const aw_box_t *box, int fail)
             aw_child_fail(fail, "mknod %s: %s", path, strerror(errno));
         }
 
-        if (chmod(path, 0666) != 0) {
+        if (!bound && chmod(path, 0666) != 0) {
             aw_child_fail(fail, "chmod %s: %s", path, strerror(errno));
+        }
+
+        if (!bound) {
+            continue;
+        }
+
+        snprintf(node, sizeof(node), "/dev/%s", aw_dev_nodes[i]);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+
+        if (fd < 0 || close(fd) != 0
+            || mount(node, path, NULL, MS_BIND, NULL) != 0)
+        {
+            aw_child_fail(fail, "%s on %s: %s", node, path,
+                          strerror(errno));
         }
     }
 
@@ -2314,7 +2341,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     /* the sandbox's /dev, of its own (root makes device nodes) */
 
-    own_dev = getuid() == 0 && aw_bwrap_dev(box, fail) == 0;
+    own_dev = getuid() == 0 && aw_bwrap_dev(box, 0, fail) == 0;
 
     /* the top of the sandbox's layers, owned by root (aw_bwrap_layers()) */
 
@@ -2384,16 +2411,18 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * --proc.
      * /dev is aw_bwrap_dev()'s, read-only, with the bounded /dev/shm
      * on it; no devpts, so no pty.  Under a worker without CAP_MKNOD
-     * (not root; the unit's PrivateDevices=), --dev's: an unbounded
-     * tmpfs owned by the sandbox user, remounted read-only once
-     * /dev/shm is on it, with the worker's device nodes bound from its
-     * /dev, and a devpts of the host kernel, whose ptys count against
-     * kernel.pty.max for the whole host (every devpts but the host's
-     * own shares what the reserve leaves; 64 processes of 256
-     * descriptors use it up): an empty read-only directory covers it,
-     * and /dev/ptmx, a link to pts/ptmx, leads nowhere.
+     * (not root; the unit's PrivateDevices=) its nodes are the worker's,
+     * bound on it, as bwrap's --dev would, whose own tmpfs had no bound
+     * and whose devpts's ptys counted against kernel.pty.max for the
+     * whole host.
      */
     own_layers = aw_bwrap_mounts(conf, job, box, own_top, fail) == 0;
+
+    /* no device node made: the worker's bound in, in the user namespace */
+
+    if (!own_dev) {
+        (void) aw_bwrap_dev(box, 1, fail);
+    }
 
     /* root, code and data as overlays: no host path, device or options */
 
@@ -2435,16 +2464,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
             a.av[a.na++] = head[i];
         }
 
-        if (own_dev) {
-            aw_bwrap_args(&a, "--dev-bind", dev, "/dev", fail);
-            aw_bwrap_args(&a, "--bind", shm, "/dev/shm", fail);
-
-        } else {
-            aw_bwrap_args(&a, "--dev", "/dev", NULL, fail);
-            aw_bwrap_args(&a, "--ro-bind", empty, "/dev/pts", fail);
-            aw_bwrap_args(&a, "--bind", shm, "/dev/shm", fail);
-            aw_bwrap_args(&a, "--remount-ro", "/dev", NULL, fail);
-        }
+        aw_bwrap_args(&a, "--dev-bind", dev, "/dev", fail);
+        aw_bwrap_args(&a, "--bind", shm, "/dev/shm", fail);
 
         aw_proc_cover(&a, "/proc", aw_proc_shown, empty, null, fail);
 

@@ -10,8 +10,8 @@
 # (aw_bwrap_dev() in worker/aw_sandbox.c): one mount, and /dev/shm on
 # it; the nodes work as before.  A worker without CAP_MKNOD (the shipped
 # unit's PrivateDevices= takes it; its /dev is then systemd's tmpfs, not
-# the host's devtmpfs) cannot make them: its jobs still run, with
-# bwrap's --dev.
+# the host's devtmpfs) cannot make them: its jobs still run, with the
+# worker's nodes bound one by one, as bwrap's --dev did.
 
 use strict;
 use warnings;
@@ -117,14 +117,14 @@ like($p->{works}{create} // '',
      qr/^(Read-only file system|Permission denied)$/,
      'nothing can be made in /dev');
 
-# a worker without CAP_MKNOD: bwrap's --dev, as before
+# a worker without CAP_MKNOD: the worker's nodes, bound
 $w->kill_worker('TERM', $pid);
 $w->start_worker(wrap => ['setpriv', '--bounding-set', '-mknod']);
 $r = $w->run_job(job_id => 'dev-nomknod', script => $probe);
 my $q = eval { decode_json($r->{stdout}) } // {};
 is($r->{status}, 'ok', 'without CAP_MKNOD, the job runs') or diag explain $r;
 ok(grep({ $_->{at} eq '/dev/null' } @{$q->{mounts} // []}),
-   "with bwrap's --dev (the nodes bound one by one)");
+   "with the worker's nodes (bound one by one)");
 is(works($q), $want, 'its nodes work') or diag explain $q->{works};
 like($q->{works}{create} // '',
      qr/^(Read-only file system|Permission denied)$/,

@@ -10,6 +10,10 @@
 # (bwrap's --size sets only the size).  Now every tmpfs a script sees
 # has both (aw_bwrap_mounts() in worker/aw_sandbox.c): the writable
 # places scratch_mb and 1024 inodes a MiB, the rest a few KiB.
+# A worker without CAP_MKNOD (the shipped unit's PrivateDevices= takes
+# it) had bwrap's --dev: a tmpfs with neither, and a devpts of the host
+# kernel's under a cover.  Now its /dev is the same 4 KiB tmpfs as a
+# root worker's, the worker's device nodes bound on it, and no devpts.
 
 use strict;
 use warnings;
@@ -19,16 +23,18 @@ use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
 use JSON::PP;
 use Test::More;
+use Airlock::Prereq qw(need_cmd);
 use Airlock::Test;
 use Airlock::Worker;
 
 my $t = Airlock::Test->new;
 my $w = Airlock::Worker->new($t, backend => 'bwrap');
+need_cmd('setpriv');
 $w->start_proxy;
 $w->start_redis;
-$w->start_worker;
+my $pid = $w->start_worker;
 
-plan tests => 4;
+plan tests => 9;
 
 # half the host's memory in pages: a tmpfs's default size and inodes
 my ($kb) = (Airlock::Worker::_slurp('/proc/meminfo') // '')
@@ -38,11 +44,12 @@ my $half = int(($kb // 0) / 8);
 my $probe = <<'PY';
 import json, os
 
-res = {"tmpfs": {}}
+res = {"tmpfs": {}, "types": []}
 with open("/proc/self/mountinfo") as f:
     for line in f:
         pre, post = line.split(" - ")
         at, (fstype, _, opts) = pre.split()[4], post.split()
+        res["types"].append(fstype)
         if fstype != "tmpfs":
             continue
         s = os.statvfs(at)
@@ -81,3 +88,16 @@ ok(exists $p->{tmpfs}{'/scratch'} && exists $p->{tmpfs}{'/proc/sys/kernel'},
 is(unbounded($p), '', 'every tmpfs has its size and inode count set');
 is(over($p), '', 'none is over scratch_mb or tells the host\'s memory'
    . " ($half pages)");
+
+# a worker without CAP_MKNOD: its /dev made of the worker's nodes
+$w->kill_worker('TERM', $pid);
+$w->start_worker(wrap => ['setpriv', '--bounding-set', '-mknod']);
+$r = $w->run_job(job_id => 'tmpfs-nomknod', script => $probe);
+$p = eval { decode_json($r->{stdout}) } // {};
+is($r->{status}, 'ok', 'without CAP_MKNOD, the probe ran')
+    or diag explain $r;
+ok(exists $p->{tmpfs}{'/dev'}, 'it saw /dev') or diag explain $p;
+is(unbounded($p), '', 'every tmpfs has its size and inode count set');
+is(over($p), '', 'none is over scratch_mb or tells the host\'s memory');
+is(join(' ', grep { $_ eq 'devpts' } @{$p->{types} // []}), '',
+   'no devpts is mounted');
