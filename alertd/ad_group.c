@@ -108,15 +108,22 @@ ad_group_find(const ad_groups_t *gs, const ad_alert_t *a)
 }
 
 
+/*
+ * by: how far the clock of now_ms (and of the windows) is ahead of the
+ * one a was stamped by, 0 but for a line written before a step of the
+ * wall clock and read after it (alertd.c, ad_stamped()): its time is
+ * taken on the windows' clock.
+ */
+
 int
 ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
-    ad_emit_pt emit, void *data)
+    int64_t by, ad_emit_pt emit, void *data)
 {
     int       removed;
     int64_t   t;
     ssize_t   i;
 
-    t = a->time_ms;
+    t = a->time_ms + by;
     if (t > now_ms + AD_CLOCK_SLACK) {
         t = now_ms;
     }

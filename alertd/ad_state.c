@@ -91,6 +91,7 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     st->snapshot = 1;
     st->clock = 0;
     st->saved_clock = 0;
+    st->saved_at = 0;
     st->errnum = 0;
     memset(&st->append_fail, 0, sizeof(ad_fail_t));
     memset(&st->empty_fail, 0, sizeof(ad_fail_t));
@@ -753,11 +754,13 @@ ad_state_save(ad_state_t *st, const char *journal, const ad_pos_t *pos,
 
 /*
  * The clock of the last save: {"boot":"<boot id>","off":<wall - boot
- * ms>}.  Of this boot, it says how far the wall clock stepped while
- * alertd was stopped (alertd.c moves the windows with it), and the
- * groups' "clock" holds.  Of another boot, or missing (an older alertd,
- * no boot id), nothing can be told: the windows are taken as they are,
- * on the wall clock, and their alerts' clocks let go.
+ * ms>,"at":<boot ms>}.  Of this boot, it says how far the wall clock
+ * stepped while alertd was stopped (alertd.c moves the windows with
+ * it), and the groups' "clock" holds; "at", when off was read, tells a
+ * line stamped before that step from one stamped after it (alertd.c,
+ * ad_stamped()).  Of another boot, or missing (an older alertd, no boot
+ * id), nothing can be told: the windows are taken as they are, on the
+ * wall clock, and their alerts' clocks let go.
  */
 
 static int
@@ -766,9 +769,11 @@ ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs, char *why,
 {
     int          rc;
     size_t       i;
+    json_t      *at;
     json_int_t   off;
 
     st->saved_clock = 0;
+    st->saved_at = 0;
 
     rc = ad_clock_read(o, &off, why, whysize);
 
@@ -779,6 +784,15 @@ ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs, char *why,
     if (rc == 1) {
         st->saved_off = off;
         st->saved_clock = 1;
+
+        /* "at" came later: without it, a step is told, not when */
+
+        at = json_object_get(json_object_get(o, "clock"), "at");
+        if (json_is_integer(at)) {
+            st->saved_boot = json_integer_value(at);
+            st->saved_at = 1;
+        }
+
         return 0;
     }
 
@@ -846,8 +860,9 @@ ad_state_to_json(const ad_state_t *st, const char *journal,
     json_decref(dropped);
 
     if (st->clock && ad_boot_id()[0] != '\0') {
-        clock = json_pack("{s:s, s:I}", "boot", ad_boot_id(),
-                          "off", (json_int_t) st->clock_off);
+        clock = json_pack("{s:s, s:I, s:I}", "boot", ad_boot_id(),
+                          "off", (json_int_t) st->clock_off,
+                          "at", (json_int_t) st->clock_boot);
 
         if (clock == NULL || json_object_set_new(o, "clock", clock) != 0) {
             json_decref(o);

@@ -99,6 +99,11 @@ typedef struct {
     int64_t          boot_ms;           /* the boot clock then */
     int64_t          clock_off;         /* wall_ms - boot_ms */
     unsigned         clock_known:1;     /* clock_off is set */
+    unsigned         step_known:1;      /* the last step: step_off and
+                                           step_boot are set */
+    int64_t          step_off;          /* the clock before it */
+    int64_t          step_boot;         /* the boot clock when it was
+                                           last read before the step */
     int64_t          saved_at;          /* monotonic */
     int64_t          blocked_until;     /* monotonic: queueing failed */
     ad_fail_t        sync_fail;         /* syncing the outbox */
@@ -108,6 +113,7 @@ typedef struct {
 
 
 static int ad_options(ad_ctx_t *ctx, int argc, char **argv);
+static int64_t ad_stamped(const ad_ctx_t *ctx, int64_t t);
 static int ad_duration_option(const char *name, const char *value,
     int64_t min, int64_t max, const char *upto, int64_t *ms);
 static void ad_usage(FILE *f);
@@ -1164,15 +1170,17 @@ static void
 ad_clock(ad_ctx_t *ctx)
 {
     size_t       n;
-    int64_t      off, by;
+    int64_t      off, by, last;
     const char  *when;
     char         from[AD_TIME_MAX], to[AD_TIME_MAX];
 
+    last = ctx->boot_ms;
     ctx->boot_ms = ad_boot_ms();
     ctx->wall_ms = ad_now_ms();
     off = ctx->wall_ms - ctx->boot_ms;
 
     ctx->state.clock_off = off;
+    ctx->state.clock_boot = ctx->boot_ms;
     ctx->state.clock = 1;
     when = "";
 
@@ -1185,15 +1193,23 @@ ad_clock(ad_ctx_t *ctx)
         }
 
         ctx->clock_off = ctx->state.saved_off;
+        last = ctx->state.saved_at ? ctx->state.saved_boot : -1;
         when = " while alertd was stopped";
     }
 
     by = off - ctx->clock_off;
-    ctx->clock_off = off;
 
     if (by > -AD_CLOCK_STEP && by < AD_CLOCK_STEP) {
+        ctx->clock_off = off;
         return;
     }
+
+    /* the lines read from now on may have been stamped before it */
+
+    ctx->step_known = (last >= 0);
+    ctx->step_off = ctx->clock_off;
+    ctx->step_boot = last;
+    ctx->clock_off = off;
 
     n = ad_group_shift(&ctx->groups, by);
     if (n > 0) {
@@ -1209,6 +1225,56 @@ ad_clock(ad_ctx_t *ctx)
            by > 0 ? "forward" : "back",
            (long long) ((by > 0 ? by : -by) / 1000),
            (long long) ((by > 0 ? by : -by) % 1000), when, from, to, n);
+}
+
+
+/*
+ * The wall - boot clock a journal line stamped t (ms) was stamped by:
+ * the round's, or the one before the last step.  nginx stamps a line
+ * when it writes it, alertd reads it later: a line written before a
+ * step and read after it (a backlog, alertd stopped, or the step came
+ * between the write and the read) holds a time of the clock before.
+ * Taken on the round's clock, it would be as far off as the step:
+ * after a step forward, an alert opening a group would open a window
+ * that ended long ago, and a quarantine would be sent to Alertmanager
+ * ending as much early.
+ *
+ * A line stamped by the round's clock was written after the last
+ * round that read the clock before the step (step_boot: the state's
+ * save, for a step while alertd was stopped) and not after now: on the
+ * boot clock, t - clock_off is in that span (AD_CLOCK_STEP earlier,
+ * for nginx's cached time; AD_CLOCK_SLACK later, for the reading of
+ * the round).  One that is not, but is no later than now on the clock
+ * before the step, was stamped by that clock.  A line both could have
+ * stamped is taken on the round's clock: one written less than the
+ * step after step_boot, before a step forward (a step while alertd was
+ * stopped longer than the step), or one written the step or more
+ * before it, before a step back (a backlog).  While alertd runs, a
+ * round reads the clock at least every poll interval: a step forward
+ * of more than that leaves no such line.
+ */
+
+static int64_t
+ad_stamped(const ad_ctx_t *ctx, int64_t t)
+{
+    int64_t  m;
+
+    if (!ctx->step_known) {
+        return ctx->clock_off;
+    }
+
+    m = t - ctx->clock_off;
+
+    if (m >= ctx->step_boot - AD_CLOCK_STEP
+        && m <= ctx->boot_ms + AD_CLOCK_SLACK)
+    {
+        return ctx->clock_off;
+    }
+
+    m = t - ctx->step_off;
+
+    return (m <= ctx->boot_ms + AD_CLOCK_SLACK) ? ctx->step_off
+                                                : ctx->clock_off;
 }
 
 
@@ -1296,10 +1362,21 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off, int cut)
         rc = ad_alert_parse_line(line, len, &a, why, sizeof(why));
     }
 
-    /* read by the round's clock: see ad_am_stepped() */
+    /*
+     * Read by the round's clock, or stamped by the clock before a step:
+     * see ad_stamped() and ad_am_stepped()
+     */
 
-    a.clock_off = ctx->clock_off;
+    a.clock_off = (rc == AD_LINE_ALERT || rc == AD_LINE_ZONE)
+                  ? ad_stamped(ctx, a.time_ms) : ctx->clock_off;
     a.clock_known = 1;
+
+    if (a.clock_off != ctx->clock_off) {
+        ad_log(AD_LOG_DEBUG, "journal offset %lld: %s stamped %s, by the "
+               "wall clock before it stepped by %lld ms", (long long) off,
+               rc == AD_LINE_ALERT ? a.id : "zone line", a.time,
+               (long long) (ctx->clock_off - a.clock_off));
+    }
 
     switch (rc) {
 
@@ -1309,7 +1386,9 @@ ad_on_line(void *data, const char *line, size_t len, int64_t off, int cut)
         ad_log(AD_LOG_DEBUG, "journal offset %lld: alert %s", (long long) off,
                a.id);
 
-        if (ad_group_add(&ctx->groups, &a, ctx->wall_ms, ad_emit, ctx) != 0)
+        if (ad_group_add(&ctx->groups, &a, ctx->wall_ms,
+                         ctx->clock_off - a.clock_off, ad_emit, ctx)
+            != 0)
         {
             return -1;
         }

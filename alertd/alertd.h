@@ -303,7 +303,7 @@ typedef struct {
 typedef int (*ad_emit_pt)(void *data, const ad_alert_t *a);
 
 int ad_group_add(ad_groups_t *gs, const ad_alert_t *a, int64_t now_ms,
-    ad_emit_pt emit, void *data);
+    int64_t by, ad_emit_pt emit, void *data);
 int ad_group_expire(ad_groups_t *gs, int64_t now_ms, size_t max,
     ad_emit_pt emit, void *data);       /* 1: max emitted, more ended */
 int64_t ad_group_next(const ad_groups_t *gs);   /* -1: none */
@@ -379,9 +379,12 @@ typedef struct {
     unsigned         clock:1;               /* clock_off is set */
     unsigned         saved_clock:1;         /* the loaded state has
                                                saved_off, of this boot */
+    unsigned         saved_at:1;            /* and saved_boot */
     int64_t          clock_off;             /* wall - boot clock of the
                                                windows saved */
+    int64_t          clock_boot;            /* the boot clock then */
     int64_t          saved_off;             /* the loaded state's */
+    int64_t          saved_boot;            /* its boot clock */
     ad_fail_t        append_fail;           /* appending to the log */
     ad_fail_t        empty_fail;            /* emptying it */
     int              errnum;                /* why opening or loading

@@ -296,7 +296,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
             fz_check_alert(&a);
 
-            (void) ad_group_add(&gs, &a, FZ_NOW_MS, fz_emit, NULL);
+            (void) ad_group_add(&gs, &a, FZ_NOW_MS, 0, fz_emit, NULL);
         }
 
         fz_read_back(p, (size_t) (nl - p));
