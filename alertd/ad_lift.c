@@ -17,6 +17,14 @@
  * reads the lines again and finds each quarantine in the list, or adds
  * it again.  Webhooks are not told: their events are alerts raised,
  * and a lift is none (docs/alerts.md).
+ *
+ * A quarantine_until is on the wall clock alertd read its alert by
+ * (clock_off, saved with it as "clock", as in the outbox): it is
+ * compared with a zone line's time, or with now, moved onto their
+ * clock, so that a step of the wall clock between the two, while
+ * alertd runs or while it is stopped (in one boot), neither resolves a
+ * quarantine that ended before the zone was made anew nor leaves one
+ * that it lifted firing.
  */
 
 #include <errno.h>
@@ -33,6 +41,8 @@
 
 static int ad_lift_same(const ad_alert_t *a, const ad_alert_t *b);
 static int64_t ad_lift_until(const ad_alert_t *a);
+static int64_t ad_lift_until_by(const ad_alert_t *a, int known,
+    int64_t off);
 static void ad_lift_remove(ad_lifts_t *ls, size_t i);
 
 
@@ -40,8 +50,10 @@ int
 ad_lift_load(ad_lifts_t *ls, int dirfd)
 {
     char          *buf, why[256];
+    int            rc;
     size_t         len, i;
     json_t        *o, *v;
+    json_int_t     off;
     json_error_t   jerr;
 
     ls->a = NULL;
@@ -97,6 +109,12 @@ ad_lift_load(ad_lifts_t *ls, int dirfd)
             continue;
         }
 
+        /* of another boot, or from an alertd without it: as it is */
+
+        rc = ad_clock_read(v, &off, why, sizeof(why));
+        ls->a[ls->n].clock_known = (rc == 1);
+        ls->a[ls->n].clock_off = (rc == 1) ? (int64_t) off : 0;
+
         ls->n++;
     }
 
@@ -106,10 +124,11 @@ ad_lift_load(ad_lifts_t *ls, int dirfd)
 }
 
 
-/* a quarantine queued for Alertmanager */
+/* a quarantine queued for Alertmanager; now_ms is on the clock now_off */
 
 void
-ad_lift_add(ad_lifts_t *ls, const ad_alert_t *a, int64_t now_ms)
+ad_lift_add(ad_lifts_t *ls, const ad_alert_t *a, int64_t now_ms,
+    int64_t now_off)
 {
     size_t   i, first;
     int64_t  until;
@@ -118,21 +137,22 @@ ad_lift_add(ad_lifts_t *ls, const ad_alert_t *a, int64_t now_ms)
         return;
     }
 
-    until = ad_lift_until(a);
-    if (until < 0) {
+    if (ad_lift_until(a) < 0) {
         return;
     }
 
+    until = ad_lift_until_by(a, 1, now_off);
     i = 0;
 
     while (i < ls->n) {
-        if (ad_lift_until(&ls->a[i]) + AD_LIFT_KEEP < now_ms) {
+        if (ad_lift_until_by(&ls->a[i], 1, now_off) + AD_LIFT_KEEP < now_ms)
+        {
             ad_lift_remove(ls, i);
             continue;
         }
 
         if (ad_lift_same(&ls->a[i], a)) {
-            if (ad_lift_until(&ls->a[i]) > until) {
+            if (ad_lift_until_by(&ls->a[i], 1, now_off) > until) {
                 return;
             }
             ad_lift_remove(ls, i);
@@ -146,7 +166,9 @@ ad_lift_add(ad_lifts_t *ls, const ad_alert_t *a, int64_t now_ms)
         first = 0;
 
         for (i = 1; i < ls->n; i++) {
-            if (ad_lift_until(&ls->a[i]) < ad_lift_until(&ls->a[first])) {
+            if (ad_lift_until_by(&ls->a[i], 1, now_off)
+                < ad_lift_until_by(&ls->a[first], 1, now_off))
+            {
                 first = i;
             }
         }
@@ -174,6 +196,7 @@ ad_lift_zone(ad_lifts_t *ls, const ad_alert_t *zone, ad_emit_pt emit,
     void *data)
 {
     size_t      i;
+    int64_t     by;
     ad_alert_t  a;
 
     if (ls->a == NULL) {
@@ -183,7 +206,9 @@ ad_lift_zone(ad_lifts_t *ls, const ad_alert_t *zone, ad_emit_pt emit,
     i = 0;
 
     while (i < ls->n) {
-        if (ad_lift_until(&ls->a[i]) <= zone->time_ms) {
+        if (ad_lift_until_by(&ls->a[i], zone->clock_known, zone->clock_off)
+            <= zone->time_ms)
+        {
             i++;
             continue;
         }
@@ -204,7 +229,22 @@ ad_lift_zone(ad_lifts_t *ls, const ad_alert_t *zone, ad_emit_pt emit,
         a.lifted = 1;
         a.lifted_ms = zone->time_ms;
 
-        /* its end is the zone's time, on the clock the zone was read by */
+        /*
+         * Its end is the zone's time, on the clock the zone was read by.
+         * Its start, on the clock the quarantine was read by, is taken
+         * onto that one: an alert keeps one clock.  The annotations keep
+         * quarantine_until as nginx wrote it.
+         */
+
+        by = ad_lift_until_by(&ls->a[i], zone->clock_known,
+                              zone->clock_off)
+             - ad_lift_until(&ls->a[i]);
+
+        if (by != 0) {
+            a.time_ms += by;
+            ad_time_format(a.time, sizeof(a.time), a.time_ms);
+        }
+
         a.clock_off = zone->clock_off;
         a.clock_known = zone->clock_known;
         (void) snprintf(a.lifted_time, sizeof(a.lifted_time), "%s",
@@ -240,6 +280,18 @@ ad_lift_save(ad_lifts_t *ls, int dirfd)
 
     for (i = 0; i < ls->n; i++) {
         o = ad_alert_to_json(&ls->a[i]);
+
+        /* the clock its quarantine_until is on, as an outbox file's */
+
+        if (o != NULL && ls->a[i].clock_known && ad_boot_id()[0] != '\0'
+            && json_object_set_new(o, "clock",
+                   json_pack("{s:s, s:I}", "boot", ad_boot_id(), "off",
+                             (json_int_t) ls->a[i].clock_off))
+               != 0)
+        {
+            json_decref(o);
+            o = NULL;
+        }
 
         if (o == NULL || json_array_append_new(arr, o) != 0) {
             json_decref(arr);
@@ -309,6 +361,31 @@ ad_lift_until(const ad_alert_t *a)
     }
 
     return ms;
+}
+
+
+/*
+ * Its quarantine_until on the wall clock off (wall - boot), when known;
+ * as it is when either clock is not of this boot, or the two are less
+ * than AD_CLOCK_STEP apart (read a moment apart, as ad_am_stepped()
+ * takes them).  The length of the quarantine is nginx's, on its
+ * monotonic clock: a step since moves its end with it.
+ */
+
+static int64_t
+ad_lift_until_by(const ad_alert_t *a, int known, int64_t off)
+{
+    int64_t  until, by;
+
+    until = ad_lift_until(a);
+
+    if (until < 0 || !known || !a->clock_known) {
+        return until;
+    }
+
+    by = off - a->clock_off;
+
+    return (by > -AD_CLOCK_STEP && by < AD_CLOCK_STEP) ? until : until + by;
 }
 
 

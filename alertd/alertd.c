@@ -1474,7 +1474,7 @@ ad_emit(void *data, const ad_alert_t *a)
     /* resolved early if nginx makes its deny zone anew (ad_lift.c) */
 
     if (am > 0) {
-        ad_lift_add(&ctx->lifts, a, ctx->wall_ms);
+        ad_lift_add(&ctx->lifts, a, ctx->wall_ms, ctx->clock_off);
     }
 
     ctx->changed = 1;

@@ -334,7 +334,8 @@ typedef struct {
 } ad_lifts_t;
 
 int ad_lift_load(ad_lifts_t *ls, int dirfd);
-void ad_lift_add(ad_lifts_t *ls, const ad_alert_t *a, int64_t now_ms);
+void ad_lift_add(ad_lifts_t *ls, const ad_alert_t *a, int64_t now_ms,
+    int64_t now_off);
 int ad_lift_zone(ad_lifts_t *ls, const ad_alert_t *zone, ad_emit_pt emit,
     void *data);
 int ad_lift_save(ad_lifts_t *ls, int dirfd);
