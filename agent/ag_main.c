@@ -107,7 +107,7 @@ static const char *ag_no_session(const ag_conf_t *conf);
 static int ag_session_hidden(redisContext *c, const char *session,
     const ag_peer_t *peer);
 static int ag_session_foreign(redisContext *c, const char *session,
-    const ag_peer_t *peer);
+    const ag_peer_t *peer, int none_hidden);
 static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req);
 static void ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer);
@@ -1741,13 +1741,18 @@ ag_session_hidden(redisContext *c, const char *session,
  * head read alone; the whole of it when its head says nothing sure or
  * Redis refused the look at the head), or one stored damaged.  A
  * session not stored yet is left to its lock, which names the asker of
- * its first question.  The check after the lock stays: it is the one
- * that holds should the session be stored between the two.
+ * its first question, unless none_hidden: one the asker may not start
+ * (--random-session-ids, an id not theirs from POST /v1/sessions) is
+ * refused on the same look, as another's is.  It took the lock, read
+ * the session and let the lock go first: three more round trips, so
+ * the time told an id stored from one not, and a full Redis refused
+ * the lock (503, not 404).  The check after the lock stays: it is the
+ * one that holds should the session be stored between the two.
  */
 
 static int
 ag_session_foreign(redisContext *c, const char *session,
-    const ag_peer_t *peer)
+    const ag_peer_t *peer, int none_hidden)
 {
     char  owner[AG_OWNER_MAX];
 
@@ -1767,8 +1772,8 @@ ag_session_foreign(redisContext *c, const char *session,
         return 1;
 
     case 0:
-        /* none stored: the lock tells */
-        return 0;
+        /* none stored: the lock tells, when the asker may start it */
+        return none_hidden;
 
     default:
         /* refused (a Redis user without GETRANGE): the whole session */
@@ -1960,7 +1965,8 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * session, and its owner's questions meanwhile were refused busy.
      */
     if ((made == 2 && !peer->admin)
-        || ag_session_foreign(run.redis, session, peer))
+        || ag_session_foreign(run.redis, session, peer,
+                              conf->random_ids && made != 1))
     {
         ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
         redisFree(run.redis);
