@@ -149,7 +149,7 @@ static AL_LLM_NOINLINE int al_llm_req_refs_read(al_llm_rq_t *rq);
 static void al_llm_refs_find(json_t *v, unsigned depth, al_llm_refs_t *refs);
 static int al_llm_req_urls(al_llm_rq_t *rq, const char *key);
 static int al_llm_req_stored(al_llm_rq_t *rq, const char *key);
-static const char *al_llm_stored_tools(al_llm_rq_t *rq, json_t *root);
+static const char *al_llm_stored_tools(json_t *root);
 static int al_llm_req_network(al_llm_rq_t *rq, const char *key);
 static const char *al_llm_network_tools(json_t *root);
 static const char *al_llm_network_here(json_t *obj);
@@ -3153,8 +3153,9 @@ al_llm_req_audio(al_llm_rq_t *rq)
  * body is loaded by jansson once, and the members that hold the prompt
  * are walked once, for what the entry's provider_tools does not allow.
  * An input by URL is refused first, wherever it is; then a stored file
- * of those members, then one of the tools, then a container's network.
- * Read only when the scan saw a key that may hold a URL or a file's id
+ * of those members, then one of the tools or of a top-level
+ * "container", then a container's network.  Read only when the scan saw
+ * a key that may hold a URL or a file's id, or a top-level "container"
  * (b->urls), or a tool that runs code (for the others only).
  */
 
@@ -3192,7 +3193,7 @@ al_llm_req_refs_read(al_llm_rq_t *rq)
     refs.url = NULL;
     refs.stored = NULL;
     refs.network = NULL;
-    refs.want_url = rq->b->urls
+    refs.want_url = (rq->b->urls & AL_LLM_URLS_KEY)
                     && (pt & (UINT32_C(1) << AL_LLM_PT_URL_INPUT)) == 0;
     refs.want_stored = (pt & (UINT32_C(1) << AL_LLM_PT_STORED_FILES)) == 0
                        && (rq->b->urls || (rq->b->tools & code) != 0);
@@ -3220,7 +3221,7 @@ al_llm_req_refs_read(al_llm_rq_t *rq)
         }
 
         if (refs.url == NULL && refs.want_stored && refs.stored == NULL) {
-            refs.stored = al_llm_stored_tools(rq, root);
+            refs.stored = al_llm_stored_tools(root);
         }
 
         if (refs.url == NULL && (!refs.want_stored || refs.stored == NULL)
@@ -3365,11 +3366,16 @@ al_llm_req_urls(al_llm_rq_t *rq, const char *key)
  * client's call), so the gateway cannot tell whose it is, as with
  * "conversation".  Refused unless the entry's provider_tools allows
  * stored_files.  Read (al_llm_req_refs()) only when the scan saw a
- * "file_id" (b->urls) or a tool that runs code (code_interpreter,
- * code_execution, shell: skills and containers are theirs), from the
- * tree jansson builds, in the members that hold the prompt and in the
- * tools the provider runs (al_llm_stored_tools(): a function's schema
- * may name a property "file_id").  file_search's "vector_store_ids" is
+ * "file_id" or a top-level "container" (b->urls) or a tool that runs
+ * code (code_interpreter, code_execution, shell: skills and containers
+ * are theirs), from the tree jansson builds, in the members that hold
+ * the prompt, in the tools the provider runs (al_llm_stored_tools(): a
+ * function's schema may name a property "file_id") and in the top-level
+ * "container", with or without a code tool beside it: Anthropic runs
+ * the code of its web_search and web_fetch tools of 20260209 (dynamic
+ * filtering) in a code execution container, which the request's
+ * "container" names, so one reused, with its files, is reached without
+ * any code tool in the request.  file_search's "vector_store_ids" is
  * not read here: the tool searches the account's stores and is of no
  * use without them, so provider_tools file_search is the grant.  The
  * refusal of the one at key.
@@ -3393,11 +3399,14 @@ al_llm_req_stored(al_llm_rq_t *rq, const char *key)
 /*
  * Of the tools the provider runs and Anthropic's top-level "container",
  * the key of a file, container or skill the account stores
- * (al_llm_req_stored()), or NULL
+ * (al_llm_req_stored()), or NULL.  The "container" is read on every
+ * endpoint, as "prompt" is (al_llm_req_stored_prompt()): elsewhere it
+ * passes only as allow_members names it, and a router behind the entry
+ * (LiteLLM's) hands it on to Anthropic.
  */
 
 static const char *
-al_llm_stored_tools(al_llm_rq_t *rq, json_t *root)
+al_llm_stored_tools(json_t *root)
 {
     size_t       i;
     json_t      *v;
@@ -3414,7 +3423,7 @@ al_llm_stored_tools(al_llm_rq_t *rq, json_t *root)
 
     v = json_object_get(root, "container");
 
-    if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES
+    if (key == NULL
         && (json_is_string(v)
             || (json_is_object(v)
                 && json_object_get(v, "id") != NULL
@@ -3423,7 +3432,7 @@ al_llm_stored_tools(al_llm_rq_t *rq, json_t *root)
         key = "container";
     }
 
-    if (key == NULL && rq->ep == AL_LLM_EP_MESSAGES && json_is_object(v)) {
+    if (key == NULL && json_is_object(v)) {
         key = al_llm_json_find(json_object_get(v, "skills"), 0,
                                al_llm_skill_here);
     }

@@ -308,6 +308,14 @@ al_llm_field_count(const al_llm_jfield_t *f, const unsigned char *p,
                                            name (AL_LLM_MEMBER_MAX) */
 
 /*
+ * What al_llm_body_t's urls holds, for al_llm_req_refs(): a key of an
+ * input by URL or of a stored file's id at any depth, and a top-level
+ * "container" (a container or skills the account stores, Anthropic's)
+ */
+#define AL_LLM_URLS_KEY        1
+#define AL_LLM_URLS_CONTAINER  2
+
+/*
  * root and f[]: a scan's start sets only their type to
  * AL_LLM_JT_NONE (al_llm_body_clear()); each scan that records one writes
  * all of it, type, at, len and num, and esc for a string, so the rest is
@@ -328,9 +336,12 @@ typedef struct {
                                            depth (Anthropic's prompt
                                            cache is written only where
                                            one asks) */
-    unsigned             urls;          /* a member that may hold a URL
-                                           the provider downloads, at any
-                                           depth (al_llm_scan_deep_key()) */
+    unsigned             urls;          /* AL_LLM_URLS_*: a member that
+                                           may hold a URL the provider
+                                           downloads or a file's id, at
+                                           any depth
+                                           (al_llm_scan_deep_key()), a
+                                           top-level "container" */
     unsigned             audio;         /* an "input_audio" member, at
                                            any depth */
     unsigned             state_flat;    /* the flat scan read the body:

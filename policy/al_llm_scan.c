@@ -858,7 +858,7 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             deep = al_llm_scan_deep_key(name, n);
 
             if (deep != 0) {
-                b->urls |= (deep == AL_LLM_DEEP_URL);
+                b->urls |= (deep == AL_LLM_DEEP_URL) ? AL_LLM_URLS_KEY : 0;
                 b->audio |= (deep == AL_LLM_DEEP_AUDIO);
             }
         }
@@ -905,6 +905,12 @@ al_llm_scan_flat(al_llm_sc_t *sc)
                 {
                     field = &b->state_prev;
                 }
+            }
+
+            /* a container the account stores: al_llm_req_refs() reads */
+
+            if (id < 0 && n == 9 && al_llm_scan_is(name, "container")) {
+                b->urls |= AL_LLM_URLS_CONTAINER;
             }
 
             if (id >= 0) {
@@ -964,6 +970,12 @@ al_llm_scan_flat(al_llm_sc_t *sc)
             count = sc->spec->prompt
                     && al_llm_scan_in(al_llm_scan_prompt,
                                       AL_LLM_SCAN_PROMPT_LENS, name, n);
+
+            if (id < 0 && sc->spec->prompt && n == 9
+                && al_llm_scan_is(name, "container"))
+            {
+                b->urls |= AL_LLM_URLS_CONTAINER;
+            }
 
             if (count && n == 5 && al_llm_scan_is(name, "tools")) {
                 kind = AL_LLM_SK_TOOLS;
@@ -1358,7 +1370,7 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
             deep = al_llm_scan_deep_key(name, s.dlen);
 
             if (deep != 0) {
-                b->urls |= (deep == AL_LLM_DEEP_URL);
+                b->urls |= (deep == AL_LLM_DEEP_URL) ? AL_LLM_URLS_KEY : 0;
                 b->audio |= (deep == AL_LLM_DEEP_AUDIO);
             }
         }
@@ -1392,6 +1404,12 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
                 && (al_llm_scan_member(name, s.dlen) & sc->ep) == 0)
             {
                 al_llm_scan_unlisted(sc, &s, name);
+            }
+
+            if (id < 0 && sc->spec->prompt && s.dlen == 9
+                && al_llm_scan_is(name, "container"))
+            {
+                b->urls |= AL_LLM_URLS_CONTAINER;
             }
 
             if (id >= 0) {

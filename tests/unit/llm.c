@@ -3200,6 +3200,13 @@ test_provider_tools(void)
 
     req(&stored, AGENT, AL_LLM_EP_MESSAGES,
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],"
+        "\"container\":\"container_FAKE1\"}");
+    tap_ok(refused_tool("\"container\" names a file or container"),
+           "stored: ... with no code tool as well");
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
         "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
         "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
         "\"container\":null}");
@@ -5044,7 +5051,7 @@ test_members(void)
         "\"top_p\":1,\"top_k\":5,\"tool_choice\":{\"type\":\"auto\"},"
         "\"thinking\":{\"type\":\"disabled\"},\"cache_control\":"
         "{\"type\":\"ephemeral\"},\"context_management\":{},"
-        "\"container\":\"c\"}");
+        "\"container\":{\"skills\":[]}}");
     tap_is_int(rq.reason, AL_REASON_NONE, "members: messages' pass");
 
     /* another endpoint's member is refused */

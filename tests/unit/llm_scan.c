@@ -204,6 +204,8 @@ static const char *const  ut_bodies[] = {
     "\"file\":{\"file_d\\u0061ta\":\"https://a.example/\"}}]}]}",
     "{\"model\":\"m\",\"messages\":[{\"content\":[{\"file\":"
     "{\"file_id\":\"gs://b/x\"}}]}]}",
+    "{\"model\":\"c\",\"contain\\u0065r\":\"x\",\"messages\":"
+    "[{\"container\":{\"container\":1}}]}",
     "{\"model\":\"a\",\"model\":\"b\"}",
     "{\"model\":\"a\",\"m\\u006fdel\":\"b\"}",
     "{\"a\":1,\"b\":{\"a\":1,\"b\":2},\"b2\":[1,2,{\"b\":1,\"b\":2}]}",
