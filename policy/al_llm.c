@@ -150,6 +150,8 @@ static void al_llm_refs_find(json_t *v, unsigned depth, al_llm_refs_t *refs);
 static int al_llm_req_urls(al_llm_rq_t *rq, const char *key);
 static int al_llm_req_stored(al_llm_rq_t *rq, const char *key);
 static const char *al_llm_stored_tools(json_t *root);
+static const char *al_llm_url_tools(json_t *root);
+static int al_llm_tool_theirs(json_t *tool);
 static int al_llm_req_network(al_llm_rq_t *rq, const char *key);
 static const char *al_llm_network_tools(json_t *root);
 static const char *al_llm_network_here(json_t *obj);
@@ -3152,11 +3154,12 @@ al_llm_req_audio(al_llm_rq_t *rq)
  * provider's code containers (al_llm_req_network()), read together: the
  * body is loaded by jansson once, and the members that hold the prompt
  * are walked once, for what the entry's provider_tools does not allow.
- * An input by URL is refused first, wherever it is; then a stored file
- * of those members, then one of the tools or of a top-level
- * "container", then a container's network.  Read only when the scan saw
- * a key that may hold a URL or a file's id, or a top-level "container"
- * (b->urls), or a tool that runs code (for the others only).
+ * An input by URL is refused first, wherever it is (those members, then
+ * the tools the provider runs); then a stored file of those members,
+ * then one of the tools or of a top-level "container", then a
+ * container's network.  Read only when the scan saw a key that may hold
+ * a URL or a file's id, or a top-level "container" (b->urls), or a tool
+ * that runs code (for the others only).
  */
 
 static int
@@ -3218,6 +3221,10 @@ al_llm_req_refs_read(al_llm_rq_t *rq)
             if (v != NULL) {
                 al_llm_refs_find(v, 0, &refs);
             }
+        }
+
+        if (refs.want_url && refs.url == NULL) {
+            refs.url = al_llm_url_tools(root);
         }
 
         if (refs.url == NULL && refs.want_stored && refs.stored == NULL) {
@@ -3329,9 +3336,10 @@ al_llm_refs_find(json_t *v, unsigned depth, al_llm_refs_t *refs)
  * URL the client chose, which the URL can tell anything: a grant of
  * egress, family url_input, as its web fetch is.  A data: URL is no
  * download.  Read (al_llm_req_refs()) only when the scan saw one of
- * those keys (b->urls), in the members that hold the prompt, from the
- * tree jansson builds of the body the scan accepted, so escapes are read
- * as the provider reads them.  The refusal of the input at key.
+ * those keys (b->urls), in the members that hold the prompt and in the
+ * tools the provider runs (al_llm_url_tools()), from the tree jansson
+ * builds of the body the scan accepted, so escapes are read as the
+ * provider reads them.  The refusal of the input at key.
  */
 
 static int
@@ -3438,6 +3446,56 @@ al_llm_stored_tools(json_t *root)
     }
 
     return key;
+}
+
+
+/*
+ * Of the tools the provider runs, the key of an input by URL in them
+ * (al_llm_url_here()), or NULL: an image_generation tool's
+ * "input_image_mask" takes an "image_url", which OpenAI reads as a
+ * data: URL and Azure as a URL it downloads; the provider would fetch
+ * what the client names, as for a prompt's input, and the tool's grant
+ * (image_generation) is no grant of url_input.  A function's schema is
+ * the client's and is not read.
+ */
+
+static const char *
+al_llm_url_tools(json_t *root)
+{
+    size_t       i;
+    json_t      *v, *tool;
+    const char  *key;
+
+    key = NULL;
+    v = json_object_get(root, "tools");
+
+    for (i = 0; key == NULL && i < json_array_size(v); i++) {
+        tool = json_array_get(v, i);
+
+        if (al_llm_tool_theirs(tool)) {
+            key = al_llm_json_find(tool, 0, al_llm_url_here);
+        }
+    }
+
+    return key;
+}
+
+
+/*
+ * A tool the provider runs: of a type of a family, not "function" or
+ * "custom", nor one of no type (their schemas are the client's)
+ */
+
+static int
+al_llm_tool_theirs(json_t *tool)
+{
+    json_t  *t;
+
+    t = json_object_get(tool, "type");
+
+    return json_is_string(t)
+           && al_llm_tool_family(json_string_value(t), json_string_length(t))
+              >= 0;
 }
 
 
@@ -3636,23 +3694,17 @@ al_llm_stored_here(json_t *obj)
 
 
 /*
- * A tool the provider runs (a type of a family, not "function" or
- * "custom", nor one of no type: their schemas are the client's): its
- * "container" given as an id, or its stored files, containers and
- * skills anywhere in it
+ * A tool the provider runs (al_llm_tool_theirs()): its "container"
+ * given as an id, or its stored files, containers and skills anywhere
+ * in it
  */
 
 static const char *
 al_llm_stored_tool(json_t *tool)
 {
-    json_t  *t, *c;
+    json_t  *c;
 
-    t = json_object_get(tool, "type");
-
-    if (!json_is_string(t)
-        || al_llm_tool_family(json_string_value(t), json_string_length(t))
-           < 0)
-    {
+    if (!al_llm_tool_theirs(tool)) {
         return NULL;
     }
 

@@ -9,7 +9,10 @@
 # stored_files, nothing sent) unless the entry's provider_tools allows
 # stored_files, however the key is spelled, and on any endpoint where
 # allow_members lets the member through.  A new container with
-# Anthropic's own skills passes.
+# Anthropic's own skills passes.  An input by URL in a tool the provider
+# runs (an image_generation tool's "input_image_mask" "image_url") is
+# downloaded by the provider as a prompt's input is: refused unless
+# provider_tools allows url_input; a data: URL passes.
 
 use strict;
 use warnings;
@@ -31,7 +34,7 @@ my $anthropic = '    provider_tools: [web_search, web_fetch]';
 $l->setup(openai_fields => $openai, anthropic_fields => $anthropic);
 $t->run;
 
-plan tests => 21;
+plan tests => 27;
 
 my $agent = $l->token('agent');
 
@@ -46,6 +49,14 @@ my $own = { type => 'anthropic', skill_id => 'pptx', version => 'latest' };
 sub messages {
     my (%fields) = @_;
     return $l->messages(token => $agent, fields => { %fields });
+}
+
+sub mask {
+    my ($url) = @_;
+    return $l->responses($agent, input => 'Draw a cat',
+                         tools => [ { type => 'image_generation',
+                                      input_image_mask => {
+                                          image_url => $url } } ]);
 }
 
 my $n = sent();
@@ -96,11 +107,24 @@ is($r->{status}, 400, 'chat/completions: a container by its id: 400');
 like($r->{body}, qr/container.*stored_files/, '... as stored_files');
 is(sent(), $n, '... not sent');
 
-# ---- entries that allow stored_files ---------------------------------------
+# an input by URL in a tool the provider runs
+
+$n = sent();
+
+$r = mask('https://attacker.example/FAKE-mask.png');
+is($r->{status}, 400, 'responses: an image_generation mask by URL: 400');
+like($r->{body}, qr/image_url.*provider_tools: url_input/,
+     '... naming the member and the family');
+is(sent(), $n, '... not sent');
+
+$r = mask('data:image/png;base64,iVBORw0KGgo=');
+is($r->{status}, 200, '... a mask as a data: URL passes');
+
+# ---- entries that allow stored_files and url_input --------------------------
 
 $t->write_file_expand('policy.yaml',
     $l->policy(openai_fields => "    provider_tools: [image_generation, "
-                                . "stored_files]\n"
+                                . "url_input, stored_files]\n"
                                 . "    allow_members: [container]",
                anthropic_fields => '    provider_tools: [web_search, '
                                    . 'web_fetch, stored_files]'));
@@ -116,6 +140,11 @@ is($r->{status}, 200, '... and a custom skill');
 
 $r = $l->chat(token => $agent, fields => { container => 'container_FAKE1' });
 is($r->{status}, 200, '... and on chat/completions');
+
+$r = mask('https://example.com/FAKE-mask.png');
+is($r->{status}, 200, 'url_input allowed: a mask by URL passes');
+is($l->last_provider_request->{body}{tools}[0]{input_image_mask}{image_url},
+   'https://example.com/FAKE-mask.png', '... sent as written');
 
 is($t->error_log_check, '', 'no alerts in the error log');
 

@@ -3145,6 +3145,29 @@ test_provider_tools(void)
     tap_is_int(rq.reason, AL_REASON_NONE,
                "stored: ... passes with stored_files");
 
+    /* in a tool the provider runs; not in a function's schema */
+
+    stored = oai;
+    stored.provider_tools = UINT32_C(1) << AL_LLM_PT_IMAGE_GENERATION;
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"image_generation\",\"input_image_mask\":{\"image_url\":"
+        "\"https://a.example/m.png\"}}]}");
+    tap_ok(refused_tool("(\"image_url\") is downloaded")
+           && has(rq.detail, "url_input"),
+           "urls: an image_generation mask by URL refused");
+
+    req(&stored, TOOLS, AL_LLM_EP_RESPONSES,
+        "{\"model\":\"gpt-4o\",\"input\":\"x\",\"tools\":[{\"type\":"
+        "\"function\",\"name\":\"f\",\"parameters\":{\"type\":"
+        "\"object\",\"properties\":{\"image_url\":{\"type\":"
+        "\"string\",\"default\":\"https://a.example/\"}}}},{\"type\":"
+        "\"image_generation\",\"input_image_mask\":{\"image_url\":"
+        "\"data:image/png;base64,AAAA\"}}]}");
+    tap_is_int(rq.reason, AL_REASON_NONE,
+               "urls: ... a data: mask and a function's schema pass");
+
     stored = oai;
     stored.provider_tools = UINT32_C(1) << AL_LLM_PT_CODE_INTERPRETER;
 
