@@ -3379,11 +3379,12 @@ al_llm_req_urls(al_llm_rq_t *rq, const char *key)
  * are theirs), from the tree jansson builds, in the members that hold
  * the prompt, in the tools the provider runs (al_llm_stored_tools(): a
  * function's schema may name a property "file_id") and in the top-level
- * "container", with or without a code tool beside it: Anthropic runs
- * the code of its web_search and web_fetch tools of 20260209 (dynamic
- * filtering) in a code execution container, which the request's
- * "container" names, so one reused, with its files, is reached without
- * any code tool in the request.  file_search's "vector_store_ids" is
+ * "container" (whole, as a tool is), with or without a code tool
+ * beside it: Anthropic runs the code of its web_search and web_fetch
+ * tools of 20260209 (dynamic filtering) in a code execution container,
+ * which the request's "container" names, so one reused, with its
+ * files, is reached without any code tool in the request.
+ * file_search's "vector_store_ids" is
  * not read here: the tool searches the account's stores and is of no
  * use without them, so provider_tools file_search is the grant.  The
  * refusal of the one at key.
@@ -3440,9 +3441,14 @@ al_llm_stored_tools(json_t *root)
         key = "container";
     }
 
+    /*
+     * its skills, and whatever else in it names a stored file,
+     * container or skill, as in a tool: read whole, not by the members
+     * the API has today
+     */
+
     if (key == NULL && json_is_object(v)) {
-        key = al_llm_json_find(json_object_get(v, "skills"), 0,
-                               al_llm_skill_here);
+        key = al_llm_json_find(v, 0, al_llm_stored_tool_here);
     }
 
     return key;

@@ -8,7 +8,8 @@
 # one the request names.  Refused (body, 400, naming provider_tools:
 # stored_files, nothing sent) unless the entry's provider_tools allows
 # stored_files, however the key is spelled, and on any endpoint where
-# allow_members lets the member through.  A new container with
+# allow_members lets the member through; the container is read whole,
+# so a file named by its id in it is refused too.  A new container with
 # Anthropic's own skills passes.  An input by URL in a tool the provider
 # runs (an image_generation tool's "input_image_mask" "image_url") is
 # downloaded by the provider as a prompt's input is: refused unless
@@ -34,7 +35,7 @@ my $anthropic = '    provider_tools: [web_search, web_fetch]';
 $l->setup(openai_fields => $openai, anthropic_fields => $anthropic);
 $t->run;
 
-plan tests => 27;
+plan tests => 29;
 
 my $agent = $l->token('agent');
 
@@ -78,6 +79,11 @@ is($r->{status}, 400, '... with its id and Anthropic\'s skills: 400');
 $r = messages(tools => [ $search ], container => { skills => [ $custom ] });
 is($r->{status}, 400, 'messages: a custom skill with no code tool: 400');
 like($r->{body}, qr/skill_id.*provider_tools: stored_files/, '... naming it');
+
+$r = messages(container => { skills => [ $own ],
+                             file_ids => [ 'file-FAKE4' ] });
+is($r->{status}, 400, 'messages: a container naming files by their ids: 400');
+like($r->{body}, qr/file_ids.*stored_files/, '... naming them');
 
 $r = $l->request('POST', '/v1/proxy/anthropic/messages', token => $agent,
                  anthropic => 1,

@@ -3230,6 +3230,13 @@ test_provider_tools(void)
 
     req(&stored, AGENT, AL_LLM_EP_MESSAGES,
         "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
+        "[{\"role\":\"user\",\"content\":\"x\"}],\"container\":"
+        "{\"skills\":[],\"file_ids\":[\"file-FAKE1\"]}}");
+    tap_ok(refused_tool("\"file_ids\" names a file"),
+           "stored: ... a container is read whole");
+
+    req(&stored, AGENT, AL_LLM_EP_MESSAGES,
+        "{\"model\":\"claude-sonnet-4-5\",\"max_tokens\":10,\"messages\":"
         "[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":"
         "\"code_execution_20250825\",\"name\":\"code_execution\"}],"
         "\"container\":null}");
