@@ -76,6 +76,7 @@ typedef struct {
     int64_t          attempt_ms;
     size_t           outbox_max;
     unsigned         once:1;
+    unsigned         check:1;
     unsigned         foreground:1;
     unsigned         verbose:1;
 
@@ -123,6 +124,7 @@ static int ad_count_parse(const char *s, size_t min, size_t max,
     size_t *v);
 static int ad_daemonize(int *notify, int *code);
 static int ad_init(ad_ctx_t *ctx);
+static int ad_check(ad_ctx_t *ctx);
 static int ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n,
     char *err, size_t errsize);
 static void ad_reload(ad_ctx_t *ctx);
@@ -154,6 +156,7 @@ static const struct option  ad_long_options[] = {
     { "outbox-max",      required_argument, NULL, 'm' },
     { "boot-id",         required_argument, NULL, 'b' },
     { "once",            no_argument,       NULL, 'o' },
+    { "check",           no_argument,       NULL, 'c' },
     { "foreground",      no_argument,       NULL, 'f' },
     { "verbose",         no_argument,       NULL, 'v' },
     { "help",            no_argument,       NULL, 'h' },
@@ -187,7 +190,7 @@ main(int argc, char **argv)
 
     notify = -1;
 
-    if (!ctx->foreground && !ctx->once) {
+    if (!ctx->foreground && !ctx->once && !ctx->check) {
         if (ad_daemonize(&notify, &code) != 0) {
             free(ctx);
             return code;
@@ -204,6 +207,12 @@ main(int argc, char **argv)
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
         ad_log(AD_LOG_WARN, "cannot make the process not dumpable: %s",
                strerror(errno));
+    }
+
+    if (ctx->check) {
+        rc = ad_check(ctx);
+        free(ctx);
+        return rc;
     }
 
     rc = ad_init(ctx);
@@ -291,6 +300,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         case 'o':
             ctx->once = 1;
             break;
+        case 'c':
+            ctx->check = 1;
+            break;
         case 'f':
             ctx->foreground = 1;
             break;
@@ -322,7 +334,9 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
 
     /* the keyring only opens sealed secrets: see ad_secret_open() */
 
-    if (policy == NULL || journal == NULL || state == NULL) {
+    if (policy == NULL
+        || (!ctx->check && (journal == NULL || state == NULL)))
+    {
         (void) fprintf(stderr, "%s: --%s is required (see --help)\n",
                        AD_NAME, policy == NULL ? "policy"
                                 : journal == NULL ? "journal" : "state");
@@ -368,10 +382,12 @@ ad_options(ad_ctx_t *ctx, int argc, char **argv)
         || (keyring != NULL
             && ad_absolute(ctx->keyring, sizeof(ctx->keyring), keyring,
                            "--keyring") != 0)
-        || ad_absolute(ctx->journal_path, sizeof(ctx->journal_path),
-                       journal, "--journal") != 0
-        || ad_absolute(ctx->state_path, sizeof(ctx->state_path), state,
-                       "--state") != 0)
+        || (journal != NULL
+            && ad_absolute(ctx->journal_path, sizeof(ctx->journal_path),
+                           journal, "--journal") != 0)
+        || (state != NULL
+            && ad_absolute(ctx->state_path, sizeof(ctx->state_path), state,
+                           "--state") != 0))
     {
         return 2;
     }
@@ -408,6 +424,7 @@ ad_usage(FILE *f)
 "                      [--poll-interval 1s] [--rotate-grace 5s]\n"
 "                      [--attempt-timeout 10s] [--outbox-max %d]\n"
 "                      [--boot-id ID] [--once] [--foreground] [-v]\n"
+"       airlock-alertd --check --policy FILE [--keyring FILE]\n"
 "\n"
 "Delivers the alerts the Airlock nginx module writes to its journal to\n"
 "the sinks in the policy's alerts.sinks: Standard Webhooks (signed with\n"
@@ -460,6 +477,11 @@ ad_usage(FILE *f)
 "  --once                  read the journal to its end, try each queued\n"
 "                          alert once and exit: 0 if none is left, 1 if\n"
 "                          some are (they stay queued)\n"
+"  --check                 read the policy and its sinks' secrets as a\n"
+"                          start or a reload would, and exit: 0 if\n"
+"                          alertd would run with them, 2 if it would\n"
+"                          refuse them (the reason logged); --journal\n"
+"                          and --state are not needed\n"
 "  --foreground            do not detach (systemd, tests)\n"
 "  -v, --verbose           also log each attempt, each skipped line and\n"
 "                          each group closed\n"
@@ -818,6 +840,42 @@ ad_load_sinks(ad_ctx_t *ctx, ad_sink_t **sinks, size_t *n, char *err,
     al_policy_free(p);
 
     return rc;
+}
+
+
+/*
+ * --check: the policy and the sinks' secrets read as a start or a reload
+ * reads them (ad_load_sinks(), in the same sandbox when systemd runs it
+ * from the unit), then freed: 0 when alertd would run with them, 2 (the
+ * reason logged) when it would refuse them.  The appliance image's
+ * reload of alertd runs it first: a policy alertd would refuse fails the
+ * reload, before the egress rule's record of alertd's sinks is written
+ * and before the SIGHUP.
+ */
+
+static int
+ad_check(ad_ctx_t *ctx)
+{
+    size_t      n;
+    ad_sink_t  *sinks;
+    char        err[AD_ERR_MAX];
+
+    if (sodium_init() < 0) {
+        ad_log(AD_LOG_ERR, "libsodium failed to initialize");
+        return 1;
+    }
+
+    if (ad_load_sinks(ctx, &sinks, &n, err, sizeof(err)) != 0) {
+        ad_log(AD_LOG_ERR, "check failed, %s would be refused: %s",
+               ctx->policy, err);
+        return 2;
+    }
+
+    ad_sinks_free(sinks, n);
+    ad_log(AD_LOG_INFO, "checked %s: %zu sink(s), alertd would run with "
+           "them", ctx->policy, n);
+
+    return 0;
 }
 
 
