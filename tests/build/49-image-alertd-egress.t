@@ -126,10 +126,13 @@ like(slurp("$ov/../configure-root.sh"), qr/\bairlock-alertd-egress\.timer\b/,
 like($drop, qr/^Wants=airlock-alertd-egress\.service$/m
             && qr/^After=airlock-alertd-egress\.service$/m,
      'alertd\'s drop-in: it runs before alertd starts');
-my @reload = $drop =~ /^ExecReload=(.*)$/mg;
-is_deeply(\@reload, ['', '-+/bin/systemctl start airlock-alertd-egress.service',
+my @reload = map { s/\s+/ /gr } $drop =~ /^ExecReload=(.*)$/mg;
+is_deeply(\@reload, ['', '/usr/bin/airlock-alertd --check --policy '
+                     . '/etc/airlock/policy.yaml $AIRLOCK_ALERTD_KEYRING',
+                     '-+/bin/systemctl start airlock-alertd-egress.service',
                      '/bin/kill -HUP $MAINPID'],
-          'and at each reload, before alertd reads the policy again');
+          'and at each reload, once alertd would take the policy, before '
+          . 'it reads it again');
 my $unit = slurp("$top/conf/airlock-alertd.service");
 like($unit, qr{^ExecReload=/bin/kill -HUP \$MAINPID$}m,
      'the reload the drop-in keeps is the unit\'s own');

@@ -101,7 +101,8 @@ sub new {
 # /lib/systemd/system) and Debian's (the host's /lib/systemd/system),
 # run in DIR, their paths of the image mapped to the test's: the
 # overlay's helpers, DIR/policy.yaml, DIR/rules.nft for
-# /etc/nftables.conf, nft and systemctl as PATH has them; then MAP's
+# /etc/nftables.conf, this build's airlock-alertd (a reload's --check),
+# nft and systemctl as PATH has them; then MAP's
 # pairs
 sub image {
     my ($class, $dir, @map) = @_;
@@ -112,6 +113,7 @@ sub image {
         map => [['/usr/lib/airlock/' => "$OV/usr/lib/airlock/"],
                 ['/etc/airlock/policy.yaml' => "$dir/policy.yaml"],
                 ['/etc/nftables.conf' => "$dir/rules.nft"],
+                ['/usr/bin/airlock-alertd' => "$BUILD/airlock-alertd"],
                 ['/usr/sbin/nft' => 'nft'],
                 ['/bin/systemctl' => 'systemctl'],
                 @map]);
@@ -251,16 +253,19 @@ sub run {
 
 
 # Before the plan: root (a network namespace of its own), the commands
-# CMDS and this build's airlockctl, absent() when one is missing (failed
-# under CI).  Returns the paths the tests use: top, the source tree;
-# build, the build (AIRLOCK_BUILD, else top/build); ov, the image's
-# overlay (appliance-image/root); etc, its units; lib, Debian's units.
+# CMDS and this build's airlockctl and airlock-alertd, absent() when one
+# is missing (failed under CI).  Returns the paths the tests use: top,
+# the source tree; build, the build (AIRLOCK_BUILD, else top/build); ov,
+# the image's overlay (appliance-image/root); etc, its units; lib,
+# Debian's units.
 sub egress_setup {
     my (@cmds) = @_;
 
     absent('a network namespace of its own needs root') if $> != 0;
     need_cmd(@cmds);
     absent("$BUILD/airlockctl not built") unless -x "$BUILD/airlockctl";
+    absent("$BUILD/airlock-alertd not built")
+        unless -x "$BUILD/airlock-alertd";
     return (top => $TOP, build => $BUILD, ov => $OV, etc => $ETC,
             lib => $LIB);
 }
@@ -356,11 +361,14 @@ sub sets {
 # FILE: a policy of one route whose alerts go to SINKS, each an item of
 # alerts.sinks ('alertmanager: { url: "..." }'); with HOOK, a file, the
 # secret "hook" (a webhook's hmac_secret) is read there, and written
-# there (FAKE)
+# there (FAKE, mode 0600: alertd, a reload's --check, takes it)
 sub sinks_policy {
     my ($file, $hook, @sinks) = @_;
 
-    spew($hook, "FAKE-hmac-secret\n") if defined $hook;
+    if (defined $hook) {
+        spew($hook, "FAKE-hmac-secret\n");
+        chmod 0600, $hook;              # as alertd takes a secret
+    }
     spew($file, "version: 1\n"
                 . (defined $hook ? "secrets:\n  hook: { file: \"$hook\" }\n"
                                  : '')
