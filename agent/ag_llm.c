@@ -6,6 +6,7 @@
  * the agent by its unix uid and adds what the upstream needs.
  */
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,8 @@ typedef struct {
 static size_t ag_llm_write(char *p, size_t size, size_t n, void *data);
 static void ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len);
 static void ag_llm_delta(ag_llm_ctx_t *ctx, json_t *delta);
+static void ag_llm_usage_sum(ag_llm_result_t *res, json_t *usage,
+    const char *in, const char *out);
 static int ag_append(char **buf, size_t *len, size_t *cap, const char *p,
     size_t n);
 static int ag_llm_args(ag_llm_ctx_t *ctx);
@@ -342,6 +345,12 @@ ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len)
     v = json_object_get(usage, "total_tokens");
     if (json_is_integer(v)) {
         ctx->res->total_tokens = (long) json_integer_value(v);
+
+    } else if (json_is_object(usage)) {
+        /* no total: its parts, as OpenAI's or Anthropic's names */
+        ag_llm_usage_sum(ctx->res, usage, "prompt_tokens",
+                         "completion_tokens");
+        ag_llm_usage_sum(ctx->res, usage, "input_tokens", "output_tokens");
     }
 
     choices = json_object_get(j, "choices");
@@ -358,6 +367,37 @@ ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len)
     }
 
     json_decref(j);
+}
+
+
+/*
+ * A usage without "total_tokens": the sum of its in and out counts, if
+ * it has either, each a count (not negative) and the sum held at
+ * LONG_MAX; a total already set is kept.
+ */
+
+static void
+ag_llm_usage_sum(ag_llm_result_t *res, json_t *usage, const char *in,
+    const char *out)
+{
+    json_t     *a, *b;
+    json_int_t  x, y;
+
+    a = json_object_get(usage, in);
+    b = json_object_get(usage, out);
+
+    if (res->total_tokens >= 0
+        || (!json_is_integer(a) && !json_is_integer(b)))
+    {
+        return;
+    }
+
+    x = json_is_integer(a) ? json_integer_value(a) : 0;
+    y = json_is_integer(b) ? json_integer_value(b) : 0;
+    x = (x < 0) ? 0 : x;
+    y = (y < 0) ? 0 : y;
+
+    res->total_tokens = (x > LONG_MAX - y) ? LONG_MAX : (long) (x + y);
 }
 
 

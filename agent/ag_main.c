@@ -48,7 +48,6 @@
 #include "ar_auth.h"
 
 
-#define AG_STORE_RETRY_MS  10000  /* a session stored after a Redis restart */
 #define AG_REQUEST_MS      30000  /* a request's whole read, from accept */
 #define AG_NO_SESSION      "no such session (or it expired)"
 #define AG_NO_SESSION_NEW  AG_NO_SESSION "; a new session is the " \
@@ -154,6 +153,7 @@ static const struct option  ag_options[] = {
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
     { "max-user-bytes",  required_argument, NULL, 13 },
+    { "max-user-tokens", required_argument, NULL, 14 },
     { "api-peer",        required_argument, NULL, 'A' },
     { "listen-group",    required_argument, NULL, 'G' },
     { "random-session-ids", no_argument,    NULL, 'R' },
@@ -512,6 +512,11 @@ ag_usage(FILE *f)
 "                       together (each its text and 1024), for a question\n"
 "                       to be taken; at or over it, 429 \"quota\" until\n"
 "                       some expire (268435456; 0: no limit); root's too\n"
+"  --max-user-tokens N  tokens one owner's questions use a UTC day, all\n"
+"                       together, as the gateway reports them, for a\n"
+"                       model call to be made; at or over it, 429\n"
+"                       \"quota\" (a run going on ends: \"limit\") until\n"
+"                       the day ends (2000000; 0: no limit); root's too\n"
 "server:\n"
 "  --max-connections N  connections served at once, each a process of\n"
 "                       its own; more get 503 \"busy\" (64)\n"
@@ -635,6 +640,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->send_timeout_ms = 30000;
     conf->max_queued_jobs = 1024;
     conf->max_user_bytes = 256L << 20;
+    conf->max_user_tokens = 2000000;
 
     for ( ;; ) {
         idx = 0;
@@ -686,6 +692,11 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 11: slot = &conf->max_queued_jobs; max = 1000000; break;
         case 13:
             slot = &conf->max_user_bytes;
+            min = 0;
+            max = 1L << 40;
+            break;
+        case 14:
+            slot = &conf->max_user_tokens;
             min = 0;
             max = 1L << 40;
             break;
@@ -2093,6 +2104,38 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         }
     }
 
+    /*
+     * --max-user-tokens: the tokens of the payer's questions this UTC
+     * day, counted after each model call (ag_run_ask()), and a question
+     * refused while they are as many, before the model is called.
+     * Without it one user (a uid, or one of the --api-peer's) spent the
+     * gateway's budget for every user: the gateway sees one client, the
+     * agent, however many ask.
+     */
+    run.payer = payer;
+
+    if (conf->max_user_tokens > 0) {
+        rc = ag_tokens_charge(run.redis, payer, 0, &used, &left, err,
+                              sizeof(err));
+        if (rc != 0 || used >= conf->max_user_tokens) {
+            if (rc == 0) {
+                ag_tokens_over(conf, payer, used, left, msg, sizeof(msg));
+                fprintf(stderr, "airlock-agent: session %s: a question "
+                        "refused: %s\n", session, msg);
+                ag_respond_error(fd, 429, "quota", msg);
+
+            } else {
+                ag_respond_error(fd, 503, "redis", err);
+            }
+            ag_session_unlock(run.redis, session, lock);
+            redisFree(run.redis);
+            free(run.loaded);
+            json_decref(run.session_obj);
+            json_decref(body);
+            return;
+        }
+    }
+
     /* the lock holds as long as this process lives, past the lease */
     keeper = ag_session_keep(conf, session, lock, fd);
 
@@ -2153,6 +2196,16 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     if (rc != 0) {
         fprintf(stderr, "airlock-agent: session %s not stored: %s\n",
                 session, err);
+    }
+
+    /* the calls not counted yet (the last one's), once Redis is back */
+    if (run.unpaid > 0 && conf->max_user_tokens > 0 && run.redis != NULL
+        && run.redis->err == 0
+        && ag_tokens_charge(run.redis, payer, run.unpaid, &used, &left,
+                            msg, sizeof(msg)) != 0)
+    {
+        fprintf(stderr, "airlock-agent: session %s: %lld tokens not "
+                "counted: %s\n", session, run.unpaid, msg);
     }
 
     ag_session_keep_end(keeper);

@@ -28,6 +28,12 @@
  *                               owner's last session (PEXPIREAT); the
  *                               expired ones dropped at each look
  *                               (ag_quota_check(), --max-user-bytes)
+ *   airlock:quota:tokens:<owner>  the tokens the model calls of the
+ *                               owner's questions used this UTC day, as
+ *                               the gateway reported them (INCRBY),
+ *                               expiring at its end (PEXPIREAT, Redis's
+ *                               clock: ag_tokens_charge(),
+ *                               --max-user-tokens)
  *   airlock:jobs                the job stream (group airlock-workers)
  *   airlock:jobs:awaited        entry id -> "<session> <run> <job>", for
  *                               each job a run awaits: one whose run
@@ -77,6 +83,8 @@
 #define AG_QUOTA_OVERHEAD   1024    /* bytes a session is counted
                                    over its text: its keys, its version,
                                    its lock, its quota entries */
+#define AG_TOKENS_CAP  (1LL << 50)  /* an owner's day's tokens, counted
+                                       at most: exact in Lua's numbers */
 
 
 /*
@@ -708,6 +716,94 @@ ag_quota_check(redisContext *c, const char *owner, long long max,
                  ? ag_redis_why(r, c->errstr)
                  : "an answer not of the script's");
         rc = -1;
+    }
+
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+/*
+ * The tokens owner's questions used this UTC day
+ * (airlock:quota:tokens:<owner>), add counted first (0: none; the count
+ * held at AG_TOKENS_CAP, a gateway's word however large): 0 (*used set,
+ * *left_ms: until the day ends, Redis's clock, and the count with it),
+ * -1 Redis failed or the key is not the agent's (err set), -2 Redis is
+ * loading or busy (err set): try again, -3 Redis is full (err set):
+ * nothing added, the count may still be read (add 0 writes nothing).
+ * One script: the count and its expiry are written together.
+ */
+
+int
+ag_tokens_charge(redisContext *c, const char *owner, long long add,
+    long long *used, long long *left_ms, char *err, size_t size)
+{
+    int          rc;
+    redisReply  *r;
+
+    *used = 0;
+    *left_ms = 0;
+
+    if (add < 0) {
+        add = 0;
+
+    } else if (add > AG_TOKENS_CAP) {
+        add = AG_TOKENS_CAP;
+    }
+
+    r = redisCommand(c, "EVAL %s 1 airlock:quota:tokens:%s %lld %lld",
+                     "local k = KEYS[1] "
+                     "local t = redis.call('type', k)['ok'] "
+                     "local used = 0 "
+                     "if t == 'string' then "
+                     "used = tonumber(redis.call('get', k)) "
+                     "elseif t ~= 'none' then used = nil end "
+                     "if used == nil then "
+                     "return redis.error_reply('WRONGTYPE the quota key "
+                     "holds no count') end "
+                     "local add = tonumber(ARGV[1]) "
+                     "local room = tonumber(ARGV[2]) - used "
+                     "if add > room then add = room end "
+                     "local tm = redis.call('time') "
+                     "local now = tonumber(tm[1]) * 1000 "
+                     "+ math.floor(tonumber(tm[2]) / 1000) "
+                     "local day = (math.floor(tonumber(tm[1]) / 86400) + 1) "
+                     "* 86400000 "
+                     "if add > 0 then "
+                     "used = redis.call('incrby', k, add) "
+                     "redis.call('pexpireat', k, day) end "
+                     "return {used, day - now}",
+                     owner, add, (long long) AG_TOKENS_CAP);
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2
+        && r->element[0]->type == REDIS_REPLY_INTEGER
+        && r->element[1]->type == REDIS_REPLY_INTEGER)
+    {
+        *used = r->element[0]->integer;
+        *left_ms = r->element[1]->integer;
+        rc = 0;
+
+    } else {
+        snprintf(err, size, "redis (the tokens of %s): %s", owner,
+                 r == NULL || r->type == REDIS_REPLY_ERROR
+                 ? ag_redis_why(r, c->errstr)
+                 : "an answer not of the script's");
+        rc = -1;
+
+        if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+            if (strncmp(r->str, "LOADING", 7) == 0
+                || strncmp(r->str, "BUSY", 4) == 0)
+            {
+                rc = -2;
+
+            } else if (strncmp(r->str, "OOM ", 4) == 0
+                       || strstr(r->str, "OOM command not allowed")
+                          != NULL)
+            {
+                rc = -3;
+            }
+        }
     }
 
     freeReplyObject(r);

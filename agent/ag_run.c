@@ -32,6 +32,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/select.h>
 
 #include "agent.h"
 
@@ -76,6 +77,7 @@ static int ag_over_wall(ag_run_t *run);
 static int ag_wall_stop(ag_run_t *run);
 static void ag_stopped(ag_run_t *run);
 static long ag_tokens_guess(const ag_llm_result_t *res);
+static int ag_tokens_paid(ag_run_t *run);
 static int ag_id_taken(json_t *calls, size_t i);
 static void ag_tool_name_cut(json_t *call);
 
@@ -162,6 +164,12 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             break;
         }
 
+        rc = ag_tokens_paid(run);
+        if (rc != 0) {
+            outcome = (rc == AG_STOP) ? "limit" : "error";
+            break;
+        }
+
         run->steps++;
         ag_event(run, "step", json_pack("{s:I}", "n",
                                         (json_int_t) run->steps));
@@ -210,6 +218,8 @@ ag_run_ask(ag_run_t *run, const char *prompt)
                                        : ag_tokens_guess(&res);
         run->tokens = (used > LONG_MAX - run->tokens) ? LONG_MAX
                                                       : run->tokens + used;
+        run->unpaid = (used > LLONG_MAX - run->unpaid) ? LLONG_MAX
+                                                       : run->unpaid + used;
 
         calls = res.tool_calls;
         n = json_array_size(calls);
@@ -556,6 +566,110 @@ ag_request(ag_run_t *run)
     }
 
     return req;
+}
+
+
+/*
+ * --max-user-tokens, before each model call: the calls made so far
+ * counted in the payer's day (ag_tokens_charge()), and the run ended
+ * with a "limit" event once the day's count is at or over the quota, so
+ * one question cannot run far past it (by one call's tokens, at most,
+ * and those of the payer's other questions running meanwhile).  A count
+ * Redis cannot take ends the run too, an "error": a call not counted
+ * would be free; but Redis full (its maxmemory) takes no write of
+ * anyone's, so the count is read alone, and the tokens counted at the
+ * next call, or the run's end, once it has room (the run goes on, as it
+ * does when a job cannot be queued).  The session is stored as after
+ * any limit.
+ */
+
+static int
+ag_tokens_paid(ag_run_t *run)
+{
+    int              rc;
+    char             err[256], msg[512];
+    int64_t          until;
+    long long        used, left;
+    ag_conf_t       *conf;
+    struct timeval   tv;
+
+    conf = run->conf;
+
+    if (conf->max_user_tokens <= 0 || run->payer == NULL) {
+        return 0;
+    }
+
+    /* Redis restarting: a while, as the store waits (AG_STORE_RETRY_MS) */
+    until = ag_now_ms() + AG_STORE_RETRY_MS;
+
+    for ( ;; ) {
+        rc = ag_redis_revive(run, err, sizeof(err));
+        if (rc == 0) {
+            rc = ag_tokens_charge(run->redis, run->payer, run->unpaid,
+                                  &used, &left, err, sizeof(err));
+        }
+
+        if (rc == 0 || (rc == -1 && run->redis != NULL
+                        && run->redis->err == 0)
+            || ag_stopping || run->client_gone
+            || ag_now_ms() >= until || ag_now_ms() >= run->deadline_ms)
+        {
+            break;
+        }
+
+        tv.tv_sec = 0;
+        tv.tv_usec = 100000;
+        select(0, NULL, NULL, NULL, &tv);
+    }
+
+    if (rc == -3) {
+        fprintf(stderr, "airlock-agent: session %s: %lld tokens not "
+                "counted yet: %s\n", run->session, run->unpaid, err);
+        rc = ag_tokens_charge(run->redis, run->payer, 0, &used, &left,
+                              err, sizeof(err));
+
+    } else if (rc == 0) {
+        run->unpaid = 0;
+    }
+
+    if (rc != 0) {
+        ag_event(run, "error", json_pack("{s:s, s:s}", "code", "redis",
+                                         "message", err));
+        return -1;
+    }
+
+    if (used < conf->max_user_tokens) {
+        return 0;
+    }
+
+    ag_tokens_over(conf, run->payer, used, left, msg, sizeof(msg));
+    fprintf(stderr, "airlock-agent: session %s: a run ended: %s\n",
+            run->session, msg);
+    ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}", "limit",
+                                     "user_tokens", "value",
+                                     (json_int_t) used,
+                                     "max",
+                                     (json_int_t) conf->max_user_tokens,
+                                     "message", msg));
+
+    return AG_STOP;
+}
+
+
+/*
+ * The answer to a question, or a model call, of a payer at or over
+ * --max-user-tokens: whose, how many, the option, and when it frees.
+ */
+
+void
+ag_tokens_over(const ag_conf_t *conf, const char *payer, long long used,
+    long long left_ms, char *buf, size_t size)
+{
+    snprintf(buf, size, "the questions of %s used %lld tokens today "
+             "(UTC), at or over --max-user-tokens (%ld): no model call "
+             "is made for them until the day ends, in %lld s", payer,
+             used, conf->max_user_tokens,
+             left_ms > 0 ? (left_ms + 999) / 1000 : 0);
 }
 
 

@@ -54,6 +54,8 @@
 #define AG_NAME_MAX          256            /* --client, --sandbox,
                                                --model, at most */
 #define AG_API_USER_MAX      64             /* X-Airlock-User, at most */
+#define AG_STORE_RETRY_MS    10000  /* ms: a session stored, a run's tokens
+                                       counted, after a Redis restart */
 #define AG_OWNER_MAX         (AG_API_USER_MAX + 8)  /* "uid:N", "api:NAME" */
 #define AG_OWNER_CHARS       "ABCDEFGHIJKLMNOPQRSTUVWXYZ"                 \
                              "abcdefghijklmnopqrstuvwxyz0123456789._@-:"
@@ -117,6 +119,10 @@ typedef struct {
     long             max_user_bytes;        /* an owner's sessions'
                                                bytes, at most, for a
                                                question; 0: no limit */
+    long             max_user_tokens;       /* an owner's questions'
+                                               tokens a UTC day, at most,
+                                               for a model call; 0: no
+                                               limit */
     long             history_bytes;         /* earlier questions' messages
                                                sent, at most */
     long             max_connections;       /* served at once, each a
@@ -162,6 +168,10 @@ typedef struct {
 
     long             steps;
     long             tokens;
+    const char      *payer;                 /* whose quotas the run's
+                                               tokens count against */
+    long long        unpaid;                /* tokens not yet counted in
+                                               the payer's day */
     long             tool_bytes;
     long             denials;
     int64_t          start_ms;
@@ -241,6 +251,10 @@ int ag_session_store(redisContext *c, const char *id, const char *owner,
     size_t loaded_len, const char *version, const char *run_id, char *err,
     size_t size);
 int ag_quota_check(redisContext *c, const char *owner, long long max,
+    long long *used, long long *left_ms, char *err, size_t size);
+void ag_tokens_over(const ag_conf_t *conf, const char *payer,
+    long long used, long long left_ms, char *buf, size_t size);
+int ag_tokens_charge(redisContext *c, const char *owner, long long add,
     long long *used, long long *left_ms, char *err, size_t size);
 int ag_session_owner(redisContext *c, const char *id, char *owner,
     size_t size);

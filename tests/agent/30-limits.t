@@ -22,7 +22,10 @@ local $ENV{AIRLOCK_LOG_LEVEL} = 'info';
 
 my $a = AgentTest->new;
 my $t = $a->t;
+# the limits per question alone: a huge count would use up the owner's
+# day (--max-user-tokens, 93-user-tokens.t)
 $a->setup(agent => [ '--max-steps', 3, '--max-tokens', 1000,
+                     '--max-user-tokens', 0,
                      '--max-tool-bytes', 2000, '--max-denials', 2,
                      '--max-wall', 3000, '--job-wall', 1000 ]);
 
@@ -297,7 +300,8 @@ is((of_type('denial', $ev))[0]{bytes}, length $dbody,
    'a denial: the event says how many bytes');
 
 # a limit one and a half answers long: the second denial's answer is over
-$a->start_agent('b', '--max-tool-bytes', int(1.5 * (length($dbody) || 100)),
+$a->start_agent('b', '--max-user-tokens', 0,
+                '--max-tool-bytes', int(1.5 * (length($dbody) || 100)),
                 '--max-denials', 10);
 $before = scalar($a->provider_requests);
 $a->script({ tool_calls => [ denied(11), denied(12), denied(13) ] },

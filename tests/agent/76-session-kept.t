@@ -110,8 +110,10 @@ $t->run_daemon('python3', "$d/bulky.py", "$d/bulky.sock", "$d/bulky.log");
 $t->wait_for_port("unix:$d/bulky.sock")
     or die "bulky.py did not start\n";
 
+# the bulky answers are counted as millions of tokens: no limit on them
+# here, per question or a day (93-user-tokens.t)
 $a->start_agent('b', '--gateway', "$d/bulky.sock", '--max-wall', 60000,
-                '--max-tokens', 1000000000);
+                '--max-tokens', 1000000000, '--max-user-tokens', 0);
 
 sub redis {
     open(my $fh, '-|', 'redis-cli', '-s', "$d/redis.sock", @_)

@@ -96,6 +96,10 @@ my %used = (
         [ qw(HINCRBY airlock:quota:bytes:uid:1 !total 1) ],
         [ qw(HDEL airlock:quota:bytes:uid:1 s) ],
         [ qw(PEXPIREAT airlock:quota:bytes:uid:1 9999999999999) ],
+        [ qw(TYPE airlock:quota:tokens:uid:1) ],
+        [ qw(GET airlock:quota:tokens:uid:1) ],
+        [ qw(INCRBY airlock:quota:tokens:uid:1 1) ],
+        [ qw(PEXPIREAT airlock:quota:tokens:uid:1 9999999999999) ],
     ],
     'airlock-worker' => [
         [ qw(XGROUP CREATE airlock:jobs airlock-workers 0 MKSTREAM) ],

@@ -143,6 +143,19 @@ my @agent = (
     [ qw(GET airlock:quota:bytes:uid:1) ],
     [ qw(EXPIRE airlock:quota:bytes:uid:1 1) ],
     [ qw(ZADD airlock:jobs:awaited 1 m) ],
+    [ qw(SET airlock:quota:tokens:uid:1 0) ],
+    [ qw(DEL airlock:quota:tokens:uid:1) ],
+    [ qw(EXPIRE airlock:quota:tokens:uid:1 1) ],
+    [ qw(PERSIST airlock:quota:tokens:uid:1) ],
+    [ qw(DECRBY airlock:quota:tokens:uid:1 1) ],
+    [ qw(HSET airlock:quota:tokens:uid:1 a b) ],
+    [ qw(INCRBY airlock:session:s 1) ],
+    [ qw(INCRBY airlock:quota:bytes:uid:1 1) ],
+    [ qw(INCRBY airlock:quota:sessions:uid:1 1) ],
+    [ 'EVAL', "return redis.call('set', KEYS[1], '0')", 1,
+      'airlock:quota:tokens:uid:1' ],
+    [ 'EVAL', "return redis.call('del', KEYS[1])", 1,
+      'airlock:quota:tokens:uid:1' ],
     [ 'EVAL', "return redis.call('del', KEYS[1])", 1,
       'airlock:quota:bytes:uid:1' ],
     [ 'EVAL', "return redis.call('set', KEYS[1], 'x')", 1,
@@ -167,6 +180,22 @@ is(cmd('test', qw(TYPE airlock:quota:sessions:uid:1)), 'zset',
    'the quota\'s sorted set kept');
 is(cmd('test', qw(TYPE airlock:quota:bytes:uid:1)), 'hash',
    'the quota\'s sizes kept');
+
+# ---- the tokens' count: a script of its own key alone ---------------------
+is(cmd('agent', 'EVAL', "redis.call('type', KEYS[1]) "
+       . "redis.call('get', KEYS[1]) "
+       . "redis.call('incrby', KEYS[1], 5) "
+       . "local t = redis.call('time') "
+       . "redis.call('pexpireat', KEYS[1], t[1] * 1000 + 60000) "
+       . "return 'OK'", 1, 'airlock:quota:tokens:uid:1'),
+   'OK', 'the agent counts tokens: one script');
+is(cmd('test', qw(GET airlock:quota:tokens:uid:1)), '5',
+   'the tokens\' count kept');
+like(cmd('agent', 'EVAL', "redis.call('incrby', KEYS[1], 1) "
+         . "return redis.call('incrby', KEYS[2], 1)", 2,
+         'airlock:quota:tokens:uid:1', 'airlock:session:q'),
+     $NO, 'the agent: INCRBY on a session from the tokens\' script: '
+     . 'refused');
 
 # ---- nothing of it lost ---------------------------------------------------
 is(cmd('test', qw(TYPE airlock:jobs)), 'stream', 'the job stream is one');
