@@ -10,7 +10,8 @@
 # 429 "quota", before the model is called; a run going on ends with a
 # "limit" event before its next model call, its session stored; another
 # owner is served; root is held to it too; once the count expires,
-# questions are taken again.
+# questions are taken again.  A usage without total_tokens counts as its
+# parts added (prompt and completion, or input and output tokens).
 
 use strict;
 use warnings;
@@ -41,7 +42,7 @@ $a->start_agent('q', '--max-wall', 30000, '--max-user-tokens', 1000,
 $a->start_agent('z', '--max-wall', 30000, '--max-user-tokens', 0,
                 '--max-tokens', 100000);
 
-plan tests => 37;
+plan tests => 41;
 
 my ($ALICE, $BOB) = (61931, 61932);
 my $logs = { name => 'logs', arguments => {
@@ -176,6 +177,68 @@ $a->script({ pieces => [ 'new' ],
 ok(answered(ask('q', $ALICE, 'alice-1', 'a new day')),
    '... then her question is taken');
 is(tokens("uid:$ALICE"), '10', '... counted from nothing');
+
+# ---- a usage without total_tokens: its parts added --------------------------
+# a gateway whose answers report prompt_tokens and completion_tokens
+# (the first), input_tokens and output_tokens (the next), no total
+$t->write_file('parts.py', <<'EOF');
+import json, os, socketserver, sys
+
+path = sys.argv[1]
+count = [0]
+
+def event(obj):
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() \
+           + b"\n\n"
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        length = 0
+        if not self.rfile.readline():
+            return
+        while True:
+            line = self.rfile.readline()
+            if not line or line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        self.rfile.read(length)
+        count[0] += 1
+        usage = ({"prompt_tokens": 300, "completion_tokens": 50}
+                 if count[0] == 1 else
+                 {"input_tokens": 20, "output_tokens": 5})
+        out = [event({"choices": [{"index": 0, "delta": {"content": "ok"},
+                                   "finish_reason": None}]}),
+               event({"choices": [{"index": 0, "delta": {},
+                                   "finish_reason": "stop"}]}),
+               event({"choices": [], "usage": usage}),
+               b"data: [DONE]\n\n"]
+        self.wfile.write(b"HTTP/1.1 200 OK\r\n"
+                         b"Content-Type: text/event-stream\r\n"
+                         b"Connection: close\r\n\r\n" + b"".join(out))
+
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+if os.path.exists(path):
+    os.unlink(path)
+srv = Server(path, Handler)
+os.chmod(path, 0o666)
+srv.serve_forever()
+EOF
+my $d = $t->testdir;
+$t->run_daemon('python3', "$d/parts.py", "$d/parts.sock");
+$t->wait_for_port("unix:$d/parts.sock") or die "parts.py did not start\n";
+$a->start_agent('p', '--gateway', "$d/parts.sock", '--max-wall', 30000,
+                '--max-user-tokens', 1000);
+my $CAROL = 61933;
+ok(answered(ask('p', $CAROL, 'carol-1', 'parts')),
+   'a usage of prompt_tokens and completion_tokens: answered');
+is(tokens("uid:$CAROL"), '350', '... counted as their sum');
+ok(answered(ask('p', $CAROL, 'carol-2', 'parts')),
+   'a usage of input_tokens and output_tokens: answered');
+is(tokens("uid:$CAROL"), '375', '... counted as their sum');
 
 # ---- the option -------------------------------------------------------------
 like(`$t->{build}/airlock-agent --help`, qr/--max-user-tokens N/,
