@@ -934,7 +934,8 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * character, either case, surrogate pairs for 4-byte UTF-8) and
  * HTML-escaped (every name HTML5 gives an ASCII character, &amp; &lt;
  * &lowbar; &period; &sol;..., in any case; &#N; and &#xN; for any
- * character), quoted-printable (=XX for any byte but the first, a soft
+ * character, and without ";" as HTML5 reads them: &#N, &#xN, &amp, &lt,
+ * &gt, &quot), quoted-printable (=XX for any byte but the first, a soft
  * line break "=\r\n" or "=\n" between two bytes), and an ASCII string in
  * UTF-16 and UTF-32 (LE, BE).  A match is read in one form from its first
  * byte to its last, with a line end (CRLF or LF, in that form) allowed

@@ -91,8 +91,9 @@ static size_t al_scrub_next(const unsigned char *p, size_t avail, int mode,
     size_t *i, unsigned char *u);
 static void al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c,
     size_t *lo, size_t *hi);
-static int al_scrub_html(const unsigned char *p, size_t avail,
+static int al_scrub_html(const unsigned char *p, size_t avail, int final,
     uint32_t *cp, size_t *len);
+static int al_scrub_html_legacy(const unsigned char *name, size_t n);
 static int al_scrub_html_name(const unsigned char *name, size_t n,
     int whole);
 static int al_scrub_match_wide(const al_str_t *str, const unsigned char *p,
@@ -1409,7 +1410,7 @@ al_scrub_next(const unsigned char *p, size_t avail, int mode, size_t *i,
             break;
         }
 
-        m = al_scrub_html(p + j, avail - j, &cp, &e);
+        m = al_scrub_html(p + j, avail - j, 0, &cp, &e);
 
         if (m == AL_SCRUB_PARTIAL) {
             return (size_t) -1;
@@ -1597,7 +1598,8 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
         if (mode == AL_SCRUB_HTML) {
 
             if (p[i] == '&') {
-                m = al_scrub_html(p + i, avail - i, &cp, &e);
+                m = al_scrub_html(p + i, avail - i, final, &cp,
+                                  &e);
 
                 /* a reference stands for at most what is left of the
                    string, AL_SCRUB_SPAN bytes a byte: no wait past the
@@ -2008,15 +2010,19 @@ al_scrub_break(const unsigned char *p, size_t avail, int mode, int final,
  * An HTML or XML character reference at p (an "&"): a name of
  * al_scrub_refs[] ("&amp;", "&lt;", "&period;", "&lowbar;"; the name in
  * any case), "&#N;" or "&#xN;" ("x" and the hex digits in either case),
- * as html.unescape() and XML parsers read them.  FULL with the character
- * and the reference's length, NONE when no reference is there (the "&"
- * is then itself), PARTIAL when the bytes so far may begin one.  A
- * reference has at most 10 bytes ("&#1114111;"); one without its ";" is
- * not read.
+ * as html.unescape() and XML parsers read them.  As HTML5 reads them
+ * without their ";" too: "&#N" and "&#xN" end at the first byte that is
+ * not a digit of theirs, and the four legacy names of ASCII characters
+ * ("&amp", "&lt", "&gt", "&quot") stand before anything.  FULL with the
+ * character and the reference's length, NONE when no reference is there
+ * (the "&" is then itself), PARTIAL when the bytes so far may begin one
+ * or go on (never when final: the end of the response ends it).  A
+ * reference has at most 10 bytes ("&#1114111;"), one without its ";" 9,
+ * so that the byte that ends it is within the 10.
  */
 
 static int
-al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
+al_scrub_html(const unsigned char *p, size_t avail, int final, uint32_t *cp,
     size_t *len)
 {
     int            d;
@@ -2024,7 +2030,7 @@ al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
     unsigned char  c, name[AL_SCRUB_NAME_MAX + 1];
 
     if (avail < 2) {
-        return AL_SCRUB_PARTIAL;
+        return final ? AL_SCRUB_NONE : AL_SCRUB_PARTIAL;
     }
 
     if (p[1] != '#') {
@@ -2041,23 +2047,32 @@ al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
             name[i - 1] = c;
         }
 
-        if (i == avail) {
-            return al_scrub_html_name(name, i - 1, 0) >= 0
-                   ? AL_SCRUB_PARTIAL : AL_SCRUB_NONE;
+        if (i == avail && !final
+            && al_scrub_html_name(name, i - 1, 0) >= 0)
+        {
+            return AL_SCRUB_PARTIAL;        /* a name, or its ";", next */
         }
 
-        if (p[i] != ';') {
-            return AL_SCRUB_NONE;
+        d = -1;
+
+        if (i < avail && p[i] == ';') {
+            d = al_scrub_html_name(name, i - 1, 1);
         }
 
-        d = al_scrub_html_name(name, i - 1, 1);
+        if (d >= 0) {
+            *len = i + 1;
 
-        if (d < 0) {
-            return AL_SCRUB_NONE;
+        } else {
+            d = al_scrub_html_legacy(name, i - 1);
+
+            if (d < 0) {
+                return AL_SCRUB_NONE;
+            }
+
+            *len = 1 + al_scrub_refs[d].len;
         }
 
         *cp = al_scrub_refs[d].c;
-        *len = i + 1;
 
         return AL_SCRUB_FULL;
     }
@@ -2066,7 +2081,7 @@ al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
     base = 10;
 
     if (i == avail) {
-        return AL_SCRUB_PARTIAL;
+        return final ? AL_SCRUB_NONE : AL_SCRUB_PARTIAL;
     }
 
     if ((p[i] | 0x20) == 'x') {
@@ -2078,7 +2093,11 @@ al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
 
     for (k = i; /* void */; k++) {
         if (k == avail) {
-            return AL_SCRUB_PARTIAL;
+            if (!final) {
+                return AL_SCRUB_PARTIAL;
+            }
+
+            break;
         }
 
         if (p[k] == ';') {
@@ -2087,7 +2106,11 @@ al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
 
         d = al_scrub_hex(p[k]);
 
-        if (d < 0 || (size_t) d >= base || k + 1 >= 10) {
+        if (d < 0 || (size_t) d >= base) {
+            break;                          /* no ";": HTML5 reads it */
+        }
+
+        if (k + 1 >= AL_SCRUB_HTML_MAX) {
             return AL_SCRUB_NONE;
         }
 
@@ -2098,9 +2121,53 @@ al_scrub_html(const unsigned char *p, size_t avail, uint32_t *cp,
         return AL_SCRUB_NONE;
     }
 
-    *len = k + 1;
+    *len = (k < avail && p[k] == ';') ? k + 1 : k;
 
     return AL_SCRUB_FULL;
+}
+
+
+/*
+ * The legacy name of HTML5 (read without its ";") that the n lower-case
+ * letters start with, as its index in al_scrub_refs[]; -1: none.  HTML5
+ * has more (the Latin-1 letters, "&copy", "&nbsp"), none for an ASCII
+ * character.
+ */
+
+static int
+al_scrub_html_legacy(const unsigned char *name, size_t n)
+{
+    size_t       l;
+    const char  *legacy;
+
+    if (n < 2) {
+        return -1;
+    }
+
+    switch (name[0]) {
+    case 'a':
+        legacy = "amp";
+        break;
+    case 'g':
+        legacy = "gt";
+        break;
+    case 'l':
+        legacy = "lt";
+        break;
+    case 'q':
+        legacy = "quot";
+        break;
+    default:
+        return -1;
+    }
+
+    l = strlen(legacy);
+
+    if (n < l || memcmp(name, legacy, l) != 0) {
+        return -1;
+    }
+
+    return al_scrub_html_name(name, l, 1);
 }
 
 

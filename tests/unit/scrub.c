@@ -65,6 +65,7 @@ static void test_starts(void);
 static void test_prefix(void);
 static void test_decode(void);
 static void test_html_names(void);
+static void test_html_legacy(void);
 static void test_halves(al_keyring_t *kr, const char *pub);
 
 
@@ -637,6 +638,18 @@ test_html(const al_scrub_t *s)
              "&#X7e;&#x6B;", "html: every byte as &#xN;, mixed case");
     redacted(s, "Bearer&#32;s3cr3t/&gt;?~k", "html: the rendered value");
     redacted(s, "Bearer s3cr3t&#x2f;>?~k", "html: raw and escaped mixed");
+    redacted(s, "s3cr3t/&gt?~k", "html: &gt without its ;");
+    redacted(s, "s3cr3t/&GT?~k", "html: &GT without its ;");
+    redacted(s, "s3cr3t/&#62?~k", "html: &#62 without its ;");
+    redacted(s, "s3cr3t/&#x3e?~k", "html: &#x3e without its ;");
+    redacted(s, "s3cr3t/&#X3E?~k", "html: &#X3E without its ;");
+    redacted(s, "s3cr3t/&#0000062?~k", "html: &#0000062, 9 bytes");
+    redacted(s, "&#115&#51&#99&#114&#51&#116&#47&#62&#63&#126&#107",
+             "html: every byte as &#N without ;");
+    redacted(s, "&#x73&#X33&#x63&#x72&#x33&#x74&#x2F&#x3e&#x3F&#X7e&#x6B",
+             "html: every byte as &#xN without ;");
+    redacted(s, "s3cr3t&#47&gt;&#x3f;~&#107", "html: with and without ; "
+             "mixed");
 
     m = al_scrub_match(s, (const unsigned char *) "s3cr3t/&#x3", 11, 0, &n);
     tap_ok(m == AL_SCRUB_PARTIAL, "html: partial inside &#xN;");
@@ -649,6 +662,27 @@ test_html(const al_scrub_t *s)
 
     m = al_scrub_match(s, (const unsigned char *) "s3cr3t&sx", 9, 0, &n);
     tap_ok(m == AL_SCRUB_NONE, "html: no name begins &sx");
+
+    /* without ";", the byte after a reference ends it: at the end of
+       what has come it may be a digit, at the end of the response it
+       ends the reference */
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/>?~&#107", 15, 0,
+                       &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "html: &#N at the end waits for more");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/>?~&#107", 15, 1,
+                       &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 15,
+           "html: &#N at the end of the response is read");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/>?~&#x6b", 15, 1,
+                       &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 15,
+           "html: &#xN at the end of the response is read");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/&gt", 10, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "html: &gt at the end waits for its ;");
 }
 
 
@@ -920,7 +954,10 @@ test_negative(const al_scrub_t *s)
         "s3cr3t%252F>?~k",              /* encoded twice */
         "s3cr3t%2F\\u003e?~k",          /* two encodings in one match */
         "czNjcjN0Lz4+fms",              /* not an encoding of the secret */
-        "s3cr3t/&gt?~k",                /* no ";" */
+        "s3cr3t/&#621?~k",              /* another character */
+        "s3cr3t/&#x3eb?~k",             /* another character */
+        "s3cr3t/&#00000062?~k",         /* 10 bytes without ";" */
+        "s3cr3t/&#x000003e?~k",         /* 10 bytes without ";" */
         "s3cr3t/&#00000062;?~k",        /* 11 bytes for one */
         "s3cr3t&sol;&gt;&quest;&tilde;k",   /* ~ has no ASCII name */
         "s3cr3t&sol;&gt;&quest;~&kay;",  /* no such name */
@@ -1639,6 +1676,7 @@ main(void)
     test_utf8();
     test_decode();
     test_html_names();
+    test_html_legacy();
 
     al_keyring_free(kr);
     unlink(key);
@@ -2063,4 +2101,81 @@ test_html_names(void)
     }
 
     tap_ok(bad == 0, "html names: the two over 10 bytes are not read");
+}
+
+
+/*
+ * HTML5 reads a few names without their ";" (its legacy ones), before
+ * anything, letters too: of ASCII characters "&amp", "&lt", "&gt",
+ * "&quot", each in lower and upper case ("x&lty" is "x<y").  Inside a
+ * string and at the end of the response they stand for their
+ * character; no other name does without its ";".
+ */
+
+static void
+test_html_legacy(void)
+{
+    int          m;
+    char         in[32], want[4];
+    size_t       i, n, len, bad;
+    al_str_t     str[1];
+    al_scrub_t   s;
+
+    static const struct {
+        const char  *name;
+        char         c;
+        int          legacy;
+    }  names[] = {
+        { "amp", '&', 1 }, { "AMP", '&', 1 }, { "lt", '<', 1 },
+        { "LT", '<', 1 }, { "gt", '>', 1 }, { "GT", '>', 1 },
+        { "quot", '"', 1 }, { "QUOT", '"', 1 }, { "apos", '\'', 0 },
+        { "lowbar", '_', 0 }, { "period", '.', 0 }, { "sol", '/', 0 },
+        { "equals", '=', 0 }, { "plus", '+', 0 }, { "colon", ':', 0 }
+    };
+
+    bad = 0;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        want[0] = 'x';
+        want[1] = names[i].c;
+        want[2] = 'y';
+        want[3] = '\0';
+
+        str[0].data = want;
+        str[0].len = 3;
+
+        memset(&s, 0, sizeof(s));
+        s.str = str;
+        s.n = 1;
+        al_scrub_index(&s);
+
+        len = (size_t) snprintf(in, sizeof(in), "x&%sy", names[i].name);
+        m = al_scrub_match(&s, (const unsigned char *) in, len, 0, &n);
+
+        if (names[i].legacy ? (m != AL_SCRUB_FULL || n != len)
+                            : (m != AL_SCRUB_NONE))
+        {
+            tap_diag(names[i].legacy ? "not read: " : "read: ", in);
+            bad++;
+        }
+
+        /* "x" and the character, at the end of the response */
+
+        str[0].len = 2;
+        al_scrub_index(&s);
+
+        len = (size_t) snprintf(in, sizeof(in), "x&%s", names[i].name);
+        m = al_scrub_match(&s, (const unsigned char *) in, len, 1, &n);
+
+        if (names[i].legacy ? (m != AL_SCRUB_FULL || n != len)
+                            : (m != AL_SCRUB_NONE))
+        {
+            tap_diag(names[i].legacy ? "not read at the end: "
+                                     : "read at the end: ", in);
+            bad++;
+        }
+    }
+
+    tap_ok(bad == 0, "html names: the legacy ones are read without ;, "
+           "no other");
 }
