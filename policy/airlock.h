@@ -936,11 +936,13 @@ int al_policy_diff(const al_policy_t *old, const al_policy_t *new,
  * &lowbar; &period; &sol;..., in any case; &#N; and &#xN; for any
  * character, and without ";" as HTML5 reads them: &#N, &#xN, &amp, &lt,
  * &gt, &quot), quoted-printable (=XX for any byte but the first, a soft
- * line break "=\r\n" or "=\n" between two bytes), and an ASCII string in
- * UTF-16 and UTF-32 (LE, BE).  A match is read in one form from its first
- * byte to its last, with a line end (CRLF or LF, in that form) allowed
- * between any two characters, as a wrapping encoder puts one anywhere in
- * base64 (not two in a row).
+ * line break "=\r\n" or "=\n" between two bytes), URL-encoded,
+ * JSON-escaped or HTML-escaped twice (%252F, \\u002f, \\/, &amp;lt;,
+ * &amp;#39;), and an ASCII string in UTF-16 and UTF-32 (LE, BE).  A
+ * match is read in one form from its first byte to its last (once and
+ * twice escaped characters of one escaper mix), with a line end (CRLF or
+ * LF, in that form) allowed between any two characters, as a wrapping
+ * encoder puts one anywhere in base64 (not two in a row).
  */
 
 /*

@@ -12,7 +12,8 @@
  * alphabets, with and without padding, and inside a longer base64 text;
  * hex; the Basic credential decoded).  The forms a client decodes byte
  * by byte (URL-encoding, JSON escapes, HTML and XML character references,
- * quoted-printable, in any mix of hex case, and UTF-16 and UTF-32) and
+ * quoted-printable, in any mix of hex case, the first three escaped
+ * twice, and UTF-16 and UTF-32) and
  * the line ends a wrapping encoder puts anywhere are not listed, 2^n
  * strings each: al_scrub_match() decodes them as it compares, so one
  * string stands for all of them.
@@ -40,10 +41,15 @@
 #define AL_SCRUB_JSON   2
 #define AL_SCRUB_HTML   3
 #define AL_SCRUB_QP     4
-#define AL_SCRUB_U16LE  5               /* the wide forms last: each has */
-#define AL_SCRUB_U16BE  6               /* a NUL in its first two bytes */
-#define AL_SCRUB_U32LE  7
-#define AL_SCRUB_U32BE  8
+#define AL_SCRUB_URL2   5               /* URL-encoded, JSON-escaped, */
+#define AL_SCRUB_JSON2  6               /* HTML-escaped twice: each */
+#define AL_SCRUB_HTML2  7               /* AL_SCRUB_TWICE after its own */
+#define AL_SCRUB_U16LE  8               /* the wide forms last: each has */
+#define AL_SCRUB_U16BE  9               /* a NUL in its first two bytes */
+#define AL_SCRUB_U32LE  10
+#define AL_SCRUB_U32BE  11
+
+#define AL_SCRUB_TWICE  (AL_SCRUB_URL2 - AL_SCRUB_URL)
 
 
 typedef struct {
@@ -84,9 +90,10 @@ static const al_secret_t *al_scrub_secret(const al_policy_t *p,
     const char *name, size_t len);
 static void al_scrub_pair_clear(al_scrub_t *s, unsigned a, unsigned b);
 static int al_scrub_match_str(const al_str_t *str, const unsigned char *p,
-    size_t avail, int mode, int final, size_t *len);
+    size_t avail, int mode, int final, size_t *len, unsigned *seen);
 static void al_scrub_try(const al_str_t *str, const unsigned char *p,
-    size_t avail, int mode, int final, size_t *len, int *partial);
+    size_t avail, int mode, int final, size_t *len, int *partial,
+    unsigned *seen);
 static size_t al_scrub_next(const unsigned char *p, size_t avail, int mode,
     size_t *i, unsigned char *u);
 static void al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c,
@@ -102,6 +109,12 @@ static int al_scrub_match_qp(const al_str_t *str, const unsigned char *p,
     size_t avail, int final, size_t *len);
 static int al_scrub_break(const unsigned char *p, size_t avail, int mode,
     int final, size_t i, size_t k, size_t *j);
+static size_t al_scrub_twice(const unsigned char *p, size_t avail,
+    int mode, int final, unsigned char *u, size_t *len);
+static size_t al_scrub_json_escape(const unsigned char *p, size_t avail,
+    unsigned char *u, size_t *len);
+static int al_scrub_again(const unsigned char *p, size_t avail, int mode,
+    size_t j);
 static int al_scrub_hex(int c);
 static size_t al_scrub_utf8(unsigned char *out, uint32_t cp);
 
@@ -1054,8 +1067,15 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
     int final, size_t *len)
 {
     int            mode, partial;
-    size_t         i, k, lo, hi, nu, iu, la, ha, at;
+    size_t         i, k, lo, hi, nu, iu, la, ha, at, at2;
+    unsigned       twice, seen, e;
     unsigned char  u[4];
+
+    /* the escape characters of the forms read twice too, by mode */
+
+    static const unsigned short  esc[AL_SCRUB_U32BE + 1] = {
+        256, '%', '\\', '&', 256, 256, 256, 256, 256, 256, 256, 256
+    };
 
     *len = 0;
     partial = 0;
@@ -1102,7 +1122,24 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
      * the narrowing there.
      */
 
-    for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_U32BE; mode++) {
+    twice = 0;
+
+    for (mode = AL_SCRUB_RAW; mode <= AL_SCRUB_U32BE;
+         mode = (mode == AL_SCRUB_QP && twice == 0) ? AL_SCRUB_U16LE
+                                                    : mode + 1)
+    {
+        /*
+         * A form escaped twice reads as the form escaped once up to the
+         * first escape of its own escape character ("%25", "\\",
+         * "&amp;"): where the once-escaped reading left no string before
+         * one, the twice-escaped one leaves none either.
+         */
+
+        if (twice != 0 && mode > AL_SCRUB_QP && mode < AL_SCRUB_U16LE
+            && !((twice >> (mode - AL_SCRUB_TWICE)) & 1))
+        {
+            continue;
+        }
 
         /* UTF-16 and UTF-32 start with a NUL or have one second */
 
@@ -1119,11 +1156,13 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
         nu = 0;
         iu = 0;
         at = 0;
+        seen = 0;
+        e = esc[mode];
 
         for ( ;; ) {
             while (lo < hi && s->str[lo].len == k) {
                 al_scrub_try(&s->str[lo], p, avail, mode, final, len,
-                             &partial);
+                             &partial, &seen);
                 lo++;
             }
 
@@ -1132,6 +1171,7 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
             }
 
             if (iu == nu) {
+                at2 = i;
                 nu = al_scrub_next(p, avail, mode, &i, u);
                 iu = 0;
 
@@ -1142,6 +1182,12 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
 
                 if (nu == (size_t) -1) {
                     break;                  /* unsure: compare the rest */
+                }
+
+                if (u[0] == e && nu == 1 && i - at2 > 1
+                    && al_scrub_again(p, avail, mode, i))
+                {
+                    seen = 1;
                 }
 
                 /*
@@ -1190,8 +1236,11 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
         }
 
         for ( /* void */ ; lo < hi; lo++) {
-            al_scrub_try(&s->str[lo], p, avail, mode, final, len, &partial);
+            al_scrub_try(&s->str[lo], p, avail, mode, final, len, &partial,
+                         &seen);
         }
+
+        twice |= seen << mode;              /* URL, JSON, HTML */
     }
 
     if (partial) {
@@ -1205,12 +1254,12 @@ al_scrub_match(const al_scrub_t *s, const unsigned char *p, size_t avail,
 
 static void
 al_scrub_try(const al_str_t *str, const unsigned char *p, size_t avail,
-    int mode, int final, size_t *len, int *partial)
+    int mode, int final, size_t *len, int *partial, unsigned *seen)
 {
     int     m;
     size_t  n;
 
-    m = al_scrub_match_str(str, p, avail, mode, final, &n);
+    m = al_scrub_match_str(str, p, avail, mode, final, &n, seen);
 
     if (m == AL_SCRUB_FULL && n > *len) {
         *len = n;
@@ -1233,7 +1282,7 @@ al_scrub_next(const unsigned char *p, size_t avail, int mode, size_t *i,
     unsigned char *u)
 {
     int       d, h, m;
-    size_t    e, j;
+    size_t    e, j, m2;
     uint32_t  cp;
 
     j = *i;
@@ -1405,6 +1454,21 @@ al_scrub_next(const unsigned char *p, size_t avail, int mode, size_t *i,
 
         break;                              /* a "=" that stands for itself */
 
+    case AL_SCRUB_URL2:
+    case AL_SCRUB_JSON2:
+    case AL_SCRUB_HTML2:
+        if (mode == AL_SCRUB_URL2 && p[j] == '+') {
+            return (size_t) -1;             /* ' ' or '+' */
+        }
+
+        e = al_scrub_twice(p + j, avail - j, mode, 0, u, &m2);
+
+        if (e != 0 && e != (size_t) -1) {
+            *i = j + m2;
+        }
+
+        return e;
+
     case AL_SCRUB_HTML:
         if (p[j] != '&') {
             break;
@@ -1489,7 +1553,7 @@ al_scrub_narrow(const al_scrub_t *s, size_t k, unsigned char c, size_t *lo,
 
 static int
 al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
-    int mode, int final, size_t *len)
+    int mode, int final, size_t *len, unsigned *seen)
 {
     int                   h[4], m;
     size_t                i, k, e, n, x, need, brk;
@@ -1566,6 +1630,28 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
             continue;
         }
 
+        if (mode >= AL_SCRUB_URL2) {
+            n = al_scrub_twice(p + i, avail - i, mode, final, u, &e);
+
+            if (n == (size_t) -1) {
+                return AL_SCRUB_PARTIAL;    /* within AL_SCRUB_SPAN a byte */
+            }
+
+            if (mode == AL_SCRUB_URL2 && p[i] == '+' && v[k] == ' ') {
+                u[0] = ' ';
+            }
+
+            if (n == 0 || e > AL_SCRUB_SPAN * n || n > str->len - k
+                || memcmp(u, v + k, n) != 0)
+            {
+                return AL_SCRUB_NONE;
+            }
+
+            i += e;
+            k += n;
+            continue;
+        }
+
         if (mode == AL_SCRUB_URL) {
 
             if (p[i] == '%' && (i + 1 == avail || al_scrub_hex(p[i + 1]) >= 0))
@@ -1576,6 +1662,12 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
 
                 h[0] = al_scrub_hex(p[i + 1]);
                 h[1] = al_scrub_hex(p[i + 2]);
+
+                if ((h[0] << 4 | h[1]) == '%'
+                    && al_scrub_again(p, avail, mode, i + 3))
+                {
+                    *seen = 1;
+                }
 
                 if (h[1] < 0 || (unsigned) (h[0] << 4 | h[1]) != v[k]) {
                     return AL_SCRUB_NONE;
@@ -1616,6 +1708,10 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
                 if (m == AL_SCRUB_FULL) {
                     n = al_scrub_utf8(u, cp);
 
+                    if (cp == '&' && al_scrub_again(p, avail, mode, i + e)) {
+                        *seen = 1;
+                    }
+
                     /* at most AL_SCRUB_SPAN bytes a byte, as the carry
                        is sized */
 
@@ -1654,6 +1750,10 @@ al_scrub_match_str(const al_str_t *str, const unsigned char *p, size_t avail,
 
         if (i + 1 == avail) {
             return AL_SCRUB_PARTIAL;
+        }
+
+        if (p[i + 1] == '\\' && al_scrub_again(p, avail, mode, i + 2)) {
+            *seen = 1;
         }
 
         if (p[i + 1] != 'u') {
@@ -2207,6 +2307,288 @@ al_scrub_html_name(const unsigned char *name, size_t n, int whole)
     }
 
     return -1;
+}
+
+
+/*
+ * One character of a form escaped twice, at p: a text escaped once and
+ * then escaped again whole, as a JSON string holding a JSON document, a
+ * URL in a query parameter, an escaped value put through an escaper
+ * again.  URL-encoding: "%25XX" (the "%" of "%XX" encoded), "%XX"
+ * and a byte as itself; JSON: "\\" followed by an escape of the inner
+ * text, its own characters escaped again ("\\u005f", "\\\"", "\\\\",
+ * "\\/" and "\\\/"), "\X" and "\uXXXX" of the outer escaping (not a
+ * surrogate pair), a byte as itself; HTML: a reference to "&" followed
+ * by a reference ("&amp;#95;", "&amp;lt;", "&#38;quot;"), both in at
+ * most AL_SCRUB_HTML_MAX bytes, any other reference, a byte as itself.
+ * The bytes of the character in u: their number, *len the bytes read; 0
+ * when no string goes on here (an escape no encoder writes); -1 when
+ * the bytes end inside an escape and more may follow (never when final).
+ */
+
+static size_t
+al_scrub_twice(const unsigned char *p, size_t avail, int mode, int final,
+    unsigned char *u, size_t *len)
+{
+    int            d, h, m;
+    size_t         n, e, e2;
+    uint32_t       cp;
+    unsigned char  ref[AL_SCRUB_HTML_MAX + 1];
+
+    u[0] = p[0];
+    *len = 1;
+
+    switch (mode) {
+
+    case AL_SCRUB_URL2:
+        if (p[0] != '%') {
+            return 1;
+        }
+
+        if (avail < 2) {
+            return final ? 1 : (size_t) -1;
+        }
+
+        d = al_scrub_hex(p[1]);
+
+        if (d < 0) {
+            return 1;                       /* a "%" that is itself */
+        }
+
+        if (avail < 3) {
+            return final ? 0 : (size_t) -1;
+        }
+
+        h = al_scrub_hex(p[2]);
+
+        if (h < 0) {
+            return 0;
+        }
+
+        u[0] = (unsigned char) (d << 4 | h);
+        *len = 3;
+
+        if (u[0] != '%') {
+            return 1;
+        }
+
+        if (avail < 5) {
+            if (!final && (avail == 3 || al_scrub_hex(p[3]) >= 0)) {
+                return (size_t) -1;
+            }
+
+            return 1;
+        }
+
+        d = al_scrub_hex(p[3]);
+        h = al_scrub_hex(p[4]);
+
+        if (d >= 0 && h >= 0) {
+            u[0] = (unsigned char) (d << 4 | h);
+            *len = 5;
+        }
+
+        return 1;
+
+    case AL_SCRUB_JSON2:
+        if (p[0] != '\\') {
+            return 1;
+        }
+
+        if (avail < 2) {
+            return final ? 0 : (size_t) -1;
+        }
+
+        if (p[1] != '\\') {
+            n = al_scrub_json_escape(p, avail, u, len);
+            return (n == (size_t) -1 && final) ? 0 : n;
+        }
+
+        if (avail < 3) {
+            return final ? 0 : (size_t) -1;
+        }
+
+        switch (p[2]) {
+        case '\\':
+            if (avail < 4) {
+                return final ? 0 : (size_t) -1;
+            }
+
+            if (p[3] != '"' && p[3] != '\\' && p[3] != '/') {
+                return 0;
+            }
+
+            u[0] = p[3];
+            *len = 4;
+            return 1;
+
+        case '"':
+            return 0;                       /* no JSON text has it raw */
+
+        default:
+            n = al_scrub_json_escape(p + 1, avail - 1, u, &e);
+
+            if (n == (size_t) -1) {
+                return final ? 0 : n;
+            }
+
+            *len = e + 1;
+            return n;
+        }
+
+    default:                                /* HTML */
+        if (p[0] != '&') {
+            return 1;
+        }
+
+        m = al_scrub_html(p, avail, final, &cp, &e);
+
+        if (m == AL_SCRUB_PARTIAL) {
+            return (size_t) -1;
+        }
+
+        if (m == AL_SCRUB_NONE) {
+            return 1;                       /* an "&" that is itself */
+        }
+
+        *len = e;
+
+        if (cp != '&') {
+            return al_scrub_utf8(u, cp);
+        }
+
+        /* "&amp;gt;": the "&" and the bytes after it, a reference */
+
+        if (e == avail) {
+            return (final || avail >= AL_SCRUB_HTML_MAX) ? 1 : (size_t) -1;
+        }
+
+        n = avail - e;
+        if (n > AL_SCRUB_HTML_MAX) {
+            n = AL_SCRUB_HTML_MAX;
+        }
+
+        ref[0] = '&';
+        memcpy(ref + 1, p + e, n);
+
+        m = al_scrub_html(ref, n + 1, final && n == avail - e, &cp, &e2);
+
+        if (m == AL_SCRUB_PARTIAL) {
+            return (avail < AL_SCRUB_HTML_MAX) ? (size_t) -1 : 1;
+        }
+
+        e2--;                               /* the "&" is not there */
+
+        if (m == AL_SCRUB_FULL
+            && e + e2 + (p[e + e2 - 1] != ';') <= AL_SCRUB_HTML_MAX)
+        {
+            *len = e + e2;
+            return al_scrub_utf8(u, cp);
+        }
+
+        return 1;                           /* "&" */
+    }
+}
+
+
+/*
+ * A JSON escape at p (a "\"): \" \\ \/ \b \f \n \r \t, or \uXXXX of a
+ * character that is not a surrogate; as al_scrub_twice() answers.
+ */
+
+static size_t
+al_scrub_json_escape(const unsigned char *p, size_t avail, unsigned char *u,
+    size_t *len)
+{
+    int       d;
+    size_t    e;
+    uint32_t  cp;
+
+    if (avail < 2) {
+        return (size_t) -1;
+    }
+
+    *len = 2;
+
+    switch (p[1]) {
+    case '"': case '\\': case '/':
+        u[0] = p[1];
+        return 1;
+    case 'b':
+        u[0] = '\b';
+        return 1;
+    case 'f':
+        u[0] = '\f';
+        return 1;
+    case 'n':
+        u[0] = '\n';
+        return 1;
+    case 'r':
+        u[0] = '\r';
+        return 1;
+    case 't':
+        u[0] = '\t';
+        return 1;
+    case 'u':
+        break;
+    default:
+        return 0;
+    }
+
+    cp = 0;
+
+    for (e = 2; e < 6; e++) {
+        if (e == avail) {
+            return (size_t) -1;
+        }
+
+        d = al_scrub_hex(p[e]);
+        if (d < 0) {
+            return 0;
+        }
+
+        cp = cp << 4 | (uint32_t) d;
+    }
+
+    if (cp >= 0xd800 && cp <= 0xdfff) {
+        return 0;
+    }
+
+    *len = 6;
+
+    return al_scrub_utf8(u, cp);
+}
+
+
+/*
+ * Whether the escape of the form's own escape character ("%25", "\\",
+ * "&amp;") that ends at p + j may begin a character escaped twice (the
+ * form read twice, AL_SCRUB_TWICE after it, reads it otherwise): a hex
+ * digit after "%25", an escape's letter after "\\", a letter or "#"
+ * after "&amp;", or the end of what is there.
+ */
+
+static int
+al_scrub_again(const unsigned char *p, size_t avail, int mode, size_t j)
+{
+    unsigned char  c;
+
+    if (j >= avail) {
+        return 1;
+    }
+
+    c = p[j];
+
+    switch (mode) {
+    case AL_SCRUB_URL:
+        return al_scrub_hex(c) >= 0;
+    case AL_SCRUB_JSON:
+        return c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n'
+               || c == 'r' || c == 't' || c == 'u';
+    default:
+        c |= 0x20;
+        return (c >= 'a' && c <= 'z') || p[j] == '#';
+    }
 }
 
 

@@ -53,6 +53,7 @@ static void test_policy_list(const al_policy_t *p);
 static void test_url(const al_scrub_t *s);
 static void test_json(const al_scrub_t *s);
 static void test_html(const al_scrub_t *s);
+static void test_twice(const al_scrub_t *s);
 static void test_utf16(const al_scrub_t *s);
 static void test_base64(const al_scrub_t *s);
 static void test_hex(const al_scrub_t *s);
@@ -320,6 +321,7 @@ test_forms(al_keyring_t *kr, const char *pub)
         test_url(s);
         test_json(s);
         test_html(s);
+        test_twice(s);
         test_utf16(s);
         test_base64(s);
         test_hex(s);
@@ -687,6 +689,84 @@ test_html(const al_scrub_t *s)
 
 
 /*
+ * Escaped twice, as a text escaped once is when it is escaped again
+ * whole (a URL in a query parameter, a JSON document in a JSON string, an
+ * escaped value through an HTML escaper): "%252F"; "\\u002f", "\\/",
+ * "\\\/"; "&amp;gt;", "&amp;#47;", "&#38;gt;"; mixed with the characters
+ * escaped once.
+ */
+
+static void
+test_twice(const al_scrub_t *s)
+{
+    int          m;
+    size_t       n;
+    al_str_t     str[1];
+    al_scrub_t   one;
+
+    redacted(s, "s3cr3t%252F>?~k", "twice: %252F");
+    redacted(s, "s3cr3t%252f%253E%253f%257e%256B", "twice: %25XX, mixed "
+             "case");
+    redacted(s, "%2573%2533%2563%2572%2533%2574%252F%253E%253F%257E%256B",
+             "twice: every byte as %25XX");
+    redacted(s, "s3cr3t%2F%253E?~k", "twice: %XX and %25XX mixed");
+    redacted(s, "Bearer%2520s3cr3t%252F%253E%253F~k", "twice: the rendered "
+             "value");
+    redacted(s, "s3cr3t\\\\/>?~k", "twice: JSON \\\\/");
+    redacted(s, "s3cr3t\\\\\\/>?~k", "twice: JSON \\\\\\/");
+    redacted(s, "s3cr3t\\\\u002f\\\\u003E?~k", "twice: JSON \\\\uXXXX");
+    redacted(s, "\\\\u0073\\\\u0033\\\\u0063\\\\u0072\\\\u0033\\\\u0074"
+             "\\\\u002F\\\\u003e\\\\u003F\\\\u007E\\\\u006b",
+             "twice: JSON, every byte as \\\\uXXXX");
+    redacted(s, "s3cr3t\\/\\\\u003e?~k", "twice: JSON \\/ and \\\\uXXXX "
+             "mixed");
+    redacted(s, "Bearer\\\\u0020s3cr3t\\\\/>?~k", "twice: JSON, the "
+             "rendered value");
+    redacted(s, "s3cr3t/&amp;gt;?~k", "twice: &amp;gt;");
+    redacted(s, "s3cr3t/&AMP;GT;?~k", "twice: &AMP;GT;");
+    redacted(s, "s3cr3t&amp;#47;&amp;#62;?~k", "twice: &amp;#N;");
+    redacted(s, "s3cr3t&amp;#x2f;&#38;gt;?~k", "twice: &amp;#xN; and "
+             "&#38;gt;");
+    redacted(s, "s3cr3t&amp;sol;&gt;?~k", "twice: &amp;sol;, 9 bytes");
+    redacted(s, "s3cr3t/&amp;gt?~k", "twice: &amp;gt without its ;");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t%25", 9, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "twice: partial inside %25XX");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t\\\\u00", 11, 0,
+                       &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "twice: partial inside \\\\uXXXX");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t&amp;", 11, 0, &n);
+    tap_ok(m == AL_SCRUB_PARTIAL, "twice: partial after &amp;");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t/>?~%256B", 15, 1,
+                       &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 15,
+           "twice: %25XX at the end of the response");
+
+    m = al_scrub_match(s, (const unsigned char *) "s3cr3t\\\\/>?~\\u006b",
+                       18, 1, &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 18,
+           "twice: JSON, \\uXXXX at the end of the response");
+
+    /* "x/" as "\\u0078\/": a two-byte escape last */
+
+    str[0].data = "x/";
+    str[0].len = 2;
+    memset(&one, 0, sizeof(one));
+    one.str = str;
+    one.n = 1;
+    al_scrub_index(&one);
+
+    m = al_scrub_match(&one, (const unsigned char *) "\\\\u0078\\/", 9, 1,
+                       &n);
+    tap_ok(m == AL_SCRUB_FULL && n == 9,
+           "twice: JSON, \\/ at the end of the response");
+}
+
+
+/*
  * UTF-16 and UTF-32, little- and big-endian: "x<form>y" becomes
  * "x[REDACTED]y" (UTF-32BE: the NULs before the first character's byte
  * stay, "x\0\0[REDACTED]y"), whole and in pieces of 1 to 7 bytes; the
@@ -951,7 +1031,13 @@ test_negative(const al_scrub_t *s)
         "s3cr3t%2G>?~k",                /* not hex */
         "s3cr3t\\x2f>?~k",              /* not a JSON escape */
         "s3cr3t\\u002>?~k",             /* three hex digits */
-        "s3cr3t%252F>?~k",              /* encoded twice */
+        "s3cr3t%25252F>?~k",            /* encoded three times */
+        "s3cr3t%252G>?~k",              /* not hex */
+        "s3cr3t\\\\x2f>?~k",              /* no JSON escape twice */
+        "s3cr3t\\\\u002>?~k",             /* three hex digits */
+        "s3cr3t/>&amp;quest;~k",        /* 11 bytes for one */
+        "s3cr3t/&amp;&lt;?~k",          /* another character */
+        "s3cr3t/&amp;amp;gt;?~k",       /* escaped three times */
         "s3cr3t%2F\\u003e?~k",          /* two encodings in one match */
         "czNjcjN0Lz4+fms",              /* not an encoding of the secret */
         "s3cr3t/&#621?~k",              /* another character */
