@@ -970,6 +970,12 @@ airlock_event(airlock_ctx_t *ctx, const char *data)
         fprintf(stderr, "%sstopped: the %s limit (%lld, at most %lld)%s\n",
                 airlock_red, S("limit"), I("value"), I("max"), airlock_off);
 
+        /* what it was and, for the owner's day, when it frees */
+
+        if (S("message")[0]) {
+            fprintf(stderr, "   %s\n", S("message"));
+        }
+
     } else if (strcmp(type, "answer") == 0) {
         printf("%s\n", S("text"));
         fflush(stdout);

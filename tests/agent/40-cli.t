@@ -27,7 +27,7 @@ my $cli = "$t->{build}/airlock";
 $a->setup(agent => [ '--max-steps', 2 ]);
 $a->start_worker;
 
-plan tests => 59;
+plan tests => 60;
 
 sub run_cli {
     my (@args) = @_;
@@ -89,6 +89,8 @@ like($err, qr/^session [0-9a-f]{64}$/m,
      . 'agent\'s, for its asker)');
 like($err, qr/DENIED 403 \(query\)/, 'the denial shown');
 like($err, qr/stopped: the steps limit \(2, at most 2\)/, 'the limit shown');
+like($err, qr/^   the run was stopped by a limit per question$/m,
+     'and the limit\'s message (--max-user-tokens: when the day ends)');
 
 # an error: exit 1
 $a->script({ status => 500 });
