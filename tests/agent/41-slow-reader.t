@@ -60,7 +60,8 @@ sub trickle {
         }
         if ($sel->can_read(0)) {
             if (!sysread($s, $raw, 1024, length $raw)) {
-                $held = $cond->();
+                # cut: what cond waits for may come a moment after
+                sleep 0.05 while !($held = $cond->()) && time < $until;
                 last;
             }
         }
@@ -83,7 +84,9 @@ my $s = $t->http("POST /v1/sessions/slow-1/ask HTTP/1.1\r\nHost: a\r\n"
 
 my ($raw, $held) = trickle($s,
                            sub { rcli('EXISTS airlock:session:slow-1') });
-ok($held, 'a slow reader is cut: the run ended and stored its session');
+ok($held, 'a slow reader is cut: the run ended and stored its session')
+    or diag('read ' . length($raw) . " bytes; the agent's log:\n"
+            . $a->agent_log);
 unlike($raw, qr/event: done/, 'it did not get all of its events');
 
 # the session is stored a moment before the cut connection's place is
@@ -95,7 +98,7 @@ for (1 .. 100) {
     sleep 0.05;
 }
 is(scalar(@{$r->{json}{runs} // []}), 1, 'the run is in the session')
-    or diag explain $r;
+    or diag(explain($r), "the agent's log:\n", $a->agent_log);
 is(rcli('EXISTS airlock:session:slow-1:lock'), '0', 'its lock is free');
 
 # its place is free: the one connection is served

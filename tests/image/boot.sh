@@ -458,6 +458,8 @@ none) ok "# SKIP alertd's way out after an edit not reloaded: no receiver port" 
     ok "and after an edit that removed it, until alertd is reloaded ($eg)" ;;
 *) not_ok "and after an edit that removed it, until alertd is reloaded ($eg)" ;;
 esac
+tr -d '\r' < "$console" | grep -a 'airlock-check: alertd-reload-log' \
+    | sed 's/.*airlock-check: alertd-reload-log /# alertd reload failed: /'
 case "$eg" in
 none) ok "# SKIP alertd's user and the appliance's own listeners: no receiver port" ;;
 *) loc=$(check alertd-local)

@@ -316,11 +316,17 @@ if [ -r "$hp" ]; then
         setpriv --reuid="$uid" --regid="$uid" --clear-groups \
             curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"
     }
+    # a reload that fails says why (alertd-reload-log: its journal)
+    reload_alertd() {
+        systemctl reload airlock-alertd && return 0
+        journalctl -u airlock-alertd --no-pager -o cat -n 8 \
+            | sed 's/^/airlock-check: alertd-reload-log /'
+    }
     before=$(as_alertd "$hook/airlock")
     cp "$policy" "$tmp/policy-sinks"
     sed "/^  sinks:\$/a\\    - alertmanager: { url: \"$hook\" }" \
         "$tmp/policy-sinks" > "$policy"
-    systemctl reload airlock-alertd
+    reload_alertd
     code=$(as_alertd "$hook/airlock")
     # nftables restarted (its sets emptied): filled again at once, not
     # at the timer's next run (a bounded wait for the refill's job)
@@ -338,7 +344,7 @@ if [ -r "$hp" ]; then
     cat "$tmp/policy-sinks" > "$policy"
     systemctl start airlock-alertd-egress-refill.service
     edit=$(as_alertd "$hook/airlock")
-    systemctl reload airlock-alertd
+    reload_alertd
     after=$(as_alertd "$hook/airlock")
     user=$(id -un "$uid" 2>/dev/null || echo "$uid")
     say "alertd-egress user=$user before=$before code=$code" \
