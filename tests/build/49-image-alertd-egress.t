@@ -127,7 +127,8 @@ like($drop, qr/^Wants=airlock-alertd-egress\.service$/m
             && qr/^After=airlock-alertd-egress\.service$/m,
      'alertd\'s drop-in: it runs before alertd starts');
 my @reload = map { s/\s+/ /gr } $drop =~ /^ExecReload=(.*)$/mg;
-is_deeply(\@reload, ['', '+/usr/bin/airlock-alertd --check --policy '
+is_deeply(\@reload, ['', '+/usr/bin/nsenter --target $MAINPID --mount -- '
+                     . '/usr/bin/airlock-alertd --check --policy '
                      . '/etc/airlock/policy.yaml $AIRLOCK_ALERTD_KEYRING',
                      '-+/bin/systemctl start airlock-alertd-egress.service',
                      '/bin/kill -HUP $MAINPID'],
