@@ -87,8 +87,10 @@ Keys:
                 (or "(no match)"): an answer that quotes real tool data
   wait_file     before answering, wait (up to 60 s) until this file exists
   sent_file     once the whole answer is written, append a line to this
-                file: a test waits for the answers to be in the gateway's
-                sockets, not for a time
+                file: "sent PORT BYTES", the gateway's port of the
+                connection and the bytes of the answer, so that a test
+                waits for the answers to be in the gateway's sockets
+                (their receive queues), not for a time
   request_id    send this as the answer's x-request-id, as OpenAI does
   response_id   responses: the response's id (default "resp_1"), in the
                 JSON answer and in the stream's response.created and
@@ -197,9 +199,28 @@ def usage_numbers(script, pieces):
             u.get("cached", 0), u.get("cache_write", 0))
 
 
+class CountingWriter:
+    """The connection's writes, and how many bytes they have written."""
+
+    def __init__(self, w):
+        self.w = w
+        self.n = 0
+
+    def write(self, b):
+        self.n += len(b)
+        return self.w.write(b)
+
+    def __getattr__(self, name):
+        return getattr(self.w, name)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "llm-provider/1"
+
+    def setup(self):
+        super().setup()
+        self.wfile = CountingWriter(self.wfile)
 
     def log_message(self, fmt, *a):
         pass
@@ -213,6 +234,7 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_any()
 
     def handle_any(self):
+        written = self.wfile.n
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(min(length, BODY_MAX)) if length else b""
 
@@ -290,7 +312,8 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             with lock:
                 with open(script["sent_file"], "a") as f:
-                    f.write("sent\n")
+                    f.write("sent %d %d\n" % (self.client_address[1],
+                                               self.wfile.n - written))
 
     # ---- answers -----------------------------------------------------------
 

@@ -25,6 +25,7 @@ use IO::Socket::INET;
 use POSIX ();
 use Test::More;
 use Time::HiRes qw(time sleep);
+use Time::Local ();
 use Airlock::Test;
 use Airlock::LLM;
 use Airlock::Prereq qw(absent need_cmd);
@@ -34,6 +35,10 @@ BEGIN { $ENV{AIRLOCK_LOG_LEVEL} = 'warn' }
 my $t = Airlock::Test->new;
 my $l = Airlock::LLM->new($t);
 my $d = $t->testdir;
+
+# the bound of every wait for a condition: long, as it is only reached
+# when the condition never holds
+my $WAIT = 60;
 
 need_cmd('strace');
 
@@ -65,7 +70,7 @@ sub trace_writes {
              '-e', 'trace=write,writev,pwrite64,pwritev,pwritev2')
             or POSIX::_exit(127);
     }
-    my $deadline = time + 10;
+    my $deadline = time + $WAIT;
     while (time < $deadline) {
         my $st = Airlock::Test::_slurp("/proc/$worker/status") // '';
         last if $st =~ /^TracerPid:\s*[1-9]/m;
@@ -85,20 +90,69 @@ sub trace_writes {
 # answer, may finish the request and log it) while it is stopped again.
 # Returns the worker's write() calls from the first SIGCONT until every
 # line is in the file, and the calls' request ids.
+#
+# Each step waits for what it needs, not for a time: the worker stopped
+# (SIGSTOP takes effect when it next runs, and an epoll_wait() it returns
+# from before then has already taken the events that were ready), every
+# answer whole in the worker's receive queue (the provider writes the
+# headers and the body with two send()s, and loopback hands each over in
+# a softirq that a loaded machine may defer past the send()), and every
+# client's FIN in the worker's socket.
 
-# the connections to 127.0.0.1:$port, established or closed by the peer,
-# with bytes waiting in their receive queue (/proc/net/tcp: the worker's
-# side of its upstream connections)
-sub queued {
+# stops the worker, and waits until it is stopped
+sub stop_worker {
+    kill 'STOP', $worker;
+    my $deadline = time + $WAIT;
+    while (time < $deadline) {
+        my $st = Airlock::Test::_slurp("/proc/$worker/stat") // '';
+        return 1 if $st =~ /\)\s+[Tt]\s/;
+        sleep 0.01;
+    }
+    diag "the worker did not stop";
+    return 0;
+}
+
+# /proc/net/tcp's sockets to 127.0.0.1:$port: local port => [ state,
+# bytes in the receive queue ]
+sub sockets {
     my ($port) = @_;
-    open(my $fh, '<', '/proc/net/tcp') or return 1 << 30;
-    my $n = 0;
+    my %s;
+    open(my $fh, '<', '/proc/net/tcp') or return %s;
     while (<$fh>) {
         my @f = split;
-        next unless ($f[2] // '') eq sprintf('0100007F:%04X', $port)
-                    && ($f[3] eq '01' || $f[3] eq '08');
+        next unless ($f[1] // '') =~ /^0100007F:([0-9A-F]{4})$/;
+        my $local = hex $1;
+        next unless ($f[2] // '') eq sprintf('0100007F:%04X', $port);
         my (undef, $rx) = split /:/, $f[4];
-        $n++ if hex $rx > 0;
+        $s{$local} = [ $f[3], hex $rx ];
+    }
+    return %s;
+}
+
+# how many of the answers ({ the worker's port => bytes }) are whole in
+# the receive queues of the worker's upstream connections (established,
+# or closed by the provider after the answer: its FIN counts one more)
+sub answers_queued {
+    my ($want) = @_;
+    my %s = sockets($t->port(8081));
+    return scalar grep {
+        my $q = $s{$_};
+        $q && ($q->[0] eq '01' || $q->[0] eq '08') && $q->[1] >= $want->{$_}
+    } keys %$want;
+}
+
+# how many of the clients' connections (their ports) are still open in
+# the worker: established, their FIN not in yet
+sub clients_open {
+    my (@ports) = @_;
+    my $p8080 = $t->port(8080);
+    my $n = 0;
+    open(my $fh, '<', '/proc/net/tcp') or return scalar @ports;
+    my %want = map { sprintf('0100007F:%04X', $_) => 1 } @ports;
+    while (<$fh>) {
+        my @f = split;
+        $n++ if ($f[1] // '') eq sprintf('0100007F:%04X', $p8080)
+                && $want{$f[2] // ''} && $f[3] eq '01';
     }
     return $n;
 }
@@ -119,15 +173,16 @@ sub held {
         if ($pid == 0) {
             my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                           PeerPort => $t->port(8080),
-                                          Proto => 'tcp', Timeout => 5)
+                                          Proto => 'tcp', Timeout => $WAIT)
                 or POSIX::_exit(1);
             my $c = $l->chat(token => $agent, http => { socket => $s });
             open(my $fh, '>', "$d/held.$round.$k.tmp") or POSIX::_exit(1);
             print $fh $c->{status} == 200 ? $c->{headers}{'x-request-id'}
                                           : 'failed';
+            print $fh ' ', $s->sockport;
             close $fh;
             rename "$d/held.$round.$k.tmp", "$d/held.$round.$k";
-            my $until = time + 20;
+            my $until = time + 2 * $WAIT;
             sleep 0.02 while !-e $go && time < $until;
             close $s;
             POSIX::_exit(0);
@@ -135,7 +190,7 @@ sub held {
         push @kids, $pid;
     }
 
-    my $deadline = time + 10;
+    my $deadline = time + $WAIT;
     while (time < $deadline) {
         my $got = () = $l->provider_requests;
         last if $got >= $before + $n;
@@ -143,38 +198,45 @@ sub held {
     }
 
     # the answers are sent while the worker is stopped: they are in its
-    # sockets, all of them, when it goes on
-    kill 'STOP', $worker;
+    # sockets, all of them and whole, when it goes on
+    stop_worker();
     $t->write_file("answer.$round", '');
-    $deadline = time + 30;
+    my %answer;
+    $deadline = time + $WAIT;
     while (time < $deadline) {
-        my $sent = () = ($t->read_file("sent.$round") // '') =~ /\n/g;
-        last if $sent >= $n;
+        %answer = map { /^sent (\d+) (\d+)$/ ? ($1 => $2) : () }
+                  split /\n/, $t->read_file("sent.$round") // '';
+        last if keys %answer >= $n && answers_queued(\%answer) >= $n;
         sleep 0.02;
     }
-    # and in the worker's sockets: loopback hands them over in a softirq,
-    # which a loaded machine may defer past the provider's send()
-    $deadline = time + 10;
-    sleep 0.02 while queued($t->port(8081)) < $n && time < $deadline;
+    diag "answers whole in the worker's sockets: "
+         . answers_queued(\%answer) . " of $n"
+        if answers_queued(\%answer) < $n;
     my $writes = trace_writes("$d/strace.$round");
     kill 'CONT', $worker;
 
-    $deadline = time + 10;
+    $deadline = time + $WAIT;
     sleep 0.02 while grep({ !-e "$d/held.$round.$_" } 1 .. $n)
                      && time < $deadline;
 
-    kill 'STOP', $worker;
+    my @held = map { $t->read_file("held.$round.$_") // 'failed 0' } 1 .. $n;
+    my @ids = map { (split / /)[0] } @held;
+    my @ports = map { (split / /)[1] // 0 } @held;
+
+    # the clients close while the worker is stopped: their FINs are in
+    # its sockets when it goes on
+    stop_worker();
     $t->write_file("go.$round", '');
     waitpid($_, 0) for @kids;
-    sleep 0.2;
+    $deadline = time + $WAIT;
+    sleep 0.02 while clients_open(@ports) && time < $deadline;
     kill 'CONT', $worker;
 
     $l->script;
 
-    my @ids = map { $t->read_file("held.$round.$_") // 'failed' } 1 .. $n;
     my %want = map { $_ => 1 } @ids;
 
-    $deadline = time + 5;
+    $deadline = time + $WAIT;
     while (time < $deadline) {
         my %in = map { ($_->{request_id} // '') => 1 } $l->usage_log;
         last unless grep { !$in{$_} } keys %want;
@@ -233,8 +295,33 @@ $t->run;
 
 $r = $l->chat(token => $agent);
 my $id = $r->{headers}{'x-request-id'} // 'none';
-sleep 0.5;
-ok(!grep({ ($_->{request_id} // '') eq $id } $l->usage_log),
-   'under the journal\'s flush=2s: not yet in the file after 0.5s');
-$u = $l->last_usage(11);
-is($u->{request_id} // '', $id, 'in the file within the flush time');
+
+# no guess at when the flush is due: the line, once there, tells when its
+# call ended, and the file when it was last written (the write that
+# brought the line: nothing else is written to it meanwhile)
+my ($line, $mtime);
+my $deadline = time + $WAIT;
+while (time < $deadline) {
+    ($line) = grep { ($_->{request_id} // '') eq $id } $l->usage_log;
+    last if $line;
+    sleep 0.05;
+}
+$mtime = (Time::HiRes::stat("$d/usage.log"))[9] if $line;
+
+# "2026-12-07T04:07:49.327Z"
+sub wall {
+    my ($iso) = @_;
+    return undef unless ($iso // '') =~
+        /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?Z$/;
+    return Time::Local::timegm($6, $5, $4, $3, $2 - 1, $1) + ($7 // 0);
+}
+
+# 2s after the line's time, less the coarser clock of a file's times
+my $ended = wall($line && $line->{time});
+ok(defined $mtime && defined $ended && $mtime >= $ended + 1.9,
+   'under the journal\'s flush=2s: not yet in the file before 2s after the call')
+    or diag sprintf('the call ended at %s, its line written at %.3f',
+                    $line ? $line->{time} // 'no time' : 'no line',
+                    $mtime // 0);
+is($line && $line->{request_id}, $id,
+   'in the file after the flush time, with no further traffic');
