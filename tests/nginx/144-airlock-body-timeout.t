@@ -36,11 +36,29 @@ routes:
     upstream: echo
     to: /raw
     body: { max_bytes: 100 }
+  - name: in-time
+    clients: [local]
+    match: { method: POST, path: /in-time }
+    upstream: echo
+    to: /raw
+    body: { max_bytes: 100 }
 alerts:
   deny: { threshold: 2, window: 60s }
 EOF
 
+# /in-time: the same, with a client_body_timeout that a body sent in two
+# writes 0.3s apart meets however loaded the machine
 $t->write_file_expand('nginx.conf', $p->conf(key => 0,
+    locations => <<'L',
+        location = /in-time {
+            airlock on;
+
+            %%AIRLOCK_LOCATION%%
+
+            client_body_timeout 60s;
+            proxy_read_timeout 5s;
+        }
+L
     http => <<'EOF'));
     airlock_zone airlock 1m;
     airlock_journal %%TESTDIR%%/journal.log;
@@ -111,8 +129,9 @@ is(scalar(@log), $before, 'slow headers: no deny line');
 
 $before = $p->deny_count;
 
-my $raw = http([ $head . "Content-Length: 10\r\n\r\nabc", 'defghij' ],
-               pause => 0.3);
+(my $in_time = $head) =~ s{^POST /raw }{POST /in-time };
+my $raw = http([ $in_time . "Content-Length: 10\r\n\r\nabc", 'defghij' ],
+               pause => 0.3, timeout => 30);
 like($raw // '', qr/^HTTP\/1.1 200 /, 'a body in time: 200');
 
 @log = deny_lines_after($before, 1);
