@@ -36,13 +36,16 @@ my $entries = <<'Y';
       agent: {}
 Y
 
+# An attempt times out when the provider holds its answer 30s, far past
+# proxy_read_timeout; an attempt it answers at once has those 3s, time
+# enough on a loaded machine.
 my $locations = <<'L';
         location /v1/proxy/retry/ {
             airlock_llm retry;
 
             %%AIRLOCK_LOCATION%%
 
-            proxy_read_timeout 500ms;
+            proxy_read_timeout 3s;
             proxy_intercept_errors on;
             error_page 502 503 504 = @again;
         }
@@ -52,7 +55,7 @@ my $locations = <<'L';
 
             %%AIRLOCK_LOCATION%%
 
-            proxy_read_timeout 500ms;
+            proxy_read_timeout 3s;
         }
 L
 
@@ -70,14 +73,15 @@ sub call {
                         token => $l->token('agent'), body => {
                             model => 'gpt-4o', max_tokens => 10,
                             messages => [ { role => 'user',
-                                            content => 'Hi' } ] });
+                                            content => 'Hi' } ] },
+                        timeout => 30);
     $l->script();
     return ($r, $l->last_usage(++$n));
 }
 
 # the first attempt times out, the second is answered: 11 + 3 tokens
 
-my ($r, $u) = call({ delay_first_ms => 1500 }, {});
+my ($r, $u) = call({ delay_first_ms => 30000 }, {});
 is($r->{status}, 200, 'a timed-out call sent again by error_page: 200');
 ok($u->{prompt_tokens} == 11 && $u->{completion_tokens} == 3,
    '... the answer\'s usage') or diag(explain $u);
@@ -87,7 +91,7 @@ ok($u->{total_tokens} >= 14 + 10 + 1,
 
 # both attempts time out: each reservation once
 
-($r, $u) = call({ delay_first_ms => 1500 }, { delay_first_ms => 1500 });
+($r, $u) = call({ delay_first_ms => 30000 }, { delay_first_ms => 30000 });
 is($r->{status}, 504, 'both attempts time out: 504');
 ok($u->{completion_tokens} == 10 && $u->{usage_source} eq 'estimated',
    '... the last attempt charged its reservation') or diag(explain $u);
