@@ -319,7 +319,8 @@ sub wall {
 # 2s after the line's time, less the coarser clock of a file's times
 my $ended = wall($line && $line->{time});
 ok(defined $mtime && defined $ended && $mtime >= $ended + 1.9,
-   'under the journal\'s flush=2s: not yet in the file before 2s after the call')
+   'under the journal\'s flush=2s: not yet in the file before 2s after '
+   . 'the call')
     or diag sprintf('the call ended at %s, its line written at %.3f',
                     $line ? $line->{time} // 'no time' : 'no line',
                     $mtime // 0);
