@@ -23,7 +23,9 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use IO::Select;
 use Test::More;
+use Time::HiRes qw(time);
 use Airlock::Test;
 use Airlock::Proxy;
 
@@ -208,20 +210,36 @@ sub h2_post {
               . h2_frame(4, 0, 0, '')
               . h2_frame(1, 4, 1, $hpack)
               . h2_frame(0, 1, 1, $body);
-    my $raw = http($req, port => 8082, timeout => 1) // '';
+    # the stream is over at its END_STREAM (or RST_STREAM, or GOAWAY):
+    # read until then, not for a time, as the connection stays open
+    my $s = http($req, port => 8082, start => 1, timeout => 30);
+    my $sel = $s && IO::Select->new($s);
+    my $deadline = time + 30;
+    my ($raw, $done) = ('', 0);
     my %r = (status => '', data => '');
 
-    while (length $raw >= 9) {
-        my ($lt, $flags, $id) = unpack('NCN', $raw);
-        my ($len, $type) = ($lt >> 8, $lt & 0xff);
-        last if length $raw < 9 + $len;
-        my $payload = substr($raw, 9, $len);
-        substr($raw, 0, 9 + $len) = '';
-        next unless $id == 1;
-        $r{status} = $1 if $type == 1 && $payload =~ /[\x08\x48]\x03(\d{3})/;
-        $r{status} = 200 if $type == 1 && $payload =~ /^\x88/;
-        $r{data} .= $payload if $type == 0;
+    while ($s && !$done) {
+        while (!$done && length $raw >= 9) {
+            my ($lt, $flags, $id) = unpack('NCN', $raw);
+            my ($len, $type) = ($lt >> 8, $lt & 0xff);
+            last if length $raw < 9 + $len;
+            my $payload = substr($raw, 9, $len);
+            substr($raw, 0, 9 + $len) = '';
+            $done = 1 if $type == 7;
+            next unless $id == 1;
+            $r{status} = $1
+                if $type == 1 && $payload =~ /[\x08\x48]\x03(\d{3})/;
+            $r{status} = 200 if $type == 1 && $payload =~ /^\x88/;
+            $r{data} .= $payload if $type == 0;
+            $done = 1 if (($type == 0 || $type == 1) && $flags & 1)
+                         || $type == 3;
+        }
+        last if $done;
+        my $left = $deadline - time;
+        last if $left <= 0 || !$sel->can_read($left);
+        sysread($s, $raw, 65536, length $raw) or last;
     }
+    close $s if $s;
 
     return \%r;
 }
