@@ -202,7 +202,8 @@ my $st = open_call('conc', stream => JSON::PP::true);
 my $sel = IO::Select->new($st);
 my $got = '';
 my $until = time + 20;
-while ($got !~ /data:/ && time < $until && $sel->can_read(1)) {
+while ($got !~ /data:/ && time < $until
+       && $sel->can_read($until - time)) {
     sysread($st, my $buf, 65536) or last;
     $got .= $buf;
 }
