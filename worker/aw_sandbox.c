@@ -9,7 +9,8 @@
  * never left to a runtime's defaults.
  *
  *   gvisor  `runsc run` on the bundle: read-only root (the dedicated
- *           rootfs), code and data bind-mounted read-only, /scratch,
+ *           rootfs), code and data bind-mounted read-only (each an
+ *           overlay of the child's, aw_layers()), /scratch,
  *           /tmp and /dev/shm tmpfs of scratch_mb each, noexec
  *           (nothing else writable), uid/gid 10001, no capabilities,
  *           noNewPrivileges,
@@ -17,7 +18,7 @@
  *   bwrap   bubblewrap started as the worker's own host uid
  *           (aw_sandbox_lease()), 10001 inside, in the job's cgroup, with
  *           the same mounts (its root, code and data overlays of
- *           their own, aw_bwrap_layers(), its /dev a small read-only
+ *           their own, aw_layers(), its /dev a small read-only
  *           tmpfs of its own, aw_bwrap_dev(), of its /proc only
  *           an allow list shown, aw_proc_shown), every namespace
  *           unshared (no network), no further user namespaces, no
@@ -196,9 +197,9 @@ static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t worker, long start, const int fds[4],
     int report) __attribute__((noreturn));
 static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
-static int aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box,
-    int top, int fail);
-static int aw_bwrap_top(const aw_box_t *box, int fail);
+static int aw_layers(const aw_conf_t *conf, const aw_box_t *box,
+    const char *base, int top, int fail);
+static int aw_layers_top(const aw_box_t *box, int fail);
 static int aw_bwrap_dev(const aw_box_t *box, int bound, int fail);
 static int aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, int top, int fail);
@@ -1092,8 +1093,9 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
 
     /*
      * bwrap: the places of the small tmpfs aw_bwrap_mounts() mounts
-     * (and in it aw_bwrap_layers()'s), of the sandbox's /dev
-     * (aw_bwrap_dev()) and of the layers' top (aw_bwrap_top())
+     * (and in it aw_layers()'s), of the sandbox's /dev (aw_bwrap_dev());
+     * both: of the layers' top (aw_layers_top()); gVisor: of
+     * aw_layers()'s tmpfs, whose root, code and data the bundle names
      */
     snprintf(path, sizeof(path), "%s/empty", box->dir);
     if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
@@ -1101,7 +1103,12 @@ aw_box_prepare(const aw_conf_t *conf, const aw_job_t *job, int script_fd,
     }
 
     snprintf(path, sizeof(path), "%s/top", box->dir);
-    if (conf->backend == AW_BACKEND_BWRAP && mkdir(path, 0555) != 0) {
+    if (mkdir(path, 0555) != 0) {
+        goto fail;
+    }
+
+    snprintf(path, sizeof(path), "%s/layers", box->dir);
+    if (conf->backend == AW_BACKEND_GVISOR && mkdir(path, 0555) != 0) {
         goto fail;
     }
 
@@ -1254,8 +1261,10 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
     json_object_set_new(proc, "noNewPrivileges", json_true());
     json_object_set_new(spec, "process", proc);
 
+    /* aw_layers()'s overlays, which the runtime's child mounts */
+    snprintf(path, sizeof(path), "%s/layers/root", box->dir);
     json_object_set_new(spec, "root",
-                        json_pack("{s:s,s:b}", "path", conf->rootfs,
+                        json_pack("{s:s,s:b}", "path", path,
                                   "readonly", 1));
     json_object_set_new(spec, "hostname", json_string("sandbox"));
 
@@ -1273,13 +1282,13 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
                   "type", "tmpfs", "source", "tmpfs", "options", "nosuid",
                   "mode=755", "size=64k"));
 
-    snprintf(path, sizeof(path), "%s/code", box->in);
+    snprintf(path, sizeof(path), "%s/layers/code", box->dir);
     json_array_append_new(mounts,
         json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "destination", "/app/code",
                   "type", "bind", "source", path, "options", "rbind", "ro",
                   "nosuid", "nodev"));
 
-    snprintf(path, sizeof(path), "%s/data", box->in);
+    snprintf(path, sizeof(path), "%s/layers/data", box->dir);
     json_array_append_new(mounts,
         json_pack("{s:s,s:s,s:s,s:[s,s,s,s,s]}", "destination", "/app/data",
                   "type", "bind", "source", path, "options", "rbind", "ro",
@@ -1477,48 +1486,56 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
 
 
 /*
- * bwrap: the sandbox's root, code and data, each an overlay of its own
- * with the host's directory as its lower layer, made by the runtime's
- * child in the user and mount namespace of aw_bwrap_mounts() (so as the
- * worker's host uid, not root: the overlay reaches its lower layer with
- * its mounter's credentials), in a small tmpfs on the job's
- * empty/layers, whose root, code and data bwrap binds read-only.  The
- * kernel shows a bind mount's root as its path in its file system, and
- * its file system's device and options: so /proc/self/mountinfo showed
- * the rootfs's path on the host, the job's code and data directories'
- * under workdir, the host's block device and its file system's type
- * and mount options.  An overlay's root is "/", its source "none", its
- * device one of its own; its options name its layers as they were
- * given, here relative to the tmpfs ("e:r", the host's directory bound
- * on r, and e an empty one: an overlay with no upper layer needs two).
+ * The sandbox's root, code and data, each an overlay of its own with
+ * the host's directory as its lower layer, in a small tmpfs on base,
+ * whose root, code and data the runtime is given instead of the host's
+ * directories.  Made by the runtime's child in a mount namespace of its
+ * own: under bwrap the user and mount namespace of aw_bwrap_mounts()
+ * (so as the worker's host uid, not root: the overlay reaches its lower
+ * layer with its mounter's credentials), base the job's empty/layers,
+ * which bwrap binds read-only; under gVisor the child's, root's, which
+ * runsc's gofer copies, base the job's layers, named by the bundle
+ * (aw_bundle_write()).
  * statfs() of an overlay answers for its top layer: with the host's
  * directory on top it gave the host's file system's size and free
  * blocks and inodes, live, which what the host and other jobs write
- * moves.  So e is on top, aw_bwrap_top()'s tmpfs when the child was
- * root (top: its root directory, owned by root, is the sandbox's root's
- * and code's and data's, as the host directories' were); a child that
+ * moves.  gVisor's gofer answers the sandbox's statfs() with the host's
+ * fstatfs() of the file, so the same holds there.  So e, an empty
+ * directory, is on top, aw_layers_top()'s tmpfs when the child was root
+ * (top: its root directory, owned by root, is the sandbox's root's and
+ * code's and data's, as the host directories' were); a bwrap child that
  * never was root has no tmpfs of root's, and an e of its own on top
  * would make the sandbox's user the owner of its root: there the
- * host's directory stays on top ("r:e").
+ * host's directory stays on top ("r:e": an overlay with no upper layer
+ * needs two).
+ * Under bwrap, more: the kernel shows a bind mount's root as its path
+ * in its file system, and its file system's device and options: so
+ * /proc/self/mountinfo showed the rootfs's path on the host, the job's
+ * code and data directories' under workdir, the host's block device
+ * and its file system's type and mount options.  An overlay's root is
+ * "/", its source "none", its device one of its own; its options name
+ * its layers as they were given, here relative to the tmpfs ("e:r",
+ * the host's directory bound on r).  (gVisor's mountinfo is its
+ * sentry's own, whatever the host's.)
  * -1 when the kernel refuses an overlay (no overlay module loaded, a
- * rootfs already two overlays deep), the tmpfs unmounted: bwrap then
- * binds the host's directories, as before.  The namespace ends with
- * the sandbox's last process: nothing to remove.
+ * rootfs already two overlays deep): under bwrap the tmpfs unmounted,
+ * and bwrap binds the host's directories, as before; under gVisor,
+ * whose bundle names base's, the host's directory bound where the
+ * overlay was refused.  The namespace ends with the sandbox's last
+ * process: nothing to remove.
  */
 
 static int
-aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int top,
-    int fail)
+aw_layers(const aw_conf_t *conf, const aw_box_t *box, const char *base,
+    int top, int fail)
 {
-    int          cwd;
+    int          cwd, rc;
     size_t       i;
-    char         base[2304], code[2304], data[2304], opt[32];
-    char         empty[2304];
+    char         code[2304], data[2304], opt[32], empty[2304];
     const char  *src[3];
     const char  *const lower[3] = { "r", "c", "d" };
     const char  *const at[3] = { "root", "code", "data" };
 
-    snprintf(base, sizeof(base), "%s/empty/layers", box->dir);
     snprintf(empty, sizeof(empty), "%s/top", box->dir);
     snprintf(code, sizeof(code), "%s/code", box->in);
     snprintf(data, sizeof(data), "%s/data", box->in);
@@ -1529,7 +1546,6 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int top,
     cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
     if (cwd < 0
-        || mkdir(base, 0755) != 0
         || mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                  "size=4k,nr_inodes=16,mode=755") != 0
         || chdir(base) != 0
@@ -1538,6 +1554,8 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int top,
     {
         aw_child_fail(fail, "layers in %s: %s", base, strerror(errno));
     }
+
+    rc = 0;
 
     for (i = 0; i < 3; i++) {
         if (mkdir(lower[i], 0555) != 0 || mkdir(at[i], 0555) != 0
@@ -1551,16 +1569,27 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int top,
                  lower[i]);
 
         if (mount("none", at[i], "overlay",
-                  MS_RDONLY | MS_NOSUID | MS_NODEV, opt) != 0)
+                  MS_RDONLY | MS_NOSUID | MS_NODEV, opt) == 0)
         {
-            if (fchdir(cwd) != 0 || umount2(base, MNT_DETACH) != 0) {
-                aw_child_fail(fail, "umount %s: %s", base,
-                              strerror(errno));
+            continue;
+        }
+
+        rc = -1;
+
+        if (conf->backend == AW_BACKEND_GVISOR) {
+            if (mount(src[i], at[i], NULL, MS_BIND, NULL) != 0) {
+                aw_child_fail(fail, "bind %s: %s", src[i], strerror(errno));
             }
 
-            close(cwd);
-            return -1;
+            continue;
         }
+
+        if (fchdir(cwd) != 0 || umount2(base, MNT_DETACH) != 0) {
+            aw_child_fail(fail, "umount %s: %s", base, strerror(errno));
+        }
+
+        close(cwd);
+        return -1;
     }
 
     if (fchdir(cwd) != 0) {
@@ -1569,21 +1598,21 @@ aw_bwrap_layers(const aw_conf_t *conf, const aw_box_t *box, int top,
 
     close(cwd);
 
-    return 0;
+    return rc;
 }
 
 
 /*
- * bwrap: the empty top layer of the sandbox's root, code and data
- * (aw_bwrap_layers()), made by the runtime's child while still root, in
- * its own mount namespace (aw_runtime_exec()): a read-only tmpfs of one
+ * The empty top layer of the sandbox's root, code and data
+ * (aw_layers()), made by the runtime's child while still root, in its
+ * own mount namespace (aw_runtime_exec()): a read-only tmpfs of one
  * block and one inode, its root directory, owned by root, mode 0755, on
  * the job's top.  statfs() of any file of the sandbox's root, code or
  * data answers with its numbers, fixed, not the host file system's.
  */
 
 static int
-aw_bwrap_top(const aw_box_t *box, int fail)
+aw_layers_top(const aw_box_t *box, int fail)
 {
     char  path[2304];
 
@@ -1707,7 +1736,7 @@ aw_bwrap_dev(const aw_box_t *box, int bound, int fail)
 
 /*
  * bwrap: the writable places, made in the child before bwrap starts,
- * and the layers of its root, code and data (aw_bwrap_layers(), whose
+ * and the layers of its root, code and data (aw_layers(), whose
  * answer this is).
  * bwrap mounts a tmpfs nosuid and nodev, never noexec, and a bind mount
  * keeps the flags of its source (in a user namespace, locked): so the
@@ -1831,7 +1860,12 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
         }
     }
 
-    return aw_bwrap_layers(conf, box, top, fail);
+    snprintf(path, sizeof(path), "%s/layers", base);
+    if (mkdir(path, 0755) != 0) {
+        aw_child_fail(fail, "mkdir %s: %s", path, strerror(errno));
+    }
+
+    return aw_layers(conf, box, path, top, fail);
 }
 
 
@@ -2258,6 +2292,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     int            fd, own_dev, own_layers, own_top;
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
+    char           layers[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
     char           null[2304], dev[2304], own[AW_NPROC_OWN][2304];
     char           own_dst[AW_NPROC_OWN][32];
@@ -2287,6 +2322,24 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         snprintf(root, sizeof(root), "--bundle=%s", box->dir);
         snprintf(log, sizeof(log), "--debug-log=%s/" AW_RUNSC_LOG,
                  box->dir);
+
+        /*
+         * The root, code and data the bundle names: overlays under an
+         * empty top layer (aw_layers()), whose numbers the gofer's
+         * fstatfs() answers, in a mount namespace of the child's own,
+         * which runsc's gofer copies and nothing of which reaches the
+         * host's mounts
+         */
+        snprintf(layers, sizeof(layers), "%s/layers", box->dir);
+        if (unshare(CLONE_NEWNS) != 0
+            || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+        {
+            aw_child_fail(fail, "a mount namespace for runsc: %s",
+                          strerror(errno));
+        }
+
+        (void) aw_layers_top(box, fail);
+        (void) aw_layers(conf, box, layers, 1, fail);
 
         /*
          * Nothing of the worker's (the Redis connection) goes along: all
@@ -2343,9 +2396,9 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     own_dev = getuid() == 0 && aw_bwrap_dev(box, 0, fail) == 0;
 
-    /* the top of the sandbox's layers, owned by root (aw_bwrap_layers()) */
+    /* the top of the sandbox's layers, owned by root (aw_layers()) */
 
-    own_top = getuid() == 0 && aw_bwrap_top(box, fail) == 0;
+    own_top = getuid() == 0 && aw_layers_top(box, fail) == 0;
 
     /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
 

@@ -6,7 +6,7 @@
 # the rootfs's path, and the job's directory,
 # <workdir>/jobs/aw-<worker pid>-<its start time>-<n>, which told which
 # worker ran the job and since when.  Now the three are overlays of
-# their own (aw_bwrap_layers() in worker/aw_sandbox.c), whose root is
+# their own (aw_layers() in worker/aw_sandbox.c), whose root is
 # "/", source "none" and layers named relative to a tmpfs of the job's;
 # and code/ and data/ are in <workdir>/in/<n>, named by the random
 # number alone (bound as they are where the kernel refuses an overlay:

@@ -8,7 +8,7 @@
 # size, free blocks and inodes, live, which what the host and other
 # jobs' sandboxes write there moves.  Now an empty tmpfs of root's, one
 # block and one inode, read-only, is the top layer of each
-# (aw_bwrap_top() in worker/aw_sandbox.c): its numbers are what a
+# (aw_layers_top() in worker/aw_sandbox.c): its numbers are what a
 # script sees, and its root directory, owned by root, is the
 # sandbox's root.
 
