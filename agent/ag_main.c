@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -49,6 +50,9 @@
 
 
 #define AG_REQUEST_MS      30000  /* a request's whole read, from accept */
+#define AG_LOADS_FULL      "the agent holds as many sessions in memory " \
+                           "as --max-loaded-sessions lets it: try again " \
+                           "shortly"
 #define AG_NO_SESSION      "no such session (or it expired)"
 #define AG_NO_SESSION_NEW  AG_NO_SESSION "; a new session is the " \
                            "agent's to make: POST /v1/sessions (airlock " \
@@ -58,11 +62,25 @@
 volatile sig_atomic_t  ag_stopping;
 volatile sig_atomic_t  ag_left;
 
+/*
+ * The memory sessions take as they are read, all connections together
+ * (--max-loaded-sessions, ag_load_take()): one slot per connection's
+ * process in a map they all share, the bytes of the session that process
+ * holds (0: none).  The server gives each new process a free slot and
+ * empties it once it has reaped the process, so one killed while it held
+ * memory (the OOM killer, a crash) leaves nothing held.
+ */
+static uint64_t       *ag_loads;            /* max_connections slots */
+static long           *ag_slots_free;       /* the server's: free slots */
+static long            ag_slots_nfree;
+static long            ag_load_slot = -1;   /* a connection's own */
 
-/* a connection's process, and its peer's uid */
+
+/* a connection's process, its peer's uid, and its slot in ag_loads */
 typedef struct {
     pid_t            pid;
     uid_t            uid;
+    long             slot;
 } ag_child_t;
 
 
@@ -95,18 +113,25 @@ static int ag_content_length(const char *v, size_t *clen);
 static ssize_t ag_read_until(int fd, char *buf, size_t len,
     int64_t deadline);
 static void ag_respond(int fd, int status, const char *ctype,
-    const char *body, int64_t deadline);
+    const char *body, int64_t deadline, int retry);
 static void ag_respond_error(int fd, int status, const char *code,
     const char *message);
+static int ag_load_take(const ag_conf_t *conf, size_t need);
+static void ag_load_done(void);
+static json_t *ag_session_read(const ag_conf_t *conf, redisContext *c,
+    const char *id, const char *owner, int *damaged, int *busy, char **raw,
+    size_t *raw_len, char *version, char *err, size_t size);
 static int ag_peer(ag_conf_t *conf, int fd, const ag_request_t *req,
     ag_peer_t *peer, char *why, size_t size);
 static int ag_api_user_ok(const char *s, size_t len);
 static int ag_session_mine(json_t *s, const ag_peer_t *peer);
 static const char *ag_no_session(const ag_conf_t *conf);
-static int ag_session_hidden(redisContext *c, const char *session,
-    const ag_peer_t *peer);
-static int ag_session_foreign(redisContext *c, const char *session,
-    const ag_peer_t *peer, int none_hidden);
+static int ag_session_hidden(const ag_conf_t *conf, redisContext *c,
+    const char *session, const ag_peer_t *peer);
+static int ag_session_whole_hidden(const ag_conf_t *conf, redisContext *c,
+    const char *session, const ag_peer_t *peer);
+static int ag_session_foreign(const ag_conf_t *conf, redisContext *c,
+    const char *session, const ag_peer_t *peer, int none_hidden);
 static void ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req);
 static void ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer);
@@ -150,6 +175,7 @@ static const struct option  ag_options[] = {
     { "history-bytes",   required_argument, NULL, 8 },
     { "max-connections", required_argument, NULL, 9 },
     { "max-user-connections", required_argument, NULL, 12 },
+    { "max-loaded-sessions", required_argument, NULL, 15 },
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
     { "max-user-bytes",  required_argument, NULL, 13 },
@@ -167,7 +193,7 @@ int
 main(int argc, char **argv)
 {
     int                 lfd, cfd, full;
-    long                children, mine;
+    long                children, mine, slot;
     char                msg[200];
     uid_t               uid;
     pid_t               pid;
@@ -210,9 +236,20 @@ main(int argc, char **argv)
     sigdelset(&unblocked, SIGCHLD);
 
     kids = calloc(conf.max_connections, sizeof(ag_child_t));
-    if (kids == NULL) {
+    ag_slots_free = calloc(conf.max_connections, sizeof(long));
+    ag_loads = mmap(NULL, conf.max_connections * sizeof(uint64_t),
+                    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                    0);
+    if (kids == NULL || ag_slots_free == NULL || ag_loads == MAP_FAILED) {
         fprintf(stderr, "airlock-agent: out of memory\n");
         return 1;
+    }
+
+    for (ag_slots_nfree = 0; ag_slots_nfree < conf.max_connections;
+         ag_slots_nfree++)
+    {
+        ag_slots_free[ag_slots_nfree] = conf.max_connections - 1
+                                        - ag_slots_nfree;
     }
 
     lfd = ag_listen(&conf);
@@ -287,9 +324,13 @@ main(int argc, char **argv)
             continue;
         }
 
+        /* a free one: children < max_connections */
+        slot = ag_slots_free[--ag_slots_nfree];
+
         pid = fork();
 
         if (pid == 0) {
+            ag_load_slot = slot;
             signal(SIGCHLD, SIG_DFL);
 
             /*
@@ -316,10 +357,12 @@ main(int argc, char **argv)
         if (pid == -1) {
             fprintf(stderr, "airlock-agent: fork: %s\n", strerror(errno));
             ag_respond_error(cfd, 503, "busy", "cannot start a run now");
+            ag_slots_free[ag_slots_nfree++] = slot;
 
         } else {
             kids[children].pid = pid;
             kids[children].uid = uid;
+            kids[children].slot = slot;
             children++;
         }
 
@@ -366,7 +409,10 @@ ag_sigleft(int signo)
 }
 
 
-/* children, less those that have exited (reaped now, and left kids) */
+/*
+ * children, less those that have exited (reaped now, and left kids: their
+ * slots of ag_loads emptied and free again)
+ */
 
 static long
 ag_reap(ag_child_t *kids, long children)
@@ -382,6 +428,9 @@ ag_reap(ag_child_t *kids, long children)
 
         for (i = 0; i < children; i++) {
             if (kids[i].pid == pid) {
+                __atomic_store_n(&ag_loads[kids[i].slot], 0,
+                                 __ATOMIC_SEQ_CST);
+                ag_slots_free[ag_slots_nfree++] = kids[i].slot;
                 kids[i] = kids[--children];
                 break;
             }
@@ -524,6 +573,11 @@ ag_usage(FILE *f)
 "                       --max-connections, rounded up); more get 503\n"
 "                       \"busy\"; root and the --api-peer have none (nginx\n"
 "                       limits its users: limit_conn)\n"
+"  --max-loaded-sessions N  sessions of 16 MiB (the most one holds) read\n"
+"                       into memory at once, all connections together\n"
+"                       (each about 60 MB); a smaller session counts as\n"
+"                       its size.  A read past it waits up to 5 s, then\n"
+"                       503 \"busy\" with Retry-After (4)\n"
 "  --send-timeout MS    how long a client has to take an answer: a\n"
 "                       question's events past its wall time, a\n"
 "                       session whole (30000)\n"
@@ -637,6 +691,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->session_ttl = 86400;
     conf->history_bytes = 256 * 1024;
     conf->max_connections = 64;
+    conf->max_loaded_sessions = 4;
     conf->send_timeout_ms = 30000;
     conf->max_queued_jobs = 1024;
     conf->max_user_bytes = 256L << 20;
@@ -688,6 +743,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             break;
         case 9: slot = &conf->max_connections; max = 100000; break;
         case 12: slot = &conf->max_user_connections; max = 100000; break;
+        case 15: slot = &conf->max_loaded_sessions; max = 1000; break;
         case 10: slot = &conf->send_timeout_ms; max = 3600000; break;
         case 11: slot = &conf->max_queued_jobs; max = 1000000; break;
         case 13:
@@ -1271,7 +1327,7 @@ ag_serve(ag_conf_t *conf, int fd)
     }
 
     if (strcmp(req.path, "/healthz") == 0) {
-        ag_respond(fd, 200, "text/plain", "ok\n", 0);
+        ag_respond(fd, 200, "text/plain", "ok\n", 0, 0);
         free(req.buf);
         return;
     }
@@ -1696,21 +1752,26 @@ ag_no_session(const ag_conf_t *conf)
 
 
 /*
- * Whether the session is one peer may not know of: stored, and another
+ * Whether the session is one peer may not know of: 1 stored, and another
  * owner's (or none's, or damaged, whose owner cannot be read); or not
  * stored yet, and its lock another asker's (its first question runs).
  * A question refused busy or damaged is 404 to such a peer, as a
  * session that is not there; Redis failing is not "hidden" (503 says
- * nothing).
+ * nothing).  -1: not known now, the memory to read it whole is taken
+ * (ag_session_read()).
+ *
+ * Told from the session's head (ag_session_owner()) where it says: a
+ * question refused busy in its own session read it whole, each of them
+ * at once.  Whole when the head says nothing sure (no owner there), or
+ * Redis refused the look at it (a Redis user without GETRANGE).
  */
 
 static int
-ag_session_hidden(redisContext *c, const char *session,
-    const ag_peer_t *peer)
+ag_session_hidden(const ag_conf_t *conf, redisContext *c,
+    const char *session, const ag_peer_t *peer)
 {
-    int          damaged, hidden;
-    char         err[256];
-    json_t      *s;
+    int          hidden;
+    char         owner[AG_OWNER_MAX];
     const char  *asker;
     redisReply  *r;
 
@@ -1718,10 +1779,51 @@ ag_session_hidden(redisContext *c, const char *session,
         return 0;
     }
 
-    s = ag_session_load(c, session, peer->owner, &damaged, NULL, NULL,
-                        NULL, err, sizeof(err));
+    switch (ag_session_owner(c, session, owner, sizeof(owner))) {
+
+    case 1:
+        return strcmp(owner, peer->owner) != 0;
+
+    case 3:
+        return 1;
+
+    case 0:
+        /* none stored: hidden when its lock is another asker's */
+        hidden = 0;
+
+        r = redisCommand(c, "GET airlock:session:%s:lock", session);
+
+        if (r != NULL && r->type == REDIS_REPLY_STRING) {
+            asker = strchr(r->str, ' ');
+            hidden = (asker != NULL && strcmp(asker + 1, peer->owner) != 0);
+        }
+
+        freeReplyObject(r);
+
+        return hidden;
+
+    default:
+        return ag_session_whole_hidden(conf, c, session, peer);
+    }
+}
+
+
+/* ag_session_hidden(), the session read whole: its head did not tell */
+
+static int
+ag_session_whole_hidden(const ag_conf_t *conf, redisContext *c,
+    const char *session, const ag_peer_t *peer)
+{
+    int          damaged, busy, hidden;
+    char         err[256];
+    json_t      *s;
+    const char  *asker;
+    redisReply  *r;
+
+    s = ag_session_read(conf, c, session, peer->owner, &damaged, &busy,
+                        NULL, NULL, NULL, err, sizeof(err));
     if (s == NULL) {
-        return damaged;
+        return busy ? -1 : damaged;
     }
 
     hidden = !ag_session_mine(s, peer);
@@ -1741,6 +1843,7 @@ ag_session_hidden(redisContext *c, const char *session,
     }
 
     json_decref(s);
+    ag_load_done();
 
     return hidden;
 }
@@ -1750,20 +1853,21 @@ ag_session_hidden(redisContext *c, const char *session,
  * Whether a question's session is one peer may not know of, as told
  * before its lock is taken: a stored session of another owner's (its
  * head read alone; the whole of it when its head says nothing sure or
- * Redis refused the look at the head), or one stored damaged.  A
- * session not stored yet is left to its lock, which names the asker of
- * its first question, unless none_hidden: one the asker may not start
- * (--random-session-ids, an id not theirs from POST /v1/sessions) is
- * refused on the same look, as another's is.  It took the lock, read
- * the session and let the lock go first: three more round trips, so
- * the time told an id stored from one not, and a full Redis refused
- * the lock (503, not 404).  The check after the lock stays: it is the
- * one that holds should the session be stored between the two.
+ * Redis refused the look at the head), or one stored damaged.
+ * A session not stored yet is left to its lock, which names the asker
+ * of its first question, unless none_hidden: one the asker may not
+ * start (--random-session-ids, an id not theirs from POST
+ * /v1/sessions) is refused on the same look, as another's is.  It took
+ * the lock, read the session and let the lock go first: three more
+ * round trips, so the time told an id stored from one not, and a full
+ * Redis refused the lock (503, not 404).  The check after the lock
+ * stays: it is the one that holds should the session be stored between
+ * the two.  -1: not known now (ag_session_hidden()).
  */
 
 static int
-ag_session_foreign(redisContext *c, const char *session,
-    const ag_peer_t *peer, int none_hidden)
+ag_session_foreign(const ag_conf_t *conf, redisContext *c,
+    const char *session, const ag_peer_t *peer, int none_hidden)
 {
     char  owner[AG_OWNER_MAX];
 
@@ -1776,9 +1880,6 @@ ag_session_foreign(redisContext *c, const char *session,
     case 1:
         return strcmp(owner, peer->owner) != 0;
 
-    case 2:
-        return ag_session_hidden(c, session, peer);
-
     case 3:
         return 1;
 
@@ -1787,9 +1888,137 @@ ag_session_foreign(redisContext *c, const char *session,
         return none_hidden;
 
     default:
-        /* refused (a Redis user without GETRANGE): the whole session */
-        return ag_session_hidden(c, session, peer);
+        /*
+         * its head says nothing sure, or Redis refused the look at it (a
+         * Redis user without GETRANGE): the whole session
+         */
+        return ag_session_whole_hidden(conf, c, session, peer);
     }
+}
+
+
+/*
+ * Memory for a session of need bytes read (--max-loaded-sessions): 0
+ * held, in this process's slot until ag_load_done(), or -1 not within
+ * AG_LOAD_WAIT_MS (or the agent is stopping).  Each connection's process
+ * reads, parses and keeps its own copy of a session: a session at 16 MiB
+ * takes about 60 MB as it is read and stored, and up to 80 times its
+ * size to parse, so 32 questions in one user's large session, or GETs
+ * of it, at once (--max-user-connections), took 2 GB, and the unit's
+ * MemoryMax had the OOM killer end every other user's runs with them.
+ *
+ * The slot is set first, then every slot summed: of two processes that
+ * do so at once, the one that sums last sees the other's, so the sum
+ * each one that goes on saw is never less than what is held.  One over
+ * lets its slot go and tries again a little later, never holding what
+ * it waits for, so no reader waits on another's wait; a session's own
+ * size is at most AG_SESSION_MAX, which always fits.
+ */
+
+static int
+ag_load_take(const ag_conf_t *conf, size_t need)
+{
+    long             i;
+    int64_t          until;
+    uint64_t         sum, max;
+    struct timespec  ts;
+
+    if (ag_load_slot < 0 || need == 0) {
+        return 0;
+    }
+
+    max = (uint64_t) conf->max_loaded_sessions * AG_SESSION_MAX;
+    until = ag_now_ms() + AG_LOAD_WAIT_MS;
+
+    for ( ;; ) {
+        __atomic_store_n(&ag_loads[ag_load_slot], (uint64_t) need,
+                         __ATOMIC_SEQ_CST);
+
+        sum = 0;
+
+        for (i = 0; i < conf->max_connections; i++) {
+            sum += __atomic_load_n(&ag_loads[i], __ATOMIC_SEQ_CST);
+        }
+
+        if (sum <= max) {
+            return 0;
+        }
+
+        __atomic_store_n(&ag_loads[ag_load_slot], 0, __ATOMIC_SEQ_CST);
+
+        if (ag_stopping || ag_now_ms() >= until) {
+            return -1;
+        }
+
+        /* 10 to 49 ms, each process its own: no two in step */
+        ts.tv_sec = 0;
+        ts.tv_nsec = (10 + (long) ((uint64_t) (ag_now_ms() + getpid())
+                                   % 40)) * 1000000L;
+        nanosleep(&ts, NULL);
+    }
+}
+
+
+/* the memory ag_load_take() held, let go: the session is freed */
+
+static void
+ag_load_done(void)
+{
+    if (ag_load_slot >= 0) {
+        __atomic_store_n(&ag_loads[ag_load_slot], 0, __ATOMIC_SEQ_CST);
+    }
+}
+
+
+/*
+ * ag_session_load() within --max-loaded-sessions: the session's size is
+ * looked at first (the same script, which reads none larger than what is
+ * held), that memory held (ag_load_take()), and the session read; one
+ * that grew meanwhile is held for again, a few times.  The memory is
+ * held on return of a session, until ag_load_done(); *busy when it was
+ * not to be had (err set): 503 "busy".
+ */
+
+static json_t *
+ag_session_read(const ag_conf_t *conf, redisContext *c, const char *id,
+    const char *owner, int *damaged, int *busy, char **raw,
+    size_t *raw_len, char *version, char *err, size_t size)
+{
+    int      i;
+    size_t   held, need;
+    json_t  *s;
+
+    *busy = 0;
+    held = 0;
+
+    ag_load_done();
+
+    for (i = 0; i < 4; i++) {
+        s = ag_session_load(c, id, owner, held, &need, damaged, raw,
+                            raw_len, version, err, size);
+        if (s != NULL) {
+            return s;
+        }
+
+        ag_load_done();
+
+        if (need == 0) {
+            return NULL;                    /* damaged, or Redis failed */
+        }
+
+        if (ag_load_take(conf, need) != 0) {
+            break;
+        }
+
+        held = need;
+    }
+
+    ag_load_done();
+
+    *busy = 1;
+    snprintf(err, size, "%s", AG_LOADS_FULL);
+
+    return NULL;
 }
 
 
@@ -1855,19 +2084,26 @@ ag_status_text(int status)
 
 /*
  * deadline: when the client must have taken the answer (it is cut
- * then), or 0 for a short one, which the socket's buffer takes at once
+ * then), or 0 for a short one, which the socket's buffer takes at once;
+ * retry: a Retry-After in seconds, or 0 for none
  */
 
 static void
 ag_respond(int fd, int status, const char *ctype, const char *body,
-    int64_t deadline)
+    int64_t deadline, int retry)
 {
-    char  head[256];
+    char  head[256], after[32];
     int   n;
 
+    after[0] = '\0';
+
+    if (retry > 0) {
+        snprintf(after, sizeof(after), "Retry-After: %d\r\n", retry);
+    }
+
     n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\n"
-                 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                 status, ag_status_text(status), ctype, strlen(body));
+                 "Content-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                 status, ag_status_text(status), ctype, strlen(body), after);
 
     if (ag_write_all(fd, head, n, deadline) == 0) {
         ag_write_all(fd, body, strlen(body), deadline);
@@ -1885,18 +2121,18 @@ ag_respond_error(int fd, int status, const char *code, const char *message)
     text = (j != NULL) ? json_dumps(j, JSON_COMPACT) : NULL;
 
     ag_respond(fd, status, "application/json",
-               text != NULL ? text : "{\"error\":\"internal\"}", 0);
+               text != NULL ? text : "{\"error\":\"internal\"}", 0,
+               status == 503 && strcmp(code, "busy") == 0 ? 1 : 0);
 
     free(text);
     json_decref(j);
 }
 
-
 static void
 ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer, ag_request_t *req)
 {
-    int              damaged, rc, made;
+    int              damaged, rc, made, busy, hidden;
     char             err[256], lock[AG_BOUNDARY_LEN + 1 + AG_OWNER_MAX],
                      payer[AG_OWNER_MAX], msg[512];
     pid_t            keeper;
@@ -1975,11 +2211,15 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * a question in it held the lock for the time of a read of the
      * session, and its owner's questions meanwhile were refused busy.
      */
-    if ((made == 2 && !peer->admin)
-        || ag_session_foreign(run.redis, session, peer,
-                              conf->random_ids && made != 1))
-    {
-        ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
+    rc = (made == 2 && !peer->admin)
+         ? 1 : ag_session_foreign(conf, run.redis, session, peer,
+                                  conf->random_ids && made != 1);
+    if (rc != 0) {
+        if (rc == 1) {
+            ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
+        } else {
+            ag_respond_error(fd, 503, "busy", AG_LOADS_FULL);
+        }
         redisFree(run.redis);
         json_decref(body);
         return;
@@ -1995,10 +2235,13 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     rc = ag_session_lock(run.redis, session, lock, AG_LOCK_TTL, err,
                          sizeof(err));
     if (rc != 0) {
-        if ((rc == 1 || rc == 2)
-            && ag_session_hidden(run.redis, session, peer))
-        {
+        hidden = (rc == 1 || rc == 2)
+                 ? ag_session_hidden(conf, run.redis, session, peer) : 0;
+
+        if (hidden == 1) {
             ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
+        } else if (hidden == -1) {
+            ag_respond_error(fd, 503, "busy", AG_LOADS_FULL);
         } else if (rc == 1) {
             ag_respond_error(fd, 409, "session_busy",
                              "another question is running in this "
@@ -2013,16 +2256,23 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         return;
     }
 
-    /* a new session is the asker's */
-    run.session_obj = ag_session_load(run.redis, session, peer->owner,
-                                      &damaged, &run.loaded,
-                                      &run.loaded_len, run.version, err,
-                                      sizeof(err));
+    /*
+     * A new session is the asker's.  The memory it takes is held until
+     * the run ends (--max-loaded-sessions): without it a user's questions
+     * in their own large session, at once, had the OOM killer end every
+     * user's runs.
+     */
+    run.session_obj = ag_session_read(conf, run.redis, session,
+                                      peer->owner, &damaged, &busy,
+                                      &run.loaded, &run.loaded_len,
+                                      run.version, err, sizeof(err));
     if (run.session_obj == NULL
         || !ag_session_mine(run.session_obj, peer))
     {
         if (run.session_obj != NULL || (damaged && !peer->admin)) {
             ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
+        } else if (busy) {
+            ag_respond_error(fd, 503, "busy", err);
         } else {
             ag_respond_error(fd, damaged ? 409 : 503,
                              damaged ? "session_damaged" : "redis", err);
@@ -2237,6 +2487,9 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     free(run.loaded);
     json_decref(run.session_obj);
     json_decref(body);
+
+    /* on the ways out above, the process's end lets it go (ag_reap()) */
+    ag_load_done();
 }
 
 
@@ -2281,7 +2534,7 @@ ag_handle_new(ag_conf_t *conf, int fd, const ag_peer_t *peer)
         return;
     }
 
-    ag_respond(fd, 201, "application/json", text, 0);
+    ag_respond(fd, 201, "application/json", text, 0, 0);
     free(text);
 }
 
@@ -2297,7 +2550,7 @@ static void
 ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     const ag_peer_t *peer)
 {
-    int            damaged, hidden;
+    int            damaged, hidden, busy;
     char           err[256], owner[AG_OWNER_MAX], *text;
     redisContext  *c;
     json_t        *s;
@@ -2341,9 +2594,15 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session,
         }
     }
 
-    s = ag_session_load(c, session, peer->owner, &damaged, NULL, NULL,
-                        NULL, err, sizeof(err));
+    /* held until the answer is taken (--max-loaded-sessions) */
+    s = ag_session_read(conf, c, session, peer->owner, &damaged, &busy,
+                        NULL, NULL, NULL, err, sizeof(err));
     redisFree(c);
+
+    if (s == NULL && busy) {
+        ag_respond_error(fd, 503, "busy", err);
+        return;
+    }
 
     if (s == NULL && !(damaged && !peer->admin)) {
         ag_respond_error(fd, damaged ? 409 : 503,
@@ -2369,8 +2628,9 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session,
     }
 
     ag_respond(fd, 200, "application/json", text,
-               ag_now_ms() + conf->send_timeout_ms);
+               ag_now_ms() + conf->send_timeout_ms, 0);
     free(text);
+    ag_load_done();
 }
 
 

@@ -341,18 +341,21 @@ ag_redis_connect(const ag_conf_t *conf, char *err, size_t size)
  * none stored); with version (AG_VERSION_MAX + 1 bytes), its version as
  * read in the same script, "" when it has none (none stored, or stored
  * by an agent of before versions): what ag_session_store() checks.
+ * One stored larger than max bytes is not read: NULL, its size in *need
+ * (0 otherwise), for the caller to hold that much memory and read again.
  */
 
 json_t *
 ag_session_load(redisContext *c, const char *id, const char *owner,
-    int *damaged, char **raw, size_t *raw_len, char *version, char *err,
-    size_t size)
+    size_t max, size_t *need, int *damaged, char **raw, size_t *raw_len,
+    char *version, char *err, size_t size)
 {
     json_t        *s;
     redisReply    *r, *v, *w;
     json_error_t   jerr;
 
     *damaged = 0;
+    *need = 0;
 
     if (raw != NULL) {
         *raw = NULL;
@@ -366,26 +369,29 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
     /*
      * Its size first, in the same script: one over AG_SESSION_MAX, which
      * no agent stores, is not read (hiredis would hold it whole, and
-     * jansson takes up to 80 times its size to parse it).  {0}: none,
-     * {1, size}: over, {2, text, version}: the version "" when there is
-     * none fit to read (ag_session_store() reads it the same way).
+     * jansson takes up to 80 times its size to parse it), nor one over
+     * max, the memory the caller holds for it.  {0}: none, {1, size}:
+     * over AG_SESSION_MAX, {3, size}: over max, {2, text, version}: the
+     * version "" when there is none fit to read (ag_session_store()
+     * reads it the same way).
      */
 
     r = redisCommand(c, "EVAL %s 2 airlock:session:%s "
-                     "airlock:session:%s:version %d %d",
+                     "airlock:session:%s:version %d %d %lld",
                      "local t = redis.call('type', KEYS[1])['ok'] "
                      "if t == 'none' then return {0} end "
                      "if t ~= 'string' then "
                      "return redis.error_reply('WRONGTYPE not a string') end "
                      "local n = redis.call('strlen', KEYS[1]) "
                      "if n > tonumber(ARGV[1]) then return {1, n} end "
+                     "if n > tonumber(ARGV[3]) then return {3, n} end "
                      "local w = '' "
                      "if redis.call('type', KEYS[2])['ok'] == 'string' then "
                      "local m = redis.call('strlen', KEYS[2]) "
                      "if m > 0 and m <= tonumber(ARGV[2]) then "
                      "w = redis.call('get', KEYS[2]) end end "
                      "return {2, redis.call('get', KEYS[1]), w}",
-                     id, id, AG_SESSION_MAX, AG_VERSION_MAX);
+                     id, id, AG_SESSION_MAX, AG_VERSION_MAX, (long long) max);
 
     v = NULL;
     w = NULL;
@@ -413,6 +419,21 @@ ag_session_load(redisContext *c, const char *id, const char *owner,
                 fprintf(stderr, "airlock-agent: %s\n", err);
                 freeReplyObject(r);
                 *damaged = 1;
+                return NULL;
+            }
+            break;
+
+        case 3:
+            if (r->elements == 2
+                && r->element[1]->type == REDIS_REPLY_INTEGER
+                && r->element[1]->integer > (long long) max
+                && r->element[1]->integer <= AG_SESSION_MAX)
+            {
+                snprintf(err, size, "session %s is %lld bytes, more than "
+                         "the %zu held to read it", id,
+                         r->element[1]->integer, max);
+                *need = (size_t) r->element[1]->integer;
+                freeReplyObject(r);
                 return NULL;
             }
             break;

@@ -82,6 +82,9 @@
                                                id: nonce and tag */
 #define AG_LOCK_TTL          30             /* s: a session lock's lease */
 #define AG_LOCK_KEEP_MS      1000           /* how often it is renewed */
+#define AG_LOAD_WAIT_MS      5000           /* a session's read waits
+                                               for memory so long, at
+                                               most, then 503 "busy" */
 #define AG_VERSION_MAX       64             /* a session's version,
                                                "<n> <run>", at most */
 
@@ -131,6 +134,10 @@ typedef struct {
                                                root's, not the
                                                --api-peer's); 0: half of
                                                max_connections */
+    long             max_loaded_sessions;   /* sessions at
+                                               AG_SESSION_MAX held in
+                                               memory at once, all
+                                               connections together */
     long             send_timeout_ms;       /* a client's time to take an
                                                answer, past a run's wall
                                                time */
@@ -244,8 +251,8 @@ int ag_redis_where(const char *where, char *host, size_t size, long *port,
 redisContext *ag_redis_connect(const ag_conf_t *conf, char *err,
     size_t size);
 json_t *ag_session_load(redisContext *c, const char *id, const char *owner,
-    int *damaged, char **raw, size_t *raw_len, char *version, char *err,
-    size_t size);
+    size_t max, size_t *need, int *damaged, char **raw, size_t *raw_len,
+    char *version, char *err, size_t size);
 int ag_session_store(redisContext *c, const char *id, const char *owner,
     const char *payer, json_t *session, long ttl, const char *loaded,
     size_t loaded_len, const char *version, const char *run_id, char *err,
