@@ -575,9 +575,9 @@ ag_usage(FILE *f)
 "                       limits its users: limit_conn)\n"
 "  --max-loaded-sessions N  sessions of 16 MiB (the most one holds) read\n"
 "                       into memory at once, all connections together\n"
-"                       (each about 60 MB); a smaller session counts as\n"
+"                       (each 60 to 350 MB); a smaller session counts as\n"
 "                       its size.  A read past it waits up to 5 s, then\n"
-"                       503 \"busy\" with Retry-After (4)\n"
+"                       503 \"busy\" with Retry-After (2)\n"
 "  --send-timeout MS    how long a client has to take an answer: a\n"
 "                       question's events past its wall time, a\n"
 "                       session whole (30000)\n"
@@ -691,7 +691,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->session_ttl = 86400;
     conf->history_bytes = 256 * 1024;
     conf->max_connections = 64;
-    conf->max_loaded_sessions = 4;
+    conf->max_loaded_sessions = 2;
     conf->send_timeout_ms = 30000;
     conf->max_queued_jobs = 1024;
     conf->max_user_bytes = 256L << 20;
@@ -1902,9 +1902,9 @@ ag_session_foreign(const ag_conf_t *conf, redisContext *c,
  * held, in this process's slot until ag_load_done(), or -1 not within
  * AG_LOAD_WAIT_MS (or the agent is stopping).  Each connection's process
  * reads, parses and keeps its own copy of a session: a session at 16 MiB
- * takes about 60 MB as it is read and stored, and up to 80 times its
- * size to parse, so 32 questions in one user's large session, or GETs
- * of it, at once (--max-user-connections), took 2 GB, and the unit's
+ * takes 60 to 350 MB as it is read and stored (one planted, up to 80
+ * times its size), so 32 questions in one user's large session, or GETs
+ * of it, at once (--max-user-connections), took gigabytes, and the unit's
  * MemoryMax had the OOM killer end every other user's runs with them.
  *
  * The slot is set first, then every slot summed: of two processes that
