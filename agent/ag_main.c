@@ -2277,12 +2277,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
             ag_respond_error(fd, damaged ? 409 : 503,
                              damaged ? "session_damaged" : "redis", err);
         }
-        ag_session_unlock(run.redis, session, lock);
-        redisFree(run.redis);
-        free(run.loaded);
-        json_decref(run.session_obj);
-        json_decref(body);
-        return;
+        goto refused;
     }
 
     /*
@@ -2300,12 +2295,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         && (made == 2 || (conf->random_ids && !peer->admin && made != 1)))
     {
         ag_respond_error(fd, 404, "no_session", ag_no_session(conf));
-        ag_session_unlock(run.redis, session, lock);
-        redisFree(run.redis);
-        free(run.loaded);
-        json_decref(run.session_obj);
-        json_decref(body);
-        return;
+        goto refused;
     }
 
     /*
@@ -2345,12 +2335,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
             } else {
                 ag_respond_error(fd, 503, "redis", err);
             }
-            ag_session_unlock(run.redis, session, lock);
-            redisFree(run.redis);
-            free(run.loaded);
-            json_decref(run.session_obj);
-            json_decref(body);
-            return;
+            goto refused;
         }
     }
 
@@ -2377,12 +2362,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
             } else {
                 ag_respond_error(fd, 503, "redis", err);
             }
-            ag_session_unlock(run.redis, session, lock);
-            redisFree(run.redis);
-            free(run.loaded);
-            json_decref(run.session_obj);
-            json_decref(body);
-            return;
+            goto refused;
         }
     }
 
@@ -2490,6 +2470,18 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
 
     /* on the ways out above, the process's end lets it go (ag_reap()) */
     ag_load_done();
+
+    return;
+
+refused:
+
+    /* answered before the run: the session's lock let go, nothing stored */
+
+    ag_session_unlock(run.redis, session, lock);
+    redisFree(run.redis);
+    free(run.loaded);
+    json_decref(run.session_obj);
+    json_decref(body);
 }
 
 
