@@ -127,9 +127,12 @@ like($drop, qr/^Wants=airlock-alertd-egress\.service$/m
             && qr/^After=airlock-alertd-egress\.service$/m,
      'alertd\'s drop-in: it runs before alertd starts');
 my @reload = map { s/\s+/ /gr } $drop =~ /^ExecReload=(.*)$/mg;
-is_deeply(\@reload, ['', '+/usr/bin/nsenter --target $MAINPID --mount -- '
-                     . '/usr/bin/airlock-alertd --check --policy '
-                     . '/etc/airlock/policy.yaml $AIRLOCK_ALERTD_KEYRING',
+is_deeply(\@reload, ['', '+/bin/sh -c \'exec /usr/bin/nsenter --target '
+                     . '"$$MAINPID" --mount --setuid "$(stat -c %%u '
+                     . '/proc/$$MAINPID)" --setgid "$(stat -c %%g '
+                     . '/proc/$$MAINPID)" -- /usr/bin/airlock-alertd --check '
+                     . '--policy /etc/airlock/policy.yaml "$$@"\' sh '
+                     . '$AIRLOCK_ALERTD_KEYRING',
                      '-+/bin/systemctl start airlock-alertd-egress.service',
                      '/bin/kill -HUP $MAINPID'],
           'and at each reload, once alertd would take the policy, before '

@@ -117,8 +117,11 @@ sub image {
                 ['/usr/sbin/nft' => 'nft'],
                 ['/bin/systemctl' => 'systemctl'],
                 # alertd's reload check, in alertd's mount namespace
-                # there: here, where the test's alertd would run
-                ['/usr/bin/nsenter --target $MAINPID --mount -- ' => ''],
+                # as its user there: here, as the test runs
+                ['/usr/bin/nsenter --target "$$MAINPID" --mount '
+                 . '--setuid "$(stat -c %%u /proc/$$MAINPID)" '
+                 . '--setgid "$(stat -c %%g /proc/$$MAINPID)" -- ' => ''],
+                ['"$$@"' => '"$@"'],
                 @map]);
 }
 
@@ -245,7 +248,10 @@ sub run {
     for my $line (@{$d->{$key} || []}) {
         my ($pfx, $cmd) = $line =~ /^([-+!\@:]*)(.*)$/;
         for my $m (@{$self->{map}}) {
-            $cmd =~ s/\Q$m->[0]\E/$m->[1]/g;
+            # a space of the map's, any run of them in the unit's (its
+            # continued lines)
+            my $re = join '\s+', map { quotemeta } split / /, $m->[0], -1;
+            $cmd =~ s/$re/$m->[1]/g;
         }
         my $rc = system('sh', '-c',
                         "exec >>'$self->{dir}/out.log' 2>&1\n$cmd") >> 8;
