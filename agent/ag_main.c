@@ -2,12 +2,13 @@
  * airlock-agent: options, the unix-socket HTTP server, and the two
  * endpoints.  One process per connection (forked): a run holds nothing
  * another run needs, and whatever a run does, it cannot take the server
- * down with it.  At most --max-connections of them at once, and
- * --max-user-connections of one peer uid's (but root's and the
- * --api-peer's): a connection past that gets 503 from the server
- * itself, and a process is counted until it is reaped.  Otherwise one
- * local user who opened them all, again as each ran out its 30 s, kept
- * every other out.
+ * down with it.  At most --max-connections of them at once,
+ * --max-user-connections of one peer uid's, and --max-api-connections
+ * of the --api-peer's (all its users' together; root has no cap): a
+ * connection past that gets 503 from the server itself, and a process is
+ * counted until it is reaped.  Otherwise one local user who opened them
+ * all, again as each ran out its 30 s, kept every other out; and so did
+ * /api/'s users together, each within nginx's limit_conn.
  *
  * Who asks is the socket's peer, as the kernel tells it (SO_PEERCRED):
  * its uid, or for --api-peer (nginx's workers, which publish the socket
@@ -103,8 +104,8 @@ static void ag_sigchld(int signo);
 static void ag_sigterm(int signo);
 static void ag_sigleft(int signo);
 static long ag_reap(ag_child_t *kids, long children);
-static long ag_user_children(const ag_conf_t *conf, const ag_child_t *kids,
-    long children, int fd, uid_t *uid);
+static long ag_user_children(const ag_child_t *kids, long children, int fd,
+    uid_t *uid);
 static void ag_refuse(int fd, const char *msg);
 static void ag_serve(ag_conf_t *conf, int fd);
 static int ag_read_request(int fd, ag_request_t *req, const char **why);
@@ -175,6 +176,7 @@ static const struct option  ag_options[] = {
     { "history-bytes",   required_argument, NULL, 8 },
     { "max-connections", required_argument, NULL, 9 },
     { "max-user-connections", required_argument, NULL, 12 },
+    { "max-api-connections", required_argument, NULL, 16 },
     { "max-loaded-sessions", required_argument, NULL, 15 },
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
@@ -312,9 +314,22 @@ main(int argc, char **argv)
 
         full = 0;
 
-        mine = ag_user_children(&conf, kids, children, cfd, &uid);
+        mine = ag_user_children(kids, children, cfd, &uid);
 
-        if (mine >= conf.max_user_connections) {
+        if (mine >= 0 && conf.api_peer != NULL && uid == conf.api_uid) {
+
+            if (mine >= conf.max_api_connections) {
+                snprintf(msg, sizeof(msg), "the agent serves %ld "
+                         "connections of /api/ at once, all its users' "
+                         "together, the most it may "
+                         "(--max-api-connections): try again once one "
+                         "ends", mine);
+                ag_refuse(cfd, msg);
+                close(cfd);
+                continue;
+            }
+
+        } else if (mine >= conf.max_user_connections) {
             snprintf(msg, sizeof(msg), "you have %ld connections to the "
                      "agent at once, the most one user may have "
                      "(--max-user-connections): try again once one ends",
@@ -443,14 +458,16 @@ ag_reap(ag_child_t *kids, long children)
 
 /*
  * The connections the peer of fd has open now (its uid into *uid, as
- * SO_PEERCRED tells), or -1 for one the per-user cap is not for: root,
- * the --api-peer (nginx, for all its users: its own limits are its),
- * or a peer the kernel did not name (refused when it asks).
+ * SO_PEERCRED tells), or -1 for one no cap is for: root (the operator
+ * always gets in, even when root is the --api-peer), or a peer the
+ * kernel did not name (refused when it asks).  The --api-peer's (nginx,
+ * for all its users: it limits each itself) are counted, for
+ * --max-api-connections.
  */
 
 static long
-ag_user_children(const ag_conf_t *conf, const ag_child_t *kids,
-    long children, int fd, uid_t *uid)
+ag_user_children(const ag_child_t *kids, long children, int fd,
+    uid_t *uid)
 {
     long          i, n;
     socklen_t     len;
@@ -468,8 +485,7 @@ ag_user_children(const ag_conf_t *conf, const ag_child_t *kids,
 
     *uid = uc.uid;
 
-    if (uc.uid == 0 || (conf->api_peer != NULL && uc.uid == conf->api_uid))
-    {
+    if (uc.uid == 0) {
         return -1;
     }
 
@@ -571,8 +587,11 @@ ag_usage(FILE *f)
 "                       its own; more get 503 \"busy\" (64)\n"
 "  --max-user-connections N  of those, one peer uid's at once (half of\n"
 "                       --max-connections, rounded up); more get 503\n"
-"                       \"busy\"; root and the --api-peer have none (nginx\n"
-"                       limits its users: limit_conn)\n"
+"                       \"busy\"; root and the --api-peer have none\n"
+"  --max-api-connections N  of those, the --api-peer's at once, all its\n"
+"                       users together (nginx limits each: limit_conn;\n"
+"                       half of --max-connections, rounded up); more get\n"
+"                       503 \"busy\"; root has none, even as --api-peer\n"
 "  --max-loaded-sessions N  sessions of 16 MiB (the most one holds) read\n"
 "                       into memory at once, all connections together\n"
 "                       (each 60 to 350 MB); a smaller session counts as\n"
@@ -743,6 +762,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             break;
         case 9: slot = &conf->max_connections; max = 100000; break;
         case 12: slot = &conf->max_user_connections; max = 100000; break;
+        case 16: slot = &conf->max_api_connections; max = 100000; break;
         case 15: slot = &conf->max_loaded_sessions; max = 1000; break;
         case 10: slot = &conf->send_timeout_ms; max = 3600000; break;
         case 11: slot = &conf->max_queued_jobs; max = 1000000; break;
@@ -772,6 +792,10 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
 
     if (conf->max_user_connections == 0) {
         conf->max_user_connections = (conf->max_connections + 1) / 2;
+    }
+
+    if (conf->max_api_connections == 0) {
+        conf->max_api_connections = (conf->max_connections + 1) / 2;
     }
 
     if (optind != argc) {

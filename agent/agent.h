@@ -134,6 +134,10 @@ typedef struct {
                                                root's, not the
                                                --api-peer's); 0: half of
                                                max_connections */
+    long             max_api_connections;   /* of the --api-peer, all its
+                                               users together (not
+                                               root's); 0: half of
+                                               max_connections */
     long             max_loaded_sessions;   /* sessions at
                                                AG_SESSION_MAX held in
                                                memory at once, all
