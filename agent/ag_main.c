@@ -1784,11 +1784,10 @@ ag_no_session(const ag_conf_t *conf)
  * nothing).  -1: not known now, the memory to read it whole is taken
  * (ag_session_read()).
  *
- * Told from the session's owner as ag_session_owner() reads it (its
- * head, or its text a piece at a time, never parsed): a question
- * refused busy in its own session read it whole, each of them at once,
- * and so did anyone's in a session stored before owners.  Whole only
- * when Redis refused the look (a Redis user without GETRANGE).
+ * Told from the session's head (ag_session_owner()) where it says: a
+ * question refused busy in its own session read it whole, each of them
+ * at once.  Whole when the head says nothing sure (no owner there), or
+ * Redis refused the look at it (a Redis user without GETRANGE).
  */
 
 static int
@@ -1809,7 +1808,6 @@ ag_session_hidden(const ag_conf_t *conf, redisContext *c,
     case 1:
         return strcmp(owner, peer->owner) != 0;
 
-    case 2:
     case 3:
         return 1;
 
@@ -1834,7 +1832,7 @@ ag_session_hidden(const ag_conf_t *conf, redisContext *c,
 }
 
 
-/* ag_session_hidden(), the session read whole: Redis refused the look */
+/* ag_session_hidden(), the session read whole: its head did not tell */
 
 static int
 ag_session_whole_hidden(const ag_conf_t *conf, redisContext *c,
@@ -1877,9 +1875,9 @@ ag_session_whole_hidden(const ag_conf_t *conf, redisContext *c,
 
 /*
  * Whether a question's session is one peer may not know of, as told
- * before its lock is taken: a stored session of another owner's, or of
- * none (ag_session_owner(): its head, or its text a piece at a time;
- * the whole of it when Redis refused the look), or one stored damaged.
+ * before its lock is taken: a stored session of another owner's (its
+ * head read alone; the whole of it when its head says nothing sure or
+ * Redis refused the look at the head), or one stored damaged.
  * A session not stored yet is left to its lock, which names the asker
  * of its first question, unless none_hidden: one the asker may not
  * start (--random-session-ids, an id not theirs from POST
@@ -1906,7 +1904,6 @@ ag_session_foreign(const ag_conf_t *conf, redisContext *c,
     case 1:
         return strcmp(owner, peer->owner) != 0;
 
-    case 2:
     case 3:
         return 1;
 
@@ -1915,7 +1912,10 @@ ag_session_foreign(const ag_conf_t *conf, redisContext *c,
         return none_hidden;
 
     default:
-        /* refused (a Redis user without GETRANGE): the whole session */
+        /*
+         * its head says nothing sure, or Redis refused the look at it (a
+         * Redis user without GETRANGE): the whole session
+         */
         return ag_session_whole_hidden(conf, c, session, peer);
     }
 }
@@ -2594,11 +2594,9 @@ ag_handle_session(ag_conf_t *conf, int fd, const char *session,
                 hidden = (strcmp(owner, peer->owner) != 0);
                 break;
             case 0:
-            case 2:
             case 3:
-                hidden = 1;             /* none, none's (stored before
-                                           owners: root's), or damaged:
-                                           404 to all but root */
+                hidden = 1;             /* none, or damaged: 404 to all
+                                           but root */
                 break;
             default:
                 break;                  /* read whole: it says */

@@ -110,38 +110,6 @@
     "if gone > 0 then redis.call('hincrby', hk, '!total', -gone) end "
 
 
-/*
- * ag_session_owner_scan(): where a session's JSON is, read a piece at a
- * time; the strings at its top level are kept, decoded, up to
- * AG_OWNER_MAX bytes (a key, or "owner"'s value)
- */
-typedef struct {
-    int              depth;                 /* of the text read, outside
-                                               strings */
-    int              after;                 /* what came last at the top
-                                               level: AG_SCAN_* */
-    unsigned         in_str:1;
-    unsigned         esc:1;
-    unsigned         top:1;                 /* the string is at the top */
-    unsigned         value:1;               /* it is "owner"'s value */
-    unsigned         over:1;                /* it is too long, or not
-                                               ASCII: no agent's owner */
-    unsigned         found:1;               /* the last "owner" is a
-                                               string an agent writes */
-    int              hex;                   /* \u digits still to come */
-    unsigned         code;
-    size_t           len;
-    char             buf[AG_OWNER_MAX];
-    char             owner[AG_OWNER_MAX];
-} ag_scan_t;
-
-#define AG_SCAN_NONE     0
-#define AG_SCAN_STRING   1                  /* a string: a key if ':' */
-#define AG_SCAN_OWNER    2                  /* the key "owner" */
-#define AG_SCAN_VALUE    3                  /* "owner": its value next */
-#define AG_SCAN_PIECE    (64 * 1024)        /* GETRANGE's, at most */
-
-
 /* a string of a question's that may be cut for the session to fit */
 typedef struct {
     json_t          *obj;
@@ -176,10 +144,6 @@ static size_t ag_session_cut(json_t *session, size_t first, size_t over);
 static void ag_string_add(ag_string_t *s, size_t *n, json_t *obj,
     const char *key);
 static int ag_string_larger(const void *a, const void *b);
-static int ag_session_owner_scan(redisContext *c, const char *id,
-    char *owner, size_t size);
-static void ag_scan_char(ag_scan_t *sc, int ch);
-static void ag_scan_keep(ag_scan_t *sc, int ch);
 
 
 /*
@@ -1161,16 +1125,12 @@ ag_string_larger(const void *a, const void *b)
 
 /*
  * The owner of the session stored under id, read from the head of its
- * JSON (the agent stores "id" and "owner" first): 1 found (owner set),
- * 0 none stored, 2 stored with no owner an agent writes (none, as in a
- * session stored before owners, root's alone), 3 stored damaged
- * (another type, or over AG_SESSION_MAX), -1 Redis failed.  A question
- * reads it before it takes the session's lock, so that one in another's
- * session never holds the lock.  A head that says nothing sure (no owner
- * there, or one written with escapes) has the session read through, a
- * piece at a time (ag_session_owner_scan()): it was read whole and
- * parsed, up to 16 MiB, for anyone who named a session of before
- * owners, as many at once as they liked.
+ * JSON alone (the agent stores "id" and "owner" first): 1 found (owner
+ * set), 0 none stored, 2 stored but its head says nothing sure (no
+ * owner there, or one written with escapes: the whole session must be
+ * read), 3 stored damaged (another type, or over AG_SESSION_MAX), -1
+ * Redis failed.  A question reads it before it takes the session's
+ * lock, so that one in another's session never holds the lock.
  */
 
 int
@@ -1221,177 +1181,7 @@ ag_session_owner(redisContext *c, const char *id, char *owner,
 
     freeReplyObject(r);
 
-    if (rc == 2) {
-        rc = ag_session_owner_scan(c, id, owner, size);
-    }
-
     return rc;
-}
-
-
-/*
- * ag_session_owner() for a head that says nothing sure: the session's
- * text read through, AG_SCAN_PIECE bytes at a time (GETRANGE), for its
- * top-level "owner", the last one as jansson keeps it: 1 a string an
- * agent could have written (AG_OWNER_MAX bytes of ASCII, its escapes
- * decoded: into owner), 2 none (or another value), -1 Redis failed.
- * Nothing is parsed, nor held but a piece.  The text is not checked to
- * be JSON: a session found the asker's is read whole after, which
- * checks; one not is another's or damaged, 404 to all but root either
- * way.
- */
-
-static int
-ag_session_owner_scan(redisContext *c, const char *id, char *owner,
-    size_t size)
-{
-    size_t       i, off;
-    ag_scan_t    sc;
-    redisReply  *r;
-
-    memset(&sc, 0, sizeof(sc));
-
-    for (off = 0; off < AG_SESSION_MAX; off += AG_SCAN_PIECE) {
-        r = redisCommand(c, "GETRANGE airlock:session:%s %lld %lld", id,
-                         (long long) off,
-                         (long long) (off + AG_SCAN_PIECE - 1));
-        if (r == NULL || r->type != REDIS_REPLY_STRING
-            || r->len > AG_SCAN_PIECE)
-        {
-            freeReplyObject(r);
-            return -1;
-        }
-
-        for (i = 0; i < r->len; i++) {
-            ag_scan_char(&sc, (unsigned char) r->str[i]);
-        }
-
-        i = r->len;
-        freeReplyObject(r);
-
-        if (i < AG_SCAN_PIECE) {
-            break;
-        }
-    }
-
-    if (!sc.found || strlen(sc.owner) >= size) {
-        return 2;
-    }
-
-    memcpy(owner, sc.owner, strlen(sc.owner) + 1);
-
-    return 1;
-}
-
-
-static void
-ag_scan_char(ag_scan_t *sc, int ch)
-{
-    if (sc->in_str) {
-        if (sc->hex > 0) {
-            sc->code = sc->code * 16
-                       + (unsigned) ((ch >= '0' && ch <= '9') ? ch - '0'
-                                     : (ch | 0x20) - 'a' + 10);
-            if (--sc->hex == 0) {
-                ag_scan_keep(sc, sc->code > 0 && sc->code < 0x80
-                                 ? (int) sc->code : -1);
-            }
-
-        } else if (sc->esc) {
-            sc->esc = 0;
-
-            switch (ch) {
-            case 'u': sc->hex = 4; sc->code = 0; break;
-            case 'b': ag_scan_keep(sc, '\b'); break;
-            case 'f': ag_scan_keep(sc, '\f'); break;
-            case 'n': ag_scan_keep(sc, '\n'); break;
-            case 'r': ag_scan_keep(sc, '\r'); break;
-            case 't': ag_scan_keep(sc, '\t'); break;
-            default: ag_scan_keep(sc, ch); break;
-            }
-
-        } else if (ch == '\\') {
-            sc->esc = 1;
-
-        } else if (ch == '"') {
-            sc->in_str = 0;
-
-            if (!sc->top) {
-                return;
-            }
-
-            sc->buf[sc->len] = '\0';
-
-            if (sc->value) {
-                sc->found = !sc->over;
-                memcpy(sc->owner, sc->buf, sc->len + 1);
-                sc->after = AG_SCAN_NONE;
-
-            } else {
-                sc->after = (!sc->over && strcmp(sc->buf, "owner") == 0)
-                            ? AG_SCAN_OWNER : AG_SCAN_STRING;
-            }
-
-        } else {
-            ag_scan_keep(sc, ch);
-        }
-
-        return;
-    }
-
-    switch (ch) {
-
-    case ' ': case '\t': case '\n': case '\r':
-        return;
-
-    case '"':
-        sc->in_str = 1;
-        sc->top = (sc->depth == 1);
-        sc->value = sc->top && sc->after == AG_SCAN_VALUE;
-        sc->over = 0;
-        sc->len = 0;
-        return;
-
-    case ':':
-        sc->after = (sc->depth == 1 && sc->after == AG_SCAN_OWNER)
-                    ? AG_SCAN_VALUE : AG_SCAN_NONE;
-        return;
-
-    default:
-        break;
-    }
-
-    /* "owner" of another value: no agent's (jansson keeps the last) */
-    if (sc->after == AG_SCAN_VALUE) {
-        sc->found = 0;
-    }
-
-    sc->after = AG_SCAN_NONE;
-
-    if (ch == '{' || ch == '[') {
-        sc->depth++;
-
-    } else if (ch == '}' || ch == ']') {
-        sc->depth--;
-    }
-}
-
-
-/* a character of a top-level string, decoded (-1: none an owner has) */
-
-static void
-ag_scan_keep(ag_scan_t *sc, int ch)
-{
-    if (!sc->top || sc->over) {
-        return;
-    }
-
-    if (ch < 0x20 || ch > 0x7e || sc->len + 1 >= sizeof(sc->buf)) {
-        sc->over = 1;
-        return;
-    }
-
-    sc->buf[sc->len++] = (char) ch;
 }
 
 
