@@ -118,6 +118,7 @@ typedef struct {
 } ag_string_t;
 
 
+static int ag_redis_refused(const redisReply *r);
 static const char *ag_redis_why(const redisReply *r, const char *other);
 static redisContext *ag_job_subscribe(ag_run_t *run, const char *job_id,
     char *err, size_t size);
@@ -268,13 +269,43 @@ ag_redis_why(const redisReply *r, const char *other)
         return other;
     }
 
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM ", 4) == 0) {
+    if (ag_redis_refused(r) == -3) {
         return "Redis is full (OOM: at its maxmemory, noeviction): it "
                "stores nothing more until some of what it holds expires "
                "or maxmemory is raised";
     }
 
     return r->str;
+}
+
+
+/*
+ * An error reply, told: -2 Redis not ready yet (LOADING its data, BUSY
+ * with a script), which a retry outlives; -3 Redis full (OOM, at its
+ * maxmemory: the command, or script at its first write, wrote
+ * nothing); -1 anything else, or not an error.
+ */
+
+static int
+ag_redis_refused(const redisReply *r)
+{
+    if (r == NULL || r->type != REDIS_REPLY_ERROR || r->str == NULL) {
+        return -1;
+    }
+
+    if (strncmp(r->str, "LOADING", 7) == 0
+        || strncmp(r->str, "BUSY", 4) == 0)
+    {
+        return -2;
+    }
+
+    if (strncmp(r->str, "OOM ", 4) == 0
+        || strstr(r->str, "OOM command not allowed") != NULL)
+    {
+        return -3;
+    }
+
+    return -1;
 }
 
 
@@ -670,10 +701,7 @@ ag_session_store(redisContext *c, const char *id, const char *owner,
 
     } else {
         snprintf(err, size, "redis SET: %s", ag_redis_why(r, c->errstr));
-        rc = (r != NULL && r->type == REDIS_REPLY_ERROR
-              && (strncmp(r->str, "LOADING", 7) == 0
-                  || strncmp(r->str, "BUSY", 4) == 0))
-             ? -2 : -1;
+        rc = (ag_redis_refused(r) == -2) ? -2 : -1;
     }
 
     freeReplyObject(r);
@@ -810,21 +838,7 @@ ag_tokens_charge(redisContext *c, const char *owner, long long add,
                  r == NULL || r->type == REDIS_REPLY_ERROR
                  ? ag_redis_why(r, c->errstr)
                  : "an answer not of the script's");
-        rc = -1;
-
-        if (r != NULL && r->type == REDIS_REPLY_ERROR) {
-            if (strncmp(r->str, "LOADING", 7) == 0
-                || strncmp(r->str, "BUSY", 4) == 0)
-            {
-                rc = -2;
-
-            } else if (strncmp(r->str, "OOM ", 4) == 0
-                       || strstr(r->str, "OOM command not allowed")
-                          != NULL)
-            {
-                rc = -3;
-            }
-        }
+        rc = ag_redis_refused(r);
     }
 
     freeReplyObject(r);
