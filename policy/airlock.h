@@ -1039,9 +1039,9 @@ int al_scrub_route_scrubbed(const al_policy_t *p, const al_route_t *route);
 #define AL_SCRUB_INNER  12
 
 /*
- * An llm entry's key of 2 * AL_SCRUB_HALF bytes or more is listed with
- * its first and its last half ((len + 1) / 2 bytes each): a key cut short
- * or split in two holds one of them whole.
+ * A secret or an llm entry's key of 2 * AL_SCRUB_HALF bytes or more is
+ * listed with its first and its last half ((len + 1) / 2 bytes each): a
+ * credential cut short or split in two holds one of them whole.
  */
 #define AL_SCRUB_HALF   16
 

@@ -442,6 +442,7 @@ al_scrub_add_secret(al_scrub_ctx_t *sc, const al_secret_t *sec)
         al_scrub_add_base64(sc, sec->value, sec->len);
         al_scrub_add_inner(sc, sec->value, sec->len);
         al_scrub_add_hex(sc, sec->value, sec->len);
+        al_scrub_add_halves(sc, sec->value, sec->len);
     }
 }
 
@@ -492,7 +493,7 @@ al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
 
 
 /*
- * A key cut short (an echo cut at a length, "all but the last few
+ * A credential cut short (an echo cut at a length, "all but the last few
  * characters") holds its first half; a key split in two with something
  * between (a line of a log, a quote) holds one of its halves whole,
  * wherever it is split: the part of at least half its length.  So its
@@ -501,9 +502,10 @@ al_scrub_llm(al_scrub_ctx_t *sc, const al_llm_t *llm)
  * the key beside a redacted half lacks that half, half the key's
  * characters, which no one guesses.  A prefix or a part shorter than half
  * passes (a "sk-proj-abc...wxyz" a provider writes to name a key): it is
- * less than half the key.  Only for keys of 2 * AL_SCRUB_HALF bytes or
- * more, as a half of a shorter one may be met by chance.  What it costs:
- * the last half's start is one more two-byte start for the walks
+ * less than half the key.  For every secret and llm key of
+ * 2 * AL_SCRUB_HALF bytes or more, as a half of a shorter one may be met
+ * by chance.  What it costs: the last half's start is one more two-byte
+ * start for the walks
  * (AL_SCRUB_PAIRS; the first half's is the key's own), and a half may be
  * the list's shortest string (minlen), below which a header value is
  * passed over unsearched.

@@ -1972,29 +1972,36 @@ many_cpu(const al_scrub_t *s, char *body, char *out)
  * listed (AL_SCRUB_HALF), so the key less its last characters, or either
  * part of a split of at least half the key, is redacted, raw and in the
  * forms decoded as they are compared; a part shorter than half passes.
- * A short key (a secret too) has no halves listed.
+ * A route's secret of that length is listed by halves too (a token a log
+ * viewer cut at its column); a short key or secret has none.
  */
 
 #define HKEY   "sk-proj-FAKE0123456789abcdefghijklmnopqrstuv"   /* 44 */
 #define HSHORT "sk-FAKE-0123456789abcdefghijk"                  /* 29 */
+#define HGH    "ghp_FAKEabcdefghijklmnopqrstuvwxyz012345"       /* 40 */
+#define HPASS  "FAKE-password-0123456789"                       /* 24 */
 
 static void
 test_halves(al_keyring_t *kr, const char *pub)
 {
-    char          *sk, *ss, yaml[4096], text[512], out[4096];
+    char          *sk, *ss, *sg, *sp, yaml[4096], text[512], out[4096];
     al_error_t     err;
     al_scrub_t    *s;
     al_policy_t   *p;
     const char    *why;
 
-    sk = ss = NULL;
+    sk = ss = sg = sp = NULL;
     p = NULL;
     s = NULL;
 
     if (!tap_ok(al_seal(pub, (const unsigned char *) HKEY, sizeof(HKEY) - 1,
                         &sk, &err) == 0
                 && al_seal(pub, (const unsigned char *) HSHORT,
-                           sizeof(HSHORT) - 1, &ss, &err) == 0,
+                           sizeof(HSHORT) - 1, &ss, &err) == 0
+                && al_seal(pub, (const unsigned char *) HGH,
+                           sizeof(HGH) - 1, &sg, &err) == 0
+                && al_seal(pub, (const unsigned char *) HPASS,
+                           sizeof(HPASS) - 1, &sp, &err) == 0,
                 "halves: seal the keys"))
     {
         tap_diag("error: ", err.msg);
@@ -2006,6 +2013,8 @@ test_halves(al_keyring_t *kr, const char *pub)
              "secrets:\n"
              "  key: { sealed: \"%s\" }\n"
              "  short: { sealed: \"%s\" }\n"
+             "  gh: { sealed: \"%s\" }\n"
+             "  pass: { sealed: \"%s\" }\n"
              "llm:\n"
              "  - name: openai\n"
              "    prefix: /v1/proxy/openai\n"
@@ -2023,7 +2032,7 @@ test_halves(al_keyring_t *kr, const char *pub)
              "    models: [claude-3-5-haiku]\n"
              "    clients:\n"
              "      agent: {}\n"
-             ALERTS, sk, ss);
+             ALERTS, sk, ss, sg, sp);
 
     memset(&err, 0, sizeof(err));
     p = al_policy_parse("policy.yaml", yaml, strlen(yaml), kr, &err);
@@ -2042,6 +2051,16 @@ test_halves(al_keyring_t *kr, const char *pub)
            "halves: the key's first and last 22 bytes are listed");
     tap_ok(!has(s, "sk-FAKE-0123456"),
            "halves: a key under 2 * AL_SCRUB_HALF bytes has none");
+
+    tap_ok(has(s, "ghp_FAKEabcdefghijkl") && has(s, "mnopqrstuvwxyz012345"),
+           "halves: a secret's first and last 20 bytes are listed");
+    tap_ok(!has(s, "FAKE-password-"),
+           "halves: a secret under 2 * AL_SCRUB_HALF bytes has none");
+
+    snprintf(text, sizeof(text), "token=%.32s...", HGH);
+    scrub_whole(s, text, strlen(text), out);
+    tap_is_str(out, "token=" REDACTED "mnopqrstuvwx...",
+               "halves: a secret cut short loses its first half");
 
     (void) redacted(s, HKEY, "halves: the whole key, one match");
     (void) redacted(s, "sk-proj-FAKE0123456789", "halves: the first half");
@@ -2082,6 +2101,8 @@ done:
     al_policy_free(p);
     free(sk);
     free(ss);
+    free(sg);
+    free(sp);
 }
 
 
