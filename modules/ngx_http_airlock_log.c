@@ -184,6 +184,23 @@ typedef struct {
 } ngx_http_airlock_line_t;
 
 
+/*
+ * The connection's log, copied for one line of ours about a refused
+ * request, with a handler that escapes the context nginx ends the line
+ * with (ngx_http_airlock_shown_context()).  The copy's writer and chain
+ * are the connection log's.
+ */
+
+typedef struct {
+    ngx_log_t                    log;           /* first: what is written */
+    ngx_log_handler_pt           handler;       /* the connection log's */
+} ngx_http_airlock_shown_t;
+
+
+static ngx_log_t *ngx_http_airlock_shown_log(ngx_http_request_t *r,
+    ngx_http_airlock_shown_t *shown);
+static u_char *ngx_http_airlock_shown_context(ngx_log_t *log, u_char *buf,
+    size_t len);
 static void ngx_http_airlock_deny_line(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_str_t *id, const char *detail,
     size_t dlen, ngx_uint_t journal, ngx_http_airlock_line_t *l);
@@ -1040,8 +1057,10 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 {
     size_t                         dlen;
     ngx_str_t                      id, client, route, esc;
+    ngx_log_t                     *log;
     const char                    *reason;
     ngx_http_airlock_line_t        line;
+    ngx_http_airlock_shown_t       shown;
     ngx_http_airlock_srv_conf_t   *ascf;
     ngx_http_airlock_loc_conf_t   *alcf;
     ngx_http_airlock_main_conf_t  *amcf;
@@ -1084,7 +1103,9 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
 
-    ngx_log_error(alcf->log_level, r->connection->log, 0,
+    log = ngx_http_airlock_shown_log(r, &shown);
+
+    ngx_log_error(alcf->log_level, log, 0,
                   "airlock: denied, reason \"%s\", client \"%V\", "
                   "route \"%V\", request_id \"%V\": %V",
                   reason, &client, &route, &id, &esc);
@@ -1104,6 +1125,77 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         ngx_http_airlock_line_write(&line, amcf->journal, 0,
                                     r->connection->log);
     }
+}
+
+
+/*
+ * nginx ends a request's error log line with its context as the client
+ * sent it (ngx_http_log_error(): the request line, the Host, the
+ * Referer), and a refused request's may hold any byte nginx takes: the
+ * escape sequences of a terminal (ESC ] 0 ; sets a window's title, ESC [
+ * 2 J clears the screen, and some terminals answer others with text of
+ * their own), a bidi control that shows the line in another order.  Our
+ * lines about it are written at "error" by default, where nginx writes
+ * its own refusal of a malformed request at "info", so any client, one
+ * the policy does not know too, would have them on an operator's
+ * terminal.  They are written through a copy of the connection's log
+ * whose handler writes the context with each such byte as \xHH, as
+ * nginx's access log writes them.
+ */
+
+static ngx_log_t *
+ngx_http_airlock_shown_log(ngx_http_request_t *r,
+    ngx_http_airlock_shown_t *shown)
+{
+    shown->log = *r->connection->log;
+    shown->handler = shown->log.handler;
+
+    if (shown->handler != NULL) {
+        shown->log.handler = ngx_http_airlock_shown_context;
+    }
+
+    return &shown->log;
+}
+
+
+static u_char *
+ngx_http_airlock_shown_context(ngx_log_t *log, u_char *buf, size_t len)
+{
+    u_char                    *p, *last, *end;
+    ngx_uint_t                 c;
+    ngx_http_airlock_shown_t  *shown;
+    u_char                     ctx[NGX_MAX_ERROR_STR];
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    shown = (ngx_http_airlock_shown_t *) log;
+
+    last = shown->handler(log, ctx, ngx_min(len, sizeof(ctx)));
+    end = buf + len;
+
+    for (p = ctx; p < last; p++) {
+        c = *p;
+
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            if (buf == end) {
+                break;
+            }
+
+            *buf++ = (u_char) c;
+            continue;
+        }
+
+        if (end - buf < 4) {
+            break;
+        }
+
+        *buf++ = '\\';
+        *buf++ = 'x';
+        *buf++ = hex[c >> 4];
+        *buf++ = hex[c & 0x0f];
+    }
+
+    return buf;
 }
 
 
@@ -1171,12 +1263,14 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_http_airlock_alert_t *alert)
 {
     u_char                        *peer_end;
+    ngx_log_t                     *log;
     ngx_str_t                      id, client;
     ngx_md5_t                      md5;
     ngx_uint_t                     quarantine;
     ngx_msec_t                     now;
     const char                    *kind, *reason;
     ngx_http_airlock_line_t        line;
+    ngx_http_airlock_shown_t       shown;
     ngx_http_airlock_main_conf_t  *amcf;
     u_char                         hash[16], hex[32];
     u_char                         peer[NGX_SOCKADDR_STRLEN];
@@ -1208,7 +1302,9 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                                               peer + sizeof(peer));
     }
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+    log = ngx_http_airlock_shown_log(r, &shown);
+
+    ngx_log_error(NGX_LOG_WARN, log, 0,
                   "airlock: alert \"%s\", client \"%V\"%s%*s%s, "
                   "reason \"%s\", %ui denials in %uis, id \"%*s\"",
                   kind, &client,
