@@ -13,7 +13,9 @@
  * the way a decided one is (the connection's real peer, the token headers
  * it got through); when it names a client of the policy, it is counted
  * toward that client's deny counters and logged as a deny line with
- * reason "refused".  Unknown peers are left out: they are refused
+ * reason "refused"; a token that names no client, from a peer that
+ * names one, is a client's of none, logged and counted under the peer
+ * as a decided one is.  Unknown peers are left out: they are refused
  * everything.  A request a location answers (405 from a static location,
  * an upstream's 400) is not one of them.
  *
@@ -163,7 +165,20 @@ ngx_http_airlock_refused_handler(ngx_http_request_t *r)
     ctx->client = ngx_http_airlock_identify(r->connection, amcf->policy,
                                             &ctx->peer, &token, &why);
 
-    if (ctx->client == NULL) {
+    /*
+     * A token that names no client, or another client than the peer's,
+     * makes the request a client's of none, never the peer's: decided, it
+     * is refused client_unknown, logged and counted under its peer.  So is
+     * it here when the peer alone names a client: the peer of a client of
+     * the policy would otherwise send its framing attacks unseen, a
+     * made-up token in each.
+     */
+
+    if (ctx->client == NULL
+        && (token.len == 0
+            || al_client_identify(amcf->policy, &ctx->peer, NULL, 0, &why)
+               == NULL))
+    {
         return NGX_OK;
     }
 
