@@ -79,7 +79,8 @@ static void ag_stopped(ag_run_t *run);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_tokens_paid(ag_run_t *run);
 static int ag_id_taken(json_t *calls, size_t i);
-static void ag_tool_name_cut(json_t *call);
+static int ag_call_id_ok(json_t *id);
+static void ag_call_check(ag_run_t *run, json_t *calls, size_t i);
 
 
 int
@@ -88,7 +89,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
     int               rc, stop;
     long              used;
     char              when[32], *text;
-    size_t            i, k, n, dropped;
+    size_t            i, n, dropped;
     json_t           *req, *msg, *calls, *call, *names, *record;
     time_t            now;
     struct tm         tm;
@@ -251,22 +252,8 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 
         for (i = 0; i < n; i++) {
             call = json_array_get(calls, i);
-            if (json_string_length(json_object_get(call, "id")) == 0
-                || json_string_length(json_object_get(call, "id"))
-                   > AG_ID_MAX
-                || ag_id_taken(calls, i))
-            {
-                /* one the model did not already give an earlier call */
-                k = i;
-                do {
-                    json_object_set_new(call, "id", json_sprintf(
-                        "call_%s_%ld_%zu", run->run_id + 24, run->steps,
-                        k));
-                    k += n;
-                } while (ag_id_taken(calls, i));
-            }
 
-            ag_tool_name_cut(call);
+            ag_call_check(run, calls, i);
 
             json_array_append_new(json_object_get(msg, "tool_calls"),
                 json_pack("{s:O, s:s, s:{s:O, s:O}}",
@@ -726,46 +713,78 @@ ag_id_taken(json_t *calls, size_t i)
 
 
 /*
- * A name over AG_TOOL_NAME_MAX bytes names no tool (al_tool_name_ok()):
- * the call keeps its first AG_TOOL_NAME_MAX bytes and "..." as its name
- * for the events, the session and the history sent back, and
- * "name_bytes", its length, which makes it an unknown tool.  The model
- * chooses the name: whole, it went into each of them, as large as its
- * stream could carry.
+ * An id of the model's is kept when it is one the providers take back in
+ * the history: 1 to AG_CALL_ID_MAX of A-Z a-z 0-9 _ - (OpenAI refuses a
+ * longer one, 400, and with it every later request of the session).
+ */
+
+static int
+ag_call_id_ok(json_t *id)
+{
+    return json_is_string(id)
+           && json_string_length(id) <= AG_CALL_ID_MAX
+           && ag_id_ok(json_string_value(id), json_string_length(id));
+}
+
+
+/*
+ * Call i of an answer, before the agent shows or keeps any of it: an id
+ * of its own, the model's when that is one the providers take and no
+ * earlier call of the answer has it, else the agent's, so each result
+ * answers exactly one call and the history is one the provider takes
+ * back; and a name that is one of the agent's tools (or a route of the
+ * policy, which is not granted: the model is told so), else
+ * AG_TOOL_UNKNOWN, with "unknown" set (the name's length; 0: none).  The
+ * model chooses both: whole, they went into the events, the run's record,
+ * the session, the history sent back and the client's terminal, as
+ * whatever text the model, or data it read, made them.
  */
 
 static void
-ag_tool_name_cut(json_t *call)
+ag_call_check(ag_run_t *run, json_t *calls, size_t i)
 {
-    char        *text, *name;
-    size_t       len;
+    size_t       k, n, len;
+    json_t      *call;
+    ag_conf_t   *conf;
     const char  *s;
 
-    s = json_string_value(json_object_get(call, "name"));
-    len = (s != NULL) ? strlen(s) : 0;
+    conf = run->conf;
+    call = json_array_get(calls, i);
+    n = json_array_size(calls);
 
-    if (len <= AG_TOOL_NAME_MAX) {
+    if (!ag_call_id_ok(json_object_get(call, "id"))
+        || ag_id_taken(calls, i))
+    {
+        /* one the model did not already give an earlier call */
+        k = i;
+        do {
+            json_object_set_new(call, "id", json_sprintf(
+                "call_%s_%ld_%zu", run->run_id + 24, run->steps, k));
+            k += n;
+        } while (ag_id_taken(calls, i));
+    }
+
+    s = json_string_value(json_object_get(call, "name"));
+    len = json_string_length(json_object_get(call, "name"));
+
+    if (s != NULL && al_tool_name_ok(s, len)
+        && (strcmp(s, AL_TOOL_RUN_PYTHON) == 0
+            ? conf->sandbox != NULL
+            : conf->policy != NULL
+              && al_policy_route(conf->policy, s, len) != NULL))
+    {
         return;
     }
 
-    text = ag_text(s, AG_TOOL_NAME_MAX);
-
-    if (text == NULL || asprintf(&name, "%s...", text) == -1) {
-        name = NULL;
-    }
-
-    json_object_set_new(call, "name_bytes", json_integer(len));
-    json_object_set_new(call, "name", json_string(name != NULL ? name
-                                                               : "..."));
-    free(name);
-    free(text);
+    json_object_set_new(call, "unknown", json_integer((json_int_t) len));
+    json_object_set_new(call, "name", json_string(AG_TOOL_UNKNOWN));
 }
 
 
 static int
 ag_tool(ag_run_t *run, json_t *call)
 {
-    json_t            *args;
+    json_t            *args, *v;
     const char        *id, *name, *text;
     json_error_t       jerr;
     const al_route_t  *route;
@@ -774,12 +793,23 @@ ag_tool(ag_run_t *run, json_t *call)
     name = json_string_value(json_object_get(call, "name"));
     text = json_string_value(json_object_get(call, "arguments"));
 
-    if (name == NULL || name[0] == '\0') {
-        ag_tool_error(run, id, "", "bad_tool_call",
-                      "a tool call without a tool name");
+    /* a name the agent did not keep (ag_call_check()) is not shown */
+
+    v = json_object_get(call, "unknown");
+
+    if (v != NULL) {
+        if (json_integer_value(v) == 0) {
+            ag_tool_error(run, id, name, "bad_tool_call",
+                          "a tool call without a tool name");
+        } else {
+            ag_tool_error(run, id, name, "unknown_tool",
+                          "the name this call gave (not repeated here) is "
+                          "none of your tools: call only the tools you "
+                          "are given, by their names");
+        }
+
         return 0;
     }
-
 
     args = json_loads(text[0] != '\0' ? text : "{}", JSON_REJECT_DUPLICATES,
                       &jerr);
@@ -791,14 +821,14 @@ ag_tool(ag_run_t *run, json_t *call)
 
     if (args == NULL) {
         ag_tool_error(run, id, name, "bad_tool_arguments",
-                      "the arguments of %.64s are not JSON: a syntax error "
+                      "the arguments of %s are not JSON: a syntax error "
                       "at byte %d", name, jerr.position);
         return 0;
     }
 
     if (!json_is_object(args)) {
         ag_tool_error(run, id, name, "bad_tool_arguments",
-                      "the arguments of %.64s are not a JSON object", name);
+                      "the arguments of %s are not a JSON object", name);
         json_decref(args);
         return 0;
     }
@@ -810,13 +840,12 @@ ag_tool(ag_run_t *run, json_t *call)
         return rc;
     }
 
-    /* a name cut to its first bytes names no tool, whatever they are */
-    route = json_is_integer(json_object_get(call, "name_bytes"))
-            ? NULL : al_policy_route(run->conf->policy, name, strlen(name));
+    /* a route of the policy (ag_call_check()), or run_python's name */
+    route = al_policy_route(run->conf->policy, name, strlen(name));
 
     if (route == NULL) {
         ag_tool_error(run, id, name, "unknown_tool",
-                      "there is no tool named \"%.64s\"", name);
+                      "there is no tool named \"%s\"", name);
         json_decref(args);
         return 0;
     }
@@ -1497,8 +1526,20 @@ ag_target(const al_route_t *route, json_t *args, json_t *sent, char *out,
     i = 0;
     json_object_foreach(query, key, v) {
         if (ag_query_value(v, num, sizeof(num), &s) != 0) {
-            snprintf(why, why_size, "query parameter \"%.64s\" is not a "
-                     "string or a number", key);
+
+            /* a key the model made up is not repeated: one of the route's */
+
+            for (k = 0; k < route->nquery_allow; k++) {
+                if (strcmp(route->query_allow[k].data, key) == 0) {
+                    break;
+                }
+            }
+
+            snprintf(why, why_size, "query parameter %s%s%s is not a "
+                     "string or a number",
+                     k < route->nquery_allow ? "\"" : "",
+                     k < route->nquery_allow ? key : "(not the route's)",
+                     k < route->nquery_allow ? "\"" : "");
             return -1;
         }
 

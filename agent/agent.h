@@ -44,7 +44,13 @@
 #define AG_CONTENT_MAX       (1024 * 1024)  /* model text per step */
 #define AG_ARGS_MAX          (256 * 1024)   /* one tool call's arguments */
 #define AG_CALLS_MAX         16             /* tool calls per step */
-#define AG_TOOL_NAME_MAX     64             /* a tool's name, at most */
+#define AG_CALL_ID_MAX       40             /* a tool call's id the
+                                               model gave, kept: OpenAI
+                                               takes no longer one back */
+#define AG_TOOL_UNKNOWN      "_unknown_tool"  /* the name of a call that
+                                               named none of the agent's
+                                               tools (no route's name
+                                               starts with '_') */
 #define AG_SCRIPT_MAX        (64 * 1024)
 #define AG_ERRBODY_MAX       4096
 #define AG_PREFIX_MAX        256            /* --llm-prefix, at most */

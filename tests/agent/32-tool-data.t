@@ -62,7 +62,7 @@ is((of_type('done', $ev))[0]{outcome}, 'answer', '... and the run answers');
 like($tool->{content} // '', qr/line1 ok\n\x{fffd}line2 ALERT/,
      'a NUL byte: U+FFFD, and what follows it reaches the model');
 
-# ---- an error message cut in a character ----------------------------------
+# ---- an unknown tool's name, of characters past ASCII -----------------------
 
 my $name = '查' x 30;
 $a->script({ tool_calls => [ { name => $name, arguments => {} } ] },
@@ -70,11 +70,12 @@ $a->script({ tool_calls => [ { name => $name, arguments => {} } ] },
 my $n0 = scalar $a->provider_requests;
 $ev = $a->ask('cut', 'anything');
 my ($err) = of_type('error', $ev);
-like($err->{message} // '', qr/^there is no tool named "(查){21}\x{fffd}/,
-     'an unknown tool\'s long name: the error event says so, cut whole');
+ok(($err->{message} // '') =~ /^the name this call gave/
+   && ($err->{message} // '') !~ /查/,
+   'an unknown tool\'s long name: the error event says so, without it');
 my @r = $a->provider_requests;
 ($tool) = grep { $_->{role} eq 'tool' } @{$r[$n0 + 1]{body}{messages} // []};
-like($tool->{content} // '', qr/^error: there is no tool named/,
+like($tool->{content} // '', qr/^error: the name this call gave/,
      '... and the model gets it as the call\'s result');
 
 # ---- an upstream's 403 is not a denial ---------------------------------------

@@ -4,7 +4,7 @@
  * upstream returns) made a string for the model; ag_wrap, the wrapper
  * that marks it as data; ag_target, the request target built from a
  * tool call's JSON arguments, which the model chooses;
- * ag_tool_name_cut, the name of a tool call the model made.
+ * ag_call_check, the id and name of a tool call the model made.
  *
  * Input: byte 0 the route (bits 0-2 its segments, 0 to 7; bits 3-7 which
  * are parameters, the others literal); the rest is both the tool call's
@@ -20,8 +20,10 @@
  *     the route's segments and no more, none empty, "." or "..", and
  *     holds no space, control, '#' or byte past ASCII: the arguments
  *     cannot reshape the request;
- *   - a tool call's name is cut to AG_TOOL_NAME_MAX bytes (each at most
- *     a U+FFFD) and "...", its length then in "name_bytes".
+ *   - a tool call's id is 1 to AG_CALL_ID_MAX of A-Z a-z 0-9 _ -, the
+ *     model's when it was one; its name is the model's only when it is
+ *     one of the agent's tools (here run_python alone: no policy), else
+ *     AG_TOOL_UNKNOWN, its length then in "unknown".
  */
 
 #include <stdint.h>
@@ -61,12 +63,28 @@ ag_write_fd(int fd, const char *p, size_t len, int64_t deadline)
 }
 
 
+/* as ag_main.c's: a tool call's id is checked with it (ag_call_check()) */
+
 int
 ag_id_ok(const char *s, size_t len)
 {
-    (void) s;
+    size_t  i;
+    char    c;
 
-    return len > 0;
+    if (len == 0 || len > AG_ID_MAX) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 
@@ -254,42 +272,66 @@ fuzz_target(unsigned route_byte, const char *p, size_t size)
 }
 
 
-/* a tool call's name, as the model sent it, cut to fit */
+/* a tool call's id and name, as the model sent them, kept or replaced */
 
 static void
-fuzz_name(const char *p, size_t size)
+fuzz_call(const char *p, size_t size)
 {
-    json_t  *call, *name;
+    int          known;
+    json_t      *calls, *call, *v;
+    ag_run_t     run;
+    ag_conf_t    conf;
+    const char  *id, *name;
 
     /* the model's stream has no NUL in a string (no JSON_ALLOW_NUL) */
     if (memchr(p, '\0', size) != NULL) {
         return;
     }
 
-    name = json_stringn(p, size);
-    if (name == NULL) {
+    v = json_stringn(p, size);
+    if (v == NULL) {
         return;                             /* not UTF-8: nor is a name */
     }
 
-    call = json_pack("{s:o}", "name", name);
-    if (call == NULL) {
+    memset(&conf, 0, sizeof(conf));
+    conf.sandbox = "worker";
+
+    memset(&run, 0, sizeof(run));
+    run.conf = &conf;
+    memcpy(run.run_id, fuzz_boundary, AG_BOUNDARY_LEN);
+
+    calls = json_pack("[{s:O, s:o}]", "id", v, "name", v);
+    if (calls == NULL) {
         abort();
     }
 
-    ag_tool_name_cut(call);
+    ag_call_check(&run, calls, 0);
 
-    /* its first bytes, each U+FFFD at worst, and "..." */
-    name = json_object_get(call, "name");
-    if (!json_is_string(name)
-        || json_string_length(name) > 3 * AG_TOOL_NAME_MAX + 3
-        || (size > AG_TOOL_NAME_MAX
-            && json_integer_value(json_object_get(call, "name_bytes"))
+    call = json_array_get(calls, 0);
+    id = json_string_value(json_object_get(call, "id"));
+    name = json_string_value(json_object_get(call, "name"));
+
+    if (id == NULL || strlen(id) > AG_CALL_ID_MAX
+        || !ag_id_ok(id, strlen(id))
+        || (size <= AG_CALL_ID_MAX && ag_id_ok(p, size)
+            && (strlen(id) != size || memcmp(id, p, size) != 0)))
+    {
+        abort();
+    }
+
+    known = (size == sizeof(AL_TOOL_RUN_PYTHON) - 1
+             && memcmp(p, AL_TOOL_RUN_PYTHON, size) == 0);
+
+    if (name == NULL
+        || strcmp(name, known ? AL_TOOL_RUN_PYTHON : AG_TOOL_UNKNOWN) != 0
+        || (!known
+            && json_integer_value(json_object_get(call, "unknown"))
                != (json_int_t) size))
     {
         abort();
     }
 
-    json_decref(call);
+    json_decref(calls);
 }
 
 
@@ -302,7 +344,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fuzz_text((const char *) data + 1, size - 1);
     fuzz_target(data[0], (const char *) data + 1, size - 1);
-    fuzz_name((const char *) data + 1, size - 1);
+    fuzz_call((const char *) data + 1, size - 1);
 
     return 0;
 }
