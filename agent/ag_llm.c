@@ -103,6 +103,7 @@ ag_llm_call(ag_run_t *run, json_t *request, ag_llm_result_t *res)
 
     memset(res, 0, sizeof(*res));
     res->total_tokens = -1;
+    res->prompt_tokens = -1;
     res->tool_calls = json_array();
 
     memset(&ctx, 0, sizeof(ctx));
@@ -342,6 +343,17 @@ ag_llm_line(ag_llm_ctx_t *ctx, char *line, size_t len)
     }
 
     usage = json_object_get(j, "usage");
+
+    /* the prompt's count, OpenAI's or Anthropic's name: the next call's
+       prompt is no smaller (ag_run_ask()) */
+
+    v = json_object_get(usage, "prompt_tokens");
+    v = json_is_integer(v) ? v : json_object_get(usage, "input_tokens");
+    if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        ctx->res->prompt_tokens = (json_integer_value(v) > LONG_MAX)
+                                  ? LONG_MAX : (long) json_integer_value(v);
+    }
+
     v = json_object_get(usage, "total_tokens");
     if (json_is_integer(v)) {
         ctx->res->total_tokens = (long) json_integer_value(v);

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -1171,6 +1172,7 @@ static int
 ag_load_tools(ag_conf_t *conf)
 {
     char                msg[AL_ERR_MAX + 300], *text;
+    uint64_t            cap;
     al_error_t          err;
     json_error_t        jerr;
     const al_llm_t     *llm;
@@ -1210,6 +1212,19 @@ ag_load_tools(ag_conf_t *conf)
     if (llm == NULL || ag_llm_model(conf, llm) != 0) {
         return -1;
     }
+
+    /*
+     * Each model call names its output cap (ag_request()), where the
+     * gateway would write its own: the run's tokens left, or the
+     * gateway's cap for the client when that is less, so that a call
+     * never asks for more than the gateway would let it (a client that
+     * is refused over max_tokens), nor reserves more of its budgets.
+     */
+
+    conf->out_member = (llm->kind == AL_LLM_OPENAI) ? "max_completion_tokens"
+                                                    : "max_tokens";
+    cap = al_llm_default_max_tokens(al_llm_find_client(llm, conf->pclient));
+    conf->out_cap = (cap > LONG_MAX) ? LONG_MAX : (long) cap;
 
     text = al_tools_json(conf->policy, conf->pclient, sandbox,
                          AL_TOOLS_OPENAI, &err);

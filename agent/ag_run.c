@@ -49,7 +49,7 @@
 
 
 static void ag_event_send(ag_run_t *run, const char *type, json_t *data);
-static json_t *ag_request(ag_run_t *run);
+static json_t *ag_request(ag_run_t *run, long cap);
 static char *ag_system_prompt(ag_run_t *run);
 static int ag_tool(ag_run_t *run, json_t *call);
 static int ag_tool_route(ag_run_t *run, const char *id,
@@ -86,8 +86,8 @@ static void ag_call_check(ag_run_t *run, json_t *calls, size_t i);
 int
 ag_run_ask(ag_run_t *run, const char *prompt)
 {
-    int               rc, stop;
-    long              used;
+    int               rc, stop, capped;
+    long              used, out;
     char              when[32], *text;
     size_t            i, n, dropped;
     json_t           *req, *msg, *calls, *call, *names, *record;
@@ -165,6 +165,30 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             break;
         }
 
+        /*
+         * --max-tokens within a step: the call asks for no more output
+         * than the run has left less its prompt, which is no smaller
+         * than the last call's (a run's request only grows), or the
+         * gateway's cap when that is less.  A prompt that alone would
+         * take the run to its limit is not sent.
+         */
+
+        out = conf->max_tokens - run->tokens;
+
+        if (run->last_prompt >= out) {
+            ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}",
+                     "limit", "tokens", "value", (json_int_t) run->tokens,
+                     "max", (json_int_t) conf->max_tokens, "message",
+                     "the run was stopped by a limit per question: the "
+                     "next model call's prompt, no smaller than the "
+                     "last one's, would take it to its token limit"));
+            break;
+        }
+
+        out -= run->last_prompt;
+        capped = (conf->out_cap == 0 || out < conf->out_cap);
+        out = capped ? out : conf->out_cap;
+
         rc = ag_tokens_paid(run);
         if (rc != 0) {
             outcome = (rc == AG_STOP) ? "limit" : "error";
@@ -175,7 +199,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
         ag_event(run, "step", json_pack("{s:I}", "n",
                                         (json_int_t) run->steps));
 
-        req = ag_request(run);
+        req = ag_request(run, out);
         if (req == NULL) {
             ag_event(run, "error", json_pack("{s:s, s:s}", "code",
                                              "internal", "message",
@@ -221,6 +245,9 @@ ag_run_ask(ag_run_t *run, const char *prompt)
                                                       : run->tokens + used;
         run->unpaid = (used > LLONG_MAX - run->unpaid) ? LLONG_MAX
                                                        : run->unpaid + used;
+        run->last_prompt = (res.prompt_tokens >= 0) ? res.prompt_tokens
+                           : (res.total_tokens >= 0) ? 0
+                           : (long) (res.sent_len / 4);
 
         calls = res.tool_calls;
         n = json_array_size(calls);
@@ -239,8 +266,15 @@ ag_run_ask(ag_run_t *run, const char *prompt)
                           res.content));
             ag_event(run, "answer", json_pack("{s:s}", "text",
                                               res.content));
-            ag_llm_result_free(&res);
             outcome = "answer";
+
+            /* cut where the run's tokens ran out: said so */
+            if (capped && strcmp(res.finish, "length") == 0) {
+                ag_limit(run, "tokens", run->tokens, conf->max_tokens);
+                outcome = "limit";
+            }
+
+            ag_llm_result_free(&res);
             break;
         }
 
@@ -484,8 +518,10 @@ ag_system_prompt(ag_run_t *run)
 }
 
 
+/* the model call's request: cap is its output cap (conf->out_member) */
+
 static json_t *
-ag_request(ag_run_t *run)
+ag_request(ag_run_t *run, long cap)
 {
     char        *sys, *w;
     size_t       i;
@@ -550,6 +586,11 @@ ag_request(ag_run_t *run)
 
     if (req != NULL && json_array_size(run->conf->tools)) {
         json_object_set(req, "tools", run->conf->tools);
+    }
+
+    if (req != NULL) {
+        json_object_set_new(req, run->conf->out_member,
+                            json_integer((json_int_t) cap));
     }
 
     return req;

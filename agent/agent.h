@@ -156,6 +156,11 @@ typedef struct {
     const al_client_t  *pclient;
     const al_client_t  *psandbox;           /* run_python's, or NULL */
     json_t          *tools;                 /* OpenAI "tools" array */
+    const char      *out_member;            /* the request's output cap,
+                                               as the gateway names it */
+    long             out_cap;               /* the gateway's cap for
+                                               --client when a request
+                                               names none; 0: none */
 } ag_conf_t;
 
 
@@ -185,6 +190,9 @@ typedef struct {
 
     long             steps;
     long             tokens;
+    long             last_prompt;           /* the last call's prompt, in
+                                               tokens: the next one's is
+                                               no smaller */
     const char      *payer;                 /* whose quotas the run's
                                                tokens count against */
     long long        unpaid;                /* tokens not yet counted in
@@ -243,6 +251,7 @@ typedef struct {
     size_t           content_len;
     json_t          *tool_calls;            /* [{id, name, arguments}] */
     long             total_tokens;          /* -1: not reported */
+    long             prompt_tokens;         /* -1: not reported */
     size_t           sent_len;              /* the request's bytes */
     char             finish[32];
     long             status;

@@ -85,6 +85,12 @@ Keys:
   quote         a regular expression searched in the last "tool" message
                 of the request; "{{1}}" in pieces becomes its first group
                 (or "(no match)"): an answer that quotes real tool data
+  obey_max_tokens
+                chat: answer as a model held to the output cap the
+                request names (the least of max_completion_tokens and
+                max_tokens): past it, the completion count is the cap,
+                the pieces the first that many, no tool calls, and
+                finish_reason "length"
   wait_file     before answering, wait (up to 60 s) until this file exists
   sent_file     once the whole answer is written, append a line to this
                 file: "sent PORT BYTES", the gateway's port of the
@@ -484,6 +490,16 @@ class Handler(BaseHTTPRequestHandler):
         pieces = self.script.get("pieces", [] if calls else PIECES)
         pieces = self.quoted_pieces(pieces)
         p, c, cached, _ = usage_numbers(self.script, pieces)
+        finish = "tool_calls" if calls else "stop"
+        if self.script.get("obey_max_tokens") and kind == "chat":
+            caps = [self.body.get(k) for k in ("max_completion_tokens",
+                                               "max_tokens")]
+            caps = [v for v in caps if isinstance(v, int)]
+            if caps and c > min(caps):
+                c = min(caps)
+                pieces = pieces[:c]
+                calls = []
+                finish = "length"
         model = self.body.get("model", "unknown")
         usage = {"prompt_tokens": p, "completion_tokens": c,
                  "total_tokens": p + c,
@@ -493,12 +509,11 @@ class Handler(BaseHTTPRequestHandler):
             if kind == "chat":
                 obj = {"id": "chatcmpl-1", "object": "chat.completion",
                        "created": 1, "model": model, "choices": [
-                           {"index": 0, "finish_reason": "stop",
+                           {"index": 0, "finish_reason": finish,
                             "message": {"role": "assistant",
                                         "content": "".join(pieces)}}]}
                 if calls:
                     c0 = obj["choices"][0]
-                    c0["finish_reason"] = "tool_calls"
                     c0["message"]["tool_calls"] = [
                         {k: v for k, v in c.items() if k != "index"}
                         for c in calls]
@@ -551,8 +566,7 @@ class Handler(BaseHTTPRequestHandler):
                                               {"index": c["index"],
                                                "function": {
                                                    "arguments": part}}]}}]))
-            events.append(chunk([{"index": 0, "finish_reason":
-                                  "tool_calls" if calls else "stop",
+            events.append(chunk([{"index": 0, "finish_reason": finish,
                                   "delta": {}}]))
         else:
             for t in pieces:
