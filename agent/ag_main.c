@@ -55,6 +55,10 @@
 #define AG_LOADS_FULL      "the agent holds as many sessions in memory " \
                            "as --max-loaded-sessions lets it: try again " \
                            "shortly"
+#define AG_LOADS_MINE      "your requests hold as many sessions in " \
+                           "memory as one user's may, half of what " \
+                           "--max-loaded-sessions lets the agent hold: " \
+                           "try again once one of them is done"
 #define AG_NO_SESSION      "no such session (or it expired)"
 #define AG_NO_SESSION_NEW  AG_NO_SESSION "; a new session is the " \
                            "agent's to make: POST /v1/sessions (airlock " \
@@ -70,9 +74,12 @@ volatile sig_atomic_t  ag_left;
  * process in a map they all share, the bytes of the session that process
  * holds (0: none).  The server gives each new process a free slot and
  * empties it once it has reaped the process, so one killed while it held
- * memory (the OOM killer, a crash) leaves nothing held.
+ * memory (the OOM killer, a crash) leaves nothing held.  Beside each
+ * slot, whose request it is (ag_owner_tag() of the asker), so that one
+ * asker holds at most half of the bound.
  */
 static uint64_t       *ag_loads;            /* max_connections slots */
+static uint64_t       *ag_load_owners;      /* and as many owners' tags */
 static long           *ag_slots_free;       /* the server's: free slots */
 static long            ag_slots_nfree;
 static long            ag_load_slot = -1;   /* a connection's own */
@@ -118,7 +125,9 @@ static void ag_respond(int fd, int status, const char *ctype,
     const char *body, int64_t deadline, int retry);
 static void ag_respond_error(int fd, int status, const char *code,
     const char *message);
-static int ag_load_take(const ag_conf_t *conf, size_t need);
+static int ag_load_take(const ag_conf_t *conf, size_t need,
+    const char *owner);
+static uint64_t ag_owner_tag(const char *owner);
 static void ag_load_done(void);
 static json_t *ag_session_read(const ag_conf_t *conf, redisContext *c,
     const char *id, const char *owner, int *damaged, int *busy, char **raw,
@@ -240,13 +249,15 @@ main(int argc, char **argv)
 
     kids = calloc(conf.max_connections, sizeof(ag_child_t));
     ag_slots_free = calloc(conf.max_connections, sizeof(long));
-    ag_loads = mmap(NULL, conf.max_connections * sizeof(uint64_t),
+    ag_loads = mmap(NULL, 2 * conf.max_connections * sizeof(uint64_t),
                     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
                     0);
     if (kids == NULL || ag_slots_free == NULL || ag_loads == MAP_FAILED) {
         fprintf(stderr, "airlock-agent: out of memory\n");
         return 1;
     }
+
+    ag_load_owners = ag_loads + conf.max_connections;
 
     for (ag_slots_nfree = 0; ag_slots_nfree < conf.max_connections;
          ag_slots_nfree++)
@@ -596,8 +607,9 @@ ag_usage(FILE *f)
 "  --max-loaded-sessions N  sessions of 16 MiB (the most one holds) read\n"
 "                       into memory at once, all connections together\n"
 "                       (each 60 to 350 MB); a smaller session counts as\n"
-"                       its size.  A read past it waits up to 5 s, then\n"
-"                       503 \"busy\" with Retry-After (2)\n"
+"                       its size; one asker's at most half, rounded up.\n"
+"                       A read past it waits up to 5 s, then 503\n"
+"                       \"busy\" with Retry-After (2)\n"
 "  --send-timeout MS    how long a client has to take an answer: a\n"
 "                       question's events past its wall time, a\n"
 "                       session whole (30000)\n"
@@ -1938,28 +1950,36 @@ ag_session_foreign(const ag_conf_t *conf, redisContext *c,
 
 /*
  * Memory for a session of need bytes read (--max-loaded-sessions): 0
- * held, in this process's slot until ag_load_done(), or -1 not within
- * AG_LOAD_WAIT_MS (or the agent is stopping).  Each connection's process
- * reads, parses and keeps its own copy of a session: a session at 16 MiB
- * takes 60 to 350 MB as it is read and stored (one planted, up to 80
- * times its size), so 32 questions in one user's large session, or GETs
- * of it, at once (--max-user-connections), took gigabytes, and the unit's
+ * held, in this process's slot until ag_load_done(), -1 not within
+ * AG_LOAD_WAIT_MS (or the agent is stopping), -2 the same, the owner's
+ * share being what was full.  Each connection's process reads, parses
+ * and keeps its own copy of a session: a session at 16 MiB takes 60 to
+ * 350 MB as it is read and stored (one planted, up to 80 times its
+ * size), so 32 questions in one user's large session, or GETs of it, at
+ * once (--max-user-connections), took gigabytes, and the unit's
  * MemoryMax had the OOM killer end every other user's runs with them.
  *
- * The slot is set first, then every slot summed: of two processes that
- * do so at once, the one that sums last sees the other's, so the sum
- * each one that goes on saw is never less than what is held.  One over
- * lets its slot go and tries again a little later, never holding what
- * it waits for, so no reader waits on another's wait; a session's own
- * size is at most AG_SESSION_MAX, which always fits.
+ * One owner (the asker) holds at most half of it, rounded up to a
+ * session at the bound: one user's GETs of a large session, held
+ * unread, or questions in two, held every other user's read to 503
+ * "busy" for as long as they liked, as a user's connections once held
+ * every place.
+ *
+ * The slot is set first (its owner, then its bytes), then every slot
+ * summed: of two processes that do so at once, the one that sums last
+ * sees the other's, so the sum each one that goes on saw is never less
+ * than what is held.  One over lets its slot go and tries again a little
+ * later, never holding what it waits for, so no reader waits on
+ * another's wait; a session's own size is at most AG_SESSION_MAX, which
+ * always fits.
  */
 
 static int
-ag_load_take(const ag_conf_t *conf, size_t need)
+ag_load_take(const ag_conf_t *conf, size_t need, const char *owner)
 {
     long             i;
     int64_t          until;
-    uint64_t         sum, max;
+    uint64_t         sum, own, max, share, tag, v;
     struct timespec  ts;
 
     if (ag_load_slot < 0 || need == 0) {
@@ -1967,26 +1987,40 @@ ag_load_take(const ag_conf_t *conf, size_t need)
     }
 
     max = (uint64_t) conf->max_loaded_sessions * AG_SESSION_MAX;
+    share = (uint64_t) ((conf->max_loaded_sessions + 1) / 2)
+            * AG_SESSION_MAX;
+    tag = ag_owner_tag(owner);
     until = ag_now_ms() + AG_LOAD_WAIT_MS;
 
     for ( ;; ) {
+        __atomic_store_n(&ag_load_owners[ag_load_slot], tag,
+                         __ATOMIC_SEQ_CST);
         __atomic_store_n(&ag_loads[ag_load_slot], (uint64_t) need,
                          __ATOMIC_SEQ_CST);
 
         sum = 0;
+        own = 0;
 
         for (i = 0; i < conf->max_connections; i++) {
-            sum += __atomic_load_n(&ag_loads[i], __ATOMIC_SEQ_CST);
+            v = __atomic_load_n(&ag_loads[i], __ATOMIC_SEQ_CST);
+            sum += v;
+
+            if (v != 0
+                && __atomic_load_n(&ag_load_owners[i], __ATOMIC_SEQ_CST)
+                   == tag)
+            {
+                own += v;
+            }
         }
 
-        if (sum <= max) {
+        if (sum <= max && own <= share) {
             return 0;
         }
 
         __atomic_store_n(&ag_loads[ag_load_slot], 0, __ATOMIC_SEQ_CST);
 
         if (ag_stopping || ag_now_ms() >= until) {
-            return -1;
+            return (own > share) ? -2 : -1;
         }
 
         /* 10 to 49 ms, each process its own: no two in step */
@@ -1995,6 +2029,24 @@ ag_load_take(const ag_conf_t *conf, size_t need)
                                    % 40)) * 1000000L;
         nanosleep(&ts, NULL);
     }
+}
+
+
+/* an owner as a number for the slots' map (FNV-1a), never 0 */
+
+static uint64_t
+ag_owner_tag(const char *owner)
+{
+    uint64_t              h;
+    const unsigned char  *p;
+
+    h = 0xcbf29ce484222325ULL;
+
+    for (p = (const unsigned char *) owner; *p != '\0'; p++) {
+        h = (h ^ *p) * 0x100000001b3ULL;
+    }
+
+    return h | 1;
 }
 
 
@@ -2023,12 +2075,13 @@ ag_session_read(const ag_conf_t *conf, redisContext *c, const char *id,
     const char *owner, int *damaged, int *busy, char **raw,
     size_t *raw_len, char *version, char *err, size_t size)
 {
-    int      i;
+    int      i, rc;
     size_t   held, need;
     json_t  *s;
 
     *busy = 0;
     held = 0;
+    rc = -1;
 
     ag_load_done();
 
@@ -2045,7 +2098,8 @@ ag_session_read(const ag_conf_t *conf, redisContext *c, const char *id,
             return NULL;                    /* damaged, or Redis failed */
         }
 
-        if (ag_load_take(conf, need) != 0) {
+        rc = ag_load_take(conf, need, owner);
+        if (rc != 0) {
             break;
         }
 
@@ -2055,7 +2109,7 @@ ag_session_read(const ag_conf_t *conf, redisContext *c, const char *id,
     ag_load_done();
 
     *busy = 1;
-    snprintf(err, size, "%s", AG_LOADS_FULL);
+    snprintf(err, size, "%s", rc == -2 ? AG_LOADS_MINE : AG_LOADS_FULL);
 
     return NULL;
 }
