@@ -78,6 +78,7 @@ static int ag_wall_stop(ag_run_t *run);
 static void ag_stopped(ag_run_t *run);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_tokens_paid(ag_run_t *run);
+static void ag_tokens_ahead(ag_run_t *run, const char *limit);
 static int ag_id_taken(json_t *calls, size_t i);
 static int ag_call_id_ok(json_t *id);
 static void ag_call_check(ag_run_t *run, json_t *calls, size_t i);
@@ -88,6 +89,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 {
     int               rc, stop, capped;
     long              used, out;
+    const char       *limit;
     char              when[32], *text;
     size_t            i, n, dropped;
     json_t           *req, *msg, *calls, *call, *names, *record;
@@ -101,6 +103,7 @@ ag_run_ask(ag_run_t *run, const char *prompt)
 
     run->start_ms = ag_now_ms();
     run->deadline_ms = run->start_ms + conf->max_wall_ms;
+    run->day_used = -1;
     run->events = json_array();
     run->denied = json_array();
     run->messages = json_object_get(run->session_obj, "messages");
@@ -165,35 +168,39 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             break;
         }
 
+        rc = ag_tokens_paid(run);
+        if (rc != 0) {
+            outcome = (rc == AG_STOP) ? "limit" : "error";
+            break;
+        }
+
         /*
-         * --max-tokens within a step: the call asks for no more output
-         * than the run has left less its prompt, which is no smaller
-         * than the last call's (a run's request only grows), or the
-         * gateway's cap when that is less.  A prompt that alone would
-         * take the run to its limit is not sent.
+         * --max-tokens and --max-user-tokens within a step: the call
+         * asks for no more output than the run, and the payer's day,
+         * have left less its prompt, which is no smaller than the last
+         * call's (a run's request only grows), or the gateway's cap when
+         * that is less.  A prompt that alone would take either to its
+         * limit is not sent.
          */
 
         out = conf->max_tokens - run->tokens;
+        limit = "tokens";
+
+        if (run->day_used >= 0
+            && conf->max_user_tokens - run->day_used < out)
+        {
+            out = (long) (conf->max_user_tokens - run->day_used);
+            limit = "user_tokens";
+        }
 
         if (run->last_prompt >= out) {
-            ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}",
-                     "limit", "tokens", "value", (json_int_t) run->tokens,
-                     "max", (json_int_t) conf->max_tokens, "message",
-                     "the run was stopped by a limit per question: the "
-                     "next model call's prompt, no smaller than the "
-                     "last one's, would take it to its token limit"));
+            ag_tokens_ahead(run, limit);
             break;
         }
 
         out -= run->last_prompt;
         capped = (conf->out_cap == 0 || out < conf->out_cap);
         out = capped ? out : conf->out_cap;
-
-        rc = ag_tokens_paid(run);
-        if (rc != 0) {
-            outcome = (rc == AG_STOP) ? "limit" : "error";
-            break;
-        }
 
         run->steps++;
         ag_event(run, "step", json_pack("{s:I}", "n",
@@ -268,9 +275,14 @@ ag_run_ask(ag_run_t *run, const char *prompt)
                                               res.content));
             outcome = "answer";
 
-            /* cut where the run's tokens ran out: said so */
+            /* cut where the tokens left ran out: said so */
             if (capped && strcmp(res.finish, "length") == 0) {
-                ag_limit(run, "tokens", run->tokens, conf->max_tokens);
+                if (strcmp(limit, "tokens") == 0) {
+                    ag_limit(run, limit, run->tokens, conf->max_tokens);
+                } else {
+                    ag_limit(run, limit, (long) (run->day_used + used),
+                             conf->max_user_tokens);
+                }
                 outcome = "limit";
             }
 
@@ -666,6 +678,9 @@ ag_tokens_paid(ag_run_t *run)
         return -1;
     }
 
+    run->day_used = (run->unpaid > LLONG_MAX - used) ? LLONG_MAX
+                                                     : used + run->unpaid;
+
     if (used < conf->max_user_tokens) {
         return 0;
     }
@@ -698,6 +713,45 @@ ag_tokens_over(const ag_conf_t *conf, const char *payer, long long used,
              "is made for them until the day ends, in %lld s", payer,
              used, conf->max_user_tokens,
              left_ms > 0 ? (left_ms + 999) / 1000 : 0);
+}
+
+
+/*
+ * The run ends before a model call whose prompt alone, no smaller than
+ * the last one's, would take the run's tokens (--max-tokens) or the
+ * payer's day (--max-user-tokens) to its limit.
+ */
+
+static void
+ag_tokens_ahead(ag_run_t *run, const char *limit)
+{
+    char        msg[512];
+    ag_conf_t  *conf;
+
+    conf = run->conf;
+
+    if (strcmp(limit, "tokens") == 0) {
+        ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}",
+                 "limit", limit, "value", (json_int_t) run->tokens,
+                 "max", (json_int_t) conf->max_tokens, "message",
+                 "the run was stopped by a limit per question: the next "
+                 "model call's prompt, no smaller than the last one's, "
+                 "would take it to its token limit"));
+        return;
+    }
+
+    snprintf(msg, sizeof(msg), "the questions of %s used %lld tokens "
+             "today (UTC), and the next model call's prompt, no smaller "
+             "than the last one's (%ld), would take them to "
+             "--max-user-tokens (%ld)", run->payer, run->day_used,
+             run->last_prompt, conf->max_user_tokens);
+    fprintf(stderr, "airlock-agent: session %s: a run ended: %s\n",
+            run->session, msg);
+    ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}", "limit",
+                                     limit, "value",
+                                     (json_int_t) run->day_used, "max",
+                                     (json_int_t) conf->max_user_tokens,
+                                     "message", msg));
 }
 
 

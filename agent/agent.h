@@ -197,6 +197,9 @@ typedef struct {
                                                tokens count against */
     long long        unpaid;                /* tokens not yet counted in
                                                the payer's day */
+    long long        day_used;              /* the payer's day, as last
+                                               counted, unpaid included;
+                                               -1: no quota */
     long             tool_bytes;
     long             denials;
     int64_t          start_ms;
