@@ -892,17 +892,9 @@ ag_tool(ag_run_t *run, json_t *call)
 
     v = json_object_get(call, "unknown");
 
-    if (v != NULL) {
-        if (json_integer_value(v) == 0) {
-            ag_tool_error(run, id, name, "bad_tool_call",
-                          "a tool call without a tool name");
-        } else {
-            ag_tool_error(run, id, name, "unknown_tool",
-                          "the name this call gave (not repeated here) is "
-                          "none of your tools: call only the tools you "
-                          "are given, by their names");
-        }
-
+    if (v != NULL && json_integer_value(v) == 0) {
+        ag_tool_error(run, id, name, "bad_tool_call",
+                      "a tool call without a tool name");
         return 0;
     }
 
@@ -924,6 +916,15 @@ ag_tool(ag_run_t *run, json_t *call)
     if (!json_is_object(args)) {
         ag_tool_error(run, id, name, "bad_tool_arguments",
                       "the arguments of %s are not a JSON object", name);
+        json_decref(args);
+        return 0;
+    }
+
+    if (v != NULL) {
+        ag_tool_error(run, id, name, "unknown_tool",
+                      "the name this call gave (not repeated here) is "
+                      "none of your tools: call only the tools you are "
+                      "given, by their names");
         json_decref(args);
         return 0;
     }
