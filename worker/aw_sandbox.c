@@ -76,7 +76,19 @@
 
 
 #define AW_GVISOR_OVERHEAD_MB  64       /* the sentry and gofer */
-#define AW_GVISOR_PIDS         64       /* their threads */
+
+/*
+ * gVisor: the host tasks the job's cgroup allows (aw_host_pids()), a
+ * backstop, as the job's own pids limit is the sentry's RLIMIT_NPROC:
+ * the sentry's and gofer's threads, and, on the ptrace platform, for
+ * each address space inside a stub process with a traced thread for
+ * every sentry thread that has run it, kept for reuse.  Measured on 2
+ * CPUs: a script forking and reaping 3000 children, at most 5 at once,
+ * 270 tasks; 63 sleeping children, 386; 63 children all making system
+ * calls at once, 68 each, 4357 (past this bound: killed/pids).
+ */
+#define AW_GVISOR_PIDS         256
+#define AW_GVISOR_PIDS_EACH    16
 
 /*
  * `runsc run`'s own log, in the job's directory: its last line is the
@@ -843,19 +855,24 @@ aw_cg_cpu_ms(const aw_box_t *box)
 
 
 /*
- * The task count the host allows the job's cgroup.  gVisor's sentry and
- * gofer threads live there too (about 35 when a script sleeps), and on
- * the ptrace platform every process inside has a host stub: the limit is
- * the job's plus a fixed allowance for the runtime.  bwrap's own process
- * (outside the sandbox's pid namespace) and the sandbox's init are the
- * two extra there.
+ * The task count the host allows the job's cgroup.  bwrap: the job's,
+ * plus its own process (outside the sandbox's pid namespace) and the
+ * sandbox's init.  gVisor: the job's limit is the sentry's own
+ * (RLIMIT_NPROC, aw_bundle_write()); this one bounds what the runtime
+ * takes of the host, its threads (about 35 when a script sleeps) and,
+ * on the ptrace platform, the stubs of the processes inside, which grow
+ * with the sentry's threads (AW_GVISOR_PIDS_EACH).  Past it the sentry
+ * cannot start a thread and the sandbox ends.
  */
 
 static long
 aw_host_pids(const aw_conf_t *conf, const aw_limits_t *lim)
 {
-    return lim->pids + (conf->backend == AW_BACKEND_GVISOR
-                        ? AW_GVISOR_PIDS : 2);
+    if (conf->backend == AW_BACKEND_GVISOR) {
+        return AW_GVISOR_PIDS + lim->pids * AW_GVISOR_PIDS_EACH;
+    }
+
+    return lim->pids + 2;
 }
 
 
@@ -1257,6 +1274,19 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
                                         "RLIMIT_NOFILE", "soft",
                                         (json_int_t) 256, "hard",
                                         (json_int_t) 256));
+    /*
+     * The job's pids limit: gVisor counts the sandbox user's tasks
+     * itself and refuses a fork or thread past it (EAGAIN), as the
+     * host's pids.max does under bwrap.  The host's, a backstop far
+     * above it (aw_host_pids()), refused the sentry a thread instead
+     * and so ended the whole sandbox, some 20 processes into a limit
+     * of 64 on the ptrace platform.
+     */
+    json_array_append_new(rl, json_pack("{s:s,s:I,s:I}", "type",
+                                        "RLIMIT_NPROC", "soft",
+                                        (json_int_t) job->limits.pids,
+                                        "hard",
+                                        (json_int_t) job->limits.pids));
     json_object_set_new(proc, "rlimits", rl);
     json_object_set_new(proc, "noNewPrivileges", json_true());
     json_object_set_new(spec, "process", proc);
@@ -3718,15 +3748,26 @@ aw_sandbox_run(const aw_conf_t *conf, const aw_job_t *job, const char *data,
          * signal, or with no status reported (bwrap's init, runsc), or,
          * under gVisor, a sentry that could not start a thread and
          * exited (status 2, a code a script could choose too), which
-         * runsc logged as the sandbox gone (aw_runsc_status()).  Under
-         * bwrap a fork past the limit fails inside: a script that met a
-         * refused fork and exited with a code of its choosing, under
-         * either runtime with its sandbox alive, is reported by that
-         * code, below.
+         * runsc logged as the sandbox gone (aw_runsc_status()).  A fork
+         * past the job's limit fails inside (under gVisor the sentry's
+         * RLIMIT_NPROC, which the host's count does not see): a script
+         * that met a refused fork and exited with a code of its
+         * choosing, its sandbox alive, is reported by that code, below.
+         * Under gVisor the host's limit is the runtime's backstop.
          */
-        aw_result_fail(res, AW_ST_KILLED, "pids",
-                       "the sandbox reached its process limit of %ld "
-                       "(exit code %d)", job->limits.pids, code);
+        if (conf->backend == AW_BACKEND_GVISOR) {
+            aw_result_fail(res, AW_ST_KILLED, "pids",
+                           "the sandbox's runtime reached its host task "
+                           "limit of %ld (its own threads and each "
+                           "process's host stubs): too many processes "
+                           "at once (exit code %d)",
+                           aw_host_pids(conf, &job->limits), code);
+
+        } else {
+            aw_result_fail(res, AW_ST_KILLED, "pids",
+                           "the sandbox reached its process limit of %ld "
+                           "(exit code %d)", job->limits.pids, code);
+        }
 
     } else if (sig != 0) {
         aw_result_fail(res, AW_ST_KILLED, "signal",
