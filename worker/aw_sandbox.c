@@ -210,8 +210,8 @@ static void aw_keeper(const aw_conf_t *conf, const aw_job_t *job,
     int report) __attribute__((noreturn));
 static long aw_cg_memory_mb(const aw_conf_t *conf, const aw_limits_t *lim);
 static int aw_layers(const aw_conf_t *conf, const aw_box_t *box,
-    const char *base, int top, int fail);
-static int aw_layers_top(const aw_box_t *box, int fail);
+    const char *base, int fail);
+static int aw_layers_top(const aw_box_t *box, int own, int fail);
 static int aw_bwrap_dev(const aw_box_t *box, int bound, int fail);
 static int aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, int top, int fail);
@@ -1531,13 +1531,12 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * blocks and inodes, live, which what the host and other jobs write
  * moves.  gVisor's gofer answers the sandbox's statfs() with the host's
  * fstatfs() of the file, so the same holds there.  So e, an empty
- * directory, is on top, aw_layers_top()'s tmpfs when the child was root
- * (top: its root directory, owned by root, is the sandbox's root's and
- * code's and data's, as the host directories' were); a bwrap child that
- * never was root has no tmpfs of root's, and an e of its own on top
- * would make the sandbox's user the owner of its root: there the
- * host's directory stays on top ("r:e": an overlay with no upper layer
- * needs two).
+ * directory, is on top, aw_layers_top()'s tmpfs bound on it: its root
+ * directory is the sandbox's root's and code's and data's, owned by
+ * root, as the host directories' were, when the child was root; by
+ * the sandbox user, mode 0555, read-only, when a bwrap child never was
+ * (it used to leave the host's directory on top, "r:e", and its
+ * numbers).
  * Under bwrap, more: the kernel shows a bind mount's root as its path
  * in its file system, and its file system's device and options: so
  * /proc/self/mountinfo showed the rootfs's path on the host, the job's
@@ -1548,16 +1547,16 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
  * the host's directory bound on r).  (gVisor's mountinfo is its
  * sentry's own, whatever the host's.)
  * -1 when the kernel refuses an overlay (no overlay module loaded, a
- * rootfs already two overlays deep): under bwrap the tmpfs unmounted,
- * and bwrap binds the host's directories, as before; under gVisor,
- * whose bundle names base's, the host's directory bound where the
- * overlay was refused.  The namespace ends with the sandbox's last
- * process: nothing to remove.
+ * rootfs already two overlays deep): the host's directory bound where
+ * the overlay was refused, the others kept (under bwrap all three used
+ * to be bound as they are when one was refused: a rootfs two overlays
+ * deep left code and data with the host's statfs() and paths).  The
+ * namespace ends with the sandbox's last process: nothing to remove.
  */
 
 static int
 aw_layers(const aw_conf_t *conf, const aw_box_t *box, const char *base,
-    int top, int fail)
+    int fail)
 {
     int          cwd, rc;
     size_t       i;
@@ -1580,7 +1579,7 @@ aw_layers(const aw_conf_t *conf, const aw_box_t *box, const char *base,
                  "size=4k,nr_inodes=16,mode=755") != 0
         || chdir(base) != 0
         || mkdir("e", 0555) != 0
-        || (top && mount(empty, "e", NULL, MS_BIND, NULL) != 0))
+        || mount(empty, "e", NULL, MS_BIND, NULL) != 0)
     {
         aw_child_fail(fail, "layers in %s: %s", base, strerror(errno));
     }
@@ -1595,8 +1594,7 @@ aw_layers(const aw_conf_t *conf, const aw_box_t *box, const char *base,
                           strerror(errno));
         }
 
-        snprintf(opt, sizeof(opt), top ? "lowerdir=e:%s" : "lowerdir=%s:e",
-                 lower[i]);
+        snprintf(opt, sizeof(opt), "lowerdir=e:%s", lower[i]);
 
         if (mount("none", at[i], "overlay",
                   MS_RDONLY | MS_NOSUID | MS_NODEV, opt) == 0)
@@ -1606,20 +1604,9 @@ aw_layers(const aw_conf_t *conf, const aw_box_t *box, const char *base,
 
         rc = -1;
 
-        if (conf->backend == AW_BACKEND_GVISOR) {
-            if (mount(src[i], at[i], NULL, MS_BIND, NULL) != 0) {
-                aw_child_fail(fail, "bind %s: %s", src[i], strerror(errno));
-            }
-
-            continue;
+        if (mount(src[i], at[i], NULL, MS_BIND, NULL) != 0) {
+            aw_child_fail(fail, "bind %s: %s", src[i], strerror(errno));
         }
-
-        if (fchdir(cwd) != 0 || umount2(base, MNT_DETACH) != 0) {
-            aw_child_fail(fail, "umount %s: %s", base, strerror(errno));
-        }
-
-        close(cwd);
-        return -1;
     }
 
     if (fchdir(cwd) != 0) {
@@ -1639,17 +1626,22 @@ aw_layers(const aw_conf_t *conf, const aw_box_t *box, const char *base,
  * block and one inode, its root directory, owned by root, mode 0755, on
  * the job's top.  statfs() of any file of the sandbox's root, code or
  * data answers with its numbers, fixed, not the host file system's.
+ * own: a bwrap child that never was root mounts it in its user
+ * namespace (aw_bwrap_mounts()), owned by the worker's uid, which is
+ * the sandbox user inside: mode 0555, and read-only, mounted and bound,
+ * so its owner can change nothing of it either (EROFS).
  */
 
 static int
-aw_layers_top(const aw_box_t *box, int fail)
+aw_layers_top(const aw_box_t *box, int own, int fail)
 {
     char  path[2304];
 
     snprintf(path, sizeof(path), "%s/top", box->dir);
 
     if (mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV
-              | MS_NOEXEC, "size=4k,nr_inodes=1,mode=755") != 0)
+              | MS_NOEXEC, own ? "size=4k,nr_inodes=1,mode=555"
+                               : "size=4k,nr_inodes=1,mode=755") != 0)
     {
         aw_child_fail(fail, "mount %s: %s", path, strerror(errno));
     }
@@ -1767,7 +1759,8 @@ aw_bwrap_dev(const aw_box_t *box, int bound, int fail)
 /*
  * bwrap: the writable places, made in the child before bwrap starts,
  * and the layers of its root, code and data (aw_layers(), whose
- * answer this is).
+ * answer this is), under the top layer the child mounted while root
+ * (top), or else under one it mounts here (aw_layers_top()).
  * bwrap mounts a tmpfs nosuid and nodev, never noexec, and a bind mount
  * keeps the flags of its source (in a user namespace, locked): so the
  * child takes a user and mount namespace of its own (its uid mapped to
@@ -1895,7 +1888,15 @@ aw_bwrap_mounts(const aw_conf_t *conf, const aw_job_t *job,
         aw_child_fail(fail, "mkdir %s: %s", path, strerror(errno));
     }
 
-    return aw_layers(conf, box, path, top, fail);
+    /*
+     * a child that never was root: a top layer of its own, or the
+     * host's directories would be on top (statfs(): the host's disk)
+     */
+    if (!top) {
+        (void) aw_layers_top(box, 1, fail);
+    }
+
+    return aw_layers(conf, box, path, fail);
 }
 
 
@@ -2319,7 +2320,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     const aw_box_t *box, pid_t keeper, int out, int err, int fail,
     int status)
 {
-    int            fd, own_dev, own_layers, own_top;
+    int            fd, own_dev, own_top;
     char           root[2304], code[2304], data[2304], uid[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           layers[2304];
@@ -2368,8 +2369,8 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
                           strerror(errno));
         }
 
-        (void) aw_layers_top(box, fail);
-        (void) aw_layers(conf, box, layers, 1, fail);
+        (void) aw_layers_top(box, 0, fail);
+        (void) aw_layers(conf, box, layers, fail);
 
         /*
          * Nothing of the worker's (the Redis connection) goes along: all
@@ -2428,7 +2429,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
 
     /* the top of the sandbox's layers, owned by root (aw_layers()) */
 
-    own_top = getuid() == 0 && aw_layers_top(box, fail) == 0;
+    own_top = getuid() == 0 && aw_layers_top(box, 0, fail) == 0;
 
     /* this worker's own host uid (aw_sandbox_lease()), sandbox_uid inside */
 
@@ -2499,7 +2500,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
      * and whose devpts's ptys counted against kernel.pty.max for the
      * whole host.
      */
-    own_layers = aw_bwrap_mounts(conf, job, box, own_top, fail) == 0;
+    (void) aw_bwrap_mounts(conf, job, box, own_top, fail);
 
     /* no device node made: the worker's bound in, in the user namespace */
 
@@ -2507,18 +2508,14 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
         (void) aw_bwrap_dev(box, 1, fail);
     }
 
-    /* root, code and data as overlays: no host path, device or options */
+    /*
+     * root, code and data as overlays: no host path, device or options
+     * (each the host's directory bound where the kernel refused one)
+     */
 
-    if (own_layers) {
-        snprintf(root, sizeof(root), "%s/empty/layers/root", box->dir);
-        snprintf(code, sizeof(code), "%s/empty/layers/code", box->dir);
-        snprintf(data, sizeof(data), "%s/empty/layers/data", box->dir);
-
-    } else {
-        snprintf(root, sizeof(root), "%s", conf->rootfs);
-        snprintf(code, sizeof(code), "%s/code", box->in);
-        snprintf(data, sizeof(data), "%s/data", box->in);
-    }
+    snprintf(root, sizeof(root), "%s/empty/layers/root", box->dir);
+    snprintf(code, sizeof(code), "%s/empty/layers/code", box->dir);
+    snprintf(data, sizeof(data), "%s/empty/layers/data", box->dir);
 
     {
         const char  *head[] = {
