@@ -1401,7 +1401,13 @@ aw_bundle_write(const aw_conf_t *conf, const aw_job_t *job,
  * EPERM: a mount's unique id comes from one counter for the whole host,
  * and the sandbox's mounts, made as it starts, say how many the host has
  * made since boot (about 150 a bwrap job: how many jobs ran).  gVisor
- * has none of the three (its statx gives 0).
+ * has none of the three (its statx gives 0).  And setsid() -> EPERM: a
+ * new session is a new scheduler autogroup, numbered from one counter
+ * for the whole host (/proc/<pid>/autogroup, a file of each process no
+ * cover reaches), and a script that made sessions read it live: every
+ * session the host and the other jobs started, a channel between
+ * concurrent jobs.  bwrap's own --new-session comes before the filter;
+ * gVisor's sessions are its sentry's.
  */
 
 #define AW_NR_STATMOUNT        457
@@ -1414,7 +1420,7 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
     size_t  n, i, afn, allow, enosys, eperm;
 
     /* the last four instructions; every jump is relative to the next */
-    afn = AW_NDENIED + AW_NFAMILIES + 19;
+    afn = AW_NDENIED + AW_NFAMILIES + 20;
     allow = afn + 1;
     enosys = afn + 2;
     eperm = afn + 3;
@@ -1454,6 +1460,9 @@ aw_seccomp_program(struct sock_filter *f, size_t cap)
     n++;
     f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
                AW_NR_LISTMOUNT, (unsigned char) (eperm - n - 1), 0);
+    n++;
+    f[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+               __NR_setsid, (unsigned char) (eperm - n - 1), 0);
     n++;
 
     /* clone(flags, ...) and personality(persona): the low word */
