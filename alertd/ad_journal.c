@@ -80,6 +80,7 @@ static int ad_journal_check(ad_journal_t *j, ad_line_pt handler,
 static int ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp,
     uint64_t skip, char *path, size_t size);
 static int ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp);
+static int ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp);
 static void ad_journal_watch(ad_journal_t *j);
 
 
@@ -178,8 +179,8 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     int64_t poll_ms, int64_t grace_ms, const ad_pos_t *saved, char *err,
     size_t errsize)
 {
+    int           rc;
     char         *slash;
-    char          found[sizeof(j->dir) + sizeof(j->base) + 1];
     struct stat   st;
 
     j->ifd = -1;
@@ -262,9 +263,48 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         return 0;
     }
 
-    if (j->cur.fd != -1 && ad_jfile_resume(j, &j->cur, &saved->cur) == 0) {
+    rc = (j->cur.fd != -1) ? ad_jfile_resume(j, &j->cur, &saved->cur) : -1;
+
+    if (rc == 0) {
         return 0;
     }
+
+    if (rc == -2 && j->cur.ino == saved->cur.ino) {
+        /*
+         * An I/O error is no proof the file was rewritten: reading it
+         * from the start would send every alert in it again.  Go on
+         * where we were once its bytes can be read (ad_journal_read()).
+         */
+
+        if (!watch) {
+            (void) snprintf(err, errsize, "cannot read the journal %s at "
+                            "offset %lld: %s", j->path,
+                            (long long) saved->cur.off, strerror(errno));
+            ad_journal_close(j);
+            return -1;
+        }
+
+        ad_fail(&j->read_fail, AD_LOG_ERR, "reading journal %s at offset "
+                "%lld: %s", j->path, (long long) saved->cur.off,
+                strerror(errno));
+        j->pending = saved->cur;
+        return 0;
+    }
+
+    return ad_journal_elsewhere(j, &saved->cur);
+}
+
+
+/*
+ * The file under the name does not hold the bytes before the saved
+ * position fp (at start, or once they could be read): another file
+ * beside it may, or it was rewritten, or fp's file is gone.
+ */
+
+static int
+ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp)
+{
+    char  found[sizeof(j->dir) + sizeof(j->base) + 1];
 
     /*
      * With a fingerprint, the file under the name was just ruled out and
@@ -272,20 +312,19 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
      * file, or a copytruncate's copy.  Without one, only the inode tells.
      */
 
-    if (ad_journal_find(j, &saved->cur,
-                        saved->cur.plen > 0 ? j->cur.ino : 0, found,
+    if (ad_journal_find(j, fp, fp->plen > 0 ? j->cur.ino : 0, found,
                         sizeof(found)) == 0)
     {
         ad_jfile_close(j, &j->cur);
 
         if (ad_jfile_open(j, &j->cur, found) == 0
-            && ad_jfile_resume(j, &j->cur, &saved->cur) == 0)
+            && ad_jfile_resume(j, &j->cur, fp) == 0)
         {
             ad_log(AD_LOG_INFO, "the journal was %s while alertd was "
                    "stopped: finishing %s from offset %lld first",
-                   j->cur.ino == saved->cur.ino ? "rotated"
+                   j->cur.ino == fp->ino ? "rotated"
                    : "truncated and this copy of it kept", found,
-                   (long long) saved->cur.off);
+                   (long long) fp->off);
 
             j->check = 1;
             return 0;
@@ -297,29 +336,28 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
 
     if (j->cur.fd == -1 && j->open_fail.count != 0) {
         /* it may be the file we read: go on where we were once it opens */
-        j->pending = saved->cur;
+        j->pending = *fp;
         ad_log(AD_LOG_INFO, "journal %s: reading goes on from offset %lld "
                "once it can be opened, if it is the file alertd was "
-               "reading (inode %llu)", j->path, (long long) saved->cur.off,
-               (unsigned long long) saved->cur.ino);
+               "reading (inode %llu)", j->path, (long long) fp->off,
+               (unsigned long long) fp->ino);
         return 0;
     }
 
-    if (j->cur.fd != -1 && j->cur.ino == saved->cur.ino) {
+    if (j->cur.fd != -1 && j->cur.ino == fp->ino) {
         ad_log(AD_LOG_WARN, "journal %s was truncated or rewritten while "
                "alertd was stopped (its bytes before offset %lld are not "
                "the ones read) and no copy of it was found in %s: reading "
                "it from the start; lines written to the old contents "
                "after offset %lld were not read", j->path,
-               (long long) saved->cur.off, j->dir,
-               (long long) saved->cur.off);
+               (long long) fp->off, j->dir, (long long) fp->off);
         return 0;
     }
 
     ad_log(AD_LOG_WARN, "the journal file alertd was reading (inode %llu) "
            "is gone from %s; lines written to it after offset %lld were "
-           "not read", (unsigned long long) saved->cur.ino, j->dir,
-           (long long) saved->cur.off);
+           "not read", (unsigned long long) fp->ino, j->dir,
+           (long long) fp->off);
 
     return 0;
 }
@@ -410,7 +448,9 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp)
 /*
  * Takes up f at the saved position fp if f holds the bytes fp was left
  * after; a position without a fingerprint (an older state file) is
- * trusted on the inode.  The tail is read back either way.
+ * trusted on the inode.  The tail is read back either way.  -1: f is
+ * not that file; -2 (errno set): the bytes could not be read, which
+ * tells neither way.
  */
 
 static int
@@ -430,6 +470,10 @@ ad_jfile_resume(ad_journal_t *j, ad_jfile_t *f, const ad_fpos_t *fp)
     }
 
     n = ad_pread_all(f->fd, j->buf, tlen, fp->off - (int64_t) tlen);
+
+    if (n == -1) {
+        return -2;
+    }
 
     if (fp->plen > 0) {
         if (n != (ssize_t) tlen) {
@@ -643,7 +687,27 @@ int
 ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
 {
     int          rc;
+    ad_fpos_t    fp;
     struct stat  st;
+
+    if (j->cur.fd != -1 && j->pending.valid) {
+        rc = ad_jfile_resume(j, &j->cur, &j->pending);
+
+        if (rc == -2) {
+            /* tried again at every wake-up and poll, as a read is */
+            ad_fail(&j->read_fail, AD_LOG_ERR, "reading journal %s at "
+                    "offset %lld: %s", j->path, (long long) j->pending.off,
+                    strerror(errno));
+            return 0;
+        }
+
+        fp = j->pending;
+        memset(&j->pending, 0, sizeof(ad_fpos_t));
+
+        if (rc != 0) {
+            (void) ad_journal_elsewhere(j, &fp);
+        }
+    }
 
     if (j->ifd == -1 || j->check) {
         j->check = 0;
@@ -1054,7 +1118,7 @@ ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
 {
     ad_jfile_fpos(&j->cur, &pos->cur);
 
-    if (j->cur.fd == -1 && j->pending.valid) {
+    if (j->pending.valid) {
         pos->cur = j->pending;
     }
 
