@@ -63,6 +63,21 @@
 #define AD_ATTEMPT_MIN   1000
 #define AD_ATTEMPT_MAX   (3600 * 1000)
 #define AD_ERR_MAX       (AL_ERR_MAX + 512)
+#define AD_CLOCK_STEPS   8          /* steps of the wall clock kept, to
+                                       tell the clock a line read after
+                                       them was stamped by */
+
+
+/* a step of the wall clock, as ad_clock() told it */
+
+typedef struct {
+    int64_t          off;               /* the clock before it (wall -
+                                           boot) */
+    int64_t          boot;              /* the boot clock when that was
+                                           last read */
+    int64_t          seen;              /* the boot clock when the step
+                                           was told */
+} ad_step_t;
 
 
 typedef struct {
@@ -100,11 +115,9 @@ typedef struct {
     int64_t          boot_ms;           /* the boot clock then */
     int64_t          clock_off;         /* wall_ms - boot_ms */
     unsigned         clock_known:1;     /* clock_off is set */
-    unsigned         step_known:1;      /* the last step: step_off and
-                                           step_boot are set */
-    int64_t          step_off;          /* the clock before it */
-    int64_t          step_boot;         /* the boot clock when it was
-                                           last read before the step */
+    ad_step_t        steps[AD_CLOCK_STEPS];     /* the last steps, the
+                                                   latest last */
+    size_t           nsteps;
     int64_t          saved_at;          /* monotonic */
     int64_t          blocked_until;     /* monotonic: queueing failed */
     ad_fail_t        sync_fail;         /* syncing the outbox */
@@ -1262,11 +1275,29 @@ ad_clock(ad_ctx_t *ctx)
         return;
     }
 
-    /* the lines read from now on may have been stamped before it */
+    /*
+     * The lines read from now on may have been stamped before it, or
+     * before one of the steps before it, if a backlog was not read
+     * meanwhile.  A step not told from the time the machine was down
+     * (a state of another boot) leaves no clock before it to tell.
+     */
 
-    ctx->step_known = (last >= 0);
-    ctx->step_off = ctx->clock_off;
-    ctx->step_boot = last;
+    if (last < 0) {
+        ctx->nsteps = 0;
+
+    } else {
+        if (ctx->nsteps == AD_CLOCK_STEPS) {
+            memmove(&ctx->steps[0], &ctx->steps[1],
+                    (AD_CLOCK_STEPS - 1) * sizeof(ad_step_t));
+            ctx->nsteps--;
+        }
+
+        ctx->steps[ctx->nsteps].off = ctx->clock_off;
+        ctx->steps[ctx->nsteps].boot = last;
+        ctx->steps[ctx->nsteps].seen = ctx->boot_ms;
+        ctx->nsteps++;
+    }
+
     ctx->clock_off = off;
 
     n = ad_group_shift(&ctx->groups, by);
@@ -1288,25 +1319,31 @@ ad_clock(ad_ctx_t *ctx)
 
 /*
  * The wall - boot clock a journal line stamped t (ms) was stamped by:
- * the round's, or the one before the last step.  nginx stamps a line
- * when it writes it, alertd reads it later: a line written before a
- * step and read after it (a backlog, alertd stopped, or the step came
- * between the write and the read) holds a time of the clock before.
- * Taken on the round's clock, it would be as far off as the step:
- * after a step forward, an alert opening a group would open a window
- * that ended long ago, and a quarantine would be sent to Alertmanager
- * ending as much early.
+ * the round's, or the one before one of the last steps.  nginx stamps
+ * a line when it writes it, alertd reads it later: a line written
+ * before a step and read after it (a backlog, alertd stopped, the
+ * journal unreadable for a while, or the step came between the write
+ * and the read) holds a time of the clock before.  Taken on the
+ * round's clock, it would be as far off as the step: after a step
+ * forward, an alert opening a group would open a window that ended
+ * long ago, and a quarantine would be sent to Alertmanager ending as
+ * much early.  A second step before such a line is read must not lose
+ * the first: each clock is kept with the span it was read in.
  *
  * A line stamped by the round's clock was written after the last
- * round that read the clock before the step (step_boot: the state's
- * save, for a step while alertd was stopped) and not after now: on the
- * boot clock, t - clock_off is in that span (AD_CLOCK_STEP earlier,
- * for nginx's cached time; AD_CLOCK_SLACK later, for the reading of
- * the round).  One that is not, but is no later than now on the clock
- * before the step, was stamped by that clock.  A line both could have
- * stamped is taken on the round's clock: one written less than the
- * step after step_boot, before a step forward (a step while alertd was
- * stopped longer than the step), or one written the step or more
+ * round that read the clock before the latest step (its boot: the
+ * state's save, for a step while alertd was stopped) and not after
+ * now: on the boot clock, t - clock_off is in that span (AD_CLOCK_STEP
+ * earlier, for nginx's cached time; AD_CLOCK_SLACK later, for the
+ * reading of the round).  One that is not was stamped by the clock
+ * before a step if on it, t - off is in the span that clock was read
+ * in: from the last round before the step before it (none, for the
+ * oldest kept) to the round that told the step.  The latest such clock
+ * wins; a line no clock could have stamped is taken on the round's.
+ * A line both the round's clock and one before could have stamped is
+ * taken on the round's clock: one written less than the step after
+ * the last read before it, before a step forward (a step while alertd
+ * was stopped longer than the step), or one written the step or more
  * before it, before a step back (a backlog).  While alertd runs, a
  * round reads the clock at least every poll interval: a step forward
  * of more than that leaves no such line.
@@ -1315,24 +1352,34 @@ ad_clock(ad_ctx_t *ctx)
 static int64_t
 ad_stamped(const ad_ctx_t *ctx, int64_t t)
 {
-    int64_t  m;
+    size_t           i;
+    int64_t          m;
+    const ad_step_t  *s;
 
-    if (!ctx->step_known) {
+    if (ctx->nsteps == 0) {
         return ctx->clock_off;
     }
 
     m = t - ctx->clock_off;
 
-    if (m >= ctx->step_boot - AD_CLOCK_STEP
+    if (m >= ctx->steps[ctx->nsteps - 1].boot - AD_CLOCK_STEP
         && m <= ctx->boot_ms + AD_CLOCK_SLACK)
     {
         return ctx->clock_off;
     }
 
-    m = t - ctx->step_off;
+    for (i = ctx->nsteps; i > 0; i--) {
+        s = &ctx->steps[i - 1];
+        m = t - s->off;
 
-    return (m <= ctx->boot_ms + AD_CLOCK_SLACK) ? ctx->step_off
-                                                : ctx->clock_off;
+        if (m <= s->seen + AD_CLOCK_SLACK
+            && (i == 1 || m >= ctx->steps[i - 2].boot - AD_CLOCK_STEP))
+        {
+            return s->off;
+        }
+    }
+
+    return ctx->clock_off;
 }
 
 

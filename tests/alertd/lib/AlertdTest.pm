@@ -651,12 +651,14 @@ sub clock_step { $_[0]->write_file('clock-step', int($_[1]) . "\n") }
 # --poll-interval, so that no window ends and no poll comes during the
 # test but as its steps make them.  secret: the receiver's (a webhook's
 # hmac_secret); alertmanager: the receiver is an Alertmanager sink;
-# args: more of alertd's options (a later one wins); the other options
-# go to receiver().  Returns the receiver; clock_alertd() starts alertd
-# again the same way.
+# args: more of alertd's options (a later one wins); fault: the
+# arguments of fault(), its injector loaded with the clock; the other
+# options go to receiver().  Returns the receiver; clock_alertd() starts
+# alertd again the same way.
 sub clock_setup {
     my ($self, %opt) = @_;
     my $am = delete $opt{alertmanager};
+    my $fault = delete $opt{fault};
     $self->{clock_args} = delete $opt{args} // [];
     my $secret = $self->secret('hook', delete $opt{secret});
     my $r = $self->receiver(secret => $secret, %opt);
@@ -664,6 +666,12 @@ sub clock_setup {
     $self->policy($am ? { alertmanager => "http://127.0.0.1:$r->{port}" }
                       : { webhook => $r->{url}, secret => 'hook' });
     $self->{clock_env} = $self->clock;
+    if ($fault) {
+        my $f = $self->fault(@$fault);
+        $f->{LD_PRELOAD} = "$self->{clock_env}{LD_PRELOAD} "
+                           . ($f->{LD_PRELOAD} =~ s/^.*\s//r);
+        $self->{clock_env} = { %{$self->{clock_env}}, %$f };
+    }
     $self->clock_alertd;
 
     return $r;
