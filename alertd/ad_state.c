@@ -71,6 +71,8 @@ static int ad_state_replay(ad_state_t *st, ad_groups_t *gs, json_t **last,
     char *why, size_t whysize);
 static json_t *ad_state_to_json(const ad_state_t *st, const char *journal,
     const ad_pos_t *pos, const ad_outbox_t *ob);
+static json_t *ad_steps_to_json(const ad_state_t *st);
+static int ad_steps_from_json(ad_state_t *st, const json_t *a);
 static int ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs,
     char *why, size_t whysize);
 static int ad_state_snapshot(ad_state_t *st, json_t *o,
@@ -92,6 +94,7 @@ ad_state_open(ad_state_t *st, const char *path, char *err, size_t errsize)
     st->clock = 0;
     st->saved_clock = 0;
     st->saved_at = 0;
+    st->nsteps = 0;
     st->errnum = 0;
     memset(&st->append_fail, 0, sizeof(ad_fail_t));
     memset(&st->empty_fail, 0, sizeof(ad_fail_t));
@@ -769,11 +772,12 @@ ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs, char *why,
 {
     int          rc;
     size_t       i;
-    json_t      *at;
+    json_t      *at, *steps;
     json_int_t   off;
 
     st->saved_clock = 0;
     st->saved_at = 0;
+    st->nsteps = 0;
 
     rc = ad_clock_read(o, &off, why, whysize);
 
@@ -793,12 +797,83 @@ ad_state_clock(ad_state_t *st, const json_t *o, ad_groups_t *gs, char *why,
             st->saved_at = 1;
         }
 
+        steps = json_object_get(json_object_get(o, "clock"), "steps");
+        if (steps != NULL && ad_steps_from_json(st, steps) != 0) {
+            (void) snprintf(why, whysize, "\"clock\": \"steps\" is not "
+                            "an array of [off, at, seen] numbers");
+            return -1;
+        }
+
         return 0;
     }
 
     for (i = 0; i < gs->n; i++) {
         gs->g[i].last.clock_known = 0;
     }
+
+    return 0;
+}
+
+
+/*
+ * The last steps of the wall clock, [[off, at, seen], ...] in "clock"
+ * (ad_step_t, the latest last): of this boot, they tell the clock of a
+ * line stamped before one, still unread when alertd stopped.
+ */
+
+static json_t *
+ad_steps_to_json(const ad_state_t *st)
+{
+    size_t   i;
+    json_t  *a, *s;
+
+    a = json_array();
+
+    for (i = 0; a != NULL && i < st->nsteps; i++) {
+        s = json_pack("[I, I, I]", (json_int_t) st->steps[i].off,
+                      (json_int_t) st->steps[i].boot,
+                      (json_int_t) st->steps[i].seen);
+
+        if (s == NULL || json_array_append_new(a, s) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
+
+    return a;
+}
+
+
+/* more than AD_CLOCK_STEPS (saved by another build): the latest kept */
+
+static int
+ad_steps_from_json(ad_state_t *st, const json_t *a)
+{
+    size_t      i, n, skip;
+    json_int_t  off, boot, seen;
+
+    if (!json_is_array(a)) {
+        return -1;
+    }
+
+    n = json_array_size(a);
+    skip = (n > AD_CLOCK_STEPS) ? n - AD_CLOCK_STEPS : 0;
+
+    for (i = skip; i < n; i++) {
+        if (json_unpack(json_array_get(a, i), "[I, I, I]", &off, &boot,
+                        &seen)
+            != 0)
+        {
+            st->nsteps = 0;
+            return -1;
+        }
+
+        st->steps[i - skip].off = off;
+        st->steps[i - skip].boot = boot;
+        st->steps[i - skip].seen = seen;
+    }
+
+    st->nsteps = n - skip;
 
     return 0;
 }
@@ -864,7 +939,11 @@ ad_state_to_json(const ad_state_t *st, const char *journal,
                           "off", (json_int_t) st->clock_off,
                           "at", (json_int_t) st->clock_boot);
 
-        if (clock == NULL || json_object_set_new(o, "clock", clock) != 0) {
+        if (clock == NULL || json_object_set_new(o, "clock", clock) != 0
+            || (st->nsteps > 0
+                && json_object_set_new(clock, "steps",
+                                       ad_steps_to_json(st)) != 0))
+        {
             json_decref(o);
             return NULL;
         }

@@ -63,21 +63,6 @@
 #define AD_ATTEMPT_MIN   1000
 #define AD_ATTEMPT_MAX   (3600 * 1000)
 #define AD_ERR_MAX       (AL_ERR_MAX + 512)
-#define AD_CLOCK_STEPS   8          /* steps of the wall clock kept, to
-                                       tell the clock a line read after
-                                       them was stamped by */
-
-
-/* a step of the wall clock, as ad_clock() told it */
-
-typedef struct {
-    int64_t          off;               /* the clock before it (wall -
-                                           boot) */
-    int64_t          boot;              /* the boot clock when that was
-                                           last read */
-    int64_t          seen;              /* the boot clock when the step
-                                           was told */
-} ad_step_t;
 
 
 typedef struct {
@@ -115,9 +100,6 @@ typedef struct {
     int64_t          boot_ms;           /* the boot clock then */
     int64_t          clock_off;         /* wall_ms - boot_ms */
     unsigned         clock_known:1;     /* clock_off is set */
-    ad_step_t        steps[AD_CLOCK_STEPS];     /* the last steps, the
-                                                   latest last */
-    size_t           nsteps;
     int64_t          saved_at;          /* monotonic */
     int64_t          blocked_until;     /* monotonic: queueing failed */
     ad_fail_t        sync_fail;         /* syncing the outbox */
@@ -1283,20 +1265,23 @@ ad_clock(ad_ctx_t *ctx)
      */
 
     if (last < 0) {
-        ctx->nsteps = 0;
+        ctx->state.nsteps = 0;
 
     } else {
-        if (ctx->nsteps == AD_CLOCK_STEPS) {
-            memmove(&ctx->steps[0], &ctx->steps[1],
+        if (ctx->state.nsteps == AD_CLOCK_STEPS) {
+            memmove(&ctx->state.steps[0], &ctx->state.steps[1],
                     (AD_CLOCK_STEPS - 1) * sizeof(ad_step_t));
-            ctx->nsteps--;
+            ctx->state.nsteps--;
         }
 
-        ctx->steps[ctx->nsteps].off = ctx->clock_off;
-        ctx->steps[ctx->nsteps].boot = last;
-        ctx->steps[ctx->nsteps].seen = ctx->boot_ms;
-        ctx->nsteps++;
+        ctx->state.steps[ctx->state.nsteps].off = ctx->clock_off;
+        ctx->state.steps[ctx->state.nsteps].boot = last;
+        ctx->state.steps[ctx->state.nsteps].seen = ctx->boot_ms;
+        ctx->state.nsteps++;
     }
+
+    /* saved with the position: a restart still tells those lines */
+    ctx->changed = 1;
 
     ctx->clock_off = off;
 
@@ -1352,30 +1337,32 @@ ad_clock(ad_ctx_t *ctx)
 static int64_t
 ad_stamped(const ad_ctx_t *ctx, int64_t t)
 {
-    size_t           i;
-    int64_t          m;
-    const ad_step_t  *s;
+    size_t            i, n;
+    int64_t           m;
+    const ad_step_t  *steps;
 
-    if (ctx->nsteps == 0) {
+    steps = ctx->state.steps;
+    n = ctx->state.nsteps;
+
+    if (n == 0) {
         return ctx->clock_off;
     }
 
     m = t - ctx->clock_off;
 
-    if (m >= ctx->steps[ctx->nsteps - 1].boot - AD_CLOCK_STEP
+    if (m >= steps[n - 1].boot - AD_CLOCK_STEP
         && m <= ctx->boot_ms + AD_CLOCK_SLACK)
     {
         return ctx->clock_off;
     }
 
-    for (i = ctx->nsteps; i > 0; i--) {
-        s = &ctx->steps[i - 1];
-        m = t - s->off;
+    for (i = n; i > 0; i--) {
+        m = t - steps[i - 1].off;
 
-        if (m <= s->seen + AD_CLOCK_SLACK
-            && (i == 1 || m >= ctx->steps[i - 2].boot - AD_CLOCK_STEP))
+        if (m <= steps[i - 1].seen + AD_CLOCK_SLACK
+            && (i == 1 || m >= steps[i - 2].boot - AD_CLOCK_STEP))
         {
-            return s->off;
+            return steps[i - 1].off;
         }
     }
 

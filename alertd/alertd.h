@@ -93,6 +93,10 @@
                                            as a step, chrony's 83 ms a
                                            second slept through), and
                                            the windows follow it */
+#define AD_CLOCK_STEPS         8        /* steps of the wall clock
+                                           kept, to tell the clock a
+                                           line read after them was
+                                           stamped by */
 #define AD_BOOT_ID_MAX         32       /* a boot id's hex digits */
 #define AD_PRINT_MAX           4096     /* journal bytes before the
                                            position that identify it */
@@ -368,6 +372,18 @@ typedef struct {
                                                for late lines */
 } ad_pos_t;
 
+/* a step of the wall clock, as alertd told it (alertd.c, ad_clock()) */
+
+typedef struct {
+    int64_t          off;                   /* the clock before it
+                                               (wall - boot) */
+    int64_t          boot;                  /* the boot clock when that
+                                               was last read */
+    int64_t          seen;                  /* the boot clock when the
+                                               step was told */
+} ad_step_t;
+
+
 typedef struct {
     const char      *path;
     int              fd;                    /* the directory */
@@ -386,6 +402,11 @@ typedef struct {
     int64_t          clock_boot;            /* the boot clock then */
     int64_t          saved_off;             /* the loaded state's */
     int64_t          saved_boot;            /* its boot clock */
+    ad_step_t        steps[AD_CLOCK_STEPS]; /* the last steps of the
+                                               wall clock, the latest
+                                               last: saved, and loaded
+                                               when of this boot */
+    size_t           nsteps;
     ad_fail_t        append_fail;           /* appending to the log */
     ad_fail_t        empty_fail;            /* emptying it */
     int              errnum;                /* why opening or loading
