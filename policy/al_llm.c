@@ -159,11 +159,13 @@ static int al_llm_req_stored_prompt(al_llm_rq_t *rq);
 static const char *al_llm_json_find(json_t *v, unsigned depth,
     const char *(*here)(json_t *obj));
 static const char *al_llm_stored_here(json_t *obj);
+static const char *al_llm_audio_messages(json_t *root);
 static const char *al_llm_stored_tool(json_t *tool);
 static const char *al_llm_stored_tool_here(json_t *obj);
 static const char *al_llm_skill_here(json_t *obj);
 static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
+static int al_llm_req_audio_ref(al_llm_rq_t *rq);
 static const char *al_llm_url_here(json_t *obj);
 static int al_llm_url_remote(json_t *v);
 static int al_llm_url_ref(json_t *v);
@@ -3130,6 +3132,14 @@ al_llm_req_audio(al_llm_rq_t *rq)
               "prices above the policy's";
     }
 
+    if (why == NULL && (rq->b->urls & AL_LLM_URLS_AUDIO)
+        && al_llm_req_audio_ref(rq))
+    {
+        why = "an \"audio\" of a message names an earlier audio answer, "
+              "read back as audio input, billed at audio prices above the "
+              "policy's";
+    }
+
     if (why == NULL) {
         return 0;
     }
@@ -3138,6 +3148,33 @@ al_llm_req_audio(al_llm_rq_t *rq)
 
     return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
                        "%s, and this client has a dollar budget", why);
+}
+
+
+/*
+ * 1 when a message has an "audio" (al_llm_audio_messages()), or the body
+ * cannot be loaded; read only when the scan saw an "audio" below the top
+ * level, for a client with a dollar budget.
+ */
+
+static int
+al_llm_req_audio_ref(al_llm_rq_t *rq)
+{
+    int            found;
+    json_t        *root;
+    json_error_t   err;
+
+    root = json_loadb((const char *) rq->body, rq->len, 0, &err);
+
+    if (root == NULL) {
+        return 1;
+    }
+
+    found = (al_llm_audio_messages(root) != NULL);
+
+    json_decref(root);
+
+    return found;
 }
 
 
@@ -3225,6 +3262,12 @@ al_llm_req_refs_read(al_llm_rq_t *rq)
 
         if (refs.want_url && refs.url == NULL) {
             refs.url = al_llm_url_tools(root);
+        }
+
+        if (refs.url == NULL && refs.want_stored && refs.stored == NULL
+            && (rq->b->urls & AL_LLM_URLS_AUDIO))
+        {
+            refs.stored = al_llm_audio_messages(root);
         }
 
         if (refs.url == NULL && refs.want_stored && refs.stored == NULL) {
@@ -3367,14 +3410,16 @@ al_llm_req_urls(al_llm_rq_t *rq, const char *key)
  * id, or with one (a code execution container reused; one of "skills"
  * alone is a new container), or with a skill of type "custom" (one the
  * account uploaded; those of type "anthropic" are the provider's own,
- * the same for every account).  The provider then reads that file, runs
- * in that container or loads that skill's files and instructions,
- * whoever made it: no route of the gateway makes one (files, containers
- * and skills are made by the provider's other APIs, or by another
- * client's call), so the gateway cannot tell whose it is, as with
- * "conversation".  Refused unless the entry's provider_tools allows
- * stored_files.  Read (al_llm_req_refs()) only when the scan saw a
- * "file_id" or a top-level "container" (b->urls) or a tool that runs
+ * the same for every account), or chat's earlier audio answer named in
+ * a message's "audio" (al_llm_audio_messages()).  The provider then reads
+ * that file or answer, runs in that container or loads that skill's
+ * files and instructions, whoever made it: no route of the gateway
+ * makes one (files, containers and skills are made by the provider's
+ * other APIs, or by another client's call), so the gateway cannot tell
+ * whose it is, as with "conversation".  Refused unless the entry's
+ * provider_tools allows stored_files.  Read (al_llm_req_refs()) only
+ * when the scan saw a "file_id", an "audio" below the top level or a
+ * top-level "container" (b->urls) or a tool that runs
  * code (code_interpreter, code_execution, shell: skills and containers
  * are theirs), from the tree jansson builds, in the members that hold
  * the prompt, in the tools the provider runs (al_llm_stored_tools(): a
@@ -3401,7 +3446,8 @@ al_llm_req_stored(al_llm_rq_t *rq, const char *key)
                        "whose it is; the policy does not allow it "
                        "(provider_tools: stored_files)", key,
                        strcmp(key, "skill_id") == 0 ? "skill"
-                                                    : "file or container");
+                       : strcmp(key, "audio") == 0 ? "model's audio answer"
+                       : "file or container");
 }
 
 
@@ -3692,6 +3738,37 @@ al_llm_stored_here(json_t *obj)
             && json_array_size(m) > 0)
         {
             return "file_ids";
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * Of root's "messages", "audio" when a message has an "audio" that is
+ * not null: chat's reference to an earlier audio answer of the model,
+ * an assistant message's {"audio": {"id": "audio_..."}}, which the
+ * provider keeps for the account for some hours and reads back, as
+ * audio, into the call.  A message has no other member of that name
+ * (an audio input is an "input_audio" part), so any value is taken for
+ * one; deeper (an Anthropic tool_use's "input", the client's tool
+ * arguments) it is not read.  Else NULL.
+ */
+
+static const char *
+al_llm_audio_messages(json_t *root)
+{
+    size_t   i;
+    json_t  *v, *m;
+
+    v = json_object_get(root, "messages");
+
+    for (i = 0; i < json_array_size(v); i++) {
+        m = json_object_get(json_array_get(v, i), "audio");
+
+        if (m != NULL && !json_is_null(m)) {
+            return "audio";
         }
     }
 

@@ -309,11 +309,14 @@ al_llm_field_count(const al_llm_jfield_t *f, const unsigned char *p,
 
 /*
  * What al_llm_body_t's urls holds, for al_llm_req_refs(): a key of an
- * input by URL or of a stored file's id at any depth, and a top-level
- * "container" (a container or skills the account stores, Anthropic's)
+ * input by URL or of a stored file's id at any depth, a top-level
+ * "container" (a container or skills the account stores, Anthropic's),
+ * and an "audio" below the top level (chat's reference to an earlier
+ * audio answer the provider stores, {"audio": {"id": ...}})
  */
 #define AL_LLM_URLS_KEY        1
 #define AL_LLM_URLS_CONTAINER  2
+#define AL_LLM_URLS_AUDIO      4
 
 /*
  * root and f[]: a scan's start sets only their type to
@@ -341,7 +344,8 @@ typedef struct {
                                            downloads or a file's id, at
                                            any depth
                                            (al_llm_scan_deep_key()), a
-                                           top-level "container" */
+                                           top-level "container", an
+                                           "audio" below it */
     unsigned             audio;         /* an "input_audio" member, at
                                            any depth */
     unsigned             state_flat;    /* the flat scan read the body:

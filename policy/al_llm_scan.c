@@ -120,6 +120,7 @@ enum {
 /* what al_llm_scan_deep_key() finds: a key noted at any depth */
 #define AL_LLM_DEEP_URL    1
 #define AL_LLM_DEEP_AUDIO  2
+#define AL_LLM_DEEP_REF    3            /* "audio": an audio answer's id */
 
 
 static int al_llm_scan_run(const al_llm_scan_spec_t *spec,
@@ -859,6 +860,9 @@ al_llm_scan_flat(al_llm_sc_t *sc)
 
             if (deep != 0) {
                 b->urls |= (deep == AL_LLM_DEEP_URL) ? AL_LLM_URLS_KEY : 0;
+                b->urls |= (deep == AL_LLM_DEEP_REF
+                            && fr->kind != AL_LLM_SK_ROOT)
+                           ? AL_LLM_URLS_AUDIO : 0;
                 b->audio |= (deep == AL_LLM_DEEP_AUDIO);
             }
         }
@@ -1371,6 +1375,9 @@ al_llm_scan_object(al_llm_sc_t *sc, unsigned depth, al_llm_sv_t *sv)
 
             if (deep != 0) {
                 b->urls |= (deep == AL_LLM_DEEP_URL) ? AL_LLM_URLS_KEY : 0;
+                b->urls |= (deep == AL_LLM_DEEP_REF
+                            && sv->kind != AL_LLM_SK_ROOT)
+                           ? AL_LLM_URLS_AUDIO : 0;
                 b->audio |= (deep == AL_LLM_DEEP_AUDIO);
             }
         }
@@ -2732,7 +2739,10 @@ al_llm_member_refused(const char *name, size_t len)
  * spelled): AL_LLM_DEEP_URL, and al_llm_req_refs() reads the body when
  * one is seen.  And "input_audio", an audio input
  * (OpenAI's chat content part, which routers pass on), billed at audio
- * prices: AL_LLM_DEEP_AUDIO, for al_llm_req_audio().
+ * prices: AL_LLM_DEEP_AUDIO, for al_llm_req_audio().  And "audio", which
+ * below the top level may name an earlier audio answer the provider
+ * stores (an assistant message's {"audio": {"id": ...}}):
+ * AL_LLM_DEEP_REF, for al_llm_req_refs() and al_llm_req_audio().
  */
 
 static inline int
@@ -2743,6 +2753,13 @@ al_llm_scan_deep_key(const char *name, size_t n)
     case 3:
         if (al_llm_scan_is(name, "url")) {
             return AL_LLM_DEEP_URL;
+        }
+
+        break;
+
+    case 5:
+        if (al_llm_scan_is(name, "audio")) {
+            return AL_LLM_DEEP_REF;
         }
 
         break;
