@@ -1747,8 +1747,9 @@ al_llm_req_n(al_llm_rq_t *rq)
  * "prompt", a completions member (the Responses API's names a stored
  * prompt, which brings its own model and tools): elsewhere it passes
  * only as the entry's allow_members names it, as a member of
- * al_llm_scan_members[] would.  On completions, a list of strings or of
- * token lists is a batch, each prompt answered: *batch is how many.
+ * al_llm_scan_members[] would.  On completions, a list of strings, of
+ * token lists or of objects is a batch, each prompt answered: *batch is
+ * how many.
  */
 
 static int
@@ -1769,9 +1770,11 @@ al_llm_req_prompt(al_llm_rq_t *rq, const al_llm_jfield_t *f,
 
 /*
  * The prompts of a completions "prompt" list the scan accepted (its raw
- * span, brackets included): its elements when one is a string or a list
- * (a batch), else 1 (token ids, one prompt).  A walk with no tree: a
- * batch of token lists may be the whole body.
+ * span, brackets included): its elements when one is a string, a list
+ * or an object (a batch: llama.cpp's server takes a list of objects,
+ * {"prompt_string": ..., "multimodal_data": [...]}, as a prompt each),
+ * else 1 (token ids, one prompt).  A walk with no tree: a batch of
+ * token lists may be the whole body.
  */
 
 static uint64_t
@@ -1812,7 +1815,7 @@ al_llm_prompt_batch(const unsigned char *p, size_t len)
             /* an element starts */
             n++;
             next = 0;
-            batch |= (p[i] == '"' || p[i] == '[');
+            batch |= (p[i] == '"' || p[i] == '[' || p[i] == '{');
         }
 
         switch (p[i]) {
