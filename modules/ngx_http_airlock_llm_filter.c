@@ -21,11 +21,14 @@
  * must be text (al_llm_body_text()): a body compressed without a
  * Content-Encoding that says so (gzip, zstd, brotli), which the key
  * scrubber could not search and a client unpacks all the same, is refused
- * with 502, as an answer marked encoded is.  A provider that fails while
- * the header is held (here, or by the scrubber) gets the client the
- * failure's status (ngx_http_airlock_llm_finalize()), not a closed
- * connection; one whose chunked framing breaks there fails as one that
- * closed does (ngx_http_airlock_llm_input()).
+ * with 502, as an answer marked encoded is; an error answer's header is
+ * not held, but its body's first bytes are read the same way, and one
+ * that is not text ends the request (ngx_http_airlock_llm_error_text()).
+ * A provider that fails while the header is held (here, or by the
+ * scrubber) gets the client the failure's status
+ * (ngx_http_airlock_llm_finalize()), not a closed connection; one whose
+ * chunked framing breaks there fails as one that closed does
+ * (ngx_http_airlock_llm_input()).
  *
  * A 2xx Responses answer's ids (of the response the provider stored,
  * and of its output items) are bound to the call's client in
@@ -54,6 +57,8 @@ static ngx_int_t ngx_http_airlock_llm_header_filter(ngx_http_request_t *r);
 static void *ngx_http_airlock_llm_resp_alloc(void *pool, size_t size);
 static ngx_int_t ngx_http_airlock_llm_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static ngx_int_t ngx_http_airlock_llm_error_text(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in);
 static void ngx_http_airlock_llm_ratelimit_headers(ngx_http_request_t *r,
     ngx_http_airlock_llm_ctx_t *ctx, ngx_uint_t rename);
 static ngx_int_t ngx_http_airlock_llm_request_id_push(ngx_http_request_t *r,
@@ -334,6 +339,9 @@ ngx_http_airlock_llm_header_filter(ngx_http_request_t *r)
 
     /* buffers a temporary file holds are read back before they get here */
     r->filter_need_in_memory = 1;
+
+    /* an error's body is not held, but read as it starts */
+    ctx->error_peek = !ctx->answered;
 
     if (ctx->answered) {
         /* on with the body's first bytes (ngx_http_airlock_llm_start()) */
@@ -699,6 +707,12 @@ ngx_http_airlock_llm_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         }
     }
 
+    if (ctx->error_peek
+        && ngx_http_airlock_llm_error_text(r, ctx, in) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
     if (ctx->filter) {
         return ngx_http_airlock_llm_filter_stream(r, ctx, in);
     }
@@ -956,6 +970,57 @@ refuse:
     }
 
     return rc;
+}
+
+
+/*
+ * The first bytes of an error answer's body (4xx, 5xx: its header is not
+ * held, ngx_http_airlock_llm_start() being for 2xx answers) must be text
+ * too: an error body compressed without a Content-Encoding saying so,
+ * which the key scrubber cannot search and a client unpacks all the
+ * same, would carry a key a provider or a proxy in front of it echoes
+ * (an error is where a request's headers are echoed).  Read in the first
+ * buffer that has bytes, up to AL_LLM_TEXT_PEEK of them; one that is not
+ * text ends the request with NGX_ERROR: the connection is closed, and
+ * nothing of the body reaches the client.
+ */
+
+static ngx_int_t
+ngx_http_airlock_llm_error_text(ngx_http_request_t *r,
+    ngx_http_airlock_llm_ctx_t *ctx, ngx_chain_t *in)
+{
+    size_t      n;
+    ngx_buf_t  *b;
+
+    for ( /* void */ ; in; in = in->next) {
+        b = in->buf;
+
+        if (ngx_buf_in_memory(b) && b->last > b->pos) {
+            break;
+        }
+    }
+
+    if (in == NULL) {
+        return NGX_OK;
+    }
+
+    ctx->error_peek = 0;
+
+    n = ngx_min((size_t) (b->last - b->pos), AL_LLM_TEXT_PEEK);
+
+    if (al_llm_body_text(b->pos, n)) {
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                  "airlock: llm \"%s\" answered %ui with a body that is "
+                  "not text (%02xd %02xd ...: compressed without a "
+                  "Content-Encoding?), a response that cannot be scrubbed: "
+                  "the connection is closed",
+                  ctx->provider->llm->name.data, ctx->status, b->pos[0],
+                  (n > 1) ? b->pos[1] : 0);
+
+    return NGX_ERROR;
 }
 
 

@@ -222,6 +222,9 @@ typedef struct {
                                                    the body's first
                                                    bytes */
     unsigned                         peeked:5;     /* in peek */
+    unsigned                         error_peek:1; /* an error answer's
+                                                   first bytes are yet
+                                                   to be read */
     unsigned                         ttfb_set:1;
     unsigned                         ended:1;      /* the last buffer */
     unsigned                         accounted:1;
