@@ -2861,26 +2861,3 @@ ag_array_drop(json_t *a, size_t k)
         json_array_remove(a, i - 1);        /* the last: nothing moves */
     }
 }
-
-
-int
-ag_id_ok(const char *s, size_t len)
-{
-    size_t  i;
-    char    c;
-
-    if (len == 0 || len > AG_ID_MAX) {
-        return 0;
-    }
-
-    for (i = 0; i < len; i++) {
-        c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-              || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-        {
-            return 0;
-        }
-    }
-
-    return 1;
-}

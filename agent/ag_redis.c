@@ -2275,3 +2275,32 @@ ag_job_result(const char *s, size_t len, char *err, size_t size)
 
     return j;
 }
+
+
+/*
+ * An id the agent takes from outside (a session, an owner, a job, a tool
+ * call's): 1 to AG_ID_MAX of A-Z a-z 0-9 _ -, so that it is one part of a
+ * Redis key and shows as it is.
+ */
+
+int
+ag_id_ok(const char *s, size_t len)
+{
+    size_t  i;
+    char    c;
+
+    if (len == 0 || len > AG_ID_MAX) {
+        return 0;
+    }
+
+    for (i = 0; i < len; i++) {
+        c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+        {
+            return 0;
+        }
+    }
+
+    return 1;
+}

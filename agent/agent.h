@@ -236,7 +236,6 @@ extern volatile sig_atomic_t  ag_left;      /* its client hung up */
 
 int64_t ag_now_ms(void);
 int ag_random_hex(char *out, size_t hexlen);
-int ag_id_ok(const char *s, size_t len);
 void ag_array_drop(json_t *a, size_t k);
 int ag_write_fd(int fd, const char *p, size_t len, int64_t deadline);
 void ag_show_value(FILE *f, const char *v);
@@ -268,6 +267,7 @@ int ag_route_call(ag_run_t *run, const char *method, const char *target,
 void ag_http_free(ag_http_t *h);
 
 /* ag_redis.c: sessions and sandbox jobs */
+int ag_id_ok(const char *s, size_t len);
 int ag_redis_where(const char *where, char *host, size_t size, long *port,
     const char **why);
 redisContext *ag_redis_connect(const ag_conf_t *conf, char *err,

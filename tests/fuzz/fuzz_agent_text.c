@@ -63,31 +63,6 @@ ag_write_fd(int fd, const char *p, size_t len, int64_t deadline)
 }
 
 
-/* as ag_main.c's: a tool call's id is checked with it (ag_call_check()) */
-
-int
-ag_id_ok(const char *s, size_t len)
-{
-    size_t  i;
-    char    c;
-
-    if (len == 0 || len > AG_ID_MAX) {
-        return 0;
-    }
-
-    for (i = 0; i < len; i++) {
-        c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-              || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-        {
-            return 0;
-        }
-    }
-
-    return 1;
-}
-
-
 int
 ag_random_hex(char *out, size_t hexlen)
 {
