@@ -188,7 +188,7 @@ http_get('/prometheus/query?query=up', headers => [
     'If-None-Match' => '"etag"',
     'If-Modified-Since' => 'Mon, 01 Jan 2024 00:00:00 GMT',
     'Cache-Control' => 'no-cache',
-]);
+], one => 1);                   # kept alive: the one answer, not the close
 
 $u = upstream_last();
 my %got = map { lc $_->[0] => 1 } @{$u->{headers}};

@@ -508,7 +508,7 @@ sub held_chat {
                             $o{body} // '{"model":"gpt-4o-mini","messages":'
                                         . '[{"role":"user","content":"Hi"}]}');
 
-    my $deadline = time + 10;
+    my $deadline = time + $Airlock::Test::START_WAIT;
     sleep 0.02
         while scalar $self->provider_requests == $n && time < $deadline;
 
@@ -523,7 +523,8 @@ sub raw_chat {
     $self->_usage_before;
     my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                   PeerPort => $self->{t}->port(8080),
-                                  Proto => 'tcp', Timeout => 5)
+                                  Proto => 'tcp',
+                                  Timeout => $Airlock::Test::HTTP_WAIT)
         or die "connect: $!";
     syswrite($s, "POST /v1/proxy/openai/chat/completions HTTP/1.1\r\n"
                  . "Host: localhost\r\nAuthorization: Bearer $token\r\n"
@@ -543,7 +544,7 @@ sub raw_chat {
 # the last call's line is written.
 sub last_usage {
     my ($self, $count) = @_;
-    my $deadline = time + 5;
+    my $deadline = time + $Airlock::Test::HTTP_WAIT;
     my $before = $self->{usage_before} // -1;
 
     for (;;) {
@@ -623,7 +624,8 @@ sub request {
     $self->_usage_before;
 
     my $raw = $self->{t}->http($req, %{$o{http} // {}},
-                               timeout => $o{timeout} // 10);
+                               timeout => $o{timeout}
+                                          // $Airlock::Test::HTTP_WAIT);
 
     my $r = parse_response($raw);
     $r->{raw} = $raw;

@@ -60,11 +60,13 @@ use JSON::PP;
 use MIME::Base64 qw(decode_base64);
 use POSIX qw(WNOHANG setpgid);
 use Scalar::Util qw(blessed refaddr weaken);
+use Socket ();
 use Test::More ();
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(http http_get http_post parse_response header_lines
-                 echo_json json_lines allowed_cpus pin_cpus);
+                 echo_json json_lines allowed_cpus pin_cpus peer_unread
+                 wait_peer_read);
 
 my $TOP = abs_path(dirname(__FILE__) . '/../../..');
 
@@ -344,6 +346,11 @@ sub _slurp {
 
 # ---- nginx -----------------------------------------------------------------
 
+# The bound on waits for nginx or a helper to start, reload or listen:
+# each returns as soon as its condition holds, and a machine under load
+# may take many seconds to get there.
+our $START_WAIT = 60;
+
 sub run {
     my ($self) = @_;
     my $d = $self->{testdir};
@@ -355,13 +362,13 @@ sub run {
                                  $self->{nginx}, '-p', "$d/",
                                  '-c', 'nginx.conf', '-e', "$d/error.log");
 
-    $self->_wait_listen(10)
+    $self->_wait_listen($START_WAIT)
         or die "nginx did not start\n" . $self->_log_tail;
 
     # _workers() knows a worker by its title, which it takes once it runs:
     # under load that may come after the master listens
     my $want = $self->_worker_processes;
-    my $deadline = time + 10;
+    my $deadline = time + $START_WAIT;
     while ($self->_workers < $want) {
         die "nginx started fewer than $want workers\n" . $self->_log_tail
             if time > $deadline;
@@ -434,7 +441,7 @@ sub reload {
     my $log = "$self->{testdir}/error.log";
     my $offset = -s $log // 0;
     my %old = map { $_->[0] => 1 } $self->_workers;
-    my $deadline = time + ($opt{timeout} // 10);
+    my $deadline = time + ($opt{timeout} // $START_WAIT);
     my $why;
 
     kill 'HUP', $pid;
@@ -468,7 +475,7 @@ sub reload {
         sleep 0.02;
     }
 
-    if (!defined $why && !$self->_wait_listen(10)) {
+    if (!defined $why && !$self->_wait_listen($START_WAIT)) {
         $why = "listen sockets not ready\n" . $self->_log_tail;
     }
 
@@ -637,12 +644,66 @@ sub _cpu_list {
 }
 
 
+# The bytes written on loopback TCP socket $s that its peer has not read
+# yet (its receive queue, from /proc/net/tcp), or undef when the peer's
+# end is not found: 0 once the server has read what the test wrote.
+sub peer_unread {
+    shift if blessed($_[0]) && $_[0]->isa(__PACKAGE__);
+    my ($s) = @_;
+    my $want = _proc_net_addr($s->peerhost, $s->peerport) . ' '
+             . _proc_net_addr($s->sockhost, $s->sockport);
+
+    for my $f ('/proc/net/tcp', '/proc/net/tcp6') {
+        for my $line (split /\n/, _slurp($f) // '') {
+            my @f = split ' ', $line;
+            next unless @f > 4 && "$f[1] $f[2]" eq $want;
+            my ($rx) = $f[4] =~ /:([0-9A-Fa-f]+)$/ or next;
+            return hex $rx;
+        }
+    }
+
+    return undef;
+}
+
+
+# waits (at most $timeout s, 60 by default) until the peer of loopback
+# socket $s has read all the test wrote on it; true when it has
+sub wait_peer_read {
+    shift if blessed($_[0]) && $_[0]->isa(__PACKAGE__);
+    my ($s, $timeout) = @_;
+    my $deadline = time + ($timeout // 60);
+
+    for (;;) {
+        my $n = peer_unread($s);
+        return 1 if defined $n && $n == 0;
+        return 0 if time > $deadline;
+        sleep 0.01;
+    }
+}
+
+
+# an address as /proc/net/tcp writes it: 127.0.0.1:80 is 0100007F:0050
+sub _proc_net_addr {
+    my ($host, $port) = @_;
+    my $hex;
+
+    if ($host =~ /^\d+\.\d+\.\d+\.\d+$/) {
+        $hex = sprintf '%08X', unpack('V', pack('C4', split /\./, $host));
+    } else {
+        my $bin = Socket::inet_pton(Socket::AF_INET6(), $host) // '';
+        $hex = join '', map { sprintf '%08X', $_ } unpack('V4', $bin);
+    }
+
+    return sprintf '%s:%04X', $hex, $port;
+}
+
+
 # SIGKILL to every worker; returns the workers the master starts in their
-# place, once there are as many (or after 10 s, those there are).
+# place, once there are as many (or after $START_WAIT s, those there are).
 sub kill_workers {
     my ($self) = @_;
     my %before = map { $_->[0] => 1 } $self->_workers;
-    my $deadline = time + 10;
+    my $deadline = time + $START_WAIT;
     my @new;
 
     kill 'KILL', keys %before;
@@ -763,7 +824,7 @@ sub wait_for_port {
     my ($self, $n, $timeout) = @_;
     my $l = $n =~ m{^(?:unix:)?(/.*)$} ? { unix => $1 }
           : { host => '127.0.0.1', port => $self->port($n) };
-    my $deadline = time + ($timeout // 10);
+    my $deadline = time + ($timeout // $START_WAIT);
 
     while (time < $deadline) {
         return 1 if _connectable($l);
@@ -899,6 +960,14 @@ sub _install_signal_handlers {
 
 # ---- HTTP client -----------------------------------------------------------
 
+# How long http() waits for the answer when no timeout is given: a bound
+# for a server that never ends its answer, not a time an answer takes.  A
+# read ends at the end of the connection (or with one => 1, at the end of
+# the response), however soon that comes; a loaded machine may take
+# seconds to answer.  A test that checks that nothing comes passes its
+# own timeout.
+our $HTTP_WAIT = 30;
+
 # Functions below work both as $t->http(...) and as plain http(...), which
 # maps ports through the most recently created object.
 sub _self {
@@ -911,7 +980,7 @@ sub _self {
 sub http {
     my $self = _self(\@_);
     my ($req, %o) = @_;
-    my $timeout = $o{timeout} // 5;
+    my $timeout = $o{timeout} // $HTTP_WAIT;
     my $deadline = time + $timeout;
 
     local $SIG{PIPE} = 'IGNORE';
@@ -947,7 +1016,7 @@ sub _connect {
     my $n = $o{port} // 8080;
     return IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                  PeerPort => $self ? $self->port($n) : $n,
-                                 Proto => 'tcp', Timeout => 5);
+                                 Proto => 'tcp', Timeout => $HTTP_WAIT);
 }
 
 
