@@ -14,6 +14,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use Test::More;
+use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::LLM;
 
@@ -31,7 +32,7 @@ my $body = '{"model":"gpt-4o-mini","stream":true,"messages":[{"role":'
 
 sub wait_file {
     my ($f) = @_;
-    my $deadline = time + 10;
+    my $deadline = time + 60;
     sleep 0.02 while !-e $f && time < $deadline;
     return -e $f;
 }
@@ -41,14 +42,24 @@ is($r->{status}, 200, 'a normal call');
 
 # the provider answers its headers, then holds the first event
 
+my $log = -s "$d/error.log" // 0;
 my $s = $l->held_chat({ head_gate => "$d/go" }, token => $tok,
                       body => $body);
 ok(wait_file("$d/go.head"), 'the provider has answered 200');
 
 # nginx reads the header at once; the client cannot see it (held until
-# the first event), so give nginx a moment to have it
+# the first event), so wait until nginx has it: its debug line once the
+# header went through the filters (without debug lines, a moment)
 
-sleep 0.3;
+if ($t->has_debug_log) {
+    my $deadline = time + 60;
+    sleep 0.02
+        while substr($t->read_file('error.log') // '', $log)
+              !~ /http upstream process non buffered upstream/
+              && time < $deadline;
+} else {
+    sleep 0.3;
+}
 close $s;
 
 my $u = $l->last_usage(2);

@@ -21,7 +21,6 @@ use lib "$FindBin::Bin/../lib";
 use File::Find;
 use IO::Socket::INET;
 use Test::More;
-use Time::HiRes qw(sleep);
 use Airlock::Test;
 use Airlock::Proxy;
 use Airlock::Prereq qw(absent need_cmd);
@@ -73,7 +72,8 @@ my $slow = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
                                  Proto => 'tcp', Timeout => 5)
     or die "connect: $!";
 print $slow "GET /ok HTTP/1.1\r\n";
-sleep 0.2;
+$slow->flush;
+wait_peer_read($slow) or die "nginx did not read the request line\n";
 
 write_conf('airlock_worker_dumpable on;');
 $t->reload;
