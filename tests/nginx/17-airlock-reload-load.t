@@ -65,7 +65,7 @@ if ($pid == 0) {
     open my $fh, '>', $log or _exit(2);
     $fh->autoflush(1);
     until (-e $stop) {
-        my $r = parse_response(http_get('/stable', timeout => 5));
+        my $r = parse_response(http_get('/stable', timeout => 30));
         my $s = $r->{status} // 'none';
         print $fh "$s\n";
     }

@@ -99,18 +99,18 @@ sub two {
     my ($first, $second) = @_;
     my $req = "GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n";
     my $s = http(sprintf($req, $first, ''), start => 1) or return;
-    my $r1 = http(undef, socket => $s, one => 1, timeout => 5);
+    my $r1 = http(undef, socket => $s, one => 1);
     my $r2;
 
     if ((parse_response($r1)->{headers}{connection} // '') =~ /close/i) {
         my $buf = '';
-        $r2 = IO::Select->new($s)->can_read(5)
+        $r2 = IO::Select->new($s)->can_read(30)
               && defined sysread($s, $buf, 1) && !length $buf
               ? 'closed' : 'not closed';
 
     } else {
         $r2 = http(sprintf($req, $second, "Connection: close\r\n"),
-                   socket => $s, timeout => 5);
+                   socket => $s);
     }
 
     close $s;

@@ -79,14 +79,16 @@ ok($f, 'the fetch runs as airlock-worker');
 is(wait_slow_requests(1), 1, 'its first input reached the upstream');
 
 $w->kill_worker('KILL', $a);
+# (they go at once; the bound is for a loaded machine, and a fetch left
+# running is what the check below sees)
 my @left;
-for (1 .. 80) {
+for (1 .. 1200) {
     @left = procs();
     last unless @left;
     sleep 0.025;
 }
 is(join(' ', map { "$_->[0] (uid $_->[1])" } @left), '',
-   'no process of the worker 2 s after its SIGKILL');
+   'no process of the worker left after its SIGKILL');
 
 # each input takes 1.5 s: a fetch still running would have sent two more
 sleep 3.5;
