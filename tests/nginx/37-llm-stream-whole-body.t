@@ -208,7 +208,7 @@ sub usage_lines {
 
 sub last_usage {
     my ($count) = @_;
-    my $deadline = time + 5;
+    my $deadline = time + 30;
     for (;;) {
         my @l = usage_lines();
         return $l[-1] if @l >= $count || time > $deadline;

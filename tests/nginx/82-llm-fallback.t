@@ -102,7 +102,7 @@ sub call {
 sub usage_of {
     my ($r) = @_;
     my ($id) = ($r->{raw} =~ /^x-request-id: (\S+)\r?$/mi);
-    my $deadline = time + 5;
+    my $deadline = time + 30;
     while (time < $deadline) {
         my ($u) = grep { $_->{request_id} eq ($id // '') } $l->usage_log;
         return $u if $u;
