@@ -19,7 +19,7 @@ use lib "$FindBin::Bin/../lib", "$FindBin::Bin/lib";
 
 use POSIX ();
 use Test::More;
-use Time::HiRes qw(sleep);
+use Time::HiRes qw(sleep time);
 use Airlock::Test;
 use Airlock::Worker;
 
@@ -185,22 +185,49 @@ my $r = $w->wait_result('creds', 120);
 is($r && $r->{status}, 'ok', 'the job runs with its input')
     or diag explain $r;
 
+# the state letter of process $p (R, S, Z...), '' once it is gone
+sub state_of {
+    my ($p) = @_;
+    my $stat = Airlock::Worker::_slurp("/proc/$p/stat") // return '';
+    return $stat =~ /^\d+ \(.*\) (\S)/s ? $1 : '';
+}
+
+# waits (60 s at most) until &$cond holds; true when it does
+sub wait_until {
+    my ($cond) = @_;
+    my $deadline = time + 60;
+    until ($cond->()) {
+        return 0 if time > $deadline;
+        sleep 0.02;
+    }
+    return 1;
+}
+
 # a job added and the spawner killed while the worker (stopped) waits
 # for an entry: it finds the spawner gone at the job's fetch, and exits
-# 1 as with its launcher, the job left pending
-sleep 0.5;
+# 1 as with its launcher, the job left pending.  The worker is stopped
+# once it is done with the first job (its line said) and blocked in its
+# read of the next (Redis's CLIENT LIST says so); it goes on once the
+# spawner is dead (a zombie its stopped parent has not reaped), not
+# merely sent SIGKILL.
+wait_until(sub {
+    $w->worker_log($pid) =~ /job creds: ok in/
+        && ($w->redis('CLIENT', 'LIST') // '')
+           =~ /^(?=.*\bcmd=xreadgroup\b)(?=.*\bflags=\S*b).*$/m
+});
 kill 'STOP', $pid;
 $w->add_job(job_id => 'lost', script => "print(1)\n",
     blueprint => { inputs => [ { name => 'n1', route => 'nested',
                                  params => { n => '1' } } ] });
 kill 'KILL', $sp if $sp;
-sleep 0.1;
+wait_until(sub { state_of($sp // 0) =~ /^[ZX]?$/ });
 kill 'CONT', $pid;
 my $ws;
-for (1 .. 400) {
-    $ws = $?, last if waitpid($pid, POSIX::WNOHANG()) == $pid;
-    sleep 0.025;
-}
+wait_until(sub {
+    return 0 unless waitpid($pid, POSIX::WNOHANG()) == $pid;
+    $ws = $?;
+    return 1;
+});
 ok($sp && defined $ws && ($ws >> 8) == 1,
    'the spawner killed: the worker exits 1')
     or diag('wait status ' . ($ws // 'none'));
