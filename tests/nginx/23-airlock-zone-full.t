@@ -60,27 +60,54 @@ sub nomem {
     return scalar @l;
 }
 
-my $t0 = time;
-my $answered = 0;
+# the quarantine alerts, oldest first
+sub quarantines {
+    my $text = $t->read_file('journal.log') // '';
+    return grep { $_->{type} eq 'alert' && $_->{kind} eq 'quarantine' }
+           map { $json->decode($_) } grep { length } split /\n/, $text;
+}
 
-for my $w (@who) {
-    $answered++ if deny_json(get($w, '/nope'))->[0] == 403;
+# The zone filled and its checks, made while the first quarantine runs:
+# they stand when every answer was read before the end its alert gives
+# (nginx's clock).  A loaded machine may hold the 300 denials up past it
+# (then early nodes expire and make room); the zone is then filled
+# afresh on a new nginx, three times at most.
+my ($t0, $answered, @q, $nomem, $first_q, $s, $first);
+
+for my $try (1 .. 3) {
+    if ($try > 1) {
+        $t->stop;
+        unlink map { $t->testdir . "/$_" } qw(journal.log error.log);
+        $t->start_echo(8081);
+        $t->run;
+    }
+
+    $t0 = time;
+    $answered = 0;
+
+    for my $w (@who) {
+        $answered++ if deny_json(get($w, '/nope'))->[0] == 403;
+    }
+
+    @q = quarantined();
+    $nomem = nomem();
+    $first_q = deny_json(get($q[0], '/ok'))->[1] if @q;
+    $s = json_body(http_get('/status', port => 8082));
+
+    ($first) = quarantines();
+    my $until = iso_s($first && $first->{quarantine_until});
+    last if defined $until && time < $until;
 }
 
 is($answered, $n, 'every denial answered while the zone fills');
-
-my @q = quarantined();
 cmp_ok(scalar @q, '<', $n, 'not every client could be counted');
 cmp_ok(scalar @q, '>', 8, 'but many were');
-is(nomem(), 1, 'one ALERT for the full zone');
+is($nomem, 1, 'one ALERT for the full zone');
 
-is(deny_json(get($q[0], '/ok'))->[1], 'quarantined',
-   'the first quarantine was not freed to make room');
+is($first_q, 'quarantined', 'the first quarantine was not freed to make room');
 
-my $s = json_body(http_get('/status', port => 8082));
 is(scalar @{$s->{quarantined}}, $s->{zone}{nodes},
    'status: the zone holds quarantines only');
-
 diag(sprintf '%d clients quarantined in a zone of %d pages, %.1fs',
              scalar @q, $s->{zone}{pages}, time - $t0)
     if $ENV{TEST_VERBOSE};
@@ -89,16 +116,19 @@ diag(sprintf '%d clients quarantined in a zone of %d pages, %.1fs',
 
 # (past the end the first quarantine's alert gave, on nginx's clock: a
 # time taken here before its request may be earlier than its start)
-my ($first) = grep { $_->{type} eq 'alert' && $_->{kind} eq 'quarantine'
-                     && $_->{client} eq $q[0] }
-              map { $json->decode($_) } grep { length } split /\n/,
-              $t->read_file('journal.log') // '';
 my $until = iso_s($first && $first->{quarantine_until});
 my $left = defined $until ? $until + 0.3 - time : 5.3 - (time - $t0);
 sleep $left if $left > 0;
 
 is(parse_response(get($q[0], '/ok'))->{status}, 200,
    'after "for": let back');
+
+# and past the last quarantine of the fill, which a loaded machine may
+# have started well after the first (its node, once expired, makes room)
+my $last_q = (quarantines())[-1];
+$until = iso_s($last_q && $last_q->{quarantine_until});
+$left = defined $until ? $until + 0.3 - time : 0;
+sleep $left if $left > 0;
 
 my $last = $who[-1];
 my $before = grep { $_ eq $last } @q;
