@@ -96,6 +96,7 @@ static int al_ctl_diff(int argc, char **argv);
 static int al_ctl_keygen(int argc, char **argv);
 static int al_ctl_seal(int argc, char **argv);
 static int al_ctl_tools(int argc, char **argv);
+static void al_ctl_tools_print(const char *text);
 static int al_ctl_edit(int argc, char **argv);
 static int al_ctl_rollback(int argc, char **argv);
 static int al_ctl_llm_usage(int argc, char **argv);
@@ -2342,10 +2343,78 @@ al_ctl_tools(int argc, char **argv)
         return 1;
     }
 
-    printf("%s\n", text);
+    al_ctl_tools_print(text);
     free(text);
 
     return 0;
+}
+
+
+/*
+ * The tools' JSON with every character outside printable ASCII as a
+ * \uXXXX escape, the same JSON to a reader.  A route's description (and
+ * a pattern, a field's name) may hold any character: jansson escapes the
+ * C0 controls, but wrote DEL, the C1 controls (0x9b is a CSI to some
+ * terminals) and U+202E RIGHT-TO-LEFT OVERRIDE as they are, to the
+ * operator's terminal.  Outside strings jansson writes ASCII alone.
+ */
+
+static void
+al_ctl_tools_print(const char *text)
+{
+    int                   n, k;
+    uint32_t              c, lo;
+    const unsigned char  *s;
+
+    for (s = (const unsigned char *) text; *s != '\0'; s += n) {
+        n = 1;
+
+        if (*s >= 0x20 && *s < 0x7f) {
+            putchar(*s);
+            continue;
+        }
+
+        /* jansson writes valid UTF-8; anything else is U+FFFD */
+
+        c = 0xfffd;
+        k = *s >= 0xf0 && *s < 0xf5 ? 4 : *s >= 0xe0 ? 3
+            : *s >= 0xc2 && *s < 0xe0 ? 2 : 1;
+
+        if (*s < 0x80) {
+            c = *s;
+
+        } else if (k > 1 && (*s < 0xf0 || k == 4)) {
+            lo = *s & (0x7f >> k);
+
+            for (n = 1; n < k && (s[n] & 0xc0) == 0x80; n++) {
+                lo = (lo << 6) | (s[n] & 0x3f);
+            }
+
+            if (n == k && !(k == 3 && lo < 0x800)
+                && !(k == 4 && (lo < 0x10000 || lo > 0x10ffff))
+                && !(lo >= 0xd800 && lo < 0xe000))
+            {
+                c = lo;
+
+            } else {
+                n = 1;
+            }
+        }
+
+        if (c > 0xffff) {
+            c -= 0x10000;
+            printf("\\u%04x\\u%04x", (unsigned) (0xd800 + (c >> 10)),
+                   (unsigned) (0xdc00 + (c & 0x3ff)));
+
+        } else if (c == '\n') {
+            putchar('\n');
+
+        } else {
+            printf("\\u%04x", (unsigned) c);
+        }
+    }
+
+    putchar('\n');
 }
 
 
