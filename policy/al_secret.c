@@ -54,6 +54,7 @@ static int al_key_read(const char *path, int secret, unsigned char *key,
     al_error_t *err);
 static int al_secret_file_checks(const char *path, int fd,
     const struct stat *st, size_t max, char *why, size_t whylen);
+static int al_key_is_public(int fd);
 static int al_key_parse(const char *path, int secret, const char *buf,
     size_t n, unsigned char *key, al_error_t *err);
 
@@ -656,9 +657,22 @@ al_key_read(const char *path, int secret, unsigned char *key,
     }
 
     if (secret && (st.st_mode & 077)) {
-        al_error_set(err, path, 0, 0, "private key file is readable by "
-                     "others (mode %04o); chmod 600 it",
-                     (unsigned) (st.st_mode & 07777));
+
+        /*
+         * a public key (0644 as keygen writes it) given for the private
+         * one: "chmod 600 it" would send the operator the wrong way
+         */
+
+        if (al_key_is_public(fd)) {
+            al_error_set(err, path, 0, 0, "this is the public key; give "
+                         "the private key file instead");
+
+        } else {
+            al_error_set(err, path, 0, 0, "private key file is readable "
+                         "by others (mode %04o); chmod 600 it",
+                         (unsigned) (st.st_mode & 07777));
+        }
+
         (void) close(fd);
         return -1;
     }
@@ -731,6 +745,18 @@ al_key_read(const char *path, int secret, unsigned char *key,
 
 
 /* "header <base64 of 32 bytes>", one optional trailing LF */
+
+/* the file at fd starts as a public key file does */
+
+static int
+al_key_is_public(int fd)
+{
+    char  head[sizeof(AL_KEY_PUBLIC_HEADER)];
+
+    return pread(fd, head, sizeof(head), 0) == (ssize_t) sizeof(head)
+           && memcmp(head, AL_KEY_PUBLIC_HEADER " ", sizeof(head)) == 0;
+}
+
 
 static int
 al_key_parse(const char *path, int secret, const char *buf, size_t n,
