@@ -100,6 +100,7 @@ static void al_ctl_tools_print(const char *text);
 static int al_ctl_edit(int argc, char **argv);
 static int al_ctl_rollback(int argc, char **argv);
 static int al_ctl_llm_usage(int argc, char **argv);
+static void al_ctl_routes_count(uint64_t n, const char *sep);
 static void al_ctl_routes_limits(const al_llm_client_t *lc);
 static void al_ctl_explain_limits(const al_llm_t *l,
     const al_client_t *client, const al_llm_client_t *lc,
@@ -1833,7 +1834,8 @@ al_ctl_routes(int argc, char **argv)
 
     if (p->nllm) {
         printf("\n%-24s %-18s %-32s %s\n", "LLM", "PROVIDER", "PREFIX",
-               "CLIENTS (tokens/min, tokens/day, max_tokens[; limits])");
+               "CLIENTS (tokens/min, tokens/day, max_tokens[; limits]; "
+               "- unlimited)");
     }
 
     for (i = 0; i < p->nllm; i++) {
@@ -1846,11 +1848,10 @@ al_ctl_routes(int argc, char **argv)
                l->prefix.data);
 
         for (k = 0; k < l->nclients; k++) {
-            printf("%s%s(%llu,%llu,%llu", k ? " " : " ",
-                   l->clients[k].client->name.data,
-                   (unsigned long long) l->clients[k].tokens_per_minute,
-                   (unsigned long long) l->clients[k].tokens_per_day,
-                   (unsigned long long) l->clients[k].max_tokens);
+            printf(" %s(", l->clients[k].client->name.data);
+            al_ctl_routes_count(l->clients[k].tokens_per_minute, ",");
+            al_ctl_routes_count(l->clients[k].tokens_per_day, ",");
+            al_ctl_routes_count(l->clients[k].max_tokens, "");
             al_ctl_routes_limits(&l->clients[k]);
             printf(")");
         }
@@ -3975,6 +3976,24 @@ al_ctl_explain_limits(const al_llm_t *l, const al_client_t *client,
                    req->cache_control ? "highest cache-write" : "input",
                    req->cache_control ? "the body names cache_control"
                                       : "no cache_control in the body");
+    }
+}
+
+
+/*
+ * A budget or cap of the routes table, then sep: "-" when unset.  An
+ * unset one is 0 in the policy, and was printed so: "ops(0,0,0)" read
+ * as a client that may spend no tokens, for one that has no limit.
+ */
+
+static void
+al_ctl_routes_count(uint64_t n, const char *sep)
+{
+    if (n == 0) {
+        printf("-%s", sep);
+
+    } else {
+        printf("%llu%s", (unsigned long long) n, sep);
     }
 }
 
