@@ -36,6 +36,15 @@
 #define AL_LLM_BUDGET_USD_MAX  (UINT64_C(1000000) * AL_LLM_USD)  /* $1M */
 
 
+/*
+ * Each route keeps a byte for every client (al_route_t's client_ok), so a
+ * policy's routes times its clients is memory: 80000 routes for 150000
+ * clients, a 12 MB file, took 12 GB to load (twice, with the copy each
+ * route's table is built in), nginx's master and airlockctl alike.
+ */
+#define AL_ROUTE_CLIENTS_MAX  (64 * 1024 * 1024)
+
+
 #define AL_RE_BUCKETS       1024
 
 /* rendered header values share guarded blocks of this size: each guarded
@@ -2489,6 +2498,14 @@ al_cc_routes(al_cc_t *cc, const al_ynode_t *node)
 
     if (al_cc_type(cc, node, AL_Y_SEQ, "routes") != 0) {
         return -1;
+    }
+
+    if ((uint64_t) node->n * (cc->p->nclients + 1) > AL_ROUTE_CLIENTS_MAX) {
+        return al_cc_error(cc, node, "%zu routes for %zu clients are "
+                           "too many: each route keeps a table of every "
+                           "client, and routes times (clients + 1) may be "
+                           "at most %d", node->n, cc->p->nclients,
+                           AL_ROUTE_CLIENTS_MAX);
     }
 
     cc->p->routes = al_palloc(cc->pool, (node->n + 1) * sizeof(al_route_t));
