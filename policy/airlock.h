@@ -190,6 +190,7 @@ int al_regex_match(const al_regex_t *re, const char *s, size_t len);
  */
 int al_regex_match_name(const al_regex_t *re, const char *s, size_t len);
 void al_regex_free(al_regex_t *re);
+size_t al_regex_size(const al_regex_t *re);
 
 
 /* Sealed secrets (al_secret.c), libsodium sealed boxes to an X25519 key. */

@@ -45,6 +45,14 @@
 #define AL_ROUTE_CLIENTS_MAX  (64 * 1024 * 1024)
 
 
+/*
+ * The compiled patterns (code and JIT code) of a policy: one of 30 bytes
+ * compiles to 50 KB, and a 16 MiB file of distinct ones took gigabytes
+ * in nginx's master and in airlockctl check.  80000 routes of a simple
+ * pattern each are 70 MB.
+ */
+#define AL_RE_SIZE_MAX      (256 * 1024 * 1024)
+
 #define AL_RE_BUCKETS       1024
 
 /* rendered header values share guarded blocks of this size: each guarded
@@ -82,6 +90,7 @@ typedef struct {
     int                  open;              /* open the secrets: 0, 1 or
                                                AL_POLICY_SECRET_PATHS */
     al_cc_re_t          *re[AL_RE_BUCKETS];
+    size_t               re_size;           /* of the compiled patterns */
     al_names_t           secret_names;
     al_names_t           upstream_names;
     al_str_t            *strs;              /* kept strings, by content */
@@ -1286,6 +1295,16 @@ al_cc_regex(al_cc_t *cc, const al_ynode_t *node, const char *what,
     if (al_pool_cleanup(cc->pool, al_cc_regex_free, param->re) != 0) {
         al_regex_free(param->re);
         return al_cc_error(cc, node, "out of memory");
+    }
+
+    cc->re_size += al_regex_size(param->re);
+
+    if (cc->re_size > AL_RE_SIZE_MAX) {
+        return al_cc_error(cc, node, "%s: the policy's patterns compile to "
+                           "more than %d MiB here; use fewer distinct "
+                           "patterns, or simpler ones (a bounded repeat "
+                           "of a group is compiled once for each time)",
+                           what, AL_RE_SIZE_MAX / (1024 * 1024));
     }
 
     e = al_palloc(cc->pool, sizeof(al_cc_re_t));

@@ -89,6 +89,26 @@ al_regex_compile(const char *pattern, size_t len, char *err, size_t errsize)
 }
 
 
+/* the memory of the compiled pattern and its JIT code, in bytes */
+
+size_t
+al_regex_size(const al_regex_t *re)
+{
+    size_t  size, jit;
+
+    size = 0;
+    jit = 0;
+
+    (void) pcre2_pattern_info(re->code, PCRE2_INFO_SIZE, &size);
+
+    if (re->jit) {
+        (void) pcre2_pattern_info(re->code, PCRE2_INFO_JITSIZE, &jit);
+    }
+
+    return size + jit;
+}
+
+
 /* 1 on a match; 0 on no match and on any error (limits, bad UTF-8) */
 
 int
