@@ -55,6 +55,15 @@
 
 #define AL_RE_BUCKETS       1024
 
+/*
+ * The rendered header values of a policy, in all: a template may name a
+ * secret of 64 KiB any number of times, and anyone may seal one to the
+ * public key, so a policy file of "{s}{s}{s}..." rendered to hundreds of
+ * gigabytes of guarded memory at nginx's load or check --key.  A header
+ * value is sent with every request: one over a few KB is no upstream's.
+ */
+#define AL_RENDERED_MAX     (64 * 1024 * 1024)
+
 /* rendered header values share guarded blocks of this size: each guarded
    block is three mappings, and a process has at most 65530 */
 #define AL_SECURE_CHUNK     (64 * 1024)
@@ -99,6 +108,7 @@ typedef struct {
     al_inject_t        **rendered;          /* rendered templates */
     size_t               rendered_mask;
     size_t               nrendered;
+    size_t               rendered_bytes;    /* of the rendered values */
     unsigned char       *secure;            /* guarded memory left */
     size_t               secure_left;
 } al_cc_t;
@@ -3837,6 +3847,17 @@ al_cc_render(al_cc_t *cc, const al_ynode_t *node, al_inject_t *inj)
                 inj->len = same->len;
                 return 0;
             }
+
+            if (out > AL_RENDERED_MAX - cc->rendered_bytes) {
+                return al_cc_error(cc, node, "the policy's injected header "
+                                   "values come to more than %d MiB with "
+                                   "this one (%zu bytes): a secret named "
+                                   "many times in a template is copied "
+                                   "each time", AL_RENDERED_MAX
+                                   / (1024 * 1024), out);
+            }
+
+            cc->rendered_bytes += out + 1;
 
             buf = al_cc_secure_alloc(cc, out + 1);
             if (buf == NULL) {
