@@ -109,6 +109,9 @@ typedef struct {
     size_t               rendered_mask;
     size_t               nrendered;
     size_t               rendered_bytes;    /* of the rendered values */
+    size_t              *llm_seen;          /* [nclients]: the llm entry
+                                               (its index + 1) that last
+                                               listed the client */
     unsigned char       *secure;            /* guarded memory left */
     size_t               secure_left;
 } al_cc_t;
@@ -4566,12 +4569,23 @@ al_cc_llm(al_cc_t *cc, const al_ynode_t *node, al_llm_t *l)
             (void) al_llm_client_list(l, lc, list);
         }
 
-        for (j = 0; j < i; j++) {
-            if (l->clients[j].client == c) {
-                return al_cc_error(cc, key, "client \"%s\" is listed twice",
-                                   key->scalar.data);
+        /* a stamp, not a search of those before: 50000 clients of one
+           entry took 40 s to load */
+
+        if (cc->llm_seen == NULL) {
+            cc->llm_seen = al_palloc(cc->tmp,
+                                     (cc->p->nclients + 1) * sizeof(size_t));
+            if (cc->llm_seen == NULL) {
+                return al_cc_error(cc, key, "out of memory");
             }
         }
+
+        if (cc->llm_seen[c->index] == (size_t) (l - cc->p->llm) + 1) {
+            return al_cc_error(cc, key, "client \"%s\" is listed twice",
+                               key->scalar.data);
+        }
+
+        cc->llm_seen[c->index] = (size_t) (l - cc->p->llm) + 1;
     }
 
     l->nclients = v->n;
