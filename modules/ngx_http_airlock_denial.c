@@ -293,9 +293,11 @@ ngx_http_airlock_denial_set(ngx_http_request_t *r, al_reason_t reason)
 static void
 ngx_http_airlock_denial_strip(ngx_http_request_t *r)
 {
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    ngx_uint_t                 i;
+    ngx_log_t                 *log;
+    ngx_list_part_t           *part;
+    ngx_table_elt_t           *h;
+    ngx_http_airlock_shown_t   shown;
 
     part = &r->headers_out.headers.part;
     h = part->elts;
@@ -324,7 +326,8 @@ ngx_http_airlock_denial_strip(ngx_http_request_t *r)
 
         h[i].hash = 0;
 
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+        ngx_log_error(NGX_LOG_WARN, log, 0,
                       "airlock: \"%V\" header of an answer not the "
                       "proxy's refusal removed%s", &h[i].key,
                       r->upstream ? " (from the upstream)" : "");

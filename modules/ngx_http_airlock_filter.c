@@ -395,8 +395,10 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     off_t                         len;
     ngx_int_t                     rc;
     ngx_str_t                     key, value;
+    ngx_log_t                    *log;
     ngx_table_elt_t              *h;
     ngx_http_airlock_ctx_t       *ctx;
+    ngx_http_airlock_shown_t      shown;
     ngx_http_airlock_loc_conf_t  *alcf;
 
     ctx = ngx_http_airlock_get_ctx(r);
@@ -438,7 +440,8 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
             return NGX_ERROR;
         }
 
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+        ngx_log_error(NGX_LOG_ERR, log, 0,
                       "airlock: upstream sent \"%V: %V\" on route \"%s\", "
                       "a response that cannot be scrubbed",
                       &key, &value, ctx->route->name.data);
@@ -1137,11 +1140,13 @@ ngx_http_airlock_scrub_copy(ngx_http_airlock_route_t *rc, u_char *dst,
 static ngx_int_t
 ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
-    ngx_int_t                rc;
-    ngx_buf_t               *b, *ob;
-    ngx_uint_t               final;
-    ngx_chain_t             *cl;
-    ngx_http_airlock_ctx_t  *ctx;
+    ngx_int_t                  rc;
+    ngx_buf_t                 *b, *ob;
+    ngx_log_t                 *log;
+    ngx_uint_t                 final;
+    ngx_chain_t               *cl;
+    ngx_http_airlock_ctx_t    *ctx;
+    ngx_http_airlock_shown_t   shown;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
 
@@ -1205,7 +1210,8 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
         } else if (b->in_file) {
             /* filter_need_in_memory makes this impossible */
-            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+            log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "airlock: file buffer in the scrub filter");
             return NGX_ERROR;
 
@@ -1261,12 +1267,14 @@ static ngx_int_t
 ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_chain_t *in)
 {
-    size_t        n;
-    ngx_int_t     rv;
-    ngx_str_t     body;
-    ngx_buf_t    *b, *held;
-    ngx_uint_t    last_buf, last, matches;
-    ngx_chain_t  *cl, out;
+    size_t                     n;
+    ngx_int_t                  rv;
+    ngx_str_t                  body;
+    ngx_buf_t                 *b, *held;
+    ngx_log_t                 *log;
+    ngx_uint_t                 last_buf, last, matches;
+    ngx_chain_t               *cl, out;
+    ngx_http_airlock_shown_t   shown;
 
     last = 0;
     last_buf = 0;
@@ -1280,7 +1288,8 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         }
 
         if (b->in_file && !ngx_buf_in_memory(b)) {
-            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+            log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+            ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "airlock: file buffer in the scrub filter");
             return NGX_ERROR;
         }
@@ -1414,8 +1423,10 @@ static ngx_int_t
 ngx_http_airlock_hold_copy(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_buf_t *b)
 {
-    size_t      n;
-    ngx_buf_t  *held;
+    size_t                     n;
+    ngx_buf_t                 *held;
+    ngx_log_t                 *log;
+    ngx_http_airlock_shown_t   shown;
 
     held = ctx->held;
 
@@ -1431,7 +1442,8 @@ ngx_http_airlock_hold_copy(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     n = b->last - b->pos;
 
     if (ctx->whole != NULL || n > (size_t) (held->end - held->last)) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+        ngx_log_error(NGX_LOG_ERR, log, 0,
                       "airlock: upstream sent more than its "
                       "Content-Length on route \"%s\"",
                       ctx->route->name.data);
@@ -2216,6 +2228,9 @@ ngx_http_airlock_out_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 static void
 ngx_http_airlock_scrubbed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
+    ngx_log_t                 *log;
+    ngx_http_airlock_shown_t   shown;
+
     ctx->scrubbed = 1;
 
     if (ctx->scrub_logged) {
@@ -2224,7 +2239,8 @@ ngx_http_airlock_scrubbed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
     ctx->scrub_logged = 1;
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+    log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+    ngx_log_error(NGX_LOG_WARN, log, 0,
                   "airlock: scrubbed an injected credential from the "
                   "response on route \"%s\"", ctx->route->name.data);
 }

@@ -184,21 +184,6 @@ typedef struct {
 } ngx_http_airlock_line_t;
 
 
-/*
- * The connection's log, copied for one line of ours about a refused
- * request, with a handler that escapes the context nginx ends the line
- * with (ngx_http_airlock_shown_context()).  The copy's writer and chain
- * are the connection log's.
- */
-
-typedef struct {
-    ngx_log_t                    log;           /* first: what is written */
-    ngx_log_handler_pt           handler;       /* the connection log's */
-} ngx_http_airlock_shown_t;
-
-
-static ngx_log_t *ngx_http_airlock_shown_log(ngx_http_request_t *r,
-    ngx_http_airlock_shown_t *shown);
 static u_char *ngx_http_airlock_shown_context(ngx_log_t *log, u_char *buf,
     size_t len);
 static void ngx_http_airlock_deny_line(ngx_http_request_t *r,
@@ -1103,7 +1088,7 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
 
-    log = ngx_http_airlock_shown_log(r, &shown);
+    log = ngx_http_airlock_shown_log(r->connection->log, &shown);
 
     ngx_log_error(alcf->log_level, log, 0,
                   "airlock: denied, reason \"%s\", client \"%V\", "
@@ -1114,16 +1099,14 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     if (ascf->deny_log != NULL) {
         ngx_http_airlock_deny_line(r, ctx, &id, detail, dlen, 0, &line);
-        ngx_http_airlock_line_write(&line, ascf->deny_log, 1,
-                                    r->connection->log);
+        ngx_http_airlock_line_write(&line, ascf->deny_log, 1, log);
     }
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
     if (amcf->journal != NULL) {
         ngx_http_airlock_deny_line(r, ctx, &id, detail, dlen, 1, &line);
-        ngx_http_airlock_line_write(&line, amcf->journal, 0,
-                                    r->connection->log);
+        ngx_http_airlock_line_write(&line, amcf->journal, 0, log);
     }
 }
 
@@ -1135,19 +1118,20 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
  * escape sequences of a terminal (ESC ] 0 ; sets a window's title, ESC [
  * 2 J clears the screen, and some terminals answer others with text of
  * their own), a bidi control that shows the line in another order.  Our
- * lines about it are written at "error" by default, where nginx writes
- * its own refusal of a malformed request at "info", so any client, one
- * the policy does not know too, would have them on an operator's
- * terminal.  They are written through a copy of the connection's log
- * whose handler writes the context with each such byte as \xHH, as
- * nginx's access log writes them.
+ * lines about a request are written at "warn" and above (a refusal at
+ * "error" by default), where nginx writes its own refusal of a malformed
+ * request at "info", so any client, one the policy does not know too,
+ * would have them on an operator's terminal.  Every line of the module's
+ * about a request (a refusal, an alert, a full airlock_zone, a scrubbed
+ * answer, a log file that cannot be written) is written through a copy
+ * of the connection's log whose handler writes the context with each
+ * such byte as \xHH, as nginx's access log writes them.
  */
 
-static ngx_log_t *
-ngx_http_airlock_shown_log(ngx_http_request_t *r,
-    ngx_http_airlock_shown_t *shown)
+ngx_log_t *
+ngx_http_airlock_shown_log(ngx_log_t *log, ngx_http_airlock_shown_t *shown)
 {
-    shown->log = *r->connection->log;
+    shown->log = *log;
     shown->handler = shown->log.handler;
 
     if (shown->handler != NULL) {
@@ -1302,7 +1286,7 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                                               peer + sizeof(peer));
     }
 
-    log = ngx_http_airlock_shown_log(r, &shown);
+    log = ngx_http_airlock_shown_log(r->connection->log, &shown);
 
     ngx_log_error(NGX_LOG_WARN, log, 0,
                   "airlock: alert \"%s\", client \"%V\"%s%*s%s, "
@@ -1377,7 +1361,7 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                                   sizeof(peer));
     }
 
-    ngx_http_airlock_line_write(&line, amcf->journal, 1, r->connection->log);
+    ngx_http_airlock_line_write(&line, amcf->journal, 1, log);
 }
 
 

@@ -153,6 +153,19 @@ typedef struct {
 } ngx_http_airlock_log_t;
 
 
+/*
+ * A request's connection log, copied for one line of ours, with a
+ * handler that escapes the context nginx ends the line with (the request
+ * line, the Host, the Referer, as the client sent them;
+ * ngx_http_airlock_shown_log()).  The copy's writer and chain are the
+ * connection log's.
+ */
+typedef struct {
+    ngx_log_t                    log;           /* first: what is written */
+    ngx_log_handler_pt           handler;       /* the connection log's */
+} ngx_http_airlock_shown_t;
+
+
 /* what a module adds to the request path (ngx_http_airlock_request.c) */
 typedef struct {
     /* the body, if any, is read: check it, allow or refuse the request;
@@ -469,6 +482,8 @@ void ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line,
     size_t len, ngx_log_t *log);
 u_char *ngx_http_airlock_file_room(ngx_open_file_t *file, size_t max);
 void ngx_http_airlock_file_commit(ngx_open_file_t *file, size_t len);
+ngx_log_t *ngx_http_airlock_shown_log(ngx_log_t *log,
+    ngx_http_airlock_shown_t *shown);
 void ngx_http_airlock_log_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char *detail);
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,

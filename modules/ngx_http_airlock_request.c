@@ -277,10 +277,13 @@ ngx_http_airlock_ctx_cleanup(void *data)
 ngx_int_t
 ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
+    ngx_log_t                 *log;
+    ngx_http_airlock_shown_t   shown;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (r != r->main) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+        ngx_log_error(NGX_LOG_ERR, log, 0,
                       "airlock: subrequest to \"%V\" refused", &r->uri);
         return NGX_HTTP_FORBIDDEN;
     }
@@ -468,13 +471,15 @@ ngx_int_t
 ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
     ngx_http_airlock_body_t *body)
 {
-    u_char                   *data, *p;
-    size_t                    len;
-    ngx_buf_t                *b, *one;
-    ngx_uint_t                n;
-    ngx_chain_t              *cl;
-    ngx_table_elt_t          *ct;
-    ngx_http_request_body_t  *rb;
+    u_char                    *data, *p;
+    size_t                     len;
+    ngx_log_t                 *log;
+    ngx_buf_t                 *b, *one;
+    ngx_uint_t                 n;
+    ngx_chain_t               *cl;
+    ngx_table_elt_t           *ct;
+    ngx_http_request_body_t   *rb;
+    ngx_http_airlock_shown_t   shown;
 
     ngx_memzero(body, sizeof(ngx_http_airlock_body_t));
 
@@ -514,7 +519,8 @@ ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
     if (r->headers_in.content_length_n > 0
         && r->headers_in.content_length_n != (off_t) len)
     {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
+        ngx_log_error(NGX_LOG_ERR, log, 0,
                       "airlock: the request body is %uz bytes, not the %O "
                       "announced: it was read or discarded before the "
                       "decision", len, r->headers_in.content_length_n);
