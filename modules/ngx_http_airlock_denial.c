@@ -13,6 +13,10 @@
  *     runs right after nginx's headers filter (add_header, add_trailer),
  *     and so after every filter that can add a header an operator names;
  *     the scrubbing filters keep their own place;
+ *   - its body filter removes every Airlock-Denial trailer as the last
+ *     buffer passes: the upstream's trailers are there only then (a gRPC
+ *     upstream's; from nginx 1.27.2 an HTTP one's with
+ *     "proxy_pass_trailers on"), long after the header filter ran;
  *   - "add_header Airlock-Denial" and "add_trailer Airlock-Denial" fail
  *     nginx -t, naming their file and line: this module has add_header
  *     and add_trailer directives of its own, which nginx finds before the
@@ -37,7 +41,10 @@ static char *ngx_http_airlock_denial_add(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_int_t ngx_http_airlock_denial_preconf(ngx_conf_t *cf);
 static ngx_int_t ngx_http_airlock_denial_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_airlock_denial_header_filter(ngx_http_request_t *r);
-static void ngx_http_airlock_denial_strip(ngx_http_request_t *r);
+static ngx_int_t ngx_http_airlock_denial_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
+static void ngx_http_airlock_denial_strip(ngx_http_request_t *r,
+    ngx_list_part_t *part, const char *what);
 
 
 /* nginx declares it in no header; nginx exports it to dynamic modules */
@@ -111,6 +118,7 @@ static ngx_str_t  ngx_http_airlock_denial_key = ngx_string(AL_DENIAL_HEADER);
 
 
 static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
+static ngx_http_output_body_filter_pt    ngx_http_next_body_filter;
 
 
 /*
@@ -239,6 +247,9 @@ ngx_http_airlock_denial_init(ngx_conf_t *cf)
     ngx_http_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_airlock_denial_header_filter;
 
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_airlock_denial_body_filter;
+
     return NGX_OK;
 }
 
@@ -251,9 +262,29 @@ ngx_http_airlock_denial_init(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_airlock_denial_header_filter(ngx_http_request_t *r)
 {
-    ngx_http_airlock_denial_strip(r);
+    ngx_http_airlock_denial_strip(r, &r->headers_out.headers.part,
+                                  "header");
 
     return ngx_http_next_header_filter(r);
+}
+
+
+/* the trailers are complete when the last buffer passes */
+
+static ngx_int_t
+ngx_http_airlock_denial_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_chain_t  *cl;
+
+    for (cl = in; cl; cl = cl->next) {
+        if (cl->buf->last_buf) {
+            ngx_http_airlock_denial_strip(r, &r->headers_out.trailers.part,
+                                          "trailer");
+            break;
+        }
+    }
+
+    return ngx_http_next_body_filter(r, in);
 }
 
 
@@ -285,21 +316,20 @@ ngx_http_airlock_denial_set(ngx_http_request_t *r, al_reason_t reason)
 
 
 /*
- * Every Airlock-Denial header of the answer that the modules did not set
- * is removed: an upstream's (proxy_pass_header or not), add_header's,
- * another module's.
+ * Every Airlock-Denial header (or trailer) of the answer that the modules
+ * did not set is removed: an upstream's (proxy_pass_header or not),
+ * add_header's, another module's.
  */
 
 static void
-ngx_http_airlock_denial_strip(ngx_http_request_t *r)
+ngx_http_airlock_denial_strip(ngx_http_request_t *r, ngx_list_part_t *part,
+    const char *what)
 {
     ngx_uint_t                 i;
     ngx_log_t                 *log;
-    ngx_list_part_t           *part;
     ngx_table_elt_t           *h;
     ngx_http_airlock_shown_t   shown;
 
-    part = &r->headers_out.headers.part;
     h = part->elts;
 
     for (i = 0; /* void */; i++) {
@@ -328,8 +358,8 @@ ngx_http_airlock_denial_strip(ngx_http_request_t *r)
 
         log = ngx_http_airlock_shown_log(r->connection->log, &shown);
         ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "airlock: \"%V\" header of an answer not the "
-                      "proxy's refusal removed%s", &h[i].key,
+                      "airlock: \"%V\" %s of an answer not the "
+                      "proxy's refusal removed%s", &h[i].key, what,
                       r->upstream ? " (from the upstream)" : "");
     }
 }
