@@ -269,12 +269,19 @@ ngx_http_airlock_denial_header_filter(ngx_http_request_t *r)
 }
 
 
-/* the trailers are complete when the last buffer passes */
+/*
+ * The trailers are complete when the last buffer passes.  Most answers
+ * have none: the list's first part is empty, the chain is not walked.
+ */
 
 static ngx_int_t
 ngx_http_airlock_denial_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
     ngx_chain_t  *cl;
+
+    if (r->headers_out.trailers.part.nelts == 0) {
+        return ngx_http_next_body_filter(r, in);
+    }
 
     for (cl = in; cl; cl = cl->next) {
         if (cl->buf->last_buf) {
