@@ -23,8 +23,9 @@
  *           an allow list shown, aw_proc_shown), every namespace
  *           unshared (no network), no further user namespaces, no
  *           capabilities; pid 1 inside is a small Python init
- *           (aw_bwrap_init) that runs the script and reports its wait
- *           status.
+ *           (aw_bwrap_init) that sets the job's rlimits
+ *           (AW_BWRAP_SIGPENDING), runs the script and reports its
+ *           wait status.
  *
  * Two processes share the work (aw_priv.c).  The launcher, root, makes
  * the directory and the cgroup (aw_sandbox_launch()), and the job's
@@ -89,6 +90,30 @@
  */
 #define AW_GVISOR_PIDS         256
 #define AW_GVISOR_PIDS_EACH    16
+
+/*
+ * bwrap: the limits a script reads (getrlimit()) that the kernel sizes
+ * from the host's memory (RLIMIT_NPROC and RLIMIT_SIGPENDING, half of
+ * threads-max, 96367 on one host) or that the host's set-up sets
+ * (RLIMIT_MEMLOCK), which the sandbox's init (aw_bwrap_init) lowers to
+ * these, and RLIMIT_NPROC to the cgroup's pids.max (the argument after
+ * its code), before it starts the script.  Set inside the user
+ * namespace, not on bwrap: the kernel counts these per user namespace
+ * and uid, the namespace's creator's limits at its creation bounding
+ * the host uid's count of every namespace.  Set on bwrap, they were
+ * those too: the host uid's tasks, jobs of a shared uid (bwrap_uids 1,
+ * a worker not root, a uid range two workdirs share) all counted
+ * against one job's number, and one job's tasks refused another's
+ * forks.  Inside, the namespace's count is the init and the script's
+ * tasks, the cgroup's less bwrap's own process, so a fork past the
+ * limit is still refused by the cgroup (EAGAIN), whose pids.events tell
+ * killed/pids.  Queued signals: a kill() of a standard signal is never
+ * refused for them, a sigqueue() past them is (EAGAIN).  Message queue
+ * bytes: the kernel's default.  Locked memory: gVisor's.
+ */
+#define AW_BWRAP_SIGPENDING    128
+#define AW_BWRAP_MSGQUEUE      819200
+#define AW_BWRAP_MEMLOCK       65536
 
 /*
  * `runsc run`'s own log, in the job's directory: its last line is the
@@ -494,9 +519,18 @@ static const char *const  aw_proc_sys_files[] = {
  * the script running for good.
  */
 static const char  aw_bwrap_init[] =
-    "import ctypes, os, select, signal\n"
+    "import ctypes, os, resource, select, signal, sys\n"
     "if ctypes.CDLL(None).prctl(" AW_XSTR(PR_SET_DUMPABLE) ", 0, 0, 0, 0):\n"
     "    os._exit(1)\n"
+    "for r, v in ((resource.RLIMIT_NPROC, int(sys.argv[1])),\n"
+    "             (resource.RLIMIT_SIGPENDING, "
+    AW_XSTR(AW_BWRAP_SIGPENDING) "),\n"
+    "             (resource.RLIMIT_MSGQUEUE, " AW_XSTR(AW_BWRAP_MSGQUEUE) "),\n"
+    "             (resource.RLIMIT_MEMLOCK, " AW_XSTR(AW_BWRAP_MEMLOCK) ")):\n"
+    "    h = resource.getrlimit(r)[1]\n"
+    "    if h != resource.RLIM_INFINITY:\n"
+    "        v = min(v, h)\n"
+    "    resource.setrlimit(r, (v, v))\n"
     "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
     "w = select.poll()\n"
     "w.register(" AW_XSTR(AW_STATUS_FD) ", select.POLLOUT)\n"
@@ -2330,7 +2364,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     int status)
 {
     int            fd, own_dev, own_top;
-    char           root[2304], code[2304], data[2304], uid[32];
+    char           root[2304], code[2304], data[2304], uid[32], nproc[32];
     char           runsc_root[2304], platform[64], log[2304];
     char           layers[2304];
     char           empty[2304], scratch[2304], tmp[2304], shm[2304];
@@ -2493,6 +2527,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
     }
 
     snprintf(uid, sizeof(uid), "%ld", conf->sandbox_uid);
+    snprintf(nproc, sizeof(nproc), "%ld", aw_host_pids(conf, &job->limits));
 
     /*
      * The environment bwrap itself gets matters as much as the one it
@@ -2545,7 +2580,7 @@ aw_runtime_exec(const aw_conf_t *conf, const aw_job_t *job,
             "--setenv", "PATH", "/usr/bin:/bin",
             "--chdir", "/scratch", "--seccomp", "3",
             "--", "/usr/bin/python3", "-I", "-S", "-c", aw_bwrap_init,
-            NULL };
+            nproc, NULL };
 
         a.na = 0;
         a.np = 0;
