@@ -40,7 +40,10 @@
  * copytruncate while we were stopped) is looked for in the same
  * directory and finished, and the file under the name is then read from
  * its start.  A state file without a fingerprint is trusted on the
- * inode, as before.
+ * inode, as before.  A file there that cannot be read (an I/O error)
+ * may be the one: the journal waits for it, tried again at every
+ * wake-up and poll, for --rotate-grace at most (j->seek; j->seek_old
+ * for the rotated file, which the journal does not wait for).
  */
 
 #include <dirent.h>
@@ -79,8 +82,10 @@ static int ad_journal_check(ad_journal_t *j, ad_line_pt handler,
     void *data);
 static int ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp,
     uint64_t skip, char *path, size_t size);
-static int ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp);
-static int ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp);
+static int ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp,
+    int last);
+static int ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp,
+    int last);
 static void ad_journal_watch(ad_journal_t *j);
 
 
@@ -190,7 +195,13 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     memset(&j->open_fail, 0, sizeof(ad_fail_t));
     memset(&j->watch_fail, 0, sizeof(ad_fail_t));
     memset(&j->read_fail, 0, sizeof(ad_fail_t));
+    memset(&j->seek_fail, 0, sizeof(ad_fail_t));
+    memset(&j->seek_old_fail, 0, sizeof(ad_fail_t));
     memset(&j->pending, 0, sizeof(ad_fpos_t));
+    memset(&j->seek, 0, sizeof(ad_fpos_t));
+    memset(&j->seek_old, 0, sizeof(ad_fpos_t));
+    j->seek_until = 0;
+    j->seek_old_until = 0;
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
     j->old_until = 0;
@@ -255,8 +266,22 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
                 ad_file_strerror(errno), (long long) j->poll_ms);
     }
 
-    if (saved->old.valid && saved->old.ino != 0) {
-        (void) ad_journal_resume_old(j, &saved->old);
+    /*
+     * A file beside the name that cannot be read (an I/O error) may be
+     * the one a saved position is in: that is told once it can be read,
+     * at a wake-up or poll (ad_journal_read()), or after --rotate-grace
+     * taken for not ours.  --once stops on it, as on a journal it
+     * cannot open.
+     */
+
+    if (saved->old.valid && saved->old.ino != 0
+        && ad_journal_resume_old(j, &saved->old, 0) == -2 && !watch)
+    {
+        (void) snprintf(err, errsize, "cannot tell whether the rotated "
+                        "journal file alertd was reading is beside %s: %s",
+                        j->path, strerror(errno));
+        ad_journal_close(j);
+        return -1;
     }
 
     if (!saved->cur.valid || saved->cur.ino == 0) {
@@ -291,19 +316,31 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
         return 0;
     }
 
-    return ad_journal_elsewhere(j, &saved->cur);
+    if (ad_journal_elsewhere(j, &saved->cur, 0) == -2 && !watch) {
+        (void) snprintf(err, errsize, "cannot tell whether the journal "
+                        "file alertd was reading is beside %s: %s", j->path,
+                        strerror(errno));
+        ad_journal_close(j);
+        return -1;
+    }
+
+    return 0;
 }
 
 
 /*
  * The file under the name does not hold the bytes before the saved
  * position fp (at start, or once they could be read): another file
- * beside it may, or it was rewritten, or fp's file is gone.
+ * beside it may, or it was rewritten, or fp's file is gone.  -2 (errno
+ * set): a file beside it that may be fp's cannot be read; fp is kept in
+ * j->seek, and the journal waits, until it can be or, last, after
+ * --rotate-grace: then it is not ours.
  */
 
 static int
-ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp)
+ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp, int last)
 {
+    int   rc, err;
     char  found[sizeof(j->dir) + sizeof(j->base) + 1];
 
     /*
@@ -312,14 +349,21 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp)
      * file, or a copytruncate's copy.  Without one, only the inode tells.
      */
 
-    if (ad_journal_find(j, fp, fp->plen > 0 ? j->cur.ino : 0, found,
-                        sizeof(found)) == 0)
-    {
+    err = 0;
+    rc = ad_journal_find(j, fp, fp->plen > 0 ? j->cur.ino : 0, found,
+                         sizeof(found));
+
+    if (rc == -2) {
+        err = errno;
+
+    } else if (rc == 0) {
         ad_jfile_close(j, &j->cur);
 
-        if (ad_jfile_open(j, &j->cur, found) == 0
-            && ad_jfile_resume(j, &j->cur, fp) == 0)
-        {
+        rc = (ad_jfile_open(j, &j->cur, found) == 0)
+             ? ad_jfile_resume(j, &j->cur, fp) : -1;
+
+        if (rc == 0) {
+            ad_fail_over(&j->seek_fail, "reading %s", found);
             ad_log(AD_LOG_INFO, "the journal was %s while alertd was "
                    "stopped: finishing %s from offset %lld first",
                    j->cur.ino == fp->ino ? "rotated"
@@ -330,8 +374,37 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp)
             return 0;
         }
 
+        err = errno;
         ad_jfile_close(j, &j->cur);
         (void) ad_jfile_open(j, &j->cur, j->path);
+    }
+
+    if (rc == -2 && !last) {
+        if (!j->seek.valid) {
+            j->seek = *fp;
+            j->seek_until = ad_mono_ms() + j->grace_ms;
+        }
+
+        errno = err;
+        ad_fail(&j->seek_fail, AD_LOG_ERR, "reading %s at offset %lld: %s; "
+                "it may be the journal file alertd was reading (inode "
+                "%llu): the journal waits for it, tried again at every "
+                "poll for up to %lld ms (--rotate-grace)", found,
+                (long long) fp->off, strerror(err),
+                (unsigned long long) fp->ino, (long long) j->grace_ms);
+        errno = err;
+        return -2;
+    }
+
+    if (rc == -2) {
+        ad_log(AD_LOG_WARN, "%s could not be read for %lld ms "
+               "(--rotate-grace): %s; it is taken for not the journal file "
+               "alertd was reading (inode %llu)", found,
+               (long long) j->grace_ms, strerror(err),
+               (unsigned long long) fp->ino);
+
+        /* not said as over: the file that fails is left */
+        memset(&j->seek_fail, 0, sizeof(ad_fail_t));
     }
 
     if (j->cur.fd == -1 && j->open_fail.count != 0) {
@@ -418,14 +491,23 @@ ad_journal_watch(ad_journal_t *j)
  */
 
 static int
-ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp)
+ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp, int last)
 {
+    int   rc, err;
     char  found[sizeof(j->dir) + sizeof(j->base) + 1];
 
-    if (ad_journal_find(j, fp, 0, found, sizeof(found)) == 0
-        && ad_jfile_open(j, &j->old, found) == 0)
-    {
-        if (ad_jfile_resume(j, &j->old, fp) == 0) {
+    err = 0;
+    rc = ad_journal_find(j, fp, 0, found, sizeof(found));
+
+    if (rc == -2) {
+        err = errno;
+
+    } else if (rc == 0) {
+        rc = (ad_jfile_open(j, &j->old, found) == 0)
+             ? ad_jfile_resume(j, &j->old, fp) : -1;
+
+        if (rc == 0) {
+            ad_fail_over(&j->seek_old_fail, "reading %s", found);
             ad_log(AD_LOG_INFO, "reading the rotated journal %s from "
                    "offset %lld for late lines again", found,
                    (long long) fp->off);
@@ -433,7 +515,36 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp)
             return 0;
         }
 
+        err = errno;
         ad_jfile_close(j, &j->old);
+    }
+
+    /* as in ad_journal_elsewhere(), but the journal does not wait */
+
+    if (rc == -2 && !last) {
+        if (!j->seek_old.valid) {
+            j->seek_old = *fp;
+            j->seek_old_until = ad_mono_ms() + j->grace_ms;
+        }
+
+        errno = err;
+        ad_fail(&j->seek_old_fail, AD_LOG_ERR, "reading %s at offset %lld: "
+                "%s; it may be the rotated journal file alertd was still "
+                "reading (inode %llu): tried again at every poll for up "
+                "to %lld ms (--rotate-grace)", found, (long long) fp->off,
+                strerror(err), (unsigned long long) fp->ino,
+                (long long) j->grace_ms);
+        errno = err;
+        return -2;
+    }
+
+    if (rc == -2) {
+        ad_log(AD_LOG_WARN, "%s could not be read for %lld ms "
+               "(--rotate-grace): %s; it is taken for not the rotated "
+               "journal file alertd was reading (inode %llu)", found,
+               (long long) j->grace_ms, strerror(err),
+               (unsigned long long) fp->ino);
+        memset(&j->seek_old_fail, 0, sizeof(ad_fail_t));
     }
 
     ad_log(AD_LOG_WARN, "the rotated journal file alertd was still reading "
@@ -506,14 +617,17 @@ ad_jfile_resume(ad_journal_t *j, ad_jfile_t *f, const ad_fpos_t *fp)
  * Looks beside the journal for a regular file that holds fp's bytes at
  * fp's offset, or without a fingerprint for fp's inode.  The inode wins
  * a tie (a rotated file before a copy of it), then the longest file.
+ * -2 (errno set, path the file's): a file that cannot be read may be
+ * the one, as none found is, or as fp's inode when only a copy is.
  */
 
 static int
 ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp, uint64_t skip,
     char *path, size_t size)
 {
-    int             fd, ino, best_ino;
+    int             fd, rc, ino, best_ino, err, bad_ino;
     DIR            *d;
+    char            bad[sizeof(j->base)];
     off_t           best;
     struct stat     st;
     struct dirent  *de;
@@ -525,6 +639,9 @@ ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp, uint64_t skip,
 
     best = -1;
     best_ino = 0;
+    err = 0;
+    bad_ino = 0;
+    bad[0] = '\0';
 
     for ( ;; ) {
         de = readdir(d);
@@ -559,7 +676,15 @@ ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp, uint64_t skip,
                 continue;
             }
 
-            if (ad_print_at(j, fd, fp) != 0) {
+            rc = ad_print_at(j, fd, fp);
+
+            if (rc == -2 && (err == 0 || (ino && !bad_ino))) {
+                err = errno;
+                bad_ino = ino;
+                (void) snprintf(bad, sizeof(bad), "%s", de->d_name);
+            }
+
+            if (rc != 0) {
                 (void) close(fd);
                 continue;
             }
@@ -580,20 +705,35 @@ ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp, uint64_t skip,
 
     (void) closedir(d);
 
+    if (err != 0 && (best == -1 || (bad_ino && !best_ino))) {
+        (void) snprintf(path, size, "%s/%s",
+                        strcmp(j->dir, "/") == 0 ? "" : j->dir, bad);
+        errno = err;
+        return -2;
+    }
+
     return best == -1 ? -1 : 0;
 }
 
 
-/* returns 0 if fd holds fp's fingerprinted bytes before fp's offset */
+/*
+ * returns 0 if fd holds fp's fingerprinted bytes before fp's offset;
+ * -2 (errno set) if they cannot be read
+ */
 
 static int
 ad_print_at(ad_journal_t *j, int fd, const ad_fpos_t *fp)
 {
+    ssize_t        n;
     unsigned char  h[AD_PRINT_HASH];
 
-    if (ad_pread_all(fd, j->buf, fp->plen, fp->off - (int64_t) fp->plen)
-        != (ssize_t) fp->plen)
-    {
+    n = ad_pread_all(fd, j->buf, fp->plen, fp->off - (int64_t) fp->plen);
+
+    if (n == -1) {
+        return -2;
+    }
+
+    if (n != (ssize_t) fp->plen) {
         return -1;
     }
 
@@ -690,6 +830,8 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
     ad_fpos_t    fp;
     struct stat  st;
 
+    rc = 0;
+
     if (j->cur.fd != -1 && j->pending.valid) {
         rc = ad_jfile_resume(j, &j->cur, &j->pending);
 
@@ -705,11 +847,41 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
         memset(&j->pending, 0, sizeof(ad_fpos_t));
 
         if (rc != 0) {
-            (void) ad_journal_elsewhere(j, &fp);
+            rc = ad_journal_elsewhere(j, &fp, 0);
         }
     }
 
-    if (j->ifd == -1 || j->check) {
+    /*
+     * A saved position whose file could not be read at start: looked
+     * for again, until --rotate-grace is over.  Its lines come before
+     * the journal's: the name is not read, nor looked at, meanwhile.
+     */
+
+    if (j->seek.valid && rc != -2) {
+        fp = j->seek;
+
+        if (ad_journal_elsewhere(j, &fp, ad_mono_ms() >= j->seek_until)
+            != -2)
+        {
+            memset(&j->seek, 0, sizeof(ad_fpos_t));
+            j->check = 1;
+        }
+    }
+
+    if (j->seek_old.valid && j->old.fd == -1) {
+        fp = j->seek_old;
+
+        if (ad_journal_resume_old(j, &fp,
+                                  ad_mono_ms() >= j->seek_old_until)
+            != -2)
+        {
+            memset(&j->seek_old, 0, sizeof(ad_fpos_t));
+        }
+    }
+
+    if (!j->seek.valid && !j->seek_old.valid
+        && (j->ifd == -1 || j->check))
+    {
         j->check = 0;
         rc = ad_journal_check(j, handler, data);
         if (rc != 0) {
@@ -745,7 +917,7 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
         }
     }
 
-    if (j->cur.fd != -1) {
+    if (j->cur.fd != -1 && !j->seek.valid) {
         return ad_jfile_read(j, &j->cur, handler, data);
     }
 
@@ -1122,12 +1294,34 @@ ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
         pos->cur = j->pending;
     }
 
+    if (j->seek.valid) {
+        pos->cur = j->seek;
+    }
+
     ad_jfile_fpos(&j->old, &pos->old);
+
+    if (j->seek_old.valid) {
+        pos->old = j->seek_old;
+    }
 }
 
+
+/* the next deadline: a rotated file's grace, or the wait for one */
 
 int64_t
 ad_journal_next(const ad_journal_t *j)
 {
-    return (j->old.fd != -1) ? j->old_until : -1;
+    int64_t  t;
+
+    t = (j->old.fd != -1) ? j->old_until : -1;
+
+    if (j->seek.valid && (t == -1 || j->seek_until < t)) {
+        t = j->seek_until;
+    }
+
+    if (j->seek_old.valid && (t == -1 || j->seek_old_until < t)) {
+        t = j->seek_old_until;
+    }
+
+    return t;
 }

@@ -458,9 +458,21 @@ typedef struct {
     ad_fail_t        open_fail;             /* opening the name */
     ad_fail_t        watch_fail;            /* inotify, the dir's watch */
     ad_fail_t        read_fail;             /* reading, cur or old */
+    ad_fail_t        seek_fail;             /* reading a file that may
+                                               be seek's */
+    ad_fail_t        seek_old_fail;         /* or seek_old's */
     ad_fpos_t        pending;               /* where to go on in a
                                                journal that could not be
                                                opened at start */
+    ad_fpos_t        seek;                  /* a saved position whose
+                                               file a read error keeps
+                                               from being found beside
+                                               the name: the journal
+                                               waits for it */
+    ad_fpos_t        seek_old;              /* the same, for the rotated
+                                               file still read */
+    int64_t          seek_until;            /* monotonic ms: then taken */
+    int64_t          seek_old_until;        /* for not ours (lost) */
     int64_t          poll_ms;               /* --poll-interval */
     int64_t          grace_ms;              /* --rotate-grace */
     unsigned         check:1;               /* the name may point to a

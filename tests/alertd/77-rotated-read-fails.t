@@ -1,0 +1,188 @@
+#!/usr/bin/perl
+# The journal was rotated while alertd was stopped, and the rotated file
+# cannot be read (an I/O error) when alertd starts and looks for the
+# file its saved position is in.  That was taken as "not ours": alertd
+# said the file was gone and lines were lost, and the late lines in it
+# were never read.  An I/O error tells neither way: the position is
+# kept (and saved as it was), the failed read is said and tried again at
+# every wake-up and poll, and the journal waits, its lines being later.
+# Only after --rotate-grace is the file taken for not ours, and its lines
+# said lost: a bad sector in an old file does not hold the new journal
+# for ever.
+#
+#   1. the file the position is in: read once it can be, then the new
+#      journal after it;
+#   2. the rotated file still read for late lines at the stop: its late
+#      line is read once it can be, the journal read meanwhile;
+#   3. a file that never can be read: given up after --rotate-grace (1 s
+#      here), said as lost lines, and the new journal read.
+#
+# The failure is made for real: pread() on the rotated file fails with
+# EIO through the fault injector (lib/fault.c, LD_PRELOAD) while the test
+# holds it on.  Nothing is timed: the test waits for the log's lines.
+
+use strict;
+use warnings;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use AlertdTest;
+use Test::More;
+
+my $t = AlertdTest->new;
+my $j = $t->journal;
+my $env = $t->fault('pread', (split m{/}, $j)[-1] . '.1', 5);
+
+my $r = $t->receiver(secret => $t->secret('hook', 'whsec_' . 'F' x 32));
+$t->policy({ webhook => $r->{url}, secret => 'hook' });
+
+my @args = ('--verbose', '--repeat-interval', '1h', '--poll-interval',
+            '1s', '--rotate-grace', '1h');
+my $read = qr/\berror: reading \Q$j.1\E at offset \d+: Input.* it may be /;
+my $lost = qr/were not read/;
+my @all;
+
+sub alert_to {
+    my ($path, $reason) = @_;
+    my ($id, $line) = $t->alert_line(reason => $reason);
+    $t->append($line, $path);
+    push @all, $id;
+    return $id;
+}
+
+sub once {
+    my (@ids) = @_;
+    my %n;
+    $n{$_->{id}}++ for $t->accepted($r);
+    return join(',', map { $n{$_} // 0 } @ids);
+}
+
+$t->alertd_env($env, @args);
+my $a = alert_to($j, 'ra');
+ok($t->wait_for(sub { $t->delivered($r, $a) }), 'A is delivered');
+ok($t->wait_for(sub { ($t->saved_state->{offset} // -1) == -s $j }),
+   'the position after A is saved');
+my $ino = (stat $j)[1];
+is($t->stop($t->alertd_pid), 0, 'alertd stops');
+
+
+# 1. rotated while alertd was stopped, a late line in the rotated file
+
+rename $j, "$j.1" or die "rename: $!";
+my $b = alert_to("$j.1", 'rb');
+my $c = alert_to($j, 'rc');
+
+$t->fault_on;
+$t->alertd_env($env, @args);
+ok($t->log_has($read), 'the failed read of the rotated file is said')
+    or diag($t->alertd_log);
+ok($t->settle, 'a round after it');
+ok(!$t->delivered($r, $b), 'B, in the rotated file, is not read meanwhile');
+ok(!$t->delivered($r, $c), 'nor C, in the new journal: it waits');
+is($t->saved_state->{ino}, $ino, 'the saved position stays in the rotated '
+   . 'file');
+unlike($t->alertd_log, $lost, 'no line is said lost');
+
+$t->fault_off;
+ok($t->wait_for(sub { $t->delivered($r, $b, $c) }),
+   'once it can be read, B and then C are delivered')
+    or diag($t->alertd_log);
+my $fin = 'the journal was rotated while alertd was stopped: finishing';
+like($t->alertd_log, qr/\binfo: \Q$fin $j.1\E from offset/,
+     'the log says the rotated file is finished first');
+like($t->alertd_log, qr/\binfo: reading \Q$j.1\E works again, /,
+     'and that reading it works again');
+is(once($a, $b, $c), '1,1,1', 'A, B and C were each sent once');
+
+
+# 2. stopped while the rotated file was still read for late lines (an
+# hour's grace): a late line in it, which cannot be read at the start
+
+ok($t->wait_for(sub { $t->saved_state->{rotated} }),
+   'the rotated file is in the saved position');
+is($t->stop($t->alertd_pid), 0, 'alertd stops again');
+my $d = alert_to("$j.1", 'rd');
+
+$t->fault_on;
+my $n = $t->log_count($read);
+$t->alertd_env($env, @args);
+ok($t->wait_for(sub { $t->log_count($read) > $n }),
+   'the failed read of the rotated file is said again')
+    or diag($t->alertd_log);
+my $e = alert_to($j, 're');
+ok($t->wait_for(sub { $t->delivered($r, $e) }),
+   'E, in the journal, is read meanwhile');
+ok($t->settle, 'a round after it');
+ok(!$t->delivered($r, $d), 'D, in the rotated file, is not');
+ok($t->saved_state->{rotated}, 'the rotated file stays in the saved '
+   . 'position');
+unlike($t->alertd_log, $lost, 'no line is said lost');
+
+$t->fault_off;
+ok($t->wait_for(sub { $t->delivered($r, $d) }),
+   'once it can be read, D, a late line, is delivered')
+    or diag($t->alertd_log);
+like($t->alertd_log, qr/\binfo: reading the rotated journal \Q$j.1\E from /,
+     'the log says the rotated file is read again');
+
+
+# 3. the rotated file never can be read: given up after --rotate-grace
+
+my $over = qr/\binfo: stopped reading the rotated journal .* is over$/m;
+ok($t->log_more($over, sub {
+       is($t->stop($t->alertd_pid), 0, 'alertd stops again');
+       $t->alertd_env($env, @args[0 .. 4], '--rotate-grace', '1s');
+   }), 'restarted with a grace of 1 s: the rotated file\'s grace ends')
+    or diag($t->alertd_log);
+my $f = alert_to($j, 'rf');
+ok($t->wait_for(sub { $t->delivered($r, $f)
+                     && !$t->saved_state->{rotated} }),
+   'the grace over, the rotated file leaves the saved position');
+is($t->stop($t->alertd_pid), 0, 'alertd stops again');
+
+unlink "$j.1" or die "unlink: $!";
+rename $j, "$j.1" or die "rename: $!";
+my ($x, $line) = $t->alert_line(reason => 'rx');
+$t->append($line, "$j.1");
+my $g = alert_to($j, 'rg');
+
+$t->fault_on;
+
+# --once reads the journal now or not at all: it stops on the error
+my $pid = do {
+    local @ENV{keys %$env} = values %$env;
+    $t->spawn('once', $t->bin, '--policy', $t->dir . '/policy.yaml',
+              '--keyring', $t->keyring, '--journal', $j,
+              '--state', $t->state, '--once');
+};
+my $st = $t->reap($pid);
+unless (defined $st) {
+    kill 'KILL', $pid;
+    $t->reap($pid, 5);
+}
+is(defined $st ? $st >> 8 : 'hung', 2, '--once exits 2');
+my $why = 'cannot tell whether the journal file alertd was reading is beside';
+like($t->read_file('once.log'), qr/\berror: \Q$why $j\E: Input/,
+     'and says why');
+unlike($t->read_file('once.log'), $lost, 'it says no line lost');
+
+$n = $t->log_count($read);
+$t->alertd_env($env, @args[0 .. 4], '--rotate-grace', '1s');
+ok($t->wait_for(sub { $t->log_count($read) > $n }),
+   'the failed read is said')
+    or diag($t->alertd_log);
+ok($t->log_has(qr/\bwarning: \Q$j.1\E could not be read for 1000 ms /
+               . qr/\(--rotate-grace\): Input.*taken for not the journal/),
+   'after the grace it is given up')
+    or diag($t->alertd_log);
+ok($t->log_has(qr/\bwarning: the journal file alertd was reading .* /
+               . qr/lines written to it after offset \d+ were not read/),
+   'and its lines said lost');
+ok($t->wait_for(sub { $t->delivered($r, $g) }),
+   'G, in the new journal, is delivered')
+    or diag($t->alertd_log);
+ok($t->settle && $t->drained($r), 'alertd is done');
+ok(!$t->delivered($r, $x), 'X, in the file that cannot be read, is not');
+is(once(@all), join(',', map { 1 } @all), 'every other alert sent once');
+$t->fault_off;
+
+$t->done;
