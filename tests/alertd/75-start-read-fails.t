@@ -24,7 +24,7 @@ my $t = AlertdTest->new;
 my $j = $t->journal;
 my $env = $t->fault('pread', '/journal/airlock.journal', 5);
 
-my $r = $t->receiver(secret => $t->secret('hook', 'whsec_' . 'S' x 32));
+my $r = $t->receiver(secret => $t->secret('hook', 'whsec_FAKE' . 'S' x 28));
 $t->policy({ webhook => $r->{url}, secret => 'hook' });
 
 my @args = ('--verbose', '--repeat-interval', '1h', '--poll-interval',

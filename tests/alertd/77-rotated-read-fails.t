@@ -32,7 +32,7 @@ my $t = AlertdTest->new;
 my $j = $t->journal;
 my $env = $t->fault('pread', (split m{/}, $j)[-1] . '.1', 5);
 
-my $r = $t->receiver(secret => $t->secret('hook', 'whsec_' . 'F' x 32));
+my $r = $t->receiver(secret => $t->secret('hook', 'whsec_FAKE' . 'F' x 28));
 $t->policy({ webhook => $r->{url}, secret => 'hook' });
 
 my @args = ('--verbose', '--repeat-interval', '1h', '--poll-interval',
