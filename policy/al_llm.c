@@ -69,6 +69,7 @@ typedef struct {
     al_llm_alloc_pt         alloc;          /* NULL: malloc() */
     void                   *alloc_data;
     size_t                  nedits;
+    unsigned                audio_ref:1;    /* al_llm_req_refs_read() */
     al_llm_edit_t           edit[AL_LLM_EDITS];
 } al_llm_rq_t;
 
@@ -165,7 +166,6 @@ static const char *al_llm_stored_tool_here(json_t *obj);
 static const char *al_llm_skill_here(json_t *obj);
 static int al_llm_req_plugins(al_llm_rq_t *rq);
 static int al_llm_req_audio(al_llm_rq_t *rq);
-static int al_llm_req_audio_ref(al_llm_rq_t *rq);
 static const char *al_llm_url_here(json_t *obj);
 static int al_llm_url_remote(json_t *v);
 static int al_llm_url_ref(json_t *v);
@@ -751,6 +751,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
     rq.alloc = alloc;
     rq.alloc_data = data;
     rq.nedits = 0;
+    rq.audio_ref = 0;
 
     if (al_llm_req_model(&rq) != 0
         || al_llm_req_lists(&rq) != 0
@@ -3135,9 +3136,7 @@ al_llm_req_audio(al_llm_rq_t *rq)
               "prices above the policy's";
     }
 
-    if (why == NULL && (rq->b->urls & AL_LLM_URLS_AUDIO)
-        && al_llm_req_audio_ref(rq))
-    {
+    if (why == NULL && rq->audio_ref) {
         why = "an \"audio\" of a message names an earlier audio answer, "
               "read back as audio input, billed at audio prices above the "
               "policy's";
@@ -3151,33 +3150,6 @@ al_llm_req_audio(al_llm_rq_t *rq)
 
     return al_llm_fail(rq->req->detail, sizeof(rq->req->detail),
                        "%s, and this client has a dollar budget", why);
-}
-
-
-/*
- * 1 when a message has an "audio" (al_llm_audio_messages()), or the body
- * cannot be loaded; read only when the scan saw an "audio" below the top
- * level, for a client with a dollar budget.
- */
-
-static int
-al_llm_req_audio_ref(al_llm_rq_t *rq)
-{
-    int            found;
-    json_t        *root;
-    json_error_t   err;
-
-    root = json_loadb((const char *) rq->body, rq->len, 0, &err);
-
-    if (root == NULL) {
-        return 1;
-    }
-
-    found = (al_llm_audio_messages(root) != NULL);
-
-    json_decref(root);
-
-    return found;
 }
 
 
@@ -3218,6 +3190,7 @@ al_llm_req_refs(al_llm_rq_t *rq)
 static int
 al_llm_req_refs_read(al_llm_rq_t *rq)
 {
+    int            audio;
     size_t         i;
     json_t        *root, *v;
     uint32_t       code, net, pt;
@@ -3243,7 +3216,10 @@ al_llm_req_refs_read(al_llm_rq_t *rq)
     refs.want_network = (pt & (UINT32_C(1) << AL_LLM_PT_WEB_FETCH)) == 0
                         && (rq->b->tools & net) != 0;
 
-    if (!refs.want_url && !refs.want_stored && !refs.want_network) {
+    /* a message's "audio", for al_llm_req_audio(): in the same load */
+    audio = (rq->b->urls & AL_LLM_URLS_AUDIO) && al_llm_client_priced(rq->lc);
+
+    if (!refs.want_url && !refs.want_stored && !refs.want_network && !audio) {
         return 0;
     }
 
@@ -3253,8 +3229,11 @@ al_llm_req_refs_read(al_llm_rq_t *rq)
         refs.url = refs.want_url ? "the body" : NULL;
         refs.stored = "the body";
         refs.network = "the body";
+        rq->audio_ref = audio;
 
     } else {
+        rq->audio_ref = audio && al_llm_audio_messages(root) != NULL;
+
         for (i = 0; members[i] != NULL && refs.url == NULL; i++) {
             v = json_object_get(root, members[i]);
 
