@@ -16,8 +16,11 @@
  * the model; the same call is never sent again in the run.  Another 403
  * is the upstream's, a result like others.
  * A malformed answer from the model (bad JSON arguments, an unknown
- * tool, a route the agent is not granted) is an "error" event and a tool
- * result that says so; the steps limit bounds how often.
+ * tool) is an "error" event and a tool result that says so; the steps
+ * limit bounds how often.  A route of the policy the agent is not
+ * granted is an unknown tool, answered word for word as a name the
+ * policy lacks: the answers tell nothing of the policy's routes for
+ * other clients (only the operator's log names it).
  *
  * Events (SSE "event: TYPE", data a JSON object that has "type" too):
  * run, step, delta, tool_call, tool_result, denial, job, answer, limit,
@@ -42,6 +45,9 @@
                                    the proxy's or a worker's answer */
 #define AG_RESULT_SLACK  (64 * 1024)    /* bytes of a job's result read
                                            past what the run may show */
+#define AG_TOOL_NONE  "the name this call gave (not repeated here) is "   \
+                      "none of your tools: call only the tools you are "   \
+                      "given, by their names"
 #define AG_NO_RESULT_STOP  (ag_left ? "no result: the run ended first, "   \
                                       "its client gone"                     \
                                     : "no result: the agent stopped first")
@@ -827,9 +833,10 @@ ag_call_id_ok(json_t *id)
  * of its own, the model's when that is one the providers take and no
  * earlier call of the answer has it, else the agent's, so each result
  * answers exactly one call and the history is one the provider takes
- * back; and a name that is one of the agent's tools (or a route of the
- * policy, which is not granted: the model is told so), else
- * AG_TOOL_UNKNOWN, with "unknown" set (the name's length; 0: none).  The
+ * back; and a name that is one of the agent's tools, else
+ * AG_TOOL_UNKNOWN, with "unknown" set (the name's length; 0: none): a
+ * route of the policy granted to other clients only is one of none, as
+ * the model, and the client, see it (the operator's log names it).  The
  * model chooses both: whole, they went into the events, the run's record,
  * the session, the history sent back and the client's terminal, as
  * whatever text the model, or data it read, made them.
@@ -838,10 +845,11 @@ ag_call_id_ok(json_t *id)
 static void
 ag_call_check(ag_run_t *run, json_t *calls, size_t i)
 {
-    size_t       k, n, len;
-    json_t      *call;
-    ag_conf_t   *conf;
-    const char  *s;
+    size_t             k, n, len;
+    json_t            *call;
+    ag_conf_t         *conf;
+    const char        *s;
+    const al_route_t  *route;
 
     conf = run->conf;
     call = json_array_get(calls, i);
@@ -863,12 +871,28 @@ ag_call_check(ag_run_t *run, json_t *calls, size_t i)
     len = json_string_length(json_object_get(call, "name"));
 
     if (s != NULL && al_tool_name_ok(s, len)
-        && (strcmp(s, AL_TOOL_RUN_PYTHON) == 0
-            ? conf->sandbox != NULL
-            : conf->policy != NULL
-              && al_policy_route(conf->policy, s, len) != NULL))
+        && strcmp(s, AL_TOOL_RUN_PYTHON) == 0)
     {
-        return;
+        if (conf->sandbox != NULL) {
+            return;
+        }
+
+    } else if (s != NULL && al_tool_name_ok(s, len)
+               && conf->policy != NULL)
+    {
+        route = al_policy_route(conf->policy, s, len);
+
+        if (route != NULL && route->client_ok[conf->pclient->index]) {
+            return;
+        }
+
+        if (route != NULL) {
+            /* the operator's to know; the model's answer is as for none */
+            fprintf(stderr, "airlock-agent: session %s: a tool call named "
+                    "route \"%s\", which the policy does not grant to "
+                    "client \"%s\": answered as a name of no tool\n",
+                    run->session, route->name.data, conf->client);
+        }
     }
 
     json_object_set_new(call, "unknown", json_integer((json_int_t) len));
@@ -921,10 +945,7 @@ ag_tool(ag_run_t *run, json_t *call)
     }
 
     if (v != NULL) {
-        ag_tool_error(run, id, name, "unknown_tool",
-                      "the name this call gave (not repeated here) is "
-                      "none of your tools: call only the tools you are "
-                      "given, by their names");
+        ag_tool_error(run, id, name, "unknown_tool", AG_TOOL_NONE);
         json_decref(args);
         return 0;
     }
@@ -936,20 +957,12 @@ ag_tool(ag_run_t *run, json_t *call)
         return rc;
     }
 
-    /* a route of the policy (ag_call_check()), or run_python's name */
+    /* a route the agent is granted (ag_call_check()) */
     route = al_policy_route(run->conf->policy, name, strlen(name));
 
-    if (route == NULL) {
-        ag_tool_error(run, id, name, "unknown_tool",
-                      "there is no tool named \"%s\"", name);
-        json_decref(args);
-        return 0;
-    }
-
-    if (!route->client_ok[run->conf->pclient->index]) {
-        ag_tool_error(run, id, name, "tool_not_granted",
-                      "route \"%s\" is not granted to client \"%s\"; it is "
-                      "not one of your tools", name, run->conf->client);
+    if (route == NULL || !route->client_ok[run->conf->pclient->index]) {
+        ag_tool_error(run, id, AG_TOOL_UNKNOWN, "unknown_tool",
+                      AG_TOOL_NONE);
         json_decref(args);
         return 0;
     }
@@ -1222,28 +1235,29 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
         r = (route != NULL)
             ? al_policy_route(conf->policy, route, strlen(route)) : NULL;
 
+        /*
+         * Only the routes the tool offers, those the sandbox's client is
+         * granted: one it is not would be the worker's denial, counted
+         * against the worker's client (its alerts, its quarantine), not
+         * the run's.  A route of the policy granted to others only is
+         * answered as one the policy lacks, word for word, so no answer
+         * tells which routes the policy has for whom; the operator's log
+         * says which it was.
+         */
+
+        if (r != NULL && !r->client_ok[conf->psandbox->index]) {
+            fprintf(stderr, "airlock-agent: session %s: a run_python "
+                    "input named route \"%s\", which the policy does not "
+                    "grant to client \"%s\": answered as a route of "
+                    "none\n", run->session, r->name.data, conf->sandbox);
+            r = NULL;
+        }
+
         if (name == NULL || !ag_id_ok(name, strlen(name)) || r == NULL) {
             ag_tool_error(run, id, AL_TOOL_RUN_PYTHON, "bad_tool_arguments",
                           "run_python: input %zu needs a \"name\" (1 to 64 "
-                          "of A-Z a-z 0-9 _ -) and a \"route\" the policy "
-                          "has", i);
-            json_decref(bp);
-            json_decref(names);
-            return 0;
-        }
-
-        /*
-         * Only the routes the tool offers: one the sandbox's client is
-         * not granted would be the worker's denial, counted against the
-         * worker's client (its alerts, its quarantine), not the run's.
-         */
-
-        if (!r->client_ok[conf->psandbox->index]) {
-            ag_tool_error(run, id, AL_TOOL_RUN_PYTHON, "tool_not_granted",
-                          "run_python: input %zu: route \"%s\" is not "
-                          "granted to client \"%s\"; it is not one of "
-                          "run_python's routes", i, route,
-                          conf->sandbox);
+                          "of A-Z a-z 0-9 _ -) and a \"route\" that is one "
+                          "of run_python's routes", i);
             json_decref(bp);
             json_decref(names);
             return 0;

@@ -5,6 +5,7 @@
 # model answer (tool arguments that are not JSON, an unknown tool, a tool
 # for a route the agent is not granted, a gateway error) is an "error"
 # event, not a crash: the same agent process answers the next question.
+# A route the agent is not granted is answered as a name of no tool.
 # A session takes one question at a time (409 while one runs).
 
 use strict;
@@ -192,7 +193,7 @@ $a->script({ tool_calls => [
 $ev = $a->ask('bad-1', 'misbehave');
 my @err = of_type('error', $ev);
 is_deeply([ map { $_->{code} } @err ],
-          [ 'bad_tool_arguments', 'unknown_tool', 'tool_not_granted',
+          [ 'bad_tool_arguments', 'unknown_tool', 'unknown_tool',
             'bad_tool_arguments', 'bad_tool_arguments' ],
           'five error events, each named');
 like($err[4]{message}, qr/^the arguments of logs are not JSON: a syntax error at byte \d+$/,
@@ -202,8 +203,8 @@ is(scalar(grep { ($_->{role} // '') eq 'tool'
                  && ($_->{content} // '') =~ /IGNORE-ALL-RULES/ }
           @{$prov[-1]{body}{messages}}),
    0, 'bad JSON: the model\'s text is not repeated to it as the agent\'s');
-like($err[2]{message}, qr/not granted to client "agent"/,
-     'the route the agent lacks: said so');
+is($err[2]{message}, $err[1]{message},
+   'the route the agent lacks: answered as a name of no tool');
 is((of_type('answer', $ev))[0]{text}, 'recovered',
    'the model was told and the run went on');
 is(scalar(grep { ($_->{path} // '') =~ m{^/internal/} } $a->proxy->deny_log),

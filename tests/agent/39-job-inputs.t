@@ -2,8 +2,8 @@
 
 # airlock-agent: a run_python input names one of the routes the tool
 # offers, those granted to the sandbox's client (--sandbox).  A model
-# that names another route (one granted to the agent only, say) gets an
-# error, and no job is queued: the worker would fetch it as its own
+# that names another route (one granted to the agent only, say) gets the
+# error a route the policy lacks gets, and no job is queued: the worker would fetch it as its own
 # client, and the proxy's denial would count against the worker (its
 # alerts, its quarantine, cutting off every run's jobs), not the run.
 # An input the proxy denies the worker all the same (its parameters, say:
@@ -53,11 +53,11 @@ $a->script({ tool_calls => [ job('prometheus-query', 'agent-notes') ] },
 my $ev = $a->ask('inputs-1', 'a job over the notes');
 
 my @err = of_type('error', $ev);
-is(scalar(@err) == 1 && $err[0]{code}, 'tool_not_granted',
-   'an input route the sandbox lacks: a tool_not_granted error');
+is(scalar(@err) == 1 && $err[0]{code}, 'bad_tool_arguments',
+   'an input route the sandbox lacks: an error');
 like($err[0] ? $err[0]{message} : '',
-     qr/input 1: route "agent-notes" is not granted to client "worker"/,
-     'the error names the input and the route');
+     qr/input 1 needs .* a "route" that is one of run_python's routes$/,
+     'the error names the input, not the route, as for a route of none');
 is(scalar(of_type('job', $ev)), 0, 'no job event');
 is(scalar($a->jsonl('jobs.log')), 0, 'no job was queued for the worker');
 is((of_type('done', $ev))[0]{outcome}, 'answer', 'the run goes on');
