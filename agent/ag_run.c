@@ -43,6 +43,12 @@
 #define AG_STOP       1
 #define AG_FIELD_MAX  256       /* bytes of a string an event copies from
                                    the proxy's or a worker's answer */
+#define AG_PROMPT_BYTES_PER_TOKEN  2    /* a prompt's growth, counted
+                                           before a call: half the 4
+                                           bytes a token of English, so
+                                           data dense in tokens (numbers,
+                                           JSON, hex, scripts other than
+                                           Latin) is not counted short */
 #define AG_RESULT_SLACK  (64 * 1024)    /* bytes of a job's result read
                                            past what the run may show */
 #define AG_TOOL_NONE  "the name this call gave (not repeated here) is "   \
@@ -84,7 +90,8 @@ static int ag_wall_stop(ag_run_t *run);
 static void ag_stopped(ag_run_t *run);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_tokens_paid(ag_run_t *run);
-static void ag_tokens_ahead(ag_run_t *run, const char *limit);
+static void ag_tokens_ahead(ag_run_t *run, const char *limit, long prompt,
+    size_t grown);
 static int ag_id_taken(json_t *calls, size_t i);
 static int ag_call_id_ok(json_t *id);
 static void ag_call_check(ag_run_t *run, json_t *calls, size_t i);
@@ -94,10 +101,10 @@ int
 ag_run_ask(ag_run_t *run, const char *prompt)
 {
     int               rc, stop, capped;
-    long              used, out;
+    long              used, out, next;
     const char       *limit;
     char              when[32], *text;
-    size_t            i, n, dropped;
+    size_t            i, n, dropped, sent, grown;
     json_t           *req, *msg, *calls, *call, *names, *record;
     time_t            now;
     struct tm         tm;
@@ -180,14 +187,35 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             break;
         }
 
+        req = ag_request(run, 0);
+        if (req == NULL) {
+            ag_event(run, "error", json_pack("{s:s, s:s}", "code",
+                                             "internal", "message",
+                                             "out of memory"));
+            outcome = "error";
+            break;
+        }
+
         /*
          * --max-tokens and --max-user-tokens within a step: the call
          * asks for no more output than the run, and the payer's day,
-         * have left less its prompt, which is no smaller than the last
-         * call's (a run's request only grows), or the gateway's cap when
-         * that is less.  A prompt that alone would take either to its
-         * limit is not sent.
+         * have left less its prompt, or the gateway's cap when that is
+         * less.  Its prompt is the last call's as the provider counted
+         * it and the bytes the request grew by since (the model's last
+         * answer, the tool results) at AG_PROMPT_BYTES_PER_TOKEN: the
+         * last prompt alone let the tool results of a step, up to
+         * --max-tool-bytes, take a run, and the payer's day, past the
+         * limit uncounted.  A prompt that alone would take either to
+         * its limit is not sent.
          */
+
+        sent = json_dumpb(req, NULL, 0, JSON_COMPACT);
+        grown = (run->last_sent > 0 && sent > run->last_sent)
+                ? sent - run->last_sent : 0;
+        next = (long) ((grown + AG_PROMPT_BYTES_PER_TOKEN - 1)
+                         / AG_PROMPT_BYTES_PER_TOKEN);
+        next = (next > LONG_MAX - run->last_prompt)
+                 ? LONG_MAX : next + run->last_prompt;
 
         out = conf->max_tokens - run->tokens;
         limit = "tokens";
@@ -199,30 +227,26 @@ ag_run_ask(ag_run_t *run, const char *prompt)
             limit = "user_tokens";
         }
 
-        if (run->last_prompt >= out) {
-            ag_tokens_ahead(run, limit);
+        if (next >= out) {
+            ag_tokens_ahead(run, limit, next, grown);
+            json_decref(req);
             break;
         }
 
-        out -= run->last_prompt;
+        out -= next;
         capped = (conf->out_cap == 0 || out < conf->out_cap);
         out = capped ? out : conf->out_cap;
+
+        json_object_set_new(req, conf->out_member,
+                            json_integer((json_int_t) out));
 
         run->steps++;
         ag_event(run, "step", json_pack("{s:I}", "n",
                                         (json_int_t) run->steps));
 
-        req = ag_request(run, out);
-        if (req == NULL) {
-            ag_event(run, "error", json_pack("{s:s, s:s}", "code",
-                                             "internal", "message",
-                                             "out of memory"));
-            outcome = "error";
-            break;
-        }
-
         rc = ag_llm_call(run, req, &res);
         json_decref(req);
+        run->last_sent = sent;
 
         if (rc != 0) {
             if (ag_stopping) {
@@ -723,40 +747,47 @@ ag_tokens_over(const ag_conf_t *conf, const char *payer, long long used,
 
 
 /*
- * The run ends before a model call whose prompt alone, no smaller than
- * the last one's, would take the run's tokens (--max-tokens) or the
- * payer's day (--max-user-tokens) to its limit.
+ * The run ends before a model call whose prompt alone, the last call's
+ * and what the request grew by since (grown bytes), prompt tokens in
+ * all, would take the run's tokens (--max-tokens) or the payer's day
+ * (--max-user-tokens) to its limit.
  */
 
 static void
-ag_tokens_ahead(ag_run_t *run, const char *limit)
+ag_tokens_ahead(ag_run_t *run, const char *limit, long prompt, size_t grown)
 {
-    char        msg[512];
+    char        msg[512], why[256];
     ag_conf_t  *conf;
 
     conf = run->conf;
 
+    snprintf(why, sizeof(why), "the next model call's prompt, about %ld "
+             "tokens (the last call's, %ld, and the %zu bytes it grew by "
+             "since, the tool results among them, at %d bytes a token)",
+             prompt, run->last_prompt, grown, AG_PROMPT_BYTES_PER_TOKEN);
+
     if (strcmp(limit, "tokens") == 0) {
-        ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}",
+        snprintf(msg, sizeof(msg), "the run was stopped by a limit per "
+                 "question: %s, would take it to its token limit (%ld, "
+                 "%ld used)", why, conf->max_tokens, run->tokens);
+        ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:I, s:s}",
                  "limit", limit, "value", (json_int_t) run->tokens,
-                 "max", (json_int_t) conf->max_tokens, "message",
-                 "the run was stopped by a limit per question: the next "
-                 "model call's prompt, no smaller than the last one's, "
-                 "would take it to its token limit"));
+                 "max", (json_int_t) conf->max_tokens,
+                 "next_prompt", (json_int_t) prompt, "message", msg));
         return;
     }
 
     snprintf(msg, sizeof(msg), "the questions of %s used %lld tokens "
-             "today (UTC), and the next model call's prompt, no smaller "
-             "than the last one's (%ld), would take them to "
-             "--max-user-tokens (%ld)", run->payer, run->day_used,
-             run->last_prompt, conf->max_user_tokens);
+             "today (UTC), and %s would take them to --max-user-tokens "
+             "(%ld)", run->payer, run->day_used, why,
+             conf->max_user_tokens);
     fprintf(stderr, "airlock-agent: session %s: a run ended: %s\n",
             run->session, msg);
-    ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}", "limit",
+    ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:I, s:s}", "limit",
                                      limit, "value",
                                      (json_int_t) run->day_used, "max",
                                      (json_int_t) conf->max_user_tokens,
+                                     "next_prompt", (json_int_t) prompt,
                                      "message", msg));
 }
 

@@ -193,6 +193,9 @@ typedef struct {
     long             last_prompt;           /* the last call's prompt, in
                                                tokens: the next one's is
                                                no smaller */
+    size_t           last_sent;             /* the last call's request,
+                                               in bytes (its output cap
+                                               0), or 0: none yet */
     const char      *payer;                 /* whose quotas the run's
                                                tokens count against */
     long long        unpaid;                /* tokens not yet counted in

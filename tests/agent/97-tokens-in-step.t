@@ -6,9 +6,9 @@
 # pass its limit by a whole call's answer.  Now each call names its
 # output cap (max_completion_tokens, as the gateway names it for an
 # "openai" entry): the tokens the run has left less the call's prompt,
-# no smaller than the last call's, or the gateway's cap for the client
-# when that is less (a client refused over max_tokens is never asked
-# for more).  A prompt that alone would take the run to its limit is not
+# the last call's and what the step added to it
+# (101-prompt-growth.t), or the gateway's cap for the client when that
+# is less (a client refused over max_tokens is never asked for more).  A prompt that alone would take the run to its limit is not
 # sent, and an answer cut where the run's tokens ran out ends the run
 # with the "tokens" limit.  The scripted provider is held to the cap it
 # is asked for (obey_max_tokens), as a provider is.
@@ -32,7 +32,8 @@ $a->setup(llm_agent => '{ max_tokens: 50, over_max_tokens: reject }',
 
 plan tests => 15;
 
-my $logs = { name => 'logs', arguments => { params => { service => 'api' } } };
+my $logs = { id => 'call_logs', name => 'logs',
+             arguments => { params => { service => 'api' } } };
 
 sub asked {
     my ($from) = @_;
@@ -40,36 +41,44 @@ sub asked {
     return map { $_->{body}{max_completion_tokens} } @r[$from .. $#r];
 }
 
-# two steps: the second asks for what is left, 100 - 50 - 30, and gets it
+# the last prompt (70) and what the step added to it would take the run
+# to its limit (80 + 70 and more)
 my $n0 = scalar $a->provider_requests;
+$a->script({ tool_calls => [ $logs ],
+             usage => { prompt => 70, completion => 10 } },
+           { pieces => [ 'never' ] });
+my $ev = $a->ask('step-2', 'the logs, with a long history');
+is(scalar(asked($n0)), 1, 'a prompt that would pass the limit: not sent');
+my @l = of_type('limit', $ev);
+is(join(',', map { $_->{limit} } @l), 'tokens', 'the tokens limit said');
+is(((of_type('done', $ev))[0] // {})->{tokens}, 80, 'the tokens used');
+is(scalar(of_type('answer', $ev)), 0, 'no answer');
+
+# what such a step adds to the prompt, as the agent counts it
+my $grew = (($l[0] // {})->{next_prompt} // 70) - 70;
+
+# two steps: the second asks for what is left, the run's limit less 50
+# and the second prompt (30 and what the step added), 20, and gets it
+my $max = 50 + 30 + $grew + 20;
+$a->start_agent('c', '--max-tokens', $max, '--max-user-tokens', 0);
+$n0 = scalar $a->provider_requests;
 $a->script({ tool_calls => [ $logs ], obey_max_tokens => 1,
              usage => { prompt => 30, completion => 20 } },
            { pieces => [ ('w') x 60 ], obey_max_tokens => 1,
              usage => { prompt => 30 } });
-my $ev = $a->ask('step-1', 'the logs, at length');
+$ev = $a->ask('step-1', 'the logs, at length', agent => 'c');
 my @cap = asked($n0);
 is(scalar(@cap), 2, 'two model calls');
 is($cap[0], 50, 'the first asks for the gateway\'s cap, less than the run\'s');
 is($cap[1], 20, 'the second for the run\'s tokens left less its prompt');
 my ($done) = of_type('done', $ev);
-cmp_ok($done->{tokens} // 1e9, '<=', 100, 'the run\'s tokens within its limit');
+cmp_ok($done->{tokens} // 1e9, '<=', $max,
+       'the run\'s tokens within its limit');
 is(length(((of_type('answer', $ev))[0] // {})->{text} // ''), 20,
    'the answer as far as the tokens went');
 is(join(',', map { $_->{limit} } of_type('limit', $ev)), 'tokens',
    'the tokens limit said');
 is($done->{outcome}, 'limit', 'outcome limit');
-
-# the last prompt alone (70) would take the run to its limit (80 + 70)
-$n0 = scalar $a->provider_requests;
-$a->script({ tool_calls => [ $logs ],
-             usage => { prompt => 70, completion => 10 } },
-           { pieces => [ 'never' ] });
-$ev = $a->ask('step-2', 'the logs, with a long history');
-is(scalar(asked($n0)), 1, 'a prompt that would pass the limit: not sent');
-is(join(',', map { $_->{limit} } of_type('limit', $ev)), 'tokens',
-   'the tokens limit said');
-is(((of_type('done', $ev))[0] // {})->{tokens}, 80, 'the tokens used');
-is(scalar(of_type('answer', $ev)), 0, 'no answer');
 
 # with room to spare the call asks for the gateway's cap, which it takes
 $a->start_agent('b', '--max-user-tokens', 0);

@@ -5,8 +5,9 @@
 # model call only, and the call asked for what the run had left, so a
 # question could take its owner's day past the quota by a whole answer
 # (the gateway's budgets, every user's together, paying for it).  Now a
-# call asks for no more than the day has left less its prompt (no
-# smaller than the last call's) when that is less than the run's; a
+# call asks for no more than the day has left less its prompt (the last
+# call's and what the step added to it: 101-prompt-growth.t) when that
+# is less than the run's; a
 # prompt that alone would take the day to the quota is not sent, and an
 # answer cut there ends the run with the "user_tokens" limit.  The
 # scripted provider is held to the cap it is asked for.
@@ -34,7 +35,8 @@ $a->setup(agent => [ '--max-user-tokens', 100, '--max-tokens', 100000 ]);
 plan tests => 12;
 
 my $owner = "uid:$>";
-my $logs = { name => 'logs', arguments => { params => { service => 'api' } } };
+my $logs = { id => 'call_logs', name => 'logs',
+             arguments => { params => { service => 'api' } } };
 
 sub day { $a->redis_cli('GET', "airlock:quota:tokens:$owner") }
 
@@ -44,40 +46,47 @@ sub asked {
     return map { $_->{body}{max_completion_tokens} } @r[$from .. $#r];
 }
 
-# two steps: the second asks for what the day has left, 100 - 50 - 30
+# the last prompt (70) and what the step added to it would take the day
+# to the quota (80 + 70 and more)
 $a->redis_cli('DEL', "airlock:quota:tokens:$owner");
 my $n0 = scalar $a->provider_requests;
-$a->script({ tool_calls => [ $logs ], obey_max_tokens => 1,
-             usage => { prompt => 30, completion => 20 } },
-           { pieces => [ ('w') x 60 ], obey_max_tokens => 1,
-             usage => { prompt => 30 } });
-my $ev = $a->ask('day-1', 'the logs, at length');
-my @cap = asked($n0);
-is(join(',', @cap), '100,20',
-   'each call asks for what the day has left, less the last prompt');
-is(day(), 100, 'the owner\'s day at the quota, not past it');
-is(length(((of_type('answer', $ev))[0] // {})->{text} // ''), 20,
-   'the answer as far as the day went');
-my @l = of_type('limit', $ev);
-is(join(',', map { $_->{limit} } @l), 'user_tokens',
-   'the user_tokens limit said');
-is(($l[0] // {})->{value}, 100, '... the day\'s count');
-is(((of_type('done', $ev))[0] // {})->{outcome}, 'limit', 'outcome limit');
-
-# the last prompt alone (70) would take the day to the quota (80 + 70)
-$a->redis_cli('DEL', "airlock:quota:tokens:$owner");
-$n0 = scalar $a->provider_requests;
 $a->script({ tool_calls => [ $logs ],
              usage => { prompt => 70, completion => 10 } },
            { pieces => [ 'never' ] });
-$ev = $a->ask('day-2', 'the logs, with a long history');
+my $ev = $a->ask('day-2', 'the logs, with a long history');
 is(scalar(asked($n0)), 1, 'a prompt that would pass the quota: not sent');
-@l = of_type('limit', $ev);
+my @l = of_type('limit', $ev);
 is(join(',', map { $_->{limit} } @l), 'user_tokens',
    'the user_tokens limit said');
 like(($l[0] // {})->{message} // '', qr/--max-user-tokens \(100\)/,
      '... naming the option');
 is(day(), 80, 'the owner\'s day: the call made');
 is(scalar(of_type('answer', $ev)), 0, 'no answer');
+
+# what such a step adds to the prompt, as the agent counts it
+my $grew = (($l[0] // {})->{next_prompt} // 70) - 70;
+
+# two steps: the second asks for what the day has left, the quota less
+# 50 and the second prompt (30 and what the step added), 20
+my $quota = 50 + 30 + $grew + 20;
+$a->start_agent('c', '--max-user-tokens', $quota, '--max-tokens', 100000);
+$a->redis_cli('DEL', "airlock:quota:tokens:$owner");
+$n0 = scalar $a->provider_requests;
+$a->script({ tool_calls => [ $logs ], obey_max_tokens => 1,
+             usage => { prompt => 30, completion => 20 } },
+           { pieces => [ ('w') x 60 ], obey_max_tokens => 1,
+             usage => { prompt => 30 } });
+$ev = $a->ask('day-1', 'the logs, at length', agent => 'c');
+my @cap = asked($n0);
+is(join(',', @cap), "$quota,20",
+   'each call asks for what the day has left, less its prompt');
+is(day(), 100, 'the owner\'s day within the quota');
+is(length(((of_type('answer', $ev))[0] // {})->{text} // ''), 20,
+   'the answer as far as the day went');
+@l = of_type('limit', $ev);
+is(join(',', map { $_->{limit} } @l), 'user_tokens',
+   'the user_tokens limit said');
+is(($l[0] // {})->{value}, 100, '... the day\'s count');
+is(((of_type('done', $ev))[0] // {})->{outcome}, 'limit', 'outcome limit');
 
 is($a->agent_errors, '', 'no sanitizer reports from the agents');
