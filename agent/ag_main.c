@@ -2441,6 +2441,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
      * agent, however many ask.
      */
     run.payer = payer;
+    run.asker = peer->owner;
 
     if (conf->max_user_tokens > 0) {
         rc = ag_tokens_charge(run.redis, payer, 0, &used, &left, err,

@@ -35,10 +35,11 @@
  *                               clock: ag_tokens_charge(),
  *                               --max-user-tokens)
  *   airlock:jobs                the job stream (group airlock-workers)
- *   airlock:jobs:awaited        entry id -> "<session> <run> <job>", for
- *                               each job a run awaits: one whose run
- *                               is gone is withdrawn by the next
- *                               question (ag_jobs_sweep())
+ *   airlock:jobs:awaited        entry id -> "<session> <run> <job>
+ *                               <asker>", for each job a run awaits:
+ *                               one whose run is gone is withdrawn by
+ *                               its asker's next question, or the next
+ *                               in its session (ag_jobs_sweep())
  *   result:<job> / response:<job>   a job's result, stored and published
  *                               by the worker (docs/jobs.md)
  *
@@ -1675,8 +1676,9 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
      * and the entry, added but reported as not, was never withdrawn.
      */
 
-    snprintf(owner, sizeof(owner), "%s %s %s", run->session, run->run_id,
-             job_id);
+    snprintf(owner, sizeof(owner), "%s %s %s%s%s", run->session,
+             run->run_id, job_id, run->asker != NULL ? " " : "",
+             run->asker != NULL ? run->asker : "");
 
     r = redisCommand(run->redis, "EVAL %s 2 " AG_STREAM " " AG_AWAITED
                      " %b %ld %s",
@@ -1897,8 +1899,8 @@ done:
 
 
 /*
- * Whether the job whose record (its "<session> <run> <job>") is in the
- * hash of awaited jobs was added, once Redis answers again: 1 it was
+ * Whether the job whose record (its "<session> <run> <job> <asker>") is
+ * in the hash of awaited jobs was added, once Redis answers again: 1 it was
  * (entry set to its entry id), 0 it was not, -1 not known by the
  * deadline, or the agent stops (err set: "timeout", "stopping").  The
  * run holds its session's lock meanwhile, so no sweep removes it.
@@ -2001,6 +2003,12 @@ ag_job_find(ag_run_t *run, const char *record, char *entry, size_t esize)
  * lock is not the run's any more (a run holds it while it lives, and
  * records its jobs while it holds it).  Without it, such a job stayed
  * in the stream, and the first worker to start ran it for no one.
+ * Only the run's own asker's questions, and those of the run that holds
+ * its session's lock now, withdraw it: a lock that is gone does not say
+ * the run is (Redis lost it, and its keeper has not taken it again
+ * yet), and any other asker's question, in any session, used to
+ * withdraw a job a live run of someone else's awaited.  (A record an
+ * older agent wrote names no asker: any question's, as it was.)
  * Records of other kinds, or too long, are not the agent's: dropped.
  */
 
@@ -2025,7 +2033,7 @@ ag_jobs_sweep(ag_run_t *run)
                          "local out = {} "
                          "for i = 1, #c[2], 2 do "
                          "local f, v = c[2][i], c[2][i + 1] "
-                         "if #f <= 40 and #v <= 200 then "
+                         "if #f <= 40 and #v <= 256 then "
                          "out[#out + 1] = f out[#out + 1] = v "
                          "else redis.call('hdel', KEYS[1], f) end "
                          "end "
@@ -2065,29 +2073,49 @@ ag_jobs_sweep(ag_run_t *run)
 }
 
 
+/* ag_jobs_orphan() reads an asker with "%71s" */
+_Static_assert(AG_OWNER_MAX == 72, "an asker's sscanf width");
+
+
 /* one record: 0 done with it, -1 Redis failed (the sweep ends) */
 
 static int
 ag_jobs_orphan(ag_run_t *run, const char *entry, const char *value)
 {
-    int          rc;
+    int          rc, fields;
     char         session[AG_ID_MAX + 1], owner[AG_BOUNDARY_LEN + 1],
-                 job[AG_ID_MAX + 1];
+                 job[AG_ID_MAX + 1], asker[AG_OWNER_MAX];
     size_t       n;
     redisReply  *r;
 
+    /* an asker of at most AG_OWNER_MAX - 1 bytes */
+    fields = sscanf(value, "%64s %32s %64s %71s", session, owner, job,
+                    asker);
+
     if (strspn(entry, "0123456789-") != strlen(entry)
         || strchr(entry, '-') == NULL
-        || sscanf(value, "%64s %32s %64s", session, owner, job) != 3
+        || fields < 3
         || !ag_id_ok(session, strlen(session))
         || !ag_id_ok(owner, strlen(owner))
-        || !ag_id_ok(job, strlen(job)))
+        || !ag_id_ok(job, strlen(job))
+        || (fields == 4 && strspn(asker, AG_OWNER_CHARS) != strlen(asker)))
     {
         rc = 0;                             /* not the agent's record */
         goto drop;
     }
 
     if (strcmp(owner, run->run_id) == 0) {
+        return 0;
+    }
+
+    /*
+     * Another asker's job, in another session: theirs to withdraw (a
+     * record an older agent wrote names none: anyone's, as it was)
+     */
+
+    if (fields == 4 && strcmp(session, run->session) != 0
+        && (run->asker == NULL || strcmp(asker, run->asker) != 0))
+    {
         return 0;
     }
 

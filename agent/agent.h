@@ -198,6 +198,8 @@ typedef struct {
                                                0), or 0: none yet */
     const char      *payer;                 /* whose quotas the run's
                                                tokens count against */
+    const char      *asker;                 /* who asked: the owner its
+                                               lock and jobs name */
     long long        unpaid;                /* tokens not yet counted in
                                                the payer's day */
     long long        day_used;              /* the payer's day, as last
