@@ -868,6 +868,7 @@ ngx_http_airlock_llm_check_body(ngx_http_request_t *r,
     ctx->hide_usage = req.hide_usage;
     ctx->max_output = req.max_output;
     ctx->prompt_estimate = req.prompt_estimate;
+    ctx->prompt_text = req.prompt_text;
     ctx->cache_control = req.cache_control;
 
     ctx->model.data = ngx_pnalloc(r->pool, req.model_len);
@@ -1716,13 +1717,28 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
     }
 
     if (ctx->sse != NULL) {
-        *source = al_llm_sse_result(ctx->sse, ctx->prompt_estimate,
-                                    ctx->max_output, u);
+        *source = al_llm_sse_result(ctx->sse, 0, ctx->max_output, u);
 
-        if (*source == AL_LLM_SOURCE_ESTIMATED
-            && ctx->sse->usage.prompt_tokens == 0)
-        {
-            /* cut before Anthropic's message_start: the prompt estimated */
+        if (*source == AL_LLM_SOURCE_ESTIMATED && u->prompt_tokens == 0) {
+
+            /*
+             * No count of the prompt came: the stream was cut (before
+             * Anthropic's message_start, or the final usage of the
+             * others), unread, or ended without the usage asked for.
+             * The client can bring each about (it hangs up after the
+             * text; it streams where the usage is not asked for, or not
+             * sent), so the prompt is charged its bound, not its
+             * estimate: a token-dense prompt (digits, base64, code,
+             * other scripts) is billed up to a token a byte.
+             */
+
+            u->prompt_tokens = al_llm_prompt_bound(ctx->prompt_estimate,
+                                                   ctx->prompt_text);
+            u->total_tokens = (u->completion_tokens
+                               > UINT64_MAX - u->prompt_tokens)
+                              ? UINT64_MAX
+                              : u->prompt_tokens + u->completion_tokens;
+
             al_llm_cost_guess(ctx->price, ctx->cache_control, u);
         }
 

@@ -167,6 +167,7 @@ typedef struct {
     /* the request, from al_llm_request() */
     uint64_t                         max_output;
     uint64_t                         prompt_estimate;
+    uint64_t                         prompt_text;   /* bytes it counted */
 
     /* the budget */
     uint64_t                         reserved;

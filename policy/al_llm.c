@@ -774,6 +774,7 @@ al_llm_request_with(const al_llm_t *llm, const al_llm_client_t *lc,
     }
 
     req->prompt_estimate = (b.text_bytes + 3) / 4 + b.extra;
+    req->prompt_text = b.text_bytes;
     req->cache_control = b.cache_control;
 
     if (ep == AL_LLM_EP_RESPONSES) {
@@ -808,6 +809,20 @@ al_llm_request_need(const al_llm_req_t *req)
     need = req->prompt_estimate + req->max_output;
 
     return need < req->prompt_estimate ? UINT64_MAX : need;
+}
+
+
+uint64_t
+al_llm_prompt_bound(uint64_t estimate, uint64_t text)
+{
+    uint64_t  quarter, apart;
+
+    /* the estimate is the text's quarter, rounded up, and what is apart */
+
+    quarter = text / 4 + (text % 4 != 0);
+    apart = (estimate > quarter) ? estimate - quarter : 0;
+
+    return (text > UINT64_MAX - apart) ? UINT64_MAX : text + apart;
 }
 
 

@@ -251,6 +251,7 @@ typedef struct {
     uint64_t         max_output;        /* output tokens the request may
                                            produce (cap x n); 0: unknown */
     uint64_t         prompt_estimate;   /* input tokens, roughly */
+    uint64_t         prompt_text;       /* bytes of text it counted */
     char            *body;              /* rewritten (malloc, or the
                                            caller's alloc), or NULL */
     size_t           body_len;
@@ -292,6 +293,16 @@ void al_llm_request_free(al_llm_req_t *req);
 
 /* what a budget pre-check should reserve: prompt estimate + max_output */
 uint64_t al_llm_request_need(const al_llm_req_t *req);
+
+/*
+ * The most input tokens a prompt can be, from al_llm_req_t's
+ * prompt_estimate and prompt_text: its text at a token a byte (a text
+ * token is at least one), what the estimate counts apart (an image, a
+ * file, a token id) as the estimate counts it.  The charge of a prompt
+ * no count came for where the client could have kept it from coming (a
+ * stream cut, unread, or ended without its usage): computed then only.
+ */
+uint64_t al_llm_prompt_bound(uint64_t estimate, uint64_t text);
 
 
 /*
@@ -1065,14 +1076,15 @@ int al_llm_sse_finish(al_llm_sse_t *s, al_llm_sse_block_t *blk);
  * final usage were both seen, the usage counts some token, and the
  * parser never stopped; otherwise
  * ESTIMATED with what was seen: reported numbers where there are some,
- * completion tokens at least delta_bytes / 4, and prompt_estimate (from
- * al_llm_req_t) when no prompt count arrived; when the parser stopped,
- * or the final usage did not come and the stream was cut or had an event
- * that was no JSON object (unread), completion tokens at least reserved
- * (al_llm_req_t's max_output).
+ * completion tokens at least delta_bytes / 4, and prompt tokens prompt
+ * when no prompt count arrived (the gateway passes 0, and charges such a
+ * prompt al_llm_prompt_bound(), computed then only); when the parser
+ * stopped, or the final usage did not come and the stream was cut or
+ * had an event that was no JSON object (unread), completion tokens at
+ * least reserved (al_llm_req_t's max_output).
  */
-al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s,
-    uint64_t prompt_estimate, uint64_t reserved, al_llm_usage_t *u);
+al_llm_source_t al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt,
+    uint64_t reserved, al_llm_usage_t *u);
 
 
 /*

@@ -743,8 +743,8 @@ al_llm_sse_finish(al_llm_sse_t *s, al_llm_sse_block_t *blk)
 
 
 al_llm_source_t
-al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
-    uint64_t reserved, al_llm_usage_t *u)
+al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt, uint64_t reserved,
+    al_llm_usage_t *u)
 {
     unsigned  last;
     uint64_t  est;
@@ -798,7 +798,7 @@ al_llm_sse_result(const al_llm_sse_t *s, uint64_t prompt_estimate,
     }
 
     if (u->prompt_tokens == 0) {
-        u->prompt_tokens = prompt_estimate;
+        u->prompt_tokens = prompt;
     }
 
     u->total_tokens = u->prompt_tokens + u->completion_tokens;

@@ -171,7 +171,9 @@ ok($u->{stream}, 'cut stream: marked a stream');
 is($u->{completion_tokens}, 100,
    'cut stream: charged the output cap (the agent\'s 100), as the provider '
    . 'may have generated up to it');
-ok($u->{prompt_tokens} > 0, 'cut stream: prompt estimated');
+is($u->{prompt_tokens}, 4 + 4 + 7 + 2,
+   'cut stream: the prompt uncounted, at its bound: a token a byte of '
+   . '"role", "user", "content", "Hi"');
 
 # the client closes after the first text, before the usage: charged the
 # output cap as well, not the text it read

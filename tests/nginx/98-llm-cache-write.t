@@ -122,8 +122,8 @@ is($r->{status}, 200, 'big: half the prompt fits');
 
 # ---- a stream cut before its first event ----------------------------------
 
-# the provider counted nothing the gateway saw: the prompt is the
-# estimate, priced as the reservation priced it
+# the provider counted nothing the gateway saw: the prompt is its bound
+# (a token a byte), priced as the reservation priced it
 for my $c ([$cache, 6, 2, 'with cache_control: as a 1-hour write'],
            [{}, 7, 1, 'without cache_control: at the input price'])
 {

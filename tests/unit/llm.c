@@ -1211,6 +1211,21 @@ test_estimate(void)
            "prompt estimate: text bytes / 4 plus a flat image estimate");
     tap_is_int((long) al_llm_request_need(&rq),
                (long) (rq.prompt_estimate + 100), "need = prompt + output");
+    tap_is_int((long) rq.prompt_text,
+               (4 + 6 + 7 + 400) + (4 + 4 + 7) + (4 + 4 + 4 + 396)
+               + (4 + 9 + 9),
+               "prompt text: the bytes the estimate counts (keys, and the "
+               "values but the image's URL)");
+    tap_is_int((long) al_llm_prompt_bound(rq.prompt_estimate,
+                                          rq.prompt_text),
+               (long) (rq.prompt_text + AL_LLM_ATTACHMENT_TOKENS),
+               "prompt bound: a token a byte, the image as estimated");
+    tap_is_int((long) al_llm_prompt_bound(1004, 4015), 4015,
+               "prompt bound: the text alone");
+    tap_is_int((long) al_llm_prompt_bound(0, 0), 0,
+               "prompt bound: no prompt");
+    tap_ok(al_llm_prompt_bound(UINT64_MAX, 8) == UINT64_MAX,
+           "prompt bound: saturates");
 
     req(&oai, TOOLS, AL_LLM_EP_EMBEDDINGS,
         "{\"model\":\"text-embedding-3-small\",\"input\":[[1,2,3,4]]}");
