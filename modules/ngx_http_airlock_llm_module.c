@@ -108,6 +108,10 @@ static ngx_uint_t ngx_http_airlock_llm_status(ngx_http_request_t *r);
 static ngx_msec_t ngx_http_airlock_llm_now(void);
 static uint64_t ngx_http_airlock_llm_charge_attempt(
     ngx_http_airlock_llm_ctx_t *ctx, const al_llm_usage_t *usage);
+static void ngx_http_airlock_llm_bound(const ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u);
+static ngx_uint_t ngx_http_airlock_llm_hung_up(
+    const ngx_http_airlock_llm_ctx_t *ctx);
 static ngx_int_t ngx_http_airlock_llm_intercepted_usage(
     ngx_http_request_t *r, ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
@@ -1679,6 +1683,12 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
             && al_llm_endpoint_has_body(ctx->endpoint))
         {
             ngx_http_airlock_llm_reserved(ctx, u);
+
+            if (ngx_http_airlock_llm_hung_up(ctx)) {
+                /* the client's doing: its prompt uncounted, at its bound */
+                ngx_http_airlock_llm_bound(ctx, u);
+            }
+
             u->total_tokens = u->prompt_tokens + u->completion_tokens;
 
         } else if (ctx->resp != NULL && ctx->header_seen
@@ -1727,19 +1737,14 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
              * others), unread, or ended without the usage asked for.
              * The client can bring each about (it hangs up after the
              * text; it streams where the usage is not asked for, or not
-             * sent), so the prompt is charged its bound, not its
-             * estimate: a token-dense prompt (digits, base64, code,
-             * other scripts) is billed up to a token a byte.
+             * sent).
              */
 
-            u->prompt_tokens = al_llm_prompt_bound(ctx->prompt_estimate,
-                                                   ctx->prompt_text);
+            ngx_http_airlock_llm_bound(ctx, u);
             u->total_tokens = (u->completion_tokens
                                > UINT64_MAX - u->prompt_tokens)
                               ? UINT64_MAX
                               : u->prompt_tokens + u->completion_tokens;
-
-            al_llm_cost_guess(ctx->price, ctx->cache_control, u);
         }
 
     } else if (ctx->resp != NULL
@@ -1761,6 +1766,14 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
             && al_llm_endpoint_has_body(ctx->endpoint))
         {
             ngx_http_airlock_llm_reserved(ctx, u);
+
+            if (ngx_http_airlock_llm_hung_up(ctx)) {
+                /*
+                 * the client hung up before the usage was read, which a
+                 * provider's answer without usage is not
+                 */
+                ngx_http_airlock_llm_bound(ctx, u);
+            }
         }
     }
 
@@ -1879,6 +1892,55 @@ ngx_http_airlock_llm_reserved(const ngx_http_airlock_llm_ctx_t *ctx,
     u->completion_tokens = ctx->max_output;
 
     al_llm_cost_guess(ctx->price, ctx->cache_control, u);
+}
+
+
+/*
+ * A prompt no count came for, where the client could have kept the
+ * count from coming, is charged its bound (al_llm_prompt_bound()), not
+ * its estimate: a token-dense prompt (digits, base64, code, other
+ * scripts) is billed up to a token a byte, and a client could otherwise
+ * have its input charged up to four times less than the provider bills.
+ * Priced as the reservation priced the estimate (al_llm_cost_guess()).
+ * u->total_tokens is the caller's.
+ */
+
+static void
+ngx_http_airlock_llm_bound(const ngx_http_airlock_llm_ctx_t *ctx,
+    al_llm_usage_t *u)
+{
+    u->prompt_tokens = al_llm_prompt_bound(ctx->prompt_estimate,
+                                           ctx->prompt_text);
+    u->cache_write_tokens = 0;
+    u->cache_write_1h_tokens = 0;
+
+    al_llm_cost_guess(ctx->price, ctx->cache_control, u);
+}
+
+
+/*
+ * The client went away before the call's answer was all sent: nginx
+ * says 499 (408 for a client too slow to read), or the connection
+ * failed while a JSON answer was being sent (its line then says 200).
+ */
+
+static ngx_uint_t
+ngx_http_airlock_llm_hung_up(const ngx_http_airlock_llm_ctx_t *ctx)
+{
+    ngx_uint_t  status;
+
+    if (ctx->request == NULL) {
+        status = ctx->status;
+
+    } else if (ctx->request->connection->error) {
+        return 1;
+
+    } else {
+        status = ngx_http_airlock_llm_status(ctx->request);
+    }
+
+    return status == NGX_HTTP_CLIENT_CLOSED_REQUEST
+           || status == NGX_HTTP_REQUEST_TIME_OUT;
 }
 
 

@@ -10,9 +10,11 @@
 # charged the estimate, such a call spent up to four times what its
 # token and dollar budgets were charged.  The bound's tokens are priced
 # as input, at the long_context prices when the bound is above their
-# above_input_tokens, as the reservation was.  A JSON answer without
-# usage, which the client cannot bring about, is charged its
-# reservation, the prompt at its estimate, as before.
+# above_input_tokens, as the reservation was.  So is a call the client
+# hangs up on before its answer: it is charged its reservation, the
+# output cap and the prompt, at its bound.  A JSON answer without usage,
+# which the client cannot bring about, is charged its reservation, the
+# prompt at its estimate, as before.
 
 use strict;
 use warnings;
@@ -48,7 +50,7 @@ $l->setup(
     anthropic_clients => "      dense:\n        max_tokens: 100\n"
         . "        over_max_tokens: clamp\n");
 $t->run;
-plan tests => 12;
+plan tests => 15;
 
 my $true = JSON::PP::true;
 my $n = 0;
@@ -137,6 +139,7 @@ is_deeply([@$u{qw(prompt_tokens completion_tokens usage_source)}],
 $l->script();
 $r = $l->chat(token => $dense, prompt => $digits,
               fields => { stream => $true });
+is($r->{status}, 200, 'usage: answered');
 $u = $l->last_usage(++$n);
 is_deeply([@$u{qw(prompt_tokens completion_tokens usage_source)}],
           [11, 3, 'stream'], 'usage: as counted');
@@ -150,5 +153,22 @@ $u = $l->last_usage(++$n);
 is_deeply([@$u{qw(prompt_tokens completion_tokens usage_source)}],
           [$estimate, 100, 'estimated'],
           'JSON without usage: its reservation, the prompt estimate');
+
+# ---- the client hangs up before the answer ---------------------------------
+
+my $go = $t->testdir . '/go';
+my $before = scalar $l->provider_requests;
+$s = $l->held_chat({ wait_file => $go }, token => $dense,
+                   body => encode_json({ model => 'gpt-4o-mini',
+                       messages => [{ role => 'user', content => $digits }] }));
+ok(scalar $l->provider_requests > $before, 'hung up: the provider has it');
+close $s;
+$u = $l->last_usage(++$n);
+open($fh, '>', $go) or die "$go: $!";
+close $fh;
+is_deeply([@$u{qw(status prompt_tokens completion_tokens usage_source)}],
+          [499, $bound, 100, 'estimated'],
+          'hung up before the answer: the output cap, the prompt at its '
+          . 'bound');
 
 $l->script();

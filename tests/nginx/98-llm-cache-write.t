@@ -174,7 +174,7 @@ sub hung_up {
 $u = hung_up($cache, 8);
 is($u->{status}, 499, 'hung up before the answer: 499');
 is($u->{cache_write_1h_tokens}, $u->{prompt_tokens},
-   '... its prompt estimate counted as written for an hour');
+   '... its prompt, at its bound, counted as written for an hour');
 is($u->{cost_usd}, ($u->{prompt_tokens} * 2 + 100 * 5) / 1e6,
    '... and charged as reserved, at twice the input price')
     or diag(explain $u);
