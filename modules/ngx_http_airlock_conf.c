@@ -1756,7 +1756,7 @@ void
 ngx_http_airlock_not_dumpable(ngx_log_t *log)
 {
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1) {
-        ngx_log_error(NGX_LOG_ALERT, log, ngx_errno,
-                      "airlock: prctl(PR_SET_DUMPABLE, 0) failed");
+        ngx_http_airlock_log_error(NGX_LOG_ALERT, log, ngx_errno,
+                                   "airlock: prctl(PR_SET_DUMPABLE, 0) failed");
     }
 }

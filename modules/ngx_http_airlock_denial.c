@@ -332,10 +332,8 @@ static void
 ngx_http_airlock_denial_strip(ngx_http_request_t *r, ngx_list_part_t *part,
     const char *what)
 {
-    ngx_uint_t                 i;
-    ngx_log_t                 *log;
-    ngx_table_elt_t           *h;
-    ngx_http_airlock_shown_t   shown;
+    ngx_uint_t        i;
+    ngx_table_elt_t  *h;
 
     h = part->elts;
 
@@ -363,10 +361,9 @@ ngx_http_airlock_denial_strip(ngx_http_request_t *r, ngx_list_part_t *part,
 
         h[i].hash = 0;
 
-        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "airlock: \"%V\" %s of an answer not the "
-                      "proxy's refusal removed%s", &h[i].key, what,
-                      r->upstream ? " (from the upstream)" : "");
+        ngx_http_airlock_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                                   "airlock: \"%V\" %s of an answer not the "
+                                   "proxy's refusal removed%s", &h[i].key, what,
+                                   r->upstream ? " (from the upstream)" : "");
     }
 }

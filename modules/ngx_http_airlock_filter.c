@@ -53,6 +53,9 @@
 #define NGX_HTTP_AIRLOCK_AVX2       0
 #endif
 
+/* of an upstream's header name in a line of the error log, escaped */
+#define NGX_HTTP_AIRLOCK_NAME_SHOWN 256
+
 /* the two-byte starts the block walks compare each on its own */
 #define NGX_HTTP_AIRLOCK_PAIRS      16
 
@@ -395,10 +398,8 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
     off_t                         len;
     ngx_int_t                     rc;
     ngx_str_t                     key, value;
-    ngx_log_t                    *log;
     ngx_table_elt_t              *h;
     ngx_http_airlock_ctx_t       *ctx;
-    ngx_http_airlock_shown_t      shown;
     ngx_http_airlock_loc_conf_t  *alcf;
 
     ctx = ngx_http_airlock_get_ctx(r);
@@ -440,11 +441,26 @@ ngx_http_airlock_header_filter(ngx_http_request_t *r)
             return NGX_ERROR;
         }
 
-        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "airlock: upstream sent \"%V: %V\" on route \"%s\", "
-                      "a response that cannot be scrubbed",
-                      &key, &value, ctx->route->name.data);
+        /*
+         * The upstream's bytes, which may be a client's echoed: written
+         * as the line's context is (ngx_http_airlock_log_str()).
+         */
+
+        if (ngx_http_airlock_log_str(r->pool, &key, &key,
+                                     NGX_HTTP_AIRLOCK_NAME_SHOWN)
+            != NGX_OK
+            || ngx_http_airlock_log_str(r->pool, &value, &value,
+                                        NGX_MAX_ERROR_STR)
+               != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: upstream sent \"%V: %V\" on "
+                                   "route \"%s\", a response that cannot "
+                                   "be scrubbed",
+                                   &key, &value, ctx->route->name.data);
 
         /* the error page that follows is not this upstream's answer */
         ctx->refused = r->upstream;
@@ -1140,13 +1156,11 @@ ngx_http_airlock_scrub_copy(ngx_http_airlock_route_t *rc, u_char *dst,
 static ngx_int_t
 ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
-    ngx_int_t                  rc;
-    ngx_buf_t                 *b, *ob;
-    ngx_log_t                 *log;
-    ngx_uint_t                 final;
-    ngx_chain_t               *cl;
-    ngx_http_airlock_ctx_t    *ctx;
-    ngx_http_airlock_shown_t   shown;
+    ngx_int_t                rc;
+    ngx_buf_t               *b, *ob;
+    ngx_uint_t               final;
+    ngx_chain_t             *cl;
+    ngx_http_airlock_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_airlock_module);
 
@@ -1210,9 +1224,9 @@ ngx_http_airlock_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
         } else if (b->in_file) {
             /* filter_need_in_memory makes this impossible */
-            log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
-                          "airlock: file buffer in the scrub filter");
+            ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                       "airlock: file buffer in the scrub "
+                                       "filter");
             return NGX_ERROR;
 
         } else if (final && ctx->carry_len) {
@@ -1267,14 +1281,12 @@ static ngx_int_t
 ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_chain_t *in)
 {
-    size_t                     n;
-    ngx_int_t                  rv;
-    ngx_str_t                  body;
-    ngx_buf_t                 *b, *held;
-    ngx_log_t                 *log;
-    ngx_uint_t                 last_buf, last, matches;
-    ngx_chain_t               *cl, out;
-    ngx_http_airlock_shown_t   shown;
+    size_t        n;
+    ngx_int_t     rv;
+    ngx_str_t     body;
+    ngx_buf_t    *b, *held;
+    ngx_uint_t    last_buf, last, matches;
+    ngx_chain_t  *cl, out;
 
     last = 0;
     last_buf = 0;
@@ -1288,9 +1300,9 @@ ngx_http_airlock_hold(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
         }
 
         if (b->in_file && !ngx_buf_in_memory(b)) {
-            log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
-                          "airlock: file buffer in the scrub filter");
+            ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                       "airlock: file buffer in the scrub "
+                                       "filter");
             return NGX_ERROR;
         }
 
@@ -1423,10 +1435,8 @@ static ngx_int_t
 ngx_http_airlock_hold_copy(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_buf_t *b)
 {
-    size_t                     n;
-    ngx_buf_t                 *held;
-    ngx_log_t                 *log;
-    ngx_http_airlock_shown_t   shown;
+    size_t      n;
+    ngx_buf_t  *held;
 
     held = ctx->held;
 
@@ -1442,11 +1452,10 @@ ngx_http_airlock_hold_copy(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     n = b->last - b->pos;
 
     if (ctx->whole != NULL || n > (size_t) (held->end - held->last)) {
-        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "airlock: upstream sent more than its "
-                      "Content-Length on route \"%s\"",
-                      ctx->route->name.data);
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: upstream sent more than its "
+                                   "Content-Length on route \"%s\"",
+                                   ctx->route->name.data);
         return NGX_ERROR;
     }
 
@@ -2228,9 +2237,6 @@ ngx_http_airlock_out_buf(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 static void
 ngx_http_airlock_scrubbed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
-    ngx_log_t                 *log;
-    ngx_http_airlock_shown_t   shown;
-
     ctx->scrubbed = 1;
 
     if (ctx->scrub_logged) {
@@ -2239,10 +2245,10 @@ ngx_http_airlock_scrubbed(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 
     ctx->scrub_logged = 1;
 
-    log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-    ngx_log_error(NGX_LOG_WARN, log, 0,
-                  "airlock: scrubbed an injected credential from the "
-                  "response on route \"%s\"", ctx->route->name.data);
+    ngx_http_airlock_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                               "airlock: scrubbed an injected credential "
+                               "from the response on route \"%s\"",
+                               ctx->route->name.data);
 }
 
 

@@ -96,9 +96,10 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
 
     if (ctx == NULL || !ctx->allowed) {
         /* not a call the gateway let through: nothing to fall back */
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "airlock: \"airlock_llm_fallback\" reached by a "
-                      "request the LLM gateway did not allow");
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: \"airlock_llm_fallback\" reached "
+                                   "by a request the LLM gateway did not "
+                                   "allow");
         return r->err_status ? (ngx_int_t) r->err_status
                              : NGX_HTTP_FORBIDDEN;
     }
@@ -129,11 +130,11 @@ ngx_http_airlock_llm_fallback(ngx_http_request_t *r)
         return ngx_http_airlock_llm_fallback_fail(r, ctx, status, why);
     }
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "airlock: llm \"%s\" failed with %ui, the call goes to "
-                  "its fallback \"%s\" as model \"%V\"",
-                  ctx->provider->llm->name.data, status,
-                  ctx->served->llm->name.data, &ctx->model);
+    ngx_http_airlock_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                               "airlock: llm \"%s\" failed with %ui, the call "
+                               "goes to its fallback \"%s\" as model \"%V\"",
+                               ctx->provider->llm->name.data, status,
+                               ctx->served->llm->name.data, &ctx->model);
 
     /* the fallback's answer is the answer, with its own status */
     r->err_status = 0;
@@ -441,9 +442,9 @@ ngx_http_airlock_llm_fallback_body(ngx_http_request_t *r,
                                  &req);
 
     if (reason != AL_REASON_NONE) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "airlock: the fallback refuses the body: %s",
-                      req.detail);
+        ngx_http_airlock_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                                   "airlock: the fallback refuses the body: %s",
+                                   req.detail);
         al_llm_request_free(&req);
         return "the fallback refuses the body";
     }
@@ -506,10 +507,10 @@ ngx_http_airlock_llm_fallback_fail(ngx_http_request_t *r,
     ngx_str_t    id;
     const char  *type;
 
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "airlock: llm \"%s\" failed with %ui and the call does "
-                  "not fall back: %s", ctx->provider->llm->name.data,
-                  status, why);
+    ngx_http_airlock_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                               "airlock: llm \"%s\" failed with %ui and the "
+                               "call does not fall back: %s",
+                               ctx->provider->llm->name.data, status, why);
 
     if (status < NGX_HTTP_BAD_REQUEST || status > 599) {
         status = NGX_HTTP_BAD_GATEWAY;

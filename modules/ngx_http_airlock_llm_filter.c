@@ -942,12 +942,13 @@ ngx_http_airlock_llm_start(ngx_http_request_t *r,
 
 refuse:
 
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                  "airlock: llm \"%s\" answered %ui with a body that is "
-                  "not text (%02xd %02xd ...: compressed without a "
-                  "Content-Encoding?), a response that cannot be scrubbed",
-                  ctx->provider->llm->name.data,
-                  ctx->status, p[0], (n > 1) ? p[1] : 0);
+    ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                               "airlock: llm \"%s\" answered %ui with a body "
+                               "that is not text (%02xd %02xd ...: compressed "
+                               "without a Content-Encoding?), a response that "
+                               "cannot be scrubbed",
+                               ctx->provider->llm->name.data, ctx->status,
+                               p[0], (n > 1) ? p[1] : 0);
 
     ctx->start = 0;
     ctx->peeked = 0;
@@ -1012,13 +1013,13 @@ ngx_http_airlock_llm_error_text(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                  "airlock: llm \"%s\" answered %ui with a body that is "
-                  "not text (%02xd %02xd ...: compressed without a "
-                  "Content-Encoding?), a response that cannot be scrubbed: "
-                  "the connection is closed",
-                  ctx->provider->llm->name.data, ctx->status, b->pos[0],
-                  (n > 1) ? b->pos[1] : 0);
+    ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                               "airlock: llm \"%s\" answered %ui with a body "
+                               "that is not text (%02xd %02xd ...: compressed "
+                               "without a Content-Encoding?), a response that "
+                               "cannot be scrubbed: the connection is closed",
+                               ctx->provider->llm->name.data, ctx->status,
+                               b->pos[0], (n > 1) ? b->pos[1] : 0);
 
     return NGX_ERROR;
 }
@@ -1086,10 +1087,11 @@ ngx_http_airlock_llm_finalize(ngx_http_request_t *r, ngx_int_t rc)
         return;
     }
 
-    ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                  "airlock: llm \"%s\" answered %ui and failed before any "
-                  "of it reached the client, who gets %i",
-                  ctx->provider->llm->name.data, ctx->status, rc);
+    ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                               "airlock: llm \"%s\" answered %ui and failed "
+                               "before any of it reached the client, who "
+                               "gets %i",
+                               ctx->provider->llm->name.data, ctx->status, rc);
 
     /* the upstream finalizes the request with rc, as before a header */
     u->header_sent = 0;
@@ -1338,8 +1340,9 @@ ngx_http_airlock_llm_filter_stream(ngx_http_request_t *r,
 
         } else if (b->in_file) {
             /* filter_need_in_memory makes this impossible */
-            ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                          "airlock: file buffer in the llm stream filter");
+            ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                       "airlock: file buffer in the llm stream "
+                                       "filter");
             return NGX_ERROR;
         }
 

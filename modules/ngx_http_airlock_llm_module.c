@@ -2017,10 +2017,10 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
 
     tokens = ngx_http_airlock_llm_charge_attempt(ctx, &first);
 
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "airlock: llm call sent again after an attempt that was "
-                  "never answered: charged its reservation, %uL tokens",
-                  tokens);
+    ngx_http_airlock_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                               "airlock: llm call sent again after an attempt "
+                               "that was never answered: charged its "
+                               "reservation, %uL tokens", tokens);
 }
 
 
@@ -2075,12 +2075,12 @@ ngx_http_airlock_llm_intercepted(ngx_http_request_t *r,
 
     tokens = ngx_http_airlock_llm_charge_attempt(ctx, &usage);
 
-    ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                  "airlock: llm error %ui intercepted by an error_page "
-                  "carries a usage: charged %uL tokens%s",
-                  u->headers_in.status_n, tokens,
-                  (rc == NGX_AGAIN) ? " (its reservation: the body was cut)"
-                                    : "");
+    ngx_http_airlock_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                               "airlock: llm error %ui intercepted by an "
+                               "error_page carries a usage: charged %uL "
+                               "tokens%s", u->headers_in.status_n, tokens,
+                               (rc == NGX_AGAIN)
+                               ? " (its reservation: the body was cut)" : "");
 }
 
 
@@ -2909,9 +2909,9 @@ ngx_http_airlock_llm_init_peer(ngx_http_request_t *r,
         }
     }
 
-    ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                  "airlock: no peer init for the upstream block \"%V\"",
-                  &us->host);
+    ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                               "airlock: no peer init for the upstream block "
+                               "\"%V\"", &us->host);
 
     return NGX_ERROR;
 }
@@ -2944,9 +2944,9 @@ ngx_http_airlock_llm_content(ngx_http_request_t *r)
 
     if (ctx == NULL || !ctx->allowed || ctx->swapped) {
         /* the preaccess handler decides every call before this */
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "airlock: a gateway call reached the proxy without "
-                      "being admitted");
+        ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                   "airlock: a gateway call reached the proxy "
+                                   "without being admitted");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -2966,10 +2966,11 @@ ngx_http_airlock_llm_content(ngx_http_request_t *r)
                            prov->upstream.len)
                != 0))
     {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "airlock: a call of llm \"%s\" was led to a location "
-                      "of llm \"%s\", bound to another upstream: refused",
-                      prov->llm->name.data, llcf->provider->llm->name.data);
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: a call of llm \"%s\" was led to a "
+                                   "location of llm \"%s\", bound to another "
+                                   "upstream: refused", prov->llm->name.data,
+                                   llcf->provider->llm->name.data);
         return NGX_HTTP_BAD_GATEWAY;
     }
 

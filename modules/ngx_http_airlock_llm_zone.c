@@ -1499,10 +1499,11 @@ ngx_http_airlock_llm_sweep(ngx_http_request_t *r,
     ngx_shmtx_unlock(&zc->shpool->mutex);
 
     if (given != 0) {
-        ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
-                      "airlock: %ui place%s in flight of processes that are "
-                      "gone given back%s", given, (given == 1) ? "" : "s",
-                      zc->shpool->log_ctx);
+        ngx_http_airlock_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                                   "airlock: %ui place%s in flight of "
+                                   "processes that are gone given back%s",
+                                   given, (given == 1) ? "" : "s",
+                                   zc->shpool->log_ctx);
     }
 
     return given;
@@ -1528,50 +1529,54 @@ ngx_http_airlock_llm_nomem(ngx_http_request_t *r,
     zc->nomem |= what;
 
     if (what == NGX_HTTP_AIRLOCK_LLM_SAID_CAP) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "airlock: the counter series%s reached series=%ui: "
-                      "the calls of new series are counted in "
-                      "airlock_llm_series_dropped_total only; raise "
-                      "\"series=\" (a series takes 256 bytes of the zone)",
-                      zc->shpool->log_ctx, zc->series_max);
+        ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                   "airlock: the counter series%s reached "
+                                   "series=%ui: the calls of new series are "
+                                   "counted in "
+                                   "airlock_llm_series_dropped_total only; "
+                                   "raise \"series=\" (a series takes 256 "
+                                   "bytes of the zone)",
+                                   zc->shpool->log_ctx, zc->series_max);
         return;
     }
 
     if (what == NGX_HTTP_AIRLOCK_LLM_SAID_STATE) {
-        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                      "airlock: the bindings of stored responses%s reached "
-                      "their bound (%ui, half the zone): the least "
-                      "recently used are dropped, and a call naming one "
-                      "(as its previous_response_id or an input item) is "
-                      "refused; make the zone larger to keep more",
-                      zc->shpool->log_ctx, zc->states_max);
+        ngx_http_airlock_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                                   "airlock: the bindings of stored "
+                                   "responses%s reached their bound (%ui, half "
+                                   "the zone): the least recently used are "
+                                   "dropped, and a call naming one (as its "
+                                   "previous_response_id or an input item) is "
+                                   "refused; make the zone larger to keep more",
+                                   zc->shpool->log_ctx, zc->states_max);
         return;
     }
 
     if (what == NGX_HTTP_AIRLOCK_LLM_SAID_BIND) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "airlock: no room for the binding of a stored "
-                      "response or item%s: a call naming it is refused; "
-                      "make the zone larger", zc->shpool->log_ctx);
+        ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                   "airlock: no room for the binding of a "
+                                   "stored response or item%s: a call naming "
+                                   "it is refused; make the zone larger",
+                                   zc->shpool->log_ctx);
         return;
     }
 
     if (what == NGX_HTTP_AIRLOCK_LLM_SAID_FLIGHT) {
-        ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                      "airlock: no room for the record of a call in "
-                      "flight%s: such calls are admitted, and a worker "
-                      "killed during one keeps its place until nginx "
-                      "restarts; make the zone larger",
-                      zc->shpool->log_ctx);
+        ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                   "airlock: no room for the record of a call "
+                                   "in flight%s: such calls are admitted, and "
+                                   "a worker killed during one keeps its place "
+                                   "until nginx restarts; make the zone larger",
+                                   zc->shpool->log_ctx);
         return;
     }
 
-    ngx_log_error(NGX_LOG_ALERT, r->connection->log, 0,
-                  "airlock: no room for a %s node%s (series=%ui); "
-                  "make the zone larger",
-                  (what == NGX_HTTP_AIRLOCK_LLM_SAID_BUDGET) ? "budget"
-                                                             : "series",
-                  zc->shpool->log_ctx, zc->series_max);
+    ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                               "airlock: no room for a %s node%s (series=%ui); "
+                               "make the zone larger",
+                               (what == NGX_HTTP_AIRLOCK_LLM_SAID_BUDGET)
+                               ? "budget" : "series",
+                               zc->shpool->log_ctx, zc->series_max);
 }
 
 
@@ -1643,9 +1648,9 @@ ngx_http_airlock_llm_metrics_handler(ngx_http_request_t *r)
     zc = ngx_http_airlock_llm_zone_ctx(r);
 
     if (zc == NULL) {
-        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                      "airlock: \"airlock_llm_metrics\" needs "
-                      "\"airlock_llm_zone\"");
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: \"airlock_llm_metrics\" needs "
+                                   "\"airlock_llm_zone\"");
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

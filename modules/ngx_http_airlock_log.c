@@ -184,8 +184,21 @@ typedef struct {
 } ngx_http_airlock_line_t;
 
 
+/*
+ * A log copied for one line of ours, with a handler that escapes the
+ * context nginx ends the line with (ngx_http_airlock_log_error_core()).
+ * The copy's writer and chain are the log's.
+ */
+typedef struct {
+    ngx_log_t                    log;           /* first: what is written */
+    ngx_log_handler_pt           handler;       /* the log's */
+} ngx_http_airlock_shown_t;
+
+
 static u_char *ngx_http_airlock_shown_context(ngx_log_t *log, u_char *buf,
     size_t len);
+static u_char *ngx_http_airlock_log_escape(u_char *dst, u_char *end,
+    u_char *src, size_t len);
 static void ngx_http_airlock_deny_line(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, ngx_str_t *id, const char *detail,
     size_t dlen, ngx_uint_t journal, ngx_http_airlock_line_t *l);
@@ -382,9 +395,9 @@ ngx_http_airlock_create(ngx_open_file_t *file, ngx_log_t *log)
         && (fi.st_mode & 0137))
     {
         if (fchmod(fd, fi.st_mode & 0640) == -1) {
-            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                          "airlock: fchmod(\"%V\", 0640) failed",
-                          &file->name);
+            ngx_http_airlock_log_error(NGX_LOG_WARN, log, ngx_errno,
+                                       "airlock: fchmod(\"%V\", 0640) failed",
+                                       &file->name);
         }
     }
 
@@ -985,9 +998,10 @@ ngx_http_airlock_recover(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
         }
 
         if (r->len > 0) {
-            ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                          "airlock: writing %uz bytes of lines to \"%V\" "
-                          "that process %P left", r->len, &file->name, pid);
+            ngx_http_airlock_log_error(NGX_LOG_NOTICE, log, 0,
+                                       "airlock: writing %uz bytes of lines to "
+                                       "\"%V\" that process %P left", r->len,
+                                       &file->name, pid);
 
             ngx_http_airlock_region_drop(r,
                 ngx_http_airlock_write(file, r->data,
@@ -1042,10 +1056,8 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 {
     size_t                         dlen;
     ngx_str_t                      id, client, route, esc;
-    ngx_log_t                     *log;
     const char                    *reason;
     ngx_http_airlock_line_t        line;
-    ngx_http_airlock_shown_t       shown;
     ngx_http_airlock_srv_conf_t   *ascf;
     ngx_http_airlock_loc_conf_t   *alcf;
     ngx_http_airlock_main_conf_t  *amcf;
@@ -1088,25 +1100,25 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
 
     alcf = ngx_http_get_module_loc_conf(r, ngx_http_airlock_module);
 
-    log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-
-    ngx_log_error(alcf->log_level, log, 0,
-                  "airlock: denied, reason \"%s\", client \"%V\", "
-                  "route \"%V\", request_id \"%V\": %V",
-                  reason, &client, &route, &id, &esc);
+    ngx_http_airlock_log_error(alcf->log_level, r->connection->log, 0,
+                               "airlock: denied, reason \"%s\", client \"%V\", "
+                               "route \"%V\", request_id \"%V\": %V",
+                               reason, &client, &route, &id, &esc);
 
     ascf = ngx_http_get_module_srv_conf(r, ngx_http_airlock_module);
 
     if (ascf->deny_log != NULL) {
         ngx_http_airlock_deny_line(r, ctx, &id, detail, dlen, 0, &line);
-        ngx_http_airlock_line_write(&line, ascf->deny_log, 1, log);
+        ngx_http_airlock_line_write(&line, ascf->deny_log, 1,
+                                    r->connection->log);
     }
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
     if (amcf->journal != NULL) {
         ngx_http_airlock_deny_line(r, ctx, &id, detail, dlen, 1, &line);
-        ngx_http_airlock_line_write(&line, amcf->journal, 0, log);
+        ngx_http_airlock_line_write(&line, amcf->journal, 0,
+                                    r->connection->log);
     }
 }
 
@@ -1121,65 +1133,129 @@ ngx_http_airlock_log_deny(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
  * lines about a request are written at "warn" and above (a refusal at
  * "error" by default), where nginx writes its own refusal of a malformed
  * request at "info", so any client, one the policy does not know too,
- * would have them on an operator's terminal.  Every line of the module's
- * about a request (a refusal, an alert, a full airlock_zone, a scrubbed
- * answer, a log file that cannot be written) is written through a copy
- * of the connection's log whose handler writes the context with each
- * such byte as \xHH, as nginx's access log writes them.
+ * would have them on an operator's terminal.  Every line of the modules'
+ * at run time is written here (ngx_http_airlock_log_error()), through a
+ * copy of its log whose handler writes the context with each such byte
+ * as \xHH, as nginx's access log writes them; nginx's own lines are left
+ * as they are.
+ *
+ * The copy is made for the line, on the stack: nothing is kept per
+ * request, and a request that logs nothing pays nothing.  A copy kept
+ * from earlier would write where the log pointed then: the location's
+ * error_log and level follow the request (ngx_set_connection_log()), the
+ * scrubbing writer is set when the route is known
+ * (ngx_http_airlock_scrub_log()), the action changes with each step.
  */
 
-ngx_log_t *
-ngx_http_airlock_shown_log(ngx_log_t *log, ngx_http_airlock_shown_t *shown)
+void ngx_cdecl
+ngx_http_airlock_log_error_core(ngx_uint_t level, ngx_log_t *log,
+    ngx_err_t err, const char *fmt, ...)
 {
-    shown->log = *log;
-    shown->handler = shown->log.handler;
+    u_char                    *p;
+    va_list                    args;
+    ngx_http_airlock_shown_t   shown;
+    u_char                     msg[NGX_MAX_ERROR_STR];
 
-    if (shown->handler != NULL) {
-        shown->log.handler = ngx_http_airlock_shown_context;
+    if (log->log_level < level) {
+        return;
     }
 
-    return &shown->log;
+    va_start(args, fmt);
+    p = ngx_vslprintf(msg, msg + sizeof(msg), fmt, args);
+    va_end(args);
+
+    shown.log = *log;
+    shown.handler = log->handler;
+
+    if (log->handler != NULL) {
+        shown.log.handler = ngx_http_airlock_shown_context;
+    }
+
+    ngx_log_error(level, &shown.log, err, "%*s", (size_t) (p - msg), msg);
+
+    log->disk_full_time = shown.log.disk_full_time;
 }
 
 
 static u_char *
 ngx_http_airlock_shown_context(ngx_log_t *log, u_char *buf, size_t len)
 {
-    u_char                    *p, *last, *end;
-    ngx_uint_t                 c;
+    u_char                    *last;
     ngx_http_airlock_shown_t  *shown;
     u_char                     ctx[NGX_MAX_ERROR_STR];
-
-    static u_char  hex[] = "0123456789ABCDEF";
 
     shown = (ngx_http_airlock_shown_t *) log;
 
     last = shown->handler(log, ctx, ngx_min(len, sizeof(ctx)));
-    end = buf + len;
 
-    for (p = ctx; p < last; p++) {
-        c = *p;
+    return ngx_http_airlock_log_escape(buf, buf + len, ctx, last - ctx);
+}
+
+
+/*
+ * Bytes from outside (a client's, an upstream's) for a line of the error
+ * log, as its context is written, into the pool: at most max bytes, cut
+ * where an escape would not fit.
+ */
+
+ngx_int_t
+ngx_http_airlock_log_str(ngx_pool_t *pool, ngx_str_t *dst, ngx_str_t *src,
+    size_t max)
+{
+    u_char  *p;
+    size_t   n;
+
+    n = (src->len < max / 4) ? src->len * 4 : max;
+
+    p = ngx_pnalloc(pool, n);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    dst->len = ngx_http_airlock_log_escape(p, p + n, src->data, src->len) - p;
+    dst->data = p;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Each control byte, byte outside ASCII and backslash as \xHH.  Cut where
+ * end leaves no room, never within an escape; returns where it stopped.
+ */
+
+static u_char *
+ngx_http_airlock_log_escape(u_char *dst, u_char *end, u_char *src,
+    size_t len)
+{
+    u_char      *last;
+    ngx_uint_t   c;
+
+    static u_char  hex[] = "0123456789ABCDEF";
+
+    for (last = src + len; src < last; src++) {
+        c = *src;
 
         if (c >= 0x20 && c < 0x7f && c != '\\') {
-            if (buf == end) {
+            if (dst == end) {
                 break;
             }
 
-            *buf++ = (u_char) c;
+            *dst++ = (u_char) c;
             continue;
         }
 
-        if (end - buf < 4) {
+        if (end - dst < 4) {
             break;
         }
 
-        *buf++ = '\\';
-        *buf++ = 'x';
-        *buf++ = hex[c >> 4];
-        *buf++ = hex[c & 0x0f];
+        *dst++ = '\\';
+        *dst++ = 'x';
+        *dst++ = hex[c >> 4];
+        *dst++ = hex[c & 0x0f];
     }
 
-    return buf;
+    return dst;
 }
 
 
@@ -1247,14 +1323,12 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_http_airlock_alert_t *alert)
 {
     u_char                        *peer_end;
-    ngx_log_t                     *log;
     ngx_str_t                      id, client;
     ngx_md5_t                      md5;
     ngx_uint_t                     quarantine;
     ngx_msec_t                     now;
     const char                    *kind, *reason;
     ngx_http_airlock_line_t        line;
-    ngx_http_airlock_shown_t       shown;
     ngx_http_airlock_main_conf_t  *amcf;
     u_char                         hash[16], hex[32];
     u_char                         peer[NGX_SOCKADDR_STRLEN];
@@ -1286,17 +1360,15 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                                               peer + sizeof(peer));
     }
 
-    log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-
-    ngx_log_error(NGX_LOG_WARN, log, 0,
-                  "airlock: alert \"%s\", client \"%V\"%s%*s%s, "
-                  "reason \"%s\", %ui denials in %uis, id \"%*s\"",
-                  kind, &client,
-                  (peer_end > peer) ? " peer \"" : "",
-                  (size_t) (peer_end - peer), peer,
-                  (peer_end > peer) ? "\"" : "",
-                  reason, alert->count, alert->window,
-                  (size_t) 32, hex);
+    ngx_http_airlock_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                               "airlock: alert \"%s\", client \"%V\"%s%*s%s, "
+                               "reason \"%s\", %ui denials in %uis, id \"%*s\"",
+                               kind, &client,
+                               (peer_end > peer) ? " peer \"" : "",
+                               (size_t) (peer_end - peer), peer,
+                               (peer_end > peer) ? "\"" : "",
+                               reason, alert->count, alert->window,
+                               (size_t) 32, hex);
 
     amcf = ngx_http_get_module_main_conf(r, ngx_http_airlock_module);
 
@@ -1361,7 +1433,7 @@ ngx_http_airlock_log_alert(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
                                   sizeof(peer));
     }
 
-    ngx_http_airlock_line_write(&line, amcf->journal, 1, log);
+    ngx_http_airlock_line_write(&line, amcf->journal, 1, r->connection->log);
 }
 
 
@@ -1647,8 +1719,9 @@ ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line, size_t len,
 
     if (b == NULL) {
         if (ngx_http_airlock_write(file, line, len, log) != len) {
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
-                          "airlock: a line to \"%V\" is lost", &file->name);
+            ngx_http_airlock_log_error(NGX_LOG_ALERT, log, 0,
+                                       "airlock: a line to \"%V\" is lost",
+                                       &file->name);
         }
 
         return;
@@ -1759,9 +1832,10 @@ ngx_http_airlock_write_held(ngx_open_file_t *file, ngx_http_airlock_buf_t *b,
         return;
     }
 
-    ngx_log_error(NGX_LOG_ALERT, log, 0,
-                  "airlock: a line to \"%V\" is lost: the file cannot be "
-                  "written and its buffer is full", &file->name);
+    ngx_http_airlock_log_error(NGX_LOG_ALERT, log, 0,
+                               "airlock: a line to \"%V\" is lost: the file "
+                               "cannot be written and its buffer is full",
+                               &file->name);
 }
 
 
@@ -1880,9 +1954,10 @@ ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
             continue;
         }
 
-        ngx_log_error(NGX_LOG_ALERT, log, err,
-                      ngx_write_fd_n " to \"%s\" failed: %uz of %uz bytes "
-                      "written", file->name.data, done, len);
+        ngx_http_airlock_log_error(NGX_LOG_ALERT, log, err,
+                                   ngx_write_fd_n " to \"%s\" failed: %uz of "
+                                   "%uz bytes written",
+                                   file->name.data, done, len);
         break;
     }
 
@@ -1896,10 +1971,10 @@ ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
 
     if (whole == done || end == NULL) {
         if (n > 0) {
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
-                          "airlock: a write() to \"%V\" stopped after %uz "
-                          "of %uz bytes: the rest waits", &file->name,
-                          done, len);
+            ngx_http_airlock_log_error(NGX_LOG_ALERT, log, 0,
+                                       "airlock: a write() to \"%V\" stopped "
+                                       "after %uz of %uz bytes: the rest waits",
+                                       &file->name, done, len);
         }
 
         return whole;
@@ -1907,10 +1982,11 @@ ngx_http_airlock_write(ngx_open_file_t *file, u_char *buf, size_t len,
 
     (void) ngx_atomic_fetch_add(&end->cut, 1);
 
-    ngx_log_error(NGX_LOG_ALERT, log, 0,
-                  "airlock: a write() to \"%V\" stopped in the middle of "
-                  "a line, after %uz of %uz bytes: the next starts on a "
-                  "line of its own", &file->name, done, len);
+    ngx_http_airlock_log_error(NGX_LOG_ALERT, log, 0,
+                               "airlock: a write() to \"%V\" stopped in the "
+                               "middle of a line, after %uz of %uz bytes: the "
+                               "next starts on a line of its own", &file->name,
+                               done, len);
 
     /*
      * All of the line but its newline: the newline to come ends it, and

@@ -153,19 +153,6 @@ typedef struct {
 } ngx_http_airlock_log_t;
 
 
-/*
- * A request's connection log, copied for one line of ours, with a
- * handler that escapes the context nginx ends the line with (the request
- * line, the Host, the Referer, as the client sent them;
- * ngx_http_airlock_shown_log()).  The copy's writer and chain are the
- * connection log's.
- */
-typedef struct {
-    ngx_log_t                    log;           /* first: what is written */
-    ngx_log_handler_pt           handler;       /* the connection log's */
-} ngx_http_airlock_shown_t;
-
-
 /* what a module adds to the request path (ngx_http_airlock_request.c) */
 typedef struct {
     /* the body, if any, is read: check it, allow or refuse the request;
@@ -333,6 +320,27 @@ typedef struct {
 #define NGX_HTTP_AIRLOCK_ALERT_DENY        0    /* deny_threshold */
 #define NGX_HTTP_AIRLOCK_ALERT_QUARANTINE  1
 
+/*
+ * Every line of the modules' at run time, as ngx_log_error() writes it,
+ * but with the context nginx ends a request's line with (the request
+ * line, the Host, the Referer, as the client sent them) escaped
+ * (ngx_http_airlock_log_error_core()).  Nothing is done for a line the
+ * log's level leaves out.  Debug lines have no context: ngx_log_debug*()
+ * as they are.
+ */
+#if (NGX_HAVE_C99_VARIADIC_MACROS)
+
+#define ngx_http_airlock_log_error(level, log, ...)                           \
+    if ((log)->log_level >= level)                                            \
+        ngx_http_airlock_log_error_core(level, log, __VA_ARGS__)
+
+#else
+
+#define ngx_http_airlock_log_error  ngx_http_airlock_log_error_core
+
+#endif
+
+
 /* "2026-11-30T03:40:00.123Z" */
 #define NGX_HTTP_AIRLOCK_TIME_LEN  (sizeof("1970-01-01T00:00:00.000Z") - 1)
 #define NGX_HTTP_AIRLOCK_REASON_LEN  32
@@ -482,8 +490,10 @@ void ngx_http_airlock_file_write(ngx_open_file_t *file, u_char *line,
     size_t len, ngx_log_t *log);
 u_char *ngx_http_airlock_file_room(ngx_open_file_t *file, size_t max);
 void ngx_http_airlock_file_commit(ngx_open_file_t *file, size_t len);
-ngx_log_t *ngx_http_airlock_shown_log(ngx_log_t *log,
-    ngx_http_airlock_shown_t *shown);
+void ngx_cdecl ngx_http_airlock_log_error_core(ngx_uint_t level,
+    ngx_log_t *log, ngx_err_t err, const char *fmt, ...);
+ngx_int_t ngx_http_airlock_log_str(ngx_pool_t *pool, ngx_str_t *dst,
+    ngx_str_t *src, size_t max);
 void ngx_http_airlock_log_deny(ngx_http_request_t *r,
     ngx_http_airlock_ctx_t *ctx, const char *detail);
 void ngx_http_airlock_log_alert(ngx_http_request_t *r,

@@ -168,21 +168,19 @@ ngx_http_airlock_conn(ngx_connection_t *c)
 static ngx_int_t
 ngx_http_airlock_read_peer(ngx_connection_t *c, al_peer_t *peer)
 {
-    socklen_t                  len;
-    ngx_err_t                  err;
-    ngx_log_t                 *log;
-    ngx_sockaddr_t             sa;
-    struct sockaddr           *lsa;
-    ngx_http_airlock_shown_t   shown;
+    socklen_t         len;
+    ngx_err_t         err;
+    ngx_sockaddr_t    sa;
+    struct sockaddr  *lsa;
 
     lsa = (c->listening != NULL) ? c->listening->sockaddr : NULL;
 
     if (lsa != NULL && lsa->sa_family == AF_UNIX) {
         if (al_peer_from_socket(c->fd, lsa, peer) != 0) {
             err = ngx_socket_errno;
-            log = ngx_http_airlock_shown_log(c->log, &shown);
-            ngx_log_error(NGX_LOG_ERR, log, err,
-                          "airlock: getsockopt(SO_PEERCRED) failed");
+            ngx_http_airlock_log_error(NGX_LOG_ERR, c->log, err,
+                                       "airlock: getsockopt(SO_PEERCRED) "
+                                       "failed");
             return NGX_ERROR;
         }
 
@@ -201,9 +199,8 @@ ngx_http_airlock_read_peer(ngx_connection_t *c, al_peer_t *peer)
         }
 
         err = ngx_socket_errno;
-        log = ngx_http_airlock_shown_log(c->log, &shown);
-        ngx_log_error(NGX_LOG_ERR, log, err,
-                      "airlock: getpeername() failed");
+        ngx_http_airlock_log_error(NGX_LOG_ERR, c->log, err,
+                                   "airlock: getpeername() failed");
         return NGX_ERROR;
     }
 

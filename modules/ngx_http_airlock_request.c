@@ -277,14 +277,23 @@ ngx_http_airlock_ctx_cleanup(void *data)
 ngx_int_t
 ngx_http_airlock_enter(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx)
 {
-    ngx_log_t                 *log;
-    ngx_http_airlock_shown_t   shown;
+    ngx_str_t                  uri;
     ngx_http_core_loc_conf_t  *clcf;
 
     if (r != r->main) {
-        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "airlock: subrequest to \"%V\" refused", &r->uri);
+
+        /* decoded: "%1B" is ESC */
+
+        if (ngx_http_airlock_log_str(r->pool, &uri, &r->uri,
+                                     NGX_MAX_ERROR_STR)
+            != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: subrequest to \"%V\" refused",
+                                   &uri);
         return NGX_HTTP_FORBIDDEN;
     }
 
@@ -471,15 +480,13 @@ ngx_int_t
 ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
     ngx_http_airlock_body_t *body)
 {
-    u_char                    *data, *p;
-    size_t                     len;
-    ngx_log_t                 *log;
-    ngx_buf_t                 *b, *one;
-    ngx_uint_t                 n;
-    ngx_chain_t               *cl;
-    ngx_table_elt_t           *ct;
-    ngx_http_request_body_t   *rb;
-    ngx_http_airlock_shown_t   shown;
+    u_char                   *data, *p;
+    size_t                    len;
+    ngx_buf_t                *b, *one;
+    ngx_uint_t                n;
+    ngx_chain_t              *cl;
+    ngx_table_elt_t          *ct;
+    ngx_http_request_body_t  *rb;
 
     ngx_memzero(body, sizeof(ngx_http_airlock_body_t));
 
@@ -519,11 +526,11 @@ ngx_http_airlock_body(ngx_http_request_t *r, size_t max,
     if (r->headers_in.content_length_n > 0
         && r->headers_in.content_length_n != (off_t) len)
     {
-        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-        ngx_log_error(NGX_LOG_ERR, log, 0,
-                      "airlock: the request body is %uz bytes, not the %O "
-                      "announced: it was read or discarded before the "
-                      "decision", len, r->headers_in.content_length_n);
+        ngx_http_airlock_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                                   "airlock: the request body is %uz bytes, "
+                                   "not the %O announced: it was read or "
+                                   "discarded before the decision",
+                                   len, r->headers_in.content_length_n);
         return NGX_ERROR;
     }
 

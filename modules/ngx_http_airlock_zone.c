@@ -379,13 +379,11 @@ ngx_http_airlock_count(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     ngx_http_airlock_alert_t *alerts)
 {
     size_t                         len;
-    ngx_log_t                     *log;
     ngx_uint_t                     n, count, how, failed, room;
     ngx_msec_t                     now, window;
     const al_policy_t             *p;
     ngx_http_airlock_node_t       *an;
     ngx_http_airlock_zone_ctx_t   *zc;
-    ngx_http_airlock_shown_t       shown;
     ngx_http_airlock_main_conf_t  *amcf;
     u_char                         key[NGX_HTTP_AIRLOCK_KEY_MAX];
 
@@ -485,18 +483,17 @@ ngx_http_airlock_count(ngx_http_request_t *r, ngx_http_airlock_ctx_t *ctx,
     if (failed) {
         if (!zc->nomem) {
             zc->nomem = 1;
-            log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-            ngx_log_error(NGX_LOG_ALERT, log, 0,
-                          "airlock: could not allocate node%s: denials are "
-                          "not counted until it has room",
-                          zc->shpool->log_ctx);
+            ngx_http_airlock_log_error(NGX_LOG_ALERT, r->connection->log, 0,
+                                       "airlock: could not allocate node%s: "
+                                       "denials are not counted until it "
+                                       "has room", zc->shpool->log_ctx);
         }
 
     } else if (room && zc->nomem) {
         zc->nomem = 0;
-        log = ngx_http_airlock_shown_log(r->connection->log, &shown);
-        ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                      "airlock: room again%s", zc->shpool->log_ctx);
+        ngx_http_airlock_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                                   "airlock: room again%s",
+                                   zc->shpool->log_ctx);
     }
 
     return n;
