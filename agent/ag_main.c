@@ -192,6 +192,7 @@ static const struct option  ag_options[] = {
     { "max-queued-jobs", required_argument, NULL, 11 },
     { "max-user-bytes",  required_argument, NULL, 13 },
     { "max-user-tokens", required_argument, NULL, 14 },
+    { "max-user-denials", required_argument, NULL, 17 },
     { "api-peer",        required_argument, NULL, 'A' },
     { "listen-group",    required_argument, NULL, 'G' },
     { "random-session-ids", no_argument,    NULL, 'R' },
@@ -594,6 +595,13 @@ ag_usage(FILE *f)
 "                       model call to be made; at or over it, 429\n"
 "                       \"quota\" (a run going on ends: \"limit\") until\n"
 "                       the day ends (2000000; 0: no limit); root's too\n"
+"  --max-user-denials N proxy denials one owner's questions cause within\n"
+"                       the policy's quarantine window (60 s without\n"
+"                       one), all together, for a tool call to be made;\n"
+"                       at it, 429 \"quota\" (a run going on ends:\n"
+"                       \"limit\") until the oldest is out of the window\n"
+"                       (less than half the quarantine's threshold; 0:\n"
+"                       no limit, as without a quarantine); root's too\n"
 "server:\n"
 "  --max-connections N  connections served at once, each a process of\n"
 "                       its own; more get 503 \"busy\" (64)\n"
@@ -728,6 +736,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->max_queued_jobs = 1024;
     conf->max_user_bytes = 256L << 20;
     conf->max_user_tokens = 2000000;
+    conf->max_user_denials = -1;            /* from the policy */
 
     for ( ;; ) {
         idx = 0;
@@ -788,6 +797,11 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
             slot = &conf->max_user_tokens;
             min = 0;
             max = 1L << 40;
+            break;
+        case 17:
+            slot = &conf->max_user_denials;
+            min = 0;
+            max = 1000000;
             break;
         case 'h': ag_usage(stdout); exit(0);
         case 'V': printf("airlock-agent %s\n", AL_VERSION); exit(0);
@@ -1232,6 +1246,27 @@ ag_load_tools(ag_conf_t *conf)
      * never asks for more than the gateway would let it (a client that
      * is refused over max_tokens), nor reserves more of its budgets.
      */
+
+    /*
+     * --max-user-denials: every denial counts against the agent's
+     * client, whoever asked, and at the policy's quarantine threshold
+     * within its window the proxy refuses that client outright, every
+     * user's tool calls and model calls.  By default one owner may
+     * cause less than half of it within that window, so no one user's
+     * questions cut off every other's; without a quarantine, no limit.
+     */
+
+    conf->denials_window_ms = (conf->policy->quarantine.threshold > 0
+                               && conf->policy->quarantine.window > 0)
+                              ? (long) conf->policy->quarantine.window * 1000
+                              : 60000;
+
+    if (conf->max_user_denials < 0) {
+        conf->max_user_denials =
+            (conf->policy->quarantine.threshold == 0) ? 0
+            : (conf->policy->quarantine.threshold < 3) ? 1
+            : (long) (conf->policy->quarantine.threshold - 1) / 2;
+    }
 
     conf->out_member = (llm->kind == AL_LLM_OPENAI) ? "max_completion_tokens"
                                                     : "max_tokens";
@@ -2449,6 +2484,35 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         if (rc != 0 || used >= conf->max_user_tokens) {
             if (rc == 0) {
                 ag_tokens_over(conf, payer, used, left, msg, sizeof(msg));
+                fprintf(stderr, "airlock-agent: session %s: a question "
+                        "refused: %s\n", session, msg);
+                ag_respond_error(fd, 429, "quota", msg);
+
+            } else {
+                ag_respond_error(fd, 503, "redis", err);
+            }
+            goto refused;
+        }
+    }
+
+    /*
+     * --max-user-denials: the proxy denials the payer's questions caused
+     * within the policy's quarantine window, and a question refused
+     * while they are as many, before the model is called.  Every denial
+     * counts against the agent's client, whoever asked, and at the
+     * quarantine's threshold the proxy cut that client off, every
+     * user's tool calls and model calls: one user's questions, each
+     * within --max-denials, did it for all.
+     */
+
+    if (conf->max_user_denials > 0) {
+        rc = ag_denials_charge(run.redis, payer, AG_DENIALS_LOOK, NULL,
+                               conf->max_user_denials,
+                               conf->denials_window_ms, &used, &left, err,
+                               sizeof(err));
+        if (rc != 0 || used >= conf->max_user_denials) {
+            if (rc == 0) {
+                ag_denials_over(conf, payer, used, left, msg, sizeof(msg));
                 fprintf(stderr, "airlock-agent: session %s: a question "
                         "refused: %s\n", session, msg);
                 ag_respond_error(fd, 429, "quota", msg);

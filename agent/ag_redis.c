@@ -34,6 +34,12 @@
  *                               expiring at its end (PEXPIREAT, Redis's
  *                               clock: ag_tokens_charge(),
  *                               --max-user-tokens)
+ *   airlock:quota:denials:<owner>  the proxy denials the owner's
+ *                               questions caused within the window, each
+ *                               scored by when (ms, Redis's clock), the
+ *                               older dropped at each look, the key
+ *                               expiring a window after the last
+ *                               (ag_denials_charge(), --max-user-denials)
  *   airlock:jobs                the job stream (group airlock-workers)
  *   airlock:jobs:awaited        entry id -> "<session> <run> <job>
  *                               <asker>", for each job a run awaits:
@@ -840,6 +846,98 @@ ag_tokens_charge(redisContext *c, const char *owner, long long add,
                  ? ag_redis_why(r, c->errstr)
                  : "an answer not of the script's");
         rc = ag_redis_refused(r);
+    }
+
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+/*
+ * The proxy denials owner's questions caused within the last window_ms
+ * (airlock:quota:denials:<owner>: a sorted set, each scored by when, ms
+ * by Redis's clock, so the count is that of any window, as the proxy's
+ * quarantine counts, not of a fixed one an owner could double across its
+ * end), and the calls held against them, which the proxy may refuse
+ * ("p <member>"; a denial is "d <member>").  how:
+ *
+ *   AG_DENIALS_LOOK    the count alone
+ *   AG_DENIALS_HOLD    a call is held (member) when the denials and the
+ *                      calls held are under max: *used the denials, and
+ *                      0 held, 1 not now (the owner's other calls in
+ *                      flight fill it: wait), 2 not held (the denials
+ *                      are at max)
+ *   AG_DENIALS_DENIED  the held call was refused: a denial
+ *   AG_DENIALS_FREE    the held call was not: let go
+ *
+ * Returns that state (0 for all but HOLD), *used and *left_ms (until the
+ * oldest denial is out of the window), or -1 Redis failed or the key is
+ * not the agent's (err set).  One script.  A call held by a process that
+ * was killed counts until it is out of the window.
+ */
+
+int
+ag_denials_charge(redisContext *c, const char *owner, int how,
+    const char *member, long max, long long window_ms, long long *used,
+    long long *left_ms, char *err, size_t size)
+{
+    int          rc;
+    redisReply  *r;
+
+    *used = 0;
+    *left_ms = 0;
+
+    r = redisCommand(c, "EVAL %s 1 airlock:quota:denials:%s %lld %d %s %ld",
+                     "local k = KEYS[1] "
+                     "local t = redis.call('type', k)['ok'] "
+                     "if t ~= 'zset' and t ~= 'none' then "
+                     "return redis.error_reply('WRONGTYPE the quota key "
+                     "holds no denials') end "
+                     "local w, how, m = tonumber(ARGV[1]), ARGV[2], ARGV[3] "
+                     "local tm = redis.call('time') "
+                     "local now = tonumber(tm[1]) * 1000 "
+                     "+ math.floor(tonumber(tm[2]) / 1000) "
+                     "redis.call('zremrangebyscore', k, '-inf', now - w) "
+                     "if how == '2' or how == '3' then "
+                     "redis.call('zrem', k, 'p ' .. m) end "
+                     "if how == '2' then "
+                     "redis.call('zadd', k, now, 'd ' .. m) "
+                     "redis.call('pexpire', k, w) end "
+                     "local all = redis.call('zrange', k, 0, -1, "
+                     "'withscores') "
+                     "local d, first = 0, nil "
+                     "for i = 1, #all, 2 do "
+                     "if string.sub(all[i], 1, 2) == 'd ' then d = d + 1 "
+                     "if not first then first = tonumber(all[i + 1]) end "
+                     "end end "
+                     "local left = 0 "
+                     "if first then left = first + w - now end "
+                     "local state = 0 "
+                     "if how == '1' then "
+                     "if d >= tonumber(ARGV[4]) then state = 2 "
+                     "elseif #all / 2 >= tonumber(ARGV[4]) then state = 1 "
+                     "else redis.call('zadd', k, now, 'p ' .. m) "
+                     "redis.call('pexpire', k, w) end end "
+                     "return {state, d, left}",
+                     owner, window_ms, how, member != NULL ? member : "-",
+                     max);
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3
+        && r->element[0]->type == REDIS_REPLY_INTEGER
+        && r->element[1]->type == REDIS_REPLY_INTEGER
+        && r->element[2]->type == REDIS_REPLY_INTEGER)
+    {
+        rc = (int) r->element[0]->integer;
+        *used = r->element[1]->integer;
+        *left_ms = r->element[2]->integer;
+
+    } else {
+        snprintf(err, size, "redis (the denials of %s): %s", owner,
+                 r == NULL || r->type == REDIS_REPLY_ERROR
+                 ? ag_redis_why(r, c->errstr)
+                 : "an answer not of the script's");
+        rc = -1;
     }
 
     freeReplyObject(r);

@@ -90,6 +90,10 @@ static int ag_wall_stop(ag_run_t *run);
 static void ag_stopped(ag_run_t *run);
 static long ag_tokens_guess(const ag_llm_result_t *res);
 static int ag_tokens_paid(ag_run_t *run);
+static int ag_denials_hold(ag_run_t *run, const char *id, const char *name,
+    int *held);
+static int ag_denials_settle(ag_run_t *run, int denied);
+static void ag_denials_limit(ag_run_t *run, long long used, long long left);
 static void ag_tokens_ahead(ag_run_t *run, const char *limit, long prompt,
     size_t grown);
 static int ag_id_taken(json_t *calls, size_t i);
@@ -730,6 +734,181 @@ ag_tokens_paid(ag_run_t *run)
 
 
 /*
+ * --max-user-denials, around each call the proxy may refuse (a route's,
+ * a run_python job with inputs): every denial counts against the agent's
+ * client (or the sandbox's), whoever asked, and at the policy's
+ * quarantine threshold the proxy refuses that client outright, every
+ * user's calls with it, the model's too.  Before the call it is held
+ * against the payer's denials (ag_denials_charge(): the denials and the
+ * calls held, all the payer's questions', stay under the limit, so no
+ * number of questions at once takes it past); one that cannot be held
+ * while the payer's other calls are in flight waits for them, and at
+ * the limit the call is not made (answered "not run") and the run ends
+ * with a "limit" event.  A count Redis cannot take ends the run too (an
+ * "error"): a call not counted could be a denial for free.  0 (*held:
+ * whether a call was held, for ag_denials_settle()), or AG_STOP.
+ */
+
+static int
+ag_denials_hold(ag_run_t *run, const char *id, const char *name,
+    int *held)
+{
+    int              rc;
+    char             err[256], member[AG_BOUNDARY_LEN + 32];
+    long long        used, left;
+    ag_conf_t       *conf;
+    struct timespec  ts;
+
+    conf = run->conf;
+    *held = 0;
+
+    if (conf->max_user_denials <= 0 || run->payer == NULL) {
+        return 0;
+    }
+
+    run->held++;
+    snprintf(member, sizeof(member), "%s %ld", run->run_id, run->held);
+
+    for ( ;; ) {
+        rc = ag_redis_revive(run, err, sizeof(err));
+        if (rc == 0) {
+            rc = ag_denials_charge(run->redis, run->payer, AG_DENIALS_HOLD,
+                                   member, conf->max_user_denials,
+                                   conf->denials_window_ms, &used, &left,
+                                   err, sizeof(err));
+        }
+
+        if (rc != 1) {
+            break;
+        }
+
+        /* the payer's other calls in flight: until one is answered */
+
+        if (ag_stopping) {
+            ag_tool_message(run, id, name, AG_NO_RESULT_STOP, 0);
+            return AG_STOP;
+        }
+
+        if (ag_now_ms() >= run->deadline_ms) {
+            ag_tool_message(run, id, name, "not run: the run's time ran "
+                            "out", 0);
+            return ag_wall_stop(run);
+        }
+
+        ts.tv_sec = 0;
+        ts.tv_nsec = (20 + (long) ((uint64_t) (ag_now_ms() + getpid())
+                                   % 30)) * 1000000L;
+        nanosleep(&ts, NULL);
+    }
+
+    if (rc == 0) {
+        *held = 1;
+        return 0;
+    }
+
+    if (rc == -1) {
+        fprintf(stderr, "airlock-agent: session %s: a run ended: %s\n",
+                run->session, err);
+        ag_event(run, "error", json_pack("{s:s, s:s}", "code", "redis",
+                                         "message", err));
+
+    } else {
+        ag_denials_limit(run, used, left);
+    }
+
+    ag_tool_message(run, id, name, "not run: the run ended first", 0);
+
+    return AG_STOP;
+}
+
+
+/*
+ * The call ag_denials_hold() held, answered: a denial (denied) is
+ * counted, and at the limit the run ends (a "limit" event: AG_STOP); one
+ * that was not is let go.  A denial Redis cannot count ends the run (an
+ * "error"); a call not let go counts until it is out of the window.
+ */
+
+static int
+ag_denials_settle(ag_run_t *run, int denied)
+{
+    char        err[256], member[AG_BOUNDARY_LEN + 32];
+    long long   used, left;
+    ag_conf_t  *conf;
+
+    conf = run->conf;
+
+    snprintf(member, sizeof(member), "%s %ld", run->run_id, run->held);
+
+    if (ag_redis_revive(run, err, sizeof(err)) != 0
+        || ag_denials_charge(run->redis, run->payer,
+                             denied ? AG_DENIALS_DENIED : AG_DENIALS_FREE,
+                             member, conf->max_user_denials,
+                             conf->denials_window_ms, &used, &left, err,
+                             sizeof(err))
+           != 0)
+    {
+        fprintf(stderr, "airlock-agent: session %s: %s%s\n", run->session,
+                denied ? "a run ended: " : "", err);
+
+        if (!denied) {
+            return 0;
+        }
+
+        ag_event(run, "error", json_pack("{s:s, s:s}", "code", "redis",
+                                         "message", err));
+        return AG_STOP;
+    }
+
+    if (!denied || used < conf->max_user_denials) {
+        return 0;
+    }
+
+    ag_denials_limit(run, used, left);
+
+    return AG_STOP;
+}
+
+
+/* the "limit" event of --max-user-denials, and the log's line */
+
+static void
+ag_denials_limit(ag_run_t *run, long long used, long long left)
+{
+    char  msg[512];
+
+    ag_denials_over(run->conf, run->payer, used, left, msg, sizeof(msg));
+    fprintf(stderr, "airlock-agent: session %s: a run ended: %s\n",
+            run->session, msg);
+    ag_event(run, "limit", json_pack("{s:s, s:I, s:I, s:s}", "limit",
+                                     "user_denials", "value",
+                                     (json_int_t) used, "max",
+                                     (json_int_t)
+                                       run->conf->max_user_denials,
+                                     "message", msg));
+}
+
+
+/*
+ * The answer to a question, or a tool call, of a payer at or over
+ * --max-user-denials: whose, how many, the option, and when it frees.
+ */
+
+void
+ag_denials_over(const ag_conf_t *conf, const char *payer, long long used,
+    long long left_ms, char *buf, size_t size)
+{
+    snprintf(buf, size, "the questions of %s caused %lld denials of the "
+             "proxy in the last %ld s, at or over --max-user-denials "
+             "(%ld), which keeps them from having the agent's client "
+             "quarantined for every user: no tool is called for them "
+             "until the oldest is out of that window, in %lld s", payer,
+             used, conf->denials_window_ms / 1000, conf->max_user_denials,
+             left_ms > 0 ? (left_ms + 999) / 1000 : 0);
+}
+
+
+/*
  * The answer to a question, or a model call, of a payer at or over
  * --max-user-tokens: whose, how many, the option, and when it frees.
  */
@@ -1010,6 +1189,7 @@ static int
 ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
     json_t *args)
 {
+    int         over, held;
     char        target[AL_URI_MAX], why[256], line[32], *sig, *body,
                *content;
     size_t      i, n, max;
@@ -1070,6 +1250,14 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         }
     }
 
+    /* the payer's denials: at --max-user-denials, no call is made */
+
+    if (ag_denials_hold(run, id, route->name.data, &held) != 0) {
+        free(sig);
+        free(body);
+        return AG_STOP;
+    }
+
     /*
      * One byte more than the run may still take shows an answer is over
      * the limit; at least AG_ERRBODY_MAX, so the proxy's denial, which is
@@ -1087,6 +1275,10 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         != 0)
     {
         free(body);
+
+        if (held) {
+            ag_denials_settle(run, 0);
+        }
 
         if (ag_stopping) {
             free(sig);
@@ -1130,6 +1322,12 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
            ? ag_denial_reason(deny, h.denial, strcmp(method, "HEAD") == 0)
            : NULL;
 
+    over = 0;
+
+    if (held && name == NULL) {
+        ag_denials_settle(run, 0);
+    }
+
     if (name != NULL) {
         run->denials++;
         json_array_append_new(run->denied, json_string(sig));
@@ -1146,6 +1344,8 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
                  "target", target, "status", (json_int_t) 403,
                  "reason", name, "detail", detail, "request_id", rid,
                  "bytes", (json_int_t) h.len));
+
+        over = held ? ag_denials_settle(run, 1) : 0;
 
         free(sig);
         sig = NULL;
@@ -1178,6 +1378,10 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
         free(sig);
         json_decref(deny);
         ag_http_free(&h);
+
+        if (over) {
+            return AG_STOP;
+        }
 
         return run->denials >= conf->max_denials
                ? ag_limit(run, "denials", run->denials, conf->max_denials)
@@ -1223,7 +1427,7 @@ ag_tool_route(ag_run_t *run, const char *id, const al_route_t *route,
 static int
 ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 {
-    int                denied, withdrawn;
+    int                denied, withdrawn, over, held;
     char               job_id[AG_BOUNDARY_LEN + 1], err[256], *text,
                        target[AL_URI_MAX], why[256];
     size_t             i, k, bytes, max;
@@ -1360,6 +1564,18 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
         json_array_append_new(names, json_string(route));
     }
 
+    /* inputs the proxy may refuse the worker: the payer's denials */
+
+    held = 0;
+
+    if (json_array_size(bp) > 0
+        && ag_denials_hold(run, id, AL_TOOL_RUN_PYTHON, &held) != 0)
+    {
+        json_decref(bp);
+        json_decref(names);
+        return AG_STOP;
+    }
+
     if (ag_random_hex(job_id, AG_BOUNDARY_LEN) != 0) {
         json_decref(bp);
         json_decref(names);
@@ -1418,6 +1634,10 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     } else {
         snprintf(err, sizeof(err), "out of memory");
         res = NULL;
+    }
+
+    if (res == NULL && held) {
+        ag_denials_settle(run, 0);
     }
 
     if (res == NULL && large > 0) {
@@ -1501,6 +1721,10 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
 
     v = json_object_get(json_object_get(res, "error"), "code");
 
+    denied = json_is_string(v)
+             && strcmp(json_string_value(v), "route_denied") == 0;
+    over = held ? ag_denials_settle(run, denied) : 0;
+
     if (json_is_string(v)
         && strcmp(json_string_value(v), "limit_exceeded") == 0)
     {
@@ -1528,9 +1752,6 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
      * a run can make it (without it, every call of every step, each a
      * job, a denial for the worker's alerts and quarantine).
      */
-
-    denied = json_is_string(v)
-             && strcmp(json_string_value(v), "route_denied") == 0;
 
     if (denied) {
         run->denials++;
@@ -1575,6 +1796,10 @@ ag_tool_python(ag_run_t *run, const char *id, json_t *args)
     } else {
         ag_tool_message(run, id, AL_TOOL_RUN_PYTHON, "run_python: the "
                         "result could not be kept (out of memory)", 0);
+    }
+
+    if (over) {
+        return AG_STOP;
     }
 
     return (denied && run->denials >= conf->max_denials)

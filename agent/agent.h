@@ -91,6 +91,10 @@
 #define AG_LOAD_WAIT_MS      5000           /* a session's read waits
                                                for memory so long, at
                                                most, then 503 "busy" */
+#define AG_DENIALS_LOOK      0              /* ag_denials_charge(): */
+#define AG_DENIALS_HOLD      1
+#define AG_DENIALS_DENIED    2
+#define AG_DENIALS_FREE      3
 #define AG_VERSION_MAX       64             /* a session's version,
                                                "<n> <run>", at most */
 
@@ -132,6 +136,14 @@ typedef struct {
                                                tokens a UTC day, at most,
                                                for a model call; 0: no
                                                limit */
+    long             max_user_denials;      /* proxy denials an owner's
+                                               questions cause within
+                                               denials_window_ms, at
+                                               most, for a tool call; 0:
+                                               no limit; -1: not given
+                                               (from the policy) */
+    long             denials_window_ms;     /* the policy's quarantine
+                                               window, or 60 s */
     long             history_bytes;         /* earlier questions' messages
                                                sent, at most */
     long             max_connections;       /* served at once, each a
@@ -202,6 +214,9 @@ typedef struct {
                                                lock and jobs name */
     long long        unpaid;                /* tokens not yet counted in
                                                the payer's day */
+    long             held;                  /* calls held against the
+                                               payer's denials
+                                               (ag_denials_hold()) */
     long long        day_used;              /* the payer's day, as last
                                                counted, unpaid included;
                                                -1: no quota */
@@ -290,6 +305,11 @@ void ag_tokens_over(const ag_conf_t *conf, const char *payer,
     long long used, long long left_ms, char *buf, size_t size);
 int ag_tokens_charge(redisContext *c, const char *owner, long long add,
     long long *used, long long *left_ms, char *err, size_t size);
+void ag_denials_over(const ag_conf_t *conf, const char *payer,
+    long long used, long long left_ms, char *buf, size_t size);
+int ag_denials_charge(redisContext *c, const char *owner, int how,
+    const char *member, long max, long long window_ms, long long *used,
+    long long *left_ms, char *err, size_t size);
 int ag_session_owner(redisContext *c, const char *id, char *owner,
     size_t size);
 int ag_session_new(redisContext *c, const char *owner, char *id, char *err,

@@ -100,6 +100,12 @@ my %used = (
         [ qw(GET airlock:quota:tokens:uid:1) ],
         [ qw(INCRBY airlock:quota:tokens:uid:1 1) ],
         [ qw(PEXPIREAT airlock:quota:tokens:uid:1 9999999999999) ],
+        [ qw(TYPE airlock:quota:denials:uid:1) ],
+        [ qw(ZREMRANGEBYSCORE airlock:quota:denials:uid:1 -inf 1) ],
+        [ qw(ZADD airlock:quota:denials:uid:1 1 m) ],
+        [ qw(ZREM airlock:quota:denials:uid:1 m) ],
+        [ qw(ZRANGE airlock:quota:denials:uid:1 0 0 WITHSCORES) ],
+        [ qw(PEXPIRE airlock:quota:denials:uid:1 60000) ],
     ],
     'airlock-worker' => [
         [ qw(XGROUP CREATE airlock:jobs airlock-workers 0 MKSTREAM) ],

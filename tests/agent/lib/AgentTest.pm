@@ -111,6 +111,7 @@ sub policy {
     my $llm = $self->{llm} // '';
     my $llm_agent = $self->{llm_agent} // '{}';
     my $models = $self->{models} // '[gpt-4o-mini]';
+    my $alerts = $self->{alerts} // '';
 
     return <<"EOF";
 version: 1
@@ -166,6 +167,7 @@ $llm
       agent: $llm_agent
 alerts:
   deny: { threshold: 1, window: 60s }
+$alerts
 EOF
 }
 
@@ -211,7 +213,8 @@ EOF
 # policy, nginx, provider, services, redis, and agent "a" with the
 # options in $o{agent}; $o{routes}: more routes; the openai llm entry's
 # $o{models}, more lines of it ($o{llm}), the agent's settings in it
-# ($o{llm_agent}); $o{api}: more directives in nginx's /api/ location
+# ($o{llm_agent}); $o{api}: more directives in nginx's /api/ location;
+# $o{alerts}: more lines of the policy's alerts (a quarantine)
 sub setup {
     my ($self, %o) = @_;
     my $t = $self->{t};
@@ -225,6 +228,7 @@ sub setup {
     $self->{llm_agent} = $o{llm_agent};
     $self->{models} = $o{models};
     $self->{api} = $o{api};
+    $self->{alerts} = $o{alerts};
 
     $t->write_file_expand('policy.yaml', $self->policy);
     $t->write_file_expand('nginx.conf', $self->conf);
