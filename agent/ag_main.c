@@ -190,6 +190,7 @@ static const struct option  ag_options[] = {
     { "max-loaded-sessions", required_argument, NULL, 15 },
     { "send-timeout",    required_argument, NULL, 10 },
     { "max-queued-jobs", required_argument, NULL, 11 },
+    { "max-user-jobs",   required_argument, NULL, 18 },
     { "max-user-bytes",  required_argument, NULL, 13 },
     { "max-user-tokens", required_argument, NULL, 14 },
     { "max-user-denials", required_argument, NULL, 17 },
@@ -583,6 +584,9 @@ ag_usage(FILE *f)
 "                       worker's max_wall_ms (60000): it refuses more\n"
 "  --max-queued-jobs N  jobs in the stream (all agents'), at most, for a\n"
 "                       run_python to add one (1024)\n"
+"  --max-user-jobs N    jobs one asker's questions await at once, all\n"
+"                       together, for a run_python to add one (4; 0: no\n"
+"                       limit); root's too\n"
 "  --session-ttl S      how long an idle session is kept (86400)\n"
 "  --history-bytes N    earlier questions' messages kept, as JSON; the\n"
 "                       oldest questions go first, whole (262144)\n"
@@ -734,6 +738,7 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
     conf->max_loaded_sessions = 2;
     conf->send_timeout_ms = 30000;
     conf->max_queued_jobs = 1024;
+    conf->max_user_jobs = 4;
     conf->max_user_bytes = 256L << 20;
     conf->max_user_tokens = 2000000;
     conf->max_user_denials = -1;            /* from the policy */
@@ -788,6 +793,11 @@ ag_parse_options(int argc, char **argv, ag_conf_t *conf)
         case 15: slot = &conf->max_loaded_sessions; max = 1000; break;
         case 10: slot = &conf->send_timeout_ms; max = 3600000; break;
         case 11: slot = &conf->max_queued_jobs; max = 1000000; break;
+        case 18:
+            slot = &conf->max_user_jobs;
+            min = 0;
+            max = 1000000;
+            break;
         case 13:
             slot = &conf->max_user_bytes;
             min = 0;

@@ -1778,25 +1778,55 @@ ag_job_run(ag_run_t *run, const char *job_id, json_t *envelope,
              run->run_id, job_id, run->asker != NULL ? " " : "",
              run->asker != NULL ? run->asker : "");
 
+    /*
+     * And only while its asker awaits fewer than --max-user-jobs, all
+     * their questions' (the records that name them, their runs gone
+     * already withdrawn by the sweep above): the workers take the jobs
+     * in the order they came, so one user's questions at once, each
+     * with a job, held every other user's behind them, and those runs
+     * waited out their wall time for nothing.
+     */
+
     r = redisCommand(run->redis, "EVAL %s 2 " AG_STREAM " " AG_AWAITED
-                     " %b %ld %s",
+                     " %b %ld %s %s %ld",
                      "local t = redis.call('type', KEYS[2])['ok'] "
                      "if t ~= 'none' and t ~= 'hash' then "
                      "return redis.error_reply(KEYS[2] .. ' is a ' .. t "
                      ".. ', not the hash of awaited jobs') end "
                      "if redis.call('xlen', KEYS[1]) >= tonumber(ARGV[2]) "
                      "then return false end "
+                     "local max = tonumber(ARGV[5]) "
+                     "if max > 0 and ARGV[4] ~= '' then "
+                     "local tail, n, c = ' ' .. ARGV[4], 0, '0' "
+                     "repeat "
+                     "local h = redis.call('hscan', KEYS[2], c, 'count', "
+                     "256) "
+                     "c = h[1] "
+                     "for i = 2, #h[2], 2 do "
+                     "if string.sub(h[2][i], -#tail) == tail then "
+                     "n = n + 1 end end "
+                     "until c == '0' "
+                     "if n >= max then return n end end "
                      "local e = redis.call('xadd', KEYS[1], '*', 'job', "
                      "ARGV[1]) "
                      "redis.call('hset', KEYS[2], e, ARGV[3]) "
                      "return e",
                      text, strlen(text), run->conf->max_queued_jobs,
-                     owner);
+                     owner, run->asker != NULL ? run->asker : "",
+                     run->conf->max_user_jobs);
 
     if (r != NULL && r->type == REDIS_REPLY_NIL) {
         snprintf(err, size, "the job stream holds %ld jobs or more, the "
                  "most --max-queued-jobs allows: no worker is taking them "
                  "(or too few); not added", run->conf->max_queued_jobs);
+        goto done;
+    }
+
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER) {
+        snprintf(err, size, "the questions of %s await %lld jobs at once, "
+                 "the most one user's may (--max-user-jobs %ld): not "
+                 "added; ask for it again once one has its result",
+                 run->asker, r->integer, run->conf->max_user_jobs);
         goto done;
     }
 

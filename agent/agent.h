@@ -126,6 +126,9 @@ typedef struct {
     long             max_wall_ms;
     long             max_denials;
     long             job_wall_ms;
+    long             max_user_jobs;         /* jobs one asker awaits at
+                                               once, all their questions
+                                               together; 0: no limit */
     long             max_queued_jobs;       /* entries in the job stream,
                                                at most, to add one */
     long             session_ttl;           /* seconds */
