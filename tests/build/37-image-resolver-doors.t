@@ -15,8 +15,10 @@
 #   call a method that asks nothing of the network.
 # - varlink: the drop-in systemd-resolved.service.d/airlock.conf makes
 #   /run/systemd/resolve/io.systemd.Resolve (0666 as resolved makes
-#   it) root's alone, with full privileges, after the start, and a
-#   failure fails the unit.  The window between resolved's bind and
+#   it) root's alone, with full privileges, after the start (through
+#   /usr/lib/airlock/set-mode, which follows no link:
+#   tests/build/59-image-resolver-links.t), and a failure fails the
+#   unit.  The window between resolved's bind and
 #   that chmod is closed too: the drop-in's commands are run in their
 #   order on a directory of the test's own, around a stand-in for
 #   resolved's bind (a socket made 0666), and nobody may connect to it
@@ -61,7 +63,7 @@ sub slurp {
 {
     (my $s = slurp($dropin)) =~ s/\\\n\s*/ /g;
     my @post = grep { !/^\s*#/ } $s =~ /^\s*ExecStartPost=(.*)$/mg;
-    ok((grep { m{^\+/(usr/)?bin/chmod 0?[0-7]00 /run/systemd/resolve/io\.systemd\.Resolve$} }
+    ok((grep { m{^\+/usr/lib/airlock/set-mode\s+0?[0-7]00\s+/run/systemd/resolve/io\.systemd\.Resolve$} }
         @post),
        'systemd-resolved: its varlink socket is made root\'s alone, with '
        . 'full privileges, after it starts')
@@ -86,6 +88,7 @@ sub slurp {
         my ($what, @cmds) = @_;
         for my $c (@cmds) {
             (my $l = $c) =~ s{/run/systemd/resolve\b}{$dir}g;
+            $l =~ s{/usr/lib/airlock/}{$ov/usr/lib/airlock/}g;
             unlike($l, qr/^[+!:@]*-/, "$what $c: a failure fails the unit");
             $l =~ s/^[-+!:@]+//;
             is(system(split ' ', $l), 0, "$what $c runs");

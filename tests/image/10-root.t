@@ -210,6 +210,8 @@ for my $f (qw(/etc/systemd/resolved.conf.d/airlock.conf
 }
 ok(-x "$root/usr/lib/airlock/nftables-failsafe",
    '/usr/lib/airlock/nftables-failsafe is in the root, a program');
+ok(-x "$root/usr/lib/airlock/set-mode",
+   '/usr/lib/airlock/set-mode is in the root, a program');
 
 # the egress rule as the booted appliance's nftables.service loads it:
 # the root's own nft, its user names resolved through the root's own
