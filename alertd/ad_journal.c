@@ -72,6 +72,8 @@ static int ad_jfile_read(ad_journal_t *j, ad_jfile_t *f,
     ad_line_pt handler, void *data);
 static int ad_jfile_resume(ad_journal_t *j, ad_jfile_t *f,
     const ad_fpos_t *fp);
+static int ad_jfile_take(ad_journal_t *j, ad_jfile_t *f, const char *path,
+    const ad_fpos_t *fp);
 static void ad_jfile_keep(ad_jfile_t *f, const char *buf, int64_t start);
 static int ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f,
     ad_line_pt handler, void *data, int64_t size);
@@ -86,6 +88,9 @@ static int ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp,
     int last);
 static int ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp,
     int last);
+static int ad_journal_wait(ad_journal_t *j, ad_jwait_t *w,
+    const ad_fpos_t *fp, const char *found, int last, const char *who,
+    const char *waits);
 static void ad_journal_watch(ad_journal_t *j);
 
 
@@ -195,13 +200,9 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     memset(&j->open_fail, 0, sizeof(ad_fail_t));
     memset(&j->watch_fail, 0, sizeof(ad_fail_t));
     memset(&j->read_fail, 0, sizeof(ad_fail_t));
-    memset(&j->seek_fail, 0, sizeof(ad_fail_t));
-    memset(&j->seek_old_fail, 0, sizeof(ad_fail_t));
     memset(&j->pending, 0, sizeof(ad_fpos_t));
-    memset(&j->seek, 0, sizeof(ad_fpos_t));
-    memset(&j->seek_old, 0, sizeof(ad_fpos_t));
-    j->seek_until = 0;
-    j->seek_old_until = 0;
+    memset(&j->seek, 0, sizeof(ad_jwait_t));
+    memset(&j->seek_old, 0, sizeof(ad_jwait_t));
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
     j->old_until = 0;
@@ -349,21 +350,16 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp, int last)
      * file, or a copytruncate's copy.  Without one, only the inode tells.
      */
 
-    err = 0;
     rc = ad_journal_find(j, fp, fp->plen > 0 ? j->cur.ino : 0, found,
                          sizeof(found));
 
-    if (rc == -2) {
-        err = errno;
-
-    } else if (rc == 0) {
+    if (rc == 0) {
         ad_jfile_close(j, &j->cur);
 
-        rc = (ad_jfile_open(j, &j->cur, found) == 0)
-             ? ad_jfile_resume(j, &j->cur, fp) : -1;
+        rc = ad_jfile_take(j, &j->cur, found, fp);
 
         if (rc == 0) {
-            ad_fail_over(&j->seek_fail, "reading %s", found);
+            ad_fail_over(&j->seek.fail, "reading %s", found);
             ad_log(AD_LOG_INFO, "the journal was %s while alertd was "
                    "stopped: finishing %s from offset %lld first",
                    j->cur.ino == fp->ino ? "rotated"
@@ -375,36 +371,16 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp, int last)
         }
 
         err = errno;
-        ad_jfile_close(j, &j->cur);
         (void) ad_jfile_open(j, &j->cur, j->path);
+        errno = err;
     }
 
-    if (rc == -2 && !last) {
-        if (!j->seek.valid) {
-            j->seek = *fp;
-            j->seek_until = ad_mono_ms() + j->grace_ms;
-        }
-
-        errno = err;
-        ad_fail(&j->seek_fail, AD_LOG_ERR, "reading %s at offset %lld: %s; "
-                "it may be the journal file alertd was reading (inode "
-                "%llu): the journal waits for it, tried again at every "
-                "poll for up to %lld ms (--rotate-grace)", found,
-                (long long) fp->off, strerror(err),
-                (unsigned long long) fp->ino, (long long) j->grace_ms);
-        errno = err;
+    if (rc == -2
+        && ad_journal_wait(j, &j->seek, fp, found, last, "journal file "
+                           "alertd was reading", "the journal waits for "
+                           "it, ") == -2)
+    {
         return -2;
-    }
-
-    if (rc == -2) {
-        ad_log(AD_LOG_WARN, "%s could not be read for %lld ms "
-               "(--rotate-grace): %s; it is taken for not the journal file "
-               "alertd was reading (inode %llu)", found,
-               (long long) j->grace_ms, strerror(err),
-               (unsigned long long) fp->ino);
-
-        /* not said as over: the file that fails is left */
-        memset(&j->seek_fail, 0, sizeof(ad_fail_t));
     }
 
     if (j->cur.fd == -1 && j->open_fail.count != 0) {
@@ -493,58 +469,32 @@ ad_journal_watch(ad_journal_t *j)
 static int
 ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp, int last)
 {
-    int   rc, err;
+    int   rc;
     char  found[sizeof(j->dir) + sizeof(j->base) + 1];
 
-    err = 0;
     rc = ad_journal_find(j, fp, 0, found, sizeof(found));
 
-    if (rc == -2) {
-        err = errno;
-
-    } else if (rc == 0) {
-        rc = (ad_jfile_open(j, &j->old, found) == 0)
-             ? ad_jfile_resume(j, &j->old, fp) : -1;
+    if (rc == 0) {
+        rc = ad_jfile_take(j, &j->old, found, fp);
 
         if (rc == 0) {
-            ad_fail_over(&j->seek_old_fail, "reading %s", found);
+            ad_fail_over(&j->seek_old.fail, "reading %s", found);
             ad_log(AD_LOG_INFO, "reading the rotated journal %s from "
                    "offset %lld for late lines again", found,
                    (long long) fp->off);
             j->old_until = ad_mono_ms() + j->grace_ms;
             return 0;
         }
-
-        err = errno;
-        ad_jfile_close(j, &j->old);
     }
 
     /* as in ad_journal_elsewhere(), but the journal does not wait */
 
-    if (rc == -2 && !last) {
-        if (!j->seek_old.valid) {
-            j->seek_old = *fp;
-            j->seek_old_until = ad_mono_ms() + j->grace_ms;
-        }
-
-        errno = err;
-        ad_fail(&j->seek_old_fail, AD_LOG_ERR, "reading %s at offset %lld: "
-                "%s; it may be the rotated journal file alertd was still "
-                "reading (inode %llu): tried again at every poll for up "
-                "to %lld ms (--rotate-grace)", found, (long long) fp->off,
-                strerror(err), (unsigned long long) fp->ino,
-                (long long) j->grace_ms);
-        errno = err;
+    if (rc == -2
+        && ad_journal_wait(j, &j->seek_old, fp, found, last, "rotated "
+                           "journal file alertd was still reading", "")
+           == -2)
+    {
         return -2;
-    }
-
-    if (rc == -2) {
-        ad_log(AD_LOG_WARN, "%s could not be read for %lld ms "
-               "(--rotate-grace): %s; it is taken for not the rotated "
-               "journal file alertd was reading (inode %llu)", found,
-               (long long) j->grace_ms, strerror(err),
-               (unsigned long long) fp->ino);
-        memset(&j->seek_old_fail, 0, sizeof(ad_fail_t));
     }
 
     ad_log(AD_LOG_WARN, "the rotated journal file alertd was still reading "
@@ -553,6 +503,53 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp, int last)
            (unsigned long long) fp->ino, j->dir, (long long) fp->off);
 
     return -1;
+}
+
+
+/*
+ * found, beside the journal, may be the file fp is in (who: "journal
+ * file alertd was reading", ...) but cannot be read (errno says
+ * why).  Unless last, fp waits in w, tried again at every wake-up and
+ * poll, and -2 is returned (errno kept); the failure is said as one
+ * that repeats (waits: what waits meanwhile).  last, after
+ * --rotate-grace: found is given up, taken for not fp's file, and 0 is
+ * returned; the caller says fp's lines lost.
+ */
+
+static int
+ad_journal_wait(ad_journal_t *j, ad_jwait_t *w, const ad_fpos_t *fp,
+    const char *found, int last, const char *who, const char *waits)
+{
+    int  err;
+
+    err = errno;
+
+    if (!last) {
+        if (!w->fp.valid) {
+            w->fp = *fp;
+            w->until = ad_mono_ms() + j->grace_ms;
+        }
+
+        errno = err;
+        ad_fail(&w->fail, AD_LOG_ERR, "reading %s at offset %lld: %s; it "
+                "may be the %s (inode %llu): %stried again at every poll "
+                "for up to %lld ms (--rotate-grace)", found,
+                (long long) fp->off, strerror(err), who,
+                (unsigned long long) fp->ino, waits,
+                (long long) j->grace_ms);
+        errno = err;
+        return -2;
+    }
+
+    ad_log(AD_LOG_WARN, "%s could not be read for %lld ms (--rotate-grace): "
+           "%s; it is taken for not the %s (inode %llu)", found,
+           (long long) j->grace_ms, strerror(err), who,
+           (unsigned long long) fp->ino);
+
+    /* not said as over: the file that fails is left */
+    memset(&w->fail, 0, sizeof(ad_fail_t));
+
+    return 0;
 }
 
 
@@ -610,6 +607,35 @@ ad_jfile_resume(ad_journal_t *j, ad_jfile_t *f, const ad_fpos_t *fp)
     /* else: an old position in a shorter file; the read says truncated */
 
     return 0;
+}
+
+
+/*
+ * Opens path, a file ad_journal_find() found, in f and takes it up at
+ * fp.  -1: it is not fp's file (it cannot be opened, or changed); -2
+ * (errno set): it cannot be read, which tells neither way.  f is closed
+ * on failure.
+ */
+
+static int
+ad_jfile_take(ad_journal_t *j, ad_jfile_t *f, const char *path,
+    const ad_fpos_t *fp)
+{
+    int  rc, err;
+
+    if (ad_jfile_open(j, f, path) != 0) {
+        return -1;
+    }
+
+    rc = ad_jfile_resume(j, f, fp);
+
+    if (rc != 0) {
+        err = errno;
+        ad_jfile_close(j, f);
+        errno = err;
+    }
+
+    return rc;
 }
 
 
@@ -857,29 +883,29 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
      * the journal's: the name is not read, nor looked at, meanwhile.
      */
 
-    if (j->seek.valid && rc != -2) {
-        fp = j->seek;
+    if (j->seek.fp.valid && rc != -2) {
+        fp = j->seek.fp;
 
-        if (ad_journal_elsewhere(j, &fp, ad_mono_ms() >= j->seek_until)
+        if (ad_journal_elsewhere(j, &fp, ad_mono_ms() >= j->seek.until)
             != -2)
         {
-            memset(&j->seek, 0, sizeof(ad_fpos_t));
+            memset(&j->seek.fp, 0, sizeof(ad_fpos_t));
             j->check = 1;
         }
     }
 
-    if (j->seek_old.valid && j->old.fd == -1) {
-        fp = j->seek_old;
+    if (j->seek_old.fp.valid && j->old.fd == -1) {
+        fp = j->seek_old.fp;
 
         if (ad_journal_resume_old(j, &fp,
-                                  ad_mono_ms() >= j->seek_old_until)
+                                  ad_mono_ms() >= j->seek_old.until)
             != -2)
         {
-            memset(&j->seek_old, 0, sizeof(ad_fpos_t));
+            memset(&j->seek_old.fp, 0, sizeof(ad_fpos_t));
         }
     }
 
-    if (!j->seek.valid && !j->seek_old.valid
+    if (!j->seek.fp.valid && !j->seek_old.fp.valid
         && (j->ifd == -1 || j->check))
     {
         j->check = 0;
@@ -917,7 +943,7 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
         }
     }
 
-    if (j->cur.fd != -1 && !j->seek.valid) {
+    if (j->cur.fd != -1 && !j->seek.fp.valid) {
         return ad_jfile_read(j, &j->cur, handler, data);
     }
 
@@ -1294,14 +1320,14 @@ ad_journal_pos(const ad_journal_t *j, ad_pos_t *pos)
         pos->cur = j->pending;
     }
 
-    if (j->seek.valid) {
-        pos->cur = j->seek;
+    if (j->seek.fp.valid) {
+        pos->cur = j->seek.fp;
     }
 
     ad_jfile_fpos(&j->old, &pos->old);
 
-    if (j->seek_old.valid) {
-        pos->old = j->seek_old;
+    if (j->seek_old.fp.valid) {
+        pos->old = j->seek_old.fp;
     }
 }
 
@@ -1315,12 +1341,12 @@ ad_journal_next(const ad_journal_t *j)
 
     t = (j->old.fd != -1) ? j->old_until : -1;
 
-    if (j->seek.valid && (t == -1 || j->seek_until < t)) {
-        t = j->seek_until;
+    if (j->seek.fp.valid && (t == -1 || j->seek.until < t)) {
+        t = j->seek.until;
     }
 
-    if (j->seek_old.valid && (t == -1 || j->seek_old_until < t)) {
-        t = j->seek_old_until;
+    if (j->seek_old.fp.valid && (t == -1 || j->seek_old.until < t)) {
+        t = j->seek_old.until;
     }
 
     return t;

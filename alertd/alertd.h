@@ -445,6 +445,18 @@ typedef struct {
     char             tail[AD_PRINT_MAX];    /* the bytes before off */
 } ad_jfile_t;
 
+/*
+ * A position whose file cannot be told yet among the files beside the
+ * name (one that may be it cannot be read): tried again at every
+ * wake-up and poll for --rotate-grace, then given up, its lines said
+ * lost.
+ */
+typedef struct {
+    ad_fpos_t        fp;
+    int64_t          until;                 /* monotonic ms */
+    ad_fail_t        fail;                  /* reading that file */
+} ad_jwait_t;
+
 typedef struct {
     char             path[4096];
     char             dir[4096];
@@ -458,21 +470,14 @@ typedef struct {
     ad_fail_t        open_fail;             /* opening the name */
     ad_fail_t        watch_fail;            /* inotify, the dir's watch */
     ad_fail_t        read_fail;             /* reading, cur or old */
-    ad_fail_t        seek_fail;             /* reading a file that may
-                                               be seek's */
-    ad_fail_t        seek_old_fail;         /* or seek_old's */
     ad_fpos_t        pending;               /* where to go on in a
                                                journal that could not be
                                                opened at start */
-    ad_fpos_t        seek;                  /* a saved position whose
-                                               file a read error keeps
-                                               from being found beside
-                                               the name: the journal
+    ad_jwait_t       seek;                  /* the journal's saved
+                                               position: the journal
                                                waits for it */
-    ad_fpos_t        seek_old;              /* the same, for the rotated
-                                               file still read */
-    int64_t          seek_until;            /* monotonic ms: then taken */
-    int64_t          seek_old_until;        /* for not ours (lost) */
+    ad_jwait_t       seek_old;              /* the rotated file's, still
+                                               read: it does not wait */
     int64_t          poll_ms;               /* --poll-interval */
     int64_t          grace_ms;              /* --rotate-grace */
     unsigned         check:1;               /* the name may point to a
