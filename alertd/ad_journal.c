@@ -43,7 +43,8 @@
  * inode, as before.  A file there that cannot be read (an I/O error)
  * may be the one: the journal waits for it, tried again at every
  * wake-up and poll, for --rotate-grace at most (j->seek; j->seek_old
- * for the rotated file, which the journal does not wait for).
+ * for the rotated file, which the journal does not wait for).  So it
+ * does for a copytruncate's copy seen while running (j->seek_copy).
  */
 
 #include <dirent.h>
@@ -88,6 +89,8 @@ static int ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp,
     int last);
 static int ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp,
     int last);
+static int ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp,
+    const char *what, int last, ad_line_pt handler, void *data);
 static int ad_journal_wait(ad_journal_t *j, ad_jwait_t *w,
     const ad_fpos_t *fp, const char *found, int last, const char *who,
     const char *waits);
@@ -203,6 +206,7 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     memset(&j->pending, 0, sizeof(ad_fpos_t));
     memset(&j->seek, 0, sizeof(ad_jwait_t));
     memset(&j->seek_old, 0, sizeof(ad_jwait_t));
+    j->seek_copy = 0;
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
     j->old_until = 0;
@@ -380,6 +384,7 @@ ad_journal_elsewhere(ad_journal_t *j, const ad_fpos_t *fp, int last)
                            "alertd was reading", "the journal waits for "
                            "it, ") == -2)
     {
+        j->seek_copy = 0;
         return -2;
     }
 
@@ -852,7 +857,7 @@ ad_journal_events(ad_journal_t *j)
 int
 ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
 {
-    int          rc;
+    int          rc, last;
     ad_fpos_t    fp;
     struct stat  st;
 
@@ -878,17 +883,25 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
     }
 
     /*
-     * A saved position whose file could not be read at start: looked
-     * for again, until --rotate-grace is over.  Its lines come before
-     * the journal's: the name is not read, nor looked at, meanwhile.
+     * A saved position whose file could not be read at start, or a
+     * truncated journal's copy that could not be: looked for again,
+     * until --rotate-grace is over.  Its lines come before the
+     * journal's: the name is not read, nor looked at, meanwhile.
      */
 
     if (j->seek.fp.valid && rc != -2) {
         fp = j->seek.fp;
+        last = (ad_mono_ms() >= j->seek.until);
 
-        if (ad_journal_elsewhere(j, &fp, ad_mono_ms() >= j->seek.until)
-            != -2)
-        {
+        if (j->seek_copy) {
+            /* it clears j->seek once told, before reading the copy */
+            rc = ad_journal_copy(j, &fp, NULL, last, handler, data);
+
+            if (rc != 0 && rc != -2) {
+                return rc;
+            }
+
+        } else if (ad_journal_elsewhere(j, &fp, last) != -2) {
             memset(&j->seek.fp, 0, sizeof(ad_fpos_t));
             j->check = 1;
         }
@@ -1109,7 +1122,8 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
                 return rc;
             }
 
-            if (f->fd == -1) {
+            if (f->fd == -1 || (f == &j->cur && j->seek.fp.valid)) {
+                /* closed, or waiting for its copy */
                 return 0;
             }
 
@@ -1210,7 +1224,6 @@ ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
 {
     int        rc;
     char       what[64];
-    char       found[sizeof(j->dir) + sizeof(j->base) + 1];
     ad_fpos_t  fp;
 
     if (size >= 0) {
@@ -1237,53 +1250,98 @@ ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
 
     ad_jfile_fpos(f, &fp);
 
-    if (fp.plen > 0
-        && ad_journal_find(j, &fp, f->ino, found, sizeof(found)) == 0)
+    rc = ad_journal_copy(j, &fp, what, 0, handler, data);
+
+    return (rc == -2) ? 0 : rc;
+}
+
+
+/*
+ * The journal, cur, was truncated while alertd read it at fp: a copy
+ * beside it that holds fp's bytes at fp's offset (copytruncate's) is
+ * read to its end first, as the rotated file (no grace: a copy is not
+ * written to), then the journal from its start.  A file there that
+ * cannot be read may be the copy: fp waits in j->seek, and the
+ * journal with it, tried again at every wake-up and poll (-2); last,
+ * after --rotate-grace, the file is given up.  what: how the journal
+ * was found truncated, NULL when tried again.  Else 0, or what the
+ * handler returned: a copy is read on in the next round.
+ */
+
+static int
+ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp, const char *what,
+    int last, ad_line_pt handler, void *data)
+{
+    int          rc, copy;
+    char         found[sizeof(j->dir) + sizeof(j->base) + 1];
+    const char  *sep;
+
+    rc = (fp->plen > 0)
+         ? ad_journal_find(j, fp, j->cur.ino, found, sizeof(found)) : -1;
+
+    if (rc == 0 && j->old.fd != -1) {
+        /* the copy's lines are later than the rotated file's */
+
+        rc = ad_jfile_read(j, &j->old, handler, data);
+        if (rc != 0) {
+            return rc;
+        }
+
+        ad_jfile_close(j, &j->old);
+    }
+
+    /* read from its start after the copy, if one holds our lines */
+
+    j->cur.off = 0;
+    j->cur.tlen = 0;
+    j->cur.skipping = 0;
+
+    copy = (rc == 0);
+
+    if (copy) {
+        rc = ad_jfile_take(j, &j->old, found, fp);
+    }
+
+    if (rc == -2
+        && ad_journal_wait(j, &j->seek, fp, found, last, "copy a "
+                           "copytruncate kept of the journal file alertd "
+                           "was reading", "the journal waits for it, ")
+           == -2)
     {
-        ad_log(AD_LOG_WARN, "journal %s was truncated (%s, we were at "
+        j->seek_copy = 1;
+        return -2;
+    }
+
+    /* told, or given up: the journal waits no longer */
+
+    memset(&j->seek.fp, 0, sizeof(ad_fpos_t));
+    j->seek_copy = 0;
+
+    sep = (what != NULL) ? ", " : "";
+    what = (what != NULL) ? what : "";
+
+    if (rc == 0) {
+        ad_fail_over(&j->seek.fail, "reading %s", found);
+        ad_log(AD_LOG_WARN, "journal %s was truncated (%s%swe were at "
                "%lld): finishing its copy %s from offset %lld, then "
-               "reading it from the start", j->path, what,
-               (long long) f->off, found, (long long) f->off);
+               "reading it from the start", j->path, what, sep,
+               (long long) fp->off, found, (long long) fp->off);
 
-        if (j->old.fd != -1) {
-            rc = ad_jfile_read(j, &j->old, handler, data);
-            if (rc != 0) {
-                return rc;
-            }
+        j->old_until = ad_mono_ms();
+        return ad_jfile_read(j, &j->old, handler, data);
+    }
 
-            ad_jfile_close(j, &j->old);
-        }
-
-        f->off = 0;
-        f->tlen = 0;
-        f->skipping = 0;
-
-        /* a copy is not written to: no grace */
-
-        if (ad_jfile_open(j, &j->old, found) == 0) {
-            if (ad_jfile_resume(j, &j->old, &fp) == 0) {
-                j->old_until = ad_mono_ms();
-                return ad_jfile_read(j, &j->old, handler, data);
-            }
-
-            ad_jfile_close(j, &j->old);
-        }
-
+    if (copy && rc == -1) {
         ad_log(AD_LOG_WARN, "journal %s: the copy %s changed before it "
                "could be read; lines after offset %lld were not read",
-               j->path, found, (long long) fp.off);
-
+               j->path, found, (long long) fp->off);
         return 0;
     }
 
-    ad_log(AD_LOG_WARN, "journal %s was truncated (%s, we were at %lld): "
+    ad_log(AD_LOG_WARN, "journal %s was truncated (%s%swe were at %lld): "
            "reading it from the start; lines written after offset %lld "
            "before the truncation were not read, no copy holds them",
-           j->path, what, (long long) f->off, (long long) f->off);
-
-    f->off = 0;
-    f->tlen = 0;
-    f->skipping = 0;
+           j->path, what, sep, (long long) fp->off, (long long) fp->off);
 
     return 0;
 }

@@ -473,8 +473,9 @@ typedef struct {
     ad_fpos_t        pending;               /* where to go on in a
                                                journal that could not be
                                                opened at start */
-    ad_jwait_t       seek;                  /* the journal's saved
-                                               position: the journal
+    ad_jwait_t       seek;                  /* the journal's position
+                                               (saved, or before a
+                                               truncation): the journal
                                                waits for it */
     ad_jwait_t       seek_old;              /* the rotated file's, still
                                                read: it does not wait */
@@ -482,6 +483,9 @@ typedef struct {
     int64_t          grace_ms;              /* --rotate-grace */
     unsigned         check:1;               /* the name may point to a
                                                new file */
+    unsigned         seek_copy:1;           /* seek is a copytruncate's
+                                               copy, cur the journal it
+                                               truncated, at 0 */
     unsigned         watch:1;               /* following it (not --once);
                                                ifd is -1 while inotify
                                                fails: polled instead */
