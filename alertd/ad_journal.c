@@ -41,8 +41,8 @@
  * directory and finished, and the file under the name is then read from
  * its start.  A state file without a fingerprint is trusted on the
  * inode, as before.  A file there that cannot be read (an I/O error)
- * may be the one: the journal waits for it, tried again at every
- * wake-up and poll, for --rotate-grace at most (j->seek; j->seek_old
+ * or opened may be the one: the journal waits for it, tried again at
+ * every wake-up and poll, for --rotate-grace at most (j->seek; j->seek_old
  * for the rotated file, which the journal does not wait for).  So it
  * does for a copytruncate's copy seen while running (j->seek_copy).
  */
@@ -513,9 +513,9 @@ ad_journal_resume_old(ad_journal_t *j, const ad_fpos_t *fp, int last)
 
 /*
  * found, beside the journal, may be the file fp is in (who: "journal
- * file alertd was reading", ...) but cannot be read (errno says
- * why).  Unless last, fp waits in w, tried again at every wake-up and
- * poll, and -2 is returned (errno kept); the failure is said as one
+ * file alertd was reading", ...) but cannot be read or opened (errno
+ * says why).  Unless last, fp waits in w, tried again at every wake-up
+ * and poll, and -2 is returned (errno kept); the failure is said as one
  * that repeats (waits: what waits meanwhile).  last, after
  * --rotate-grace: found is given up, taken for not fp's file, and 0 is
  * returned; the caller says fp's lines lost.
@@ -617,9 +617,9 @@ ad_jfile_resume(ad_journal_t *j, ad_jfile_t *f, const ad_fpos_t *fp)
 
 /*
  * Opens path, a file ad_journal_find() found, in f and takes it up at
- * fp.  -1: it is not fp's file (it cannot be opened, or changed); -2
- * (errno set): it cannot be read, which tells neither way.  f is closed
- * on failure.
+ * fp.  -1: it is not fp's file (gone since, or changed); -2 (errno set):
+ * it cannot be opened or read, which tells neither way.  f is closed on
+ * failure.
  */
 
 static int
@@ -629,7 +629,7 @@ ad_jfile_take(ad_journal_t *j, ad_jfile_t *f, const char *path,
     int  rc, err;
 
     if (ad_jfile_open(j, f, path) != 0) {
-        return -1;
+        return (errno == ENOENT || errno == EINVAL) ? -1 : -2;
     }
 
     rc = ad_jfile_resume(j, f, fp);
@@ -648,8 +648,9 @@ ad_jfile_take(ad_journal_t *j, ad_jfile_t *f, const char *path,
  * Looks beside the journal for a regular file that holds fp's bytes at
  * fp's offset, or without a fingerprint for fp's inode.  The inode wins
  * a tie (a rotated file before a copy of it), then the longest file.
- * -2 (errno set, path the file's): a file that cannot be read may be
- * the one, as none found is, or as fp's inode when only a copy is.
+ * -2 (errno set, path the file's): a file that cannot be read or opened
+ * may be the one, as none found is, or as fp's inode when only a copy
+ * is.
  */
 
 static int
@@ -701,13 +702,18 @@ ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp, uint64_t skip,
                 continue;
             }
 
+            /*
+             * A file that cannot be opened (EACCES) is not known yet;
+             * but the one under the name is waited for as the journal
+             * (j->pending, j->open_fail), not as a file beside it.
+             */
+
             fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC
                                               | O_NOFOLLOW | O_NONBLOCK);
-            if (fd == -1) {
-                continue;
-            }
 
-            rc = ad_print_at(j, fd, fp);
+            rc = (fd != -1) ? ad_print_at(j, fd, fp)
+                 : (errno == ENOENT || strcmp(de->d_name, j->base) == 0)
+                   ? -1 : -2;
 
             if (rc == -2 && (err == 0 || (ino && !bad_ino))) {
                 err = errno;
@@ -715,12 +721,13 @@ ad_journal_find(ad_journal_t *j, const ad_fpos_t *fp, uint64_t skip,
                 (void) snprintf(bad, sizeof(bad), "%s", de->d_name);
             }
 
-            if (rc != 0) {
+            if (fd != -1) {
                 (void) close(fd);
-                continue;
             }
 
-            (void) close(fd);
+            if (rc != 0) {
+                continue;
+            }
         }
 
         if ((ino && !best_ino) || st.st_size > best) {
@@ -1261,7 +1268,7 @@ ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
  * beside it that holds fp's bytes at fp's offset (copytruncate's) is
  * read to its end first, as the rotated file (no grace: a copy is not
  * written to), then the journal from its start.  A file there that
- * cannot be read may be the copy: fp waits in j->seek, and the
+ * cannot be read or opened may be the copy: fp waits in j->seek, and the
  * journal with it, tried again at every wake-up and poll (-2); last,
  * after --rotate-grace, the file is given up.  what: how the journal
  * was found truncated, NULL when tried again.  Else 0, or what the

@@ -447,9 +447,9 @@ typedef struct {
 
 /*
  * A position whose file cannot be told yet among the files beside the
- * name (one that may be it cannot be read): tried again at every
- * wake-up and poll for --rotate-grace, then given up, its lines said
- * lost.
+ * name (one that may be it cannot be read or opened): tried again at
+ * every wake-up and poll for --rotate-grace, then given up, its lines
+ * said lost.
  */
 typedef struct {
     ad_fpos_t        fp;

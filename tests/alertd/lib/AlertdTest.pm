@@ -616,8 +616,9 @@ sub alertd_env {
 
 # The fault injector (lib/fault.c), built into the test's directory:
 # returns the environment in which alertd's call (write, fsync,
-# ftruncate, pread) on a file whose path ends with suffix fails with
-# errno while fault_on() holds; fault_made() counts the failures made.
+# ftruncate, pread; open, which is open() and openat()) on a file whose
+# path ends with suffix fails with errno while fault_on() holds;
+# fault_made() counts the failures made.
 # Call it before the first test: without cc it skips (fails under CI).
 sub fault {
     my ($self, $call, $suffix, $errno) = @_;

@@ -3,7 +3,8 @@
  * AlertdTest::fault).  AIRLOCK_FAULT is "CALL SUFFIX ERRNO": CALL (write,
  * fsync, ftruncate or pread) fails with ERRNO on a descriptor whose path
  * (/proc/self/fd/N) ends with SUFFIX, while the file AIRLOCK_FAULT_ON
- * names exists.  Each failure it makes appends one byte to that file,
+ * names exists; CALL open fails open() and openat() of a path that ends
+ * with SUFFIX.  Each failure it makes appends one byte to that file,
  * through a descriptor opened before the call fails: once the test
  * renames the file away, no failure is made, and the file's size is the
  * count of those made.  Other calls, and other descriptors, go through.
@@ -16,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,26 +32,27 @@ int ftruncate(int fd, off_t len);
 int ftruncate64(int fd, off_t len);
 ssize_t pread(int fd, void *buf, size_t n, off_t off);
 ssize_t pread64(int fd, void *buf, size_t n, off_t off);
+int open(const char *path, int flags, ...);
+int open64(const char *path, int flags, ...);
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int openat(int dirfd, const char *path, int flags, ...);
+int openat64(int dirfd, const char *path, int flags, ...);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
 
 static int fault(const char *call, int fd);
+static int fault_path(const char *call, const char *path);
+static mode_t open_mode(int flags, va_list ap);
 
 
 static int
 fault(const char *call, int fd)
 {
-    int          on, c, err;
-    char         name[32], path[4096], want[64], suffix[4096], num[16];
-    size_t       len, slen;
-    ssize_t      n;
-    const char  *spec, *flag, *cause;
+    char     name[32], path[4096];
+    ssize_t  n;
 
-    spec = getenv("AIRLOCK_FAULT");
-    flag = getenv("AIRLOCK_FAULT_ON");
-
-    if (spec == NULL || flag == NULL
-        || sscanf(spec, "%63s %4095s %d", want, suffix, &err) != 3
-        || strcmp(want, call) != 0)
-    {
+    if (getenv("AIRLOCK_FAULT") == NULL) {
         return 0;
     }
 
@@ -61,20 +64,49 @@ fault(const char *call, int fd)
     }
 
     path[n] = '\0';
-    len = (size_t) n;
+
+    return fault_path(call, path);
+}
+
+
+static int
+fault_path(const char *call, const char *path)
+{
+    int          on, c, err;
+    char         want[64], suffix[4096], num[16];
+    size_t       len, slen;
+    ssize_t      n;
+    const char  *spec, *flag, *cause;
+
+    spec = getenv("AIRLOCK_FAULT");
+    flag = getenv("AIRLOCK_FAULT_ON");
+
+    if (spec == NULL || flag == NULL || path == NULL
+        || sscanf(spec, "%63s %4095s %d", want, suffix, &err) != 3
+        || strcmp(want, call) != 0)
+    {
+        return 0;
+    }
+
+    len = strlen(path);
     slen = strlen(suffix);
 
     if (len < slen || strcmp(path + len - slen, suffix) != 0) {
         return 0;
     }
 
-    on = open(flag, O_WRONLY | O_APPEND | O_CLOEXEC);
+    /* the raw system calls: our own open() would look at them again */
+
+    on = (int) syscall(SYS_openat, AT_FDCWD, flag,
+                       O_WRONLY | O_APPEND | O_CLOEXEC);
     if (on == -1) {
         return 0;
     }
 
     cause = getenv("AIRLOCK_FAULT_ERRNO");
-    c = (cause != NULL) ? open(cause, O_RDONLY | O_CLOEXEC) : -1;
+    c = (cause != NULL)
+        ? (int) syscall(SYS_openat, AT_FDCWD, cause, O_RDONLY | O_CLOEXEC)
+        : -1;
 
     if (c != -1) {
         n = read(c, num, sizeof(num) - 1);
@@ -100,6 +132,16 @@ typedef ssize_t (*ad_write_pt)(int fd, const void *buf, size_t n);
 typedef int (*ad_fsync_pt)(int fd);
 typedef int (*ad_ftruncate_pt)(int fd, off_t len);
 typedef ssize_t (*ad_pread_pt)(int fd, void *buf, size_t n, off_t off);
+typedef int (*ad_open_pt)(const char *path, int flags, ...);
+typedef int (*ad_openat_pt)(int dirfd, const char *path, int flags, ...);
+
+
+static mode_t
+open_mode(int flags, va_list ap)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE
+           ? (mode_t) va_arg(ap, int) : 0;
+}
 
 
 ssize_t
@@ -177,4 +219,78 @@ pread64(int fd, void *buf, size_t n, off_t off)
     }
 
     return fault("pread", fd) ? -1 : next(fd, buf, n, off);
+}
+
+
+#define AD_OPEN(name)                                                        \
+int                                                                          \
+name(const char *path, int flags, ...)                                       \
+{                                                                            \
+    mode_t             mode;                                                 \
+    va_list            ap;                                                   \
+    static ad_open_pt  next;                                                 \
+                                                                             \
+    if (next == NULL) {                                                      \
+        next = (ad_open_pt) dlsym(RTLD_NEXT, #name);                         \
+    }                                                                        \
+                                                                             \
+    va_start(ap, flags);                                                     \
+    mode = open_mode(flags, ap);                                             \
+    va_end(ap);                                                              \
+                                                                             \
+    return fault_path("open", path) ? -1 : next(path, flags, mode);          \
+}
+
+#define AD_OPENAT(name)                                                      \
+int                                                                          \
+name(int dirfd, const char *path, int flags, ...)                            \
+{                                                                            \
+    mode_t               mode;                                               \
+    va_list              ap;                                                 \
+    static ad_openat_pt  next;                                               \
+                                                                             \
+    if (next == NULL) {                                                      \
+        next = (ad_openat_pt) dlsym(RTLD_NEXT, #name);                       \
+    }                                                                        \
+                                                                             \
+    va_start(ap, flags);                                                     \
+    mode = open_mode(flags, ap);                                             \
+    va_end(ap);                                                              \
+                                                                             \
+    return fault_path("open", path) ? -1 : next(dirfd, path, flags, mode);   \
+}
+
+AD_OPEN(open)
+AD_OPEN(open64)
+AD_OPENAT(openat)
+AD_OPENAT(openat64)
+
+
+/* what _FORTIFY_SOURCE calls: the real ones check the flags, ours not */
+
+int
+__open_2(const char *path, int flags)
+{
+    return open(path, flags);
+}
+
+
+int
+__open64_2(const char *path, int flags)
+{
+    return open64(path, flags);
+}
+
+
+int
+__openat_2(int dirfd, const char *path, int flags)
+{
+    return openat(dirfd, path, flags);
+}
+
+
+int
+__openat64_2(int dirfd, const char *path, int flags)
+{
+    return openat64(dirfd, path, flags);
 }
