@@ -95,6 +95,7 @@ static int ad_journal_wait(ad_journal_t *j, ad_jwait_t *w,
     const ad_fpos_t *fp, const char *found, int last, const char *who,
     const char *waits);
 static void ad_journal_watch(ad_journal_t *j);
+static void ad_journal_drop_old(ad_journal_t *j, const char *why);
 
 
 static void
@@ -463,6 +464,27 @@ ad_journal_watch(ad_journal_t *j)
         /* as in ad_jfile_open(): the poll notices a name moved on */
         j->cur.wd = inotify_add_watch(j->ifd, j->path, AD_FILE_EVENTS);
     }
+}
+
+
+/*
+ * Stops reading the rotated file (why: its grace is over, or another
+ * file is read next).  A read of it that failed last (an I/O error,
+ * said as it repeated) left the lines after its offset unread: they are
+ * said lost, not dropped without a word.
+ */
+
+static void
+ad_journal_drop_old(ad_journal_t *j, const char *why)
+{
+    if (j->old.failing) {
+        ad_log(AD_LOG_WARN, "the rotated journal (inode %llu) could not be "
+               "read at offset %lld and is no longer read (%s): lines "
+               "written to it after the offset were not read",
+               (unsigned long long) j->old.ino, (long long) j->old.off, why);
+    }
+
+    ad_jfile_close(j, &j->old);
 }
 
 
@@ -945,7 +967,9 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
         if (j->old.fd != -1
             && (!j->watch || ad_mono_ms() >= j->old_until))
         {
-            if (fstat(j->old.fd, &st) == 0 && st.st_size > j->old.off) {
+            if (!j->old.failing && fstat(j->old.fd, &st) == 0
+                && st.st_size > j->old.off)
+            {
                 ad_log(AD_LOG_WARN, "the rotated journal (inode %llu) "
                        "ends with an incomplete line of %lld bytes; "
                        "skipped", (unsigned long long) j->old.ino,
@@ -959,7 +983,7 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
                        (long long) j->old.off, (long long) j->grace_ms);
             }
 
-            ad_jfile_close(j, &j->old);
+            ad_journal_drop_old(j, "its grace is over");
         }
     }
 
@@ -1029,7 +1053,7 @@ ad_journal_check(ad_journal_t *j, ad_line_pt handler, void *data)
                 return rc;
             }
 
-            ad_jfile_close(j, &j->old);
+            ad_journal_drop_old(j, "the journal was rotated again");
         }
 
         rc = ad_jfile_read(j, &j->cur, handler, data);
@@ -1102,10 +1126,12 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
             ad_fail(&j->read_fail, AD_LOG_ERR, "reading journal %s at "
                     "offset %lld: %s", j->path, (long long) f->off,
                     strerror(errno));
+            f->failing = 1;
             return 0;
         }
 
         ad_fail_over(&j->read_fail, "reading journal %s", j->path);
+        f->failing = 0;
 
         /*
          * Without a tail (a position from an older state file) only a
@@ -1294,7 +1320,8 @@ ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp, const char *what,
             return rc;
         }
 
-        ad_jfile_close(j, &j->old);
+        ad_journal_drop_old(j, "the truncated journal's copy is read "
+                            "next");
     }
 
     /* read from its start after the copy, if one holds our lines */

@@ -441,6 +441,7 @@ typedef struct {
     int64_t          off;                   /* first unconsumed byte */
     int              wd;
     unsigned         skipping:1;            /* inside an over-long line */
+    unsigned         failing:1;             /* its last read failed */
     size_t           tlen;                  /* min(off, AD_PRINT_MAX) */
     char             tail[AD_PRINT_MAX];    /* the bytes before off */
 } ad_jfile_t;
