@@ -443,7 +443,7 @@ aw_limits_parse(const aw_conf_t *conf, json_t *lim, aw_limits_t *out,
 
 /*
  * The ids of an envelope that is refused unparsed (too large, or
- * delivered too often) or for a duplicate key, by aw_envelope_ids()'s
+ * delivered too often) or as invalid JSON, by aw_envelope_ids()'s
  * scan, so that the refusal can still be answered: a job_id named once
  * at the top level, and the session_id beside it.  job is cleared
  * first.
@@ -528,18 +528,19 @@ aw_job_parse(const aw_conf_t *conf, const void *policy, const char *raw,
     root = json_loadb(raw, len, JSON_REJECT_DUPLICATES, &je);
     if (root == NULL) {
         /*
-         * Refused all the same; a job_id that can still be read (the
-         * fault is a duplicate key elsewhere) lets the answer reach the
-         * agent instead of only the dead-letter stream.  Read by the
-         * rule of an oversized envelope's (aw_envelope_ids()): named
-         * once at the top level, or there is no id (a lenient parse
-         * took the last of two job_ids)
+         * Refused all the same; a job_id that can still be read lets the
+         * answer reach the client instead of only the dead-letter
+         * stream, whatever the fault elsewhere (a duplicate key, a byte
+         * that is not UTF-8, a bad escape or an integer too big in the
+         * script or the limits).  Read by the rule of an oversized
+         * envelope's (aw_envelope_ids()): named once at the top level,
+         * unescaped, the object's brackets matched and nothing after
+         * it, or there is no id.  Only a duplicate key was answered: a
+         * second, lenient parse had to take the text for an object, and
+         * a client whose envelope failed for anything else waited for
+         * an answer that never came.
          */
-        root = json_loadb(raw, len, 0, NULL);
-        if (json_is_object(root)) {
-            aw_job_scan_ids(raw, len, job);
-        }
-        json_decref(root);
+        aw_job_scan_ids(raw, len, job);
 
         return aw_reject(code, codelen, err, errlen, "bad_envelope",
                          "invalid JSON at line %d, column %d: %s",
