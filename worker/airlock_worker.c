@@ -94,6 +94,7 @@
 /* what aw_next_entry() found, besides an entry's fields */
 #define AW_ENTRY_GONE   1           /* deleted from the stream, pending */
 #define AW_ENTRY_LARGE  2           /* over AW_ENTRY_MAX(): not read */
+#define AW_ENTRY_TWICE  3           /* two "job" fields: neither run */
 
 
 typedef struct {
@@ -717,7 +718,12 @@ aw_wrong_type(aw_worker_t *w, const char *id, const char *raw, size_t len,
  * An entry of a reply: its id, and its "job" field (NULL when it has
  * none); *state is AW_ENTRY_GONE when the entry itself was deleted from
  * the stream (XDEL, XTRIM) while pending: Redis gives its id with no
- * fields.
+ * fields.  A field name is compared whole, as the binary string Redis
+ * keeps: "job\0x" is not "job", which strcmp() took it for.  An entry
+ * with more than one "job" field (XADD takes a name twice) is
+ * AW_ENTRY_TWICE, its first kept for the dead-letter stream: the worker
+ * ran the first, where a client that reads the fields into a map (most
+ * do) sees the last, as with a JSON object's duplicate key.
  */
 
 static int
@@ -746,9 +752,15 @@ aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
 
     for (i = 0; i + 1 < f->elements; i += 2) {
         if (f->element[i]->type == REDIS_REPLY_STRING
-            && strcmp(f->element[i]->str, "job") == 0
+            && f->element[i]->len == 3
+            && memcmp(f->element[i]->str, "job", 3) == 0
             && f->element[i + 1]->type == REDIS_REPLY_STRING)
         {
+            if (*job != NULL) {
+                *state = AW_ENTRY_TWICE;
+                break;
+            }
+
             *joblen = f->element[i + 1]->len;
             *job = malloc(*joblen + 1);
             if (*job == NULL) {
@@ -756,7 +768,6 @@ aw_entry_from(redisReply *entry, char *id, size_t idlen, char **job,
             }
             memcpy(*job, f->element[i + 1]->str, *joblen);
             (*job)[*joblen] = '\0';
-            break;
         }
     }
 
@@ -1837,6 +1848,12 @@ aw_handle(aw_worker_t *w, const char *id, const char *raw, size_t len,
         snprintf(err, sizeof(err), "the entry is over %zu bytes (4 times "
                  "max_envelope_bytes and 64 KiB): not read",
                  AW_ENTRY_MAX(conf));
+
+    } else if (state == AW_ENTRY_TWICE) {
+        /* which is the job?  Neither run, nor answered */
+        snprintf(code, sizeof(code), "bad_envelope");
+        snprintf(err, sizeof(err), "the entry has more than one \"job\" "
+                 "field");
 
     } else if (raw == NULL) {
         snprintf(code, sizeof(code), "bad_envelope");
