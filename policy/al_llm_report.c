@@ -804,6 +804,17 @@ al_llm_report_group(al_llm_report_t *rep, const char *key, size_t len)
 
     if (len > AL_LLM_REPORT_KEY_MAX) {
         len = AL_LLM_REPORT_KEY_MAX;
+
+        /*
+         * Cut before the character the limit falls in, not inside it:
+         * the JSON output has a name of whole characters (the names
+         * are UTF-8, as jansson reads them), where a lead byte left
+         * alone came out as \u00XX, a character the name does not have
+         */
+
+        while (len > 0 && ((unsigned char) key[len] & 0xc0) == 0x80) {
+            len--;
+        }
     }
 
     if (rep->index != NULL) {
