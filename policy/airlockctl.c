@@ -363,7 +363,7 @@ main(int argc, char **argv)
                 if (strcmp(cmd->name, argv[2]) == 0) {
                     al_ctl_usage(stdout, cmd);
                     printf("\n%s\n", cmd->help);
-                    return 0;
+                    return al_ctl_written(0);
                 }
             }
 
@@ -386,12 +386,12 @@ main(int argc, char **argv)
         }
         fprintf(f, "\n'airlockctl COMMAND --help' describes one command; "
                 "'airlockctl --version' prints the version.\n");
-        return argc < 2 ? 2 : 0;
+        return argc < 2 ? 2 : al_ctl_written(0);
     }
 
     if (strcmp(argv[1], "--version") == 0) {
         printf("airlockctl %s\n", AL_VERSION);
-        return 0;
+        return al_ctl_written(0);
     }
 
     if (sodium_init() < 0) {
