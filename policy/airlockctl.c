@@ -245,10 +245,11 @@ static const al_ctl_cmd_t  al_ctl_cmds[] = {
       "keygen PATH",
       "Writes a new X25519 keypair for sealing secrets: the private key to\n"
       "PATH (mode 0600) and the public key to PATH.pub.  Refuses to\n"
-      "overwrite an existing file.  One keygen of PATH at a time (it\n"
-      "holds PATH.lock).\n"
+      "overwrite an existing file, and a PATH in a directory another\n"
+      "user can change.  One keygen of PATH at a time (it holds\n"
+      "PATH.lock).\n"
       "Exit status: 0 written, 1 a file exists already or cannot be\n"
-      "written, 2 usage error." },
+      "written, or its directory is not safe, 2 usage error." },
 
     { "seal", al_ctl_seal,
       "seal --pub PUBLIC_KEY [--keep-newline] < SECRET",

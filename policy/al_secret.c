@@ -109,6 +109,7 @@ al_keygen(const char *path, al_error_t *err)
     int            rc, lockfd;
     char          *pubpath, *tmp, *pubtmp, *lock;
     size_t         plen;
+    al_error_t     terr;
     struct stat    st;
     unsigned char  pk[crypto_box_PUBLICKEYBYTES];
     unsigned char  sk[crypto_box_SECRETKEYBYTES];
@@ -164,6 +165,19 @@ al_keygen(const char *path, al_error_t *err)
 
     if (lstat(path, &st) == 0) {
         al_keygen_exists(path, err);
+        goto unlock;
+    }
+
+    /*
+     * A directory another user can change is one where the pair can be
+     * swapped for theirs between its writes and its renames, and where
+     * nginx, check --key and seal refuse it (al_key_read()): said now,
+     * not once the pair is in use.  The lock is in PATH's directory,
+     * and ours.
+     */
+
+    if (al_path_trusted(lock, lockfd, "private key", &terr) != 0) {
+        al_error_set(err, path, 0, 0, "%s", terr.msg);
         goto unlock;
     }
 
