@@ -109,6 +109,7 @@ static int al_ctl_usage(FILE *f, const al_ctl_cmd_t *cmd);
 static int al_ctl_bad(const al_ctl_cmd_t *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int al_ctl_option(const char *arg);
+static int al_ctl_twice(const al_ctl_cmd_t *cmd, const char *opt);
 static int al_ctl_help_only(int argc, char **argv, const al_ctl_cmd_t *cmd);
 static al_policy_t *al_ctl_load(const char *path, const char *key,
     int *rc);
@@ -465,6 +466,20 @@ al_ctl_bad(const al_ctl_cmd_t *cmd, const char *fmt, ...)
 }
 
 
+/*
+ * An option given a second time is a misuse: which of the two counts is
+ * not guessed.  The last one did, and explain --client agent ...
+ * --client tools answered for tools in words that do not name the
+ * client; edit --policy A --policy B edited B.
+ */
+
+static int
+al_ctl_twice(const al_ctl_cmd_t *cmd, const char *opt)
+{
+    return al_ctl_bad(cmd, "%s is given twice", opt);
+}
+
+
 /* an option, not an operand: "-" alone names standard input */
 
 static int
@@ -770,6 +785,9 @@ al_ctl_check(int argc, char **argv)
             if (i + 1 >= argc) {
                 return al_ctl_bad(cmd, "--key needs a PRIVATE_KEY");
             }
+            if (key != NULL) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
             key = argv[++i];
 
         } else if (al_ctl_option(argv[i])) {
@@ -1028,6 +1046,9 @@ al_ctl_explain(int argc, char **argv)
         }
 
         if (strcmp(a, "--token-stdin") == 0) {
+            if (token_stdin) {
+                return al_ctl_twice(cmd, a);
+            }
             token_stdin = 1;
             continue;
         }
@@ -1042,13 +1063,25 @@ al_ctl_explain(int argc, char **argv)
         }
 
         if (strcmp(a, "--client") == 0) {
+            if (client != NULL) {
+                return al_ctl_twice(cmd, a);
+            }
             client = argv[++i];
 
         } else if (strcmp(a, "--token-env") == 0) {
+            if (token_env != NULL) {
+                return al_ctl_twice(cmd, a);
+            }
             token_env = argv[++i];
 
         } else if (strcmp(a, "--uid") == 0 || strcmp(a, "--gid") == 0) {
             char  *end;
+
+            if (a[2] == 'u' ? peer.uid != (uid_t) -1
+                            : peer.gid != (gid_t) -1)
+            {
+                return al_ctl_twice(cmd, a);
+            }
 
             errno = 0;
             v = strtoull(argv[++i], &end, 10);
@@ -1065,6 +1098,9 @@ al_ctl_explain(int argc, char **argv)
             have_peer = 1;
 
         } else if (strcmp(a, "--addr") == 0) {
+            if (peer.has_addr) {
+                return al_ctl_twice(cmd, a);
+            }
             i++;
             if (inet_pton(AF_INET, argv[i], &a4) == 1) {
                 peer.addr[10] = 0xff;
@@ -1079,9 +1115,15 @@ al_ctl_explain(int argc, char **argv)
             have_peer = 1;
 
         } else if (strcmp(a, "--body") == 0) {
+            if (body_file != NULL) {
+                return al_ctl_twice(cmd, a);
+            }
             body_file = argv[++i];
 
         } else if (strcmp(a, "--content-type") == 0) {
+            if (ctype != NULL) {
+                return al_ctl_twice(cmd, a);
+            }
             ctype = argv[++i];
 
         } else if (al_ctl_option(a)) {
@@ -2029,9 +2071,15 @@ al_ctl_seal(int argc, char **argv)
             if (i + 1 >= argc) {
                 return al_ctl_bad(cmd, "--pub needs a PUBLIC_KEY");
             }
+            if (pub != NULL) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
             pub = argv[++i];
 
         } else if (strcmp(argv[i], "--keep-newline") == 0) {
+            if (keep) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
             keep = 1;
 
         } else if (al_ctl_option(argv[i])) {
@@ -2245,7 +2293,7 @@ al_ctl_tty_signal(int signo)
 static int
 al_ctl_tools(int argc, char **argv)
 {
-    int                  i, rc;
+    int                  i, rc, fmt_given;
     char                *text, msg[AL_ERR_MAX + 300];
     const char          *file, *client, *sandbox;
     al_error_t           err;
@@ -2263,6 +2311,7 @@ al_ctl_tools(int argc, char **argv)
     client = NULL;
     sandbox = NULL;
     fmt = AL_TOOLS_OPENAI;
+    fmt_given = 0;
 
     for (i = 1; i < argc; i++) {
         if ((strcmp(argv[i], "--client") == 0
@@ -2274,12 +2323,22 @@ al_ctl_tools(int argc, char **argv)
         }
 
         if (strcmp(argv[i], "--client") == 0) {
+            if (client != NULL) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
             client = argv[++i];
 
         } else if (strcmp(argv[i], "--sandbox") == 0) {
+            if (sandbox != NULL) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
             sandbox = argv[++i];
 
         } else if (strcmp(argv[i], "--format") == 0) {
+            if (fmt_given) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
+            fmt_given = 1;
             i++;
             if (strcmp(argv[i], "openai") == 0) {
                 fmt = AL_TOOLS_OPENAI;
@@ -2435,7 +2494,7 @@ static int
 al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
     al_ctl_edit_t *e)
 {
-    int  i;
+    int  i, k;
 
     memset(e, 0, sizeof(al_ctl_edit_t));
     e->policy = AL_CTL_POLICY;
@@ -2457,6 +2516,14 @@ al_ctl_edit_args(int argc, char **argv, const al_ctl_cmd_t *cmd,
 
         if (i + 1 >= argc) {
             return al_ctl_bad(cmd, "%s needs a value", argv[i]);
+        }
+
+        for (k = 1; k < i; k++) {
+            if (strcmp(argv[k], argv[i]) == 0) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
+
+            k++;    /* an option's value is not an option */
         }
 
         if (strcmp(argv[i], "--policy") == 0) {
@@ -3731,7 +3798,7 @@ al_ctl_rollback(int argc, char **argv)
 static int
 al_ctl_llm_usage(int argc, char **argv)
 {
-    int                   i, json, rc;
+    int                   i, json, by_given, rc;
     FILE                 *f;
     char                  msg[AL_ERR_MAX + 300];
     const char           *path;
@@ -3748,16 +3815,24 @@ al_ctl_llm_usage(int argc, char **argv)
 
     path = NULL;
     json = 0;
+    by_given = 0;
     by = AL_LLM_REPORT_BY_NONE;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
+            if (json) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
             json = 1;
 
         } else if (strcmp(argv[i], "--by") == 0) {
             if (i + 1 >= argc) {
                 return al_ctl_bad(cmd, "--by needs client, model or day");
             }
+            if (by_given) {
+                return al_ctl_twice(cmd, argv[i]);
+            }
+            by_given = 1;
             i++;
             if (strcmp(argv[i], "client") == 0) {
                 by = AL_LLM_REPORT_BY_CLIENT;
