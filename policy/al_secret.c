@@ -173,8 +173,14 @@ al_keygen(const char *path, al_error_t *err)
      * swapped for theirs between its writes and its renames, and where
      * nginx, check --key and seal refuse it (al_key_read()): said now,
      * not once the pair is in use.  The lock is in PATH's directory,
-     * and ours.
+     * and must be ours: the walk takes its owner for the pair's.
      */
+
+    if (fstat(lockfd, &st) == -1 || st.st_uid != geteuid()) {
+        al_error_set(err, path, 0, 0, "the lock file %s is not yours "
+                     "(another user made it there); remove it", lock);
+        goto unlock;
+    }
 
     if (al_path_trusted(lock, lockfd, "private key", &terr) != 0) {
         al_error_set(err, path, 0, 0, "%s", terr.msg);

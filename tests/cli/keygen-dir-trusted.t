@@ -5,7 +5,9 @@
 # be swapped for another between keygen's writes and renames, and
 # keygen wrote it and said so, to be refused once in use.  Exit 1, the
 # reason named, nothing left behind.  A sticky directory (/tmp) holds
-# the pair, the names in it being keygen's own.
+# the pair, the names in it being keygen's own; a PATH.lock another user
+# made there is refused, not taken for keygen's (its owner would be
+# taken for the pair's).
 
 use strict;
 use warnings;
@@ -16,7 +18,7 @@ use Airlock::Ctl qw(ctl_setup run_ctl);
 
 my ($top, $build, $ctl, $dir) = ctl_setup();
 
-plan tests => 14;
+plan tests => 17;
 
 sub listing {
     my ($d) = @_;
@@ -57,3 +59,22 @@ chmod 01777, $d or die;
 ($rc, $out) = run_ctl('keygen', "$d/k");
 is($rc, 0, 'a sticky directory any user writes: written') or diag($out);
 is(listing($d), 'k k.pub', 'the pair, and nothing else');
+
+# PATH.lock made by another user in the sticky directory
+SKIP: {
+    my $nobody = getpwnam('nobody');
+    if ($> != 0 || !defined $nobody) {
+        fail('root and the user nobody are needed, under CI') if $ENV{CI};
+        skip 'root and the user nobody are needed', 3;
+    }
+
+    open my $fh, '>', "$d/k2.lock" or die;
+    close $fh;
+    chown $nobody, -1, "$d/k2.lock" or die;
+
+    ($rc, $out) = run_ctl('keygen', "$d/k2");
+    is($rc, 1, 'a lock another user made: exit 1') or diag($out);
+    like($out, qr/the lock file \Q$d\E\/k2\.lock is not yours/,
+         'and says so') or diag($out);
+    ok(!-e "$d/k2" && !-e "$d/k2.pub", 'nothing written');
+}
