@@ -44,7 +44,8 @@
  * or opened may be the one: the journal waits for it, tried again at
  * every wake-up and poll, for --rotate-grace at most (j->seek; j->seek_old
  * for the rotated file, which the journal does not wait for).  So it
- * does for a copytruncate's copy seen while running (j->seek_copy).
+ * does for a copytruncate's copy seen while running (j->seek_copy), and
+ * for one taken whose lines then fail to read (j->old_waits).
  */
 
 #include <dirent.h>
@@ -96,6 +97,7 @@ static int ad_journal_wait(ad_journal_t *j, ad_jwait_t *w,
     const char *waits);
 static void ad_journal_watch(ad_journal_t *j);
 static void ad_journal_drop_old(ad_journal_t *j, const char *why);
+static void ad_journal_copy_wait(ad_journal_t *j);
 
 
 static void
@@ -208,6 +210,8 @@ ad_journal_open(ad_journal_t *j, const char *path, int watch,
     memset(&j->seek, 0, sizeof(ad_jwait_t));
     memset(&j->seek_old, 0, sizeof(ad_jwait_t));
     j->seek_copy = 0;
+    j->old_copy = 0;
+    j->old_waits = 0;
     j->poll_ms = poll_ms;
     j->grace_ms = grace_ms;
     j->old_until = 0;
@@ -485,6 +489,8 @@ ad_journal_drop_old(ad_journal_t *j, const char *why)
     }
 
     ad_jfile_close(j, &j->old);
+    j->old_copy = 0;
+    j->old_waits = 0;
 }
 
 
@@ -964,8 +970,12 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
             return rc;
         }
 
-        if (j->old.fd != -1
-            && (!j->watch || ad_mono_ms() >= j->old_until))
+        if (j->old_copy && j->old.failing && j->watch) {
+            ad_journal_copy_wait(j);
+
+        } else if (j->old.fd != -1
+                   && (!j->watch || j->old_copy
+                       || ad_mono_ms() >= j->old_until))
         {
             if (!j->old.failing && fstat(j->old.fd, &st) == 0
                 && st.st_size > j->old.off)
@@ -987,11 +997,54 @@ ad_journal_read(ad_journal_t *j, ad_line_pt handler, void *data)
         }
     }
 
-    if (j->cur.fd != -1 && !j->seek.fp.valid) {
+    /* a truncated journal's copy that failed: the journal waits for it */
+
+    if (j->cur.fd != -1 && !j->seek.fp.valid && !j->old_waits) {
         return ad_jfile_read(j, &j->cur, handler, data);
     }
 
     return 0;
+}
+
+
+/*
+ * A truncated journal's copy is read to its end first, then closed: it
+ * is not written to.  A read of it that failed (an I/O error) tells
+ * nothing of the lines after its offset: as a file beside the journal
+ * that cannot be read yet (ad_journal_wait()), it is tried again at
+ * every wake-up and poll, the journal waiting, its lines being later,
+ * for --rotate-grace from the first failure; then given up, its lines
+ * said lost.
+ */
+
+static void
+ad_journal_copy_wait(ad_journal_t *j)
+{
+    int64_t  now;
+    char     why[96];
+
+    now = ad_mono_ms();
+
+    if (!j->old_waits) {
+        j->old_waits = 1;
+        j->old_until = now + j->grace_ms;
+
+        ad_log(AD_LOG_WARN, "the copy a copytruncate kept of the journal "
+               "(inode %llu) could not be read at offset %lld: tried "
+               "again at every poll for up to %lld ms (--rotate-grace), "
+               "the journal waits for it", (unsigned long long) j->old.ino,
+               (long long) j->old.off, (long long) j->grace_ms);
+        return;
+    }
+
+    if (now < j->old_until) {
+        return;
+    }
+
+    (void) snprintf(why, sizeof(why), "it could not be read for %lld ms, "
+                    "--rotate-grace", (long long) j->grace_ms);
+
+    ad_journal_drop_old(j, why);
 }
 
 
@@ -1155,7 +1208,9 @@ ad_jfile_read(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
                 return rc;
             }
 
-            if (f->fd == -1 || (f == &j->cur && j->seek.fp.valid)) {
+            if (f->fd == -1
+                || (f == &j->cur && (j->seek.fp.valid || j->old_waits)))
+            {
                 /* closed, or waiting for its copy */
                 return 0;
             }
@@ -1276,7 +1331,7 @@ ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
                "truncated (%s, we were at %lld): no longer read",
                (unsigned long long) f->ino, what, (long long) f->off);
 
-        ad_jfile_close(j, f);
+        ad_journal_drop_old(j, "it was truncated");
 
         return 0;
     }
@@ -1293,9 +1348,11 @@ ad_jfile_replaced(ad_journal_t *j, ad_jfile_t *f, ad_line_pt handler,
  * The journal, cur, was truncated while alertd read it at fp: a copy
  * beside it that holds fp's bytes at fp's offset (copytruncate's) is
  * read to its end first, as the rotated file (no grace: a copy is not
- * written to), then the journal from its start.  A file there that
- * cannot be read or opened may be the copy: fp waits in j->seek, and the
- * journal with it, tried again at every wake-up and poll (-2); last,
+ * written to; but a read of it that fails is tried again, the journal
+ * waiting, see ad_journal_copy_wait()), then the journal from its
+ * start.  A file there that cannot be read or opened may be the copy:
+ * fp waits in j->seek, and the journal with it, tried again at every
+ * wake-up and poll (-2); last,
  * after --rotate-grace, the file is given up.  what: how the journal
  * was found truncated, NULL when tried again.  Else 0, or what the
  * handler returned: a copy is read on in the next round.
@@ -1362,7 +1419,15 @@ ad_journal_copy(ad_journal_t *j, const ad_fpos_t *fp, const char *what,
                (long long) fp->off, found, (long long) fp->off);
 
         j->old_until = ad_mono_ms();
-        return ad_jfile_read(j, &j->old, handler, data);
+        j->old_copy = 1;
+
+        rc = ad_jfile_read(j, &j->old, handler, data);
+
+        if (rc == 0 && j->old.failing && j->watch) {
+            ad_journal_copy_wait(j);
+        }
+
+        return rc;
     }
 
     if (copy && rc == -1) {

@@ -487,6 +487,10 @@ typedef struct {
     unsigned         seek_copy:1;           /* seek is a copytruncate's
                                                copy, cur the journal it
                                                truncated, at 0 */
+    unsigned         old_copy:1;            /* old is such a copy, read
+                                               before cur */
+    unsigned         old_waits:1;           /* its read failed: tried
+                                               again until old_until */
     unsigned         watch:1;               /* following it (not --once);
                                                ifd is -1 while inotify
                                                fails: polled instead */

@@ -618,13 +618,15 @@ sub alertd_env {
 # returns the environment in which alertd's call (write, fsync,
 # ftruncate, pread; open, which is open() and openat()) on a file whose
 # path ends with suffix fails with errno while fault_on() holds;
-# fault_made() counts the failures made.
+# fault_made() counts the failures made.  With min, a write or pread of
+# fewer bytes goes through (alertd's reads of a file's tail do).
 # Call it before the first test: without cc it skips (fails under CI).
 sub fault {
-    my ($self, $call, $suffix, $errno) = @_;
+    my ($self, $call, $suffix, $errno, $min) = @_;
 
     return { LD_PRELOAD => $self->preload('fault'),
-             AIRLOCK_FAULT => "$call $suffix $errno",
+             AIRLOCK_FAULT => "$call $suffix $errno"
+                              . (defined $min ? " $min" : ''),
              AIRLOCK_FAULT_ON => "$self->{dir}/fault-on",
              AIRLOCK_FAULT_ERRNO => "$self->{dir}/fault-errno" };
 }

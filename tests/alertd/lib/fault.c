@@ -9,7 +9,11 @@
  * renames the file away, no failure is made, and the file's size is the
  * count of those made.  Other calls, and other descriptors, go through.
  * While the file AIRLOCK_FAULT_ERRNO names holds a number, that is the
- * errno made instead: the test changes the failure's cause.
+ * errno made instead: the test changes the failure's cause.  A fourth
+ * number, "CALL SUFFIX ERRNO MIN", lets a write() or pread() of fewer
+ * than MIN bytes through: alertd's reads of a file's tail (at most
+ * AD_PRINT_MAX bytes, to tell which file it is) work, its reads of the
+ * lines after it fail.
  */
 
 #define _GNU_SOURCE
@@ -19,6 +23,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -41,13 +46,13 @@ int openat64(int dirfd, const char *path, int flags, ...);
 int __openat_2(int dirfd, const char *path, int flags);
 int __openat64_2(int dirfd, const char *path, int flags);
 
-static int fault(const char *call, int fd);
-static int fault_path(const char *call, const char *path);
+static int fault(const char *call, int fd, size_t size);
+static int fault_path(const char *call, const char *path, size_t size);
 static mode_t open_mode(int flags, va_list ap);
 
 
 static int
-fault(const char *call, int fd)
+fault(const char *call, int fd, size_t size)
 {
     char     name[32], path[4096];
     ssize_t  n;
@@ -65,25 +70,28 @@ fault(const char *call, int fd)
 
     path[n] = '\0';
 
-    return fault_path(call, path);
+    return fault_path(call, path, size);
 }
 
 
 static int
-fault_path(const char *call, const char *path)
+fault_path(const char *call, const char *path, size_t size)
 {
-    int          on, c, err;
+    int          on, c, err, fields;
     char         want[64], suffix[4096], num[16];
     size_t       len, slen;
     ssize_t      n;
+    unsigned     min;
     const char  *spec, *flag, *cause;
 
     spec = getenv("AIRLOCK_FAULT");
     flag = getenv("AIRLOCK_FAULT_ON");
 
     if (spec == NULL || flag == NULL || path == NULL
-        || sscanf(spec, "%63s %4095s %d", want, suffix, &err) != 3
-        || strcmp(want, call) != 0)
+        || (fields = sscanf(spec, "%63s %4095s %d %u", want, suffix, &err,
+                            &min)) < 3
+        || strcmp(want, call) != 0
+        || (fields == 4 && size < min))
     {
         return 0;
     }
@@ -153,7 +161,7 @@ write(int fd, const void *buf, size_t n)
         next = (ad_write_pt) dlsym(RTLD_NEXT, "write");
     }
 
-    return fault("write", fd) ? -1 : next(fd, buf, n);
+    return fault("write", fd, n) ? -1 : next(fd, buf, n);
 }
 
 
@@ -166,7 +174,7 @@ fsync(int fd)
         next = (ad_fsync_pt) dlsym(RTLD_NEXT, "fsync");
     }
 
-    return fault("fsync", fd) ? -1 : next(fd);
+    return fault("fsync", fd, SIZE_MAX) ? -1 : next(fd);
 }
 
 
@@ -179,7 +187,7 @@ ftruncate(int fd, off_t len)
         next = (ad_ftruncate_pt) dlsym(RTLD_NEXT, "ftruncate");
     }
 
-    return fault("ftruncate", fd) ? -1 : next(fd, len);
+    return fault("ftruncate", fd, SIZE_MAX) ? -1 : next(fd, len);
 }
 
 
@@ -192,7 +200,7 @@ ftruncate64(int fd, off_t len)
         next = (ad_ftruncate_pt) dlsym(RTLD_NEXT, "ftruncate64");
     }
 
-    return fault("ftruncate", fd) ? -1 : next(fd, len);
+    return fault("ftruncate", fd, SIZE_MAX) ? -1 : next(fd, len);
 }
 
 
@@ -205,7 +213,7 @@ pread(int fd, void *buf, size_t n, off_t off)
         next = (ad_pread_pt) dlsym(RTLD_NEXT, "pread");
     }
 
-    return fault("pread", fd) ? -1 : next(fd, buf, n, off);
+    return fault("pread", fd, n) ? -1 : next(fd, buf, n, off);
 }
 
 
@@ -218,7 +226,7 @@ pread64(int fd, void *buf, size_t n, off_t off)
         next = (ad_pread_pt) dlsym(RTLD_NEXT, "pread64");
     }
 
-    return fault("pread", fd) ? -1 : next(fd, buf, n, off);
+    return fault("pread", fd, n) ? -1 : next(fd, buf, n, off);
 }
 
 
@@ -238,7 +246,8 @@ name(const char *path, int flags, ...)                                       \
     mode = open_mode(flags, ap);                                             \
     va_end(ap);                                                              \
                                                                              \
-    return fault_path("open", path) ? -1 : next(path, flags, mode);          \
+    return fault_path("open", path, SIZE_MAX) ? -1                           \
+                                              : next(path, flags, mode);     \
 }
 
 #define AD_OPENAT(name)                                                      \
@@ -257,7 +266,8 @@ name(int dirfd, const char *path, int flags, ...)                            \
     mode = open_mode(flags, ap);                                             \
     va_end(ap);                                                              \
                                                                              \
-    return fault_path("open", path) ? -1 : next(dirfd, path, flags, mode);   \
+    return fault_path("open", path, SIZE_MAX)                                \
+           ? -1 : next(dirfd, path, flags, mode);                            \
 }
 
 AD_OPEN(open)
