@@ -14,7 +14,8 @@
  * its uid, or for --api-peer (nginx's workers, which publish the socket
  * at /api/) the person nginx authenticated, named in X-Airlock-User.
  * A session is its first asker's; to anyone else but root it is a
- * session that does not exist (404).
+ * session that does not exist (404).  Root asks in another's only when
+ * it says so (X-Airlock-Others-Session: yes), else 409 session_owner.
  *
  *   airlock-agent --listen PATH --gateway PATH
  *                 --redis unix:PATH|HOST:PORT|[IPV6]:PORT|[IPV6]
@@ -101,6 +102,7 @@ typedef struct {
     char            *body;
     size_t           body_len;
     char             user[AG_API_USER_MAX + 1];  /* X-Airlock-User, or "" */
+    int              others;        /* X-Airlock-Others-Session: yes */
 } ag_request_t;
 
 
@@ -640,7 +642,9 @@ ag_usage(FILE *f)
 "                       takes an id someone chose first; root's not\n"
 "sessions are their first asker's, by the peer's uid (SO_PEERCRED) or\n"
 "the --api-peer's X-Airlock-User; to others but root they do not exist;\n"
-"an id POST /v1/sessions made is its asker's alone, to root too\n"
+"an id POST /v1/sessions made is its asker's alone, to root too; root's\n"
+"question in another's stored session is 409 \"session_owner\" unless\n"
+"it sends X-Airlock-Others-Session: yes (airlock ask --others-session)\n"
 "\n"
 "a value is refused whole, never cut: empty, too long, or with a control\n"
 "character (--system may hold newlines and tabs).  Exit status 2: a bad\n"
@@ -1618,6 +1622,17 @@ ag_read_request(int fd, ag_request_t *req, const char **why)
             }
             memcpy(req->user, v, ulen);
             req->user[ulen] = '\0';
+
+        } else if (strcasecmp(line, "X-Airlock-Others-Session") == 0) {
+
+            /* one, "yes" alone: root's consent, never guessed at */
+            if (req->others || strncmp(v, "yes", 3) != 0
+                || v[3 + strspn(v + 3, " \t")] != '\0')
+            {
+                *why = "X-Airlock-Others-Session is one header, \"yes\"";
+                return -1;
+            }
+            req->others = 1;
         }
     }
 
@@ -2277,7 +2292,7 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
     json_t          *body, *prompt;
     int64_t          until, stored;
     long long        used, left;
-    const char      *owner;
+    const char      *owner, *other;
     ag_run_t         run;
     json_error_t     jerr;
     struct timeval   tv;
@@ -2454,6 +2469,30 @@ ag_handle_ask(ag_conf_t *conf, int fd, const char *session,
         owner = peer->owner;                /* none, or not an agent's */
     }
     memcpy(payer, owner, strlen(owner) + 1);
+
+    /*
+     * Root asks in every session, but not unknowingly in another's: a
+     * question and its answer are stored in the session, for its owner
+     * to read, and root's runs see routes its owner's may not.  Without
+     * this, a user who took an id first (one root would choose, without
+     * --random-session-ids) read what root asked and was told there.
+     * Root says so (X-Airlock-Others-Session: yes, airlock ask
+     * --others-session) to ask in it all the same; a session not stored
+     * is root's, and one stored before owners is root's alone.
+     */
+    other = json_string_value(json_object_get(run.session_obj, "owner"));
+    if (peer->admin && !req->others && run.loaded != NULL && other != NULL
+        && strcmp(other, peer->owner) != 0)
+    {
+        snprintf(msg, sizeof(msg), "session %s is %s's, not yours: your "
+                 "question and its answer would be stored in it, for its "
+                 "owner to read; ask in a session of your own, or send "
+                 "X-Airlock-Others-Session: yes (airlock ask "
+                 "--others-session) to ask in it all the same", session,
+                 owner != peer->owner ? payer : "another owner");
+        ag_respond_error(fd, 409, "session_owner", msg);
+        goto refused;
+    }
 
     if (conf->max_user_bytes > 0) {
         rc = ag_quota_check(run.redis, payer, conf->max_user_bytes, &used,

@@ -1,7 +1,8 @@
 /*
  * airlock: the user's command line for the Airlock agent.
  *
- *   airlock ask [--session ID] [--json] [--socket PATH | --url URL] TEXT
+ *   airlock ask [--session ID [--others-session]] [--json]
+ *               [--socket PATH | --url URL] TEXT
  *   airlock history ID [--socket PATH | --url URL]
  *
  * ask sends the question to airlock-agent (its unix socket, or nginx's
@@ -57,6 +58,8 @@ typedef struct {
 
 
 static void airlock_usage(FILE *f);
+static int airlock_parse(int argc, char **argv, const char **session,
+    int *json, int *others, const char **sock, const char **url);
 static int airlock_ask(int argc, char **argv);
 static int airlock_history(int argc, char **argv);
 static CURL *airlock_curl(const char *sock, const char *url,
@@ -127,7 +130,8 @@ static void
 airlock_usage(FILE *f)
 {
     fprintf(f,
-"usage: airlock ask [--session ID] [--json] [--socket PATH | --url URL] TEXT\n"
+"usage: airlock ask [--session ID [--others-session]] [--json]\n"
+"                   [--socket PATH | --url URL] TEXT\n"
 "       airlock history ID [--socket PATH | --url URL]\n"
 "\n"
 "  --socket PATH   the agent's unix socket ($AIRLOCK_AGENT_SOCKET, else\n"
@@ -142,6 +146,9 @@ airlock_usage(FILE *f)
 "                  the agent gives its id, 128 random bits and their\n"
 "                  tag, yours alone; the appliance's agent makes\n"
 "                  sessions no other way); another's is no such session\n"
+"  --others-session  root: ask in the session though it is another's, who\n"
+"                  will read the question and its answer (refused\n"
+"                  otherwise: 409 session_owner)\n"
 "  --json          print the raw events, one JSON object a line\n"
 "\n"
 "an empty variable counts as unset; TEXT is UTF-8, up to 65536 bytes\n"
@@ -157,6 +164,7 @@ airlock_usage(FILE *f)
 static const struct option  airlock_options[] = {
     { "session", required_argument, NULL, 's' },
     { "json",    no_argument,       NULL, 'j' },
+    { "others-session", no_argument, NULL, 'o' },
     { "socket",  required_argument, NULL, 'S' },
     { "url",     required_argument, NULL, 'u' },
     { "help",    no_argument,       NULL, 'h' },
@@ -174,7 +182,7 @@ static const struct option  airlock_options[] = {
 
 static int
 airlock_parse(int argc, char **argv, const char **session, int *json,
-    const char **sock, const char **url)
+    int *others, const char **sock, const char **url)
 {
     int          c;
     char        *shown;
@@ -202,6 +210,7 @@ airlock_parse(int argc, char **argv, const char **session, int *json,
         switch (c) {
         case 's': *session = optarg; break;
         case 'j': *json = 1; break;
+        case 'o': *others = 1; break;
         case 'S':
             *sock = optarg;
             *url = NULL;
@@ -277,7 +286,7 @@ airlock_value_error(const char *name, const char *v, const char *want)
 static int
 airlock_ask(int argc, char **argv)
 {
-    int                 json, i, rc;
+    int                 json, others, i, rc;
     char                sid[AG_ID_MAX + 1], path[256], full[1024], *body;
     long                status;
     CURL               *curl;
@@ -290,14 +299,22 @@ airlock_ask(int argc, char **argv)
 
     session = NULL;
     json = 0;
+    others = 0;
 
-    rc = airlock_parse(argc, argv, &session, &json, &sock, &url);
+    rc = airlock_parse(argc, argv, &session, &json, &others, &sock,
+                       &url);
     if (rc == -2) {
         return 2;
     }
 
     if (rc != 0 || optind != argc - 1 || argv[optind][0] == '\0') {
         airlock_usage(stderr);
+        return 2;
+    }
+
+    if (others && session == NULL) {
+        fprintf(stderr, "airlock: --others-session is for a session named "
+                "with --session\n");
         return 2;
     }
 
@@ -362,6 +379,11 @@ airlock_ask(int argc, char **argv)
 
     hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream");
+
+    /* root's word that another's session is meant (409 without) */
+    if (others) {
+        hdrs = curl_slist_append(hdrs, "X-Airlock-Others-Session: yes");
+    }
 
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
@@ -442,7 +464,7 @@ airlock_ask(int argc, char **argv)
 static int
 airlock_history(int argc, char **argv)
 {
-    int             json, rc;
+    int             json, others, rc;
     char            path[256], full[1024];
     long            status;
     CURL           *curl;
@@ -452,8 +474,10 @@ airlock_history(int argc, char **argv)
 
     session = NULL;
     json = 0;
+    others = 0;
 
-    rc = airlock_parse(argc, argv, &session, &json, &sock, &url);
+    rc = airlock_parse(argc, argv, &session, &json, &others, &sock,
+                       &url);
     if (rc == -2) {
         return 2;
     }
@@ -466,6 +490,12 @@ airlock_history(int argc, char **argv)
     if (session != NULL) {
         fprintf(stderr, "airlock: history takes the session as its "
                 "argument, not --session\n");
+        return 2;
+    }
+
+    if (others) {
+        fprintf(stderr, "airlock: history takes no --others-session: root "
+                "reads every session\n");
         return 2;
     }
 

@@ -7,7 +7,8 @@
 # tokens.  Now the peer's uid (SO_PEERCRED) owns the sessions it starts;
 # to another uid such a session does not exist (404, word for word the
 # answer for one never stored, and so while its first question runs),
-# root reads and asks in every one.  A session stored before owners were
+# root reads every one and asks in it (in another's saying so: see
+# 105-root-others-session.t).  A session stored before owners were
 # (none in its JSON), and one stored damaged (whose owner cannot be
 # read), are root's alone.
 
@@ -59,10 +60,10 @@ sub as_uid {
 }
 
 sub ask_req {
-    my ($id, $prompt) = @_;
+    my ($id, $prompt, $extra) = @_;
     my $body = encode_json({ prompt => $prompt });
     return "POST /v1/sessions/$id/ask HTTP/1.1\r\nHost: a\r\n"
-           . "Content-Length: " . length($body)
+           . ($extra // '') . "Content-Length: " . length($body)
            . "\r\nConnection: close\r\n\r\n$body";
 }
 
@@ -76,8 +77,8 @@ sub get {
 }
 
 sub ask {
-    my ($uid, $id, $prompt) = @_;
-    my $raw = as_uid($uid, ask_req($id, $prompt));
+    my ($uid, $id, $prompt, $extra) = @_;
+    my $raw = as_uid($uid, ask_req($id, $prompt, $extra));
     my $r = Airlock::Test::parse_response($raw);
     $r->{events} = [ AgentTest::events($raw) ];
     $r->{json} = eval { decode_json($r->{body} // '') } // {};
@@ -117,14 +118,15 @@ is(scalar(@{(decode_json(redis(qw(GET airlock:session:alpha)) || '{}'))
             ->{runs} // []}), 1, 'the session is as alice left it');
 is(redis(qw(EXISTS airlock:session:alpha:lock)), '0', 'and not locked');
 
-# alice and root read it; root asks in it, and it stays alice's
+# alice and root read it; root asks in it, saying so (see
+# 105-root-others-session.t), and it stays alice's
 $r = get($ALICE, 'alpha');
 is($r->{status} . ' ' . ($r->{json}{owner} // ''), "200 uid:$ALICE",
    'alice reads her session');
 $r = get(0, 'alpha');
 is($r->{status}, 200, 'root reads it');
 $a->script({ pieces => [ 'for root' ] });
-$r = ask(0, 'alpha', 'root asks');
+$r = ask(0, 'alpha', 'root asks', "X-Airlock-Others-Session: yes\r\n");
 is(answer_of($r), 'for root', 'root asks in it');
 $stored = decode_json(redis(qw(GET airlock:session:alpha)) || '{}');
 is($stored->{owner} . ' ' . scalar(@{$stored->{runs} // []}),

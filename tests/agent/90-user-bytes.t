@@ -49,11 +49,12 @@ my $BIG = 'x' x 9000;
 sub redis { return $a->redis_cli(@_) }
 
 sub ask {
-    my ($name, $uid, $id, $prompt) = @_;
+    my ($name, $uid, $id, $prompt, $extra) = @_;
     my $body = encode_json({ prompt => $prompt });
     my $raw = scalar $a->as_uid($a->{agents}{$name}{sock}, $uid,
                                 "POST /v1/sessions/$id/ask HTTP/1.1\r\n"
-                                . "Host: a\r\nContent-Length: "
+                                . "Host: a\r\n" . ($extra // '')
+                                . "Content-Length: "
                                 . length($body)
                                 . "\r\nConnection: close\r\n\r\n$body");
     my $r = Airlock::Test::parse_response($raw);
@@ -120,7 +121,8 @@ is(calls(), $before + 1, '... the model called for him');
 ok(answered(ask('q', 0, 'root-1', $BIG)), 'root fills his own');
 is(ask('q', 0, 'root-2', 'more')->{what}, '429 quota',
    '... and is held to it too');
-is(ask('q', 0, 'alice-1', 'root in hers')->{what}, '429 quota',
+is(ask('q', 0, 'alice-1', 'root in hers',
+        "X-Airlock-Others-Session: yes\r\n")->{what}, '429 quota',
    'root in alice\'s session: her quota, 429');
 
 # ---- expired sessions no longer count --------------------------------------

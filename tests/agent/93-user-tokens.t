@@ -51,11 +51,12 @@ my $logs = { name => 'logs', arguments => {
 sub redis { return $a->redis_cli(@_) }
 
 sub ask {
-    my ($name, $uid, $id, $prompt) = @_;
+    my ($name, $uid, $id, $prompt, $extra) = @_;
     my $body = encode_json({ prompt => $prompt });
     my $raw = scalar $a->as_uid($a->{agents}{$name}{sock}, $uid,
                                 "POST /v1/sessions/$id/ask HTTP/1.1\r\n"
-                                . "Host: a\r\nContent-Length: "
+                                . "Host: a\r\n" . ($extra // '')
+                                . "Content-Length: "
                                 . length($body)
                                 . "\r\nConnection: close\r\n\r\n$body");
     my $r = Airlock::Test::parse_response($raw);
@@ -151,7 +152,8 @@ $a->script({ pieces => [ 'his' ],
 ok(answered(ask('q', $BOB, 'bob-1', 'mine')), 'bob is served meanwhile');
 is(calls(), $before + 1, '... the model called for him');
 is(tokens("uid:$BOB"), '10', '... his own count');
-is(ask('q', 0, 'alice-1', 'root in hers')->{what}, '429 quota',
+is(ask('q', 0, 'alice-1', 'root in hers',
+        "X-Airlock-Others-Session: yes\r\n")->{what}, '429 quota',
    'root in alice\'s session: her quota, 429');
 $a->script({ pieces => [ 'big' ],
              usage => { prompt => 1000, completion => 500 } });
