@@ -66,6 +66,35 @@
 #define AD_JITTER_MIN   50              /* ms */
 
 
+/*
+ * The bytes compared: "+" and a space are one (a query's space), and
+ * so are a space and any byte the answer keeps as one (ad_xfer_write).
+ */
+
+#define ad_resp_byte(c)                                                      \
+    (((c) == '+' || (unsigned char) (c) < 0x20                               \
+      || (unsigned char) (c) >= 0x7f) ? ' ' : (char) (c))
+
+
+/*
+ * Taking a sink's URL out of an error answer (ad_resp_scrub): the
+ * answer twice as text to search, each byte there with the answer's
+ * offset it starts at (at[n] is the end), once as it came and once
+ * percent-decoded; what is to go is marked in cut[].
+ */
+
+typedef struct {
+    ad_xfer_t          *x;
+    size_t              end;            /* the answer is cut off here */
+    size_t              n[2];
+    char                text[2][AD_RESP_KEEP + 1];
+    uint16_t            at[2][AD_RESP_KEEP + 1];
+    unsigned char       cut[AD_RESP_KEEP + 1];
+    char               *piece;          /* a piece, decoded */
+    size_t             *border;         /* KMP table of a piece */
+} ad_scrub_t;
+
+
 struct ad_xfer_s {
     ad_xfer_t          *next;
     CURL               *easy;
@@ -98,8 +127,13 @@ static void ad_sign(const unsigned char *key, size_t keylen, const char *id,
 static size_t ad_xfer_write(char *ptr, size_t size, size_t nmemb,
     void *data);
 static void ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len);
-static void ad_resp_pieces(ad_xfer_t *x, const char *p, const char *end);
-static void ad_resp_cut(ad_xfer_t *x, const char *piece, size_t len);
+static void ad_resp_pieces(ad_scrub_t *sc, const char *p, const char *end);
+static void ad_resp_piece(ad_scrub_t *sc, const char *piece, size_t len);
+static size_t ad_resp_text(const char *resp, size_t len, int decode,
+    char *text, uint16_t *at);
+static void ad_resp_find(ad_scrub_t *sc, const char *text, size_t n,
+    const uint16_t *at, const char *piece, size_t m);
+static int ad_hex(int c);
 static int64_t ad_backoff(unsigned n);
 
 
@@ -1055,14 +1089,54 @@ ad_xfer_done(ad_deliver_t *d, ad_xfer_t *x, CURLcode res)
  * may be its secret, as ad_url_label() knows: every piece of them of
  * AD_PIECE_MIN bytes or more is taken out of the answer before it is
  * logged ("..." in its place), and so is the start of one at the end of
- * what was kept, cut off there.  len: the sink's URL in url, without
- * what alertd appends to it.
+ * what was kept, cut off there.  A server may quote a piece decoded
+ * ("+" as a space, as a form's; "%2F" as "/") or encoded otherwise
+ * (bytes the URL has as they are percent-encoded, in either case of
+ * hex, "+" as "%20"): the piece decoded, when AD_PIECE_MIN bytes or
+ * more, goes too, wherever the answer has it with any of its bytes
+ * percent-encoded or none.  The answer is decoded once, and each search
+ * is KMP, linear in the answer and the piece, not each form of it
+ * tried.  Should memory for it be short, nothing of the answer is
+ * logged.  len: the sink's URL in url, without what alertd appends to
+ * it.
  */
 
 static void
 ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len)
 {
+    size_t       i, w;
+    ad_scrub_t  *sc;
     const char  *p, *end, *auth, *host, *stop;
+
+    sc = calloc(1, sizeof(ad_scrub_t));
+    if (sc != NULL) {
+        sc->piece = malloc(len + 1);
+        sc->border = malloc((len + 1) * sizeof(size_t));
+    }
+
+    if (sc == NULL || sc->piece == NULL || sc->border == NULL) {
+        if (sc != NULL) {
+            free(sc->piece);
+            free(sc->border);
+            free(sc);
+        }
+
+        x->resp_len = 0;
+        x->resp[0] = '\0';
+        return;
+    }
+
+    sc->x = x;
+    sc->end = x->resp_len;
+    sc->n[0] = ad_resp_text(x->resp, x->resp_len, 0, sc->text[0],
+                            sc->at[0]);
+    sc->n[1] = ad_resp_text(x->resp, x->resp_len, 1, sc->text[1],
+                            sc->at[1]);
+
+    if (x->resp_cut) {
+        /* an escape cut off at the end ("%2"): part of a piece, maybe */
+        sc->end = sc->at[1][sc->n[1]];
+    }
 
     end = url + len;
     p = strstr(url, "://");
@@ -1084,15 +1158,42 @@ ad_resp_scrub(ad_xfer_t *x, const char *url, size_t len)
     /* the userinfo's pieces; then the path's, the query's and so on */
 
     if (host != auth) {
-        ad_resp_pieces(x, auth, host - 1);
+        ad_resp_pieces(sc, auth, host - 1);
     }
 
-    ad_resp_pieces(x, stop, end);
+    ad_resp_pieces(sc, stop, end);
+
+    /* each run of bytes to take out becomes "...": none is shorter */
+
+    w = 0;
+    i = 0;
+
+    while (i < sc->end) {
+        if (!sc->cut[i]) {
+            x->resp[w++] = x->resp[i++];
+            continue;
+        }
+
+        while (i < sc->end && sc->cut[i]) {
+            i++;
+        }
+
+        x->resp[w++] = '.';
+        x->resp[w++] = '.';
+        x->resp[w++] = '.';
+    }
+
+    x->resp_len = w;
+    x->resp[w] = '\0';
+
+    free(sc->piece);
+    free(sc->border);
+    free(sc);
 }
 
 
 static void
-ad_resp_pieces(ad_xfer_t *x, const char *p, const char *end)
+ad_resp_pieces(ad_scrub_t *sc, const char *p, const char *end)
 {
     size_t  n;
 
@@ -1101,46 +1202,170 @@ ad_resp_pieces(ad_xfer_t *x, const char *p, const char *end)
             /* void */
         }
 
-        ad_resp_cut(x, p, n);
+        ad_resp_piece(sc, p, n);
         p += n + 1;
     }
 }
 
 
-static void
-ad_resp_cut(ad_xfer_t *x, const char *piece, size_t len)
-{
-    size_t  i, k;
+/*
+ * The answer as text to search: as it came, or percent-decoded (an
+ * escape in either case of hex is its byte); at[] the offset in the
+ * answer where each byte of the text starts, at[n] where the last ends:
+ * an escape that the end cuts off is left out.
+ */
 
-    if (len < AD_PIECE_MIN) {
+static size_t
+ad_resp_text(const char *resp, size_t len, int decode, char *text,
+    uint16_t *at)
+{
+    int     hi, lo;
+    size_t  i, n;
+
+    n = 0;
+    i = 0;
+
+    while (i < len) {
+        at[n] = (uint16_t) i;
+
+        if (decode && resp[i] == '%') {
+            hi = (i + 1 < len) ? ad_hex(resp[i + 1]) : 0;
+            lo = (i + 2 < len) ? ad_hex(resp[i + 2]) : 0;
+
+            if (i + 2 >= len && hi >= 0) {
+                break;
+            }
+
+            if (hi >= 0 && lo >= 0) {
+                text[n++] = ad_resp_byte(hi << 4 | lo);
+                i += 3;
+                continue;
+            }
+        }
+
+        text[n++] = ad_resp_byte(resp[i]);
+        i++;
+    }
+
+    at[n] = (uint16_t) i;
+
+    return n;
+}
+
+
+static void
+ad_resp_piece(ad_scrub_t *sc, const char *piece, size_t len)
+{
+    int     hi, lo;
+    size_t  i, m;
+
+    if (len >= AD_PIECE_MIN) {
+        for (i = 0; i < len; i++) {
+            sc->piece[i] = ad_resp_byte(piece[i]);
+        }
+
+        ad_resp_find(sc, sc->text[0], sc->n[0], sc->at[0], sc->piece, len);
+    }
+
+    /* decoded */
+
+    m = 0;
+
+    for (i = 0; i < len; i++) {
+        hi = (i + 2 < len && piece[i] == '%') ? ad_hex(piece[i + 1]) : -1;
+        lo = (hi >= 0) ? ad_hex(piece[i + 2]) : -1;
+
+        if (lo >= 0) {
+            sc->piece[m++] = ad_resp_byte(hi << 4 | lo);
+            i += 2;
+
+        } else {
+            sc->piece[m++] = ad_resp_byte(piece[i]);
+        }
+    }
+
+    if (m < AD_PIECE_MIN) {
         return;
     }
 
-    i = 0;
+    /* quoted with any escapes, and, when it has escapes, as it is */
 
-    while (i < x->resp_len) {
-        k = x->resp_len - i;
+    ad_resp_find(sc, sc->text[1], sc->n[1], sc->at[1], sc->piece, m);
 
-        if (k >= len && memcmp(x->resp + i, piece, len) == 0) {
-            x->resp[i] = '.';
-            x->resp[i + 1] = '.';
-            x->resp[i + 2] = '.';
-            memmove(x->resp + i + 3, x->resp + i + len, k - len + 1);
-            x->resp_len -= len - 3;
-            i += 3;
-            continue;
-        }
-
-        if (k < len && x->resp_cut && memcmp(x->resp + i, piece, k) == 0)
-        {
-            /* cut off at the end: its start goes too */
-            x->resp_len = i;
-            x->resp[i] = '\0';
-            break;
-        }
-
-        i++;
+    if (m != len) {
+        ad_resp_find(sc, sc->text[0], sc->n[0], sc->at[0], sc->piece, m);
     }
+}
+
+
+/*
+ * Knuth-Morris-Pratt: marks each occurrence of the piece in the text,
+ * and, if the answer was cut off, the end of the text that is a start of
+ * the piece.
+ */
+
+static void
+ad_resp_find(ad_scrub_t *sc, const char *text, size_t n,
+    const uint16_t *at, const char *piece, size_t m)
+{
+    size_t  i, j, q, *b;
+
+    b = sc->border;
+    b[0] = 0;
+    q = 0;
+
+    for (i = 1; i < m; i++) {
+        while (q > 0 && piece[i] != piece[q]) {
+            q = b[q - 1];
+        }
+
+        if (piece[i] == piece[q]) {
+            q++;
+        }
+
+        b[i] = q;
+    }
+
+    q = 0;
+
+    for (j = 0; j < n; j++) {
+        while (q > 0 && text[j] != piece[q]) {
+            q = b[q - 1];
+        }
+
+        if (text[j] == piece[q]) {
+            q++;
+        }
+
+        if (q == m) {
+            memset(sc->cut + at[j + 1 - m], 1, at[j + 1] - at[j + 1 - m]);
+            q = b[m - 1];
+        }
+    }
+
+    if (sc->x->resp_cut && q > 0 && at[n - q] < sc->end) {
+        /* cut off at the end: its start goes too */
+        sc->end = at[n - q];
+    }
+}
+
+
+static int
+ad_hex(int c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+
+    if (c >= 'A' && c <= 'F') {
+        return c - 'A' + 10;
+    }
+
+    return -1;
 }
 
 
