@@ -25,6 +25,7 @@ use Test::More;
 use lib "$FindBin::Bin/../lib";
 use Airlock::Prereq qw(absent need_cmd);
 use Airlock::MiniRoot qw(mini_root);
+use Airlock::Bounded qw(run_bounded);
 
 my $top = Cwd::abs_path("$FindBin::Bin/../..");
 
@@ -62,39 +63,11 @@ sub lay_out {
 # killed) and output
 sub purge {
     my ($root) = @_;
-    pipe my $rd, my $wr or die $!;
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        close $rd;
-        setpgrp(0, 0);
-        open STDOUT, '>&', $wr;
-        open STDERR, '>&', $wr;
-        { exec 'chroot', $root, '/bin/sh', '/postrm', 'purge'; }
-        POSIX::_exit(127);
-    }
-    close $wr;
-    # a bounded wait: a purge blocked in an open is what is looked for,
-    # and it is never let go of otherwise
-    my $rc = -1;
-    for (1 .. 600) {
-        if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
-            $rc = $? >> 8;
-            last;
-        }
-        select(undef, undef, undef, 0.1);
-    }
-    if ($rc == -1) {
-        kill 'KILL', -$pid;
-        waitpid $pid, 0;
-    }
-    my $out = do { local $/; <$rd> } // '';
-    return ($rc, $out);
+    return run_bounded(60, undef, 'chroot', $root, '/bin/sh', '/postrm',
+                       'purge');
 }
 
-sub blocked {
-    my ($rc, $out) = @_;
-    return $rc == -1 ? 'still running after a minute' : $out;
-}
+sub blocked { Airlock::Bounded::blocked(@_, 60) }
 
 # ---- a FIFO among Redis's *.conf, no one writing it
 my $r = lay_out("port 6379\n");

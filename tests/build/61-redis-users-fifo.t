@@ -28,6 +28,7 @@ use POSIX ();
 use Test::More;
 use lib "$FindBin::Bin/../lib";
 use Airlock::Prereq qw(absent need_cmd);
+use Airlock::Bounded qw(run_bounded);
 
 absent('a device node and the ACL file\'s group need root') if $> != 0;
 need_cmd(qw(sed sha256sum chgrp perl mkfifo mknod));
@@ -102,35 +103,9 @@ sub run_with {
         spew("$bin/perl",
              "#!/bin/sh\n$hook{group}\nexec $real_perl \"\$@\"\n", 0755);
     }
-    pipe my $rd, my $wr or die $!;
-    my $pid = fork // die "fork: $!";
-    if ($pid == 0) {
-        close $rd;
-        open STDOUT, '>&', $wr;
-        open STDERR, '>&', $wr;
-        setpgrp(0, 0);
-        $ENV{PATH} = "$bin:$ENV{PATH}";
-        { exec $gen, '--acl-group', $group, $tpl, "$dir/users.acl",
-              "$t/agent.pass", "$t/worker.pass"; }
-        POSIX::_exit(127);
-    }
-    close $wr;
-    # a bounded wait for the script's end: a run blocked in an open is
-    # what is looked for, and it is never let go of otherwise
-    my $rc = -1;
-    for (1 .. 600) {
-        if (waitpid($pid, POSIX::WNOHANG()) == $pid) {
-            $rc = $? >> 8;
-            last;
-        }
-        select(undef, undef, undef, 0.1);
-    }
-    if ($rc == -1) {
-        kill 'KILL', -$pid;
-        waitpid $pid, 0;
-    }
-    my $out = do { local $/; <$rd> } // '';
-    return ($rc, $out);
+    return run_bounded(60, sub { $ENV{PATH} = "$bin:$ENV{PATH}"; },
+                       $gen, '--acl-group', $group, $tpl, "$dir/users.acl",
+                       "$t/agent.pass", "$t/worker.pass");
 }
 
 # ACLFILE afterwards: a regular file of the script's, the users in it,
