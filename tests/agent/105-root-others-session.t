@@ -69,10 +69,6 @@ sub get {
     return $r;
 }
 
-sub answer_of {
-    my ($r) = @_;
-    return ((of_type('answer', $r->{events}))[0] // {})->{text} // '';
-}
 
 sub stored {
     my ($id) = @_;
@@ -81,17 +77,6 @@ sub stored {
 
 sub calls { scalar(() = $a->provider_requests) }
 
-sub run_cli {
-    my (@args) = @_;
-    my $pid = fork // die;
-    if ($pid == 0) {
-        open(STDOUT, '>', "$d/cli.out");
-        open(STDERR, '>', "$d/cli.err");
-        exec($cli, @args) or exit 127;
-    }
-    waitpid($pid, 0);
-    return ($? >> 8, $t->read_file('cli.out'), $t->read_file('cli.err'));
-}
 
 # alice takes an id root would choose
 $a->script({ pieces => [ 'for alice' ] });
@@ -150,7 +135,7 @@ is($r->{status} . ' ' . ($r->{json}{error} // ''), '404 no_session',
    'alice sending the header is still told there is no such session');
 
 # the CLI
-my ($rc, $out, $err) = run_cli('ask', '--socket', $sock, '--session',
+my ($rc, $out, $err) = $a->run_cli('ask', '--socket', $sock, '--session',
                                'deploy-review', 'from the cli');
 is($rc, 2, 'airlock ask in alice\'s session: exit 2');
 like($err, qr/409.*session_owner.*uid:$ALICE/s,
@@ -158,17 +143,17 @@ like($err, qr/409.*session_owner.*uid:$ALICE/s,
 is(scalar(@{stored('deploy-review')->{runs} // []}), 2, 'nothing stored');
 
 $a->script({ pieces => [ 'cli, knowingly' ] });
-($rc, $out) = run_cli('ask', '--socket', $sock, '--session',
+($rc, $out) = $a->run_cli('ask', '--socket', $sock, '--session',
                       'deploy-review', '--others-session', 'from the cli');
 is($rc . ' ' . ($out // ''), "0 cli, knowingly\n",
    'airlock ask --others-session asks in it');
 is(scalar(@{stored('deploy-review')->{runs} // []}), 3,
    'stored in alice\'s session');
 
-($rc, undef, $err) = run_cli('ask', '--socket', $sock, '--others-session',
+($rc, undef, $err) = $a->run_cli('ask', '--socket', $sock, '--others-session',
                              'no session named');
 is($rc, 2, '--others-session without --session: usage, exit 2');
 
-($rc) = run_cli('history', '--socket', $sock, '--others-session',
+($rc) = $a->run_cli('history', '--socket', $sock, '--others-session',
                 'deploy-review');
 is($rc, 2, 'history takes no --others-session');

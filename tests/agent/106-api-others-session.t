@@ -48,22 +48,6 @@ plan tests => 11;
 
 my $OTHERS = "X-Airlock-Others-Session: yes\r\n";
 
-sub api {
-    my ($method, $path, $user, %o) = @_;
-    my $body = $o{prompt} ? encode_json({ prompt => $o{prompt} }) : '';
-    my $raw = $t->http("$method /api$path HTTP/1.1\r\nHost: a\r\n"
-                       . 'Authorization: Basic '
-                       . encode_base64("$user:FAKE-$user-pw", '') . "\r\n"
-                       . ($o{header} // '')
-                       . ($body ne '' ? 'Content-Length: ' . length($body)
-                                        . "\r\n" : '')
-                       . "Connection: close\r\n\r\n$body",
-                       port => 8080, timeout => 60) // '';
-    my $r = Airlock::Test::parse_response($raw);
-    $r->{events} = [ AgentTest::events($raw) ];
-    $r->{json} = eval { decode_json($r->{body} // '') } // {};
-    return $r;
-}
 
 # a question on the socket, as its peer (root, the --api-peer)
 sub on_socket {
@@ -78,10 +62,6 @@ sub on_socket {
     return $r;
 }
 
-sub answer_of {
-    my ($r) = @_;
-    return ((of_type('answer', $r->{events}))[0] // {})->{text} // '';
-}
 
 sub runs {
     my $s = decode_json($a->redis_cli(qw(GET airlock:session:deploy-review))
@@ -93,18 +73,18 @@ sub calls { scalar(() = $a->provider_requests) }
 
 # alice takes deploy-review through /api/
 $a->script({ pieces => [ 'for alice' ] });
-my $r = api('POST', '/v1/sessions/deploy-review/ask', 'alice',
+my $r = $a->api('POST', '/v1/sessions/deploy-review/ask', 'alice',
             prompt => 'alice asks');
 is(answer_of($r), 'for alice', 'alice asks in deploy-review through /api/');
 is(runs(), 'api:alice 1', 'it is hers');
 
 # bob sends root's header: nothing for him
 my $before = calls();
-$r = api('POST', '/v1/sessions/deploy-review/ask', 'bob',
+$r = $a->api('POST', '/v1/sessions/deploy-review/ask', 'bob',
          prompt => 'bob asks', header => $OTHERS);
 is($r->{status} . ' ' . ($r->{json}{error} // ''), '404 no_session',
    'bob with X-Airlock-Others-Session: yes is told there is no session');
-$r = api('GET', '/v1/sessions/deploy-review', 'bob', header => $OTHERS);
+$r = $a->api('GET', '/v1/sessions/deploy-review', 'bob', header => $OTHERS);
 is($r->{status}, 404, 'nor can he read it');
 
 # root on the socket is the front end: it names a user, never itself
@@ -118,7 +98,7 @@ is(runs(), 'api:alice 1', 'nothing stored in her session');
 
 # in her own session the header changes nothing
 $a->script({ pieces => [ 'alice again' ] });
-$r = api('POST', '/v1/sessions/deploy-review/ask', 'alice',
+$r = $a->api('POST', '/v1/sessions/deploy-review/ask', 'alice',
          prompt => 'alice again', header => $OTHERS);
 is(answer_of($r), 'alice again', 'alice asks in hers with the header too');
 is(runs(), 'api:alice 2', 'stored, still hers');

@@ -85,10 +85,6 @@ sub ask {
     return $r;
 }
 
-sub answer_of {
-    my ($r) = @_;
-    return ((of_type('answer', $r->{events}))[0] // {})->{text} // '';
-}
 
 sub calls { scalar(() = $a->provider_requests) }
 

@@ -50,67 +50,33 @@ plan tests => 19;
 
 my $port = $t->port(8080);
 
-sub api {
-    my ($method, $path, $user, %o) = @_;
-    my $body = $o{prompt} ? encode_json({ prompt => $o{prompt} }) : '';
-    my $auth = defined $user
-        ? 'Authorization: Basic '
-          . encode_base64("$user:FAKE-$user-pw", '') . "\r\n" : '';
-    my $raw = $t->http("$method /api$path HTTP/1.1\r\nHost: a\r\n$auth"
-                       . ($o{header} // '')
-                       . ($body ne '' ? 'Content-Length: ' . length($body)
-                                        . "\r\n" : '')
-                       . "Connection: close\r\n\r\n$body",
-                       port => 8080, timeout => 60) // '';
-    my $r = Airlock::Test::parse_response($raw);
-    $r->{events} = [ AgentTest::events($raw) ];
-    $r->{json} = eval { decode_json($r->{body} // '') } // {};
-    return $r;
-}
-
-sub answer_of {
-    my ($r) = @_;
-    return ((of_type('answer', $r->{events}))[0] // {})->{text} // '';
-}
-
-sub run_cli {
-    my (@args) = @_;
-    my $pid = fork // die;
-    if ($pid == 0) {
-        open(STDOUT, '>', "$d/cli.out");
-        open(STDERR, '>', "$d/cli.err");
-        exec($cli, @args) or exit 127;
-    }
-    waitpid($pid, 0);
-    return ($? >> 8, $t->read_file('cli.out'), $t->read_file('cli.err'));
-}
 
 # no credentials: nginx asks for them
-is(api('GET', '/v1/sessions/shared-1')->{status}, 401,
+is($a->api('GET', '/v1/sessions/shared-1')->{status}, 401,
    'no credentials: 401 from nginx');
 
 # alice asks through /api/: the session is hers
 $a->script({ pieces => [ 'for alice' ] });
-my $r = api('POST', '/v1/sessions/shared-1/ask', 'alice',
+my $r = $a->api('POST', '/v1/sessions/shared-1/ask', 'alice',
             prompt => 'alice asks');
 is(answer_of($r), 'for alice', 'alice asks through /api/');
-$r = api('GET', '/v1/sessions/shared-1', 'alice');
+$r = $a->api('GET', '/v1/sessions/shared-1', 'alice');
 is($r->{status} . ' ' . ($r->{json}{owner} // ''), '200 api:alice',
    'she reads it: it is hers');
 
 # bob, through the same nginx, does not see it
-my $none = api('GET', '/v1/sessions/never-stored', 'bob');
-$r = api('GET', '/v1/sessions/shared-1', 'bob');
+my $none = $a->api('GET', '/v1/sessions/never-stored', 'bob');
+$r = $a->api('GET', '/v1/sessions/shared-1', 'bob');
 is($r->{status}, 404, 'bob cannot read alice\'s session');
 is($r->{body}, $none->{body},
    'the answer of a session that does not exist');
 $a->script({ pieces => [ 'for bob' ] });
-$r = api('POST', '/v1/sessions/shared-1/ask', 'bob', prompt => 'bob asks');
+$r = $a->api('POST', '/v1/sessions/shared-1/ask', 'bob', prompt => 'bob asks');
 is($r->{status} . ' ' . ($r->{json}{error} // ''), '404 no_session',
    'bob cannot ask in it');
 
 # bob naming alice himself: nginx sets the header over his
-$r = api('GET', '/v1/sessions/shared-1', 'bob',
+$r = $a->api('GET', '/v1/sessions/shared-1', 'bob',
          header => "X-Airlock-User: alice\r\n");
 is($r->{status}, 404, 'bob\'s own X-Airlock-User: alice is not taken');
 
@@ -135,11 +101,11 @@ is($r->{status}, 400, 'an X-Airlock-User of two words: 400');
 
 # the airlock CLI with the user and password in --url
 my $url = "http://%s:FAKE-%s-pw\@127.0.0.1:$port/api/";
-my ($rc, $out) = run_cli('history', '--url', sprintf($url, 'alice', 'alice'),
+my ($rc, $out) = $a->run_cli('history', '--url', sprintf($url, 'alice', 'alice'),
                          'shared-1');
 is($rc, 0, 'airlock history --url as alice: exit 0');
 like($out, qr/for alice/, 'her session shown');
-($rc, $out) = run_cli('history', '--url', sprintf($url, 'bob', 'bob'),
+($rc, $out) = $a->run_cli('history', '--url', sprintf($url, 'bob', 'bob'),
                       'shared-1');
 is($rc, 1, 'as bob: exit 1, the agent\'s 404');
 unlike($out // '', qr/for alice/, 'nothing of it shown');

@@ -60,10 +60,6 @@ sub ask_as {
                                . "\r\nConnection: close\r\n\r\n$body");
 }
 
-sub answer_of {
-    my ($r) = @_;
-    return ((of_type('answer', $r->{events}))[0] // {})->{text} // '';
-}
 
 # root, mapped in the agent's namespace, is who it is
 $a->script({ pieces => [ 'for root' ] });

@@ -72,11 +72,6 @@ sub ask {
     return $r;
 }
 
-sub answer_of {
-    my ($r) = @_;
-    return ((AgentTest::of_type('answer', $r->{events}))[0] // {})->{text}
-           // '';
-}
 
 sub calls { scalar(() = $a->provider_requests) }
 

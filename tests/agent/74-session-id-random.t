@@ -78,11 +78,6 @@ sub get {
                             . "Connection: close\r\n\r\n");
 }
 
-sub answer_of {
-    my ($r) = @_;
-    return ((AgentTest::of_type('answer', $r->{events}))[0] // {})->{text}
-           // '';
-}
 
 sub calls { scalar(() = $a->provider_requests) }
 

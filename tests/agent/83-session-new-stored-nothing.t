@@ -67,11 +67,6 @@ sub new_id {
     return $r->{status} == 201 ? $r->{json}{id} // '' : "status $r->{status}";
 }
 
-sub answer_of {
-    my ($r) = @_;
-    return ((AgentTest::of_type('answer', $r->{events}))[0] // {})->{text}
-           // '';
-}
 
 sub sessions {
     my @k = grep { length && $_ ne 'airlock:session:!key' }

@@ -34,7 +34,7 @@ use Airlock::Proxy;
 use Airlock::LLM;
 use Airlock::Prereq ();
 
-our @EXPORT = qw(of_type);
+our @EXPORT = qw(of_type answer_of);
 
 our $PROM_SECRET = 'demo:prom-pass-0451';
 our $LOGS_TOKEN = 'logs-token-4f1c9e77';
@@ -575,6 +575,63 @@ sub events {
 sub of_type {
     my ($type, $ev) = @_;
     return grep { $_->{type} eq $type } @$ev;
+}
+
+
+# the text of the first answer event of a reply from api or ask_as
+sub answer_of {
+    my ($r) = @_;
+    return ((of_type('answer', $r->{events}))[0] // {})->{text} // '';
+}
+
+
+# a raw HTTP answer parsed, with its events and its body as JSON
+# ({} when it is not JSON)
+sub reply {
+    my ($raw) = @_;
+    my $r = Airlock::Test::parse_response($raw // '');
+    $r->{events} = [ events($raw // '') ];
+    $r->{json} = eval { decode_json($r->{body} // '') } // {};
+    return $r;
+}
+
+
+# METHOD /api PATH through nginx (port 8080), as USER with the password
+# the tests' htpasswd files give (FAKE-USER-pw), or with no
+# Authorization when USER is undef; prompt => P sends {"prompt": P},
+# header => H adds header lines.  The reply as reply() gives it.
+sub api {
+    my ($self, $method, $path, $user, %o) = @_;
+    my $body = $o{prompt} ? encode_json({ prompt => $o{prompt} }) : '';
+    my $auth = defined $user
+        ? 'Authorization: Basic '
+          . MIME::Base64::encode_base64("$user:FAKE-$user-pw", '') . "\r\n"
+        : '';
+    my $raw = $self->{t}->http("$method /api$path HTTP/1.1\r\nHost: a\r\n"
+                               . $auth . ($o{header} // '')
+                               . ($body ne '' ? 'Content-Length: '
+                                                . length($body) . "\r\n"
+                                              : '')
+                               . "Connection: close\r\n\r\n$body",
+                               port => 8080, timeout => 60);
+    return reply($raw);
+}
+
+
+# runs the airlock command line with ARGS; its exit status, standard
+# output and standard error
+sub run_cli {
+    my ($self, @args) = @_;
+    my $t = $self->{t};
+    my $d = $t->testdir;
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        open(STDOUT, '>', "$d/cli.out");
+        open(STDERR, '>', "$d/cli.err");
+        exec("$t->{build}/airlock", @args) or POSIX::_exit(127);
+    }
+    waitpid($pid, 0);
+    return ($? >> 8, $t->read_file('cli.out'), $t->read_file('cli.err'));
 }
 
 
