@@ -96,6 +96,13 @@ static ngx_int_t ngx_http_airlock_llm_log_handler(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_airlock_llm_beta_priced(ngx_http_request_t *r,
     const ngx_http_airlock_llm_ctx_t *ctx);
 
+/*
+ * The request pool of a server in an http block with LLM entries, where
+ * it is nginx's default (ngx_http_airlock_llm_init())
+ */
+#define NGX_HTTP_AIRLOCK_LLM_POOL_DEFAULT  4096
+#define NGX_HTTP_AIRLOCK_LLM_POOL          16384
+
 #define AL_LLM_BETA_PRICED                                                   \
     "anthropic-beta names a beta billed above the policy's prices "          \
     "(context-1m for a model without long_context prices, fast-mode), or "   \
@@ -3021,6 +3028,7 @@ ngx_http_airlock_llm_init(ngx_conf_t *cf)
     ngx_uint_t                         i;
     ngx_open_file_t                  **file;
     ngx_http_handler_pt               *h;
+    ngx_http_core_srv_conf_t         **cscfp;
     ngx_http_core_main_conf_t         *cmcf;
     ngx_http_airlock_llm_main_conf_t  *lmcf;
 
@@ -3053,6 +3061,28 @@ ngx_http_airlock_llm_init(ngx_conf_t *cf)
     }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    /*
+     * A gateway call allocates about 12 KB from its request's pool
+     * (nginx's request and upstream, this module's context, the headers
+     * and buffers): in nginx's default 4 KB pool, two more blocks, each
+     * allocated and freed a call and walked by every allocation after
+     * it.  One 16 KB pool holds the call.  The pool is made before the
+     * location is known, so each server of the block gets it; a size
+     * set other than the default is kept.
+     */
+
+    if (lmcf->nproviders > 0) {
+        cscfp = cmcf->servers.elts;
+
+        for (i = 0; i < cmcf->servers.nelts; i++) {
+            if (cscfp[i]->request_pool_size
+                == NGX_HTTP_AIRLOCK_LLM_POOL_DEFAULT)
+            {
+                cscfp[i]->request_pool_size = NGX_HTTP_AIRLOCK_LLM_POOL;
+            }
+        }
+    }
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
     if (h == NULL) {
