@@ -91,6 +91,11 @@ Keys:
                 max_tokens): past it, the completion count is the cap,
                 the pieces the first that many, no tool calls, and
                 finish_reason "length"
+  body_gate     JSON answers: write the header and the first half of
+                the body, create the file "<body_gate>.half", then wait
+                (at most 60 s) until the file body_gate exists before
+                the rest: an answer that comes in parts, its "usage" (at
+                its end) in the second
   wait_file     before answering, wait (up to 60 s) until this file exists
   sent_file     once the whole answer is written, append a line to this
                 file: "sent PORT BYTES", the gateway's port of the
@@ -393,6 +398,16 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in self.extra_headers().items():
             self.send_header(k, v)
         self.end_headers()
+        gate = self.script.get("body_gate")
+        if gate:
+            half = len(data) // 2
+            self.wfile.write(data[:half])
+            self.wfile.flush()
+            open(gate + ".half", "w").close()
+            data = data[half:]
+            until = time.time() + 60
+            while not os.path.exists(gate) and time.time() < until:
+                time.sleep(0.01)
         self.wfile.write(data)
         self.wfile.flush()
 
