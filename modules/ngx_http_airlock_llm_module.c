@@ -119,6 +119,7 @@ static void ngx_http_airlock_llm_bound(const ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
 static ngx_uint_t ngx_http_airlock_llm_hung_up(
     const ngx_http_airlock_llm_ctx_t *ctx);
+static ngx_uint_t ngx_http_airlock_llm_timed_out(ngx_http_upstream_t *u);
 static ngx_int_t ngx_http_airlock_llm_intercepted_usage(
     ngx_http_request_t *r, ngx_http_airlock_llm_ctx_t *ctx,
     al_llm_usage_t *u);
@@ -1691,8 +1692,10 @@ ngx_http_airlock_llm_usage(ngx_http_airlock_llm_ctx_t *ctx,
         {
             ngx_http_airlock_llm_reserved(ctx, u);
 
-            if (ngx_http_airlock_llm_hung_up(ctx)) {
-                /* the client's doing: its prompt uncounted, at its bound */
+            if (ngx_http_airlock_llm_hung_up(ctx)
+                || ngx_http_airlock_llm_timed_out(ctx->request->upstream))
+            {
+                /* the client's doing, or may be: its prompt at its bound */
                 ngx_http_airlock_llm_bound(ctx, u);
             }
 
@@ -1952,6 +1955,25 @@ ngx_http_airlock_llm_hung_up(const ngx_http_airlock_llm_ctx_t *ctx)
 
 
 /*
+ * The provider was sent all of the call and had not begun its answer
+ * when proxy_read_timeout ran out: nginx's 504.  The client can bring
+ * that about (a long answer, not streamed, under a large output cap),
+ * and the provider bills what it generated: its prompt is charged at
+ * its bound, as a hang-up's is.  A call not sent whole (a connect or
+ * send timeout) the provider cannot have run.
+ */
+
+static ngx_uint_t
+ngx_http_airlock_llm_timed_out(ngx_http_upstream_t *u)
+{
+    return u->request_body_sent
+           && u->headers_in.status_n == 0
+           && u->state != NULL
+           && u->state->status == NGX_HTTP_GATEWAY_TIME_OUT;
+}
+
+
+/*
  * An earlier attempt's usage added to the call's charge (first_tokens,
  * first_cost: the answer that follows does not replace it), at the price
  * of the entry it was sent to; its tokens, for the log
@@ -1992,7 +2014,8 @@ ngx_http_airlock_llm_charge_attempt(ngx_http_airlock_llm_ctx_t *ctx,
  * bill all of the output, as a call nginx ends so is charged without a
  * second attempt (ngx_http_airlock_llm_usage()): the next answer does not
  * replace that.  The call is also charged that attempt's reservation, at
- * the price it was reserved at, once per attempt.
+ * the price it was reserved at, once per attempt; its prompt at its
+ * bound when it timed out (ngx_http_airlock_llm_timed_out()).
  */
 
 void
@@ -2021,6 +2044,10 @@ ngx_http_airlock_llm_resend(ngx_http_request_t *r,
 
     ngx_memzero(&first, sizeof(al_llm_usage_t));
     ngx_http_airlock_llm_reserved(ctx, &first);
+
+    if (ngx_http_airlock_llm_timed_out(u)) {
+        ngx_http_airlock_llm_bound(ctx, &first);
+    }
 
     tokens = ngx_http_airlock_llm_charge_attempt(ctx, &first);
 
