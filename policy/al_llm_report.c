@@ -113,6 +113,8 @@ static void al_llm_report_text_u64(char *buf, size_t size, uint64_t v,
     int over);
 static void al_llm_report_group_json(al_llm_out_t *o,
     const al_llm_report_group_t *g, int with_key);
+static size_t al_llm_report_shown(char *buf, size_t size,
+    const al_llm_report_group_t *g);
 static void al_llm_report_group_text(FILE *out,
     const al_llm_report_group_t *g, const char *key, size_t width);
 static void al_llm_report_sum(uint64_t *sum, uint64_t v, unsigned *over,
@@ -453,7 +455,7 @@ al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
     width = strlen(head) > 7 ? strlen(head) : 7;
 
     for (i = 0; i < rep->ngroups; i++) {
-        len = al_shown(key, sizeof(key), sorted[i].key, sorted[i].key_len);
+        len = al_llm_report_shown(key, sizeof(key), &sorted[i]);
         if (len > width) {
             width = len;
         }
@@ -476,7 +478,7 @@ al_llm_report_print(const al_llm_report_t *rep, FILE *out, int json)
             "COMPLETION", "TOTAL", "COST_USD", "UNPRICED");
 
     for (i = 0; i < rep->ngroups; i++) {
-        (void) al_shown(key, sizeof(key), sorted[i].key, sorted[i].key_len);
+        (void) al_llm_report_shown(key, sizeof(key), &sorted[i]);
         al_llm_report_group_text(out, &sorted[i], key, width);
     }
 
@@ -1051,7 +1053,8 @@ al_llm_report_group_json(al_llm_out_t *o, const al_llm_report_group_t *g,
         if (g->key != NULL) {
             al_llm_out_json(o, g->key, g->key_len);
         } else {
-            al_llm_out_cstr(o, "\"(other)\"");
+            /* no name: a group may be named "(other)" */
+            al_llm_out_cstr(o, "null,\"other\":true");
         }
         al_llm_out_cstr(o, ",");
     }
@@ -1088,6 +1091,53 @@ al_llm_report_group_json(al_llm_out_t *o, const al_llm_report_group_t *g,
     }
 
     al_llm_out_cstr(o, "}}");
+}
+
+
+/*
+ * A group's name as the table shows it (al_shown()).  A name that would
+ * read as a summary row, its first word "total" or "(other)" (a client
+ * may be named "total"), has that word's first byte shown as \xHH, as
+ * al_shown() shows the bytes it does not print: the summary rows are
+ * told apart by their first column, by a reader and by awk alike.
+ */
+
+static size_t
+al_llm_report_shown(char *buf, size_t size, const al_llm_report_group_t *g)
+{
+    size_t          len, a, n;
+    unsigned char   c;
+
+    static const char  hex[] = "0123456789abcdef";
+
+    len = al_shown(buf, size, g->key, g->key_len);
+
+    for (a = 0; a < len && buf[a] == ' '; a++) {
+        /* void */
+    }
+
+    for (n = a; n < len && buf[n] != ' '; n++) {
+        /* void */
+    }
+
+    n -= a;
+
+    if (!((n == 5 && memcmp(buf + a, "total", 5) == 0)
+          || (n == 7 && memcmp(buf + a, "(other)", 7) == 0))
+        || len + 4 > size)
+    {
+        return len;
+    }
+
+    c = (unsigned char) buf[a];
+
+    memmove(buf + a + 4, buf + a + 1, len - a);
+    buf[a] = '\\';
+    buf[a + 1] = 'x';
+    buf[a + 2] = hex[c >> 4];
+    buf[a + 3] = hex[c & 0xf];
+
+    return len + 3;
 }
 
 
