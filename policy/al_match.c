@@ -19,6 +19,8 @@ static al_reason_t al_deny(al_decision_t *d, al_reason_t reason,
     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int al_drive_taken(const al_route_t *r, const al_request_t *req,
     al_decision_t *d);
+static const al_route_t *al_path_listed(const al_policy_t *p,
+    const al_path_t *path, const al_client_t *client);
 static int al_build_uri(const al_route_t *route, al_decision_t *d,
     const size_t *param_seg);
 static int al_media_params(const char *ctype, size_t len, size_t n,
@@ -197,6 +199,28 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
 
     if (r == NULL) {
         if (other != NULL) {
+
+            /*
+             * The path is a route's under other methods: "method" says
+             * so, to a client one of them lists.  To any other it is
+             * no_route, as a route of this method that does not list it
+             * is: a client learns of no path it cannot use.
+             */
+
+            if (req->client != NULL) {
+                r = al_path_listed(p, &d->path, req->client);
+
+                if (r == NULL) {
+                    d->route = other;
+                    return al_deny(d, AL_REASON_NO_ROUTE, "route \"%s\" "
+                                   "does not list client \"%s\"",
+                                   other->name.data,
+                                   req->client->name.data);
+                }
+
+                other = r;
+            }
+
             d->route = other;
             return al_deny(d, AL_REASON_METHOD, "route \"%s\" does not "
                            "allow %s", other->name.data,
@@ -287,6 +311,30 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
     }
 
     return AL_REASON_NONE;
+}
+
+
+/*
+ * A route for the path, under any method, that lists the client; NULL:
+ * none does.  Only on a method refusal: a lookup per method.
+ */
+
+static const al_route_t *
+al_path_listed(const al_policy_t *p, const al_path_t *path,
+    const al_client_t *client)
+{
+    unsigned           bit;
+    const al_route_t  *r, *other;
+
+    for (bit = AL_METHOD_GET; bit <= AL_METHOD_OPTIONS; bit <<= 1) {
+        al_trie_lookup(p->trie, path, bit, &r, &other);
+
+        if (r != NULL && r->client_ok[client->index]) {
+            return r;
+        }
+    }
+
+    return NULL;
 }
 
 

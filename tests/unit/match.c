@@ -309,6 +309,29 @@ test_routes(void)
     tap_ok(d.route != NULL && strcmp(d.route->name.data, "abc") == 0,
            "client not listed: the route is still named");
     deny("GET", "/a/b/c", NULL, AL_REASON_CLIENT_UNKNOWN, "unknown client");
+
+    /*
+     * a path only other clients' routes take, under another method: no
+     * route to this client, as under the route's own method, not a
+     * "method" refusal that tells it the path is one
+     */
+    deny("POST", "/a/b/c", worker, AL_REASON_NO_ROUTE,
+         "route \"abc\" does not list client \"worker\"");
+    tap_ok(d.route != NULL && strcmp(d.route->name.data, "abc") == 0,
+           "other method, client not listed: the route is named to the log");
+    deny("DELETE", "/a/b", worker, AL_REASON_NO_ROUTE, "does not list client");
+    deny("POST", "/a/zz", worker, AL_REASON_NO_ROUTE, "does not list client");
+    deny("DELETE", "/a/b", tools, AL_REASON_NO_ROUTE, "does not list client");
+
+    /* a client one of the path's routes lists hears "method" */
+    deny("DELETE", "/a/b/d", worker, AL_REASON_METHOD,
+         "route \"axd\" does not allow DELETE");
+    deny("POST", "/logs/api/20240101", ops, AL_REASON_METHOD,
+         "route \"logs\" does not allow POST");
+    deny("PUT", "/a/b", agent, AL_REASON_METHOD, "does not allow PUT");
+
+    /* an unknown client is still refused as before, by the module */
+    deny("POST", "/a/b/c", NULL, AL_REASON_METHOD, "does not allow POST");
 }
 
 
