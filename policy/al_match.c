@@ -155,7 +155,7 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
     unsigned            method;
     const char         *why;
     const al_str_t     *v;
-    const al_route_t   *r, *other;
+    const al_route_t   *r, *other, *listed;
     const al_param_t   *qp;
     al_query_param_t   *q;
 
@@ -197,48 +197,41 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
                        req->method);
     }
 
-    if (r == NULL) {
-        if (other != NULL) {
+    /*
+     * A route of the path that does not list the client is, to it, as
+     * if there were none: "method" when one of the path's routes lists
+     * it under another method, no_route otherwise, whether or not some
+     * route takes this method.  Either answer would otherwise tell the
+     * client of a route it cannot use.  The deny log's detail names the
+     * route for the operator.
+     */
 
-            /*
-             * The path is a route's under other methods: "method" says
-             * so, to a client one of them lists.  To any other it is
-             * no_route, as a route of this method that does not list it
-             * is: a client learns of no path it cannot use.
-             */
+    if (r == NULL && other == NULL) {
+        return al_deny(d, AL_REASON_NO_ROUTE, "no route matches this path");
+    }
 
-            if (req->client != NULL) {
-                r = al_path_listed(p, &d->path, req->client);
+    if (r == NULL
+        || (req->client != NULL && !r->client_ok[req->client->index]))
+    {
+        listed = (req->client != NULL)
+                 ? al_path_listed(p, &d->path, req->client) : other;
 
-                if (r == NULL) {
-                    d->route = other;
-                    return al_deny(d, AL_REASON_NO_ROUTE, "route \"%s\" "
-                                   "does not list client \"%s\"",
-                                   other->name.data,
-                                   req->client->name.data);
-                }
-
-                other = r;
-            }
-
-            d->route = other;
-            return al_deny(d, AL_REASON_METHOD, "route \"%s\" does not "
-                           "allow %s", other->name.data,
-                           al_method_name(method));
+        if (listed == NULL) {
+            d->route = (r != NULL) ? r : other;
+            return al_deny(d, AL_REASON_NO_ROUTE, "route \"%s\" does not "
+                           "list client \"%s\"", d->route->name.data,
+                           req->client->name.data);
         }
-        return al_deny(d, AL_REASON_NO_ROUTE, "no route matches this "
-                       "path");
+
+        d->route = listed;
+        return al_deny(d, AL_REASON_METHOD, "route \"%s\" does not allow %s",
+                       listed->name.data, al_method_name(method));
     }
 
     d->route = r;
 
     if (req->client == NULL) {
         return al_deny(d, AL_REASON_CLIENT_UNKNOWN, "unknown client");
-    }
-
-    if (!r->client_ok[req->client->index]) {
-        return al_deny(d, AL_REASON_NO_ROUTE, "route \"%s\" does not list "
-                       "client \"%s\"", r->name.data, req->client->name.data);
     }
 
     /* path params, in path order */

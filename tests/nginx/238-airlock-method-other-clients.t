@@ -1,14 +1,18 @@
 #!/usr/bin/perl
 
-# ngx_http_airlock_module: a path that only other clients' routes take
-# is no route to a client, whatever the method it asks with.  Under the
-# route's own method it was refused no_route, but under any other it was
-# refused "method" (Airlock-Denial: method), which told a client that
-# the path is a route's: any client could map the routes of the others
-# (an admin path granted to one token client only) by asking with a
-# method no route of the path allows.  "method" is still said to a
-# client that one of the path's routes lists.  The deny log names the
-# route for the operator either way.
+# ngx_http_airlock_module: a route that does not list a client is, to
+# that client, as if there were none, whatever the method it asks with.
+# A path that only other clients' routes take was refused no_route under
+# the route's own method but "method" (Airlock-Denial: method) under any
+# other, which told a client that the path is a route's: any client
+# could map the routes of the others (an admin path granted to one token
+# client only) by asking with a method no route of the path allows.  The
+# other way round, a client asking its own path with a method only
+# another client's route there takes was refused no_route, not the
+# "method" it gets when no route takes that method: that told it of the
+# other's route.  Now "method" is said to a client one of the path's
+# routes lists, and no_route to any other.  The deny log names the route
+# for the operator either way.
 #
 # The old code fails the tests marked (old).
 
@@ -51,6 +55,11 @@ routes:
     match: { method: GET, path: /items }
     upstream: echo
     to: /items
+  - name: b-items
+    clients: [b]
+    match: { method: POST, path: /items }
+    upstream: echo
+    to: /items
 alerts:
   deny: { threshold: 1000, window: 60s }
 EOF
@@ -60,7 +69,7 @@ $t->write_file_expand('nginx.conf', $p->conf);
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 12;
+plan tests => 15;
 
 # the Airlock-Denial reason of METHOD TARGET asked as client $who, or the
 # status when there is none
@@ -90,7 +99,13 @@ is(reason('b', 'DELETE', '/admin/keys'), 'method',
    'b, its path, another method: method');
 is(reason('b', 'GET', '/admin/users/7'), 'method',
    'b, its param path, another method: method');
-is(reason('a', 'POST', '/items'), 'method', 'a, its path, POST: method');
+is(reason('a', 'DELETE', '/items'), 'method',
+   'a, its path, a method no route takes: method');
+is(reason('a', 'POST', '/items'), 'method',
+   'a, its path, the method of b\'s route there: method (old)');
+is(reason('b', 'GET', '/items'), 'method',
+   'b, its path, the method of a\'s route there: method (old)');
+is(reason('a', 'GET', '/items') , 200, 'control: a still gets its route');
 
 # the operator's deny log names the route all the same
 

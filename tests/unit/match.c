@@ -41,6 +41,12 @@ static const char *const  policy_fmt =
     "    params: { x: '[a-z ]+' }\n"
     "    upstream: prom\n"
     "    to: \"/x/{x}/d\"\n"
+    "  - name: axd-delete\n"
+    "    clients: [agent]\n"
+    "    match: { method: DELETE, path: \"/a/{x}/d\" }\n"
+    "    params: { x: '[a-z ]+' }\n"
+    "    upstream: prom\n"
+    "    to: \"/x/{x}/d\"\n"
     "  - name: ab-post\n"
     "    clients: [agent]\n"
     "    match: { method: POST, path: /a/b }\n"
@@ -329,6 +335,15 @@ test_routes(void)
     deny("POST", "/logs/api/20240101", ops, AL_REASON_METHOD,
          "route \"logs\" does not allow POST");
     deny("PUT", "/a/b", agent, AL_REASON_METHOD, "does not allow PUT");
+
+    /*
+     * a client listed on a route of the path hears "method" also when
+     * the method is another client's route there (axd-delete, agent's
+     * only), as it does where no route takes the method, not no_route
+     */
+    deny("POST", "/a/b/d", worker, AL_REASON_METHOD,
+         "route \"axd\" does not allow POST");
+    allow("DELETE", "/a/b/d", agent, "axd-delete", "/base/x/b/d");
 
     /* an unknown client is still refused as before, by the module */
     deny("POST", "/a/b/c", NULL, AL_REASON_METHOD, "does not allow POST");
