@@ -181,13 +181,23 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
     /*
      * a segment with a drive passes only where the route takes one: the
      * route matched, or the one for the path under other methods, whose
-     * method refusal follows
+     * method refusal follows; either only if it lists the client (else
+     * one of the path's that does), as a route that does not is none to
+     * it (below)
      */
 
-    if (d->path.drive != 0
-        && al_drive_taken(r != NULL ? r : other, req, d) != 0)
-    {
-        return d->reason;
+    if (d->path.drive != 0) {
+        listed = (r != NULL) ? r : other;
+
+        if (listed != NULL && req->client != NULL
+            && !listed->client_ok[req->client->index])
+        {
+            listed = al_path_listed(p, &d->path, req->client);
+        }
+
+        if (al_drive_taken(listed, req, d) != 0) {
+            return d->reason;
+        }
     }
 
     if (method == 0) {

@@ -12,7 +12,10 @@
 # "method" it gets when no route takes that method: that told it of the
 # other's route.  Now "method" is said to a client one of the path's
 # routes lists, and no_route to any other.  The deny log names the route
-# for the operator either way.
+# for the operator either way.  Likewise a segment that starts with a
+# drive ("A:1") passes only in a param that takes one of a route that
+# lists the client: another client's such route let it through to a
+# no_route, where any other path refuses it as a path ("drive letter").
 #
 # The old code fails the tests marked (old).
 
@@ -50,6 +53,14 @@ routes:
     params: { id: '^[0-9]+\$' }
     upstream: echo
     to: "/admin/users/{id}"
+  - name: b-sheet
+    clients: [b]
+    match: { method: GET, path: "/sheets/{id}/values/{range}" }
+    params:
+      id: '^[a-z]+\$'
+      range: { pattern: '^[A-Z]+[0-9]*(:[A-Z]+[0-9]*)?\$', drive: true }
+    upstream: echo
+    to: "/sheets/{id}/values/{range}"
   - name: a-items
     clients: [a]
     match: { method: GET, path: /items }
@@ -69,7 +80,7 @@ $t->write_file_expand('nginx.conf', $p->conf);
 $t->start_echo(8081);
 $t->run;
 
-plan tests => 15;
+plan tests => 19;
 
 # the Airlock-Denial reason of METHOD TARGET asked as client $who, or the
 # status when there is none
@@ -106,6 +117,17 @@ is(reason('a', 'POST', '/items'), 'method',
 is(reason('b', 'GET', '/items'), 'method',
    'b, its path, the method of a\'s route there: method (old)');
 is(reason('a', 'GET', '/items') , 200, 'control: a still gets its route');
+
+# a drive in a param only another client's route takes: refused as
+# anywhere else
+
+is(reason('b', 'GET', '/sheets/abc/values/A:B1'), 200,
+   'control: b\'s drive param');
+is(reason('a', 'GET', '/nowhere/A:B1'), 'path', 'a drive where no route is');
+is(reason('a', 'GET', '/sheets/abc/values/A:B1'), 'path',
+   'a drive in b\'s route: path, as where no route is (old)');
+is(reason('a', 'GET', '/sheets/abc/values/A1'), 'no_route',
+   'b\'s route without a drive: no_route');
 
 # the operator's deny log names the route all the same
 

@@ -495,7 +495,17 @@ test_drives(void)
          "request target refused: drive letter");
     tap_ok(d.route == NULL && strstr(d.detail, "axd") == NULL,
            "a client the route does not list is told nothing of it");
-    deny("GET", "/sheets/abc/values/A:B", ops, AL_REASON_NO_ROUTE,
+    /*
+     * nor does a route that takes the drive pass it for a client it does
+     * not list: no_route there and "path" where no route takes one told
+     * such a client where a route is
+     */
+    deny("GET", "/sheets/abc/values/A:B", ops, AL_REASON_PATH,
+         "request target refused: drive letter");
+    tap_ok(d.route == NULL, "a route that takes the drive is not named");
+    deny("PUT", "/sheets/abc/values/A:B", ops, AL_REASON_PATH,
+         "request target refused: drive letter");
+    deny("GET", "/sheets/abc/values/A1", ops, AL_REASON_NO_ROUTE,
          "does not list client \"ops\"");
 
     /* the method: a route that takes the drive refuses the method */
