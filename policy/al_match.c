@@ -319,7 +319,8 @@ al_decide(const al_policy_t *p, const al_request_t *req, al_decision_t *d)
 
 /*
  * A route for the path, under any method, that lists the client; NULL:
- * none does.  Only on a method refusal: a lookup per method.
+ * none does.  Only for a route found that does not list it, a refusal
+ * or a drive's check: a lookup per method.
  */
 
 static const al_route_t *
